@@ -1,0 +1,515 @@
+"""Plan files: YAML -> a validated, typed ``PlanConfig``.
+
+Every problem becomes one ``UserError`` that names the file, the line and the key path, says what
+is wrong and, where it can, how to fix it ("did you mean 'iodepth'?"). Pure: takes text, returns data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Literal, TypeVar, Union
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+)
+
+from storbench.errors import UserError, did_you_mean
+from storbench.units import parse_duration_s, parse_size_bytes
+
+KeyPath = tuple[str | int, ...]
+
+# Characters a plan value may carry into a fio job file. Newlines, '$' (fio expands environment
+# variables), ';' and '#' (comments), '[' ']' (sections), quotes and backslashes are refused.
+SAFE_VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:/+%@ =*^~-]*$")
+SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+SAFE_PATH_RE = re.compile(r"^[A-Za-z0-9_./+@%,=~ -]+$")
+FIO_OPTION_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+# Options storbench writes itself: set them under `workload` or on the target instead.
+MANAGED_FIO_OPTIONS: dict[str, str] = {
+    "rw": "workload.rw",
+    "readwrite": "workload.rw",
+    "bs": "workload.bs",
+    "blocksize": "workload.bs",
+    "iodepth": "workload.iodepth",
+    "numjobs": "workload.numjobs",
+    "runtime": "workload.runtime",
+    "timeout": "workload.runtime",
+    "ramp_time": "workload.ramp",
+    "direct": "workload.direct",
+    "buffered": "workload.direct",
+    "ioengine": "workload.ioengine",
+    "rwmixread": "workload.rwmixread",
+    "rwmixwrite": "workload.rwmixread",
+    "size": "the target's size (or workload.size)",
+    "filesize": "the target's size (or workload.size)",
+    "filename": "the target",
+    "directory": "the target",
+    "filename_format": "the target",
+    "time_based": "workload.runtime (runs are time based)",
+    "name": "the plan",
+    "group_reporting": "nothing: storbench merges jobs itself",
+    "clat_percentiles": "nothing: storbench always keeps latency bins",
+    "lat_percentiles": "nothing: storbench always keeps latency bins",
+    "percentile_list": "nothing: storbench computes percentiles from the bins",
+    "output": "nothing: storbench keeps fio's output",
+    "output_format": "nothing: storbench keeps fio's output",
+}
+# Options that run programs, read or write arbitrary files, or retune the host: never from a plan.
+REFUSED_FIO_OPTIONS = frozenset(
+    {
+        "exec_prerun",
+        "exec_postrun",
+        "ioscheduler",
+        "read_iolog",
+        "write_iolog",
+        "replay_redirect",
+        "opendir",
+        "include",
+        "lockfile",
+        "write_bw_log",
+        "write_lat_log",
+        "write_iops_log",
+        "write_hist_log",
+        "trigger",
+        "trigger_file",
+        "trigger_timeout",
+        "cgroup",
+        "uid",
+        "gid",
+    }
+)
+
+
+def _size(value: object) -> int:
+    return parse_size_bytes(value)
+
+
+def _duration(value: object) -> float:
+    return parse_duration_s(value)
+
+
+Size = Annotated[int, BeforeValidator(_size)]
+Duration = Annotated[float, BeforeValidator(_duration)]
+T = TypeVar("T")
+
+
+def _as_list(value: object) -> object:
+    return value if isinstance(value, list) else [value]
+
+
+def _no_duplicates(values: list[T]) -> list[T]:
+    seen: list[T] = []
+    for value in values:
+        if value in seen:
+            raise ValueError(f"{value!r} is listed twice")
+        seen.append(value)
+    if not values:
+        raise ValueError("an empty list sweeps nothing: give at least one value")
+    return values
+
+
+def _sweep(value: object) -> object:
+    return _as_list(value)
+
+
+# A value or a list of values (a sweep axis). Lists must be non-empty and without duplicates.
+Sweep = Annotated[list[T], BeforeValidator(_sweep)]
+
+RwPattern = Literal[
+    "read", "write", "randread", "randwrite", "rw", "readwrite", "randrw",
+    "trim", "randtrim", "trimwrite", "randtrimwrite",
+]  # fmt: skip
+FioScalar = Union[str, int, float, bool]  # noqa: UP007  (pydantic needs the runtime object)
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+class PathTargetConfig(StrictModel):
+    """A directory on any mounted filesystem (local disk, CephFS or NFS mount)."""
+
+    kind: Literal["path"]
+    path: str = Field(description="Directory for the test files; created if missing. Relative to the "
+                      "current directory.")
+    size: Size = Field(description="Size of each fio job's file (fio `size`), e.g. 256MiB.")
+
+    @field_validator("path")
+    @classmethod
+    def _safe_path(cls, value: str) -> str:
+        if not SAFE_PATH_RE.match(value):
+            raise ValueError(
+                f"path {value!r} has characters storbench will not pass to fio "
+                "(allowed: letters, digits, space and _ . / + @ % , = ~ -)"
+            )
+        return value
+
+    @field_validator("size")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value <= 0:
+            raise ValueError("size must be larger than 0")
+        return value
+
+
+class BlockTargetConfig(StrictModel):
+    """A raw block device. Writing destroys its data: refused unless ``destructive: true``."""
+
+    kind: Literal["block"]
+    device: str = Field(description="The device node, e.g. /dev/nvme0n1.")
+    destructive: bool = Field(False, description="Allow write and trim workloads, destroying the data.")
+    size: Size | None = Field(None, description="Limit I/O to the first SIZE bytes (default: whole device).")
+
+    @field_validator("device")
+    @classmethod
+    def _safe_device(cls, value: str) -> str:
+        if not value.startswith("/dev/") or not SAFE_PATH_RE.match(value) or " " in value:
+            raise ValueError(f"device {value!r} must be a /dev/ path of letters, digits and _ . / -")
+        return value
+
+
+def _target_tag(value: object) -> str | None:
+    if isinstance(value, Mapping):
+        kind = value.get("kind")
+        return kind if isinstance(kind, str) else None
+    return None
+
+
+TargetConfig = Annotated[
+    Annotated[PathTargetConfig, Tag("path")] | Annotated[BlockTargetConfig, Tag("block")],
+    Discriminator(
+        _target_tag,
+        custom_error_type="target_kind",
+        custom_error_message="unknown target kind",
+    ),
+]
+TARGET_KINDS = {"path": PathTargetConfig, "block": BlockTargetConfig}
+
+
+class WorkloadConfig(StrictModel):
+    """fio settings. Any list is a sweep axis; the plan runs the cartesian product."""
+
+    rw: Sweep[RwPattern] = Field(description="I/O pattern(s): randread, randwrite, randrw, read, write, ...")
+    rwmixread: Sweep[Annotated[int, Field(ge=0, le=100)]] = Field(
+        [50], description="Percent reads for mixed patterns (rw, randrw); ignored for the others."
+    )
+    bs: Sweep[Size] = Field([4096], description="Block size(s), e.g. 4k, 64k, 1m.")
+    iodepth: Sweep[Annotated[int, Field(ge=1, le=65536)]] = Field([1], description="Queue depth(s).")
+    numjobs: Sweep[Annotated[int, Field(ge=1, le=4096)]] = Field([1], description="Parallel fio jobs.")
+    runtime: Sweep[Duration] = Field([5.0], description="Measured time of each repetition, e.g. 5s.")
+    ramp: Sweep[Duration] = Field([0.0], description="Warm-up before measuring (fio ramp_time).")
+    direct: Sweep[bool] = Field([True], description="O_DIRECT: bypass the page cache.")
+    ioengine: Sweep[str] = Field(["libaio"], description="fio ioengine, e.g. libaio, io_uring, psync.")
+    size: Size | None = Field(None, description="Override the target's per-job file size.")
+    fio: dict[str, FioScalar | list[FioScalar]] = Field(
+        default_factory=dict,
+        description="Any other fio option, passed through (lists sweep); checked against this fio's options.",
+    )
+
+    @field_validator("rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine")
+    @classmethod
+    def _distinct(cls, values: list[T]) -> list[T]:
+        return _no_duplicates(values)
+
+    @field_validator("runtime")
+    @classmethod
+    def _runtime_positive(cls, values: list[float]) -> list[float]:
+        for value in values:
+            if value < 1:
+                raise ValueError(f"runtime {value:g}s is too short: fio measures in whole seconds (use >= 1s)")
+            if value != int(value):
+                raise ValueError(f"runtime {value:g}s: use whole seconds")
+        return values
+
+    @field_validator("ramp")
+    @classmethod
+    def _ramp_whole(cls, values: list[float]) -> list[float]:
+        for value in values:
+            if value != int(value):
+                raise ValueError(f"ramp {value:g}s: use whole seconds")
+        return values
+
+    @field_validator("bs")
+    @classmethod
+    def _bs_positive(cls, values: list[int]) -> list[int]:
+        for value in values:
+            if value <= 0 or value % 512:
+                raise ValueError(f"block size {value} is not a positive multiple of 512 bytes")
+        return values
+
+    @field_validator("ioengine")
+    @classmethod
+    def _engine_name(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not FIO_OPTION_NAME_RE.match(value):
+                raise ValueError(f"ioengine {value!r} is not an engine name (e.g. libaio, io_uring, psync)")
+        return values
+
+
+def fio_value_text(value: FioScalar) -> str:
+    """A plan value as fio job text: booleans become 1/0."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+class PlanConfig(StrictModel):
+    """A storbench plan: targets x workload sweep, repeated."""
+
+    name: str = Field(description="Name of the plan; `--resume` continues the latest run of this name.")
+    description: str = Field("", description="Free text, kept with the results.")
+    targets: dict[str, TargetConfig] = Field(description="Named targets; every case runs on each of them.")
+    workload: WorkloadConfig
+    repeat: int = Field(3, ge=1, le=1000, description="Repetitions per case: the statistical sample unit.")
+    order: Literal["interleaved", "sequential", "shuffled"] = Field(
+        "interleaved",
+        description="Order of repetitions: interleaved (all cases once, then again in reverse order: A B B A), "
+        "sequential (each case's repetitions back to back), or shuffled (random, with `seed`).",
+    )
+    seed: int = Field(0, description="Seed for `order: shuffled`; recorded with the run.")
+    exclude: list[dict[str, FioScalar | list[FioScalar]]] = Field(
+        default_factory=list,
+        description="Rules removing points from the sweep: a point is dropped when it matches every key of a rule.",
+    )
+    timeout_grace: Duration = Field(
+        60.0,
+        description="The watchdog kills fio when a repetition takes longer than ramp + runtime + this.",
+    )
+    tags: list[str] = Field(default_factory=list, description="Labels stored with the run, for selecting it later.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not SAFE_NAME_RE.match(value):
+            raise ValueError("name must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit")
+        return value
+
+    @field_validator("targets")
+    @classmethod
+    def _targets(cls, value: dict[str, object]) -> dict[str, object]:
+        if not value:
+            raise ValueError("a plan needs at least one target")
+        for name in value:
+            if not SAFE_NAME_RE.match(name):
+                raise ValueError(f"target name {name!r} must be letters, digits, '_', '.' or '-'")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: list[str]) -> list[str]:
+        for tag in value:
+            if not SAFE_NAME_RE.match(tag):
+                raise ValueError(f"tag {tag!r} must be letters, digits, '_', '.' or '-'")
+        return value
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading with positions
+
+
+@dataclass(frozen=True)
+class PlanSource:
+    """Where a plan came from, and the line of every key, for messages that point at the file."""
+
+    path: str
+    text: str
+    lines: Mapping[KeyPath, int]
+
+    def where(self, key_path: KeyPath) -> str:
+        probe = key_path
+        while probe and probe not in self.lines:
+            probe = probe[:-1]
+        line = self.lines.get(probe, 1)
+        dotted = format_key_path(key_path)
+        return f"{self.path}:{line}: {dotted}" if dotted else f"{self.path}:{line}"
+
+
+@dataclass(frozen=True)
+class LoadedPlan:
+    config: PlanConfig
+    source: PlanSource
+
+
+def format_key_path(key_path: KeyPath) -> str:
+    out = ""
+    for part in key_path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _key_lines(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], source: str) -> None:
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            child = (*path, key)
+            if key in seen:
+                raise UserError(
+                    f"key '{key}' appears twice",
+                    where=f"{source}:{key_node.start_mark.line + 1}: {format_key_path(child)}",
+                    hint="remove one of them",
+                )
+            seen.add(key)
+            lines[child] = key_node.start_mark.line + 1
+            _key_lines(value_node, child, lines, source)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _key_lines(item, (*path, index), lines, source)
+
+
+def _model_at(key_path: KeyPath, data: object) -> type[BaseModel] | None:
+    """The schema model that owns the mapping at ``key_path`` (for "did you mean")."""
+    if not key_path:
+        return PlanConfig
+    if key_path == ("workload",):
+        return WorkloadConfig
+    if len(key_path) == 2 and key_path[0] == "targets" and isinstance(data, Mapping):
+        targets = data.get("targets")
+        if isinstance(targets, Mapping):
+            target = targets.get(key_path[1])
+            if isinstance(target, Mapping) and target.get("kind") in TARGET_KINDS:
+                return TARGET_KINDS[str(target.get("kind"))]
+    return None
+
+
+_PREFIXES = ("Value error, ", "Assertion failed, ")
+
+
+def _translate(error: Mapping[str, object], data: object, source: PlanSource) -> UserError:
+    raw_loc = error.get("loc", ())
+    loc: KeyPath = tuple(p for p in raw_loc if isinstance(p, str | int)) if isinstance(raw_loc, tuple) else ()
+    kind = str(error.get("type", ""))
+    message = str(error.get("msg", "invalid value"))
+    for prefix in _PREFIXES:
+        message = message.removeprefix(prefix)
+    # pydantic puts the union tag into the location of a target's fields; people never wrote it.
+    if len(loc) >= 3 and loc[0] == "targets" and loc[2] in TARGET_KINDS:
+        loc = (*loc[:2], *loc[3:])
+    # a sweep axis given as a single value is wrapped in a list by us: drop the synthetic index
+    if loc and loc[-1] == 0 and not isinstance(_lookup(data, loc[:-1]), list):
+        loc = loc[:-1]
+    hint = ""
+    if kind == "extra_forbidden":
+        parent, key = loc[:-1], str(loc[-1])
+        model = _model_at(parent, data)
+        message = f"unknown key '{key}'"
+        if model is not None:
+            hint = did_you_mean(key, list(model.model_fields)) or "known keys: " + ", ".join(model.model_fields)
+    elif kind == "missing":
+        message = f"required key '{loc[-1]}' is missing"
+        model = _model_at(loc[:-1], data)
+        field = model.model_fields.get(str(loc[-1])) if model else None
+        if field is not None and field.description:
+            hint = f"add it: {field.description[0].lower()}{field.description[1:]}"
+    elif kind == "target_kind":
+        tag = _target_tag(_lookup(data, loc))
+        message = f"unknown target kind {tag!r}" if tag else "the target has no 'kind'"
+        hint = did_you_mean(tag or "", list(TARGET_KINDS)) or "kinds: " + ", ".join(TARGET_KINDS)
+    elif kind == "literal_error":
+        ctx = error.get("ctx")
+        expected = str(ctx.get("expected", "")) if isinstance(ctx, Mapping) else ""
+        given = error.get("input")
+        message = f"{given!r} is not allowed"
+        choices = re.findall(r"'([^']+)'", expected)
+        hint = (did_you_mean(str(given), choices) if isinstance(given, str) else "") or f"one of: {expected}"
+    elif kind in ("int_parsing", "int_type", "bool_parsing", "bool_type", "string_type", "dict_type", "list_type"):
+        message = f"{message}, got {error.get('input')!r}"
+    return UserError(message, where=source.where(loc), hint=hint)
+
+
+def _lookup(data: object, loc: KeyPath) -> object:
+    node = data
+    for part in loc:
+        if (isinstance(node, Mapping) and part in node) or (isinstance(node, list) and isinstance(part, int) and part < len(node)):
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def load_plan_text(text: str, source_name: str) -> LoadedPlan:
+    """Parse and validate a plan. Raises ``UserError`` with file, line and key path."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise UserError(
+            f"YAML syntax error: {exc.problem or exc}",
+            where=f"{source_name}:{line}",
+            hint="check indentation and that every 'key: value' has a space after the colon",
+        ) from None
+    if root is None:
+        raise UserError("the plan is empty", where=f"{source_name}:1", hint="see examples/quickstart.yaml")
+    lines: dict[KeyPath, int] = {}
+    _key_lines(root, (), lines, source_name)
+    source = PlanSource(path=source_name, text=text, lines=lines)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:  # constructor errors (bad tags, ...)
+        raise UserError(f"YAML error: {exc}", where=f"{source_name}:1") from None
+    if not isinstance(data, Mapping):
+        raise UserError(
+            "a plan must be a mapping of keys (name, targets, workload, ...)",
+            where=f"{source_name}:1",
+            hint="see examples/quickstart.yaml",
+        )
+    for key in data:
+        if not isinstance(key, str):
+            raise UserError(f"key {key!r} is not a string", where=source.where(()))
+    try:
+        config = PlanConfig.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        raise _translate(dict(errors[0]), data, source) from None
+    check_fio_options(config.workload.fio, source)
+    return LoadedPlan(config=config, source=source)
+
+
+def check_fio_options(options: Mapping[str, FioScalar | list[FioScalar]], source: PlanSource) -> None:
+    """Pass-through fio options: a real option name, not one storbench manages, and a value that
+    cannot change the structure of the job file."""
+    for name, value in options.items():
+        where = source.where(("workload", "fio", name))
+        if not FIO_OPTION_NAME_RE.match(name):
+            raise UserError(f"{name!r} is not a fio option name", where=where)
+        if name in MANAGED_FIO_OPTIONS:
+            raise UserError(
+                f"fio option '{name}' is set by storbench", where=where, hint=f"use {MANAGED_FIO_OPTIONS[name]}"
+            )
+        if name in REFUSED_FIO_OPTIONS:
+            raise UserError(
+                f"fio option '{name}' runs programs, touches arbitrary files or retunes the host",
+                where=where,
+                hint="it is not allowed in a plan; run such steps outside storbench",
+            )
+        values = value if isinstance(value, list) else [value]
+        if not values:
+            raise UserError("an empty list sweeps nothing", where=where, hint="give at least one value")
+        texts = [fio_value_text(item) for item in values]
+        if len(set(texts)) != len(texts):
+            raise UserError("a value is listed twice", where=where, hint="remove the duplicate")
+        for text in texts:
+            if not SAFE_VALUE_RE.match(text):
+                raise UserError(
+                    f"value {text!r} has characters that could change the fio job file",
+                    where=where,
+                    hint="newlines, $, ;, #, [, ], quotes and backslashes are refused",
+                )
+

@@ -1,0 +1,31 @@
+"""One user-error class. Anything else raised inside storbench is a bug and keeps its traceback."""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """A problem the user can fix: a bad plan, a missing file, a refused target.
+
+    ``where`` names the place (``plan.yaml:12: workload.iodepth``), ``hint`` says what to do.
+    The CLI prints it as one line and exits with status 2.
+    """
+
+    def __init__(self, message: str, *, where: str = "", hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.where = where
+        self.hint = hint
+
+    def one_line(self) -> str:
+        text = f"{self.where}: {self.message}" if self.where else self.message
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return " ".join(text.split())
+
+
+def did_you_mean(word: str, choices: list[str] | tuple[str, ...] | set[str] | frozenset[str]) -> str:
+    """A "did you mean 'x'?" hint for a misspelt ``word``, or "" when nothing is close."""
+    import difflib
+
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else ""

@@ -1,0 +1,1 @@
+"""Executors: run fio jobs (locally; later on many hosts and in Kubernetes pods)."""

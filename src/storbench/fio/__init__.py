@@ -1,0 +1,1 @@
+"""fio job rendering and fio output parsing: pure functions."""

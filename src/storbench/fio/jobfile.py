@@ -1,0 +1,76 @@
+"""Case -> the exact fio job file text. Pure; every value is checked before it is written."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from storbench.model import Case
+from storbench.units import format_block_size
+
+# What may appear in a value written to a job file. Anything that could start a new line, a section,
+# a comment or an environment expansion is refused, whatever its origin.
+_JOB_VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:/+%@ =*^~\\$-]*$")
+_JOB_KEY_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class JobBinding:
+    """How a prepared target appears in a job file: its fio options (directory, filename, ...)."""
+
+    options: tuple[tuple[str, str], ...]
+
+
+def escape_fio_path(path: str) -> str:
+    """fio splits filename/directory values on ':'; escape it."""
+    return path.replace(":", "\\:")
+
+
+def _line(key: str, value: str) -> str:
+    if not _JOB_KEY_RE.match(key):
+        raise ValueError(f"refusing fio option name {key!r}")
+    if "\n" in value or "\r" in value or not _JOB_VALUE_RE.match(value) or "${" in value:
+        raise ValueError(f"refusing fio value {value!r} for {key!r}: it could change the job file")
+    return f"{key}={value}"
+
+
+def job_options(case: Case, binding: JobBinding) -> list[tuple[str, str]]:
+    """The ordered (option, value) pairs of a case's job, global section first."""
+    w = case.workload
+    options: list[tuple[str, str]] = [
+        ("ioengine", w.ioengine),
+        ("direct", "1" if w.direct else "0"),
+        ("time_based", "1"),
+        ("runtime", f"{w.runtime_s:g}"),
+        ("ramp_time", f"{w.ramp_s:g}"),
+    ]
+    if w.size_bytes is not None:
+        options.append(("size", format_block_size(w.size_bytes)))
+    options.extend(binding.options)
+    options.extend([("clat_percentiles", "1"), ("lat_percentiles", "1")])
+    return options
+
+
+def render_job(case: Case, binding: JobBinding) -> str:
+    """The job file for one case. numjobs clones are separate jobs in fio's output; storbench merges
+    their latency bins itself, so group_reporting stays off."""
+    w = case.workload
+    lines = [f"; storbench case {case.case_id} ({case.target.name})", "[global]"]
+    lines += [_line(k, v) for k, v in job_options(case, binding)]
+    lines.append(f"[{case.case_id}]")
+    lines.append(_line("rw", w.rw))
+    if w.rwmixread is not None:
+        lines.append(_line("rwmixread", str(w.rwmixread)))
+    lines += [
+        _line("bs", format_block_size(w.bs_bytes)),
+        _line("iodepth", str(w.iodepth)),
+        _line("numjobs", str(w.numjobs)),
+    ]
+    lines += [_line(k, v) for k, v in w.fio_options]
+    return "\n".join(lines) + "\n"
+
+
+def fio_command(fio_binary: str, job_path: str, output_path: str, extra: Sequence[str] = ()) -> tuple[str, ...]:
+    """The argv that runs one job file and writes json+ to a private file (never parsed from stdout)."""
+    return (fio_binary, "--output-format=json+", f"--output={output_path}", *extra, job_path)

@@ -1,0 +1,238 @@
+"""fio json / json+ output -> typed measurements, and exact merging of jobs and clients.
+
+Percentiles are never averaged: latency bins are added and percentiles read from the sum.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+
+from storbench.errors import UserError
+from storbench.model import (
+    ClientMeasurement,
+    DirectionMeasurement,
+    DiskUtil,
+    FioOutput,
+    JobOutput,
+    LatencyHistogram,
+    LatencySummary,
+)
+from storbench.model import Direction as Dir
+
+JsonObject = Mapping[str, object]
+
+
+def _obj(value: object, what: str) -> JsonObject:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"fio output: expected an object for {what}")
+    return value
+
+
+def _num(mapping: JsonObject, key: str, default: float = 0.0) -> float:
+    value = mapping.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"fio output: {key!r} is not a number")
+    return float(value)
+
+
+def _int(mapping: JsonObject, key: str, default: int = 0) -> int:
+    return int(_num(mapping, key, default))
+
+
+def _latency(block: JsonObject) -> LatencySummary:
+    samples = _int(block, "N")
+    bins_obj = block.get("bins")
+    histogram = None
+    if isinstance(bins_obj, Mapping):
+        histogram = LatencyHistogram.from_counts(
+            (int(value_ns), int(count)) for value_ns, count in bins_obj.items()
+        )
+    reported: list[tuple[float, int]] = []
+    percentile_obj = block.get("percentile")
+    if isinstance(percentile_obj, Mapping):
+        reported = sorted((float(pct), int(value)) for pct, value in percentile_obj.items())
+    return LatencySummary(
+        samples=samples,
+        min_ns=_int(block, "min"),
+        max_ns=_int(block, "max"),
+        mean_ns=_num(block, "mean"),
+        stddev_ns=_num(block, "stddev"),
+        histogram=histogram,
+        reported_percentiles_ns=tuple(reported),
+    )
+
+
+def _direction(direction: Dir, block: JsonObject) -> DirectionMeasurement:
+    return DirectionMeasurement(
+        direction=direction,
+        total_ios=_int(block, "total_ios"),
+        io_bytes=_int(block, "io_bytes"),
+        runtime_ms=_int(block, "runtime"),
+        iops=_num(block, "iops"),
+        bw_bytes=_num(block, "bw_bytes"),
+        clat=_latency(_obj(block.get("clat_ns", {}), "clat_ns")),
+        lat=_latency(_obj(block.get("lat_ns", {}), "lat_ns")),
+    )
+
+
+def _options(value: object) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, Mapping):
+        return ()
+    return tuple(sorted((str(k), str(v)) for k, v in value.items()))
+
+
+def parse_fio_json(text: str) -> FioOutput:
+    """Parse one fio ``--output-format=json`` or ``json+`` document.
+
+    Raises ValueError when the text is not fio JSON.
+    """
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc.msg} at line {exc.lineno}") from None
+    root = _obj(document, "the document")
+    jobs_value = root.get("jobs", root.get("client_stats"))
+    if not isinstance(jobs_value, list):
+        raise ValueError("no 'jobs' list: is this fio JSON output?")
+    jobs: list[JobOutput] = []
+    for raw_job in jobs_value:
+        job = _obj(raw_job, "a job")
+        if job.get("jobname") == "All clients":
+            continue  # fio's client/server sum carries no bins; we merge clients ourselves
+        directions = tuple(
+            _direction(direction, _obj(job[direction.value], direction.value))
+            for direction in Dir
+            if isinstance(job.get(direction.value), Mapping)
+        )
+        jobs.append(
+            JobOutput(
+                jobname=str(job.get("jobname", "")),
+                error=_int(job, "error"),
+                usr_cpu_pct=_num(job, "usr_cpu"),
+                sys_cpu_pct=_num(job, "sys_cpu"),
+                directions=directions,
+                options=_options(job.get("job options")),
+            )
+        )
+    disks: list[DiskUtil] = []
+    disk_value = root.get("disk_util", [])
+    if isinstance(disk_value, list):
+        for raw_disk in disk_value:
+            disk = _obj(raw_disk, "disk_util")
+            disks.append(
+                DiskUtil(
+                    name=str(disk.get("name", "")),
+                    read_ios=_int(disk, "read_ios"),
+                    write_ios=_int(disk, "write_ios"),
+                    util_pct=_num(disk, "util"),
+                )
+            )
+    return FioOutput(
+        fio_version=str(root.get("fio version", "")),
+        timestamp_s=_int(root, "timestamp"),
+        jobs=tuple(jobs),
+        disks=tuple(disks),
+        global_options=_options(root.get("global options")),
+    )
+
+
+def load_fio_json_lenient(text: str, where: str) -> FioOutput:
+    """For importing files people saved themselves: tolerate lines fio printed before the JSON."""
+    try:
+        return parse_fio_json(text)
+    except ValueError as first_error:
+        start = text.find("\n{")
+        if text.lstrip().startswith("{") or start < 0:
+            raise UserError(str(first_error), where=where, hint="pass fio --output-format=json+ output") from None
+        try:
+            return parse_fio_json(text[start + 1 :])
+        except ValueError as exc:
+            raise UserError(str(exc), where=where, hint="pass fio --output-format=json+ output") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact merging
+
+
+def merge_latency(parts: Sequence[LatencySummary]) -> LatencySummary:
+    """Merge latency summaries of independent jobs or clients.
+
+    Counts, min and max are exact; the mean is weighted by samples; the standard deviation is the
+    pooled sample standard deviation (fio reports the n-1 form); bins are added. fio's own
+    percentiles survive only for a single part (they cannot be merged).
+    """
+    with_samples = [p for p in parts if p.samples > 0]
+    if not with_samples:
+        return LatencySummary(samples=0, min_ns=0, max_ns=0, mean_ns=0.0, stddev_ns=0.0)
+    if len(with_samples) == 1:
+        return with_samples[0]
+    total = sum(p.samples for p in with_samples)
+    mean = sum(p.mean_ns * p.samples for p in with_samples) / total
+    sum_sq = sum(
+        (p.samples - 1) * p.stddev_ns**2 + p.samples * (p.mean_ns - mean) ** 2 for p in with_samples
+    )
+    stddev = math.sqrt(sum_sq / (total - 1)) if total > 1 else 0.0
+    histograms = [p.histogram for p in with_samples]
+    histogram = None
+    if all(h is not None for h in histograms):
+        histogram = LatencyHistogram.from_counts(pair for h in histograms if h is not None for pair in h.bins)
+    return LatencySummary(
+        samples=total,
+        min_ns=min(p.min_ns for p in with_samples),
+        max_ns=max(p.max_ns for p in with_samples),
+        mean_ns=mean,
+        stddev_ns=stddev,
+        histogram=histogram,
+    )
+
+
+def merge_directions(parts: Sequence[DirectionMeasurement]) -> DirectionMeasurement:
+    """Jobs or clients that ran concurrently: I/Os, bytes, IOPS and bandwidth add up."""
+    if not parts:
+        raise ValueError("nothing to merge")
+    direction = parts[0].direction
+    if any(p.direction != direction for p in parts):
+        raise ValueError("cannot merge different directions")
+    return DirectionMeasurement(
+        direction=direction,
+        total_ios=sum(p.total_ios for p in parts),
+        io_bytes=sum(p.io_bytes for p in parts),
+        runtime_ms=max(p.runtime_ms for p in parts),
+        iops=sum(p.iops for p in parts),
+        bw_bytes=sum(p.bw_bytes for p in parts),
+        clat=merge_latency([p.clat for p in parts]),
+        lat=merge_latency([p.lat for p in parts]),
+    )
+
+
+def _merge_by_direction(groups: Sequence[Sequence[DirectionMeasurement]]) -> tuple[DirectionMeasurement, ...]:
+    merged: list[DirectionMeasurement] = []
+    for direction in Dir:
+        parts = [m for group in groups for m in group if m.direction == direction and m.total_ios > 0]
+        if parts:
+            merged.append(merge_directions(parts))
+    return tuple(merged)
+
+
+def client_measurement(output: FioOutput, client: str = "local") -> ClientMeasurement:
+    """All jobs of one fio invocation merged into one client measurement.
+
+    fio's usr/sys CPU is per job (percent of one CPU); a client's figure is their sum.
+    Directions that moved no I/O are dropped.
+    """
+    return ClientMeasurement(
+        client=client,
+        jobs=len(output.jobs),
+        job_errors=tuple(job.error for job in output.jobs if job.error),
+        cpu_usr_pct=sum(job.usr_cpu_pct for job in output.jobs),
+        cpu_sys_pct=sum(job.sys_cpu_pct for job in output.jobs),
+        directions=_merge_by_direction([job.directions for job in output.jobs]),
+        disks=output.disks,
+    )
+
+
+def merge_clients(clients: Sequence[ClientMeasurement]) -> tuple[DirectionMeasurement, ...]:
+    """A repetition's numbers: every client's I/O summed, every client's bins merged."""
+    return _merge_by_direction([c.directions for c in clients])

@@ -1,0 +1,320 @@
+"""Typed data that flows through the pure core. Frozen, with units in the field names."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Direction(StrEnum):
+    READ = "read"
+    WRITE = "write"
+    TRIM = "trim"
+
+
+class Status(StrEnum):
+    OK = "ok"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+
+
+# fio rw patterns and the directions they move data in.
+RW_DIRECTIONS: dict[str, tuple[Direction, ...]] = {
+    "read": (Direction.READ,),
+    "randread": (Direction.READ,),
+    "write": (Direction.WRITE,),
+    "randwrite": (Direction.WRITE,),
+    "rw": (Direction.READ, Direction.WRITE),
+    "readwrite": (Direction.READ, Direction.WRITE),
+    "randrw": (Direction.READ, Direction.WRITE),
+    "trim": (Direction.TRIM,),
+    "randtrim": (Direction.TRIM,),
+    "trimwrite": (Direction.TRIM, Direction.WRITE),
+    "randtrimwrite": (Direction.TRIM, Direction.WRITE),
+}
+MIXED_RW = frozenset({"rw", "readwrite", "randrw"})
+
+
+def rw_writes(rw: str) -> bool:
+    """True when the pattern modifies data (writes or trims)."""
+    return any(d in (Direction.WRITE, Direction.TRIM) for d in RW_DIRECTIONS[rw])
+
+
+# ---------------------------------------------------------------------------------------------
+# What to run
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """Where the I/O goes. ``kind`` is 'path' (a directory) or 'block' (a raw device)."""
+
+    name: str
+    kind: str
+    path: str | None = None
+    device: str | None = None
+    size_bytes: int | None = None
+    destructive: bool = False
+
+    def describe(self) -> str:
+        where = self.path if self.kind == "path" else self.device
+        return f"{self.kind}:{where}"
+
+
+@dataclass(frozen=True)
+class WorkloadPoint:
+    """One point of the workload sweep: every fio setting of one case."""
+
+    rw: str
+    bs_bytes: int
+    iodepth: int
+    numjobs: int
+    runtime_s: float
+    ramp_s: float
+    direct: bool
+    ioengine: str
+    rwmixread: int | None = None
+    size_bytes: int | None = None
+    fio_options: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Case:
+    """One point of the sweep. ``case_id`` is a stable hash of its definition."""
+
+    case_id: str
+    target: TargetSpec
+    workload: WorkloadPoint
+    clients: int = 1
+    lab: tuple[tuple[str, str], ...] = ()
+
+    def parameters(self) -> dict[str, str]:
+        """The values people filter and compare on, as display strings."""
+        from storbench.units import format_block_size, format_duration
+
+        w = self.workload
+        params = {
+            "target": self.target.name,
+            "rw": w.rw,
+            "bs": format_block_size(w.bs_bytes),
+            "iodepth": str(w.iodepth),
+            "numjobs": str(w.numjobs),
+            "runtime": format_duration(w.runtime_s),
+            "ramp": format_duration(w.ramp_s),
+            "direct": "1" if w.direct else "0",
+            "ioengine": w.ioengine,
+            "rwmixread": "" if w.rwmixread is None else str(w.rwmixread),
+        }
+        params.update(dict(w.fio_options))
+        params.update(dict(self.lab))
+        return params
+
+
+@dataclass(frozen=True)
+class ScheduledRepetition:
+    """One execution of a case in the run order."""
+
+    case: Case
+    rep_index: int
+
+
+# ---------------------------------------------------------------------------------------------
+# What came back
+
+
+@dataclass(frozen=True)
+class LatencyHistogram:
+    """fio's json+ latency bins: (bin value in ns, number of I/Os), sorted by value.
+
+    fio's bins are the same for every job and client, so merging is adding counts per bin.
+    """
+
+    bins: tuple[tuple[int, int], ...]
+
+    @staticmethod
+    def from_counts(counts: Iterable[tuple[int, int]]) -> LatencyHistogram:
+        merged: dict[int, int] = {}
+        for value_ns, count in counts:
+            if count:
+                merged[value_ns] = merged.get(value_ns, 0) + count
+        return LatencyHistogram(tuple(sorted(merged.items())))
+
+    @property
+    def total(self) -> int:
+        return sum(count for _, count in self.bins)
+
+    def merged(self, *others: LatencyHistogram) -> LatencyHistogram:
+        return LatencyHistogram.from_counts(
+            pair for histogram in (self, *others) for pair in histogram.bins
+        )
+
+    def percentile_ns(self, percent: float) -> int | None:
+        """fio's own rule: the first bin whose cumulative count reaches percent/100 of all I/Os."""
+        total = self.total
+        if total == 0:
+            return None
+        threshold = percent / 100.0 * total
+        cumulative = 0
+        for value_ns, count in self.bins:
+            cumulative += count
+            if cumulative >= threshold:
+                return value_ns
+        return self.bins[-1][0]
+
+    def cdf(self) -> tuple[tuple[int, float], ...]:
+        """(value ns, fraction of I/Os at or below it) per bin."""
+        total = self.total
+        out: list[tuple[int, float]] = []
+        cumulative = 0
+        for value_ns, count in self.bins:
+            cumulative += count
+            out.append((value_ns, cumulative / total))
+        return tuple(out)
+
+    def fraction_at_or_below(self, value_ns: int) -> float:
+        values = [v for v, _ in self.bins]
+        idx = bisect.bisect_right(values, value_ns)
+        total = self.total
+        return sum(c for _, c in self.bins[:idx]) / total if total else 0.0
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    """fio's ``clat_ns`` or ``lat_ns`` block for one direction (one job, or several merged)."""
+
+    samples: int
+    min_ns: int
+    max_ns: int
+    mean_ns: float
+    stddev_ns: float
+    histogram: LatencyHistogram | None = None
+    # fio's own percentiles; used only where no bins exist (imported plain-json output of one job).
+    reported_percentiles_ns: tuple[tuple[float, int], ...] = ()
+
+    def percentile_ns(self, percent: float) -> int | None:
+        if self.histogram is not None and self.histogram.total:
+            return self.histogram.percentile_ns(percent)
+        for pct, value in self.reported_percentiles_ns:
+            if abs(pct - percent) < 1e-9:
+                return value
+        return None
+
+
+@dataclass(frozen=True)
+class DirectionMeasurement:
+    """What one direction (read, write or trim) did in one job, client or repetition."""
+
+    direction: Direction
+    total_ios: int
+    io_bytes: int
+    runtime_ms: int
+    iops: float
+    bw_bytes: float
+    clat: LatencySummary
+    lat: LatencySummary
+
+
+@dataclass(frozen=True)
+class DiskUtil:
+    """fio's ``disk_util`` entry: the device's own view while fio ran."""
+
+    name: str
+    read_ios: int
+    write_ios: int
+    util_pct: float
+
+
+@dataclass(frozen=True)
+class JobOutput:
+    """One fio job (a numjobs clone is its own job) as fio reported it."""
+
+    jobname: str
+    error: int
+    usr_cpu_pct: float
+    sys_cpu_pct: float
+    directions: tuple[DirectionMeasurement, ...]
+    options: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class FioOutput:
+    """A whole fio json/json+ document, parsed."""
+
+    fio_version: str
+    timestamp_s: int
+    jobs: tuple[JobOutput, ...]
+    disks: tuple[DiskUtil, ...]
+    global_options: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ClientMeasurement:
+    """One fio process tree (a host, a pod; one for a local run), its jobs merged."""
+
+    client: str
+    jobs: int
+    job_errors: tuple[int, ...]
+    cpu_usr_pct: float
+    cpu_sys_pct: float
+    directions: tuple[DirectionMeasurement, ...]
+    disks: tuple[DiskUtil, ...] = ()
+
+    def direction(self, direction: Direction) -> DirectionMeasurement | None:
+        for measurement in self.directions:
+            if measurement.direction == direction:
+                return measurement
+        return None
+
+
+@dataclass(frozen=True)
+class RepetitionOutcome:
+    """What the executor hands back for one repetition: status, the exact inputs, the raw output."""
+
+    status: Status
+    started_at_s: float
+    finished_at_s: float
+    job_text: str
+    command: tuple[str, ...]
+    fio_version: str
+    raw_output: str
+    stderr_tail: str
+    error: str = ""
+    clients: tuple[ClientMeasurement, ...] = field(default=())
+
+
+# ---------------------------------------------------------------------------------------------
+# What the store gives back
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: int
+    plan_name: str
+    plan_text: str
+    source: str
+    storbench_version: str
+    fio_version: str
+    host: str
+    kernel: str
+    run_order: str
+    seed: int
+    tags: tuple[str, ...]
+    started_at_s: float
+    finished_at_s: float | None
+
+
+@dataclass(frozen=True)
+class StoredRepetition:
+    """A repetition as stored, with its case and its clients' measurements."""
+
+    repetition_id: int
+    run_id: int
+    case: Case
+    rep_index: int
+    status: Status
+    started_at_s: float
+    finished_at_s: float
+    fio_version: str
+    error: str
+    clients: tuple[ClientMeasurement, ...]

@@ -1,0 +1,149 @@
+"""The run loop (shell): check everything, then run each repetition and store it the moment it ends.
+
+check -> (new run | resume the latest run of this plan) -> for each scheduled repetition:
+render job -> executor.run (watchdog) -> judge -> store (one transaction) -> tell the observer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from storbench import __version__
+from storbench.config import LoadedPlan
+from storbench.errors import UserError, did_you_mean
+from storbench.execute.fio_binary import fio_capabilities
+from storbench.execute.local import FioProcessResult
+from storbench.fio.jobfile import render_job
+from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
+from storbench.fio.outcome import judge_repetition
+from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status
+from storbench.plan import repetition_seconds, schedule, working_set_bytes
+from storbench.store import Store
+from storbench.targets.local import PreparedTarget, check_targets
+
+# Slowest layout speed the watchdog allows for before calling fio hung.
+WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
+
+
+class Executor(Protocol):
+    name: str
+
+    def run(self, job_text: str, timeout_s: float) -> FioProcessResult: ...
+
+
+class RunObserver(Protocol):
+    def run_started(self, run_id: int, to_run: int, already_done: int, eta_s: float) -> None: ...
+
+    def repetition_started(self, item: ScheduledRepetition, position: int) -> None: ...
+
+    def repetition_finished(self, item: ScheduledRepetition, position: int, outcome: RepetitionOutcome) -> None: ...
+
+
+@dataclass(frozen=True)
+class Checked:
+    """Everything verified before the first byte of I/O."""
+
+    capabilities: FioCapabilities
+    targets: dict[str, PreparedTarget]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: int
+    ran: int
+    skipped: int
+    failed: int
+
+
+def check_fio_against_plan(loaded: LoadedPlan, cases: Sequence[Case], caps: FioCapabilities) -> None:
+    """Engines exist and are allowed; pass-through options are options of this fio (and engine)."""
+    source = loaded.source
+    for case in cases:
+        engine = case.workload.ioengine
+        where = source.where(("workload", "ioengine"))
+        if engine in REFUSED_ENGINES:
+            raise UserError(f"ioengine '{engine}' runs programs instead of doing I/O", where=where,
+                            hint="pick a storage engine such as libaio, io_uring or psync")
+        if caps.engines and engine not in caps.engines:
+            raise UserError(f"ioengine '{engine}' is not available in {caps.binary} ({caps.version})", where=where,
+                            hint=did_you_mean(engine, caps.engines) or "see `fio --enghelp`")
+        known = caps.options_for(engine)
+        for name, _value in case.workload.fio_options:
+            if name not in known:
+                raise UserError(f"'{name}' is not an option of {caps.version} with ioengine {engine}",
+                                where=source.where(("workload", "fio", name)),
+                                hint=did_you_mean(name, known) or "see `fio --cmdhelp`")
+
+
+def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str, *, create: bool) -> Checked:
+    """All checks that can fail, before anything runs: never a half-run on a bad plan."""
+    engines = tuple(sorted({case.workload.ioengine for case in cases}))
+    caps = fio_capabilities(fio_binary, engines)
+    check_fio_against_plan(loaded, cases, caps)
+    return Checked(capabilities=caps, targets=check_targets(cases, create=create))
+
+
+def watchdog_seconds(case: Case, grace_s: float) -> float:
+    return repetition_seconds(case) + working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + grace_s
+
+
+def plan_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run_plan(
+    loaded: LoadedPlan,
+    cases: Sequence[Case],
+    checked: Checked,
+    store: Store,
+    executor: Executor,
+    observer: RunObserver,
+    *,
+    resume: bool,
+    clock: Callable[[], float] = time.time,
+) -> RunResult:
+    config = loaded.config
+    caps = checked.capabilities
+    if resume:
+        previous = store.latest_run_of_plan(config.name)
+        if previous is None:
+            raise UserError(f"nothing to resume: no earlier run of plan '{config.name}' in {store.path}",
+                            hint="run without --resume to start one")
+        run_id = previous.run_id
+        store.update_run_plan(run_id, loaded.source.text, plan_sha256(loaded.source.text))
+        done = store.completed(run_id)
+    else:
+        run_id = store.create_run(
+            plan_name=config.name, plan_text=loaded.source.text, plan_sha256=plan_sha256(loaded.source.text),
+            source="run", storbench_version=__version__, fio_version=caps.version, host=platform.node(),
+            kernel=platform.release(), run_order=config.order, seed=config.seed, tags=config.tags,
+            started_at_s=clock(),
+        )
+        done = set()
+    order = schedule(cases, config.repeat, config.order, config.seed)
+    todo = [item for item in order if (item.case.case_id, item.rep_index) not in done]
+    observer.run_started(run_id, len(todo), len(order) - len(todo), sum(repetition_seconds(i.case) for i in todo))
+    failed = 0
+    for position, item in enumerate(todo):
+        observer.repetition_started(item, position)
+        prepared = checked.targets[item.case.target.name]
+        job_text = render_job(item.case, prepared.binding)
+        timeout_s = watchdog_seconds(item.case, config.timeout_grace)
+        result = executor.run(job_text, timeout_s)
+        outcome = judge_repetition(
+            rw=item.case.workload.rw, returncode=result.returncode, timed_out=result.timed_out,
+            timeout_s=timeout_s, output_text=result.output_text, stderr_tail=result.stderr_tail,
+            started_at_s=result.started_at_s, finished_at_s=result.finished_at_s, job_text=job_text,
+            command=result.command, fio_version=caps.version, client=executor.name,
+        )
+        store.save_repetition(run_id, item.case, item.rep_index, outcome, prepared.details)
+        if outcome.status != Status.OK:
+            failed += 1
+        observer.repetition_finished(item, position, outcome)
+    store.finish_run(run_id, clock())
+    return RunResult(run_id=run_id, ran=len(todo), skipped=len(order) - len(todo), failed=failed)

@@ -1,0 +1,239 @@
+"""Plan -> cases: the cartesian sweep, exclude rules, stable case ids, run order, ETA. Pure."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+from storbench.config import (
+    BlockTargetConfig,
+    FioScalar,
+    LoadedPlan,
+    PathTargetConfig,
+    PlanConfig,
+    fio_value_text,
+)
+from storbench.errors import UserError, did_you_mean
+from storbench.model import MIXED_RW, Case, ScheduledRepetition, TargetSpec, WorkloadPoint, rw_writes
+from storbench.units import parse_duration_s, parse_size_bytes
+
+# Axis name -> how a value written in an exclude rule is normalised for comparison.
+_AXIS_NORMALISERS = {
+    "target": str,
+    "rw": str,
+    "rwmixread": int,
+    "bs": parse_size_bytes,
+    "iodepth": int,
+    "numjobs": int,
+    "runtime": parse_duration_s,
+    "ramp": parse_duration_s,
+    "direct": bool,
+    "ioengine": str,
+}
+
+# Estimated fixed cost of one fio invocation (start, layout check, JSON) used for the ETA.
+FIO_STARTUP_S = 0.6
+# Conservative layout speed for creating test files, used for the ETA only.
+LAYOUT_BYTES_PER_S = 300 * 1024 * 1024
+
+
+def target_spec(name: str, config: PathTargetConfig | BlockTargetConfig) -> TargetSpec:
+    if isinstance(config, PathTargetConfig):
+        return TargetSpec(name=name, kind="path", path=config.path, size_bytes=config.size)
+    return TargetSpec(
+        name=name, kind="block", device=config.device, size_bytes=config.size, destructive=config.destructive
+    )
+
+
+def case_id_for(target: TargetSpec, workload: WorkloadPoint, clients: int = 1,
+                lab: tuple[tuple[str, str], ...] = ()) -> str:
+    """A stable id from the case's definition: same definition, same id, on any machine."""
+    canonical = json.dumps(
+        {"target": asdict(target), "workload": asdict(workload), "clients": clients, "lab": list(lab)},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Axis:
+    name: str
+    values: tuple[object, ...]
+
+
+def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
+    """Every sweep axis in expansion order (slowest-changing first)."""
+    w = config.workload
+    axes = [
+        Axis("target", tuple(config.targets)),
+        Axis("rw", tuple(w.rw)),
+        Axis("rwmixread", tuple(w.rwmixread)),
+        Axis("bs", tuple(w.bs)),
+        Axis("iodepth", tuple(w.iodepth)),
+        Axis("numjobs", tuple(w.numjobs)),
+        Axis("runtime", tuple(w.runtime)),
+        Axis("ramp", tuple(w.ramp)),
+        Axis("direct", tuple(w.direct)),
+        Axis("ioengine", tuple(w.ioengine)),
+    ]
+    for name, value in sorted(w.fio.items()):
+        values = value if isinstance(value, list) else [value]
+        axes.append(Axis(name, tuple(fio_value_text(v) for v in values)))
+    return tuple(axes)
+
+
+def _normalise(axis: str, value: FioScalar) -> object:
+    normaliser = _AXIS_NORMALISERS.get(axis)
+    if normaliser is None:
+        return fio_value_text(value)
+    if normaliser is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"expected true or false, got {value!r}")
+        return value
+    return normaliser(value)  # type: ignore[operator]
+
+
+def _exclude_rules(loaded: LoadedPlan, axes: Sequence[Axis]) -> list[dict[str, set[object]]]:
+    axis_names = {axis.name: axis for axis in axes}
+    rules: list[dict[str, set[object]]] = []
+    for index, rule in enumerate(loaded.config.exclude):
+        if not rule:
+            raise UserError("an empty exclude rule would drop every case",
+                            where=loaded.source.where(("exclude", index)), hint="name at least one key")
+        normalised: dict[str, set[object]] = {}
+        for key, value in rule.items():
+            where = loaded.source.where(("exclude", index, key))
+            if key not in axis_names:
+                raise UserError(f"'{key}' is not a sweep parameter of this plan", where=where,
+                                hint=did_you_mean(key, list(axis_names)) or "keys: " + ", ".join(axis_names))
+            values = value if isinstance(value, list) else [value]
+            try:
+                wanted = {_normalise(key, v) for v in values}
+            except ValueError as exc:
+                raise UserError(str(exc), where=where) from None
+            unknown = wanted - set(axis_names[key].values)
+            if unknown:
+                raise UserError(
+                    f"{sorted(map(str, unknown))} never occurs in the sweep of '{key}'", where=where,
+                    hint="values in the plan: " + ", ".join(map(str, axis_names[key].values)),
+                )
+            normalised[key] = wanted
+        rules.append(normalised)
+    return rules
+
+
+def expand(loaded: LoadedPlan) -> list[Case]:
+    """The plan's cases in a stable order: cartesian product of every axis, minus exclusions.
+
+    ``rwmixread`` only matters for mixed patterns; points that differ only there collapse into one case.
+    """
+    config = loaded.config
+    axes = sweep_axes(config)
+    rules = _exclude_rules(loaded, axes)
+    cases: list[Case] = []
+    seen: set[str] = set()
+    matched_rules: set[int] = set()
+    names = [axis.name for axis in axes]
+    for combination in itertools.product(*(axis.values for axis in axes)):
+        point = dict(zip(names, combination, strict=True))
+        excluded = False
+        for index, rule in enumerate(rules):
+            if all(point[key] in wanted for key, wanted in rule.items()):
+                matched_rules.add(index)
+                excluded = True
+        if excluded:
+            continue
+        case = _case(config, point)
+        if case.case_id not in seen:
+            seen.add(case.case_id)
+            cases.append(case)
+    if not cases:
+        raise UserError("the exclude rules remove every case", where=loaded.source.where(("exclude",)),
+                        hint="loosen the rules")
+    return cases
+
+
+def _case(config: PlanConfig, point: Mapping[str, object]) -> Case:
+    target_name = str(point["target"])
+    target = target_spec(target_name, config.targets[target_name])
+    rw = str(point["rw"])
+    fio_options = tuple(sorted((k, str(v)) for k, v in point.items() if k not in _AXIS_NORMALISERS))
+    workload = WorkloadPoint(
+        rw=rw,
+        rwmixread=int(str(point["rwmixread"])) if rw in MIXED_RW else None,
+        bs_bytes=int(str(point["bs"])),
+        iodepth=int(str(point["iodepth"])),
+        numjobs=int(str(point["numjobs"])),
+        runtime_s=float(str(point["runtime"])),
+        ramp_s=float(str(point["ramp"])),
+        direct=bool(point["direct"]),
+        ioengine=str(point["ioengine"]),
+        size_bytes=config.workload.size if config.workload.size is not None else target.size_bytes,
+        fio_options=fio_options,
+    )
+    return Case(case_id=case_id_for(target, workload), target=target, workload=workload)
+
+
+def schedule(cases: Sequence[Case], repeat: int, order: str, seed: int) -> list[ScheduledRepetition]:
+    """The order repetitions run in.
+
+    interleaved: every case once, then every case again in reverse order (A B C C B A A B C ...), so slow
+    drift and "the second run is slower" effects spread evenly over the cases instead of biasing one.
+    sequential: each case's repetitions back to back. shuffled: a random order from ``seed``.
+    """
+    if order == "sequential":
+        return [ScheduledRepetition(case, rep) for case in cases for rep in range(repeat)]
+    if order == "interleaved":
+        out: list[ScheduledRepetition] = []
+        for rep in range(repeat):
+            sweep = cases if rep % 2 == 0 else list(reversed(cases))
+            out.extend(ScheduledRepetition(case, rep) for case in sweep)
+        return out
+    if order == "shuffled":
+        items = [ScheduledRepetition(case, rep) for rep in range(repeat) for case in cases]
+        random.Random(seed).shuffle(items)
+        return items
+    raise ValueError(f"unknown order {order!r}")
+
+
+@dataclass(frozen=True)
+class PlanEstimate:
+    cases: int
+    repetitions: int
+    seconds: float
+    layout_bytes: int
+    destructive_cases: int
+
+
+def repetition_seconds(case: Case) -> float:
+    return case.workload.ramp_s + case.workload.runtime_s + FIO_STARTUP_S
+
+
+def working_set_bytes(case: Case) -> int:
+    """Bytes of test files this case needs: one file of ``size`` per job."""
+    return (case.workload.size_bytes or 0) * case.workload.numjobs if case.target.kind == "path" else 0
+
+
+def estimate(cases: Sequence[Case], repeat: int) -> PlanEstimate:
+    """Duration and data volume before anything runs.
+
+    Files are laid out once per target (fio reuses them), so layout cost is the largest working set per
+    target. Writes during measurement are time based; their volume depends on the storage's speed.
+    """
+    largest: dict[str, int] = {}
+    for case in cases:
+        largest[case.target.name] = max(largest.get(case.target.name, 0), working_set_bytes(case))
+    layout = sum(largest.values())
+    seconds = sum(repetition_seconds(case) for case in cases) * repeat + layout / LAYOUT_BYTES_PER_S
+    return PlanEstimate(
+        cases=len(cases),
+        repetitions=len(cases) * repeat,
+        seconds=seconds,
+        layout_bytes=layout,
+        destructive_cases=sum(1 for c in cases if c.target.kind == "block" and rw_writes(c.workload.rw)),
+    )

@@ -1,0 +1,1 @@
+"""Records, tables, exports, figures and HTML: pure rendering of stored results."""

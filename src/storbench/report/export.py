@@ -1,0 +1,52 @@
+"""Exports of records as JSON, CSV and Markdown. Pure: records in, text out."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+
+from storbench.report.records import RECORD_FIELDS, Record
+
+EXPORT_FORMATS = ("json", "csv", "markdown")
+
+
+def to_json(records: Sequence[Record]) -> str:
+    return json.dumps([asdict(r) for r in records], indent=2) + "\n"
+
+
+def to_csv(records: Sequence[Record]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(RECORD_FIELDS), lineterminator="\n")
+    writer.writeheader()
+    for record in records:
+        writer.writerow({k: ("" if v is None else v) for k, v in asdict(record).items()})
+    return buffer.getvalue()
+
+
+def _md_cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(records: Sequence[Record]) -> str:
+    lines = ["| " + " | ".join(RECORD_FIELDS) + " |", "|" + "---|" * len(RECORD_FIELDS)]
+    for record in records:
+        row = asdict(record)
+        lines.append("| " + " | ".join(_md_cell(row[name]) for name in RECORD_FIELDS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def export(records: Sequence[Record], fmt: str) -> str:
+    if fmt == "json":
+        return to_json(records)
+    if fmt == "csv":
+        return to_csv(records)
+    if fmt == "markdown":
+        return to_markdown(records)
+    raise ValueError(f"unknown format {fmt!r}")

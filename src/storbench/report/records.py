@@ -1,0 +1,231 @@
+"""Flat, stable records for users: one per repetition and direction, and per-case summaries. Pure."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+
+from storbench.fio.parse import merge_clients
+from storbench.model import Direction, DirectionMeasurement, Status, StoredRepetition
+from storbench.units import format_block_size
+
+# (percent, field suffix) of the percentiles every record carries.
+PERCENTILES: tuple[tuple[float, str], ...] = (
+    (50.0, "p50"), (90.0, "p90"), (95.0, "p95"), (99.0, "p99"), (99.9, "p999"), (99.99, "p9999"),
+)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One repetition and direction. Field names are a stable interface (export, scripts)."""
+
+    case_id: str
+    run_id: int
+    target: str
+    target_kind: str
+    rw: str
+    rwmixread: int | None
+    bs: str
+    bs_bytes: int
+    iodepth: int
+    numjobs: int
+    clients: int
+    ioengine: str
+    direct: bool
+    runtime_s: float
+    repeat: int
+    direction: str
+    status: str
+    started_at_s: float
+    finished_at_s: float
+    fio_version: str
+    iops: float | None
+    bw_bytes: float | None
+    total_ios: int | None
+    io_bytes: int | None
+    lat_mean_ns: float | None
+    lat_stddev_ns: float | None
+    lat_min_ns: int | None
+    lat_max_ns: int | None
+    lat_p50_ns: int | None
+    lat_p90_ns: int | None
+    lat_p95_ns: int | None
+    lat_p99_ns: int | None
+    lat_p999_ns: int | None
+    lat_p9999_ns: int | None
+    clat_mean_ns: float | None
+    clat_stddev_ns: float | None
+    clat_min_ns: int | None
+    clat_max_ns: int | None
+    clat_p50_ns: int | None
+    clat_p90_ns: int | None
+    clat_p95_ns: int | None
+    clat_p99_ns: int | None
+    clat_p999_ns: int | None
+    clat_p9999_ns: int | None
+    cpu_usr: float | None
+    cpu_sys: float | None
+    disk_util_pct: float | None
+    error: str
+
+
+RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Record))
+
+
+def _latency_fields(prefix: str, m: DirectionMeasurement | None) -> dict[str, float | int | None]:
+    summary = None if m is None else (m.lat if prefix == "lat" else m.clat)
+    out: dict[str, float | int | None] = {
+        f"{prefix}_mean_ns": summary.mean_ns if summary else None,
+        f"{prefix}_stddev_ns": summary.stddev_ns if summary else None,
+        f"{prefix}_min_ns": summary.min_ns if summary else None,
+        f"{prefix}_max_ns": summary.max_ns if summary else None,
+    }
+    for percent, suffix in PERCENTILES:
+        out[f"{prefix}_{suffix}_ns"] = summary.percentile_ns(percent) if summary else None
+    return out
+
+
+def repetition_records(repetitions: Iterable[StoredRepetition]) -> list[Record]:
+    """Flatten stored repetitions. Several clients are merged exactly (I/O summed, bins merged);
+    a failed repetition gives one record with its error and no numbers."""
+    records: list[Record] = []
+    for rep in repetitions:
+        case, w = rep.case, rep.case.workload
+        merged = merge_clients(rep.clients) if rep.status == Status.OK else ()
+        cpu_usr = sum(c.cpu_usr_pct for c in rep.clients) if rep.clients else None
+        cpu_sys = sum(c.cpu_sys_pct for c in rep.clients) if rep.clients else None
+        utils = [d.util_pct for c in rep.clients for d in c.disks]
+        directions: Sequence[DirectionMeasurement | None] = merged or [None]
+        for m in directions:
+            records.append(
+                Record(
+                    case_id=case.case_id, run_id=rep.run_id, target=case.target.name, target_kind=case.target.kind,
+                    rw=w.rw, rwmixread=w.rwmixread, bs=format_block_size(w.bs_bytes), bs_bytes=w.bs_bytes,
+                    iodepth=w.iodepth, numjobs=w.numjobs, clients=case.clients, ioengine=w.ioengine,
+                    direct=w.direct, runtime_s=w.runtime_s, repeat=rep.rep_index,
+                    direction=m.direction.value if m else "", status=rep.status.value,
+                    started_at_s=rep.started_at_s, finished_at_s=rep.finished_at_s, fio_version=rep.fio_version,
+                    iops=m.iops if m else None, bw_bytes=m.bw_bytes if m else None,
+                    total_ios=m.total_ios if m else None, io_bytes=m.io_bytes if m else None,
+                    cpu_usr=cpu_usr, cpu_sys=cpu_sys, disk_util_pct=max(utils) if utils else None,
+                    error=rep.error,
+                    **_latency_fields("lat", m),  # type: ignore[arg-type]
+                    **_latency_fields("clat", m),  # type: ignore[arg-type]
+                )
+            )
+    return records
+
+
+@dataclass(frozen=True)
+class CaseSummary:
+    """One case and direction over its repetitions (mean of per-repetition figures)."""
+
+    run_id: int
+    case_id: str
+    target: str
+    rw: str
+    bs: str
+    iodepth: int
+    numjobs: int
+    direction: str
+    repetitions_ok: int
+    repetitions_total: int
+    iops_mean: float | None
+    iops_cv_pct: float | None
+    bw_bytes_mean: float | None
+    lat_mean_ns: float | None
+    lat_p50_ns: float | None
+    lat_p95_ns: float | None
+    lat_p99_ns: float | None
+    lat_p999_ns: float | None
+    cpu_usr_mean: float | None
+    cpu_sys_mean: float | None
+    disk_util_pct_mean: float | None
+    last_error: str
+
+
+def _mean(values: Sequence[float | int | None]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return statistics.fmean(present) if present else None
+
+
+def _cv_pct(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    if len(present) < 2:
+        return None
+    mean = statistics.fmean(present)
+    return 100.0 * statistics.stdev(present) / mean if mean else math.nan
+
+
+def summarize_cases(records: Sequence[Record]) -> list[CaseSummary]:
+    """Group records by run, case and direction, in first-seen order. Failed repetitions count in the
+    total but contribute no numbers."""
+    groups: dict[tuple[int, str], list[Record]] = {}
+    for record in records:
+        groups.setdefault((record.run_id, record.case_id), []).append(record)
+    out: list[CaseSummary] = []
+    for (run_id, case_id), group in groups.items():
+        total = len({r.repeat for r in group})
+        ok = [r for r in group if r.status == Status.OK.value]
+        directions = [d.value for d in Direction if any(r.direction == d.value for r in ok)] or [""]
+        failed = [r for r in group if r.status != Status.OK.value]
+        for direction in directions:
+            rows = [r for r in ok if r.direction == direction]
+            first = group[0]
+            out.append(
+                CaseSummary(
+                    run_id=run_id, case_id=case_id, target=first.target, rw=first.rw, bs=first.bs,
+                    iodepth=first.iodepth, numjobs=first.numjobs, direction=direction,
+                    repetitions_ok=len({r.repeat for r in rows}), repetitions_total=total,
+                    iops_mean=_mean([r.iops for r in rows]), iops_cv_pct=_cv_pct([r.iops for r in rows]),
+                    bw_bytes_mean=_mean([r.bw_bytes for r in rows]),
+                    lat_mean_ns=_mean([r.lat_mean_ns for r in rows]),
+                    lat_p50_ns=_mean([r.lat_p50_ns for r in rows]),
+                    lat_p95_ns=_mean([r.lat_p95_ns for r in rows]),
+                    lat_p99_ns=_mean([r.lat_p99_ns for r in rows]),
+                    lat_p999_ns=_mean([r.lat_p999_ns for r in rows]),
+                    cpu_usr_mean=_mean([r.cpu_usr for r in rows]),
+                    cpu_sys_mean=_mean([r.cpu_sys for r in rows]),
+                    disk_util_pct_mean=_mean([r.disk_util_pct for r in rows]),
+                    last_error=failed[-1].error if failed else "",
+                )
+            )
+    return out
+
+
+def filter_records(records: Sequence[Record], where: Sequence[tuple[str, str]]) -> list[Record]:
+    """Keep records matching every ``field=value`` pair (compared as text; ``bs`` also by bytes).
+
+    Raises ValueError naming an unknown field.
+    """
+    from storbench.units import parse_size_bytes
+
+    for key, _value in where:
+        if key not in RECORD_FIELDS:
+            raise ValueError(key)
+    out: list[Record] = []
+    for record in records:
+        keep = True
+        for key, value in where:
+            actual = getattr(record, key)
+            if key == "bs":
+                try:
+                    keep = record.bs_bytes == parse_size_bytes(value)
+                except ValueError:
+                    keep = False
+            elif isinstance(actual, bool):
+                keep = str(actual).lower() == value.lower() or str(int(actual)) == value
+            elif isinstance(actual, float):
+                try:
+                    keep = actual == float(value)
+                except ValueError:
+                    keep = False
+            else:
+                keep = str(actual) == value
+            if not keep:
+                break
+        if keep:
+            out.append(record)
+    return out

@@ -1,0 +1,396 @@
+"""SQLite results store (shell). Each finished repetition is committed in one transaction, WAL mode.
+
+Shape: run -> repetition (of a case) -> client -> measurement (per direction), and disk_util per client.
+Aggregates (a repetition's merged numbers, a case's statistics) are derived when read, never stored twice.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+
+from storbench.errors import UserError
+from storbench.model import (
+    Case,
+    ClientMeasurement,
+    Direction,
+    DirectionMeasurement,
+    DiskUtil,
+    LatencySummary,
+    RepetitionOutcome,
+    RunInfo,
+    Status,
+    StoredRepetition,
+    TargetSpec,
+    WorkloadPoint,
+)
+from storbench.store.codec import compress_text, decode_histogram, decompress_text, encode_histogram
+
+# Ordered migrations: index + 1 is the schema version. Never edit one that has shipped; append.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        plan_name TEXT NOT NULL,
+        plan_text TEXT NOT NULL,
+        plan_sha256 TEXT NOT NULL,
+        source TEXT NOT NULL CHECK (source IN ('run', 'import')),
+        storbench_version TEXT NOT NULL,
+        fio_version TEXT NOT NULL,
+        host TEXT NOT NULL,
+        kernel TEXT NOT NULL,
+        run_order TEXT NOT NULL,
+        seed INTEGER NOT NULL,
+        tags_json TEXT NOT NULL DEFAULT '[]',
+        started_at_s REAL NOT NULL,
+        finished_at_s REAL
+    );
+    CREATE TABLE cases (
+        id TEXT PRIMARY KEY,
+        target_name TEXT NOT NULL,
+        target_kind TEXT NOT NULL,
+        target_json TEXT NOT NULL,
+        workload_json TEXT NOT NULL,
+        rw TEXT NOT NULL,
+        bs_bytes INTEGER NOT NULL,
+        iodepth INTEGER NOT NULL,
+        numjobs INTEGER NOT NULL,
+        clients INTEGER NOT NULL,
+        lab_json TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE TABLE repetitions (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        case_id TEXT NOT NULL REFERENCES cases(id),
+        rep_index INTEGER NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timeout')),
+        started_at_s REAL NOT NULL,
+        finished_at_s REAL NOT NULL,
+        fio_version TEXT NOT NULL,
+        job_text TEXT NOT NULL,
+        command_json TEXT NOT NULL,
+        target_json TEXT NOT NULL,
+        fio_output_z BLOB,
+        stderr_tail TEXT NOT NULL DEFAULT '',
+        error TEXT NOT NULL DEFAULT '',
+        UNIQUE (run_id, case_id, rep_index)
+    );
+    CREATE TABLE clients (
+        id INTEGER PRIMARY KEY,
+        repetition_id INTEGER NOT NULL REFERENCES repetitions(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        jobs INTEGER NOT NULL,
+        job_errors_json TEXT NOT NULL,
+        cpu_usr_pct REAL NOT NULL,
+        cpu_sys_pct REAL NOT NULL
+    );
+    CREATE TABLE measurements (
+        id INTEGER PRIMARY KEY,
+        client_id INTEGER NOT NULL REFERENCES clients(id) ON DELETE CASCADE,
+        direction TEXT NOT NULL CHECK (direction IN ('read', 'write', 'trim')),
+        total_ios INTEGER NOT NULL,
+        io_bytes INTEGER NOT NULL,
+        runtime_ms INTEGER NOT NULL,
+        iops REAL NOT NULL,
+        bw_bytes REAL NOT NULL,
+        clat_samples INTEGER NOT NULL, clat_min_ns INTEGER NOT NULL, clat_max_ns INTEGER NOT NULL,
+        clat_mean_ns REAL NOT NULL, clat_stddev_ns REAL NOT NULL, clat_bins_z BLOB,
+        clat_reported_json TEXT NOT NULL DEFAULT '[]',
+        lat_samples INTEGER NOT NULL, lat_min_ns INTEGER NOT NULL, lat_max_ns INTEGER NOT NULL,
+        lat_mean_ns REAL NOT NULL, lat_stddev_ns REAL NOT NULL, lat_bins_z BLOB,
+        lat_reported_json TEXT NOT NULL DEFAULT '[]',
+        UNIQUE (client_id, direction)
+    );
+    CREATE TABLE disk_utils (
+        id INTEGER PRIMARY KEY,
+        client_id INTEGER NOT NULL REFERENCES clients(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        read_ios INTEGER NOT NULL,
+        write_ios INTEGER NOT NULL,
+        util_pct REAL NOT NULL
+    );
+    CREATE INDEX repetitions_case ON repetitions(case_id);
+    CREATE INDEX clients_repetition ON clients(repetition_id);
+    CREATE INDEX measurements_client ON measurements(client_id);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _migrate(conn: sqlite3.Connection, path: str) -> None:
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)")
+    current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
+    if current > SCHEMA_VERSION:
+        raise UserError(f"{path} has schema version {current}, newer than this storbench ({SCHEMA_VERSION})",
+                        hint="upgrade storbench")
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        with conn:
+            conn.executescript("BEGIN;" + MIGRATIONS[version - 1] +
+                               f"INSERT INTO schema_migrations VALUES ({version}, datetime('now')); COMMIT;")
+
+
+class Store:
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        self.conn = conn
+        self.path = path
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self.conn:
+            yield self.conn
+
+    # ---- runs ------------------------------------------------------------------------------------
+    def create_run(self, *, plan_name: str, plan_text: str, plan_sha256: str, source: str,
+                   storbench_version: str, fio_version: str, host: str, kernel: str, run_order: str,
+                   seed: int, tags: Sequence[str], started_at_s: float) -> int:
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO runs (plan_name, plan_text, plan_sha256, source, storbench_version, fio_version, host,"
+                " kernel, run_order, seed, tags_json, started_at_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (plan_name, plan_text, plan_sha256, source, storbench_version, fio_version, host, kernel,
+                 run_order, seed, json.dumps(list(tags)), started_at_s),
+            )
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
+
+    def update_run_plan(self, run_id: int, plan_text: str, plan_sha256: str) -> None:
+        with self.transaction() as conn:
+            conn.execute("UPDATE runs SET plan_text = ?, plan_sha256 = ?, finished_at_s = NULL WHERE id = ?",
+                         (plan_text, plan_sha256, run_id))
+
+    def finish_run(self, run_id: int, finished_at_s: float) -> None:
+        with self.transaction() as conn:
+            conn.execute("UPDATE runs SET finished_at_s = ? WHERE id = ?", (finished_at_s, run_id))
+
+    def latest_run_of_plan(self, plan_name: str) -> RunInfo | None:
+        row = self.conn.execute(
+            "SELECT * FROM runs WHERE plan_name = ? AND source = 'run' ORDER BY id DESC LIMIT 1", (plan_name,)
+        ).fetchone()
+        return _run_info(row) if row else None
+
+    def runs(self) -> list[RunInfo]:
+        return [_run_info(row) for row in self.conn.execute("SELECT * FROM runs ORDER BY id")]
+
+    def run(self, run_id: int) -> RunInfo | None:
+        row = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return _run_info(row) if row else None
+
+    # ---- repetitions -----------------------------------------------------------------------------
+    def completed(self, run_id: int) -> set[tuple[str, int]]:
+        """(case id, repetition index) pairs of the run that finished with status ok."""
+        return {
+            (row["case_id"], row["rep_index"])
+            for row in self.conn.execute(
+                "SELECT case_id, rep_index FROM repetitions WHERE run_id = ? AND status = 'ok'", (run_id,)
+            )
+        }
+
+    def save_repetition(self, run_id: int, case: Case, rep_index: int, outcome: RepetitionOutcome,
+                        target_details: Sequence[tuple[str, str]]) -> int:
+        """Store one repetition with everything it produced, atomically. A failed earlier attempt of the
+        same repetition in the same run is replaced."""
+        with self.transaction() as conn:
+            _insert_case(conn, case)
+            conn.execute("DELETE FROM repetitions WHERE run_id = ? AND case_id = ? AND rep_index = ?",
+                         (run_id, case.case_id, rep_index))
+            cursor = conn.execute(
+                "INSERT INTO repetitions (run_id, case_id, rep_index, status, started_at_s, finished_at_s,"
+                " fio_version, job_text, command_json, target_json, fio_output_z, stderr_tail, error)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, case.case_id, rep_index, outcome.status.value, outcome.started_at_s,
+                 outcome.finished_at_s, outcome.fio_version, outcome.job_text, json.dumps(list(outcome.command)),
+                 json.dumps(dict(target_details)), compress_text(outcome.raw_output) if outcome.raw_output else None,
+                 outcome.stderr_tail, outcome.error),
+            )
+            repetition_id = cursor.lastrowid
+            assert repetition_id is not None
+            for client in outcome.clients:
+                _insert_client(conn, repetition_id, client)
+            return repetition_id
+
+    def repetitions(self, run_ids: Sequence[int] | None = None) -> list[StoredRepetition]:
+        query = ("SELECT r.*, c.target_json AS case_target_json, c.workload_json, c.clients, c.lab_json"
+                 " FROM repetitions r JOIN cases c ON c.id = r.case_id")
+        params: list[object] = []
+        if run_ids is not None:
+            query += f" WHERE r.run_id IN ({','.join('?' * len(run_ids))})"
+            params.extend(run_ids)
+        query += " ORDER BY r.run_id, r.started_at_s, r.id"
+        rows = self.conn.execute(query, params).fetchall()
+        clients = self._clients_by_repetition([row["id"] for row in rows])
+        return [
+            StoredRepetition(
+                repetition_id=row["id"],
+                run_id=row["run_id"],
+                case=_case_from_row(row["case_id"], row["case_target_json"], row["workload_json"], row["clients"],
+                                    row["lab_json"]),
+                rep_index=row["rep_index"],
+                status=Status(row["status"]),
+                started_at_s=row["started_at_s"],
+                finished_at_s=row["finished_at_s"],
+                fio_version=row["fio_version"],
+                error=row["error"],
+                clients=tuple(clients.get(row["id"], ())),
+            )
+            for row in rows
+        ]
+
+    def repetition_provenance(self, repetition_id: int) -> tuple[str, list[str], str, str]:
+        """(job text, command, raw fio output, stderr tail) of one repetition."""
+        row = self.conn.execute(
+            "SELECT job_text, command_json, fio_output_z, stderr_tail FROM repetitions WHERE id = ?",
+            (repetition_id,),
+        ).fetchone()
+        if row is None:
+            raise UserError(f"no repetition {repetition_id} in {self.path}")
+        return row["job_text"], json.loads(row["command_json"]), decompress_text(row["fio_output_z"]), \
+            row["stderr_tail"]
+
+    def _clients_by_repetition(self, repetition_ids: Sequence[int]) -> dict[int, list[ClientMeasurement]]:
+        if not repetition_ids:
+            return {}
+        marks = ",".join("?" * len(repetition_ids))
+        client_rows = self.conn.execute(
+            f"SELECT * FROM clients WHERE repetition_id IN ({marks}) ORDER BY id", list(repetition_ids)
+        ).fetchall()
+        client_ids = [row["id"] for row in client_rows]
+        measurements: dict[int, list[DirectionMeasurement]] = {}
+        disks: dict[int, list[DiskUtil]] = {}
+        for chunk_start in range(0, len(client_ids), 500):
+            chunk = client_ids[chunk_start:chunk_start + 500]
+            cmarks = ",".join("?" * len(chunk))
+            for row in self.conn.execute(f"SELECT * FROM measurements WHERE client_id IN ({cmarks}) ORDER BY id",
+                                         chunk):
+                measurements.setdefault(row["client_id"], []).append(_measurement_from_row(row))
+            for row in self.conn.execute(f"SELECT * FROM disk_utils WHERE client_id IN ({cmarks}) ORDER BY id",
+                                         chunk):
+                disks.setdefault(row["client_id"], []).append(
+                    DiskUtil(name=row["name"], read_ios=row["read_ios"], write_ios=row["write_ios"],
+                             util_pct=row["util_pct"]))
+        out: dict[int, list[ClientMeasurement]] = {}
+        for row in client_rows:
+            out.setdefault(row["repetition_id"], []).append(
+                ClientMeasurement(
+                    client=row["name"],
+                    jobs=row["jobs"],
+                    job_errors=tuple(json.loads(row["job_errors_json"])),
+                    cpu_usr_pct=row["cpu_usr_pct"],
+                    cpu_sys_pct=row["cpu_sys_pct"],
+                    directions=tuple(measurements.get(row["id"], ())),
+                    disks=tuple(disks.get(row["id"], ())),
+                )
+            )
+        return out
+
+
+def _run_info(row: sqlite3.Row) -> RunInfo:
+    return RunInfo(
+        run_id=row["id"], plan_name=row["plan_name"], plan_text=row["plan_text"], source=row["source"],
+        storbench_version=row["storbench_version"], fio_version=row["fio_version"], host=row["host"],
+        kernel=row["kernel"], run_order=row["run_order"], seed=row["seed"], tags=tuple(json.loads(row["tags_json"])),
+        started_at_s=row["started_at_s"], finished_at_s=row["finished_at_s"],
+    )
+
+
+def _insert_case(conn: sqlite3.Connection, case: Case) -> None:
+    w = case.workload
+    conn.execute(
+        "INSERT OR IGNORE INTO cases (id, target_name, target_kind, target_json, workload_json, rw, bs_bytes,"
+        " iodepth, numjobs, clients, lab_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        (case.case_id, case.target.name, case.target.kind, json.dumps(asdict(case.target), sort_keys=True),
+         json.dumps(asdict(w), sort_keys=True), w.rw, w.bs_bytes, w.iodepth, w.numjobs, case.clients,
+         json.dumps([list(p) for p in case.lab])),
+    )
+
+
+def _case_from_row(case_id: str, target_json: str, workload_json: str, clients: int, lab_json: str) -> Case:
+    target = TargetSpec(**json.loads(target_json))
+    w = json.loads(workload_json)
+    w["fio_options"] = tuple(tuple(pair) for pair in w.get("fio_options", ()))
+    return Case(case_id=case_id, target=target, workload=WorkloadPoint(**w), clients=clients,
+                lab=tuple((str(k), str(v)) for k, v in json.loads(lab_json)))
+
+
+def _latency_columns(prefix: str, summary: LatencySummary) -> dict[str, object]:
+    return {
+        f"{prefix}_samples": summary.samples,
+        f"{prefix}_min_ns": summary.min_ns,
+        f"{prefix}_max_ns": summary.max_ns,
+        f"{prefix}_mean_ns": summary.mean_ns,
+        f"{prefix}_stddev_ns": summary.stddev_ns,
+        f"{prefix}_bins_z": encode_histogram(summary.histogram),
+        f"{prefix}_reported_json": json.dumps([list(p) for p in summary.reported_percentiles_ns]),
+    }
+
+
+def _latency_from_row(prefix: str, row: sqlite3.Row) -> LatencySummary:
+    return LatencySummary(
+        samples=row[f"{prefix}_samples"],
+        min_ns=row[f"{prefix}_min_ns"],
+        max_ns=row[f"{prefix}_max_ns"],
+        mean_ns=row[f"{prefix}_mean_ns"],
+        stddev_ns=row[f"{prefix}_stddev_ns"],
+        histogram=decode_histogram(row[f"{prefix}_bins_z"]),
+        reported_percentiles_ns=tuple((float(p), int(v)) for p, v in json.loads(row[f"{prefix}_reported_json"])),
+    )
+
+
+def _insert_client(conn: sqlite3.Connection, repetition_id: int, client: ClientMeasurement) -> None:
+    cursor = conn.execute(
+        "INSERT INTO clients (repetition_id, name, jobs, job_errors_json, cpu_usr_pct, cpu_sys_pct)"
+        " VALUES (?,?,?,?,?,?)",
+        (repetition_id, client.client, client.jobs, json.dumps(list(client.job_errors)), client.cpu_usr_pct,
+         client.cpu_sys_pct),
+    )
+    client_id = cursor.lastrowid
+    for m in client.directions:
+        columns: dict[str, object] = {
+            "client_id": client_id, "direction": m.direction.value, "total_ios": m.total_ios,
+            "io_bytes": m.io_bytes, "runtime_ms": m.runtime_ms, "iops": m.iops, "bw_bytes": m.bw_bytes,
+            **_latency_columns("clat", m.clat), **_latency_columns("lat", m.lat),
+        }
+        conn.execute(
+            f"INSERT INTO measurements ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+            list(columns.values()),
+        )
+    for disk in client.disks:
+        conn.execute(
+            "INSERT INTO disk_utils (client_id, name, read_ios, write_ios, util_pct) VALUES (?,?,?,?,?)",
+            (client_id, disk.name, disk.read_ios, disk.write_ios, disk.util_pct),
+        )
+
+
+def _measurement_from_row(row: sqlite3.Row) -> DirectionMeasurement:
+    return DirectionMeasurement(
+        direction=Direction(row["direction"]), total_ios=row["total_ios"], io_bytes=row["io_bytes"],
+        runtime_ms=row["runtime_ms"], iops=row["iops"], bw_bytes=row["bw_bytes"],
+        clat=_latency_from_row("clat", row), lat=_latency_from_row("lat", row),
+    )
+
+
+def open_store(path: str | Path) -> Store:
+    """Open (and create or migrate) a results database. WAL mode, full sync: a finished repetition
+    survives a crash of storbench, a kill -9 or a power cut after its commit."""
+    path = str(path)
+    parent = Path(path).expanduser().resolve().parent
+    if not parent.exists():
+        raise UserError(f"cannot create {path}: {parent} does not exist", hint="create the directory first")
+    try:
+        conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.isolation_level = "DEFERRED"
+        _migrate(conn, path)
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"{path} is not a storbench results database: {exc}",
+                        hint="pass another --db, or move the file away") from None
+    return Store(conn, path)

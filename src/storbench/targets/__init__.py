@@ -1,0 +1,1 @@
+"""Targets: check and prepare where the I/O goes (shell), with pure guards."""

@@ -1,0 +1,157 @@
+"""Local targets (shell): a directory on a mounted filesystem, or a raw block device."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from storbench.errors import UserError
+from storbench.fio.jobfile import JobBinding, escape_fio_path
+from storbench.model import Case, TargetSpec, rw_writes
+from storbench.targets.guards import (
+    block_write_refusal,
+    device_in_use,
+    parse_mounted_devices,
+    parse_swap_devices,
+)
+from storbench.units import format_bytes
+
+FILENAME_FORMAT = "storbench.$jobnum.$filenum"
+
+
+@dataclass(frozen=True)
+class PreparedTarget:
+    """A checked target: how it appears in job files, and what we record about it."""
+
+    spec: TargetSpec
+    binding: JobBinding
+    details: tuple[tuple[str, str], ...]
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def _filesystem_of(path: Path) -> tuple[str, str]:
+    """(mount point, filesystem type) holding ``path``: the longest matching mount."""
+    best = ("", "")
+    for line in _read("/proc/self/mounts").splitlines():
+        fields = line.split()
+        if len(fields) >= 3:
+            mount_point = fields[1].replace("\\040", " ")
+            if (str(path) == mount_point or str(path).startswith(mount_point.rstrip("/") + "/")) and len(
+                mount_point
+            ) > len(best[0]):
+                best = (mount_point, fields[2])
+    return best
+
+
+def check_path_target(spec: TargetSpec, cases: Sequence[Case], *, create: bool) -> PreparedTarget:
+    """Resolve the directory; with ``create`` make it. Refuse when the working set cannot fit."""
+    assert spec.path is not None
+    directory = Path(spec.path).expanduser().resolve()
+    if directory.exists() and not directory.is_dir():
+        raise UserError(f"target '{spec.name}': {directory} exists and is not a directory",
+                        hint="point path at a directory")
+    probe = directory
+    while not probe.exists():
+        probe = probe.parent
+    if not os.access(probe, os.W_OK):
+        raise UserError(f"target '{spec.name}': {probe} is not writable", hint="choose a directory you can write")
+    needed = max(((c.workload.size_bytes or 0) * c.workload.numjobs for c in cases), default=0)
+    existing = sum(f.stat().st_size for f in directory.glob("storbench.*")) if directory.exists() else 0
+    free = shutil.disk_usage(probe).free
+    if needed - existing > free:
+        raise UserError(
+            f"target '{spec.name}': needs {format_bytes(needed)} of test files, {probe} has {format_bytes(free)} free",
+            hint="lower the target's size or numjobs, or free space",
+        )
+    if create:
+        directory.mkdir(parents=True, exist_ok=True)
+    mount_point, fs_type = _filesystem_of(directory)
+    return PreparedTarget(
+        spec=spec,
+        binding=JobBinding(options=(("directory", escape_fio_path(str(directory))),
+                                    ("filename_format", FILENAME_FORMAT))),
+        details=(("kind", "path"), ("directory", str(directory)), ("mount_point", mount_point),
+                 ("filesystem", fs_type)),
+    )
+
+
+def _device_numbers(device: Path) -> tuple[list[tuple[int, int]], list[str], list[str], str]:
+    """The device's and its partitions' (major, minor), their /dev paths, holders, and size in bytes."""
+    st = device.stat()
+    major, minor = os.major(st.st_rdev), os.minor(st.st_rdev)
+    sys_dir = Path(f"/sys/dev/block/{major}:{minor}").resolve()
+    numbers = [(major, minor)]
+    paths = [str(device)]
+    holders: list[str] = []
+    for holder in (sys_dir / "holders").glob("*"):
+        holders.append(holder.name)
+    for child in sys_dir.glob("*/partition"):
+        part_dir = child.parent
+        dev_text = _read(str(part_dir / "dev")).strip()
+        if ":" in dev_text:
+            a, b = dev_text.split(":")
+            numbers.append((int(a), int(b)))
+        paths.append(f"/dev/{part_dir.name}")
+        holders.extend(h.name for h in (part_dir / "holders").glob("*"))
+    sectors = _read(str(sys_dir / "size")).strip()
+    size = str(int(sectors) * 512) if sectors.isdigit() else ""
+    return numbers, paths, holders, size
+
+
+def check_block_target(spec: TargetSpec, cases: Sequence[Case]) -> PreparedTarget:
+    """A raw device: it must exist and be a block device; writes need ``destructive: true`` and a device
+    that nothing has mounted, swapped on or stacked on top of."""
+    assert spec.device is not None
+    for case in cases:
+        refusal = block_write_refusal(case)
+        if refusal:
+            raise UserError(refusal, hint=f"add 'destructive: true' to target '{spec.name}' if that is what you want")
+    device = Path(spec.device)
+    try:
+        mode = device.stat().st_mode
+    except OSError as exc:
+        raise UserError(f"target '{spec.name}': cannot stat {device}: {exc.strerror}",
+                        hint="check the device path") from None
+    if not stat.S_ISBLK(mode):
+        raise UserError(f"target '{spec.name}': {device} is not a block device",
+                        hint="use kind: path for a directory or a file system")
+    numbers, paths, holders, size = _device_numbers(device)
+    if any(rw_writes(c.workload.rw) for c in cases):
+        reason = device_in_use(numbers, parse_mounted_devices(_read("/proc/self/mountinfo")), paths,
+                               parse_swap_devices(_read("/proc/swaps")), holders)
+        if reason:
+            raise UserError(f"target '{spec.name}': refusing to write to {device}: {reason}",
+                            hint="unmount it first, or pick another device")
+    return PreparedTarget(
+        spec=spec,
+        binding=JobBinding(options=(("filename", escape_fio_path(str(device))),)),
+        details=(("kind", "block"), ("device", str(device)), ("device_size_bytes", size),
+                 ("destructive", "yes" if spec.destructive else "no")),
+    )
+
+
+def check_targets(cases: Sequence[Case], *, create: bool) -> dict[str, PreparedTarget]:
+    """Check every target of a plan before any I/O; ``create`` makes missing directories."""
+    by_target: dict[str, list[Case]] = {}
+    for case in cases:
+        by_target.setdefault(case.target.name, []).append(case)
+    prepared: dict[str, PreparedTarget] = {}
+    for name, target_cases in by_target.items():
+        spec = target_cases[0].target
+        if spec.kind == "path":
+            prepared[name] = check_path_target(spec, target_cases, create=create)
+        elif spec.kind == "block":
+            prepared[name] = check_block_target(spec, target_cases)
+        else:
+            raise UserError(f"target '{name}': kind '{spec.kind}' is not supported here")
+    return prepared

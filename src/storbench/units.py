@@ -1,0 +1,108 @@
+"""Sizes and durations as people write them in fio jobs and plans: pure parsing and formatting."""
+
+from __future__ import annotations
+
+import re
+
+from storbench.errors import UserError
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtpe]?)(i?)(b?)\s*$", re.IGNORECASE)
+_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
+
+
+def parse_size_bytes(value: object) -> int:
+    """``4k``/``4K``/``4KiB`` -> 4096, ``1m`` -> 1048576, ``512`` -> 512.
+
+    Like fio (with its default ``kb_base=1024``), k/m/g are powers of 1024; ``KB``-style suffixes are
+    accepted as the same binary units, as fio does.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"expected a size such as 4k or 256MiB, got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"a size cannot be negative: {value}")
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"expected a size such as 4k or 256MiB, got {value!r}")
+    match = _SIZE_RE.match(value)
+    if not match:
+        raise ValueError(f"not a size: {value!r} (write e.g. 4k, 64KiB, 1m, 256MiB, 2g)")
+    number, prefix, _binary, _b = match.groups()
+    result = float(number) * (1024 ** _POWERS[prefix.lower()])
+    if result != int(result):
+        raise ValueError(f"not a whole number of bytes: {value!r}")
+    return int(result)
+
+
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|m|h)?\s*$", re.IGNORECASE)
+_DURATION_FACTORS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration_s(value: object) -> float:
+    """``5s`` -> 5.0, ``500ms`` -> 0.5, ``2m`` -> 120.0, a bare number is seconds."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration such as 5s or 500ms, got {value!r}")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError(f"a duration cannot be negative: {value}")
+        return float(value)
+    if not isinstance(value, str):
+        raise ValueError(f"expected a duration such as 5s or 500ms, got {value!r}")
+    match = _DURATION_RE.match(value)
+    if not match:
+        raise ValueError(f"not a duration: {value!r} (write e.g. 5s, 500ms, 2m)")
+    number, unit = match.groups()
+    return float(number) * _DURATION_FACTORS[(unit or "s").lower()]
+
+
+def format_bytes(n_bytes: float) -> str:
+    """4096 -> '4KiB', 1048576 -> '1MiB', 1500 -> '1.5KiB'."""
+    value = float(n_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(value) < 1024 or unit == "PiB":
+            if value == int(value):
+                return f"{int(value)}{unit}"
+            return f"{value:.3g}{unit}" if abs(value) < 100 else f"{value:.0f}{unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_block_size(n_bytes: int) -> str:
+    """fio-style block size: 4096 -> '4k', 1048576 -> '1m', 512 -> '512'."""
+    for suffix, power in (("g", 3), ("m", 2), ("k", 1)):
+        unit = 1024**power
+        if n_bytes >= unit and n_bytes % unit == 0:
+            return f"{n_bytes // unit}{suffix}"
+    return str(n_bytes)
+
+
+def format_duration(seconds: float) -> str:
+    """75 -> '1m15s', 3.5 -> '3.5s', 4000 -> '1h06m40s'."""
+    if seconds < 60:
+        return f"{seconds:.3g}s" if seconds != int(seconds) else f"{int(seconds)}s"
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    return f"{minutes}m{secs:02d}s"
+
+
+def format_latency_ns(ns: float | None) -> str:
+    """Latency for people: '850ns', '12.3µs', '4.56ms', '1.2s'."""
+    if ns is None:
+        return "-"
+    if ns < 1_000:
+        return f"{ns:.0f}ns"
+    if ns < 1_000_000:
+        return f"{ns / 1e3:.3g}µs"
+    if ns < 1_000_000_000:
+        return f"{ns / 1e6:.3g}ms"
+    return f"{ns / 1e9:.3g}s"
+
+
+def size_or_error(value: object, where: str) -> int:
+    try:
+        return parse_size_bytes(value)
+    except ValueError as exc:
+        raise UserError(str(exc), where=where) from None
