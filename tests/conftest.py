@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if shutil.which("fio") is None:
+        skip = pytest.mark.skip(reason="fio is not installed (scripts/setup.sh installs it)")
+        for item in items:
+            if "fio" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture
+def fixtures() -> Path:
+    return FIXTURES

@@ -1,0 +1,54 @@
+"""Shared helpers for tests that run storbench for real."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from storbench.cli import main
+
+
+def write_plan(directory: Path, body: str, name: str = "plan.yaml") -> Path:
+    path = directory / name
+    path.write_text(body)
+    return path
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def storbench_process(*argv: str, cwd: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "storbench", *argv], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
+def repetition_rows(db: Path) -> list[tuple[str, int, str]]:
+    conn = sqlite3.connect(db)
+    try:
+        return [(r[0], r[1], r[2]) for r in conn.execute(
+            "SELECT case_id, rep_index, status FROM repetitions ORDER BY id")]
+    finally:
+        conn.close()
+
+
+def fio_processes_using(marker: str) -> list[int]:
+    """PIDs of fio processes whose command line mentions ``marker``."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = next((ln for ln in (proc / "status").read_text().splitlines() if ln.startswith("State:")), "")
+        except OSError:
+            continue
+        if "fio" in cmdline and marker in cmdline and "Z" not in state.split()[1:2]:
+            pids.append(int(proc.name))
+    return pids

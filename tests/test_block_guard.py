@@ -1,0 +1,128 @@
+"""Raw block devices: writing is refused without `destructive: true`, and always while mounted."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helpers import repetition_rows, run_cli, write_plan
+from storbench.targets.guards import device_in_use, parse_mounted_devices, parse_swap_devices
+
+MARKER = b"storbench-marker-do-not-destroy" * 32
+
+MOUNTINFO = """\
+22 1 254:1 / / rw,relatime - ext4 /dev/vda1 rw
+42 27 7:0 / /mnt/x rw,relatime - ext4 /dev/loop0 rw
+"""
+
+
+def test_mountinfo_and_swaps_parsing() -> None:
+    assert parse_mounted_devices(MOUNTINFO) == {(254, 1), (7, 0)}
+    swaps = "Filename Type Size Used Priority\n/dev/sdb2 partition 100 0 -2\n"
+    assert parse_swap_devices(swaps) == {"/dev/sdb2"}
+
+
+def test_device_in_use_rules() -> None:
+    mounted = parse_mounted_devices(MOUNTINFO)
+    assert device_in_use([(7, 0)], mounted, ["/dev/loop0"], frozenset(), []) is not None
+    assert device_in_use([(7, 1)], mounted, ["/dev/loop1"], frozenset(), []) is None
+    # a partition mounted makes the whole disk busy
+    assert device_in_use([(8, 0), (254, 1)], mounted, ["/dev/sda", "/dev/sda1"], frozenset(), []) is not None
+    assert device_in_use([(8, 16)], frozenset(), ["/dev/sdb", "/dev/sdb2"], frozenset({"/dev/sdb2"}), []) is not None
+    assert "dm-0" in (device_in_use([(8, 32)], frozenset(), ["/dev/sdc"], frozenset(), ["dm-0"]) or "")
+
+
+@pytest.fixture
+def loop_device(tmp_path: Path) -> Iterator[str]:
+    if os.geteuid() != 0 or shutil.which("losetup") is None:
+        pytest.skip("needs root and losetup")
+    image = tmp_path / "disk.img"
+    with open(image, "wb") as f:
+        f.write(MARKER)
+        f.truncate(32 * 1024 * 1024)
+    done = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"no loop device: {done.stderr.strip()}")
+    device = done.stdout.strip()
+    try:
+        yield device
+    finally:
+        subprocess.run(["umount", device], capture_output=True, check=False)
+        subprocess.run(["losetup", "-d", device], check=False)
+
+
+def _plan(device: str, rw: str, destructive: str) -> str:
+    return f"""
+name: rawdev
+targets:
+  dev: {{kind: block, device: {device}{destructive}}}
+workload:
+  rw: {rw}
+  bs: 4k
+  runtime: 1s
+  direct: true
+repeat: 1
+"""
+
+
+def _first_bytes(device: str) -> bytes:
+    with open(device, "rb") as f:
+        return f.read(len(MARKER))
+
+
+@pytest.mark.fio
+def test_write_without_destructive_is_refused_and_data_untouched(loop_device: str, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, _plan(loop_device, "randwrite", ""))
+    code, _, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"))
+    assert code == 2
+    assert "destroying its data" in err and "destructive: true" in err and len(err.strip().splitlines()) == 1
+    assert _first_bytes(loop_device) == MARKER
+    assert not (tmp_path / "r.db").exists() or repetition_rows(tmp_path / "r.db") == []
+
+
+@pytest.mark.fio
+def test_reading_a_device_needs_no_permission(loop_device: str, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, _plan(loop_device, "randread", ""))
+    code, _, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"))
+    assert code == 0, err
+    assert _first_bytes(loop_device) == MARKER
+
+
+@pytest.mark.fio
+def test_destructive_write_runs(loop_device: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, _plan(loop_device, "write", ", destructive: true"))
+    code, _, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"))
+    assert code == 0, err
+    assert [s for _, _, s in repetition_rows(tmp_path / "r.db")] == ["ok"]
+    assert _first_bytes(loop_device) != MARKER
+
+
+@pytest.mark.fio
+def test_mounted_device_is_refused_even_when_destructive(loop_device: str, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    if shutil.which("mkfs.ext4") is None:
+        pytest.skip("needs mkfs.ext4")
+    subprocess.run(["mkfs.ext4", "-q", "-F", loop_device], check=True)
+    mount_point = tmp_path / "mnt"
+    mount_point.mkdir()
+    if subprocess.run(["mount", loop_device, str(mount_point)], capture_output=True, check=False).returncode:
+        pytest.skip("cannot mount here")
+    try:
+        plan = write_plan(tmp_path, _plan(loop_device, "randwrite", ", destructive: true"))
+        code, _, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"))
+        assert code == 2 and "mounted" in err and len(err.strip().splitlines()) == 1
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=False)
+
+
+def test_not_a_block_device_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, _plan("/dev/null", "randread", ""))
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "not a block device" in err

@@ -1,0 +1,98 @@
+"""fio output of several shapes, parsed and merged; plus the verdict on one execution."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from storbench.errors import UserError
+from storbench.fio.outcome import judge_repetition
+from storbench.fio.parse import client_measurement, load_fio_json_lenient, parse_fio_json
+from storbench.importer import import_fio_output
+from storbench.model import Direction, Status
+
+
+def test_json_plus_two_jobs_merge_to_one_client(fixtures: Path) -> None:
+    text = (fixtures / "randrw-numjobs2.jsonplus.json").read_text()
+    raw = json.loads(text)
+    output = parse_fio_json(text)
+    assert output.fio_version.startswith("fio-3")
+    assert len(output.jobs) == 2
+    client = client_measurement(output)
+    assert client.jobs == 2
+    read = client.direction(Direction.READ)
+    write = client.direction(Direction.WRITE)
+    assert read is not None and write is not None
+    assert read.total_ios == sum(j["read"]["total_ios"] for j in raw["jobs"])
+    assert read.iops == pytest.approx(sum(j["read"]["iops"] for j in raw["jobs"]))
+    assert write.bw_bytes == pytest.approx(sum(j["write"]["bw_bytes"] for j in raw["jobs"]))
+    # every I/O is in the merged bins, for completion and total latency
+    assert read.clat.histogram is not None and read.clat.histogram.total == read.total_ios
+    assert read.lat.histogram is not None and read.lat.histogram.total == read.total_ios
+    assert read.lat.min_ns == min(j["read"]["lat_ns"]["min"] for j in raw["jobs"])
+    assert client.cpu_sys_pct == pytest.approx(sum(j["sys_cpu"] for j in raw["jobs"]))
+    assert client.disks and 0 <= client.disks[0].util_pct <= 100
+    # rwmixread=70: reads are about 70 % of the I/O
+    assert 0.6 < read.total_ios / (read.total_ios + write.total_ios) < 0.8
+
+
+def test_plain_json_keeps_fios_percentiles_for_a_single_job(fixtures: Path) -> None:
+    output = parse_fio_json((fixtures / "randread-plain.json").read_text())
+    read = client_measurement(output).direction(Direction.READ)
+    assert read is not None
+    assert read.clat.histogram is None
+    raw = json.loads((fixtures / "randread-plain.json").read_text())
+    assert read.clat.percentile_ns(99.0) == raw["jobs"][0]["read"]["clat_ns"]["percentile"]["99.000000"]
+    assert client_measurement(output).direction(Direction.WRITE) is None
+
+
+def test_leading_text_is_tolerated_on_import_only(fixtures: Path) -> None:
+    text = (fixtures / "with-leading-text.txt").read_text()
+    with pytest.raises(ValueError):
+        parse_fio_json(text)
+    assert load_fio_json_lenient(text, "x").jobs
+
+
+def test_garbage_is_a_user_error() -> None:
+    with pytest.raises(UserError) as info:
+        load_fio_json_lenient("hello\nworld\n", "notes.txt")
+    assert "notes.txt" in info.value.one_line()
+
+
+def test_import_groups_numjobs_clones_into_one_case(fixtures: Path) -> None:
+    text = (fixtures / "randrw-numjobs2.jsonplus.json").read_text()
+    items = import_fio_output(parse_fio_json(text), text, "old-array")
+    assert len(items) == 1
+    case = items[0].case
+    assert (case.workload.rw, case.workload.bs_bytes, case.workload.iodepth, case.workload.numjobs) == (
+        "randrw", 4096, 4, 2)
+    assert case.workload.rwmixread == 70 and case.target.name == "old-array"
+    assert items[0].outcome.status == Status.OK
+
+
+def _judge(output_text: str, returncode: int | None = 0, timed_out: bool = False, rw: str = "randrw",
+           stderr: str = ""):  # type: ignore[no-untyped-def]
+    return judge_repetition(rw=rw, returncode=returncode, timed_out=timed_out, timeout_s=9, output_text=output_text,
+                            stderr_tail=stderr, started_at_s=1.0, finished_at_s=2.0, job_text="[x]\n",
+                            command=("fio",), fio_version="fio-3.33")
+
+
+def test_judge_ok_failed_timeout(fixtures: Path) -> None:
+    text = (fixtures / "randrw-numjobs2.jsonplus.json").read_text()
+    assert _judge(text).status == Status.OK
+    failed = _judge("", returncode=1, stderr="fio: something\nfio: pid=1, err=22/file:filesetup.c\n")
+    assert failed.status == Status.FAILED and "err=22" in failed.error
+    assert _judge("", returncode=None, timed_out=True).status == Status.TIMEOUT
+    # exit 0 but the pattern's write direction did nothing: a failure, not a silent zero
+    reads_only = (fixtures / "randread-plain.json").read_text()
+    judged = _judge(reads_only, rw="randrw")
+    assert judged.status == Status.FAILED and "no write" in judged.error
+
+
+def test_job_error_is_a_failure(fixtures: Path) -> None:
+    raw = json.loads((fixtures / "randread-plain.json").read_text())
+    raw["jobs"][0]["error"] = 5
+    judged = _judge(json.dumps(raw), rw="randread")
+    assert judged.status == Status.FAILED and "error 5" in judged.error

@@ -1,0 +1,77 @@
+"""Golden fio job files, and values that must never reach a job file."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from storbench.config import load_plan_text
+from storbench.fio.jobfile import JobBinding, escape_fio_path, render_job
+from storbench.plan import expand
+
+GOLDEN = Path(__file__).parent / "golden"
+PLAN = """
+name: golden
+targets:
+  disk: {kind: path, path: /srv/bench, size: 1GiB}
+  nvme: {kind: block, device: /dev/nvme0n1, destructive: true}
+workload:
+  rw: [randread, randrw]
+  rwmixread: 70
+  bs: [4k, 1m]
+  iodepth: 32
+  numjobs: 4
+  runtime: 30s
+  ramp: 5s
+  fio: {norandommap: true, randrepeat: 0}
+exclude:
+  - {target: nvme, bs: 1m}
+"""
+BINDINGS = {
+    "disk": JobBinding(options=(("directory", "/srv/bench"), ("filename_format", "storbench.$jobnum.$filenum"))),
+    "nvme": JobBinding(options=(("filename", "/dev/nvme0n1"),)),
+}
+
+
+def _rendered() -> dict[str, str]:
+    cases = expand(load_plan_text(PLAN, "golden.yaml"))
+    out = {}
+    for case in cases:
+        w = case.workload
+        name = f"{case.target.name}-{w.rw}-{w.bs_bytes}.fio"
+        out[name] = render_job(case, BINDINGS[case.target.name])
+    return out
+
+
+def test_job_files_match_golden() -> None:
+    rendered = _rendered()
+    assert len(rendered) == 6
+    if os.environ.get("STORBENCH_UPDATE_GOLDEN"):
+        for name, text in rendered.items():
+            (GOLDEN / name).write_text(text)
+    for name, text in rendered.items():
+        assert (GOLDEN / name).read_text() == text, f"{name} differs from its golden file"
+    assert sorted(p.name for p in GOLDEN.glob("*.fio")) == sorted(rendered)
+
+
+def test_randrw_job_has_the_mix_and_randread_does_not() -> None:
+    rendered = _rendered()
+    assert "rwmixread=70" in rendered["disk-randrw-4096.fio"]
+    assert "rwmixread" not in rendered["disk-randread-4096.fio"]
+
+
+@pytest.mark.parametrize("evil", ["4k\n[evil]\nexec_prerun=rm -rf /", "${HOME}", "a;b", "x#y", "[sec]", "'q'"])
+def test_render_refuses_values_that_would_change_the_file(evil: str) -> None:
+    case = expand(load_plan_text(PLAN, "golden.yaml"))[0]
+    bad_case = replace(case, workload=replace(case.workload, fio_options=(("norandommap", evil),)))
+    with pytest.raises(ValueError, match="refusing"):
+        render_job(bad_case, BINDINGS["disk"])
+    with pytest.raises(ValueError, match="refusing"):
+        render_job(case, JobBinding(options=(("directory", evil),)))
+
+
+def test_colons_in_paths_are_escaped() -> None:
+    assert escape_fio_path("/mnt/a:b") == "/mnt/a\\:b"

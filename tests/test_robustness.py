@@ -1,0 +1,164 @@
+"""What must survive: kill -9 mid-run then --resume, a hung fio, a fio that ignores SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import fio_processes_using, repetition_rows, run_cli, storbench_process, write_plan
+from storbench.execute.local import LocalExecutor
+
+pytestmark = pytest.mark.fio
+
+KILL_PLAN = """
+name: survive
+targets:
+  t: {kind: path, path: ./data, size: 4MiB}
+workload:
+  rw: randread
+  bs: [4k, 8k, 16k]
+  iodepth: [1, 4]
+  runtime: 1s
+  direct: false
+repeat: 1
+"""
+
+
+def test_kill_9_mid_run_then_resume_runs_each_case_exactly_once(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, KILL_PLAN)
+    db = tmp_path / "r.db"
+    process = storbench_process("run", str(plan), "--db", str(db), cwd=tmp_path)
+    deadline = time.time() + 60
+    stored: list[tuple[str, int, str]] = []
+    while time.time() < deadline:
+        if db.exists():
+            try:
+                stored = repetition_rows(db)
+            except sqlite3.OperationalError:
+                stored = []
+        if len(stored) >= 2:
+            break
+        time.sleep(0.1)
+    assert len(stored) >= 2, "the run did not store two repetitions in time"
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
+    before_resume = repetition_rows(db)
+    assert 2 <= len(before_resume) < 6
+    # fio dies with storbench (parent-death signal): nothing keeps writing into the target
+    time.sleep(0.5)
+    assert fio_processes_using("storbench-") == []
+
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db), "--resume")
+    finally:
+        os.chdir(cwd)
+    assert code == 0, err
+    after = repetition_rows(db)
+    assert after[: len(before_resume)] == before_resume  # nothing finished was lost or rerun
+    assert len(after) == 6 and len({(c, r) for c, r, _ in after}) == 6
+    assert {s for _, _, s in after} == {"ok"}
+    assert f"{len(before_resume)} already stored" in out
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
+    conn.close()
+
+
+def test_resume_without_an_earlier_run_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, KILL_PLAN)
+    code, _, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"), "--resume")
+    assert code == 2 and "nothing to resume" in err and len(err.strip().splitlines()) == 1
+
+
+HANG_PLAN = """
+name: hang
+targets:
+  t: {kind: path, path: ./data, size: 4MiB}
+workload:
+  rw: randread
+  runtime: 1s
+  direct: false
+  fio: {thinktime: [0, 30s]}
+repeat: 1
+order: sequential
+timeout_grace: 1s
+"""
+
+
+def test_hung_fio_is_killed_by_the_watchdog_and_the_run_goes_on(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, HANG_PLAN)
+    db = tmp_path / "r.db"
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    started = time.time()
+    try:
+        code, out, _ = run_cli(capsys, "run", str(plan), "--db", str(db))
+    finally:
+        os.chdir(cwd)
+    elapsed = time.time() - started
+    assert code == 1  # some repetitions failed
+    statuses = [s for _, _, s in repetition_rows(db)]
+    assert sorted(statuses) == ["ok", "timeout"]
+    assert elapsed < 15, f"the watchdog should stop the 30 s think time early, took {elapsed:.1f}s"
+    conn = sqlite3.connect(db)
+    error = conn.execute("SELECT error FROM repetitions WHERE status = 'timeout'").fetchone()[0]
+    conn.close()
+    assert "watchdog" in error
+    assert fio_processes_using("storbench-") == []
+
+
+def test_process_group_ignoring_sigterm_is_killed(tmp_path: Path) -> None:
+    """Like fio's nfs engine hung at exit: SIGTERM is ignored, children too. SIGKILL to the group ends it."""
+    fake = tmp_path / "fake-fio"
+    pidfile = tmp_path / "child.pid"
+    fake.write_text(f"#!/bin/sh\ntrap '' TERM\nsleep 300 &\necho $! > {pidfile}\nwhile true; do sleep 1; done\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    executor = LocalExecutor(str(fake), term_grace_s=0.5)
+    started = time.time()
+    result = executor.run("[x]\n", timeout_s=1.0)
+    assert result.timed_out and result.returncode is None
+    assert time.time() - started < 8
+    child = int(pidfile.read_text())
+    time.sleep(0.3)
+    state = ""
+    try:
+        state = Path(f"/proc/{child}/status").read_text()
+    except OSError:
+        pass
+    assert state == "" or "State:\tZ" in state, "the grandchild survived the group kill"
+
+
+def test_failing_fio_is_recorded_with_its_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, """
+name: fails
+targets:
+  t: {kind: path, path: ./data, size: 4MiB}
+workload:
+  rw: randread
+  runtime: 1s
+  direct: false
+  fio: {rate_process: [linear, nosuchprocess]}
+repeat: 1
+""")
+    db = tmp_path / "r.db"
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        code, _, _ = run_cli(capsys, "run", str(plan), "--db", str(db))
+    finally:
+        os.chdir(cwd)
+    assert code == 1
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT status, error, stderr_tail FROM repetitions ORDER BY id").fetchall()
+    conn.close()
+    assert [r[0] for r in rows] == ["ok", "failed"]
+    assert "exited with status" in rows[1][1] and "nosuchprocess" in rows[1][2]

@@ -1,0 +1,145 @@
+"""End to end with the real fio on small files: run, store, show, export, import."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sqlite3
+import zlib
+from pathlib import Path
+
+import pytest
+
+from helpers import repetition_rows, run_cli, write_plan
+from storbench.report.records import RECORD_FIELDS
+
+pytestmark = pytest.mark.fio
+
+PLAN = """
+name: tiny
+targets:
+  scratch: {kind: path, path: ./data, size: 8MiB}
+workload:
+  rw: [randread, randrw]
+  rwmixread: 70
+  bs: [4k, 64k]
+  iodepth: 4
+  numjobs: 2
+  runtime: 1s
+  direct: true
+repeat: 2
+exclude:
+  - {rw: randrw, bs: 64k}
+"""
+REQUIRED = ["case_id", "run_id", "target", "rw", "bs", "iodepth", "numjobs", "repeat", "direction", "status",
+            "iops", "bw_bytes", "lat_mean_ns", "lat_p50_ns", "lat_p95_ns", "lat_p99_ns", "lat_p999_ns", "cpu_usr",
+            "cpu_sys"]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    import os
+
+    from storbench.cli import main
+
+    work = tmp_path_factory.mktemp("run")
+    plan = write_plan(work, PLAN)
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        assert main(["run", str(plan), "--db", str(work / "r.db")]) == 0
+    finally:
+        os.chdir(cwd)
+    return work, work / "r.db"
+
+
+def test_every_repetition_is_stored_once_and_ok(finished_run: tuple[Path, Path]) -> None:
+    _work, db = finished_run
+    rows = repetition_rows(db)
+    assert len(rows) == 3 * 2
+    assert len({(c, r) for c, r, _ in rows}) == 6
+    assert {s for _, _, s in rows} == {"ok"}
+    # interleaved order: the second round runs the cases in reverse
+    order = [c for c, _, _ in rows]
+    assert order[:3] == list(reversed(order[3:]))
+
+
+def test_provenance_is_kept(finished_run: tuple[Path, Path]) -> None:
+    work, db = finished_run
+    conn = sqlite3.connect(db)
+    job_text, command_json, blob, fio_version = conn.execute(
+        "SELECT job_text, command_json, fio_output_z, fio_version FROM repetitions LIMIT 1").fetchone()
+    run = conn.execute("SELECT plan_text, host, kernel, fio_version FROM runs").fetchone()
+    conn.close()
+    assert "[global]" in job_text and f"directory={work / 'data'}" in job_text and "numjobs=2" in job_text
+    command = json.loads(command_json)
+    assert command[1] == "--output-format=json+" and command[2].startswith("--output=")
+    raw = json.loads(zlib.decompress(blob))
+    assert len(raw["jobs"]) == 2 and "bins" in raw["jobs"][0]["read"]["clat_ns"]
+    assert fio_version.startswith("fio-3") and run[0] == PLAN and run[1] and run[2]
+
+
+def test_export_json_has_the_stable_fields(finished_run: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    _work, db = finished_run
+    code, out, _ = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+    assert code == 0
+    records = json.loads(out)
+    # randread: 2 cases x 2 reps x 1 direction; randrw 4k: 1 case x 2 reps x 2 directions
+    assert len(records) == 8
+    for record in records:
+        for name in REQUIRED:
+            assert name in record
+        assert record["status"] == "ok" and record["iops"] > 0 and record["bw_bytes"] > 0
+        assert record["lat_p50_ns"] <= record["lat_p95_ns"] <= record["lat_p99_ns"] <= record["lat_p999_ns"]
+        assert record["lat_min_ns"] <= record["lat_mean_ns"] <= record["lat_max_ns"]
+    mixed = [r for r in records if r["rw"] == "randrw"]
+    assert {r["direction"] for r in mixed} == {"read", "write"}
+    bw_check = [r for r in records if r["rw"] == "randread"]
+    for r in bw_check:
+        assert r["bw_bytes"] == pytest.approx(r["iops"] * r["bs_bytes"], rel=0.02)
+
+
+def test_export_csv_and_markdown_and_filters(finished_run: tuple[Path, Path],
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    _work, db = finished_run
+    code, out, _ = run_cli(capsys, "export", "--db", str(db), "--format", "csv", "--where", "bs=64k")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 2 and {r["bs"] for r in rows} == {"64k"}
+    assert list(rows[0]) == list(RECORD_FIELDS)
+    code, out, _ = run_cli(capsys, "export", "--db", str(db), "--format", "markdown", "--where", "direction=write")
+    lines = out.strip().splitlines()
+    assert code == 0 and lines[0].startswith("| case_id |") and len(lines) == 2 + 2
+
+
+def test_show_prints_a_row_per_case_and_direction(finished_run: tuple[Path, Path],
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    _work, db = finished_run
+    code, out, _ = run_cli(capsys, "show", "--db", str(db))
+    assert code == 0
+    body = [ln for ln in out.splitlines() if ln.startswith("│")]
+    assert len(body) == 4  # randread 4k, randread 64k, randrw 4k read, randrw 4k write
+    assert all("2/2" in ln for ln in body)
+    code, out, _ = run_cli(capsys, "show", "--db", str(db), "--where", "rw=randread")
+    assert code == 0 and len([ln for ln in out.splitlines() if ln.startswith("│")]) == 2
+    code, _, err = run_cli(capsys, "show", "--db", str(db), "--where", "iodepht=4")
+    assert code == 2 and "did you mean 'iodepth'?" in err and len(err.strip().splitlines()) == 1
+
+
+def test_import_round_trip(finished_run: tuple[Path, Path], fixtures: Path, tmp_path: Path,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "imported.db"
+    files = [str(fixtures / n) for n in ("randrw-numjobs2.jsonplus.json", "randread-plain.json",
+                                         "randread-grouped-plain.json", "with-leading-text.txt")]
+    code, out, _ = run_cli(capsys, "import", *files, "--db", str(db), "--target", "old-san")
+    assert code == 0 and "imported 4 repetitions of 3 cases" in out
+    code, out, _ = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+    records = json.loads(out)
+    assert {r["target"] for r in records} == {"old-san"}
+    plain = [r for r in records if r["rw"] == "randread" and r["bs"] == "4k"]
+    assert len(plain) == 2 and {r["repeat"] for r in plain} == {0, 1}
+    raw = json.loads((fixtures / "randread-plain.json").read_text())
+    assert plain[0]["clat_p99_ns"] == raw["jobs"][0]["read"]["clat_ns"]["percentile"]["99.000000"]
+    mixed = [r for r in records if r["rw"] == "randrw"]
+    assert len(mixed) == 2 and all(r["lat_p99_ns"] for r in mixed)
