@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -101,7 +102,7 @@ def test_hung_fio_is_killed_by_the_watchdog_and_the_run_goes_on(tmp_path: Path,
     os.chdir(tmp_path)
     started = time.time()
     try:
-        code, out, _ = run_cli(capsys, "run", str(plan), "--db", str(db))
+        code, _out, _ = run_cli(capsys, "run", str(plan), "--db", str(db))
     finally:
         os.chdir(cwd)
     elapsed = time.time() - started
@@ -130,10 +131,8 @@ def test_process_group_ignoring_sigterm_is_killed(tmp_path: Path) -> None:
     child = int(pidfile.read_text())
     time.sleep(0.3)
     state = ""
-    try:
+    with contextlib.suppress(OSError):
         state = Path(f"/proc/{child}/status").read_text()
-    except OSError:
-        pass
     assert state == "" or "State:\tZ" in state, "the grandchild survived the group kill"
 
 

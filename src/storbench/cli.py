@@ -349,10 +349,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _Parser(argparse.ArgumentParser):
-    pass
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:

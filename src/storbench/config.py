@@ -194,7 +194,7 @@ TargetConfig = Annotated[
         custom_error_message="unknown target kind",
     ),
 ]
-TARGET_KINDS = {"path": PathTargetConfig, "block": BlockTargetConfig}
+TARGET_KINDS: dict[str, type[BaseModel]] = {"path": PathTargetConfig, "block": BlockTargetConfig}
 
 
 class WorkloadConfig(StrictModel):
@@ -436,7 +436,9 @@ def _translate(error: Mapping[str, object], data: object, source: PlanSource) ->
 def _lookup(data: object, loc: KeyPath) -> object:
     node = data
     for part in loc:
-        if (isinstance(node, Mapping) and part in node) or (isinstance(node, list) and isinstance(part, int) and part < len(node)):
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
             node = node[part]
         else:
             return None

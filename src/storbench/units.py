@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 
-from storbench.errors import UserError
-
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtpe]?)(i?)(b?)\s*$", re.IGNORECASE)
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
 
@@ -100,9 +98,3 @@ def format_latency_ns(ns: float | None) -> str:
         return f"{ns / 1e6:.3g}ms"
     return f"{ns / 1e9:.3g}s"
 
-
-def size_or_error(value: object, where: str) -> int:
-    try:
-        return parse_size_bytes(value)
-    except ValueError as exc:
-        raise UserError(str(exc), where=where) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -42,10 +43,8 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 def _kill_group(process: subprocess.Popen[bytes], grace_s: float) -> None:
     """SIGTERM the whole process group, then SIGKILL it if it has not gone after ``grace_s``."""
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            pass
         try:
             process.wait(timeout=wait_s)
             return
@@ -81,14 +80,14 @@ class LocalExecutor:
             started = time.time()
             timed_out = False
             with open(stderr_path, "wb") as stderr_file:
-                process = subprocess.Popen(  # noqa: S603 - argv list, no shell
+                process = subprocess.Popen(
                     command,
                     stdin=subprocess.DEVNULL,
                     stdout=stderr_file,
                     stderr=subprocess.STDOUT,
                     cwd=private_dir,
                     process_group=0,
-                    preexec_fn=_die_with_parent,  # noqa: PLW1509
+                    preexec_fn=_die_with_parent,
                 )
                 try:
                     process.wait(timeout=timeout_s)

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from storbench.plan import PlanEstimate
 from storbench.model import Case
+from storbench.plan import PlanEstimate
 from storbench.report.records import CaseSummary
 from storbench.units import format_bytes, format_duration, format_latency_ns
 
