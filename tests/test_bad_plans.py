@@ -245,30 +245,21 @@ BAD_PLANS = [
           dev: {kind: block, device: /dev/loop0}
         workload:
           rw: randwrite
-        """), 3, "targets.dev", ("destructive: true",)), marks=[*needs_fio, pytest.mark.xfail(
-        strict=True, reason="the refusal names neither the plan file, nor a line, nor the key path "
-                            "(storbench/targets/local.py: check_block_target raises UserError without where)")]),
+        """), 3, "targets.dev", ("destructive: true",)), marks=needs_fio),
     case("target-name-bad-characters", Bad(_plan("""\
         name: bad
         targets:
           'my disk!': {kind: path, path: ./data, size: 1MiB}
         workload:
           rw: read
-        """), 3, "targets.my disk!", ("'my disk!'",)), marks=pytest.mark.xfail(
-        strict=True, reason="points at the 'targets:' line (2) and key path 'targets', not at the bad name")),
+        """), 3, "targets.my disk!", ("'my disk!'",))),
     case("fio-value-is-a-mapping", Bad(BASE + "  fio:\n    verify: {a: 1}\n", 9, "workload.fio.verify",
-                                       absent=(".str",)), marks=pytest.mark.xfail(
-        strict=True, reason="key path is 'workload.fio.verify.str': a pydantic union member leaks into it")),
+                                       absent=(".str",))),
     case("yaml-unknown-tag-line", Bad(BASE + "evil: !!python/object/apply:os.system [true]\n", 8, None,
-                                      ("YAML error",)), marks=pytest.mark.xfail(
-        strict=True, reason="constructor errors are reported at line 1, whatever line the tag is on")),
-    case("workload-size-zero", Bad(BASE + "  size: 0\n", 8, "workload.size", ()), marks=pytest.mark.xfail(
-        strict=True, reason="workload.size 0 is accepted; every repetition then fails in fio "
-                            "(total_file_size: Invalid argument)")),
+                                      ("YAML error",))),
+    case("workload-size-zero", Bad(BASE + "  size: 0\n", 8, "workload.size", ())),
     case("target-size-below-bs", Bad(BASE.replace("bs: 4k", "bs: 1m").replace("size: 1MiB", "size: 4k"), 3,
-                                     "targets.scratch.size", ()), marks=pytest.mark.xfail(
-        strict=True, reason="a file smaller than the block size is accepted; every repetition then fails in "
-                            "fio ('size too small, must not be less than minimum block size')")),
+                                     "targets.scratch.size", ())),
 ]
 
 
@@ -387,8 +378,6 @@ def test_target_name_bad_characters_is_refused(tmp_path: Path, capsys: pytest.Ca
     assert "target name 'my disk!' must be letters, digits" in line
 
 
-@pytest.mark.xfail(strict=True, reason="a run from a directory whose resolved path has a quote passes every "
-                   "check, creates the run, then dies with a ValueError traceback in render_job")
 def test_target_directory_with_quote_fails_before_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

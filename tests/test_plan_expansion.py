@@ -13,7 +13,7 @@ import pytest
 
 from storbench.config import load_plan_text
 from storbench.errors import UserError
-from storbench.model import Case
+from storbench.model import Case, ScheduledRepetition
 from storbench.plan import case_id_for, estimate, expand, schedule
 from storbench.units import (
     format_block_size,
@@ -310,8 +310,8 @@ def _abc() -> list[Case]:
     return cases
 
 
-def _order(items: list[object]) -> list[tuple[str, int]]:
-    return [(item.case.case_id, item.rep_index) for item in items]  # type: ignore[attr-defined]
+def _order(items: list[ScheduledRepetition]) -> list[tuple[str, int]]:
+    return [(item.case.case_id, item.rep_index) for item in items]
 
 
 def test_schedule_sequential() -> None:

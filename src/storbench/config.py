@@ -140,7 +140,7 @@ class StrictModel(BaseModel):
 class PathTargetConfig(StrictModel):
     """A directory on any mounted filesystem (local disk, CephFS or NFS mount)."""
 
-    kind: Literal["path"]
+    kind: Literal["path"] = Field(description="`path`")
     path: str = Field(description="Directory for the test files; created if missing. Relative to the "
                       "current directory.")
     size: Size = Field(description="Size of each fio job's file (fio `size`), e.g. 256MiB.")
@@ -166,7 +166,7 @@ class PathTargetConfig(StrictModel):
 class BlockTargetConfig(StrictModel):
     """A raw block device. Writing destroys its data: refused unless ``destructive: true``."""
 
-    kind: Literal["block"]
+    kind: Literal["block"] = Field(description="`block`")
     device: str = Field(description="The device node, e.g. /dev/nvme0n1.")
     destructive: bool = Field(False, description="Allow write and trim workloads, destroying the data.")
     size: Size | None = Field(None, description="Limit I/O to the first SIZE bytes (default: whole device).")
@@ -248,6 +248,13 @@ class WorkloadConfig(StrictModel):
                 raise ValueError(f"block size {value} is not a positive multiple of 512 bytes")
         return values
 
+    @field_validator("size")
+    @classmethod
+    def _size_positive(cls, value: int | None) -> int | None:
+        if value is not None and value <= 0:
+            raise ValueError("size must be larger than 0")
+        return value
+
     @field_validator("ioengine")
     @classmethod
     def _engine_name(cls, values: list[str]) -> list[str]:
@@ -270,7 +277,8 @@ class PlanConfig(StrictModel):
     name: str = Field(description="Name of the plan; `--resume` continues the latest run of this name.")
     description: str = Field("", description="Free text, kept with the results.")
     targets: dict[str, TargetConfig] = Field(description="Named targets; every case runs on each of them.")
-    workload: WorkloadConfig
+    workload: WorkloadConfig = Field(description="What fio does: rw, bs, iodepth, numjobs, runtime, ... "
+                                     "(see docs/plan-reference.md).")
     repeat: int = Field(3, ge=1, le=1000, description="Repetitions per case: the statistical sample unit.")
     order: Literal["interleaved", "sequential", "shuffled"] = Field(
         "interleaved",
@@ -300,9 +308,6 @@ class PlanConfig(StrictModel):
     def _targets(cls, value: dict[str, object]) -> dict[str, object]:
         if not value:
             raise ValueError("a plan needs at least one target")
-        for name in value:
-            if not SAFE_NAME_RE.match(name):
-                raise ValueError(f"target name {name!r} must be letters, digits, '_', '.' or '-'")
         return value
 
     @field_validator("tags")
@@ -401,9 +406,7 @@ def _translate(error: Mapping[str, object], data: object, source: PlanSource) ->
     # pydantic puts the union tag into the location of a target's fields; people never wrote it.
     if len(loc) >= 3 and loc[0] == "targets" and loc[2] in TARGET_KINDS:
         loc = (*loc[:2], *loc[3:])
-    # a sweep axis given as a single value is wrapped in a list by us: drop the synthetic index
-    if loc and loc[-1] == 0 and not isinstance(_lookup(data, loc[:-1]), list):
-        loc = loc[:-1]
+    loc = _written_location(data, loc, keep_missing_key=kind == "missing")
     hint = ""
     if kind == "extra_forbidden":
         parent, key = loc[:-1], str(loc[-1])
@@ -428,9 +431,34 @@ def _translate(error: Mapping[str, object], data: object, source: PlanSource) ->
         message = f"{given!r} is not allowed"
         choices = re.findall(r"'([^']+)'", expected)
         hint = (did_you_mean(str(given), choices) if isinstance(given, str) else "") or f"one of: {expected}"
-    elif kind in ("int_parsing", "int_type", "bool_parsing", "bool_type", "string_type", "dict_type", "list_type"):
+    elif kind in ("model_type", "model_attributes_type", "dict_type"):
+        message = f"expected a mapping of keys, got {error.get('input')!r}"
+        model = _model_at(loc, data)
+        if model is not None:
+            hint = "keys: " + ", ".join(model.model_fields)
+    elif kind in ("int_parsing", "int_type", "bool_parsing", "bool_type", "string_type", "list_type", "float_parsing",
+                  "float_type"):
+        message = f"{message}, got {error.get('input')!r}"
+    elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         message = f"{message}, got {error.get('input')!r}"
     return UserError(message, where=source.where(loc), hint=hint)
+
+
+def _written_location(data: object, loc: KeyPath, *, keep_missing_key: bool) -> KeyPath:
+    """The location as the user wrote it: pydantic adds union tags ('path', 'str', ...) and the index 0 of
+    sweep values we wrapped in a list. Keep only parts that exist in the data, and a final missing key."""
+    kept: list[str | int] = []
+    node = data
+    for index, part in enumerate(loc):
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+            kept.append(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+            kept.append(part)
+        elif keep_missing_key and index == len(loc) - 1 and isinstance(part, str) and isinstance(node, Mapping):
+            kept.append(part)  # a missing key: the user did not write it, but it belongs there
+    return tuple(kept)
 
 
 def _lookup(data: object, loc: KeyPath) -> object:
@@ -464,8 +492,11 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     source = PlanSource(path=source_name, text=text, lines=lines)
     try:
         data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:  # constructor errors (bad tags, ...)
-        raise UserError(f"YAML error: {exc}", where=f"{source_name}:1") from None
+    except yaml.MarkedYAMLError as exc:  # constructor errors (bad tags, ...)
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise UserError(f"YAML error: {exc.problem or exc.context}", where=f"{source_name}:{line}",
+                        hint="plans are plain YAML: no tags such as !!python") from None
     if not isinstance(data, Mapping):
         raise UserError(
             "a plan must be a mapping of keys (name, targets, workload, ...)",
@@ -480,6 +511,10 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         raise _translate(dict(errors[0]), data, source) from None
+    for name in config.targets:
+        if not SAFE_NAME_RE.match(name):
+            raise UserError(f"target name {name!r} must be letters, digits, '_', '.' or '-'",
+                            where=source.where(("targets", name)), hint="rename the target, e.g. 'my-disk'")
     check_fio_options(config.workload.fio, source)
     return LoadedPlan(config=config, source=source)
 

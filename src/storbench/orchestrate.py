@@ -85,7 +85,8 @@ def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str,
     engines = tuple(sorted({case.workload.ioengine for case in cases}))
     caps = fio_capabilities(fio_binary, engines)
     check_fio_against_plan(loaded, cases, caps)
-    return Checked(capabilities=caps, targets=check_targets(cases, create=create))
+    targets = check_targets(cases, create=create, where=lambda name: loaded.source.where(("targets", name)))
+    return Checked(capabilities=caps, targets=targets)
 
 
 def watchdog_seconds(case: Case, grace_s: float) -> float:

@@ -19,7 +19,7 @@ from storbench.config import (
 )
 from storbench.errors import UserError, did_you_mean
 from storbench.model import MIXED_RW, Case, ScheduledRepetition, TargetSpec, WorkloadPoint, rw_writes
-from storbench.units import parse_duration_s, parse_size_bytes
+from storbench.units import format_bytes, parse_duration_s, parse_size_bytes
 
 # Axis name -> how a value written in an exclude rule is normalised for comparison.
 _AXIS_NORMALISERS = {
@@ -92,9 +92,11 @@ def _normalise(axis: str, value: FioScalar) -> object:
     if normaliser is None:
         return fio_value_text(value)
     if normaliser is bool:
-        if not isinstance(value, bool):
-            raise ValueError(f"expected true or false, got {value!r}")
-        return value
+        if isinstance(value, bool):
+            return value
+        if value in (0, 1, "0", "1"):
+            return str(value) == "1"
+        raise ValueError(f"expected true or false, got {value!r}")
     return normaliser(value)  # type: ignore[operator]
 
 
@@ -149,6 +151,7 @@ def expand(loaded: LoadedPlan) -> list[Case]:
         if excluded:
             continue
         case = _case(config, point)
+        _check_size_fits_block(loaded, case)
         if case.case_id not in seen:
             seen.add(case.case_id)
             cases.append(case)
@@ -156,6 +159,16 @@ def expand(loaded: LoadedPlan) -> list[Case]:
         raise UserError("the exclude rules remove every case", where=loaded.source.where(("exclude",)),
                         hint="loosen the rules")
     return cases
+
+
+def _check_size_fits_block(loaded: LoadedPlan, case: Case) -> None:
+    size = case.workload.size_bytes
+    if size is not None and size < case.workload.bs_bytes:
+        key = ("workload", "size") if loaded.config.workload.size is not None else ("targets", case.target.name, "size")
+        raise UserError(
+            f"size {format_bytes(size)} is smaller than the block size {format_bytes(case.workload.bs_bytes)}",
+            where=loaded.source.where(key), hint="make the file at least as large as the largest bs",
+        )
 
 
 def _case(config: PlanConfig, point: Mapping[str, object]) -> Case:

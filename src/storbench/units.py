@@ -54,7 +54,7 @@ def parse_duration_s(value: object) -> float:
 
 
 def format_bytes(n_bytes: float) -> str:
-    """4096 -> '4KiB', 1048576 -> '1MiB', 1500 -> '1.5KiB'."""
+    """4096 -> '4KiB', 1048576 -> '1MiB', 1536 -> '1.5KiB'."""
     value = float(n_bytes)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if abs(value) < 1024 or unit == "PiB":

@@ -27,10 +27,15 @@ def escape_fio_path(path: str) -> str:
     return path.replace(":", "\\:")
 
 
+def is_safe_job_value(value: str) -> bool:
+    """True when ``value`` cannot start a new line, section, comment or variable expansion in a job file."""
+    return "\n" not in value and "\r" not in value and "${" not in value and bool(_JOB_VALUE_RE.match(value))
+
+
 def _line(key: str, value: str) -> str:
     if not _JOB_KEY_RE.match(key):
         raise ValueError(f"refusing fio option name {key!r}")
-    if "\n" in value or "\r" in value or not _JOB_VALUE_RE.match(value) or "${" in value:
+    if not is_safe_job_value(value):
         raise ValueError(f"refusing fio value {value!r} for {key!r}: it could change the job file")
     return f"{key}={value}"
 

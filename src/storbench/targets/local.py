@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from storbench.errors import UserError
-from storbench.fio.jobfile import JobBinding, escape_fio_path
+from storbench.fio.jobfile import JobBinding, escape_fio_path, is_safe_job_value
 from storbench.model import Case, TargetSpec, rw_writes
 from storbench.targets.guards import (
     block_write_refusal,
@@ -53,25 +53,29 @@ def _filesystem_of(path: Path) -> tuple[str, str]:
     return best
 
 
-def check_path_target(spec: TargetSpec, cases: Sequence[Case], *, create: bool) -> PreparedTarget:
+def check_path_target(spec: TargetSpec, cases: Sequence[Case], *, create: bool, where: str = "") -> PreparedTarget:
     """Resolve the directory; with ``create`` make it. Refuse when the working set cannot fit."""
     assert spec.path is not None
     directory = Path(spec.path).expanduser().resolve()
+    if not is_safe_job_value(escape_fio_path(str(directory))):
+        raise UserError(f"target '{spec.name}': the directory {str(directory)!r} has characters that cannot go into "
+                        "a fio job file", where=where, hint="use a directory without quotes, '$', '#', ';' or brackets")
     if directory.exists() and not directory.is_dir():
-        raise UserError(f"target '{spec.name}': {directory} exists and is not a directory",
+        raise UserError(f"target '{spec.name}': {directory} exists and is not a directory", where=where,
                         hint="point path at a directory")
     probe = directory
     while not probe.exists():
         probe = probe.parent
     if not os.access(probe, os.W_OK):
-        raise UserError(f"target '{spec.name}': {probe} is not writable", hint="choose a directory you can write")
+        raise UserError(f"target '{spec.name}': {probe} is not writable", where=where,
+                        hint="choose a directory you can write")
     needed = max(((c.workload.size_bytes or 0) * c.workload.numjobs for c in cases), default=0)
     existing = sum(f.stat().st_size for f in directory.glob("storbench.*")) if directory.exists() else 0
     free = shutil.disk_usage(probe).free
     if needed - existing > free:
         raise UserError(
             f"target '{spec.name}': needs {format_bytes(needed)} of test files, {probe} has {format_bytes(free)} free",
-            hint="lower the target's size or numjobs, or free space",
+            where=where, hint="lower the target's size or numjobs, or free space",
         )
     if create:
         directory.mkdir(parents=True, exist_ok=True)
@@ -108,29 +112,30 @@ def _device_numbers(device: Path) -> tuple[list[tuple[int, int]], list[str], lis
     return numbers, paths, holders, size
 
 
-def check_block_target(spec: TargetSpec, cases: Sequence[Case]) -> PreparedTarget:
+def check_block_target(spec: TargetSpec, cases: Sequence[Case], *, where: str = "") -> PreparedTarget:
     """A raw device: it must exist and be a block device; writes need ``destructive: true`` and a device
     that nothing has mounted, swapped on or stacked on top of."""
     assert spec.device is not None
     for case in cases:
         refusal = block_write_refusal(case)
         if refusal:
-            raise UserError(refusal, hint=f"add 'destructive: true' to target '{spec.name}' if that is what you want")
+            raise UserError(refusal, where=where,
+                            hint=f"add 'destructive: true' to target '{spec.name}' if that is what you want")
     device = Path(spec.device)
     try:
         mode = device.stat().st_mode
     except OSError as exc:
-        raise UserError(f"target '{spec.name}': cannot stat {device}: {exc.strerror}",
+        raise UserError(f"target '{spec.name}': cannot stat {device}: {exc.strerror}", where=where,
                         hint="check the device path") from None
     if not stat.S_ISBLK(mode):
-        raise UserError(f"target '{spec.name}': {device} is not a block device",
+        raise UserError(f"target '{spec.name}': {device} is not a block device", where=where,
                         hint="use kind: path for a directory or a file system")
     numbers, paths, holders, size = _device_numbers(device)
     if any(rw_writes(c.workload.rw) for c in cases):
         reason = device_in_use(numbers, parse_mounted_devices(_read("/proc/self/mountinfo")), paths,
                                parse_swap_devices(_read("/proc/swaps")), holders)
         if reason:
-            raise UserError(f"target '{spec.name}': refusing to write to {device}: {reason}",
+            raise UserError(f"target '{spec.name}': refusing to write to {device}: {reason}", where=where,
                             hint="unmount it first, or pick another device")
     return PreparedTarget(
         spec=spec,
@@ -140,8 +145,10 @@ def check_block_target(spec: TargetSpec, cases: Sequence[Case]) -> PreparedTarge
     )
 
 
-def check_targets(cases: Sequence[Case], *, create: bool) -> dict[str, PreparedTarget]:
-    """Check every target of a plan before any I/O; ``create`` makes missing directories."""
+def check_targets(cases: Sequence[Case], *, create: bool,
+                  where: Callable[[str], str] = lambda name: "") -> dict[str, PreparedTarget]:
+    """Check every target of a plan before any I/O; ``create`` makes missing directories.
+    ``where`` turns a target name into its place in the plan file, for messages."""
     by_target: dict[str, list[Case]] = {}
     for case in cases:
         by_target.setdefault(case.target.name, []).append(case)
@@ -149,9 +156,9 @@ def check_targets(cases: Sequence[Case], *, create: bool) -> dict[str, PreparedT
     for name, target_cases in by_target.items():
         spec = target_cases[0].target
         if spec.kind == "path":
-            prepared[name] = check_path_target(spec, target_cases, create=create)
+            prepared[name] = check_path_target(spec, target_cases, create=create, where=where(name))
         elif spec.kind == "block":
-            prepared[name] = check_block_target(spec, target_cases)
+            prepared[name] = check_block_target(spec, target_cases, where=where(name))
         else:
             raise UserError(f"target '{name}': kind '{spec.kind}' is not supported here")
     return prepared

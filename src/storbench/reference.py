@@ -1,0 +1,106 @@
+"""The plan reference, generated from the schema (docs/plan-reference.md). Pure."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from storbench.config import (
+    MANAGED_FIO_OPTIONS,
+    REFUSED_FIO_OPTIONS,
+    BlockTargetConfig,
+    PathTargetConfig,
+    PlanConfig,
+    WorkloadConfig,
+)
+from storbench.fio.options import REFUSED_ENGINES
+
+SWEEPABLE = {"rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine"}
+
+
+def _default(model: type[BaseModel], name: str) -> str:
+    field = model.model_fields[name]
+    if field.is_required():
+        return "**required**"
+    if field.default_factory is not None:
+        return "`" + repr(field.default_factory()) + "`"  # type: ignore[call-arg]
+    if field.default is PydanticUndefined:
+        return ""
+    value = field.default
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    return f"`{value!r}`" if value == "" else f"`{value}`"
+
+
+def _table(model: type[BaseModel], sweep: bool = False) -> list[str]:
+    lines = ["| key | default | meaning |", "|---|---|---|"]
+    for name, field in model.model_fields.items():
+        description = (field.description or "").replace("|", "\\|")
+        if sweep and name in SWEEPABLE:
+            description += " A list sweeps."
+        lines.append(f"| `{name}` | {_default(model, name)} | {description} |")
+    return lines
+
+
+def plan_reference_markdown() -> str:
+    out = [
+        "# Plan reference",
+        "",
+        "Generated from storbench's schema (`src/storbench/config.py`); a test keeps it current.",
+        "Sizes: `4k`, `64KiB`, `1m`, `256MiB`, `2g` (powers of 1024, as fio). Durations: `5s`, `500ms`, `2m`.",
+        "Unknown keys are errors, with a \"did you mean\" hint.",
+        "",
+        "## Top level",
+        "",
+        *_table(PlanConfig),
+        "",
+        "## Targets",
+        "",
+        "### `kind: path`",
+        "",
+        PathTargetConfig.__doc__ or "",
+        "",
+        *_table(PathTargetConfig),
+        "",
+        "### `kind: block`",
+        "",
+        BlockTargetConfig.__doc__ or "",
+        "Writes (write, randwrite, rw, randrw, trim ...) are refused without `destructive: true`, and refused "
+        "anyway while the device or one of its partitions is mounted, used as swap, or held by device-mapper.",
+        "",
+        *_table(BlockTargetConfig),
+        "",
+        "## `workload`",
+        "",
+        WorkloadConfig.__doc__ or "",
+        "",
+        *_table(WorkloadConfig, sweep=True),
+        "",
+        "### `workload.fio`: other fio options",
+        "",
+        "Any option of the fio in use (checked against `fio --cmdhelp` and `fio --enghelp=ENGINE`); a list sweeps.",
+        "Values may contain letters, digits and `_ . , : / + % @ = * ^ ~ -` and spaces; nothing that could start a "
+        "new line, section, comment or variable in the job file.",
+        "",
+        "Set by storbench, so not accepted here: "
+        + ", ".join(f"`{name}`" for name in sorted(MANAGED_FIO_OPTIONS)) + ".",
+        "",
+        "Refused because they run programs, touch arbitrary files or retune the host: "
+        + ", ".join(f"`{name}`" for name in sorted(REFUSED_FIO_OPTIONS)) + ". Refused engines: "
+        + ", ".join(f"`{name}`" for name in sorted(REFUSED_ENGINES)) + ".",
+        "",
+        "## `exclude`",
+        "",
+        "A list of rules. Each rule maps sweep parameters (`target`, `rw`, `bs`, `iodepth`, `numjobs`, `runtime`, "
+        "`ramp`, `direct`, `ioengine`, `rwmixread`, or a `workload.fio` option) to a value or a list of values; "
+        "a point of the sweep is dropped when it matches every key of some rule. A rule naming a parameter or value "
+        "the plan never sweeps is an error.",
+        "",
+        "```yaml",
+        "exclude:",
+        "  - {rw: randrw, bs: [1m, 4m]}   # no mixed large-block points",
+        "  - {target: nvme, iodepth: 1}",
+        "```",
+        "",
+    ]
+    return "\n".join(out)

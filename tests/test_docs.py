@@ -1,0 +1,51 @@
+"""The docs a user reads stay true: every command documented, the plan reference current."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from storbench.cli import build_parser
+from storbench.reference import plan_reference_markdown
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _commands() -> list[str]:
+    parser = build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return sorted(action.choices)
+    raise AssertionError("no subcommands")
+
+
+def test_every_command_is_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text()
+    commands = _commands()
+    assert {"plan", "run", "show", "export", "import"} <= set(commands)
+    for command in commands:
+        assert re.search(rf"storbench {command}\b", readme), f"`storbench {command}` is not documented in README.md"
+
+
+def test_plan_reference_is_generated_from_the_schema() -> None:
+    assert (ROOT / "docs" / "plan-reference.md").read_text() == plan_reference_markdown() + "\n", (
+        "regenerate: .venv/bin/python -c 'from storbench.reference import plan_reference_markdown as p; print(p())'"
+        " > docs/plan-reference.md"
+    )
+
+
+def test_readme_has_exactly_two_setup_commands_and_ci_uses_the_test_one() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert "./scripts/quickstart.sh" in readme and "./scripts/test.sh" in readme
+    assert "scripts/test.sh" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_examples_are_valid_plans() -> None:
+    from storbench.config import load_plan_text
+    from storbench.plan import expand
+
+    examples = sorted((ROOT / "examples").glob("*.yaml"))
+    assert examples
+    for path in examples:
+        assert expand(load_plan_text(path.read_text(), str(path)))
