@@ -1,0 +1,100 @@
+"""The store: migrations are recorded, a newer schema is refused, a non-database is a user error."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from storbench.errors import UserError
+from storbench.model import (
+    Case,
+    ClientMeasurement,
+    Direction,
+    DirectionMeasurement,
+    LatencyHistogram,
+    LatencySummary,
+    RepetitionOutcome,
+    Status,
+    TargetSpec,
+    WorkloadPoint,
+)
+from storbench.store import open_store
+from storbench.store.db import SCHEMA_VERSION
+
+
+def _case() -> Case:
+    target = TargetSpec(name="t", kind="path", path="/x", size_bytes=4096)
+    workload = WorkloadPoint(rw="randread", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=1, ramp_s=0, direct=True,
+                             ioengine="libaio", size_bytes=4096, fio_options=(("norandommap", "1"),))
+    return Case(case_id="abc123abc123", target=target, workload=workload)
+
+
+def _outcome(status: Status = Status.OK) -> RepetitionOutcome:
+    histogram = LatencyHistogram(((1000, 3), (2000, 1)))
+    latency = LatencySummary(samples=4, min_ns=900, max_ns=2100, mean_ns=1250.0, stddev_ns=400.0, histogram=histogram)
+    measurement = DirectionMeasurement(direction=Direction.READ, total_ios=4, io_bytes=16384, runtime_ms=1000,
+                                       iops=4.0, bw_bytes=16384.0, clat=latency, lat=latency)
+    client = ClientMeasurement(client="local", jobs=1, job_errors=(), cpu_usr_pct=1.5, cpu_sys_pct=2.5,
+                               directions=(measurement,))
+    return RepetitionOutcome(status=status, started_at_s=10.0, finished_at_s=11.0, job_text="[global]\n",
+                             command=("fio", "job.fio"), fio_version="fio-3.33", raw_output='{"jobs": []}',
+                             stderr_tail="", clients=(client,) if status == Status.OK else ())
+
+
+def _run(store) -> int:  # type: ignore[no-untyped-def]
+    return int(store.create_run(plan_name="p", plan_text="name: p\n", plan_sha256="0", source="run",
+                                storbench_version="0", fio_version="fio-3.33", host="h", kernel="k",
+                                run_order="interleaved", seed=0, tags=["a"], started_at_s=1.0))
+
+
+def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    open_store(db).close()
+    open_store(db).close()
+    conn = sqlite3.connect(db)
+    versions = [row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    conn.close()
+    assert versions == list(range(1, SCHEMA_VERSION + 1))
+    assert mode == "wal"
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    open_store(db).close()
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO schema_migrations VALUES (?, 'future')", (SCHEMA_VERSION + 1,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(UserError, match="newer than this storbench"):
+        open_store(db)
+
+
+def test_not_a_database_is_a_user_error(tmp_path: Path) -> None:
+    db = tmp_path / "notes.db"
+    db.write_text("these are my notes, not a database\n" * 100)
+    with pytest.raises(UserError, match="not a storbench results database"):
+        open_store(db)
+
+
+def test_repetition_round_trip_keeps_bins_and_replaces_failed_attempts(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "r.db")
+    run_id = _run(store)
+    case = _case()
+    store.save_repetition(run_id, case, 0, _outcome(Status.FAILED), (("kind", "path"),))
+    assert store.completed(run_id) == set()
+    store.save_repetition(run_id, case, 0, _outcome(), (("kind", "path"),))
+    assert store.completed(run_id) == {(case.case_id, 0)}
+    reps = store.repetitions([run_id])
+    assert len(reps) == 1
+    rep = reps[0]
+    assert rep.case == case
+    read = rep.clients[0].direction(Direction.READ)
+    assert read is not None and read.lat.histogram == LatencyHistogram(((1000, 3), (2000, 1)))
+    assert read.lat.percentile_ns(75) == 1000 and read.lat.percentile_ns(99) == 2000
+    job_text, command, raw, _ = store.repetition_provenance(rep.repetition_id)
+    assert job_text == "[global]\n" and command == ["fio", "job.fio"] and raw == '{"jobs": []}'
+    assert store.latest_run_of_plan("p") is not None and store.latest_run_of_plan("q") is None
+    store.close()
