@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers import repetition_rows, run_cli, write_plan
-from storbench.report.records import RECORD_FIELDS
+from storbench.records import RECORD_FIELDS
 
 pytestmark = pytest.mark.fio
 

@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console, Group
@@ -20,7 +21,10 @@ from rich.text import Text
 from storbench import __version__
 from storbench.config import LoadedPlan, load_plan_text
 from storbench.errors import UserError, did_you_mean
-from storbench.model import RepetitionOutcome, ScheduledRepetition, Status
+from storbench.model import RepetitionOutcome, RunInfo, ScheduledRepetition, Status
+from storbench.records import Record
+from storbench.stats.compare import Selector
+from storbench.store.db import Store
 from storbench.units import format_block_size, format_latency_ns
 
 DEFAULT_DB = "results.db"
@@ -177,8 +181,23 @@ def cmd_run(args: argparse.Namespace) -> int:
 # ---- show / export / import --------------------------------------------------------------------
 
 
-def _select_records(db: str, run: str, where: Sequence[str], *, default_latest: bool) -> tuple[list[object], str]:
-    from storbench.report.records import RECORD_FIELDS, filter_records, repetition_records
+@dataclass(frozen=True)
+class Selection:
+    records: list[Record]
+    runs: list[RunInfo]
+    label: str
+
+    @property
+    def tags(self) -> dict[int, tuple[str, ...]]:
+        return {r.run_id: r.tags for r in self.runs}
+
+    @property
+    def memory(self) -> dict[int, int | None]:
+        return {r.run_id: r.mem_total_bytes for r in self.runs}
+
+
+def _select(db: str, run: str, where: Sequence[str], *, default_latest: bool) -> Selection:
+    from storbench.records import RECORD_FIELDS, filter_records, repetition_records
     from storbench.store import open_store
 
     if not Path(db).exists():
@@ -213,43 +232,136 @@ def _select_records(db: str, run: str, where: Sequence[str], *, default_latest: 
         key = str(exc)
         raise UserError(f"--where: unknown field {key!r}",
                         hint=did_you_mean(key, RECORD_FIELDS) or "fields: " + ", ".join(RECORD_FIELDS)) from None
-    return list(records), label
+    return Selection(list(records), [r for r in runs if r.run_id in run_ids], label)
 
 
-def _print_results(store: object, run_ids: list[int], title: str) -> None:
-    from storbench.report.records import repetition_records, summarize_cases
-    from storbench.report.tables import results_table
-    from storbench.store import Store
+def _print_results(store: Store, run_ids: list[int], title: str) -> None:
+    from storbench.records import repetition_records
+    from storbench.report.tables import results_table, warning_lines
+    from storbench.stats.summary import summarize_points
 
-    assert isinstance(store, Store)
-    rows = summarize_cases(repetition_records(store.repetitions(run_ids)))
-    _console().print(results_table(rows, title))
+    memory = {r.run_id: r.mem_total_bytes for r in store.runs()}
+    points = summarize_points(repetition_records(store.repetitions(run_ids)), memory)
+    out = _console()
+    out.print(results_table(points, title))
+    for line in warning_lines(points):
+        out.print(line, markup=False)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from storbench.report.records import Record, summarize_cases
-    from storbench.report.tables import results_table
+    from storbench.report.tables import results_table, warning_lines
+    from storbench.stats.drift import drift
+    from storbench.stats.summary import summarize_points
 
     where = list(args.where) + [f"target={t}" for t in args.target]
-    records, label = _select_records(args.db, args.run, where, default_latest=True)
-    typed = [r for r in records if isinstance(r, Record)]
-    if not typed:
+    selection = _select(args.db, args.run, where, default_latest=True)
+    if not selection.records:
         raise UserError("no results match", hint="loosen --where/--target, or try --run all")
-    _console().print(results_table(summarize_cases(typed), f"{label} — {args.db}"))
+    points = summarize_points(selection.records, selection.memory)
+    out = _console()
+    out.print(results_table(points, f"{selection.label} — {args.db}"))
+    for line in warning_lines(points):
+        out.print(line, markup=False)
+    for run in selection.runs:
+        for direction in ("read", "write"):
+            d = drift(selection.records, run.run_id, direction)
+            change = d.over_run()
+            if d.significant and change is not None:
+                out.print(f"⚠ run {run.run_id}: {direction} IOPS drifted {change[0]:+.1f} % [95% CI {change[1]:+.1f}, "
+                          f"{change[2]:+.1f}] from its first to its last repetition ({d.span_minutes:.1f} min): the "
+                          "interleaved order spreads it over all cases; consider a longer ramp or preconditioning",
+                          markup=False)
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from storbench.report.export import export
-    from storbench.report.records import Record
 
     where = list(args.where) + [f"target={t}" for t in args.target]
-    records, _label = _select_records(args.db, args.run, where, default_latest=False)
-    text = export([r for r in records if isinstance(r, Record)], args.format)
-    if args.output and args.output != "-":
-        Path(args.output).write_text(text)
+    selection = _select(args.db, args.run, where, default_latest=False)
+    _write_output(export(selection.records, args.format), args.output)
+    return 0
+
+
+def _write_output(text: str, output: str) -> None:
+    if output and output != "-":
+        try:
+            Path(output).write_text(text)
+        except OSError as exc:
+            raise UserError(f"cannot write {output}: {exc.strerror}") from None
     else:
         sys.stdout.write(text)
+
+
+def _selector(text: str, flag: str) -> Selector:
+    from storbench.records import RECORD_FIELDS
+    from storbench.stats.compare import parse_selector
+
+    try:
+        return parse_selector(text)
+    except ValueError as exc:
+        key = str(exc).split("'")[1] if "unknown key" in str(exc) else ""
+        raise UserError(f"{flag} {text!r}: {exc}",
+                        hint=did_you_mean(key, [*RECORD_FIELDS, "run", "tag"]) if key else
+                        "e.g. 3, run=3, target=nvme, tag=after, bs=4k,rw=randread") from None
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
+    from storbench.report.tables import compare_table
+    from storbench.stats.compare import compare_records, regressions, select
+
+    baseline, candidate = _selector(args.baseline, "--baseline"), _selector(args.candidate, "--candidate")
+    selection = _select(args.db, "all", args.where, default_latest=False)
+    for side, selector in (("baseline", baseline), ("candidate", candidate)):
+        if not select(selection.records, selector, selection.tags):
+            raise UserError(f"--{side} {selector.text!r} matches no results in {args.db}",
+                            hint="see `storbench show --run all` for what is stored")
+    comparisons = compare_records(selection.records, baseline, candidate, selection.tags, selection.memory,
+                                  force=args.force)
+    if not comparisons:
+        raise UserError("baseline and candidate have no point in common",
+                        hint="they must share rw, bs, iodepth, numjobs and direction (and target, unless selected on)")
+    if args.format == "table":
+        _console().print(compare_table(comparisons, baseline.text, candidate.text))
+    elif args.format == "markdown":
+        _write_output(comparison_markdown(comparisons, baseline.text, candidate.text), args.output)
+    elif args.format == "csv":
+        _write_output(comparison_csv(comparisons), args.output)
+    else:
+        _write_output(comparison_json(comparisons), args.output)
+    if args.fail_on_regression is not None:
+        found = regressions(comparisons, args.fail_on_regression)
+        if found:
+            worst = max(found, key=lambda r: abs(r.cell.difference.change_pct if r.cell.difference else 0))
+            change = worst.cell.difference.change_pct if worst.cell.difference else 0.0
+            _console(stderr=True).print(
+                f"regression: {len(found)} significantly worse cells beyond {args.fail_on_regression:g} %; worst "
+                f"{worst.cell.metric.label} {change:+.1f} % at {worst.comparison.key}", markup=False)
+            return 1
+    return 0
+
+
+def cmd_saturation(args: argparse.Namespace) -> int:
+    from storbench.report.tables import saturation_table
+    from storbench.stats.knee import LOAD_AXES, curves, parse_slo
+    from storbench.stats.summary import summarize_points
+
+    objective = None
+    if args.slo:
+        try:
+            objective = parse_slo(args.slo)
+        except ValueError as exc:
+            raise UserError(f"--slo: {exc}", hint="e.g. --slo p99<=10ms or --slo mean<=500us") from None
+    where = list(args.where) + [f"target={t}" for t in args.target]
+    selection = _select(args.db, args.run, where, default_latest=True)
+    points = summarize_points(selection.records, selection.memory)
+    axes = [args.axis] if args.axis else list(LOAD_AXES)
+    found = [c for axis in axes for c in curves(points, axis)]
+    if not found:
+        raise UserError("no curve: no points differ only in " + " or ".join(axes),
+                        hint="sweep iodepth (e.g. [1, 4, 16, 64]) or numjobs in the plan")
+    _console().print(saturation_table(found, objective))
     return 0
 
 
@@ -339,6 +451,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("json", "csv", "markdown"), default="json")
     p.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("compare", help="baseline vs candidate per matching point: change with 95% CI and a verdict")
+    db_option(p)
+    p.add_argument("--baseline", required=True, metavar="SELECTOR",
+                   help="a run number, or KEY=VALUE[,KEY=VALUE]: run=3, target=a, tag=before, bs=4k ...")
+    p.add_argument("--candidate", required=True, metavar="SELECTOR", help="same syntax as --baseline")
+    p.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
+                   help="only points whose FIELD equals VALUE (repeatable)")
+    p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
+    p.add_argument("-o", "--output", default="-", help="file for markdown/csv/json (default: standard output)")
+    p.add_argument("--force", action="store_true", help="compare even when fio version, workload or target kind differ")
+    p.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
+                   help="exit 1 when any metric is significantly worse by PCT percent or more")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("saturation", help="IOPS against iodepth/numjobs/clients: the knee, and max IOPS within an SLO")
+    db_option(p)
+    filters(p, "run number(s), e.g. 3 or 2,3, or 'all' (default: the latest run)")
+    p.add_argument("--axis", choices=("iodepth", "numjobs", "clients"), default=None,
+                   help="load axis (default: every axis that forms a curve)")
+    p.add_argument("--slo", default=None, metavar="OBJECTIVE", help="latency objective, e.g. p99<=10ms")
+    p.set_defaults(func=cmd_saturation)
 
     p = sub.add_parser("import", help="ingest existing fio json/json+ output files")
     p.add_argument("files", nargs="+", metavar="FIO_JSON")

@@ -302,6 +302,8 @@ class RunInfo:
     tags: tuple[str, ...]
     started_at_s: float
     finished_at_s: float | None
+    mem_total_bytes: int | None = None
+    cpu_count: int | None = None
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,12 @@ render job -> executor.run (watchdog) -> judge -> store (one transaction) -> tel
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from storbench import __version__
@@ -93,6 +95,17 @@ def watchdog_seconds(case: Case, grace_s: float) -> float:
     return repetition_seconds(case) + working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + grace_s
 
 
+def mem_total_bytes() -> int | None:
+    """MemTotal from /proc/meminfo: how much the page cache could hold."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def plan_sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -123,7 +136,7 @@ def run_plan(
             plan_name=config.name, plan_text=loaded.source.text, plan_sha256=plan_sha256(loaded.source.text),
             source="run", storbench_version=__version__, fio_version=caps.version, host=platform.node(),
             kernel=platform.release(), run_order=config.order, seed=config.seed, tags=config.tags,
-            started_at_s=clock(),
+            started_at_s=clock(), mem_total_bytes=mem_total_bytes(), cpu_count=os.cpu_count(),
         )
         done = set()
     order = schedule(cases, config.repeat, config.order, config.seed)

@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from storbench.report.records import RECORD_FIELDS, Record
+from storbench.records import RECORD_FIELDS, Record
 
 EXPORT_FORMATS = ("json", "csv", "markdown")
 

@@ -8,35 +8,129 @@ from rich.table import Table
 
 from storbench.model import Case
 from storbench.plan import PlanEstimate
-from storbench.report.records import CaseSummary
+from storbench.stats.compare import PointComparison, Verdict
+from storbench.stats.estimate import Estimate
+from storbench.stats.knee import Curve, CurvePoint, LatencyObjective, best_under_objective
+from storbench.stats.summary import WARNING_TITLES, PointSummary, StatWarning
 from storbench.units import format_bytes, format_duration, format_latency_ns
 
-
-def _num(value: float | None, fmt: str = ",.0f") -> str:
-    return "-" if value is None else format(value, fmt)
+VERDICT_STYLE = {Verdict.BETTER: "green", Verdict.WORSE: "red", Verdict.SAME: "dim", Verdict.NOT_COMPARABLE: "yellow"}
 
 
-def results_table(rows: Sequence[CaseSummary], title: str) -> Table:
+def _mean(estimate: Estimate | None, fmt: str = ",.0f", scale: float = 1.0) -> str:
+    return "-" if estimate is None else format(estimate.mean / scale, fmt)
+
+
+def _lat(estimate: Estimate | None) -> str:
+    return "-" if estimate is None else format_latency_ns(estimate.mean)
+
+
+def iops_with_ci(estimate: Estimate | None) -> str:
+    if estimate is None:
+        return "-"
+    half = estimate.half_width
+    return f"{estimate.mean:,.0f}" + ("" if half is None else f" ± {half:,.0f}")
+
+
+def results_table(points: Sequence[PointSummary], title: str) -> Table:
+    """One row per case and direction: mean over repetitions, IOPS with its 95 % confidence interval."""
     table = Table(title=title, title_justify="left", header_style="bold")
-    for name, justify in (("run", "right"), ("target", "left"), ("rw", "left"), ("bs", "right"),
-                          ("qd", "right"), ("jobs", "right"), ("dir", "left"), ("n", "right"), ("IOPS", "right"),
-                          ("±CV", "right"), ("MiB/s", "right"), ("lat mean", "right"), ("p50", "right"),
-                          ("p95", "right"), ("p99", "right"), ("p99.9", "right"), ("cpu usr/sys %", "right"),
-                          ("disk %", "right")):
+    columns = (("target", "left"), ("rw", "left"), ("bs", "right"), ("qd", "right"), ("jobs", "right"),
+               ("dir", "left"), ("n", "right"), ("IOPS ± 95% CI", "right"), ("CV", "right"), ("MiB/s", "right"),
+               ("lat mean", "right"), ("p50", "right"), ("p95", "right"), ("p99", "right"), ("p99.9", "right"),
+               ("cpu usr/sys %", "right"), ("disk %", "right"), ("!", "left"))
+    for name, justify in columns:
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    for row in rows:
-        n = f"{row.repetitions_ok}/{row.repetitions_total}"
-        style = "red" if row.repetitions_ok < row.repetitions_total else None
-        cv = "-" if row.iops_cv_pct is None else f"{row.iops_cv_pct:.1f}%"
-        mib = None if row.bw_bytes_mean is None else row.bw_bytes_mean / 1048576
-        cpu = "-" if row.cpu_usr_mean is None else f"{row.cpu_usr_mean:.0f}/{row.cpu_sys_mean or 0:.0f}"
+    for p in points:
+        iops = p.metric("iops")
+        usr, sys_ = p.metric("cpu_usr"), p.metric("cpu_sys")
+        cv = iops.cv_pct if iops else None
+        style = "red" if p.repetitions_ok < p.repetitions_total else None
         table.add_row(
-            str(row.run_id), row.target, row.rw, row.bs, str(row.iodepth), str(row.numjobs), row.direction or "-", n,
-            _num(row.iops_mean), cv, _num(mib, ",.1f"), format_latency_ns(row.lat_mean_ns),
-            format_latency_ns(row.lat_p50_ns), format_latency_ns(row.lat_p95_ns),
-            format_latency_ns(row.lat_p99_ns), format_latency_ns(row.lat_p999_ns), cpu,
-            _num(row.disk_util_pct_mean, ".0f"), style=style,
+            p.target, p.rw, p.bs, str(p.iodepth), str(p.numjobs), p.direction or "-",
+            f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
+            _mean(p.metric("bw_bytes"), ",.1f", 1048576), _lat(p.metric("lat_mean_ns")), _lat(p.metric("lat_p50_ns")),
+            _lat(p.metric("lat_p95_ns")), _lat(p.metric("lat_p99_ns")), _lat(p.metric("lat_p999_ns")),
+            "-" if usr is None or sys_ is None else f"{usr.mean:.0f}/{sys_.mean:.0f}",
+            _mean(p.metric("disk_util_pct"), ".0f"), "⚠" if p.warnings else "",
+            style=style,
         )
+    return table
+
+
+def warning_lines(points: Sequence[PointSummary]) -> list[str]:
+    """One line per kind of warning: how many points, the worst example, and the fix."""
+    groups: dict[str, list[tuple[PointSummary, StatWarning]]] = {}
+    for p in points:
+        for w in p.warnings:
+            groups.setdefault(w.code, []).append((p, w))
+    lines = []
+    for code, members in groups.items():
+        if code == "high_cv":
+            members.sort(key=lambda m: -(m[0].metric("iops").cv_pct or 0))  # type: ignore[union-attr]
+        point, warning = members[0]
+        where = f"{point.target} {point.rw} {point.bs} qd{point.iodepth} {point.direction}".strip()
+        count = f"{len(members)} points, e.g." if len(members) > 1 else "at"
+        lines.append(f"⚠ {WARNING_TITLES.get(code, code)} ({count} {where}: {warning.message}): {warning.fix}")
+    return lines
+
+
+def _change(cell_text: str, verdict: Verdict) -> str:
+    return f"[{VERDICT_STYLE[verdict]}]{cell_text}[/]"
+
+
+def change_text(comparison: PointComparison, field: str) -> tuple[str, Verdict]:
+    cell = comparison.cell(field)
+    if cell is None or cell.difference is None:
+        return "-", Verdict.SAME
+    d = cell.difference
+    mark = {Verdict.BETTER: "▲", Verdict.WORSE: "▼", Verdict.SAME: "~", Verdict.NOT_COMPARABLE: "x"}[cell.verdict]
+    if d.change_ci_low_pct is None or d.change_ci_high_pct is None:
+        return f"{d.change_pct:+.1f}% {mark} (n<2)", cell.verdict
+    return f"{d.change_pct:+.1f}% [{d.change_ci_low_pct:+.1f}, {d.change_ci_high_pct:+.1f}] {mark}", cell.verdict
+
+
+def point_label(comparison: PointComparison) -> str:
+    return " ".join(v for k, v in comparison.key if v and k != "rwmixread")
+
+
+def compare_table(comparisons: Sequence[PointComparison], baseline: str, candidate: str) -> Table:
+    table = Table(title=f"baseline {baseline}  vs  candidate {candidate}   (change [95% CI]; ▲ better ▼ worse "
+                  "~ no detectable difference x not comparable)", title_justify="left", header_style="bold")
+    for name in ("point", "IOPS base", "IOPS cand", "IOPS", "bandwidth", "mean lat", "p95", "p99"):
+        table.add_column(name, justify="left" if name == "point" else "right", no_wrap=True)
+    for c in comparisons:
+        b, k = c.baseline.metric("iops"), c.candidate.metric("iops")
+        cells = []
+        for field in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns"):
+            text, verdict = change_text(c, field)
+            cells.append(_change(text, verdict))
+        label = point_label(c) + ("" if c.comparable else f" [yellow](x: {c.reason})[/]")
+        table.add_row(label, iops_with_ci(b), iops_with_ci(k), *cells)
+    return table
+
+
+def _knee_text(point: CurvePoint | None, axis: str) -> str:
+    if point is None:
+        return "none in sweep"
+    return f"{axis}={point.load}: {point.iops:,.0f} IOPS, p99 {format_latency_ns(point.lat_p99_ns)}"
+
+
+def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | None) -> Table:
+    table = Table(title="saturation: IOPS against load", title_justify="left", header_style="bold")
+    table.add_column("curve")
+    table.add_column("points", justify="right")
+    table.add_column("knee (load stops adding IOPS)")
+    table.add_column("max IOPS")
+    if objective:
+        table.add_column(f"max IOPS with {objective.label} <= {format_latency_ns(objective.limit_ns)}")
+    for curve in curve_list:
+        peak = max(curve.points, key=lambda c: c.iops)
+        row = [curve.label, str(len(curve.points)), _knee_text(curve.knee, curve.axis), _knee_text(peak, curve.axis)]
+        if objective:
+            best = best_under_objective(curve, objective)
+            row.append("none meets it" if best is None else _knee_text(best, curve.axis))
+        table.add_row(*row)
     return table
 
 

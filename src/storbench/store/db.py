@@ -117,6 +117,11 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX clients_repetition ON clients(repetition_id);
     CREATE INDEX measurements_client ON measurements(client_id);
     """,
+    # 2: what the statistics need to know about the machine (page-cache warnings)
+    """
+    ALTER TABLE runs ADD COLUMN mem_total_bytes INTEGER;
+    ALTER TABLE runs ADD COLUMN cpu_count INTEGER;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -149,13 +154,15 @@ class Store:
     # ---- runs ------------------------------------------------------------------------------------
     def create_run(self, *, plan_name: str, plan_text: str, plan_sha256: str, source: str,
                    storbench_version: str, fio_version: str, host: str, kernel: str, run_order: str,
-                   seed: int, tags: Sequence[str], started_at_s: float) -> int:
+                   seed: int, tags: Sequence[str], started_at_s: float, mem_total_bytes: int | None = None,
+                   cpu_count: int | None = None) -> int:
         with self.transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO runs (plan_name, plan_text, plan_sha256, source, storbench_version, fio_version, host,"
-                " kernel, run_order, seed, tags_json, started_at_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                " kernel, run_order, seed, tags_json, started_at_s, mem_total_bytes, cpu_count)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (plan_name, plan_text, plan_sha256, source, storbench_version, fio_version, host, kernel,
-                 run_order, seed, json.dumps(list(tags)), started_at_s),
+                 run_order, seed, json.dumps(list(tags)), started_at_s, mem_total_bytes, cpu_count),
             )
             assert cursor.lastrowid is not None
             return cursor.lastrowid
@@ -296,6 +303,7 @@ def _run_info(row: sqlite3.Row) -> RunInfo:
         storbench_version=row["storbench_version"], fio_version=row["fio_version"], host=row["host"],
         kernel=row["kernel"], run_order=row["run_order"], seed=row["seed"], tags=tuple(json.loads(row["tags_json"])),
         started_at_s=row["started_at_s"], finished_at_s=row["finished_at_s"],
+        mem_total_bytes=row["mem_total_bytes"], cpu_count=row["cpu_count"],
     )
 
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 
 from storbench.fio.parse import merge_clients
-from storbench.model import Direction, DirectionMeasurement, Status, StoredRepetition
+from storbench.model import DirectionMeasurement, Status, StoredRepetition
 from storbench.units import format_block_size
 
 # (percent, field suffix) of the percentiles every record carries.
@@ -35,6 +33,9 @@ class Record:
     ioengine: str
     direct: bool
     runtime_s: float
+    ramp_s: float
+    size_bytes: int | None
+    fio_options: str
     repeat: int
     direction: str
     status: str
@@ -104,7 +105,8 @@ def repetition_records(repetitions: Iterable[StoredRepetition]) -> list[Record]:
                     case_id=case.case_id, run_id=rep.run_id, target=case.target.name, target_kind=case.target.kind,
                     rw=w.rw, rwmixread=w.rwmixread, bs=format_block_size(w.bs_bytes), bs_bytes=w.bs_bytes,
                     iodepth=w.iodepth, numjobs=w.numjobs, clients=case.clients, ioengine=w.ioengine,
-                    direct=w.direct, runtime_s=w.runtime_s, repeat=rep.rep_index,
+                    direct=w.direct, runtime_s=w.runtime_s, ramp_s=w.ramp_s, size_bytes=w.size_bytes,
+                    fio_options=" ".join(f"{k}={v}" for k, v in w.fio_options), repeat=rep.rep_index,
                     direction=m.direction.value if m else "", status=rep.status.value,
                     started_at_s=rep.started_at_s, finished_at_s=rep.finished_at_s, fio_version=rep.fio_version,
                     iops=m.iops if m else None, bw_bytes=m.bw_bytes if m else None,
@@ -116,83 +118,6 @@ def repetition_records(repetitions: Iterable[StoredRepetition]) -> list[Record]:
                 )
             )
     return records
-
-
-@dataclass(frozen=True)
-class CaseSummary:
-    """One case and direction over its repetitions (mean of per-repetition figures)."""
-
-    run_id: int
-    case_id: str
-    target: str
-    rw: str
-    bs: str
-    iodepth: int
-    numjobs: int
-    direction: str
-    repetitions_ok: int
-    repetitions_total: int
-    iops_mean: float | None
-    iops_cv_pct: float | None
-    bw_bytes_mean: float | None
-    lat_mean_ns: float | None
-    lat_p50_ns: float | None
-    lat_p95_ns: float | None
-    lat_p99_ns: float | None
-    lat_p999_ns: float | None
-    cpu_usr_mean: float | None
-    cpu_sys_mean: float | None
-    disk_util_pct_mean: float | None
-    last_error: str
-
-
-def _mean(values: Sequence[float | int | None]) -> float | None:
-    present = [float(v) for v in values if v is not None]
-    return statistics.fmean(present) if present else None
-
-
-def _cv_pct(values: Sequence[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    if len(present) < 2:
-        return None
-    mean = statistics.fmean(present)
-    return 100.0 * statistics.stdev(present) / mean if mean else math.nan
-
-
-def summarize_cases(records: Sequence[Record]) -> list[CaseSummary]:
-    """Group records by run, case and direction, in first-seen order. Failed repetitions count in the
-    total but contribute no numbers."""
-    groups: dict[tuple[int, str], list[Record]] = {}
-    for record in records:
-        groups.setdefault((record.run_id, record.case_id), []).append(record)
-    out: list[CaseSummary] = []
-    for (run_id, case_id), group in groups.items():
-        total = len({r.repeat for r in group})
-        ok = [r for r in group if r.status == Status.OK.value]
-        directions = [d.value for d in Direction if any(r.direction == d.value for r in ok)] or [""]
-        failed = [r for r in group if r.status != Status.OK.value]
-        for direction in directions:
-            rows = [r for r in ok if r.direction == direction]
-            first = group[0]
-            out.append(
-                CaseSummary(
-                    run_id=run_id, case_id=case_id, target=first.target, rw=first.rw, bs=first.bs,
-                    iodepth=first.iodepth, numjobs=first.numjobs, direction=direction,
-                    repetitions_ok=len({r.repeat for r in rows}), repetitions_total=total,
-                    iops_mean=_mean([r.iops for r in rows]), iops_cv_pct=_cv_pct([r.iops for r in rows]),
-                    bw_bytes_mean=_mean([r.bw_bytes for r in rows]),
-                    lat_mean_ns=_mean([r.lat_mean_ns for r in rows]),
-                    lat_p50_ns=_mean([r.lat_p50_ns for r in rows]),
-                    lat_p95_ns=_mean([r.lat_p95_ns for r in rows]),
-                    lat_p99_ns=_mean([r.lat_p99_ns for r in rows]),
-                    lat_p999_ns=_mean([r.lat_p999_ns for r in rows]),
-                    cpu_usr_mean=_mean([r.cpu_usr for r in rows]),
-                    cpu_sys_mean=_mean([r.cpu_sys for r in rows]),
-                    disk_util_pct_mean=_mean([r.disk_util_pct for r in rows]),
-                    last_error=failed[-1].error if failed else "",
-                )
-            )
-    return out
 
 
 def filter_records(records: Sequence[Record], where: Sequence[tuple[str, str]]) -> list[Record]:

@@ -1,0 +1,66 @@
+"""A comparison as JSON, CSV or Markdown: one row per point and metric. Pure."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+
+from storbench.report.tables import change_text, iops_with_ci, point_label
+from storbench.stats.compare import PointComparison
+
+COMPARE_FIELDS = (
+    "point", "direction", "metric", "baseline_n", "baseline_mean", "baseline_ci_low", "baseline_ci_high",
+    "candidate_n", "candidate_mean", "candidate_ci_low", "candidate_ci_high", "change_pct", "change_ci_low_pct",
+    "change_ci_high_pct", "verdict", "comparable", "reason",
+)
+
+
+def comparison_rows(comparisons: Sequence[PointComparison]) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for c in comparisons:
+        for cell in c.cells:
+            b, k, d = cell.baseline, cell.candidate, cell.difference
+            rows.append({
+                "point": point_label(c), "direction": dict(c.key).get("direction", c.candidate.direction),
+                "metric": cell.metric.field,
+                "baseline_n": b.n if b else None, "baseline_mean": b.mean if b else None,
+                "baseline_ci_low": b.ci_low if b else None, "baseline_ci_high": b.ci_high if b else None,
+                "candidate_n": k.n if k else None, "candidate_mean": k.mean if k else None,
+                "candidate_ci_low": k.ci_low if k else None, "candidate_ci_high": k.ci_high if k else None,
+                "change_pct": d.change_pct if d else None,
+                "change_ci_low_pct": d.change_ci_low_pct if d else None,
+                "change_ci_high_pct": d.change_ci_high_pct if d else None,
+                "verdict": cell.verdict.value, "comparable": c.comparable, "reason": c.reason,
+            })
+    return rows
+
+
+def comparison_json(comparisons: Sequence[PointComparison]) -> str:
+    return json.dumps(comparison_rows(comparisons), indent=2) + "\n"
+
+
+def comparison_csv(comparisons: Sequence[PointComparison]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(COMPARE_FIELDS), lineterminator="\n")
+    writer.writeheader()
+    for row in comparison_rows(comparisons):
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return buffer.getvalue()
+
+
+def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, candidate: str) -> str:
+    lines = [
+        f"Baseline `{baseline}` vs candidate `{candidate}`: change of the candidate's mean, with its 95 % confidence "
+        "interval (Welch). ▲ better, ▼ worse, ~ no detectable difference, x not comparable.",
+        "",
+        "| point | IOPS baseline | IOPS candidate | IOPS | bandwidth | mean latency | p95 | p99 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in comparisons:
+        label = point_label(c) + ("" if c.comparable else f" (x: {c.reason})")
+        cells = [change_text(c, f)[0] for f in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns")]
+        lines.append(f"| {label} | {iops_with_ci(c.baseline.metric('iops'))} | "
+                     f"{iops_with_ci(c.candidate.metric('iops'))} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,1 @@
+"""Statistics over repetitions: summaries with confidence intervals, comparisons, drift, knees. Pure."""

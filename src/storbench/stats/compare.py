@@ -1,0 +1,173 @@
+"""Baseline vs candidate: matched points, % change with a confidence interval, and a verdict per cell."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from storbench.records import RECORD_FIELDS, Record
+from storbench.stats.estimate import Difference, Estimate, welch_difference
+from storbench.stats.metrics import COMPARE_METRICS, Metric
+from storbench.stats.summary import PointSummary, summarize_points
+from storbench.units import parse_size_bytes
+
+# Fields that identify a point when matching baseline and candidate (unless a selector names them).
+MATCH_FIELDS = ("target", "rw", "rwmixread", "bs", "iodepth", "numjobs", "clients", "direction")
+# Fields that must be equal for a comparison to mean anything (unless forced or named by a selector).
+COMPARABLE_FIELDS = ("target_kind", "ioengine", "direct", "runtime_s", "ramp_s", "fio_options", "fio_versions")
+_SELECTOR_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*([^,]+?)\s*$")
+
+
+class Verdict(StrEnum):
+    BETTER = "better"
+    WORSE = "worse"
+    SAME = "~"
+    NOT_COMPARABLE = "x"
+
+
+@dataclass(frozen=True)
+class Selector:
+    """Which records form one side of a comparison: every key=value must hold. Keys are record fields,
+    ``run`` (run number), or ``tag`` (a tag of the run)."""
+
+    text: str
+    pairs: tuple[tuple[str, str], ...]
+
+    @property
+    def keys(self) -> frozenset[str]:
+        return frozenset("run_id" if k == "run" else k for k, _ in self.pairs)
+
+
+def parse_selector(text: str) -> Selector:
+    """``3`` (a run), ``run=3``, ``target=nvme``, ``tag=after``, ``bs=4k,rw=randread``. ValueError on bad text."""
+    stripped = text.strip()
+    if stripped.isdigit():
+        return Selector(text, (("run", stripped),))
+    pairs = []
+    for part in stripped.split(","):
+        match = _SELECTOR_RE.match(part)
+        if not match:
+            raise ValueError(f"{part.strip()!r} is not KEY=VALUE")
+        key, value = match.groups()
+        if key not in RECORD_FIELDS and key not in ("run", "tag"):
+            raise ValueError(f"unknown key {key!r}")
+        pairs.append((key, value))
+    if not pairs:
+        raise ValueError("empty selector")
+    return Selector(text, tuple(pairs))
+
+
+def _matches(record: Record, key: str, value: str, tags: Mapping[int, tuple[str, ...]]) -> bool:
+    if key == "run":
+        return str(record.run_id) == value
+    if key == "tag":
+        return value in tags.get(record.run_id, ())
+    actual = getattr(record, key)
+    if key == "bs":
+        try:
+            return record.bs_bytes == parse_size_bytes(value)
+        except ValueError:
+            return False
+    if isinstance(actual, bool):
+        return value.lower() in (("true", "1", "yes") if actual else ("false", "0", "no"))
+    if isinstance(actual, float):
+        try:
+            return actual == float(value)
+        except ValueError:
+            return False
+    return str(actual) == value
+
+
+def select(records: Sequence[Record], selector: Selector, tags: Mapping[int, tuple[str, ...]]) -> list[Record]:
+    return [r for r in records if all(_matches(r, k, v, tags) for k, v in selector.pairs)]
+
+
+@dataclass(frozen=True)
+class CellComparison:
+    metric: Metric
+    baseline: Estimate | None
+    candidate: Estimate | None
+    difference: Difference | None
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class PointComparison:
+    key: tuple[tuple[str, str], ...]
+    baseline: PointSummary
+    candidate: PointSummary
+    comparable: bool
+    reason: str
+    cells: tuple[CellComparison, ...]
+
+    def cell(self, field: str) -> CellComparison | None:
+        return next((c for c in self.cells if c.metric.field == field), None)
+
+
+def _value(point: PointSummary, field: str) -> str:
+    value = getattr(point, field)
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    return "" if value is None else str(value)
+
+
+def _verdict(metric: Metric, difference: Difference | None) -> Verdict:
+    if difference is None or not difference.significant:
+        return Verdict.SAME
+    improved = difference.diff > 0 if metric.higher_is_better else difference.diff < 0
+    return Verdict.BETTER if improved else Verdict.WORSE
+
+
+def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSummary],
+                   ignore: frozenset[str], *, force: bool = False,
+                   metrics: Sequence[Metric] = COMPARE_METRICS) -> list[PointComparison]:
+    """Pair points that agree on every match field not named by a selector; compare each metric."""
+    match_fields = [f for f in MATCH_FIELDS if f not in ignore]
+    by_key: dict[tuple[tuple[str, str], ...], PointSummary] = {}
+    for point in baseline:
+        by_key.setdefault(tuple((f, _value(point, f)) for f in match_fields), point)
+    out: list[PointComparison] = []
+    for point in candidate:
+        key = tuple((f, _value(point, f)) for f in match_fields)
+        base = by_key.get(key)
+        if base is None:
+            continue
+        differing = [f for f in COMPARABLE_FIELDS if f not in ignore and _value(base, f) != _value(point, f)]
+        comparable = force or not differing
+        reason = "" if not differing else "different " + ", ".join(f.replace("_", " ") for f in differing)
+        cells = []
+        for metric in metrics:
+            b, c = base.metric(metric.field), point.metric(metric.field)
+            difference = welch_difference(b, c) if b is not None and c is not None and b.mean else None
+            verdict = _verdict(metric, difference) if comparable else Verdict.NOT_COMPARABLE
+            cells.append(CellComparison(metric, b, c, difference, verdict))
+        out.append(PointComparison(key, base, point, comparable, reason, tuple(cells)))
+    return out
+
+
+def compare_records(records: Sequence[Record], baseline: Selector, candidate: Selector,
+                    tags: Mapping[int, tuple[str, ...]], mem_total_bytes: Mapping[int, int | None] | None = None,
+                    *, force: bool = False) -> list[PointComparison]:
+    ignore = baseline.keys | candidate.keys
+    return compare_points(summarize_points(select(records, baseline, tags), mem_total_bytes),
+                          summarize_points(select(records, candidate, tags), mem_total_bytes), ignore, force=force)
+
+
+@dataclass(frozen=True)
+class Regression:
+    comparison: PointComparison
+    cell: CellComparison
+
+
+def regressions(comparisons: Sequence[PointComparison], threshold_pct: float) -> list[Regression]:
+    """Cells that are significantly worse and whose estimated change is at least ``threshold_pct`` bad."""
+    found = []
+    for comparison in comparisons:
+        for cell in comparison.cells:
+            if cell.verdict != Verdict.WORSE or cell.difference is None:
+                continue
+            if abs(cell.difference.change_pct) >= threshold_pct:
+                found.append(Regression(comparison, cell))
+    return found

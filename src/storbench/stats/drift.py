@@ -1,0 +1,79 @@
+"""Drift over a run: does a case's result depend on when it ran? Least squares on relative deviations."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from storbench.model import Status
+from storbench.records import Record
+from storbench.stats.estimate import t_quantile
+
+MIN_SAMPLES = 6
+
+
+@dataclass(frozen=True)
+class DriftSample:
+    minutes: float
+    deviation_pct: float
+    case_id: str
+    repeat: int
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Slope of (metric / its case's mean - 1) against time, in percent per 10 minutes, with a t interval."""
+
+    run_id: int
+    direction: str
+    metric: str
+    samples: tuple[DriftSample, ...]
+    slope_pct_per_10min: float | None
+    ci_low: float | None
+    ci_high: float | None
+    span_minutes: float = 0.0
+
+    def over_run(self) -> tuple[float, float, float] | None:
+        """(change, CI low, CI high) in percent from the first to the last repetition of the run."""
+        if self.slope_pct_per_10min is None or self.ci_low is None or self.ci_high is None:
+            return None
+        scale = self.span_minutes / 10
+        return self.slope_pct_per_10min * scale, self.ci_low * scale, self.ci_high * scale
+
+    @property
+    def significant(self) -> bool:
+        return self.ci_low is not None and self.ci_high is not None and (self.ci_low > 0 or self.ci_high < 0)
+
+
+def drift(records: Sequence[Record], run_id: int, direction: str, metric: str = "iops") -> Drift:
+    rows = [r for r in records if r.run_id == run_id and r.direction == direction and r.status == Status.OK.value
+            and getattr(r, metric) is not None]
+    by_case: dict[str, list[Record]] = {}
+    for r in rows:
+        by_case.setdefault(r.case_id, []).append(r)
+    start = min((r.started_at_s for r in rows), default=0.0)
+    samples: list[DriftSample] = []
+    for case_rows in by_case.values():
+        if len(case_rows) < 2:
+            continue
+        mean = statistics.fmean(getattr(r, metric) for r in case_rows)
+        if not mean:
+            continue
+        samples.extend(DriftSample((r.started_at_s - start) / 60, 100 * (getattr(r, metric) / mean - 1), r.case_id,
+                                   r.repeat) for r in case_rows)
+    slope = low = high = None
+    if len(samples) >= MIN_SAMPLES:
+        xs = [s.minutes for s in samples]
+        ys = [s.deviation_pct for s in samples]
+        mx, my = statistics.fmean(xs), statistics.fmean(ys)
+        sxx = sum((x - mx) ** 2 for x in xs)
+        if sxx > 0:
+            b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+            residual = sum((y - my - b * (x - mx)) ** 2 for x, y in zip(xs, ys, strict=True))
+            se = math.sqrt(residual / (len(xs) - 2) / sxx) if len(xs) > 2 else math.inf
+            half = t_quantile(0.95, len(xs) - 2) * se
+            slope, low, high = b * 10, (b - half) * 10, (b + half) * 10
+    span = max((s.minutes for s in samples), default=0.0)
+    return Drift(run_id, direction, metric, tuple(samples), slope, low, high, span)

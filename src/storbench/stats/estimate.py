@@ -1,0 +1,103 @@
+"""Mean, Student-t confidence interval and coefficient of variation over independent repetitions."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy import stats as scipy_stats
+
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A metric over n repetitions. ``ci_low``/``ci_high`` are None when n < 2 (no interval exists)."""
+
+    n: int
+    mean: float
+    stddev: float
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float = CONFIDENCE
+
+    @property
+    def half_width(self) -> float | None:
+        if self.ci_low is None or self.ci_high is None:
+            return None
+        return (self.ci_high - self.ci_low) / 2
+
+    @property
+    def cv_pct(self) -> float | None:
+        if self.n < 2 or self.mean == 0:
+            return None
+        return 100.0 * self.stddev / abs(self.mean)
+
+    @property
+    def half_width_pct(self) -> float | None:
+        hw = self.half_width
+        return None if hw is None or self.mean == 0 else 100.0 * hw / abs(self.mean)
+
+
+def t_quantile(confidence: float, df: float) -> float:
+    return float(scipy_stats.t.ppf(0.5 + confidence / 2, df))
+
+
+def estimate(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimate | None:
+    """Student-t interval for the mean of independent repetitions: mean ± t(n-1) · s / sqrt(n)."""
+    data = [float(v) for v in values if v is not None and not math.isnan(v)]
+    if not data:
+        return None
+    mean = statistics.fmean(data)
+    if len(data) < 2:
+        return Estimate(n=1, mean=mean, stddev=0.0, ci_low=None, ci_high=None, confidence=confidence)
+    stddev = statistics.stdev(data)
+    half = t_quantile(confidence, len(data) - 1) * stddev / math.sqrt(len(data))
+    return Estimate(n=len(data), mean=mean, stddev=stddev, ci_low=mean - half, ci_high=mean + half,
+                    confidence=confidence)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """candidate - baseline, with Welch's confidence interval; also as percent of the baseline mean."""
+
+    diff: float
+    ci_low: float | None
+    ci_high: float | None
+    change_pct: float
+    change_ci_low_pct: float | None
+    change_ci_high_pct: float | None
+
+    @property
+    def significant(self) -> bool:
+        """The interval excludes zero."""
+        if self.ci_low is None or self.ci_high is None:
+            return False
+        return self.ci_low > 0 or self.ci_high < 0
+
+
+def welch_difference(baseline: Estimate, candidate: Estimate, confidence: float = CONFIDENCE) -> Difference:
+    """Welch's t interval for the difference of two means (unequal variances, Welch-Satterthwaite df).
+
+    The percent interval divides the difference interval by the baseline mean: it treats the baseline mean as
+    known, which is accurate when the baseline's own interval is narrow (as it must be for a useful comparison).
+    """
+    diff = candidate.mean - baseline.mean
+    base = baseline.mean
+    pct = 100.0 * diff / base if base else math.nan
+    if baseline.n < 2 or candidate.n < 2:
+        return Difference(diff, None, None, pct, None, None)
+    vb = baseline.stddev**2 / baseline.n
+    vc = candidate.stddev**2 / candidate.n
+    se = math.sqrt(vb + vc)
+    if se == 0:
+        low = high = diff
+    else:
+        df = (vb + vc) ** 2 / ((vb**2 / (baseline.n - 1)) + (vc**2 / (candidate.n - 1)))
+        half = t_quantile(confidence, df) * se
+        low, high = diff - half, diff + half
+    if not base:
+        return Difference(diff, low, high, pct, None, None)
+    return Difference(diff, low, high, pct, 100.0 * low / base, 100.0 * high / base)
