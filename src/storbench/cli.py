@@ -342,6 +342,54 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from plotly.offline import get_plotlyjs
+
+    from storbench.report.build import build_report
+    from storbench.report.html import render_html
+    from storbench.report.images import render_image
+    from storbench.stats.compare import compare_records
+    from storbench.stats.knee import parse_slo
+    from storbench.store import open_store
+
+    objective = None
+    if args.slo:
+        try:
+            objective = parse_slo(args.slo)
+        except ValueError as exc:
+            raise UserError(f"--slo: {exc}", hint="e.g. --slo p99<=10ms") from None
+    if bool(args.baseline) != bool(args.candidate):
+        raise UserError("--baseline and --candidate go together", hint="give both, or neither")
+    where = list(args.where) + [f"target={t}" for t in args.target]
+    run = "all" if args.baseline and not args.run else args.run
+    selection = _select(args.db, run, where, default_latest=True)
+    if not selection.records:
+        raise UserError("no results match", hint="loosen --where/--target, or try --run all")
+    comparisons = []
+    if args.baseline:
+        baseline, candidate = _selector(args.baseline, "--baseline"), _selector(args.candidate, "--candidate")
+        comparisons = compare_records(selection.records, baseline, candidate, selection.tags, selection.memory)
+    store = open_store(args.db)
+    case_ids = {r.case_id for r in selection.records}
+    repetitions = [r for r in store.repetitions([r.run_id for r in selection.runs]) if r.case.case_id in case_ids]
+    store.close()
+    title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))
+    document = build_report(title, selection.runs, repetitions, selection.records, comparisons=comparisons,
+                            baseline=args.baseline or "", candidate=args.candidate or "", objective=objective)
+    _write_output(render_html(document, get_plotlyjs()), args.output)
+    out = _console(stderr=args.output in ("", "-"))
+    out.print(f"report: {args.output} ({len(document.figures)} figures, {len(document.points)} points)",
+              markup=False)
+    if args.images:
+        directory = Path(args.images)
+        directory.mkdir(parents=True, exist_ok=True)
+        for figure in document.figures:
+            for fmt in ("png", "svg"):
+                (directory / f"{figure.figure_id}.{fmt}").write_bytes(render_image(figure, fmt))
+        out.print(f"images: {len(document.figures)} figures as PNG and SVG in {directory}", markup=False)
+    return 0
+
+
 def cmd_saturation(args: argparse.Namespace) -> int:
     from storbench.report.tables import saturation_table
     from storbench.stats.knee import LOAD_AXES, curves, parse_slo
@@ -473,6 +521,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="load axis (default: every axis that forms a curve)")
     p.add_argument("--slo", default=None, metavar="OBJECTIVE", help="latency objective, e.g. p99<=10ms")
     p.set_defaults(func=cmd_saturation)
+
+    p = sub.add_parser("report", help="one self-contained HTML report (figures, comparisons, provenance)")
+    db_option(p)
+    filters(p, "run number(s), e.g. 3 or 2,3, or 'all' (default: the latest run; all runs with --baseline)")
+    p.add_argument("-o", "--output", default="report.html", help="HTML file to write (default report.html)")
+    p.add_argument("--images", default=None, metavar="DIR", help="also write every figure as PNG and SVG into DIR")
+    p.add_argument("--baseline", default=None, metavar="SELECTOR", help="add a comparison: baseline selector")
+    p.add_argument("--candidate", default=None, metavar="SELECTOR", help="add a comparison: candidate selector")
+    p.add_argument("--slo", default=None, metavar="OBJECTIVE", help="latency objective for the saturation table")
+    p.add_argument("--title", default=None, help="report title")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("import", help="ingest existing fio json/json+ output files")
     p.add_argument("files", nargs="+", metavar="FIO_JSON")

@@ -320,3 +320,4 @@ class StoredRepetition:
     fio_version: str
     error: str
     clients: tuple[ClientMeasurement, ...]
+    job_text: str = ""

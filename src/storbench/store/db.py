@@ -245,6 +245,7 @@ class Store:
                 fio_version=row["fio_version"],
                 error=row["error"],
                 clients=tuple(clients.get(row["id"], ())),
+                job_text=row["job_text"],
             )
             for row in rows
         ]

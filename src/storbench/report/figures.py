@@ -1,0 +1,262 @@
+"""Figures as plain data (which series, which axes, which scale), built from statistics. Pure.
+
+Two renderers draw the same specs: plotly for the interactive HTML report, matplotlib for PNG/SVG images.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from storbench.model import LatencyHistogram, Status, StoredRepetition
+from storbench.stats.compare import PointComparison
+from storbench.stats.drift import Drift
+from storbench.stats.knee import Curve
+from storbench.stats.summary import PointSummary
+from storbench.units import format_block_size
+
+SMALL_MAX_BYTES = 16 * 1024
+MEDIUM_MAX_BYTES = 256 * 1024
+SIZE_GROUPS = (("small", "<= 16k"), ("medium", "32k-256k"), ("large", ">= 512k"))
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    x: tuple[float | str, ...]
+    y: tuple[float, ...]
+    error_y: tuple[float, ...] | None = None
+    error_x: tuple[float, ...] | None = None
+    text: tuple[str, ...] | None = None
+    mode: str = "lines+markers"  # "lines+markers", "markers", "lines", "bar"
+    marker_size: int = 7
+    dash: bool = False
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    figure_id: str
+    title: str
+    x_label: str
+    y_label: str
+    series: tuple[Series, ...]
+    x_log: bool = False
+    y_log: bool = False
+    x_categories: tuple[str, ...] = ()
+    x_tickvals: tuple[float, ...] = ()
+    x_ticktext: tuple[str, ...] = ()
+    section: str = ""
+    caption: str = ""
+
+    @property
+    def points(self) -> int:
+        return sum(len(s.y) for s in self.series)
+
+
+def size_group(bs_bytes: int) -> str:
+    if bs_bytes <= SMALL_MAX_BYTES:
+        return "small"
+    if bs_bytes <= MEDIUM_MAX_BYTES:
+        return "medium"
+    return "large"
+
+
+def _half(point: PointSummary, field: str, scale: float = 1.0) -> float:
+    estimate = point.metric(field)
+    half = estimate.half_width if estimate else None
+    return 0.0 if half is None or math.isnan(half) else half / scale
+
+
+def _mean(point: PointSummary, field: str, scale: float = 1.0) -> float | None:
+    estimate = point.metric(field)
+    return None if estimate is None else estimate.mean / scale
+
+
+def _series_label(p: PointSummary, *, bs: bool = True, qd: bool = True, target: bool = True) -> str:
+    parts = [p.target] if target else []
+    parts.append(p.rw + (f" {p.rwmixread}/{100 - p.rwmixread}" if p.rwmixread is not None else ""))
+    if bs:
+        parts.append(p.bs)
+    if qd:
+        parts.append(f"qd{p.iodepth}")
+    if p.numjobs > 1:
+        parts.append(f"{p.numjobs} jobs")
+    if p.clients > 1:
+        parts.append(f"{p.clients} clients")
+    parts.append(p.direction)
+    return " ".join(parts)
+
+
+def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
+    """IOPS and MiB/s against block size, as grouped bars with 95 % CI error bars, per size group."""
+    figures = []
+    for group, group_label in SIZE_GROUPS:
+        members = [p for p in points if size_group(p.bs_bytes) == group and p.metric("iops") is not None]
+        if not members:
+            continue
+        sizes = sorted({p.bs_bytes for p in members})
+        categories = tuple(format_block_size(b) for b in sizes)
+        for field, label, scale, unit in (("iops", "IOPS", 1.0, "IOPS"), ("bw_bytes", "bandwidth", 1048576.0, "MiB/s")):
+            series_points: dict[str, dict[str, PointSummary]] = {}
+            for p in members:
+                series_points.setdefault(_series_label(p, bs=False), {})[p.bs] = p
+            series = []
+            for name, by_bs in series_points.items():
+                present = [c for c in categories if c in by_bs]
+                series.append(Series(
+                    name=name, x=tuple(present), y=tuple(_mean(by_bs[c], field, scale) or 0.0 for c in present),
+                    error_y=tuple(_half(by_bs[c], field, scale) for c in present), mode="bar"))
+            figures.append(FigureSpec(
+                figure_id=f"{field}-vs-bs-{group}", title=f"{label} vs block size — {group} blocks ({group_label})",
+                x_label="block size", y_label=unit, series=tuple(series), x_categories=categories,
+                section="Block size", caption="Bars: mean over repetitions; error bars: 95 % confidence interval."))
+    return figures
+
+
+def _log2_ticks(values: Sequence[int]) -> tuple[tuple[float, ...], tuple[str, ...]]:
+    ordered = sorted(set(values))
+    return tuple(float(v) for v in ordered), tuple(str(v) for v in ordered)
+
+
+def latency_vs_iodepth_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
+    """Mean, p95 and p99 latency against iodepth, one figure per target/pattern/direction."""
+    groups: dict[tuple[str, str, str], list[PointSummary]] = {}
+    for p in points:
+        if p.metric("lat_mean_ns") is not None:
+            groups.setdefault((p.target, p.rw, p.direction), []).append(p)
+    figures = []
+    for (target, rw, direction), members in groups.items():
+        lines: dict[str, list[PointSummary]] = {}
+        for p in members:
+            lines.setdefault(_series_label(p, qd=False, target=False), []).append(p)
+        lines = {k: v for k, v in lines.items() if len({p.iodepth for p in v}) >= 2}
+        if not lines:
+            continue
+        series = []
+        for name, line in lines.items():
+            line = sorted(line, key=lambda p: p.iodepth)
+            for field, stat in (("lat_mean_ns", "mean"), ("lat_p95_ns", "p95"), ("lat_p99_ns", "p99")):
+                series.append(Series(
+                    name=f"{name} {stat}", x=tuple(float(p.iodepth) for p in line),
+                    y=tuple(_mean(p, field, 1000.0) or 0.0 for p in line),
+                    error_y=tuple(_half(p, field, 1000.0) for p in line), dash=stat != "mean"))
+        tickvals, ticktext = _log2_ticks([p.iodepth for p in members])
+        figures.append(FigureSpec(
+            figure_id=f"latency-vs-iodepth-{target}-{rw}-{direction}",
+            title=f"Latency vs iodepth — {target} {rw} {direction}", x_label="iodepth", y_label="latency (µs)",
+            series=tuple(series), x_log=True, y_log=True, x_tickvals=tickvals, x_ticktext=ticktext,
+            section="Latency", caption="Total latency (submission to completion); percentiles from merged "
+            "latency histograms; error bars: 95 % CI over repetitions."))
+    return figures
+
+
+def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
+    """IOPS-latency curves (p99 against IOPS, one point per load level), the knee marked."""
+    by_axis: dict[str, list[Curve]] = {}
+    for curve in curve_list:
+        by_axis.setdefault(curve.axis, []).append(curve)
+    figures = []
+    for axis, members in by_axis.items():
+        series = []
+        knees_x, knees_y, knees_text = [], [], []
+        for curve in members:
+            usable = [c for c in curve.points if c.lat_p99_ns is not None]
+            series.append(Series(
+                name=curve.label, x=tuple(c.iops for c in usable), y=tuple((c.lat_p99_ns or 0) / 1000 for c in usable),
+                error_x=tuple(c.iops_ci_half or 0.0 for c in usable),
+                text=tuple(f"{axis}={c.load}" for c in usable)))
+            knee = curve.knee
+            if knee is not None and knee.lat_p99_ns is not None:
+                knees_x.append(knee.iops)
+                knees_y.append(knee.lat_p99_ns / 1000)
+                knees_text.append(f"knee: {curve.label} {axis}={knee.load}")
+        if knees_x:
+            series.append(Series(name="knee", x=tuple(knees_x), y=tuple(knees_y), text=tuple(knees_text),
+                                 mode="markers", marker_size=16))
+        figures.append(FigureSpec(
+            figure_id=f"iops-latency-{axis}", title=f"IOPS vs p99 latency as {axis} grows", x_label="IOPS",
+            y_label="p99 latency (µs)", series=tuple(series), y_log=True, section="Saturation",
+            caption=f"Each point is one {axis}; the knee (large marker) is where more load stops adding IOPS "
+            "(Kneedle on IOPS against log2 load). Horizontal error bars: 95 % CI of IOPS."))
+    return figures
+
+
+def comparison_figures(comparisons: Sequence[PointComparison], baseline: str, candidate: str) -> list[FigureSpec]:
+    """Baseline and candidate side by side with 95 % CI error bars, for IOPS and p99 latency."""
+    if not comparisons:
+        return []
+    labels = tuple(" ".join(v for k, v in c.key if v and k != "rwmixread") for c in comparisons)
+    figures = []
+    for field, title, unit, scale in (("iops", "IOPS", "IOPS", 1.0), ("lat_p99_ns", "p99 latency", "µs", 1000.0)):
+        series = []
+        for side, name in (("baseline", baseline), ("candidate", candidate)):
+            ys, errs = [], []
+            for c in comparisons:
+                point = c.baseline if side == "baseline" else c.candidate
+                ys.append(_mean(point, field, scale) or 0.0)
+                errs.append(_half(point, field, scale))
+            series.append(Series(name=f"{side}: {name}", x=labels, y=tuple(ys), error_y=tuple(errs), mode="bar"))
+        figures.append(FigureSpec(
+            figure_id=f"compare-{field}", title=f"{title}: {baseline} vs {candidate}", x_label="point",
+            y_label=unit, series=tuple(series), x_categories=labels, section="Comparison",
+            caption="Mean over repetitions with 95 % confidence intervals."))
+    return figures
+
+
+def merged_latency_histograms(repetitions: Sequence[StoredRepetition]) -> dict[tuple[str, str], LatencyHistogram]:
+    """Per (case, direction): every ok repetition's and client's total-latency bins, added."""
+    pairs: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for rep in repetitions:
+        if rep.status != Status.OK:
+            continue
+        for client in rep.clients:
+            for m in client.directions:
+                if m.lat.histogram is not None:
+                    pairs.setdefault((rep.case.case_id, m.direction.value), []).extend(m.lat.histogram.bins)
+    return {key: LatencyHistogram.from_counts(value) for key, value in pairs.items()}
+
+
+def cdf_figures(points: Sequence[PointSummary],
+                histograms: Mapping[tuple[str, str], LatencyHistogram]) -> list[FigureSpec]:
+    """Latency CDF per point from the merged histogram, one figure per target/pattern/direction."""
+    groups: dict[tuple[str, str, str], list[PointSummary]] = {}
+    for p in points:
+        if (p.case_id, p.direction) in histograms:
+            groups.setdefault((p.target, p.rw, p.direction), []).append(p)
+    figures = []
+    for (target, rw, direction), members in groups.items():
+        series = []
+        for p in sorted(members, key=lambda m: (m.bs_bytes, m.iodepth, m.numjobs)):
+            cdf = histograms[(p.case_id, p.direction)].cdf()
+            series.append(Series(name=_series_label(p, target=False), x=tuple(v / 1000 for v, _ in cdf),
+                                 y=tuple(100 * f for _, f in cdf), mode="lines"))
+        figures.append(FigureSpec(
+            figure_id=f"cdf-{target}-{rw}-{direction}", title=f"Latency CDF — {target} {rw} {direction}",
+            x_label="total latency (µs)", y_label="percent of I/Os at or below", series=tuple(series), x_log=True,
+            section="Latency distribution", caption="From the json+ latency bins of every job, client and "
+            "repetition of the point, added together (never averaged percentiles)."))
+    return figures
+
+
+def drift_figures(drifts: Sequence[Drift]) -> list[FigureSpec]:
+    figures = []
+    for d in drifts:
+        if not d.samples:
+            continue
+        series = [Series(name="repetitions", x=tuple(s.minutes for s in d.samples),
+                         y=tuple(s.deviation_pct for s in d.samples), mode="markers",
+                         text=tuple(f"{s.case_id} #{s.repeat + 1}" for s in d.samples))]
+        if d.slope_pct_per_10min is not None:
+            xs = (0.0, d.span_minutes)
+            mean_x = sum(s.minutes for s in d.samples) / len(d.samples)
+            mean_y = sum(s.deviation_pct for s in d.samples) / len(d.samples)
+            slope = d.slope_pct_per_10min / 10
+            series.append(Series(name=f"trend {d.slope_pct_per_10min:+.1f} %/10 min", x=xs,
+                                 y=tuple(mean_y + slope * (x - mean_x) for x in xs), mode="lines", dash=True))
+        figures.append(FigureSpec(
+            figure_id=f"drift-run{d.run_id}-{d.direction}", title=f"Drift — run {d.run_id} {d.direction} IOPS",
+            x_label="minutes since the run started", y_label="% from its case's mean", series=tuple(series),
+            section="Drift", caption="Each repetition's IOPS relative to the mean of its case, against the time it "
+            "started. A slope whose 95 % CI excludes zero means results depend on when they ran."))
+    return figures

@@ -1,0 +1,214 @@
+"""The self-contained HTML report: summary, comparisons, figures, provenance. Pure: data in, one string out.
+
+plotly.js is embedded, so the file opens without a network. Every text that came from a plan, a fio output
+or a database is escaped. A small script records JavaScript errors and empty charts in
+``body[data-report-status]`` (used by the tests in headless Chromium) and shows them on the page.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from storbench import __version__
+from storbench.model import RunInfo
+from storbench.report.figures import FigureSpec
+from storbench.report.plotly_render import plotly_json
+from storbench.report.tables import change_text, iops_with_ci, point_label
+from storbench.stats.compare import PointComparison
+from storbench.stats.knee import Curve, LatencyObjective, best_under_objective
+from storbench.stats.summary import PointSummary
+from storbench.units import format_latency_ns
+
+
+@dataclass(frozen=True)
+class ReportDocument:
+    title: str
+    runs: tuple[RunInfo, ...]
+    points: tuple[PointSummary, ...]
+    figures: tuple[FigureSpec, ...]
+    warnings: tuple[str, ...] = ()
+    comparisons: tuple[PointComparison, ...] = ()
+    baseline: str = ""
+    candidate: str = ""
+    curves: tuple[Curve, ...] = ()
+    objective: LatencyObjective | None = None
+    job_texts: tuple[tuple[str, str, str], ...] = ()  # (case id, label, job file) per case
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _time(seconds: float | None) -> str:
+    if seconds is None:
+        return "unfinished"
+    return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _summary_table(points: Sequence[PointSummary]) -> str:
+    head = ("target", "rw", "bs", "iodepth", "jobs", "dir", "n", "IOPS ± 95% CI", "CV", "MiB/s", "mean", "p50",
+            "p95", "p99", "p99.9", "warnings")
+    rows = []
+    for p in points:
+        iops = p.metric("iops")
+        bw = p.metric("bw_bytes")
+        cv = iops.cv_pct if iops else None
+
+        def lat(field: str, point: PointSummary = p) -> str:
+            estimate = point.metric(field)
+            return format_latency_ns(estimate.mean) if estimate else "-"
+
+        cells = (p.target, p.rw + (f" {p.rwmixread}%" if p.rwmixread is not None else ""), p.bs, p.iodepth,
+                 p.numjobs, p.direction, f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops),
+                 "-" if cv is None else f"{cv:.1f}%", "-" if bw is None else f"{bw.mean / 1048576:,.1f}",
+                 lat("lat_mean_ns"), lat("lat_p50_ns"), lat("lat_p95_ns"), lat("lat_p99_ns"), lat("lat_p999_ns"),
+                 "; ".join(w.text() for w in p.warnings))
+        css = ' class="failed"' if p.repetitions_ok < p.repetitions_total else ""
+        rows.append(f"<tr{css}>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+    return ("<table class='data'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
+
+
+def _comparison_table(doc: ReportDocument) -> str:
+    head = ("point", "IOPS baseline", "IOPS candidate", "IOPS", "bandwidth", "mean latency", "p95", "p99")
+    rows = []
+    for c in doc.comparisons:
+        cells = []
+        for field in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns"):
+            text, verdict = change_text(c, field)
+            cells.append(f"<td class='verdict-{_e(verdict.name.lower())}'>{_e(text)}</td>")
+        label = point_label(c) + ("" if c.comparable else f" (x: {c.reason})")
+        rows.append(f"<tr><td>{_e(label)}</td><td>{_e(iops_with_ci(c.baseline.metric('iops')))}</td>"
+                    f"<td>{_e(iops_with_ci(c.candidate.metric('iops')))}</td>" + "".join(cells) + "</tr>")
+    return (f"<p>Baseline <code>{_e(doc.baseline)}</code> vs candidate <code>{_e(doc.candidate)}</code>: change of the "
+            "candidate's mean with its 95 % confidence interval (Welch). ▲ better, ▼ worse, ~ no detectable "
+            "difference, x not comparable.</p><table class='data'><thead><tr>"
+            + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
+            + "</tbody></table>")
+
+
+def _saturation_table(doc: ReportDocument) -> str:
+    head = ["curve", "knee", "max IOPS"]
+    if doc.objective:
+        head.append(f"max IOPS with {doc.objective.label} ≤ {format_latency_ns(doc.objective.limit_ns)}")
+    rows = []
+    for curve in doc.curves:
+        peak = max(curve.points, key=lambda c: c.iops)
+        knee = curve.knee
+        cells = [curve.label,
+                 "none within the sweep" if knee is None else f"{curve.axis}={knee.load}: {knee.iops:,.0f} IOPS",
+                 f"{curve.axis}={peak.load}: {peak.iops:,.0f} IOPS, p99 {format_latency_ns(peak.lat_p99_ns)}"]
+        if doc.objective:
+            best = best_under_objective(curve, doc.objective)
+            cells.append("none meets it" if best is None else f"{curve.axis}={best.load}: {best.iops:,.0f} IOPS")
+        rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+    return ("<table class='data'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
+
+
+def _provenance(doc: ReportDocument) -> str:
+    parts = []
+    for run in doc.runs:
+        parts.append(
+            f"<h3>Run {run.run_id}: plan <code>{_e(run.plan_name)}</code></h3><table class='kv'>"
+            + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in (
+                ("source", run.source), ("storbench", run.storbench_version), ("fio", run.fio_version),
+                ("host", run.host), ("kernel", run.kernel), ("CPUs", run.cpu_count or "?"),
+                ("memory", f"{run.mem_total_bytes / 2**30:.1f} GiB" if run.mem_total_bytes else "?"),
+                ("order", f"{run.run_order} (seed {run.seed})"), ("tags", ", ".join(run.tags) or "-"),
+                ("started", _time(run.started_at_s)), ("finished", _time(run.finished_at_s))))
+            + f"</table><details><summary>plan text</summary><pre>{_e(run.plan_text)}</pre></details>")
+    jobs = "".join(f"<details><summary>case <code>{_e(case_id)}</code> {_e(label)}</summary><pre>{_e(text)}</pre>"
+                   "</details>" for case_id, label, text in doc.job_texts if text)
+    return "".join(parts) + ("<h3>Exact fio job files</h3>" + jobs if jobs else "")
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1d2733;background:#f6f7f9}
+header{background:#1d2733;color:#fff;padding:18px 32px}header h1{margin:0;font-size:22px}
+header p{margin:4px 0 0;color:#b8c2cc;font-size:13px}
+main{padding:8px 32px 40px;max-width:1500px}section{background:#fff;border-radius:6px;padding:12px 20px;
+margin:16px 0;box-shadow:0 1px 2px rgba(0,0,0,.08)}h2{font-size:18px;margin:8px 0}
+table.data{border-collapse:collapse;font-size:12.5px;width:100%}table.data th,table.data td{padding:3px 7px;
+border-bottom:1px solid #e3e6ea;text-align:right;white-space:nowrap}table.data th{background:#eef1f4}
+table.data td:first-child,table.data th:first-child{text-align:left}tr.failed td{color:#b00020}
+td.verdict-better{color:#13795b;font-weight:600}td.verdict-worse{color:#b00020;font-weight:600}
+td.verdict-same{color:#6b7785}td.verdict-not_comparable{color:#a66a00}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(640px,1fr));gap:12px}
+.figure{border:1px solid #e3e6ea;border-radius:4px;padding:4px}.figure p{font-size:12px;color:#5b6673;margin:2px 8px}
+pre{background:#f3f4f6;padding:8px;font-size:12px;overflow:auto}table.kv th{text-align:left;padding-right:12px}
+.warn{color:#8a5a00;font-size:13px}#report-status{font-size:12px;color:#5b6673}#report-status.bad{color:#b00020}
+"""
+
+_STATUS_JS = """
+window.__reportErrors = [];
+window.addEventListener('error', function (e) { window.__reportErrors.push(String(e.message || e)); });
+window.addEventListener('unhandledrejection', function (e) { window.__reportErrors.push(String(e.reason)); });
+"""
+
+_DRAW_JS = """
+(function () {
+  var specs = document.querySelectorAll('script.figure-spec');
+  var jobs = [];
+  specs.forEach(function (node) {
+    try {
+      var fig = JSON.parse(node.textContent);
+      var target = document.getElementById(node.dataset.target);
+      jobs.push(Plotly.newPlot(target, fig.data, fig.layout, {displaylogo: false, responsive: true}));
+    } catch (err) { window.__reportErrors.push('figure ' + node.dataset.target + ': ' + err); }
+  });
+  Promise.all(jobs).then(finish, function (err) { window.__reportErrors.push(String(err)); finish(); });
+  function finish() {
+    var plots = Array.prototype.slice.call(document.querySelectorAll('div.figure-plot'));
+    var empty = plots.filter(function (d) {
+      var hasData = (d.data || []).some(function (t) { return (t.x && t.x.length) || (t.y && t.y.length); });
+      return !hasData || !d.querySelector('.main-svg');
+    }).map(function (d) { return d.id; });
+    var status = {figures: plots.length, rendered: plots.length - empty.length, empty: empty,
+                  errors: window.__reportErrors};
+    document.body.setAttribute('data-report-status', JSON.stringify(status));
+    var line = document.getElementById('report-status');
+    line.textContent = status.rendered + ' of ' + status.figures + ' figures rendered' +
+      (status.errors.length ? '; errors: ' + status.errors.join('; ') : '') +
+      (status.empty.length ? '; empty: ' + status.empty.join(', ') : '');
+    if (status.errors.length || status.empty.length) { line.className = 'bad'; }
+  }
+})();
+"""
+
+
+def render_html(doc: ReportDocument, plotly_js: str) -> str:
+    """The whole report as one HTML string; ``plotly_js`` is the plotly.js source to embed."""
+    sections: list[str] = []
+    warnings = "".join(f"<p class='warn'>{_e(w)}</p>" for w in doc.warnings)
+    sections.append(f"<section><h2>Summary</h2>{_summary_table(doc.points)}{warnings}</section>")
+    if doc.comparisons:
+        sections.append(f"<section><h2>Comparison</h2>{_comparison_table(doc)}</section>")
+    if doc.curves:
+        sections.append(f"<section><h2>Saturation</h2>{_saturation_table(doc)}</section>")
+    by_section: dict[str, list[FigureSpec]] = {}
+    for figure in doc.figures:
+        by_section.setdefault(figure.section or "Figures", []).append(figure)
+    for name, figures in by_section.items():
+        blocks = []
+        for figure in figures:
+            blocks.append(
+                f"<div class='figure'><div id='{_e(figure.figure_id)}' class='figure-plot'></div>"
+                f"<p>{_e(figure.caption)}</p><script type='application/json' class='figure-spec' "
+                f"data-target='{_e(figure.figure_id)}'>{plotly_json(figure)}</script></div>")
+        sections.append(f"<section><h2>{_e(name)}</h2><div class='grid'>{''.join(blocks)}</div></section>")
+    sections.append(f"<section><h2>Provenance</h2>{_provenance(doc)}</section>")
+    runs = ", ".join(str(r.run_id) for r in doc.runs)
+    embedded_js = plotly_js.replace("</script", "<\\/script")
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{_e(doc.title)}</title>"
+        f"<style>{_CSS}</style><script>{_STATUS_JS}</script><script>{embedded_js}"
+        "</script></head><body>"
+        f"<header><h1>{_e(doc.title)}</h1><p>storbench {_e(__version__)} · runs {_e(runs)} · "
+        f"{len(doc.points)} points <span id='report-status'>rendering…</span></p></header>"
+        f"<main>{''.join(sections)}</main><script>{_DRAW_JS}</script></body></html>"
+    )

@@ -1,0 +1,64 @@
+"""FigureSpec -> PNG or SVG bytes with matplotlib, for slides and blogs. Pure (renders in memory)."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.ticker import FixedLocator, FuncFormatter
+
+from storbench.report.figures import FigureSpec
+from storbench.report.plotly_render import COLORS
+
+
+def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
+    figure, axes = plt.subplots(figsize=(9, 5.2), dpi=110)
+    try:
+        bars = [s for s in spec.series if s.mode == "bar"]
+        categories = list(spec.x_categories)
+        width = 0.8 / max(1, len(bars))
+        for index, series in enumerate(spec.series):
+            color = "#000000" if series.name == "knee" else COLORS[index % len(COLORS)]
+            if series.mode == "bar":
+                slot = bars.index(series)
+                xs = [categories.index(str(x)) - 0.4 + width * (slot + 0.5) for x in series.x]
+                axes.bar(xs, series.y, width=width, yerr=series.error_y, capsize=3, color=color, label=series.name)
+                continue
+            style = "--" if series.dash else "-"
+            marker = "*" if series.marker_size > 10 else "o"
+            if series.mode == "markers":
+                axes.scatter(series.x, series.y, s=series.marker_size**2, color=color, marker=marker,
+                             label=series.name, zorder=3)
+            else:
+                fmt_line = style + ("" if series.mode == "lines" else marker)
+                yerr: list[list[float]] | list[float] | None = list(series.error_y) if series.error_y else None
+                if series.error_y and spec.y_log:  # clip intervals reaching below zero on a log axis
+                    yerr = [[min(e, 0.95 * y) for e, y in zip(series.error_y, series.y, strict=True)],
+                            list(series.error_y)]
+                axes.errorbar(series.x, series.y, yerr=yerr, xerr=series.error_x, fmt=fmt_line,
+                              color=color, label=series.name, markersize=4, capsize=2, linewidth=1.4)
+        if categories:
+            axes.set_xticks(range(len(categories)))
+            axes.set_xticklabels(categories, rotation=20 if len(categories) > 4 else 0, ha="right")
+        if spec.x_log and not categories:
+            axes.set_xscale("log", base=2 if spec.x_tickvals else 10)
+        if spec.x_tickvals:
+            axes.xaxis.set_major_locator(FixedLocator(list(spec.x_tickvals)))
+            axes.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        if spec.y_log:
+            axes.set_yscale("log")
+        axes.set_title(spec.title, fontsize=11)
+        axes.set_xlabel(spec.x_label)
+        axes.set_ylabel(spec.y_label)
+        axes.grid(True, alpha=0.3)
+        if len(spec.series) > 1 or (spec.series and spec.series[0].name):
+            axes.legend(fontsize=7, loc="best", ncol=2 if len(spec.series) > 8 else 1)
+        figure.tight_layout()
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format=fmt)
+        return buffer.getvalue()
+    finally:
+        plt.close(figure)

@@ -1,0 +1,58 @@
+"""FigureSpec -> plotly figure JSON (for the HTML report). Pure."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from storbench.report.figures import FigureSpec, Series
+
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+          "#17becf")
+
+
+def _trace(series: Series, color: str, y_log: bool) -> go.BaseTraceType:
+    error_y = None
+    if series.error_y:
+        error_y = dict(type="data", array=list(series.error_y), visible=True)
+        if y_log:  # a confidence interval reaching below zero cannot be drawn on a log axis: clip it
+            error_y["arrayminus"] = [min(e, 0.95 * y) for e, y in zip(series.error_y, series.y, strict=True)]
+    error_x = dict(type="data", array=list(series.error_x), visible=True) if series.error_x else None
+    if series.mode == "bar":
+        return go.Bar(name=series.name, x=list(series.x), y=list(series.y), error_y=error_y, marker_color=color,
+                      hovertemplate="%{x}: %{y:,.4g}<extra>" + series.name.replace("%", "%%") + "</extra>")
+    return go.Scatter(
+        name=series.name, x=list(series.x), y=list(series.y), mode=series.mode, error_y=error_y, error_x=error_x,
+        text=list(series.text) if series.text else None,
+        line=dict(color=color, dash="dash" if series.dash else "solid"),
+        marker=dict(size=series.marker_size, color=color,
+                    symbol="star" if series.marker_size > 10 else "circle"),
+        hovertemplate=("%{text}<br>" if series.text else "") + "x=%{x:,.4g}<br>y=%{y:,.4g}<extra>"
+        + series.name.replace("%", "%%") + "</extra>",
+    )
+
+
+def plotly_figure(spec: FigureSpec) -> go.Figure:
+    figure = go.Figure()
+    for index, series in enumerate(spec.series):
+        color = "#000000" if series.name == "knee" else COLORS[index % len(COLORS)]
+        figure.add_trace(_trace(series, color, spec.y_log))
+    xaxis: dict[str, object] = {"title": spec.x_label}
+    if spec.x_categories:
+        xaxis.update(type="category", categoryorder="array", categoryarray=list(spec.x_categories))
+    elif spec.x_log:
+        xaxis["type"] = "log"
+    if spec.x_tickvals:
+        xaxis.update(tickvals=list(spec.x_tickvals), ticktext=list(spec.x_ticktext))
+    figure.update_layout(
+        title=dict(text=spec.title), xaxis=xaxis,
+        yaxis=dict(title=spec.y_label, type="log" if spec.y_log else "linear", rangemode="tozero"),
+        barmode="group", template="plotly_white", height=460, margin=dict(l=70, r=20, t=60, b=60),
+        legend=dict(font=dict(size=11)),
+    )
+    return figure
+
+
+def plotly_json(spec: FigureSpec) -> str:
+    """The figure as JSON, safe to embed in a <script> element."""
+    text: str = plotly_figure(spec).to_json()
+    return text.replace("</", "<\\/")
