@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(fio python3 python3-venv ca-certificates)
+# the tests also open the HTML report in headless Chromium
+[ "${1:-}" = "--dev" ] && packages+=(chromium fonts-dejavu-core)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

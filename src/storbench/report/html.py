@@ -49,8 +49,9 @@ def _time(seconds: float | None) -> str:
 
 
 def _summary_table(points: Sequence[PointSummary]) -> str:
-    head = ("target", "rw", "bs", "iodepth", "jobs", "dir", "n", "IOPS ± 95% CI", "CV", "MiB/s", "mean", "p50",
-            "p95", "p99", "p99.9", "warnings")
+    with_options = any(p.fio_options for p in points)
+    head = ("target", "rw", "bs", "iodepth", "jobs", *(("fio options",) if with_options else ()), "dir", "n",
+            "IOPS ± 95% CI", "CV", "MiB/s", "mean", "p50", "p95", "p99", "p99.9", "warnings")
     rows = []
     for p in points:
         iops = p.metric("iops")
@@ -62,7 +63,8 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
             return format_latency_ns(estimate.mean) if estimate else "-"
 
         cells = (p.target, p.rw + (f" {p.rwmixread}%" if p.rwmixread is not None else ""), p.bs, p.iodepth,
-                 p.numjobs, p.direction, f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops),
+                 p.numjobs, *((p.fio_options,) if with_options else ()), p.direction,
+                 f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops),
                  "-" if cv is None else f"{cv:.1f}%", "-" if bw is None else f"{bw.mean / 1048576:,.1f}",
                  lat("lat_mean_ns"), lat("lat_p50_ns"), lat("lat_p95_ns"), lat("lat_p99_ns"), lat("lat_p999_ns"),
                  "; ".join(w.text() for w in p.warnings))

@@ -35,19 +35,22 @@ def iops_with_ci(estimate: Estimate | None) -> str:
 def results_table(points: Sequence[PointSummary], title: str) -> Table:
     """One row per case and direction: mean over repetitions, IOPS with its 95 % confidence interval."""
     table = Table(title=title, title_justify="left", header_style="bold")
+    with_options = any(p.fio_options for p in points)
     columns = (("target", "left"), ("rw", "left"), ("bs", "right"), ("qd", "right"), ("jobs", "right"),
+               *((("fio options", "left"),) if with_options else ()),
                ("dir", "left"), ("n", "right"), ("IOPS ± 95% CI", "right"), ("CV", "right"), ("MiB/s", "right"),
                ("lat mean", "right"), ("p50", "right"), ("p95", "right"), ("p99", "right"), ("p99.9", "right"),
                ("cpu usr/sys %", "right"), ("disk %", "right"), ("!", "left"))
     for name, justify in columns:
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=True)
     for p in points:
         iops = p.metric("iops")
         usr, sys_ = p.metric("cpu_usr"), p.metric("cpu_sys")
         cv = iops.cv_pct if iops else None
         style = "red" if p.repetitions_ok < p.repetitions_total else None
         table.add_row(
-            p.target, p.rw, p.bs, str(p.iodepth), str(p.numjobs), p.direction or "-",
+            p.target, p.rw, p.bs, str(p.iodepth), str(p.numjobs), *((p.fio_options,) if with_options else ()),
+            p.direction or "-",
             f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
             _mean(p.metric("bw_bytes"), ",.1f", 1048576), _lat(p.metric("lat_mean_ns")), _lat(p.metric("lat_p50_ns")),
             _lat(p.metric("lat_p95_ns")), _lat(p.metric("lat_p99_ns")), _lat(p.metric("lat_p999_ns")),

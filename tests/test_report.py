@@ -1,0 +1,158 @@
+"""compare, saturation and the HTML report on real stored runs; the report opened in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli, write_plan
+from storbench.report.figures import FigureSpec, Series
+from storbench.report.html import ReportDocument, render_html
+
+pytestmark = pytest.mark.fio
+
+PLAN = """
+name: ratelimit
+targets:
+  disk: {kind: path, path: ./data, size: 8MiB}
+workload:
+  rw: randread
+  bs: 4k
+  iodepth: [1, 4, 16]
+  runtime: 1s
+  direct: false
+  fio: {rate_iops: [0, 300]}
+repeat: 3
+tags: [report-test]
+"""
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--virtual-time-budget=15000"]
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from storbench.cli import main
+
+    work = tmp_path_factory.mktemp("report")
+    plan = write_plan(work, PLAN)
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        assert main(["run", str(plan), "--db", str(work / "r.db")]) == 0
+    finally:
+        os.chdir(cwd)
+    return work / "r.db"
+
+
+def test_compare_finds_the_rate_limit_as_a_regression(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "fio_options=rate_iops=0",
+                             "--candidate", "fio_options=rate_iops=300", "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)
+    iops = [r for r in rows if r["metric"] == "iops"]
+    assert len(iops) == 3  # one per iodepth
+    for row in iops:
+        assert row["verdict"] == "worse"
+        assert row["candidate_mean"] == pytest.approx(300, rel=0.1)
+        assert row["change_ci_high_pct"] < 0
+    code, _, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "fio_options=rate_iops=0",
+                           "--candidate", "fio_options=rate_iops=300", "--fail-on-regression", "10")
+    assert code == 1 and "regression" in err
+    code, out, _ = run_cli(capsys, "compare", "--db", str(db), "--baseline", "fio_options=rate_iops=0",
+                           "--candidate", "fio_options=rate_iops=300", "--format", "markdown")
+    assert code == 0 and out.count("▼") >= 3 and "| point |" in out
+    code, out, _ = run_cli(capsys, "compare", "--db", str(db), "--baseline", "fio_options=rate_iops=0",
+                           "--candidate", "fio_options=rate_iops=300", "--format", "csv")
+    assert code == 0 and out.splitlines()[0].startswith("point,direction,metric")
+
+
+def test_comparing_different_workloads_is_marked_not_comparable(db: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # selecting on iodepth leaves fio_options free: the unlimited and the limited cases meet, which is wrong
+    code, out, _ = run_cli(capsys, "compare", "--db", str(db), "--baseline", "iodepth=1", "--candidate",
+                           "iodepth=16", "--format", "json")
+    assert code == 0
+    rows = json.loads(out)
+    assert any(r["verdict"] == "x" and "fio options" in r["reason"] for r in rows)
+
+
+def test_bad_selector_is_one_line(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "iodepht=1", "--candidate", "iodepth=4")
+    assert code == 2 and "did you mean 'iodepth'?" in err and len(err.strip().splitlines()) == 1
+
+
+def test_saturation_with_an_objective(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "saturation", "--db", str(db), "--slo", "p99<=10s")
+    assert code == 0, err
+    assert out.count("randread") >= 2 and "max IOPS with p99 <= 10s" in out
+
+
+def _chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.skip("chromium is not installed (scripts/setup.sh --dev installs it)")
+    return path
+
+
+def _report_status(html_file: Path, profile: Path) -> dict[str, object]:
+    done = subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
+                           html_file.as_uri()], capture_output=True, text=True, timeout=120, check=False)
+    marker = 'data-report-status="'
+    start = done.stdout.find(marker)
+    assert start >= 0, f"the report never finished rendering: {done.stderr[-500:]}"
+    raw = done.stdout[start + len(marker): done.stdout.find('"', start + len(marker))]
+    status: dict[str, object] = json.loads(raw.replace("&quot;", '"').replace("&amp;", "&"))
+    return status
+
+
+def test_report_renders_every_figure_in_chromium(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "report.html"
+    images = tmp_path / "images"
+    code, _, err = run_cli(capsys, "report", "--db", str(db), "-o", str(report), "--images", str(images),
+                           "--baseline", "fio_options=rate_iops=0", "--candidate", "fio_options=rate_iops=300",
+                           "--slo", "p99<=5ms")
+    assert code == 0, err
+    text = report.read_text()
+    markup = re.sub(r"<script[^>]*>.*?</script>", "", text, flags=re.S)
+    assert "<script src" not in text[:2000] and "http" not in markup  # nothing to fetch: opens offline
+    assert "[global]" in text and "rate_iops=300" in text  # provenance: the exact job files
+    status = _report_status(report, tmp_path / "profile")
+    assert status["errors"] == [] and status["empty"] == []
+    assert isinstance(status["figures"], int) and status["figures"] >= 6
+    assert status["rendered"] == status["figures"]
+    pngs = sorted(images.glob("*.png"))
+    assert len(pngs) == status["figures"] and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert len(list(images.glob("*.svg"))) == len(pngs)
+    screenshot_dir = Path(os.environ.get("STORBENCH_SCREENSHOTS", tmp_path))
+    screenshot_dir.mkdir(parents=True, exist_ok=True)
+    shot = screenshot_dir / "report.png"
+    subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile2'}", "--hide-scrollbars",
+                    "--window-size=1400,2400", f"--screenshot={shot}", report.as_uri()], capture_output=True,
+                   timeout=120, check=False)
+    assert shot.exists() and shot.stat().st_size > 50_000
+
+
+def test_the_status_probe_catches_errors_and_empty_charts(tmp_path: Path) -> None:
+    """The check above must be able to fail: a broken figure and an empty one are both reported."""
+    from plotly.offline import get_plotlyjs
+
+    good = FigureSpec(figure_id="good", title="ok", x_label="x", y_label="y",
+                      series=(Series(name="s", x=(1.0, 2.0), y=(3.0, 4.0)),))
+    empty = replace(good, figure_id="empty", series=())
+    document = ReportDocument(title="probe", runs=(), points=(), figures=(good, empty))
+    html_text = render_html(document, get_plotlyjs())
+    broken = html_text.replace("<script type='application/json' class='figure-spec' data-target='good'>",
+                               "<script type='application/json' class='figure-spec' data-target='good'>{oops")
+    path = tmp_path / "probe.html"
+    path.write_text(broken)
+    status = _report_status(path, tmp_path / "profile")
+    assert status["empty"] == ["good", "empty"] or set(status["empty"]) == {"good", "empty"}  # type: ignore[arg-type]
+    assert status["errors"] and "good" in str(status["errors"])
