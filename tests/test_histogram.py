@@ -49,7 +49,7 @@ def test_averaging_percentiles_is_wrong_and_merging_is_right() -> None:
 
 
 def test_percentile_of_empty_histogram_is_none() -> None:
-    assert LatencyHistogram(()).percentile_ns(99) is None
+    assert LatencyHistogram.from_counts(()).percentile_ns(99) is None
 
 
 def test_cdf_ends_at_one_and_is_monotonic() -> None:

@@ -32,7 +32,7 @@ def _case() -> Case:
 
 
 def _outcome(status: Status = Status.OK) -> RepetitionOutcome:
-    histogram = LatencyHistogram(((1000, 3), (2000, 1)))
+    histogram = LatencyHistogram.from_counts(((1000, 3), (2000, 1)))
     latency = LatencySummary(samples=4, min_ns=900, max_ns=2100, mean_ns=1250.0, stddev_ns=400.0, histogram=histogram)
     measurement = DirectionMeasurement(direction=Direction.READ, total_ios=4, io_bytes=16384, runtime_ms=1000,
                                        iops=4.0, bw_bytes=16384.0, clat=latency, lat=latency)
@@ -92,7 +92,7 @@ def test_repetition_round_trip_keeps_bins_and_replaces_failed_attempts(tmp_path:
     rep = reps[0]
     assert rep.case == case
     read = rep.clients[0].direction(Direction.READ)
-    assert read is not None and read.lat.histogram == LatencyHistogram(((1000, 3), (2000, 1)))
+    assert read is not None and read.lat.histogram == LatencyHistogram.from_counts(((1000, 3), (2000, 1)))
     assert read.lat.percentile_ns(75) == 1000 and read.lat.percentile_ns(99) == 2000
     job_text, command, raw, _ = store.repetition_provenance(rep.repetition_id)
     assert job_text == "[global]\n" and command == ["fio", "job.fio"] and raw == '{"jobs": []}'

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+import numpy as np
+import numpy.typing as npt
 
 
 class Direction(StrEnum):
@@ -123,60 +125,84 @@ class ScheduledRepetition:
 # What came back
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LatencyHistogram:
-    """fio's json+ latency bins: (bin value in ns, number of I/Os), sorted by value.
+    """fio's json+ latency bins: bin values in ns (sorted, unique) and the number of I/Os in each.
 
-    fio's bins are the same for every job and client, so merging is adding counts per bin.
+    fio's bins are the same for every job and client, so merging is adding counts per bin. Arrays keep
+    merging thousands of clients fast; ``bins`` gives the (value, count) pairs.
     """
 
-    bins: tuple[tuple[int, int], ...]
+    values_ns: npt.NDArray[np.int64]
+    counts: npt.NDArray[np.int64]
 
     @staticmethod
-    def from_counts(counts: Iterable[tuple[int, int]]) -> LatencyHistogram:
-        merged: dict[int, int] = {}
-        for value_ns, count in counts:
-            if count:
-                merged[value_ns] = merged.get(value_ns, 0) + count
-        return LatencyHistogram(tuple(sorted(merged.items())))
+    def from_arrays(values_ns: npt.ArrayLike, counts: npt.ArrayLike) -> LatencyHistogram:
+        values = np.asarray(values_ns, dtype=np.int64)
+        weights = np.asarray(counts, dtype=np.int64)
+        if values.size == 0:
+            return LatencyHistogram(np.zeros(0, np.int64), np.zeros(0, np.int64))
+        unique, inverse = np.unique(values, return_inverse=True)
+        summed = np.bincount(inverse, weights=weights, minlength=unique.size).astype(np.int64)
+        keep = summed != 0
+        return LatencyHistogram(unique[keep], summed[keep])
+
+    @staticmethod
+    def from_counts(pairs: Iterable[tuple[int, int]]) -> LatencyHistogram:
+        items = list(pairs)
+        return LatencyHistogram.from_arrays([v for v, _ in items], [c for _, c in items])
+
+    @staticmethod
+    def merge_all(histograms: Sequence[LatencyHistogram]) -> LatencyHistogram:
+        if not histograms:
+            return LatencyHistogram.from_arrays([], [])
+        if len(histograms) == 1:
+            return histograms[0]
+        return LatencyHistogram.from_arrays(np.concatenate([h.values_ns for h in histograms]),
+                                            np.concatenate([h.counts for h in histograms]))
+
+    @property
+    def bins(self) -> tuple[tuple[int, int], ...]:
+        return tuple(zip(self.values_ns.tolist(), self.counts.tolist(), strict=True))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LatencyHistogram):
+            return NotImplemented
+        return bool(np.array_equal(self.values_ns, other.values_ns) and np.array_equal(self.counts, other.counts))
+
+    def __hash__(self) -> int:
+        return hash((self.values_ns.tobytes(), self.counts.tobytes()))
 
     @property
     def total(self) -> int:
-        return sum(count for _, count in self.bins)
+        return int(self.counts.sum())
 
     def merged(self, *others: LatencyHistogram) -> LatencyHistogram:
-        return LatencyHistogram.from_counts(
-            pair for histogram in (self, *others) for pair in histogram.bins
-        )
+        return LatencyHistogram.merge_all([self, *others])
 
     def percentile_ns(self, percent: float) -> int | None:
         """fio's own rule: the first bin whose cumulative count reaches percent/100 of all I/Os."""
         total = self.total
         if total == 0:
             return None
-        threshold = percent / 100.0 * total
-        cumulative = 0
-        for value_ns, count in self.bins:
-            cumulative += count
-            if cumulative >= threshold:
-                return value_ns
-        return self.bins[-1][0]
+        cumulative = np.cumsum(self.counts)
+        index = int(np.searchsorted(cumulative, percent / 100.0 * total, side="left"))
+        return int(self.values_ns[min(index, self.values_ns.size - 1)])
 
     def cdf(self) -> tuple[tuple[int, float], ...]:
         """(value ns, fraction of I/Os at or below it) per bin."""
         total = self.total
-        out: list[tuple[int, float]] = []
-        cumulative = 0
-        for value_ns, count in self.bins:
-            cumulative += count
-            out.append((value_ns, cumulative / total))
-        return tuple(out)
+        if total == 0:
+            return ()
+        fractions = np.cumsum(self.counts) / total
+        return tuple(zip(self.values_ns.tolist(), fractions.tolist(), strict=True))
 
     def fraction_at_or_below(self, value_ns: int) -> float:
-        values = [v for v, _ in self.bins]
-        idx = bisect.bisect_right(values, value_ns)
         total = self.total
-        return sum(c for _, c in self.bins[:idx]) / total if total else 0.0
+        if total == 0:
+            return 0.0
+        index = int(np.searchsorted(self.values_ns, value_ns, side="right"))
+        return float(self.counts[:index].sum()) / total
 
 
 @dataclass(frozen=True)

@@ -46,9 +46,7 @@ def _latency(block: JsonObject) -> LatencySummary:
     bins_obj = block.get("bins")
     histogram = None
     if isinstance(bins_obj, Mapping):
-        histogram = LatencyHistogram.from_counts(
-            (int(value_ns), int(count)) for value_ns, count in bins_obj.items()
-        )
+        histogram = LatencyHistogram.from_arrays(list(map(int, bins_obj.keys())), list(map(int, bins_obj.values())))
     reported: list[tuple[float, int]] = []
     percentile_obj = block.get("percentile")
     if isinstance(percentile_obj, Mapping):
@@ -177,7 +175,7 @@ def merge_latency(parts: Sequence[LatencySummary]) -> LatencySummary:
     histograms = [p.histogram for p in with_samples]
     histogram = None
     if all(h is not None for h in histograms):
-        histogram = LatencyHistogram.from_counts(pair for h in histograms if h is not None for pair in h.bins)
+        histogram = LatencyHistogram.merge_all([h for h in histograms if h is not None])
     return LatencySummary(
         samples=total,
         min_ns=min(p.min_ns for p in with_samples),

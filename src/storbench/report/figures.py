@@ -206,15 +206,15 @@ def comparison_figures(comparisons: Sequence[PointComparison], baseline: str, ca
 
 def merged_latency_histograms(repetitions: Sequence[StoredRepetition]) -> dict[tuple[str, str], LatencyHistogram]:
     """Per (case, direction): every ok repetition's and client's total-latency bins, added."""
-    pairs: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    parts: dict[tuple[str, str], list[LatencyHistogram]] = {}
     for rep in repetitions:
         if rep.status != Status.OK:
             continue
         for client in rep.clients:
             for m in client.directions:
                 if m.lat.histogram is not None:
-                    pairs.setdefault((rep.case.case_id, m.direction.value), []).extend(m.lat.histogram.bins)
-    return {key: LatencyHistogram.from_counts(value) for key, value in pairs.items()}
+                    parts.setdefault((rep.case.case_id, m.direction.value), []).append(m.lat.histogram)
+    return {key: LatencyHistogram.merge_all(value) for key, value in parts.items()}
 
 
 def cdf_figures(points: Sequence[PointSummary],

@@ -26,4 +26,4 @@ def decode_histogram(blob: bytes | None) -> LatencyHistogram | None:
     if blob is None:
         return None
     pairs = json.loads(zlib.decompress(blob))
-    return LatencyHistogram(tuple((int(v), int(c)) for v, c in pairs))
+    return LatencyHistogram.from_arrays([int(v) for v, _ in pairs], [int(c) for _, c in pairs])
