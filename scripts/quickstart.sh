@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Installs everything, then runs the quickstart plan on ./storbench-data with results in results.db
-# and prints the results table.
+# Installs everything, runs the quickstart plan on ./storbench-data with results in results.db,
+# prints the results table, and writes the HTML report to report.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-exec .venv/bin/storbench run examples/quickstart.yaml --db results.db
+status=0
+.venv/bin/storbench run examples/quickstart.yaml --db results.db || status=$?
+.venv/bin/storbench report --db results.db -o report.html
+exit "$status"

@@ -94,7 +94,19 @@ def change_text(comparison: PointComparison, field: str) -> tuple[str, Verdict]:
 
 
 def point_label(comparison: PointComparison) -> str:
-    return " ".join(v for k, v in comparison.key if v and k != "rwmixread")
+    """The matched point in words: 'disk randrw 70% 4k qd16 read' (numjobs/clients only when not 1)."""
+    key = dict(comparison.key)
+    parts = [key.get("target", ""), key.get("rw", "")]
+    if key.get("rwmixread"):
+        parts.append(f"{key['rwmixread']}%")
+    parts.append(key.get("bs", ""))
+    if "iodepth" in key:
+        parts.append(f"qd{key['iodepth']}")
+    for field, unit in (("numjobs", "jobs"), ("clients", "clients")):
+        if key.get(field, "1") != "1":
+            parts.append(f"{key[field]} {unit}")
+    parts.append(key.get("direction", ""))
+    return " ".join(p for p in parts if p)
 
 
 def compare_table(comparisons: Sequence[PointComparison], baseline: str, candidate: str) -> Table:
