@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -23,8 +24,10 @@ from storbench.config import LoadedPlan, load_plan_text
 from storbench.errors import UserError, did_you_mean
 from storbench.model import RepetitionOutcome, RunInfo, ScheduledRepetition, Status
 from storbench.records import Record
-from storbench.stats.compare import Selector
-from storbench.store.db import Store
+
+if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
+    from storbench.stats.compare import Selector
+    from storbench.store.db import Store
 from storbench.units import format_block_size, format_latency_ns
 
 DEFAULT_DB = "results.db"

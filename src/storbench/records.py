@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 
 from storbench.fio.parse import merge_clients
 from storbench.model import DirectionMeasurement, Status, StoredRepetition
-from storbench.units import format_block_size
+from storbench.units import format_block_size, parse_size_bytes
 
 # (percent, field suffix) of the percentiles every record carries.
 PERCENTILES: tuple[tuple[float, str], ...] = (
@@ -125,8 +125,6 @@ def filter_records(records: Sequence[Record], where: Sequence[tuple[str, str]]) 
 
     Raises ValueError naming an unknown field.
     """
-    from storbench.units import parse_size_bytes
-
     for key, _value in where:
         if key not in RECORD_FIELDS:
             raise ValueError(key)

@@ -123,15 +123,24 @@ def _verdict(metric: Metric, difference: Difference | None) -> Verdict:
 def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSummary],
                    ignore: frozenset[str], *, force: bool = False,
                    metrics: Sequence[Metric] = COMPARE_METRICS) -> list[PointComparison]:
-    """Pair points that agree on every match field not named by a selector; compare each metric."""
+    """Pair points that agree on every match field not named by a selector; compare each metric.
+
+    A candidate point is paired with the baseline point that also has the same workload (ioengine, direct,
+    runtime, ramp, fio options, target kind) when there is one — so a plan sweeping ioengine compares
+    io_uring with io_uring — and otherwise with any point of the same match key, marked not comparable.
+    """
     match_fields = [f for f in MATCH_FIELDS if f not in ignore]
+    workload_fields = [f for f in COMPARABLE_FIELDS if f not in ignore and f != "fio_versions"]
     by_key: dict[tuple[tuple[str, str], ...], PointSummary] = {}
+    by_full_key: dict[tuple[tuple[str, str], ...], PointSummary] = {}
     for point in baseline:
-        by_key.setdefault(tuple((f, _value(point, f)) for f in match_fields), point)
+        key = tuple((f, _value(point, f)) for f in match_fields)
+        by_key.setdefault(key, point)
+        by_full_key.setdefault(key + tuple((f, _value(point, f)) for f in workload_fields), point)
     out: list[PointComparison] = []
     for point in candidate:
         key = tuple((f, _value(point, f)) for f in match_fields)
-        base = by_key.get(key)
+        base = by_full_key.get(key + tuple((f, _value(point, f)) for f in workload_fields)) or by_key.get(key)
         if base is None:
             continue
         differing = [f for f in COMPARABLE_FIELDS if f not in ignore and _value(base, f) != _value(point, f)]

@@ -64,16 +64,22 @@ def drift(records: Sequence[Record], run_id: int, direction: str, metric: str = 
         samples.extend(DriftSample((r.started_at_s - start) / 60, 100 * (getattr(r, metric) / mean - 1), r.case_id,
                                    r.repeat) for r in case_rows)
     slope = low = high = None
-    if len(samples) >= MIN_SAMPLES:
-        xs = [s.minutes for s in samples]
-        ys = [s.deviation_pct for s in samples]
-        mx, my = statistics.fmean(xs), statistics.fmean(ys)
-        sxx = sum((x - mx) ** 2 for x in xs)
+    cases = len({s.case_id for s in samples})
+    df = len(samples) - cases - 1  # each case's mean of time and of IOPS was estimated first
+    if len(samples) >= MIN_SAMPLES and df >= 1:
+        # within-case regression: centre time per case too, so gaps between cases (sequential order) do not
+        # dilute the slope
+        by_case_minutes: dict[str, list[float]] = {}
+        for sample in samples:
+            by_case_minutes.setdefault(sample.case_id, []).append(sample.minutes)
+        case_mean_x = {case: statistics.fmean(xs) for case, xs in by_case_minutes.items()}
+        xs = [s.minutes - case_mean_x[s.case_id] for s in samples]
+        ys = [s.deviation_pct for s in samples]  # already centred per case
+        sxx = sum(x * x for x in xs)
         if sxx > 0:
-            b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-            residual = sum((y - my - b * (x - mx)) ** 2 for x, y in zip(xs, ys, strict=True))
-            se = math.sqrt(residual / (len(xs) - 2) / sxx) if len(xs) > 2 else math.inf
-            half = t_quantile(0.95, len(xs) - 2) * se
+            b = sum(x * y for x, y in zip(xs, ys, strict=True)) / sxx
+            residual = sum((y - b * x) ** 2 for x, y in zip(xs, ys, strict=True))
+            half = t_quantile(0.95, df) * math.sqrt(residual / df / sxx)
             slope, low, high = b * 10, (b - half) * 10, (b + half) * 10
     span = max((s.minutes for s in samples), default=0.0)
     return Drift(run_id, direction, metric, tuple(samples), slope, low, high, span)

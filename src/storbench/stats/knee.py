@@ -43,7 +43,7 @@ class Curve:
 def find_knee(loads: Sequence[float], iops: Sequence[float]) -> int | None:
     """Kneedle on IOPS against log2(load): normalise both to [0, 1] and take the point furthest above the
     chord from the first to the last point. None when there are fewer than 3 points, IOPS does not rise, or
-    the largest gap is at the end (still scaling: not saturated within the sweep) or too small."""
+    no point stands out (still scaling: not saturated within the sweep)."""
     if len(loads) < 3 or len(loads) != len(iops):
         return None
     xs = [math.log2(x) for x in loads]
@@ -53,7 +53,7 @@ def find_knee(loads: Sequence[float], iops: Sequence[float]) -> int | None:
         return None
     gaps = [((y - lo_y) / (hi_y - lo_y)) - ((x - lo_x) / (hi_x - lo_x)) for x, y in zip(xs, iops, strict=True)]
     best = max(range(len(gaps)), key=lambda i: gaps[i])
-    if best == len(gaps) - 1 or gaps[best] < MIN_KNEE_PROMINENCE:
+    if gaps[best] < MIN_KNEE_PROMINENCE:  # includes a curve still rising at its end: no knee within the sweep
         return None
     return best
 

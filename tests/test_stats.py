@@ -1,0 +1,648 @@
+"""Known-answer tests for storbench.stats on synthetic records: estimates, Welch differences, verdicts, knees,
+latency objectives, drift and summary warnings."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+from scipy import stats as scipy_stats
+
+from storbench.records import RECORD_FIELDS, Record
+from storbench.stats.compare import (
+    Verdict,
+    compare_points,
+    compare_records,
+    parse_selector,
+    regressions,
+    select,
+)
+from storbench.stats.drift import drift
+from storbench.stats.estimate import estimate, welch_difference
+from storbench.stats.knee import best_under_objective, curves, find_knee, parse_slo
+from storbench.stats.summary import PointSummary, summarize_points
+
+# ---------------------------------------------------------------------------------------------------------------
+# Synthetic records
+
+_BASE = replace(
+    Record(**dict.fromkeys(RECORD_FIELDS)),  # type: ignore[arg-type]
+    case_id="case-a", run_id=1, target="a", target_kind="file", rw="randread", rwmixread=None, bs="4k",
+    bs_bytes=4096, iodepth=1, numjobs=1, clients=1, ioengine="libaio", direct=True, runtime_s=30.0, ramp_s=5.0,
+    size_bytes=1 << 30, fio_options="", repeat=0, direction="read", status="ok", started_at_s=0.0,
+    finished_at_s=35.0, fio_version="fio-3.36", iops=1000.0, bw_bytes=1000.0 * 4096, total_ios=30000,
+    io_bytes=30000 * 4096, lat_mean_ns=1e6, lat_p50_ns=900_000, lat_p95_ns=1_500_000, lat_p99_ns=2_000_000,
+    lat_p999_ns=3_000_000, cpu_usr=1.0, cpu_sys=2.0, disk_util_pct=50.0, error="",
+)
+
+
+def rec(**changes: object) -> Record:
+    """A Record: the base record with some fields replaced."""
+    return replace(_BASE, **changes)  # type: ignore[arg-type]
+
+
+def reps(values: Sequence[float], field: str = "iops", **changes: object) -> list[Record]:
+    """One record per repetition, the given field taking each value in turn."""
+    return [rec(repeat=i, **{field: v}, **changes) for i, v in enumerate(values)]
+
+
+def only(points: Sequence[PointSummary]) -> PointSummary:
+    assert len(points) == 1, points
+    return points[0]
+
+
+def codes(point: PointSummary) -> set[str]:
+    return {w.code for w in point.warnings}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. estimate
+
+
+def test_estimate_known_interval() -> None:
+    e = estimate([10, 12, 14, 16, 18])
+    assert e is not None
+    assert e.n == 5
+    assert e.mean == pytest.approx(14.0)
+    assert e.stddev == pytest.approx(math.sqrt(10))
+    t = 2.7764451051977987  # t_{0.975, 4}
+    assert e.half_width == pytest.approx(t * math.sqrt(10) / math.sqrt(5), abs=1e-9)
+    assert e.half_width == pytest.approx(3.9265, abs=1e-3)
+    assert e.ci_low == pytest.approx(14 - 3.9265, abs=1e-3)
+    assert e.ci_high == pytest.approx(14 + 3.9265, abs=1e-3)
+    assert e.confidence == 0.95
+    assert e.half_width_pct == pytest.approx(100 * 3.9265 / 14, abs=1e-2)
+
+
+def test_estimate_cv() -> None:
+    e = estimate([10, 12, 14, 16, 18])
+    assert e is not None and e.cv_pct is not None
+    assert e.cv_pct == pytest.approx(100 * math.sqrt(10) / 14)  # ≈ 22.59 %
+    assert estimate([5, 5, 5]).cv_pct == 0.0  # type: ignore[union-attr]
+
+
+def test_estimate_single_value_has_no_interval() -> None:
+    e = estimate([42.0])
+    assert e is not None
+    assert (e.n, e.mean, e.ci_low, e.ci_high, e.half_width, e.cv_pct) == (1, 42.0, None, None, None, None)
+
+
+def test_estimate_empty_and_nan() -> None:
+    assert estimate([]) is None
+    assert estimate([math.nan]) is None
+    e = estimate([1.0, math.nan, 3.0])
+    assert e is not None and e.n == 2 and e.mean == 2.0
+
+
+def test_estimate_other_confidence() -> None:
+    e = estimate([10, 12, 14, 16, 18], confidence=0.90)
+    assert e is not None
+    assert e.half_width == pytest.approx(scipy_stats.t.ppf(0.95, 4) * math.sqrt(2), abs=1e-9)
+
+
+def test_estimate_coverage_simulation() -> None:
+    rng = random.Random(1)
+    trials = 2000
+    covered = 0
+    for _ in range(trials):
+        e = estimate([rng.gauss(100, 10) for _ in range(5)])
+        assert e is not None and e.ci_low is not None and e.ci_high is not None
+        covered += e.ci_low <= 100 <= e.ci_high
+    assert 0.93 <= covered / trials <= 0.97
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. welch_difference
+
+WELCH_CASES = [
+    ([100.0, 102.0, 98.0, 101.0, 99.0], [90.0, 95.0, 85.0, 92.0, 88.0]),
+    ([1000.0, 1010.0, 990.0], [1100.0, 1050.0, 1150.0, 1120.0, 1080.0, 1090.0]),
+    ([5.0, 7.0], [6.0, 6.5, 5.5, 6.2]),
+    ([1.0, 2.0, 3.0, 4.0], [1.5, 2.5, 3.5, 4.5]),
+]
+
+
+@pytest.mark.parametrize(("baseline", "candidate"), WELCH_CASES)
+def test_welch_matches_scipy(baseline: list[float], candidate: list[float]) -> None:
+    b, c = estimate(baseline), estimate(candidate)
+    assert b is not None and c is not None
+    d = welch_difference(b, c)
+    ref = scipy_stats.ttest_ind(candidate, baseline, equal_var=False).confidence_interval(0.95)
+    assert d.diff == pytest.approx(statistics.fmean(candidate) - statistics.fmean(baseline), abs=1e-9)
+    assert d.ci_low == pytest.approx(ref.low, abs=1e-9)
+    assert d.ci_high == pytest.approx(ref.high, abs=1e-9)
+    assert d.significant == (ref.low > 0 or ref.high < 0)
+
+
+def test_welch_percent_interval_is_difference_over_baseline_mean() -> None:
+    b, c = estimate([100.0, 102.0, 98.0, 101.0, 99.0]), estimate([90.0, 95.0, 85.0, 92.0, 88.0])
+    assert b is not None and c is not None
+    d = welch_difference(b, c)
+    assert d.ci_low is not None and d.ci_high is not None
+    assert d.change_pct == pytest.approx(100 * (90.0 - 100.0) / 100.0)
+    assert d.change_ci_low_pct == pytest.approx(100 * d.ci_low / b.mean)
+    assert d.change_ci_high_pct == pytest.approx(100 * d.ci_high / b.mean)
+    assert d.significant  # -10 % with ~2 % noise
+
+
+@pytest.mark.parametrize(("baseline", "candidate"), [([100.0], [90.0, 91.0, 92.0]), ([100.0, 101.0], [90.0])])
+def test_welch_single_repetition_has_no_interval(baseline: list[float], candidate: list[float]) -> None:
+    b, c = estimate(baseline), estimate(candidate)
+    assert b is not None and c is not None
+    d = welch_difference(b, c)
+    assert d.diff == pytest.approx(c.mean - b.mean)
+    assert d.change_pct == pytest.approx(100 * (c.mean - b.mean) / b.mean)
+    assert (d.ci_low, d.ci_high, d.change_ci_low_pct, d.change_ci_high_pct) == (None, None, None, None)
+    assert not d.significant
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 3. verdicts: no difference, a difference, which way is better
+
+
+def _summaries(values: Sequence[float], field: str = "iops", **changes: object) -> list[PointSummary]:
+    return summarize_points(reps(values, field, **changes))
+
+
+def test_same_distribution_is_mostly_no_difference() -> None:
+    rng = random.Random(7)
+    trials = 300
+    same = 0
+    for _ in range(trials):
+        base = _summaries([rng.gauss(1000, 50) for _ in range(5)], run_id=1)
+        cand = _summaries([rng.gauss(1000, 50) for _ in range(5)], run_id=2)
+        cell = only(compare_points(base, cand, frozenset())).cell("iops")
+        assert cell is not None and cell.verdict in (Verdict.SAME, Verdict.BETTER, Verdict.WORSE)
+        same += cell.verdict == Verdict.SAME
+    assert same / trials >= 0.90  # ≈ 0.95 expected
+
+
+def test_twenty_percent_lower_iops_is_worse() -> None:
+    rng = random.Random(11)
+    trials = 100
+    worse = 0
+    for _ in range(trials):
+        base = _summaries([rng.gauss(1000, 20) for _ in range(5)], run_id=1)
+        cand = _summaries([rng.gauss(800, 16) for _ in range(5)], run_id=2)
+        cell = only(compare_points(base, cand, frozenset())).cell("iops")
+        assert cell is not None
+        worse += cell.verdict == Verdict.WORSE
+    assert worse / trials >= 0.99
+
+
+def test_latency_lower_is_better_higher_is_worse() -> None:
+    base = _summaries([2.0e6, 2.04e6, 1.96e6, 2.02e6, 1.98e6], "lat_p99_ns", run_id=1)
+    lower = _summaries([1.6e6, 1.63e6, 1.57e6, 1.61e6, 1.59e6], "lat_p99_ns", run_id=2)
+    higher = _summaries([2.4e6, 2.45e6, 2.35e6, 2.42e6, 2.38e6], "lat_p99_ns", run_id=2)
+    better = only(compare_points(base, lower, frozenset())).cell("lat_p99_ns")
+    assert better is not None and better.verdict == Verdict.BETTER
+    assert better.difference is not None and better.difference.change_pct == pytest.approx(-20.0, abs=0.5)
+    worse = only(compare_points(base, higher, frozenset())).cell("lat_p99_ns")
+    assert worse is not None and worse.verdict == Verdict.WORSE
+
+
+def test_higher_iops_is_better() -> None:
+    base = _summaries([1000, 1010, 990, 1005, 995], run_id=1)
+    cand = _summaries([1200, 1210, 1190, 1205, 1195], run_id=2)
+    cell = only(compare_points(base, cand, frozenset())).cell("iops")
+    assert cell is not None and cell.verdict == Verdict.BETTER
+
+
+def test_single_repetition_verdict_is_same() -> None:
+    base = _summaries([1000], run_id=1)
+    cand = _summaries([500], run_id=2)
+    cell = only(compare_points(base, cand, frozenset())).cell("iops")
+    assert cell is not None and cell.verdict == Verdict.SAME
+    assert cell.difference is not None and cell.difference.change_pct == pytest.approx(-50.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4. matching, comparability, selectors, regressions
+
+IOPS_A = [1000.0, 1010.0, 990.0]
+IOPS_B = [800.0, 808.0, 792.0]
+
+
+@pytest.mark.parametrize(
+    "field_value",
+    [("target", "b"), ("rw", "randwrite"), ("bs", "8k"), ("iodepth", 4), ("numjobs", 2), ("direction", "write")],
+)
+def test_points_match_on_match_fields_unless_ignored(field_value: tuple[str, object]) -> None:
+    field, value = field_value
+    changes: dict[str, object] = {field: value}
+    if field == "bs":
+        changes["bs_bytes"] = 8192
+    base = _summaries(IOPS_A, run_id=1)
+    cand = _summaries(IOPS_B, run_id=2, **changes)
+    assert compare_points(base, cand, frozenset()) == []
+    pair = only(compare_points(base, cand, frozenset({field})))
+    assert pair.comparable and pair.reason == ""
+    assert dict(pair.key).get(field) is None
+    cell = pair.cell("iops")
+    assert cell is not None and cell.verdict == Verdict.WORSE
+
+
+def test_points_pair_by_key() -> None:
+    base = summarize_points([*reps(IOPS_A, run_id=1, case_id="q1", iodepth=1),
+                             *reps(IOPS_A, run_id=1, case_id="q8", iodepth=8)])
+    cand = summarize_points([*reps(IOPS_B, run_id=2, case_id="q8", iodepth=8),
+                             *reps([1000.0, 1000.0, 1000.0], run_id=2, case_id="q1", iodepth=1),
+                             *reps(IOPS_A, run_id=2, case_id="q32", iodepth=32)])
+    pairs = compare_points(base, cand, frozenset())
+    assert [(p.baseline.iodepth, p.candidate.iodepth) for p in pairs] == [(8, 8), (1, 1)]
+    verdicts = [p.cell("iops").verdict for p in pairs]  # type: ignore[union-attr]
+    assert verdicts == [Verdict.WORSE, Verdict.SAME]
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [({"fio_version": "fio-3.28"}, "different fio versions"), ({"ioengine": "io_uring"}, "different ioengine")],
+)
+def test_incomparable_points_and_force(changes: dict[str, object], reason: str) -> None:
+    base = _summaries(IOPS_A, run_id=1)
+    cand = _summaries(IOPS_B, run_id=2, **changes)
+    pair = only(compare_points(base, cand, frozenset()))
+    assert not pair.comparable
+    assert pair.reason == reason
+    assert pair.cells and all(c.verdict == Verdict.NOT_COMPARABLE for c in pair.cells)
+    forced = only(compare_points(base, cand, frozenset(), force=True))
+    assert forced.comparable
+    cell = forced.cell("iops")
+    assert cell is not None and cell.verdict == Verdict.WORSE
+    # Naming the field in a selector (ignore) makes the comparison deliberate: comparable.
+    field = "fio_versions" if "fio_version" in changes else "ioengine"
+    assert only(compare_points(base, cand, frozenset({field}))).comparable
+
+
+def test_sweep_over_ioengine_pairs_like_with_like() -> None:
+    def run(run_id: int, scale: float) -> list[PointSummary]:
+        return summarize_points([*reps([scale * v for v in IOPS_A], run_id=run_id, case_id="aio", ioengine="libaio"),
+                                 *reps([2 * scale * v for v in IOPS_A], run_id=run_id, case_id="uring",
+                                       ioengine="io_uring")])
+
+    pairs = compare_points(run(1, 1.0), run(2, 1.0), frozenset())
+    assert [(p.baseline.ioengine, p.candidate.ioengine) for p in pairs] == [("libaio", "libaio"),
+                                                                           ("io_uring", "io_uring")]
+    assert all(p.comparable for p in pairs)
+
+
+def test_parse_selector() -> None:
+    assert parse_selector("3").pairs == (("run", "3"),)
+    assert parse_selector(" 3 ").keys == frozenset({"run_id"})
+    assert parse_selector("run=3").pairs == (("run", "3"),)
+    s = parse_selector("target=a,bs=4k")
+    assert s.pairs == (("target", "a"), ("bs", "4k"))
+    assert s.keys == frozenset({"target", "bs"})
+    assert parse_selector("tag=after").keys == frozenset({"tag"})
+
+
+@pytest.mark.parametrize("text", ["", "   ", "nonsense", "target", "target=", "=a", "target=a,", "nosuchfield=1",
+                                  "target=a,,bs=4k", "-3"])
+def test_parse_selector_rejects_bad_text(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_selector(text)
+
+
+def _two_runs() -> list[Record]:
+    return [*reps(IOPS_A, run_id=1), *reps(IOPS_A, run_id=1, case_id="case-b", bs="8k", bs_bytes=8192),
+            *reps(IOPS_B, run_id=2), *reps(IOPS_B, run_id=2, case_id="case-b", bs="8k", bs_bytes=8192)]
+
+
+def test_select_by_tag_and_block_size() -> None:
+    records = _two_runs()
+    tags = {1: ("before",), 2: ("after", "kernel-6.8")}
+    picked = select(records, parse_selector("tag=after,bs=4k"), tags)
+    assert len(picked) == 3
+    assert {(r.run_id, r.bs_bytes) for r in picked} == {(2, 4096)}
+    assert select(records, parse_selector("bs=4096"), tags) == [r for r in records if r.bs_bytes == 4096]
+    assert select(records, parse_selector("bs=4KiB,run=1"), tags) == records[:3]
+    assert select(records, parse_selector("tag=kernel-6.8"), tags) == records[6:]
+    assert select(records, parse_selector("tag=nope"), tags) == []
+    assert select(records, parse_selector("direct=true"), tags) == records
+    assert select(records, parse_selector("direct=false"), tags) == []
+    assert select(records, parse_selector("runtime_s=30"), tags) == records
+    assert select(records, parse_selector("iodepth=1"), tags) == records
+
+
+def test_compare_records_by_run() -> None:
+    pairs = compare_records(_two_runs(), parse_selector("1"), parse_selector("run=2"), {})
+    assert [p.candidate.bs for p in pairs] == ["4k", "8k"]
+    for pair in pairs:
+        assert pair.comparable
+        assert pair.baseline.run_ids == (1,) and pair.candidate.run_ids == (2,)
+        cell = pair.cell("iops")
+        assert cell is not None and cell.verdict == Verdict.WORSE
+        assert cell.difference is not None and cell.difference.change_pct == pytest.approx(-20.0)
+
+
+def test_compare_records_across_targets() -> None:
+    records = [*reps(IOPS_A, target="a"), *reps(IOPS_B, case_id="case-b", target="b")]
+    assert compare_records(records, parse_selector("target=a"), parse_selector("target=b"), {}) != []
+    pair = only(compare_records(records, parse_selector("target=a"), parse_selector("target=b"), {}))
+    assert (pair.baseline.target, pair.candidate.target) == ("a", "b")
+    assert pair.cell("iops").verdict == Verdict.WORSE  # type: ignore[union-attr]
+
+
+def test_regressions_threshold() -> None:
+    base = summarize_points([rec(repeat=i, iops=v, lat_p99_ns=p) for i, (v, p) in
+                             enumerate([(1000, 2.00e6), (1010, 2.02e6), (990, 1.98e6)])])
+    # IOPS -20 % (worse), p99 +12 % (worse), mean latency -20 % (better), bandwidth unchanged.
+    cand = summarize_points([rec(run_id=2, repeat=i, iops=v, lat_p99_ns=p, lat_mean_ns=m) for i, (v, p, m) in
+                             enumerate([(800, 2.24e6, 0.8e6), (808, 2.26e6, 0.81e6), (792, 2.22e6, 0.79e6)])])
+    comparisons = compare_points(base, cand, frozenset())
+    assert comparisons[0].cell("lat_mean_ns").verdict == Verdict.BETTER  # type: ignore[union-attr]
+    assert comparisons[0].cell("bw_bytes").verdict == Verdict.SAME  # type: ignore[union-attr]
+
+    def fields(threshold: float) -> list[str]:
+        return sorted(r.cell.metric.field for r in regressions(comparisons, threshold))
+
+    assert fields(0.0) == ["iops", "lat_p99_ns"]
+    assert fields(5.0) == ["iops", "lat_p99_ns"]
+    assert fields(11.9) == ["iops", "lat_p99_ns"]
+    assert fields(12.1) == ["iops"]
+    assert fields(19.9) == ["iops"]
+    assert fields(20.1) == []
+    found = regressions(comparisons, 15.0)
+    assert found[0].comparison is comparisons[0]
+    assert found[0].cell.difference is not None and found[0].cell.difference.change_pct == pytest.approx(-20.0)
+
+
+def test_regressions_ignore_incomparable() -> None:
+    base = _summaries(IOPS_A, run_id=1)
+    cand = _summaries(IOPS_B, run_id=2, ioengine="io_uring")
+    assert regressions(compare_points(base, cand, frozenset()), 1.0) == []
+    assert regressions(compare_points(base, cand, frozenset(), force=True), 1.0) != []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 5. knee, curves, latency objectives
+
+LOADS = [1, 2, 4, 8, 16, 32, 64, 128]
+
+
+@pytest.mark.parametrize("saturation", [4, 16, 32])
+def test_knee_of_saturating_curve(saturation: int) -> None:
+    index = find_knee(LOADS, [min(x, saturation) * 1000.0 for x in LOADS])
+    assert index is not None and LOADS[index] == saturation
+
+
+def test_knee_none_cases() -> None:
+    assert find_knee(LOADS, [x * 1000.0 for x in LOADS]) is None  # still scaling
+    assert find_knee(LOADS, [5000.0] * len(LOADS)) is None  # flat
+    assert find_knee([1, 2], [1000.0, 2000.0]) is None  # too few points
+    assert find_knee([1], [1000.0]) is None
+    assert find_knee([], []) is None
+    assert find_knee([1, 2, 4], [1000.0, 2000.0]) is None  # mismatched lengths
+    # A knee that does not stand out from the chord (log-linear growth) is no knee.
+    assert find_knee(LOADS, [1000.0 * (1 + math.log2(x)) for x in LOADS]) is None
+
+
+def _sweep_records(axis: str = "iodepth", saturation: int = 16, **changes: object) -> list[Record]:
+    out = []
+    for load in LOADS:
+        for r in range(3):
+            iops = min(load, saturation) * 1000.0 * (1 + 0.001 * (r - 1))
+            out.append(rec(case_id=f"{changes.get('bs', '4k')}-{axis}{load}", repeat=r, iops=iops,
+                           lat_mean_ns=load * 0.5e6, lat_p99_ns=load * 1e6 * (1 + 0.01 * (r - 1)),
+                           **{axis: load}, **changes))
+    return out
+
+
+def test_curves_group_and_find_knee() -> None:
+    records = [*_sweep_records(saturation=16), *_sweep_records(saturation=4, bs="64k", bs_bytes=65536)]
+    found = curves(summarize_points(records), "iodepth")
+    assert len(found) == 2
+    by_bs = {c.points[0].point.bs: c for c in found}
+    small, large = by_bs["4k"], by_bs["64k"]
+    assert small.axis == "iodepth"
+    assert [p.load for p in small.points] == LOADS
+    assert small.knee is not None and small.knee.load == 16
+    assert large.knee is not None and large.knee.load == 4
+    assert small.label == "a randread 4k read"
+    point = small.points[4]
+    assert point.iops == pytest.approx(16000.0)
+    assert point.lat_p99_ns == pytest.approx(16e6)
+    assert point.lat_mean_ns == pytest.approx(8e6)
+    assert point.outstanding_ios == 16
+    assert point.iops_ci_half is not None and point.iops_ci_half > 0
+
+
+def test_curves_other_axis_and_single_level() -> None:
+    records = _sweep_records(axis="numjobs", saturation=8, iodepth=4)
+    points = summarize_points(records)
+    curve = only(curves(points, "numjobs"))  # type: ignore[arg-type]
+    assert curve.knee is not None and curve.knee.load == 8
+    assert curve.points[3].outstanding_ios == 32
+    # Along iodepth every point is its own group with one load level: no curves.
+    assert curves(points, "iodepth") == []
+    with pytest.raises(ValueError):
+        curves(points, "bs")
+
+
+def test_best_under_objective() -> None:
+    curve = only(curves(summarize_points(_sweep_records(saturation=16)), "iodepth"))  # type: ignore[arg-type]
+    best = best_under_objective(curve, parse_slo("p99<=10ms"))  # p99 = load ms: loads 1..8 meet it
+    assert best is not None and best.load == 8
+    best = best_under_objective(curve, parse_slo("p99<=40ms"))  # 16 and 32 both give 16000 IOPS
+    assert best is not None and best.load in (16, 32) and best.iops == pytest.approx(16000.0, rel=1e-6)
+    best = best_under_objective(curve, parse_slo("mean<=2ms"))  # mean = load/2 ms
+    assert best is not None and best.load == 4
+    assert best_under_objective(curve, parse_slo("p99<=500us")) is None
+    assert best_under_objective(curve, parse_slo("p95<=1ms")) is None  # p95 is 1.5 ms everywhere
+    assert best_under_objective(curve, parse_slo("p50<=1s")) is not None
+
+
+def test_best_under_objective_prefers_iops_over_load() -> None:
+    # IOPS peaks at iodepth 8 and falls after; every point meets the objective.
+    iops_at = {1: 1000.0, 2: 2000.0, 4: 4000.0, 8: 9000.0, 16: 7000.0, 32: 6000.0}
+    records = [rec(case_id=f"q{q}", iodepth=q, repeat=r, iops=v + r, lat_p99_ns=1e6) for q, v in iops_at.items()
+               for r in range(2)]
+    curve = only(curves(summarize_points(records), "iodepth"))  # type: ignore[arg-type]
+    best = best_under_objective(curve, parse_slo("p99<=10ms"))
+    assert best is not None and best.load == 8
+
+
+def test_parse_slo() -> None:
+    p99 = parse_slo("p99<=10ms")
+    assert p99.field == "lat_p99_ns" and p99.label == "p99"
+    assert p99.limit_ns == pytest.approx(1e7)
+    p95 = parse_slo("p95<=500us")
+    assert p95.field == "lat_p95_ns" and p95.limit_ns == pytest.approx(5e5)
+    assert parse_slo(" p99.9 <= 20ms ").field == "lat_p999_ns"
+    assert parse_slo("mean<=1ms").field == "lat_mean_ns"
+    assert parse_slo("p50<=2").limit_ns == pytest.approx(2e9)
+
+
+@pytest.mark.parametrize("text", ["", "p99", "p99<10ms", "p99>=10ms", "p99<=", "p99<=fast", "p98<=1ms", "p999<=1ms",
+                                  "max<=1ms", "99<=1ms", "p99<=10 ms extra", "p99<=-1ms"])
+def test_parse_slo_rejects(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_slo(text)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 6. drift
+
+CASE_IOPS = {"A": 1000.0, "B": 5000.0, "C": 20000.0, "D": 300.0}
+
+
+def _drift_records(order: str, decline_per_minute: float, noise: float = 0.0, seed: int = 0,
+                   repeats: int = 3) -> list[Record]:
+    """Cases repeated in the given order, one repetition a minute; IOPS x (1 - decline·minutes) x noise."""
+    cases = list(CASE_IOPS)
+    if order == "sequential":
+        schedule = [(c, r) for c in cases for r in range(repeats)]
+    else:  # interleaved, as storbench runs by default: A B C D D C B A A B C D
+        schedule = [(c, r) for r in range(repeats) for c in (cases if r % 2 == 0 else cases[::-1])]
+    rng = random.Random(seed)
+    out = []
+    for minute, (case, r) in enumerate(schedule):
+        factor = (1 - decline_per_minute * minute) * (1 + rng.gauss(0, noise))
+        out.append(rec(case_id=case, repeat=r, started_at_s=1000.0 + 60.0 * minute,
+                       finished_at_s=1035.0 + 60.0 * minute, iops=CASE_IOPS[case] * factor))
+    # Records of another run and direction, and a failed repetition, are ignored.
+    out.append(rec(run_id=9, case_id="A", iops=1.0, started_at_s=0.0))
+    out.append(rec(case_id="A", direction="write", iops=1.0, started_at_s=0.0))
+    out.append(rec(case_id="A", repeat=99, status="failed", direction="", iops=None, started_at_s=0.0, error="x"))
+    return out
+
+
+def test_drift_detects_linear_decline_interleaved() -> None:
+    d = drift(_drift_records("interleaved", 0.01), run_id=1, direction="read")
+    assert len(d.samples) == 12
+    assert d.significant
+    assert d.slope_pct_per_10min is not None and d.ci_low is not None and d.ci_high is not None
+    assert d.slope_pct_per_10min == pytest.approx(-10.0, abs=1.0)
+    assert d.ci_low < d.slope_pct_per_10min < d.ci_high < 0
+    assert d.span_minutes == pytest.approx(11.0)
+    change = d.over_run()
+    assert change is not None
+    assert change[0] == pytest.approx(d.slope_pct_per_10min * 1.1)
+    assert change[0] == pytest.approx(-11.0, abs=1.2)
+    assert change[1] < change[0] < change[2] < 0
+
+
+def test_drift_detects_linear_decline_sequential() -> None:
+    d = drift(_drift_records("sequential", 0.01), run_id=1, direction="read")
+    assert d.significant
+    assert d.slope_pct_per_10min == pytest.approx(-10.0, abs=1.0)
+
+
+def test_drift_with_noise_still_detected() -> None:
+    d = drift(_drift_records("interleaved", 0.01, noise=0.005, seed=3, repeats=4), run_id=1, direction="read")
+    assert d.significant
+    assert d.slope_pct_per_10min == pytest.approx(-10.0, abs=2.0)
+
+
+def test_no_drift_with_constant_iops() -> None:
+    d = drift(_drift_records("interleaved", 0.0, noise=0.01, seed=5), run_id=1, direction="read")
+    assert d.slope_pct_per_10min is not None
+    assert not d.significant
+    assert d.ci_low is not None and d.ci_high is not None and d.ci_low < 0 < d.ci_high
+    assert abs(d.slope_pct_per_10min) < 2.0
+
+
+def test_no_drift_false_positive_rate() -> None:
+    # Over many seeds, a 95 % interval should flag a constant run about 5 % of the time.
+    trials = 1000
+    flagged = sum(drift(_drift_records("interleaved", 0.0, noise=0.01, seed=s), 1, "read").significant
+                  for s in range(trials))
+    assert flagged / trials <= 0.075
+
+
+def test_drift_too_few_samples() -> None:
+    records = [rec(case_id="A", repeat=r, started_at_s=60.0 * r, iops=1000.0 - r) for r in range(5)]
+    d = drift(records, run_id=1, direction="read")
+    assert d.slope_pct_per_10min is None and not d.significant and d.over_run() is None
+    # One repetition per case gives no deviation at all.
+    single = [rec(case_id=f"c{i}", started_at_s=60.0 * i, iops=1000.0 - i) for i in range(10)]
+    assert drift(single, 1, "read").samples == ()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 7. summary warnings
+
+GIB = 1 << 30
+
+
+def test_summary_estimates() -> None:
+    point = only(summarize_points(reps([10.0, 12.0, 14.0, 16.0, 18.0])))
+    iops = point.metric("iops")
+    assert iops is not None and iops.n == 5 and iops.half_width == pytest.approx(3.9265, abs=1e-3)
+    assert point.metric("lat_p99_ns") is not None
+    assert point.metric("lat_p9999_ns") is None
+    assert (point.repetitions_ok, point.repetitions_total) == (5, 5)
+    assert point.fio_versions == ("fio-3.36",)
+    assert "high_cv" in codes(point)  # CV 22.6 %
+
+
+def test_summary_clean_point_has_no_warnings() -> None:
+    point = only(summarize_points(reps([1000.0, 1010.0, 990.0])))
+    assert point.warnings == ()
+
+
+def test_high_cv_warning() -> None:
+    low = only(summarize_points(reps([1000.0, 1040.0, 960.0])))  # CV 4 %
+    high = only(summarize_points(reps([1000.0, 1060.0, 940.0])))  # CV 6 %
+    assert "high_cv" not in codes(low)
+    assert "high_cv" in codes(high)
+    warning = next(w for w in high.warnings if w.code == "high_cv")
+    assert "6 %" in warning.message and warning.fix
+
+
+def test_few_repetitions_warning() -> None:
+    one = only(summarize_points(reps([1000.0])))
+    assert "few_repetitions" in codes(one)
+    assert "no confidence interval" in next(w.message for w in one.warnings if w.code == "few_repetitions")
+    assert "few_repetitions" in codes(only(summarize_points(reps([1000.0, 1001.0]))))
+    assert "few_repetitions" not in codes(only(summarize_points(reps([1000.0, 1001.0, 1002.0]))))
+
+
+def test_failed_repetitions_warning() -> None:
+    records = [*reps([1000.0, 1010.0, 990.0]),
+               rec(repeat=3, status="failed", direction="", iops=None, bw_bytes=None, lat_p99_ns=None,
+                   lat_mean_ns=None, error="fio exited with status 1")]
+    point = only(summarize_points(records))
+    assert "failed_repetitions" in codes(point)
+    assert (point.repetitions_ok, point.repetitions_total) == (3, 4)
+    assert point.last_error == "fio exited with status 1"
+    assert point.metric("iops").n == 3  # type: ignore[union-attr]
+    everything_failed = only(summarize_points([rec(status="timeout", direction="", iops=None, error="timeout")]))
+    assert everything_failed.direction == ""
+    assert (everything_failed.repetitions_ok, everything_failed.repetitions_total) == (0, 1)
+    assert "failed_repetitions" in codes(everything_failed)
+
+
+def test_page_cache_warning() -> None:
+    memory = {1: 8 * GIB}
+    buffered = reps([1000.0, 1010.0, 990.0], direct=False, size_bytes=GIB, numjobs=4)  # 4 GiB of 8
+    assert "page_cache" in codes(only(summarize_points(buffered, memory)))
+    direct = reps([1000.0, 1010.0, 990.0], direct=True, size_bytes=GIB, numjobs=4)
+    assert "page_cache" not in codes(only(summarize_points(direct, memory)))
+    too_big = reps([1000.0, 1010.0, 990.0], direct=False, size_bytes=4 * GIB, numjobs=4)  # 16 GiB of 8
+    assert "page_cache" not in codes(only(summarize_points(too_big, memory)))
+    assert "page_cache" not in codes(only(summarize_points(buffered)))  # memory unknown
+    clients = reps([1000.0, 1010.0, 990.0], direct=False, size_bytes=GIB, numjobs=4, clients=3)  # 12 GiB
+    assert "page_cache" not in codes(only(summarize_points(clients, memory)))
+
+
+def test_runtime_shorter_than_ramp_warning() -> None:
+    assert "runtime_shorter_than_ramp" in codes(only(summarize_points(reps([1000.0] * 3, runtime_s=5.0,
+                                                                           ramp_s=10.0))))
+    assert "runtime_shorter_than_ramp" not in codes(only(summarize_points(reps([1000.0] * 3, runtime_s=10.0,
+                                                                               ramp_s=10.0))))
+
+
+def test_summary_groups_by_case_and_direction() -> None:
+    records = [*reps([100.0, 110.0, 90.0], rw="randrw", rwmixread=70),
+               *reps([40.0, 44.0, 36.0], rw="randrw", rwmixread=70, direction="write"),
+               *reps([5.0, 5.0, 5.0], case_id="case-b", run_id=2)]
+    points = summarize_points(records)
+    assert [(p.case_id, p.direction) for p in points] == [("case-a", "read"), ("case-a", "write"), ("case-b", "read")]
+    assert points[1].metric("iops").mean == pytest.approx(40.0)  # type: ignore[union-attr]
+    assert points[0].repetitions_total == 3
+    assert points[2].run_ids == (2,)
