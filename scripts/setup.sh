@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
 # Installs everything storbench needs on Debian 12, as root: system packages, a virtual
-# environment in .venv, and storbench itself. Safe to run again. `--dev` adds the test tools.
+# environment in .venv, and storbench itself. Safe to run again.
+#   --dev    adds the test tools (and Chromium, which the report test opens the report in)
+#   --labs   adds Ceph (mon, mgr, osd, mds, fuse, rbd) for `storbench lab ceph`
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+dev=0
+labs=0
+for arg in "$@"; do
+  case "$arg" in
+    --dev) dev=1 ;;
+    --labs) labs=1 ;;
+    *) echo "setup: unknown option $arg (use --dev and/or --labs)" >&2; exit 2 ;;
+  esac
+done
+
 packages=(fio python3 python3-venv ca-certificates)
-# the tests also open the HTML report in headless Chromium
-[ "${1:-}" = "--dev" ] && packages+=(chromium fonts-dejavu-core)
+((dev)) && packages+=(chromium fonts-dejavu-core)
+((labs)) && packages+=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -24,6 +36,6 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 extra=""
-[ "${1:-}" = "--dev" ] && extra="[dev]"
+((dev)) && extra="[dev]"
 .venv/bin/pip install -q --disable-pip-version-check -e ".${extra}"
 echo "setup: $(.venv/bin/storbench --version), $(fio --version) ready in $(pwd)/.venv"

@@ -74,14 +74,17 @@ def test_compare_finds_the_rate_limit_as_a_regression(db: Path, capsys: pytest.C
     assert code == 0 and out.splitlines()[0].startswith("point,direction,metric")
 
 
-def test_comparing_different_workloads_is_marked_not_comparable(db: Path,
+def test_comparison_pairs_like_workloads_on_real_runs(db: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    # selecting on iodepth leaves fio_options free: the unlimited and the limited cases meet, which is wrong
+    # like pairs with like (unlimited with unlimited) ...
     code, out, _ = run_cli(capsys, "compare", "--db", str(db), "--baseline", "iodepth=1", "--candidate",
                            "iodepth=16", "--format", "json")
-    assert code == 0
     rows = json.loads(out)
-    assert any(r["verdict"] == "x" and "fio options" in r["reason"] for r in rows)
+    assert code == 0 and len([r for r in rows if r["metric"] == "iops"]) == 2  # unlimited and limited
+    assert not any(r["verdict"] == "x" for r in rows)
+    limited = [r for r in rows if r["metric"] == "iops" and abs(r["baseline_mean"] - 300) < 30]
+    assert len(limited) == 1 and abs(limited[0]["candidate_mean"] - 300) < 30
+    # (a pair without a like partner is marked "x": tests/test_stats.py covers it on synthetic records)
 
 
 def test_bad_selector_is_one_line(db: Path, capsys: pytest.CaptureFixture[str]) -> None:

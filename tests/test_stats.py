@@ -31,9 +31,9 @@ from storbench.stats.summary import PointSummary, summarize_points
 
 _BASE = replace(
     Record(**dict.fromkeys(RECORD_FIELDS)),  # type: ignore[arg-type]
-    case_id="case-a", run_id=1, target="a", target_kind="file", rw="randread", rwmixread=None, bs="4k",
+    case_id="case-a", run_id=1, target="a", target_kind="path", rw="randread", rwmixread=None, bs="4k",
     bs_bytes=4096, iodepth=1, numjobs=1, clients=1, ioengine="libaio", direct=True, runtime_s=30.0, ramp_s=5.0,
-    size_bytes=1 << 30, fio_options="", repeat=0, direction="read", status="ok", started_at_s=0.0,
+    size_bytes=1 << 30, fio_options="", lab="", repeat=0, direction="read", status="ok", started_at_s=0.0,
     finished_at_s=35.0, fio_version="fio-3.36", iops=1000.0, bw_bytes=1000.0 * 4096, total_ios=30000,
     io_bytes=30000 * 4096, lat_mean_ns=1e6, lat_p50_ns=900_000, lat_p95_ns=1_500_000, lat_p99_ns=2_000_000,
     lat_p999_ns=3_000_000, cpu_usr=1.0, cpu_sys=2.0, disk_util_pct=50.0, error="",
@@ -300,7 +300,7 @@ def test_parse_selector() -> None:
     assert parse_selector("tag=after").keys == frozenset({"tag"})
 
 
-@pytest.mark.parametrize("text", ["", "   ", "nonsense", "target", "target=", "=a", "target=a,", "nosuchfield=1",
+@pytest.mark.parametrize("text", ["", "   ", "nonsense", "target", "target=", "=a", "target=a,",
                                   "target=a,,bs=4k", "-3"])
 def test_parse_selector_rejects_bad_text(text: str) -> None:
     with pytest.raises(ValueError):
@@ -646,3 +646,23 @@ def test_summary_groups_by_case_and_direction() -> None:
     assert points[1].metric("iops").mean == pytest.approx(40.0)  # type: ignore[union-attr]
     assert points[0].repetitions_total == 3
     assert points[2].run_ids == (2,)
+
+
+def test_unknown_selector_keys_are_found_against_the_data() -> None:
+    from storbench.stats.compare import unknown_keys
+
+    records = [rec(lab="lab=ceph osds=3 pool_size=2")]
+    assert unknown_keys(parse_selector("nosuchfield=1"), records) == ["nosuchfield"]
+    assert unknown_keys(parse_selector("pool_size=2,bs=4k,tag=x,run=1"), records) == []
+    assert unknown_keys(parse_selector("pool_size=2"), [rec()]) == ["pool_size"]
+
+
+def test_lab_parameters_select_and_match() -> None:
+    two = [rec(case_id="c2", lab="lab=ceph osds=3 pool_size=2", repeat=i, iops=1000.0 + i) for i in range(3)]
+    three = [rec(case_id="c3", lab="lab=ceph osds=3 pool_size=3", repeat=i, iops=700.0 + i) for i in range(3)]
+    comparisons = compare_records([*two, *three], parse_selector("pool_size=2"), parse_selector("pool_size=3"), {})
+    assert len(comparisons) == 1
+    assert comparisons[0].cell("iops").verdict == Verdict.WORSE  # type: ignore[union-attr]
+    # other lab parameters must agree: osds=6 does not pair with osds=3
+    six = [rec(case_id="c6", lab="lab=ceph osds=6 pool_size=3", repeat=i, iops=700.0) for i in range(3)]
+    assert compare_records([*two, *six], parse_selector("pool_size=2"), parse_selector("pool_size=3"), {}) == []

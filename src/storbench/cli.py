@@ -140,6 +140,9 @@ class ConsoleObserver:
         else:
             self.console.print(f"[{position + 1}/{self.progress.tasks[0].total:.0f}] {line}", markup=False)
 
+    def lab_event(self, message: str) -> None:
+        self.console.print(message, markup=False)
+
     def close(self) -> None:
         if self.live is not None:
             self.live.stop()
@@ -165,7 +168,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         out.print(line)
     observer = ConsoleObserver(out)
     try:
-        result = run_plan(loaded, cases, checked, store, LocalExecutor(fio_binary), observer, resume=args.resume)
+        result = run_plan(loaded, cases, checked, store, LocalExecutor(fio_binary), observer, resume=args.resume,
+                          keep_lab=args.keep_lab)
     except KeyboardInterrupt:
         observer.close()
         _console(stderr=True).print(
@@ -297,16 +301,26 @@ def _write_output(text: str, output: str) -> None:
 
 
 def _selector(text: str, flag: str) -> Selector:
-    from storbench.records import RECORD_FIELDS
     from storbench.stats.compare import parse_selector
 
     try:
         return parse_selector(text)
     except ValueError as exc:
-        key = str(exc).split("'")[1] if "unknown key" in str(exc) else ""
         raise UserError(f"{flag} {text!r}: {exc}",
-                        hint=did_you_mean(key, [*RECORD_FIELDS, "run", "tag"]) if key else
-                        "e.g. 3, run=3, target=nvme, tag=after, bs=4k,rw=randread") from None
+                        hint="e.g. 3, run=3, target=nvme, tag=after, bs=4k,rw=randread, pool_size=2") from None
+
+
+def _check_selector_keys(selection: Selection, *selectors: Selector) -> None:
+    from storbench.records import RECORD_FIELDS, lab_parameters
+    from storbench.stats.compare import unknown_keys
+
+    for selector in selectors:
+        unknown = unknown_keys(selector, selection.records)
+        if unknown:
+            lab_keys = sorted({k for r in selection.records for k in lab_parameters(r)})
+            raise UserError(f"selector {selector.text!r}: unknown key {unknown[0]!r}",
+                            hint=did_you_mean(unknown[0], [*RECORD_FIELDS, *lab_keys, "run", "tag"])
+                            or "keys: record fields (see export), lab parameters, run, tag")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -316,6 +330,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     baseline, candidate = _selector(args.baseline, "--baseline"), _selector(args.candidate, "--candidate")
     selection = _select(args.db, "all", args.where, default_latest=False)
+    _check_selector_keys(selection, baseline, candidate)
     for side, selector in (("baseline", baseline), ("candidate", candidate)):
         if not select(selection.records, selector, selection.tags):
             raise UserError(f"--{side} {selector.text!r} matches no results in {args.db}",
@@ -371,6 +386,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     comparisons = []
     if args.baseline:
         baseline, candidate = _selector(args.baseline, "--baseline"), _selector(args.candidate, "--candidate")
+        _check_selector_keys(selection, baseline, candidate)
         comparisons = compare_records(selection.records, baseline, candidate, selection.tags, selection.memory)
     store = open_store(args.db)
     case_ids = {r.case_id for r in selection.records}
@@ -390,6 +406,46 @@ def cmd_report(args: argparse.Namespace) -> int:
             for fmt in ("png", "svg"):
                 (directory / f"{figure.figure_id}.{fmt}").write_bytes(render_image(figure, fmt))
         out.print(f"images: {len(document.figures)} figures as PNG and SVG in {directory}", markup=False)
+    return 0
+
+
+def cmd_lab_ceph(args: argparse.Namespace) -> int:
+    from storbench.lab.ceph import CephLab
+    from storbench.lab.ceph_conf import CephLabSpec
+    from storbench.units import parse_size_bytes
+
+    lab = CephLab(Path(args.dir) if args.dir else None)
+    out = _console()
+    if args.action == "status":
+        out.print(lab.status(), markup=False)
+        return 0
+    if args.action == "down":
+        lab.down()
+        out.print(f"ceph lab: down; {lab.root} removed", markup=False)
+        return 0
+    pools = []
+    for item in args.pool or ["rbd:3"]:
+        name, _, size = item.partition(":")
+        if not name or not size.isdigit():
+            raise UserError(f"--pool {item!r} is not NAME:SIZE", hint="e.g. --pool rbd2:2 --pool rbd3:3")
+        pools.append((name, int(size)))
+    try:
+        spec = CephLabSpec(
+            osds=args.osds, osd_size_bytes=parse_size_bytes(args.osd_size), objectstore=args.objectstore,
+            cache_size_bytes=parse_size_bytes(args.cache_size) if args.cache_size else None,
+            osd_memory_target_bytes=parse_size_bytes(args.osd_memory_target) if args.osd_memory_target else None,
+            pools=tuple(pools), cephfs=args.cephfs)
+    except ValueError as exc:
+        raise UserError(str(exc), hint="sizes look like 2GiB, 512MiB") from None
+    if any(size > spec.osds for _, size in spec.pools):
+        raise UserError(f"a pool of size {max(s for _, s in spec.pools)} needs as many OSDs, --osds is {spec.osds}")
+    out.print(f"ceph lab: bringing up {spec.osds} OSDs ({spec.objectstore}) in {lab.root} ...", markup=False)
+    info = lab.up(spec)
+    out.print(f"ceph lab: up; conf {info.conf}", markup=False)
+    out.print("pools: " + ", ".join(f"{n} (size {s})" for n, s in spec.pools), markup=False)
+    if info.cephfs_mount:
+        out.print(f"cephfs: mounted at {info.cephfs_mount}", markup=False)
+    out.print(f"try: CEPH_CONF={info.conf} ceph -s", markup=False)
     return 0
 
 
@@ -489,6 +545,8 @@ def build_parser() -> argparse.ArgumentParser:
     fio_option(p)
     p.add_argument("--resume", action="store_true",
                    help="continue the latest run of this plan: run only repetitions not yet stored as ok")
+    p.add_argument("--keep-lab", action="store_true",
+                   help="leave the plan's last lab configuration up after the run (tear down with `storbench lab`)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("show", help="results as a table, one row per case and direction")
@@ -535,6 +593,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--slo", default=None, metavar="OBJECTIVE", help="latency objective for the saturation table")
     p.add_argument("--title", default=None, help="report title")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("lab", help="real one-machine test beds: `storbench lab ceph up|down|status`")
+    lab_sub = p.add_subparsers(dest="lab_kind", metavar="LAB", required=True)
+    ceph = lab_sub.add_parser("ceph", help="a Ceph cluster (mon, mgr, OSDs) from Debian's packages on this machine")
+    ceph.add_argument("action", choices=("up", "down", "status"))
+    ceph.add_argument("--osds", type=int, default=3, help="number of OSDs (default 3)")
+    ceph.add_argument("--osd-size", default="2GiB", help="size of each OSD (default 2GiB, sparse file)")
+    ceph.add_argument("--objectstore", choices=("bluestore", "memstore"), default="bluestore")
+    ceph.add_argument("--pool", action="append", metavar="NAME:SIZE", help="a pool and its replica size "
+                      "(repeatable; default rbd:3)")
+    ceph.add_argument("--cache-size", default=None, help="BlueStore cache per OSD, autotune off (e.g. 256MiB)")
+    ceph.add_argument("--osd-memory-target", default=None, help="osd_memory_target (>= 896MiB)")
+    ceph.add_argument("--cephfs", action="store_true", help="also run an MDS and mount CephFS with ceph-fuse")
+    ceph.add_argument("--dir", default=None, help="lab directory (default $STORBENCH_LAB_DIR/ceph or "
+                      "/var/tmp/storbench-lab/ceph)")
+    ceph.set_defaults(func=cmd_lab_ceph)
 
     p = sub.add_parser("import", help="ingest existing fio json/json+ output files")
     p.add_argument("files", nargs="+", metavar="FIO_JSON")

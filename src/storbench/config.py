@@ -179,6 +179,32 @@ class BlockTargetConfig(StrictModel):
         return value
 
 
+class RbdTargetConfig(StrictModel):
+    """A Ceph RBD image, driven through librbd by fio's rbd engine (no kernel client needed)."""
+
+    kind: Literal["rbd"] = Field(description="`rbd`")
+    pool: str = Field("rbd", description="The pool; a Ceph lab creates it with its `pool_size`.")
+    image: str = Field("storbench", description="The image; created with `size` if missing.")
+    size: Size = Field(description="Image size (and fio's `size`), e.g. 1GiB.")
+    client: str = Field("admin", description="cephx client name, without 'client.'.")
+    conf: str | None = Field(None, description="ceph.conf of the cluster; default: the plan's Ceph lab, or "
+                             "/etc/ceph/ceph.conf without a lab.")
+
+    @field_validator("pool", "image", "client")
+    @classmethod
+    def _names(cls, value: str) -> str:
+        if not SAFE_NAME_RE.match(value):
+            raise ValueError(f"{value!r} must be letters, digits, '_', '.' or '-'")
+        return value
+
+    @field_validator("conf")
+    @classmethod
+    def _conf(cls, value: str | None) -> str | None:
+        if value is not None and not SAFE_PATH_RE.match(value):
+            raise ValueError(f"conf {value!r} has characters storbench will not pass on")
+        return value
+
+
 def _target_tag(value: object) -> str | None:
     if isinstance(value, Mapping):
         kind = value.get("kind")
@@ -187,14 +213,17 @@ def _target_tag(value: object) -> str | None:
 
 
 TargetConfig = Annotated[
-    Annotated[PathTargetConfig, Tag("path")] | Annotated[BlockTargetConfig, Tag("block")],
+    Annotated[PathTargetConfig, Tag("path")] | Annotated[BlockTargetConfig, Tag("block")]
+    | Annotated[RbdTargetConfig, Tag("rbd")],
     Discriminator(
         _target_tag,
         custom_error_type="target_kind",
         custom_error_message="unknown target kind",
     ),
 ]
-TARGET_KINDS: dict[str, type[BaseModel]] = {"path": PathTargetConfig, "block": BlockTargetConfig}
+TARGET_KINDS: dict[str, type[BaseModel]] = {
+    "path": PathTargetConfig, "block": BlockTargetConfig, "rbd": RbdTargetConfig,
+}
 
 
 class WorkloadConfig(StrictModel):
@@ -271,6 +300,32 @@ def fio_value_text(value: FioScalar) -> str:
     return str(value)
 
 
+class CephLabConfig(StrictModel):
+    """A real Ceph cluster on this machine (`storbench lab ceph`). Lists sweep: each combination is brought
+    up, measured and torn down; its parameters are stored with every result."""
+
+    osds: Sweep[Annotated[int, Field(ge=1, le=16)]] = Field([3], description="Number of OSDs.")
+    osd_size: Sweep[Size] = Field([2 * 1024**3], description="Size of each OSD's sparse file (or memstore).")
+    objectstore: Sweep[Literal["bluestore", "memstore"]] = Field(["bluestore"], description="bluestore (on "
+                                                                 "sparse files) or memstore.")
+    pool_size: Sweep[Annotated[int, Field(ge=1, le=16)]] = Field([3], description="Replica count of the "
+                                                                 "pools the rbd targets use.")
+    cache_size: Sweep[Size] | None = Field(None, description="BlueStore cache per OSD (autotune off).")
+    osd_memory_target: Sweep[Size] | None = Field(None, description="osd_memory_target per OSD (>= 896MiB).")
+    cephfs: bool = Field(False, description="Also run an MDS and mount CephFS with ceph-fuse.")
+
+    @field_validator("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target")
+    @classmethod
+    def _distinct(cls, values: list[T] | None) -> list[T] | None:
+        return None if values is None else _no_duplicates(values)
+
+
+class LabConfig(StrictModel):
+    """One-machine test beds storbench brings up itself."""
+
+    ceph: CephLabConfig | None = Field(None, description="A Ceph cluster: mon, mgr, OSDs on this machine.")
+
+
 class PlanConfig(StrictModel):
     """A storbench plan: targets x workload sweep, repeated."""
 
@@ -295,6 +350,7 @@ class PlanConfig(StrictModel):
         description="The watchdog kills fio when a repetition takes longer than ramp + runtime + this.",
     )
     tags: list[str] = Field(default_factory=list, description="Labels stored with the run, for selecting it later.")
+    lab: LabConfig | None = Field(None, description="Test beds to bring up for the run (see `lab`).")
 
     @field_validator("name")
     @classmethod
@@ -384,6 +440,10 @@ def _model_at(key_path: KeyPath, data: object) -> type[BaseModel] | None:
         return PlanConfig
     if key_path == ("workload",):
         return WorkloadConfig
+    if key_path == ("lab",):
+        return LabConfig
+    if key_path == ("lab", "ceph"):
+        return CephLabConfig
     if len(key_path) == 2 and key_path[0] == "targets" and isinstance(data, Mapping):
         targets = data.get("targets")
         if isinstance(targets, Mapping):
@@ -516,7 +576,26 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
             raise UserError(f"target name {name!r} must be letters, digits, '_', '.' or '-'",
                             where=source.where(("targets", name)), hint="rename the target, e.g. 'my-disk'")
     check_fio_options(config.workload.fio, source)
+    _check_lab(config, source)
     return LoadedPlan(config=config, source=source)
+
+
+def _check_lab(config: PlanConfig, source: PlanSource) -> None:
+    ceph = config.lab.ceph if config.lab else None
+    rbd_targets = [n for n, t in config.targets.items() if isinstance(t, RbdTargetConfig)]
+    if ceph is None:
+        return
+    for size in ceph.pool_size:
+        if size > min(ceph.osds):
+            raise UserError(f"pool_size {size} needs at least {size} OSDs, the sweep has {min(ceph.osds)}",
+                            where=source.where(("lab", "ceph", "pool_size")),
+                            hint="raise osds, or exclude the combination")
+    for name in rbd_targets:
+        target = config.targets[name]
+        assert isinstance(target, RbdTargetConfig)
+        if target.conf is not None:
+            raise UserError(f"target '{name}' names a conf, but the plan brings up its own Ceph lab",
+                            where=source.where(("targets", name, "conf")), hint="drop conf: the lab's is used")
 
 
 def check_fio_options(options: Mapping[str, FioScalar | list[FioScalar]], source: PlanSource) -> None:

@@ -50,7 +50,7 @@ def rw_writes(rw: str) -> bool:
 
 @dataclass(frozen=True)
 class TargetSpec:
-    """Where the I/O goes. ``kind`` is 'path' (a directory) or 'block' (a raw device)."""
+    """Where the I/O goes: 'path' (a directory), 'block' (a raw device), 'rbd' (a Ceph RBD image)."""
 
     name: str
     kind: str
@@ -58,10 +58,10 @@ class TargetSpec:
     device: str | None = None
     size_bytes: int | None = None
     destructive: bool = False
-
-    def describe(self) -> str:
-        where = self.path if self.kind == "path" else self.device
-        return f"{self.kind}:{where}"
+    pool: str | None = None
+    image: str | None = None
+    client: str | None = None
+    conf: str | None = None
 
 
 @dataclass(frozen=True)

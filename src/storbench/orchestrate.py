@@ -10,7 +10,8 @@ import hashlib
 import os
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -35,7 +36,7 @@ WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
 class Executor(Protocol):
     name: str
 
-    def run(self, job_text: str, timeout_s: float) -> FioProcessResult: ...
+    def run(self, job_text: str, timeout_s: float, env: Sequence[tuple[str, str]] = ()) -> FioProcessResult: ...
 
 
 class RunObserver(Protocol):
@@ -44,6 +45,8 @@ class RunObserver(Protocol):
     def repetition_started(self, item: ScheduledRepetition, position: int) -> None: ...
 
     def repetition_finished(self, item: ScheduledRepetition, position: int, outcome: RepetitionOutcome) -> None: ...
+
+    def lab_event(self, message: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,52 @@ def mem_total_bytes() -> int | None:
     return None
 
 
+def group_by_lab(items: Sequence[ScheduledRepetition]) -> list[tuple[tuple[tuple[str, str], ...],
+                                                                      list[ScheduledRepetition]]]:
+    """Repetitions grouped by lab configuration, in order of first appearance (order kept within a group):
+    each configuration is brought up once."""
+    groups: dict[tuple[tuple[str, str], ...], list[ScheduledRepetition]] = {}
+    for item in items:
+        groups.setdefault(item.case.lab, []).append(item)
+    return list(groups.items())
+
+
+@contextmanager
+def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Sequence[Case], checked: Checked,
+                observer: RunObserver, *, keep: bool) -> Iterator[dict[str, PreparedTarget]]:
+    """Bring up the lab this group needs (if any), prepare the targets that live on it, and tear it down
+    afterwards — also when the run fails or is interrupted."""
+    from storbench.targets.ceph import DEFAULT_CEPH_CONF, prepare_rbd_target
+
+    targets = dict(checked.targets)
+    rbd_specs = {c.target.name: c.target for c in cases if c.target.kind == "rbd"}
+    if dict(lab).get("lab") != "ceph":
+        for name, target in rbd_specs.items():
+            targets[name] = prepare_rbd_target(target, target.conf or DEFAULT_CEPH_CONF)
+        yield targets
+        return
+    from storbench.lab.ceph import CephLab
+    from storbench.lab.ceph_conf import ceph_spec_for
+
+    ceph_config = loaded.config.lab.ceph if loaded.config.lab else None
+    pools = tuple(spec.pool for spec in rbd_specs.values() if spec.pool)
+    lab_spec = ceph_spec_for(lab, pools, bool(ceph_config and ceph_config.cephfs))
+    described = " ".join(f"{k}={v}" for k, v in lab if k != "lab")
+    observer.lab_event(f"ceph lab: bringing up {described}")
+    ceph_lab = CephLab()
+    started = time.time()
+    info = ceph_lab.up(lab_spec)
+    try:
+        observer.lab_event(f"ceph lab: up in {time.time() - started:.0f}s ({info.conf})")
+        for name, target in rbd_specs.items():
+            targets[name] = prepare_rbd_target(target, info.conf)
+        yield targets
+    finally:
+        if not keep:
+            ceph_lab.down()
+            observer.lab_event("ceph lab: torn down")
+
+
 def plan_sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -119,6 +168,7 @@ def run_plan(
     observer: RunObserver,
     *,
     resume: bool,
+    keep_lab: bool = False,
     clock: Callable[[], float] = time.time,
 ) -> RunResult:
     config = loaded.config
@@ -143,21 +193,26 @@ def run_plan(
     todo = [item for item in order if (item.case.case_id, item.rep_index) not in done]
     observer.run_started(run_id, len(todo), len(order) - len(todo), sum(repetition_seconds(i.case) for i in todo))
     failed = 0
-    for position, item in enumerate(todo):
-        observer.repetition_started(item, position)
-        prepared = checked.targets[item.case.target.name]
-        job_text = render_job(item.case, prepared.binding)
-        timeout_s = watchdog_seconds(item.case, config.timeout_grace)
-        result = executor.run(job_text, timeout_s)
-        outcome = judge_repetition(
-            rw=item.case.workload.rw, returncode=result.returncode, timed_out=result.timed_out,
-            timeout_s=timeout_s, output_text=result.output_text, stderr_tail=result.stderr_tail,
-            started_at_s=result.started_at_s, finished_at_s=result.finished_at_s, job_text=job_text,
-            command=result.command, fio_version=caps.version, client=executor.name,
-        )
-        store.save_repetition(run_id, item.case, item.rep_index, outcome, prepared.details)
-        if outcome.status != Status.OK:
-            failed += 1
-        observer.repetition_finished(item, position, outcome)
+    position = 0
+    for lab, items in group_by_lab(todo):
+        with lab_session(loaded, lab, [i.case for i in items], checked, observer, keep=keep_lab) as targets:
+            for item in items:
+                observer.repetition_started(item, position)
+                prepared = targets[item.case.target.name]
+                job_text = render_job(item.case, prepared.binding)
+                timeout_s = watchdog_seconds(item.case, config.timeout_grace)
+                result = executor.run(job_text, timeout_s, prepared.binding.env)
+                outcome = judge_repetition(
+                    rw=item.case.workload.rw, returncode=result.returncode, timed_out=result.timed_out,
+                    timeout_s=timeout_s, output_text=result.output_text, stderr_tail=result.stderr_tail,
+                    started_at_s=result.started_at_s, finished_at_s=result.finished_at_s, job_text=job_text,
+                    command=result.command, fio_version=caps.version, client=executor.name,
+                )
+                store.save_repetition(run_id, item.case, item.rep_index, outcome,
+                                      (*prepared.details, *item.case.lab))
+                if outcome.status != Status.OK:
+                    failed += 1
+                observer.repetition_finished(item, position, outcome)
+                position += 1
     store.finish_run(run_id, clock())
     return RunResult(run_id=run_id, ran=len(todo), skipped=len(order) - len(todo), failed=failed)

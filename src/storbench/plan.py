@@ -15,6 +15,7 @@ from storbench.config import (
     LoadedPlan,
     PathTargetConfig,
     PlanConfig,
+    RbdTargetConfig,
     fio_value_text,
 )
 from storbench.errors import UserError, did_you_mean
@@ -33,7 +34,15 @@ _AXIS_NORMALISERS = {
     "ramp": parse_duration_s,
     "direct": bool,
     "ioengine": str,
+    "osds": int,
+    "osd_size": parse_size_bytes,
+    "objectstore": str,
+    "pool_size": int,
+    "cache_size": parse_size_bytes,
+    "osd_memory_target": parse_size_bytes,
 }
+# Sweep axes that configure the Ceph lab rather than fio.
+CEPH_LAB_AXES = ("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target")
 
 # Estimated fixed cost of one fio invocation (start, layout check, JSON) used for the ETA.
 FIO_STARTUP_S = 0.6
@@ -41,19 +50,27 @@ FIO_STARTUP_S = 0.6
 LAYOUT_BYTES_PER_S = 300 * 1024 * 1024
 
 
-def target_spec(name: str, config: PathTargetConfig | BlockTargetConfig) -> TargetSpec:
+def target_spec(name: str, config: PathTargetConfig | BlockTargetConfig | RbdTargetConfig) -> TargetSpec:
     if isinstance(config, PathTargetConfig):
         return TargetSpec(name=name, kind="path", path=config.path, size_bytes=config.size)
+    if isinstance(config, RbdTargetConfig):
+        return TargetSpec(name=name, kind="rbd", size_bytes=config.size, pool=config.pool, image=config.image,
+                          client=config.client, conf=config.conf)
     return TargetSpec(
         name=name, kind="block", device=config.device, size_bytes=config.size, destructive=config.destructive
     )
 
 
+_LATER_TARGET_FIELDS = frozenset({"pool", "image", "client", "conf"})
+
+
 def case_id_for(target: TargetSpec, workload: WorkloadPoint, clients: int = 1,
                 lab: tuple[tuple[str, str], ...] = ()) -> str:
     """A stable id from the case's definition: same definition, same id, on any machine."""
+    # fields added after the first release count only when set, so existing case ids stay the same
+    target_fields = {k: v for k, v in asdict(target).items() if v is not None or k not in _LATER_TARGET_FIELDS}
     canonical = json.dumps(
-        {"target": asdict(target), "workload": asdict(workload), "clients": clients, "lab": list(lab)},
+        {"target": target_fields, "workload": asdict(workload), "clients": clients, "lab": list(lab)},
         sort_keys=True,
         separators=(",", ":"),
     )
@@ -84,6 +101,12 @@ def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
     for name, value in sorted(w.fio.items()):
         values = value if isinstance(value, list) else [value]
         axes.append(Axis(name, tuple(fio_value_text(v) for v in values)))
+    ceph = config.lab.ceph if config.lab else None
+    if ceph is not None:
+        for name in CEPH_LAB_AXES:
+            lab_values = getattr(ceph, name)
+            if lab_values is not None:
+                axes.append(Axis(name, tuple(lab_values)))
     return tuple(axes)
 
 
@@ -176,6 +199,13 @@ def _case(config: PlanConfig, point: Mapping[str, object]) -> Case:
     target = target_spec(target_name, config.targets[target_name])
     rw = str(point["rw"])
     fio_options = tuple(sorted((k, str(v)) for k, v in point.items() if k not in _AXIS_NORMALISERS))
+    lab: tuple[tuple[str, str], ...] = ()
+    if config.lab is not None and config.lab.ceph is not None:
+        lab = (("lab", "ceph"), *sorted((k, str(v)) for k, v in point.items() if k in CEPH_LAB_AXES))
+        if config.lab.ceph.cephfs:
+            lab = (*lab, ("cephfs", "1"))
+    # fio's rbd engine is the only way to an rbd target
+    ioengine = "rbd" if target.kind == "rbd" else str(point["ioengine"])
     workload = WorkloadPoint(
         rw=rw,
         rwmixread=int(str(point["rwmixread"])) if rw in MIXED_RW else None,
@@ -185,11 +215,11 @@ def _case(config: PlanConfig, point: Mapping[str, object]) -> Case:
         runtime_s=float(str(point["runtime"])),
         ramp_s=float(str(point["ramp"])),
         direct=bool(point["direct"]),
-        ioengine=str(point["ioengine"]),
+        ioengine=ioengine,
         size_bytes=config.workload.size if config.workload.size is not None else target.size_bytes,
         fio_options=fio_options,
     )
-    return Case(case_id=case_id_for(target, workload), target=target, workload=workload)
+    return Case(case_id=case_id_for(target, workload, lab=lab), target=target, workload=workload, lab=lab)
 
 
 def schedule(cases: Sequence[Case], repeat: int, order: str, seed: int) -> list[ScheduledRepetition]:

@@ -36,6 +36,7 @@ class Record:
     ramp_s: float
     size_bytes: int | None
     fio_options: str
+    lab: str
     repeat: int
     direction: str
     status: str
@@ -106,7 +107,8 @@ def repetition_records(repetitions: Iterable[StoredRepetition]) -> list[Record]:
                     rw=w.rw, rwmixread=w.rwmixread, bs=format_block_size(w.bs_bytes), bs_bytes=w.bs_bytes,
                     iodepth=w.iodepth, numjobs=w.numjobs, clients=case.clients, ioengine=w.ioengine,
                     direct=w.direct, runtime_s=w.runtime_s, ramp_s=w.ramp_s, size_bytes=w.size_bytes,
-                    fio_options=" ".join(f"{k}={v}" for k, v in w.fio_options), repeat=rep.rep_index,
+                    fio_options=" ".join(f"{k}={v}" for k, v in w.fio_options),
+                    lab=" ".join(f"{k}={v}" for k, v in case.lab), repeat=rep.rep_index,
                     direction=m.direction.value if m else "", status=rep.status.value,
                     started_at_s=rep.started_at_s, finished_at_s=rep.finished_at_s, fio_version=rep.fio_version,
                     iops=m.iops if m else None, bw_bytes=m.bw_bytes if m else None,
@@ -152,3 +154,8 @@ def filter_records(records: Sequence[Record], where: Sequence[tuple[str, str]]) 
         if keep:
             out.append(record)
     return out
+
+
+def lab_parameters(record: Record) -> dict[str, str]:
+    """The lab configuration a record was measured on, as a mapping ("pool_size" -> "2")."""
+    return dict(part.split("=", 1) for part in record.lab.split() if "=" in part)

@@ -9,13 +9,17 @@ from storbench.config import (
     MANAGED_FIO_OPTIONS,
     REFUSED_FIO_OPTIONS,
     BlockTargetConfig,
+    CephLabConfig,
+    LabConfig,
     PathTargetConfig,
     PlanConfig,
+    RbdTargetConfig,
     WorkloadConfig,
 )
 from storbench.fio.options import REFUSED_ENGINES
 
-SWEEPABLE = {"rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine"}
+SWEEPABLE = {"rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine", "osds",
+             "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target"}
 
 
 def _default(model: type[BaseModel], name: str) -> str:
@@ -70,6 +74,13 @@ def plan_reference_markdown() -> str:
         "",
         *_table(BlockTargetConfig),
         "",
+        "### `kind: rbd`",
+        "",
+        RbdTargetConfig.__doc__ or "",
+        "The job uses `ioengine=rbd` (whatever `workload.ioengine` says) with `CEPH_CONF` set to the cluster's conf.",
+        "",
+        *_table(RbdTargetConfig),
+        "",
         "## `workload`",
         "",
         WorkloadConfig.__doc__ or "",
@@ -89,10 +100,31 @@ def plan_reference_markdown() -> str:
         + ", ".join(f"`{name}`" for name in sorted(REFUSED_FIO_OPTIONS)) + ". Refused engines: "
         + ", ".join(f"`{name}`" for name in sorted(REFUSED_ENGINES)) + ".",
         "",
+        "## `lab`",
+        "",
+        LabConfig.__doc__ or "",
+        "",
+        "### `lab.ceph`",
+        "",
+        CephLabConfig.__doc__ or "",
+        "Each combination of the lists below is one cluster: storbench brings it up (about 15 s for 3 OSDs), runs "
+        "every case on it, and tears it down. The parameters are stored with each result (`lab` field) and can be "
+        "used in `exclude` rules and `compare` selectors, e.g. `--baseline pool_size=2 --candidate pool_size=3`.",
+        "",
+        *_table(CephLabConfig, sweep=True),
+        "",
+        "```yaml",
+        "targets:",
+        "  rbd: {kind: rbd, pool: bench, image: img, size: 1GiB}",
+        "lab:",
+        "  ceph: {osds: 3, pool_size: [2, 3]}",
+        "```",
+        "",
         "## `exclude`",
         "",
         "A list of rules. Each rule maps sweep parameters (`target`, `rw`, `bs`, `iodepth`, `numjobs`, `runtime`, "
-        "`ramp`, `direct`, `ioengine`, `rwmixread`, or a `workload.fio` option) to a value or a list of values; "
+        "`ramp`, `direct`, `ioengine`, `rwmixread`, a `workload.fio` option, or a `lab.ceph` parameter) to a "
+        "value or a list of values; "
         "a point of the sweep is dropped when it matches every key of some rule. A rule naming a parameter or value "
         "the plan never sweeps is an error.",
         "",

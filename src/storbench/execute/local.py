@@ -9,6 +9,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,7 +70,7 @@ class LocalExecutor:
         self.fio_binary = fio_binary
         self.term_grace_s = term_grace_s
 
-    def run(self, job_text: str, timeout_s: float) -> FioProcessResult:
+    def run(self, job_text: str, timeout_s: float, env: Sequence[tuple[str, str]] = ()) -> FioProcessResult:
         with tempfile.TemporaryDirectory(prefix="storbench-") as private_dir:
             work = Path(private_dir)
             job_path = work / "job.fio"
@@ -86,6 +87,7 @@ class LocalExecutor:
                     stdout=stderr_file,
                     stderr=subprocess.STDOUT,
                     cwd=private_dir,
+                    env={**os.environ, **dict(env)} if env else None,
                     process_group=0,
                     preexec_fn=_die_with_parent,
                 )

@@ -17,9 +17,11 @@ _JOB_KEY_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 @dataclass(frozen=True)
 class JobBinding:
-    """How a prepared target appears in a job file: its fio options (directory, filename, ...)."""
+    """How a prepared target appears in a job file: its fio options (directory, filename, pool, ...) and the
+    environment fio needs for it (CEPH_CONF for the rbd engine)."""
 
     options: tuple[tuple[str, str], ...]
+    env: tuple[tuple[str, str], ...] = ()
 
 
 def escape_fio_path(path: str) -> str:

@@ -7,7 +7,7 @@ import io
 import json
 from collections.abc import Sequence
 
-from storbench.report.tables import change_text, iops_with_ci, point_label
+from storbench.report.tables import change_text, iops_with_ci, point_label, varying_comparison_lab
 from storbench.stats.compare import PointComparison
 
 COMPARE_FIELDS = (
@@ -58,8 +58,9 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
         "| point | IOPS baseline | IOPS candidate | IOPS | bandwidth | mean latency | p95 | p99 |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    lab_keys = varying_comparison_lab(comparisons)
     for c in comparisons:
-        label = point_label(c) + ("" if c.comparable else f" (x: {c.reason})")
+        label = point_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")
         cells = [change_text(c, f)[0] for f in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns")]
         lines.append(f"| {label} | {iops_with_ci(c.baseline.metric('iops'))} | "
                      f"{iops_with_ci(c.candidate.metric('iops'))} | " + " | ".join(cells) + " |")

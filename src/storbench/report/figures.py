@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from storbench.model import LatencyHistogram, Status, StoredRepetition
-from storbench.report.tables import point_label
+from storbench.report.tables import point_label, varying_comparison_lab
 from storbench.stats.compare import PointComparison
 from storbench.stats.drift import Drift
 from storbench.stats.knee import Curve
@@ -187,7 +187,8 @@ def comparison_figures(comparisons: Sequence[PointComparison], baseline: str, ca
     """Baseline and candidate side by side with 95 % CI error bars, for IOPS and p99 latency."""
     if not comparisons:
         return []
-    labels = tuple(point_label(c) for c in comparisons)
+    lab_keys = varying_comparison_lab(comparisons)
+    labels = tuple(point_label(c, lab_keys) for c in comparisons)
     figures = []
     for field, title, unit, scale in (("iops", "IOPS", "IOPS", 1.0), ("lat_p99_ns", "p99 latency", "µs", 1000.0)):
         series = []

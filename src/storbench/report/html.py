@@ -16,7 +16,7 @@ from storbench import __version__
 from storbench.model import RunInfo
 from storbench.report.figures import FigureSpec
 from storbench.report.plotly_render import plotly_json
-from storbench.report.tables import change_text, iops_with_ci, point_label
+from storbench.report.tables import change_text, iops_with_ci, point_label, varying_comparison_lab
 from storbench.stats.compare import PointComparison
 from storbench.stats.knee import Curve, LatencyObjective, best_under_objective
 from storbench.stats.summary import PointSummary
@@ -77,12 +77,13 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
 def _comparison_table(doc: ReportDocument) -> str:
     head = ("point", "IOPS baseline", "IOPS candidate", "IOPS", "bandwidth", "mean latency", "p95", "p99")
     rows = []
+    lab_keys = varying_comparison_lab(doc.comparisons)
     for c in doc.comparisons:
         cells = []
         for field in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns"):
             text, verdict = change_text(c, field)
             cells.append(f"<td class='verdict-{_e(verdict.name.lower())}'>{_e(text)}</td>")
-        label = point_label(c) + ("" if c.comparable else f" (x: {c.reason})")
+        label = point_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")
         rows.append(f"<tr><td>{_e(label)}</td><td>{_e(iops_with_ci(c.baseline.metric('iops')))}</td>"
                     f"<td>{_e(iops_with_ci(c.candidate.metric('iops')))}</td>" + "".join(cells) + "</tr>")
     return (f"<p>Baseline <code>{_e(doc.baseline)}</code> vs candidate <code>{_e(doc.candidate)}</code>: change of the "

@@ -36,8 +36,9 @@ def results_table(points: Sequence[PointSummary], title: str) -> Table:
     """One row per case and direction: mean over repetitions, IOPS with its 95 % confidence interval."""
     table = Table(title=title, title_justify="left", header_style="bold")
     with_options = any(p.fio_options for p in points)
+    lab_keys = varying_lab_keys(points)
     columns = (("target", "left"), ("rw", "left"), ("bs", "right"), ("qd", "right"), ("jobs", "right"),
-               *((("fio options", "left"),) if with_options else ()),
+               *((("fio options", "left"),) if with_options else ()), *((("lab", "left"),) if lab_keys else ()),
                ("dir", "left"), ("n", "right"), ("IOPS ± 95% CI", "right"), ("CV", "right"), ("MiB/s", "right"),
                ("lat mean", "right"), ("p50", "right"), ("p95", "right"), ("p99", "right"), ("p99.9", "right"),
                ("cpu usr/sys %", "right"), ("disk %", "right"), ("!", "left"))
@@ -50,6 +51,7 @@ def results_table(points: Sequence[PointSummary], title: str) -> Table:
         style = "red" if p.repetitions_ok < p.repetitions_total else None
         table.add_row(
             p.target, p.rw, p.bs, str(p.iodepth), str(p.numjobs), *((p.fio_options,) if with_options else ()),
+            *((lab_text(p, lab_keys),) if lab_keys else ()),
             p.direction or "-",
             f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
             _mean(p.metric("bw_bytes"), ",.1f", 1048576), _lat(p.metric("lat_mean_ns")), _lat(p.metric("lat_p50_ns")),
@@ -59,6 +61,20 @@ def results_table(points: Sequence[PointSummary], title: str) -> Table:
             style=style,
         )
     return table
+
+
+def varying_lab_keys(points: Sequence[PointSummary]) -> list[str]:
+    """Lab parameters whose value differs between the points (the ones worth a column)."""
+    keys: dict[str, set[str]] = {}
+    for p in points:
+        for k, v in p.lab:
+            keys.setdefault(k, set()).add(v)
+    return [k for k, values in keys.items() if len(values) > 1 or any(k not in dict(p.lab) for p in points)]
+
+
+def lab_text(point: PointSummary, keys: Sequence[str]) -> str:
+    params = dict(point.lab)
+    return " ".join(f"{k}={params[k]}" for k in keys if k in params)
 
 
 def warning_lines(points: Sequence[PointSummary]) -> list[str]:
@@ -93,9 +109,21 @@ def change_text(comparison: PointComparison, field: str) -> tuple[str, Verdict]:
     return f"{d.change_pct:+.1f}% [{d.change_ci_low_pct:+.1f}, {d.change_ci_high_pct:+.1f}] {mark}", cell.verdict
 
 
-def point_label(comparison: PointComparison) -> str:
-    """The matched point in words: 'disk randrw 70% 4k qd16 read' (numjobs/clients only when not 1)."""
+def varying_comparison_lab(comparisons: Sequence[PointComparison]) -> frozenset[str]:
+    """Lab keys (as 'lab.NAME') whose value differs between comparisons: the ones a label must show."""
+    values: dict[str, set[str]] = {}
+    for c in comparisons:
+        for k, v in c.key:
+            if k.startswith("lab."):
+                values.setdefault(k, set()).add(v)
+    return frozenset(k for k, v in values.items() if len(v) > 1)
+
+
+def point_label(comparison: PointComparison, lab_keys: frozenset[str] = frozenset()) -> str:
+    """The matched point in words: 'disk randrw 70% 4k qd16 read osds=6' (numjobs/clients only when not 1,
+    lab parameters only those in ``lab_keys``)."""
     key = dict(comparison.key)
+    lab = [f"{k[4:]}={v}" for k, v in comparison.key if k in lab_keys]
     parts = [key.get("target", ""), key.get("rw", "")]
     if key.get("rwmixread"):
         parts.append(f"{key['rwmixread']}%")
@@ -106,7 +134,7 @@ def point_label(comparison: PointComparison) -> str:
         if key.get(field, "1") != "1":
             parts.append(f"{key[field]} {unit}")
     parts.append(key.get("direction", ""))
-    return " ".join(p for p in parts if p)
+    return " ".join(p for p in [*parts, *lab] if p)
 
 
 def compare_table(comparisons: Sequence[PointComparison], baseline: str, candidate: str) -> Table:
@@ -114,13 +142,14 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
                   "~ no detectable difference x not comparable)", title_justify="left", header_style="bold")
     for name in ("point", "IOPS base", "IOPS cand", "IOPS", "bandwidth", "mean lat", "p95", "p99"):
         table.add_column(name, justify="left" if name == "point" else "right", no_wrap=True)
+    lab_keys = varying_comparison_lab(comparisons)
     for c in comparisons:
         b, k = c.baseline.metric("iops"), c.candidate.metric("iops")
         cells = []
         for field in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns"):
             text, verdict = change_text(c, field)
             cells.append(_change(text, verdict))
-        label = point_label(c) + ("" if c.comparable else f" [yellow](x: {c.reason})[/]")
+        label = point_label(c, lab_keys) + ("" if c.comparable else f" [yellow](x: {c.reason})[/]")
         table.add_row(label, iops_with_ci(b), iops_with_ci(k), *cells)
     return table
 

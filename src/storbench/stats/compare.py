@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from storbench.records import RECORD_FIELDS, Record
+from storbench.records import RECORD_FIELDS, Record, lab_parameters
 from storbench.stats.estimate import Difference, Estimate, welch_difference
 from storbench.stats.metrics import COMPARE_METRICS, Metric
 from storbench.stats.summary import PointSummary, summarize_points
@@ -41,7 +41,8 @@ class Selector:
 
 
 def parse_selector(text: str) -> Selector:
-    """``3`` (a run), ``run=3``, ``target=nvme``, ``tag=after``, ``bs=4k,rw=randread``. ValueError on bad text."""
+    """``3`` (a run), ``run=3``, ``target=nvme``, ``tag=after``, ``bs=4k,rw=randread``, ``pool_size=2`` (a lab
+    parameter). ValueError on bad text; unknown keys are found by ``unknown_keys`` against the data."""
     stripped = text.strip()
     if stripped.isdigit():
         return Selector(text, (("run", stripped),))
@@ -51,12 +52,16 @@ def parse_selector(text: str) -> Selector:
         if not match:
             raise ValueError(f"{part.strip()!r} is not KEY=VALUE")
         key, value = match.groups()
-        if key not in RECORD_FIELDS and key not in ("run", "tag"):
-            raise ValueError(f"unknown key {key!r}")
         pairs.append((key, value))
     if not pairs:
         raise ValueError("empty selector")
     return Selector(text, tuple(pairs))
+
+
+def unknown_keys(selector: Selector, records: Sequence[Record]) -> list[str]:
+    """Selector keys that are neither record fields nor lab parameters of any record."""
+    lab_keys = {k for r in records for k in lab_parameters(r)}
+    return [k for k, _ in selector.pairs if k not in RECORD_FIELDS and k not in ("run", "tag") and k not in lab_keys]
 
 
 def _matches(record: Record, key: str, value: str, tags: Mapping[int, tuple[str, ...]]) -> bool:
@@ -64,6 +69,16 @@ def _matches(record: Record, key: str, value: str, tags: Mapping[int, tuple[str,
         return str(record.run_id) == value
     if key == "tag":
         return value in tags.get(record.run_id, ())
+    if key not in RECORD_FIELDS:
+        lab_value = lab_parameters(record).get(key)
+        if lab_value is None:
+            return False
+        if key in ("osd_size", "cache_size", "osd_memory_target"):
+            try:
+                return int(lab_value) == parse_size_bytes(value)
+            except ValueError:
+                return False
+        return lab_value == value
     actual = getattr(record, key)
     if key == "bs":
         try:
@@ -107,6 +122,8 @@ class PointComparison:
 
 
 def _value(point: PointSummary, field: str) -> str:
+    if field == "lab":
+        return " ".join(f"{k}={v}" for k, v in point.lab)
     value = getattr(point, field)
     if isinstance(value, tuple):
         return ",".join(map(str, value))
@@ -130,16 +147,21 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
     io_uring with io_uring — and otherwise with any point of the same match key, marked not comparable.
     """
     match_fields = [f for f in MATCH_FIELDS if f not in ignore]
+    lab_ignored = {k for k in ignore if k not in RECORD_FIELDS}
+
+    def lab_key(point: PointSummary) -> tuple[tuple[str, str], ...]:
+        return tuple(("lab." + k, v) for k, v in point.lab if k not in lab_ignored)
+
     workload_fields = [f for f in COMPARABLE_FIELDS if f not in ignore and f != "fio_versions"]
     by_key: dict[tuple[tuple[str, str], ...], PointSummary] = {}
     by_full_key: dict[tuple[tuple[str, str], ...], PointSummary] = {}
     for point in baseline:
-        key = tuple((f, _value(point, f)) for f in match_fields)
+        key = tuple((f, _value(point, f)) for f in match_fields) + lab_key(point)
         by_key.setdefault(key, point)
         by_full_key.setdefault(key + tuple((f, _value(point, f)) for f in workload_fields), point)
     out: list[PointComparison] = []
     for point in candidate:
-        key = tuple((f, _value(point, f)) for f in match_fields)
+        key = tuple((f, _value(point, f)) for f in match_fields) + lab_key(point)
         base = by_full_key.get(key + tuple((f, _value(point, f)) for f in workload_fields)) or by_key.get(key)
         if base is None:
             continue

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from storbench.model import Direction, Status
-from storbench.records import Record
+from storbench.records import Record, lab_parameters
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.metrics import SUMMARY_METRICS
 from storbench.units import format_bytes
@@ -58,6 +58,7 @@ class PointSummary:
     runtime_s: float
     ramp_s: float
     fio_options: str
+    lab: tuple[tuple[str, str], ...]
     fio_versions: tuple[str, ...]
     repetitions_ok: int
     repetitions_total: int
@@ -94,7 +95,7 @@ def point_warnings(records: Sequence[Record], ok: Sequence[Record], iops: Estima
                                     f"runtime {first.runtime_s:g}s is shorter than ramp {first.ramp_s:g}s",
                                     "measure for longer than you warm up"))
     working_set = (first.size_bytes or 0) * first.numjobs * first.clients
-    if not first.direct and mem_total_bytes and 0 < working_set <= mem_total_bytes:
+    if first.target_kind == "path" and not first.direct and mem_total_bytes and 0 < working_set <= mem_total_bytes:
         warnings.append(StatWarning(
             "page_cache", f"working set fits in page cache (buffered I/O, {format_bytes(working_set)} of "
             f"{format_bytes(mem_total_bytes)} RAM)", "set direct: true, or a size larger than RAM"))
@@ -131,6 +132,7 @@ def summarize_points(records: Sequence[Record], mem_total_bytes: Mapping[int, in
                 bs_bytes=first.bs_bytes, iodepth=first.iodepth, numjobs=first.numjobs, clients=first.clients,
                 direction=direction, ioengine=first.ioengine, direct=first.direct, runtime_s=first.runtime_s,
                 ramp_s=first.ramp_s, fio_options=first.fio_options,
+                lab=tuple(sorted(lab_parameters(first).items())),
                 fio_versions=tuple(sorted({r.fio_version for r in group})),
                 repetitions_ok=len({(r.run_id, r.repeat) for r in rows}),
                 repetitions_total=len({(r.run_id, r.repeat) for r in group}),

@@ -148,7 +148,8 @@ def check_block_target(spec: TargetSpec, cases: Sequence[Case], *, where: str = 
 def check_targets(cases: Sequence[Case], *, create: bool,
                   where: Callable[[str], str] = lambda name: "") -> dict[str, PreparedTarget]:
     """Check every target of a plan before any I/O; ``create`` makes missing directories.
-    ``where`` turns a target name into its place in the plan file, for messages."""
+    ``where`` turns a target name into its place in the plan file, for messages. Targets that need a cluster
+    (rbd) are only checked here and prepared by the run once their cluster is up."""
     by_target: dict[str, list[Case]] = {}
     for case in cases:
         by_target.setdefault(case.target.name, []).append(case)
@@ -159,6 +160,10 @@ def check_targets(cases: Sequence[Case], *, create: bool,
             prepared[name] = check_path_target(spec, target_cases, create=create, where=where(name))
         elif spec.kind == "block":
             prepared[name] = check_block_target(spec, target_cases, where=where(name))
+        elif spec.kind == "rbd":
+            from storbench.targets.ceph import check_rbd_target
+
+            check_rbd_target(spec, target_cases, where=where(name))  # prepared once its cluster is up
         else:
             raise UserError(f"target '{name}': kind '{spec.kind}' is not supported here")
     return prepared

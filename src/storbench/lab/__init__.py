@@ -1,0 +1,1 @@
+"""Real one-machine test beds: a Ceph cluster and an NFS server, from Debian's packages."""

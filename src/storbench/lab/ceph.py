@@ -1,0 +1,235 @@
+"""A real Ceph cluster on this machine from Debian's packages (shell): mon, mgr, OSDs on sparse files.
+
+`up` writes a private ceph.conf and keyrings under the lab directory, starts the daemons directly (no systemd,
+no ceph-volume), waits for HEALTH_OK-grade readiness and creates the pools. `down` kills every daemon of the
+lab, unmounts its ceph-fuse mounts and removes the directory. `up` with the same spec is a no-op.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from storbench.errors import UserError
+from storbench.lab.ceph_conf import CephLabSpec, mon_address, render_ceph_conf
+from storbench.lab.process import kill_all, pids_with, run, start_daemon
+
+DEFAULT_LAB_DIR = Path(os.environ.get("STORBENCH_LAB_DIR", "/var/tmp/storbench-lab"))
+READY_TIMEOUT_S = 180.0
+
+
+@dataclass(frozen=True)
+class CephLabInfo:
+    root: str
+    conf: str
+    fsid: str
+    spec: CephLabSpec
+    cephfs_mount: str | None
+
+
+class CephLab:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = (root or DEFAULT_LAB_DIR / "ceph").resolve()
+        self.conf = self.root / "ceph.conf"
+        self.state = self.root / "lab.json"
+
+    # ---- queries ----------------------------------------------------------------------------------------
+    def ceph(self, *args: str, timeout_s: float = 60) -> str:
+        return run(["ceph", "-c", str(self.conf), *args], timeout_s=timeout_s)
+
+    def ceph_json(self, *args: str) -> object:
+        return json.loads(self.ceph(*args, "-f", "json"))
+
+    def info(self) -> CephLabInfo | None:
+        try:
+            raw = json.loads(self.state.read_text())
+        except (OSError, ValueError):
+            return None
+        spec_raw = raw["spec"]
+        spec_raw["pools"] = tuple(tuple(p) for p in spec_raw["pools"])
+        return CephLabInfo(root=raw["root"], conf=raw["conf"], fsid=raw["fsid"], spec=CephLabSpec(**spec_raw),
+                           cephfs_mount=raw.get("cephfs_mount"))
+
+    def create_image(self, pool: str, image: str, size_bytes: int) -> None:
+        """An RBD image, created if missing (fio's rbd engine needs it to exist)."""
+        images = run(["rbd", "-c", str(self.conf), "ls", pool], timeout_s=30).split()
+        if image not in images:
+            run(["rbd", "-c", str(self.conf), "create", "--size", f"{max(1, size_bytes // 1048576)}M",
+                 f"{pool}/{image}"], timeout_s=60)
+
+    def running(self) -> bool:
+        return bool(pids_with(str(self.root) + "/"))
+
+    def status(self) -> str:
+        info = self.info()
+        if info is None:
+            return f"ceph lab: down ({self.root} holds no lab)"
+        if not self.running():
+            return f"ceph lab: stopped but not removed ({self.root}); run `storbench lab ceph down`"
+        health = self.ceph("health").strip()
+        return (f"ceph lab: up, {health}; conf {info.conf}; osds {info.spec.osds} ({info.spec.objectstore}); pools "
+                + ", ".join(f"{n} (size {s})" for n, s in info.spec.pools)
+                + (f"; cephfs mounted at {info.cephfs_mount}" if info.cephfs_mount else ""))
+
+    # ---- lifecycle --------------------------------------------------------------------------------------
+    def up(self, spec: CephLabSpec) -> CephLabInfo:
+        current = self.info()
+        if current is not None and current.spec == spec and self.running():
+            try:
+                self._wait_ready(spec, timeout_s=30)
+                return current
+            except UserError:
+                pass
+        self.down()
+        started = time.time()
+        self.root.mkdir(parents=True, exist_ok=True)
+        for sub in ("run", "log"):
+            (self.root / sub).mkdir(exist_ok=True)
+        fsid = str(uuid.uuid4())
+        self.conf.write_text(render_ceph_conf(spec, fsid, str(self.root)))
+        try:
+            self._create_mon(fsid)
+            self._create_mgr()
+            self._create_osds(spec)
+            self._wait_ready(spec, timeout_s=READY_TIMEOUT_S)
+            self._create_pools(spec)
+            mount = self._create_cephfs() if spec.cephfs else None
+        except BaseException:
+            self.down()
+            raise
+        info = CephLabInfo(root=str(self.root), conf=str(self.conf), fsid=fsid, spec=spec, cephfs_mount=mount)
+        self.state.write_text(json.dumps({**asdict(info), "up_seconds": round(time.time() - started, 1)}))
+        return info
+
+    def down(self) -> None:
+        """Kill every daemon of this lab, unmount, remove the directory. Safe when nothing is up."""
+        mount = self.root / "mnt" / "cephfs"
+        if os.path.ismount(mount):
+            for command in (["fusermount", "-uz", str(mount)], ["umount", "-l", str(mount)]):
+                try:
+                    run(command, timeout_s=20)
+                    break
+                except UserError:
+                    continue
+        kill_all(pids_with(str(self.root) + "/"))
+        if self.root.exists():
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    # ---- steps ------------------------------------------------------------------------------------------
+    def _create_mon(self, fsid: str) -> None:
+        mon_keyring = self.root / "mon.keyring"
+        admin_keyring = self.root / "ceph.client.admin.keyring"
+        run(["ceph-authtool", "--create-keyring", str(mon_keyring), "--gen-key", "-n", "mon.", "--cap", "mon",
+             "allow *"])
+        run(["ceph-authtool", "--create-keyring", str(admin_keyring), "--gen-key", "-n", "client.admin",
+             "--cap", "mon", "allow *", "--cap", "osd", "allow *", "--cap", "mds", "allow *", "--cap", "mgr",
+             "allow *"])
+        run(["ceph-authtool", str(mon_keyring), "--import-keyring", str(admin_keyring)])
+        monmap = self.root / "monmap"
+        run(["monmaptool", "--create", "--addv", "a", mon_address(), "--fsid", fsid, str(monmap)])
+        (self.root / "mon.a").mkdir()
+        run(["ceph-mon", "-c", str(self.conf), "--mkfs", "-i", "a", "--monmap", str(monmap), "--keyring",
+             str(mon_keyring)])
+        start_daemon(["ceph-mon", "-f", "-c", str(self.conf), "-i", "a"], self.root / "log" / "mon.a.out")
+        self._wait(lambda: bool(self.ceph("mon", "stat", timeout_s=10)), "the monitor to answer", 60)
+
+    def _create_mgr(self) -> None:
+        directory = self.root / "mgr.x"
+        directory.mkdir()
+        self.ceph("auth", "get-or-create", "mgr.x", "mon", "allow profile mgr", "osd", "allow *", "mds", "allow *",
+                  "-o", str(directory / "keyring"))
+        start_daemon(["ceph-mgr", "-f", "-c", str(self.conf), "-i", "x"], self.root / "log" / "mgr.x.out")
+
+    def _create_osds(self, spec: CephLabSpec) -> None:
+        ids = []
+        for _ in range(spec.osds):
+            osd_uuid = str(uuid.uuid4())
+            osd_id = int(self.ceph("osd", "new", osd_uuid).strip())
+            directory = self.root / f"osd.{osd_id}"
+            directory.mkdir()
+            self.ceph("auth", "get-or-create", f"osd.{osd_id}", "mon", "allow profile osd", "mgr",
+                      "allow profile osd", "osd", "allow *", "-o", str(directory / "keyring"))
+            ids.append((osd_id, osd_uuid))
+
+        def mkfs(item: tuple[int, str]) -> None:
+            osd_id, osd_uuid = item
+            run(["ceph-osd", "-c", str(self.conf), "-i", str(osd_id), "--mkfs", "--osd-uuid", osd_uuid],
+                timeout_s=180)
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(mkfs, ids))
+        for osd_id, _ in ids:
+            start_daemon(["ceph-osd", "-f", "-c", str(self.conf), "-i", str(osd_id)],
+                         self.root / "log" / f"osd.{osd_id}.out")
+
+    def _ready(self, spec: CephLabSpec) -> bool:
+        osd_stat = self.ceph_json("osd", "stat")
+        assert isinstance(osd_stat, dict)
+        if int(osd_stat.get("num_up_osds", 0)) < spec.osds:
+            return False
+        mgr = self.ceph_json("mgr", "stat")
+        if not (isinstance(mgr, dict) and mgr.get("available")):
+            return False
+        pools = self.ceph_json("osd", "pool", "ls")
+        if not (isinstance(pools, list) and "device_health_metrics" in pools):
+            return False
+        return self._pgs_clean()
+
+    def _pgs_clean(self) -> bool:
+        stat = self.ceph_json("pg", "stat")
+        assert isinstance(stat, dict)
+        summary = stat.get("pg_summary", stat)
+        total = int(summary.get("num_pgs", 0))
+        by_state = summary.get("num_pg_by_state", [])
+        clean = sum(int(s.get("num", 0)) for s in by_state if s.get("name") == "active+clean")
+        return total > 0 and clean == total
+
+    def _wait_ready(self, spec: CephLabSpec, timeout_s: float) -> None:
+        self._wait(lambda: self._ready(spec), f"{spec.osds} OSDs up, the mgr and all PGs active+clean", timeout_s)
+
+    def _wait(self, check: Callable[[], bool], what: str, timeout_s: float) -> None:
+        deadline = time.time() + timeout_s
+        last_error = ""
+        while time.time() < deadline:
+            try:
+                if check():
+                    return
+            except UserError as exc:
+                last_error = exc.message
+            time.sleep(0.5)
+        logs = ", ".join(sorted(p.name for p in (self.root / "log").glob("*.log")))
+        raise UserError(f"ceph lab: timed out after {timeout_s:g}s waiting for {what}"
+                        + (f" (last error: {last_error})" if last_error else ""),
+                        hint=f"see the daemon logs in {self.root / 'log'} ({logs})")
+
+    def _create_pools(self, spec: CephLabSpec) -> None:
+        for name, size in spec.pools:
+            self.ceph("osd", "pool", "create", name, str(spec.pg_num), str(spec.pg_num))
+            self.ceph("osd", "pool", "set", name, "size", str(size), "--yes-i-really-mean-it")
+            self.ceph("osd", "pool", "set", name, "min_size", "1")
+            self.ceph("osd", "pool", "application", "enable", name, "rbd")
+        self._wait(self._pgs_clean, "the pools' PGs to become active+clean", READY_TIMEOUT_S)
+
+    def _create_cephfs(self) -> str:
+        directory = self.root / "mds.a"
+        directory.mkdir()
+        self.ceph("auth", "get-or-create", "mds.a", "mon", "allow profile mds", "osd", "allow rwx", "mds",
+                  "allow", "mgr", "allow profile mds", "-o", str(directory / "keyring"))
+        start_daemon(["ceph-mds", "-f", "-c", str(self.conf), "-i", "a"], self.root / "log" / "mds.a.out")
+        self.ceph("osd", "pool", "create", "cephfs_metadata", "16", "16")
+        self.ceph("osd", "pool", "create", "cephfs_data", "32", "32")
+        self.ceph("fs", "new", "labfs", "cephfs_metadata", "cephfs_data")
+        self._wait(lambda: "up:active" in self.ceph("mds", "stat"), "the MDS to become active", 120)
+        mount = self.root / "mnt" / "cephfs"
+        mount.mkdir(parents=True)
+        start_daemon(["ceph-fuse", "-f", "-c", str(self.conf), str(mount)], self.root / "log" / "ceph-fuse.out")
+        self._wait(lambda: os.path.ismount(mount), "ceph-fuse to mount CephFS", 60)
+        return str(mount)
+

@@ -1,0 +1,72 @@
+"""Start, find and stop lab daemons (shell)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from storbench.errors import UserError
+
+
+def run(argv: Sequence[str], *, timeout_s: float = 120, input_text: str | None = None) -> str:
+    """Run a command; a failure is a UserError carrying the tail of its output."""
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, input=input_text,
+                              check=False)
+    except FileNotFoundError:
+        raise UserError(f"{argv[0]} is not installed", hint="run scripts/setup.sh --labs") from None
+    except subprocess.TimeoutExpired:
+        raise UserError(f"`{' '.join(argv[:4])} ...` did not finish in {timeout_s:g}s") from None
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise UserError(f"`{' '.join(argv[:6])}` failed ({done.returncode}): {' | '.join(tail)}")
+    return done.stdout
+
+
+def start_daemon(argv: Sequence[str], log: Path, *, env: dict[str, str] | None = None) -> int:
+    """Start a long-running process in its own session (it outlives storbench); returns its pid."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True, env=env)
+    return process.pid
+
+
+def alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie (PID 1 here reaps slowly)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def pids_with(marker: str) -> list[int]:
+    """Processes whose command line contains ``marker`` (e.g. the lab's directory)."""
+    found = []
+    own = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == own:
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def kill_all(pids: Sequence[int], *, timeout_s: float = 15) -> None:
+    """SIGKILL (a throwaway lab needs no graceful stop) and wait until they are gone."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.time() + timeout_s
+    while time.time() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.1)

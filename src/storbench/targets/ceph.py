@@ -1,0 +1,45 @@
+"""Ceph targets (shell): an RBD image through fio's rbd engine (librbd; no kernel client needed)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from storbench.errors import UserError
+from storbench.fio.jobfile import JobBinding
+from storbench.lab.process import run
+from storbench.model import Case, TargetSpec
+from storbench.targets.local import PreparedTarget
+
+DEFAULT_CEPH_CONF = "/etc/ceph/ceph.conf"
+
+
+def check_rbd_target(spec: TargetSpec, cases: Sequence[Case], *, where: str = "") -> None:
+    """What can be checked before a cluster exists: the tools, and an explicit conf file."""
+    if shutil.which("rbd") is None:
+        raise UserError(f"target '{spec.name}': the rbd tool is not installed", where=where,
+                        hint="install ceph-common (scripts/setup.sh --labs)")
+    uses_lab = any(case.lab for case in cases)
+    if not uses_lab:
+        conf = spec.conf or DEFAULT_CEPH_CONF
+        if not Path(conf).is_file():
+            raise UserError(f"target '{spec.name}': no ceph.conf at {conf}", where=where,
+                            hint="set conf: to your cluster's ceph.conf, or add `lab: {ceph: {}}` to the plan")
+
+
+def prepare_rbd_target(spec: TargetSpec, conf: str) -> PreparedTarget:
+    """Create the image if it is missing; bind the job to it."""
+    assert spec.pool is not None and spec.image is not None and spec.client is not None
+    images = run(["rbd", "-c", conf, "--id", spec.client, "ls", spec.pool], timeout_s=60).split()
+    if spec.image not in images:
+        size_mib = max(1, (spec.size_bytes or 1 << 30) // 1048576)
+        run(["rbd", "-c", conf, "--id", spec.client, "create", "--size", f"{size_mib}M",
+             f"{spec.pool}/{spec.image}"], timeout_s=60)
+    return PreparedTarget(
+        spec=spec,
+        binding=JobBinding(options=(("clientname", spec.client), ("pool", spec.pool), ("rbdname", spec.image)),
+                           env=(("CEPH_CONF", conf),)),
+        details=(("kind", "rbd"), ("pool", spec.pool), ("image", spec.image), ("client", spec.client),
+                 ("conf", conf)),
+    )

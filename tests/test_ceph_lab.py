@@ -1,0 +1,101 @@
+"""A real Ceph cluster on this machine: RBD randwrite on a size-2 and a size-3 pool, end to end.
+
+Runs in CI (scripts/test.sh installs Ceph). Skipped where Ceph's daemons are not installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli, write_plan
+from storbench.lab.ceph import CephLab
+from storbench.lab.process import pids_with
+
+pytestmark = [
+    pytest.mark.fio,
+    pytest.mark.ceph,
+    pytest.mark.skipif(shutil.which("ceph-mon") is None or os.geteuid() != 0,
+                       reason="needs root and Ceph (scripts/setup.sh --labs)"),
+]
+
+PLAN = """
+name: replica
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 512MiB}
+workload:
+  rw: randwrite
+  bs: 4k
+  iodepth: 16
+  runtime: 2s
+repeat: 2
+lab:
+  ceph:
+    osds: 3
+    osd_size: 2GiB
+    pool_size: [2, 3]
+"""
+
+
+@pytest.fixture
+def lab_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "lab"
+    monkeypatch.setattr("storbench.lab.ceph.DEFAULT_LAB_DIR", directory)
+    yield directory
+    CephLab(directory / "ceph").down()
+
+
+def test_rbd_randwrite_replica_2_vs_3(lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, PLAN)
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db))
+    assert code == 0, out + err
+    assert out.count("ceph lab: bringing up") == 2 and out.count("ceph lab: torn down") == 2
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT r.status, c.lab_json, r.job_text, r.target_json FROM repetitions r "
+                        "JOIN cases c ON c.id = r.case_id").fetchall()
+    conn.close()
+    assert len(rows) == 4 and {r[0] for r in rows} == {"ok"}
+    sizes = sorted(dict(json.loads(r[1]))["pool_size"] for r in rows)
+    assert sizes == ["2", "2", "3", "3"]
+    assert all("ioengine=rbd" in r[2] and "pool=bench" in r[2] and "rbdname=img" in r[2] for r in rows)
+    assert all(json.loads(r[3])["pool_size"] in ("2", "3") for r in rows)  # lab parameters in provenance
+    # nothing left behind: no daemon, no directory
+    assert pids_with(str(lab_dir) + "/") == []
+    assert not (lab_dir / "ceph").exists()
+
+    code, out, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "pool_size=2", "--candidate",
+                             "pool_size=3", "--format", "json")
+    assert code == 0, err
+    iops = [r for r in json.loads(out) if r["metric"] == "iops"]
+    assert len(iops) == 1 and iops[0]["baseline_n"] == 2 and iops[0]["candidate_n"] == 2
+    assert iops[0]["baseline_mean"] > 0 and iops[0]["candidate_mean"] > 0
+    assert iops[0]["verdict"] in ("better", "worse", "~")
+
+
+def test_lab_cli_up_twice_status_down(lab_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "lab", "ceph", "up", "--osds", "1", "--pool", "one:1", "--osd-size", "1GiB")
+    assert code == 0 and "conf" in out
+    conf = lab_dir / "ceph" / "ceph.conf"
+    assert conf.exists()
+    first_pids = sorted(pids_with(str(lab_dir) + "/"))
+    assert len(first_pids) >= 3  # mon, mgr, osd
+    code, out, _ = run_cli(capsys, "lab", "ceph", "up", "--osds", "1", "--pool", "one:1", "--osd-size", "1GiB")
+    assert code == 0 and sorted(pids_with(str(lab_dir) + "/")) == first_pids  # the same cluster, untouched
+    code, out, _ = run_cli(capsys, "lab", "ceph", "status")
+    assert code == 0 and "HEALTH_OK" in out and "one (size 1)" in out
+    code, out, _ = run_cli(capsys, "lab", "ceph", "down")
+    assert code == 0
+    assert pids_with(str(lab_dir) + "/") == [] and not (lab_dir / "ceph").exists()
+    code, out, _ = run_cli(capsys, "lab", "ceph", "status")
+    assert code == 0 and "down" in out
+
+
+def test_pool_size_larger_than_osds_is_a_plan_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, PLAN.replace("osds: 3", "osds: 2"))
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "pool_size 3 needs at least 3 OSDs" in err and "lab.ceph.pool_size" in err
