@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs one of examples/NAME.yaml end to end: installs everything (with the labs), runs the plan (bringing
+# up and tearing down its lab), prints the comparison the example is about, and writes its report.
+#   ./scripts/example.sh ceph-replica      -> out/ceph-replica/{results.db,compare.md,report.html,images/}
+set -euo pipefail
+cd "$(dirname "$0")/.."
+name=${1:?usage: scripts/example.sh NAME (one of: $(cd examples && ls *.yaml | sed 's/.yaml//' | tr '\n' ' '))}
+plan=examples/$name.yaml
+[ -f "$plan" ] || { echo "example: no $plan" >&2; exit 2; }
+./scripts/setup.sh --labs
+out=out/$name
+mkdir -p "$out"
+.venv/bin/storbench run "$plan" --db "$out/results.db"
+# the example's comparison is written in its header: "# compare: --baseline ... --candidate ..."
+compare=$(sed -n 's/^# compare: //p' "$plan" | head -n 1)
+report_args=()
+if [ -n "$compare" ]; then
+  read -r -a compare_args <<< "$compare"
+  .venv/bin/storbench compare --db "$out/results.db" "${compare_args[@]}"
+  .venv/bin/storbench compare --db "$out/results.db" "${compare_args[@]}" --format markdown -o "$out/compare.md"
+  report_args=("${compare_args[@]}")
+fi
+.venv/bin/storbench report --db "$out/results.db" --run all -o "$out/report.html" --images "$out/images" \
+  --title "storbench example: $name" "${report_args[@]}"
