@@ -449,6 +449,23 @@ def cmd_lab_ceph(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lab_nfs(args: argparse.Namespace) -> int:
+    from storbench.lab.nfs import NfsLab
+
+    lab = NfsLab(Path(args.dir) if args.dir else None)
+    out = _console()
+    if args.action == "status":
+        out.print(lab.status(), markup=False)
+    elif args.action == "down":
+        lab.down()
+        out.print(f"nfs lab: down; namespace, veth pair and {lab.root} removed", markup=False)
+    else:
+        info = lab.up()
+        out.print(f"nfs lab: up; {info.url} exports {info.export} (nfs-ganesha, VFS; NFSv3 and v4)", markup=False)
+        out.print(f"plan target: {{kind: nfs, url: {info.url}, size: 256MiB}}", markup=False)
+    return 0
+
+
 def cmd_saturation(args: argparse.Namespace) -> int:
     from storbench.report.tables import saturation_table
     from storbench.stats.knee import LOAD_AXES, curves, parse_slo
@@ -594,7 +611,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", default=None, help="report title")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("lab", help="real one-machine test beds: `storbench lab ceph up|down|status`")
+    p = sub.add_parser("lab", help="real one-machine test beds: `storbench lab ceph|nfs up|down|status`")
     lab_sub = p.add_subparsers(dest="lab_kind", metavar="LAB", required=True)
     ceph = lab_sub.add_parser("ceph", help="a Ceph cluster (mon, mgr, OSDs) from Debian's packages on this machine")
     ceph.add_argument("action", choices=("up", "down", "status"))
@@ -609,6 +626,11 @@ def build_parser() -> argparse.ArgumentParser:
     ceph.add_argument("--dir", default=None, help="lab directory (default $STORBENCH_LAB_DIR/ceph or "
                       "/var/tmp/storbench-lab/ceph)")
     ceph.set_defaults(func=cmd_lab_ceph)
+    nfs = lab_sub.add_parser("nfs", help="an NFS server (nfs-ganesha, VFS backend) in a network namespace")
+    nfs.add_argument("action", choices=("up", "down", "status"))
+    nfs.add_argument("--dir", default=None, help="lab directory (default $STORBENCH_LAB_DIR/nfs or "
+                     "/var/tmp/storbench-lab/nfs)")
+    nfs.set_defaults(func=cmd_lab_nfs)
 
     p = sub.add_parser("import", help="ingest existing fio json/json+ output files")
     p.add_argument("files", nargs="+", metavar="FIO_JSON")

@@ -205,6 +205,38 @@ class RbdTargetConfig(StrictModel):
         return value
 
 
+class NfsTargetConfig(StrictModel):
+    """An NFS export driven by fio's nfs engine (libnfs, NFSv3; no kernel client or mount needed). A
+    kernel-mounted NFS directory is simply a `path` target."""
+
+    kind: Literal["nfs"] = Field(description="`nfs`")
+    url: str | None = Field(None, description="nfs://server/export; default: the plan's NFS lab.")
+    size: Size = Field(description="Size of each fio job's file, laid out before the first case.")
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^nfs://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9_.,/+@%=~-]*)?$", value):
+            raise ValueError(f"{value!r} is not an nfs://server/export URL storbench can pass on")
+        return value
+
+
+class CephfsTargetConfig(StrictModel):
+    """A directory on CephFS: the plan's Ceph lab mounts it with ceph-fuse (lab.ceph.cephfs: true), or give
+    `path` for a CephFS you mounted yourself."""
+
+    kind: Literal["cephfs"] = Field(description="`cephfs`")
+    path: str | None = Field(None, description="A directory on a mounted CephFS; default: the lab's mount.")
+    size: Size = Field(description="Size of each fio job's file (fio `size`).")
+
+    @field_validator("path")
+    @classmethod
+    def _safe_path(cls, value: str | None) -> str | None:
+        if value is not None and not SAFE_PATH_RE.match(value):
+            raise ValueError(f"path {value!r} has characters storbench will not pass to fio")
+        return value
+
+
 def _target_tag(value: object) -> str | None:
     if isinstance(value, Mapping):
         kind = value.get("kind")
@@ -214,7 +246,8 @@ def _target_tag(value: object) -> str | None:
 
 TargetConfig = Annotated[
     Annotated[PathTargetConfig, Tag("path")] | Annotated[BlockTargetConfig, Tag("block")]
-    | Annotated[RbdTargetConfig, Tag("rbd")],
+    | Annotated[RbdTargetConfig, Tag("rbd")] | Annotated[NfsTargetConfig, Tag("nfs")]
+    | Annotated[CephfsTargetConfig, Tag("cephfs")],
     Discriminator(
         _target_tag,
         custom_error_type="target_kind",
@@ -222,7 +255,8 @@ TargetConfig = Annotated[
     ),
 ]
 TARGET_KINDS: dict[str, type[BaseModel]] = {
-    "path": PathTargetConfig, "block": BlockTargetConfig, "rbd": RbdTargetConfig,
+    "path": PathTargetConfig, "block": BlockTargetConfig, "rbd": RbdTargetConfig, "nfs": NfsTargetConfig,
+    "cephfs": CephfsTargetConfig,
 }
 
 
@@ -320,10 +354,16 @@ class CephLabConfig(StrictModel):
         return None if values is None else _no_duplicates(values)
 
 
+class NfsLabConfig(StrictModel):
+    """An NFS server on this machine (`storbench lab nfs`): nfs-ganesha's VFS backend exporting a directory,
+    in a network namespace of its own."""
+
+
 class LabConfig(StrictModel):
     """One-machine test beds storbench brings up itself."""
 
     ceph: CephLabConfig | None = Field(None, description="A Ceph cluster: mon, mgr, OSDs on this machine.")
+    nfs: NfsLabConfig | None = Field(None, description="An NFS server: nfs-ganesha on this machine.")
 
 
 class PlanConfig(StrictModel):
@@ -444,6 +484,8 @@ def _model_at(key_path: KeyPath, data: object) -> type[BaseModel] | None:
         return LabConfig
     if key_path == ("lab", "ceph"):
         return CephLabConfig
+    if key_path == ("lab", "nfs"):
+        return NfsLabConfig
     if len(key_path) == 2 and key_path[0] == "targets" and isinstance(data, Mapping):
         targets = data.get("targets")
         if isinstance(targets, Mapping):
@@ -582,6 +624,15 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
 
 def _check_lab(config: PlanConfig, source: PlanSource) -> None:
     ceph = config.lab.ceph if config.lab else None
+    nfs = config.lab.nfs if config.lab else None
+    for name, target in config.targets.items():
+        if isinstance(target, NfsTargetConfig) and target.url is None and nfs is None:
+            raise UserError(f"target '{name}' has no url and the plan has no NFS lab", where=source.where(
+                ("targets", name)), hint="give url: nfs://server/export, or add `lab: {nfs: {}}`")
+        if isinstance(target, CephfsTargetConfig) and target.path is None and not (ceph and ceph.cephfs):
+            raise UserError(f"target '{name}' has no path and the plan's Ceph lab mounts no CephFS",
+                            where=source.where(("targets", name)),
+                            hint="give path: (a mounted CephFS directory), or set lab.ceph.cephfs: true")
     rbd_targets = [n for n, t in config.targets.items() if isinstance(t, RbdTargetConfig)]
     if ceph is None:
         return

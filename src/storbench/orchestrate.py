@@ -12,7 +12,7 @@ import platform
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -36,7 +36,8 @@ WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
 class Executor(Protocol):
     name: str
 
-    def run(self, job_text: str, timeout_s: float, env: Sequence[tuple[str, str]] = ()) -> FioProcessResult: ...
+    def run(self, job_text: str, timeout_s: float, env: Sequence[tuple[str, str]] = (),
+            fio_binary: str | None = None) -> FioProcessResult: ...
 
 
 class RunObserver(Protocol):
@@ -122,37 +123,63 @@ def group_by_lab(items: Sequence[ScheduledRepetition]) -> list[tuple[tuple[tuple
 @contextmanager
 def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Sequence[Case], checked: Checked,
                 observer: RunObserver, *, keep: bool) -> Iterator[dict[str, PreparedTarget]]:
-    """Bring up the lab this group needs (if any), prepare the targets that live on it, and tear it down
-    afterwards — also when the run fails or is interrupted."""
+    """Bring up the labs this group needs (if any), prepare the targets that live on them (rbd images, NFS
+    files, CephFS directories), and tear the labs down afterwards — also when the run fails or is interrupted."""
     from storbench.targets.ceph import DEFAULT_CEPH_CONF, prepare_rbd_target
+    from storbench.targets.local import check_path_target
+    from storbench.targets.nfs import prepare_nfs_target
 
+    kinds = set(dict(lab).get("lab", "").split("+")) - {""}
     targets = dict(checked.targets)
-    rbd_specs = {c.target.name: c.target for c in cases if c.target.kind == "rbd"}
-    if dict(lab).get("lab") != "ceph":
-        for name, target in rbd_specs.items():
-            targets[name] = prepare_rbd_target(target, target.conf or DEFAULT_CEPH_CONF)
-        yield targets
-        return
-    from storbench.lab.ceph import CephLab
-    from storbench.lab.ceph_conf import ceph_spec_for
-
-    ceph_config = loaded.config.lab.ceph if loaded.config.lab else None
-    pools = tuple(spec.pool for spec in rbd_specs.values() if spec.pool)
-    lab_spec = ceph_spec_for(lab, pools, bool(ceph_config and ceph_config.cephfs))
-    described = " ".join(f"{k}={v}" for k, v in lab if k != "lab")
-    observer.lab_event(f"ceph lab: bringing up {described}")
-    ceph_lab = CephLab()
-    started = time.time()
-    info = ceph_lab.up(lab_spec)
+    by_target: dict[str, list[Case]] = {}
+    for case in cases:
+        by_target.setdefault(case.target.name, []).append(case)
+    downs: list[Callable[[], None]] = []
     try:
-        observer.lab_event(f"ceph lab: up in {time.time() - started:.0f}s ({info.conf})")
-        for name, target in rbd_specs.items():
-            targets[name] = prepare_rbd_target(target, info.conf)
+        ceph_conf, cephfs_mount, nfs_url = None, None, None
+        if "ceph" in kinds:
+            from storbench.lab.ceph import CephLab
+            from storbench.lab.ceph_conf import ceph_spec_for
+
+            ceph_config = loaded.config.lab.ceph if loaded.config.lab else None
+            pools = tuple(c[0].target.pool for c in by_target.values() if c[0].target.kind == "rbd" and
+                          c[0].target.pool)
+            lab_spec = ceph_spec_for(lab, pools, bool(ceph_config and ceph_config.cephfs))
+            described = " ".join(f"{k}={v}" for k, v in lab if k != "lab")
+            observer.lab_event(f"ceph lab: bringing up {described}")
+            ceph_lab = CephLab()
+            started = time.time()
+            downs.append(ceph_lab.down)
+            info = ceph_lab.up(lab_spec)
+            ceph_conf, cephfs_mount = info.conf, info.cephfs_mount
+            observer.lab_event(f"ceph lab: up in {time.time() - started:.0f}s ({info.conf})")
+        if "nfs" in kinds:
+            from storbench.lab.nfs import NfsLab
+
+            nfs_lab = NfsLab()
+            downs.append(nfs_lab.down)
+            nfs_info = nfs_lab.up()
+            nfs_url = nfs_info.url
+            observer.lab_event(f"nfs lab: up ({nfs_info.url}, exporting {nfs_info.export})")
+        for name, target_cases in by_target.items():
+            spec = target_cases[0].target
+            if spec.kind == "rbd":
+                targets[name] = prepare_rbd_target(spec, spec.conf or ceph_conf or DEFAULT_CEPH_CONF)
+            elif spec.kind == "nfs":
+                url = spec.path or nfs_url
+                assert url is not None
+                targets[name] = prepare_nfs_target(spec, url, target_cases)
+            elif spec.kind == "cephfs":
+                directory = spec.path or (f"{cephfs_mount}/storbench" if cephfs_mount else None)
+                assert directory is not None
+                targets[name] = check_path_target(replace(spec, path=directory), target_cases, create=True)
         yield targets
     finally:
         if not keep:
-            ceph_lab.down()
-            observer.lab_event("ceph lab: torn down")
+            for down in reversed(downs):
+                down()
+            for kind in sorted(kinds):
+                observer.lab_event(f"{kind} lab: torn down")
 
 
 def plan_sha256(text: str) -> str:
@@ -201,7 +228,7 @@ def run_plan(
                 prepared = targets[item.case.target.name]
                 job_text = render_job(item.case, prepared.binding)
                 timeout_s = watchdog_seconds(item.case, config.timeout_grace)
-                result = executor.run(job_text, timeout_s, prepared.binding.env)
+                result = executor.run(job_text, timeout_s, prepared.binding.env, prepared.binding.fio_binary)
                 outcome = judge_repetition(
                     rw=item.case.workload.rw, returncode=result.returncode, timed_out=result.timed_out,
                     timeout_s=timeout_s, output_text=result.output_text, stderr_tail=result.stderr_tail,

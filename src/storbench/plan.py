@@ -11,8 +11,10 @@ from dataclasses import asdict, dataclass
 
 from storbench.config import (
     BlockTargetConfig,
+    CephfsTargetConfig,
     FioScalar,
     LoadedPlan,
+    NfsTargetConfig,
     PathTargetConfig,
     PlanConfig,
     RbdTargetConfig,
@@ -50,9 +52,14 @@ FIO_STARTUP_S = 0.6
 LAYOUT_BYTES_PER_S = 300 * 1024 * 1024
 
 
-def target_spec(name: str, config: PathTargetConfig | BlockTargetConfig | RbdTargetConfig) -> TargetSpec:
+def target_spec(name: str, config: PathTargetConfig | BlockTargetConfig | RbdTargetConfig | NfsTargetConfig
+                | CephfsTargetConfig) -> TargetSpec:
     if isinstance(config, PathTargetConfig):
         return TargetSpec(name=name, kind="path", path=config.path, size_bytes=config.size)
+    if isinstance(config, NfsTargetConfig):
+        return TargetSpec(name=name, kind="nfs", path=config.url, size_bytes=config.size)
+    if isinstance(config, CephfsTargetConfig):
+        return TargetSpec(name=name, kind="cephfs", path=config.path, size_bytes=config.size)
     if isinstance(config, RbdTargetConfig):
         return TargetSpec(name=name, kind="rbd", size_bytes=config.size, pool=config.pool, image=config.image,
                           client=config.client, conf=config.conf)
@@ -200,12 +207,13 @@ def _case(config: PlanConfig, point: Mapping[str, object]) -> Case:
     rw = str(point["rw"])
     fio_options = tuple(sorted((k, str(v)) for k, v in point.items() if k not in _AXIS_NORMALISERS))
     lab: tuple[tuple[str, str], ...] = ()
-    if config.lab is not None and config.lab.ceph is not None:
-        lab = (("lab", "ceph"), *sorted((k, str(v)) for k, v in point.items() if k in CEPH_LAB_AXES))
-        if config.lab.ceph.cephfs:
+    if config.lab is not None and (config.lab.ceph is not None or config.lab.nfs is not None):
+        kinds = [kind for kind in ("ceph", "nfs") if getattr(config.lab, kind) is not None]
+        lab = (("lab", "+".join(kinds)), *sorted((k, str(v)) for k, v in point.items() if k in CEPH_LAB_AXES))
+        if config.lab.ceph is not None and config.lab.ceph.cephfs:
             lab = (*lab, ("cephfs", "1"))
-    # fio's rbd engine is the only way to an rbd target
-    ioengine = "rbd" if target.kind == "rbd" else str(point["ioengine"])
+    # fio's rbd and nfs engines are the only ways to those targets
+    ioengine = {"rbd": "rbd", "nfs": "nfs"}.get(target.kind, str(point["ioengine"]))
     workload = WorkloadPoint(
         rw=rw,
         rwmixread=int(str(point["rwmixread"])) if rw in MIXED_RW else None,

@@ -70,14 +70,15 @@ class LocalExecutor:
         self.fio_binary = fio_binary
         self.term_grace_s = term_grace_s
 
-    def run(self, job_text: str, timeout_s: float, env: Sequence[tuple[str, str]] = ()) -> FioProcessResult:
+    def run(self, job_text: str, timeout_s: float, env: Sequence[tuple[str, str]] = (),
+            fio_binary: str | None = None) -> FioProcessResult:
         with tempfile.TemporaryDirectory(prefix="storbench-") as private_dir:
             work = Path(private_dir)
             job_path = work / "job.fio"
             output_path = work / "fio-output.json"
             stderr_path = work / "stderr.txt"
             job_path.write_text(job_text)
-            command = fio_command(self.fio_binary, str(job_path), str(output_path))
+            command = fio_command(fio_binary or self.fio_binary, str(job_path), str(output_path))
             started = time.time()
             timed_out = False
             with open(stderr_path, "wb") as stderr_file:

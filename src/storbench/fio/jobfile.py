@@ -22,6 +22,7 @@ class JobBinding:
 
     options: tuple[tuple[str, str], ...]
     env: tuple[tuple[str, str], ...] = ()
+    fio_binary: str | None = None  # a target that needs a special fio (the nfs engine)
 
 
 def escape_fio_path(path: str) -> str:
@@ -75,6 +76,15 @@ def render_job(case: Case, binding: JobBinding) -> str:
         _line("numjobs", str(w.numjobs)),
     ]
     lines += [_line(k, v) for k, v in w.fio_options]
+    return "\n".join(lines) + "\n"
+
+
+def render_layout_job(binding: JobBinding, size_bytes: int, numjobs: int, ioengine: str) -> str:
+    """A job that writes every test file once, sequentially, so later cases find them complete."""
+    lines = ["; storbench layout", "[global]", _line("ioengine", ioengine), _line("rw", "write"), _line("bs", "1m"),
+             _line("size", format_block_size(size_bytes)), _line("numjobs", str(numjobs))]
+    lines += [_line(k, v) for k, v in binding.options]
+    lines.append("[layout]")
     return "\n".join(lines) + "\n"
 
 

@@ -164,6 +164,13 @@ def check_targets(cases: Sequence[Case], *, create: bool,
             from storbench.targets.ceph import check_rbd_target
 
             check_rbd_target(spec, target_cases, where=where(name))  # prepared once its cluster is up
+        elif spec.kind == "nfs":
+            from storbench.targets.nfs import check_nfs_target
+
+            check_nfs_target(spec, target_cases, where=where(name))  # laid out once its server is up
+        elif spec.kind == "cephfs":
+            if spec.path is not None and not any(c.lab for c in target_cases):
+                prepared[name] = check_path_target(spec, target_cases, create=create, where=where(name))
         else:
             raise UserError(f"target '{name}': kind '{spec.kind}' is not supported here")
     return prepared

@@ -1,0 +1,138 @@
+"""An NFS server on this machine (shell): nfs-ganesha (VFS backend) and rpcbind in a network namespace of
+their own, so ports 111 and 2049 stay private, reachable from the host over a veth pair.
+
+`up` is a no-op when the lab already runs; `down` kills both daemons, removes the namespace and the veth pair,
+and deletes the lab directory (the export with it).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from storbench.errors import UserError
+from storbench.lab.ceph import DEFAULT_LAB_DIR
+from storbench.lab.nfs_conf import (
+    HOST_ADDRESS,
+    HOST_VETH,
+    NAMESPACE,
+    PREFIX_LENGTH,
+    SERVER_ADDRESS,
+    SERVER_VETH,
+    NfsLabSpec,
+    nfs_url,
+    render_ganesha_conf,
+)
+from storbench.lab.process import kill_all, run, start_daemon
+
+
+@dataclass(frozen=True)
+class NfsLabInfo:
+    root: str
+    export: str
+    url: str
+    server_address: str
+
+
+def _namespace_exists() -> bool:
+    return NAMESPACE in run(["ip", "netns", "list"], timeout_s=10).split()
+
+
+def _namespace_pids() -> list[int]:
+    if not _namespace_exists():
+        return []
+    return [int(p) for p in run(["ip", "netns", "pids", NAMESPACE], timeout_s=10).split()]
+
+
+def _port_open(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class NfsLab:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = (root or DEFAULT_LAB_DIR / "nfs").resolve()
+        self.export = self.root / "export"
+        self.state = self.root / "lab.json"
+
+    def info(self) -> NfsLabInfo | None:
+        try:
+            raw = json.loads(self.state.read_text())
+        except (OSError, ValueError):
+            return None
+        return NfsLabInfo(**raw)
+
+    def running(self) -> bool:
+        return bool(_namespace_pids()) and _port_open(SERVER_ADDRESS, 2049)
+
+    def status(self) -> str:
+        info = self.info()
+        if info is None:
+            return f"nfs lab: down ({self.root} holds no lab)"
+        if not self.running():
+            return "nfs lab: not answering; run `storbench lab nfs down`"
+        return f"nfs lab: up; export {info.export} as {info.url} (NFSv3 and v4, nfs-ganesha VFS)"
+
+    def up(self, spec: NfsLabSpec | None = None) -> NfsLabInfo:
+        spec = spec or NfsLabSpec()
+        current = self.info()
+        if current is not None and self.running():
+            return current
+        self.down()
+        for tool in ("ganesha.nfsd", "rpcbind", "ip", "unshare"):
+            if shutil.which(tool) is None:
+                raise UserError(f"nfs lab: {tool} is not installed", hint="run scripts/setup.sh --labs")
+        self.export.mkdir(parents=True)
+        (self.root / "log").mkdir()
+        conf = self.root / "ganesha.conf"
+        conf.write_text(render_ganesha_conf(str(self.export), str(self.root), spec))
+        try:
+            self._network()
+            # rpcbind and ganesha share a private mount namespace with their own /run: a host rpcbind (or a
+            # second lab) never sees their sockets
+            script = (f"mount -t tmpfs storbench-nfs-run /run && mkdir -p /run/ganesha && rpcbind -w && "
+                      f"exec ganesha.nfsd -F -f {conf} -L {self.root / 'log' / 'ganesha.log'} "
+                      f"-p /run/ganesha/ganesha.pid")
+            start_daemon(["ip", "netns", "exec", NAMESPACE, "unshare", "--mount", "--propagation", "private",
+                          "sh", "-c", script], self.root / "log" / "ganesha.out")
+            deadline = time.time() + 60
+            while time.time() < deadline and not _port_open(SERVER_ADDRESS, 2049):
+                time.sleep(0.3)
+            if not _port_open(SERVER_ADDRESS, 2049):
+                log = (self.root / "log" / "ganesha.out").read_text(errors="replace")[-300:]
+                raise UserError("nfs lab: nfs-ganesha did not start listening on 2049 within 60 s",
+                                hint=f"see {self.root / 'log'}: {' '.join(log.split())}")
+        except BaseException:
+            self.down()
+            raise
+        info = NfsLabInfo(root=str(self.root), export=str(self.export), url=nfs_url(),
+                          server_address=SERVER_ADDRESS)
+        self.state.write_text(json.dumps(info.__dict__))
+        return info
+
+    def _network(self) -> None:
+        run(["ip", "netns", "add", NAMESPACE])
+        run(["ip", "link", "add", HOST_VETH, "type", "veth", "peer", "name", SERVER_VETH])
+        run(["ip", "link", "set", SERVER_VETH, "netns", NAMESPACE])
+        run(["ip", "addr", "add", f"{HOST_ADDRESS}/{PREFIX_LENGTH}", "dev", HOST_VETH])
+        run(["ip", "link", "set", HOST_VETH, "up"])
+        for command in (["ip", "addr", "add", f"{SERVER_ADDRESS}/{PREFIX_LENGTH}", "dev", SERVER_VETH],
+                        ["ip", "link", "set", SERVER_VETH, "up"], ["ip", "link", "set", "lo", "up"]):
+            run(["ip", "netns", "exec", NAMESPACE, *command])
+
+    def down(self) -> None:
+        """Kill the daemons, remove the namespace and the veth pair, delete the lab directory."""
+        kill_all(_namespace_pids())
+        if _namespace_exists():
+            run(["ip", "netns", "delete", NAMESPACE], timeout_s=20)
+        if HOST_VETH in run(["ip", "-o", "link", "show"], timeout_s=10):
+            run(["ip", "link", "delete", HOST_VETH], timeout_s=20)
+        if self.root.exists():
+            shutil.rmtree(self.root, ignore_errors=True)

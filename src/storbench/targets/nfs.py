@@ -1,0 +1,62 @@
+"""NFS targets (shell): an export driven by fio's nfs engine (libnfs), with a fio built for it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from storbench.errors import UserError
+from storbench.execute.local import LocalExecutor
+from storbench.fio.jobfile import JobBinding, render_layout_job
+from storbench.fio.options import parse_engines
+from storbench.fio.parse import parse_fio_json
+from storbench.lab.process import run
+from storbench.model import Case, TargetSpec
+from storbench.targets.local import FILENAME_FORMAT, PreparedTarget
+
+
+def nfs_fio_binary() -> str:
+    """A fio with the nfs engine: $STORBENCH_FIO_NFS, or the one scripts/build-fio-nfs.sh cached."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "storbench" / "fio-nfs" / "fio"
+    binary = os.environ.get("STORBENCH_FIO_NFS") or str(cache)
+    if not Path(binary).is_file():
+        raise UserError(f"no fio with the nfs engine at {binary} (Debian's fio is built without libnfs)",
+                        hint="run scripts/build-fio-nfs.sh (about a minute), or set STORBENCH_FIO_NFS")
+    if "nfs" not in parse_engines(run([binary, "--enghelp"], timeout_s=30)):
+        raise UserError(f"{binary} has no nfs engine", hint="rebuild it with scripts/build-fio-nfs.sh")
+    return binary
+
+
+def _layout_ok(timed_out: bool, returncode: int | None, output_text: str) -> bool:
+    if timed_out or returncode != 0 or not output_text.strip():
+        return False
+    try:
+        output = parse_fio_json(output_text)
+    except ValueError:
+        return False
+    written = sum(d.total_ios for job in output.jobs for d in job.directions)
+    return written > 0 and all(job.error == 0 for job in output.jobs)
+
+
+def check_nfs_target(spec: TargetSpec, cases: Sequence[Case], *, where: str = "") -> None:
+    try:
+        nfs_fio_binary()
+    except UserError as exc:
+        raise UserError(f"target '{spec.name}': {exc.message}", where=where, hint=exc.hint) from None
+
+
+def prepare_nfs_target(spec: TargetSpec, url: str, cases: Sequence[Case]) -> PreparedTarget:
+    """Lay the test files out first (fio 3.33's nfs engine creates files only for rw=write), then bind jobs to
+    them. A layout that fails or does no I/O is an error: the nfs engine reports a failed open as error 0."""
+    binary = nfs_fio_binary()
+    binding = JobBinding(options=(("nfs_url", url), ("filename_format", FILENAME_FORMAT)), fio_binary=binary)
+    numjobs = max((c.workload.numjobs for c in cases), default=1)
+    size = spec.size_bytes or 1 << 28
+    layout = LocalExecutor(binary).run(render_layout_job(binding, size, numjobs, "nfs"), timeout_s=600)
+    if not _layout_ok(layout.timed_out, layout.returncode, layout.output_text):
+        tail = " ".join(layout.stderr_tail.split()[-20:])
+        raise UserError(f"target '{spec.name}': laying out {numjobs} file(s) on {url} failed: {tail}",
+                        hint="check that the export is writable over NFSv3")
+    return PreparedTarget(spec=spec, binding=binding,
+                          details=(("kind", "nfs"), ("url", url), ("fio", binary)))
