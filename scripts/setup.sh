@@ -2,7 +2,8 @@
 # Installs everything storbench needs on Debian 12, as root: system packages, a virtual
 # environment in .venv, and storbench itself. Safe to run again.
 #   --dev    adds the test tools (and Chromium, which the report test opens the report in)
-#   --labs   adds Ceph (mon, mgr, osd, mds, fuse, rbd) for `storbench lab ceph`
+#   --labs   adds Ceph (mon, mgr, osd, mds, fuse, rbd) and nfs-ganesha for `storbench lab ceph|nfs`, and
+#            builds a fio with the nfs engine (scripts/build-fio-nfs.sh, cached after the first time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +19,8 @@ done
 
 packages=(fio python3 python3-venv ca-certificates)
 ((dev)) && packages+=(chromium fonts-dejavu-core)
-((labs)) && packages+=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common)
+((labs)) && packages+=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common nfs-ganesha nfs-ganesha-vfs \
+  rpcbind iproute2)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -28,6 +30,10 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ((labs)); then
+  echo "setup: fio with the nfs engine at $(./scripts/build-fio-nfs.sh)"
 fi
 
 python=/usr/bin/python3

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from storbench.cli import main
+
+
+@contextmanager
+def inside(directory: Path) -> Iterator[None]:
+    """Run a block with ``directory`` as the working directory (plans use relative paths)."""
+    previous = os.getcwd()
+    os.chdir(directory)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
 
 
 def write_plan(directory: Path, body: str, name: str = "plan.yaml") -> Path:

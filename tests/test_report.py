@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli, write_plan
+from helpers import inside, run_cli, write_plan
 from storbench.report.figures import FigureSpec, Series
 from storbench.report.html import ReportDocument, render_html
 
@@ -43,12 +43,8 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     work = tmp_path_factory.mktemp("report")
     plan = write_plan(work, PLAN)
-    cwd = os.getcwd()
-    os.chdir(work)
-    try:
+    with inside(work):
         assert main(["run", str(plan), "--db", str(work / "r.db")]) == 0
-    finally:
-        os.chdir(cwd)
     return work / "r.db"
 
 

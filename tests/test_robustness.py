@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import sqlite3
 import stat
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import fio_processes_using, repetition_rows, run_cli, storbench_process, write_plan
+from helpers import fio_processes_using, inside, repetition_rows, run_cli, storbench_process, write_plan
 from storbench.execute.local import LocalExecutor
 
 pytestmark = pytest.mark.fio
@@ -56,12 +55,8 @@ def test_kill_9_mid_run_then_resume_runs_each_case_exactly_once(tmp_path: Path,
     time.sleep(0.5)
     assert fio_processes_using("storbench-") == []
 
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
+    with inside(tmp_path):
         code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db), "--resume")
-    finally:
-        os.chdir(cwd)
     assert code == 0, err
     after = repetition_rows(db)
     assert after[: len(before_resume)] == before_resume  # nothing finished was lost or rerun
@@ -98,13 +93,9 @@ def test_hung_fio_is_killed_by_the_watchdog_and_the_run_goes_on(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     plan = write_plan(tmp_path, HANG_PLAN)
     db = tmp_path / "r.db"
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
     started = time.time()
-    try:
+    with inside(tmp_path):
         code, _out, _ = run_cli(capsys, "run", str(plan), "--db", str(db))
-    finally:
-        os.chdir(cwd)
     elapsed = time.time() - started
     assert code == 1  # some repetitions failed
     statuses = [s for _, _, s in repetition_rows(db)]
@@ -149,12 +140,8 @@ workload:
 repeat: 1
 """)
     db = tmp_path / "r.db"
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
+    with inside(tmp_path):
         code, _, _ = run_cli(capsys, "run", str(plan), "--db", str(db))
-    finally:
-        os.chdir(cwd)
     assert code == 1
     conn = sqlite3.connect(db)
     rows = conn.execute("SELECT status, error, stderr_tail FROM repetitions ORDER BY id").fetchall()

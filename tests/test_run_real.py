@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import repetition_rows, run_cli, write_plan
+from helpers import inside, repetition_rows, run_cli, write_plan
 from storbench.records import RECORD_FIELDS
 
 pytestmark = pytest.mark.fio
@@ -39,18 +39,13 @@ REQUIRED = ["case_id", "run_id", "target", "rw", "bs", "iodepth", "numjobs", "re
 
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    import os
 
     from storbench.cli import main
 
     work = tmp_path_factory.mktemp("run")
     plan = write_plan(work, PLAN)
-    cwd = os.getcwd()
-    os.chdir(work)
-    try:
+    with inside(work):
         assert main(["run", str(plan), "--db", str(work / "r.db")]) == 0
-    finally:
-        os.chdir(cwd)
     return work, work / "r.db"
 
 

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Writes docs/examples.md from the outputs of ./scripts/example.sh NAME (out/NAME/), copying a few figures
+to docs/images/examples/. Run after the examples: .venv/bin/python scripts/examples_doc.py"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+FIGURES = {"ceph-block-size": ["iops-vs-bs-small", "bw_bytes-vs-bs-large"]}
+DEFAULT_FIGURES = ["compare-iops", "compare-lat_p99_ns"]
+
+
+def main() -> int:
+    images = ROOT / "docs" / "images" / "examples"
+    images.mkdir(parents=True, exist_ok=True)
+    parts = ["# Example results", "",
+             "Real results of `./scripts/example.sh NAME` on this project's development VM: **2 vCPUs, one virtio "
+             "disk, everything (OSDs, NFS server, fio) on the same machine**. They show what storbench reports, not "
+             "what Ceph or NFS can do: on two cores the storage daemons are CPU-bound. Re-run an example to get "
+             "your machine's numbers.", ""]
+    for out in sorted((ROOT / "out").glob("*/results.db")):
+        name = out.parent.name
+        plan_path = ROOT / "examples" / f"{name}.yaml"
+        if not plan_path.exists():
+            continue
+        plan = yaml.safe_load(plan_path.read_text())
+        conn = sqlite3.connect(out)
+        host, kernel, fio, version, cpus = conn.execute(
+            "SELECT host, kernel, fio_version, storbench_version, cpu_count FROM runs ORDER BY id DESC").fetchone()
+        reps = conn.execute("SELECT COUNT(*), SUM(status = 'ok') FROM repetitions").fetchone()
+        conn.close()
+        parts += [f"## {name}", "", plan.get("description", ""), "",
+                  f"`./scripts/example.sh {name}` — {reps[1]} of {reps[0]} repetitions ok; host `{host}` "
+                  f"({cpus} CPUs), kernel {kernel}, {fio}, storbench {version}.", ""]
+        compare = out.parent / "compare.md"
+        if compare.exists():
+            parts += [compare.read_text().strip(), ""]
+        for figure in FIGURES.get(name, DEFAULT_FIGURES):
+            source = out.parent / "images" / f"{figure}.png"
+            if source.exists():
+                target = images / f"{name}-{figure}.png"
+                shutil.copyfile(source, target)
+                parts += [f"![{name}: {figure}](images/examples/{target.name})", ""]
+    (ROOT / "docs" / "examples.md").write_text("\n".join(parts))
+    print(f"wrote {ROOT / 'docs' / 'examples.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
