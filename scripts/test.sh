@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs everything (with the test tools and the Ceph lab), then runs the linter, the type checker and
-# the tests, the real Ceph end-to-end case included. Extra arguments go to pytest (e.g. -m "not ceph").
+# Installs everything (with the test tools and the Ceph and NFS labs), then runs the linter, the type checker
+# and the tests, the real Ceph and NFS end-to-end cases included. Extra arguments go to pytest
+# (e.g. -m "not ceph and not nfs").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh --dev --labs

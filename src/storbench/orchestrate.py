@@ -164,7 +164,8 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
         for name, target_cases in by_target.items():
             spec = target_cases[0].target
             if spec.kind == "rbd":
-                targets[name] = prepare_rbd_target(spec, spec.conf or ceph_conf or DEFAULT_CEPH_CONF)
+                targets[name] = prepare_rbd_target(spec, spec.conf or ceph_conf or DEFAULT_CEPH_CONF,
+                                                   checked.capabilities.binary)
             elif spec.kind == "nfs":
                 url = spec.path or nfs_url
                 assert url is not None

@@ -147,6 +147,8 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
     io_uring with io_uring — and otherwise with any point of the same match key, marked not comparable.
     """
     match_fields = [f for f in MATCH_FIELDS if f not in ignore]
+    if "target" in ignore:  # comparing targets: their kind (and the engine a kind dictates) is the question
+        ignore = ignore | {"target_kind"}
     lab_ignored = {k for k in ignore if k not in RECORD_FIELDS}
 
     def lab_key(point: PointSummary) -> tuple[tuple[str, str], ...]:
@@ -166,6 +168,8 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
         if base is None:
             continue
         differing = [f for f in COMPARABLE_FIELDS if f not in ignore and _value(base, f) != _value(point, f)]
+        if "target" in ignore and base.target_kind != point.target_kind and "ioengine" in differing:
+            differing.remove("ioengine")  # rbd and nfs targets have their own engine
         comparable = force or not differing
         reason = "" if not differing else "different " + ", ".join(f.replace("_", " ") for f in differing)
         cells = []
