@@ -75,3 +75,17 @@ def test_render_refuses_values_that_would_change_the_file(evil: str) -> None:
 
 def test_colons_in_paths_are_escaped() -> None:
     assert escape_fio_path("/mnt/a:b") == "/mnt/a\\:b"
+
+
+def test_layout_job_writes_every_file_once_sequentially() -> None:
+    from storbench.fio.jobfile import render_layout_job
+
+    binding = JobBinding(options=(("nfs_url", "nfs://10.213.7.2/export"),
+                                  ("filename_format", "storbench.$jobnum.$filenum")))
+    text = render_layout_job(binding, 256 * 1024 * 1024, 4, "nfs")
+    lines = text.splitlines()
+    assert lines[1] == "[global]" and lines[-1] == "[layout]"
+    assert {"ioengine=nfs", "rw=write", "bs=1m", "size=256m", "numjobs=4", "nfs_url=nfs://10.213.7.2/export",
+            "filename_format=storbench.$jobnum.$filenum"} <= set(lines)
+    with pytest.raises(ValueError, match="refusing"):
+        render_layout_job(JobBinding(options=(("rbdname", "img\n[evil]"),)), 1 << 20, 1, "rbd")

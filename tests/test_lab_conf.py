@@ -1,0 +1,56 @@
+"""Lab configuration rendering (pure): what the Ceph and NFS labs are told, checked without daemons."""
+
+from __future__ import annotations
+
+from storbench.lab.ceph_conf import MIN_OSD_MEMORY_TARGET, CephLabSpec, ceph_spec_for, render_ceph_conf
+from storbench.lab.nfs_conf import SERVER_ADDRESS, NfsLabSpec, nfs_url, render_ganesha_conf
+
+
+def _sections(text: str) -> dict[str, list[str]]:
+    sections: dict[str, list[str]] = {}
+    current = ""
+    for line in text.splitlines():
+        if line.startswith("["):
+            current = line.strip("[]")
+        elif line.strip():
+            sections.setdefault(current, []).append(line)
+    return sections
+
+
+def test_ceph_conf_keeps_client_settings_out_of_global() -> None:
+    sections = _sections(render_ceph_conf(CephLabSpec(), "f00", "/lab"))
+    glob = "\n".join(sections["global"])
+    # clients (fio's rbd engine, the CLI) read [global]: an admin socket there makes them collide
+    assert "admin socket" not in glob and "log file" not in glob
+    for daemon in ("mon", "mgr", "osd", "mds"):
+        assert any(line.startswith("admin socket = /lab/run/") for line in sections[daemon])
+    assert "osd crush chooseleaf type = 0" in glob and "paxos propose interval = 0.1" in glob
+    assert "mon host = [v2:127.0.0.1:13300,v1:127.0.0.1:16789]" in glob
+    # the symlink trap: never set bluestore block path
+    assert not any("bluestore block path" in line for lines in sections.values() for line in lines)
+
+
+def test_objectstore_and_cache_settings() -> None:
+    blue = "\n".join(_sections(render_ceph_conf(CephLabSpec(cache_size_bytes=64 << 20), "f", "/lab"))["osd"])
+    assert "bluestore block create = true" in blue and "bluestore cache autotune = false" in blue
+    assert f"bluestore cache size = {64 << 20}" in blue
+    assert f"osd memory target = {MIN_OSD_MEMORY_TARGET}" in blue
+    mem = "\n".join(_sections(render_ceph_conf(CephLabSpec(objectstore="memstore"), "f", "/lab"))["osd"])
+    assert "osd objectstore = memstore" in mem and "memstore device bytes" in mem and "bluestore block" not in mem
+    low = render_ceph_conf(CephLabSpec(osd_memory_target_bytes=100 << 20), "f", "/lab")
+    assert f"osd memory target = {MIN_OSD_MEMORY_TARGET}" in low  # Ceph's minimum wins
+
+
+def test_spec_from_a_sweep_point() -> None:
+    lab = (("lab", "ceph"), ("objectstore", "memstore"), ("osd_size", str(3 << 30)), ("osds", "6"),
+           ("pool_size", "2"), ("cache_size", str(1 << 30)))
+    spec = ceph_spec_for(lab, ("bench", "other", "bench"), cephfs=True)
+    assert spec.osds == 6 and spec.objectstore == "memstore" and spec.osd_size_bytes == 3 << 30
+    assert spec.pools == (("bench", 2), ("other", 2)) and spec.cache_size_bytes == 1 << 30 and spec.cephfs
+
+
+def test_ganesha_conf() -> None:
+    text = render_ganesha_conf("/lab/export", "/lab", NfsLabSpec())
+    assert "Graceless = true;" in text and "Path = /lab/export;" in text and "Protocols = 3, 4;" in text
+    assert f"Bind_addr = {SERVER_ADDRESS};" in text and "Squash = No_Root_Squash;" in text
+    assert nfs_url() == f"nfs://{SERVER_ADDRESS}/export"
