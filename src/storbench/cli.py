@@ -27,6 +27,7 @@ from storbench.records import Record
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
     from storbench.stats.compare import Selector
+    from storbench.stats.summary import PointSummary
     from storbench.store.db import Store
 from storbench.units import format_block_size, format_latency_ns
 
@@ -244,11 +245,16 @@ def _select(db: str, run: str, where: Sequence[str], *, default_latest: bool) ->
 
 def _print_results(store: Store, run_ids: list[int], title: str) -> None:
     from storbench.records import repetition_records
-    from storbench.report.tables import results_table, warning_lines
     from storbench.stats.summary import summarize_points
 
     memory = {r.run_id: r.mem_total_bytes for r in store.runs()}
-    points = summarize_points(repetition_records(store.repetitions(run_ids)), memory)
+    _print_points(summarize_points(repetition_records(store.repetitions(run_ids)), memory), title)
+
+
+def _print_points(points: Sequence[PointSummary], title: str) -> None:
+    """The results table and, under it, one line per kind of warning with its fix."""
+    from storbench.report.tables import results_table, warning_lines
+
     out = _console()
     out.print(results_table(points, title))
     for line in warning_lines(points):
@@ -256,7 +262,6 @@ def _print_results(store: Store, run_ids: list[int], title: str) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from storbench.report.tables import results_table, warning_lines
     from storbench.stats.drift import drift
     from storbench.stats.summary import summarize_points
 
@@ -264,11 +269,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     selection = _select(args.db, args.run, where, default_latest=True)
     if not selection.records:
         raise UserError("no results match", hint="loosen --where/--target, or try --run all")
-    points = summarize_points(selection.records, selection.memory)
+    _print_points(summarize_points(selection.records, selection.memory), f"{selection.label} — {args.db}")
     out = _console()
-    out.print(results_table(points, f"{selection.label} — {args.db}"))
-    for line in warning_lines(points):
-        out.print(line, markup=False)
     for run in selection.runs:
         for direction in ("read", "write"):
             d = drift(selection.records, run.run_id, direction)

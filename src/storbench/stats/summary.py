@@ -95,7 +95,8 @@ def point_warnings(records: Sequence[Record], ok: Sequence[Record], iops: Estima
                                     f"runtime {first.runtime_s:g}s is shorter than ramp {first.ramp_s:g}s",
                                     "measure for longer than you warm up"))
     working_set = (first.size_bytes or 0) * first.numjobs * first.clients
-    if first.target_kind in ("path", "cephfs") and not first.direct and mem_total_bytes and 0 < working_set <= mem_total_bytes:
+    buffered_file_io = first.target_kind in ("path", "cephfs") and not first.direct
+    if buffered_file_io and mem_total_bytes and 0 < working_set <= mem_total_bytes:
         warnings.append(StatWarning(
             "page_cache", f"working set fits in page cache (buffered I/O, {format_bytes(working_set)} of "
             f"{format_bytes(mem_total_bytes)} RAM)", "set direct: true, or a size larger than RAM"))
