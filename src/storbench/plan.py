@@ -50,6 +50,10 @@ CEPH_LAB_AXES = ("osds", "osd_size", "objectstore", "pool_size", "cache_size", "
 FIO_STARTUP_S = 0.6
 # Conservative layout speed for creating test files, used for the ETA only.
 LAYOUT_BYTES_PER_S = 300 * 1024 * 1024
+# Bringing a lab configuration up and down (measured: 10-20 s for 3 OSDs, about 1 s for NFS), and the
+# speed at which new RBD images and NFS files are written before measuring, for the ETA.
+LAB_SECONDS = {"ceph": 20.0, "nfs": 2.0}
+LAB_LAYOUT_BYTES_PER_S = 150 * 1024 * 1024
 
 
 def target_spec(name: str, config: PathTargetConfig | BlockTargetConfig | RbdTargetConfig | NfsTargetConfig
@@ -281,6 +285,12 @@ def estimate(cases: Sequence[Case], repeat: int) -> PlanEstimate:
         largest[case.target.name] = max(largest.get(case.target.name, 0), working_set_bytes(case))
     layout = sum(largest.values())
     seconds = sum(repetition_seconds(case) for case in cases) * repeat + layout / LAYOUT_BYTES_PER_S
+    labs = {case.lab for case in cases if case.lab}
+    for lab in labs:
+        kinds = dict(lab).get("lab", "").split("+")
+        seconds += sum(LAB_SECONDS.get(kind, 0.0) for kind in kinds)
+        lab_targets = {c.target for c in cases if c.lab == lab and c.target.kind in ("rbd", "nfs")}
+        seconds += sum((t.size_bytes or 0) for t in lab_targets) / LAB_LAYOUT_BYTES_PER_S
     return PlanEstimate(
         cases=len(cases),
         repetitions=len(cases) * repeat,
