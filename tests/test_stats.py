@@ -36,7 +36,8 @@ _BASE = replace(
     size_bytes=1 << 30, fio_options="", lab="", repeat=0, direction="read", status="ok", started_at_s=0.0,
     finished_at_s=35.0, fio_version="fio-3.36", iops=1000.0, bw_bytes=1000.0 * 4096, total_ios=30000,
     io_bytes=30000 * 4096, lat_mean_ns=1e6, lat_p50_ns=900_000, lat_p95_ns=1_500_000, lat_p99_ns=2_000_000,
-    lat_p999_ns=3_000_000, cpu_usr=1.0, cpu_sys=2.0, disk_util_pct=50.0, error="",
+    lat_p999_ns=3_000_000, cpu_usr=1.0, cpu_sys=2.0, disk_util_pct=50.0, error="", process_cpu_cores=(),
+    disk_busiest="", net_busiest="", node_busiest="",
 )
 
 

@@ -252,11 +252,16 @@ def _print_results(store: Store, run_ids: list[int], title: str) -> None:
 
 
 def _print_points(points: Sequence[PointSummary], title: str) -> None:
-    """The results table and, under it, one line per kind of warning with its fix."""
-    from storbench.report.tables import results_table, warning_lines
+    """The results table; under it each point's bottleneck verdict with its evidence, and one line per kind
+    of warning with its fix."""
+    from storbench.report.tables import results_table, verdict_lines, warning_lines
 
     out = _console()
     out.print(results_table(points, title))
+    if any(p.bottleneck.kind != "unknown" for p in points):
+        out.print("bottlenecks (rules: docs/methodology.md#bottleneck-verdicts):", markup=False)
+        for line in verdict_lines(points):
+            out.print(f"  {line}", markup=False)
     for line in warning_lines(points):
         out.print(line, markup=False)
 

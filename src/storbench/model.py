@@ -9,6 +9,8 @@ from enum import StrEnum
 import numpy as np
 import numpy.typing as npt
 
+from storbench.telemetry.series import RepetitionTelemetry
+
 
 class Direction(StrEnum):
     READ = "read"
@@ -347,3 +349,4 @@ class StoredRepetition:
     error: str
     clients: tuple[ClientMeasurement, ...]
     job_text: str = ""
+    telemetry: RepetitionTelemetry | None = None

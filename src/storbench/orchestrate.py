@@ -21,7 +21,7 @@ from storbench.config import LoadedPlan
 from storbench.errors import UserError, did_you_mean
 from storbench.execute.fio_binary import fio_capabilities
 from storbench.execute.local import FioProcessResult
-from storbench.fio.jobfile import render_job
+from storbench.fio.jobfile import CEILING_RUNTIME_S, render_ceiling_job, render_job
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
 from storbench.fio.outcome import judge_repetition
 from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status
@@ -120,9 +120,17 @@ def group_by_lab(items: Sequence[ScheduledRepetition]) -> list[tuple[tuple[tuple
     return list(groups.items())
 
 
+@dataclass(frozen=True)
+class LabContext:
+    """What a lab session hands the run loop: prepared targets, and where Ceph's admin sockets are."""
+
+    targets: dict[str, PreparedTarget]
+    ceph_socket_patterns: tuple[str, ...]
+
+
 @contextmanager
 def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Sequence[Case], checked: Checked,
-                observer: RunObserver, *, keep: bool) -> Iterator[dict[str, PreparedTarget]]:
+                observer: RunObserver, *, keep: bool) -> Iterator[LabContext]:
     """Bring up the labs this group needs (if any), prepare the targets that live on them (rbd images, NFS
     files, CephFS directories), and tear the labs down afterwards — also when the run fails or is interrupted."""
     from storbench.targets.ceph import DEFAULT_CEPH_CONF, prepare_rbd_target
@@ -135,6 +143,11 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
     for case in cases:
         by_target.setdefault(case.target.name, []).append(case)
     downs: list[Callable[[], None]] = []
+    sockets: tuple[str, ...] = ()
+    if any(c.target.kind in ("rbd", "cephfs") for c in cases):
+        from storbench.telemetry.recorder import SYSTEM_CEPH_SOCKETS
+
+        sockets = SYSTEM_CEPH_SOCKETS
     try:
         ceph_conf, cephfs_mount, nfs_url = None, None, None
         if "ceph" in kinds:
@@ -152,6 +165,7 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
             downs.append(ceph_lab.down)
             info = ceph_lab.up(lab_spec)
             ceph_conf, cephfs_mount = info.conf, info.cephfs_mount
+            sockets = (f"{info.root}/run/*.asok",)
             observer.lab_event(f"ceph lab: up in {time.time() - started:.0f}s ({info.conf})")
         if "nfs" in kinds:
             from storbench.lab.nfs import NfsLab
@@ -174,13 +188,29 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
                 directory = spec.path or (f"{cephfs_mount}/storbench" if cephfs_mount else None)
                 assert directory is not None
                 targets[name] = check_path_target(replace(spec, path=directory), target_cases, create=True)
-        yield targets
+        yield LabContext(targets=targets, ceph_socket_patterns=sockets)
     finally:
         if not keep:
             for down in reversed(downs):
                 down()
             for kind in sorted(kinds):
                 observer.lab_event(f"{kind} lab: torn down")
+
+
+def measure_client_ceiling(executor: Executor, case: Case, caps: FioCapabilities) -> float | None:
+    """IOPS of the case's job on fio's null engine (this machine's fio): the client's own ceiling.
+    None when the probe fails — a missing ceiling must not fail the run."""
+    job_text = render_ceiling_job(case)
+    timeout_s = CEILING_RUNTIME_S + 30.0
+    result = executor.run(job_text, timeout_s, (), caps.binary)
+    outcome = judge_repetition(
+        rw=case.workload.rw, returncode=result.returncode, timed_out=result.timed_out, timeout_s=timeout_s,
+        output_text=result.output_text, stderr_tail=result.stderr_tail, started_at_s=result.started_at_s,
+        finished_at_s=result.finished_at_s, job_text=job_text, command=result.command, fio_version=caps.version,
+        client=executor.name)
+    if outcome.status != Status.OK:
+        return None
+    return sum(d.iops for client in outcome.clients for d in client.directions)
 
 
 def plan_sha256(text: str) -> str:
@@ -222,22 +252,39 @@ def run_plan(
     observer.run_started(run_id, len(todo), len(order) - len(todo), sum(repetition_seconds(i.case) for i in todo))
     failed = 0
     position = 0
+    ceilings: dict[str, float | None] = {}
     for lab, items in group_by_lab(todo):
-        with lab_session(loaded, lab, [i.case for i in items], checked, observer, keep=keep_lab) as targets:
+        with lab_session(loaded, lab, [i.case for i in items], checked, observer, keep=keep_lab) as session:
+            recorder = None
+            if config.telemetry.enabled:
+                from storbench.telemetry.recorder import TelemetryRecorder
+
+                recorder = TelemetryRecorder(config.telemetry, session.ceph_socket_patterns)
             for item in items:
                 observer.repetition_started(item, position)
-                prepared = targets[item.case.target.name]
+                prepared = session.targets[item.case.target.name]
+                if recorder is not None and config.telemetry.client_ceiling and item.case.case_id not in ceilings:
+                    ceilings[item.case.case_id] = measure_client_ceiling(executor, item.case, caps)
                 job_text = render_job(item.case, prepared.binding)
                 timeout_s = watchdog_seconds(item.case, config.timeout_grace)
-                result = executor.run(job_text, timeout_s, prepared.binding.env, prepared.binding.fio_binary)
+                if recorder is not None:
+                    recorder.start()
+                try:
+                    result = executor.run(job_text, timeout_s, prepared.binding.env, prepared.binding.fio_binary)
+                except BaseException:
+                    if recorder is not None:
+                        recorder.stop()
+                    raise
                 outcome = judge_repetition(
                     rw=item.case.workload.rw, returncode=result.returncode, timed_out=result.timed_out,
                     timeout_s=timeout_s, output_text=result.output_text, stderr_tail=result.stderr_tail,
                     started_at_s=result.started_at_s, finished_at_s=result.finished_at_s, job_text=job_text,
                     command=result.command, fio_version=caps.version, client=executor.name,
                 )
+                telemetry = (recorder.finish(outcome, item.case, ceilings.get(item.case.case_id))
+                             if recorder is not None else None)
                 store.save_repetition(run_id, item.case, item.rep_index, outcome,
-                                      (*prepared.details, *item.case.lab))
+                                      (*prepared.details, *item.case.lab), telemetry)
                 if outcome.status != Status.OK:
                     failed += 1
                 observer.repetition_finished(item, position, outcome)

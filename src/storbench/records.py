@@ -7,6 +7,8 @@ from dataclasses import dataclass, fields
 
 from storbench.fio.parse import merge_clients
 from storbench.model import DirectionMeasurement, Status, StoredRepetition
+from storbench.telemetry.digest import CEPH_OSD_PROCESS, CLIENT_PROCESS, digest
+from storbench.telemetry.series import RepetitionTelemetry
 from storbench.units import format_block_size, parse_size_bytes
 
 # (percent, field suffix) of the percentiles every record carries.
@@ -71,6 +73,26 @@ class Record:
     cpu_sys: float | None
     disk_util_pct: float | None
     error: str
+    # Telemetry over fio's measured window (see docs/methodology.md, "Telemetry"); None when not sampled.
+    host_cpu_busy_pct: float | None
+    host_cpu_iowait_pct: float | None
+    client_cpu_cores: float | None
+    process_cpu_cores: tuple[tuple[str, float], ...]
+    disk_busiest: str
+    disk_busiest_util_pct: float | None
+    disk_busiest_queue_depth: float | None
+    net_busiest: str
+    net_busiest_util_pct: float | None
+    net_busiest_bytes_per_s: float | None
+    mem_used_bytes: float | None
+    page_cache_bytes: float | None
+    ceph_osd_cpu_cores: float | None
+    ceph_op_latency_ns: float | None
+    ceph_cache_hit_pct: float | None
+    node_cpu_busy_pct: float | None
+    node_busiest: str
+    node_disk_util_pct: float | None
+    client_ceiling_iops: float | None
 
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Record))
@@ -89,6 +111,36 @@ def _latency_fields(prefix: str, m: DirectionMeasurement | None) -> dict[str, fl
     return out
 
 
+def telemetry_fields(telemetry: RepetitionTelemetry | None) -> dict[str, object]:
+    """The record fields one repetition's telemetry gives (the same for each of its directions)."""
+    d = digest(telemetry) if telemetry is not None else None
+    device = d.busiest_device if d else None
+    interface = d.busiest_interface if d else None
+    node_cpu = d.remote_max("cpu_busy_pct") if d else None
+    node_disk = d.remote_max("disk_util_pct") if d else None
+    return {
+        "host_cpu_busy_pct": d.host_cpu_busy_pct if d else None,
+        "host_cpu_iowait_pct": d.host_cpu_iowait_pct if d else None,
+        "client_cpu_cores": d.process_cores(CLIENT_PROCESS) if d else None,
+        "process_cpu_cores": d.process_cpu_cores if d else (),
+        "disk_busiest": device.name if device else "",
+        "disk_busiest_util_pct": device.util_pct if device else None,
+        "disk_busiest_queue_depth": device.queue_depth if device else None,
+        "net_busiest": interface.name if interface else "",
+        "net_busiest_util_pct": interface.util_pct if interface else None,
+        "net_busiest_bytes_per_s": interface.rx_bytes_per_s + interface.tx_bytes_per_s if interface else None,
+        "mem_used_bytes": d.mem_used_bytes if d else None,
+        "page_cache_bytes": d.page_cache_bytes if d else None,
+        "ceph_osd_cpu_cores": d.process_cores(CEPH_OSD_PROCESS) if d else None,
+        "ceph_op_latency_ns": d.ceph_op_latency_ns if d else None,
+        "ceph_cache_hit_pct": d.ceph_cache_hit_pct if d else None,
+        "node_cpu_busy_pct": node_cpu.mean if node_cpu else None,
+        "node_busiest": (node_cpu.entity if node_cpu else node_disk.entity if node_disk else ""),
+        "node_disk_util_pct": node_disk.mean if node_disk else None,
+        "client_ceiling_iops": d.ceiling_iops if d else None,
+    }
+
+
 def repetition_records(repetitions: Iterable[StoredRepetition]) -> list[Record]:
     """Flatten stored repetitions. Several clients are merged exactly (I/O summed, bins merged);
     a failed repetition gives one record with its error and no numbers."""
@@ -100,6 +152,7 @@ def repetition_records(repetitions: Iterable[StoredRepetition]) -> list[Record]:
         cpu_sys = sum(c.cpu_sys_pct for c in rep.clients) if rep.clients else None
         utils = [d.util_pct for c in rep.clients for d in c.disks]
         directions: Sequence[DirectionMeasurement | None] = merged or [None]
+        observed = telemetry_fields(rep.telemetry if rep.status == Status.OK else None)
         for m in directions:
             records.append(
                 Record(
@@ -117,6 +170,7 @@ def repetition_records(repetitions: Iterable[StoredRepetition]) -> list[Record]:
                     error=rep.error,
                     **_latency_fields("lat", m),  # type: ignore[arg-type]
                     **_latency_fields("clat", m),  # type: ignore[arg-type]
+                    **observed,  # type: ignore[arg-type]
                 )
             )
     return records

@@ -16,10 +16,13 @@ from storbench.config import (
     NfsTargetConfig,
     PathTargetConfig,
     PlanConfig,
+    PrometheusConfig,
     RbdTargetConfig,
+    TelemetryConfig,
     WorkloadConfig,
 )
 from storbench.fio.options import REFUSED_ENGINES
+from storbench.telemetry.prometheus import DEFAULT_QUERIES
 
 SWEEPABLE = {"rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine", "osds",
              "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target"}
@@ -30,7 +33,10 @@ def _default(model: type[BaseModel], name: str) -> str:
     if field.is_required():
         return "**required**"
     if field.default_factory is not None:
-        return "`" + repr(field.default_factory()) + "`"  # type: ignore[call-arg]
+        made = field.default_factory()  # type: ignore[call-arg]
+        if isinstance(made, BaseModel):
+            return "see below"
+        return "`" + repr(made) + "`"
     if field.default is PydanticUndefined:
         return ""
     value = field.default
@@ -141,6 +147,31 @@ def plan_reference_markdown() -> str:
         "  rbd: {kind: rbd, pool: bench, image: img, size: 1GiB}",
         "lab:",
         "  ceph: {osds: 3, pool_size: [2, 3]}",
+        "```",
+        "",
+        "## `telemetry`",
+        "",
+        TelemetryConfig.__doc__ or "",
+        "On by default: host CPU by mode (/proc/stat), the CPU of the named processes (/proc/PID/stat), every "
+        "block device (/proc/diskstats), network interfaces (/proc/net/dev) and memory, every `interval`, "
+        "summarised over fio's measured window; OSD counters from Ceph admin sockets where there are any. "
+        "The bottleneck verdict of every point is judged from them.",
+        "",
+        *_table(TelemetryConfig),
+        "",
+        "### `telemetry.prometheus`",
+        "",
+        PrometheusConfig.__doc__ or "",
+        "Built-in queries (`$rate` is `rate_window`): "
+        + "; ".join(f"`{name}`: `{query}`" for name, query in DEFAULT_QUERIES).replace("|", "\\|") + ".",
+        "",
+        *_table(PrometheusConfig),
+        "",
+        "```yaml",
+        "telemetry:",
+        "  processes: [fio, ceph-osd, ganesha.nfsd]",
+        "  client_ceiling: true",
+        "  prometheus: {url: http://prometheus.example:9090, rate_window: 1m}",
         "```",
         "",
         "## `exclude`",

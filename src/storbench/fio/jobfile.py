@@ -91,3 +91,21 @@ def render_layout_job(binding: JobBinding, size_bytes: int, numjobs: int, ioengi
 def fio_command(fio_binary: str, job_path: str, output_path: str, extra: Sequence[str] = ()) -> tuple[str, ...]:
     """The argv that runs one job file and writes json+ to a private file (never parsed from stdout)."""
     return (fio_binary, "--output-format=json+", f"--output={output_path}", *extra, job_path)
+
+
+CEILING_RUNTIME_S = 3.0
+
+
+def render_ceiling_job(case: Case) -> str:
+    """The case's job on fio's null engine (no I/O reaches any device): what this client alone can drive
+    with the same pattern, block size, depth and jobs."""
+    w = case.workload
+    lines = [f"; storbench client ceiling for case {case.case_id}", "[global]", _line("ioengine", "null"),
+             _line("time_based", "1"), _line("runtime", f"{min(w.runtime_s, CEILING_RUNTIME_S):g}"),
+             _line("size", format_block_size(w.size_bytes or case.target.size_bytes or 1024**3)),
+             "[ceiling]", _line("rw", w.rw)]
+    if w.rwmixread is not None:
+        lines.append(_line("rwmixread", str(w.rwmixread)))
+    lines += [_line("bs", format_block_size(w.bs_bytes)), _line("iodepth", str(w.iodepth)),
+              _line("numjobs", str(w.numjobs))]
+    return "\n".join(lines) + "\n"

@@ -13,8 +13,24 @@ from storbench.records import RECORD_FIELDS, Record
 EXPORT_FORMATS = ("json", "csv", "markdown")
 
 
+def _flat(record: Record) -> dict[str, object]:
+    """Field -> value; name/value pairs (per-process CPU) become "name=value" text for CSV and Markdown."""
+    row: dict[str, object] = asdict(record)
+    for key, value in row.items():
+        if isinstance(value, tuple | list):
+            row[key] = " ".join(f"{name}={number:.3g}" for name, number in value)
+    return row
+
+
 def to_json(records: Sequence[Record]) -> str:
-    return json.dumps([asdict(r) for r in records], indent=2) + "\n"
+    rows = []
+    for record in records:
+        row: dict[str, object] = asdict(record)
+        for key, value in row.items():
+            if isinstance(value, tuple | list):
+                row[key] = dict(value)
+        rows.append(row)
+    return json.dumps(rows, indent=2) + "\n"
 
 
 def to_csv(records: Sequence[Record]) -> str:
@@ -22,7 +38,7 @@ def to_csv(records: Sequence[Record]) -> str:
     writer = csv.DictWriter(buffer, fieldnames=list(RECORD_FIELDS), lineterminator="\n")
     writer.writeheader()
     for record in records:
-        writer.writerow({k: ("" if v is None else v) for k, v in asdict(record).items()})
+        writer.writerow({k: ("" if v is None else v) for k, v in _flat(record).items()})
     return buffer.getvalue()
 
 
@@ -37,7 +53,7 @@ def _md_cell(value: object) -> str:
 def to_markdown(records: Sequence[Record]) -> str:
     lines = ["| " + " | ".join(RECORD_FIELDS) + " |", "|" + "---|" * len(RECORD_FIELDS)]
     for record in records:
-        row = asdict(record)
+        row = _flat(record)
         lines.append("| " + " | ".join(_md_cell(row[name]) for name in RECORD_FIELDS) + " |")
     return "\n".join(lines) + "\n"
 

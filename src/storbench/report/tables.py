@@ -32,23 +32,46 @@ def iops_with_ci(estimate: Estimate | None) -> str:
     return f"{estimate.mean:,.0f}" + ("" if half is None else f" ± {half:,.0f}")
 
 
+def _telemetry_columns(points: Sequence[PointSummary]) -> list[tuple[str, str, str]]:
+    """(header, metric field, format) of the telemetry columns some point has data for (OSD CPU only when an
+    OSD did work: an idle cluster beside a local run is not worth a column)."""
+    optional = (("osd cores", "ceph_osd_cpu_cores", ".2f"), ("osd lat", "ceph_op_latency_ns", "lat"),
+                ("cache hit %", "ceph_cache_hit_pct", ".0f"), ("node cpu %", "node_cpu_busy_pct", ".0f"),
+                ("node disk %", "node_disk_util_pct", ".0f"), ("net %", "net_busiest_util_pct", ".0f"))
+    floor = {"ceph_osd_cpu_cores": 0.05}
+
+    def shown(field: str) -> bool:
+        return any((e := p.metric(field)) is not None and e.mean >= floor.get(field, float("-inf")) for p in points)
+
+    return [column for column in optional if shown(column[1])]
+
+
+def _cell(estimate: Estimate | None, fmt: str) -> str:
+    if estimate is None:
+        return "-"
+    return format_latency_ns(estimate.mean) if fmt == "lat" else format(estimate.mean, fmt)
+
+
 def results_table(points: Sequence[PointSummary], title: str) -> Table:
-    """One row per case and direction: mean over repetitions, IOPS with its 95 % confidence interval."""
+    """One row per case and direction: mean over repetitions, IOPS with its 95 % confidence interval, the
+    telemetry beside it and the bottleneck verdict (its evidence: ``verdict_lines``)."""
     table = Table(title=title, title_justify="left", header_style="bold")
     with_options = any(p.fio_options for p in points)
     lab_keys = varying_lab_keys(points)
+    extra = _telemetry_columns(points)
     columns = (("target", "left"), ("rw", "left"), ("bs", "right"), ("qd", "right"), ("jobs", "right"),
                *((("fio options", "left"),) if with_options else ()), *((("lab", "left"),) if lab_keys else ()),
                ("dir", "left"), ("n", "right"), ("IOPS ± 95% CI", "right"), ("CV", "right"), ("MiB/s", "right"),
                ("lat mean", "right"), ("p50", "right"), ("p95", "right"), ("p99", "right"), ("p99.9", "right"),
-               ("cpu usr/sys %", "right"), ("disk %", "right"), ("!", "left"))
+               ("cpu %", "right"), ("disk %", "right"), *((name, "right") for name, _, _ in extra),
+               ("verdict", "left"), ("!", "left"))
     for name, justify in columns:
         table.add_column(name, justify=justify, no_wrap=True)
     for p in points:
         iops = p.metric("iops")
-        usr, sys_ = p.metric("cpu_usr"), p.metric("cpu_sys")
         cv = iops.cv_pct if iops else None
         style = "red" if p.repetitions_ok < p.repetitions_total else None
+        disk = p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct")
         table.add_row(
             p.target, p.rw, p.bs, str(p.iodepth), str(p.numjobs), *((p.fio_options,) if with_options else ()),
             *((lab_text(p, lab_keys),) if lab_keys else ()),
@@ -56,11 +79,36 @@ def results_table(points: Sequence[PointSummary], title: str) -> Table:
             f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
             _mean(p.metric("bw_bytes"), ",.1f", 1048576), _lat(p.metric("lat_mean_ns")), _lat(p.metric("lat_p50_ns")),
             _lat(p.metric("lat_p95_ns")), _lat(p.metric("lat_p99_ns")), _lat(p.metric("lat_p999_ns")),
-            "-" if usr is None or sys_ is None else f"{usr.mean:.0f}/{sys_.mean:.0f}",
-            _mean(p.metric("disk_util_pct"), ".0f"), "⚠" if p.warnings else "",
+            _mean(p.metric("host_cpu_busy_pct"), ".0f"), _mean(disk, ".0f"),
+            *(_cell(p.metric(field), fmt) for _, field, fmt in extra),
+            p.bottleneck.short, "⚠" if p.warnings else "",
             style=style,
         )
     return table
+
+
+def point_name(p: PointSummary, lab_keys: Sequence[str] = ()) -> str:
+    parts = [p.target, p.rw + (f" {p.rwmixread}%" if p.rwmixread is not None and p.rw in ("randrw", "rw") else ""),
+             p.bs, f"qd{p.iodepth}"]
+    if p.numjobs != 1:
+        parts.append(f"{p.numjobs} jobs")
+    if p.clients != 1:
+        parts.append(f"{p.clients} clients")
+    lab = lab_text(p, lab_keys)
+    return " ".join([*parts, *([lab] if lab else [])])
+
+
+def verdict_lines(points: Sequence[PointSummary]) -> list[str]:
+    """One line per case (its directions share one verdict): the bottleneck and its evidence."""
+    lab_keys = varying_lab_keys(points)
+    seen: set[str] = set()
+    lines = []
+    for p in points:
+        if p.case_id in seen:
+            continue
+        seen.add(p.case_id)
+        lines.append(f"{point_name(p, lab_keys)}: {p.bottleneck.kind.value} — {p.bottleneck.evidence}")
+    return lines
 
 
 def varying_lab_keys(points: Sequence[PointSummary]) -> list[str]:

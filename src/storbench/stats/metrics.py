@@ -24,6 +24,23 @@ CPU_USR = Metric("cpu_usr", "fio usr CPU", False, "%")
 CPU_SYS = Metric("cpu_sys", "fio sys CPU", False, "%")
 DISK_UTIL = Metric("disk_util_pct", "disk utilisation", False, "%")
 
-SUMMARY_METRICS = (IOPS, BANDWIDTH, LAT_MEAN, LAT_P50, LAT_P95, LAT_P99, LAT_P999, CPU_USR, CPU_SYS, DISK_UTIL)
+HOST_CPU = Metric("host_cpu_busy_pct", "host CPU busy", False, "%")
+HOST_IOWAIT = Metric("host_cpu_iowait_pct", "host CPU iowait", False, "%")
+CLIENT_CORES = Metric("client_cpu_cores", "fio CPU", False, "cores")
+DEVICE_UTIL = Metric("disk_busiest_util_pct", "busiest device utilisation", False, "%")
+DEVICE_QUEUE = Metric("disk_busiest_queue_depth", "busiest device queue", False, "I/Os")
+NET_UTIL = Metric("net_busiest_util_pct", "busiest link utilisation", False, "%")
+NET_BYTES = Metric("net_busiest_bytes_per_s", "busiest interface traffic", False, "B/s")
+OSD_CORES = Metric("ceph_osd_cpu_cores", "ceph-osd CPU", False, "cores")
+OSD_LATENCY = Metric("ceph_op_latency_ns", "OSD op latency", False, "ns")
+CACHE_HIT = Metric("ceph_cache_hit_pct", "BlueStore cache hit ratio", True, "%")
+NODE_CPU = Metric("node_cpu_busy_pct", "storage node CPU busy", False, "%")
+NODE_DISK = Metric("node_disk_util_pct", "storage node disk utilisation", False, "%")
+CEILING = Metric("client_ceiling_iops", "client ceiling (null engine)", True, "IOPS")
+
+TELEMETRY_METRICS = (HOST_CPU, HOST_IOWAIT, CLIENT_CORES, DEVICE_UTIL, DEVICE_QUEUE, NET_UTIL, NET_BYTES, OSD_CORES,
+                     OSD_LATENCY, CACHE_HIT, NODE_CPU, NODE_DISK, CEILING)
+SUMMARY_METRICS = (IOPS, BANDWIDTH, LAT_MEAN, LAT_P50, LAT_P95, LAT_P99, LAT_P999, CPU_USR, CPU_SYS, DISK_UTIL,
+                   *TELEMETRY_METRICS)
 COMPARE_METRICS = (IOPS, BANDWIDTH, LAT_MEAN, LAT_P95, LAT_P99)
 METRICS_BY_FIELD = {m.field: m for m in SUMMARY_METRICS}

@@ -7,10 +7,12 @@ from dataclasses import dataclass
 
 from storbench.model import Direction, Status
 from storbench.records import Record, lab_parameters
+from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, judge
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.metrics import SUMMARY_METRICS
 from storbench.units import format_bytes
 
+NOT_JUDGED = BottleneckVerdict(Bottleneck.UNKNOWN, "not judged")
 SUMMARY_FIELDS = tuple(metric.field for metric in SUMMARY_METRICS)
 CV_LIMIT_PCT = 5.0
 MIN_REPETITIONS = 3
@@ -65,6 +67,10 @@ class PointSummary:
     estimates: tuple[tuple[str, Estimate], ...]
     warnings: tuple[StatWarning, ...]
     last_error: str
+    process_cpu_cores: tuple[tuple[str, float], ...] = ()  # mean over ok repetitions, busiest first
+    busiest_device: str = ""
+    busiest_interface: str = ""
+    bottleneck: BottleneckVerdict = NOT_JUDGED
 
     def metric(self, field: str) -> Estimate | None:
         for name, value in self.estimates:
@@ -103,6 +109,56 @@ def point_warnings(records: Sequence[Record], ok: Sequence[Record], iops: Estima
     return warnings
 
 
+def _mean_of(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def _most_common(values: Sequence[str]) -> str:
+    present = [v for v in values if v]
+    return max(sorted(set(present)), key=present.count) if present else ""
+
+
+def bottleneck_inputs(ok: Sequence[Record]) -> BottleneckInputs | None:
+    """One case's figures for the bottleneck rules: per repetition (directions together), then the mean."""
+    if not ok:
+        return None
+    by_repetition: dict[tuple[int, int], list[Record]] = {}
+    for record in ok:
+        by_repetition.setdefault((record.run_id, record.repeat), []).append(record)
+    iops_values: list[float | None] = []
+    in_flight_values: list[float | None] = []
+    for rows in by_repetition.values():
+        measured = [r for r in rows if r.iops is not None]
+        iops_values.append(sum(r.iops or 0.0 for r in measured) if measured else None)
+        timed = [(r.iops or 0.0) * r.lat_mean_ns / 1e9 for r in measured if r.lat_mean_ns is not None]
+        in_flight_values.append(sum(timed) if timed else None)
+    one_per_repetition = [rows[0] for rows in by_repetition.values()]
+    processes: dict[str, list[float]] = {}
+    for record in one_per_repetition:
+        for name, cores in record.process_cpu_cores:
+            processes.setdefault(name, []).append(cores)
+    n = len(one_per_repetition)
+    process_means = sorted(((name, sum(v) / n) for name, v in processes.items()), key=lambda item: -item[1])
+    first = ok[0]
+
+    def mean(field: str) -> float | None:
+        return _mean_of([getattr(r, field) for r in one_per_repetition])
+
+    return BottleneckInputs(
+        host_cpu_busy_pct=mean("host_cpu_busy_pct"), process_cpu_cores=tuple(process_means),
+        client_cpu_cores=mean("client_cpu_cores"),
+        busiest_device=_most_common([r.disk_busiest for r in one_per_repetition]),
+        device_util_pct=mean("disk_busiest_util_pct"), device_queue_depth=mean("disk_busiest_queue_depth"),
+        busiest_interface=_most_common([r.net_busiest for r in one_per_repetition]),
+        interface_util_pct=mean("net_busiest_util_pct"), interface_bytes_per_s=mean("net_busiest_bytes_per_s"),
+        storage_node=_most_common([r.node_busiest for r in one_per_repetition]),
+        node_cpu_busy_pct=mean("node_cpu_busy_pct"), node_disk_util_pct=mean("node_disk_util_pct"),
+        iops=_mean_of(iops_values), in_flight=_mean_of(in_flight_values), ceiling_iops=mean("client_ceiling_iops"),
+        iodepth=first.iodepth, jobs=first.numjobs * first.clients, ioengine=first.ioengine,
+    )
+
+
 def summarize_points(records: Sequence[Record], mem_total_bytes: Mapping[int, int | None] | None = None,
                      metrics: Sequence[str] = SUMMARY_FIELDS) -> list[PointSummary]:
     """Group by (case, direction) in first-seen order; estimate each metric over ok repetitions."""
@@ -118,6 +174,8 @@ def summarize_points(records: Sequence[Record], mem_total_bytes: Mapping[int, in
         first = group[0]
         run_mem = [memory.get(r.run_id) for r in group]
         mem = min((m for m in run_mem if m), default=None)
+        inputs = bottleneck_inputs(ok)
+        verdict = judge(inputs) if inputs else BottleneckVerdict(Bottleneck.UNKNOWN, "no successful repetition")
         for direction in directions:
             rows = [r for r in ok if r.direction == direction]
             estimates = []
@@ -140,5 +198,9 @@ def summarize_points(records: Sequence[Record], mem_total_bytes: Mapping[int, in
                 estimates=tuple(estimates),
                 warnings=tuple(point_warnings(group, rows, iops, mem)),
                 last_error=failed[-1].error if failed else "",
+                process_cpu_cores=inputs.process_cpu_cores if inputs else (),
+                busiest_device=inputs.busiest_device if inputs else "",
+                busiest_interface=inputs.busiest_interface if inputs else "",
+                bottleneck=verdict,
             ))
     return out

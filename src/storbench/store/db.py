@@ -29,6 +29,7 @@ from storbench.model import (
     WorkloadPoint,
 )
 from storbench.store.codec import compress_text, decode_histogram, decompress_text, encode_histogram
+from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
 
 # Ordered migrations: index + 1 is the schema version. Never edit one that has shipped; append.
 MIGRATIONS: tuple[str, ...] = (
@@ -122,6 +123,25 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN mem_total_bytes INTEGER;
     ALTER TABLE runs ADD COLUMN cpu_count INTEGER;
     """,
+    # 3: telemetry beside every repetition: its measured window, and one row per sample
+    """
+    CREATE TABLE telemetry (
+        repetition_id INTEGER PRIMARY KEY REFERENCES repetitions(id) ON DELETE CASCADE,
+        window_start_s REAL NOT NULL,
+        window_end_s REAL NOT NULL,
+        problems_json TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE TABLE telemetry_samples (
+        repetition_id INTEGER NOT NULL REFERENCES repetitions(id) ON DELETE CASCADE,
+        source TEXT NOT NULL,
+        entity TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        start_s REAL NOT NULL,
+        t_s REAL NOT NULL,
+        value REAL NOT NULL
+    );
+    CREATE INDEX telemetry_samples_repetition ON telemetry_samples(repetition_id);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -200,7 +220,8 @@ class Store:
         }
 
     def save_repetition(self, run_id: int, case: Case, rep_index: int, outcome: RepetitionOutcome,
-                        target_details: Sequence[tuple[str, str]]) -> int:
+                        target_details: Sequence[tuple[str, str]],
+                        telemetry: RepetitionTelemetry | None = None) -> int:
         """Store one repetition with everything it produced, atomically. A failed earlier attempt of the
         same repetition in the same run is replaced."""
         with self.transaction() as conn:
@@ -220,6 +241,8 @@ class Store:
             assert repetition_id is not None
             for client in outcome.clients:
                 _insert_client(conn, repetition_id, client)
+            if telemetry is not None:
+                _insert_telemetry(conn, repetition_id, telemetry)
             return repetition_id
 
     def repetitions(self, run_ids: Sequence[int] | None = None) -> list[StoredRepetition]:
@@ -232,6 +255,7 @@ class Store:
         query += " ORDER BY r.run_id, r.started_at_s, r.id"
         rows = self.conn.execute(query, params).fetchall()
         clients = self._clients_by_repetition([row["id"] for row in rows])
+        telemetry = self._telemetry_by_repetition([row["id"] for row in rows])
         return [
             StoredRepetition(
                 repetition_id=row["id"],
@@ -246,9 +270,35 @@ class Store:
                 error=row["error"],
                 clients=tuple(clients.get(row["id"], ())),
                 job_text=row["job_text"],
+                telemetry=telemetry.get(row["id"]),
             )
             for row in rows
         ]
+
+    def _telemetry_by_repetition(self, repetition_ids: Sequence[int]) -> dict[int, RepetitionTelemetry]:
+        windows: dict[int, tuple[float, float]] = {}
+        samples: dict[tuple[int, str, str, str], list[tuple[float, float, float]]] = {}
+        for chunk_start in range(0, len(repetition_ids), 500):
+            chunk = list(repetition_ids[chunk_start:chunk_start + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in self.conn.execute(f"SELECT * FROM telemetry WHERE repetition_id IN ({marks})", chunk):
+                windows[row["repetition_id"]] = (row["window_start_s"], row["window_end_s"])
+            for row in self.conn.execute(
+                    "SELECT repetition_id, source, entity, metric, start_s, t_s, value FROM telemetry_samples"
+                    f" WHERE repetition_id IN ({marks}) ORDER BY rowid", chunk):
+                samples.setdefault((row[0], row[1], row[2], row[3]), []).append((row[4], row[5], row[6]))
+        series: dict[int, list[TelemetrySeries]] = {}
+        for (repetition_id, source, entity, metric), values in samples.items():
+            series.setdefault(repetition_id, []).append(TelemetrySeries(
+                source, entity, metric, tuple(v[0] for v in values), tuple(v[1] for v in values),
+                tuple(v[2] for v in values)))
+        return {rid: RepetitionTelemetry(start, end, tuple(series.get(rid, ())))
+                for rid, (start, end) in windows.items()}
+
+    def telemetry_problems(self, repetition_id: int) -> list[str]:
+        row = self.conn.execute("SELECT problems_json FROM telemetry WHERE repetition_id = ?",
+                                (repetition_id,)).fetchone()
+        return [] if row is None else list(json.loads(row[0]))
 
     def repetition_provenance(self, repetition_id: int) -> tuple[str, list[str], str, str]:
         """(job text, command, raw fio output, stderr tail) of one repetition."""
@@ -349,6 +399,17 @@ def _latency_from_row(prefix: str, row: sqlite3.Row) -> LatencySummary:
         histogram=decode_histogram(row[f"{prefix}_bins_z"]),
         reported_percentiles_ns=tuple((float(p), int(v)) for p, v in json.loads(row[f"{prefix}_reported_json"])),
     )
+
+
+def _insert_telemetry(conn: sqlite3.Connection, repetition_id: int, telemetry: RepetitionTelemetry) -> None:
+    conn.execute("INSERT INTO telemetry (repetition_id, window_start_s, window_end_s, problems_json)"
+                 " VALUES (?,?,?,?)", (repetition_id, telemetry.window_start_s, telemetry.window_end_s,
+                                       json.dumps(list(telemetry.problems))))
+    conn.executemany(
+        "INSERT INTO telemetry_samples (repetition_id, source, entity, metric, start_s, t_s, value)"
+        " VALUES (?,?,?,?,?,?,?)",
+        [(repetition_id, s.source, s.entity, s.metric, begin, end, value)
+         for s in telemetry.series for begin, end, value in zip(s.starts_s, s.times_s, s.values, strict=True)])
 
 
 def _insert_client(conn: sqlite3.Connection, repetition_id: int, client: ClientMeasurement) -> None:

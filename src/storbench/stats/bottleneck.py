@@ -1,0 +1,175 @@
+"""Bottleneck verdicts: which resource limited a point, with the evidence. Pure, rules with fixed thresholds.
+
+Every rule and threshold is stated (and defended) in docs/methodology.md, "Bottleneck verdicts":
+
+- client-bound  the fio processes use >= 0.9 cores per job (a job is one process: it cannot use more than
+                one core), or IOPS reach >= 80 % of the client's null-engine ceiling;
+- cpu-bound     this host's CPU, or a storage node's (Prometheus), is >= 85 % busy over the window;
+- media-bound   a block device (here or on a storage node) is busy >= 90 % of the window;
+- network-bound an interface moves >= 90 % of its link rate (in its busier direction);
+- under-driven  none of the above, and Little's law says every configured I/O slot was occupied
+                (IOPS x mean latency >= 80 % of iodepth x jobs): more depth would raise IOPS;
+- not saturated none of the above, and the queue was not kept full either;
+- unknown       no telemetry (imported results, or `telemetry.enabled: false`).
+
+When several resources are saturated, the verdict is the one furthest past its threshold (value /
+threshold, "pressure"); the others are listed with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from storbench.units import format_bytes
+
+HOST_CPU_BUSY_PCT = 85.0
+CLIENT_CORES_PER_JOB = 0.9
+CEILING_FRACTION = 0.8
+DEVICE_UTIL_PCT = 90.0
+LINK_UTIL_PCT = 90.0
+QUEUE_FULL_FRACTION = 0.8
+SYNC_ENGINES = frozenset({"sync", "psync", "vsync", "pvsync", "pvsync2", "mmap"})
+
+
+class Bottleneck(StrEnum):
+    CLIENT = "client-bound"
+    CPU = "cpu-bound"
+    MEDIA = "media-bound"
+    NETWORK = "network-bound"
+    UNDER_DRIVEN = "under-driven"
+    NOT_SATURATED = "not saturated"
+    UNKNOWN = "unknown"
+
+
+SHORT_LABELS = {
+    Bottleneck.CLIENT: "client", Bottleneck.CPU: "cpu", Bottleneck.MEDIA: "media", Bottleneck.NETWORK: "net",
+    Bottleneck.UNDER_DRIVEN: "depth", Bottleneck.NOT_SATURATED: "-", Bottleneck.UNKNOWN: "?",
+}
+
+
+@dataclass(frozen=True)
+class BottleneckInputs:
+    """One point's figures, each the mean over its successful repetitions (None: not measured)."""
+
+    host_cpu_busy_pct: float | None
+    process_cpu_cores: tuple[tuple[str, float], ...]  # busiest first
+    client_cpu_cores: float | None
+    busiest_device: str
+    device_util_pct: float | None
+    device_queue_depth: float | None
+    busiest_interface: str
+    interface_util_pct: float | None
+    interface_bytes_per_s: float | None
+    storage_node: str
+    node_cpu_busy_pct: float | None
+    node_disk_util_pct: float | None
+    iops: float | None  # all directions together
+    in_flight: float | None  # Little's law per repetition: sum over directions of IOPS x mean total latency
+    ceiling_iops: float | None
+    iodepth: int
+    jobs: int  # numjobs x clients
+    ioengine: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: Bottleneck
+    pressure: float  # measured value / threshold; >= 1 means the rule fired
+    evidence: str
+
+
+@dataclass(frozen=True)
+class BottleneckVerdict:
+    kind: Bottleneck
+    evidence: str
+    findings: tuple[Finding, ...] = ()  # every saturated resource, the verdict's first
+    in_flight: float | None = None  # Little's law: IOPS x mean latency
+    slots: int | None = None  # configured I/Os in flight: iodepth x jobs
+
+    @property
+    def short(self) -> str:
+        return SHORT_LABELS[self.kind]
+
+
+def configured_slots(iodepth: int, jobs: int, ioengine: str) -> int:
+    """I/Os fio can keep in flight: iodepth per job for asynchronous engines, one per job for sync ones."""
+    return jobs * (1 if ioengine in SYNC_ENGINES else iodepth)
+
+
+def _processes_text(processes: Sequence[tuple[str, float]], limit: int = 3) -> str:
+    shown = [f"{name} {cores:.2f}" for name, cores in processes[:limit] if cores >= 0.01]
+    return f" ({', '.join(shown)} cores)" if shown else ""
+
+
+def findings_for(x: BottleneckInputs) -> list[Finding]:
+    found: list[Finding] = []
+    if x.client_cpu_cores is not None and x.jobs > 0:
+        per_job = x.client_cpu_cores / x.jobs
+        if per_job >= CLIENT_CORES_PER_JOB:
+            found.append(Finding(Bottleneck.CLIENT, per_job / CLIENT_CORES_PER_JOB,
+                                 f"fio uses {per_job:.2f} cores per job ({x.jobs} job{'s' * (x.jobs > 1)}): the "
+                                 "client process is saturated"))
+    if x.ceiling_iops and x.iops is not None:
+        share = x.iops / x.ceiling_iops
+        if share >= CEILING_FRACTION:
+            found.append(Finding(Bottleneck.CLIENT, share / CEILING_FRACTION,
+                                 f"IOPS are {share:.0%} of what this client drives on fio's null engine "
+                                 f"({x.ceiling_iops:,.0f})"))
+    if x.host_cpu_busy_pct is not None and x.host_cpu_busy_pct >= HOST_CPU_BUSY_PCT:
+        found.append(Finding(Bottleneck.CPU, x.host_cpu_busy_pct / HOST_CPU_BUSY_PCT,
+                             f"host CPU {x.host_cpu_busy_pct:.0f} % busy{_processes_text(x.process_cpu_cores)}"))
+    if x.node_cpu_busy_pct is not None and x.node_cpu_busy_pct >= HOST_CPU_BUSY_PCT:
+        found.append(Finding(Bottleneck.CPU, x.node_cpu_busy_pct / HOST_CPU_BUSY_PCT,
+                             f"storage node {x.storage_node} CPU {x.node_cpu_busy_pct:.0f} % busy"))
+    if x.device_util_pct is not None and x.device_util_pct >= DEVICE_UTIL_PCT:
+        queue = "" if x.device_queue_depth is None else f", average queue {x.device_queue_depth:.1f}"
+        found.append(Finding(Bottleneck.MEDIA, x.device_util_pct / DEVICE_UTIL_PCT,
+                             f"{x.busiest_device} busy {x.device_util_pct:.0f} % of the time{queue}"))
+    if x.node_disk_util_pct is not None and x.node_disk_util_pct >= DEVICE_UTIL_PCT:
+        found.append(Finding(Bottleneck.MEDIA, x.node_disk_util_pct / DEVICE_UTIL_PCT,
+                             f"a disk of storage node {x.storage_node} busy {x.node_disk_util_pct:.0f} %"))
+    if x.interface_util_pct is not None and x.interface_util_pct >= LINK_UTIL_PCT:
+        moved = "" if x.interface_bytes_per_s is None else f" ({format_bytes(x.interface_bytes_per_s)}/s)"
+        found.append(Finding(Bottleneck.NETWORK, x.interface_util_pct / LINK_UTIL_PCT,
+                             f"{x.busiest_interface} at {x.interface_util_pct:.0f} % of its link rate{moved}"))
+    return sorted(found, key=lambda f: -f.pressure)
+
+
+def _busiest_text(x: BottleneckInputs) -> str:
+    parts = []
+    if x.host_cpu_busy_pct is not None:
+        parts.append(f"host CPU {x.host_cpu_busy_pct:.0f} %")
+    if x.device_util_pct is not None and x.busiest_device:
+        parts.append(f"{x.busiest_device} {x.device_util_pct:.0f} %")
+    if x.interface_util_pct is not None and x.busiest_interface:
+        parts.append(f"{x.busiest_interface} {x.interface_util_pct:.0f} % of link")
+    if x.client_cpu_cores is not None:
+        parts.append(f"fio {x.client_cpu_cores:.2f} cores")
+    return ", ".join(parts)
+
+
+def judge(x: BottleneckInputs) -> BottleneckVerdict:
+    measured_anything = any(v is not None for v in (x.host_cpu_busy_pct, x.device_util_pct, x.client_cpu_cores,
+                                                    x.node_cpu_busy_pct, x.node_disk_util_pct))
+    if not measured_anything:
+        return BottleneckVerdict(Bottleneck.UNKNOWN, "no telemetry for this point (imported, or telemetry off)")
+    slots = configured_slots(x.iodepth, x.jobs, x.ioengine)
+    in_flight = x.in_flight
+    found = findings_for(x)
+    if found:
+        primary = found[0]
+        others = "; ".join(f.evidence for f in found[1:])
+        return BottleneckVerdict(primary.kind, primary.evidence + (f"; also {others}" if others else ""),
+                                 tuple(found), in_flight, slots)
+    busiest = _busiest_text(x)
+    if in_flight is not None and slots > 0 and in_flight >= QUEUE_FULL_FRACTION * slots:
+        return BottleneckVerdict(
+            Bottleneck.UNDER_DRIVEN,
+            f"{in_flight:.1f} of {slots} I/O slots busy (IOPS x mean latency) and nothing saturated "
+            f"({busiest}): more iodepth or jobs would raise IOPS", (), in_flight, slots)
+    queue = (f"; {in_flight:.1f} of {slots} I/O slots busy: fio did not keep its queue full"
+             if in_flight is not None and slots > 0 else "")
+    return BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated ({busiest}){queue}", (), in_flight,
+                             slots)

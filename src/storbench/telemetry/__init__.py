@@ -1,0 +1,4 @@
+"""Telemetry beside every number: /proc samplers, Ceph admin-socket counters, Prometheus queries.
+
+Pure modules turn raw readings into series and summaries; ``sampler`` and ``sources`` are the shell.
+"""

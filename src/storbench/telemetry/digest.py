@@ -1,0 +1,194 @@
+"""One repetition's telemetry summarised over fio's measured window (ramp excluded). Pure.
+
+Mean and max of each series over the window; Ceph latencies weighted by ops and cache hit ratios from
+summed bytes, never averaged ratios.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries, in_window, window_max, window_mean
+
+CLIENT_PROCESS = "fio"
+CEPH_OSD_PROCESS = "ceph-osd"
+
+
+@dataclass(frozen=True)
+class DeviceDigest:
+    name: str
+    util_pct: float
+    util_max_pct: float
+    queue_depth: float
+    iops: float
+    read_bytes_per_s: float
+    write_bytes_per_s: float
+    await_ms: float
+
+
+@dataclass(frozen=True)
+class InterfaceDigest:
+    name: str
+    rx_bytes_per_s: float
+    tx_bytes_per_s: float
+    util_pct: float | None  # None: link rate unknown (virtual interfaces)
+
+
+@dataclass(frozen=True)
+class RemoteDigest:
+    """A Prometheus metric of one storage node (entity), mean and max over the window."""
+
+    entity: str
+    metric: str
+    mean: float
+    max: float
+
+
+@dataclass(frozen=True)
+class TelemetryDigest:
+    host_cpu_busy_pct: float | None
+    host_cpu_busy_max_pct: float | None
+    host_cpu_iowait_pct: float | None
+    host_cpu_modes_pct: tuple[tuple[str, float], ...]
+    process_cpu_cores: tuple[tuple[str, float], ...]  # name -> mean cores, busiest first
+    devices: tuple[DeviceDigest, ...]  # busiest first
+    interfaces: tuple[InterfaceDigest, ...]  # busiest first
+    mem_used_bytes: float | None
+    page_cache_bytes: float | None
+    ceph_ops_per_s: float | None
+    ceph_op_latency_ns: float | None
+    ceph_cache_hit_pct: float | None
+    ceph_onode_hit_pct: float | None
+    remote: tuple[RemoteDigest, ...]
+    ceiling_iops: float | None
+
+    def process_cores(self, name: str) -> float | None:
+        return dict(self.process_cpu_cores).get(name)
+
+    @property
+    def busiest_device(self) -> DeviceDigest | None:
+        return self.devices[0] if self.devices else None
+
+    @property
+    def busiest_interface(self) -> InterfaceDigest | None:
+        return self.interfaces[0] if self.interfaces else None
+
+    def remote_max(self, metric: str) -> RemoteDigest | None:
+        candidates = [r for r in self.remote if r.metric == metric]
+        return max(candidates, key=lambda r: r.mean, default=None)
+
+
+def _mean(telemetry: RepetitionTelemetry, series: TelemetrySeries | None) -> float | None:
+    return None if series is None else window_mean(series, telemetry.window_start_s, telemetry.window_end_s)
+
+
+def _one(telemetry: RepetitionTelemetry, source: str, metric: str, entity: str | None = None) -> TelemetrySeries | None:
+    found = telemetry.find(source, metric, entity)
+    return found[0] if found else None
+
+
+def _window_total(telemetry: RepetitionTelemetry, series: TelemetrySeries) -> float:
+    """Integral of a rate series over the window (rate x interval length)."""
+    return sum(w * v for w, v in in_window(series, telemetry.window_start_s, telemetry.window_end_s))
+
+
+def _ratio_pct(hits: float, misses: float) -> float | None:
+    return None if hits + misses <= 0 else 100.0 * hits / (hits + misses)
+
+
+def digest(telemetry: RepetitionTelemetry) -> TelemetryDigest:
+    start, end = telemetry.window_start_s, telemetry.window_end_s
+    modes = []
+    for series in telemetry.series:
+        if series.source == "cpu" and series.entity == "host" and series.metric != "busy_pct":
+            value = window_mean(series, start, end)
+            if value is not None:
+                modes.append((series.metric.removesuffix("_pct"), value))
+    busy = _one(telemetry, "cpu", "busy_pct", "host")
+    processes = []
+    for series in telemetry.find("process", "cpu_cores"):
+        value = window_mean(series, start, end)
+        if value is not None:
+            processes.append((series.entity, value))
+    processes.sort(key=lambda item: -item[1])
+
+    devices = []
+    for util in telemetry.find("disk", "util_pct"):
+        name = util.entity
+        values = {metric: _mean(telemetry, _one(telemetry, "disk", metric, name)) or 0.0
+                  for metric in ("util_pct", "queue_depth", "iops", "read_bytes_per_s", "write_bytes_per_s")}
+        ios = _one(telemetry, "disk", "iops", name)
+        waits = _one(telemetry, "disk", "await_ms", name)
+        await_ms = 0.0
+        if ios is not None and waits is not None:  # await weighted by I/Os, as iostat computes it
+            pairs = list(zip(in_window(ios, start, end), in_window(waits, start, end), strict=False))
+            count = sum(w * v for (w, v), _ in pairs)
+            await_ms = sum(w * v * a for (w, v), (_, a) in pairs) / count if count else 0.0
+        devices.append(DeviceDigest(name=name, util_pct=values["util_pct"],
+                                    util_max_pct=window_max(util, start, end) or 0.0,
+                                    queue_depth=values["queue_depth"], iops=values["iops"],
+                                    read_bytes_per_s=values["read_bytes_per_s"],
+                                    write_bytes_per_s=values["write_bytes_per_s"], await_ms=await_ms))
+    devices.sort(key=lambda d: (-d.util_pct, d.name))
+
+    interfaces = []
+    for rx in telemetry.find("net", "rx_bytes_per_s"):
+        name = rx.entity
+        link_util = _one(telemetry, "net", "util_pct", name)
+        interfaces.append(InterfaceDigest(
+            name=name, rx_bytes_per_s=_mean(telemetry, rx) or 0.0,
+            tx_bytes_per_s=_mean(telemetry, _one(telemetry, "net", "tx_bytes_per_s", name)) or 0.0,
+            util_pct=_mean(telemetry, link_util)))
+    interfaces.sort(key=lambda i: (-(i.util_pct or 0.0), -(i.rx_bytes_per_s + i.tx_bytes_per_s), i.name))
+
+    ceph_ops = ceph_latency_weighted = 0.0
+    hits = misses = onode_hits = onode_misses = 0.0
+    for ops in telemetry.find("ceph", "ops_per_s"):
+        latency = _one(telemetry, "ceph", "op_latency_ns", ops.entity)
+        ops_in_window = _window_total(telemetry, ops)
+        ceph_ops += ops_in_window
+        if latency is not None:
+            mean_latency = window_mean(latency, start, end)
+            if mean_latency is not None:
+                ceph_latency_weighted += ops_in_window * mean_latency
+    for metric, series_list in (("hit", telemetry.find("ceph", "cache_hit_bytes_per_s")),
+                                ("miss", telemetry.find("ceph", "cache_miss_bytes_per_s")),
+                                ("onode_hit", telemetry.find("ceph", "onode_hits_per_s")),
+                                ("onode_miss", telemetry.find("ceph", "onode_misses_per_s"))):
+        total = sum(_window_total(telemetry, s) for s in series_list)
+        if metric == "hit":
+            hits = total
+        elif metric == "miss":
+            misses = total
+        elif metric == "onode_hit":
+            onode_hits = total
+        else:
+            onode_misses = total
+    has_ceph = bool(telemetry.find("ceph", "ops_per_s"))
+    duration = max(end - start, 1e-9)
+
+    remote = []
+    for series in telemetry.series:
+        if series.source == "prometheus":
+            mean = window_mean(series, start, end)
+            peak = window_max(series, start, end)
+            if mean is not None and peak is not None:
+                remote.append(RemoteDigest(series.entity, series.metric, mean, peak))
+    ceiling = _one(telemetry, "probe", "ceiling_iops")
+    return TelemetryDigest(
+        host_cpu_busy_pct=_mean(telemetry, busy),
+        host_cpu_busy_max_pct=None if busy is None else window_max(busy, start, end),
+        host_cpu_iowait_pct=dict(modes).get("iowait"),
+        host_cpu_modes_pct=tuple(modes),
+        process_cpu_cores=tuple(processes),
+        devices=tuple(devices),
+        interfaces=tuple(interfaces),
+        mem_used_bytes=_mean(telemetry, _one(telemetry, "memory", "used_bytes")),
+        page_cache_bytes=_mean(telemetry, _one(telemetry, "memory", "page_cache_bytes")),
+        ceph_ops_per_s=ceph_ops / duration if has_ceph else None,
+        ceph_op_latency_ns=ceph_latency_weighted / ceph_ops if ceph_ops > 0 else None,
+        ceph_cache_hit_pct=_ratio_pct(hits, misses),
+        ceph_onode_hit_pct=_ratio_pct(onode_hits, onode_misses),
+        remote=tuple(remote),
+        ceiling_iops=ceiling.values[-1] if ceiling is not None and ceiling.values else None,
+    )

@@ -1,0 +1,62 @@
+"""Telemetry around one repetition (shell): start the sampler before fio, stop it after, query Prometheus
+over the measured window, and hand everything to the pure assembly in ``collect``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from storbench.config import TelemetryConfig
+from storbench.model import Case, RepetitionOutcome
+from storbench.telemetry.collect import measured_window, repetition_telemetry
+from storbench.telemetry.prometheus import queries_for
+from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
+from storbench.telemetry.sources import (
+    Sampler,
+    clock_ticks_per_s,
+    fetch_prometheus_series,
+    link_speeds_bits_per_s,
+    osd_admin_sockets,
+)
+
+# Where a Ceph cluster on this host keeps its admin sockets when the plan does not say.
+SYSTEM_CEPH_SOCKETS = ("/run/ceph/*.asok", "/var/run/ceph/*.asok")
+
+
+class TelemetryRecorder:
+    """One per lab session: knows what to sample; ``start``/``finish`` bracket each repetition."""
+
+    def __init__(self, config: TelemetryConfig, ceph_socket_patterns: Sequence[str]) -> None:
+        self.config = config
+        patterns = config.ceph_admin_sockets if config.ceph_admin_sockets is not None else ceph_socket_patterns
+        self.ceph_sockets = sorted({os.path.realpath(p) for p in osd_admin_sockets(patterns)})
+        self.clock_ticks = clock_ticks_per_s()
+        self.links = link_speeds_bits_per_s()
+        self.queries = (queries_for(config.prometheus.queries, f"{round(config.prometheus.rate_window * 1000)}ms",
+                                    config.prometheus.builtin_queries) if config.prometheus else [])
+        self._sampler: Sampler | None = None
+
+    def start(self) -> None:
+        self._sampler = Sampler(self.config.interval, self.config.processes, self.config.pids, self.ceph_sockets)
+        self._sampler.start()
+
+    def stop(self) -> None:
+        """Stop sampling without recording (fio could not even start)."""
+        if self._sampler is not None:
+            self._sampler.stop()
+            self._sampler = None
+
+    def finish(self, outcome: RepetitionOutcome, case: Case, ceiling_iops: float | None) -> RepetitionTelemetry:
+        assert self._sampler is not None, "finish() without start()"
+        readings = self._sampler.stop()
+        self._sampler = None
+        window = measured_window(outcome, case)
+        remote: list[TelemetrySeries] = []
+        problems = list(readings.problems)
+        if self.config.prometheus is not None:
+            prometheus = self.config.prometheus
+            remote, failed = fetch_prometheus_series(prometheus.url, self.queries, window[0], window[1],
+                                                     prometheus.step)
+            problems.extend(failed)
+        return repetition_telemetry(window, readings.proc, readings.ceph, remote, ceiling_iops, self.clock_ticks,
+                                    self.links, problems)

@@ -1,0 +1,223 @@
+"""Telemetry shell: read /proc, Ceph admin sockets and Prometheus; a sampler thread beside each fio run.
+
+Effects only: every reading is handed as text to the pure parsers in ``proc``, ``ceph_counters`` and
+``prometheus``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import os
+import socket
+import struct
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from storbench.telemetry.ceph_counters import CephDaemonCounters, CephSnapshot, daemon_name_from_socket, parse_perf_dump
+from storbench.telemetry.proc import (
+    ProcessTicks,
+    ProcSnapshot,
+    parse_diskstats,
+    parse_meminfo,
+    parse_net_dev,
+    parse_pid_stat,
+    parse_proc_stat,
+)
+from storbench.telemetry.prometheus import PrometheusQuery, parse_range_response, range_parameters
+from storbench.telemetry.series import TelemetrySeries
+
+ADMIN_SOCKET_TIMEOUT_S = 2.0
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def whole_block_devices() -> frozenset[str]:
+    try:
+        return frozenset(os.listdir("/sys/block"))
+    except OSError:
+        return frozenset()
+
+
+def link_speeds_bits_per_s() -> dict[str, int]:
+    """Link rates the kernel knows (physical NICs); virtual interfaces report none."""
+    speeds: dict[str, int] = {}
+    for path in glob.glob("/sys/class/net/*/speed"):
+        text = _read(path).strip()
+        with contextlib.suppress(ValueError):
+            megabits = int(text)
+            if megabits > 0:
+                speeds[Path(path).parent.name] = megabits * 1_000_000
+    return speeds
+
+
+def clock_ticks_per_s() -> int:
+    return int(os.sysconf("SC_CLK_TCK"))
+
+
+def read_processes(names: frozenset[str], pids: frozenset[int]) -> tuple[ProcessTicks, ...]:
+    found: list[ProcessTicks] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        if pid not in pids and _read(f"/proc/{entry}/comm").strip() not in names:
+            continue
+        ticks = parse_pid_stat(pid, _read(f"/proc/{entry}/stat"))
+        if ticks is not None:
+            if pid in pids:  # a pid the plan names is reported under its pid, whatever it is called
+                ticks = ProcessTicks(pid=pid, name=f"pid {pid}", ticks=ticks.ticks)
+            found.append(ticks)
+    return tuple(found)
+
+
+def read_proc_snapshot(names: frozenset[str], pids: frozenset[int], devices: frozenset[str]) -> ProcSnapshot:
+    t_s = time.time()
+    used, cache = parse_meminfo(_read("/proc/meminfo"))
+    return ProcSnapshot(t_s=t_s, cpu=parse_proc_stat(_read("/proc/stat")),
+                        disks=parse_diskstats(_read("/proc/diskstats"), devices or None),
+                        nets=parse_net_dev(_read("/proc/net/dev")), mem_used_bytes=used, page_cache_bytes=cache,
+                        processes=read_processes(names, pids))
+
+
+def admin_socket_command(path: str, prefix: str, timeout_s: float = ADMIN_SOCKET_TIMEOUT_S) -> str:
+    """Ceph's admin socket protocol: send the JSON command and a NUL; the answer is a 4-byte big-endian
+    length and that many bytes. Raises OSError."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.settimeout(timeout_s)
+        connection.connect(path)
+        connection.sendall(json.dumps({"prefix": prefix}).encode() + b"\0")
+        header = b""
+        while len(header) < 4:
+            chunk = connection.recv(4 - len(header))
+            if not chunk:
+                raise OSError(f"{path}: connection closed before the answer")
+            header += chunk
+        size = struct.unpack(">I", header)[0]
+        body = bytearray()
+        while len(body) < size:
+            chunk = connection.recv(min(1 << 20, size - len(body)))
+            if not chunk:
+                raise OSError(f"{path}: answer cut short")
+            body.extend(chunk)
+    return body.decode(errors="replace")
+
+
+def osd_admin_sockets(patterns: Sequence[str]) -> list[str]:
+    """OSD sockets among the glob patterns (mon/mgr sockets have no OSD counters)."""
+    return sorted({path for pattern in patterns for path in glob.glob(pattern)
+                   if daemon_name_from_socket(path).startswith("osd.")})
+
+
+def read_ceph_snapshot(sockets: Sequence[str], problems: list[str]) -> CephSnapshot:
+    daemons: list[CephDaemonCounters] = []
+    t_s = time.time()
+    for path in sockets:
+        name = daemon_name_from_socket(path)
+        try:
+            daemons.append(parse_perf_dump(name, admin_socket_command(path, "perf dump")))
+        except (OSError, ValueError) as error:
+            problems.append(f"{name}: {error}")
+    return CephSnapshot(t_s=t_s, daemons=tuple(daemons))
+
+
+def fetch_range(base_url: str, query: PrometheusQuery, start_s: float, end_s: float, step_s: float,
+                timeout_s: float = 10.0) -> str:
+    """GET /api/v1/query_range. Raises OSError when the server cannot be reached."""
+    url = base_url.rstrip("/") + "/api/v1/query_range?" + urllib.parse.urlencode(
+        range_parameters(query, start_s, end_s, step_s))
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            body: bytes = response.read()
+            return body.decode()
+    except urllib.error.HTTPError as error:  # Prometheus answers bad queries with 400 and a JSON error
+        return error.read().decode(errors="replace")
+    except urllib.error.URLError as error:
+        raise OSError(f"cannot reach Prometheus at {base_url}: {error.reason}") from error
+
+
+def fetch_prometheus_series(base_url: str, queries: Sequence[PrometheusQuery], start_s: float, end_s: float,
+                            step_s: float) -> tuple[list[TelemetrySeries], list[str]]:
+    """All queries over the window; (series, problems): a failing query is a problem, not a failed run."""
+    series: list[TelemetrySeries] = []
+    problems: list[str] = []
+    for query in queries:
+        try:
+            series.extend(parse_range_response(query.metric, fetch_range(base_url, query, start_s, end_s, step_s),
+                                               step_s))
+        except (OSError, ValueError) as error:
+            problems.append(str(error))
+    return series, problems
+
+
+@dataclass
+class SamplerReadings:
+    proc: list[ProcSnapshot] = field(default_factory=list)
+    ceph: list[CephSnapshot] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+class Sampler:
+    """Reads /proc (and Ceph admin sockets) every ``interval_s`` in a background thread, from ``start``
+    to ``stop``, which also takes a last reading so the final interval is covered."""
+
+    def __init__(self, interval_s: float, process_names: Sequence[str], pids: Sequence[int],
+                 ceph_sockets: Sequence[str]) -> None:
+        self.interval_s = interval_s
+        self.names = frozenset(process_names)
+        self.pids = frozenset(pids)
+        self.ceph_sockets = tuple(ceph_sockets)
+        self.devices = whole_block_devices()
+        self.readings = SamplerReadings()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _read_once(self) -> None:
+        try:
+            self.readings.proc.append(read_proc_snapshot(self.names, self.pids, self.devices))
+        except OSError as error:  # /proc vanishing under us is a problem to report, not a crash
+            self.readings.problems.append(f"/proc: {error}")
+        if self.ceph_sockets:
+            self.readings.ceph.append(read_ceph_snapshot(self.ceph_sockets, self.readings.problems))
+
+    def _loop(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            self._read_once()
+            next_at += self.interval_s
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="storbench-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> SamplerReadings:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._read_once()
+        return self.readings
+
+
+def sampling(sampler: Sampler | None, action: Callable[[], object]) -> object:
+    """Run ``action`` with the sampler running around it."""
+    if sampler is None:
+        return action()
+    sampler.start()
+    try:
+        return action()
+    finally:
+        sampler.stop()
