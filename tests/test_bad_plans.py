@@ -260,6 +260,23 @@ BAD_PLANS = [
     case("workload-size-zero", Bad(BASE + "  size: 0\n", 8, "workload.size", ())),
     case("target-size-below-bs", Bad(BASE.replace("bs: 4k", "bs: 1m").replace("size: 1MiB", "size: 4k"), 3,
                                      "targets.scratch.size", ())),
+    # ---- telemetry ---------------------------------------------------------------------------------
+    case("telemetry-unknown-key", Bad(BASE + "telemetry:\n  intervall: 1s\n", 9, "telemetry.intervall",
+                                      ("did you mean 'interval'?",))),
+    case("telemetry-interval-too-short", Bad(BASE + "telemetry: {interval: 10ms}\n", 8, "telemetry.interval",
+                                             ("between 0.2s and 60s",))),
+    case("telemetry-process-name-with-slash", Bad(BASE + "telemetry:\n  processes: [fio, /bin/sh]\n", 9,
+                                                  "telemetry.processes", ("'/bin/sh'", "/proc/PID/comm"))),
+    case("telemetry-pid-zero", Bad(BASE + "telemetry: {pids: [0]}\n", 8, "telemetry.pids[0]", ("greater than or equal to 1",))),
+    case("prometheus-url-with-query", Bad(BASE + "telemetry:\n  prometheus: {url: 'http://p:9090/?x=1&y'}\n",
+                                          9, "telemetry.prometheus.url", ("http(s)://host[:port][/path]",))),
+    case("prometheus-url-scheme", Bad(BASE + "telemetry:\n  prometheus: {url: 'file:///etc/passwd'}\n", 9,
+                                      "telemetry.prometheus.url", ("http(s)://",))),
+    case("prometheus-query-name", Bad(BASE + "telemetry:\n  prometheus:\n    url: http://p:9090\n"
+                                      "    queries: {'Bad Name': up}\n", 11, "telemetry.prometheus.queries",
+                                      ("'Bad Name'",))),
+    case("prometheus-missing-url", Bad(BASE + "telemetry:\n  prometheus: {step: 1s}\n", 9,
+                                       "telemetry.prometheus.url", ())),
 ]
 
 

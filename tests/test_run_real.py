@@ -122,6 +122,33 @@ def test_show_prints_a_row_per_case_and_direction(finished_run: tuple[Path, Path
     assert code == 2 and "did you mean 'iodepth'?" in err and len(err.strip().splitlines()) == 1
 
 
+def test_telemetry_beside_every_number(finished_run: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """Every repetition carries host CPU, the fio processes' CPU, the busiest device and a verdict."""
+    _work, db = finished_run
+    code, out, _ = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+    assert code == 0
+    for record in json.loads(out):
+        assert 0 < record["host_cpu_busy_pct"] <= 100
+        assert record["client_cpu_cores"] > 0  # the two fio jobs were seen working
+        assert record["process_cpu_cores"]["fio"] == record["client_cpu_cores"]
+        assert record["disk_busiest"] and record["disk_busiest_util_pct"] > 0
+    conn = sqlite3.connect(db)
+    try:
+        windows = conn.execute("SELECT t.window_end_s - t.window_start_s, r.finished_at_s - t.window_end_s"
+                               " FROM telemetry t JOIN repetitions r ON r.id = t.repetition_id").fetchall()
+        samples = conn.execute("SELECT COUNT(*) FROM telemetry_samples WHERE source = 'cpu'").fetchone()[0]
+    finally:
+        conn.close()
+    assert len(windows) == 6 and samples > 0
+    assert all(0.9 <= length <= 1.2 and gap == 0 for length, gap in windows)  # fio's 1 s, ramp and layout excluded
+    code, out, _ = run_cli(capsys, "show", "--db", str(db))
+    header = next(ln for ln in out.splitlines() if "IOPS" in ln)
+    assert "cpu %" in header and "disk %" in header and "verdict" in header
+    verdicts = [ln for ln in out.splitlines() if ln.startswith("  scratch ")]
+    assert len(verdicts) == 3  # one per case, directions together
+    assert all(any(kind in ln for kind in ("-bound", "under-driven", "not saturated")) for ln in verdicts)
+
+
 def test_import_round_trip(finished_run: tuple[Path, Path], fixtures: Path, tmp_path: Path,
                            capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "imported.db"

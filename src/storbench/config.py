@@ -555,6 +555,10 @@ def _model_at(key_path: KeyPath, data: object) -> type[BaseModel] | None:
         return CephLabConfig
     if key_path == ("lab", "nfs"):
         return NfsLabConfig
+    if key_path == ("telemetry",):
+        return TelemetryConfig
+    if key_path == ("telemetry", "prometheus"):
+        return PrometheusConfig
     if len(key_path) == 2 and key_path[0] == "targets" and isinstance(data, Mapping):
         targets = data.get("targets")
         if isinstance(targets, Mapping):

@@ -1,0 +1,121 @@
+"""Bottleneck rules on synthetic figures with known answers, and the verdict through summaries."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from storbench.records import RECORD_FIELDS, Record
+from storbench.stats.bottleneck import (
+    CLIENT_CORES_PER_JOB,
+    DEVICE_UTIL_PCT,
+    HOST_CPU_BUSY_PCT,
+    LINK_UTIL_PCT,
+    Bottleneck,
+    BottleneckInputs,
+    configured_slots,
+    judge,
+)
+from storbench.stats.summary import summarize_points
+
+IDLE = BottleneckInputs(
+    host_cpu_busy_pct=20.0, process_cpu_cores=(("fio", 0.2), ("ceph-osd", 0.1)), client_cpu_cores=0.2,
+    busiest_device="vda", device_util_pct=30.0, device_queue_depth=1.0, busiest_interface="", interface_util_pct=None,
+    interface_bytes_per_s=None, storage_node="", node_cpu_busy_pct=None, node_disk_util_pct=None, iops=1000.0,
+    in_flight=4.0, ceiling_iops=None, iodepth=16, jobs=1, ioengine="libaio",
+)
+
+
+def test_nothing_saturated_and_queue_not_full() -> None:
+    verdict = judge(IDLE)
+    assert verdict.kind == Bottleneck.NOT_SATURATED
+    assert "4.0 of 16 I/O slots" in verdict.evidence
+
+
+def test_under_driven_when_every_slot_is_busy_and_nothing_saturated() -> None:
+    verdict = judge(replace(IDLE, in_flight=15.9))
+    assert verdict.kind == Bottleneck.UNDER_DRIVEN
+    assert "15.9 of 16" in verdict.evidence and "more iodepth" in verdict.evidence
+
+
+@pytest.mark.parametrize(("changes", "kind", "says"), [
+    ({"host_cpu_busy_pct": HOST_CPU_BUSY_PCT + 5, "process_cpu_cores": (("ceph-osd", 1.4), ("fio", 0.3))},
+     Bottleneck.CPU, "host CPU 90 % busy (ceph-osd 1.40, fio 0.30 cores)"),
+    ({"node_cpu_busy_pct": 97.0, "storage_node": "osd1:9100"}, Bottleneck.CPU, "storage node osd1:9100 CPU 97 %"),
+    ({"device_util_pct": DEVICE_UTIL_PCT + 8, "device_queue_depth": 12.0}, Bottleneck.MEDIA,
+     "vda busy 98 % of the time, average queue 12.0"),
+    ({"node_disk_util_pct": 95.0, "storage_node": "osd2:9100"}, Bottleneck.MEDIA, "storage node osd2:9100 busy 95 %"),
+    ({"busiest_interface": "eth0", "interface_util_pct": LINK_UTIL_PCT + 4, "interface_bytes_per_s": 1.1e9},
+     Bottleneck.NETWORK, "eth0 at 94 % of its link rate"),
+    ({"client_cpu_cores": 2 * 0.97, "jobs": 2}, Bottleneck.CLIENT, "fio uses 0.97 cores per job (2 jobs)"),
+    ({"ceiling_iops": 1100.0}, Bottleneck.CLIENT, "IOPS are 91% of what this client drives on fio's null engine"),
+])
+def test_each_rule_fires_with_its_evidence(changes: dict[str, object], kind: Bottleneck, says: str) -> None:
+    verdict = judge(replace(IDLE, **changes))  # type: ignore[arg-type]
+    assert verdict.kind == kind
+    assert says in verdict.evidence
+
+
+@pytest.mark.parametrize(("changes", "kind"), [
+    ({"host_cpu_busy_pct": HOST_CPU_BUSY_PCT - 0.1}, Bottleneck.NOT_SATURATED),
+    ({"device_util_pct": DEVICE_UTIL_PCT - 0.1}, Bottleneck.NOT_SATURATED),
+    ({"interface_util_pct": LINK_UTIL_PCT - 0.1, "busiest_interface": "eth0"}, Bottleneck.NOT_SATURATED),
+    ({"client_cpu_cores": CLIENT_CORES_PER_JOB - 0.01}, Bottleneck.NOT_SATURATED),
+    ({"ceiling_iops": 1251.0}, Bottleneck.NOT_SATURATED),  # 1000 / 1251 < 80 %
+])
+def test_just_below_each_threshold_nothing_fires(changes: dict[str, object], kind: Bottleneck) -> None:
+    assert judge(replace(IDLE, **changes)).kind == kind  # type: ignore[arg-type]
+
+
+def test_the_resource_furthest_past_its_threshold_wins_and_the_others_are_listed() -> None:
+    verdict = judge(replace(IDLE, host_cpu_busy_pct=88.0, device_util_pct=99.9))  # 1.035 vs 1.11
+    assert verdict.kind == Bottleneck.MEDIA
+    assert [f.kind for f in verdict.findings] == [Bottleneck.MEDIA, Bottleneck.CPU]
+    assert "also host CPU 88 % busy" in verdict.evidence
+    verdict = judge(replace(IDLE, host_cpu_busy_pct=99.0, device_util_pct=91.0))
+    assert verdict.kind == Bottleneck.CPU
+
+
+def test_no_telemetry_is_unknown_not_a_guess() -> None:
+    blank = replace(IDLE, host_cpu_busy_pct=None, client_cpu_cores=None, device_util_pct=None)
+    assert judge(blank).kind == Bottleneck.UNKNOWN
+
+
+def test_sync_engines_have_one_slot_per_job() -> None:
+    assert configured_slots(32, 4, "psync") == 4
+    assert configured_slots(32, 4, "io_uring") == 128
+    assert judge(replace(IDLE, ioengine="psync", in_flight=0.95)).kind == Bottleneck.UNDER_DRIVEN
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Through the summary: per repetition, then the mean; directions of a mixed workload together
+
+_BASE = replace(
+    Record(**dict.fromkeys(RECORD_FIELDS)),  # type: ignore[arg-type]
+    case_id="c", run_id=1, target="t", target_kind="path", rw="randrw", rwmixread=70, bs="4k", bs_bytes=4096,
+    iodepth=8, numjobs=1, clients=1, ioengine="libaio", direct=True, runtime_s=5.0, ramp_s=1.0, size_bytes=1 << 30,
+    fio_options="", lab="", repeat=0, direction="read", status="ok", started_at_s=0.0, finished_at_s=6.0,
+    fio_version="fio-3.33", error="", process_cpu_cores=(("fio", 0.3),), disk_busiest="vda", net_busiest="",
+    node_busiest="", host_cpu_busy_pct=40.0, client_cpu_cores=0.3, disk_busiest_util_pct=50.0,
+)
+
+
+def test_summary_judges_each_case_from_its_repetitions() -> None:
+    records = []
+    for repeat, (read_iops, write_iops) in enumerate(((700.0, 300.0), (1400.0, 600.0))):
+        # Little's law per repetition: 700 x 8 ms + 300 x 8 ms = 8 in flight; 1400 x 4 ms + 600 x 4 ms = 8
+        latency = 8e6 if repeat == 0 else 4e6
+        records.append(replace(_BASE, repeat=repeat, direction="read", iops=read_iops, lat_mean_ns=latency))
+        records.append(replace(_BASE, repeat=repeat, direction="write", iops=write_iops, lat_mean_ns=latency))
+    points = summarize_points(records)
+    assert [p.direction for p in points] == ["read", "write"]
+    verdict = points[0].bottleneck
+    assert verdict.kind == Bottleneck.UNDER_DRIVEN and verdict == points[1].bottleneck
+    assert verdict.in_flight == pytest.approx(8.0) and verdict.slots == 8
+    # a saturated device in both repetitions turns it media-bound
+    busy = [replace(r, disk_busiest_util_pct=96.0) for r in records]
+    assert summarize_points(busy)[0].bottleneck.kind == Bottleneck.MEDIA
+    # imported results carry no telemetry: unknown
+    blank = [replace(r, host_cpu_busy_pct=None, client_cpu_cores=None, disk_busiest_util_pct=None) for r in records]
+    assert summarize_points(blank)[0].bottleneck.kind == Bottleneck.UNKNOWN

@@ -1,0 +1,343 @@
+"""Telemetry: /proc parsers and rates with known answers, Ceph counters from a real perf dump, Prometheus
+answers, the window rule, the store round trip, and the sampler against real load (fio) and idleness."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from storbench.config import TelemetryConfig
+from storbench.store import open_store
+from storbench.telemetry.ceph_counters import (
+    CephSnapshot,
+    ceph_series,
+    daemon_name_from_socket,
+    parse_perf_dump,
+)
+from storbench.telemetry.collect import repetition_telemetry
+from storbench.telemetry.digest import digest
+from storbench.telemetry.prometheus import entity_from_labels, parse_range_response, queries_for
+from storbench.telemetry.proc import (
+    CpuTimes,
+    DiskCounters,
+    NetCounters,
+    ProcessTicks,
+    ProcSnapshot,
+    cpu_series,
+    disk_series,
+    net_series,
+    parse_diskstats,
+    parse_meminfo,
+    parse_net_dev,
+    parse_pid_stat,
+    parse_proc_stat,
+    process_series,
+)
+from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries, in_window, window_max, window_mean
+from storbench.telemetry.sources import Sampler, admin_socket_command
+
+HAVE_FIO = shutil.which("fio") is not None
+
+# ---------------------------------------------------------------------------------------------------------------
+# Parsers
+
+
+def test_proc_stat_first_cpu_line() -> None:
+    text = "cpu  100 5 50 800 20 1 4 2 7 0\ncpu0 50 2 25 400 10 0 2 1 0 0\nintr 1 2 3\n"
+    assert parse_proc_stat(text) == CpuTimes(user=100, nice=5, system=50, idle=800, iowait=20, irq=1, softirq=4,
+                                             steal=2)
+    assert parse_proc_stat("intr 1\n") is None
+
+
+DISKSTATS = """\
+ 253       0 vda 1000 10 16000 500 2000 20 32000 1500 0 1800 2100 0 0 0 0 100 50
+ 253       1 vda1 900 10 14000 450 1900 20 31000 1400 0 1700 2000 0 0 0 0 0 0
+   1       0 ram0 0 0 0 0 0 0 0 0 0 0 0
+   7       0 loop0 5 0 40 1 0 0 0 0 0 1 1
+"""
+
+
+def test_diskstats_whole_devices_only() -> None:
+    disks = parse_diskstats(DISKSTATS, frozenset({"vda", "loop0", "ram0"}))
+    assert [d.name for d in disks] == ["vda", "loop0"]  # the partition and the RAM disk are left out
+    vda = disks[0]
+    assert (vda.reads, vda.sectors_read, vda.read_ms, vda.writes, vda.sectors_written, vda.write_ms,
+            vda.io_ticks_ms, vda.queue_ms) == (1000, 16000, 500, 2000, 32000, 1500, 1800, 2100)
+    assert [d.name for d in parse_diskstats(DISKSTATS)] == ["vda", "vda1", "loop0"]
+
+
+def test_net_dev_and_meminfo() -> None:
+    text = ("Inter-|   Receive                                                |  Transmit\n"
+            " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls"
+            " carrier compressed\n"
+            "    lo: 500 5 0 0 0 0 0 0 500 5 0 0 0 0 0 0\n"
+            "  eth0: 1000 10 0 0 0 0 0 0 2000 20 0 0 0 0 0 0\n")
+    assert parse_net_dev(text) == (NetCounters("lo", 500, 5, 500, 5), NetCounters("eth0", 1000, 10, 2000, 20))
+    meminfo = "MemTotal:       1000 kB\nMemFree:         100 kB\nMemAvailable:    400 kB\nCached:          250 kB\n"
+    assert parse_meminfo(meminfo) == (600 * 1024, 250 * 1024)
+
+
+def test_pid_stat_name_with_spaces_and_parentheses() -> None:
+    fields = " ".join(["S", "1", "1", "1", "0", "-1", "4194560", "10", "0", "0", "0", "123", "45", "0", "0"])
+    ticks = parse_pid_stat(42, f"42 (evil) name) x) {fields}")
+    assert ticks == ProcessTicks(pid=42, name="evil) name) x", ticks=168)
+    assert parse_pid_stat(1, "garbage") is None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rates from consecutive snapshots
+
+
+def snapshot(t_s: float, cpu: CpuTimes | None = None, disks: tuple[DiskCounters, ...] = (),
+             nets: tuple[NetCounters, ...] = (), processes: tuple[ProcessTicks, ...] = ()) -> ProcSnapshot:
+    return ProcSnapshot(t_s=t_s, cpu=cpu, disks=disks, nets=nets, mem_used_bytes=None, page_cache_bytes=None,
+                        processes=processes)
+
+
+def test_cpu_busy_is_everything_but_idle_and_iowait() -> None:
+    a = CpuTimes(100, 0, 100, 700, 100, 0, 0, 0)
+    b = CpuTimes(160, 0, 130, 700, 110, 0, 0, 0)  # 100 ticks: 60 user, 30 system, 10 iowait
+    series = {s.metric: s for s in cpu_series([snapshot(0.0, a), snapshot(1.0, b)])}
+    assert series["busy_pct"].values == pytest.approx((90.0,))
+    assert series["user_pct"].values == pytest.approx((60.0,))
+    assert series["iowait_pct"].values == pytest.approx((10.0,))
+    assert series["busy_pct"].starts_s == (0.0,) and series["busy_pct"].times_s == (1.0,)
+
+
+def test_disk_rates_known_answer() -> None:
+    a = DiskCounters("vda", reads=0, sectors_read=0, read_ms=0, writes=0, sectors_written=0, write_ms=0,
+                     io_ticks_ms=0, queue_ms=0)
+    b = DiskCounters("vda", reads=300, sectors_read=2400, read_ms=600, writes=100, sectors_written=800, write_ms=200,
+                     io_ticks_ms=1000, queue_ms=8000)
+    idle = DiskCounters("sdb", 5, 40, 1, 0, 0, 0, 1, 1)
+    series = {(s.entity, s.metric): s.values[0]
+              for s in disk_series([snapshot(0.0, disks=(a, idle)), snapshot(2.0, disks=(b, idle))])}
+    assert series[("vda", "util_pct")] == pytest.approx(50.0)  # 1000 ms busy in 2 s
+    assert series[("vda", "queue_depth")] == pytest.approx(4.0)  # 8000 ms of queue time in 2000 ms
+    assert series[("vda", "iops")] == pytest.approx(200.0)
+    assert series[("vda", "read_bytes_per_s")] == pytest.approx(2400 * 512 / 2)
+    assert series[("vda", "await_ms")] == pytest.approx(2.0)  # 800 ms waited by 400 I/Os
+    assert not any(entity == "sdb" for entity, _ in series)  # no I/O in the whole sampling: left out
+
+
+def test_process_cores_sum_a_name_and_count_new_processes() -> None:
+    before = (ProcessTicks(1, "fio", 100), ProcessTicks(2, "ceph-osd", 0))
+    after = (ProcessTicks(1, "fio", 150), ProcessTicks(3, "fio", 30), ProcessTicks(2, "ceph-osd", 200))
+    series = {s.entity: s.values[0]
+              for s in process_series([snapshot(0.0, processes=before), snapshot(2.0, processes=after)], 100)}
+    assert series["fio"] == pytest.approx((50 + 30) / 100 / 2)  # 0.4 cores: pid 3 started in the interval
+    assert series["ceph-osd"] == pytest.approx(1.0)
+
+
+def test_network_utilisation_against_link_rate() -> None:
+    a, b = NetCounters("eth0", 0, 0, 0, 0), NetCounters("eth0", 62_500_000, 1000, 1_000_000, 10)
+    lo_a, lo_b = NetCounters("lo", 0, 0, 0, 0), NetCounters("lo", 10**9, 1, 10**9, 1)
+    series = {(s.entity, s.metric): s.values[0]
+              for s in net_series([snapshot(0.0, nets=(a, lo_a)), snapshot(1.0, nets=(b, lo_b))],
+                                  {"eth0": 1_000_000_000})}
+    assert series[("eth0", "util_pct")] == pytest.approx(50.0)  # 500 Mb/s received on a 1 Gb/s link
+    assert series[("eth0", "tx_bytes_per_s")] == pytest.approx(1e6)
+    assert not any(entity == "lo" for entity, _ in series)
+    no_speed = net_series([snapshot(0.0, nets=(a,)), snapshot(1.0, nets=(b,))], {})
+    assert "util_pct" not in {s.metric for s in no_speed}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The measured window
+
+
+def rate(values: list[float], start: float = 0.0, step: float = 1.0, metric: str = "busy_pct",
+         source: str = "cpu", entity: str = "host") -> TelemetrySeries:
+    starts = tuple(start + i * step for i in range(len(values)))
+    return TelemetrySeries(source, entity, metric, starts, tuple(s + step for s in starts), tuple(values))
+
+
+def test_window_excludes_ramp_and_layout() -> None:
+    series = rate([99.0, 99.0, 10.0, 20.0, 30.0, 99.0])  # intervals (0,1] .. (5,6]
+    assert [v for _, v in in_window(series, 2.0, 5.0)] == [10.0, 20.0, 30.0]
+    assert window_mean(series, 2.0, 5.0) == pytest.approx(20.0)
+    assert window_max(series, 2.0, 5.0) == 30.0
+    # an interval counts when at least half of it is inside
+    assert [v for _, v in in_window(series, 2.4, 5.0)] == [10.0, 20.0, 30.0]
+    assert [v for _, v in in_window(series, 2.6, 5.0)] == [20.0, 30.0]
+
+
+def test_window_shorter_than_an_interval_takes_the_best_overlap() -> None:
+    series = rate([10.0, 50.0], step=2.0)
+    assert window_mean(series, 2.5, 2.9) == 50.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Ceph counters
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_perf_dump_from_a_real_pacific_osd() -> None:
+    counters = parse_perf_dump("osd.0", (FIXTURES / "ceph-osd-perf-dump-pacific.json").read_text())
+    assert counters.ops == 0 and counters.op_latency is not None and counters.op_latency.count == 0
+    assert counters.buffer_hit_bytes == 32381 and counters.buffer_miss_bytes == 567
+    assert counters.onode_hits == 165 and counters.onode_misses == 202
+    with pytest.raises(ValueError, match="not JSON"):
+        parse_perf_dump("osd.1", "{")
+
+
+def _dump(ops: int, lat_count: int, lat_sum: float, hit: int, miss: int) -> str:
+    return json.dumps({"osd": {"op": ops, "op_latency": {"avgcount": lat_count, "sum": lat_sum}},
+                       "bluestore": {"bluestore_buffer_hit_bytes": hit, "bluestore_buffer_miss_bytes": miss}})
+
+
+def test_ceph_rates_latency_and_cache_hit_ratio() -> None:
+    snapshots = [
+        CephSnapshot(0.0, (parse_perf_dump("osd.0", _dump(0, 0, 0.0, 0, 0)),
+                           parse_perf_dump("osd.1", _dump(0, 0, 0.0, 0, 0)))),
+        CephSnapshot(1.0, (parse_perf_dump("osd.0", _dump(100, 100, 0.1, 900, 100)),
+                           parse_perf_dump("osd.1", _dump(300, 300, 0.9, 0, 1000)))),
+    ]
+    series = {(s.entity, s.metric): s.values[0] for s in ceph_series(snapshots)}
+    assert series[("osd.0", "ops_per_s")] == 100.0
+    assert series[("osd.0", "op_latency_ns")] == pytest.approx(1e6)  # 0.1 s over 100 ops
+    assert series[("osd.1", "op_latency_ns")] == pytest.approx(3e6)
+    d = digest(RepetitionTelemetry(0.0, 1.0, tuple(ceph_series(snapshots))))
+    assert d.ceph_op_latency_ns == pytest.approx((100 * 1e6 + 300 * 3e6) / 400)  # weighted by ops
+    assert d.ceph_cache_hit_pct == pytest.approx(100 * 900 / 2000)  # summed bytes, not averaged ratios
+    assert d.ceph_ops_per_s == pytest.approx(400.0)
+
+
+def test_daemon_names_from_socket_paths() -> None:
+    assert daemon_name_from_socket("/run/ceph/ceph-osd.12.asok") == "osd.12"
+    assert daemon_name_from_socket("/x/run/mycluster-osd.0.asok") == "osd.0"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Prometheus answers
+
+
+def test_prometheus_range_answer_to_series() -> None:
+    answer = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"instance": "node1:9100", "device": "sda", "job": "node"},
+         "values": [[100, "50"], [101, "70"], [102, "NaN"]]},
+        {"metric": {"instance": "node2:9100", "device": "sdb"}, "values": [[100, "10"]]},
+    ]}})
+    series = parse_range_response("disk_util_pct", answer, 1.0)
+    assert [s.entity for s in series] == ["node1:9100 device=sda", "node2:9100 device=sdb"]
+    assert series[0].values == (50.0, 70.0) and series[0].starts_s == (99.0, 100.0)  # NaN dropped
+    with pytest.raises(ValueError, match="bad_data"):
+        parse_range_response("x", json.dumps({"status": "error", "errorType": "bad_data",
+                                              "error": "bad_data: parse error"}), 1.0)
+    assert entity_from_labels({}) == "all"
+
+
+def test_builtin_queries_take_the_rate_window_and_can_be_replaced() -> None:
+    queries = {q.metric: q.promql for q in queries_for({"disk_util_pct": "my_util[$rate]"}, "3000ms")}
+    assert "[3000ms]" in queries["cpu_busy_pct"] and "$rate" not in queries["cpu_busy_pct"]
+    assert queries["disk_util_pct"] == "my_util[3000ms]"
+    assert [q.metric for q in queries_for({"x": "up"}, "1m", use_defaults=False)] == ["x"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Store round trip
+
+
+def test_store_keeps_every_sample_and_the_window(tmp_path: Path) -> None:
+    from storbench.model import Case, RepetitionOutcome, Status, TargetSpec, WorkloadPoint
+
+    case = Case("c1", TargetSpec("t", "path", path="/tmp"), WorkloadPoint("randread", 4096, 1, 1, 1.0, 0.0, True,
+                                                                          "libaio"))
+    outcome = RepetitionOutcome(Status.OK, 10.0, 12.0, "job", ("fio",), "fio-3.33", "", "")
+    telemetry = RepetitionTelemetry(11.0, 12.0, (rate([1.0, 2.0], start=10.0), rate([0.5], metric="cpu_cores",
+                                                                                   source="process",
+                                                                                   entity="fio")),
+                                    problems=("osd.3: connection refused",))
+    store = open_store(tmp_path / "r.db")
+    run_id = store.create_run(plan_name="p", plan_text="", plan_sha256="", source="run", storbench_version="0",
+                              fio_version="fio-3.33", host="h", kernel="k", run_order="sequential", seed=0, tags=[],
+                              started_at_s=0.0)
+    repetition_id = store.save_repetition(run_id, case, 0, outcome, (), telemetry)
+    (stored,) = store.repetitions()
+    assert stored.telemetry is not None
+    assert (stored.telemetry.window_start_s, stored.telemetry.window_end_s) == (11.0, 12.0)
+    assert sorted(stored.telemetry.series, key=lambda s: s.metric) == sorted(telemetry.series, key=lambda s: s.metric)
+    assert store.telemetry_problems(repetition_id) == ["osd.3: connection refused"]
+    store.close()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The sampler against real load and against idleness
+
+
+def _sample(action_s: float, command: list[str] | None, tmp_path: Path) -> RepetitionTelemetry:
+    config = TelemetryConfig()
+    sampler = Sampler(0.5, config.processes, [], [])
+    sampler.start()
+    started = time.time()
+    if command is None:
+        time.sleep(action_s)
+    else:
+        subprocess.run(command, cwd=tmp_path, check=True, stdout=subprocess.DEVNULL, timeout=60)
+    ended = time.time()
+    readings = sampler.stop()
+    import os
+
+    return repetition_telemetry((started + 0.5, ended), readings.proc, readings.ceph, [], None,
+                                os.sysconf("SC_CLK_TCK"), {}, readings.problems)
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(not HAVE_FIO, reason="needs fio")
+def test_sampler_sees_fio_load_and_not_idleness(tmp_path: Path) -> None:
+    idle = digest(_sample(2.5, None, tmp_path))
+    fio = ["fio", "--name=load", "--filename=load.dat", "--size=128m", "--rw=randwrite", "--bs=4k",
+           "--direct=1", "--ioengine=libaio", "--iodepth=16", "--time_based=1", "--runtime=3", "--output=/dev/null"]
+    # lay the file out first, so the measured run is pure random writes
+    subprocess.run(["fio", "--name=layout", "--filename=load.dat", "--size=128m", "--rw=write", "--bs=1m",
+                    "--output=/dev/null"], cwd=tmp_path, check=True)
+    busy = digest(_sample(0.0, fio, tmp_path))
+    # the fio process is seen working, and not at all while idle
+    assert (busy.process_cores("fio") or 0.0) > 0.05
+    assert idle.process_cores("fio") is None or idle.process_cores("fio") == 0.0
+    # the device under the file moves: much busier than in the idle period
+    device = busy.busiest_device
+    assert device is not None and device.iops > 500 and device.write_bytes_per_s > 2 * 1024 * 1024
+    idle_same = next((d for d in idle.devices if d.name == device.name), None)
+    idle_util = idle_same.util_pct if idle_same else 0.0
+    assert device.util_pct > idle_util + 15.0, (device, idle_same)
+    assert busy.host_cpu_busy_pct is not None and idle.host_cpu_busy_pct is not None
+    assert busy.host_cpu_busy_pct > idle.host_cpu_busy_pct
+
+
+def test_admin_socket_protocol_against_a_fake_daemon(tmp_path: Path) -> None:
+    """The framing (request + NUL; 4-byte big-endian length + body), against a socket server of our own."""
+    import socket
+    import struct
+    import threading
+
+    path = str(tmp_path / "ceph-osd.7.asok")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    received: list[bytes] = []
+    body = _dump(5, 5, 0.005, 1, 1).encode()
+
+    def serve() -> None:
+        connection, _ = server.accept()
+        data = b""
+        while not data.endswith(b"\0"):
+            data += connection.recv(100)
+        received.append(data)
+        connection.sendall(struct.pack(">I", len(body)) + body)
+        connection.close()
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    answer = admin_socket_command(path, "perf dump")
+    thread.join()
+    server.close()
+    assert received == [b'{"prefix": "perf dump"}\0']
+    assert parse_perf_dump("osd.7", answer).ops == 5
