@@ -21,7 +21,6 @@ from storbench.telemetry.ceph_counters import (
 )
 from storbench.telemetry.collect import repetition_telemetry
 from storbench.telemetry.digest import digest
-from storbench.telemetry.prometheus import entity_from_labels, parse_range_response, queries_for
 from storbench.telemetry.proc import (
     CpuTimes,
     DiskCounters,
@@ -38,6 +37,7 @@ from storbench.telemetry.proc import (
     parse_proc_stat,
     process_series,
 )
+from storbench.telemetry.prometheus import entity_from_labels, parse_range_response, queries_for
 from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries, in_window, window_max, window_mean
 from storbench.telemetry.sources import Sampler, admin_socket_command
 
