@@ -123,6 +123,14 @@ def test_report_renders_every_figure_in_chromium(db: Path, tmp_path: Path, capsy
     markup = re.sub(r"<script[^>]*>.*?</script>", "", text, flags=re.S)
     assert "<script src" not in text[:2000] and "http" not in markup  # nothing to fetch: opens offline
     assert "[global]" in text and "rate_iops=300" in text  # provenance: the exact job files
+    # utilisation beside performance: the bottleneck table and the utilisation figures
+    assert "<h2>Bottlenecks</h2>" in text and "host CPU" in text
+    for figure_id in ("utilisation-vs-iodepth", "iops-vs-iodepth", "process-cpu"):
+        assert f"id='{figure_id}'" in text, figure_id
+    # the rate-limited points ask for 300 IOPS of the page cache: nothing saturated, the queue far from full
+    verdicts = dict(re.findall(r"<tr><td>(disk randread 4k qd\d+ rate_iops=\d+)</td><td[^>]*>([a-z -]+)</td>", text))
+    assert len(verdicts) == 6, verdicts
+    assert {v for k, v in verdicts.items() if k.endswith("rate_iops=300")} == {"not saturated"}
     status = _report_status(report, tmp_path / "profile")
     assert status["errors"] == [] and status["empty"] == []
     assert isinstance(status["figures"], int) and status["figures"] >= 6

@@ -12,8 +12,11 @@ from storbench.report.figures import (
     comparison_figures,
     curve_figures,
     drift_figures,
+    iops_vs_load_figures,
     latency_vs_iodepth_figures,
     merged_latency_histograms,
+    process_cpu_figures,
+    utilisation_figures,
 )
 from storbench.report.html import ReportDocument
 from storbench.report.tables import warning_lines
@@ -34,6 +37,9 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         *comparison_figures(comparisons, baseline, candidate),
         *block_size_figures(points),
         *latency_vs_iodepth_figures(points),
+        *iops_vs_load_figures(points),
+        *utilisation_figures(points),
+        *process_cpu_figures(points),
         *curve_figures(curve_list),
         *cdf_figures(points, merged_latency_histograms(repetitions)),
         *drift_figures([d for d in drifts if d.samples]),

@@ -33,6 +33,7 @@ class Series:
     mode: str = "lines+markers"  # "lines+markers", "markers", "lines", "bar"
     marker_size: int = 7
     dash: bool = False
+    show_text: bool = False  # write ``text`` beside each point or on each bar (verdicts), not only on hover
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class FigureSpec:
     x_ticktext: tuple[str, ...] = ()
     section: str = ""
     caption: str = ""
+    y_range: tuple[float, float] | None = None
 
     @property
     def points(self) -> int:
@@ -72,6 +74,11 @@ def _half(point: PointSummary, field: str, scale: float = 1.0) -> float:
 def _mean(point: PointSummary, field: str, scale: float = 1.0) -> float | None:
     estimate = point.metric(field)
     return None if estimate is None else estimate.mean / scale
+
+
+def _verdict_mark(p: PointSummary) -> str:
+    """The short verdict written on a bar or point ('' when unknown)."""
+    return "" if p.bottleneck.kind == "unknown" else p.bottleneck.short
 
 
 def _series_label(p: PointSummary, *, bs: bool = True, qd: bool = True, target: bool = True) -> str:
@@ -105,13 +112,16 @@ def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
             series = []
             for name, by_bs in series_points.items():
                 present = [c for c in categories if c in by_bs]
+                verdicts = tuple(_verdict_mark(by_bs[c]) for c in present)
                 series.append(Series(
                     name=name, x=tuple(present), y=tuple(_mean(by_bs[c], field, scale) or 0.0 for c in present),
-                    error_y=tuple(_half(by_bs[c], field, scale) for c in present), mode="bar"))
+                    error_y=tuple(_half(by_bs[c], field, scale) for c in present), mode="bar",
+                    text=verdicts, show_text=field == "iops" and any(verdicts)))
             figures.append(FigureSpec(
                 figure_id=f"{field}-vs-bs-{group}", title=f"{label} vs block size — {group} blocks ({group_label})",
                 x_label="block size", y_label=unit, series=tuple(series), x_categories=categories,
-                section="Block size", caption="Bars: mean over repetitions; error bars: 95 % confidence interval."))
+                section="Block size", caption="Bars: mean over repetitions; error bars: 95 % confidence interval. "
+                "Above each IOPS bar: its bottleneck verdict (cpu, media, net, client, depth = under-driven)."))
     return figures
 
 
@@ -166,7 +176,7 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
             series.append(Series(
                 name=curve.label, x=tuple(c.iops for c in usable), y=tuple((c.lat_p99_ns or 0) / 1000 for c in usable),
                 error_x=tuple(c.iops_ci_half or 0.0 for c in usable),
-                text=tuple(f"{axis}={c.load}" for c in usable)))
+                text=tuple(f"{axis}={c.load}: {c.point.bottleneck.kind.value}" for c in usable)))
             knee = curve.knee
             if knee is not None and knee.lat_p99_ns is not None:
                 knees_x.append(knee.iops)
@@ -262,3 +272,115 @@ def drift_figures(drifts: Sequence[Drift]) -> list[FigureSpec]:
             section="Drift", caption="Each repetition's IOPS relative to the mean of its case, against the time it "
             "started. A slope whose 95 % CI excludes zero means results depend on when they ran."))
     return figures
+
+
+def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
+    """IOPS against iodepth (and numjobs), one line per target/pattern/block size/direction, each point
+    labelled with its bottleneck verdict."""
+    figures = []
+    for axis, attribute in (("iodepth", "iodepth"), ("numjobs", "numjobs")):
+        lines: dict[str, list[PointSummary]] = {}
+        for p in points:
+            if p.metric("iops") is None:
+                continue
+            other = f"qd{p.iodepth}" if axis == "numjobs" else (f"{p.numjobs} jobs" if p.numjobs > 1 else "")
+            key = " ".join(x for x in (p.target, p.rw, p.bs, other, p.direction, " ".join(
+                f"{k}={v}" for k, v in p.lab if k != "lab")) if x)
+            lines.setdefault(key, []).append(p)
+        lines = {k: v for k, v in lines.items() if len({getattr(p, attribute) for p in v}) >= 2}
+        if not lines:
+            continue
+        series = []
+        for name, line in lines.items():
+            line = sorted(line, key=lambda p: getattr(p, attribute))
+            series.append(Series(
+                name=name, x=tuple(float(getattr(p, attribute)) for p in line),
+                y=tuple(_mean(p, "iops") or 0.0 for p in line), error_y=tuple(_half(p, "iops") for p in line),
+                text=tuple(_verdict_mark(p) for p in line), mode="lines+markers",
+                show_text=any(_verdict_mark(p) for p in line)))
+        tickvals, ticktext = _log2_ticks([getattr(p, attribute) for v in lines.values() for p in v])
+        figures.append(FigureSpec(
+            figure_id=f"iops-vs-{axis}", title=f"IOPS vs {axis}, with bottleneck verdicts", x_label=axis,
+            y_label="IOPS", series=tuple(series), x_log=True, x_tickvals=tickvals, x_ticktext=ticktext,
+            section="Utilisation and bottlenecks",
+            caption="Mean IOPS with 95 % CI; the label at each point is its verdict (cpu-, media-, net-, "
+            "client-bound; depth = under-driven; - = not saturated). Rules: docs/methodology.md."))
+    return figures
+
+
+def utilisation_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
+    """Host CPU and the busiest device's utilisation against block size and against iodepth."""
+    cases: dict[str, PointSummary] = {}
+    for p in points:  # one per case: the directions of a case share their telemetry
+        cases.setdefault(p.case_id, p)
+    measured = [p for p in cases.values() if p.metric("host_cpu_busy_pct") is not None]
+    metrics = (("host_cpu_busy_pct", "host CPU", False), ("disk_busiest_util_pct", "busiest device", True),
+               ("node_cpu_busy_pct", "storage node CPU", False), ("node_disk_util_pct", "storage node disk", True))
+    figures = []
+    for axis in ("bs", "iodepth"):
+        lines: dict[str, list[PointSummary]] = {}
+        for p in measured:
+            rest = f"qd{p.iodepth}" if axis == "bs" else p.bs
+            key = " ".join(x for x in (p.target, p.rw, rest, " ".join(f"{k}={v}" for k, v in p.lab if k != "lab"))
+                           if x)
+            lines.setdefault(key, []).append(p)
+        lines = {k: v for k, v in lines.items() if len({p.bs_bytes if axis == "bs" else p.iodepth for p in v}) >= 2}
+        if not lines:
+            continue
+        series = []
+        categories: tuple[str, ...] = ()
+        if axis == "bs":
+            categories = tuple(format_block_size(b) for b in sorted({p.bs_bytes for v in lines.values() for p in v}))
+        for name, line in lines.items():
+            line = sorted(line, key=lambda p: p.bs_bytes if axis == "bs" else p.iodepth)
+            for field, label, dashed in metrics:
+                present = [p for p in line if p.metric(field) is not None]
+                if not present:
+                    continue
+                series.append(Series(
+                    name=f"{name}: {label} %", x=tuple(p.bs if axis == "bs" else float(p.iodepth) for p in present),
+                    y=tuple(_mean(p, field) or 0.0 for p in present), error_y=tuple(_half(p, field) for p in present),
+                    dash=dashed))
+        tickvals, ticktext = ((), ()) if axis == "bs" else _log2_ticks([p.iodepth for v in lines.values() for p in v])
+        axis_label = "block size" if axis == "bs" else "iodepth"
+        figures.append(FigureSpec(
+            figure_id=f"utilisation-vs-{axis}", title=f"CPU and media utilisation vs {axis_label}",
+            x_label=axis_label, y_label="% busy", series=tuple(series),
+            x_categories=categories, x_log=axis != "bs", x_tickvals=tickvals, x_ticktext=ticktext,
+            section="Utilisation and bottlenecks", y_range=(0.0, 105.0),
+            caption="Solid: CPU busy (all CPUs of the host, or the busiest storage node); dashed: the busiest "
+            "block device's utilisation. Means over the measured window of each repetition, 95 % CI."))
+    return figures
+
+
+def process_cpu_figures(points: Sequence[PointSummary], limit: int = 6) -> list[FigureSpec]:
+    """Per-process CPU (cores) at every point: which daemon eats the CPU."""
+    cases: dict[str, PointSummary] = {}
+    for p in points:
+        cases.setdefault(p.case_id, p)
+    members = [p for p in cases.values() if p.process_cpu_cores]
+    if not members:
+        return []
+    totals: dict[str, float] = {}
+    for p in members:
+        for name, cores in p.process_cpu_cores:
+            totals[name] = totals.get(name, 0.0) + cores
+    names = [n for n, total in sorted(totals.items(), key=lambda item: -item[1]) if total / len(members) >= 0.01]
+    names = names[:limit]
+    if not names:
+        return []
+    lab_keys = sorted({k for p in members for k, _ in p.lab if k != "lab"})
+    labels = []
+    for p in members:
+        lab = " ".join(f"{k}={v}" for k, v in p.lab if k in lab_keys)
+        jobs = f"{p.numjobs} jobs" if p.numjobs > 1 else ""
+        labels.append(" ".join(x for x in (p.target, p.rw, p.bs, f"qd{p.iodepth}", jobs, lab) if x))
+    categories = tuple(dict.fromkeys(labels))
+    series = tuple(Series(name=name, x=tuple(labels),
+                          y=tuple(dict(p.process_cpu_cores).get(name, 0.0) for p in members), mode="bar")
+                   for name in names)
+    return [FigureSpec(
+        figure_id="process-cpu", title="CPU of each process (cores)", x_label="point", y_label="cores",
+        series=series, x_categories=categories, section="Utilisation and bottlenecks",
+        caption="Mean CPU of all processes of each name over the measured window (1.0 = one core busy); the "
+        "processes sampled are `telemetry.processes`.")]

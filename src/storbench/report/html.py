@@ -16,7 +16,16 @@ from storbench import __version__
 from storbench.model import RunInfo
 from storbench.report.figures import FigureSpec
 from storbench.report.plotly_render import plotly_json
-from storbench.report.tables import change_text, iops_with_ci, point_label, varying_comparison_lab
+from storbench.report.tables import (
+    change_text,
+    iops_with_ci,
+    point_label,
+    point_name,
+    telemetry_cell,
+    telemetry_columns,
+    varying_comparison_lab,
+    varying_lab_keys,
+)
 from storbench.stats.compare import PointComparison
 from storbench.stats.knee import Curve, LatencyObjective, best_under_objective
 from storbench.stats.summary import PointSummary
@@ -50,8 +59,10 @@ def _time(seconds: float | None) -> str:
 
 def _summary_table(points: Sequence[PointSummary]) -> str:
     with_options = any(p.fio_options for p in points)
+    extra = telemetry_columns(points)
     head = ("target", "rw", "bs", "iodepth", "jobs", *(("fio options",) if with_options else ()), "dir", "n",
-            "IOPS ± 95% CI", "CV", "MiB/s", "mean", "p50", "p95", "p99", "p99.9", "warnings")
+            "IOPS ± 95% CI", "CV", "MiB/s", "mean", "p50", "p95", "p99", "p99.9", "cpu %", "disk %",
+            *(name for name, _, _ in extra), "verdict", "warnings")
     rows = []
     for p in points:
         iops = p.metric("iops")
@@ -67,10 +78,31 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
                  f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops),
                  "-" if cv is None else f"{cv:.1f}%", "-" if bw is None else f"{bw.mean / 1048576:,.1f}",
                  lat("lat_mean_ns"), lat("lat_p50_ns"), lat("lat_p95_ns"), lat("lat_p99_ns"), lat("lat_p999_ns"),
-                 "; ".join(w.text() for w in p.warnings))
+                 telemetry_cell(p.metric("host_cpu_busy_pct"), ".0f"),
+                 telemetry_cell(p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct"), ".0f"),
+                 *(telemetry_cell(p.metric(field), fmt) for _, field, fmt in extra),
+                 p.bottleneck.kind.value, "; ".join(w.text() for w in p.warnings))
         css = ' class="failed"' if p.repetitions_ok < p.repetitions_total else ""
         rows.append(f"<tr{css}>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
     return ("<table class='data'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
+
+
+def _bottleneck_table(points: Sequence[PointSummary]) -> str:
+    """One row per case: the verdict and the figures behind it."""
+    lab_keys = varying_lab_keys(points)
+    seen: set[str] = set()
+    rows = []
+    for p in points:
+        if p.case_id in seen:
+            continue
+        seen.add(p.case_id)
+        kind = p.bottleneck.kind.value
+        rows.append(f"<tr><td>{_e(point_name(p, lab_keys))}</td><td class='bottleneck-{_e(kind.split()[0])}'>"
+                    f"{_e(kind)}</td><td>{_e(p.bottleneck.evidence)}</td></tr>")
+    return ("<p>Each point's bottleneck, from CPU, device, network and client figures sampled during its measured "
+            "window (rules and thresholds: docs/methodology.md, \"Bottleneck verdicts\").</p>"
+            "<table class='data bottlenecks'><thead><tr><th>point</th><th>verdict</th><th>evidence</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
 
 
@@ -138,7 +170,10 @@ margin:16px 0;box-shadow:0 1px 2px rgba(0,0,0,.08)}h2{font-size:18px;margin:8px 
 table.data{border-collapse:collapse;font-size:12.5px;width:100%}table.data th,table.data td{padding:3px 7px;
 border-bottom:1px solid #e3e6ea;text-align:right;white-space:nowrap}table.data th{background:#eef1f4}
 table.data td:first-child,table.data th:first-child{text-align:left}tr.failed td{color:#b00020}
-td.verdict-better{color:#13795b;font-weight:600}td.verdict-worse{color:#b00020;font-weight:600}
+td.verdict-better{color:#13795b;font-weight:600}td[class^=bottleneck-]{font-weight:600;white-space:nowrap}
+td.bottleneck-cpu-bound,td.bottleneck-media-bound,td.bottleneck-network-bound,td.bottleneck-client-bound{color:#b35900}
+td.bottleneck-under-driven{color:#1f5fa8}
+table.bottlenecks td,table.bottlenecks th{text-align:left}td.verdict-worse{color:#b00020;font-weight:600}
 td.verdict-same{color:#6b7785}td.verdict-not_comparable{color:#a66a00}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(640px,1fr));gap:12px}
 .figure{border:1px solid #e3e6ea;border-radius:4px;padding:4px}.figure p{font-size:12px;color:#5b6673;margin:2px 8px}
@@ -188,6 +223,8 @@ def render_html(doc: ReportDocument, plotly_js: str) -> str:
     sections: list[str] = []
     warnings = "".join(f"<p class='warn'>{_e(w)}</p>" for w in doc.warnings)
     sections.append(f"<section><h2>Summary</h2>{_summary_table(doc.points)}{warnings}</section>")
+    if any(p.bottleneck.kind != "unknown" for p in doc.points):
+        sections.append(f"<section><h2>Bottlenecks</h2>{_bottleneck_table(doc.points)}</section>")
     if doc.comparisons:
         sections.append(f"<section><h2>Comparison</h2>{_comparison_table(doc)}</section>")
     if doc.curves:

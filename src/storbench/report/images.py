@@ -26,11 +26,20 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
                 slot = bars.index(series)
                 xs = [categories.index(str(x)) - 0.4 + width * (slot + 0.5) for x in series.x]
                 axes.bar(xs, series.y, width=width, yerr=series.error_y, capsize=3, color=color, label=series.name)
+                if series.show_text and series.text:
+                    tops = [y + (e if series.error_y else 0.0) for y, e in
+                            zip(series.y, series.error_y or [0.0] * len(series.y), strict=True)]
+                    for x, top, label in zip(xs, tops, series.text, strict=True):
+                        axes.annotate(label, (x, top), textcoords="offset points", xytext=(0, 3), ha="center",
+                                      fontsize=7, color=color)
                 continue
+            xs_line: list[float | str] = list(series.x)
+            if categories:  # lines over categories: the categories' positions, as the bars use
+                xs_line = [float(categories.index(str(x))) for x in series.x]
             style = "--" if series.dash else "-"
             marker = "*" if series.marker_size > 10 else "o"
             if series.mode == "markers":
-                axes.scatter(series.x, series.y, s=series.marker_size**2, color=color, marker=marker,
+                axes.scatter(xs_line, series.y, s=series.marker_size**2, color=color, marker=marker,
                              label=series.name, zorder=3)
             else:
                 fmt_line = style + ("" if series.mode == "lines" else marker)
@@ -38,8 +47,12 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
                 if series.error_y and spec.y_log:  # clip intervals reaching below zero on a log axis
                     yerr = [[min(e, 0.95 * y) for e, y in zip(series.error_y, series.y, strict=True)],
                             list(series.error_y)]
-                axes.errorbar(series.x, series.y, yerr=yerr, xerr=series.error_x, fmt=fmt_line,
+                axes.errorbar(xs_line, series.y, yerr=yerr, xerr=series.error_x, fmt=fmt_line,
                               color=color, label=series.name, markersize=4, capsize=2, linewidth=1.4)
+            if series.show_text and series.text:
+                for point_x, point_y, label in zip(xs_line, series.y, series.text, strict=True):
+                    axes.annotate(label, (point_x, point_y), textcoords="offset points", xytext=(0, 6),
+                                  ha="center", fontsize=7, color=color)
         if categories:
             axes.set_xticks(range(len(categories)))
             axes.set_xticklabels(categories, rotation=20 if len(categories) > 4 else 0, ha="right")
@@ -50,6 +63,8 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
             axes.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
         if spec.y_log:
             axes.set_yscale("log")
+        if spec.y_range is not None:
+            axes.set_ylim(*spec.y_range)
         axes.set_title(spec.title, fontsize=11)
         axes.set_xlabel(spec.x_label)
         axes.set_ylabel(spec.y_label)

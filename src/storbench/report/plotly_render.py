@@ -18,11 +18,16 @@ def _trace(series: Series, color: str, y_log: bool) -> go.BaseTraceType:
             error_y["arrayminus"] = [min(e, 0.95 * y) for e, y in zip(series.error_y, series.y, strict=True)]
     error_x = dict(type="data", array=list(series.error_x), visible=True) if series.error_x else None
     if series.mode == "bar":
+        shown = series.show_text and series.text
         return go.Bar(name=series.name, x=list(series.x), y=list(series.y), error_y=error_y, marker_color=color,
+                      text=list(series.text) if shown and series.text else None,
+                      textposition="outside" if shown else None, cliponaxis=False,
                       hovertemplate="%{x}: %{y:,.4g}<extra>" + series.name.replace("%", "%%") + "</extra>")
     return go.Scatter(
-        name=series.name, x=list(series.x), y=list(series.y), mode=series.mode, error_y=error_y, error_x=error_x,
-        text=list(series.text) if series.text else None,
+        name=series.name, x=list(series.x), y=list(series.y),
+        mode=series.mode + ("+text" if series.show_text else ""), error_y=error_y, error_x=error_x,
+        text=list(series.text) if series.text else None, textposition="top center",
+        textfont=dict(size=11, color=color),
         line=dict(color=color, dash="dash" if series.dash else "solid"),
         marker=dict(size=series.marker_size, color=color,
                     symbol="star" if series.marker_size > 10 else "circle"),
@@ -49,6 +54,8 @@ def plotly_figure(spec: FigureSpec) -> go.Figure:
         barmode="group", template="plotly_white", height=460, margin=dict(l=70, r=20, t=60, b=60),
         legend=dict(font=dict(size=11)),
     )
+    if spec.y_range is not None:
+        figure.update_yaxes(range=list(spec.y_range))
     return figure
 
 

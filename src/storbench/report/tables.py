@@ -32,7 +32,7 @@ def iops_with_ci(estimate: Estimate | None) -> str:
     return f"{estimate.mean:,.0f}" + ("" if half is None else f" ± {half:,.0f}")
 
 
-def _telemetry_columns(points: Sequence[PointSummary]) -> list[tuple[str, str, str]]:
+def telemetry_columns(points: Sequence[PointSummary]) -> list[tuple[str, str, str]]:
     """(header, metric field, format) of the telemetry columns some point has data for (OSD CPU only when an
     OSD did work: an idle cluster beside a local run is not worth a column)."""
     optional = (("osd cores", "ceph_osd_cpu_cores", ".2f"), ("osd lat", "ceph_op_latency_ns", "lat"),
@@ -46,7 +46,7 @@ def _telemetry_columns(points: Sequence[PointSummary]) -> list[tuple[str, str, s
     return [column for column in optional if shown(column[1])]
 
 
-def _cell(estimate: Estimate | None, fmt: str) -> str:
+def telemetry_cell(estimate: Estimate | None, fmt: str) -> str:
     if estimate is None:
         return "-"
     return format_latency_ns(estimate.mean) if fmt == "lat" else format(estimate.mean, fmt)
@@ -58,7 +58,7 @@ def results_table(points: Sequence[PointSummary], title: str) -> Table:
     table = Table(title=title, title_justify="left", header_style="bold")
     with_options = any(p.fio_options for p in points)
     lab_keys = varying_lab_keys(points)
-    extra = _telemetry_columns(points)
+    extra = telemetry_columns(points)
     columns = (("target", "left"), ("rw", "left"), ("bs", "right"), ("qd", "right"), ("jobs", "right"),
                *((("fio options", "left"),) if with_options else ()), *((("lab", "left"),) if lab_keys else ()),
                ("dir", "left"), ("n", "right"), ("IOPS ± 95% CI", "right"), ("CV", "right"), ("MiB/s", "right"),
@@ -80,7 +80,7 @@ def results_table(points: Sequence[PointSummary], title: str) -> Table:
             _mean(p.metric("bw_bytes"), ",.1f", 1048576), _lat(p.metric("lat_mean_ns")), _lat(p.metric("lat_p50_ns")),
             _lat(p.metric("lat_p95_ns")), _lat(p.metric("lat_p99_ns")), _lat(p.metric("lat_p999_ns")),
             _mean(p.metric("host_cpu_busy_pct"), ".0f"), _mean(disk, ".0f"),
-            *(_cell(p.metric(field), fmt) for _, field, fmt in extra),
+            *(telemetry_cell(p.metric(field), fmt) for _, field, fmt in extra),
             p.bottleneck.short, "⚠" if p.warnings else "",
             style=style,
         )
@@ -94,6 +94,8 @@ def point_name(p: PointSummary, lab_keys: Sequence[str] = ()) -> str:
         parts.append(f"{p.numjobs} jobs")
     if p.clients != 1:
         parts.append(f"{p.clients} clients")
+    if p.fio_options:
+        parts.append(p.fio_options)
     lab = lab_text(p, lab_keys)
     return " ".join([*parts, *([lab] if lab else [])])
 
