@@ -332,7 +332,7 @@ def _check_selector_keys(selection: Selection, *selectors: Selector) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
-    from storbench.report.tables import compare_table
+    from storbench.report.tables import bottleneck_evidence_lines, compare_table
     from storbench.stats.compare import compare_records, regressions, select
 
     baseline, candidate = _selector(args.baseline, "--baseline"), _selector(args.candidate, "--candidate")
@@ -348,7 +348,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UserError("baseline and candidate have no point in common",
                         hint="they must share rw, bs, iodepth, numjobs and direction (and target, unless selected on)")
     if args.format == "table":
-        _console().print(compare_table(comparisons, baseline.text, candidate.text))
+        out = _console()
+        out.print(compare_table(comparisons, baseline.text, candidate.text))
+        evidence = bottleneck_evidence_lines(comparisons)
+        if evidence:
+            out.print("bottlenecks (rules: docs/methodology.md#bottleneck-verdicts):", markup=False)
+            for line in evidence:
+                out.print(f"  {line}", markup=False)
     elif args.format == "markdown":
         _write_output(comparison_markdown(comparisons, baseline.text, candidate.text), args.output)
     elif args.format == "csv":

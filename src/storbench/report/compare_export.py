@@ -7,13 +7,21 @@ import io
 import json
 from collections.abc import Sequence
 
-from storbench.report.tables import change_text, iops_with_ci, point_label, varying_comparison_lab
+from storbench.report.tables import (
+    bottleneck_change,
+    bottleneck_evidence_lines,
+    change_text,
+    iops_with_ci,
+    point_label,
+    varying_comparison_lab,
+)
 from storbench.stats.compare import PointComparison
 
 COMPARE_FIELDS = (
     "point", "direction", "metric", "baseline_n", "baseline_mean", "baseline_ci_low", "baseline_ci_high",
     "candidate_n", "candidate_mean", "candidate_ci_low", "candidate_ci_high", "change_pct", "change_ci_low_pct",
-    "change_ci_high_pct", "verdict", "comparable", "reason",
+    "change_ci_high_pct", "verdict", "comparable", "reason", "baseline_bottleneck", "candidate_bottleneck",
+    "baseline_bottleneck_evidence", "candidate_bottleneck_evidence",
 )
 
 
@@ -33,6 +41,10 @@ def comparison_rows(comparisons: Sequence[PointComparison]) -> list[dict[str, ob
                 "change_ci_low_pct": d.change_ci_low_pct if d else None,
                 "change_ci_high_pct": d.change_ci_high_pct if d else None,
                 "verdict": cell.verdict.value, "comparable": c.comparable, "reason": c.reason,
+                "baseline_bottleneck": c.baseline.bottleneck.kind.value,
+                "candidate_bottleneck": c.candidate.bottleneck.kind.value,
+                "baseline_bottleneck_evidence": c.baseline.bottleneck.evidence,
+                "candidate_bottleneck_evidence": c.candidate.bottleneck.evidence,
             })
     return rows
 
@@ -55,13 +67,18 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
         f"Baseline `{baseline}` vs candidate `{candidate}`: change of the candidate's mean, with its 95 % confidence "
         "interval (Welch). ▲ better, ▼ worse, ~ no detectable difference, x not comparable.",
         "",
-        "| point | IOPS baseline | IOPS candidate | IOPS | bandwidth | mean latency | p95 | p99 |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| point | IOPS baseline | IOPS candidate | IOPS | bandwidth | mean latency | p95 | p99 | bottleneck |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     lab_keys = varying_comparison_lab(comparisons)
     for c in comparisons:
         label = point_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")
         cells = [change_text(c, f)[0] for f in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns")]
         lines.append(f"| {label} | {iops_with_ci(c.baseline.metric('iops'))} | "
-                     f"{iops_with_ci(c.candidate.metric('iops'))} | " + " | ".join(cells) + " |")
+                     f"{iops_with_ci(c.candidate.metric('iops'))} | " + " | ".join(cells)
+                     + f" | {bottleneck_change(c)} |")
+    evidence = bottleneck_evidence_lines(comparisons)
+    if evidence:
+        lines += ["", "Bottlenecks (rules: docs/methodology.md, \"Bottleneck verdicts\"):", ""]
+        lines += [f"- {line}" for line in evidence]
     return "\n".join(lines) + "\n"

@@ -17,6 +17,7 @@ from storbench.model import RunInfo
 from storbench.report.figures import FigureSpec
 from storbench.report.plotly_render import plotly_json
 from storbench.report.tables import (
+    bottleneck_change,
     change_text,
     iops_with_ci,
     point_label,
@@ -100,14 +101,21 @@ def _bottleneck_table(points: Sequence[PointSummary]) -> str:
         kind = p.bottleneck.kind.value
         rows.append(f"<tr><td>{_e(point_name(p, lab_keys))}</td><td class='bottleneck-{_e(kind.split()[0])}'>"
                     f"{_e(kind)}</td><td>{_e(p.bottleneck.evidence)}</td></tr>")
-    return ("<p>Each point's bottleneck, from CPU, device, network and client figures sampled during its measured "
-            "window (rules and thresholds: docs/methodology.md, \"Bottleneck verdicts\").</p>"
-            "<table class='data bottlenecks'><thead><tr><th>point</th><th>verdict</th><th>evidence</th></tr></thead><tbody>"
+    return ("<p>Each point's bottleneck, from CPU, device, network and client figures sampled during its "
+            "measured window (rules and thresholds: docs/methodology.md, "
+            "\"Bottleneck verdicts\").</p>"
+            "<table class='data bottlenecks'><thead><tr><th>point</th><th>verdict</th><th>evidence</th></tr>"
+            "</thead><tbody>"
             + "".join(rows) + "</tbody></table>")
 
 
+def _evidence_title(c: PointComparison) -> str:
+    return (f"baseline: {c.baseline.bottleneck.evidence}\ncandidate: {c.candidate.bottleneck.evidence}")
+
+
 def _comparison_table(doc: ReportDocument) -> str:
-    head = ("point", "IOPS baseline", "IOPS candidate", "IOPS", "bandwidth", "mean latency", "p95", "p99")
+    head = ("point", "IOPS baseline", "IOPS candidate", "IOPS", "bandwidth", "mean latency", "p95", "p99",
+            "bottleneck")
     rows = []
     lab_keys = varying_comparison_lab(doc.comparisons)
     for c in doc.comparisons:
@@ -117,7 +125,8 @@ def _comparison_table(doc: ReportDocument) -> str:
             cells.append(f"<td class='verdict-{_e(verdict.name.lower())}'>{_e(text)}</td>")
         label = point_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")
         rows.append(f"<tr><td>{_e(label)}</td><td>{_e(iops_with_ci(c.baseline.metric('iops')))}</td>"
-                    f"<td>{_e(iops_with_ci(c.candidate.metric('iops')))}</td>" + "".join(cells) + "</tr>")
+                    f"<td>{_e(iops_with_ci(c.candidate.metric('iops')))}</td>" + "".join(cells)
+                    + f"<td title='{_e(_evidence_title(c))}'>{_e(bottleneck_change(c))}</td></tr>")
     return (f"<p>Baseline <code>{_e(doc.baseline)}</code> vs candidate <code>{_e(doc.candidate)}</code>: change of the "
             "candidate's mean with its 95 % confidence interval (Welch). ▲ better, ▼ worse, ~ no detectable "
             "difference, x not comparable.</p><table class='data'><thead><tr>"

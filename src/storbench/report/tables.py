@@ -187,11 +187,36 @@ def point_label(comparison: PointComparison, lab_keys: frozenset[str] = frozense
     return " ".join(p for p in [*parts, *lab] if p)
 
 
+def bottleneck_change(c: PointComparison, short: bool = False) -> str:
+    """'cpu-bound → media-bound' ('cpu → media' when short), or one verdict when both sides share it."""
+    if short:
+        before, after = c.baseline.bottleneck.short, c.candidate.bottleneck.short
+    else:
+        before, after = c.baseline.bottleneck.kind.value, c.candidate.bottleneck.kind.value
+    return before if before == after else f"{before} → {after}"
+
+
+def bottleneck_evidence_lines(comparisons: Sequence[PointComparison]) -> list[str]:
+    """Per compared case: each side's verdict with its evidence (nothing when neither side was sampled)."""
+    lab_keys = varying_comparison_lab(comparisons)
+    lines: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for c in comparisons:
+        key = (c.baseline.case_id, c.candidate.case_id)
+        if key in seen or (c.baseline.bottleneck.kind == "unknown" and c.candidate.bottleneck.kind == "unknown"):
+            continue
+        seen.add(key)
+        lines.append(f"{point_label(c, lab_keys)}: baseline {c.baseline.bottleneck.kind.value} — "
+                     f"{c.baseline.bottleneck.evidence}; candidate {c.candidate.bottleneck.kind.value} — "
+                     f"{c.candidate.bottleneck.evidence}")
+    return lines
+
+
 def compare_table(comparisons: Sequence[PointComparison], baseline: str, candidate: str) -> Table:
     table = Table(title=f"baseline {baseline}  vs  candidate {candidate}   (change [95% CI]; ▲ better ▼ worse "
                   "~ no detectable difference x not comparable)", title_justify="left", header_style="bold")
-    for name in ("point", "IOPS base", "IOPS cand", "IOPS", "bandwidth", "mean lat", "p95", "p99"):
-        table.add_column(name, justify="left" if name == "point" else "right", no_wrap=True)
+    for name in ("point", "IOPS base", "IOPS cand", "IOPS", "bandwidth", "mean lat", "p95", "p99", "bottleneck"):
+        table.add_column(name, justify="left" if name in ("point", "bottleneck") else "right", no_wrap=True)
     lab_keys = varying_comparison_lab(comparisons)
     for c in comparisons:
         b, k = c.baseline.metric("iops"), c.candidate.metric("iops")
@@ -200,7 +225,7 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
             text, verdict = change_text(c, field)
             cells.append(_change(text, verdict))
         label = point_label(c, lab_keys) + ("" if c.comparable else f" [yellow](x: {c.reason})[/]")
-        table.add_row(label, iops_with_ci(b), iops_with_ci(k), *cells)
+        table.add_row(label, iops_with_ci(b), iops_with_ci(k), *cells, bottleneck_change(c, short=True))
     return table
 
 
