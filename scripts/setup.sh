@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything storbench needs on Debian 12, as root: system packages, a virtual
 # environment in .venv, and storbench itself. Safe to run again.
-#   --dev    adds the test tools (and Chromium, which the report test opens the report in)
+#   --dev    adds the test tools: Chromium (the report test opens the report in it), and Prometheus with
+#            node_exporter (the telemetry test starts its own pair on loopback ports; on a systemd host
+#            Debian also enables their services)
 #   --labs   adds Ceph (mon, mgr, osd, mds, fuse, rbd) and nfs-ganesha for `storbench lab ceph|nfs`, and
 #            builds a fio with the nfs engine (scripts/build-fio-nfs.sh, cached after the first time)
 set -euo pipefail
@@ -18,7 +20,7 @@ for arg in "$@"; do
 done
 
 packages=(fio python3 python3-venv ca-certificates)
-((dev)) && packages+=(chromium fonts-dejavu-core)
+((dev)) && packages+=(chromium fonts-dejavu-core prometheus prometheus-node-exporter)
 ((labs)) && packages+=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common nfs-ganesha nfs-ganesha-vfs \
   rpcbind iproute2)
 missing=()
