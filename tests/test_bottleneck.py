@@ -9,6 +9,7 @@ import pytest
 from storbench.records import RECORD_FIELDS, Record
 from storbench.stats.bottleneck import (
     CLIENT_CORES_PER_JOB,
+    CPU_PRESSURE_PCT,
     DEVICE_UTIL_PCT,
     HOST_CPU_BUSY_PCT,
     LINK_UTIL_PCT,
@@ -20,7 +21,8 @@ from storbench.stats.bottleneck import (
 from storbench.stats.summary import summarize_points
 
 IDLE = BottleneckInputs(
-    host_cpu_busy_pct=20.0, process_cpu_cores=(("fio", 0.2), ("ceph-osd", 0.1)), client_cpu_cores=0.2,
+    host_cpu_busy_pct=20.0, host_cpu_pressure_pct=5.0, process_cpu_cores=(("fio", 0.2), ("ceph-osd", 0.1)),
+    client_cpu_cores=0.2,
     busiest_device="vda", device_util_pct=30.0, device_queue_depth=1.0, busiest_interface="", interface_util_pct=None,
     interface_bytes_per_s=None, storage_node="", node_cpu_busy_pct=None, node_disk_util_pct=None, iops=1000.0,
     in_flight=4.0, ceiling_iops=None, iodepth=16, jobs=1, ioengine="libaio",
@@ -41,7 +43,10 @@ def test_under_driven_when_every_slot_is_busy_and_nothing_saturated() -> None:
 
 @pytest.mark.parametrize(("changes", "kind", "says"), [
     ({"host_cpu_busy_pct": HOST_CPU_BUSY_PCT + 5, "process_cpu_cores": (("ceph-osd", 1.4), ("fio", 0.3))},
-     Bottleneck.CPU, "host CPU 90 % busy (ceph-osd 1.40, fio 0.30 cores)"),
+     Bottleneck.CPU, "host CPU 85 % busy, runnable tasks waited for a CPU 5 % of the time (ceph-osd 1.40, fio "
+                     "0.30 cores)"),
+    ({"host_cpu_busy_pct": 76.0, "host_cpu_pressure_pct": CPU_PRESSURE_PCT + 33},
+     Bottleneck.CPU, "host CPU 76 % busy, runnable tasks waited for a CPU 63 % of the time"),
     ({"node_cpu_busy_pct": 97.0, "storage_node": "osd1:9100"}, Bottleneck.CPU, "storage node osd1:9100 CPU 97 %"),
     ({"device_util_pct": DEVICE_UTIL_PCT + 8, "device_queue_depth": 12.0}, Bottleneck.MEDIA,
      "vda busy 98 % of the time, average queue 12.0"),
@@ -62,6 +67,7 @@ def test_each_rule_fires_with_its_evidence(changes: dict[str, object], kind: Bot
     ({"device_util_pct": DEVICE_UTIL_PCT - 0.1}, Bottleneck.NOT_SATURATED),
     ({"interface_util_pct": LINK_UTIL_PCT - 0.1, "busiest_interface": "eth0"}, Bottleneck.NOT_SATURATED),
     ({"client_cpu_cores": CLIENT_CORES_PER_JOB - 0.01}, Bottleneck.NOT_SATURATED),
+    ({"host_cpu_pressure_pct": CPU_PRESSURE_PCT - 0.1}, Bottleneck.NOT_SATURATED),
     ({"ceiling_iops": 1251.0}, Bottleneck.NOT_SATURATED),  # 1000 / 1251 < 80 %
 ])
 def test_just_below_each_threshold_nothing_fires(changes: dict[str, object], kind: Bottleneck) -> None:
@@ -78,7 +84,8 @@ def test_the_resource_furthest_past_its_threshold_wins_and_the_others_are_listed
 
 
 def test_no_telemetry_is_unknown_not_a_guess() -> None:
-    blank = replace(IDLE, host_cpu_busy_pct=None, client_cpu_cores=None, device_util_pct=None)
+    blank = replace(IDLE, host_cpu_busy_pct=None, host_cpu_pressure_pct=None, client_cpu_cores=None,
+                    device_util_pct=None)
     assert judge(blank).kind == Bottleneck.UNKNOWN
 
 

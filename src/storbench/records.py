@@ -76,6 +76,7 @@ class Record:
     # Telemetry over fio's measured window (see docs/methodology.md, "Telemetry"); None when not sampled.
     host_cpu_busy_pct: float | None
     host_cpu_iowait_pct: float | None
+    host_cpu_pressure_pct: float | None
     client_cpu_cores: float | None
     process_cpu_cores: tuple[tuple[str, float], ...]
     disk_busiest: str
@@ -121,6 +122,7 @@ def telemetry_fields(telemetry: RepetitionTelemetry | None) -> dict[str, object]
     return {
         "host_cpu_busy_pct": d.host_cpu_busy_pct if d else None,
         "host_cpu_iowait_pct": d.host_cpu_iowait_pct if d else None,
+        "host_cpu_pressure_pct": d.host_cpu_pressure_pct if d else None,
         "client_cpu_cores": d.process_cores(CLIENT_PROCESS) if d else None,
         "process_cpu_cores": d.process_cpu_cores if d else (),
         "disk_busiest": device.name if device else "",

@@ -4,7 +4,8 @@ Every rule and threshold is stated (and defended) in docs/methodology.md, "Bottl
 
 - client-bound  the fio processes use >= 0.9 cores per job (a job is one process: it cannot use more than
                 one core), or IOPS reach >= 80 % of the client's null-engine ceiling;
-- cpu-bound     this host's CPU, or a storage node's (Prometheus), is >= 85 % busy over the window;
+- cpu-bound     this host's CPU, or a storage node's (Prometheus), is >= 80 % busy over the window, or runnable
+                tasks waited for a CPU >= 30 % of the window (Linux PSI, /proc/pressure/cpu "some");
 - media-bound   a block device (here or on a storage node) is busy >= 90 % of the window;
 - network-bound an interface moves >= 90 % of its link rate (in its busier direction);
 - under-driven  none of the above, and Little's law says every configured I/O slot was occupied
@@ -24,7 +25,8 @@ from enum import StrEnum
 
 from storbench.units import format_bytes
 
-HOST_CPU_BUSY_PCT = 85.0
+HOST_CPU_BUSY_PCT = 80.0
+CPU_PRESSURE_PCT = 30.0
 CLIENT_CORES_PER_JOB = 0.9
 CEILING_FRACTION = 0.8
 DEVICE_UTIL_PCT = 90.0
@@ -54,6 +56,7 @@ class BottleneckInputs:
     """One point's figures, each the mean over its successful repetitions (None: not measured)."""
 
     host_cpu_busy_pct: float | None
+    host_cpu_pressure_pct: float | None
     process_cpu_cores: tuple[tuple[str, float], ...]  # busiest first
     client_cpu_cores: float | None
     busiest_device: str
@@ -117,9 +120,14 @@ def findings_for(x: BottleneckInputs) -> list[Finding]:
             found.append(Finding(Bottleneck.CLIENT, share / CEILING_FRACTION,
                                  f"IOPS are {share:.0%} of what this client drives on fio's null engine "
                                  f"({x.ceiling_iops:,.0f})"))
-    if x.host_cpu_busy_pct is not None and x.host_cpu_busy_pct >= HOST_CPU_BUSY_PCT:
-        found.append(Finding(Bottleneck.CPU, x.host_cpu_busy_pct / HOST_CPU_BUSY_PCT,
-                             f"host CPU {x.host_cpu_busy_pct:.0f} % busy{_processes_text(x.process_cpu_cores)}"))
+    busy_pressure = (x.host_cpu_busy_pct or 0.0) / HOST_CPU_BUSY_PCT
+    wait_pressure = (x.host_cpu_pressure_pct or 0.0) / CPU_PRESSURE_PCT
+    if max(busy_pressure, wait_pressure) >= 1.0:
+        waited = ("" if x.host_cpu_pressure_pct is None else
+                  f", runnable tasks waited for a CPU {x.host_cpu_pressure_pct:.0f} % of the time")
+        found.append(Finding(Bottleneck.CPU, max(busy_pressure, wait_pressure),
+                             f"host CPU {x.host_cpu_busy_pct or 0.0:.0f} % busy{waited}"
+                             f"{_processes_text(x.process_cpu_cores)}"))
     if x.node_cpu_busy_pct is not None and x.node_cpu_busy_pct >= HOST_CPU_BUSY_PCT:
         found.append(Finding(Bottleneck.CPU, x.node_cpu_busy_pct / HOST_CPU_BUSY_PCT,
                              f"storage node {x.storage_node} CPU {x.node_cpu_busy_pct:.0f} % busy"))
@@ -140,7 +148,8 @@ def findings_for(x: BottleneckInputs) -> list[Finding]:
 def _busiest_text(x: BottleneckInputs) -> str:
     parts = []
     if x.host_cpu_busy_pct is not None:
-        parts.append(f"host CPU {x.host_cpu_busy_pct:.0f} %")
+        parts.append(f"host CPU {x.host_cpu_busy_pct:.0f} %" + (
+            "" if x.host_cpu_pressure_pct is None else f" (waited {x.host_cpu_pressure_pct:.0f} %)"))
     if x.device_util_pct is not None and x.busiest_device:
         parts.append(f"{x.busiest_device} {x.device_util_pct:.0f} %")
     if x.interface_util_pct is not None and x.busiest_interface:

@@ -26,6 +26,7 @@ DISK_UTIL = Metric("disk_util_pct", "disk utilisation", False, "%")
 
 HOST_CPU = Metric("host_cpu_busy_pct", "host CPU busy", False, "%")
 HOST_IOWAIT = Metric("host_cpu_iowait_pct", "host CPU iowait", False, "%")
+HOST_PRESSURE = Metric("host_cpu_pressure_pct", "time runnable tasks waited for a CPU", False, "%")
 CLIENT_CORES = Metric("client_cpu_cores", "fio CPU", False, "cores")
 DEVICE_UTIL = Metric("disk_busiest_util_pct", "busiest device utilisation", False, "%")
 DEVICE_QUEUE = Metric("disk_busiest_queue_depth", "busiest device queue", False, "I/Os")
@@ -38,7 +39,8 @@ NODE_CPU = Metric("node_cpu_busy_pct", "storage node CPU busy", False, "%")
 NODE_DISK = Metric("node_disk_util_pct", "storage node disk utilisation", False, "%")
 CEILING = Metric("client_ceiling_iops", "client ceiling (null engine)", True, "IOPS")
 
-TELEMETRY_METRICS = (HOST_CPU, HOST_IOWAIT, CLIENT_CORES, DEVICE_UTIL, DEVICE_QUEUE, NET_UTIL, NET_BYTES, OSD_CORES,
+TELEMETRY_METRICS = (HOST_CPU, HOST_IOWAIT, HOST_PRESSURE, CLIENT_CORES, DEVICE_UTIL, DEVICE_QUEUE, NET_UTIL, NET_BYTES,
+                     OSD_CORES,
                      OSD_LATENCY, CACHE_HIT, NODE_CPU, NODE_DISK, CEILING)
 SUMMARY_METRICS = (IOPS, BANDWIDTH, LAT_MEAN, LAT_P50, LAT_P95, LAT_P99, LAT_P999, CPU_USR, CPU_SYS, DISK_UTIL,
                    *TELEMETRY_METRICS)

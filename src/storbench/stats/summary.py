@@ -146,7 +146,8 @@ def bottleneck_inputs(ok: Sequence[Record]) -> BottleneckInputs | None:
         return _mean_of([getattr(r, field) for r in one_per_repetition])
 
     return BottleneckInputs(
-        host_cpu_busy_pct=mean("host_cpu_busy_pct"), process_cpu_cores=tuple(process_means),
+        host_cpu_busy_pct=mean("host_cpu_busy_pct"), host_cpu_pressure_pct=mean("host_cpu_pressure_pct"),
+        process_cpu_cores=tuple(process_means),
         client_cpu_cores=mean("client_cpu_cores"),
         busiest_device=_most_common([r.disk_busiest for r in one_per_repetition]),
         device_util_pct=mean("disk_busiest_util_pct"), device_queue_depth=mean("disk_busiest_queue_depth"),

@@ -49,6 +49,7 @@ class TelemetryDigest:
     host_cpu_busy_pct: float | None
     host_cpu_busy_max_pct: float | None
     host_cpu_iowait_pct: float | None
+    host_cpu_pressure_pct: float | None  # Linux PSI: share of time some runnable task waited for a CPU
     host_cpu_modes_pct: tuple[tuple[str, float], ...]
     process_cpu_cores: tuple[tuple[str, float], ...]  # name -> mean cores, busiest first
     devices: tuple[DeviceDigest, ...]  # busiest first
@@ -100,7 +101,8 @@ def digest(telemetry: RepetitionTelemetry) -> TelemetryDigest:
     start, end = telemetry.window_start_s, telemetry.window_end_s
     modes = []
     for series in telemetry.series:
-        if series.source == "cpu" and series.entity == "host" and series.metric != "busy_pct":
+        if series.source == "cpu" and series.entity == "host" and series.metric not in ("busy_pct",
+                                                                                          "pressure_pct"):
             value = window_mean(series, start, end)
             if value is not None:
                 modes.append((series.metric.removesuffix("_pct"), value))
@@ -179,6 +181,7 @@ def digest(telemetry: RepetitionTelemetry) -> TelemetryDigest:
         host_cpu_busy_pct=_mean(telemetry, busy),
         host_cpu_busy_max_pct=None if busy is None else window_max(busy, start, end),
         host_cpu_iowait_pct=dict(modes).get("iowait"),
+        host_cpu_pressure_pct=_mean(telemetry, _one(telemetry, "cpu", "pressure_pct", "host")),
         host_cpu_modes_pct=tuple(modes),
         process_cpu_cores=tuple(processes),
         devices=tuple(devices),

@@ -76,6 +76,7 @@ class ProcSnapshot:
     mem_used_bytes: int | None
     page_cache_bytes: int | None
     processes: tuple[ProcessTicks, ...]
+    cpu_pressure_us: int | None = None  # /proc/pressure/cpu "some total": µs runnable tasks waited for a CPU
 
 
 def parse_proc_stat(text: str) -> CpuTimes | None:
@@ -84,6 +85,16 @@ def parse_proc_stat(text: str) -> CpuTimes | None:
         if parts and parts[0] == "cpu":
             numbers = [int(p) for p in parts[1:9]] + [0] * max(0, 8 - len(parts[1:9]))
             return CpuTimes(*numbers)
+    return None
+
+
+def parse_pressure_some_us(text: str) -> int | None:
+    """The cumulative 'some' stall time (µs) from a /proc/pressure file (Linux PSI); None without PSI."""
+    for line in text.splitlines():
+        if line.startswith("some "):
+            for field in line.split():
+                if field.startswith("total="):
+                    return int(field[6:])
     return None
 
 
@@ -165,7 +176,13 @@ def cpu_series(snapshots: Sequence[ProcSnapshot]) -> list[TelemetrySeries]:
         }
         for mode in modes:
             samples[mode].append((before.t_s, after.t_s, 100.0 * shares[mode] / total))
-    return [_series("cpu", "host", mode, values) for mode, values in samples.items() if values]
+    pressure = [(a.t_s, b.t_s, min(100.0, (b.cpu_pressure_us - a.cpu_pressure_us) / ((b.t_s - a.t_s) * 1e4)))
+                for a, b in itertools.pairwise(snapshots)
+                if a.cpu_pressure_us is not None and b.cpu_pressure_us is not None and b.t_s > a.t_s]
+    out = [_series("cpu", "host", mode, values) for mode, values in samples.items() if values]
+    if pressure:
+        out.append(_series("cpu", "host", "pressure_pct", pressure))
+    return out
 
 
 def process_series(snapshots: Sequence[ProcSnapshot], clock_ticks_per_s: int) -> list[TelemetrySeries]:

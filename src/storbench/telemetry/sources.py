@@ -29,6 +29,7 @@ from storbench.telemetry.proc import (
     parse_meminfo,
     parse_net_dev,
     parse_pid_stat,
+    parse_pressure_some_us,
     parse_proc_stat,
 )
 from storbench.telemetry.prometheus import PrometheusQuery, parse_range_response, range_parameters
@@ -90,7 +91,8 @@ def read_proc_snapshot(names: frozenset[str], pids: frozenset[int], devices: fro
     return ProcSnapshot(t_s=t_s, cpu=parse_proc_stat(_read("/proc/stat")),
                         disks=parse_diskstats(_read("/proc/diskstats"), devices or None),
                         nets=parse_net_dev(_read("/proc/net/dev")), mem_used_bytes=used, page_cache_bytes=cache,
-                        processes=read_processes(names, pids))
+                        processes=read_processes(names, pids),
+                        cpu_pressure_us=parse_pressure_some_us(_read("/proc/pressure/cpu")))
 
 
 def admin_socket_command(path: str, prefix: str, timeout_s: float = ADMIN_SOCKET_TIMEOUT_S) -> str:
