@@ -1,4 +1,5 @@
-"""A real Ceph cluster on this machine: RBD randwrite on a size-2 and a size-3 pool, end to end.
+"""A real Ceph cluster on this machine: RBD on a size-2 and a size-3 pool end to end, with OSD CPU and the
+BlueStore cache hit ratio beside IOPS; memstore OSDs judged CPU-bound.
 
 Runs in CI (scripts/test.sh installs Ceph). Skipped where Ceph's daemons are not installed."""
 
@@ -28,16 +29,33 @@ name: replica
 targets:
   rbd: {kind: rbd, pool: bench, image: img, size: 512MiB}
 workload:
-  rw: randwrite
+  rw: [randwrite, randread]
   bs: 4k
   iodepth: 16
   runtime: 2s
 repeat: 2
+exclude:
+  - {rw: randread, pool_size: 3}
 lab:
   ceph:
     osds: 3
     osd_size: 2GiB
     pool_size: [2, 3]
+"""
+
+CPU_PLAN = """
+name: memstore-cpu
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 256MiB}
+workload:
+  rw: randwrite
+  bs: 4k
+  iodepth: 32
+  numjobs: 2
+  runtime: 3s
+repeat: 2
+lab:
+  ceph: {osds: 3, osd_size: 1GiB, objectstore: memstore, pool_size: 2}
 """
 
 
@@ -59,9 +77,9 @@ def test_rbd_randwrite_replica_2_vs_3(lab_dir: Path, tmp_path: Path, capsys: pyt
     rows = conn.execute("SELECT r.status, c.lab_json, r.job_text, r.target_json FROM repetitions r "
                         "JOIN cases c ON c.id = r.case_id").fetchall()
     conn.close()
-    assert len(rows) == 4 and {r[0] for r in rows} == {"ok"}
+    assert len(rows) == 6 and {r[0] for r in rows} == {"ok"}
     sizes = sorted(dict(json.loads(r[1]))["pool_size"] for r in rows)
-    assert sizes == ["2", "2", "3", "3"]
+    assert sizes == ["2", "2", "2", "2", "3", "3"]
     assert all("ioengine=rbd" in r[2] and "pool=bench" in r[2] and "rbdname=img" in r[2] for r in rows)
     assert all(json.loads(r[3])["pool_size"] in ("2", "3") for r in rows)  # lab parameters in provenance
     # nothing left behind: no daemon, no directory
@@ -75,6 +93,31 @@ def test_rbd_randwrite_replica_2_vs_3(lab_dir: Path, tmp_path: Path, capsys: pyt
     assert len(iops) == 1 and iops[0]["baseline_n"] == 2 and iops[0]["candidate_n"] == 2
     assert iops[0]["baseline_mean"] > 0 and iops[0]["candidate_mean"] > 0
     assert iops[0]["verdict"] in ("better", "worse", "~")
+    assert iops[0]["baseline_bottleneck"] != "unknown" and iops[0]["candidate_bottleneck"] != "unknown"
+
+    # the OSDs' own view beside IOPS: their CPU, their op latency, the BlueStore cache hit ratio of reads
+    code, out, _ = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+    records = json.loads(out)
+    for record in records:
+        assert record["ceph_osd_cpu_cores"] > 0.1  # three OSDs doing the I/O
+        assert record["ceph_op_latency_ns"] > 0
+        assert 0 < record["ceph_op_latency_ns"] < record["lat_mean_ns"]  # the OSD is part of fio's latency
+    reads = [r for r in records if r["rw"] == "randread"]
+    assert len(reads) == 2 and all(0 <= r["ceph_cache_hit_pct"] <= 100 for r in reads)
+    code, out, _ = run_cli(capsys, "show", "--db", str(db))
+    header = next(line for line in out.splitlines() if "IOPS" in line)
+    assert "osd cor" in header and "cache hit" in header and "verdict" in header  # (narrow test console)
+
+
+def test_memstore_osds_on_two_cores_are_cpu_bound(lab_dir: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Memstore keeps data in RAM: no device can be the limit, the CPU that runs OSDs, mon and fio is."""
+    plan = write_plan(tmp_path, CPU_PLAN)
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db))
+    assert code == 0, out + err
+    verdicts = [line for line in out.splitlines() if line.startswith("  rbd randwrite")]
+    assert len(verdicts) == 1 and "cpu-bound" in verdicts[0] and "ceph-osd" in verdicts[0], out
 
 
 def test_lab_cli_up_twice_status_down(lab_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
