@@ -37,7 +37,7 @@ DEFAULT_DB = "results.db"
 def _console(stderr: bool = False) -> Console:
     console = Console(stderr=stderr, highlight=False, soft_wrap=False)
     if not console.is_terminal:  # a file or a pipe: do not squeeze tables into 80 columns
-        console = Console(stderr=stderr, highlight=False, soft_wrap=False, width=200)
+        console = Console(stderr=stderr, highlight=False, soft_wrap=False, width=240)
     return console
 
 

@@ -54,30 +54,35 @@ def telemetry_cell(estimate: Estimate | None, fmt: str) -> str:
 
 def results_table(points: Sequence[PointSummary], title: str) -> Table:
     """One row per case and direction: mean over repetitions, IOPS with its 95 % confidence interval, the
-    telemetry beside it and the bottleneck verdict (its evidence: ``verdict_lines``)."""
+    telemetry beside it and the bottleneck verdict (its evidence: ``verdict_lines``). Columns that would say
+    nothing (jobs when every point has one, telemetry nobody measured) are left out; p50 and the rest are in
+    the report and the exports."""
     table = Table(title=title, title_justify="left", header_style="bold")
     with_options = any(p.fio_options for p in points)
+    with_jobs = any(p.numjobs != 1 for p in points)
     lab_keys = varying_lab_keys(points)
     extra = telemetry_columns(points)
-    columns = (("target", "left"), ("rw", "left"), ("bs", "right"), ("qd", "right"), ("jobs", "right"),
+    columns = (("target", "left"), ("rw", "left"), ("bs", "right"), ("qd", "right"),
+               *((("jobs", "right"),) if with_jobs else ()),
                *((("fio options", "left"),) if with_options else ()), *((("lab", "left"),) if lab_keys else ()),
                ("dir", "left"), ("n", "right"), ("IOPS ± 95% CI", "right"), ("CV", "right"), ("MiB/s", "right"),
-               ("lat mean", "right"), ("p50", "right"), ("p95", "right"), ("p99", "right"), ("p99.9", "right"),
+               ("lat mean", "right"), ("p95", "right"), ("p99", "right"), ("p99.9", "right"),
                ("cpu %", "right"), ("disk %", "right"), *((name, "right") for name, _, _ in extra),
                ("verdict", "left"), ("!", "left"))
     for name, justify in columns:
-        table.add_column(name, justify=justify, no_wrap=True)
+        table.add_column(name, justify=justify, no_wrap=True, min_width=len(name) if len(name) <= 11 else None)
     for p in points:
         iops = p.metric("iops")
         cv = iops.cv_pct if iops else None
         style = "red" if p.repetitions_ok < p.repetitions_total else None
         disk = p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct")
         table.add_row(
-            p.target, p.rw, p.bs, str(p.iodepth), str(p.numjobs), *((p.fio_options,) if with_options else ()),
+            p.target, p.rw, p.bs, str(p.iodepth), *((str(p.numjobs),) if with_jobs else ()),
+            *((p.fio_options,) if with_options else ()),
             *((lab_text(p, lab_keys),) if lab_keys else ()),
             p.direction or "-",
             f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
-            _mean(p.metric("bw_bytes"), ",.1f", 1048576), _lat(p.metric("lat_mean_ns")), _lat(p.metric("lat_p50_ns")),
+            _mean(p.metric("bw_bytes"), ",.1f", 1048576), _lat(p.metric("lat_mean_ns")),
             _lat(p.metric("lat_p95_ns")), _lat(p.metric("lat_p99_ns")), _lat(p.metric("lat_p999_ns")),
             _mean(p.metric("host_cpu_busy_pct"), ".0f"), _mean(disk, ".0f"),
             *(telemetry_cell(p.metric(field), fmt) for _, field, fmt in extra),
