@@ -341,3 +341,38 @@ def test_admin_socket_protocol_against_a_fake_daemon(tmp_path: Path) -> None:
     server.close()
     assert received == [b'{"prefix": "perf dump"}\0']
     assert parse_perf_dump("osd.7", answer).ops == 5
+
+
+CEILING_PLAN = """
+name: ceiling
+targets:
+  scratch: {kind: path, path: ./data, size: 16MiB}
+workload:
+  rw: randread
+  bs: 4k
+  iodepth: 4
+  runtime: 1s
+repeat: 2
+telemetry: {client_ceiling: true, interval: 0.5s}
+"""
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(not HAVE_FIO, reason="needs fio")
+def test_client_ceiling_is_measured_once_per_case_on_the_null_engine(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from helpers import inside, run_cli, write_plan
+
+    plan = write_plan(tmp_path, CEILING_PLAN)
+    db = tmp_path / "r.db"
+    with inside(tmp_path):
+        code, _, err = run_cli(capsys, "run", str(plan), "--db", str(db))
+    assert code == 0, err
+    code, out, _ = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+    records = json.loads(out)
+    assert len(records) == 2
+    ceilings = {r["client_ceiling_iops"] for r in records}
+    assert len(ceilings) == 1  # one probe per case, shared by its repetitions
+    (ceiling,) = ceilings
+    # no storage at all: the null engine drives far more than a real file at the same depth
+    assert all(ceiling > 3 * r["iops"] for r in records), (ceiling, [r["iops"] for r in records])
