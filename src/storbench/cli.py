@@ -204,7 +204,7 @@ class Selection:
         return {r.run_id: r.mem_total_bytes for r in self.runs}
 
 
-def _select(db: str, run: str, where: Sequence[str], *, default_latest: bool) -> Selection:
+def _select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per_client: bool = False) -> Selection:
     from storbench.records import RECORD_FIELDS, filter_records, repetition_records
     from storbench.store import open_store
 
@@ -231,7 +231,7 @@ def _select(db: str, run: str, where: Sequence[str], *, default_latest: bool) ->
             raise UserError(f"no run {missing[0]} in {db}", hint="runs: " + ", ".join(str(r) for r in sorted(known)))
         run_ids = wanted
         label = "run " + ",".join(map(str, wanted))
-    records = repetition_records(store.repetitions(run_ids))
+    records = repetition_records(store.repetitions(run_ids), per_client=per_client)
     store.close()
     pairs = _parse_where(where)
     try:
@@ -292,7 +292,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from storbench.report.export import export
 
     where = list(args.where) + [f"target={t}" for t in args.target]
-    selection = _select(args.db, args.run, where, default_latest=False)
+    selection = _select(args.db, args.run, where, default_latest=False, per_client=args.per_client)
     _write_output(export(selection.records, args.format), args.output)
     return 0
 
@@ -588,6 +588,8 @@ def build_parser() -> argparse.ArgumentParser:
     db_option(p)
     filters(p, "run number(s), e.g. 3 or 2,3, or 'all' (default: all runs)")
     p.add_argument("--format", choices=("json", "csv", "markdown"), default="json")
+    p.add_argument("--per-client", action="store_true",
+                   help="also each client's own records (field `client`) after the merged ones")
     p.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
     p.set_defaults(func=cmd_export)
 

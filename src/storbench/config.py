@@ -359,11 +359,41 @@ class NfsLabConfig(StrictModel):
     in a network namespace of its own."""
 
 
+class HostsLabConfig(StrictModel):
+    """Client hosts on this machine (`storbench lab hosts`): network namespaces on a private bridge, each with
+    its own address and hostname, each running `fio --server`."""
+
+    count: int = Field(ge=1, le=250, description="How many hosts (at least the largest `clients`).")
+
+
+class HostsConfig(StrictModel):
+    """fio servers to drive as clients (`fio --server` on each; see the README for a systemd unit)."""
+
+    servers: list[str] = Field(description="Addresses of the fio servers: host, host:port or [v6]:port "
+                               "(default port 8765). The first N run a case with `clients: N`.")
+
+    @field_validator("servers")
+    @classmethod
+    def _servers(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("give at least one server")
+        out = []
+        for server in value:
+            match = re.match(r"^(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9][A-Za-z0-9.\-]{0,252})(?::([0-9]{1,5}))?$", server)
+            if not match or (match.group(2) and not 0 < int(match.group(2)) < 65536):
+                raise ValueError(f"server {server!r} must be host, host:port or [v6]:port")
+            out.append(f"{match.group(1)},{match.group(2) or 8765}")
+        if len(set(out)) != len(out):
+            raise ValueError("a server is listed twice")
+        return out
+
+
 class LabConfig(StrictModel):
     """One-machine test beds storbench brings up itself."""
 
     ceph: CephLabConfig | None = Field(None, description="A Ceph cluster: mon, mgr, OSDs on this machine.")
     nfs: NfsLabConfig | None = Field(None, description="An NFS server: nfs-ganesha on this machine.")
+    hosts: HostsLabConfig | None = Field(None, description="Client hosts: fio servers in network namespaces.")
 
 
 DEFAULT_PROCESSES = ("fio", "ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-fuse", "ganesha.nfsd")
@@ -458,6 +488,10 @@ class PlanConfig(StrictModel):
     )
     tags: list[str] = Field(default_factory=list, description="Labels stored with the run, for selecting it later.")
     lab: LabConfig | None = Field(None, description="Test beds to bring up for the run (see `lab`).")
+    clients: Sweep[Annotated[int, Field(ge=1, le=4096)]] = Field(
+        [1], description="fio clients running each case at once, one per server (needs `hosts` or "
+        "`lab.hosts` beyond 1). A list sweeps.")
+    hosts: HostsConfig | None = Field(None, description="fio servers that run the cases as clients.")
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig,
                                        description="Samplers beside every repetition, and the client ceiling.")
 
@@ -555,6 +589,10 @@ def _model_at(key_path: KeyPath, data: object) -> type[BaseModel] | None:
         return CephLabConfig
     if key_path == ("lab", "nfs"):
         return NfsLabConfig
+    if key_path == ("hosts",):
+        return HostsConfig
+    if key_path == ("lab", "hosts"):
+        return HostsLabConfig
     if key_path == ("telemetry",):
         return TelemetryConfig
     if key_path == ("telemetry", "prometheus"):
@@ -695,7 +733,30 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     return LoadedPlan(config=config, source=source)
 
 
+def _check_clients(config: PlanConfig, source: PlanSource) -> None:
+    lab_hosts = config.lab.hosts if config.lab else None
+    if lab_hosts is not None and config.hosts is not None:
+        raise UserError("the plan names both hosts and a hosts lab", where=source.where(("hosts",)),
+                        hint="keep one: real servers (hosts) or network-namespace hosts (lab.hosts)")
+    available = len(config.hosts.servers) if config.hosts else lab_hosts.count if lab_hosts else 1
+    most = max(config.clients)
+    if most > available:
+        where = source.where(("clients",))
+        if config.hosts is None and lab_hosts is None:
+            raise UserError(f"clients: {most} needs {most} fio servers, and the plan names none", where=where,
+                            hint="add `hosts: {servers: [...]}` or `lab: {hosts: {count: N}}`")
+        raise UserError(f"clients: {most} needs {most} fio servers, the plan has {available}", where=where,
+                        hint="add servers, or lower clients")
+    if config.hosts is not None or lab_hosts is not None:
+        for name, target in config.targets.items():
+            if not isinstance(target, PathTargetConfig | BlockTargetConfig | CephfsTargetConfig):
+                raise UserError(f"target '{name}' ({target.kind}) cannot run on fio servers yet",
+                                where=source.where(("targets", name)),
+                                hint="use a path, block or cephfs target (a directory every server can reach)")
+
+
 def _check_lab(config: PlanConfig, source: PlanSource) -> None:
+    _check_clients(config, source)
     ceph = config.lab.ceph if config.lab else None
     nfs = config.lab.nfs if config.lab else None
     for name, target in config.targets.items():

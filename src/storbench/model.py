@@ -109,6 +109,7 @@ class Case:
             "direct": "1" if w.direct else "0",
             "ioengine": w.ioengine,
             "rwmixread": "" if w.rwmixread is None else str(w.rwmixread),
+            "clients": str(self.clients),
         }
         params.update(dict(w.fio_options))
         params.update(dict(self.lab))
@@ -251,6 +252,7 @@ class DiskUtil:
     read_ios: int
     write_ios: int
     util_pct: float
+    host: str = ""
 
 
 @dataclass(frozen=True)
@@ -263,6 +265,7 @@ class JobOutput:
     sys_cpu_pct: float
     directions: tuple[DirectionMeasurement, ...]
     options: tuple[tuple[str, str], ...] = ()
+    host: str = ""  # "address:port" of the fio server that ran it (client/server mode); "" for a local run
 
 
 @dataclass(frozen=True)
@@ -309,6 +312,7 @@ class RepetitionOutcome:
     stderr_tail: str
     error: str = ""
     clients: tuple[ClientMeasurement, ...] = field(default=())
+    start_skew_s: float | None = None  # spread of the moments the clients' servers started their jobs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,3 +354,4 @@ class StoredRepetition:
     clients: tuple[ClientMeasurement, ...]
     job_text: str = ""
     telemetry: RepetitionTelemetry | None = None
+    start_skew_s: float | None = None

@@ -20,10 +20,11 @@ from storbench import __version__
 from storbench.config import LoadedPlan
 from storbench.errors import UserError, did_you_mean
 from storbench.execute.fio_binary import fio_capabilities
+from storbench.execute.hosts import HostsExecutor
 from storbench.execute.local import FioProcessResult
-from storbench.fio.jobfile import CEILING_RUNTIME_S, render_ceiling_job, render_job
+from storbench.fio.jobfile import CEILING_RUNTIME_S, render_ceiling_job, render_client_jobs, render_job
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
-from storbench.fio.outcome import judge_repetition
+from storbench.fio.outcome import judge_clients_repetition, judge_repetition
 from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status
 from storbench.plan import repetition_seconds, schedule, working_set_bytes
 from storbench.store import Store
@@ -197,6 +198,19 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
                 observer.lab_event(f"{kind} lab: torn down")
 
 
+def _run_on_servers(hosts_executor: HostsExecutor, case: Case, prepared: PreparedTarget, servers: Sequence[str],
+                    timeout_s: float, fio_version: str) -> RepetitionOutcome:
+    """One repetition on the first ``case.clients`` servers at once, each with its own job file."""
+    chosen = list(servers[:case.clients])
+    job_texts = render_client_jobs(case, prepared.binding)
+    result = hosts_executor.run_clients(job_texts, chosen, timeout_s)
+    return judge_clients_repetition(
+        rw=case.workload.rw, servers=chosen, returncode=result.returncode, timed_out=result.timed_out,
+        timeout_s=timeout_s, output_text=result.output_text, stderr_tail=result.stderr_tail,
+        started_at_s=result.started_at_s, finished_at_s=result.finished_at_s, job_text="\n".join(job_texts),
+        command=result.command, fio_version=fio_version, stamped_lines=result.stamped_lines)
+
+
 def measure_client_ceiling(executor: Executor, case: Case, caps: FioCapabilities) -> float | None:
     """IOPS of the case's job on fio's null engine (this machine's fio): the client's own ceiling.
     None when the probe fails — a missing ceiling must not fail the run."""
@@ -253,41 +267,91 @@ def run_plan(
     failed = 0
     position = 0
     ceilings: dict[str, float | None] = {}
-    for lab, items in group_by_lab(todo):
-        with lab_session(loaded, lab, [i.case for i in items], checked, observer, keep=keep_lab) as session:
-            recorder = None
-            if config.telemetry.enabled:
-                from storbench.telemetry.recorder import TelemetryRecorder
-
-                recorder = TelemetryRecorder(config.telemetry, session.ceph_socket_patterns)
-            for item in items:
-                observer.repetition_started(item, position)
-                prepared = session.targets[item.case.target.name]
-                if recorder is not None and config.telemetry.client_ceiling and item.case.case_id not in ceilings:
-                    ceilings[item.case.case_id] = measure_client_ceiling(executor, item.case, caps)
-                job_text = render_job(item.case, prepared.binding)
-                timeout_s = watchdog_seconds(item.case, config.timeout_grace)
-                if recorder is not None:
-                    recorder.start()
-                try:
-                    result = executor.run(job_text, timeout_s, prepared.binding.env, prepared.binding.fio_binary)
-                except BaseException:
-                    if recorder is not None:
-                        recorder.stop()
-                    raise
-                outcome = judge_repetition(
-                    rw=item.case.workload.rw, returncode=result.returncode, timed_out=result.timed_out,
-                    timeout_s=timeout_s, output_text=result.output_text, stderr_tail=result.stderr_tail,
-                    started_at_s=result.started_at_s, finished_at_s=result.finished_at_s, job_text=job_text,
-                    command=result.command, fio_version=caps.version, client=executor.name,
-                )
-                telemetry = (recorder.finish(outcome, item.case, ceilings.get(item.case.case_id))
-                             if recorder is not None else None)
-                store.save_repetition(run_id, item.case, item.rep_index, outcome,
-                                      (*prepared.details, *item.case.lab), telemetry)
-                if outcome.status != Status.OK:
-                    failed += 1
-                observer.repetition_finished(item, position, outcome)
-                position += 1
+    with client_hosts(loaded, caps, observer, keep=keep_lab) as servers:
+        hosts_executor = HostsExecutor(caps.binary) if servers else None
+        for lab, items in group_by_lab(todo):
+            failed += _run_group(loaded, lab, items, checked, store, executor, hosts_executor, servers, observer,
+                                 run_id, ceilings, position, keep_lab=keep_lab)
+            position += len(items)
     store.finish_run(run_id, clock())
     return RunResult(run_id=run_id, ran=len(todo), skipped=len(order) - len(todo), failed=failed)
+
+
+@contextmanager
+def client_hosts(loaded: LoadedPlan, caps: FioCapabilities, observer: RunObserver, *,
+                 keep: bool) -> Iterator[tuple[str, ...]]:
+    """The fio servers the plan's clients run on: its `hosts`, or a hosts lab brought up for the run and torn
+    down after it. Empty: run fio locally."""
+    config = loaded.config
+    if config.hosts is not None:
+        yield tuple(config.hosts.servers)
+        return
+    lab_hosts = config.lab.hosts if config.lab else None
+    if lab_hosts is None:
+        yield ()
+        return
+    from storbench.lab.hosts import HostsLab
+
+    lab = HostsLab()
+    started = time.time()
+    try:
+        info = lab.up(lab_hosts.count, caps.binary)
+        observer.lab_event(f"hosts lab: {info.count} fio servers up in {time.time() - started:.1f}s")
+        yield info.servers
+    finally:
+        if not keep:
+            lab.down()
+            observer.lab_event("hosts lab: torn down")
+
+
+def _run_group(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], items: Sequence[ScheduledRepetition],
+               checked: Checked, store: Store, executor: Executor, hosts_executor: HostsExecutor | None,
+               servers: Sequence[str], observer: RunObserver, run_id: int, ceilings: dict[str, float | None],
+               first_position: int, *, keep_lab: bool) -> int:
+    """Run one lab configuration's repetitions; returns how many failed."""
+    config = loaded.config
+    caps = checked.capabilities
+    failed = 0
+    position = first_position
+    with lab_session(loaded, lab, [i.case for i in items], checked, observer, keep=keep_lab) as session:
+        recorder = None
+        if config.telemetry.enabled:
+            from storbench.telemetry.recorder import TelemetryRecorder
+
+            recorder = TelemetryRecorder(config.telemetry, session.ceph_socket_patterns)
+        for item in items:
+            observer.repetition_started(item, position)
+            prepared = session.targets[item.case.target.name]
+            if recorder is not None and config.telemetry.client_ceiling and item.case.case_id not in ceilings:
+                ceilings[item.case.case_id] = measure_client_ceiling(executor, item.case, caps)
+            job_text = render_job(item.case, prepared.binding)
+            timeout_s = watchdog_seconds(item.case, config.timeout_grace)
+            if recorder is not None:
+                recorder.start()
+            try:
+                if hosts_executor is not None:
+                    outcome = _run_on_servers(hosts_executor, item.case, prepared, servers, timeout_s,
+                                              caps.version)
+                else:
+                    result = executor.run(job_text, timeout_s, prepared.binding.env,
+                                          prepared.binding.fio_binary)
+                    outcome = judge_repetition(
+                        rw=item.case.workload.rw, returncode=result.returncode, timed_out=result.timed_out,
+                        timeout_s=timeout_s, output_text=result.output_text, stderr_tail=result.stderr_tail,
+                        started_at_s=result.started_at_s, finished_at_s=result.finished_at_s,
+                        job_text=job_text, command=result.command, fio_version=caps.version,
+                        client=executor.name,
+                    )
+            except BaseException:
+                if recorder is not None:
+                    recorder.stop()
+                raise
+            telemetry = (recorder.finish(outcome, item.case, ceilings.get(item.case.case_id))
+                         if recorder is not None else None)
+            store.save_repetition(run_id, item.case, item.rep_index, outcome,
+                                  (*prepared.details, *item.case.lab), telemetry)
+            if outcome.status != Status.OK:
+                failed += 1
+            observer.repetition_finished(item, position, outcome)
+            position += 1
+    return failed

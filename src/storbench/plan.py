@@ -42,6 +42,7 @@ _AXIS_NORMALISERS = {
     "pool_size": int,
     "cache_size": parse_size_bytes,
     "osd_memory_target": parse_size_bytes,
+    "clients": int,
 }
 # Sweep axes that configure the Ceph lab rather than fio.
 CEPH_LAB_AXES = ("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target")
@@ -112,6 +113,7 @@ def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
     for name, value in sorted(w.fio.items()):
         values = value if isinstance(value, list) else [value]
         axes.append(Axis(name, tuple(fio_value_text(v) for v in values)))
+    axes.append(Axis("clients", tuple(config.clients)))
     ceph = config.lab.ceph if config.lab else None
     if ceph is not None:
         for name in CEPH_LAB_AXES:
@@ -231,7 +233,9 @@ def _case(config: PlanConfig, point: Mapping[str, object]) -> Case:
         size_bytes=config.workload.size if config.workload.size is not None else target.size_bytes,
         fio_options=fio_options,
     )
-    return Case(case_id=case_id_for(target, workload, lab=lab), target=target, workload=workload, lab=lab)
+    clients = int(str(point["clients"]))
+    return Case(case_id=case_id_for(target, workload, clients, lab=lab), target=target, workload=workload,
+                clients=clients, lab=lab)
 
 
 def schedule(cases: Sequence[Case], repeat: int, order: str, seed: int) -> list[ScheduledRepetition]:

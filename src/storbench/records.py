@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 
 from storbench.fio.parse import merge_clients
-from storbench.model import DirectionMeasurement, Status, StoredRepetition
+from storbench.model import ClientMeasurement, DirectionMeasurement, Status, StoredRepetition
 from storbench.telemetry.digest import CEPH_OSD_PROCESS, CLIENT_PROCESS, digest
 from storbench.telemetry.series import RepetitionTelemetry
 from storbench.units import format_block_size, parse_size_bytes
@@ -94,6 +94,13 @@ class Record:
     node_busiest: str
     node_disk_util_pct: float | None
     client_ceiling_iops: float | None
+    # Many clients: which client a record is ("" = all clients merged), how far apart they started, and the
+    # slowest client's IOPS relative to the median client's (a straggler is far below 100).
+    client: str = ""
+    clients_reporting: int | None = None
+    start_skew_s: float | None = None
+    slowest_client: str = ""
+    slowest_client_pct_of_median: float | None = None
 
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Record))
@@ -143,9 +150,21 @@ def telemetry_fields(telemetry: RepetitionTelemetry | None) -> dict[str, object]
     }
 
 
-def repetition_records(repetitions: Iterable[StoredRepetition]) -> list[Record]:
+def slowest_client(clients: Sequence[ClientMeasurement]) -> tuple[str, float | None]:
+    """(the client with the fewest IOPS, its IOPS in % of the median client's); ('', None) below 2 clients."""
+    if len(clients) < 2:
+        return "", None
+    totals = sorted((sum(d.iops for d in c.directions), c.client) for c in clients)
+    values = [t for t, _ in totals]
+    middle = len(values) // 2
+    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    return totals[0][1], (100.0 * totals[0][0] / median if median > 0 else None)
+
+
+def repetition_records(repetitions: Iterable[StoredRepetition], per_client: bool = False) -> list[Record]:
     """Flatten stored repetitions. Several clients are merged exactly (I/O summed, bins merged);
-    a failed repetition gives one record with its error and no numbers."""
+    a failed repetition gives one record with its error and no numbers. ``per_client`` adds each client's
+    own records (``client`` names it) after the merged ones."""
     records: list[Record] = []
     for rep in repetitions:
         case, w = rep.case, rep.case.workload
@@ -153,28 +172,35 @@ def repetition_records(repetitions: Iterable[StoredRepetition]) -> list[Record]:
         cpu_usr = sum(c.cpu_usr_pct for c in rep.clients) if rep.clients else None
         cpu_sys = sum(c.cpu_sys_pct for c in rep.clients) if rep.clients else None
         utils = [d.util_pct for c in rep.clients for d in c.disks]
-        directions: Sequence[DirectionMeasurement | None] = merged or [None]
         observed = telemetry_fields(rep.telemetry if rep.status == Status.OK else None)
-        for m in directions:
-            records.append(
-                Record(
-                    case_id=case.case_id, run_id=rep.run_id, target=case.target.name, target_kind=case.target.kind,
-                    rw=w.rw, rwmixread=w.rwmixread, bs=format_block_size(w.bs_bytes), bs_bytes=w.bs_bytes,
-                    iodepth=w.iodepth, numjobs=w.numjobs, clients=case.clients, ioengine=w.ioengine,
-                    direct=w.direct, runtime_s=w.runtime_s, ramp_s=w.ramp_s, size_bytes=w.size_bytes,
-                    fio_options=" ".join(f"{k}={v}" for k, v in w.fio_options),
-                    lab=" ".join(f"{k}={v}" for k, v in case.lab), repeat=rep.rep_index,
-                    direction=m.direction.value if m else "", status=rep.status.value,
-                    started_at_s=rep.started_at_s, finished_at_s=rep.finished_at_s, fio_version=rep.fio_version,
-                    iops=m.iops if m else None, bw_bytes=m.bw_bytes if m else None,
-                    total_ios=m.total_ios if m else None, io_bytes=m.io_bytes if m else None,
-                    cpu_usr=cpu_usr, cpu_sys=cpu_sys, disk_util_pct=max(utils) if utils else None,
-                    error=rep.error,
-                    **_latency_fields("lat", m),  # type: ignore[arg-type]
-                    **_latency_fields("clat", m),  # type: ignore[arg-type]
-                    **observed,  # type: ignore[arg-type]
+        slowest, slowest_pct = slowest_client(rep.clients)
+        many = {"clients_reporting": len(rep.clients), "start_skew_s": rep.start_skew_s,
+                "slowest_client": slowest, "slowest_client_pct_of_median": slowest_pct}
+        groups: list[tuple[str, Sequence[DirectionMeasurement | None]]] = [("", merged or [None])]
+        if per_client and rep.status == Status.OK and len(rep.clients) > 1:
+            groups += [(c.client, c.directions or [None]) for c in rep.clients]
+        for client_name, directions in groups:
+            for m in directions:
+                records.append(
+                    Record(
+                        case_id=case.case_id, run_id=rep.run_id, target=case.target.name, target_kind=case.target.kind,
+                        rw=w.rw, rwmixread=w.rwmixread, bs=format_block_size(w.bs_bytes), bs_bytes=w.bs_bytes,
+                        iodepth=w.iodepth, numjobs=w.numjobs, clients=case.clients, ioengine=w.ioengine,
+                        direct=w.direct, runtime_s=w.runtime_s, ramp_s=w.ramp_s, size_bytes=w.size_bytes,
+                        fio_options=" ".join(f"{k}={v}" for k, v in w.fio_options),
+                        lab=" ".join(f"{k}={v}" for k, v in case.lab), repeat=rep.rep_index,
+                        direction=m.direction.value if m else "", status=rep.status.value,
+                        started_at_s=rep.started_at_s, finished_at_s=rep.finished_at_s, fio_version=rep.fio_version,
+                        iops=m.iops if m else None, bw_bytes=m.bw_bytes if m else None,
+                        total_ios=m.total_ios if m else None, io_bytes=m.io_bytes if m else None,
+                        cpu_usr=cpu_usr, cpu_sys=cpu_sys, disk_util_pct=max(utils) if utils else None,
+                        error=rep.error,
+                        **_latency_fields("lat", m),  # type: ignore[arg-type]
+                        **_latency_fields("clat", m),  # type: ignore[arg-type]
+                        **observed,  # type: ignore[arg-type]
+                        client=client_name, **many,  # type: ignore[arg-type]
+                    )
                 )
-            )
     return records
 
 

@@ -109,3 +109,16 @@ def render_ceiling_job(case: Case) -> str:
     lines += [_line("bs", format_block_size(w.bs_bytes)), _line("iodepth", str(w.iodepth)),
               _line("numjobs", str(w.numjobs))]
     return "\n".join(lines) + "\n"
+
+
+def render_client_jobs(case: Case, binding: JobBinding) -> list[str]:
+    """One job file per client of a many-client case. Each client's files get their own names
+    (``filename_format`` gains ``c<N>.``), so clients sharing a filesystem never share a file; fio's servers
+    also prefix file names with the client's address."""
+    texts = []
+    for index in range(1, case.clients + 1):
+        options = tuple((key, value.replace("storbench.", f"storbench.c{index}.", 1) if key == "filename_format"
+                         else value) for key, value in binding.options)
+        texts.append(render_job(case, JobBinding(options=options, env=binding.env, fio_binary=binding.fio_binary))
+                     .replace(f"; storbench case {case.case_id}", f"; storbench case {case.case_id} client {index}", 1))
+    return texts

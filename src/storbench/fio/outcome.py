@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import replace
 
-from storbench.fio.parse import client_measurement, parse_fio_json
+from storbench.fio.parse import client_measurement, client_measurements_by_host, json_after_messages, parse_fio_json
 from storbench.model import RW_DIRECTIONS, ClientMeasurement, RepetitionOutcome, Status
 
 
@@ -63,4 +65,59 @@ def judge_repetition(
         last_line = next((line for line in reversed(stderr_tail.strip().splitlines()) if line.strip()), "")
         error = f"fio exited with status {returncode}" + (f": {last_line.strip()}" if last_line else "")
     clients = (measurement,) if measurement is not None else ()
+    return replace(base, status=Status.FAILED if error else Status.OK, error=error, clients=clients)
+
+
+_STARTING_RE = re.compile(r"^<(?P<host>[^>]+)> Starting \d+ (?:process|thread)")
+
+
+def start_skew_s(stamped_lines: Sequence[tuple[float, str]]) -> float | None:
+    """Spread (max - min) of the moments each server reported 'Starting N process', from the client's
+    output read as it grew. None with fewer than two servers seen (servers sharing a hostname count once)."""
+    first: dict[str, float] = {}
+    for stamp, line in stamped_lines:
+        match = _STARTING_RE.match(line)
+        if match and match.group("host") not in first:
+            first[match.group("host")] = stamp
+    return max(first.values()) - min(first.values()) if len(first) >= 2 else None
+
+
+def judge_clients(output_text: str, rw: str, servers: Sequence[str]) -> tuple[tuple[ClientMeasurement, ...], str]:
+    """Client/server output of ``servers`` ("address,port"): one measurement per server that answered,
+    and an error when any server is missing, reports a job error or moved no I/O it should have."""
+    if not output_text.strip():
+        return (), "fio wrote no output"
+    try:
+        output = parse_fio_json(json_after_messages(output_text))
+    except ValueError as exc:
+        return (), f"fio output unreadable: {exc}"
+    clients = tuple(client_measurements_by_host(output))
+    expected = [server.replace(",", ":") for server in servers]
+    missing = [server for server in expected if server not in {c.client for c in clients}]
+    if missing:
+        return clients, f"{len(missing)} of {len(expected)} clients returned no result (first: {missing[0]})"
+    for client in clients:
+        if client.job_errors:
+            return clients, f"fio job error {client.job_errors[0]} on {client.client}"
+        gaps = [d.value for d in RW_DIRECTIONS.get(rw, ()) if client.direction(d) is None]
+        if gaps:
+            return clients, f"{client.client} did no {'/'.join(gaps)} I/O"
+    return clients, ""
+
+
+def judge_clients_repetition(
+    *, rw: str, servers: Sequence[str], returncode: int | None, timed_out: bool, timeout_s: float,
+    output_text: str, stderr_tail: str, started_at_s: float, finished_at_s: float, job_text: str,
+    command: tuple[str, ...], fio_version: str, stamped_lines: Sequence[tuple[float, str]] = (),
+) -> RepetitionOutcome:
+    base = RepetitionOutcome(status=Status.OK, started_at_s=started_at_s, finished_at_s=finished_at_s,
+                             job_text=job_text, command=command, fio_version=fio_version, raw_output=output_text,
+                             stderr_tail=stderr_tail, start_skew_s=start_skew_s(stamped_lines))
+    if timed_out:
+        return replace(base, status=Status.TIMEOUT,
+                       error=f"watchdog: fio ran longer than {timeout_s:g}s and was killed")
+    clients, error = judge_clients(output_text, rw, servers)
+    if returncode != 0:
+        last_line = next((line for line in reversed(stderr_tail.strip().splitlines()) if line.strip()), "")
+        error = f"fio exited with status {returncode}" + (f": {last_line.strip()}" if last_line else "")
     return replace(base, status=Status.FAILED if error else Status.OK, error=error, clients=clients)

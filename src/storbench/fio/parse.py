@@ -81,6 +81,24 @@ def _options(value: object) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(k), str(v)) for k, v in value.items()))
 
 
+def _host(entry: JsonObject) -> str:
+    """'address:port' of the fio server an entry of client/server output came from ('' otherwise)."""
+    hostname = entry.get("hostname")
+    if not isinstance(hostname, str) or not hostname:
+        return ""
+    port = entry.get("port")
+    return f"{hostname}:{port}" if isinstance(port, int) else hostname
+
+
+def json_after_messages(text: str) -> str:
+    """fio's client writes the servers' messages ('<host> Starting 1 process') to the output file before the
+    JSON document: the document starts at the first line that is exactly '{'."""
+    if text.startswith("{"):
+        return text
+    start = text.find("\n{\n")
+    return text[start + 1:] if start >= 0 else text
+
+
 def parse_fio_json(text: str) -> FioOutput:
     """Parse one fio ``--output-format=json`` or ``json+`` document.
 
@@ -106,6 +124,7 @@ def parse_fio_json(text: str) -> FioOutput:
         )
         jobs.append(
             JobOutput(
+                host=_host(job),
                 jobname=str(job.get("jobname", "")),
                 error=_int(job, "error"),
                 usr_cpu_pct=_num(job, "usr_cpu"),
@@ -125,6 +144,7 @@ def parse_fio_json(text: str) -> FioOutput:
                     read_ios=_int(disk, "read_ios"),
                     write_ios=_int(disk, "write_ios"),
                     util_pct=_num(disk, "util"),
+                    host=_host(disk),
                 )
             )
     return FioOutput(
@@ -229,6 +249,20 @@ def client_measurement(output: FioOutput, client: str = "local") -> ClientMeasur
         directions=_merge_by_direction([job.directions for job in output.jobs]),
         disks=output.disks,
     )
+
+
+def client_measurements_by_host(output: FioOutput) -> list[ClientMeasurement]:
+    """Client/server output: one measurement per fio server, its jobs merged, in order of first appearance."""
+    hosts = list(dict.fromkeys(job.host for job in output.jobs))
+    out = []
+    for host in hosts:
+        jobs = [job for job in output.jobs if job.host == host]
+        out.append(ClientMeasurement(
+            client=host, jobs=len(jobs), job_errors=tuple(job.error for job in jobs if job.error),
+            cpu_usr_pct=sum(job.usr_cpu_pct for job in jobs), cpu_sys_pct=sum(job.sys_cpu_pct for job in jobs),
+            directions=_merge_by_direction([job.directions for job in jobs]),
+            disks=tuple(d for d in output.disks if d.host == host)))
+    return out
 
 
 def merge_clients(clients: Sequence[ClientMeasurement]) -> tuple[DirectionMeasurement, ...]:

@@ -37,7 +37,8 @@ def telemetry_columns(points: Sequence[PointSummary]) -> list[tuple[str, str, st
     OSD did work: an idle cluster beside a local run is not worth a column)."""
     optional = (("osd cores", "ceph_osd_cpu_cores", ".2f"), ("osd lat", "ceph_op_latency_ns", "lat"),
                 ("cache hit %", "ceph_cache_hit_pct", ".0f"), ("node cpu %", "node_cpu_busy_pct", ".0f"),
-                ("node disk %", "node_disk_util_pct", ".0f"), ("net %", "net_busiest_util_pct", ".0f"))
+                ("node disk %", "node_disk_util_pct", ".0f"), ("net %", "net_busiest_util_pct", ".0f"),
+                ("skew", "start_skew_s", "s"), ("slowest %", "slowest_client_pct_of_median", ".0f"))
     floor = {"ceph_osd_cpu_cores": 0.05}
 
     def shown(field: str) -> bool:
@@ -49,6 +50,8 @@ def telemetry_columns(points: Sequence[PointSummary]) -> list[tuple[str, str, st
 def telemetry_cell(estimate: Estimate | None, fmt: str) -> str:
     if estimate is None:
         return "-"
+    if fmt == "s":
+        return format_latency_ns(estimate.mean * 1e9)
     return format_latency_ns(estimate.mean) if fmt == "lat" else format(estimate.mean, fmt)
 
 
@@ -60,10 +63,11 @@ def results_table(points: Sequence[PointSummary], title: str) -> Table:
     table = Table(title=title, title_justify="left", header_style="bold")
     with_options = any(p.fio_options for p in points)
     with_jobs = any(p.numjobs != 1 for p in points)
+    with_clients = any(p.clients != 1 for p in points)
     lab_keys = varying_lab_keys(points)
     extra = telemetry_columns(points)
     columns = (("target", "left"), ("rw", "left"), ("bs", "right"), ("qd", "right"),
-               *((("jobs", "right"),) if with_jobs else ()),
+               *((("jobs", "right"),) if with_jobs else ()), *((("clients", "right"),) if with_clients else ()),
                *((("fio options", "left"),) if with_options else ()), *((("lab", "left"),) if lab_keys else ()),
                ("dir", "left"), ("n", "right"), ("IOPS ± 95% CI", "right"), ("CV", "right"), ("MiB/s", "right"),
                ("lat mean", "right"), ("p95", "right"), ("p99", "right"), ("p99.9", "right"),
@@ -78,6 +82,7 @@ def results_table(points: Sequence[PointSummary], title: str) -> Table:
         disk = p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct")
         table.add_row(
             p.target, p.rw, p.bs, str(p.iodepth), *((str(p.numjobs),) if with_jobs else ()),
+            *((str(p.clients),) if with_clients else ()),
             *((p.fio_options,) if with_options else ()),
             *((lab_text(p, lab_keys),) if lab_keys else ()),
             p.direction or "-",

@@ -38,10 +38,12 @@ CACHE_HIT = Metric("ceph_cache_hit_pct", "BlueStore cache hit ratio", True, "%")
 NODE_CPU = Metric("node_cpu_busy_pct", "storage node CPU busy", False, "%")
 NODE_DISK = Metric("node_disk_util_pct", "storage node disk utilisation", False, "%")
 CEILING = Metric("client_ceiling_iops", "client ceiling (null engine)", True, "IOPS")
+START_SKEW = Metric("start_skew_s", "start skew between clients", False, "s")
+SLOWEST_CLIENT = Metric("slowest_client_pct_of_median", "slowest client, % of the median client", True, "%")
 
 TELEMETRY_METRICS = (HOST_CPU, HOST_IOWAIT, HOST_PRESSURE, CLIENT_CORES, DEVICE_UTIL, DEVICE_QUEUE, NET_UTIL, NET_BYTES,
                      OSD_CORES,
-                     OSD_LATENCY, CACHE_HIT, NODE_CPU, NODE_DISK, CEILING)
+                     OSD_LATENCY, CACHE_HIT, NODE_CPU, NODE_DISK, CEILING, START_SKEW, SLOWEST_CLIENT)
 SUMMARY_METRICS = (IOPS, BANDWIDTH, LAT_MEAN, LAT_P50, LAT_P95, LAT_P99, LAT_P999, CPU_USR, CPU_SYS, DISK_UTIL,
                    *TELEMETRY_METRICS)
 COMPARE_METRICS = (IOPS, BANDWIDTH, LAT_MEAN, LAT_P95, LAT_P99)

@@ -24,7 +24,9 @@ WARNING_TITLES = {
     "high_cv": f"run-to-run spread (CV) above {CV_LIMIT_PCT:.0f} %",
     "runtime_shorter_than_ramp": "runtime shorter than ramp",
     "page_cache": "working set fits in the page cache",
+    "stragglers": "straggling clients",
 }
+STRAGGLER_PCT_OF_MEDIAN = 50.0
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,14 @@ def point_warnings(records: Sequence[Record], ok: Sequence[Record], iops: Estima
         warnings.append(StatWarning("runtime_shorter_than_ramp",
                                     f"runtime {first.runtime_s:g}s is shorter than ramp {first.ramp_s:g}s",
                                     "measure for longer than you warm up"))
+    stragglers = [r for r in ok if r.slowest_client_pct_of_median is not None
+                  and r.slowest_client_pct_of_median < STRAGGLER_PCT_OF_MEDIAN]
+    if stragglers:
+        worst = min(stragglers, key=lambda r: r.slowest_client_pct_of_median or 0.0)
+        warnings.append(StatWarning(
+            "stragglers", f"client {worst.slowest_client} did {worst.slowest_client_pct_of_median:.0f} % of the "
+            f"median client's IOPS (repetition {worst.repeat + 1})",
+            "see `storbench export --per-client`; check that host's load, network and storage path"))
     working_set = (first.size_bytes or 0) * first.numjobs * first.clients
     buffered_file_io = first.target_kind in ("path", "cephfs") and not first.direct
     if buffered_file_io and mem_total_bytes and 0 < working_set <= mem_total_bytes:
@@ -166,6 +176,8 @@ def summarize_points(records: Sequence[Record], mem_total_bytes: Mapping[int, in
     memory = mem_total_bytes or {}
     groups: dict[str, list[Record]] = {}
     for record in records:
+        if record.client:  # a single client's own record (export --per-client): points are all clients merged
+            continue
         groups.setdefault(record.case_id, []).append(record)
     out: list[PointSummary] = []
     for case_id, group in groups.items():

@@ -142,6 +142,10 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX telemetry_samples_repetition ON telemetry_samples(repetition_id);
     """,
+    # 4: many clients: the spread of the moments the clients started
+    """
+    ALTER TABLE repetitions ADD COLUMN start_skew_s REAL;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -230,12 +234,12 @@ class Store:
                          (run_id, case.case_id, rep_index))
             cursor = conn.execute(
                 "INSERT INTO repetitions (run_id, case_id, rep_index, status, started_at_s, finished_at_s,"
-                " fio_version, job_text, command_json, target_json, fio_output_z, stderr_tail, error)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " fio_version, job_text, command_json, target_json, fio_output_z, stderr_tail, error, start_skew_s)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, case.case_id, rep_index, outcome.status.value, outcome.started_at_s,
                  outcome.finished_at_s, outcome.fio_version, outcome.job_text, json.dumps(list(outcome.command)),
                  json.dumps(dict(target_details)), compress_text(outcome.raw_output) if outcome.raw_output else None,
-                 outcome.stderr_tail, outcome.error),
+                 outcome.stderr_tail, outcome.error, outcome.start_skew_s),
             )
             repetition_id = cursor.lastrowid
             assert repetition_id is not None
@@ -271,6 +275,7 @@ class Store:
                 clients=tuple(clients.get(row["id"], ())),
                 job_text=row["job_text"],
                 telemetry=telemetry.get(row["id"]),
+                start_skew_s=row["start_skew_s"],
             )
             for row in rows
         ]

@@ -1,0 +1,137 @@
+"""Many client hosts on this machine (shell): network namespaces on a bridge, each running `fio --server`.
+
+`up` is a no-op when that many hosts already answer; `down` kills the servers and removes the namespaces,
+the bridge and the lab directory.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from storbench.errors import UserError
+from storbench.lab.ceph import DEFAULT_LAB_DIR
+from storbench.lab.hosts_conf import (
+    BRIDGE,
+    FIO_SERVER_PORT,
+    NAMESPACE_PREFIX,
+    LabHost,
+    inner_batch,
+    lab_host,
+    network_batch,
+    server_command,
+)
+from storbench.lab.process import kill_all, run, start_daemon
+
+
+@dataclass(frozen=True)
+class HostsLabInfo:
+    root: str
+    count: int
+    servers: tuple[str, ...]  # "address,port" as fio --client takes them
+
+
+def _namespaces() -> list[str]:
+    names = []
+    for line in run(["ip", "netns", "list"], timeout_s=30).splitlines():
+        name = line.split()[0] if line.split() else ""
+        if name.startswith(NAMESPACE_PREFIX):
+            names.append(name)
+    return names
+
+
+def _answers(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class HostsLab:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = (root or DEFAULT_LAB_DIR / "hosts").resolve()
+        self.state = self.root / "lab.json"
+
+    def info(self) -> HostsLabInfo | None:
+        try:
+            raw = json.loads(self.state.read_text())
+        except (OSError, ValueError):
+            return None
+        return HostsLabInfo(root=raw["root"], count=raw["count"], servers=tuple(raw["servers"]))
+
+    def running(self, count: int | None = None) -> bool:
+        info = self.info()
+        if info is None or (count is not None and info.count != count):
+            return False
+        return all(_answers(lab_host(i).address, FIO_SERVER_PORT) for i in (1, info.count))
+
+    def status(self) -> str:
+        info = self.info()
+        if info is None:
+            return f"hosts lab: down ({self.root} holds no lab)"
+        if not self.running():
+            return "hosts lab: not answering; run `storbench lab hosts down`"
+        return (f"hosts lab: up; {info.count} fio servers in network namespaces {NAMESPACE_PREFIX}1.."
+                f"{info.count}, {info.servers[0]} .. {info.servers[-1]}")
+
+    def up(self, count: int, fio_binary: str) -> HostsLabInfo:
+        if self.running(count):
+            info = self.info()
+            assert info is not None
+            return info
+        self.down()
+        for tool in ("ip", "unshare"):
+            if shutil.which(tool) is None:
+                raise UserError(f"hosts lab: {tool} is not installed", hint="run scripts/setup.sh --labs")
+        hosts = [lab_host(i) for i in range(1, count + 1)]
+        self.root.mkdir(parents=True)
+        try:
+            batch = self.root / "network.batch"
+            batch.write_text(network_batch(hosts))
+            run(["ip", "-batch", str(batch)], timeout_s=300)
+            for host in hosts:
+                inner = self.root / f"{host.namespace}.batch"
+                inner.write_text(inner_batch(host))
+                run(["ip", "-n", host.namespace, "-batch", str(inner)], timeout_s=60)
+            for host in hosts:
+                start_daemon(server_command(host, fio_binary), self.root / "log" / f"{host.hostname}.log")
+            self._wait(hosts)
+        except BaseException:
+            self.down()
+            raise
+        info = HostsLabInfo(root=str(self.root), count=count, servers=tuple(h.server for h in hosts))
+        self.state.write_text(json.dumps({"root": info.root, "count": count, "servers": list(info.servers)}))
+        return info
+
+    def _wait(self, hosts: list[LabHost]) -> None:
+        deadline = time.time() + 30 + 0.2 * len(hosts)
+        waiting = list(hosts)
+        while waiting and time.time() < deadline:
+            waiting = [h for h in waiting if not _answers(h.address, FIO_SERVER_PORT)]
+            if waiting:
+                time.sleep(0.2)
+        if waiting:
+            log = (self.root / "log" / f"{waiting[0].hostname}.log").read_text(errors="replace")[-300:]
+            raise UserError(f"hosts lab: {len(waiting)} fio servers did not answer (first: {waiting[0].server})",
+                            hint=" ".join(log.split()) or f"see {self.root / 'log'}")
+
+    def down(self) -> None:
+        """Kill every server, delete the namespaces (their veths go with them), the bridge, the directory."""
+        namespaces = _namespaces()
+        pids = [int(p) for ns in namespaces for p in run(["ip", "netns", "pids", ns], timeout_s=30).split()]
+        kill_all(pids)
+        if namespaces:
+            batch = self.root.parent / "hosts-down.batch"
+            batch.parent.mkdir(parents=True, exist_ok=True)
+            batch.write_text("".join(f"netns delete {ns}\n" for ns in namespaces))
+            run(["ip", "-batch", str(batch)], timeout_s=300)
+            batch.unlink()
+        if BRIDGE in run(["ip", "-o", "link", "show"], timeout_s=30):
+            run(["ip", "link", "delete", BRIDGE], timeout_s=30)
+        if self.root.exists():
+            shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,67 @@
+"""Network-namespace "hosts" on this machine, each running `fio --server`: names, addresses, commands. Pure.
+
+A bridge on the host joins one veth pair per namespace; every namespace gets a private address and its own
+hostname (UTS namespace), so fio's clients tell the servers apart as if they were machines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BRIDGE = "sbhosts0"
+BRIDGE_ADDRESS = "10.214.0.1"
+PREFIX_LENGTH = 16
+NAMESPACE_PREFIX = "storbench-host-"
+FIO_SERVER_PORT = 8765
+MAX_HOSTS = 250 * 200
+
+
+@dataclass(frozen=True)
+class LabHost:
+    index: int  # 1-based
+    namespace: str
+    hostname: str
+    address: str
+    host_veth: str
+    inner_veth: str
+
+    @property
+    def server(self) -> str:
+        return f"{self.address},{FIO_SERVER_PORT}"
+
+
+def lab_host(index: int) -> LabHost:
+    """Host ``index`` (1-based): 10.214.X.Y with Y in 10..209, so no address is the bridge's."""
+    if not 1 <= index <= MAX_HOSTS:
+        raise ValueError(f"host index {index} out of range")
+    third, fourth = divmod(index - 1, 200)
+    return LabHost(index=index, namespace=f"{NAMESPACE_PREFIX}{index}", hostname=f"sbhost-{index}",
+                   address=f"10.214.{third}.{fourth + 10}", host_veth=f"sbh{index}a", inner_veth=f"sbh{index}b")
+
+
+def network_batch(hosts: list[LabHost]) -> str:
+    """`ip -batch` commands that build the bridge and every namespace's link (one ip process for all)."""
+    lines = [f"link add {BRIDGE} type bridge", f"addr add {BRIDGE_ADDRESS}/{PREFIX_LENGTH} dev {BRIDGE}",
+             f"link set {BRIDGE} up"]
+    for host in hosts:
+        lines += [
+            f"netns add {host.namespace}",
+            f"link add {host.host_veth} type veth peer name {host.inner_veth}",
+            f"link set {host.inner_veth} netns {host.namespace}",
+            f"link set {host.host_veth} master {BRIDGE}",
+            f"link set {host.host_veth} up",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def inner_batch(host: LabHost) -> str:
+    """`ip -n NAMESPACE -batch` commands configuring the namespace's side."""
+    return (f"addr add {host.address}/{PREFIX_LENGTH} dev {host.inner_veth}\n"
+            f"link set {host.inner_veth} up\nlink set lo up\n")
+
+
+def server_command(host: LabHost, fio_binary: str) -> list[str]:
+    """fio --server inside the namespace, with the namespace's own hostname."""
+    return ["ip", "netns", "exec", host.namespace, "unshare", "--uts", "sh", "-c",
+            'hostname "$1" && exec "$2" --server="$3"', "sh", host.hostname, fio_binary,
+            f"{host.address},{FIO_SERVER_PORT}"]
