@@ -479,6 +479,26 @@ def cmd_lab_nfs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lab_hosts(args: argparse.Namespace) -> int:
+    from storbench.execute.fio_binary import find_fio
+    from storbench.lab.hosts import HostsLab
+
+    lab = HostsLab(Path(args.dir) if args.dir else None)
+    out = _console()
+    if args.action == "status":
+        out.print(lab.status(), markup=False)
+    elif args.action == "down":
+        lab.down()
+        out.print(f"hosts lab: down; namespaces, bridge and {lab.root} removed", markup=False)
+    else:
+        info = lab.up(args.count, find_fio())
+        out.print(f"hosts lab: up; {info.count} fio servers: {info.servers[0]} .. {info.servers[-1]}", markup=False)
+        out.print(f"plan: hosts: {{servers: [{', '.join(s.replace(',', ':') for s in info.servers[:3])}"
+                  f"{', ...' if info.count > 3 else ''}]}}  (or lab: {{hosts: {{count: {info.count}}}}})",
+                  markup=False)
+    return 0
+
+
 def cmd_saturation(args: argparse.Namespace) -> int:
     from storbench.report.tables import saturation_table
     from storbench.stats.knee import LOAD_AXES, curves, parse_slo
@@ -646,6 +666,13 @@ def build_parser() -> argparse.ArgumentParser:
     nfs.add_argument("--dir", default=None, help="lab directory (default $STORBENCH_LAB_DIR/nfs or "
                      "/var/tmp/storbench-lab/nfs)")
     nfs.set_defaults(func=cmd_lab_nfs)
+    hosts = lab_sub.add_parser("hosts", help="client hosts: fio servers in network namespaces on a private bridge")
+    hosts.add_argument("action", choices=("up", "down", "status"))
+    hosts.add_argument("--count", type=int, default=8, choices=range(1, 251), metavar="N",
+                       help="how many hosts (1-250, default 8)")
+    hosts.add_argument("--dir", default=None, help="lab directory (default $STORBENCH_LAB_DIR/hosts or "
+                       "/var/tmp/storbench-lab/hosts)")
+    hosts.set_defaults(func=cmd_lab_hosts)
 
     p = sub.add_parser("import", help="ingest existing fio json/json+ output files")
     p.add_argument("files", nargs="+", metavar="FIO_JSON")

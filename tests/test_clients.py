@@ -1,0 +1,184 @@
+"""Many clients: fio servers in network namespaces driven with `fio --client`, per-client results merged
+exactly; the pure pieces (job files per client, client/server output, start skew) with known answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from helpers import inside, run_cli, write_plan
+from storbench.fio.jobfile import JobBinding, render_client_jobs
+from storbench.fio.outcome import judge_clients, start_skew_s
+from storbench.fio.parse import client_measurements_by_host, json_after_messages, merge_clients, parse_fio_json
+from storbench.model import Case, Direction, LatencyHistogram, TargetSpec, WorkloadPoint
+
+FIXTURES = Path(__file__).parent / "fixtures"
+THREE = (FIXTURES / "clients3-randread.jsonplus.txt").read_text()
+SERVERS = ["10.214.0.10,8765", "10.214.0.11,8765", "10.214.0.12,8765"]
+
+# ---------------------------------------------------------------------------------------------------------------
+# Pure
+
+
+def test_client_server_output_gives_one_measurement_per_server() -> None:
+    output = parse_fio_json(json_after_messages(THREE))
+    clients = client_measurements_by_host(output)
+    assert sorted(c.client for c in clients) == ["10.214.0.10:8765", "10.214.0.11:8765", "10.214.0.12:8765"]
+    assert all(len(c.disks) == 1 for c in clients)  # each server's own disk_util entry
+    merged = merge_clients(clients)
+    (read,) = merged
+    # the aggregate is the sum of the clients (fio's own "All clients" entry is skipped: it has no bins)
+    assert read.total_ios == sum(c.directions[0].total_ios for c in clients)
+    assert read.iops == pytest.approx(sum(c.directions[0].iops for c in clients))
+    # percentiles of the aggregate come from the clients' bins added together
+    histograms = [c.directions[0].lat.histogram for c in clients]
+    assert all(h is not None for h in histograms)
+    together = LatencyHistogram.merge_all([h for h in histograms if h is not None])
+    assert read.lat.histogram == together and together.total == read.total_ios
+    assert read.lat.percentile_ns(99.0) == together.percentile_ns(99.0)
+
+
+def test_a_missing_server_fails_the_repetition() -> None:
+    clients, error = judge_clients(THREE, "randread", SERVERS)
+    assert error == "" and len(clients) == 3
+    _, error = judge_clients(THREE, "randread", [*SERVERS, "10.214.0.13,8765"])
+    assert error == "1 of 4 clients returned no result (first: 10.214.0.13:8765)"
+    _, error = judge_clients(THREE, "randwrite", SERVERS)
+    assert "did no write I/O" in error
+
+
+def test_start_skew_is_the_spread_of_the_servers_starting_messages() -> None:
+    lines = [(10.0, "<a> j: (g=0): rw=randread"), (11.2, "<b> Starting 1 process"), (11.25, "<a> Starting 2 processes"),
+             (11.3, "<b> Starting 1 process"), (11.5, "<c> Starting 1 thread"), (12.0, "<a> j: Laying out IO file")]
+    assert start_skew_s(lines) == pytest.approx(0.3)
+    assert start_skew_s(lines[:2]) is None  # one server seen
+
+
+def test_each_client_gets_its_own_job_file_and_file_names() -> None:
+    case = Case("abc123", TargetSpec("t", "path", path="/d", size_bytes=1 << 20),
+                WorkloadPoint("randread", 4096, 4, 1, 1.0, 0.0, True, "libaio", size_bytes=1 << 20), clients=3)
+    binding = JobBinding(options=(("directory", "/d"), ("filename_format", "storbench.$jobnum.$filenum")))
+    texts = render_client_jobs(case, binding)
+    assert len(texts) == 3
+    for index, text in enumerate(texts, 1):
+        assert f"filename_format=storbench.c{index}.$jobnum.$filenum" in text
+        assert text.startswith(f"; storbench case abc123 client {index}")
+    # apart from the client number the files are the same job
+    assert texts[0].replace("c1.", "cN.").replace("client 1", "client N") == \
+        texts[2].replace("c3.", "cN.").replace("client 3", "client N")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bad plans
+
+
+BASE = """\
+name: many
+targets:
+  scratch: {kind: path, path: ./data, size: 1MiB}
+workload:
+  rw: randread
+"""
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    ("clients: [1, 4]\n", "clients: 4 needs 4 fio servers, and the plan names none"),
+    ("clients: 3\nhosts: {servers: [a, b]}\n", "clients: 3 needs 3 fio servers, the plan has 2"),
+    ("hosts: {servers: [a]}\nlab: {hosts: {count: 2}}\n", "both hosts and a hosts lab"),
+    ("hosts: {servers: ['a;rm -rf /']}\n", "must be host, host:port or [v6]:port"),
+    ("hosts: {servers: [a, 'a:8765']}\n", "a server is listed twice"),
+    ("clients: 0\n", "greater than or equal to 1"),
+])
+def test_bad_client_plans_are_one_line(extra: str, says: str, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, BASE + extra)
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, err
+
+
+def test_rbd_targets_cannot_run_on_servers_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, BASE.replace("{kind: path, path: ./data, size: 1MiB}",
+                                             "{kind: rbd, size: 1GiB, conf: /etc/ceph/ceph.conf}")
+                      + "hosts: {servers: [a]}\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "cannot run on fio servers yet" in err
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Real: 8 network-namespace hosts
+
+
+HOSTS_PLAN = """
+name: clients
+targets:
+  scratch: {kind: path, path: ./data, size: 16MiB}
+workload:
+  rw: [randread, randrw]
+  bs: 4k
+  iodepth: 2
+  runtime: 1s
+clients: [1, 8]
+repeat: 2
+lab:
+  hosts: {count: 8}
+"""
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("fio") is None,
+                    reason="needs root, iproute2 and fio (network namespaces)")
+def test_eight_namespace_hosts_merged_exactly(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("storbench.lab.ceph.DEFAULT_LAB_DIR", tmp_path / "lab")
+    plan = write_plan(tmp_path, HOSTS_PLAN)
+    db = tmp_path / "r.db"
+    with inside(tmp_path):
+        code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db))
+    assert code == 0, out + err
+    assert "hosts lab: 8 fio servers up" in out and "hosts lab: torn down" in out
+    # nothing left behind
+    assert "storbench-host-" not in os.popen("ip netns list").read()
+    assert not (tmp_path / "lab" / "hosts").exists()
+
+    from storbench.records import repetition_records
+    from storbench.store import open_store
+
+    store = open_store(db)
+    repetitions = store.repetitions()
+    store.close()
+    eight = [r for r in repetitions if r.case.clients == 8]
+    assert len(eight) == 4 and all(r.status.value == "ok" for r in eight)
+    for rep in eight:
+        assert len({c.client for c in rep.clients}) == 8
+        assert rep.start_skew_s is not None and 0 <= rep.start_skew_s < 5
+        assert "client 8" in rep.job_text and "--client=10.214.0.17,8765" not in rep.job_text
+    records = {(r.case_id, r.repeat, r.direction): r for r in repetition_records(eight)}
+    for rep in eight:
+        for direction in (Direction.READ, Direction.WRITE):
+            parts = [c.direction(direction) for c in rep.clients]
+            present = [p for p in parts if p is not None]
+            if not present:
+                continue
+            record = records[(rep.case.case_id, rep.rep_index, direction.value)]
+            assert record.iops == pytest.approx(sum(p.iops for p in present))
+            bins = LatencyHistogram.merge_all([p.lat.histogram for p in present if p.lat.histogram is not None])
+            for percent, field in ((50.0, "lat_p50_ns"), (99.0, "lat_p99_ns"), (99.9, "lat_p999_ns")):
+                assert getattr(record, field) == bins.percentile_ns(percent)  # from merged bins, exactly
+
+    code, out, _ = run_cli(capsys, "export", "--db", str(db), "--per-client", "--format", "json")
+    exported = json.loads(out)
+    per_client = [r for r in exported if r["client"] and r["clients"] == 8]
+    assert len({r["client"] for r in per_client}) == 8
+    merged = [r for r in exported if not r["client"] and r["clients"] == 8]
+    assert all(r["clients_reporting"] == 8 and r["slowest_client"] for r in merged)
+    conn = sqlite3.connect(db)
+    try:
+        names = {row[0] for row in conn.execute("SELECT DISTINCT name FROM clients")}
+    finally:
+        conn.close()
+    assert {f"10.214.0.{i}:8765" for i in range(10, 18)} <= names
