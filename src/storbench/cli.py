@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -499,6 +500,25 @@ def cmd_lab_hosts(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lab_k8s(args: argparse.Namespace) -> int:
+    from storbench.execute.fio_binary import find_fio
+    from storbench.lab.k8s import K8sLab
+
+    lab = K8sLab(Path(args.dir) if args.dir else None)
+    out = _console()
+    if args.action == "status":
+        out.print(lab.status(), markup=False)
+    elif args.action == "down":
+        lab.down()
+        out.print(f"k8s lab: down; pods, daemons, mounts, bridges and {lab.root} removed", markup=False)
+    else:
+        started = time.time()
+        info = lab.up(find_fio())
+        out.print(f"k8s lab: up in {time.time() - started:.0f}s; KUBECONFIG={info.kubeconfig}", markup=False)
+        out.print(f"StorageClass {info.storage_class} (host-path, dynamic); fio image {info.fio_image}", markup=False)
+    return 0
+
+
 def cmd_saturation(args: argparse.Namespace) -> int:
     from storbench.report.tables import saturation_table
     from storbench.stats.knee import LOAD_AXES, curves, parse_slo
@@ -673,6 +693,11 @@ def build_parser() -> argparse.ArgumentParser:
     hosts.add_argument("--dir", default=None, help="lab directory (default $STORBENCH_LAB_DIR/hosts or "
                        "/var/tmp/storbench-lab/hosts)")
     hosts.set_defaults(func=cmd_lab_hosts)
+    k8s = lab_sub.add_parser("k8s", help="a single-node Kubernetes cluster (scripts/build-kubernetes.sh first)")
+    k8s.add_argument("action", choices=("up", "down", "status"))
+    k8s.add_argument("--dir", default=None, help="lab directory (default $STORBENCH_LAB_DIR/k8s or "
+                     "/var/tmp/storbench-lab/k8s)")
+    k8s.set_defaults(func=cmd_lab_k8s)
 
     p = sub.add_parser("import", help="ingest existing fio json/json+ output files")
     p.add_argument("files", nargs="+", metavar="FIO_JSON")

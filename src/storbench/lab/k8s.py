@@ -1,0 +1,306 @@
+"""A real single-node Kubernetes cluster on this machine (shell): etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler, containerd and a kubelet, with locally built images and a dynamic host-path StorageClass.
+
+`up` is a no-op when the lab answers; `down` removes every pod, daemon, mount, network namespace, bridge and
+iptables chain it made, restores the sysctls the kubelet changes, and deletes the lab directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from storbench.errors import UserError
+from storbench.lab.ceph import DEFAULT_LAB_DIR
+from storbench.lab.k8s_conf import (
+    APISERVER_PORT,
+    BRIDGE,
+    ETCD_CLIENT_PORT,
+    FIO_IMAGE,
+    NODE_ADDRESS,
+    NODE_NAME,
+    NODE_PREFIX,
+    PAUSE_IMAGE,
+    POD_BRIDGE,
+    STORAGE_CLASS,
+    certificate_extensions,
+    cni_config,
+    containerd_config,
+    daemon_commands,
+    kubeconfig,
+    kubelet_config,
+    openssl_commands,
+    storage_class_manifest,
+)
+from storbench.lab.k8s_images import fio_image, pause_image
+from storbench.lab.process import kill_all, pids_with, run, start_daemon
+
+KUBERNETES_VERSION = "1.33.13"
+# Sysctls the kubelet sets on start (protectKernelDefaults: false); `down` puts the old values back.
+KUBELET_SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
+                   "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward")
+
+
+def binaries_dir() -> Path:
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "storbench" / f"kubernetes-v{KUBERNETES_VERSION}"
+
+
+@dataclass(frozen=True)
+class K8sLabInfo:
+    root: str
+    kubeconfig: str
+    server: str
+    storage_class: str
+    fio_image: str
+
+
+def _answers(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class K8sLab:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = (root or DEFAULT_LAB_DIR / "k8s").resolve()
+        self.state = self.root / "lab.json"
+        self.pki = self.root / "pki"
+
+    def info(self) -> K8sLabInfo | None:
+        try:
+            return K8sLabInfo(**json.loads(self.state.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def running(self) -> bool:
+        return self.info() is not None and self._api_ready()
+
+    def status(self) -> str:
+        info = self.info()
+        if info is None:
+            return f"k8s lab: down ({self.root} holds no lab)"
+        if not self._api_ready():
+            return "k8s lab: not answering; run `storbench lab k8s down`"
+        return (f"k8s lab: up; node {NODE_NAME} ({NODE_ADDRESS}), Kubernetes {KUBERNETES_VERSION}; "
+                f"KUBECONFIG={info.kubeconfig}; StorageClass {info.storage_class}; image {info.fio_image}")
+
+    # -----------------------------------------------------------------------------------------------------------
+    # up
+
+    def up(self, fio_binary: str) -> K8sLabInfo:
+        current = self.info()
+        if current is not None and self.running():
+            return current
+        self.down()
+        binaries = binaries_dir()
+        for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"):
+            if not (binaries / name).exists():
+                raise UserError(f"k8s lab: {binaries / name} is missing",
+                                hint="run scripts/build-kubernetes.sh (about 10 min once; cached)")
+        for tool in ("etcd", "containerd", "runc", "ctr", "openssl", "ip"):
+            if shutil.which(tool) is None:
+                raise UserError(f"k8s lab: {tool} is not installed", hint="run scripts/setup.sh --k8s")
+        for directory in ("pki", "log", "etcd", "containerd", "cni", "kubelet", "kubelet-pki", "images"):
+            (self.root / directory).mkdir(parents=True, exist_ok=True)
+        try:
+            self._save_host_state()
+            self._certificates()
+            self._configs()
+            self._network()
+            commands = daemon_commands(str(self.root), str(binaries))
+            self._start("etcd", commands["etcd"])
+            self._wait(lambda: _answers("127.0.0.1", ETCD_CLIENT_PORT), "etcd", 30)
+            self._start("kube-apiserver", commands["kube-apiserver"])
+            self._wait(self._api_ready, "kube-apiserver", 90)
+            self._start("kube-controller-manager", commands["kube-controller-manager"])
+            self._start("kube-scheduler", commands["kube-scheduler"])
+            self._start("containerd", commands["containerd"])
+            socket_path = self.root / "containerd" / "containerd.sock"
+            self._wait(socket_path.exists, "containerd", 30)
+            self._import_images(fio_binary)
+            self._start("kubelet", commands["kubelet"])
+            self._wait(self._node_ready, f"node {NODE_NAME} Ready", 120)
+            self._apply(storage_class_manifest(), "/apis/storage.k8s.io/v1/storageclasses")
+        except BaseException:
+            self.down()
+            raise
+        info = K8sLabInfo(root=str(self.root), kubeconfig=str(self.root / "admin.kubeconfig"),
+                          server=f"https://{NODE_ADDRESS}:{APISERVER_PORT}", storage_class=STORAGE_CLASS,
+                          fio_image=FIO_IMAGE)
+        self.state.write_text(json.dumps(info.__dict__))
+        return info
+
+    def _save_host_state(self) -> None:
+        saved = {}
+        for name in KUBELET_SYSCTLS:
+            with contextlib.suppress(OSError):
+                saved[name] = Path(f"/proc/sys/{name}").read_text().strip()
+        chains = []
+        if shutil.which("iptables-save"):
+            with contextlib.suppress(UserError):
+                chains = [line for line in run(["iptables-save"], timeout_s=30).splitlines() if line.startswith(":")]
+        (self.root / "host-state.json").write_text(json.dumps({"sysctls": saved, "chains": chains}))
+
+    def _certificates(self) -> None:
+        for name, text in certificate_extensions().items():
+            (self.pki / name).write_text(text)
+        for command in openssl_commands(str(self.pki)):
+            run(command, timeout_s=60)
+
+    def _configs(self) -> None:
+        server = f"https://{NODE_ADDRESS}:{APISERVER_PORT}"
+        ca = str(self.pki / "ca.crt")
+        for name, cert, user in (("admin", "admin", "storbench-admin"),
+                                 ("controller-manager", "controller-manager", "system:kube-controller-manager"),
+                                 ("scheduler", "scheduler", "system:kube-scheduler"),
+                                 ("kubelet", "kubelet-client", f"system:node:{NODE_NAME}")):
+            (self.root / f"{name}.kubeconfig").write_text(
+                kubeconfig(server, ca, str(self.pki / f"{cert}.crt"), str(self.pki / f"{cert}.key"), user))
+        (self.root / "containerd" / "config.toml").write_text(containerd_config(str(self.root)))
+        (self.root / "cni" / "10-storbench.conflist").write_text(cni_config())
+        (self.root / "kubelet-config.json").write_text(
+            kubelet_config(str(self.root), ca, str(self.pki / "kubelet.crt"), str(self.pki / "kubelet.key")))
+
+    def _network(self) -> None:
+        if BRIDGE not in run(["ip", "-o", "link", "show"], timeout_s=30):
+            run(["ip", "link", "add", BRIDGE, "type", "bridge"])
+            run(["ip", "addr", "add", f"{NODE_ADDRESS}/{NODE_PREFIX}", "dev", BRIDGE])
+        run(["ip", "link", "set", BRIDGE, "up"])
+
+    def _start(self, name: str, argv: list[str]) -> None:
+        start_daemon(argv, self.root / "log" / f"{name}.log")
+
+    def _wait(self, ready: object, what: str, timeout_s: float) -> None:
+        assert callable(ready)
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            if ready():
+                return
+            time.sleep(0.5)
+        logs = sorted((self.root / "log").glob("*.log"), key=lambda p: p.stat().st_mtime)
+        tail = logs[-1].read_text(errors="replace").strip().splitlines()[-2:] if logs else []
+        raise UserError(f"k8s lab: {what} not ready within {timeout_s:g}s",
+                        hint=f"see {self.root / 'log'}: {' | '.join(tail)[:300]}")
+
+    def _import_images(self, fio_binary: str) -> None:
+        address = str(self.root / "containerd" / "containerd.sock")
+        for name, data in (("pause", pause_image(PAUSE_IMAGE)), ("fio", fio_image(FIO_IMAGE, fio_binary))):
+            path = self.root / "images" / f"{name}.tar"
+            path.write_bytes(data)
+            run(["ctr", "-a", address, "-n", "k8s.io", "images", "import", "--snapshotter", "native", str(path)], timeout_s=120)
+
+    # -----------------------------------------------------------------------------------------------------------
+    # API (the admin client certificate; the kubernetes client is for the executor)
+
+    def _request(self, path: str, method: str = "GET", body: object | None = None) -> object:
+        context = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
+        context.load_cert_chain(str(self.pki / "admin.crt"), str(self.pki / "admin.key"))
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"https://{NODE_ADDRESS}:{APISERVER_PORT}{path}", data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, context=context, timeout=10) as answer:
+            return json.loads(answer.read() or b"null")
+
+    def _api_ready(self) -> bool:
+        try:
+            self._request("/readyz")
+        except (OSError, ValueError, ssl.SSLError):
+            return False
+        return True
+
+    def _node_ready(self) -> bool:
+        try:
+            node = self._request(f"/api/v1/nodes/{NODE_NAME}")
+        except (OSError, ValueError):
+            return False
+        conditions = node.get("status", {}).get("conditions", []) if isinstance(node, dict) else []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+    def _apply(self, manifest: dict[str, object], collection: str) -> None:
+        try:
+            self._request(collection, "POST", manifest)
+        except urllib.error.HTTPError as error:
+            if error.code != 409:  # already exists
+                raise
+
+    # -----------------------------------------------------------------------------------------------------------
+    # down
+
+    def down(self) -> None:
+        root = str(self.root)
+        address = self.root / "containerd" / "containerd.sock"
+        if address.exists() and shutil.which("ctr"):
+            with contextlib.suppress(UserError):
+                tasks = run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "ls", "-q"], timeout_s=30).split()
+                for task in tasks:
+                    with contextlib.suppress(UserError):
+                        run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", task],
+                            timeout_s=30)
+        for name in ("kubelet", "kube-scheduler", "kube-controller-manager", "kube-apiserver"):
+            kill_all([p for p in pids_with(root + "/") if name in _cmdline(p)])
+        kill_all(pids_with(root + "/"))  # containerd, its shims, etcd
+        self._unmount_all()
+        self._delete_network()
+        self._restore_host_state()
+        if self.root.exists():
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def _unmount_all(self) -> None:
+        for _ in range(3):
+            mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()
+                      if line.split()[1].startswith(str(self.root) + "/")]
+            if not mounts:
+                return
+            for mount in sorted(mounts, key=len, reverse=True):
+                subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+
+    def _delete_network(self) -> None:
+        for path in Path("/var/run/netns").glob("cni-*") if Path("/var/run/netns").exists() else []:
+            subprocess.run(["ip", "netns", "delete", path.name], capture_output=True, check=False)
+        links = run(["ip", "-o", "link", "show"], timeout_s=30) if shutil.which("ip") else ""
+        for bridge in (POD_BRIDGE, BRIDGE):
+            if f" {bridge}:" in links or f" {bridge}@" in links:
+                subprocess.run(["ip", "link", "delete", bridge], capture_output=True, check=False)
+
+    def _restore_host_state(self) -> None:
+        try:
+            state = json.loads((self.root / "host-state.json").read_text())
+        except (OSError, ValueError):
+            return
+        for name, value in state.get("sysctls", {}).items():
+            with contextlib.suppress(OSError):
+                Path(f"/proc/sys/{name}").write_text(value)
+        if not shutil.which("iptables-save"):
+            return
+        before = {line.split()[0][1:] for line in state.get("chains", [])}
+        with contextlib.suppress(UserError):
+            current = run(["iptables-save"], timeout_s=30)
+            table = "filter"
+            for line in current.splitlines():
+                if line.startswith("*"):
+                    table = line[1:]
+                elif line.startswith(":"):
+                    chain = line.split()[0][1:]
+                    if chain.startswith("KUBE-") and chain not in before:
+                        subprocess.run(["iptables", "-t", table, "-F", chain], capture_output=True, check=False)
+                        subprocess.run(["iptables", "-t", table, "-X", chain], capture_output=True, check=False)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
