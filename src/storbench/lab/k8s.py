@@ -200,7 +200,8 @@ class K8sLab:
         for name, data in (("pause", pause_image(PAUSE_IMAGE)), ("fio", fio_image(FIO_IMAGE, fio_binary))):
             path = self.root / "images" / f"{name}.tar"
             path.write_bytes(data)
-            run(["ctr", "-a", address, "-n", "k8s.io", "images", "import", "--snapshotter", "native", str(path)], timeout_s=120)
+            run(["ctr", "-a", address, "-n", "k8s.io", "images", "import", "--snapshotter", "native", str(path)],
+                timeout_s=120)
 
     # -----------------------------------------------------------------------------------------------------------
     # API (the admin client certificate; the kubernetes client is for the executor)
