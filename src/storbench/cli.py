@@ -93,13 +93,15 @@ def _outcome_line(item: ScheduledRepetition, outcome: RepetitionOutcome) -> str:
              f"jobs={w.numjobs} #{item.rep_index + 1}")
     if outcome.status != Status.OK:
         return f"{label}: {outcome.status.value.upper()} {outcome.error}"
+    from storbench.fio.parse import merge_clients
+
     parts = []
-    for client in outcome.clients[:1]:
-        for m in client.directions:
-            p99 = m.lat.percentile_ns(99.0)
-            parts.append(f"{m.direction.value} {m.iops:,.0f} IOPS {m.bw_bytes / 1048576:,.1f} MiB/s "
-                         f"mean {format_latency_ns(m.lat.mean_ns)} p99 {format_latency_ns(p99)}")
-    return f"{label}: " + "; ".join(parts)
+    for m in merge_clients(outcome.clients):  # all clients: I/O summed, latency bins added
+        p99 = m.lat.percentile_ns(99.0)
+        parts.append(f"{m.direction.value} {m.iops:,.0f} IOPS {m.bw_bytes / 1048576:,.1f} MiB/s "
+                     f"mean {format_latency_ns(m.lat.mean_ns)} p99 {format_latency_ns(p99)}")
+    clients = f" ({len(outcome.clients)} clients)" if len(outcome.clients) > 1 else ""
+    return f"{label}: " + "; ".join(parts) + clients
 
 
 class ConsoleObserver:

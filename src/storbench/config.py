@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from storbench.errors import UserError, did_you_mean
+from storbench.model import rw_writes
 from storbench.units import parse_duration_s, parse_size_bytes
 
 KeyPath = tuple[str | int, ...]
@@ -237,6 +238,75 @@ class CephfsTargetConfig(StrictModel):
         return value
 
 
+DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+IMAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-/:@]{0,254}$")
+LABEL_KEY_RE = re.compile(r"^([a-z0-9.\-]{1,253}/)?[A-Za-z0-9]([A-Za-z0-9._\-]{0,61}[A-Za-z0-9])?$")
+LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9._\-]{0,61}[A-Za-z0-9])?)?$")
+
+
+class PvcTargetConfig(StrictModel):
+    """PersistentVolumeClaims of a Kubernetes StorageClass, measured from fio pods (`clients` of them, spread
+    over the nodes). Everything storbench creates is labelled and removed after the run (`storbench k8s
+    cleanup` for leftovers)."""
+
+    kind: Literal["pvc"] = Field(description="`pvc`")
+    storage_class: str | None = Field(None, description="StorageClass of the claims; default: the k8s lab's "
+                                      "(host-path; with volume_mode Block, its local block volumes).")
+    size: Size = Field(description="Size of each claim, and of fio's file on it (Filesystem mode).")
+    access_mode: Literal["ReadWriteOnce", "ReadWriteMany"] = Field(
+        "ReadWriteOnce", description="ReadWriteOnce: a claim per pod; ReadWriteMany: one claim all pods share.")
+    volume_mode: Literal["Filesystem", "Block"] = Field("Filesystem", description="Filesystem (a file on the "
+                                                        "mounted volume) or Block (the raw device; needs "
+                                                        "destructive: true).")
+    destructive: bool = Field(False, description="Allow writes to a Block-mode volume.")
+    namespace: str = Field("storbench", description="Namespace for the pods, claims and config maps; created "
+                           "(and removed) if missing.")
+    image: str = Field("storbench.local/fio:local", description="Image with fio (the same version as this "
+                       "machine's) and a POSIX sh; the default is the one the k8s lab builds.")
+    image_pull_policy: Literal["Never", "IfNotPresent", "Always"] = Field("IfNotPresent", description="")
+    node_selector: dict[str, str] = Field(default_factory=dict, description="Pods run only on nodes with "
+                                          "these labels.")
+    kubeconfig: str | None = Field(None, description="kubeconfig file; default: the k8s lab's, else "
+                                   "$KUBECONFIG or ~/.kube/config.")
+    start_budget: Duration = Field(30.0, description="How long pods get to start before all begin fio at once.")
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if not DNS_LABEL_RE.match(value):
+            raise ValueError("namespace must be a DNS label: lowercase letters, digits and '-'")
+        return value
+
+    @field_validator("storage_class")
+    @classmethod
+    def _storage_class(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", value):
+            raise ValueError("storage_class must be a DNS subdomain name")
+        return value
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, value: str) -> str:
+        if not IMAGE_RE.match(value):
+            raise ValueError(f"image {value!r} is not an image reference")
+        return value
+
+    @field_validator("node_selector")
+    @classmethod
+    def _selector(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            if not LABEL_KEY_RE.match(key) or not LABEL_VALUE_RE.match(label):
+                raise ValueError(f"node_selector {key}={label} is not a valid label")
+        return value
+
+    @field_validator("kubeconfig")
+    @classmethod
+    def _kubeconfig(cls, value: str | None) -> str | None:
+        if value is not None and not SAFE_PATH_RE.match(value):
+            raise ValueError(f"kubeconfig {value!r} has characters storbench will not use")
+        return value
+
+
 def _target_tag(value: object) -> str | None:
     if isinstance(value, Mapping):
         kind = value.get("kind")
@@ -247,7 +317,7 @@ def _target_tag(value: object) -> str | None:
 TargetConfig = Annotated[
     Annotated[PathTargetConfig, Tag("path")] | Annotated[BlockTargetConfig, Tag("block")]
     | Annotated[RbdTargetConfig, Tag("rbd")] | Annotated[NfsTargetConfig, Tag("nfs")]
-    | Annotated[CephfsTargetConfig, Tag("cephfs")],
+    | Annotated[CephfsTargetConfig, Tag("cephfs")] | Annotated[PvcTargetConfig, Tag("pvc")],
     Discriminator(
         _target_tag,
         custom_error_type="target_kind",
@@ -256,7 +326,7 @@ TargetConfig = Annotated[
 ]
 TARGET_KINDS: dict[str, type[BaseModel]] = {
     "path": PathTargetConfig, "block": BlockTargetConfig, "rbd": RbdTargetConfig, "nfs": NfsTargetConfig,
-    "cephfs": CephfsTargetConfig,
+    "cephfs": CephfsTargetConfig, "pvc": PvcTargetConfig,
 }
 
 
@@ -366,6 +436,15 @@ class HostsLabConfig(StrictModel):
     count: int = Field(ge=1, le=250, description="How many hosts (at least the largest `clients`).")
 
 
+class K8sLabConfig(StrictModel):
+    """A single-node Kubernetes cluster on this machine (`storbench lab k8s`; binaries from
+    scripts/build-kubernetes.sh): a dynamic host-path StorageClass, and local block volumes on loop devices for
+    volume_mode Block."""
+
+    block_volumes: int = Field(3, ge=0, le=16, description="Local block PersistentVolumes (loop devices).")
+    block_size: Size = Field(512 * 1024**2, description="Size of each block volume.")
+
+
 class HostsConfig(StrictModel):
     """fio servers to drive as clients (`fio --server` on each; see the README for a systemd unit)."""
 
@@ -394,6 +473,7 @@ class LabConfig(StrictModel):
     ceph: CephLabConfig | None = Field(None, description="A Ceph cluster: mon, mgr, OSDs on this machine.")
     nfs: NfsLabConfig | None = Field(None, description="An NFS server: nfs-ganesha on this machine.")
     hosts: HostsLabConfig | None = Field(None, description="Client hosts: fio servers in network namespaces.")
+    k8s: K8sLabConfig | None = Field(None, description="A single-node Kubernetes cluster for pvc targets.")
 
 
 DEFAULT_PROCESSES = ("fio", "ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-fuse", "ganesha.nfsd")
@@ -593,6 +673,8 @@ def _model_at(key_path: KeyPath, data: object) -> type[BaseModel] | None:
         return HostsConfig
     if key_path == ("lab", "hosts"):
         return HostsLabConfig
+    if key_path == ("lab", "k8s"):
+        return K8sLabConfig
     if key_path == ("telemetry",):
         return TelemetryConfig
     if key_path == ("telemetry", "prometheus"):
@@ -740,6 +822,18 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
                         hint="keep one: real servers (hosts) or network-namespace hosts (lab.hosts)")
     available = len(config.hosts.servers) if config.hosts else lab_hosts.count if lab_hosts else 1
     most = max(config.clients)
+    pods_only = all(isinstance(t, PvcTargetConfig) for t in config.targets.values())
+    for name, target in config.targets.items():
+        if isinstance(target, PvcTargetConfig):
+            if config.hosts is not None or lab_hosts is not None:
+                raise UserError(f"target '{name}' runs in pods: it takes no hosts", where=source.where(("hosts",)),
+                                hint="clients of a pvc target are pods; drop hosts")
+            writes = any(rw_writes(rw) for rw in config.workload.rw)
+            if target.volume_mode == "Block" and writes and not target.destructive:
+                raise UserError(f"target '{name}' writes to a raw Block volume", where=source.where(
+                    ("targets", name)), hint="set destructive: true if the volume's data may be destroyed")
+    if pods_only:
+        return
     if most > available:
         where = source.where(("clients",))
         if config.hosts is None and lab_hosts is None:

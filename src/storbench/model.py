@@ -64,6 +64,16 @@ class TargetSpec:
     image: str | None = None
     client: str | None = None
     conf: str | None = None
+    # pvc (Kubernetes)
+    storage_class: str | None = None
+    access_mode: str | None = None
+    volume_mode: str | None = None
+    namespace: str | None = None
+    container_image: str | None = None
+    image_pull_policy: str | None = None
+    node_selector: tuple[tuple[str, str], ...] = ()
+    kubeconfig: str | None = None
+    start_budget_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -14,18 +14,22 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from storbench import __version__
 from storbench.config import LoadedPlan
 from storbench.errors import UserError, did_you_mean
 from storbench.execute.fio_binary import fio_capabilities
 from storbench.execute.hosts import HostsExecutor
+
+if TYPE_CHECKING:
+    from storbench.execute.kubernetes import KubernetesExecutor
+    from storbench.lab.k8s import K8sLabInfo
 from storbench.execute.local import FioProcessResult
 from storbench.fio.jobfile import CEILING_RUNTIME_S, render_ceiling_job, render_client_jobs, render_job
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
 from storbench.fio.outcome import judge_clients_repetition, judge_repetition
-from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status
+from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status, TargetSpec
 from storbench.plan import repetition_seconds, schedule, working_set_bytes
 from storbench.store import Store
 from storbench.targets.local import PreparedTarget, check_targets
@@ -185,6 +189,13 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
                 url = spec.path or nfs_url
                 assert url is not None
                 targets[name] = prepare_nfs_target(spec, url, target_cases)
+            elif spec.kind == "pvc":
+                from storbench.execute.k8s_manifests import pod_job_binding
+
+                targets[name] = PreparedTarget(spec=spec, binding=pod_job_binding(spec), details=(
+                    ("kind", "pvc"), ("storage_class", spec.storage_class or "(lab default)"),
+                    ("access_mode", spec.access_mode or ""), ("volume_mode", spec.volume_mode or ""),
+                    ("namespace", spec.namespace or "")))
             elif spec.kind == "cephfs":
                 directory = spec.path or (f"{cephfs_mount}/storbench" if cephfs_mount else None)
                 assert directory is not None
@@ -267,12 +278,17 @@ def run_plan(
     failed = 0
     position = 0
     ceilings: dict[str, float | None] = {}
-    with client_hosts(loaded, caps, observer, keep=keep_lab) as servers:
+    with client_hosts(loaded, caps, observer, keep=keep_lab) as servers, \
+            kubernetes_lab(loaded, caps, observer, keep=keep_lab) as k8s_lab:
         hosts_executor = HostsExecutor(caps.binary) if servers else None
-        for lab, items in group_by_lab(todo):
-            failed += _run_group(loaded, lab, items, checked, store, executor, hosts_executor, servers, observer,
-                                 run_id, ceilings, position, keep_lab=keep_lab)
-            position += len(items)
+        pods = PodExecutors(run_id, k8s_lab)
+        try:
+            for lab, items in group_by_lab(todo):
+                failed += _run_group(loaded, lab, items, checked, store, executor, hosts_executor, servers, observer,
+                                     run_id, ceilings, position, pods, keep_lab=keep_lab)
+                position += len(items)
+        finally:
+            pods.close()
     store.finish_run(run_id, clock())
     return RunResult(run_id=run_id, ran=len(todo), skipped=len(order) - len(todo), failed=failed)
 
@@ -304,10 +320,56 @@ def client_hosts(loaded: LoadedPlan, caps: FioCapabilities, observer: RunObserve
             observer.lab_event("hosts lab: torn down")
 
 
+class PodExecutors:
+    """One Kubernetes executor per pvc target, made on first use; `close` removes their claims."""
+
+    def __init__(self, run_id: int, k8s_lab: K8sLabInfo | None) -> None:
+        self.run_label = f"run{run_id}"
+        self.k8s_lab = k8s_lab
+        self.executors: dict[str, KubernetesExecutor] = {}
+
+    def for_target(self, spec: TargetSpec) -> KubernetesExecutor:
+        if spec.name not in self.executors:
+            from storbench.execute.kubernetes import KubernetesExecutor
+
+            kubeconfig = spec.kubeconfig or (self.k8s_lab.kubeconfig if self.k8s_lab else None)
+            self.executors[spec.name] = KubernetesExecutor(
+                kubeconfig, spec.namespace or "storbench", self.run_label,
+                default_storage_class=None if self.k8s_lab is None else (
+                    "storbench-local-block" if spec.volume_mode == "Block" else self.k8s_lab.storage_class))
+        return self.executors[spec.name]
+
+    def close(self) -> None:
+        for executor in self.executors.values():
+            executor.close()
+
+
+@contextmanager
+def kubernetes_lab(loaded: LoadedPlan, caps: FioCapabilities, observer: RunObserver, *,
+                   keep: bool) -> Iterator[K8sLabInfo | None]:
+    """The plan's single-node Kubernetes lab, up for the run and torn down after it (None: no lab)."""
+    lab_config = loaded.config.lab.k8s if loaded.config.lab else None
+    if lab_config is None:
+        yield None
+        return
+    from storbench.lab.k8s import K8sLab
+
+    lab = K8sLab()
+    started = time.time()
+    try:
+        info = lab.up(caps.binary, block_volumes=lab_config.block_volumes, block_size_bytes=lab_config.block_size)
+        observer.lab_event(f"k8s lab: up in {time.time() - started:.0f}s (KUBECONFIG={info.kubeconfig})")
+        yield info
+    finally:
+        if not keep:
+            lab.down()
+            observer.lab_event("k8s lab: torn down")
+
+
 def _run_group(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], items: Sequence[ScheduledRepetition],
                checked: Checked, store: Store, executor: Executor, hosts_executor: HostsExecutor | None,
                servers: Sequence[str], observer: RunObserver, run_id: int, ceilings: dict[str, float | None],
-               first_position: int, *, keep_lab: bool) -> int:
+               first_position: int, pods: PodExecutors, *, keep_lab: bool) -> int:
     """Run one lab configuration's repetitions; returns how many failed."""
     config = loaded.config
     caps = checked.capabilities
@@ -329,7 +391,10 @@ def _run_group(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], items: Sequ
             if recorder is not None:
                 recorder.start()
             try:
-                if hosts_executor is not None:
+                if item.case.target.kind == "pvc":
+                    outcome = pods.for_target(item.case.target).run_case(
+                        item.case, render_client_jobs(item.case, prepared.binding), item.rep_index, timeout_s)
+                elif hosts_executor is not None:
                     outcome = _run_on_servers(hosts_executor, item.case, prepared, servers, timeout_s,
                                               caps.version)
                 else:

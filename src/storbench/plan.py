@@ -17,6 +17,7 @@ from storbench.config import (
     NfsTargetConfig,
     PathTargetConfig,
     PlanConfig,
+    PvcTargetConfig,
     RbdTargetConfig,
     fio_value_text,
 )
@@ -58,6 +59,7 @@ LAB_LAYOUT_BYTES_PER_S = 150 * 1024 * 1024
 
 
 def target_spec(name: str, config: PathTargetConfig | BlockTargetConfig | RbdTargetConfig | NfsTargetConfig
+                | PvcTargetConfig
                 | CephfsTargetConfig) -> TargetSpec:
     if isinstance(config, PathTargetConfig):
         return TargetSpec(name=name, kind="path", path=config.path, size_bytes=config.size)
@@ -65,6 +67,13 @@ def target_spec(name: str, config: PathTargetConfig | BlockTargetConfig | RbdTar
         return TargetSpec(name=name, kind="nfs", path=config.url, size_bytes=config.size)
     if isinstance(config, CephfsTargetConfig):
         return TargetSpec(name=name, kind="cephfs", path=config.path, size_bytes=config.size)
+    if isinstance(config, PvcTargetConfig):
+        return TargetSpec(name=name, kind="pvc", size_bytes=config.size, destructive=config.destructive,
+                          storage_class=config.storage_class, access_mode=config.access_mode,
+                          volume_mode=config.volume_mode, namespace=config.namespace, container_image=config.image,
+                          image_pull_policy=config.image_pull_policy,
+                          node_selector=tuple(sorted(config.node_selector.items())), kubeconfig=config.kubeconfig,
+                          start_budget_s=config.start_budget)
     if isinstance(config, RbdTargetConfig):
         return TargetSpec(name=name, kind="rbd", size_bytes=config.size, pool=config.pool, image=config.image,
                           client=config.client, conf=config.conf)
@@ -73,14 +82,17 @@ def target_spec(name: str, config: PathTargetConfig | BlockTargetConfig | RbdTar
     )
 
 
-_LATER_TARGET_FIELDS = frozenset({"pool", "image", "client", "conf"})
+_LATER_TARGET_FIELDS = frozenset({"pool", "image", "client", "conf", "storage_class", "access_mode", "volume_mode",
+                                  "namespace", "container_image", "image_pull_policy", "node_selector", "kubeconfig",
+                                  "start_budget_s"})
 
 
 def case_id_for(target: TargetSpec, workload: WorkloadPoint, clients: int = 1,
                 lab: tuple[tuple[str, str], ...] = ()) -> str:
     """A stable id from the case's definition: same definition, same id, on any machine."""
     # fields added after the first release count only when set, so existing case ids stay the same
-    target_fields = {k: v for k, v in asdict(target).items() if v is not None or k not in _LATER_TARGET_FIELDS}
+    target_fields = {k: v for k, v in asdict(target).items()
+                     if k not in _LATER_TARGET_FIELDS or v not in (None, (), [])}
     canonical = json.dumps(
         {"target": target_fields, "workload": asdict(workload), "clients": clients, "lab": list(lab)},
         sort_keys=True,

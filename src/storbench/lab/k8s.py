@@ -33,6 +33,8 @@ from storbench.lab.k8s_conf import (
     PAUSE_IMAGE,
     POD_BRIDGE,
     STORAGE_CLASS,
+    block_pv_manifest,
+    block_storage_class_manifest,
     certificate_extensions,
     cni_config,
     containerd_config,
@@ -100,7 +102,7 @@ class K8sLab:
     # -----------------------------------------------------------------------------------------------------------
     # up
 
-    def up(self, fio_binary: str) -> K8sLabInfo:
+    def up(self, fio_binary: str, *, block_volumes: int = 3, block_size_bytes: int = 512 * 1024**2) -> K8sLabInfo:
         current = self.info()
         if current is not None and self.running():
             return current
@@ -134,6 +136,11 @@ class K8sLab:
             self._start("kubelet", commands["kubelet"])
             self._wait(self._node_ready, f"node {NODE_NAME} Ready", 120)
             self._apply(storage_class_manifest(), "/apis/storage.k8s.io/v1/storageclasses")
+            self._apply(block_storage_class_manifest(), "/apis/storage.k8s.io/v1/storageclasses")
+            for index in range(1, block_volumes + 1):
+                device = self._loop_device(index, block_size_bytes)
+                self._apply(block_pv_manifest(f"storbench-block-{index}", device, block_size_bytes),
+                            "/api/v1/persistentvolumes")
         except BaseException:
             self.down()
             raise
@@ -142,6 +149,23 @@ class K8sLab:
                           fio_image=FIO_IMAGE)
         self.state.write_text(json.dumps(info.__dict__))
         return info
+
+    def _loop_device(self, index: int, size_bytes: int) -> str:
+        backing = self.root / "block" / f"volume-{index}.img"
+        backing.parent.mkdir(parents=True, exist_ok=True)
+        with open(backing, "wb") as handle:
+            handle.truncate(size_bytes)
+        return run(["losetup", "--find", "--show", str(backing)], timeout_s=30).strip()
+
+    def _detach_loop_devices(self) -> None:
+        if not shutil.which("losetup"):
+            return
+        with contextlib.suppress(UserError):
+            for line in run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
+                            timeout_s=30).splitlines():
+                parts = line.split(None, 1)
+                if len(parts) == 2 and parts[1].startswith(str(self.root) + "/"):
+                    subprocess.run(["losetup", "--detach", parts[0]], capture_output=True, check=False)
 
     def _save_host_state(self) -> None:
         saved = {}
@@ -206,21 +230,22 @@ class K8sLab:
     # -----------------------------------------------------------------------------------------------------------
     # API (the admin client certificate; the kubernetes client is for the executor)
 
-    def _request(self, path: str, method: str = "GET", body: object | None = None) -> object:
+    def _request(self, path: str, method: str = "GET", body: object | None = None, *, raw: bool = False) -> object:
         context = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
         context.load_cert_chain(str(self.pki / "admin.crt"), str(self.pki / "admin.key"))
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(f"https://{NODE_ADDRESS}:{APISERVER_PORT}{path}", data=data, method=method,
                                          headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, context=context, timeout=10) as answer:
-            return json.loads(answer.read() or b"null")
+            content = answer.read()
+            return content.decode(errors="replace") if raw else json.loads(content or b"null")
 
     def _api_ready(self) -> bool:
         try:
-            self._request("/readyz")
+            answer = self._request("/readyz", raw=True)
         except (OSError, ValueError, ssl.SSLError):
             return False
-        return True
+        return answer == "ok"
 
     def _node_ready(self) -> bool:
         try:
@@ -254,6 +279,7 @@ class K8sLab:
             kill_all([p for p in pids_with(root + "/") if name in _cmdline(p)])
         kill_all(pids_with(root + "/"))  # containerd, its shims, etcd
         self._unmount_all()
+        self._detach_loop_devices()
         self._delete_network()
         self._restore_host_state()
         if self.root.exists():

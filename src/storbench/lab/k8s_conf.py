@@ -97,6 +97,13 @@ def storage_class_manifest() -> dict[str, object]:
             "volumeBindingMode": "Immediate"}
 
 
+def block_storage_class_manifest() -> dict[str, object]:
+    """Local block volumes (pre-made by the lab, bound when a pod needs one)."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": "storbench-local-block", "labels": {"app.kubernetes.io/managed-by": "storbench-lab"}},
+            "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"}
+
+
 def block_pv_manifest(name: str, device: str, size_bytes: int) -> dict[str, object]:
     """A `local` PersistentVolume on a loop device, for volumeMode: Block."""
     return {"apiVersion": "v1", "kind": "PersistentVolume",

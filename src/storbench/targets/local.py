@@ -168,6 +168,8 @@ def check_targets(cases: Sequence[Case], *, create: bool,
             from storbench.targets.nfs import check_nfs_target
 
             check_nfs_target(spec, target_cases, where=where(name))  # laid out once its server is up
+        elif spec.kind == "pvc":
+            pass  # claims are made by the Kubernetes executor
         elif spec.kind == "cephfs":
             if spec.path is not None and not any(c.lab for c in target_cases):
                 prepared[name] = check_path_target(spec, target_cases, create=create, where=where(name))

@@ -1,0 +1,223 @@
+"""Run a case as fio pods on PersistentVolumeClaims through the Kubernetes API (shell).
+
+Per repetition: a ConfigMap with each client's job file, one pod per client (spread over the nodes) that waits
+for a common start time, fio's JSON read back from the pods' logs, then pods and ConfigMaps deleted. Claims
+(one per client for ReadWriteOnce, one shared for ReadWriteMany) live for the run; the namespace too when
+storbench created it. Everything carries the label app.kubernetes.io/managed-by=storbench.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from storbench.errors import UserError
+from storbench.execute.k8s_manifests import (
+    MANAGED_BY,
+    claim_manifest,
+    claim_names,
+    config_map_manifest,
+    pod_manifest,
+    pod_plans,
+    split_pod_log,
+)
+from storbench.fio.parse import client_measurement, parse_fio_json
+from storbench.model import RW_DIRECTIONS, Case, ClientMeasurement, RepetitionOutcome, Status
+
+POLL_S = 0.5
+SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
+
+
+@dataclass(frozen=True)
+class PodResult:
+    pod: str
+    node: str
+    phase: str
+    log: str
+
+
+def _client(kubeconfig: str | None) -> object:
+    from kubernetes import client, config
+
+    try:
+        api_client = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    except Exception as error:
+        raise UserError(f"cannot load kubeconfig {kubeconfig or '(default)'}: {error}",
+                        hint="pass kubeconfig: in the pvc target, set $KUBECONFIG, or run `storbench lab k8s up`") \
+            from None
+    return client.CoreV1Api(api_client)
+
+
+class KubernetesExecutor:
+    name = "kubernetes"
+
+    def __init__(self, kubeconfig: str | None, namespace: str, run_label: str,
+                 default_storage_class: str | None = None) -> None:
+        self.core = _client(kubeconfig)
+        self.default_storage_class = default_storage_class
+        self.namespace = namespace
+        self.run_label = run_label
+        self.created_namespace = False
+        self.claims: set[str] = set()
+
+    def ensure_namespace(self) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        core = self.core
+        try:
+            core.read_namespace(self.namespace)  # type: ignore[attr-defined]
+        except ApiException as error:
+            if error.status != 404:
+                raise UserError(f"kubernetes: cannot read namespace {self.namespace}: {error.reason}") from None
+            core.create_namespace({"apiVersion": "v1", "kind": "Namespace",  # type: ignore[attr-defined]
+                                   "metadata": {"name": self.namespace, "labels": dict(MANAGED_BY)}})
+            self.created_namespace = True
+
+    def ensure_claims(self, case: Case) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        for name in dict.fromkeys(claim_names(case.target, case.clients)):
+            if name in self.claims:
+                continue
+            try:
+                self.core.create_namespaced_persistent_volume_claim(  # type: ignore[attr-defined]
+                    self.namespace, claim_manifest(name, case.target, self.run_label, self.default_storage_class))
+            except ApiException as error:
+                if error.status != 409:
+                    raise UserError(f"kubernetes: cannot create claim {name}: {error.reason}",
+                                    hint="check the StorageClass and the RBAC rules in the README") from None
+            self.claims.add(name)
+
+    def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float) -> RepetitionOutcome:
+        self.ensure_namespace()
+        self.ensure_claims(case)
+        plans = pod_plans(case, self.run_label, rep_index)
+        start_budget = case.target.start_budget_s or 30.0
+        start_at = int(time.time() + start_budget)
+        repetition_label = f"{case.case_id}-{self.run_label}-r{rep_index}"
+        started = time.time()
+        results: list[PodResult] = []
+        try:
+            for plan, job_text in zip(plans, job_texts, strict=True):
+                self.core.create_namespaced_config_map(  # type: ignore[attr-defined]
+                    self.namespace, config_map_manifest(plan.config_map, job_text, self.run_label))
+                self.core.create_namespaced_pod(  # type: ignore[attr-defined]
+                    self.namespace, pod_manifest(plan, case.target, start_at, self.run_label, repetition_label))
+            results = self._wait(plans, deadline=started + start_budget + timeout_s)
+        finally:
+            self._delete(plans)
+        finished = time.time()
+        return judge_pods(case, results, len(plans), job_text="\n".join(job_texts), started_at_s=started,
+                          finished_at_s=finished, timeout_s=start_budget + timeout_s)
+
+    def _wait(self, plans: Sequence[object], deadline: float) -> list[PodResult]:
+        names = [p.name for p in plans]  # type: ignore[attr-defined]
+        while True:
+            pods = self.core.list_namespaced_pod(  # type: ignore[attr-defined]
+                self.namespace, label_selector=f"storbench/run={self.run_label}").items
+            by_name = {p.metadata.name: p for p in pods if p.metadata.name in names}
+            done = all(name in by_name and by_name[name].status.phase in ("Succeeded", "Failed") for name in names)
+            if done or time.time() > deadline:
+                break
+            time.sleep(POLL_S)
+        results = []
+        for name in names:
+            pod = by_name.get(name)
+            phase = pod.status.phase if pod is not None else "Missing"
+            node = (pod.spec.node_name or "") if pod is not None else ""
+            log = ""
+            if pod is not None and phase in ("Succeeded", "Failed", "Running"):
+                with contextlib.suppress(Exception):
+                    log = self.core.read_namespaced_pod_log(name, self.namespace)  # type: ignore[attr-defined]
+            if phase not in ("Succeeded", "Failed"):
+                phase = f"{phase} (watchdog)"
+            results.append(PodResult(pod=name, node=node, phase=phase, log=log))
+        return results
+
+    def _delete(self, plans: Sequence[object]) -> None:
+        for plan in plans:
+            with contextlib.suppress(Exception):
+                self.core.delete_namespaced_pod(plan.name, self.namespace,  # type: ignore[attr-defined]
+                                                grace_period_seconds=0)
+            with contextlib.suppress(Exception):
+                self.core.delete_namespaced_config_map(plan.config_map, self.namespace)  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        """Delete the claims (and the namespace if storbench made it)."""
+        for name in self.claims:
+            with contextlib.suppress(Exception):
+                self.core.delete_namespaced_persistent_volume_claim(name, self.namespace)  # type: ignore[attr-defined]
+        if self.created_namespace:
+            with contextlib.suppress(Exception):
+                self.core.delete_namespace(self.namespace)  # type: ignore[attr-defined]
+        self.claims.clear()
+
+
+def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_text: str, started_at_s: float,
+               finished_at_s: float, timeout_s: float) -> RepetitionOutcome:
+    """Pods' logs -> one client measurement per pod; any missing, failed or silent pod fails the repetition."""
+    clients: list[ClientMeasurement] = []
+    starts: list[float] = []
+    versions: list[str] = []
+    error = ""
+    for result in results:
+        began, json_text, exit_status = split_pod_log(result.log)
+        if began is not None:
+            starts.append(began)
+        label = f"{result.pod}@{result.node}" if result.node else result.pod
+        if not json_text.strip():
+            error = error or f"pod {result.pod} ({result.phase}) returned no fio output"
+            continue
+        try:
+            output = parse_fio_json(json_text)
+        except ValueError as exc:
+            error = error or f"pod {result.pod}: fio output unreadable: {exc}"
+            continue
+        measurement = client_measurement(output, label)
+        clients.append(measurement)
+        versions.append(output.fio_version)
+        if exit_status not in (0, None) or result.phase != "Succeeded":
+            error = error or f"pod {result.pod} {result.phase}, fio exit status {exit_status}"
+        elif measurement.job_errors:
+            error = error or f"fio job error {measurement.job_errors[0]} in pod {result.pod}"
+        else:
+            gaps = [d.value for d in RW_DIRECTIONS.get(case.workload.rw, ()) if measurement.direction(d) is None]
+            if gaps:
+                error = error or f"pod {result.pod} did no {'/'.join(gaps)} I/O"
+    if len(results) < expected and not error:
+        error = f"{expected - len(results)} pods missing"
+    timed_out = any("watchdog" in r.phase for r in results)
+    status = Status.TIMEOUT if timed_out else Status.FAILED if error else Status.OK
+    if timed_out:
+        error = f"watchdog: pods did not finish within {timeout_s:g}s ({error or 'still running'})"
+    return RepetitionOutcome(
+        status=status, started_at_s=started_at_s, finished_at_s=finished_at_s, job_text=job_text,
+        command=("kubernetes", *[r.pod for r in results]), fio_version=versions[0] if versions else "",
+        raw_output="\n".join(f"### pod {r.pod} on {r.node} ({r.phase})\n{r.log}" for r in results), stderr_tail="",
+        error=error, clients=tuple(clients),
+        start_skew_s=(max(starts) - min(starts)) if len(starts) >= 2 else None)
+
+
+def cleanup(kubeconfig: str | None) -> list[str]:
+    """Delete everything labelled app.kubernetes.io/managed-by=storbench; returns what was deleted."""
+    core = _client(kubeconfig)
+    deleted = []
+    for namespace in core.list_namespace().items:  # type: ignore[attr-defined]
+        name = namespace.metadata.name
+        for kind, lister, deleter in (
+                ("pod", core.list_namespaced_pod, core.delete_namespaced_pod),  # type: ignore[attr-defined]
+                ("configmap", core.list_namespaced_config_map,  # type: ignore[attr-defined]
+                 core.delete_namespaced_config_map),  # type: ignore[attr-defined]
+                ("persistentvolumeclaim", core.list_namespaced_persistent_volume_claim,  # type: ignore[attr-defined]
+                 core.delete_namespaced_persistent_volume_claim)):  # type: ignore[attr-defined]
+            for item in lister(name, label_selector=SELECTOR).items:
+                with contextlib.suppress(Exception):
+                    deleter(item.metadata.name, name)
+                    deleted.append(f"{kind} {name}/{item.metadata.name}")
+        if (namespace.metadata.labels or {}).get("app.kubernetes.io/managed-by") == "storbench":
+            with contextlib.suppress(Exception):
+                core.delete_namespace(name)  # type: ignore[attr-defined]
+                deleted.append(f"namespace {name}")
+    return deleted
