@@ -4,6 +4,9 @@
 #   --dev    adds the test tools: Chromium (the report test opens the report in it), and Prometheus with
 #            node_exporter (the telemetry test starts its own pair on loopback ports; on a systemd host
 #            Debian also enables their services)
+#   --k8s    adds what the single-node Kubernetes lab runs on: etcd, containerd, runc, CNI plugins, busybox
+#            (for the fio image) and gcc (for the pause image); the Kubernetes binaries themselves come from
+#            scripts/build-kubernetes.sh
 #   --labs   adds Ceph (mon, mgr, osd, mds, fuse, rbd) and nfs-ganesha for `storbench lab ceph|nfs`, and
 #            builds a fio with the nfs engine (scripts/build-fio-nfs.sh, cached after the first time)
 set -euo pipefail
@@ -11,16 +14,20 @@ cd "$(dirname "$0")/.."
 
 dev=0
 labs=0
+k8s=0
 for arg in "$@"; do
   case "$arg" in
     --dev) dev=1 ;;
     --labs) labs=1 ;;
-    *) echo "setup: unknown option $arg (use --dev and/or --labs)" >&2; exit 2 ;;
+    --k8s) k8s=1 ;;
+    *) echo "setup: unknown option $arg (use --dev, --labs and/or --k8s)" >&2; exit 2 ;;
   esac
 done
 
 packages=(fio python3 python3-venv ca-certificates)
 ((dev)) && packages+=(chromium fonts-dejavu-core prometheus prometheus-node-exporter)
+((k8s)) && packages+=(etcd-server containerd runc containernetworking-plugins busybox-static gcc libc6-dev \
+  iptables openssl util-linux iproute2)
 ((labs)) && packages+=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common nfs-ganesha nfs-ganesha-vfs \
   rpcbind iproute2)
 missing=()

@@ -521,6 +521,24 @@ def cmd_lab_k8s(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_k8s_cleanup(args: argparse.Namespace) -> int:
+    from storbench.execute.kubernetes import cleanup
+
+    kubeconfig = args.kubeconfig
+    if kubeconfig is None:
+        from storbench.lab.k8s import K8sLab
+
+        info = K8sLab().info()
+        kubeconfig = info.kubeconfig if info is not None and not os.environ.get("KUBECONFIG") else None
+    deleted = cleanup(kubeconfig)
+    out = _console()
+    for line in deleted:
+        out.print(f"deleted {line}", markup=False)
+    out.print(f"k8s cleanup: {len(deleted)} objects labelled app.kubernetes.io/managed-by=storbench deleted",
+              markup=False)
+    return 0
+
+
 def cmd_saturation(args: argparse.Namespace) -> int:
     from storbench.report.tables import saturation_table
     from storbench.stats.knee import LOAD_AXES, curves, parse_slo
@@ -700,6 +718,12 @@ def build_parser() -> argparse.ArgumentParser:
     k8s.add_argument("--dir", default=None, help="lab directory (default $STORBENCH_LAB_DIR/k8s or "
                      "/var/tmp/storbench-lab/k8s)")
     k8s.set_defaults(func=cmd_lab_k8s)
+
+    p = sub.add_parser("k8s", help="Kubernetes housekeeping")
+    k8s_sub = p.add_subparsers(dest="k8s_command", required=True)
+    clean = k8s_sub.add_parser("cleanup", help="delete every pod, claim, config map and namespace storbench made")
+    clean.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG, the k8s lab's, ~/.kube/config")
+    clean.set_defaults(func=cmd_k8s_cleanup)
 
     p = sub.add_parser("import", help="ingest existing fio json/json+ output files")
     p.add_argument("files", nargs="+", metavar="FIO_JSON")

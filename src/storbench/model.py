@@ -287,6 +287,7 @@ class FioOutput:
     jobs: tuple[JobOutput, ...]
     disks: tuple[DiskUtil, ...]
     global_options: tuple[tuple[str, str], ...] = ()
+    timestamp_ms: int = 0  # when fio wrote its report (end of the run), on the clock of the machine it ran on
 
 
 @dataclass(frozen=True)

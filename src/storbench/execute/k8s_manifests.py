@@ -23,7 +23,7 @@ EXIT_MARKER = "STORBENCH-EXIT"
 # print warnings to stdout in block mode), then prints the JSON after a marker line.
 POD_SCRIPT = (
     'while [ "$(date +%s)" -lt "$START_AT" ]; do sleep 0.05; done; '
-    f'echo "{START_MARKER} $(date +%s.%N)"; '
+    f'echo "{START_MARKER} $(date +%s)"; '
     f'fio --output-format=json+ --output=/tmp/fio.json {JOB_DIR}/job.fio; rc=$?; '
     f'echo "{JSON_MARKER}"; cat /tmp/fio.json; echo; echo "{EXIT_MARKER} $rc"; exit $rc'
 )

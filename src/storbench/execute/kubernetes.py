@@ -159,13 +159,11 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
                finished_at_s: float, timeout_s: float) -> RepetitionOutcome:
     """Pods' logs -> one client measurement per pod; any missing, failed or silent pod fails the repetition."""
     clients: list[ClientMeasurement] = []
-    starts: list[float] = []
+    ends_s: list[float] = []
     versions: list[str] = []
     error = ""
     for result in results:
-        began, json_text, exit_status = split_pod_log(result.log)
-        if began is not None:
-            starts.append(began)
+        _began, json_text, exit_status = split_pod_log(result.log)
         label = f"{result.pod}@{result.node}" if result.node else result.pod
         if not json_text.strip():
             error = error or f"pod {result.pod} ({result.phase}) returned no fio output"
@@ -178,6 +176,8 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
         measurement = client_measurement(output, label)
         clients.append(measurement)
         versions.append(output.fio_version)
+        if output.timestamp_ms > 0:
+            ends_s.append(output.timestamp_ms / 1000.0)
         if exit_status not in (0, None) or result.phase != "Succeeded":
             error = error or f"pod {result.pod} {result.phase}, fio exit status {exit_status}"
         elif measurement.job_errors:
@@ -197,7 +197,9 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
         command=("kubernetes", *[r.pod for r in results]), fio_version=versions[0] if versions else "",
         raw_output="\n".join(f"### pod {r.pod} on {r.node} ({r.phase})\n{r.log}" for r in results), stderr_tail="",
         error=error, clients=tuple(clients),
-        start_skew_s=(max(starts) - min(starts)) if len(starts) >= 2 else None)
+        # time-based jobs all run ramp + runtime: the spread of their end times (fio's timestamp_ms, on each
+        # node's clock) is the spread of their starts, to the millisecond (the pods' shell clock has seconds)
+        start_skew_s=(max(ends_s) - min(ends_s)) if len(ends_s) >= 2 else None)
 
 
 def cleanup(kubeconfig: str | None) -> list[str]:

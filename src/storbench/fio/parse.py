@@ -150,6 +150,7 @@ def parse_fio_json(text: str) -> FioOutput:
     return FioOutput(
         fio_version=str(root.get("fio version", "")),
         timestamp_s=_int(root, "timestamp"),
+        timestamp_ms=_int(root, "timestamp_ms"),
         jobs=tuple(jobs),
         disks=tuple(disks),
         global_options=_options(root.get("global options")),
