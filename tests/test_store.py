@@ -98,3 +98,16 @@ def test_repetition_round_trip_keeps_bins_and_replaces_failed_attempts(tmp_path:
     assert job_text == "[global]\n" and command == ["fio", "job.fio"] and raw == '{"jobs": []}'
     assert store.latest_run_of_plan("p") is not None and store.latest_run_of_plan("q") is None
     store.close()
+
+
+def test_pvc_case_round_trips_with_its_node_selector(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "r.db")
+    run_id = _run(store)
+    target = TargetSpec(name="k", kind="pvc", size_bytes=4096, storage_class="fast", access_mode="ReadWriteOnce",
+                        volume_mode="Filesystem", namespace="bench",
+                        node_selector=(("disktype", "nvme"), ("zone", "a")))
+    case = Case(case_id="def456def456", target=target, workload=_case().workload, clients=3)
+    store.save_repetition(run_id, case, 0, _outcome(), (("kind", "pvc"),))
+    (rep,) = store.repetitions([run_id])
+    assert rep.case == case
+    assert rep.case.target.node_selector == (("disktype", "nvme"), ("zone", "a"))

@@ -375,7 +375,10 @@ def _insert_case(conn: sqlite3.Connection, case: Case) -> None:
 
 
 def _case_from_row(case_id: str, target_json: str, workload_json: str, clients: int, lab_json: str) -> Case:
-    target = TargetSpec(**json.loads(target_json))
+    target_fields = json.loads(target_json)
+    target_fields["node_selector"] = tuple(
+        (str(key), str(label)) for key, label in target_fields.get("node_selector", ()))
+    target = TargetSpec(**target_fields)
     w = json.loads(workload_json)
     w["fio_options"] = tuple(tuple(pair) for pair in w.get("fio_options", ()))
     return Case(case_id=case_id, target=target, workload=WorkloadPoint(**w), clients=clients,
