@@ -43,6 +43,17 @@ def test_client_server_output_gives_one_measurement_per_server() -> None:
     assert read.lat.percentile_ns(99.0) == together.percentile_ns(99.0)
 
 
+def test_global_options_as_one_object_or_a_list_per_server_read_the_same() -> None:
+    # fio 3.33 writes one "global options" object; fio >= 3.39 a list of them when there are several servers
+    root = json.loads(json_after_messages(THREE))
+    as_object = parse_fio_json(json.dumps(root)).global_options
+    assert ("ioengine", "libaio") in as_object and ("size", "8m") in as_object
+    root["global options"] = [root["global options"], root["global options"]]
+    as_list = parse_fio_json(json.dumps(root))
+    assert as_list.global_options == as_object
+    assert len(client_measurements_by_host(as_list)) == 3
+
+
 def test_a_missing_server_fails_the_repetition() -> None:
     clients, error = judge_clients(THREE, "randread", SERVERS)
     assert error == "" and len(clients) == 3
@@ -93,6 +104,7 @@ workload:
     ("hosts: {servers: ['a;rm -rf /']}\n", "must be host, host:port or [v6]:port"),
     ("hosts: {servers: [a, 'a:8765']}\n", "a server is listed twice"),
     ("clients: 0\n", "greater than or equal to 1"),
+    ("hosts: {servers: [a]}\n", "runs on fio servers: its path must be absolute"),
 ])
 def test_bad_client_plans_are_one_line(extra: str, says: str, tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,6 +119,18 @@ def test_rbd_targets_cannot_run_on_servers_yet(tmp_path: Path, capsys: pytest.Ca
                       + "hosts: {servers: [a]}\n")
     code, _, err = run_cli(capsys, "plan", str(plan))
     assert code == 2 and "cannot run on fio servers yet" in err
+
+
+def test_raw_devices_on_servers_are_only_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    block = BASE.replace("{kind: path, path: ./data, size: 1MiB}", "{kind: block, device: /dev/nvme0n1, "
+                         "destructive: true}")
+    plan = write_plan(tmp_path, block.replace("rw: randread", "rw: [randread, randwrite]")
+                      + "hosts: {servers: [a]}\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "would write to a raw device on fio servers" in err, err
+    plan = write_plan(tmp_path, block + "hosts: {servers: [a]}\n")
+    code, out, err = run_cli(capsys, "plan", str(plan))  # reads: the device is the servers' business
+    assert code == 0 and "3 fio runs" in out, err
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -182,3 +206,53 @@ def test_eight_namespace_hosts_merged_exactly(tmp_path: Path, capsys: pytest.Cap
     finally:
         conn.close()
     assert {f"10.214.0.{i}:8765" for i in range(10, 18)} <= names
+
+
+REMOTE_PLAN = """
+name: remote
+targets:
+  shared: {{kind: path, path: {directory}, size: 4MiB}}
+workload:
+  rw: randread
+  bs: 4k
+  runtime: 1s
+clients: 2
+hosts: {{servers: ['10.214.0.10', '10.214.0.11:8765']}}
+"""
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("fio") is None,
+                    reason="needs root, iproute2 and fio (network namespaces)")
+def test_real_servers_are_trusted_with_their_own_directories(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `hosts: servers` the directory is on other machines: storbench neither creates nor checks it here;
+    fio on each server does, and a server without it fails the repetition with fio's own words."""
+    from storbench.lab.hosts import HostsLab
+
+    lab = HostsLab(tmp_path / "lab")
+    lab.up(2, shutil.which("fio") or "fio")
+    try:
+        there = tmp_path / "on-the-servers"
+        there.mkdir()
+        missing = tmp_path / "nowhere"
+        db = tmp_path / "r.db"
+        good = write_plan(tmp_path, REMOTE_PLAN.format(directory=there), "good.yaml")
+        bad = write_plan(tmp_path, REMOTE_PLAN.format(directory=missing), "bad.yaml")
+        code, out, err = run_cli(capsys, "run", str(good), "--db", str(db))
+        assert code == 0, out + err
+        code, out, err = run_cli(capsys, "run", str(bad), "--db", str(db))
+        assert code != 0
+        assert not missing.exists()  # not made here: the servers' filesystem is not ours
+    finally:
+        lab.down()
+    from storbench.store import open_store
+
+    store = open_store(db)
+    by_plan = {rep.case.target.path: rep for rep in store.repetitions()}
+    store.close()
+    ok, failed = by_plan[str(there)], by_plan[str(missing)]
+    assert ok.status.value == "ok" and len(ok.clients) == 2
+    # each server wrote its own file in the directory it was given
+    assert sorted(p.name for p in there.iterdir()) == ["10.214.0.10.storbench.c1.0.0", "10.214.0.11.storbench.c2.0.0"]
+    assert failed.status.value == "failed" and f"fio: {missing} is not a directory" in failed.error

@@ -446,7 +446,8 @@ class K8sLabConfig(StrictModel):
 
 
 class HostsConfig(StrictModel):
-    """fio servers to drive as clients (`fio --server` on each; see the README for a systemd unit)."""
+    """fio servers to drive as clients (`fio --server` on each; see the README for a systemd unit). Targets are
+    on those machines: a directory must be absolute and exist on every server; a raw device is only read."""
 
     servers: list[str] = Field(description="Addresses of the fio servers: host, host:port or [v6]:port "
                                "(default port 8765). The first N run a case with `clients: N`.")
@@ -847,6 +848,25 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
                 raise UserError(f"target '{name}' ({target.kind}) cannot run on fio servers yet",
                                 where=source.where(("targets", name)),
                                 hint="use a path, block or cephfs target (a directory every server can reach)")
+    if config.hosts is not None:
+        _check_remote_targets(config, source)
+
+
+def _check_remote_targets(config: PlanConfig, source: PlanSource) -> None:
+    """Targets on real fio servers are on other machines: nothing about them can be checked from here, so a
+    directory must be absolute (a relative one resolves in each server's working directory) and a raw device
+    is only read (whether it is mounted on a server cannot be seen from here)."""
+    writes = any(rw_writes(rw) for rw in config.workload.rw)
+    for name, target in config.targets.items():
+        where = source.where(("targets", name))
+        if isinstance(target, PathTargetConfig | CephfsTargetConfig):
+            if target.path is None or not target.path.startswith("/"):
+                raise UserError(f"target '{name}' runs on fio servers: its path must be absolute", where=where,
+                                hint="give the directory as the servers see it, e.g. /mnt/cephfs/storbench")
+        elif isinstance(target, BlockTargetConfig) and writes:
+            raise UserError(f"target '{name}' would write to a raw device on fio servers", where=where,
+                            hint="storbench cannot see what is mounted on another machine; measure the device "
+                            "with reads only, or run storbench on that machine")
 
 
 def _check_lab(config: PlanConfig, source: PlanSource) -> None:

@@ -96,7 +96,8 @@ def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str,
     engines = tuple(sorted({case.workload.ioengine for case in cases}))
     caps = fio_capabilities(fio_binary, engines)
     check_fio_against_plan(loaded, cases, caps)
-    targets = check_targets(cases, create=create, where=lambda name: loaded.source.where(("targets", name)))
+    targets = check_targets(cases, create=create, remote=loaded.config.hosts is not None,
+                            where=lambda name: loaded.source.where(("targets", name)))
     return Checked(capabilities=caps, targets=targets)
 
 

@@ -119,6 +119,14 @@ def _latency_fields(prefix: str, m: DirectionMeasurement | None) -> dict[str, fl
     return out
 
 
+def _fio_cores(clients: Sequence[ClientMeasurement]) -> float | None:
+    """CPU of the fio jobs in cores, from fio's own accounting (usr + sys % of one CPU, summed over jobs):
+    exact over each job's run, where sampling /proc would miss jobs shorter than its interval."""
+    if not clients:
+        return None
+    return sum(c.cpu_usr_pct + c.cpu_sys_pct for c in clients) / 100.0
+
+
 def telemetry_fields(telemetry: RepetitionTelemetry | None) -> dict[str, object]:
     """The record fields one repetition's telemetry gives (the same for each of its directions)."""
     d = digest(telemetry) if telemetry is not None else None
@@ -180,6 +188,8 @@ def repetition_records(repetitions: Iterable[StoredRepetition], per_client: bool
         if per_client and rep.status == Status.OK and len(rep.clients) > 1:
             groups += [(c.client, c.directions or [None]) for c in rep.clients]
         for client_name, directions in groups:
+            own = [c for c in rep.clients if c.client == client_name] if client_name else rep.clients
+            client_cores = _fio_cores(own) if rep.status == Status.OK else None
             for m in directions:
                 records.append(
                     Record(
@@ -197,7 +207,8 @@ def repetition_records(repetitions: Iterable[StoredRepetition], per_client: bool
                         error=rep.error,
                         **_latency_fields("lat", m),  # type: ignore[arg-type]
                         **_latency_fields("clat", m),  # type: ignore[arg-type]
-                        **observed,  # type: ignore[arg-type]
+                        **{**observed, "client_cpu_cores": client_cores if client_cores is not None
+                           else observed["client_cpu_cores"]},  # type: ignore[arg-type]
                         client=client_name, **many,  # type: ignore[arg-type]
                     )
                 )

@@ -110,9 +110,12 @@ def judge_clients_repetition(
     output_text: str, stderr_tail: str, started_at_s: float, finished_at_s: float, job_text: str,
     command: tuple[str, ...], fio_version: str, stamped_lines: Sequence[tuple[float, str]] = (),
 ) -> RepetitionOutcome:
+    # the servers' own complaints ("<host> fio: ... is not a directory") come on standard output, before the JSON
+    complaints = [line.strip() for _, line in stamped_lines if "fio: " in line]
+    tail = "\n".join(part for part in (stderr_tail.rstrip("\n"), "\n".join(complaints[-20:])) if part)
     base = RepetitionOutcome(status=Status.OK, started_at_s=started_at_s, finished_at_s=finished_at_s,
                              job_text=job_text, command=command, fio_version=fio_version, raw_output=output_text,
-                             stderr_tail=stderr_tail, start_skew_s=start_skew_s(stamped_lines))
+                             stderr_tail=tail, start_skew_s=start_skew_s(stamped_lines))
     if timed_out:
         return replace(base, status=Status.TIMEOUT,
                        error=f"watchdog: fio ran longer than {timeout_s:g}s and was killed")
@@ -120,4 +123,6 @@ def judge_clients_repetition(
     if returncode != 0:
         last_line = next((line for line in reversed(stderr_tail.strip().splitlines()) if line.strip()), "")
         error = f"fio exited with status {returncode}" + (f": {last_line.strip()}" if last_line else "")
+    if error and complaints:
+        error += f"; {complaints[0]}"
     return replace(base, status=Status.FAILED if error else Status.OK, error=error, clients=clients)

@@ -76,9 +76,10 @@ def _direction(direction: Dir, block: JsonObject) -> DirectionMeasurement:
 
 
 def _options(value: object) -> tuple[tuple[str, str], ...]:
-    if not isinstance(value, Mapping):
-        return ()
-    return tuple(sorted((str(k), str(v)) for k, v in value.items()))
+    """fio's "global options": one object, or (fio >= 3.39 with several servers) a list of them, one per server."""
+    sections = value if isinstance(value, list) else [value]
+    pairs = {(str(k), str(v)) for section in sections if isinstance(section, Mapping) for k, v in section.items()}
+    return tuple(sorted(pairs))
 
 
 def _host(entry: JsonObject) -> str:

@@ -145,17 +145,35 @@ def check_block_target(spec: TargetSpec, cases: Sequence[Case], *, where: str = 
     )
 
 
-def check_targets(cases: Sequence[Case], *, create: bool,
+def remote_target(spec: TargetSpec) -> PreparedTarget:
+    """A directory or device on other machines (real fio servers): bound by the name the servers know it by,
+    checked by fio there. The plan check has made sure the path is absolute and a device is only read."""
+    location = spec.device if spec.kind == "block" else spec.path
+    assert location is not None and location.startswith("/")
+    if spec.kind == "block":
+        binding = JobBinding(options=(("filename", escape_fio_path(location)),))
+    else:
+        binding = JobBinding(options=(("directory", escape_fio_path(location)), ("filename_format", FILENAME_FORMAT)))
+    key = "device" if spec.kind == "block" else "directory"
+    return PreparedTarget(spec=spec, binding=binding,
+                          details=(("kind", spec.kind), (key, location), ("checked", "on the fio servers")))
+
+
+def check_targets(cases: Sequence[Case], *, create: bool, remote: bool = False,
                   where: Callable[[str], str] = lambda name: "") -> dict[str, PreparedTarget]:
     """Check every target of a plan before any I/O; ``create`` makes missing directories.
     ``where`` turns a target name into its place in the plan file, for messages. Targets that need a cluster
-    (rbd) are only checked here and prepared by the run once their cluster is up."""
+    (rbd) are only checked here and prepared by the run once their cluster is up. ``remote``: the I/O runs on
+    other machines (the plan's fio servers), so directories and devices are not looked at here."""
     by_target: dict[str, list[Case]] = {}
     for case in cases:
         by_target.setdefault(case.target.name, []).append(case)
     prepared: dict[str, PreparedTarget] = {}
     for name, target_cases in by_target.items():
         spec = target_cases[0].target
+        if remote and spec.kind in ("path", "block", "cephfs"):
+            prepared[name] = remote_target(spec)
+            continue
         if spec.kind == "path":
             prepared[name] = check_path_target(spec, target_cases, create=create, where=where(name))
         elif spec.kind == "block":
