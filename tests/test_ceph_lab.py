@@ -15,6 +15,7 @@ import pytest
 
 from helpers import run_cli, write_plan
 from storbench.lab.ceph import CephLab
+from storbench.lab.hosts import HostsLab
 from storbench.lab.process import pids_with
 
 pytestmark = [
@@ -59,12 +60,31 @@ lab:
 """
 
 
+CLIENTS_PLAN = """
+name: rbd-clients
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 64MiB}
+workload:
+  rw: [randwrite, randread]
+  bs: 4k
+  iodepth: 4
+  runtime: 1s
+clients: [1, 2]
+repeat: 1
+lab:
+  ceph: {osds: 1, osd_size: 1GiB, objectstore: memstore, pool_size: 1}
+  hosts: {count: 2}
+"""
+
+
 @pytest.fixture
 def lab_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory = tmp_path / "lab"
     monkeypatch.setattr("storbench.lab.ceph.DEFAULT_LAB_DIR", directory)
+    monkeypatch.setattr("storbench.lab.hosts.DEFAULT_LAB_DIR", directory)
     yield directory
     CephLab(directory / "ceph").down()
+    HostsLab(directory / "hosts").down()
 
 
 def test_rbd_randwrite_replica_2_vs_3(lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,6 +138,32 @@ def test_memstore_osds_on_two_cores_are_cpu_bound(lab_dir: Path, tmp_path: Path,
     assert code == 0, out + err
     verdicts = [line for line in out.splitlines() if line.startswith("  rbd randwrite")]
     assert len(verdicts) == 1 and "cpu-bound" in verdicts[0] and "ceph-osd" in verdicts[0], out
+
+
+def test_rbd_from_two_namespace_hosts_each_on_its_own_image(lab_dir: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """fio servers in network namespaces reach a Ceph lab on their bridge; every client has its own image."""
+    plan = write_plan(tmp_path, CLIENTS_PLAN)
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db))
+    assert code == 0, out + err
+    assert "hosts lab: 2 fio servers up" in out and "ceph lab: torn down" in out
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT r.status, c.clients, r.job_text, r.target_json, r.id FROM repetitions r "
+                        "JOIN cases c ON c.id = r.case_id").fetchall()
+    names = {rep_id: sorted(n for (n,) in conn.execute("SELECT name FROM clients WHERE repetition_id = ?",
+                                                        (rep_id,))) for *_, rep_id in rows}
+    conn.close()
+    assert len(rows) == 4 and {r[0] for r in rows} == {"ok"}
+    for _status, clients, job_text, target_json, rep_id in rows:
+        details = json.loads(target_json)
+        assert details["image"] == "img-c1 .. img-c2" and details["image_prefilled"].startswith("yes, 2 in")
+        assert names[rep_id] == ["10.214.0.10:8765", "10.214.0.11:8765"][:clients]
+        for index in range(1, clients + 1):
+            assert f"rbdname=img-c{index}\n" in job_text
+        assert "rbdname=img\n" not in job_text
+    assert pids_with(str(lab_dir) + "/") == []
+    assert "storbench-host-" not in os.popen("ip netns list").read()
 
 
 def test_lab_cli_up_twice_status_down(lab_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -84,6 +84,15 @@ def test_each_client_gets_its_own_job_file_and_file_names() -> None:
         texts[2].replace("c3.", "cN.").replace("client 3", "client N")
 
 
+def test_each_client_gets_its_own_rbd_image() -> None:
+    case = Case("abc123", TargetSpec("r", "rbd", size_bytes=1 << 20, pool="bench", image="img", client="admin"),
+                WorkloadPoint("randwrite", 4096, 4, 1, 1.0, 0.0, True, "rbd", size_bytes=1 << 20), clients=2)
+    binding = JobBinding(options=(("clientname", "admin"), ("pool", "bench"), ("rbdname", "img")))
+    first, second = render_client_jobs(case, binding)
+    assert "rbdname=img-c1\n" in first and "rbdname=img-c2\n" in second
+    assert "pool=bench" in first and "clientname=admin" in second
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Bad plans
 
@@ -113,12 +122,19 @@ def test_bad_client_plans_are_one_line(extra: str, says: str, tmp_path: Path,
     assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, err
 
 
-def test_rbd_targets_cannot_run_on_servers_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_nfs_targets_cannot_run_on_servers_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     plan = write_plan(tmp_path, BASE.replace("{kind: path, path: ./data, size: 1MiB}",
-                                             "{kind: rbd, size: 1GiB, conf: /etc/ceph/ceph.conf}")
+                                             "{kind: nfs, size: 1GiB, url: 'nfs://server/export'}")
                       + "hosts: {servers: [a]}\n")
     code, _, err = run_cli(capsys, "plan", str(plan))
     assert code == 2 and "cannot run on fio servers yet" in err
+
+
+def test_a_ceph_lab_is_out_of_reach_of_real_servers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rbd = BASE.replace("{kind: path, path: ./data, size: 1MiB}", "{kind: rbd, size: 1GiB}")
+    plan = write_plan(tmp_path, rbd + "hosts: {servers: [a]}\nlab: {ceph: {osds: 1, pool_size: 1}}\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "cannot be reached from real fio servers" in err and len(err.strip().splitlines()) == 1
 
 
 def test_raw_devices_on_servers_are_only_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

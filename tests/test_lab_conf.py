@@ -30,6 +30,12 @@ def test_ceph_conf_keeps_client_settings_out_of_global() -> None:
     assert not any("bluestore block path" in line for lines in sections.values() for line in lines)
 
 
+def test_a_lab_for_namespace_hosts_listens_on_their_bridge() -> None:
+    glob = "\n".join(_sections(render_ceph_conf(CephLabSpec(), "f", "/lab", "10.214.0.1"))["global"])
+    assert "mon host = [v2:10.214.0.1:13300,v1:10.214.0.1:16789]" in glob
+    assert "public addr = 10.214.0.1" in glob and "cluster addr = 10.214.0.1" in glob and "127.0.0.1" not in glob
+
+
 def test_objectstore_and_cache_settings() -> None:
     blue = "\n".join(_sections(render_ceph_conf(CephLabSpec(cache_size_bytes=64 << 20), "f", "/lab"))["osd"])
     assert "bluestore block create = true" in blue and "bluestore cache autotune = false" in blue

@@ -185,11 +185,13 @@ class RbdTargetConfig(StrictModel):
 
     kind: Literal["rbd"] = Field(description="`rbd`")
     pool: str = Field("rbd", description="The pool; a Ceph lab creates it with its `pool_size`.")
-    image: str = Field("storbench", description="The image; created with `size` if missing.")
+    image: str = Field("storbench", description="The image; created with `size` if missing. On fio servers "
+                       "(`hosts`, `lab.hosts`) each client N gets its own image `<image>-cN`.")
     size: Size = Field(description="Image size (and fio's `size`), e.g. 1GiB.")
     client: str = Field("admin", description="cephx client name, without 'client.'.")
     conf: str | None = Field(None, description="ceph.conf of the cluster; default: the plan's Ceph lab, or "
-                             "/etc/ceph/ceph.conf without a lab.")
+                             "/etc/ceph/ceph.conf without a lab. Real fio servers use their own "
+                             "/etc/ceph/ceph.conf and keyring.")
 
     @field_validator("pool", "image", "client")
     @classmethod
@@ -844,10 +846,14 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
                         hint="add servers, or lower clients")
     if config.hosts is not None or lab_hosts is not None:
         for name, target in config.targets.items():
-            if not isinstance(target, PathTargetConfig | BlockTargetConfig | CephfsTargetConfig):
+            if not isinstance(target, PathTargetConfig | BlockTargetConfig | CephfsTargetConfig | RbdTargetConfig):
                 raise UserError(f"target '{name}' ({target.kind}) cannot run on fio servers yet",
                                 where=source.where(("targets", name)),
-                                hint="use a path, block or cephfs target (a directory every server can reach)")
+                                hint="use a path, block, cephfs or rbd target")
+    if config.hosts is not None and config.lab is not None and config.lab.ceph is not None:
+        raise UserError("the plan's Ceph lab cannot be reached from real fio servers", where=source.where(("hosts",)),
+                        hint="use `lab: {hosts: {count: N}}` for clients beside a Ceph lab, or point the rbd "
+                        "target's conf at a real cluster")
     if config.hosts is not None:
         _check_remote_targets(config, source)
 

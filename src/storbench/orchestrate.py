@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -154,6 +155,8 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
         from storbench.telemetry.recorder import SYSTEM_CEPH_SOCKETS
 
         sockets = SYSTEM_CEPH_SOCKETS
+    lab_hosts = loaded.config.lab.hosts if loaded.config.lab else None
+    on_servers = loaded.config.hosts is not None or lab_hosts is not None
     try:
         ceph_conf, cephfs_mount, nfs_url = None, None, None
         if "ceph" in kinds:
@@ -169,7 +172,14 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
             ceph_lab = CephLab()
             started = time.time()
             downs.append(ceph_lab.down)
-            info = ceph_lab.up(lab_spec)
+            if lab_hosts is not None:  # the fio servers in network namespaces reach the cluster over their bridge
+                from storbench.lab.hosts import HostsLab
+                from storbench.lab.hosts_conf import BRIDGE_ADDRESS
+
+                info = ceph_lab.up(lab_spec, address=BRIDGE_ADDRESS)
+                shutil.copyfile(info.conf, HostsLab().ceph_conf)
+            else:
+                info = ceph_lab.up(lab_spec)
             ceph_conf, cephfs_mount = info.conf, info.cephfs_mount
             sockets = (f"{info.root}/run/*.asok",)
             observer.lab_event(f"ceph lab: up in {time.time() - started:.0f}s ({info.conf})")
@@ -184,8 +194,9 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
         for name, target_cases in by_target.items():
             spec = target_cases[0].target
             if spec.kind == "rbd":
-                targets[name] = prepare_rbd_target(spec, spec.conf or ceph_conf or DEFAULT_CEPH_CONF,
-                                                   checked.capabilities.binary)
+                targets[name] = prepare_rbd_target(
+                    spec, spec.conf or ceph_conf or DEFAULT_CEPH_CONF, checked.capabilities.binary,
+                    clients=max(c.clients for c in target_cases) if on_servers else 0)
             elif spec.kind == "nfs":
                 url = spec.path or nfs_url
                 assert url is not None

@@ -111,14 +111,26 @@ def render_ceiling_job(case: Case) -> str:
     return "\n".join(lines) + "\n"
 
 
+def client_image(image: str, index: int) -> str:
+    """The RBD image client ``index`` (1-based) of a many-client case works on."""
+    return f"{image}-c{index}"
+
+
+def _client_option(key: str, value: str, index: int) -> str:
+    if key == "filename_format":
+        return value.replace("storbench.", f"storbench.c{index}.", 1)
+    if key == "rbdname":
+        return client_image(value, index)
+    return value
+
+
 def render_client_jobs(case: Case, binding: JobBinding) -> list[str]:
     """One job file per client of a many-client case. Each client's files get their own names
     (``filename_format`` gains ``c<N>.``), so clients sharing a filesystem never share a file; fio's servers
-    also prefix file names with the client's address."""
+    also prefix file names with the client's address. An RBD image is per client too (``<image>-c<N>``)."""
     texts = []
     for index in range(1, case.clients + 1):
-        options = tuple((key, value.replace("storbench.", f"storbench.c{index}.", 1) if key == "filename_format"
-                         else value) for key, value in binding.options)
+        options = tuple((key, _client_option(key, value, index)) for key, value in binding.options)
         texts.append(render_job(case, JobBinding(options=options, env=binding.env, fio_binary=binding.fio_binary))
                      .replace(f"; storbench case {case.case_id}", f"; storbench case {case.case_id} client {index}", 1))
     return texts

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from storbench.errors import UserError
-from storbench.lab.ceph_conf import CephLabSpec, mon_address, render_ceph_conf
+from storbench.lab.ceph_conf import LOOPBACK, CephLabSpec, mon_address, render_ceph_conf
 from storbench.lab.process import kill_all, pids_with, run, start_daemon
 
 DEFAULT_LAB_DIR = Path(os.environ.get("STORBENCH_LAB_DIR", "/var/tmp/storbench-lab"))
@@ -32,6 +32,7 @@ class CephLabInfo:
     fsid: str
     spec: CephLabSpec
     cephfs_mount: str | None
+    address: str = LOOPBACK
 
 
 class CephLab:
@@ -55,7 +56,7 @@ class CephLab:
         spec_raw = raw["spec"]
         spec_raw["pools"] = tuple(tuple(p) for p in spec_raw["pools"])
         return CephLabInfo(root=raw["root"], conf=raw["conf"], fsid=raw["fsid"], spec=CephLabSpec(**spec_raw),
-                           cephfs_mount=raw.get("cephfs_mount"))
+                           cephfs_mount=raw.get("cephfs_mount"), address=raw.get("address", LOOPBACK))
 
     def create_image(self, pool: str, image: str, size_bytes: int) -> None:
         """An RBD image, created if missing (fio's rbd engine needs it to exist)."""
@@ -79,9 +80,10 @@ class CephLab:
                 + (f"; cephfs mounted at {info.cephfs_mount}" if info.cephfs_mount else ""))
 
     # ---- lifecycle --------------------------------------------------------------------------------------
-    def up(self, spec: CephLabSpec) -> CephLabInfo:
+    def up(self, spec: CephLabSpec, address: str = LOOPBACK) -> CephLabInfo:
+        """Bring the cluster up with its daemons on ``address`` (reused when one like it is running)."""
         current = self.info()
-        if current is not None and current.spec == spec and self.running():
+        if current is not None and current.spec == spec and current.address == address and self.running():
             try:
                 self._wait_ready(spec, timeout_s=30)
                 return current
@@ -93,9 +95,9 @@ class CephLab:
         for sub in ("run", "log"):
             (self.root / sub).mkdir(exist_ok=True)
         fsid = str(uuid.uuid4())
-        self.conf.write_text(render_ceph_conf(spec, fsid, str(self.root)))
+        self.conf.write_text(render_ceph_conf(spec, fsid, str(self.root), address))
         try:
-            self._create_mon(fsid)
+            self._create_mon(fsid, address)
             self._create_mgr()
             self._create_osds(spec)
             self._wait_ready(spec, timeout_s=READY_TIMEOUT_S)
@@ -104,7 +106,8 @@ class CephLab:
         except BaseException:
             self.down()
             raise
-        info = CephLabInfo(root=str(self.root), conf=str(self.conf), fsid=fsid, spec=spec, cephfs_mount=mount)
+        info = CephLabInfo(root=str(self.root), conf=str(self.conf), fsid=fsid, spec=spec, cephfs_mount=mount,
+                           address=address)
         self.state.write_text(json.dumps({**asdict(info), "up_seconds": round(time.time() - started, 1)}))
         return info
 
@@ -123,7 +126,7 @@ class CephLab:
             shutil.rmtree(self.root, ignore_errors=True)
 
     # ---- steps ------------------------------------------------------------------------------------------
-    def _create_mon(self, fsid: str) -> None:
+    def _create_mon(self, fsid: str, address: str) -> None:
         mon_keyring = self.root / "mon.keyring"
         admin_keyring = self.root / "ceph.client.admin.keyring"
         run(["ceph-authtool", "--create-keyring", str(mon_keyring), "--gen-key", "-n", "mon.", "--cap", "mon",
@@ -133,7 +136,7 @@ class CephLab:
              "allow *"])
         run(["ceph-authtool", str(mon_keyring), "--import-keyring", str(admin_keyring)])
         monmap = self.root / "monmap"
-        run(["monmaptool", "--create", "--addv", "a", mon_address(), "--fsid", fsid, str(monmap)])
+        run(["monmaptool", "--create", "--addv", "a", mon_address(address), "--fsid", fsid, str(monmap)])
         (self.root / "mon.a").mkdir()
         run(["ceph-mon", "-c", str(self.conf), "--mkfs", "-i", "a", "--monmap", str(monmap), "--keyring",
              str(mon_keyring)])

@@ -41,12 +41,16 @@ class CephLabSpec:
         return tuple(params)
 
 
-def mon_address() -> str:
-    return f"[v2:127.0.0.1:{MON_V2_PORT},v1:127.0.0.1:{MON_V1_PORT}]"
+LOOPBACK = "127.0.0.1"
 
 
-def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str) -> str:
-    """ceph.conf for the lab in directory ``root``.
+def mon_address(address: str = LOOPBACK) -> str:
+    return f"[v2:{address}:{MON_V2_PORT},v1:{address}:{MON_V1_PORT}]"
+
+
+def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOOPBACK) -> str:
+    """ceph.conf for the lab in directory ``root``, its daemons on ``address`` (loopback, or the hosts lab's
+    bridge so that fio servers in network namespaces reach them).
 
     Admin socket, pid and log file settings live in the daemon sections only: clients (fio's rbd engine,
     the ceph CLI) would otherwise collide on one admin socket.
@@ -55,7 +59,7 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str) -> str:
     lines = [
         "[global]",
         f"fsid = {fsid}",
-        f"mon host = {mon_address()}",
+        f"mon host = {mon_address(address)}",
         "mon initial members = a",
         "auth cluster required = cephx",
         "auth service required = cephx",
@@ -79,8 +83,8 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str) -> str:
         f"ms bind port min = {OSD_PORT_MIN}",
         f"ms bind port max = {OSD_PORT_MAX}",
         f"run dir = {root}/run",
-        "public addr = 127.0.0.1",
-        "cluster addr = 127.0.0.1",
+        f"public addr = {address}",
+        f"cluster addr = {address}",
         "",
         "[mon]",
         f"mon data = {root}/mon.$id",

@@ -56,6 +56,7 @@ class HostsLab:
     def __init__(self, root: Path | None = None) -> None:
         self.root = (root or DEFAULT_LAB_DIR / "hosts").resolve()
         self.state = self.root / "lab.json"
+        self.ceph_conf = self.root / "ceph.conf"  # the servers' CEPH_CONF (see hosts_conf.server_command)
 
     def info(self) -> HostsLabInfo | None:
         try:
@@ -99,7 +100,8 @@ class HostsLab:
                 inner.write_text(inner_batch(host))
                 run(["ip", "-n", host.namespace, "-batch", str(inner)], timeout_s=60)
             for host in hosts:
-                start_daemon(server_command(host, fio_binary), self.root / "log" / f"{host.hostname}.log")
+                start_daemon(server_command(host, fio_binary, str(self.ceph_conf)),
+                             self.root / "log" / f"{host.hostname}.log")
             self._wait(hosts)
         except BaseException:
             self.down()

@@ -60,8 +60,9 @@ def inner_batch(host: LabHost) -> str:
             f"link set {host.inner_veth} up\nlink set lo up\n")
 
 
-def server_command(host: LabHost, fio_binary: str) -> list[str]:
-    """fio --server inside the namespace, with the namespace's own hostname."""
-    return ["ip", "netns", "exec", host.namespace, "unshare", "--uts", "sh", "-c",
+def server_command(host: LabHost, fio_binary: str, ceph_conf: str) -> list[str]:
+    """fio --server inside the namespace, with the namespace's own hostname. ``ceph_conf``: where librados (fio's
+    rbd engine) looks for the cluster's configuration; a Ceph lab run with these hosts writes it there."""
+    return ["ip", "netns", "exec", host.namespace, "env", f"CEPH_CONF={ceph_conf}", "unshare", "--uts", "sh", "-c",
             'hostname "$1" && exec "$2" --server="$3"', "sh", host.hostname, fio_binary,
             f"{host.address},{FIO_SERVER_PORT}"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from storbench.errors import UserError
 from storbench.execute.local import LocalExecutor
-from storbench.fio.jobfile import JobBinding, render_layout_job
+from storbench.fio.jobfile import JobBinding, client_image, render_layout_job
 from storbench.lab.process import run
 from storbench.model import Case, TargetSpec
 from storbench.targets.local import PreparedTarget
@@ -29,26 +29,37 @@ def check_rbd_target(spec: TargetSpec, cases: Sequence[Case], *, where: str = ""
                             hint="set conf: to your cluster's ceph.conf, or add `lab: {ceph: {}}` to the plan")
 
 
-def prepare_rbd_target(spec: TargetSpec, conf: str, fio_binary: str) -> PreparedTarget:
+def prepare_rbd_target(spec: TargetSpec, conf: str, fio_binary: str, clients: int = 0) -> PreparedTarget:
     """Create the image if it is missing and write it once from end to end: reads of a new, sparse image
-    would return holes (zeros, without touching an OSD's disk) and measure nothing. Bind the job to it."""
+    would return holes (zeros, without touching an OSD's disk) and measure nothing. Bind the job to it.
+
+    ``clients`` > 0: the cases run on that many fio servers, each with an image of its own, ``<image>-c<N>``
+    (``render_client_jobs`` names them): writers sharing one image would pass its exclusive lock back and forth."""
     assert spec.pool is not None and spec.image is not None and spec.client is not None
     binding = JobBinding(options=(("clientname", spec.client), ("pool", spec.pool), ("rbdname", spec.image)),
                          env=(("CEPH_CONF", conf),))
-    images = run(["rbd", "-c", conf, "--id", spec.client, "ls", spec.pool], timeout_s=60).split()
+    existing = set(run(["rbd", "-c", conf, "--id", spec.client, "ls", spec.pool], timeout_s=60).split())
     size = spec.size_bytes or 1 << 30
-    laid_out = "no (existing image)"
-    if spec.image not in images:
+    names = [client_image(spec.image, index) for index in range(1, clients + 1)] if clients else [spec.image]
+    written: list[str] = []
+    seconds = 0.0
+    for name in names:
+        if name in existing:
+            continue
         run(["rbd", "-c", conf, "--id", spec.client, "create", "--size", f"{max(1, size // 1048576)}M",
-             f"{spec.pool}/{spec.image}"], timeout_s=60)
-        result = LocalExecutor(fio_binary).run(render_layout_job(binding, size, 1, "rbd"), timeout_s=1800,
-                                               env=binding.env)
+             f"{spec.pool}/{name}"], timeout_s=60)
+        one = JobBinding(options=(("clientname", spec.client), ("pool", spec.pool), ("rbdname", name)),
+                         env=binding.env)
+        result = LocalExecutor(fio_binary).run(render_layout_job(one, size, 1, "rbd"), timeout_s=1800, env=one.env)
         if result.timed_out or result.returncode != 0:
             tail = " ".join(result.stderr_tail.split()[-20:])
-            raise UserError(f"target '{spec.name}': writing the new image {spec.pool}/{spec.image} failed: {tail}")
-        laid_out = f"yes, {result.finished_at_s - result.started_at_s:.0f}s"
+            raise UserError(f"target '{spec.name}': writing the new image {spec.pool}/{name} failed: {tail}")
+        written.append(name)
+        seconds += result.finished_at_s - result.started_at_s
+    laid_out = f"yes, {len(written)} in {seconds:.0f}s" if written else "no (existing image)"
     return PreparedTarget(
         spec=spec, binding=binding,
-        details=(("kind", "rbd"), ("pool", spec.pool), ("image", spec.image), ("client", spec.client),
-                 ("conf", conf), ("image_prefilled", laid_out)),
+        details=(("kind", "rbd"), ("pool", spec.pool), ("image", names[0] if len(names) == 1 else
+                                                            f"{names[0]} .. {names[-1]}"),
+                 ("client", spec.client), ("conf", conf), ("image_prefilled", laid_out)),
     )
