@@ -11,7 +11,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-FIGURES = {"ceph-block-size": ["iops-vs-bs-small", "bw_bytes-vs-bs-large"]}
+FIGURES = {"ceph-block-size": ["iops-vs-bs-small", "bw_bytes-vs-bs-large"],
+           "ceph-rbd-clients": ["iops-vs-clients", "iops-latency-clients", "process-cpu"]}
 DEFAULT_FIGURES = ["compare-iops", "compare-lat_p99_ns"]
 
 
@@ -23,32 +24,56 @@ def main() -> int:
              "disk, everything (OSDs, NFS server, fio) on the same machine**. They show what storbench reports, not "
              "what Ceph or NFS can do: on two cores the storage daemons are CPU-bound. Re-run an example to get "
              "your machine's numbers.", ""]
+    sections = _existing_sections(ROOT / "docs" / "examples.md")  # examples not re-run keep their text
     for out in sorted((ROOT / "out").glob("*/results.db")):
         name = out.parent.name
         plan_path = ROOT / "examples" / f"{name}.yaml"
         if not plan_path.exists():
             continue
-        plan = yaml.safe_load(plan_path.read_text())
-        conn = sqlite3.connect(out)
-        host, kernel, fio, version, cpus = conn.execute(
-            "SELECT host, kernel, fio_version, storbench_version, cpu_count FROM runs ORDER BY id DESC").fetchone()
-        reps = conn.execute("SELECT COUNT(*), SUM(status = 'ok') FROM repetitions").fetchone()
-        conn.close()
-        parts += [f"## {name}", "", plan.get("description", ""), "",
-                  f"`./scripts/example.sh {name}` — {reps[1]} of {reps[0]} repetitions ok; host `{host}` "
-                  f"({cpus} CPUs), kernel {kernel}, {fio}, storbench {version}.", ""]
-        compare = out.parent / "compare.md"
-        if compare.exists():
-            parts += [compare.read_text().strip(), ""]
-        for figure in FIGURES.get(name, DEFAULT_FIGURES):
-            source = out.parent / "images" / f"{figure}.png"
-            if source.exists():
-                target = images / f"{name}-{figure}.png"
-                shutil.copyfile(source, target)
-                parts += [f"![{name}: {figure}](images/examples/{target.name})", ""]
+        sections[name] = _section(name, plan_path, out, images)
+    for name in sorted(sections):
+        parts += [sections[name].rstrip("\n"), ""]
     (ROOT / "docs" / "examples.md").write_text("\n".join(parts))
     print(f"wrote {ROOT / 'docs' / 'examples.md'}")
     return 0
+
+
+def _existing_sections(doc: Path) -> dict[str, str]:
+    """'## name' sections of the current page, by name."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in (doc.read_text().splitlines() if doc.exists() else []):
+        if line.startswith("## "):
+            current = sections.setdefault(line[3:].strip(), [])
+        if current is not None:
+            current.append(line)
+    return {name: "\n".join(lines) + "\n" for name, lines in sections.items()}
+
+
+def _section(name: str, plan_path: Path, out: Path, images: Path) -> str:
+    parts: list[str] = []
+    plan = yaml.safe_load(plan_path.read_text())
+    conn = sqlite3.connect(out)
+    host, kernel, fio, version, cpus = conn.execute(
+        "SELECT host, kernel, fio_version, storbench_version, cpu_count FROM runs ORDER BY id DESC").fetchone()
+    reps = conn.execute("SELECT COUNT(*), SUM(status = 'ok') FROM repetitions").fetchone()
+    conn.close()
+    parts += [f"## {name}", "", plan.get("description", ""), "",
+              f"`./scripts/example.sh {name}` — {reps[1]} of {reps[0]} repetitions ok; host `{host}` "
+              f"({cpus} CPUs), kernel {kernel}, {fio}, storbench {version}.", ""]
+    compare = out.parent / "compare.md"
+    shown = out.parent / "show.txt"
+    if compare.exists():
+        parts += [compare.read_text().strip(), ""]
+    elif shown.exists():  # no comparison: the results table, verdicts included
+        parts += ["```text", *(line.rstrip() for line in shown.read_text().rstrip().splitlines()), "```", ""]
+    for figure in FIGURES.get(name, DEFAULT_FIGURES):
+        source = out.parent / "images" / f"{figure}.png"
+        if source.exists():
+            target = images / f"{name}-{figure}.png"
+            shutil.copyfile(source, target)
+            parts += [f"![{name}: {figure}](images/examples/{target.name})", ""]
+    return "\n".join(parts)
 
 
 if __name__ == "__main__":

@@ -126,3 +126,22 @@ def test_summary_judges_each_case_from_its_repetitions() -> None:
     # imported results carry no telemetry: unknown
     blank = [replace(r, host_cpu_busy_pct=None, client_cpu_cores=None, disk_busiest_util_pct=None) for r in records]
     assert summarize_points(blank)[0].bottleneck.kind == Bottleneck.UNKNOWN
+
+
+def test_figures_keep_client_counts_apart_and_leave_out_lab_settings_shared_by_all() -> None:
+    from storbench.report.figures import iops_vs_load_figures, process_cpu_figures, utilisation_figures
+
+    records = [replace(_BASE, case_id=f"c{clients}-{bs}", clients=clients, bs=f"{bs}k", bs_bytes=bs * 1024,
+                       rw="randread", rwmixread=None, repeat=repeat, iops=1000.0 * clients + repeat,
+                       lat_mean_ns=1e6, lab="lab=ceph osds=3", process_cpu_cores=(("ceph-osd", 0.1 * clients),))
+               for clients in (1, 2, 4) for bs in (4, 64) for repeat in (0, 1)]
+    points = summarize_points(records)
+    (by_clients,) = [f for f in iops_vs_load_figures(points) if f.figure_id == "iops-vs-clients"]
+    assert sorted(s.name for s in by_clients.series) == ["t randread 4k qd8 read", "t randread 64k qd8 read"]
+    assert all(s.x == (1.0, 2.0, 4.0) for s in by_clients.series)
+    (cpu,) = process_cpu_figures(points)
+    assert len(cpu.x_categories) == 6 and "t randread 4k qd8 2 clients" in cpu.x_categories
+    assert not any("osds=3" in label for label in cpu.x_categories)  # the same for every point: no news
+    (util,) = [f for f in utilisation_figures(points) if f.figure_id == "utilisation-vs-bs"]
+    lines = {s.name.split(":")[0] for s in util.series}
+    assert lines == {"t randread qd8", "t randread qd8 2 clients", "t randread qd8 4 clients"}

@@ -395,6 +395,25 @@ def test_estimate_layout_is_the_largest_working_set_per_target() -> None:
     assert est.repetitions == 16
 
 
+def test_estimate_layout_counts_every_client_and_rbd_image() -> None:
+    text = textwrap.dedent(
+        """\
+        name: many
+        targets:
+          files: {kind: path, path: /srv/bench, size: 16MiB}
+          rbd: {kind: rbd, size: 64MiB}
+        workload:
+          rw: randread
+          numjobs: 2
+          runtime: 1s
+        clients: [1, 4]
+        hosts: {servers: [a, b, c, d]}
+        """
+    )
+    est = estimate(cases_of(text), 1)
+    assert est.layout_bytes == 16 * MIB * 2 * 4 + 64 * MIB * 4  # files per job and client; an image per client
+
+
 def test_estimate_block_targets_need_no_layout_and_count_destructive_cases() -> None:
     text = textwrap.dedent(
         """\

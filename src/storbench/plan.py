@@ -286,8 +286,14 @@ def repetition_seconds(case: Case) -> float:
 
 
 def working_set_bytes(case: Case) -> int:
-    """Bytes of test files this case needs: one file of ``size`` per job."""
-    return (case.workload.size_bytes or 0) * case.workload.numjobs if case.target.kind == "path" else 0
+    """Bytes written before this case can measure: one file of ``size`` per job and client (files, NFS, pods'
+    volumes), one image of ``size`` per client (RBD, written once when created), nothing for a raw device."""
+    size = case.workload.size_bytes or case.target.size_bytes or 0
+    if case.target.kind == "block":
+        return 0
+    if case.target.kind == "rbd":
+        return size * case.clients
+    return size * case.workload.numjobs * case.clients
 
 
 def estimate(cases: Sequence[Case], repeat: int) -> PlanEstimate:

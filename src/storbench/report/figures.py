@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from storbench.model import LatencyHistogram, Status, StoredRepetition
-from storbench.report.tables import point_label, varying_comparison_lab
+from storbench.report.tables import lab_text, point_label, point_name, varying_comparison_lab, varying_lab_keys
 from storbench.stats.compare import PointComparison
 from storbench.stats.drift import Drift
 from storbench.stats.knee import Curve
@@ -274,19 +274,25 @@ def drift_figures(drifts: Sequence[Drift]) -> list[FigureSpec]:
     return figures
 
 
+def _line_key(p: PointSummary, axis: str, lab_keys: Sequence[str]) -> str:
+    """What a line of points against ``axis`` shares: every parameter but the axis (lab ones that vary)."""
+    parts = [p.target, p.rw, p.bs if axis != "bs" else "", f"qd{p.iodepth}" if axis != "iodepth" else "",
+             f"{p.numjobs} jobs" if axis != "numjobs" and p.numjobs > 1 else "",
+             f"{p.clients} clients" if axis != "clients" and p.clients > 1 else "", lab_text(p, lab_keys)]
+    return " ".join(x for x in parts if x)
+
+
 def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
-    """IOPS against iodepth (and numjobs), one line per target/pattern/block size/direction, each point
-    labelled with its bottleneck verdict."""
+    """IOPS against iodepth, numjobs and clients, one line per everything else, each point labelled with its
+    bottleneck verdict."""
     figures = []
-    for axis, attribute in (("iodepth", "iodepth"), ("numjobs", "numjobs")):
+    lab_keys = [k for k in varying_lab_keys(points) if k != "lab"]
+    for axis, attribute in (("iodepth", "iodepth"), ("numjobs", "numjobs"), ("clients", "clients")):
         lines: dict[str, list[PointSummary]] = {}
         for p in points:
             if p.metric("iops") is None:
                 continue
-            other = f"qd{p.iodepth}" if axis == "numjobs" else (f"{p.numjobs} jobs" if p.numjobs > 1 else "")
-            key = " ".join(x for x in (p.target, p.rw, p.bs, other, p.direction, " ".join(
-                f"{k}={v}" for k, v in p.lab if k != "lab")) if x)
-            lines.setdefault(key, []).append(p)
+            lines.setdefault(f"{_line_key(p, axis, lab_keys)} {p.direction}", []).append(p)
         lines = {k: v for k, v in lines.items() if len({getattr(p, attribute) for p in v}) >= 2}
         if not lines:
             continue
@@ -317,13 +323,11 @@ def utilisation_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     metrics = (("host_cpu_busy_pct", "host CPU", False), ("disk_busiest_util_pct", "busiest device", True),
                ("node_cpu_busy_pct", "storage node CPU", False), ("node_disk_util_pct", "storage node disk", True))
     figures = []
+    lab_keys = [k for k in varying_lab_keys(measured) if k != "lab"]
     for axis in ("bs", "iodepth"):
         lines: dict[str, list[PointSummary]] = {}
         for p in measured:
-            rest = f"qd{p.iodepth}" if axis == "bs" else p.bs
-            key = " ".join(x for x in (p.target, p.rw, rest, " ".join(f"{k}={v}" for k, v in p.lab if k != "lab"))
-                           if x)
-            lines.setdefault(key, []).append(p)
+            lines.setdefault(_line_key(p, axis, lab_keys), []).append(p)
         lines = {k: v for k, v in lines.items() if len({p.bs_bytes if axis == "bs" else p.iodepth for p in v}) >= 2}
         if not lines:
             continue
@@ -369,12 +373,8 @@ def process_cpu_figures(points: Sequence[PointSummary], limit: int = 6) -> list[
     names = names[:limit]
     if not names:
         return []
-    lab_keys = sorted({k for p in members for k, _ in p.lab if k != "lab"})
-    labels = []
-    for p in members:
-        lab = " ".join(f"{k}={v}" for k, v in p.lab if k in lab_keys)
-        jobs = f"{p.numjobs} jobs" if p.numjobs > 1 else ""
-        labels.append(" ".join(x for x in (p.target, p.rw, p.bs, f"qd{p.iodepth}", jobs, lab) if x))
+    lab_keys = [k for k in varying_lab_keys(members) if k != "lab"]
+    labels = [point_name(p, lab_keys) for p in members]  # every point its own bar group (clients included)
     categories = tuple(dict.fromkeys(labels))
     series = tuple(Series(name=name, x=tuple(labels),
                           y=tuple(dict(p.process_cpu_cores).get(name, 0.0) for p in members), mode="bar")

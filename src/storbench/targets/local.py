@@ -12,6 +12,7 @@ from pathlib import Path
 from storbench.errors import UserError
 from storbench.fio.jobfile import JobBinding, escape_fio_path, is_safe_job_value
 from storbench.model import Case, TargetSpec, rw_writes
+from storbench.plan import working_set_bytes
 from storbench.targets.guards import (
     block_write_refusal,
     device_in_use,
@@ -69,7 +70,7 @@ def check_path_target(spec: TargetSpec, cases: Sequence[Case], *, create: bool, 
     if not os.access(probe, os.W_OK):
         raise UserError(f"target '{spec.name}': {probe} is not writable", where=where,
                         hint="choose a directory you can write")
-    needed = max(((c.workload.size_bytes or 0) * c.workload.numjobs for c in cases), default=0)
+    needed = max((working_set_bytes(c) for c in cases), default=0)  # every job's and client's files
     existing = sum(f.stat().st_size for f in directory.glob("storbench.*")) if directory.exists() else 0
     free = shutil.disk_usage(probe).free
     if needed - existing > free:
