@@ -89,3 +89,19 @@ def test_layout_job_writes_every_file_once_sequentially() -> None:
             "filename_format=storbench.$jobnum.$filenum"} <= set(lines)
     with pytest.raises(ValueError, match="refusing"):
         render_layout_job(JobBinding(options=(("rbdname", "img\n[evil]"),)), 1 << 20, 1, "rbd")
+
+
+def test_each_repetition_and_client_gets_its_own_reproducible_seed() -> None:
+    plan = PLAN.replace("  fio: {norandommap: true, randrepeat: 0}\n", "")
+    case = expand(load_plan_text(plan, "golden.yaml"))[0]
+    binding = BINDINGS[case.target.name]
+    first, again, second = (render_job(case, binding, rep) for rep in (0, 0, 1))
+    assert first == again  # a re-run (or --resume) repeats the same offsets
+    seeds = [next(line for line in text.splitlines() if line.startswith("randseed=")) for text in (first, second)]
+    assert seeds[0] != seeds[1]
+    assert first.replace(seeds[0], "") == second.replace(seeds[1], "")  # nothing else differs
+    assert render_job(case, binding, 0, client=2) != first
+    assert "randseed" not in render_job(case, binding)  # without a repetition: the plain case job
+    # a plan that chose its own randomness keeps it
+    own = expand(load_plan_text(PLAN, "golden.yaml"))[0]
+    assert "randseed" not in render_job(own, BINDINGS[own.target.name], 1)

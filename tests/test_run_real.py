@@ -73,6 +73,14 @@ def test_provenance_is_kept(finished_run: tuple[Path, Path]) -> None:
     raw = json.loads(zlib.decompress(blob))
     assert len(raw["jobs"]) == 2 and "bins" in raw["jobs"][0]["read"]["clat_ns"]
     assert fio_version.startswith("fio-3") and run[0] == PLAN and run[1] and run[2]
+    # every repetition of a case ran with its own random seed (fio accepted it: the runs are ok)
+    conn = sqlite3.connect(db)
+    seeds = conn.execute("SELECT case_id, job_text FROM repetitions").fetchall()
+    conn.close()
+    by_case: dict[str, set[str]] = {}
+    for case_id, text in seeds:
+        by_case.setdefault(case_id, set()).add(next(ln for ln in text.splitlines() if ln.startswith("randseed=")))
+    assert len(by_case) == 3 and all(len(s) == 2 for s in by_case.values())
 
 
 def test_export_json_has_the_stable_fields(finished_run: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:

@@ -221,11 +221,11 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
                 observer.lab_event(f"{kind} lab: torn down")
 
 
-def _run_on_servers(hosts_executor: HostsExecutor, case: Case, prepared: PreparedTarget, servers: Sequence[str],
-                    timeout_s: float, fio_version: str) -> RepetitionOutcome:
+def _run_on_servers(hosts_executor: HostsExecutor, case: Case, repetition: int, prepared: PreparedTarget,
+                    servers: Sequence[str], timeout_s: float, fio_version: str) -> RepetitionOutcome:
     """One repetition on the first ``case.clients`` servers at once, each with its own job file."""
     chosen = list(servers[:case.clients])
-    job_texts = render_client_jobs(case, prepared.binding)
+    job_texts = render_client_jobs(case, prepared.binding, repetition)
     result = hosts_executor.run_clients(job_texts, chosen, timeout_s)
     return judge_clients_repetition(
         rw=case.workload.rw, servers=chosen, returncode=result.returncode, timed_out=result.timed_out,
@@ -398,16 +398,17 @@ def _run_group(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], items: Sequ
             prepared = session.targets[item.case.target.name]
             if recorder is not None and config.telemetry.client_ceiling and item.case.case_id not in ceilings:
                 ceilings[item.case.case_id] = measure_client_ceiling(executor, item.case, caps)
-            job_text = render_job(item.case, prepared.binding)
+            job_text = render_job(item.case, prepared.binding, item.rep_index)
             timeout_s = watchdog_seconds(item.case, config.timeout_grace)
             if recorder is not None:
                 recorder.start()
             try:
                 if item.case.target.kind == "pvc":
                     outcome = pods.for_target(item.case.target).run_case(
-                        item.case, render_client_jobs(item.case, prepared.binding), item.rep_index, timeout_s)
+                        item.case, render_client_jobs(item.case, prepared.binding, item.rep_index), item.rep_index,
+                        timeout_s)
                 elif hosts_executor is not None:
-                    outcome = _run_on_servers(hosts_executor, item.case, prepared, servers, timeout_s,
+                    outcome = _run_on_servers(hosts_executor, item.case, item.rep_index, prepared, servers, timeout_s,
                                               caps.version)
                 else:
                     result = executor.run(job_text, timeout_s, prepared.binding.env,

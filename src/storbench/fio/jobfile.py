@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -60,12 +61,26 @@ def job_options(case: Case, binding: JobBinding) -> list[tuple[str, str]]:
     return options
 
 
-def render_job(case: Case, binding: JobBinding) -> str:
-    """The job file for one case. numjobs clones are separate jobs in fio's output; storbench merges
-    their latency bins itself, so group_reporting stays off."""
+SEED_OPTIONS = frozenset({"randseed", "randrepeat"})
+
+
+def repetition_seed(case_id: str, repetition: int, client: int = 0) -> int:
+    """fio's random seed for one repetition (and client) of a case: a new offset sequence each repetition, so
+    repetitions are independent samples (fio's default repeats the same offsets, which a cache would learn),
+    yet the same on a re-run, so results reproduce."""
+    digest = hashlib.sha256(f"{case_id}:{repetition}:{client}".encode()).hexdigest()
+    return int(digest[:8], 16)
+
+
+def render_job(case: Case, binding: JobBinding, repetition: int | None = None, client: int = 0) -> str:
+    """The job file for one case (with ``repetition``: that repetition's random seed, unless the plan sets
+    randseed or randrepeat itself). numjobs clones are separate jobs in fio's output; storbench merges their
+    latency bins itself, so group_reporting stays off."""
     w = case.workload
     lines = [f"; storbench case {case.case_id} ({case.target.name})", "[global]"]
     lines += [_line(k, v) for k, v in job_options(case, binding)]
+    if repetition is not None and not SEED_OPTIONS & {k for k, _ in w.fio_options}:
+        lines.append(_line("randseed", str(repetition_seed(case.case_id, repetition, client))))
     lines.append(f"[{case.case_id}]")
     lines.append(_line("rw", w.rw))
     if w.rwmixread is not None:
@@ -124,13 +139,14 @@ def _client_option(key: str, value: str, index: int) -> str:
     return value
 
 
-def render_client_jobs(case: Case, binding: JobBinding) -> list[str]:
+def render_client_jobs(case: Case, binding: JobBinding, repetition: int | None = None) -> list[str]:
     """One job file per client of a many-client case. Each client's files get their own names
     (``filename_format`` gains ``c<N>.``), so clients sharing a filesystem never share a file; fio's servers
     also prefix file names with the client's address. An RBD image is per client too (``<image>-c<N>``)."""
     texts = []
     for index in range(1, case.clients + 1):
         options = tuple((key, _client_option(key, value, index)) for key, value in binding.options)
-        texts.append(render_job(case, JobBinding(options=options, env=binding.env, fio_binary=binding.fio_binary))
+        texts.append(render_job(case, JobBinding(options=options, env=binding.env, fio_binary=binding.fio_binary),
+                                repetition, index)
                      .replace(f"; storbench case {case.case_id}", f"; storbench case {case.case_id} client {index}", 1))
     return texts
