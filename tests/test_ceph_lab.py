@@ -93,6 +93,7 @@ def test_rbd_randwrite_replica_2_vs_3(lab_dir: Path, tmp_path: Path, capsys: pyt
     code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db))
     assert code == 0, out + err
     assert out.count("ceph lab: bringing up") == 2 and out.count("ceph lab: torn down") == 2
+    assert "osd_size=2GiB" in out  # sizes shown with their unit
     conn = sqlite3.connect(db)
     rows = conn.execute("SELECT r.status, c.lab_json, r.job_text, r.target_json FROM repetitions r "
                         "JOIN cases c ON c.id = r.case_id").fetchall()

@@ -34,7 +34,10 @@ from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status
 from storbench.plan import repetition_seconds, schedule, working_set_bytes
 from storbench.store import Store
 from storbench.targets.local import PreparedTarget, check_targets
+from storbench.units import format_bytes
 
+# Lab parameters that are sizes in bytes (shown with units in lab events).
+LAB_SIZE_KEYS = frozenset({"osd_size", "cache_size", "osd_memory_target"})
 # Slowest layout speed the watchdog allows for before calling fio hung.
 WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
 
@@ -167,7 +170,8 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
             pools = tuple(c[0].target.pool for c in by_target.values() if c[0].target.kind == "rbd" and
                           c[0].target.pool)
             lab_spec = ceph_spec_for(lab, pools, bool(ceph_config and ceph_config.cephfs))
-            described = " ".join(f"{k}={v}" for k, v in lab if k != "lab")
+            described = " ".join(f"{k}={format_bytes(int(v)) if k in LAB_SIZE_KEYS and v.isdigit() else v}"
+                                 for k, v in lab if k != "lab")
             observer.lab_event(f"ceph lab: bringing up {described}")
             ceph_lab = CephLab()
             started = time.time()
