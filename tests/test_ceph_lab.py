@@ -87,11 +87,16 @@ def lab_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     HostsLab(directory / "hosts").down()
 
 
-def test_rbd_randwrite_replica_2_vs_3(lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    plan = write_plan(tmp_path, PLAN)
+def _run(plan_text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, str]:
+    """Run a plan into tmp_path/r.db; returns the database and the run's output."""
     db = tmp_path / "r.db"
-    code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db))
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, plan_text)), "--db", str(db))
     assert code == 0, out + err
+    return db, out
+
+
+def test_rbd_randwrite_replica_2_vs_3(lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db, out = _run(PLAN, tmp_path, capsys)
     assert out.count("ceph lab: bringing up") == 2 and out.count("ceph lab: torn down") == 2
     assert "osd_size=2GiB" in out  # sizes shown with their unit
     conn = sqlite3.connect(db)
@@ -133,10 +138,7 @@ def test_rbd_randwrite_replica_2_vs_3(lab_dir: Path, tmp_path: Path, capsys: pyt
 def test_memstore_osds_on_two_cores_are_cpu_bound(lab_dir: Path, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """Memstore keeps data in RAM: no device can be the limit, the CPU that runs OSDs, mon and fio is."""
-    plan = write_plan(tmp_path, CPU_PLAN)
-    db = tmp_path / "r.db"
-    code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db))
-    assert code == 0, out + err
+    _db, out = _run(CPU_PLAN, tmp_path, capsys)
     verdicts = [line for line in out.splitlines() if line.startswith("  rbd randwrite")]
     assert len(verdicts) == 1 and "cpu-bound" in verdicts[0] and "ceph-osd" in verdicts[0], out
 
@@ -144,10 +146,7 @@ def test_memstore_osds_on_two_cores_are_cpu_bound(lab_dir: Path, tmp_path: Path,
 def test_rbd_from_two_namespace_hosts_each_on_its_own_image(lab_dir: Path, tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     """fio servers in network namespaces reach a Ceph lab on their bridge; every client has its own image."""
-    plan = write_plan(tmp_path, CLIENTS_PLAN)
-    db = tmp_path / "r.db"
-    code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db))
-    assert code == 0, out + err
+    db, out = _run(CLIENTS_PLAN, tmp_path, capsys)
     assert "hosts lab: 2 fio servers up" in out and "ceph lab: torn down" in out
     conn = sqlite3.connect(db)
     rows = conn.execute("SELECT r.status, c.clients, r.job_text, r.target_json, r.id FROM repetitions r "

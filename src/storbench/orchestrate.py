@@ -176,14 +176,14 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
             ceph_lab = CephLab()
             started = time.time()
             downs.append(ceph_lab.down)
-            if lab_hosts is not None:  # the fio servers in network namespaces reach the cluster over their bridge
-                from storbench.lab.hosts import HostsLab
-                from storbench.lab.hosts_conf import BRIDGE_ADDRESS
+            from storbench.lab.ceph_conf import LOOPBACK
+            from storbench.lab.hosts import HostsLab
+            from storbench.lab.hosts_conf import BRIDGE_ADDRESS
 
-                info = ceph_lab.up(lab_spec, address=BRIDGE_ADDRESS)
+            # fio servers in network namespaces reach the cluster over their bridge, and find its conf
+            info = ceph_lab.up(lab_spec, address=BRIDGE_ADDRESS if lab_hosts is not None else LOOPBACK)
+            if lab_hosts is not None:
                 shutil.copyfile(info.conf, HostsLab().ceph_conf)
-            else:
-                info = ceph_lab.up(lab_spec)
             ceph_conf, cephfs_mount = info.conf, info.cephfs_mount
             sockets = (f"{info.root}/run/*.asok",)
             observer.lab_event(f"ceph lab: up in {time.time() - started:.0f}s ({info.conf})")

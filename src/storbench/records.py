@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 
 from storbench.fio.parse import merge_clients
 from storbench.model import ClientMeasurement, DirectionMeasurement, Status, StoredRepetition
-from storbench.telemetry.digest import CEPH_OSD_PROCESS, CLIENT_PROCESS, digest
+from storbench.telemetry.digest import CEPH_OSD_PROCESS, digest
 from storbench.telemetry.series import RepetitionTelemetry
 from storbench.units import format_block_size, parse_size_bytes
 
@@ -138,7 +138,6 @@ def telemetry_fields(telemetry: RepetitionTelemetry | None) -> dict[str, object]
         "host_cpu_busy_pct": d.host_cpu_busy_pct if d else None,
         "host_cpu_iowait_pct": d.host_cpu_iowait_pct if d else None,
         "host_cpu_pressure_pct": d.host_cpu_pressure_pct if d else None,
-        "client_cpu_cores": d.process_cores(CLIENT_PROCESS) if d else None,
         "process_cpu_cores": d.process_cpu_cores if d else (),
         "disk_busiest": device.name if device else "",
         "disk_busiest_util_pct": device.util_pct if device else None,
@@ -189,7 +188,6 @@ def repetition_records(repetitions: Iterable[StoredRepetition], per_client: bool
             groups += [(c.client, c.directions or [None]) for c in rep.clients]
         for client_name, directions in groups:
             own = [c for c in rep.clients if c.client == client_name] if client_name else rep.clients
-            client_cores = _fio_cores(own) if rep.status == Status.OK else None
             for m in directions:
                 records.append(
                     Record(
@@ -207,8 +205,8 @@ def repetition_records(repetitions: Iterable[StoredRepetition], per_client: bool
                         error=rep.error,
                         **_latency_fields("lat", m),  # type: ignore[arg-type]
                         **_latency_fields("clat", m),  # type: ignore[arg-type]
-                        **{**observed, "client_cpu_cores": client_cores if client_cores is not None
-                           else observed["client_cpu_cores"]},  # type: ignore[arg-type]
+                        **observed,  # type: ignore[arg-type]
+                        client_cpu_cores=_fio_cores(own) if rep.status == Status.OK else None,
                         client=client_name, **many,  # type: ignore[arg-type]
                     )
                 )

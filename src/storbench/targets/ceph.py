@@ -29,6 +29,12 @@ def check_rbd_target(spec: TargetSpec, cases: Sequence[Case], *, where: str = ""
                             hint="set conf: to your cluster's ceph.conf, or add `lab: {ceph: {}}` to the plan")
 
 
+def _rbd_binding(spec: TargetSpec, image: str, conf: str) -> JobBinding:
+    assert spec.pool is not None and spec.client is not None
+    return JobBinding(options=(("clientname", spec.client), ("pool", spec.pool), ("rbdname", image)),
+                      env=(("CEPH_CONF", conf),))
+
+
 def prepare_rbd_target(spec: TargetSpec, conf: str, fio_binary: str, clients: int = 0) -> PreparedTarget:
     """Create the image if it is missing and write it once from end to end: reads of a new, sparse image
     would return holes (zeros, without touching an OSD's disk) and measure nothing. Bind the job to it.
@@ -36,8 +42,6 @@ def prepare_rbd_target(spec: TargetSpec, conf: str, fio_binary: str, clients: in
     ``clients`` > 0: the cases run on that many fio servers, each with an image of its own, ``<image>-c<N>``
     (``render_client_jobs`` names them): writers sharing one image would pass its exclusive lock back and forth."""
     assert spec.pool is not None and spec.image is not None and spec.client is not None
-    binding = JobBinding(options=(("clientname", spec.client), ("pool", spec.pool), ("rbdname", spec.image)),
-                         env=(("CEPH_CONF", conf),))
     existing = set(run(["rbd", "-c", conf, "--id", spec.client, "ls", spec.pool], timeout_s=60).split())
     size = spec.size_bytes or 1 << 30
     names = [client_image(spec.image, index) for index in range(1, clients + 1)] if clients else [spec.image]
@@ -48,8 +52,7 @@ def prepare_rbd_target(spec: TargetSpec, conf: str, fio_binary: str, clients: in
             continue
         run(["rbd", "-c", conf, "--id", spec.client, "create", "--size", f"{max(1, size // 1048576)}M",
              f"{spec.pool}/{name}"], timeout_s=60)
-        one = JobBinding(options=(("clientname", spec.client), ("pool", spec.pool), ("rbdname", name)),
-                         env=binding.env)
+        one = _rbd_binding(spec, name, conf)
         result = LocalExecutor(fio_binary).run(render_layout_job(one, size, 1, "rbd"), timeout_s=1800, env=one.env)
         if result.timed_out or result.returncode != 0:
             tail = " ".join(result.stderr_tail.split()[-20:])
@@ -58,7 +61,7 @@ def prepare_rbd_target(spec: TargetSpec, conf: str, fio_binary: str, clients: in
         seconds += result.finished_at_s - result.started_at_s
     laid_out = f"yes, {len(written)} in {seconds:.0f}s" if written else "no (existing image)"
     return PreparedTarget(
-        spec=spec, binding=binding,
+        spec=spec, binding=_rbd_binding(spec, spec.image, conf),
         details=(("kind", "rbd"), ("pool", spec.pool), ("image", names[0] if len(names) == 1 else
                                                             f"{names[0]} .. {names[-1]}"),
                  ("client", spec.client), ("conf", conf), ("image_prefilled", laid_out)),
