@@ -145,3 +145,17 @@ def test_figures_keep_client_counts_apart_and_leave_out_lab_settings_shared_by_a
     (util,) = [f for f in utilisation_figures(points) if f.figure_id == "utilisation-vs-bs"]
     lines = {s.name.split(":")[0] for s in util.series}
     assert lines == {"t randread qd8", "t randread qd8 2 clients", "t randread qd8 4 clients"}
+
+
+def test_report_summary_tells_apart_points_that_differ_in_clients_or_lab() -> None:
+    from storbench.report.html import _summary_table
+
+    records = [replace(_BASE, case_id=f"c{clients}-{size}", clients=clients, rw="randread", rwmixread=None,
+                       repeat=repeat, iops=1000.0 + repeat, lat_mean_ns=1e6, lab=f"lab=ceph pool_size={size}")
+               for clients in (1, 4) for size in (2, 3) for repeat in (0, 1)]
+    html_text = _summary_table(summarize_points(records))
+    head = html_text.split("</thead>")[0]
+    assert "<th>clients</th>" in head and "<th>lab</th>" in head
+    rows = [row.split("<td>")[1:8] for row in html_text.split("<tr>")[2:]]
+    assert len(rows) == 4 and len({tuple(r) for r in rows}) == 4  # no two rows read the same
+    assert any("<td>pool_size=3</td>" in row for row in html_text.split("<tr>"))

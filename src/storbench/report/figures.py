@@ -188,7 +188,7 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
         figures.append(FigureSpec(
             figure_id=f"iops-latency-{axis}", title=f"IOPS vs p99 latency as {axis} grows", x_label="IOPS",
             y_label="p99 latency (µs)", series=tuple(series), y_log=True, section="Saturation curves",
-            caption=f"Each point is one {axis}; the knee (large marker) is where more load stops adding IOPS "
+            caption=f"Each point is one {axis} setting; the knee (large marker) is where more load stops adding IOPS "
             "(Kneedle on IOPS against log2 load). Horizontal error bars: 95 % CI of IOPS."))
     return figures
 

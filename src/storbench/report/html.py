@@ -20,6 +20,7 @@ from storbench.report.tables import (
     bottleneck_change,
     change_text,
     iops_with_ci,
+    lab_text,
     point_label,
     point_name,
     telemetry_cell,
@@ -60,8 +61,11 @@ def _time(seconds: float | None) -> str:
 
 def _summary_table(points: Sequence[PointSummary]) -> str:
     with_options = any(p.fio_options for p in points)
+    with_clients = any(p.clients != 1 for p in points)
+    lab_keys = varying_lab_keys(points)
     extra = telemetry_columns(points)
-    head = ("target", "rw", "bs", "iodepth", "jobs", *(("fio options",) if with_options else ()), "dir", "n",
+    head = ("target", "rw", "bs", "iodepth", "jobs", *(("clients",) if with_clients else ()),
+            *(("fio options",) if with_options else ()), *(("lab",) if lab_keys else ()), "dir", "n",
             "IOPS ± 95% CI", "CV", "MiB/s", "mean", "p50", "p95", "p99", "p99.9", "cpu %", "disk %",
             *(name for name, _, _ in extra), "verdict", "warnings")
     rows = []
@@ -75,7 +79,8 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
             return format_latency_ns(estimate.mean) if estimate else "-"
 
         cells = (p.target, p.rw + (f" {p.rwmixread}%" if p.rwmixread is not None else ""), p.bs, p.iodepth,
-                 p.numjobs, *((p.fio_options,) if with_options else ()), p.direction,
+                 p.numjobs, *((p.clients,) if with_clients else ()), *((p.fio_options,) if with_options else ()),
+                 *((lab_text(p, lab_keys),) if lab_keys else ()), p.direction,
                  f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops),
                  "-" if cv is None else f"{cv:.1f}%", "-" if bw is None else f"{bw.mean / 1048576:,.1f}",
                  lat("lat_mean_ns"), lat("lat_p50_ns"), lat("lat_p95_ns"), lat("lat_p99_ns"), lat("lat_p999_ns"),
@@ -85,8 +90,8 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
                  p.bottleneck.kind.value, "; ".join(w.text() for w in p.warnings))
         css = ' class="failed"' if p.repetitions_ok < p.repetitions_total else ""
         rows.append(f"<tr{css}>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
-    return ("<table class='data'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>")
+    return ("<div class='wide'><table class='data'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
+            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
 
 
 def _bottleneck_table(points: Sequence[PointSummary]) -> str:
@@ -176,6 +181,7 @@ header{background:#1d2733;color:#fff;padding:18px 32px}header h1{margin:0;font-s
 header p{margin:4px 0 0;color:#b8c2cc;font-size:13px}
 main{padding:8px 32px 40px;max-width:1500px}section{background:#fff;border-radius:6px;padding:12px 20px;
 margin:16px 0;box-shadow:0 1px 2px rgba(0,0,0,.08)}h2{font-size:18px;margin:8px 0}
+div.wide{overflow-x:auto}
 table.data{border-collapse:collapse;font-size:12.5px;width:100%}table.data th,table.data td{padding:3px 7px;
 border-bottom:1px solid #e3e6ea;text-align:right;white-space:nowrap}table.data th{background:#eef1f4}
 table.data td:first-child,table.data th:first-child{text-align:left}tr.failed td{color:#b00020}
