@@ -118,12 +118,12 @@ def test_targets_and_fio_lists_are_sweep_axes_too() -> None:
           b: {kind: path, path: ./b, size: 1m}
         workload:
           rw: [read, write]
-          fio: {nice: [0, 5], verify: md5}
+          fio: {thinktime: [0, 5], verify: md5}
         """
     )
     cases = cases_of(text)
     assert len(cases) == 2 * 2 * 2
-    assert {(c.target.name, c.workload.rw, dict(c.workload.fio_options)["nice"]) for c in cases} == set(
+    assert {(c.target.name, c.workload.rw, dict(c.workload.fio_options)["thinktime"]) for c in cases} == set(
         itertools.product(["a", "b"], ["read", "write"], ["0", "5"]))
     assert all(dict(c.workload.fio_options)["verify"] == "md5" for c in cases)
 
@@ -174,13 +174,13 @@ def test_exclude_on_target_and_fio_axis() -> None:
           b: {kind: path, path: ./b, size: 1m}
         workload:
           rw: read
-          fio: {nice: [0, 5]}
+          fio: {thinktime: [0, 5]}
         exclude:
-          - {target: b, nice: 5}
+          - {target: b, thinktime: 5}
         """
     )
     cases = cases_of(text)
-    assert {(c.target.name, dict(c.workload.fio_options)["nice"]) for c in cases} == {("a", "0"), ("a", "5"),
+    assert {(c.target.name, dict(c.workload.fio_options)["thinktime"]) for c in cases} == {("a", "0"), ("a", "5"),
                                                                                       ("b", "0")}
 
 
@@ -283,7 +283,7 @@ def test_changing_one_parameter_changes_only_the_affected_ids() -> None:
         ("runtime: 2s", "runtime: 2s\n  direct: false"),
         ("runtime: 2s", "runtime: 2s\n  ioengine: psync"),
         ("runtime: 2s", "runtime: 2s\n  numjobs: 2"),
-        ("runtime: 2s", "runtime: 2s\n  fio: {nice: 1}"),
+        ("runtime: 2s", "runtime: 2s\n  fio: {thinktime: 1}"),
     ],
 )
 def test_every_case_parameter_is_part_of_the_id(old: str, new: str) -> None:

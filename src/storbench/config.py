@@ -24,6 +24,15 @@ from pydantic import (
 )
 
 from storbench.errors import UserError, did_you_mean
+from storbench.fio.allowlist import (
+    ALLOWED_FIO_OPTIONS,
+    ENGINES_BY_TARGET_KIND,
+    engine_option_refusal,
+    engine_refusal,
+    refusal_reason,
+    value_refusal,
+)
+from storbench.fio.jobfile import is_safe_job_value
 from storbench.model import rw_writes
 from storbench.units import parse_duration_s, parse_size_bytes
 
@@ -31,7 +40,6 @@ KeyPath = tuple[str | int, ...]
 
 # Characters a plan value may carry into a fio job file. Newlines, '$' (fio expands environment
 # variables), ';' and '#' (comments), '[' ']' (sections), quotes and backslashes are refused.
-SAFE_VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:/+%@ =*^~-]*$")
 SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SAFE_PATH_RE = re.compile(r"^[A-Za-z0-9_./+@%,=~ -]+$")
 FIO_OPTION_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -66,32 +74,6 @@ MANAGED_FIO_OPTIONS: dict[str, str] = {
     "output": "nothing: storbench keeps fio's output",
     "output_format": "nothing: storbench keeps fio's output",
 }
-# Options that run programs, read or write arbitrary files, or retune the host: never from a plan.
-REFUSED_FIO_OPTIONS = frozenset(
-    {
-        "exec_prerun",
-        "exec_postrun",
-        "ioscheduler",
-        "read_iolog",
-        "write_iolog",
-        "replay_redirect",
-        "opendir",
-        "include",
-        "lockfile",
-        "write_bw_log",
-        "write_lat_log",
-        "write_iops_log",
-        "write_hist_log",
-        "trigger",
-        "trigger_file",
-        "trigger_timeout",
-        "cgroup",
-        "uid",
-        "gid",
-    }
-)
-
-
 def _size(value: object) -> int:
     return parse_size_bytes(value)
 
@@ -149,7 +131,7 @@ class PathTargetConfig(StrictModel):
     @field_validator("path")
     @classmethod
     def _safe_path(cls, value: str) -> str:
-        if not SAFE_PATH_RE.match(value):
+        if not SAFE_PATH_RE.fullmatch(value):
             raise ValueError(
                 f"path {value!r} has characters storbench will not pass to fio "
                 "(allowed: letters, digits, space and _ . / + @ % , = ~ -)"
@@ -175,7 +157,7 @@ class BlockTargetConfig(StrictModel):
     @field_validator("device")
     @classmethod
     def _safe_device(cls, value: str) -> str:
-        if not value.startswith("/dev/") or not SAFE_PATH_RE.match(value) or " " in value:
+        if not value.startswith("/dev/") or not SAFE_PATH_RE.fullmatch(value) or " " in value:
             raise ValueError(f"device {value!r} must be a /dev/ path of letters, digits and _ . / -")
         return value
 
@@ -189,6 +171,8 @@ class RbdTargetConfig(StrictModel):
                        "(`hosts`, `lab.hosts`) each client N gets its own image `<image>-cN`.")
     size: Size = Field(description="Image size (and fio's `size`), e.g. 1GiB.")
     client: str = Field("admin", description="cephx client name, without 'client.'.")
+    destructive: bool = Field(False, description="Allow writes to an existing image storbench did not create "
+                              "(destroying its data); images storbench creates are marked and always writable.")
     conf: str | None = Field(None, description="ceph.conf of the cluster; default: the plan's Ceph lab, or "
                              "/etc/ceph/ceph.conf without a lab. Real fio servers use their own "
                              "/etc/ceph/ceph.conf and keyring.")
@@ -196,14 +180,14 @@ class RbdTargetConfig(StrictModel):
     @field_validator("pool", "image", "client")
     @classmethod
     def _names(cls, value: str) -> str:
-        if not SAFE_NAME_RE.match(value):
+        if not SAFE_NAME_RE.fullmatch(value):
             raise ValueError(f"{value!r} must be letters, digits, '_', '.' or '-'")
         return value
 
     @field_validator("conf")
     @classmethod
     def _conf(cls, value: str | None) -> str | None:
-        if value is not None and not SAFE_PATH_RE.match(value):
+        if value is not None and not SAFE_PATH_RE.fullmatch(value):
             raise ValueError(f"conf {value!r} has characters storbench will not pass on")
         return value
 
@@ -219,7 +203,7 @@ class NfsTargetConfig(StrictModel):
     @field_validator("url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^nfs://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9_.,/+@%=~-]*)?$", value):
+        if value is not None and not re.fullmatch(r"^nfs://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9_.,/+@%=~-]*)?$", value):
             raise ValueError(f"{value!r} is not an nfs://server/export URL storbench can pass on")
         return value
 
@@ -235,7 +219,7 @@ class CephfsTargetConfig(StrictModel):
     @field_validator("path")
     @classmethod
     def _safe_path(cls, value: str | None) -> str | None:
-        if value is not None and not SAFE_PATH_RE.match(value):
+        if value is not None and not SAFE_PATH_RE.fullmatch(value):
             raise ValueError(f"path {value!r} has characters storbench will not pass to fio")
         return value
 
@@ -268,28 +252,29 @@ class PvcTargetConfig(StrictModel):
     image_pull_policy: Literal["Never", "IfNotPresent", "Always"] = Field("IfNotPresent", description="")
     node_selector: dict[str, str] = Field(default_factory=dict, description="Pods run only on nodes with "
                                           "these labels.")
-    kubeconfig: str | None = Field(None, description="kubeconfig file; default: the k8s lab's, else "
-                                   "$KUBECONFIG or ~/.kube/config.")
+    kubeconfig: str | None = Field(None, description="Not taken from a plan: a kubeconfig can run programs "
+                                   "(`exec`, `auth-provider`) and read files as root. storbench uses the k8s "
+                                   "lab's, else $KUBECONFIG or ~/.kube/config.")
     start_budget: Duration = Field(30.0, description="How long pods get to start before all begin fio at once.")
 
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        if not DNS_LABEL_RE.match(value):
+        if not DNS_LABEL_RE.fullmatch(value):
             raise ValueError("namespace must be a DNS label: lowercase letters, digits and '-'")
         return value
 
     @field_validator("storage_class")
     @classmethod
     def _storage_class(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", value):
+        if value is not None and not re.fullmatch(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", value):
             raise ValueError("storage_class must be a DNS subdomain name")
         return value
 
     @field_validator("image")
     @classmethod
     def _image(cls, value: str) -> str:
-        if not IMAGE_RE.match(value):
+        if not IMAGE_RE.fullmatch(value):
             raise ValueError(f"image {value!r} is not an image reference")
         return value
 
@@ -297,15 +282,18 @@ class PvcTargetConfig(StrictModel):
     @classmethod
     def _selector(cls, value: dict[str, str]) -> dict[str, str]:
         for key, label in value.items():
-            if not LABEL_KEY_RE.match(key) or not LABEL_VALUE_RE.match(label):
+            if not LABEL_KEY_RE.fullmatch(key) or not LABEL_VALUE_RE.fullmatch(label):
                 raise ValueError(f"node_selector {key}={label} is not a valid label")
         return value
 
     @field_validator("kubeconfig")
     @classmethod
     def _kubeconfig(cls, value: str | None) -> str | None:
-        if value is not None and not SAFE_PATH_RE.match(value):
-            raise ValueError(f"kubeconfig {value!r} has characters storbench will not use")
+        # A plan may come from someone else and storbench runs as root: a kubeconfig it names could run any
+        # program (a user's exec/auth-provider plugin) or send any file (tokenFile) to a server it chooses.
+        if value is not None:
+            raise ValueError("kubeconfig is not taken from a plan (its exec plugins and key files would be used "
+                             "as root): set $KUBECONFIG instead, or use lab: {k8s: {}}")
         return value
 
 
@@ -394,7 +382,7 @@ class WorkloadConfig(StrictModel):
     @classmethod
     def _engine_name(cls, values: list[str]) -> list[str]:
         for value in values:
-            if not FIO_OPTION_NAME_RE.match(value):
+            if not FIO_OPTION_NAME_RE.fullmatch(value):
                 raise ValueError(f"ioengine {value!r} is not an engine name (e.g. libaio, io_uring, psync)")
         return values
 
@@ -461,7 +449,7 @@ class HostsConfig(StrictModel):
             raise ValueError("give at least one server")
         out = []
         for server in value:
-            match = re.match(r"^(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9][A-Za-z0-9.\-]{0,252})(?::([0-9]{1,5}))?$", server)
+            match = re.fullmatch(r"^(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9][A-Za-z0-9.\-]{0,252})(?::([0-9]{1,5}))?$", server)
             if not match or (match.group(2) and not 0 < int(match.group(2)) < 65536):
                 raise ValueError(f"server {server!r} must be host, host:port or [v6]:port")
             out.append(f"{match.group(1)},{match.group(2) or 8765}")
@@ -500,7 +488,7 @@ class PrometheusConfig(StrictModel):
     @field_validator("url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not re.match(r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/\-]*)?$", value):
+        if not re.fullmatch(r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/\-]*)?$", value):
             raise ValueError("url must be http(s)://host[:port][/path]")
         return value
 
@@ -508,7 +496,7 @@ class PrometheusConfig(StrictModel):
     @classmethod
     def _queries(cls, value: dict[str, str]) -> dict[str, str]:
         for name in value:
-            if not METRIC_NAME_RE.match(name):
+            if not METRIC_NAME_RE.fullmatch(name):
                 raise ValueError(f"query name {name!r} must be lowercase letters, digits and '_'")
         return value
 
@@ -540,7 +528,7 @@ class TelemetryConfig(StrictModel):
     @classmethod
     def _processes(cls, value: list[str]) -> list[str]:
         for name in value:
-            if not PROCESS_NAME_RE.match(name):
+            if not PROCESS_NAME_RE.fullmatch(name):
                 raise ValueError(f"process name {name!r} must be 1-15 characters without '/' (as in "
                                  "/proc/PID/comm)")
         return value
@@ -570,6 +558,9 @@ class PlanConfig(StrictModel):
         description="The watchdog kills fio when a repetition takes longer than ramp + runtime + this.",
     )
     tags: list[str] = Field(default_factory=list, description="Labels stored with the run, for selecting it later.")
+    keep_files: bool = Field(False, description="Leave the test files in path and cephfs directories after the "
+                             "run (default: removed when the run ends, fails or is interrupted; a later run lays "
+                             "them out again).")
     lab: LabConfig | None = Field(None, description="Test beds to bring up for the run (see `lab`).")
     clients: Sweep[Annotated[int, Field(ge=1, le=4096)]] = Field(
         [1], description="fio clients running each case at once, one per server (needs `hosts` or "
@@ -581,7 +572,7 @@ class PlanConfig(StrictModel):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not SAFE_NAME_RE.match(value):
+        if not SAFE_NAME_RE.fullmatch(value):
             raise ValueError("name must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit")
         return value
 
@@ -596,7 +587,7 @@ class PlanConfig(StrictModel):
     @classmethod
     def _tags(cls, value: list[str]) -> list[str]:
         for tag in value:
-            if not SAFE_NAME_RE.match(tag):
+            if not SAFE_NAME_RE.fullmatch(tag):
                 raise ValueError(f"tag {tag!r} must be letters, digits, '_', '.' or '-'")
         return value
 
@@ -810,10 +801,11 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
         errors = exc.errors(include_url=False)
         raise _translate(dict(errors[0]), data, source) from None
     for name in config.targets:
-        if not SAFE_NAME_RE.match(name):
+        if not SAFE_NAME_RE.fullmatch(name):
             raise UserError(f"target name {name!r} must be letters, digits, '_', '.' or '-'",
                             where=source.where(("targets", name)), hint="rename the target, e.g. 'my-disk'")
     check_fio_options(config.workload.fio, source)
+    _check_engines(config, source)
     _check_lab(config, source)
     return LoadedPlan(config=config, source=source)
 
@@ -904,22 +896,21 @@ def _check_lab(config: PlanConfig, source: PlanSource) -> None:
 
 
 def check_fio_options(options: Mapping[str, FioScalar | list[FioScalar]], source: PlanSource) -> None:
-    """Pass-through fio options: a real option name, not one storbench manages, and a value that
-    cannot change the structure of the job file."""
+    """Pass-through fio options: on the allow-list of options that only shape the I/O (fio/allowlist.py), not one
+    storbench manages, and every value in that option's grammar."""
     for name, value in options.items():
         where = source.where(("workload", "fio", name))
-        if not FIO_OPTION_NAME_RE.match(name):
+        if not FIO_OPTION_NAME_RE.fullmatch(name):
             raise UserError(f"{name!r} is not a fio option name", where=where)
         if name in MANAGED_FIO_OPTIONS:
             raise UserError(
                 f"fio option '{name}' is set by storbench", where=where, hint=f"use {MANAGED_FIO_OPTIONS[name]}"
             )
-        if name in REFUSED_FIO_OPTIONS:
-            raise UserError(
-                f"fio option '{name}' runs programs, touches arbitrary files or retunes the host",
-                where=where,
-                hint="it is not allowed in a plan; run such steps outside storbench",
-            )
+        if name not in ALLOWED_FIO_OPTIONS:
+            close = did_you_mean(name, list(ALLOWED_FIO_OPTIONS))
+            raise UserError(f"fio option '{name}' {refusal_reason(name)}", where=where,
+                            hint=(f"{close}; " if close else "") + "it is not allowed in a plan; the allowed "
+                            "options are in docs/plan-reference.md (`workload.fio`)")
         values = value if isinstance(value, list) else [value]
         if not values:
             raise UserError("an empty list sweeps nothing", where=where, hint="give at least one value")
@@ -927,10 +918,31 @@ def check_fio_options(options: Mapping[str, FioScalar | list[FioScalar]], source
         if len(set(texts)) != len(texts):
             raise UserError("a value is listed twice", where=where, hint="remove the duplicate")
         for text in texts:
-            if not SAFE_VALUE_RE.match(text):
+            if not is_safe_job_value(text):
                 raise UserError(
                     f"value {text!r} has characters that could change the fio job file",
                     where=where,
                     hint="newlines, $, ;, #, [, ], quotes and backslashes are refused",
                 )
+            refusal = value_refusal(name, text)
+            if refusal:
+                raise UserError(refusal, where=where, hint="see docs/plan-reference.md, `workload.fio`")
 
+
+def _check_engines(config: PlanConfig, source: PlanSource) -> None:
+    """Each target kind has its engines (rbd and nfs targets always use theirs); engine options only with
+    their engine."""
+    for name, target in config.targets.items():
+        engines = [target.kind] if target.kind in ("rbd", "nfs") else config.workload.ioengine
+        for engine in engines:
+            refusal = engine_refusal(engine, target.kind)
+            if refusal:
+                raise UserError(f"target '{name}': {refusal}", where=source.where(("workload", "ioengine")),
+                                hint=did_you_mean(engine, list(ENGINES_BY_TARGET_KIND[target.kind])) or
+                                "storbench sets the engine of rbd and nfs targets itself; files and devices take "
+                                "a local engine")
+            for option in config.workload.fio:
+                refusal = engine_option_refusal(option, engine)
+                if refusal:
+                    raise UserError(f"target '{name}': {refusal}", where=source.where(("workload", "fio", option)),
+                                    hint="drop it, or sweep only that ioengine")

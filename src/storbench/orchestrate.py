@@ -11,7 +11,7 @@ import os
 import platform
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,10 +30,10 @@ from storbench.execute.local import FioProcessResult
 from storbench.fio.jobfile import CEILING_RUNTIME_S, render_ceiling_job, render_client_jobs, render_job
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
 from storbench.fio.outcome import judge_clients_repetition, judge_repetition
-from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status, TargetSpec
+from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status, TargetSpec, rw_writes
 from storbench.plan import repetition_seconds, schedule, working_set_bytes
 from storbench.store import Store
-from storbench.targets.local import PreparedTarget, check_targets
+from storbench.targets.local import PreparedTarget, check_targets, remove_test_files
 from storbench.units import format_bytes
 
 # Lab parameters that are sizes in bytes (shown with units in lab events).
@@ -200,7 +200,8 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
             if spec.kind == "rbd":
                 targets[name] = prepare_rbd_target(
                     spec, spec.conf or ceph_conf or DEFAULT_CEPH_CONF, checked.capabilities.binary,
-                    clients=max(c.clients for c in target_cases) if on_servers else 0)
+                    clients=max(c.clients for c in target_cases) if on_servers else 0,
+                    writes=any(rw_writes(c.workload.rw) for c in target_cases))
             elif spec.kind == "nfs":
                 url = spec.path or nfs_url
                 assert url is not None
@@ -218,6 +219,8 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
                 targets[name] = check_path_target(replace(spec, path=directory), target_cases, create=True)
         yield LabContext(targets=targets, ceph_socket_patterns=sockets)
     finally:
+        if not loaded.config.keep_files:
+            _remove_test_files([t for name, t in targets.items() if name not in checked.targets], observer)
         if not keep:
             for down in reversed(downs):
                 down()
@@ -252,6 +255,20 @@ def measure_client_ceiling(executor: Executor, case: Case, caps: FioCapabilities
     if outcome.status != Status.OK:
         return None
     return sum(d.iops for client in outcome.clients for d in client.directions)
+
+
+def _remove_test_files(targets: Iterable[PreparedTarget], observer: RunObserver) -> None:
+    """Test files in local directories go when the run ends (also when it fails or is interrupted), unless the
+    plan says keep_files; directories on fio servers are theirs."""
+    for prepared in targets:
+        details = dict(prepared.details)
+        directory = details.get("directory")
+        if directory is None or details.get("checked") == "on the fio servers":
+            continue
+        removed = remove_test_files(Path(directory))
+        if removed:
+            observer.lab_event(f"target {prepared.spec.name}: removed {removed} test files from {directory} "
+                               "(keep_files: true keeps them)")
 
 
 def plan_sha256(text: str) -> str:
@@ -305,6 +322,8 @@ def run_plan(
                 position += len(items)
         finally:
             pods.close()
+            if not config.keep_files:
+                _remove_test_files(checked.targets.values(), observer)
     store.finish_run(run_id, clock())
     return RunResult(run_id=run_id, ran=len(todo), skipped=len(order) - len(todo), failed=failed)
 

@@ -76,7 +76,7 @@ def target_spec(name: str, config: PathTargetConfig | BlockTargetConfig | RbdTar
                           start_budget_s=config.start_budget)
     if isinstance(config, RbdTargetConfig):
         return TargetSpec(name=name, kind="rbd", size_bytes=config.size, pool=config.pool, image=config.image,
-                          client=config.client, conf=config.conf)
+                          client=config.client, conf=config.conf, destructive=config.destructive)
     return TargetSpec(
         name=name, kind="block", device=config.device, size_bytes=config.size, destructive=config.destructive
     )

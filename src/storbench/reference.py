@@ -7,7 +7,6 @@ from pydantic_core import PydanticUndefined
 
 from storbench.config import (
     MANAGED_FIO_OPTIONS,
-    REFUSED_FIO_OPTIONS,
     BlockTargetConfig,
     CephfsTargetConfig,
     CephLabConfig,
@@ -25,7 +24,7 @@ from storbench.config import (
     TelemetryConfig,
     WorkloadConfig,
 )
-from storbench.fio.options import REFUSED_ENGINES
+from storbench.fio.allowlist import ALLOWED_FIO_OPTIONS, ENGINES_BY_TARGET_KIND, REFUSAL_REASONS
 from storbench.telemetry.prometheus import DEFAULT_QUERIES
 
 SWEEPABLE = {"rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine", "osds",
@@ -130,16 +129,27 @@ def plan_reference_markdown() -> str:
         "",
         "### `workload.fio`: other fio options",
         "",
-        "Any option of the fio in use (checked against `fio --cmdhelp` and `fio --enghelp=ENGINE`); a list sweeps.",
-        "Values may contain letters, digits and `_ . , : / + % @ = * ^ ~ -` and spaces; nothing that could start a "
-        "new line, section, comment or variable in the job file.",
+        "A plan is untrusted input, and storbench runs as root: only options that shape the I/O storbench already "
+        "aims at its own test files pass through, each value in its option's grammar (checked again when the job "
+        "file is written, and against `fio --cmdhelp`/`fio --enghelp=ENGINE` of the fio in use). A list sweeps.",
+        "",
+        "| option | value | what it does |",
+        "|---|---|---|",
+        *(f"| `{name}` | {option.grammar.name} | {option.what}"
+          + (f" (only with ioengine {', '.join(sorted(option.engines))})" if option.engines else "") + " |"
+          for name, option in sorted(ALLOWED_FIO_OPTIONS.items())),
         "",
         "Set by storbench, so not accepted here: "
         + ", ".join(f"`{name}`" for name in sorted(MANAGED_FIO_OPTIONS)) + ".",
         "",
-        "Refused because they run programs, touch arbitrary files or retune the host: "
-        + ", ".join(f"`{name}`" for name in sorted(REFUSED_FIO_OPTIONS)) + ". Refused engines: "
-        + ", ".join(f"`{name}`" for name in sorted(REFUSED_ENGINES)) + ".",
+        "Every other option is refused, with the reason; for example: "
+        + "; ".join(f"{reason}: " + ", ".join(f"`{n}`" for n in sorted(names)) for reason, names in REFUSAL_REASONS)
+        + ".",
+        "",
+        "Engines per target kind (`workload.ioengine`): "
+        + "; ".join(f"`{kind}`: " + ", ".join(f"`{e}`" for e in engines)
+                    for kind, engines in ENGINES_BY_TARGET_KIND.items())
+        + ". rbd and nfs targets always use their own engine; `exec` and network engines are never accepted.",
         "",
         "## `lab`",
         "",

@@ -7,13 +7,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from storbench.fio.allowlist import is_allowed
 from storbench.model import Case
 from storbench.units import format_block_size
 
 # What may appear in a value written to a job file. Anything that could start a new line, a section,
-# a comment or an environment expansion is refused, whatever its origin.
-_JOB_VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:/+%@ =*^~\\$-]*$")
-_JOB_KEY_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+# a comment, an environment expansion or one of fio's '$' keywords ($jobnum, $mb_memory, ...) is refused,
+# whatever its origin; '$' only in storbench's own file name format.
+_JOB_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:/+%@ =*^~\\-]*")
+_JOB_KEY_RE = re.compile(r"[a-z][a-z0-9_]*")
+_OWN_FILENAME_FORMAT_RE = re.compile(r"storbench\.(?:c[0-9]{1,4}\.)?\$jobnum\.\$filenum")
 
 
 @dataclass(frozen=True)
@@ -33,12 +36,14 @@ def escape_fio_path(path: str) -> str:
 
 def is_safe_job_value(value: str) -> bool:
     """True when ``value`` cannot start a new line, section, comment or variable expansion in a job file."""
-    return "\n" not in value and "\r" not in value and "${" not in value and bool(_JOB_VALUE_RE.match(value))
+    return _JOB_VALUE_RE.fullmatch(value) is not None
 
 
 def _line(key: str, value: str) -> str:
-    if not _JOB_KEY_RE.match(key):
+    if not _JOB_KEY_RE.fullmatch(key):
         raise ValueError(f"refusing fio option name {key!r}")
+    if key == "filename_format" and _OWN_FILENAME_FORMAT_RE.fullmatch(value):
+        return f"{key}={value}"
     if not is_safe_job_value(value):
         raise ValueError(f"refusing fio value {value!r} for {key!r}: it could change the job file")
     return f"{key}={value}"
@@ -90,7 +95,10 @@ def render_job(case: Case, binding: JobBinding, repetition: int | None = None, c
         _line("iodepth", str(w.iodepth)),
         _line("numjobs", str(w.numjobs)),
     ]
-    lines += [_line(k, v) for k, v in w.fio_options]
+    for key, value in w.fio_options:
+        if not is_allowed(key, value):
+            raise ValueError(f"refusing pass-through fio option {key}={value!r}: not on the allow-list")
+        lines.append(_line(key, value))
     return "\n".join(lines) + "\n"
 
 

@@ -28,6 +28,7 @@ from storbench.model import (
     TargetSpec,
     WorkloadPoint,
 )
+from storbench.private_files import create_private
 from storbench.store.codec import compress_text, decode_histogram, decompress_text, encode_histogram
 from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
 
@@ -460,6 +461,10 @@ def open_store(path: str | Path) -> Store:
     parent = Path(path).expanduser().resolve().parent
     if not parent.exists():
         raise UserError(f"cannot create {path}: {parent} does not exist", hint="create the directory first")
+    try:
+        create_private(path)  # 0600: results hold host names, paths and plan text
+    except OSError as exc:
+        raise UserError(f"cannot create {path}: {exc.strerror or exc}", hint="choose another --db") from None
     try:
         conn = sqlite3.connect(path, timeout=30, isolation_level=None)
         conn.row_factory = sqlite3.Row

@@ -35,7 +35,21 @@ def _rbd_binding(spec: TargetSpec, image: str, conf: str) -> JobBinding:
                       env=(("CEPH_CONF", conf),))
 
 
-def prepare_rbd_target(spec: TargetSpec, conf: str, fio_binary: str, clients: int = 0) -> PreparedTarget:
+# Image metadata storbench sets on the images it creates: only those are written without `destructive: true`.
+CREATED_BY_KEY = "storbench.created"
+
+
+def _created_by_storbench(conf: str, client: str, pool: str, image: str) -> bool:
+    try:
+        run(["rbd", "-c", conf, "--id", client, "image-meta", "get", f"{pool}/{image}", CREATED_BY_KEY],
+            timeout_s=60)
+    except UserError:
+        return False
+    return True
+
+
+def prepare_rbd_target(spec: TargetSpec, conf: str, fio_binary: str, clients: int = 0, *,
+                       writes: bool = True) -> PreparedTarget:
     """Create the image if it is missing and write it once from end to end: reads of a new, sparse image
     would return holes (zeros, without touching an OSD's disk) and measure nothing. Bind the job to it.
 
@@ -49,9 +63,16 @@ def prepare_rbd_target(spec: TargetSpec, conf: str, fio_binary: str, clients: in
     seconds = 0.0
     for name in names:
         if name in existing:
+            if writes and not spec.destructive and not _created_by_storbench(conf, spec.client, spec.pool, name):
+                raise UserError(f"target '{spec.name}': image {spec.pool}/{name} exists and storbench did not "
+                                "create it; writing would destroy its data",
+                                hint="set destructive: true on the target if that is what you want, or name a "
+                                "new image")
             continue
         run(["rbd", "-c", conf, "--id", spec.client, "create", "--size", f"{max(1, size // 1048576)}M",
              f"{spec.pool}/{name}"], timeout_s=60)
+        run(["rbd", "-c", conf, "--id", spec.client, "image-meta", "set", f"{spec.pool}/{name}", CREATED_BY_KEY,
+             "1"], timeout_s=60)
         one = _rbd_binding(spec, name, conf)
         result = LocalExecutor(fio_binary).run(render_layout_job(one, size, 1, "rbd"), timeout_s=1800, env=one.env)
         if result.timed_out or result.returncode != 0:

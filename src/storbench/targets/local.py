@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 from collections.abc import Callable, Sequence
@@ -22,6 +23,9 @@ from storbench.targets.guards import (
 from storbench.units import format_bytes
 
 FILENAME_FORMAT = "storbench.$jobnum.$filenum"
+# Every test file storbench's jobs make: its own (storbench.J.F), a client's (storbench.cN.J.F), and a fio
+# server's, which prefixes the client's file with its address (10.214.0.10.storbench.c1.0.0).
+TEST_FILE_RE = re.compile(r"(?:[0-9A-Fa-f.:\[\]]{1,64}\.)?storbench\.(?:c[0-9]{1,5}\.)?[0-9]{1,6}\.[0-9]{1,6}")
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,16 @@ def check_path_target(spec: TargetSpec, cases: Sequence[Case], *, create: bool, 
         )
     if create:
         directory.mkdir(parents=True, exist_ok=True)
+    if directory.exists():
+        refusal = directory_refusal(directory)
+        if refusal:
+            raise UserError(f"target '{spec.name}': {refusal}", where=where,
+                            hint="use a directory owned by you (or root) that only its owner can write")
+    if create:
+        refusal = claim_test_files(directory, test_file_names(cases))
+        if refusal:
+            raise UserError(f"target '{spec.name}': {refusal}", where=where,
+                            hint="remove it; storbench only writes test files it created itself")
     mount_point, fs_type = _filesystem_of(directory)
     return PreparedTarget(
         spec=spec,
@@ -88,6 +102,73 @@ def check_path_target(spec: TargetSpec, cases: Sequence[Case], *, create: bool, 
         details=(("kind", "path"), ("directory", str(directory)), ("mount_point", mount_point),
                  ("filesystem", fs_type)),
     )
+
+
+def directory_refusal(directory: Path) -> str | None:
+    """Why storbench may not make test files in ``directory``: another user who owns it, or may write to it
+    (without the sticky bit), could swap a test file for a link to any file or device between storbench's
+    check and fio's open. None when it is safe."""
+    st = os.lstat(directory)
+    if stat.S_ISLNK(st.st_mode):
+        return f"{directory} is a symbolic link"
+    if st.st_uid not in (0, os.geteuid()):
+        return f"{directory} belongs to uid {st.st_uid}, not to the user running storbench"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+        return f"{directory} is writable by other users (mode {stat.S_IMODE(st.st_mode):o}, no sticky bit)"
+    return None
+
+
+def test_file_names(cases: Sequence[Case]) -> list[str]:
+    """The files fio's jobs of these cases open in a local directory (storbench.JOB.FILE)."""
+    jobs = max((c.workload.numjobs for c in cases), default=1)
+    files = max((int(dict(c.workload.fio_options).get("nrfiles", "1")) for c in cases), default=1)
+    return [f"storbench.{job}.{number}" for job in range(jobs) for number in range(files)]
+
+
+def claim_test_files(directory: Path, names: Sequence[str]) -> str | None:
+    """Create each test file that does not exist yet, exclusively and without following links (mode 0600), so
+    fio opens storbench's own regular file; an existing one must be a regular file of this user with one link.
+    Returns why a file is refused, or None."""
+    own = os.geteuid()
+    for name in names:
+        path = directory / name
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                return f"test file {path} is a symbolic link"
+            if not stat.S_ISREG(st.st_mode):
+                return f"test file {path} is not a regular file"
+            if st.st_uid != own:
+                return f"test file {path} belongs to uid {st.st_uid}"
+            if st.st_nlink != 1:
+                return f"test file {path} has {st.st_nlink} hard links"
+            continue
+        os.close(fd)
+    return None
+
+
+def remove_test_files(directory: Path) -> int:
+    """Remove storbench's test files (regular files of this user named like them) from ``directory``; never
+    follows a link. Returns how many were removed."""
+    removed = 0
+    own = os.geteuid()
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return 0
+    for entry in entries:
+        if not TEST_FILE_RE.fullmatch(entry.name):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == own:
+                os.unlink(entry.path)
+                removed += 1
+        except OSError:
+            continue
+    return removed
 
 
 def _device_numbers(device: Path) -> tuple[list[tuple[int, int]], list[str], list[str], str]:
