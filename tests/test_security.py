@@ -86,7 +86,8 @@ def test_only_allow_listed_options_of_the_installed_fio_reach_a_job_file() -> No
 def test_no_allowed_option_takes_a_file_a_device_or_a_keyword(name: str) -> None:
     option = ALLOWED_FIO_OPTIONS[name]
     assert option.grammar.accepts(option.grammar.example)
-    for value in (*HOSTILE_VALUES, f"{option.grammar.example}:/etc/passwd", f"{option.grammar.example}\n", f"{option.grammar.example}$ncpus"):
+    example = option.grammar.example
+    for value in (*HOSTILE_VALUES, f"{example}:/etc/passwd", f"{example}\n", f"{example}$ncpus"):
         assert not option.grammar.accepts(value), f"{name} accepts {value!r}"
 
 

@@ -24,6 +24,7 @@ from storbench import __version__
 from storbench.config import LoadedPlan, load_plan_text
 from storbench.errors import UserError, did_you_mean
 from storbench.model import RepetitionOutcome, RunInfo, ScheduledRepetition, Status
+from storbench.private_files import write_private
 from storbench.records import Record
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
@@ -303,9 +304,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 def _write_output(text: str, output: str) -> None:
     if output and output != "-":
         try:
-            Path(output).write_text(text)
+            write_private(output, text)
         except OSError as exc:
-            raise UserError(f"cannot write {output}: {exc.strerror}") from None
+            raise UserError(f"cannot write {output}: {exc.strerror or exc}") from None
     else:
         sys.stdout.write(text)
 
@@ -420,7 +421,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         directory.mkdir(parents=True, exist_ok=True)
         for figure in document.figures:
             for fmt in ("png", "svg"):
-                (directory / f"{figure.figure_id}.{fmt}").write_bytes(render_image(figure, fmt))
+                write_private(directory / f"{figure.figure_id}.{fmt}", render_image(figure, fmt))
         out.print(f"images: {len(document.figures)} figures as PNG and SVG in {directory}", markup=False)
     return 0
 
@@ -698,25 +699,25 @@ def build_parser() -> argparse.ArgumentParser:
     ceph.add_argument("--cache-size", default=None, help="BlueStore cache per OSD, autotune off (e.g. 256MiB)")
     ceph.add_argument("--osd-memory-target", default=None, help="osd_memory_target (>= 896MiB)")
     ceph.add_argument("--cephfs", action="store_true", help="also run an MDS and mount CephFS with ceph-fuse")
-    ceph.add_argument("--dir", default=None, help="lab directory (default $STORBENCH_LAB_DIR/ceph or "
-                      "/var/tmp/storbench-lab/ceph)")
+    ceph.add_argument("--dir", default=None, help="lab directory, kept 0700 (default $STORBENCH_LAB_DIR/ceph or "
+                      "/var/lib/storbench/lab/ceph)")
     ceph.set_defaults(func=cmd_lab_ceph)
     nfs = lab_sub.add_parser("nfs", help="an NFS server (nfs-ganesha, VFS backend) in a network namespace")
     nfs.add_argument("action", choices=("up", "down", "status"))
-    nfs.add_argument("--dir", default=None, help="lab directory (default $STORBENCH_LAB_DIR/nfs or "
-                     "/var/tmp/storbench-lab/nfs)")
+    nfs.add_argument("--dir", default=None, help="lab directory, kept 0700 (default $STORBENCH_LAB_DIR/nfs or "
+                     "/var/lib/storbench/lab/nfs)")
     nfs.set_defaults(func=cmd_lab_nfs)
     hosts = lab_sub.add_parser("hosts", help="client hosts: fio servers in network namespaces on a private bridge")
     hosts.add_argument("action", choices=("up", "down", "status"))
     hosts.add_argument("--count", type=int, default=8, choices=range(1, 251), metavar="N",
                        help="how many hosts (1-250, default 8)")
-    hosts.add_argument("--dir", default=None, help="lab directory (default $STORBENCH_LAB_DIR/hosts or "
-                       "/var/tmp/storbench-lab/hosts)")
+    hosts.add_argument("--dir", default=None, help="lab directory, kept 0700 (default $STORBENCH_LAB_DIR/hosts or "
+                       "/var/lib/storbench/lab/hosts)")
     hosts.set_defaults(func=cmd_lab_hosts)
     k8s = lab_sub.add_parser("k8s", help="a single-node Kubernetes cluster (scripts/build-kubernetes.sh first)")
     k8s.add_argument("action", choices=("up", "down", "status"))
-    k8s.add_argument("--dir", default=None, help="lab directory (default $STORBENCH_LAB_DIR/k8s or "
-                     "/var/tmp/storbench-lab/k8s)")
+    k8s.add_argument("--dir", default=None, help="lab directory, kept 0700 (default $STORBENCH_LAB_DIR/k8s or "
+                     "/var/lib/storbench/lab/k8s)")
     k8s.set_defaults(func=cmd_lab_k8s)
 
     p = sub.add_parser("k8s", help="Kubernetes housekeeping")
