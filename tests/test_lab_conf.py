@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from storbench.lab.ceph_conf import MIN_OSD_MEMORY_TARGET, CephLabSpec, ceph_spec_for, render_ceph_conf
-from storbench.lab.nfs_conf import SERVER_ADDRESS, NfsLabSpec, nfs_url, render_ganesha_conf
+from storbench.lab.nfs_conf import (
+    ANONYMOUS_UID,
+    HOST_ADDRESS,
+    SERVER_ADDRESS,
+    NfsLabSpec,
+    nfs_url,
+    render_ganesha_conf,
+)
 
 
 def _sections(text: str) -> dict[str, list[str]]:
@@ -58,5 +65,18 @@ def test_spec_from_a_sweep_point() -> None:
 def test_ganesha_conf() -> None:
     text = render_ganesha_conf("/lab/export", "/lab", NfsLabSpec())
     assert "Graceless = true;" in text and "Path = /lab/export;" in text and "Protocols = 3, 4;" in text
-    assert f"Bind_addr = {SERVER_ADDRESS};" in text and "Squash = No_Root_Squash;" in text
+    assert f"Bind_addr = {SERVER_ADDRESS};" in text
     assert nfs_url() == f"nfs://{SERVER_ADDRESS}/export"
+
+
+def test_ganesha_export_squashes_root_and_serves_only_the_lab() -> None:
+    text = render_ganesha_conf("/lab/export", "/lab", NfsLabSpec())
+    export = text.split("EXPORT {", 1)[1].split("\nLOG {", 1)[0]
+    own, client = export.split("CLIENT {", 1)
+    # the export grants nothing by itself; only the host end of the lab's veth may read and write
+    assert "Access_Type = None;" in own and "Access_Type = RW;" not in own
+    assert f"Clients = {HOST_ADDRESS};" in client and "Access_Type = RW;" in client
+    assert "Squash = Root_Squash;" in own and "No_Root_Squash" not in text
+    assert f"Anonymous_Uid = {ANONYMOUS_UID};" in own and ANONYMOUS_UID != 0
+    assert "PrivilegedPort = true;" in own  # only root binds a port below 1024
+    assert "SecType = sys;" in own

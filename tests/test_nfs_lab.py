@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 from helpers import run_cli, write_plan
 from storbench.errors import UserError
 from storbench.lab.nfs import NfsLab
-from storbench.lab.nfs_conf import NAMESPACE
+from storbench.lab.nfs_conf import ANONYMOUS_UID, NAMESPACE, nfs_url
 from storbench.lab.process import run
 
 
@@ -81,6 +82,21 @@ def test_nfs_export_end_to_end(lab_dir: Path, tmp_path: Path, capsys: pytest.Cap
     assert code == 0 and out.count("\n") >= 5
 
 
+def _root_is_squashed(root: Path) -> None:
+    """fio (root, AUTH_SYS uid 0) writes through the export as the anonymous uid: root is squashed, and the
+    lab directory around the export is root's alone."""
+    export = root / "export"
+    assert os.lstat(export).st_uid == ANONYMOUS_UID and os.lstat(root).st_mode & 0o077 == 0
+    fio = _nfs_fio()
+    assert fio is not None
+    done = subprocess.run([fio, "--name=probe", "--ioengine=nfs", f"--nfs_url={nfs_url()}", "--rw=write",
+                           "--bs=4k", "--size=64k", "--filename=squash-probe"], capture_output=True, text=True,
+                          timeout=60, check=False)
+    written = export / "squash-probe"
+    assert written.exists(), done.stdout + done.stderr
+    assert os.lstat(written).st_uid == ANONYMOUS_UID
+
+
 def test_nfs_lab_cli(lab_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "lab", "nfs", "up")
     assert code == 0 and "nfs://" in out
@@ -88,5 +104,6 @@ def test_nfs_lab_cli(lab_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     code, out, _ = run_cli(capsys, "lab", "nfs", "status")
     assert code == 0 and "nfs lab: up" in out
+    _root_is_squashed(lab_dir / "nfs")
     code, out, _ = run_cli(capsys, "lab", "nfs", "down")
     assert code == 0 and NAMESPACE not in run(["ip", "netns", "list"])

@@ -1,15 +1,15 @@
 """A real Ceph cluster on this machine from Debian's packages (shell): mon, mgr, OSDs on sparse files.
 
-`up` writes a private ceph.conf and keyrings under the lab directory, starts the daemons directly (no systemd,
-no ceph-volume), waits for HEALTH_OK-grade readiness and creates the pools. `down` kills every daemon of the
-lab, unmounts its ceph-fuse mounts and removes the directory. `up` with the same spec is a no-op.
+`up` writes a private ceph.conf and keyrings under the lab directory (root's, 0700: see lab.labdir), starts the
+daemons directly (no systemd, no ceph-volume) and records their pids, waits for HEALTH_OK-grade readiness and
+creates the pools. `down` unmounts its ceph-fuse mount, kills exactly the daemons it recorded and removes the
+directory. `up` with the same spec is a no-op.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 import uuid
 from collections.abc import Callable
@@ -19,9 +19,19 @@ from pathlib import Path
 
 from storbench.errors import UserError
 from storbench.lab.ceph_conf import LOOPBACK, CephLabSpec, mon_address, render_ceph_conf
-from storbench.lab.process import kill_all, pids_with, run, start_daemon
+from storbench.lab.labdir import (
+    default_lab_dir,
+    ensure_lab_dir,
+    kill_daemons,
+    lab_dir_exists,
+    live,
+    record_daemon,
+    recorded_daemons,
+    remove_lab_dir,
+)
+from storbench.lab.process import run, start_daemon
 
-DEFAULT_LAB_DIR = Path(os.environ.get("STORBENCH_LAB_DIR", "/var/tmp/storbench-lab"))
+DEFAULT_LAB_DIR = default_lab_dir()
 READY_TIMEOUT_S = 180.0
 
 
@@ -37,7 +47,7 @@ class CephLabInfo:
 
 class CephLab:
     def __init__(self, root: Path | None = None) -> None:
-        self.root = (root or DEFAULT_LAB_DIR / "ceph").resolve()
+        self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "ceph"))  # no resolve(): links are refused
         self.conf = self.root / "ceph.conf"
         self.state = self.root / "lab.json"
 
@@ -49,6 +59,8 @@ class CephLab:
         return json.loads(self.ceph(*args, "-f", "json"))
 
     def info(self) -> CephLabInfo | None:
+        if not lab_dir_exists(self.root):
+            return None
         try:
             raw = json.loads(self.state.read_text())
         except (OSError, ValueError):
@@ -66,7 +78,7 @@ class CephLab:
                  f"{pool}/{image}"], timeout_s=60)
 
     def running(self) -> bool:
-        return bool(pids_with(str(self.root) + "/"))
+        return lab_dir_exists(self.root) and bool(live(recorded_daemons(self.root)))
 
     def status(self) -> str:
         info = self.info()
@@ -91,7 +103,7 @@ class CephLab:
                 pass
         self.down()
         started = time.time()
-        self.root.mkdir(parents=True, exist_ok=True)
+        ensure_lab_dir(self.root)
         for sub in ("run", "log"):
             (self.root / sub).mkdir(exist_ok=True)
         fsid = str(uuid.uuid4())
@@ -112,7 +124,9 @@ class CephLab:
         return info
 
     def down(self) -> None:
-        """Kill every daemon of this lab, unmount, remove the directory. Safe when nothing is up."""
+        """Unmount, kill the daemons this lab recorded, remove the directory. Safe when nothing is up."""
+        if not lab_dir_exists(self.root):
+            return
         mount = self.root / "mnt" / "cephfs"
         if os.path.ismount(mount):
             for command in (["fusermount", "-uz", str(mount)], ["umount", "-l", str(mount)]):
@@ -121,11 +135,14 @@ class CephLab:
                     break
                 except UserError:
                     continue
-        kill_all(pids_with(str(self.root) + "/"))
-        if self.root.exists():
-            shutil.rmtree(self.root, ignore_errors=True)
+        kill_daemons(recorded_daemons(self.root))
+        remove_lab_dir(self.root)
 
     # ---- steps ------------------------------------------------------------------------------------------
+    def _start(self, name: str, argv: list[str]) -> None:
+        """A daemon in the foreground of its own session; its pid and start time go to the lab's pids.json."""
+        record_daemon(self.root, name, start_daemon(argv, self.root / "log" / f"{name}.out"))
+
     def _create_mon(self, fsid: str, address: str) -> None:
         mon_keyring = self.root / "mon.keyring"
         admin_keyring = self.root / "ceph.client.admin.keyring"
@@ -140,7 +157,7 @@ class CephLab:
         (self.root / "mon.a").mkdir()
         run(["ceph-mon", "-c", str(self.conf), "--mkfs", "-i", "a", "--monmap", str(monmap), "--keyring",
              str(mon_keyring)])
-        start_daemon(["ceph-mon", "-f", "-c", str(self.conf), "-i", "a"], self.root / "log" / "mon.a.out")
+        self._start("mon.a", ["ceph-mon", "-f", "-c", str(self.conf), "-i", "a"])
         self._wait(lambda: bool(self.ceph("mon", "stat", timeout_s=10)), "the monitor to answer", 60)
 
     def _create_mgr(self) -> None:
@@ -148,7 +165,7 @@ class CephLab:
         directory.mkdir()
         self.ceph("auth", "get-or-create", "mgr.x", "mon", "allow profile mgr", "osd", "allow *", "mds", "allow *",
                   "-o", str(directory / "keyring"))
-        start_daemon(["ceph-mgr", "-f", "-c", str(self.conf), "-i", "x"], self.root / "log" / "mgr.x.out")
+        self._start("mgr.x", ["ceph-mgr", "-f", "-c", str(self.conf), "-i", "x"])
 
     def _create_osds(self, spec: CephLabSpec) -> None:
         ids = []
@@ -169,8 +186,7 @@ class CephLab:
         with ThreadPoolExecutor(max_workers=4) as pool:
             list(pool.map(mkfs, ids))
         for osd_id, _ in ids:
-            start_daemon(["ceph-osd", "-f", "-c", str(self.conf), "-i", str(osd_id)],
-                         self.root / "log" / f"osd.{osd_id}.out")
+            self._start(f"osd.{osd_id}", ["ceph-osd", "-f", "-c", str(self.conf), "-i", str(osd_id)])
 
     def _ready(self, spec: CephLabSpec) -> bool:
         osd_stat = self.ceph_json("osd", "stat")
@@ -225,14 +241,14 @@ class CephLab:
         directory.mkdir()
         self.ceph("auth", "get-or-create", "mds.a", "mon", "allow profile mds", "osd", "allow rwx", "mds",
                   "allow", "mgr", "allow profile mds", "-o", str(directory / "keyring"))
-        start_daemon(["ceph-mds", "-f", "-c", str(self.conf), "-i", "a"], self.root / "log" / "mds.a.out")
+        self._start("mds.a", ["ceph-mds", "-f", "-c", str(self.conf), "-i", "a"])
         self.ceph("osd", "pool", "create", "cephfs_metadata", "16", "16")
         self.ceph("osd", "pool", "create", "cephfs_data", "32", "32")
         self.ceph("fs", "new", "labfs", "cephfs_metadata", "cephfs_data")
         self._wait(lambda: "up:active" in self.ceph("mds", "stat"), "the MDS to become active", 120)
         mount = self.root / "mnt" / "cephfs"
         mount.mkdir(parents=True)
-        start_daemon(["ceph-fuse", "-f", "-c", str(self.conf), str(mount)], self.root / "log" / "ceph-fuse.out")
+        self._start("ceph-fuse", ["ceph-fuse", "-f", "-c", str(self.conf), str(mount)])
         self._wait(lambda: os.path.ismount(mount), "ceph-fuse to mount CephFS", 60)
         return str(mount)
 

@@ -1,12 +1,18 @@
 """Many client hosts on this machine (shell): network namespaces on a bridge, each running `fio --server`.
 
 `up` is a no-op when that many hosts already answer; `down` kills the servers and removes the namespaces,
-the bridge and the lab directory.
+the bridge, the firewall tables and the lab directory.
+
+The servers answer only storbench's own uid (nftables rules, see hosts_conf.firewall_rules): a fio server is
+root for whoever connects. `down` kills the servers it recorded (lab.labdir) and whatever else runs in the
+lab's named network namespaces (the children a fio server forks per job); only root can put a process in a
+namespace under /run/netns, so membership, unlike a command line, cannot be faked by another user.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import time
@@ -14,18 +20,32 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storbench.errors import UserError
-from storbench.lab.ceph import DEFAULT_LAB_DIR
 from storbench.lab.hosts_conf import (
     BRIDGE,
     FIO_SERVER_PORT,
+    FIREWALL_FAMILIES,
+    FIREWALL_TABLE,
     NAMESPACE_PREFIX,
     LabHost,
+    firewall_delete,
+    firewall_rules,
     inner_batch,
     lab_host,
     network_batch,
     server_command,
 )
+from storbench.lab.labdir import (
+    default_lab_dir,
+    ensure_lab_dir,
+    kill_daemons,
+    lab_dir_exists,
+    record_daemon,
+    recorded_daemons,
+    remove_lab_dir,
+)
 from storbench.lab.process import kill_all, run, start_daemon
+
+DEFAULT_LAB_DIR = default_lab_dir()
 
 
 @dataclass(frozen=True)
@@ -44,6 +64,18 @@ def _namespaces() -> list[str]:
     return names
 
 
+def _firewall_tables() -> list[str]:
+    """The families in which this lab's nftables table exists (none without nft)."""
+    if shutil.which("nft") is None:
+        return []
+    listed = run(["nft", "list", "tables"], timeout_s=30).splitlines()
+    return [family for family in FIREWALL_FAMILIES if f"table {family} {FIREWALL_TABLE}" in listed]
+
+
+def _firewalled() -> bool:
+    return len(_firewall_tables()) == len(FIREWALL_FAMILIES)
+
+
 def _answers(address: str, port: int) -> bool:
     try:
         with socket.create_connection((address, port), timeout=0.5):
@@ -54,11 +86,13 @@ def _answers(address: str, port: int) -> bool:
 
 class HostsLab:
     def __init__(self, root: Path | None = None) -> None:
-        self.root = (root or DEFAULT_LAB_DIR / "hosts").resolve()
+        self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "hosts"))  # no resolve(): links are refused
         self.state = self.root / "lab.json"
         self.ceph_conf = self.root / "ceph.conf"  # the servers' CEPH_CONF (see hosts_conf.server_command)
 
     def info(self) -> HostsLabInfo | None:
+        if not lab_dir_exists(self.root):
+            return None
         try:
             raw = json.loads(self.state.read_text())
         except (OSError, ValueError):
@@ -69,7 +103,7 @@ class HostsLab:
         info = self.info()
         if info is None or (count is not None and info.count != count):
             return False
-        return all(_answers(lab_host(i).address, FIO_SERVER_PORT) for i in (1, info.count))
+        return _firewalled() and all(_answers(lab_host(i).address, FIO_SERVER_PORT) for i in (1, info.count))
 
     def status(self) -> str:
         info = self.info()
@@ -86,12 +120,15 @@ class HostsLab:
             assert info is not None
             return info
         self.down()
-        for tool in ("ip", "unshare"):
+        for tool in ("ip", "unshare", "nft"):
             if shutil.which(tool) is None:
                 raise UserError(f"hosts lab: {tool} is not installed", hint="run scripts/setup.sh --labs")
         hosts = [lab_host(i) for i in range(1, count + 1)]
-        self.root.mkdir(parents=True)
+        ensure_lab_dir(self.root)
         try:
+            rules = self.root / "firewall.nft"
+            rules.write_text(firewall_rules(os.geteuid()))
+            run(["nft", "-f", str(rules)], timeout_s=30)  # before any server listens
             batch = self.root / "network.batch"
             batch.write_text(network_batch(hosts))
             run(["ip", "-batch", str(batch)], timeout_s=300)
@@ -100,8 +137,8 @@ class HostsLab:
                 inner.write_text(inner_batch(host))
                 run(["ip", "-n", host.namespace, "-batch", str(inner)], timeout_s=60)
             for host in hosts:
-                start_daemon(server_command(host, fio_binary, str(self.ceph_conf)),
-                             self.root / "log" / f"{host.hostname}.log")
+                record_daemon(self.root, host.hostname, start_daemon(
+                    server_command(host, fio_binary, str(self.ceph_conf)), self.root / "log" / f"{host.hostname}.log"))
             self._wait(hosts)
         except BaseException:
             self.down()
@@ -123,17 +160,19 @@ class HostsLab:
                             hint=" ".join(log.split()) or f"see {self.root / 'log'}")
 
     def down(self) -> None:
-        """Kill every server, delete the namespaces (their veths go with them), the bridge, the directory."""
+        """Kill every server, delete the namespaces (their veths go with them), the bridge, the firewall tables and
+        the directory."""
+        present = lab_dir_exists(self.root)
+        if present:
+            kill_daemons(recorded_daemons(self.root))
         namespaces = _namespaces()
         pids = [int(p) for ns in namespaces for p in run(["ip", "netns", "pids", ns], timeout_s=30).split()]
         kill_all(pids)
         if namespaces:
-            batch = self.root.parent / "hosts-down.batch"
-            batch.parent.mkdir(parents=True, exist_ok=True)
-            batch.write_text("".join(f"netns delete {ns}\n" for ns in namespaces))
-            run(["ip", "-batch", str(batch)], timeout_s=300)
-            batch.unlink()
+            run(["ip", "-batch", "-"], timeout_s=300, input_text="".join(f"netns delete {ns}\n" for ns in namespaces))
         if BRIDGE in run(["ip", "-o", "link", "show"], timeout_s=30):
             run(["ip", "link", "delete", BRIDGE], timeout_s=30)
-        if self.root.exists():
-            shutil.rmtree(self.root, ignore_errors=True)
+        tables = _firewall_tables()
+        if tables:
+            run(["nft", "-f", "-"], timeout_s=30, input_text=firewall_delete(tables))
+        remove_lab_dir(self.root)

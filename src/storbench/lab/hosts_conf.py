@@ -14,6 +14,8 @@ PREFIX_LENGTH = 16
 NAMESPACE_PREFIX = "storbench-host-"
 FIO_SERVER_PORT = 8765
 MAX_HOSTS = 250 * 200
+SUBNET = "10.214.0.0/16"
+FIREWALL_TABLE = "storbench_hosts"  # in the inet and bridge families (nftables)
 
 
 @dataclass(frozen=True)
@@ -66,3 +68,43 @@ def server_command(host: LabHost, fio_binary: str, ceph_conf: str) -> list[str]:
     return ["ip", "netns", "exec", host.namespace, "env", f"CEPH_CONF={ceph_conf}", "unshare", "--uts", "sh", "-c",
             'hostname "$1" && exec "$2" --server="$3"', "sh", host.hostname, fio_binary,
             f"{host.address},{FIO_SERVER_PORT}"]
+
+
+def firewall_rules(client_uid: int) -> str:
+    """nftables rules (`nft -f`) that leave the fio servers to this lab's own client: processes of
+    ``client_uid`` (root: storbench itself) in this machine's root network namespace.
+
+    A fio server runs whatever a client sends, `exec_prerun` included, as root, without authentication, so
+    whoever can connect is root. Binding alone cannot help: the servers listen on the bridge, and every local
+    process reaches the bridge from the root namespace with the same source address (the bridge's), so a rule on
+    addresses cannot tell storbench from another user. The socket's owner can: the output hook matches locally
+    made connections by uid. Connections routed in from elsewhere (containers, pods, other namespaces: the
+    forward hook) and from one namespace host to another across the bridge (the bridge family's forward hook)
+    are dropped. One table per family, deleted whole by `down`.
+    """
+    rule = f"ip daddr {SUBNET} tcp dport {FIO_SERVER_PORT}"
+    return f"""table inet {FIREWALL_TABLE} {{
+    chain output {{
+        type filter hook output priority 0; policy accept;
+        {rule} meta skuid != {client_uid} reject with tcp reset
+    }}
+    chain forward {{
+        type filter hook forward priority 0; policy accept;
+        {rule} drop
+    }}
+}}
+table bridge {FIREWALL_TABLE} {{
+    chain forward {{
+        type filter hook forward priority 0; policy accept;
+        {rule} drop
+    }}
+}}
+"""
+
+
+FIREWALL_FAMILIES = ("inet", "bridge")
+
+
+def firewall_delete(families: list[str]) -> str:
+    """`nft -f` text removing this lab's tables in ``families`` (those `nft list tables` showed)."""
+    return "".join(f"delete table {family} {FIREWALL_TABLE}\n" for family in families)

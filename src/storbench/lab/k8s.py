@@ -3,11 +3,16 @@ kube-scheduler, containerd and a kubelet, with locally built images and a dynami
 
 `up` is a no-op when the lab answers; `down` removes every pod, daemon, mount, network namespace, bridge and
 iptables chain it made, restores the sysctls the kubelet changes, and deletes the lab directory.
+
+The lab directory is root's and 0700 (lab.labdir); etcd answers only TLS clients with a certificate from the
+lab's CA (k8s_conf.etcd_command). `down` kills the daemons it recorded when it started them, and the containerd
+shims that serve this lab's containerd socket (see _shims): never a process picked by its command line alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -21,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storbench.errors import UserError
-from storbench.lab.ceph import DEFAULT_LAB_DIR
 from storbench.lab.k8s_conf import (
     APISERVER_PORT,
     BRIDGE,
@@ -45,7 +49,18 @@ from storbench.lab.k8s_conf import (
     storage_class_manifest,
 )
 from storbench.lab.k8s_images import fio_image, pause_image
-from storbench.lab.process import kill_all, pids_with, run, start_daemon
+from storbench.lab.labdir import (
+    default_lab_dir,
+    ensure_lab_dir,
+    kill_daemons,
+    lab_dir_exists,
+    record_daemon,
+    recorded_daemons,
+    remove_lab_dir,
+)
+from storbench.lab.process import alive, kill_all, run, start_daemon
+
+DEFAULT_LAB_DIR = default_lab_dir()
 
 KUBERNETES_VERSION = "1.33.13"
 # Sysctls the kubelet sets on start (protectKernelDefaults: false); `down` puts the old values back.
@@ -77,11 +92,13 @@ def _answers(address: str, port: int) -> bool:
 
 class K8sLab:
     def __init__(self, root: Path | None = None) -> None:
-        self.root = (root or DEFAULT_LAB_DIR / "k8s").resolve()
+        self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "k8s"))  # no resolve(): links are refused
         self.state = self.root / "lab.json"
         self.pki = self.root / "pki"
 
     def info(self) -> K8sLabInfo | None:
+        if not lab_dir_exists(self.root):
+            return None
         try:
             return K8sLabInfo(**json.loads(self.state.read_text()))
         except (OSError, ValueError, TypeError):
@@ -115,6 +132,7 @@ class K8sLab:
         for tool in ("etcd", "containerd", "runc", "ctr", "openssl", "ip"):
             if shutil.which(tool) is None:
                 raise UserError(f"k8s lab: {tool} is not installed", hint="run scripts/setup.sh --k8s")
+        ensure_lab_dir(self.root)
         for directory in ("pki", "log", "etcd", "containerd", "cni", "kubelet", "kubelet-pki", "images"):
             (self.root / directory).mkdir(parents=True, exist_ok=True)
         try:
@@ -205,7 +223,7 @@ class K8sLab:
         run(["ip", "link", "set", BRIDGE, "up"])
 
     def _start(self, name: str, argv: list[str]) -> None:
-        start_daemon(argv, self.root / "log" / f"{name}.log")
+        record_daemon(self.root, name, start_daemon(argv, self.root / "log" / f"{name}.log"))
 
     def _wait(self, ready: object, what: str, timeout_s: float) -> None:
         assert callable(ready)
@@ -266,7 +284,8 @@ class K8sLab:
     # down
 
     def down(self) -> None:
-        root = str(self.root)
+        if not lab_dir_exists(self.root):
+            return
         address = self.root / "containerd" / "containerd.sock"
         if address.exists() and shutil.which("ctr"):
             with contextlib.suppress(UserError):
@@ -275,15 +294,16 @@ class K8sLab:
                     with contextlib.suppress(UserError):
                         run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", task],
                             timeout_s=30)
+        daemons = recorded_daemons(self.root)
         for name in ("kubelet", "kube-scheduler", "kube-controller-manager", "kube-apiserver"):
-            kill_all([p for p in pids_with(root + "/") if name in _cmdline(p)])
-        kill_all(pids_with(root + "/"))  # containerd, its shims, etcd
+            kill_daemons([d for d in daemons if d.name == name])
+        kill_daemons(daemons)  # containerd, etcd
+        kill_all(_shims(str(address)))
         self._unmount_all()
         self._detach_loop_devices()
         self._delete_network()
         self._restore_host_state()
-        if self.root.exists():
-            shutil.rmtree(self.root, ignore_errors=True)
+        remove_lab_dir(self.root)
 
     def _unmount_all(self) -> None:
         for _ in range(3):
@@ -326,8 +346,31 @@ class K8sLab:
                         subprocess.run(["iptables", "-t", table, "-X", chain], capture_output=True, check=False)
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
+def shim_of(argv: list[str], exe_name: str, owner_uid: int, socket_path: str, euid: int) -> bool:
+    """Whether a process is a containerd shim of the containerd serving ``socket_path``: its executable is a
+    containerd shim, it runs as us, and its `-address` argument is exactly that socket. Pure."""
+    if not exe_name.startswith("containerd-shim") or owner_uid != euid:
+        return False
+    flags = ("-address", "--address")
+    return (any(a in flags and b == socket_path for a, b in itertools.pairwise(argv))
+            or any(f"{flag}={socket_path}" in argv for flag in flags))
+
+
+def _shims(socket_path: str) -> list[int]:
+    """The shims of this lab's containerd (they daemonise away from it, so they were never recorded). The
+    socket lives in the lab's 0700 directory; only root runs a root-owned shim, and the executable is read
+    from /proc/PID/exe, which a process cannot choose by naming itself."""
+    euid = os.geteuid()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            exe_name = os.path.basename(os.readlink(entry / "exe"))
+            uid = entry.stat().st_uid
+        except OSError:
+            continue
+        if shim_of(argv, exe_name, uid, socket_path, euid) and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found

@@ -117,7 +117,8 @@ def block_pv_manifest(name: str, device: str, size_bytes: int) -> dict[str, obje
 
 def openssl_commands(pki: str) -> list[list[str]]:
     """A CA, the API server's serving certificate, client certificates for every component, the kubelet's
-    serving certificate and the service-account key pair, valid 30 days."""
+    serving certificate, etcd's certificate (serving clients and peers) with the API server's client
+    certificate for it, and the service-account key pair, valid 30 days."""
     def signed(name: str, subject: str, extensions: str = "") -> list[list[str]]:
         commands = [["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{pki}/{name}.key",
                      "-out", f"{pki}/{name}.csr", "-subj", subject]]
@@ -137,32 +138,51 @@ def openssl_commands(pki: str) -> list[list[str]]:
         *signed("kubelet-client", f"/O=system:nodes/CN=system:node:{NODE_NAME}"),
         *signed("apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client"),
         *signed("kubelet", f"/CN={NODE_NAME}", "ext"),
+        *signed("etcd", "/CN=storbench-etcd", "ext"),
+        *signed("apiserver-etcd-client", "/CN=kube-apiserver-etcd-client", "ext"),
         ["openssl", "genrsa", "-out", f"{pki}/sa.key", "2048"],
         ["openssl", "rsa", "-in", f"{pki}/sa.key", "-pubout", "-out", f"{pki}/sa.pub"],
     ]
 
 
 def certificate_extensions() -> dict[str, str]:
-    """Subject alternative names of the two serving certificates (file name -> extfile text)."""
+    """Subject alternative names of the serving certificates, and what etcd's certificates may be used for
+    (file name -> extfile text)."""
     return {
         "apiserver.ext": f"subjectAltName=IP:{NODE_ADDRESS},IP:127.0.0.1,IP:{SERVICE_ADDRESS},DNS:kubernetes,"
                          "DNS:kubernetes.default,DNS:kubernetes.default.svc\n",
         "kubelet.ext": f"subjectAltName=IP:{NODE_ADDRESS},DNS:{NODE_NAME}\n",
+        "etcd.ext": "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n",
+        "apiserver-etcd-client.ext": "extendedKeyUsage=clientAuth\n",
     }
+
+
+def etcd_command(root: str, pki: str, client_port: int = ETCD_CLIENT_PORT,
+                 peer_port: int = ETCD_PEER_PORT) -> list[str]:
+    """etcd on loopback, over TLS only, for clients holding a certificate from the lab's CA (the API server's
+    apiserver-etcd-client). Plain HTTP on loopback would give every local user the whole cluster state,
+    secrets included, and write access to it; the peer port is locked the same way."""
+    client = f"https://127.0.0.1:{client_port}"
+    peer = f"https://127.0.0.1:{peer_port}"
+    return ["etcd", "--name", "storbench", "--data-dir", f"{root}/etcd",
+            "--listen-client-urls", client, "--advertise-client-urls", client,
+            "--cert-file", f"{pki}/etcd.crt", "--key-file", f"{pki}/etcd.key",
+            "--client-cert-auth", "--trusted-ca-file", f"{pki}/ca.crt",
+            "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+            "--initial-cluster", f"storbench={peer}",
+            "--peer-cert-file", f"{pki}/etcd.crt", "--peer-key-file", f"{pki}/etcd.key",
+            "--peer-client-cert-auth", "--peer-trusted-ca-file", f"{pki}/ca.crt"]
 
 
 def daemon_commands(root: str, binaries: str) -> dict[str, list[str]]:
     """name -> argv of every daemon, in start order."""
     pki = f"{root}/pki"
     return {
-        "etcd": ["etcd", "--name", "storbench", "--data-dir", f"{root}/etcd",
-                 "--listen-client-urls", f"http://127.0.0.1:{ETCD_CLIENT_PORT}",
-                 "--advertise-client-urls", f"http://127.0.0.1:{ETCD_CLIENT_PORT}",
-                 "--listen-peer-urls", f"http://127.0.0.1:{ETCD_PEER_PORT}",
-                 "--initial-advertise-peer-urls", f"http://127.0.0.1:{ETCD_PEER_PORT}",
-                 "--initial-cluster", f"storbench=http://127.0.0.1:{ETCD_PEER_PORT}"],
+        "etcd": etcd_command(root, pki),
         "kube-apiserver": [
-            f"{binaries}/kube-apiserver", f"--etcd-servers=http://127.0.0.1:{ETCD_CLIENT_PORT}",
+            f"{binaries}/kube-apiserver", f"--etcd-servers=https://127.0.0.1:{ETCD_CLIENT_PORT}",
+            f"--etcd-cafile={pki}/ca.crt", f"--etcd-certfile={pki}/apiserver-etcd-client.crt",
+            f"--etcd-keyfile={pki}/apiserver-etcd-client.key",
             f"--advertise-address={NODE_ADDRESS}", f"--bind-address={NODE_ADDRESS}",
             f"--secure-port={APISERVER_PORT}", f"--service-cluster-ip-range={SERVICE_RANGE}",
             f"--tls-cert-file={pki}/apiserver.crt", f"--tls-private-key-file={pki}/apiserver.key",

@@ -2,12 +2,18 @@
 their own, so ports 111 and 2049 stay private, reachable from the host over a veth pair.
 
 `up` is a no-op when the lab already runs; `down` kills both daemons, removes the namespace and the veth pair,
-and deletes the lab directory (the export with it).
+and deletes the lab directory (the export with it). The export is for the host end of the veth only, from a
+privileged port, with root squashed (see nfs_conf.render_ganesha_conf).
+
+Which processes `down` kills: the one it started and recorded (ganesha, see lab.labdir), and whatever else runs
+in the lab's named network namespace (rpcbind, which forks away to daemonise). Only root can put a process in a
+namespace under /run/netns, so membership, unlike a command line, cannot be faked by another user.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import time
@@ -15,8 +21,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storbench.errors import UserError
-from storbench.lab.ceph import DEFAULT_LAB_DIR
+from storbench.lab.labdir import (
+    default_lab_dir,
+    ensure_lab_dir,
+    kill_daemons,
+    lab_dir_exists,
+    record_daemon,
+    recorded_daemons,
+    remove_lab_dir,
+)
 from storbench.lab.nfs_conf import (
+    ANONYMOUS_GID,
+    ANONYMOUS_UID,
     HOST_ADDRESS,
     HOST_VETH,
     NAMESPACE,
@@ -28,6 +44,8 @@ from storbench.lab.nfs_conf import (
     render_ganesha_conf,
 )
 from storbench.lab.process import kill_all, run, start_daemon
+
+DEFAULT_LAB_DIR = default_lab_dir()
 
 
 @dataclass(frozen=True)
@@ -58,11 +76,13 @@ def _port_open(address: str, port: int) -> bool:
 
 class NfsLab:
     def __init__(self, root: Path | None = None) -> None:
-        self.root = (root or DEFAULT_LAB_DIR / "nfs").resolve()
+        self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "nfs"))  # no resolve(): links are refused
         self.export = self.root / "export"
         self.state = self.root / "lab.json"
 
     def info(self) -> NfsLabInfo | None:
+        if not lab_dir_exists(self.root):
+            return None
         try:
             raw = json.loads(self.state.read_text())
         except (OSError, ValueError):
@@ -89,7 +109,9 @@ class NfsLab:
         for tool in ("ganesha.nfsd", "rpcbind", "ip", "unshare"):
             if shutil.which(tool) is None:
                 raise UserError(f"nfs lab: {tool} is not installed", hint="run scripts/setup.sh --labs")
-        self.export.mkdir(parents=True)
+        ensure_lab_dir(self.root)
+        self.export.mkdir(mode=0o700)
+        os.chown(self.export, ANONYMOUS_UID, ANONYMOUS_GID)  # squashed root writes as this uid
         (self.root / "log").mkdir()
         conf = self.root / "ganesha.conf"
         conf.write_text(render_ganesha_conf(str(self.export), str(self.root), spec))
@@ -100,8 +122,9 @@ class NfsLab:
             script = (f"mount -t tmpfs storbench-nfs-run /run && mkdir -p /run/ganesha && rpcbind -w && "
                       f"exec ganesha.nfsd -F -f {conf} -L {self.root / 'log' / 'ganesha.log'} "
                       f"-p /run/ganesha/ganesha.pid")
-            start_daemon(["ip", "netns", "exec", NAMESPACE, "unshare", "--mount", "--propagation", "private",
-                          "sh", "-c", script], self.root / "log" / "ganesha.out")
+            record_daemon(self.root, "ganesha", start_daemon(
+                ["ip", "netns", "exec", NAMESPACE, "unshare", "--mount", "--propagation", "private", "sh", "-c",
+                 script], self.root / "log" / "ganesha.out"))
             deadline = time.time() + 60
             while time.time() < deadline and not _port_open(SERVER_ADDRESS, 2049):
                 time.sleep(0.3)
@@ -129,10 +152,11 @@ class NfsLab:
 
     def down(self) -> None:
         """Kill the daemons, remove the namespace and the veth pair, delete the lab directory."""
+        if lab_dir_exists(self.root):
+            kill_daemons(recorded_daemons(self.root))
         kill_all(_namespace_pids())
         if _namespace_exists():
             run(["ip", "netns", "delete", NAMESPACE], timeout_s=20)
         if HOST_VETH in run(["ip", "-o", "link", "show"], timeout_s=10):
             run(["ip", "link", "delete", HOST_VETH], timeout_s=20)
-        if self.root.exists():
-            shutil.rmtree(self.root, ignore_errors=True)
+        remove_lab_dir(self.root)

@@ -13,6 +13,10 @@ NAMESPACE = "storbench-nfs"
 HOST_VETH = "sbnfs0"
 SERVER_VETH = "sbnfs1"
 PSEUDO_PATH = "/export"
+# Root over NFS is squashed to this uid/gid (Debian's nobody/nogroup); the export directory belongs to them,
+# so fio's libnfs engine (AUTH_SYS as uid 0, squashed) can still create and write its files.
+ANONYMOUS_UID = 65534
+ANONYMOUS_GID = 65534
 
 
 @dataclass(frozen=True)
@@ -24,7 +28,15 @@ class NfsLabSpec:
 
 
 def render_ganesha_conf(export_path: str, root: str, spec: NfsLabSpec) -> str:
-    """One VFS export of ``export_path``; NFSv3 (which libnfs needs for writes) and v4 without a grace period."""
+    """One VFS export of ``export_path``; NFSv3 (which libnfs needs for writes) and v4 without a grace period.
+
+    Only the host side of the lab's veth pair may use it (the CLIENT list; the export itself grants nothing),
+    only from a privileged source port (binding one needs root, so another local user cannot speak AUTH_SYS to
+    it from this machine), and root is squashed to ANONYMOUS_UID. nfs-ganesha has no server-side nosuid: the
+    lab never mounts the export in the kernel (fio's libnfs engine works in user space), root cannot create
+    root-owned files through it, and its directory lies inside the lab's 0700 directory, out of other users'
+    reach.
+    """
     protocols = ", ".join(str(v) for v in spec.nfs_versions)
     return f"""NFS_CORE_PARAM {{
     Protocols = {protocols};
@@ -44,11 +56,18 @@ EXPORT {{
     Export_Id = 1;
     Path = {export_path};
     Pseudo = {PSEUDO_PATH};
-    Access_Type = RW;
-    Squash = No_Root_Squash;
+    Access_Type = None;
+    Squash = Root_Squash;
+    Anonymous_Uid = {ANONYMOUS_UID};
+    Anonymous_Gid = {ANONYMOUS_GID};
+    PrivilegedPort = true;
     Protocols = {protocols};
     Transports = TCP;
     SecType = sys;
+    CLIENT {{
+        Clients = {HOST_ADDRESS};
+        Access_Type = RW;
+    }}
     FSAL {{
         Name = VFS;
     }}

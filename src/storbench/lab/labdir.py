@@ -1,0 +1,212 @@
+"""Where a lab keeps its files and which processes it started (shell, with a pure core for the checks).
+
+A lab runs as root, and `down` deletes its directory and kills its daemons, so nobody else may be able to
+choose what that directory is or what it holds:
+
+- the default root is /var/lib/storbench/lab (not world-writable /var/tmp, where anyone could plant
+  a symbolic link named like the lab); $STORBENCH_LAB_DIR and `--dir` pass the same checks;
+- every directory we create is created 0700; the lab's own directory must be a real directory (never a
+  symbolic link), owned by us (the effective uid) and closed to group and others;
+- every existing directory above it must be a real directory owned by root or us and not writable by group
+  or others, unless it is sticky (like /tmp: nobody else can rename or delete an entry we own there). Every
+  path is checked with lstat, so a symbolic link anywhere on the way is refused rather than followed;
+- each daemon's pid is recorded with its start time (field 22 of /proc/PID/stat) in the lab's `pids.json`
+  when it starts; `down` kills exactly those, and only while the start time still matches, so a pid the
+  kernel has since given to another process is never killed. The lab never matches processes by command line.
+
+Once the directory is checked, nobody but us can change what is in it, so paths inside it are safe to use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import stat
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from storbench.errors import UserError
+
+DEFAULT_LAB_ROOT = Path("/var/lib/storbench/lab")
+PIDS_FILE = "pids.json"
+
+
+def default_lab_dir() -> Path:
+    """$STORBENCH_LAB_DIR, or /var/lib/storbench/lab (root-owned, 0700)."""
+    return Path(os.environ.get("STORBENCH_LAB_DIR") or DEFAULT_LAB_ROOT)
+
+
+# ---- pure checks ------------------------------------------------------------------------------------------------
+
+def ancestor_problem(mode: int, uid: int, euid: int) -> str | None:
+    """Why an existing directory above a lab directory cannot be trusted (None: it can)."""
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(mode):
+        return "is not a directory"
+    if uid not in (0, euid):
+        return f"is owned by uid {uid}"
+    if mode & (stat.S_IWGRP | stat.S_IWOTH) and not mode & stat.S_ISVTX:
+        return "is writable by group or others"
+    return None
+
+
+def lab_dir_problem(mode: int, uid: int, euid: int) -> str | None:
+    """Why a directory cannot be a lab's own directory (None: it can)."""
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(mode):
+        return "is not a directory"
+    if uid != euid:
+        return f"is owned by uid {uid}, not {euid}"
+    if mode & 0o077:
+        return f"has mode {stat.S_IMODE(mode):04o}, open to group or others"
+    return None
+
+
+# ---- the lab directory ------------------------------------------------------------------------------------------
+
+def _absolute(path: Path) -> Path:
+    # abspath, not resolve(): resolving would follow the very links we refuse
+    return Path(os.path.abspath(path))
+
+
+def _refuse(path: Path, problem: str) -> UserError:
+    return UserError(f"lab directory: {path} {problem}; refusing to use it as root",
+                     hint="use a directory owned by root, mode 0700, below directories only root can write "
+                          "(default /var/lib/storbench/lab; --dir or STORBENCH_LAB_DIR choose another)")
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _check_ancestors(path: Path, *, create: bool) -> None:
+    """Every directory above ``path``, from /: trusted, or (with ``create``) made 0700 by us."""
+    euid = os.geteuid()
+    parts = path.parts
+    for depth in range(1, len(parts)):
+        here = Path(*parts[:depth])
+        st = _lstat(here)
+        if st is None:
+            if not create:
+                return  # nothing below a missing directory exists either
+            with contextlib.suppress(FileExistsError):  # someone else's entry is refused just below
+                os.mkdir(here, 0o700)
+            st = os.lstat(here)
+            problem = lab_dir_problem(st.st_mode, st.st_uid, euid)
+        else:
+            problem = ancestor_problem(st.st_mode, st.st_uid, euid)
+        if problem:
+            raise _refuse(here, problem)
+
+
+def ensure_lab_dir(path: Path) -> Path:
+    """Create (0700) or check the lab directory ``path`` and everything above it; returns it absolute."""
+    path = _absolute(path)
+    _check_ancestors(path, create=True)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    st = os.lstat(path)
+    problem = lab_dir_problem(st.st_mode, st.st_uid, os.geteuid())
+    if problem:
+        raise _refuse(path, problem)
+    return path
+
+
+def lab_dir_exists(path: Path) -> bool:
+    """True when ``path`` is a safe lab directory, False when it does not exist; refuses anything else."""
+    path = _absolute(path)
+    _check_ancestors(path, create=False)
+    st = _lstat(path)
+    if st is None:
+        return False
+    problem = lab_dir_problem(st.st_mode, st.st_uid, os.geteuid())
+    if problem:
+        raise _refuse(path, problem)
+    return True
+
+
+def remove_lab_dir(path: Path) -> None:
+    """Delete a checked lab directory. shutil.rmtree works through file descriptors and never follows a
+    symbolic link inside; the directory itself was just checked not to be one."""
+    if lab_dir_exists(path):
+        shutil.rmtree(_absolute(path), ignore_errors=True)
+
+
+# ---- the lab's daemons ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Daemon:
+    name: str
+    pid: int
+    start: int  # clock ticks after boot: /proc/PID/stat field 22
+
+
+def parse_start_time(stat_text: str) -> int:
+    """Field 22 (starttime) of /proc/PID/stat; the command name (field 2) may hold spaces and ')'."""
+    fields = stat_text.rsplit(")", 1)[1].split()
+    return int(fields[19])  # fields[0] is field 3 (state)
+
+
+def start_time(pid: int) -> int | None:
+    try:
+        return parse_start_time(Path(f"/proc/{pid}/stat").read_text())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def record_daemon(lab_dir: Path, name: str, pid: int) -> Daemon:
+    """Remember a daemon we just started (its pid cannot be reused yet: it is our unreaped child)."""
+    started = start_time(pid)
+    if started is None:
+        raise UserError(f"lab: {name} exited at once", hint=f"see the logs in {lab_dir / 'log'}")
+    daemon = Daemon(name=name, pid=pid, start=started)
+    file = lab_dir / PIDS_FILE
+    known = recorded_daemons(lab_dir)
+    file.write_text(json.dumps([d.__dict__ for d in [*known, daemon]]))
+    return daemon
+
+
+def recorded_daemons(lab_dir: Path) -> list[Daemon]:
+    try:
+        raw = json.loads((lab_dir / PIDS_FILE).read_text())
+        return [Daemon(name=str(d["name"]), pid=int(d["pid"]), start=int(d["start"])) for d in raw]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return text.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def live(daemons: Sequence[Daemon]) -> list[Daemon]:
+    """The daemons still running as the very processes we started."""
+    return [d for d in daemons if start_time(d.pid) == d.start and not _zombie(d.pid)]
+
+
+def kill_daemons(daemons: Sequence[Daemon], *, timeout_s: float = 15) -> None:
+    """SIGKILL each recorded daemon that is still the process we started (its process group too: we started
+    it as a session leader, and a group cannot be reused while its leader lives), then wait until gone."""
+    targets = live(daemons)
+    for daemon in targets:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if os.getpgid(daemon.pid) == daemon.pid:
+                os.killpg(daemon.pid, signal.SIGKILL)
+            else:
+                os.kill(daemon.pid, signal.SIGKILL)
+    deadline = time.time() + timeout_s
+    while time.time() < deadline and live(targets):
+        time.sleep(0.1)

@@ -1,0 +1,294 @@
+"""The labs run as root: nobody else may choose what they delete or kill, or use what they serve.
+
+Pure checks of the rules and rendered commands, and real ones where they are cheap: planted symbolic links,
+processes whose command line names the lab, the hosts lab's firewall, etcd's client certificates."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import ssl
+import stat
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from storbench.errors import UserError
+from storbench.lab import labdir
+from storbench.lab.ceph import CephLab
+from storbench.lab.hosts_conf import FIO_SERVER_PORT, SUBNET, firewall_rules, lab_host
+from storbench.lab.k8s import K8sLab, shim_of
+from storbench.lab.k8s_conf import certificate_extensions, daemon_commands, etcd_command, openssl_commands
+from storbench.lab.labdir import (
+    Daemon,
+    ancestor_problem,
+    ensure_lab_dir,
+    kill_daemons,
+    lab_dir_problem,
+    parse_start_time,
+    record_daemon,
+    recorded_daemons,
+    remove_lab_dir,
+)
+from storbench.lab.nfs import NfsLab
+from storbench.lab.process import alive, start_daemon
+
+ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+
+# ---- the lab directory: pure rules ------------------------------------------------------------------------------
+
+
+def test_default_lab_dir_is_not_world_writable_var_tmp(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STORBENCH_LAB_DIR", raising=False)
+    assert labdir.default_lab_dir() == Path("/var/lib/storbench/lab")
+    monkeypatch.setenv("STORBENCH_LAB_DIR", "/srv/lab")
+    assert labdir.default_lab_dir() == Path("/srv/lab")
+
+
+def test_which_directories_are_trusted() -> None:
+    directory, link, file = stat.S_IFDIR, stat.S_IFLNK, stat.S_IFREG
+    assert ancestor_problem(directory | 0o755, 0, 1000) is None
+    assert ancestor_problem(directory | 0o755, 1000, 1000) is None
+    assert ancestor_problem(directory | 0o1777, 0, 0) is None  # /tmp: sticky, our entries stay ours
+    assert ancestor_problem(directory | 0o777, 0, 0) == "is writable by group or others"
+    assert ancestor_problem(directory | 0o775, 0, 0) == "is writable by group or others"
+    assert ancestor_problem(directory | 0o755, 1000, 0) == "is owned by uid 1000"
+    assert ancestor_problem(link | 0o777, 0, 0) == "is a symbolic link"
+    assert ancestor_problem(file | 0o644, 0, 0) == "is not a directory"
+    assert lab_dir_problem(directory | 0o700, 0, 0) is None
+    assert lab_dir_problem(directory | 0o755, 0, 0) == "has mode 0755, open to group or others"
+    assert lab_dir_problem(directory | 0o700, 1000, 0) == "is owned by uid 1000, not 0"
+    assert lab_dir_problem(link | 0o777, 0, 0) == "is a symbolic link"
+
+
+def test_start_time_is_field_22_even_with_odd_command_names() -> None:
+    fields = " ".join(str(n) for n in range(3, 53))  # field N holds N
+    assert parse_start_time(f"42 (a) b) c) {fields}") == 22
+
+
+# ---- the lab directory: real ------------------------------------------------------------------------------------
+
+
+def test_created_directories_are_private(tmp_path: Path) -> None:
+    lab = ensure_lab_dir(tmp_path / "a" / "b" / "ceph")
+    for path in (tmp_path / "a", tmp_path / "a" / "b", lab):
+        st = os.lstat(path)
+        assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == os.geteuid()
+    assert ensure_lab_dir(lab) == lab  # twice is fine
+
+
+def test_a_planted_symlink_is_refused_not_followed(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious").write_text("keep me")
+    labs = tmp_path / "labs"
+    labs.mkdir(mode=0o700)
+    (labs / "ceph").symlink_to(victim)
+    with pytest.raises(UserError, match="is a symbolic link"):
+        CephLab(labs / "ceph").down()
+    with pytest.raises(UserError, match="is a symbolic link"):
+        remove_lab_dir(labs / "ceph")
+    with pytest.raises(UserError, match="is a symbolic link"):
+        ensure_lab_dir(labs / "ceph")
+    # a link higher up is refused too, for every lab
+    (tmp_path / "linked").symlink_to(labs)
+    for lab in (CephLab(tmp_path / "linked" / "x"), NfsLab(tmp_path / "linked" / "x"),
+                K8sLab(tmp_path / "linked" / "x")):
+        with pytest.raises(UserError, match="linked is a symbolic link"):
+            lab.down()
+    assert (victim / "precious").read_text() == "keep me"
+
+
+def test_a_directory_others_can_write_is_refused(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # no sticky bit: anyone could swap the lab directory for a link
+    with pytest.raises(UserError, match="writable by group or others"):
+        ensure_lab_dir(shared / "lab")
+    opened = tmp_path / "opened"
+    opened.mkdir()
+    opened.chmod(0o755)
+    with pytest.raises(UserError, match="open to group or others"):
+        ensure_lab_dir(opened)
+
+
+@ROOT
+def test_a_directory_owned_by_someone_else_is_refused(tmp_path: Path) -> None:
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 65534, 65534)
+    with pytest.raises(UserError, match="owned by uid 65534"):
+        ensure_lab_dir(theirs)
+    with pytest.raises(UserError, match="owned by uid 65534"):
+        ensure_lab_dir(theirs / "lab")
+
+
+# ---- the lab's processes ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sleeper(tmp_path: Path) -> Iterator[int]:
+    """A process whose command line names a lab directory, which that lab did not start."""
+    lab = tmp_path / "labs" / "ceph"
+    process = subprocess.Popen(["sh", "-c", "sleep 60", f"{lab}/"], start_new_session=True)
+    yield process.pid
+    process.kill()
+    process.wait()
+
+
+def test_down_kills_no_process_by_its_command_line(tmp_path: Path, sleeper: int) -> None:
+    lab = ensure_lab_dir(tmp_path / "labs" / "ceph")
+    (lab / "log").mkdir()
+    CephLab(lab).down()
+    assert alive(sleeper) and not lab.exists()
+
+
+def test_recorded_daemons_are_killed_and_a_reused_pid_is_not(tmp_path: Path, sleeper: int) -> None:
+    lab = ensure_lab_dir(tmp_path / "lab")
+    pid = start_daemon(["sleep", "60"], lab / "log" / "sleep.out")
+    recorded = record_daemon(lab, "sleep", pid)
+    assert recorded_daemons(lab) == [recorded] and recorded.start > 0
+    # a record whose pid now belongs to another process (another start time) is left alone
+    stale = Daemon(name="old", pid=sleeper, start=(labdir.start_time(sleeper) or 0) + 1)
+    kill_daemons([recorded, stale], timeout_s=5)
+    assert not alive(pid) and alive(sleeper)
+
+
+# ---- the hosts lab's fio servers ------------------------------------------------------------------------------
+
+
+def test_hosts_firewall_rules() -> None:
+    rules = firewall_rules(0)
+    assert f"ip daddr {SUBNET} tcp dport {FIO_SERVER_PORT} meta skuid != 0 reject" in rules
+    forward = [block for block in rules.split("chain ")[1:] if block.startswith("forward")]
+    assert len(forward) == 2 and all(f"ip daddr {SUBNET} tcp dport {FIO_SERVER_PORT} drop" in b for b in forward)
+    assert "table inet storbench_hosts" in rules and "table bridge storbench_hosts" in rules
+    assert "meta skuid != 1000 reject" in firewall_rules(1000)
+
+
+def _connect_as(uid: int, address: str, port: int) -> str:
+    """Connect from this machine's root namespace as ``uid``: "ok" or the error bash reports."""
+    script = f"exec 3<>/dev/tcp/{address}/{port} && echo ok"
+    done = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "timeout", "5",
+                           "/bin/bash", "-c", script], capture_output=True, text=True, timeout=30, check=False,
+                          cwd="/")
+    return done.stdout.strip() or done.stderr.strip() or f"exit {done.returncode}"
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "fio", "nft", "setpriv")),
+                    reason="needs root, iproute2, fio, nftables and setpriv")
+def test_hosts_lab_servers_answer_only_storbench(tmp_path: Path) -> None:
+    from storbench.lab.hosts import HostsLab
+
+    lab = HostsLab(tmp_path / "lab" / "hosts")
+    lab.up(2, shutil.which("fio") or "fio")
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as control:  # another user can connect at all
+            assert _connect_as(65534, "127.0.0.1", control.getsockname()[1]) == "ok"
+        address = lab_host(1).address
+        assert _connect_as(0, address, FIO_SERVER_PORT) == "ok"  # storbench (root) reaches its server
+        assert "refused" in _connect_as(65534, address, FIO_SERVER_PORT)  # another local user does not
+        # nor does one namespace host reach another across the bridge
+        other = subprocess.run(["ip", "netns", "exec", lab_host(2).namespace, "timeout", "3", "/bin/bash", "-c",
+                                f"exec 3<>/dev/tcp/{address}/{FIO_SERVER_PORT}"], capture_output=True, check=False)
+        assert other.returncode != 0
+        assert stat.S_IMODE(os.lstat(lab.root).st_mode) == 0o700
+        assert [d.name for d in recorded_daemons(lab.root)] == ["sbhost-1", "sbhost-2"]
+    finally:
+        lab.down()
+    assert "storbench_hosts" not in subprocess.run(["nft", "list", "tables"], capture_output=True,
+                                                    text=True, check=False).stdout
+    assert not lab.root.exists()
+
+
+# ---- the Kubernetes lab: etcd with client certificates ------------------------------------------------------------
+
+
+def test_etcd_serves_tls_with_client_certificates_only() -> None:
+    argv = etcd_command("/lab", "/lab/pki")
+    text = " ".join(argv)
+    assert "http://" not in text
+    assert argv[argv.index("--listen-client-urls") + 1] == "https://127.0.0.1:12379"
+    assert argv[argv.index("--listen-peer-urls") + 1] == "https://127.0.0.1:12380"
+    for flag in ("--client-cert-auth", "--peer-client-cert-auth"):
+        assert flag in argv
+    assert argv[argv.index("--trusted-ca-file") + 1] == "/lab/pki/ca.crt"
+    assert argv[argv.index("--cert-file") + 1] == "/lab/pki/etcd.crt"
+    commands = daemon_commands("/lab", "/bin")
+    assert commands["etcd"] == argv
+    apiserver = commands["kube-apiserver"]
+    assert "--etcd-servers=https://127.0.0.1:12379" in apiserver
+    assert {"--etcd-cafile=/lab/pki/ca.crt", "--etcd-certfile=/lab/pki/apiserver-etcd-client.crt",
+            "--etcd-keyfile=/lab/pki/apiserver-etcd-client.key"} <= set(apiserver)
+    made = {c[c.index("-out") + 1] for c in openssl_commands("/lab/pki") if "-out" in c}
+    assert {"/lab/pki/etcd.crt", "/lab/pki/apiserver-etcd-client.crt"} <= made
+    assert "IP:127.0.0.1" in certificate_extensions()["etcd.ext"]
+
+
+def test_only_this_labs_containerd_shims_are_chosen() -> None:
+    sock = "/var/lib/storbench/lab/k8s/containerd/containerd.sock"
+    shim = ["/usr/bin/containerd-shim-runc-v2", "-namespace", "k8s.io", "-id", "abc", "-address", sock]
+    assert shim_of(shim, "containerd-shim-runc-v2", 0, sock, 0)
+    assert not shim_of(shim, "containerd-shim-runc-v2", 0, sock + ".other", 0)
+    assert not shim_of(shim, "sleep", 0, sock, 0)  # a process that only names itself like a shim
+    assert not shim_of(shim, "containerd-shim-runc-v2", 1000, sock, 0)  # someone else's
+    assert not shim_of(["sh", "-c", f"echo -address {sock}"], "sh", 0, sock, 0)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _get(url: str, context: ssl.SSLContext | None) -> str:
+    with urllib.request.urlopen(url, context=context, timeout=5) as answer:
+        return str(answer.read().decode())
+
+
+@pytest.mark.skipif(shutil.which("etcd") is None or shutil.which("openssl") is None,
+                    reason="needs etcd (Debian's etcd-server) and openssl")
+def test_real_etcd_refuses_clients_without_a_certificate(tmp_path: Path) -> None:
+    pki = tmp_path / "pki"
+    pki.mkdir()
+    for name, text in certificate_extensions().items():
+        (pki / name).write_text(text)
+    for command in openssl_commands(str(pki)):
+        subprocess.run(command, capture_output=True, check=True, timeout=60)
+    client_port, peer_port = _free_port(), _free_port()
+    argv = etcd_command(str(tmp_path), str(pki), client_port, peer_port)
+    log = open(tmp_path / "etcd.log", "wb")  # noqa: SIM115 - closed below
+    etcd = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 30
+        trusted = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+        trusted.load_cert_chain(str(pki / "apiserver-etcd-client.crt"), str(pki / "apiserver-etcd-client.key"))
+        answer = ""
+        while time.time() < deadline and etcd.poll() is None:
+            try:
+                answer = _get(f"https://127.0.0.1:{client_port}/version", trusted)
+                break
+            except (OSError, ssl.SSLError):
+                time.sleep(0.3)
+        assert "etcdserver" in answer, (tmp_path / "etcd.log").read_text()[-500:]
+        # plain HTTP: no answer from the store
+        with pytest.raises((OSError, urllib.error.URLError)):
+            _get(f"http://127.0.0.1:{client_port}/version", None)
+        # TLS without a client certificate: the handshake fails
+        anonymous = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+        with pytest.raises((OSError, ssl.SSLError)):
+            _get(f"https://127.0.0.1:{client_port}/v2/keys", anonymous)
+        # nor the peer port
+        with pytest.raises((OSError, ssl.SSLError)):
+            _get(f"https://127.0.0.1:{peer_port}/members", anonymous)
+    finally:
+        etcd.kill()
+        etcd.wait()
+        log.close()
