@@ -126,3 +126,53 @@ def test_not_a_block_device_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
     plan = write_plan(tmp_path, _plan("/dev/null", "randread", ""))
     code, _, err = run_cli(capsys, "plan", str(plan))
     assert code == 2 and "not a block device" in err
+
+
+def test_device_in_use_rules_beyond_this_mount_namespace() -> None:
+    free = ([(7, 3)], frozenset(), ["/dev/loop3"], frozenset(), [])
+    assert device_in_use(*free) is None
+    assert "ceph-osd (pid 42)" in (device_in_use(*free, open_by=[(42, "ceph-osd")]) or "")
+    lab = device_in_use(*free, loop_backing="/var/lib/storbench/lab/k8s/block-1.img",
+                        lab_roots=["/var/lib/storbench/lab"])
+    assert lab is not None and "storbench lab" in lab
+    assert device_in_use(*free, loop_backing="/srv/disk.img", lab_roots=["/var/lib/storbench/lab"]) is None
+    assert "loop7" in (device_in_use(*free, backs_loops=["loop7"]) or "")
+
+
+@pytest.mark.fio
+def test_a_device_another_process_holds_open_is_refused(loop_device: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """What a Ceph OSD (or a database, or a VM) on the device looks like: a process with it open."""
+    with open(loop_device, "rb") as held:
+        holder = subprocess.Popen(["sleep", "60"], stdin=held)
+    try:
+        plan = write_plan(tmp_path, _plan(loop_device, "randwrite", ", destructive: true"))
+        code, _, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"))
+        assert code == 2 and f"open by sleep (pid {holder.pid})" in err, err
+    finally:
+        holder.kill()
+        holder.wait()
+    assert _first_bytes(loop_device) == MARKER
+
+
+@pytest.mark.fio
+def test_a_device_mounted_in_another_mount_namespace_is_refused(loop_device: str, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    if shutil.which("mkfs.ext4") is None or shutil.which("unshare") is None:
+        pytest.skip("needs mkfs.ext4 and unshare")
+    subprocess.run(["mkfs.ext4", "-q", "-F", loop_device], check=True)
+    mount_point = tmp_path / "mnt"
+    mount_point.mkdir()
+    # the mount exists only inside the new namespace; the sleeping shell keeps that namespace alive
+    inside = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                               f"mount {loop_device} {mount_point} && echo mounted && exec sleep 60"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert inside.stdout is not None and inside.stdout.readline().strip() == "mounted"
+        assert str(mount_point) not in Path("/proc/self/mounts").read_text()  # invisible from here
+        plan = write_plan(tmp_path, _plan(loop_device, "randwrite", ", destructive: true"))
+        code, _, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"))
+        assert code == 2 and "another mount namespace" in err, err
+    finally:
+        inside.kill()
+        inside.wait()

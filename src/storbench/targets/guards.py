@@ -42,13 +42,31 @@ def device_in_use(
     device_paths: Iterable[str],
     swaps: frozenset[str],
     holders: Iterable[str],
+    open_by: Iterable[tuple[int, str]] = (),
+    loop_backing: str = "",
+    lab_roots: Iterable[str] = (),
+    backs_loops: Iterable[str] = (),
 ) -> str | None:
-    """Why a device (with its partitions) is in use, or None. Used for any write to a raw device."""
+    """Why a device (with its partitions) is in use, or None. Used for any write to a raw device.
+
+    ``mounted``: devices mounted in any mount namespace; ``open_by``: (pid, command) of processes that have it
+    open (a Ceph OSD, a database, a VM); ``loop_backing``: the file behind it when it is a loop device, refused
+    when it lies in a storbench lab; ``backs_loops``: loop devices whose backing file is this device."""
     if any(number in mounted for number in device_numbers):
-        return "it (or one of its partitions) is mounted"
+        return "it (or one of its partitions) is mounted (in this or another mount namespace)"
     if any(path in swaps for path in device_paths):
         return "it (or one of its partitions) is an active swap area"
     holder_list = sorted(holders)
     if holder_list:
         return f"it is held by {', '.join(holder_list)} (device-mapper, LVM or RAID)"
+    users = sorted(set(open_by))
+    if users:
+        shown = ", ".join(f"{command} (pid {pid})" for pid, command in users[:3])
+        return f"it is open by {shown}{' and others' if len(users) > 3 else ''}"
+    for root in lab_roots:
+        if loop_backing and (loop_backing == root or loop_backing.startswith(root.rstrip("/") + "/")):
+            return f"it is a loop device of a storbench lab (backed by {loop_backing})"
+    loops = sorted(backs_loops)
+    if loops:
+        return f"it backs loop device {', '.join(loops)}"
     return None

@@ -194,6 +194,63 @@ def _device_numbers(device: Path) -> tuple[list[tuple[int, int]], list[str], lis
     return numbers, paths, holders, size
 
 
+def _mounted_everywhere() -> frozenset[tuple[int, int]]:
+    """Devices mounted in any mount namespace on this machine (a container's or a lab's mounts are invisible in
+    /proc/self/mountinfo): each namespace's mountinfo, read once through one of its processes."""
+    devices: set[tuple[int, int]] = set(parse_mounted_devices(_read("/proc/self/mountinfo")))
+    seen: set[str] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            namespace = os.readlink(entry / "ns" / "mnt")
+        except OSError:
+            continue
+        if namespace in seen:
+            continue
+        seen.add(namespace)
+        devices |= parse_mounted_devices(_read(str(entry / "mountinfo")))
+    return frozenset(devices)
+
+
+def _open_by(numbers: set[tuple[int, int]]) -> list[tuple[int, str]]:
+    """(pid, command) of other processes holding one of these block devices open (a Ceph OSD, a database)."""
+    users = []
+    own = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == own:
+            continue
+        try:
+            fds = list((entry / "fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                st = os.stat(fd)
+            except OSError:
+                continue
+            if stat.S_ISBLK(st.st_mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) in numbers:
+                users.append((int(entry.name), _read(str(entry / "comm")).strip()))
+                break
+    return users
+
+
+def _loop_backing(device: Path) -> str:
+    """The backing file of a loop device, or ''."""
+    return _read(f"/sys/block/{device.resolve().name}/loop/backing_file").strip()
+
+
+def _loops_backed_by(paths: Sequence[str]) -> list[str]:
+    return [loop.parent.parent.name for loop in Path("/sys/block").glob("loop*/loop/backing_file")
+            if _read(str(loop)).strip() in paths]
+
+
+def _lab_roots() -> list[str]:
+    from storbench.lab.ceph import DEFAULT_LAB_DIR
+
+    return [str(DEFAULT_LAB_DIR), "/var/lib/storbench", "/var/tmp/storbench-lab"]
+
+
 def check_block_target(spec: TargetSpec, cases: Sequence[Case], *, where: str = "") -> PreparedTarget:
     """A raw device: it must exist and be a block device; writes need ``destructive: true`` and a device
     that nothing has mounted, swapped on or stacked on top of."""
@@ -214,8 +271,9 @@ def check_block_target(spec: TargetSpec, cases: Sequence[Case], *, where: str = 
                         hint="use kind: path for a directory or a file system")
     numbers, paths, holders, size = _device_numbers(device)
     if any(rw_writes(c.workload.rw) for c in cases):
-        reason = device_in_use(numbers, parse_mounted_devices(_read("/proc/self/mountinfo")), paths,
-                               parse_swap_devices(_read("/proc/swaps")), holders)
+        reason = device_in_use(numbers, _mounted_everywhere(), paths, parse_swap_devices(_read("/proc/swaps")),
+                               holders, open_by=_open_by(set(numbers)), loop_backing=_loop_backing(device),
+                               lab_roots=_lab_roots(), backs_loops=_loops_backed_by(paths))
         if reason:
             raise UserError(f"target '{spec.name}': refusing to write to {device}: {reason}", where=where,
                             hint="unmount it first, or pick another device")
