@@ -1,17 +1,25 @@
 """Kubernetes objects for fio pods on PersistentVolumeClaims. Pure: plain dicts from typed inputs.
 
 No plan value reaches a shell command: the pod's script is a constant; the job file travels in a ConfigMap and
-the start time in an environment variable (a number).
+the start time in an environment variable (a number). The pods are unprivileged: no privilege escalation, no
+capabilities, no service-account token. fio needs none of them: a Block-mode claim reaches the container as a device
+node through `volumeDevices` (allowed by the runtime's device rules, owned by the container's root), a Filesystem
+claim as a mounted directory.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from storbench.fio.jobfile import JobBinding
 from storbench.model import Case, TargetSpec
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "storbench"}
+RUN_LABEL = "storbench/run"
+# fio on a volume device or a mounted claim needs no capability (it runs as the container's root, which owns both);
+# a block device's cache flush (BLKFLSBUF, buffered I/O only) is refused without CAP_SYS_ADMIN: fio warns and goes on.
+CONTAINER_SECURITY: dict[str, object] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 JOB_DIR = "/storbench/jobs"
 DATA_DIR = "/data"
 BLOCK_DEVICE = "/dev/storbench"
@@ -44,6 +52,17 @@ def claim_names(target: TargetSpec, clients: int) -> list[str]:
     return [f"{base}-{index}" for index in range(1, clients + 1)]
 
 
+def run_labels(run_label: str) -> dict[str, str]:
+    """The labels on everything storbench creates in a run."""
+    return {**MANAGED_BY, RUN_LABEL: run_label}
+
+
+def made_for_run(labels: Mapping[str, str] | None, run_label: str) -> bool:
+    """Does an object found in the cluster carry storbench's labels for this run (so storbench may use it)?"""
+    found = labels or {}
+    return all(found.get(key) == value for key, value in run_labels(run_label).items())
+
+
 def claim_manifest(name: str, target: TargetSpec, run_label: str,
                    default_storage_class: str | None = None) -> dict[str, object]:
     spec: dict[str, object] = {
@@ -55,12 +74,12 @@ def claim_manifest(name: str, target: TargetSpec, run_label: str,
     if storage_class:
         spec["storageClassName"] = storage_class
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": name, "labels": {**MANAGED_BY, "storbench/run": run_label}}, "spec": spec}
+            "metadata": {"name": name, "labels": run_labels(run_label)}, "spec": spec}
 
 
 def config_map_manifest(name: str, job_text: str, run_label: str) -> dict[str, object]:
     return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "labels": {**MANAGED_BY, "storbench/run": run_label}},
+            "metadata": {"name": name, "labels": run_labels(run_label)},
             "data": {"job.fio": job_text}}
 
 
@@ -71,15 +90,17 @@ def pod_manifest(plan: PodPlan, target: TargetSpec, start_at_s: int, run_label: 
         "name": "fio", "image": target.container_image, "imagePullPolicy": target.image_pull_policy or "IfNotPresent",
         "command": ["/bin/sh", "-c", POD_SCRIPT], "env": [{"name": "START_AT", "value": str(start_at_s)}],
         "volumeMounts": [{"name": "jobs", "mountPath": JOB_DIR, "readOnly": True}],
-        "securityContext": {"privileged": block},
+        "securityContext": dict(CONTAINER_SECURITY),
     }
     if block:
         container["volumeDevices"] = [{"name": "data", "devicePath": BLOCK_DEVICE}]
     else:
         container["volumeMounts"] = [*container["volumeMounts"], {"name": "data", "mountPath": DATA_DIR}]  # type: ignore[misc]
-    labels = {**MANAGED_BY, "storbench/run": run_label, "storbench/repetition": repetition_label}
+    labels = {**run_labels(run_label), "storbench/repetition": repetition_label}
     spec: dict[str, object] = {
         "restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [container],
+        # fio talks to nothing: no API token for the namespace's service account, no service variables
+        "automountServiceAccountToken": False, "enableServiceLinks": False,
         "volumes": [{"name": "jobs", "configMap": {"name": plan.config_map}},
                     {"name": "data", "persistentVolumeClaim": {"claimName": plan.claim}}],
         "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
@@ -99,7 +120,10 @@ def pod_plans(case: Case, run_label: str, rep_index: int) -> list[PodPlan]:
 
 
 def split_pod_log(log: str) -> tuple[float | None, str, int | None]:
-    """(epoch when fio started, fio's JSON text, fio's exit status) from a pod's log."""
+    """(epoch when fio started, fio's JSON text, fio's exit status) from a pod's log.
+
+    Warnings fio writes before the document are left out: without CAP_SYS_ADMIN it cannot flush a block device's
+    cache and says "fio: cache invalidation of /dev/storbench failed: Permission denied" (buffered I/O only)."""
     started: float | None = None
     exit_status: int | None = None
     json_lines: list[str] = []
@@ -118,8 +142,8 @@ def split_pod_log(log: str) -> tuple[float | None, str, int | None]:
                 exit_status = int(line.split()[1])
             except (IndexError, ValueError):
                 exit_status = None
-        elif in_json:
-            json_lines.append(line)
+        elif in_json and (json_lines or line.startswith("{")):
+            json_lines.append(line)  # from the document's first line: fio writes its warnings to the same file
     return started, "\n".join(json_lines), exit_status
 
 

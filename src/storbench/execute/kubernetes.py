@@ -3,22 +3,28 @@
 Per repetition: a ConfigMap with each client's job file, one pod per client (spread over the nodes) that waits
 for a common start time, fio's JSON read back from the pods' logs, then pods and ConfigMaps deleted. Claims
 (one per client for ReadWriteOnce, one shared for ReadWriteMany) live for the run; the namespace too when
-storbench created it. Everything carries the label app.kubernetes.io/managed-by=storbench.
+storbench created it. Everything carries the label app.kubernetes.io/managed-by=storbench and storbench/run.
+
+storbench deletes only what it made: the pods, config maps, claims and namespace it created in this run. A claim
+that already exists is used only when it carries this run's labels (an earlier attempt of the same run); any other
+claim of the same name is refused, never written to or deleted.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from storbench.errors import UserError
 from storbench.execute.k8s_manifests import (
     MANAGED_BY,
+    RUN_LABEL,
     claim_manifest,
     claim_names,
     config_map_manifest,
+    made_for_run,
     pod_manifest,
     pod_plans,
     split_pod_log,
@@ -60,7 +66,8 @@ class KubernetesExecutor:
         self.namespace = namespace
         self.run_label = run_label
         self.created_namespace = False
-        self.claims: set[str] = set()
+        self.claims: set[str] = set()  # claims this run may use (created, or found with this run's labels)
+        self.created_claims: set[str] = set()  # claims created by this executor: deleted at close
 
     def ensure_namespace(self) -> None:
         from kubernetes.client.exceptions import ApiException
@@ -68,12 +75,19 @@ class KubernetesExecutor:
         core = self.core
         try:
             core.read_namespace(self.namespace)  # type: ignore[attr-defined]
+            return
         except ApiException as error:
             if error.status != 404:
                 raise UserError(f"kubernetes: cannot read namespace {self.namespace}: {error.reason}") from None
+        try:
             core.create_namespace({"apiVersion": "v1", "kind": "Namespace",  # type: ignore[attr-defined]
                                    "metadata": {"name": self.namespace, "labels": dict(MANAGED_BY)}})
-            self.created_namespace = True
+        except ApiException as error:
+            if error.status != 409:  # 409: made meanwhile by someone else, so not storbench's to delete
+                raise UserError(f"kubernetes: cannot create namespace {self.namespace}: {error.reason}",
+                                hint="check the RBAC rules in the README") from None
+            return
+        self.created_namespace = True
 
     def ensure_claims(self, case: Case) -> None:
         from kubernetes.client.exceptions import ApiException
@@ -88,7 +102,24 @@ class KubernetesExecutor:
                 if error.status != 409:
                     raise UserError(f"kubernetes: cannot create claim {name}: {error.reason}",
                                     hint="check the StorageClass and the RBAC rules in the README") from None
+                self._adopt_claim(name)
+            else:
+                self.created_claims.add(name)
             self.claims.add(name)
+
+    def _adopt_claim(self, name: str) -> None:
+        """A claim of this name exists: use it only if storbench made it for this run."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            claim = self.core.read_namespaced_persistent_volume_claim(name, self.namespace)  # type: ignore[attr-defined]
+        except ApiException as error:
+            raise UserError(f"kubernetes: claim {self.namespace}/{name} exists but cannot be read: {error.reason}",
+                            hint="check the RBAC rules in the README") from None
+        if not made_for_run(claim.metadata.labels, self.run_label):
+            raise UserError(f"kubernetes: claim {self.namespace}/{name} already exists and is not storbench's for "
+                            f"this run (no label {RUN_LABEL}={self.run_label}); storbench will not write to it or "
+                            "delete it", hint="rename the target, set another namespace, or remove the claim")
 
     def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float) -> RepetitionOutcome:
         self.ensure_namespace()
@@ -99,18 +130,31 @@ class KubernetesExecutor:
         repetition_label = f"{case.case_id}-{self.run_label}-r{rep_index}"
         started = time.time()
         results: list[PodResult] = []
+        created: list[tuple[str, str]] = []  # (kind, name) made for this repetition, deleted after it
         try:
             for plan, job_text in zip(plans, job_texts, strict=True):
-                self.core.create_namespaced_config_map(  # type: ignore[attr-defined]
-                    self.namespace, config_map_manifest(plan.config_map, job_text, self.run_label))
-                self.core.create_namespaced_pod(  # type: ignore[attr-defined]
-                    self.namespace, pod_manifest(plan, case.target, start_at, self.run_label, repetition_label))
+                self._create("configmap", plan.config_map, created, self.core.create_namespaced_config_map,  # type: ignore[attr-defined]
+                             config_map_manifest(plan.config_map, job_text, self.run_label))
+                self._create("pod", plan.name, created, self.core.create_namespaced_pod,  # type: ignore[attr-defined]
+                             pod_manifest(plan, case.target, start_at, self.run_label, repetition_label))
             results = self._wait(plans, deadline=started + start_budget + timeout_s)
         finally:
-            self._delete(plans)
+            self._delete(created)
         finished = time.time()
         return judge_pods(case, results, len(plans), job_text="\n".join(job_texts), started_at_s=started,
                           finished_at_s=finished, timeout_s=start_budget + timeout_s)
+
+    def _create(self, kind: str, name: str, created: list[tuple[str, str]], creator: Callable[..., object],
+                manifest: dict[str, object]) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            creator(self.namespace, manifest)
+        except ApiException as error:
+            already = " (one of that name exists and is not storbench's to replace)" if error.status == 409 else ""
+            raise UserError(f"kubernetes: cannot create {kind} {self.namespace}/{name}: {error.reason}{already}",
+                            hint="check the RBAC rules in the README, or run `storbench k8s cleanup`") from None
+        created.append((kind, name))
 
     def _wait(self, plans: Sequence[object], deadline: float) -> list[PodResult]:
         names = [p.name for p in plans]  # type: ignore[attr-defined]
@@ -136,23 +180,27 @@ class KubernetesExecutor:
             results.append(PodResult(pod=name, node=node, phase=phase, log=log))
         return results
 
-    def _delete(self, plans: Sequence[object]) -> None:
-        for plan in plans:
+    def _delete(self, created: Sequence[tuple[str, str]]) -> None:
+        """Delete the pods and config maps this repetition created (and nothing else)."""
+        for kind, name in reversed(created):
             with contextlib.suppress(Exception):
-                self.core.delete_namespaced_pod(plan.name, self.namespace,  # type: ignore[attr-defined]
-                                                grace_period_seconds=0)
-            with contextlib.suppress(Exception):
-                self.core.delete_namespaced_config_map(plan.config_map, self.namespace)  # type: ignore[attr-defined]
+                if kind == "pod":
+                    self.core.delete_namespaced_pod(name, self.namespace,  # type: ignore[attr-defined]
+                                                    grace_period_seconds=0)
+                else:
+                    self.core.delete_namespaced_config_map(name, self.namespace)  # type: ignore[attr-defined]
 
     def close(self) -> None:
-        """Delete the claims (and the namespace if storbench made it)."""
-        for name in self.claims:
+        """Delete the claims this executor created (and the namespace if it created it)."""
+        for name in sorted(self.created_claims):
             with contextlib.suppress(Exception):
                 self.core.delete_namespaced_persistent_volume_claim(name, self.namespace)  # type: ignore[attr-defined]
         if self.created_namespace:
             with contextlib.suppress(Exception):
                 self.core.delete_namespace(self.namespace)  # type: ignore[attr-defined]
         self.claims.clear()
+        self.created_claims.clear()
+        self.created_namespace = False
 
 
 def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_text: str, started_at_s: float,

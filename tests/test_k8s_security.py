@@ -1,0 +1,286 @@
+"""Kubernetes with a plan from someone else, run as root: unprivileged pods, no kubeconfig from a plan, and only
+storbench's own objects used or deleted. The cluster is a fake CoreV1Api (the real one: scripts/k8s-e2e.sh)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from helpers import inside, run_cli, write_plan
+from storbench.errors import UserError
+from storbench.execute.k8s_manifests import pod_manifest, pod_plans
+from storbench.execute.kubernetes import KubernetesExecutor
+from storbench.model import Case, Status, TargetSpec, WorkloadPoint
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def run_labels(run_label: str) -> dict[str, str]:
+    return {"app.kubernetes.io/managed-by": "storbench", "storbench/run": run_label}
+
+
+def pvc_case(volume_mode: str = "Filesystem", clients: int = 2, access_mode: str = "ReadWriteOnce") -> Case:
+    target = TargetSpec("fast_ssd", "pvc", size_bytes=1 << 30, destructive=True, access_mode=access_mode,
+                        volume_mode=volume_mode, namespace="bench", container_image="registry.example/fio:3.33",
+                        start_budget_s=1.0)
+    return Case("c0ffee123456", target, WorkloadPoint("randread", 4096, 8, 1, 5.0, 1.0, True, "libaio"),
+                clients=clients)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The pods
+
+
+@pytest.mark.parametrize("volume_mode", ["Block", "Filesystem"])
+def test_fio_pods_are_unprivileged_without_capabilities_or_an_api_token(volume_mode: str) -> None:
+    case = pvc_case(volume_mode)
+    pod = pod_manifest(pod_plans(case, "run7", 1)[0], case.target, 1, "run7", "rep")
+    spec = pod["spec"]
+    container = spec["containers"][0]  # type: ignore[index]
+    security = container["securityContext"]
+    assert "privileged" not in security  # volumeDevices gives the pod its device without it
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert spec["automountServiceAccountToken"] is False  # type: ignore[index]
+    assert "hostNetwork" not in spec and "hostPID" not in spec and "hostIPC" not in spec  # type: ignore[operator]
+    assert [v for v in spec["volumes"] if "hostPath" in v] == []  # type: ignore[index]
+    if volume_mode == "Block":
+        assert container["volumeDevices"] == [{"name": "data", "devicePath": "/dev/storbench"}]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The kubeconfig
+
+EXEC_KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: 'https://127.0.0.1:1'}
+users:
+- name: u
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: /bin/sh
+      args: [-c, 'touch MARKER; echo {}']
+      interactiveMode: Never
+contexts:
+- name: x
+  context: {cluster: c, user: u}
+current-context: x
+"""
+
+
+@pytest.mark.parametrize("command", ["plan", "run"])
+def test_a_plan_cannot_name_a_kubeconfig_so_its_exec_plugin_never_runs(command: str, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    marker = tmp_path / "plugin-ran"
+    (tmp_path / "evil.kubeconfig").write_text(EXEC_KUBECONFIG.replace("MARKER", str(marker)))
+    plan = write_plan(tmp_path, "name: k\ntargets:\n  sc: {kind: pvc, size: 1GiB, kubeconfig: evil.kubeconfig}\n"
+                                "workload:\n  rw: randread\n  runtime: 1s\nrepeat: 1\n")
+    argv = [command, str(plan)] + (["--db", str(tmp_path / "r.db")] if command == "run" else [])
+    with inside(tmp_path):
+        code, _, err = run_cli(capsys, *argv)
+    assert code == 2 and "kubeconfig is not taken from a plan" in err and len(err.strip().splitlines()) == 1, err
+    assert ":3:" in err or "targets.sc.kubeconfig" in err  # names the place
+    assert not marker.exists()
+
+
+def test_a_plan_without_kubeconfig_still_loads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, "name: k\ntargets:\n  sc: {kind: pvc, size: 1GiB, kubeconfig: null}\n"
+                                "workload:\n  rw: randread\n")
+    code, out, err = run_cli(capsys, "plan", str(plan))
+    assert code == 0, out + err
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Only storbench's own objects: a fake cluster
+
+
+class FakeCore:
+    """The CoreV1Api calls the executor makes, over dicts; every call is recorded."""
+
+    def __init__(self, namespaces: dict[str, dict[str, str]] | None = None,
+                 claims: dict[str, dict[str, str]] | None = None,
+                 config_maps: dict[str, dict[str, str]] | None = None, log: str = "") -> None:
+        self.namespaces = dict(namespaces or {})
+        self.claims = dict(claims or {})
+        self.config_maps = dict(config_maps or {})
+        self.pods: dict[str, dict[str, str]] = {}
+        self.log = log
+        self.calls: list[tuple[str, str]] = []
+
+    @staticmethod
+    def _labels(manifest: dict[str, object]) -> dict[str, str]:
+        return dict(manifest["metadata"].get("labels", {}))  # type: ignore[attr-defined]
+
+    def _create(self, store: dict[str, dict[str, str]], call: str, manifest: dict[str, object]) -> object:
+        name = manifest["metadata"]["name"]  # type: ignore[index]
+        self.calls.append((call, name))
+        if name in store:
+            raise ApiException(status=409, reason="Conflict")
+        store[name] = self._labels(manifest)
+        return manifest
+
+    def _read(self, store: dict[str, dict[str, str]], call: str, name: str) -> object:
+        self.calls.append((call, name))
+        if name not in store:
+            raise ApiException(status=404, reason="Not Found")
+        return SimpleNamespace(metadata=SimpleNamespace(name=name, labels=store[name] or None))
+
+    def _remove(self, store: dict[str, dict[str, str]], call: str, name: str) -> None:
+        self.calls.append((call, name))
+        if name not in store:
+            raise ApiException(status=404, reason="Not Found")
+        del store[name]
+
+    def read_namespace(self, name: str) -> object:
+        return self._read(self.namespaces, "read_namespace", name)
+
+    def create_namespace(self, manifest: dict[str, object]) -> object:
+        return self._create(self.namespaces, "create_namespace", manifest)
+
+    def delete_namespace(self, name: str) -> None:
+        self._remove(self.namespaces, "delete_namespace", name)
+
+    def create_namespaced_persistent_volume_claim(self, namespace: str, manifest: dict[str, object]) -> object:
+        return self._create(self.claims, "create_claim", manifest)
+
+    def read_namespaced_persistent_volume_claim(self, name: str, namespace: str) -> object:
+        return self._read(self.claims, "read_claim", name)
+
+    def delete_namespaced_persistent_volume_claim(self, name: str, namespace: str) -> None:
+        self._remove(self.claims, "delete_claim", name)
+
+    def create_namespaced_config_map(self, namespace: str, manifest: dict[str, object]) -> object:
+        return self._create(self.config_maps, "create_configmap", manifest)
+
+    def delete_namespaced_config_map(self, name: str, namespace: str) -> None:
+        self._remove(self.config_maps, "delete_configmap", name)
+
+    def create_namespaced_pod(self, namespace: str, manifest: dict[str, object]) -> object:
+        return self._create(self.pods, "create_pod", manifest)
+
+    def delete_namespaced_pod(self, name: str, namespace: str, grace_period_seconds: int = 30) -> None:
+        self._remove(self.pods, "delete_pod", name)
+
+    def list_namespaced_pod(self, namespace: str, label_selector: str = "") -> object:
+        return SimpleNamespace(items=[
+            SimpleNamespace(metadata=SimpleNamespace(name=name), status=SimpleNamespace(phase="Succeeded"),
+                            spec=SimpleNamespace(node_name="node-a")) for name in self.pods])
+
+    def read_namespaced_pod_log(self, name: str, namespace: str) -> str:
+        return self.log
+
+    def deleted(self) -> list[tuple[str, str]]:
+        return [call for call in self.calls if call[0].startswith("delete_")]
+
+
+Make = Callable[..., KubernetesExecutor]
+
+
+@pytest.fixture
+def executor(monkeypatch: pytest.MonkeyPatch) -> Make:
+    def make(core: FakeCore, namespace: str = "bench") -> KubernetesExecutor:
+        monkeypatch.setattr("storbench.execute.kubernetes._client", lambda kubeconfig: core)
+        return KubernetesExecutor(None, namespace, "run7")
+
+    return make
+
+
+def test_labels_for_this_run_are_needed_to_use_an_object() -> None:
+    from storbench.execute.k8s_manifests import made_for_run
+
+    assert made_for_run(run_labels("run7"), "run7")
+    assert not made_for_run(run_labels("run8"), "run7")
+    assert not made_for_run({"storbench/run": "run7"}, "run7")  # not managed by storbench
+    assert not made_for_run(None, "run7") and not made_for_run({}, "run7")
+
+
+def test_someone_elses_claim_of_the_same_name_is_refused_and_left_alone(executor: Make) -> None:
+    core = FakeCore(namespaces={"bench": {}}, claims={"sb-fast-ssd-1": {"app": "postgres"}})
+    pods = executor(core)
+    pods.ensure_namespace()
+    with pytest.raises(UserError) as raised:
+        pods.ensure_claims(pvc_case())
+    assert "claim bench/sb-fast-ssd-1 already exists and is not storbench's" in raised.value.one_line()
+    assert len(raised.value.one_line().splitlines()) == 1
+    pods.close()
+    assert core.deleted() == []
+    assert "sb-fast-ssd-1" in core.claims and "bench" in core.namespaces
+
+
+def test_a_claim_of_another_run_is_refused_too(executor: Make) -> None:
+    core = FakeCore(namespaces={"bench": {}}, claims={"sb-fast-ssd": run_labels("run6")})
+    with pytest.raises(UserError, match="not storbench's for this run"):
+        executor(core).ensure_claims(pvc_case(access_mode="ReadWriteMany"))
+
+
+def test_a_claim_made_for_this_run_is_used_but_only_created_ones_are_deleted(executor: Make) -> None:
+    core = FakeCore(namespaces={"bench": {}}, claims={"sb-fast-ssd-1": run_labels("run7")})
+    pods = executor(core)
+    pods.ensure_namespace()
+    pods.ensure_claims(pvc_case())
+    assert pods.claims == {"sb-fast-ssd-1", "sb-fast-ssd-2"}
+    pods.close()
+    # the namespace existed before; sb-fast-ssd-1 was found, not made: only sb-fast-ssd-2 goes
+    assert core.deleted() == [("delete_claim", "sb-fast-ssd-2")]
+    assert set(core.namespaces) == {"bench"}
+
+
+def test_a_namespace_storbench_made_is_removed_with_its_claims(executor: Make) -> None:
+    core = FakeCore()
+    pods = executor(core, "fresh")
+    pods.ensure_namespace()
+    pods.ensure_claims(pvc_case(clients=1))
+    assert core.namespaces["fresh"] == {"app.kubernetes.io/managed-by": "storbench"}
+    pods.close()
+    assert core.deleted() == [("delete_claim", "sb-fast-ssd-1"), ("delete_namespace", "fresh")]
+    assert core.namespaces == {} and core.claims == {}
+
+
+def test_a_repetition_deletes_its_own_pods_and_config_maps(executor: Make) -> None:
+    fio_json = (FIXTURES / "randrw-numjobs2.jsonplus.json").read_text()
+    log = f"STORBENCH-START 1\nSTORBENCH-FIO-JSON\n{fio_json}\nSTORBENCH-EXIT 0\n"
+    core = FakeCore(namespaces={"bench": {}}, log=log)
+    case = Case("c1", pvc_case().target, WorkloadPoint("randrw", 4096, 8, 2, 1.0, 0.0, True, "libaio", 70),
+                clients=2)
+    pods = executor(core)
+    outcome = pods.run_case(case, ["[a]\n", "[b]\n"], 1, timeout_s=5.0)
+    assert outcome.status == Status.OK, outcome.error
+    assert core.pods == {} and core.config_maps == {}
+    assert sorted(kind for kind, _ in core.deleted()) == ["delete_configmap"] * 2 + ["delete_pod"] * 2
+    pods.close()
+    assert core.claims == {}
+
+
+def test_a_config_map_of_the_same_name_is_not_replaced_or_deleted(executor: Make) -> None:
+    case = pvc_case()
+    plans = pod_plans(case, "run7", 1)
+    theirs = plans[1].config_map
+    core = FakeCore(namespaces={"bench": {}}, config_maps={theirs: {"app": "theirs"}})
+    pods = executor(core)
+    with pytest.raises(UserError) as raised:
+        pods.run_case(case, ["[a]\n", "[b]\n"], 1, timeout_s=5.0)
+    assert f"cannot create configmap bench/{theirs}" in raised.value.one_line()
+    # the first client's config map and pod were made and are gone; the other config map stays
+    assert core.config_maps == {theirs: {"app": "theirs"}} and core.pods == {}
+    assert ("delete_configmap", theirs) not in core.deleted()
+
+
+def test_fio_warnings_before_the_json_do_not_hide_an_unprivileged_pods_result() -> None:
+    from storbench.execute.k8s_manifests import split_pod_log
+    from storbench.fio.parse import parse_fio_json
+
+    # what fio 3.33 writes to --output as root without capabilities, buffered, on a block device
+    warning = "fio: cache invalidation of /dev/storbench failed: Permission denied\n"
+    fio_json = (FIXTURES / "randrw-numjobs2.jsonplus.json").read_text()
+    log = f"STORBENCH-START 5\nSTORBENCH-FIO-JSON\n{warning * 3}{fio_json}\nSTORBENCH-EXIT 0\n"
+    started, text, status = split_pod_log(log)
+    assert (started, status) == (5.0, 0)
+    assert parse_fio_json(text).jobs
