@@ -284,3 +284,12 @@ def test_fio_warnings_before_the_json_do_not_hide_an_unprivileged_pods_result() 
     started, text, status = split_pod_log(log)
     assert (started, status) == (5.0, 0)
     assert parse_fio_json(text).jobs
+
+
+def test_run_labels_differ_between_results_databases_and_stay_on_resume() -> None:
+    from storbench.orchestrate import run_label
+
+    assert run_label(1, "host-a", "/srv/a.db") == run_label(1, "host-a", "/srv/a.db")
+    assert run_label(1, "host-a", "/srv/a.db") != run_label(1, "host-a", "/srv/b.db")
+    assert run_label(1, "host-a", "/srv/a.db") != run_label(1, "host-b", "/srv/a.db")
+    assert run_label(1, "host-a", "/srv/a.db").startswith("run1-")

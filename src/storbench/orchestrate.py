@@ -314,7 +314,7 @@ def run_plan(
     with client_hosts(loaded, caps, observer, keep=keep_lab) as servers, \
             kubernetes_lab(loaded, caps, observer, keep=keep_lab) as k8s_lab:
         hosts_executor = HostsExecutor(caps.binary) if servers else None
-        pods = PodExecutors(run_id, k8s_lab)
+        pods = PodExecutors(run_label(run_id, platform.node(), store.path), k8s_lab)
         try:
             for lab, items in group_by_lab(todo):
                 failed += _run_group(loaded, lab, items, checked, store, executor, hosts_executor, servers, observer,
@@ -355,11 +355,18 @@ def client_hosts(loaded: LoadedPlan, caps: FioCapabilities, observer: RunObserve
             observer.lab_event("hosts lab: torn down")
 
 
+def run_label(run_id: int, host: str, db_path: str) -> str:
+    """The label of everything a run creates in a cluster: the run id alone repeats across results databases
+    (two operators' "run 1"), so a token of this machine and database is added; a resumed run keeps it."""
+    token = hashlib.sha256(f"{host}:{os.path.realpath(db_path)}".encode()).hexdigest()[:8]
+    return f"run{run_id}-{token}"
+
+
 class PodExecutors:
     """One Kubernetes executor per pvc target, made on first use; `close` removes their claims."""
 
-    def __init__(self, run_id: int, k8s_lab: K8sLabInfo | None) -> None:
-        self.run_label = f"run{run_id}"
+    def __init__(self, label: str, k8s_lab: K8sLabInfo | None) -> None:
+        self.run_label = label
         self.k8s_lab = k8s_lab
         self.executors: dict[str, KubernetesExecutor] = {}
 
