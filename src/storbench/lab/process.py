@@ -47,7 +47,9 @@ def alive(pid: int) -> bool:
 
 
 def pids_with(marker: str) -> list[int]:
-    """Processes whose command line contains ``marker`` (e.g. the lab's directory)."""
+    """Processes whose command line contains ``marker`` (e.g. the lab's directory). For tests' checks that
+    nothing is left running: a command line is anyone's to choose, so the labs never kill by it (they kill
+    the daemons recorded in lab.labdir)."""
     found = []
     own = os.getpid()
     for entry in Path("/proc").iterdir():
