@@ -7,7 +7,8 @@
 #   --k8s    adds what the single-node Kubernetes lab runs on: etcd, containerd, runc, CNI plugins, busybox
 #            (for the fio image) and gcc (for the pause image); the Kubernetes binaries themselves come from
 #            scripts/build-kubernetes.sh
-#   --labs   adds Ceph (mon, mgr, osd, mds, fuse, rbd) and nfs-ganesha for `storbench lab ceph|nfs`, and
+#   --labs   adds Ceph (mon, mgr, osd, mds, fuse, rbd), nfs-ganesha and nftables (the hosts lab's firewall) for
+#            `storbench lab ceph|nfs|hosts`, and
 #            builds a fio with the nfs engine (scripts/build-fio-nfs.sh, cached after the first time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +30,7 @@ packages=(fio python3 python3-venv ca-certificates)
 ((k8s)) && packages+=(etcd-server containerd runc containernetworking-plugins busybox-static gcc libc6-dev \
   iptables openssl util-linux iproute2)
 ((labs)) && packages+=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common nfs-ganesha nfs-ganesha-vfs \
-  rpcbind iproute2)
+  rpcbind iproute2 nftables)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
