@@ -654,7 +654,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("compare", help="baseline vs candidate per matching point: change with 95% CI and a verdict")
+    p = sub.add_parser("compare", help="baseline vs candidate per matching point: change with 95%% CI and a verdict")
     db_option(p)
     p.add_argument("--baseline", required=True, metavar="SELECTOR",
                    help="a run number, or KEY=VALUE[,KEY=VALUE]: run=3, target=a, tag=before, bs=4k ...")
