@@ -62,7 +62,7 @@ def plan_reference_markdown() -> str:
     out = [
         "# Plan reference",
         "",
-        "Generated from storbench's schema (`src/storbench/config.py`); a test keeps it current.",
+        "Generated from storbench's schema (`src/storbench/config/schema.py`); a test keeps it current.",
         "Sizes: `4k`, `64KiB`, `1m`, `256MiB`, `2g` (powers of 1024, as fio). Durations: `5s`, `500ms`, `2m`.",
         "Unknown keys are errors, with a \"did you mean\" hint.",
         "",

@@ -1,0 +1,171 @@
+"""Cross-field rules of a plan: what the schema of one key cannot see (clients against hosts, targets
+against the lab, fio options against the allow-list and the engine). Pure: each raises ``UserError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from storbench.config.schema import (
+    FIO_OPTION_NAME_RE,
+    MANAGED_FIO_OPTIONS,
+    BlockTargetConfig,
+    CephfsTargetConfig,
+    FioScalar,
+    NfsTargetConfig,
+    PathTargetConfig,
+    PlanConfig,
+    PvcTargetConfig,
+    RbdTargetConfig,
+    fio_value_text,
+)
+from storbench.config.source import PlanSource
+from storbench.errors import UserError, did_you_mean
+from storbench.fio.allowlist import (
+    ALLOWED_FIO_OPTIONS,
+    ENGINES_BY_TARGET_KIND,
+    engine_option_refusal,
+    engine_refusal,
+    refusal_reason,
+    value_refusal,
+)
+from storbench.fio.jobfile import is_safe_job_value
+from storbench.model import rw_writes
+
+
+def _check_clients(config: PlanConfig, source: PlanSource) -> None:
+    lab_hosts = config.lab.hosts if config.lab else None
+    if lab_hosts is not None and config.hosts is not None:
+        raise UserError("the plan names both hosts and a hosts lab", where=source.where(("hosts",)),
+                        hint="keep one: real servers (hosts) or network-namespace hosts (lab.hosts)")
+    available = len(config.hosts.servers) if config.hosts else lab_hosts.count if lab_hosts else 1
+    most = max(config.clients)
+    pods_only = all(isinstance(t, PvcTargetConfig) for t in config.targets.values())
+    for name, target in config.targets.items():
+        if isinstance(target, PvcTargetConfig):
+            if config.hosts is not None or lab_hosts is not None:
+                raise UserError(f"target '{name}' runs in pods: it takes no hosts", where=source.where(("hosts",)),
+                                hint="clients of a pvc target are pods; drop hosts")
+            writes = any(rw_writes(rw) for rw in config.workload.rw)
+            if target.volume_mode == "Block" and writes and not target.destructive:
+                raise UserError(f"target '{name}' writes to a raw Block volume", where=source.where(
+                    ("targets", name)), hint="set destructive: true if the volume's data may be destroyed")
+    if pods_only:
+        return
+    if most > available:
+        where = source.where(("clients",))
+        if config.hosts is None and lab_hosts is None:
+            raise UserError(f"clients: {most} needs {most} fio servers, and the plan names none", where=where,
+                            hint="add `hosts: {servers: [...]}` or `lab: {hosts: {count: N}}`")
+        raise UserError(f"clients: {most} needs {most} fio servers, the plan has {available}", where=where,
+                        hint="add servers, or lower clients")
+    if config.hosts is not None or lab_hosts is not None:
+        for name, target in config.targets.items():
+            if not isinstance(target, PathTargetConfig | BlockTargetConfig | CephfsTargetConfig | RbdTargetConfig):
+                raise UserError(f"target '{name}' ({target.kind}) cannot run on fio servers yet",
+                                where=source.where(("targets", name)),
+                                hint="use a path, block, cephfs or rbd target")
+    if config.hosts is not None and config.lab is not None and config.lab.ceph is not None:
+        raise UserError("the plan's Ceph lab cannot be reached from real fio servers", where=source.where(("hosts",)),
+                        hint="use `lab: {hosts: {count: N}}` for clients beside a Ceph lab, or point the rbd "
+                        "target's conf at a real cluster")
+    if config.hosts is not None:
+        _check_remote_targets(config, source)
+
+
+def _check_remote_targets(config: PlanConfig, source: PlanSource) -> None:
+    """Targets on real fio servers are on other machines: nothing about them can be checked from here, so a
+    directory must be absolute (a relative one resolves in each server's working directory) and a raw device
+    is only read (whether it is mounted on a server cannot be seen from here)."""
+    writes = any(rw_writes(rw) for rw in config.workload.rw)
+    for name, target in config.targets.items():
+        where = source.where(("targets", name))
+        if isinstance(target, PathTargetConfig | CephfsTargetConfig):
+            if target.path is None or not target.path.startswith("/"):
+                raise UserError(f"target '{name}' runs on fio servers: its path must be absolute", where=where,
+                                hint="give the directory as the servers see it, e.g. /mnt/cephfs/storbench")
+        elif isinstance(target, BlockTargetConfig) and writes:
+            raise UserError(f"target '{name}' would write to a raw device on fio servers", where=where,
+                            hint="storbench cannot see what is mounted on another machine; measure the device "
+                            "with reads only, or run storbench on that machine")
+
+
+def _check_lab(config: PlanConfig, source: PlanSource) -> None:
+    _check_clients(config, source)
+    ceph = config.lab.ceph if config.lab else None
+    nfs = config.lab.nfs if config.lab else None
+    for name, target in config.targets.items():
+        if isinstance(target, NfsTargetConfig) and target.url is None and nfs is None:
+            raise UserError(f"target '{name}' has no url and the plan has no NFS lab", where=source.where(
+                ("targets", name)), hint="give url: nfs://server/export, or add `lab: {nfs: {}}`")
+        if isinstance(target, CephfsTargetConfig) and target.path is None and not (ceph and ceph.cephfs):
+            raise UserError(f"target '{name}' has no path and the plan's Ceph lab mounts no CephFS",
+                            where=source.where(("targets", name)),
+                            hint="give path: (a mounted CephFS directory), or set lab.ceph.cephfs: true")
+    rbd_targets = [n for n, t in config.targets.items() if isinstance(t, RbdTargetConfig)]
+    if ceph is None:
+        return
+    for size in ceph.pool_size:
+        if size > min(ceph.osds):
+            raise UserError(f"pool_size {size} needs at least {size} OSDs, the sweep has {min(ceph.osds)}",
+                            where=source.where(("lab", "ceph", "pool_size")),
+                            hint="raise osds, or exclude the combination")
+    for name in rbd_targets:
+        target = config.targets[name]
+        assert isinstance(target, RbdTargetConfig)
+        if target.conf is not None:
+            raise UserError(f"target '{name}' names a conf, but the plan brings up its own Ceph lab",
+                            where=source.where(("targets", name, "conf")), hint="drop conf: the lab's is used")
+
+
+def check_fio_options(options: Mapping[str, FioScalar | list[FioScalar]], source: PlanSource) -> None:
+    """Pass-through fio options: on the allow-list of options that only shape the I/O (fio/allowlist.py), not one
+    storbench manages, and every value in that option's grammar."""
+    for name, value in options.items():
+        where = source.where(("workload", "fio", name))
+        if not FIO_OPTION_NAME_RE.fullmatch(name):
+            raise UserError(f"{name!r} is not a fio option name", where=where)
+        if name in MANAGED_FIO_OPTIONS:
+            raise UserError(
+                f"fio option '{name}' is set by storbench", where=where, hint=f"use {MANAGED_FIO_OPTIONS[name]}"
+            )
+        if name not in ALLOWED_FIO_OPTIONS:
+            close = did_you_mean(name, list(ALLOWED_FIO_OPTIONS))
+            raise UserError(f"fio option '{name}' {refusal_reason(name)}", where=where,
+                            hint=(f"{close}; " if close else "") + "it is not allowed in a plan; the allowed "
+                            "options are in docs/plan-reference.md (`workload.fio`)")
+        values = value if isinstance(value, list) else [value]
+        if not values:
+            raise UserError("an empty list sweeps nothing", where=where, hint="give at least one value")
+        texts = [fio_value_text(item) for item in values]
+        if len(set(texts)) != len(texts):
+            raise UserError("a value is listed twice", where=where, hint="remove the duplicate")
+        for text in texts:
+            if not is_safe_job_value(text):
+                raise UserError(
+                    f"value {text!r} has characters that could change the fio job file",
+                    where=where,
+                    hint="newlines, $, ;, #, [, ], quotes and backslashes are refused",
+                )
+            refusal = value_refusal(name, text)
+            if refusal:
+                raise UserError(refusal, where=where, hint="see docs/plan-reference.md, `workload.fio`")
+
+
+def _check_engines(config: PlanConfig, source: PlanSource) -> None:
+    """Each target kind has its engines (rbd and nfs targets always use theirs); engine options only with
+    their engine."""
+    for name, target in config.targets.items():
+        engines = [target.kind] if target.kind in ("rbd", "nfs") else config.workload.ioengine
+        for engine in engines:
+            refusal = engine_refusal(engine, target.kind)
+            if refusal:
+                raise UserError(f"target '{name}': {refusal}", where=source.where(("workload", "ioengine")),
+                                hint=did_you_mean(engine, list(ENGINES_BY_TARGET_KIND[target.kind])) or
+                                "storbench sets the engine of rbd and nfs targets itself; files and devices take "
+                                "a local engine")
+            for option in config.workload.fio:
+                refusal = engine_option_refusal(option, engine)
+                if refusal:
+                    raise UserError(f"target '{name}': {refusal}", where=source.where(("workload", "fio", option)),
+                                    hint="drop it, or sweep only that ioengine")

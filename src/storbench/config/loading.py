@@ -1,0 +1,222 @@
+"""Plan files: YAML -> a validated, typed ``PlanConfig``.
+
+Every problem becomes one ``UserError`` that names the file, the line and the key path, says what
+is wrong and, where it can, how to fix it ("did you mean 'iodepth'?"). Pure: takes text, returns data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ValidationError,
+)
+
+from storbench.config.checks import _check_engines, _check_lab, check_fio_options
+from storbench.config.schema import (
+    SAFE_NAME_RE,
+    TARGET_KINDS,
+    CephLabConfig,
+    HostsConfig,
+    HostsLabConfig,
+    K8sLabConfig,
+    LabConfig,
+    NfsLabConfig,
+    PlanConfig,
+    PrometheusConfig,
+    TelemetryConfig,
+    WorkloadConfig,
+    _target_tag,
+)
+from storbench.config.source import KeyPath, PlanSource, format_key_path
+from storbench.errors import UserError, did_you_mean
+
+
+@dataclass(frozen=True)
+class LoadedPlan:
+    config: PlanConfig
+    source: PlanSource
+
+
+def _key_lines(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], source: str) -> None:
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            child = (*path, key)
+            if key in seen:
+                raise UserError(
+                    f"key '{key}' appears twice",
+                    where=f"{source}:{key_node.start_mark.line + 1}: {format_key_path(child)}",
+                    hint="remove one of them",
+                )
+            seen.add(key)
+            lines[child] = key_node.start_mark.line + 1
+            _key_lines(value_node, child, lines, source)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _key_lines(item, (*path, index), lines, source)
+
+
+def _model_at(key_path: KeyPath, data: object) -> type[BaseModel] | None:
+    """The schema model that owns the mapping at ``key_path`` (for "did you mean")."""
+    if not key_path:
+        return PlanConfig
+    if key_path == ("workload",):
+        return WorkloadConfig
+    if key_path == ("lab",):
+        return LabConfig
+    if key_path == ("lab", "ceph"):
+        return CephLabConfig
+    if key_path == ("lab", "nfs"):
+        return NfsLabConfig
+    if key_path == ("hosts",):
+        return HostsConfig
+    if key_path == ("lab", "hosts"):
+        return HostsLabConfig
+    if key_path == ("lab", "k8s"):
+        return K8sLabConfig
+    if key_path == ("telemetry",):
+        return TelemetryConfig
+    if key_path == ("telemetry", "prometheus"):
+        return PrometheusConfig
+    if len(key_path) == 2 and key_path[0] == "targets" and isinstance(data, Mapping):
+        targets = data.get("targets")
+        if isinstance(targets, Mapping):
+            target = targets.get(key_path[1])
+            if isinstance(target, Mapping) and target.get("kind") in TARGET_KINDS:
+                return TARGET_KINDS[str(target.get("kind"))]
+    return None
+
+
+_PREFIXES = ("Value error, ", "Assertion failed, ")
+
+
+def _translate(error: Mapping[str, object], data: object, source: PlanSource) -> UserError:
+    raw_loc = error.get("loc", ())
+    loc: KeyPath = tuple(p for p in raw_loc if isinstance(p, str | int)) if isinstance(raw_loc, tuple) else ()
+    kind = str(error.get("type", ""))
+    message = str(error.get("msg", "invalid value"))
+    for prefix in _PREFIXES:
+        message = message.removeprefix(prefix)
+    # pydantic puts the union tag into the location of a target's fields; people never wrote it.
+    if len(loc) >= 3 and loc[0] == "targets" and loc[2] in TARGET_KINDS:
+        loc = (*loc[:2], *loc[3:])
+    loc = _written_location(data, loc, keep_missing_key=kind == "missing")
+    hint = ""
+    if kind == "extra_forbidden":
+        parent, key = loc[:-1], str(loc[-1])
+        model = _model_at(parent, data)
+        message = f"unknown key '{key}'"
+        if model is not None:
+            hint = did_you_mean(key, list(model.model_fields)) or "known keys: " + ", ".join(model.model_fields)
+    elif kind == "missing":
+        message = f"required key '{loc[-1]}' is missing"
+        model = _model_at(loc[:-1], data)
+        field = model.model_fields.get(str(loc[-1])) if model else None
+        if field is not None and field.description:
+            hint = f"add it: {field.description[0].lower()}{field.description[1:]}"
+    elif kind == "target_kind":
+        tag = _target_tag(_lookup(data, loc))
+        message = f"unknown target kind {tag!r}" if tag else "the target has no 'kind'"
+        hint = did_you_mean(tag or "", list(TARGET_KINDS)) or "kinds: " + ", ".join(TARGET_KINDS)
+    elif kind == "literal_error":
+        ctx = error.get("ctx")
+        expected = str(ctx.get("expected", "")) if isinstance(ctx, Mapping) else ""
+        given = error.get("input")
+        message = f"{given!r} is not allowed"
+        choices = re.findall(r"'([^']+)'", expected)
+        hint = (did_you_mean(str(given), choices) if isinstance(given, str) else "") or f"one of: {expected}"
+    elif kind in ("model_type", "model_attributes_type", "dict_type"):
+        message = f"expected a mapping of keys, got {error.get('input')!r}"
+        model = _model_at(loc, data)
+        if model is not None:
+            hint = "keys: " + ", ".join(model.model_fields)
+    elif kind in ("int_parsing", "int_type", "bool_parsing", "bool_type", "string_type", "list_type", "float_parsing",
+                  "float_type"):
+        message = f"{message}, got {error.get('input')!r}"
+    elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        message = f"{message}, got {error.get('input')!r}"
+    return UserError(message, where=source.where(loc), hint=hint)
+
+
+def _written_location(data: object, loc: KeyPath, *, keep_missing_key: bool) -> KeyPath:
+    """The location as the user wrote it: pydantic adds union tags ('path', 'str', ...) and the index 0 of
+    sweep values we wrapped in a list. Keep only parts that exist in the data, and a final missing key."""
+    kept: list[str | int] = []
+    node = data
+    for index, part in enumerate(loc):
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+            kept.append(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+            kept.append(part)
+        elif keep_missing_key and index == len(loc) - 1 and isinstance(part, str) and isinstance(node, Mapping):
+            kept.append(part)  # a missing key: the user did not write it, but it belongs there
+    return tuple(kept)
+
+
+def _lookup(data: object, loc: KeyPath) -> object:
+    node = data
+    for part in loc:
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def load_plan_text(text: str, source_name: str) -> LoadedPlan:
+    """Parse and validate a plan. Raises ``UserError`` with file, line and key path."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise UserError(
+            f"YAML syntax error: {exc.problem or exc}",
+            where=f"{source_name}:{line}",
+            hint="check indentation and that every 'key: value' has a space after the colon",
+        ) from None
+    if root is None:
+        raise UserError("the plan is empty", where=f"{source_name}:1", hint="see examples/quickstart.yaml")
+    lines: dict[KeyPath, int] = {}
+    _key_lines(root, (), lines, source_name)
+    source = PlanSource(path=source_name, text=text, lines=lines)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:  # constructor errors (bad tags, ...)
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise UserError(f"YAML error: {exc.problem or exc.context}", where=f"{source_name}:{line}",
+                        hint="plans are plain YAML: no tags such as !!python") from None
+    if not isinstance(data, Mapping):
+        raise UserError(
+            "a plan must be a mapping of keys (name, targets, workload, ...)",
+            where=f"{source_name}:1",
+            hint="see examples/quickstart.yaml",
+        )
+    for key in data:
+        if not isinstance(key, str):
+            raise UserError(f"key {key!r} is not a string", where=source.where(()))
+    try:
+        config = PlanConfig.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        raise _translate(dict(errors[0]), data, source) from None
+    for name in config.targets:
+        if not SAFE_NAME_RE.fullmatch(name):
+            raise UserError(f"target name {name!r} must be letters, digits, '_', '.' or '-'",
+                            where=source.where(("targets", name)), hint="rename the target, e.g. 'my-disk'")
+    check_fio_options(config.workload.fio, source)
+    _check_engines(config, source)
+    _check_lab(config, source)
+    return LoadedPlan(config=config, source=source)
