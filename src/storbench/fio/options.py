@@ -35,13 +35,6 @@ def parse_version(text: str) -> str:
     return text.strip().split()[0]
 
 
-def version_tuple(version: str) -> tuple[int, int]:
-    match = _VERSION_RE.search(version)
-    if not match:
-        raise ValueError(f"not a fio version: {version!r}")
-    return int(match.group(1)), int(match.group(2))
-
-
 def parse_option_names(cmdhelp: str) -> frozenset[str]:
     """Option names from ``fio --cmdhelp`` or ``fio --enghelp=ENGINE`` output."""
     return frozenset(m.group(1) for line in cmdhelp.splitlines() if (m := _OPTION_LINE_RE.match(line)))

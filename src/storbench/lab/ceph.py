@@ -70,13 +70,6 @@ class CephLab:
         return CephLabInfo(root=raw["root"], conf=raw["conf"], fsid=raw["fsid"], spec=CephLabSpec(**spec_raw),
                            cephfs_mount=raw.get("cephfs_mount"), address=raw.get("address", LOOPBACK))
 
-    def create_image(self, pool: str, image: str, size_bytes: int) -> None:
-        """An RBD image, created if missing (fio's rbd engine needs it to exist)."""
-        images = run(["rbd", "-c", str(self.conf), "ls", pool], timeout_s=30).split()
-        if image not in images:
-            run(["rbd", "-c", str(self.conf), "create", "--size", f"{max(1, size_bytes // 1048576)}M",
-                 f"{pool}/{image}"], timeout_s=60)
-
     def running(self) -> bool:
         return lab_dir_exists(self.root) and bool(live(recorded_daemons(self.root)))
 

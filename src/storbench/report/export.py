@@ -10,8 +10,6 @@ from dataclasses import asdict
 
 from storbench.records import RECORD_FIELDS, Record
 
-EXPORT_FORMATS = ("json", "csv", "markdown")
-
 
 def _flat(record: Record) -> dict[str, object]:
     """Field -> value; name/value pairs (per-process CPU) become "name=value" text for CSV and Markdown."""

@@ -1,4 +1,5 @@
 """Telemetry beside every number: /proc samplers, Ceph admin-socket counters, Prometheus queries.
 
-Pure modules turn raw readings into series and summaries; ``sampler`` and ``sources`` are the shell.
+Pure modules turn raw readings into series and summaries; ``sources`` (the sampler thread) and
+``recorder`` are the shell.
 """

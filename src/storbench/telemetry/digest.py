@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries, in_window, window_max, window_mean
 
-CLIENT_PROCESS = "fio"
 CEPH_OSD_PROCESS = "ceph-osd"
 
 
