@@ -210,10 +210,6 @@ class Store:
     def runs(self) -> list[RunInfo]:
         return [_run_info(row) for row in self.conn.execute("SELECT * FROM runs ORDER BY id")]
 
-    def run(self, run_id: int) -> RunInfo | None:
-        row = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return _run_info(row) if row else None
-
     # ---- repetitions -----------------------------------------------------------------------------
     def completed(self, run_id: int) -> set[tuple[str, int]]:
         """(case id, repetition index) pairs of the run that finished with status ok."""
