@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -77,14 +76,3 @@ def window_mean(series: TelemetrySeries, start_s: float, end_s: float) -> float 
 def window_max(series: TelemetrySeries, start_s: float, end_s: float) -> float | None:
     samples = in_window(series, start_s, end_s)
     return max((v for _, v in samples), default=None)
-
-
-def sum_series(parts: Sequence[TelemetrySeries], source: str, entity: str, metric: str) -> TelemetrySeries | None:
-    """Add series sampled at the same instants (e.g. one per OSD) into one."""
-    if not parts:
-        return None
-    first = parts[0]
-    if any(p.times_s != first.times_s for p in parts):
-        raise ValueError("series to add must share their sample times")
-    values = tuple(sum(p.values[i] for p in parts) for i in range(len(first.values)))
-    return TelemetrySeries(source, entity, metric, first.starts_s, first.times_s, values)
