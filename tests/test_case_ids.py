@@ -118,5 +118,5 @@ GOLDEN: dict[str, dict[tuple[str, str, int, int, int, str], str]] = {
 def test_case_ids_are_pinned(name: str) -> None:
     cases = expand(load_plan_text(PLANS[name], f"{name}.yaml"))
     found = {(c.target.name, c.workload.rw, c.workload.bs_bytes, c.workload.iodepth, c.clients,
-              dict(c.lab).get("pool_size", "")): c.case_id for c in cases}
+              dict(c.lab.pairs()).get("pool_size", "")): c.case_id for c in cases}
     assert found == GOLDEN[name]

@@ -11,6 +11,7 @@ from storbench.lab.nfs_conf import (
     nfs_url,
     render_ganesha_conf,
 )
+from storbench.model import LabPoint
 
 
 def _sections(text: str) -> dict[str, list[str]]:
@@ -56,8 +57,10 @@ def test_objectstore_and_cache_settings() -> None:
 
 def test_spec_from_a_sweep_point() -> None:
     lab = (("lab", "ceph"), ("objectstore", "memstore"), ("osd_size", str(3 << 30)), ("osds", "6"),
-           ("pool_size", "2"), ("cache_size", str(1 << 30)))
-    spec = ceph_spec_for(lab, ("bench", "other", "bench"), cephfs=True)
+           ("pool_size", "2"), ("cache_size", str(1 << 30)), ("cephfs", "1"))
+    point = LabPoint.from_pairs(lab)
+    assert point.ceph is not None and LabPoint.from_pairs(point.pairs()) == point and not point.nfs
+    spec = ceph_spec_for(point.ceph, ("bench", "other", "bench"))
     assert spec.osds == 6 and spec.objectstore == "memstore" and spec.osd_size_bytes == 3 << 30
     assert spec.pools == (("bench", 2), ("other", 2)) and spec.cache_size_bytes == 1 << 30 and spec.cephfs
 

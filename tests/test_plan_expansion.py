@@ -13,7 +13,7 @@ import pytest
 
 from storbench.config import load_plan_text
 from storbench.errors import UserError
-from storbench.model import Case, ScheduledRepetition
+from storbench.model import Case, LabPoint, ScheduledRepetition
 from storbench.plan import case_id_for, estimate, expand, schedule
 from storbench.units import (
     format_block_size,
@@ -296,7 +296,7 @@ def test_case_id_for_matches_expand_and_covers_clients_and_lab() -> None:
     case = cases_of(SWEEP)[0]
     assert case_id_for(case.target, case.workload) == case.case_id
     assert case_id_for(case.target, case.workload, clients=2) != case.case_id
-    assert case_id_for(case.target, case.workload, lab=(("host", "a"),)) != case.case_id
+    assert case_id_for(case.target, case.workload, lab=LabPoint(nfs=True)) != case.case_id
     assert case_id_for(case.target, replace(case.workload, iodepth=case.workload.iodepth + 1)) != case.case_id
     assert case_id_for(replace(case.target, path="./elsewhere"), case.workload) != case.case_id
 

@@ -136,7 +136,7 @@ workload:
   rw: randread
   runtime: 1s
   direct: false
-  fio: {rate_process: [linear, nosuchprocess]}
+  fio: {cpus_allowed: [0, 4000]}
 repeat: 1
 """)
     db = tmp_path / "r.db"
@@ -147,4 +147,4 @@ repeat: 1
     rows = conn.execute("SELECT status, error, stderr_tail FROM repetitions ORDER BY id").fetchall()
     conn.close()
     assert [r[0] for r in rows] == ["ok", "failed"]
-    assert "exited with status" in rows[1][1] and "nosuchprocess" in rows[1][2]
+    assert "exited with status" in rows[1][1] and "failed parsing cpus_allowed=4000" in rows[1][2]

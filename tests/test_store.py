@@ -111,3 +111,17 @@ def test_pvc_case_round_trips_with_its_node_selector(tmp_path: Path) -> None:
     (rep,) = store.repetitions([run_id])
     assert rep.case == case
     assert rep.case.target.node_selector == (("disktype", "nvme"), ("zone", "a"))
+
+
+def test_a_case_on_a_lab_round_trips_with_its_typed_lab_point(tmp_path: Path) -> None:
+    from storbench.model import CephLabPoint, LabPoint
+
+    store = open_store(tmp_path / "r.db")
+    run_id = _run(store)
+    lab = LabPoint(ceph=CephLabPoint(osds=3, osd_size_bytes=2 << 30, objectstore="bluestore", pool_size=2,
+                                     cache_size_bytes=1 << 30, cephfs=True), nfs=True)
+    case = Case(case_id="abc123abc999", target=_case().target, workload=_case().workload, lab=lab)
+    store.save_repetition(run_id, case, 0, _outcome(), (("kind", "path"),))
+    (rep,) = store.repetitions([run_id])
+    assert rep.case.lab == lab and rep.case == case
+    assert lab.describe() == "cache_size=1GiB objectstore=bluestore osd_size=2GiB osds=3 pool_size=2 cephfs=1"

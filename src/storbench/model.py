@@ -93,6 +93,88 @@ class WorkloadPoint:
     fio_options: tuple[tuple[str, str], ...] = ()
 
 
+# Ceph lab settings as plans name them, and which of them are sizes in bytes (shown with units, matched as sizes).
+CEPH_SETTINGS = ("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target")
+CEPH_SIZE_SETTINGS = frozenset({"osd_size", "cache_size", "osd_memory_target"})
+
+
+@dataclass(frozen=True)
+class CephLabPoint:
+    """One Ceph cluster configuration of a plan's lab sweep. Every value comes from the plan (its defaults are
+    the plan schema's); optional settings are None when the plan leaves them to Ceph."""
+
+    osds: int
+    osd_size_bytes: int
+    objectstore: str
+    pool_size: int
+    cache_size_bytes: int | None = None
+    osd_memory_target_bytes: int | None = None
+    cephfs: bool = False
+
+    def settings(self) -> tuple[tuple[str, int | str], ...]:
+        """(name as in the plan, value) of every setting that is set, in CEPH_SETTINGS order."""
+        values: dict[str, int | str | None] = {
+            "osds": self.osds, "osd_size": self.osd_size_bytes, "objectstore": self.objectstore,
+            "pool_size": self.pool_size, "cache_size": self.cache_size_bytes,
+            "osd_memory_target": self.osd_memory_target_bytes}
+        return tuple((name, value) for name in CEPH_SETTINGS if (value := values[name]) is not None)
+
+
+@dataclass(frozen=True)
+class LabPoint:
+    """The test beds one case runs on: a Ceph cluster configuration and/or the NFS server, or nothing (the
+    storage is the user's own). Hashable: a run brings each distinct point up once."""
+
+    ceph: CephLabPoint | None = None
+    nfs: bool = False
+
+    def __bool__(self) -> bool:
+        return self.ceph is not None or self.nfs
+
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(kind for kind, present in (("ceph", self.ceph is not None), ("nfs", self.nfs)) if present)
+
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        """The point as text pairs: what case ids hash and the store keeps (``lab_json``), and what exports and
+        selectors show. ``("lab", "ceph+nfs")`` first, then the Ceph settings by name, then cephfs."""
+        if not self:
+            return ()
+        out = [("lab", "+".join(self.kinds()))]
+        if self.ceph is not None:
+            out += sorted((name, str(value)) for name, value in self.ceph.settings())
+            if self.ceph.cephfs:
+                out.append(("cephfs", "1"))
+        return tuple(out)
+
+    @staticmethod
+    def from_pairs(pairs: Iterable[tuple[str, str]]) -> LabPoint:
+        """The inverse of ``pairs`` (reading the store)."""
+        values = dict(pairs)
+        if not values:
+            return LabPoint()
+        kinds = values.get("lab", "").split("+")
+        ceph = None
+        if "ceph" in kinds:
+            def size(name: str) -> int | None:
+                return int(values[name]) if name in values else None
+
+            ceph = CephLabPoint(osds=int(values["osds"]), osd_size_bytes=int(values["osd_size"]),
+                                objectstore=values["objectstore"], pool_size=int(values["pool_size"]),
+                                cache_size_bytes=size("cache_size"), osd_memory_target_bytes=size("osd_memory_target"),
+                                cephfs=values.get("cephfs") == "1")
+        return LabPoint(ceph=ceph, nfs="nfs" in kinds)
+
+    def describe(self) -> str:
+        """``cache_size=1GiB objectstore=bluestore osd_size=2GiB ...``: the settings with units, for people."""
+        from storbench.units import format_bytes
+
+        return " ".join(f"{k}={format_bytes(int(v)) if k in CEPH_SIZE_SETTINGS and v.isdigit() else v}"
+                        for k, v in self.pairs() if k != "lab")
+
+
+NO_LAB = LabPoint()
+
+
 @dataclass(frozen=True)
 class Case:
     """One point of the sweep. ``case_id`` is a stable hash of its definition."""
@@ -101,7 +183,7 @@ class Case:
     target: TargetSpec
     workload: WorkloadPoint
     clients: int = 1
-    lab: tuple[tuple[str, str], ...] = ()
+    lab: LabPoint = NO_LAB
 
     def parameters(self) -> dict[str, str]:
         """The values people filter and compare on, as display strings."""
@@ -122,7 +204,7 @@ class Case:
             "clients": str(self.clients),
         }
         params.update(dict(w.fio_options))
-        params.update(dict(self.lab))
+        params.update(dict(self.lab.pairs()))
         return params
 
 

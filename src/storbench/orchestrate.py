@@ -11,7 +11,7 @@ import os
 import platform
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,14 +30,17 @@ from storbench.execute.local import FioProcessResult
 from storbench.fio.jobfile import CEILING_RUNTIME_S, render_ceiling_job, render_client_jobs, render_job
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
 from storbench.fio.outcome import judge_clients_repetition, judge_repetition
-from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status, TargetSpec, rw_writes
+from storbench.model import Case, LabPoint, RepetitionOutcome, ScheduledRepetition, Status, TargetSpec, rw_writes
 from storbench.plan import repetition_seconds, schedule, working_set_bytes
 from storbench.store import Store
-from storbench.targets.local import PreparedTarget, check_targets, remove_test_files
-from storbench.units import format_bytes
+from storbench.targets.local import (
+    PreparedTarget,
+    check_targets,
+    claim_test_files,
+    remove_test_files,
+    test_file_names,
+)
 
-# Lab parameters that are sizes in bytes (shown with units in lab events).
-LAB_SIZE_KEYS = frozenset({"osd_size", "cache_size", "osd_memory_target"})
 # Slowest layout speed the watchdog allows for before calling fio hung.
 WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
 
@@ -120,11 +123,11 @@ def mem_total_bytes() -> int | None:
     return None
 
 
-def group_by_lab(items: Sequence[ScheduledRepetition]) -> list[tuple[tuple[tuple[str, str], ...],
+def group_by_lab(items: Sequence[ScheduledRepetition]) -> list[tuple[LabPoint,
                                                                       list[ScheduledRepetition]]]:
     """Repetitions grouped by lab configuration, in order of first appearance (order kept within a group):
     each configuration is brought up once."""
-    groups: dict[tuple[tuple[str, str], ...], list[ScheduledRepetition]] = {}
+    groups: dict[LabPoint, list[ScheduledRepetition]] = {}
     for item in items:
         groups.setdefault(item.case.lab, []).append(item)
     return list(groups.items())
@@ -139,7 +142,7 @@ class LabContext:
 
 
 @contextmanager
-def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Sequence[Case], checked: Checked,
+def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checked: Checked,
                 observer: RunObserver, *, keep: bool) -> Iterator[LabContext]:
     """Bring up the labs this group needs (if any), prepare the targets that live on them (rbd images, NFS
     files, CephFS directories), and tear the labs down afterwards — also when the run fails or is interrupted."""
@@ -147,7 +150,7 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
     from storbench.targets.local import check_path_target
     from storbench.targets.nfs import prepare_nfs_target
 
-    kinds = set(dict(lab).get("lab", "").split("+")) - {""}
+    kinds = set(lab.kinds())
     targets = dict(checked.targets)
     by_target: dict[str, list[Case]] = {}
     for case in cases:
@@ -162,17 +165,14 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
     on_servers = loaded.config.hosts is not None or lab_hosts is not None
     try:
         ceph_conf, cephfs_mount, nfs_url = None, None, None
-        if "ceph" in kinds:
+        if lab.ceph is not None:
             from storbench.lab.ceph import CephLab
             from storbench.lab.ceph_conf import ceph_spec_for
 
-            ceph_config = loaded.config.lab.ceph if loaded.config.lab else None
             pools = tuple(c[0].target.pool for c in by_target.values() if c[0].target.kind == "rbd" and
                           c[0].target.pool)
-            lab_spec = ceph_spec_for(lab, pools, bool(ceph_config and ceph_config.cephfs))
-            described = " ".join(f"{k}={format_bytes(int(v)) if k in LAB_SIZE_KEYS and v.isdigit() else v}"
-                                 for k, v in lab if k != "lab")
-            observer.lab_event(f"ceph lab: bringing up {described}")
+            lab_spec = ceph_spec_for(lab.ceph, pools)
+            observer.lab_event(f"ceph lab: bringing up {lab.describe()}")
             ceph_lab = CephLab()
             started = time.time()
             downs.append(ceph_lab.down)
@@ -187,7 +187,7 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
             ceph_conf, cephfs_mount = info.conf, info.cephfs_mount
             sockets = (f"{info.root}/run/*.asok",)
             observer.lab_event(f"ceph lab: up in {time.time() - started:.0f}s ({info.conf})")
-        if "nfs" in kinds:
+        if lab.nfs:
             from storbench.lab.nfs import NfsLab
 
             nfs_lab = NfsLab()
@@ -216,7 +216,8 @@ def lab_session(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], cases: Seq
             elif spec.kind == "cephfs":
                 directory = spec.path or (f"{cephfs_mount}/storbench" if cephfs_mount else None)
                 assert directory is not None
-                targets[name] = check_path_target(replace(spec, path=directory), target_cases, create=True)
+                targets[name] = check_path_target(replace(spec, path=directory), target_cases, create=True,
+                                                  claim=True)
         yield LabContext(targets=targets, ceph_socket_patterns=sockets)
     finally:
         if not loaded.config.keep_files:
@@ -255,6 +256,20 @@ def measure_client_ceiling(executor: Executor, case: Case, caps: FioCapabilities
     if outcome.status != Status.OK:
         return None
     return sum(d.iops for client in outcome.clients for d in client.directions)
+
+
+def _claim_test_files(targets: Mapping[str, PreparedTarget], cases: Sequence[Case]) -> None:
+    """Create the test files of local directories (storbench's own, no links followed) right before the run;
+    the run removes them when it ends."""
+    for name, prepared in targets.items():
+        details = dict(prepared.details)
+        directory = details.get("directory")
+        if directory is None or details.get("checked") == "on the fio servers":
+            continue
+        refusal = claim_test_files(Path(directory), test_file_names([c for c in cases if c.target.name == name]))
+        if refusal:
+            raise UserError(f"target '{name}': {refusal}",
+                            hint="remove it; storbench only writes test files it created itself")
 
 
 def _remove_test_files(targets: Iterable[PreparedTarget], observer: RunObserver) -> None:
@@ -316,6 +331,7 @@ def run_plan(
         hosts_executor = HostsExecutor(caps.binary) if servers else None
         pods = PodExecutors(run_label(run_id, platform.node(), store.path), k8s_lab)
         try:
+            _claim_test_files(checked.targets, cases)
             for lab, items in group_by_lab(todo):
                 failed += _run_group(loaded, lab, items, checked, store, executor, hosts_executor, servers, observer,
                                      run_id, ceilings, position, pods, keep_lab=keep_lab)
@@ -408,7 +424,7 @@ def kubernetes_lab(loaded: LoadedPlan, caps: FioCapabilities, observer: RunObser
             observer.lab_event("k8s lab: torn down")
 
 
-def _run_group(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], items: Sequence[ScheduledRepetition],
+def _run_group(loaded: LoadedPlan, lab: LabPoint, items: Sequence[ScheduledRepetition],
                checked: Checked, store: Store, executor: Executor, hosts_executor: HostsExecutor | None,
                servers: Sequence[str], observer: RunObserver, run_id: int, ceilings: dict[str, float | None],
                first_position: int, pods: PodExecutors, *, keep_lab: bool) -> int:
@@ -457,7 +473,7 @@ def _run_group(loaded: LoadedPlan, lab: tuple[tuple[str, str], ...], items: Sequ
             telemetry = (recorder.finish(outcome, item.case, ceilings.get(item.case.case_id))
                          if recorder is not None else None)
             store.save_repetition(run_id, item.case, item.rep_index, outcome,
-                                  (*prepared.details, *item.case.lab), telemetry)
+                                  (*prepared.details, *item.case.lab.pairs()), telemetry)
             if outcome.status != Status.OK:
                 failed += 1
             observer.repetition_finished(item, position, outcome)

@@ -22,7 +22,18 @@ from storbench.config import (
     fio_value_text,
 )
 from storbench.errors import UserError, did_you_mean
-from storbench.model import MIXED_RW, Case, ScheduledRepetition, TargetSpec, WorkloadPoint, rw_writes
+from storbench.model import (
+    CEPH_SETTINGS,
+    MIXED_RW,
+    NO_LAB,
+    Case,
+    CephLabPoint,
+    LabPoint,
+    ScheduledRepetition,
+    TargetSpec,
+    WorkloadPoint,
+    rw_writes,
+)
 from storbench.units import format_bytes, parse_duration_s, parse_size_bytes
 
 # Axis name -> how a value written in an exclude rule is normalised for comparison.
@@ -45,8 +56,6 @@ _AXIS_NORMALISERS = {
     "osd_memory_target": parse_size_bytes,
     "clients": int,
 }
-# Sweep axes that configure the Ceph lab rather than fio.
-CEPH_LAB_AXES = ("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target")
 
 # Estimated fixed cost of one fio invocation (start, layout check, JSON) used for the ETA.
 FIO_STARTUP_S = 0.6
@@ -87,14 +96,13 @@ _LATER_TARGET_FIELDS = frozenset({"pool", "image", "client", "conf", "storage_cl
                                   "start_budget_s"})
 
 
-def case_id_for(target: TargetSpec, workload: WorkloadPoint, clients: int = 1,
-                lab: tuple[tuple[str, str], ...] = ()) -> str:
+def case_id_for(target: TargetSpec, workload: WorkloadPoint, clients: int = 1, lab: LabPoint = NO_LAB) -> str:
     """A stable id from the case's definition: same definition, same id, on any machine."""
     # fields added after the first release count only when set, so existing case ids stay the same
     target_fields = {k: v for k, v in asdict(target).items()
                      if k not in _LATER_TARGET_FIELDS or v not in (None, (), [])}
     canonical = json.dumps(
-        {"target": target_fields, "workload": asdict(workload), "clients": clients, "lab": list(lab)},
+        {"target": target_fields, "workload": asdict(workload), "clients": clients, "lab": list(lab.pairs())},
         sort_keys=True,
         separators=(",", ":"),
     )
@@ -128,7 +136,7 @@ def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
     axes.append(Axis("clients", tuple(config.clients)))
     ceph = config.lab.ceph if config.lab else None
     if ceph is not None:
-        for name in CEPH_LAB_AXES:
+        for name in CEPH_SETTINGS:  # sweep axes that configure the Ceph lab rather than fio
             lab_values = getattr(ceph, name)
             if lab_values is not None:
                 axes.append(Axis(name, tuple(lab_values)))
@@ -219,17 +227,28 @@ def _check_size_fits_block(loaded: LoadedPlan, case: Case) -> None:
         )
 
 
+def _lab_point(config: PlanConfig, point: Mapping[str, object]) -> LabPoint:
+    """The labs of one point of the sweep, typed; the Ceph settings come from the point's lab axes."""
+    if config.lab is None:
+        return LabPoint()
+    ceph = None
+    if config.lab.ceph is not None:
+        def optional(name: str) -> int | None:
+            return int(str(point[name])) if name in point else None
+
+        ceph = CephLabPoint(osds=int(str(point["osds"])), osd_size_bytes=int(str(point["osd_size"])),
+                            objectstore=str(point["objectstore"]), pool_size=int(str(point["pool_size"])),
+                            cache_size_bytes=optional("cache_size"),
+                            osd_memory_target_bytes=optional("osd_memory_target"), cephfs=config.lab.ceph.cephfs)
+    return LabPoint(ceph=ceph, nfs=config.lab.nfs is not None)
+
+
 def _case(config: PlanConfig, point: Mapping[str, object]) -> Case:
     target_name = str(point["target"])
     target = target_spec(target_name, config.targets[target_name])
     rw = str(point["rw"])
     fio_options = tuple(sorted((k, str(v)) for k, v in point.items() if k not in _AXIS_NORMALISERS))
-    lab: tuple[tuple[str, str], ...] = ()
-    if config.lab is not None and (config.lab.ceph is not None or config.lab.nfs is not None):
-        kinds = [kind for kind in ("ceph", "nfs") if getattr(config.lab, kind) is not None]
-        lab = (("lab", "+".join(kinds)), *sorted((k, str(v)) for k, v in point.items() if k in CEPH_LAB_AXES))
-        if config.lab.ceph is not None and config.lab.ceph.cephfs:
-            lab = (*lab, ("cephfs", "1"))
+    lab = _lab_point(config, point)
     # fio's rbd and nfs engines are the only ways to those targets
     ioengine = {"rbd": "rbd", "nfs": "nfs"}.get(target.kind, str(point["ioengine"]))
     workload = WorkloadPoint(
@@ -309,8 +328,7 @@ def estimate(cases: Sequence[Case], repeat: int) -> PlanEstimate:
     seconds = sum(repetition_seconds(case) for case in cases) * repeat + layout / LAYOUT_BYTES_PER_S
     labs = {case.lab for case in cases if case.lab}
     for lab in labs:
-        kinds = dict(lab).get("lab", "").split("+")
-        seconds += sum(LAB_SECONDS.get(kind, 0.0) for kind in kinds)
+        seconds += sum(LAB_SECONDS.get(kind, 0.0) for kind in lab.kinds())
         lab_targets = {c.target for c in cases if c.lab == lab and c.target.kind in ("rbd", "nfs")}
         seconds += sum((t.size_bytes or 0) for t in lab_targets) / LAB_LAYOUT_BYTES_PER_S
     return PlanEstimate(

@@ -196,7 +196,7 @@ def repetition_records(repetitions: Iterable[StoredRepetition], per_client: bool
                         iodepth=w.iodepth, numjobs=w.numjobs, clients=case.clients, ioengine=w.ioengine,
                         direct=w.direct, runtime_s=w.runtime_s, ramp_s=w.ramp_s, size_bytes=w.size_bytes,
                         fio_options=" ".join(f"{k}={v}" for k, v in w.fio_options),
-                        lab=" ".join(f"{k}={v}" for k, v in case.lab), repeat=rep.rep_index,
+                        lab=" ".join(f"{k}={v}" for k, v in case.lab.pairs()), repeat=rep.rep_index,
                         direction=m.direction.value if m else "", status=rep.status.value,
                         started_at_s=rep.started_at_s, finished_at_s=rep.finished_at_s, fio_version=rep.fio_version,
                         iops=m.iops if m else None, bw_bytes=m.bw_bytes if m else None,

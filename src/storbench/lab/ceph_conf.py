@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from storbench.model import CephLabPoint
+
 GiB = 1024**3
 MIN_OSD_MEMORY_TARGET = 896 * 1024 * 1024
 
@@ -131,16 +133,14 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
     return "\n".join(lines)
 
 
-def ceph_spec_for(lab: tuple[tuple[str, str], ...], pools: tuple[str, ...], cephfs: bool) -> CephLabSpec:
+def ceph_spec_for(point: CephLabPoint, pools: tuple[str, ...]) -> CephLabSpec:
     """The cluster one point of a plan's lab sweep asks for; every rbd pool gets the point's pool_size."""
-    params = dict(lab)
-    pool_size = int(params.get("pool_size", "3"))
     return CephLabSpec(
-        osds=int(params.get("osds", "3")),
-        osd_size_bytes=int(params.get("osd_size", str(2 * GiB))),
-        objectstore=params.get("objectstore", "bluestore"),
-        cache_size_bytes=int(params["cache_size"]) if "cache_size" in params else None,
-        osd_memory_target_bytes=int(params["osd_memory_target"]) if "osd_memory_target" in params else None,
-        pools=tuple((pool, pool_size) for pool in sorted(set(pools))),
-        cephfs=cephfs,
+        osds=point.osds,
+        osd_size_bytes=point.osd_size_bytes,
+        objectstore=point.objectstore,
+        cache_size_bytes=point.cache_size_bytes,
+        osd_memory_target_bytes=point.osd_memory_target_bytes,
+        pools=tuple((pool, point.pool_size) for pool in sorted(set(pools))),
+        cephfs=point.cephfs,
     )

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from storbench.model import CEPH_SIZE_SETTINGS
 from storbench.records import RECORD_FIELDS, Record, lab_parameters
 from storbench.stats.estimate import Difference, Estimate, welch_difference
 from storbench.stats.metrics import COMPARE_METRICS, Metric
@@ -73,7 +74,7 @@ def _matches(record: Record, key: str, value: str, tags: Mapping[int, tuple[str,
         lab_value = lab_parameters(record).get(key)
         if lab_value is None:
             return False
-        if key in ("osd_size", "cache_size", "osd_memory_target"):
+        if key in CEPH_SIZE_SETTINGS:
             try:
                 return int(lab_value) == parse_size_bytes(value)
             except ValueError:

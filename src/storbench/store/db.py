@@ -20,6 +20,7 @@ from storbench.model import (
     Direction,
     DirectionMeasurement,
     DiskUtil,
+    LabPoint,
     LatencySummary,
     RepetitionOutcome,
     RunInfo,
@@ -367,7 +368,7 @@ def _insert_case(conn: sqlite3.Connection, case: Case) -> None:
         " iodepth, numjobs, clients, lab_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
         (case.case_id, case.target.name, case.target.kind, json.dumps(asdict(case.target), sort_keys=True),
          json.dumps(asdict(w), sort_keys=True), w.rw, w.bs_bytes, w.iodepth, w.numjobs, case.clients,
-         json.dumps([list(p) for p in case.lab])),
+         json.dumps([list(p) for p in case.lab.pairs()])),
     )
 
 
@@ -379,7 +380,7 @@ def _case_from_row(case_id: str, target_json: str, workload_json: str, clients: 
     w = json.loads(workload_json)
     w["fio_options"] = tuple(tuple(pair) for pair in w.get("fio_options", ()))
     return Case(case_id=case_id, target=target, workload=WorkloadPoint(**w), clients=clients,
-                lab=tuple((str(k), str(v)) for k, v in json.loads(lab_json)))
+                lab=LabPoint.from_pairs((str(k), str(v)) for k, v in json.loads(lab_json)))
 
 
 def _latency_columns(prefix: str, summary: LatencySummary) -> dict[str, object]:

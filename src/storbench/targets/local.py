@@ -58,8 +58,11 @@ def _filesystem_of(path: Path) -> tuple[str, str]:
     return best
 
 
-def check_path_target(spec: TargetSpec, cases: Sequence[Case], *, create: bool, where: str = "") -> PreparedTarget:
-    """Resolve the directory; with ``create`` make it. Refuse when the working set cannot fit."""
+def check_path_target(spec: TargetSpec, cases: Sequence[Case], *, create: bool, claim: bool = False,
+                      where: str = "") -> PreparedTarget:
+    """Resolve the directory; with ``create`` make it, with ``claim`` also create storbench's test files in it
+    (``claim_test_files``; the caller removes them). Refuse when the working set cannot fit, or when the
+    directory or an existing test file could let another user redirect fio's writes."""
     assert spec.path is not None
     directory = Path(spec.path).expanduser().resolve()
     if not is_safe_job_value(escape_fio_path(str(directory))):
@@ -89,8 +92,8 @@ def check_path_target(spec: TargetSpec, cases: Sequence[Case], *, create: bool, 
         if refusal:
             raise UserError(f"target '{spec.name}': {refusal}", where=where,
                             hint="use a directory owned by you (or root) that only its owner can write")
-    if create:
-        refusal = claim_test_files(directory, test_file_names(cases))
+    if directory.exists():
+        refusal = claim_test_files(directory, test_file_names(cases), create=claim)
         if refusal:
             raise UserError(f"target '{spec.name}': {refusal}", where=where,
                             hint="remove it; storbench only writes test files it created itself")
@@ -125,27 +128,31 @@ def test_file_names(cases: Sequence[Case]) -> list[str]:
     return [f"storbench.{job}.{number}" for job in range(jobs) for number in range(files)]
 
 
-def claim_test_files(directory: Path, names: Sequence[str]) -> str | None:
-    """Create each test file that does not exist yet, exclusively and without following links (mode 0600), so
-    fio opens storbench's own regular file; an existing one must be a regular file of this user with one link.
-    Returns why a file is refused, or None."""
+def claim_test_files(directory: Path, names: Sequence[str], *, create: bool = True) -> str | None:
+    """Create each test file that does not exist yet (with ``create``), exclusively and without following links
+    (mode 0600), so fio opens storbench's own regular file; an existing one must be a regular file of this user
+    with one link. Returns why a file is refused, or None."""
     own = os.geteuid()
     for name in names:
         path = directory / name
+        if create:
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+                continue
+            except FileExistsError:
+                pass  # judged below
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except FileExistsError:
             st = os.lstat(path)
-            if stat.S_ISLNK(st.st_mode):
-                return f"test file {path} is a symbolic link"
-            if not stat.S_ISREG(st.st_mode):
-                return f"test file {path} is not a regular file"
-            if st.st_uid != own:
-                return f"test file {path} belongs to uid {st.st_uid}"
-            if st.st_nlink != 1:
-                return f"test file {path} has {st.st_nlink} hard links"
+        except FileNotFoundError:
             continue
-        os.close(fd)
+        if stat.S_ISLNK(st.st_mode):
+            return f"test file {path} is a symbolic link"
+        if not stat.S_ISREG(st.st_mode):
+            return f"test file {path} is not a regular file"
+        if st.st_uid != own:
+            return f"test file {path} belongs to uid {st.st_uid}"
+        if st.st_nlink != 1:
+            return f"test file {path} has {st.st_nlink} hard links"
     return None
 
 
