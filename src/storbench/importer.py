@@ -1,10 +1,13 @@
-"""Turn existing fio json/json+ outputs into storbench cases and repetitions. Pure."""
+"""Turn existing fio json/json+ outputs into storbench cases and repetitions (pure), and store them as one run
+(`save_import`, through the store it is given)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from storbench import __version__
 from storbench.fio.parse import client_measurement
 from storbench.model import (
     MIXED_RW,
@@ -18,6 +21,9 @@ from storbench.model import (
 )
 from storbench.plan import case_id_for
 from storbench.units import parse_duration_s, parse_size_bytes
+
+if TYPE_CHECKING:
+    from storbench.store.db import Store
 
 _MAPPED = {"rw", "readwrite", "bs", "blocksize", "iodepth", "numjobs", "runtime", "ramp_time", "direct", "ioengine",
            "rwmixread", "size", "filename", "directory", "name", "time_based", "group_reporting", "output-format",
@@ -106,3 +112,65 @@ def import_fio_output(output: FioOutput, raw_text: str, target_name: str) -> lis
             )
         )
     return imported
+
+
+@dataclass(frozen=True)
+class FioFile:
+    """One file given to `storbench import`: its name, its text and fio's output parsed from it."""
+
+    name: str
+    text: str
+    output: FioOutput
+
+
+@dataclass(frozen=True)
+class NumberedRepetition:
+    """An imported repetition with its index among the repetitions of its case and the file it came from."""
+
+    case: Case
+    rep_index: int
+    outcome: RepetitionOutcome
+    source: str
+
+
+@dataclass(frozen=True)
+class PreparedImport:
+    """Everything one import stores: the run's plan text and fio versions, and its repetitions in order."""
+
+    plan_text: str
+    fio_version: str
+    repetitions: tuple[NumberedRepetition, ...]
+
+    @property
+    def cases(self) -> int:
+        return len({r.case.case_id for r in self.repetitions})
+
+
+def prepare_import(files: Sequence[FioFile], target_name: str) -> PreparedImport:
+    """The files' jobs as repetitions, numbered per case in file order (a case seen twice is repeated)."""
+    counts: dict[str, int] = {}
+    repetitions: list[NumberedRepetition] = []
+    for file in files:
+        for item in import_fio_output(file.output, file.text, target_name):
+            rep_index = counts.get(item.case.case_id, 0)
+            counts[item.case.case_id] = rep_index + 1
+            repetitions.append(NumberedRepetition(item.case, rep_index, item.outcome, file.name))
+    return PreparedImport(
+        plan_text="# imported from:\n" + "\n".join(f"# {f.name}" for f in files) + "\n",
+        fio_version=",".join(sorted({f.output.fio_version for f in files})),
+        repetitions=tuple(repetitions),
+    )
+
+
+def save_import(store: Store, prepared: PreparedImport, *, plan_name: str, host: str, kernel: str,
+                clock: Callable[[], float]) -> int:
+    """Store ``prepared`` as one run of source "import" (each repetition notes the file it came from); its id."""
+    run_id = store.create_run(
+        plan_name=plan_name, plan_text=prepared.plan_text, plan_sha256="", source="import",
+        storbench_version=__version__, fio_version=prepared.fio_version, host=host, kernel=kernel,
+        run_order="imported", seed=0, tags=[], started_at_s=clock(),
+    )
+    for item in prepared.repetitions:
+        store.save_repetition(run_id, item.case, item.rep_index, item.outcome, (("imported_from", item.source),))
+    store.finish_run(run_id, clock())
+    return run_id

@@ -1,0 +1,54 @@
+"""The command line: the only place that reads argv, prints, and turns errors into exit codes.
+
+One module per command group: `run` (plan, run), `results` (show, export, compare, saturation, report),
+`labs` (lab, k8s), `imports` (import); `common` holds what they share. Which results a command reads is
+decided in `storbench.selection`, importing in `storbench.importer`.
+
+Exit status: 0 success, 1 some repetitions failed, 2 a user error (one line, no traceback),
+130 interrupted (everything finished so far is stored; continue with --resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from storbench import __version__
+from storbench.cli import imports, labs, results, run
+from storbench.cli.common import DEFAULT_DB, _console, _write_output
+from storbench.errors import UserError
+
+__all__ = ["DEFAULT_DB", "_write_output", "build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="storbench",
+        description="Declarative, reproducible, statistically honest storage benchmarks on real fio.",
+    )
+    parser.add_argument("--version", action="version", version=f"storbench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    run.add_commands(sub)
+    results.add_commands(sub)
+    labs.add_commands(sub)
+    imports.add_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed its one-line usage error
+        return int(exc.code or 0)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args))
+    except UserError as exc:
+        _console(stderr=True).print(f"storbench: error: {exc.one_line()}", markup=False, soft_wrap=True)
+        return 2
+    except KeyboardInterrupt:
+        _console(stderr=True).print("interrupted", markup=False)
+        return 130

@@ -1,0 +1,67 @@
+"""What every command shares: the consoles, writing an output file, reading a plan, the options several
+commands take."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from storbench.config import LoadedPlan, load_plan_text
+from storbench.errors import UserError
+from storbench.private_files import write_private
+
+DEFAULT_DB = "results.db"
+
+
+def _console(stderr: bool = False) -> Console:
+    console = Console(stderr=stderr, highlight=False, soft_wrap=False)
+    if not console.is_terminal:  # a file or a pipe: do not squeeze tables into 80 columns
+        console = Console(stderr=stderr, highlight=False, soft_wrap=False, width=240)
+    return console
+
+
+def _read_plan(path: str) -> LoadedPlan:
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise UserError(f"plan file {path} does not exist", hint="see examples/quickstart.yaml") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read plan file {path}: {exc}") from None
+    return load_plan_text(text, path)
+
+
+def _write_output(text: str, output: str) -> None:
+    if output and output != "-":
+        try:
+            write_private(output, text)
+        except OSError as exc:
+            raise UserError(f"cannot write {output}: {exc.strerror or exc}") from None
+    else:
+        sys.stdout.write(text)
+
+
+# ---- options shared by several commands ---------------------------------------------------------------
+
+
+def db_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", default=os.environ.get("STORBENCH_DB", DEFAULT_DB),
+                   help=f"results database (SQLite; default {DEFAULT_DB} or $STORBENCH_DB)")
+
+
+def fio_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fio", default=None, help="fio binary (default: $STORBENCH_FIO or fio on PATH)")
+
+
+def where_option(p: argparse.ArgumentParser, help_text: str) -> None:
+    p.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE", help=help_text)
+
+
+def filters(p: argparse.ArgumentParser, run_help: str) -> None:
+    """--run, --target and --where; read them back with `selection.where_items(args.where, args.target)`."""
+    p.add_argument("--run", default="", help=run_help)
+    p.add_argument("--target", action="append", default=[], help="only this target (repeatable)")
+    where_option(p, "only records whose FIELD equals VALUE, e.g. rw=randread, bs=4k (repeatable)")

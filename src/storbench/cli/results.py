@@ -1,0 +1,233 @@
+"""Commands over stored results: `show`, `export`, `compare`, `saturation` and `report`.
+
+Which results they read is decided in `storbench.selection`; the numbers come from `stats`, the text from
+`report`. Here: arguments in, printing and exit codes out.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from storbench.cli.common import _console, _write_output, db_option, filters, where_option
+from storbench.errors import UserError
+from storbench.private_files import write_private
+from storbench.selection import (
+    check_selector_keys,
+    parse_objective,
+    parse_selector_flag,
+    select,
+    where_items,
+)
+
+if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
+    from storbench.stats.summary import PointSummary
+    from storbench.store.db import Store
+
+
+def _print_results(store: Store, run_ids: list[int], title: str) -> None:
+    from storbench.records import repetition_records
+    from storbench.stats.summary import summarize_points
+
+    memory = {r.run_id: r.mem_total_bytes for r in store.runs()}
+    _print_points(summarize_points(repetition_records(store.repetitions(run_ids)), memory), title)
+
+
+def _print_points(points: Sequence[PointSummary], title: str) -> None:
+    """The results table; under it each point's bottleneck verdict with its evidence, and one line per kind
+    of warning with its fix."""
+    from storbench.report.tables import results_table, verdict_lines, warning_lines
+
+    out = _console()
+    out.print(results_table(points, title))
+    if any(p.bottleneck.kind != "unknown" for p in points):
+        out.print("bottlenecks (rules: docs/methodology.md#bottleneck-verdicts):", markup=False)
+        for line in verdict_lines(points):
+            out.print(f"  {line}", markup=False)
+    for line in warning_lines(points):
+        out.print(line, markup=False)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from storbench.stats.drift import drift
+    from storbench.stats.summary import summarize_points
+
+    selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
+    if not selection.records:
+        raise UserError("no results match", hint="loosen --where/--target, or try --run all")
+    _print_points(summarize_points(selection.records, selection.memory), f"{selection.label} — {args.db}")
+    out = _console()
+    for run in selection.runs:
+        for direction in ("read", "write"):
+            d = drift(selection.records, run.run_id, direction)
+            change = d.over_run()
+            if d.significant and change is not None:
+                out.print(f"⚠ run {run.run_id}: {direction} IOPS drifted {change[0]:+.1f} % [95% CI {change[1]:+.1f}, "
+                          f"{change[2]:+.1f}] from its first to its last repetition ({d.span_minutes:.1f} min): the "
+                          "interleaved order spreads it over all cases; consider a longer ramp or preconditioning",
+                          markup=False)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from storbench.report.export import export
+
+    selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=False,
+                       per_client=args.per_client)
+    _write_output(export(selection.records, args.format), args.output)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
+    from storbench.report.tables import bottleneck_evidence_lines, compare_table
+    from storbench.stats.compare import compare_records, regressions
+    from storbench.stats.compare import select as select_side
+
+    baseline = parse_selector_flag(args.baseline, "--baseline")
+    candidate = parse_selector_flag(args.candidate, "--candidate")
+    selection = select(args.db, "all", args.where, default_latest=False)
+    check_selector_keys(selection, baseline, candidate)
+    for side, selector in (("baseline", baseline), ("candidate", candidate)):
+        if not select_side(selection.records, selector, selection.tags):
+            raise UserError(f"--{side} {selector.text!r} matches no results in {args.db}",
+                            hint="see `storbench show --run all` for what is stored")
+    comparisons = compare_records(selection.records, baseline, candidate, selection.tags, selection.memory,
+                                  force=args.force)
+    if not comparisons:
+        raise UserError("baseline and candidate have no point in common",
+                        hint="they must share rw, bs, iodepth, numjobs and direction (and target, unless selected on)")
+    if args.format == "table":
+        out = _console()
+        out.print(compare_table(comparisons, baseline.text, candidate.text))
+        evidence = bottleneck_evidence_lines(comparisons)
+        if evidence:
+            out.print("bottlenecks (rules: docs/methodology.md#bottleneck-verdicts):", markup=False)
+            for line in evidence:
+                out.print(f"  {line}", markup=False)
+    elif args.format == "markdown":
+        _write_output(comparison_markdown(comparisons, baseline.text, candidate.text), args.output)
+    elif args.format == "csv":
+        _write_output(comparison_csv(comparisons), args.output)
+    else:
+        _write_output(comparison_json(comparisons), args.output)
+    if args.fail_on_regression is not None:
+        found = regressions(comparisons, args.fail_on_regression)
+        if found:
+            worst = max(found, key=lambda r: abs(r.cell.difference.change_pct if r.cell.difference else 0))
+            change = worst.cell.difference.change_pct if worst.cell.difference else 0.0
+            _console(stderr=True).print(
+                f"regression: {len(found)} significantly worse cells beyond {args.fail_on_regression:g} %; worst "
+                f"{worst.cell.metric.label} {change:+.1f} % at {worst.comparison.key}", markup=False)
+            return 1
+    return 0
+
+
+def cmd_saturation(args: argparse.Namespace) -> int:
+    from storbench.report.tables import saturation_table
+    from storbench.stats.knee import LOAD_AXES, curves
+    from storbench.stats.summary import summarize_points
+
+    objective = parse_objective(args.slo)
+    selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
+    points = summarize_points(selection.records, selection.memory)
+    axes = [args.axis] if args.axis else list(LOAD_AXES)
+    found = [c for axis in axes for c in curves(points, axis)]
+    if not found:
+        raise UserError("no curve: no points differ only in " + " or ".join(axes),
+                        hint="sweep iodepth (e.g. [1, 4, 16, 64]) or numjobs in the plan")
+    _console().print(saturation_table(found, objective))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from plotly.offline import get_plotlyjs
+
+    from storbench.report.build import build_report
+    from storbench.report.html import render_html
+    from storbench.report.images import render_image
+    from storbench.stats.compare import compare_records
+    from storbench.store import open_store
+
+    objective = parse_objective(args.slo)
+    if bool(args.baseline) != bool(args.candidate):
+        raise UserError("--baseline and --candidate go together", hint="give both, or neither")
+    run = "all" if args.baseline and not args.run else args.run
+    selection = select(args.db, run, where_items(args.where, args.target), default_latest=True)
+    if not selection.records:
+        raise UserError("no results match", hint="loosen --where/--target, or try --run all")
+    comparisons = []
+    if args.baseline:
+        baseline = parse_selector_flag(args.baseline, "--baseline")
+        candidate = parse_selector_flag(args.candidate, "--candidate")
+        check_selector_keys(selection, baseline, candidate)
+        comparisons = compare_records(selection.records, baseline, candidate, selection.tags, selection.memory)
+    store = open_store(args.db)
+    case_ids = {r.case_id for r in selection.records}
+    repetitions = [r for r in store.repetitions([r.run_id for r in selection.runs]) if r.case.case_id in case_ids]
+    store.close()
+    title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))
+    document = build_report(title, selection.runs, repetitions, selection.records, comparisons=comparisons,
+                            baseline=args.baseline or "", candidate=args.candidate or "", objective=objective)
+    _write_output(render_html(document, get_plotlyjs()), args.output)
+    out = _console(stderr=args.output in ("", "-"))
+    out.print(f"report: {args.output} ({len(document.figures)} figures, {len(document.points)} points)",
+              markup=False)
+    if args.images:
+        directory = Path(args.images)
+        directory.mkdir(parents=True, exist_ok=True)
+        for figure in document.figures:
+            for fmt in ("png", "svg"):
+                write_private(directory / f"{figure.figure_id}.{fmt}", render_image(figure, fmt))
+        out.print(f"images: {len(document.figures)} figures as PNG and SVG in {directory}", markup=False)
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("show", help="results as a table, one row per case and direction")
+    db_option(p)
+    filters(p, "run number(s), e.g. 3 or 2,3, or 'all' (default: the latest run)")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("export", help="one record per repetition and direction as json, csv or markdown")
+    db_option(p)
+    filters(p, "run number(s), e.g. 3 or 2,3, or 'all' (default: all runs)")
+    p.add_argument("--format", choices=("json", "csv", "markdown"), default="json")
+    p.add_argument("--per-client", action="store_true",
+                   help="also each client's own records (field `client`) after the merged ones")
+    p.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("compare", help="baseline vs candidate per matching point: change with 95%% CI and a verdict")
+    db_option(p)
+    p.add_argument("--baseline", required=True, metavar="SELECTOR",
+                   help="a run number, or KEY=VALUE[,KEY=VALUE]: run=3, target=a, tag=before, bs=4k ...")
+    p.add_argument("--candidate", required=True, metavar="SELECTOR", help="same syntax as --baseline")
+    where_option(p, "only points whose FIELD equals VALUE (repeatable)")
+    p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
+    p.add_argument("-o", "--output", default="-", help="file for markdown/csv/json (default: standard output)")
+    p.add_argument("--force", action="store_true", help="compare even when fio version, workload or target kind differ")
+    p.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
+                   help="exit 1 when any metric is significantly worse by PCT percent or more")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("saturation", help="IOPS against iodepth/numjobs/clients: the knee, and max IOPS within an SLO")
+    db_option(p)
+    filters(p, "run number(s), e.g. 3 or 2,3, or 'all' (default: the latest run)")
+    p.add_argument("--axis", choices=("iodepth", "numjobs", "clients"), default=None,
+                   help="load axis (default: every axis that forms a curve)")
+    p.add_argument("--slo", default=None, metavar="OBJECTIVE", help="latency objective, e.g. p99<=10ms")
+    p.set_defaults(func=cmd_saturation)
+
+    p = sub.add_parser("report", help="one self-contained HTML report (figures, comparisons, provenance)")
+    db_option(p)
+    filters(p, "run number(s), e.g. 3 or 2,3, or 'all' (default: the latest run; all runs with --baseline)")
+    p.add_argument("-o", "--output", default="report.html", help="HTML file to write (default report.html)")
+    p.add_argument("--images", default=None, metavar="DIR", help="also write every figure as PNG and SVG into DIR")
+    p.add_argument("--baseline", default=None, metavar="SELECTOR", help="add a comparison: baseline selector")
+    p.add_argument("--candidate", default=None, metavar="SELECTOR", help="add a comparison: candidate selector")
+    p.add_argument("--slo", default=None, metavar="OBJECTIVE", help="latency objective for the saturation table")
+    p.add_argument("--title", default=None, help="report title")
+    p.set_defaults(func=cmd_report)

@@ -1,0 +1,154 @@
+"""`storbench plan` and `storbench run`: a plan's cases and ETA, and running it with live progress."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.text import Text
+
+from storbench.cli.common import _console, _read_plan, db_option, fio_option
+from storbench.cli.results import _print_results
+from storbench.model import RepetitionOutcome, ScheduledRepetition, Status
+from storbench.units import format_block_size, format_latency_ns
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from storbench.execute.fio_binary import find_fio
+    from storbench.orchestrate import check_everything
+    from storbench.plan import estimate, expand
+    from storbench.report.tables import plan_summary_lines, plan_table
+
+    loaded = _read_plan(args.plan)
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, find_fio(args.fio), create=False)
+    out = _console()
+    table, constants = plan_table(cases, f"plan '{loaded.config.name}' ({args.plan})")
+    out.print(table)
+    out.print(constants)
+    for line in plan_summary_lines(estimate(cases, loaded.config.repeat), loaded.config.repeat,
+                                   checked.capabilities.version, checked.capabilities.binary):
+        out.print(line)
+    return 0
+
+
+def _outcome_line(item: ScheduledRepetition, outcome: RepetitionOutcome) -> str:
+    w = item.case.workload
+    label = (f"{item.case.target.name} {w.rw} bs={format_block_size(w.bs_bytes)} qd={w.iodepth} "
+             f"jobs={w.numjobs} #{item.rep_index + 1}")
+    if outcome.status != Status.OK:
+        return f"{label}: {outcome.status.value.upper()} {outcome.error}"
+    from storbench.fio.parse import merge_clients
+
+    parts = []
+    for m in merge_clients(outcome.clients):  # all clients: I/O summed, latency bins added
+        p99 = m.lat.percentile_ns(99.0)
+        parts.append(f"{m.direction.value} {m.iops:,.0f} IOPS {m.bw_bytes / 1048576:,.1f} MiB/s "
+                     f"mean {format_latency_ns(m.lat.mean_ns)} p99 {format_latency_ns(p99)}")
+    clients = f" ({len(outcome.clients)} clients)" if len(outcome.clients) > 1 else ""
+    return f"{label}: " + "; ".join(parts) + clients
+
+
+class ConsoleObserver:
+    """Progress bar with ETA and the last result, live on a terminal; one line per result otherwise."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.interactive = console.is_terminal
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("eta"), TimeRemainingColumn(), console=console,
+        )
+        self.last = Text("")
+        self.live: Live | None = None
+        self.task = self.progress.add_task("running", total=1)
+        self.failed = 0
+
+    def run_started(self, run_id: int, to_run: int, already_done: int, eta_s: float) -> None:
+        self.progress.update(self.task, total=to_run, description=f"run {run_id}")
+        note = f" ({already_done} already stored, skipped)" if already_done else ""
+        self.console.print(f"run {run_id}: {to_run} repetitions to go{note}, about {eta_s:.0f}s")
+        if self.interactive:
+            self.live = Live(Group(self.progress, self.last), console=self.console, refresh_per_second=4,
+                             transient=True)
+            self.live.start()
+
+    def repetition_started(self, item: ScheduledRepetition, position: int) -> None:
+        w = item.case.workload
+        self.progress.update(self.task, description=f"{w.rw} {format_block_size(w.bs_bytes)} qd{w.iodepth}")
+
+    def repetition_finished(self, item: ScheduledRepetition, position: int, outcome: RepetitionOutcome) -> None:
+        self.progress.advance(self.task)
+        line = _outcome_line(item, outcome)
+        if outcome.status != Status.OK:
+            self.failed += 1
+        if self.live is not None:
+            self.last.plain = "last: " + line
+            if outcome.status != Status.OK:
+                self.console.print(f"[red]{line}[/red]")
+        else:
+            self.console.print(f"[{position + 1}/{self.progress.tasks[0].total:.0f}] {line}", markup=False)
+
+    def lab_event(self, message: str) -> None:
+        self.console.print(message, markup=False)
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from storbench.execute.fio_binary import find_fio
+    from storbench.execute.local import LocalExecutor
+    from storbench.orchestrate import check_everything, run_plan
+    from storbench.plan import estimate, expand
+    from storbench.report.tables import plan_summary_lines
+    from storbench.store import open_store
+
+    loaded = _read_plan(args.plan)
+    cases = expand(loaded)
+    fio_binary = find_fio(args.fio)
+    checked = check_everything(loaded, cases, fio_binary, create=True)
+    store = open_store(args.db)
+    out = _console()
+    for line in plan_summary_lines(estimate(cases, loaded.config.repeat), loaded.config.repeat,
+                                   checked.capabilities.version, checked.capabilities.binary):
+        out.print(line)
+    observer = ConsoleObserver(out)
+    try:
+        result = run_plan(loaded, cases, checked, store, LocalExecutor(fio_binary), observer, resume=args.resume,
+                          keep_lab=args.keep_lab)
+    except KeyboardInterrupt:
+        observer.close()
+        _console(stderr=True).print(
+            f"interrupted: every finished repetition is stored in {args.db}; continue with "
+            f"`storbench run {args.plan} --db {args.db} --resume`", markup=False)
+        return 130
+    finally:
+        observer.close()
+    _print_results(store, [result.run_id], title=f"results of run {result.run_id} ({args.db})")
+    store.close()
+    out.print(f"{result.ran} repetitions run, {result.skipped} already stored, {result.failed} failed; "
+              f"stored in {args.db}")
+    return 1 if result.failed else 0
+
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("plan", help="show the expanded cases, their count, data volume and ETA; no I/O")
+    p.add_argument("plan", help="plan file (YAML)")
+    fio_option(p)
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("run", help="run a plan with fio, storing each repetition as it finishes")
+    p.add_argument("plan", help="plan file (YAML)")
+    db_option(p)
+    fio_option(p)
+    p.add_argument("--resume", action="store_true",
+                   help="continue the latest run of this plan: run only repetitions not yet stored as ok")
+    p.add_argument("--keep-lab", action="store_true",
+                   help="leave the plan's last lab configuration up after the run (tear down with `storbench lab`)")
+    p.set_defaults(func=cmd_run)
