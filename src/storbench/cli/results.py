@@ -51,23 +51,22 @@ def _print_points(points: Sequence[PointSummary], title: str) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from storbench.stats.drift import drift
+    from storbench.report.show_export import drift_lines, show_text
     from storbench.stats.summary import summarize_points
 
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
     if not selection.records:
         raise UserError("no results match", hint="loosen --where/--target, or try --run all")
-    _print_points(summarize_points(selection.records, selection.memory), f"{selection.label} — {args.db}")
+    points = summarize_points(selection.records, selection.memory)
+    title = f"{selection.label} — {args.db}"
+    notes = drift_lines(selection.records, [run.run_id for run in selection.runs])
+    if args.format != "table":
+        _write_output(show_text(points, args.format, title, notes), args.output)
+        return 0
+    _print_points(points, title)
     out = _console()
-    for run in selection.runs:
-        for direction in ("read", "write"):
-            d = drift(selection.records, run.run_id, direction)
-            change = d.over_run()
-            if d.significant and change is not None:
-                out.print(f"⚠ run {run.run_id}: {direction} IOPS drifted {change[0]:+.1f} % [95% CI {change[1]:+.1f}, "
-                          f"{change[2]:+.1f}] from its first to its last repetition ({d.span_minutes:.1f} min): the "
-                          "interleaved order spreads it over all cases; consider a longer ramp or preconditioning",
-                          markup=False)
+    for line in notes:
+        out.print(line, markup=False)
     return 0
 
 
@@ -189,6 +188,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p = sub.add_parser("show", help="results as a table, one row per case and direction")
     db_option(p)
     filters(p, "run number(s), e.g. 3 or 2,3, or 'all' (default: the latest run)")
+    p.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table",
+                   help="table (default), or each point's summary (mean, CI, CV, n, percentiles, utilisation, "
+                   "bottleneck and evidence, warnings) as json, csv or markdown")
+    p.add_argument("-o", "--output", default="-", help="file for json/csv/markdown (default: standard output)")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("export", help="one record per repetition and direction as json, csv or markdown")

@@ -1,0 +1,182 @@
+"""`storbench show` as JSON, CSV or Markdown: one row per point (case and direction). Pure.
+
+Field names carry their units like `export`'s (`iops`, `bw_bytes`, `lat_p99_ns`, `disk_util_pct`). Each metric
+`M` of the summary gives `M` (the mean over ok repetitions, so it equals the mean of `export`'s `M` over
+that point's repetitions), `M_n`, `M_stddev`, `M_ci_low`, `M_ci_high` (Student t, `ci_confidence`) and
+`M_cv_pct`; empty (null) where nothing was measured or n < 2. Then the bottleneck verdict with its evidence,
+and the warnings: in JSON a list of {code, message, fix}; in CSV their codes plus `warning_text`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+
+from storbench.records import Record
+from storbench.report.tables import (
+    iops_with_ci,
+    point_name,
+    varying_lab_keys,
+    verdict_lines,
+    warning_lines,
+)
+from storbench.stats.estimate import CONFIDENCE, Estimate
+from storbench.stats.summary import SUMMARY_FIELDS, PointSummary
+from storbench.units import format_latency_ns
+
+POINT_FIELDS = (
+    "case_id", "run_ids", "target", "target_kind", "rw", "rwmixread", "bs", "bs_bytes", "iodepth", "numjobs",
+    "clients", "direction", "ioengine", "direct", "runtime_s", "ramp_s", "fio_options", "lab", "fio_versions",
+    "repetitions_ok", "repetitions_total", "ci_confidence",
+)
+ESTIMATE_SUFFIXES = ("", "_n", "_stddev", "_ci_low", "_ci_high", "_cv_pct")
+METRIC_FIELDS = tuple(f"{metric}{suffix}" for metric in SUMMARY_FIELDS for suffix in ESTIMATE_SUFFIXES)
+VERDICT_FIELDS = (
+    "bottleneck", "bottleneck_evidence", "bottleneck_in_flight", "bottleneck_slots", "busiest_device",
+    "busiest_interface", "process_cpu_cores", "warnings", "warning_text", "last_error",
+)
+SHOW_FIELDS = (*POINT_FIELDS, *METRIC_FIELDS, *VERDICT_FIELDS)
+
+
+def _estimate_fields(metric: str, value: Estimate | None) -> dict[str, object]:
+    return {
+        metric: value.mean if value else None,
+        f"{metric}_n": value.n if value else None,
+        f"{metric}_stddev": value.stddev if value else None,
+        f"{metric}_ci_low": value.ci_low if value else None,
+        f"{metric}_ci_high": value.ci_high if value else None,
+        f"{metric}_cv_pct": value.cv_pct if value else None,
+    }
+
+
+def point_row(p: PointSummary) -> dict[str, object]:
+    """One point as JSON-ready values (lists and mappings where the value has parts)."""
+    row: dict[str, object] = {
+        "case_id": p.case_id, "run_ids": list(p.run_ids), "target": p.target, "target_kind": p.target_kind,
+        "rw": p.rw, "rwmixread": p.rwmixread, "bs": p.bs, "bs_bytes": p.bs_bytes, "iodepth": p.iodepth,
+        "numjobs": p.numjobs, "clients": p.clients, "direction": p.direction, "ioengine": p.ioengine,
+        "direct": p.direct, "runtime_s": p.runtime_s, "ramp_s": p.ramp_s, "fio_options": p.fio_options,
+        "lab": dict(p.lab), "fio_versions": list(p.fio_versions), "repetitions_ok": p.repetitions_ok,
+        "repetitions_total": p.repetitions_total,
+        "ci_confidence": next((e.confidence for _, e in p.estimates), CONFIDENCE),
+    }
+    for metric in SUMMARY_FIELDS:
+        row.update(_estimate_fields(metric, p.metric(metric)))
+    verdict = p.bottleneck
+    row.update({
+        "bottleneck": verdict.kind.value, "bottleneck_evidence": verdict.evidence,
+        "bottleneck_in_flight": verdict.in_flight, "bottleneck_slots": verdict.slots,
+        "busiest_device": p.busiest_device, "busiest_interface": p.busiest_interface,
+        "process_cpu_cores": dict(p.process_cpu_cores),
+        "warnings": [{"code": w.code, "message": w.message, "fix": w.fix} for w in p.warnings],
+        "warning_text": " | ".join(w.text() for w in p.warnings),
+        "last_error": p.last_error,
+    })
+    return row
+
+
+def points_json(points: Sequence[PointSummary]) -> str:
+    rows = []
+    for p in points:
+        row = point_row(p)
+        del row["warning_text"]  # the warnings themselves are structured here
+        rows.append(row)
+    return json.dumps(rows, indent=2) + "\n"
+
+
+def _flat_row(p: PointSummary) -> dict[str, object]:
+    """One point as CSV cells: parts joined the way `export` joins them."""
+    row = point_row(p)
+    row["run_ids"] = " ".join(str(r) for r in p.run_ids)
+    row["lab"] = " ".join(f"{k}={v}" for k, v in p.lab)
+    row["fio_versions"] = " ".join(p.fio_versions)
+    row["process_cpu_cores"] = " ".join(f"{name}={cores:.3g}" for name, cores in p.process_cpu_cores)
+    row["warnings"] = " ".join(w.code for w in p.warnings)
+    return {k: "" if v is None else v for k, v in row.items()}
+
+
+def points_csv(points: Sequence[PointSummary]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(SHOW_FIELDS), lineterminator="\n")
+    writer.writeheader()
+    for p in points:
+        writer.writerow(_flat_row(p))
+    return buffer.getvalue()
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _lat(value: Estimate | None) -> str:
+    return "-" if value is None else format_latency_ns(value.mean)
+
+
+def _number(value: Estimate | None, fmt: str, scale: float = 1.0) -> str:
+    return "-" if value is None else format(value.mean / scale, fmt)
+
+
+def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[str] = ()) -> str:
+    """A table a person reads (the numbers of `show`, with p50), then each point's bottleneck with its evidence,
+    one line per kind of warning with its fix, and ``notes`` (e.g. drift over a run)."""
+    lab_keys = varying_lab_keys(points)
+    lines = [
+        f"Results: {title}. Means over repetitions; IOPS with its 95 % confidence interval (Student t); CV is the "
+        "run-to-run spread of IOPS.",
+        "",
+        "| point | dir | n | IOPS ± 95% CI | CV | MiB/s | lat mean | p50 | p95 | p99 | p99.9 | cpu % | disk % | "
+        "bottleneck | warnings |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for p in points:
+        iops = p.metric("iops")
+        cv = iops.cv_pct if iops else None
+        disk = p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct")
+        cells = [
+            point_name(p, lab_keys), p.direction or "-",
+            f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
+            _number(p.metric("bw_bytes"), ",.1f", 1048576), _lat(p.metric("lat_mean_ns")),
+            _lat(p.metric("lat_p50_ns")), _lat(p.metric("lat_p95_ns")), _lat(p.metric("lat_p99_ns")),
+            _lat(p.metric("lat_p999_ns")), _number(p.metric("host_cpu_busy_pct"), ".0f"), _number(disk, ".0f"),
+            p.bottleneck.short, " ".join(w.code for w in p.warnings),
+        ]
+        lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+    verdicts = verdict_lines(points) if any(p.bottleneck.kind != "unknown" for p in points) else []
+    if verdicts:
+        lines += ["", "Bottlenecks (rules: docs/methodology.md, \"Bottleneck verdicts\"):", ""]
+        lines += [f"- {line}" for line in verdicts]
+    warnings = warning_lines(points)
+    if warnings or notes:
+        lines += ["", "Warnings:", ""]
+        lines += [f"- {line.removeprefix('⚠ ')}" for line in [*warnings, *notes]]
+    return "\n".join(lines) + "\n"
+
+
+def drift_lines(records: Sequence[Record], run_ids: Sequence[int]) -> list[str]:
+    """A line for each run and direction whose IOPS drifted significantly from its first to its last repetition."""
+    from storbench.stats.drift import drift
+
+    lines = []
+    for run_id in run_ids:
+        for direction in ("read", "write"):
+            d = drift(records, run_id, direction)
+            change = d.over_run()
+            if d.significant and change is not None:
+                lines.append(f"⚠ run {run_id}: {direction} IOPS drifted {change[0]:+.1f} % [95% CI {change[1]:+.1f}, "
+                             f"{change[2]:+.1f}] from its first to its last repetition ({d.span_minutes:.1f} min): "
+                             "the interleaved order spreads it over all cases; consider a longer ramp or "
+                             "preconditioning")
+    return lines
+
+
+def show_text(points: Sequence[PointSummary], fmt: str, title: str, notes: Sequence[str] = ()) -> str:
+    """``points`` as ``fmt`` (json, csv or markdown; the table is rich's, printed by the CLI)."""
+    if fmt == "json":
+        return points_json(points)
+    if fmt == "csv":
+        return points_csv(points)
+    if fmt == "markdown":
+        return points_markdown(points, title, notes)
+    raise ValueError(f"unknown format {fmt!r}")

@@ -1,0 +1,209 @@
+"""`storbench show --format table|json|csv|markdown`: the point summaries in machine-readable form.
+
+Pure tests on a fixed summary, then every format against a real small fio run, checked against `export`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from helpers import inside, run_cli, write_plan
+from storbench.report.show_export import SHOW_FIELDS, points_csv, points_json, points_markdown, show_text
+from storbench.stats.bottleneck import Bottleneck, BottleneckVerdict
+from storbench.stats.estimate import Estimate
+from storbench.stats.summary import SUMMARY_FIELDS, PointSummary, StatWarning
+
+
+def _point(direction: str = "read", warnings: tuple[StatWarning, ...] = ()) -> PointSummary:
+    return PointSummary(
+        case_id="c0ffee", run_ids=(1, 2), target="nvme", target_kind="path", rw="randread", rwmixread=None,
+        bs="4k", bs_bytes=4096, iodepth=16, numjobs=1, clients=1, direction=direction, ioengine="libaio",
+        direct=True, runtime_s=10.0, ramp_s=2.0, fio_options="", lab=(("pool_size", "2"),),
+        fio_versions=("fio-3.33",), repetitions_ok=3, repetitions_total=3,
+        estimates=(
+            ("iops", Estimate(n=3, mean=1000.0, stddev=50.0, ci_low=875.8, ci_high=1124.2)),
+            ("bw_bytes", Estimate(n=3, mean=4096000.0, stddev=204800.0, ci_low=3587000.0, ci_high=4605000.0)),
+            ("lat_mean_ns", Estimate(n=3, mean=16000.0, stddev=800.0, ci_low=14000.0, ci_high=18000.0)),
+            ("lat_p99_ns", Estimate(n=3, mean=50000.0, stddev=2500.0, ci_low=43800.0, ci_high=56200.0)),
+            ("disk_util_pct", Estimate(n=1, mean=97.0, stddev=0.0, ci_low=None, ci_high=None)),
+        ),
+        warnings=warnings, last_error="", process_cpu_cores=(("fio", 0.52),), busiest_device="nvme0n1",
+        bottleneck=BottleneckVerdict(Bottleneck.MEDIA, "nvme0n1 busy 97 % of the window", in_flight=15.9, slots=16),
+    )
+
+
+HIGH_CV = StatWarning("high_cv", "CV 12 % > 5 %", "add repetitions or lengthen runtime; or both")
+POINTS = [_point(warnings=(HIGH_CV,)), _point("write")]
+
+
+def test_json_carries_every_summary_number_with_units_in_the_names() -> None:
+    rows = json.loads(points_json(POINTS))
+    assert len(rows) == 2
+    first = rows[0]
+    assert first["iops"] == 1000.0 and first["iops_n"] == 3 and first["iops_stddev"] == 50.0
+    assert (first["iops_ci_low"], first["iops_ci_high"]) == (875.8, 1124.2)
+    assert first["iops_cv_pct"] == pytest.approx(5.0)
+    assert first["lat_p99_ns"] == 50000.0 and first["lat_mean_ns_ci_high"] == 18000.0
+    assert first["disk_util_pct"] == 97.0 and first["disk_util_pct_ci_low"] is None  # n=1: no interval
+    assert first["disk_util_pct_cv_pct"] is None
+    assert first["lat_p50_ns"] is None and first["lat_p50_ns_n"] is None  # not measured: null, key still there
+    assert first["ci_confidence"] == 0.95
+    assert first["bottleneck"] == "media-bound" and first["bottleneck_evidence"] == "nvme0n1 busy 97 % of the window"
+    assert first["bottleneck_in_flight"] == 15.9 and first["bottleneck_slots"] == 16
+    assert first["warnings"] == [{"code": "high_cv", "message": "CV 12 % > 5 %",
+                                  "fix": "add repetitions or lengthen runtime; or both"}]
+    assert rows[1]["warnings"] == []
+    assert first["lab"] == {"pool_size": "2"} and first["run_ids"] == [1, 2]
+    assert first["process_cpu_cores"] == {"fio": 0.52}
+    assert set(first) == set(SHOW_FIELDS) - {"warning_text"}
+    for metric in SUMMARY_FIELDS:
+        assert {metric, f"{metric}_n", f"{metric}_ci_low", f"{metric}_ci_high", f"{metric}_cv_pct"} <= set(first)
+
+
+def test_csv_has_a_header_and_one_row_per_point() -> None:
+    text = points_csv(POINTS)
+    reader = csv.DictReader(io.StringIO(text))
+    assert tuple(reader.fieldnames or ()) == SHOW_FIELDS
+    rows = list(reader)
+    assert len(rows) == 2 and [r["direction"] for r in rows] == ["read", "write"]
+    assert float(rows[0]["iops"]) == 1000.0 and float(rows[0]["iops_ci_high"]) == 1124.2
+    assert rows[0]["disk_util_pct_ci_low"] == ""  # None is an empty cell
+    assert rows[0]["warnings"] == "high_cv"
+    assert rows[0]["warning_text"] == "CV 12 % > 5 %: add repetitions or lengthen runtime; or both"
+    assert rows[0]["lab"] == "pool_size=2" and rows[0]["run_ids"] == "1 2"
+    assert rows[0]["bottleneck"] == "media-bound" and rows[1]["warnings"] == ""
+
+
+def test_markdown_is_a_table_with_verdicts_warnings_and_notes() -> None:
+    text = points_markdown(POINTS, "run 1 — r.db", notes=["⚠ run 1: read IOPS drifted -9.0 %"])
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("| point |"))
+    rows = lines[header + 2: header + 4]
+    assert len(rows) == 2 and all(r.startswith("| nvme randread 4k qd16") for r in rows)
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert cells[1:5] == ["read", "3/3", "1,000 ± 124", "5.0%"]
+    assert "media" in rows[0] and "high_cv" in rows[0]
+    assert "- nvme randread 4k qd16: media-bound — nvme0n1 busy 97 % of the window" in lines
+    assert any(line.startswith("- run-to-run spread (CV) above 5 %") and line.endswith("or both") for line in lines)
+    assert "- run 1: read IOPS drifted -9.0 %" in lines
+    assert all(line.count("|") == lines[header].count("|") for line in rows)
+
+
+def test_markdown_escapes_pipes_in_cells() -> None:
+    point = _point(warnings=(StatWarning("a|b", "m", "f"),))
+    row = next(line for line in points_markdown([point], "t").splitlines() if line.startswith("| nvme"))
+    assert "a\\|b" in row
+
+
+def test_show_text_dispatches_and_refuses_the_table() -> None:
+    assert show_text(POINTS, "json", "t") == points_json(POINTS)
+    assert show_text(POINTS, "csv", "t") == points_csv(POINTS)
+    assert show_text(POINTS, "markdown", "t") == points_markdown(POINTS, "t")
+    with pytest.raises(ValueError):
+        show_text(POINTS, "table", "t")  # the table is rich's, printed by the CLI
+
+
+# ---- against a real run ----------------------------------------------------------------------------------
+
+PLAN = """
+name: showfmt
+targets:
+  scratch: {kind: path, path: ./data, size: 4MiB}
+workload:
+  rw: [randread, randrw]
+  bs: 4k
+  iodepth: 2
+  runtime: 1s
+repeat: 2
+"""
+
+
+@pytest.fixture(scope="module")
+def stored_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from storbench.cli import main
+
+    work = tmp_path_factory.mktemp("show")
+    plan = write_plan(work, PLAN)
+    with inside(work):
+        assert main(["run", str(plan), "--db", str(work / "r.db")]) == 0
+    return work / "r.db"
+
+
+def _export_means(capsys: pytest.CaptureFixture[str], db: Path) -> dict[tuple[str, str], dict[str, object]]:
+    code, out, _ = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+    assert code == 0
+    by_point: dict[tuple[str, str], list[dict[str, object]]] = {}
+    for record in json.loads(out):
+        if record["status"] == "ok":
+            by_point.setdefault((record["case_id"], record["direction"]), []).append(record)
+    means: dict[tuple[str, str], dict[str, object]] = {}
+    for key, records in by_point.items():
+        means[key] = {"n": len(records)}
+        for field in ("iops", "bw_bytes", "lat_mean_ns", "lat_p50_ns", "lat_p99_ns", "cpu_usr"):
+            values = [float(r[field]) for r in records]  # type: ignore[arg-type]
+            means[key][field] = sum(values) / len(values)
+    return means
+
+
+@pytest.mark.fio
+def test_show_json_agrees_with_export(stored_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "show", "--db", str(stored_run), "--format", "json")
+    assert code == 0 and err == ""
+    rows = json.loads(out)
+    expected = _export_means(capsys, stored_run)
+    assert len(rows) == len(expected) == 3  # randread: read; randrw: read and write
+    for row in rows:
+        want = expected[(row["case_id"], row["direction"])]
+        assert row["iops_n"] == want["n"] == 2
+        for field in ("iops", "bw_bytes", "lat_mean_ns", "lat_p50_ns", "lat_p99_ns", "cpu_usr"):
+            assert math.isclose(row[field], want[field], rel_tol=1e-9), field
+        assert row["iops_ci_low"] <= row["iops"] <= row["iops_ci_high"]
+        assert row["bottleneck"] and row["bottleneck_evidence"]
+        assert {w["code"] for w in row["warnings"]} >= {"few_repetitions"}  # repeat: 2
+
+
+@pytest.mark.fio
+def test_show_csv_has_a_header_and_a_row_per_point(stored_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "show", "--db", str(stored_run), "--format", "csv")
+    assert code == 0
+    reader = csv.DictReader(io.StringIO(out))
+    assert tuple(reader.fieldnames or ()) == SHOW_FIELDS
+    rows = list(reader)
+    expected = _export_means(capsys, stored_run)
+    assert len(rows) == len(expected) == 3
+    for row in rows:
+        want = expected[(row["case_id"], row["direction"])]
+        assert math.isclose(float(row["lat_p99_ns"]), float(want["lat_p99_ns"]), rel_tol=1e-9)  # type: ignore[arg-type]
+        assert math.isclose(float(row["iops"]), float(want["iops"]), rel_tol=1e-9)  # type: ignore[arg-type]
+        assert "few_repetitions" in row["warnings"].split()
+
+
+@pytest.mark.fio
+def test_show_markdown_and_the_default_table(stored_run: Path, capsys: pytest.CaptureFixture[str],
+                                             tmp_path: Path) -> None:
+    code, table, _ = run_cli(capsys, "show", "--db", str(stored_run))
+    assert code == 0
+    assert run_cli(capsys, "show", "--db", str(stored_run), "--format", "table")[1] == table  # the default
+    assert "IOPS ± 95% CI" in table and "| point |" not in table
+    code, out, _ = run_cli(capsys, "show", "--db", str(stored_run), "--format", "markdown", "--where", "rw=randrw")
+    assert code == 0
+    rows = [line for line in out.splitlines() if line.startswith("| scratch")]
+    assert len(rows) == 2 and all("randrw" in r for r in rows)
+    assert "Warnings:" in out and "fewer than 3 repetitions" in out
+    target = tmp_path / "show.md"
+    code, out, _ = run_cli(capsys, "show", "--db", str(stored_run), "--format", "markdown", "-o", str(target))
+    assert code == 0 and out == "" and target.read_text().count("| scratch") == 3
+
+
+@pytest.mark.fio
+def test_show_format_errors_are_one_line(stored_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "show", "--db", str(stored_run), "--format", "json", "--where", "rw=write")
+    assert code == 2 and out == "" and err.startswith("storbench: error: no results match")
+    code, _, err = run_cli(capsys, "show", "--db", str(stored_run), "--format", "yaml")
+    assert code == 2 and "invalid choice: 'yaml'" in err
