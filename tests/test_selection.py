@@ -1,0 +1,69 @@
+"""The library under the CLI's result commands and `import`, without a database or fio: which runs, which
+records, which objective; how imported files become numbered repetitions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from storbench.errors import UserError
+from storbench.fio.parse import parse_fio_json
+from storbench.importer import FioFile, prepare_import
+from storbench.model import RunInfo
+from storbench.selection import parse_objective, parse_where, resolve_runs, where_items
+
+
+def _run(run_id: int) -> RunInfo:
+    return RunInfo(run_id=run_id, plan_name="p", plan_text="", source="run", storbench_version="0", fio_version="",
+                   host="h", kernel="k", run_order="interleaved", seed=0, tags=(), started_at_s=0.0,
+                   finished_at_s=None)
+
+
+RUNS = [_run(1), _run(2), _run(5)]
+
+
+def test_run_spec_resolves_to_run_ids_and_a_label() -> None:
+    assert resolve_runs(RUNS, "", "r.db", default_latest=True) == ([5], "run 5 (latest; --run all for every run)")
+    assert resolve_runs(RUNS, "", "r.db", default_latest=False) == ([1, 2, 5], "all runs")
+    assert resolve_runs(RUNS, "all", "r.db", default_latest=True) == ([1, 2, 5], "all runs")
+    assert resolve_runs(RUNS, "2,5", "r.db", default_latest=True) == ([2, 5], "run 2,5")
+
+
+def test_bad_run_specs_are_user_errors_with_a_hint() -> None:
+    with pytest.raises(UserError) as bad:
+        resolve_runs(RUNS, "latest", "r.db", default_latest=True)
+    assert bad.value.one_line() == "--run 'latest' is not a run number (hint: e.g. --run 3, --run 2,3 or --run all)"
+    with pytest.raises(UserError) as missing:
+        resolve_runs(RUNS, "2,3", "r.db", default_latest=True)
+    assert missing.value.one_line() == "no run 3 in r.db (hint: runs: 1, 2, 5)"
+
+
+def test_where_items_and_their_parsing() -> None:
+    assert where_items(["rw=randread"], ["a", "b"]) == ["rw=randread", "target=a", "target=b"]
+    assert parse_where([" bs = 4k", "fio_options=a=b"]) == [("bs", "4k"), ("fio_options", "a=b")]
+    for bad in ("rw", "=4k"):
+        with pytest.raises(UserError, match="is not KEY=VALUE"):
+            parse_where([bad])
+
+
+def test_one_slo_parser_for_saturation_and_report() -> None:
+    assert parse_objective(None) is None and parse_objective("") is None
+    objective = parse_objective("p99<=10ms")
+    assert objective is not None and objective.limit_ns == 10_000_000
+    with pytest.raises(UserError) as bad:
+        parse_objective("p99 under 10ms")
+    assert bad.value.one_line().startswith("--slo: ") and "mean<=500us" in bad.value.one_line()
+
+
+def test_prepare_import_numbers_repetitions_per_case_across_files(fixtures: Path) -> None:
+    text = (fixtures / "randrw-numjobs2.jsonplus.json").read_text()
+    output = parse_fio_json(text)
+    files = [FioFile("a.json", text, output), FioFile("b.json", text, output)]  # the same case twice
+    prepared = prepare_import(files, "old-array")
+    assert prepared.plan_text == "# imported from:\n# a.json\n# b.json\n"
+    assert prepared.fio_version == output.fio_version
+    assert prepared.cases == 1
+    assert [(r.rep_index, r.source) for r in prepared.repetitions] == [(0, "a.json"), (1, "b.json")]
+    assert prepared.repetitions[0].case == prepared.repetitions[1].case
+    assert prepared.repetitions[0].case.target.name == "old-array"
