@@ -15,10 +15,10 @@ from collections.abc import Sequence
 
 from storbench import __version__
 from storbench.cli import imports, labs, results, run
-from storbench.cli.common import DEFAULT_DB, _console, _write_output
+from storbench.cli.common import _console, _write_output
 from storbench.errors import UserError
 
-__all__ = ["DEFAULT_DB", "_write_output", "build_parser", "main"]
+__all__ = ["_write_output", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
