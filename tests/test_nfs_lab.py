@@ -17,7 +17,7 @@ from helpers import run_cli, write_plan
 from storbench.errors import UserError
 from storbench.lab.nfs import NfsLab
 from storbench.lab.nfs_conf import ANONYMOUS_UID, NAMESPACE, nfs_url
-from storbench.lab.process import run
+from storbench.shell import run
 
 
 def _nfs_fio() -> str | None:

@@ -13,7 +13,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -30,16 +30,12 @@ from storbench.execute.local import FioProcessResult
 from storbench.fio.jobfile import CEILING_RUNTIME_S, render_ceiling_job, render_client_jobs, render_job
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
 from storbench.fio.outcome import judge_clients_repetition, judge_repetition
-from storbench.model import Case, LabPoint, RepetitionOutcome, ScheduledRepetition, Status, TargetSpec, rw_writes
+from storbench.model import Case, LabPoint, RepetitionOutcome, ScheduledRepetition, Status, TargetSpec
 from storbench.plan import repetition_seconds, schedule, working_set_bytes
 from storbench.store import Store
-from storbench.targets.local import (
-    PreparedTarget,
-    check_targets,
-    claim_test_files,
-    remove_test_files,
-    test_file_names,
-)
+from storbench.targets.base import PreparedTarget
+from storbench.targets.local import claim_test_files, remove_test_files, test_file_names
+from storbench.targets.registry import LabEnvironment, by_target, check_targets, prepare_target
 
 # Slowest layout speed the watchdog allows for before calling fio hung.
 WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
@@ -146,15 +142,9 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
                 observer: RunObserver, *, keep: bool) -> Iterator[LabContext]:
     """Bring up the labs this group needs (if any), prepare the targets that live on them (rbd images, NFS
     files, CephFS directories), and tear the labs down afterwards — also when the run fails or is interrupted."""
-    from storbench.targets.ceph import DEFAULT_CEPH_CONF, prepare_rbd_target
-    from storbench.targets.local import check_path_target
-    from storbench.targets.nfs import prepare_nfs_target
-
     kinds = set(lab.kinds())
     targets = dict(checked.targets)
-    by_target: dict[str, list[Case]] = {}
-    for case in cases:
-        by_target.setdefault(case.target.name, []).append(case)
+    grouped = by_target(cases)
     downs: list[Callable[[], None]] = []
     sockets: tuple[str, ...] = ()
     if any(c.target.kind in ("rbd", "cephfs") for c in cases):
@@ -169,7 +159,7 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
             from storbench.lab.ceph import CephLab
             from storbench.lab.ceph_conf import ceph_spec_for
 
-            pools = tuple(c[0].target.pool for c in by_target.values() if c[0].target.kind == "rbd" and
+            pools = tuple(c[0].target.pool for c in grouped.values() if c[0].target.kind == "rbd" and
                           c[0].target.pool)
             lab_spec = ceph_spec_for(lab.ceph, pools)
             observer.lab_event(f"ceph lab: bringing up {lab.describe()}")
@@ -195,29 +185,11 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
             nfs_info = nfs_lab.up()
             nfs_url = nfs_info.url
             observer.lab_event(f"nfs lab: up ({nfs_info.url}, exporting {nfs_info.export})")
-        for name, target_cases in by_target.items():
-            spec = target_cases[0].target
-            if spec.kind == "rbd":
-                targets[name] = prepare_rbd_target(
-                    spec, spec.conf or ceph_conf or DEFAULT_CEPH_CONF, checked.capabilities.binary,
-                    clients=max(c.clients for c in target_cases) if on_servers else 0,
-                    writes=any(rw_writes(c.workload.rw) for c in target_cases))
-            elif spec.kind == "nfs":
-                url = spec.path or nfs_url
-                assert url is not None
-                targets[name] = prepare_nfs_target(spec, url, target_cases)
-            elif spec.kind == "pvc":
-                from storbench.execute.k8s_manifests import pod_job_binding
-
-                targets[name] = PreparedTarget(spec=spec, binding=pod_job_binding(spec), details=(
-                    ("kind", "pvc"), ("storage_class", spec.storage_class or "(lab default)"),
-                    ("access_mode", spec.access_mode or ""), ("volume_mode", spec.volume_mode or ""),
-                    ("namespace", spec.namespace or "")))
-            elif spec.kind == "cephfs":
-                directory = spec.path or (f"{cephfs_mount}/storbench" if cephfs_mount else None)
-                assert directory is not None
-                targets[name] = check_path_target(replace(spec, path=directory), target_cases, create=True,
-                                                  claim=True)
+        env = LabEnvironment(fio_binary=checked.capabilities.binary, ceph_conf=ceph_conf, cephfs_mount=cephfs_mount,
+                             nfs_url=nfs_url, on_servers=on_servers)
+        for name, target_cases in grouped.items():
+            if name not in checked.targets:
+                targets[name] = prepare_target(target_cases[0].target, target_cases, env)
         yield LabContext(targets=targets, ceph_socket_patterns=sockets)
     finally:
         if not loaded.config.keep_files:

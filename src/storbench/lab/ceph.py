@@ -29,7 +29,8 @@ from storbench.lab.labdir import (
     recorded_daemons,
     remove_lab_dir,
 )
-from storbench.lab.process import run, start_daemon
+from storbench.lab.process import start_daemon
+from storbench.shell import run
 
 DEFAULT_LAB_DIR = default_lab_dir()
 READY_TIMEOUT_S = 180.0

@@ -58,7 +58,8 @@ from storbench.lab.labdir import (
     recorded_daemons,
     remove_lab_dir,
 )
-from storbench.lab.process import alive, kill_all, run, start_daemon
+from storbench.lab.process import alive, kill_all, start_daemon
+from storbench.shell import run
 
 DEFAULT_LAB_DIR = default_lab_dir()
 

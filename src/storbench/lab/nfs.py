@@ -43,7 +43,8 @@ from storbench.lab.nfs_conf import (
     nfs_url,
     render_ganesha_conf,
 )
-from storbench.lab.process import kill_all, run, start_daemon
+from storbench.lab.process import kill_all, start_daemon
+from storbench.shell import run
 
 DEFAULT_LAB_DIR = default_lab_dir()
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from storbench.errors import UserError
 from storbench.execute.local import LocalExecutor
 from storbench.fio.jobfile import JobBinding, client_image, render_layout_job
-from storbench.lab.process import run
 from storbench.model import Case, TargetSpec
-from storbench.targets.local import PreparedTarget
+from storbench.shell import run
+from storbench.targets.base import PreparedTarget
 
 DEFAULT_CEPH_CONF = "/etc/ceph/ceph.conf"
 

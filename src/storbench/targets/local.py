@@ -6,14 +6,14 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 from storbench.errors import UserError
 from storbench.fio.jobfile import JobBinding, escape_fio_path, is_safe_job_value
 from storbench.model import Case, TargetSpec, rw_writes
 from storbench.plan import working_set_bytes
+from storbench.targets.base import FILENAME_FORMAT, PreparedTarget
 from storbench.targets.guards import (
     block_write_refusal,
     device_in_use,
@@ -22,19 +22,9 @@ from storbench.targets.guards import (
 )
 from storbench.units import format_bytes
 
-FILENAME_FORMAT = "storbench.$jobnum.$filenum"
 # Every test file storbench's jobs make: its own (storbench.J.F), a client's (storbench.cN.J.F), and a fio
 # server's, which prefixes the client's file with its address (10.214.0.10.storbench.c1.0.0).
 TEST_FILE_RE = re.compile(r"(?:[0-9A-Fa-f.:\[\]]{1,64}\.)?storbench\.(?:c[0-9]{1,5}\.)?[0-9]{1,6}\.[0-9]{1,6}")
-
-
-@dataclass(frozen=True)
-class PreparedTarget:
-    """A checked target: how it appears in job files, and what we record about it."""
-
-    spec: TargetSpec
-    binding: JobBinding
-    details: tuple[tuple[str, str], ...]
 
 
 def _read(path: str) -> str:
@@ -304,40 +294,3 @@ def remote_target(spec: TargetSpec) -> PreparedTarget:
     key = "device" if spec.kind == "block" else "directory"
     return PreparedTarget(spec=spec, binding=binding,
                           details=(("kind", spec.kind), (key, location), ("checked", "on the fio servers")))
-
-
-def check_targets(cases: Sequence[Case], *, create: bool, remote: bool = False,
-                  where: Callable[[str], str] = lambda name: "") -> dict[str, PreparedTarget]:
-    """Check every target of a plan before any I/O; ``create`` makes missing directories.
-    ``where`` turns a target name into its place in the plan file, for messages. Targets that need a cluster
-    (rbd) are only checked here and prepared by the run once their cluster is up. ``remote``: the I/O runs on
-    other machines (the plan's fio servers), so directories and devices are not looked at here."""
-    by_target: dict[str, list[Case]] = {}
-    for case in cases:
-        by_target.setdefault(case.target.name, []).append(case)
-    prepared: dict[str, PreparedTarget] = {}
-    for name, target_cases in by_target.items():
-        spec = target_cases[0].target
-        if remote and spec.kind in ("path", "block", "cephfs"):
-            prepared[name] = remote_target(spec)
-            continue
-        if spec.kind == "path":
-            prepared[name] = check_path_target(spec, target_cases, create=create, where=where(name))
-        elif spec.kind == "block":
-            prepared[name] = check_block_target(spec, target_cases, where=where(name))
-        elif spec.kind == "rbd":
-            from storbench.targets.ceph import check_rbd_target
-
-            check_rbd_target(spec, target_cases, where=where(name))  # prepared once its cluster is up
-        elif spec.kind == "nfs":
-            from storbench.targets.nfs import check_nfs_target
-
-            check_nfs_target(spec, target_cases, where=where(name))  # laid out once its server is up
-        elif spec.kind == "pvc":
-            pass  # claims are made by the Kubernetes executor
-        elif spec.kind == "cephfs":
-            if spec.path is not None and not any(c.lab for c in target_cases):
-                prepared[name] = check_path_target(spec, target_cases, create=create, where=where(name))
-        else:
-            raise UserError(f"target '{name}': kind '{spec.kind}' is not supported here")
-    return prepared

@@ -11,9 +11,9 @@ from storbench.execute.local import LocalExecutor
 from storbench.fio.jobfile import JobBinding, render_layout_job
 from storbench.fio.options import parse_engines
 from storbench.fio.parse import parse_fio_json
-from storbench.lab.process import run
 from storbench.model import Case, TargetSpec
-from storbench.targets.local import FILENAME_FORMAT, PreparedTarget
+from storbench.shell import run
+from storbench.targets.base import FILENAME_FORMAT, PreparedTarget
 
 
 def nfs_fio_binary() -> str:

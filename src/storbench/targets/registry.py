@@ -1,0 +1,147 @@
+"""Target kinds (shell): for each kind, how it is checked before any I/O and how it is prepared once the labs
+it needs are up. The run loop asks this registry and never branches on a kind itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from storbench.errors import UserError
+from storbench.model import Case, TargetSpec, rw_writes
+from storbench.targets.base import PreparedTarget
+from storbench.targets.ceph import DEFAULT_CEPH_CONF, check_rbd_target, prepare_rbd_target
+from storbench.targets.local import check_block_target, check_path_target, remote_target
+from storbench.targets.nfs import check_nfs_target, prepare_nfs_target
+
+
+@dataclass(frozen=True)
+class LabEnvironment:
+    """What the labs that are up offer the targets of one lab configuration."""
+
+    fio_binary: str
+    ceph_conf: str | None = None
+    cephfs_mount: str | None = None
+    nfs_url: str | None = None
+    on_servers: bool = False  # the cases run on fio servers (each client an RBD image of its own)
+
+
+# check(spec, cases, create, where) -> the prepared target, or None when it is prepared once its lab is up
+Check = Callable[[TargetSpec, Sequence[Case], bool, str], PreparedTarget | None]
+# prepare(spec, cases, environment) -> the prepared target
+Prepare = Callable[[TargetSpec, Sequence[Case], LabEnvironment], PreparedTarget]
+
+
+@dataclass(frozen=True)
+class TargetKind:
+    check: Check
+    prepare: Prepare | None = None  # None: check always prepares it
+    on_servers: bool = False  # fio servers can run it (directories and devices are theirs)
+
+
+def _path_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> PreparedTarget:
+    return check_path_target(spec, cases, create=create, where=where)
+
+
+def _block_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> PreparedTarget:
+    return check_block_target(spec, cases, where=where)
+
+
+def _cephfs_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> PreparedTarget | None:
+    """A CephFS the user mounted is a directory; the lab's is mounted only once the lab is up."""
+    if spec.path is not None and not any(c.lab for c in cases):
+        return check_path_target(spec, cases, create=create, where=where)
+    return None
+
+
+def _cephfs_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -> PreparedTarget:
+    directory = spec.path or (f"{env.cephfs_mount}/storbench" if env.cephfs_mount else None)
+    if directory is None:
+        raise UserError(f"target '{spec.name}': no CephFS is mounted", hint="set lab.ceph.cephfs: true, or give path")
+    return check_path_target(replace(spec, path=directory), cases, create=True, claim=True)
+
+
+def _rbd_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> None:
+    check_rbd_target(spec, cases, where=where)
+
+
+def _rbd_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -> PreparedTarget:
+    return prepare_rbd_target(spec, spec.conf or env.ceph_conf or DEFAULT_CEPH_CONF, env.fio_binary,
+                              clients=max(c.clients for c in cases) if env.on_servers else 0,
+                              writes=any(rw_writes(c.workload.rw) for c in cases))
+
+
+def _nfs_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> None:
+    check_nfs_target(spec, cases, where=where)
+
+
+def _nfs_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -> PreparedTarget:
+    url = spec.path or env.nfs_url
+    if url is None:
+        raise UserError(f"target '{spec.name}': no NFS url and no NFS lab", hint="give url: nfs://server/export")
+    return prepare_nfs_target(spec, url, cases)
+
+
+def _pvc_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> None:
+    return None  # claims are made by the Kubernetes executor
+
+
+def _pvc_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -> PreparedTarget:
+    from storbench.execute.k8s_manifests import pod_job_binding
+
+    return PreparedTarget(spec=spec, binding=pod_job_binding(spec), details=(
+        ("kind", "pvc"), ("storage_class", spec.storage_class or "(lab default)"),
+        ("access_mode", spec.access_mode or ""), ("volume_mode", spec.volume_mode or ""),
+        ("namespace", spec.namespace or "")))
+
+
+KINDS: dict[str, TargetKind] = {
+    "path": TargetKind(_path_check, on_servers=True),
+    "block": TargetKind(_block_check, on_servers=True),
+    "cephfs": TargetKind(_cephfs_check, _cephfs_prepare, on_servers=True),
+    "rbd": TargetKind(_rbd_check, _rbd_prepare),
+    "nfs": TargetKind(_nfs_check, _nfs_prepare),
+    "pvc": TargetKind(_pvc_check, _pvc_prepare),
+}
+
+
+def _kind(spec: TargetSpec) -> TargetKind:
+    kind = KINDS.get(spec.kind)
+    if kind is None:
+        raise UserError(f"target '{spec.name}': kind '{spec.kind}' is not supported here")
+    return kind
+
+
+def by_target(cases: Sequence[Case]) -> dict[str, list[Case]]:
+    """Cases grouped by target name, in order of first appearance."""
+    groups: dict[str, list[Case]] = {}
+    for case in cases:
+        groups.setdefault(case.target.name, []).append(case)
+    return groups
+
+
+def check_targets(cases: Sequence[Case], *, create: bool, remote: bool = False,
+                  where: Callable[[str], str] = lambda name: "") -> dict[str, PreparedTarget]:
+    """Check every target of a plan before any I/O; ``create`` makes missing directories.
+    ``where`` turns a target name into its place in the plan file, for messages. Targets that need a lab
+    (rbd, nfs, the lab's CephFS) or a cluster (pvc) are only checked here and prepared by the run once it is up.
+    ``remote``: the I/O runs on other machines (the plan's fio servers), so their directories and devices are not
+    looked at here."""
+    prepared: dict[str, PreparedTarget] = {}
+    for name, target_cases in by_target(cases).items():
+        spec = target_cases[0].target
+        kind = _kind(spec)
+        if remote and kind.on_servers:
+            prepared[name] = remote_target(spec)
+            continue
+        found = kind.check(spec, target_cases, create, where(name))
+        if found is not None:
+            prepared[name] = found
+    return prepared
+
+
+def prepare_target(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -> PreparedTarget:
+    """A target that could not be prepared before its lab was up, prepared now."""
+    prepare = _kind(spec).prepare
+    if prepare is None:
+        raise AssertionError(f"target kind {spec.kind} is prepared when checked")
+    return prepare(spec, cases, env)
