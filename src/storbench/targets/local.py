@@ -243,9 +243,9 @@ def _loops_backed_by(paths: Sequence[str]) -> list[str]:
 
 
 def _lab_roots() -> list[str]:
-    from storbench.lab.ceph import DEFAULT_LAB_DIR
+    from storbench.lab.labdir import DEFAULT_LAB_ROOT, default_lab_dir
 
-    return [str(DEFAULT_LAB_DIR), "/var/lib/storbench", "/var/tmp/storbench-lab"]
+    return [str(default_lab_dir()), str(DEFAULT_LAB_ROOT), "/var/tmp/storbench-lab"]  # the last: older versions
 
 
 def check_block_target(spec: TargetSpec, cases: Sequence[Case], *, where: str = "") -> PreparedTarget:
