@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import pytest
 
-from storbench.records import RECORD_FIELDS, Record
 from storbench.stats.bottleneck import (
     CLIENT_CORES_PER_JOB,
     CPU_PRESSURE_PCT,
@@ -19,6 +18,7 @@ from storbench.stats.bottleneck import (
     judge,
 )
 from storbench.stats.summary import summarize_points
+from synthetic import observation
 
 IDLE = BottleneckInputs(
     host_cpu_busy_pct=20.0, host_cpu_pressure_pct=5.0, process_cpu_cores=(("fio", 0.2), ("ceph-osd", 0.1)),
@@ -98,8 +98,7 @@ def test_sync_engines_have_one_slot_per_job() -> None:
 # ---------------------------------------------------------------------------------------------------------------
 # Through the summary: per repetition, then the mean; directions of a mixed workload together
 
-_BASE = replace(
-    Record(**dict.fromkeys(RECORD_FIELDS)),  # type: ignore[arg-type]
+_BASE: dict[str, object] = dict(
     case_id="c", run_id=1, target="t", target_kind="path", rw="randrw", rwmixread=70, bs="4k", bs_bytes=4096,
     iodepth=8, numjobs=1, clients=1, ioengine="libaio", direct=True, runtime_s=5.0, ramp_s=1.0, size_bytes=1 << 30,
     fio_options="", lab="", repeat=0, direction="read", status="ok", started_at_s=0.0, finished_at_s=6.0,
@@ -109,31 +108,33 @@ _BASE = replace(
 
 
 def test_summary_judges_each_case_from_its_repetitions() -> None:
-    records = []
+    rows: list[dict[str, object]] = []
     for repeat, (read_iops, write_iops) in enumerate(((700.0, 300.0), (1400.0, 600.0))):
         # Little's law per repetition: 700 x 8 ms + 300 x 8 ms = 8 in flight; 1400 x 4 ms + 600 x 4 ms = 8
         latency = 8e6 if repeat == 0 else 4e6
-        records.append(replace(_BASE, repeat=repeat, direction="read", iops=read_iops, lat_mean_ns=latency))
-        records.append(replace(_BASE, repeat=repeat, direction="write", iops=write_iops, lat_mean_ns=latency))
-    points = summarize_points(records)
+        rows.append({**_BASE, "repeat": repeat, "direction": "read", "iops": read_iops, "lat_mean_ns": latency})
+        rows.append({**_BASE, "repeat": repeat, "direction": "write", "iops": write_iops, "lat_mean_ns": latency})
+    points = summarize_points([observation(**r) for r in rows])
     assert [p.direction for p in points] == ["read", "write"]
     verdict = points[0].bottleneck
     assert verdict.kind == Bottleneck.UNDER_DRIVEN and verdict == points[1].bottleneck
     assert verdict.in_flight == pytest.approx(8.0) and verdict.slots == 8
     # a saturated device in both repetitions turns it media-bound
-    busy = [replace(r, disk_busiest_util_pct=96.0) for r in records]
+    busy = [observation(**{**r, "disk_busiest_util_pct": 96.0}) for r in rows]
     assert summarize_points(busy)[0].bottleneck.kind == Bottleneck.MEDIA
     # imported results carry no telemetry: unknown
-    blank = [replace(r, host_cpu_busy_pct=None, client_cpu_cores=None, disk_busiest_util_pct=None) for r in records]
+    blank = [observation(**{**r, "host_cpu_busy_pct": None, "client_cpu_cores": None, "disk_busiest_util_pct": None})
+             for r in rows]
     assert summarize_points(blank)[0].bottleneck.kind == Bottleneck.UNKNOWN
 
 
 def test_figures_keep_client_counts_apart_and_leave_out_lab_settings_shared_by_all() -> None:
     from storbench.report.figures import iops_vs_load_figures, process_cpu_figures, utilisation_figures
 
-    records = [replace(_BASE, case_id=f"c{clients}-{bs}", clients=clients, bs=f"{bs}k", bs_bytes=bs * 1024,
-                       rw="randread", rwmixread=None, repeat=repeat, iops=1000.0 * clients + repeat,
-                       lat_mean_ns=1e6, lab="lab=ceph osds=3", process_cpu_cores=(("ceph-osd", 0.1 * clients),))
+    records = [observation(**{**_BASE, "case_id": f"c{clients}-{bs}", "clients": clients, "bs": f"{bs}k",
+                              "bs_bytes": bs * 1024, "rw": "randread", "rwmixread": None, "repeat": repeat,
+                              "iops": 1000.0 * clients + repeat, "lat_mean_ns": 1e6, "lab": "lab=ceph osds=3",
+                              "process_cpu_cores": (("ceph-osd", 0.1 * clients),)})
                for clients in (1, 2, 4) for bs in (4, 64) for repeat in (0, 1)]
     points = summarize_points(records)
     (by_clients,) = [f for f in iops_vs_load_figures(points) if f.figure_id == "iops-vs-clients"]
@@ -150,8 +151,9 @@ def test_figures_keep_client_counts_apart_and_leave_out_lab_settings_shared_by_a
 def test_report_summary_tells_apart_points_that_differ_in_clients_or_lab() -> None:
     from storbench.report.html import _summary_table
 
-    records = [replace(_BASE, case_id=f"c{clients}-{size}", clients=clients, rw="randread", rwmixread=None,
-                       repeat=repeat, iops=1000.0 + repeat, lat_mean_ns=1e6, lab=f"lab=ceph pool_size={size}")
+    records = [observation(**{**_BASE, "case_id": f"c{clients}-{size}", "clients": clients, "rw": "randread",
+                              "rwmixread": None, "repeat": repeat, "iops": 1000.0 + repeat, "lat_mean_ns": 1e6,
+                              "lab": f"lab=ceph pool_size={size}"})
                for clients in (1, 4) for size in (2, 3) for repeat in (0, 1)]
     html_text = _summary_table(summarize_points(records))
     head = html_text.split("</thead>")[0]

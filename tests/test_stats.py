@@ -7,16 +7,15 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
-from dataclasses import replace
 
 import pytest
 from scipy import stats as scipy_stats
 
-from storbench.records import RECORD_FIELDS, Record
+from storbench.report.labels import curve_label
 from storbench.stats.compare import (
     Verdict,
+    compare_observations,
     compare_points,
-    compare_records,
     parse_selector,
     regressions,
     select,
@@ -24,13 +23,14 @@ from storbench.stats.compare import (
 from storbench.stats.drift import drift
 from storbench.stats.estimate import estimate, welch_difference
 from storbench.stats.knee import best_under_objective, curves, find_knee, parse_slo
+from storbench.stats.observations import Observation
 from storbench.stats.summary import PointSummary, summarize_points
+from synthetic import observation
 
 # ---------------------------------------------------------------------------------------------------------------
 # Synthetic records
 
-_BASE = replace(
-    Record(**dict.fromkeys(RECORD_FIELDS)),  # type: ignore[arg-type]
+_BASE = dict(
     case_id="case-a", run_id=1, target="a", target_kind="path", rw="randread", rwmixread=None, bs="4k",
     bs_bytes=4096, iodepth=1, numjobs=1, clients=1, ioengine="libaio", direct=True, runtime_s=30.0, ramp_s=5.0,
     size_bytes=1 << 30, fio_options="", lab="", repeat=0, direction="read", status="ok", started_at_s=0.0,
@@ -41,12 +41,12 @@ _BASE = replace(
 )
 
 
-def rec(**changes: object) -> Record:
-    """A Record: the base record with some fields replaced."""
-    return replace(_BASE, **changes)  # type: ignore[arg-type]
+def rec(**changes: object) -> Observation:
+    """An observation: the base record's fields with some replaced."""
+    return observation(**{**_BASE, **changes})
 
 
-def reps(values: Sequence[float], field: str = "iops", **changes: object) -> list[Record]:
+def reps(values: Sequence[float], field: str = "iops", **changes: object) -> list[Observation]:
     """One record per repetition, the given field taking each value in turn."""
     return [rec(repeat=i, **{field: v}, **changes) for i, v in enumerate(values)]
 
@@ -308,7 +308,7 @@ def test_parse_selector_rejects_bad_text(text: str) -> None:
         parse_selector(text)
 
 
-def _two_runs() -> list[Record]:
+def _two_runs() -> list[Observation]:
     return [*reps(IOPS_A, run_id=1), *reps(IOPS_A, run_id=1, case_id="case-b", bs="8k", bs_bytes=8192),
             *reps(IOPS_B, run_id=2), *reps(IOPS_B, run_id=2, case_id="case-b", bs="8k", bs_bytes=8192)]
 
@@ -318,8 +318,8 @@ def test_select_by_tag_and_block_size() -> None:
     tags = {1: ("before",), 2: ("after", "kernel-6.8")}
     picked = select(records, parse_selector("tag=after,bs=4k"), tags)
     assert len(picked) == 3
-    assert {(r.run_id, r.bs_bytes) for r in picked} == {(2, 4096)}
-    assert select(records, parse_selector("bs=4096"), tags) == [r for r in records if r.bs_bytes == 4096]
+    assert {(r.run_id, r.case.workload.bs_bytes) for r in picked} == {(2, 4096)}
+    assert select(records, parse_selector("bs=4096"), tags) == [r for r in records if r.case.workload.bs_bytes == 4096]
     assert select(records, parse_selector("bs=4KiB,run=1"), tags) == records[:3]
     assert select(records, parse_selector("tag=kernel-6.8"), tags) == records[6:]
     assert select(records, parse_selector("tag=nope"), tags) == []
@@ -330,7 +330,7 @@ def test_select_by_tag_and_block_size() -> None:
 
 
 def test_compare_records_by_run() -> None:
-    pairs = compare_records(_two_runs(), parse_selector("1"), parse_selector("run=2"), {})
+    pairs = compare_observations(_two_runs(), parse_selector("1"), parse_selector("run=2"), {})
     assert [p.candidate.bs for p in pairs] == ["4k", "8k"]
     for pair in pairs:
         assert pair.comparable
@@ -342,8 +342,8 @@ def test_compare_records_by_run() -> None:
 
 def test_compare_records_across_targets() -> None:
     records = [*reps(IOPS_A, target="a"), *reps(IOPS_B, case_id="case-b", target="b")]
-    assert compare_records(records, parse_selector("target=a"), parse_selector("target=b"), {}) != []
-    pair = only(compare_records(records, parse_selector("target=a"), parse_selector("target=b"), {}))
+    assert compare_observations(records, parse_selector("target=a"), parse_selector("target=b"), {}) != []
+    pair = only(compare_observations(records, parse_selector("target=a"), parse_selector("target=b"), {}))
     assert (pair.baseline.target, pair.candidate.target) == ("a", "b")
     assert pair.cell("iops").verdict == Verdict.WORSE  # type: ignore[union-attr]
 
@@ -402,7 +402,7 @@ def test_knee_none_cases() -> None:
     assert find_knee(LOADS, [1000.0 * (1 + math.log2(x)) for x in LOADS]) is None
 
 
-def _sweep_records(axis: str = "iodepth", saturation: int = 16, **changes: object) -> list[Record]:
+def _sweep_records(axis: str = "iodepth", saturation: int = 16, **changes: object) -> list[Observation]:
     out = []
     for load in LOADS:
         for r in range(3):
@@ -423,7 +423,7 @@ def test_curves_group_and_find_knee() -> None:
     assert [p.load for p in small.points] == LOADS
     assert small.knee is not None and small.knee.load == 16
     assert large.knee is not None and large.knee.load == 4
-    assert small.label == "a randread 4k read"
+    assert curve_label(small) == "a randread 4k read"
     point = small.points[4]
     assert point.iops == pytest.approx(16000.0)
     assert point.lat_p99_ns == pytest.approx(16e6)
@@ -492,7 +492,7 @@ CASE_IOPS = {"A": 1000.0, "B": 5000.0, "C": 20000.0, "D": 300.0}
 
 
 def _drift_records(order: str, decline_per_minute: float, noise: float = 0.0, seed: int = 0,
-                   repeats: int = 3) -> list[Record]:
+                   repeats: int = 3) -> list[Observation]:
     """Cases repeated in the given order, one repetition a minute; IOPS x (1 - decline·minutes) x noise."""
     cases = list(CASE_IOPS)
     if order == "sequential":
@@ -661,9 +661,9 @@ def test_unknown_selector_keys_are_found_against_the_data() -> None:
 def test_lab_parameters_select_and_match() -> None:
     two = [rec(case_id="c2", lab="lab=ceph osds=3 pool_size=2", repeat=i, iops=1000.0 + i) for i in range(3)]
     three = [rec(case_id="c3", lab="lab=ceph osds=3 pool_size=3", repeat=i, iops=700.0 + i) for i in range(3)]
-    comparisons = compare_records([*two, *three], parse_selector("pool_size=2"), parse_selector("pool_size=3"), {})
+    comparisons = compare_observations([*two, *three], parse_selector("pool_size=2"), parse_selector("pool_size=3"), {})
     assert len(comparisons) == 1
     assert comparisons[0].cell("iops").verdict == Verdict.WORSE  # type: ignore[union-attr]
     # other lab parameters must agree: osds=6 does not pair with osds=3
     six = [rec(case_id="c6", lab="lab=ceph osds=6 pool_size=3", repeat=i, iops=700.0) for i in range(3)]
-    assert compare_records([*two, *six], parse_selector("pool_size=2"), parse_selector("pool_size=3"), {}) == []
+    assert compare_observations([*two, *six], parse_selector("pool_size=2"), parse_selector("pool_size=3"), {}) == []

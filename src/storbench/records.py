@@ -1,20 +1,16 @@
-"""Flat, stable records for users: one per repetition and direction, and per-case summaries. Pure."""
+"""The flat export record: one per repetition and direction, built from `stats.observations`. Pure.
+
+Only exports (`report/export.py`) read it; statistics read the observations themselves.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
-from storbench.fio.parse import merge_clients
-from storbench.model import ClientMeasurement, DirectionMeasurement, Status, StoredRepetition
-from storbench.telemetry.digest import CEPH_OSD_PROCESS, digest
-from storbench.telemetry.series import RepetitionTelemetry
-from storbench.units import format_block_size, parse_size_bytes
-
-# (percent, field suffix) of the percentiles every record carries.
-PERCENTILES: tuple[tuple[float, str], ...] = (
-    (50.0, "p50"), (90.0, "p90"), (95.0, "p95"), (99.0, "p99"), (99.9, "p999"), (99.99, "p9999"),
-)
+from storbench.model import LatencySummary, StoredRepetition
+from storbench.stats.observations import Observation, busiest_names, metric_value, observations
+from storbench.units import format_block_size
 
 
 @dataclass(frozen=True)
@@ -106,147 +102,67 @@ class Record:
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Record))
 
 
-def _latency_fields(prefix: str, m: DirectionMeasurement | None) -> dict[str, float | int | None]:
-    summary = None if m is None else (m.lat if prefix == "lat" else m.clat)
-    out: dict[str, float | int | None] = {
-        f"{prefix}_mean_ns": summary.mean_ns if summary else None,
-        f"{prefix}_stddev_ns": summary.stddev_ns if summary else None,
-        f"{prefix}_min_ns": summary.min_ns if summary else None,
-        f"{prefix}_max_ns": summary.max_ns if summary else None,
-    }
-    for percent, suffix in PERCENTILES:
-        out[f"{prefix}_{suffix}_ns"] = summary.percentile_ns(percent) if summary else None
-    return out
+def _percentile(summary: LatencySummary | None, percent: float) -> int | None:
+    return summary.percentile_ns(percent) if summary else None
 
 
-def _fio_cores(clients: Sequence[ClientMeasurement]) -> float | None:
-    """CPU of the fio jobs in cores, from fio's own accounting (usr + sys % of one CPU, summed over jobs):
-    exact over each job's run, where sampling /proc would miss jobs shorter than its interval."""
-    if not clients:
-        return None
-    return sum(c.cpu_usr_pct + c.cpu_sys_pct for c in clients) / 100.0
+def record(o: Observation) -> Record:
+    """One observation as the flat export record: the case's parameters as text, every number by name."""
+    case, w, m = o.case, o.case.workload, o.measurement
+    device, interface, node = busiest_names(o)
+    d = o.telemetry
+    lat, clat = (m.lat, m.clat) if m else (None, None)
+    return Record(
+        case_id=case.case_id, run_id=o.run_id, target=case.target.name, target_kind=case.target.kind,
+        rw=w.rw, rwmixread=w.rwmixread, bs=format_block_size(w.bs_bytes), bs_bytes=w.bs_bytes,
+        iodepth=w.iodepth, numjobs=w.numjobs, clients=case.clients, ioengine=w.ioengine,
+        direct=w.direct, runtime_s=w.runtime_s, ramp_s=w.ramp_s, size_bytes=w.size_bytes,
+        fio_options=" ".join(f"{k}={v}" for k, v in w.fio_options),
+        lab=" ".join(f"{k}={v}" for k, v in case.lab.pairs()), repeat=o.rep_index,
+        direction=o.direction_name, status=o.status.value,
+        started_at_s=o.started_at_s, finished_at_s=o.finished_at_s, fio_version=o.fio_version,
+        iops=m.iops if m else None, bw_bytes=m.bw_bytes if m else None,
+        total_ios=m.total_ios if m else None, io_bytes=m.io_bytes if m else None,
+        lat_mean_ns=m.lat.mean_ns if m else None, lat_stddev_ns=m.lat.stddev_ns if m else None,
+        lat_min_ns=m.lat.min_ns if m else None, lat_max_ns=m.lat.max_ns if m else None,
+        lat_p50_ns=_percentile(lat, 50.0), lat_p90_ns=_percentile(lat, 90.0),
+        lat_p95_ns=_percentile(lat, 95.0), lat_p99_ns=_percentile(lat, 99.0),
+        lat_p999_ns=_percentile(lat, 99.9), lat_p9999_ns=_percentile(lat, 99.99),
+        clat_mean_ns=m.clat.mean_ns if m else None, clat_stddev_ns=m.clat.stddev_ns if m else None,
+        clat_min_ns=m.clat.min_ns if m else None, clat_max_ns=m.clat.max_ns if m else None,
+        clat_p50_ns=_percentile(clat, 50.0), clat_p90_ns=_percentile(clat, 90.0),
+        clat_p95_ns=_percentile(clat, 95.0), clat_p99_ns=_percentile(clat, 99.0),
+        clat_p999_ns=_percentile(clat, 99.9), clat_p9999_ns=_percentile(clat, 99.99),
+        cpu_usr=o.fio.cpu_usr_pct, cpu_sys=o.fio.cpu_sys_pct, disk_util_pct=o.fio.disk_util_pct, error=o.error,
+        host_cpu_busy_pct=_metric(o, "host_cpu_busy_pct"), host_cpu_iowait_pct=_metric(o, "host_cpu_iowait_pct"),
+        host_cpu_pressure_pct=_metric(o, "host_cpu_pressure_pct"), client_cpu_cores=o.fio.fio_cores,
+        process_cpu_cores=d.process_cpu_cores if d else (), disk_busiest=device,
+        disk_busiest_util_pct=_metric(o, "disk_busiest_util_pct"),
+        disk_busiest_queue_depth=_metric(o, "disk_busiest_queue_depth"), net_busiest=interface,
+        net_busiest_util_pct=_metric(o, "net_busiest_util_pct"),
+        net_busiest_bytes_per_s=_metric(o, "net_busiest_bytes_per_s"),
+        mem_used_bytes=d.mem_used_bytes if d else None, page_cache_bytes=d.page_cache_bytes if d else None,
+        ceph_osd_cpu_cores=_metric(o, "ceph_osd_cpu_cores"), ceph_op_latency_ns=_metric(o, "ceph_op_latency_ns"),
+        ceph_cache_hit_pct=_metric(o, "ceph_cache_hit_pct"), node_cpu_busy_pct=_metric(o, "node_cpu_busy_pct"),
+        node_busiest=node, node_disk_util_pct=_metric(o, "node_disk_util_pct"),
+        client_ceiling_iops=_metric(o, "client_ceiling_iops"),
+        client=o.client, clients_reporting=o.fio.reporting, start_skew_s=o.fio.start_skew_s,
+        slowest_client=o.fio.slowest, slowest_client_pct_of_median=o.fio.slowest_pct_of_median,
+    )
 
 
-def telemetry_fields(telemetry: RepetitionTelemetry | None) -> dict[str, object]:
-    """The record fields one repetition's telemetry gives (the same for each of its directions)."""
-    d = digest(telemetry) if telemetry is not None else None
-    device = d.busiest_device if d else None
-    interface = d.busiest_interface if d else None
-    node_cpu = d.remote_max("cpu_busy_pct") if d else None
-    node_disk = d.remote_max("disk_util_pct") if d else None
-    return {
-        "host_cpu_busy_pct": d.host_cpu_busy_pct if d else None,
-        "host_cpu_iowait_pct": d.host_cpu_iowait_pct if d else None,
-        "host_cpu_pressure_pct": d.host_cpu_pressure_pct if d else None,
-        "process_cpu_cores": d.process_cpu_cores if d else (),
-        "disk_busiest": device.name if device else "",
-        "disk_busiest_util_pct": device.util_pct if device else None,
-        "disk_busiest_queue_depth": device.queue_depth if device else None,
-        "net_busiest": interface.name if interface else "",
-        "net_busiest_util_pct": interface.util_pct if interface else None,
-        "net_busiest_bytes_per_s": interface.rx_bytes_per_s + interface.tx_bytes_per_s if interface else None,
-        "mem_used_bytes": d.mem_used_bytes if d else None,
-        "page_cache_bytes": d.page_cache_bytes if d else None,
-        "ceph_osd_cpu_cores": d.process_cores(CEPH_OSD_PROCESS) if d else None,
-        "ceph_op_latency_ns": d.ceph_op_latency_ns if d else None,
-        "ceph_cache_hit_pct": d.ceph_cache_hit_pct if d else None,
-        "node_cpu_busy_pct": node_cpu.mean if node_cpu else None,
-        "node_busiest": (node_cpu.entity if node_cpu else node_disk.entity if node_disk else ""),
-        "node_disk_util_pct": node_disk.mean if node_disk else None,
-        "client_ceiling_iops": d.ceiling_iops if d else None,
-    }
+def _metric(o: Observation, field: str) -> float | None:
+    value = metric_value(o, field)
+    return None if value is None else float(value)
 
 
-def slowest_client(clients: Sequence[ClientMeasurement]) -> tuple[str, float | None]:
-    """(the client with the fewest IOPS, its IOPS in % of the median client's); ('', None) below 2 clients."""
-    if len(clients) < 2:
-        return "", None
-    totals = sorted((sum(d.iops for d in c.directions), c.client) for c in clients)
-    values = [t for t, _ in totals]
-    middle = len(values) // 2
-    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
-    return totals[0][1], (100.0 * totals[0][0] / median if median > 0 else None)
+def export_records(items: Iterable[Observation]) -> list[Record]:
+    """The flat records of observations, in their order."""
+    return [record(o) for o in items]
 
 
 def repetition_records(repetitions: Iterable[StoredRepetition], per_client: bool = False) -> list[Record]:
-    """Flatten stored repetitions. Several clients are merged exactly (I/O summed, bins merged);
-    a failed repetition gives one record with its error and no numbers. ``per_client`` adds each client's
-    own records (``client`` names it) after the merged ones."""
-    records: list[Record] = []
-    for rep in repetitions:
-        case, w = rep.case, rep.case.workload
-        merged = merge_clients(rep.clients) if rep.status == Status.OK else ()
-        cpu_usr = sum(c.cpu_usr_pct for c in rep.clients) if rep.clients else None
-        cpu_sys = sum(c.cpu_sys_pct for c in rep.clients) if rep.clients else None
-        utils = [d.util_pct for c in rep.clients for d in c.disks]
-        observed = telemetry_fields(rep.telemetry if rep.status == Status.OK else None)
-        slowest, slowest_pct = slowest_client(rep.clients)
-        many = {"clients_reporting": len(rep.clients), "start_skew_s": rep.start_skew_s,
-                "slowest_client": slowest, "slowest_client_pct_of_median": slowest_pct}
-        groups: list[tuple[str, Sequence[DirectionMeasurement | None]]] = [("", merged or [None])]
-        if per_client and rep.status == Status.OK and len(rep.clients) > 1:
-            groups += [(c.client, c.directions or [None]) for c in rep.clients]
-        for client_name, directions in groups:
-            own = [c for c in rep.clients if c.client == client_name] if client_name else rep.clients
-            for m in directions:
-                records.append(
-                    Record(
-                        case_id=case.case_id, run_id=rep.run_id, target=case.target.name, target_kind=case.target.kind,
-                        rw=w.rw, rwmixread=w.rwmixread, bs=format_block_size(w.bs_bytes), bs_bytes=w.bs_bytes,
-                        iodepth=w.iodepth, numjobs=w.numjobs, clients=case.clients, ioengine=w.ioengine,
-                        direct=w.direct, runtime_s=w.runtime_s, ramp_s=w.ramp_s, size_bytes=w.size_bytes,
-                        fio_options=" ".join(f"{k}={v}" for k, v in w.fio_options),
-                        lab=" ".join(f"{k}={v}" for k, v in case.lab.pairs()), repeat=rep.rep_index,
-                        direction=m.direction.value if m else "", status=rep.status.value,
-                        started_at_s=rep.started_at_s, finished_at_s=rep.finished_at_s, fio_version=rep.fio_version,
-                        iops=m.iops if m else None, bw_bytes=m.bw_bytes if m else None,
-                        total_ios=m.total_ios if m else None, io_bytes=m.io_bytes if m else None,
-                        cpu_usr=cpu_usr, cpu_sys=cpu_sys, disk_util_pct=max(utils) if utils else None,
-                        error=rep.error,
-                        **_latency_fields("lat", m),  # type: ignore[arg-type]
-                        **_latency_fields("clat", m),  # type: ignore[arg-type]
-                        **observed,  # type: ignore[arg-type]
-                        client_cpu_cores=_fio_cores(own) if rep.status == Status.OK else None,
-                        client=client_name, **many,  # type: ignore[arg-type]
-                    )
-                )
-    return records
-
-
-def filter_records(records: Sequence[Record], where: Sequence[tuple[str, str]]) -> list[Record]:
-    """Keep records matching every ``field=value`` pair (compared as text; ``bs`` also by bytes).
-
-    Raises ValueError naming an unknown field.
-    """
-    for key, _value in where:
-        if key not in RECORD_FIELDS:
-            raise ValueError(key)
-    out: list[Record] = []
-    for record in records:
-        keep = True
-        for key, value in where:
-            actual = getattr(record, key)
-            if key == "bs":
-                try:
-                    keep = record.bs_bytes == parse_size_bytes(value)
-                except ValueError:
-                    keep = False
-            elif isinstance(actual, bool):
-                keep = str(actual).lower() == value.lower() or str(int(actual)) == value
-            elif isinstance(actual, float):
-                try:
-                    keep = actual == float(value)
-                except ValueError:
-                    keep = False
-            else:
-                keep = str(actual) == value
-            if not keep:
-                break
-        if keep:
-            out.append(record)
-    return out
-
-
-def lab_parameters(record: Record) -> dict[str, str]:
-    """The lab configuration a record was measured on, as a mapping ("pool_size" -> "2")."""
-    return dict(part.split("=", 1) for part in record.lab.split() if "=" in part)
+    """Flatten stored repetitions (see `stats.observations.observations`): one record per repetition and
+    direction, all clients merged; ``per_client`` adds each client's own records (``client`` names it) after
+    the merged ones."""
+    return export_records(observations(repetitions, per_client=per_client))

@@ -7,27 +7,35 @@ prints.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError, did_you_mean
-from storbench.model import RunInfo
-from storbench.records import Record
+from storbench.model import RunInfo, StoredRepetition
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
     from storbench.stats.compare import Selector
     from storbench.stats.knee import LatencyObjective
+    from storbench.stats.observations import Observation
 
 SLO_HINT = "e.g. --slo p99<=10ms or --slo mean<=500us"
 
 
 @dataclass(frozen=True)
 class Selection:
-    records: list[Record]
+    """What one read of the results database gave: the observations matching ``--where`` of the chosen runs,
+    those runs, and their stored repetitions (raw: histograms and job texts for the report)."""
+
+    observations: list[Observation]
     runs: list[RunInfo]
     label: str
+    repetitions: list[StoredRepetition]
+
+    @property
+    def case_ids(self) -> set[str]:
+        return {o.case.case_id for o in self.observations}
 
     @property
     def tags(self) -> dict[int, tuple[str, ...]]:
@@ -72,22 +80,24 @@ def resolve_runs(runs: Sequence[RunInfo], run: str, db: str, *, default_latest: 
     return wanted, "run " + ",".join(map(str, wanted))
 
 
-def filter_where(records: Sequence[Record], where: Sequence[str]) -> list[Record]:
-    """The records matching every `--where` item; an unknown field is a UserError with a suggestion."""
-    from storbench.records import RECORD_FIELDS, filter_records
+def filter_where(observations: Sequence[Observation], where: Sequence[str],
+                 tags: Mapping[int, tuple[str, ...]] | None = None) -> list[Observation]:
+    """The observations matching every `--where` item (`stats.match`, the matcher selectors use too); an
+    unknown field is a UserError with a suggestion."""
+    from storbench.stats import match
 
     pairs = parse_where(where)
-    try:
-        return filter_records(records, pairs)
-    except ValueError as exc:
-        key = str(exc)
-        raise UserError(f"--where: unknown field {key!r}",
-                        hint=did_you_mean(key, RECORD_FIELDS) or "fields: " + ", ".join(RECORD_FIELDS)) from None
+    unknown = match.unknown_keys([k for k, _ in pairs], observations)
+    if unknown:
+        known = match.known_keys(observations)
+        raise UserError(f"--where: unknown field {unknown[0]!r}",
+                        hint=did_you_mean(unknown[0], known) or "fields: " + ", ".join(known))
+    return match.select(observations, pairs, tags or {})
 
 
 def select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per_client: bool = False) -> Selection:
-    """Read the records of the chosen runs from the results database ``db`` and keep those matching ``where``."""
-    from storbench.records import repetition_records
+    """Read the chosen runs from the results database ``db`` once and keep the observations matching ``where``."""
+    from storbench.stats.observations import observations
     from storbench.store import open_store
 
     if not Path(db).exists():
@@ -97,10 +107,11 @@ def select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per
     if not runs:
         raise UserError(f"{db} holds no runs yet", hint="run `storbench run PLAN` first")
     run_ids, label = resolve_runs(runs, run, db, default_latest=default_latest)
-    records = repetition_records(store.repetitions(run_ids), per_client=per_client)
+    repetitions = store.repetitions(run_ids)
     store.close()
-    records = filter_where(records, where)
-    return Selection(list(records), [r for r in runs if r.run_id in run_ids], label)
+    chosen = [r for r in runs if r.run_id in run_ids]
+    found = filter_where(observations(repetitions, per_client=per_client), where, {r.run_id: r.tags for r in chosen})
+    return Selection(found, chosen, label, list(repetitions))
 
 
 def parse_selector_flag(text: str, flag: str) -> Selector:
@@ -115,16 +126,14 @@ def parse_selector_flag(text: str, flag: str) -> Selector:
 
 
 def check_selector_keys(selection: Selection, *selectors: Selector) -> None:
-    """Every key a selector uses is a record field, a lab parameter of the selection, `run` or `tag`."""
-    from storbench.records import RECORD_FIELDS, lab_parameters
-    from storbench.stats.compare import unknown_keys
+    """Every key a selector uses is a field, a lab setting of the selection, `run` or `tag`."""
+    from storbench.stats import match
 
     for selector in selectors:
-        unknown = unknown_keys(selector, selection.records)
+        unknown = match.unknown_keys([k for k, _ in selector.pairs], selection.observations)
         if unknown:
-            lab_keys = sorted({k for r in selection.records for k in lab_parameters(r)})
             raise UserError(f"selector {selector.text!r}: unknown key {unknown[0]!r}",
-                            hint=did_you_mean(unknown[0], [*RECORD_FIELDS, *lab_keys, "run", "tag"])
+                            hint=did_you_mean(unknown[0], match.known_keys(selection.observations))
                             or "keys: record fields (see export), lab parameters, run, tag")
 
 

@@ -28,11 +28,11 @@ if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands th
 
 
 def _print_results(store: Store, run_ids: list[int], title: str) -> None:
-    from storbench.records import repetition_records
+    from storbench.stats.observations import observations
     from storbench.stats.summary import summarize_points
 
     memory = {r.run_id: r.mem_total_bytes for r in store.runs()}
-    _print_points(summarize_points(repetition_records(store.repetitions(run_ids)), memory), title)
+    _print_points(summarize_points(observations(store.repetitions(run_ids)), memory), title)
 
 
 def _print_points(points: Sequence[PointSummary], title: str) -> None:
@@ -55,11 +55,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     from storbench.stats.summary import summarize_points
 
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
-    if not selection.records:
+    if not selection.observations:
         raise UserError("no results match", hint="loosen --where/--target, or try --run all")
-    points = summarize_points(selection.records, selection.memory)
+    points = summarize_points(selection.observations, selection.memory)
     title = f"{selection.label} — {args.db}"
-    notes = drift_lines(selection.records, [run.run_id for run in selection.runs])
+    notes = drift_lines(selection.observations, [run.run_id for run in selection.runs])
     if args.format != "table":
         _write_output(show_text(points, args.format, title, notes), args.output)
         return 0
@@ -71,18 +71,20 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from storbench.records import export_records
     from storbench.report.export import export
 
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=False,
                        per_client=args.per_client)
-    _write_output(export(selection.records, args.format), args.output)
+    _write_output(export(export_records(selection.observations), args.format), args.output)
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
+    from storbench.report.labels import comparison_label
     from storbench.report.tables import bottleneck_evidence_lines, compare_table
-    from storbench.stats.compare import compare_records, regressions
+    from storbench.stats.compare import compare_observations, regressions
     from storbench.stats.compare import select as select_side
 
     baseline = parse_selector_flag(args.baseline, "--baseline")
@@ -90,11 +92,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     selection = select(args.db, "all", args.where, default_latest=False)
     check_selector_keys(selection, baseline, candidate)
     for side, selector in (("baseline", baseline), ("candidate", candidate)):
-        if not select_side(selection.records, selector, selection.tags):
+        if not select_side(selection.observations, selector, selection.tags):
             raise UserError(f"--{side} {selector.text!r} matches no results in {args.db}",
                             hint="see `storbench show --run all` for what is stored")
-    comparisons = compare_records(selection.records, baseline, candidate, selection.tags, selection.memory,
-                                  force=args.force)
+    comparisons = compare_observations(selection.observations, baseline, candidate, selection.tags,
+                                       selection.memory, force=args.force)
     if not comparisons:
         raise UserError("baseline and candidate have no point in common",
                         hint="they must share rw, bs, iodepth, numjobs and direction (and target, unless selected on)")
@@ -119,7 +121,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             change = worst.cell.difference.change_pct if worst.cell.difference else 0.0
             _console(stderr=True).print(
                 f"regression: {len(found)} significantly worse cells beyond {args.fail_on_regression:g} %; worst "
-                f"{worst.cell.metric.label} {change:+.1f} % at {worst.comparison.key}", markup=False)
+                f"{worst.cell.metric.label} {change:+.1f} % at {comparison_label(worst.comparison)}", markup=False)
             return 1
     return 0
 
@@ -131,7 +133,7 @@ def cmd_saturation(args: argparse.Namespace) -> int:
 
     objective = parse_objective(args.slo)
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
-    points = summarize_points(selection.records, selection.memory)
+    points = summarize_points(selection.observations, selection.memory)
     axes = [args.axis] if args.axis else list(LOAD_AXES)
     found = [c for axis in axes for c in curves(points, axis)]
     if not found:
@@ -147,28 +149,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     from storbench.report.build import build_report
     from storbench.report.html import render_html
     from storbench.report.images import render_image
-    from storbench.stats.compare import compare_records
-    from storbench.store import open_store
+    from storbench.stats.compare import compare_observations
 
     objective = parse_objective(args.slo)
     if bool(args.baseline) != bool(args.candidate):
         raise UserError("--baseline and --candidate go together", hint="give both, or neither")
     run = "all" if args.baseline and not args.run else args.run
     selection = select(args.db, run, where_items(args.where, args.target), default_latest=True)
-    if not selection.records:
+    if not selection.observations:
         raise UserError("no results match", hint="loosen --where/--target, or try --run all")
     comparisons = []
     if args.baseline:
         baseline = parse_selector_flag(args.baseline, "--baseline")
         candidate = parse_selector_flag(args.candidate, "--candidate")
         check_selector_keys(selection, baseline, candidate)
-        comparisons = compare_records(selection.records, baseline, candidate, selection.tags, selection.memory)
-    store = open_store(args.db)
-    case_ids = {r.case_id for r in selection.records}
-    repetitions = [r for r in store.repetitions([r.run_id for r in selection.runs]) if r.case.case_id in case_ids]
-    store.close()
+        comparisons = compare_observations(selection.observations, baseline, candidate, selection.tags,
+                                           selection.memory)
+    case_ids = selection.case_ids  # the store was read once, by select
+    repetitions = [r for r in selection.repetitions if r.case.case_id in case_ids]
     title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))
-    document = build_report(title, selection.runs, repetitions, selection.records, comparisons=comparisons,
+    document = build_report(title, selection.runs, repetitions, selection.observations, comparisons=comparisons,
                             baseline=args.baseline or "", candidate=args.candidate or "", objective=objective)
     _write_output(render_html(document, get_plotlyjs()), args.output)
     out = _console(stderr=args.output in ("", "-"))

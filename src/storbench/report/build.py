@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from storbench.model import RunInfo, Status, StoredRepetition
-from storbench.records import Record
 from storbench.report.figures import (
     block_size_figures,
     cdf_figures,
@@ -19,20 +18,22 @@ from storbench.report.figures import (
     utilisation_figures,
 )
 from storbench.report.html import ReportDocument
+from storbench.report.labels import point_label
 from storbench.report.tables import warning_lines
 from storbench.stats.compare import PointComparison
 from storbench.stats.drift import drift
 from storbench.stats.knee import LOAD_AXES, LatencyObjective, curves
+from storbench.stats.observations import Observation
 from storbench.stats.summary import summarize_points
 
 
 def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition],
-                 records: Sequence[Record], *, comparisons: Sequence[PointComparison] = (), baseline: str = "",
-                 candidate: str = "", objective: LatencyObjective | None = None) -> ReportDocument:
+                 observations: Sequence[Observation], *, comparisons: Sequence[PointComparison] = (),
+                 baseline: str = "", candidate: str = "", objective: LatencyObjective | None = None) -> ReportDocument:
     memory = {r.run_id: r.mem_total_bytes for r in runs}
-    points = summarize_points(records, memory)
+    points = summarize_points(observations, memory)
     curve_list = [c for axis in LOAD_AXES for c in curves(points, axis)]
-    drifts = [drift(records, run.run_id, direction) for run in runs for direction in ("read", "write", "trim")]
+    drifts = [drift(observations, run.run_id, direction) for run in runs for direction in ("read", "write", "trim")]
     figures = [
         *comparison_figures(comparisons, baseline, candidate),
         *block_size_figures(points),
@@ -44,13 +45,12 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         *cdf_figures(points, merged_latency_histograms(repetitions)),
         *drift_figures([d for d in drifts if d.samples]),
     ]
+    point_of_case = {p.case_id: p for p in reversed(points)}  # the first point of each case
     job_texts: dict[str, tuple[str, str]] = {}
     for rep in repetitions:
-        if rep.status == Status.OK and rep.case.case_id not in job_texts:
-            params = rep.case.parameters()
-            label = " ".join(params[k] for k in ("target", "rw", "bs") if params.get(k)) + (
-                f" qd{params['iodepth']} jobs={params['numjobs']}")
-            job_texts[rep.case.case_id] = (label, rep.job_text)
+        case_id = rep.case.case_id
+        if rep.status == Status.OK and case_id not in job_texts and case_id in point_of_case:
+            job_texts[case_id] = (point_label(point_of_case[case_id], direction=False), rep.job_text)
     return ReportDocument(
         title=title, runs=tuple(runs), points=tuple(points), figures=tuple(figures),
         warnings=tuple(warning_lines(points)), comparisons=tuple(comparisons), baseline=baseline,

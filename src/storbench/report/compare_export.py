@@ -7,13 +7,12 @@ import io
 import json
 from collections.abc import Sequence
 
+from storbench.report.labels import comparison_label, varying_comparison_lab
 from storbench.report.tables import (
     bottleneck_change,
     bottleneck_evidence_lines,
     change_text,
     iops_with_ci,
-    point_label,
-    varying_comparison_lab,
 )
 from storbench.stats.compare import PointComparison
 
@@ -31,7 +30,7 @@ def comparison_rows(comparisons: Sequence[PointComparison]) -> list[dict[str, ob
         for cell in c.cells:
             b, k, d = cell.baseline, cell.candidate, cell.difference
             rows.append({
-                "point": point_label(c), "direction": dict(c.key).get("direction", c.candidate.direction),
+                "point": comparison_label(c), "direction": dict(c.key).get("direction", c.candidate.direction),
                 "metric": cell.metric.field,
                 "baseline_n": b.n if b else None, "baseline_mean": b.mean if b else None,
                 "baseline_ci_low": b.ci_low if b else None, "baseline_ci_high": b.ci_high if b else None,
@@ -72,7 +71,7 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
     ]
     lab_keys = varying_comparison_lab(comparisons)
     for c in comparisons:
-        label = point_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")
+        label = comparison_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")
         cells = [change_text(c, f)[0] for f in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns")]
         lines.append(f"| {label} | {iops_with_ci(c.baseline.metric('iops'))} | "
                      f"{iops_with_ci(c.candidate.metric('iops'))} | " + " | ".join(cells)

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from storbench.model import LatencyHistogram, Status, StoredRepetition
-from storbench.report.tables import lab_text, point_label, point_name, varying_comparison_lab, varying_lab_keys
+from storbench.report.labels import comparison_label, curve_label, point_label, varying_comparison_lab, varying_lab_keys
 from storbench.stats.compare import PointComparison
 from storbench.stats.drift import Drift
 from storbench.stats.knee import Curve
@@ -81,21 +81,6 @@ def _verdict_mark(p: PointSummary) -> str:
     return "" if p.bottleneck.kind == "unknown" else p.bottleneck.short
 
 
-def _series_label(p: PointSummary, *, bs: bool = True, qd: bool = True, target: bool = True) -> str:
-    parts = [p.target] if target else []
-    parts.append(p.rw + (f" {p.rwmixread}/{100 - p.rwmixread}" if p.rwmixread is not None else ""))
-    if bs:
-        parts.append(p.bs)
-    if qd:
-        parts.append(f"qd{p.iodepth}")
-    if p.numjobs > 1:
-        parts.append(f"{p.numjobs} jobs")
-    if p.clients > 1:
-        parts.append(f"{p.clients} clients")
-    parts.append(p.direction)
-    return " ".join(parts)
-
-
 def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     """IOPS and MiB/s against block size, as grouped bars with 95 % CI error bars, per size group."""
     figures = []
@@ -108,7 +93,7 @@ def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         for field, label, scale, unit in (("iops", "IOPS", 1.0, "IOPS"), ("bw_bytes", "bandwidth", 1048576.0, "MiB/s")):
             series_points: dict[str, dict[str, PointSummary]] = {}
             for p in members:
-                series_points.setdefault(_series_label(p, bs=False), {})[p.bs] = p
+                series_points.setdefault(point_label(p, omit=("bs",)), {})[p.bs] = p
             series = []
             for name, by_bs in series_points.items():
                 present = [c for c in categories if c in by_bs]
@@ -140,7 +125,7 @@ def latency_vs_iodepth_figures(points: Sequence[PointSummary]) -> list[FigureSpe
     for (target, rw, direction), members in groups.items():
         lines: dict[str, list[PointSummary]] = {}
         for p in members:
-            lines.setdefault(_series_label(p, qd=False, target=False), []).append(p)
+            lines.setdefault(point_label(p, omit=("iodepth", "target")), []).append(p)
         lines = {k: v for k, v in lines.items() if len({p.iodepth for p in v}) >= 2}
         if not lines:
             continue
@@ -174,14 +159,15 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
         for curve in members:
             usable = [c for c in curve.points if c.lat_p99_ns is not None]
             series.append(Series(
-                name=curve.label, x=tuple(c.iops for c in usable), y=tuple((c.lat_p99_ns or 0) / 1000 for c in usable),
+                name=curve_label(curve), x=tuple(c.iops for c in usable),
+                y=tuple((c.lat_p99_ns or 0) / 1000 for c in usable),
                 error_x=tuple(c.iops_ci_half or 0.0 for c in usable),
                 text=tuple(f"{axis}={c.load}: {c.point.bottleneck.kind.value}" for c in usable)))
             knee = curve.knee
             if knee is not None and knee.lat_p99_ns is not None:
                 knees_x.append(knee.iops)
                 knees_y.append(knee.lat_p99_ns / 1000)
-                knees_text.append(f"knee: {curve.label} {axis}={knee.load}")
+                knees_text.append(f"knee: {curve_label(curve)} {axis}={knee.load}")
         if knees_x:
             series.append(Series(name="knee", x=tuple(knees_x), y=tuple(knees_y), text=tuple(knees_text),
                                  mode="markers", marker_size=16))
@@ -198,7 +184,7 @@ def comparison_figures(comparisons: Sequence[PointComparison], baseline: str, ca
     if not comparisons:
         return []
     lab_keys = varying_comparison_lab(comparisons)
-    labels = tuple(point_label(c, lab_keys) for c in comparisons)
+    labels = tuple(comparison_label(c, lab_keys) for c in comparisons)
     figures = []
     for field, title, unit, scale in (("iops", "IOPS", "IOPS", 1.0), ("lat_p99_ns", "p99 latency", "µs", 1000.0)):
         series = []
@@ -241,7 +227,7 @@ def cdf_figures(points: Sequence[PointSummary],
         series = []
         for p in sorted(members, key=lambda m: (m.bs_bytes, m.iodepth, m.numjobs)):
             cdf = histograms[(p.case_id, p.direction)].cdf()
-            series.append(Series(name=_series_label(p, target=False), x=tuple(v / 1000 for v, _ in cdf),
+            series.append(Series(name=point_label(p, omit=("target",)), x=tuple(v / 1000 for v, _ in cdf),
                                  y=tuple(100 * f for _, f in cdf), mode="lines"))
         figures.append(FigureSpec(
             figure_id=f"cdf-{target}-{rw}-{direction}", title=f"Latency CDF — {target} {rw} {direction}",
@@ -274,14 +260,6 @@ def drift_figures(drifts: Sequence[Drift]) -> list[FigureSpec]:
     return figures
 
 
-def _line_key(p: PointSummary, axis: str, lab_keys: Sequence[str]) -> str:
-    """What a line of points against ``axis`` shares: every parameter but the axis (lab ones that vary)."""
-    parts = [p.target, p.rw, p.bs if axis != "bs" else "", f"qd{p.iodepth}" if axis != "iodepth" else "",
-             f"{p.numjobs} jobs" if axis != "numjobs" and p.numjobs > 1 else "",
-             f"{p.clients} clients" if axis != "clients" and p.clients > 1 else "", lab_text(p, lab_keys)]
-    return " ".join(x for x in parts if x)
-
-
 def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     """IOPS against iodepth, numjobs and clients, one line per everything else, each point labelled with its
     bottleneck verdict."""
@@ -292,7 +270,7 @@ def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         for p in points:
             if p.metric("iops") is None:
                 continue
-            lines.setdefault(f"{_line_key(p, axis, lab_keys)} {p.direction}", []).append(p)
+            lines.setdefault(point_label(p, omit=(axis,), lab_keys=lab_keys), []).append(p)
         lines = {k: v for k, v in lines.items() if len({getattr(p, attribute) for p in v}) >= 2}
         if not lines:
             continue
@@ -327,7 +305,7 @@ def utilisation_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     for axis in ("bs", "iodepth"):
         lines: dict[str, list[PointSummary]] = {}
         for p in measured:
-            lines.setdefault(_line_key(p, axis, lab_keys), []).append(p)
+            lines.setdefault(point_label(p, omit=(axis,), lab_keys=lab_keys, direction=False), []).append(p)
         lines = {k: v for k, v in lines.items() if len({p.bs_bytes if axis == "bs" else p.iodepth for p in v}) >= 2}
         if not lines:
             continue
@@ -374,7 +352,8 @@ def process_cpu_figures(points: Sequence[PointSummary], limit: int = 6) -> list[
     if not names:
         return []
     lab_keys = [k for k in varying_lab_keys(members) if k != "lab"]
-    labels = [point_name(p, lab_keys) for p in members]  # every point its own bar group (clients included)
+    # every point its own bar group (clients included)
+    labels = [point_label(p, lab_keys=lab_keys, direction=False, options=True) for p in members]
     categories = tuple(dict.fromkeys(labels))
     series = tuple(Series(name=name, x=tuple(labels),
                           y=tuple(dict(p.process_cpu_cores).get(name, 0.0) for p in members), mode="bar")

@@ -15,18 +15,21 @@ from dataclasses import dataclass
 from storbench import __version__
 from storbench.model import RunInfo
 from storbench.report.figures import FigureSpec
+from storbench.report.labels import (
+    comparison_label,
+    curve_label,
+    lab_text,
+    point_label,
+    varying_comparison_lab,
+    varying_lab_keys,
+)
 from storbench.report.plotly_render import plotly_json
 from storbench.report.tables import (
     bottleneck_change,
     change_text,
     iops_with_ci,
-    lab_text,
-    point_label,
-    point_name,
     telemetry_cell,
     telemetry_columns,
-    varying_comparison_lab,
-    varying_lab_keys,
 )
 from storbench.stats.compare import PointComparison
 from storbench.stats.knee import Curve, LatencyObjective, best_under_objective
@@ -104,7 +107,8 @@ def _bottleneck_table(points: Sequence[PointSummary]) -> str:
             continue
         seen.add(p.case_id)
         kind = p.bottleneck.kind.value
-        rows.append(f"<tr><td>{_e(point_name(p, lab_keys))}</td><td class='bottleneck-{_e(kind.split()[0])}'>"
+        label = point_label(p, lab_keys=lab_keys, direction=False, options=True)
+        rows.append(f"<tr><td>{_e(label)}</td><td class='bottleneck-{_e(kind.split()[0])}'>"
                     f"{_e(kind)}</td><td>{_e(p.bottleneck.evidence)}</td></tr>")
     return ("<p>Each point's bottleneck, from CPU, device, network and client figures sampled during its "
             "measured window (rules and thresholds: docs/methodology.md, "
@@ -128,7 +132,7 @@ def _comparison_table(doc: ReportDocument) -> str:
         for field in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns"):
             text, verdict = change_text(c, field)
             cells.append(f"<td class='verdict-{_e(verdict.name.lower())}'>{_e(text)}</td>")
-        label = point_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")
+        label = comparison_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")
         rows.append(f"<tr><td>{_e(label)}</td><td>{_e(iops_with_ci(c.baseline.metric('iops')))}</td>"
                     f"<td>{_e(iops_with_ci(c.candidate.metric('iops')))}</td>" + "".join(cells)
                     + f"<td title='{_e(_evidence_title(c))}'>{_e(bottleneck_change(c))}</td></tr>")
@@ -147,7 +151,7 @@ def _saturation_table(doc: ReportDocument) -> str:
     for curve in doc.curves:
         peak = max(curve.points, key=lambda c: c.iops)
         knee = curve.knee
-        cells = [curve.label,
+        cells = [curve_label(curve),
                  "none within the sweep" if knee is None else f"{curve.axis}={knee.load}: {knee.iops:,.0f} IOPS",
                  f"{curve.axis}={peak.load}: {peak.iops:,.0f} IOPS, p99 {format_latency_ns(peak.lat_p99_ns)}"]
         if doc.objective:

@@ -14,15 +14,10 @@ import io
 import json
 from collections.abc import Sequence
 
-from storbench.records import Record
-from storbench.report.tables import (
-    iops_with_ci,
-    point_name,
-    varying_lab_keys,
-    verdict_lines,
-    warning_lines,
-)
+from storbench.report.labels import point_label, varying_lab_keys
+from storbench.report.tables import iops_with_ci, verdict_lines, warning_lines
 from storbench.stats.estimate import CONFIDENCE, Estimate
+from storbench.stats.observations import Observation
 from storbench.stats.summary import SUMMARY_FIELDS, PointSummary
 from storbench.units import format_latency_ns
 
@@ -135,7 +130,7 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
         cv = iops.cv_pct if iops else None
         disk = p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct")
         cells = [
-            point_name(p, lab_keys), p.direction or "-",
+            point_label(p, lab_keys=lab_keys, direction=False, options=True), p.direction or "-",
             f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
             _number(p.metric("bw_bytes"), ",.1f", 1048576), _lat(p.metric("lat_mean_ns")),
             _lat(p.metric("lat_p50_ns")), _lat(p.metric("lat_p95_ns")), _lat(p.metric("lat_p99_ns")),
@@ -154,14 +149,14 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
     return "\n".join(lines) + "\n"
 
 
-def drift_lines(records: Sequence[Record], run_ids: Sequence[int]) -> list[str]:
+def drift_lines(observations: Sequence[Observation], run_ids: Sequence[int]) -> list[str]:
     """A line for each run and direction whose IOPS drifted significantly from its first to its last repetition."""
     from storbench.stats.drift import drift
 
     lines = []
     for run_id in run_ids:
         for direction in ("read", "write"):
-            d = drift(records, run_id, direction)
+            d = drift(observations, run_id, direction)
             change = d.over_run()
             if d.significant and change is not None:
                 lines.append(f"⚠ run {run_id}: {direction} IOPS drifted {change[0]:+.1f} % [95% CI {change[1]:+.1f}, "

@@ -8,6 +8,14 @@ from rich.table import Table
 
 from storbench.model import Case
 from storbench.plan import PlanEstimate
+from storbench.report.labels import (
+    comparison_label,
+    curve_label,
+    lab_text,
+    point_label,
+    varying_comparison_lab,
+    varying_lab_keys,
+)
 from storbench.stats.compare import PointComparison, Verdict
 from storbench.stats.estimate import Estimate
 from storbench.stats.knee import Curve, CurvePoint, LatencyObjective, best_under_objective
@@ -97,19 +105,6 @@ def results_table(points: Sequence[PointSummary], title: str) -> Table:
     return table
 
 
-def point_name(p: PointSummary, lab_keys: Sequence[str] = ()) -> str:
-    parts = [p.target, p.rw + (f" {p.rwmixread}%" if p.rwmixread is not None and p.rw in ("randrw", "rw") else ""),
-             p.bs, f"qd{p.iodepth}"]
-    if p.numjobs != 1:
-        parts.append(f"{p.numjobs} jobs")
-    if p.clients != 1:
-        parts.append(f"{p.clients} clients")
-    if p.fio_options:
-        parts.append(p.fio_options)
-    lab = lab_text(p, lab_keys)
-    return " ".join([*parts, *([lab] if lab else [])])
-
-
 def verdict_lines(points: Sequence[PointSummary]) -> list[str]:
     """One line per case (its directions share one verdict): the bottleneck and its evidence."""
     lab_keys = varying_lab_keys(points)
@@ -119,22 +114,9 @@ def verdict_lines(points: Sequence[PointSummary]) -> list[str]:
         if p.case_id in seen:
             continue
         seen.add(p.case_id)
-        lines.append(f"{point_name(p, lab_keys)}: {p.bottleneck.kind.value} — {p.bottleneck.evidence}")
+        lines.append(f"{point_label(p, lab_keys=lab_keys, direction=False, options=True)}: "
+                     f"{p.bottleneck.kind.value} — {p.bottleneck.evidence}")
     return lines
-
-
-def varying_lab_keys(points: Sequence[PointSummary]) -> list[str]:
-    """Lab parameters whose value differs between the points (the ones worth a column)."""
-    keys: dict[str, set[str]] = {}
-    for p in points:
-        for k, v in p.lab:
-            keys.setdefault(k, set()).add(v)
-    return [k for k, values in keys.items() if len(values) > 1 or any(k not in dict(p.lab) for p in points)]
-
-
-def lab_text(point: PointSummary, keys: Sequence[str]) -> str:
-    params = dict(point.lab)
-    return " ".join(f"{k}={params[k]}" for k in keys if k in params)
 
 
 def warning_lines(points: Sequence[PointSummary]) -> list[str]:
@@ -148,7 +130,7 @@ def warning_lines(points: Sequence[PointSummary]) -> list[str]:
         if code == "high_cv":
             members.sort(key=lambda m: -(m[0].metric("iops").cv_pct or 0))  # type: ignore[union-attr]
         point, warning = members[0]
-        where = f"{point.target} {point.rw} {point.bs} qd{point.iodepth} {point.direction}".strip()
+        where = point_label(point)
         count = f"{len(members)} points, e.g." if len(members) > 1 else "at"
         lines.append(f"⚠ {WARNING_TITLES.get(code, code)} ({count} {where}: {warning.message}): {warning.fix}")
     return lines
@@ -167,34 +149,6 @@ def change_text(comparison: PointComparison, field: str) -> tuple[str, Verdict]:
     if d.change_ci_low_pct is None or d.change_ci_high_pct is None:
         return f"{d.change_pct:+.1f}% {mark} (n<2)", cell.verdict
     return f"{d.change_pct:+.1f}% [{d.change_ci_low_pct:+.1f}, {d.change_ci_high_pct:+.1f}] {mark}", cell.verdict
-
-
-def varying_comparison_lab(comparisons: Sequence[PointComparison]) -> frozenset[str]:
-    """Lab keys (as 'lab.NAME') whose value differs between comparisons: the ones a label must show."""
-    values: dict[str, set[str]] = {}
-    for c in comparisons:
-        for k, v in c.key:
-            if k.startswith("lab."):
-                values.setdefault(k, set()).add(v)
-    return frozenset(k for k, v in values.items() if len(v) > 1)
-
-
-def point_label(comparison: PointComparison, lab_keys: frozenset[str] = frozenset()) -> str:
-    """The matched point in words: 'disk randrw 70% 4k qd16 read osds=6' (numjobs/clients only when not 1,
-    lab parameters only those in ``lab_keys``)."""
-    key = dict(comparison.key)
-    lab = [f"{k[4:]}={v}" for k, v in comparison.key if k in lab_keys]
-    parts = [key.get("target", ""), key.get("rw", "")]
-    if key.get("rwmixread"):
-        parts.append(f"{key['rwmixread']}%")
-    parts.append(key.get("bs", ""))
-    if "iodepth" in key:
-        parts.append(f"qd{key['iodepth']}")
-    for field, unit in (("numjobs", "jobs"), ("clients", "clients")):
-        if key.get(field, "1") != "1":
-            parts.append(f"{key[field]} {unit}")
-    parts.append(key.get("direction", ""))
-    return " ".join(p for p in [*parts, *lab] if p)
 
 
 def bottleneck_change(c: PointComparison, short: bool = False) -> str:
@@ -216,7 +170,7 @@ def bottleneck_evidence_lines(comparisons: Sequence[PointComparison]) -> list[st
         if key in seen or (c.baseline.bottleneck.kind == "unknown" and c.candidate.bottleneck.kind == "unknown"):
             continue
         seen.add(key)
-        lines.append(f"{point_label(c, lab_keys)}: baseline {c.baseline.bottleneck.kind.value} — "
+        lines.append(f"{comparison_label(c, lab_keys)}: baseline {c.baseline.bottleneck.kind.value} — "
                      f"{c.baseline.bottleneck.evidence}; candidate {c.candidate.bottleneck.kind.value} — "
                      f"{c.candidate.bottleneck.evidence}")
     return lines
@@ -234,7 +188,7 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
         for field in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns"):
             text, verdict = change_text(c, field)
             cells.append(_change(text, verdict))
-        label = point_label(c, lab_keys) + ("" if c.comparable else f" [yellow](x: {c.reason})[/]")
+        label = comparison_label(c, lab_keys) + ("" if c.comparable else f" [yellow](x: {c.reason})[/]")
         table.add_row(label, iops_with_ci(b), iops_with_ci(k), *cells, bottleneck_change(c, short=True))
     return table
 
@@ -255,7 +209,8 @@ def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | 
         table.add_column(f"max IOPS with {objective.label} <= {format_latency_ns(objective.limit_ns)}")
     for curve in curve_list:
         peak = max(curve.points, key=lambda c: c.iops)
-        row = [curve.label, str(len(curve.points)), _knee_text(curve.knee, curve.axis), _knee_text(peak, curve.axis)]
+        row = [curve_label(curve), str(len(curve.points)), _knee_text(curve.knee, curve.axis),
+               _knee_text(peak, curve.axis)]
         if objective:
             best = best_under_objective(curve, objective)
             row.append("none meets it" if best is None else _knee_text(best, curve.axis))

@@ -7,12 +7,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from storbench.model import CEPH_SIZE_SETTINGS
-from storbench.records import RECORD_FIELDS, Record, lab_parameters
+from storbench.stats import match
 from storbench.stats.estimate import Difference, Estimate, welch_difference
 from storbench.stats.metrics import COMPARE_METRICS, Metric
+from storbench.stats.observations import Observation
 from storbench.stats.summary import PointSummary, summarize_points
-from storbench.units import parse_size_bytes
 
 # Fields that identify a point when matching baseline and candidate (unless a selector names them).
 MATCH_FIELDS = ("target", "rw", "rwmixread", "bs", "iodepth", "numjobs", "clients", "direction")
@@ -30,8 +29,8 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True)
 class Selector:
-    """Which records form one side of a comparison: every key=value must hold. Keys are record fields,
-    ``run`` (run number), or ``tag`` (a tag of the run)."""
+    """Which results form one side of a comparison: every key=value must hold (`stats.match`). Keys are record
+    fields, lab settings, ``run`` (run number), or ``tag`` (a tag of the run)."""
 
     text: str
     pairs: tuple[tuple[str, str], ...]
@@ -59,45 +58,14 @@ def parse_selector(text: str) -> Selector:
     return Selector(text, tuple(pairs))
 
 
-def unknown_keys(selector: Selector, records: Sequence[Record]) -> list[str]:
-    """Selector keys that are neither record fields nor lab parameters of any record."""
-    lab_keys = {k for r in records for k in lab_parameters(r)}
-    return [k for k, _ in selector.pairs if k not in RECORD_FIELDS and k not in ("run", "tag") and k not in lab_keys]
+def unknown_keys(selector: Selector, observations: Sequence[Observation]) -> list[str]:
+    """Selector keys that are neither fields, `run`/`tag`, nor lab settings of any observation."""
+    return match.unknown_keys([k for k, _ in selector.pairs], observations)
 
 
-def _matches(record: Record, key: str, value: str, tags: Mapping[int, tuple[str, ...]]) -> bool:
-    if key == "run":
-        return str(record.run_id) == value
-    if key == "tag":
-        return value in tags.get(record.run_id, ())
-    if key not in RECORD_FIELDS:
-        lab_value = lab_parameters(record).get(key)
-        if lab_value is None:
-            return False
-        if key in CEPH_SIZE_SETTINGS:
-            try:
-                return int(lab_value) == parse_size_bytes(value)
-            except ValueError:
-                return False
-        return lab_value == value
-    actual = getattr(record, key)
-    if key == "bs":
-        try:
-            return record.bs_bytes == parse_size_bytes(value)
-        except ValueError:
-            return False
-    if isinstance(actual, bool):
-        return value.lower() in (("true", "1", "yes") if actual else ("false", "0", "no"))
-    if isinstance(actual, float):
-        try:
-            return actual == float(value)
-        except ValueError:
-            return False
-    return str(actual) == value
-
-
-def select(records: Sequence[Record], selector: Selector, tags: Mapping[int, tuple[str, ...]]) -> list[Record]:
-    return [r for r in records if all(_matches(r, k, v, tags) for k, v in selector.pairs)]
+def select(observations: Sequence[Observation], selector: Selector,
+           tags: Mapping[int, tuple[str, ...]]) -> list[Observation]:
+    return match.select(observations, selector.pairs, tags)
 
 
 @dataclass(frozen=True)
@@ -150,7 +118,7 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
     match_fields = [f for f in MATCH_FIELDS if f not in ignore]
     if "target" in ignore:  # comparing targets: their kind (and the engine a kind dictates) is the question
         ignore = ignore | {"target_kind"}
-    lab_ignored = {k for k in ignore if k not in RECORD_FIELDS}
+    lab_ignored = {k for k in ignore if k not in match.FIELDS}
 
     def lab_key(point: PointSummary) -> tuple[tuple[str, str], ...]:
         return tuple(("lab." + k, v) for k, v in point.lab if k not in lab_ignored)
@@ -183,12 +151,13 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
     return out
 
 
-def compare_records(records: Sequence[Record], baseline: Selector, candidate: Selector,
-                    tags: Mapping[int, tuple[str, ...]], mem_total_bytes: Mapping[int, int | None] | None = None,
-                    *, force: bool = False) -> list[PointComparison]:
+def compare_observations(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
+                         tags: Mapping[int, tuple[str, ...]], mem_total_bytes: Mapping[int, int | None] | None = None,
+                         *, force: bool = False) -> list[PointComparison]:
     ignore = baseline.keys | candidate.keys
-    return compare_points(summarize_points(select(records, baseline, tags), mem_total_bytes),
-                          summarize_points(select(records, candidate, tags), mem_total_bytes), ignore, force=force)
+    return compare_points(summarize_points(select(observations, baseline, tags), mem_total_bytes),
+                          summarize_points(select(observations, candidate, tags), mem_total_bytes), ignore,
+                          force=force)
 
 
 @dataclass(frozen=True)

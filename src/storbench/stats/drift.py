@@ -7,9 +7,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storbench.model import Status
-from storbench.records import Record
 from storbench.stats.estimate import t_quantile
+from storbench.stats.observations import METRIC_VALUES, Observation
 
 MIN_SAMPLES = 6
 
@@ -47,22 +46,24 @@ class Drift:
         return self.ci_low is not None and self.ci_high is not None and (self.ci_low > 0 or self.ci_high < 0)
 
 
-def drift(records: Sequence[Record], run_id: int, direction: str, metric: str = "iops") -> Drift:
-    rows = [r for r in records if r.run_id == run_id and r.direction == direction and r.status == Status.OK.value
-            and getattr(r, metric) is not None]
-    by_case: dict[str, list[Record]] = {}
-    for r in rows:
-        by_case.setdefault(r.case_id, []).append(r)
-    start = min((r.started_at_s for r in rows), default=0.0)
+def drift(observations: Sequence[Observation], run_id: int, direction: str, metric: str = "iops") -> Drift:
+    read = METRIC_VALUES[metric]
+    rows = [(o, value) for o in observations
+            if o.run_id == run_id and o.direction_name == direction and o.ok and not o.client
+            and (value := read(o)) is not None]
+    by_case: dict[str, list[tuple[Observation, float]]] = {}
+    for o, value in rows:
+        by_case.setdefault(o.case.case_id, []).append((o, value))
+    start = min((o.started_at_s for o, _ in rows), default=0.0)
     samples: list[DriftSample] = []
     for case_rows in by_case.values():
         if len(case_rows) < 2:
             continue
-        mean = statistics.fmean(getattr(r, metric) for r in case_rows)
+        mean = statistics.fmean(value for _, value in case_rows)
         if not mean:
             continue
-        samples.extend(DriftSample((r.started_at_s - start) / 60, 100 * (getattr(r, metric) / mean - 1), r.case_id,
-                                   r.repeat) for r in case_rows)
+        samples.extend(DriftSample((o.started_at_s - start) / 60, 100 * (value / mean - 1), o.case.case_id,
+                                   o.rep_index) for o, value in case_rows)
     slope = low = high = None
     cases = len({s.case_id for s in samples})
     df = len(samples) - cases - 1  # each case's mean of time and of IOPS was estimated first

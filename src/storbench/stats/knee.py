@@ -28,10 +28,9 @@ class CurvePoint:
 
 @dataclass(frozen=True)
 class Curve:
-    """IOPS and latency against one load axis, everything else fixed."""
+    """IOPS and latency against one load axis, everything else fixed (in words: `report.labels.curve_label`)."""
 
     axis: str
-    label: str
     points: tuple[CurvePoint, ...]
     knee_index: int | None
 
@@ -87,11 +86,8 @@ def curves(points: Sequence[PointSummary], axis: str) -> list[Curve]:
                 load=int(getattr(p, axis)), outstanding_ios=p.iodepth * p.numjobs * p.clients, iops=iops.mean,
                 iops_ci_half=iops.half_width, lat_mean_ns=mean.mean if mean else None,
                 lat_p99_ns=p99.mean if p99 else None, point=p))
-        first = members[0]
-        mix = f" {first.rwmixread}% read" if first.rwmixread is not None else ""
-        label = f"{first.target} {first.rw}{mix} {first.bs} {first.direction}"
         knee = find_knee([c.load for c in curve_points], [c.iops for c in curve_points])
-        out.append(Curve(axis=axis, label=label, points=tuple(curve_points), knee_index=knee))
+        out.append(Curve(axis=axis, points=tuple(curve_points), knee_index=knee))
     return out
 
 

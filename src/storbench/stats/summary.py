@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from storbench.model import Direction, Status
-from storbench.records import Record, lab_parameters
+from storbench.model import Direction
 from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, judge
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.metrics import SUMMARY_METRICS
-from storbench.units import format_bytes
+from storbench.stats.observations import METRIC_VALUES, Observation, busiest_names, metric_value
+from storbench.units import format_block_size, format_bytes
 
 NOT_JUDGED = BottleneckVerdict(Bottleneck.UNKNOWN, "not judged")
 SUMMARY_FIELDS = tuple(metric.field for metric in SUMMARY_METRICS)
@@ -81,12 +81,13 @@ class PointSummary:
         return None
 
 
-def point_warnings(records: Sequence[Record], ok: Sequence[Record], iops: Estimate | None,
+def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation], iops: Estimate | None,
                    mem_total_bytes: int | None) -> list[StatWarning]:
-    first = records[0]
+    case = observations[0].case
+    workload = case.workload
     warnings: list[StatWarning] = []
-    total = len({(r.run_id, r.repeat) for r in records})
-    succeeded = len({(r.run_id, r.repeat) for r in ok})
+    total = len({o.repetition for o in observations})
+    succeeded = len({o.repetition for o in ok})
     if succeeded < total:
         warnings.append(StatWarning("failed_repetitions", f"{total - succeeded} of {total} repetitions failed",
                                     "see `storbench export` for their errors; rerun with --resume"))
@@ -98,20 +99,20 @@ def point_warnings(records: Sequence[Record], ok: Sequence[Record], iops: Estima
     if cv is not None and cv > CV_LIMIT_PCT:
         warnings.append(StatWarning("high_cv", f"CV {cv:.0f} % > {CV_LIMIT_PCT:.0f} %",
                                     "add repetitions or lengthen runtime"))
-    if first.runtime_s < first.ramp_s:
+    if workload.runtime_s < workload.ramp_s:
         warnings.append(StatWarning("runtime_shorter_than_ramp",
-                                    f"runtime {first.runtime_s:g}s is shorter than ramp {first.ramp_s:g}s",
+                                    f"runtime {workload.runtime_s:g}s is shorter than ramp {workload.ramp_s:g}s",
                                     "measure for longer than you warm up"))
-    stragglers = [r for r in ok if r.slowest_client_pct_of_median is not None
-                  and r.slowest_client_pct_of_median < STRAGGLER_PCT_OF_MEDIAN]
+    stragglers = [o for o in ok if o.fio.slowest_pct_of_median is not None
+                  and o.fio.slowest_pct_of_median < STRAGGLER_PCT_OF_MEDIAN]
     if stragglers:
-        worst = min(stragglers, key=lambda r: r.slowest_client_pct_of_median or 0.0)
+        worst = min(stragglers, key=lambda o: o.fio.slowest_pct_of_median or 0.0)
         warnings.append(StatWarning(
-            "stragglers", f"client {worst.slowest_client} did {worst.slowest_client_pct_of_median:.0f} % of the "
-            f"median client's IOPS (repetition {worst.repeat + 1})",
+            "stragglers", f"client {worst.fio.slowest} did {worst.fio.slowest_pct_of_median:.0f} % of the "
+            f"median client's IOPS (repetition {worst.rep_index + 1})",
             "see `storbench export --per-client`; check that host's load, network and storage path"))
-    working_set = (first.size_bytes or 0) * first.numjobs * first.clients
-    buffered_file_io = first.target_kind in ("path", "cephfs") and not first.direct
+    working_set = (workload.size_bytes or 0) * workload.numjobs * case.clients
+    buffered_file_io = case.target.kind in ("path", "cephfs") and not workload.direct
     if buffered_file_io and mem_total_bytes and 0 < working_set <= mem_total_bytes:
         warnings.append(StatWarning(
             "page_cache", f"working set fits in page cache (buffered I/O, {format_bytes(working_set)} of "
@@ -119,7 +120,7 @@ def point_warnings(records: Sequence[Record], ok: Sequence[Record], iops: Estima
     return warnings
 
 
-def _mean_of(values: Sequence[float | None]) -> float | None:
+def _mean_of(values: Sequence[float | int | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) / len(present) if present else None
 
@@ -129,85 +130,87 @@ def _most_common(values: Sequence[str]) -> str:
     return max(sorted(set(present)), key=present.count) if present else ""
 
 
-def bottleneck_inputs(ok: Sequence[Record]) -> BottleneckInputs | None:
+def bottleneck_inputs(ok: Sequence[Observation]) -> BottleneckInputs | None:
     """One case's figures for the bottleneck rules: per repetition (directions together), then the mean."""
     if not ok:
         return None
-    by_repetition: dict[tuple[int, int], list[Record]] = {}
-    for record in ok:
-        by_repetition.setdefault((record.run_id, record.repeat), []).append(record)
+    by_repetition: dict[tuple[int, int], list[Observation]] = {}
+    for o in ok:
+        by_repetition.setdefault(o.repetition, []).append(o)
     iops_values: list[float | None] = []
     in_flight_values: list[float | None] = []
     for rows in by_repetition.values():
-        measured = [r for r in rows if r.iops is not None]
-        iops_values.append(sum(r.iops or 0.0 for r in measured) if measured else None)
-        timed = [(r.iops or 0.0) * r.lat_mean_ns / 1e9 for r in measured if r.lat_mean_ns is not None]
+        measured = [o.measurement for o in rows if o.measurement is not None]
+        iops_values.append(sum(m.iops for m in measured) if measured else None)
+        timed = [m.iops * m.lat.mean_ns / 1e9 for m in measured]
         in_flight_values.append(sum(timed) if timed else None)
     one_per_repetition = [rows[0] for rows in by_repetition.values()]
     processes: dict[str, list[float]] = {}
-    for record in one_per_repetition:
-        for name, cores in record.process_cpu_cores:
+    for o in one_per_repetition:
+        for name, cores in (o.telemetry.process_cpu_cores if o.telemetry else ()):
             processes.setdefault(name, []).append(cores)
     n = len(one_per_repetition)
     process_means = sorted(((name, sum(v) / n) for name, v in processes.items()), key=lambda item: -item[1])
-    first = ok[0]
+    names = [busiest_names(o) for o in one_per_repetition]
+    case = ok[0].case
 
     def mean(field: str) -> float | None:
-        return _mean_of([getattr(r, field) for r in one_per_repetition])
+        return _mean_of([metric_value(o, field) for o in one_per_repetition])
 
     return BottleneckInputs(
         host_cpu_busy_pct=mean("host_cpu_busy_pct"), host_cpu_pressure_pct=mean("host_cpu_pressure_pct"),
         process_cpu_cores=tuple(process_means),
         client_cpu_cores=mean("client_cpu_cores"),
-        busiest_device=_most_common([r.disk_busiest for r in one_per_repetition]),
+        busiest_device=_most_common([device for device, _, _ in names]),
         device_util_pct=mean("disk_busiest_util_pct"), device_queue_depth=mean("disk_busiest_queue_depth"),
-        busiest_interface=_most_common([r.net_busiest for r in one_per_repetition]),
+        busiest_interface=_most_common([interface for _, interface, _ in names]),
         interface_util_pct=mean("net_busiest_util_pct"), interface_bytes_per_s=mean("net_busiest_bytes_per_s"),
-        storage_node=_most_common([r.node_busiest for r in one_per_repetition]),
+        storage_node=_most_common([node for _, _, node in names]),
         node_cpu_busy_pct=mean("node_cpu_busy_pct"), node_disk_util_pct=mean("node_disk_util_pct"),
         iops=_mean_of(iops_values), in_flight=_mean_of(in_flight_values), ceiling_iops=mean("client_ceiling_iops"),
-        iodepth=first.iodepth, jobs=first.numjobs * first.clients, ioengine=first.ioengine,
+        iodepth=case.workload.iodepth, jobs=case.workload.numjobs * case.clients, ioengine=case.workload.ioengine,
     )
 
 
-def summarize_points(records: Sequence[Record], mem_total_bytes: Mapping[int, int | None] | None = None,
+def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mapping[int, int | None] | None = None,
                      metrics: Sequence[str] = SUMMARY_FIELDS) -> list[PointSummary]:
     """Group by (case, direction) in first-seen order; estimate each metric over ok repetitions."""
     memory = mem_total_bytes or {}
-    groups: dict[str, list[Record]] = {}
-    for record in records:
-        if record.client:  # a single client's own record (export --per-client): points are all clients merged
+    groups: dict[str, list[Observation]] = {}
+    for o in observations:
+        if o.client:  # a single client's own observation (export --per-client): points are all clients merged
             continue
-        groups.setdefault(record.case_id, []).append(record)
+        groups.setdefault(o.case.case_id, []).append(o)
     out: list[PointSummary] = []
     for case_id, group in groups.items():
-        ok = [r for r in group if r.status == Status.OK.value]
-        directions = [d.value for d in Direction if any(r.direction == d.value for r in ok)] or [""]
-        failed = [r for r in group if r.status != Status.OK.value]
-        first = group[0]
-        run_mem = [memory.get(r.run_id) for r in group]
+        ok = [o for o in group if o.ok]
+        directions: list[Direction | None] = [d for d in Direction if any(o.direction == d for o in ok)] or [None]
+        failed = [o for o in group if not o.ok]
+        case, w = group[0].case, group[0].case.workload
+        run_mem = [memory.get(o.run_id) for o in group]
         mem = min((m for m in run_mem if m), default=None)
         inputs = bottleneck_inputs(ok)
         verdict = judge(inputs) if inputs else BottleneckVerdict(Bottleneck.UNKNOWN, "no successful repetition")
         for direction in directions:
-            rows = [r for r in ok if r.direction == direction]
+            rows = [o for o in ok if o.direction == direction]
             estimates = []
             for field in metrics:
-                values = [getattr(r, field) for r in rows if getattr(r, field) is not None]
-                value = estimate(values)
+                read = METRIC_VALUES[field]
+                value = estimate([v for o in rows if (v := read(o)) is not None])
                 if value is not None:
                     estimates.append((field, value))
             iops = dict(estimates).get("iops")
             out.append(PointSummary(
-                case_id=case_id, run_ids=tuple(sorted({r.run_id for r in group})), target=first.target,
-                target_kind=first.target_kind, rw=first.rw, rwmixread=first.rwmixread, bs=first.bs,
-                bs_bytes=first.bs_bytes, iodepth=first.iodepth, numjobs=first.numjobs, clients=first.clients,
-                direction=direction, ioengine=first.ioengine, direct=first.direct, runtime_s=first.runtime_s,
-                ramp_s=first.ramp_s, fio_options=first.fio_options,
-                lab=tuple(sorted(lab_parameters(first).items())),
-                fio_versions=tuple(sorted({r.fio_version for r in group})),
-                repetitions_ok=len({(r.run_id, r.repeat) for r in rows}),
-                repetitions_total=len({(r.run_id, r.repeat) for r in group}),
+                case_id=case_id, run_ids=tuple(sorted({o.run_id for o in group})), target=case.target.name,
+                target_kind=case.target.kind, rw=w.rw, rwmixread=w.rwmixread, bs=format_block_size(w.bs_bytes),
+                bs_bytes=w.bs_bytes, iodepth=w.iodepth, numjobs=w.numjobs, clients=case.clients,
+                direction="" if direction is None else direction.value, ioengine=w.ioengine, direct=w.direct,
+                runtime_s=w.runtime_s, ramp_s=w.ramp_s,
+                fio_options=" ".join(f"{k}={v}" for k, v in w.fio_options),
+                lab=tuple(sorted(case.lab.pairs())),
+                fio_versions=tuple(sorted({o.fio_version for o in group})),
+                repetitions_ok=len({o.repetition for o in rows}),
+                repetitions_total=len({o.repetition for o in group}),
                 estimates=tuple(estimates),
                 warnings=tuple(point_warnings(group, rows, iops, mem)),
                 last_error=failed[-1].error if failed else "",

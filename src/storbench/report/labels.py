@@ -1,0 +1,77 @@
+"""A point in words: the one label function every table, figure, export and message uses. Pure.
+
+``nvme randrw 70% 4k qd16 4 jobs 2 clients rate_iops=100 read pool_size=3``: target, pattern (with its read
+share when mixed), block size, iodepth, jobs and clients when not 1, fio options when asked for, direction when
+asked for, and the lab settings that tell the labelled points apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from storbench.stats.compare import MATCH_FIELDS, PointComparison
+from storbench.stats.knee import Curve
+from storbench.stats.summary import PointSummary
+
+# The parts a label can leave out, named like the fields they show.
+PARTS = ("target", "rw", "bs", "iodepth", "numjobs", "clients", "direction")
+
+
+def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequence[str] = (),
+                direction: bool = True, options: bool = False) -> str:
+    """``p`` in words, without the parts named in ``omit`` (see ``PARTS``); ``lab_keys`` are the lab settings
+    to show (``varying_lab_keys``)."""
+    parts = [p.target if "target" not in omit else ""]
+    if "rw" not in omit:
+        parts.append(p.rw)
+    if p.rwmixread is not None and "rwmixread" not in omit:
+        parts.append(f"{p.rwmixread}%")
+    parts += [p.bs if "bs" not in omit else "", f"qd{p.iodepth}" if "iodepth" not in omit else ""]
+    if p.numjobs != 1 and "numjobs" not in omit:
+        parts.append(f"{p.numjobs} jobs")
+    if p.clients != 1 and "clients" not in omit:
+        parts.append(f"{p.clients} clients")
+    if options:
+        parts.append(p.fio_options)
+    if direction and "direction" not in omit:
+        parts.append(p.direction)
+    parts.append(lab_text(p, lab_keys))
+    return " ".join(part for part in parts if part)
+
+
+def varying_lab_keys(points: Sequence[PointSummary]) -> list[str]:
+    """Lab parameters whose value differs between the points (the ones worth a column)."""
+    keys: dict[str, set[str]] = {}
+    for p in points:
+        for k, v in p.lab:
+            keys.setdefault(k, set()).add(v)
+    return [k for k, values in keys.items() if len(values) > 1 or any(k not in dict(p.lab) for p in points)]
+
+
+def lab_text(point: PointSummary, keys: Sequence[str]) -> str:
+    params = dict(point.lab)
+    return " ".join(f"{k}={params[k]}" for k in keys if k in params)
+
+
+def varying_comparison_lab(comparisons: Sequence[PointComparison]) -> frozenset[str]:
+    """Lab keys (as 'lab.NAME') whose value differs between comparisons: the ones a label must show."""
+    values: dict[str, set[str]] = {}
+    for c in comparisons:
+        for k, v in c.key:
+            if k.startswith("lab."):
+                values.setdefault(k, set()).add(v)
+    return frozenset(k for k, v in values.items() if len(v) > 1)
+
+
+def comparison_label(comparison: PointComparison, lab_keys: frozenset[str] = frozenset()) -> str:
+    """The matched point in words: 'disk randrw 70% 4k qd16 read osds=6' (numjobs/clients only when not 1, the
+    fields a selector named left out, lab parameters only those in ``lab_keys``, as 'lab.NAME')."""
+    matched = {k for k, _ in comparison.key}
+    omit = [f for f in MATCH_FIELDS if f not in matched]
+    lab = [k[4:] for k, _ in comparison.key if k in lab_keys]
+    return point_label(comparison.candidate, omit=omit, lab_keys=lab)
+
+
+def curve_label(curve: Curve) -> str:
+    """What a saturation curve holds fixed: the point without its load axis."""
+    return point_label(curve.points[0].point, omit=(curve.axis,))

@@ -1,0 +1,164 @@
+"""The one `KEY=VALUE` matcher behind `--where`, `--baseline`/`--candidate` and report selectors. Pure.
+
+A key is a field of the export record that identifies a result (`target`, `rw`, `bs`, `direct`, `direction`,
+`status`, ...), a metric (`iops`, ...), a lab setting of the case's typed lab point (`pool_size`, `osd_size`,
+`cephfs`), `run` or `tag`. Values are compared by type: sizes as sizes (`bs=4k` is `bs=4096` is `bs=4KiB`,
+`osd_size=2GiB`), booleans as booleans (`true`, `1`, `yes`), numbers as numbers, text as text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from enum import StrEnum
+
+from storbench.model import CEPH_SETTINGS, CEPH_SIZE_SETTINGS
+from storbench.stats.observations import METRIC_VALUES, PERCENTILES, Observation, busiest_names
+from storbench.units import parse_size_bytes
+
+
+class Kind(StrEnum):
+    TEXT = "text"
+    INT = "int"
+    FLOAT = "float"
+    BOOL = "bool"
+    SIZE = "size"
+
+
+def _pairs_text(pairs: Sequence[tuple[str, object]]) -> str:
+    return " ".join(f"{k}={v}" for k, v in pairs)
+
+
+def _latency(prefix: str, stat: str) -> Callable[[Observation], object]:
+    def value(o: Observation) -> object:
+        if o.measurement is None:
+            return None
+        summary = o.measurement.lat if prefix == "lat" else o.measurement.clat
+        return getattr(summary, f"{stat}_ns")  # stddev_ns, min_ns, max_ns of LatencySummary
+    return value
+
+
+def _clat_percentile(percent: float) -> Callable[[Observation], object]:
+    def value(o: Observation) -> object:
+        return o.measurement.clat.percentile_ns(percent) if o.measurement else None
+    return value
+
+
+# Fields a result is matched on, every field of the export record: (how its value compares, its value).
+FIELDS: Mapping[str, tuple[Kind, Callable[[Observation], object]]] = {
+    "case_id": (Kind.TEXT, lambda o: o.case.case_id),
+    "run_id": (Kind.INT, lambda o: o.run_id),
+    "target": (Kind.TEXT, lambda o: o.case.target.name),
+    "target_kind": (Kind.TEXT, lambda o: o.case.target.kind),
+    "rw": (Kind.TEXT, lambda o: o.case.workload.rw),
+    "rwmixread": (Kind.INT, lambda o: o.case.workload.rwmixread),
+    "bs": (Kind.SIZE, lambda o: o.case.workload.bs_bytes),
+    "bs_bytes": (Kind.SIZE, lambda o: o.case.workload.bs_bytes),
+    "iodepth": (Kind.INT, lambda o: o.case.workload.iodepth),
+    "numjobs": (Kind.INT, lambda o: o.case.workload.numjobs),
+    "clients": (Kind.INT, lambda o: o.case.clients),
+    "ioengine": (Kind.TEXT, lambda o: o.case.workload.ioengine),
+    "direct": (Kind.BOOL, lambda o: o.case.workload.direct),
+    "runtime_s": (Kind.FLOAT, lambda o: o.case.workload.runtime_s),
+    "ramp_s": (Kind.FLOAT, lambda o: o.case.workload.ramp_s),
+    "size_bytes": (Kind.SIZE, lambda o: o.case.workload.size_bytes),
+    "fio_options": (Kind.TEXT, lambda o: _pairs_text(o.case.workload.fio_options)),
+    "lab": (Kind.TEXT, lambda o: _pairs_text(o.case.lab.pairs())),
+    "repeat": (Kind.INT, lambda o: o.rep_index),
+    "direction": (Kind.TEXT, lambda o: o.direction_name),
+    "status": (Kind.TEXT, lambda o: o.status.value),
+    "fio_version": (Kind.TEXT, lambda o: o.fio_version),
+    "client": (Kind.TEXT, lambda o: o.client),
+    "error": (Kind.TEXT, lambda o: o.error),
+    "started_at_s": (Kind.FLOAT, lambda o: o.started_at_s),
+    "finished_at_s": (Kind.FLOAT, lambda o: o.finished_at_s),
+    "total_ios": (Kind.INT, lambda o: o.measurement.total_ios if o.measurement else None),
+    "io_bytes": (Kind.SIZE, lambda o: o.measurement.io_bytes if o.measurement else None),
+    **{f"{prefix}_{stat}_ns": (Kind.FLOAT, _latency(prefix, stat)) for prefix in ("lat", "clat")
+       for stat in ("stddev", "min", "max")},
+    **{f"clat_{suffix}_ns": (Kind.FLOAT, _clat_percentile(percent)) for percent, suffix in PERCENTILES},
+    "clat_mean_ns": (Kind.FLOAT, lambda o: o.measurement.clat.mean_ns if o.measurement else None),
+    "disk_busiest": (Kind.TEXT, lambda o: busiest_names(o)[0]),
+    "net_busiest": (Kind.TEXT, lambda o: busiest_names(o)[1]),
+    "node_busiest": (Kind.TEXT, lambda o: busiest_names(o)[2]),
+    "process_cpu_cores": (Kind.TEXT, lambda o: _pairs_text(o.telemetry.process_cpu_cores if o.telemetry else ())),
+    "mem_used_bytes": (Kind.SIZE, lambda o: o.telemetry.mem_used_bytes if o.telemetry else None),
+    "page_cache_bytes": (Kind.SIZE, lambda o: o.telemetry.page_cache_bytes if o.telemetry else None),
+    "clients_reporting": (Kind.INT, lambda o: o.fio.reporting),
+    "slowest_client": (Kind.TEXT, lambda o: o.fio.slowest),
+    **{name: (Kind.FLOAT, value) for name, value in METRIC_VALUES.items()},
+}
+RUN_KEYS = ("run", "tag")
+TRUE, FALSE = ("true", "1", "yes"), ("false", "0", "no")
+
+
+def lab_keys(observations: Sequence[Observation]) -> list[str]:
+    """The lab settings the observations' cases have (``pool_size``, ``cephfs``, ...), first seen first."""
+    keys: dict[str, None] = {}
+    for o in observations:
+        keys.update((k, None) for k, _ in o.case.lab.pairs() if k != "lab")
+    return list(keys)
+
+
+def known_keys(observations: Sequence[Observation]) -> list[str]:
+    return [*FIELDS, *lab_keys(observations), *RUN_KEYS]
+
+
+def unknown_keys(keys: Sequence[str], observations: Sequence[Observation]) -> list[str]:
+    """The keys that are neither fields, `run`/`tag`, nor a lab setting of any of the observations."""
+    known = set(known_keys(observations))
+    return [k for k in keys if k not in known]
+
+
+def _lab_setting(o: Observation, key: str) -> tuple[Kind, object] | None:
+    """(kind, value) of a lab setting of the case's typed lab point; None when the case does not have it."""
+    ceph = o.case.lab.ceph
+    if ceph is None:
+        return None
+    if key == "cephfs":
+        return Kind.BOOL, ceph.cephfs
+    value = dict(ceph.settings()).get(key)
+    if value is None:
+        return None
+    kind = Kind.SIZE if key in CEPH_SIZE_SETTINGS else Kind.INT if isinstance(value, int) else Kind.TEXT
+    return kind, value
+
+
+def value_matches(kind: Kind, actual: object, text: str) -> bool:
+    """Whether ``text`` (as people write it) names the value ``actual`` of a field of this kind."""
+    text = text.strip()
+    if actual is None:
+        return text.lower() in ("", "none")
+    try:
+        if kind == Kind.BOOL:
+            return text.lower() in (TRUE if actual else FALSE)
+        if kind == Kind.SIZE:
+            return actual == parse_size_bytes(text)
+        if kind == Kind.INT:
+            return actual == int(text)
+        if kind == Kind.FLOAT:
+            return actual == float(text)
+    except ValueError:
+        return False
+    return str(actual) == text
+
+
+def matches(o: Observation, key: str, value: str, tags: Mapping[int, tuple[str, ...]]) -> bool:
+    """Whether one observation has ``key=value``. Unknown keys match nothing (see ``unknown_keys``)."""
+    if key == "run":
+        return value_matches(Kind.INT, o.run_id, value)
+    if key == "tag":
+        return value in tags.get(o.run_id, ())
+    field = FIELDS.get(key)
+    if field is not None:
+        kind, read = field
+        return value_matches(kind, read(o), value)
+    if key in CEPH_SETTINGS or key == "cephfs":
+        setting = _lab_setting(o, key)
+        return setting is not None and value_matches(setting[0], setting[1], value)
+    return False
+
+
+def select(observations: Sequence[Observation], pairs: Sequence[tuple[str, str]],
+           tags: Mapping[int, tuple[str, ...]]) -> list[Observation]:
+    """The observations for which every ``key=value`` pair holds."""
+    return [o for o in observations if all(matches(o, k, v, tags) for k, v in pairs)]

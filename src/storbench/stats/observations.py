@@ -1,0 +1,208 @@
+"""What statistics are computed over: one repetition of a case in one direction, typed. Pure.
+
+An `Observation` keeps the model's own types (the `Case` with its workload and lab point, the merged
+`DirectionMeasurement`, the repetition's `TelemetryDigest`); a metric's value is read through `METRIC_VALUES`,
+one accessor per metric field. The flat export record (`records.Record`) is built from observations, not the
+other way round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from storbench.fio.parse import merge_clients
+from storbench.model import Case, ClientMeasurement, Direction, DirectionMeasurement, Status, StoredRepetition
+from storbench.telemetry.digest import CEPH_OSD_PROCESS, TelemetryDigest, digest
+
+# (percent, field suffix) of the latency percentiles every export record carries.
+PERCENTILES: tuple[tuple[float, str], ...] = (
+    (50.0, "p50"), (90.0, "p90"), (95.0, "p95"), (99.0, "p99"), (99.9, "p999"), (99.99, "p9999"),
+)
+
+
+@dataclass(frozen=True)
+class ClientFigures:
+    """fio's own accounting of a repetition's clients (not telemetry): CPU, the devices it saw, and how far
+    apart the clients were."""
+
+    cpu_usr_pct: float | None = None  # summed over the clients; None without clients
+    cpu_sys_pct: float | None = None
+    disk_util_pct: float | None = None  # the busiest device fio reported
+    fio_cores: float | None = None  # the observation's clients' fio jobs in cores; None unless ok
+    reporting: int = 0  # clients that reported
+    start_skew_s: float | None = None
+    slowest: str = ""  # the client with the fewest IOPS ('' below 2 clients)
+    slowest_pct_of_median: float | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One repetition of a case in one direction, all its clients merged (or one client's own, ``client``).
+
+    A repetition that failed (or measured nothing) is one observation with no direction and no measurement.
+    """
+
+    run_id: int
+    case: Case
+    rep_index: int
+    status: Status
+    direction: Direction | None
+    measurement: DirectionMeasurement | None
+    started_at_s: float
+    finished_at_s: float
+    fio_version: str
+    error: str
+    fio: ClientFigures
+    telemetry: TelemetryDigest | None = None  # over fio's measured window; None when not sampled or not ok
+    client: str = ""  # '' = all clients merged
+
+    @property
+    def ok(self) -> bool:
+        return self.status == Status.OK
+
+    @property
+    def repetition(self) -> tuple[int, int]:
+        """Which repetition this is: (run id, repetition index)."""
+        return self.run_id, self.rep_index
+
+    @property
+    def direction_name(self) -> str:
+        return "" if self.direction is None else self.direction.value
+
+
+def fio_cores(clients: Sequence[ClientMeasurement]) -> float | None:
+    """CPU of the fio jobs in cores, from fio's own accounting (usr + sys % of one CPU, summed over jobs):
+    exact over each job's run, where sampling /proc would miss jobs shorter than its interval."""
+    if not clients:
+        return None
+    return sum(c.cpu_usr_pct + c.cpu_sys_pct for c in clients) / 100.0
+
+
+def slowest_client(clients: Sequence[ClientMeasurement]) -> tuple[str, float | None]:
+    """(the client with the fewest IOPS, its IOPS in % of the median client's); ('', None) below 2 clients."""
+    if len(clients) < 2:
+        return "", None
+    totals = sorted((sum(d.iops for d in c.directions), c.client) for c in clients)
+    values = [t for t, _ in totals]
+    middle = len(values) // 2
+    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    return totals[0][1], (100.0 * totals[0][0] / median if median > 0 else None)
+
+
+def observations(repetitions: Iterable[StoredRepetition], per_client: bool = False) -> list[Observation]:
+    """One observation per stored repetition and direction. Several clients are merged exactly (I/O summed,
+    bins merged); ``per_client`` adds each client's own observations (``client`` names it) after the merged
+    ones of its repetition."""
+    out: list[Observation] = []
+    for rep in repetitions:
+        ok = rep.status == Status.OK
+        merged = merge_clients(rep.clients) if ok else ()
+        utils = [d.util_pct for c in rep.clients for d in c.disks]
+        slowest, slowest_pct = slowest_client(rep.clients)
+        figures = ClientFigures(
+            cpu_usr_pct=sum(c.cpu_usr_pct for c in rep.clients) if rep.clients else None,
+            cpu_sys_pct=sum(c.cpu_sys_pct for c in rep.clients) if rep.clients else None,
+            disk_util_pct=max(utils) if utils else None, fio_cores=fio_cores(rep.clients) if ok else None,
+            reporting=len(rep.clients), start_skew_s=rep.start_skew_s, slowest=slowest,
+            slowest_pct_of_median=slowest_pct)
+        telemetry = digest(rep.telemetry) if ok and rep.telemetry is not None else None
+        groups: list[tuple[str, Sequence[DirectionMeasurement | None], ClientFigures]] = [
+            ("", merged or [None], figures)]
+        if per_client and ok and len(rep.clients) > 1:
+            groups += [(c.client, c.directions or [None],
+                        replace(figures, fio_cores=fio_cores([c])))
+                       for c in rep.clients]
+        for client, measured, own in groups:
+            for m in measured:
+                out.append(Observation(
+                    run_id=rep.run_id, case=rep.case, rep_index=rep.rep_index, status=rep.status,
+                    direction=m.direction if m else None, measurement=m, started_at_s=rep.started_at_s,
+                    finished_at_s=rep.finished_at_s, fio_version=rep.fio_version, error=rep.error, fio=own,
+                    telemetry=telemetry, client=client))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Metric values: one accessor per metric field (stats.metrics names them; exports carry the same names)
+
+MetricValue = Callable[[Observation], "float | int | None"]
+
+
+def _lat_percentile(percent: float) -> MetricValue:
+    def value(o: Observation) -> int | None:
+        return o.measurement.lat.percentile_ns(percent) if o.measurement else None
+    return value
+
+
+def _telemetry(read: Callable[[TelemetryDigest], float | None]) -> MetricValue:
+    def value(o: Observation) -> float | None:
+        return read(o.telemetry) if o.telemetry is not None else None
+    return value
+
+
+def _remote_mean(metric: str) -> Callable[[TelemetryDigest], float | None]:
+    def read(d: TelemetryDigest) -> float | None:
+        found = d.remote_max(metric)
+        return found.mean if found else None
+    return read
+
+
+def _busiest_device(read: Callable[[float, float], float]) -> Callable[[TelemetryDigest], float | None]:
+    def value(d: TelemetryDigest) -> float | None:
+        device = d.busiest_device
+        return None if device is None else read(device.util_pct, device.queue_depth)
+    return value
+
+
+def _interface_util(d: TelemetryDigest) -> float | None:
+    interface = d.busiest_interface
+    return None if interface is None else interface.util_pct
+
+
+def _interface_bytes(d: TelemetryDigest) -> float | None:
+    interface = d.busiest_interface
+    return None if interface is None else interface.rx_bytes_per_s + interface.tx_bytes_per_s
+
+
+METRIC_VALUES: Mapping[str, MetricValue] = {
+    "iops": lambda o: o.measurement.iops if o.measurement else None,
+    "bw_bytes": lambda o: o.measurement.bw_bytes if o.measurement else None,
+    "lat_mean_ns": lambda o: o.measurement.lat.mean_ns if o.measurement else None,
+    **{f"lat_{suffix}_ns": _lat_percentile(percent) for percent, suffix in PERCENTILES},
+    "cpu_usr": lambda o: o.fio.cpu_usr_pct,
+    "cpu_sys": lambda o: o.fio.cpu_sys_pct,
+    "disk_util_pct": lambda o: o.fio.disk_util_pct,
+    "host_cpu_busy_pct": _telemetry(lambda d: d.host_cpu_busy_pct),
+    "host_cpu_iowait_pct": _telemetry(lambda d: d.host_cpu_iowait_pct),
+    "host_cpu_pressure_pct": _telemetry(lambda d: d.host_cpu_pressure_pct),
+    "client_cpu_cores": lambda o: o.fio.fio_cores,
+    "disk_busiest_util_pct": _telemetry(_busiest_device(lambda util, _queue: util)),
+    "disk_busiest_queue_depth": _telemetry(_busiest_device(lambda _util, queue: queue)),
+    "net_busiest_util_pct": _telemetry(_interface_util),
+    "net_busiest_bytes_per_s": _telemetry(_interface_bytes),
+    "ceph_osd_cpu_cores": _telemetry(lambda d: d.process_cores(CEPH_OSD_PROCESS)),
+    "ceph_op_latency_ns": _telemetry(lambda d: d.ceph_op_latency_ns),
+    "ceph_cache_hit_pct": _telemetry(lambda d: d.ceph_cache_hit_pct),
+    "node_cpu_busy_pct": _telemetry(_remote_mean("cpu_busy_pct")),
+    "node_disk_util_pct": _telemetry(_remote_mean("disk_util_pct")),
+    "client_ceiling_iops": _telemetry(lambda d: d.ceiling_iops),
+    "start_skew_s": lambda o: o.fio.start_skew_s,
+    "slowest_client_pct_of_median": lambda o: o.fio.slowest_pct_of_median,
+}
+
+
+def metric_value(observation: Observation, field: str) -> float | int | None:
+    """The value of metric ``field`` (a `stats.metrics.Metric` field) in one observation."""
+    return METRIC_VALUES[field](observation)
+
+
+def busiest_names(observation: Observation) -> tuple[str, str, str]:
+    """(busiest device, busiest interface, busiest storage node) of the repetition's telemetry ('' unknown)."""
+    d = observation.telemetry
+    if d is None:
+        return "", "", ""
+    device, interface = d.busiest_device, d.busiest_interface
+    node_cpu, node_disk = d.remote_max("cpu_busy_pct"), d.remote_max("disk_util_pct")
+    node = node_cpu.entity if node_cpu else node_disk.entity if node_disk else ""
+    return device.name if device else "", interface.name if interface else "", node
