@@ -1,7 +1,8 @@
 """The run loop (shell): check everything, then run each repetition and store it the moment it ends.
 
 check -> (new run | resume the latest run of this plan) -> for each scheduled repetition:
-render job -> executor.run (watchdog) -> judge -> store (one transaction) -> tell the observer.
+the target's executor renders its job texts and runs them (watchdog, judged outcome) -> store (one
+transaction) -> tell the observer.
 """
 
 from __future__ import annotations
@@ -20,16 +21,15 @@ from typing import TYPE_CHECKING, Protocol
 from storbench import __version__
 from storbench.config import LoadedPlan
 from storbench.errors import UserError, did_you_mean
+from storbench.execute.base import Executor, FioSetup
 from storbench.execute.fio_binary import fio_capabilities
 from storbench.execute.hosts import HostsExecutor
 
 if TYPE_CHECKING:
     from storbench.execute.kubernetes import KubernetesExecutor
     from storbench.lab.k8s import K8sLabInfo
-from storbench.execute.local import FioProcessResult
-from storbench.fio.jobfile import CEILING_RUNTIME_S, render_ceiling_job, render_client_jobs, render_job
+from storbench.fio.jobfile import CEILING_RUNTIME_S, render_ceiling_job
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
-from storbench.fio.outcome import judge_clients_repetition, judge_repetition
 from storbench.model import Case, LabPoint, RepetitionOutcome, ScheduledRepetition, Status, TargetSpec
 from storbench.plan import repetition_seconds, schedule, working_set_bytes
 from storbench.store import Store
@@ -39,13 +39,6 @@ from storbench.targets.registry import LabEnvironment, by_target, check_targets,
 
 # Slowest layout speed the watchdog allows for before calling fio hung.
 WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
-
-
-class Executor(Protocol):
-    name: str
-
-    def run(self, job_text: str, timeout_s: float, env: Sequence[tuple[str, str]] = (),
-            fio_binary: str | None = None) -> FioProcessResult: ...
 
 
 class RunObserver(Protocol):
@@ -201,30 +194,11 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
                 observer.lab_event(f"{kind} lab: torn down")
 
 
-def _run_on_servers(hosts_executor: HostsExecutor, case: Case, repetition: int, prepared: PreparedTarget,
-                    servers: Sequence[str], timeout_s: float, fio_version: str) -> RepetitionOutcome:
-    """One repetition on the first ``case.clients`` servers at once, each with its own job file."""
-    chosen = list(servers[:case.clients])
-    job_texts = render_client_jobs(case, prepared.binding, repetition)
-    result = hosts_executor.run_clients(job_texts, chosen, timeout_s)
-    return judge_clients_repetition(
-        rw=case.workload.rw, servers=chosen, returncode=result.returncode, timed_out=result.timed_out,
-        timeout_s=timeout_s, output_text=result.output_text, stderr_tail=result.stderr_tail,
-        started_at_s=result.started_at_s, finished_at_s=result.finished_at_s, job_text="\n".join(job_texts),
-        command=result.command, fio_version=fio_version, stamped_lines=result.stamped_lines)
-
-
-def measure_client_ceiling(executor: Executor, case: Case, caps: FioCapabilities) -> float | None:
-    """IOPS of the case's job on fio's null engine (this machine's fio): the client's own ceiling.
-    None when the probe fails — a missing ceiling must not fail the run."""
-    job_text = render_ceiling_job(case)
-    timeout_s = CEILING_RUNTIME_S + 30.0
-    result = executor.run(job_text, timeout_s, (), caps.binary)
-    outcome = judge_repetition(
-        rw=case.workload.rw, returncode=result.returncode, timed_out=result.timed_out, timeout_s=timeout_s,
-        output_text=result.output_text, stderr_tail=result.stderr_tail, started_at_s=result.started_at_s,
-        finished_at_s=result.finished_at_s, job_text=job_text, command=result.command, fio_version=caps.version,
-        client=executor.name)
+def measure_client_ceiling(local: Executor, case: Case, caps: FioCapabilities) -> float | None:
+    """IOPS of the case's job on fio's null engine, run by ``local`` (this machine's fio): the client's own
+    ceiling. None when the probe fails — a missing ceiling must not fail the run."""
+    outcome = local.run_case(case, (render_ceiling_job(case),), 0, CEILING_RUNTIME_S + 30.0,
+                             FioSetup(version=caps.version, binary=caps.binary))
     if outcome.status != Status.OK:
         return None
     return sum(d.iops for client in outcome.clients for d in client.directions)
@@ -297,19 +271,17 @@ def run_plan(
     observer.run_started(run_id, len(todo), len(order) - len(todo), sum(repetition_seconds(i.case) for i in todo))
     failed = 0
     position = 0
-    ceilings: dict[str, float | None] = {}
     with client_hosts(loaded, caps, observer, keep=keep_lab) as servers, \
             kubernetes_lab(loaded, caps, observer, keep=keep_lab) as k8s_lab:
-        hosts_executor = HostsExecutor(caps.binary) if servers else None
-        pods = PodExecutors(run_label(run_id, platform.node(), store.path), k8s_lab)
+        executors = Executors(executor, servers, caps.binary, run_label(run_id, platform.node(), store.path), k8s_lab)
+        run = _Run(loaded, checked, store, executors, observer, run_id, keep_lab, ceilings={})
         try:
             _claim_test_files(checked.targets, cases)
             for lab, items in group_by_lab(todo):
-                failed += _run_group(loaded, lab, items, checked, store, executor, hosts_executor, servers, observer,
-                                     run_id, ceilings, position, pods, keep_lab=keep_lab)
+                failed += _run_group(run, lab, items, position)
                 position += len(items)
         finally:
-            pods.close()
+            executors.close()
             if not config.keep_files:
                 _remove_test_files(checked.targets.values(), observer)
     store.finish_run(run_id, clock())
@@ -350,27 +322,38 @@ def run_label(run_id: int, host: str, db_path: str) -> str:
     return f"run{run_id}-{token}"
 
 
-class PodExecutors:
-    """One Kubernetes executor per pvc target, made on first use; `close` removes their claims."""
+class Executors:
+    """The executor of each target, chosen once per target: a pvc target runs in Kubernetes pods (an executor
+    per target, made on first use), any other on the plan's fio servers when it has some, else on ``local``
+    (which also measures client ceilings). `close` removes what the pods' executors made (their claims)."""
 
-    def __init__(self, label: str, k8s_lab: K8sLabInfo | None) -> None:
+    def __init__(self, local: Executor, servers: Sequence[str], fio_binary: str, label: str,
+                 k8s_lab: K8sLabInfo | None) -> None:
+        self.local = local
+        self.hosts = HostsExecutor(fio_binary, servers) if servers else None
         self.run_label = label
         self.k8s_lab = k8s_lab
-        self.executors: dict[str, KubernetesExecutor] = {}
+        self.chosen: dict[str, Executor] = {}
+        self.pods: list[KubernetesExecutor] = []
 
-    def for_target(self, spec: TargetSpec) -> KubernetesExecutor:
-        if spec.name not in self.executors:
-            from storbench.execute.kubernetes import KubernetesExecutor
+    def for_target(self, spec: TargetSpec) -> Executor:
+        if spec.name not in self.chosen:
+            self.chosen[spec.name] = self._pods(spec) if spec.kind == "pvc" else self.hosts or self.local
+        return self.chosen[spec.name]
 
-            kubeconfig = spec.kubeconfig or (self.k8s_lab.kubeconfig if self.k8s_lab else None)
-            self.executors[spec.name] = KubernetesExecutor(
-                kubeconfig, spec.namespace or "storbench", self.run_label,
-                default_storage_class=None if self.k8s_lab is None else (
-                    "storbench-local-block" if spec.volume_mode == "Block" else self.k8s_lab.storage_class))
-        return self.executors[spec.name]
+    def _pods(self, spec: TargetSpec) -> KubernetesExecutor:
+        from storbench.execute.kubernetes import KubernetesExecutor
+
+        kubeconfig = spec.kubeconfig or (self.k8s_lab.kubeconfig if self.k8s_lab else None)
+        executor = KubernetesExecutor(
+            kubeconfig, spec.namespace or "storbench", self.run_label,
+            default_storage_class=None if self.k8s_lab is None else (
+                "storbench-local-block" if spec.volume_mode == "Block" else self.k8s_lab.storage_class))
+        self.pods.append(executor)
+        return executor
 
     def close(self) -> None:
-        for executor in self.executors.values():
+        for executor in self.pods:
             executor.close()
 
 
@@ -396,16 +379,29 @@ def kubernetes_lab(loaded: LoadedPlan, caps: FioCapabilities, observer: RunObser
             observer.lab_event("k8s lab: torn down")
 
 
-def _run_group(loaded: LoadedPlan, lab: LabPoint, items: Sequence[ScheduledRepetition],
-               checked: Checked, store: Store, executor: Executor, hosts_executor: HostsExecutor | None,
-               servers: Sequence[str], observer: RunObserver, run_id: int, ceilings: dict[str, float | None],
-               first_position: int, pods: PodExecutors, *, keep_lab: bool) -> int:
+@dataclass(frozen=True)
+class _Run:
+    """What every lab group of a run shares."""
+
+    loaded: LoadedPlan
+    checked: Checked
+    store: Store
+    executors: Executors
+    observer: RunObserver
+    run_id: int
+    keep_lab: bool
+    ceilings: dict[str, float | None]  # case id -> client ceiling (IOPS), measured once per case
+
+
+def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], first_position: int) -> int:
     """Run one lab configuration's repetitions; returns how many failed."""
-    config = loaded.config
-    caps = checked.capabilities
+    config = run.loaded.config
+    caps = run.checked.capabilities
+    observer, ceilings = run.observer, run.ceilings
     failed = 0
     position = first_position
-    with lab_session(loaded, lab, [i.case for i in items], checked, observer, keep=keep_lab) as session:
+    with lab_session(run.loaded, lab, [i.case for i in items], run.checked, observer,
+                     keep=run.keep_lab) as session:
         recorder = None
         if config.telemetry.enabled:
             from storbench.telemetry.recorder import TelemetryRecorder
@@ -415,37 +411,23 @@ def _run_group(loaded: LoadedPlan, lab: LabPoint, items: Sequence[ScheduledRepet
             observer.repetition_started(item, position)
             prepared = session.targets[item.case.target.name]
             if recorder is not None and config.telemetry.client_ceiling and item.case.case_id not in ceilings:
-                ceilings[item.case.case_id] = measure_client_ceiling(executor, item.case, caps)
-            job_text = render_job(item.case, prepared.binding, item.rep_index)
+                ceilings[item.case.case_id] = measure_client_ceiling(run.executors.local, item.case, caps)
+            executor = run.executors.for_target(item.case.target)
+            job_texts = executor.job_texts(item.case, prepared.binding, item.rep_index)
             timeout_s = watchdog_seconds(item.case, config.timeout_grace)
+            fio = FioSetup(version=caps.version, binary=prepared.binding.fio_binary, env=prepared.binding.env)
             if recorder is not None:
                 recorder.start()
             try:
-                if item.case.target.kind == "pvc":
-                    outcome = pods.for_target(item.case.target).run_case(
-                        item.case, render_client_jobs(item.case, prepared.binding, item.rep_index), item.rep_index,
-                        timeout_s)
-                elif hosts_executor is not None:
-                    outcome = _run_on_servers(hosts_executor, item.case, item.rep_index, prepared, servers, timeout_s,
-                                              caps.version)
-                else:
-                    result = executor.run(job_text, timeout_s, prepared.binding.env,
-                                          prepared.binding.fio_binary)
-                    outcome = judge_repetition(
-                        rw=item.case.workload.rw, returncode=result.returncode, timed_out=result.timed_out,
-                        timeout_s=timeout_s, output_text=result.output_text, stderr_tail=result.stderr_tail,
-                        started_at_s=result.started_at_s, finished_at_s=result.finished_at_s,
-                        job_text=job_text, command=result.command, fio_version=caps.version,
-                        client=executor.name,
-                    )
+                outcome = executor.run_case(item.case, job_texts, item.rep_index, timeout_s, fio)
             except BaseException:
                 if recorder is not None:
                     recorder.stop()
                 raise
             telemetry = (recorder.finish(outcome, item.case, ceilings.get(item.case.case_id))
                          if recorder is not None else None)
-            store.save_repetition(run_id, item.case, item.rep_index, outcome,
-                                  (*prepared.details, *item.case.lab.pairs()), telemetry)
+            run.store.save_repetition(run.run_id, item.case, item.rep_index, outcome,
+                                      (*prepared.details, *item.case.lab.pairs()), telemetry)
             if outcome.status != Status.OK:
                 failed += 1
             observer.repetition_finished(item, position, outcome)

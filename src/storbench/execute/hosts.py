@@ -1,4 +1,4 @@
-"""Run one repetition on many fio servers at once (`fio --client`), with the local executor's watchdog.
+"""Run one repetition on many fio servers at once (`fio --client`), started by the supervisor like local fio.
 
 fio 3.33 binds job files to the `--client` before them: `--client=A a.fio --client=B b.fio` runs a.fio on A
 and b.fio on B (a lone job file after several clients runs only on the last). Options given on the command
@@ -9,8 +9,6 @@ start skew between clients. The JSON follows the messages; it is taken from the 
 
 from __future__ import annotations
 
-import os
-import subprocess
 import tempfile
 import threading
 import time
@@ -19,7 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from storbench.execute.local import _die_with_parent, _kill_group, _tail
+from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_text
+from storbench.execute.supervisor import supervise
+from storbench.fio.jobfile import JobBinding
+from storbench.fio.outcome import judge_clients_repetition
+from storbench.model import Case, RepetitionOutcome
 
 
 @dataclass(frozen=True)
@@ -47,15 +49,14 @@ class _StdoutReader:
     """Reads fio's standard output as it comes: the servers' messages, each stamped with the time it arrived,
     then the JSON document. (With --output fio buffers the messages until the end, which hides the skew.)"""
 
-    def __init__(self, stream: IO[bytes]) -> None:
-        self.stream = stream
+    def __init__(self) -> None:
         self.lines: list[tuple[float, str]] = []
         self.chunks: list[bytes] = []
-        self._thread = threading.Thread(target=self._loop, name="storbench-client-output", daemon=True)
+        self._thread: threading.Thread | None = None
 
-    def _loop(self) -> None:
+    def _loop(self, stream: IO[bytes]) -> None:
         in_json = False
-        for raw in self.stream:
+        for raw in stream:
             self.chunks.append(raw)
             if not in_json:
                 line = raw.decode(errors="replace").rstrip("\n")
@@ -64,21 +65,28 @@ class _StdoutReader:
                 else:
                     self.lines.append((time.time(), line))
 
-    def start(self) -> None:
+    def start(self, stream: IO[bytes]) -> None:
+        self._thread = threading.Thread(target=self._loop, args=(stream,), name="storbench-client-output",
+                                        daemon=True)
         self._thread.start()
 
-    def finish(self) -> tuple[str, tuple[tuple[float, str], ...]]:
-        self._thread.join(timeout=30)
-        return b"".join(self.chunks).decode(errors="replace"), tuple(self.lines)
+    def finish(self) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode(errors="replace")
 
 
 class HostsExecutor:
-    """Drives fio servers (hosts, network namespaces, pods' fio --server) from this machine."""
+    """Drives fio servers (hosts, network namespaces, pods' fio --server) from this machine: a case with N
+    clients runs on the first N ``servers``, each with its own job file."""
 
     name = "hosts"
 
-    def __init__(self, fio_binary: str, *, term_grace_s: float = 3.0) -> None:
+    def __init__(self, fio_binary: str, servers: Sequence[str], *, term_grace_s: float = 3.0) -> None:
         self.fio_binary = fio_binary
+        self.servers = tuple(servers)
         self.term_grace_s = term_grace_s
 
     def run_clients(self, job_texts: Sequence[str], servers: Sequence[str], timeout_s: float) -> ClientsProcessResult:
@@ -91,29 +99,25 @@ class HostsExecutor:
                 job_path = work / f"client{index}.fio"
                 job_path.write_text(job_text)
                 pairs.append((server, str(job_path)))
-            stderr_path = work / "stderr.txt"
-            command = clients_command(self.fio_binary, pairs)
-            started = time.time()
-            timed_out = False
-            with open(stderr_path, "wb") as stderr_file:
-                process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                           stderr=stderr_file, cwd=private_dir, process_group=0,
-                                           preexec_fn=_die_with_parent, env=dict(os.environ))
-                assert process.stdout is not None
-                reader = _StdoutReader(process.stdout)
-                reader.start()
-                try:
-                    process.wait(timeout=timeout_s)
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-                    _kill_group(process, self.term_grace_s)
-                except BaseException:
-                    _kill_group(process, 0.5)
-                    raise
-            finished = time.time()
-            output_text, stamped = reader.finish()
-            process.stdout.close()
-            return ClientsProcessResult(command=command, returncode=None if timed_out else process.returncode,
-                                        timed_out=timed_out, output_text=output_text,
-                                        stderr_tail=_tail(stderr_path), started_at_s=started,
-                                        finished_at_s=finished, stamped_lines=stamped)
+            reader = _StdoutReader()
+            ended = supervise(clients_command(self.fio_binary, pairs), cwd=work, timeout_s=timeout_s,
+                              term_grace_s=self.term_grace_s, stdout_reader=reader)
+            return ClientsProcessResult(command=ended.command, returncode=ended.returncode,
+                                        timed_out=ended.timed_out, output_text=reader.text(),
+                                        stderr_tail=ended.stderr_tail, started_at_s=ended.started_at_s,
+                                        finished_at_s=ended.finished_at_s, stamped_lines=tuple(reader.lines))
+
+    def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
+        return client_jobs(case, binding, rep_index)
+
+    def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
+                 fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:
+        """The servers run their own fio: ``fio.binary`` and ``fio.env`` stay on this machine."""
+        chosen = list(self.servers[:case.clients])
+        result = self.run_clients(job_texts, chosen, timeout_s)
+        return judge_clients_repetition(
+            rw=case.workload.rw, servers=chosen, returncode=result.returncode, timed_out=result.timed_out,
+            timeout_s=timeout_s, output_text=result.output_text, stderr_tail=result.stderr_tail,
+            started_at_s=result.started_at_s, finished_at_s=result.finished_at_s,
+            job_text=stored_job_text(job_texts), command=result.command, fio_version=fio.version,
+            stamped_lines=result.stamped_lines)

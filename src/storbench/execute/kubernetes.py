@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from storbench.errors import UserError
+from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_text
 from storbench.execute.k8s_manifests import (
     MANAGED_BY,
     RUN_LABEL,
@@ -29,8 +30,10 @@ from storbench.execute.k8s_manifests import (
     pod_plans,
     split_pod_log,
 )
+from storbench.fio.jobfile import JobBinding
+from storbench.fio.outcome import client_fault
 from storbench.fio.parse import client_measurement, parse_fio_json
-from storbench.model import RW_DIRECTIONS, Case, ClientMeasurement, RepetitionOutcome, Status
+from storbench.model import Case, ClientMeasurement, RepetitionOutcome, Status
 
 POLL_S = 0.5
 SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
@@ -121,7 +124,13 @@ class KubernetesExecutor:
                             f"this run (no label {RUN_LABEL}={self.run_label}); storbench will not write to it or "
                             "delete it", hint="rename the target, set another namespace, or remove the claim")
 
-    def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float) -> RepetitionOutcome:
+    def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
+        return client_jobs(case, binding, rep_index)
+
+    def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
+                 fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:
+        """One pod per client, all starting at a common time; the watchdog counts from then. The pods' image
+        brings its own fio (``fio`` is not used; each pod reports its version)."""
         self.ensure_namespace()
         self.ensure_claims(case)
         plans = pod_plans(case, self.run_label, rep_index)
@@ -141,7 +150,7 @@ class KubernetesExecutor:
         finally:
             self._delete(created)
         finished = time.time()
-        return judge_pods(case, results, len(plans), job_text="\n".join(job_texts), started_at_s=started,
+        return judge_pods(case, results, len(plans), job_text=stored_job_text(job_texts), started_at_s=started,
                           finished_at_s=finished, timeout_s=start_budget + timeout_s)
 
     def _create(self, kind: str, name: str, created: list[tuple[str, str]], creator: Callable[..., object],
@@ -226,14 +235,11 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
         versions.append(output.fio_version)
         if output.timestamp_ms > 0:
             ends_s.append(output.timestamp_ms / 1000.0)
+        fault = client_fault(measurement, case.workload.rw)
         if exit_status not in (0, None) or result.phase != "Succeeded":
             error = error or f"pod {result.pod} {result.phase}, fio exit status {exit_status}"
-        elif measurement.job_errors:
-            error = error or f"fio job error {measurement.job_errors[0]} in pod {result.pod}"
-        else:
-            gaps = [d.value for d in RW_DIRECTIONS.get(case.workload.rw, ()) if measurement.direction(d) is None]
-            if gaps:
-                error = error or f"pod {result.pod} did no {'/'.join(gaps)} I/O"
+        elif fault:
+            error = error or fault.describe(f"pod {result.pod}", f" in pod {result.pod}")
     if len(results) < expected and not error:
         error = f"{expected - len(results)} pods missing"
     timed_out = any("watchdog" in r.phase for r in results)

@@ -1,21 +1,55 @@
-"""Decide what one fio execution means: ok, failed or timed out, and with which measurements. Pure."""
+"""Decide what one fio execution means: ok, failed or timed out, and with which measurements. Pure.
+
+Every executor (local, hosts, Kubernetes, the fake) judges through this module; the failure rule itself is
+written once, in `client_fault`.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from storbench.fio.parse import client_measurement, client_measurements_by_host, json_after_messages, parse_fio_json
 from storbench.model import RW_DIRECTIONS, ClientMeasurement, RepetitionOutcome, Status
 
 
-def judge_client(output_text: str, rw: str, client: str) -> tuple[ClientMeasurement | None, str]:
-    """Parse one client's fio JSON. Returns the measurement and an error ("" when it is a success).
+@dataclass(frozen=True)
+class ClientFault:
+    """Why a client's measurement is a failure: the first job error, or the directions it did no I/O in."""
 
-    A run that reports an error in any job, or moved no I/O in a direction its pattern asks for,
-    is a failure even when fio exits 0 (fio's nfs engine, for one, reports error 0 with zero I/Os).
-    """
+    job_error: int | None
+    missing: tuple[str, ...]
+
+    def describe(self, subject: str, where: str = "") -> str:
+        """``subject`` did no read I/O / fio job error 5``where`` (the executors' wording)."""
+        if self.job_error is not None:
+            return f"fio job error {self.job_error}{where}"
+        return f"{subject} did no {'/'.join(self.missing)} I/O"
+
+
+def client_fault(measurement: ClientMeasurement, rw: str) -> ClientFault | None:
+    """The failure rule, for every executor: a client whose jobs report an error, or that moved no I/O in a
+    direction its pattern asks for, failed, even when fio exits 0 (fio's nfs engine, for one, reports error 0
+    with zero I/Os). None: the measurement stands."""
+    if measurement.job_errors:
+        return ClientFault(job_error=measurement.job_errors[0], missing=())
+    missing = tuple(d.value for d in RW_DIRECTIONS.get(rw, ()) if measurement.direction(d) is None)
+    return ClientFault(job_error=None, missing=missing) if missing else None
+
+
+def exit_error(returncode: int | None, stderr_tail: str) -> str:
+    """fio exited non-zero: the status and the last thing it said."""
+    last_line = next((line for line in reversed(stderr_tail.strip().splitlines()) if line.strip()), "")
+    return f"fio exited with status {returncode}" + (f": {last_line.strip()}" if last_line else "")
+
+
+def killed_error(timeout_s: float) -> str:
+    return f"watchdog: fio ran longer than {timeout_s:g}s and was killed"
+
+
+def judge_client(output_text: str, rw: str, client: str) -> tuple[ClientMeasurement | None, str]:
+    """Parse one client's fio JSON. Returns the measurement and an error ("" when it is a success)."""
     if not output_text.strip():
         return None, "fio wrote no output"
     try:
@@ -23,13 +57,8 @@ def judge_client(output_text: str, rw: str, client: str) -> tuple[ClientMeasurem
     except ValueError as exc:
         return None, f"fio output unreadable: {exc}"
     measurement = client_measurement(output, client)
-    if measurement.job_errors:
-        return measurement, f"fio job error {measurement.job_errors[0]}"
-    expected = RW_DIRECTIONS.get(rw, ())
-    missing = [d.value for d in expected if measurement.direction(d) is None]
-    if missing:
-        return measurement, f"fio did no {'/'.join(missing)} I/O"
-    return measurement, ""
+    fault = client_fault(measurement, rw)
+    return measurement, fault.describe("fio") if fault else ""
 
 
 def judge_repetition(
@@ -58,12 +87,10 @@ def judge_repetition(
         stderr_tail=stderr_tail,
     )
     if timed_out:
-        return replace(base, status=Status.TIMEOUT,
-                       error=f"watchdog: fio ran longer than {timeout_s:g}s and was killed")
+        return replace(base, status=Status.TIMEOUT, error=killed_error(timeout_s))
     measurement, error = judge_client(output_text, rw, client)
     if returncode != 0:
-        last_line = next((line for line in reversed(stderr_tail.strip().splitlines()) if line.strip()), "")
-        error = f"fio exited with status {returncode}" + (f": {last_line.strip()}" if last_line else "")
+        error = exit_error(returncode, stderr_tail)
     clients = (measurement,) if measurement is not None else ()
     return replace(base, status=Status.FAILED if error else Status.OK, error=error, clients=clients)
 
@@ -97,11 +124,9 @@ def judge_clients(output_text: str, rw: str, servers: Sequence[str]) -> tuple[tu
     if missing:
         return clients, f"{len(missing)} of {len(expected)} clients returned no result (first: {missing[0]})"
     for client in clients:
-        if client.job_errors:
-            return clients, f"fio job error {client.job_errors[0]} on {client.client}"
-        gaps = [d.value for d in RW_DIRECTIONS.get(rw, ()) if client.direction(d) is None]
-        if gaps:
-            return clients, f"{client.client} did no {'/'.join(gaps)} I/O"
+        fault = client_fault(client, rw)
+        if fault:
+            return clients, fault.describe(client.client, f" on {client.client}")
     return clients, ""
 
 
@@ -117,12 +142,10 @@ def judge_clients_repetition(
                              job_text=job_text, command=command, fio_version=fio_version, raw_output=output_text,
                              stderr_tail=tail, start_skew_s=start_skew_s(stamped_lines))
     if timed_out:
-        return replace(base, status=Status.TIMEOUT,
-                       error=f"watchdog: fio ran longer than {timeout_s:g}s and was killed")
+        return replace(base, status=Status.TIMEOUT, error=killed_error(timeout_s))
     clients, error = judge_clients(output_text, rw, servers)
     if returncode != 0:
-        last_line = next((line for line in reversed(stderr_tail.strip().splitlines()) if line.strip()), "")
-        error = f"fio exited with status {returncode}" + (f": {last_line.strip()}" if last_line else "")
+        error = exit_error(returncode, stderr_tail)
     if error and complaints:
         error += f"; {complaints[0]}"
     return replace(base, status=Status.FAILED if error else Status.OK, error=error, clients=clients)

@@ -1,0 +1,59 @@
+"""The one executor interface: a case's job texts in, one judged outcome out.
+
+Local (`execute/local.py`), many fio servers (`execute/hosts.py`), Kubernetes pods (`execute/kubernetes.py`) and
+the fake that replays stored outputs (`execute/fake.py`) all implement `Executor`; the run loop calls
+`job_texts` then `run_case` and never asks which one it holds. What a repetition stores as its job text is
+the clients' files one after the other (`stored_job_text`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from storbench.fio.jobfile import JobBinding, render_client_jobs, render_job
+from storbench.model import Case, RepetitionOutcome
+
+
+@dataclass(frozen=True)
+class FioSetup:
+    """Which fio runs a case's jobs, and with what: the version the run checked (recorded with each outcome;
+    pods report their own), a target's own binary (the nfs engine; None: the executor's), and what the target
+    needs in fio's environment (CEPH_CONF for the rbd engine)."""
+
+    version: str = ""
+    binary: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+
+
+PLAIN_FIO = FioSetup()
+
+
+class Executor(Protocol):
+    name: str
+
+    def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
+        """The job files this executor runs for one repetition of ``case`` (one per client, in client order)."""
+        ...
+
+    def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
+                 fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:
+        """Run the jobs, wait for them (fio still running after ``timeout_s``, the watchdog, is killed and the
+        outcome is a timeout) and judge what came back."""
+        ...
+
+
+def one_job(case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
+    """A single fio process on this machine runs the case's plain job file."""
+    return (render_job(case, binding, rep_index),)
+
+
+def client_jobs(case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
+    """Many clients each get their own job file (own file names, own RBD image, own random seed)."""
+    return tuple(render_client_jobs(case, binding, rep_index))
+
+
+def stored_job_text(job_texts: Sequence[str]) -> str:
+    """A repetition's job text as stored: its clients' job files one after the other."""
+    return "\n".join(job_texts)

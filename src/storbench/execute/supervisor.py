@@ -1,0 +1,111 @@
+"""The one place storbench starts fio (shell): its own process group, killed with storbench (parent-death
+signal), a watchdog that stops it in two stages (SIGTERM to the group, then SIGKILL), and the tail of what it
+said on standard error. Both the local and the hosts executor start fio through `supervise`."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Protocol
+
+_PR_SET_PDEATHSIG = 1
+STDERR_TAIL_BYTES = 4000
+INTERRUPT_GRACE_S = 0.5  # storbench itself is being stopped: fio gets little time to go
+
+
+class StreamReader(Protocol):
+    """Reads a child's standard output while it runs (a thread of its own)."""
+
+    def start(self, stream: IO[bytes]) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Supervised:
+    """How one supervised process ended. ``timed_out``: the watchdog killed it (``returncode`` is then None)."""
+
+    command: tuple[str, ...]
+    returncode: int | None
+    timed_out: bool
+    stderr_tail: str
+    started_at_s: float
+    finished_at_s: float
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """If storbench dies (even by kill -9), the kernel kills fio too: no orphan keeps writing."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def kill_group(process: subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGTERM the whole process group, then SIGKILL it if it has not gone after ``grace_s``."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def tail(path: Path, limit: int = STDERR_TAIL_BYTES) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    return data[-limit:].decode("utf-8", errors="replace")
+
+
+def supervise(command: Sequence[str], *, cwd: Path, timeout_s: float, term_grace_s: float,
+              env: Mapping[str, str] | None = None, stdout_reader: StreamReader | None = None) -> Supervised:
+    """Run ``command`` in ``cwd`` (a private directory) until it ends or ``timeout_s`` passes.
+
+    Standard error goes to ``cwd/stderr.txt``, and so does standard output unless ``stdout_reader`` reads it.
+    ``env`` is added to storbench's environment. When storbench itself is interrupted (KeyboardInterrupt, any
+    exception while waiting), the process group is killed before the exception goes on."""
+    stderr_path = cwd / "stderr.txt"
+    started = time.time()
+    timed_out = False
+    with open(stderr_path, "wb") as stderr_file:
+        process = subprocess.Popen(
+            tuple(command),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if stdout_reader is not None else stderr_file,
+            stderr=stderr_file,
+            cwd=cwd,
+            env={**os.environ, **env} if env else None,
+            process_group=0,
+            preexec_fn=_die_with_parent,
+        )
+        if stdout_reader is not None:
+            assert process.stdout is not None
+            stdout_reader.start(process.stdout)
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_group(process, term_grace_s)
+        except BaseException:
+            kill_group(process, INTERRUPT_GRACE_S)
+            raise
+    finished = time.time()
+    if stdout_reader is not None:
+        stdout_reader.finish()
+        assert process.stdout is not None
+        process.stdout.close()
+    return Supervised(command=tuple(command), returncode=None if timed_out else process.returncode,
+                      timed_out=timed_out, stderr_tail=tail(stderr_path), started_at_s=started,
+                      finished_at_s=finished)

@@ -1,0 +1,228 @@
+"""The run loop with a fake executor: the real `orchestrate.run_plan` and a real SQLite store, fio outputs
+replayed from tests/fixtures. Fast (no fio) and deterministic: resume, failure counting, the watchdog's outcome,
+and what survives a repetition that raises."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli, write_plan
+from storbench import orchestrate
+from storbench.config import LoadedPlan, load_plan_text
+from storbench.execute.fake import FakeCall, FakeExecutor, Hang, Raise, Replay, Step
+from storbench.fio.options import FioCapabilities
+from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status, StoredRepetition
+from storbench.plan import expand
+from storbench.store import Store, open_store
+
+FIXTURES = Path(__file__).parent / "fixtures"
+RANDRW_OUTPUT = (FIXTURES / "randrw-numjobs2.jsonplus.json").read_text()  # fio 3.33, json+, reads and writes
+CAPS = FioCapabilities(binary="/usr/bin/fio", version="fio-3.33", options=frozenset(), engines=frozenset())
+
+PLAN = """
+name: loop
+targets:
+  t: {{kind: path, path: {data}, size: 4MiB}}
+workload:
+  rw: randrw
+  rwmixread: 70
+  bs: [4k, 8k]
+  iodepth: 1
+  runtime: 1s
+  direct: false
+repeat: 2
+order: sequential
+telemetry: {{enabled: {telemetry}{ceiling}}}
+{extra}"""
+
+
+class Observer:
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def run_started(self, run_id: int, to_run: int, already_done: int, eta_s: float) -> None:
+        self.events.append(f"run {run_id}: {to_run} to run, {already_done} done")
+
+    def repetition_started(self, item: ScheduledRepetition, position: int) -> None:
+        self.events.append(f"start {position}")
+
+    def repetition_finished(self, item: ScheduledRepetition, position: int, outcome: RepetitionOutcome) -> None:
+        self.events.append(f"end {position} {outcome.status.value}")
+
+    def lab_event(self, message: str) -> None:
+        self.events.append(message)
+
+
+def _plan(tmp_path: Path, *, extra: str = "", telemetry: bool = False, ceiling: bool = False) -> LoadedPlan:
+    text = PLAN.format(data=tmp_path / "data", extra=extra, telemetry=str(telemetry).lower(),
+                       ceiling=", client_ceiling: true" if ceiling else "")
+    return load_plan_text(text, "plan.yaml")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = open_store(tmp_path / "results.db")
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(autouse=True)
+def no_fio(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing here may ask a real fio anything."""
+    monkeypatch.setattr(orchestrate, "fio_capabilities", lambda binary, engines=(): CAPS)
+
+
+def _run(tmp_path: Path, store: Store, executor: FakeExecutor, *, resume: bool = False, **plan: bool | str,
+         ) -> tuple[orchestrate.RunResult, Observer]:
+    loaded = _plan(tmp_path, **plan)  # type: ignore[arg-type]
+    cases = expand(loaded)
+    checked = orchestrate.check_everything(loaded, cases, CAPS.binary, create=True)
+    observer = Observer()
+    return orchestrate.run_plan(loaded, cases, checked, store, executor, observer, resume=resume), observer
+
+
+def _stored(store: Store) -> list[tuple[str, int, Status]]:
+    return [(r.case.case_id, r.rep_index, r.status) for r in store.repetitions()]
+
+
+def _ok(call: FakeCall) -> Step:
+    return Replay(RANDRW_OUTPUT)
+
+
+def test_a_replayed_run_stores_every_repetition_with_its_measurements(tmp_path: Path, store: Store) -> None:
+    fake = FakeExecutor(_ok)
+    result, observer = _run(tmp_path, store, fake)
+    assert (result.ran, result.skipped, result.failed) == (4, 0, 0)
+    stored = store.repetitions()
+    assert [(r.rep_index, r.status) for r in stored] == [(0, Status.OK), (1, Status.OK)] * 2
+    assert [r.case.workload.bs_bytes for r in stored] == [4096, 4096, 8192, 8192]  # order: sequential
+    reads = stored[0].clients[0].directions[0]
+    assert stored[0].clients[0].client == "fake" and reads.total_ios > 0
+    assert stored[0].fio_version == "fio-3.33" and "bs=4k" in stored[0].job_text
+    assert stored[0].job_text == fake.calls[0].job_texts[0] and fake.calls[0].fio.version == "fio-3.33"
+    # the executor got the job file the run loop rendered for this repetition, and the watchdog's limit
+    assert [j.rep_index for j in fake.calls] == [0, 1, 0, 1]
+    assert all(j.timeout_s > 1.0 and len(j.job_texts) == 1 for j in fake.calls)
+    assert observer.events[0] == f"run {result.run_id}: 4 to run, 0 done" and "end 3 ok" in observer.events
+    assert observer.events[-1].startswith("target t: removed 1 test files from")
+
+
+def test_failures_are_counted_and_resume_runs_only_the_missing_repetitions(tmp_path: Path, store: Store) -> None:
+    def first(call: FakeCall) -> Step:
+        if call.case.workload.bs_bytes == 8192 and call.rep_index == 1:
+            return Replay("", returncode=1, stderr="fio: pid=0, err=28/file:io_u.c:1889, error=No space left\n")
+        if call.case.workload.bs_bytes == 4096 and call.rep_index == 0:
+            return Replay(RANDRW_OUTPUT.replace('"error" : 0', '"error" : 5', 1))  # a job error, exit 0
+        return Replay(RANDRW_OUTPUT)
+
+    result, _ = _run(tmp_path, store, FakeExecutor(first))
+    assert (result.ran, result.skipped, result.failed) == (4, 0, 2)
+    stored = store.repetitions()
+    assert [r.status for r in stored] == [Status.FAILED, Status.OK, Status.OK, Status.FAILED]
+    assert stored[0].error == "fio job error 5"
+    assert stored[3].error == "fio exited with status 1: fio: pid=0, err=28/file:io_u.c:1889, error=No space left"
+
+    again = FakeExecutor(_ok)
+    resumed, observer = _run(tmp_path, store, again, resume=True)
+    assert resumed.run_id == result.run_id and len(store.runs()) == 1
+    assert (resumed.ran, resumed.skipped, resumed.failed) == (2, 2, 0)
+    failed_before = {(stored[0].case.case_id, 0), (stored[3].case.case_id, 1)}
+    assert {(j.case.case_id, j.rep_index) for j in again.calls} == failed_before
+    assert observer.events[0] == f"run {result.run_id}: 2 to run, 2 done"
+    # a third attempt has nothing left to do
+    idle = FakeExecutor([])
+    assert _run(tmp_path, store, idle, resume=True)[0].ran == 0 and idle.calls == []
+
+
+def test_a_hung_fio_is_stored_as_a_timeout_and_the_run_goes_on(tmp_path: Path, store: Store) -> None:
+    fake = FakeExecutor([Replay(RANDRW_OUTPUT), Hang(), Replay(RANDRW_OUTPUT), Replay(RANDRW_OUTPUT)])
+    result, observer = _run(tmp_path, store, fake)
+    assert result.failed == 1 and result.ran == 4
+    hung = store.repetitions()[1]
+    assert hung.status == Status.TIMEOUT and hung.clients == ()
+    assert hung.error == f"watchdog: fio ran longer than {fake.calls[1].timeout_s:g}s and was killed"
+    assert [e for e in observer.events if e.startswith("end")] == ["end 0 ok", "end 1 timeout", "end 2 ok", "end 3 ok"]
+
+
+def test_a_repetition_that_raises_still_tears_the_lab_down_and_keeps_what_finished(
+        tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    import storbench.lab.nfs
+
+    lab_calls: list[str] = []
+
+    class FakeNfsLab:
+        def up(self) -> object:
+            lab_calls.append("up")
+            return types.SimpleNamespace(url="nfs://127.0.0.1/export", export="/export", root="/lab")
+
+        def down(self) -> None:
+            lab_calls.append("down")
+
+    monkeypatch.setattr(storbench.lab.nfs, "NfsLab", FakeNfsLab)
+    data = tmp_path / "data"
+
+    def script(call: FakeCall) -> Step:
+        assert sorted(p.name for p in data.iterdir()), "the test files exist while the run runs"
+        lab_calls.append(f"rep {call.rep_index}")
+        return Raise(KeyboardInterrupt()) if call.rep_index == 1 else Replay(RANDRW_OUTPUT)
+
+    observer = Observer()
+    loaded = _plan(tmp_path, extra="lab: {nfs: {}}\n")
+    cases = expand(loaded)
+    checked = orchestrate.check_everything(loaded, cases, CAPS.binary, create=True)
+    with pytest.raises(KeyboardInterrupt):
+        orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(script), observer, resume=False)
+    assert lab_calls == ["up", "rep 0", "rep 1", "down"]
+    assert "nfs lab: torn down" in observer.events
+    assert list(data.iterdir()) == []  # the run's test files are gone
+    finished: list[StoredRepetition] = store.repetitions()
+    assert [(r.rep_index, r.status) for r in finished] == [(0, Status.OK)]
+
+
+def test_client_ceilings_run_once_per_case_on_the_local_executor(tmp_path: Path, store: Store,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import storbench.telemetry.recorder
+
+    class NoRecorder:
+        def __init__(self, *args: object) -> None:
+            self.ceilings: list[float | None] = []
+
+        def start(self) -> None: ...
+
+        def stop(self) -> None: ...
+
+        def finish(self, outcome: RepetitionOutcome, case: Case, ceiling: float | None) -> None:
+            seen.append(ceiling)
+
+    seen: list[float | None] = []
+    monkeypatch.setattr(storbench.telemetry.recorder, "TelemetryRecorder", NoRecorder)
+    fake = FakeExecutor(_ok)
+    _run(tmp_path, store, fake, telemetry=True, ceiling=True)
+    ceiling_jobs = [j for j in fake.calls if "client ceiling" in j.job_texts[0]]
+    assert len(ceiling_jobs) == 2 and len(fake.calls) == 6
+    assert all("ioengine=null" in j.job_texts[0] and j.fio.binary == CAPS.binary for j in ceiling_jobs)
+    assert len(seen) == 4 and all(c is not None and c > 0 for c in seen)
+
+
+def test_a_run_with_failures_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import storbench.execute.fio_binary
+    import storbench.execute.local
+
+    fakes: list[FakeExecutor] = []
+
+    def fake_local(fio_binary: str) -> FakeExecutor:
+        fakes.append(FakeExecutor([Replay(RANDRW_OUTPUT), Hang(), Replay(RANDRW_OUTPUT), Replay("")]))
+        return fakes[-1]
+
+    monkeypatch.setattr(storbench.execute.local, "LocalExecutor", fake_local)
+    monkeypatch.setattr(storbench.execute.fio_binary, "find_fio", lambda explicit=None: CAPS.binary)
+    plan = write_plan(tmp_path, _plan(tmp_path).source.text)
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"))
+    assert code == 1, err
+    assert "4 repetitions run, 0 already stored, 2 failed" in out
+    assert len(fakes) == 1 and len(fakes[0].calls) == 4
