@@ -59,10 +59,12 @@ def fio_processes_using(marker: str) -> list[int]:
         if not proc.name.isdigit():
             continue
         try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            cmdline = b" ".join(argv).decode(errors="replace")
             state = next((ln for ln in (proc / "status").read_text().splitlines() if ln.startswith("State:")), "")
         except OSError:
             continue
-        if "fio" in cmdline and marker in cmdline and "Z" not in state.split()[1:2]:
+        is_fio = Path(argv[0].decode(errors="replace")).name == "fio"  # not a wrapper naming fio in its arguments
+        if is_fio and marker in cmdline and "Z" not in state.split()[1:2]:
             pids.append(int(proc.name))
     return pids
