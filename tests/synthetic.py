@@ -10,11 +10,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from storbench.model import (
+    BlockTarget,
     Case,
     Direction,
     DirectionMeasurement,
+    ImportedTarget,
     LabPoint,
     LatencySummary,
+    PathTarget,
+    RbdTarget,
     Status,
     TargetSpec,
     WorkloadPoint,
@@ -39,6 +43,17 @@ DEFAULTS: dict[str, object] = dict(
 )
 # A Ceph lab point's settings when a test names only some of them.
 CEPH_DEFAULTS = {"osds": "3", "osd_size": str(2 * GIB), "objectstore": "bluestore", "pool_size": "2"}
+
+
+def _target(name: str, kind: str) -> TargetSpec:
+    """A target of ``kind`` with placeholder details (statistics look only at its name and kind)."""
+    if kind == "path":
+        return PathTarget(name, path="/x", size_bytes=1 << 20)
+    if kind == "block":
+        return BlockTarget(name, device="/dev/x")
+    if kind == "rbd":
+        return RbdTarget(name, size_bytes=1 << 20, pool="p", image="i", client="admin")
+    return ImportedTarget(name)
 
 
 def _lab(text: str) -> LabPoint:
@@ -90,7 +105,7 @@ def observation(**fields: object) -> Observation:
         runtime_s=float(v["runtime_s"]), ramp_s=float(v["ramp_s"]), direct=bool(v["direct"]),
         ioengine=str(v["ioengine"]), rwmixread=v["rwmixread"], size_bytes=v["size_bytes"],
         fio_options=options)
-    case = Case(case_id=str(v["case_id"]), target=TargetSpec(name=str(v["target"]), kind=str(v["target_kind"])),
+    case = Case(case_id=str(v["case_id"]), target=_target(str(v["target"]), str(v["target_kind"])),
                 workload=workload, clients=int(v["clients"]), lab=_lab(str(v["lab"])))
     measurement = None
     if v["direction"]:

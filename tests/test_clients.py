@@ -15,7 +15,7 @@ from helpers import inside, run_cli, write_plan
 from storbench.fio.jobfile import JobBinding, render_client_jobs
 from storbench.fio.outcome import judge_clients, start_skew_s
 from storbench.fio.parse import client_measurements_by_host, json_after_messages, merge_clients, parse_fio_json
-from storbench.model import Case, Direction, LatencyHistogram, TargetSpec, WorkloadPoint
+from storbench.model import Case, Direction, LatencyHistogram, PathTarget, RbdTarget, WorkloadPoint
 
 FIXTURES = Path(__file__).parent / "fixtures"
 THREE = (FIXTURES / "clients3-randread.jsonplus.txt").read_text()
@@ -71,7 +71,7 @@ def test_start_skew_is_the_spread_of_the_servers_starting_messages() -> None:
 
 
 def test_each_client_gets_its_own_job_file_and_file_names() -> None:
-    case = Case("abc123", TargetSpec("t", "path", path="/d", size_bytes=1 << 20),
+    case = Case("abc123", PathTarget("t", path="/d", size_bytes=1 << 20),
                 WorkloadPoint("randread", 4096, 4, 1, 1.0, 0.0, True, "libaio", size_bytes=1 << 20), clients=3)
     binding = JobBinding(options=(("directory", "/d"), ("filename_format", "storbench.$jobnum.$filenum")))
     texts = render_client_jobs(case, binding)
@@ -85,7 +85,7 @@ def test_each_client_gets_its_own_job_file_and_file_names() -> None:
 
 
 def test_each_client_gets_its_own_rbd_image() -> None:
-    case = Case("abc123", TargetSpec("r", "rbd", size_bytes=1 << 20, pool="bench", image="img", client="admin"),
+    case = Case("abc123", RbdTarget("r", size_bytes=1 << 20, pool="bench", image="img", client="admin"),
                 WorkloadPoint("randwrite", 4096, 4, 1, 1.0, 0.0, True, "rbd", size_bytes=1 << 20), clients=2)
     binding = JobBinding(options=(("clientname", "admin"), ("pool", "bench"), ("rbdname", "img")))
     first, second = render_client_jobs(case, binding)

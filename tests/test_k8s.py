@@ -22,15 +22,16 @@ from storbench.execute.k8s_manifests import (
     split_pod_log,
 )
 from storbench.execute.kubernetes import PodResult, judge_pods
-from storbench.model import Case, Status, TargetSpec, WorkloadPoint
+from storbench.model import Case, PvcTarget, Status, WorkloadPoint
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def pvc_case(access_mode: str = "ReadWriteOnce", volume_mode: str = "Filesystem", clients: int = 3) -> Case:
-    target = TargetSpec("fast_ssd", "pvc", size_bytes=1 << 30, storage_class="gp3", access_mode=access_mode,
-                        volume_mode=volume_mode, namespace="bench", container_image="registry.example/fio:3.33",
-                        image_pull_policy="IfNotPresent", node_selector=(("disk", "nvme"),), start_budget_s=20.0)
+    target = PvcTarget("fast_ssd", size_bytes=1 << 30, storage_class="gp3", access_mode=access_mode,
+                       volume_mode=volume_mode, namespace="bench", container_image="registry.example/fio:3.33",
+                       image_pull_policy="IfNotPresent", node_selector=(("disk", "nvme"),), destructive=False,
+                       start_budget_s=20.0)
     return Case("c0ffee123456", target, WorkloadPoint("randread", 4096, 8, 1, 5.0, 1.0, True, "libaio"),
                 clients=clients)
 

@@ -14,7 +14,7 @@ from helpers import inside, run_cli, write_plan
 from storbench.errors import UserError
 from storbench.execute.k8s_manifests import pod_manifest, pod_plans
 from storbench.execute.kubernetes import KubernetesExecutor
-from storbench.model import Case, Status, TargetSpec, WorkloadPoint
+from storbench.model import Case, PvcTarget, Status, WorkloadPoint
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -24,9 +24,9 @@ def run_labels(run_label: str) -> dict[str, str]:
 
 
 def pvc_case(volume_mode: str = "Filesystem", clients: int = 2, access_mode: str = "ReadWriteOnce") -> Case:
-    target = TargetSpec("fast_ssd", "pvc", size_bytes=1 << 30, destructive=True, access_mode=access_mode,
-                        volume_mode=volume_mode, namespace="bench", container_image="registry.example/fio:3.33",
-                        start_budget_s=1.0)
+    target = PvcTarget("fast_ssd", size_bytes=1 << 30, storage_class=None, destructive=True, access_mode=access_mode,
+                       volume_mode=volume_mode, namespace="bench", container_image="registry.example/fio:3.33",
+                       image_pull_policy="IfNotPresent", node_selector=(), start_budget_s=1.0)
     return Case("c0ffee123456", target, WorkloadPoint("randread", 4096, 8, 1, 5.0, 1.0, True, "libaio"),
                 clients=clients)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -15,9 +16,10 @@ from storbench.model import (
     DirectionMeasurement,
     LatencyHistogram,
     LatencySummary,
+    PathTarget,
+    PvcTarget,
     RepetitionOutcome,
     Status,
-    TargetSpec,
     WorkloadPoint,
 )
 from storbench.store import open_store
@@ -25,7 +27,7 @@ from storbench.store.db import SCHEMA_VERSION
 
 
 def _case() -> Case:
-    target = TargetSpec(name="t", kind="path", path="/x", size_bytes=4096)
+    target = PathTarget(name="t", path="/x", size_bytes=4096)
     workload = WorkloadPoint(rw="randread", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=1, ramp_s=0, direct=True,
                              ioengine="libaio", size_bytes=4096, fio_options=(("norandommap", "1"),))
     return Case(case_id="abc123abc123", target=target, workload=workload)
@@ -103,9 +105,10 @@ def test_repetition_round_trip_keeps_bins_and_replaces_failed_attempts(tmp_path:
 def test_pvc_case_round_trips_with_its_node_selector(tmp_path: Path) -> None:
     store = open_store(tmp_path / "r.db")
     run_id = _run(store)
-    target = TargetSpec(name="k", kind="pvc", size_bytes=4096, storage_class="fast", access_mode="ReadWriteOnce",
-                        volume_mode="Filesystem", namespace="bench",
-                        node_selector=(("disktype", "nvme"), ("zone", "a")))
+    target = PvcTarget(name="k", size_bytes=4096, storage_class="fast", access_mode="ReadWriteOnce",
+                       volume_mode="Filesystem", namespace="bench", container_image="fio:local",
+                       image_pull_policy="Never", node_selector=(("disktype", "nvme"), ("zone", "a")),
+                       destructive=False, start_budget_s=30.0)
     case = Case(case_id="def456def456", target=target, workload=_case().workload, clients=3)
     store.save_repetition(run_id, case, 0, _outcome(), (("kind", "pvc"),))
     (rep,) = store.repetitions([run_id])
@@ -125,3 +128,46 @@ def test_a_case_on_a_lab_round_trips_with_its_typed_lab_point(tmp_path: Path) ->
     (rep,) = store.repetitions([run_id])
     assert rep.case.lab == lab and rep.case == case
     assert lab.describe() == "cache_size=1GiB objectstore=bluestore osd_size=2GiB osds=3 pool_size=2 cephfs=1"
+
+
+def _every_kind() -> list[object]:
+    from storbench.model import BlockTarget, CephfsTarget, ImportedTarget, NfsTarget, RbdTarget
+
+    return [PathTarget("p", path="/srv/x", size_bytes=1 << 20), BlockTarget("b", device="/dev/vdb", destructive=True),
+            RbdTarget("r", size_bytes=1 << 30, pool="bench", image="img", client="admin", conf="/etc/ceph/c.conf"),
+            CephfsTarget("c", size_bytes=1 << 20), NfsTarget("n", size_bytes=1 << 20, url="nfs://h/export"),
+            PvcTarget("k", size_bytes=1 << 30, storage_class=None, access_mode="ReadWriteMany", volume_mode="Block",
+                      namespace="ns", container_image="fio:local", image_pull_policy="Never",
+                      node_selector=(("zone", "a"),), destructive=True, start_budget_s=12.0),
+            ImportedTarget("i", location="/data/file")]
+
+
+def test_every_target_kind_round_trips_through_its_stored_shape() -> None:
+    from storbench.store.db import target_from_json, target_to_json
+
+    for target in _every_kind():
+        stored = json.loads(json.dumps(target_to_json(target)))  # through text, as in the database
+        assert stored["schema"] == 2 and stored["kind"] == target.kind  # type: ignore[attr-defined]
+        assert target_from_json(stored) == target
+
+
+def test_targets_stored_before_the_typed_targets_still_read(tmp_path: Path) -> None:
+    """Version 1 rows: one flat bag of fields for every kind (the NFS url in "path")."""
+    from storbench.model import NfsTarget
+    from storbench.store.db import target_from_json
+
+    v1_nfs = {"name": "n", "kind": "nfs", "path": "nfs://h/export", "device": None, "size_bytes": 1048576,
+              "destructive": False, "pool": None, "image": None, "client": None, "conf": None,
+              "storage_class": None, "access_mode": None, "volume_mode": None, "namespace": None,
+              "container_image": None, "image_pull_policy": None, "node_selector": [], "kubeconfig": None,
+              "start_budget_s": None}
+    assert target_from_json(v1_nfs) == NfsTarget("n", size_bytes=1048576, url="nfs://h/export")
+    store = open_store(tmp_path / "r.db")
+    run_id = _run(store)
+    case = _case()
+    store.save_repetition(run_id, case, 0, _outcome(), (("kind", "path"),))
+    v1_path = {"name": "t", "kind": "path", "path": "/x", "device": None, "size_bytes": 4096, "destructive": False,
+               "pool": None, "image": None, "client": None, "conf": None}
+    store.conn.execute("UPDATE cases SET target_json = ?", (json.dumps(v1_path),))
+    (rep,) = store.repetitions([run_id])
+    assert rep.case == case

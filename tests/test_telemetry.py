@@ -246,10 +246,10 @@ def test_builtin_queries_take_the_rate_window_and_can_be_replaced() -> None:
 
 
 def test_store_keeps_every_sample_and_the_window(tmp_path: Path) -> None:
-    from storbench.model import Case, RepetitionOutcome, Status, TargetSpec, WorkloadPoint
+    from storbench.model import Case, PathTarget, RepetitionOutcome, Status, WorkloadPoint
 
-    case = Case("c1", TargetSpec("t", "path", path="/tmp"), WorkloadPoint("randread", 4096, 1, 1, 1.0, 0.0, True,
-                                                                          "libaio"))
+    case = Case("c1", PathTarget("t", path="/tmp", size_bytes=1 << 20),
+                WorkloadPoint("randread", 4096, 1, 1, 1.0, 0.0, True, "libaio"))
     outcome = RepetitionOutcome(Status.OK, 10.0, 12.0, "job", ("fio",), "fio-3.33", "", "")
     telemetry = RepetitionTelemetry(11.0, 12.0, (rate([1.0, 2.0], start=10.0), rate([0.5], metric="cpu_cores",
                                                                                    source="process",

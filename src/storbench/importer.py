@@ -14,9 +14,9 @@ from storbench.model import (
     RW_DIRECTIONS,
     Case,
     FioOutput,
+    ImportedTarget,
     RepetitionOutcome,
     Status,
-    TargetSpec,
     WorkloadPoint,
 )
 from storbench.plan import case_id_for
@@ -66,7 +66,7 @@ def _case(options: Mapping[str, str], target_name: str) -> Case:
     if rw not in RW_DIRECTIONS:
         rw = "read"
     location = options.get("filename") or options.get("directory") or ""
-    target = TargetSpec(name=target_name, kind="imported", path=location or None)
+    target = ImportedTarget(name=target_name, location=location or None)
     workload = WorkloadPoint(
         rw=rw,
         rwmixread=_int(options.get("rwmixread"), 50) if rw in MIXED_RW else None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -51,29 +52,92 @@ def rw_writes(rw: str) -> bool:
 
 
 @dataclass(frozen=True)
-class TargetSpec:
-    """Where the I/O goes: 'path' (a directory), 'block' (a raw device), 'rbd' (a Ceph RBD image)."""
+class PathTarget:
+    """A directory on any mounted filesystem; each fio job gets a file of ``size_bytes``."""
 
     name: str
-    kind: str
-    path: str | None = None
-    device: str | None = None
+    path: str
+    size_bytes: int
+    kind: ClassVar[Literal["path"]] = "path"
+
+
+@dataclass(frozen=True)
+class BlockTarget:
+    """A raw block device; written only with ``destructive``. ``size_bytes``: only the first bytes (None: all)."""
+
+    name: str
+    device: str
     size_bytes: int | None = None
     destructive: bool = False
-    pool: str | None = None
-    image: str | None = None
-    client: str | None = None
+    kind: ClassVar[Literal["block"]] = "block"
+
+
+@dataclass(frozen=True)
+class RbdTarget:
+    """A Ceph RBD image through fio's rbd engine. ``conf`` None: the plan's Ceph lab, or /etc/ceph/ceph.conf."""
+
+    name: str
+    size_bytes: int
+    pool: str
+    image: str
+    client: str
     conf: str | None = None
-    # pvc (Kubernetes)
-    storage_class: str | None = None
-    access_mode: str | None = None
-    volume_mode: str | None = None
-    namespace: str | None = None
-    container_image: str | None = None
-    image_pull_policy: str | None = None
-    node_selector: tuple[tuple[str, str], ...] = ()
-    kubeconfig: str | None = None
-    start_budget_s: float | None = None
+    destructive: bool = False  # write an existing image storbench did not create
+    kind: ClassVar[Literal["rbd"]] = "rbd"
+
+
+@dataclass(frozen=True)
+class CephfsTarget:
+    """A directory on CephFS: ``path`` of a CephFS mounted by the user, or None for the Ceph lab's mount."""
+
+    name: str
+    size_bytes: int
+    path: str | None = None
+    kind: ClassVar[Literal["cephfs"]] = "cephfs"
+
+
+@dataclass(frozen=True)
+class NfsTarget:
+    """An NFS export through fio's nfs engine (libnfs): ``url`` nfs://server/export, or None for the NFS lab."""
+
+    name: str
+    size_bytes: int
+    url: str | None = None
+    kind: ClassVar[Literal["nfs"]] = "nfs"
+
+
+@dataclass(frozen=True)
+class PvcTarget:
+    """PersistentVolumeClaims of a StorageClass measured from fio pods."""
+
+    name: str
+    size_bytes: int
+    storage_class: str | None  # None: the k8s lab's
+    access_mode: str
+    volume_mode: str
+    namespace: str
+    container_image: str
+    image_pull_policy: str
+    node_selector: tuple[tuple[str, str], ...]
+    destructive: bool
+    start_budget_s: float
+    kind: ClassVar[Literal["pvc"]] = "pvc"
+
+
+@dataclass(frozen=True)
+class ImportedTarget:
+    """Where imported fio results were measured, as far as their job text says (a directory or a file)."""
+
+    name: str
+    location: str | None = None
+    kind: ClassVar[Literal["imported"]] = "imported"
+
+    @property
+    def size_bytes(self) -> int | None:
+        return None
+
+
+TargetSpec = PathTarget | BlockTarget | RbdTarget | CephfsTarget | NfsTarget | PvcTarget | ImportedTarget
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from storbench.lab.k8s import K8sLabInfo
 from storbench.fio.jobfile import CEILING_RUNTIME_S, render_ceiling_job
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
-from storbench.model import Case, LabPoint, RepetitionOutcome, ScheduledRepetition, Status, TargetSpec
+from storbench.model import Case, LabPoint, PvcTarget, RepetitionOutcome, ScheduledRepetition, Status, TargetSpec
 from storbench.plan import repetition_seconds, schedule, working_set_bytes
 from storbench.store import Store
 from storbench.targets.base import PreparedTarget
@@ -338,15 +338,16 @@ class Executors:
 
     def for_target(self, spec: TargetSpec) -> Executor:
         if spec.name not in self.chosen:
-            self.chosen[spec.name] = self._pods(spec) if spec.kind == "pvc" else self.hosts or self.local
+            self.chosen[spec.name] = self._pods(spec) if isinstance(spec, PvcTarget) else self.hosts or self.local
         return self.chosen[spec.name]
 
-    def _pods(self, spec: TargetSpec) -> KubernetesExecutor:
+    def _pods(self, spec: PvcTarget) -> KubernetesExecutor:
+        """Pods on the k8s lab, else on the cluster of $KUBECONFIG or ~/.kube/config (never a plan's)."""
         from storbench.execute.kubernetes import KubernetesExecutor
 
-        kubeconfig = spec.kubeconfig or (self.k8s_lab.kubeconfig if self.k8s_lab else None)
+        kubeconfig = self.k8s_lab.kubeconfig if self.k8s_lab else None
         executor = KubernetesExecutor(
-            kubeconfig, spec.namespace or "storbench", self.run_label,
+            kubeconfig, spec.namespace, self.run_label,
             default_storage_class=None if self.k8s_lab is None else (
                 "storbench-local-block" if spec.volume_mode == "Block" else self.k8s_lab.storage_class))
         self.pods.append(executor)

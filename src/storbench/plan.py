@@ -26,9 +26,16 @@ from storbench.model import (
     CEPH_SETTINGS,
     MIXED_RW,
     NO_LAB,
+    BlockTarget,
     Case,
+    CephfsTarget,
     CephLabPoint,
+    ImportedTarget,
     LabPoint,
+    NfsTarget,
+    PathTarget,
+    PvcTarget,
+    RbdTarget,
     ScheduledRepetition,
     TargetSpec,
     WorkloadPoint,
@@ -68,41 +75,60 @@ LAB_LAYOUT_BYTES_PER_S = 150 * 1024 * 1024
 
 
 def target_spec(name: str, config: PathTargetConfig | BlockTargetConfig | RbdTargetConfig | NfsTargetConfig
-                | PvcTargetConfig
-                | CephfsTargetConfig) -> TargetSpec:
+                | PvcTargetConfig | CephfsTargetConfig) -> TargetSpec:
+    """A plan's target as the typed target of its kind."""
     if isinstance(config, PathTargetConfig):
-        return TargetSpec(name=name, kind="path", path=config.path, size_bytes=config.size)
+        return PathTarget(name=name, path=config.path, size_bytes=config.size)
     if isinstance(config, NfsTargetConfig):
-        return TargetSpec(name=name, kind="nfs", path=config.url, size_bytes=config.size)
+        return NfsTarget(name=name, url=config.url, size_bytes=config.size)
     if isinstance(config, CephfsTargetConfig):
-        return TargetSpec(name=name, kind="cephfs", path=config.path, size_bytes=config.size)
+        return CephfsTarget(name=name, path=config.path, size_bytes=config.size)
     if isinstance(config, PvcTargetConfig):
-        return TargetSpec(name=name, kind="pvc", size_bytes=config.size, destructive=config.destructive,
-                          storage_class=config.storage_class, access_mode=config.access_mode,
-                          volume_mode=config.volume_mode, namespace=config.namespace, container_image=config.image,
-                          image_pull_policy=config.image_pull_policy,
-                          node_selector=tuple(sorted(config.node_selector.items())), kubeconfig=config.kubeconfig,
-                          start_budget_s=config.start_budget)
+        return PvcTarget(name=name, size_bytes=config.size, destructive=config.destructive,
+                         storage_class=config.storage_class, access_mode=config.access_mode,
+                         volume_mode=config.volume_mode, namespace=config.namespace, container_image=config.image,
+                         image_pull_policy=config.image_pull_policy,
+                         node_selector=tuple(sorted(config.node_selector.items())), start_budget_s=config.start_budget)
     if isinstance(config, RbdTargetConfig):
-        return TargetSpec(name=name, kind="rbd", size_bytes=config.size, pool=config.pool, image=config.image,
-                          client=config.client, conf=config.conf, destructive=config.destructive)
-    return TargetSpec(
-        name=name, kind="block", device=config.device, size_bytes=config.size, destructive=config.destructive
-    )
+        return RbdTarget(name=name, size_bytes=config.size, pool=config.pool, image=config.image, client=config.client,
+                         conf=config.conf, destructive=config.destructive)
+    return BlockTarget(name=name, device=config.device, size_bytes=config.size, destructive=config.destructive)
 
 
-_LATER_TARGET_FIELDS = frozenset({"pool", "image", "client", "conf", "storage_class", "access_mode", "volume_mode",
-                                  "namespace", "container_image", "image_pull_policy", "node_selector", "kubeconfig",
-                                  "start_budget_s"})
+def target_identity(target: TargetSpec) -> dict[str, object]:
+    """What of a target makes a case's identity, in the shape ids have always been computed from: the fields
+    of the first release (path, device, size_bytes, destructive; an NFS url and an import's location count as
+    its path), and fields added later only when set, so ids of existing cases never change."""
+    identity: dict[str, object] = {"name": target.name, "kind": target.kind, "path": None, "device": None,
+                                   "size_bytes": target.size_bytes, "destructive": False}
+    later: dict[str, object] = {}
+    if isinstance(target, PathTarget | CephfsTarget):
+        identity["path"] = target.path
+    elif isinstance(target, NfsTarget):
+        identity["path"] = target.url
+    elif isinstance(target, ImportedTarget):
+        identity["path"] = target.location
+    elif isinstance(target, BlockTarget):
+        identity.update(device=target.device, destructive=target.destructive)
+    elif isinstance(target, RbdTarget):
+        identity["destructive"] = target.destructive
+        later = {"pool": target.pool, "image": target.image, "client": target.client, "conf": target.conf}
+    else:
+        identity["destructive"] = target.destructive
+        later = {"storage_class": target.storage_class, "access_mode": target.access_mode,
+                 "volume_mode": target.volume_mode, "namespace": target.namespace,
+                 "container_image": target.container_image, "image_pull_policy": target.image_pull_policy,
+                 "node_selector": target.node_selector, "start_budget_s": target.start_budget_s}
+    identity.update({k: v for k, v in later.items() if v not in (None, (), [])})
+    return identity
 
 
 def case_id_for(target: TargetSpec, workload: WorkloadPoint, clients: int = 1, lab: LabPoint = NO_LAB) -> str:
-    """A stable id from the case's definition: same definition, same id, on any machine."""
-    # fields added after the first release count only when set, so existing case ids stay the same
-    target_fields = {k: v for k, v in asdict(target).items()
-                     if k not in _LATER_TARGET_FIELDS or v not in (None, (), [])}
+    """A stable id from the case's definition: same definition, same id, on any machine (pinned by
+    tests/test_case_ids.py)."""
     canonical = json.dumps(
-        {"target": target_fields, "workload": asdict(workload), "clients": clients, "lab": list(lab.pairs())},
+        {"target": target_identity(target), "workload": asdict(workload), "clients": clients,
+         "lab": list(lab.pairs())},
         sort_keys=True,
         separators=(",", ":"),
     )

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from storbench.fio.jobfile import JobBinding
-from storbench.model import Case, TargetSpec
+from storbench.model import Case, PvcTarget
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "storbench"}
 RUN_LABEL = "storbench/run"
@@ -44,7 +44,7 @@ class PodPlan:
     config_map: str
 
 
-def claim_names(target: TargetSpec, clients: int) -> list[str]:
+def claim_names(target: PvcTarget, clients: int) -> list[str]:
     """ReadWriteOnce: one claim per client; ReadWriteMany: one claim for all."""
     base = f"sb-{target.name.lower().replace('_', '-')}"[:50]
     if target.access_mode == "ReadWriteMany":
@@ -63,7 +63,7 @@ def made_for_run(labels: Mapping[str, str] | None, run_label: str) -> bool:
     return all(found.get(key) == value for key, value in run_labels(run_label).items())
 
 
-def claim_manifest(name: str, target: TargetSpec, run_label: str,
+def claim_manifest(name: str, target: PvcTarget, run_label: str,
                    default_storage_class: str | None = None) -> dict[str, object]:
     spec: dict[str, object] = {
         "accessModes": [target.access_mode or "ReadWriteOnce"],
@@ -83,7 +83,7 @@ def config_map_manifest(name: str, job_text: str, run_label: str) -> dict[str, o
             "data": {"job.fio": job_text}}
 
 
-def pod_manifest(plan: PodPlan, target: TargetSpec, start_at_s: int, run_label: str,
+def pod_manifest(plan: PodPlan, target: PvcTarget, start_at_s: int, run_label: str,
                  repetition_label: str) -> dict[str, object]:
     block = target.volume_mode == "Block"
     container: dict[str, object] = {
@@ -112,8 +112,15 @@ def pod_manifest(plan: PodPlan, target: TargetSpec, start_at_s: int, run_label: 
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": plan.name, "labels": labels}, "spec": spec}
 
 
+def pvc_of(case: Case) -> PvcTarget:
+    """The case's target, which runs in pods only if it is a pvc target."""
+    if not isinstance(case.target, PvcTarget):
+        raise TypeError(f"target '{case.target.name}' ({case.target.kind}) does not run in pods")
+    return case.target
+
+
 def pod_plans(case: Case, run_label: str, rep_index: int) -> list[PodPlan]:
-    claims = claim_names(case.target, case.clients)
+    claims = claim_names(pvc_of(case), case.clients)
     return [PodPlan(name=f"sb-{case.case_id}-{run_label}-r{rep_index}-c{index}",
                     claim=claims[index - 1], config_map=f"sb-{case.case_id}-{run_label}-c{index}")
             for index in range(1, case.clients + 1)]
@@ -147,7 +154,7 @@ def split_pod_log(log: str) -> tuple[float | None, str, int | None]:
     return started, "\n".join(json_lines), exit_status
 
 
-def pod_job_binding(target: TargetSpec) -> JobBinding:
+def pod_job_binding(target: PvcTarget) -> JobBinding:
     """How the volume appears in the pods' job files: a file on the mounted claim, or the raw device."""
     if target.volume_mode == "Block":
         return JobBinding(options=(("filename", BLOCK_DEVICE),))

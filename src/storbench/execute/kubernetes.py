@@ -28,6 +28,7 @@ from storbench.execute.k8s_manifests import (
     made_for_run,
     pod_manifest,
     pod_plans,
+    pvc_of,
     split_pod_log,
 )
 from storbench.fio.jobfile import JobBinding
@@ -95,12 +96,13 @@ class KubernetesExecutor:
     def ensure_claims(self, case: Case) -> None:
         from kubernetes.client.exceptions import ApiException
 
-        for name in dict.fromkeys(claim_names(case.target, case.clients)):
+        target = pvc_of(case)
+        for name in dict.fromkeys(claim_names(target, case.clients)):
             if name in self.claims:
                 continue
             try:
                 self.core.create_namespaced_persistent_volume_claim(  # type: ignore[attr-defined]
-                    self.namespace, claim_manifest(name, case.target, self.run_label, self.default_storage_class))
+                    self.namespace, claim_manifest(name, target, self.run_label, self.default_storage_class))
             except ApiException as error:
                 if error.status != 409:
                     raise UserError(f"kubernetes: cannot create claim {name}: {error.reason}",
@@ -134,7 +136,8 @@ class KubernetesExecutor:
         self.ensure_namespace()
         self.ensure_claims(case)
         plans = pod_plans(case, self.run_label, rep_index)
-        start_budget = case.target.start_budget_s or 30.0
+        target = pvc_of(case)
+        start_budget = target.start_budget_s
         start_at = int(time.time() + start_budget)
         repetition_label = f"{case.case_id}-{self.run_label}-r{rep_index}"
         started = time.time()
@@ -145,7 +148,7 @@ class KubernetesExecutor:
                 self._create("configmap", plan.config_map, created, self.core.create_namespaced_config_map,  # type: ignore[attr-defined]
                              config_map_manifest(plan.config_map, job_text, self.run_label))
                 self._create("pod", plan.name, created, self.core.create_namespaced_pod,  # type: ignore[attr-defined]
-                             pod_manifest(plan, case.target, start_at, self.run_label, repetition_label))
+                             pod_manifest(plan, target, start_at, self.run_label, repetition_label))
             results = self._wait(plans, deadline=started + start_budget + timeout_s)
         finally:
             self._delete(created)

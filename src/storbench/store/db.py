@@ -12,16 +12,24 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from storbench.errors import UserError
 from storbench.model import (
+    BlockTarget,
     Case,
+    CephfsTarget,
     ClientMeasurement,
     Direction,
     DirectionMeasurement,
     DiskUtil,
+    ImportedTarget,
     LabPoint,
     LatencySummary,
+    NfsTarget,
+    PathTarget,
+    PvcTarget,
+    RbdTarget,
     RepetitionOutcome,
     RunInfo,
     Status,
@@ -366,17 +374,59 @@ def _insert_case(conn: sqlite3.Connection, case: Case) -> None:
     conn.execute(
         "INSERT OR IGNORE INTO cases (id, target_name, target_kind, target_json, workload_json, rw, bs_bytes,"
         " iodepth, numjobs, clients, lab_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        (case.case_id, case.target.name, case.target.kind, json.dumps(asdict(case.target), sort_keys=True),
+        (case.case_id, case.target.name, case.target.kind, json.dumps(target_to_json(case.target), sort_keys=True),
          json.dumps(asdict(w), sort_keys=True), w.rw, w.bs_bytes, w.iodepth, w.numjobs, case.clients,
          json.dumps([list(p) for p in case.lab.pairs()])),
     )
 
 
+# The JSON shape of a target in cases.target_json. 1 (no "schema" key): every kind in one flat bag of fields, the
+# NFS url in "path", written before targets became one type per kind; still read. 2: {"schema": 2, "kind": ...,
+# and the fields of that kind}.
+TARGET_SCHEMA = 2
+_TARGET_TYPES: dict[str, type[TargetSpec]] = {t.kind: t for t in (PathTarget, BlockTarget, RbdTarget, CephfsTarget,
+                                                                   NfsTarget, PvcTarget, ImportedTarget)}
+
+
+def target_to_json(target: TargetSpec) -> dict[str, object]:
+    return {"schema": TARGET_SCHEMA, "kind": target.kind, **asdict(target)}
+
+
+def target_from_json(raw: dict[str, Any]) -> TargetSpec:
+    """A stored target, in either shape."""
+    kind = str(raw["kind"])
+    if raw.get("schema") == TARGET_SCHEMA:
+        fields = {k: v for k, v in raw.items() if k not in ("schema", "kind")}
+    else:
+        fields = _target_fields_v1(kind, raw)
+    if "node_selector" in fields:
+        fields["node_selector"] = tuple((str(key), str(label)) for key, label in fields["node_selector"])
+    return _TARGET_TYPES[kind](**fields)
+
+
+def _target_fields_v1(kind: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """The fields of one kind from a flat version-1 target."""
+    name, size = raw["name"], raw.get("size_bytes")
+    if kind in ("path", "cephfs"):
+        return {"name": name, "size_bytes": size, "path": raw.get("path")}
+    if kind == "nfs":
+        return {"name": name, "size_bytes": size, "url": raw.get("path")}
+    if kind == "block":
+        return {"name": name, "size_bytes": size, "device": raw["device"], "destructive": raw.get("destructive", False)}
+    if kind == "rbd":
+        return {"name": name, "size_bytes": size, "pool": raw["pool"], "image": raw["image"],
+                "client": raw["client"], "conf": raw.get("conf"), "destructive": raw.get("destructive", False)}
+    if kind == "pvc":
+        return {"name": name, "size_bytes": size, "storage_class": raw.get("storage_class"),
+                "access_mode": raw["access_mode"], "volume_mode": raw["volume_mode"], "namespace": raw["namespace"],
+                "container_image": raw["container_image"], "image_pull_policy": raw["image_pull_policy"],
+                "node_selector": raw.get("node_selector") or (), "destructive": raw.get("destructive", False),
+                "start_budget_s": raw["start_budget_s"]}
+    return {"name": name, "location": raw.get("path")}
+
+
 def _case_from_row(case_id: str, target_json: str, workload_json: str, clients: int, lab_json: str) -> Case:
-    target_fields = json.loads(target_json)
-    target_fields["node_selector"] = tuple(
-        (str(key), str(label)) for key, label in target_fields.get("node_selector", ()))
-    target = TargetSpec(**target_fields)
+    target = target_from_json(json.loads(target_json))
     w = json.loads(workload_json)
     w["fio_options"] = tuple(tuple(pair) for pair in w.get("fio_options", ()))
     return Case(case_id=case_id, target=target, workload=WorkloadPoint(**w), clients=clients,

@@ -9,14 +9,14 @@ from pathlib import Path
 from storbench.errors import UserError
 from storbench.execute.local import LocalExecutor
 from storbench.fio.jobfile import JobBinding, client_image, render_layout_job
-from storbench.model import Case, TargetSpec
+from storbench.model import Case, RbdTarget
 from storbench.shell import run
 from storbench.targets.base import PreparedTarget
 
 DEFAULT_CEPH_CONF = "/etc/ceph/ceph.conf"
 
 
-def check_rbd_target(spec: TargetSpec, cases: Sequence[Case], *, where: str = "") -> None:
+def check_rbd_target(spec: RbdTarget, cases: Sequence[Case], *, where: str = "") -> None:
     """What can be checked before a cluster exists: the tools, and an explicit conf file."""
     if shutil.which("rbd") is None:
         raise UserError(f"target '{spec.name}': the rbd tool is not installed", where=where,
@@ -29,8 +29,7 @@ def check_rbd_target(spec: TargetSpec, cases: Sequence[Case], *, where: str = ""
                             hint="set conf: to your cluster's ceph.conf, or add `lab: {ceph: {}}` to the plan")
 
 
-def _rbd_binding(spec: TargetSpec, image: str, conf: str) -> JobBinding:
-    assert spec.pool is not None and spec.client is not None
+def _rbd_binding(spec: RbdTarget, image: str, conf: str) -> JobBinding:
     return JobBinding(options=(("clientname", spec.client), ("pool", spec.pool), ("rbdname", image)),
                       env=(("CEPH_CONF", conf),))
 
@@ -48,14 +47,13 @@ def _created_by_storbench(conf: str, client: str, pool: str, image: str) -> bool
     return True
 
 
-def prepare_rbd_target(spec: TargetSpec, conf: str, fio_binary: str, clients: int = 0, *,
+def prepare_rbd_target(spec: RbdTarget, conf: str, fio_binary: str, clients: int = 0, *,
                        writes: bool = True) -> PreparedTarget:
     """Create the image if it is missing and write it once from end to end: reads of a new, sparse image
     would return holes (zeros, without touching an OSD's disk) and measure nothing. Bind the job to it.
 
     ``clients`` > 0: the cases run on that many fio servers, each with an image of its own, ``<image>-c<N>``
     (``render_client_jobs`` names them): writers sharing one image would pass its exclusive lock back and forth."""
-    assert spec.pool is not None and spec.image is not None and spec.client is not None
     existing = set(run(["rbd", "-c", conf, "--id", spec.client, "ls", spec.pool], timeout_s=60).split())
     size = spec.size_bytes or 1 << 30
     names = [client_image(spec.image, index) for index in range(1, clients + 1)] if clients else [spec.image]

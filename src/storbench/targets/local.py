@@ -11,7 +11,7 @@ from pathlib import Path
 
 from storbench.errors import UserError
 from storbench.fio.jobfile import JobBinding, escape_fio_path, is_safe_job_value
-from storbench.model import Case, TargetSpec, rw_writes
+from storbench.model import BlockTarget, Case, CephfsTarget, PathTarget, rw_writes
 from storbench.plan import working_set_bytes
 from storbench.targets.base import FILENAME_FORMAT, PreparedTarget
 from storbench.targets.guards import (
@@ -48,7 +48,7 @@ def _filesystem_of(path: Path) -> tuple[str, str]:
     return best
 
 
-def check_path_target(spec: TargetSpec, cases: Sequence[Case], *, create: bool, claim: bool = False,
+def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *, create: bool, claim: bool = False,
                       where: str = "") -> PreparedTarget:
     """Resolve the directory; with ``create`` make it, with ``claim`` also create storbench's test files in it
     (``claim_test_files``; the caller removes them). Refuse when the working set cannot fit, or when the
@@ -248,10 +248,9 @@ def _lab_roots() -> list[str]:
     return [str(default_lab_dir()), str(DEFAULT_LAB_ROOT), "/var/tmp/storbench-lab"]  # the last: older versions
 
 
-def check_block_target(spec: TargetSpec, cases: Sequence[Case], *, where: str = "") -> PreparedTarget:
+def check_block_target(spec: BlockTarget, cases: Sequence[Case], *, where: str = "") -> PreparedTarget:
     """A raw device: it must exist and be a block device; writes need ``destructive: true`` and a device
     that nothing has mounted, swapped on or stacked on top of."""
-    assert spec.device is not None
     for case in cases:
         refusal = block_write_refusal(case)
         if refusal:
@@ -282,15 +281,15 @@ def check_block_target(spec: TargetSpec, cases: Sequence[Case], *, where: str = 
     )
 
 
-def remote_target(spec: TargetSpec) -> PreparedTarget:
+def remote_target(spec: PathTarget | BlockTarget | CephfsTarget) -> PreparedTarget:
     """A directory or device on other machines (real fio servers): bound by the name the servers know it by,
     checked by fio there. The plan check has made sure the path is absolute and a device is only read."""
-    location = spec.device if spec.kind == "block" else spec.path
-    assert location is not None and location.startswith("/")
-    if spec.kind == "block":
-        binding = JobBinding(options=(("filename", escape_fio_path(location)),))
+    if isinstance(spec, BlockTarget):
+        binding = JobBinding(options=(("filename", escape_fio_path(spec.device)),))
+        where: tuple[str, str] = ("device", spec.device)
     else:
-        binding = JobBinding(options=(("directory", escape_fio_path(location)), ("filename_format", FILENAME_FORMAT)))
-    key = "device" if spec.kind == "block" else "directory"
+        assert spec.path is not None and spec.path.startswith("/")
+        binding = JobBinding(options=(("directory", escape_fio_path(spec.path)), ("filename_format", FILENAME_FORMAT)))
+        where = ("directory", spec.path)
     return PreparedTarget(spec=spec, binding=binding,
-                          details=(("kind", spec.kind), (key, location), ("checked", "on the fio servers")))
+                          details=(("kind", spec.kind), where, ("checked", "on the fio servers")))

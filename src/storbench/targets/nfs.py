@@ -11,7 +11,7 @@ from storbench.execute.local import LocalExecutor
 from storbench.fio.jobfile import JobBinding, render_layout_job
 from storbench.fio.options import parse_engines
 from storbench.fio.parse import parse_fio_json
-from storbench.model import Case, TargetSpec
+from storbench.model import Case, NfsTarget
 from storbench.shell import run
 from storbench.targets.base import FILENAME_FORMAT, PreparedTarget
 
@@ -39,14 +39,14 @@ def _layout_ok(timed_out: bool, returncode: int | None, output_text: str) -> boo
     return written > 0 and all(job.error == 0 for job in output.jobs)
 
 
-def check_nfs_target(spec: TargetSpec, cases: Sequence[Case], *, where: str = "") -> None:
+def check_nfs_target(spec: NfsTarget, cases: Sequence[Case], *, where: str = "") -> None:
     try:
         nfs_fio_binary()
     except UserError as exc:
         raise UserError(f"target '{spec.name}': {exc.message}", where=where, hint=exc.hint) from None
 
 
-def prepare_nfs_target(spec: TargetSpec, url: str, cases: Sequence[Case]) -> PreparedTarget:
+def prepare_nfs_target(spec: NfsTarget, url: str, cases: Sequence[Case]) -> PreparedTarget:
     """Lay the test files out first (fio 3.33's nfs engine creates files only for rw=write), then bind jobs to
     them. A layout that fails or does no I/O is an error: the nfs engine reports a failed open as error 0."""
     binary = nfs_fio_binary()

@@ -5,9 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from storbench.errors import UserError
-from storbench.model import Case, TargetSpec, rw_writes
+from storbench.model import (
+    BlockTarget,
+    Case,
+    CephfsTarget,
+    NfsTarget,
+    PathTarget,
+    PvcTarget,
+    RbdTarget,
+    TargetSpec,
+    rw_writes,
+)
 from storbench.targets.base import PreparedTarget
 from storbench.targets.ceph import DEFAULT_CEPH_CONF, check_rbd_target, prepare_rbd_target
 from storbench.targets.local import check_block_target, check_path_target, remote_target
@@ -38,22 +49,34 @@ class TargetKind:
     on_servers: bool = False  # fio servers can run it (directories and devices are theirs)
 
 
+T = TypeVar("T", PathTarget, BlockTarget, RbdTarget, CephfsTarget, NfsTarget, PvcTarget)
+
+
+def _as(spec: TargetSpec, kind: type[T]) -> T:
+    """The target as its kind's type (the registry dispatched on ``kind``, so this cannot fail)."""
+    if not isinstance(spec, kind):
+        raise TypeError(f"target '{spec.name}' is {spec.kind}, not {kind.kind}")
+    return spec
+
+
 def _path_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> PreparedTarget:
-    return check_path_target(spec, cases, create=create, where=where)
+    return check_path_target(_as(spec, PathTarget), cases, create=create, where=where)
 
 
 def _block_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> PreparedTarget:
-    return check_block_target(spec, cases, where=where)
+    return check_block_target(_as(spec, BlockTarget), cases, where=where)
 
 
 def _cephfs_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> PreparedTarget | None:
     """A CephFS the user mounted is a directory; the lab's is mounted only once the lab is up."""
+    spec = _as(spec, CephfsTarget)
     if spec.path is not None and not any(c.lab for c in cases):
         return check_path_target(spec, cases, create=create, where=where)
     return None
 
 
 def _cephfs_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -> PreparedTarget:
+    spec = _as(spec, CephfsTarget)
     directory = spec.path or (f"{env.cephfs_mount}/storbench" if env.cephfs_mount else None)
     if directory is None:
         raise UserError(f"target '{spec.name}': no CephFS is mounted", hint="set lab.ceph.cephfs: true, or give path")
@@ -61,21 +84,23 @@ def _cephfs_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment
 
 
 def _rbd_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> None:
-    check_rbd_target(spec, cases, where=where)
+    check_rbd_target(_as(spec, RbdTarget), cases, where=where)
 
 
 def _rbd_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -> PreparedTarget:
+    spec = _as(spec, RbdTarget)
     return prepare_rbd_target(spec, spec.conf or env.ceph_conf or DEFAULT_CEPH_CONF, env.fio_binary,
                               clients=max(c.clients for c in cases) if env.on_servers else 0,
                               writes=any(rw_writes(c.workload.rw) for c in cases))
 
 
 def _nfs_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> None:
-    check_nfs_target(spec, cases, where=where)
+    check_nfs_target(_as(spec, NfsTarget), cases, where=where)
 
 
 def _nfs_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -> PreparedTarget:
-    url = spec.path or env.nfs_url
+    spec = _as(spec, NfsTarget)
+    url = spec.url or env.nfs_url
     if url is None:
         raise UserError(f"target '{spec.name}': no NFS url and no NFS lab", hint="give url: nfs://server/export")
     return prepare_nfs_target(spec, url, cases)
@@ -88,6 +113,7 @@ def _pvc_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str
 def _pvc_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -> PreparedTarget:
     from storbench.execute.k8s_manifests import pod_job_binding
 
+    spec = _as(spec, PvcTarget)
     return PreparedTarget(spec=spec, binding=pod_job_binding(spec), details=(
         ("kind", "pvc"), ("storage_class", spec.storage_class or "(lab default)"),
         ("access_mode", spec.access_mode or ""), ("volume_mode", spec.volume_mode or ""),
@@ -130,7 +156,7 @@ def check_targets(cases: Sequence[Case], *, create: bool, remote: bool = False,
     for name, target_cases in by_target(cases).items():
         spec = target_cases[0].target
         kind = _kind(spec)
-        if remote and kind.on_servers:
+        if remote and isinstance(spec, PathTarget | BlockTarget | CephfsTarget):
             prepared[name] = remote_target(spec)
             continue
         found = kind.check(spec, target_cases, create, where(name))
