@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from helpers import run_cli, write_plan
-from storbench import orchestrate
+from storbench import checks, orchestrate
+from storbench.checks import check_everything
 from storbench.config import LoadedPlan, load_plan_text
 from storbench.execute.fake import FakeCall, FakeExecutor, Hang, Raise, Replay, Step
 from storbench.fio.options import FioCapabilities
@@ -73,14 +74,14 @@ def store(tmp_path: Path) -> Iterator[Store]:
 @pytest.fixture(autouse=True)
 def no_fio(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing here may ask a real fio anything."""
-    monkeypatch.setattr(orchestrate, "fio_capabilities", lambda binary, engines=(): CAPS)
+    monkeypatch.setattr(checks, "fio_capabilities", lambda binary, engines=(): CAPS)
 
 
 def _run(tmp_path: Path, store: Store, executor: FakeExecutor, *, resume: bool = False, **plan: bool | str,
          ) -> tuple[orchestrate.RunResult, Observer]:
     loaded = _plan(tmp_path, **plan)  # type: ignore[arg-type]
     cases = expand(loaded)
-    checked = orchestrate.check_everything(loaded, cases, CAPS.binary, create=True)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
     observer = Observer()
     return orchestrate.run_plan(loaded, cases, checked, store, executor, observer, resume=resume), observer
 
@@ -173,7 +174,7 @@ def test_a_repetition_that_raises_still_tears_the_lab_down_and_keeps_what_finish
     observer = Observer()
     loaded = _plan(tmp_path, extra="lab: {nfs: {}}\n")
     cases = expand(loaded)
-    checked = orchestrate.check_everything(loaded, cases, CAPS.binary, create=True)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
     with pytest.raises(KeyboardInterrupt):
         orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(script), observer, resume=False)
     assert lab_calls == ["up", "rep 0", "rep 1", "down"]

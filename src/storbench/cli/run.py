@@ -16,8 +16,8 @@ from storbench.units import format_block_size, format_latency_ns
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from storbench.checks import check_everything
     from storbench.execute.fio_binary import find_fio
-    from storbench.orchestrate import check_everything
     from storbench.plan import estimate, expand
     from storbench.report.tables import plan_summary_lines, plan_table
 
@@ -101,9 +101,10 @@ class ConsoleObserver:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from storbench.checks import check_everything
     from storbench.execute.fio_binary import find_fio
     from storbench.execute.local import LocalExecutor
-    from storbench.orchestrate import check_everything, run_plan
+    from storbench.orchestrate import run_plan
     from storbench.plan import estimate, expand
     from storbench.report.tables import plan_summary_lines
     from storbench.store import open_store

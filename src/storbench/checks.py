@@ -1,0 +1,53 @@
+"""Everything checked before the first byte of I/O (shell): the fio binary against the plan (engines, options),
+then every target through its kind. Never a half-run on a bad plan."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from storbench.config import LoadedPlan
+from storbench.errors import UserError, did_you_mean
+from storbench.execute.fio_binary import fio_capabilities
+from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
+from storbench.model import Case
+from storbench.targets.base import PreparedTarget
+from storbench.targets.registry import check_targets
+
+
+@dataclass(frozen=True)
+class Checked:
+    """Everything verified before the first byte of I/O."""
+
+    capabilities: FioCapabilities
+    targets: dict[str, PreparedTarget]
+
+
+def check_fio_against_plan(loaded: LoadedPlan, cases: Sequence[Case], caps: FioCapabilities) -> None:
+    """Engines exist and are allowed; pass-through options are options of this fio (and engine)."""
+    source = loaded.source
+    for case in cases:
+        engine = case.workload.ioengine
+        where = source.where(("workload", "ioengine"))
+        if engine in REFUSED_ENGINES:
+            raise UserError(f"ioengine '{engine}' runs programs instead of doing I/O", where=where,
+                            hint="pick a storage engine such as libaio, io_uring or psync")
+        if caps.engines and engine not in caps.engines and case.target.kind != "nfs":  # nfs: its own fio
+            raise UserError(f"ioengine '{engine}' is not available in {caps.binary} ({caps.version})", where=where,
+                            hint=did_you_mean(engine, caps.engines) or "see `fio --enghelp`")
+        known = caps.options_for(engine)
+        for name, _value in case.workload.fio_options:
+            if name not in known:
+                raise UserError(f"'{name}' is not an option of {caps.version} with ioengine {engine}",
+                                where=source.where(("workload", "fio", name)),
+                                hint=did_you_mean(name, known) or "see `fio --cmdhelp`")
+
+
+def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str, *, create: bool) -> Checked:
+    """All checks that can fail, before anything runs: never a half-run on a bad plan."""
+    engines = tuple(sorted({case.workload.ioengine for case in cases}))
+    caps = fio_capabilities(fio_binary, engines)
+    check_fio_against_plan(loaded, cases, caps)
+    targets = check_targets(cases, create=create, remote=loaded.config.hosts is not None,
+                            where=lambda name: loaded.source.where(("targets", name)))
+    return Checked(capabilities=caps, targets=targets)

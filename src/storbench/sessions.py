@@ -1,0 +1,188 @@
+"""Lab sessions (shell): the test beds a run needs, up for it and torn down after it, also when it fails or is
+interrupted, with the targets that live on them prepared; and storbench's own test files, made when the run
+starts and removed when it ends."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from storbench.checks import Checked
+from storbench.config import LoadedPlan
+from storbench.errors import UserError
+from storbench.fio.options import FioCapabilities
+from storbench.model import Case, LabPoint, ScheduledRepetition
+from storbench.targets.base import PreparedTarget
+from storbench.targets.local import claim_test_files, remove_test_files, test_file_names
+from storbench.targets.registry import LabEnvironment, by_target, prepare_target
+
+if TYPE_CHECKING:
+    from storbench.lab.k8s import K8sLabInfo
+
+
+class LabObserver(Protocol):
+    def lab_event(self, message: str) -> None: ...
+
+
+def group_by_lab(items: Sequence[ScheduledRepetition]) -> list[tuple[LabPoint,
+                                                                      list[ScheduledRepetition]]]:
+    """Repetitions grouped by lab configuration, in order of first appearance (order kept within a group):
+    each configuration is brought up once."""
+    groups: dict[LabPoint, list[ScheduledRepetition]] = {}
+    for item in items:
+        groups.setdefault(item.case.lab, []).append(item)
+    return list(groups.items())
+
+
+@dataclass(frozen=True)
+class LabContext:
+    """What a lab session hands the run loop: prepared targets, and where Ceph's admin sockets are."""
+
+    targets: dict[str, PreparedTarget]
+    ceph_socket_patterns: tuple[str, ...]
+
+
+@contextmanager
+def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checked: Checked,
+                observer: LabObserver, *, keep: bool) -> Iterator[LabContext]:
+    """Bring up the labs this group needs (if any), prepare the targets that live on them (rbd images, NFS
+    files, CephFS directories), and tear the labs down afterwards — also when the run fails or is interrupted."""
+    kinds = set(lab.kinds())
+    targets = dict(checked.targets)
+    grouped = by_target(cases)
+    downs: list[Callable[[], None]] = []
+    sockets: tuple[str, ...] = ()
+    if any(c.target.kind in ("rbd", "cephfs") for c in cases):
+        from storbench.telemetry.recorder import SYSTEM_CEPH_SOCKETS
+
+        sockets = SYSTEM_CEPH_SOCKETS
+    lab_hosts = loaded.config.lab.hosts if loaded.config.lab else None
+    on_servers = loaded.config.hosts is not None or lab_hosts is not None
+    try:
+        ceph_conf, cephfs_mount, nfs_url = None, None, None
+        if lab.ceph is not None:
+            from storbench.lab.ceph import CephLab
+            from storbench.lab.ceph_conf import ceph_spec_for
+
+            pools = tuple(c[0].target.pool for c in grouped.values() if c[0].target.kind == "rbd" and
+                          c[0].target.pool)
+            lab_spec = ceph_spec_for(lab.ceph, pools)
+            observer.lab_event(f"ceph lab: bringing up {lab.describe()}")
+            ceph_lab = CephLab()
+            started = time.time()
+            downs.append(ceph_lab.down)
+            from storbench.lab.ceph_conf import LOOPBACK
+            from storbench.lab.hosts import HostsLab
+            from storbench.lab.hosts_conf import BRIDGE_ADDRESS
+
+            # fio servers in network namespaces reach the cluster over their bridge, and find its conf
+            info = ceph_lab.up(lab_spec, address=BRIDGE_ADDRESS if lab_hosts is not None else LOOPBACK)
+            if lab_hosts is not None:
+                shutil.copyfile(info.conf, HostsLab().ceph_conf)
+            ceph_conf, cephfs_mount = info.conf, info.cephfs_mount
+            sockets = (f"{info.root}/run/*.asok",)
+            observer.lab_event(f"ceph lab: up in {time.time() - started:.0f}s ({info.conf})")
+        if lab.nfs:
+            from storbench.lab.nfs import NfsLab
+
+            nfs_lab = NfsLab()
+            downs.append(nfs_lab.down)
+            nfs_info = nfs_lab.up()
+            nfs_url = nfs_info.url
+            observer.lab_event(f"nfs lab: up ({nfs_info.url}, exporting {nfs_info.export})")
+        env = LabEnvironment(fio_binary=checked.capabilities.binary, ceph_conf=ceph_conf, cephfs_mount=cephfs_mount,
+                             nfs_url=nfs_url, on_servers=on_servers)
+        for name, target_cases in grouped.items():
+            if name not in checked.targets:
+                targets[name] = prepare_target(target_cases[0].target, target_cases, env)
+        yield LabContext(targets=targets, ceph_socket_patterns=sockets)
+    finally:
+        if not loaded.config.keep_files:
+            remove_run_test_files([t for name, t in targets.items() if name not in checked.targets], observer)
+        if not keep:
+            for down in reversed(downs):
+                down()
+            for kind in sorted(kinds):
+                observer.lab_event(f"{kind} lab: torn down")
+
+
+def claim_run_test_files(targets: Mapping[str, PreparedTarget], cases: Sequence[Case]) -> None:
+    """Create the test files of local directories (storbench's own, no links followed) right before the run;
+    the run removes them when it ends."""
+    for name, prepared in targets.items():
+        details = dict(prepared.details)
+        directory = details.get("directory")
+        if directory is None or details.get("checked") == "on the fio servers":
+            continue
+        refusal = claim_test_files(Path(directory), test_file_names([c for c in cases if c.target.name == name]))
+        if refusal:
+            raise UserError(f"target '{name}': {refusal}",
+                            hint="remove it; storbench only writes test files it created itself")
+
+
+def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserver) -> None:
+    """Test files in local directories go when the run ends (also when it fails or is interrupted), unless the
+    plan says keep_files; directories on fio servers are theirs."""
+    for prepared in targets:
+        details = dict(prepared.details)
+        directory = details.get("directory")
+        if directory is None or details.get("checked") == "on the fio servers":
+            continue
+        removed = remove_test_files(Path(directory))
+        if removed:
+            observer.lab_event(f"target {prepared.spec.name}: removed {removed} test files from {directory} "
+                               "(keep_files: true keeps them)")
+
+
+@contextmanager
+def client_hosts(loaded: LoadedPlan, caps: FioCapabilities, observer: LabObserver, *,
+                 keep: bool) -> Iterator[tuple[str, ...]]:
+    """The fio servers the plan's clients run on: its `hosts`, or a hosts lab brought up for the run and torn
+    down after it. Empty: run fio locally."""
+    config = loaded.config
+    if config.hosts is not None:
+        yield tuple(config.hosts.servers)
+        return
+    lab_hosts = config.lab.hosts if config.lab else None
+    if lab_hosts is None:
+        yield ()
+        return
+    from storbench.lab.hosts import HostsLab
+
+    lab = HostsLab()
+    started = time.time()
+    try:
+        info = lab.up(lab_hosts.count, caps.binary)
+        observer.lab_event(f"hosts lab: {info.count} fio servers up in {time.time() - started:.1f}s")
+        yield info.servers
+    finally:
+        if not keep:
+            lab.down()
+            observer.lab_event("hosts lab: torn down")
+
+
+@contextmanager
+def kubernetes_lab(loaded: LoadedPlan, caps: FioCapabilities, observer: LabObserver, *,
+                   keep: bool) -> Iterator[K8sLabInfo | None]:
+    """The plan's single-node Kubernetes lab, up for the run and torn down after it (None: no lab)."""
+    lab_config = loaded.config.lab.k8s if loaded.config.lab else None
+    if lab_config is None:
+        yield None
+        return
+    from storbench.lab.k8s import K8sLab
+
+    lab = K8sLab()
+    started = time.time()
+    try:
+        info = lab.up(caps.binary, block_volumes=lab_config.block_volumes, block_size_bytes=lab_config.block_size)
+        observer.lab_event(f"k8s lab: up in {time.time() - started:.0f}s (KUBECONFIG={info.kubeconfig})")
+        yield info
+    finally:
+        if not keep:
+            lab.down()
+            observer.lab_event("k8s lab: torn down")
