@@ -14,6 +14,12 @@ from storbench.lab.nfs_conf import (
 from storbench.model import LabPoint
 
 
+def _spec(**changes: object) -> CephLabSpec:
+    """Three bluestore OSDs of 2 GiB and a size-3 pool, with ``changes``."""
+    values: dict[str, object] = {"osds": 3, "osd_size_bytes": 2 << 30, "objectstore": "bluestore",
+                                 "pools": (("rbd", 3),), **changes}
+    return CephLabSpec(**values)  # type: ignore[arg-type]
+
 def _sections(text: str) -> dict[str, list[str]]:
     sections: dict[str, list[str]] = {}
     current = ""
@@ -26,7 +32,7 @@ def _sections(text: str) -> dict[str, list[str]]:
 
 
 def test_ceph_conf_keeps_client_settings_out_of_global() -> None:
-    sections = _sections(render_ceph_conf(CephLabSpec(), "f00", "/lab"))
+    sections = _sections(render_ceph_conf(_spec(), "f00", "/lab"))
     glob = "\n".join(sections["global"])
     # clients (fio's rbd engine, the CLI) read [global]: an admin socket there makes them collide
     assert "admin socket" not in glob and "log file" not in glob
@@ -39,19 +45,19 @@ def test_ceph_conf_keeps_client_settings_out_of_global() -> None:
 
 
 def test_a_lab_for_namespace_hosts_listens_on_their_bridge() -> None:
-    glob = "\n".join(_sections(render_ceph_conf(CephLabSpec(), "f", "/lab", "10.214.0.1"))["global"])
+    glob = "\n".join(_sections(render_ceph_conf(_spec(), "f", "/lab", "10.214.0.1"))["global"])
     assert "mon host = [v2:10.214.0.1:13300,v1:10.214.0.1:16789]" in glob
     assert "public addr = 10.214.0.1" in glob and "cluster addr = 10.214.0.1" in glob and "127.0.0.1" not in glob
 
 
 def test_objectstore_and_cache_settings() -> None:
-    blue = "\n".join(_sections(render_ceph_conf(CephLabSpec(cache_size_bytes=64 << 20), "f", "/lab"))["osd"])
+    blue = "\n".join(_sections(render_ceph_conf(_spec(cache_size_bytes=64 << 20), "f", "/lab"))["osd"])
     assert "bluestore block create = true" in blue and "bluestore cache autotune = false" in blue
     assert f"bluestore cache size = {64 << 20}" in blue
     assert f"osd memory target = {MIN_OSD_MEMORY_TARGET}" in blue
-    mem = "\n".join(_sections(render_ceph_conf(CephLabSpec(objectstore="memstore"), "f", "/lab"))["osd"])
+    mem = "\n".join(_sections(render_ceph_conf(_spec(objectstore="memstore"), "f", "/lab"))["osd"])
     assert "osd objectstore = memstore" in mem and "memstore device bytes" in mem and "bluestore block" not in mem
-    low = render_ceph_conf(CephLabSpec(osd_memory_target_bytes=100 << 20), "f", "/lab")
+    low = render_ceph_conf(_spec(osd_memory_target_bytes=100 << 20), "f", "/lab")
     assert f"osd memory target = {MIN_OSD_MEMORY_TARGET}" in low  # Ceph's minimum wins
 
 

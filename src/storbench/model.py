@@ -356,13 +356,6 @@ class LatencyHistogram:
         fractions = np.cumsum(self.counts) / total
         return tuple(zip(self.values_ns.tolist(), fractions.tolist(), strict=True))
 
-    def fraction_at_or_below(self, value_ns: int) -> float:
-        total = self.total
-        if total == 0:
-            return 0.0
-        index = int(np.searchsorted(self.values_ns, value_ns, side="right"))
-        return float(self.counts[:index].sum()) / total
-
 
 @dataclass(frozen=True)
 class LatencySummary:

@@ -9,7 +9,17 @@ from pathlib import Path
 
 from storbench.cli.common import _console
 from storbench.errors import UserError
+from storbench.units import format_bytes
 
+
+def _plan_default(name: str) -> int | str:
+    """A Ceph lab setting's default: the plan schema's (`lab.ceph`), the one place defaults live."""
+    from storbench.config import CephLabConfig
+
+    default = CephLabConfig.model_fields[name].default
+    value = default[0] if isinstance(default, list) else default
+    assert isinstance(value, int | str)
+    return value
 
 def cmd_lab_ceph(args: argparse.Namespace) -> int:
     from storbench.lab.ceph import CephLab
@@ -26,7 +36,7 @@ def cmd_lab_ceph(args: argparse.Namespace) -> int:
         out.print(f"ceph lab: down; {lab.root} removed", markup=False)
         return 0
     pools = []
-    for item in args.pool or ["rbd:3"]:
+    for item in args.pool or [f"rbd:{_plan_default('pool_size')}"]:
         name, _, size = item.partition(":")
         if not name or not size.isdigit():
             raise UserError(f"--pool {item!r} is not NAME:SIZE", hint="e.g. --pool rbd2:2 --pool rbd3:3")
@@ -130,9 +140,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     lab_sub = p.add_subparsers(dest="lab_kind", metavar="LAB", required=True)
     ceph = lab_sub.add_parser("ceph", help="a Ceph cluster (mon, mgr, OSDs) from Debian's packages on this machine")
     ceph.add_argument("action", choices=("up", "down", "status"))
-    ceph.add_argument("--osds", type=int, default=3, help="number of OSDs (default 3)")
-    ceph.add_argument("--osd-size", default="2GiB", help="size of each OSD (default 2GiB, sparse file)")
-    ceph.add_argument("--objectstore", choices=("bluestore", "memstore"), default="bluestore")
+    osds, osd_size, objectstore = (_plan_default(name) for name in ("osds", "osd_size", "objectstore"))
+    ceph.add_argument("--osds", type=int, default=osds, help=f"number of OSDs (default {osds})")
+    ceph.add_argument("--osd-size", default=format_bytes(int(osd_size)),
+                      help=f"size of each OSD (default {format_bytes(int(osd_size))}, sparse file)")
+    ceph.add_argument("--objectstore", choices=("bluestore", "memstore"), default=objectstore)
     ceph.add_argument("--pool", action="append", metavar="NAME:SIZE", help="a pool and its replica size "
                       "(repeatable; default rbd:3)")
     ceph.add_argument("--cache-size", default=None, help="BlueStore cache per OSD, autotune off (e.g. 256MiB)")

@@ -20,27 +20,14 @@ OSD_PORT_MAX = 17300
 class CephLabSpec:
     """What to build. Every field is a lab parameter that plans may sweep."""
 
-    osds: int = 3
-    osd_size_bytes: int = 2 * GiB
-    objectstore: str = "bluestore"  # or "memstore"
+    osds: int
+    osd_size_bytes: int
+    objectstore: str  # bluestore or memstore
+    pools: tuple[tuple[str, int], ...]  # (name, replica size)
     cache_size_bytes: int | None = None  # BlueStore cache, autotune off (Debian's ceph-osd ignores memory target)
     osd_memory_target_bytes: int | None = None
-    pools: tuple[tuple[str, int], ...] = (("rbd", 3),)  # (name, replica size)
     pg_num: int = 32
     cephfs: bool = False
-
-    def parameters(self) -> tuple[tuple[str, str], ...]:
-        """The spec as (name, value) pairs, stored with every result run on this lab."""
-        params = [("ceph_osds", str(self.osds)), ("ceph_osd_size", str(self.osd_size_bytes)),
-                  ("ceph_objectstore", self.objectstore)]
-        if self.cache_size_bytes is not None:
-            params.append(("ceph_cache_size", str(self.cache_size_bytes)))
-        if self.osd_memory_target_bytes is not None:
-            params.append(("ceph_osd_memory_target", str(self.osd_memory_target_bytes)))
-        params += [(f"ceph_pool_{name}_size", str(size)) for name, size in self.pools]
-        if self.cephfs:
-            params.append(("ceph_cephfs", "1"))
-        return tuple(params)
 
 
 LOOPBACK = "127.0.0.1"

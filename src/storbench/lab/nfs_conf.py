@@ -23,9 +23,6 @@ ANONYMOUS_GID = 65534
 class NfsLabSpec:
     nfs_versions: tuple[int, ...] = (3, 4)
 
-    def parameters(self) -> tuple[tuple[str, str], ...]:
-        return (("lab", "nfs"), ("nfs_server", "ganesha-vfs"))
-
 
 def render_ganesha_conf(export_path: str, root: str, spec: NfsLabSpec) -> str:
     """One VFS export of ``export_path``; NFSv3 (which libnfs needs for writes) and v4 without a grace period.

@@ -17,7 +17,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -213,13 +213,3 @@ class Sampler:
         self._read_once()
         return self.readings
 
-
-def sampling(sampler: Sampler | None, action: Callable[[], object]) -> object:
-    """Run ``action`` with the sampler running around it."""
-    if sampler is None:
-        return action()
-    sampler.start()
-    try:
-        return action()
-    finally:
-        sampler.stop()
