@@ -185,7 +185,8 @@ def test_eight_namespace_hosts_merged_exactly(tmp_path: Path, capsys: pytest.Cap
     assert "storbench-host-" not in os.popen("ip netns list").read()
     assert not (tmp_path / "lab" / "hosts").exists()
 
-    from storbench.records import repetition_records
+    from storbench.records import export_records
+    from storbench.stats.observations import observations
     from storbench.store import open_store
 
     store = open_store(db)
@@ -197,7 +198,7 @@ def test_eight_namespace_hosts_merged_exactly(tmp_path: Path, capsys: pytest.Cap
         assert len({c.client for c in rep.clients}) == 8
         assert rep.start_skew_s is not None and 0 <= rep.start_skew_s < 5
         assert "client 8" in rep.job_text and "--client=10.214.0.17,8765" not in rep.job_text
-    records = {(r.case_id, r.repeat, r.direction): r for r in repetition_records(eight)}
+    records = {(r.case_id, r.repeat, r.direction): r for r in export_records(observations(eight))}
     for rep in eight:
         for direction in (Direction.READ, Direction.WRITE):
             parts = [c.direction(direction) for c in rep.clients]

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
-from storbench.model import LatencySummary, StoredRepetition
-from storbench.stats.observations import Observation, busiest_names, metric_value, observations
+from storbench.model import LatencySummary
+from storbench.stats.observations import Observation, busiest_names, metric_value
 from storbench.units import format_block_size
 
 
@@ -160,9 +160,3 @@ def export_records(items: Iterable[Observation]) -> list[Record]:
     """The flat records of observations, in their order."""
     return [record(o) for o in items]
 
-
-def repetition_records(repetitions: Iterable[StoredRepetition], per_client: bool = False) -> list[Record]:
-    """Flatten stored repetitions (see `stats.observations.observations`): one record per repetition and
-    direction, all clients merged; ``per_client`` adds each client's own records (``client`` names it) after
-    the merged ones."""
-    return export_records(observations(repetitions, per_client=per_client))
