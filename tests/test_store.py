@@ -23,7 +23,7 @@ from storbench.model import (
     WorkloadPoint,
 )
 from storbench.store import open_store
-from storbench.store.db import SCHEMA_VERSION
+from storbench.store.db import SCHEMA_VERSION, target_to_json
 
 
 def _case() -> Case:
@@ -151,23 +151,38 @@ def test_every_target_kind_round_trips_through_its_stored_shape() -> None:
         assert target_from_json(stored) == target
 
 
-def test_targets_stored_before_the_typed_targets_still_read(tmp_path: Path) -> None:
-    """Version 1 rows: one flat bag of fields for every kind (the NFS url in "path")."""
-    from storbench.model import NfsTarget
-    from storbench.store.db import target_from_json
+def test_migration_5_turns_flat_targets_into_their_kinds_and_keeps_case_ids(tmp_path: Path) -> None:
+    """Databases written before targets were one type per kind: every target is converted, and the case ids
+    computed from the converted targets are the stored ones."""
+    from storbench.plan import case_id_for
 
-    v1_nfs = {"name": "n", "kind": "nfs", "path": "nfs://h/export", "device": None, "size_bytes": 1048576,
-              "destructive": False, "pool": None, "image": None, "client": None, "conf": None,
-              "storage_class": None, "access_mode": None, "volume_mode": None, "namespace": None,
-              "container_image": None, "image_pull_policy": None, "node_selector": [], "kubeconfig": None,
-              "start_budget_s": None}
-    assert target_from_json(v1_nfs) == NfsTarget("n", size_bytes=1048576, url="nfs://h/export")
-    store = open_store(tmp_path / "r.db")
+    db = tmp_path / "r.db"
+    store = open_store(db)
     run_id = _run(store)
-    case = _case()
-    store.save_repetition(run_id, case, 0, _outcome(), (("kind", "path"),))
-    v1_path = {"name": "t", "kind": "path", "path": "/x", "device": None, "size_bytes": 4096, "destructive": False,
-               "pool": None, "image": None, "client": None, "conf": None}
-    store.conn.execute("UPDATE cases SET target_json = ?", (json.dumps(v1_path),))
-    (rep,) = store.repetitions([run_id])
-    assert rep.case == case
+    originals = [t for t in _every_kind() if t.kind != "imported"]  # type: ignore[attr-defined]
+    cases = []
+    for index, target in enumerate(originals):
+        case = Case(case_id="", target=target, workload=_case().workload)  # type: ignore[arg-type]
+        case = Case(case_id=case_id_for(case.target, case.workload), target=case.target, workload=case.workload)
+        store.save_repetition(run_id, case, index, _outcome(), ())
+        cases.append(case)
+    # as version 1 wrote them: every field of every kind, the NFS url in "path"
+    v1: dict[str, object] = {"path": None, "device": None, "size_bytes": None, "destructive": False, "pool": None,
+                             "image": None, "client": None, "conf": None, "storage_class": None, "access_mode": None,
+                             "volume_mode": None, "namespace": None, "container_image": None,
+                             "image_pull_policy": None, "node_selector": [], "kubeconfig": None,
+                             "start_budget_s": None}
+    for case in cases:
+        flat = {**v1, **{k: v for k, v in json.loads(json.dumps(target_to_json(case.target))).items()
+                         if k != "schema"}}
+        if flat["kind"] == "nfs":
+            flat["path"] = flat.pop("url")
+        store.conn.execute("UPDATE cases SET target_json = ? WHERE id = ?", (json.dumps(flat), case.case_id))
+    store.conn.execute("DELETE FROM schema_migrations WHERE version = 5")
+    store.close()
+    store = open_store(db)  # migrates again
+    by_id = {rep.case.case_id: rep.case for rep in store.repetitions([run_id])}
+    store.close()
+    assert {i: c.target for i, c in by_id.items()} == {c.case_id: c.target for c in cases}
+    for case_id, case in by_id.items():
+        assert case_id_for(case.target, case.workload) == case_id

@@ -156,6 +156,49 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE repetitions ADD COLUMN start_skew_s REAL;
     """,
+    # 5: targets stored as one shape per kind (schema 2: {"schema": 2, "kind": ..., that kind's fields}), not one
+    # flat bag of every kind's fields with the NFS url in "path" (shape 1)
+    """
+    UPDATE cases SET target_json = CASE json_extract(target_json, '$.kind')
+        WHEN 'path' THEN json_object('schema', 2, 'kind', 'path', 'name', json_extract(target_json, '$.name'),
+            'path', json_extract(target_json, '$.path'),
+            'size_bytes', json_extract(target_json, '$.size_bytes'))
+        WHEN 'cephfs' THEN json_object('schema', 2, 'kind', 'cephfs', 'name', json_extract(target_json, '$.name'),
+            'path', json_extract(target_json, '$.path'),
+            'size_bytes', json_extract(target_json, '$.size_bytes'))
+        WHEN 'nfs' THEN json_object('schema', 2, 'kind', 'nfs', 'name', json_extract(target_json, '$.name'),
+            'url', json_extract(target_json, '$.path'),
+            'size_bytes', json_extract(target_json, '$.size_bytes'))
+        WHEN 'block' THEN json_object('schema', 2, 'kind', 'block', 'name', json_extract(target_json, '$.name'),
+            'device', json_extract(target_json, '$.device'),
+            'size_bytes', json_extract(target_json, '$.size_bytes'),
+            'destructive', CASE WHEN json_extract(target_json, '$.destructive') THEN json('true')
+                                ELSE json('false') END)
+        WHEN 'rbd' THEN json_object('schema', 2, 'kind', 'rbd', 'name', json_extract(target_json, '$.name'),
+            'size_bytes', json_extract(target_json, '$.size_bytes'),
+            'pool', json_extract(target_json, '$.pool'),
+            'image', json_extract(target_json, '$.image'),
+            'client', json_extract(target_json, '$.client'),
+            'conf', json_extract(target_json, '$.conf'),
+            'destructive', CASE WHEN json_extract(target_json, '$.destructive') THEN json('true')
+                                ELSE json('false') END)
+        WHEN 'pvc' THEN json_object('schema', 2, 'kind', 'pvc', 'name', json_extract(target_json, '$.name'),
+            'size_bytes', json_extract(target_json, '$.size_bytes'),
+            'storage_class', json_extract(target_json, '$.storage_class'),
+            'access_mode', json_extract(target_json, '$.access_mode'),
+            'volume_mode', json_extract(target_json, '$.volume_mode'),
+            'namespace', json_extract(target_json, '$.namespace'),
+            'container_image', json_extract(target_json, '$.container_image'),
+            'image_pull_policy', json_extract(target_json, '$.image_pull_policy'),
+            'node_selector', json(COALESCE(json_extract(target_json, '$.node_selector'), '[]')),
+            'destructive', CASE WHEN json_extract(target_json, '$.destructive') THEN json('true')
+                                ELSE json('false') END,
+            'start_budget_s', json_extract(target_json, '$.start_budget_s'))
+        WHEN 'imported' THEN json_object('schema', 2, 'kind', 'imported', 'name', json_extract(target_json, '$.name'),
+            'location', json_extract(target_json, '$.path'))
+    END
+    WHERE json_extract(target_json, '$.schema') IS NULL;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -380,9 +423,8 @@ def _insert_case(conn: sqlite3.Connection, case: Case) -> None:
     )
 
 
-# The JSON shape of a target in cases.target_json. 1 (no "schema" key): every kind in one flat bag of fields, the
-# NFS url in "path", written before targets became one type per kind; still read. 2: {"schema": 2, "kind": ...,
-# and the fields of that kind}.
+# The JSON shape of a target in cases.target_json: {"schema": 2, "kind": ..., and the fields of that kind}. Shape 1
+# (one flat bag of every kind's fields) is converted by migration 5.
 TARGET_SCHEMA = 2
 _TARGET_TYPES: dict[str, type[TargetSpec]] = {t.kind: t for t in (PathTarget, BlockTarget, RbdTarget, CephfsTarget,
                                                                    NfsTarget, PvcTarget, ImportedTarget)}
@@ -393,36 +435,13 @@ def target_to_json(target: TargetSpec) -> dict[str, object]:
 
 
 def target_from_json(raw: dict[str, Any]) -> TargetSpec:
-    """A stored target, in either shape."""
-    kind = str(raw["kind"])
-    if raw.get("schema") == TARGET_SCHEMA:
-        fields = {k: v for k, v in raw.items() if k not in ("schema", "kind")}
-    else:
-        fields = _target_fields_v1(kind, raw)
+    """A stored target (schema 2; migration 5 converted older rows)."""
+    if raw.get("schema") != TARGET_SCHEMA:
+        raise ValueError(f"target stored in an unknown shape: {raw!r}")
+    fields = {k: v for k, v in raw.items() if k not in ("schema", "kind")}
     if "node_selector" in fields:
         fields["node_selector"] = tuple((str(key), str(label)) for key, label in fields["node_selector"])
-    return _TARGET_TYPES[kind](**fields)
-
-
-def _target_fields_v1(kind: str, raw: dict[str, Any]) -> dict[str, Any]:
-    """The fields of one kind from a flat version-1 target."""
-    name, size = raw["name"], raw.get("size_bytes")
-    if kind in ("path", "cephfs"):
-        return {"name": name, "size_bytes": size, "path": raw.get("path")}
-    if kind == "nfs":
-        return {"name": name, "size_bytes": size, "url": raw.get("path")}
-    if kind == "block":
-        return {"name": name, "size_bytes": size, "device": raw["device"], "destructive": raw.get("destructive", False)}
-    if kind == "rbd":
-        return {"name": name, "size_bytes": size, "pool": raw["pool"], "image": raw["image"],
-                "client": raw["client"], "conf": raw.get("conf"), "destructive": raw.get("destructive", False)}
-    if kind == "pvc":
-        return {"name": name, "size_bytes": size, "storage_class": raw.get("storage_class"),
-                "access_mode": raw["access_mode"], "volume_mode": raw["volume_mode"], "namespace": raw["namespace"],
-                "container_image": raw["container_image"], "image_pull_policy": raw["image_pull_policy"],
-                "node_selector": raw.get("node_selector") or (), "destructive": raw.get("destructive", False),
-                "start_budget_s": raw["start_budget_s"]}
-    return {"name": name, "location": raw.get("path")}
+    return _TARGET_TYPES[str(raw["kind"])](**fields)
 
 
 def _case_from_row(case_id: str, target_json: str, workload_json: str, clients: int, lab_json: str) -> Case:
