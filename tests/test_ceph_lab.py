@@ -97,17 +97,23 @@ def _run(plan_text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 def test_rbd_randwrite_replica_2_vs_3(lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db, out = _run(PLAN, tmp_path, capsys)
-    assert out.count("ceph lab: bringing up") == 2 and out.count("ceph lab: torn down") == 2
+    # both replica sizes on one cluster, a pool each, alternating: the setting is not confounded with the cluster
+    assert out.count("ceph lab: bringing up") == 1 and out.count("ceph lab: torn down") == 1
     assert "osd_size=2GiB" in out  # sizes shown with their unit
+    assert "pools bench-size2 (size 2), bench-size3 (size 3)" in out
     conn = sqlite3.connect(db)
-    rows = conn.execute("SELECT r.status, c.lab_json, r.job_text, r.target_json FROM repetitions r "
-                        "JOIN cases c ON c.id = r.case_id").fetchall()
+    rows = conn.execute("SELECT r.status, c.lab_json, r.job_text, r.target_json, c.rw FROM repetitions r "
+                        "JOIN cases c ON c.id = r.case_id ORDER BY r.started_at_s").fetchall()
     conn.close()
     assert len(rows) == 6 and {r[0] for r in rows} == {"ok"}
-    sizes = sorted(dict(json.loads(r[1]))["pool_size"] for r in rows)
-    assert sizes == ["2", "2", "2", "2", "3", "3"]
-    assert all("ioengine=rbd" in r[2] and "pool=bench" in r[2] and "rbdname=img" in r[2] for r in rows)
-    assert all(json.loads(r[3])["pool_size"] in ("2", "3") for r in rows)  # lab parameters in provenance
+    sizes = [dict(json.loads(r[1]))["pool_size"] for r in rows]
+    assert sorted(sizes) == ["2", "2", "2", "2", "3", "3"]
+    for _status, _lab, job_text, target_json, _rw in rows:
+        size = json.loads(target_json)["pool_size"]  # lab parameters in provenance
+        assert json.loads(target_json)["pool"] == f"bench-size{size}"
+        assert "ioengine=rbd" in job_text and f"pool=bench-size{size}\n" in job_text and "rbdname=img" in job_text
+    writes = [s for s, r in zip(sizes, rows, strict=True) if r[4] == "randwrite"]
+    assert writes == ["2", "3", "3", "2"]  # A B B A on the one cluster
     # nothing left behind: no daemon, no directory
     assert pids_with(str(lab_dir) + "/") == []
     assert not (lab_dir / "ceph").exists()

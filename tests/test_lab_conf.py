@@ -66,9 +66,41 @@ def test_spec_from_a_sweep_point() -> None:
            ("pool_size", "2"), ("cache_size", str(1 << 30)), ("cephfs", "1"))
     point = LabPoint.from_pairs(lab)
     assert point.ceph is not None and LabPoint.from_pairs(point.pairs()) == point and not point.nfs
-    spec = ceph_spec_for(point.ceph, ("bench", "other", "bench"))
+    spec = ceph_spec_for(point.ceph, (("bench", 2), ("other", 2), ("bench", 2)))
     assert spec.osds == 6 and spec.objectstore == "memstore" and spec.osd_size_bytes == 3 << 30
     assert spec.pools == (("bench", 2), ("other", 2)) and spec.cache_size_bytes == 1 << 30 and spec.cephfs
+
+
+REPLICA_PLAN = """
+name: replica
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 64MiB}
+workload: {rw: [randwrite, randread], bs: 4k}
+repeat: 4
+lab:
+  ceph: {osds: [3, 4], pool_size: [2, 3]}
+"""
+
+
+def test_pool_sizes_share_a_cluster_and_alternate_on_it_while_osd_counts_do_not() -> None:
+    from storbench.config import load_plan_text
+    from storbench.plan import expand, schedule
+    from storbench.sessions import group_by_lab, rbd_pools
+
+    cases = expand(load_plan_text(REPLICA_PLAN, "replica.yaml"))
+    groups = group_by_lab(schedule(cases, 4, "interleaved", 0))
+    assert len(groups) == 2  # one cluster per OSD count, not four
+    for cluster, items in groups:
+        assert cluster.ceph is not None and cluster.ceph.pool_size == 0
+        for rw in ("randwrite", "randread"):  # per workload the two sizes run A B B A A B B A
+            sizes = [i.case.lab.ceph.pool_size for i in items if i.case.lab.ceph and i.case.workload.rw == rw]
+            assert sizes == [2, 3, 3, 2, 2, 3, 3, 2]
+        pools = rbd_pools([item.case for item in items])
+        assert {pools[i.case.case_id] for i in items} == {("bench-size2", 2), ("bench-size3", 3)}
+        for item in items:
+            assert pools[item.case.case_id][1] == item.case.lab.ceph.pool_size  # type: ignore[union-attr]
+    one_size = expand(load_plan_text(REPLICA_PLAN.replace("pool_size: [2, 3]", "pool_size: 2"), "r.yaml"))
+    assert set(rbd_pools(one_size).values()) == {("bench", 2)}  # a single size keeps the plan's pool name
 
 
 def test_ganesha_conf() -> None:

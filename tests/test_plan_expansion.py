@@ -510,3 +510,20 @@ def test_format_duration(seconds: float, expected: str) -> None:
 )
 def test_format_latency_ns(ns: float | None, expected: str) -> None:
     assert format_latency_ns(ns) == expected
+
+
+def test_plan_states_the_design_of_each_swept_lab_setting() -> None:
+    from storbench.plan import estimate
+
+    text = textwrap.dedent("""\
+        name: designs
+        targets:
+          rbd: {kind: rbd, pool: bench, image: img, size: 64MiB}
+        workload: {rw: randwrite}
+        lab:
+          ceph: {osds: [3, 4], pool_size: [2, 3], objectstore: bluestore}
+        """)
+    designs = estimate(cases_of(text), 3).lab_designs
+    assert any(d.startswith("pool_size: interleaved on one cluster") for d in designs)
+    assert any(d.startswith("osds: blocked") for d in designs)
+    assert not any("objectstore" in d for d in designs)  # not swept

@@ -667,3 +667,12 @@ def test_lab_parameters_select_and_match() -> None:
     # other lab parameters must agree: osds=6 does not pair with osds=3
     six = [rec(case_id="c6", lab="lab=ceph osds=6 pool_size=3", repeat=i, iops=700.0) for i in range(3)]
     assert compare_observations([*two, *six], parse_selector("pool_size=2"), parse_selector("pool_size=3"), {}) == []
+
+
+def test_a_comparison_across_a_blocked_lab_setting_says_so() -> None:
+    from storbench.stats.compare import design_note, parse_selector
+
+    blocked = design_note(parse_selector("osds=3"), parse_selector("osds=6"))
+    assert blocked is not None and "blocked on osds" in blocked and "confounded" in blocked
+    assert design_note(parse_selector("pool_size=2"), parse_selector("pool_size=3")) is None  # one cluster
+    assert design_note(parse_selector("iodepth=1"), parse_selector("iodepth=16")) is None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import ClassVar, Literal
 
@@ -160,6 +160,9 @@ class WorkloadPoint:
 # Ceph lab settings as plans name them, and which of them are sizes in bytes (shown with units, matched as sizes).
 CEPH_SETTINGS = ("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target")
 CEPH_SIZE_SETTINGS = frozenset({"osd_size", "cache_size", "osd_memory_target"})
+# Ceph settings a running cluster holds side by side (a pool per value): their values alternate on one cluster.
+# Every other setting needs a cluster of its own per value (a blocked design).
+SIDE_BY_SIDE_SETTINGS = frozenset({"pool_size"})
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,21 @@ class LabPoint:
 
 
 NO_LAB = LabPoint()
+
+
+def cluster_of(lab: LabPoint) -> LabPoint:
+    """The cluster a lab point runs on. A running cluster holds pools of several replica sizes side by side, so
+    points that differ only in ``pool_size`` share one cluster and alternate on it (``pool_size`` 0 here: the
+    cluster's pools have each size the points ask for)."""
+    if lab.ceph is None:
+        return lab
+    return LabPoint(ceph=replace(lab.ceph, pool_size=0), nfs=lab.nfs)
+
+
+def rbd_pool_name(pool: str, pool_size: int, sizes: Iterable[int]) -> str:
+    """The pool a case with ``pool_size`` uses when its cluster serves ``sizes``: the plan's name when there is
+    one size, ``<pool>-size<N>`` when several share the cluster."""
+    return pool if len(set(sizes)) <= 1 else f"{pool}-size{pool_size}"
 
 
 @dataclass(frozen=True)

@@ -216,7 +216,7 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
             recorder = TelemetryRecorder(config.telemetry, session.ceph_socket_patterns)
         for item in items:
             observer.repetition_started(item, position)
-            prepared = session.targets[item.case.target.name]
+            prepared = session.for_case(item.case)
             if recorder is not None and config.telemetry.client_ceiling and item.case.case_id not in ceilings:
                 ceilings[item.case.case_id] = measure_client_ceiling(run.executors.local, item.case, caps)
             executor = run.executors.for_target(item.case.target)

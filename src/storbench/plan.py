@@ -26,6 +26,7 @@ from storbench.model import (
     CEPH_SETTINGS,
     MIXED_RW,
     NO_LAB,
+    SIDE_BY_SIDE_SETTINGS,
     BlockTarget,
     Case,
     CephfsTarget,
@@ -39,6 +40,7 @@ from storbench.model import (
     ScheduledRepetition,
     TargetSpec,
     WorkloadPoint,
+    cluster_of,
     rw_writes,
 )
 from storbench.units import format_bytes, parse_duration_s, parse_size_bytes
@@ -324,6 +326,27 @@ class PlanEstimate:
     seconds: float
     layout_bytes: int
     destructive_cases: int
+    lab_designs: tuple[str, ...] = ()  # how each swept lab setting is run, for people
+
+
+def lab_designs(cases: Sequence[Case]) -> tuple[str, ...]:
+    """How each swept Ceph setting is run: interleaved on one cluster, or blocked (one cluster per value, which
+    confounds the setting with the cluster instance and with time)."""
+    values: dict[str, set[object]] = {}
+    for case in cases:
+        if case.lab.ceph is not None:
+            for name, value in case.lab.ceph.settings():
+                values.setdefault(name, set()).add(value)
+    lines = []
+    for name, seen in values.items():
+        if len(seen) < 2:
+            continue
+        if name in SIDE_BY_SIDE_SETTINGS:
+            lines.append(f"{name}: interleaved on one cluster (a pool per value, repetitions A B B A)")
+        else:
+            lines.append(f"{name}: blocked, one cluster per value brought up once (the setting is confounded "
+                         "with the cluster instance and with time)")
+    return tuple(lines)
 
 
 def repetition_seconds(case: Case) -> float:
@@ -352,15 +375,18 @@ def estimate(cases: Sequence[Case], repeat: int) -> PlanEstimate:
         largest[case.target.name] = max(largest.get(case.target.name, 0), working_set_bytes(case))
     layout = sum(largest.values())
     seconds = sum(repetition_seconds(case) for case in cases) * repeat + layout / LAYOUT_BYTES_PER_S
-    labs = {case.lab for case in cases if case.lab}
-    for lab in labs:
-        seconds += sum(LAB_SECONDS.get(kind, 0.0) for kind in lab.kinds())
-        lab_targets = {c.target for c in cases if c.lab == lab and c.target.kind in ("rbd", "nfs")}
-        seconds += sum((t.size_bytes or 0) for t in lab_targets) / LAB_LAYOUT_BYTES_PER_S
+    clusters = {cluster_of(case.lab) for case in cases if case.lab}  # each brought up once
+    for cluster in clusters:
+        seconds += sum(LAB_SECONDS.get(kind, 0.0) for kind in cluster.kinds())
+        # an RBD image per pool (one pool per pool_size on a cluster), NFS files once
+        laid_out = {(c.target, c.lab.ceph.pool_size if c.lab.ceph and c.target.kind == "rbd" else 0)
+                    for c in cases if cluster_of(c.lab) == cluster and c.target.kind in ("rbd", "nfs")}
+        seconds += sum((t.size_bytes or 0) for t, _ in laid_out) / LAB_LAYOUT_BYTES_PER_S
     return PlanEstimate(
         cases=len(cases),
         repetitions=len(cases) * repeat,
         seconds=seconds,
         layout_bytes=layout,
         destructive_cases=sum(1 for c in cases if c.target.kind == "block" and rw_writes(c.workload.rw)),
+        lab_designs=lab_designs(cases),
     )

@@ -8,7 +8,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -16,7 +16,7 @@ from storbench.checks import Checked
 from storbench.config import LoadedPlan
 from storbench.errors import UserError
 from storbench.fio.options import FioCapabilities
-from storbench.model import Case, LabPoint, ScheduledRepetition
+from storbench.model import Case, LabPoint, RbdTarget, ScheduledRepetition, cluster_of, rbd_pool_name
 from storbench.targets.base import PreparedTarget
 from storbench.targets.local import claim_test_files, remove_test_files, test_file_names
 from storbench.targets.registry import LabEnvironment, by_target, prepare_target
@@ -31,20 +31,37 @@ class LabObserver(Protocol):
 
 def group_by_lab(items: Sequence[ScheduledRepetition]) -> list[tuple[LabPoint,
                                                                       list[ScheduledRepetition]]]:
-    """Repetitions grouped by lab configuration, in order of first appearance (order kept within a group):
-    each configuration is brought up once."""
+    """Repetitions grouped by the cluster they run on (``cluster_of``), in order of first appearance, the run order
+    kept within a group: each cluster is brought up once, and points that differ only in settings a running
+    cluster holds side by side (pool sizes) alternate on it as the schedule interleaves them."""
     groups: dict[LabPoint, list[ScheduledRepetition]] = {}
     for item in items:
-        groups.setdefault(item.case.lab, []).append(item)
+        groups.setdefault(cluster_of(item.case.lab), []).append(item)
     return list(groups.items())
 
 
 @dataclass(frozen=True)
 class LabContext:
-    """What a lab session hands the run loop: prepared targets, and where Ceph's admin sockets are."""
+    """What a lab session hands the run loop: prepared targets (by name, and by case where a case of the target
+    has a pool of its own), and where Ceph's admin sockets are."""
 
     targets: dict[str, PreparedTarget]
     ceph_socket_patterns: tuple[str, ...]
+    per_case: Mapping[str, PreparedTarget] = field(default_factory=dict)
+
+    def for_case(self, case: Case) -> PreparedTarget:
+        return self.per_case.get(case.case_id) or self.targets[case.target.name]
+
+
+def rbd_pools(cases: Sequence[Case]) -> dict[str, tuple[str, int]]:
+    """case id -> (pool, replica size) for the rbd cases sharing one cluster: one pool per size."""
+    sizes: dict[str, list[int]] = {}
+    for case in cases:
+        if isinstance(case.target, RbdTarget) and case.lab.ceph is not None:
+            sizes.setdefault(case.target.pool, []).append(case.lab.ceph.pool_size)
+    return {case.case_id: (rbd_pool_name(case.target.pool, case.lab.ceph.pool_size, sizes[case.target.pool]),
+                           case.lab.ceph.pool_size)
+            for case in cases if isinstance(case.target, RbdTarget) and case.lab.ceph is not None}
 
 
 @contextmanager
@@ -54,7 +71,9 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
     files, CephFS directories), and tear the labs down afterwards — also when the run fails or is interrupted."""
     kinds = set(lab.kinds())
     targets = dict(checked.targets)
+    per_case: dict[str, PreparedTarget] = {}
     grouped = by_target(cases)
+    pools = rbd_pools(cases)
     downs: list[Callable[[], None]] = []
     sockets: tuple[str, ...] = ()
     if any(c.target.kind in ("rbd", "cephfs") for c in cases):
@@ -69,10 +88,10 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
             from storbench.lab.ceph import CephLab
             from storbench.lab.ceph_conf import ceph_spec_for
 
-            pools = tuple(c[0].target.pool for c in grouped.values() if c[0].target.kind == "rbd" and
-                          c[0].target.pool)
-            lab_spec = ceph_spec_for(lab.ceph, pools)
-            observer.lab_event(f"ceph lab: bringing up {lab.describe()}")
+            lab_spec = ceph_spec_for(lab.ceph, tuple(pools.values()))
+            settings = " ".join(part for part in lab.describe().split() if not part.startswith("pool_size="))
+            shown = ", ".join(f"{name} (size {size})" for name, size in lab_spec.pools)
+            observer.lab_event(f"ceph lab: bringing up {settings}" + (f"; pools {shown}" if shown else ""))
             ceph_lab = CephLab()
             started = time.time()
             downs.append(ceph_lab.down)
@@ -98,9 +117,18 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         env = LabEnvironment(fio_binary=checked.capabilities.binary, ceph_conf=ceph_conf, cephfs_mount=cephfs_mount,
                              nfs_url=nfs_url, on_servers=on_servers)
         for name, target_cases in grouped.items():
-            if name not in checked.targets:
-                targets[name] = prepare_target(target_cases[0].target, target_cases, env)
-        yield LabContext(targets=targets, ceph_socket_patterns=sockets)
+            if name in checked.targets:
+                continue
+            spec = target_cases[0].target
+            if isinstance(spec, RbdTarget) and len({pools.get(c.case_id) for c in target_cases} - {None}) > 1:
+                for pool in sorted({pools[c.case_id][0] for c in target_cases}):
+                    on_pool = [c for c in target_cases if pools[c.case_id][0] == pool]
+                    prepared = prepare_target(replace(spec, pool=pool), on_pool, env)
+                    per_case.update((c.case_id, prepared) for c in on_pool)
+                    targets[f"{name} {pool}"] = prepared
+            else:
+                targets[name] = prepare_target(spec, target_cases, env)
+        yield LabContext(targets=targets, ceph_socket_patterns=sockets, per_case=per_case)
     finally:
         if not loaded.config.keep_files:
             remove_run_test_files([t for name, t in targets.items() if name not in checked.targets], observer)

@@ -84,7 +84,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
     from storbench.report.labels import comparison_label
     from storbench.report.tables import bottleneck_evidence_lines, compare_table
-    from storbench.stats.compare import compare_observations, regressions
+    from storbench.stats.compare import compare_observations, design_note, regressions
     from storbench.stats.compare import select as select_side
 
     baseline = parse_selector_flag(args.baseline, "--baseline")
@@ -100,6 +100,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not comparisons:
         raise UserError("baseline and candidate have no point in common",
                         hint="they must share rw, bs, iodepth, numjobs and direction (and target, unless selected on)")
+    note = design_note(baseline, candidate)
+    if note and args.format in ("table", "markdown"):
+        _console(stderr=args.format != "table" and args.output in ("", "-")).print(note, markup=False)
     if args.format == "table":
         out = _console()
         out.print(compare_table(comparisons, baseline.text, candidate.text))

@@ -120,14 +120,14 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
     return "\n".join(lines)
 
 
-def ceph_spec_for(point: CephLabPoint, pools: tuple[str, ...]) -> CephLabSpec:
-    """The cluster one point of a plan's lab sweep asks for; every rbd pool gets the point's pool_size."""
+def ceph_spec_for(point: CephLabPoint, pools: tuple[tuple[str, int], ...]) -> CephLabSpec:
+    """The cluster one point of a plan's lab sweep asks for, with ``pools`` as (name, replica size)."""
     return CephLabSpec(
         osds=point.osds,
         osd_size_bytes=point.osd_size_bytes,
         objectstore=point.objectstore,
         cache_size_bytes=point.cache_size_bytes,
         osd_memory_target_bytes=point.osd_memory_target_bytes,
-        pools=tuple((pool, point.pool_size) for pool in sorted(set(pools))),
+        pools=tuple(sorted(set(pools))),
         cephfs=point.cephfs,
     )

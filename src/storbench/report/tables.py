@@ -246,4 +246,5 @@ def plan_summary_lines(estimate: PlanEstimate, repeat: int, fio_version: str, fi
     ]
     if estimate.destructive_cases:
         lines.append(f"DESTRUCTIVE: {estimate.destructive_cases} cases write to raw block devices")
+    lines += [f"lab design: {design}" for design in estimate.lab_designs]
     return lines

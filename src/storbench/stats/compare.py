@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from storbench.model import CEPH_SETTINGS, SIDE_BY_SIDE_SETTINGS
 from storbench.stats import match
 from storbench.stats.estimate import Difference, Estimate, welch_difference
 from storbench.stats.metrics import COMPARE_METRICS, Metric
@@ -176,3 +177,13 @@ def regressions(comparisons: Sequence[PointComparison], threshold_pct: float) ->
             if abs(cell.difference.change_pct) >= threshold_pct:
                 found.append(Regression(comparison, cell))
     return found
+
+
+def design_note(baseline: Selector, candidate: Selector) -> str | None:
+    """A warning when the two sides differ in a Ceph setting that needs a cluster per value: each side ran on
+    its own cluster at its own time, so the interval is about those two clusters, not about the setting."""
+    named = sorted({k for k, _ in (*baseline.pairs, *candidate.pairs)} & set(CEPH_SETTINGS) - SIDE_BY_SIDE_SETTINGS)
+    if not named:
+        return None
+    return (f"design: blocked on {', '.join(named)} (one cluster per value, brought up once): the setting is "
+            "confounded with the cluster instance and with time; read the interval as about these two clusters")
