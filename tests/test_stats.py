@@ -676,3 +676,48 @@ def test_a_comparison_across_a_blocked_lab_setting_says_so() -> None:
     assert blocked is not None and "blocked on osds" in blocked and "confounded" in blocked
     assert design_note(parse_selector("pool_size=2"), parse_selector("pool_size=3")) is None  # one cluster
     assert design_note(parse_selector("iodepth=1"), parse_selector("iodepth=16")) is None
+
+
+def _drifting_pair(ratio: float, reps: int = 6) -> list[object]:
+    """Two targets measured in one interleaved run while the storage slows down 8 % per round (as a filling
+    cluster does): target b is ``ratio`` times target a within every round."""
+    from synthetic import observation
+
+    out = []
+    for rep in range(reps):
+        level = 1000.0 * (1 - 0.08 * rep)
+        out.append(observation(case_id="case-a", target="a", repeat=rep, iops=level, lat_mean_ns=1e6 / level * 1000))
+        out.append(observation(case_id="case-b", target="b", repeat=rep, iops=level * ratio,
+                               lat_mean_ns=1e6 / (level * ratio) * 1000))
+    return out
+
+
+def test_alternating_repetitions_of_one_run_are_compared_pair_by_pair() -> None:
+    """Drift shared by both sides hides a 5 % change from Welch's interval; the paired ratios see it."""
+    from storbench.stats.compare import Verdict, compare_observations, parse_selector
+
+    observations = _drifting_pair(1.05)
+    base, cand = parse_selector("target=a"), parse_selector("target=b")
+    welch = compare_observations(observations, base, cand, {})  # not known to alternate: Welch
+    paired = compare_observations(observations, base, cand, {}, interleaved_runs=frozenset({1}))
+    welch_iops, paired_iops = welch[0].cell("iops"), paired[0].cell("iops")
+    assert welch_iops is not None and paired_iops is not None
+    assert welch_iops.difference is not None and welch_iops.difference.method == "welch"
+    assert welch_iops.verdict == Verdict.SAME  # drift swamps the effect
+    assert paired_iops.difference is not None and paired_iops.difference.method == "paired"
+    assert paired_iops.difference.pairs == 6
+    assert paired_iops.difference.change_pct == pytest.approx(5.0)
+    assert paired_iops.verdict == Verdict.BETTER
+
+
+def test_a_comparison_across_a_blocked_setting_is_never_paired() -> None:
+    from storbench.stats.compare import compare_observations, parse_selector
+    from synthetic import observation
+
+    observations = [observation(case_id=f"c{osds}", lab=f"lab=ceph osds={osds} osd_size=1 objectstore=bluestore "
+                                f"pool_size=2", repeat=rep, iops=1000.0 + rep + osds)
+                    for osds in (3, 6) for rep in range(3)]
+    found = compare_observations(observations, parse_selector("osds=3"), parse_selector("osds=6"), {},
+                                 interleaved_runs=frozenset({1}))
+    cell = found[0].cell("iops")
+    assert cell is not None and cell.difference is not None and cell.difference.method == "welch"

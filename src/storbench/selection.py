@@ -45,6 +45,11 @@ class Selection:
     def memory(self) -> dict[int, int | None]:
         return {r.run_id: r.mem_total_bytes for r in self.runs}
 
+    @property
+    def interleaved_runs(self) -> frozenset[int]:
+        """Runs whose repetitions alternate between cases (order: interleaved): their cases pair up."""
+        return frozenset(r.run_id for r in self.runs if r.run_order == "interleaved")
+
 
 def parse_where(items: Sequence[str]) -> list[tuple[str, str]]:
     """`--where KEY=VALUE` items as (key, value) pairs."""

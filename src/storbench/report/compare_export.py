@@ -19,7 +19,8 @@ from storbench.stats.compare import PointComparison
 COMPARE_FIELDS = (
     "point", "direction", "metric", "baseline_n", "baseline_mean", "baseline_ci_low", "baseline_ci_high",
     "candidate_n", "candidate_mean", "candidate_ci_low", "candidate_ci_high", "change_pct", "change_ci_low_pct",
-    "change_ci_high_pct", "verdict", "comparable", "reason", "baseline_bottleneck", "candidate_bottleneck",
+    "change_ci_high_pct", "interval", "pairs", "verdict", "comparable", "reason", "baseline_bottleneck",
+    "candidate_bottleneck",
     "baseline_bottleneck_evidence", "candidate_bottleneck_evidence",
 )
 
@@ -39,6 +40,7 @@ def comparison_rows(comparisons: Sequence[PointComparison]) -> list[dict[str, ob
                 "change_pct": d.change_pct if d else None,
                 "change_ci_low_pct": d.change_ci_low_pct if d else None,
                 "change_ci_high_pct": d.change_ci_high_pct if d else None,
+                "interval": d.method if d else None, "pairs": d.pairs if d and d.method == "paired" else None,
                 "verdict": cell.verdict.value, "comparable": c.comparable, "reason": c.reason,
                 "baseline_bottleneck": c.baseline.bottleneck.kind.value,
                 "candidate_bottleneck": c.candidate.bottleneck.kind.value,

@@ -190,7 +190,21 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
             cells.append(_change(text, verdict))
         label = comparison_label(c, lab_keys) + ("" if c.comparable else f" [yellow](x: {c.reason})[/]")
         table.add_row(label, iops_with_ci(b), iops_with_ci(k), *cells, bottleneck_change(c, short=True))
+    table.caption = interval_caption(comparisons)
+    table.caption_justify = "left"
     return table
+
+
+def interval_caption(comparisons: Sequence[PointComparison]) -> str:
+    """Which intervals the changes carry: paired (alternating repetitions of one run) or Welch's."""
+    methods = {cell.difference.method for c in comparisons for cell in c.cells if cell.difference is not None}
+    paired = "paired: per-pair ratios of repetitions that alternated in one run (drift cancels)"
+    welch = "Welch: independent repetitions"
+    if methods == {"paired"}:
+        return f"intervals {paired}"
+    if methods == {"welch"}:
+        return f"intervals {welch}"
+    return f"intervals {paired} where both points ran in one interleaved run, else {welch}"
 
 
 def _knee_text(point: CurvePoint | None, axis: str) -> str:

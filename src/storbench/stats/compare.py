@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from storbench.model import CEPH_SETTINGS, SIDE_BY_SIDE_SETTINGS
 from storbench.stats import match
 from storbench.stats.estimate import Difference, Estimate, welch_difference
 from storbench.stats.metrics import COMPARE_METRICS, Metric
-from storbench.stats.observations import Observation
+from storbench.stats.observations import Observation, metric_value
+from storbench.stats.sequential import paired_change
 from storbench.stats.summary import PointSummary, summarize_points
 
 # Fields that identify a point when matching baseline and candidate (unless a selector names them).
@@ -154,11 +155,56 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
 
 def compare_observations(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
                          tags: Mapping[int, tuple[str, ...]], mem_total_bytes: Mapping[int, int | None] | None = None,
-                         *, force: bool = False) -> list[PointComparison]:
+                         *, force: bool = False, interleaved_runs: frozenset[int] = frozenset()
+                         ) -> list[PointComparison]:
+    """Match the two sides' points and compare every metric. Where the design pairs repetitions (both sides in
+    one run whose order alternates them, ``interleaved_runs``, and not across a setting that needs a cluster per
+    value) the change and its interval come from the per-pair ratios (``paired_differences``); else Welch."""
     ignore = baseline.keys | candidate.keys
-    return compare_points(summarize_points(select(observations, baseline, tags), mem_total_bytes),
-                          summarize_points(select(observations, candidate, tags), mem_total_bytes), ignore,
-                          force=force)
+    comparisons = compare_points(summarize_points(select(observations, baseline, tags), mem_total_bytes),
+                                 summarize_points(select(observations, candidate, tags), mem_total_bytes), ignore,
+                                 force=force)
+    if design_note(baseline, candidate) is not None:
+        return comparisons
+    return paired_differences(comparisons, observations, interleaved_runs)
+
+
+def paired_differences(comparisons: Sequence[PointComparison], observations: Sequence[Observation],
+                       interleaved_runs: frozenset[int]) -> list[PointComparison]:
+    """Comparisons whose two points ran in one interleaved run, repetition for repetition, get paired intervals:
+    repetition i of the baseline and repetition i of the candidate ran next to each other (A B, B A, ...), so
+    their ratio cancels slow drift. Others keep Welch's interval."""
+    values: dict[tuple[str, str], dict[int, Observation]] = {}
+    for o in observations:
+        if o.ok and not o.client and o.direction is not None:
+            values.setdefault((o.case.case_id, o.direction.value), {})[o.rep_index] = o
+    out = []
+    for comparison in comparisons:
+        base, cand = comparison.baseline, comparison.candidate
+        same_run = len(base.run_ids) == 1 and base.run_ids == cand.run_ids and base.run_ids[0] in interleaved_runs
+        a = values.get((base.case_id, base.direction), {})
+        b = values.get((cand.case_id, cand.direction), {})
+        if not same_run or base.case_id == cand.case_id or set(a) != set(b) or len(a) < 2:
+            out.append(comparison)
+            continue
+        reps = sorted(a)
+        cells = []
+        for cell in comparison.cells:
+            pairs = [(metric_value(a[i], cell.metric.field), metric_value(b[i], cell.metric.field)) for i in reps]
+            usable = [(float(x), float(y)) for x, y in pairs if x is not None and y is not None and x > 0 and y > 0]
+            change = paired_change([x for x, _ in usable], [y for _, y in usable]) if len(usable) == len(reps) \
+                else None
+            if change is None or cell.baseline is None:
+                cells.append(cell)
+                continue
+            mean = cell.baseline.mean
+            difference = Difference(diff=mean * change.estimate, ci_low=mean * change.low, ci_high=mean * change.high,
+                                    change_pct=100 * change.estimate, change_ci_low_pct=100 * change.low,
+                                    change_ci_high_pct=100 * change.high, method="paired", pairs=change.n)
+            verdict = _verdict(cell.metric, difference) if comparison.comparable else Verdict.NOT_COMPARABLE
+            cells.append(replace(cell, difference=difference, verdict=verdict))
+        out.append(replace(comparison, cells=tuple(cells)))
+    return out
 
 
 @dataclass(frozen=True)

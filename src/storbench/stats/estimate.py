@@ -69,6 +69,8 @@ class Difference:
     change_pct: float
     change_ci_low_pct: float | None
     change_ci_high_pct: float | None
+    method: str = "welch"  # "welch": independent samples; "paired": per-pair ratios of alternating repetitions
+    pairs: int = 0  # for "paired": how many pairs
 
     @property
     def significant(self) -> bool:
