@@ -255,6 +255,20 @@ BAD_PLANS = [
                                  ("ioengine 'libaoi' cannot drive", "did you mean 'libaio'?"))),
     case("ioengine-not-a-name", Bad(BASE + "  ioengine: 'lib aio'\n", 8, "workload.ioengine",
                                     ("not an engine name",))),
+    # ---- repetitions that stop when decided ---------------------------------------------------------
+    case("until-decided-without-compare", Bad(BASE + "repeat: {min: 3, max: 10, until: decided}\n", 8,
+                                              "repeat.until", ("needs the comparison to decide", "compare:"))),
+    case("until-bad-text", Bad(BASE + "repeat: {min: 3, max: 10, until: soon}\n", 8, "repeat.until",
+                               ("must be 'decided' or like 'ci <= 5%'",))),
+    case("repeat-max-below-min", Bad(BASE + "repeat: {min: 5, max: 3, until: 'ci <= 5%'}\n", 8, "repeat.max",
+                                     ("below repeat.min",))),
+    case("adaptive-needs-interleaved", Bad(BASE + "repeat: {min: 3, max: 9, until: 'ci <= 5%'}\norder: sequential\n",
+                                           9, "order", ("needs order: interleaved",))),
+    case("adaptive-across-a-blocked-setting", Bad(BASE + "repeat: {min: 3, max: 9, until: decided}\n"
+                                                  "compare: {baseline: osds=3, candidate: osds=4}\n", 9,
+                                                  "compare.baseline", ("needs a cluster per value",))),
+    case("compare-bad-selector", Bad(BASE + "compare: {baseline: 'bs', candidate: bs=8k}\n", 8,
+                                     "compare.baseline", ("is not KEY=VALUE",))),
     # ---- exclude rules -----------------------------------------------------------------------------
     case("exclude-unknown-axis", Bad(BASE + "exclude:\n  - {rw: randread, bss: 4k}\n", 9, "exclude[0].bss",
                                      ("'bss' is not a sweep parameter", "did you mean 'bs'?"))),

@@ -227,3 +227,42 @@ def test_a_run_with_failures_exits_1(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 1, err
     assert "4 repetitions run, 0 already stored, 2 failed" in out
     assert len(fakes) == 1 and len(fakes[0].calls) == 4
+
+
+ADAPTIVE = """
+name: adaptive
+targets:
+  t: {{kind: path, path: {data}, size: 4MiB}}
+workload: {{rw: randrw, rwmixread: 70, bs: [4k, 8k], iodepth: 1, runtime: 1s, direct: false}}
+repeat: {{min: 3, max: 10, until: decided}}
+compare: {{baseline: bs=4k, candidate: bs=8k, metrics: [iops]{margin}}}
+telemetry: {{enabled: false}}
+"""
+
+
+def _adaptive(tmp_path: Path, store: Store, margin: str) -> tuple[orchestrate.RunResult, Observer, FakeExecutor]:
+    loaded = load_plan_text(ADAPTIVE.format(data=tmp_path / "data", margin=margin), "adaptive.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    observer, fake = Observer(), FakeExecutor(_ok)
+    return orchestrate.run_plan(loaded, cases, checked, store, fake, observer, resume=False), observer, fake
+
+
+def test_rounds_stop_once_the_comparison_is_decided(tmp_path: Path, store: Store) -> None:
+    """Both sides replay the same output: the change is exactly 0, inside a 5 % margin at the first look."""
+    result, observer, fake = _adaptive(tmp_path, store, ", margin: 5%")
+    assert (result.ran, result.not_needed) == (2 * 3, 2 * 7)  # min rounds of both points, then stopped
+    assert len(fake.calls) == 6
+    looks = [e for e in observer.events if e.startswith("after ")]
+    assert len(looks) == 2  # one look, a verdict for each direction of the mixed pattern
+    assert all(e.startswith("after 3 rounds") and "iops: +0.0 % [+0.0, +0.0] equivalent" in e for e in looks)
+
+
+def test_rounds_run_to_max_when_the_answer_stays_undecided(tmp_path: Path, store: Store) -> None:
+    """No margin: a zero change is never 'different', so nothing decides and every round runs, looked at after
+    each from min on."""
+    result, observer, _ = _adaptive(tmp_path, store, "")
+    assert (result.ran, result.not_needed) == (2 * 10, 0)
+    looks = [e for e in observer.events if e.startswith("after ")]
+    assert sorted({e.split(":")[0] for e in looks}) == sorted(f"after {n} rounds" for n in range(3, 11))
+    assert "undecided" in looks[-1]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from storbench import __version__
-from storbench.config import LoadedPlan
+from storbench.config import LoadedPlan, repeat_bounds
 from storbench.errors import UserError
 from storbench.execute.base import Executor, FioSetup
 from storbench.execute.hosts import HostsExecutor
@@ -58,8 +58,9 @@ class RunObserver(LabObserver, Protocol):
 class RunResult:
     run_id: int
     ran: int
-    skipped: int
+    skipped: int  # stored already (resume)
     failed: int
+    not_needed: int = 0  # rounds left out because the answer was known (repeat: {until: ...})
 
 
 def watchdog_seconds(case: Case, grace_s: float) -> float:
@@ -121,10 +122,10 @@ def run_plan(
             started_at_s=clock(), mem_total_bytes=mem_total_bytes(), cpu_count=os.cpu_count(),
         )
         done = set()
-    order = schedule(cases, config.repeat, config.order, config.seed)
+    order = schedule(cases, repeat_bounds(config)[1], config.order, config.seed)
     todo = [item for item in order if (item.case.case_id, item.rep_index) not in done]
     observer.run_started(run_id, len(todo), len(order) - len(todo), sum(repetition_seconds(i.case) for i in todo))
-    failed = 0
+    failed = ran = 0
     position = 0
     with client_hosts(loaded, caps, observer, keep=keep_lab) as servers, \
             kubernetes_lab(loaded, caps, observer, keep=keep_lab) as k8s_lab:
@@ -133,14 +134,16 @@ def run_plan(
         try:
             claim_run_test_files(checked.targets, cases)
             for lab, items in group_by_lab(todo):
-                failed += _run_group(run, lab, items, position)
+                group_failed, group_ran = _run_group(run, lab, items, position)
+                failed, ran = failed + group_failed, ran + group_ran
                 position += len(items)
         finally:
             executors.close()
             if not config.keep_files:
                 remove_run_test_files(checked.targets.values(), observer)
     store.finish_run(run_id, clock())
-    return RunResult(run_id=run_id, ran=len(todo), skipped=len(order) - len(todo), failed=failed)
+    return RunResult(run_id=run_id, ran=ran, skipped=len(order) - len(todo), failed=failed,
+                     not_needed=len(todo) - ran)
 
 
 def run_label(run_id: int, host: str, db_path: str) -> str:
@@ -200,12 +203,52 @@ class _Run:
     ceilings: dict[str, float | None]  # case id -> client ceiling (IOPS), measured once per case
 
 
-def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], first_position: int) -> int:
-    """Run one lab configuration's repetitions; returns how many failed."""
+def answered(run: _Run, rounds: int) -> bool:
+    """For `repeat: {until: ...}`: whether the rounds stored so far answer the plan's question (the stopping rule
+    stays valid however often this looks; see stats/sequential.py). Tells the observer how each metric stands."""
+    from storbench.config import RepeatConfig
+    from storbench.report.labels import comparison_label
+    from storbench.stats.adaptive import all_decided, ci_reached, decided_verdicts
+    from storbench.stats.compare import parse_selector
+    from storbench.stats.observations import observations
+    from storbench.stats.sequential import SequentialPlan
+
+    config = run.loaded.config
+    repeat = config.repeat
+    if not isinstance(repeat, RepeatConfig):
+        return False
+    seen = observations(run.store.repetitions([run.run_id]))
+    ci_pct = repeat.ci_pct
+    if ci_pct is not None:
+        done = ci_reached(seen, ci_pct)
+        run.observer.lab_event(f"after {rounds} rounds: IOPS interval within ±{ci_pct:g} % at every point: "
+                               f"{'yes, stopping' if done else 'not yet'}")
+        return done
+    assert config.compare is not None
+    plan = SequentialPlan(min_rounds=repeat.min, max_rounds=repeat.max, margin=config.compare.margin)
+    verdicts = decided_verdicts(seen, parse_selector(config.compare.baseline), parse_selector(config.compare.candidate),
+                                config.compare.metrics, plan)
+    for v in verdicts:
+        change = v.verdict.change
+        shown = (f"{100 * change.estimate:+.1f} % [{100 * change.low:+.1f}, {100 * change.high:+.1f}]"
+                 if change is not None else "no pairs yet")
+        more = (f", about {v.verdict.more_rounds} more rounds" if v.verdict.more_rounds is not None
+                else ", not within max" if v.verdict.decision == "undecided" else "")
+        run.observer.lab_event(f"after {rounds} rounds: {comparison_label(v.comparison)} {v.metric}: {shown} "
+                               f"{v.verdict.decision.value}{more}")
+    return all_decided(verdicts)
+
+
+def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], first_position: int
+               ) -> tuple[int, int]:
+    """Run one lab configuration's repetitions, round by round; returns how many failed and how many ran. With
+    `repeat: {until: ...}` the rounds stop once the answer is known (looked at after each round from `min`)."""
     config = run.loaded.config
     caps = run.checked.capabilities
     observer, ceilings = run.observer, run.ceilings
-    failed = 0
+    least = repeat_bounds(config)[0]
+    failed = ran = 0
+    looked_at = -1
     position = first_position
     with lab_session(run.loaded, lab, [i.case for i in items], run.checked, observer,
                      keep=run.keep_lab) as session:
@@ -215,6 +258,10 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
 
             recorder = TelemetryRecorder(config.telemetry, session.ceph_socket_patterns)
         for item in items:
+            if item.rep_index >= least and item.rep_index > looked_at:  # a round has ended
+                looked_at = item.rep_index
+                if answered(run, item.rep_index):
+                    break
             observer.repetition_started(item, position)
             prepared = session.for_case(item.case)
             if recorder is not None and config.telemetry.client_ceiling and item.case.case_id not in ceilings:
@@ -239,4 +286,8 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
                 failed += 1
             observer.repetition_finished(item, position, outcome)
             position += 1
-    return failed
+            ran += 1
+        else:  # every round ran: say how the answer stands at the end
+            if items and item.rep_index >= least - 1 and not isinstance(config.repeat, int):
+                answered(run, item.rep_index + 1)
+    return failed, ran

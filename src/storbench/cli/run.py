@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -11,15 +13,35 @@ from rich.text import Text
 
 from storbench.cli.common import _console, _read_plan, db_option, fio_option
 from storbench.cli.results import _print_results
-from storbench.model import RepetitionOutcome, ScheduledRepetition, Status
+from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status
 from storbench.units import format_block_size, format_latency_ns
 
+if TYPE_CHECKING:
+    from storbench.checks import Checked
+    from storbench.config import LoadedPlan
+
+
+def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> list[str]:
+    """The plan's size, ETA and designs; for repetitions that stop when decided, the ETA of their most."""
+    from storbench.config import RepeatConfig, repeat_bounds
+    from storbench.plan import estimate
+    from storbench.report.tables import plan_summary_lines
+
+    least, most = repeat_bounds(loaded.config)
+    lines = plan_summary_lines(estimate(cases, most), most, checked.capabilities.version, checked.capabilities.binary)
+    repeat = loaded.config.repeat
+    if isinstance(repeat, RepeatConfig):
+        what = f"{loaded.config.compare.baseline} vs {loaded.config.compare.candidate} decided" if (
+            repeat.until == "decided" and loaded.config.compare) else repeat.until
+        lines.insert(1, f"repetitions: balanced rounds until {what}, at least {least}, at most {most} (the time "
+                     "below is for the most)")
+    return lines
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from storbench.checks import check_everything
     from storbench.execute.fio_binary import find_fio
-    from storbench.plan import estimate, expand
-    from storbench.report.tables import plan_summary_lines, plan_table
+    from storbench.plan import expand
+    from storbench.report.tables import plan_table
 
     loaded = _read_plan(args.plan)
     cases = expand(loaded)
@@ -28,8 +50,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     table, constants = plan_table(cases, f"plan '{loaded.config.name}' ({args.plan})")
     out.print(table)
     out.print(constants)
-    for line in plan_summary_lines(estimate(cases, loaded.config.repeat), loaded.config.repeat,
-                                   checked.capabilities.version, checked.capabilities.binary):
+    for line in _summary(loaded, cases, checked):
         out.print(line)
     return 0
 
@@ -105,8 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from storbench.execute.fio_binary import find_fio
     from storbench.execute.local import LocalExecutor
     from storbench.orchestrate import run_plan
-    from storbench.plan import estimate, expand
-    from storbench.report.tables import plan_summary_lines
+    from storbench.plan import expand
     from storbench.store import open_store
 
     loaded = _read_plan(args.plan)
@@ -115,8 +135,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     checked = check_everything(loaded, cases, fio_binary, create=True)
     store = open_store(args.db)
     out = _console()
-    for line in plan_summary_lines(estimate(cases, loaded.config.repeat), loaded.config.repeat,
-                                   checked.capabilities.version, checked.capabilities.binary):
+    for line in _summary(loaded, cases, checked):
         out.print(line)
     observer = ConsoleObserver(out)
     try:
@@ -132,7 +151,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         observer.close()
     _print_results(store, [result.run_id], title=f"results of run {result.run_id} ({args.db})")
     store.close()
-    out.print(f"{result.ran} repetitions run, {result.skipped} already stored, {result.failed} failed; "
+    not_needed = f", {result.not_needed} not needed (answer known)" if result.not_needed else ""
+    out.print(f"{result.ran} repetitions run, {result.skipped} already stored, {result.failed} failed{not_needed}; "
               f"stored in {args.db}")
     return 1 if result.failed else 0
 

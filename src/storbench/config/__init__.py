@@ -28,6 +28,7 @@ from storbench.config.schema import (
     BlockTargetConfig,
     CephfsTargetConfig,
     CephLabConfig,
+    CompareConfig,
     Duration,
     FioScalar,
     HostsConfig,
@@ -41,6 +42,7 @@ from storbench.config.schema import (
     PrometheusConfig,
     PvcTargetConfig,
     RbdTargetConfig,
+    RepeatConfig,
     RwPattern,
     Size,
     StrictModel,
@@ -49,6 +51,7 @@ from storbench.config.schema import (
     TelemetryConfig,
     WorkloadConfig,
     fio_value_text,
+    repeat_bounds,
 )
 from storbench.config.source import (
     KeyPath,
@@ -72,6 +75,7 @@ __all__ = [
     "BlockTargetConfig",
     "CephLabConfig",
     "CephfsTargetConfig",
+    "CompareConfig",
     "Duration",
     "FioScalar",
     "HostsConfig",
@@ -88,6 +92,7 @@ __all__ = [
     "PrometheusConfig",
     "PvcTargetConfig",
     "RbdTargetConfig",
+    "RepeatConfig",
     "RwPattern",
     "Size",
     "StrictModel",
@@ -99,4 +104,5 @@ __all__ = [
     "fio_value_text",
     "format_key_path",
     "load_plan_text",
+    "repeat_bounds",
 ]

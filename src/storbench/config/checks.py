@@ -17,6 +17,7 @@ from storbench.config.schema import (
     PlanConfig,
     PvcTargetConfig,
     RbdTargetConfig,
+    RepeatConfig,
     fio_value_text,
 )
 from storbench.config.source import PlanSource
@@ -169,3 +170,35 @@ def _check_engines(config: PlanConfig, source: PlanSource) -> None:
                 if refusal:
                     raise UserError(f"target '{name}': {refusal}", where=source.where(("workload", "fio", option)),
                                     hint="drop it, or sweep only that ioengine")
+
+
+def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
+    """`repeat: {until: decided}` needs a `compare` whose sides run on one cluster, alternating."""
+    from storbench.model import CEPH_SETTINGS, SIDE_BY_SIDE_SETTINGS
+    from storbench.stats.compare import parse_selector
+
+    repeat = config.repeat
+    if isinstance(repeat, RepeatConfig):
+        if repeat.max < repeat.min:
+            raise UserError(f"repeat.max {repeat.max} is below repeat.min {repeat.min}",
+                            where=source.where(("repeat", "max")), hint="raise max")
+        if config.order != "interleaved":
+            raise UserError("repeat: {until: ...} runs balanced rounds, which needs order: interleaved",
+                            where=source.where(("order",)), hint="drop order (interleaved is the default)")
+        if repeat.until == "decided" and config.compare is None:
+            raise UserError("repeat.until: decided needs the comparison to decide", where=source.where(
+                ("repeat", "until")), hint="add compare: {baseline: pool_size=2, candidate: pool_size=3}")
+    if config.compare is None:
+        return
+    for side in ("baseline", "candidate"):
+        text = getattr(config.compare, side)
+        try:
+            selector = parse_selector(text)
+        except ValueError as exc:
+            raise UserError(f"compare.{side}: {exc}", where=source.where(("compare", side)),
+                            hint="KEY=VALUE[,KEY=VALUE], e.g. pool_size=2") from None
+        blocked = sorted({k for k, _ in selector.pairs} & set(CEPH_SETTINGS) - SIDE_BY_SIDE_SETTINGS)
+        if blocked and isinstance(repeat, RepeatConfig):
+            raise UserError(f"compare.{side} names {', '.join(blocked)}, which needs a cluster per value: its "
+                            "sides cannot alternate round by round", where=source.where(("compare", side)),
+                            hint="use a fixed repeat for such settings, or compare pool_size (one cluster)")

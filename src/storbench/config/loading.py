@@ -16,7 +16,7 @@ from pydantic import (
     ValidationError,
 )
 
-from storbench.config.checks import _check_engines, _check_lab, check_fio_options
+from storbench.config.checks import _check_adaptive, _check_engines, _check_lab, check_fio_options
 from storbench.config.schema import (
     SAFE_NAME_RE,
     TARGET_KINDS,
@@ -219,4 +219,5 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     check_fio_options(config.workload.fio, source)
     _check_engines(config, source)
     _check_lab(config, source)
+    _check_adaptive(config, source)
     return LoadedPlan(config=config, source=source)

@@ -516,6 +516,51 @@ class TelemetryConfig(StrictModel):
         return value
 
 
+UNTIL_CI_RE = re.compile(r"ci\s*<=\s*([0-9]{1,2}(?:\.[0-9]{1,3})?)\s*%")
+
+
+class RepeatConfig(StrictModel):
+    """Repetitions that stop when the answer is known: balanced rounds (every case once, the order alternating
+    round by round), at least `min` and at most `max` of them. The stopping rule stays valid however often it
+    looks (docs/methodology.md)."""
+
+    min: int = Field(3, ge=2, le=1000, description="Rounds before the first look.")
+    max: int = Field(ge=2, le=1000, description="Rounds at most.")
+    until: str = Field(description="`decided`: every metric of the plan's `compare` is decided (higher, lower, or "
+                       "equivalent within its margin); `ci <= 5%`: every point's IOPS interval is within ±5 % of "
+                       "its mean.")
+
+    @field_validator("until")
+    @classmethod
+    def _until(cls, value: str) -> str:
+        if value != "decided" and not UNTIL_CI_RE.fullmatch(value.strip()):
+            raise ValueError(f"until {value!r} must be 'decided' or like 'ci <= 5%'")
+        return value
+
+    @property
+    def ci_pct(self) -> float | None:
+        """The interval target of `until: ci <= N%`, else None."""
+        match = UNTIL_CI_RE.fullmatch(self.until.strip())
+        return float(match.group(1)) if match else None
+
+
+def _fraction(value: object) -> object:
+    if isinstance(value, str) and value.strip().endswith("%"):
+        return float(value.strip()[:-1]) / 100
+    return value
+
+
+class CompareConfig(StrictModel):
+    """The comparison a plan is run to answer, for `repeat: {until: decided}`."""
+
+    baseline: str = Field(description="Selector of the baseline side, as in `storbench compare`, e.g. pool_size=2.")
+    candidate: str = Field(description="Selector of the candidate side, e.g. pool_size=3.")
+    metrics: list[Literal["iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns"]] = Field(
+        ["iops"], description="Metrics that must be decided.")
+    margin: Annotated[float, BeforeValidator(_fraction), Field(gt=0, lt=1)] | None = Field(
+        None, description="Equivalence margin, e.g. 5%: a change inside ±margin is decided as equivalent.")
+
+
 class PlanConfig(StrictModel):
     """A storbench plan: targets x workload sweep, repeated."""
 
@@ -524,7 +569,14 @@ class PlanConfig(StrictModel):
     targets: dict[str, TargetConfig] = Field(description="Named targets; every case runs on each of them.")
     workload: WorkloadConfig = Field(description="What fio does: rw, bs, iodepth, numjobs, runtime, ... "
                                      "(see docs/plan-reference.md).")
-    repeat: int = Field(3, ge=1, le=1000, description="Repetitions per case: the statistical sample unit.")
+    repeat: Annotated[
+        Annotated[Annotated[int, Field(ge=1, le=1000)], Tag("count")] | Annotated[RepeatConfig, Tag("rounds")],
+        Discriminator(lambda value: "rounds" if isinstance(value, Mapping) else "count"),
+    ] = Field(
+        3, description="Repetitions per case (the statistical sample unit), or `{min, max, until}` to stop when the "
+        "answer is known.")
+    compare: CompareConfig | None = Field(None, description="The comparison the plan answers (for `repeat: {until: "
+                                          "decided}`).")
     order: Literal["interleaved", "sequential", "shuffled"] = Field(
         "interleaved",
         description="Order of repetitions: interleaved (all cases once, then again in reverse order: A B B A), "
@@ -572,3 +624,10 @@ class PlanConfig(StrictModel):
             if not SAFE_NAME_RE.fullmatch(tag):
                 raise ValueError(f"tag {tag!r} must be letters, digits, '_', '.' or '-'")
         return value
+
+
+def repeat_bounds(config: PlanConfig) -> tuple[int, int]:
+    """(least, most) repetitions per case."""
+    if isinstance(config.repeat, RepeatConfig):
+        return config.repeat.min, config.repeat.max
+    return config.repeat, config.repeat

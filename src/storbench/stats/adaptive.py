@@ -1,0 +1,66 @@
+"""Whether a run with `repeat: {until: ...}` has its answer after the rounds so far. Pure.
+
+`until: decided`: every metric the plan's `compare` names, at every matched point, is decided by the sequential
+rule of `stats/sequential.py` on the pairs of rounds (repetition i of each side ran next to the other's).
+`until: ci <= N%`: every point's IOPS interval is within ±N % of its mean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from storbench.stats.compare import PointComparison, Selector, compare_observations
+from storbench.stats.observations import Observation, metric_value
+from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, decide
+from storbench.stats.summary import summarize_points
+
+
+@dataclass(frozen=True)
+class MetricVerdict:
+    comparison: PointComparison
+    metric: str
+    verdict: SequentialVerdict
+
+
+def _per_rep(observations: Sequence[Observation], case_id: str, direction: str, metric: str) -> dict[int, float]:
+    out = {}
+    for o in observations:
+        if o.ok and not o.client and o.direction is not None and o.case.case_id == case_id \
+                and o.direction.value == direction:
+            value = metric_value(o, metric)
+            if value is not None:
+                out[o.rep_index] = float(value)
+    return out
+
+
+def decided_verdicts(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
+                     metrics: Sequence[str], plan: SequentialPlan) -> list[MetricVerdict]:
+    """The sequential verdict of every named metric at every matched point, on the rounds both sides have."""
+    found = []
+    for comparison in compare_observations(observations, baseline, candidate, {}):
+        base, cand = comparison.baseline, comparison.candidate
+        for metric in metrics:
+            a = _per_rep(observations, base.case_id, base.direction, metric)
+            b = _per_rep(observations, cand.case_id, cand.direction, metric)
+            rounds = sorted(set(a) & set(b))
+            verdict = decide([a[i] for i in rounds], [b[i] for i in rounds], plan)
+            found.append(MetricVerdict(comparison, metric, verdict))
+    return found
+
+
+def all_decided(verdicts: Sequence[MetricVerdict]) -> bool:
+    return bool(verdicts) and all(v.verdict.decision != Decision.UNDECIDED for v in verdicts)
+
+
+def ci_reached(observations: Sequence[Observation], ci_pct: float) -> bool:
+    """Every point's IOPS interval is within ±``ci_pct`` % of its mean."""
+    points = summarize_points(observations)
+    if not points:
+        return False
+    for point in points:
+        iops = point.metric("iops")
+        width = iops.half_width_pct if iops is not None else None
+        if width is None or width > ci_pct:
+            return False
+    return True
