@@ -194,3 +194,36 @@ def test_pool_size_larger_than_osds_is_a_plan_error(tmp_path: Path, capsys: pyte
     plan = write_plan(tmp_path, PLAN.replace("osds: 3", "osds: 2"))
     code, _, err = run_cli(capsys, "plan", str(plan))
     assert code == 2 and "pool_size 3 needs at least 3 OSDs" in err and "lab.ceph.pool_size" in err
+
+
+ADAPTIVE_PLAN = """
+name: replica-adaptive
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 64MiB}
+workload: {rw: randwrite, bs: 4k, iodepth: 8, runtime: 1s}
+repeat: {min: 3, max: 6, until: decided}
+compare: {baseline: pool_size=1, candidate: pool_size=2, metrics: [iops], margin: 50%}
+telemetry: {enabled: false}
+lab:
+  ceph: {osds: 2, osd_size: 1GiB, objectstore: memstore, pool_size: [1, 2]}
+"""
+
+
+def test_replica_sizes_alternate_on_one_cluster_until_decided(lab_dir: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    db, out = _run(ADAPTIVE_PLAN, tmp_path, capsys)
+    assert out.count("ceph lab: bringing up") == 1
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT c.lab_json, r.rep_index FROM repetitions r JOIN cases c ON c.id = r.case_id "
+                        "ORDER BY r.started_at_s").fetchall()
+    conn.close()
+    sizes = [dict(json.loads(lab))["pool_size"] for lab, _ in rows]
+    rounds = len(rows) // 2
+    assert len(rows) == 2 * rounds and 3 <= rounds <= 6
+    assert sizes == ["1", "2", "2", "1", "1", "2", "2", "1", "1", "2", "2", "1"][:len(rows)]  # A B B A ...
+    looks = [line for line in out.splitlines() if "after " in line and " rounds: " in line]
+    assert looks and "after 3 rounds" in looks[0]
+    last = looks[-1]
+    if rounds < 6:  # stopped early: the last look decided
+        assert "undecided" not in last and f"after {rounds} rounds" in last
+    assert f"{2 * (6 - rounds)} not needed" in out if rounds < 6 else "not needed" not in out

@@ -376,3 +376,15 @@ def test_client_ceiling_is_measured_once_per_case_on_the_null_engine(tmp_path: P
     (ceiling,) = ceilings
     # no storage at all: the null engine drives far more than a real file at the same depth
     assert all(ceiling > 3 * r["iops"] for r in records), (ceiling, [r["iops"] for r in records])
+
+
+def test_osd_op_latency_is_weighted_by_ops_not_by_time() -> None:
+    """A second with a thousand 10 ms ops and a second with one 1 s op (a background flush): an op's mean
+    latency is about 11 ms, not the 505 ms a time-weighted mean of the two seconds would give."""
+    from storbench.telemetry.digest import digest
+    from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
+
+    ops = TelemetrySeries("ceph", "osd.0", "ops_per_s", (0.0, 1.0), (1.0, 2.0), (1000.0, 1.0))
+    latency = TelemetrySeries("ceph", "osd.0", "op_latency_ns", (0.0, 1.0), (1.0, 2.0), (10e6, 1000e6))
+    d = digest(RepetitionTelemetry(0.0, 2.0, (ops, latency)))
+    assert d.ceph_op_latency_ns == pytest.approx((1000 * 10e6 + 1000e6) / 1001)

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries, in_window, window_max, window_mean
+from storbench.telemetry.series import (
+    RepetitionTelemetry,
+    TelemetrySeries,
+    in_window,
+    window_indices,
+    window_max,
+    window_mean,
+)
 
 CEPH_OSD_PROCESS = "ceph-osd"
 
@@ -92,6 +99,20 @@ def _window_total(telemetry: RepetitionTelemetry, series: TelemetrySeries) -> fl
     return sum(w * v for w, v in in_window(series, telemetry.window_start_s, telemetry.window_end_s))
 
 
+def _ops_times_latency(ops: TelemetrySeries, latency: TelemetrySeries, start_s: float, end_s: float) -> float:
+    """Sum over the window's intervals of (ops completed x their mean latency): the OSD's total op time, so that
+    dividing by the ops gives the mean latency of an op. An interval with a handful of slow ops (a background
+    flush between two repetitions) weighs by its ops, not by its length."""
+    by_interval = {(b, e): v for b, e, v in zip(latency.starts_s, latency.times_s, latency.values, strict=True)}
+    total = 0.0
+    for i in window_indices(ops, start_s, end_s):
+        begin, end = ops.starts_s[i], ops.times_s[i]
+        mean = by_interval.get((begin, end))
+        if mean is not None and end > begin:
+            total += ops.values[i] * (end - begin) * mean
+    return total
+
+
 def _ratio_pct(hits: float, misses: float) -> float | None:
     return None if hits + misses <= 0 else 100.0 * hits / (hits + misses)
 
@@ -146,12 +167,9 @@ def digest(telemetry: RepetitionTelemetry) -> TelemetryDigest:
     hits = misses = onode_hits = onode_misses = 0.0
     for ops in telemetry.find("ceph", "ops_per_s"):
         latency = _one(telemetry, "ceph", "op_latency_ns", ops.entity)
-        ops_in_window = _window_total(telemetry, ops)
-        ceph_ops += ops_in_window
+        ceph_ops += _window_total(telemetry, ops)
         if latency is not None:
-            mean_latency = window_mean(latency, start, end)
-            if mean_latency is not None:
-                ceph_latency_weighted += ops_in_window * mean_latency
+            ceph_latency_weighted += _ops_times_latency(ops, latency, start, end)
     for metric, series_list in (("hit", telemetry.find("ceph", "cache_hit_bytes_per_s")),
                                 ("miss", telemetry.find("ceph", "cache_miss_bytes_per_s")),
                                 ("onode_hit", telemetry.find("ceph", "onode_hits_per_s")),

@@ -47,19 +47,28 @@ def in_window(series: TelemetrySeries, start_s: float, end_s: float) -> list[tup
     A rate sample belongs when at least half of its interval lies inside the window; a gauge when its time
     does. If the window is shorter than any interval, the sample overlapping it most stands for it.
     """
-    chosen: list[tuple[float, float]] = []
-    best: tuple[float, float] | None = None
+    out = []
+    for i in window_indices(series, start_s, end_s):
+        begin, end = series.starts_s[i], series.times_s[i]
+        out.append((1.0 if end <= begin else end - begin, series.values[i]))
+    return out
+
+
+def window_indices(series: TelemetrySeries, start_s: float, end_s: float) -> list[int]:
+    """Indices of the samples that belong to the window (see ``in_window``)."""
+    chosen: list[int] = []
+    best: int | None = None
     best_overlap = 0.0
-    for begin, end, value in zip(series.starts_s, series.times_s, series.values, strict=True):
+    for i, (begin, end) in enumerate(zip(series.starts_s, series.times_s, strict=True)):
         if end <= begin:  # gauge
             if start_s <= end <= end_s:
-                chosen.append((1.0, value))
+                chosen.append(i)
             continue
         overlap = max(0.0, min(end, end_s) - max(begin, start_s))
         if overlap >= 0.5 * (end - begin):
-            chosen.append((end - begin, value))
+            chosen.append(i)
         if overlap > best_overlap:
-            best, best_overlap = (end - begin, value), overlap
+            best, best_overlap = i, overlap
     if not chosen and best is not None:
         chosen.append(best)
     return chosen
