@@ -266,3 +266,16 @@ def test_rounds_run_to_max_when_the_answer_stays_undecided(tmp_path: Path, store
     looks = [e for e in observer.events if e.startswith("after ")]
     assert sorted({e.split(":")[0] for e in looks}) == sorted(f"after {n} rounds" for n in range(3, 11))
     assert "undecided" in looks[-1]
+
+
+def test_a_budget_stops_the_rounds_with_the_answer_so_far(tmp_path: Path, store: Store) -> None:
+    loaded = load_plan_text(ADAPTIVE.format(data=tmp_path / "data", margin=""), "adaptive.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    ticks = iter(range(0, 10_000, 60))  # every look at the clock is a minute later
+    observer = Observer()
+    result = orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(_ok), observer, resume=False,
+                                  clock=lambda: float(next(ticks)), budget_s=30.0)
+    assert (result.ran, result.not_needed) == (2 * 3, 2 * 7)
+    assert "budget reached after 3 rounds: stopping with the answer so far" in observer.events
+    assert any(e.startswith("after 3 rounds") and "undecided" in e for e in observer.events)

@@ -103,6 +103,7 @@ def run_plan(
     resume: bool,
     keep_lab: bool = False,
     clock: Callable[[], float] = time.time,
+    budget_s: float | None = None,
 ) -> RunResult:
     config = loaded.config
     caps = checked.capabilities
@@ -130,7 +131,9 @@ def run_plan(
     with client_hosts(loaded, caps, observer, keep=keep_lab) as servers, \
             kubernetes_lab(loaded, caps, observer, keep=keep_lab) as k8s_lab:
         executors = Executors(executor, servers, caps.binary, run_label(run_id, platform.node(), store.path), k8s_lab)
-        run = _Run(loaded, checked, store, executors, observer, run_id, keep_lab, ceilings={})
+        deadline = None if budget_s is None else clock() + budget_s
+        run = _Run(loaded, checked, store, executors, observer, run_id, keep_lab, ceilings={}, clock=clock,
+                   deadline_s=deadline)
         try:
             claim_run_test_files(checked.targets, cases)
             for lab, items in group_by_lab(todo):
@@ -201,6 +204,8 @@ class _Run:
     run_id: int
     keep_lab: bool
     ceilings: dict[str, float | None]  # case id -> client ceiling (IOPS), measured once per case
+    clock: Callable[[], float] = time.time
+    deadline_s: float | None = None  # --budget: no new round after this moment
 
 
 def answered(run: _Run, rounds: int) -> bool:
@@ -261,6 +266,10 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
             if item.rep_index >= least and item.rep_index > looked_at:  # a round has ended
                 looked_at = item.rep_index
                 if answered(run, item.rep_index):
+                    break
+                if run.deadline_s is not None and run.clock() >= run.deadline_s:
+                    observer.lab_event(f"budget reached after {item.rep_index} rounds: stopping with the answer "
+                                       "so far")
                     break
             observer.repetition_started(item, position)
             prepared = session.for_case(item.case)

@@ -21,6 +21,15 @@ if TYPE_CHECKING:
     from storbench.config import LoadedPlan
 
 
+
+def _duration(text: str) -> float:
+    from storbench.units import parse_duration_s
+
+    try:
+        return parse_duration_s(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (e.g. 20m, 90s)") from None
+
 def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> list[str]:
     """The plan's size, ETA and designs; for repetitions that stop when decided, the ETA of their most."""
     from storbench.config import RepeatConfig, repeat_bounds
@@ -140,7 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     observer = ConsoleObserver(out)
     try:
         result = run_plan(loaded, cases, checked, store, LocalExecutor(fio_binary), observer, resume=args.resume,
-                          keep_lab=args.keep_lab)
+                          keep_lab=args.keep_lab, budget_s=args.budget)
     except KeyboardInterrupt:
         observer.close()
         _console(stderr=True).print(
@@ -170,6 +179,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     fio_option(p)
     p.add_argument("--resume", action="store_true",
                    help="continue the latest run of this plan: run only repetitions not yet stored as ok")
+    p.add_argument("--budget", type=_duration, default=None, metavar="DURATION",
+                   help="with repeat: {until: ...}, start no new round after this long (e.g. 20m); the answer so "
+                   "far is printed")
     p.add_argument("--keep-lab", action="store_true",
                    help="leave the plan's last lab configuration up after the run (tear down with `storbench lab`)")
     p.set_defaults(func=cmd_run)
