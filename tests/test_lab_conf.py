@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from storbench.lab.ceph_conf import MIN_OSD_MEMORY_TARGET, CephLabSpec, ceph_spec_for, render_ceph_conf
 from storbench.lab.nfs_conf import (
     ANONYMOUS_UID,
@@ -121,3 +123,23 @@ def test_ganesha_export_squashes_root_and_serves_only_the_lab() -> None:
     assert f"Anonymous_Uid = {ANONYMOUS_UID};" in own and ANONYMOUS_UID != 0
     assert "PrivilegedPort = true;" in own  # only root binds a port below 1024
     assert "SecType = sys;" in own
+
+
+def test_a_veth_that_vanishes_with_its_namespace_is_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host end of the NFS lab's veth pair goes away by itself once the namespace is deleted, sometimes just
+    after `ip link show` listed it: deleting it then fails, and `down` must not."""
+    from storbench.errors import UserError
+    from storbench.lab import nfs
+
+    listings = iter(["2: sbnfs0@if3: <BROADCAST>", "1: lo: <LOOPBACK>"])
+
+    def fake_run(argv: list[str], **_: object) -> str:
+        if argv[:3] == ["ip", "link", "delete"]:
+            raise UserError('`ip link delete sbnfs0` failed (1): Cannot find device "sbnfs0"')
+        return next(listings)
+
+    monkeypatch.setattr(nfs, "run", fake_run)
+    nfs._delete_link("sbnfs0")  # gone by the time it was deleted: fine
+    listings = iter(["2: sbnfs0@if3: <BROADCAST>", "2: sbnfs0@if3: <BROADCAST>"])
+    with pytest.raises(UserError):
+        nfs._delete_link("sbnfs0")  # still there: a real failure
