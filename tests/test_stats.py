@@ -721,3 +721,30 @@ def test_a_comparison_across_a_blocked_setting_is_never_paired() -> None:
                                  interleaved_runs=frozenset({1}))
     cell = found[0].cell("iops")
     assert cell is not None and cell.difference is not None and cell.difference.method == "welch"
+
+
+def test_a_run_that_stopped_when_decided_gets_the_sequential_interval_not_a_plain_one() -> None:
+    """Its data were looked at round by round: the interval is the one the stopping rule spent on its last look,
+    wider than a fixed-size 95 % interval on the same pairs."""
+    from storbench.stats.compare import compare_observations, parse_selector
+    from storbench.stats.sequential import SequentialPlan
+    from synthetic import observation
+
+    noisy = []
+    for rep in range(8):
+        level = 1000.0 * (1 - 0.05 * rep)
+        wobble = 1.05 * (1 + 0.03 * (-1) ** rep + 0.01 * rep % 3)
+        noisy.append(observation(case_id="case-a", target="a", repeat=rep, iops=level, lat_mean_ns=1e9 / level))
+        noisy.append(observation(case_id="case-b", target="b", repeat=rep, iops=level * wobble,
+                                 lat_mean_ns=1e9 / (level * wobble)))
+    base, cand = parse_selector("target=a"), parse_selector("target=b")
+    plain = compare_observations(noisy, base, cand, {}, interleaved_runs=frozenset({1}))
+    looked = compare_observations(noisy, base, cand, {}, interleaved_runs=frozenset({1}),
+                                  sequential_plans={1: SequentialPlan(min_rounds=3, max_rounds=12)})
+    p_cell, s_cell = plain[0].cell("lat_mean_ns"), looked[0].cell("lat_mean_ns")
+    assert p_cell is not None and s_cell is not None and p_cell.difference and s_cell.difference
+    assert s_cell.difference.method == "sequential" and p_cell.difference.method == "paired"
+    assert s_cell.difference.change_pct == pytest.approx(p_cell.difference.change_pct)
+    p_width = p_cell.difference.change_ci_high_pct - p_cell.difference.change_ci_low_pct  # type: ignore[operator]
+    s_width = s_cell.difference.change_ci_high_pct - s_cell.difference.change_ci_low_pct  # type: ignore[operator]
+    assert s_width > 1.5 * p_width > 0

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from storbench.errors import UserError, did_you_mean
 from storbench.model import RunInfo, StoredRepetition
+from storbench.stats.sequential import SequentialPlan
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
     from storbench.stats.compare import Selector
@@ -44,6 +45,24 @@ class Selection:
     @property
     def memory(self) -> dict[int, int | None]:
         return {r.run_id: r.mem_total_bytes for r in self.runs}
+
+    @property
+    def sequential_plans(self) -> dict[int, SequentialPlan]:
+        """Runs whose repetitions stopped when the answer was known (`repeat: {until: ...}`), with their looks:
+        their data were looked at round by round, so their intervals must be the sequential rule's."""
+        from storbench.config import RepeatConfig, load_plan_text
+
+        plans = {}
+        for run in self.runs:
+            try:
+                config = load_plan_text(run.plan_text, f"run {run.run_id}").config
+            except UserError:
+                continue
+            if isinstance(config.repeat, RepeatConfig):
+                margin = config.compare.margin if config.compare else None
+                plans[run.run_id] = SequentialPlan(min_rounds=config.repeat.min, max_rounds=config.repeat.max,
+                                                   margin=margin)
+        return plans
 
     @property
     def interleaved_runs(self) -> frozenset[int]:

@@ -97,7 +97,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                             hint="see `storbench show --run all` for what is stored")
     comparisons = compare_observations(selection.observations, baseline, candidate, selection.tags,
                                        selection.memory, force=args.force,
-                                       interleaved_runs=selection.interleaved_runs)
+                                       interleaved_runs=selection.interleaved_runs,
+                                       sequential_plans=selection.sequential_plans)
     if not comparisons:
         raise UserError("baseline and candidate have no point in common",
                         hint="they must share rw, bs, iodepth, numjobs and direction (and target, unless selected on)")
@@ -168,7 +169,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         candidate = parse_selector_flag(args.candidate, "--candidate")
         check_selector_keys(selection, baseline, candidate)
         comparisons = compare_observations(selection.observations, baseline, candidate, selection.tags,
-                                           selection.memory, interleaved_runs=selection.interleaved_runs)
+                                           selection.memory, interleaved_runs=selection.interleaved_runs,
+                                           sequential_plans=selection.sequential_plans)
     case_ids = selection.case_ids  # the store was read once, by select
     repetitions = [r for r in selection.repetitions if r.case.case_id in case_ids]
     title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))

@@ -177,7 +177,7 @@ def bottleneck_evidence_lines(comparisons: Sequence[PointComparison]) -> list[st
 
 
 def compare_table(comparisons: Sequence[PointComparison], baseline: str, candidate: str) -> Table:
-    table = Table(title=f"baseline {baseline}  vs  candidate {candidate}   (change [95% CI]; ▲ better ▼ worse "
+    table = Table(title=f"baseline {baseline}  vs  candidate {candidate}   (change [interval, below]; ▲ better ▼ worse "
                   "~ no detectable difference x not comparable)", title_justify="left", header_style="bold")
     for name in ("point", "IOPS base", "IOPS cand", "IOPS", "bandwidth", "mean lat", "p95", "p99", "bottleneck"):
         table.add_column(name, justify="left" if name in ("point", "bottleneck") else "right", no_wrap=True)
@@ -198,13 +198,13 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
 def interval_caption(comparisons: Sequence[PointComparison]) -> str:
     """Which intervals the changes carry: paired (alternating repetitions of one run) or Welch's."""
     methods = {cell.difference.method for c in comparisons for cell in c.cells if cell.difference is not None}
-    paired = "paired: per-pair ratios of repetitions that alternated in one run (drift cancels)"
-    welch = "Welch: independent repetitions"
-    if methods == {"paired"}:
-        return f"intervals {paired}"
-    if methods == {"welch"}:
-        return f"intervals {welch}"
-    return f"intervals {paired} where both points ran in one interleaved run, else {welch}"
+    names = {
+        "sequential": "sequential: per-pair ratios at the error rate the stopping rule spent on the last look (the "
+                      "run stopped when decided; a plain 95 % interval would overstate it)",
+        "paired": "paired: per-pair ratios of repetitions that alternated in one run (drift cancels)",
+        "welch": "Welch: independent repetitions",
+    }
+    return "intervals " + "; ".join(text for method, text in names.items() if method in methods)
 
 
 def _knee_text(point: CurvePoint | None, axis: str) -> str:

@@ -9,10 +9,10 @@ from enum import StrEnum
 
 from storbench.model import CEPH_SETTINGS, SIDE_BY_SIDE_SETTINGS
 from storbench.stats import match
-from storbench.stats.estimate import Difference, Estimate, welch_difference
+from storbench.stats.estimate import CONFIDENCE, Difference, Estimate, welch_difference
 from storbench.stats.metrics import COMPARE_METRICS, Metric
 from storbench.stats.observations import Observation, metric_value
-from storbench.stats.sequential import paired_change
+from storbench.stats.sequential import SequentialPlan, paired_change
 from storbench.stats.summary import PointSummary, summarize_points
 
 # Fields that identify a point when matching baseline and candidate (unless a selector names them).
@@ -155,8 +155,8 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
 
 def compare_observations(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
                          tags: Mapping[int, tuple[str, ...]], mem_total_bytes: Mapping[int, int | None] | None = None,
-                         *, force: bool = False, interleaved_runs: frozenset[int] = frozenset()
-                         ) -> list[PointComparison]:
+                         *, force: bool = False, interleaved_runs: frozenset[int] = frozenset(),
+                         sequential_plans: Mapping[int, SequentialPlan] | None = None) -> list[PointComparison]:
     """Match the two sides' points and compare every metric. Where the design pairs repetitions (both sides in
     one run whose order alternates them, ``interleaved_runs``, and not across a setting that needs a cluster per
     value) the change and its interval come from the per-pair ratios (``paired_differences``); else Welch."""
@@ -166,14 +166,18 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
                                  force=force)
     if design_note(baseline, candidate) is not None:
         return comparisons
-    return paired_differences(comparisons, observations, interleaved_runs)
+    return paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {})
 
 
 def paired_differences(comparisons: Sequence[PointComparison], observations: Sequence[Observation],
-                       interleaved_runs: frozenset[int]) -> list[PointComparison]:
+                       interleaved_runs: frozenset[int], sequential_plans: Mapping[int, SequentialPlan] | None = None
+                       ) -> list[PointComparison]:
     """Comparisons whose two points ran in one interleaved run, repetition for repetition, get paired intervals:
     repetition i of the baseline and repetition i of the candidate ran next to each other (A B, B A, ...), so
-    their ratio cancels slow drift. Others keep Welch's interval."""
+    their ratio cancels slow drift. Others keep Welch's interval. In a run that stopped when its answer was known
+    (``sequential_plans``) the data were looked at round by round: the interval is the sequential rule's at the
+    last look (its spent error rate), so a look-and-stop cannot pass for a fixed-size 95 % result."""
+    sequential_plans = sequential_plans or {}
     values: dict[tuple[str, str], dict[int, Observation]] = {}
     for o in observations:
         if o.ok and not o.client and o.direction is not None:
@@ -192,15 +196,18 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
         for cell in comparison.cells:
             pairs = [(metric_value(a[i], cell.metric.field), metric_value(b[i], cell.metric.field)) for i in reps]
             usable = [(float(x), float(y)) for x, y in pairs if x is not None and y is not None and x > 0 and y > 0]
-            change = paired_change([x for x, _ in usable], [y for _, y in usable]) if len(usable) == len(reps) \
-                else None
+            sequential = sequential_plans.get(base.run_ids[0])
+            confidence = _sequential_confidence(sequential, len(usable)) if sequential else CONFIDENCE
+            change = paired_change([x for x, _ in usable], [y for _, y in usable], confidence) \
+                if len(usable) == len(reps) else None
             if change is None or cell.baseline is None:
                 cells.append(cell)
                 continue
             mean = cell.baseline.mean
             difference = Difference(diff=mean * change.estimate, ci_low=mean * change.low, ci_high=mean * change.high,
                                     change_pct=100 * change.estimate, change_ci_low_pct=100 * change.low,
-                                    change_ci_high_pct=100 * change.high, method="paired", pairs=change.n)
+                                    change_ci_high_pct=100 * change.high,
+                                    method="sequential" if sequential else "paired", pairs=change.n)
             verdict = _verdict(cell.metric, difference) if comparison.comparable else Verdict.NOT_COMPARABLE
             cells.append(replace(cell, difference=difference, verdict=verdict))
         out.append(replace(comparison, cells=tuple(cells)))
@@ -233,3 +240,9 @@ def design_note(baseline: Selector, candidate: Selector) -> str | None:
         return None
     return (f"design: blocked on {', '.join(named)} (one cluster per value, brought up once): the setting is "
             "confounded with the cluster instance and with time; read the interval as about these two clusters")
+
+
+def _sequential_confidence(plan: SequentialPlan, rounds: int) -> float:
+    """The confidence of the sequential rule's look after ``rounds`` (the last look's when beyond ``max``)."""
+    spent = plan.look_alpha(min(max(rounds, plan.min_rounds), plan.max_rounds))
+    return 1 - spent
