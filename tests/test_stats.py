@@ -748,3 +748,25 @@ def test_a_run_that_stopped_when_decided_gets_the_sequential_interval_not_a_plai
     p_width = p_cell.difference.change_ci_high_pct - p_cell.difference.change_ci_low_pct  # type: ignore[operator]
     s_width = s_cell.difference.change_ci_high_pct - s_cell.difference.change_ci_low_pct  # type: ignore[operator]
     assert s_width > 1.5 * p_width > 0
+
+
+def test_points_that_differ_only_in_a_lab_setting_stay_apart_in_curves_and_figures() -> None:
+    """A pool-size sweep: one curve and one bar series per pool size, never one overwriting the other."""
+    from storbench.report.figures import block_size_figures
+    from storbench.report.labels import curve_lab_keys, curve_label
+    from storbench.stats.knee import curves
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    lab = "lab=ceph objectstore=bluestore osd_size=1 osds=3 pool_size={size}"
+    observations = [observation(case_id=f"c{size}-{depth}", iodepth=depth, lab=lab.format(size=size),
+                                iops=1000.0 * depth / size, repeat=rep)
+                    for size in (2, 3) for depth in (1, 16) for rep in range(2)]
+    points = summarize_points(observations)
+    found = curves(points, "iodepth")
+    assert len(found) == 2
+    keys = curve_lab_keys(found)
+    assert sorted(curve_label(c, keys) for c in found) == sorted({curve_label(c, keys) for c in found})
+    assert any("pool_size=2" in curve_label(c, keys) for c in found)
+    (iops_figure, _bandwidth) = block_size_figures(points)
+    assert len(iops_figure.series) == 4  # 2 pool sizes x 2 depths, none merged

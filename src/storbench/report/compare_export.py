@@ -12,6 +12,7 @@ from storbench.report.tables import (
     bottleneck_change,
     bottleneck_evidence_lines,
     change_text,
+    interval_caption,
     iops_with_ci,
 )
 from storbench.stats.compare import PointComparison
@@ -65,8 +66,8 @@ def comparison_csv(comparisons: Sequence[PointComparison]) -> str:
 
 def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, candidate: str) -> str:
     lines = [
-        f"Baseline `{baseline}` vs candidate `{candidate}`: change of the candidate's mean, with its 95 % confidence "
-        "interval (Welch). ▲ better, ▼ worse, ~ no detectable difference, x not comparable.",
+        f"Baseline `{baseline}` vs candidate `{candidate}`: change of the candidate's mean, with its interval "
+        f"({interval_caption(comparisons)}). ▲ better, ▼ worse, ~ no detectable difference, x not comparable.",
         "",
         "| point | IOPS baseline | IOPS candidate | IOPS | bandwidth | mean latency | p95 | p99 | bottleneck |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---|",

@@ -10,7 +10,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from storbench.model import LatencyHistogram, Status, StoredRepetition
-from storbench.report.labels import comparison_label, curve_label, point_label, varying_comparison_lab, varying_lab_keys
+from storbench.report.labels import (
+    comparison_label,
+    curve_lab_keys,
+    curve_label,
+    point_label,
+    varying_comparison_lab,
+    varying_lab_keys,
+)
 from storbench.stats.compare import PointComparison
 from storbench.stats.drift import Drift
 from storbench.stats.knee import Curve
@@ -84,6 +91,7 @@ def _verdict_mark(p: PointSummary) -> str:
 def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     """IOPS and MiB/s against block size, as grouped bars with 95 % CI error bars, per size group."""
     figures = []
+    lab_keys = varying_lab_keys(points)  # points that differ only in a lab setting are separate series
     for group, group_label in SIZE_GROUPS:
         members = [p for p in points if size_group(p.bs_bytes) == group and p.metric("iops") is not None]
         if not members:
@@ -93,7 +101,7 @@ def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         for field, label, scale, unit in (("iops", "IOPS", 1.0, "IOPS"), ("bw_bytes", "bandwidth", 1048576.0, "MiB/s")):
             series_points: dict[str, dict[str, PointSummary]] = {}
             for p in members:
-                series_points.setdefault(point_label(p, omit=("bs",)), {})[p.bs] = p
+                series_points.setdefault(point_label(p, omit=("bs",), lab_keys=lab_keys), {})[p.bs] = p
             series = []
             for name, by_bs in series_points.items():
                 present = [c for c in categories if c in by_bs]
@@ -122,10 +130,11 @@ def latency_vs_iodepth_figures(points: Sequence[PointSummary]) -> list[FigureSpe
         if p.metric("lat_mean_ns") is not None:
             groups.setdefault((p.target, p.rw, p.direction), []).append(p)
     figures = []
+    lab_keys = varying_lab_keys(points)
     for (target, rw, direction), members in groups.items():
         lines: dict[str, list[PointSummary]] = {}
         for p in members:
-            lines.setdefault(point_label(p, omit=("iodepth", "target")), []).append(p)
+            lines.setdefault(point_label(p, omit=("iodepth", "target"), lab_keys=lab_keys), []).append(p)
         lines = {k: v for k, v in lines.items() if len({p.iodepth for p in v}) >= 2}
         if not lines:
             continue
@@ -153,13 +162,14 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
     for curve in curve_list:
         by_axis.setdefault(curve.axis, []).append(curve)
     figures = []
+    lab_keys = curve_lab_keys(curve_list)
     for axis, members in by_axis.items():
         series = []
         knees_x, knees_y, knees_text = [], [], []
         for curve in members:
             usable = [c for c in curve.points if c.lat_p99_ns is not None]
             series.append(Series(
-                name=curve_label(curve), x=tuple(c.iops for c in usable),
+                name=curve_label(curve, lab_keys), x=tuple(c.iops for c in usable),
                 y=tuple((c.lat_p99_ns or 0) / 1000 for c in usable),
                 error_x=tuple(c.iops_ci_half or 0.0 for c in usable),
                 text=tuple(f"{axis}={c.load}: {c.point.bottleneck.kind.value}" for c in usable)))
@@ -167,7 +177,7 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
             if knee is not None and knee.lat_p99_ns is not None:
                 knees_x.append(knee.iops)
                 knees_y.append(knee.lat_p99_ns / 1000)
-                knees_text.append(f"knee: {curve_label(curve)} {axis}={knee.load}")
+                knees_text.append(f"knee: {curve_label(curve, lab_keys)} {axis}={knee.load}")
         if knees_x:
             series.append(Series(name="knee", x=tuple(knees_x), y=tuple(knees_y), text=tuple(knees_text),
                                  mode="markers", marker_size=16))
@@ -223,11 +233,13 @@ def cdf_figures(points: Sequence[PointSummary],
         if (p.case_id, p.direction) in histograms:
             groups.setdefault((p.target, p.rw, p.direction), []).append(p)
     figures = []
+    lab_keys = varying_lab_keys(points)
     for (target, rw, direction), members in groups.items():
         series = []
         for p in sorted(members, key=lambda m: (m.bs_bytes, m.iodepth, m.numjobs)):
             cdf = histograms[(p.case_id, p.direction)].cdf()
-            series.append(Series(name=point_label(p, omit=("target",)), x=tuple(v / 1000 for v, _ in cdf),
+            series.append(Series(name=point_label(p, omit=("target",), lab_keys=lab_keys),
+                                 x=tuple(v / 1000 for v, _ in cdf),
                                  y=tuple(100 * f for _, f in cdf), mode="lines"))
         figures.append(FigureSpec(
             figure_id=f"cdf-{target}-{rw}-{direction}", title=f"Latency CDF — {target} {rw} {direction}",

@@ -17,6 +17,7 @@ from storbench.model import RunInfo
 from storbench.report.figures import FigureSpec
 from storbench.report.labels import (
     comparison_label,
+    curve_lab_keys,
     curve_label,
     lab_text,
     point_label,
@@ -27,6 +28,7 @@ from storbench.report.plotly_render import plotly_json
 from storbench.report.tables import (
     bottleneck_change,
     change_text,
+    interval_caption,
     iops_with_ci,
     telemetry_cell,
     telemetry_columns,
@@ -137,8 +139,8 @@ def _comparison_table(doc: ReportDocument) -> str:
                     f"<td>{_e(iops_with_ci(c.candidate.metric('iops')))}</td>" + "".join(cells)
                     + f"<td title='{_e(_evidence_title(c))}'>{_e(bottleneck_change(c))}</td></tr>")
     return (f"<p>Baseline <code>{_e(doc.baseline)}</code> vs candidate <code>{_e(doc.candidate)}</code>: change of the "
-            "candidate's mean with its 95 % confidence interval (Welch). ▲ better, ▼ worse, ~ no detectable "
-            "difference, x not comparable.</p><table class='data'><thead><tr>"
+            f"candidate's mean with its interval ({_e(interval_caption(doc.comparisons))}). ▲ better, ▼ worse, ~ no "
+            "detectable difference, x not comparable.</p><table class='data'><thead><tr>"
             + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
             + "</tbody></table>")
 
@@ -148,10 +150,11 @@ def _saturation_table(doc: ReportDocument) -> str:
     if doc.objective:
         head.append(f"max IOPS with {doc.objective.label} ≤ {format_latency_ns(doc.objective.limit_ns)}")
     rows = []
+    lab_keys = curve_lab_keys(doc.curves)
     for curve in doc.curves:
         peak = max(curve.points, key=lambda c: c.iops)
         knee = curve.knee
-        cells = [curve_label(curve),
+        cells = [curve_label(curve, lab_keys),
                  "none within the sweep" if knee is None else f"{curve.axis}={knee.load}: {knee.iops:,.0f} IOPS",
                  f"{curve.axis}={peak.load}: {peak.iops:,.0f} IOPS, p99 {format_latency_ns(peak.lat_p99_ns)}"]
         if doc.objective:

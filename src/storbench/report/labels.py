@@ -72,6 +72,12 @@ def comparison_label(comparison: PointComparison, lab_keys: frozenset[str] = fro
     return point_label(comparison.candidate, omit=omit, lab_keys=lab)
 
 
-def curve_label(curve: Curve) -> str:
-    """What a saturation curve holds fixed: the point without its load axis."""
-    return point_label(curve.points[0].point, omit=(curve.axis,))
+def curve_label(curve: Curve, lab_keys: Sequence[str] = ()) -> str:
+    """What a saturation curve holds fixed: the point without its load axis (and the lab settings ``lab_keys``
+    that tell it from the other curves, see ``curve_lab_keys``)."""
+    return point_label(curve.points[0].point, omit=(curve.axis,), lab_keys=lab_keys)
+
+
+def curve_lab_keys(curves: Sequence[Curve]) -> list[str]:
+    """The lab settings that differ between curves (a pool-size sweep gives a curve per pool size)."""
+    return varying_lab_keys([curve.points[0].point for curve in curves])

@@ -10,6 +10,7 @@ from storbench.model import Case
 from storbench.plan import PlanEstimate
 from storbench.report.labels import (
     comparison_label,
+    curve_lab_keys,
     curve_label,
     lab_text,
     point_label,
@@ -221,9 +222,10 @@ def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | 
     table.add_column("max IOPS")
     if objective:
         table.add_column(f"max IOPS with {objective.label} <= {format_latency_ns(objective.limit_ns)}")
+    lab_keys = curve_lab_keys(curve_list)
     for curve in curve_list:
         peak = max(curve.points, key=lambda c: c.iops)
-        row = [curve_label(curve), str(len(curve.points)), _knee_text(curve.knee, curve.axis),
+        row = [curve_label(curve, lab_keys), str(len(curve.points)), _knee_text(curve.knee, curve.axis),
                _knee_text(peak, curve.axis)]
         if objective:
             best = best_under_objective(curve, objective)

@@ -59,7 +59,7 @@ def find_knee(loads: Sequence[float], iops: Sequence[float]) -> int | None:
 
 def _other_fields(point: PointSummary, axis: str) -> tuple[object, ...]:
     fields = ["target", "rw", "rwmixread", "bs_bytes", "direction", "ioengine", "direct", "runtime_s",
-              "fio_options", *LOAD_AXES]
+              "fio_options", "lab", *LOAD_AXES]
     return tuple(getattr(point, f) for f in fields if f != axis)
 
 
