@@ -174,8 +174,7 @@ def _check_engines(config: PlanConfig, source: PlanSource) -> None:
 
 def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
     """`repeat: {until: decided}` needs a `compare` whose sides run on one cluster, alternating."""
-    from storbench.model import CEPH_SETTINGS, SIDE_BY_SIDE_SETTINGS
-    from storbench.stats.compare import parse_selector
+    from storbench.stats.compare import blocked_settings, parse_selector
 
     repeat = config.repeat
     if isinstance(repeat, RepeatConfig):
@@ -197,7 +196,7 @@ def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
         except ValueError as exc:
             raise UserError(f"compare.{side}: {exc}", where=source.where(("compare", side)),
                             hint="KEY=VALUE[,KEY=VALUE], e.g. pool_size=2") from None
-        blocked = sorted({k for k, _ in selector.pairs} & set(CEPH_SETTINGS) - SIDE_BY_SIDE_SETTINGS)
+        blocked = blocked_settings(selector)
         if blocked and isinstance(repeat, RepeatConfig):
             raise UserError(f"compare.{side} names {', '.join(blocked)}, which needs a cluster per value: its "
                             "sides cannot alternate round by round", where=source.where(("compare", side)),

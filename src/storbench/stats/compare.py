@@ -232,10 +232,16 @@ def regressions(comparisons: Sequence[PointComparison], threshold_pct: float) ->
     return found
 
 
+def blocked_settings(*selectors: Selector) -> list[str]:
+    """The Ceph settings the selectors name that need a cluster per value (so their sides cannot alternate)."""
+    named = {k for selector in selectors for k, _ in selector.pairs}
+    return sorted(named & set(CEPH_SETTINGS) - SIDE_BY_SIDE_SETTINGS)
+
+
 def design_note(baseline: Selector, candidate: Selector) -> str | None:
     """A warning when the two sides differ in a Ceph setting that needs a cluster per value: each side ran on
     its own cluster at its own time, so the interval is about those two clusters, not about the setting."""
-    named = sorted({k for k, _ in (*baseline.pairs, *candidate.pairs)} & set(CEPH_SETTINGS) - SIDE_BY_SIDE_SETTINGS)
+    named = blocked_settings(baseline, candidate)
     if not named:
         return None
     return (f"design: blocked on {', '.join(named)} (one cluster per value, brought up once): the setting is "
