@@ -325,6 +325,23 @@ BAD_PLANS = [
                                       ("'Bad Name'",))),
     case("prometheus-missing-url", Bad(BASE + "telemetry:\n  prometheus: {step: 1s}\n", 9,
                                        "telemetry.prometheus.url", ())),
+    # ---- Ceph options: an allow-list, values in their grammar, no option twice, no restart of memstore ---
+    case("ceph-option-misspelt", Bad(BASE + "lab:\n  ceph:\n    config: {bluestore_cache_sise: 1GiB}\n", 10,
+                                     "lab.ceph.config", ("did you mean 'bluestore_cache_size'?",))),
+    case("ceph-option-naming-a-path", Bad(BASE + "lab:\n  ceph:\n    config: {admin_socket: /etc/x}\n", 10,
+                                          "lab.ceph.config", ("admin_socket is not an OSD option storbench sets",),
+                                          absent=("/etc/x",))),
+    case("ceph-option-bad-choice", Bad(BASE + "lab:\n  ceph:\n    config: {osd_op_queue: [wpq, 'a;b']}\n", 10,
+                                       "lab.ceph.config", ("takes one of wpq, mclock_scheduler",))),
+    case("ceph-option-with-own-key", Bad(BASE + "lab:\n  ceph:\n    config: {osd_memory_target: 2GiB}\n", 10,
+                                         "lab.ceph.config", ("lab.ceph.osd_memory_target",))),
+    case("ceph-cache-twice", Bad(BASE + "lab:\n  ceph:\n    cache_size: 1GiB\n"
+                                 "    config: {bluestore_cache_size: 2GiB}\n", 11,
+                                 "lab.ceph.config.bluestore_cache_size", ("sets the BlueStore cache twice",))),
+    case("ceph-live-sweep-on-memstore", Bad(BASE + "lab:\n  ceph:\n    objectstore: memstore\n"
+                                            "    config: {osd_op_num_shards: [1, 2]}\n", 11,
+                                            "lab.ceph.config.osd_op_num_shards",
+                                            ("memstore OSD loses its data", "objectstore: bluestore"))),
 ]
 
 

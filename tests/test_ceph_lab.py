@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -227,3 +228,58 @@ def test_replica_sizes_alternate_on_one_cluster_until_decided(lab_dir: Path, tmp
     if rounds < 6:  # stopped early: the last look decided
         assert "undecided" not in last and f"after {rounds} rounds" in last
     assert f"{2 * (6 - rounds)} not needed" in out if rounds < 6 else "not needed" not in out
+
+
+CACHE_PLAN = """
+name: cache-live
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 64MiB}
+workload: {rw: randread, bs: 4k, iodepth: 4, runtime: 1s}
+repeat: 2
+telemetry: {enabled: false}
+lab:
+  ceph:
+    osds: 2
+    osd_size: 1GiB
+    pool_size: 2
+    cache_size: [64MiB, 128MiB]
+    config: {osd_op_queue: wpq}
+"""
+
+
+def test_a_cache_size_axis_restarts_the_osds_with_each_value(lab_dir: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both cache sizes on one cluster, A B B A; before each repetition the test itself asks every OSD's admin
+    socket what it runs with: the case's cache size, and the plan's other option, every time."""
+    from storbench.execute.local import LocalExecutor
+
+    seen: list[tuple[int | None, dict[str, str]]] = []
+    original = LocalExecutor.run_case
+
+    def asking_the_osds(self: LocalExecutor, case, *args, **kwargs):  # type: ignore[no-untyped-def]
+        shown = {}
+        for socket in sorted((lab_dir / "ceph" / "run").glob("ceph-osd.*.asok")):
+            for name in ("bluestore_cache_size", "bluestore_cache_autotune", "osd_op_queue"):
+                out = subprocess.run(["ceph", "--admin-daemon", str(socket), "config", "get", name],
+                                     capture_output=True, text=True, check=True).stdout
+                shown[f"{socket.name}:{name}"] = json.loads(out)[name]
+        seen.append((case.lab.ceph.cache_size_bytes, shown))
+        return original(self, case, *args, **kwargs)
+
+    monkeypatch.setattr(LocalExecutor, "run_case", asking_the_osds)
+    db, out = _run(CACHE_PLAN, tmp_path, capsys)
+    assert out.count("ceph lab: bringing up") == 1  # one cluster for both values
+    assert [size for size, _ in seen] == [64 << 20, 128 << 20, 128 << 20, 64 << 20]  # A B B A
+    for size, shown in seen:
+        assert len(shown) == 6  # two OSDs answered
+        assert {v for k, v in shown.items() if k.endswith("bluestore_cache_size")} == {str(size)}
+        assert {v for k, v in shown.items() if k.endswith("autotune")} == {"false"}
+        assert {v for k, v in shown.items() if k.endswith("osd_op_queue")} == {"wpq"}
+    assert out.count("OSDs restarted with") == 2  # at each change, not before every repetition
+    assert "cache_size=128MiB" in out
+    conn = sqlite3.connect(db)
+    statuses = [r[0] for r in conn.execute("SELECT status FROM repetitions")]
+    conn.close()
+    assert statuses == ["ok"] * 4
+    assert pids_with(str(lab_dir) + "/") == [] and not (lab_dir / "ceph").exists()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from storbench.lab.ceph_conf import MIN_OSD_MEMORY_TARGET, CephLabSpec, ceph_spec_for, render_ceph_conf
+from storbench.lab.ceph_conf import MIN_OSD_MEMORY_TARGET, CephLabSpec, ceph_spec_for, osd_options, render_ceph_conf
 from storbench.lab.nfs_conf import (
     ANONYMOUS_UID,
     HOST_ADDRESS,
@@ -13,7 +15,7 @@ from storbench.lab.nfs_conf import (
     nfs_url,
     render_ganesha_conf,
 )
-from storbench.model import LabPoint
+from storbench.model import CephLabPoint, LabPoint, cluster_of
 
 
 def _spec(**changes: object) -> CephLabSpec:
@@ -52,15 +54,45 @@ def test_a_lab_for_namespace_hosts_listens_on_their_bridge() -> None:
     assert "public addr = 10.214.0.1" in glob and "cluster addr = 10.214.0.1" in glob and "127.0.0.1" not in glob
 
 
-def test_objectstore_and_cache_settings() -> None:
-    blue = "\n".join(_sections(render_ceph_conf(_spec(cache_size_bytes=64 << 20), "f", "/lab"))["osd"])
-    assert "bluestore block create = true" in blue and "bluestore cache autotune = false" in blue
-    assert f"bluestore cache size = {64 << 20}" in blue
-    assert f"osd memory target = {MIN_OSD_MEMORY_TARGET}" in blue
+def test_objectstore_settings_and_no_osd_options_in_the_file() -> None:
+    blue = "\n".join(_sections(render_ceph_conf(_spec(osd_config=osd_options(None)), "f", "/lab"))["osd"])
+    assert "bluestore block create = true" in blue
+    # a local file wins over `ceph config set`: OSD options must live in the monitors' database only
+    assert "memory target" not in blue and "cache" not in blue and "op num" not in blue
     mem = "\n".join(_sections(render_ceph_conf(_spec(objectstore="memstore"), "f", "/lab"))["osd"])
     assert "osd objectstore = memstore" in mem and "memstore device bytes" in mem and "bluestore block" not in mem
-    low = render_ceph_conf(_spec(osd_memory_target_bytes=100 << 20), "f", "/lab")
-    assert f"osd memory target = {MIN_OSD_MEMORY_TARGET}" in low  # Ceph's minimum wins
+
+
+def _point(**changes: object) -> CephLabPoint:
+    return replace(CephLabPoint(osds=3, osd_size_bytes=2 << 30, objectstore="bluestore", pool_size=2), **changes)
+
+
+def test_osd_options_of_a_lab_point() -> None:
+    base = dict(osd_options(_point()))
+    assert base == {"osd_memory_target": str(MIN_OSD_MEMORY_TARGET), "osd_op_num_shards": "1",
+                    "osd_op_num_threads_per_shard": "2"}
+    cache = dict(osd_options(_point(cache_size_bytes=64 << 20)))
+    assert cache["bluestore_cache_size"] == str(64 << 20) and cache["bluestore_cache_autotune"] == "false"
+    assert dict(osd_options(_point(osd_memory_target_bytes=100 << 20)))["osd_memory_target"] == str(
+        MIN_OSD_MEMORY_TARGET)  # Ceph's minimum wins
+    # lab.ceph.config: given options override the base; the cache size alone turns autotune off (Ceph ignores it
+    # otherwise)
+    given = dict(osd_options(_point(config=(("bluestore_cache_size", 1 << 30), ("osd_op_num_shards", 4)))))
+    assert given["osd_op_num_shards"] == "4" and given["bluestore_cache_size"] == str(1 << 30)
+    assert given["bluestore_cache_autotune"] == "false"
+    assert list(osd_options(_point(config=(("osd_op_queue", "wpq"),)))) == sorted(osd_options(_point(config=(
+        ("osd_op_queue", "wpq"),))))
+
+
+def test_live_settings_share_one_cluster_and_cluster_settings_do_not() -> None:
+    a, b = LabPoint(ceph=_point(cache_size_bytes=1 << 30)), LabPoint(ceph=_point(config=(("osd_op_queue", "wpq"),)))
+    assert cluster_of(a) == cluster_of(b) == cluster_of(LabPoint(ceph=_point(pool_size=3)))
+    assert cluster_of(LabPoint(ceph=_point(osds=4))) != cluster_of(a)
+    assert cluster_of(LabPoint(ceph=_point(objectstore="memstore"))) != cluster_of(a)
+    # the option survives the store's text form
+    point = LabPoint(ceph=_point(config=(("bluestore_cache_size", 1 << 30), ("osd_op_queue", "wpq"))))
+    assert LabPoint.from_pairs(point.pairs()) == point
+    assert "bluestore_cache_size=1GiB" in point.describe() and "osd_op_queue=wpq" in point.describe()
 
 
 def test_spec_from_a_sweep_point() -> None:
@@ -70,7 +102,8 @@ def test_spec_from_a_sweep_point() -> None:
     assert point.ceph is not None and LabPoint.from_pairs(point.pairs()) == point and not point.nfs
     spec = ceph_spec_for(point.ceph, (("bench", 2), ("other", 2), ("bench", 2)))
     assert spec.osds == 6 and spec.objectstore == "memstore" and spec.osd_size_bytes == 3 << 30
-    assert spec.pools == (("bench", 2), ("other", 2)) and spec.cache_size_bytes == 1 << 30 and spec.cephfs
+    assert spec.pools == (("bench", 2), ("other", 2)) and spec.cephfs
+    assert dict(spec.osd_config)["bluestore_cache_size"] == str(1 << 30)
 
 
 REPLICA_PLAN = """

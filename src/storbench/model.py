@@ -161,8 +161,12 @@ class WorkloadPoint:
 CEPH_SETTINGS = ("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target")
 CEPH_SIZE_SETTINGS = frozenset({"osd_size", "cache_size", "osd_memory_target"})
 # Ceph settings a running cluster holds side by side (a pool per value): their values alternate on one cluster.
-# Every other setting needs a cluster of its own per value (a blocked design).
 SIDE_BY_SIDE_SETTINGS = frozenset({"pool_size"})
+# Ceph settings applied to a running cluster (`ceph config set` and an OSD restart) before each case's turn; so
+# are the options of `lab.ceph.config`. Their values alternate on one cluster too.
+LIVE_SETTINGS = frozenset({"cache_size", "osd_memory_target"})
+# Settings that need a cluster of their own per value (a blocked design).
+CLUSTER_SETTINGS = frozenset({"osds", "osd_size", "objectstore"})
 
 
 @dataclass(frozen=True)
@@ -177,14 +181,16 @@ class CephLabPoint:
     cache_size_bytes: int | None = None
     osd_memory_target_bytes: int | None = None
     cephfs: bool = False
+    config: tuple[tuple[str, int | str], ...] = ()  # lab.ceph.config: OSD options by name, sorted
 
     def settings(self) -> tuple[tuple[str, int | str], ...]:
-        """(name as in the plan, value) of every setting that is set, in CEPH_SETTINGS order."""
+        """(name as in the plan, value) of every setting that is set, in CEPH_SETTINGS order, then the
+        `lab.ceph.config` options by name."""
         values: dict[str, int | str | None] = {
             "osds": self.osds, "osd_size": self.osd_size_bytes, "objectstore": self.objectstore,
             "pool_size": self.pool_size, "cache_size": self.cache_size_bytes,
             "osd_memory_target": self.osd_memory_target_bytes}
-        return tuple((name, value) for name in CEPH_SETTINGS if (value := values[name]) is not None)
+        return (*((name, value) for name in CEPH_SETTINGS if (value := values[name]) is not None), *self.config)
 
 
 @dataclass(frozen=True)
@@ -225,30 +231,47 @@ class LabPoint:
             def size(name: str) -> int | None:
                 return int(values[name]) if name in values else None
 
+            options = tuple(sorted((name, int(value) if value.isdigit() else value) for name, value in values.items()
+                                   if name not in (*CEPH_SETTINGS, "lab", "cephfs")))
             ceph = CephLabPoint(osds=int(values["osds"]), osd_size_bytes=int(values["osd_size"]),
                                 objectstore=values["objectstore"], pool_size=int(values["pool_size"]),
                                 cache_size_bytes=size("cache_size"), osd_memory_target_bytes=size("osd_memory_target"),
-                                cephfs=values.get("cephfs") == "1")
+                                cephfs=values.get("cephfs") == "1", config=options)
         return LabPoint(ceph=ceph, nfs="nfs" in kinds)
 
     def describe(self) -> str:
         """``cache_size=1GiB objectstore=bluestore osd_size=2GiB ...``: the settings with units, for people."""
         from storbench.units import format_bytes
 
-        return " ".join(f"{k}={format_bytes(int(v)) if k in CEPH_SIZE_SETTINGS and v.isdigit() else v}"
+        return " ".join(f"{k}={format_bytes(int(v)) if size_setting(k) and v.isdigit() else v}"
                         for k, v in self.pairs() if k != "lab")
 
 
 NO_LAB = LabPoint()
 
 
+def size_setting(name: str) -> bool:
+    """Whether a lab setting (or `lab.ceph.config` option) is a size in bytes."""
+    from storbench.lab.ceph_options import CEPH_OPTIONS
+
+    return name in CEPH_SIZE_SETTINGS or (name in CEPH_OPTIONS and CEPH_OPTIONS[name].kind == "size")
+
+
 def cluster_of(lab: LabPoint) -> LabPoint:
-    """The cluster a lab point runs on. A running cluster holds pools of several replica sizes side by side, so
-    points that differ only in ``pool_size`` share one cluster and alternate on it (``pool_size`` 0 here: the
-    cluster's pools have each size the points ask for)."""
+    """The cluster a lab point runs on. A running cluster holds pools of several replica sizes side by side and
+    takes OSD options live, so points that differ only in ``pool_size`` or in live settings share one cluster and
+    alternate on it (``pool_size`` 0 here: the cluster's pools have each size the points ask for; no live
+    settings: each case's are applied before its turn)."""
     if lab.ceph is None:
         return lab
-    return LabPoint(ceph=replace(lab.ceph, pool_size=0), nfs=lab.nfs)
+    return LabPoint(ceph=replace(lab.ceph, pool_size=0, cache_size_bytes=None, osd_memory_target_bytes=None,
+                                 config=()), nfs=lab.nfs)
+
+
+def interleaved_setting(name: str) -> bool:
+    """Whether a Ceph setting's values alternate on one running cluster (a pool per value, or applied live)
+    rather than each needing a cluster of its own."""
+    return name not in CLUSTER_SETTINGS
 
 
 def rbd_pool_name(pool: str, pool_size: int, sizes: Iterable[int]) -> str:

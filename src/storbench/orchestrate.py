@@ -271,6 +271,9 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
                     observer.lab_event(f"budget reached after {item.rep_index} rounds: stopping with the answer "
                                        "so far")
                     break
+            changed = session.enter(item.case)
+            if changed:
+                observer.lab_event(changed)
             observer.repetition_started(item, position)
             prepared = session.for_case(item.case)
             if recorder is not None and config.telemetry.client_ceiling and item.case.case_id not in ceilings:

@@ -41,6 +41,7 @@ from storbench.model import (
     TargetSpec,
     WorkloadPoint,
     cluster_of,
+    interleaved_setting,
     rw_writes,
 )
 from storbench.units import format_bytes, parse_duration_s, parse_size_bytes
@@ -73,6 +74,8 @@ LAYOUT_BYTES_PER_S = 300 * 1024 * 1024
 # Bringing a lab configuration up and down (measured: 10-20 s for 3 OSDs, about 1 s for NFS), and the
 # speed at which new RBD images and NFS files are written before measuring, for the ETA.
 LAB_SECONDS = {"ceph": 20.0, "nfs": 2.0}
+# Applying OSD options to a running cluster: set, restart the OSDs, wait for active+clean (measured: about 15 s).
+OSD_RESTART_S = 20.0
 LAB_LAYOUT_BYTES_PER_S = 150 * 1024 * 1024
 
 
@@ -168,10 +171,16 @@ def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
             lab_values = getattr(ceph, name)
             if lab_values is not None:
                 axes.append(Axis(name, tuple(lab_values)))
+        for name, values in sorted(ceph.config.items()):  # OSD options
+            axes.append(Axis(name, tuple(values)))
     return tuple(axes)
 
 
 def _normalise(axis: str, value: FioScalar) -> object:
+    from storbench.lab.ceph_options import CEPH_OPTIONS, option_value
+
+    if axis in CEPH_OPTIONS:
+        return option_value(axis, value)
     normaliser = _AXIS_NORMALISERS.get(axis)
     if normaliser is None:
         return fio_value_text(value)
@@ -267,15 +276,21 @@ def _lab_point(config: PlanConfig, point: Mapping[str, object]) -> LabPoint:
         ceph = CephLabPoint(osds=int(str(point["osds"])), osd_size_bytes=int(str(point["osd_size"])),
                             objectstore=str(point["objectstore"]), pool_size=int(str(point["pool_size"])),
                             cache_size_bytes=optional("cache_size"),
-                            osd_memory_target_bytes=optional("osd_memory_target"), cephfs=config.lab.ceph.cephfs)
+                            osd_memory_target_bytes=optional("osd_memory_target"), cephfs=config.lab.ceph.cephfs,
+                            config=tuple((name, _option_value(point[name])) for name in sorted(config.lab.ceph.config)))
     return LabPoint(ceph=ceph, nfs=config.lab.nfs is not None)
+
+
+def _option_value(value: object) -> int | str:
+    assert isinstance(value, int | str)  # the schema normalised it (lab.ceph_options.option_value)
+    return value
 
 
 def _case(config: PlanConfig, point: Mapping[str, object]) -> Case:
     target_name = str(point["target"])
     target = target_spec(target_name, config.targets[target_name])
     rw = str(point["rw"])
-    fio_options = tuple(sorted((k, str(v)) for k, v in point.items() if k not in _AXIS_NORMALISERS))
+    fio_options = tuple(sorted((k, str(v)) for k, v in point.items() if k in config.workload.fio))
     lab = _lab_point(config, point)
     # fio's rbd and nfs engines are the only ways to those targets
     ioengine = {"rbd": "rbd", "nfs": "nfs"}.get(target.kind, str(point["ioengine"]))
@@ -343,6 +358,9 @@ def lab_designs(cases: Sequence[Case]) -> tuple[str, ...]:
             continue
         if name in SIDE_BY_SIDE_SETTINGS:
             lines.append(f"{name}: interleaved on one cluster (a pool per value, repetitions A B B A)")
+        elif interleaved_setting(name):
+            lines.append(f"{name}: interleaved on one cluster (applied with `ceph config set` and an OSD restart "
+                         "before each value's turn, repetitions A B B A)")
         else:
             lines.append(f"{name}: blocked, one cluster per value brought up once (the setting is confounded "
                          "with the cluster instance and with time)")
@@ -370,6 +388,8 @@ def estimate(cases: Sequence[Case], repeat: int) -> PlanEstimate:
     Files are laid out once per target (fio reuses them), so layout cost is the largest working set per
     target. Writes during measurement are time based; their volume depends on the storage's speed.
     """
+    from storbench.lab.ceph_conf import osd_options
+
     largest: dict[str, int] = {}
     for case in cases:
         largest[case.target.name] = max(largest.get(case.target.name, 0), working_set_bytes(case))
@@ -382,6 +402,9 @@ def estimate(cases: Sequence[Case], repeat: int) -> PlanEstimate:
         laid_out = {(c.target, c.lab.ceph.pool_size if c.lab.ceph and c.target.kind == "rbd" else 0)
                     for c in cases if cluster_of(c.lab) == cluster and c.target.kind in ("rbd", "nfs")}
         seconds += sum((t.size_bytes or 0) for t, _ in laid_out) / LAB_LAYOUT_BYTES_PER_S
+        # live settings alternate A B B A: a restart at each change, k - 1 per round
+        live = {osd_options(c.lab.ceph) for c in cases if cluster_of(c.lab) == cluster and c.lab.ceph is not None}
+        seconds += max(len(live) - 1, 0) * repeat * OSD_RESTART_S
     return PlanEstimate(
         cases=len(cases),
         repetitions=len(cases) * repeat,

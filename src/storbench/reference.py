@@ -27,10 +27,27 @@ from storbench.config import (
     WorkloadConfig,
 )
 from storbench.fio.allowlist import ALLOWED_FIO_OPTIONS, ENGINES_BY_TARGET_KIND, REFUSAL_REASONS
+from storbench.lab.ceph_options import CEPH_OPTIONS, CephOption
 from storbench.telemetry.prometheus import DEFAULT_QUERIES
+from storbench.units import format_bytes
 
 SWEEPABLE = {"rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine", "osds",
              "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target"}
+
+
+def _option_grammar(option: CephOption) -> str:
+    if option.kind == "choice":
+        return " \\| ".join(f"`{c}`" for c in option.choices)
+    if option.kind == "bool":
+        return "`true` \\| `false`"
+    def shown(value: float) -> str:
+        return format_bytes(int(value)) if option.kind == "size" else f"{value:g}" if option.kind == "float" \
+            else str(int(value))
+
+    low, high = option.minimum, option.maximum
+    bounds = (f"{shown(low)} to {shown(high)}" if low is not None and high is not None
+              else f">= {shown(low)}" if low is not None else f"<= {shown(high)}" if high is not None else "")
+    return option.kind + (f" ({bounds})" if bounds else "")
 
 
 def _default(model: type[BaseModel], name: str) -> str:
@@ -160,11 +177,28 @@ def plan_reference_markdown() -> str:
         "### `lab.ceph`",
         "",
         CephLabConfig.__doc__ or "",
-        "Each combination of the lists below is one cluster: storbench brings it up (about 15 s for 3 OSDs), runs "
-        "every case on it, and tears it down. The parameters are stored with each result (`lab` field) and can be "
-        "used in `exclude` rules and `compare` selectors, e.g. `--baseline pool_size=2 --candidate pool_size=3`.",
+        "The parameters are stored with each result (`lab` field) and can be used in `exclude` rules and `compare` "
+        "selectors, e.g. `--baseline pool_size=2 --candidate pool_size=3`. How a swept value is run (`storbench "
+        "plan` says it per axis):",
+        "",
+        "- `pool_size`: one cluster holds a pool per value side by side; the values alternate on it (A B B A).",
+        "- `cache_size`, `osd_memory_target` and every `config` option: applied to the running cluster with `ceph "
+        "config set` and an OSD restart before each value's turn (waiting for all PGs active+clean, then read back "
+        "from every OSD's admin socket); the values alternate on one cluster (A B B A).",
+        "- `osds`, `osd_size`, `objectstore`: each value needs a cluster of its own, brought up (about 15 s for 3 "
+        "OSDs), measured and torn down; the setting is confounded with that cluster instance and with time, and "
+        "`compare` says so.",
         "",
         *_table(CephLabConfig, sweep=True),
+        "",
+        "#### Ceph options (`lab.ceph.config`)",
+        "",
+        "Only these OSD options may be set (a plan is untrusted and the lab runs as root: options that name paths "
+        "are never accepted). Sizes as elsewhere (`1GiB`).",
+        "",
+        "| option | value | meaning |",
+        "|---|---|---|",
+        *(f"| `{o.name}` | {_option_grammar(o)} | {o.help} |" for o in CEPH_OPTIONS.values()),
         "",
         "### `lab.hosts`",
         "",

@@ -16,12 +16,21 @@ from storbench.checks import Checked
 from storbench.config import LoadedPlan
 from storbench.errors import UserError
 from storbench.fio.options import FioCapabilities
-from storbench.model import Case, LabPoint, RbdTarget, ScheduledRepetition, cluster_of, rbd_pool_name
+from storbench.model import (
+    Case,
+    LabPoint,
+    RbdTarget,
+    ScheduledRepetition,
+    cluster_of,
+    interleaved_setting,
+    rbd_pool_name,
+)
 from storbench.targets.base import PreparedTarget
 from storbench.targets.local import claim_test_files, remove_test_files, test_file_names
 from storbench.targets.registry import LabEnvironment, by_target, prepare_target
 
 if TYPE_CHECKING:
+    from storbench.lab.ceph import CephLab
     from storbench.lab.k8s import K8sLabInfo
 
 
@@ -48,9 +57,25 @@ class LabContext:
     targets: dict[str, PreparedTarget]
     ceph_socket_patterns: tuple[str, ...]
     per_case: Mapping[str, PreparedTarget] = field(default_factory=dict)
+    ceph_lab: CephLab | None = None
 
     def for_case(self, case: Case) -> PreparedTarget:
         return self.per_case.get(case.case_id) or self.targets[case.target.name]
+
+    def enter(self, case: Case) -> str | None:
+        """Make the lab what ``case`` asks for before its turn: its OSD options (cache size, memory target,
+        `lab.ceph.config`) applied to the running cluster. Says what changed, or None."""
+        if self.ceph_lab is None or case.lab.ceph is None:
+            return None
+        from storbench.lab.ceph_conf import osd_options
+
+        options = osd_options(case.lab.ceph)
+        seconds = self.ceph_lab.apply_osd_options(options)
+        if seconds is None:
+            return None
+        live = " ".join(part for part in case.lab.describe().split()
+                        if interleaved_setting(name := part.partition("=")[0]) and name not in ("pool_size", "cephfs"))
+        return f"ceph lab: OSDs restarted with {live or 'the base options'} in {seconds:.0f}s"
 
 
 def rbd_pools(cases: Sequence[Case]) -> dict[str, tuple[str, int]]:
@@ -76,6 +101,7 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
     pools = rbd_pools(cases)
     downs: list[Callable[[], None]] = []
     sockets: tuple[str, ...] = ()
+    ceph_lab: CephLab | None = None
     if any(c.target.kind in ("rbd", "cephfs") for c in cases):
         from storbench.telemetry.recorder import SYSTEM_CEPH_SOCKETS
 
@@ -86,9 +112,11 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         ceph_conf, cephfs_mount, nfs_url = None, None, None
         if lab.ceph is not None:
             from storbench.lab.ceph import CephLab
-            from storbench.lab.ceph_conf import ceph_spec_for
+            from storbench.lab.ceph_conf import ceph_spec_for, osd_options
 
-            lab_spec = ceph_spec_for(lab.ceph, tuple(pools.values()))
+            # the OSDs start with the first case's options: no restart before the first repetition
+            first = next((c.lab.ceph for c in cases if c.lab.ceph is not None), lab.ceph)
+            lab_spec = replace(ceph_spec_for(lab.ceph, tuple(pools.values())), osd_config=osd_options(first))
             settings = " ".join(part for part in lab.describe().split() if not part.startswith("pool_size="))
             shown = ", ".join(f"{name} (size {size})" for name, size in lab_spec.pools)
             observer.lab_event(f"ceph lab: bringing up {settings}" + (f"; pools {shown}" if shown else ""))
@@ -128,7 +156,7 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
                     targets[f"{name} {pool}"] = prepared
             else:
                 targets[name] = prepare_target(spec, target_cases, env)
-        yield LabContext(targets=targets, ceph_socket_patterns=sockets, per_case=per_case)
+        yield LabContext(targets=targets, ceph_socket_patterns=sockets, per_case=per_case, ceph_lab=ceph_lab)
     finally:
         if not loaded.config.keep_files:
             remove_run_test_files([t for name, t in targets.items() if name not in checked.targets], observer)

@@ -23,7 +23,8 @@ def _plan_default(name: str) -> int | str:
 
 def cmd_lab_ceph(args: argparse.Namespace) -> int:
     from storbench.lab.ceph import CephLab
-    from storbench.lab.ceph_conf import CephLabSpec
+    from storbench.lab.ceph_conf import ceph_spec_for
+    from storbench.model import CephLabPoint
     from storbench.units import parse_size_bytes
 
     lab = CephLab(Path(args.dir) if args.dir else None)
@@ -42,11 +43,12 @@ def cmd_lab_ceph(args: argparse.Namespace) -> int:
             raise UserError(f"--pool {item!r} is not NAME:SIZE", hint="e.g. --pool rbd2:2 --pool rbd3:3")
         pools.append((name, int(size)))
     try:
-        spec = CephLabSpec(
+        point = CephLabPoint(
             osds=args.osds, osd_size_bytes=parse_size_bytes(args.osd_size), objectstore=args.objectstore,
-            cache_size_bytes=parse_size_bytes(args.cache_size) if args.cache_size else None,
+            pool_size=0, cache_size_bytes=parse_size_bytes(args.cache_size) if args.cache_size else None,
             osd_memory_target_bytes=parse_size_bytes(args.osd_memory_target) if args.osd_memory_target else None,
-            pools=tuple(pools), cephfs=args.cephfs)
+            cephfs=args.cephfs)
+        spec = ceph_spec_for(point, tuple(pools))
     except ValueError as exc:
         raise UserError(str(exc), hint="sizes look like 2GiB, 512MiB") from None
     if any(size > spec.osds for _, size in spec.pools):

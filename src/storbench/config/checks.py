@@ -106,6 +106,17 @@ def _check_lab(config: PlanConfig, source: PlanSource) -> None:
     rbd_targets = [n for n, t in config.targets.items() if isinstance(t, RbdTargetConfig)]
     if ceph is None:
         return
+    live = {name: len(values) for name, values in
+            (("cache_size", ceph.cache_size), ("osd_memory_target", ceph.osd_memory_target), *ceph.config.items())
+            if values is not None}
+    if "memstore" in ceph.objectstore and any(n > 1 for n in live.values()):
+        swept = next(name for name, n in live.items() if n > 1)
+        key = ("lab", "ceph", "config", swept) if swept in ceph.config else ("lab", "ceph", swept)
+        raise UserError(f"sweeping {swept} restarts the OSDs between values, and a memstore OSD loses its data "
+                        "when it restarts", where=source.where(key), hint="use objectstore: bluestore")
+    if ceph.cache_size is not None and "bluestore_cache_size" in ceph.config:
+        raise UserError("the plan sets the BlueStore cache twice (cache_size and config.bluestore_cache_size)",
+                        where=source.where(("lab", "ceph", "config", "bluestore_cache_size")), hint="keep one")
     for size in ceph.pool_size:
         if size > min(ceph.osds):
             raise UserError(f"pool_size {size} needs at least {size} OSDs, the sweep has {min(ceph.osds)}",

@@ -389,11 +389,33 @@ class CephLabConfig(StrictModel):
     cache_size: Sweep[Size] | None = Field(None, description="BlueStore cache per OSD (autotune off).")
     osd_memory_target: Sweep[Size] | None = Field(None, description="osd_memory_target per OSD (>= 896MiB).")
     cephfs: bool = Field(False, description="Also run an MDS and mount CephFS with ceph-fuse.")
+    config: dict[str, Sweep[FioScalar]] = Field(
+        {}, description="OSD options by name, each a value or a list to sweep, e.g. `{bluestore_cache_size: "
+        "[1GiB, 4GiB], osd_op_queue: wpq}`; applied to the running cluster with `ceph config set` and an OSD "
+        "restart. Only the options listed under \"Ceph options\" below.")
 
     @field_validator("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target")
     @classmethod
     def _distinct(cls, values: list[T] | None) -> list[T] | None:
         return None if values is None else _no_duplicates(values)
+
+    @field_validator("config")
+    @classmethod
+    def _options(cls, value: dict[str, list[FioScalar]]) -> dict[str, list[int | str]]:
+        from storbench.errors import did_you_mean
+        from storbench.lab.ceph_options import CEPH_OPTIONS, NAME_RE, OWN_KEYS, option_value
+
+        out: dict[str, list[int | str]] = {}
+        for name, values in value.items():
+            if name in OWN_KEYS:
+                raise ValueError(f"{name} has a key of its own: use {OWN_KEYS[name]}")
+            if name not in CEPH_OPTIONS:
+                shown = name if NAME_RE.fullmatch(name) else repr(name)
+                hint = did_you_mean(name, list(CEPH_OPTIONS)) if NAME_RE.fullmatch(name) else None
+                raise ValueError(f"{shown} is not an OSD option storbench sets"
+                                 + (f" ({hint})" if hint else "; see the plan reference's Ceph options"))
+            out[name] = _no_duplicates([option_value(name, v) for v in values])
+        return out
 
 
 class NfsLabConfig(StrictModel):

@@ -14,14 +14,16 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from storbench.errors import UserError
 from storbench.lab.ceph_conf import LOOPBACK, CephLabSpec, mon_address, render_ceph_conf
+from storbench.lab.ceph_options import same_value
 from storbench.lab.labdir import (
     default_lab_dir,
     ensure_lab_dir,
+    forget_daemons,
     kill_daemons,
     lab_dir_exists,
     live,
@@ -68,6 +70,7 @@ class CephLab:
             return None
         spec_raw = raw["spec"]
         spec_raw["pools"] = tuple(tuple(p) for p in spec_raw["pools"])
+        spec_raw["osd_config"] = tuple(tuple(p) for p in spec_raw.get("osd_config", ()))
         return CephLabInfo(root=raw["root"], conf=raw["conf"], fsid=raw["fsid"], spec=CephLabSpec(**spec_raw),
                            cephfs_mount=raw.get("cephfs_mount"), address=raw.get("address", LOOPBACK))
 
@@ -105,8 +108,10 @@ class CephLab:
         try:
             self._create_mon(fsid, address)
             self._create_mgr()
+            self._set_osd_options(spec.osd_config, ())
             self._create_osds(spec)
             self._wait_ready(spec, timeout_s=READY_TIMEOUT_S)
+            self._check_osd_options(spec)
             self._create_pools(spec)
             mount = self._create_cephfs() if spec.cephfs else None
         except BaseException:
@@ -114,8 +119,48 @@ class CephLab:
             raise
         info = CephLabInfo(root=str(self.root), conf=str(self.conf), fsid=fsid, spec=spec, cephfs_mount=mount,
                            address=address)
-        self.state.write_text(json.dumps({**asdict(info), "up_seconds": round(time.time() - started, 1)}))
+        self.state.write_text(json.dumps({**asdict(info), "up_seconds": round(time.time() - started, 1),
+                                          "osd_config": spec.osd_config}))
         return info
+
+    def osd_options(self) -> tuple[tuple[str, str], ...]:
+        """The OSD options the running cluster was last given (at bring-up or by ``apply_osd_options``)."""
+        try:
+            raw = json.loads(self.state.read_text())
+        except (OSError, ValueError):
+            return ()
+        return tuple((str(k), str(v)) for k, v in raw.get("osd_config", ()))
+
+    def apply_osd_options(self, options: tuple[tuple[str, str], ...]) -> float | None:
+        """Give the running cluster's OSDs ``options`` (every option they should run with): `ceph config set`
+        for new values, `ceph config rm` for options no longer wanted, then restart the OSDs, wait until all
+        PGs are active+clean, and read every value back from every OSD's admin socket. Returns the seconds it
+        took, or None when the OSDs already run with exactly these options."""
+        info = self.info()
+        if info is None or not self.running():
+            raise UserError("ceph lab: not running, cannot change its OSD options", hint="bring it up first")
+        current = self.osd_options()
+        if current == options:
+            return None
+        if info.spec.objectstore != "bluestore":
+            raise UserError("ceph lab: OSD options change with an OSD restart, and a memstore OSD loses its data "
+                            "when it restarts", hint="use objectstore: bluestore to sweep OSD options")
+        started = time.time()
+        self._set_osd_options(options, current)
+        self._restart_osds(info.spec)
+        self._check_osd_options(replace(info.spec, osd_config=options))
+        raw = json.loads(self.state.read_text())
+        raw["osd_config"] = options
+        self.state.write_text(json.dumps(raw))
+        return time.time() - started
+
+    def osd_option_values(self, name: str) -> dict[str, str]:
+        """What every running OSD says option ``name`` is, by OSD, from its admin socket."""
+        shown = {}
+        for socket in sorted((self.root / "run").glob("ceph-osd.*.asok")):
+            raw = json.loads(run(["ceph", "--admin-daemon", str(socket), "config", "get", name], timeout_s=30))
+            shown[socket.name.removeprefix("ceph-").removesuffix(".asok")] = str(raw[name])
+        return shown
 
     def down(self) -> None:
         """Unmount, kill the daemons this lab recorded, remove the directory. Safe when nothing is up."""
@@ -181,6 +226,51 @@ class CephLab:
             list(pool.map(mkfs, ids))
         for osd_id, _ in ids:
             self._start(f"osd.{osd_id}", ["ceph-osd", "-f", "-c", str(self.conf), "-i", str(osd_id)])
+
+    def _set_osd_options(self, options: tuple[tuple[str, str], ...], current: tuple[tuple[str, str], ...]) -> None:
+        """The OSDs' options in the monitors' config database (read by an OSD when it starts)."""
+        wanted = dict(options)
+        for name, value in options:
+            if dict(current).get(name) != value:
+                self.ceph("config", "set", "osd", name, value)
+        for name, _ in current:
+            if name not in wanted:
+                self.ceph("config", "rm", "osd", name)
+
+    def _check_osd_options(self, spec: CephLabSpec) -> None:
+        for name, value in spec.osd_config:
+            shown = self.osd_option_values(name)
+            wrong = {osd: v for osd, v in shown.items() if not same_value(value, v)}
+            if len(shown) < spec.osds or wrong:
+                raise UserError(f"ceph lab: the OSDs do not run with {name}={value} ("
+                                + (", ".join(f"{osd} says {v}" for osd, v in sorted(wrong.items())) if wrong
+                                   else f"{len(shown)} of {spec.osds} OSDs answered") + ")",
+                                hint=f"see the OSD logs in {self.root / 'log'}")
+
+    def _restart_osds(self, spec: CephLabSpec) -> None:
+        """Stop every OSD (SIGTERM: it tells the monitors it is going down), start them again, and wait until
+        each is up again in a later map than before and all PGs are active+clean."""
+        epoch = self._osd_epoch()
+        osds = [d for d in recorded_daemons(self.root) if d.name.startswith("osd.")]
+        kill_daemons(osds, graceful_s=30)
+        forget_daemons(self.root, [d.name for d in osds])
+        for daemon in osds:
+            osd_id = daemon.name.removeprefix("osd.")
+            self._start(daemon.name, ["ceph-osd", "-f", "-c", str(self.conf), "-i", osd_id])
+        self._wait(lambda: self._restarted(spec, epoch), f"{spec.osds} restarted OSDs up and all PGs active+clean",
+                   READY_TIMEOUT_S)
+
+    def _osd_epoch(self) -> int:
+        dump = self.ceph_json("osd", "dump")
+        assert isinstance(dump, dict)
+        return int(dump["epoch"])
+
+    def _restarted(self, spec: CephLabSpec, epoch: int) -> bool:
+        dump = self.ceph_json("osd", "dump")
+        assert isinstance(dump, dict)
+        osds = dump.get("osds", [])
+        fresh = [o for o in osds if o.get("up") == 1 and int(o.get("up_from", 0)) > epoch]
+        return len(fresh) >= spec.osds and self._pgs_clean()
 
     def _ready(self, spec: CephLabSpec) -> bool:
         osd_stat = self.ceph_json("osd", "stat")

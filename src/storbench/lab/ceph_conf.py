@@ -24,10 +24,35 @@ class CephLabSpec:
     osd_size_bytes: int
     objectstore: str  # bluestore or memstore
     pools: tuple[tuple[str, int], ...]  # (name, replica size)
-    cache_size_bytes: int | None = None  # BlueStore cache, autotune off (Debian's ceph-osd ignores memory target)
-    osd_memory_target_bytes: int | None = None
+    osd_config: tuple[tuple[str, str], ...] = ()  # OSD options at bring-up (osd_options); later ones applied live
     pg_num: int = 32
     cephfs: bool = False
+
+
+# OSD options every lab cluster starts with: small, for a 2-core machine. They live in the monitors' config
+# database, not ceph.conf, because a local file would win over `ceph config set` and hide a live change.
+BASE_OSD_OPTIONS: tuple[tuple[str, str], ...] = (
+    ("osd_memory_target", str(MIN_OSD_MEMORY_TARGET)),
+    ("osd_op_num_shards", "1"),
+    ("osd_op_num_threads_per_shard", "2"),
+)
+
+
+def osd_options(point: CephLabPoint | None) -> tuple[tuple[str, str], ...]:
+    """Every OSD option (name, value as Ceph reads it) a lab point runs with, sorted: the lab's base options,
+    then ``cache_size`` (BlueStore cache with autotune off), ``osd_memory_target`` and `lab.ceph.config`."""
+    options = dict(BASE_OSD_OPTIONS)
+    if point is not None:
+        if point.osd_memory_target_bytes is not None:
+            options["osd_memory_target"] = str(max(point.osd_memory_target_bytes, MIN_OSD_MEMORY_TARGET))
+        if point.cache_size_bytes is not None:
+            options.update(bluestore_cache_autotune="false", bluestore_cache_size=str(point.cache_size_bytes),
+                           bluestore_cache_meta_ratio="0.4", bluestore_cache_kv_ratio="0.2")
+        for name, value in point.config:
+            if name == "bluestore_cache_size":
+                options["bluestore_cache_autotune"] = "false"
+            options[name] = str(value)
+    return tuple(sorted(options.items()))
 
 
 LOOPBACK = "127.0.0.1"
@@ -92,8 +117,6 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
         f"admin socket = {root}/run/$cluster-$name.asok",
         f"log file = {root}/log/$name.log",
         f"osd objectstore = {spec.objectstore}",
-        "osd op num shards = 1",
-        "osd op num threads per shard = 2",
     ]
     if spec.objectstore == "bluestore":
         lines += [
@@ -101,13 +124,8 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
             f"bluestore block size = {spec.osd_size_bytes}",
             "bluestore fsck on mount = false",
         ]
-        if spec.cache_size_bytes is not None:
-            lines += ["bluestore cache autotune = false", f"bluestore cache size = {spec.cache_size_bytes}",
-                      "bluestore cache meta ratio = 0.4", "bluestore cache kv ratio = 0.2"]
     else:
         lines.append(f"memstore device bytes = {spec.osd_size_bytes}")
-    target = spec.osd_memory_target_bytes or MIN_OSD_MEMORY_TARGET
-    lines.append(f"osd memory target = {max(target, MIN_OSD_MEMORY_TARGET)}")
     lines += [
         "",
         "[mds]",
@@ -121,13 +139,13 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
 
 
 def ceph_spec_for(point: CephLabPoint, pools: tuple[tuple[str, int], ...]) -> CephLabSpec:
-    """The cluster one point of a plan's lab sweep asks for, with ``pools`` as (name, replica size)."""
+    """The cluster a point of a plan's lab sweep asks for, with ``pools`` as (name, replica size); its OSDs start
+    with the point's options (``osd_options``)."""
     return CephLabSpec(
         osds=point.osds,
         osd_size_bytes=point.osd_size_bytes,
         objectstore=point.objectstore,
-        cache_size_bytes=point.cache_size_bytes,
-        osd_memory_target_bytes=point.osd_memory_target_bytes,
+        osd_config=osd_options(point),
         pools=tuple(sorted(set(pools))),
         cephfs=point.cephfs,
     )

@@ -197,16 +197,34 @@ def live(daemons: Sequence[Daemon]) -> list[Daemon]:
     return [d for d in daemons if start_time(d.pid) == d.start and not _zombie(d.pid)]
 
 
-def kill_daemons(daemons: Sequence[Daemon], *, timeout_s: float = 15) -> None:
-    """SIGKILL each recorded daemon that is still the process we started (its process group too: we started
-    it as a session leader, and a group cannot be reused while its leader lives), then wait until gone."""
+def forget_daemons(lab_dir: Path, names: Sequence[str]) -> None:
+    """Drop daemons from the record (after stopping them, before starting them again)."""
+    kept = [d for d in recorded_daemons(lab_dir) if d.name not in names]
+    (lab_dir / PIDS_FILE).write_text(json.dumps([d.__dict__ for d in kept]))
+
+
+def kill_daemons(daemons: Sequence[Daemon], *, timeout_s: float = 15, graceful_s: float = 0) -> None:
+    """Stop each recorded daemon that is still the process we started (its process group too: we started it as
+    a session leader, and a group cannot be reused while its leader lives), then wait until gone. With
+    ``graceful_s``, SIGTERM first and SIGKILL only for what is still there after that long."""
     targets = live(daemons)
-    for daemon in targets:
+
+    def send(daemon: Daemon, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             if os.getpgid(daemon.pid) == daemon.pid:
-                os.killpg(daemon.pid, signal.SIGKILL)
+                os.killpg(daemon.pid, sig)
             else:
-                os.kill(daemon.pid, signal.SIGKILL)
+                os.kill(daemon.pid, sig)
+
+    if graceful_s > 0:
+        for daemon in targets:
+            send(daemon, signal.SIGTERM)
+        deadline = time.time() + graceful_s
+        while time.time() < deadline and live(targets):
+            time.sleep(0.1)
+        targets = live(targets)
+    for daemon in targets:
+        send(daemon, signal.SIGKILL)
     deadline = time.time() + timeout_s
     while time.time() < deadline and live(targets):
         time.sleep(0.1)

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from storbench.model import CEPH_SETTINGS, SIDE_BY_SIDE_SETTINGS
+from storbench.model import CLUSTER_SETTINGS
 from storbench.stats import match
 from storbench.stats.estimate import CONFIDENCE, Difference, Estimate, welch_difference
 from storbench.stats.metrics import COMPARE_METRICS, Metric
@@ -235,7 +235,7 @@ def regressions(comparisons: Sequence[PointComparison], threshold_pct: float) ->
 def blocked_settings(*selectors: Selector) -> list[str]:
     """The Ceph settings the selectors name that need a cluster per value (so their sides cannot alternate)."""
     named = {k for selector in selectors for k, _ in selector.pairs}
-    return sorted(named & set(CEPH_SETTINGS) - SIDE_BY_SIDE_SETTINGS)
+    return sorted(named & CLUSTER_SETTINGS)
 
 
 def design_note(baseline: Selector, candidate: Selector) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 
-from storbench.model import CEPH_SETTINGS, CEPH_SIZE_SETTINGS
+from storbench.model import size_setting
 from storbench.stats.observations import METRIC_VALUES, PERCENTILES, Observation, busiest_names
 from storbench.units import parse_size_bytes
 
@@ -119,7 +119,7 @@ def _lab_setting(o: Observation, key: str) -> tuple[Kind, object] | None:
     value = dict(ceph.settings()).get(key)
     if value is None:
         return None
-    kind = Kind.SIZE if key in CEPH_SIZE_SETTINGS else Kind.INT if isinstance(value, int) else Kind.TEXT
+    kind = Kind.SIZE if size_setting(key) else Kind.INT if isinstance(value, int) else Kind.TEXT
     return kind, value
 
 
@@ -152,10 +152,8 @@ def matches(o: Observation, key: str, value: str, tags: Mapping[int, tuple[str, 
     if field is not None:
         kind, read = field
         return value_matches(kind, read(o), value)
-    if key in CEPH_SETTINGS or key == "cephfs":
-        setting = _lab_setting(o, key)
-        return setting is not None and value_matches(setting[0], setting[1], value)
-    return False
+    setting = _lab_setting(o, key)  # a Ceph setting or lab.ceph.config option
+    return setting is not None and value_matches(setting[0], setting[1], value)
 
 
 def select(observations: Sequence[Observation], pairs: Sequence[tuple[str, str]],
