@@ -70,6 +70,41 @@ class Selection:
         return frozenset(r.run_id for r in self.runs if r.run_order == "interleaved")
 
 
+@dataclass(frozen=True)
+class AdaptiveQuestion:
+    """What a run with `repeat: {until: decided}` asked: its plan's `compare` (selectors, metrics) and looks."""
+
+    run_id: int
+    baseline: Selector
+    candidate: Selector
+    metrics: tuple[str, ...]
+    plan: SequentialPlan
+
+
+def adaptive_questions(runs: Sequence[RunInfo]) -> list[AdaptiveQuestion]:
+    """The runs whose rounds stopped when their comparison was decided, with that comparison, from their stored
+    plan texts (a plan that no longer loads, or selectors that no longer parse, are left out). Pure."""
+    from storbench.config import RepeatConfig, load_plan_text
+    from storbench.stats.compare import parse_selector
+
+    found = []
+    for run in runs:
+        try:
+            config = load_plan_text(run.plan_text, f"run {run.run_id}").config
+        except UserError:
+            continue
+        if not isinstance(config.repeat, RepeatConfig) or config.repeat.until != "decided" or config.compare is None:
+            continue
+        try:
+            baseline, candidate = parse_selector(config.compare.baseline), parse_selector(config.compare.candidate)
+        except ValueError:
+            continue
+        plan = SequentialPlan(min_rounds=config.repeat.min, max_rounds=config.repeat.max,
+                              margin=config.compare.margin)
+        found.append(AdaptiveQuestion(run.run_id, baseline, candidate, tuple(config.compare.metrics), plan))
+    return found
+
+
 def parse_where(items: Sequence[str]) -> list[tuple[str, str]]:
     """`--where KEY=VALUE` items as (key, value) pairs."""
     pairs: list[tuple[str, str]] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from storbench.model import RunInfo, Status, StoredRepetition
+from storbench.report.convergence import convergence_figures
 from storbench.report.figures import (
     block_size_figures,
     cdf_figures,
@@ -20,6 +21,7 @@ from storbench.report.figures import (
 from storbench.report.html import ReportDocument
 from storbench.report.labels import point_label
 from storbench.report.tables import warning_lines
+from storbench.selection import adaptive_questions
 from storbench.stats.compare import PointComparison
 from storbench.stats.drift import drift
 from storbench.stats.knee import LOAD_AXES, LatencyObjective, curves
@@ -36,6 +38,7 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
     drifts = [drift(observations, run.run_id, direction) for run in runs for direction in ("read", "write", "trim")]
     figures = [
         *comparison_figures(comparisons, baseline, candidate),
+        *convergence_figures(adaptive_questions(runs), runs, repetitions, observations),
         *block_size_figures(points),
         *latency_vs_iodepth_figures(points),
         *iops_vs_load_figures(points),

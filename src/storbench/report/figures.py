@@ -41,6 +41,17 @@ class Series:
     marker_size: int = 7
     dash: bool = False
     show_text: bool = False  # write ``text`` beside each point or on each bar (verdicts), not only on hover
+    error_y_minus: tuple[float, ...] | None = None  # the error bars' lower arms, when not ``error_y`` (asymmetric)
+    color: str = ""  # '' = the renderer's next colour
+
+
+@dataclass(frozen=True)
+class Band:
+    """A horizontal band across the plot (an equivalence margin), labelled."""
+
+    low: float
+    high: float
+    label: str
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,10 @@ class FigureSpec:
     section: str = ""
     caption: str = ""
     y_range: tuple[float, float] | None = None
+    x_range: tuple[float, float] | None = None
+    y_lines: tuple[float, ...] = ()  # horizontal reference lines (zero change)
+    y_bands: tuple[Band, ...] = ()
+    notes: tuple[tuple[str, str], ...] = ()  # (what, text) shown beside the figure in the report
 
     @property
     def points(self) -> int:

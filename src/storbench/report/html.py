@@ -200,6 +200,9 @@ td.verdict-same{color:#6b7785}td.verdict-not_comparable{color:#a66a00}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(640px,1fr));gap:12px}
 .figure{border:1px solid #e3e6ea;border-radius:4px;padding:4px}.figure p{font-size:12px;color:#5b6673;margin:2px 8px}
 pre{background:#f3f4f6;padding:8px;font-size:12px;overflow:auto}table.kv th{text-align:left;padding-right:12px}
+table.notes{font-size:12.5px;margin:4px 8px;border-collapse:collapse}table.notes th{text-align:left;
+vertical-align:top;padding:2px 10px 2px 0;color:#5b6673;font-weight:600;white-space:nowrap}
+table.notes td{padding:2px 0}
 .warn{color:#8a5a00;font-size:13px}#report-status{font-size:12px;color:#5b6673}#report-status.bad{color:#b00020}
 """
 
@@ -257,9 +260,11 @@ def render_html(doc: ReportDocument, plotly_js: str) -> str:
     for name, figures in by_section.items():
         blocks = []
         for figure in figures:
+            notes = "".join(f"<tr><th>{_e(what)}</th><td>{_e(text)}</td></tr>" for what, text in figure.notes)
             blocks.append(
                 f"<div class='figure'><div id='{_e(figure.figure_id)}' class='figure-plot'></div>"
-                f"<p>{_e(figure.caption)}</p><script type='application/json' class='figure-spec' "
+                + (f"<table class='notes'>{notes}</table>" if notes else "")
+                + f"<p>{_e(figure.caption)}</p><script type='application/json' class='figure-spec' "
                 f"data-target='{_e(figure.figure_id)}'>{plotly_json(figure)}</script></div>")
         sections.append(f"<section><h2>{_e(name)}</h2><div class='grid'>{''.join(blocks)}</div></section>")
     sections.append(f"<section><h2>Provenance</h2>{_provenance(doc)}</section>")

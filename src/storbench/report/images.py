@@ -21,7 +21,7 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
         categories = list(spec.x_categories)
         width = 0.8 / max(1, len(bars))
         for index, series in enumerate(spec.series):
-            color = "#000000" if series.name == "knee" else COLORS[index % len(COLORS)]
+            color = series.color or ("#000000" if series.name == "knee" else COLORS[index % len(COLORS)])
             if series.mode == "bar":
                 slot = bars.index(series)
                 xs = [categories.index(str(x)) - 0.4 + width * (slot + 0.5) for x in series.x]
@@ -44,8 +44,11 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
             else:
                 fmt_line = style + ("" if series.mode == "lines" else marker)
                 yerr: list[list[float]] | list[float] | None = list(series.error_y) if series.error_y else None
+                if series.error_y and series.error_y_minus:
+                    yerr = [list(series.error_y_minus), list(series.error_y)]
                 if series.error_y and spec.y_log:  # clip intervals reaching below zero on a log axis
-                    yerr = [[min(e, 0.95 * y) for e, y in zip(series.error_y, series.y, strict=True)],
+                    minus = series.error_y_minus or series.error_y
+                    yerr = [[min(e, 0.95 * y) for e, y in zip(minus, series.y, strict=True)],
                             list(series.error_y)]
                 axes.errorbar(xs_line, series.y, yerr=yerr, xerr=series.error_x, fmt=fmt_line,
                               color=color, label=series.name, markersize=4, capsize=2, linewidth=1.4)
@@ -53,6 +56,12 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
                 for point_x, point_y, label in zip(xs_line, series.y, series.text, strict=True):
                     axes.annotate(label, (point_x, point_y), textcoords="offset points", xytext=(0, 6),
                                   ha="center", fontsize=7, color=color)
+        for band in spec.y_bands:
+            axes.axhspan(band.low, band.high, color="#2ca02c", alpha=0.12, linewidth=0, zorder=0)
+            axes.annotate(band.label, (0.01, band.high), xycoords=("axes fraction", "data"), fontsize=7,
+                          color="#2b6b2b", va="bottom")
+        for y in spec.y_lines:
+            axes.axhline(y, color="#5b6673", linewidth=1.0, linestyle=":", zorder=1)
         if categories:
             axes.set_xticks(range(len(categories)))
             axes.set_xticklabels(categories, rotation=20 if len(categories) > 4 else 0, ha="right")
@@ -65,6 +74,8 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
             axes.set_yscale("log")
         if spec.y_range is not None:
             axes.set_ylim(*spec.y_range)
+        if spec.x_range is not None:
+            axes.set_xlim(*spec.x_range)
         axes.set_title(spec.title, fontsize=11)
         axes.set_xlabel(spec.x_label)
         axes.set_ylabel(spec.y_label)

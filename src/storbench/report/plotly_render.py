@@ -14,8 +14,11 @@ def _trace(series: Series, color: str, y_log: bool) -> go.BaseTraceType:
     error_y = None
     if series.error_y:
         error_y = dict(type="data", array=list(series.error_y), visible=True)
+        minus = series.error_y_minus or series.error_y
+        if series.error_y_minus:
+            error_y.update(symmetric=False, arrayminus=list(minus))
         if y_log:  # a confidence interval reaching below zero cannot be drawn on a log axis: clip it
-            error_y["arrayminus"] = [min(e, 0.95 * y) for e, y in zip(series.error_y, series.y, strict=True)]
+            error_y["arrayminus"] = [min(e, 0.95 * y) for e, y in zip(minus, series.y, strict=True)]
     error_x = dict(type="data", array=list(series.error_x), visible=True) if series.error_x else None
     if series.mode == "bar":
         shown = series.show_text and series.text
@@ -39,8 +42,14 @@ def _trace(series: Series, color: str, y_log: bool) -> go.BaseTraceType:
 def plotly_figure(spec: FigureSpec) -> go.Figure:
     figure = go.Figure()
     for index, series in enumerate(spec.series):
-        color = "#000000" if series.name == "knee" else COLORS[index % len(COLORS)]
+        color = series.color or ("#000000" if series.name == "knee" else COLORS[index % len(COLORS)])
         figure.add_trace(_trace(series, color, spec.y_log))
+    for band in spec.y_bands:
+        figure.add_hrect(y0=band.low, y1=band.high, fillcolor="#2ca02c", opacity=0.12, line_width=0, layer="below",
+                         annotation=dict(text=band.label, font=dict(size=11, color="#2b6b2b")),
+                         annotation_position="top left")
+    for y in spec.y_lines:
+        figure.add_hline(y=y, line=dict(color="#5b6673", width=1.2, dash="dot"), layer="below")
     xaxis: dict[str, object] = {"title": spec.x_label}
     if spec.x_categories:
         xaxis.update(type="category", categoryorder="array", categoryarray=list(spec.x_categories))
@@ -56,6 +65,8 @@ def plotly_figure(spec: FigureSpec) -> go.Figure:
     )
     if spec.y_range is not None:
         figure.update_yaxes(range=list(spec.y_range))
+    if spec.x_range is not None:
+        figure.update_xaxes(range=list(spec.x_range))
     return figure
 
 

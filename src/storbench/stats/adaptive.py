@@ -34,9 +34,21 @@ def _per_rep(observations: Sequence[Observation], case_id: str, direction: str, 
     return out
 
 
-def decided_verdicts(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
-                     metrics: Sequence[str], plan: SequentialPlan) -> list[MetricVerdict]:
-    """The sequential verdict of every named metric at every matched point, on the rounds both sides have."""
+@dataclass(frozen=True)
+class PairedRounds:
+    """One compared point and metric: the rounds both sides have, in round order, and each side's value in them
+    (``baseline[i]`` and ``candidate[i]`` ran next to each other in round ``rounds[i]``)."""
+
+    comparison: PointComparison
+    metric: str
+    rounds: tuple[int, ...]
+    baseline: tuple[float, ...]
+    candidate: tuple[float, ...]
+
+
+def paired_rounds(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
+                  metrics: Sequence[str]) -> list[PairedRounds]:
+    """Every named metric at every matched point, as the pairs of rounds the sequential rule is given."""
     found = []
     for comparison in compare_observations(observations, baseline, candidate, {}):
         base, cand = comparison.baseline, comparison.candidate
@@ -44,9 +56,16 @@ def decided_verdicts(observations: Sequence[Observation], baseline: Selector, ca
             a = _per_rep(observations, base.case_id, base.direction, metric)
             b = _per_rep(observations, cand.case_id, cand.direction, metric)
             rounds = sorted(set(a) & set(b))
-            verdict = decide([a[i] for i in rounds], [b[i] for i in rounds], plan)
-            found.append(MetricVerdict(comparison, metric, verdict))
+            found.append(PairedRounds(comparison, metric, tuple(rounds), tuple(a[i] for i in rounds),
+                                      tuple(b[i] for i in rounds)))
     return found
+
+
+def decided_verdicts(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
+                     metrics: Sequence[str], plan: SequentialPlan) -> list[MetricVerdict]:
+    """The sequential verdict of every named metric at every matched point, on the rounds both sides have."""
+    return [MetricVerdict(p.comparison, p.metric, decide(p.baseline, p.candidate, plan))
+            for p in paired_rounds(observations, baseline, candidate, metrics)]
 
 
 def all_decided(verdicts: Sequence[MetricVerdict]) -> bool:

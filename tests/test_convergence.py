@@ -1,0 +1,221 @@
+"""The answer converging: the stopping rule replayed look by look, and its figure in the HTML report.
+
+Known answers on synthetic rounds: a large difference is decided at some look and the last look is the verdict
+the run loop's own function gives; no difference is never called different. The report built from a store
+holding such a run shows the figure, the verdict and the design beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli
+from storbench.model import ClientMeasurement, RepetitionOutcome, RunInfo, Status
+from storbench.report.convergence import convergence_figures, design_text
+from storbench.report.figures import FigureSpec, Series
+from storbench.report.html import ReportDocument, render_html
+from storbench.selection import AdaptiveQuestion, adaptive_questions
+from storbench.stats.adaptive import decided_verdicts
+from storbench.stats.compare import parse_selector
+from storbench.stats.convergence import convergence, replay
+from storbench.stats.observations import Observation
+from storbench.stats.sequential import Decision, SequentialPlan, decide
+from storbench.store import open_store
+from synthetic import observation
+
+PLAN = """
+name: replica-adaptive
+targets:
+  rbd: {{kind: rbd, pool: bench, image: storbench, size: 1GiB}}
+workload: {{rw: randwrite, bs: 4k, iodepth: 16, runtime: 10s, ramp: 2s}}
+repeat: {{min: 3, max: {max_rounds}, until: decided}}
+compare: {{baseline: pool_size=2, candidate: pool_size=3, metrics: [iops]{margin}}}
+lab:
+  ceph: {{osds: 3, osd_size: 4GiB, pool_size: [2, 3]}}
+"""
+BASELINE, CANDIDATE = parse_selector("pool_size=2"), parse_selector("pool_size=3")
+ROUND_S = 30.0  # each repetition takes 12 s, both sides' repetitions of a round 30 s with the gaps
+
+
+def _rounds(ratio: float, rounds: int, spread: float = 0.04, seed: int = 7) -> list[Observation]:
+    """``rounds`` balanced rounds of replica 2 vs 3, candidate IOPS = ``ratio`` x baseline, each repetition with
+    independent noise of about ``spread``; the order within a round alternates (A B, B A, ...)."""
+    rng = random.Random(seed)
+    found = []
+    for i in range(rounds):
+        base = 1000.0 * (1 + rng.gauss(0, spread))
+        cand = 1000.0 * ratio * (1 + rng.gauss(0, spread))
+        order = ((2, base), (3, cand)) if i % 2 == 0 else ((3, cand), (2, base))
+        for slot, (size, iops) in enumerate(order):
+            start = i * ROUND_S + slot * 15.0
+            found.append(observation(case_id=f"case-size{size}", target="rbd", target_kind="rbd", rw="randwrite",
+                                     direction="write", iodepth=16, lab=f"lab=ceph pool_size={size}", repeat=i,
+                                     iops=iops, started_at_s=start, finished_at_s=start + 12.0))
+    return found
+
+
+def test_a_large_difference_is_decided_and_the_last_look_is_the_run_loops_verdict() -> None:
+    plan = SequentialPlan(min_rounds=3, max_rounds=12, margin=0.1)
+    seen = _rounds(0.7, 12)
+    [item] = convergence(seen, BASELINE, CANDIDATE, ["iops"], plan)
+    assert [look.rounds for look in item.looks] == list(range(3, 13))
+    assert item.first_decided is not None and item.first_decided <= 6
+    assert all(look.decision == Decision.LOWER for look in item.looks if look.rounds >= item.first_decided)
+    [final] = decided_verdicts(seen, BASELINE, CANDIDATE, ["iops"], plan)
+    assert item.verdict == final.verdict and final.verdict.decision == Decision.LOWER
+    last = item.looks[-1]
+    assert final.verdict.change is not None
+    assert (last.rounds, last.decision, last.estimate, last.low, last.high) == (
+        12, Decision.LOWER, final.verdict.change.estimate, final.verdict.change.low, final.verdict.change.high)
+    assert last.estimate is not None and -0.35 < last.estimate < -0.25
+    # every look is what the run loop saw when only that many rounds were stored
+    for look in item.looks:
+        [then] = decided_verdicts([o for o in seen if o.rep_index < look.rounds], BASELINE, CANDIDATE, ["iops"], plan)
+        assert then.verdict.change is not None
+        assert (look.decision, look.estimate, look.low, look.high, look.confidence) == (
+            then.verdict.decision, then.verdict.change.estimate, then.verdict.change.low, then.verdict.change.high,
+            then.verdict.change.confidence)
+    # the intervals narrow as the rounds come in: each look spends a little more of the error rate on more pairs
+    widths = [look.high - look.low for look in item.looks if look.high is not None and look.low is not None]
+    assert len(widths) == len(item.looks) and widths[-1] < widths[0] / 3
+
+
+def test_no_difference_is_never_called_different() -> None:
+    seen = _rounds(1.0, 12, spread=0.02)
+    with_margin = SequentialPlan(min_rounds=3, max_rounds=12, margin=0.1)
+    [item] = convergence(seen, BASELINE, CANDIDATE, ["iops"], with_margin)
+    assert {look.decision for look in item.looks} <= {Decision.UNDECIDED, Decision.EQUIVALENT}
+    assert item.verdict.decision == Decision.EQUIVALENT and item.looks[-1].decision == Decision.EQUIVALENT
+    [without] = convergence(seen, BASELINE, CANDIDATE, ["iops"], SequentialPlan(min_rounds=3, max_rounds=12))
+    assert {look.decision for look in without.looks} == {Decision.UNDECIDED} and without.first_decided is None
+
+
+def test_replay_is_the_rule_on_the_first_pairs() -> None:
+    plan = SequentialPlan(min_rounds=4, max_rounds=8)
+    a, b = [100.0, 102.0, 98.0, 101.0, 99.0], [80.0, 83.0, 79.0, 81.0, 78.0]
+    looks = replay(a, b, plan)
+    assert [look.rounds for look in looks] == [4, 5]
+    assert looks[0].decision == decide(a[:4], b[:4], plan).decision == Decision.LOWER
+    assert [look.rounds for look in replay(a[:2], b[:2], plan)] == [2]  # fewer than min: only what there is
+    assert replay(a[:1], b[:1], plan) == ()
+    with pytest.raises(ValueError):
+        replay(a, b[:3], plan)
+
+
+def test_the_figure_draws_every_look_the_margin_and_the_verdict() -> None:
+    question = AdaptiveQuestion(1, BASELINE, CANDIDATE, ("iops",), SequentialPlan(3, 12, margin=0.1))
+    seen = _rounds(0.7, 9)
+    run = RunInfo(run_id=1, plan_name="p", plan_text="", source="run", storbench_version="0", fio_version="",
+                  host="h", kernel="k", run_order="interleaved", seed=0, tags=(), started_at_s=0.0,
+                  finished_at_s=None)
+    [figure] = convergence_figures([question], [run], [], seen)
+    looks, _, verdict = figure.series
+    assert looks.x == tuple(float(k) for k in range(3, 10)) and looks.error_y_minus is not None
+    assert all(y < 0 for y in looks.y) and verdict.name == "verdict: worse" and verdict.marker_size > 10
+    assert figure.y_lines == (0.0,) and [(b.low, b.high) for b in figure.y_bands] == [(-10.0, 10.0)]
+    notes = dict(figure.notes)
+    assert notes["verdict"].startswith("lower (worse): IOPS of pool_size=3 vs pool_size=2 changes by -")
+    assert notes["design"].startswith("pool_size: interleaved on one cluster")
+    assert notes["time"] == "unknown (no stored repetitions)"
+    assert figure.y_range is not None and figure.y_range[0] >= -100
+    # no margin: no band; another run's observations are not this run's question
+    no_margin = replace(question, plan=SequentialPlan(3, 12))
+    assert convergence_figures([no_margin], [run], [], seen)[0].y_bands == ()
+    assert convergence_figures([replace(question, run_id=2)], [run], [], seen) == []
+
+
+def test_design_text_names_a_blocked_setting() -> None:
+    cases = [o.case for o in _rounds(0.7, 1)]
+    question = AdaptiveQuestion(1, parse_selector("osds=3"), parse_selector("osds=6"), ("iops",), SequentialPlan())
+    assert design_text(question, cases, "interleaved").startswith("design: blocked on osds")
+    bs = AdaptiveQuestion(1, parse_selector("bs=4k"), parse_selector("bs=8k"), ("iops",), SequentialPlan())
+    assert design_text(bs, cases, "interleaved").startswith("interleaved in one run (repetitions A B B A)")
+
+
+def test_plan_texts_give_the_questions() -> None:
+    run = RunInfo(run_id=4, plan_name="p", plan_text=PLAN.format(max_rounds=12, margin=", margin: 10%"),
+                  source="run", storbench_version="0", fio_version="", host="h", kernel="k", run_order="interleaved",
+                  seed=0, tags=(), started_at_s=0.0, finished_at_s=None)
+    fixed = replace(run, run_id=5, plan_text="name: f\ntargets: {d: {kind: path, path: ./d, size: 1MiB}}\n"
+                    "workload: {rw: randread, bs: 4k}\nrepeat: 3\n")
+    broken = replace(run, run_id=6, plan_text="name: [")
+    [question] = adaptive_questions([run, fixed, broken])
+    assert (question.run_id, question.baseline.text, question.candidate.text, question.metrics) == (
+        4, "pool_size=2", "pool_size=3", ("iops",))
+    assert question.plan == SequentialPlan(min_rounds=3, max_rounds=12, margin=0.1)
+
+
+def test_notes_from_a_plan_are_escaped() -> None:
+    figure = FigureSpec(figure_id="f", title="t", x_label="x", y_label="y",
+                        series=(Series(name="s", x=(1.0,), y=(1.0,)),),
+                        notes=(("verdict", "<script>alert(1)</script>"), ("<b>design</b>", "A & B")))
+    text = render_html(ReportDocument(title="r", runs=(), points=(), figures=(figure,)), "")
+    assert "<script>alert(1)" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "<th>&lt;b&gt;design&lt;/b&gt;</th><td>A &amp; B</td>" in text
+
+
+def _store(path: Path, seen: list[Observation], plan_text: str) -> None:
+    store = open_store(path)
+    run_id = store.create_run(plan_name="replica-adaptive", plan_text=plan_text, plan_sha256="0", source="run",
+                              storbench_version="0", fio_version="fio-3.36", host="h", kernel="k",
+                              run_order="interleaved", seed=0, tags=(), started_at_s=0.0)
+    for o in seen:
+        assert o.measurement is not None
+        ios = round(o.measurement.iops * 10)  # 10 s of it (a direction that moved no I/O is not one)
+        measured = replace(o.measurement, total_ios=ios, io_bytes=ios * 4096, runtime_ms=10_000)
+        client = ClientMeasurement(client="local", jobs=1, job_errors=(), cpu_usr_pct=1.0, cpu_sys_pct=1.0,
+                                   directions=(measured,))
+        outcome = RepetitionOutcome(status=Status.OK, started_at_s=o.started_at_s, finished_at_s=o.finished_at_s,
+                                    job_text="[global]\n", command=("fio",), fio_version="fio-3.36", raw_output="",
+                                    stderr_tail="", clients=(client,))
+        store.save_repetition(run_id, o.case, o.rep_index, outcome, ())
+    store.finish_run(run_id, seen[-1].finished_at_s)
+    store.close()
+
+
+def test_the_report_of_a_stored_adaptive_run_shows_the_answer_converging(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "r.db"
+    _store(db, _rounds(0.7, 8), PLAN.format(max_rounds=12, margin=", margin: 10%"))
+    report = tmp_path / "r.html"
+    code, _, err = run_cli(capsys, "report", "--db", str(db), "-o", str(report), "--images", str(tmp_path / "img"))
+    assert code == 0, err
+    text = report.read_text()
+    assert "<h2>The answer converging</h2>" in text
+    assert "id='convergence-run1-1-iops' class='figure-plot'" in text
+    notes = dict(re.findall(r"<tr><th>([a-z ]+)</th><td>([^<]*)</td></tr>", text))
+    assert notes["verdict"].startswith("lower (worse): IOPS of pool_size=3 vs pool_size=2 changes by -")
+    assert "the rule first decided it after" in notes["verdict"]
+    assert notes["design"].startswith("pool_size: interleaved on one cluster (a pool per value, repetitions A B B A)")
+    assert notes["rounds"].startswith("8 of at most 12")
+    # the first repetition starts at 0 s, the last one at 7 x 30 + 15 s and takes 12 s: 237 s
+    assert notes["time"].startswith("4.0 min for the whole run (16 repetitions in 8 rounds")
+    assert notes["stopping rule"].startswith("group-sequential, looks after rounds 3-12")
+    spec = re.search(r"data-target='convergence-run1-1-iops'>(.*?)</script>", text, flags=re.S)
+    assert spec is not None
+    figure = json.loads(spec.group(1).replace("<\\/", "</"))
+    assert [t["name"] for t in figure["data"]] == ["change after each look", "looks that decide", "verdict: worse"]
+    assert figure["data"][0]["x"] == [3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    assert (tmp_path / "img" / "convergence-run1-1-iops.png").read_bytes()[:4] == b"\x89PNG"
+    _renders_in_chromium(report, tmp_path)
+
+
+def _renders_in_chromium(report: Path, tmp_path: Path) -> None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        return
+    done = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--virtual-time-budget=15000", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                           report.as_uri()], capture_output=True, text=True, timeout=120, check=False)
+    found = re.search(r'data-report-status="([^"]*)"', done.stdout)
+    assert found is not None, done.stderr[-500:]
+    status = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert status["errors"] == [] and status["empty"] == [] and status["rendered"] == status["figures"]
