@@ -283,3 +283,51 @@ def test_a_cache_size_axis_restarts_the_osds_with_each_value(lab_dir: Path, tmp_
     conn.close()
     assert statuses == ["ok"] * 4
     assert pids_with(str(lab_dir) + "/") == [] and not (lab_dir / "ceph").exists()
+
+
+FRESH_PLAN = """
+name: osds-fresh
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 32MiB}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 1s}
+repeat: 2
+telemetry: {enabled: false}
+lab:
+  ceph: {osds: [1, 2], osd_size: 1GiB, objectstore: memstore, pool_size: 1, bring_up: each_repetition}
+"""
+
+
+def test_a_fresh_cluster_per_round_alternates_osd_counts(lab_dir: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """osds 1 vs 2 with a fresh cluster per value and round: four bring-ups in the order A B B A, each a new
+    cluster (its own fsid), and compare pairs the rounds and says the instance is sampled."""
+    from storbench.lab.ceph import CephLab
+
+    fsids: list[tuple[int, str]] = []
+    original = CephLab.up
+
+    def recording_up(self: CephLab, spec, *args, **kwargs):  # type: ignore[no-untyped-def]
+        info = original(self, spec, *args, **kwargs)
+        fsids.append((spec.osds, info.fsid))
+        return info
+
+    monkeypatch.setattr(CephLab, "up", recording_up)
+    db, out = _run(FRESH_PLAN, tmp_path, capsys)
+    assert "a fresh cluster per value and round, A B B A (2 bring-ups per arm)" in out
+    assert [osds for osds, _ in fsids] == [1, 2, 2, 1] and len({fsid for _, fsid in fsids}) == 4
+    assert out.count("ceph lab: torn down") == 4
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT c.lab_json, r.rep_index, r.status FROM repetitions r JOIN cases c ON c.id = r.case_id "
+                        "ORDER BY r.started_at_s").fetchall()
+    conn.close()
+    assert [(dict(json.loads(lab))["osds"], rep) for lab, rep, _ in rows] == [("1", 0), ("2", 0), ("2", 1), ("1", 1)]
+    assert {status for _, _, status in rows} == {"ok"}
+    code, out, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "osds=1", "--candidate", "osds=2",
+                             "--format", "json")
+    assert code == 0, err
+    iops = next(r for r in json.loads(out) if r["metric"] == "iops")
+    assert iops["interval"] == "paired" and iops["pairs"] == 2
+    code, out, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "osds=1", "--candidate", "osds=2")
+    assert code == 0 and "a fresh cluster per value and round" in out + err and "confounded" not in out + err
+    assert pids_with(str(lab_dir) + "/") == [] and not (lab_dir / "ceph").exists()

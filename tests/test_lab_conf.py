@@ -138,6 +138,50 @@ def test_pool_sizes_share_a_cluster_and_alternate_on_it_while_osd_counts_do_not(
     assert set(rbd_pools(one_size).values()) == {("bench", 2)}  # a single size keeps the plan's pool name
 
 
+def test_a_fresh_cluster_per_round_brings_osd_counts_up_a_b_b_a() -> None:
+    from storbench.config import load_plan_text
+    from storbench.plan import estimate, expand, lab_designs, schedule
+    from storbench.sessions import group_by_lab
+
+    plan = REPLICA_PLAN.replace("pool_size: [2, 3]}", "pool_size: 2, bring_up: each_repetition}")
+    cases = expand(load_plan_text(plan, "osds.yaml"))
+    groups = group_by_lab(schedule(cases, 4, "interleaved", 0), each_repetition=True)
+    # one bring-up per OSD count and round, in the order A B B A A B B A; each runs both workloads of its round
+    assert [cluster.ceph.osds for cluster, _ in groups] == [3, 4, 4, 3, 3, 4, 4, 3]  # type: ignore[union-attr]
+    assert [{i.rep_index for i in items} for _, items in groups] == [{0}, {0}, {1}, {1}, {2}, {2}, {3}, {3}]
+    assert all(len(items) == 2 for _, items in groups)
+    # brought up once, the same plan is blocked and confounded; the plan says which and what it costs
+    assert len(group_by_lab(schedule(cases, 4, "interleaved", 0))) == 2
+    fresh = lab_designs(cases, each_repetition=True, rounds=4)
+    assert fresh == ("osds: blocked, a fresh cluster per value and round, A B B A (4 bring-ups per arm): the "
+                     "cluster instance is sampled, repetitions paired round by round",)
+    assert "brought up once" in lab_designs(cases)[0]
+    assert estimate(cases, 4, each_repetition=True).seconds > estimate(cases, 4).seconds + 6 * 20 - 1
+
+
+def test_a_fresh_cluster_per_round_pairs_a_blocked_comparison() -> None:
+    """osds 3 vs 4 measured round by round on fresh clusters: the interval comes from the per-round pairs (and
+    says so); brought up once, the same numbers get Welch's interval and the confounding note."""
+    from storbench.stats.compare import compare_observations, design_note, parse_selector
+    from synthetic import observation
+
+    drift = [1.0, 0.8, 0.6, 0.9]  # slow drift shared by both sides of a round
+    seen = [observation(case_id=f"osds{osds}", target="rbd", target_kind="rbd", rw="randwrite", direction="write",
+                        lab=f"lab=ceph osds={osds}", repeat=rep, iops=1000 * drift[rep] * (1.2 if osds == 4 else 1.0))
+            for osds in (3, 4) for rep in range(4)]
+    base, cand = parse_selector("osds=3"), parse_selector("osds=4")
+    paired = compare_observations(seen, base, cand, {}, interleaved_runs=frozenset({1}),
+                                  fresh_cluster_runs=frozenset({1}))
+    cell = next(c for c in paired[0].cells if c.metric.field == "iops")
+    assert cell.difference is not None and cell.difference.method == "paired" and cell.difference.pairs == 4
+    assert abs(cell.difference.change_pct - 20) < 0.01 and cell.verdict.value == "better"
+    blocked = compare_observations(seen, base, cand, {}, interleaved_runs=frozenset({1}))
+    welch = next(c for c in blocked[0].cells if c.metric.field == "iops")
+    assert welch.difference is not None and welch.difference.method == "welch"
+    assert "confounded" in (design_note(base, cand) or "")
+    assert "fresh cluster per value and round" in (design_note(base, cand, fresh=True) or "")
+
+
 def test_ganesha_conf() -> None:
     text = render_ganesha_conf("/lab/export", "/lab", NfsLabSpec())
     assert "Graceless = true;" in text and "Path = /lab/export;" in text and "Protocols = 3, 4;" in text

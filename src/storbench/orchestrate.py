@@ -13,7 +13,7 @@ import os
 import platform
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -134,12 +134,21 @@ def run_plan(
         deadline = None if budget_s is None else clock() + budget_s
         run = _Run(loaded, checked, store, executors, observer, run_id, keep_lab, ceilings={}, clock=clock,
                    deadline_s=deadline)
+        each_repetition = config.lab is not None and config.lab.ceph is not None \
+            and config.lab.ceph.bring_up == "each_repetition"
         try:
             claim_run_test_files(checked.targets, cases)
-            for lab, items in group_by_lab(todo):
+            for lab, items in group_by_lab(todo, each_repetition=each_repetition):
+                if run.stop_before(items[0].rep_index):  # a round ended with the previous cluster
+                    break
                 group_failed, group_ran = _run_group(run, lab, items, position)
                 failed, ran = failed + group_failed, ran + group_ran
                 position += len(items)
+                if run.stopped:
+                    break
+            else:  # every round ran: say how the answer stands at the end
+                if todo and not isinstance(config.repeat, int) and todo[-1].rep_index + 1 >= repeat_bounds(config)[0]:
+                    answered(run, todo[-1].rep_index + 1)
         finally:
             executors.close()
             if not config.keep_files:
@@ -206,6 +215,27 @@ class _Run:
     ceilings: dict[str, float | None]  # case id -> client ceiling (IOPS), measured once per case
     clock: Callable[[], float] = time.time
     deadline_s: float | None = None  # --budget: no new round after this moment
+    looks: dict[str, int] = field(default_factory=lambda: {"looked_at": -1, "stopped": 0})
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self.looks["stopped"])
+
+    def stop_before(self, rep_index: int) -> bool:
+        """Before a repetition of round ``rep_index``: when it starts a new round from `repeat.min` on, look at
+        the answer so far (once per round) and at the budget; True when the run should stop here."""
+        if self.stopped:
+            return True
+        least = repeat_bounds(self.loaded.config)[0]
+        if rep_index < least or rep_index <= self.looks["looked_at"]:
+            return False
+        self.looks["looked_at"] = rep_index
+        if answered(self, rep_index):
+            self.looks["stopped"] = 1
+        elif self.deadline_s is not None and self.clock() >= self.deadline_s:
+            self.observer.lab_event(f"budget reached after {rep_index} rounds: stopping with the answer so far")
+            self.looks["stopped"] = 1
+        return self.stopped
 
 
 def answered(run: _Run, rounds: int) -> bool:
@@ -251,9 +281,7 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
     config = run.loaded.config
     caps = run.checked.capabilities
     observer, ceilings = run.observer, run.ceilings
-    least = repeat_bounds(config)[0]
     failed = ran = 0
-    looked_at = -1
     position = first_position
     with lab_session(run.loaded, lab, [i.case for i in items], run.checked, observer,
                      keep=run.keep_lab) as session:
@@ -263,14 +291,8 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
 
             recorder = TelemetryRecorder(config.telemetry, session.ceph_socket_patterns)
         for item in items:
-            if item.rep_index >= least and item.rep_index > looked_at:  # a round has ended
-                looked_at = item.rep_index
-                if answered(run, item.rep_index):
-                    break
-                if run.deadline_s is not None and run.clock() >= run.deadline_s:
-                    observer.lab_event(f"budget reached after {item.rep_index} rounds: stopping with the answer "
-                                       "so far")
-                    break
+            if run.stop_before(item.rep_index):  # a round has ended: is the answer known?
+                break
             changed = session.enter(item.case)
             if changed:
                 observer.lab_event(changed)
@@ -299,7 +321,4 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
             observer.repetition_finished(item, position, outcome)
             position += 1
             ran += 1
-        else:  # every round ran: say how the answer stands at the end
-            if items and item.rep_index >= least - 1 and not isinstance(config.repeat, int):
-                answered(run, item.rep_index + 1)
     return failed, ran

@@ -344,9 +344,10 @@ class PlanEstimate:
     lab_designs: tuple[str, ...] = ()  # how each swept lab setting is run, for people
 
 
-def lab_designs(cases: Sequence[Case]) -> tuple[str, ...]:
-    """How each swept Ceph setting is run: interleaved on one cluster, or blocked (one cluster per value, which
-    confounds the setting with the cluster instance and with time)."""
+def lab_designs(cases: Sequence[Case], *, each_repetition: bool = False, rounds: int = 0) -> tuple[str, ...]:
+    """How each swept Ceph setting is run: interleaved on one cluster, or blocked: one cluster per value brought
+    up once (which confounds the setting with the cluster instance and with time), or with ``each_repetition``
+    (`lab.ceph.bring_up`) a fresh cluster per value and round, A B B A (``rounds`` of them: bring-ups per arm)."""
     values: dict[str, set[object]] = {}
     for case in cases:
         if case.lab.ceph is not None:
@@ -361,6 +362,10 @@ def lab_designs(cases: Sequence[Case]) -> tuple[str, ...]:
         elif interleaved_setting(name):
             lines.append(f"{name}: interleaved on one cluster (applied with `ceph config set` and an OSD restart "
                          "before each value's turn, repetitions A B B A)")
+        elif each_repetition:
+            per_arm = f"{rounds} bring-ups per arm" if rounds else "a bring-up per arm and round"
+            lines.append(f"{name}: blocked, a fresh cluster per value and round, A B B A ({per_arm}): the cluster "
+                         "instance is sampled, repetitions paired round by round")
         else:
             lines.append(f"{name}: blocked, one cluster per value brought up once (the setting is confounded "
                          "with the cluster instance and with time)")
@@ -382,7 +387,7 @@ def working_set_bytes(case: Case) -> int:
     return size * case.workload.numjobs * case.clients
 
 
-def estimate(cases: Sequence[Case], repeat: int) -> PlanEstimate:
+def estimate(cases: Sequence[Case], repeat: int, *, each_repetition: bool = False) -> PlanEstimate:
     """Duration and data volume before anything runs.
 
     Files are laid out once per target (fio reuses them), so layout cost is the largest working set per
@@ -395,13 +400,14 @@ def estimate(cases: Sequence[Case], repeat: int) -> PlanEstimate:
         largest[case.target.name] = max(largest.get(case.target.name, 0), working_set_bytes(case))
     layout = sum(largest.values())
     seconds = sum(repetition_seconds(case) for case in cases) * repeat + layout / LAYOUT_BYTES_PER_S
-    clusters = {cluster_of(case.lab) for case in cases if case.lab}  # each brought up once
+    clusters = {cluster_of(case.lab) for case in cases if case.lab}  # each brought up once (or once per round)
     for cluster in clusters:
-        seconds += sum(LAB_SECONDS.get(kind, 0.0) for kind in cluster.kinds())
+        bring_ups = repeat if each_repetition and cluster.ceph is not None else 1
+        seconds += sum(LAB_SECONDS.get(kind, 0.0) for kind in cluster.kinds()) * bring_ups
         # an RBD image per pool (one pool per pool_size on a cluster), NFS files once
         laid_out = {(c.target, c.lab.ceph.pool_size if c.lab.ceph and c.target.kind == "rbd" else 0)
                     for c in cases if cluster_of(c.lab) == cluster and c.target.kind in ("rbd", "nfs")}
-        seconds += sum((t.size_bytes or 0) for t, _ in laid_out) / LAB_LAYOUT_BYTES_PER_S
+        seconds += sum((t.size_bytes or 0) for t, _ in laid_out) / LAB_LAYOUT_BYTES_PER_S * bring_ups
         # live settings alternate A B B A: a restart at each change, k - 1 per round
         live = {osd_options(c.lab.ceph) for c in cases if cluster_of(c.lab) == cluster and c.lab.ceph is not None}
         seconds += max(len(live) - 1, 0) * repeat * OSD_RESTART_S
@@ -411,5 +417,5 @@ def estimate(cases: Sequence[Case], repeat: int) -> PlanEstimate:
         seconds=seconds,
         layout_bytes=layout,
         destructive_cases=sum(1 for c in cases if c.target.kind == "block" and rw_writes(c.workload.rw)),
-        lab_designs=lab_designs(cases),
+        lab_designs=lab_designs(cases, each_repetition=each_repetition, rounds=repeat),
     )

@@ -65,9 +65,30 @@ class Selection:
         return plans
 
     @property
+    def fresh_cluster_runs(self) -> frozenset[int]:
+        """Runs that brought a fresh Ceph cluster up for every round (`lab.ceph.bring_up: each_repetition`):
+        their repetitions pair up even across settings that need a cluster per value."""
+        return fresh_cluster_runs(self.runs)
+
+    @property
     def interleaved_runs(self) -> frozenset[int]:
         """Runs whose repetitions alternate between cases (order: interleaved): their cases pair up."""
         return frozenset(r.run_id for r in self.runs if r.run_order == "interleaved")
+
+
+def fresh_cluster_runs(runs: Sequence[RunInfo]) -> frozenset[int]:
+    """The runs whose plan brought a fresh Ceph cluster up for every round (read from the stored plan)."""
+    from storbench.config import load_plan_text
+
+    found = set()
+    for run in runs:
+        try:
+            config = load_plan_text(run.plan_text, f"run {run.run_id}").config
+        except UserError:
+            continue
+        if config.lab is not None and config.lab.ceph is not None and config.lab.ceph.bring_up == "each_repetition":
+            found.add(run.run_id)
+    return frozenset(found)
 
 
 @dataclass(frozen=True)
@@ -79,6 +100,7 @@ class AdaptiveQuestion:
     candidate: Selector
     metrics: tuple[str, ...]
     plan: SequentialPlan
+    fresh_clusters: bool = False  # lab.ceph.bring_up: each_repetition
 
 
 def adaptive_questions(runs: Sequence[RunInfo]) -> list[AdaptiveQuestion]:
@@ -101,7 +123,9 @@ def adaptive_questions(runs: Sequence[RunInfo]) -> list[AdaptiveQuestion]:
             continue
         plan = SequentialPlan(min_rounds=config.repeat.min, max_rounds=config.repeat.max,
                               margin=config.compare.margin)
-        found.append(AdaptiveQuestion(run.run_id, baseline, candidate, tuple(config.compare.metrics), plan))
+        ceph = config.lab.ceph if config.lab else None
+        found.append(AdaptiveQuestion(run.run_id, baseline, candidate, tuple(config.compare.metrics), plan,
+                                      fresh_clusters=ceph is not None and ceph.bring_up == "each_repetition"))
     return found
 
 

@@ -38,15 +38,19 @@ class LabObserver(Protocol):
     def lab_event(self, message: str) -> None: ...
 
 
-def group_by_lab(items: Sequence[ScheduledRepetition]) -> list[tuple[LabPoint,
-                                                                      list[ScheduledRepetition]]]:
+def group_by_lab(items: Sequence[ScheduledRepetition], *, each_repetition: bool = False
+                 ) -> list[tuple[LabPoint, list[ScheduledRepetition]]]:
     """Repetitions grouped by the cluster they run on (``cluster_of``), in order of first appearance, the run order
     kept within a group: each cluster is brought up once, and points that differ only in settings a running
-    cluster holds side by side (pool sizes) alternate on it as the schedule interleaves them."""
-    groups: dict[LabPoint, list[ScheduledRepetition]] = {}
+    cluster holds side by side (pool sizes, live OSD options) alternate on it as the schedule interleaves them.
+    ``each_repetition`` (`lab.ceph.bring_up`): a Ceph cluster per round instead, so the interleaved schedule
+    brings the configurations up in the order A B B A, one instance per round."""
+    groups: dict[tuple[LabPoint, int], list[ScheduledRepetition]] = {}
     for item in items:
-        groups.setdefault(cluster_of(item.case.lab), []).append(item)
-    return list(groups.items())
+        cluster = cluster_of(item.case.lab)
+        fresh = each_repetition and cluster.ceph is not None
+        groups.setdefault((cluster, item.rep_index if fresh else -1), []).append(item)
+    return [(cluster, group) for (cluster, _), group in groups.items()]
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,10 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
     from storbench.report.tables import plan_summary_lines
 
     least, most = repeat_bounds(loaded.config)
-    lines = plan_summary_lines(estimate(cases, most), most, checked.capabilities.version, checked.capabilities.binary)
+    ceph = loaded.config.lab.ceph if loaded.config.lab else None
+    each_repetition = ceph is not None and ceph.bring_up == "each_repetition"
+    lines = plan_summary_lines(estimate(cases, most, each_repetition=each_repetition), most,
+                               checked.capabilities.version, checked.capabilities.binary)
     repeat = loaded.config.repeat
     if isinstance(repeat, RepeatConfig):
         what = f"{loaded.config.compare.baseline} vs {loaded.config.compare.candidate} decided" if (

@@ -208,7 +208,9 @@ def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
             raise UserError(f"compare.{side}: {exc}", where=source.where(("compare", side)),
                             hint="KEY=VALUE[,KEY=VALUE], e.g. pool_size=2") from None
         blocked = blocked_settings(selector)
-        if blocked and isinstance(repeat, RepeatConfig):
-            raise UserError(f"compare.{side} names {', '.join(blocked)}, which needs a cluster per value: its "
-                            "sides cannot alternate round by round", where=source.where(("compare", side)),
-                            hint="use a fixed repeat for such settings, or compare pool_size (one cluster)")
+        fresh = config.lab is not None and config.lab.ceph is not None and config.lab.ceph.bring_up == "each_repetition"
+        if blocked and isinstance(repeat, RepeatConfig) and not fresh:
+            raise UserError(f"compare.{side} names {', '.join(blocked)}, which needs a cluster per value: brought up "
+                            "once, its sides cannot alternate round by round", where=source.where(("compare", side)),
+                            hint="set lab.ceph.bring_up: each_repetition (a fresh cluster per value and round, A B "
+                                 "B A), or use a fixed repeat")

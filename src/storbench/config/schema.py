@@ -389,6 +389,11 @@ class CephLabConfig(StrictModel):
     cache_size: Sweep[Size] | None = Field(None, description="BlueStore cache per OSD (autotune off).")
     osd_memory_target: Sweep[Size] | None = Field(None, description="osd_memory_target per OSD (>= 896MiB).")
     cephfs: bool = Field(False, description="Also run an MDS and mount CephFS with ceph-fuse.")
+    bring_up: Literal["once", "each_repetition"] = Field(
+        "once", description="`once`: each cluster configuration is brought up once and all its repetitions run on "
+        "it. `each_repetition`: a fresh cluster for every round of repetitions, configurations in the order A B B "
+        "A, so a setting that needs a cluster per value (osds, osd_size, objectstore) is compared over several "
+        "cluster instances, paired round by round, instead of over one instance each.")
     config: dict[str, Sweep[FioScalar]] = Field(
         {}, description="OSD options by name, each a value or a list to sweep, e.g. `{bluestore_cache_size: "
         "[1GiB, 4GiB], osd_op_queue: wpq}`; applied to the running cluster with `ceph config set` and an OSD "

@@ -156,7 +156,8 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
 def compare_observations(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
                          tags: Mapping[int, tuple[str, ...]], mem_total_bytes: Mapping[int, int | None] | None = None,
                          *, force: bool = False, interleaved_runs: frozenset[int] = frozenset(),
-                         sequential_plans: Mapping[int, SequentialPlan] | None = None) -> list[PointComparison]:
+                         sequential_plans: Mapping[int, SequentialPlan] | None = None,
+                         fresh_cluster_runs: frozenset[int] = frozenset()) -> list[PointComparison]:
     """Match the two sides' points and compare every metric. Where the design pairs repetitions (both sides in
     one run whose order alternates them, ``interleaved_runs``, and not across a setting that needs a cluster per
     value) the change and its interval come from the per-pair ratios (``paired_differences``); else Welch."""
@@ -164,8 +165,8 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
     comparisons = compare_points(summarize_points(select(observations, baseline, tags), mem_total_bytes),
                                  summarize_points(select(observations, candidate, tags), mem_total_bytes), ignore,
                                  force=force)
-    if design_note(baseline, candidate) is not None:
-        return comparisons
+    if blocked_settings(baseline, candidate):  # pairs only where each round had fresh clusters (A B B A)
+        interleaved_runs = interleaved_runs & fresh_cluster_runs
     return paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {})
 
 
@@ -238,12 +239,16 @@ def blocked_settings(*selectors: Selector) -> list[str]:
     return sorted(named & CLUSTER_SETTINGS)
 
 
-def design_note(baseline: Selector, candidate: Selector) -> str | None:
+def design_note(baseline: Selector, candidate: Selector, *, fresh: bool = False) -> str | None:
     """A warning when the two sides differ in a Ceph setting that needs a cluster per value: each side ran on
-    its own cluster at its own time, so the interval is about those two clusters, not about the setting."""
+    its own cluster at its own time, so the interval is about those two clusters, not about the setting. With
+    ``fresh`` (a fresh cluster per value and round) the design samples the instance: the note says so."""
     named = blocked_settings(baseline, candidate)
     if not named:
         return None
+    if fresh:
+        return (f"design: blocked on {', '.join(named)}, a fresh cluster per value and round in the order A B B A: "
+                "each pair is one instance of each side, so the interval covers the cluster instance too")
     return (f"design: blocked on {', '.join(named)} (one cluster per value, brought up once): the setting is "
             "confounded with the cluster instance and with time; read the interval as about these two clusters")
 
