@@ -266,7 +266,8 @@ BAD_PLANS = [
                                            9, "order", ("needs order: interleaved",))),
     case("adaptive-across-a-blocked-setting", Bad(BASE + "repeat: {min: 3, max: 9, until: decided}\n"
                                                   "compare: {baseline: osds=3, candidate: osds=4}\n", 9,
-                                                  "compare.baseline", ("needs a cluster per value", "lab.ceph.bring_up: each_repetition"))),
+                                                  "compare.baseline", ("needs a cluster per value",
+                                                                       "lab.ceph.bring_up: each_repetition"))),
     case("compare-bad-selector", Bad(BASE + "compare: {baseline: 'bs', candidate: bs=8k}\n", 8,
                                      "compare.baseline", ("is not KEY=VALUE",))),
     # ---- exclude rules -----------------------------------------------------------------------------
