@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import pytest
@@ -136,6 +137,24 @@ def test_pool_sizes_share_a_cluster_and_alternate_on_it_while_osd_counts_do_not(
             assert pools[item.case.case_id][1] == item.case.lab.ceph.pool_size  # type: ignore[union-attr]
     one_size = expand(load_plan_text(REPLICA_PLAN.replace("pool_size: [2, 3]", "pool_size: 2"), "r.yaml"))
     assert set(rbd_pools(one_size).values()) == {("bench", 2)}  # a single size keeps the plan's pool name
+
+
+def test_live_settings_switch_once_per_round_and_alternate() -> None:
+    """Two workloads x two cache sizes: within a round the cases of one cache size run together, so the OSDs
+    restart once per round (not once per workload), and per workload the sizes still go A B B A."""
+    from storbench.config import load_plan_text
+    from storbench.plan import expand, schedule
+    from storbench.sessions import group_by_lab
+
+    plan = REPLICA_PLAN.replace("osds: [3, 4], pool_size: [2, 3]}", "osds: 3, cache_size: [64MiB, 1GiB]}")
+    order = schedule(expand(load_plan_text(plan, "cache.yaml")), 4, "interleaved", 0)
+    assert len(group_by_lab(order)) == 1  # one cluster
+    sizes = [i.case.lab.ceph.cache_size_bytes for i in order]  # type: ignore[union-attr]
+    restarts = sum(1 for a, b in itertools.pairwise(sizes) if a != b)
+    assert restarts == 4  # one per round: 64M 64M 1G 1G | 1G 1G 64M 64M | ...
+    for rw in ("randwrite", "randread"):
+        per_rw = [i.case.lab.ceph.cache_size_bytes >> 20 for i in order if i.case.workload.rw == rw]  # type: ignore[union-attr]
+        assert per_rw == [64, 1024, 1024, 64, 64, 1024, 1024, 64]
 
 
 def test_a_fresh_cluster_per_round_brings_osd_counts_up_a_b_b_a() -> None:

@@ -291,8 +291,8 @@ class Case:
     lab: LabPoint = NO_LAB
 
     def parameters(self) -> dict[str, str]:
-        """The values people filter and compare on, as display strings."""
-        from storbench.units import format_block_size, format_duration
+        """The values people filter and compare on, as display strings (sizes with their unit)."""
+        from storbench.units import format_block_size, format_bytes, format_duration
 
         w = self.workload
         params = {
@@ -309,7 +309,7 @@ class Case:
             "clients": str(self.clients),
         }
         params.update(dict(w.fio_options))
-        params.update(dict(self.lab.pairs()))
+        params.update((k, format_bytes(int(v)) if size_setting(k) and v.isdigit() else v) for k, v in self.lab.pairs())
         return params
 
 

@@ -312,16 +312,30 @@ def _case(config: PlanConfig, point: Mapping[str, object]) -> Case:
                 clients=clients, lab=lab)
 
 
+def live_settings_together(cases: Sequence[Case]) -> list[Case]:
+    """The cases reordered (stably) so that those with the same live OSD options are next to each other: within
+    a round each option set then needs one OSD restart, not one per workload."""
+    from storbench.lab.ceph_conf import osd_options
+
+    first: dict[object, int] = {}
+    keys = [osd_options(case.lab.ceph) if case.lab.ceph is not None else () for case in cases]
+    for key in keys:
+        first.setdefault(key, len(first))
+    return [case for _, case in sorted(zip(keys, cases, strict=True), key=lambda item: first[item[0]])]
+
+
 def schedule(cases: Sequence[Case], repeat: int, order: str, seed: int) -> list[ScheduledRepetition]:
     """The order repetitions run in.
 
     interleaved: every case once, then every case again in reverse order (A B C C B A A B C ...), so slow
-    drift and "the second run is slower" effects spread evenly over the cases instead of biasing one.
+    drift and "the second run is slower" effects spread evenly over the cases instead of biasing one; cases
+    whose live OSD options differ are grouped within a round (``live_settings_together``).
     sequential: each case's repetitions back to back. shuffled: a random order from ``seed``.
     """
     if order == "sequential":
         return [ScheduledRepetition(case, rep) for case in cases for rep in range(repeat)]
     if order == "interleaved":
+        cases = live_settings_together(cases)
         out: list[ScheduledRepetition] = []
         for rep in range(repeat):
             sweep = cases if rep % 2 == 0 else list(reversed(cases))
