@@ -339,6 +339,13 @@ BAD_PLANS = [
     case("ceph-cache-twice", Bad(BASE + "lab:\n  ceph:\n    cache_size: 1GiB\n"
                                  "    config: {bluestore_cache_size: 2GiB}\n", 11,
                                  "lab.ceph.config.bluestore_cache_size", ("sets the BlueStore cache twice",))),
+    case("ceph-too-many-clusters-side-by-side", Bad(BASE + "lab:\n  ceph:\n    osds: [1, 2, 3]\n"
+                                                    "    objectstore: [bluestore, memstore]\n    pool_size: 1\n"
+                                                    "    bring_up: side_by_side\n", 13, "lab.ceph.bring_up",
+                                                    ("6 Ceph clusters at once, at most 4",))),
+    case("ceph-side-by-side-with-hosts", Bad(BASE + "lab:\n  hosts: {count: 1}\n  ceph:\n    osds: [1, 2]\n"
+                                             "    pool_size: 1\n    bring_up: side_by_side\n", 13,
+                                             "lab.ceph.bring_up", ("hosts lab",))),
     case("ceph-live-sweep-on-memstore", Bad(BASE + "lab:\n  ceph:\n    objectstore: memstore\n"
                                             "    config: {osd_op_num_shards: [1, 2]}\n", 11,
                                             "lab.ceph.config.osd_op_num_shards",

@@ -331,3 +331,56 @@ def test_a_fresh_cluster_per_round_alternates_osd_counts(lab_dir: Path, tmp_path
     code, out, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "osds=1", "--candidate", "osds=2")
     assert code == 0 and "a fresh cluster per value and round" in out + err and "confounded" not in out + err
     assert pids_with(str(lab_dir) + "/") == [] and not (lab_dir / "ceph").exists()
+
+
+SIDE_PLAN = """
+name: osds-side-by-side
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 32MiB}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 1s}
+repeat: 2
+lab:
+  ceph: {osds: [1, 2], osd_size: 1GiB, objectstore: memstore, pool_size: 1, bring_up: side_by_side}
+"""
+
+
+def test_clusters_side_by_side_alternate_osd_counts(lab_dir: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """osds 1 vs 2 side by side: both clusters up at once (each repetition sees both alive), each on its own
+    directory and conf, the repetitions alternate A B B A, each case's image is on its own cluster, telemetry
+    reads only that cluster's OSDs, and both are gone afterwards."""
+    from storbench.execute.local import LocalExecutor
+
+    alive: list[tuple[int, bool, bool]] = []
+    original = LocalExecutor.run_case
+
+    def checking(self: LocalExecutor, case, *args, **kwargs):  # type: ignore[no-untyped-def]
+        from storbench.lab.ceph import CephLab
+
+        alive.append((case.lab.ceph.osds, CephLab(lab_dir / "ceph").running(), CephLab(lab_dir / "ceph-2").running()))
+        return original(self, case, *args, **kwargs)
+
+    monkeypatch.setattr(LocalExecutor, "run_case", checking)
+    db, out = _run(SIDE_PLAN, tmp_path, capsys)
+    assert "osds: clusters side by side" in out and "(cluster 2 of 2 side by side)" in out
+    assert [osds for osds, _, _ in alive] == [1, 2, 2, 1] and all(a and b for _, a, b in alive)
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT c.lab_json, r.target_json, r.status, r.telemetry FROM repetitions r "
+                        "JOIN cases c ON c.id = r.case_id ORDER BY r.started_at_s").fetchall()
+    conn.close()
+    for lab_json, target_json, status, _ in rows:
+        osds = dict(json.loads(lab_json))["osds"]
+        assert status == "ok"
+        conf = json.loads(target_json)["conf"]
+        assert conf == str(lab_dir / ("ceph" if osds == "1" else "ceph-2") / "ceph.conf")
+    from storbench.store import open_store
+
+    for rep in open_store(db).repetitions():  # the OSD counters of the case's own cluster only
+        assert rep.telemetry is not None and rep.case.lab.ceph is not None
+        osds = {s.entity for s in rep.telemetry.series if s.source == "ceph"}
+        assert osds == {f"osd.{i}" for i in range(rep.case.lab.ceph.osds)}, osds
+    code, out, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "osds=1", "--candidate", "osds=2")
+    assert code == 0 and "side by side" in out + err and "one cluster instance" in out + err
+    assert pids_with(str(lab_dir) + "/") == []
+    assert not (lab_dir / "ceph").exists() and not (lab_dir / "ceph-2").exists()

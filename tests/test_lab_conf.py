@@ -164,18 +164,42 @@ def test_a_fresh_cluster_per_round_brings_osd_counts_up_a_b_b_a() -> None:
 
     plan = REPLICA_PLAN.replace("pool_size: [2, 3]}", "pool_size: 2, bring_up: each_repetition}")
     cases = expand(load_plan_text(plan, "osds.yaml"))
-    groups = group_by_lab(schedule(cases, 4, "interleaved", 0), each_repetition=True)
+    groups = group_by_lab(schedule(cases, 4, "interleaved", 0), bring_up="each_repetition")
     # one bring-up per OSD count and round, in the order A B B A A B B A; each runs both workloads of its round
     assert [cluster.ceph.osds for cluster, _ in groups] == [3, 4, 4, 3, 3, 4, 4, 3]  # type: ignore[union-attr]
     assert [{i.rep_index for i in items} for _, items in groups] == [{0}, {0}, {1}, {1}, {2}, {2}, {3}, {3}]
     assert all(len(items) == 2 for _, items in groups)
     # brought up once, the same plan is blocked and confounded; the plan says which and what it costs
     assert len(group_by_lab(schedule(cases, 4, "interleaved", 0))) == 2
-    fresh = lab_designs(cases, each_repetition=True, rounds=4)
+    fresh = lab_designs(cases, bring_up="each_repetition", rounds=4)
     assert fresh == ("osds: blocked, a fresh cluster per value and round, A B B A (4 bring-ups per arm): the "
                      "cluster instance is sampled, repetitions paired round by round",)
     assert "brought up once" in lab_designs(cases)[0]
-    assert estimate(cases, 4, each_repetition=True).seconds > estimate(cases, 4).seconds + 6 * 20 - 1
+    assert estimate(cases, 4, bring_up="each_repetition").seconds > estimate(cases, 4).seconds + 6 * 20 - 1
+
+
+def test_clusters_side_by_side_run_in_one_group_on_their_own_ports() -> None:
+    from storbench.config import load_plan_text
+    from storbench.lab.ceph_conf import daemon_ports, mon_ports
+    from storbench.plan import expand, lab_designs, schedule
+    from storbench.sessions import clusters_of, group_by_lab
+
+    plan = REPLICA_PLAN.replace("pool_size: [2, 3]}", "pool_size: 2, bring_up: side_by_side}")
+    cases = expand(load_plan_text(plan, "osds.yaml"))
+    groups = group_by_lab(schedule(cases, 4, "interleaved", 0), bring_up="side_by_side")
+    assert len(groups) == 1  # both clusters up at once
+    [(_, items)] = groups
+    assert [c.ceph.osds for c in clusters_of([i.case for i in items])] == [3, 4]  # type: ignore[union-attr]
+    per_rw = [i.case.lab.ceph.osds for i in items if i.case.workload.rw == "randwrite"]  # type: ignore[union-attr]
+    assert per_rw == [3, 4, 4, 3, 3, 4, 4, 3]
+    assert "clusters side by side" in lab_designs(cases, bring_up="side_by_side")[0]
+    # each slot its own monitor ports and a daemon port range that overlaps no other's
+    assert len({mon_ports(slot) for slot in range(4)}) == 4
+    ranges = sorted(daemon_ports(slot) for slot in range(4))
+    assert all(high < next_low for (_, high), (next_low, _) in itertools.pairwise(ranges))
+    second = render_ceph_conf(_spec(slot=1), "f", "/lab2")
+    assert f"mon host = [v2:127.0.0.1:{mon_ports(1)[0]},v1:127.0.0.1:{mon_ports(1)[1]}]" in second
+    assert f"ms bind port min = {daemon_ports(1)[0]}" in second and "/lab2/run" in second
 
 
 def test_a_fresh_cluster_per_round_pairs_a_blocked_comparison() -> None:
@@ -190,7 +214,7 @@ def test_a_fresh_cluster_per_round_pairs_a_blocked_comparison() -> None:
             for osds in (3, 4) for rep in range(4)]
     base, cand = parse_selector("osds=3"), parse_selector("osds=4")
     paired = compare_observations(seen, base, cand, {}, interleaved_runs=frozenset({1}),
-                                  fresh_cluster_runs=frozenset({1}))
+                                  bring_ups={1: "each_repetition"})
     cell = next(c for c in paired[0].cells if c.metric.field == "iops")
     assert cell.difference is not None and cell.difference.method == "paired" and cell.difference.pairs == 4
     assert abs(cell.difference.change_pct - 20) < 0.01 and cell.verdict.value == "better"
@@ -198,7 +222,8 @@ def test_a_fresh_cluster_per_round_pairs_a_blocked_comparison() -> None:
     welch = next(c for c in blocked[0].cells if c.metric.field == "iops")
     assert welch.difference is not None and welch.difference.method == "welch"
     assert "confounded" in (design_note(base, cand) or "")
-    assert "fresh cluster per value and round" in (design_note(base, cand, fresh=True) or "")
+    assert "fresh cluster per value and round" in (design_note(base, cand, bring_up="each_repetition") or "")
+    assert "one cluster instance" in (design_note(base, cand, bring_up="side_by_side") or "")
 
 
 def test_ganesha_conf() -> None:

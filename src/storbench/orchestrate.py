@@ -26,6 +26,7 @@ from storbench.execute.hosts import HostsExecutor
 if TYPE_CHECKING:
     from storbench.execute.kubernetes import KubernetesExecutor
     from storbench.lab.k8s import K8sLabInfo
+    from storbench.telemetry.recorder import TelemetryRecorder
 from storbench.checks import Checked
 from storbench.fio.jobfile import CEILING_RUNTIME_S, render_ceiling_job
 from storbench.fio.options import FioCapabilities
@@ -134,11 +135,10 @@ def run_plan(
         deadline = None if budget_s is None else clock() + budget_s
         run = _Run(loaded, checked, store, executors, observer, run_id, keep_lab, ceilings={}, clock=clock,
                    deadline_s=deadline)
-        each_repetition = config.lab is not None and config.lab.ceph is not None \
-            and config.lab.ceph.bring_up == "each_repetition"
+        bring_up = config.lab.ceph.bring_up if config.lab is not None and config.lab.ceph is not None else "once"
         try:
             claim_run_test_files(checked.targets, cases)
-            for lab, items in group_by_lab(todo, each_repetition=each_repetition):
+            for lab, items in group_by_lab(todo, bring_up=bring_up):
                 if run.stop_before(items[0].rep_index):  # a round ended with the previous cluster
                     break
                 group_failed, group_ran = _run_group(run, lab, items, position)
@@ -285,11 +285,7 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
     position = first_position
     with lab_session(run.loaded, lab, [i.case for i in items], run.checked, observer,
                      keep=run.keep_lab) as session:
-        recorder = None
-        if config.telemetry.enabled:
-            from storbench.telemetry.recorder import TelemetryRecorder
-
-            recorder = TelemetryRecorder(config.telemetry, session.ceph_socket_patterns)
+        recorders: dict[tuple[str, ...], TelemetryRecorder] = {}  # per cluster: its own OSDs' sockets
         for item in items:
             if run.stop_before(item.rep_index):  # a round has ended: is the answer known?
                 break
@@ -298,6 +294,14 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
                 observer.lab_event(changed)
             observer.repetition_started(item, position)
             prepared = session.for_case(item.case)
+            recorder = None
+            if config.telemetry.enabled:
+                from storbench.telemetry.recorder import TelemetryRecorder
+
+                sockets = session.sockets_for(item.case)
+                if sockets not in recorders:
+                    recorders[sockets] = TelemetryRecorder(config.telemetry, sockets)
+                recorder = recorders[sockets]
             if recorder is not None and config.telemetry.client_ceiling and item.case.case_id not in ceilings:
                 ceilings[item.case.case_id] = measure_client_ceiling(run.executors.local, item.case, caps)
             executor = run.executors.for_target(item.case.target)

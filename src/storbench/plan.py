@@ -358,10 +358,11 @@ class PlanEstimate:
     lab_designs: tuple[str, ...] = ()  # how each swept lab setting is run, for people
 
 
-def lab_designs(cases: Sequence[Case], *, each_repetition: bool = False, rounds: int = 0) -> tuple[str, ...]:
-    """How each swept Ceph setting is run: interleaved on one cluster, or blocked: one cluster per value brought
-    up once (which confounds the setting with the cluster instance and with time), or with ``each_repetition``
-    (`lab.ceph.bring_up`) a fresh cluster per value and round, A B B A (``rounds`` of them: bring-ups per arm)."""
+def lab_designs(cases: Sequence[Case], *, bring_up: str = "once", rounds: int = 0) -> tuple[str, ...]:
+    """How each swept Ceph setting is run: interleaved on one cluster, or, for settings that need a cluster per
+    value, by `lab.ceph.bring_up`: brought up once (which confounds the setting with the cluster instance and
+    with time), a fresh cluster per value and round, A B B A (``rounds`` of them: bring-ups per arm), or the
+    clusters side by side with their repetitions alternating (time cancels, the instance does not)."""
     values: dict[str, set[object]] = {}
     for case in cases:
         if case.lab.ceph is not None:
@@ -376,7 +377,10 @@ def lab_designs(cases: Sequence[Case], *, each_repetition: bool = False, rounds:
         elif interleaved_setting(name):
             lines.append(f"{name}: interleaved on one cluster (applied with `ceph config set` and an OSD restart "
                          "before each value's turn, repetitions A B B A)")
-        elif each_repetition:
+        elif bring_up == "side_by_side":
+            lines.append(f"{name}: clusters side by side, one per value, up at once on their own ports, repetitions "
+                         "A B B A (time drift cancels; each value is still one cluster instance)")
+        elif bring_up == "each_repetition":
             per_arm = f"{rounds} bring-ups per arm" if rounds else "a bring-up per arm and round"
             lines.append(f"{name}: blocked, a fresh cluster per value and round, A B B A ({per_arm}): the cluster "
                          "instance is sampled, repetitions paired round by round")
@@ -401,7 +405,7 @@ def working_set_bytes(case: Case) -> int:
     return size * case.workload.numjobs * case.clients
 
 
-def estimate(cases: Sequence[Case], repeat: int, *, each_repetition: bool = False) -> PlanEstimate:
+def estimate(cases: Sequence[Case], repeat: int, *, bring_up: str = "once") -> PlanEstimate:
     """Duration and data volume before anything runs.
 
     Files are laid out once per target (fio reuses them), so layout cost is the largest working set per
@@ -416,7 +420,7 @@ def estimate(cases: Sequence[Case], repeat: int, *, each_repetition: bool = Fals
     seconds = sum(repetition_seconds(case) for case in cases) * repeat + layout / LAYOUT_BYTES_PER_S
     clusters = {cluster_of(case.lab) for case in cases if case.lab}  # each brought up once (or once per round)
     for cluster in clusters:
-        bring_ups = repeat if each_repetition and cluster.ceph is not None else 1
+        bring_ups = repeat if bring_up == "each_repetition" and cluster.ceph is not None else 1
         seconds += sum(LAB_SECONDS.get(kind, 0.0) for kind in cluster.kinds()) * bring_ups
         # an RBD image per pool (one pool per pool_size on a cluster), NFS files once
         laid_out = {(c.target, c.lab.ceph.pool_size if c.lab.ceph and c.target.kind == "rbd" else 0)
@@ -431,5 +435,5 @@ def estimate(cases: Sequence[Case], repeat: int, *, each_repetition: bool = Fals
         seconds=seconds,
         layout_bytes=layout,
         destructive_cases=sum(1 for c in cases if c.target.kind == "block" and rw_writes(c.workload.rw)),
-        lab_designs=lab_designs(cases, each_repetition=each_repetition, rounds=repeat),
+        lab_designs=lab_designs(cases, bring_up=bring_up, rounds=repeat),
     )

@@ -189,7 +189,8 @@ def plan_reference_markdown() -> str:
         "for 3 OSDs). With `bring_up: once` each is brought up once and measured: the setting is confounded with "
         "that cluster instance and with time, and `compare` says so. With `bring_up: each_repetition` a fresh "
         "cluster per value and round, in the order A B B A: the instance is sampled, `compare` pairs the rounds, "
-        "and `repeat: {until: decided}` can decide such a setting.",
+        "and `repeat: {until: decided}` can decide such a setting. With `bring_up: side_by_side` the clusters "
+        "are up at once on their own ports and alternate A B B A: time cancels, each value is one instance.",
         "",
         *_table(CephLabConfig, sweep=True),
         "",

@@ -65,10 +65,9 @@ class Selection:
         return plans
 
     @property
-    def fresh_cluster_runs(self) -> frozenset[int]:
-        """Runs that brought a fresh Ceph cluster up for every round (`lab.ceph.bring_up: each_repetition`):
-        their repetitions pair up even across settings that need a cluster per value."""
-        return fresh_cluster_runs(self.runs)
+    def bring_ups(self) -> dict[int, str]:
+        """Each run's `lab.ceph.bring_up` (once, each_repetition, side_by_side), from its stored plan."""
+        return bring_ups(self.runs)
 
     @property
     def interleaved_runs(self) -> frozenset[int]:
@@ -76,19 +75,20 @@ class Selection:
         return frozenset(r.run_id for r in self.runs if r.run_order == "interleaved")
 
 
-def fresh_cluster_runs(runs: Sequence[RunInfo]) -> frozenset[int]:
-    """The runs whose plan brought a fresh Ceph cluster up for every round (read from the stored plan)."""
+def bring_ups(runs: Sequence[RunInfo]) -> dict[int, str]:
+    """Each run's `lab.ceph.bring_up`, read from its stored plan ("once" when it has no Ceph lab or no longer
+    loads): whether the sides of a setting that needs a cluster per value alternated, and how."""
     from storbench.config import load_plan_text
 
-    found = set()
+    found: dict[int, str] = {}
     for run in runs:
         try:
             config = load_plan_text(run.plan_text, f"run {run.run_id}").config
         except UserError:
-            continue
-        if config.lab is not None and config.lab.ceph is not None and config.lab.ceph.bring_up == "each_repetition":
-            found.add(run.run_id)
-    return frozenset(found)
+            config = None
+        ceph = config.lab.ceph if config is not None and config.lab is not None else None
+        found[run.run_id] = ceph.bring_up if ceph is not None else "once"
+    return found
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class AdaptiveQuestion:
     candidate: Selector
     metrics: tuple[str, ...]
     plan: SequentialPlan
-    fresh_clusters: bool = False  # lab.ceph.bring_up: each_repetition
+    bring_up: str = "once"  # lab.ceph.bring_up
 
 
 def adaptive_questions(runs: Sequence[RunInfo]) -> list[AdaptiveQuestion]:
@@ -125,7 +125,7 @@ def adaptive_questions(runs: Sequence[RunInfo]) -> list[AdaptiveQuestion]:
                               margin=config.compare.margin)
         ceph = config.lab.ceph if config.lab else None
         found.append(AdaptiveQuestion(run.run_id, baseline, candidate, tuple(config.compare.metrics), plan,
-                                      fresh_clusters=ceph is not None and ceph.bring_up == "each_repetition"))
+                                      bring_up=ceph.bring_up if ceph is not None else "once"))
     return found
 
 

@@ -38,43 +38,57 @@ class LabObserver(Protocol):
     def lab_event(self, message: str) -> None: ...
 
 
-def group_by_lab(items: Sequence[ScheduledRepetition], *, each_repetition: bool = False
+def group_by_lab(items: Sequence[ScheduledRepetition], *, bring_up: str = "once"
                  ) -> list[tuple[LabPoint, list[ScheduledRepetition]]]:
-    """Repetitions grouped by the cluster they run on (``cluster_of``), in order of first appearance, the run order
-    kept within a group: each cluster is brought up once, and points that differ only in settings a running
-    cluster holds side by side (pool sizes, live OSD options) alternate on it as the schedule interleaves them.
-    ``each_repetition`` (`lab.ceph.bring_up`): a Ceph cluster per round instead, so the interleaved schedule
-    brings the configurations up in the order A B B A, one instance per round."""
-    groups: dict[tuple[LabPoint, int], list[ScheduledRepetition]] = {}
+    """Repetitions grouped by the labs they run on, in order of first appearance, the run order kept within a
+    group (a lab session each). By `lab.ceph.bring_up`:
+
+    - ``once``: a group per cluster (``cluster_of``), brought up once; points that differ only in settings a
+      running cluster holds side by side (pool sizes, live OSD options) alternate on it as the schedule
+      interleaves them;
+    - ``each_repetition``: a group per cluster and round, so the interleaved schedule brings the configurations
+      up in the order A B B A, one instance per round;
+    - ``side_by_side``: one group for all the Ceph clusters, up at once, their repetitions alternating.
+    The group's lab point is that of its first repetition's cluster."""
+    groups: dict[tuple[object, int], list[ScheduledRepetition]] = {}
     for item in items:
         cluster = cluster_of(item.case.lab)
-        fresh = each_repetition and cluster.ceph is not None
-        groups.setdefault((cluster, item.rep_index if fresh else -1), []).append(item)
-    return [(cluster, group) for (cluster, _), group in groups.items()]
+        key: object = cluster
+        if bring_up == "side_by_side" and cluster.ceph is not None:
+            key = ("side by side", cluster.nfs)
+        fresh = bring_up == "each_repetition" and cluster.ceph is not None
+        groups.setdefault((key, item.rep_index if fresh else -1), []).append(item)
+    return [(cluster_of(group[0].case.lab), group) for group in groups.values()]
 
 
 @dataclass(frozen=True)
 class LabContext:
     """What a lab session hands the run loop: prepared targets (by name, and by case where a case of the target
-    has a pool of its own), and where Ceph's admin sockets are."""
+    has a pool or a cluster of its own), where Ceph's admin sockets are, and the running Ceph clusters."""
 
     targets: dict[str, PreparedTarget]
     ceph_socket_patterns: tuple[str, ...]
     per_case: Mapping[str, PreparedTarget] = field(default_factory=dict)
-    ceph_lab: CephLab | None = None
+    ceph_labs: Mapping[LabPoint, CephLab] = field(default_factory=dict)  # by cluster_of(case.lab)
+    sockets_by_cluster: Mapping[LabPoint, tuple[str, ...]] = field(default_factory=dict)
 
     def for_case(self, case: Case) -> PreparedTarget:
         return self.per_case.get(case.case_id) or self.targets[case.target.name]
 
+    def sockets_for(self, case: Case) -> tuple[str, ...]:
+        """The admin sockets telemetry reads for ``case``: its own cluster's, not the one idling beside it."""
+        return self.sockets_by_cluster.get(cluster_of(case.lab), self.ceph_socket_patterns)
+
     def enter(self, case: Case) -> str | None:
         """Make the lab what ``case`` asks for before its turn: its OSD options (cache size, memory target,
-        `lab.ceph.config`) applied to the running cluster. Says what changed, or None."""
-        if self.ceph_lab is None or case.lab.ceph is None:
+        `lab.ceph.config`) applied to its running cluster. Says what changed, or None."""
+        ceph_lab = self.ceph_labs.get(cluster_of(case.lab))
+        if ceph_lab is None or case.lab.ceph is None:
             return None
         from storbench.lab.ceph_conf import osd_options
 
         options = osd_options(case.lab.ceph)
-        seconds = self.ceph_lab.apply_osd_options(options)
+        seconds = ceph_lab.apply_osd_options(options)
         if seconds is None:
             return None
         live = " ".join(part for part in case.lab.describe().split()
@@ -93,51 +107,82 @@ def rbd_pools(cases: Sequence[Case]) -> dict[str, tuple[str, int]]:
             for case in cases if isinstance(case.target, RbdTarget) and case.lab.ceph is not None}
 
 
+def clusters_of(cases: Sequence[Case]) -> list[LabPoint]:
+    """The Ceph clusters the cases run on, in order of first appearance (several when side by side)."""
+    return list(dict.fromkeys(cluster_of(c.lab) for c in cases if c.lab.ceph is not None))
+
+
+@dataclass
+class _Prepared:
+    targets: dict[str, PreparedTarget]
+    per_case: dict[str, PreparedTarget]
+
+
+def _prepare(grouped: Mapping[str, Sequence[Case]], env: LabEnvironment, prepared: _Prepared, suffix: str,
+             *, several: bool) -> None:
+    """Prepare the targets of ``grouped`` on one lab environment: rbd targets of several pool sizes get one
+    prepared target per pool; with ``several`` clusters every prepared target is per case (named with
+    ``suffix``)."""
+    for name, target_cases in grouped.items():
+        spec = target_cases[0].target
+        pools = rbd_pools(target_cases)
+        if isinstance(spec, RbdTarget) and len({pools.get(c.case_id) for c in target_cases} - {None}) > 1:
+            for pool in sorted({pools[c.case_id][0] for c in target_cases}):
+                on_pool = [c for c in target_cases if pools[c.case_id][0] == pool]
+                made = prepare_target(replace(spec, pool=pool), on_pool, env)
+                prepared.per_case.update((c.case_id, made) for c in on_pool)
+                prepared.targets[f"{name} {pool}{suffix}"] = made
+        else:
+            made = prepare_target(spec, target_cases, env)
+            prepared.targets[f"{name}{suffix}"] = made
+            if several:
+                prepared.per_case.update((c.case_id, made) for c in target_cases)
+
+
+def _memory_needed_bytes(cluster: LabPoint) -> int:
+    """What a lab cluster may take: each OSD's memory target (and a memstore OSD's data, held in RAM), plus
+    the monitor and manager."""
+    from storbench.lab.ceph_conf import MIN_OSD_MEMORY_TARGET
+
+    ceph = cluster.ceph
+    assert ceph is not None
+    per_osd = MIN_OSD_MEMORY_TARGET + (ceph.osd_size_bytes if ceph.objectstore == "memstore" else 0)
+    return ceph.osds * per_osd + 1024**3
+
+
+def _mem_available_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 @contextmanager
 def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checked: Checked,
                 observer: LabObserver, *, keep: bool) -> Iterator[LabContext]:
-    """Bring up the labs this group needs (if any), prepare the targets that live on them (rbd images, NFS
-    files, CephFS directories), and tear the labs down afterwards — also when the run fails or is interrupted."""
+    """Bring up the labs this group needs (if any): its Ceph cluster, or its clusters side by side, each on its
+    own ports and directory; prepare the targets that live on them (rbd images, NFS files, CephFS directories),
+    and tear the labs down afterwards — also when the run fails or is interrupted."""
+    from storbench.units import format_bytes
+
     kinds = set(lab.kinds())
-    targets = dict(checked.targets)
-    per_case: dict[str, PreparedTarget] = {}
-    grouped = by_target(cases)
-    pools = rbd_pools(cases)
+    prepared = _Prepared(dict(checked.targets), {})
     downs: list[Callable[[], None]] = []
     sockets: tuple[str, ...] = ()
-    ceph_lab: CephLab | None = None
+    ceph_labs: dict[LabPoint, CephLab] = {}
+    sockets_by_cluster: dict[LabPoint, tuple[str, ...]] = {}
     if any(c.target.kind in ("rbd", "cephfs") for c in cases):
         from storbench.telemetry.recorder import SYSTEM_CEPH_SOCKETS
 
         sockets = SYSTEM_CEPH_SOCKETS
     lab_hosts = loaded.config.lab.hosts if loaded.config.lab else None
     on_servers = loaded.config.hosts is not None or lab_hosts is not None
+    clusters = clusters_of(cases)
     try:
-        ceph_conf, cephfs_mount, nfs_url = None, None, None
-        if lab.ceph is not None:
-            from storbench.lab.ceph import CephLab
-            from storbench.lab.ceph_conf import ceph_spec_for, osd_options
-
-            # the OSDs start with the first case's options: no restart before the first repetition
-            first = next((c.lab.ceph for c in cases if c.lab.ceph is not None), lab.ceph)
-            lab_spec = replace(ceph_spec_for(lab.ceph, tuple(pools.values())), osd_config=osd_options(first))
-            settings = " ".join(part for part in lab.describe().split() if not part.startswith("pool_size="))
-            shown = ", ".join(f"{name} (size {size})" for name, size in lab_spec.pools)
-            observer.lab_event(f"ceph lab: bringing up {settings}" + (f"; pools {shown}" if shown else ""))
-            ceph_lab = CephLab()
-            started = time.time()
-            downs.append(ceph_lab.down)
-            from storbench.lab.ceph_conf import LOOPBACK
-            from storbench.lab.hosts import HostsLab
-            from storbench.lab.hosts_conf import BRIDGE_ADDRESS
-
-            # fio servers in network namespaces reach the cluster over their bridge, and find its conf
-            info = ceph_lab.up(lab_spec, address=BRIDGE_ADDRESS if lab_hosts is not None else LOOPBACK)
-            if lab_hosts is not None:
-                shutil.copyfile(info.conf, HostsLab().ceph_conf)
-            ceph_conf, cephfs_mount = info.conf, info.cephfs_mount
-            sockets = (f"{info.root}/run/*.asok",)
-            observer.lab_event(f"ceph lab: up in {time.time() - started:.0f}s ({info.conf})")
+        nfs_url = None
         if lab.nfs:
             from storbench.lab.nfs import NfsLab
 
@@ -146,24 +191,61 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
             nfs_info = nfs_lab.up()
             nfs_url = nfs_info.url
             observer.lab_event(f"nfs lab: up ({nfs_info.url}, exporting {nfs_info.export})")
-        env = LabEnvironment(fio_binary=checked.capabilities.binary, ceph_conf=ceph_conf, cephfs_mount=cephfs_mount,
+        if len(clusters) > 1:
+            needed = sum(_memory_needed_bytes(c) for c in clusters)
+            available = _mem_available_bytes()
+            if available is not None and needed > available:
+                raise UserError(f"ceph lab: {len(clusters)} clusters side by side need about {format_bytes(needed)} "
+                                f"of memory, {format_bytes(available)} is available",
+                                hint="use lab.ceph.bring_up: each_repetition (one cluster at a time)")
+        for slot, cluster in enumerate(clusters):
+            from storbench.lab.ceph import CephLab
+            from storbench.lab.ceph_conf import LOOPBACK, ceph_spec_for, osd_options
+            from storbench.lab.hosts import HostsLab
+            from storbench.lab.hosts_conf import BRIDGE_ADDRESS
+
+            assert cluster.ceph is not None
+            on_cluster = [c for c in cases if cluster_of(c.lab) == cluster]
+            pools = rbd_pools(on_cluster)
+            # the OSDs start with the first case's options: no restart before the first repetition
+            first = next(c.lab.ceph for c in on_cluster if c.lab.ceph is not None)
+            lab_spec = replace(ceph_spec_for(cluster.ceph, tuple(pools.values())), osd_config=osd_options(first),
+                               slot=slot)
+            settings = " ".join(part for part in cluster.describe().split() if not part.startswith("pool_size="))
+            shown = ", ".join(f"{name} (size {size})" for name, size in lab_spec.pools)
+            beside = f" (cluster {slot + 1} of {len(clusters)} side by side)" if len(clusters) > 1 else ""
+            observer.lab_event(f"ceph lab: bringing up {settings}{beside}" + (f"; pools {shown}" if shown else ""))
+            ceph_lab = CephLab.for_slot(slot)
+            started = time.time()
+            downs.append(ceph_lab.down)
+            # fio servers in network namespaces reach the cluster over their bridge, and find its conf
+            info = ceph_lab.up(lab_spec, address=BRIDGE_ADDRESS if lab_hosts is not None else LOOPBACK)
+            if lab_hosts is not None:
+                shutil.copyfile(info.conf, HostsLab().ceph_conf)
+            ceph_labs[cluster] = ceph_lab
+            sockets_by_cluster[cluster] = (f"{info.root}/run/*.asok",)
+            observer.lab_event(f"ceph lab: up in {time.time() - started:.0f}s ({info.conf})")
+            env = LabEnvironment(fio_binary=checked.capabilities.binary, ceph_conf=info.conf,
+                                 cephfs_mount=info.cephfs_mount, nfs_url=nfs_url, on_servers=on_servers)
+            on_ceph = {name: group for name, group in by_target(on_cluster).items()
+                       if name not in checked.targets and group[0].target.kind in ("rbd", "cephfs")}
+            _prepare(on_ceph, env, prepared, f" ({settings})" if len(clusters) > 1 else "",
+                     several=len(clusters) > 1)
+        if len(sockets_by_cluster) == 1:
+            sockets = next(iter(sockets_by_cluster.values()))
+        elif sockets_by_cluster:
+            sockets = tuple(p for patterns in sockets_by_cluster.values() for p in patterns)
+        env = LabEnvironment(fio_binary=checked.capabilities.binary, ceph_conf=None, cephfs_mount=None,
                              nfs_url=nfs_url, on_servers=on_servers)
-        for name, target_cases in grouped.items():
-            if name in checked.targets:
-                continue
-            spec = target_cases[0].target
-            if isinstance(spec, RbdTarget) and len({pools.get(c.case_id) for c in target_cases} - {None}) > 1:
-                for pool in sorted({pools[c.case_id][0] for c in target_cases}):
-                    on_pool = [c for c in target_cases if pools[c.case_id][0] == pool]
-                    prepared = prepare_target(replace(spec, pool=pool), on_pool, env)
-                    per_case.update((c.case_id, prepared) for c in on_pool)
-                    targets[f"{name} {pool}"] = prepared
-            else:
-                targets[name] = prepare_target(spec, target_cases, env)
-        yield LabContext(targets=targets, ceph_socket_patterns=sockets, per_case=per_case, ceph_lab=ceph_lab)
+        rest = {name: group for name, group in by_target(cases).items()
+                if name not in checked.targets and group[0].target.kind not in ("rbd", "cephfs")}
+        _prepare(rest, env, prepared, "", several=False)
+        yield LabContext(targets=prepared.targets, ceph_socket_patterns=sockets, per_case=prepared.per_case,
+                         ceph_labs=ceph_labs, sockets_by_cluster=sockets_by_cluster)
     finally:
         if not loaded.config.keep_files:
-            remove_run_test_files([t for name, t in targets.items() if name not in checked.targets], observer)
+            remove_run_test_files([t for name, t in prepared.targets.items() if name not in checked.targets],
+                                  observer)
         if not keep:
             for down in reversed(downs):
                 down()

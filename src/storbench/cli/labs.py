@@ -35,6 +35,10 @@ def cmd_lab_ceph(args: argparse.Namespace) -> int:
     if args.action == "down":
         lab.down()
         out.print(f"ceph lab: down; {lab.root} removed", markup=False)
+        for beside in CephLab.side_by_side(lab.root):  # clusters a side-by-side run left behind
+            if beside.root.exists():
+                beside.down()
+                out.print(f"ceph lab: down; {beside.root} removed", markup=False)
         return 0
     pools = []
     for item in args.pool or [f"rbd:{_plan_default('pool_size')}"]:

@@ -99,12 +99,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                        selection.memory, force=args.force,
                                        interleaved_runs=selection.interleaved_runs,
                                        sequential_plans=selection.sequential_plans,
-                                       fresh_cluster_runs=selection.fresh_cluster_runs)
+                                       bring_ups=selection.bring_ups)
     if not comparisons:
         raise UserError("baseline and candidate have no point in common",
                         hint="they must share rw, bs, iodepth, numjobs and direction (and target, unless selected on)")
     ran_in = {run for c in comparisons for run in (*c.baseline.run_ids, *c.candidate.run_ids)}
-    note = design_note(baseline, candidate, fresh=ran_in <= selection.fresh_cluster_runs)
+    designs = {selection.bring_ups.get(run, "once") for run in ran_in}
+    note = design_note(baseline, candidate, bring_up=designs.pop() if len(designs) == 1 else "once")
     if note and args.format in ("table", "markdown"):
         _console(stderr=args.format != "table" and args.output in ("", "-")).print(note, markup=False)
     if args.format == "table":
@@ -173,7 +174,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         comparisons = compare_observations(selection.observations, baseline, candidate, selection.tags,
                                            selection.memory, interleaved_runs=selection.interleaved_runs,
                                            sequential_plans=selection.sequential_plans,
-                                           fresh_cluster_runs=selection.fresh_cluster_runs)
+                                           bring_ups=selection.bring_ups)
     case_ids = selection.case_ids  # the store was read once, by select
     repetitions = [r for r in selection.repetitions if r.case.case_id in case_ids]
     title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))

@@ -38,8 +38,7 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
 
     least, most = repeat_bounds(loaded.config)
     ceph = loaded.config.lab.ceph if loaded.config.lab else None
-    each_repetition = ceph is not None and ceph.bring_up == "each_repetition"
-    lines = plan_summary_lines(estimate(cases, most, each_repetition=each_repetition), most,
+    lines = plan_summary_lines(estimate(cases, most, bring_up=ceph.bring_up if ceph else "once"), most,
                                checked.capabilities.version, checked.capabilities.binary)
     repeat = loaded.config.repeat
     if isinstance(repeat, RepeatConfig):

@@ -114,6 +114,17 @@ def _check_lab(config: PlanConfig, source: PlanSource) -> None:
         key = ("lab", "ceph", "config", swept) if swept in ceph.config else ("lab", "ceph", swept)
         raise UserError(f"sweeping {swept} restarts the OSDs between values, and a memstore OSD loses its data "
                         "when it restarts", where=source.where(key), hint="use objectstore: bluestore")
+    if ceph.bring_up == "side_by_side":
+        from storbench.lab.ceph_conf import SIDE_BY_SIDE_MAX
+
+        clusters = len(ceph.osds) * len(ceph.osd_size) * len(ceph.objectstore)
+        where = source.where(("lab", "ceph", "bring_up"))
+        if clusters > SIDE_BY_SIDE_MAX:
+            raise UserError(f"side_by_side would run {clusters} Ceph clusters at once, at most {SIDE_BY_SIDE_MAX} fit",
+                            where=where, hint="sweep fewer osds/osd_size/objectstore values, or use each_repetition")
+        if config.lab is not None and config.lab.hosts is not None:
+            raise UserError("side_by_side clusters cannot be reached from the hosts lab (it holds one cluster's conf)",
+                            where=where, hint="use bring_up: each_repetition with lab.hosts")
     if ceph.cache_size is not None and "bluestore_cache_size" in ceph.config:
         raise UserError("the plan sets the BlueStore cache twice (cache_size and config.bluestore_cache_size)",
                         where=source.where(("lab", "ceph", "config", "bluestore_cache_size")), hint="keep one")
@@ -208,9 +219,9 @@ def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
             raise UserError(f"compare.{side}: {exc}", where=source.where(("compare", side)),
                             hint="KEY=VALUE[,KEY=VALUE], e.g. pool_size=2") from None
         blocked = blocked_settings(selector)
-        fresh = config.lab is not None and config.lab.ceph is not None and config.lab.ceph.bring_up == "each_repetition"
-        if blocked and isinstance(repeat, RepeatConfig) and not fresh:
+        alternating = config.lab is not None and config.lab.ceph is not None and config.lab.ceph.bring_up != "once"
+        if blocked and isinstance(repeat, RepeatConfig) and not alternating:
             raise UserError(f"compare.{side} names {', '.join(blocked)}, which needs a cluster per value: brought up "
                             "once, its sides cannot alternate round by round", where=source.where(("compare", side)),
                             hint="set lab.ceph.bring_up: each_repetition (a fresh cluster per value and round, A B "
-                                 "B A), or use a fixed repeat")
+                                 "B A) or side_by_side, or use a fixed repeat")

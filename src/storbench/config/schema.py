@@ -389,11 +389,13 @@ class CephLabConfig(StrictModel):
     cache_size: Sweep[Size] | None = Field(None, description="BlueStore cache per OSD (autotune off).")
     osd_memory_target: Sweep[Size] | None = Field(None, description="osd_memory_target per OSD (>= 896MiB).")
     cephfs: bool = Field(False, description="Also run an MDS and mount CephFS with ceph-fuse.")
-    bring_up: Literal["once", "each_repetition"] = Field(
-        "once", description="`once`: each cluster configuration is brought up once and all its repetitions run on "
-        "it. `each_repetition`: a fresh cluster for every round of repetitions, configurations in the order A B B "
-        "A, so a setting that needs a cluster per value (osds, osd_size, objectstore) is compared over several "
-        "cluster instances, paired round by round, instead of over one instance each.")
+    bring_up: Literal["once", "each_repetition", "side_by_side"] = Field(
+        "once", description="How settings that need a cluster per value (osds, osd_size, objectstore) are run. "
+        "`once`: each cluster configuration is brought up once and all its repetitions run on it, one cluster "
+        "after another. `each_repetition`: a fresh cluster per value for every round, in the order A B B A, so the "
+        "setting is compared over several cluster instances, paired round by round. `side_by_side`: all the "
+        "clusters up at once (each on its own ports and directory, when memory allows), their repetitions "
+        "alternating A B B A like pool sizes: time drift cancels, but each value is still one cluster instance.")
     config: dict[str, Sweep[FioScalar]] = Field(
         {}, description="OSD options by name, each a value or a list to sweep, e.g. `{bluestore_cache_size: "
         "[1GiB, 4GiB], osd_op_queue: wpq}`; applied to the running cluster with `ceph config set` and an OSD "

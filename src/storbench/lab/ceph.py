@@ -54,6 +54,19 @@ class CephLab:
         self.conf = self.root / "ceph.conf"
         self.state = self.root / "lab.json"
 
+    @classmethod
+    def for_slot(cls, slot: int) -> CephLab:
+        """The lab cluster in ``slot`` of several side by side: ``ceph`` for the first, ``ceph-2``, ... after it."""
+        return cls(DEFAULT_LAB_DIR / ("ceph" if slot == 0 else f"ceph-{slot + 1}"))
+
+    @classmethod
+    def side_by_side(cls, root: Path | None = None) -> list[CephLab]:
+        """Every cluster slot beside the one at ``root`` (its ``-2``, ``-3``, ... siblings), for `lab ceph down`."""
+        from storbench.lab.ceph_conf import SIDE_BY_SIDE_MAX
+
+        first = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "ceph"))
+        return [cls(first.with_name(f"{first.name}-{slot + 1}")) for slot in range(1, SIDE_BY_SIDE_MAX)]
+
     # ---- queries ----------------------------------------------------------------------------------------
     def ceph(self, *args: str, timeout_s: float = 60) -> str:
         return run(["ceph", "-c", str(self.conf), *args], timeout_s=timeout_s)
@@ -106,7 +119,7 @@ class CephLab:
         fsid = str(uuid.uuid4())
         self.conf.write_text(render_ceph_conf(spec, fsid, str(self.root), address))
         try:
-            self._create_mon(fsid, address)
+            self._create_mon(fsid, address, spec.slot)
             self._create_mgr()
             self._set_osd_options(spec.osd_config, ())
             self._create_osds(spec)
@@ -182,7 +195,7 @@ class CephLab:
         """A daemon in the foreground of its own session; its pid and start time go to the lab's pids.json."""
         record_daemon(self.root, name, start_daemon(argv, self.root / "log" / f"{name}.out"))
 
-    def _create_mon(self, fsid: str, address: str) -> None:
+    def _create_mon(self, fsid: str, address: str, slot: int) -> None:
         mon_keyring = self.root / "mon.keyring"
         admin_keyring = self.root / "ceph.client.admin.keyring"
         run(["ceph-authtool", "--create-keyring", str(mon_keyring), "--gen-key", "-n", "mon.", "--cap", "mon",
@@ -192,7 +205,7 @@ class CephLab:
              "allow *"])
         run(["ceph-authtool", str(mon_keyring), "--import-keyring", str(admin_keyring)])
         monmap = self.root / "monmap"
-        run(["monmaptool", "--create", "--addv", "a", mon_address(address), "--fsid", fsid, str(monmap)])
+        run(["monmaptool", "--create", "--addv", "a", mon_address(address, slot), "--fsid", fsid, str(monmap)])
         (self.root / "mon.a").mkdir()
         run(["ceph-mon", "-c", str(self.conf), "--mkfs", "-i", "a", "--monmap", str(monmap), "--keyring",
              str(mon_keyring)])

@@ -9,11 +9,27 @@ from storbench.model import CephLabPoint
 GiB = 1024**3
 MIN_OSD_MEMORY_TARGET = 896 * 1024 * 1024
 
-# Ports apart from Ceph's defaults, so a lab never collides with a real cluster on the same machine.
+# Ports apart from Ceph's defaults, so a lab never collides with a real cluster on the same machine. Clusters
+# side by side (`lab.ceph.bring_up: side_by_side`) each have a slot: their own monitor ports and daemon range.
 MON_V2_PORT = 13300
 MON_V1_PORT = 16789
 OSD_PORT_MIN = 16800
 OSD_PORT_MAX = 17300
+SIDE_BY_SIDE_MAX = 4  # clusters at once
+PORTS_PER_SLOT = 300
+
+
+def mon_ports(slot: int = 0) -> tuple[int, int]:
+    """(v2, v1) ports of the monitor of the cluster in ``slot``."""
+    return MON_V2_PORT + slot, MON_V1_PORT - slot
+
+
+def daemon_ports(slot: int = 0) -> tuple[int, int]:
+    """The port range OSDs, the mgr and the MDS of the cluster in ``slot`` bind in (ranges never overlap)."""
+    if slot == 0:
+        return OSD_PORT_MIN, OSD_PORT_MAX
+    low = OSD_PORT_MAX + 100 + PORTS_PER_SLOT * (slot - 1)
+    return low, low + PORTS_PER_SLOT - 1
 
 
 @dataclass(frozen=True)
@@ -27,6 +43,7 @@ class CephLabSpec:
     osd_config: tuple[tuple[str, str], ...] = ()  # OSD options at bring-up (osd_options); later ones applied live
     pg_num: int = 32
     cephfs: bool = False
+    slot: int = 0  # which of several clusters side by side: its ports (mon_ports, daemon_ports)
 
 
 # OSD options every lab cluster starts with: small, for a 2-core machine. They live in the monitors' config
@@ -58,8 +75,9 @@ def osd_options(point: CephLabPoint | None) -> tuple[tuple[str, str], ...]:
 LOOPBACK = "127.0.0.1"
 
 
-def mon_address(address: str = LOOPBACK) -> str:
-    return f"[v2:{address}:{MON_V2_PORT},v1:{address}:{MON_V1_PORT}]"
+def mon_address(address: str = LOOPBACK, slot: int = 0) -> str:
+    v2, v1 = mon_ports(slot)
+    return f"[v2:{address}:{v2},v1:{address}:{v1}]"
 
 
 def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOOPBACK) -> str:
@@ -73,7 +91,7 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
     lines = [
         "[global]",
         f"fsid = {fsid}",
-        f"mon host = {mon_address(address)}",
+        f"mon host = {mon_address(address, spec.slot)}",
         "mon initial members = a",
         "auth cluster required = cephx",
         "auth service required = cephx",
@@ -94,8 +112,8 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
         "paxos propose interval = 0.1",
         "ms bind ipv4 = true",
         "ms bind ipv6 = false",
-        f"ms bind port min = {OSD_PORT_MIN}",
-        f"ms bind port max = {OSD_PORT_MAX}",
+        f"ms bind port min = {daemon_ports(spec.slot)[0]}",
+        f"ms bind port max = {daemon_ports(spec.slot)[1]}",
         f"run dir = {root}/run",
         f"public addr = {address}",
         f"cluster addr = {address}",

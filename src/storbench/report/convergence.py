@@ -73,11 +73,11 @@ def verdict_text(item: Convergence, question: AdaptiveQuestion) -> str:
 
 def design_text(question: AdaptiveQuestion, cases: Sequence[Case], run_order: str) -> str:
     """How the two sides were run: interleaved (and for a lab setting, how), or blocked (confounded)."""
-    note = design_note(question.baseline, question.candidate, fresh=question.fresh_clusters)
+    note = design_note(question.baseline, question.candidate, bring_up=question.bring_up)
     if note is not None:
         return note
     named = {k for selector in (question.baseline, question.candidate) for k, _ in selector.pairs}
-    lines = [line for line in lab_designs(cases, each_repetition=question.fresh_clusters)
+    lines = [line for line in lab_designs(cases, bring_up=question.bring_up)
              if line.split(":", 1)[0] in named]
     if lines:
         return "; ".join(lines) + "; each round gives one pair"

@@ -157,7 +157,7 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
                          tags: Mapping[int, tuple[str, ...]], mem_total_bytes: Mapping[int, int | None] | None = None,
                          *, force: bool = False, interleaved_runs: frozenset[int] = frozenset(),
                          sequential_plans: Mapping[int, SequentialPlan] | None = None,
-                         fresh_cluster_runs: frozenset[int] = frozenset()) -> list[PointComparison]:
+                         bring_ups: Mapping[int, str] | None = None) -> list[PointComparison]:
     """Match the two sides' points and compare every metric. Where the design pairs repetitions (both sides in
     one run whose order alternates them, ``interleaved_runs``, and not across a setting that needs a cluster per
     value) the change and its interval come from the per-pair ratios (``paired_differences``); else Welch."""
@@ -165,8 +165,8 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
     comparisons = compare_points(summarize_points(select(observations, baseline, tags), mem_total_bytes),
                                  summarize_points(select(observations, candidate, tags), mem_total_bytes), ignore,
                                  force=force)
-    if blocked_settings(baseline, candidate):  # pairs only where each round had fresh clusters (A B B A)
-        interleaved_runs = interleaved_runs & fresh_cluster_runs
+    if blocked_settings(baseline, candidate):  # pairs only where the clusters alternated (A B B A)
+        interleaved_runs = frozenset(r for r in interleaved_runs if (bring_ups or {}).get(r, "once") != "once")
     return paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {})
 
 
@@ -239,17 +239,22 @@ def blocked_settings(*selectors: Selector) -> list[str]:
     return sorted(named & CLUSTER_SETTINGS)
 
 
-def design_note(baseline: Selector, candidate: Selector, *, fresh: bool = False) -> str | None:
-    """A warning when the two sides differ in a Ceph setting that needs a cluster per value: each side ran on
-    its own cluster at its own time, so the interval is about those two clusters, not about the setting. With
-    ``fresh`` (a fresh cluster per value and round) the design samples the instance: the note says so."""
+def design_note(baseline: Selector, candidate: Selector, *, bring_up: str = "once") -> str | None:
+    """For two sides that differ in a Ceph setting that needs a cluster per value, how they ran (by
+    `lab.ceph.bring_up`): brought up ``once``, each side ran on its own cluster at its own time, so the interval
+    is about those two clusters, not about the setting (a warning); ``side_by_side``, time drift cancels but each
+    side is still one cluster instance; ``each_repetition``, the instance is sampled."""
     named = blocked_settings(baseline, candidate)
     if not named:
         return None
-    if fresh:
-        return (f"design: blocked on {', '.join(named)}, a fresh cluster per value and round in the order A B B A: "
-                "each pair is one instance of each side, so the interval covers the cluster instance too")
-    return (f"design: blocked on {', '.join(named)} (one cluster per value, brought up once): the setting is "
+    names = ", ".join(named)
+    if bring_up == "each_repetition":
+        return (f"design: blocked on {names}, a fresh cluster per value and round in the order A B B A: each pair is "
+                "one instance of each side, so the interval covers the cluster instance too")
+    if bring_up == "side_by_side":
+        return (f"design: {names} on clusters side by side, repetitions A B B A: time drift cancels, but each side "
+                "is one cluster instance (PG placement, primaries): read the interval as about these two clusters")
+    return (f"design: blocked on {names} (one cluster per value, brought up once): the setting is "
             "confounded with the cluster instance and with time; read the interval as about these two clusters")
 
 
