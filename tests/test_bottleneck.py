@@ -17,7 +17,7 @@ from storbench.stats.bottleneck import (
     configured_slots,
     judge,
 )
-from storbench.stats.summary import summarize_points
+from storbench.stats.summary import PointSummary, summarize_points
 from synthetic import observation
 
 IDLE = BottleneckInputs(
@@ -161,3 +161,70 @@ def test_report_summary_tells_apart_points_that_differ_in_clients_or_lab() -> No
     rows = [row.split("<td>")[1:8] for row in html_text.split("<tr>")[2:]]
     assert len(rows) == 4 and len({tuple(r) for r in rows}) == 4  # no two rows read the same
     assert any("<td>pool_size=3</td>" in row for row in html_text.split("<tr>"))
+
+
+def _sweep(axis: str, values: list[int], iops: list[list[float]], lat_ms: list[float],
+           **extra: object) -> list[PointSummary]:
+    """Points of one sweep over ``axis`` (iodepth or bs_bytes): per value its repetitions' IOPS and mean
+    latency, telemetry idle (host CPU 10 %, the disk 20 % busy), unless ``extra`` says otherwise."""
+    rows = []
+    for value, per_rep, lat in zip(values, iops, lat_ms, strict=True):
+        for rep, rate in enumerate(per_rep):
+            fields: dict[str, object] = {**_BASE, "case_id": f"{axis}{value}", axis: value, "repeat": rep,
+                                         "direction": "read", "rw": "randread", "iops": rate,
+                                         "lat_mean_ns": lat * 1e6, "host_cpu_busy_pct": 10.0,
+                                         "disk_busiest_util_pct": 20.0}
+            if axis == "bs_bytes":
+                fields["bw_bytes"] = rate * value
+            fields.update(extra)
+            rows.append(fields)
+    return summarize_points([observation(**r) for r in rows])
+
+
+def test_a_throttled_device_is_capped_beyond_this_host_at_every_depth() -> None:
+    """The issue's numbers: 3,000 read IOPS whatever the depth, latency growing with it, nothing busy here."""
+    points = _sweep("iodepth", [1, 16, 64], [[2999, 2998, 3000], [2999, 3001, 2997], [3013, 3010, 3016]],
+                    [0.33, 5.5, 22.0])
+    assert [p.bottleneck.kind for p in points] == [Bottleneck.CAPPED] * 3
+    evidence = points[0].bottleneck.evidence
+    assert "IOPS flat at 2,999 from iodepth 1 to iodepth 64 (+0.5 %" in evidence
+    assert "mean latency grew 66.7x" in evidence and "outside this host" in evidence
+    assert "more iodepth" not in evidence
+
+
+def test_rising_then_flat_is_capped_only_where_it_is_flat() -> None:
+    points = _sweep("iodepth", [1, 4, 16, 64], [[1000, 1010], [3900, 3950], [4000, 4020], [4010, 4000]],
+                    [1.0, 1.0, 4.0, 16.0])
+    kinds = [p.bottleneck.kind for p in points]
+    assert kinds[0] != Bottleneck.CAPPED and kinds[1:] == [Bottleneck.CAPPED] * 3
+
+
+def test_a_curve_that_keeps_rising_or_a_saturated_resource_is_not_capped() -> None:
+    rising = _sweep("iodepth", [1, 4, 16], [[1000, 1010], [3000, 3050], [9000, 9100]], [1.0, 1.3, 1.8])
+    assert Bottleneck.CAPPED not in [p.bottleneck.kind for p in rising]
+    local = _sweep("iodepth", [1, 16, 64], [[2999, 3000], [2999, 3001], [3013, 3010]], [0.33, 5.5, 22.0],
+                   disk_busiest_util_pct=99.0)  # the local disk is the limit: media-bound, not beyond the host
+    assert [p.bottleneck.kind for p in local] == [Bottleneck.MEDIA] * 3
+    no_latency_growth = _sweep("iodepth", [1, 16, 64], [[2999, 3000], [2999, 3001], [3013, 3010]], [1.0, 1.1, 1.2])
+    assert Bottleneck.CAPPED not in [p.bottleneck.kind for p in no_latency_growth]
+
+
+def test_noise_neither_creates_a_gain_nor_hides_a_flat_curve() -> None:
+    # 3,000 +- ~10 %: the 7 % "gain" from depth 16 to 64 is inside the intervals, so the curve is flat throughout
+    noisy = _sweep("iodepth", [1, 16, 64], [[2700, 3300, 3000], [2800, 3200, 3100], [3300, 3000, 3330]],
+                   [0.33, 5.3, 21.0])
+    assert [p.bottleneck.kind for p in noisy] == [Bottleneck.CAPPED] * 3
+    # a real gain (3,000 -> 6,000) with the same noise is a gain
+    gaining = _sweep("iodepth", [1, 16, 64], [[2700, 3300, 3000], [5800, 6200, 6000], [6100, 5900, 6050]],
+                     [0.33, 2.6, 10.5])
+    kinds = [p.bottleneck.kind for p in gaining]
+    assert kinds[0] != Bottleneck.CAPPED and kinds[1:] == [Bottleneck.CAPPED] * 2
+
+
+def test_bandwidth_capped_across_block_sizes() -> None:
+    kib = 1024
+    sizes = [64 * kib, 256 * kib, 1024 * kib, 4096 * kib]
+    mib_per_s = 125 * 1024 * 1024  # 125 MiB/s whatever the block size
+    points = _sweep("bs_bytes", sizes, [[mib_per_s / s] * 2 for s in sizes], [0.5, 2.0, 8.0, 32.0], iodepth=1)
+    assert [p.bottleneck.kind for p in points] == [Bottleneck.CAPPED] * 4
+    assert "MiB/s flat at 125MiB/s from bs 64k to bs 4m" in points[0].bottleneck.evidence

@@ -11,6 +11,12 @@ Every rule and threshold is stated (and defended) in docs/methodology.md, "Bottl
 - under-driven  none of the above, and Little's law says every configured I/O slot was occupied
                 (IOPS x mean latency >= 80 % of iodepth x jobs): more depth would raise IOPS;
 - not saturated none of the above, and the queue was not kept full either;
+- capped beyond this host
+                read from the sweep, not the point (``judge_curve``): along a load curve (iodepth, numjobs or
+                clients) IOPS stop rising beyond noise while mean latency grows with the load, and no resource
+                of this host is saturated at those points: a provisioned limit, a throttle or remote storage.
+                Along a block-size curve the same with bandwidth. It replaces under-driven / not saturated
+                there: the sweep already showed that more load does not help;
 - unknown       no telemetry (imported results, or `telemetry.enabled: false`).
 
 When several resources are saturated, the verdict is the one furthest past its threshold (value /
@@ -42,12 +48,14 @@ class Bottleneck(StrEnum):
     NETWORK = "network-bound"
     UNDER_DRIVEN = "under-driven"
     NOT_SATURATED = "not saturated"
+    CAPPED = "capped beyond this host"
     UNKNOWN = "unknown"
 
 
 SHORT_LABELS = {
     Bottleneck.CLIENT: "client", Bottleneck.CPU: "cpu", Bottleneck.MEDIA: "media", Bottleneck.NETWORK: "net",
-    Bottleneck.UNDER_DRIVEN: "depth", Bottleneck.NOT_SATURATED: "-", Bottleneck.UNKNOWN: "?",
+    Bottleneck.UNDER_DRIVEN: "depth", Bottleneck.NOT_SATURATED: "-", Bottleneck.CAPPED: "capped",
+    Bottleneck.UNKNOWN: "?",
 }
 
 
@@ -182,3 +190,76 @@ def judge(x: BottleneckInputs) -> BottleneckVerdict:
              if in_flight is not None and slots > 0 else "")
     return BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated ({busiest}){queue}", (), in_flight,
                              slots)
+
+
+# A load step "raises throughput" only when the higher load's mean is above the lower's by more than this share
+# AND by more than both points' 95 % half-widths together (noise cannot pass for a gain).
+FLAT_GAIN_FRACTION = 0.05
+# ... and a curve is "capped" over a stretch when, across it, mean latency grew at least this many times while the
+# load (outstanding I/Os, or block size) grew at least LOAD_GROWTH times.
+LATENCY_GROWTH = 1.5
+LOAD_GROWTH = 2.0
+# Verdicts the sweep may overrule: nothing of this host was saturated at the point.
+OVERRULABLE = frozenset({Bottleneck.UNDER_DRIVEN, Bottleneck.NOT_SATURATED})
+
+
+@dataclass(frozen=True)
+class CurveStep:
+    """One point of a sweep curve, as the curve rule needs it."""
+
+    load: float  # outstanding I/Os (iodepth x jobs x clients), or block size in bytes
+    label: str  # how people name the point's load, e.g. "iodepth 16" or "bs 64k"
+    throughput: float  # IOPS along a load curve, bytes/s along a block-size curve
+    throughput_half_width: float | None  # 95 % half-width over repetitions
+    lat_mean_ns: float | None
+    verdict: BottleneckVerdict
+
+
+def raises(low: CurveStep, high: CurveStep) -> bool:
+    """Whether going from ``low`` to ``high`` load raised throughput beyond noise (see FLAT_GAIN_FRACTION)."""
+    noise = (low.throughput_half_width or 0.0) + (high.throughput_half_width or 0.0)
+    gain = high.throughput - low.throughput
+    return gain > FLAT_GAIN_FRACTION * low.throughput and gain > noise
+
+
+def flat_from(steps: Sequence[CurveStep]) -> int | None:
+    """The first index from which no higher load raises throughput beyond noise (None: it rises to the end)."""
+    for i, step in enumerate(steps[:-1]):
+        if not any(raises(step, higher) for higher in steps[i + 1:]):
+            return i
+    return None
+
+
+def judge_curve(steps: Sequence[CurveStep], what: str) -> list[BottleneckVerdict | None]:
+    """Verdicts the sweep gives its points (None: keep the point's own). ``steps`` are sorted by load; ``what``
+    names the throughput ("IOPS" or "MiB/s"). From the first point where throughput stops rising beyond noise,
+    if mean latency then grows at least LATENCY_GROWTH times while load grows at least LOAD_GROWTH times, every
+    point of that stretch that saturated nothing of this host is "capped beyond this host"."""
+    out: list[BottleneckVerdict | None] = [None] * len(steps)
+    start = flat_from(steps)
+    if start is None:
+        return out
+    stretch = steps[start:]
+    first, last = stretch[0], stretch[-1]
+    if first.lat_mean_ns is None or last.lat_mean_ns is None or first.lat_mean_ns <= 0 or first.load <= 0:
+        return out
+    latency_growth = last.lat_mean_ns / first.lat_mean_ns
+    load_growth = last.load / first.load
+    if latency_growth < LATENCY_GROWTH or load_growth < LOAD_GROWTH:
+        return out
+    local = [s for s in stretch if s.verdict.kind not in OVERRULABLE]
+    if local:  # something of this host saturated along the stretch: its own verdict explains it
+        return out
+    lowest, highest = min(s.throughput for s in stretch), max(s.throughput for s in stretch)
+    change = 100 * (stretch[-1].throughput - first.throughput) / first.throughput if first.throughput else 0.0
+    shown = (f"{first.throughput:,.0f}" if what == "IOPS" else format_bytes(first.throughput) + "/s")
+    evidence = (f"{what} flat at {shown} from {first.label} to {last.label} ({change:+.1f} %, "
+                f"{lowest:,.0f} to {highest:,.0f}) while mean latency grew {latency_growth:.1f}x, and nothing of "
+                "this host saturated: a limit outside this host (a provisioned IOPS or throughput limit, a "
+                "throttle, or the remote storage)")
+    if what != "IOPS":
+        evidence = evidence.replace(f"{lowest:,.0f} to {highest:,.0f}",
+                                    f"{format_bytes(lowest)}/s to {format_bytes(highest)}/s")
+    for i, step in enumerate(stretch, start=start):
+        out[i] = BottleneckVerdict(Bottleneck.CAPPED, evidence, (), step.verdict.in_flight, step.verdict.slots)
+    return out

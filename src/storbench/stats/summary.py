@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from storbench.model import Direction
-from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, judge
+from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, CurveStep, judge, judge_curve
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.metrics import SUMMARY_METRICS
 from storbench.stats.observations import METRIC_VALUES, Observation, busiest_names, metric_value
@@ -219,4 +219,54 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                 busiest_interface=inputs.busiest_interface if inputs else "",
                 bottleneck=verdict,
             ))
+    return with_sweep_verdicts(out)
+
+
+LOAD_FIELDS = ("iodepth", "numjobs", "clients")
+
+
+def _curve_key(point: PointSummary, axis: str) -> tuple[object, ...]:
+    fields = ("run_ids", "target", "rw", "rwmixread", "bs_bytes", "direction", "ioengine", "direct", "runtime_s",
+              "fio_options", "lab", *LOAD_FIELDS)
+    return tuple(getattr(point, f) for f in fields if f != axis)
+
+
+def _step(point: PointSummary, load: float, label: str, field: str) -> CurveStep | None:
+    throughput, latency = point.metric(field), point.metric("lat_mean_ns")
+    if throughput is None:
+        return None
+    return CurveStep(load=load, label=label, throughput=throughput.mean,
+                     throughput_half_width=throughput.half_width, lat_mean_ns=latency.mean if latency else None,
+                     verdict=point.bottleneck)
+
+
+def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
+    """The points with the verdicts their sweeps give (``bottleneck.judge_curve``): along each load curve
+    (iodepth, numjobs, clients; load = outstanding I/Os) on IOPS, and along each block-size curve on bandwidth.
+    A point the sweep shows capped beyond this host gets that verdict instead of under-driven / not saturated."""
+    out = list(points)
+    curves: list[tuple[list[int], str, str]] = []  # (indexes sorted by load, axis, what)
+    for axis in (*LOAD_FIELDS, "bs_bytes"):
+        groups: dict[tuple[object, ...], list[int]] = {}
+        for i, point in enumerate(points):
+            groups.setdefault(_curve_key(point, axis), []).append(i)
+        for members in groups.values():
+            if len({getattr(points[i], axis) for i in members}) >= 2:
+                curves.append((sorted(members, key=lambda i: getattr(points[i], axis)), axis,
+                               "MiB/s" if axis == "bs_bytes" else "IOPS"))
+    for members, axis, what in curves:
+        steps = []
+        for i in members:
+            p = points[i]
+            if axis == "bs_bytes":
+                step = _step(p, p.bs_bytes, f"bs {p.bs}", "bw_bytes")
+            else:
+                step = _step(p, p.iodepth * p.numjobs * p.clients, f"{axis} {getattr(p, axis)}", "iops")
+            if step is None:
+                break
+            steps.append(step)
+        else:
+            for i, verdict in zip(members, judge_curve(steps, what), strict=True):
+                if verdict is not None and out[i].bottleneck.kind != Bottleneck.CAPPED:
+                    out[i] = replace(out[i], bottleneck=verdict)
     return out
