@@ -228,3 +228,22 @@ def test_bandwidth_capped_across_block_sizes() -> None:
     points = _sweep("bs_bytes", sizes, [[mib_per_s / s] * 2 for s in sizes], [0.5, 2.0, 8.0, 32.0], iodepth=1)
     assert [p.bottleneck.kind for p in points] == [Bottleneck.CAPPED] * 4
     assert "MiB/s flat at 125MiB/s from bs 64k to bs 4m" in points[0].bottleneck.evidence
+
+
+def test_a_capped_curve_at_its_declared_limit_says_so() -> None:
+    from storbench.model import Expectation
+
+    rows = []
+    for depth, rate, lat in ((1, 2999.0, 0.33), (16, 2999.0, 5.5), (64, 3013.0, 22.0)):
+        for rep in range(2):
+            rows.append(observation(**{**_BASE, "case_id": f"d{depth}", "iodepth": depth, "repeat": rep,
+                                       "direction": "read", "rw": "randread", "iops": rate, "lat_mean_ns": lat * 1e6,
+                                       "host_cpu_busy_pct": 10.0, "disk_busiest_util_pct": 20.0}))
+    declared = {(1, "t"): Expectation(iops=3000)}
+    points = summarize_points(rows, expectations=declared)
+    assert all("at its declared 3,000 IOPS (100 % of expected)" in p.bottleneck.evidence for p in points)
+    share = points[0].share_of_expected()
+    assert share is not None and share[1] == "IOPS" and abs(share[0] - 0.9997) < 1e-3
+    far = summarize_points(rows, expectations={(1, "t"): Expectation(iops=6000)})
+    assert all("declared" not in p.bottleneck.evidence for p in far)  # capped, but not at what was sold
+    assert summarize_points(rows)[0].share_of_expected() is None

@@ -141,6 +141,14 @@ TargetSpec = PathTarget | BlockTarget | RbdTarget | CephfsTarget | NfsTarget | P
 
 
 @dataclass(frozen=True)
+class Expectation:
+    """What a target was sold or provisioned as (its plan's `expect`): results are shown as a share of it."""
+
+    iops: float | None = None
+    bw_bytes_per_s: int | None = None
+
+
+@dataclass(frozen=True)
 class WorkloadPoint:
     """One point of the workload sweep: every fio setting of one case."""
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError, did_you_mean
-from storbench.model import RunInfo, StoredRepetition
+from storbench.model import Expectation, RunInfo, StoredRepetition
 from storbench.stats.sequential import SequentialPlan
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
@@ -65,6 +65,11 @@ class Selection:
         return plans
 
     @property
+    def expectations(self) -> dict[tuple[int, str], Expectation]:
+        """What each run's targets were declared as (`expect:`), by (run, target name)."""
+        return expectations(self.runs)
+
+    @property
     def bring_ups(self) -> dict[int, str]:
         """Each run's `lab.ceph.bring_up` (once, each_repetition, side_by_side), from its stored plan."""
         return bring_ups(self.runs)
@@ -73,6 +78,22 @@ class Selection:
     def interleaved_runs(self) -> frozenset[int]:
         """Runs whose repetitions alternate between cases (order: interleaved): their cases pair up."""
         return frozenset(r.run_id for r in self.runs if r.run_order == "interleaved")
+
+
+def expectations(runs: Sequence[RunInfo]) -> dict[tuple[int, str], Expectation]:
+    """(run, target name) -> what the target was declared as (`expect:` in the run's stored plan)."""
+    from storbench.config import load_plan_text
+
+    found = {}
+    for run in runs:
+        try:
+            config = load_plan_text(run.plan_text, f"run {run.run_id}").config
+        except UserError:
+            continue
+        for name, target in config.targets.items():
+            if target.expect is not None and (target.expect.iops is not None or target.expect.bw is not None):
+                found[(run.run_id, name)] = Expectation(iops=target.expect.iops, bw_bytes_per_s=target.expect.bw)
+    return found
 
 
 def bring_ups(runs: Sequence[RunInfo]) -> dict[int, str]:

@@ -28,11 +28,14 @@ if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands th
 
 
 def _print_results(store: Store, run_ids: list[int], title: str) -> None:
+    from storbench.selection import expectations
     from storbench.stats.observations import observations
     from storbench.stats.summary import summarize_points
 
-    memory = {r.run_id: r.mem_total_bytes for r in store.runs()}
-    _print_points(summarize_points(observations(store.repetitions(run_ids)), memory), title)
+    runs = store.runs()
+    memory = {r.run_id: r.mem_total_bytes for r in runs}
+    _print_points(summarize_points(observations(store.repetitions(run_ids)), memory,
+                                   expectations=expectations([r for r in runs if r.run_id in run_ids])), title)
 
 
 def _print_points(points: Sequence[PointSummary], title: str) -> None:
@@ -57,7 +60,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
     if not selection.observations:
         raise UserError("no results match", hint="loosen --where/--target, or try --run all")
-    points = summarize_points(selection.observations, selection.memory)
+    points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations)
     title = f"{selection.label} — {args.db}"
     notes = drift_lines(selection.observations, [run.run_id for run in selection.runs])
     if args.format != "table":
@@ -141,7 +144,7 @@ def cmd_saturation(args: argparse.Namespace) -> int:
 
     objective = parse_objective(args.slo)
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
-    points = summarize_points(selection.observations, selection.memory)
+    points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations)
     axes = [args.axis] if args.axis else list(LOAD_AXES)
     found = [c for axis in axes for c in curves(points, axis)]
     if not found:

@@ -102,6 +102,28 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
 
 
+def _rate(value: object) -> int:
+    """A throughput as people write it: ``125MiB/s`` or ``125MiB`` (bytes per second)."""
+    if isinstance(value, str) and value.strip().endswith("/s"):
+        value = value.strip()[:-2]
+    return parse_size_bytes(value)
+
+
+Rate = Annotated[int, BeforeValidator(_rate)]
+
+
+class ExpectConfig(StrictModel):
+    """What a target was sold or provisioned as; figures and tables show results as a share of it, and a
+    capped verdict near it says so. storbench keeps no table of providers' limits: you state them."""
+
+    iops: Annotated[float, Field(gt=0)] | None = Field(None, description="Expected IOPS (all directions).")
+    bw: Rate | None = Field(None, description="Expected throughput, e.g. `125MiB/s`.")
+
+
+EXPECT_FIELD = Field(None, description="What the storage was sold as, e.g. `{iops: 3000, bw: 125MiB/s}`: shown "
+                     "as % of expected.")
+
+
 class PathTargetConfig(StrictModel):
     """A directory on any mounted filesystem (local disk, CephFS or NFS mount)."""
 
@@ -109,6 +131,7 @@ class PathTargetConfig(StrictModel):
     path: str = Field(description="Directory for the test files; created if missing. Relative to the "
                       "current directory.")
     size: Size = Field(description="Size of each fio job's file (fio `size`), e.g. 256MiB.")
+    expect: ExpectConfig | None = EXPECT_FIELD
 
     @field_validator("path")
     @classmethod
@@ -135,6 +158,7 @@ class BlockTargetConfig(StrictModel):
     device: str = Field(description="The device node, e.g. /dev/nvme0n1.")
     destructive: bool = Field(False, description="Allow write and trim workloads, destroying the data.")
     size: Size | None = Field(None, description="Limit I/O to the first SIZE bytes (default: whole device).")
+    expect: ExpectConfig | None = EXPECT_FIELD
 
     @field_validator("device")
     @classmethod
@@ -158,6 +182,7 @@ class RbdTargetConfig(StrictModel):
     conf: str | None = Field(None, description="ceph.conf of the cluster; default: the plan's Ceph lab, or "
                              "/etc/ceph/ceph.conf without a lab. Real fio servers use their own "
                              "/etc/ceph/ceph.conf and keyring.")
+    expect: ExpectConfig | None = EXPECT_FIELD
 
     @field_validator("pool", "image", "client")
     @classmethod
@@ -181,6 +206,7 @@ class NfsTargetConfig(StrictModel):
     kind: Literal["nfs"] = Field(description="`nfs`")
     url: str | None = Field(None, description="nfs://server/export; default: the plan's NFS lab.")
     size: Size = Field(description="Size of each fio job's file, laid out before the first case.")
+    expect: ExpectConfig | None = EXPECT_FIELD
 
     @field_validator("url")
     @classmethod
@@ -197,6 +223,7 @@ class CephfsTargetConfig(StrictModel):
     kind: Literal["cephfs"] = Field(description="`cephfs`")
     path: str | None = Field(None, description="A directory on a mounted CephFS; default: the lab's mount.")
     size: Size = Field(description="Size of each fio job's file (fio `size`).")
+    expect: ExpectConfig | None = EXPECT_FIELD
 
     @field_validator("path")
     @classmethod
@@ -238,6 +265,7 @@ class PvcTargetConfig(StrictModel):
                                    "(`exec`, `auth-provider`) and read files as root. storbench uses the k8s "
                                    "lab's, else $KUBECONFIG or ~/.kube/config.")
     start_budget: Duration = Field(30.0, description="How long pods get to start before all begin fio at once.")
+    expect: ExpectConfig | None = EXPECT_FIELD
 
     @field_validator("namespace")
     @classmethod

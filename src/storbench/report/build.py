@@ -21,7 +21,7 @@ from storbench.report.figures import (
 from storbench.report.html import ReportDocument
 from storbench.report.labels import point_label
 from storbench.report.tables import warning_lines
-from storbench.selection import adaptive_questions
+from storbench.selection import adaptive_questions, expectations
 from storbench.stats.compare import PointComparison
 from storbench.stats.drift import drift
 from storbench.stats.knee import LOAD_AXES, LatencyObjective, curves
@@ -33,7 +33,7 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
                  observations: Sequence[Observation], *, comparisons: Sequence[PointComparison] = (),
                  baseline: str = "", candidate: str = "", objective: LatencyObjective | None = None) -> ReportDocument:
     memory = {r.run_id: r.mem_total_bytes for r in runs}
-    points = summarize_points(observations, memory)
+    points = summarize_points(observations, memory, expectations=expectations(runs))
     curve_list = [c for axis in LOAD_AXES for c in curves(points, axis)]
     drifts = [drift(observations, run.run_id, direction) for run in runs for direction in ("read", "write", "trim")]
     figures = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from storbench.model import Direction
+from storbench.model import Direction, Expectation
 from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, CurveStep, judge, judge_curve
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.metrics import SUMMARY_METRICS
@@ -73,6 +73,19 @@ class PointSummary:
     busiest_device: str = ""
     busiest_interface: str = ""
     bottleneck: BottleneckVerdict = NOT_JUDGED
+    expected: Expectation | None = None  # what the target was declared as (`expect:`)
+
+    def share_of_expected(self) -> tuple[float, str] | None:
+        """(measured / expected, "IOPS" or "throughput") when the target declared what it should do: IOPS
+        where declared, else throughput."""
+        if self.expected is None:
+            return None
+        iops, bw = self.metric("iops"), self.metric("bw_bytes")
+        if self.expected.iops and iops is not None:
+            return iops.mean / self.expected.iops, "IOPS"
+        if self.expected.bw_bytes_per_s and bw is not None:
+            return bw.mean / self.expected.bw_bytes_per_s, "throughput"
+        return None
 
     def metric(self, field: str) -> Estimate | None:
         for name, value in self.estimates:
@@ -173,9 +186,12 @@ def bottleneck_inputs(ok: Sequence[Observation]) -> BottleneckInputs | None:
 
 
 def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mapping[int, int | None] | None = None,
-                     metrics: Sequence[str] = SUMMARY_FIELDS) -> list[PointSummary]:
-    """Group by (case, direction) in first-seen order; estimate each metric over ok repetitions."""
+                     metrics: Sequence[str] = SUMMARY_FIELDS,
+                     expectations: Mapping[tuple[int, str], Expectation] | None = None) -> list[PointSummary]:
+    """Group by (case, direction) in first-seen order; estimate each metric over ok repetitions. With
+    ``expectations`` ((run, target) -> `expect:`), each point knows what its target was declared as."""
     memory = mem_total_bytes or {}
+    declared = expectations or {}
     groups: dict[str, list[Observation]] = {}
     for o in observations:
         if o.client:  # a single client's own observation (export --per-client): points are all clients merged
@@ -218,6 +234,8 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                 busiest_device=inputs.busiest_device if inputs else "",
                 busiest_interface=inputs.busiest_interface if inputs else "",
                 bottleneck=verdict,
+                expected=next((declared[(run, case.target.name)] for run in sorted({o.run_id for o in group})
+                               if (run, case.target.name) in declared), None),
             ))
     return with_sweep_verdicts(out)
 
@@ -266,7 +284,11 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
                 break
             steps.append(step)
         else:
-            for i, verdict in zip(members, judge_curve(steps, what), strict=True):
+            expected = points[members[0]].expected
+            declared = None
+            if expected is not None:
+                declared = expected.bw_bytes_per_s if axis == "bs_bytes" else expected.iops
+            for i, verdict in zip(members, judge_curve(steps, what, declared), strict=True):
                 if verdict is not None and out[i].bottleneck.kind != Bottleneck.CAPPED:
                     out[i] = replace(out[i], bottleneck=verdict)
     return out
