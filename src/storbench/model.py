@@ -63,10 +63,11 @@ class PathTarget:
 
 @dataclass(frozen=True)
 class BlockTarget:
-    """A raw block device; written only with ``destructive``. ``size_bytes``: only the first bytes (None: all)."""
+    """A raw block device; written only with ``destructive``. ``size_bytes``: only the first bytes (None: all).
+    ``device`` None: the volume lab's (storbench's own loop device, which may be written)."""
 
     name: str
-    device: str
+    device: str | None
     size_bytes: int | None = None
     destructive: bool = False
     kind: ClassVar[Literal["block"]] = "block"
@@ -167,7 +168,7 @@ class WorkloadPoint:
 
 # Ceph lab settings as plans name them, and which of them are sizes in bytes (shown with units, matched as sizes).
 CEPH_SETTINGS = ("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target")
-CEPH_SIZE_SETTINGS = frozenset({"osd_size", "cache_size", "osd_memory_target"})
+CEPH_SIZE_SETTINGS = frozenset({"osd_size", "cache_size", "osd_memory_target", "volume_size"})
 # Ceph settings a running cluster holds side by side (a pool per value): their values alternate on one cluster.
 SIDE_BY_SIDE_SETTINGS = frozenset({"pool_size"})
 # Ceph settings applied to a running cluster (`ceph config set` and an OSD restart) before each case's turn; so
@@ -201,6 +202,23 @@ class CephLabPoint:
         return (*((name, value) for name in CEPH_SETTINGS if (value := values[name]) is not None), *self.config)
 
 
+VOLUME_SETTINGS = ("volume_size", "volume_iops", "volume_bw")
+
+
+@dataclass(frozen=True)
+class VolumeLabPoint:
+    """The volume lab's device: a loop device of ``size_bytes`` capped at ``iops`` and ``bw_bytes_per_s`` per
+    direction by the kernel's block throttle (None: not capped)."""
+
+    size_bytes: int
+    iops: int | None = None
+    bw_bytes_per_s: int | None = None
+
+    def settings(self) -> tuple[tuple[str, int], ...]:
+        values = {"volume_size": self.size_bytes, "volume_iops": self.iops, "volume_bw": self.bw_bytes_per_s}
+        return tuple((name, value) for name in VOLUME_SETTINGS if (value := values[name]) is not None)
+
+
 @dataclass(frozen=True)
 class LabPoint:
     """The test beds one case runs on: a Ceph cluster configuration and/or the NFS server, or nothing (the
@@ -208,12 +226,14 @@ class LabPoint:
 
     ceph: CephLabPoint | None = None
     nfs: bool = False
+    volume: VolumeLabPoint | None = None
 
     def __bool__(self) -> bool:
-        return self.ceph is not None or self.nfs
+        return self.ceph is not None or self.nfs or self.volume is not None
 
     def kinds(self) -> tuple[str, ...]:
-        return tuple(kind for kind, present in (("ceph", self.ceph is not None), ("nfs", self.nfs)) if present)
+        return tuple(kind for kind, present in (("ceph", self.ceph is not None), ("nfs", self.nfs),
+                                                ("volume", self.volume is not None)) if present)
 
     def pairs(self) -> tuple[tuple[str, str], ...]:
         """The point as text pairs: what case ids hash and the store keeps (``lab_json``), and what exports and
@@ -225,6 +245,8 @@ class LabPoint:
             out += sorted((name, str(value)) for name, value in self.ceph.settings())
             if self.ceph.cephfs:
                 out.append(("cephfs", "1"))
+        if self.volume is not None:
+            out += [(name, str(value)) for name, value in self.volume.settings()]
         return tuple(out)
 
     @staticmethod
@@ -240,12 +262,19 @@ class LabPoint:
                 return int(values[name]) if name in values else None
 
             options = tuple(sorted((name, int(value) if value.isdigit() else value) for name, value in values.items()
-                                   if name not in (*CEPH_SETTINGS, "lab", "cephfs")))
+                                   if name not in (*CEPH_SETTINGS, *VOLUME_SETTINGS, "lab", "cephfs")))
             ceph = CephLabPoint(osds=int(values["osds"]), osd_size_bytes=int(values["osd_size"]),
                                 objectstore=values["objectstore"], pool_size=int(values["pool_size"]),
                                 cache_size_bytes=size("cache_size"), osd_memory_target_bytes=size("osd_memory_target"),
                                 cephfs=values.get("cephfs") == "1", config=options)
-        return LabPoint(ceph=ceph, nfs="nfs" in kinds)
+        volume = None
+        if "volume" in kinds:
+            def number(name: str) -> int | None:
+                return int(values[name]) if name in values else None
+
+            volume = VolumeLabPoint(size_bytes=int(values["volume_size"]), iops=number("volume_iops"),
+                                    bw_bytes_per_s=number("volume_bw"))
+        return LabPoint(ceph=ceph, nfs="nfs" in kinds, volume=volume)
 
     def describe(self) -> str:
         """``cache_size=1GiB objectstore=bluestore osd_size=2GiB ...``: the settings with units, for people."""

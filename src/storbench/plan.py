@@ -39,6 +39,7 @@ from storbench.model import (
     RbdTarget,
     ScheduledRepetition,
     TargetSpec,
+    VolumeLabPoint,
     WorkloadPoint,
     cluster_of,
     interleaved_setting,
@@ -278,7 +279,11 @@ def _lab_point(config: PlanConfig, point: Mapping[str, object]) -> LabPoint:
                             cache_size_bytes=optional("cache_size"),
                             osd_memory_target_bytes=optional("osd_memory_target"), cephfs=config.lab.ceph.cephfs,
                             config=tuple((name, _option_value(point[name])) for name in sorted(config.lab.ceph.config)))
-    return LabPoint(ceph=ceph, nfs=config.lab.nfs is not None)
+    volume = None
+    if config.lab.volume is not None:
+        volume = VolumeLabPoint(size_bytes=config.lab.volume.size, iops=config.lab.volume.iops,
+                                bw_bytes_per_s=config.lab.volume.bw)
+    return LabPoint(ceph=ceph, nfs=config.lab.nfs is not None, volume=volume)
 
 
 def _option_value(value: object) -> int | str:

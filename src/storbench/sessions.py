@@ -182,7 +182,17 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
     on_servers = loaded.config.hosts is not None or lab_hosts is not None
     clusters = clusters_of(cases)
     try:
-        nfs_url = None
+        nfs_url, volume_device = None, None
+        if lab.volume is not None:
+            from storbench.lab.volume import VolumeLab, VolumeSpec
+
+            volume_lab = VolumeLab()
+            downs.append(volume_lab.down)
+            volume = volume_lab.up(VolumeSpec(lab.volume.size_bytes, lab.volume.iops, lab.volume.bw_bytes_per_s))
+            volume_device = volume.device
+            caps = ", ".join(line.split(" ", 1)[1] + " " + Path(path).name for path, line in volume.rules)
+            observer.lab_event(f"volume lab: up ({volume.device}, {format_bytes(lab.volume.size_bytes)}"
+                               + (f"; capped: {caps}" if caps else "; not capped") + ")")
         if lab.nfs:
             from storbench.lab.nfs import NfsLab
 
@@ -236,7 +246,7 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         elif sockets_by_cluster:
             sockets = tuple(p for patterns in sockets_by_cluster.values() for p in patterns)
         env = LabEnvironment(fio_binary=checked.capabilities.binary, ceph_conf=None, cephfs_mount=None,
-                             nfs_url=nfs_url, on_servers=on_servers)
+                             nfs_url=nfs_url, volume_device=volume_device, on_servers=on_servers)
         rest = {name: group for name, group in by_target(cases).items()
                 if name not in checked.targets and group[0].target.kind not in ("rbd", "cephfs")}
         _prepare(rest, env, prepared, "", several=False)

@@ -84,6 +84,31 @@ def cmd_lab_nfs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lab_volume(args: argparse.Namespace) -> int:
+    from storbench.lab.volume import VolumeLab, VolumeSpec
+    from storbench.units import parse_size_bytes
+
+    lab = VolumeLab(Path(args.dir) if args.dir else None)
+    out = _console()
+    if args.action == "status":
+        out.print(lab.status(), markup=False)
+    elif args.action == "down":
+        lab.down()
+        out.print(f"volume lab: down; throttle rules, loop device and {lab.root} removed", markup=False)
+    else:
+        try:
+            bw = parse_size_bytes(args.bw.removesuffix("/s")) if args.bw else None
+            spec = VolumeSpec(parse_size_bytes(args.size), args.iops, bw)
+        except ValueError as exc:
+            raise UserError(str(exc), hint="sizes look like 1GiB; bandwidth like 100MiB/s") from None
+        info = lab.up(spec)
+        out.print(f"volume lab: up; {info.device} capped: " + (", ".join(line for _, line in info.rules) or "no caps"),
+                  markup=False)
+        out.print("the caps apply to processes in the cgroup they were set in: " +
+                  (str(Path(info.rules[0][0]).parent) if info.rules else "-"), markup=False)
+    return 0
+
+
 def cmd_lab_hosts(args: argparse.Namespace) -> int:
     from storbench.execute.fio_binary import find_fio
     from storbench.lab.hosts import HostsLab
@@ -164,6 +189,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     nfs.add_argument("--dir", default=None, help="lab directory, kept 0700 (default $STORBENCH_LAB_DIR/nfs or "
                      "/var/lib/storbench/lab/nfs)")
     nfs.set_defaults(func=cmd_lab_nfs)
+    volume = lab_sub.add_parser("volume", help="a provisioned volume: a loop device capped by the block throttle")
+    volume.add_argument("action", choices=("up", "down", "status"))
+    volume.add_argument("--size", default="1GiB", help="device size (default 1GiB, sparse file)")
+    volume.add_argument("--iops", type=int, default=None, help="IOPS cap, reads and writes each")
+    volume.add_argument("--bw", default=None, help="bandwidth cap, reads and writes each (e.g. 100MiB/s)")
+    volume.add_argument("--dir", default=None, help="lab directory, kept 0700 (default $STORBENCH_LAB_DIR/volume "
+                        "or /var/lib/storbench/lab/volume)")
+    volume.set_defaults(func=cmd_lab_volume)
     hosts = lab_sub.add_parser("hosts", help="client hosts: fio servers in network namespaces on a private bridge")
     hosts.add_argument("action", choices=("up", "down", "status"))
     hosts.add_argument("--count", type=int, default=8, choices=range(1, 251), metavar="N",

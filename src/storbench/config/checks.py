@@ -103,6 +103,16 @@ def _check_lab(config: PlanConfig, source: PlanSource) -> None:
             raise UserError(f"target '{name}' has no path and the plan's Ceph lab mounts no CephFS",
                             where=source.where(("targets", name)),
                             hint="give path: (a mounted CephFS directory), or set lab.ceph.cephfs: true")
+    volume = config.lab.volume if config.lab else None
+    for name, target in config.targets.items():
+        if isinstance(target, BlockTargetConfig) and target.device is None:
+            where = source.where(("targets", name))
+            if volume is None:
+                raise UserError(f"target '{name}' has no device and the plan has no volume lab", where=where,
+                                hint="give device: /dev/..., or add `lab: {volume: {iops: 3000}}`")
+            if config.hosts is not None or (config.lab is not None and config.lab.hosts is not None):
+                raise UserError(f"target '{name}' is the volume lab's device on this machine: fio servers cannot "
+                                "reach it", where=where, hint="drop hosts, or give the servers' own device")
     rbd_targets = [n for n, t in config.targets.items() if isinstance(t, RbdTargetConfig)]
     if ceph is None:
         return

@@ -155,14 +155,17 @@ class BlockTargetConfig(StrictModel):
     """A raw block device. Writing destroys its data: refused unless ``destructive: true``."""
 
     kind: Literal["block"] = Field(description="`block`")
-    device: str = Field(description="The device node, e.g. /dev/nvme0n1.")
+    device: str | None = Field(None, description="The device node, e.g. /dev/nvme0n1; none: the volume lab's "
+                               "device (`lab.volume`).")
     destructive: bool = Field(False, description="Allow write and trim workloads, destroying the data.")
     size: Size | None = Field(None, description="Limit I/O to the first SIZE bytes (default: whole device).")
     expect: ExpectConfig | None = EXPECT_FIELD
 
     @field_validator("device")
     @classmethod
-    def _safe_device(cls, value: str) -> str:
+    def _safe_device(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         if not value.startswith("/dev/") or not SAFE_PATH_RE.fullmatch(value) or " " in value:
             raise ValueError(f"device {value!r} must be a /dev/ path of letters, digits and _ . / -")
         return value
@@ -497,6 +500,16 @@ class HostsConfig(StrictModel):
         return out
 
 
+class VolumeLabConfig(StrictModel):
+    """A provisioned volume on this machine (`storbench lab volume`): a loop device over a sparse file whose IOPS
+    and bandwidth the kernel's block throttle caps, as a cloud disk at its provisioned limit looks from inside
+    the VM. `kind: block` targets without a device use it (and may write to it: it is storbench's own)."""
+
+    size: Size = Field(1024**3, description="Size of the device (a sparse file).")
+    iops: Annotated[int, Field(ge=1)] | None = Field(None, description="IOPS cap, reads and writes each.")
+    bw: Rate | None = Field(None, description="Bandwidth cap, reads and writes each, e.g. `100MiB/s`.")
+
+
 class LabConfig(StrictModel):
     """One-machine test beds storbench brings up itself."""
 
@@ -504,6 +517,7 @@ class LabConfig(StrictModel):
     nfs: NfsLabConfig | None = Field(None, description="An NFS server: nfs-ganesha on this machine.")
     hosts: HostsLabConfig | None = Field(None, description="Client hosts: fio servers in network namespaces.")
     k8s: K8sLabConfig | None = Field(None, description="A single-node Kubernetes cluster for pvc targets.")
+    volume: VolumeLabConfig | None = Field(None, description="A throttled block device (a provisioned volume).")
 
 
 DEFAULT_PROCESSES = ("fio", "ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-fuse", "ganesha.nfsd")

@@ -111,6 +111,10 @@ def unknown_keys(keys: Sequence[str], observations: Sequence[Observation]) -> li
 
 def _lab_setting(o: Observation, key: str) -> tuple[Kind, object] | None:
     """(kind, value) of a lab setting of the case's typed lab point; None when the case does not have it."""
+    volume = o.case.lab.volume
+    volume_value = dict(volume.settings()).get(key) if volume is not None else None
+    if volume_value is not None:
+        return (Kind.SIZE if size_setting(key) else Kind.INT), volume_value
     ceph = o.case.lab.ceph
     if ceph is None:
         return None

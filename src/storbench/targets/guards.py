@@ -28,6 +28,8 @@ def block_write_refusal(case: Case) -> str | None:
     """Why this case may not write to its block device, or None when it may."""
     if case.target.kind != "block" or not rw_writes(case.workload.rw):
         return None
+    if case.target.device is None:  # the volume lab's loop device: storbench's own, nothing on it to destroy
+        return None
     if not case.target.destructive:
         return (
             f"case {case.case_id} would {case.workload.rw} on raw device {case.target.device} "

@@ -256,6 +256,8 @@ def check_block_target(spec: BlockTarget, cases: Sequence[Case], *, where: str =
         if refusal:
             raise UserError(refusal, where=where,
                             hint=f"add 'destructive: true' to target '{spec.name}' if that is what you want")
+    if spec.device is None:
+        raise AssertionError("the volume lab's device is prepared with its lab, not checked here")
     device = Path(spec.device)
     try:
         mode = device.stat().st_mode
@@ -285,6 +287,7 @@ def remote_target(spec: PathTarget | BlockTarget | CephfsTarget) -> PreparedTarg
     """A directory or device on other machines (real fio servers): bound by the name the servers know it by,
     checked by fio there. The plan check has made sure the path is absolute and a device is only read."""
     if isinstance(spec, BlockTarget):
+        assert spec.device is not None  # the plan check refuses the volume lab with fio servers
         binding = JobBinding(options=(("filename", escape_fio_path(spec.device)),))
         where: tuple[str, str] = ("device", spec.device)
     else:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from storbench.errors import UserError
+from storbench.fio.jobfile import JobBinding, escape_fio_path
 from storbench.model import (
     BlockTarget,
     Case,
@@ -31,6 +32,7 @@ class LabEnvironment:
 
     fio_binary: str
     ceph_conf: str | None = None
+    volume_device: str | None = None  # the volume lab's loop device
     cephfs_mount: str | None = None
     nfs_url: str | None = None
     on_servers: bool = False  # the cases run on fio servers (each client an RBD image of its own)
@@ -63,8 +65,23 @@ def _path_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: st
     return check_path_target(_as(spec, PathTarget), cases, create=create, where=where)
 
 
-def _block_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> PreparedTarget:
-    return check_block_target(_as(spec, BlockTarget), cases, where=where)
+def _block_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> PreparedTarget | None:
+    """A device the user names is checked now; the volume lab's exists only once the lab is up."""
+    spec = _as(spec, BlockTarget)
+    if spec.device is None:
+        return None
+    return check_block_target(spec, cases, where=where)
+
+
+def _block_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -> PreparedTarget:
+    """The volume lab's loop device (storbench made it over a file of its own: writing to it destroys nothing)."""
+    spec = _as(spec, BlockTarget)
+    if env.volume_device is None:
+        raise UserError(f"target '{spec.name}': no device and no volume lab", hint="give device:, or add lab.volume")
+    return PreparedTarget(
+        spec=replace(spec, device=env.volume_device),
+        binding=JobBinding(options=(("filename", escape_fio_path(env.volume_device)),)),
+        details=(("kind", "block"), ("device", env.volume_device), ("volume_lab", "yes")))
 
 
 def _cephfs_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> PreparedTarget | None:
@@ -122,7 +139,7 @@ def _pvc_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -
 
 KINDS: dict[str, TargetKind] = {
     "path": TargetKind(_path_check, on_servers=True),
-    "block": TargetKind(_block_check, on_servers=True),
+    "block": TargetKind(_block_check, _block_prepare, on_servers=True),
     "cephfs": TargetKind(_cephfs_check, _cephfs_prepare, on_servers=True),
     "rbd": TargetKind(_rbd_check, _rbd_prepare),
     "nfs": TargetKind(_nfs_check, _nfs_prepare),

@@ -1,0 +1,155 @@
+"""A provisioned volume on this machine (shell): a loop device over a sparse file in the lab directory, its IOPS
+and bandwidth capped by the kernel's block throttle — what a cloud disk at its provisioned limit, or a volume
+behind a QoS throttle, looks like from inside the VM: the limit is not on anything this host can see as busy.
+
+The throttle rules are set for this device only, in the cgroup storbench runs in (cgroup v1 ``blkio.throttle.*``,
+else cgroup v2 ``io.max``), so fio, a child of storbench, is throttled on it and nothing else is touched. `down`
+removes the rules, detaches the loop device and deletes the directory. `up` with the same spec is a no-op.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from storbench.errors import UserError
+from storbench.lab.labdir import default_lab_dir, ensure_lab_dir, lab_dir_exists, remove_lab_dir
+from storbench.shell import run
+
+DEFAULT_LAB_DIR = default_lab_dir()
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+@dataclass(frozen=True)
+class VolumeSpec:
+    size_bytes: int
+    iops: int | None = None  # per direction: reads and writes are each capped at this
+    bw_bytes_per_s: int | None = None  # per direction
+
+
+@dataclass(frozen=True)
+class VolumeInfo:
+    root: str
+    device: str
+    major_minor: str
+    spec: VolumeSpec
+    rules: tuple[tuple[str, str], ...]  # (throttle file, the line written to it)
+
+
+def throttle_lines(spec: VolumeSpec, major_minor: str, v2: bool) -> tuple[tuple[str, str], ...]:
+    """(file name, line) that cap ``major_minor`` as ``spec`` says: cgroup v1 files, or one v2 io.max line.
+    Pure."""
+    if v2:
+        parts = [f"{key}={value}" for key, value in (("riops", spec.iops), ("wiops", spec.iops),
+                                                     ("rbps", spec.bw_bytes_per_s), ("wbps", spec.bw_bytes_per_s))
+                 if value is not None]
+        return (("io.max", f"{major_minor} {' '.join(parts)}"),) if parts else ()
+    out = []
+    for name, value in (("blkio.throttle.read_iops_device", spec.iops),
+                        ("blkio.throttle.write_iops_device", spec.iops),
+                        ("blkio.throttle.read_bps_device", spec.bw_bytes_per_s),
+                        ("blkio.throttle.write_bps_device", spec.bw_bytes_per_s)):
+        if value is not None:
+            out.append((name, f"{major_minor} {value}"))
+    return tuple(out)
+
+
+def clearing_line(file_name: str, major_minor: str) -> str:
+    """The line that removes this device's rule from a throttle file. Pure."""
+    if file_name == "io.max":
+        return f"{major_minor} riops=max wiops=max rbps=max wbps=max"
+    return f"{major_minor} 0"
+
+
+def own_cgroup(proc_self_cgroup: str) -> tuple[Path, bool] | None:
+    """(directory of the cgroup this process is in for block I/O, whether it is cgroup v2) from the text of
+    /proc/self/cgroup: the v1 blkio hierarchy when mounted, else the v2 one. Pure but for what exists."""
+    lines = [line.split(":", 2) for line in proc_self_cgroup.splitlines() if line.count(":") >= 2]
+    for _, controllers, path in lines:
+        if "blkio" in controllers.split(","):
+            directory = CGROUP_ROOT / "blkio" / path.lstrip("/")
+            if (directory / "blkio.throttle.read_iops_device").exists():
+                return directory, False
+    for hierarchy, _, path in lines:
+        if hierarchy == "0":
+            for base in (CGROUP_ROOT, CGROUP_ROOT / "unified"):
+                directory = base / path.lstrip("/")
+                if (directory / "io.max").exists():
+                    return directory, True
+    return None
+
+
+class VolumeLab:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "volume"))
+        self.state = self.root / "lab.json"
+
+    def info(self) -> VolumeInfo | None:
+        if not lab_dir_exists(self.root):
+            return None
+        try:
+            raw = json.loads(self.state.read_text())
+            return VolumeInfo(root=raw["root"], device=raw["device"], major_minor=raw["major_minor"],
+                              spec=VolumeSpec(**raw["spec"]), rules=tuple(tuple(r) for r in raw["rules"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def status(self) -> str:
+        info = self.info()
+        if info is None:
+            return f"volume lab: down ({self.root} holds no lab)"
+        caps = ", ".join(line for _, line in info.rules) or "no caps"
+        return f"volume lab: up, {info.device} ({info.spec.size_bytes} bytes), capped: {caps}"
+
+    def up(self, spec: VolumeSpec) -> VolumeInfo:
+        current = self.info()
+        if current is not None and current.spec == spec and Path(current.device).exists():
+            return current
+        self.down()
+        where = own_cgroup(Path("/proc/self/cgroup").read_text())
+        if where is None:
+            raise UserError("volume lab: no block throttle here (neither cgroup v1 blkio nor a cgroup v2 with io.max)",
+                            hint="the volume lab needs a kernel with blk-throttling and root")
+        directory, v2 = where
+        ensure_lab_dir(self.root)
+        backing = self.root / "volume.img"
+        try:
+            with open(backing, "xb") as handle:  # sparse: nothing is written until fio writes
+                handle.truncate(spec.size_bytes)
+            try:
+                device = run(["losetup", "--find", "--show", "--direct-io=on", str(backing)], timeout_s=30).strip()
+            except UserError:
+                device = run(["losetup", "--find", "--show", str(backing)], timeout_s=30).strip()
+            numbers = run(["lsblk", "-dno", "MAJ:MIN", device], timeout_s=10).strip()
+            rules = tuple((str(directory / name), line) for name, line in throttle_lines(spec, numbers, v2))
+            info = VolumeInfo(root=str(self.root), device=device, major_minor=numbers, spec=spec, rules=rules)
+            self.state.write_text(json.dumps(asdict(info)))  # before the rules: down() finds what to undo
+            for path, line in rules:
+                Path(path).write_text(line + "\n")
+        except BaseException:
+            self.down()
+            raise
+        return info
+
+    def down(self) -> None:
+        """Remove the throttle rules, detach the loop device, delete the directory. Safe when nothing is up."""
+        if not lab_dir_exists(self.root):
+            return
+        info = self.info()
+        if info is not None:
+            for path, _ in info.rules:
+                with contextlib.suppress(OSError):  # the cgroup is gone with its processes: so is the rule
+                    Path(path).write_text(clearing_line(Path(path).name, info.major_minor) + "\n")
+            if Path(info.device).exists():
+                with contextlib.suppress(UserError):
+                    run(["losetup", "-d", info.device], timeout_s=30)
+        else:  # a half-made lab: detach whatever loop device still reads our file
+            backing = self.root / "volume.img"
+            for line in run(["losetup", "-j", str(backing)], timeout_s=10).splitlines():
+                device = line.split(":", 1)[0]
+                if device.startswith("/dev/loop"):
+                    run(["losetup", "-d", device], timeout_s=30)
+        remove_lab_dir(self.root)

@@ -1,0 +1,114 @@
+"""The volume lab: a loop device capped by the kernel's block throttle, as a provisioned cloud volume looks from
+inside its VM. Real fio sweeps against it: the verdict must say "capped beyond this host", the knee must sit at
+the lowest load, and a declared `expect` must read near 100 %."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli, write_plan
+from storbench.lab.volume import VolumeLab, VolumeSpec, clearing_line, own_cgroup, throttle_lines
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("losetup") is None or shutil.which("fio") is None,
+                                reason="needs root, losetup and fio")
+
+
+def test_throttle_lines_for_cgroup_v1_and_v2() -> None:
+    spec = VolumeSpec(size_bytes=1 << 30, iops=3000, bw_bytes_per_s=100 << 20)
+    assert dict(throttle_lines(spec, "7:3", v2=False)) == {
+        "blkio.throttle.read_iops_device": "7:3 3000", "blkio.throttle.write_iops_device": "7:3 3000",
+        "blkio.throttle.read_bps_device": f"7:3 {100 << 20}", "blkio.throttle.write_bps_device": f"7:3 {100 << 20}"}
+    assert throttle_lines(spec, "7:3", v2=True) == (
+        ("io.max", f"7:3 riops=3000 wiops=3000 rbps={100 << 20} wbps={100 << 20}"),)
+    assert throttle_lines(VolumeSpec(1 << 30), "7:3", v2=True) == ()  # nothing capped: no rule
+    assert clearing_line("blkio.throttle.read_iops_device", "7:3") == "7:3 0"
+    assert clearing_line("io.max", "7:3") == "7:3 riops=max wiops=max rbps=max wbps=max"
+
+
+def test_own_cgroup_reads_proc_self_cgroup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "blkio" / "user").mkdir(parents=True)
+    (tmp_path / "blkio" / "user" / "blkio.throttle.read_iops_device").write_text("")
+    (tmp_path / "unified" / "app").mkdir(parents=True)
+    (tmp_path / "unified" / "app" / "io.max").write_text("")
+    monkeypatch.setattr("storbench.lab.volume.CGROUP_ROOT", tmp_path)
+    assert own_cgroup("7:blkio:/user\n0::/app\n") == (tmp_path / "blkio" / "user", False)
+    assert own_cgroup("0::/app\n") == (tmp_path / "unified" / "app", True)
+    assert own_cgroup("0::/elsewhere\n") is None
+
+
+@pytest.fixture
+def lab_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    directory = tmp_path / "lab"
+    monkeypatch.setattr("storbench.lab.volume.DEFAULT_LAB_DIR", directory)
+    yield directory
+    VolumeLab(directory / "volume").down()
+
+
+IOPS_PLAN = """
+name: throttled
+targets:
+  volume: {kind: block, expect: {iops: 1000}}
+workload: {rw: randread, bs: 4k, iodepth: [1, 8, 32], runtime: 2s}
+repeat: 2
+lab:
+  volume: {size: 256MiB, iops: 1000}
+"""
+
+
+@pytest.mark.fio
+@needs_root
+def test_a_throttled_volume_is_capped_beyond_this_host_with_its_knee_at_the_lowest_depth(
+        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, IOPS_PLAN)), "--db", str(db))
+    assert code == 0, out + err
+    assert "volume lab: up (/dev/loop" in out and "1000 blkio.throttle.read_iops_device" in out
+    code, out, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+    records = json.loads(out)
+    by_depth: dict[int, list[dict[str, object]]] = {}
+    for record in records:
+        by_depth.setdefault(int(record["iodepth"]), []).append(record)
+    for depth, rows in by_depth.items():  # the cap holds at every depth
+        for row in rows:
+            assert 850 <= float(row["iops"]) <= 1100, (depth, row["iops"])  # type: ignore[arg-type]
+    code, out, err = run_cli(capsys, "show", "--db", str(db))
+    assert code == 0, err
+    verdicts = [line for line in out.splitlines() if line.strip().startswith("volume randread")]
+    assert len(verdicts) == 3 and all("capped beyond this host" in line for line in verdicts), out
+    assert "at its declared 1,000 IOPS" in out and "under-driven" not in out
+    code, out, err = run_cli(capsys, "saturation", "--db", str(db))
+    assert code == 0, err
+    assert "already saturated at the lowest load" in out, out
+    # nothing left behind: no loop device reads the lab's file, no rule for it, no directory
+    assert not (lab_dir / "volume").exists()
+    assert "volume.img" not in os.popen("losetup -a").read()
+
+
+BW_PLAN = """
+name: throttled-bw
+targets:
+  volume: {kind: block}
+workload: {rw: read, bs: [64k, 256k, 1m], iodepth: 2, runtime: 2s}
+repeat: 2
+lab:
+  volume: {size: 256MiB, bw: 20MiB/s}
+"""
+
+
+@pytest.mark.fio
+@needs_root
+def test_a_bandwidth_throttle_is_capped_across_block_sizes(lab_dir: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, BW_PLAN)), "--db", str(db))
+    assert code == 0, out + err
+    code, out, err = run_cli(capsys, "show", "--db", str(db))
+    verdicts = [line for line in out.splitlines() if line.strip().startswith("volume read")]
+    assert len(verdicts) == 3 and all("capped beyond this host" in line for line in verdicts), out
+    assert "MiB/s flat at" in out
