@@ -247,3 +247,23 @@ def test_a_capped_curve_at_its_declared_limit_says_so() -> None:
     far = summarize_points(rows, expectations={(1, "t"): Expectation(iops=6000)})
     assert all("declared" not in p.bottleneck.evidence for p in far)  # capped, but not at what was sold
     assert summarize_points(rows)[0].share_of_expected() is None
+
+
+def test_a_capped_curve_names_what_the_storage_itself_reports() -> None:
+    """Ceph counters from the (remote) cluster along the curve: the OSD op latency growing with the load says
+    where the I/O waits; storage nodes' CPU and disks (Prometheus) below their thresholds are shown too."""
+    points = _sweep("iodepth", [1, 16, 64], [[2999, 3000], [2999, 3001], [3013, 3010]], [0.33, 5.5, 22.0],
+                    ceph_op_latency_ns=None)
+    assert "OSDs' op latency" not in points[0].bottleneck.evidence
+    rows = []
+    for depth, lat, osd_ms, node_cpu in ((1, 0.33, 0.2, 20.0), (16, 5.5, 5.0, 30.0), (64, 22.0, 20.0, 35.0)):
+        for rep in range(2):
+            rows.append(observation(**{**_BASE, "case_id": f"d{depth}", "iodepth": depth, "repeat": rep,
+                                       "direction": "read", "rw": "randread", "iops": 3000.0, "lat_mean_ns": lat * 1e6,
+                                       "host_cpu_busy_pct": 10.0, "disk_busiest_util_pct": 20.0,
+                                       "ceph_op_latency_ns": osd_ms * 1e6, "node_cpu_busy_pct": node_cpu,
+                                       "node_busiest": "osd1:9100"}))
+    evidence = summarize_points(rows)[0].bottleneck.evidence
+    assert "capped" in summarize_points(rows)[0].bottleneck.kind
+    assert "the OSDs' op latency went 0.20 ms to 20.00 ms (100.0x)" in evidence
+    assert "storage node CPU 20 % to 35 % busy" in evidence

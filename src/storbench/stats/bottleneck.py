@@ -234,13 +234,14 @@ def flat_from(steps: Sequence[CurveStep]) -> int | None:
 AT_DECLARED_FRACTION = 0.05
 
 
-def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = None
+def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = None, remote: str = ""
                 ) -> list[BottleneckVerdict | None]:
     """Verdicts the sweep gives its points (None: keep the point's own). ``steps`` are sorted by load; ``what``
     names the throughput ("IOPS" or "MiB/s"). From the first point where throughput stops rising beyond noise,
     if mean latency then grows at least LATENCY_GROWTH times while load grows at least LOAD_GROWTH times, every
     point of that stretch that saturated nothing of this host is "capped beyond this host"; with the target's
-    ``declared`` limit (same unit as the throughput) within AT_DECLARED_FRACTION, the evidence says it is at it."""
+    ``declared`` limit (same unit as the throughput) within AT_DECLARED_FRACTION, the evidence says it is at it;
+    ``remote`` is what the storage's own telemetry says along the curve, added to the evidence."""
     out: list[BottleneckVerdict | None] = [None] * len(steps)
     start = flat_from(steps)
     if start is None:
@@ -271,6 +272,8 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
         if abs(level / declared - 1) <= AT_DECLARED_FRACTION:
             limit = f"{declared:,.0f} IOPS" if what == "IOPS" else f"{format_bytes(declared)}/s"
             evidence += f"; at its declared {limit} ({100 * level / declared:.0f} % of expected)"
+    if remote:
+        evidence += f"; {remote}"
     for i, step in enumerate(stretch, start=start):
         out[i] = BottleneckVerdict(Bottleneck.CAPPED, evidence, (), step.verdict.in_flight, step.verdict.slots)
     return out

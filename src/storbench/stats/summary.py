@@ -258,6 +258,25 @@ def _step(point: PointSummary, load: float, label: str, field: str) -> CurveStep
                      verdict=point.bottleneck)
 
 
+def _remote_evidence(points: Sequence[PointSummary], members: Sequence[int]) -> str:
+    """What the storage's own telemetry says along a curve (lowest to highest load), for a capped verdict: the
+    OSDs' op latency (Ceph counters), the storage nodes' CPU and disks (Prometheus)."""
+    def ends(field: str) -> tuple[float, float] | None:
+        first, last = points[members[0]].metric(field), points[members[-1]].metric(field)
+        return (first.mean, last.mean) if first is not None and last is not None else None
+
+    parts = []
+    osd = ends("ceph_op_latency_ns")
+    if osd is not None and osd[0] > 0:
+        parts.append(f"the OSDs' op latency went {osd[0] / 1e6:.2f} ms to {osd[1] / 1e6:.2f} ms "
+                     f"({osd[1] / osd[0]:.1f}x): the I/O waits in the cluster")
+    for field, what in (("node_cpu_busy_pct", "storage node CPU"), ("node_disk_util_pct", "storage node disks")):
+        both = ends(field)
+        if both is not None:
+            parts.append(f"{what} {both[0]:.0f} % to {both[1]:.0f} % busy")
+    return "; ".join(parts)
+
+
 def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
     """The points with the verdicts their sweeps give (``bottleneck.judge_curve``): along each load curve
     (iodepth, numjobs, clients; load = outstanding I/Os) on IOPS, and along each block-size curve on bandwidth.
@@ -288,7 +307,8 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
             declared = None
             if expected is not None:
                 declared = expected.bw_bytes_per_s if axis == "bs_bytes" else expected.iops
-            for i, verdict in zip(members, judge_curve(steps, what, declared), strict=True):
+            for i, verdict in zip(members, judge_curve(steps, what, declared, _remote_evidence(points, members)),
+                                  strict=True):
                 if verdict is not None and out[i].bottleneck.kind != Bottleneck.CAPPED:
                     out[i] = replace(out[i], bottleneck=verdict)
     return out
