@@ -18,6 +18,7 @@ from storbench.report.labels import (
     varying_comparison_lab,
     varying_lab_keys,
 )
+from storbench.report.tables import knee_text
 from storbench.stats.compare import PointComparison
 from storbench.stats.drift import Drift
 from storbench.stats.knee import Curve
@@ -172,7 +173,8 @@ def latency_vs_iodepth_figures(points: Sequence[PointSummary]) -> list[FigureSpe
 
 
 def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
-    """IOPS-latency curves (p99 against IOPS, one point per load level), the knee marked."""
+    """IOPS-latency curves (p99 against IOPS, one point per load level), the knee marked; a curve already
+    saturated at its lowest load says so beside the figure."""
     by_axis: dict[str, list[Curve]] = {}
     for curve in curve_list:
         by_axis.setdefault(curve.axis, []).append(curve)
@@ -181,10 +183,12 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
     for axis, members in by_axis.items():
         series = []
         knees_x, knees_y, knees_text = [], [], []
+        notes = []
         for curve in members:
+            label = curve_label(curve, lab_keys)
             usable = [c for c in curve.points if c.lat_p99_ns is not None]
             series.append(Series(
-                name=curve_label(curve, lab_keys), x=tuple(c.iops for c in usable),
+                name=label, x=tuple(c.iops for c in usable),
                 y=tuple((c.lat_p99_ns or 0) / 1000 for c in usable),
                 error_x=tuple(c.iops_ci_half or 0.0 for c in usable),
                 text=tuple(f"{axis}={c.load}: {c.point.bottleneck.kind.value}" for c in usable)))
@@ -192,15 +196,19 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
             if knee is not None and knee.lat_p99_ns is not None:
                 knees_x.append(knee.iops)
                 knees_y.append(knee.lat_p99_ns / 1000)
-                knees_text.append(f"knee: {curve_label(curve, lab_keys)} {axis}={knee.load}")
+                knees_text.append(f"{label}: {knee_text(curve)}" if curve.saturated_at_lowest_load
+                                  else f"knee: {label} {axis}={knee.load}")
+            if curve.saturated_at_lowest_load:
+                notes.append((label, knee_text(curve)))
         if knees_x:
             series.append(Series(name="knee", x=tuple(knees_x), y=tuple(knees_y), text=tuple(knees_text),
                                  mode="markers", marker_size=16))
         figures.append(FigureSpec(
             figure_id=f"iops-latency-{axis}", title=f"IOPS vs p99 latency as {axis} grows", x_label="IOPS",
             y_label="p99 latency (µs)", series=tuple(series), y_log=True, section="Saturation curves",
-            caption=f"Each point is one {axis} setting; the knee (large marker) is where more load stops adding IOPS "
-            "(Kneedle on IOPS against log2 load). Horizontal error bars: 95 % CI of IOPS."))
+            caption=f"Each point is one {axis} setting; the knee (large marker) is the lowest {axis} beyond which "
+            "more load adds no IOPS beyond noise while latency grows; at the first point, the curve was already "
+            "saturated at the lowest load. Horizontal error bars: 95 % CI of IOPS.", notes=tuple(notes)))
     return figures
 
 

@@ -30,6 +30,7 @@ from storbench.report.tables import (
     change_text,
     interval_caption,
     iops_with_ci,
+    knee_text,
     telemetry_cell,
     telemetry_columns,
 )
@@ -153,9 +154,7 @@ def _saturation_table(doc: ReportDocument) -> str:
     lab_keys = curve_lab_keys(doc.curves)
     for curve in doc.curves:
         peak = max(curve.points, key=lambda c: c.iops)
-        knee = curve.knee
-        cells = [curve_label(curve, lab_keys),
-                 "none within the sweep" if knee is None else f"{curve.axis}={knee.load}: {knee.iops:,.0f} IOPS",
+        cells = [curve_label(curve, lab_keys), knee_text(curve),
                  f"{curve.axis}={peak.load}: {peak.iops:,.0f} IOPS, p99 {format_latency_ns(peak.lat_p99_ns)}"]
         if doc.objective:
             best = best_under_objective(curve, doc.objective)

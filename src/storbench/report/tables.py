@@ -19,7 +19,7 @@ from storbench.report.labels import (
 )
 from storbench.stats.compare import PointComparison, Verdict
 from storbench.stats.estimate import Estimate
-from storbench.stats.knee import Curve, CurvePoint, LatencyObjective, best_under_objective
+from storbench.stats.knee import Curve, CurvePoint, KneeKind, LatencyObjective, best_under_objective
 from storbench.stats.summary import WARNING_TITLES, PointSummary, StatWarning
 from storbench.units import format_bytes, format_duration, format_latency_ns
 
@@ -208,10 +208,27 @@ def interval_caption(comparisons: Sequence[PointComparison]) -> str:
     return "intervals " + "; ".join(text for method, text in names.items() if method in methods)
 
 
-def _knee_text(point: CurvePoint | None, axis: str) -> str:
-    if point is None:
-        return "none in sweep"
-    return f"{axis}={point.load}: {point.iops:,.0f} IOPS, p99 {format_latency_ns(point.lat_p99_ns)}"
+def _point_figures(point: CurvePoint) -> str:
+    return f"{point.iops:,.0f} IOPS, p99 {format_latency_ns(point.lat_p99_ns)}"
+
+
+def _knee_text(point: CurvePoint, axis: str) -> str:
+    return f"{axis}={point.load}: {_point_figures(point)}"
+
+
+def knee_text(curve: Curve) -> str:
+    """The knee in words: where it is, that the curve was already saturated at its lowest load, or why there is
+    none (see `stats.knee.locate_knee`)."""
+    knee, axis = curve.knee, curve.axis
+    if knee is not None and curve.saturated_at_lowest_load:
+        return f"already saturated at the lowest load ({axis} {knee.load}): {_point_figures(knee)}"
+    if knee is not None:
+        return _knee_text(knee, axis)
+    if curve.knee_kind is KneeKind.LATENCY_FLAT:
+        return f"none: IOPS stopped rising but latency did not grow (did more {axis} reach the storage?)"
+    if curve.knee_kind is KneeKind.TOO_FEW_POINTS:
+        return "none: fewer than 2 load levels"
+    return f"none in sweep: IOPS still rising at {axis} {curve.points[-1].load}"
 
 
 def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | None) -> Table:
@@ -225,7 +242,7 @@ def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | 
     lab_keys = curve_lab_keys(curve_list)
     for curve in curve_list:
         peak = max(curve.points, key=lambda c: c.iops)
-        row = [curve_label(curve, lab_keys), str(len(curve.points)), _knee_text(curve.knee, curve.axis),
+        row = [curve_label(curve, lab_keys), str(len(curve.points)), knee_text(curve),
                _knee_text(peak, curve.axis)]
         if objective:
             best = best_under_objective(curve, objective)

@@ -2,17 +2,41 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 
+from storbench.stats.bottleneck import FLAT_GAIN_FRACTION, LATENCY_GROWTH
+from storbench.stats.estimate import Estimate
 from storbench.stats.summary import PointSummary
 from storbench.units import parse_duration_s
 
 LOAD_AXES = ("iodepth", "numjobs", "clients")
-# A knee must stand out: the normalised IOPS curve must rise this much above the straight line.
-MIN_KNEE_PROMINENCE = 0.05
+# More load "raises throughput" only when IOPS gains at least this share of the lower point's mean and the two
+# 95 % intervals do not overlap (the rule of the "capped beyond this host" verdict, so the two agree); when a point
+# has no interval (n < 2), only a gain of at least MIN_IOPS_GAIN_NO_INTERVAL.
+MIN_IOPS_GAIN = FLAT_GAIN_FRACTION
+MIN_IOPS_GAIN_NO_INTERVAL = 0.20
+# Latency "keeps growing" beyond the knee when the highest load's mean latency is at least this many times the
+# knee's (the capped verdict's figure too).
+MIN_LATENCY_GROWTH = LATENCY_GROWTH
+
+
+class KneeKind(Enum):
+    """What the sweep says about saturation (in words: `report.tables.knee_text`)."""
+
+    WITHIN_SWEEP = "within the sweep"  # IOPS rose with load, then stopped while latency grew: the knee is inside
+    AT_LOWEST_LOAD = "at the lowest load"  # IOPS flat from the first point while latency grew: already saturated
+    STILL_RISING = "still rising"  # more load raised IOPS up to the highest load: no knee within the sweep
+    LATENCY_FLAT = "latency flat"  # IOPS stopped rising but latency did not grow: the load did not reach the storage
+    TOO_FEW_POINTS = "too few points"  # fewer than 2 load levels
+
+
+@dataclass(frozen=True)
+class Knee:
+    index: int | None
+    kind: KneeKind
 
 
 @dataclass(frozen=True)
@@ -28,39 +52,93 @@ class CurvePoint:
 
 @dataclass(frozen=True)
 class Curve:
-    """IOPS and latency against one load axis, everything else fixed (in words: `report.labels.curve_label`)."""
+    """IOPS and latency against one load axis, everything else fixed (in words: `report.labels.curve_label`).
+
+    ``knee_kind`` says why there is (or is not) a knee; left out, it follows from ``knee_index``."""
 
     axis: str
     points: tuple[CurvePoint, ...]
     knee_index: int | None
+    knee_kind: KneeKind | None = None
+
+    def __post_init__(self) -> None:
+        if self.knee_kind is None:
+            derived = (KneeKind.STILL_RISING if self.knee_index is None
+                       else KneeKind.AT_LOWEST_LOAD if self.knee_index == 0 else KneeKind.WITHIN_SWEEP)
+            object.__setattr__(self, "knee_kind", derived)
+        elif (self.knee_index is None) != (self.knee_kind not in (KneeKind.WITHIN_SWEEP, KneeKind.AT_LOWEST_LOAD)):
+            raise ValueError(f"knee index {self.knee_index} does not go with {self.knee_kind}")
 
     @property
     def knee(self) -> CurvePoint | None:
         return None if self.knee_index is None else self.points[self.knee_index]
 
+    @property
+    def saturated_at_lowest_load(self) -> bool:
+        """IOPS already flat from the first load level while latency grew: the knee is the first point."""
+        return self.knee_kind is KneeKind.AT_LOWEST_LOAD
+
+
+def rises_beyond_noise(lower: Estimate, higher: Estimate, min_gain: float, min_gain_no_interval: float) -> bool:
+    """``higher`` is above ``lower`` by more than noise. When both have a 95 % interval (n >= 2): its mean is more
+    than ``min_gain`` (a share of ``lower``'s mean) above, and its interval's low end is above ``lower``'s high
+    end (the intervals do not overlap). Without an interval at either (one repetition says nothing about its own
+    noise): its mean is more than ``min_gain_no_interval`` above."""
+    gain = higher.mean - lower.mean
+    if lower.ci_high is None or higher.ci_low is None:
+        return gain > 0 and gain > min_gain_no_interval * lower.mean
+    return gain > 0 and gain > min_gain * lower.mean and higher.ci_low > lower.ci_high
+
+
+def locate_knee(iops: Sequence[Estimate], latency: Sequence[Estimate | None] | None = None) -> Knee:
+    """The saturation knee of a curve whose points are in increasing load.
+
+    The knee is the first point k such that no higher load raises IOPS beyond noise over k
+    (`rises_beyond_noise`: at least +5 % and non-overlapping 95 % intervals, or +20 % when either point has n < 2),
+    provided there is a higher load and the mean latency at the highest load is at least 1.5 times k's (far beyond
+    the run-to-run noise of latency, and what Little's law gives for +50 % outstanding I/O at flat IOPS). Comparing
+    k with every higher load, not only with its neighbour, means a noisy dip cannot end a rise early, and a slow
+    creep counts once it adds up to the threshold.
+
+    - k = 0: IOPS flat from the first point: ``AT_LOWEST_LOAD`` (already saturated at the lowest load).
+    - 0 < k: ``WITHIN_SWEEP``.
+    - every point but the last is out-raised by some higher load: ``STILL_RISING`` (no knee within the sweep).
+    - IOPS stopped rising at k but latency did not grow: ``LATENCY_FLAT``, no knee (more load did not reach the
+      storage: a sync engine ignores iodepth, fio's rate limit holds I/Os back).
+    Missing latency (``latency`` None, or None at k or the last point) leaves the IOPS rule to decide alone.
+    """
+    if len(iops) < 2 or (latency is not None and len(latency) != len(iops)):
+        return Knee(None, KneeKind.TOO_FEW_POINTS)
+    last = len(iops) - 1
+    for k in range(last):
+        if any(rises_beyond_noise(iops[k], iops[j], MIN_IOPS_GAIN, MIN_IOPS_GAIN_NO_INTERVAL)
+               for j in range(k + 1, last + 1)):
+            continue
+        at_knee, at_end = (latency[k], latency[last]) if latency is not None else (None, None)
+        if at_knee is not None and at_end is not None and at_end.mean < MIN_LATENCY_GROWTH * at_knee.mean:
+            return Knee(None, KneeKind.LATENCY_FLAT)
+        return Knee(k, KneeKind.AT_LOWEST_LOAD if k == 0 else KneeKind.WITHIN_SWEEP)
+    return Knee(None, KneeKind.STILL_RISING)
+
 
 def find_knee(loads: Sequence[float], iops: Sequence[float]) -> int | None:
-    """Kneedle on IOPS against log2(load): normalise both to [0, 1] and take the point furthest above the
-    chord from the first to the last point. None when there are fewer than 3 points, IOPS does not rise, or
-    no point stands out (still scaling: not saturated within the sweep)."""
-    if len(loads) < 3 or len(loads) != len(iops):
+    """`locate_knee` for plain IOPS figures in increasing load (one repetition each, so the +20 % rule; latency
+    unknown). None when there is no knee within the sweep."""
+    if len(loads) != len(iops):
         return None
-    xs = [math.log2(x) for x in loads]
-    lo_x, hi_x = min(xs), max(xs)
-    lo_y, hi_y = min(iops), max(iops)
-    if hi_x == lo_x or hi_y <= lo_y:
-        return None
-    gaps = [((y - lo_y) / (hi_y - lo_y)) - ((x - lo_x) / (hi_x - lo_x)) for x, y in zip(xs, iops, strict=True)]
-    best = max(range(len(gaps)), key=lambda i: gaps[i])
-    if gaps[best] < MIN_KNEE_PROMINENCE:  # includes a curve still rising at its end: no knee within the sweep
-        return None
-    return best
+    return locate_knee([Estimate(n=1, mean=y, stddev=0.0, ci_low=None, ci_high=None) for y in iops]).index
 
 
 def _other_fields(point: PointSummary, axis: str) -> tuple[object, ...]:
     fields = ["target", "rw", "rwmixread", "bs_bytes", "direction", "ioengine", "direct", "runtime_s",
               "fio_options", "lab", *LOAD_AXES]
     return tuple(getattr(point, f) for f in fields if f != axis)
+
+
+def _metric(point: PointSummary, field: str) -> Estimate:
+    value = point.metric(field)
+    assert value is not None
+    return value
 
 
 def curves(points: Sequence[PointSummary], axis: str) -> list[Curve]:
@@ -86,8 +164,9 @@ def curves(points: Sequence[PointSummary], axis: str) -> list[Curve]:
                 load=int(getattr(p, axis)), outstanding_ios=p.iodepth * p.numjobs * p.clients, iops=iops.mean,
                 iops_ci_half=iops.half_width, lat_mean_ns=mean.mean if mean else None,
                 lat_p99_ns=p99.mean if p99 else None, point=p))
-        knee = find_knee([c.load for c in curve_points], [c.iops for c in curve_points])
-        out.append(Curve(axis=axis, points=tuple(curve_points), knee_index=knee))
+        knee = locate_knee([_metric(c.point, "iops") for c in curve_points],
+                           [c.point.metric("lat_mean_ns") for c in curve_points])
+        out.append(Curve(axis=axis, points=tuple(curve_points), knee_index=knee.index, knee_kind=knee.kind))
     return out
 
 
