@@ -195,6 +195,8 @@ def judge(x: BottleneckInputs) -> BottleneckVerdict:
 # A load step "raises throughput" only when the higher load's mean is above the lower's by more than this share
 # AND by more than both points' 95 % half-widths together (noise cannot pass for a gain).
 FLAT_GAIN_FRACTION = 0.05
+# Without an interval (a point of one repetition says nothing about its own noise) the gain must exceed this.
+FLAT_GAIN_NO_INTERVAL_FRACTION = 0.20
 # ... and a curve is "capped" over a stretch when, across it, mean latency grew at least this many times while the
 # load (outstanding I/Os, or block size) grew at least LOAD_GROWTH times.
 LATENCY_GROWTH = 1.5
@@ -216,9 +218,12 @@ class CurveStep:
 
 
 def raises(low: CurveStep, high: CurveStep) -> bool:
-    """Whether going from ``low`` to ``high`` load raised throughput beyond noise (see FLAT_GAIN_FRACTION)."""
-    noise = (low.throughput_half_width or 0.0) + (high.throughput_half_width or 0.0)
+    """Whether going from ``low`` to ``high`` load raised throughput beyond noise (see FLAT_GAIN_FRACTION): the
+    same rule as the knee's (``knee.rises_beyond_noise``)."""
     gain = high.throughput - low.throughput
+    if low.throughput_half_width is None or high.throughput_half_width is None:
+        return gain > FLAT_GAIN_NO_INTERVAL_FRACTION * low.throughput
+    noise = low.throughput_half_width + high.throughput_half_width
     return gain > FLAT_GAIN_FRACTION * low.throughput and gain > noise
 
 

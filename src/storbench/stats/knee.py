@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from storbench.stats.bottleneck import FLAT_GAIN_FRACTION, LATENCY_GROWTH
+from storbench.stats.bottleneck import FLAT_GAIN_FRACTION, FLAT_GAIN_NO_INTERVAL_FRACTION, LATENCY_GROWTH
 from storbench.stats.estimate import Estimate
 from storbench.stats.summary import PointSummary
 from storbench.units import parse_duration_s
@@ -17,7 +17,7 @@ LOAD_AXES = ("iodepth", "numjobs", "clients")
 # 95 % intervals do not overlap (the rule of the "capped beyond this host" verdict, so the two agree); when a point
 # has no interval (n < 2), only a gain of at least MIN_IOPS_GAIN_NO_INTERVAL.
 MIN_IOPS_GAIN = FLAT_GAIN_FRACTION
-MIN_IOPS_GAIN_NO_INTERVAL = 0.20
+MIN_IOPS_GAIN_NO_INTERVAL = FLAT_GAIN_NO_INTERVAL_FRACTION
 # Latency "keeps growing" beyond the knee when the highest load's mean latency is at least this many times the
 # knee's (the capped verdict's figure too).
 MIN_LATENCY_GROWTH = LATENCY_GROWTH
