@@ -366,10 +366,10 @@ def test_clusters_side_by_side_alternate_osd_counts(lab_dir: Path, tmp_path: Pat
     assert "osds: clusters side by side" in out and "(cluster 2 of 2 side by side)" in out
     assert [osds for osds, _, _ in alive] == [1, 2, 2, 1] and all(a and b for _, a, b in alive)
     conn = sqlite3.connect(db)
-    rows = conn.execute("SELECT c.lab_json, r.target_json, r.status, r.telemetry FROM repetitions r "
+    rows = conn.execute("SELECT c.lab_json, r.target_json, r.status FROM repetitions r "
                         "JOIN cases c ON c.id = r.case_id ORDER BY r.started_at_s").fetchall()
     conn.close()
-    for lab_json, target_json, status, _ in rows:
+    for lab_json, target_json, status in rows:
         osds = dict(json.loads(lab_json))["osds"]
         assert status == "ok"
         conf = json.loads(target_json)["conf"]
