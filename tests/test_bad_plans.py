@@ -3,6 +3,7 @@ the key path of the problem (with a hint where one helps), before any fio run an
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import textwrap
@@ -346,6 +347,8 @@ BAD_PLANS = [
     case("ceph-side-by-side-with-hosts", Bad(BASE + "lab:\n  hosts: {count: 1}\n  ceph:\n    osds: [1, 2]\n"
                                              "    pool_size: 1\n    bring_up: side_by_side\n", 13,
                                              "lab.ceph.bring_up", ("hosts lab",))),
+    case("ceph-osd-cpus-above-the-machine", Bad(BASE + "lab:\n  ceph:\n    osd_cpus: [1, 4096]\n", 10,
+                                                "lab.ceph.osd_cpus[1]", ("less than or equal to 256",))),
     case("ceph-live-sweep-on-memstore", Bad(BASE + "lab:\n  ceph:\n    objectstore: memstore\n"
                                             "    config: {osd_op_num_shards: [1, 2]}\n", 11,
                                             "lab.ceph.config.osd_op_num_shards",
@@ -487,3 +490,17 @@ def test_target_directory_with_quote_fails_before_the_run(
         _assert_nothing_ran(db)
     else:  # or the directory is written safely and the run works
         assert status == 0, err
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(not HAVE_FIO, reason="needs fio on PATH")
+def test_an_osd_cpu_quota_above_this_machine_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cores = os.cpu_count() or 1
+    path = tmp_path / PLAN_NAME
+    path.write_text(BASE.replace("scratch: {kind: path, path: ./data, size: 1MiB}",
+                                 "rbd: {kind: rbd, pool: bench, image: x, size: 16MiB}")
+                    + f"lab:\n  ceph:\n    osd_cpus: [1, {cores + 1}]\n")
+    status = main(["plan", str(path)])
+    _, err = capsys.readouterr()
+    assert status == 2 and f"osd_cpus {cores + 1} is more than this machine's {cores} cores" in err
+    assert f"{path}:10: lab.ceph.osd_cpus" in err

@@ -384,3 +384,52 @@ def test_clusters_side_by_side_alternate_osd_counts(lab_dir: Path, tmp_path: Pat
     assert code == 0 and "side by side" in out + err and "one cluster instance" in out + err
     assert pids_with(str(lab_dir) + "/") == []
     assert not (lab_dir / "ceph").exists() and not (lab_dir / "ceph-2").exists()
+
+
+CPUS_PLAN = """
+name: osd-cpus
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 32MiB}
+workload: {rw: randwrite, bs: 4k, iodepth: 8, runtime: 2s}
+repeat: 2
+lab:
+  ceph: {osds: 1, osd_size: 1GiB, objectstore: memstore, pool_size: 1, osd_cpus: [0.2, 1]}
+"""
+
+
+def test_an_osd_cpu_quota_is_applied_live_and_read_back(lab_dir: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """osd_cpus 0.2 vs 1 on one cluster, A B B A, no restart: before each repetition the test reads the OSD's
+    cgroup quota file itself; at 0.2 cores the OSD is held by its quota and the verdict says so."""
+    from storbench.execute.local import LocalExecutor
+    from storbench.lab import cpu_quota
+    from storbench.lab.ceph import CephLab
+
+    seen: list[tuple[float, float | None, bool]] = []
+    original = LocalExecutor.run_case
+
+    def reading_the_quota(self: LocalExecutor, case, *args, **kwargs):  # type: ignore[no-untyped-def]
+        lab = CephLab(lab_dir / "ceph")
+        ctl = cpu_quota.controller()
+        assert ctl is not None
+        [osd] = [d for d in json.loads((lab.root / "pids.json").read_text()) if d["name"].startswith("osd.")]
+        group = cpu_quota.group_dir(ctl, lab.root.name, osd["name"])
+        procs = (group / "cgroup.procs").read_text().split()
+        quota = cpu_quota.parse_quota("cpu.cfs_quota_us" if not ctl.v2 else "cpu.max",
+                                      (group / ("cpu.max" if ctl.v2 else "cpu.cfs_quota_us")).read_text())
+        seen.append((case.lab.ceph.osd_cpus, quota, str(osd["pid"]) in procs))
+        return original(self, case, *args, **kwargs)
+
+    monkeypatch.setattr(LocalExecutor, "run_case", reading_the_quota)
+    db, out = _run(CPUS_PLAN, tmp_path, capsys)
+    assert [cores for cores, _, _ in seen] == [0.2, 1.0, 1.0, 0.2]  # A B B A
+    assert all(quota == cores and inside for cores, quota, inside in seen), seen
+    assert "OSDs restarted" not in out and out.count("OSD CPU quota set to") == 3
+    code, out, err = run_cli(capsys, "show", "--db", str(db))
+    assert code == 0, err
+    slow = next(line for line in out.splitlines() if "osd_cpus=0.2:" in line)
+    assert "cpu-bound" in slow and "of its 0.2-core CPU quota" in slow, out
+    assert pids_with(str(lab_dir) + "/") == [] and not (lab_dir / "ceph").exists()
+    ctl = cpu_quota.controller()
+    assert ctl is not None and not list(ctl.root.glob(f"{cpu_quota.GROUP_PREFIX}-ceph-*"))  # cgroups removed

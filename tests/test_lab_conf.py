@@ -264,3 +264,28 @@ def test_a_veth_that_vanishes_with_its_namespace_is_not_an_error(monkeypatch: py
     listings = iter(["2: sbnfs0@if3: <BROADCAST>", "2: sbnfs0@if3: <BROADCAST>"])
     with pytest.raises(UserError):
         nfs._delete_link("sbnfs0")  # still there: a real failure
+
+
+def test_cpu_quota_files_for_cgroup_v1_and_v2() -> None:
+    from storbench.lab.cpu_quota import parse_quota, quota_line
+
+    assert quota_line(0.5, v2=False) == ("cpu.cfs_quota_us", "50000")
+    assert quota_line(None, v2=False) == ("cpu.cfs_quota_us", "-1")
+    assert quota_line(2, v2=True) == ("cpu.max", "200000 100000")
+    assert quota_line(None, v2=True) == ("cpu.max", "max 100000")
+    assert parse_quota("cpu.cfs_quota_us", "50000\n") == 0.5 and parse_quota("cpu.cfs_quota_us", "-1") is None
+    assert parse_quota("cpu.max", "150000 100000\n") == 1.5 and parse_quota("cpu.max", "max 100000") is None
+
+
+def test_osd_cpus_is_a_live_setting_on_one_cluster() -> None:
+    from storbench.config import load_plan_text
+    from storbench.plan import expand, lab_designs, schedule
+    from storbench.sessions import group_by_lab
+
+    plan = REPLICA_PLAN.replace("osds: [3, 4], pool_size: [2, 3]}", "osds: 3, osd_cpus: [0.5, 1]}")
+    cases = expand(load_plan_text(plan, "cpus.yaml"))
+    assert {c.lab.ceph.osd_cpus for c in cases} == {0.5, 1.0}  # type: ignore[union-attr]
+    assert len(group_by_lab(schedule(cases, 2, "interleaved", 0))) == 1
+    assert lab_designs(cases)[0].startswith("osd_cpus: interleaved on one cluster")
+    point = cases[0].lab
+    assert LabPoint.from_pairs(point.pairs()) == point and "osd_cpus=0.5" in point.describe()

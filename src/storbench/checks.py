@@ -3,6 +3,7 @@ then every target through its kind. Never a half-run on a bad plan."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,8 +44,19 @@ def check_fio_against_plan(loaded: LoadedPlan, cases: Sequence[Case], caps: FioC
                                 hint=did_you_mean(name, known) or "see `fio --cmdhelp`")
 
 
+def check_machine(loaded: LoadedPlan) -> None:
+    """What the plan asks of this machine: an OSD CPU quota within its cores."""
+    ceph = loaded.config.lab.ceph if loaded.config.lab else None
+    cores = os.cpu_count() or 1
+    if ceph is not None and ceph.osd_cpus and max(ceph.osd_cpus) > cores:
+        raise UserError(f"osd_cpus {max(ceph.osd_cpus):g} is more than this machine's {cores} cores",
+                        where=loaded.source.where(("lab", "ceph", "osd_cpus")),
+                        hint=f"give each OSD at most {cores} cores")
+
+
 def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str, *, create: bool) -> Checked:
     """All checks that can fail, before anything runs: never a half-run on a bad plan."""
+    check_machine(loaded)
     engines = tuple(sorted({case.workload.ioengine for case in cases}))
     caps = fio_capabilities(fio_binary, engines)
     check_fio_against_plan(loaded, cases, caps)

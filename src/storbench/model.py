@@ -167,13 +167,13 @@ class WorkloadPoint:
 
 
 # Ceph lab settings as plans name them, and which of them are sizes in bytes (shown with units, matched as sizes).
-CEPH_SETTINGS = ("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target")
+CEPH_SETTINGS = ("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus")
 CEPH_SIZE_SETTINGS = frozenset({"osd_size", "cache_size", "osd_memory_target", "volume_size"})
 # Ceph settings a running cluster holds side by side (a pool per value): their values alternate on one cluster.
 SIDE_BY_SIDE_SETTINGS = frozenset({"pool_size"})
 # Ceph settings applied to a running cluster (`ceph config set` and an OSD restart) before each case's turn; so
 # are the options of `lab.ceph.config`. Their values alternate on one cluster too.
-LIVE_SETTINGS = frozenset({"cache_size", "osd_memory_target"})
+LIVE_SETTINGS = frozenset({"cache_size", "osd_memory_target", "osd_cpus"})
 # Settings that need a cluster of their own per value (a blocked design).
 CLUSTER_SETTINGS = frozenset({"osds", "osd_size", "objectstore"})
 
@@ -191,6 +191,7 @@ class CephLabPoint:
     osd_memory_target_bytes: int | None = None
     cephfs: bool = False
     config: tuple[tuple[str, int | str], ...] = ()  # lab.ceph.config: OSD options by name, sorted
+    osd_cpus: float | None = None  # a CPU quota per OSD daemon, in cores (a cgroup each)
 
     def settings(self) -> tuple[tuple[str, int | str], ...]:
         """(name as in the plan, value) of every setting that is set, in CEPH_SETTINGS order, then the
@@ -198,7 +199,8 @@ class CephLabPoint:
         values: dict[str, int | str | None] = {
             "osds": self.osds, "osd_size": self.osd_size_bytes, "objectstore": self.objectstore,
             "pool_size": self.pool_size, "cache_size": self.cache_size_bytes,
-            "osd_memory_target": self.osd_memory_target_bytes}
+            "osd_memory_target": self.osd_memory_target_bytes,
+            "osd_cpus": None if self.osd_cpus is None else f"{self.osd_cpus:g}"}
         return (*((name, value) for name in CEPH_SETTINGS if (value := values[name]) is not None), *self.config)
 
 
@@ -266,7 +268,8 @@ class LabPoint:
             ceph = CephLabPoint(osds=int(values["osds"]), osd_size_bytes=int(values["osd_size"]),
                                 objectstore=values["objectstore"], pool_size=int(values["pool_size"]),
                                 cache_size_bytes=size("cache_size"), osd_memory_target_bytes=size("osd_memory_target"),
-                                cephfs=values.get("cephfs") == "1", config=options)
+                                cephfs=values.get("cephfs") == "1", config=options,
+                                osd_cpus=float(values["osd_cpus"]) if "osd_cpus" in values else None)
         volume = None
         if "volume" in kinds:
             def number(name: str) -> int | None:
@@ -302,7 +305,7 @@ def cluster_of(lab: LabPoint) -> LabPoint:
     if lab.ceph is None:
         return lab
     return LabPoint(ceph=replace(lab.ceph, pool_size=0, cache_size_bytes=None, osd_memory_target_bytes=None,
-                                 config=()), nfs=lab.nfs)
+                                 config=(), osd_cpus=None), nfs=lab.nfs, volume=lab.volume)
 
 
 def interleaved_setting(name: str) -> bool:

@@ -65,6 +65,7 @@ _AXIS_NORMALISERS = {
     "pool_size": int,
     "cache_size": parse_size_bytes,
     "osd_memory_target": parse_size_bytes,
+    "osd_cpus": float,
     "clients": int,
 }
 
@@ -278,7 +279,8 @@ def _lab_point(config: PlanConfig, point: Mapping[str, object]) -> LabPoint:
                             objectstore=str(point["objectstore"]), pool_size=int(str(point["pool_size"])),
                             cache_size_bytes=optional("cache_size"),
                             osd_memory_target_bytes=optional("osd_memory_target"), cephfs=config.lab.ceph.cephfs,
-                            config=tuple((name, _option_value(point[name])) for name in sorted(config.lab.ceph.config)))
+                            config=tuple((name, _option_value(point[name])) for name in sorted(config.lab.ceph.config)),
+                            osd_cpus=float(str(point["osd_cpus"])) if "osd_cpus" in point else None)
     volume = None
     if config.lab.volume is not None:
         volume = VolumeLabPoint(size_bytes=config.lab.volume.size, iops=config.lab.volume.iops,

@@ -89,10 +89,14 @@ class LabContext:
 
         options = osd_options(case.lab.ceph)
         seconds = ceph_lab.apply_osd_options(options)
-        if seconds is None:
+        cpus_changed = ceph_lab.limit_osd_cpus(case.lab.ceph.osd_cpus)  # after a restart: the new OSD processes
+        if seconds is None and not cpus_changed:
             return None
         live = " ".join(part for part in case.lab.describe().split()
                         if interleaved_setting(name := part.partition("=")[0]) and name not in ("pool_size", "cephfs"))
+        if seconds is None:
+            cores = case.lab.ceph.osd_cpus
+            return f"ceph lab: OSD CPU quota {'lifted' if cores is None else f'set to {cores:g} cores per OSD'}"
         return f"ceph lab: OSDs restarted with {live or 'the base options'} in {seconds:.0f}s"
 
 

@@ -419,6 +419,9 @@ class CephLabConfig(StrictModel):
                                                                  "pools the rbd targets use.")
     cache_size: Sweep[Size] | None = Field(None, description="BlueStore cache per OSD (autotune off).")
     osd_memory_target: Sweep[Size] | None = Field(None, description="osd_memory_target per OSD (>= 896MiB).")
+    osd_cpus: Sweep[Annotated[float, Field(gt=0, le=256)]] | None = Field(
+        None, description="A CPU quota per OSD daemon in cores, e.g. `[0.5, 1, 2]` (a cgroup each; changed on the "
+        "running cluster, no restart).")
     cephfs: bool = Field(False, description="Also run an MDS and mount CephFS with ceph-fuse.")
     bring_up: Literal["once", "each_repetition", "side_by_side"] = Field(
         "once", description="How settings that need a cluster per value (osds, osd_size, objectstore) are run. "
@@ -432,7 +435,7 @@ class CephLabConfig(StrictModel):
         "[1GiB, 4GiB], osd_op_queue: wpq}`; applied to the running cluster with `ceph config set` and an OSD "
         "restart. Only the options listed under \"Ceph options\" below.")
 
-    @field_validator("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target")
+    @field_validator("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus")
     @classmethod
     def _distinct(cls, values: list[T] | None) -> list[T] | None:
         return None if values is None else _no_duplicates(values)

@@ -167,6 +167,53 @@ class CephLab:
         self.state.write_text(json.dumps(raw))
         return time.time() - started
 
+    def osd_cpus(self) -> float | None:
+        """The CPU quota per OSD (cores) the running OSDs were last given; None: none."""
+        try:
+            value = json.loads(self.state.read_text()).get("osd_cpus")
+        except (OSError, ValueError):
+            return None
+        return None if value is None else float(value)
+
+    def limit_osd_cpus(self, cores: float | None) -> bool:
+        """Give every running OSD a cgroup of its own with a quota of ``cores`` (None: no quota), at once, no
+        restart. Returns whether anything changed."""
+        from storbench.lab import cpu_quota
+
+        if cores == self.osd_cpus() and (cores is None or self._osd_groups_hold_osds()):
+            return False
+        daemons = {d.name: d.pid for d in live(recorded_daemons(self.root)) if d.name.startswith("osd.")}
+        cpu_quota.limit(self.root.name, daemons, cores)
+        raw = json.loads(self.state.read_text())
+        raw["osd_cpus"] = cores
+        self.state.write_text(json.dumps(raw))
+        return True
+
+    def osd_cpu_limits(self) -> dict[str, float | None]:
+        """Each running OSD's CPU quota in cores, read back from its cgroup (None: unlimited)."""
+        from storbench.lab import cpu_quota
+
+        ctl = cpu_quota.controller()
+        if ctl is None:
+            return {}
+        return {d.name: cpu_quota.read_limit(cpu_quota.group_dir(ctl, self.root.name, d.name))
+                for d in live(recorded_daemons(self.root)) if d.name.startswith("osd.")
+                and cpu_quota.group_dir(ctl, self.root.name, d.name).exists()}
+
+    def _osd_groups_hold_osds(self) -> bool:
+        """Whether each running OSD is in its quota cgroup (a restart starts it outside)."""
+        from storbench.lab import cpu_quota
+
+        ctl = cpu_quota.controller()
+        if ctl is None:
+            return False
+        for daemon in live(recorded_daemons(self.root)):
+            if daemon.name.startswith("osd."):
+                procs = cpu_quota.group_dir(ctl, self.root.name, daemon.name) / "cgroup.procs"
+                if not procs.exists() or str(daemon.pid) not in procs.read_text().split():
+                    return False
+        return True
+
     def osd_option_values(self, name: str) -> dict[str, str]:
         """What every running OSD says option ``name`` is, by OSD, from its admin socket."""
         shown = {}
@@ -188,6 +235,9 @@ class CephLab:
                 except UserError:
                     continue
         kill_daemons(recorded_daemons(self.root))
+        from storbench.lab import cpu_quota
+
+        cpu_quota.remove_groups(self.root.name)
         remove_lab_dir(self.root)
 
     # ---- steps ------------------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ Every rule and threshold is stated (and defended) in docs/methodology.md, "Bottl
 - client-bound  the fio processes use >= 0.9 cores per job (a job is one process: it cannot use more than
                 one core), or IOPS reach >= 80 % of the client's null-engine ceiling;
 - cpu-bound     this host's CPU, or a storage node's (Prometheus), is >= 80 % busy over the window, or runnable
-                tasks waited for a CPU >= 30 % of the window (Linux PSI, /proc/pressure/cpu "some");
+                tasks waited for a CPU >= 30 % of the window (Linux PSI, /proc/pressure/cpu "some"), or the
+                lab's OSDs use >= 90 % of their CPU quota (`lab.ceph.osd_cpus`) even with the host idle;
 - media-bound   a block device (here or on a storage node) is busy >= 90 % of the window;
 - network-bound an interface moves >= 90 % of its link rate (in its busier direction);
 - under-driven  none of the above, and Little's law says every configured I/O slot was occupied
@@ -38,6 +39,7 @@ CEILING_FRACTION = 0.8
 DEVICE_UTIL_PCT = 90.0
 LINK_UTIL_PCT = 90.0
 QUEUE_FULL_FRACTION = 0.8
+QUOTA_FRACTION = 0.9  # a daemon using this share of its CPU quota is held by it
 SYNC_ENGINES = frozenset({"sync", "psync", "vsync", "pvsync", "pvsync2", "mmap"})
 
 
@@ -82,6 +84,8 @@ class BottleneckInputs:
     iodepth: int
     jobs: int  # numjobs x clients
     ioengine: str
+    osd_quota_cores: float | None = None  # lab.ceph.osd_cpus: each OSD's CPU quota
+    osds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,14 @@ def findings_for(x: BottleneckInputs) -> list[Finding]:
         found.append(Finding(Bottleneck.CPU, max(busy_pressure, wait_pressure),
                              f"host CPU {x.host_cpu_busy_pct or 0.0:.0f} % busy{waited}"
                              f"{_processes_text(x.process_cpu_cores)}"))
+    osd_cores = dict(x.process_cpu_cores).get("ceph-osd")
+    if x.osd_quota_cores and x.osds and osd_cores is not None:
+        per_osd = osd_cores / x.osds
+        if per_osd >= QUOTA_FRACTION * x.osd_quota_cores:
+            found.append(Finding(Bottleneck.CPU, per_osd / (QUOTA_FRACTION * x.osd_quota_cores),
+                                 f"each OSD uses {per_osd:.2f} of its {x.osd_quota_cores:g}-core CPU quota "
+                                 f"({100 * per_osd / x.osd_quota_cores:.0f} %): the OSDs are CPU-bound at their "
+                                 "quota"))
     if x.node_cpu_busy_pct is not None and x.node_cpu_busy_pct >= HOST_CPU_BUSY_PCT:
         found.append(Finding(Bottleneck.CPU, x.node_cpu_busy_pct / HOST_CPU_BUSY_PCT,
                              f"storage node {x.storage_node} CPU {x.node_cpu_busy_pct:.0f} % busy"))

@@ -182,6 +182,8 @@ def bottleneck_inputs(ok: Sequence[Observation]) -> BottleneckInputs | None:
         node_cpu_busy_pct=mean("node_cpu_busy_pct"), node_disk_util_pct=mean("node_disk_util_pct"),
         iops=_mean_of(iops_values), in_flight=_mean_of(in_flight_values), ceiling_iops=mean("client_ceiling_iops"),
         iodepth=case.workload.iodepth, jobs=case.workload.numjobs * case.clients, ioengine=case.workload.ioengine,
+        osd_quota_cores=case.lab.ceph.osd_cpus if case.lab.ceph is not None else None,
+        osds=case.lab.ceph.osds if case.lab.ceph is not None else None,
     )
 
 
