@@ -5,10 +5,10 @@ Only exports (`report/export.py`) read it; statistics read the observations them
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 
-from storbench.model import LatencySummary
+from storbench.model import Expectation, LatencySummary
 from storbench.stats.observations import Observation, busiest_names, metric_value
 from storbench.units import format_block_size
 
@@ -97,17 +97,36 @@ class Record:
     start_skew_s: float | None = None
     slowest_client: str = ""
     slowest_client_pct_of_median: float | None = None
+    # What the target was declared to deliver (its plan's `expect:`): this record's IOPS as a percentage of the
+    # declared IOPS, else its throughput of the declared throughput; None when the target declared nothing.
+    pct_of_expected: float | None = None
 
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Record))
+# Fields read against the run's plan, not the repetition: not `--where` keys (`stats.match.FIELDS`).
+PLAN_FIELDS = ("pct_of_expected",)
 
 
 def _percentile(summary: LatencySummary | None, percent: float) -> int | None:
     return summary.percentile_ns(percent) if summary else None
 
 
-def record(o: Observation) -> Record:
-    """One observation as the flat export record: the case's parameters as text, every number by name."""
+def pct_of_expected(o: Observation, expected: Expectation | None) -> float | None:
+    """The observation's IOPS as a percentage of the declared IOPS, else its throughput of the declared
+    throughput (the rule of `PointSummary.share_of_expected`); None when nothing was declared or measured."""
+    m = o.measurement
+    if expected is None or m is None:
+        return None
+    if expected.iops:
+        return 100 * m.iops / expected.iops
+    if expected.bw_bytes_per_s:
+        return 100 * m.bw_bytes / expected.bw_bytes_per_s
+    return None
+
+
+def record(o: Observation, expected: Expectation | None = None) -> Record:
+    """One observation as the flat export record: the case's parameters as text, every number by name;
+    ``expected`` is what its target was declared to deliver (`expect:`)."""
     case, w, m = o.case, o.case.workload, o.measurement
     device, interface, node = busiest_names(o)
     d = o.telemetry
@@ -148,6 +167,7 @@ def record(o: Observation) -> Record:
         client_ceiling_iops=_metric(o, "client_ceiling_iops"),
         client=o.client, clients_reporting=o.fio.reporting, start_skew_s=o.fio.start_skew_s,
         slowest_client=o.fio.slowest, slowest_client_pct_of_median=o.fio.slowest_pct_of_median,
+        pct_of_expected=pct_of_expected(o, expected),
     )
 
 
@@ -156,7 +176,10 @@ def _metric(o: Observation, field: str) -> float | None:
     return None if value is None else float(value)
 
 
-def export_records(items: Iterable[Observation]) -> list[Record]:
-    """The flat records of observations, in their order."""
-    return [record(o) for o in items]
+def export_records(items: Iterable[Observation],
+                   expectations: Mapping[tuple[int, str], Expectation] | None = None) -> list[Record]:
+    """The flat records of observations, in their order; ``expectations`` ((run, target) -> `expect:`,
+    `selection.expectations`) gives each its ``pct_of_expected``."""
+    declared = expectations or {}
+    return [record(o, declared.get((o.run_id, o.case.target.name))) for o in items]
 

@@ -79,7 +79,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=False,
                        per_client=args.per_client)
-    _write_output(export(export_records(selection.observations), args.format), args.output)
+    _write_output(export(export_records(selection.observations, selection.expectations), args.format), args.output)
     return 0
 
 

@@ -8,6 +8,7 @@ from storbench.model import RunInfo, Status, StoredRepetition
 from storbench.report.convergence import convergence_figures
 from storbench.report.figures import (
     block_size_figures,
+    capped_figures,
     cdf_figures,
     comparison_figures,
     curve_figures,
@@ -37,6 +38,7 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
     curve_list = [c for axis in LOAD_AXES for c in curves(points, axis)]
     drifts = [drift(observations, run.run_id, direction) for run in runs for direction in ("read", "write", "trim")]
     figures = [
+        *capped_figures(points),
         *comparison_figures(comparisons, baseline, candidate),
         *convergence_figures(adaptive_questions(runs), runs, repetitions, observations),
         *block_size_figures(points),

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from storbench.model import LatencyHistogram, Status, StoredRepetition
+from storbench.model import Expectation, LatencyHistogram, Status, StoredRepetition
 from storbench.report.labels import (
     comparison_label,
     curve_lab_keys,
@@ -19,15 +19,19 @@ from storbench.report.labels import (
     varying_lab_keys,
 )
 from storbench.report.tables import knee_text
+from storbench.stats.bottleneck import Bottleneck
 from storbench.stats.compare import PointComparison
 from storbench.stats.drift import Drift
 from storbench.stats.knee import Curve
-from storbench.stats.summary import PointSummary
-from storbench.units import format_block_size
+from storbench.stats.summary import LOAD_FIELDS, PointSummary
+from storbench.units import format_block_size, format_bytes
 
 SMALL_MAX_BYTES = 16 * 1024
 MEDIUM_MAX_BYTES = 256 * 1024
 SIZE_GROUPS = (("small", "<= 16k"), ("medium", "32k-256k"), ("large", ">= 512k"))
+BOTTLENECK_SECTION = "Bottlenecks"  # the report draws this section's figures under the verdicts' table
+MIB = 1048576.0
+THROUGHPUT_COLOR, LATENCY_COLOR, EXPECTED_COLOR = "#1f77b4", "#d62728", "#2ca02c"
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class Series:
     show_text: bool = False  # write ``text`` beside each point or on each bar (verdicts), not only on hover
     error_y_minus: tuple[float, ...] | None = None  # the error bars' lower arms, when not ``error_y`` (asymmetric)
     color: str = ""  # '' = the renderer's next colour
+    y2: bool = False  # drawn against the second y axis, on the right (``FigureSpec.y2_label``)
 
 
 @dataclass(frozen=True)
@@ -56,9 +61,18 @@ class Band:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """A labelled reference line across the plot at ``value`` (a target's declared limit, `expect:`)."""
+
+    value: float
+    label: str
+    color: str = EXPECTED_COLOR
+
+
+@dataclass(frozen=True)
 class FigureSpec:
     figure_id: str
-    title: str
+    title: str  # a line break ("\n") where it is long
     x_label: str
     y_label: str
     series: tuple[Series, ...]
@@ -74,6 +88,9 @@ class FigureSpec:
     y_lines: tuple[float, ...] = ()  # horizontal reference lines (zero change)
     y_bands: tuple[Band, ...] = ()
     notes: tuple[tuple[str, str], ...] = ()  # (what, text) shown beside the figure in the report
+    y_marks: tuple[Mark, ...] = ()  # labelled horizontal lines on the (left) y axis
+    x_marks: tuple[Mark, ...] = ()  # labelled vertical lines
+    y2_label: str = ""  # the right y axis, for the series with ``y2`` (none when '')
 
     @property
     def points(self) -> int:
@@ -97,6 +114,31 @@ def _half(point: PointSummary, field: str, scale: float = 1.0) -> float:
 def _mean(point: PointSummary, field: str, scale: float = 1.0) -> float | None:
     estimate = point.metric(field)
     return None if estimate is None else estimate.mean / scale
+
+
+def _declared(expected: Expectation | None, field: str) -> float | None:
+    """The declared limit in a figure's unit: IOPS for ``iops``, MiB/s for ``bw_bytes`` (None: not declared)."""
+    if expected is None:
+        return None
+    if field == "iops":
+        return expected.iops or None
+    return expected.bw_bytes_per_s / MIB if expected.bw_bytes_per_s else None
+
+
+def expected_marks(points: Sequence[PointSummary], field: str) -> tuple[Mark, ...]:
+    """One line per declared limit among ``points``' targets (`expect:`), in the figure's unit (see
+    ``_declared``), labelled with the target when the points span several targets."""
+    targets = {p.target for p in points}
+    limits: dict[tuple[str, float], None] = {}
+    for p in points:
+        value = _declared(p.expected, field)
+        if value is not None:
+            limits[(p.target, value)] = None
+    marks = []
+    for target, value in limits:
+        shown = f"{value:,.0f} IOPS" if field == "iops" else f"{format_bytes(value * MIB)}/s"
+        marks.append(Mark(value, f"expected{f' ({target})' if len(targets) > 1 else ''}: {shown}"))
+    return tuple(marks)
 
 
 def _verdict_mark(p: PointSummary) -> str:
@@ -129,8 +171,10 @@ def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
             figures.append(FigureSpec(
                 figure_id=f"{field}-vs-bs-{group}", title=f"{label} vs block size — {group} blocks ({group_label})",
                 x_label="block size", y_label=unit, series=tuple(series), x_categories=categories,
-                section="Block size", caption="Bars: mean over repetitions; error bars: 95 % confidence interval. "
-                "Above each IOPS bar: its bottleneck verdict (cpu, media, net, client, depth = under-driven)."))
+                y_marks=expected_marks(members, field), section="Block size",
+                caption="Bars: mean over repetitions; error bars: 95 % confidence interval. Above each IOPS bar: its "
+                "bottleneck verdict (cpu, media, net, client, depth = under-driven, capped = capped beyond this "
+                "host). A horizontal line: what the target was declared to deliver (expect)."))
     return figures
 
 
@@ -208,7 +252,9 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
             y_label="p99 latency (µs)", series=tuple(series), y_log=True, section="Saturation curves",
             caption=f"Each point is one {axis} setting; the knee (large marker) is the lowest {axis} beyond which "
             "more load adds no IOPS beyond noise while latency grows; at the first point, the curve was already "
-            "saturated at the lowest load. Horizontal error bars: 95 % CI of IOPS.", notes=tuple(notes)))
+            "saturated at the lowest load. Horizontal error bars: 95 % CI of IOPS. A vertical line: the IOPS the "
+            "target was declared to deliver (expect).", notes=tuple(notes),
+            x_marks=expected_marks([c.point for curve in members for c in curve.points], "iops")))
     return figures
 
 
@@ -322,8 +368,10 @@ def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
             figure_id=f"iops-vs-{axis}", title=f"IOPS vs {axis}, with bottleneck verdicts", x_label=axis,
             y_label="IOPS", series=tuple(series), x_log=True, x_tickvals=tickvals, x_ticktext=ticktext,
             section="Utilisation and bottlenecks",
+            y_marks=expected_marks([p for v in lines.values() for p in v], "iops"),
             caption="Mean IOPS with 95 % CI; the label at each point is its verdict (cpu-, media-, net-, "
-            "client-bound; depth = under-driven; - = not saturated). Rules: docs/methodology.md."))
+            "client-bound; depth = under-driven; capped = capped beyond this host; - = not saturated); a "
+            "horizontal line: the IOPS the target was declared to deliver (expect). Rules: docs/methodology.md."))
     return figures
 
 
@@ -398,3 +446,73 @@ def process_cpu_figures(points: Sequence[PointSummary], limit: int = 6) -> list[
         series=series, x_categories=categories, section="Utilisation and bottlenecks",
         caption="Mean CPU of all processes of each name over the measured window (1.0 = one core busy); the "
         "processes sampled are `telemetry.processes`.")]
+
+
+CURVE_FIELDS = ("run_ids", "target", "rw", "rwmixread", "bs_bytes", "direction", "ioengine", "direct", "runtime_s",
+                "fio_options", "lab", *LOAD_FIELDS)  # what the sweep verdicts hold fixed along a curve
+
+
+def capped_curves(points: Sequence[PointSummary]) -> list[tuple[str, list[PointSummary], str]]:
+    """(axis, the curve's points by load, evidence) for every sweep curve judged "capped beyond this host": along
+    iodepth, numjobs or clients, or along block size ("bs_bytes"). A curve is one the verdict was read from when at
+    least two of its points carry the same capped verdict (``judge_curve`` gives every point of the stretch one
+    evidence; two points that differ only in one axis share no other curve)."""
+    found = []
+    for axis in (*LOAD_FIELDS, "bs_bytes"):
+        groups: dict[tuple[object, ...], list[PointSummary]] = {}
+        for p in points:
+            groups.setdefault(tuple(getattr(p, f) for f in CURVE_FIELDS if f != axis), []).append(p)
+        for members in groups.values():
+            if len({getattr(p, axis) for p in members}) < 2:
+                continue
+            capped = [p.bottleneck.evidence for p in members if p.bottleneck.kind == Bottleneck.CAPPED]
+            shared = [evidence for evidence in dict.fromkeys(capped) if capped.count(evidence) >= 2]
+            if shared:
+                found.append((axis, sorted(members, key=lambda p: getattr(p, axis)), shared[0]))
+    return found
+
+
+def capped_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
+    """For every curve judged capped beyond this host: throughput (IOPS, or MiB/s along block size) and mean
+    latency against the load on two y axes, the target's declared limit as a line, the verdict's evidence beside
+    it: flat throughput while latency rises with the load."""
+    figures = []
+    lab_keys = varying_lab_keys(points)
+    for index, (axis, line, evidence) in enumerate(capped_curves(points)):
+        by_bs = axis == "bs_bytes"
+        field, what = ("bw_bytes", "MiB/s") if by_bs else ("iops", "IOPS")
+        scale = MIB if by_bs else 1.0
+        latencies = [_mean(p, "lat_mean_ns") for p in line]
+        in_ms = max((v or 0.0) for v in latencies) >= 1e6
+        lat_scale, lat_unit = (1e6, "ms") if in_ms else (1e3, "µs")
+        xs: tuple[float | str, ...] = (tuple(p.bs for p in line) if by_bs
+                                       else tuple(float(getattr(p, axis)) for p in line))
+        covered = tuple("capped" if p.bottleneck.evidence == evidence else "" for p in line)
+        throughput = Series(
+            name=f"{what} (left)", x=xs, y=tuple(_mean(p, field, scale) or 0.0 for p in line),
+            error_y=tuple(_half(p, field, scale) for p in line), text=covered, show_text=True,
+            color=THROUGHPUT_COLOR)
+        latency = Series(
+            name=f"mean latency, {lat_unit} (right)", x=xs,
+            y=tuple(_mean(p, "lat_mean_ns", lat_scale) or 0.0 for p in line),
+            error_y=tuple(_half(p, "lat_mean_ns", lat_scale) for p in line), color=LATENCY_COLOR, y2=True)
+        axis_name = "block size" if by_bs else axis
+        marks = expected_marks(line, field)
+        top = max([y + e for y, e in zip(throughput.y, throughput.error_y or (), strict=True)]
+                  + [m.value for m in marks])  # headroom above the flat line for its labels
+        tickvals, ticktext = ((), ()) if by_bs else _log2_ticks([int(getattr(p, axis)) for p in line])
+        label = point_label(line[0], omit=("bs",) if by_bs else (axis,), lab_keys=lab_keys)
+        figures.append(FigureSpec(
+            figure_id=f"capped-{index + 1}-{axis_name.replace(' ', '-')}",
+            title=f"Capped beyond this host: {label}\n{what} flat while mean latency rises with {axis_name}",
+            x_label=axis_name, y_label=what, y2_label=f"mean latency ({lat_unit})", series=(throughput, latency),
+            x_categories=tuple(p.bs for p in line) if by_bs else (), x_log=not by_bs, x_tickvals=tickvals,
+            x_ticktext=ticktext, y_marks=marks, y_range=(0.0, 1.2 * top) if top > 0 else None,
+            section=BOTTLENECK_SECTION,
+            notes=((Bottleneck.CAPPED.value, evidence),),
+            caption=f"Left axis: mean {what} over repetitions with its 95 % CI (\"capped\": the points the verdict "
+            f"covers); right axis: mean total latency with its 95 % CI. {what} that stays flat while latency grows "
+            "with the load is Little's law at a fixed service rate: a limit outside this host (a provisioned limit, "
+            "a throttle, the remote storage). A horizontal line: what the target was declared to deliver (expect). "
+            "Rules: docs/methodology.md, \"Bottleneck verdicts\"."))
+    return figures

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from storbench import __version__
 from storbench.model import RunInfo
-from storbench.report.figures import FigureSpec
+from storbench.report.figures import BOTTLENECK_SECTION, FigureSpec
 from storbench.report.labels import (
     comparison_label,
     curve_lab_keys,
@@ -28,6 +28,7 @@ from storbench.report.plotly_render import plotly_json
 from storbench.report.tables import (
     bottleneck_change,
     change_text,
+    expected_cell,
     interval_caption,
     iops_with_ci,
     knee_text,
@@ -70,9 +71,11 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
     with_clients = any(p.clients != 1 for p in points)
     lab_keys = varying_lab_keys(points)
     extra = telemetry_columns(points)
+    with_expected = any(p.expected is not None for p in points)
     head = ("target", "rw", "bs", "iodepth", "jobs", *(("clients",) if with_clients else ()),
             *(("fio options",) if with_options else ()), *(("lab",) if lab_keys else ()), "dir", "n",
-            "IOPS ± 95% CI", "CV", "MiB/s", "mean", "p50", "p95", "p99", "p99.9", "cpu %", "disk %",
+            "IOPS ± 95% CI", "CV", "MiB/s", *(("% exp",) if with_expected else ()), "mean", "p50", "p95", "p99",
+            "p99.9", "cpu %", "disk %",
             *(name for name, _, _ in extra), "verdict", "warnings")
     rows = []
     for p in points:
@@ -89,7 +92,8 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
                  *((lab_text(p, lab_keys),) if lab_keys else ()), p.direction,
                  f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops),
                  "-" if cv is None else f"{cv:.1f}%", "-" if bw is None else f"{bw.mean / 1048576:,.1f}",
-                 lat("lat_mean_ns"), lat("lat_p50_ns"), lat("lat_p95_ns"), lat("lat_p99_ns"), lat("lat_p999_ns"),
+                 *((expected_cell(p),) if with_expected else ()), lat("lat_mean_ns"), lat("lat_p50_ns"),
+                 lat("lat_p95_ns"), lat("lat_p99_ns"), lat("lat_p999_ns"),
                  telemetry_cell(p.metric("host_cpu_busy_pct"), ".0f"),
                  telemetry_cell(p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct"), ".0f"),
                  *(telemetry_cell(p.metric(field), fmt) for _, field, fmt in extra),
@@ -193,8 +197,9 @@ border-bottom:1px solid #e3e6ea;text-align:right;white-space:nowrap}table.data t
 table.data td:first-child,table.data th:first-child{text-align:left}tr.failed td{color:#b00020}
 td.verdict-better{color:#13795b;font-weight:600}td[class^=bottleneck-]{font-weight:600;white-space:nowrap}
 td.bottleneck-cpu-bound,td.bottleneck-media-bound,td.bottleneck-network-bound,td.bottleneck-client-bound{color:#b35900}
-td.bottleneck-under-driven{color:#1f5fa8}
-table.bottlenecks td,table.bottlenecks th{text-align:left}td.verdict-worse{color:#b00020;font-weight:600}
+td.bottleneck-under-driven{color:#1f5fa8}td.bottleneck-capped{color:#7a3fa8}
+table.bottlenecks td,table.bottlenecks th{text-align:left}table.bottlenecks td:last-child{white-space:normal}
+table.bottlenecks+div.grid{margin-top:14px}td.verdict-worse{color:#b00020;font-weight:600}
 td.verdict-same{color:#6b7785}td.verdict-not_comparable{color:#a66a00}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(640px,1fr));gap:12px}
 .figure{border:1px solid #e3e6ea;border-radius:4px;padding:4px}.figure p{font-size:12px;color:#5b6673;margin:2px 8px}
@@ -242,13 +247,23 @@ _DRAW_JS = """
 """
 
 
+def _figure_block(figure: FigureSpec) -> str:
+    notes = "".join(f"<tr><th>{_e(what)}</th><td>{_e(text)}</td></tr>" for what, text in figure.notes)
+    return (f"<div class='figure'><div id='{_e(figure.figure_id)}' class='figure-plot'></div>"
+            + (f"<table class='notes'>{notes}</table>" if notes else "")
+            + f"<p>{_e(figure.caption)}</p><script type='application/json' class='figure-spec' "
+            f"data-target='{_e(figure.figure_id)}'>{plotly_json(figure)}</script></div>")
+
+
 def render_html(doc: ReportDocument, plotly_js: str) -> str:
     """The whole report as one HTML string; ``plotly_js`` is the plotly.js source to embed."""
     sections: list[str] = []
     warnings = "".join(f"<p class='warn'>{_e(w)}</p>" for w in doc.warnings)
     sections.append(f"<section><h2>Summary</h2>{_summary_table(doc.points)}{warnings}</section>")
+    bottlenecks = None  # the index of the Bottlenecks section, when there is one
     if any(p.bottleneck.kind != "unknown" for p in doc.points):
-        sections.append(f"<section><h2>Bottlenecks</h2>{_bottleneck_table(doc.points)}</section>")
+        bottlenecks = len(sections)
+        sections.append(f"<section><h2>{BOTTLENECK_SECTION}</h2>{_bottleneck_table(doc.points)}</section>")
     if doc.comparisons:
         sections.append(f"<section><h2>Comparison</h2>{_comparison_table(doc)}</section>")
     if doc.curves:
@@ -257,15 +272,11 @@ def render_html(doc: ReportDocument, plotly_js: str) -> str:
     for figure in doc.figures:
         by_section.setdefault(figure.section or "Figures", []).append(figure)
     for name, figures in by_section.items():
-        blocks = []
-        for figure in figures:
-            notes = "".join(f"<tr><th>{_e(what)}</th><td>{_e(text)}</td></tr>" for what, text in figure.notes)
-            blocks.append(
-                f"<div class='figure'><div id='{_e(figure.figure_id)}' class='figure-plot'></div>"
-                + (f"<table class='notes'>{notes}</table>" if notes else "")
-                + f"<p>{_e(figure.caption)}</p><script type='application/json' class='figure-spec' "
-                f"data-target='{_e(figure.figure_id)}'>{plotly_json(figure)}</script></div>")
-        sections.append(f"<section><h2>{_e(name)}</h2><div class='grid'>{''.join(blocks)}</div></section>")
+        grid = f"<div class='grid'>{''.join(_figure_block(figure) for figure in figures)}</div>"
+        if name == BOTTLENECK_SECTION and bottlenecks is not None:  # the capped pictures, under the verdicts
+            sections[bottlenecks] = sections[bottlenecks].replace("</section>", grid + "</section>")
+            continue
+        sections.append(f"<section><h2>{_e(name)}</h2>{grid}</section>")
     sections.append(f"<section><h2>Provenance</h2>{_provenance(doc)}</section>")
     runs = ", ".join(str(r.run_id) for r in doc.runs)
     embedded_js = plotly_js.replace("</script", "<\\/script")

@@ -20,8 +20,11 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
         bars = [s for s in spec.series if s.mode == "bar"]
         categories = list(spec.x_categories)
         width = 0.8 / max(1, len(bars))
+        right = axes.twinx() if spec.y2_label else None  # the second y axis, for the series marked y2
+        main_axes = axes
         for index, series in enumerate(spec.series):
             color = series.color or ("#000000" if series.name == "knee" else COLORS[index % len(COLORS)])
+            axes = right if series.y2 and right is not None else main_axes
             if series.mode == "bar":
                 slot = bars.index(series)
                 xs = [categories.index(str(x)) - 0.4 + width * (slot + 0.5) for x in series.x]
@@ -56,12 +59,22 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
                 for point_x, point_y, label in zip(xs_line, series.y, series.text, strict=True):
                     axes.annotate(label, (point_x, point_y), textcoords="offset points", xytext=(0, 6),
                                   ha="center", fontsize=7, color=color)
+        axes = main_axes
         for band in spec.y_bands:
             axes.axhspan(band.low, band.high, color="#2ca02c", alpha=0.12, linewidth=0, zorder=0)
             axes.annotate(band.label, (0.01, band.high), xycoords=("axes fraction", "data"), fontsize=7,
                           color="#2b6b2b", va="bottom")
         for y in spec.y_lines:
             axes.axhline(y, color="#5b6673", linewidth=1.0, linestyle=":", zorder=1)
+        for mark in spec.y_marks:
+            axes.axhline(mark.value, color=mark.color, linewidth=1.3, linestyle="--", zorder=1)
+            axes.annotate(mark.label, (0.01, mark.value), xycoords=("axes fraction", "data"), fontsize=7,
+                          color=mark.color, ha="left", va="top", xytext=(0, -2), textcoords="offset points",
+                          bbox=dict(boxstyle="square,pad=0.1", facecolor="white", alpha=0.85, linewidth=0))
+        for mark in spec.x_marks:
+            axes.axvline(mark.value, color=mark.color, linewidth=1.3, linestyle="--", zorder=1)
+            axes.annotate(mark.label, (mark.value, 0.99), xycoords=("data", "axes fraction"), fontsize=7,
+                          color=mark.color, ha="left", va="top", xytext=(3, 0), textcoords="offset points")
         if categories:
             axes.set_xticks(range(len(categories)))
             axes.set_xticklabels(categories, rotation=20 if len(categories) > 4 else 0, ha="right")
@@ -80,8 +93,29 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
         axes.set_xlabel(spec.x_label)
         axes.set_ylabel(spec.y_label)
         axes.grid(True, alpha=0.3)
+        handles, labels = axes.get_legend_handles_labels()
+        if spec.y_range is None and not spec.y_log and axes.has_data():
+            # zero in range, as the HTML draws it (a flat line looks flat), with room above for the labels
+            low, high = (float(v) for v in axes.dataLim.intervaly)
+            low, high = min(low, 0.0), max(high, 0.0)
+            span = (high - low) or 1.0
+            axes.set_ylim(low - (0.05 * span if low < 0 else 0.0), high + 0.1 * span)
+        if right is not None:
+            right.set_ylabel(spec.y2_label)
+            right.set_ylim(bottom=0)
+            more = right.get_legend_handles_labels()
+            handles, labels = handles + more[0], labels + more[1]
+            left_color = next((s.color for s in spec.series if not s.y2 and s.color), None)
+            right_color = next((s.color for s in spec.series if s.y2 and s.color), None)
+            if left_color:
+                axes.yaxis.label.set_color(left_color)
+            if right_color:
+                right.yaxis.label.set_color(right_color)
         if len(spec.series) > 1 or (spec.series and spec.series[0].name):
-            axes.legend(fontsize=7, loc="best", ncol=2 if len(spec.series) > 8 else 1)
+            # "best" sees only the left axis' lines; with two axes, the middle left is clear of a flat line at the
+            # top and a latency rising from the bottom left
+            axes.legend(handles, labels, fontsize=7, loc="center left" if right is not None else "best",
+                        ncol=2 if len(spec.series) > 8 else 1)
         figure.tight_layout()
         buffer = io.BytesIO()
         figure.savefig(buffer, format=fmt)

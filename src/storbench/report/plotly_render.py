@@ -27,7 +27,7 @@ def _trace(series: Series, color: str, y_log: bool) -> go.BaseTraceType:
                       textposition="outside" if shown else None, cliponaxis=False,
                       hovertemplate="%{x}: %{y:,.4g}<extra>" + series.name.replace("%", "%%") + "</extra>")
     return go.Scatter(
-        name=series.name, x=list(series.x), y=list(series.y),
+        name=series.name, x=list(series.x), y=list(series.y), yaxis="y2" if series.y2 else None,
         mode=series.mode + ("+text" if series.show_text else ""), error_y=error_y, error_x=error_x,
         text=list(series.text) if series.text else None, textposition="top center",
         textfont=dict(size=11, color=color),
@@ -50,6 +50,16 @@ def plotly_figure(spec: FigureSpec) -> go.Figure:
                          annotation_position="top left")
     for y in spec.y_lines:
         figure.add_hline(y=y, line=dict(color="#5b6673", width=1.2, dash="dot"), layer="below")
+    for mark in spec.y_marks:
+        figure.add_hline(y=mark.value, line=dict(color=mark.color, width=1.6, dash="dash"), layer="below",
+                         annotation=dict(text=mark.label, font=dict(size=11, color=mark.color),
+                                         bgcolor="rgba(255,255,255,0.85)"),
+                         annotation_position="bottom left")
+    for mark in spec.x_marks:
+        figure.add_vline(x=mark.value, line=dict(color=mark.color, width=1.6, dash="dash"), layer="below",
+                         annotation=dict(text=mark.label, font=dict(size=11, color=mark.color),
+                                         bgcolor="rgba(255,255,255,0.85)"),
+                         annotation_position="top left")
     xaxis: dict[str, object] = {"title": spec.x_label}
     if spec.x_categories:
         xaxis.update(type="category", categoryorder="array", categoryarray=list(spec.x_categories))
@@ -58,13 +68,22 @@ def plotly_figure(spec: FigureSpec) -> go.Figure:
     if spec.x_tickvals:
         xaxis.update(tickvals=list(spec.x_tickvals), ticktext=list(spec.x_ticktext))
     figure.update_layout(
-        title=dict(text=spec.title), xaxis=xaxis,
+        title=dict(text=spec.title.replace("\n", "<br>")), xaxis=xaxis,
         yaxis=dict(title=spec.y_label, type="log" if spec.y_log else "linear", rangemode="tozero"),
         barmode="group", template="plotly_white", height=460, margin=dict(l=70, r=20, t=60, b=60),
         legend=dict(font=dict(size=11)),
     )
+    if spec.y2_label:  # a second y axis on the right, for the series marked y2; the legend goes below the plot
+        left = next((s.color for s in spec.series if not s.y2 and s.color), None)
+        right = next((s.color for s in spec.series if s.y2 and s.color), None)
+        figure.update_layout(
+            yaxis=dict(title=dict(text=spec.y_label, font=dict(color=left))),
+            yaxis2=dict(title=dict(text=spec.y2_label, font=dict(color=right)), overlaying="y", side="right",
+                        rangemode="tozero", showgrid=False, tickmode="auto"),
+            height=500, margin=dict(l=70, r=70, t=60, b=110),
+            legend=dict(orientation="h", x=0, y=-0.2, yanchor="top", font=dict(size=11)))
     if spec.y_range is not None:
-        figure.update_yaxes(range=list(spec.y_range))
+        figure.update_layout(yaxis_range=list(spec.y_range))
     if spec.x_range is not None:
         figure.update_xaxes(range=list(spec.x_range))
     return figure

@@ -3,8 +3,10 @@
 Field names carry their units like `export`'s (`iops`, `bw_bytes`, `lat_p99_ns`, `disk_util_pct`). Each metric
 `M` of the summary gives `M` (the mean over ok repetitions, so it equals the mean of `export`'s `M` over
 that point's repetitions), `M_n`, `M_stddev`, `M_ci_low`, `M_ci_high` (Student t, `ci_confidence`) and
-`M_cv_pct`; empty (null) where nothing was measured or n < 2. Then the bottleneck verdict with its evidence,
-and the warnings: in JSON a list of {code, message, fix}; in CSV their codes plus `warning_text`.
+`M_cv_pct`; empty (null) where nothing was measured or n < 2. Then `pct_of_expected` (the mean as a percentage
+of what the target declared, `expect:`: IOPS where declared, else throughput; empty when nothing was declared),
+the bottleneck verdict with its evidence, and the warnings: in JSON a list of {code, message, fix}; in CSV their
+codes plus `warning_text`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 from collections.abc import Sequence
 
 from storbench.report.labels import point_label, varying_lab_keys
-from storbench.report.tables import iops_with_ci, verdict_lines, warning_lines
+from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected, verdict_lines, warning_lines
 from storbench.stats.estimate import CONFIDENCE, Estimate
 from storbench.stats.observations import Observation
 from storbench.stats.summary import SUMMARY_FIELDS, PointSummary
@@ -32,7 +34,7 @@ VERDICT_FIELDS = (
     "bottleneck", "bottleneck_evidence", "bottleneck_in_flight", "bottleneck_slots", "busiest_device",
     "busiest_interface", "process_cpu_cores", "warnings", "warning_text", "last_error",
 )
-SHOW_FIELDS = (*POINT_FIELDS, *METRIC_FIELDS, *VERDICT_FIELDS)
+SHOW_FIELDS = (*POINT_FIELDS, *METRIC_FIELDS, "pct_of_expected", *VERDICT_FIELDS)
 
 
 def _estimate_fields(metric: str, value: Estimate | None) -> dict[str, object]:
@@ -60,6 +62,7 @@ def point_row(p: PointSummary) -> dict[str, object]:
     for metric in SUMMARY_FIELDS:
         row.update(_estimate_fields(metric, p.metric(metric)))
     verdict = p.bottleneck
+    row["pct_of_expected"] = pct_of_expected(p)
     row.update({
         "bottleneck": verdict.kind.value, "bottleneck_evidence": verdict.evidence,
         "bottleneck_in_flight": verdict.in_flight, "bottleneck_slots": verdict.slots,
@@ -117,13 +120,16 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
     """A table a person reads (the numbers of `show`, with p50), then each point's bottleneck with its evidence,
     one line per kind of warning with its fix, and ``notes`` (e.g. drift over a run)."""
     lab_keys = varying_lab_keys(points)
+    with_expected = any(p.expected is not None for p in points)
     lines = [
         f"Results: {title}. Means over repetitions; IOPS with its 95 % confidence interval (Student t); CV is the "
-        "run-to-run spread of IOPS.",
+        "run-to-run spread of IOPS" + ("; % exp is the share of what the target was declared to deliver (expect)."
+                                       if with_expected else "."),
         "",
-        "| point | dir | n | IOPS ± 95% CI | CV | MiB/s | lat mean | p50 | p95 | p99 | p99.9 | cpu % | disk % | "
-        "bottleneck | warnings |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| point | dir | n | IOPS ± 95% CI | CV | MiB/s | " + ("% exp | " if with_expected else "")
+        + "lat mean | p50 | p95 | p99 | p99.9 | cpu % | disk % | bottleneck | warnings |",
+        "|---|---|---:|---:|---:|---:|" + ("---:|" if with_expected else "")
+        + "---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for p in points:
         iops = p.metric("iops")
@@ -132,7 +138,8 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
         cells = [
             point_label(p, lab_keys=lab_keys, direction=False, options=True), p.direction or "-",
             f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
-            _number(p.metric("bw_bytes"), ",.1f", 1048576), _lat(p.metric("lat_mean_ns")),
+            _number(p.metric("bw_bytes"), ",.1f", 1048576), *((expected_cell(p),) if with_expected else ()),
+            _lat(p.metric("lat_mean_ns")),
             _lat(p.metric("lat_p50_ns")), _lat(p.metric("lat_p95_ns")), _lat(p.metric("lat_p99_ns")),
             _lat(p.metric("lat_p999_ns")), _number(p.metric("host_cpu_busy_pct"), ".0f"), _number(disk, ".0f"),
             p.bottleneck.short, " ".join(w.code for w in p.warnings),

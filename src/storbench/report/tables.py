@@ -41,6 +41,19 @@ def iops_with_ci(estimate: Estimate | None) -> str:
     return f"{estimate.mean:,.0f}" + ("" if half is None else f" ± {half:,.0f}")
 
 
+def pct_of_expected(p: PointSummary) -> float | None:
+    """The point's mean as a percentage of what its target was declared to deliver (`expect:`): IOPS where
+    declared, else throughput; None when nothing was declared."""
+    share = p.share_of_expected()
+    return None if share is None else 100 * share[0]
+
+
+def expected_cell(p: PointSummary) -> str:
+    """'% exp' in a table: '99.8%', blank when the target declared nothing."""
+    pct = pct_of_expected(p)
+    return "" if pct is None else f"{pct:.1f}%"
+
+
 def telemetry_columns(points: Sequence[PointSummary]) -> list[tuple[str, str, str]]:
     """(header, metric field, format) of the telemetry columns some point has data for (OSD CPU only when an
     OSD did work: an idle cluster beside a local run is not worth a column)."""
@@ -66,20 +79,23 @@ def telemetry_cell(estimate: Estimate | None, fmt: str) -> str:
 
 def results_table(points: Sequence[PointSummary], title: str) -> Table:
     """One row per case and direction: mean over repetitions, IOPS with its 95 % confidence interval, the
-    telemetry beside it and the bottleneck verdict (its evidence: ``verdict_lines``). Columns that would say
-    nothing (jobs when every point has one, telemetry nobody measured) are left out; p50 and the rest are in
-    the report and the exports."""
+    telemetry beside it and the bottleneck verdict (its evidence: ``verdict_lines``); "% exp" is the share of
+    what the target was declared to deliver (`expect:`). Columns that would say nothing (jobs when every point
+    has one, "% exp" when no target declared anything, telemetry nobody measured) are left out; p50 and the rest
+    are in the report and the exports."""
     table = Table(title=title, title_justify="left", header_style="bold")
     with_options = any(p.fio_options for p in points)
     with_jobs = any(p.numjobs != 1 for p in points)
     with_clients = any(p.clients != 1 for p in points)
     lab_keys = varying_lab_keys(points)
     extra = telemetry_columns(points)
+    with_expected = any(p.expected is not None for p in points)
     columns = (("target", "left"), ("rw", "left"), ("bs", "right"), ("qd", "right"),
                *((("jobs", "right"),) if with_jobs else ()), *((("clients", "right"),) if with_clients else ()),
                *((("fio options", "left"),) if with_options else ()), *((("lab", "left"),) if lab_keys else ()),
                ("dir", "left"), ("n", "right"), ("IOPS ± 95% CI", "right"), ("CV", "right"), ("MiB/s", "right"),
-               ("lat mean", "right"), ("p95", "right"), ("p99", "right"), ("p99.9", "right"),
+               *((("% exp", "right"),) if with_expected else ()), ("lat mean", "right"), ("p95", "right"),
+               ("p99", "right"), ("p99.9", "right"),
                ("cpu %", "right"), ("disk %", "right"), *((name, "right") for name, _, _ in extra),
                ("verdict", "left"), ("!", "left"))
     for name, justify in columns:
@@ -96,7 +112,8 @@ def results_table(points: Sequence[PointSummary], title: str) -> Table:
             *((lab_text(p, lab_keys),) if lab_keys else ()),
             p.direction or "-",
             f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
-            _mean(p.metric("bw_bytes"), ",.1f", 1048576), _lat(p.metric("lat_mean_ns")),
+            _mean(p.metric("bw_bytes"), ",.1f", 1048576), *((expected_cell(p),) if with_expected else ()),
+            _lat(p.metric("lat_mean_ns")),
             _lat(p.metric("lat_p95_ns")), _lat(p.metric("lat_p99_ns")), _lat(p.metric("lat_p999_ns")),
             _mean(p.metric("host_cpu_busy_pct"), ".0f"), _mean(disk, ".0f"),
             *(telemetry_cell(p.metric(field), fmt) for _, field, fmt in extra),
