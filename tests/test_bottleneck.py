@@ -270,3 +270,10 @@ def test_a_capped_curve_names_what_the_storage_itself_reports() -> None:
     assert "capped" in summarize_points(rows)[0].bottleneck.kind
     assert "the OSDs' op latency went 0.20 ms to 20.00 ms (100.0x)" in evidence
     assert "storage node CPU 20 % to 35 % busy" in evidence
+
+
+def test_a_curve_fio_itself_holds_back_is_not_capped_beyond_the_host() -> None:
+    """rate_iops=300: flat IOPS by the plan's own choice; even if latency grows, the limit is not the storage's."""
+    points = _sweep("iodepth", [1, 16, 64], [[300, 300], [300, 301], [299, 300]], [0.33, 5.5, 22.0],
+                    fio_options="rate_iops=300")
+    assert Bottleneck.CAPPED not in [p.bottleneck.kind for p in points]

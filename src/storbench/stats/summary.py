@@ -279,6 +279,15 @@ def _remote_evidence(points: Sequence[PointSummary], members: Sequence[int]) -> 
     return "; ".join(parts)
 
 
+RATE_OPTIONS = ("rate", "rate_iops", "rate_min", "rate_iops_min", "thinktime")
+
+
+def _self_limited(point: PointSummary) -> bool:
+    """Whether fio was told to hold back (a rate limit or think time): then its throughput says nothing about
+    the storage's limit."""
+    return any(option.split("=", 1)[0] in RATE_OPTIONS for option in point.fio_options.split())
+
+
 def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
     """The points with the verdicts their sweeps give (``bottleneck.judge_curve``): along each load curve
     (iodepth, numjobs, clients; load = outstanding I/Os) on IOPS, and along each block-size curve on bandwidth.
@@ -294,6 +303,8 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
                 curves.append((sorted(members, key=lambda i: getattr(points[i], axis)), axis,
                                "MiB/s" if axis == "bs_bytes" else "IOPS"))
     for members, axis, what in curves:
+        if any(_self_limited(points[i]) for i in members):
+            continue  # fio itself holds the rate: a flat curve is the plan's own limit, not the storage's
         steps = []
         for i in members:
             p = points[i]
