@@ -55,8 +55,8 @@ def test_under_driven_when_every_slot_is_busy_and_nothing_saturated() -> None:
      Bottleneck.NETWORK, "eth0 at 94 % of its link rate"),
     ({"client_cpu_cores": 2 * 0.97, "jobs": 2}, Bottleneck.CLIENT, "fio uses 0.97 cores per job (2 jobs)"),
     ({"ceiling_iops": 1100.0}, Bottleneck.CLIENT, "IOPS are 91% of what this client drives on fio's null engine"),
-    ({"process_cpu_cores": (("ceph-osd", 1.4), ("fio", 0.2)), "osd_quota_cores": 0.5, "osds": 3}, Bottleneck.CPU,
-     "each OSD uses 0.47 of its 0.5-core CPU quota (93 %)"),
+    ({"process_cpu_cores": (("ceph-osd", 1.26), ("fio", 0.2)), "osd_quota_cores": 0.5, "osds": 3}, Bottleneck.CPU,
+     "each OSD uses 0.42 of its 0.5-core CPU quota (84 %)"),
 ])
 def test_each_rule_fires_with_its_evidence(changes: dict[str, object], kind: Bottleneck, says: str) -> None:
     verdict = judge(replace(IDLE, **changes))  # type: ignore[arg-type]
@@ -71,7 +71,7 @@ def test_each_rule_fires_with_its_evidence(changes: dict[str, object], kind: Bot
     ({"client_cpu_cores": CLIENT_CORES_PER_JOB - 0.01}, Bottleneck.NOT_SATURATED),
     ({"host_cpu_pressure_pct": CPU_PRESSURE_PCT - 0.1}, Bottleneck.NOT_SATURATED),
     ({"ceiling_iops": 1251.0}, Bottleneck.NOT_SATURATED),  # 1000 / 1251 < 80 %
-    ({"process_cpu_cores": (("ceph-osd", 1.34),), "osd_quota_cores": 0.5, "osds": 3}, Bottleneck.NOT_SATURATED),
+    ({"process_cpu_cores": (("ceph-osd", 1.19),), "osd_quota_cores": 0.5, "osds": 3}, Bottleneck.NOT_SATURATED),
 ])
 def test_just_below_each_threshold_nothing_fires(changes: dict[str, object], kind: Bottleneck) -> None:
     assert judge(replace(IDLE, **changes)).kind == kind  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ Every rule and threshold is stated (and defended) in docs/methodology.md, "Bottl
                 one core), or IOPS reach >= 80 % of the client's null-engine ceiling;
 - cpu-bound     this host's CPU, or a storage node's (Prometheus), is >= 80 % busy over the window, or runnable
                 tasks waited for a CPU >= 30 % of the window (Linux PSI, /proc/pressure/cpu "some"), or the
-                lab's OSDs use >= 90 % of their CPU quota (`lab.ceph.osd_cpus`) even with the host idle;
+                lab's OSDs use >= 80 % of their CPU quota (`lab.ceph.osd_cpus`) even with the host idle;
 - media-bound   a block device (here or on a storage node) is busy >= 90 % of the window;
 - network-bound an interface moves >= 90 % of its link rate (in its busier direction);
 - under-driven  none of the above, and Little's law says every configured I/O slot was occupied
@@ -39,7 +39,7 @@ CEILING_FRACTION = 0.8
 DEVICE_UTIL_PCT = 90.0
 LINK_UTIL_PCT = 90.0
 QUEUE_FULL_FRACTION = 0.8
-QUOTA_FRACTION = 0.9  # a daemon using this share of its CPU quota is held by it
+QUOTA_FRACTION = 0.8  # a daemon using this share of its CPU quota (on average, over 100 ms periods) is held by it
 SYNC_ENGINES = frozenset({"sync", "psync", "vsync", "pvsync", "pvsync2", "mmap"})
 
 
