@@ -433,3 +433,49 @@ def test_an_osd_cpu_quota_is_applied_live_and_read_back(lab_dir: Path, tmp_path:
     assert pids_with(str(lab_dir) + "/") == [] and not (lab_dir / "ceph").exists()
     ctl = cpu_quota.controller()
     assert ctl is not None and not list(ctl.root.glob(f"{cpu_quota.GROUP_PREFIX}-ceph-*"))  # cgroups removed
+
+
+LINK_PLAN = """
+name: link-speed
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 128MiB}
+workload: {rw: read, bs: 1m, iodepth: 4, runtime: 3s}
+clients: 1
+repeat: 2
+lab:
+  ceph: {osds: 1, osd_size: 1GiB, objectstore: memstore, pool_size: 1}
+  hosts: {count: 1, link: [50Mbit, 200Mbit]}
+"""
+
+
+def test_a_shaped_client_link_makes_large_reads_network_bound(lab_dir: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Client link 50 vs 200 Mbit/s (netem on both ends of the host's veth), one Ceph cluster, A B B A: before
+    each repetition the test reads the shaping back from tc; 1 MiB reads then run at about the link's rate, and
+    the slow link's points are network-bound."""
+    from storbench.execute.hosts import HostsExecutor
+    from storbench.lab.hosts import HostsLab
+
+    seen: list[tuple[int, str]] = []
+    original = HostsExecutor.run_case
+
+    def reading_tc(self: HostsExecutor, case, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append((case.lab.link_bits_per_s, HostsLab(lab_dir / "hosts").shaping(1)))
+        return original(self, case, *args, **kwargs)
+
+    monkeypatch.setattr(HostsExecutor, "run_case", reading_tc)
+    db, out = _run(LINK_PLAN, tmp_path, capsys)
+    assert [rate for rate, _ in seen] == [50 * 10**6, 200 * 10**6, 200 * 10**6, 50 * 10**6]  # A B B A
+    for rate, shown in seen:
+        assert "netem" in shown and f"rate {rate // 10**6}Mbit" in shown, shown
+    assert out.count("ceph lab: bringing up") == 1 and "links shaped to 50Mbit" in out
+    code, out, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+    assert code == 0, err
+    for record in json.loads(out):
+        rate_bytes = int(dict(kv.split("=", 1) for kv in record["lab"].split())["link"]) / 8
+        assert 0.6 * rate_bytes <= record["bw_bytes"] <= 1.05 * rate_bytes, (record["bw_bytes"], rate_bytes)
+    code, out, err = run_cli(capsys, "show", "--db", str(db))
+    slow = next(line for line in out.splitlines() if "link=" in line and "50" in line and "network-bound" in line)
+    assert "sbh1a at" in slow, out
+    assert "storbench-host-" not in os.popen("ip netns list").read()

@@ -289,3 +289,35 @@ def test_osd_cpus_is_a_live_setting_on_one_cluster() -> None:
     assert lab_designs(cases)[0].startswith("osd_cpus: interleaved on one cluster")
     point = cases[0].lab
     assert LabPoint.from_pairs(point.pairs()) == point and "osd_cpus=0.5" in point.describe()
+
+
+def test_link_shaping_commands_and_a_live_link_axis() -> None:
+    from storbench.config import load_plan_text
+    from storbench.lab.hosts_conf import lab_host, link_commands
+    from storbench.plan import expand, lab_designs, schedule
+    from storbench.sessions import group_by_lab
+    from storbench.units import format_link_rate as format_link
+
+    host = lab_host(2)
+    shaped = link_commands(host, 10**9, 0.0005)
+    assert shaped == [(None, ["qdisc", "replace", "dev", "sbh2a", "root", "netem", "limit", "100000", "rate",
+                              "1000000000bit", "delay", "500us"]),
+                      (host.namespace, ["qdisc", "replace", "dev", "sbh2b", "root", "netem", "limit", "100000",
+                                        "rate", "1000000000bit", "delay", "500us"])]
+    assert [args[:2] for _, args in link_commands(host, None, None)] == [["qdisc", "del"]] * 2
+    assert format_link(10**9) == "1Gbit" and format_link(2_500_000_000) == "2.5Gbit" and format_link(10**8) == "100Mbit"
+    plan = """
+name: links
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 64MiB}
+workload: {rw: read, bs: 1m}
+clients: 1
+lab:
+  ceph: {osds: 1, pool_size: 1}
+  hosts: {count: 1, link: [100Mbit, 1Gbit]}
+"""
+    cases = expand(load_plan_text(plan, "links.yaml"))
+    assert sorted(c.lab.link_bits_per_s for c in cases) == [10**8, 10**9]  # type: ignore[type-var]
+    assert len(group_by_lab(schedule(cases, 2, "interleaved", 0))) == 1  # one Ceph cluster for both rates
+    assert any(line.startswith("link: interleaved") for line in lab_designs(cases))
+    assert LabPoint.from_pairs(cases[0].lab.pairs()) == cases[0].lab

@@ -205,6 +205,7 @@ class CephLabPoint:
 
 
 VOLUME_SETTINGS = ("volume_size", "volume_iops", "volume_bw")
+LINK_SETTINGS = ("link", "link_delay")
 
 
 @dataclass(frozen=True)
@@ -229,13 +230,16 @@ class LabPoint:
     ceph: CephLabPoint | None = None
     nfs: bool = False
     volume: VolumeLabPoint | None = None
+    link_bits_per_s: int | None = None  # lab.hosts.link: each client host's link rate
+    link_delay_s: float | None = None  # lab.hosts.link_delay
 
     def __bool__(self) -> bool:
-        return self.ceph is not None or self.nfs or self.volume is not None
+        return self.ceph is not None or self.nfs or self.volume is not None or self.link_bits_per_s is not None
 
     def kinds(self) -> tuple[str, ...]:
         return tuple(kind for kind, present in (("ceph", self.ceph is not None), ("nfs", self.nfs),
-                                                ("volume", self.volume is not None)) if present)
+                                                ("volume", self.volume is not None),
+                                                ("hosts", self.link_bits_per_s is not None)) if present)
 
     def pairs(self) -> tuple[tuple[str, str], ...]:
         """The point as text pairs: what case ids hash and the store keeps (``lab_json``), and what exports and
@@ -249,6 +253,10 @@ class LabPoint:
                 out.append(("cephfs", "1"))
         if self.volume is not None:
             out += [(name, str(value)) for name, value in self.volume.settings()]
+        if self.link_bits_per_s is not None:
+            out.append(("link", str(self.link_bits_per_s)))
+            if self.link_delay_s is not None:
+                out.append(("link_delay", f"{self.link_delay_s:g}"))
         return tuple(out)
 
     @staticmethod
@@ -264,7 +272,8 @@ class LabPoint:
                 return int(values[name]) if name in values else None
 
             options = tuple(sorted((name, int(value) if value.isdigit() else value) for name, value in values.items()
-                                   if name not in (*CEPH_SETTINGS, *VOLUME_SETTINGS, "lab", "cephfs")))
+                                   if name not in (*CEPH_SETTINGS, *VOLUME_SETTINGS, *LINK_SETTINGS, "lab",
+                                                   "cephfs")))
             ceph = CephLabPoint(osds=int(values["osds"]), osd_size_bytes=int(values["osd_size"]),
                                 objectstore=values["objectstore"], pool_size=int(values["pool_size"]),
                                 cache_size_bytes=size("cache_size"), osd_memory_target_bytes=size("osd_memory_target"),
@@ -277,17 +286,27 @@ class LabPoint:
 
             volume = VolumeLabPoint(size_bytes=int(values["volume_size"]), iops=number("volume_iops"),
                                     bw_bytes_per_s=number("volume_bw"))
-        return LabPoint(ceph=ceph, nfs="nfs" in kinds, volume=volume)
+        return LabPoint(ceph=ceph, nfs="nfs" in kinds, volume=volume,
+                        link_bits_per_s=int(values["link"]) if "link" in values else None,
+                        link_delay_s=float(values["link_delay"]) if "link_delay" in values else None)
 
     def describe(self) -> str:
         """``cache_size=1GiB objectstore=bluestore osd_size=2GiB ...``: the settings with units, for people."""
-        from storbench.units import format_bytes
-
-        return " ".join(f"{k}={format_bytes(int(v)) if size_setting(k) and v.isdigit() else v}"
-                        for k, v in self.pairs() if k != "lab")
+        return " ".join(f"{k}={setting_text(k, v)}" for k, v in self.pairs() if k != "lab")
 
 
 NO_LAB = LabPoint()
+
+
+def setting_text(name: str, value: str) -> str:
+    """A lab setting's stored text as people read it: sizes with their unit, link rates in bits."""
+    from storbench.units import format_bytes, format_link_rate
+
+    if not value.isdigit():
+        return value
+    if name == "link":
+        return format_link_rate(int(value))
+    return format_bytes(int(value)) if size_setting(name) else value
 
 
 def size_setting(name: str) -> bool:
@@ -302,6 +321,7 @@ def cluster_of(lab: LabPoint) -> LabPoint:
     takes OSD options live, so points that differ only in ``pool_size`` or in live settings share one cluster and
     alternate on it (``pool_size`` 0 here: the cluster's pools have each size the points ask for; no live
     settings: each case's are applied before its turn)."""
+    lab = replace(lab, link_bits_per_s=None, link_delay_s=None)  # the hosts' links change live
     if lab.ceph is None:
         return lab
     return LabPoint(ceph=replace(lab.ceph, pool_size=0, cache_size_bytes=None, osd_memory_target_bytes=None,
@@ -332,7 +352,7 @@ class Case:
 
     def parameters(self) -> dict[str, str]:
         """The values people filter and compare on, as display strings (sizes with their unit)."""
-        from storbench.units import format_block_size, format_bytes, format_duration
+        from storbench.units import format_block_size, format_duration
 
         w = self.workload
         params = {
@@ -349,7 +369,7 @@ class Case:
             "clients": str(self.clients),
         }
         params.update(dict(w.fio_options))
-        params.update((k, format_bytes(int(v)) if size_setting(k) and v.isdigit() else v) for k, v in self.lab.pairs())
+        params.update((k, setting_text(k, v)) for k, v in self.lab.pairs())
         return params
 
 

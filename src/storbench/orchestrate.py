@@ -290,8 +290,8 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
             if run.stop_before(item.rep_index):  # a round has ended: is the answer known?
                 break
             changed = session.enter(item.case)
-            if changed:
-                observer.lab_event(changed)
+            for line in (changed or "").splitlines():
+                observer.lab_event(line)
             observer.repetition_started(item, position)
             prepared = session.for_case(item.case)
             recorder = None
@@ -302,6 +302,7 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
                 if sockets not in recorders:
                     recorders[sockets] = TelemetryRecorder(config.telemetry, sockets)
                 recorder = recorders[sockets]
+                recorder.link_overrides = session.link_rates(item.case)  # shaped veths have no speed of their own
             if recorder is not None and config.telemetry.client_ceiling and item.case.case_id not in ceilings:
                 ceilings[item.case.case_id] = measure_client_ceiling(run.executors.local, item.case, caps)
             executor = run.executors.for_target(item.case.target)

@@ -21,6 +21,7 @@ from storbench.config import (
     RbdTargetConfig,
     fio_value_text,
 )
+from storbench.config.schema import link_rate_bits
 from storbench.errors import UserError, did_you_mean
 from storbench.model import (
     CEPH_SETTINGS,
@@ -66,6 +67,7 @@ _AXIS_NORMALISERS = {
     "cache_size": parse_size_bytes,
     "osd_memory_target": parse_size_bytes,
     "osd_cpus": float,
+    "link": link_rate_bits,
     "clients": int,
 }
 
@@ -167,6 +169,9 @@ def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
         values = value if isinstance(value, list) else [value]
         axes.append(Axis(name, tuple(fio_value_text(v) for v in values)))
     axes.append(Axis("clients", tuple(config.clients)))
+    hosts = config.lab.hosts if config.lab else None
+    if hosts is not None and hosts.link is not None:
+        axes.append(Axis("link", tuple(hosts.link)))
     ceph = config.lab.ceph if config.lab else None
     if ceph is not None:
         for name in CEPH_SETTINGS:  # sweep axes that configure the Ceph lab rather than fio
@@ -285,7 +290,10 @@ def _lab_point(config: PlanConfig, point: Mapping[str, object]) -> LabPoint:
     if config.lab.volume is not None:
         volume = VolumeLabPoint(size_bytes=config.lab.volume.size, iops=config.lab.volume.iops,
                                 bw_bytes_per_s=config.lab.volume.bw)
-    return LabPoint(ceph=ceph, nfs=config.lab.nfs is not None, volume=volume)
+    hosts = config.lab.hosts
+    link = int(str(point["link"])) if "link" in point else None
+    return LabPoint(ceph=ceph, nfs=config.lab.nfs is not None, volume=volume, link_bits_per_s=link,
+                    link_delay_s=hosts.link_delay if hosts is not None and link is not None else None)
 
 
 def _option_value(value: object) -> int | str:
@@ -376,6 +384,10 @@ def lab_designs(cases: Sequence[Case], *, bring_up: str = "once", rounds: int = 
             for name, value in case.lab.ceph.settings():
                 values.setdefault(name, set()).add(value)
     lines = []
+    links = {case.lab.link_bits_per_s for case in cases}
+    if len(links) > 1:
+        lines.append("link: interleaved (each client host's link shaped with traffic control before each value's "
+                     "turn, repetitions A B B A)")
     for name, seen in values.items():
         if len(seen) < 2:
             continue

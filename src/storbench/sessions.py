@@ -28,6 +28,7 @@ from storbench.model import (
 from storbench.targets.base import PreparedTarget
 from storbench.targets.local import claim_test_files, remove_test_files, test_file_names
 from storbench.targets.registry import LabEnvironment, by_target, prepare_target
+from storbench.units import format_link_rate
 
 if TYPE_CHECKING:
     from storbench.lab.ceph import CephLab
@@ -79,9 +80,31 @@ class LabContext:
         """The admin sockets telemetry reads for ``case``: its own cluster's, not the one idling beside it."""
         return self.sockets_by_cluster.get(cluster_of(case.lab), self.ceph_socket_patterns)
 
+    def link_rates(self, case: Case) -> dict[str, int]:
+        """Interface -> bits/s of the hosts lab's shaped links while ``case`` runs (telemetry's link speeds)."""
+        if case.lab.link_bits_per_s is None:
+            return {}
+        from storbench.lab.hosts import HostsLab
+
+        return HostsLab().link_rates()
+
     def enter(self, case: Case) -> str | None:
-        """Make the lab what ``case`` asks for before its turn: its OSD options (cache size, memory target,
-        `lab.ceph.config`) applied to its running cluster. Says what changed, or None."""
+        """Make the lab what ``case`` asks for before its turn: the client hosts' link rate (traffic control),
+        its OSD options (cache size, memory target, `lab.ceph.config`, CPU quota) applied to its running cluster.
+        Says what changed, or None."""
+        said = []
+        if case.lab.link_bits_per_s is not None:
+            from storbench.lab.hosts import HostsLab
+
+            if HostsLab().set_link(case.lab.link_bits_per_s, case.lab.link_delay_s):
+                said.append(f"hosts lab: links shaped to {format_link_rate(case.lab.link_bits_per_s)}"
+                            + (f", {case.lab.link_delay_s * 1e3:g} ms delay" if case.lab.link_delay_s else ""))
+        ceph = self._enter_ceph(case)
+        if ceph:
+            said.append(ceph)
+        return "\n".join(said) or None
+
+    def _enter_ceph(self, case: Case) -> str | None:
         ceph_lab = self.ceph_labs.get(cluster_of(case.lab))
         if ceph_lab is None or case.lab.ceph is None:
             return None
@@ -172,7 +195,7 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
     and tear the labs down afterwards — also when the run fails or is interrupted."""
     from storbench.units import format_bytes
 
-    kinds = set(lab.kinds())
+    kinds = set(lab.kinds()) - {"hosts"}  # the hosts lab lives for the whole run (client_hosts)
     prepared = _Prepared(dict(checked.targets), {})
     downs: list[Callable[[], None]] = []
     sockets: tuple[str, ...] = ()

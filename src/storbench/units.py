@@ -98,3 +98,11 @@ def format_latency_ns(ns: float | None) -> str:
         return f"{ns / 1e6:.3g}ms"
     return f"{ns / 1e9:.3g}s"
 
+
+
+def format_link_rate(bits_per_s: int) -> str:
+    """``1Gbit``, ``100Mbit``, ``2.5Gbit``: a link rate as network people write it (powers of 1000)."""
+    for unit, size in (("Tbit", 10**12), ("Gbit", 10**9), ("Mbit", 10**6), ("Kbit", 10**3)):
+        if bits_per_s >= size:
+            return f"{bits_per_s / size:g}{unit}"
+    return f"{bits_per_s}bit"

@@ -111,6 +111,29 @@ def _rate(value: object) -> int:
 
 Rate = Annotated[int, BeforeValidator(_rate)]
 
+_LINK_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(?:bit|bps|b)(?:/s)?\s*$", re.IGNORECASE)
+
+
+def link_rate_bits(value: object) -> int:
+    """A link rate as network people write it: ``1Gbit``, ``100Mbit``, ``10gbps`` (bits per second, powers of
+    1000)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a link rate like 1Gbit")
+    if isinstance(value, int):
+        number, unit = float(value), ""
+    else:
+        match = _LINK_RE.match(str(value))
+        if not match:
+            raise ValueError(f"{value!r} is not a link rate like 100Mbit or 10Gbit")
+        number, unit = float(match.group(1)), match.group(2).lower()
+    bits = int(number * {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[unit])
+    if not 10**6 <= bits <= 400 * 10**9:
+        raise ValueError(f"{value!r}: a link rate from 1Mbit to 400Gbit")
+    return bits
+
+
+LinkRate = Annotated[int, BeforeValidator(link_rate_bits)]
+
 
 class ExpectConfig(StrictModel):
     """What a target was sold or provisioned as; figures and tables show results as a share of it, and a
@@ -469,6 +492,14 @@ class HostsLabConfig(StrictModel):
     its own address and hostname, each running `fio --server`."""
 
     count: int = Field(ge=1, le=250, description="How many hosts (at least the largest `clients`).")
+    link: Sweep[LinkRate] | None = Field(None, description="Each host's link rate, e.g. `[1Gbit, 10Gbit]` "
+                                         "(traffic control on both ends of its veth pair; changed live, A B B A).")
+    link_delay: Duration | None = Field(None, description="Added one-way delay on each host's link, e.g. `0.5ms`.")
+
+    @field_validator("link")
+    @classmethod
+    def _distinct_links(cls, values: list[int] | None) -> list[int] | None:
+        return None if values is None else _no_duplicates(values)
 
 
 class K8sLabConfig(StrictModel):

@@ -31,6 +31,7 @@ from storbench.lab.hosts_conf import (
     firewall_rules,
     inner_batch,
     lab_host,
+    link_commands,
     network_batch,
     server_command,
 )
@@ -147,6 +148,44 @@ class HostsLab:
         info = HostsLabInfo(root=str(self.root), count=count, servers=tuple(h.server for h in hosts))
         self.state.write_text(json.dumps({"root": info.root, "count": count, "servers": list(info.servers)}))
         return info
+
+    def set_link(self, rate_bits_per_s: int | None, delay_s: float | None) -> bool:
+        """Shape every host's link to ``rate`` (and ``delay``) with the kernel's traffic control, at once, no
+        restart; None lifts it. Returns whether anything changed."""
+        info = self.info()
+        if info is None:
+            raise UserError("hosts lab: not up, cannot shape its links", hint="bring it up first")
+        raw = json.loads(self.state.read_text())
+        wanted = [rate_bits_per_s, delay_s]
+        if raw.get("link") == wanted:
+            return False
+        for index in range(1, info.count + 1):
+            for namespace, args in link_commands(lab_host(index), rate_bits_per_s, delay_s):
+                command = ["tc", *(["-n", namespace] if namespace else []), *args]
+                try:
+                    run(command, timeout_s=30)
+                except UserError:
+                    if args[1] != "del":  # nothing to delete is fine; a shaping that fails is not
+                        raise
+        raw["link"] = wanted
+        self.state.write_text(json.dumps(raw))
+        return True
+
+    def link_rates(self) -> dict[str, int]:
+        """The host-side interface of each host and the rate it is shaped to (for link utilisation: a veth has
+        no speed of its own)."""
+        info = self.info()
+        if info is None:
+            return {}
+        try:
+            rate = json.loads(self.state.read_text()).get("link", [None])[0]
+        except (OSError, ValueError):
+            return {}
+        return {} if rate is None else {lab_host(i).host_veth: int(rate) for i in range(1, info.count + 1)}
+
+    def shaping(self, index: int) -> str:
+        """What `tc` says is on host ``index``'s host-side link (to read the shaping back)."""
+        return run(["tc", "qdisc", "show", "dev", lab_host(index).host_veth], timeout_s=30)
 
     def _wait(self, hosts: list[LabHost]) -> None:
         deadline = time.time() + 30 + 0.2 * len(hosts)

@@ -108,3 +108,19 @@ FIREWALL_FAMILIES = ("inet", "bridge")
 def firewall_delete(families: list[str]) -> str:
     """`nft -f` text removing this lab's tables in ``families`` (those `nft list tables` showed)."""
     return "".join(f"delete table {family} {FIREWALL_TABLE}\n" for family in families)
+
+
+def link_commands(host: LabHost, rate_bits_per_s: int | None, delay_s: float | None
+                  ) -> list[tuple[str | None, list[str]]]:
+    """(namespace or None for the host's, tc arguments) that shape both ends of ``host``'s veth pair: netem with
+    ``rate`` (and ``delay``) as the root qdisc on the host end (traffic to the client: reads) and on the
+    namespace end (traffic from it: writes); None removes the shaping. Pure."""
+    ends = ((None, host.host_veth), (host.namespace, host.inner_veth))
+    if rate_bits_per_s is None and delay_s is None:
+        return [(namespace, ["qdisc", "del", "dev", device, "root"]) for namespace, device in ends]
+    shape = ["netem", "limit", "100000"]
+    if rate_bits_per_s is not None:
+        shape += ["rate", f"{rate_bits_per_s}bit"]
+    if delay_s is not None:
+        shape += ["delay", f"{round(delay_s * 1e6)}us"]
+    return [(namespace, ["qdisc", "replace", "dev", device, "root", *shape]) for namespace, device in ends]

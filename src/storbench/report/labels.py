@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from storbench.model import size_setting
+from storbench.model import setting_text
 from storbench.stats.compare import MATCH_FIELDS, PointComparison
 from storbench.stats.knee import Curve
 from storbench.stats.summary import PointSummary
-from storbench.units import format_bytes
 
 # The parts a label can leave out, named like the fields they show.
 PARTS = ("target", "rw", "bs", "iodepth", "numjobs", "clients", "direction")
@@ -53,8 +52,7 @@ def varying_lab_keys(points: Sequence[PointSummary]) -> list[str]:
 def lab_text(point: PointSummary, keys: Sequence[str]) -> str:
     """``cache_size=64MiB pool_size=2``: the settings ``keys`` of the point, sizes with their unit."""
     params = dict(point.lab)
-    return " ".join(f"{k}={format_bytes(int(params[k])) if size_setting(k) and params[k].isdigit() else params[k]}"
-                    for k in keys if k in params)
+    return " ".join(f"{k}={setting_text(k, params[k])}" for k in keys if k in params)
 
 
 def varying_comparison_lab(comparisons: Sequence[PointComparison]) -> frozenset[str]:

@@ -32,6 +32,7 @@ class TelemetryRecorder:
         self.ceph_sockets = sorted({os.path.realpath(p) for p in osd_admin_sockets(patterns)})
         self.clock_ticks = clock_ticks_per_s()
         self.links = link_speeds_bits_per_s()
+        self.link_overrides: dict[str, int] = {}  # interfaces whose rate the lab set (a shaped veth)
         self.queries = (queries_for(config.prometheus.queries, f"{round(config.prometheus.rate_window * 1000)}ms",
                                     config.prometheus.builtin_queries) if config.prometheus else [])
         self._sampler: Sampler | None = None
@@ -59,4 +60,4 @@ class TelemetryRecorder:
                                                      prometheus.step)
             problems.extend(failed)
         return repetition_telemetry(window, readings.proc, readings.ceph, remote, ceiling_iops, self.clock_ticks,
-                                    self.links, problems)
+                                    {**self.links, **self.link_overrides}, problems)
