@@ -67,3 +67,14 @@ def test_prepare_import_numbers_repetitions_per_case_across_files(fixtures: Path
     assert [(r.rep_index, r.source) for r in prepared.repetitions] == [(0, "a.json"), (1, "b.json")]
     assert prepared.repetitions[0].case == prepared.repetitions[1].case
     assert prepared.repetitions[0].case.target.name == "old-array"
+
+
+def test_a_link_rate_selects_as_people_write_it() -> None:
+    from storbench.model import LabPoint
+    from storbench.stats.match import matches
+    from synthetic import observation
+
+    seen = observation(lab="lab=hosts link=100000000")
+    assert seen.case.lab == LabPoint(link_bits_per_s=10**8)
+    assert matches(seen, "link", "100Mbit", {}) and matches(seen, "link", "0.1Gbit", {})
+    assert not matches(seen, "link", "1Gbit", {}) and not matches(seen, "link", "fast", {})

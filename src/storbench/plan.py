@@ -393,6 +393,9 @@ def lab_designs(cases: Sequence[Case], *, bring_up: str = "once", rounds: int = 
             continue
         if name in SIDE_BY_SIDE_SETTINGS:
             lines.append(f"{name}: interleaved on one cluster (a pool per value, repetitions A B B A)")
+        elif name == "osd_cpus":
+            lines.append(f"{name}: interleaved on one cluster (a cgroup CPU quota per OSD, changed live without a "
+                         "restart before each value's turn, repetitions A B B A)")
         elif interleaved_setting(name):
             lines.append(f"{name}: interleaved on one cluster (applied with `ceph config set` and an OSD restart "
                          "before each value's turn, repetitions A B B A)")

@@ -22,6 +22,7 @@ class Kind(StrEnum):
     FLOAT = "float"
     BOOL = "bool"
     SIZE = "size"
+    LINK = "link"  # bits per second: 1Gbit, 100Mbit
 
 
 def _pairs_text(pairs: Sequence[tuple[str, object]]) -> str:
@@ -111,6 +112,10 @@ def unknown_keys(keys: Sequence[str], observations: Sequence[Observation]) -> li
 
 def _lab_setting(o: Observation, key: str) -> tuple[Kind, object] | None:
     """(kind, value) of a lab setting of the case's typed lab point; None when the case does not have it."""
+    if key == "link":
+        return None if o.case.lab.link_bits_per_s is None else (Kind.LINK, o.case.lab.link_bits_per_s)
+    if key == "link_delay":
+        return None if o.case.lab.link_delay_s is None else (Kind.FLOAT, o.case.lab.link_delay_s)
     volume = o.case.lab.volume
     volume_value = dict(volume.settings()).get(key) if volume is not None else None
     if volume_value is not None:
@@ -141,6 +146,10 @@ def value_matches(kind: Kind, actual: object, text: str) -> bool:
             return actual == int(text)
         if kind == Kind.FLOAT:
             return actual == float(text)
+        if kind == Kind.LINK:
+            from storbench.config.schema import link_rate_bits
+
+            return actual == link_rate_bits(text)
     except ValueError:
         return False
     return str(actual) == text
