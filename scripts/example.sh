@@ -10,7 +10,7 @@ plan=examples/$name.yaml
 ./scripts/setup.sh --labs
 out=out/$name
 mkdir -p "$out"
-.venv/bin/storbench run "$plan" --db "$out/results.db"
+.venv/bin/storbench run "$plan" --db "$out/results.db" | tee "$out/run.log"
 COLUMNS=${COLUMNS:-200} .venv/bin/storbench show --db "$out/results.db" > "$out/show.txt"
 # the example's comparison is written in its header: "# compare: --baseline ... --candidate ..."
 compare=$(sed -n 's/^# compare: //p' "$plan" | head -n 1)

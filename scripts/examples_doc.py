@@ -12,6 +12,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = {"ceph-block-size": ["iops-vs-bs-small", "bw_bytes-vs-bs-large"],
+           "throttled-volume": ["iops-latency-iodepth"],
            "ceph-rbd-clients": ["iops-vs-clients", "iops-latency-clients", "process-cpu"]}
 DEFAULT_FIGURES = ["compare-iops", "compare-lat_p99_ns"]
 
@@ -61,13 +62,26 @@ def _section(name: str, plan_path: Path, out: Path, images: Path) -> str:
     parts += [f"## {name}", "", plan.get("description", ""), "",
               f"`./scripts/example.sh {name}` — {reps[1]} of {reps[0]} repetitions ok; host `{host}` "
               f"({cpus} CPUs), kernel {kernel}, {fio}, storbench {version}.", ""]
+    run_log = out.parent / "run.log"
+    if run_log.exists():  # how the run was designed and how it stopped, as it said while running
+        lines = run_log.read_text(errors="replace").splitlines()
+        designs = [line.strip() for line in lines if line.startswith("lab design:")]
+        looks = [line.strip() for line in lines if line.startswith("after ") and " rounds: " in line]
+        last = looks[-1].split(":", 1)[0] if looks else ""
+        final = [line for line in looks if line.startswith(last + ":")] if last else []
+        if designs or final:
+            parts += ["```text", *designs, *final, "```", ""]
     compare = out.parent / "compare.md"
     shown = out.parent / "show.txt"
     if compare.exists():
         parts += [compare.read_text().strip(), ""]
     elif shown.exists():  # no comparison: the results table, verdicts included
         parts += ["```text", *(line.rstrip() for line in shown.read_text().rstrip().splitlines()), "```", ""]
-    for figure in FIGURES.get(name, DEFAULT_FIGURES):
+    figures = list(FIGURES.get(name, DEFAULT_FIGURES))
+    # a run that stopped when decided: its answer converging, look by look, per compared point
+    figures += sorted(p.stem for p in (out.parent / "images").glob("convergence-*.png"))
+    figures += sorted(p.stem for p in (out.parent / "images").glob("capped-*.png"))
+    for figure in figures:
         source = out.parent / "images" / f"{figure}.png"
         if source.exists():
             target = images / f"{name}-{figure}.png"
