@@ -504,3 +504,11 @@ def test_an_osd_cpu_quota_above_this_machine_is_refused(tmp_path: Path, capsys: 
     _, err = capsys.readouterr()
     assert status == 2 and f"osd_cpus {cores + 1} is more than this machine's {cores} cores" in err
     assert f"{path}:10: lab.ceph.osd_cpus" in err
+
+
+def test_a_fast_db_device_needs_bluestore(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / PLAN_NAME
+    path.write_text(BASE + "lab:\n  ceph:\n    objectstore: memstore\n    db_device: [none, fast]\n")
+    status = main(["plan", str(path)])
+    _, err = capsys.readouterr()
+    assert status == 2 and "a memstore OSD has none" in err and f"{path}:11: lab.ceph.db_device" in err

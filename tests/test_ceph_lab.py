@@ -479,3 +479,47 @@ def test_a_shaped_client_link_makes_large_reads_network_bound(lab_dir: Path, tmp
     slow = next(line for line in out.splitlines() if "link=" in line and "50" in line and "network-bound" in line)
     assert "sbh1a at" in slow, out
     assert "storbench-host-" not in os.popen("ip netns list").read()
+
+
+DB_PLAN = """
+name: db-device
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 32MiB}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 1s}
+repeat: 1
+telemetry: {enabled: false}
+lab:
+  ceph: {osds: 1, osd_size: 2GiB, pool_size: 1, db_device: [none, fast], db_size: 256MiB}
+"""
+
+
+def test_a_fast_db_device_really_holds_bluestores_db(lab_dir: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """db_device none vs fast: before each repetition the test asks the cluster's OSD metadata where BlueFS keeps
+    its DB: a dedicated DB device on the lab's tmpfs for fast, none for none; the tmpfs goes with the lab."""
+    from storbench.execute.local import LocalExecutor
+    from storbench.lab.ceph import CephLab
+
+    seen: list[tuple[str, dict[str, str], bool, dict[str, int]]] = []
+    original = LocalExecutor.run_case
+
+    def asking_the_cluster(self: LocalExecutor, case, *args, **kwargs):  # type: ignore[no-untyped-def]
+        lab = CephLab(lab_dir / "ceph")
+        fast = lab.root / "fastdb"
+        files = {f.name: f.stat().st_size for f in fast.iterdir()} if fast.is_dir() else {}
+        seen.append((case.lab.ceph.db_device, lab.osd_db_devices()["osd.0"], os.path.ismount(fast), files))
+        return original(self, case, *args, **kwargs)
+
+    monkeypatch.setattr(LocalExecutor, "run_case", asking_the_cluster)
+    _db, out = _run(DB_PLAN, tmp_path, capsys)
+    assert sorted(device for device, _, _, _ in seen) == ["fast", "none"]
+    assert "emulated" in out
+    for device, bluefs, mounted, files in seen:
+        if device == "fast":  # BlueFS has a dedicated DB device, and it is the file on the lab's tmpfs
+            assert bluefs.get("bluefs_dedicated_db") == "1" and mounted, bluefs
+            assert files == {"ceph-0.db": 256 << 20}, files
+        else:
+            assert bluefs.get("bluefs_dedicated_db") == "0" and not mounted and not files, bluefs
+    assert pids_with(str(lab_dir) + "/") == [] and not (lab_dir / "ceph").exists()
+    assert str(lab_dir) not in Path("/proc/mounts").read_text()

@@ -321,3 +321,28 @@ lab:
     assert len(group_by_lab(schedule(cases, 2, "interleaved", 0))) == 1  # one Ceph cluster for both rates
     assert any(line.startswith("link: interleaved") for line in lab_designs(cases))
     assert LabPoint.from_pairs(cases[0].lab.pairs()) == cases[0].lab
+
+
+def test_a_fast_db_device_is_a_cluster_setting_rendered_on_tmpfs() -> None:
+    from storbench.config import load_plan_text
+    from storbench.plan import expand, lab_designs, schedule
+    from storbench.sessions import group_by_lab
+
+    plan = REPLICA_PLAN.replace("osds: [3, 4], pool_size: [2, 3]}", "osds: 3, db_device: [none, fast], "
+                                "db_size: 256MiB, bring_up: each_repetition}")
+    cases = expand(load_plan_text(plan, "db.yaml"))
+    assert {c.lab.ceph.db_device for c in cases} == {"none", "fast"}  # type: ignore[union-attr]
+    groups = group_by_lab(schedule(cases, 2, "interleaved", 0), bring_up="each_repetition")
+    assert [g.ceph.db_device for g, _ in groups] == ["none", "fast", "fast", "none"]  # type: ignore[union-attr]
+    designs = lab_designs(cases, bring_up="each_repetition", rounds=2)
+    assert designs[0].startswith("db_device: blocked, a fresh cluster per value and round")
+    assert "emulated" in designs[-1]
+    fast = next(c for c in cases if c.lab.ceph and c.lab.ceph.db_device == "fast")
+    assert fast.lab.ceph is not None and fast.lab.ceph.db_size_bytes == 256 << 20
+    assert LabPoint.from_pairs(fast.lab.pairs()) == fast.lab and "db_size=256MiB" in fast.lab.describe()
+    osd = "\n".join(_sections(render_ceph_conf(ceph_spec_for(fast.lab.ceph, (("bench", 2),)), "f", "/lab"))["osd"])
+    assert "bluestore block db path = /lab/fastdb/$cluster-$id.db" in osd and "bluestore block db create = true" in osd
+    assert f"bluestore block db size = {256 << 20}" in osd
+    slow = next(c for c in cases if c.lab.ceph and c.lab.ceph.db_device == "none")
+    assert slow.lab.ceph is not None
+    assert "block db" not in render_ceph_conf(ceph_spec_for(slow.lab.ceph, (("bench", 2),)), "f", "/lab")

@@ -167,15 +167,16 @@ class WorkloadPoint:
 
 
 # Ceph lab settings as plans name them, and which of them are sizes in bytes (shown with units, matched as sizes).
-CEPH_SETTINGS = ("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus")
-CEPH_SIZE_SETTINGS = frozenset({"osd_size", "cache_size", "osd_memory_target", "volume_size"})
+CEPH_SETTINGS = ("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus",
+                 "db_device")
+CEPH_SIZE_SETTINGS = frozenset({"osd_size", "cache_size", "osd_memory_target", "volume_size", "db_size"})
 # Ceph settings a running cluster holds side by side (a pool per value): their values alternate on one cluster.
 SIDE_BY_SIDE_SETTINGS = frozenset({"pool_size"})
 # Ceph settings applied to a running cluster (`ceph config set` and an OSD restart) before each case's turn; so
 # are the options of `lab.ceph.config`. Their values alternate on one cluster too.
 LIVE_SETTINGS = frozenset({"cache_size", "osd_memory_target", "osd_cpus"})
 # Settings that need a cluster of their own per value (a blocked design).
-CLUSTER_SETTINGS = frozenset({"osds", "osd_size", "objectstore"})
+CLUSTER_SETTINGS = frozenset({"osds", "osd_size", "objectstore", "db_device"})
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,8 @@ class CephLabPoint:
     cephfs: bool = False
     config: tuple[tuple[str, int | str], ...] = ()  # lab.ceph.config: OSD options by name, sorted
     osd_cpus: float | None = None  # a CPU quota per OSD daemon, in cores (a cgroup each)
+    db_device: str | None = None  # "fast": BlueStore's RocksDB and WAL on a memory-backed device (None: on the data)
+    db_size_bytes: int | None = None  # the DB device's size per OSD, with db_device fast
 
     def settings(self) -> tuple[tuple[str, int | str], ...]:
         """(name as in the plan, value) of every setting that is set, in CEPH_SETTINGS order, then the
@@ -200,8 +203,10 @@ class CephLabPoint:
             "osds": self.osds, "osd_size": self.osd_size_bytes, "objectstore": self.objectstore,
             "pool_size": self.pool_size, "cache_size": self.cache_size_bytes,
             "osd_memory_target": self.osd_memory_target_bytes,
-            "osd_cpus": None if self.osd_cpus is None else f"{self.osd_cpus:g}"}
-        return (*((name, value) for name in CEPH_SETTINGS if (value := values[name]) is not None), *self.config)
+            "osd_cpus": None if self.osd_cpus is None else f"{self.osd_cpus:g}", "db_device": self.db_device}
+        db_size = (("db_size", self.db_size_bytes),) if self.db_device == "fast" and self.db_size_bytes else ()
+        return (*((name, value) for name in CEPH_SETTINGS if (value := values[name]) is not None), *db_size,
+                *self.config)
 
 
 VOLUME_SETTINGS = ("volume_size", "volume_iops", "volume_bw")
@@ -273,12 +278,13 @@ class LabPoint:
 
             options = tuple(sorted((name, int(value) if value.isdigit() else value) for name, value in values.items()
                                    if name not in (*CEPH_SETTINGS, *VOLUME_SETTINGS, *LINK_SETTINGS, "lab",
-                                                   "cephfs")))
+                                                   "cephfs", "db_size")))
             ceph = CephLabPoint(osds=int(values["osds"]), osd_size_bytes=int(values["osd_size"]),
                                 objectstore=values["objectstore"], pool_size=int(values["pool_size"]),
                                 cache_size_bytes=size("cache_size"), osd_memory_target_bytes=size("osd_memory_target"),
                                 cephfs=values.get("cephfs") == "1", config=options,
-                                osd_cpus=float(values["osd_cpus"]) if "osd_cpus" in values else None)
+                                osd_cpus=float(values["osd_cpus"]) if "osd_cpus" in values else None,
+                                db_device=values.get("db_device"), db_size_bytes=size("db_size"))
         volume = None
         if "volume" in kinds:
             def number(name: str) -> int | None:

@@ -67,6 +67,7 @@ _AXIS_NORMALISERS = {
     "cache_size": parse_size_bytes,
     "osd_memory_target": parse_size_bytes,
     "osd_cpus": float,
+    "db_device": str,
     "link": link_rate_bits,
     "clients": int,
 }
@@ -285,7 +286,9 @@ def _lab_point(config: PlanConfig, point: Mapping[str, object]) -> LabPoint:
                             cache_size_bytes=optional("cache_size"),
                             osd_memory_target_bytes=optional("osd_memory_target"), cephfs=config.lab.ceph.cephfs,
                             config=tuple((name, _option_value(point[name])) for name in sorted(config.lab.ceph.config)),
-                            osd_cpus=float(str(point["osd_cpus"])) if "osd_cpus" in point else None)
+                            osd_cpus=float(str(point["osd_cpus"])) if "osd_cpus" in point else None,
+                            db_device=_db_device(point),
+                            db_size_bytes=config.lab.ceph.db_size if _db_device(point) == "fast" else None)
     volume = None
     if config.lab.volume is not None:
         volume = VolumeLabPoint(size_bytes=config.lab.volume.size, iops=config.lab.volume.iops,
@@ -294,6 +297,12 @@ def _lab_point(config: PlanConfig, point: Mapping[str, object]) -> LabPoint:
     link = int(str(point["link"])) if "link" in point else None
     return LabPoint(ceph=ceph, nfs=config.lab.nfs is not None, volume=volume, link_bits_per_s=link,
                     link_delay_s=hosts.link_delay if hosts is not None and link is not None else None)
+
+
+def _db_device(point: Mapping[str, object]) -> str | None:
+    """`lab.ceph.db_device` of a sweep point ("none" or "fast"); None when the plan does not name it."""
+    value = point.get("db_device")
+    return None if value is None else str(value)
 
 
 def _option_value(value: object) -> int | str:
@@ -409,6 +418,9 @@ def lab_designs(cases: Sequence[Case], *, bring_up: str = "once", rounds: int = 
         else:
             lines.append(f"{name}: blocked, one cluster per value brought up once (the setting is confounded "
                          "with the cluster instance and with time)")
+    if "db_device" in values:
+        lines.append("db_device: fast is emulated: BlueStore's RocksDB and WAL on tmpfs (memory), the one-machine "
+                     "stand-in for an Optane or NVMe DB device")
     return tuple(lines)
 
 

@@ -124,6 +124,9 @@ def _check_lab(config: PlanConfig, source: PlanSource) -> None:
         key = ("lab", "ceph", "config", swept) if swept in ceph.config else ("lab", "ceph", swept)
         raise UserError(f"sweeping {swept} restarts the OSDs between values, and a memstore OSD loses its data "
                         "when it restarts", where=source.where(key), hint="use objectstore: bluestore")
+    if ceph.db_device is not None and "fast" in ceph.db_device and "memstore" in ceph.objectstore:
+        raise UserError("db_device: fast moves BlueStore's RocksDB, and a memstore OSD has none",
+                        where=source.where(("lab", "ceph", "db_device")), hint="use objectstore: bluestore")
     if ceph.bring_up == "side_by_side":
         from storbench.lab.ceph_conf import SIDE_BY_SIDE_MAX
 

@@ -442,6 +442,11 @@ class CephLabConfig(StrictModel):
                                                                  "pools the rbd targets use.")
     cache_size: Sweep[Size] | None = Field(None, description="BlueStore cache per OSD (autotune off).")
     osd_memory_target: Sweep[Size] | None = Field(None, description="osd_memory_target per OSD (>= 896MiB).")
+    db_device: Sweep[Literal["none", "fast"]] | None = Field(
+        None, description="Where BlueStore keeps RocksDB and its WAL: `none` on the data device, `fast` on a "
+        "memory-backed device (tmpfs: the one-machine stand-in for an Optane/NVMe DB device; labelled emulated). "
+        "Needs a cluster per value.")
+    db_size: Size = Field(1024**3, description="Size of each OSD's DB device with `db_device: fast`.")
     osd_cpus: Sweep[Annotated[float, Field(gt=0, le=256)]] | None = Field(
         None, description="A CPU quota per OSD daemon in cores, e.g. `[0.5, 1, 2]` (a cgroup each; changed on the "
         "running cluster, no restart).")
@@ -458,7 +463,8 @@ class CephLabConfig(StrictModel):
         "[1GiB, 4GiB], osd_op_queue: wpq}`; applied to the running cluster with `ceph config set` and an OSD "
         "restart. Only the options listed under \"Ceph options\" below.")
 
-    @field_validator("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus")
+    @field_validator("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus",
+                     "db_device")
     @classmethod
     def _distinct(cls, values: list[T] | None) -> list[T] | None:
         return None if values is None else _no_duplicates(values)

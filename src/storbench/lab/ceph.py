@@ -122,6 +122,8 @@ class CephLab:
             self._create_mon(fsid, address, spec.slot)
             self._create_mgr()
             self._set_osd_options(spec.osd_config, ())
+            if spec.db_size_bytes is not None:
+                self._mount_fast_db(spec)
             self._create_osds(spec)
             self._wait_ready(spec, timeout_s=READY_TIMEOUT_S)
             self._check_osd_options(spec)
@@ -235,6 +237,9 @@ class CephLab:
                 except UserError:
                     continue
         kill_daemons(recorded_daemons(self.root))
+        fast = self.root / "fastdb"
+        if os.path.ismount(fast):
+            run(["umount", "-l", str(fast)], timeout_s=30)
         from storbench.lab import cpu_quota
 
         cpu_quota.remove_groups(self.root.name)
@@ -268,6 +273,23 @@ class CephLab:
         self.ceph("auth", "get-or-create", "mgr.x", "mon", "allow profile mgr", "osd", "allow *", "mds", "allow *",
                   "-o", str(directory / "keyring"))
         self._start("mgr.x", ["ceph-mgr", "-f", "-c", str(self.conf), "-i", "x"])
+
+    def _mount_fast_db(self, spec: CephLabSpec) -> None:
+        """A tmpfs for the OSDs' DB devices (RocksDB and WAL in memory: the stand-in for a fast device), sized
+        for all of them, private to root."""
+        assert spec.db_size_bytes is not None
+        fast = self.root / "fastdb"
+        fast.mkdir(mode=0o700)
+        size = spec.db_size_bytes * spec.osds + (64 << 20)
+        run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700,nosuid,nodev,noexec", "storbench-fastdb",
+             str(fast)], timeout_s=30)
+
+    def osd_db_devices(self) -> dict[str, dict[str, str]]:
+        """Each OSD's BlueFS view of its devices, from the cluster's OSD metadata (bluefs_dedicated_db, the DB
+        path and size): what a test reads back."""
+        raw = self.ceph_json("osd", "metadata")
+        assert isinstance(raw, list)
+        return {f"osd.{m['id']}": {k: str(v) for k, v in m.items() if k.startswith("bluefs")} for m in raw}
 
     def _create_osds(self, spec: CephLabSpec) -> None:
         ids = []

@@ -44,6 +44,7 @@ class CephLabSpec:
     pg_num: int = 32
     cephfs: bool = False
     slot: int = 0  # which of several clusters side by side: its ports (mon_ports, daemon_ports)
+    db_size_bytes: int | None = None  # BlueStore's RocksDB and WAL on a device of this size per OSD on tmpfs
 
 
 # OSD options every lab cluster starts with: small, for a 2-core machine. They live in the monitors' config
@@ -142,6 +143,12 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
             f"bluestore block size = {spec.osd_size_bytes}",
             "bluestore fsck on mount = false",
         ]
+        if spec.db_size_bytes is not None:  # the DB device: a file on the lab's tmpfs (memory: the fast device)
+            lines += [
+                f"bluestore block db path = {root}/fastdb/$cluster-$id.db",
+                "bluestore block db create = true",
+                f"bluestore block db size = {spec.db_size_bytes}",
+            ]
     else:
         lines.append(f"memstore device bytes = {spec.osd_size_bytes}")
     lines += [
@@ -166,4 +173,5 @@ def ceph_spec_for(point: CephLabPoint, pools: tuple[tuple[str, int], ...]) -> Ce
         osd_config=osd_options(point),
         pools=tuple(sorted(set(pools))),
         cephfs=point.cephfs,
+        db_size_bytes=point.db_size_bytes if point.db_device == "fast" else None,
     )
