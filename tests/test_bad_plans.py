@@ -349,6 +349,11 @@ BAD_PLANS = [
                                              "lab.ceph.bring_up", ("hosts lab",))),
     case("ceph-osd-cpus-above-the-machine", Bad(BASE + "lab:\n  ceph:\n    osd_cpus: [1, 4096]\n", 10,
                                                 "lab.ceph.osd_cpus[1]", ("less than or equal to 256",))),
+    case("ceph-osds-per-device-too-many", Bad(BASE + "lab:\n  ceph:\n    pool_size: 1\n    device_size: 2GiB\n"
+                                              "    osds_per_device: [1, 4]\n", 12, "lab.ceph.osds_per_device",
+                                              ("4 OSDs on a device of 2GiB leaves under 1 GiB each",))),
+    case("ceph-osds-per-device-and-osds", Bad(BASE + "lab:\n  ceph:\n    osds: 3\n    osds_per_device: [1, 2]\n",
+                                              11, "lab.ceph.osds_per_device", ("follow from devices",))),
     case("ceph-live-sweep-on-memstore", Bad(BASE + "lab:\n  ceph:\n    objectstore: memstore\n"
                                             "    config: {osd_op_num_shards: [1, 2]}\n", 11,
                                             "lab.ceph.config.osd_op_num_shards",

@@ -468,7 +468,7 @@ def test_a_shaped_client_link_makes_large_reads_network_bound(lab_dir: Path, tmp
     db, out = _run(LINK_PLAN, tmp_path, capsys)
     assert [rate for rate, _ in seen] == [50 * 10**6, 200 * 10**6, 200 * 10**6, 50 * 10**6]  # A B B A
     for rate, shown in seen:
-        assert "netem" in shown and f"rate {rate // 10**6}Mbit" in shown, shown
+        assert "tbf" in shown and f"rate {rate // 10**6}Mbit" in shown, shown
     assert out.count("ceph lab: bringing up") == 1 and "links shaped to 50Mbit" in out
     code, out, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
     assert code == 0, err
@@ -523,3 +523,46 @@ def test_a_fast_db_device_really_holds_bluestores_db(lab_dir: Path, tmp_path: Pa
             assert bluefs.get("bluefs_dedicated_db") == "0" and not mounted and not files, bluefs
     assert pids_with(str(lab_dir) + "/") == [] and not (lab_dir / "ceph").exists()
     assert str(lab_dir) not in Path("/proc/mounts").read_text()
+
+
+OPD_PLAN = """
+name: osds-per-device
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 32MiB}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 1s}
+repeat: 1
+telemetry: {enabled: false}
+lab:
+  ceph: {pool_size: 1, devices: 1, device_size: 2GiB, osds_per_device: [1, 2], bring_up: each_repetition}
+"""
+
+
+def test_osds_per_device_splits_one_loop_device_among_its_osds(lab_dir: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """One device of 2 GiB holding 1, then 2 OSDs: before each repetition the test counts the device-mapper
+    slices on the lab's loop device and the OSDs up, and finds each OSD's block on a slice; all gone after."""
+    from storbench.execute.local import LocalExecutor
+    from storbench.lab import devices
+    from storbench.lab.ceph import CephLab
+
+    seen: list[tuple[int, int, int, list[str]]] = []
+    original = LocalExecutor.run_case
+
+    def counting(self: LocalExecutor, case, *args, **kwargs):  # type: ignore[no-untyped-def]
+        lab = CephLab(lab_dir / "ceph")
+        [loop] = devices.recorded_loops(lab.root)
+        stat = lab.ceph_json("osd", "stat")
+        blocks = sorted(os.path.realpath(lab.root / d / "block") for d in os.listdir(lab.root) if d.startswith("osd."))
+        seen.append((case.lab.ceph.osds_per_device, len(devices.holders(loop)), int(stat["num_up_osds"]), blocks))
+        return original(self, case, *args, **kwargs)
+
+    monkeypatch.setattr(LocalExecutor, "run_case", counting)
+    _run(OPD_PLAN, tmp_path, capsys)
+    assert sorted(per for per, _, _, _ in seen) == [1, 2]
+    for per, slices, up, blocks in seen:
+        assert slices == per and up == per, seen
+        assert len(blocks) == per and all(b.startswith("/dev/dm-") for b in blocks), blocks
+    assert pids_with(str(lab_dir) + "/") == [] and not (lab_dir / "ceph").exists()
+    assert "storbench-ceph-d0" not in os.popen("dmsetup ls").read()
+    assert "device0.img" not in os.popen("losetup -a").read()

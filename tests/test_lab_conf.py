@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from storbench.errors import UserError
 from storbench.lab.ceph_conf import MIN_OSD_MEMORY_TARGET, CephLabSpec, ceph_spec_for, osd_options, render_ceph_conf
 from storbench.lab.nfs_conf import (
     ANONYMOUS_UID,
@@ -300,10 +301,12 @@ def test_link_shaping_commands_and_a_live_link_axis() -> None:
 
     host = lab_host(2)
     shaped = link_commands(host, 10**9, 0.0005)
-    assert shaped == [(None, ["qdisc", "replace", "dev", "sbh2a", "root", "netem", "limit", "100000", "rate",
-                              "1000000000bit", "delay", "500us"]),
+    assert shaped == [(None, ["qdisc", "replace", "dev", "sbh2a", "root", "netem", "limit", "100000", "delay",
+                              "500us", "rate", "1000000000bit"]),
                       (host.namespace, ["qdisc", "replace", "dev", "sbh2b", "root", "netem", "limit", "100000",
-                                        "rate", "1000000000bit", "delay", "500us"])]
+                                        "delay", "500us", "rate", "1000000000bit"])]
+    assert link_commands(host, 10**8, None)[0] == (None, ["qdisc", "replace", "dev", "sbh2a", "root", "tbf", "rate",
+                                                          "100000000bit", "burst", "125000", "latency", "50ms"])
     assert [args[:2] for _, args in link_commands(host, None, None)] == [["qdisc", "del"]] * 2
     assert format_link(10**9) == "1Gbit" and format_link(2_500_000_000) == "2.5Gbit" and format_link(10**8) == "100Mbit"
     plan = """
@@ -346,3 +349,26 @@ def test_a_fast_db_device_is_a_cluster_setting_rendered_on_tmpfs() -> None:
     slow = next(c for c in cases if c.lab.ceph and c.lab.ceph.db_device == "none")
     assert slow.lab.ceph is not None
     assert "block db" not in render_ceph_conf(ceph_spec_for(slow.lab.ceph, (("bench", 2),)), "f", "/lab")
+
+
+def test_osds_per_device_keeps_devices_and_capacity_fixed() -> None:
+    from storbench.config import load_plan_text
+    from storbench.lab.devices import layout
+    from storbench.plan import expand
+
+    plan = REPLICA_PLAN.replace("osds: [3, 4], pool_size: [2, 3]}", "pool_size: 2, devices: 2, device_size: 8GiB, "
+                                "osds_per_device: [1, 2, 4], bring_up: each_repetition}")
+    cases = [c for c in expand(load_plan_text(plan, "opd.yaml")) if c.workload.rw == "randread"]
+    shapes = sorted((c.lab.ceph.osds_per_device, c.lab.ceph.osds, c.lab.ceph.osd_size_bytes)  # type: ignore[union-attr]
+                    for c in cases)
+    assert shapes == [(1, 2, 8 << 30), (2, 4, 4 << 30), (4, 8, 2 << 30)]  # capacity 16 GiB each time
+    point = cases[0].lab
+    assert LabPoint.from_pairs(point.pairs()) == point and "devices=2" in point.describe()
+    spec = ceph_spec_for(point.ceph, (("bench", 2),))  # type: ignore[arg-type]
+    assert spec.devices == 2 and spec.device_size_bytes == 8 << 30
+    parts = layout("sb", 2, 4, 8 << 30)
+    assert [(p.device, p.part) for p in parts][:5] == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0)]
+    assert all(p.sectors * 512 == 2 << 30 for p in parts) and parts[1].start_sector == (2 << 30) // 512
+    assert parts[0].path == "/dev/mapper/sb-d0p0"
+    with pytest.raises(UserError, match="under 1 GiB per OSD"):
+        layout("sb", 1, 4, 2 << 30)

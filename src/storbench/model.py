@@ -168,15 +168,16 @@ class WorkloadPoint:
 
 # Ceph lab settings as plans name them, and which of them are sizes in bytes (shown with units, matched as sizes).
 CEPH_SETTINGS = ("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus",
-                 "db_device")
-CEPH_SIZE_SETTINGS = frozenset({"osd_size", "cache_size", "osd_memory_target", "volume_size", "db_size"})
+                 "db_device", "osds_per_device")
+CEPH_SIZE_SETTINGS = frozenset({"osd_size", "cache_size", "osd_memory_target", "volume_size", "db_size",
+                                "device_size"})
 # Ceph settings a running cluster holds side by side (a pool per value): their values alternate on one cluster.
 SIDE_BY_SIDE_SETTINGS = frozenset({"pool_size"})
 # Ceph settings applied to a running cluster (`ceph config set` and an OSD restart) before each case's turn; so
 # are the options of `lab.ceph.config`. Their values alternate on one cluster too.
 LIVE_SETTINGS = frozenset({"cache_size", "osd_memory_target", "osd_cpus"})
 # Settings that need a cluster of their own per value (a blocked design).
-CLUSTER_SETTINGS = frozenset({"osds", "osd_size", "objectstore", "db_device"})
+CLUSTER_SETTINGS = frozenset({"osds", "osd_size", "objectstore", "db_device", "osds_per_device"})
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,9 @@ class CephLabPoint:
     osd_cpus: float | None = None  # a CPU quota per OSD daemon, in cores (a cgroup each)
     db_device: str | None = None  # "fast": BlueStore's RocksDB and WAL on a memory-backed device (None: on the data)
     db_size_bytes: int | None = None  # the DB device's size per OSD, with db_device fast
+    osds_per_device: int | None = None  # OSDs on slices of `devices` loop devices (osds = devices x this)
+    devices: int | None = None
+    device_size_bytes: int | None = None
 
     def settings(self) -> tuple[tuple[str, int | str], ...]:
         """(name as in the plan, value) of every setting that is set, in CEPH_SETTINGS order, then the
@@ -203,10 +207,14 @@ class CephLabPoint:
             "osds": self.osds, "osd_size": self.osd_size_bytes, "objectstore": self.objectstore,
             "pool_size": self.pool_size, "cache_size": self.cache_size_bytes,
             "osd_memory_target": self.osd_memory_target_bytes,
-            "osd_cpus": None if self.osd_cpus is None else f"{self.osd_cpus:g}", "db_device": self.db_device}
+            "osd_cpus": None if self.osd_cpus is None else f"{self.osd_cpus:g}", "db_device": self.db_device,
+            "osds_per_device": self.osds_per_device}
         db_size = (("db_size", self.db_size_bytes),) if self.db_device == "fast" and self.db_size_bytes else ()
+        layout: tuple[tuple[str, int | str], ...] = ()
+        if self.osds_per_device is not None and self.devices is not None and self.device_size_bytes is not None:
+            layout = (("devices", self.devices), ("device_size", self.device_size_bytes))
         return (*((name, value) for name in CEPH_SETTINGS if (value := values[name]) is not None), *db_size,
-                *self.config)
+                *layout, *self.config)
 
 
 VOLUME_SETTINGS = ("volume_size", "volume_iops", "volume_bw")
@@ -278,13 +286,15 @@ class LabPoint:
 
             options = tuple(sorted((name, int(value) if value.isdigit() else value) for name, value in values.items()
                                    if name not in (*CEPH_SETTINGS, *VOLUME_SETTINGS, *LINK_SETTINGS, "lab",
-                                                   "cephfs", "db_size")))
+                                                   "cephfs", "db_size", "devices", "device_size")))
             ceph = CephLabPoint(osds=int(values["osds"]), osd_size_bytes=int(values["osd_size"]),
                                 objectstore=values["objectstore"], pool_size=int(values["pool_size"]),
                                 cache_size_bytes=size("cache_size"), osd_memory_target_bytes=size("osd_memory_target"),
                                 cephfs=values.get("cephfs") == "1", config=options,
                                 osd_cpus=float(values["osd_cpus"]) if "osd_cpus" in values else None,
-                                db_device=values.get("db_device"), db_size_bytes=size("db_size"))
+                                db_device=values.get("db_device"), db_size_bytes=size("db_size"),
+                                osds_per_device=size("osds_per_device"), devices=size("devices"),
+                                device_size_bytes=size("device_size"))
         volume = None
         if "volume" in kinds:
             def number(name: str) -> int | None:

@@ -68,6 +68,7 @@ _AXIS_NORMALISERS = {
     "osd_memory_target": parse_size_bytes,
     "osd_cpus": float,
     "db_device": str,
+    "osds_per_device": int,
     "link": link_rate_bits,
     "clients": int,
 }
@@ -281,6 +282,10 @@ def _lab_point(config: PlanConfig, point: Mapping[str, object]) -> LabPoint:
         def optional(name: str) -> int | None:
             return int(str(point[name])) if name in point else None
 
+        per_device = int(str(point["osds_per_device"])) if "osds_per_device" in point else None
+        layout = config.lab.ceph
+        if per_device is not None:  # the OSDs follow from the devices: their count and their slice's size
+            point = {**point, "osds": layout.devices * per_device, "osd_size": layout.device_size // per_device}
         ceph = CephLabPoint(osds=int(str(point["osds"])), osd_size_bytes=int(str(point["osd_size"])),
                             objectstore=str(point["objectstore"]), pool_size=int(str(point["pool_size"])),
                             cache_size_bytes=optional("cache_size"),
@@ -288,7 +293,9 @@ def _lab_point(config: PlanConfig, point: Mapping[str, object]) -> LabPoint:
                             config=tuple((name, _option_value(point[name])) for name in sorted(config.lab.ceph.config)),
                             osd_cpus=float(str(point["osd_cpus"])) if "osd_cpus" in point else None,
                             db_device=_db_device(point),
-                            db_size_bytes=config.lab.ceph.db_size if _db_device(point) == "fast" else None)
+                            db_size_bytes=config.lab.ceph.db_size if _db_device(point) == "fast" else None,
+                            osds_per_device=per_device, devices=layout.devices if per_device else None,
+                            device_size_bytes=layout.device_size if per_device else None)
     volume = None
     if config.lab.volume is not None:
         volume = VolumeLabPoint(size_bytes=config.lab.volume.size, iops=config.lab.volume.iops,

@@ -32,6 +32,7 @@ from storbench.fio.allowlist import (
 )
 from storbench.fio.jobfile import is_safe_job_value
 from storbench.model import rw_writes
+from storbench.units import format_bytes
 
 
 def _check_clients(config: PlanConfig, source: PlanSource) -> None:
@@ -127,6 +128,21 @@ def _check_lab(config: PlanConfig, source: PlanSource) -> None:
     if ceph.db_device is not None and "fast" in ceph.db_device and "memstore" in ceph.objectstore:
         raise UserError("db_device: fast moves BlueStore's RocksDB, and a memstore OSD has none",
                         where=source.where(("lab", "ceph", "db_device")), hint="use objectstore: bluestore")
+    if ceph.osds_per_device is not None:
+        where = source.where(("lab", "ceph", "osds_per_device"))
+        if "osds" in ceph.model_fields_set or "osd_size" in ceph.model_fields_set:
+            raise UserError("with osds_per_device, the OSD count and size follow from devices and device_size",
+                            where=where, hint="drop osds and osd_size, or drop osds_per_device")
+        if "memstore" in ceph.objectstore:
+            raise UserError("osds_per_device puts OSDs on devices, and a memstore OSD keeps its data in memory",
+                            where=where, hint="use objectstore: bluestore")
+        most = max(ceph.osds_per_device)
+        if ceph.device_size // most < 1024**3:
+            raise UserError(f"{most} OSDs on a device of {format_bytes(ceph.device_size)} leaves under 1 GiB each",
+                            where=where, hint=f"raise device_size to {most}GiB or more, or lower osds_per_device")
+        if min(ceph.pool_size) > ceph.devices * min(ceph.osds_per_device):
+            raise UserError(f"pool_size {min(ceph.pool_size)} needs more OSDs than devices x osds_per_device "
+                            f"({ceph.devices * min(ceph.osds_per_device)})", where=where, hint="raise devices")
     if ceph.bring_up == "side_by_side":
         from storbench.lab.ceph_conf import SIDE_BY_SIDE_MAX
 

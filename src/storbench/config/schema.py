@@ -447,6 +447,12 @@ class CephLabConfig(StrictModel):
         "memory-backed device (tmpfs: the one-machine stand-in for an Optane/NVMe DB device; labelled emulated). "
         "Needs a cluster per value.")
     db_size: Size = Field(1024**3, description="Size of each OSD's DB device with `db_device: fast`.")
+    osds_per_device: Sweep[Annotated[int, Field(ge=1, le=8)]] | None = Field(
+        None, description="OSDs per device, e.g. `[1, 2, 4]`: `devices` loop devices of `device_size`, each split "
+        "into that many slices, an OSD on each, so device count and capacity stay fixed (`osds` and `osd_size` "
+        "follow from them). Needs a cluster per value.")
+    devices: Annotated[int, Field(ge=1, le=8)] = Field(1, description="Devices, with `osds_per_device`.")
+    device_size: Size = Field(8 * 1024**3, description="Size of each device (sparse), with `osds_per_device`.")
     osd_cpus: Sweep[Annotated[float, Field(gt=0, le=256)]] | None = Field(
         None, description="A CPU quota per OSD daemon in cores, e.g. `[0.5, 1, 2]` (a cgroup each; changed on the "
         "running cluster, no restart).")
@@ -464,7 +470,7 @@ class CephLabConfig(StrictModel):
         "restart. Only the options listed under \"Ceph options\" below.")
 
     @field_validator("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus",
-                     "db_device")
+                     "db_device", "osds_per_device")
     @classmethod
     def _distinct(cls, values: list[T] | None) -> list[T] | None:
         return None if values is None else _no_duplicates(values)
@@ -499,8 +505,8 @@ class HostsLabConfig(StrictModel):
 
     count: int = Field(ge=1, le=250, description="How many hosts (at least the largest `clients`).")
     link: Sweep[LinkRate] | None = Field(None, description="Each host's link rate, e.g. `[1Gbit, 10Gbit]` "
-                                         "(traffic control on both ends of its veth pair; changed live, A B B A).")
-    link_delay: Duration | None = Field(None, description="Added one-way delay on each host's link, e.g. `0.5ms`.")
+                                         "(a token bucket on both ends of its veth pair; changed live, A B B A).")
+    link_delay: Duration | None = Field(None, description="Added one-way delay on each host's link, e.g. `0.5ms` (needs the kernel's netem).")
 
     @field_validator("link")
     @classmethod

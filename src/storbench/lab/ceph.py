@@ -124,7 +124,15 @@ class CephLab:
             self._set_osd_options(spec.osd_config, ())
             if spec.db_size_bytes is not None:
                 self._mount_fast_db(spec)
-            self._create_osds(spec)
+            slices: list[str] = []
+            if spec.osds_per_device:
+                from storbench.lab import devices
+
+                assert spec.devices is not None and spec.device_size_bytes is not None
+                slices = [part.path for part in devices.create(self.root, f"storbench-{self.root.name}",
+                                                                spec.devices, spec.osds_per_device,
+                                                                spec.device_size_bytes)]
+            self._create_osds(spec, slices)
             self._wait_ready(spec, timeout_s=READY_TIMEOUT_S)
             self._check_osd_options(spec)
             self._create_pools(spec)
@@ -240,6 +248,9 @@ class CephLab:
         fast = self.root / "fastdb"
         if os.path.ismount(fast):
             run(["umount", "-l", str(fast)], timeout_s=30)
+        from storbench.lab import devices
+
+        devices.remove(self.root)
         from storbench.lab import cpu_quota
 
         cpu_quota.remove_groups(self.root.name)
@@ -291,7 +302,9 @@ class CephLab:
         assert isinstance(raw, list)
         return {f"osd.{m['id']}": {k: str(v) for k, v in m.items() if k.startswith("bluefs")} for m in raw}
 
-    def _create_osds(self, spec: CephLabSpec) -> None:
+    def _create_osds(self, spec: CephLabSpec, slices: list[str] | None = None) -> None:
+        """Create and start the OSDs: each on a sparse file in its directory, or, given ``slices`` (device paths,
+        one per OSD), on that device."""
         ids = []
         for _ in range(spec.osds):
             osd_uuid = str(uuid.uuid4())
@@ -302,9 +315,14 @@ class CephLab:
                       "allow profile osd", "osd", "allow *", "-o", str(directory / "keyring"))
             ids.append((osd_id, osd_uuid))
 
+        block = dict(zip((osd_id for osd_id, _ in ids), slices or (), strict=False))
+
         def mkfs(item: tuple[int, str]) -> None:
             osd_id, osd_uuid = item
-            run(["ceph-osd", "-c", str(self.conf), "-i", str(osd_id), "--mkfs", "--osd-uuid", osd_uuid],
+            # one OSD's own device, on its command line: in ceph.conf's [osd] it would be every OSD's
+            on_device = (["--bluestore-block-path", block[osd_id], "--bluestore-block-create", "false"]
+                         if osd_id in block else [])
+            run(["ceph-osd", "-c", str(self.conf), "-i", str(osd_id), "--mkfs", "--osd-uuid", osd_uuid, *on_device],
                 timeout_s=180)
 
         with ThreadPoolExecutor(max_workers=4) as pool:

@@ -45,6 +45,9 @@ class CephLabSpec:
     cephfs: bool = False
     slot: int = 0  # which of several clusters side by side: its ports (mon_ports, daemon_ports)
     db_size_bytes: int | None = None  # BlueStore's RocksDB and WAL on a device of this size per OSD on tmpfs
+    devices: int | None = None  # OSDs on slices of this many loop devices (lab.ceph.devices) ...
+    osds_per_device: int | None = None  # ... this many per device ...
+    device_size_bytes: int | None = None  # ... each of this size
 
 
 # OSD options every lab cluster starts with: small, for a 2-core machine. They live in the monitors' config
@@ -174,4 +177,7 @@ def ceph_spec_for(point: CephLabPoint, pools: tuple[tuple[str, int], ...]) -> Ce
         pools=tuple(sorted(set(pools))),
         cephfs=point.cephfs,
         db_size_bytes=point.db_size_bytes if point.db_device == "fast" else None,
+        devices=point.devices if point.osds_per_device else None,
+        osds_per_device=point.osds_per_device,
+        device_size_bytes=point.device_size_bytes if point.osds_per_device else None,
     )

@@ -164,9 +164,13 @@ class HostsLab:
                 command = ["tc", *(["-n", namespace] if namespace else []), *args]
                 try:
                     run(command, timeout_s=30)
-                except UserError:
-                    if args[1] != "del":  # nothing to delete is fine; a shaping that fails is not
-                        raise
+                except UserError as exc:
+                    if args[1] == "del":  # nothing to delete is fine; a shaping that fails is not
+                        continue
+                    if "netem" in args and "unknown" in exc.message:
+                        raise UserError("hosts lab: link_delay needs the kernel's netem qdisc (sch_netem), which "
+                                        "this kernel lacks", hint="drop link_delay: link rates alone use tbf") from None
+                    raise
         raw["link"] = wanted
         self.state.write_text(json.dumps(raw))
         return True

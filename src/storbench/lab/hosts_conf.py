@@ -112,15 +112,18 @@ def firewall_delete(families: list[str]) -> str:
 
 def link_commands(host: LabHost, rate_bits_per_s: int | None, delay_s: float | None
                   ) -> list[tuple[str | None, list[str]]]:
-    """(namespace or None for the host's, tc arguments) that shape both ends of ``host``'s veth pair: netem with
-    ``rate`` (and ``delay``) as the root qdisc on the host end (traffic to the client: reads) and on the
-    namespace end (traffic from it: writes); None removes the shaping. Pure."""
+    """(namespace or None for the host's, tc arguments) that shape both ends of ``host``'s veth pair, the host
+    end (traffic to the client: reads) and the namespace end (traffic from it: writes): a token bucket (tbf) at
+    ``rate``, or, with a ``delay``, netem with both; None for both removes the shaping. Pure."""
     ends = ((None, host.host_veth), (host.namespace, host.inner_veth))
     if rate_bits_per_s is None and delay_s is None:
         return [(namespace, ["qdisc", "del", "dev", device, "root"]) for namespace, device in ends]
-    shape = ["netem", "limit", "100000"]
-    if rate_bits_per_s is not None:
-        shape += ["rate", f"{rate_bits_per_s}bit"]
-    if delay_s is not None:
-        shape += ["delay", f"{round(delay_s * 1e6)}us"]
+    if delay_s is None:
+        assert rate_bits_per_s is not None
+        burst = max(rate_bits_per_s // 8 // 100, 32 * 1024)  # 10 ms of traffic, at least 32 KiB
+        shape = ["tbf", "rate", f"{rate_bits_per_s}bit", "burst", str(burst), "latency", "50ms"]
+    else:
+        shape = ["netem", "limit", "100000", "delay", f"{round(delay_s * 1e6)}us"]
+        if rate_bits_per_s is not None:
+            shape += ["rate", f"{rate_bits_per_s}bit"]
     return [(namespace, ["qdisc", "replace", "dev", device, "root", *shape]) for namespace, device in ends]
