@@ -399,6 +399,9 @@ def lab_designs(cases: Sequence[Case], *, bring_up: str = "once", rounds: int = 
         if case.lab.ceph is not None:
             for name, value in case.lab.ceph.settings():
                 values.setdefault(name, set()).add(value)
+    if len(values.get("osds_per_device", ())) > 1:  # the OSD count and size follow from it: not axes of their own
+        values.pop("osds", None)
+        values.pop("osd_size", None)
     lines = []
     links = {case.lab.link_bits_per_s for case in cases}
     if len(links) > 1:
