@@ -366,9 +366,9 @@ def test_osds_per_device_keeps_devices_and_capacity_fixed() -> None:
     assert LabPoint.from_pairs(point.pairs()) == point and "devices=2" in point.describe()
     spec = ceph_spec_for(point.ceph, (("bench", 2),))  # type: ignore[arg-type]
     assert spec.devices == 2 and spec.device_size_bytes == 8 << 30
-    parts = layout("sb", 2, 4, 8 << 30)
+    parts = layout(2, 4, 8 << 30)
     assert [(p.device, p.part) for p in parts][:5] == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0)]
-    assert all(p.sectors * 512 == 2 << 30 for p in parts) and parts[1].start_sector == (2 << 30) // 512
-    assert parts[0].path == "/dev/mapper/sb-d0p0"
+    assert all(p.size_bytes == 2 << 30 for p in parts) and parts[1].offset_bytes == 2 << 30
+    assert parts[4].offset_bytes == 0  # the second device starts its own slices
     with pytest.raises(UserError, match="under 1 GiB per OSD"):
-        layout("sb", 1, 4, 2 << 30)
+        layout(1, 4, 2 << 30)

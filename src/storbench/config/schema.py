@@ -506,7 +506,8 @@ class HostsLabConfig(StrictModel):
     count: int = Field(ge=1, le=250, description="How many hosts (at least the largest `clients`).")
     link: Sweep[LinkRate] | None = Field(None, description="Each host's link rate, e.g. `[1Gbit, 10Gbit]` "
                                          "(a token bucket on both ends of its veth pair; changed live, A B B A).")
-    link_delay: Duration | None = Field(None, description="Added one-way delay on each host's link, e.g. `0.5ms` (needs the kernel's netem).")
+    link_delay: Duration | None = Field(None, description="Added one-way delay on each host's link, e.g. `0.5ms` "
+                                        "(needs the kernel's netem).")
 
     @field_validator("link")
     @classmethod

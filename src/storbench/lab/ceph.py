@@ -129,9 +129,7 @@ class CephLab:
                 from storbench.lab import devices
 
                 assert spec.devices is not None and spec.device_size_bytes is not None
-                slices = [part.path for part in devices.create(self.root, f"storbench-{self.root.name}",
-                                                                spec.devices, spec.osds_per_device,
-                                                                spec.device_size_bytes)]
+                slices = devices.create(self.root, spec.devices, spec.osds_per_device, spec.device_size_bytes)
             self._create_osds(spec, slices)
             self._wait_ready(spec, timeout_s=READY_TIMEOUT_S)
             self._check_osd_options(spec)
