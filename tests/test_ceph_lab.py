@@ -439,7 +439,7 @@ LINK_PLAN = """
 name: link-speed
 targets:
   rbd: {kind: rbd, pool: bench, image: img, size: 128MiB}
-workload: {rw: read, bs: 1m, iodepth: 4, runtime: 3s}
+workload: {rw: read, bs: 1m, iodepth: 4, runtime: 5s, ramp: 1s}
 clients: 1
 repeat: 2
 lab:
