@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,10 +68,19 @@ def remove(root: Path) -> None:
         state = json.loads(record.read_text())
     except (OSError, ValueError):
         return
-    for loop in state.get("loops", []):
+    loops = state.get("loops", [])
+    for loop in loops:
         with contextlib.suppress(UserError):
             run(["losetup", "-d", loop], timeout_s=30)
+    # a loop device still closing (its OSD just died) is detached by the kernel a moment later: wait for it
+    deadline = time.time() + 15
+    while time.time() < deadline and any(_attached(loop) for loop in loops):
+        time.sleep(0.2)
     record.unlink(missing_ok=True)
+
+
+def _attached(loop: str) -> bool:
+    return Path(f"/sys/block/{Path(loop).name}/loop/backing_file").exists()
 
 
 def slices_of(root: Path, device: int) -> list[str]:
