@@ -354,6 +354,8 @@ BAD_PLANS = [
                                               ("4 OSDs on a device of 2GiB leaves under 1 GiB each",))),
     case("ceph-osds-per-device-and-osds", Bad(BASE + "lab:\n  ceph:\n    osds: 3\n    osds_per_device: [1, 2]\n",
                                               11, "lab.ceph.osds_per_device", ("follow from devices",))),
+    case("ceph-osd-cpuset-grammar", Bad(BASE + "lab:\n  ceph:\n    osd_cpuset: ['0;rm']\n", 10,
+                                        "lab.ceph.osd_cpuset[0]", ("should match pattern",))),
     case("ceph-live-sweep-on-memstore", Bad(BASE + "lab:\n  ceph:\n    objectstore: memstore\n"
                                             "    config: {osd_op_num_shards: [1, 2]}\n", 11,
                                             "lab.ceph.config.osd_op_num_shards",

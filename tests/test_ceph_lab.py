@@ -566,3 +566,42 @@ def test_osds_per_device_splits_one_loop_device_among_its_osds(lab_dir: Path, tm
         assert len(blocks) == per and all(b.startswith("/dev/loop") for b in blocks), blocks
     assert pids_with(str(lab_dir) + "/") == [] and not (lab_dir / "ceph").exists()
     assert "device0.img" not in os.popen("losetup -a").read()
+
+
+PIN_PLAN = """
+name: osd-cpuset
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 32MiB}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 1s}
+repeat: 2
+telemetry: {enabled: false}
+lab:
+  ceph: {osds: 1, osd_size: 1GiB, objectstore: memstore, pool_size: 1, osd_cpuset: [1, 0-1]}
+"""
+
+
+def test_osds_are_pinned_live_and_the_kernel_says_so(lab_dir: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """osd_cpuset 1 vs 0-1, A B B A on one cluster without a restart: before each repetition the test reads the
+    OSD process's allowed CPUs from /proc (Cpus_allowed_list), which the kernel sets from its cpuset."""
+    from storbench.execute.local import LocalExecutor
+    from storbench.lab.ceph import CephLab
+
+    seen: list[tuple[str, str]] = []
+    original = LocalExecutor.run_case
+
+    def reading_proc(self: LocalExecutor, case, *args, **kwargs):  # type: ignore[no-untyped-def]
+        lab = CephLab(lab_dir / "ceph")
+        [osd] = [d for d in json.loads((lab.root / "pids.json").read_text()) if d["name"].startswith("osd.")]
+        status = Path(f"/proc/{osd['pid']}/status").read_text()
+        allowed = next(line.split(":", 1)[1].strip() for line in status.splitlines()
+                       if line.startswith("Cpus_allowed_list"))
+        seen.append((case.lab.ceph.osd_cpuset, allowed))
+        return original(self, case, *args, **kwargs)
+
+    monkeypatch.setattr(LocalExecutor, "run_case", reading_proc)
+    _db, out = _run(PIN_PLAN, tmp_path, capsys)
+    assert seen == [("1", "1"), ("0-1", "0-1"), ("0-1", "0-1"), ("1", "1")], seen  # A B B A, applied
+    assert "OSDs restarted" not in out and "pinned to CPUs 1" in out
+    assert pids_with(str(lab_dir) + "/") == [] and not (lab_dir / "ceph").exists()

@@ -372,3 +372,21 @@ def test_osds_per_device_keeps_devices_and_capacity_fixed() -> None:
     assert parts[4].offset_bytes == 0  # the second device starts its own slices
     with pytest.raises(UserError, match="under 1 GiB per OSD"):
         layout(1, 4, 2 << 30)
+
+
+def test_osd_cpuset_is_a_live_setting_and_cpu_lists_parse() -> None:
+    from storbench.config import load_plan_text
+    from storbench.lab.cpu_quota import parse_cpu_list
+    from storbench.plan import expand, lab_designs, schedule
+    from storbench.sessions import group_by_lab
+
+    assert parse_cpu_list("0-2,5") == [0, 1, 2, 5] and parse_cpu_list("1") == [1]
+    for bad in ("1-", "a", "3-1", "0;1"):
+        with pytest.raises(ValueError):
+            parse_cpu_list(bad)
+    plan = REPLICA_PLAN.replace("osds: [3, 4], pool_size: [2, 3]}", "osds: 3, osd_cpuset: [1, 0-1]}")
+    cases = expand(load_plan_text(plan, "pin.yaml"))
+    assert {c.lab.ceph.osd_cpuset for c in cases} == {"1", "0-1"}  # type: ignore[union-attr]
+    assert len(group_by_lab(schedule(cases, 2, "interleaved", 0))) == 1
+    assert lab_designs(cases)[0].startswith("osd_cpuset: interleaved on one cluster (a cpuset per OSD")
+    assert LabPoint.from_pairs(cases[0].lab.pairs()) == cases[0].lab

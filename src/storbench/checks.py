@@ -48,6 +48,14 @@ def check_machine(loaded: LoadedPlan) -> None:
     """What the plan asks of this machine: an OSD CPU quota within its cores."""
     ceph = loaded.config.lab.ceph if loaded.config.lab else None
     cores = os.cpu_count() or 1
+    if ceph is not None and ceph.osd_cpuset:
+        from storbench.lab.cpu_quota import parse_cpu_list
+
+        for cpus in ceph.osd_cpuset:
+            if max(parse_cpu_list(cpus)) >= cores:
+                raise UserError(f"osd_cpuset {cpus!r} names a CPU this machine does not have (CPUs 0-{cores - 1})",
+                                where=loaded.source.where(("lab", "ceph", "osd_cpuset")),
+                                hint=f"pick CPUs from 0 to {cores - 1}")
     if ceph is not None and ceph.osd_cpus and max(ceph.osd_cpus) > cores:
         raise UserError(f"osd_cpus {max(ceph.osd_cpus):g} is more than this machine's {cores} cores",
                         where=loaded.source.where(("lab", "ceph", "osd_cpus")),

@@ -168,14 +168,14 @@ class WorkloadPoint:
 
 # Ceph lab settings as plans name them, and which of them are sizes in bytes (shown with units, matched as sizes).
 CEPH_SETTINGS = ("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus",
-                 "db_device", "osds_per_device")
+                 "db_device", "osds_per_device", "osd_cpuset")
 CEPH_SIZE_SETTINGS = frozenset({"osd_size", "cache_size", "osd_memory_target", "volume_size", "db_size",
                                 "device_size"})
 # Ceph settings a running cluster holds side by side (a pool per value): their values alternate on one cluster.
 SIDE_BY_SIDE_SETTINGS = frozenset({"pool_size"})
 # Ceph settings applied to a running cluster (`ceph config set` and an OSD restart) before each case's turn; so
 # are the options of `lab.ceph.config`. Their values alternate on one cluster too.
-LIVE_SETTINGS = frozenset({"cache_size", "osd_memory_target", "osd_cpus"})
+LIVE_SETTINGS = frozenset({"cache_size", "osd_memory_target", "osd_cpus", "osd_cpuset"})
 # Settings that need a cluster of their own per value (a blocked design).
 CLUSTER_SETTINGS = frozenset({"osds", "osd_size", "objectstore", "db_device", "osds_per_device"})
 
@@ -194,6 +194,7 @@ class CephLabPoint:
     cephfs: bool = False
     config: tuple[tuple[str, int | str], ...] = ()  # lab.ceph.config: OSD options by name, sorted
     osd_cpus: float | None = None  # a CPU quota per OSD daemon, in cores (a cgroup each)
+    osd_cpuset: str | None = None  # the CPUs the OSD daemons are pinned to, e.g. "1" or "0-3" (a cpuset each)
     db_device: str | None = None  # "fast": BlueStore's RocksDB and WAL on a memory-backed device (None: on the data)
     db_size_bytes: int | None = None  # the DB device's size per OSD, with db_device fast
     osds_per_device: int | None = None  # OSDs on slices of `devices` loop devices (osds = devices x this)
@@ -208,7 +209,7 @@ class CephLabPoint:
             "pool_size": self.pool_size, "cache_size": self.cache_size_bytes,
             "osd_memory_target": self.osd_memory_target_bytes,
             "osd_cpus": None if self.osd_cpus is None else f"{self.osd_cpus:g}", "db_device": self.db_device,
-            "osds_per_device": self.osds_per_device}
+            "osds_per_device": self.osds_per_device, "osd_cpuset": self.osd_cpuset}
         db_size = (("db_size", self.db_size_bytes),) if self.db_device == "fast" and self.db_size_bytes else ()
         layout: tuple[tuple[str, int | str], ...] = ()
         if self.osds_per_device is not None and self.devices is not None and self.device_size_bytes is not None:
@@ -294,6 +295,7 @@ class LabPoint:
                                 osd_cpus=float(values["osd_cpus"]) if "osd_cpus" in values else None,
                                 db_device=values.get("db_device"), db_size_bytes=size("db_size"),
                                 osds_per_device=size("osds_per_device"), devices=size("devices"),
+                                osd_cpuset=values.get("osd_cpuset"),
                                 device_size_bytes=size("device_size"))
         volume = None
         if "volume" in kinds:
@@ -341,7 +343,7 @@ def cluster_of(lab: LabPoint) -> LabPoint:
     if lab.ceph is None:
         return lab
     return LabPoint(ceph=replace(lab.ceph, pool_size=0, cache_size_bytes=None, osd_memory_target_bytes=None,
-                                 config=(), osd_cpus=None), nfs=lab.nfs, volume=lab.volume)
+                                 config=(), osd_cpus=None, osd_cpuset=None), nfs=lab.nfs, volume=lab.volume)
 
 
 def interleaved_setting(name: str) -> bool:

@@ -69,6 +69,7 @@ _AXIS_NORMALISERS = {
     "osd_cpus": float,
     "db_device": str,
     "osds_per_device": int,
+    "osd_cpuset": str,
     "link": link_rate_bits,
     "clients": int,
 }
@@ -295,6 +296,7 @@ def _lab_point(config: PlanConfig, point: Mapping[str, object]) -> LabPoint:
                             db_device=_db_device(point),
                             db_size_bytes=config.lab.ceph.db_size if _db_device(point) == "fast" else None,
                             osds_per_device=per_device, devices=layout.devices if per_device else None,
+                            osd_cpuset=str(point["osd_cpuset"]) if "osd_cpuset" in point else None,
                             device_size_bytes=layout.device_size if per_device else None)
     volume = None
     if config.lab.volume is not None:
@@ -412,6 +414,9 @@ def lab_designs(cases: Sequence[Case], *, bring_up: str = "once", rounds: int = 
             continue
         if name in SIDE_BY_SIDE_SETTINGS:
             lines.append(f"{name}: interleaved on one cluster (a pool per value, repetitions A B B A)")
+        elif name == "osd_cpuset":
+            lines.append(f"{name}: interleaved on one cluster (a cpuset per OSD, changed live without a restart "
+                         "before each value's turn, repetitions A B B A)")
         elif name == "osd_cpus":
             lines.append(f"{name}: interleaved on one cluster (a cgroup CPU quota per OSD, changed live without a "
                          "restart before each value's turn, repetitions A B B A)")

@@ -34,7 +34,8 @@ from storbench.telemetry.prometheus import DEFAULT_QUERIES
 from storbench.units import format_bytes
 
 SWEEPABLE = {"rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine", "osds",
-             "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus"}
+             "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus", "osd_cpuset",
+             "db_device", "osds_per_device"}
 
 
 def _option_grammar(option: CephOption) -> str:
@@ -190,8 +191,8 @@ def plan_reference_markdown() -> str:
         "plan` says it per axis):",
         "",
         "- `pool_size`: one cluster holds a pool per value side by side; the values alternate on it (A B B A).",
-        "- `osd_cpus`: a cgroup per OSD daemon with that CPU quota, changed on the running cluster at once (no "
-        "restart); the values alternate on one cluster (A B B A).",
+        "- `osd_cpus`, `osd_cpuset`: a cgroup per OSD daemon with that CPU quota or those CPUs, changed on the "
+        "running cluster at once (no restart); the values alternate on one cluster (A B B A).",
         "- `cache_size`, `osd_memory_target` and every `config` option: applied to the running cluster with `ceph "
         "config set` and an OSD restart before each value's turn (waiting for all PGs active+clean, then read back "
         "from every OSD's admin socket); the values alternate on one cluster (A B B A).",

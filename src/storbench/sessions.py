@@ -113,13 +113,19 @@ class LabContext:
         options = osd_options(case.lab.ceph)
         seconds = ceph_lab.apply_osd_options(options)
         cpus_changed = ceph_lab.limit_osd_cpus(case.lab.ceph.osd_cpus)  # after a restart: the new OSD processes
-        if seconds is None and not cpus_changed:
+        pinned = ceph_lab.pin_osds(case.lab.ceph.osd_cpuset)
+        if seconds is None and not cpus_changed and not pinned:
             return None
         live = " ".join(part for part in case.lab.describe().split()
                         if interleaved_setting(name := part.partition("=")[0]) and name not in ("pool_size", "cephfs"))
         if seconds is None:
-            cores = case.lab.ceph.osd_cpus
-            return f"ceph lab: OSD CPU quota {'lifted' if cores is None else f'set to {cores:g} cores per OSD'}"
+            cores, cpus = case.lab.ceph.osd_cpus, case.lab.ceph.osd_cpuset
+            said = []
+            if cpus_changed:
+                said.append(f"CPU quota {'lifted' if cores is None else f'set to {cores:g} cores per OSD'}")
+            if pinned:
+                said.append("pinned to every CPU" if cpus is None else f"pinned to CPUs {cpus}")
+            return "ceph lab: OSD " + ", ".join(said)
         return f"ceph lab: OSDs restarted with {live or 'the base options'} in {seconds:.0f}s"
 
 

@@ -111,6 +111,14 @@ def _rate(value: object) -> int:
 
 Rate = Annotated[int, BeforeValidator(_rate)]
 
+CPU_LIST_PATTERN = r"^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$"  # 1, 0-3, 0,2-3
+
+
+def _cpu_list_text(value: object) -> object:
+    """A CPU list as YAML may give it: `1` is a number there."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 _LINK_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(?:bit|bps|b)(?:/s)?\s*$", re.IGNORECASE)
 
 
@@ -453,6 +461,9 @@ class CephLabConfig(StrictModel):
         "follow from them). Needs a cluster per value.")
     devices: Annotated[int, Field(ge=1, le=8)] = Field(1, description="Devices, with `osds_per_device`.")
     device_size: Size = Field(8 * 1024**3, description="Size of each device (sparse), with `osds_per_device`.")
+    osd_cpuset: Sweep[Annotated[str, BeforeValidator(_cpu_list_text), Field(pattern=CPU_LIST_PATTERN)]] | None = Field(
+        None, description="The CPUs the OSD daemons are pinned to, e.g. `[\"1\", \"0-1\"]` (a cpuset each; "
+        "changed on the running cluster, no restart).")
     osd_cpus: Sweep[Annotated[float, Field(gt=0, le=256)]] | None = Field(
         None, description="A CPU quota per OSD daemon in cores, e.g. `[0.5, 1, 2]` (a cgroup each; changed on the "
         "running cluster, no restart).")
@@ -470,7 +481,7 @@ class CephLabConfig(StrictModel):
         "restart. Only the options listed under \"Ceph options\" below.")
 
     @field_validator("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus",
-                     "db_device", "osds_per_device")
+                     "db_device", "osds_per_device", "osd_cpuset")
     @classmethod
     def _distinct(cls, values: list[T] | None) -> list[T] | None:
         return None if values is None else _no_duplicates(values)

@@ -197,6 +197,23 @@ class CephLab:
         self.state.write_text(json.dumps(raw))
         return True
 
+    def pin_osds(self, cpus: str | None) -> bool:
+        """Put every running OSD in a cpuset of its own on ``cpus`` (None: all CPUs), at once, no restart.
+        Returns whether anything changed."""
+        from storbench.lab import cpu_quota
+
+        raw = json.loads(self.state.read_text())
+        osds = {d.name: d.pid for d in live(recorded_daemons(self.root)) if d.name.startswith("osd.")}
+        pinned = raw.get("osd_cpuset_pids")
+        if raw.get("osd_cpuset") == cpus and pinned == sorted(osds.values()):
+            return False
+        if cpus is None and raw.get("osd_cpuset") is None:
+            return False
+        cpu_quota.pin(self.root.name, osds, cpus)
+        raw["osd_cpuset"], raw["osd_cpuset_pids"] = cpus, sorted(osds.values())
+        self.state.write_text(json.dumps(raw))
+        return True
+
     def osd_cpu_limits(self) -> dict[str, float | None]:
         """Each running OSD's CPU quota in cores, read back from its cgroup (None: unlimited)."""
         from storbench.lab import cpu_quota
@@ -252,6 +269,7 @@ class CephLab:
         from storbench.lab import cpu_quota
 
         cpu_quota.remove_groups(self.root.name)
+        cpu_quota.remove_cpusets(self.root.name)
         remove_lab_dir(self.root)
 
     # ---- steps ------------------------------------------------------------------------------------------

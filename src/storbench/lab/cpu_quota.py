@@ -94,3 +94,73 @@ def remove_groups(lab: str) -> None:
     for directory in ctl.root.glob(f"{GROUP_PREFIX}-{lab}-*"):
         with contextlib.suppress(OSError):
             os.rmdir(directory)
+
+
+# ---- pinning: a cpuset per daemon ----------------------------------------------------------------------------
+
+CPU_LIST_RE = r"^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$"
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """``0-2,5`` -> [0, 1, 2, 5]; ValueError for anything else. Pure."""
+    import re
+
+    if not re.fullmatch(CPU_LIST_RE, text):
+        raise ValueError(f"{text!r} is not a CPU list like 1 or 0-3,6")
+    cpus: set[int] = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        first, last = int(low), int(high or low)
+        if last < first:
+            raise ValueError(f"{part!r}: a range goes up")
+        cpus.update(range(first, last + 1))
+    return sorted(cpus)
+
+
+def cpuset_root() -> tuple[Path, bool] | None:
+    """Where to make cpusets: cgroup v1's cpuset hierarchy, else the v2 root when it offers cpuset."""
+    if (CGROUP_ROOT / "cpuset" / "cpuset.cpus").exists():
+        return CGROUP_ROOT / "cpuset", False
+    for base in (CGROUP_ROOT, CGROUP_ROOT / "unified"):
+        controllers = base / "cgroup.controllers"
+        if controllers.exists() and "cpuset" in controllers.read_text().split():
+            return base, True
+    return None
+
+
+def pin(lab: str, daemons: dict[str, int], cpus: str | None) -> None:
+    """Put each daemon (name -> pid) in a cpuset of its own on ``cpus`` (None: every CPU of the root)."""
+    where = cpuset_root()
+    if where is None:
+        raise UserError("lab: no cgroup cpuset controller here to pin the OSDs",
+                        hint="osd_cpuset needs cgroup v1 cpuset or cgroup v2 with the cpuset controller (as root)")
+    root, v2 = where
+    if v2:
+        with contextlib.suppress(OSError):
+            (root / "cgroup.subtree_control").write_text("+cpuset\n")
+    everything = (root / ("cpuset.cpus.effective" if v2 else "cpuset.effective_cpus")).read_text().strip()
+    mems = (root / ("cpuset.mems.effective" if v2 else "cpuset.effective_mems")).read_text().strip()
+    for name, pid in daemons.items():
+        directory = root / f"{GROUP_PREFIX}-{lab}-{name}"
+        directory.mkdir(exist_ok=True)
+        (directory / "cpuset.mems").write_text(mems + "\n")  # v1 needs both before a task may join
+        (directory / "cpuset.cpus").write_text((cpus or everything) + "\n")
+        (directory / "cgroup.procs").write_text(f"{pid}\n")
+
+
+def pinned_cpus(lab: str, daemon: str) -> str | None:
+    """The CPUs a daemon's cpuset allows, read back from the kernel (None: no cpuset)."""
+    where = cpuset_root()
+    if where is None:
+        return None
+    path = where[0] / f"{GROUP_PREFIX}-{lab}-{daemon}" / "cpuset.cpus"
+    return path.read_text().strip() if path.exists() else None
+
+
+def remove_cpusets(lab: str) -> None:
+    where = cpuset_root()
+    if where is None:
+        return
+    for directory in where[0].glob(f"{GROUP_PREFIX}-{lab}-*"):
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
