@@ -280,8 +280,12 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
             sockets = tuple(p for patterns in sockets_by_cluster.values() for p in patterns)
         env = LabEnvironment(fio_binary=checked.capabilities.binary, ceph_conf=None, cephfs_mount=None,
                              nfs_url=nfs_url, volume_device=volume_device, on_servers=on_servers)
+        # every other target a lab serves (NFS files, the volume lab's device), and rbd/cephfs targets of the
+        # user's own cluster (no Ceph lab): prepared once
+        on_a_lab_cluster = {c.case_id for c in cases if c.lab.ceph is not None}
         rest = {name: group for name, group in by_target(cases).items()
-                if name not in checked.targets and group[0].target.kind not in ("rbd", "cephfs")}
+                if name not in checked.targets
+                and not (group[0].target.kind in ("rbd", "cephfs") and group[0].case_id in on_a_lab_cluster)}
         _prepare(rest, env, prepared, "", several=False)
         yield LabContext(targets=prepared.targets, ceph_socket_patterns=sockets, per_case=prepared.per_case,
                          ceph_labs=ceph_labs, sockets_by_cluster=sockets_by_cluster)
