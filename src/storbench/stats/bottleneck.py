@@ -209,6 +209,8 @@ def judge(x: BottleneckInputs) -> BottleneckVerdict:
 FLAT_GAIN_FRACTION = 0.05
 # Without an interval (a point of one repetition says nothing about its own noise) the gain must exceed this.
 FLAT_GAIN_NO_INTERVAL_FRACTION = 0.20
+# A gain this large is a gain even when two repetitions' intervals are wider still.
+LARGE_GAIN_FRACTION = 0.5
 # ... and a curve is "capped" over a stretch when, across it, mean latency grew at least this many times while the
 # load (outstanding I/Os, or block size) grew at least LOAD_GROWTH times.
 LATENCY_GROWTH = 1.5
@@ -233,6 +235,8 @@ def raises(low: CurveStep, high: CurveStep) -> bool:
     """Whether going from ``low`` to ``high`` load raised throughput beyond noise (see FLAT_GAIN_FRACTION): the
     same rule as the knee's (``knee.rises_beyond_noise``)."""
     gain = high.throughput - low.throughput
+    if gain > LARGE_GAIN_FRACTION * low.throughput:  # far beyond any noise of a few repetitions
+        return True
     if low.throughput_half_width is None or high.throughput_half_width is None:
         return gain > FLAT_GAIN_NO_INTERVAL_FRACTION * low.throughput
     noise = low.throughput_half_width + high.throughput_half_width

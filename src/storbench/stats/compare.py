@@ -108,6 +108,9 @@ def _verdict(metric: Metric, difference: Difference | None) -> Verdict:
     return Verdict.BETTER if improved else Verdict.WORSE
 
 
+DERIVED_LAB_KEYS = {"db_device": {"db_size"}, "osds_per_device": {"osds", "osd_size", "devices", "device_size"}}
+
+
 def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSummary],
                    ignore: frozenset[str], *, force: bool = False,
                    metrics: Sequence[Metric] = COMPARE_METRICS) -> list[PointComparison]:
@@ -121,6 +124,9 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
     if "target" in ignore:  # comparing targets: their kind (and the engine a kind dictates) is the question
         ignore = ignore | {"target_kind"}
     lab_ignored = {k for k in ignore if k not in match.FIELDS}
+    for named, derived in DERIVED_LAB_KEYS.items():  # settings that follow from a named one differ with it
+        if named in lab_ignored:
+            lab_ignored |= derived
 
     def lab_key(point: PointSummary) -> tuple[tuple[str, str], ...]:
         return tuple(("lab." + k, v) for k, v in point.lab if k not in lab_ignored)
