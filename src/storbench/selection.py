@@ -7,6 +7,7 @@ prints.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,12 +18,28 @@ from storbench.model import Expectation, RunInfo, StoredRepetition
 from storbench.stats.sequential import SequentialPlan
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
+    from storbench.config import PlanConfig
     from storbench.stats.compare import Selector
     from storbench.stats.knee import LatencyObjective
     from storbench.stats.observations import Observation
 
 SLO_HINT = "e.g. --slo p99<=10ms or --slo mean<=500us"
 
+
+
+@functools.lru_cache(maxsize=256)
+def _stored_plan(plan_text: str, label: str) -> PlanConfig | None:
+    """A run's stored plan, parsed once however many questions are asked of it (None: it no longer loads)."""
+    from storbench.config import load_plan_text
+
+    try:
+        return load_plan_text(plan_text, label).config
+    except UserError:
+        return None
+
+
+def run_config(run: RunInfo) -> PlanConfig | None:
+    return _stored_plan(run.plan_text, f"run {run.run_id}")
 
 @dataclass(frozen=True)
 class Selection:
@@ -50,15 +67,12 @@ class Selection:
     def sequential_plans(self) -> dict[int, SequentialPlan]:
         """Runs whose repetitions stopped when the answer was known (`repeat: {until: ...}`), with their looks:
         their data were looked at round by round, so their intervals must be the sequential rule's."""
-        from storbench.config import RepeatConfig, load_plan_text
+        from storbench.config import RepeatConfig
 
         plans = {}
         for run in self.runs:
-            try:
-                config = load_plan_text(run.plan_text, f"run {run.run_id}").config
-            except UserError:
-                continue
-            if isinstance(config.repeat, RepeatConfig):
+            config = run_config(run)
+            if config is not None and isinstance(config.repeat, RepeatConfig):
                 margin = config.compare.margin if config.compare else None
                 plans[run.run_id] = SequentialPlan(min_rounds=config.repeat.min, max_rounds=config.repeat.max,
                                                    margin=margin)
@@ -82,13 +96,10 @@ class Selection:
 
 def expectations(runs: Sequence[RunInfo]) -> dict[tuple[int, str], Expectation]:
     """(run, target name) -> what the target was declared as (`expect:` in the run's stored plan)."""
-    from storbench.config import load_plan_text
-
     found = {}
     for run in runs:
-        try:
-            config = load_plan_text(run.plan_text, f"run {run.run_id}").config
-        except UserError:
+        config = run_config(run)
+        if config is None:
             continue
         for name, target in config.targets.items():
             if target.expect is not None and (target.expect.iops is not None or target.expect.bw is not None):
@@ -99,14 +110,9 @@ def expectations(runs: Sequence[RunInfo]) -> dict[tuple[int, str], Expectation]:
 def bring_ups(runs: Sequence[RunInfo]) -> dict[int, str]:
     """Each run's `lab.ceph.bring_up`, read from its stored plan ("once" when it has no Ceph lab or no longer
     loads): whether the sides of a setting that needs a cluster per value alternated, and how."""
-    from storbench.config import load_plan_text
-
     found: dict[int, str] = {}
     for run in runs:
-        try:
-            config = load_plan_text(run.plan_text, f"run {run.run_id}").config
-        except UserError:
-            config = None
+        config = run_config(run)
         ceph = config.lab.ceph if config is not None and config.lab is not None else None
         found[run.run_id] = ceph.bring_up if ceph is not None else "once"
     return found
@@ -127,14 +133,13 @@ class AdaptiveQuestion:
 def adaptive_questions(runs: Sequence[RunInfo]) -> list[AdaptiveQuestion]:
     """The runs whose rounds stopped when their comparison was decided, with that comparison, from their stored
     plan texts (a plan that no longer loads, or selectors that no longer parse, are left out). Pure."""
-    from storbench.config import RepeatConfig, load_plan_text
+    from storbench.config import RepeatConfig
     from storbench.stats.compare import parse_selector
 
     found = []
     for run in runs:
-        try:
-            config = load_plan_text(run.plan_text, f"run {run.run_id}").config
-        except UserError:
+        config = run_config(run)
+        if config is None:
             continue
         if not isinstance(config.repeat, RepeatConfig) or config.repeat.until != "decided" or config.compare is None:
             continue
