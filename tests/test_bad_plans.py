@@ -269,6 +269,17 @@ BAD_PLANS = [
                                                   "compare: {baseline: osds=3, candidate: osds=4}\n", 9,
                                                   "compare.baseline", ("needs a cluster per value",
                                                                        "lab.ceph.bring_up: each_repetition"))),
+    case("steady-state-with-repeat", Bad(BASE + "steady_state: {window: 5}\nrepeat: 3\n", 9, "repeat",
+                                         ("its rounds are the repetitions", "drop repeat"))),
+    case("steady-state-window-above-max", Bad(BASE + "steady_state: {window: 8, max_rounds: 5}\n", 8,
+                                              "steady_state.max_rounds", ("above max_rounds 5",))),
+    case("steady-state-interleaved", Bad(BASE + "steady_state: {window: 5}\norder: interleaved\n", 9, "order",
+                                         ("back to back",))),
+    case("steady-state-bad-range", Bad(BASE + "steady_state: {range: 120%}\n", 8, "steady_state.range",
+                                       ("less than 1",))),
+    case("steady-state-fresh-cluster-each-round", Bad(
+        BASE + "steady_state: {window: 3}\nlab:\n  ceph: {osds: [3, 4], bring_up: each_repetition}\n", 8,
+        "steady_state", ("fresh one every round",))),
     case("compare-bad-selector", Bad(BASE + "compare: {baseline: 'bs', candidate: bs=8k}\n", 8,
                                      "compare.baseline", ("is not KEY=VALUE",))),
     # ---- exclude rules -----------------------------------------------------------------------------

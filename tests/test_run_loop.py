@@ -279,3 +279,85 @@ def test_a_budget_stops_the_rounds_with_the_answer_so_far(tmp_path: Path, store:
     assert (result.ran, result.not_needed) == (2 * 3, 2 * 7)
     assert "budget reached after 3 rounds: stopping with the answer so far" in observer.events
     assert any(e.startswith("after 3 rounds") and "undecided" in e for e in observer.events)
+
+
+STEADY = """
+name: steady
+targets:
+  t: {{kind: path, path: {data}, size: 4MiB}}
+workload: {{rw: randrw, rwmixread: 70, bs: [4k, 8k], iodepth: 1, runtime: 1s, direct: false}}
+steady_state: {{metric: iops, window: 3, range: 10%, slope: 5%, max_rounds: {most}}}
+telemetry: {{enabled: false}}
+"""
+
+
+def _scaled(factor: float) -> str:
+    """The fixture's fio output with every job's IOPS and throughput times ``factor``."""
+    import json
+
+    doc = json.loads(RANDRW_OUTPUT)
+    for job in doc["jobs"]:
+        for direction in ("read", "write", "trim"):
+            if direction in job:
+                job[direction]["iops"] *= factor
+                job[direction]["bw_bytes"] *= factor
+    return json.dumps(doc)
+
+
+def test_steady_state_stops_each_point_at_its_first_steady_window(tmp_path: Path, store: Store) -> None:
+    """bs=4k falls by half over its first rounds and then holds (steady at rounds 4-6); bs=8k never settles
+    (it alternates +-30 %) and runs to max_rounds. Figures come from the window only."""
+    falling = [2.0, 1.6, 1.25, 1.0, 1.0, 1.01, 1.0, 1.0]
+
+    def step(call: FakeCall) -> Step:
+        if call.case.workload.bs_bytes == 4096:
+            return Replay(_scaled(falling[call.rep_index]))
+        return Replay(_scaled(1.3 if call.rep_index % 2 else 0.7))
+
+    loaded = load_plan_text(STEADY.format(data=tmp_path / "data", most=8), "steady.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    observer, fake = Observer(), FakeExecutor(step)
+    result = orchestrate.run_plan(loaded, cases, checked, store, fake, observer, resume=False)
+    by_bs: dict[int, list[int]] = {}
+    for call in fake.calls:  # each point's rounds back to back
+        by_bs.setdefault(call.case.workload.bs_bytes, []).append(call.rep_index)
+    assert by_bs == {4096: [0, 1, 2, 3, 4, 5], 8192: list(range(8))}
+    assert [c.case.workload.bs_bytes for c in fake.calls] == [4096] * 6 + [8192] * 8
+    assert (result.ran, result.not_needed) == (14, 2)
+    assert any(e.startswith("t randrw qd=1 jobs=1: steady after 6 rounds") for e in observer.events)
+    assert any(e.startswith("t randrw qd=1 jobs=1: not steady after 8 rounds") for e in observer.events)
+
+    from storbench.selection import steady_view
+    from storbench.stats.steady import SteadyStatus
+    from storbench.stats.summary import summarize_points
+
+    kept, seen, states = steady_view(store.runs(), store.repetitions())
+    steady_case = next(c for c in cases if c.workload.bs_bytes == 4096)
+    assert sorted(r.rep_index for r in kept if r.case.case_id == steady_case.case_id) == [3, 4, 5]
+    assert states[(result.run_id, steady_case.case_id)].status is SteadyStatus.STEADY
+    points = {(p.bs_bytes, p.direction): p for p in summarize_points(seen)}
+    base = {(p.bs_bytes, p.direction): p for p in summarize_points(
+        steady_view(store.runs(), [r for r in store.repetitions() if r.rep_index == 3])[1])}
+    read_iops = points[(4096, "read")].metric("iops")
+    assert read_iops is not None and read_iops.n == 3
+    assert read_iops.mean == pytest.approx(base[(4096, "read")].metric("iops").mean * 3.01 / 3, rel=1e-6)
+    assert "not_steady" in {w.code for w in points[(8192, "read")].warnings}
+    assert "not_steady" not in {w.code for w in points[(4096, "read")].warnings}
+
+
+def test_a_resumed_steady_state_run_continues_only_the_points_not_yet_steady(tmp_path: Path, store: Store) -> None:
+    def step(call: FakeCall) -> Step:
+        return Replay(_scaled(1.0)) if call.case.workload.bs_bytes == 4096 else Replay(
+            _scaled(1.3 if call.rep_index % 2 else 0.7))
+
+    first = load_plan_text(STEADY.format(data=tmp_path / "data", most=4), "steady.yaml")
+    cases = expand(first)
+    checked = check_everything(first, cases, CAPS.binary, create=True)
+    orchestrate.run_plan(first, cases, checked, store, FakeExecutor(step), Observer(), resume=False)
+    assert len(store.repetitions()) == 3 + 4
+    more = load_plan_text(STEADY.format(data=tmp_path / "data", most=6), "steady.yaml")
+    fake = FakeExecutor(step)
+    orchestrate.run_plan(more, cases, checked, store, fake, Observer(), resume=True)
+    # the steady point stays as it was; the other continues from round 5 to the new max
+    assert [(c.case.workload.bs_bytes, c.rep_index) for c in fake.calls] == [(8192, 4), (8192, 5)]

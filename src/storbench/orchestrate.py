@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from storbench import __version__
-from storbench.config import LoadedPlan, repeat_bounds
+from storbench.config import LoadedPlan, repeat_bounds, run_order
 from storbench.errors import UserError
 from storbench.execute.base import Executor, FioSetup
 from storbench.execute.hosts import HostsExecutor
@@ -120,11 +120,11 @@ def run_plan(
         run_id = store.create_run(
             plan_name=config.name, plan_text=loaded.source.text, plan_sha256=plan_sha256(loaded.source.text),
             source="run", storbench_version=__version__, fio_version=caps.version, host=platform.node(),
-            kernel=platform.release(), run_order=config.order, seed=config.seed, tags=config.tags,
+            kernel=platform.release(), run_order=run_order(config), seed=config.seed, tags=config.tags,
             started_at_s=clock(), mem_total_bytes=mem_total_bytes(), cpu_count=os.cpu_count(),
         )
         done = set()
-    order = schedule(cases, repeat_bounds(config)[1], config.order, config.seed)
+    order = schedule(cases, repeat_bounds(config)[1], run_order(config), config.seed)
     todo = [item for item in order if (item.case.case_id, item.rep_index) not in done]
     observer.run_started(run_id, len(todo), len(order) - len(todo), sum(repetition_seconds(i.case) for i in todo))
     failed = ran = 0
@@ -216,6 +216,32 @@ class _Run:
     clock: Callable[[], float] = time.time
     deadline_s: float | None = None  # --budget: no new round after this moment
     looks: dict[str, int] = field(default_factory=lambda: {"looked_at": -1, "stopped": 0})
+    settled: set[str] = field(default_factory=set)  # steady_state: cases steady (or out of rounds) already
+
+    def settled_case(self, case: Case, *, tell: bool = False) -> bool:
+        """For `steady_state`: whether ``case``'s rounds so far are steady (or reached max_rounds), so no more of
+        them run; with ``tell``, the observer hears how the point stands."""
+        from storbench.selection import steady_rule
+
+        rule = steady_rule(self.loaded.config)
+        if rule is None:
+            return False
+        if case.case_id in self.settled:
+            return True
+        from storbench.stats.steady import SteadyStatus, judge_repetitions
+
+        mine = [r for r in self.store.repetitions([self.run_id]) if r.case.case_id == case.case_id]
+        state = judge_repetitions(mine, rule)
+        if tell and state.window is not None:
+            w = state.window
+            status = "not steady yet" if state.status is SteadyStatus.MEASURING else state.status.value
+            self.observer.lab_event(
+                f"{case.target.name} {case.workload.rw} qd={case.workload.iodepth} jobs={case.workload.numjobs}: "
+                f"{status} after {len(mine)} rounds (last {rule.window}: range {100 * w.range_fraction:.1f} %, "
+                f"slope {100 * w.slope_excursion_fraction:.1f} % of their mean)")
+        if state.status is not SteadyStatus.MEASURING:
+            self.settled.add(case.case_id)
+        return case.case_id in self.settled
 
     @property
     def stopped(self) -> bool:
@@ -289,6 +315,8 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
         for item in items:
             if run.stop_before(item.rep_index):  # a round has ended: is the answer known?
                 break
+            if run.settled_case(item.case):  # steady_state: this point is steady already
+                continue
             changed = session.enter(item.case)
             for line in (changed or "").splitlines():
                 observer.lab_event(line)
@@ -326,4 +354,5 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
             observer.repetition_finished(item, position, outcome)
             position += 1
             ran += 1
+            run.settled_case(item.case, tell=True)
     return failed, ran

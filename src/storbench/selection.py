@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands th
     from storbench.stats.compare import Selector
     from storbench.stats.knee import LatencyObjective
     from storbench.stats.observations import Observation
+    from storbench.stats.steady import SteadyRule, SteadyState
 
 SLO_HINT = "e.g. --slo p99<=10ms or --slo mean<=500us"
 
@@ -41,6 +42,17 @@ def _stored_plan(plan_text: str, label: str) -> PlanConfig | None:
 def run_config(run: RunInfo) -> PlanConfig | None:
     return _stored_plan(run.plan_text, f"run {run.run_id}")
 
+
+def steady_rule(config: PlanConfig) -> SteadyRule | None:
+    """A plan's `steady_state` as the rule (None: the plan measures a fixed number of repetitions)."""
+    from storbench.stats.steady import SteadyRule
+
+    steady = config.steady_state
+    if steady is None:
+        return None
+    return SteadyRule(metric=steady.metric, window=steady.window, range_fraction=steady.range,
+                      slope_fraction=steady.slope, max_rounds=steady.max_rounds)
+
 @dataclass(frozen=True)
 class Selection:
     """What one read of the results database gave: the observations matching ``--where`` of the chosen runs,
@@ -50,6 +62,7 @@ class Selection:
     runs: list[RunInfo]
     label: str
     repetitions: list[StoredRepetition]
+    steady: dict[tuple[int, str], SteadyState] = field(default_factory=dict)  # (run, case) of steady-state runs
 
     @property
     def case_ids(self) -> set[str]:
@@ -206,7 +219,6 @@ def filter_where(observations: Sequence[Observation], where: Sequence[str],
 
 def select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per_client: bool = False) -> Selection:
     """Read the chosen runs from the results database ``db`` once and keep the observations matching ``where``."""
-    from storbench.stats.observations import observations
     from storbench.store import open_store
 
     if not Path(db).exists():
@@ -219,8 +231,32 @@ def select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per
     repetitions = store.repetitions(run_ids)
     store.close()
     chosen = [r for r in runs if r.run_id in run_ids]
-    found = filter_where(observations(repetitions, per_client=per_client), where, {r.run_id: r.tags for r in chosen})
-    return Selection(found, chosen, label, list(repetitions))
+    kept, seen, steady = steady_view(chosen, repetitions, per_client=per_client)
+    found = filter_where(seen, where, {r.run_id: r.tags for r in chosen})
+    return Selection(found, chosen, label, kept, steady)
+
+
+def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition], *, per_client: bool = False
+                ) -> tuple[list[StoredRepetition], list[Observation], dict[tuple[int, str], SteadyState]]:
+    """The repetitions statistics use and their observations: for runs measured until steady (`steady_state`),
+    each point's window only, every observation marked with its point's steady state. Pure."""
+    from dataclasses import replace
+
+    from storbench.stats.observations import observations
+    from storbench.stats.steady import steady_windows
+
+    rules = {}
+    for run in runs:
+        config = run_config(run)
+        rule = steady_rule(config) if config is not None else None
+        if rule is not None:
+            rules[run.run_id] = rule
+    kept, states = steady_windows(repetitions, rules)
+    seen = observations(kept, per_client=per_client)
+    if states:
+        seen = [replace(o, steady=states[(o.run_id, o.case.case_id)].status) if (o.run_id, o.case.case_id) in states
+                else o for o in seen]
+    return kept, seen, states
 
 
 def parse_selector_flag(text: str, flag: str) -> Selector:

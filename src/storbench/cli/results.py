@@ -28,14 +28,13 @@ if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands th
 
 
 def _print_results(store: Store, run_ids: list[int], title: str) -> None:
-    from storbench.selection import expectations
-    from storbench.stats.observations import observations
+    from storbench.selection import expectations, steady_view
     from storbench.stats.summary import summarize_points
 
-    runs = store.runs()
+    runs = [r for r in store.runs() if r.run_id in run_ids]
     memory = {r.run_id: r.mem_total_bytes for r in runs}
-    _print_points(summarize_points(observations(store.repetitions(run_ids)), memory,
-                                   expectations=expectations([r for r in runs if r.run_id in run_ids])), title)
+    seen = steady_view(runs, store.repetitions(run_ids))[1]
+    _print_points(summarize_points(seen, memory, expectations=expectations(runs)), title)
 
 
 def _print_points(points: Sequence[PointSummary], title: str) -> None:

@@ -46,6 +46,12 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
             repeat.until == "decided" and loaded.config.compare) else repeat.until
         lines.insert(1, f"repetitions: balanced rounds until {what}, at least {least}, at most {most} (the time "
                      "below is for the most)")
+    from storbench.selection import steady_rule
+
+    rule = steady_rule(loaded.config)
+    if rule is not None:
+        lines.insert(1, f"steady state: each point round by round until {rule.text()}; at least "
+                     f"{least} rounds (the time below is for the most)")
     return lines
 
 def cmd_plan(args: argparse.Namespace) -> int:

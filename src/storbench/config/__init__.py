@@ -46,6 +46,7 @@ from storbench.config.schema import (
     RepeatConfig,
     RwPattern,
     Size,
+    SteadyStateConfig,
     StrictModel,
     Sweep,
     TargetConfig,
@@ -54,6 +55,7 @@ from storbench.config.schema import (
     WorkloadConfig,
     fio_value_text,
     repeat_bounds,
+    run_order,
 )
 from storbench.config.source import (
     KeyPath,
@@ -98,6 +100,7 @@ __all__ = [
     "RepeatConfig",
     "RwPattern",
     "Size",
+    "SteadyStateConfig",
     "StrictModel",
     "Sweep",
     "TargetConfig",
@@ -109,4 +112,5 @@ __all__ = [
     "format_key_path",
     "load_plan_text",
     "repeat_bounds",
+    "run_order",
 ]

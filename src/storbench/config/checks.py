@@ -254,3 +254,24 @@ def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
                             "once, its sides cannot alternate round by round", where=source.where(("compare", side)),
                             hint="set lab.ceph.bring_up: each_repetition (a fresh cluster per value and round, A B "
                                  "B A) or side_by_side, or use a fixed repeat")
+
+
+def _check_steady_state(config: PlanConfig, source: PlanSource) -> None:
+    """`steady_state` runs each point's rounds back to back on one instance, as many as the rule needs."""
+    steady = config.steady_state
+    if steady is None:
+        return
+    where = source.where(("steady_state",))
+    if "repeat" in config.model_fields_set:
+        raise UserError("steady_state measures round by round until steady: its rounds are the repetitions",
+                        where=source.where(("repeat",)), hint="drop repeat (steady_state.max_rounds bounds them)")
+    if "order" in config.model_fields_set and config.order != "sequential":
+        raise UserError(f"steady_state runs each point's rounds back to back, not order: {config.order}",
+                        where=source.where(("order",)), hint="drop order")
+    if steady.window > steady.max_rounds:
+        raise UserError(f"steady_state.window {steady.window} is above max_rounds {steady.max_rounds}",
+                        where=source.where(("steady_state", "max_rounds")), hint="raise max_rounds")
+    ceph = config.lab.ceph if config.lab is not None else None
+    if ceph is not None and ceph.bring_up == "each_repetition":
+        raise UserError("steady_state needs a point's rounds on one cluster; bring_up: each_repetition starts a "
+                        "fresh one every round", where=where, hint="use bring_up: once or side_by_side")

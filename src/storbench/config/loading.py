@@ -16,7 +16,13 @@ from pydantic import (
     ValidationError,
 )
 
-from storbench.config.checks import _check_adaptive, _check_engines, _check_lab, check_fio_options
+from storbench.config.checks import (
+    _check_adaptive,
+    _check_engines,
+    _check_lab,
+    _check_steady_state,
+    check_fio_options,
+)
 from storbench.config.schema import (
     SAFE_NAME_RE,
     TARGET_KINDS,
@@ -220,4 +226,5 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     _check_engines(config, source)
     _check_lab(config, source)
     _check_adaptive(config, source)
+    _check_steady_state(config, source)
     return LoadedPlan(config=config, source=source)

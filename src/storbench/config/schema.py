@@ -679,6 +679,21 @@ def _fraction(value: object) -> object:
     return value
 
 
+class SteadyStateConfig(StrictModel):
+    """Measure each point round by round until it is steady, the SNIA way (docs/methodology.md): over the last
+    `window` rounds, max - min within `range` of their mean and the fitted line's excursion within `slope` of it.
+    The point's figures come from that window; one that never gets there is marked "not steady"."""
+
+    metric: Literal["iops", "bw_bytes", "lat_mean_ns"] = Field("iops", description="The figure tracked round by "
+                                                               "round.")
+    window: int = Field(5, ge=3, le=100, description="Rounds in the measurement window.")
+    range: Annotated[float, BeforeValidator(_fraction), Field(gt=0, lt=1)] = Field(
+        0.20, description="Largest max - min within the window, as a share of its mean, e.g. 20%.")
+    slope: Annotated[float, BeforeValidator(_fraction), Field(gt=0, lt=1)] = Field(
+        0.10, description="Largest excursion of the least-squares line over the window, as a share of its mean.")
+    max_rounds: int = Field(25, ge=3, le=1000, description="Rounds at most; a point not steady by then is marked so.")
+
+
 class CompareConfig(StrictModel):
     """The comparison a plan is run to answer, for `repeat: {until: decided}`."""
 
@@ -706,6 +721,9 @@ class PlanConfig(StrictModel):
         "answer is known.")
     compare: CompareConfig | None = Field(None, description="The comparison the plan answers (for `repeat: {until: "
                                           "decided}`).")
+    steady_state: SteadyStateConfig | None = Field(
+        None, description="Measure each point round by round (its repetitions, back to back) until it is steady, "
+        "e.g. `{metric: iops, window: 5, range: 20%, slope: 10%, max_rounds: 25}`; replaces `repeat`.")
     order: Literal["interleaved", "sequential", "shuffled"] = Field(
         "interleaved",
         description="Order of repetitions: interleaved (all cases once, then again in reverse order: A B B A), "
@@ -755,8 +773,15 @@ class PlanConfig(StrictModel):
         return value
 
 
+def run_order(config: PlanConfig) -> str:
+    """The order repetitions run in: a steady-state plan runs each point's rounds back to back."""
+    return "sequential" if config.steady_state is not None else config.order
+
+
 def repeat_bounds(config: PlanConfig) -> tuple[int, int]:
     """(least, most) repetitions per case."""
+    if config.steady_state is not None:
+        return config.steady_state.window, config.steady_state.max_rounds
     if isinstance(config.repeat, RepeatConfig):
         return config.repeat.min, config.repeat.max
     return config.repeat, config.repeat

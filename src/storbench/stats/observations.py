@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from storbench.fio.parse import merge_clients
 from storbench.model import Case, ClientMeasurement, Direction, DirectionMeasurement, Status, StoredRepetition
+from storbench.stats.steady import SteadyStatus
 from storbench.telemetry.digest import CEPH_OSD_PROCESS, TelemetryDigest, digest
 
 # (percent, field suffix) of the latency percentiles every export record carries.
@@ -56,6 +57,7 @@ class Observation:
     fio: ClientFigures
     telemetry: TelemetryDigest | None = None  # over fio's measured window; None when not sampled or not ok
     client: str = ""  # '' = all clients merged
+    steady: SteadyStatus | None = None  # the point's steady state, when its run measured until steady
 
     @property
     def ok(self) -> bool:

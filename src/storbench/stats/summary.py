@@ -10,6 +10,7 @@ from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckV
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.metrics import SUMMARY_METRICS
 from storbench.stats.observations import METRIC_VALUES, Observation, busiest_names, metric_value
+from storbench.stats.steady import SteadyStatus
 from storbench.units import format_block_size, format_bytes
 
 NOT_JUDGED = BottleneckVerdict(Bottleneck.UNKNOWN, "not judged")
@@ -25,6 +26,8 @@ WARNING_TITLES = {
     "runtime_shorter_than_ramp": "runtime shorter than ramp",
     "page_cache": "working set fits in the page cache",
     "stragglers": "straggling clients",
+    "not_steady": "never reached steady state",
+    "steady_incomplete": "steady state not reached yet",
 }
 STRAGGLER_PCT_OF_MEDIAN = 50.0
 
@@ -108,6 +111,13 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
         warnings.append(StatWarning(
             "few_repetitions", f"n={iops.n}" + (": no confidence interval" if iops.n < 2 else ": a wide interval"),
             f"set repeat: {MIN_REPETITIONS} or more"))
+    states = {o.steady for o in observations if o.steady is not None}
+    if SteadyStatus.NOT_STEADY in states:
+        warnings.append(StatWarning("not_steady", "not steady within steady_state.max_rounds: its figures are its "
+                                    "last window's", "precondition it, or raise max_rounds"))
+    elif SteadyStatus.MEASURING in states:
+        warnings.append(StatWarning("steady_incomplete", "stopped before it was steady or out of rounds",
+                                    "run the plan again with --resume"))
     cv = iops.cv_pct if iops else None
     if cv is not None and cv > CV_LIMIT_PCT:
         warnings.append(StatWarning("high_cv", f"CV {cv:.0f} % > {CV_LIMIT_PCT:.0f} %",
