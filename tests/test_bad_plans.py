@@ -306,6 +306,23 @@ BAD_PLANS = [
         workload:
           rw: randwrite
         """), 3, "targets.dev", ("destructive: true",)), marks=needs_fio),
+    case("precondition-on-a-raw-device-without-destructive", Bad(_plan("""\
+        name: bad
+        targets:
+          dev:
+            kind: block
+            device: /dev/loop0
+            precondition: {fill: 2x}
+        workload:
+          rw: randread
+        """), 6, "targets.dev.precondition", ("precondition writes fill 2x", "destroying its data",
+                                              "destructive: true")), marks=needs_fio),
+    case("precondition-fill-and-for", Bad(BASE.replace("size: 1MiB}", "size: 1MiB, precondition: {fill: 2x, "
+                                                       "for: 1m}}"), 3, "targets.scratch.precondition",
+                                          ("set either fill",))),
+    case("precondition-read-workload", Bad(BASE.replace("size: 1MiB}", "size: 1MiB, precondition: {workload: "
+                                                        "randread 4k, for: 1m}}"), 3,
+                                           "targets.scratch.precondition", ("must be like 'randwrite 4k'",))),
     case("target-name-bad-characters", Bad(_plan("""\
         name: bad
         targets:

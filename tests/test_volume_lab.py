@@ -112,3 +112,67 @@ def test_a_bandwidth_throttle_is_capped_across_block_sizes(lab_dir: Path, tmp_pa
     verdicts = [line for line in out.splitlines() if line.strip().startswith("volume read")]
     assert len(verdicts) == 3 and all("capped beyond this host" in line for line in verdicts), out
     assert "MiB/s flat at" in out
+
+
+STEADY_PLAN = """
+name: steady-volume
+targets:
+  volume: {kind: block}
+workload: {rw: randread, bs: 4k, iodepth: 4, runtime: 1s}
+steady_state: {metric: iops, window: 3, range: 10%, slope: 5%, max_rounds: 9}
+telemetry: {enabled: false}
+lab:
+  volume: {size: 64MiB, iops: 2000}
+"""
+
+
+@pytest.mark.fio
+@needs_root
+def test_a_volume_whose_speed_halves_mid_run_is_steady_only_after_the_change(
+        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The volume's cap drops from 2000 to 1000 IOPS once two rounds are stored (a thread rewrites the kernel's
+    throttle rule, as a burst credit running out would): no window that holds a round from before the change
+    may be declared steady, and the point's figures come from rounds after it."""
+    import sqlite3
+    import threading
+    import time
+
+    from storbench.lab.volume import VolumeLab
+
+    db = tmp_path / "r.db"
+    changed: list[float] = []
+
+    def halve_the_cap() -> None:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                with sqlite3.connect(db) as conn:
+                    done = conn.execute("SELECT COUNT(*) FROM repetitions").fetchone()[0]
+            except sqlite3.Error:
+                done = 0
+            info = VolumeLab(lab_dir / "volume").info()
+            if done >= 2 and info is not None:
+                for path, line in info.rules:
+                    Path(path).write_text(line.replace(" 2000", " 1000") + "\n")
+                changed.append(time.time())
+                return
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=halve_the_cap, daemon=True)
+    watcher.start()
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, STEADY_PLAN)), "--db", str(db))
+    watcher.join(5)
+    assert code == 0, out + err
+    assert changed, "the cap was never changed"
+    with sqlite3.connect(db) as conn:
+        started = [s for (s,) in conn.execute("SELECT started_at_s FROM repetitions ORDER BY rep_index")]
+    first_after = next(i for i, s in enumerate(started) if s >= changed[0])  # the first round wholly after it
+    steady = [line for line in out.splitlines() if ": steady after" in line]
+    assert len(steady) == 1, out
+    rounds = int(steady[0].split("steady after ")[1].split()[0])
+    assert rounds - 3 >= first_after, (rounds, first_after, out)  # the window starts after the change
+    code, out, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+    records = json.loads(out)
+    assert len(records) == 3  # the window's rounds only
+    for record in records:
+        assert 850 <= float(record["iops"]) <= 1100, record["iops"]

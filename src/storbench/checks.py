@@ -44,6 +44,29 @@ def check_fio_against_plan(loaded: LoadedPlan, cases: Sequence[Case], caps: FioC
                                 hint=did_you_mean(name, known) or "see `fio --cmdhelp`")
 
 
+def precondition_cases(loaded: LoadedPlan, cases: Sequence[Case]) -> list[Case]:
+    """The job of each target's `precondition` (on the target's first lab configuration); one that would write
+    to a raw device without `destructive: true` is refused here."""
+    from storbench.model import BlockTarget
+    from storbench.plan import precondition_case, preconditions
+
+    found = []
+    for name, pre in preconditions(loaded.config).items():
+        mine = [c for c in cases if c.target.name == name]
+        if not mine:
+            continue
+        spec = mine[0].target
+        # an RBD image storbench did not create meets the write guard when it is prepared (image-meta)
+        if isinstance(spec, BlockTarget) and spec.device is not None and not spec.destructive:
+            raise UserError(f"target '{name}': precondition writes {pre.text()} to {spec.device}, destroying its "
+                            "data",
+                            where=loaded.source.where(("targets", name, "precondition")),
+                            hint="set destructive: true on the target if its data may go, or drop precondition")
+        first_lab = mine[0].lab
+        found.append(precondition_case(pre, [c for c in mine if c.lab == first_lab]))
+    return found
+
+
 def check_machine(loaded: LoadedPlan) -> None:
     """What the plan asks of this machine: an OSD CPU quota within its cores."""
     ceph = loaded.config.lab.ceph if loaded.config.lab else None
@@ -68,6 +91,7 @@ def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str,
     engines = tuple(sorted({case.workload.ioengine for case in cases}))
     caps = fio_capabilities(fio_binary, engines)
     check_fio_against_plan(loaded, cases, caps)
-    targets = check_targets(cases, create=create, remote=loaded.config.hosts is not None,
+    writes = precondition_cases(loaded, cases)  # checked like any case: their writes meet the same guards
+    targets = check_targets([*cases, *writes], create=create, remote=loaded.config.hosts is not None,
                             where=lambda name: loaded.source.where(("targets", name)))
     return Checked(capabilities=caps, targets=targets)

@@ -392,6 +392,41 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Precondition:
+    """What a target is written with before its first measurement (a plan's `precondition`): its working set
+    written sequentially ``passes`` times, or a workload for ``duration_s``."""
+
+    rw: str
+    bs_bytes: int
+    iodepth: int
+    passes: int | None = None
+    duration_s: float | None = None
+
+    def text(self) -> str:
+        from storbench.units import format_block_size, format_duration
+
+        what = f"{self.rw} {format_block_size(self.bs_bytes)} qd{self.iodepth}"
+        if self.passes is not None:
+            return f"fill {self.passes}x ({what})"
+        return f"{what} for {format_duration(self.duration_s or 0.0)}"
+
+
+@dataclass(frozen=True)
+class PreconditionRecord:
+    """A precondition as it ran on one target (in one lab configuration), stored with the run."""
+
+    target: str
+    lab: tuple[tuple[str, str], ...]
+    precondition: Precondition
+    status: Status
+    started_at_s: float
+    finished_at_s: float
+    written_bytes: int
+    job_text: str
+    error: str = ""
+
+
+@dataclass(frozen=True)
 class ScheduledRepetition:
     """One execution of a case in the run order."""
 

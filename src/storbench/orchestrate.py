@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from storbench import __version__
 from storbench.config import LoadedPlan, repeat_bounds, run_order
 from storbench.errors import UserError
-from storbench.execute.base import Executor, FioSetup
+from storbench.execute.base import Executor, FioSetup, stored_job_text
 from storbench.execute.hosts import HostsExecutor
 
 if TYPE_CHECKING:
@@ -28,10 +28,28 @@ if TYPE_CHECKING:
     from storbench.lab.k8s import K8sLabInfo
     from storbench.telemetry.recorder import TelemetryRecorder
 from storbench.checks import Checked
-from storbench.fio.jobfile import CEILING_RUNTIME_S, render_ceiling_job
+from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job
 from storbench.fio.options import FioCapabilities
-from storbench.model import Case, LabPoint, PvcTarget, RepetitionOutcome, ScheduledRepetition, Status, TargetSpec
-from storbench.plan import repetition_seconds, schedule, working_set_bytes
+from storbench.model import (
+    Case,
+    LabPoint,
+    Precondition,
+    PreconditionRecord,
+    PvcTarget,
+    RepetitionOutcome,
+    ScheduledRepetition,
+    Status,
+    TargetSpec,
+    cluster_of,
+)
+from storbench.plan import (
+    FILL_RUNTIME_CAP_S,
+    precondition_case,
+    preconditions,
+    repetition_seconds,
+    schedule,
+    working_set_bytes,
+)
 from storbench.sessions import (
     LabObserver,
     claim_run_test_files,
@@ -42,6 +60,8 @@ from storbench.sessions import (
     remove_run_test_files,
 )
 from storbench.store import Store
+from storbench.targets.base import PreparedTarget
+from storbench.units import format_bytes
 
 # Slowest layout speed the watchdog allows for before calling fio hung.
 WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
@@ -300,6 +320,35 @@ def answered(run: _Run, rounds: int) -> bool:
     return all_decided(verdicts)
 
 
+def _precondition(run: _Run, pre: Precondition, cases: Sequence[Case], prepared: PreparedTarget) -> None:
+    """Write the target before its first measurement on this lab (its `precondition`), store what ran; a
+    precondition that fails stops the run (measuring without it would answer another question)."""
+    config = run.loaded.config
+    caps = run.checked.capabilities
+    case = precondition_case(pre, cases)
+    executor = run.executors.for_target(case.target)
+    texts = executor.job_texts(case, prepared.binding, 0)
+    if pre.passes is not None:
+        texts = tuple(fill_job(text, pre.passes) for text in texts)
+        volume = working_set_bytes(case) * pre.passes
+        timeout_s = (volume / WATCHDOG_LAYOUT_BYTES_PER_S if volume else FILL_RUNTIME_CAP_S) + config.timeout_grace
+    else:
+        timeout_s = (pre.duration_s or 0.0) + config.timeout_grace
+    run.observer.lab_event(f"precondition {case.target.name}: {pre.text()}")
+    fio = FioSetup(version=caps.version, binary=prepared.binding.fio_binary, env=prepared.binding.env)
+    outcome = run.executors.for_target(case.target).run_case(case, texts, 0, timeout_s, fio)
+    written = sum(d.io_bytes for client in outcome.clients for d in client.directions)
+    run.store.save_precondition(run.run_id, PreconditionRecord(
+        target=case.target.name, lab=case.lab.pairs(), precondition=pre, status=outcome.status,
+        started_at_s=outcome.started_at_s, finished_at_s=outcome.finished_at_s, written_bytes=written,
+        job_text=stored_job_text(texts), error=outcome.error))
+    if outcome.status != Status.OK:
+        raise UserError(f"precondition of target '{case.target.name}' failed: {outcome.error or outcome.status.value}",
+                        hint="fix the target or the precondition, then run again with --resume")
+    run.observer.lab_event(f"precondition {case.target.name}: {format_bytes(written)} written in "
+                           f"{outcome.finished_at_s - outcome.started_at_s:.0f} s")
+
+
 def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], first_position: int
                ) -> tuple[int, int]:
     """Run one lab configuration's repetitions, round by round; returns how many failed and how many ran. With
@@ -309,9 +358,11 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
     observer, ceilings = run.observer, run.ceilings
     failed = ran = 0
     position = first_position
+    wanted = preconditions(config)
     with lab_session(run.loaded, lab, [i.case for i in items], run.checked, observer,
                      keep=run.keep_lab) as session:
         recorders: dict[tuple[str, ...], TelemetryRecorder] = {}  # per cluster: its own OSDs' sockets
+        written: set[tuple[str, LabPoint]] = set()  # (target, cluster) preconditioned in this session
         for item in items:
             if run.stop_before(item.rep_index):  # a round has ended: is the answer known?
                 break
@@ -320,6 +371,11 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
             changed = session.enter(item.case)
             for line in (changed or "").splitlines():
                 observer.lab_event(line)
+            name, cluster = item.case.target.name, cluster_of(item.case.lab)
+            if name in wanted and (name, cluster) not in written:
+                written.add((name, cluster))
+                same = [i.case for i in items if i.case.target.name == name and cluster_of(i.case.lab) == cluster]
+                _precondition(run, wanted[name], same, session.for_case(item.case))
             observer.repetition_started(item, position)
             prepared = session.for_case(item.case)
             recorder = None

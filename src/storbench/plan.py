@@ -36,6 +36,7 @@ from storbench.model import (
     LabPoint,
     NfsTarget,
     PathTarget,
+    Precondition,
     PvcTarget,
     RbdTarget,
     ScheduledRepetition,
@@ -441,6 +442,44 @@ def lab_designs(cases: Sequence[Case], *, bring_up: str = "once", rounds: int = 
 
 def repetition_seconds(case: Case) -> float:
     return case.workload.ramp_s + case.workload.runtime_s + FIO_STARTUP_S
+
+
+# A fill is size based; its runtime only caps it.
+FILL_RUNTIME_CAP_S = 24 * 3600.0
+
+
+def preconditions(config: PlanConfig) -> dict[str, Precondition]:
+    """Target name -> its `precondition`, typed."""
+    found = {}
+    for name, target in config.targets.items():
+        pre = getattr(target, "precondition", None)
+        if pre is not None:
+            found[name] = Precondition(rw=pre.pattern, bs_bytes=pre.bs_bytes, iodepth=pre.iodepth, passes=pre.fill,
+                                       duration_s=pre.duration)
+    return found
+
+
+def precondition_case(pre: Precondition, cases: Sequence[Case]) -> Case:
+    """The job a precondition runs, as a case on the target of ``cases`` (one target, one lab configuration):
+    with their largest numjobs, clients and size, so every test file and image they measure on is written."""
+    first = cases[0]
+    w = first.workload
+    sizes = [c.workload.size_bytes for c in cases if c.workload.size_bytes is not None]
+    workload = WorkloadPoint(rw=pre.rw, bs_bytes=pre.bs_bytes, iodepth=pre.iodepth,
+                             numjobs=max(c.workload.numjobs for c in cases),
+                             runtime_s=pre.duration_s if pre.duration_s is not None else FILL_RUNTIME_CAP_S,
+                             ramp_s=0.0, direct=w.direct, ioengine=w.ioengine, size_bytes=max(sizes, default=None))
+    clients = max(c.clients for c in cases)
+    return Case(case_id=case_id_for(first.target, workload, clients, first.lab), target=first.target,
+                workload=workload, clients=clients, lab=first.lab)
+
+
+def precondition_seconds(pre: Precondition, case: Case) -> float:
+    """How long a precondition takes: its time, or its fill at the conservative layout speed (ETA only)."""
+    if pre.duration_s is not None:
+        return pre.duration_s
+    volume = working_set_bytes(case) or (case.workload.size_bytes or case.target.size_bytes or 0)
+    return FIO_STARTUP_S + (pre.passes or 1) * volume / LAYOUT_BYTES_PER_S
 
 
 def working_set_bytes(case: Case) -> int:

@@ -20,10 +20,12 @@ from storbench.config import (
     NfsTargetConfig,
     PathTargetConfig,
     PlanConfig,
+    PreconditionConfig,
     PrometheusConfig,
     PvcTargetConfig,
     RbdTargetConfig,
     RepeatConfig,
+    SteadyStateConfig,
     TelemetryConfig,
     VolumeLabConfig,
     WorkloadConfig,
@@ -76,7 +78,7 @@ def _table(model: type[BaseModel], sweep: bool = False) -> list[str]:
         description = (field.description or "").replace("|", "\\|")
         if sweep and name in SWEEPABLE:
             description += " A list sweeps."
-        lines.append(f"| `{name}` | {_default(model, name)} | {description} |")
+        lines.append(f"| `{field.alias or name}` | {_default(model, name)} | {description} |")
     return lines
 
 
@@ -113,6 +115,21 @@ def plan_reference_markdown() -> str:
         ExpectConfig.__doc__ or "",
         "",
         *_table(ExpectConfig),
+        "",
+        "### `precondition` (every target kind)",
+        "",
+        PreconditionConfig.__doc__ or "",
+        "It runs on each lab bring-up before the target's first measurement (on each fresh cluster of "
+        "`bring_up: each_repetition`), with the largest numjobs, clients and size of that target's cases, and is "
+        "stored with the run (`storbench show` lists it). `storbench plan` shows its estimated time.",
+        "",
+        *_table(PreconditionConfig),
+        "",
+        "```yaml",
+        "targets:",
+        "  ssd: {kind: path, path: /mnt/ssd, size: 1GiB, precondition: {fill: 2x, bs: 128k}}",
+        "  rbd: {kind: rbd, pool: bench, size: 1GiB, precondition: {workload: randwrite 4k, for: 10m}}",
+        "```",
         "",
         "### `kind: rbd`",
         "",
@@ -289,6 +306,19 @@ def plan_reference_markdown() -> str:
         "```yaml",
         "repeat: {min: 3, max: 20, until: decided}",
         "compare: {baseline: pool_size=2, candidate: pool_size=3, metrics: [iops, lat_p99_ns], margin: 5%}",
+        "```",
+        "",
+        "## `steady_state`: measure until the point is steady",
+        "",
+        SteadyStateConfig.__doc__ or "",
+        "Each round is one repetition of the point, run back to back; `steady_state` replaces `repeat`. "
+        "`storbench show` and the report mark points that never became steady; the report plots each point's "
+        "metric per round with the window and its fitted line.",
+        "",
+        *_table(SteadyStateConfig),
+        "",
+        "```yaml",
+        "steady_state: {metric: iops, window: 5, range: 20%, slope: 10%, max_rounds: 25}",
         "```",
         "",
         "## `exclude`",

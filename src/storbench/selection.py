@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError, did_you_mean
-from storbench.model import Expectation, RunInfo, StoredRepetition
+from storbench.model import Expectation, PreconditionRecord, RunInfo, StoredRepetition
 from storbench.stats.sequential import SequentialPlan
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
@@ -63,6 +63,7 @@ class Selection:
     label: str
     repetitions: list[StoredRepetition]
     steady: dict[tuple[int, str], SteadyState] = field(default_factory=dict)  # (run, case) of steady-state runs
+    preconditions: dict[int, list[PreconditionRecord]] = field(default_factory=dict)  # run -> what ran first
 
     @property
     def case_ids(self) -> set[str]:
@@ -229,11 +230,12 @@ def select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per
         raise UserError(f"{db} holds no runs yet", hint="run `storbench run PLAN` first")
     run_ids, label = resolve_runs(runs, run, db, default_latest=default_latest)
     repetitions = store.repetitions(run_ids)
+    preconditions = store.preconditions(run_ids)
     store.close()
     chosen = [r for r in runs if r.run_id in run_ids]
     kept, seen, steady = steady_view(chosen, repetitions, per_client=per_client)
     found = filter_where(seen, where, {r.run_id: r.tags for r in chosen})
-    return Selection(found, chosen, label, kept, steady)
+    return Selection(found, chosen, label, kept, steady, {k: v for k, v in preconditions.items() if v})
 
 
 def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition], *, per_client: bool = False

@@ -69,6 +69,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     out = _console()
     for line in notes:
         out.print(line, markup=False)
+    from storbench.report.labels import point_label
+    from storbench.report.show_export import precondition_lines, steady_lines
+
+    shown = {p.case_id for p in points}
+    labels = {p.case_id: point_label(p) for p in points}
+    for line in [*precondition_lines(selection.preconditions),
+                 *steady_lines({k: v for k, v in selection.steady.items() if k[1] in shown}, labels)]:
+        out.print(line, markup=False)
     return 0
 
 

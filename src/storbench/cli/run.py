@@ -14,7 +14,7 @@ from rich.text import Text
 from storbench.cli.common import _console, _read_plan, db_option, fio_option
 from storbench.cli.results import _print_results
 from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status
-from storbench.units import format_block_size, format_latency_ns
+from storbench.units import format_block_size, format_duration, format_latency_ns
 
 if TYPE_CHECKING:
     from storbench.checks import Checked
@@ -46,8 +46,15 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
             repeat.until == "decided" and loaded.config.compare) else repeat.until
         lines.insert(1, f"repetitions: balanced rounds until {what}, at least {least}, at most {most} (the time "
                      "below is for the most)")
+    from storbench.plan import precondition_case, precondition_seconds, preconditions
     from storbench.selection import steady_rule
 
+    for name, pre in preconditions(loaded.config).items():
+        mine = [c for c in cases if c.target.name == name]
+        if mine:
+            job = precondition_case(pre, [c for c in mine if c.lab == mine[0].lab])
+            lines.append(f"precondition {name}: {pre.text()} before its first measurement on each lab bring-up, "
+                         f"about {format_duration(precondition_seconds(pre, job))} each (not in the time above)")
     rule = steady_rule(loaded.config)
     if rule is not None:
         lines.insert(1, f"steady state: each point round by round until {rule.text()}; at least "

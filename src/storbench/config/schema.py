@@ -16,6 +16,7 @@ from pydantic import (
     Field,
     Tag,
     field_validator,
+    model_validator,
 )
 
 from storbench.units import parse_duration_s, parse_size_bytes
@@ -151,6 +152,65 @@ class ExpectConfig(StrictModel):
     bw: Rate | None = Field(None, description="Expected throughput, e.g. `125MiB/s`.")
 
 
+def _times(value: object) -> object:
+    """`2x` -> 2."""
+    if isinstance(value, str) and value.strip().lower().endswith("x"):
+        return value.strip()[:-1]
+    return value
+
+
+class PreconditionConfig(StrictModel):
+    """Written to a target before its first measurement, once its lab is up (again on every fresh cluster):
+    a sequential fill of its working set `fill` times (`{fill: 2x, bs: 128k, rw: write}`), or a workload for a
+    time (`{workload: randwrite 4k, for: 10m}`). Stored with the run; writes, so a raw device needs
+    `destructive: true`."""
+
+    fill: Annotated[int, BeforeValidator(_times), Field(ge=1, le=10)] | None = Field(
+        None, description="Write the whole working set this many times, e.g. 2x.")
+    workload: str | None = Field(None, description="Pattern and block size, e.g. `randwrite 4k` (or set rw, bs).")
+    rw: Literal["write", "randwrite"] | None = Field(None, description="write (default for fill) or randwrite "
+                                                     "(default for `for`).")
+    bs: Size | None = Field(None, description="Block size (default 128k for fill, 4k for `for`).")
+    iodepth: int = Field(16, ge=1, le=4096, description="Outstanding I/Os per job.")
+    duration: Duration | None = Field(None, alias="for", description="Run the workload this long, e.g. 10m.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> PreconditionConfig:
+        if (self.fill is None) == (self.duration is None):
+            raise ValueError("set either fill (e.g. 2x) or for (e.g. 10m)")
+        if self.workload is not None:
+            if self.rw is not None or self.bs is not None:
+                raise ValueError("set workload or rw and bs, not both")
+            parts = self.workload.split()
+            if len(parts) != 2 or parts[0] not in ("write", "randwrite"):
+                raise ValueError(f"workload {self.workload!r} must be like 'randwrite 4k' (write or randwrite)")
+            try:
+                bs = parse_size_bytes(parts[1])
+            except ValueError as exc:
+                raise ValueError(f"workload {self.workload!r}: {exc}") from None
+            if bs <= 0:
+                raise ValueError("the workload's block size must be larger than 0")
+        if self.bs is not None and self.bs <= 0:
+            raise ValueError("bs must be larger than 0")
+        return self
+
+    @property
+    def pattern(self) -> str:
+        if self.workload is not None:
+            return self.workload.split()[0]
+        return self.rw or ("write" if self.fill is not None else "randwrite")
+
+    @property
+    def bs_bytes(self) -> int:
+        if self.workload is not None:
+            return parse_size_bytes(self.workload.split()[1])
+        return self.bs or (128 * 1024 if self.fill is not None else 4096)
+
+
+PRECONDITION_FIELD = Field(None, description="Written before the target's first measurement: `{fill: 2x}` or "
+                           "`{workload: randwrite 4k, for: 10m}` (see `precondition`).")
+
+
 EXPECT_FIELD = Field(None, description="What the storage was sold as, e.g. `{iops: 3000, bw: 125MiB/s}`: shown "
                      "as % of expected.")
 
@@ -163,6 +223,7 @@ class PathTargetConfig(StrictModel):
                       "current directory.")
     size: Size = Field(description="Size of each fio job's file (fio `size`), e.g. 256MiB.")
     expect: ExpectConfig | None = EXPECT_FIELD
+    precondition: PreconditionConfig | None = PRECONDITION_FIELD
 
     @field_validator("path")
     @classmethod
@@ -191,6 +252,7 @@ class BlockTargetConfig(StrictModel):
     destructive: bool = Field(False, description="Allow write and trim workloads, destroying the data.")
     size: Size | None = Field(None, description="Limit I/O to the first SIZE bytes (default: whole device).")
     expect: ExpectConfig | None = EXPECT_FIELD
+    precondition: PreconditionConfig | None = PRECONDITION_FIELD
 
     @field_validator("device")
     @classmethod
@@ -217,6 +279,7 @@ class RbdTargetConfig(StrictModel):
                              "/etc/ceph/ceph.conf without a lab. Real fio servers use their own "
                              "/etc/ceph/ceph.conf and keyring.")
     expect: ExpectConfig | None = EXPECT_FIELD
+    precondition: PreconditionConfig | None = PRECONDITION_FIELD
 
     @field_validator("pool", "image", "client")
     @classmethod
@@ -241,6 +304,7 @@ class NfsTargetConfig(StrictModel):
     url: str | None = Field(None, description="nfs://server/export; default: the plan's NFS lab.")
     size: Size = Field(description="Size of each fio job's file, laid out before the first case.")
     expect: ExpectConfig | None = EXPECT_FIELD
+    precondition: PreconditionConfig | None = PRECONDITION_FIELD
 
     @field_validator("url")
     @classmethod
@@ -258,6 +322,7 @@ class CephfsTargetConfig(StrictModel):
     path: str | None = Field(None, description="A directory on a mounted CephFS; default: the lab's mount.")
     size: Size = Field(description="Size of each fio job's file (fio `size`).")
     expect: ExpectConfig | None = EXPECT_FIELD
+    precondition: PreconditionConfig | None = PRECONDITION_FIELD
 
     @field_validator("path")
     @classmethod

@@ -102,6 +102,14 @@ def render_job(case: Case, binding: JobBinding, repetition: int | None = None, c
     return "\n".join(lines) + "\n"
 
 
+def fill_job(job_text: str, passes: int) -> str:
+    """A case's job text turned into a size-based fill: its working set written ``passes`` times (fio `loops`),
+    its runtime left as a cap."""
+    if job_text.count("\ntime_based=1\n") != 1 or not 1 <= passes <= 100:
+        raise ValueError("not a storbench job text, or passes out of range")
+    return job_text.replace("\ntime_based=1\n", f"\ntime_based=0\nloops={passes}\n")
+
+
 def render_layout_job(binding: JobBinding, size_bytes: int, numjobs: int, ioengine: str) -> str:
     """A job that writes every test file once, sequentially, so later cases find them complete."""
     lines = ["; storbench layout", "[global]", _line("ioengine", ioengine), _line("rw", "write"), _line("bs", "1m"),

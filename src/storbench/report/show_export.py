@@ -14,14 +14,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from storbench.model import PreconditionRecord, Status
 from storbench.report.labels import point_label, varying_lab_keys
 from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected, verdict_lines, warning_lines
 from storbench.stats.estimate import CONFIDENCE, Estimate
 from storbench.stats.observations import Observation
+from storbench.stats.steady import SteadyState
 from storbench.stats.summary import SUMMARY_FIELDS, PointSummary
-from storbench.units import format_latency_ns
+from storbench.units import format_bytes, format_latency_ns
 
 POINT_FIELDS = (
     "case_id", "run_ids", "target", "target_kind", "rw", "rwmixread", "bs", "bs_bytes", "iodepth", "numjobs",
@@ -170,6 +172,35 @@ def drift_lines(observations: Sequence[Observation], run_ids: Sequence[int]) -> 
                              f"{change[2]:+.1f}] from its first to its last repetition ({d.span_minutes:.1f} min): "
                              "the interleaved order spreads it over all cases; consider a longer ramp or "
                              "preconditioning")
+    return lines
+
+
+def precondition_lines(records: Mapping[int, Sequence[PreconditionRecord]]) -> list[str]:
+    """One line per precondition that ran: run, target, lab configuration, what, how much, how long."""
+    lines = []
+    for run_id, found in sorted(records.items()):
+        for r in found:
+            lab = " on " + " ".join(f"{k}={v}" for k, v in r.lab) if r.lab else ""
+            outcome = (f"{format_bytes(r.written_bytes)} written in {r.finished_at_s - r.started_at_s:.0f} s"
+                       if r.status == Status.OK else f"{r.status.value}: {r.error}")
+            lines.append(f"run {run_id}: target {r.target}{lab} preconditioned with {r.precondition.text()}: "
+                         f"{outcome}")
+    return lines
+
+
+def steady_lines(states: Mapping[tuple[int, str], SteadyState], labels: Mapping[str, str]) -> list[str]:
+    """How the points of steady-state runs stand: the rule, then one line per point (``labels``: case id ->
+    its label) with its rounds and its window's range and slope."""
+    lines = []
+    rules = {state.rule.text() for state in states.values()}
+    for rule in sorted(rules):
+        lines.append(f"steady state: {rule}")
+    for (run_id, case_id), state in sorted(states.items()):
+        w = state.window
+        detail = (f"rounds {w.rounds[0] + 1}-{w.rounds[-1] + 1} of {len(state.rounds)}: range "
+                  f"{100 * w.range_fraction:.1f} %, slope {100 * w.slope_excursion_fraction:.1f} %"
+                  if w is not None else f"{len(state.rounds)} rounds")
+        lines.append(f"  run {run_id} {labels.get(case_id, case_id)}: {state.status.value} ({detail})")
     return lines
 
 

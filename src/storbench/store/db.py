@@ -28,6 +28,8 @@ from storbench.model import (
     LatencySummary,
     NfsTarget,
     PathTarget,
+    Precondition,
+    PreconditionRecord,
     PvcTarget,
     RbdTarget,
     RepetitionOutcome,
@@ -199,6 +201,23 @@ MIGRATIONS: tuple[str, ...] = (
     END
     WHERE json_extract(target_json, '$.schema') IS NULL;
     """,
+    # 6: what each target was written with before its first measurement (a plan's `precondition`)
+    """
+    CREATE TABLE preconditions (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        target TEXT NOT NULL,
+        lab_json TEXT NOT NULL,
+        precondition_json TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at_s REAL NOT NULL,
+        finished_at_s REAL NOT NULL,
+        written_bytes INTEGER NOT NULL,
+        job_text TEXT NOT NULL,
+        error TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX preconditions_run ON preconditions(run_id);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -261,6 +280,29 @@ class Store:
 
     def runs(self) -> list[RunInfo]:
         return [_run_info(row) for row in self.conn.execute("SELECT * FROM runs ORDER BY id")]
+
+    # ---- preconditions ---------------------------------------------------------------------------
+    def save_precondition(self, run_id: int, record: PreconditionRecord) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO preconditions (run_id, target, lab_json, precondition_json, status, started_at_s,"
+                " finished_at_s, written_bytes, job_text, error) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (run_id, record.target, json.dumps([list(p) for p in record.lab]),
+                 json.dumps(asdict(record.precondition)), record.status.value, record.started_at_s,
+                 record.finished_at_s, record.written_bytes, record.job_text, record.error))
+
+    def preconditions(self, run_ids: Sequence[int]) -> dict[int, list[PreconditionRecord]]:
+        """Run id -> its targets' preconditions, in the order they ran."""
+        found: dict[int, list[PreconditionRecord]] = {run_id: [] for run_id in run_ids}
+        marks = ",".join("?" * len(run_ids))
+        for row in self.conn.execute(f"SELECT * FROM preconditions WHERE run_id IN ({marks}) ORDER BY id",
+                                     tuple(run_ids)):
+            found[row["run_id"]].append(PreconditionRecord(
+                target=row["target"], lab=tuple((k, v) for k, v in json.loads(row["lab_json"])),
+                precondition=Precondition(**json.loads(row["precondition_json"])), status=Status(row["status"]),
+                started_at_s=row["started_at_s"], finished_at_s=row["finished_at_s"],
+                written_bytes=row["written_bytes"], job_text=row["job_text"], error=row["error"]))
+        return found
 
     # ---- repetitions -----------------------------------------------------------------------------
     def completed(self, run_id: int) -> set[tuple[str, int]]:
