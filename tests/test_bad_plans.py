@@ -280,6 +280,23 @@ BAD_PLANS = [
     case("steady-state-fresh-cluster-each-round", Bad(
         BASE + "steady_state: {window: 3}\nlab:\n  ceph: {osds: [3, 4], bring_up: each_repetition}\n", 8,
         "steady_state", ("fresh one every round",))),
+    case("search-and-a-swept-iodepth", Bad(BASE.replace("bs: 4k\n", "bs: 4k\n  iodepth: [1, 4]\n")
+                                           + "search: {range: [1, 64], slo: p99<=1ms}\n", 7, "workload.iodepth",
+                                           ("search chooses the iodepth values itself",))),
+    case("search-range-reversed", Bad(BASE + "search: {range: [64, 1], slo: p99<=1ms}\n", 8, "search.range",
+                                      ("low below high",))),
+    case("search-bad-objective", Bad(BASE + "search: {range: [1, 64], slo: p98 under 1ms}\n", 8, "search.slo",
+                                     ("is not an objective like p99<=10ms",))),
+    case("search-unknown-axis", Bad(BASE + "search: {axis: bs, range: [1, 64], slo: p99<=1ms}\n", 8,
+                                    "search.axis", ("'bs' is not allowed",))),
+    case("search-with-steady-state", Bad(BASE + "search: {range: [1, 8], slo: p99<=1ms}\nsteady_state: {}\n", 8,
+                                         "search", ("do not go together",))),
+    case("search-until-decided", Bad(BASE + "search: {range: [1, 8], slo: p99<=1ms}\n"
+                                     "repeat: {min: 3, max: 9, until: ci <= 5%}\n", 9, "repeat",
+                                     ("fixed number of repetitions",))),
+    case("search-clients-beyond-the-hosts", Bad(BASE + "search: {axis: clients, range: [1, 4], slo: p99<=1ms}\n"
+                                                "lab: {hosts: {count: 2}}\n", 8, "search.range",
+                                                ("clients: 4 needs 4 fio servers, the plan has 2",))),
     case("compare-bad-selector", Bad(BASE + "compare: {baseline: 'bs', candidate: bs=8k}\n", 8,
                                      "compare.baseline", ("is not KEY=VALUE",))),
     # ---- exclude rules -----------------------------------------------------------------------------

@@ -361,3 +361,65 @@ def test_a_resumed_steady_state_run_continues_only_the_points_not_yet_steady(tmp
     orchestrate.run_plan(more, cases, checked, store, fake, Observer(), resume=True)
     # the steady point stays as it was; the other continues from round 5 to the new max
     assert [(c.case.workload.bs_bytes, c.rep_index) for c in fake.calls] == [(8192, 4), (8192, 5)]
+
+
+SEARCH = """
+name: search
+targets:
+  t: {{kind: path, path: {data}, size: 4MiB}}
+workload: {{rw: randrw, rwmixread: 70, bs: 4k, runtime: 1s, direct: false}}
+repeat: 2
+search: {{axis: iodepth, range: [1, 64], slo: "p99<={limit_us}us"}}
+telemetry: {{enabled: false}}
+"""
+
+
+def _storage_at(qd: int) -> str:
+    """The fixture's output as a storage that scales IOPS with the depth up to 8, then gains 10 % of the fixture's
+    IOPS per extra I/O, its latency growing by Little's law (outstanding I/Os / IOPS)."""
+    import json
+
+    iops_factor = qd if qd <= 8 else 8 + 0.1 * (qd - 8)
+    lat_factor = qd / iops_factor
+    doc = json.loads(RANDRW_OUTPUT)
+    for job in doc["jobs"]:
+        for direction in ("read", "write"):
+            block = job[direction]
+            block["iops"] *= iops_factor
+            block["bw_bytes"] *= iops_factor
+            for kind in ("lat_ns", "clat_ns"):
+                lat = block[kind]
+                for key in ("min", "max", "mean", "stddev"):
+                    lat[key] *= lat_factor
+                if isinstance(lat.get("percentile"), dict):
+                    lat["percentile"] = {k: int(v * lat_factor) for k, v in lat["percentile"].items()}
+                if isinstance(lat.get("bins"), dict):
+                    lat["bins"] = {str(int(int(k) * lat_factor)): v for k, v in lat["bins"].items()}
+    return json.dumps(doc)
+
+
+def test_a_search_measures_a_few_depths_and_finds_the_grids_best_point_within_the_objective(
+        tmp_path: Path, store: Store) -> None:
+    """On the simulated storage the worst direction's p99 at depth <= 8 is P; past 8 it grows as qd / IOPS. With
+    the limit at 2.6 P the highest-IOPS depth within it on the grid 1..64 is 24 (p99 2.5 P; 32 has 3.1 P): the
+    search must say 24, measure each chosen depth's repetitions back to back, and run far fewer than 12."""
+    from storbench.fio.parse import client_measurement, parse_fio_json
+
+    merged = client_measurement(parse_fio_json(RANDRW_OUTPUT)).directions
+    p99 = max(d.lat.percentile_ns(99.0) or 0 for d in merged)
+    limit_us = int(2.6 * p99 / 1000)
+    loaded = load_plan_text(SEARCH.format(data=tmp_path / "data", limit_us=limit_us), "search.yaml")
+    cases = expand(loaded)
+    assert sorted(c.workload.iodepth for c in cases) == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    observer, fake = Observer(), FakeExecutor(lambda call: Replay(_storage_at(call.case.workload.iodepth)))
+    result = orchestrate.run_plan(loaded, cases, checked, store, fake, observer, resume=False)
+    depths = [call.case.workload.iodepth for call in fake.calls]
+    assert depths[::2] == depths[1::2], depths  # each depth's two repetitions back to back
+    measured = depths[::2]
+    assert len(set(measured)) == len(measured) and 24 in measured and 32 in measured
+    assert len(measured) <= 7, measured
+    assert result.failed == 0 and result.ran == 2 * len(measured)
+    said = [e for e in observer.events if e.startswith("search t randrw 4k")]
+    assert len(said) == 1 and "at iodepth=24 within p99<=" in said[0], said
+    assert f"measured {len(measured)} of 12 grid values" in said[0]

@@ -8,11 +8,12 @@ transaction) -> tell the observer.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -26,6 +27,9 @@ from storbench.execute.hosts import HostsExecutor
 if TYPE_CHECKING:
     from storbench.execute.kubernetes import KubernetesExecutor
     from storbench.lab.k8s import K8sLabInfo
+    from storbench.stats.knee import LatencyObjective
+    from storbench.stats.observations import Observation
+    from storbench.stats.search import SearchPoint
     from storbench.telemetry.recorder import TelemetryRecorder
 from storbench.checks import Checked
 from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job
@@ -61,7 +65,7 @@ from storbench.sessions import (
 )
 from storbench.store import Store
 from storbench.targets.base import PreparedTarget
-from storbench.units import format_bytes
+from storbench.units import format_block_size, format_bytes, format_latency_ns
 
 # Slowest layout speed the watchdog allows for before calling fio hung.
 WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
@@ -349,6 +353,75 @@ def _precondition(run: _Run, pre: Precondition, cases: Sequence[Case], prepared:
                            f"{outcome.finished_at_s - outcome.started_at_s:.0f} s")
 
 
+def _in_order(run: _Run, items: Sequence[ScheduledRepetition]) -> Iterator[ScheduledRepetition]:
+    """The repetitions to run, in order: ``items`` as scheduled, or with a `search` only those of the load values
+    the search asks for, one value at a time (each asked once its predecessors are stored)."""
+    search = run.loaded.config.search
+    if search is None:
+        yield from items
+        return
+    from storbench.stats.knee import parse_slo
+    from storbench.stats.search import next_values, search_answer, search_grid
+
+    objective = parse_slo(search.slo)
+    grid = search_grid(*search.range)
+    groups: dict[tuple[object, ...], dict[int, list[ScheduledRepetition]]] = {}
+    for item in items:
+        key, load = _search_key(item.case, search.axis)
+        groups.setdefault(key, {}).setdefault(load, []).append(item)
+    for by_load in groups.values():
+        first = next(iter(by_load.values()))[0].case
+        label = (f"{first.target.name} {first.workload.rw} {format_block_size(first.workload.bs_bytes)}"
+                 + "".join(f" {k}={v}" for k, v in first.lab.pairs()))
+        case_ids = {i.case.case_id: _search_key(i.case, search.axis)[1] for group in by_load.values() for i in group}
+        asked: list[int] = []
+        while True:
+            measured = _search_points(run, case_ids, objective)
+            values = next_values(grid, measured, objective, search.tolerance)
+            if not values:
+                break
+            value = values[0]
+            if value in asked or value not in by_load:  # measured nothing, or excluded from the plan
+                run.observer.lab_event(f"search {label}: {search.axis}={value} "
+                                       + ("measured nothing" if value in asked else "is not in the plan's cases")
+                                       + ": the search stops here")
+                break
+            asked.append(value)
+            yield from by_load[value]
+        answer = search_answer(grid, measured, objective, search.tolerance, axis=search.axis)
+        best = answer.best
+        said = (f"best {best.iops.mean:,.0f} IOPS at {search.axis}={best.load} within {objective.label}<="
+                f"{format_latency_ns(objective.limit_ns)}" if best is not None else "no load meets the objective")
+        knee = (f"; knee at {search.axis}={answer.knee}" if answer.knee is not None
+                else f"; knee: {answer.knee_kind.value}")
+        run.observer.lab_event(f"search {label}: {said}{knee} ({answer.reason}); measured {answer.measured} of "
+                               f"{answer.grid_size} grid values: {', '.join(str(v) for v in sorted(measured))}")
+
+
+def _search_key(case: Case, axis: str) -> tuple[tuple[object, ...], int]:
+    """(what a search group shares: the case without its load, the load)."""
+    w = case.workload
+    if axis == "clients":
+        return (case.target, w, case.lab), case.clients
+    if axis == "iodepth":
+        return (case.target, dataclasses.replace(w, iodepth=0), case.clients, case.lab), w.iodepth
+    return (case.target, dataclasses.replace(w, numjobs=0), case.clients, case.lab), w.numjobs
+
+
+def _search_points(run: _Run, case_ids: Mapping[str, int], objective: LatencyObjective
+                   ) -> dict[int, SearchPoint]:
+    """The load values of one search group measured so far in this run (its stored repetitions)."""
+    from storbench.stats.observations import observations
+    from storbench.stats.search import search_point
+
+    found: dict[str, list[Observation]] = {}
+    mine = [r for r in run.store.repetitions([run.run_id]) if r.case.case_id in case_ids]
+    for o in observations(mine):
+        found.setdefault(o.case.case_id, []).append(o)
+    points = {case_ids[cid]: search_point(case_ids[cid], obs, objective) for cid, obs in found.items()}
+    return {load: point for load, point in points.items() if point is not None}
+
+
 def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], first_position: int
                ) -> tuple[int, int]:
     """Run one lab configuration's repetitions, round by round; returns how many failed and how many ran. With
@@ -363,7 +436,7 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
                      keep=run.keep_lab) as session:
         recorders: dict[tuple[str, ...], TelemetryRecorder] = {}  # per cluster: its own OSDs' sockets
         written: set[tuple[str, LabPoint]] = set()  # (target, cluster) preconditioned in this session
-        for item in items:
+        for item in _in_order(run, items):
             if run.stop_before(item.rep_index):  # a round has ended: is the answer known?
                 break
             if run.settled_case(item.case):  # steady_state: this point is steady already

@@ -154,16 +154,27 @@ class Axis:
     values: tuple[object, ...]
 
 
+def search_values(config: PlanConfig) -> tuple[int, ...]:
+    """The grid a `search` chooses its load values from (empty without one): the cases of every value exist,
+    and the run measures those the search asks for."""
+    if config.search is None:
+        return ()
+    from storbench.stats.search import search_grid
+
+    return search_grid(*config.search.range)
+
+
 def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
     """Every sweep axis in expansion order (slowest-changing first)."""
     w = config.workload
+    searched = search_values(config)
     axes = [
         Axis("target", tuple(config.targets)),
         Axis("rw", tuple(w.rw)),
         Axis("rwmixread", tuple(w.rwmixread)),
         Axis("bs", tuple(w.bs)),
-        Axis("iodepth", tuple(w.iodepth)),
-        Axis("numjobs", tuple(w.numjobs)),
+        Axis("iodepth", searched if config.search and config.search.axis == "iodepth" else tuple(w.iodepth)),
+        Axis("numjobs", searched if config.search and config.search.axis == "numjobs" else tuple(w.numjobs)),
         Axis("runtime", tuple(w.runtime)),
         Axis("ramp", tuple(w.ramp)),
         Axis("direct", tuple(w.direct)),
@@ -172,7 +183,8 @@ def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
     for name, value in sorted(w.fio.items()):
         values = value if isinstance(value, list) else [value]
         axes.append(Axis(name, tuple(fio_value_text(v) for v in values)))
-    axes.append(Axis("clients", tuple(config.clients)))
+    axes.append(Axis("clients", searched if config.search and config.search.axis == "clients"
+                     else tuple(config.clients)))
     hosts = config.lab.hosts if config.lab else None
     if hosts is not None and hosts.link is not None:
         axes.append(Axis("link", tuple(hosts.link)))

@@ -25,6 +25,7 @@ from storbench.config import (
     PvcTargetConfig,
     RbdTargetConfig,
     RepeatConfig,
+    SearchConfig,
     SteadyStateConfig,
     TelemetryConfig,
     VolumeLabConfig,
@@ -319,6 +320,23 @@ def plan_reference_markdown() -> str:
         "",
         "```yaml",
         "steady_state: {metric: iops, window: 5, range: 20%, slope: 10%, max_rounds: 25}",
+        "```",
+        "",
+        "## `search`: the saturation point without the whole grid",
+        "",
+        SearchConfig.__doc__ or "",
+        "The cases of every grid value exist (`storbench plan` lists them); `run` measures the values the search "
+        "asks for, one at a time with all its repetitions, prints its answer and how many grid values it "
+        "measured, and stores them like any other case, so `show`, `saturation`, `compare` and `report` work "
+        "on them. A point meets the objective when its latency interval is within the limit, misses when the "
+        "interval is above it; one that straddles the limit counts as missed. A mixed workload meets it only "
+        "when reads and writes both do. `repeat` must be a number (3 or more gives each point an interval).",
+        "",
+        *_table(SearchConfig),
+        "",
+        "```yaml",
+        "repeat: 3",
+        "search: {axis: iodepth, range: [1, 256], slo: p99<=10ms}",
         "```",
         "",
         "## `exclude`",

@@ -55,11 +55,20 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
             job = precondition_case(pre, [c for c in mine if c.lab == mine[0].lab])
             lines.append(f"precondition {name}: {pre.text()} before its first measurement on each lab bring-up, "
                          f"about {format_duration(precondition_seconds(pre, job))} each (not in the time above)")
+    search = loaded.config.search
+    if search is not None:
+        from storbench.plan import search_values
+
+        grid = search_values(loaded.config)
+        lines.insert(1, f"search: {search.axis} on a grid of {len(grid)} values ({', '.join(map(str, grid))}); "
+                     f"only those that bracket the best IOPS within {search.slo} and the knee are measured, "
+                     f"{most} repetitions each (the time below is for the whole grid)")
     rule = steady_rule(loaded.config)
     if rule is not None:
         lines.insert(1, f"steady state: each point round by round until {rule.text()}; at least "
                      f"{least} rounds (the time below is for the most)")
     return lines
+
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from storbench.checks import check_everything

@@ -41,7 +41,8 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
         raise UserError("the plan names both hosts and a hosts lab", where=source.where(("hosts",)),
                         hint="keep one: real servers (hosts) or network-namespace hosts (lab.hosts)")
     available = len(config.hosts.servers) if config.hosts else lab_hosts.count if lab_hosts else 1
-    most = max(config.clients)
+    most = config.search.range[1] if config.search is not None and config.search.axis == "clients" \
+        else max(config.clients)
     pods_only = all(isinstance(t, PvcTargetConfig) for t in config.targets.values())
     for name, target in config.targets.items():
         if isinstance(target, PvcTargetConfig):
@@ -55,7 +56,8 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
     if pods_only:
         return
     if most > available:
-        where = source.where(("clients",))
+        searched = config.search is not None and config.search.axis == "clients"
+        where = source.where(("search", "range") if searched else ("clients",))
         if config.hosts is None and lab_hosts is None:
             raise UserError(f"clients: {most} needs {most} fio servers, and the plan names none", where=where,
                             hint="add `hosts: {servers: [...]}` or `lab: {hosts: {count: N}}`")
@@ -275,3 +277,29 @@ def _check_steady_state(config: PlanConfig, source: PlanSource) -> None:
     if ceph is not None and ceph.bring_up == "each_repetition":
         raise UserError("steady_state needs a point's rounds on one cluster; bring_up: each_repetition starts a "
                         "fresh one every round", where=where, hint="use bring_up: once or side_by_side")
+
+
+def _check_search(config: PlanConfig, source: PlanSource) -> None:
+    """`search` measures one load value at a time, each with a fixed number of repetitions, on one instance."""
+    search = config.search
+    if search is None:
+        return
+    where = source.where(("search",))
+    swept = {"iodepth": config.workload.iodepth, "numjobs": config.workload.numjobs, "clients": config.clients}
+    if len(swept[search.axis]) > 1:
+        key = ("clients",) if search.axis == "clients" else ("workload", search.axis)
+        raise UserError(f"search chooses the {search.axis} values itself; the plan also sweeps {search.axis}",
+                        where=source.where(key), hint=f"give one {search.axis} (or none): search.range sets them")
+    if config.steady_state is not None:
+        raise UserError("search and steady_state do not go together yet", where=where,
+                        hint="measure steady state at the points the search found, in a plan of their own")
+    if isinstance(config.repeat, RepeatConfig):
+        raise UserError("search measures every chosen point with a fixed number of repetitions", where=source.where(
+            ("repeat",)), hint="use repeat: N (3 or more gives each point an interval)")
+    if "order" in config.model_fields_set and config.order != "sequential":
+        raise UserError(f"search runs each point's repetitions before choosing the next, not order: {config.order}",
+                        where=source.where(("order",)), hint="drop order")
+    ceph = config.lab.ceph if config.lab is not None else None
+    if ceph is not None and ceph.bring_up == "each_repetition":
+        raise UserError("search needs its points on one cluster; bring_up: each_repetition starts a fresh one "
+                        "every round", where=where, hint="use bring_up: once or side_by_side")

@@ -759,6 +759,34 @@ class SteadyStateConfig(StrictModel):
     max_rounds: int = Field(25, ge=3, le=1000, description="Rounds at most; a point not steady by then is marked so.")
 
 
+class SearchConfig(StrictModel):
+    """Find the saturation point without running the whole load grid (docs/methodology.md): the load axis runs
+    over a grid from `range` (powers of two and the 1.5x steps between them), and storbench measures only the
+    values that bracket the highest IOPS meeting `slo` and the knee, each with the plan's `repeat`."""
+
+    axis: Literal["iodepth", "numjobs", "clients"] = Field("iodepth", description="The load axis searched.")
+    range: tuple[Annotated[int, Field(ge=1, le=4096)], Annotated[int, Field(ge=1, le=4096)]] = Field(
+        description="Lowest and highest load, e.g. [1, 256].")
+    slo: str = Field(description="The latency objective, e.g. `p99<=10ms` (mean, p50, p95, p99, p99.9).")
+    tolerance: Annotated[float, BeforeValidator(_fraction), Field(ge=0, lt=1)] = Field(
+        0.05, description="Stop narrowing a bracket once its ends' IOPS differ by less than this, e.g. 5%.")
+
+    @field_validator("range")
+    @classmethod
+    def _range(cls, value: tuple[int, int]) -> tuple[int, int]:
+        if value[0] >= value[1]:
+            raise ValueError(f"range {list(value)} must be [low, high] with low below high")
+        return value
+
+    @field_validator("slo")
+    @classmethod
+    def _slo(cls, value: str) -> str:
+        from storbench.stats.knee import parse_slo
+
+        parse_slo(value)  # ValueError with the reason
+        return value
+
+
 class CompareConfig(StrictModel):
     """The comparison a plan is run to answer, for `repeat: {until: decided}`."""
 
@@ -789,6 +817,9 @@ class PlanConfig(StrictModel):
     steady_state: SteadyStateConfig | None = Field(
         None, description="Measure each point round by round (its repetitions, back to back) until it is steady, "
         "e.g. `{metric: iops, window: 5, range: 20%, slope: 10%, max_rounds: 25}`; replaces `repeat`.")
+    search: SearchConfig | None = Field(
+        None, description="Measure only the load values that find the best IOPS within a latency objective and "
+        "the knee, e.g. `{axis: iodepth, range: [1, 256], slo: p99<=10ms}` (see `search`).")
     order: Literal["interleaved", "sequential", "shuffled"] = Field(
         "interleaved",
         description="Order of repetitions: interleaved (all cases once, then again in reverse order: A B B A), "
@@ -839,8 +870,9 @@ class PlanConfig(StrictModel):
 
 
 def run_order(config: PlanConfig) -> str:
-    """The order repetitions run in: a steady-state plan runs each point's rounds back to back."""
-    return "sequential" if config.steady_state is not None else config.order
+    """The order repetitions run in: a steady-state plan runs each point's rounds back to back, a search each
+    point's repetitions before it chooses the next."""
+    return "sequential" if config.steady_state is not None or config.search is not None else config.order
 
 
 def repeat_bounds(config: PlanConfig) -> tuple[int, int]:

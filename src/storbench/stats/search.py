@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from enum import Enum
 from itertools import pairwise
 
-from storbench.stats.estimate import Estimate
+from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.knee import (
     MIN_IOPS_GAIN,
     MIN_IOPS_GAIN_NO_INTERVAL,
@@ -50,6 +50,7 @@ from storbench.stats.knee import (
     locate_knee,
     rises_beyond_noise,
 )
+from storbench.stats.observations import Observation, metric_value
 
 STEP = 4  # grid indices per bracketing step: two grid values per doubling, so about x4 load
 
@@ -239,3 +240,27 @@ def search_answer(grid: Sequence[int], measured: Mapping[int, SearchPoint], obje
         measured=len(state.points),
         grid_size=len(grid),
         reason=_reason(grid, state, (low, high), knee.kind, tolerance, axis))
+
+
+def search_point(load: int, found: Sequence[Observation], objective: LatencyObjective) -> SearchPoint | None:
+    """One load value's measured point from its repetitions' observations (``found``: one case, merged clients):
+    IOPS summed over the directions of each repetition, then estimated over the repetitions; the objective's
+    latency figure and the mean latency of the worst direction (a mixed workload meets the objective only when
+    reads and writes both do). None when no repetition measured."""
+    ok = [o for o in found if o.ok and o.measurement is not None and not o.client]
+    totals: dict[tuple[int, int], float] = {}
+    by_direction: dict[str, list[Observation]] = {}
+    for o in ok:
+        totals[o.repetition] = totals.get(o.repetition, 0.0) + float(metric_value(o, "iops") or 0.0)
+        by_direction.setdefault(o.direction_name, []).append(o)
+    iops = estimate(list(totals.values()))
+    if iops is None:
+        return None
+
+    def worst(field: str) -> Estimate | None:
+        figures = [estimate([float(v) for o in members if (v := metric_value(o, field)) is not None])
+                   for members in by_direction.values()]
+        known = [f for f in figures if f is not None]
+        return max(known, key=lambda e: e.mean, default=None)
+
+    return SearchPoint(load=load, iops=iops, latency=worst(objective.field), lat_mean=worst("lat_mean_ns"))
