@@ -94,3 +94,24 @@ def test_the_verdict_follows_the_two_criteria(level: float, noise: float, drift:
     if abs(drift) > 0.15 + 4 * noise:  # a clear drift over the window (beyond what the noise can bend) fails
         assert not window.steady
     assert math.isfinite(window.slope_per_round)
+
+
+def test_the_round_by_round_figure_marks_the_window_and_draws_its_fitted_line() -> None:
+    from storbench.report.steady import steady_figure
+
+    state = judge(series([2000, 1500, 1000, 1010, 990, 1005, 995]), RULE)
+    assert state.status is SteadyStatus.STEADY and state.window is not None
+    figure = steady_figure(state, "f", "t randwrite 4k qd4")
+    assert figure is not None
+    rounds, window, fit = figure.series
+    assert rounds.x == (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0) and rounds.y[0] == 2000
+    assert window.x == (3.0, 4.0, 5.0, 6.0, 7.0)  # the window is the last five rounds, 1-based
+    w = state.window
+    assert fit.y == pytest.approx((w.intercept, w.intercept + 4 * w.slope_per_round))
+    band = figure.y_bands[0]
+    assert band.low == pytest.approx(0.9 * w.mean) and band.high == pytest.approx(1.1 * w.mean)
+    assert "(steady)" in figure.title and "steady after 7 rounds" in dict(figure.notes)["state"]
+    drifting = judge(series([1000 * 1.1 ** i for i in range(6)]), SteadyRule(window=5, max_rounds=6))
+    shown = steady_figure(drifting, "g", "t")
+    assert shown is not None and "(not steady)" in shown.title
+    assert dict(shown.notes)["state"].startswith("NOT steady after 6 rounds")

@@ -189,7 +189,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     repetitions = [r for r in selection.repetitions if r.case.case_id in case_ids]
     title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))
     document = build_report(title, selection.runs, repetitions, selection.observations, comparisons=comparisons,
-                            baseline=args.baseline or "", candidate=args.candidate or "", objective=objective)
+                            baseline=args.baseline or "", candidate=args.candidate or "", objective=objective,
+                            steady=selection.steady)
     _write_output(render_html(document, get_plotlyjs()), args.output)
     out = _console(stderr=args.output in ("", "-"))
     out.print(f"report: {args.output} ({len(document.figures)} figures, {len(document.points)} points)",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from storbench.model import RunInfo, Status, StoredRepetition
 from storbench.report.convergence import convergence_figures
@@ -21,24 +21,30 @@ from storbench.report.figures import (
 )
 from storbench.report.html import ReportDocument
 from storbench.report.labels import point_label
+from storbench.report.steady import steady_figures
 from storbench.report.tables import warning_lines
 from storbench.selection import adaptive_questions, expectations
 from storbench.stats.compare import PointComparison
 from storbench.stats.drift import drift
 from storbench.stats.knee import LOAD_AXES, LatencyObjective, curves
 from storbench.stats.observations import Observation
+from storbench.stats.steady import SteadyState
 from storbench.stats.summary import summarize_points
 
 
 def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition],
                  observations: Sequence[Observation], *, comparisons: Sequence[PointComparison] = (),
-                 baseline: str = "", candidate: str = "", objective: LatencyObjective | None = None) -> ReportDocument:
+                 baseline: str = "", candidate: str = "", objective: LatencyObjective | None = None,
+                 steady: Mapping[tuple[int, str], SteadyState] | None = None) -> ReportDocument:
+    """``steady``: the judged rounds of each (run, case) measured until steady (selection.steady)."""
     memory = {r.run_id: r.mem_total_bytes for r in runs}
     points = summarize_points(observations, memory, expectations=expectations(runs))
     curve_list = [c for axis in LOAD_AXES for c in curves(points, axis)]
     drifts = [drift(observations, run.run_id, direction) for run in runs for direction in ("read", "write", "trim")]
+    labels = {p.case_id: point_label(p, direction=False) for p in reversed(points)}
     figures = [
         *capped_figures(points),
+        *steady_figures({k: v for k, v in (steady or {}).items() if k[1] in labels}, labels),
         *comparison_figures(comparisons, baseline, candidate),
         *convergence_figures(adaptive_questions(runs), runs, repetitions, observations),
         *block_size_figures(points),

@@ -1,0 +1,82 @@
+"""Steady state, round by round: for each point of a run measured until steady, its metric per round with the
+measurement window, the window's least-squares line and the band the SNIA range rule allows. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from storbench.report.figures import Band, FigureSpec, Series
+from storbench.stats.steady import SteadyState, SteadyStatus
+
+SECTION = "Steady state, round by round"
+ROUND_COLOR = "#5b6673"
+WINDOW_COLOR = "#1f77b4"
+FIT_COLOR = "#ff7f0e"
+METRIC_LABELS = {"iops": ("IOPS", 1.0), "bw_bytes": ("MiB/s", 1.0 / (1024 * 1024)),
+                 "lat_mean_ns": ("mean latency (µs)", 1e-3)}
+
+
+def _status_text(state: SteadyState) -> str:
+    rounds = len(state.rounds)
+    w = state.window
+    if w is None:
+        return f"{state.status.value}: {rounds} rounds, fewer than the window of {state.rule.window}"
+    where = f"rounds {w.rounds[0] + 1}-{w.rounds[-1] + 1}"
+    figures = (f"range {100 * w.range_fraction:.1f} % (at most {100 * state.rule.range_fraction:g} %), slope "
+               f"excursion {100 * w.slope_excursion_fraction:.1f} % (at most {100 * state.rule.slope_fraction:g} %)")
+    if state.status is SteadyStatus.STEADY:
+        return f"steady after {rounds} rounds: the window is {where}: {figures}"
+    if state.status is SteadyStatus.NOT_STEADY:
+        return (f"NOT steady after {rounds} rounds (max_rounds {state.rule.max_rounds}); the figures come from "
+                f"the last window, {where}: {figures}")
+    return f"still measuring after {rounds} rounds (an interrupted run); last window {where}: {figures}"
+
+
+def steady_figure(state: SteadyState, figure_id: str, label: str) -> FigureSpec | None:
+    """One point's rounds (None when it has none)."""
+    if not state.rounds:
+        return None
+    name, scale = METRIC_LABELS.get(state.rule.metric, (state.rule.metric, 1.0))
+    xs = tuple(float(index + 1) for index, _ in state.rounds)
+    ys = tuple(value * scale for _, value in state.rounds)
+    series = [Series(name="each round", x=xs, y=ys, color=ROUND_COLOR,
+                     text=tuple(f"round {int(x)}: {y:,.4g} {name}" for x, y in zip(xs, ys, strict=True)))]
+    bands: tuple[Band, ...] = ()
+    w = state.window
+    if w is not None:
+        wx = tuple(float(r + 1) for r in w.rounds)
+        wy = tuple(v * scale for v in w.values)
+        series.append(Series(name=f"window ({state.status.value})", x=wx, y=wy, mode="markers", marker_size=12,
+                             color=WINDOW_COLOR))
+        fit = tuple((w.intercept + w.slope_per_round * position) * scale for position in range(len(w.rounds)))
+        series.append(Series(name="least-squares line over the window", x=(wx[0], wx[-1]), y=(fit[0], fit[-1]),
+                             mode="lines", dash=True, color=FIT_COLOR))
+        half = state.rule.range_fraction / 2 * w.mean * scale
+        mean = w.mean * scale
+        bands = (Band(mean - half, mean + half, f"window mean ± {100 * state.rule.range_fraction / 2:g} %"),)
+    low = min(ys + tuple(b.low for b in bands))
+    high = max(ys + tuple(b.high for b in bands))
+    pad = 0.1 * (high - low or abs(high) or 1.0)
+    return FigureSpec(
+        figure_id=figure_id, title=f"{label}: {name} per round ({state.status.value})", x_label="round",
+        y_label=name, series=tuple(series), section=SECTION, y_bands=bands,
+        y_range=(max(0.0, low - pad), high + pad), x_range=(0.5, xs[-1] + 0.5),
+        notes=(("state", _status_text(state)), ("rule", state.rule.text())),
+        caption="Each round is one repetition of the point, run back to back. Large markers: the window its "
+        "figures come from; dashed: the least-squares line fitted over the window (its excursion is the slope "
+        "criterion); band: a spread of ± half the allowed range around the window's mean (the range criterion "
+        "asks max - min within the whole range, so a window inside the band meets it). The rule is the SNIA "
+        "PTS steady-state rule (docs/methodology.md).")
+
+
+def steady_figures(states: Mapping[tuple[int, str], SteadyState], labels: Mapping[str, str]
+                   ) -> list[FigureSpec]:
+    """One figure per (run, case) measured until steady; ``labels``: case id -> its point's label."""
+    figures = []
+    for (run_id, case_id), state in sorted(states.items()):
+        figure = steady_figure(state, f"steady-run{run_id}-{case_id}", f"run {run_id} {labels.get(case_id, case_id)}")
+        if figure is not None:
+            figures.append(figure)
+    return figures
+
