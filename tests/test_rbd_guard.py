@@ -50,6 +50,9 @@ def test_an_image_storbench_did_not_create_is_written_only_when_destructive(
         assert "destructive: true" in said and len(said.strip().splitlines()) == 1
         code, said = run("theirs", "randread")  # reading destroys nothing
         assert code == 0, said
+        # a read-only plan whose precondition would write the image: refused before anything is written
+        code, said = run("theirs", "randread", ", precondition: {fill: 1x}")
+        assert code == 2 and "image bench/theirs exists and storbench did not create it" in said, said
         code, said = run("theirs", "randwrite", ", destructive: true")
         assert code == 0, said
         # an image storbench creates is marked as its own: later writing runs need no permission

@@ -45,26 +45,20 @@ def check_fio_against_plan(loaded: LoadedPlan, cases: Sequence[Case], caps: FioC
 
 
 def precondition_cases(loaded: LoadedPlan, cases: Sequence[Case]) -> list[Case]:
-    """The job of each target's `precondition` (on the target's first lab configuration); one that would write
-    to a raw device without `destructive: true` is refused here."""
+    """The jobs of the targets' `precondition`s (one per target and lab configuration); one that would write to
+    a raw device without `destructive: true` is refused here, the others meet the write guards of any case."""
     from storbench.model import BlockTarget
-    from storbench.plan import precondition_case, preconditions
+    from storbench.plan import precondition_jobs, preconditions
 
-    found = []
-    for name, pre in preconditions(loaded.config).items():
-        mine = [c for c in cases if c.target.name == name]
-        if not mine:
-            continue
-        spec = mine[0].target
-        # an RBD image storbench did not create meets the write guard when it is prepared (image-meta)
+    wanted = preconditions(loaded.config)
+    jobs = precondition_jobs(wanted, cases)
+    for job in jobs:
+        spec, pre = job.target, wanted[job.target.name]
         if isinstance(spec, BlockTarget) and spec.device is not None and not spec.destructive:
-            raise UserError(f"target '{name}': precondition writes {pre.text()} to {spec.device}, destroying its "
-                            "data",
-                            where=loaded.source.where(("targets", name, "precondition")),
+            raise UserError(f"target '{spec.name}': precondition writes {pre.text()} to {spec.device}, destroying "
+                            "its data", where=loaded.source.where(("targets", spec.name, "precondition")),
                             hint="set destructive: true on the target if its data may go, or drop precondition")
-        first_lab = mine[0].lab
-        found.append(precondition_case(pre, [c for c in mine if c.lab == first_lab]))
-    return found
+    return jobs
 
 
 def check_machine(loaded: LoadedPlan) -> None:

@@ -44,11 +44,11 @@ from storbench.model import (
     ScheduledRepetition,
     Status,
     TargetSpec,
-    cluster_of,
 )
 from storbench.plan import (
     FILL_RUNTIME_CAP_S,
     precondition_case,
+    precondition_jobs,
     preconditions,
     repetition_seconds,
     schedule,
@@ -432,10 +432,12 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
     failed = ran = 0
     position = first_position
     wanted = preconditions(config)
-    with lab_session(run.loaded, lab, [i.case for i in items], run.checked, observer,
+    cases = [i.case for i in items]
+    # the precondition jobs go to the session too: an image they write meets the write guard like any case's
+    with lab_session(run.loaded, lab, [*cases, *precondition_jobs(wanted, cases)], run.checked, observer,
                      keep=run.keep_lab) as session:
         recorders: dict[tuple[str, ...], TelemetryRecorder] = {}  # per cluster: its own OSDs' sockets
-        written: set[tuple[str, LabPoint]] = set()  # (target, cluster) preconditioned in this session
+        written: set[tuple[str, tuple[tuple[str, str], ...]]] = set()  # (target, its prepared details) written
         for item in _in_order(run, items):
             if run.stop_before(item.rep_index):  # a round has ended: is the answer known?
                 break
@@ -444,10 +446,10 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
             changed = session.enter(item.case)
             for line in (changed or "").splitlines():
                 observer.lab_event(line)
-            name, cluster = item.case.target.name, cluster_of(item.case.lab)
-            if name in wanted and (name, cluster) not in written:
-                written.add((name, cluster))
-                same = [i.case for i in items if i.case.target.name == name and cluster_of(i.case.lab) == cluster]
+            name, details = item.case.target.name, session.for_case(item.case).details
+            if name in wanted and (name, details) not in written:  # once per image, pool, file set or cluster
+                written.add((name, details))
+                same = [c for c in cases if c.target.name == name and session.for_case(c).details == details]
                 _precondition(run, wanted[name], same, session.for_case(item.case))
             observer.repetition_started(item, position)
             prepared = session.for_case(item.case)

@@ -486,6 +486,17 @@ def precondition_case(pre: Precondition, cases: Sequence[Case]) -> Case:
                 workload=workload, clients=clients, lab=first.lab)
 
 
+def precondition_jobs(wanted: Mapping[str, Precondition], cases: Sequence[Case]) -> list[Case]:
+    """The precondition job of each target with a `precondition` (``wanted``), one per lab configuration its
+    cases run on (each pool or cluster holds its own image or files): what the write guards must see."""
+    found = []
+    for name, pre in wanted.items():
+        mine = [c for c in cases if c.target.name == name]
+        for lab in dict.fromkeys(c.lab for c in mine):
+            found.append(precondition_case(pre, [c for c in mine if c.lab == lab]))
+    return found
+
+
 def precondition_seconds(pre: Precondition, case: Case) -> float:
     """How long a precondition takes: its time, or its fill at the conservative layout speed (ETA only)."""
     if pre.duration_s is not None:
