@@ -176,3 +176,62 @@ def test_a_volume_whose_speed_halves_mid_run_is_steady_only_after_the_change(
     assert len(records) == 3  # the window's rounds only
     for record in records:
         assert 850 <= float(record["iops"]) <= 1100, record["iops"]
+
+
+SEARCH_PLAN = """
+name: {name}
+targets:
+  volume: {{kind: block}}
+workload: {{rw: randread, bs: 4k, iodepth: 8, numjobs: {numjobs}, runtime: 1s, fio: {{rate_iops: 450}}}}
+repeat: 2
+telemetry: {{enabled: false}}
+lab:
+  volume: {{size: 64MiB, iops: 2000}}
+{search}"""
+
+
+def _best_under_objective(db: Path) -> tuple[int | None, float | None, int]:
+    """(numjobs, IOPS) of the best point within p99<=5ms among a database's stored points, by the search's own
+    rule, and how many points it holds."""
+    from storbench.stats.knee import parse_slo
+    from storbench.stats.observations import Observation, observations
+    from storbench.stats.search import search_answer, search_grid, search_point
+    from storbench.store import open_store
+
+    store = open_store(db)
+    repetitions = store.repetitions([r.run_id for r in store.runs()])
+    store.close()
+    objective = parse_slo("p99<=5ms")
+    found: dict[int, list[Observation]] = {}
+    for o in observations(repetitions):
+        found.setdefault(o.case.workload.numjobs, []).append(o)
+    points = {load: p for load, obs in found.items() if (p := search_point(load, obs, objective)) is not None}
+    answer = search_answer(search_grid(1, 12), points, objective)
+    best = answer.best
+    return (best.load, best.iops.mean, len(points)) if best else (None, None, len(points))
+
+
+@pytest.mark.fio
+@needs_root
+def test_the_search_finds_the_grids_best_iops_within_the_objective_with_fewer_points(
+        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each fio job is held to 450 IOPS and the volume to 2,000: up to 4 jobs the volume keeps up (1,800 IOPS, short
+    queues), from 6 on it is capped and each job's 8 I/Os queue at it (p99 far above 5 ms). The search over numjobs
+    1..12 must give the full grid's best IOPS within p99<=5ms (within 10 %) from fewer points."""
+    grid_db, search_db = tmp_path / "grid.db", tmp_path / "search.db"
+    grid = SEARCH_PLAN.format(name="grid", numjobs="[1, 2, 3, 4, 6, 8, 12]", search="")
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, grid, "grid.yaml")), "--db", str(grid_db))
+    assert code == 0, out + err
+    searched = SEARCH_PLAN.format(name="search", numjobs=1,
+                                  search="search: {axis: numjobs, range: [1, 12], slo: p99<=5ms}\n")
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, searched, "search.yaml")), "--db",
+                             str(search_db))
+    assert code == 0, out + err
+    said = [line for line in out.splitlines() if line.startswith("search volume randread 4k")]
+    assert len(said) == 1 and "of 7 grid values" in said[0], out
+    grid_load, grid_iops, grid_points = _best_under_objective(grid_db)
+    search_load, search_iops, search_points = _best_under_objective(search_db)
+    assert grid_points == 7 and search_points < grid_points, (grid_points, search_points)
+    assert grid_iops is not None and search_iops is not None, (said, grid_load, search_load)
+    assert abs(search_iops / grid_iops - 1) <= 0.10, (search_load, search_iops, grid_load, grid_iops)
+    assert f"best {search_iops:,.0f} IOPS at numjobs={search_load}" in said[0]

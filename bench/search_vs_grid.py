@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""The saturation search against the whole load grid, on the same target, side by side.
+
+Runs a plan with `search:` as it is, then the same plan with the search's whole grid as an ordinary sweep (the
+search line dropped, the axis listing every grid value), one after the other, and prints for each: wall time,
+measuring time (first repetition's start to the last one's end: the lab's bring-up left out), points measured,
+and the answer — the highest-IOPS point whose latency interval meets the objective, read from each run's stored
+points with storbench's own rule. Goals (printed, not asserted): the search's best IOPS within 10 % of the
+grid's, in at most 35 % of the grid's time. Needs root and the labs for the default plan (scripts/setup.sh
+--labs); about 8 minutes with examples/ceph-search.yaml.
+
+    .venv/bin/python bench/search_vs_grid.py [--plan examples/ceph-search.yaml] [--out out/bench-search-vs-grid]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PLAN = ROOT / "examples" / "ceph-search.yaml"
+
+
+def grid_plan(text: str) -> tuple[str, str, tuple[int, ...]]:
+    """The plan as an ordinary sweep over the search's whole grid: (plan text, axis, grid)."""
+    from storbench.config import load_plan_text
+    from storbench.stats.search import search_grid
+
+    config = load_plan_text(text, "plan.yaml").config
+    assert config.search is not None, "the plan has no search"
+    axis, grid = config.search.axis, search_grid(*config.search.range)
+    values = "[" + ", ".join(map(str, grid)) + "]"
+    text = re.sub(r"^search: .*\n", "", text, flags=re.M)
+    text = re.sub(r"^name: (\S+)", r"name: \1-grid", text, count=1, flags=re.M)
+    if axis == "clients":
+        text = re.sub(r"^clients: .*\n", "", text, flags=re.M) + f"clients: {values}\n"
+    else:
+        text = re.sub(rf"^  {axis}: .*\n", "", text, flags=re.M)
+        text = re.sub(r"^workload:\n", f"workload:\n  {axis}: {values}\n", text, count=1, flags=re.M)
+    return text, axis, grid
+
+
+def run_arm(name: str, plan: Path, out: Path, slo: str, axis: str, grid: tuple[int, ...]) -> dict[str, object]:
+    from storbench.stats.knee import parse_slo
+    from storbench.stats.observations import observations
+    from storbench.stats.search import search_answer, search_point
+    from storbench.store import open_store
+
+    db = out / f"{name}.db"
+    db.unlink(missing_ok=True)
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "storbench", "run", str(plan), "--db", str(db)],
+                          capture_output=True, text=True, check=False)
+    wall_s = time.perf_counter() - started
+    (out / f"{name}.log").write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        print(f"{name}: storbench run failed ({done.returncode}); see {out / f'{name}.log'}", file=sys.stderr)
+        return {"name": name, "wall_s": wall_s}
+    store = open_store(db)
+    repetitions = store.repetitions([r.run_id for r in store.runs()])
+    store.close()
+    objective = parse_slo(slo)
+    by_case: dict[str, list[object]] = {}
+    loads: dict[str, int] = {}
+    for o in observations(repetitions):
+        by_case.setdefault(o.case.case_id, []).append(o)
+        loads[o.case.case_id] = o.case.clients if axis == "clients" else getattr(o.case.workload, axis)
+    points = {loads[cid]: p for cid, found in by_case.items()
+              if (p := search_point(loads[cid], found, objective)) is not None}  # type: ignore[arg-type]
+    answer = search_answer(grid, points, objective, axis=axis)
+    measuring_s = max(r.finished_at_s for r in repetitions) - min(r.started_at_s for r in repetitions)
+    said = [line for line in done.stdout.splitlines() if line.startswith("search ")]
+    return {"name": name, "wall_s": wall_s, "measuring_s": measuring_s, "answer": answer, "said": said,
+            "points": points}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--plan", default=str(PLAN))
+    parser.add_argument("--out", default=str(ROOT / "out" / "bench-search-vs-grid"))
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    plan = Path(args.plan)
+    text = plan.read_text()
+    from storbench.config import load_plan_text
+
+    search = load_plan_text(text, str(plan)).config.search
+    assert search is not None
+    full_text, axis, grid = grid_plan(text)
+    full = out / f"{plan.stem}-grid.yaml"
+    full.write_text(full_text)
+    arms = [run_arm("search", plan, out, search.slo, axis, grid), run_arm("grid", full, out, search.slo, axis, grid)]
+    print(f"{plan.name}: best IOPS with {search.slo} over {axis} {grid[0]}..{grid[-1]} ({len(grid)} grid values)")
+    print(f"{'arm':<7} {'wall':>7} {'measuring':>10} {'points':>7} {'best ' + axis:>13} {'IOPS':>10} "
+          f"{'± 95 %':>8} {'latency':>9}  knee / why it stopped")
+    for arm in arms:
+        answer = arm.get("answer")
+        if answer is None:
+            print(f"{arm['name']:<7} {arm['wall_s']:>6.0f}s  (failed)")  # type: ignore[str-format]
+            continue
+        best = answer.best  # type: ignore[attr-defined]
+        shown = (f"{best.load:>13} {best.iops.mean:>10,.0f} {best.iops.half_width or 0:>8,.0f} "
+                 f"{(best.latency.mean if best.latency else 0) / 1e6:>7.2f}ms" if best is not None
+                 else f"{'-':>13} {'-':>10} {'-':>8} {'-':>9}")
+        knee = answer.knee if answer.knee is not None else answer.knee_kind.value  # type: ignore[attr-defined]
+        print(f"{arm['name']:<7} {arm['wall_s']:>6.0f}s {arm['measuring_s']:>9.0f}s "  # type: ignore[str-format]
+              f"{answer.measured:>7} {shown}  knee {knee}; {answer.reason}")  # type: ignore[attr-defined]
+    searched, full_grid = arms
+    if "answer" in searched and "answer" in full_grid:
+        a, b = searched["answer"].best, full_grid["answer"].best  # type: ignore[attr-defined]
+        if a is not None and b is not None:
+            ratio = a.iops.mean / b.iops.mean
+            print(f"goal: best IOPS within 10 % of the grid's: {'yes' if abs(ratio - 1) <= 0.10 else 'no'} "
+                  f"({100 * (ratio - 1):+.1f} %, {axis} {a.load} vs {b.load})")
+        else:
+            print("goal: best IOPS within 10 % of the grid's: "
+                  + ("yes (neither finds a point within the objective)" if a is None and b is None else "no"))
+        share = float(searched["wall_s"]) / float(full_grid["wall_s"])  # type: ignore[arg-type]
+        measuring = float(searched["measuring_s"]) / float(full_grid["measuring_s"])  # type: ignore[arg-type]
+        print(f"goal: at most 35 % of the grid's time: {'yes' if share <= 0.35 else 'no'} ({100 * share:.0f} % of "
+              f"the wall time, {100 * measuring:.0f} % of the measuring time)")
+        grid_points = full_grid["points"]
+        assert isinstance(grid_points, dict)
+        print("the grid, point by point: " + ", ".join(
+            f"{load}: {p.iops.mean:,.0f} IOPS p-lat {(p.latency.mean if p.latency else 0) / 1e6:.2f}ms"
+            for load, p in sorted(grid_points.items())))
+    for line in searched.get("said") or []:  # type: ignore[union-attr]
+        print(f"  {line}")
+    print(f"logs and databases: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
