@@ -13,7 +13,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = {"ceph-block-size": ["iops-vs-bs-small", "bw_bytes-vs-bs-large"],
            "throttled-volume": ["iops-latency-iodepth"],
-           "ceph-rbd-clients": ["iops-vs-clients", "iops-latency-clients", "process-cpu"]}
+           "ceph-rbd-clients": ["iops-vs-clients", "iops-latency-clients", "process-cpu"],
+           "ceph-search": ["iops-latency-iodepth"], "ceph-steady-state": []}
 DEFAULT_FIGURES = ["compare-iops", "compare-lat_p99_ns"]
 
 
@@ -65,7 +66,7 @@ def _section(name: str, plan_path: Path, out: Path, images: Path) -> str:
     run_log = out.parent / "run.log"
     if run_log.exists():  # how the run was designed and how it stopped, as it said while running
         lines = run_log.read_text(errors="replace").splitlines()
-        designs = [line.strip() for line in lines if line.startswith("lab design:")]
+        designs = [line.strip() for line in lines if line.startswith(("lab design:", "search ", "precondition "))]
         looks = [line.strip() for line in lines if line.startswith("after ") and " rounds: " in line]
         last = looks[-1].split(":", 1)[0] if looks else ""
         final = [line for line in looks if line.startswith(last + ":")] if last else []
@@ -81,6 +82,7 @@ def _section(name: str, plan_path: Path, out: Path, images: Path) -> str:
     # a run that stopped when decided: its answer converging, look by look, per compared point
     figures += sorted(p.stem for p in (out.parent / "images").glob("convergence-*.png"))
     figures += sorted(p.stem for p in (out.parent / "images").glob("capped-*.png"))
+    figures += sorted(p.stem for p in (out.parent / "images").glob("steady-*.png"))  # rounds until steady
     for figure in figures:
         source = out.parent / "images" / f"{figure}.png"
         if source.exists():

@@ -129,54 +129,40 @@ lab:
 @pytest.mark.fio
 @needs_root
 def test_a_volume_whose_speed_halves_mid_run_is_steady_only_after_the_change(
-        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The volume's cap drops from 2000 to 1000 IOPS once two rounds are stored (a thread rewrites the kernel's
-    throttle rule, as a burst credit running out would): no window that holds a round from before the change
-    may be declared steady, and the point's figures come from rounds after it."""
-    import sqlite3
-    import threading
-    import time
-
+        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The volume's cap drops from 2000 to 1000 IOPS before the third round (the kernel's throttle rule is rewritten
+    just before that round's fio starts, as a burst credit running out would): no window that holds a round from
+    before the change may be declared steady, and the point's figures come from rounds after it."""
+    from storbench.execute.local import LocalExecutor
     from storbench.lab.volume import VolumeLab
 
     db = tmp_path / "r.db"
-    changed: list[float] = []
+    original = LocalExecutor.run_case
+    changed: list[int] = []
 
-    def halve_the_cap() -> None:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                with sqlite3.connect(db) as conn:
-                    done = conn.execute("SELECT COUNT(*) FROM repetitions").fetchone()[0]
-            except sqlite3.Error:
-                done = 0
+    def run_case(self: LocalExecutor, case: object, job_texts: object, rep_index: int, *args: object,
+                 **kwargs: object) -> object:
+        if rep_index == 2 and not changed:
             info = VolumeLab(lab_dir / "volume").info()
-            if done >= 2 and info is not None:
-                for path, line in info.rules:
-                    Path(path).write_text(line.replace(" 2000", " 1000") + "\n")
-                changed.append(time.time())
-                return
-            time.sleep(0.02)
+            assert info is not None
+            for path, line in info.rules:
+                Path(path).write_text(line.replace(" 2000", " 1000") + "\n")
+            changed.append(rep_index)
+        return original(self, case, job_texts, rep_index, *args, **kwargs)  # type: ignore[arg-type]
 
-    watcher = threading.Thread(target=halve_the_cap, daemon=True)
-    watcher.start()
+    monkeypatch.setattr(LocalExecutor, "run_case", run_case)
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, STEADY_PLAN)), "--db", str(db))
-    watcher.join(5)
     assert code == 0, out + err
-    assert changed, "the cap was never changed"
-    with sqlite3.connect(db) as conn:
-        started = [s for (s,) in conn.execute("SELECT started_at_s FROM repetitions ORDER BY rep_index")]
-    first_after = next(i for i, s in enumerate(started) if s >= changed[0])  # the first round wholly after it
+    assert changed == [2], "the cap was never changed"
     steady = [line for line in out.splitlines() if ": steady after" in line]
     assert len(steady) == 1, out
     rounds = int(steady[0].split("steady after ")[1].split()[0])
-    assert rounds - 3 >= first_after, (rounds, first_after, out)  # the window starts after the change
+    assert rounds - 3 >= 2, (rounds, out)  # the window (3 rounds) starts at the first round after the change
     code, out, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
     records = json.loads(out)
     assert len(records) == 3  # the window's rounds only
     for record in records:
         assert 850 <= float(record["iops"]) <= 1100, record["iops"]
-
 
 SEARCH_PLAN = """
 name: {name}

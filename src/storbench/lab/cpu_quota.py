@@ -6,7 +6,9 @@ quota takes effect at once (no restart), so `lab.ceph.osd_cpus` is a live settin
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,9 +93,27 @@ def remove_groups(lab: str) -> None:
     ctl = controller()
     if ctl is None:
         return
-    for directory in ctl.root.glob(f"{GROUP_PREFIX}-{lab}-*"):
-        with contextlib.suppress(OSError):
-            os.rmdir(directory)
+    _remove_dirs(list(ctl.root.glob(f"{GROUP_PREFIX}-{lab}-*")))
+
+
+def _remove_dirs(directories: list[Path], timeout_s: float = 10.0) -> None:
+    """rmdir each cgroup, retrying while the kernel still counts an exiting process in it (EBUSY)."""
+    deadline = time.monotonic() + timeout_s
+    left = directories
+    while left:
+        busy = []
+        for directory in left:
+            try:
+                os.rmdir(directory)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                if exc.errno == errno.EBUSY:
+                    busy.append(directory)
+        if not busy or time.monotonic() >= deadline:
+            return
+        left = busy
+        time.sleep(0.1)
 
 
 # ---- pinning: a cpuset per daemon ----------------------------------------------------------------------------
@@ -161,6 +181,4 @@ def remove_cpusets(lab: str) -> None:
     where = cpuset_root()
     if where is None:
         return
-    for directory in where[0].glob(f"{GROUP_PREFIX}-{lab}-*"):
-        with contextlib.suppress(OSError):
-            os.rmdir(directory)
+    _remove_dirs(list(where[0].glob(f"{GROUP_PREFIX}-{lab}-*")))

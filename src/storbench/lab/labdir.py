@@ -228,3 +228,6 @@ def kill_daemons(daemons: Sequence[Daemon], *, timeout_s: float = 15, graceful_s
     deadline = time.time() + timeout_s
     while time.time() < deadline and live(targets):
         time.sleep(0.1)
+    for daemon in targets:  # a daemon this process started stays a zombie, in its cgroup, until reaped
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(daemon.pid, os.WNOHANG)
