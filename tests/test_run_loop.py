@@ -423,3 +423,35 @@ def test_a_search_measures_a_few_depths_and_finds_the_grids_best_point_within_th
     said = [e for e in observer.events if e.startswith("search t randrw 4k")]
     assert len(said) == 1 and "at iodepth=24 within p99<=" in said[0], said
     assert f"measured {len(measured)} of 12 grid values" in said[0]
+
+
+def test_a_resumed_search_finishes_the_point_it_had_begun_and_gives_the_same_answer(
+        tmp_path: Path, store: Store) -> None:
+    """Interrupted in the second repetition of its third depth, the search resumes there: that depth gets its
+    second repetition, the search goes on as if never stopped, and nothing runs twice."""
+    from storbench.fio.parse import client_measurement, parse_fio_json
+
+    merged = client_measurement(parse_fio_json(RANDRW_OUTPUT)).directions
+    limit_us = int(2.6 * max(d.lat.percentile_ns(99.0) or 0 for d in merged) / 1000)
+    loaded = load_plan_text(SEARCH.format(data=tmp_path / "data", limit_us=limit_us), "search.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    calls: list[tuple[int, int]] = []
+
+    def interrupted(call: FakeCall) -> Step:
+        if len(calls) == 5:
+            return Raise(KeyboardInterrupt())
+        calls.append((call.case.workload.iodepth, call.rep_index))
+        return Replay(_storage_at(call.case.workload.iodepth))
+
+    with pytest.raises(KeyboardInterrupt):
+        orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(interrupted), Observer(), resume=False)
+    assert calls == [(1, 0), (1, 1), (6, 0), (6, 1), (24, 0)]
+    observer = Observer()
+    resumed = FakeExecutor(lambda call: Replay(_storage_at(call.case.workload.iodepth)))
+    orchestrate.run_plan(loaded, cases, checked, store, resumed, observer, resume=True)
+    after = [(c.case.workload.iodepth, c.rep_index) for c in resumed.calls]
+    assert after[0] == (24, 1), after  # the begun point first
+    assert [d for d, _ in calls + after][::2] == [1, 6, 24, 64, 32], calls + after
+    said = [e for e in observer.events if e.startswith("search t randrw 4k")]
+    assert len(said) == 1 and "at iodepth=24 within p99<=" in said[0], said

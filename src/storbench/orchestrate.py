@@ -13,7 +13,7 @@ import hashlib
 import os
 import platform
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -158,7 +158,7 @@ def run_plan(
         executors = Executors(executor, servers, caps.binary, run_label(run_id, platform.node(), store.path), k8s_lab)
         deadline = None if budget_s is None else clock() + budget_s
         run = _Run(loaded, checked, store, executors, observer, run_id, keep_lab, ceilings={}, clock=clock,
-                   deadline_s=deadline)
+                   deadline_s=deadline, cases=tuple(cases))
         bring_up = config.lab.ceph.bring_up if config.lab is not None and config.lab.ceph is not None else "once"
         try:
             claim_run_test_files(checked.targets, cases)
@@ -241,6 +241,7 @@ class _Run:
     deadline_s: float | None = None  # --budget: no new round after this moment
     looks: dict[str, int] = field(default_factory=lambda: {"looked_at": -1, "stopped": 0})
     settled: set[str] = field(default_factory=set)  # steady_state: cases steady (or out of rounds) already
+    cases: tuple[Case, ...] = ()  # every case of the plan (a search reads its group's stored points by them)
 
     def settled_case(self, case: Case, *, tell: bool = False) -> bool:
         """For `steady_state`: whether ``case``'s rounds so far are steady (or reached max_rounds), so no more of
@@ -369,14 +370,17 @@ def _in_order(run: _Run, items: Sequence[ScheduledRepetition]) -> Iterator[Sched
     for item in items:
         key, load = _search_key(item.case, search.axis)
         groups.setdefault(key, {}).setdefault(load, []).append(item)
-    for by_load in groups.values():
+    for key, by_load in groups.items():
         first = next(iter(by_load.values()))[0].case
         label = (f"{first.target.name} {first.workload.rw} {format_block_size(first.workload.bs_bytes)}"
                  + "".join(f" {k}={v}" for k, v in first.lab.pairs()))
-        case_ids = {i.case.case_id: _search_key(i.case, search.axis)[1] for group in by_load.values() for i in group}
         asked: list[int] = []
+        for load in sorted(_search_points(run, key, search.axis, objective)):  # resumed: finish the points begun
+            if load in by_load:
+                asked.append(load)
+                yield from by_load[load]
         while True:
-            measured = _search_points(run, case_ids, objective)
+            measured = _search_points(run, key, search.axis, objective)
             values = next_values(grid, measured, objective, search.tolerance)
             if not values:
                 break
@@ -408,17 +412,18 @@ def _search_key(case: Case, axis: str) -> tuple[tuple[object, ...], int]:
     return (case.target, dataclasses.replace(w, numjobs=0), case.clients, case.lab), w.numjobs
 
 
-def _search_points(run: _Run, case_ids: Mapping[str, int], objective: LatencyObjective
+def _search_points(run: _Run, key: tuple[object, ...], axis: str, objective: LatencyObjective
                    ) -> dict[int, SearchPoint]:
-    """The load values of one search group measured so far in this run (its stored repetitions)."""
+    """The load values of one search group (``key``) measured so far in this run (its stored repetitions, those
+    of an interrupted run's earlier session too)."""
     from storbench.stats.observations import observations
     from storbench.stats.search import search_point
 
-    found: dict[str, list[Observation]] = {}
-    mine = [r for r in run.store.repetitions([run.run_id]) if r.case.case_id in case_ids]
-    for o in observations(mine):
-        found.setdefault(o.case.case_id, []).append(o)
-    points = {case_ids[cid]: search_point(case_ids[cid], obs, objective) for cid, obs in found.items()}
+    loads = {c.case_id: load for c in run.cases for k, load in [_search_key(c, axis)] if k == key}
+    found: dict[int, list[Observation]] = {}
+    for o in observations(r for r in run.store.repetitions([run.run_id]) if r.case.case_id in loads):
+        found.setdefault(loads[o.case.case_id], []).append(o)
+    points = {load: search_point(load, obs, objective) for load, obs in found.items()}
     return {load: point for load, point in points.items() if point is not None}
 
 
