@@ -420,7 +420,7 @@ def test_a_search_measures_a_few_depths_and_finds_the_grids_best_point_within_th
     assert len(set(measured)) == len(measured) and 24 in measured and 32 in measured
     assert len(measured) <= 7, measured
     assert result.failed == 0 and result.ran == 2 * len(measured)
-    said = [e for e in observer.events if e.startswith("search t randrw 4k")]
+    said = [e for e in observer.events if e.startswith("search t randrw 4k jobs=1")]
     assert len(said) == 1 and "at iodepth=24 within p99<=" in said[0], said
     assert f"measured {len(measured)} of 12 grid values" in said[0]
 
@@ -453,5 +453,5 @@ def test_a_resumed_search_finishes_the_point_it_had_begun_and_gives_the_same_ans
     after = [(c.case.workload.iodepth, c.rep_index) for c in resumed.calls]
     assert after[0] == (24, 1), after  # the begun point first
     assert [d for d, _ in calls + after][::2] == [1, 6, 24, 64, 32], calls + after
-    said = [e for e in observer.events if e.startswith("search t randrw 4k")]
+    said = [e for e in observer.events if e.startswith("search t randrw 4k jobs=1")]
     assert len(said) == 1 and "at iodepth=24 within p99<=" in said[0], said

@@ -213,7 +213,7 @@ def test_the_search_finds_the_grids_best_iops_within_the_objective_with_fewer_po
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, searched, "search.yaml")), "--db",
                              str(search_db))
     assert code == 0, out + err
-    said = [line for line in out.splitlines() if line.startswith("search volume randread 4k")]
+    said = [line for line in out.splitlines() if line.startswith("search volume randread 4k qd=8")]
     assert len(said) == 1 and "of 7 grid values" in said[0], out
     grid_load, grid_iops, grid_points = _best_under_objective(grid_db)
     search_load, search_iops, search_points = _best_under_objective(search_db)

@@ -372,7 +372,11 @@ def _in_order(run: _Run, items: Sequence[ScheduledRepetition]) -> Iterator[Sched
         groups.setdefault(key, {}).setdefault(load, []).append(item)
     for key, by_load in groups.items():
         first = next(iter(by_load.values()))[0].case
-        label = (f"{first.target.name} {first.workload.rw} {format_block_size(first.workload.bs_bytes)}"
+        w = first.workload
+        fixed = {"iodepth": f" jobs={w.numjobs}", "numjobs": f" qd={w.iodepth}", "clients": f" qd={w.iodepth} "
+                 f"jobs={w.numjobs}"}[search.axis] + (f" clients={first.clients}" if search.axis != "clients" and
+                                                      first.clients > 1 else "")
+        label = (f"{first.target.name} {w.rw} {format_block_size(w.bs_bytes)}{fixed}"
                  + "".join(f" {k}={v}" for k, v in first.lab.pairs()))
         asked: list[int] = []
         for load in sorted(_search_points(run, key, search.axis, objective)):  # resumed: finish the points begun
