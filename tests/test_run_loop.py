@@ -304,7 +304,8 @@ def _scaled(factor: float) -> str:
     return json.dumps(doc)
 
 
-def test_steady_state_stops_each_point_at_its_first_steady_window(tmp_path: Path, store: Store) -> None:
+def test_steady_state_stops_each_point_at_its_first_steady_window(tmp_path: Path, store: Store,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """bs=4k falls by half over its first rounds and then holds (steady at rounds 4-6); bs=8k never settles
     (it alternates +-30 %) and runs to max_rounds. Figures come from the window only."""
     falling = [2.0, 1.6, 1.25, 1.0, 1.0, 1.01, 1.0, 1.0]
@@ -343,6 +344,16 @@ def test_steady_state_stops_each_point_at_its_first_steady_window(tmp_path: Path
     assert read_iops is not None and read_iops.n == 3
     assert read_iops.mean == pytest.approx(base[(4096, "read")].metric("iops").mean * 3.01 / 3, rel=1e-6)
     assert "not_steady" in {w.code for w in points[(8192, "read")].warnings}
+    # the report draws each point's rounds, its window and its line; show lists how each point stands
+    code, out, err = run_cli(capsys, "report", "--db", str(store.path), "-o", str(tmp_path / "r.html"))
+    assert code == 0, err
+    html = (tmp_path / "r.html").read_text()
+    assert html.count("<div id='steady-run1-") == 2, "not one steady-state figure per point"
+    assert "Steady state, round by round" in html and "NOT steady after 8 rounds" in html
+    code, out, err = run_cli(capsys, "show", "--db", str(store.path))
+    assert code == 0, err
+    assert "run 1 t randrw 70% 4k qd1: steady (rounds 4-6 of 6" in out, out
+    assert "run 1 t randrw 70% 8k qd1: not steady (rounds 6-8 of 8" in out, out
     assert "not_steady" not in {w.code for w in points[(4096, "read")].warnings}
 
 

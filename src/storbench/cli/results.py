@@ -73,7 +73,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from storbench.report.show_export import precondition_lines, steady_lines
 
     shown = {p.case_id for p in points}
-    labels = {p.case_id: point_label(p) for p in points}
+    labels = {p.case_id: point_label(p, direction=False) for p in points}
     for line in [*precondition_lines(selection.preconditions),
                  *steady_lines({k: v for k, v in selection.steady.items() if k[1] in shown}, labels)]:
         out.print(line, markup=False)
