@@ -66,9 +66,17 @@ def run_arm(name: str, plan: Path, out: Path, slo: str, axis: str, grid: tuple[i
     objective = parse_slo(slo)
     by_case: dict[str, list[object]] = {}
     loads: dict[str, int] = {}
+    groups: set[tuple[object, ...]] = set()
     for o in observations(repetitions):
         by_case.setdefault(o.case.case_id, []).append(o)
         loads[o.case.case_id] = o.case.clients if axis == "clients" else getattr(o.case.workload, axis)
+        w = o.case.workload
+        groups.add((o.case.target.name, w.rw, w.bs_bytes, *(getattr(w, a) for a in ("iodepth", "numjobs")
+                                                            if a != axis), o.case.lab.pairs()))
+    if len(groups) > 1:  # points of several searches would overwrite each other's loads
+        print(f"{name}: the plan holds {len(groups)} search groups; this benchmark compares plans of one",
+              file=sys.stderr)
+        return {"name": name, "wall_s": wall_s}
     points = {loads[cid]: p for cid, found in by_case.items()
               if (p := search_point(loads[cid], found, objective)) is not None}  # type: ignore[arg-type]
     answer = search_answer(grid, points, objective, axis=axis)

@@ -86,3 +86,23 @@ def test_fill_job_refuses_text_that_is_not_a_time_based_storbench_job() -> None:
         fill_job("[global]\nruntime=5\n", 2)
     with pytest.raises(ValueError):
         fill_job(job, 0)
+
+
+def test_a_precondition_job_covers_every_file_once_and_an_image_with_one_job() -> None:
+    from storbench.config import load_plan_text
+    from storbench.plan import expand, precondition_case, preconditions
+
+    text = """
+name: p
+targets:
+  files: {kind: path, path: /srv/x, size: 8MiB, precondition: {fill: 2x}}
+  image: {kind: rbd, pool: bench, size: 64MiB, precondition: {fill: 1x}}
+workload: {rw: randread, numjobs: [1, 4], fio: {nrfiles: [2, 3]}}
+"""
+    loaded = load_plan_text(text, "p.yaml")
+    cases = expand(loaded)
+    wanted = preconditions(loaded.config)
+    on_files = precondition_case(wanted["files"], [c for c in cases if c.target.name == "files"])
+    assert on_files.workload.numjobs == 4 and dict(on_files.workload.fio_options) == {"nrfiles": "3"}
+    on_image = precondition_case(wanted["image"], [c for c in cases if c.target.name == "image"])
+    assert on_image.workload.numjobs == 1  # four jobs would each write the whole image

@@ -326,8 +326,8 @@ def test_steady_state_stops_each_point_at_its_first_steady_window(tmp_path: Path
     assert by_bs == {4096: [0, 1, 2, 3, 4, 5], 8192: list(range(8))}
     assert [c.case.workload.bs_bytes for c in fake.calls] == [4096] * 6 + [8192] * 8
     assert (result.ran, result.not_needed) == (14, 2)
-    assert any(e.startswith("t randrw qd=1 jobs=1: steady after 6 rounds") for e in observer.events)
-    assert any(e.startswith("t randrw qd=1 jobs=1: not steady after 8 rounds") for e in observer.events)
+    assert any(e.startswith("t randrw 4k qd=1 jobs=1: steady after 6 rounds") for e in observer.events)
+    assert any(e.startswith("t randrw 8k qd=1 jobs=1: not steady after 8 rounds") for e in observer.events)
 
     from storbench.selection import steady_view
     from storbench.stats.steady import SteadyStatus
@@ -352,8 +352,8 @@ def test_steady_state_stops_each_point_at_its_first_steady_window(tmp_path: Path
     assert "Steady state, round by round" in html and "NOT steady after 8 rounds" in html
     code, out, err = run_cli(capsys, "show", "--db", str(store.path))
     assert code == 0, err
-    assert "run 1 t randrw 70% 4k qd1: steady (rounds 4-6 of 6" in out, out
-    assert "run 1 t randrw 70% 8k qd1: not steady (rounds 6-8 of 8" in out, out
+    assert "run 1 t randrw 70% 4k qd1: steady (rounds 4-6, 6 measured" in out, out
+    assert "run 1 t randrw 70% 8k qd1: not steady (rounds 6-8, 8 measured" in out, out
     assert "not_steady" not in {w.code for w in points[(4096, "read")].warnings}
 
 

@@ -38,8 +38,21 @@ RW_DIRECTIONS: dict[str, tuple[Direction, ...]] = {
     "randtrim": (Direction.TRIM,),
     "trimwrite": (Direction.TRIM, Direction.WRITE),
     "randtrimwrite": (Direction.TRIM, Direction.WRITE),
+    # metadata operations, one file each (fio's filecreate, filestat and filedelete engines): creating and deleting
+    # files are accounted as writes, stat as reads
+    "create": (Direction.WRITE,),
+    "stat": (Direction.READ,),
+    "delete": (Direction.WRITE,),
 }
 MIXED_RW = frozenset({"rw", "readwrite", "randrw"})
+# Metadata operation -> (fio engine, fio rw): each I/O of such a job is one operation on one file.
+METADATA_RW: dict[str, tuple[str, str]] = {"create": ("filecreate", "write"), "stat": ("filestat", "read"),
+                                           "delete": ("filedelete", "write")}
+
+
+def is_metadata(rw: str) -> bool:
+    """True for the file operations (create, stat, delete) rather than block I/O."""
+    return rw in METADATA_RW
 
 
 def rw_writes(rw: str) -> bool:
@@ -164,6 +177,14 @@ class WorkloadPoint:
     rwmixread: int | None = None
     size_bytes: int | None = None
     fio_options: tuple[tuple[str, str], ...] = ()
+    # metadata operations (create, stat, delete): files per job and each file's size; None for block I/O (and
+    # then left out of the case id, so block cases keep theirs)
+    files: int | None = None
+    file_size_bytes: int | None = None
+
+
+# Fields of WorkloadPoint a case id leaves out while they are None (added after ids were pinned).
+OPTIONAL_WORKLOAD_FIELDS = ("files", "file_size_bytes")
 
 
 # Ceph lab settings as plans name them, and which of them are sizes in bytes (shown with units, matched as sizes).
@@ -386,6 +407,9 @@ class Case:
             "rwmixread": "" if w.rwmixread is None else str(w.rwmixread),
             "clients": str(self.clients),
         }
+        if w.files is not None:  # metadata operations
+            params["files"] = str(w.files)
+            params["file_size"] = format_block_size(w.file_size_bytes or 0)
         params.update(dict(w.fio_options))
         params.update((k, setting_text(k, v)) for k, v in self.lab.pairs())
         return params

@@ -260,10 +260,13 @@ class _Run:
         if tell and state.window is not None:
             w = state.window
             status = "not steady yet" if state.status is SteadyStatus.MEASURING else state.status.value
+            load = case.workload
+            label = (f"{case.target.name} {load.rw} {format_block_size(load.bs_bytes)} qd={load.iodepth} "
+                     f"jobs={load.numjobs}" + (f" clients={case.clients}" if case.clients > 1 else "")
+                     + "".join(f" {k}={v}" for k, v in case.lab.pairs()))
             self.observer.lab_event(
-                f"{case.target.name} {case.workload.rw} qd={case.workload.iodepth} jobs={case.workload.numjobs}: "
-                f"{status} after {len(mine)} rounds (last {rule.window}: range {100 * w.range_fraction:.1f} %, "
-                f"slope {100 * w.slope_excursion_fraction:.1f} % of their mean)")
+                f"{label}: {status} after {len(mine)} rounds (last {rule.window}: range "
+                f"{100 * w.range_fraction:.1f} %, slope {100 * w.slope_excursion_fraction:.1f} % of their mean)")
         if state.status is not SteadyStatus.MEASURING:
             self.settled.add(case.case_id)
         return case.case_id in self.settled

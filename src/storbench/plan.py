@@ -25,8 +25,10 @@ from storbench.config.schema import link_rate_bits
 from storbench.errors import UserError, did_you_mean
 from storbench.model import (
     CEPH_SETTINGS,
+    METADATA_RW,
     MIXED_RW,
     NO_LAB,
+    OPTIONAL_WORKLOAD_FIELDS,
     SIDE_BY_SIDE_SETTINGS,
     BlockTarget,
     Case,
@@ -45,6 +47,7 @@ from storbench.model import (
     WorkloadPoint,
     cluster_of,
     interleaved_setting,
+    is_metadata,
     rw_writes,
 )
 from storbench.units import format_bytes, parse_duration_s, parse_size_bytes
@@ -61,6 +64,8 @@ _AXIS_NORMALISERS = {
     "ramp": parse_duration_s,
     "direct": bool,
     "ioengine": str,
+    "files": int,
+    "file_size": parse_size_bytes,
     "osds": int,
     "osd_size": parse_size_bytes,
     "objectstore": str,
@@ -136,11 +141,20 @@ def target_identity(target: TargetSpec) -> dict[str, object]:
     return identity
 
 
+def workload_identity(workload: WorkloadPoint) -> dict[str, object]:
+    """The workload's fields as a case id hashes them: fields added later are left out while unset."""
+    fields = asdict(workload)
+    for name in OPTIONAL_WORKLOAD_FIELDS:
+        if fields[name] is None:
+            del fields[name]
+    return fields
+
+
 def case_id_for(target: TargetSpec, workload: WorkloadPoint, clients: int = 1, lab: LabPoint = NO_LAB) -> str:
     """A stable id from the case's definition: same definition, same id, on any machine (pinned by
     tests/test_case_ids.py)."""
     canonical = json.dumps(
-        {"target": target_identity(target), "workload": asdict(workload), "clients": clients,
+        {"target": target_identity(target), "workload": workload_identity(workload), "clients": clients,
          "lab": list(lab.pairs())},
         sort_keys=True,
         separators=(",", ":"),
@@ -179,6 +193,8 @@ def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
         Axis("ramp", tuple(w.ramp)),
         Axis("direct", tuple(w.direct)),
         Axis("ioengine", tuple(w.ioengine)),
+        Axis("files", tuple(w.files)),
+        Axis("file_size", tuple(w.file_size)),
     ]
     for name, value in sorted(w.fio.items()):
         values = value if isinstance(value, list) else [value]
@@ -338,21 +354,30 @@ def _case(config: PlanConfig, point: Mapping[str, object]) -> Case:
     rw = str(point["rw"])
     fio_options = tuple(sorted((k, str(v)) for k, v in point.items() if k in config.workload.fio))
     lab = _lab_point(config, point)
-    # fio's rbd and nfs engines are the only ways to those targets
-    ioengine = {"rbd": "rbd", "nfs": "nfs"}.get(target.kind, str(point["ioengine"]))
-    workload = WorkloadPoint(
-        rw=rw,
-        rwmixread=int(str(point["rwmixread"])) if rw in MIXED_RW else None,
-        bs_bytes=int(str(point["bs"])),
-        iodepth=int(str(point["iodepth"])),
-        numjobs=int(str(point["numjobs"])),
-        runtime_s=float(str(point["runtime"])),
-        ramp_s=float(str(point["ramp"])),
-        direct=bool(point["direct"]),
-        ioengine=ioengine,
-        size_bytes=config.workload.size if config.workload.size is not None else target.size_bytes,
-        fio_options=fio_options,
-    )
+    if is_metadata(rw):
+        # one operation per file: bs, iodepth, direct, ramp and the engine follow from the operation, so points
+        # that differ only there collapse into one case (as rwmixread does for unmixed patterns)
+        file_size = int(str(point["file_size"]))
+        workload = WorkloadPoint(
+            rw=rw, bs_bytes=file_size or 4096, iodepth=1, numjobs=int(str(point["numjobs"])),
+            runtime_s=float(str(point["runtime"])), ramp_s=0.0, direct=False, ioengine=METADATA_RW[rw][0],
+            fio_options=fio_options, files=int(str(point["files"])), file_size_bytes=file_size)
+    else:
+        # fio's rbd and nfs engines are the only ways to those targets
+        ioengine = {"rbd": "rbd", "nfs": "nfs"}.get(target.kind, str(point["ioengine"]))
+        workload = WorkloadPoint(
+            rw=rw,
+            rwmixread=int(str(point["rwmixread"])) if rw in MIXED_RW else None,
+            bs_bytes=int(str(point["bs"])),
+            iodepth=int(str(point["iodepth"])),
+            numjobs=int(str(point["numjobs"])),
+            runtime_s=float(str(point["runtime"])),
+            ramp_s=float(str(point["ramp"])),
+            direct=bool(point["direct"]),
+            ioengine=ioengine,
+            size_bytes=config.workload.size if config.workload.size is not None else target.size_bytes,
+            fio_options=fio_options,
+        )
     clients = int(str(point["clients"]))
     return Case(case_id=case_id_for(target, workload, clients, lab=lab), target=target, workload=workload,
                 clients=clients, lab=lab)
@@ -473,14 +498,20 @@ def preconditions(config: PlanConfig) -> dict[str, Precondition]:
 
 def precondition_case(pre: Precondition, cases: Sequence[Case]) -> Case:
     """The job a precondition runs, as a case on the target of ``cases`` (one target, one lab configuration):
-    with their largest numjobs, clients and size, so every test file and image they measure on is written."""
+    with their largest numjobs, clients, size and nrfiles, so every test file and image they measure on is
+    written; one job on an image or a device (each job would write all of it)."""
     first = cases[0]
-    w = first.workload
+    blocks = [c for c in cases if not is_metadata(c.workload.rw)]  # metadata cases use fio's file engines
+    w = blocks[0].workload if blocks else None
     sizes = [c.workload.size_bytes for c in cases if c.workload.size_bytes is not None]
+    nrfiles = [int(n) for c in cases for k, n in c.workload.fio_options if k == "nrfiles"]
+    whole = first.target.kind in ("rbd", "block")
     workload = WorkloadPoint(rw=pre.rw, bs_bytes=pre.bs_bytes, iodepth=pre.iodepth,
-                             numjobs=max(c.workload.numjobs for c in cases),
+                             numjobs=1 if whole else max(c.workload.numjobs for c in cases),
                              runtime_s=pre.duration_s if pre.duration_s is not None else FILL_RUNTIME_CAP_S,
-                             ramp_s=0.0, direct=w.direct, ioengine=w.ioengine, size_bytes=max(sizes, default=None))
+                             ramp_s=0.0, direct=w.direct if w else True, ioengine=w.ioengine if w else "libaio",
+                             size_bytes=max(sizes, default=None),
+                             fio_options=(("nrfiles", str(max(nrfiles))),) if nrfiles else ())
     clients = max(c.clients for c in cases)
     return Case(case_id=case_id_for(first.target, workload, clients, first.lab), target=first.target,
                 workload=workload, clients=clients, lab=first.lab)
@@ -497,17 +528,23 @@ def precondition_jobs(wanted: Mapping[str, Precondition], cases: Sequence[Case])
     return found
 
 
-def precondition_seconds(pre: Precondition, case: Case) -> float:
-    """How long a precondition takes: its time, or its fill at the conservative layout speed (ETA only)."""
+def precondition_seconds(pre: Precondition, case: Case, device_bytes: int | None = None) -> float | None:
+    """How long a precondition takes: its time, or its fill at the conservative layout speed (ETA only); a
+    fill of a raw device needs the device's size (``device_bytes``), else None (unknown)."""
     if pre.duration_s is not None:
         return pre.duration_s
-    volume = working_set_bytes(case) or (case.workload.size_bytes or case.target.size_bytes or 0)
-    return FIO_STARTUP_S + (pre.passes or 1) * volume / LAYOUT_BYTES_PER_S
+    volume = working_set_bytes(case) or (case.workload.size_bytes or case.target.size_bytes or device_bytes or 0)
+    if not volume:
+        return None
+    return FIO_STARTUP_S + (pre.passes or 1) * volume / LAYOUT_BYTES_PER_S  # fio's size spans all nrfiles
 
 
 def working_set_bytes(case: Case) -> int:
     """Bytes written before this case can measure: one file of ``size`` per job and client (files, NFS, pods'
     volumes), one image of ``size`` per client (RBD, written once when created), nothing for a raw device."""
+    w = case.workload
+    if is_metadata(w.rw):  # stat and delete find their files laid out by fio (create makes them empty)
+        return 0 if w.rw == "create" else (w.files or 0) * (w.file_size_bytes or 0) * w.numjobs * case.clients
     size = case.workload.size_bytes or case.target.size_bytes or 0
     if case.target.kind == "block":
         return 0

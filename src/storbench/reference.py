@@ -36,7 +36,8 @@ from storbench.lab.ceph_options import CEPH_OPTIONS, CephOption
 from storbench.telemetry.prometheus import DEFAULT_QUERIES
 from storbench.units import format_bytes
 
-SWEEPABLE = {"rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine", "osds",
+SWEEPABLE = {"rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine", "files",
+             "file_size", "osds",
              "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus", "osd_cpuset",
              "db_device", "osds_per_device"}
 
@@ -172,6 +173,16 @@ def plan_reference_markdown() -> str:
         WorkloadConfig.__doc__ or "",
         "",
         *_table(WorkloadConfig, sweep=True),
+        "",
+        "**Metadata operations** (`rw: create`, `stat`, `delete`) run fio's `filecreate`, `filestat` and "
+        "`filedelete` engines on `path` and `cephfs` targets: each job creates, stats or deletes each of its `files` "
+        "once per repetition (size based; `runtime` only caps it), and every operation's latency is recorded, so "
+        "IOPS are operations per second and the percentiles are exact as for block I/O. They work in a private "
+        "directory storbench makes in the target (`storbench-files/<operation>`, mode 0700) and removes after the "
+        "run; `create` makes empty files and removes them after each repetition, `stat` and `delete` find files of "
+        "`file_size` laid out before fio measures. `bs`, `iodepth`, `direct` and `ramp` do not apply (points that "
+        "differ only there are one case); load them with `numjobs` (or `clients`). Give enough files that a job "
+        "runs for a second or more: fio times a job in whole milliseconds.",
         "",
         "### `workload.fio`: other fio options",
         "",

@@ -23,10 +23,17 @@ from storbench.model import (
     ScheduledRepetition,
     cluster_of,
     interleaved_setting,
+    is_metadata,
     rbd_pool_name,
 )
 from storbench.targets.base import PreparedTarget
-from storbench.targets.local import claim_test_files, remove_test_files, test_file_names
+from storbench.targets.local import (
+    claim_metadata_dir,
+    claim_test_files,
+    remove_metadata_dir,
+    remove_test_files,
+    test_file_names,
+)
 from storbench.targets.registry import LabEnvironment, by_target, prepare_target
 from storbench.units import format_link_rate
 
@@ -308,7 +315,10 @@ def claim_run_test_files(targets: Mapping[str, PreparedTarget], cases: Sequence[
         directory = details.get("directory")
         if directory is None or details.get("checked") == "on the fio servers":
             continue
-        refusal = claim_test_files(Path(directory), test_file_names([c for c in cases if c.target.name == name]))
+        mine = [c for c in cases if c.target.name == name]
+        refusal = claim_test_files(Path(directory), test_file_names(mine))
+        if refusal is None and any(is_metadata(c.workload.rw) for c in mine):
+            refusal = claim_metadata_dir(Path(directory))
         if refusal:
             raise UserError(f"target '{name}': {refusal}",
                             hint="remove it; storbench only writes test files it created itself")
@@ -322,7 +332,7 @@ def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserv
         directory = details.get("directory")
         if directory is None or details.get("checked") == "on the fio servers":
             continue
-        removed = remove_test_files(Path(directory))
+        removed = remove_test_files(Path(directory)) + remove_metadata_dir(Path(directory))
         if removed:
             observer.lab_event(f"target {prepared.spec.name}: removed {removed} test files from {directory} "
                                "(keep_files: true keeps them)")

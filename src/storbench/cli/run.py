@@ -53,8 +53,12 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
         mine = [c for c in cases if c.target.name == name]
         if mine:
             job = precondition_case(pre, [c for c in mine if c.lab == mine[0].lab])
+            prepared = checked.targets.get(name)
+            device = dict(prepared.details).get("device_size_bytes") if prepared is not None else None
+            seconds = precondition_seconds(pre, job, int(device) if device and str(device).isdigit() else None)
+            took = f"about {format_duration(seconds)} each" if seconds is not None else "time unknown"
             lines.append(f"precondition {name}: {pre.text()} before its first measurement on each lab bring-up, "
-                         f"about {format_duration(precondition_seconds(pre, job))} each (not in the time above)")
+                         f"{took} (not in the time above)")
     search = loaded.config.search
     if search is not None:
         from storbench.plan import search_values

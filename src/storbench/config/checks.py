@@ -303,3 +303,32 @@ def _check_search(config: PlanConfig, source: PlanSource) -> None:
     if ceph is not None and ceph.bring_up == "each_repetition":
         raise UserError("search needs its points on one cluster; bring_up: each_repetition starts a fresh one "
                         "every round", where=where, hint="use bring_up: once or side_by_side")
+
+
+METADATA_FIO_OPTIONS = frozenset({"nrfiles", "filesize", "openfiles", "fallocate", "create_on_open", "unlink",
+                                  "file_service_type"})
+
+
+def _check_metadata(config: PlanConfig, source: PlanSource) -> None:
+    """Metadata operations (rw: create, stat, delete) work on files in a local directory storbench owns."""
+    ops = [rw for rw in config.workload.rw if rw in ("create", "stat", "delete")]
+    if not ops:
+        return
+    where = source.where(("workload", "rw"))
+    for name, target in config.targets.items():
+        if isinstance(target, NfsTargetConfig):
+            raise UserError(f"rw: {ops[0]} on target '{name}': metadata operations need the export mounted here "
+                            "(fio's nfs engine has no create, stat or delete)", where=source.where(
+                                ("targets", name)), hint="mount the export and give it as kind: path")
+        if not isinstance(target, PathTargetConfig | CephfsTargetConfig):
+            raise UserError(f"rw: {ops[0]} on target '{name}' ({target.kind}): metadata operations work on files "
+                            "in a directory", where=where, hint="use a path or cephfs target for them")
+    if config.hosts is not None or (config.lab is not None and config.lab.hosts is not None):
+        raise UserError(f"rw: {ops[0]} runs on this machine only (not on fio servers yet)", where=where,
+                        hint="run the metadata workloads in a plan without hosts")
+    clash = sorted(METADATA_FIO_OPTIONS & set(config.workload.fio))
+    if clash:
+        raise UserError(f"workload.fio.{clash[0]} is set by storbench for rw: {ops[0]}",
+                        where=source.where(("workload", "fio", clash[0])),
+                        hint="use workload.files and workload.file_size, or run the metadata workloads in a plan "
+                        "of their own")

@@ -20,6 +20,7 @@ from storbench.config.checks import (
     _check_adaptive,
     _check_engines,
     _check_lab,
+    _check_metadata,
     _check_search,
     _check_steady_state,
     check_fio_options,
@@ -229,4 +230,5 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     _check_adaptive(config, source)
     _check_steady_state(config, source)
     _check_search(config, source)
+    _check_metadata(config, source)
     return LoadedPlan(config=config, source=source)

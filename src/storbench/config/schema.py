@@ -95,6 +95,7 @@ Sweep = Annotated[list[T], BeforeValidator(_sweep)]
 RwPattern = Literal[
     "read", "write", "randread", "randwrite", "rw", "readwrite", "randrw",
     "trim", "randtrim", "trimwrite", "randtrimwrite",
+    "create", "stat", "delete",
 ]  # fmt: skip
 FioScalar = Union[str, int, float, bool]  # noqa: UP007  (pydantic needs the runtime object)
 
@@ -432,7 +433,8 @@ TARGET_KINDS: dict[str, type[BaseModel]] = {
 class WorkloadConfig(StrictModel):
     """fio settings. Any list is a sweep axis; the plan runs the cartesian product."""
 
-    rw: Sweep[RwPattern] = Field(description="I/O pattern(s): randread, randwrite, randrw, read, write, ...")
+    rw: Sweep[RwPattern] = Field(description="I/O pattern(s): randread, randwrite, randrw, read, write, ...; or "
+                                 "metadata operations on files: create, stat, delete.")
     rwmixread: Sweep[Annotated[int, Field(ge=0, le=100)]] = Field(
         [50], description="Percent reads for mixed patterns (rw, randrw); ignored for the others."
     )
@@ -444,12 +446,19 @@ class WorkloadConfig(StrictModel):
     direct: Sweep[bool] = Field([True], description="O_DIRECT: bypass the page cache.")
     ioengine: Sweep[str] = Field(["libaio"], description="fio ioengine, e.g. libaio, io_uring, psync.")
     size: Size | None = Field(None, description="Override the target's per-job file size.")
+    files: Sweep[Annotated[int, Field(ge=1, le=1_000_000)]] = Field(
+        [4000], description="Metadata operations (rw: create, stat, delete): files per job, each operated on once "
+        "per repetition.")
+    file_size: Sweep[Size] = Field(
+        [4096], description="Metadata operations: the size of each file stat and delete find laid out (create "
+        "makes empty files).")
     fio: dict[str, FioScalar | list[FioScalar]] = Field(
         default_factory=dict,
         description="Any other fio option, passed through (lists sweep); checked against this fio's options.",
     )
 
-    @field_validator("rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine")
+    @field_validator("rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine", "files",
+                     "file_size")
     @classmethod
     def _distinct(cls, values: list[T]) -> list[T]:
         return _no_duplicates(values)

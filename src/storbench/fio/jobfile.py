@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from storbench.fio.allowlist import is_allowed
-from storbench.model import Case
+from storbench.model import METADATA_RW, Case, is_metadata
 from storbench.units import format_block_size
 
 # What may appear in a value written to a job file. Anything that could start a new line, a section,
@@ -55,7 +55,7 @@ def job_options(case: Case, binding: JobBinding) -> list[tuple[str, str]]:
     options: list[tuple[str, str]] = [
         ("ioengine", w.ioengine),
         ("direct", "1" if w.direct else "0"),
-        ("time_based", "1"),
+        ("time_based", "0" if is_metadata(w.rw) else "1"),
         ("runtime", f"{w.runtime_s:g}"),
         ("ramp_time", f"{w.ramp_s:g}"),
     ]
@@ -77,24 +77,57 @@ def repetition_seed(case_id: str, repetition: int, client: int = 0) -> int:
     return int(digest[:8], 16)
 
 
+# The private directory of metadata operations inside a target directory: storbench makes it (0700) before
+# the run and removes it after, so the files fio creates, stats and deletes there can be no one else's.
+METADATA_DIR = "storbench-files"
+
+
+def metadata_binding(binding: JobBinding, rw: str) -> JobBinding:
+    """The binding with its directory moved into ``METADATA_DIR``/``rw``: a directory per operation, so creates
+    always start from an empty one whatever stat or delete left."""
+    options = tuple((k, f"{v}/{METADATA_DIR}/{rw}" if k == "directory" else v) for k, v in binding.options)
+    if not any(k == "directory" for k, _ in options):
+        raise ValueError("metadata operations need a directory target")
+    return JobBinding(options=options, env=binding.env, fio_binary=binding.fio_binary)
+
+
+def _metadata_lines(case: Case) -> list[str]:
+    """The job section of a metadata operation: each file of each job created, stat'ed or deleted once (size
+    based; runtime only caps it). create makes empty files and unlinks them after the job (so every repetition
+    creates anew); stat and delete find files of file_size that fio lays out before it measures."""
+    w = case.workload
+    assert w.files is not None and w.file_size_bytes is not None
+    lines = [_line("rw", METADATA_RW[w.rw][1]), _line("bs", format_block_size(w.bs_bytes)),
+             _line("iodepth", "1"), _line("numjobs", str(w.numjobs)), _line("nrfiles", str(w.files)),
+             _line("filesize", format_block_size(w.file_size_bytes or w.bs_bytes)), _line("openfiles", "1"),
+             _line("fallocate", "none")]
+    if w.rw == "create":
+        lines += [_line("create_on_open", "1"), _line("unlink", "1")]
+    return lines
+
+
 def render_job(case: Case, binding: JobBinding, repetition: int | None = None, client: int = 0) -> str:
     """The job file for one case (with ``repetition``: that repetition's random seed, unless the plan sets
     randseed or randrepeat itself). numjobs clones are separate jobs in fio's output; storbench merges their
     latency bins itself, so group_reporting stays off."""
     w = case.workload
+    metadata = is_metadata(w.rw)
     lines = [f"; storbench case {case.case_id} ({case.target.name})", "[global]"]
-    lines += [_line(k, v) for k, v in job_options(case, binding)]
+    lines += [_line(k, v) for k, v in job_options(case, metadata_binding(binding, w.rw) if metadata else binding)]
     if repetition is not None and not SEED_OPTIONS & {k for k, _ in w.fio_options}:
         lines.append(_line("randseed", str(repetition_seed(case.case_id, repetition, client))))
     lines.append(f"[{case.case_id}]")
-    lines.append(_line("rw", w.rw))
-    if w.rwmixread is not None:
-        lines.append(_line("rwmixread", str(w.rwmixread)))
-    lines += [
-        _line("bs", format_block_size(w.bs_bytes)),
-        _line("iodepth", str(w.iodepth)),
-        _line("numjobs", str(w.numjobs)),
-    ]
+    if metadata:
+        lines += _metadata_lines(case)
+    else:
+        lines.append(_line("rw", w.rw))
+        if w.rwmixread is not None:
+            lines.append(_line("rwmixread", str(w.rwmixread)))
+        lines += [
+            _line("bs", format_block_size(w.bs_bytes)),
+            _line("iodepth", str(w.iodepth)),
+            _line("numjobs", str(w.numjobs)),
+        ]
     for key, value in w.fio_options:
         if not is_allowed(key, value):
             raise ValueError(f"refusing pass-through fio option {key}={value!r}: not on the allow-list")

@@ -63,6 +63,10 @@ def _latency(block: JsonObject) -> LatencySummary:
 
 
 def _direction(direction: Dir, block: JsonObject) -> DirectionMeasurement:
+    clat = _latency(_obj(block.get("clat_ns", {}), "clat_ns"))
+    lat = _latency(_obj(block.get("lat_ns", {}), "lat_ns"))
+    if lat.samples == 0 and clat.samples > 0:  # fio's file engines time each operation as completion latency only
+        lat = clat
     return DirectionMeasurement(
         direction=direction,
         total_ios=_int(block, "total_ios"),
@@ -70,8 +74,8 @@ def _direction(direction: Dir, block: JsonObject) -> DirectionMeasurement:
         runtime_ms=_int(block, "runtime"),
         iops=_num(block, "iops"),
         bw_bytes=_num(block, "bw_bytes"),
-        clat=_latency(_obj(block.get("clat_ns", {}), "clat_ns")),
-        lat=_latency(_obj(block.get("lat_ns", {}), "lat_ns")),
+        clat=clat,
+        lat=lat,
     )
 
 

@@ -194,10 +194,11 @@ def steady_lines(states: Mapping[tuple[int, str], SteadyState], labels: Mapping[
     lines = []
     rules = {state.rule.text() for state in states.values()}
     for rule in sorted(rules):
-        lines.append(f"steady state: {rule}")
+        lines.append(f"steady state: {rule}; a point's interval is the spread within its window (consecutive "
+                     "rounds on one instance), not between instances")
     for (run_id, case_id), state in sorted(states.items()):
         w = state.window
-        detail = (f"rounds {w.rounds[0] + 1}-{w.rounds[-1] + 1} of {len(state.rounds)}: range "
+        detail = (f"rounds {w.rounds[0] + 1}-{w.rounds[-1] + 1}, {len(state.rounds)} measured: range "
                   f"{100 * w.range_fraction:.1f} %, slope {100 * w.slope_excursion_fraction:.1f} %"
                   if w is not None else f"{len(state.rounds)} rounds")
         lines.append(f"  run {run_id} {labels.get(case_id, case_id)}: {state.status.value} ({detail})")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from storbench.model import Direction, Expectation
+from storbench.model import Direction, Expectation, is_metadata
 from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, CurveStep, judge, judge_curve
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.metrics import SUMMARY_METRICS
@@ -219,6 +219,10 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
         mem = min((m for m in run_mem if m), default=None)
         inputs = bottleneck_inputs(ok)
         verdict = judge(inputs) if inputs else BottleneckVerdict(Bottleneck.UNKNOWN, "no successful repetition")
+        if is_metadata(w.rw) and verdict.kind in (Bottleneck.UNDER_DRIVEN, Bottleneck.NOT_SATURATED):
+            # one file operation at a time per job: the I/O-slot rule of block I/O says nothing here
+            verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, "nothing saturated: each job runs one file "
+                                        "operation at a time; more jobs (numjobs) or clients add load")
         for direction in directions:
             rows = [o for o in ok if o.direction == direction]
             estimates = []

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from storbench.errors import UserError
-from storbench.fio.jobfile import JobBinding, escape_fio_path, is_safe_job_value
-from storbench.model import BlockTarget, Case, CephfsTarget, PathTarget, rw_writes
+from storbench.fio.jobfile import METADATA_DIR, JobBinding, escape_fio_path, is_safe_job_value
+from storbench.model import METADATA_RW, BlockTarget, Case, CephfsTarget, PathTarget, is_metadata, rw_writes
 from storbench.plan import working_set_bytes
 from storbench.targets.base import FILENAME_FORMAT, PreparedTarget
 from storbench.targets.guards import (
@@ -112,10 +112,49 @@ def directory_refusal(directory: Path) -> str | None:
 
 
 def test_file_names(cases: Sequence[Case]) -> list[str]:
-    """The files fio's jobs of these cases open in a local directory (storbench.JOB.FILE)."""
+    """The files fio's jobs of these cases open in a local directory (storbench.JOB.FILE). Metadata operations
+    work in a private directory of their own (``claim_metadata_dir``): no names here."""
+    cases = [c for c in cases if not is_metadata(c.workload.rw)]
+    if not cases:
+        return []
     jobs = max((c.workload.numjobs for c in cases), default=1)
     files = max((int(dict(c.workload.fio_options).get("nrfiles", "1")) for c in cases), default=1)
     return [f"storbench.{job}.{number}" for job in range(jobs) for number in range(files)]
+
+
+def claim_metadata_dir(directory: Path) -> str | None:
+    """Make storbench's private directory for metadata operations (``METADATA_DIR``, mode 0700) in
+    ``directory``, or accept one a kept earlier run left: a real directory of this user that no one else may
+    enter. Returns why it is refused, or None."""
+    path = directory / METADATA_DIR
+    for made in (path, *(path / rw for rw in METADATA_RW)):  # and one directory per operation inside
+        try:
+            os.mkdir(made, 0o700)
+            continue
+        except FileExistsError:
+            pass
+        st = os.lstat(made)
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{made} exists and is not a directory"
+        if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            return (f"{made} exists and is not storbench's own (owner uid {st.st_uid}, mode "
+                    f"{stat.S_IMODE(st.st_mode):o})")
+    return None
+
+
+def remove_metadata_dir(directory: Path) -> int:
+    """Remove the private directory of metadata operations and the files in it (never following a link).
+    Returns how many files were removed."""
+    path = directory / METADATA_DIR
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return 0
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        return 0
+    count = sum(len(files) for _, _, files in os.walk(path))
+    shutil.rmtree(path, ignore_errors=True)
+    return count
 
 
 def claim_test_files(directory: Path, names: Sequence[str], *, create: bool = True) -> str | None:

@@ -1,0 +1,99 @@
+"""Metadata operations (rw: create, stat, delete) with fio's file engines, for real on a local directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import inside, run_cli, write_plan
+from storbench.config import load_plan_text
+from storbench.fio.jobfile import METADATA_DIR, JobBinding, render_job
+from storbench.plan import expand
+
+PLAN = """
+name: meta
+targets:
+  scratch: {{kind: path, path: ./data, size: 1MiB}}
+workload:
+  rw: [create, stat, delete]
+  files: {files}
+  numjobs: [1, 2]
+  bs: [4k, 64k]
+  iodepth: [1, 8]
+  runtime: 30s
+repeat: 2
+telemetry: {{enabled: false}}
+"""
+
+
+def test_metadata_cases_ignore_block_parameters_and_render_size_based_file_jobs() -> None:
+    cases = expand(load_plan_text(PLAN.format(files=300), "plan.yaml"))
+    # bs and iodepth do not apply to file operations: 3 operations x 2 job counts, not x 4 more
+    assert sorted((c.workload.rw, c.workload.numjobs) for c in cases) == sorted(
+        (rw, jobs) for rw in ("create", "stat", "delete") for jobs in (1, 2))
+    binding = JobBinding(options=(("directory", "/srv/t"), ("filename_format", "storbench.$jobnum.$filenum")))
+    jobs = {c.workload.rw: render_job(c, binding, 0) for c in cases if c.workload.numjobs == 2}
+    for rw, engine in (("create", "filecreate"), ("stat", "filestat"), ("delete", "filedelete")):
+        text = jobs[rw]
+        assert f"ioengine={engine}\n" in text and "time_based=0\n" in text and "nrfiles=300\n" in text
+        assert f"directory=/srv/t/{METADATA_DIR}/{rw}\n" in text and "numjobs=2\n" in text and "iodepth=1\n" in text
+    assert "create_on_open=1\n" in jobs["create"] and "unlink=1\n" in jobs["create"]
+    assert "unlink" not in jobs["stat"] and "rw=read\n" in jobs["stat"] and "rw=write\n" in jobs["delete"]
+
+
+def test_block_case_ids_do_not_change_with_the_metadata_fields() -> None:
+    """files and file_size are left out of a block case's id (they do not apply to it)."""
+    text = PLAN.format(files=300).replace("[create, stat, delete]", "randread")
+    ids = {c.case_id for c in expand(load_plan_text(text, "plan.yaml"))}
+    other = {c.case_id for c in expand(load_plan_text(text.replace("files: 300", "files: 9"), "plan.yaml"))}
+    assert ids == other and len(ids) == 8
+
+
+@pytest.mark.fio
+def test_files_are_created_stated_and_deleted_on_disk_and_nothing_is_left(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from storbench.execute.local import LocalExecutor
+
+    original = LocalExecutor.run_case
+    seen: list[tuple[str, int, int, int]] = []  # (rw, jobs, files in the private directory after, operations)
+
+    def counting(self: LocalExecutor, case, job_texts, rep_index, *args, **kwargs):  # type: ignore[no-untyped-def]
+        outcome = original(self, case, job_texts, rep_index, *args, **kwargs)
+        private = tmp_path / "data" / METADATA_DIR / case.workload.rw
+        jobs = case.workload.numjobs  # files of other cases' further jobs may be there too
+        on_disk = len([p for p in private.iterdir() if int(p.name.split(".")[1]) < jobs]) if private.is_dir() else -1
+        ops = sum(d.lat.samples for c in outcome.clients for d in c.directions)
+        seen.append((case.workload.rw, case.workload.numjobs, on_disk, ops))
+        return outcome
+
+    monkeypatch.setattr(LocalExecutor, "run_case", counting)
+    (tmp_path / "data").mkdir()
+    with inside(tmp_path):
+        code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, PLAN.format(files=200))), "--db", "r.db")
+    assert code == 0, out + err
+    assert len(seen) == 12, seen
+    for rw, jobs, on_disk, ops in seen:
+        assert ops == 200 * jobs, (rw, jobs, ops)  # one timed operation per file of every job
+        # created files go with their job (the next repetition creates them anew); stat leaves its laid-out
+        # files; delete leaves none
+        assert on_disk == (200 * jobs if rw == "stat" else 0), (rw, jobs, on_disk)
+    assert list((tmp_path / "data").iterdir()) == [], "the private directory and its files stay behind"
+    assert "stat" in out and "create" in out
+
+
+def test_metadata_operations_are_refused_where_there_are_no_files(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, """
+name: bad
+targets:
+  dev: {kind: block, device: /dev/loop0}
+workload: {rw: create}
+""")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "metadata operations work on files in a directory" in err
+    assert len(err.strip().splitlines()) <= 2, err
+    plan = write_plan(tmp_path, PLAN.format(files=10).replace("repeat: 2", "repeat: 2\n").replace(
+        "runtime: 30s", "runtime: 30s\n  fio: {nrfiles: 4}"), "clash.yaml")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "workload.fio.nrfiles is set by storbench" in err
