@@ -84,6 +84,8 @@ def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *,
                             hint="use a directory owned by you (or root) that only its owner can write")
     if directory.exists():
         refusal = claim_test_files(directory, test_file_names(cases), create=claim)
+        if refusal is None and claim and any(is_metadata(c.workload.rw) for c in cases):
+            refusal = claim_metadata_dir(directory)
         if refusal:
             raise UserError(f"target '{spec.name}': {refusal}", where=where,
                             hint="remove it; storbench only writes test files it created itself")
