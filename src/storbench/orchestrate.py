@@ -263,7 +263,7 @@ class _Run:
             load = case.workload
             label = (f"{case.target.name} {load.rw} {format_block_size(load.bs_bytes)} qd={load.iodepth} "
                      f"jobs={load.numjobs}" + (f" clients={case.clients}" if case.clients > 1 else "")
-                     + "".join(f" {k}={v}" for k, v in case.lab.pairs()))
+                     + (f" {case.lab.describe()}" if case.lab.pairs() else ""))
             self.observer.lab_event(
                 f"{label}: {status} after {len(mine)} rounds (last {rule.window}: range "
                 f"{100 * w.range_fraction:.1f} %, slope {100 * w.slope_excursion_fraction:.1f} % of their mean)")
@@ -380,7 +380,7 @@ def _in_order(run: _Run, items: Sequence[ScheduledRepetition]) -> Iterator[Sched
                  f"jobs={w.numjobs}"}[search.axis] + (f" clients={first.clients}" if search.axis != "clients" and
                                                       first.clients > 1 else "")
         label = (f"{first.target.name} {w.rw} {format_block_size(w.bs_bytes)}{fixed}"
-                 + "".join(f" {k}={v}" for k, v in first.lab.pairs()))
+                 + (f" {first.lab.describe()}" if first.lab.pairs() else ""))
         asked: list[int] = []
         for load in sorted(_search_points(run, key, search.axis, objective)):  # resumed: finish the points begun
             if load in by_load:

@@ -16,7 +16,7 @@ import io
 import json
 from collections.abc import Mapping, Sequence
 
-from storbench.model import PreconditionRecord, Status
+from storbench.model import LabPoint, PreconditionRecord, Status
 from storbench.report.labels import point_label, varying_lab_keys
 from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected, verdict_lines, warning_lines
 from storbench.stats.estimate import CONFIDENCE, Estimate
@@ -180,7 +180,7 @@ def precondition_lines(records: Mapping[int, Sequence[PreconditionRecord]]) -> l
     lines = []
     for run_id, found in sorted(records.items()):
         for r in found:
-            lab = " on " + " ".join(f"{k}={v}" for k, v in r.lab) if r.lab else ""
+            lab = f" on {LabPoint.from_pairs(r.lab).describe()}" if r.lab else ""
             outcome = (f"{format_bytes(r.written_bytes)} written in {r.finished_at_s - r.started_at_s:.0f} s"
                        if r.status == Status.OK else f"{r.status.value}: {r.error}")
             lines.append(f"run {run_id}: target {r.target}{lab} preconditioned with {r.precondition.text()}: "
