@@ -52,6 +52,19 @@ def _existing_sections(doc: Path) -> dict[str, str]:
     return {name: "\n".join(lines) + "\n" for name, lines in sections.items()}
 
 
+def _unwrapped(lines: list[str]) -> list[str]:
+    """The log's lines with the terminal's wrapping undone: a line that starts in lower case, or with a
+    character no line of storbench's begins with, continues the previous one."""
+    out: list[str] = []
+    for line in lines:
+        if out and line and (line[0].islower() or line[0] in ")],;") and not line.startswith(
+                ("lab design:", "search ", "precondition ", "after ", "run ", "ceph lab", "results ")):
+            out[-1] += " " + line
+        else:
+            out.append(line)
+    return out
+
+
 def _section(name: str, plan_path: Path, out: Path, images: Path) -> str:
     parts: list[str] = []
     plan = yaml.safe_load(plan_path.read_text())
@@ -65,7 +78,7 @@ def _section(name: str, plan_path: Path, out: Path, images: Path) -> str:
               f"({cpus} CPUs), kernel {kernel}, {fio}, storbench {version}.", ""]
     run_log = out.parent / "run.log"
     if run_log.exists():  # how the run was designed and how it stopped, as it said while running
-        lines = run_log.read_text(errors="replace").splitlines()
+        lines = _unwrapped(run_log.read_text(errors="replace").splitlines())
         designs = [line.strip() for line in lines if line.startswith(("lab design:", "search ", "precondition "))]
         looks = [line.strip() for line in lines if line.startswith("after ") and " rounds: " in line]
         last = looks[-1].split(":", 1)[0] if looks else ""
