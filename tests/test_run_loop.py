@@ -466,3 +466,34 @@ def test_a_resumed_search_finishes_the_point_it_had_begun_and_gives_the_same_ans
     assert [d for d, _ in calls + after][::2] == [1, 6, 24, 64, 32], calls + after
     said = [e for e in observer.events if e.startswith("search t randrw 4k jobs=1")]
     assert len(said) == 1 and "at iodepth=24 within p99<=" in said[0], said
+
+
+def test_a_resumed_steady_state_run_starts_unsettled_points_over_on_a_preconditioned_target(
+        tmp_path: Path, store: Store) -> None:
+    """The precondition runs again when the run resumes, so a point interrupted before it was steady must not
+    join its old rounds to new ones: it starts over; a point already steady is not run again."""
+    text = STEADY.format(data=tmp_path / "data", most=8).replace(
+        "size: 4MiB}", "size: 4MiB, precondition: {workload: randwrite 4k, for: 1s}}")
+    loaded = load_plan_text(text, "steady.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+
+    def first(call: FakeCall) -> Step:
+        if call.case.workload.rw == "randrw" and call.case.workload.bs_bytes == 8192 and call.rep_index == 2:
+            return Raise(KeyboardInterrupt())
+        return Replay(RANDRW_OUTPUT)
+
+    with pytest.raises(KeyboardInterrupt):
+        orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(first), Observer(), resume=False)
+    assert sorted((r.case.workload.bs_bytes, r.rep_index) for r in store.repetitions()) == [
+        (4096, 0), (4096, 1), (4096, 2), (8192, 0), (8192, 1)]
+    observer, again = Observer(), FakeExecutor(lambda call: Replay(RANDRW_OUTPUT))
+    orchestrate.run_plan(loaded, cases, checked, store, again, observer, resume=True)
+    measured = [(c.case.workload.bs_bytes, c.rep_index) for c in again.calls if c.case.workload.rw == "randrw"]
+    assert measured == [(8192, 0), (8192, 1), (8192, 2)], measured  # 4k was steady: not run again
+    assert any("not steady when interrupted; starts over (2 earlier rounds dropped" in e for e in observer.events)
+    kept = sorted((r.case.workload.bs_bytes, r.rep_index) for r in store.repetitions())
+    assert kept == [(4096, 0), (4096, 1), (4096, 2), (8192, 0), (8192, 1), (8192, 2)]
+    started = {r.rep_index: r.started_at_s for r in store.repetitions() if r.case.workload.bs_bytes == 8192}
+    preconditioned = max(p.finished_at_s for p in store.preconditions([1])[1])
+    assert all(s >= preconditioned for s in started.values())  # every 8k round after the second precondition

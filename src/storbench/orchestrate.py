@@ -43,6 +43,7 @@ from storbench.model import (
     RepetitionOutcome,
     ScheduledRepetition,
     Status,
+    StoredRepetition,
     TargetSpec,
 )
 from storbench.plan import (
@@ -139,6 +140,7 @@ def run_plan(
                             hint="run without --resume to start one")
         run_id = previous.run_id
         store.update_run_plan(run_id, loaded.source.text, plan_sha256(loaded.source.text))
+        restart_unsettled_points(loaded, store, run_id, observer)
         done = store.completed(run_id)
     else:
         run_id = store.create_run(
@@ -180,6 +182,31 @@ def run_plan(
     store.finish_run(run_id, clock())
     return RunResult(run_id=run_id, ran=ran, skipped=len(order) - len(todo), failed=failed,
                      not_needed=len(todo) - ran)
+
+
+def restart_unsettled_points(loaded: LoadedPlan, store: Store, run_id: int, observer: RunObserver) -> None:
+    """Resuming a steady-state run on a lab or a preconditioned target: the lab comes up anew and the target is
+    written again, so a point that was not yet steady starts over; its earlier rounds are dropped (a window
+    mixing rounds from before and after would judge two instances as one)."""
+    from storbench.selection import steady_rule
+    from storbench.stats.steady import SteadyStatus, judge_repetitions
+
+    rule = steady_rule(loaded.config)
+    wanted = preconditions(loaded.config)
+    if rule is None or (loaded.config.lab is None and not wanted):
+        return
+    by_case: dict[str, list[StoredRepetition]] = {}
+    for r in store.repetitions([run_id]):
+        by_case.setdefault(r.case.case_id, []).append(r)
+    for case_id, reps in by_case.items():
+        case = reps[0].case
+        if loaded.config.lab is None and case.target.name not in wanted:
+            continue
+        if judge_repetitions(sorted(reps, key=lambda r: r.rep_index), rule).status is SteadyStatus.MEASURING:
+            dropped = store.drop_case_repetitions(run_id, case_id)
+            observer.lab_event(f"{case.target.name} {case.workload.rw} qd={case.workload.iodepth} "
+                               f"jobs={case.workload.numjobs}: not steady when interrupted; starts over "
+                               f"({dropped} earlier rounds dropped: the lab or the precondition is new)")
 
 
 def run_label(run_id: int, host: str, db_path: str) -> str:

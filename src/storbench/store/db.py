@@ -305,6 +305,13 @@ class Store:
         return found
 
     # ---- repetitions -----------------------------------------------------------------------------
+    def drop_case_repetitions(self, run_id: int, case_id: str) -> int:
+        """Remove every stored repetition of one case in one run (a steady-state point started over);
+        returns how many went."""
+        with self.transaction() as conn:
+            cursor = conn.execute("DELETE FROM repetitions WHERE run_id = ? AND case_id = ?", (run_id, case_id))
+            return cursor.rowcount
+
     def completed(self, run_id: int) -> set[tuple[str, int]]:
         """(case id, repetition index) pairs of the run that finished with status ok."""
         return {
