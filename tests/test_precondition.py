@@ -61,6 +61,11 @@ def test_a_fill_writes_every_file_of_the_target_n_times_before_the_first_measure
         code, out, err = run_cli(capsys, "show", "--db", "r.db")
         assert code == 0, err
         assert "target scratch preconditioned with fill 2x (write 1m qd16): 16MiB written" in out, out
+        code, out, err = run_cli(capsys, "report", "--db", "r.db", "-o", "r.html")
+        assert code == 0, err
+        html = (tmp_path / "r.html").read_text()
+        assert "target scratch preconditioned with fill 2x (write 1m qd16): 16MiB written" in html
+        assert "loops=2" in html  # its exact job file, beside the plan text
 
 
 @pytest.mark.fio

@@ -190,7 +190,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))
     document = build_report(title, selection.runs, repetitions, selection.observations, comparisons=comparisons,
                             baseline=args.baseline or "", candidate=args.candidate or "", objective=objective,
-                            steady=selection.steady)
+                            steady=selection.steady, preconditions=selection.preconditions)
     _write_output(render_html(document, get_plotlyjs()), args.output)
     out = _console(stderr=args.output in ("", "-"))
     out.print(f"report: {args.output} ({len(document.figures)} figures, {len(document.points)} points)",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from storbench.model import RunInfo, Status, StoredRepetition
+from storbench.model import PreconditionRecord, RunInfo, Status, StoredRepetition
 from storbench.report.convergence import convergence_figures
 from storbench.report.figures import (
     block_size_figures,
@@ -21,6 +21,7 @@ from storbench.report.figures import (
 )
 from storbench.report.html import ReportDocument
 from storbench.report.labels import point_label
+from storbench.report.show_export import precondition_lines
 from storbench.report.steady import steady_figures
 from storbench.report.tables import warning_lines
 from storbench.selection import adaptive_questions, expectations
@@ -35,8 +36,10 @@ from storbench.stats.summary import summarize_points
 def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition],
                  observations: Sequence[Observation], *, comparisons: Sequence[PointComparison] = (),
                  baseline: str = "", candidate: str = "", objective: LatencyObjective | None = None,
-                 steady: Mapping[tuple[int, str], SteadyState] | None = None) -> ReportDocument:
-    """``steady``: the judged rounds of each (run, case) measured until steady (selection.steady)."""
+                 steady: Mapping[tuple[int, str], SteadyState] | None = None,
+                 preconditions: Mapping[int, Sequence[PreconditionRecord]] | None = None) -> ReportDocument:
+    """``steady``: the judged rounds of each (run, case) measured until steady (selection.steady);
+    ``preconditions``: what each run wrote to its targets first (selection.preconditions)."""
     memory = {r.run_id: r.mem_total_bytes for r in runs}
     points = summarize_points(observations, memory, expectations=expectations(runs))
     curve_list = [c for axis in LOAD_AXES for c in curves(points, axis)]
@@ -67,4 +70,7 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         warnings=tuple(warning_lines(points)), comparisons=tuple(comparisons), baseline=baseline,
         candidate=candidate, curves=tuple(curve_list), objective=objective,
         job_texts=tuple((case_id, label, text) for case_id, (label, text) in job_texts.items()),
+        preconditions=tuple((run_id, line.split(": ", 1)[1], record.job_text)
+                            for run_id, records in sorted((preconditions or {}).items())
+                            for record, line in zip(records, precondition_lines({run_id: records}), strict=True)),
     )

@@ -54,6 +54,7 @@ class ReportDocument:
     curves: tuple[Curve, ...] = ()
     objective: LatencyObjective | None = None
     job_texts: tuple[tuple[str, str, str], ...] = ()  # (case id, label, job file) per case
+    preconditions: tuple[tuple[int, str, str], ...] = ()  # (run id, what ran in words, its job file)
 
 
 def _e(value: object) -> str:
@@ -179,7 +180,9 @@ def _provenance(doc: ReportDocument) -> str:
                 ("memory", f"{run.mem_total_bytes / 2**30:.1f} GiB" if run.mem_total_bytes else "?"),
                 ("order", f"{run.run_order} (seed {run.seed})"), ("tags", ", ".join(run.tags) or "-"),
                 ("started", _time(run.started_at_s)), ("finished", _time(run.finished_at_s))))
-            + f"</table><details><summary>plan text</summary><pre>{_e(run.plan_text)}</pre></details>")
+            + f"</table><details><summary>plan text</summary><pre>{_e(run.plan_text)}</pre></details>"
+            + "".join(f"<p>{_e(said)}</p><details><summary>its fio job file</summary><pre>{_e(job)}</pre></details>"
+                      for run_id, said, job in doc.preconditions if run_id == run.run_id))
     jobs = "".join(f"<details><summary>case <code>{_e(case_id)}</code> {_e(label)}</summary><pre>{_e(text)}</pre>"
                    "</details>" for case_id, label, text in doc.job_texts if text)
     return "".join(parts) + ("<h3>Exact fio job files</h3>" + jobs if jobs else "")
