@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,12 @@ def test_files_are_created_stated_and_deleted_on_disk_and_nothing_is_left(
         # files; delete leaves none
         assert on_disk == (200 * jobs if rw == "stat" else 0), (rw, jobs, on_disk)
     assert list((tmp_path / "data").iterdir()) == [], "the private directory and its files stay behind"
+    with inside(tmp_path):
+        code, exported, err = run_cli(capsys, "export", "--db", "r.db", "--format", "json")
+    assert code == 0, err
+    records = json.loads(exported)
+    assert len(records) == 12 and {(r["files"], r["file_size_bytes"]) for r in records} == {(200, 4096)}
+    assert {r["total_ios"] for r in records if r["numjobs"] == 2} == {400}
     assert "stat" in out and "create" in out
 
 

@@ -33,6 +33,8 @@ class Record:
     runtime_s: float
     ramp_s: float
     size_bytes: int | None
+    files: int | None  # metadata operations (rw: create, stat, delete): files per job, and their size
+    file_size_bytes: int | None
     fio_options: str
     lab: str
     repeat: int
@@ -136,6 +138,7 @@ def record(o: Observation, expected: Expectation | None = None) -> Record:
         rw=w.rw, rwmixread=w.rwmixread, bs=format_block_size(w.bs_bytes), bs_bytes=w.bs_bytes,
         iodepth=w.iodepth, numjobs=w.numjobs, clients=case.clients, ioengine=w.ioengine,
         direct=w.direct, runtime_s=w.runtime_s, ramp_s=w.ramp_s, size_bytes=w.size_bytes,
+        files=w.files, file_size_bytes=w.file_size_bytes,
         fio_options=" ".join(f"{k}={v}" for k, v in w.fio_options),
         lab=" ".join(f"{k}={v}" for k, v in case.lab.pairs()), repeat=o.rep_index,
         direction=o.direction_name, status=o.status.value,
