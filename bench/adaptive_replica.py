@@ -17,8 +17,9 @@ import json
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from runs import timed_run  # bench/runs.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAN = ROOT / "examples" / "ceph-replica.yaml"
@@ -32,15 +33,8 @@ def fixed_plan(text: str, repeat: int) -> str:
 
 
 def run_arm(name: str, plan: Path, out: Path) -> dict[str, object]:
-    db = out / f"{name}.db"
-    db.unlink(missing_ok=True)
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "storbench", "run", str(plan), "--db", str(db)],
-                          capture_output=True, text=True, check=False)
-    wall_s = time.perf_counter() - started
-    (out / f"{name}.log").write_text(done.stdout + done.stderr)
+    db, wall_s, done = timed_run(name, plan, out)
     if done.returncode != 0:
-        print(f"{name}: storbench run failed ({done.returncode}); see {out / f'{name}.log'}", file=sys.stderr)
         return {"name": name, "wall_s": wall_s, "rows": []}
     compared = subprocess.run([sys.executable, "-m", "storbench", "compare", "--db", str(db), "--baseline",
                                "pool_size=2", "--candidate", "pool_size=3", "--format", "json"],

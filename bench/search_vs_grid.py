@@ -20,8 +20,9 @@ import argparse
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from runs import timed_run  # bench/runs.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAN = ROOT / "examples" / "ceph-search.yaml"
@@ -76,15 +77,8 @@ def run_arm(name: str, plan: Path, out: Path, slo: str, axis: str, grid: tuple[i
     from storbench.stats.search import search_answer, search_point
     from storbench.store import open_store
 
-    db = out / f"{name}.db"
-    db.unlink(missing_ok=True)
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "storbench", "run", str(plan), "--db", str(db)],
-                          capture_output=True, text=True, check=False)
-    wall_s = time.perf_counter() - started
-    (out / f"{name}.log").write_text(done.stdout + done.stderr)
+    db, wall_s, done = timed_run(name, plan, out)
     if done.returncode != 0:
-        print(f"{name}: storbench run failed ({done.returncode}); see {out / f'{name}.log'}", file=sys.stderr)
         return {"name": name, "wall_s": wall_s}
     store = open_store(db)
     repetitions = store.repetitions([r.run_id for r in store.runs()])

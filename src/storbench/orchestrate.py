@@ -184,6 +184,18 @@ def run_plan(
                      not_needed=len(todo) - ran)
 
 
+def case_text(case: Case, leave_out: str = "") -> str:
+    """A case in the run's progress lines: target, pattern, block size, queue depth, jobs, clients (beyond one) and
+    lab settings; ``leave_out`` the load a search varies."""
+    w = case.workload
+    parts = [case.target.name, w.rw, format_block_size(w.bs_bytes)]
+    parts += [f"qd={w.iodepth}"] if leave_out != "iodepth" else []
+    parts += [f"jobs={w.numjobs}"] if leave_out != "numjobs" else []
+    parts += [f"clients={case.clients}"] if leave_out != "clients" and case.clients > 1 else []
+    parts += [case.lab.describe()] if case.lab.pairs() else []
+    return " ".join(parts)
+
+
 def restart_unsettled_points(loaded: LoadedPlan, store: Store, run_id: int, observer: RunObserver) -> None:
     """Resuming a steady-state run on a lab or a preconditioned target: the lab comes up anew and the target is
     written again, so a point that was not yet steady starts over; its earlier rounds are dropped (a window
@@ -204,8 +216,7 @@ def restart_unsettled_points(loaded: LoadedPlan, store: Store, run_id: int, obse
             continue
         if judge_repetitions(sorted(reps, key=lambda r: r.rep_index), rule).status is SteadyStatus.MEASURING:
             dropped = store.drop_case_repetitions(run_id, case_id)
-            observer.lab_event(f"{case.target.name} {case.workload.rw} qd={case.workload.iodepth} "
-                               f"jobs={case.workload.numjobs}: not steady when interrupted; starts over "
+            observer.lab_event(f"{case_text(case)}: not steady when interrupted; starts over "
                                f"({dropped} earlier rounds dropped: the lab or the precondition is new)")
 
 
@@ -287,10 +298,7 @@ class _Run:
         if tell and state.window is not None:
             w = state.window
             status = "not steady yet" if state.status is SteadyStatus.MEASURING else state.status.value
-            load = case.workload
-            label = (f"{case.target.name} {load.rw} {format_block_size(load.bs_bytes)} qd={load.iodepth} "
-                     f"jobs={load.numjobs}" + (f" clients={case.clients}" if case.clients > 1 else "")
-                     + (f" {case.lab.describe()}" if case.lab.pairs() else ""))
+            label = case_text(case)
             self.observer.lab_event(
                 f"{label}: {status} after {len(mine)} rounds (last {rule.window}: range "
                 f"{100 * w.range_fraction:.1f} %, slope {100 * w.slope_excursion_fraction:.1f} % of their mean)")
@@ -402,12 +410,7 @@ def _in_order(run: _Run, items: Sequence[ScheduledRepetition]) -> Iterator[Sched
         groups.setdefault(key, {}).setdefault(load, []).append(item)
     for key, by_load in groups.items():
         first = next(iter(by_load.values()))[0].case
-        w = first.workload
-        fixed = {"iodepth": f" jobs={w.numjobs}", "numjobs": f" qd={w.iodepth}", "clients": f" qd={w.iodepth} "
-                 f"jobs={w.numjobs}"}[search.axis] + (f" clients={first.clients}" if search.axis != "clients" and
-                                                      first.clients > 1 else "")
-        label = (f"{first.target.name} {w.rw} {format_block_size(w.bs_bytes)}{fixed}"
-                 + (f" {first.lab.describe()}" if first.lab.pairs() else ""))
+        label = case_text(first, leave_out=search.axis)
         asked: list[int] = []
         for load in sorted(_search_points(run, key, search.axis, objective)):  # resumed: finish the points begun
             if load in by_load:

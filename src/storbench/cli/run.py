@@ -46,19 +46,21 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
             repeat.until == "decided" and loaded.config.compare) else repeat.until
         lines.insert(1, f"repetitions: balanced rounds until {what}, at least {least}, at most {most} (the time "
                      "below is for the most)")
-    from storbench.plan import precondition_case, precondition_seconds, preconditions
+    from storbench.plan import precondition_jobs, precondition_seconds, preconditions
     from storbench.selection import steady_rule
 
-    for name, pre in preconditions(loaded.config).items():
-        mine = [c for c in cases if c.target.name == name]
-        if mine:
-            job = precondition_case(pre, [c for c in mine if c.lab == mine[0].lab])
-            prepared = checked.targets.get(name)
-            device = dict(prepared.details).get("device_size_bytes") if prepared is not None else None
-            seconds = precondition_seconds(pre, job, int(device) if device and str(device).isdigit() else None)
-            took = f"about {format_duration(seconds)} each" if seconds is not None else "time unknown"
-            lines.append(f"precondition {name}: {pre.text()} before its first measurement on each lab bring-up, "
-                         f"{took} (not in the time above)")
+    wanted = preconditions(loaded.config)
+    first_jobs: dict[str, Case] = {}  # each target's job on its first lab configuration
+    for job in precondition_jobs(wanted, cases):
+        first_jobs.setdefault(job.target.name, job)
+    for name, job in first_jobs.items():
+        pre = wanted[name]
+        prepared = checked.targets.get(name)
+        device = dict(prepared.details).get("device_size_bytes") if prepared is not None else None
+        seconds = precondition_seconds(pre, job, int(device) if device and str(device).isdigit() else None)
+        took = f"about {format_duration(seconds)} each" if seconds is not None else "time unknown"
+        lines.append(f"precondition {name}: {pre.text()} before its first measurement on each lab bring-up, "
+                     f"{took} (not in the time above)")
     search = loaded.config.search
     if search is not None:
         from storbench.plan import search_values
