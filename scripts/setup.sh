@@ -29,7 +29,7 @@ packages=(fio python3 python3-venv ca-certificates)
 ((dev)) && packages+=(chromium fonts-dejavu-core prometheus prometheus-node-exporter)
 ((k8s)) && packages+=(etcd-server containerd runc containernetworking-plugins busybox-static gcc libc6-dev \
   iptables openssl util-linux iproute2)
-((labs)) && packages+=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common nfs-ganesha nfs-ganesha-vfs \
+((labs)) && packages+=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common radosgw nfs-ganesha nfs-ganesha-vfs \
   rpcbind iproute2 nftables)
 missing=()
 for package in "${packages[@]}"; do
@@ -43,7 +43,7 @@ if ((${#missing[@]})); then
 fi
 
 if ((labs)); then
-  echo "setup: fio with the nfs engine at $(./scripts/build-fio-nfs.sh)"
+  echo "setup: fio with the nfs and http engines at $(./scripts/build-fio-nfs.sh)"
 fi
 
 python=/usr/bin/python3

@@ -33,7 +33,7 @@ def check_fio_against_plan(loaded: LoadedPlan, cases: Sequence[Case], caps: FioC
         if engine in REFUSED_ENGINES:
             raise UserError(f"ioengine '{engine}' runs programs instead of doing I/O", where=where,
                             hint="pick a storage engine such as libaio, io_uring or psync")
-        if caps.engines and engine not in caps.engines and case.target.kind != "nfs":  # nfs: its own fio
+        if caps.engines and engine not in caps.engines and case.target.kind not in ("nfs", "s3"):  # their own fio
             raise UserError(f"ioengine '{engine}' is not available in {caps.binary} ({caps.version})", where=where,
                             hint=did_you_mean(engine, caps.engines) or "see `fio --enghelp`")
         known = caps.options_for(engine)

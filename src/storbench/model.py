@@ -43,8 +43,19 @@ RW_DIRECTIONS: dict[str, tuple[Direction, ...]] = {
     "create": (Direction.WRITE,),
     "stat": (Direction.READ,),
     "delete": (Direction.WRITE,),
+    # object operations on S3, one whole object of bs each (fio's http engine in S3 mode): PUT writes, GET reads,
+    # DELETE is fio's trim; getput mixes GETs (rwmixread of them) and PUTs
+    "put": (Direction.WRITE,),
+    "get": (Direction.READ,),
+    "delete_object": (Direction.TRIM,),
+    "getput": (Direction.READ, Direction.WRITE),
 }
-MIXED_RW = frozenset({"rw", "readwrite", "randrw"})
+MIXED_RW = frozenset({"rw", "readwrite", "randrw", "getput"})
+# Object operation -> fio rw with the http engine.
+OBJECT_RW: dict[str, str] = {"put": "write", "get": "read", "delete_object": "trim", "getput": "randrw"}
+# The unmeasured job section that PUTs the objects a get, getput or delete_object job then works on (fio's http
+# engine names objects by job clone, offset and size, so the same geometry finds them); parsing leaves it out.
+FILL_JOB = "storbench-fill"
 # Metadata operation -> (fio engine, fio rw): each I/O of such a job is one operation on one file.
 METADATA_RW: dict[str, tuple[str, str]] = {"create": ("filecreate", "write"), "stat": ("filestat", "read"),
                                            "delete": ("filedelete", "write")}
@@ -53,6 +64,11 @@ METADATA_RW: dict[str, tuple[str, str]] = {"create": ("filecreate", "write"), "s
 def is_metadata(rw: str) -> bool:
     """True for the file operations (create, stat, delete) rather than block I/O."""
     return rw in METADATA_RW
+
+
+def is_object(rw: str) -> bool:
+    """True for the S3 object operations (put, get, delete_object, getput)."""
+    return rw in OBJECT_RW
 
 
 def rw_writes(rw: str) -> bool:
@@ -151,7 +167,27 @@ class ImportedTarget:
         return None
 
 
-TargetSpec = PathTarget | BlockTarget | RbdTarget | CephfsTarget | NfsTarget | PvcTarget | ImportedTarget
+@dataclass(frozen=True)
+class S3Target:
+    """An S3 bucket through fio's http engine: ``endpoint`` None for the Ceph lab's radosgw (its bucket
+    ``storbench`` made by storbench). Keys come from the environment or ``credentials_file`` at run time and are
+    never part of the target."""
+
+    name: str
+    endpoint: str | None
+    bucket: str | None
+    region: str
+    credentials_file: str | None = None
+    profile: str | None = None
+    kind: ClassVar[Literal["s3"]] = "s3"
+
+    @property
+    def size_bytes(self) -> int | None:
+        return None
+
+
+TargetSpec = (PathTarget | BlockTarget | RbdTarget | CephfsTarget | NfsTarget | PvcTarget | S3Target
+              | ImportedTarget)
 
 
 @dataclass(frozen=True)
@@ -177,8 +213,8 @@ class WorkloadPoint:
     rwmixread: int | None = None
     size_bytes: int | None = None
     fio_options: tuple[tuple[str, str], ...] = ()
-    # metadata operations (create, stat, delete): files per job and each file's size; None for block I/O (and
-    # then left out of the case id, so block cases keep theirs)
+    # metadata operations (create, stat, delete): files per job and each file's size; object operations: objects
+    # per job (their size is bs); None for block I/O (and then left out of the case id, so block cases keep theirs)
     files: int | None = None
     file_size_bytes: int | None = None
 
@@ -213,6 +249,7 @@ class CephLabPoint:
     cache_size_bytes: int | None = None
     osd_memory_target_bytes: int | None = None
     cephfs: bool = False
+    rgw: bool = False  # lab.ceph.rgw: radosgw serves S3 from the cluster
     config: tuple[tuple[str, int | str], ...] = ()  # lab.ceph.config: OSD options by name, sorted
     osd_cpus: float | None = None  # a CPU quota per OSD daemon, in cores (a cgroup each)
     osd_cpuset: str | None = None  # the CPUs the OSD daemons are pinned to, e.g. "1" or "0-3" (a cpuset each)
@@ -286,6 +323,8 @@ class LabPoint:
             out += sorted((name, str(value)) for name, value in self.ceph.settings())
             if self.ceph.cephfs:
                 out.append(("cephfs", "1"))
+            if self.ceph.rgw:
+                out.append(("rgw", "1"))
         if self.volume is not None:
             out += [(name, str(value)) for name, value in self.volume.settings()]
         if self.link_bits_per_s is not None:
@@ -308,11 +347,11 @@ class LabPoint:
 
             options = tuple(sorted((name, int(value) if value.isdigit() else value) for name, value in values.items()
                                    if name not in (*CEPH_SETTINGS, *VOLUME_SETTINGS, *LINK_SETTINGS, "lab",
-                                                   "cephfs", "db_size", "devices", "device_size")))
+                                                   "cephfs", "rgw", "db_size", "devices", "device_size")))
             ceph = CephLabPoint(osds=int(values["osds"]), osd_size_bytes=int(values["osd_size"]),
                                 objectstore=values["objectstore"], pool_size=int(values["pool_size"]),
                                 cache_size_bytes=size("cache_size"), osd_memory_target_bytes=size("osd_memory_target"),
-                                cephfs=values.get("cephfs") == "1", config=options,
+                                cephfs=values.get("cephfs") == "1", rgw=values.get("rgw") == "1", config=options,
                                 osd_cpus=float(values["osd_cpus"]) if "osd_cpus" in values else None,
                                 db_device=values.get("db_device"), db_size_bytes=size("db_size"),
                                 osds_per_device=size("osds_per_device"), devices=size("devices"),
@@ -407,9 +446,10 @@ class Case:
             "rwmixread": "" if w.rwmixread is None else str(w.rwmixread),
             "clients": str(self.clients),
         }
-        if w.files is not None:  # metadata operations
-            params["files"] = str(w.files)
-            params["file_size"] = format_block_size(w.file_size_bytes or 0)
+        if w.files is not None:  # metadata and object operations
+            params["objects" if is_object(w.rw) else "files"] = str(w.files)
+        if w.file_size_bytes is not None:
+            params["file_size"] = format_block_size(w.file_size_bytes)
         params.update(dict(w.fio_options))
         params.update((k, setting_text(k, v)) for k, v in self.lab.pairs())
         return params

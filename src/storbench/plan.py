@@ -19,6 +19,7 @@ from storbench.config import (
     PlanConfig,
     PvcTargetConfig,
     RbdTargetConfig,
+    S3TargetConfig,
     fio_value_text,
 )
 from storbench.config.schema import link_rate_bits
@@ -41,6 +42,7 @@ from storbench.model import (
     Precondition,
     PvcTarget,
     RbdTarget,
+    S3Target,
     ScheduledRepetition,
     TargetSpec,
     VolumeLabPoint,
@@ -48,6 +50,7 @@ from storbench.model import (
     cluster_of,
     interleaved_setting,
     is_metadata,
+    is_object,
     rw_writes,
 )
 from storbench.units import format_bytes, parse_duration_s, parse_size_bytes
@@ -66,6 +69,7 @@ _AXIS_NORMALISERS = {
     "ioengine": str,
     "files": int,
     "file_size": parse_size_bytes,
+    "objects": int,
     "osds": int,
     "osd_size": parse_size_bytes,
     "objectstore": str,
@@ -93,8 +97,11 @@ LAB_LAYOUT_BYTES_PER_S = 150 * 1024 * 1024
 
 
 def target_spec(name: str, config: PathTargetConfig | BlockTargetConfig | RbdTargetConfig | NfsTargetConfig
-                | PvcTargetConfig | CephfsTargetConfig) -> TargetSpec:
+                | PvcTargetConfig | CephfsTargetConfig | S3TargetConfig) -> TargetSpec:
     """A plan's target as the typed target of its kind."""
+    if isinstance(config, S3TargetConfig):
+        return S3Target(name=name, endpoint=config.endpoint, bucket=config.bucket, region=config.region,
+                        credentials_file=config.credentials_file, profile=config.profile)
     if isinstance(config, PathTargetConfig):
         return PathTarget(name=name, path=config.path, size_bytes=config.size)
     if isinstance(config, NfsTargetConfig):
@@ -128,6 +135,9 @@ def target_identity(target: TargetSpec) -> dict[str, object]:
         identity["path"] = target.location
     elif isinstance(target, BlockTarget):
         identity.update(device=target.device, destructive=target.destructive)
+    elif isinstance(target, S3Target):
+        identity["path"] = target.endpoint
+        later = {"bucket": target.bucket, "region": target.region}
     elif isinstance(target, RbdTarget):
         identity["destructive"] = target.destructive
         later = {"pool": target.pool, "image": target.image, "client": target.client, "conf": target.conf}
@@ -195,6 +205,7 @@ def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
         Axis("ioengine", tuple(w.ioengine)),
         Axis("files", tuple(w.files)),
         Axis("file_size", tuple(w.file_size)),
+        Axis("objects", tuple(w.objects)),
     ]
     for name, value in sorted(w.fio.items()):
         values = value if isinstance(value, list) else [value]
@@ -320,6 +331,7 @@ def _lab_point(config: PlanConfig, point: Mapping[str, object]) -> LabPoint:
                             objectstore=str(point["objectstore"]), pool_size=int(str(point["pool_size"])),
                             cache_size_bytes=optional("cache_size"),
                             osd_memory_target_bytes=optional("osd_memory_target"), cephfs=config.lab.ceph.cephfs,
+                            rgw=config.lab.ceph.rgw,
                             config=tuple((name, _option_value(point[name])) for name in sorted(config.lab.ceph.config)),
                             osd_cpus=float(str(point["osd_cpus"])) if "osd_cpus" in point else None,
                             db_device=_db_device(point),
@@ -362,6 +374,14 @@ def _case(config: PlanConfig, point: Mapping[str, object]) -> Case:
             rw=rw, bs_bytes=file_size or 4096, iodepth=1, numjobs=int(str(point["numjobs"])),
             runtime_s=float(str(point["runtime"])), ramp_s=0.0, direct=False, ioengine=METADATA_RW[rw][0],
             fio_options=fio_options, files=int(str(point["files"])), file_size_bytes=file_size)
+    elif is_object(rw):
+        # one whole object of bs per operation through fio's http engine, which runs one request at a time per
+        # job: concurrency is numjobs; iodepth and direct do not apply; a delete removes each object once
+        workload = WorkloadPoint(
+            rw=rw, rwmixread=int(str(point["rwmixread"])) if rw in MIXED_RW else None, bs_bytes=int(str(point["bs"])),
+            iodepth=1, numjobs=int(str(point["numjobs"])), runtime_s=float(str(point["runtime"])),
+            ramp_s=0.0 if rw == "delete_object" else float(str(point["ramp"])), direct=False, ioengine="http",
+            fio_options=fio_options, files=int(str(point["objects"])))
     else:
         # fio's rbd and nfs engines are the only ways to those targets
         ioengine = {"rbd": "rbd", "nfs": "nfs"}.get(target.kind, str(point["ioengine"]))
@@ -545,6 +565,8 @@ def working_set_bytes(case: Case) -> int:
     w = case.workload
     if is_metadata(w.rw):  # stat and delete find their files laid out by fio (create makes them empty)
         return 0 if w.rw == "create" else (w.files or 0) * (w.file_size_bytes or 0) * w.numjobs * case.clients
+    if is_object(w.rw):  # get and delete_object PUT their objects first, every repetition (object_fill_section)
+        return 0
     size = case.workload.size_bytes or case.target.size_bytes or 0
     if case.target.kind == "block":
         return 0

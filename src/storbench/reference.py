@@ -25,6 +25,7 @@ from storbench.config import (
     PvcTargetConfig,
     RbdTargetConfig,
     RepeatConfig,
+    S3TargetConfig,
     SearchConfig,
     SteadyStateConfig,
     TelemetryConfig,
@@ -37,7 +38,7 @@ from storbench.telemetry.prometheus import DEFAULT_QUERIES
 from storbench.units import format_bytes
 
 SWEEPABLE = {"rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine", "files",
-             "file_size", "osds",
+             "file_size", "objects", "osds",
              "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus", "osd_cpuset",
              "db_device", "osds_per_device"}
 
@@ -160,6 +161,12 @@ def plan_reference_markdown() -> str:
         PvcTargetConfig.__doc__ or "",
         "",
         *_table(PvcTargetConfig),
+        "",
+        "### `kind: s3`",
+        "",
+        S3TargetConfig.__doc__ or "",
+        "",
+        *_table(S3TargetConfig),
         "",
         "## `clients` and `hosts`",
         "",

@@ -35,11 +35,13 @@ from storbench.targets.local import (
     test_file_names,
 )
 from storbench.targets.registry import LabEnvironment, by_target, prepare_target
+from storbench.targets.s3 import remove_objects, service_of
 from storbench.units import format_link_rate
 
 if TYPE_CHECKING:
-    from storbench.lab.ceph import CephLab
+    from storbench.lab.ceph import CephLab, CephLabInfo
     from storbench.lab.k8s import K8sLabInfo
+    from storbench.targets.s3 import S3Service
 
 
 class LabObserver(Protocol):
@@ -276,9 +278,10 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
             sockets_by_cluster[cluster] = (f"{info.root}/run/*.asok",)
             observer.lab_event(f"ceph lab: up in {time.time() - started:.0f}s ({info.conf})")
             env = LabEnvironment(fio_binary=checked.capabilities.binary, ceph_conf=info.conf,
-                                 cephfs_mount=info.cephfs_mount, nfs_url=nfs_url, on_servers=on_servers)
+                                 cephfs_mount=info.cephfs_mount, nfs_url=nfs_url, on_servers=on_servers,
+                                 s3=_lab_s3(ceph_lab, info) if info.spec.rgw else None)
             on_ceph = {name: group for name, group in by_target(on_cluster).items()
-                       if name not in checked.targets and group[0].target.kind in ("rbd", "cephfs")}
+                       if name not in checked.targets and group[0].target.kind in ("rbd", "cephfs", "s3")}
             _prepare(on_ceph, env, prepared, f" ({settings})" if len(clusters) > 1 else "",
                      several=len(clusters) > 1)
         if len(sockets_by_cluster) == 1:
@@ -292,7 +295,7 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         on_a_lab_cluster = {c.case_id for c in cases if c.lab.ceph is not None}
         rest = {name: group for name, group in by_target(cases).items()
                 if name not in checked.targets
-                and not (group[0].target.kind in ("rbd", "cephfs") and group[0].case_id in on_a_lab_cluster)}
+                and not (group[0].target.kind in ("rbd", "cephfs", "s3") and group[0].case_id in on_a_lab_cluster)}
         _prepare(rest, env, prepared, "", several=False)
         yield LabContext(targets=prepared.targets, ceph_socket_patterns=sockets, per_case=prepared.per_case,
                          ceph_labs=ceph_labs, sockets_by_cluster=sockets_by_cluster)
@@ -305,6 +308,18 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
                 down()
             for kind in sorted(kinds):
                 observer.lab_event(f"{kind} lab: torn down")
+
+
+def _lab_s3(ceph_lab: CephLab, info: CephLabInfo) -> S3Service:
+    """The lab radosgw as an S3 service for the run: its S3 user (made on first use; the keys stay in memory)
+    and storbench's bucket on it."""
+    from storbench.lab.ceph import rgw_endpoint
+    from storbench.s3sign import S3Credentials
+    from storbench.targets.s3 import LAB_BUCKET, S3Service, create_bucket
+
+    service = S3Service(rgw_endpoint(info), "us-east-1", S3Credentials(*ceph_lab.s3_credentials()))
+    create_bucket(service, LAB_BUCKET)
+    return service
 
 
 def claim_run_test_files(targets: Mapping[str, PreparedTarget], cases: Sequence[Case]) -> None:
@@ -330,6 +345,12 @@ def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserv
     for prepared in targets:
         details = dict(prepared.details)
         directory = details.get("directory")
+        s3 = service_of(prepared)
+        if s3 is not None:
+            removed = remove_objects(*s3)
+            if removed:
+                observer.lab_event(f"target {prepared.spec.name}: removed {removed} objects from bucket {s3[1]}")
+            continue
         if directory is None or details.get("checked") == "on the fio servers":
             continue
         removed = remove_test_files(Path(directory)) + remove_metadata_dir(Path(directory))

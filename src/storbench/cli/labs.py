@@ -22,7 +22,7 @@ def _plan_default(name: str) -> int | str:
     return value
 
 def cmd_lab_ceph(args: argparse.Namespace) -> int:
-    from storbench.lab.ceph import CephLab
+    from storbench.lab.ceph import RGW_USER, CephLab, rgw_endpoint
     from storbench.lab.ceph_conf import ceph_spec_for
     from storbench.model import CephLabPoint
     from storbench.units import parse_size_bytes
@@ -51,7 +51,7 @@ def cmd_lab_ceph(args: argparse.Namespace) -> int:
             osds=args.osds, osd_size_bytes=parse_size_bytes(args.osd_size), objectstore=args.objectstore,
             pool_size=0, cache_size_bytes=parse_size_bytes(args.cache_size) if args.cache_size else None,
             osd_memory_target_bytes=parse_size_bytes(args.osd_memory_target) if args.osd_memory_target else None,
-            cephfs=args.cephfs)
+            cephfs=args.cephfs, rgw=args.rgw)
         spec = ceph_spec_for(point, tuple(pools))
     except ValueError as exc:
         raise UserError(str(exc), hint="sizes look like 2GiB, 512MiB") from None
@@ -63,6 +63,9 @@ def cmd_lab_ceph(args: argparse.Namespace) -> int:
     out.print("pools: " + ", ".join(f"{n} (size {s})" for n, s in spec.pools), markup=False)
     if info.cephfs_mount:
         out.print(f"cephfs: mounted at {info.cephfs_mount}", markup=False)
+    if info.spec.rgw:
+        out.print(f"s3: radosgw at {rgw_endpoint(info)} (keys: radosgw-admin -c {info.conf} user info --uid "
+                  f"{RGW_USER})", markup=False)
     out.print(f"try: CEPH_CONF={info.conf} ceph -s", markup=False)
     return 0
 
@@ -181,6 +184,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     ceph.add_argument("--cache-size", default=None, help="BlueStore cache per OSD, autotune off (e.g. 256MiB)")
     ceph.add_argument("--osd-memory-target", default=None, help="osd_memory_target (>= 896MiB)")
     ceph.add_argument("--cephfs", action="store_true", help="also run an MDS and mount CephFS with ceph-fuse")
+    ceph.add_argument("--rgw", action="store_true", help="also run radosgw, serving S3")
     ceph.add_argument("--dir", default=None, help="lab directory, kept 0700 (default $STORBENCH_LAB_DIR/ceph or "
                       "/var/lib/storbench/lab/ceph)")
     ceph.set_defaults(func=cmd_lab_ceph)

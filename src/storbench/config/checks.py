@@ -18,6 +18,7 @@ from storbench.config.schema import (
     PvcTargetConfig,
     RbdTargetConfig,
     RepeatConfig,
+    S3TargetConfig,
     fio_value_text,
 )
 from storbench.config.source import PlanSource
@@ -31,7 +32,7 @@ from storbench.fio.allowlist import (
     value_refusal,
 )
 from storbench.fio.jobfile import is_safe_job_value
-from storbench.model import rw_writes
+from storbench.model import is_object, rw_writes
 from storbench.units import format_bytes
 
 
@@ -102,6 +103,13 @@ def _check_lab(config: PlanConfig, source: PlanSource) -> None:
         if isinstance(target, NfsTargetConfig) and target.url is None and nfs is None:
             raise UserError(f"target '{name}' has no url and the plan has no NFS lab", where=source.where(
                 ("targets", name)), hint="give url: nfs://server/export, or add `lab: {nfs: {}}`")
+        if isinstance(target, S3TargetConfig) and target.endpoint is None and not (ceph and ceph.rgw):
+            raise UserError(f"target '{name}' has no endpoint and the plan's Ceph lab runs no radosgw",
+                            where=source.where(("targets", name)),
+                            hint="give endpoint: and bucket: of an S3 service, or set lab.ceph.rgw: true")
+        if isinstance(target, S3TargetConfig) and target.endpoint is not None and target.bucket is None:
+            raise UserError(f"target '{name}' has an endpoint but no bucket", where=source.where(("targets", name)),
+                            hint="name an existing bucket: storbench makes one only on its Ceph lab")
         if isinstance(target, CephfsTargetConfig) and target.path is None and not (ceph and ceph.cephfs):
             raise UserError(f"target '{name}' has no path and the plan's Ceph lab mounts no CephFS",
                             where=source.where(("targets", name)),
@@ -210,7 +218,7 @@ def _check_engines(config: PlanConfig, source: PlanSource) -> None:
     """Each target kind has its engines (rbd and nfs targets always use theirs); engine options only with
     their engine."""
     for name, target in config.targets.items():
-        engines = [target.kind] if target.kind in ("rbd", "nfs") else config.workload.ioengine
+        engines = {"rbd": ["rbd"], "nfs": ["nfs"], "s3": ["http"]}.get(target.kind, config.workload.ioengine)
         for engine in engines:
             refusal = engine_refusal(engine, target.kind)
             if refusal:
@@ -303,6 +311,36 @@ def _check_search(config: PlanConfig, source: PlanSource) -> None:
     if ceph is not None and ceph.bring_up == "each_repetition":
         raise UserError("search needs its points on one cluster; bring_up: each_repetition starts a fresh one "
                         "every round", where=where, hint="use bring_up: once or side_by_side")
+
+
+OBJECT_FIO_OPTIONS = frozenset({"http_mode", "http_host", "http_s3_key", "http_s3_keyid", "http_s3_region",
+                                "https", "http_user", "http_pass", "filename", "filename_format", "size", "nrfiles"})
+
+
+def _check_objects(config: PlanConfig, source: PlanSource) -> None:
+    """Object operations (put, get, delete_object, getput) go to s3 targets, and s3 targets take nothing else."""
+    ops = [rw for rw in config.workload.rw if is_object(rw)]
+    others = [rw for rw in config.workload.rw if not is_object(rw)]
+    s3 = [name for name, target in config.targets.items() if isinstance(target, S3TargetConfig)]
+    if not ops and not s3:
+        return
+    where = source.where(("workload", "rw"))
+    if ops and len(s3) < len(config.targets):
+        name = next(n for n in config.targets if n not in s3)
+        raise UserError(f"rw: {ops[0]} on target '{name}' ({config.targets[name].kind}): object operations go to "
+                        "s3 targets", where=where, hint="use an s3 target for them, in a plan of their own")
+    if s3 and others:
+        raise UserError(f"rw: {others[0]} on target '{s3[0]}' (s3): an s3 target takes object operations "
+                        "(put, get, delete_object, getput)", where=where,
+                        hint="measure block or file workloads in a plan of their own")
+    if config.hosts is not None or (config.lab is not None and config.lab.hosts is not None):
+        raise UserError(f"rw: {ops[0]} runs on this machine only (not on fio servers yet)", where=where,
+                        hint="run the object workloads in a plan without hosts; numjobs sets the concurrency")
+    clash = sorted(OBJECT_FIO_OPTIONS & set(config.workload.fio))
+    if clash:
+        raise UserError(f"workload.fio.{clash[0]} is set by storbench for rw: {ops[0]}",
+                        where=source.where(("workload", "fio", clash[0])),
+                        hint="use the target's endpoint, bucket and region, and workload.objects and bs")
 
 
 METADATA_FIO_OPTIONS = frozenset({"nrfiles", "filesize", "openfiles", "fallocate", "create_on_open", "unlink",

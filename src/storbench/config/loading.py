@@ -21,6 +21,7 @@ from storbench.config.checks import (
     _check_engines,
     _check_lab,
     _check_metadata,
+    _check_objects,
     _check_search,
     _check_steady_state,
     check_fio_options,
@@ -231,4 +232,5 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     _check_steady_state(config, source)
     _check_search(config, source)
     _check_metadata(config, source)
+    _check_objects(config, source)
     return LoadedPlan(config=config, source=source)

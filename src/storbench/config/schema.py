@@ -96,6 +96,7 @@ RwPattern = Literal[
     "read", "write", "randread", "randwrite", "rw", "readwrite", "randrw",
     "trim", "randtrim", "trimwrite", "randtrimwrite",
     "create", "stat", "delete",
+    "put", "get", "delete_object", "getput",
 ]  # fmt: skip
 FioScalar = Union[str, int, float, bool]  # noqa: UP007  (pydantic needs the runtime object)
 
@@ -333,6 +334,54 @@ class CephfsTargetConfig(StrictModel):
         return value
 
 
+BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+
+class S3TargetConfig(StrictModel):
+    """An S3 bucket, driven by fio's http engine in S3 mode (the fio storbench builds with libcurl): the plan's
+    Ceph lab's radosgw (`lab.ceph.rgw: true`; storbench makes an S3 user and the bucket) or any S3 service. Keys
+    come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or `credentials_file`; they reach fio through its
+    environment and are never stored. storbench's objects (`storbench.*`) are removed after the run."""
+
+    kind: Literal["s3"] = Field(description="`s3`")
+    endpoint: str | None = Field(None, description="http(s)://host[:port]; default: the plan's Ceph lab's radosgw.")
+    bucket: str | None = Field(None, description="An existing bucket; default on the lab: `storbench`, made for "
+                               "the run.")
+    region: str = Field("us-east-1", description="The region requests are signed for.")
+    credentials_file: str | None = Field(None, description="A file in ~/.aws/credentials format; default: the "
+                                         "environment.")
+    profile: str | None = Field(None, description="The section of credentials_file (default `default`).")
+    expect: ExpectConfig | None = EXPECT_FIELD
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?/?$", value):
+            raise ValueError(f"{value!r} is not an http(s)://host[:port] endpoint")
+        return value
+
+    @field_validator("bucket")
+    @classmethod
+    def _bucket(cls, value: str | None) -> str | None:
+        if value is not None and not BUCKET_RE.fullmatch(value):
+            raise ValueError(f"{value!r} is not an S3 bucket name (3-63 lowercase letters, digits, '.', '-')")
+        return value
+
+    @field_validator("region", "profile")
+    @classmethod
+    def _region(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"^[A-Za-z0-9_-]{1,40}$", value):
+            raise ValueError(f"{value!r} is not a region or profile name")
+        return value
+
+    @field_validator("credentials_file")
+    @classmethod
+    def _credentials_file(cls, value: str | None) -> str | None:
+        if value is not None and not SAFE_PATH_RE.fullmatch(value):
+            raise ValueError(f"credentials_file {value!r} has characters storbench will not accept")
+        return value
+
+
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 IMAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-/:@]{0,254}$")
 LABEL_KEY_RE = re.compile(r"^([a-z0-9.\-]{1,253}/)?[A-Za-z0-9]([A-Za-z0-9._\-]{0,61}[A-Za-z0-9])?$")
@@ -417,7 +466,8 @@ def _target_tag(value: object) -> str | None:
 TargetConfig = Annotated[
     Annotated[PathTargetConfig, Tag("path")] | Annotated[BlockTargetConfig, Tag("block")]
     | Annotated[RbdTargetConfig, Tag("rbd")] | Annotated[NfsTargetConfig, Tag("nfs")]
-    | Annotated[CephfsTargetConfig, Tag("cephfs")] | Annotated[PvcTargetConfig, Tag("pvc")],
+    | Annotated[CephfsTargetConfig, Tag("cephfs")] | Annotated[PvcTargetConfig, Tag("pvc")]
+    | Annotated[S3TargetConfig, Tag("s3")],
     Discriminator(
         _target_tag,
         custom_error_type="target_kind",
@@ -426,7 +476,7 @@ TargetConfig = Annotated[
 ]
 TARGET_KINDS: dict[str, type[BaseModel]] = {
     "path": PathTargetConfig, "block": BlockTargetConfig, "rbd": RbdTargetConfig, "nfs": NfsTargetConfig,
-    "cephfs": CephfsTargetConfig, "pvc": PvcTargetConfig,
+    "cephfs": CephfsTargetConfig, "pvc": PvcTargetConfig, "s3": S3TargetConfig,
 }
 
 
@@ -434,7 +484,8 @@ class WorkloadConfig(StrictModel):
     """fio settings. Any list is a sweep axis; the plan runs the cartesian product."""
 
     rw: Sweep[RwPattern] = Field(description="I/O pattern(s): randread, randwrite, randrw, read, write, ...; or "
-                                 "metadata operations on files: create, stat, delete.")
+                                 "metadata operations on files: create, stat, delete; or object operations on an "
+                                 "s3 target: put, get, delete_object, getput (GETs and PUTs mixed, rwmixread of them GETs).")
     rwmixread: Sweep[Annotated[int, Field(ge=0, le=100)]] = Field(
         [50], description="Percent reads for mixed patterns (rw, randrw); ignored for the others."
     )
@@ -452,13 +503,16 @@ class WorkloadConfig(StrictModel):
     file_size: Sweep[Size] = Field(
         [4096], description="Metadata operations: the size of each file stat and delete find laid out (create "
         "makes empty files).")
+    objects: Sweep[Annotated[int, Field(ge=1, le=1_000_000)]] = Field(
+        [64], description="Object operations (s3 targets): objects per job, each of size bs (put overwrites them "
+        "in turn for runtime; get and delete_object find them PUT just before, unmeasured).")
     fio: dict[str, FioScalar | list[FioScalar]] = Field(
         default_factory=dict,
         description="Any other fio option, passed through (lists sweep); checked against this fio's options.",
     )
 
     @field_validator("rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine", "files",
-                     "file_size")
+                     "file_size", "objects")
     @classmethod
     def _distinct(cls, values: list[T]) -> list[T]:
         return _no_duplicates(values)
@@ -542,6 +596,8 @@ class CephLabConfig(StrictModel):
         None, description="A CPU quota per OSD daemon in cores, e.g. `[0.5, 1, 2]` (a cgroup each; changed on the "
         "running cluster, no restart).")
     cephfs: bool = Field(False, description="Also run an MDS and mount CephFS with ceph-fuse.")
+    rgw: bool = Field(False, description="Also run radosgw, serving S3 from the cluster (for `s3` targets on "
+                      "the lab; an S3 user is made for the run, its keys never stored).")
     bring_up: Literal["once", "each_repetition", "side_by_side"] = Field(
         "once", description="How settings that need a cluster per value (osds, osd_size, objectstore) are run. "
         "`once`: each cluster configuration is brought up once and all its repetitions run on it, one cluster "

@@ -266,6 +266,7 @@ ENGINES_BY_TARGET_KIND: dict[str, tuple[str, ...]] = {
     "pvc": LOCAL_ENGINES,
     "rbd": ("rbd",),
     "nfs": ("nfs",),
+    "s3": ("http",),
 }
 
 

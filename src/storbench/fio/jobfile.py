@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from storbench.fio.allowlist import is_allowed
-from storbench.model import METADATA_RW, Case, is_metadata
+from storbench.model import FILL_JOB, METADATA_RW, OBJECT_RW, Case, is_metadata, is_object
 from storbench.units import format_block_size
 
 # What may appear in a value written to a job file. Anything that could start a new line, a section,
@@ -16,7 +16,12 @@ from storbench.units import format_block_size
 # whatever its origin; '$' only in storbench's own file name format.
 _JOB_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:/+%@ =*^~\\-]*")
 _JOB_KEY_RE = re.compile(r"[a-z][a-z0-9_]*")
-_OWN_FILENAME_FORMAT_RE = re.compile(r"storbench\.(?:c[0-9]{1,4}\.)?\$jobnum\.\$filenum")
+_OWN_FILENAME_FORMAT_RE = re.compile(
+    r"(?:/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/)?storbench\.(?:c[0-9]{1,4}\.)?\$jobnum\.\$filenum")  # (an S3 bucket)
+# S3 keys reach fio's http engine only through its environment: the job text names the variables.
+S3_KEY_ID_ENV = "STORBENCH_S3_KEY_ID"
+S3_KEY_ENV = "STORBENCH_S3_KEY"
+_OWN_ENV_VALUES = {"http_s3_keyid": f"${{{S3_KEY_ID_ENV}}}", "http_s3_key": f"${{{S3_KEY_ENV}}}"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,8 @@ def _line(key: str, value: str) -> str:
         raise ValueError(f"refusing fio option name {key!r}")
     if key == "filename_format" and _OWN_FILENAME_FORMAT_RE.fullmatch(value):
         return f"{key}={value}"
+    if _OWN_ENV_VALUES.get(key) == value:
+        return f"{key}={value}"
     if not is_safe_job_value(value):
         raise ValueError(f"refusing fio value {value!r} for {key!r}: it could change the job file")
     return f"{key}={value}"
@@ -55,7 +62,7 @@ def job_options(case: Case, binding: JobBinding) -> list[tuple[str, str]]:
     options: list[tuple[str, str]] = [
         ("ioengine", w.ioengine),
         ("direct", "1" if w.direct else "0"),
-        ("time_based", "0" if is_metadata(w.rw) else "1"),
+        ("time_based", "0" if is_metadata(w.rw) or w.rw == "delete_object" else "1"),
         ("runtime", f"{w.runtime_s:g}"),
         ("ramp_time", f"{w.ramp_s:g}"),
     ]
@@ -106,6 +113,23 @@ def _metadata_lines(case: Case) -> list[str]:
     return lines
 
 
+def _object_lines(case: Case) -> list[str]:
+    """The sections of an object operation: each job clone works on ``files`` objects of bs (one request each);
+    get, getput and delete_object are preceded by a size-based PUT of those objects, stonewalled."""
+    w = case.workload
+    assert w.files is not None
+    size = _line("size", format_block_size(w.files * w.bs_bytes))
+    shape = [_line("bs", format_block_size(w.bs_bytes)), _line("iodepth", "1"), _line("numjobs", str(w.numjobs)), size]
+    lines: list[str] = []
+    if w.rw != "put":
+        lines += [f"[{FILL_JOB}]", _line("rw", "write"), *shape, _line("time_based", "0"), _line("ramp_time", "0")]
+    lines += [f"[{case.case_id}]"] + ([_line("stonewall", "1")] if w.rw != "put" else [])
+    lines.append(_line("rw", OBJECT_RW[w.rw]))
+    if w.rwmixread is not None:
+        lines.append(_line("rwmixread", str(w.rwmixread)))
+    return lines + shape
+
+
 def render_job(case: Case, binding: JobBinding, repetition: int | None = None, client: int = 0) -> str:
     """The job file for one case (with ``repetition``: that repetition's random seed, unless the plan sets
     randseed or randrepeat itself). numjobs clones are separate jobs in fio's output; storbench merges their
@@ -116,10 +140,12 @@ def render_job(case: Case, binding: JobBinding, repetition: int | None = None, c
     lines += [_line(k, v) for k, v in job_options(case, metadata_binding(binding, w.rw) if metadata else binding)]
     if repetition is not None and not SEED_OPTIONS & {k for k, _ in w.fio_options}:
         lines.append(_line("randseed", str(repetition_seed(case.case_id, repetition, client))))
-    lines.append(f"[{case.case_id}]")
-    if metadata:
-        lines += _metadata_lines(case)
+    if is_object(w.rw):
+        lines += _object_lines(case)
+    elif metadata:
+        lines += [f"[{case.case_id}]", *_metadata_lines(case)]
     else:
+        lines.append(f"[{case.case_id}]")
         lines.append(_line("rw", w.rw))
         if w.rwmixread is not None:
             lines.append(_line("rwmixread", str(w.rwmixread)))

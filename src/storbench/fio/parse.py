@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from storbench.errors import UserError
 from storbench.model import (
+    FILL_JOB,
     ClientMeasurement,
     DirectionMeasurement,
     DiskUtil,
@@ -122,6 +123,8 @@ def parse_fio_json(text: str) -> FioOutput:
         job = _obj(raw_job, "a job")
         if job.get("jobname") == "All clients":
             continue  # fio's client/server sum carries no bins; we merge clients ourselves
+        if job.get("jobname") == FILL_JOB:
+            continue  # the unmeasured PUT of the objects a get or delete_object job works on
         directions = tuple(
             _direction(direction, _obj(job[direction.value], direction.value))
             for direction in Dir

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from storbench.errors import UserError
-from storbench.lab.ceph_conf import LOOPBACK, CephLabSpec, mon_address, render_ceph_conf
+from storbench.lab.ceph_conf import LOOPBACK, CephLabSpec, mon_address, render_ceph_conf, rgw_port
 from storbench.lab.ceph_options import same_value
 from storbench.lab.labdir import (
     default_lab_dir,
@@ -35,6 +35,7 @@ from storbench.lab.process import start_daemon
 from storbench.shell import run
 
 DEFAULT_LAB_DIR = default_lab_dir()
+RGW_USER = "storbench"
 READY_TIMEOUT_S = 180.0
 
 
@@ -46,6 +47,21 @@ class CephLabInfo:
     spec: CephLabSpec
     cephfs_mount: str | None
     address: str = LOOPBACK
+
+
+def rgw_endpoint(info: CephLabInfo) -> str:
+    """The lab radosgw's S3 endpoint URL."""
+    return f"http://{info.address}:{rgw_port(info.spec.slot)}"
+
+
+def _http_up(address: str, port: int) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection((address, port), timeout=2):
+            return True
+    except OSError:
+        return False
 
 
 class CephLab:
@@ -99,7 +115,8 @@ class CephLab:
         health = self.ceph("health").strip()
         return (f"ceph lab: up, {health}; conf {info.conf}; osds {info.spec.osds} ({info.spec.objectstore}); pools "
                 + ", ".join(f"{n} (size {s})" for n, s in info.spec.pools)
-                + (f"; cephfs mounted at {info.cephfs_mount}" if info.cephfs_mount else ""))
+                + (f"; cephfs mounted at {info.cephfs_mount}" if info.cephfs_mount else "")
+                + (f"; S3 (radosgw) at {rgw_endpoint(info)}" if info.spec.rgw else ""))
 
     # ---- lifecycle --------------------------------------------------------------------------------------
     def up(self, spec: CephLabSpec, address: str = LOOPBACK) -> CephLabInfo:
@@ -135,6 +152,8 @@ class CephLab:
             self._check_osd_options(spec)
             self._create_pools(spec)
             mount = self._create_cephfs() if spec.cephfs else None
+            if spec.rgw:
+                self._create_rgw(spec, address)
         except BaseException:
             self.down()
             raise
@@ -438,6 +457,33 @@ class CephLab:
             self.ceph("osd", "pool", "set", name, "min_size", "1")
             self.ceph("osd", "pool", "application", "enable", name, "rbd")
         self._wait(self._pgs_clean, "the pools' PGs to become active+clean", READY_TIMEOUT_S)
+
+    def _create_rgw(self, spec: CephLabSpec, address: str) -> None:
+        """radosgw on ``address``:``rgw_port``, serving S3 (path-style) from the lab's pools, which it creates."""
+        directory = self.root / "rgw.a"
+        directory.mkdir()
+        self.ceph("auth", "get-or-create", "client.rgw.a", "mon", "allow rw", "osd", "allow rwx", "mgr", "allow rw",
+                  "-o", str(directory / "keyring"))
+        port = rgw_port(spec.slot)
+        self._start("rgw.a", ["radosgw", "-f", "-c", str(self.conf), "-n", "client.rgw.a",
+                              "--keyring", str(directory / "keyring"), "--rgw-data", str(directory),
+                              "--rgw-frontends", f"beast endpoint={address}:{port}",
+                              "--admin-socket", str(self.root / "run" / "ceph-client.rgw.a.asok"),
+                              "--log-file", str(self.root / "log" / "rgw.a.log"),
+                              "--rgw-enable-usage-log", "false"])
+        self._wait(lambda: _http_up(address, port), "radosgw to answer on S3", 120)
+
+    def s3_credentials(self) -> tuple[str, str]:
+        """The lab's S3 user (made on first use): (access key, secret key), from radosgw-admin, never written to
+        the lab's state or to results."""
+        args = ["radosgw-admin", "-c", str(self.conf), "-n", "client.admin"]
+        try:
+            raw = json.loads(run([*args, "user", "info", "--uid", RGW_USER], timeout_s=60))
+        except UserError:
+            raw = json.loads(run([*args, "user", "create", "--uid", RGW_USER, "--display-name", "storbench lab"],
+                                 timeout_s=60))
+        key = raw["keys"][0]
+        return str(key["access_key"]), str(key["secret_key"])
 
     def _create_cephfs(self) -> str:
         directory = self.root / "mds.a"

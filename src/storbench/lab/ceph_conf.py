@@ -17,6 +17,12 @@ OSD_PORT_MIN = 16800
 OSD_PORT_MAX = 17300
 SIDE_BY_SIDE_MAX = 4  # clusters at once
 PORTS_PER_SLOT = 300
+RGW_PORT = 18580  # radosgw's S3 endpoint (lab.ceph.rgw), plus the slot
+
+
+def rgw_port(slot: int = 0) -> int:
+    """The port the radosgw of the cluster in ``slot`` serves S3 on."""
+    return RGW_PORT + slot
 
 
 def mon_ports(slot: int = 0) -> tuple[int, int]:
@@ -43,6 +49,7 @@ class CephLabSpec:
     osd_config: tuple[tuple[str, str], ...] = ()  # OSD options at bring-up (osd_options); later ones applied live
     pg_num: int = 32
     cephfs: bool = False
+    rgw: bool = False  # also run radosgw (S3) on rgw_port(slot)
     slot: int = 0  # which of several clusters side by side: its ports (mon_ports, daemon_ports)
     db_size_bytes: int | None = None  # BlueStore's RocksDB and WAL on a device of this size per OSD on tmpfs
     devices: int | None = None  # OSDs on slices of this many loop devices (lab.ceph.devices) ...
@@ -107,6 +114,7 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
         f"osd pool default pg num = {spec.pg_num}",
         f"osd pool default pgp num = {spec.pg_num}",
         "mon allow pool size one = true",
+        "mon max pg per osd = 1000",
         "mon allow pool delete = true",
         "mon warn on pool no redundancy = false",
         "auth allow insecure global id reclaim = false",
@@ -176,6 +184,7 @@ def ceph_spec_for(point: CephLabPoint, pools: tuple[tuple[str, int], ...]) -> Ce
         osd_config=osd_options(point),
         pools=tuple(sorted(set(pools))),
         cephfs=point.cephfs,
+        rgw=point.rgw,
         db_size_bytes=point.db_size_bytes if point.db_device == "fast" else None,
         devices=point.devices if point.osds_per_device else None,
         osds_per_device=point.osds_per_device,

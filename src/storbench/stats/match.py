@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 
-from storbench.model import size_setting
+from storbench.model import is_object, size_setting
 from storbench.stats.observations import METRIC_VALUES, PERCENTILES, Observation, busiest_names
 from storbench.units import parse_size_bytes
 
@@ -63,6 +63,7 @@ FIELDS: Mapping[str, tuple[Kind, Callable[[Observation], object]]] = {
     "ramp_s": (Kind.FLOAT, lambda o: o.case.workload.ramp_s),
     "size_bytes": (Kind.SIZE, lambda o: o.case.workload.size_bytes),
     "files": (Kind.INT, lambda o: o.case.workload.files),
+    "objects": (Kind.INT, lambda o: o.case.workload.files if is_object(o.case.workload.rw) else None),
     "file_size": (Kind.SIZE, lambda o: o.case.workload.file_size_bytes),
     "file_size_bytes": (Kind.SIZE, lambda o: o.case.workload.file_size_bytes),
     "fio_options": (Kind.TEXT, lambda o: _pairs_text(o.case.workload.fio_options)),

@@ -34,6 +34,7 @@ from storbench.model import (
     RbdTarget,
     RepetitionOutcome,
     RunInfo,
+    S3Target,
     Status,
     StoredRepetition,
     TargetSpec,
@@ -476,7 +477,8 @@ def _insert_case(conn: sqlite3.Connection, case: Case) -> None:
 # (one flat bag of every kind's fields) is converted by migration 5.
 TARGET_SCHEMA = 2
 _TARGET_TYPES: dict[str, type[TargetSpec]] = {t.kind: t for t in (PathTarget, BlockTarget, RbdTarget, CephfsTarget,
-                                                                   NfsTarget, PvcTarget, ImportedTarget)}
+                                                                   NfsTarget, PvcTarget, S3Target,
+                                                                   ImportedTarget)}
 
 
 def target_to_json(target: TargetSpec) -> dict[str, object]:

@@ -17,6 +17,7 @@ from storbench.model import (
     PathTarget,
     PvcTarget,
     RbdTarget,
+    S3Target,
     TargetSpec,
     rw_writes,
 )
@@ -24,6 +25,7 @@ from storbench.targets.base import PreparedTarget
 from storbench.targets.ceph import DEFAULT_CEPH_CONF, check_rbd_target, prepare_rbd_target
 from storbench.targets.local import check_block_target, check_path_target, remote_target
 from storbench.targets.nfs import check_nfs_target, prepare_nfs_target
+from storbench.targets.s3 import LAB_BUCKET, S3Service, load_credentials, prepare_s3_target
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class LabEnvironment:
     volume_device: str | None = None  # the volume lab's loop device
     cephfs_mount: str | None = None
     nfs_url: str | None = None
+    s3: S3Service | None = None  # the Ceph lab's radosgw, with the lab's S3 user's keys (in memory only)
     on_servers: bool = False  # the cases run on fio servers (each client an RBD image of its own)
 
 
@@ -51,7 +54,7 @@ class TargetKind:
     on_servers: bool = False  # fio servers can run it (directories and devices are theirs)
 
 
-T = TypeVar("T", PathTarget, BlockTarget, RbdTarget, CephfsTarget, NfsTarget, PvcTarget)
+T = TypeVar("T", PathTarget, BlockTarget, RbdTarget, CephfsTarget, NfsTarget, PvcTarget, S3Target)
 
 
 def _as(spec: TargetSpec, kind: type[T]) -> T:
@@ -123,6 +126,25 @@ def _nfs_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -
     return prepare_nfs_target(spec, url, cases)
 
 
+def _s3_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> PreparedTarget | None:
+    """An S3 service the user names is checked now (keys, bucket); the lab's radosgw once the lab is up."""
+    spec = _as(spec, S3Target)
+    if spec.endpoint is None or spec.bucket is None:
+        return None
+    try:
+        credentials = load_credentials(spec)
+    except UserError as exc:
+        raise UserError(exc.message, where=where, hint=exc.hint) from None
+    return prepare_s3_target(spec, S3Service(spec.endpoint, spec.region, credentials), spec.bucket, cases, where)
+
+
+def _s3_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -> PreparedTarget:
+    spec = _as(spec, S3Target)
+    if env.s3 is None:
+        raise UserError(f"target '{spec.name}': no endpoint and no radosgw", hint="set lab.ceph.rgw: true")
+    return prepare_s3_target(spec, env.s3, spec.bucket or LAB_BUCKET, cases)
+
+
 def _pvc_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> None:
     return None  # claims are made by the Kubernetes executor
 
@@ -144,6 +166,7 @@ KINDS: dict[str, TargetKind] = {
     "rbd": TargetKind(_rbd_check, _rbd_prepare),
     "nfs": TargetKind(_nfs_check, _nfs_prepare),
     "pvc": TargetKind(_pvc_check, _pvc_prepare),
+    "s3": TargetKind(_s3_check, _s3_prepare),
 }
 
 
