@@ -485,7 +485,8 @@ class WorkloadConfig(StrictModel):
 
     rw: Sweep[RwPattern] = Field(description="I/O pattern(s): randread, randwrite, randrw, read, write, ...; or "
                                  "metadata operations on files: create, stat, delete; or object operations on an "
-                                 "s3 target: put, get, delete_object, getput (GETs and PUTs mixed, rwmixread of them GETs).")
+                                 "s3 target: put, get, delete_object, getput (GETs and PUTs mixed, rwmixread of "
+                                 "them GETs).")
     rwmixread: Sweep[Annotated[int, Field(ge=0, le=100)]] = Field(
         [50], description="Percent reads for mixed patterns (rw, randrw); ignored for the others."
     )
@@ -708,7 +709,8 @@ class LabConfig(StrictModel):
     volume: VolumeLabConfig | None = Field(None, description="A throttled block device (a provisioned volume).")
 
 
-DEFAULT_PROCESSES = ("fio", "ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-fuse", "ganesha.nfsd")
+DEFAULT_PROCESSES = ("fio", "ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-fuse", "radosgw",
+                     "ganesha.nfsd")
 METRIC_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 PROCESS_NAME_RE = re.compile(r"^[^/\x00-\x1f]{1,15}$")
 

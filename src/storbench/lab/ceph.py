@@ -467,7 +467,7 @@ class CephLab:
         port = rgw_port(spec.slot)
         self._start("rgw.a", ["radosgw", "-f", "-c", str(self.conf), "-n", "client.rgw.a",
                               "--keyring", str(directory / "keyring"), "--rgw-data", str(directory),
-                              "--rgw-frontends", f"beast endpoint={address}:{port}",
+                              "--rgw-frontends", f"beast endpoint={address}:{port} tcp_nodelay=1",
                               "--admin-socket", str(self.root / "run" / "ceph-client.rgw.a.asok"),
                               "--log-file", str(self.root / "log" / "rgw.a.log"),
                               "--rgw-enable-usage-log", "false"])

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from storbench.model import Direction, Expectation, is_metadata
+from storbench.model import Direction, Expectation, is_metadata, is_object
 from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, CurveStep, judge, judge_curve
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.metrics import SUMMARY_METRICS
@@ -143,6 +144,12 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
     return warnings
 
 
+def _resources(evidence: str) -> str:
+    """The resources part of an under-driven or not-saturated verdict's evidence, " (host CPU ..., fio ...)"."""
+    found = re.search(r"nothing saturated (\(.*\))", evidence)
+    return f" {found.group(1)}" if found else ""
+
+
 def _mean_of(values: Sequence[float | int | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) / len(present) if present else None
@@ -223,6 +230,11 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
             # one file operation at a time per job: the I/O-slot rule of block I/O says nothing here
             verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, "nothing saturated: each job runs one file "
                                         "operation at a time; more jobs (numjobs) or clients add load")
+        if is_object(w.rw) and verdict.kind in (Bottleneck.UNDER_DRIVEN, Bottleneck.NOT_SATURATED):
+            # fio's http engine sends one request at a time per job
+            verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated on this machine"
+                                        f"{_resources(verdict.evidence)}: each job sends one S3 request at a time; "
+                                        "more jobs (numjobs) add load")
         for direction in directions:
             rows = [o for o in ok if o.direction == direction]
             estimates = []

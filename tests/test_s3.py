@@ -1,0 +1,144 @@
+"""Object storage: s3 targets through fio's http engine (S3 mode). The signing and job texts are checked here;
+the real PUT/GET/DELETE cases run against the Ceph lab's radosgw (tests/test_s3_lab.py)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli, write_plan
+from storbench.config import load_plan_text
+from storbench.fio.jobfile import FILL_JOB, JobBinding, render_job
+from storbench.fio.parse import client_measurement, parse_fio_json
+from storbench.model import S3Target
+from storbench.plan import expand
+from storbench.s3sign import EMPTY_SHA256, S3Credentials, signed_headers
+from storbench.targets.s3 import S3Service, load_credentials, s3_binding
+
+AWS_EXAMPLE = S3Credentials("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+
+
+@pytest.mark.parametrize(("query", "signature"), [
+    # AWS's published examples of header-based Signature Version 4 for S3 (GET Bucket, GET Bucket lifecycle)
+    ({"max-keys": "2", "prefix": "J"}, "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7"),
+    ({"lifecycle": ""}, "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543"),
+])
+def test_signature_v4_matches_the_published_examples(query: dict[str, str], signature: str) -> None:
+    headers = signed_headers("GET", "examplebucket.s3.amazonaws.com", "/", query, EMPTY_SHA256, AWS_EXAMPLE,
+                             "us-east-1", datetime(2013, 5, 24))
+    assert headers["authorization"].endswith(f"Signature={signature}")
+    assert headers["x-amz-date"] == "20130524T000000Z"
+    assert "EXAMPLEKEY" not in repr(AWS_EXAMPLE)
+
+
+PLAN = """
+name: objects
+targets:
+  store: {{kind: s3, endpoint: "http://127.0.0.1:9", bucket: bench}}
+workload:
+  rw: [put, get, delete_object, getput]
+  bs: [4k, 1m]
+  objects: 8
+  numjobs: 2
+  iodepth: [1, 16]
+  runtime: 2s
+  rwmixread: 70
+{extra}
+"""
+
+
+def test_object_cases_render_the_http_engine_with_keys_only_in_the_environment() -> None:
+    cases = expand(load_plan_text(PLAN.format(extra=""), "plan.yaml"))
+    # iodepth does not apply to the http engine (one request at a time per job): 4 operations x 2 sizes
+    assert len(cases) == 8 and {c.workload.iodepth for c in cases} == {1}
+    service = S3Service("http://127.0.0.1:9", "us-east-1", S3Credentials("KEYID123", "sEcReT/KEY"))
+    binding = s3_binding(service, "bench", "/opt/fio")
+    assert dict(binding.env) == {"STORBENCH_S3_KEY_ID": "KEYID123", "STORBENCH_S3_KEY": "sEcReT/KEY"}
+    texts = {(c.workload.rw, c.workload.bs_bytes): render_job(c, binding, 0) for c in cases}
+    for text in texts.values():
+        assert "sEcReT" not in text and "KEYID123" not in text
+        assert "http_s3_key=${STORBENCH_S3_KEY}\n" in text and "http_s3_keyid=${STORBENCH_S3_KEY_ID}\n" in text
+        assert "ioengine=http\n" in text and "filename_format=/bench/storbench.$jobnum.$filenum\n" in text
+    put, get = texts[("put", 4096)], texts[("get", 1 << 20)]
+    assert FILL_JOB not in put and "rw=write\n" in put and "time_based=1\n" in put and "size=32k\n" in put
+    # get PUTs its objects first (same geometry: the same object names), then reads them for runtime
+    fill, measured = get.split(f"[{FILL_JOB}]")[1].split("\n[", 1)
+    assert "rw=write\n" in fill and "time_based=0\n" in fill and "size=8m\n" in fill and "numjobs=2\n" in fill
+    assert "stonewall=1\n" in measured and "rw=read\n" in measured and "size=8m\n" in measured
+    delete = texts[("delete_object", 4096)]
+    assert "rw=trim\n" in delete.split(f"[{FILL_JOB}]")[1].split("\n[", 1)[1]
+    assert "time_based=0\n" in delete.split("[", 2)[1]  # each object deleted once, not for a runtime
+    mixed = texts[("getput", 4096)]
+    assert "rw=randrw\n" in mixed and "rwmixread=70\n" in mixed
+
+
+def test_the_unmeasured_put_of_a_get_job_is_left_out_of_the_measurement() -> None:
+    def job(name: str, reads: int, writes: int) -> dict[str, object]:
+        def direction(ios: int) -> dict[str, object]:
+            return {"total_ios": ios, "io_bytes": ios * 4096, "runtime": 1000, "iops": float(ios), "bw_bytes": 1.0,
+                    "lat_ns": {"N": ios, "mean": 1000.0, "min": 1, "max": 2000, "bins": {"1000": ios}},
+                    "clat_ns": {"N": ios, "mean": 900.0, "min": 1, "max": 1900, "bins": {"900": ios}}}
+        return {"jobname": name, "error": 0, "read": direction(reads), "write": direction(writes)}
+
+    text = json.dumps({"fio version": "fio-3.33", "jobs": [job(FILL_JOB, 0, 16), job("abc", 40, 0)]})
+    measured = client_measurement(parse_fio_json(text))
+    assert measured.jobs == 1
+    assert [(d.direction.value, d.total_ios) for d in measured.directions] == [("read", 40)]
+
+
+def test_credentials_come_from_the_environment_or_an_aws_credentials_file(tmp_path: Path) -> None:
+    spec = S3Target(name="s", endpoint="http://h:1", bucket="b", region="us-east-1")
+    keys = load_credentials(spec, {"AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret"})
+    assert (keys.access_key, keys.secret_key) == ("id", "secret")
+    (tmp_path / "creds").write_text("[default]\naws_access_key_id = a1\naws_secret_access_key = s1\n"
+                                    "[bench]\naws_access_key_id = a2\naws_secret_access_key = s2\n")
+    from dataclasses import replace
+
+    keys = load_credentials(replace(spec, credentials_file=str(tmp_path / "creds"), profile="bench"), {})
+    assert (keys.access_key, keys.secret_key) == ("a2", "s2")
+
+
+@pytest.mark.parametrize(("extra", "target", "message"), [
+    ("", None, "no S3 credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY not set)"),
+    ("", "{kind: s3}", "has no endpoint and the plan's Ceph lab runs no radosgw"),
+    ("", '{kind: s3, endpoint: "http://127.0.0.1:9"}', "has an endpoint but no bucket"),
+    ("", '{kind: s3, endpoint: "http://h;rm -rf /", bucket: b}', "is not an http(s)://host[:port] endpoint"),
+    ("", '{kind: s3, endpoint: "http://h", bucket: "../etc"}', "is not an S3 bucket name"),
+    ("  fio: {http_host: evil}", None, "'http_host' names a cluster, pool, image, URL or host"),
+])
+def test_bad_s3_plans_give_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch, extra: str, target: str | None,
+                                               message: str) -> None:
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID", raising=False)
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
+    text = PLAN.format(extra=extra)
+    if target is not None:
+        text = text.replace('{kind: s3, endpoint: "http://127.0.0.1:9", bucket: bench}', target)
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, text)), "--db", str(db))
+    assert code == 2, out + err
+    assert message in err and len(err.strip().splitlines()) <= 2, err  # the line and its hint
+    assert not db.exists()
+
+
+@pytest.mark.parametrize(("rw", "target", "message"), [
+    ("put", "{kind: path, path: ./d, size: 1MiB}", "object operations go to s3 targets"),
+    ("randread", '{kind: s3, endpoint: "http://h", bucket: bench}', "an s3 target takes object operations"),
+])
+def test_object_operations_and_s3_targets_only_go_together(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           rw: str, target: str, message: str) -> None:
+    text = f"name: x\ntargets:\n  t: {target}\nworkload: {{rw: {rw}, runtime: 1s}}\n"
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, text)))
+    assert code == 2 and message in err, out + err
+
+
+def test_binding_refuses_a_region_that_could_change_the_job_file() -> None:
+    from storbench.errors import UserError
+
+    service = S3Service("http://h:1", "us-east-1\n[evil]", S3Credentials("a", "b"))
+    with pytest.raises(UserError):
+        s3_binding(service, "bench", "/opt/fio")
+    assert JobBinding(options=()).env == ()

@@ -1,0 +1,110 @@
+"""S3 for real: the Ceph lab's radosgw (lab.ceph.rgw), PUT, GET, DELETE and a mix through fio's http engine;
+then the same radosgw named as any S3 service (endpoint, bucket, keys from the environment), a missing bucket and
+wrong keys refused in one line, nothing left in the bucket, no key in the results.
+
+Runs in CI (scripts/test.sh installs Ceph, radosgw and builds fio with libcurl)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli, write_plan
+from storbench.lab.ceph import CephLab, rgw_endpoint
+from storbench.s3sign import S3Credentials
+from storbench.targets.s3 import LAB_BUCKET, S3Service, list_objects
+
+pytestmark = [
+    pytest.mark.fio,
+    pytest.mark.ceph,
+    pytest.mark.skipif(shutil.which("radosgw") is None or os.geteuid() != 0,
+                       reason="needs root, Ceph and radosgw (scripts/setup.sh --labs)"),
+]
+
+LAB_PLAN = """
+name: rgw
+targets:
+  objects: {kind: s3}
+lab:
+  ceph: {osds: 1, osd_size: 1GiB, objectstore: memstore, pool_size: 1, rgw: true}
+workload:
+  rw: [put, get, delete_object, getput]
+  bs: [4k, 256k]
+  objects: 8
+  numjobs: 2
+  runtime: 1s
+repeat: 1
+"""
+
+ENDPOINT_PLAN = """
+name: rgw-endpoint
+targets:
+  objects: {{kind: s3, endpoint: "{endpoint}", bucket: {bucket}}}
+workload:
+  rw: [put, get]
+  bs: 64k
+  objects: 4
+  runtime: 1s
+repeat: 1
+"""
+
+
+@pytest.fixture
+def lab_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "lab"
+    monkeypatch.setattr("storbench.lab.ceph.DEFAULT_LAB_DIR", directory)
+    yield directory
+    CephLab(directory / "ceph").down()
+
+
+def test_put_get_delete_on_the_labs_radosgw_then_as_any_s3_service(
+        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, LAB_PLAN)), "--db", str(db), "--keep-lab")
+    assert code == 0, out + err
+    code, out, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+    assert code == 0, err
+    records = json.loads(out)
+    done = {(r["rw"], r["bs_bytes"], r["direction"]): r for r in records}
+    assert all(r["status"] == "ok" for r in records) and len(done) == 10  # getput: a GET and a PUT row
+    for (rw, bs, direction), record in done.items():
+        assert record["iops"] > 0 and record["lat_p99_ns"] > 0, (rw, bs, direction)
+    assert {d for (rw, _, d) in done if rw == "delete_object"} == {"trim"}
+    # a GET moved whole objects of bs: its bytes are its operations times the object size
+    get = done[("get", 256 * 1024, "read")]
+    assert get["io_bytes"] == get["total_ios"] * 256 * 1024
+
+    lab = CephLab(lab_dir / "ceph")
+    info = lab.info()
+    assert info is not None and info.spec.rgw
+    service = S3Service(rgw_endpoint(info), "us-east-1", S3Credentials(*lab.s3_credentials()))
+    assert list_objects(service, LAB_BUCKET, "") == []  # nothing of the run is left in the bucket
+    raw = db.read_bytes()
+    assert service.credentials.secret_key.encode() not in raw and service.credentials.access_key.encode() not in raw
+    with sqlite3.connect(db) as conn:
+        texts = [row[0] for row in conn.execute("SELECT job_text FROM repetitions")]
+    assert len(texts) == 8 and all("http_s3_key=${STORBENCH_S3_KEY}\n" in text for text in texts)
+
+    # the same radosgw named as an S3 service: keys from the environment, the bucket checked before any I/O
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", service.credentials.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", service.credentials.secret_key)
+    plan = write_plan(tmp_path, ENDPOINT_PLAN.format(endpoint=service.endpoint, bucket=LAB_BUCKET), "e.yaml")
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "e.db"))
+    assert code == 0, out + err
+    assert "removed 4 objects from bucket storbench" in out
+    assert list_objects(service, LAB_BUCKET, "") == []
+
+    missing = write_plan(tmp_path, ENDPOINT_PLAN.format(endpoint=service.endpoint, bucket="no-such-bucket"), "m.yaml")
+    code, out, err = run_cli(capsys, "run", str(missing), "--db", str(tmp_path / "m.db"))
+    assert code == 2 and "bucket 'no-such-bucket' does not exist" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "m.db").exists()
+
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "w.db"))
+    assert code == 2 and "the credentials may not use bucket 'storbench'" in err, err
+    assert "wrong" not in err
