@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -104,3 +106,51 @@ workload: {rw: create}
         "runtime: 30s", "runtime: 30s\n  fio: {nrfiles: 4}"), "clash.yaml")
     code, _, err = run_cli(capsys, "plan", str(plan))
     assert code == 2 and "workload.fio.nrfiles is set by storbench" in err
+
+
+CEPHFS_PLAN = """
+name: cephfs-meta
+targets:
+  fs: {kind: cephfs, size: 16MiB}
+lab:
+  ceph: {osds: 1, osd_size: 1GiB, objectstore: memstore, pool_size: 1, cephfs: true}
+workload:
+  rw: [create, stat, delete]
+  files: 100
+  numjobs: [1, 2]
+  runtime: 60s
+repeat: 1
+"""
+
+
+@pytest.mark.fio
+@pytest.mark.ceph
+@pytest.mark.skipif(shutil.which("ceph-mds") is None or os.geteuid() != 0,
+                    reason="needs root and Ceph (scripts/setup.sh --labs)")
+def test_metadata_operations_on_the_labs_cephfs(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """create, stat and delete through ceph-fuse to the lab's MDS: one timed operation per file, the MDS's and
+    ceph-fuse's CPU beside them, and nothing left on CephFS."""
+    from storbench.lab.ceph import CephLab
+
+    lab_dir = tmp_path / "lab"
+    monkeypatch.setattr("storbench.lab.ceph.DEFAULT_LAB_DIR", lab_dir)
+    try:
+        db = tmp_path / "r.db"
+        code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, CEPHFS_PLAN)), "--db", str(db), "--keep-lab")
+        assert code == 0, out + err
+        info = CephLab(lab_dir / "ceph").info()
+        assert info is not None and info.cephfs_mount is not None
+        left = [p for p in Path(info.cephfs_mount).rglob("*")]
+        assert all(p.is_dir() for p in left) and not any(METADATA_DIR in str(p) for p in left), left
+        code, exported, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+        records = json.loads(exported)
+        assert code == 0 and len(records) == 6 and all(r["status"] == "ok" for r in records), err
+        for record in records:
+            assert record["total_ios"] == 100 * record["numjobs"], record
+            assert record["iops"] > 0 and record["lat_p99_ns"] >= record["lat_p50_ns"] > 0
+        code, shown, err = run_cli(capsys, "show", "--db", str(db))
+        # the verdicts name the metadata path's processes: the MDS and the FUSE client
+        assert code == 0 and "ceph-mds" in shown and "ceph-fuse" in shown, shown
+    finally:
+        CephLab(lab_dir / "ceph").down()

@@ -176,6 +176,10 @@ def _busiest_text(x: BottleneckInputs) -> str:
         parts.append(f"{x.busiest_interface} {x.interface_util_pct:.0f} % of link")
     if x.client_cpu_cores is not None:
         parts.append(f"fio {x.client_cpu_cores:.2f} cores")
+    # the storage side's busiest daemons (ceph-osd, ceph-mds, ceph-fuse, radosgw, ganesha.nfsd)
+    daemons = [f"{name} {cores:.2f}" for name, cores in x.process_cpu_cores if name != "fio" and cores >= 0.01][:3]
+    if daemons:
+        parts.append(", ".join(daemons) + " cores")
     return ", ".join(parts)
 
 

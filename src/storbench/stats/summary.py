@@ -228,8 +228,9 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
         verdict = judge(inputs) if inputs else BottleneckVerdict(Bottleneck.UNKNOWN, "no successful repetition")
         if is_metadata(w.rw) and verdict.kind in (Bottleneck.UNDER_DRIVEN, Bottleneck.NOT_SATURATED):
             # one file operation at a time per job: the I/O-slot rule of block I/O says nothing here
-            verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, "nothing saturated: each job runs one file "
-                                        "operation at a time; more jobs (numjobs) or clients add load")
+            verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated{_resources(verdict.evidence)}: "
+                                        "each job runs one file operation at a time; more jobs (numjobs) or "
+                                        "clients add load")
         if is_object(w.rw) and verdict.kind in (Bottleneck.UNDER_DRIVEN, Bottleneck.NOT_SATURATED):
             # fio's http engine sends one request at a time per job
             verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated on this machine"
