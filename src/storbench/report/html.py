@@ -19,8 +19,10 @@ from storbench.report.labels import (
     comparison_label,
     curve_lab_keys,
     curve_label,
+    direction_label,
     lab_text,
     point_label,
+    rate_header,
     varying_comparison_lab,
     varying_lab_keys,
 )
@@ -75,7 +77,8 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
     with_expected = any(p.expected is not None for p in points)
     head = ("target", "rw", "bs", "iodepth", "jobs", *(("clients",) if with_clients else ()),
             *(("fio options",) if with_options else ()), *(("lab",) if lab_keys else ()), "dir", "n",
-            "IOPS ± 95% CI", "CV", "MiB/s", *(("% exp",) if with_expected else ()), "mean", "p50", "p95", "p99",
+            f"{rate_header(points)} ± 95% CI", "CV", "MiB/s", *(("% exp",) if with_expected else ()), "mean", "p50",
+            "p95", "p99",
             "p99.9", "cpu %", "disk %",
             *(name for name, _, _ in extra), "verdict", "warnings")
     rows = []
@@ -90,7 +93,7 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
 
         cells = (p.target, p.rw + (f" {p.rwmixread}%" if p.rwmixread is not None else ""), p.bs, p.iodepth,
                  p.numjobs, *((p.clients,) if with_clients else ()), *((p.fio_options,) if with_options else ()),
-                 *((lab_text(p, lab_keys),) if lab_keys else ()), p.direction,
+                 *((lab_text(p, lab_keys),) if lab_keys else ()), direction_label(p.rw, p.direction),
                  f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops),
                  "-" if cv is None else f"{cv:.1f}%", "-" if bw is None else f"{bw.mean / 1048576:,.1f}",
                  *((expected_cell(p),) if with_expected else ()), lat("lat_mean_ns"), lat("lat_p50_ns"),

@@ -9,13 +9,33 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from storbench.model import setting_text
+from storbench.model import is_metadata, is_object, setting_text
 from storbench.stats.compare import MATCH_FIELDS, PointComparison
 from storbench.stats.knee import Curve
 from storbench.stats.summary import PointSummary
 
 # The parts a label can leave out, named like the fields they show.
 PARTS = ("target", "rw", "bs", "iodepth", "numjobs", "clients", "direction")
+
+
+# Object operations by the direction fio accounts them in.
+OBJECT_REQUESTS = {"read": "GET", "write": "PUT", "trim": "DELETE"}
+
+
+def direction_label(rw: str, direction: str) -> str:
+    """What a row's operations are: the direction for block I/O, the file operation for metadata (create, stat,
+    delete), the S3 request for objects (PUT, GET, DELETE)."""
+    if is_object(rw):
+        return OBJECT_REQUESTS.get(direction, direction)
+    if is_metadata(rw):
+        return rw
+    return direction
+
+
+def rate_header(points: Sequence[PointSummary]) -> str:
+    """The rate column's name: IOPS, or IOPS/ops/s when metadata or object operations are among the rows (each
+    is one timed operation: a file created, stat'ed or deleted, or one whole-object request)."""
+    return "IOPS/ops/s" if any(is_metadata(p.rw) or is_object(p.rw) for p in points) else "IOPS"
 
 
 def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequence[str] = (),
@@ -35,7 +55,7 @@ def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequen
     if options:
         parts.append(p.fio_options)
     if direction and "direction" not in omit:
-        parts.append(p.direction)
+        parts.append(p.direction if not is_object(p.rw) else direction_label(p.rw, p.direction))
     parts.append(lab_text(p, lab_keys))
     return " ".join(part for part in parts if part)
 
