@@ -154,3 +154,36 @@ def test_metadata_operations_on_the_labs_cephfs(tmp_path: Path, capsys: pytest.C
         assert code == 0 and "ceph-mds" in shown and "ceph-fuse" in shown, shown
     finally:
         CephLab(lab_dir / "ceph").down()
+
+
+@pytest.mark.fio
+def test_dirs_spread_the_jobs_files_over_directories_one_job_each(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    plan = """
+name: dirs
+targets:
+  scratch: {kind: path, path: ./data, size: 1MiB}
+workload:
+  rw: stat
+  files: 20
+  numjobs: 4
+  dirs: [1, 4]
+  runtime: 30s
+repeat: 1
+keep_files: true
+telemetry: {enabled: false}
+"""
+    (tmp_path / "data").mkdir()
+    with inside(tmp_path):
+        code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, plan)), "--db", "r.db")
+    assert code == 0, out + err
+    stat = tmp_path / "data" / METADATA_DIR / "stat"
+    shared = sorted(p.name for p in stat.iterdir() if p.is_file())
+    assert len(shared) == 80  # dirs 1: every job's files in one directory
+    for index in range(4):  # dirs 4: job N's 20 files, and only those, in directory dN
+        names = sorted(p.name for p in (stat / f"d{index}").iterdir())
+        assert len(names) == 20 and {n.split(".")[1] for n in names} == {str(index)}, names
+    with inside(tmp_path):
+        code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, plan.replace("numjobs: 4", "numjobs: 2"),
+                                                               "too-many.yaml")))
+    assert code == 2 and "dirs: 4 with numjobs: 2" in err and "exclude" in err, err

@@ -28,6 +28,13 @@ def check_fio_against_plan(loaded: LoadedPlan, cases: Sequence[Case], caps: FioC
     """Engines exist and are allowed; pass-through options are options of this fio (and engine)."""
     source = loaded.source
     for case in cases:
+        dirs = case.workload.dirs
+        if dirs is not None and dirs > case.workload.numjobs:
+            raise UserError(f"dirs: {dirs} with numjobs: {case.workload.numjobs}: fio gives each job one directory, "
+                            f"so {dirs - case.workload.numjobs} would stay empty",
+                            where=source.where(("workload", "dirs")),
+                            hint=f"exclude the point (exclude: [{{dirs: {dirs}, numjobs: {case.workload.numjobs}}}]) "
+                            "or raise numjobs")
         engine = case.workload.ioengine
         where = source.where(("workload", "ioengine"))
         if engine in REFUSED_ENGINES:

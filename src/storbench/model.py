@@ -217,10 +217,11 @@ class WorkloadPoint:
     # per job (their size is bs); None for block I/O (and then left out of the case id, so block cases keep theirs)
     files: int | None = None
     file_size_bytes: int | None = None
+    dirs: int | None = None  # metadata operations: the jobs' files spread over this many directories (None: one)
 
 
 # Fields of WorkloadPoint a case id leaves out while they are None (added after ids were pinned).
-OPTIONAL_WORKLOAD_FIELDS = ("files", "file_size_bytes")
+OPTIONAL_WORKLOAD_FIELDS = ("files", "file_size_bytes", "dirs")
 
 
 # Ceph lab settings as plans name them, and which of them are sizes in bytes (shown with units, matched as sizes).
@@ -450,6 +451,8 @@ class Case:
             params["objects" if is_object(w.rw) else "files"] = str(w.files)
         if w.file_size_bytes is not None:
             params["file_size"] = format_block_size(w.file_size_bytes)
+        if w.dirs is not None:
+            params["dirs"] = str(w.dirs)
         params.update(dict(w.fio_options))
         params.update((k, setting_text(k, v)) for k, v in self.lab.pairs())
         return params

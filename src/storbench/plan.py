@@ -70,6 +70,7 @@ _AXIS_NORMALISERS = {
     "files": int,
     "file_size": parse_size_bytes,
     "objects": int,
+    "dirs": int,
     "osds": int,
     "osd_size": parse_size_bytes,
     "objectstore": str,
@@ -205,6 +206,7 @@ def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
         Axis("ioengine", tuple(w.ioengine)),
         Axis("files", tuple(w.files)),
         Axis("file_size", tuple(w.file_size)),
+        Axis("dirs", tuple(w.dirs)),
         Axis("objects", tuple(w.objects)),
     ]
     for name, value in sorted(w.fio.items()):
@@ -373,7 +375,8 @@ def _case(config: PlanConfig, point: Mapping[str, object]) -> Case:
         workload = WorkloadPoint(
             rw=rw, bs_bytes=file_size or 4096, iodepth=1, numjobs=int(str(point["numjobs"])),
             runtime_s=float(str(point["runtime"])), ramp_s=0.0, direct=False, ioengine=METADATA_RW[rw][0],
-            fio_options=fio_options, files=int(str(point["files"])), file_size_bytes=file_size)
+            fio_options=fio_options, files=int(str(point["files"])), file_size_bytes=file_size,
+            dirs=dirs if (dirs := int(str(point["dirs"]))) > 1 else None)
     elif is_object(rw):
         # one whole object of bs per operation through fio's http engine, which runs one request at a time per
         # job: concurrency is numjobs; iodepth and direct do not apply; a delete removes each object once

@@ -38,7 +38,7 @@ from storbench.telemetry.prometheus import DEFAULT_QUERIES
 from storbench.units import format_bytes
 
 SWEEPABLE = {"rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine", "files",
-             "file_size", "objects", "osds",
+             "file_size", "dirs", "objects", "osds",
              "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus", "osd_cpuset",
              "db_device", "osds_per_device"}
 

@@ -333,7 +333,7 @@ def claim_run_test_files(targets: Mapping[str, PreparedTarget], cases: Sequence[
         mine = [c for c in cases if c.target.name == name]
         refusal = claim_test_files(Path(directory), test_file_names(mine))
         if refusal is None and any(is_metadata(c.workload.rw) for c in mine):
-            refusal = claim_metadata_dir(Path(directory))
+            refusal = claim_metadata_dir(Path(directory), max((c.workload.dirs or 0 for c in mine), default=0) or None)
         if refusal:
             raise UserError(f"target '{name}': {refusal}",
                             hint="remove it; storbench only writes test files it created itself")

@@ -504,6 +504,10 @@ class WorkloadConfig(StrictModel):
     file_size: Sweep[Size] = Field(
         [4096], description="Metadata operations: the size of each file stat and delete find laid out (create "
         "makes empty files).")
+    dirs: Sweep[Annotated[int, Field(ge=1, le=4096)]] = Field(
+        [1], description="Metadata operations: directories the jobs' files are spread over, job by job (fio's "
+        "directory list: job N works in directory N mod dirs); 1: every job in one shared directory, numjobs: "
+        "each job in its own. At most numjobs.")
     objects: Sweep[Annotated[int, Field(ge=1, le=1_000_000)]] = Field(
         [64], description="Object operations (s3 targets): objects per job, each of size bs (put overwrites them "
         "in turn for runtime; get and delete_object find them PUT just before, unmeasured).")
@@ -513,7 +517,7 @@ class WorkloadConfig(StrictModel):
     )
 
     @field_validator("rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine", "files",
-                     "file_size", "objects")
+                     "file_size", "dirs", "objects")
     @classmethod
     def _distinct(cls, values: list[T]) -> list[T]:
         return _no_duplicates(values)

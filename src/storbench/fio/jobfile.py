@@ -89,10 +89,20 @@ def repetition_seed(case_id: str, repetition: int, client: int = 0) -> int:
 METADATA_DIR = "storbench-files"
 
 
-def metadata_binding(binding: JobBinding, rw: str) -> JobBinding:
+def metadata_dir_names(dirs: int | None) -> list[str]:
+    """The subdirectories a metadata operation's jobs are spread over (none: the operation's own directory)."""
+    return [f"d{i}" for i in range(dirs)] if dirs else []
+
+
+def metadata_binding(binding: JobBinding, rw: str, dirs: int | None = None) -> JobBinding:
     """The binding with its directory moved into ``METADATA_DIR``/``rw``: a directory per operation, so creates
-    always start from an empty one whatever stat or delete left."""
-    options = tuple((k, f"{v}/{METADATA_DIR}/{rw}" if k == "directory" else v) for k, v in binding.options)
+    always start from an empty one whatever stat or delete left; with ``dirs``, a list of that many
+    subdirectories, which fio hands to the job clones in turn."""
+    def moved(value: str) -> str:
+        base = f"{value}/{METADATA_DIR}/{rw}"
+        return ":".join(f"{base}/{name}" for name in metadata_dir_names(dirs)) or base
+
+    options = tuple((k, moved(v) if k == "directory" else v) for k, v in binding.options)
     if not any(k == "directory" for k, _ in options):
         raise ValueError("metadata operations need a directory target")
     return JobBinding(options=options, env=binding.env, fio_binary=binding.fio_binary)
@@ -137,7 +147,8 @@ def render_job(case: Case, binding: JobBinding, repetition: int | None = None, c
     w = case.workload
     metadata = is_metadata(w.rw)
     lines = [f"; storbench case {case.case_id} ({case.target.name})", "[global]"]
-    lines += [_line(k, v) for k, v in job_options(case, metadata_binding(binding, w.rw) if metadata else binding)]
+    lines += [_line(k, v) for k, v in job_options(case, metadata_binding(binding, w.rw, w.dirs) if metadata
+                                                  else binding)]
     if repetition is not None and not SEED_OPTIONS & {k for k, _ in w.fio_options}:
         lines.append(_line("randseed", str(repetition_seed(case.case_id, repetition, client))))
     if is_object(w.rw):

@@ -63,6 +63,7 @@ FIELDS: Mapping[str, tuple[Kind, Callable[[Observation], object]]] = {
     "ramp_s": (Kind.FLOAT, lambda o: o.case.workload.ramp_s),
     "size_bytes": (Kind.SIZE, lambda o: o.case.workload.size_bytes),
     "files": (Kind.INT, lambda o: o.case.workload.files),
+    "dirs": (Kind.INT, lambda o: o.case.workload.dirs or (1 if o.case.workload.file_size_bytes else None)),
     "objects": (Kind.INT, lambda o: o.case.workload.files if is_object(o.case.workload.rw) else None),
     "file_size": (Kind.SIZE, lambda o: o.case.workload.file_size_bytes),
     "file_size_bytes": (Kind.SIZE, lambda o: o.case.workload.file_size_bytes),

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from storbench.errors import UserError
-from storbench.fio.jobfile import METADATA_DIR, JobBinding, escape_fio_path, is_safe_job_value
+from storbench.fio.jobfile import METADATA_DIR, JobBinding, escape_fio_path, is_safe_job_value, metadata_dir_names
 from storbench.model import METADATA_RW, BlockTarget, Case, CephfsTarget, PathTarget, is_metadata, rw_writes
 from storbench.plan import working_set_bytes
 from storbench.targets.base import FILENAME_FORMAT, PreparedTarget
@@ -85,7 +85,7 @@ def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *,
     if directory.exists():
         refusal = claim_test_files(directory, test_file_names(cases), create=claim)
         if refusal is None and claim and any(is_metadata(c.workload.rw) for c in cases):
-            refusal = claim_metadata_dir(directory)
+            refusal = claim_metadata_dir(directory, max((c.workload.dirs or 0 for c in cases), default=0) or None)
         if refusal:
             raise UserError(f"target '{spec.name}': {refusal}", where=where,
                             hint="remove it; storbench only writes test files it created itself")
@@ -124,12 +124,13 @@ def test_file_names(cases: Sequence[Case]) -> list[str]:
     return [f"storbench.{job}.{number}" for job in range(jobs) for number in range(files)]
 
 
-def claim_metadata_dir(directory: Path) -> str | None:
+def claim_metadata_dir(directory: Path, dirs: int | None = None) -> str | None:
     """Make storbench's private directory for metadata operations (``METADATA_DIR``, mode 0700) in
     ``directory``, or accept one a kept earlier run left: a real directory of this user that no one else may
     enter. Returns why it is refused, or None."""
     path = directory / METADATA_DIR
-    for made in (path, *(path / rw for rw in METADATA_RW)):  # and one directory per operation inside
+    spread = [path / rw / name for rw in METADATA_RW for name in metadata_dir_names(dirs)]
+    for made in (path, *(path / rw for rw in METADATA_RW), *spread):  # a directory per operation (and dirs)
         try:
             os.mkdir(made, 0o700)
             continue
