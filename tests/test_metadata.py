@@ -187,3 +187,23 @@ telemetry: {enabled: false}
         code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, plan.replace("numjobs: 4", "numjobs: 2"),
                                                                "too-many.yaml")))
     assert code == 2 and "dirs: 4 with numjobs: 2" in err and "exclude" in err, err
+
+
+def test_nfs_metadata_jobs_use_storbenchs_libnfs_engine_inside_the_export() -> None:
+    text = PLAN.format(files=50).replace("scratch: {kind: path, path: ./data, size: 1MiB}",
+                                         "scratch: {kind: nfs, url: 'nfs://10.0.0.1/export', size: 1MiB}")
+    cases = [c for c in expand(load_plan_text(text, "plan.yaml")) if c.workload.numjobs == 2]
+    binding = JobBinding(options=(("nfs_url", "nfs://10.0.0.1/export"),
+                                  ("filename_format", "storbench.$jobnum.$filenum")),
+                         external_engine="/opt/storbench-nfsmeta.so")
+    jobs = {c.workload.rw: render_job(c, binding, 0) for c in cases}
+    for rw, text in jobs.items():
+        assert "ioengine=external:/opt/storbench-nfsmeta.so\n" in text and "nfsmeta_url=nfs://10.0.0.1/export\n" in text
+        assert f"filename_format=/{METADATA_DIR}/{rw}/storbench.$jobnum.$filenum\n" in text
+        measured = text.rsplit("\n[", 1)[1]
+        assert f"nfsmeta_op={rw}\n" in measured and "nrfiles=50\n" in measured
+        assert ("unlink=1\n" in measured) == (rw != "delete")
+        # stat and delete find their files made by an unmeasured create first; create starts from none
+        assert ("[storbench-fill]\nnfsmeta_op=create\n" in text) == (rw != "create")
+    with pytest.raises(ValueError):
+        render_job(cases[0], JobBinding(options=binding.options), 0)  # no engine object: refused, not guessed

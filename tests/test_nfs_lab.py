@@ -107,3 +107,45 @@ def test_nfs_lab_cli(lab_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _root_is_squashed(lab_dir / "nfs")
     code, out, _ = run_cli(capsys, "lab", "nfs", "down")
     assert code == 0 and NAMESPACE not in run(["ip", "netns", "list"])
+
+
+META_PLAN = """
+name: nfs-meta
+targets:
+  export: {kind: nfs, size: 16MiB}
+workload:
+  rw: [create, stat, delete]
+  files: 60
+  numjobs: [1, 3]
+  runtime: 60s
+repeat: 1
+lab:
+  nfs: {}
+"""
+
+
+def test_metadata_operations_on_an_nfs_export_through_libnfs(lab_dir: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """create, stat and delete over libnfs (storbench's fio engine, no mount): one timed operation per file of
+    every job, the stored job text with the unmeasured create before stat and delete, nothing left on the
+    export."""
+    import json
+
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, META_PLAN)), "--db", str(db), "--keep-lab")
+    assert code == 0, out + err
+    code, exported, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+    records = json.loads(exported)
+    assert code == 0 and len(records) == 6 and all(r["status"] == "ok" for r in records), err
+    for record in records:
+        assert record["total_ios"] == 60 * record["numjobs"], record  # the fill's creates are not counted
+        assert record["ioengine"] == "storbench_nfsmeta" and record["lat_p99_ns"] >= record["lat_p50_ns"] > 0
+    conn = sqlite3.connect(db)
+    texts = {rw: text for rw, text in conn.execute(
+        "SELECT json_extract(c.workload_json, '$.rw'), r.job_text FROM repetitions r JOIN cases c ON c.id = r.case_id")}
+    conn.close()
+    assert "[storbench-fill]" in texts["stat"] and "nfsmeta_op=stat\n" in texts["stat"]
+    assert "[storbench-fill]" not in texts["create"] and "unlink=1\n" in texts["create"]
+    export = lab_dir / "nfs" / "export"
+    assert export.is_dir() and list(export.iterdir()) == [], list(export.rglob("*"))[:5]
+    assert "ganesha.nfsd" in out  # the server's CPU in the verdicts

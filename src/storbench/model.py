@@ -61,6 +61,10 @@ METADATA_RW: dict[str, tuple[str, str]] = {"create": ("filecreate", "write"), "s
                                            "delete": ("filedelete", "write")}
 
 
+# The metadata engine for NFS exports over libnfs (scripts/fio-engines/storbench_nfsmeta.c, a fio external engine).
+NFS_METADATA_ENGINE = "storbench_nfsmeta"
+
+
 def is_metadata(rw: str) -> bool:
     """True for the file operations (create, stat, delete) rather than block I/O."""
     return rw in METADATA_RW

@@ -28,6 +28,7 @@ from storbench.model import (
     CEPH_SETTINGS,
     METADATA_RW,
     MIXED_RW,
+    NFS_METADATA_ENGINE,
     NO_LAB,
     OPTIONAL_WORKLOAD_FIELDS,
     SIDE_BY_SIDE_SETTINGS,
@@ -374,7 +375,8 @@ def _case(config: PlanConfig, point: Mapping[str, object]) -> Case:
         file_size = int(str(point["file_size"]))
         workload = WorkloadPoint(
             rw=rw, bs_bytes=file_size or 4096, iodepth=1, numjobs=int(str(point["numjobs"])),
-            runtime_s=float(str(point["runtime"])), ramp_s=0.0, direct=False, ioengine=METADATA_RW[rw][0],
+            runtime_s=float(str(point["runtime"])), ramp_s=0.0, direct=False,
+            ioengine=NFS_METADATA_ENGINE if target.kind == "nfs" else METADATA_RW[rw][0],
             fio_options=fio_options, files=int(str(point["files"])), file_size_bytes=file_size,
             dirs=dirs if (dirs := int(str(point["dirs"]))) > 1 else None)
     elif is_object(rw):

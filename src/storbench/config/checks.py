@@ -354,13 +354,13 @@ def _check_metadata(config: PlanConfig, source: PlanSource) -> None:
         return
     where = source.where(("workload", "rw"))
     for name, target in config.targets.items():
-        if isinstance(target, NfsTargetConfig):
-            raise UserError(f"rw: {ops[0]} on target '{name}': metadata operations need the export mounted here "
-                            "(fio's nfs engine has no create, stat or delete)", where=source.where(
-                                ("targets", name)), hint="mount the export and give it as kind: path")
-        if not isinstance(target, PathTargetConfig | CephfsTargetConfig):
+        if isinstance(target, NfsTargetConfig) and max(config.workload.dirs) > 1:
+            raise UserError(f"rw: {ops[0]} on target '{name}': dirs is not supported on nfs targets yet",
+                            where=source.where(("workload", "dirs")),
+                            hint="drop dirs, or mount the export and give it as kind: path")
+        if not isinstance(target, PathTargetConfig | CephfsTargetConfig | NfsTargetConfig):
             raise UserError(f"rw: {ops[0]} on target '{name}' ({target.kind}): metadata operations work on files "
-                            "in a directory", where=where, hint="use a path or cephfs target for them")
+                            "in a directory", where=where, hint="use a path, cephfs or nfs target for them")
     if config.hosts is not None or (config.lab is not None and config.lab.hosts is not None):
         raise UserError(f"rw: {ops[0]} runs on this machine only (not on fio servers yet)", where=where,
                         hint="run the metadata workloads in a plan without hosts")

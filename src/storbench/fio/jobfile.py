@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from storbench.fio.allowlist import is_allowed
-from storbench.model import FILL_JOB, METADATA_RW, OBJECT_RW, Case, is_metadata, is_object
+from storbench.model import FILL_JOB, METADATA_RW, NFS_METADATA_ENGINE, OBJECT_RW, Case, is_metadata, is_object
 from storbench.units import format_block_size
 
 # What may appear in a value written to a job file. Anything that could start a new line, a section,
@@ -16,8 +16,9 @@ from storbench.units import format_block_size
 # whatever its origin; '$' only in storbench's own file name format.
 _JOB_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:/+%@ =*^~\\-]*")
 _JOB_KEY_RE = re.compile(r"[a-z][a-z0-9_]*")
-_OWN_FILENAME_FORMAT_RE = re.compile(
-    r"(?:/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/)?storbench\.(?:c[0-9]{1,4}\.)?\$jobnum\.\$filenum")  # (an S3 bucket)
+_OWN_FILENAME_FORMAT_RE = re.compile(  # (in an S3 bucket, or in the metadata directory of an NFS export)
+    r"(?:/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/|/storbench-files/(?:create|stat|delete)/)?"
+    r"storbench\.(?:c[0-9]{1,4}\.)?\$jobnum\.\$filenum")
 # S3 keys reach fio's http engine only through its environment: the job text names the variables.
 S3_KEY_ID_ENV = "STORBENCH_S3_KEY_ID"
 S3_KEY_ENV = "STORBENCH_S3_KEY"
@@ -32,6 +33,7 @@ class JobBinding:
     options: tuple[tuple[str, str], ...]
     env: tuple[tuple[str, str], ...] = ()
     fio_binary: str | None = None  # a target that needs a special fio (the nfs engine)
+    external_engine: str | None = None  # the shared object of storbench's NFS metadata engine
 
 
 def escape_fio_path(path: str) -> str:
@@ -59,8 +61,13 @@ def _line(key: str, value: str) -> str:
 def job_options(case: Case, binding: JobBinding) -> list[tuple[str, str]]:
     """The ordered (option, value) pairs of a case's job, global section first."""
     w = case.workload
+    engine = w.ioengine
+    if engine == NFS_METADATA_ENGINE:
+        if binding.external_engine is None:
+            raise ValueError("the NFS metadata engine needs its shared object in the binding")
+        engine = f"external:{binding.external_engine}"
     options: list[tuple[str, str]] = [
-        ("ioengine", w.ioengine),
+        ("ioengine", engine),
         ("direct", "1" if w.direct else "0"),
         ("time_based", "0" if is_metadata(w.rw) or w.rw == "delete_object" else "1"),
         ("runtime", f"{w.runtime_s:g}"),
@@ -102,10 +109,33 @@ def metadata_binding(binding: JobBinding, rw: str, dirs: int | None = None) -> J
         base = f"{value}/{METADATA_DIR}/{rw}"
         return ":".join(f"{base}/{name}" for name in metadata_dir_names(dirs)) or base
 
+    if any(k == "nfs_url" for k, _ in binding.options):  # an NFS export through libnfs: paths inside it
+        if dirs:
+            raise ValueError("dirs is not supported on nfs targets")
+        nfs = tuple(("nfsmeta_url", v) if k == "nfs_url" else
+                    ("filename_format", f"/{METADATA_DIR}/{rw}/storbench.$jobnum.$filenum") if k == "filename_format"
+                    else (k, v) for k, v in binding.options)
+        return replace(binding, options=nfs)
     options = tuple((k, moved(v) if k == "directory" else v) for k, v in binding.options)
     if not any(k == "directory" for k, _ in options):
         raise ValueError("metadata operations need a directory target")
-    return JobBinding(options=options, env=binding.env, fio_binary=binding.fio_binary)
+    return replace(binding, options=options)
+
+
+def _nfs_metadata_lines(case: Case) -> list[str]:
+    """A metadata operation through storbench's NFS engine: stat and delete first create their files in an
+    unmeasured section (``FILL_JOB``, empty files: the engine creates, it does not write); create and stat
+    unlink theirs after the job (the engine then removes the empty directories)."""
+    w = case.workload
+    assert w.files is not None
+    shape = [_line("bs", format_block_size(w.bs_bytes)), _line("iodepth", "1"), _line("numjobs", str(w.numjobs)),
+             _line("nrfiles", str(w.files)), _line("filesize", format_block_size(w.bs_bytes))]
+    lines: list[str] = []
+    if w.rw != "create":
+        lines += [f"[{FILL_JOB}]", _line("nfsmeta_op", "create"), _line("rw", "write"), *shape]
+    lines += [f"[{case.case_id}]"] + ([_line("stonewall", "1")] if w.rw != "create" else [])
+    lines += [_line("nfsmeta_op", w.rw), _line("rw", METADATA_RW[w.rw][1]), *shape]
+    return lines + ([_line("unlink", "1")] if w.rw != "delete" else [])
 
 
 def _metadata_lines(case: Case) -> list[str]:
@@ -153,6 +183,8 @@ def render_job(case: Case, binding: JobBinding, repetition: int | None = None, c
         lines.append(_line("randseed", str(repetition_seed(case.case_id, repetition, client))))
     if is_object(w.rw):
         lines += _object_lines(case)
+    elif metadata and w.ioengine == NFS_METADATA_ENGINE:
+        lines += _nfs_metadata_lines(case)
     elif metadata:
         lines += [f"[{case.case_id}]", *_metadata_lines(case)]
     else:
@@ -232,7 +264,7 @@ def render_client_jobs(case: Case, binding: JobBinding, repetition: int | None =
     texts = []
     for index in range(1, case.clients + 1):
         options = tuple((key, _client_option(key, value, index)) for key, value in binding.options)
-        texts.append(render_job(case, JobBinding(options=options, env=binding.env, fio_binary=binding.fio_binary),
+        texts.append(render_job(case, replace(binding, options=options),
                                 repetition, index)
                      .replace(f"; storbench case {case.case_id}", f"; storbench case {case.case_id} client {index}", 1))
     return texts

@@ -11,7 +11,7 @@ from storbench.execute.local import LocalExecutor
 from storbench.fio.jobfile import JobBinding, render_layout_job
 from storbench.fio.options import parse_engines
 from storbench.fio.parse import parse_fio_json
-from storbench.model import Case, NfsTarget
+from storbench.model import Case, NfsTarget, is_metadata
 from storbench.shell import run
 from storbench.targets.base import FILENAME_FORMAT, PreparedTarget
 
@@ -28,6 +28,15 @@ def nfs_fio_binary() -> str:
     return binary
 
 
+def nfs_metadata_engine(binary: str) -> str:
+    """storbench's fio engine for metadata operations over libnfs, built beside the nfs-capable fio."""
+    engine = Path(binary).parent / "storbench-nfsmeta.so"
+    if not engine.is_file():
+        raise UserError(f"no metadata engine for NFS at {engine} (built with fio by scripts/build-fio-nfs.sh)",
+                        hint="run scripts/build-fio-nfs.sh again")
+    return str(engine)
+
+
 def _layout_ok(timed_out: bool, returncode: int | None, output_text: str) -> bool:
     if timed_out or returncode != 0 or not output_text.strip():
         return False
@@ -41,7 +50,9 @@ def _layout_ok(timed_out: bool, returncode: int | None, output_text: str) -> boo
 
 def check_nfs_target(spec: NfsTarget, cases: Sequence[Case], *, where: str = "") -> None:
     try:
-        nfs_fio_binary()
+        binary = nfs_fio_binary()
+        if any(is_metadata(c.workload.rw) for c in cases):
+            nfs_metadata_engine(binary)
     except UserError as exc:
         raise UserError(f"target '{spec.name}': {exc.message}", where=where, hint=exc.hint) from None
 
@@ -50,7 +61,12 @@ def prepare_nfs_target(spec: NfsTarget, url: str, cases: Sequence[Case]) -> Prep
     """Lay the test files out first (fio 3.33's nfs engine creates files only for rw=write), then bind jobs to
     them. A layout that fails or does no I/O is an error: the nfs engine reports a failed open as error 0."""
     binary = nfs_fio_binary()
-    binding = JobBinding(options=(("nfs_url", url), ("filename_format", FILENAME_FORMAT)), fio_binary=binary)
+    metadata = any(is_metadata(c.workload.rw) for c in cases)
+    binding = JobBinding(options=(("nfs_url", url), ("filename_format", FILENAME_FORMAT)), fio_binary=binary,
+                         external_engine=nfs_metadata_engine(binary) if metadata else None)
+    details = (("kind", "nfs"), ("url", url), ("fio", binary))
+    if all(is_metadata(c.workload.rw) for c in cases):  # metadata jobs make and remove their own files
+        return PreparedTarget(spec=spec, binding=binding, details=details)
     numjobs = max((c.workload.numjobs for c in cases), default=1)
     size = spec.size_bytes or 1 << 28
     layout = LocalExecutor(binary).run(render_layout_job(binding, size, numjobs, "nfs"), timeout_s=600)
@@ -58,5 +74,4 @@ def prepare_nfs_target(spec: NfsTarget, url: str, cases: Sequence[Case]) -> Prep
         tail = " ".join(layout.stderr_tail.split()[-20:])
         raise UserError(f"target '{spec.name}': laying out {numjobs} file(s) on {url} failed: {tail}",
                         hint="check that the export is writable over NFSv3")
-    return PreparedTarget(spec=spec, binding=binding,
-                          details=(("kind", "nfs"), ("url", url), ("fio", binary)))
+    return PreparedTarget(spec=spec, binding=binding, details=details)
