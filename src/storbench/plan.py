@@ -502,8 +502,19 @@ def lab_designs(cases: Sequence[Case], *, bring_up: str = "once", rounds: int = 
     return tuple(lines)
 
 
+# Size-based file and object operations (a rough, conservative rate per job, for the ETA only): their runtime is
+# only a cap, and a 60 s cap on a 2 s job made estimates twenty times too long.
+ESTIMATE_OPS_PER_JOB_S = 500.0
+
+
 def repetition_seconds(case: Case) -> float:
-    return case.workload.ramp_s + case.workload.runtime_s + FIO_STARTUP_S
+    w = case.workload
+    if (is_metadata(w.rw) or w.rw == "delete_object") and w.files is not None:
+        operations_s = w.files / ESTIMATE_OPS_PER_JOB_S * (2 if w.rw != "create" else 1)  # and their fill
+        return min(w.runtime_s, operations_s) + FIO_STARTUP_S
+    if w.rw in ("get", "getput") and w.files is not None:  # a time-based GET after its unmeasured PUT
+        return w.ramp_s + w.runtime_s + w.files / ESTIMATE_OPS_PER_JOB_S + FIO_STARTUP_S
+    return w.ramp_s + w.runtime_s + FIO_STARTUP_S
 
 
 # A fill is size based; its runtime only caps it.
