@@ -142,3 +142,14 @@ def test_binding_refuses_a_region_that_could_change_the_job_file() -> None:
     with pytest.raises(UserError):
         s3_binding(service, "bench", "/opt/fio")
     assert JobBinding(options=()).env == ()
+
+
+def test_plan_estimates_size_based_operations_from_their_count_not_their_runtime_cap() -> None:
+    from storbench.plan import FIO_STARTUP_S, repetition_seconds
+
+    cases = {c.workload.rw: c for c in expand(load_plan_text(PLAN.format(extra="").replace("runtime: 2s",
+                                                                                         "runtime: 10m"), "p.yaml"))
+             if c.workload.bs_bytes == 4096}
+    assert repetition_seconds(cases["delete_object"]) < 5 + FIO_STARTUP_S  # 8 objects, not a 10 minute cap
+    assert repetition_seconds(cases["put"]) == 600 + FIO_STARTUP_S  # time based
+    assert repetition_seconds(cases["get"]) > 600 + FIO_STARTUP_S  # its PUT of the objects first
