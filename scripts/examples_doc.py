@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 FIGURES = {"ceph-block-size": ["iops-vs-bs-small", "bw_bytes-vs-bs-large"],
            "throttled-volume": ["iops-latency-iodepth"],
            "ceph-rbd-clients": ["iops-vs-clients", "iops-latency-clients", "process-cpu"],
-           "ceph-search": ["iops-latency-iodepth"], "ceph-steady-state": []}
+           "ceph-search": ["iops-latency-iodepth"], "ceph-steady-state": [],
+           "metadata-cephfs-nfs": ["iops-vs-numjobs", "compare-iops", "compare-lat_p99_ns"],
+           "rgw-objects": ["bw_bytes-vs-bs-small", "bw_bytes-vs-bs-large", "process-cpu"]}
 DEFAULT_FIGURES = ["compare-iops", "compare-lat_p99_ns"]
 
 

@@ -89,6 +89,7 @@ def test_files_are_created_stated_and_deleted_on_disk_and_nothing_is_left(
     assert len(records) == 12 and {(r["files"], r["file_size_bytes"]) for r in records} == {(200, 4096)}
     assert {r["total_ios"] for r in records if r["numjobs"] == 2} == {400}
     assert "stat" in out and "create" in out
+    assert "files=200 jobs=2 #1: create " in out and " ops/s mean " in out and "IOPS" not in out.split("results of")[0]
 
 
 def test_metadata_operations_are_refused_where_there_are_no_files(tmp_path: Path,

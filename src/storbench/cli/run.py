@@ -95,9 +95,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _outcome_line(item: ScheduledRepetition, outcome: RepetitionOutcome) -> str:
+    from storbench.model import is_metadata, is_object
+    from storbench.report.labels import direction_label
+
     w = item.case.workload
-    label = (f"{item.case.target.name} {w.rw} bs={format_block_size(w.bs_bytes)} qd={w.iodepth} "
-             f"jobs={w.numjobs} #{item.rep_index + 1}")
+    operations = is_metadata(w.rw) or is_object(w.rw)
+    shape = (f"files={w.files}" if is_metadata(w.rw) else f"bs={format_block_size(w.bs_bytes)} objects={w.files}"
+             if is_object(w.rw) else f"bs={format_block_size(w.bs_bytes)} qd={w.iodepth}")
+    label = f"{item.case.target.name} {w.rw} {shape} jobs={w.numjobs} #{item.rep_index + 1}"
     if outcome.status != Status.OK:
         return f"{label}: {outcome.status.value.upper()} {outcome.error}"
     from storbench.fio.parse import merge_clients
@@ -105,8 +110,10 @@ def _outcome_line(item: ScheduledRepetition, outcome: RepetitionOutcome) -> str:
     parts = []
     for m in merge_clients(outcome.clients):  # all clients: I/O summed, latency bins added
         p99 = m.lat.percentile_ns(99.0)
-        parts.append(f"{m.direction.value} {m.iops:,.0f} IOPS {m.bw_bytes / 1048576:,.1f} MiB/s "
-                     f"mean {format_latency_ns(m.lat.mean_ns)} p99 {format_latency_ns(p99)}")
+        rate = (f"{direction_label(w.rw, m.direction.value)} {m.iops:,.0f} ops/s" if operations else
+                f"{m.direction.value} {m.iops:,.0f} IOPS")
+        bandwidth = "" if is_metadata(w.rw) or w.rw == "delete_object" else f" {m.bw_bytes / 1048576:,.1f} MiB/s"
+        parts.append(f"{rate}{bandwidth} mean {format_latency_ns(m.lat.mean_ns)} p99 {format_latency_ns(p99)}")
     clients = f" ({len(outcome.clients)} clients)" if len(outcome.clients) > 1 else ""
     return f"{label}: " + "; ".join(parts) + clients
 

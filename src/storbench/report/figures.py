@@ -15,6 +15,7 @@ from storbench.report.labels import (
     curve_lab_keys,
     curve_label,
     point_label,
+    rate_header,
     varying_comparison_lab,
     varying_lab_keys,
 )
@@ -365,8 +366,9 @@ def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                 show_text=any(_verdict_mark(p) for p in line)))
         tickvals, ticktext = _log2_ticks([getattr(p, attribute) for v in lines.values() for p in v])
         figures.append(FigureSpec(
-            figure_id=f"iops-vs-{axis}", title=f"IOPS vs {axis}, with bottleneck verdicts", x_label=axis,
-            y_label="IOPS", series=tuple(series), x_log=True, x_tickvals=tickvals, x_ticktext=ticktext,
+            figure_id=f"iops-vs-{axis}", title=f"{rate_header(points)} vs {axis}, with bottleneck verdicts",
+            x_label=axis, y_label=rate_header(points), series=tuple(series), x_log=True, x_tickvals=tickvals,
+            x_ticktext=ticktext,
             section="Utilisation and bottlenecks",
             y_marks=expected_marks([p for v in lines.values() for p in v], "iops"),
             caption="Mean IOPS with 95 % CI; the label at each point is its verdict (cpu-, media-, net-, "

@@ -47,15 +47,16 @@ def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequen
         parts.append(p.rw)
     if p.rwmixread is not None and "rwmixread" not in omit:
         parts.append(f"{p.rwmixread}%")
-    parts += [p.bs if "bs" not in omit else "", f"qd{p.iodepth}" if "iodepth" not in omit else ""]
+    operations = is_metadata(p.rw) or is_object(p.rw)  # one operation at a time per job: no queue depth
+    parts += [p.bs if "bs" not in omit else "", f"qd{p.iodepth}" if "iodepth" not in omit and not operations else ""]
     if p.numjobs != 1 and "numjobs" not in omit:
         parts.append(f"{p.numjobs} jobs")
     if p.clients != 1 and "clients" not in omit:
         parts.append(f"{p.clients} clients")
     if options:
         parts.append(p.fio_options)
-    if direction and "direction" not in omit:
-        parts.append(p.direction if not is_object(p.rw) else direction_label(p.rw, p.direction))
+    if direction and "direction" not in omit and (not operations or p.rw == "getput"):  # the operation says it
+        parts.append(direction_label(p.rw, p.direction))
     parts.append(lab_text(p, lab_keys))
     return " ".join(part for part in parts if part)
 
