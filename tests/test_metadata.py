@@ -208,3 +208,38 @@ def test_nfs_metadata_jobs_use_storbenchs_libnfs_engine_inside_the_export() -> N
         assert ("[storbench-fill]\nnfsmeta_op=create\n" in text) == (rw != "create")
     with pytest.raises(ValueError):
         render_job(cases[0], JobBinding(options=binding.options), 0)  # no engine object: refused, not guessed
+
+
+@pytest.mark.fio
+def test_the_metadata_phases_create_stat_and_delete_one_file_set_in_one_repetition(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = """
+name: phases
+targets:
+  scratch: {kind: path, path: ./data, size: 1MiB}
+workload:
+  rw: metadata
+  files: 150
+  numjobs: 2
+  runtime: 30s
+repeat: 2
+telemetry: {enabled: false}
+"""
+    (tmp_path / "data").mkdir()
+    with inside(tmp_path):
+        code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, plan)), "--db", "r.db")
+        assert code == 0, out + err
+        code, exported, err = run_cli(capsys, "export", "--db", "r.db", "--format", "json")
+    records = json.loads(exported)
+    # each repetition: 300 creates (write), the same 300 files stat'ed (read), then deleted (trim)
+    assert sorted((r["repeat"], r["direction"], r["total_ios"]) for r in records) == [
+        (rep, direction, 300) for rep in (0, 1) for direction in ("read", "trim", "write")]
+    assert list((tmp_path / "data").iterdir()) == []
+    assert "create " in out and "stat " in out and "delete " in out  # progress names the phases
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "r.db") as conn:
+        text = conn.execute("SELECT job_text FROM repetitions").fetchone()[0]
+    sections = [line for line in text.splitlines() if line.startswith("[") and line != "[global]"]
+    assert [s.rsplit(".", 1)[1] for s in sections] == ["create]", "stat]", "delete]"]
+    assert text.count("stonewall=1\n") == 2 and "directory=" in text and f"/{METADATA_DIR}/metadata\n" in text

@@ -114,7 +114,7 @@ name: nfs-meta
 targets:
   export: {kind: nfs, size: 16MiB}
 workload:
-  rw: [create, stat, delete]
+  rw: [create, stat, delete, metadata]
   files: 60
   numjobs: [1, 3]
   runtime: 60s
@@ -136,7 +136,8 @@ def test_metadata_operations_on_an_nfs_export_through_libnfs(lab_dir: Path, tmp_
     assert code == 0, out + err
     code, exported, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
     records = json.loads(exported)
-    assert code == 0 and len(records) == 6 and all(r["status"] == "ok" for r in records), err
+    # 3 operations x 2 job counts, and the phases (create, stat, delete: 3 directions) x 2 job counts
+    assert code == 0 and len(records) == 12 and all(r["status"] == "ok" for r in records), err
     for record in records:
         assert record["total_ios"] == 60 * record["numjobs"], record  # the fill's creates are not counted
         assert record["ioengine"] == "storbench_nfsmeta" and record["lat_p99_ns"] >= record["lat_p50_ns"] > 0
@@ -146,6 +147,7 @@ def test_metadata_operations_on_an_nfs_export_through_libnfs(lab_dir: Path, tmp_
     conn.close()
     assert "[storbench-fill]" in texts["stat"] and "nfsmeta_op=stat\n" in texts["stat"]
     assert "[storbench-fill]" not in texts["create"] and "unlink=1\n" in texts["create"]
+    assert [f"nfsmeta_op={phase}" in texts["metadata"] for phase in ("create", "stat", "delete")] == [True] * 3
     export = lab_dir / "nfs" / "export"
     assert export.is_dir() and list(export.iterdir()) == [], list(export.rglob("*"))[:5]
     assert "ganesha.nfsd" in out  # the server's CPU in the verdicts

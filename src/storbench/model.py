@@ -43,6 +43,9 @@ RW_DIRECTIONS: dict[str, tuple[Direction, ...]] = {
     "create": (Direction.WRITE,),
     "stat": (Direction.READ,),
     "delete": (Direction.WRITE,),
+    # the three in sequence over one file set, the way mdtest runs its phases: create (write), stat (read), delete
+    # (accounted as trim, so each phase keeps its own figures)
+    "metadata": (Direction.WRITE, Direction.READ, Direction.TRIM),
     # object operations on S3, one whole object of bs each (fio's http engine in S3 mode): PUT writes, GET reads,
     # DELETE is fio's trim; getput mixes GETs (rwmixread of them) and PUTs
     "put": (Direction.WRITE,),
@@ -58,7 +61,11 @@ OBJECT_RW: dict[str, str] = {"put": "write", "get": "read", "delete_object": "tr
 FILL_JOB = "storbench-fill"
 # Metadata operation -> (fio engine, fio rw): each I/O of such a job is one operation on one file.
 METADATA_RW: dict[str, tuple[str, str]] = {"create": ("filecreate", "write"), "stat": ("filestat", "read"),
-                                           "delete": ("filedelete", "write")}
+                                           "delete": ("filedelete", "write"), "metadata": ("filecreate", "write")}
+# The phases of rw: metadata, each a stonewalled job section named "<case id>.<phase>" on the same files; the
+# delete phase's operations are counted as trims (PHASE_AS_TRIM) so that they stay apart from the creates.
+METADATA_PHASES = ("create", "stat", "delete")
+PHASE_AS_TRIM = ".delete"
 
 
 # The metadata engine for NFS exports over libnfs (scripts/fio-engines/storbench_nfsmeta.c, a fio external engine).

@@ -510,7 +510,8 @@ ESTIMATE_OPS_PER_JOB_S = 500.0
 def repetition_seconds(case: Case) -> float:
     w = case.workload
     if (is_metadata(w.rw) or w.rw == "delete_object") and w.files is not None:
-        operations_s = w.files / ESTIMATE_OPS_PER_JOB_S * (2 if w.rw != "create" else 1)  # and their fill
+        operations_s = w.files / ESTIMATE_OPS_PER_JOB_S * (1 if w.rw == "create" else 3 if w.rw == "metadata"
+                                                            else 2)  # and their fill, or all phases
         return min(w.runtime_s, operations_s) + FIO_STARTUP_S
     if w.rw in ("get", "getput") and w.files is not None:  # a time-based GET after its unmeasured PUT
         return w.ramp_s + w.runtime_s + w.files / ESTIMATE_OPS_PER_JOB_S + FIO_STARTUP_S

@@ -349,7 +349,7 @@ METADATA_FIO_OPTIONS = frozenset({"nrfiles", "filesize", "openfiles", "fallocate
 
 def _check_metadata(config: PlanConfig, source: PlanSource) -> None:
     """Metadata operations (rw: create, stat, delete) work on files in a local directory storbench owns."""
-    ops = [rw for rw in config.workload.rw if rw in ("create", "stat", "delete")]
+    ops = [rw for rw in config.workload.rw if rw in ("create", "stat", "delete", "metadata")]
     if not ops:
         return
     where = source.where(("workload", "rw"))

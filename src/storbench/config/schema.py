@@ -95,7 +95,7 @@ Sweep = Annotated[list[T], BeforeValidator(_sweep)]
 RwPattern = Literal[
     "read", "write", "randread", "randwrite", "rw", "readwrite", "randrw",
     "trim", "randtrim", "trimwrite", "randtrimwrite",
-    "create", "stat", "delete",
+    "create", "stat", "delete", "metadata",
     "put", "get", "delete_object", "getput",
 ]  # fmt: skip
 FioScalar = Union[str, int, float, bool]  # noqa: UP007  (pydantic needs the runtime object)

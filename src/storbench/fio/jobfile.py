@@ -8,7 +8,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from storbench.fio.allowlist import is_allowed
-from storbench.model import FILL_JOB, METADATA_RW, NFS_METADATA_ENGINE, OBJECT_RW, Case, is_metadata, is_object
+from storbench.model import (
+    FILL_JOB,
+    METADATA_PHASES,
+    METADATA_RW,
+    NFS_METADATA_ENGINE,
+    OBJECT_RW,
+    Case,
+    is_metadata,
+    is_object,
+)
 from storbench.units import format_block_size
 
 # What may appear in a value written to a job file. Anything that could start a new line, a section,
@@ -17,7 +26,7 @@ from storbench.units import format_block_size
 _JOB_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:/+%@ =*^~\\-]*")
 _JOB_KEY_RE = re.compile(r"[a-z][a-z0-9_]*")
 _OWN_FILENAME_FORMAT_RE = re.compile(  # (in an S3 bucket, or in the metadata directory of an NFS export)
-    r"(?:/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/|/storbench-files/(?:create|stat|delete)/)?"
+    r"(?:/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/|/storbench-files/(?:create|stat|delete|metadata)/)?"
     r"storbench\.(?:c[0-9]{1,4}\.)?\$jobnum\.\$filenum")
 # S3 keys reach fio's http engine only through its environment: the job text names the variables.
 S3_KEY_ID_ENV = "STORBENCH_S3_KEY_ID"
@@ -138,6 +147,28 @@ def _nfs_metadata_lines(case: Case) -> list[str]:
     return lines + ([_line("unlink", "1")] if w.rw != "delete" else [])
 
 
+def _phase_lines(case: Case, nfs: bool) -> list[str]:
+    """rw: metadata: create, stat and delete in turn over the same files, each phase a stonewalled section
+    ``<case>.<phase>`` with its own engine (or nfsmeta_op); create leaves its (empty) files for stat, fio lays
+    them out to file_size before the stat phase measures, delete removes them."""
+    w = case.workload
+    assert w.files is not None
+    shape = [_line("bs", format_block_size(w.bs_bytes)), _line("iodepth", "1"), _line("numjobs", str(w.numjobs)),
+             _line("nrfiles", str(w.files)), _line("filesize", format_block_size(w.file_size_bytes or w.bs_bytes))]
+    if not nfs:
+        shape += [_line("openfiles", "1"), _line("fallocate", "none")]
+    lines: list[str] = []
+    for phase in METADATA_PHASES:
+        lines.append(f"[{case.case_id}.{phase}]")
+        if phase != "create":
+            lines.append(_line("stonewall", "1"))
+        lines.append(_line("nfsmeta_op", phase) if nfs else _line("ioengine", METADATA_RW[phase][0]))
+        lines += [_line("rw", METADATA_RW[phase][1]), *shape]
+        if phase == "create" and not nfs:
+            lines.append(_line("create_on_open", "1"))
+    return lines
+
+
 def _metadata_lines(case: Case) -> list[str]:
     """The job section of a metadata operation: each file of each job created, stat'ed or deleted once (size
     based; runtime only caps it). create makes empty files and unlinks them after the job (so every repetition
@@ -183,6 +214,8 @@ def render_job(case: Case, binding: JobBinding, repetition: int | None = None, c
         lines.append(_line("randseed", str(repetition_seed(case.case_id, repetition, client))))
     if is_object(w.rw):
         lines += _object_lines(case)
+    elif w.rw == "metadata":
+        lines += _phase_lines(case, nfs=w.ioengine == NFS_METADATA_ENGINE)
     elif metadata and w.ioengine == NFS_METADATA_ENGINE:
         lines += _nfs_metadata_lines(case)
     elif metadata:

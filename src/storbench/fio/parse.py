@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from storbench.errors import UserError
 from storbench.model import (
     FILL_JOB,
+    PHASE_AS_TRIM,
     ClientMeasurement,
     DirectionMeasurement,
     DiskUtil,
@@ -130,6 +132,9 @@ def parse_fio_json(text: str) -> FioOutput:
             for direction in Dir
             if isinstance(job.get(direction.value), Mapping)
         )
+        if str(job.get("jobname", "")).endswith(PHASE_AS_TRIM):  # the delete phase of rw: metadata
+            directions = tuple(replace(d, direction=Dir.TRIM) if d.direction == Dir.WRITE else d
+                               for d in directions)
         jobs.append(
             JobOutput(
                 host=_host(job),

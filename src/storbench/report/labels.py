@@ -27,6 +27,8 @@ def direction_label(rw: str, direction: str) -> str:
     delete), the S3 request for objects (PUT, GET, DELETE)."""
     if is_object(rw):
         return OBJECT_REQUESTS.get(direction, direction)
+    if rw == "metadata":  # its phases: create, stat, delete
+        return {"write": "create", "read": "stat", "trim": "delete"}.get(direction, direction)
     if is_metadata(rw):
         return rw
     return direction
@@ -55,7 +57,8 @@ def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequen
         parts.append(f"{p.clients} clients")
     if options:
         parts.append(p.fio_options)
-    if direction and "direction" not in omit and (not operations or p.rw == "getput"):  # the operation says it
+    # an operation says its direction itself, except a mix (getput) and the phases of rw: metadata
+    if direction and "direction" not in omit and (not operations or p.rw in ("getput", "metadata")):
         parts.append(direction_label(p.rw, p.direction))
     parts.append(lab_text(p, lab_keys))
     return " ".join(part for part in parts if part)
