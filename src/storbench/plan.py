@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -275,6 +276,18 @@ def _exclude_rules(loaded: LoadedPlan, axes: Sequence[Axis]) -> list[dict[str, s
     return rules
 
 
+# The most points a plan's sweep may multiply to (before excludes): beyond it storbench refuses to expand it at
+# all. `run` has its own, lower limits that the user can raise (--max-runs, --max-hours).
+MAX_SWEEP_POINTS = 100_000
+MAX_RUNS = 10_000
+MAX_HOURS = 24.0
+
+
+def sweep_points(axes: Sequence[Axis]) -> int:
+    """How many points the axes multiply to (before excludes and collapsing)."""
+    return math.prod(len(axis.values) for axis in axes)
+
+
 def expand(loaded: LoadedPlan) -> list[Case]:
     """The plan's cases in a stable order: cartesian product of every axis, minus exclusions.
 
@@ -282,6 +295,12 @@ def expand(loaded: LoadedPlan) -> list[Case]:
     """
     config = loaded.config
     axes = sweep_axes(config)
+    points = sweep_points(axes)
+    if points > MAX_SWEEP_POINTS:
+        sizes = " x ".join(f"{len(a.values)} {a.name}" for a in axes if len(a.values) > 1)
+        raise UserError(f"the sweep multiplies to {points:,} points ({sizes}); storbench expands at most "
+                        f"{MAX_SWEEP_POINTS:,}", where=loaded.source.where(("workload",)),
+                        hint="sweep fewer values per axis, or split the study into several plans")
     rules = _exclude_rules(loaded, axes)
     cases: list[Case] = []
     seen: set[str] = set()
@@ -452,6 +471,16 @@ class PlanEstimate:
     layout_bytes: int
     destructive_cases: int
     lab_designs: tuple[str, ...] = ()  # how each swept lab setting is run, for people
+
+
+def size_refusal(estimate: PlanEstimate, max_runs: int, max_hours: float) -> str | None:
+    """Why a plan is too large to run without the user raising the limits, or None."""
+    if estimate.repetitions > max_runs:
+        return (f"the plan has {estimate.repetitions:,} fio runs ({estimate.cases:,} cases), more than "
+                f"--max-runs {max_runs:,}")
+    if estimate.seconds > max_hours * 3600:
+        return f"the plan would take about {estimate.seconds / 3600:,.1f} h, more than --max-hours {max_hours:g}"
+    return None
 
 
 def lab_designs(cases: Sequence[Case], *, bring_up: str = "once", rounds: int = 0) -> tuple[str, ...]:

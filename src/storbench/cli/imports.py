@@ -17,20 +17,30 @@ def cmd_import(args: argparse.Namespace) -> int:
     from storbench.store import open_store
 
     files = []
-    for name in args.files:
+    failed: list[str] = []
+    err = _console(stderr=True)
+    for name in args.files:  # every file is tried; each bad one gets its line
         try:
             text = Path(name).read_text(errors="replace")
+            files.append(FioFile(name, text, load_fio_json_lenient(text, name)))
         except OSError as exc:
-            raise UserError(f"cannot read {name}: {exc.strerror}") from None
-        files.append(FioFile(name, text, load_fio_json_lenient(text, name)))
+            failed.append(name)
+            err.print(f"storbench: skipped {name}: cannot read it ({exc.strerror})", markup=False)
+        except UserError as exc:
+            failed.append(name)
+            err.print(f"storbench: skipped {exc.one_line()}", markup=False)
+    if not files:
+        raise UserError(f"none of the {len(failed)} files is fio JSON output; nothing imported",
+                        hint="pass fio --output-format=json+ (or json) output files")
     prepared = prepare_import(files, args.target)
     store = open_store(args.db)
     run_id = save_import(store, prepared, plan_name=args.name, host=platform.node(), kernel=platform.release(),
                          clock=time.time)
     store.close()
     _console().print(f"imported {len(prepared.repetitions)} repetitions of {prepared.cases} cases from {len(files)} "
-                     f"files as run {run_id} in {args.db}")
-    return 0
+                     f"files as run {run_id} in {args.db}" + (f"; {len(failed)} files skipped (above)" if failed
+                                                             else ""), markup=False)
+    return 2 if failed else 0
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

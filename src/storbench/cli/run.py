@@ -76,6 +76,20 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
     return lines
 
 
+def _check_size(loaded: LoadedPlan, cases: Sequence[Case], max_runs: int, max_hours: float) -> None:
+    """A plan above the run limits is refused before anything starts, with its numbers."""
+    from storbench.config import repeat_bounds
+    from storbench.errors import UserError
+    from storbench.plan import estimate, size_refusal
+
+    ceph = loaded.config.lab.ceph if loaded.config.lab else None
+    most = repeat_bounds(loaded.config)[1]
+    refusal = size_refusal(estimate(cases, most, bring_up=ceph.bring_up if ceph else "once"), max_runs, max_hours)
+    if refusal:
+        raise UserError(refusal, hint="raise the limit (--max-runs N, --max-hours H) if you mean it, or sweep "
+                        "fewer values")
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from storbench.checks import check_everything
     from storbench.execute.fio_binary import find_fio
@@ -177,6 +191,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     loaded = _read_plan(args.plan)
     cases = expand(loaded)
+    from storbench.plan import MAX_HOURS, MAX_RUNS
+
+    _check_size(loaded, cases, args.max_runs or MAX_RUNS, args.max_hours or MAX_HOURS)
     fio_binary = find_fio(args.fio)
     checked = check_everything(loaded, cases, fio_binary, create=True)
     store = open_store(args.db)
@@ -205,6 +222,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from storbench.plan import MAX_HOURS, MAX_RUNS
+
     p = sub.add_parser("plan", help="show the expanded cases, their count, data volume and ETA; no I/O")
     p.add_argument("plan", help="plan file (YAML)")
     fio_option(p)
@@ -219,6 +238,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--budget", type=_duration, default=None, metavar="DURATION",
                    help="with repeat: {until: ...}, start no new round after this long (e.g. 20m); the answer so "
                    "far is printed")
+    p.add_argument("--max-runs", type=int, default=None, metavar="N",
+                   help=f"refuse a plan of more fio runs than this (default {MAX_RUNS:,})")
+    p.add_argument("--max-hours", type=float, default=None, metavar="H",
+                   help=f"refuse a plan estimated to take longer than this (default {MAX_HOURS:g})")
     p.add_argument("--keep-lab", action="store_true",
                    help="leave the plan's last lab configuration up after the run (tear down with `storbench lab`)")
     p.set_defaults(func=cmd_run)

@@ -183,8 +183,84 @@ def _lookup(data: object, loc: KeyPath) -> object:
     return node
 
 
+# Limits on a plan file, checked before it is built (a hostile plan could otherwise make the loader run for
+# minutes or exhaust memory with a "billion laughs" of aliases, or crash it with nesting): real plans are a few
+# kilobytes, a few levels deep, with a handful of aliases.
+MAX_PLAN_BYTES = 256 * 1024
+MAX_PLAN_DEPTH = 32
+MAX_PLAN_ALIASES = 200
+MAX_PLAN_NODES = 50_000  # with every alias expanded
+
+
+def _limit(source_name: str, line: int, what: str, hint: str) -> UserError:
+    return UserError(f"plan refused: {what}", where=f"{source_name}:{line}", hint=hint)
+
+
+def check_yaml_limits(text: str, source_name: str) -> None:
+    """Refuse, in one line and in milliseconds, a plan that is too large, too deep, has too many aliases or
+    documents, or expands to too many nodes; checked on the YAML event stream (libyaml where present) before
+    anything is built from it."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_PLAN_BYTES:
+        raise _limit(source_name, 1, f"it is larger than {MAX_PLAN_BYTES // 1024} KiB",
+                     "a plan is a few kilobytes: sweep with lists, not by repeating cases")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    depth = aliases = documents = nodes = 0
+    anchors: dict[str, int] = {}  # anchor -> nodes it stands for, aliases expanded
+    open_nodes: list[tuple[str | None, int]] = []  # (anchor, nodes so far) of each open collection
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            line = event.start_mark.line + 1 if event.start_mark else 1
+            if isinstance(event, yaml.DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    raise _limit(source_name, line, "it holds more than one YAML document ('---')",
+                                 "one plan per file")
+            elif isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_PLAN_DEPTH:
+                    raise _limit(source_name, line, f"it nests deeper than {MAX_PLAN_DEPTH} levels",
+                                 "plans are a few levels deep")
+                open_nodes.append((event.anchor, 1))
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+                anchor, count = open_nodes.pop()
+                if anchor is not None:
+                    anchors[anchor] = count
+                if open_nodes:
+                    parent_anchor, parent_count = open_nodes[-1]
+                    open_nodes[-1] = (parent_anchor, parent_count + count)
+                nodes = max(nodes, count)
+            elif isinstance(event, yaml.ScalarEvent | yaml.AliasEvent):
+                if isinstance(event, yaml.AliasEvent):
+                    aliases += 1
+                    if aliases > MAX_PLAN_ALIASES:
+                        raise _limit(source_name, line, f"it uses more than {MAX_PLAN_ALIASES} aliases (*name)",
+                                     "write the values out, or sweep with lists")
+                    if event.anchor not in anchors:  # undefined, or the collection it sits in (recursive)
+                        raise _limit(source_name, line, f"alias *{event.anchor} refers to no finished anchor "
+                                     "(undefined or recursive)", "define &name before using *name, outside it")
+                    count = anchors[event.anchor]
+                else:
+                    count = 1
+                    if event.anchor is not None:
+                        anchors[event.anchor] = 1
+                if open_nodes:
+                    parent_anchor, parent_count = open_nodes[-1]
+                    open_nodes[-1] = (parent_anchor, parent_count + count)
+                nodes = max(nodes, count)
+            if (open_nodes and open_nodes[0][1] > MAX_PLAN_NODES) or nodes > MAX_PLAN_NODES:
+                raise _limit(source_name, line, f"it expands to more than {MAX_PLAN_NODES:,} values once its "
+                             "aliases are expanded", "write the plan without nested aliases")
+    except yaml.MarkedYAMLError:
+        return  # a syntax error: the loader says where, with its hint
+    except yaml.YAMLError as exc:  # not even YAML text (control characters, ...)
+        raise UserError(f"not a YAML text: {exc}".splitlines()[0], where=f"{source_name}:1",
+                        hint="a plan is a UTF-8 YAML file") from None
+
+
 def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     """Parse and validate a plan. Raises ``UserError`` with file, line and key path."""
+    check_yaml_limits(text, source_name)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
@@ -195,6 +271,9 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
             where=f"{source_name}:{line}",
             hint="check indentation and that every 'key: value' has a space after the colon",
         ) from None
+    except yaml.YAMLError as exc:  # not marked: the reader's (control characters, bad encoding)
+        raise UserError(f"not a YAML text: {exc}".splitlines()[0], where=f"{source_name}:1",
+                        hint="a plan is a UTF-8 YAML file") from None
     if root is None:
         raise UserError("the plan is empty", where=f"{source_name}:1", hint="see examples/quickstart.yaml")
     lines: dict[KeyPath, int] = {}
@@ -207,6 +286,9 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
         line = mark.line + 1 if mark else 1
         raise UserError(f"YAML error: {exc.problem or exc.context}", where=f"{source_name}:{line}",
                         hint="plans are plain YAML: no tags such as !!python") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"not a YAML text: {exc}".splitlines()[0], where=f"{source_name}:1",
+                        hint="a plan is a UTF-8 YAML file") from None
     if not isinstance(data, Mapping):
         raise UserError(
             "a plan must be a mapping of keys (name, targets, workload, ...)",

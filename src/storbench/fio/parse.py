@@ -5,8 +5,10 @@ Percentiles are never averaged: latency bins are added and percentiles read from
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -33,50 +35,87 @@ def _obj(value: object, what: str) -> JsonObject:
     return value
 
 
-def _num(mapping: JsonObject, key: str, default: float = 0.0) -> float:
+# fio never writes a count, size, time or rate below zero, a NaN or an infinity, a histogram bin with a
+# negative count or a percentile below a lower one: such a value is refused with its field named.
+_MAX_COUNT = 2**63 - 1
+
+
+def _num(mapping: JsonObject, key: str, default: float = 0.0, where: str = "") -> float:
     value = mapping.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"fio output: {key!r} is not a number")
+        raise ValueError(f"fio output: {where}{key!r} is not a number")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"fio output: {where}{key} is {value}, which fio never writes")
     return float(value)
 
 
-def _int(mapping: JsonObject, key: str, default: int = 0) -> int:
-    return int(_num(mapping, key, default))
+def _int(mapping: JsonObject, key: str, default: int = 0, where: str = "") -> int:
+    value = _num(mapping, key, default, where)
+    if value > _MAX_COUNT:
+        raise ValueError(f"fio output: {where}{key} is {value:g}, too large for a count")
+    return int(value)
 
 
-def _latency(block: JsonObject) -> LatencySummary:
-    samples = _int(block, "N")
+def _whole(text: object, what: str) -> int:
+    """A non-negative whole number from a JSON key or value (bins: latency -> count; percentiles: value)."""
+    if isinstance(text, bool) or not isinstance(text, int | float | str):
+        raise ValueError(f"fio output: {what} is not a number")
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"fio output: {what} {text!r} is not a number") from None
+    if not math.isfinite(number) or number < 0 or number > _MAX_COUNT or number != int(number):
+        raise ValueError(f"fio output: {what} is {text!r}, which fio never writes")
+    return int(number)
+
+
+def _latency(block: JsonObject, where: str = "") -> LatencySummary:
+    samples = _int(block, "N", where=where)
     bins_obj = block.get("bins")
     histogram = None
     if isinstance(bins_obj, Mapping):
-        histogram = LatencyHistogram.from_arrays(list(map(int, bins_obj.keys())), list(map(int, bins_obj.values())))
+        values = [_whole(k, f"{where}bins key") for k in bins_obj]
+        counts = [_whole(v, f"{where}bins count at {k}") for k, v in bins_obj.items()]
+        histogram = LatencyHistogram.from_arrays(values, counts)
     reported: list[tuple[float, int]] = []
     percentile_obj = block.get("percentile")
     if isinstance(percentile_obj, Mapping):
-        reported = sorted((float(pct), int(value)) for pct, value in percentile_obj.items())
+        for pct, value in percentile_obj.items():
+            try:
+                level = float(pct)
+            except ValueError:
+                raise ValueError(f"fio output: {where}percentile {pct!r} is not a percentage") from None
+            if not 0 <= level <= 100:
+                raise ValueError(f"fio output: {where}percentile {pct!r} is not a percentage")
+            reported.append((level, _whole(value, f"{where}percentile {pct}")))
+        reported.sort()
+        if any(b[1] < a[1] for a, b in itertools.pairwise(reported)):
+            raise ValueError(f"fio output: {where}percentile values out of order (a higher percentile below a "
+                             "lower one)")
     return LatencySummary(
         samples=samples,
-        min_ns=_int(block, "min"),
-        max_ns=_int(block, "max"),
-        mean_ns=_num(block, "mean"),
-        stddev_ns=_num(block, "stddev"),
+        min_ns=_int(block, "min", where=where),
+        max_ns=_int(block, "max", where=where),
+        mean_ns=_num(block, "mean", where=where),
+        stddev_ns=_num(block, "stddev", where=where),
         histogram=histogram,
         reported_percentiles_ns=tuple(reported),
     )
 
 
 def _direction(direction: Dir, block: JsonObject) -> DirectionMeasurement:
-    clat = _latency(_obj(block.get("clat_ns", {}), "clat_ns"))
-    lat = _latency(_obj(block.get("lat_ns", {}), "lat_ns"))
+    clat = _latency(_obj(block.get("clat_ns", {}), "clat_ns"), f"{direction.value}.clat_ns.")
+    lat = _latency(_obj(block.get("lat_ns", {}), "lat_ns"), f"{direction.value}.lat_ns.")
+    where = f"{direction.value}."
     if lat.samples == 0 and clat.samples > 0:  # fio's file engines time each operation as completion latency only
         lat = clat
     return DirectionMeasurement(
         direction=direction,
-        total_ios=_int(block, "total_ios"),
-        io_bytes=_int(block, "io_bytes"),
-        runtime_ms=_int(block, "runtime"),
-        iops=_num(block, "iops"),
-        bw_bytes=_num(block, "bw_bytes"),
+        total_ios=_int(block, "total_ios", where=where),
+        io_bytes=_int(block, "io_bytes", where=where),
+        runtime_ms=_int(block, "runtime", where=where),
+        iops=_num(block, "iops", where=where),
+        bw_bytes=_num(block, "bw_bytes", where=where),
         clat=clat,
         lat=lat,
     )
@@ -116,6 +155,8 @@ def parse_fio_json(text: str) -> FioOutput:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON: {exc.msg} at line {exc.lineno}") from None
+    except RecursionError:
+        raise ValueError("not fio JSON: nested too deeply") from None
     root = _obj(document, "the document")
     jobs_value = root.get("jobs", root.get("client_stats"))
     if not isinstance(jobs_value, list):
@@ -170,16 +211,29 @@ def parse_fio_json(text: str) -> FioOutput:
     )
 
 
+def embedded_fio_json(text: str) -> str | None:
+    """The JSON document inside fio output with text around it: `--output-format=normal,json` (the human
+    summary beside it), warnings before it, messages after it. None when there is none."""
+    decoder = json.JSONDecoder()
+    for found in re.finditer(r"(?m)^\{[ \t]*$", text):  # fio starts its document on a line of its own
+        try:
+            _, end = decoder.raw_decode(text, found.start())
+        except (ValueError, RecursionError):
+            continue
+        return text[found.start():end]
+    return None
+
+
 def load_fio_json_lenient(text: str, where: str) -> FioOutput:
-    """For importing files people saved themselves: tolerate lines fio printed before the JSON."""
+    """For importing files people saved themselves: tolerate text fio printed before or after the JSON."""
     try:
         return parse_fio_json(text)
     except ValueError as first_error:
-        start = text.find("\n{")
-        if text.lstrip().startswith("{") or start < 0:
+        document = embedded_fio_json(text)
+        if document is None or document == text:
             raise UserError(str(first_error), where=where, hint="pass fio --output-format=json+ output") from None
         try:
-            return parse_fio_json(text[start + 1 :])
+            return parse_fio_json(document)
         except ValueError as exc:
             raise UserError(str(exc), where=where, hint="pass fio --output-format=json+ output") from None
 

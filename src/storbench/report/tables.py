@@ -271,8 +271,13 @@ def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | 
     return table
 
 
+PLAN_ROWS_HEAD = 20
+PLAN_ROWS_TAIL = 10
+
+
 def plan_table(cases: Sequence[Case], title: str) -> tuple[Table, str]:
-    """The cases, one row each, with a column per parameter that varies; constants go in a line."""
+    """The cases, one row each, with a column per parameter that varies; constants go in a line. A large sweep
+    shows its first and last rows and how many are between."""
     params = [case.parameters() for case in cases]
     names = list(params[0]) if params else []
     for p in params[1:]:
@@ -284,7 +289,14 @@ def plan_table(cases: Sequence[Case], title: str) -> tuple[Table, str]:
     table.add_column("case id", no_wrap=True)
     for name in varying:
         table.add_column(name, no_wrap=True)
-    for index, (case, p) in enumerate(zip(cases, params, strict=True), 1):
+    shown = list(enumerate(zip(cases, params, strict=True), 1))
+    if len(shown) > PLAN_ROWS_HEAD + PLAN_ROWS_TAIL + 1:
+        hidden = len(shown) - PLAN_ROWS_HEAD - PLAN_ROWS_TAIL
+        for index, (case, p) in shown[:PLAN_ROWS_HEAD]:
+            table.add_row(str(index), case.case_id, *(p.get(n, "") for n in varying))
+        table.add_row("…", f"{hidden:,} more", *("…" for _ in varying))
+        shown = shown[-PLAN_ROWS_TAIL:]
+    for index, (case, p) in shown:
         table.add_row(str(index), case.case_id, *(p.get(n, "") for n in varying))
     return table, "same for every case: " + ", ".join(f"{n}={params[0][n]}" for n in constant)
 

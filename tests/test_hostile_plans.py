@@ -1,0 +1,147 @@
+"""Hostile plan files: whatever the text, the loader answers with a plan or one UserError, in well under a
+second (issue 14, item 1). The limits are in config/loading.py and docs/methodology.md."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from storbench.config import load_plan_text
+from storbench.config.loading import MAX_PLAN_ALIASES, MAX_PLAN_BYTES, MAX_PLAN_DEPTH
+from storbench.errors import UserError
+
+VALID = """
+name: ok
+targets:
+  scratch: {kind: path, path: ./data, size: 16MiB}
+workload:
+  rw: [randread, randwrite]
+  bs: [4k, 64k]
+  runtime: 2s
+repeat: 3
+"""
+
+
+def _laughs(levels: int) -> str:
+    lines = ["name: lol", "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for level in range(1, levels):
+        lines.append(f"a{level}: &a{level} [" + ", ".join([f"*a{level - 1}"] * 10) + "]")
+    lines.append("targets: {x: {kind: path, path: ., size: 1MiB}}")
+    lines.append(f"workload: {{rw: read, fio: {{x: *a{levels - 1}}}}}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (_laughs(9), "expands to more than"),  # a billion laughs: 10^9 values from 9 lines
+    ("name: x\nv: " + "[" * 20_000 + "]" * 20_000 + "\n", f"nests deeper than {MAX_PLAN_DEPTH} levels"),
+    ("name: x\n# " + "x" * (MAX_PLAN_BYTES + 10) + "\n", f"larger than {MAX_PLAN_BYTES // 1024} KiB"),
+    (VALID + "---\n" + VALID, "more than one YAML document"),
+    ("name: x\na: &r [1, *r]\n", "refers to no finished anchor"),
+    ("name: x\nb: *nothing\n", "refers to no finished anchor"),
+    ("name: x\nl: &v 1\nk: [" + ", ".join(["*v"] * (MAX_PLAN_ALIASES + 1)) + "]\n",
+     f"more than {MAX_PLAN_ALIASES} aliases"),
+    ("name: x\x00\n", "not a YAML text"),
+])
+def test_hostile_plans_are_refused_in_one_line_quickly(text: str, message: str) -> None:
+    started = time.perf_counter()
+    with pytest.raises(UserError) as caught:
+        load_plan_text(text, "evil.yaml")
+    assert time.perf_counter() - started < 1.0
+    rendered = caught.value.one_line()
+    assert message in caught.value.message, caught.value.message
+    assert "evil.yaml" in (caught.value.where or "") and len(rendered.splitlines()) == 1, rendered
+
+
+def test_the_valid_plan_still_loads_with_a_few_aliases() -> None:
+    text = VALID.replace("  bs: [4k, 64k]", "  bs: &sizes [4k, 64k]") + "exclude:\n  - {bs: *sizes, rw: randread}\n"
+    assert load_plan_text(text, "ok.yaml").config.name == "ok"
+
+
+PLAN_WORDS = ["name", "targets", "workload", "rw", "bs", "iodepth", "numjobs", "repeat", "lab", "ceph", "kind",
+              "path", "size", "fio", "exclude", "search", "steady_state", "precondition", "hosts", "clients",
+              "randread", "s3", "nfs", "rbd", "4k", "1m", "2s", "-1", "0", "1e309", "null", "true", "~", "&a", "*a",
+              "!!python/object", "<<", "?", "'", '"', "\\u0000", "%YAML 1.1", "---", "..."]
+YAML_PUNCTUATION = list(":{}[],-&*!|>#%@`\"' \n\t") + PLAN_WORDS
+
+
+def _load_in_time(text: str) -> None:
+    started = time.perf_counter()
+    try:
+        load_plan_text(text, "fuzz.yaml")
+    except UserError as exc:
+        assert exc.message and "\n" not in exc.one_line(), exc.one_line()
+    assert time.perf_counter() - started < 1.0
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(YAML_PUNCTUATION), max_size=80).map("".join))
+def test_any_text_gives_a_plan_or_a_user_error(text: str) -> None:
+    _load_in_time(text)
+
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
+                    st.sampled_from(PLAN_WORDS), st.text(max_size=12))
+documents = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(PLAN_WORDS), inner, max_size=5)), max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(PLAN_WORDS), documents, max_size=6))
+def test_any_plan_shaped_document_gives_a_plan_or_a_user_error(document: dict[str, object]) -> None:
+    _load_in_time(yaml.safe_dump(document, allow_unicode=True))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["rw", "bs", "iodepth", "numjobs", "runtime", "size", "repeat", "name", "path", "files",
+                        "objects", "dirs"]), documents)
+def test_any_value_in_a_valid_plan_gives_a_plan_or_a_user_error(key: str, value: object) -> None:
+    document = yaml.safe_load(VALID)
+    if key in ("repeat", "name"):
+        document[key] = value
+    elif key == "path":
+        document["targets"]["scratch"]["path"] = value
+    else:
+        document["workload"][key] = value
+    _load_in_time(yaml.safe_dump(document, allow_unicode=True))
+
+
+def _sweep(iodepths: int, runtime: str = "1s", repeat: int = 1, extra: str = "") -> str:
+    return VALID.replace("  runtime: 2s", f"  runtime: {runtime}\n  iodepth: {list(range(1, iodepths + 1))}{extra}")\
+        .replace("repeat: 3", f"repeat: {repeat}")
+
+
+def test_a_sweep_of_millions_is_refused_before_it_is_expanded(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from helpers import run_cli, write_plan
+
+    text = _sweep(1000, extra=f"\n  numjobs: {list(range(1, 101))}")  # 2 rw x 2 bs x 1000 x 100 = 400,000
+    started = time.perf_counter()
+    code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, text)))
+    assert code == 2 and "multiplies to 400,000 points" in err and "1000 iodepth" in err, err
+    assert time.perf_counter() - started < 2.0
+
+
+def test_plan_lists_the_first_and_last_rows_of_a_large_sweep(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from helpers import run_cli, write_plan
+
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, _sweep(50))))  # 200 cases
+    assert code == 0, err
+    import re
+
+    assert "170 more" in out and len(re.findall(r"\b[0-9a-f]{12}\b", out)) == 30  # rows 1-20 and 191-200
+    assert "200 cases x 1 repetitions = 200 fio runs" in out
+
+
+def test_run_refuses_a_plan_above_its_limits_until_they_are_raised(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from helpers import run_cli, write_plan
+
+    plan = str(write_plan(tmp_path, _sweep(101, runtime="10s", repeat=25)))  # 404 cases x 25 = 10,100 runs
+    db = tmp_path / "r.db"
+    code, _, err = run_cli(capsys, "run", plan, "--db", str(db))
+    assert code == 2 and "10,100 fio runs (404 cases), more than --max-runs 10,000" in err and "--max-runs N" in err
+    code, _, err = run_cli(capsys, "run", plan, "--db", str(db), "--max-runs", "20000")
+    assert code == 2 and "more than --max-hours 24" in err, err  # the runs limit was raised; 10,100 x 10 s is not
+    assert not db.exists()
