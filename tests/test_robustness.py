@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sqlite3
 import stat
@@ -148,3 +149,58 @@ repeat: 1
     conn.close()
     assert [r[0] for r in rows] == ["ok", "failed"]
     assert "exited with status" in rows[1][1] and "failed parsing cpus_allowed=4000" in rows[1][2]
+
+
+def test_two_runs_on_one_database_at_once_both_complete_nothing_lost_or_mixed(tmp_path: Path) -> None:
+    """Two `storbench run` processes share a results database (WAL, busy timeout): both finish, each run holds
+    exactly its own plan's repetitions."""
+    plans = {}
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        plans[name] = write_plan(tmp_path, KILL_PLAN.replace("name: survive", f"name: {name}")
+                                 .replace("./data", f"./{name}/data").replace("repeat: 1", "repeat: 2"), f"{name}.yaml")
+    db = tmp_path / "shared.db"
+    processes = [storbench_process("run", str(plans[name]), "--db", str(db), cwd=tmp_path) for name in plans]
+    for process in processes:
+        _, err = process.communicate(timeout=180)
+        assert process.returncode == 0, err.decode()
+    conn = sqlite3.connect(db)
+    runs = dict(conn.execute("SELECT id, plan_name FROM runs").fetchall())
+    rows = conn.execute("SELECT r.run_id, r.case_id, r.rep_index, r.status, c.target_json FROM repetitions r "
+                        "JOIN cases c ON c.id = r.case_id").fetchall()
+    conn.close()
+    assert sorted(runs.values()) == ["one", "two"]
+    for run_id, name in runs.items():
+        mine = [r for r in rows if r[0] == run_id]
+        assert len(mine) == 12 and len({(r[1], r[2]) for r in mine}) == 12  # 6 cases x 2, none twice
+        assert {r[3] for r in mine} == {"ok"} and all(f"{name}/data" in r[4] for r in mine), name
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs (root)")
+def test_a_full_results_disk_stops_the_run_in_one_line_and_resume_continues(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The results database's filesystem fills up mid-run: the run stops with one line, every repetition stored
+    before is intact, and --resume finishes once there is space again."""
+    import subprocess
+
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k,mode=0700", "tmpfs", str(small)], check=True)
+    try:
+        plan = write_plan(tmp_path, KILL_PLAN.replace("repeat: 1", "repeat: 2"))  # 6 cases x 2
+        db = small / "r.db"
+        with inside(tmp_path):
+            code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db))
+        assert code == 2, out + err
+        assert "results database" in err and "full" in err and "--resume" in err, err
+        assert len(err.strip().splitlines()) == 1, err
+        before = repetition_rows(db)
+        assert 0 < len(before) < 12 and {s for _, _, s in before} == {"ok"}, len(before)
+        subprocess.run(["mount", "-o", "remount,size=64m", str(small)], check=True)
+        with inside(tmp_path):
+            code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db), "--resume")
+        assert code == 0, out + err
+        after = repetition_rows(db)
+        assert after[: len(before)] == before and len(after) == 12 and len({(c, r) for c, r, _ in after}) == 12
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)

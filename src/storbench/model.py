@@ -98,6 +98,7 @@ class PathTarget:
     name: str
     path: str
     size_bytes: int
+    expect_fs: str | None = None  # refuse the directory unless it lands on this filesystem (ceph, nfs, ext4, ...)
     kind: ClassVar[Literal["path"]] = "path"
 
 

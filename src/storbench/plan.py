@@ -106,7 +106,7 @@ def target_spec(name: str, config: PathTargetConfig | BlockTargetConfig | RbdTar
         return S3Target(name=name, endpoint=config.endpoint, bucket=config.bucket, region=config.region,
                         credentials_file=config.credentials_file, profile=config.profile)
     if isinstance(config, PathTargetConfig):
-        return PathTarget(name=name, path=config.path, size_bytes=config.size)
+        return PathTarget(name=name, path=config.path, size_bytes=config.size, expect_fs=config.expect_fs)
     if isinstance(config, NfsTargetConfig):
         return NfsTarget(name=name, url=config.url, size_bytes=config.size)
     if isinstance(config, CephfsTargetConfig):
@@ -132,6 +132,8 @@ def target_identity(target: TargetSpec) -> dict[str, object]:
     later: dict[str, object] = {}
     if isinstance(target, PathTarget | CephfsTarget):
         identity["path"] = target.path
+        if isinstance(target, PathTarget):
+            later = {"expect_fs": target.expect_fs}
     elif isinstance(target, NfsTarget):
         identity["path"] = target.url
     elif isinstance(target, ImportedTarget):

@@ -61,6 +61,11 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
         took = f"about {format_duration(seconds)} each" if seconds is not None else "time unknown"
         lines.append(f"precondition {name}: {pre.text()} before its first measurement on each lab bring-up, "
                      f"{took} (not in the time above)")
+    for name, prepared in checked.targets.items():  # where each directory really lands
+        details = dict(prepared.details)
+        if details.get("directory") and details.get("filesystem"):
+            lines.append(f"target {name}: {details['directory']} on {details['filesystem']} "
+                         f"({details.get('source') or '?'}), mounted at {details.get('mount_point') or '?'}")
     search = loaded.config.search
     if search is not None:
         from storbench.plan import search_values

@@ -221,11 +221,20 @@ class PathTargetConfig(StrictModel):
     """A directory on any mounted filesystem (local disk, CephFS or NFS mount)."""
 
     kind: Literal["path"] = Field(description="`path`")
-    path: str = Field(description="Directory for the test files; created if missing. Relative to the "
-                      "current directory.")
+    path: str = Field(description="Directory for the test files; its last component is created if missing (its "
+                      "parent must exist). Relative to the current directory.")
     size: Size = Field(description="Size of each fio job's file (fio `size`), e.g. 256MiB.")
+    expect_fs: str | None = Field(None, description="The filesystem path must be on, e.g. `ceph`, `nfs`, `xfs`: "
+                                  "refused when it is on another (an unmounted mount point).")
     expect: ExpectConfig | None = EXPECT_FIELD
     precondition: PreconditionConfig | None = PRECONDITION_FIELD
+
+    @field_validator("expect_fs")
+    @classmethod
+    def _fs_name(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"^[a-z0-9][a-z0-9._-]{0,31}$", value):
+            raise ValueError(f"expect_fs {value!r} is not a filesystem type name (e.g. ceph, nfs, ext4, xfs)")
+        return value
 
     @field_validator("path")
     @classmethod

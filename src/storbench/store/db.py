@@ -245,8 +245,18 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        with self.conn:
-            yield self.conn
+        """One atomic write. A full disk or a failing device is the user's to fix: one line that says what was kept
+        (every earlier transaction is committed; this one is rolled back whole)."""
+        try:
+            with self.conn:
+                yield self.conn
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if "full" in text or "disk I/O error" in text or "readonly" in text or "read-only" in text:
+                raise UserError(f"results database {self.path}: {text}; everything stored before is intact, this "
+                                "write was rolled back", hint="free space (or fix the device), then run the same "
+                                "command with --resume") from None
+            raise
 
     # ---- runs ------------------------------------------------------------------------------------
     def create_run(self, *, plan_name: str, plan_text: str, plan_sha256: str, source: str,

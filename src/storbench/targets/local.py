@@ -34,18 +34,30 @@ def _read(path: str) -> str:
         return ""
 
 
-def _filesystem_of(path: Path) -> tuple[str, str]:
-    """(mount point, filesystem type) holding ``path``: the longest matching mount."""
-    best = ("", "")
-    for line in _read("/proc/self/mounts").splitlines():
+def filesystem_of(path: Path, mounts_text: str | None = None) -> tuple[str, str, str]:
+    """(mount point, filesystem type, source device or server) holding ``path``: the longest matching mount (the
+    last one mounted there when several are)."""
+    best = ("", "", "")
+    text = _read("/proc/self/mounts") if mounts_text is None else mounts_text
+    for line in text.splitlines():
         fields = line.split()
         if len(fields) >= 3:
             mount_point = fields[1].replace("\\040", " ")
             if (str(path) == mount_point or str(path).startswith(mount_point.rstrip("/") + "/")) and len(
                 mount_point
-            ) > len(best[0]):
-                best = (mount_point, fields[2])
+            ) >= len(best[0]):
+                best = (mount_point, fields[2], fields[0].replace("\\040", " "))
     return best
+
+
+# What a target's expected filesystem (`expect_fs`, or the kind: cephfs) accepts among /proc/mounts types.
+FILESYSTEM_FAMILIES = {"ceph": ("ceph", "fuse.ceph-fuse", "fuse.ceph"), "nfs": ("nfs", "nfs4"),
+                       "fuse": ("fuse",)}
+
+
+def filesystem_matches(fs_type: str, expected: str) -> bool:
+    return fs_type in FILESYSTEM_FAMILIES.get(expected, (expected,)) or (
+        expected == "fuse" and fs_type.startswith("fuse."))
 
 
 def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *, create: bool, claim: bool = False,
@@ -61,9 +73,18 @@ def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *,
     if directory.exists() and not directory.is_dir():
         raise UserError(f"target '{spec.name}': {directory} exists and is not a directory", where=where,
                         hint="point path at a directory")
-    probe = directory
-    while not probe.exists():
-        probe = probe.parent
+    probe = directory if directory.exists() else directory.parent
+    if not probe.is_dir():  # storbench makes at most the last component: never a tree on the wrong disk
+        what = "is not a directory" if probe.exists() else "does not exist"
+        raise UserError(f"target '{spec.name}': {probe} {what}, so {directory} cannot be made in it", where=where,
+                        hint="is its filesystem mounted? storbench creates only the last directory of path")
+    mount_point, fs_type, source = filesystem_of(directory)
+    expected = "ceph" if isinstance(spec, CephfsTarget) else spec.expect_fs
+    if expected is not None and not filesystem_matches(fs_type, expected):
+        raise UserError(f"target '{spec.name}': {directory} is on {fs_type or 'an unknown filesystem'} "
+                        f"({source or '?'}, mounted at {mount_point or '?'}), not {expected}", where=where,
+                        hint=f"mount the {expected} filesystem there first" + (
+                            "" if isinstance(spec, CephfsTarget) else ", or drop expect_fs"))
     if not os.access(probe, os.W_OK):
         raise UserError(f"target '{spec.name}': {probe} is not writable", where=where,
                         hint="choose a directory you can write")
@@ -76,7 +97,7 @@ def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *,
             where=where, hint="lower the target's size or numjobs, or free space",
         )
     if create:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(exist_ok=True)
     if directory.exists():
         refusal = directory_refusal(directory)
         if refusal:
@@ -89,13 +110,12 @@ def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *,
         if refusal:
             raise UserError(f"target '{spec.name}': {refusal}", where=where,
                             hint="remove it; storbench only writes test files it created itself")
-    mount_point, fs_type = _filesystem_of(directory)
     return PreparedTarget(
         spec=spec,
         binding=JobBinding(options=(("directory", escape_fio_path(str(directory))),
                                     ("filename_format", FILENAME_FORMAT))),
         details=(("kind", "path"), ("directory", str(directory)), ("mount_point", mount_point),
-                 ("filesystem", fs_type)),
+                 ("filesystem", fs_type), ("source", source)),
     )
 
 
