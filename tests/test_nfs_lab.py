@@ -151,3 +151,55 @@ def test_metadata_operations_on_an_nfs_export_through_libnfs(lab_dir: Path, tmp_
     export = lab_dir / "nfs" / "export"
     assert export.is_dir() and list(export.iterdir()) == [], list(export.rglob("*"))[:5]
     assert "ganesha.nfsd" in out  # the server's CPU in the verdicts
+
+
+FAULT_PLAN = """
+name: nfs-fault
+targets:
+  export: {kind: nfs, size: 16MiB}
+workload:
+  rw: randread
+  bs: [4k, 8k]
+  iodepth: 2
+  runtime: 3s
+repeat: 2
+timeout_grace: 5s
+lab:
+  nfs: {}
+"""
+
+
+def test_the_nfs_server_stopped_mid_run_is_a_recorded_failure_not_a_hang(
+        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ganesha killed during the first repetition: fio (stuck in libnfs) is stopped by the watchdog, every
+    repetition is recorded (the rest fail fast: no server), the run ends with its count of failures, and the
+    lab leaves no process, namespace or directory."""
+    import signal
+    import threading
+    import time
+
+    from storbench.lab.process import pids_with
+
+    def kill_server() -> None:
+        deadline = time.time() + 60
+        while time.time() < deadline and not pids_with("fio --output-format=json+"):
+            time.sleep(0.1)
+        time.sleep(1.0)  # inside the first measurement
+        for pid in pids_with("ganesha.nfsd"):
+            os.kill(pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_server)
+    killer.start()
+    started = time.time()
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, FAULT_PLAN)), "--db", str(db))
+    killer.join()
+    assert code == 1, out + err  # finished, with failures counted
+    assert time.time() - started < 120  # the watchdog, not a hang
+    conn = sqlite3.connect(db)
+    statuses = [row[0] for row in conn.execute("SELECT status FROM repetitions ORDER BY id")]
+    conn.close()
+    assert len(statuses) == 4 and statuses[0] in ("timeout", "failed") and "ok" not in statuses[1:], statuses
+    assert "4 repetitions run" in out and "failed" in out
+    assert pids_with("ganesha.nfsd") == [] and NAMESPACE not in run(["ip", "netns", "list"])
+    assert not (lab_dir / "nfs").exists()
