@@ -204,3 +204,33 @@ def test_a_full_results_disk_stops_the_run_in_one_line_and_resume_continues(
         assert after[: len(before)] == before and len(after) == 12 and len({(c, r) for c, r, _ in after}) == 12
     finally:
         subprocess.run(["umount", "-l", str(small)], check=False)
+
+
+def test_a_failed_repetition_on_a_lab_cluster_carries_the_clusters_health() -> None:
+    """The evidence of a repetition that failed on a lab cluster: `ceph health detail`, in one line."""
+    from storbench.errors import UserError
+    from storbench.model import Case, CephLabPoint, LabPoint, PathTarget, WorkloadPoint, cluster_of
+    from storbench.sessions import LabContext
+
+    class Cluster:
+        def __init__(self, answer: str | None) -> None:
+            self.answer = answer
+
+        def ceph(self, *args: str, timeout_s: float = 60) -> str:
+            assert args == ("health", "detail")
+            if self.answer is None:
+                raise UserError("timed out")
+            return self.answer
+
+    lab = LabPoint(ceph=CephLabPoint(osds=2, osd_size_bytes=1 << 30, objectstore="bluestore", pool_size=2))
+    case = Case(case_id="c", target=PathTarget(name="t", path="/t", size_bytes=1 << 20),
+                workload=WorkloadPoint(rw="randread", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=1, ramp_s=0,
+                                       direct=True, ioengine="libaio"), lab=lab)
+    detail = ("HEALTH_WARN 1 osds down; Degraded data redundancy\n[WRN] OSD_DOWN: 1 osds down\n"
+              "    osd.1 is down\n[WRN] PG_DEGRADED: 16 pgs degraded\n    pg 1.0 is active+undersized\n")
+    session = LabContext(targets={}, ceph_socket_patterns=(), ceph_labs={cluster_of(lab): Cluster(detail)})  # type: ignore[dict-item]
+    assert session.health_for(case) == ("HEALTH_WARN 1 osds down; Degraded data redundancy; [WRN] OSD_DOWN: 1 osds "
+                                        "down; osd.1 is down; [WRN] PG_DEGRADED: 16 pgs degraded")  # the first 4 lines
+    silent = LabContext(targets={}, ceph_socket_patterns=(), ceph_labs={cluster_of(lab): Cluster(None)})  # type: ignore[dict-item]
+    assert "did not answer" in (silent.health_for(case) or "")
+    assert LabContext(targets={}, ceph_socket_patterns=()).health_for(case) is None

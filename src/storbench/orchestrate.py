@@ -14,7 +14,7 @@ import os
 import platform
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -520,6 +520,8 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
                 raise
             telemetry = (recorder.finish(outcome, item.case, ceilings.get(item.case.case_id))
                          if recorder is not None else None)
+            if outcome.status != Status.OK and (health := session.health_for(item.case)):
+                outcome = replace(outcome, error=f"{outcome.error}; cluster health: {health}")
             run.store.save_repetition(run.run_id, item.case, item.rep_index, outcome,
                                       (*prepared.details, *item.case.lab.pairs()), telemetry)
             if outcome.status != Status.OK:

@@ -89,6 +89,19 @@ class LabContext:
         """The admin sockets telemetry reads for ``case``: its own cluster's, not the one idling beside it."""
         return self.sockets_by_cluster.get(cluster_of(case.lab), self.ceph_socket_patterns)
 
+    def health_for(self, case: Case) -> str | None:
+        """The health of the lab cluster ``case`` runs on, in one line (`ceph health detail`'s summary and its
+        first checks), for the evidence of a repetition that failed; None off a lab cluster or when the cluster
+        does not answer."""
+        lab = self.ceph_labs.get(cluster_of(case.lab))
+        if lab is None:
+            return None
+        try:
+            lines = [line.strip() for line in lab.ceph("health", "detail", timeout_s=15).splitlines() if line.strip()]
+        except UserError as exc:
+            return f"the cluster did not answer `ceph health` ({exc.message})"
+        return "; ".join(lines[:4]) or None
+
     def link_rates(self, case: Case) -> dict[str, int]:
         """Interface -> bits/s of the hosts lab's shaped links while ``case`` runs (telemetry's link speeds)."""
         if case.lab.link_bits_per_s is None:
