@@ -605,3 +605,62 @@ def test_osds_are_pinned_live_and_the_kernel_says_so(lab_dir: Path, tmp_path: Pa
     assert seen == [("1", "1"), ("0-1", "0-1"), ("0-1", "0-1"), ("1", "1")], seen  # A B B A, applied
     assert "OSDs restarted" not in out and "pinned to CPUs 1" in out
     assert pids_with(str(lab_dir) + "/") == [] and not (lab_dir / "ceph").exists()
+
+
+OSD_FAULT_PLAN = """
+name: osd-fault
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 64MiB}
+workload:
+  rw: randwrite
+  bs: 4k
+  iodepth: 4
+  runtime: 3s
+repeat: 2
+timeout_grace: 5s
+lab:
+  ceph: {osds: 2, osd_size: 1GiB, objectstore: memstore, pool_size: 1}
+"""
+
+
+def test_an_osd_killed_mid_run_is_recorded_with_the_clusters_health(lab_dir: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """One of two OSDs killed during the first repetition (replica 1: its PGs go down, I/O to them blocks):
+    the watchdog stops fio, the repetition is recorded with the cluster's health in its error, the run ends
+    with its failures counted, and the lab leaves no daemon, mount or directory."""
+    import signal
+    import threading
+    import time
+
+    def measuring() -> bool:  # a fio running a case's job (not the image's layout)
+        for pid in pids_with("fio --output-format=json+"):
+            try:
+                job = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[-2].decode()
+                if Path(job).read_text().startswith("; storbench case"):
+                    return True
+            except (OSError, IndexError, UnicodeDecodeError):
+                continue
+        return False
+
+    def kill_one_osd() -> None:
+        deadline = time.time() + 120
+        while time.time() < deadline and not measuring():
+            time.sleep(0.1)
+        time.sleep(1.0)
+        osds = pids_with(f"ceph-osd -f -c {lab_dir}")
+        if osds:
+            os.kill(osds[-1], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_one_osd)
+    killer.start()
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, OSD_FAULT_PLAN)), "--db", str(db))
+    killer.join()
+    assert code == 1, out + err
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT status, error FROM repetitions ORDER BY id").fetchall()
+    conn.close()
+    assert rows[0][0] in ("timeout", "failed"), rows
+    assert "cluster health: HEALTH_" in rows[0][1] and "osd" in rows[0][1].lower(), rows[0][1]
+    assert pids_with(str(lab_dir)) == [] and not (lab_dir / "ceph").exists()
+    assert str(lab_dir) not in Path("/proc/self/mounts").read_text()
