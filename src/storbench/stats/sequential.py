@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
-from scipy import stats as scipy_stats
-
 
 @lru_cache(maxsize=4096)
 def _t_quantile(p: float, df: int) -> float:
-    return float(scipy_stats.t.ppf(p, df))
+    from scipy.special import stdtrit  # on first use: see stats.estimate.t_quantile
+
+    return float(stdtrit(df, p))
 
 
 class Decision(StrEnum):

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""A 7-point iodepth grid three ways, side by side: `storbench run`, plain fio (the same job files by hand, one
+after another) and fio-plot's bench-fio (when given). Arms alternate round by round (A B C, C B A, ...) so drift
+hits all of them. Prints each arm's wall time, storbench's own start-up (its wall time outside fio) and its
+per-run overhead against plain fio; asserts nothing about time.
+
+    .venv/bin/python bench/overhead_grid.py [--rounds 3] [--runtime 1] [--bench-fio /path/to/bench-fio]
+
+bench-fio is not a dependency: install it anywhere (python3 -m venv /tmp/fp && /tmp/fp/bin/pip install
+fio-plot) and pass its path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DEPTHS = (1, 2, 4, 8, 16, 32, 64)
+PLAN = """
+name: overhead-grid
+targets:
+  disk: {{kind: path, path: {data}, size: 64MiB}}
+workload:
+  rw: randread
+  bs: 4k
+  iodepth: {depths}
+  runtime: {runtime}s
+  direct: false
+repeat: 1
+order: sequential
+"""
+
+
+def storbench_arm(plan: Path, db: Path) -> tuple[float, float]:
+    """(wall time, seconds inside fio's repetitions) of one `storbench run` of the grid."""
+    db.unlink(missing_ok=True)
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "storbench", "run", str(plan), "--db", str(db)], check=True,
+                   stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    conn = sqlite3.connect(db)
+    inside = conn.execute("SELECT SUM(finished_at_s - started_at_s) FROM repetitions").fetchone()[0]
+    conn.close()
+    return wall, float(inside)
+
+
+def fio_arm(jobs: list[Path], work: Path) -> float:
+    started = time.perf_counter()
+    for job in jobs:
+        subprocess.run(["fio", "--output-format=json+", f"--output={work / 'by-hand.json'}", str(job)], check=True,
+                       stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def bench_fio_arm(bench_fio: str, data: Path, out: Path, runtime: int) -> float:
+    subprocess.run(["rm", "-rf", str(out)], check=True)
+    out.mkdir()
+    started = time.perf_counter()
+    subprocess.run([bench_fio, "-d", str(data), "-t", "directory", "-s", "64M", "-o", str(out), "-b", "4k",
+                    "--iodepth", *map(str, DEPTHS), "--numjobs", "1", "--runtime", str(runtime), "-m", "randread",
+                    "--direct", "0", "--time-based", "--quiet"], check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--runtime", type=int, default=1)
+    parser.add_argument("--bench-fio", default=None, help="path of fio-plot's bench-fio (optional)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="storbench-bench-") as tmp:
+        work = Path(tmp)
+        plan = work / "plan.yaml"
+        plan.write_text(PLAN.format(data=work / "data", depths=list(DEPTHS), runtime=args.runtime))
+        db = work / "r.db"
+        storbench_arm(plan, db)  # warm-up: lays the file out, gives the exact job texts
+        conn = sqlite3.connect(db)
+        jobs = []
+        for index, (text,) in enumerate(conn.execute("SELECT job_text FROM repetitions ORDER BY id")):
+            jobs.append(work / f"job{index}.fio")
+            jobs[-1].write_text(text)
+        conn.close()
+        (work / "bench-fio-data").mkdir()
+        arms = ["storbench", "fio"] + (["bench-fio"] if args.bench_fio else [])
+        walls: dict[str, list[float]] = {arm: [] for arm in arms}
+        inside: list[float] = []
+        for round_index in range(args.rounds):
+            for arm in arms if round_index % 2 == 0 else reversed(arms):
+                if arm == "storbench":
+                    wall, in_fio = storbench_arm(plan, db)
+                    inside.append(in_fio)
+                elif arm == "fio":
+                    wall = fio_arm(jobs, work)
+                else:
+                    wall = bench_fio_arm(args.bench_fio, work / "bench-fio-data", work / "bench-fio-out",
+                                         args.runtime)
+                walls[arm].append(wall)
+            print(f"round {round_index + 1}: " + " | ".join(f"{arm} {walls[arm][-1]:.2f}s" for arm in arms))
+        median = {arm: statistics.median(values) for arm, values in walls.items()}
+        fio_s, sb_s, in_fio = median["fio"], median["storbench"], statistics.median(inside)
+        start_up = sb_s - in_fio
+        print()
+        print(f"grid: randread 4k, iodepth {', '.join(map(str, DEPTHS))}, runtime {args.runtime}s each, "
+              f"{args.rounds} rounds (medians)")
+        print(f"plain fio, 7 runs by hand:   {fio_s:6.2f}s")
+        if "bench-fio" in median:
+            print(f"fio-plot's bench-fio:        {median['bench-fio']:6.2f}s  ({median['bench-fio'] / fio_s - 1:+.1%} "
+                  "against plain fio)")
+        print(f"storbench run:               {sb_s:6.2f}s  ({sb_s / fio_s - 1:+.1%} against plain fio)")
+        print(f"  of which inside fio's runs {in_fio:6.2f}s  ({in_fio / fio_s - 1:+.1%} against plain fio: the "
+              "per-run overhead; goal within 3 %)")
+        print(f"  and its own start-up        {start_up:6.2f}s  (start, checks, layout, the closing table)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
