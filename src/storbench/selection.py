@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError, did_you_mean
@@ -222,9 +221,7 @@ def select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per
     """Read the chosen runs from the results database ``db`` once and keep the observations matching ``where``."""
     from storbench.store import open_store
 
-    if not Path(db).exists():
-        raise UserError(f"no results database {db}", hint="run a plan first, or pass --db PATH")
-    store = open_store(db)
+    store = open_store(db, read_only=True)
     runs = store.runs()
     if not runs:
         raise UserError(f"{db} holds no runs yet", hint="run `storbench run PLAN` first")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
@@ -13,6 +14,7 @@ from rich.text import Text
 
 from storbench.cli.common import _console, _read_plan, db_option, fio_option
 from storbench.cli.results import _print_results
+from storbench.errors import UserError
 from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status
 from storbench.units import format_block_size, format_duration, format_latency_ns
 
@@ -84,7 +86,6 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
 def _check_size(loaded: LoadedPlan, cases: Sequence[Case], max_runs: int, max_hours: float) -> None:
     """A plan above the run limits is refused before anything starts, with its numbers."""
     from storbench.config import repeat_bounds
-    from storbench.errors import UserError
     from storbench.plan import estimate, size_refusal
 
     ceph = loaded.config.lab.ceph if loaded.config.lab else None
@@ -199,6 +200,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from storbench.plan import MAX_HOURS, MAX_RUNS
 
     _check_size(loaded, cases, args.max_runs or MAX_RUNS, args.max_hours or MAX_HOURS)
+    if args.resume and not Path(args.db).exists():  # refused before a database file is made
+        raise UserError(f"--resume: no results database {args.db} to resume", hint=f"run `storbench run "
+                        f"{args.plan} --db {args.db}` without --resume to start")
     fio_binary = find_fio(args.fio)
     checked = check_everything(loaded, cases, fio_binary, create=True)
     store = open_store(args.db)

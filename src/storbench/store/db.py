@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from storbench.errors import UserError
 from storbench.model import (
@@ -233,6 +234,40 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
         with conn:
             conn.executescript("BEGIN;" + MIGRATIONS[version - 1] +
                                f"INSERT INTO schema_migrations VALUES ({version}, datetime('now')); COMMIT;")
+
+
+def _open_read_only(path: str) -> Store:
+    """A results database for reading (show, export, compare, report, saturation): nothing is written to it,
+    and a file that is not storbench's is refused before anything could be. One that an older storbench wrote is
+    brought to this schema first (it is storbench's own)."""
+    if not Path(path).is_file():
+        raise UserError(f"no results database {path}", hint="run a plan first, or pass --db PATH")
+    try:
+        # with no -wal beside it no one is writing: open it immutable, so SQLite makes no -wal or -shm of its own;
+        # while a run writes, read through the writer's WAL
+        live = Path(f"{path}-wal").exists()
+        conn = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro" + ("" if live else "&immutable=1"),
+                               uri=True, timeout=30, isolation_level=None)
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        version = (conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
+                   if "schema_migrations" in tables else None)
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"{path} is not a storbench results database: {exc}",
+                        hint="pass another --db") from None
+    if version is None or "runs" not in tables:
+        conn.close()
+        raise UserError(f"{path} is not a storbench results database (no storbench tables in it); left untouched",
+                        hint="pass the --db a `storbench run` wrote")
+    if version < SCHEMA_VERSION:
+        conn.close()
+        return open_store(path)
+    conn.row_factory = sqlite3.Row
+    conn.isolation_level = "DEFERRED"
+    if version > SCHEMA_VERSION:
+        conn.close()
+        raise UserError(f"{path} has schema version {version}, newer than this storbench ({SCHEMA_VERSION})",
+                        hint="upgrade storbench")
+    return Store(conn, path)
 
 
 class Store:
@@ -581,10 +616,12 @@ def _measurement_from_row(row: sqlite3.Row) -> DirectionMeasurement:
     )
 
 
-def open_store(path: str | Path) -> Store:
+def open_store(path: str | Path, *, read_only: bool = False) -> Store:
     """Open (and create or migrate) a results database. WAL mode, full sync: a finished repetition
     survives a crash of storbench, a kill -9 or a power cut after its commit."""
     path = str(path)
+    if read_only:
+        return _open_read_only(path)
     parent = Path(path).expanduser().resolve().parent
     if not parent.exists():
         raise UserError(f"cannot create {path}: {parent} does not exist", hint="create the directory first")
