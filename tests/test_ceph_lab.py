@@ -664,3 +664,4 @@ def test_an_osd_killed_mid_run_is_recorded_with_the_clusters_health(lab_dir: Pat
     assert "cluster health: HEALTH_" in rows[0][1] and "osd" in rows[0][1].lower(), rows[0][1]
     assert pids_with(str(lab_dir)) == [] and not (lab_dir / "ceph").exists()
     assert str(lab_dir) not in Path("/proc/self/mounts").read_text()
+    assert pids_with("fio --output-format=json+") == []  # no fio job left stuck in librbd

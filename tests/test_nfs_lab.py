@@ -203,3 +203,5 @@ def test_the_nfs_server_stopped_mid_run_is_a_recorded_failure_not_a_hang(
     assert "4 repetitions run" in out and "failed" in out
     assert pids_with("ganesha.nfsd") == [] and NAMESPACE not in run(["ip", "netns", "list"])
     assert not (lab_dir / "nfs").exists()
+    # fio's job processes are sessions of their own: the watchdog kills them too, none is left stuck in libnfs
+    assert pids_with("fio --output-format=json+") == []

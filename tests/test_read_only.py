@@ -57,5 +57,5 @@ def test_reading_a_storbench_database_changes_nothing(tmp_path: Path, capsys: py
 def test_a_failed_resume_leaves_no_database_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "new.db"
     code, _, err = run_cli(capsys, "run", str(write_plan(tmp_path, PLAN)), "--db", str(db), "--resume")
-    assert code == 2 and "no results database" in err and "without --resume" in err, err
+    assert code == 2 and "nothing to resume: no results database" in err and "without --resume" in err, err
     assert not db.exists()

@@ -201,7 +201,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     _check_size(loaded, cases, args.max_runs or MAX_RUNS, args.max_hours or MAX_HOURS)
     if args.resume and not Path(args.db).exists():  # refused before a database file is made
-        raise UserError(f"--resume: no results database {args.db} to resume", hint=f"run `storbench run "
+        raise UserError(f"nothing to resume: no results database {args.db}", hint=f"run `storbench run "
                         f"{args.plan} --db {args.db}` without --resume to start")
     fio_binary = find_fio(args.fio)
     checked = check_everything(loaded, cases, fio_binary, create=True)

@@ -49,16 +49,58 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         pass
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children, theirs, ...), read from /proc. fio's job processes call setsid(),
+    so they are in neither fio's process group nor its session: killing the group alone leaves a job stuck in
+    libnfs or librbd running, reparented to init."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat_text = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat_text.rsplit(")", 1)[-1].split()
+        if len(fields) > 1 and fields[1].isdigit():
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def kill_group(process: subprocess.Popen[bytes], grace_s: float) -> None:
-    """SIGTERM the whole process group, then SIGKILL it if it has not gone after ``grace_s``."""
+    """SIGTERM the whole process group and every process below it (fio's jobs are sessions of their own),
+    then SIGKILL them if they have not gone after ``grace_s``."""
+    below = descendants(process.pid)  # before the parent dies and its jobs are reparented
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
+        for pid in below:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
         try:
             process.wait(timeout=wait_s)
-            return
         except subprocess.TimeoutExpired:
             continue
+        deadline = time.time() + wait_s  # and the jobs below it (a job stuck in a library may ignore SIGTERM)
+        while time.time() < deadline and any(_running(pid) for pid in below):
+            time.sleep(0.05)
+        if not any(_running(pid) for pid in below):
+            return
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a zombie's parent, init once it is reparented, reaps it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def tail(path: Path, limit: int = STDERR_TAIL_BYTES) -> str:

@@ -224,16 +224,36 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def _statements(script: str) -> list[str]:
+    """A migration script as single statements (sqlite3.complete_statement knows where each ends)."""
+    statements, pending = [], ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n\t;"):
+                statements.append(pending.strip())
+            pending = ""
+    return statements
+
+
 def _migrate(conn: sqlite3.Connection, path: str) -> None:
-    conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)")
-    current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
-    if current > SCHEMA_VERSION:
-        raise UserError(f"{path} has schema version {current}, newer than this storbench ({SCHEMA_VERSION})",
-                        hint="upgrade storbench")
-    for version in range(current + 1, SCHEMA_VERSION + 1):
-        with conn:
-            conn.executescript("BEGIN;" + MIGRATIONS[version - 1] +
-                               f"INSERT INTO schema_migrations VALUES ({version}, datetime('now')); COMMIT;")
+    """Bring the database to SCHEMA_VERSION under a write lock taken before the version is read: two storbench
+    processes opening one new database at once migrate it once (the second waits, then finds it done)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)")
+        current = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
+        if current > SCHEMA_VERSION:
+            raise UserError(f"{path} has schema version {current}, newer than this storbench ({SCHEMA_VERSION})",
+                            hint="upgrade storbench")
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            for statement in _statements(MIGRATIONS[version - 1]):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_migrations VALUES (?, datetime('now'))", (version,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _open_read_only(path: str) -> Store:
