@@ -186,3 +186,22 @@ def test_migration_5_turns_flat_targets_into_their_kinds_and_keeps_case_ids(tmp_
     assert {i: c.target for i, c in by_id.items()} == {c.case_id: c.target for c in cases}
     for case_id, case in by_id.items():
         assert case_id_for(case.target, case.workload) == case_id
+
+
+def test_many_processes_opening_one_new_database_at_once_all_get_it(tmp_path: Path) -> None:
+    """Setting up a new database (WAL, migrations) from several storbench processes at once: each one opens it,
+    the schema is migrated once."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "new.db"
+    code = ("import sys; from storbench.store import open_store; s = open_store(sys.argv[1]); "
+            "print(len(s.runs())); s.close()")
+    processes = [subprocess.Popen([sys.executable, "-c", code, str(db)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE) for _ in range(8)]
+    results = [p.communicate(timeout=120) for p in processes]
+    assert all(p.returncode == 0 for p in processes), [r[1].decode()[-300:] for r in results]
+    conn = sqlite3.connect(db)
+    versions = [row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+    conn.close()
+    assert versions == list(range(1, len(versions) + 1))  # each migration applied exactly once

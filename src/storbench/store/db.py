@@ -7,7 +7,9 @@ Aggregates (a repetition's merged numbers, a case's statistics) are derived when
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -222,6 +224,9 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+OPEN_RETRY_S = 60.0
 
 
 def _statements(script: str) -> list[str]:
@@ -649,15 +654,30 @@ def open_store(path: str | Path, *, read_only: bool = False) -> Store:
         create_private(path)  # 0600: results hold host names, paths and plan text
     except OSError as exc:
         raise UserError(f"cannot create {path}: {exc.strerror or exc}", hint="choose another --db") from None
-    try:
+    deadline = time.monotonic() + OPEN_RETRY_S
+    while True:
         conn = sqlite3.connect(path, timeout=30, isolation_level=None)
-        conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        conn.isolation_level = "DEFERRED"
-        _migrate(conn, path)
-    except sqlite3.DatabaseError as exc:
-        raise UserError(f"{path} is not a storbench results database: {exc}",
-                        hint="pass another --db, or move the file away") from None
-    return Store(conn, path)
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.isolation_level = "DEFERRED"
+            _migrate(conn, path)
+            return Store(conn, path)
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            # another storbench setting the same new database up: SQLite answers "locked" at once (without its busy
+            # wait) when switching to WAL meets the other's lock; try again shortly
+            if "locked" in str(exc) and time.monotonic() < deadline:
+                time.sleep(random.uniform(0.05, 0.25))
+                continue
+            raise UserError(f"{path} is not a storbench results database: {exc}",
+                            hint="pass another --db, or move the file away") from None
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise UserError(f"{path} is not a storbench results database: {exc}",
+                            hint="pass another --db, or move the file away") from None
+        except BaseException:
+            conn.close()
+            raise
