@@ -471,7 +471,7 @@ def test_base_plan_is_valid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["plan", str(path)]) == 0
     out, err = capsys.readouterr()
     assert err == ""
-    assert "1 cases x 3 repetitions" in out
+    assert "1 case x 3 repetitions" in out
 
 
 @pytest.mark.parametrize("command", ["plan", "run"])

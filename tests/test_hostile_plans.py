@@ -132,7 +132,7 @@ def test_plan_lists_the_first_and_last_rows_of_a_large_sweep(tmp_path, capsys) -
     import re
 
     assert "170 more" in out and len(re.findall(r"\b[0-9a-f]{12}\b", out)) == 30  # rows 1-20 and 191-200
-    assert "200 cases x 1 repetitions = 200 fio runs" in out
+    assert "200 cases x 1 repetition = 200 fio runs" in out
 
 
 def test_run_refuses_a_plan_above_its_limits_until_they_are_raised(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]

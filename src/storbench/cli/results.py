@@ -218,7 +218,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p = sub.add_parser("export", help="one record per repetition and direction as json, csv or markdown")
     db_option(p)
     filters(p, "run number(s), e.g. 3 or 2,3, or 'all' (default: all runs)")
-    p.add_argument("--format", choices=("json", "csv", "markdown"), default="json")
+    p.add_argument("--format", choices=("json", "csv", "markdown"), default="json",
+                   help="json (default), csv or markdown: one record per repetition and direction")
     p.add_argument("--per-client", action="store_true",
                    help="also each client's own records (field `client`) after the merged ones")
     p.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")

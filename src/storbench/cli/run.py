@@ -235,6 +235,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     p = sub.add_parser("plan", help="show the expanded cases, their count, data volume and ETA; no I/O")
     p.add_argument("plan", help="plan file (YAML)")
+    db_option(p)  # accepted like every command's; plan reads and writes no database
     fio_option(p)
     p.set_defaults(func=cmd_plan)
 

@@ -301,9 +301,14 @@ def plan_table(cases: Sequence[Case], title: str) -> tuple[Table, str]:
     return table, "same for every case: " + ", ".join(f"{n}={params[0][n]}" for n in constant)
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
+
+
 def plan_summary_lines(estimate: PlanEstimate, repeat: int, fio_version: str, fio_binary: str) -> list[str]:
     lines = [
-        f"{estimate.cases} cases x {repeat} repetitions = {estimate.repetitions} fio runs",
+        f"{_count(estimate.cases, 'case')} x {_count(repeat, 'repetition')} = "
+        f"{_count(estimate.repetitions, 'fio run')}",
         f"estimated time: {format_duration(estimate.seconds)}",
         f"test files laid out: {format_bytes(estimate.layout_bytes)} (runs are time based: the volume written "
         "while measuring depends on the storage's speed)",
