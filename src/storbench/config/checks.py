@@ -32,7 +32,7 @@ from storbench.fio.allowlist import (
     value_refusal,
 )
 from storbench.fio.jobfile import is_safe_job_value
-from storbench.model import is_object, rw_writes
+from storbench.model import is_metadata, is_object, rw_writes
 from storbench.units import format_bytes
 
 
@@ -333,14 +333,22 @@ def _check_objects(config: PlanConfig, source: PlanSource) -> None:
         raise UserError(f"rw: {others[0]} on target '{s3[0]}' (s3): an s3 target takes object operations "
                         "(put, get, delete_object, getput)", where=where,
                         hint="measure block or file workloads in a plan of their own")
+    _local_and_own_options(config, source, ops[0], OBJECT_FIO_OPTIONS, "object",
+                           "use the target's endpoint, bucket and region, and workload.objects and bs")
+
+
+def _local_and_own_options(config: PlanConfig, source: PlanSource, rw: str, own: frozenset[str], what: str,
+                           hint: str) -> None:
+    """Metadata and object operations run on this machine (not on fio servers yet), and the fio options storbench
+    sets for them (``own``) are not the plan's."""
     if config.hosts is not None or (config.lab is not None and config.lab.hosts is not None):
-        raise UserError(f"rw: {ops[0]} runs on this machine only (not on fio servers yet)", where=where,
-                        hint="run the object workloads in a plan without hosts; numjobs sets the concurrency")
-    clash = sorted(OBJECT_FIO_OPTIONS & set(config.workload.fio))
+        raise UserError(f"rw: {rw} runs on this machine only (not on fio servers yet)",
+                        where=source.where(("workload", "rw")),
+                        hint=f"run the {what} workloads in a plan without hosts; numjobs sets the concurrency")
+    clash = sorted(own & set(config.workload.fio))
     if clash:
-        raise UserError(f"workload.fio.{clash[0]} is set by storbench for rw: {ops[0]}",
-                        where=source.where(("workload", "fio", clash[0])),
-                        hint="use the target's endpoint, bucket and region, and workload.objects and bs")
+        raise UserError(f"workload.fio.{clash[0]} is set by storbench for rw: {rw}",
+                        where=source.where(("workload", "fio", clash[0])), hint=hint)
 
 
 METADATA_FIO_OPTIONS = frozenset({"nrfiles", "filesize", "openfiles", "fallocate", "create_on_open", "unlink",
@@ -349,7 +357,7 @@ METADATA_FIO_OPTIONS = frozenset({"nrfiles", "filesize", "openfiles", "fallocate
 
 def _check_metadata(config: PlanConfig, source: PlanSource) -> None:
     """Metadata operations (rw: create, stat, delete) work on files in a local directory storbench owns."""
-    ops = [rw for rw in config.workload.rw if rw in ("create", "stat", "delete", "metadata")]
+    ops = [rw for rw in config.workload.rw if is_metadata(rw)]
     if not ops:
         return
     where = source.where(("workload", "rw"))
@@ -361,12 +369,6 @@ def _check_metadata(config: PlanConfig, source: PlanSource) -> None:
         if not isinstance(target, PathTargetConfig | CephfsTargetConfig | NfsTargetConfig):
             raise UserError(f"rw: {ops[0]} on target '{name}' ({target.kind}): metadata operations work on files "
                             "in a directory", where=where, hint="use a path, cephfs or nfs target for them")
-    if config.hosts is not None or (config.lab is not None and config.lab.hosts is not None):
-        raise UserError(f"rw: {ops[0]} runs on this machine only (not on fio servers yet)", where=where,
-                        hint="run the metadata workloads in a plan without hosts")
-    clash = sorted(METADATA_FIO_OPTIONS & set(config.workload.fio))
-    if clash:
-        raise UserError(f"workload.fio.{clash[0]} is set by storbench for rw: {ops[0]}",
-                        where=source.where(("workload", "fio", clash[0])),
-                        hint="use workload.files and workload.file_size, or run the metadata workloads in a plan "
-                        "of their own")
+    _local_and_own_options(config, source, ops[0], METADATA_FIO_OPTIONS, "metadata",
+                           "use workload.files and workload.file_size, or run the metadata workloads in a plan "
+                           "of their own")
