@@ -1,11 +1,19 @@
 #!/usr/bin/env python3
 """Many light clients on this machine: N fio servers in network namespaces, one case run on all of them.
 
-Prints how long bringing the hosts up took, the run's wall time, the start skew between clients, how many
-clients reported, and how long merging their results took (histograms added, records built). Asserts
-nothing about time. Needs root (network namespaces).
+First the start skew, measured rather than estimated: the same job on every server, with fio's own
+per-client I/O log (every I/O, wall-clock stamped) telling when each client's first I/O completed. Twice:
+light clients (200 IOPS each, the machine idle enough that the figure is the start mechanism's) and
+unthrottled ones (140 CPU-bound fio jobs on this machine's cores: the scheduler's turns add to the spread).
+Before: one `fio --client` launch as storbench made it without a barrier; after: storbench's start barrier
+(HostsExecutor.run_case). The two alternate, so drift on the machine hits both. Beside the truth, what
+storbench stores as the repetition's skew.
 
-    .venv/bin/python bench/many_clients.py [--clients 140] [--runtime 3] [--repeat 2]
+Then a whole `storbench run`: how long bringing the hosts up took, the run's wall time, the start skew it
+stored, how many clients reported, and how long merging their results took (histograms added, records built).
+Asserts nothing about time. Needs root (network namespaces).
+
+    .venv/bin/python bench/many_clients.py [--clients 140] [--runtime 3] [--repeat 2] [--skew-rounds 3]
 """
 
 from __future__ import annotations
@@ -36,15 +44,87 @@ telemetry: {{enabled: false}}
 """
 
 
+def _first_samples_ms(log_dir: Path) -> list[int]:
+    """Each client's first I/O log entry (ms since the epoch: log_unix_epoch)."""
+    firsts = []
+    for log in sorted(log_dir.glob("c*_iops.*.log*")):
+        line = log.read_text().split("\n", 1)[0]
+        if line:
+            firsts.append(int(line.split(",")[0]))
+    return firsts
+
+
+def start_skew_truth(clients: int, runtime_s: int, rounds: int, rate_iops: int | None) -> None:
+    from storbench.execute.base import PLAIN_FIO
+    from storbench.execute.hosts import HostsExecutor
+    from storbench.fio.jobfile import JobBinding, render_client_jobs
+    from storbench.fio.outcome import start_skew_s
+    from storbench.lab.hosts import HostsLab
+    from storbench.model import Case, PathTarget, WorkloadPoint
+
+    with tempfile.TemporaryDirectory(prefix="storbench-skew-") as work_dir:
+        work = Path(work_dir)
+        (work / "data").mkdir()
+        lab = HostsLab(work / "lab")
+        info = lab.up(clients, "fio")
+        try:
+            case = Case("skew", PathTarget("t", path=str(work / "data"), size_bytes=4 << 20),
+                        WorkloadPoint("randread", 4096, 1, 1, float(runtime_s), 0.0, False, "psync",
+                                      size_bytes=4 << 20), clients=clients)
+            binding = JobBinding(options=(("directory", str(work / "data")),
+                                          ("filename_format", "storbench.$jobnum.$filenum")))
+            executor = HostsExecutor("fio", info.servers)
+            truth: dict[str, list[float]] = {"before": [], "after": []}
+            stored: dict[str, list[float]] = {"before": [], "after": []}
+            for round_index in range(rounds):
+                for arm in ("before", "after"):
+                    logs = work / f"logs-{arm}-{round_index}"
+                    logs.mkdir()
+                    texts = [text.replace("[global]\n", f"[global]\nwrite_iops_log={logs}/c{index}\n"
+                                          "log_avg_msec=0\nlog_unix_epoch=1\n"
+                                          + (f"rate_iops={rate_iops}\n" if rate_iops else ""), 1)
+                             for index, text in enumerate(render_client_jobs(case, binding, round_index), 1)]
+                    if arm == "before":
+                        result = executor.run_clients(texts, list(info.servers), timeout_s=runtime_s + 120)
+                        estimate = start_skew_s(result.stamped_lines)
+                    else:
+                        outcome = executor.run_case(case, texts, round_index, runtime_s + 120.0, PLAIN_FIO)
+                        estimate = outcome.start_skew_s
+                    firsts = _first_samples_ms(logs)
+                    if len(firsts) == clients:
+                        truth[arm].append((max(firsts) - min(firsts)) / 1000)
+                    if estimate is not None:
+                        stored[arm].append(estimate)
+        finally:
+            lab.down()
+    load = f"{rate_iops} IOPS per client" if rate_iops else "unthrottled clients"
+    print(f"start skew at {clients} namespace hosts, {load}, {rounds} rounds: true spread of the clients' first I/O")
+    for arm, label in (("before", "one fio --client launch, no barrier"), ("after", "storbench's start barrier")):
+        values = truth[arm]
+        if values:
+            print(f"  {label:38s} median {statistics.median(values) * 1000:5.0f} ms, max {max(values) * 1000:5.0f} ms"
+                  f"   (storbench's estimate: median {statistics.median(stored[arm]) * 1000:.0f} ms)"
+                  if stored[arm] else "")
+        else:
+            print(f"  {label}: no complete set of client logs")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=140)
     parser.add_argument("--runtime", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--skew-rounds", type=int, default=3, help="rounds of the before/after skew measurement")
     args = parser.parse_args()
+    if args.skew_rounds:
+        for rate_iops in (200, None):
+            start_skew_truth(args.clients, args.runtime, args.skew_rounds, rate_iops)
 
+    if not args.repeat:
+        return 0
     from storbench.fio.parse import merge_clients
-    from storbench.records import repetition_records
+    from storbench.records import record
+    from storbench.stats.observations import observations
     from storbench.store import open_store
 
     with tempfile.TemporaryDirectory(prefix="storbench-bench-") as work_dir:
@@ -71,7 +151,7 @@ def main() -> int:
             merge_clients(rep.clients)
         merge_s = (time.perf_counter() - merge_started) / max(1, len(repetitions))
         records_started = time.perf_counter()
-        records = repetition_records(repetitions)
+        records = [record(o) for o in observations(repetitions)]
         records_s = time.perf_counter() - records_started
     skews = [r.start_skew_s for r in repetitions if r.start_skew_s is not None]
     print(f"clients: {args.clients} fio servers in network namespaces, {len(repetitions)} repetitions of "
@@ -81,7 +161,8 @@ def main() -> int:
     print(f"run wall time: {wall:.1f}s (bring-up, {len(repetitions)} repetitions, teardown)")
     print(f"clients reporting per repetition: {sorted({len(r.clients) for r in repetitions})}")
     if skews:
-        print(f"start skew: median {statistics.median(skews) * 1000:.0f} ms, max {max(skews) * 1000:.0f} ms")
+        print(f"start skew stored: {', '.join(f'{v * 1000:.0f}' for v in skews)} ms;"
+              f" median {statistics.median(skews) * 1000:.0f} ms, max {max(skews) * 1000:.0f} ms")
     print(f"aggregation: load {load_s * 1000:.0f} ms for all repetitions; merge {merge_s * 1000:.1f} ms per "
           f"repetition ({args.clients} clients' histograms); records {records_s * 1000:.0f} ms")
     iops = [r.iops for r in records if r.iops is not None]

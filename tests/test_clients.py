@@ -7,12 +7,15 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from helpers import inside, run_cli, write_plan
-from storbench.fio.jobfile import JobBinding, render_client_jobs
+from storbench.execute.hosts import BARRIER_MAX_S, BARRIER_MIN_S, barrier_lead_s
+from storbench.fio.jobfile import JobBinding, render_client_jobs, render_job, start_barrier_line, with_start_barrier
 from storbench.fio.outcome import judge_clients, start_skew_s
 from storbench.fio.parse import client_measurements_by_host, json_after_messages, merge_clients, parse_fio_json
 from storbench.model import Case, Direction, LatencyHistogram, PathTarget, RbdTarget, WorkloadPoint
@@ -68,6 +71,71 @@ def test_start_skew_is_the_spread_of_the_servers_starting_messages() -> None:
              (11.3, "<b> Starting 1 process"), (11.5, "<c> Starting 1 thread"), (12.0, "<a> j: Laying out IO file")]
     assert start_skew_s(lines) == pytest.approx(0.3)
     assert start_skew_s(lines[:2]) is None  # one server seen
+
+
+def test_behind_a_barrier_a_server_starts_at_the_barrier_or_when_it_got_there() -> None:
+    saving = "{host} abc : Saving output of prerun in abc.prerun.txt"
+    lines = [(9.0, "<a> Starting 1 process"), (9.5, saving.format(host="<a>")), (9.8, saving.format(host="<b>")),
+             (10.4, saving.format(host="<c>")), (10.1, saving.format(host="<a>"))]  # a's second job came later
+    assert start_skew_s(lines, barrier_at_s=10.0) == pytest.approx(0.4)  # c was 0.4 s late; a and b waited
+    assert start_skew_s(lines[:4], barrier_at_s=11.0) == 0.0  # all waited
+    assert start_skew_s(lines, barrier_at_s=None) is None  # without a barrier: the 'Starting' messages
+
+
+def test_the_barrier_lead_learns_from_the_last_repetition() -> None:
+    assert barrier_lead_s(8, None) < barrier_lead_s(140, None)  # first time: an allowance per client
+    assert barrier_lead_s(140, 4.0) == pytest.approx(5.25)
+    assert barrier_lead_s(2, 0.01) == BARRIER_MIN_S and barrier_lead_s(250, 500.0) == BARRIER_MAX_S
+
+
+def test_the_barrier_goes_into_the_first_measured_section_only() -> None:
+    block = Case("abc123", PathTarget("t", path="/d", size_bytes=1 << 20),
+                 WorkloadPoint("randread", 4096, 4, 1, 1.0, 0.0, True, "libaio", size_bytes=1 << 20), clients=2)
+    binding = JobBinding(options=(("directory", "/d"), ("filename_format", "storbench.$jobnum.$filenum")))
+    text = with_start_barrier(render_job(block, binding), 1_800_000_000_123_456_789)
+    lines = text.splitlines()
+    assert lines[lines.index("[abc123]") + 1] == start_barrier_line(1_800_000_000_123_456_789)
+    assert "1800000000123456789" in text and text.count("exec_prerun=") == 1
+    phases = replace_workload(block, rw="metadata", files=4, file_size_bytes=4096)
+    text = with_start_barrier(render_job(phases, binding), 1_800_000_000_000_000_000)
+    lines = text.splitlines()
+    assert text.count("exec_prerun=") == 1 and lines[lines.index("[abc123.create]") + 1].startswith("exec_prerun=")
+    with pytest.raises(ValueError):
+        with_start_barrier("[global]\nrw=read\n", 1)
+    with pytest.raises(ValueError):
+        start_barrier_line(-5)
+
+
+def replace_workload(case: Case, **changes: object) -> Case:
+    from dataclasses import replace
+    return replace(case, workload=replace(case.workload, **changes))  # type: ignore[arg-type]
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
+def test_the_barrier_holds_a_real_fio_job_until_its_moment_and_leaves_no_file(tmp_path: Path) -> None:
+    """fio runs the barrier as `sh -c '<command> > <job>.prerun.txt 2>&1'` in its own directory: the job's I/O
+    starts at the moment (its log's first entry, wall-clock), and no output file is left."""
+    data = tmp_path / "data"
+    data.mkdir()
+    start_at_s = time.time() + 1.5
+    job = tmp_path / "j.fio"
+    job.write_text(f"[j]\ndirectory={data}\nsize=1m\nrw=randread\nbs=4k\nruntime=0.5\ntime_based=1\n"
+                   f"write_iops_log={tmp_path}/first\nlog_avg_msec=0\nlog_unix_epoch=1\n"
+                   f"{start_barrier_line(int(start_at_s * 1e9))}\n")
+    done = subprocess.run(["fio", "--output-format=json", str(job)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    first_ms = int((tmp_path / "first_iops.1.log").read_text().split(",")[0])
+    assert start_at_s * 1000 <= first_ms < start_at_s * 1000 + 500
+    assert not list(tmp_path.glob("*.prerun.txt"))
+    # a job that reaches a moment already past does not wait
+    job.write_text(job.read_text().replace(str(int(start_at_s * 1e9)), str(int((time.time() - 60) * 1e9))))
+    started = time.monotonic()
+    done = subprocess.run(["fio", "--output-format=json", str(job)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0 and time.monotonic() - started < 1.4
+    assert not list(tmp_path.glob("*.prerun.txt"))
 
 
 def test_each_client_gets_its_own_job_file_and_file_names() -> None:
@@ -184,6 +252,7 @@ def test_eight_namespace_hosts_merged_exactly(tmp_path: Path, capsys: pytest.Cap
     # nothing left behind
     assert "storbench-host-" not in os.popen("ip netns list").read()
     assert not (tmp_path / "lab" / "hosts").exists()
+    assert not list(tmp_path.rglob("*.prerun.txt"))  # the barrier leaves no file where the servers ran
 
     from storbench.records import export_records
     from storbench.stats.observations import observations
@@ -198,6 +267,7 @@ def test_eight_namespace_hosts_merged_exactly(tmp_path: Path, capsys: pytest.Cap
         assert len({c.client for c in rep.clients}) == 8
         assert rep.start_skew_s is not None and 0 <= rep.start_skew_s < 5
         assert "client 8" in rep.job_text and "--client=10.214.0.17,8765" not in rep.job_text
+        assert rep.job_text.count("exec_prerun=") == 8  # each client's job waited at the start barrier
     records = {(r.case_id, r.repeat, r.direction): r for r in export_records(observations(eight))}
     for rep in eight:
         for direction in (Direction.READ, Direction.WRITE):

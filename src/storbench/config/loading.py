@@ -251,7 +251,11 @@ def check_yaml_limits(text: str, source_name: str) -> None:
             if (open_nodes and open_nodes[0][1] > MAX_PLAN_NODES) or nodes > MAX_PLAN_NODES:
                 raise _limit(source_name, line, f"it expands to more than {MAX_PLAN_NODES:,} values once its "
                              "aliases are expanded", "write the plan without nested aliases")
-    except yaml.MarkedYAMLError:
+    except yaml.MarkedYAMLError as exc:
+        if "nesting depth" in str(exc):  # libyaml's own limit (1000), hit while it reads ahead of its events
+            mark = exc.problem_mark or exc.context_mark
+            raise _limit(source_name, mark.line + 1 if mark else 1,
+                         f"it nests deeper than {MAX_PLAN_DEPTH} levels", "plans are a few levels deep") from None
         return  # a syntax error: the loader says where, with its hint
     except yaml.YAMLError as exc:  # not even YAML text (control characters, ...)
         raise UserError(f"not a YAML text: {exc}".splitlines()[0], where=f"{source_name}:1",
@@ -263,6 +267,9 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     check_yaml_limits(text, source_name)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except RecursionError:  # the limits above should have refused it first
+        raise UserError("the plan nests too deeply to read", where=f"{source_name}:1",
+                        hint="plans are a few levels deep") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1

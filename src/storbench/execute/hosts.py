@@ -5,6 +5,13 @@ and b.fio on B (a lone job file after several clients runs only on the last). Op
 line are not sent to the servers, so everything is in the job files. While fio runs, its standard output is
 read as it comes and each server's "Starting" message is timestamped: the spread of those moments is the
 start skew between clients. The JSON follows the messages; it is taken from the first line that is "{".
+
+Many clients start together behind a barrier: a fio server runs a job only after its own set-up (a second of
+polling before it reads the run command, clock calibration, file layout), and with many servers on one machine
+those moments spread over seconds. Each client's first measured section therefore waits (exec_prerun, see
+jobfile.with_start_barrier) until one wall-clock moment chosen when fio is launched: far enough ahead for the
+slowest server of the previous repetition with as many clients to get there, and at first an allowance per
+client. Servers on other machines need clocks in step (NTP); the skew stored is measured, never assumed.
 """
 
 from __future__ import annotations
@@ -19,8 +26,8 @@ from typing import IO
 
 from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_text
 from storbench.execute.supervisor import supervise
-from storbench.fio.jobfile import JobBinding
-from storbench.fio.outcome import judge_clients_repetition
+from storbench.fio.jobfile import JobBinding, with_start_barrier
+from storbench.fio.outcome import barrier_arrivals_s, judge_clients_repetition
 from storbench.model import Case, RepetitionOutcome
 
 
@@ -78,6 +85,20 @@ class _StdoutReader:
         return b"".join(self.chunks).decode(errors="replace")
 
 
+BARRIER_FIRST_S = 1.0  # lead of the first repetition with some number of clients: this ...
+BARRIER_PER_CLIENT_S = 0.08  # ... plus this per client (140 namespace hosts on 2 cores took 8 to 10 s)
+BARRIER_MIN_S, BARRIER_MAX_S = 0.5, 60.0
+
+
+def barrier_lead_s(clients: int, last_reached_s: float | None) -> float:
+    """How far ahead of fio's launch the start barrier is set: a quarter more than the slowest server took
+    to reach it the last time (``last_reached_s``), plus a quarter second; a per-client allowance the first
+    time."""
+    lead = (BARRIER_FIRST_S + BARRIER_PER_CLIENT_S * clients if last_reached_s is None
+            else last_reached_s * 1.25 + 0.25)
+    return min(BARRIER_MAX_S, max(BARRIER_MIN_S, lead))
+
+
 class HostsExecutor:
     """Drives fio servers (hosts, network namespaces, pods' fio --server) from this machine: a case with N
     clients runs on the first N ``servers``, each with its own job file."""
@@ -88,6 +109,7 @@ class HostsExecutor:
         self.fio_binary = fio_binary
         self.servers = tuple(servers)
         self.term_grace_s = term_grace_s
+        self._reached_s: dict[int, float] = {}  # clients -> seconds from launch to the last server at the barrier
 
     def run_clients(self, job_texts: Sequence[str], servers: Sequence[str], timeout_s: float) -> ClientsProcessResult:
         if len(job_texts) != len(servers):
@@ -112,12 +134,24 @@ class HostsExecutor:
 
     def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
                  fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:
-        """The servers run their own fio: ``fio.binary`` and ``fio.env`` stay on this machine."""
+        """The servers run their own fio: ``fio.binary`` and ``fio.env`` stay on this machine. With more than
+        one client the job texts gain the start barrier (and are stored with it: what ran)."""
         chosen = list(self.servers[:case.clients])
+        barrier_at_s: float | None = None
+        if len(chosen) >= 2:
+            lead_s = barrier_lead_s(len(chosen), self._reached_s.get(len(chosen)))
+            launch_s = time.time()
+            barrier_at_s = launch_s + lead_s
+            job_texts = [with_start_barrier(text, int(barrier_at_s * 1e9)) for text in job_texts]
+            timeout_s += lead_s
         result = self.run_clients(job_texts, chosen, timeout_s)
+        if barrier_at_s is not None:
+            arrivals = barrier_arrivals_s(result.stamped_lines)
+            if len(arrivals) == len(chosen):
+                self._reached_s[len(chosen)] = max(arrivals.values()) - launch_s
         return judge_clients_repetition(
             rw=case.workload.rw, servers=chosen, returncode=result.returncode, timed_out=result.timed_out,
             timeout_s=timeout_s, output_text=result.output_text, stderr_tail=result.stderr_tail,
             started_at_s=result.started_at_s, finished_at_s=result.finished_at_s,
             job_text=stored_job_text(job_texts), command=result.command, fio_version=fio.version,
-            stamped_lines=result.stamped_lines)
+            stamped_lines=result.stamped_lines, barrier_at_s=barrier_at_s)

@@ -301,3 +301,31 @@ def render_client_jobs(case: Case, binding: JobBinding, repetition: int | None =
                                 repetition, index)
                      .replace(f"; storbench case {case.case_id}", f"; storbench case {case.case_id} client {index}", 1))
     return texts
+
+
+# The start barrier of many clients: each client's first measured section runs this before its I/O (fio's
+# exec_prerun runs after the files are set up and before the job's clock starts), so every server waits until
+# one wall-clock moment. fio runs it as `sh -c '<this> > <job>.prerun.txt 2>&1'`: the shell itself becomes the
+# `sleep` (exec), so at the barrier one process per job ends and nothing else starts; the redirection belongs
+# to the `true` after `||`, which runs only if the arithmetic failed, so no file is left in the server's
+# directory. A server past the moment sleeps 0 s. Values inside are storbench's own integers; no ';' (fio cuts
+# option values there).
+_BARRIER_TEMPLATE = ("d=$(( ({start_at_ns} - $(date +%s%N)) / 1000 )) && exec sleep"
+                     " $(( d > 0 ? d / 1000000 : 0 )).$(printf %06d $(( d > 0 ? d % 1000000 : 0 ))) || true")
+
+
+def start_barrier_line(start_at_ns: int) -> str:
+    """The ``exec_prerun`` line that holds a job until ``start_at_ns`` (ns since the epoch, this clock)."""
+    if not 0 < start_at_ns < 10**19:
+        raise ValueError("start time out of range")
+    return "exec_prerun=" + _BARRIER_TEMPLATE.format(start_at_ns=int(start_at_ns))
+
+
+def with_start_barrier(job_text: str, start_at_ns: int) -> str:
+    """``job_text`` with the start barrier in its first measured section (not [global], not the unmeasured
+    fill before it); sections after a stonewall start when the one before ends, as they always do."""
+    lines = job_text.split("\n")
+    for index, line in enumerate(lines):
+        if line.startswith("[") and line.endswith("]") and line[1:-1] not in ("global", FILL_JOB):
+            return "\n".join([*lines[:index + 1], start_barrier_line(start_at_ns), *lines[index + 1:]])
+    raise ValueError("no measured job section")

@@ -98,9 +98,31 @@ def judge_repetition(
 _STARTING_RE = re.compile(r"^<(?P<host>[^>]+)> Starting \d+ (?:process|thread)")
 
 
-def start_skew_s(stamped_lines: Sequence[tuple[float, str]]) -> float | None:
-    """Spread (max - min) of the moments each server reported 'Starting N process', from the client's
-    output read as it grew. None with fewer than two servers seen (servers sharing a hostname count once)."""
+_BARRIER_RE = re.compile(r"^<(?P<host>[^>]+)> \S+ : Saving output of prerun in ")
+
+
+def barrier_arrivals_s(stamped_lines: Sequence[tuple[float, str]]) -> dict[str, float]:
+    """When each server's last job reached the start barrier (fio says so just before it runs exec_prerun),
+    as this client saw it."""
+    last: dict[str, float] = {}
+    for stamp, line in stamped_lines:
+        match = _BARRIER_RE.match(line)
+        if match:
+            last[match.group("host")] = max(stamp, last.get(match.group("host"), stamp))
+    return last
+
+
+def start_skew_s(stamped_lines: Sequence[tuple[float, str]], barrier_at_s: float | None = None) -> float | None:
+    """Spread (max - min) of the moments the servers started their I/O. Behind a start barrier at
+    ``barrier_at_s`` a server starts at the barrier, or when it reached it if that was later (an upper bound:
+    the message left the server just before). Without one, the moments each server reported 'Starting N
+    process', from the client's output read as it grew. None with fewer than two servers seen (servers sharing
+    a hostname count once)."""
+    if barrier_at_s is not None:
+        arrivals = barrier_arrivals_s(stamped_lines)
+        if len(arrivals) >= 2:
+            starts = [max(barrier_at_s, moment) for moment in arrivals.values()]
+            return max(starts) - min(starts)
     first: dict[str, float] = {}
     for stamp, line in stamped_lines:
         match = _STARTING_RE.match(line)
@@ -134,13 +156,14 @@ def judge_clients_repetition(
     *, rw: str, servers: Sequence[str], returncode: int | None, timed_out: bool, timeout_s: float,
     output_text: str, stderr_tail: str, started_at_s: float, finished_at_s: float, job_text: str,
     command: tuple[str, ...], fio_version: str, stamped_lines: Sequence[tuple[float, str]] = (),
+    barrier_at_s: float | None = None,
 ) -> RepetitionOutcome:
     # the servers' own complaints ("<host> fio: ... is not a directory") come on standard output, before the JSON
     complaints = [line.strip() for _, line in stamped_lines if "fio: " in line]
     tail = "\n".join(part for part in (stderr_tail.rstrip("\n"), "\n".join(complaints[-20:])) if part)
     base = RepetitionOutcome(status=Status.OK, started_at_s=started_at_s, finished_at_s=finished_at_s,
                              job_text=job_text, command=command, fio_version=fio_version, raw_output=output_text,
-                             stderr_tail=tail, start_skew_s=start_skew_s(stamped_lines))
+                             stderr_tail=tail, start_skew_s=start_skew_s(stamped_lines, barrier_at_s))
     if timed_out:
         return replace(base, status=Status.TIMEOUT, error=killed_error(timeout_s))
     clients, error = judge_clients(output_text, rw, servers)

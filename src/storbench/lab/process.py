@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
-def start_daemon(argv: Sequence[str], log: Path, *, env: dict[str, str] | None = None) -> int:
-    """Start a long-running process in its own session (it outlives storbench); returns its pid."""
+def start_daemon(argv: Sequence[str], log: Path, *, env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
+    """Start a long-running process in its own session (it outlives storbench); returns its pid. It runs in
+    ``cwd``, by default its log's directory (inside the lab), never where storbench was started."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True, env=env)
+                                   start_new_session=True, env=env, cwd=cwd or log.parent)
     return process.pid
 
 
