@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers import inside, run_cli, write_plan
-from storbench.execute.hosts import BARRIER_MAX_S, BARRIER_MIN_S, barrier_lead_s
+from storbench.execute.hosts import BARRIER_MAX_S, BARRIER_MIN_S, barrier_lead_s, with_server_env
 from storbench.fio.jobfile import JobBinding, render_client_jobs, render_job, start_barrier_line, with_start_barrier
 from storbench.fio.outcome import judge_clients, start_skew_s
 from storbench.fio.parse import client_measurements_by_host, json_after_messages, merge_clients, parse_fio_json
@@ -136,6 +136,15 @@ def test_the_barrier_holds_a_real_fio_job_until_its_moment_and_leaves_no_file(tm
                           timeout=60, check=False)
     assert done.returncode == 0 and time.monotonic() - started < 1.4
     assert not list(tmp_path.glob("*.prerun.txt"))
+
+
+def test_servers_get_the_s3_keys_inside_the_job_text_sent() -> None:
+    text = "[j]\nhttp_s3_keyid=${STORBENCH_S3_KEY_ID}\nhttp_s3_key=${STORBENCH_S3_KEY}\n"
+    env = (("STORBENCH_S3_KEY_ID", "AKIA0001"), ("STORBENCH_S3_KEY", "se/cr+et"), ("CEPH_CONF", "/etc/x"))
+    assert with_server_env(text, env) == "[j]\nhttp_s3_keyid=AKIA0001\nhttp_s3_key=se/cr+et\n"
+    assert with_server_env(text, ()) == text  # nothing else of storbench's environment goes
+    with pytest.raises(ValueError):
+        with_server_env(text, (("STORBENCH_S3_KEY", "x\n[evil]"),))
 
 
 def test_each_client_gets_its_own_job_file_and_file_names() -> None:

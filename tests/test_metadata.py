@@ -115,11 +115,13 @@ targets:
   fs: {kind: cephfs, size: 16MiB}
 lab:
   ceph: {osds: 1, osd_size: 1GiB, objectstore: memstore, pool_size: 1, cephfs: true}
+  hosts: {count: 2}
 workload:
   rw: [create, stat, delete]
   files: 100
   numjobs: [1, 2]
   runtime: 60s
+clients: [1, 2]
 repeat: 1
 """
 
@@ -131,11 +133,14 @@ repeat: 1
 def test_metadata_operations_on_the_labs_cephfs(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """create, stat and delete through ceph-fuse to the lab's MDS: one timed operation per file, the MDS's and
-    ceph-fuse's CPU beside them, and nothing left on CephFS."""
+    ceph-fuse's CPU beside them, and nothing left on CephFS; from this machine and from two namespace hosts, whose
+    fio servers started before the lab mounted CephFS."""
     from storbench.lab.ceph import CephLab
+    from storbench.lab.hosts import HostsLab
 
     lab_dir = tmp_path / "lab"
     monkeypatch.setattr("storbench.lab.ceph.DEFAULT_LAB_DIR", lab_dir)
+    monkeypatch.setattr("storbench.lab.hosts.DEFAULT_LAB_DIR", lab_dir)
     try:
         db = tmp_path / "r.db"
         code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, CEPHFS_PLAN)), "--db", str(db), "--keep-lab")
@@ -146,15 +151,17 @@ def test_metadata_operations_on_the_labs_cephfs(tmp_path: Path, capsys: pytest.C
         assert all(p.is_dir() for p in left) and not any(METADATA_DIR in str(p) for p in left), left
         code, exported, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
         records = json.loads(exported)
-        assert code == 0 and len(records) == 6 and all(r["status"] == "ok" for r in records), err
+        assert code == 0 and len(records) == 12 and all(r["status"] == "ok" for r in records), err
+        assert {r["clients"] for r in records} == {1, 2}
         for record in records:
-            assert record["total_ios"] == 100 * record["numjobs"], record
+            assert record["total_ios"] == 100 * record["numjobs"] * record["clients"], record
             assert record["iops"] > 0 and record["lat_p99_ns"] >= record["lat_p50_ns"] > 0
         code, shown, err = run_cli(capsys, "show", "--db", str(db))
         # the verdicts name the metadata path's processes: the MDS and the FUSE client
         assert code == 0 and "ceph-mds" in shown and "ceph-fuse" in shown, shown
     finally:
         CephLab(lab_dir / "ceph").down()
+        HostsLab(lab_dir / "hosts").down()
 
 
 @pytest.mark.fio
@@ -243,3 +250,57 @@ telemetry: {enabled: false}
     sections = [line for line in text.splitlines() if line.startswith("[") and line != "[global]"]
     assert [s.rsplit(".", 1)[1] for s in sections] == ["create]", "stat]", "delete]"]
     assert text.count("stonewall=1\n") == 2 and "directory=" in text and f"/{METADATA_DIR}/metadata\n" in text
+
+
+CLIENTS_PLAN = """
+name: meta-clients
+targets:
+  scratch: {{kind: path, path: {data}, size: 1MiB}}
+workload:
+  rw: [create, metadata]
+  files: 50
+  numjobs: 2
+  runtime: 5s
+clients: [1, 3]
+repeat: 1
+lab:
+  hosts: {{count: 3}}
+telemetry: {{enabled: false}}
+"""
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root and iproute2 (namespaces)")
+def test_metadata_operations_on_many_namespace_hosts_count_every_clients_files(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """clients is a sweep axis of metadata operations: each client creates (stats, deletes) its own file set in
+    storbench's directory, all of them start behind the barrier, and nothing is left."""
+    monkeypatch.setattr("storbench.lab.ceph.DEFAULT_LAB_DIR", tmp_path / "lab")
+    data = tmp_path / "data"
+    data.mkdir()
+    plan = write_plan(tmp_path, CLIENTS_PLAN.format(data=data))
+    with inside(tmp_path):
+        code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
+        assert code == 0, out + err
+        code, exported, err = run_cli(capsys, "export", "--db", "r.db", "--format", "json", "--per-client")
+    assert code == 0, err
+    records = json.loads(exported)
+    merged = [r for r in records if not r["client"]]
+    # create, and the phases' three rows, at 1 and at 3 clients
+    assert sorted((r["rw"], r["direction"], r["clients"]) for r in merged) == sorted(
+        (rw, d, n) for n in (1, 3) for rw, d in (("create", "write"), ("metadata", "write"), ("metadata", "read"),
+                                                  ("metadata", "trim")))
+    for record in merged:
+        assert record["status"] == "ok" and record["total_ios"] == 50 * 2 * record["clients"], record
+    per_client = [r for r in records if r["client"] and r["clients"] == 3]
+    assert len({r["client"] for r in per_client}) == 3
+    assert all(r["total_ios"] == 100 for r in per_client)
+    assert list(data.iterdir()) == [], "the clients' files stay behind"
+    assert "hosts lab: torn down" in out
+
+
+def test_metadata_operations_on_real_servers_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, CLIENTS_PLAN.format(data="/srv/bench").replace(
+        "lab:\n  hosts: {count: 3}", "hosts: {servers: [a, b, c]}"))
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "would leave its file set on them" in err and len(err.strip().splitlines()) == 1, err

@@ -16,6 +16,7 @@ import pytest
 
 from helpers import run_cli, write_plan
 from storbench.lab.ceph import CephLab, rgw_endpoint
+from storbench.lab.hosts import HostsLab
 from storbench.s3sign import S3Credentials
 from storbench.targets.s3 import LAB_BUCKET, S3Service, list_objects
 
@@ -58,8 +59,10 @@ repeat: 1
 def lab_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory = tmp_path / "lab"
     monkeypatch.setattr("storbench.lab.ceph.DEFAULT_LAB_DIR", directory)
+    monkeypatch.setattr("storbench.lab.hosts.DEFAULT_LAB_DIR", directory)
     yield directory
     CephLab(directory / "ceph").down()
+    HostsLab(directory / "hosts").down()
 
 
 def test_put_get_delete_on_the_labs_radosgw_then_as_any_s3_service(
@@ -108,3 +111,48 @@ def test_put_get_delete_on_the_labs_radosgw_then_as_any_s3_service(
     code, out, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "w.db"))
     assert code == 2 and "the credentials may not use bucket 'storbench'" in err, err
     assert "wrong" not in err
+
+
+CLIENTS_PLAN = """
+name: rgw-clients
+targets:
+  objects: {kind: s3}
+lab:
+  ceph: {osds: 1, osd_size: 1GiB, objectstore: memstore, pool_size: 1, rgw: true}
+  hosts: {count: 2}
+workload:
+  rw: [put, get]
+  bs: 4k
+  objects: 4
+  numjobs: 2
+  runtime: 1s
+clients: 2
+repeat: 1
+"""
+
+
+@pytest.mark.skipif(shutil.which("ip") is None, reason="needs iproute2 (network namespaces)")
+def test_put_and_get_from_many_clients_on_namespace_hosts(
+        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """clients is a sweep axis of object operations: the fio servers (with the http engine) reach the lab's
+    radosgw over the bridge; the keys go to them inside the job files sent, never into the results."""
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, CLIENTS_PLAN)), "--db", str(db), "--keep-lab")
+    assert code == 0, out + err
+    assert "removed 16 objects from bucket storbench" in out  # 2 clients x 2 jobs x 4 objects, PUT then GET's fill
+    code, out, err = run_cli(capsys, "export", "--db", str(db), "--format", "json", "--per-client")
+    records = json.loads(out)
+    merged = {r["rw"]: r for r in records if not r["client"]}
+    assert set(merged) == {"put", "get"} and all(r["status"] == "ok" and r["clients"] == 2 for r in merged.values())
+    per_client = [r for r in records if r["client"]]
+    assert len({r["client"] for r in per_client}) == 2 and all(r["total_ios"] > 0 for r in per_client)
+    for rw, record in merged.items():
+        assert record["total_ios"] == sum(r["total_ios"] for r in per_client if r["rw"] == rw)
+    lab = CephLab(lab_dir / "ceph")
+    access_key, secret_key = lab.s3_credentials()
+    raw = db.read_bytes()
+    assert secret_key.encode() not in raw and access_key.encode() not in raw
+    with sqlite3.connect(db) as conn:
+        texts = [row[0] for row in conn.execute("SELECT job_text FROM repetitions")]
+    assert all(text.count("http_s3_key=${STORBENCH_S3_KEY}\n") == 2 and "client 2" in text for text in texts)
+    assert "storbench-host-" in os.popen("ip netns list").read()  # kept (--keep-lab) until the fixture's down

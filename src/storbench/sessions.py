@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from storbench.checks import Checked
-from storbench.config import LoadedPlan
+from storbench.config import LoadedPlan, S3TargetConfig
 from storbench.errors import UserError
 from storbench.fio.options import FioCapabilities
 from storbench.model import (
@@ -372,6 +372,15 @@ def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserv
                                "(keep_files: true keeps them)")
 
 
+def servers_fio(loaded: LoadedPlan, caps: FioCapabilities) -> str:
+    """The fio the namespace hosts' servers run: with an s3 target, the one with the http engine."""
+    if any(isinstance(t, S3TargetConfig) for t in loaded.config.targets.values()):
+        from storbench.targets.s3 import http_fio_binary
+
+        return http_fio_binary()
+    return caps.binary
+
+
 @contextmanager
 def client_hosts(loaded: LoadedPlan, caps: FioCapabilities, observer: LabObserver, *,
                  keep: bool) -> Iterator[tuple[str, ...]]:
@@ -390,7 +399,7 @@ def client_hosts(loaded: LoadedPlan, caps: FioCapabilities, observer: LabObserve
     lab = HostsLab()
     started = time.time()
     try:
-        info = lab.up(lab_hosts.count, caps.binary)
+        info = lab.up(lab_hosts.count, servers_fio(loaded, caps))
         observer.lab_event(f"hosts lab: {info.count} fio servers up in {time.time() - started:.1f}s")
         yield info.servers
     finally:

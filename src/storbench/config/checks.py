@@ -66,10 +66,11 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
                         hint="add servers, or lower clients")
     if config.hosts is not None or lab_hosts is not None:
         for name, target in config.targets.items():
-            if not isinstance(target, PathTargetConfig | BlockTargetConfig | CephfsTargetConfig | RbdTargetConfig):
+            if not isinstance(target, PathTargetConfig | BlockTargetConfig | CephfsTargetConfig | RbdTargetConfig
+                              | S3TargetConfig):
                 raise UserError(f"target '{name}' ({target.kind}) cannot run on fio servers yet",
                                 where=source.where(("targets", name)),
-                                hint="use a path, block, cephfs or rbd target")
+                                hint="use a path, block, cephfs, rbd or s3 target")
     if config.hosts is not None and config.lab is not None and config.lab.ceph is not None:
         raise UserError("the plan's Ceph lab cannot be reached from real fio servers", where=source.where(("hosts",)),
                         hint="use `lab: {hosts: {count: N}}` for clients beside a Ceph lab, or point the rbd "
@@ -339,12 +340,14 @@ def _check_objects(config: PlanConfig, source: PlanSource) -> None:
 
 def _local_and_own_options(config: PlanConfig, source: PlanSource, rw: str, own: frozenset[str], what: str,
                            hint: str) -> None:
-    """Metadata and object operations run on this machine (not on fio servers yet), and the fio options storbench
-    sets for them (``own``) are not the plan's."""
-    if config.hosts is not None or (config.lab is not None and config.lab.hosts is not None):
-        raise UserError(f"rw: {rw} runs on this machine only (not on fio servers yet)",
+    """The fio options storbench sets for metadata and object operations (``own``) are not the plan's. Metadata
+    operations run on this machine or its namespace hosts (lab.hosts), whose files storbench can remove; on
+    real servers the file set would stay behind."""
+    if config.hosts is not None and what == "metadata":
+        raise UserError(f"rw: {rw} on real fio servers would leave its file set on them",
                         where=source.where(("workload", "rw")),
-                        hint=f"run the {what} workloads in a plan without hosts; numjobs sets the concurrency")
+                        hint="run metadata workloads here or on namespace hosts (lab: {hosts: {count: N}}); "
+                        "numjobs sets the concurrency")
     clash = sorted(own & set(config.workload.fio))
     if clash:
         raise UserError(f"workload.fio.{clash[0]} is set by storbench for rw: {rw}",

@@ -26,7 +26,7 @@ from typing import IO
 
 from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_text
 from storbench.execute.supervisor import supervise
-from storbench.fio.jobfile import JobBinding, with_start_barrier
+from storbench.fio.jobfile import S3_KEY_ENV, S3_KEY_ID_ENV, JobBinding, is_safe_job_value, with_start_barrier
 from storbench.fio.outcome import barrier_arrivals_s, judge_clients_repetition
 from storbench.model import Case, RepetitionOutcome
 
@@ -99,6 +99,22 @@ def barrier_lead_s(clients: int, last_reached_s: float | None) -> float:
     return min(BARRIER_MAX_S, max(BARRIER_MIN_S, lead))
 
 
+SERVER_ENV_VALUES = (S3_KEY_ID_ENV, S3_KEY_ENV)  # what a server's fio needs from storbench's environment
+
+
+def with_server_env(job_text: str, env: Sequence[tuple[str, str]]) -> str:
+    """The job text a server receives: the S3 keys a local fio takes from its environment (``${NAME}``) written
+    in, since a server expands names in its own environment. Only what is sent holds them: the text stored
+    with the repetition keeps the names."""
+    values = dict(env)
+    for name in SERVER_ENV_VALUES:
+        if name in values:
+            if not values[name] or not is_safe_job_value(values[name]):
+                raise ValueError(f"{name} holds characters a job file cannot carry")
+            job_text = job_text.replace(f"${{{name}}}", values[name])
+    return job_text
+
+
 class HostsExecutor:
     """Drives fio servers (hosts, network namespaces, pods' fio --server) from this machine: a case with N
     clients runs on the first N ``servers``, each with its own job file."""
@@ -134,8 +150,9 @@ class HostsExecutor:
 
     def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
                  fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:
-        """The servers run their own fio: ``fio.binary`` and ``fio.env`` stay on this machine. With more than
-        one client the job texts gain the start barrier (and are stored with it: what ran)."""
+        """The servers run their own fio: ``fio.binary`` stays on this machine, and of ``fio.env`` only the S3
+        keys go, inside the job texts sent (never stored). With more than one client the job texts gain the start
+        barrier (and are stored with it: what ran)."""
         chosen = list(self.servers[:case.clients])
         barrier_at_s: float | None = None
         if len(chosen) >= 2:
@@ -144,7 +161,7 @@ class HostsExecutor:
             barrier_at_s = launch_s + lead_s
             job_texts = [with_start_barrier(text, int(barrier_at_s * 1e9)) for text in job_texts]
             timeout_s += lead_s
-        result = self.run_clients(job_texts, chosen, timeout_s)
+        result = self.run_clients([with_server_env(text, fio.env) for text in job_texts], chosen, timeout_s)
         if barrier_at_s is not None:
             arrivals = barrier_arrivals_s(result.stamped_lines)
             if len(arrivals) == len(chosen):

@@ -64,8 +64,11 @@ def inner_batch(host: LabHost) -> str:
 
 def server_command(host: LabHost, fio_binary: str, ceph_conf: str) -> list[str]:
     """fio --server inside the namespace, with the namespace's own hostname. ``ceph_conf``: where librados (fio's
-    rbd engine) looks for the cluster's configuration; a Ceph lab run with these hosts writes it there."""
-    return ["ip", "netns", "exec", host.namespace, "env", f"CEPH_CONF={ceph_conf}", "unshare", "--uts", "sh", "-c",
+    rbd engine) looks for the cluster's configuration; a Ceph lab run with these hosts writes it there. Only the
+    network namespace is entered (nsenter, not `ip netns exec`, which gives the process a mount namespace of its
+    own): the servers see what is mounted later, such as the Ceph lab's CephFS, brought up after them."""
+    return ["nsenter", f"--net=/run/netns/{host.namespace}", "env", f"CEPH_CONF={ceph_conf}", "unshare", "--uts",
+            "sh", "-c",
             'hostname "$1" && exec "$2" --server="$3"', "sh", host.hostname, fio_binary,
             f"{host.address},{FIO_SERVER_PORT}"]
 
