@@ -29,3 +29,72 @@ def test_plan_counts_in_words_and_takes_db_like_every_command(tmp_path: Path,
 def test_export_says_its_formats_and_default(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "export", "--help")  # main turns argparse's exit into a status
     assert code == 0 and "json (default), csv or markdown" in " ".join(out.split()), out
+
+
+TWO = """
+name: two
+targets:
+  t: {{kind: path, path: ./data, size: {size}}}
+workload: {{rw: randread, bs: {bs}, runtime: 1s, direct: false}}
+repeat: 2
+"""
+
+
+@pytest.mark.fio
+def test_resume_refuses_a_changed_plan_and_records_added_points_as_a_new_version(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    monkeypatch.chdir(tmp_path)
+    plan = write_plan(tmp_path, TWO.format(size="1MiB", bs="4k"))
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
+    assert code == 0, out + err
+    # the same name, a hidden field changed: the stored cases are not this plan's
+    changed = write_plan(tmp_path, TWO.format(size="2MiB", bs="4k"), "changed.yaml")
+    code, out, err = run_cli(capsys, "run", str(changed), "--db", "r.db", "--resume")
+    assert code == 2 and "plan 'two' changed since run 1: 1 of the 1 cases it stored are not in this plan" in err
+    assert "without --resume" in err and len(err.strip().splitlines()) == 1, err
+    with sqlite3.connect("r.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM repetitions").fetchone()[0] == 2
+        assert "size: 1MiB" in conn.execute("SELECT plan_text FROM runs").fetchone()[0]  # not overwritten
+    # new points beside unchanged ones: the run goes on, as a new version of its plan
+    grown = write_plan(tmp_path, TWO.format(size="1MiB", bs="[4k, 8k]"), "grown.yaml")
+    code, out, err = run_cli(capsys, "run", str(grown), "--db", "r.db", "--resume")
+    assert code == 0 and "run 1: plan version 2 adds 1 new points" in out, out + err
+    assert "2 repetitions run, 2 already stored" in out
+    with sqlite3.connect("r.db") as conn:
+        versions = conn.execute("SELECT version, plan_text FROM plan_versions WHERE run_id = 1").fetchall()
+    assert [v for v, _ in versions] == [1, 2] and "[4k, 8k]" in versions[1][1] and "[4k, 8k]" not in versions[0][1]
+
+
+@pytest.mark.fio
+def test_an_interrupted_run_says_it_is_incomplete_and_how_to_finish_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from storbench.execute.local import LocalExecutor
+
+    monkeypatch.chdir(tmp_path)
+    plan = write_plan(tmp_path, TWO.format(size="1MiB", bs="[4k, 8k]"))
+    original = LocalExecutor.run_case
+    calls = []
+
+    def interrupted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(LocalExecutor, "run_case", interrupted)
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
+    assert code == 130, out + err
+    monkeypatch.setattr(LocalExecutor, "run_case", original)
+    finish = f"finish it with `storbench run {plan} --db r.db --resume`"
+    code, out, err = run_cli(capsys, "show", "--db", "r.db")
+    assert code == 0, err
+    assert f"run 1 is incomplete: 1 of 4 repetitions done (it was interrupted); {finish}" in " ".join(out.split())
+    # running the plan again without --resume says so before starting another run
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
+    assert code == 0 and "run 1 is incomplete: 1 of 4 repetitions done" in out and "starting a new run" in out
+    code, out, err = run_cli(capsys, "show", "--db", "r.db")
+    assert "incomplete" not in out  # run 2, the latest, is complete
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db", "--resume")  # resumes run 2: nothing left
+    assert code == 0 and "0 repetitions run, 4 already stored" in out, out

@@ -719,6 +719,7 @@ class RunInfo:
     finished_at_s: float | None
     mem_total_bytes: int | None = None
     cpu_count: int | None = None
+    plan_path: str | None = None  # the plan file a `run` read (None: imports, and runs stored before it was kept)
 
 
 @dataclass(frozen=True)

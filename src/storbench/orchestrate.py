@@ -139,7 +139,19 @@ def run_plan(
             raise UserError(f"nothing to resume: no earlier run of plan '{config.name}' in {store.path}",
                             hint="run without --resume to start one")
         run_id = previous.run_id
-        store.update_run_plan(run_id, loaded.source.text, plan_sha256(loaded.source.text))
+        stored = store.run_case_ids(run_id)
+        planned = {c.case_id for c in cases}
+        gone = stored - planned
+        if gone:
+            first = next(r.case for r in store.repetitions([run_id]) if r.case.case_id in gone)
+            raise UserError(f"plan '{config.name}' changed since run {run_id}: {len(gone)} of the {len(stored)} "
+                            f"cases it stored are not in this plan (first: {case_text(first)})",
+                            hint="run without --resume to start a new run of it; a resume may only add points")
+        version = store.update_run_plan(run_id, loaded.source.text, plan_sha256(loaded.source.text), at_s=clock(),
+                                        plan_path=loaded.source.path)
+        if version > 1 and planned - stored:
+            observer.lab_event(f"run {run_id}: plan version {version} adds {len(planned - stored)} new points; "
+                               "every stored point is unchanged")
         restart_unsettled_points(loaded, store, run_id, observer)
         done = store.completed(run_id)
     else:
@@ -148,6 +160,7 @@ def run_plan(
             source="run", storbench_version=__version__, fio_version=caps.version, host=platform.node(),
             kernel=platform.release(), run_order=run_order(config), seed=config.seed, tags=config.tags,
             started_at_s=clock(), mem_total_bytes=mem_total_bytes(), cpu_count=os.cpu_count(),
+            plan_path=loaded.source.path,
         )
         done = set()
     order = schedule(cases, repeat_bounds(config)[1], run_order(config), config.seed)

@@ -52,6 +52,38 @@ def steady_rule(config: PlanConfig) -> SteadyRule | None:
     return SteadyRule(metric=steady.metric, window=steady.window, range_fraction=steady.range,
                       slope_fraction=steady.slope, max_rounds=steady.max_rounds)
 
+def planned_repetitions(run: RunInfo) -> int | None:
+    """How many repetitions a run's current plan asks for; None when the plan decides as it goes (a search,
+    `repeat: {until: ...}`, steady state) or no longer loads."""
+    from storbench.config import load_plan_text, repeat_bounds
+    from storbench.plan import expand
+
+    try:
+        loaded = load_plan_text(run.plan_text, f"run {run.run_id}")
+    except UserError:
+        return None
+    config = loaded.config
+    low, high = repeat_bounds(config)
+    if config.search is not None or config.steady_state is not None or low != high:
+        return None
+    return len(expand(loaded)) * high
+
+
+def incomplete_line(run: RunInfo, done: int, planned: int | None, db: str) -> str | None:
+    """One line for a run whose plan is not done (repetitions missing or failed), with the command that finishes
+    it; None for a complete run (and for imports). Pure."""
+    if run.source != "run":
+        return None
+    finish = f"`storbench run {run.plan_path or 'PLAN.yaml'} --db {db} --resume`"
+    if planned is not None and done < planned:
+        return (f"run {run.run_id} is incomplete: {done} of {planned} repetitions done"
+                f"{' (it was interrupted)' if run.finished_at_s is None else ' (the others failed)'}; finish it "
+                f"with {finish}")
+    if planned is None and run.finished_at_s is None:
+        return f"run {run.run_id} did not finish (interrupted, or still running); finish it with {finish}"
+    return None
+
+
 @dataclass(frozen=True)
 class Selection:
     """What one read of the results database gave: the observations matching ``--where`` of the chosen runs,
@@ -63,6 +95,7 @@ class Selection:
     repetitions: list[StoredRepetition]
     steady: dict[tuple[int, str], SteadyState] = field(default_factory=dict)  # (run, case) of steady-state runs
     preconditions: dict[int, list[PreconditionRecord]] = field(default_factory=dict)  # run -> what ran first
+    done: dict[int, int] = field(default_factory=dict)  # run -> repetitions stored with status ok
 
     @property
     def case_ids(self) -> set[str]:
@@ -228,11 +261,12 @@ def select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per
     run_ids, label = resolve_runs(runs, run, db, default_latest=default_latest)
     repetitions = store.repetitions(run_ids)
     preconditions = store.preconditions(run_ids)
+    done = {run_id: store.repetition_counts(run_id)[0] for run_id in run_ids}
     store.close()
     chosen = [r for r in runs if r.run_id in run_ids]
     kept, seen, steady = steady_view(chosen, repetitions, per_client=per_client)
     found = filter_where(seen, where, {r.run_id: r.tags for r in chosen})
-    return Selection(found, chosen, label, kept, steady, {k: v for k, v in preconditions.items() if v})
+    return Selection(found, chosen, label, kept, steady, {k: v for k, v in preconditions.items() if v}, done)
 
 
 def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition], *, per_client: bool = False

@@ -69,6 +69,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     out = _console()
     for line in notes:
         out.print(line, markup=False)
+    from storbench.selection import incomplete_line, planned_repetitions
+
+    for run in selection.runs:
+        unfinished = incomplete_line(run, selection.done.get(run.run_id, 0), planned_repetitions(run), args.db)
+        if unfinished:
+            out.print(unfinished, markup=False)
     from storbench.report.labels import point_label
     from storbench.report.show_export import precondition_lines, steady_lines
 

@@ -209,6 +209,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = _console()
     for line in _summary(loaded, cases, checked):
         out.print(line)
+    if not args.resume:
+        from storbench.selection import incomplete_line, planned_repetitions
+
+        previous = store.latest_run_of_plan(loaded.config.name)
+        unfinished = previous and incomplete_line(previous, store.repetition_counts(previous.run_id)[0],
+                                                  planned_repetitions(previous), args.db)
+        if unfinished:
+            out.print(f"{unfinished}; starting a new run instead", markup=False)
     observer = ConsoleObserver(out)
     try:
         result = run_plan(loaded, cases, checked, store, LocalExecutor(fio_binary), observer, resume=args.resume,

@@ -222,6 +222,20 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX preconditions_run ON preconditions(run_id);
     """,
+    # 7: every version of a run's plan (a resume may add points), and the file it was read from
+    """
+    CREATE TABLE plan_versions (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        version INTEGER NOT NULL,
+        plan_text TEXT NOT NULL,
+        plan_sha256 TEXT NOT NULL,
+        added_at_s REAL NOT NULL,
+        PRIMARY KEY (run_id, version)
+    );
+    INSERT INTO plan_versions (run_id, version, plan_text, plan_sha256, added_at_s)
+        SELECT id, 1, plan_text, plan_sha256, started_at_s FROM runs;
+    ALTER TABLE runs ADD COLUMN plan_path TEXT;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -322,22 +336,52 @@ class Store:
     def create_run(self, *, plan_name: str, plan_text: str, plan_sha256: str, source: str,
                    storbench_version: str, fio_version: str, host: str, kernel: str, run_order: str,
                    seed: int, tags: Sequence[str], started_at_s: float, mem_total_bytes: int | None = None,
-                   cpu_count: int | None = None) -> int:
+                   cpu_count: int | None = None, plan_path: str | None = None) -> int:
         with self.transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO runs (plan_name, plan_text, plan_sha256, source, storbench_version, fio_version, host,"
-                " kernel, run_order, seed, tags_json, started_at_s, mem_total_bytes, cpu_count)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " kernel, run_order, seed, tags_json, started_at_s, mem_total_bytes, cpu_count, plan_path)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (plan_name, plan_text, plan_sha256, source, storbench_version, fio_version, host, kernel,
-                 run_order, seed, json.dumps(list(tags)), started_at_s, mem_total_bytes, cpu_count),
+                 run_order, seed, json.dumps(list(tags)), started_at_s, mem_total_bytes, cpu_count, plan_path),
             )
             assert cursor.lastrowid is not None
+            conn.execute("INSERT INTO plan_versions (run_id, version, plan_text, plan_sha256, added_at_s)"
+                         " VALUES (?, 1, ?, ?, ?)", (cursor.lastrowid, plan_text, plan_sha256, started_at_s))
             return cursor.lastrowid
 
-    def update_run_plan(self, run_id: int, plan_text: str, plan_sha256: str) -> None:
+    def update_run_plan(self, run_id: int, plan_text: str, plan_sha256: str, *, at_s: float = 0.0,
+                        plan_path: str | None = None) -> int:
+        """A resumed run's plan: the same text keeps its version; another text (new points only: the caller
+        checked) becomes the run's next version and its current plan. Returns the version."""
         with self.transaction() as conn:
-            conn.execute("UPDATE runs SET plan_text = ?, plan_sha256 = ?, finished_at_s = NULL WHERE id = ?",
-                         (plan_text, plan_sha256, run_id))
+            row = conn.execute("SELECT version, plan_sha256 FROM plan_versions WHERE run_id = ?"
+                               " ORDER BY version DESC LIMIT 1", (run_id,)).fetchone()
+            version = row["version"] if row else 0
+            if row is None or row["plan_sha256"] != plan_sha256:
+                version += 1
+                conn.execute("INSERT INTO plan_versions (run_id, version, plan_text, plan_sha256, added_at_s)"
+                             " VALUES (?,?,?,?,?)", (run_id, version, plan_text, plan_sha256, at_s))
+            conn.execute("UPDATE runs SET plan_text = ?, plan_sha256 = ?, finished_at_s = NULL,"
+                         " plan_path = COALESCE(?, plan_path) WHERE id = ?",
+                         (plan_text, plan_sha256, plan_path, run_id))
+            return int(version)
+
+    def plan_versions(self, run_id: int) -> list[tuple[int, str]]:
+        """(version, plan text) of a run, oldest first."""
+        return [(row["version"], row["plan_text"]) for row in self.conn.execute(
+            "SELECT version, plan_text FROM plan_versions WHERE run_id = ? ORDER BY version", (run_id,))]
+
+    def run_case_ids(self, run_id: int) -> set[str]:
+        """The cases a run has stored repetitions of (any status)."""
+        return {row["case_id"] for row in self.conn.execute(
+            "SELECT DISTINCT case_id FROM repetitions WHERE run_id = ?", (run_id,))}
+
+    def repetition_counts(self, run_id: int) -> tuple[int, int]:
+        """(repetitions stored ok, repetitions stored in all) of a run."""
+        row = self.conn.execute("SELECT COUNT(*) AS n, SUM(status = 'ok') AS ok FROM repetitions WHERE run_id = ?",
+                                (run_id,)).fetchone()
+        return int(row["ok"] or 0), int(row["n"] or 0)
 
     def finish_run(self, run_id: int, finished_at_s: float) -> None:
         with self.transaction() as conn:
@@ -529,6 +573,7 @@ def _run_info(row: sqlite3.Row) -> RunInfo:
         kernel=row["kernel"], run_order=row["run_order"], seed=row["seed"], tags=tuple(json.loads(row["tags_json"])),
         started_at_s=row["started_at_s"], finished_at_s=row["finished_at_s"],
         mem_total_bytes=row["mem_total_bytes"], cpu_count=row["cpu_count"],
+        plan_path=row["plan_path"] if "plan_path" in row.keys() else None,  # noqa: SIM118 (Row's `in` is values)
     )
 
 
