@@ -98,3 +98,22 @@ def test_an_interrupted_run_says_it_is_incomplete_and_how_to_finish_it(
     assert "incomplete" not in out  # run 2, the latest, is complete
     code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db", "--resume")  # resumes run 2: nothing left
     assert code == 0 and "0 repetitions run, 4 already stored" in out, out
+
+
+@pytest.mark.parametrize("targets", [
+    "a: {kind: path, path: ./data, size: 1MiB}\n  b: {kind: path, path: data/, size: 2MiB}",
+    "a: {kind: path, path: /srv/x, size: 1MiB}\n  b: {kind: cephfs, path: /srv/./x, size: 1MiB}",
+])
+def test_two_targets_on_one_directory_are_refused(targets: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, f"name: twice\ntargets:\n  {targets}\nworkload: {{rw: randread}}\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "targets 'a' and 'b' are the same directory" in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_report_images_into_an_existing_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "taken").write_text("mine")
+    code, _, err = run_cli(capsys, "report", "--db", str(tmp_path / "none.db"), "--images", str(tmp_path / "taken"))
+    assert code == 2 and "exists and is not a directory" in err and len(err.strip().splitlines()) == 1, err
+    assert (tmp_path / "taken").read_text() == "mine"

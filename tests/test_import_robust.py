@@ -117,3 +117,19 @@ def test_a_real_fio_output_with_any_value_replaced_parses_or_is_refused(path: tu
 def test_any_text_gives_a_measurement_or_a_value_error(text: str) -> None:
     _parse_in_time(text)
     _parse_in_time("[" * 50_000 + "]" * 50_000)
+
+
+def test_the_same_output_imported_again_is_skipped_unless_asked(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil as sh
+
+    db = str(tmp_path / "r.db")
+    copy = tmp_path / "renamed.json"
+    sh.copy(GOOD, copy)
+    code, out, err = run_cli(capsys, "import", str(GOOD), str(copy), "--db", db)  # one content, two names
+    assert code == 0 and "from 1 files as run 1" in out and "1 imported before, skipped" in out, out + err
+    assert f"skipped {copy}: already imported (this import)" in err
+    code, out, err = run_cli(capsys, "import", str(GOOD), "--db", db)
+    assert code == 0 and "nothing new to import" in out and "already imported (run 1)" in err, out + err
+    code, out, err = run_cli(capsys, "import", str(GOOD), "--db", db, "--again")
+    assert code == 0 and "as run 2" in out, out + err

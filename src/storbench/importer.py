@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -131,6 +132,7 @@ class NumberedRepetition:
     rep_index: int
     outcome: RepetitionOutcome
     source: str
+    source_sha256: str = ""  # of the file's text: the same output imported again is recognised
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,10 @@ class PreparedImport:
         return len({r.case.case_id for r in self.repetitions})
 
 
+def file_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def prepare_import(files: Sequence[FioFile], target_name: str) -> PreparedImport:
     """The files' jobs as repetitions, numbered per case in file order (a case seen twice is repeated)."""
     counts: dict[str, int] = {}
@@ -154,7 +160,8 @@ def prepare_import(files: Sequence[FioFile], target_name: str) -> PreparedImport
         for item in import_fio_output(file.output, file.text, target_name):
             rep_index = counts.get(item.case.case_id, 0)
             counts[item.case.case_id] = rep_index + 1
-            repetitions.append(NumberedRepetition(item.case, rep_index, item.outcome, file.name))
+            repetitions.append(NumberedRepetition(item.case, rep_index, item.outcome, file.name,
+                                                  file_sha256(file.text)))
     return PreparedImport(
         plan_text="# imported from:\n" + "\n".join(f"# {f.name}" for f in files) + "\n",
         fio_version=",".join(sorted({f.output.fio_version for f in files})),
@@ -171,6 +178,7 @@ def save_import(store: Store, prepared: PreparedImport, *, plan_name: str, host:
         run_order="imported", seed=0, tags=[], started_at_s=clock(),
     )
     for item in prepared.repetitions:
-        store.save_repetition(run_id, item.case, item.rep_index, item.outcome, (("imported_from", item.source),))
+        store.save_repetition(run_id, item.case, item.rep_index, item.outcome,
+                              (("imported_from", item.source), ("imported_sha256", item.source_sha256)))
     store.finish_run(run_id, clock())
     return run_id

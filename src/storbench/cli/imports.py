@@ -13,15 +13,29 @@ from storbench.errors import UserError
 
 def cmd_import(args: argparse.Namespace) -> int:
     from storbench.fio.parse import load_fio_json_lenient
-    from storbench.importer import FioFile, prepare_import, save_import
+    from storbench.importer import FioFile, file_sha256, prepare_import, save_import
     from storbench.store import open_store
 
     files = []
     failed: list[str] = []
     err = _console(stderr=True)
+    known: dict[str, int | None] = {}
+    if Path(args.db).exists() and not args.again:
+        reader = open_store(args.db, read_only=True)
+        known.update(reader.imported_files())
+        reader.close()
+    duplicates = 0
     for name in args.files:  # every file is tried; each bad one gets its line
         try:
             text = Path(name).read_text(errors="replace")
+            sha = file_sha256(text)
+            if sha in known:
+                duplicates += 1
+                where = f"run {known[sha]}" if known[sha] is not None else "this import"
+                err.print(f"storbench: skipped {name}: already imported ({where}); --again imports it anyway",
+                          markup=False)
+                continue
+            known[sha] = None
             files.append(FioFile(name, text, load_fio_json_lenient(text, name)))
         except OSError as exc:
             failed.append(name)
@@ -29,6 +43,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         except UserError as exc:
             failed.append(name)
             err.print(f"storbench: skipped {exc.one_line()}", markup=False)
+    if not files and duplicates and not failed:
+        _console().print(f"nothing new to import: all {duplicates} files were imported before", markup=False)
+        return 0
     if not files:
         raise UserError(f"none of the {len(failed)} files is fio JSON output; nothing imported",
                         hint="pass fio --output-format=json+ (or json) output files")
@@ -39,7 +56,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     store.close()
     _console().print(f"imported {len(prepared.repetitions)} repetitions of {prepared.cases} cases from {len(files)} "
                      f"files as run {run_id} in {args.db}" + (f"; {len(failed)} files skipped (above)" if failed
-                                                             else ""), markup=False)
+                                                             else "")
+                     + (f"; {duplicates} imported before, skipped" if duplicates else ""), markup=False)
     return 2 if failed else 0
 
 
@@ -49,4 +67,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     db_option(p)
     p.add_argument("--target", default="imported", help="target name to file the results under")
     p.add_argument("--name", default="import", help="plan name for the imported run")
+    p.add_argument("--again", action="store_true",
+                   help="import files even if the same output was imported before (a second run of them)")
     p.set_defaults(func=cmd_import)

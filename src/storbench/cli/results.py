@@ -178,6 +178,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     objective = parse_objective(args.slo)
     if bool(args.baseline) != bool(args.candidate):
         raise UserError("--baseline and --candidate go together", hint="give both, or neither")
+    if args.images and Path(args.images).exists() and not Path(args.images).is_dir():
+        raise UserError(f"--images {args.images}: exists and is not a directory",
+                        hint="give a directory (made if missing) for the PNG and SVG files")
     run = "all" if args.baseline and not args.run else args.run
     selection = select(args.db, run, where_items(args.where, args.target), default_latest=True)
     if not selection.observations:

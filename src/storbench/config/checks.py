@@ -375,3 +375,19 @@ def _check_metadata(config: PlanConfig, source: PlanSource) -> None:
     _local_and_own_options(config, source, ops[0], METADATA_FIO_OPTIONS, "metadata",
                            "use workload.files and workload.file_size, or run the metadata workloads in a plan "
                            "of their own")
+
+
+def _check_shared_directories(config: PlanConfig, source: PlanSource) -> None:
+    """Two path or cephfs targets on one directory would share their test files and be measured and compared
+    as different storage; refused. (Plan-level: the same text after normalising; links are seen at run time.)"""
+    import os.path
+
+    seen: dict[str, str] = {}
+    for name, target in config.targets.items():
+        if isinstance(target, PathTargetConfig | CephfsTargetConfig):
+            key = os.path.abspath(target.path) if target.path is not None else "the lab's CephFS mount"
+            if key in seen:
+                raise UserError(f"targets '{seen[key]}' and '{name}' are the same directory ({key})",
+                                where=source.where(("targets", name)),
+                                hint="give each target a directory of its own, or keep one of them")
+            seen[key] = name

@@ -23,6 +23,7 @@ from storbench.config.checks import (
     _check_metadata,
     _check_objects,
     _check_search,
+    _check_shared_directories,
     _check_steady_state,
     check_fio_options,
 )
@@ -322,4 +323,5 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     _check_search(config, source)
     _check_metadata(config, source)
     _check_objects(config, source)
+    _check_shared_directories(config, source)
     return LoadedPlan(config=config, source=source)

@@ -377,6 +377,13 @@ class Store:
         return {row["case_id"] for row in self.conn.execute(
             "SELECT DISTINCT case_id FROM repetitions WHERE run_id = ?", (run_id,))}
 
+    def imported_files(self) -> dict[str, int]:
+        """sha256 of each fio output file imported so far -> the run that holds it."""
+        return {row["sha"]: row["run_id"] for row in self.conn.execute(
+            "SELECT DISTINCT json_extract(r.target_json, '$.imported_sha256') AS sha, r.run_id FROM repetitions r"
+            " JOIN runs ON runs.id = r.run_id WHERE runs.source = 'import'"
+            " AND json_extract(r.target_json, '$.imported_sha256') IS NOT NULL")}
+
     def repetition_counts(self, run_id: int) -> tuple[int, int]:
         """(repetitions stored ok, repetitions stored in all) of a run."""
         row = self.conn.execute("SELECT COUNT(*) AS n, SUM(status = 'ok') AS ok FROM repetitions WHERE run_id = ?",
