@@ -117,3 +117,36 @@ def test_report_images_into_an_existing_file_is_one_line(tmp_path: Path, capsys:
     code, _, err = run_cli(capsys, "report", "--db", str(tmp_path / "none.db"), "--images", str(tmp_path / "taken"))
     assert code == 2 and "exists and is not a directory" in err and len(err.strip().splitlines()) == 1, err
     assert (tmp_path / "taken").read_text() == "mine"
+
+
+@pytest.mark.fio
+def test_runs_closing_table_says_what_show_says(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """One source for both: the table, verdicts, warnings and notes under it (drift, steady state, ...)."""
+    monkeypatch.chdir(tmp_path)
+    # drift is rare in a 4-second run: stand in for the statistics, so the line under the table is certain
+    monkeypatch.setattr("storbench.report.show_export.drift_lines",
+                        lambda observations, run_ids: [f"⚠ run {run_ids[0]}: read IOPS drifted (stand-in)"])
+    plan = write_plan(tmp_path, TWO.format(size="1MiB", bs="[4k, 8k]"))
+    code, ran, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
+    assert code == 0, ran + err
+    assert "⚠ run 1: read IOPS drifted (stand-in)" in ran
+    code, shown, err = run_cli(capsys, "show", "--db", "r.db", "--run", "1")
+    assert code == 0, err
+
+    def body(text: str) -> list[str]:
+        lines = text.splitlines()
+        start = next(i for i, line in enumerate(lines) if "run 1" in line and "r.db" in line)  # the title
+        return [line for line in lines[start + 1:] if "repetitions run," not in line]
+
+    assert body(ran) == body(shown) and len(body(shown)) > 5
+
+
+def test_exports_write_numbers_people_can_read() -> None:
+    from storbench.report.export import csv_number, markdown_number
+
+    assert markdown_number(1_795_410_123.0) == "1795410123"  # was 1.79541e+09: digits lost
+    assert markdown_number(3.14159265) == "3.14159" and markdown_number(-12.5) == "-12.5"
+    assert markdown_number(0.000123456) == "0.000123456"
+    assert csv_number(0.37699999999999995) == "0.377" and csv_number(1e-9) == "1e-09"
+    assert float(csv_number(123456.789012345)) == pytest.approx(123456.789012345, rel=1e-11)

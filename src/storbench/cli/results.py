@@ -23,18 +23,15 @@ from storbench.selection import (
 )
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
+    from storbench.selection import Selection
     from storbench.stats.summary import PointSummary
-    from storbench.store.db import Store
 
 
-def _print_results(store: Store, run_ids: list[int], title: str) -> None:
-    from storbench.selection import expectations, steady_view
-    from storbench.stats.summary import summarize_points
-
-    runs = [r for r in store.runs() if r.run_id in run_ids]
-    memory = {r.run_id: r.mem_total_bytes for r in runs}
-    seen = steady_view(runs, store.repetitions(run_ids))[1]
-    _print_points(summarize_points(seen, memory, expectations=expectations(runs)), title)
+def _print_results(db: str, run_ids: list[int], title: str) -> None:
+    """A run's closing table: what `show` prints for that run, from one place."""
+    selection = select(db, ",".join(str(r) for r in run_ids), [], default_latest=True)
+    if selection.observations:
+        _show_table(selection, title, db)
 
 
 def _print_points(points: Sequence[PointSummary], title: str) -> None:
@@ -59,31 +56,38 @@ def cmd_show(args: argparse.Namespace) -> int:
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
     if not selection.observations:
         raise UserError("no results match", hint="loosen --where/--target, or try --run all")
-    points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations)
     title = f"{selection.label} — {args.db}"
-    notes = drift_lines(selection.observations, [run.run_id for run in selection.runs])
     if args.format != "table":
+        points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations)
+        notes = drift_lines(selection.observations, [run.run_id for run in selection.runs])
         _write_output(show_text(points, args.format, title, notes), args.output)
         return 0
+    _show_table(selection, title, args.db)
+    return 0
+
+
+def _show_table(selection: Selection, title: str, db: str) -> None:
+    """The results table with everything said under it: verdicts, warnings, drift, incomplete runs, what ran
+    first and steady states. `show` and the end of `run` both print it."""
+    from storbench.report.labels import point_label
+    from storbench.report.show_export import drift_lines, precondition_lines, steady_lines
+    from storbench.selection import incomplete_line, planned_repetitions
+    from storbench.stats.summary import summarize_points
+
+    points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations)
     _print_points(points, title)
     out = _console()
-    for line in notes:
+    for line in drift_lines(selection.observations, [run.run_id for run in selection.runs]):
         out.print(line, markup=False)
-    from storbench.selection import incomplete_line, planned_repetitions
-
     for run in selection.runs:
-        unfinished = incomplete_line(run, selection.done.get(run.run_id, 0), planned_repetitions(run), args.db)
+        unfinished = incomplete_line(run, selection.done.get(run.run_id, 0), planned_repetitions(run), db)
         if unfinished:
             out.print(unfinished, markup=False)
-    from storbench.report.labels import point_label
-    from storbench.report.show_export import precondition_lines, steady_lines
-
     shown = {p.case_id for p in points}
     labels = {p.case_id: point_label(p, direction=False) for p in points}
     for line in [*precondition_lines(selection.preconditions),
                  *steady_lines({k: v for k, v in selection.steady.items() if k[1] in shown}, labels)]:
         out.print(line, markup=False)
-    return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:

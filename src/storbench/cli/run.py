@@ -229,8 +229,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 130
     finally:
         observer.close()
-    _print_results(store, [result.run_id], title=f"results of run {result.run_id} ({args.db})")
     store.close()
+    _print_results(args.db, [result.run_id], title=f"results of run {result.run_id} ({args.db})")
     not_needed = f", {result.not_needed} not needed (answer known)" if result.not_needed else ""
     out.print(f"{result.ran} repetitions run, {result.skipped} already stored, {result.failed} failed{not_needed}; "
               f"stored in {args.db}")

@@ -31,20 +31,37 @@ def to_json(records: Sequence[Record]) -> str:
     return json.dumps(rows, indent=2) + "\n"
 
 
+def csv_number(value: float) -> str:
+    """A float for CSV: 12 significant digits, so arithmetic's last-bit noise (0.37699999999999995) goes and
+    nothing a measurement carries is lost."""
+    return f"{value:.12g}"
+
+
 def to_csv(records: Sequence[Record]) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(RECORD_FIELDS), lineterminator="\n")
     writer.writeheader()
     for record in records:
-        writer.writerow({k: ("" if v is None else v) for k, v in _flat(record).items()})
+        writer.writerow({k: ("" if v is None else csv_number(v) if isinstance(v, float) else v)
+                         for k, v in _flat(record).items()})
     return buffer.getvalue()
+
+
+def markdown_number(value: float) -> str:
+    """A float for a Markdown table: six significant digits, never in exponent form for values of 1 or more
+    (1795410000, not 1.79541e+09)."""
+    if abs(value) >= 1:
+        decimals = max(0, 6 - len(str(int(abs(value)))))
+        text = f"{value:.{decimals}f}"
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    return f"{value:.6g}"
 
 
 def _md_cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return markdown_number(value)
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
