@@ -150,3 +150,28 @@ def test_exports_write_numbers_people_can_read() -> None:
     assert markdown_number(0.000123456) == "0.000123456"
     assert csv_number(0.37699999999999995) == "0.377" and csv_number(1e-9) == "1e-09"
     assert float(csv_number(123456.789012345)) == pytest.approx(123456.789012345, rel=1e-11)
+
+
+@pytest.mark.fio
+def test_compare_and_show_say_what_they_cannot_do_and_write_tables_to_files(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    plan = write_plan(tmp_path, TWO.format(size="1MiB", bs="[4k, 8k]").replace("rw: randread", "rw: [randread, "
+                                                                                   "randwrite]"))
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
+    assert code == 0, out + err
+    code, _, err = run_cli(capsys, "compare", "--db", "r.db", "--baseline", "bs=4k", "--candidate", "bs=4096")
+    assert code == 2 and "select the same results" in err, err  # not a comparison that says +0.0 %
+    code, _, err = run_cli(capsys, "compare", "--db", "r.db", "--baseline", "bs=4k", "--candidate", "bs=8k",
+                           "--where", "iodepth=64")
+    assert code == 2 and "--where iodepth=64 matches no results" in err and "--baseline" not in err, err
+    code, _, err = run_cli(capsys, "compare", "--db", "r.db", "--baseline", "rw=randread", "--candidate",
+                           "rw=randwrite")
+    assert code == 2 and "no point in common" in err and "reads and writes never compare" in err, err
+    code, out, err = run_cli(capsys, "compare", "--db", "r.db", "--baseline", "bs=4k", "--candidate", "bs=8k",
+                             "-o", "cmp.txt")
+    assert code == 0, err
+    written = (tmp_path / "cmp.txt").read_text()
+    assert "bs=4k" in written and "bs=8k" in written and "IOPS" in written and "\x1b[" not in written
+    code, out, err = run_cli(capsys, "show", "--db", "r.db", "-o", "show.txt")
+    assert code == 0 and "randwrite" in (tmp_path / "show.txt").read_text() and "randwrite" not in out

@@ -7,6 +7,7 @@ Which results they read is decided in `storbench.selection`; the numbers come fr
 from __future__ import annotations
 
 import argparse
+import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +24,8 @@ from storbench.selection import (
 )
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
+    from rich.console import Console
+
     from storbench.selection import Selection
     from storbench.stats.summary import PointSummary
 
@@ -34,12 +37,19 @@ def _print_results(db: str, run_ids: list[int], title: str) -> None:
         _show_table(selection, title, db)
 
 
-def _print_points(points: Sequence[PointSummary], title: str) -> None:
+def _file_console() -> Console:
+    """A console that records what is printed, as plain text at a fixed width, for `-o FILE`."""
+    from rich.console import Console
+
+    return Console(record=True, width=200, file=io.StringIO(), color_system=None)
+
+
+def _print_points(points: Sequence[PointSummary], title: str, out: Console | None = None) -> None:
     """The results table; under it each point's bottleneck verdict with its evidence, and one line per kind
     of warning with its fix."""
     from storbench.report.tables import results_table, verdict_lines, warning_lines
 
-    out = _console()
+    out = out or _console()
     out.print(results_table(points, title))
     if any(p.bottleneck.kind != "unknown" for p in points):
         out.print("bottlenecks (rules: docs/methodology.md#bottleneck-verdicts):", markup=False)
@@ -62,11 +72,16 @@ def cmd_show(args: argparse.Namespace) -> int:
         notes = drift_lines(selection.observations, [run.run_id for run in selection.runs])
         _write_output(show_text(points, args.format, title, notes), args.output)
         return 0
-    _show_table(selection, title, args.db)
+    if args.output in ("", "-"):
+        _show_table(selection, title, args.db)
+    else:
+        recorder = _file_console()
+        _show_table(selection, title, args.db, recorder)
+        _write_output(recorder.export_text(), args.output)
     return 0
 
 
-def _show_table(selection: Selection, title: str, db: str) -> None:
+def _show_table(selection: Selection, title: str, db: str, out: Console | None = None) -> None:
     """The results table with everything said under it: verdicts, warnings, drift, incomplete runs, what ran
     first and steady states. `show` and the end of `run` both print it."""
     from storbench.report.labels import point_label
@@ -75,8 +90,8 @@ def _show_table(selection: Selection, title: str, db: str) -> None:
     from storbench.stats.summary import summarize_points
 
     points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations)
-    _print_points(points, title)
-    out = _console()
+    out = out or _console()
+    _print_points(points, title, out)
     for line in drift_lines(selection.observations, [run.run_id for run in selection.runs]):
         out.print(line, markup=False)
     for run in selection.runs:
@@ -110,32 +125,46 @@ def cmd_compare(args: argparse.Namespace) -> int:
     baseline = parse_selector_flag(args.baseline, "--baseline")
     candidate = parse_selector_flag(args.candidate, "--candidate")
     selection = select(args.db, "all", args.where, default_latest=False)
+    if args.where and not selection.observations:
+        raise UserError(f"--where {' '.join(args.where)} matches no results in {args.db}",
+                        hint="loosen --where; `storbench show --run all` lists what is stored")
     check_selector_keys(selection, baseline, candidate)
+    sides = []
     for side, selector in (("baseline", baseline), ("candidate", candidate)):
-        if not select_side(selection.observations, selector, selection.tags):
+        chosen = select_side(selection.observations, selector, selection.tags)
+        if not chosen:
             raise UserError(f"--{side} {selector.text!r} matches no results in {args.db}",
                             hint="see `storbench show --run all` for what is stored")
+        sides.append({(o.run_id, o.case.case_id, o.rep_index) for o in chosen})
+    if sides[0] == sides[1]:
+        raise UserError(f"--baseline {baseline.text!r} and --candidate {candidate.text!r} select the same results",
+                        hint="a comparison of results with themselves says nothing; select two different sides")
     comparisons = compare_observations(selection.observations, baseline, candidate, selection.tags,
                                        selection.memory, force=args.force,
                                        interleaved_runs=selection.interleaved_runs,
                                        sequential_plans=selection.sequential_plans,
                                        bring_ups=selection.bring_ups)
     if not comparisons:
+        selected = sorted(baseline.keys | candidate.keys)
+        directions = " (rw changes the direction: reads and writes never compare)" if "rw" in selected else ""
         raise UserError("baseline and candidate have no point in common",
-                        hint="they must share rw, bs, iodepth, numjobs and direction (and target, unless selected on)")
+                        hint="points match on target, rw, bs, iodepth, numjobs, clients and direction, except what "
+                        f"you select on ({', '.join(selected)}){directions}")
     ran_in = {run for c in comparisons for run in (*c.baseline.run_ids, *c.candidate.run_ids)}
     designs = {selection.bring_ups.get(run, "once") for run in ran_in}
     note = design_note(baseline, candidate, bring_up=designs.pop() if len(designs) == 1 else "once")
     if note and args.format in ("table", "markdown"):
         _console(stderr=args.format != "table" and args.output in ("", "-")).print(note, markup=False)
     if args.format == "table":
-        out = _console()
+        out = _console() if args.output in ("", "-") else _file_console()
         out.print(compare_table(comparisons, baseline.text, candidate.text))
         evidence = bottleneck_evidence_lines(comparisons)
         if evidence:
             out.print("bottlenecks (rules: docs/methodology.md#bottleneck-verdicts):", markup=False)
             for line in evidence:
                 out.print(f"  {line}", markup=False)
+        if args.output not in ("", "-"):
+            _write_output(out.export_text(), args.output)
     elif args.format == "markdown":
         _write_output(comparison_markdown(comparisons, baseline.text, candidate.text), args.output)
     elif args.format == "csv":
@@ -225,7 +254,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table",
                    help="table (default), or each point's summary (mean, CI, CV, n, percentiles, utilisation, "
                    "bottleneck and evidence, warnings) as json, csv or markdown")
-    p.add_argument("-o", "--output", default="-", help="file for json/csv/markdown (default: standard output)")
+    p.add_argument("-o", "--output", default="-", help="file to write, the table as plain text too (default: "
+                   "standard output)")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("export", help="one record per repetition and direction as json, csv or markdown")
@@ -245,7 +275,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--candidate", required=True, metavar="SELECTOR", help="same syntax as --baseline")
     where_option(p, "only points whose FIELD equals VALUE (repeatable)")
     p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
-    p.add_argument("-o", "--output", default="-", help="file for markdown/csv/json (default: standard output)")
+    p.add_argument("-o", "--output", default="-", help="file to write, the table as plain text too (default: "
+                   "standard output)")
     p.add_argument("--force", action="store_true", help="compare even when fio version, workload or target kind differ")
     p.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
                    help="exit 1 when any metric is significantly worse by PCT percent or more")
