@@ -175,3 +175,39 @@ def test_compare_and_show_say_what_they_cannot_do_and_write_tables_to_files(
     assert "bs=4k" in written and "bs=8k" in written and "IOPS" in written and "\x1b[" not in written
     code, out, err = run_cli(capsys, "show", "--db", "r.db", "-o", "show.txt")
     assert code == 0 and "randwrite" in (tmp_path / "show.txt").read_text() and "randwrite" not in out
+
+
+def test_points_that_differ_only_in_a_field_not_shown_are_told_apart() -> None:
+    from storbench.model import Case, PathTarget, WorkloadPoint
+    from storbench.report.labels import varying_case_texts
+    from storbench.stats.summary import distinct_texts, hidden_texts
+
+    def case(case_id: str, **changes: object) -> Case:
+        fields: dict[str, object] = dict(rw="randread", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=1.0,
+                                         ramp_s=0.0, direct=True, ioengine="libaio")
+        return Case(case_id, PathTarget("t", path="/d", size_bytes=1 << 20),
+                    WorkloadPoint(**{**fields, **changes}))  # type: ignore[arg-type]
+
+    cases = [case("a"), case("b", ioengine="psync"), case("c", fio_options=(("rate_iops", "100"),))]
+    assert varying_case_texts(cases) == {"a": "ioengine=libaio", "b": "ioengine=psync",
+                                         "c": "ioengine=libaio rate_iops=100"}
+    assert varying_case_texts(cases[:1]) == {"a": ""}  # one point: nothing to tell apart
+    told = distinct_texts([hidden_texts(c.workload) for c in (case("x", size_bytes=1 << 20),
+                                                              case("y", size_bytes=2 << 20, direct=False))])
+    assert told == [(("direct", "direct=1"), ("size_bytes", "size=1m")),
+                    (("direct", "direct=0"), ("size_bytes", "size=2m"))]
+
+
+@pytest.mark.fio
+def test_an_ioengine_sweep_reads_apart_in_progress_show_and_verdicts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    plan = write_plan(tmp_path, ONE.replace("workload: {rw: randread, runtime: 1s}",
+                                            "workload: {rw: randread, runtime: 1s, ioengine: [psync, libaio]}"))
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
+    assert code == 0, out + err
+    assert "ioengine=psync #1:" in out and "ioengine=libaio #1:" in out  # progress lines
+    code, shown, err = run_cli(capsys, "show", "--db", "r.db")
+    assert code == 0 and "varies" in shown and "ioengine=psync" in shown and "ioengine=libaio" in shown, shown
+    verdicts = [line for line in shown.splitlines() if line.startswith("  t randread")]
+    assert len(verdicts) == 2 and len({line.split(":")[0] for line in verdicts}) == 2, verdicts

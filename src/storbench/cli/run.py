@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -114,7 +114,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _outcome_line(item: ScheduledRepetition, outcome: RepetitionOutcome) -> str:
+def _outcome_line(item: ScheduledRepetition, outcome: RepetitionOutcome, distinct: str = "") -> str:
     from storbench.model import is_metadata, is_object
     from storbench.report.labels import direction_label
 
@@ -122,7 +122,8 @@ def _outcome_line(item: ScheduledRepetition, outcome: RepetitionOutcome) -> str:
     operations = is_metadata(w.rw) or is_object(w.rw)
     shape = (f"files={w.files}" if is_metadata(w.rw) else f"bs={format_block_size(w.bs_bytes)} objects={w.files}"
              if is_object(w.rw) else f"bs={format_block_size(w.bs_bytes)} qd={w.iodepth}")
-    label = f"{item.case.target.name} {w.rw} {shape} jobs={w.numjobs} #{item.rep_index + 1}"
+    label = f"{item.case.target.name} {w.rw} {shape} jobs={w.numjobs}{' ' + distinct if distinct else ''} " \
+            f"#{item.rep_index + 1}"
     if outcome.status != Status.OK:
         return f"{label}: {outcome.status.value.upper()} {outcome.error}"
     from storbench.fio.parse import merge_clients
@@ -141,7 +142,8 @@ def _outcome_line(item: ScheduledRepetition, outcome: RepetitionOutcome) -> str:
 class ConsoleObserver:
     """Progress bar with ETA and the last result, live on a terminal; one line per result otherwise."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, distinct: Mapping[str, str] | None = None) -> None:
+        self.distinct = distinct or {}  # case id -> the hidden fields that tell it from the plan's other cases
         self.console = console
         self.interactive = console.is_terminal
         self.progress = Progress(
@@ -168,7 +170,7 @@ class ConsoleObserver:
 
     def repetition_finished(self, item: ScheduledRepetition, position: int, outcome: RepetitionOutcome) -> None:
         self.progress.advance(self.task)
-        line = _outcome_line(item, outcome)
+        line = _outcome_line(item, outcome, self.distinct.get(item.case.case_id, ""))
         if outcome.status != Status.OK:
             self.failed += 1
         if self.live is not None:
@@ -217,7 +219,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                   planned_repetitions(previous), args.db)
         if unfinished:
             out.print(f"{unfinished}; starting a new run instead", markup=False)
-    observer = ConsoleObserver(out)
+    from storbench.report.labels import varying_case_texts
+
+    observer = ConsoleObserver(out, varying_case_texts(cases))
     try:
         result = run_plan(loaded, cases, checked, store, LocalExecutor(fio_binary), observer, resume=args.resume,
                           keep_lab=args.keep_lab, budget_s=args.budget)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from storbench.model import is_metadata, is_object, setting_text
+from storbench.model import Case, is_metadata, is_object, setting_text
 from storbench.stats.compare import MATCH_FIELDS, PointComparison
 from storbench.stats.knee import Curve
-from storbench.stats.summary import PointSummary
+from storbench.stats.summary import PointSummary, distinct_texts, hidden_texts
 
 # The parts a label can leave out, named like the fields they show.
 PARTS = ("target", "rw", "bs", "iodepth", "numjobs", "clients", "direction")
@@ -40,6 +40,13 @@ def rate_header(points: Sequence[PointSummary]) -> str:
     return "IOPS/ops/s" if any(is_metadata(p.rw) or is_object(p.rw) for p in points) else "IOPS"
 
 
+def varying_case_texts(cases: Sequence[Case]) -> dict[str, str]:
+    """case id -> the hidden fields that tell it from the other ``cases`` ("dirs=2 size=2MiB"), for progress
+    lines."""
+    texts = distinct_texts([hidden_texts(c.workload) for c in cases])
+    return {c.case_id: " ".join(t for _, t in found) for c, found in zip(cases, texts, strict=True)}
+
+
 def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequence[str] = (),
                 direction: bool = True, options: bool = False) -> str:
     """``p`` in words, without the parts named in ``omit`` (see ``PARTS``); ``lab_keys`` are the lab settings
@@ -57,6 +64,7 @@ def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequen
         parts.append(f"{p.clients} clients")
     if options:
         parts.append(p.fio_options)
+    parts += [text for field, text in p.distinct if field not in omit and not (options and field == "fio_options")]
     # an operation says its direction itself, except a mix (getput) and the phases of rw: metadata
     if direction and "direction" not in omit and (not operations or p.rw in ("getput", "metadata")):
         parts.append(direction_label(p.rw, p.direction))

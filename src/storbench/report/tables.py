@@ -92,9 +92,15 @@ def results_table(points: Sequence[PointSummary], title: str) -> Table:
     lab_keys = varying_lab_keys(points)
     extra = telemetry_columns(points)
     with_expected = any(p.expected is not None for p in points)
+
+    def varies(p: PointSummary) -> str:  # hidden workload fields that differ between the rows
+        return " ".join(text for field, text in p.distinct if not (with_options and field == "fio_options"))
+
+    with_varies = any(varies(p) for p in points)
     columns = (("target", "left"), ("rw", "left"), ("bs", "right"), ("qd", "right"),
                *((("jobs", "right"),) if with_jobs else ()), *((("clients", "right"),) if with_clients else ()),
-               *((("fio options", "left"),) if with_options else ()), *((("lab", "left"),) if lab_keys else ()),
+               *((("fio options", "left"),) if with_options else ()), *((("varies", "left"),) if with_varies else ()),
+               *((("lab", "left"),) if lab_keys else ()),
                ("dir", "left"), ("n", "right"), (f"{rate_header(points)} ± 95% CI", "right"), ("CV", "right"),
                ("MiB/s", "right"),
                *((("% exp", "right"),) if with_expected else ()), ("lat mean", "right"), ("p95", "right"),
@@ -111,7 +117,7 @@ def results_table(points: Sequence[PointSummary], title: str) -> Table:
         table.add_row(
             p.target, p.rw, p.bs, str(p.iodepth), *((str(p.numjobs),) if with_jobs else ()),
             *((str(p.clients),) if with_clients else ()),
-            *((p.fio_options,) if with_options else ()),
+            *((p.fio_options,) if with_options else ()), *((varies(p),) if with_varies else ()),
             *((lab_text(p, lab_keys),) if lab_keys else ()),
             direction_label(p.rw, p.direction) or "-",
             f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from storbench.model import Direction, Expectation, is_metadata, is_object
+from storbench.model import Direction, Expectation, WorkloadPoint, is_metadata, is_object
 from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, CurveStep, judge, judge_curve
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.metrics import SUMMARY_METRICS
@@ -45,6 +45,42 @@ class StatWarning:
         return f"{self.message}: {self.fix}"
 
 
+# Workload fields no label shows by default: when they vary among what is displayed, labels add them.
+HIDDEN_FIELDS = ("ioengine", "direct", "size_bytes", "runtime_s", "ramp_s", "files", "file_size_bytes", "dirs",
+                 "fio_options")
+
+
+def hidden_texts(w: WorkloadPoint) -> tuple[tuple[str, str], ...]:
+    """(field, "name=value") of every field in ``HIDDEN_FIELDS`` that has a value."""
+    out = []
+    for field in HIDDEN_FIELDS:
+        if field == "ioengine" and (is_metadata(w.rw) or is_object(w.rw)):
+            continue  # the operation names its engine (filecreate, http, ...)
+        value = getattr(w, field)
+        if value is None or value == ():
+            continue
+        if field in ("size_bytes", "file_size_bytes"):
+            text = f"{field.removesuffix('_bytes')}={format_block_size(value)}"
+        elif field in ("runtime_s", "ramp_s"):
+            text = f"{field.removesuffix('_s')}={value:g}s"
+        elif field == "direct":
+            text = f"direct={int(value)}"
+        elif field == "fio_options":
+            text = " ".join(f"{k}={v}" for k, v in value)
+        else:
+            text = f"{field}={value}"
+        out.append((field, text))
+    return tuple(out)
+
+
+def distinct_texts(hidden: Sequence[tuple[tuple[str, str], ...]]) -> list[tuple[tuple[str, str], ...]]:
+    """For each item's ``hidden_texts``, those of the fields whose text is not the same for every item: what
+    tells items apart that a label would not show otherwise."""
+    fields = {f for h in hidden for f, _ in h}
+    varying = {f for f in fields if len({dict(h).get(f) for h in hidden}) > 1}
+    return [tuple((f, t) for f, t in h if f in varying) for h in hidden]
+
+
 @dataclass(frozen=True)
 class PointSummary:
     """One case and direction over its repetitions (possibly from several runs of the same case)."""
@@ -78,6 +114,9 @@ class PointSummary:
     busiest_interface: str = ""
     bottleneck: BottleneckVerdict = NOT_JUDGED
     expected: Expectation | None = None  # what the target was declared as (`expect:`)
+    # ("dirs", "dirs=2"), ...: workload fields labels do not show by default, where they differ between the points
+    # summarised together (report.labels.HIDDEN_FIELDS); every label adds them
+    distinct: tuple[tuple[str, str], ...] = ()
 
     def share_of_expected(self) -> tuple[float, str] | None:
         """(measured / expected, "IOPS" or "throughput") when the target declared what it should do: IOPS
@@ -265,7 +304,10 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                 bottleneck=verdict,
                 expected=next((declared[(run, case.target.name)] for run in sorted({o.run_id for o in group})
                                if (run, case.target.name) in declared), None),
+                distinct=hidden_texts(w),
             ))
+    told_apart = distinct_texts([p.distinct for p in out])
+    out = [replace(p, distinct=d) for p, d in zip(out, told_apart, strict=True)]
     return with_sweep_verdicts(out)
 
 
