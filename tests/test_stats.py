@@ -139,15 +139,27 @@ def test_welch_matches_scipy(baseline: list[float], candidate: list[float]) -> N
     assert d.significant == (ref.low > 0 or ref.high < 0)
 
 
-def test_welch_percent_interval_is_difference_over_baseline_mean() -> None:
+def test_welch_percent_interval_is_the_ratios_on_the_log_scale() -> None:
     b, c = estimate([100.0, 102.0, 98.0, 101.0, 99.0]), estimate([90.0, 95.0, 85.0, 92.0, 88.0])
     assert b is not None and c is not None
     d = welch_difference(b, c)
     assert d.ci_low is not None and d.ci_high is not None
     assert d.change_pct == pytest.approx(100 * (90.0 - 100.0) / 100.0)
-    assert d.change_ci_low_pct == pytest.approx(100 * d.ci_low / b.mean)
-    assert d.change_ci_high_pct == pytest.approx(100 * d.ci_high / b.mean)
+    # by hand: se of log(ratio) from s^2/(n mean^2) on each side, Welch-Satterthwaite df, t quantile from scipy
+    ab, ac = b.stddev**2 / (b.n * b.mean**2), c.stddev**2 / (c.n * c.mean**2)
+    df = (ab + ac) ** 2 / (ab**2 / (b.n - 1) + ac**2 / (c.n - 1))
+    half = scipy_stats.t.ppf(0.975, df) * math.sqrt(ab + ac)
+    assert d.change_ci_low_pct == pytest.approx(100 * (0.9 * math.exp(-half) - 1))
+    assert d.change_ci_high_pct == pytest.approx(100 * (0.9 * math.exp(half) - 1))
     assert d.significant  # -10 % with ~2 % noise
+
+
+def test_a_percent_change_interval_never_runs_below_minus_100() -> None:
+    b, c = estimate([100.0, 101.0, 99.0]), estimate([2.0, 60.0, 30.0])  # a collapse measured noisily
+    assert b is not None and c is not None
+    d = welch_difference(b, c)
+    assert d.ci_low is not None and 100 * d.ci_low / b.mean < -100  # what the old interval said
+    assert d.change_ci_low_pct is not None and -100 < d.change_ci_low_pct < d.change_pct < d.change_ci_high_pct
 
 
 @pytest.mark.parametrize(("baseline", "candidate"), [([100.0], [90.0, 91.0, 92.0]), ([100.0, 101.0], [90.0])])

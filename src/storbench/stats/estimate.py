@@ -76,7 +76,10 @@ class Difference:
 
     @property
     def significant(self) -> bool:
-        """The interval excludes zero."""
+        """The interval excludes no change: the percent interval when there is one (the ratio's, see
+        ``welch_difference``), else the difference's."""
+        if self.change_ci_low_pct is not None and self.change_ci_high_pct is not None:
+            return self.change_ci_low_pct > 0 or self.change_ci_high_pct < 0
         if self.ci_low is None or self.ci_high is None:
             return False
         return self.ci_low > 0 or self.ci_high < 0
@@ -85,8 +88,11 @@ class Difference:
 def welch_difference(baseline: Estimate, candidate: Estimate, confidence: float = CONFIDENCE) -> Difference:
     """Welch's t interval for the difference of two means (unequal variances, Welch-Satterthwaite df).
 
-    The percent interval divides the difference interval by the baseline mean: it treats the baseline mean as
-    known, which is accurate when the baseline's own interval is narrow (as it must be for a useful comparison).
+    The percent change is the ratio of the means minus one, and its interval is the ratio's, built on the log
+    scale (the delta method: var(log mean) ~ s^2 / (n mean^2), Welch-Satterthwaite df over those two terms) and
+    taken back: it respects the ratio's range, so a change can never be below -100 % and a tenfold rise is as
+    far from no change as a tenfold fall. Both means must be positive (every metric compared is); otherwise the
+    difference interval over the baseline mean stands in.
     """
     diff = candidate.mean - baseline.mean
     base = baseline.mean
@@ -104,4 +110,20 @@ def welch_difference(baseline: Estimate, candidate: Estimate, confidence: float 
         low, high = diff - half, diff + half
     if not base:
         return Difference(diff, low, high, pct, None, None)
+    if base > 0 and candidate.mean > 0:
+        ratio_low, ratio_high = _ratio_interval(baseline, candidate, confidence)
+        return Difference(diff, low, high, pct, 100.0 * (ratio_low - 1), 100.0 * (ratio_high - 1))
     return Difference(diff, low, high, pct, 100.0 * low / base, 100.0 * high / base)
+
+
+def _ratio_interval(baseline: Estimate, candidate: Estimate, confidence: float) -> tuple[float, float]:
+    """Interval of candidate mean / baseline mean, on the log scale (both means positive, n >= 2 each)."""
+    ratio = candidate.mean / baseline.mean
+    ab = baseline.stddev**2 / (baseline.n * baseline.mean**2)
+    ac = candidate.stddev**2 / (candidate.n * candidate.mean**2)
+    se = math.sqrt(ab + ac)
+    if se == 0:
+        return ratio, ratio
+    df = (ab + ac) ** 2 / ((ab**2 / (baseline.n - 1)) + (ac**2 / (candidate.n - 1)))
+    half = t_quantile(confidence, df) * se
+    return ratio * math.exp(-half), ratio * math.exp(half)
