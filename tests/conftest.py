@@ -20,3 +20,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def fixtures() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A terminal's COLUMNS (a developer's shell) would narrow the tables every test reads; tests that want a
+    width set it themselves."""
+    monkeypatch.delenv("COLUMNS", raising=False)

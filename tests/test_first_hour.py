@@ -211,3 +211,128 @@ def test_an_ioengine_sweep_reads_apart_in_progress_show_and_verdicts(
     assert code == 0 and "varies" in shown and "ioengine=psync" in shown and "ioengine=libaio" in shown, shown
     verdicts = [line for line in shown.splitlines() if line.startswith("  t randread")]
     assert len(verdicts) == 2 and len({line.split(":")[0] for line in verdicts}) == 2, verdicts
+
+
+@pytest.mark.fio
+def test_where_takes_commas_column_names_durations_and_names_unknown_targets(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    plan = write_plan(tmp_path, TWO.format(size="1MiB", bs="[4k, 8k]").replace("repeat: 2", "repeat: 1"))
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
+    assert code == 0, out + err
+
+    def exported(*where: str) -> list[dict[str, object]]:
+        code, text, err = run_cli(capsys, "export", "--db", "r.db", "--format", "json", *where)
+        assert code == 0, err
+        return list(json.loads(text))
+
+    assert [r["bs_bytes"] for r in exported("--where", "bs=8k,qd=1")] == [8192]  # commas, a column name
+    assert len(exported("--where", "runtime_s=1s", "--where", "size_bytes=1MiB")) == 2  # durations, sizes
+    assert len(exported("--where", "runtime=1000ms")) == 2 and len(exported("--where", "runtime_s=2s")) == 0
+    code, _, err = run_cli(capsys, "export", "--db", "r.db", "--where", "iodeptj=1")
+    assert code == 2 and "did you mean 'iodepth'?" in err and err.count(",") < 5, err  # no list of 60 fields
+    code, _, err = run_cli(capsys, "show", "--db", "r.db", "--target", "nvme")
+    assert code == 2 and "no target 'nvme'" in err and "targets: t" in err, err
+    code, _, err = run_cli(capsys, "compare", "--db", "r.db", "--baseline", "qd=1,bs=4k", "--candidate",
+                           "qd=1,bs=8k")
+    assert code == 0, err
+
+
+@pytest.mark.fio
+def test_imports_of_fios_default_json_plus_get_percentiles_from_completion_latency(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import shutil as sh
+    import subprocess
+
+    fio = sh.which("fio")
+    assert fio is not None
+    monkeypatch.chdir(tmp_path)
+    done = subprocess.run([fio, "--name=j", f"--filename={tmp_path / 'f'}", "--size=1m", "--rw=randread",
+                           "--runtime=1", "--time_based", "--output-format=json+", "--output=out.json"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    raw = json.loads((tmp_path / "out.json").read_text())["jobs"][0]["read"]
+    assert "bins" in raw["clat_ns"] and "bins" not in raw["lat_ns"]  # fio's default: total latency has none
+    code, out, err = run_cli(capsys, "import", "out.json", "--db", "r.db")
+    assert code == 0, out + err
+    code, text, err = run_cli(capsys, "export", "--db", "r.db", "--format", "json")
+    record = json.loads(text)[0]
+    assert record["lat_percentiles_from"] == "clat" and record["lat_p99_ns"] == record["clat_p99_ns"] is not None
+    code, shown, err = run_cli(capsys, "show", "--db", "r.db")
+    assert code == 0 and "p95 and p99 of 1 point are completion latency (clat)" in " ".join(shown.split())
+
+
+@pytest.mark.parametrize(("workload", "target", "says"), [
+    ("{rw: randread}", "{kind: path, dir: ./d, size: 1MiB}", "unknown key 'dir' (hint: known keys: kind, path"),
+    ("{rw: randread, iodepth: 0}", "{kind: path, path: ./d, size: 1MiB}", "got 0 (hint: give at least 1)"),
+])
+def test_plan_errors_name_the_wrong_key_and_say_what_to_give(workload: str, target: str, says: str, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, f"name: x\ntargets:\n  t: {target}\nworkload: {workload}\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_program_that_is_not_fio_is_named_in_one_short_line(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, ONE)), "--fio", "/bin/true")
+    assert code == 2 and "/bin/true does not look like fio" in err and "Copyright" not in err, err
+    assert len(err.strip().splitlines()) == 1 and len(err) < 300
+
+
+def test_local_runs_show_no_ceph_or_network_columns_from_other_processes() -> None:
+    from dataclasses import dataclass
+
+    from storbench.report.tables import telemetry_columns
+    from storbench.stats.estimate import estimate
+
+    @dataclass
+    class Point:  # the parts of a PointSummary the columns look at
+        target_kind: str
+        clients: int = 1
+        lab: tuple[tuple[str, str], ...] = ()
+
+        def metric(self, field: str) -> object:  # a Ceph lab left running beside: busy OSDs, a busy bridge
+            return estimate([1.5, 1.7]) if field in ("ceph_osd_cpu_cores", "net_busiest_util_pct") else None
+
+    local = [h for h, _, _ in telemetry_columns([Point("path")])]  # type: ignore[list-item]
+    assert "osd cores" not in local and "net %" not in local
+    ceph = [h for h, _, _ in telemetry_columns([Point("rbd")])]  # type: ignore[list-item]
+    assert "osd cores" in ceph and "net %" in ceph
+    many = [h for h, _, _ in telemetry_columns([Point("path", clients=8)])]  # type: ignore[list-item]
+    assert "net %" in many and "osd cores" not in many
+
+
+def test_columns_go_least_essential_first_until_the_table_fits() -> None:
+    from storbench.report.tables import fit_columns
+
+    widths, priorities = [6, 8, 5, 9, 7], [0, 3, 0, 1, 3]
+    assert fit_columns(widths, priorities, None) == [0, 1, 2, 3, 4]
+    assert fit_columns(widths, priorities, 200) == [0, 1, 2, 3, 4]
+    assert fit_columns(widths, priorities, 40) == [0, 2, 3]  # both priority-3 columns go, rightmost first
+    assert fit_columns(widths, priorities, 47) == [0, 1, 2, 3]
+    assert fit_columns(widths, priorities, 10) == [0, 2]  # the essential ones stay, whatever the width
+
+
+@pytest.mark.fio
+def test_show_fits_an_80_column_terminal_without_cutting_a_number(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    plan = write_plan(tmp_path, TWO.format(size="1MiB", bs="[4k, 8k]").replace("rw: randread", "rw: [randread, "
+                                                                                   "randrw]"))
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
+    assert code == 0, out + err
+    monkeypatch.setenv("COLUMNS", "80")
+    code, shown, err = run_cli(capsys, "show", "--db", "r.db")
+    assert code == 0, err
+    table = [line for line in shown.splitlines() if line[:1] in "┏┃┡│└"]
+    assert table and max(len(line) for line in table) <= 80, "\n".join(table)
+    header = next(line for line in table if "IOPS" in line)
+    for column in ("target", "rw", "bs", "dir", "n", "IOPS ± 95% CI", "p99", "verdict"):
+        assert f" {column} " in header, header
+    assert "…" not in shown  # nothing cut
+    code, wide, err = run_cli(capsys, "show", "--db", "r.db", "--wide")
+    assert "p99.9" in wide and "p99.9" not in header

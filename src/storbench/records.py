@@ -8,8 +8,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 
-from storbench.model import Expectation, LatencySummary
-from storbench.stats.observations import Observation, busiest_names, metric_value
+from storbench.model import DirectionMeasurement, Expectation, LatencySummary
+from storbench.stats.observations import (
+    Observation,
+    busiest_names,
+    lat_percentile_ns,
+    lat_percentiles_from,
+    metric_value,
+)
 from storbench.units import format_block_size
 
 
@@ -57,6 +63,7 @@ class Record:
     lat_p99_ns: int | None
     lat_p999_ns: int | None
     lat_p9999_ns: int | None
+    lat_percentiles_from: str  # "lat", or "clat" where fio wrote no total-latency bins (lat_percentiles=0)
     clat_mean_ns: float | None
     clat_stddev_ns: float | None
     clat_min_ns: int | None
@@ -113,6 +120,10 @@ def _percentile(summary: LatencySummary | None, percent: float) -> int | None:
     return summary.percentile_ns(percent) if summary else None
 
 
+def _lat(m: DirectionMeasurement | None, percent: float) -> int | None:
+    return lat_percentile_ns(m, percent) if m else None
+
+
 def pct_of_expected(o: Observation, expected: Expectation | None) -> float | None:
     """The observation's IOPS as a percentage of the declared IOPS, else its throughput of the declared
     throughput (the rule of `PointSummary.share_of_expected`); None when nothing was declared or measured."""
@@ -132,7 +143,7 @@ def record(o: Observation, expected: Expectation | None = None) -> Record:
     case, w, m = o.case, o.case.workload, o.measurement
     device, interface, node = busiest_names(o)
     d = o.telemetry
-    lat, clat = (m.lat, m.clat) if m else (None, None)
+    clat = m.clat if m else None
     return Record(
         case_id=case.case_id, run_id=o.run_id, target=case.target.name, target_kind=case.target.kind,
         rw=w.rw, rwmixread=w.rwmixread, bs=format_block_size(w.bs_bytes), bs_bytes=w.bs_bytes,
@@ -147,9 +158,8 @@ def record(o: Observation, expected: Expectation | None = None) -> Record:
         total_ios=m.total_ios if m else None, io_bytes=m.io_bytes if m else None,
         lat_mean_ns=m.lat.mean_ns if m else None, lat_stddev_ns=m.lat.stddev_ns if m else None,
         lat_min_ns=m.lat.min_ns if m else None, lat_max_ns=m.lat.max_ns if m else None,
-        lat_p50_ns=_percentile(lat, 50.0), lat_p90_ns=_percentile(lat, 90.0),
-        lat_p95_ns=_percentile(lat, 95.0), lat_p99_ns=_percentile(lat, 99.0),
-        lat_p999_ns=_percentile(lat, 99.9), lat_p9999_ns=_percentile(lat, 99.99),
+        lat_p50_ns=_lat(m, 50.0), lat_p90_ns=_lat(m, 90.0), lat_p95_ns=_lat(m, 95.0), lat_p99_ns=_lat(m, 99.0),
+        lat_p999_ns=_lat(m, 99.9), lat_p9999_ns=_lat(m, 99.99), lat_percentiles_from=lat_percentiles_from(m),
         clat_mean_ns=m.clat.mean_ns if m else None, clat_stddev_ns=m.clat.stddev_ns if m else None,
         clat_min_ns=m.clat.min_ns if m else None, clat_max_ns=m.clat.max_ns if m else None,
         clat_p50_ns=_percentile(clat, 50.0), clat_p90_ns=_percentile(clat, 90.0),

@@ -202,13 +202,17 @@ def adaptive_questions(runs: Sequence[RunInfo]) -> list[AdaptiveQuestion]:
 
 
 def parse_where(items: Sequence[str]) -> list[tuple[str, str]]:
-    """`--where KEY=VALUE` items as (key, value) pairs."""
+    """`--where KEY=VALUE` items as (key, value) pairs; an item may hold several, comma-separated, as a selector
+    does (`rw=randread,bs=4k`), when every part is KEY=VALUE."""
     pairs: list[tuple[str, str]] = []
     for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UserError(f"--where {item!r} is not KEY=VALUE", hint="e.g. --where rw=randread --where bs=4k")
-        pairs.append((key.strip(), value.strip()))
+        parts = item.split(",")
+        for part in parts if all("=" in p for p in parts) else [item]:
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip():
+                raise UserError(f"--where {item!r} is not KEY=VALUE",
+                                hint="e.g. --where rw=randread,bs=4k or --where rw=randread --where bs=4k")
+            pairs.append((key.strip(), value.strip()))
     return pairs
 
 
@@ -244,9 +248,15 @@ def filter_where(observations: Sequence[Observation], where: Sequence[str],
     pairs = parse_where(where)
     unknown = match.unknown_keys([k for k, _ in pairs], observations)
     if unknown:
-        known = match.known_keys(observations)
+        known = [*match.known_keys(observations), *match.ALIASES]
         raise UserError(f"--where: unknown field {unknown[0]!r}",
-                        hint=did_you_mean(unknown[0], known) or "fields: " + ", ".join(known))
+                        hint=did_you_mean(unknown[0], known) or "fields are the export's (`storbench export "
+                        "--format json` shows them), the table's column names (qd, jobs, dir), lab settings, run "
+                        "and tag")
+    targets = sorted({o.case.target.name for o in observations})
+    for key, value in pairs:
+        if key == "target" and value not in targets:
+            raise UserError(f"no target '{value}' in the results", hint="targets: " + ", ".join(targets))
     return match.select(observations, pairs, tags or {})
 
 

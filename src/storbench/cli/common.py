@@ -19,8 +19,10 @@ DEFAULT_DB = "results.db"
 
 def _console(stderr: bool = False) -> Console:
     console = Console(stderr=stderr, highlight=False, soft_wrap=False)
-    if not console.is_terminal:  # a file or a pipe: do not squeeze tables into 80 columns
-        console = Console(stderr=stderr, highlight=False, soft_wrap=False, width=240)
+    if not console.is_terminal:  # a file or a pipe: do not squeeze tables into 80 columns, unless COLUMNS says
+        columns = os.environ.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() and 40 <= int(columns) <= 1000 else 240
+        console = Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
     return console
 
 

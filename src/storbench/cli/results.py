@@ -41,16 +41,24 @@ def _file_console() -> Console:
     """A console that records what is printed, as plain text at a fixed width, for `-o FILE`."""
     from rich.console import Console
 
-    return Console(record=True, width=200, file=io.StringIO(), color_system=None)
+    return Console(record=True, width=1000, file=io.StringIO(), color_system=None)
 
 
-def _print_points(points: Sequence[PointSummary], title: str, out: Console | None = None) -> None:
-    """The results table; under it each point's bottleneck verdict with its evidence, and one line per kind
-    of warning with its fix."""
+def _print_points(points: Sequence[PointSummary], title: str, out: Console | None = None, *,
+                  wide: bool = False) -> None:
+    """The results table (fitted to the console's width unless ``wide``); under it each point's bottleneck
+    verdict with its evidence, and one line per kind of warning with its fix."""
     from storbench.report.tables import results_table, verdict_lines, warning_lines
 
     out = out or _console()
-    out.print(results_table(points, title))
+    table = results_table(points, title, None if wide else out.width)
+    if wide and out.width < 1000:  # every column whole: wider than the terminal if need be
+        from rich.console import Console
+
+        Console(file=out.file, width=1000, highlight=False, soft_wrap=False,
+                color_system="auto" if out.color_system else None).print(table)
+    else:
+        out.print(table)
     if any(p.bottleneck.kind != "unknown" for p in points):
         out.print("bottlenecks (rules: docs/methodology.md#bottleneck-verdicts):", markup=False)
         for line in verdict_lines(points):
@@ -73,15 +81,16 @@ def cmd_show(args: argparse.Namespace) -> int:
         _write_output(show_text(points, args.format, title, notes), args.output)
         return 0
     if args.output in ("", "-"):
-        _show_table(selection, title, args.db)
+        _show_table(selection, title, args.db, wide=args.wide)
     else:
         recorder = _file_console()
-        _show_table(selection, title, args.db, recorder)
+        _show_table(selection, title, args.db, recorder, wide=True)
         _write_output(recorder.export_text(), args.output)
     return 0
 
 
-def _show_table(selection: Selection, title: str, db: str, out: Console | None = None) -> None:
+def _show_table(selection: Selection, title: str, db: str, out: Console | None = None, *,
+                wide: bool = False) -> None:
     """The results table with everything said under it: verdicts, warnings, drift, incomplete runs, what ran
     first and steady states. `show` and the end of `run` both print it."""
     from storbench.report.labels import point_label
@@ -91,9 +100,16 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
 
     points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations)
     out = out or _console()
-    _print_points(points, title, out)
+    _print_points(points, title, out, wide=wide)
     for line in drift_lines(selection.observations, [run.run_id for run in selection.runs]):
         out.print(line, markup=False)
+    from storbench.stats.observations import lat_percentiles_from
+
+    stand_in = {o.case.case_id for o in selection.observations if lat_percentiles_from(o.measurement) == "clat"}
+    if stand_in:
+        out.print(f"note: p95 and p99 of {len(stand_in)} point{'s' if len(stand_in) > 1 else ''} are completion "
+                  "latency (clat): their fio output has no total-latency bins (fio writes them only with "
+                  "lat_percentiles=1)", markup=False)
     for run in selection.runs:
         unfinished = incomplete_line(run, selection.done.get(run.run_id, 0), planned_repetitions(run), db)
         if unfinished:
@@ -256,6 +272,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                    "bottleneck and evidence, warnings) as json, csv or markdown")
     p.add_argument("-o", "--output", default="-", help="file to write, the table as plain text too (default: "
                    "standard output)")
+    p.add_argument("--wide", action="store_true",
+                   help="every column, however wide (default: the essential columns first, as many as fit)")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("export", help="one record per repetition and direction as json, csv or markdown")

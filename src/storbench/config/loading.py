@@ -152,6 +152,11 @@ def _translate(error: Mapping[str, object], data: object, source: PlanSource) ->
         message = f"{message}, got {error.get('input')!r}"
     elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         message = f"{message}, got {error.get('input')!r}"
+        ctx = error.get("ctx")
+        bound = next(iter(ctx.values()), None) if isinstance(ctx, Mapping) and ctx else None
+        where = {"greater_than_equal": "at least", "less_than_equal": "at most", "greater_than": "more than",
+                 "less_than": "less than"}[kind]
+        hint = f"give {where} {bound}" if bound is not None else ""
     return UserError(message, where=source.where(loc), hint=hint)
 
 
@@ -310,7 +315,9 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
         config = PlanConfig.model_validate(data)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
-        raise _translate(dict(errors[0]), data, source) from None
+        # an unknown key first: `{kind: path, dir: ...}` is a misspelt `path`, not a missing one
+        first = next((e for e in errors if e.get("type") == "extra_forbidden"), errors[0])
+        raise _translate(dict(first), data, source) from None
     for name in config.targets:
         if not SAFE_NAME_RE.fullmatch(name):
             raise UserError(f"target name {name!r} must be letters, digits, '_', '.' or '-'",

@@ -31,7 +31,8 @@ def parse_version(text: str) -> str:
     """'fio-3.33\\n' -> 'fio-3.33'."""
     match = _VERSION_RE.search(text)
     if not match:
-        raise ValueError(f"not a fio version: {text.strip()!r}")
+        first = text.strip().splitlines()[0][:80] if text.strip() else ""
+        raise ValueError(f"not a fio version: {first!r}")  # its first line, never a whole licence text
     return text.strip().split()[0]
 
 

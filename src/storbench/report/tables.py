@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rich.table import Table
 
@@ -64,9 +64,16 @@ def telemetry_columns(points: Sequence[PointSummary]) -> list[tuple[str, str, st
                 ("node disk %", "node_disk_util_pct", ".0f"), ("net %", "net_busiest_util_pct", ".0f"),
                 ("skew", "start_skew_s", "s"), ("slowest %", "slowest_client_pct_of_median", ".0f"))
     floor = {"ceph_osd_cpu_cores": 0.05}
+    # what belongs to the targets: Ceph's figures for Ceph targets or a Ceph lab, the network for targets reached
+    # over it or many clients; an idle cluster or a busy link beside a local run is someone else's
+    ceph = any(p.target_kind in ("rbd", "cephfs", "s3") or any(k != "lab" for k, _ in p.lab) for p in points)
+    network = ceph or any(p.target_kind in ("nfs", "s3", "pvc") or p.clients > 1 for p in points)
+    belongs = {"ceph_osd_cpu_cores": ceph, "ceph_op_latency_ns": ceph, "ceph_cache_hit_pct": ceph,
+               "net_busiest_util_pct": network}
 
     def shown(field: str) -> bool:
-        return any((e := p.metric(field)) is not None and e.mean >= floor.get(field, float("-inf")) for p in points)
+        return belongs.get(field, True) and any(
+            (e := p.metric(field)) is not None and e.mean >= floor.get(field, float("-inf")) for p in points)
 
     return [column for column in optional if shown(column[1])]
 
@@ -79,13 +86,13 @@ def telemetry_cell(estimate: Estimate | None, fmt: str) -> str:
     return format_latency_ns(estimate.mean) if fmt == "lat" else format(estimate.mean, fmt)
 
 
-def results_table(points: Sequence[PointSummary], title: str) -> Table:
+def results_table(points: Sequence[PointSummary], title: str, width: int | None = None) -> Table:
     """One row per case and direction: mean over repetitions, IOPS with its 95 % confidence interval, the
     telemetry beside it and the bottleneck verdict (its evidence: ``verdict_lines``); "% exp" is the share of
     what the target was declared to deliver (`expect:`). Columns that would say nothing (jobs when every point
     has one, "% exp" when no target declared anything, telemetry nobody measured) are left out; p50 and the rest
-    are in the report and the exports."""
-    table = Table(title=title, title_justify="left", header_style="bold")
+    are in the report and the exports. With ``width`` (a terminal's columns), the least essential columns go
+    until the rest fit whole (``fit_columns``): no number is ever cut."""
     with_options = any(p.fio_options for p in points)
     with_jobs = any(p.numjobs != 1 for p in points)
     with_clients = any(p.clients != 1 for p in points)
@@ -96,40 +103,64 @@ def results_table(points: Sequence[PointSummary], title: str) -> Table:
     def varies(p: PointSummary) -> str:  # hidden workload fields that differ between the rows
         return " ".join(text for field, text in p.distinct if not (with_options and field == "fio_options"))
 
-    with_varies = any(varies(p) for p in points)
-    columns = (("target", "left"), ("rw", "left"), ("bs", "right"), ("qd", "right"),
-               *((("jobs", "right"),) if with_jobs else ()), *((("clients", "right"),) if with_clients else ()),
-               *((("fio options", "left"),) if with_options else ()), *((("varies", "left"),) if with_varies else ()),
-               *((("lab", "left"),) if lab_keys else ()),
-               ("dir", "left"), ("n", "right"), (f"{rate_header(points)} ± 95% CI", "right"), ("CV", "right"),
-               ("MiB/s", "right"),
-               *((("% exp", "right"),) if with_expected else ()), ("lat mean", "right"), ("p95", "right"),
-               ("p99", "right"), ("p99.9", "right"),
-               ("cpu %", "right"), ("disk %", "right"), *((name, "right") for name, _, _ in extra),
-               ("verdict", "left"), ("!", "left"))
-    for name, justify in columns:
-        table.add_column(name, justify=justify, no_wrap=True, min_width=len(name) if len(name) <= 11 else None)
-    for p in points:
+    def iops_cv(p: PointSummary) -> str:
         iops = p.metric("iops")
-        cv = iops.cv_pct if iops else None
-        style = "red" if p.repetitions_ok < p.repetitions_total else None
-        disk = p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct")
-        table.add_row(
-            p.target, p.rw, p.bs, str(p.iodepth), *((str(p.numjobs),) if with_jobs else ()),
-            *((str(p.clients),) if with_clients else ()),
-            *((p.fio_options,) if with_options else ()), *((varies(p),) if with_varies else ()),
-            *((lab_text(p, lab_keys),) if lab_keys else ()),
-            direction_label(p.rw, p.direction) or "-",
-            f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
-            _mean(p.metric("bw_bytes"), ",.1f", 1048576), *((expected_cell(p),) if with_expected else ()),
-            _lat(p.metric("lat_mean_ns")),
-            _lat(p.metric("lat_p95_ns")), _lat(p.metric("lat_p99_ns")), _lat(p.metric("lat_p999_ns")),
-            _mean(p.metric("host_cpu_busy_pct"), ".0f"), _mean(disk, ".0f"),
-            *(telemetry_cell(p.metric(field), fmt) for _, field, fmt in extra),
-            p.bottleneck.short, "⚠" if p.warnings else "",
-            style=style,
-        )
+        return "-" if iops is None or iops.cv_pct is None else f"{iops.cv_pct:.1f}%"
+
+    def disk(p: PointSummary) -> str:
+        return _mean(p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct"), ".0f")
+
+    # (header, justify, priority: 0 essential .. 4 first to go when narrow, the cell of a point)
+    specs: list[tuple[str, str, int, Callable[[PointSummary], str]]] = [
+        ("target", "left", 0, lambda p: p.target), ("rw", "left", 0, lambda p: p.rw),
+        ("bs", "right", 0, lambda p: p.bs), ("qd", "right", 1, lambda p: str(p.iodepth)),
+        *((("jobs", "right", 1, lambda p: str(p.numjobs)),) if with_jobs else ()),
+        *((("clients", "right", 1, lambda p: str(p.clients)),) if with_clients else ()),
+        *((("fio options", "left", 2, lambda p: p.fio_options),) if with_options else ()),
+        *((("varies", "left", 1, varies),) if any(varies(p) for p in points) else ()),
+        *((("lab", "left", 1, lambda p: lab_text(p, lab_keys)),) if lab_keys else ()),
+        ("dir", "left", 0, lambda p: direction_label(p.rw, p.direction) or "-"),
+        ("n", "right", 0, lambda p: f"{p.repetitions_ok}/{p.repetitions_total}"),
+        (f"{rate_header(points)} ± 95% CI", "right", 0, lambda p: iops_with_ci(p.metric("iops"))),
+        ("CV", "right", 3, iops_cv), ("MiB/s", "right", 2, lambda p: _mean(p.metric("bw_bytes"), ",.1f", 1048576)),
+        *((("% exp", "right", 2, expected_cell),) if with_expected else ()),
+        ("lat mean", "right", 2, lambda p: _lat(p.metric("lat_mean_ns"))),
+        ("p95", "right", 3, lambda p: _lat(p.metric("lat_p95_ns"))),
+        ("p99", "right", 0, lambda p: _lat(p.metric("lat_p99_ns"))),
+        ("p99.9", "right", 3, lambda p: _lat(p.metric("lat_p999_ns"))),
+        ("cpu %", "right", 3, lambda p: _mean(p.metric("host_cpu_busy_pct"), ".0f")), ("disk %", "right", 3, disk),
+        *((name, "right", 4, lambda p, f=field, m=fmt: telemetry_cell(p.metric(f), m)) for name, field, fmt in extra),
+        ("verdict", "left", 0, lambda p: p.bottleneck.short), ("!", "left", 0, lambda p: "⚠" if p.warnings else ""),
+    ]
+    cells = [[cell(p) for _, _, _, cell in specs] for p in points]
+    # a column that tells the rows apart (qd, jobs, clients, varies, lab with more than one value) is part of
+    # the point: it stays however narrow the terminal
+    specs = [(name, justify, 0 if priority == 1 and len({row[i] for row in cells}) > 1 else priority, cell)
+             for i, (name, justify, priority, cell) in enumerate(specs)]
+    widths = [max([len(name), *(len(row[i]) for row in cells)]) for i, (name, _, _, _) in enumerate(specs)]
+    keep = fit_columns(widths, [priority for _, _, priority, _ in specs], width)
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for i in keep:
+        name, justify, _, _ = specs[i]
+        table.add_column(name, justify=justify, no_wrap=True, min_width=widths[i])  # type: ignore[arg-type]
+    for p, row in zip(points, cells, strict=True):
+        table.add_row(*(row[i] for i in keep), style="red" if p.repetitions_ok < p.repetitions_total else None)
     return table
+
+
+def fit_columns(widths: Sequence[int], priorities: Sequence[int], width: int | None) -> list[int]:
+    """The columns to keep (in order) so that a table of these column ``widths`` (each with rich's border and
+    padding, 3 characters) fits ``width``: columns go least essential first (highest priority number, the
+    rightmost of a rank first); essential ones (priority 0) always stay. All of them without a width. Pure."""
+    keep = list(range(len(widths)))
+    if width is None:
+        return keep
+    for rank in sorted({p for p in priorities if p > 0}, reverse=True):
+        for index in sorted((i for i in keep if priorities[i] == rank), reverse=True):
+            if sum(widths[i] + 3 for i in keep) + 1 <= width:
+                return keep
+            keep.remove(index)
+    return keep
 
 
 def verdict_lines(points: Sequence[PointSummary]) -> list[str]:

@@ -39,7 +39,7 @@ class Selector:
 
     @property
     def keys(self) -> frozenset[str]:
-        return frozenset("run_id" if k == "run" else k for k, _ in self.pairs)
+        return frozenset("run_id" if k == "run" else match.canonical_key(k) for k, _ in self.pairs)
 
 
 def parse_selector(text: str) -> Selector:

@@ -23,6 +23,7 @@ class Kind(StrEnum):
     BOOL = "bool"
     SIZE = "size"
     LINK = "link"  # bits per second: 1Gbit, 100Mbit
+    DURATION = "duration"  # seconds: 1.5, 1500ms, 2s, 1m
 
 
 def _pairs_text(pairs: Sequence[tuple[str, object]]) -> str:
@@ -59,8 +60,8 @@ FIELDS: Mapping[str, tuple[Kind, Callable[[Observation], object]]] = {
     "clients": (Kind.INT, lambda o: o.case.clients),
     "ioengine": (Kind.TEXT, lambda o: o.case.workload.ioengine),
     "direct": (Kind.BOOL, lambda o: o.case.workload.direct),
-    "runtime_s": (Kind.FLOAT, lambda o: o.case.workload.runtime_s),
-    "ramp_s": (Kind.FLOAT, lambda o: o.case.workload.ramp_s),
+    "runtime_s": (Kind.DURATION, lambda o: o.case.workload.runtime_s),
+    "ramp_s": (Kind.DURATION, lambda o: o.case.workload.ramp_s),
     "size_bytes": (Kind.SIZE, lambda o: o.case.workload.size_bytes),
     "files": (Kind.INT, lambda o: o.case.workload.files),
     "dirs": (Kind.INT, lambda o: o.case.workload.dirs or (1 if o.case.workload.file_size_bytes else None)),
@@ -94,6 +95,15 @@ FIELDS: Mapping[str, tuple[Kind, Callable[[Observation], object]]] = {
     **{name: (Kind.FLOAT, value) for name, value in METRIC_VALUES.items()},
 }
 RUN_KEYS = ("run", "tag")
+# The column names tables show, and the plan's own words, for the fields they stand for.
+ALIASES: Mapping[str, str] = {"qd": "iodepth", "jobs": "numjobs", "dir": "direction", "runtime": "runtime_s",
+                              "ramp": "ramp_s", "size": "size_bytes", "engine": "ioengine"}
+
+
+def canonical_key(key: str) -> str:
+    """``key`` as the matcher knows it: a table's column name (``qd``) or a plan's word (``runtime``) becomes
+    its field."""
+    return ALIASES.get(key, key)
 TRUE, FALSE = ("true", "1", "yes"), ("false", "0", "no")
 
 
@@ -110,9 +120,10 @@ def known_keys(observations: Sequence[Observation]) -> list[str]:
 
 
 def unknown_keys(keys: Sequence[str], observations: Sequence[Observation]) -> list[str]:
-    """The keys that are neither fields, `run`/`tag`, nor a lab setting of any of the observations."""
+    """The keys that are neither fields (or their aliases), `run`/`tag`, nor a lab setting of any of the
+    observations."""
     known = set(known_keys(observations))
-    return [k for k in keys if k not in known]
+    return [k for k in keys if canonical_key(k) not in known]
 
 
 def _lab_setting(o: Observation, key: str) -> tuple[Kind, object] | None:
@@ -151,6 +162,10 @@ def value_matches(kind: Kind, actual: object, text: str) -> bool:
             return actual == int(text)
         if kind == Kind.FLOAT:
             return actual == float(text)
+        if kind == Kind.DURATION:
+            from storbench.units import parse_duration_s
+
+            return isinstance(actual, int | float) and abs(actual - parse_duration_s(text)) < 1e-9
         if kind == Kind.LINK:
             from storbench.config.schema import link_rate_bits
 
@@ -166,6 +181,7 @@ def matches(o: Observation, key: str, value: str, tags: Mapping[int, tuple[str, 
         return value_matches(Kind.INT, o.run_id, value)
     if key == "tag":
         return value in tags.get(o.run_id, ())
+    key = canonical_key(key)
     field = FIELDS.get(key)
     if field is not None:
         kind, read = field

@@ -131,9 +131,26 @@ def observations(repetitions: Iterable[StoredRepetition], per_client: bool = Fal
 MetricValue = Callable[[Observation], "float | int | None"]
 
 
+def lat_percentile_ns(m: DirectionMeasurement, percent: float) -> int | None:
+    """A total-latency percentile; where fio wrote neither total-latency bins nor percentiles (its default
+    json+ without lat_percentiles=1, as imported files often are), the completion latency's, which differs by
+    the submission latency only (``lat_percentiles_from`` says which)."""
+    value = m.lat.percentile_ns(percent)
+    return value if value is not None else m.clat.percentile_ns(percent)
+
+
+def lat_percentiles_from(m: DirectionMeasurement | None) -> str:
+    """"lat" (total latency), "clat" (completion latency stands in) or "" (no percentiles at all)."""
+    if m is None:
+        return ""
+    if m.lat.percentile_ns(50.0) is not None:
+        return "lat"
+    return "clat" if m.clat.percentile_ns(50.0) is not None else ""
+
+
 def _lat_percentile(percent: float) -> MetricValue:
     def value(o: Observation) -> int | None:
-        return o.measurement.lat.percentile_ns(percent) if o.measurement else None
+        return lat_percentile_ns(o.measurement, percent) if o.measurement else None
     return value
 
 
