@@ -125,6 +125,9 @@ def test_report_renders_every_figure_in_chromium(db: Path, tmp_path: Path, capsy
     assert "[global]" in text and "rate_iops=300" in text  # provenance: the exact job files
     # utilisation beside performance: the bottleneck table and the utilisation figures
     assert "<h2>Bottlenecks</h2>" in text and "host CPU" in text
+    # one heading per section: the comparison's bars sit under its table, the curves under theirs
+    assert text.count("<h2>Comparison</h2>") == 1 and text.count("<h2>Saturation</h2>") == 1
+    assert text.index("id='compare-iops'") > text.index("<h2>Comparison</h2>")
     for figure_id in ("utilisation-vs-iodepth", "iops-vs-iodepth", "process-cpu"):
         assert f"id='{figure_id}'" in text, figure_id
     # the rate-limited points ask for 300 IOPS of the page cache: nothing saturated, the queue far from full

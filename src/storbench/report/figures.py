@@ -250,7 +250,7 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
                                  mode="markers", marker_size=16))
         figures.append(FigureSpec(
             figure_id=f"iops-latency-{axis}", title=f"IOPS vs p99 latency as {axis} grows", x_label="IOPS",
-            y_label="p99 latency (µs)", series=tuple(series), y_log=True, section="Saturation curves",
+            y_label="p99 latency (µs)", series=tuple(series), y_log=True, section="Saturation",
             caption=f"Each point is one {axis} setting; the knee (large marker) is the lowest {axis} beyond which "
             "more load adds no IOPS beyond noise while latency grows; at the first point, the curve was already "
             "saturated at the lowest load. Horizontal error bars: 95 % CI of IOPS. A vertical line: the IOPS the "

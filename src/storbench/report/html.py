@@ -266,21 +266,23 @@ def render_html(doc: ReportDocument, plotly_js: str) -> str:
     sections: list[str] = []
     warnings = "".join(f"<p class='warn'>{_e(w)}</p>" for w in doc.warnings)
     sections.append(f"<section><h2>Summary</h2>{_summary_table(doc.points)}{warnings}</section>")
-    bottlenecks = None  # the index of the Bottlenecks section, when there is one
+    tabled: dict[str, int] = {}  # sections that open with a table: their figures go under it, one heading
     if any(p.bottleneck.kind != "unknown" for p in doc.points):
-        bottlenecks = len(sections)
+        tabled[BOTTLENECK_SECTION] = len(sections)
         sections.append(f"<section><h2>{BOTTLENECK_SECTION}</h2>{_bottleneck_table(doc.points)}</section>")
     if doc.comparisons:
+        tabled["Comparison"] = len(sections)
         sections.append(f"<section><h2>Comparison</h2>{_comparison_table(doc)}</section>")
     if doc.curves:
+        tabled["Saturation"] = len(sections)
         sections.append(f"<section><h2>Saturation</h2>{_saturation_table(doc)}</section>")
     by_section: dict[str, list[FigureSpec]] = {}
     for figure in doc.figures:
         by_section.setdefault(figure.section or "Figures", []).append(figure)
     for name, figures in by_section.items():
         grid = f"<div class='grid'>{''.join(_figure_block(figure) for figure in figures)}</div>"
-        if name == BOTTLENECK_SECTION and bottlenecks is not None:  # the capped pictures, under the verdicts
-            sections[bottlenecks] = sections[bottlenecks].replace("</section>", grid + "</section>")
+        if name in tabled:  # e.g. the capped pictures under the verdicts, the change bars under the table
+            sections[tabled[name]] = sections[tabled[name]].replace("</section>", grid + "</section>")
             continue
         sections.append(f"<section><h2>{_e(name)}</h2>{grid}</section>")
     sections.append(f"<section><h2>Provenance</h2>{_provenance(doc)}</section>")

@@ -60,7 +60,9 @@ def plotly_figure(spec: FigureSpec) -> go.Figure:
                          annotation=dict(text=mark.label, font=dict(size=11, color=mark.color),
                                          bgcolor="rgba(255,255,255,0.85)"),
                          annotation_position="top left")
-    xaxis: dict[str, object] = {"title": spec.x_label}
+    # plain numbers on the ticks ("3,000", not "3×10^3"): the axis title carries the unit
+    plain = {"exponentformat": "none", "separatethousands": True}
+    xaxis: dict[str, object] = {"title": spec.x_label, **plain}
     if spec.x_categories:
         xaxis.update(type="category", categoryorder="array", categoryarray=list(spec.x_categories))
     elif spec.x_log:
@@ -69,7 +71,7 @@ def plotly_figure(spec: FigureSpec) -> go.Figure:
         xaxis.update(tickvals=list(spec.x_tickvals), ticktext=list(spec.x_ticktext))
     figure.update_layout(
         title=dict(text=spec.title.replace("\n", "<br>")), xaxis=xaxis,
-        yaxis=dict(title=spec.y_label, type="log" if spec.y_log else "linear", rangemode="tozero"),
+        yaxis=dict(title=spec.y_label, type="log" if spec.y_log else "linear", rangemode="tozero", **plain),
         barmode="group", template="plotly_white", height=460, margin=dict(l=70, r=20, t=60, b=60),
         legend=dict(font=dict(size=11)),
     )

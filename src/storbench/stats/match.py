@@ -12,7 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 
 from storbench.model import is_object, size_setting
-from storbench.stats.observations import METRIC_VALUES, PERCENTILES, Observation, busiest_names
+from storbench.stats.observations import (
+    METRIC_VALUES,
+    PERCENTILES,
+    Observation,
+    busiest_names,
+    lat_percentiles_from,
+)
 from storbench.units import parse_size_bytes
 
 
@@ -83,6 +89,7 @@ FIELDS: Mapping[str, tuple[Kind, Callable[[Observation], object]]] = {
     **{f"{prefix}_{stat}_ns": (Kind.FLOAT, _latency(prefix, stat)) for prefix in ("lat", "clat")
        for stat in ("stddev", "min", "max")},
     **{f"clat_{suffix}_ns": (Kind.FLOAT, _clat_percentile(percent)) for percent, suffix in PERCENTILES},
+    "lat_percentiles_from": (Kind.TEXT, lambda o: lat_percentiles_from(o.measurement)),
     "clat_mean_ns": (Kind.FLOAT, lambda o: o.measurement.clat.mean_ns if o.measurement else None),
     "disk_busiest": (Kind.TEXT, lambda o: busiest_names(o)[0]),
     "net_busiest": (Kind.TEXT, lambda o: busiest_names(o)[1]),
