@@ -40,6 +40,17 @@ repeat: 2
 """
 
 
+def run_two(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *,
+            rw: str = "randread", repeat: int = 2) -> str:
+    """TWO at bs 4k and 8k run into r.db, in ``tmp_path`` made the current directory; the run's output."""
+    monkeypatch.chdir(tmp_path)
+    plan = write_plan(tmp_path, TWO.format(size="1MiB", bs="[4k, 8k]").replace("rw: randread", f"rw: {rw}")
+                      .replace("repeat: 2", f"repeat: {repeat}"))
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
+    assert code == 0, out + err
+    return out
+
+
 @pytest.mark.fio
 def test_resume_refuses_a_changed_plan_and_records_added_points_as_a_new_version(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -123,13 +134,10 @@ def test_report_images_into_an_existing_file_is_one_line(tmp_path: Path, capsys:
 def test_runs_closing_table_says_what_show_says(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """One source for both: the table, verdicts, warnings and notes under it (drift, steady state, ...)."""
-    monkeypatch.chdir(tmp_path)
     # drift is rare in a 4-second run: stand in for the statistics, so the line under the table is certain
     monkeypatch.setattr("storbench.report.show_export.drift_lines",
                         lambda observations, run_ids: [f"⚠ run {run_ids[0]}: read IOPS drifted (stand-in)"])
-    plan = write_plan(tmp_path, TWO.format(size="1MiB", bs="[4k, 8k]"))
-    code, ran, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
-    assert code == 0, ran + err
+    ran = run_two(tmp_path, capsys, monkeypatch)
     assert "⚠ run 1: read IOPS drifted (stand-in)" in ran
     code, shown, err = run_cli(capsys, "show", "--db", "r.db", "--run", "1")
     assert code == 0, err
@@ -155,11 +163,7 @@ def test_exports_write_numbers_people_can_read() -> None:
 @pytest.mark.fio
 def test_compare_and_show_say_what_they_cannot_do_and_write_tables_to_files(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    plan = write_plan(tmp_path, TWO.format(size="1MiB", bs="[4k, 8k]").replace("rw: randread", "rw: [randread, "
-                                                                                   "randwrite]"))
-    code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
-    assert code == 0, out + err
+    run_two(tmp_path, capsys, monkeypatch, rw="[randread, randwrite]")
     code, _, err = run_cli(capsys, "compare", "--db", "r.db", "--baseline", "bs=4k", "--candidate", "bs=4096")
     assert code == 2 and "select the same results" in err, err  # not a comparison that says +0.0 %
     code, _, err = run_cli(capsys, "compare", "--db", "r.db", "--baseline", "bs=4k", "--candidate", "bs=8k",
@@ -218,10 +222,7 @@ def test_where_takes_commas_column_names_durations_and_names_unknown_targets(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
-    monkeypatch.chdir(tmp_path)
-    plan = write_plan(tmp_path, TWO.format(size="1MiB", bs="[4k, 8k]").replace("repeat: 2", "repeat: 1"))
-    code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
-    assert code == 0, out + err
+    run_two(tmp_path, capsys, monkeypatch, repeat=1)
 
     def exported(*where: str) -> list[dict[str, object]]:
         code, text, err = run_cli(capsys, "export", "--db", "r.db", "--format", "json", *where)
@@ -320,11 +321,7 @@ def test_columns_go_least_essential_first_until_the_table_fits() -> None:
 @pytest.mark.fio
 def test_show_fits_an_80_column_terminal_without_cutting_a_number(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    plan = write_plan(tmp_path, TWO.format(size="1MiB", bs="[4k, 8k]").replace("rw: randread", "rw: [randread, "
-                                                                                   "randrw]"))
-    code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
-    assert code == 0, out + err
+    run_two(tmp_path, capsys, monkeypatch, rw="[randread, randrw]")
     monkeypatch.setenv("COLUMNS", "80")
     code, shown, err = run_cli(capsys, "show", "--db", "r.db")
     assert code == 0, err
