@@ -390,3 +390,26 @@ def test_osd_cpuset_is_a_live_setting_and_cpu_lists_parse() -> None:
     assert len(group_by_lab(schedule(cases, 2, "interleaved", 0))) == 1
     assert lab_designs(cases)[0].startswith("osd_cpuset: interleaved on one cluster (a cpuset per OSD")
     assert LabPoint.from_pairs(cases[0].lab.pairs()) == cases[0].lab
+
+
+def test_a_bridged_nfs_lab_serves_the_hosts_subnet_too() -> None:
+    """With a hosts lab, the NFS server joins its bridge: it listens in its namespace on every address and the
+    export admits the hosts' subnet beside the host end of its own veth, nothing wider."""
+    from storbench.lab.hosts_conf import BRIDGE, SUBNET, lab_host
+    from storbench.lab.nfs_conf import BRIDGED_ADDRESS
+
+    text = render_ganesha_conf("/lab/export", "/lab", NfsLabSpec(bridge=BRIDGE))
+    client = text.split("CLIENT {", 1)[1]
+    assert f"Clients = {HOST_ADDRESS}, {SUBNET};" in client and "Bind_addr = 0.0.0.0;" in text
+    assert nfs_url(bridged=True) == f"nfs://{BRIDGED_ADDRESS}/export"
+    assert BRIDGED_ADDRESS.startswith(SUBNET.split("0.0/")[0]) and BRIDGED_ADDRESS not in {
+        lab_host(i).address for i in range(1, 400)}
+
+
+def test_leftover_lab_veths_are_found_by_name() -> None:
+    from storbench.lab.hosts_conf import lab_veths
+
+    listing = ("1: lo: <LOOPBACK,UP> mtu 65536\n4703: sbh1a@if4702: <BROADCAST> mtu 1500\n"
+               "4705: sbh12a@if4704: <BROADCAST>\n9: sbhosts0: <BROADCAST>\n10: sbnfs2@if9: <BROADCAST>\n"
+               "11: sbh3b: <BROADCAST>\n")
+    assert lab_veths(listing) == ["sbh1a", "sbh12a"]

@@ -205,3 +205,60 @@ def test_the_nfs_server_stopped_mid_run_is_a_recorded_failure_not_a_hang(
     assert not (lab_dir / "nfs").exists()
     # fio's job processes are sessions of their own: the watchdog kills them too, none is left stuck in libnfs
     assert pids_with("fio --output-format=json+") == []
+
+
+CLIENTS_PLAN = """
+name: nfs-clients
+targets:
+  export: {kind: nfs, size: 8MiB}
+workload:
+  rw: [randwrite, randread, create, stat]
+  bs: 4k
+  files: 40
+  numjobs: 2
+  iodepth: 2
+  runtime: 2s
+clients: [1, 3]
+repeat: 1
+timeout_grace: 20s
+lab:
+  nfs: {}
+  hosts: {count: 3}
+"""
+
+
+def test_nfs_export_from_many_namespace_hosts(lab_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """clients of an nfs target: the NFS lab joins the hosts lab's bridge, each fio server lays out and reads its
+    own files (storbench.c<N>.*) over libnfs, metadata operations count every client's files, and the export is
+    empty of metadata files at the end."""
+    import json
+
+    from storbench.lab.hosts import HostsLab
+
+    monkeypatch.setattr("storbench.lab.hosts.DEFAULT_LAB_DIR", lab_dir)
+    db = tmp_path / "r.db"
+    try:
+        code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, CLIENTS_PLAN)), "--db", str(db),
+                                 "--keep-lab")
+        assert code == 0, out + err
+        assert "nfs lab: up (nfs://10.214.0.2/export" in out
+        export = lab_dir / "nfs" / "export"
+        names = sorted(p.name for p in export.iterdir())
+        # block cases: each of the 3 clients laid out its 2 jobs' files; metadata left nothing
+        assert names == sorted(f"storbench.c{c}.{j}.0" for c in (1, 2, 3) for j in (0, 1)), names
+        code, exported, err = run_cli(capsys, "export", "--db", str(db), "--format", "json", "--per-client")
+        assert code == 0, err
+        records = json.loads(exported)
+        merged = [r for r in records if not r["client"]]
+        assert len(merged) == 8 and all(r["status"] == "ok" for r in merged), merged
+        for record in merged:
+            if record["rw"] in ("create", "stat"):
+                assert record["total_ios"] == 40 * 2 * record["clients"], record
+            else:
+                assert record["total_ios"] > 0 and record["ioengine"] == "nfs"
+        assert len({r["client"] for r in records if r["client"] and r["clients"] == 3}) == 3
+    finally:
+        NfsLab(lab_dir / "nfs").down()
+        HostsLab(lab_dir / "hosts").down()
+    assert "sbnfs2" not in run(["ip", "-o", "link", "show"], timeout_s=10)

@@ -150,6 +150,14 @@ static int nfsmeta_open(struct thread_data *td, struct fio_file *f)
 	switch (o->op) {
 	case OP_CREATE:
 		ret = nfs_creat(data->nfs, f->file_name, 0600, &fh);
+		if (ret == -ENOENT) {
+			/* another job (or client) removed the shared directory after it emptied it, between our
+			 * mkdir and this create: make it again (untimed) and time the create anew */
+			data->made[0] = '\0';
+			make_parents(data, f->file_name);
+			fio_gettime(&start, NULL);
+			ret = nfs_creat(data->nfs, f->file_name, 0600, &fh);
+		}
 		break;
 	case OP_STAT:
 		ret = nfs_stat64(data->nfs, f->file_name, &st);

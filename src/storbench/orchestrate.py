@@ -489,8 +489,9 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
     wanted = preconditions(config)
     cases = [i.case for i in items]
     # the precondition jobs go to the session too: an image they write meets the write guard like any case's
+    servers = run.executors.hosts.servers if run.executors.hosts is not None else ()
     with lab_session(run.loaded, lab, [*cases, *precondition_jobs(wanted, cases)], run.checked, observer,
-                     keep=run.keep_lab) as session:
+                     keep=run.keep_lab, servers=servers) as session:
         recorders: dict[tuple[str, ...], TelemetryRecorder] = {}  # per cluster: its own OSDs' sockets
         written: set[tuple[str, tuple[tuple[str, str], ...]]] = set()  # (target, its prepared details) written
         for item in _in_order(run, items):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from storbench.checks import Checked
-from storbench.config import LoadedPlan, S3TargetConfig
+from storbench.config import LoadedPlan, NfsTargetConfig, S3TargetConfig
 from storbench.errors import UserError
 from storbench.fio.options import FioCapabilities
 from storbench.model import (
@@ -217,10 +217,11 @@ def _mem_available_bytes() -> int | None:
 
 @contextmanager
 def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checked: Checked,
-                observer: LabObserver, *, keep: bool) -> Iterator[LabContext]:
+                observer: LabObserver, *, keep: bool, servers: Sequence[str] = ()) -> Iterator[LabContext]:
     """Bring up the labs this group needs (if any): its Ceph cluster, or its clusters side by side, each on its
     own ports and directory; prepare the targets that live on them (rbd images, NFS files, CephFS directories),
-    and tear the labs down afterwards — also when the run fails or is interrupted."""
+    and tear the labs down afterwards — also when the run fails or is interrupted. ``servers``: the fio servers
+    the cases run on (empty: this machine)."""
     from storbench.units import format_bytes
 
     kinds = set(lab.kinds()) - {"hosts"}  # the hosts lab lives for the whole run (client_hosts)
@@ -249,13 +250,16 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
             observer.lab_event(f"volume lab: up ({volume.device}, {format_bytes(lab.volume.size_bytes)}"
                                + (f"; capped: {caps}" if caps else "; not capped") + ")")
         if lab.nfs:
+            from storbench.lab.hosts_conf import BRIDGE
             from storbench.lab.nfs import NfsLab
+            from storbench.lab.nfs_conf import NfsLabSpec
 
             nfs_lab = NfsLab()
             downs.append(nfs_lab.down)
-            nfs_info = nfs_lab.up()
-            nfs_url = nfs_info.url
-            observer.lab_event(f"nfs lab: up ({nfs_info.url}, exporting {nfs_info.export})")
+            # with namespace hosts, the server joins their bridge: the clients mount it from there
+            nfs_info = nfs_lab.up(NfsLabSpec(bridge=BRIDGE if lab_hosts is not None else None))
+            nfs_url = nfs_info.servers_url or nfs_info.url
+            observer.lab_event(f"nfs lab: up ({nfs_url}, exporting {nfs_info.export})")
         if len(clusters) > 1:
             needed = sum(_memory_needed_bytes(c) for c in clusters)
             available = _mem_available_bytes()
@@ -292,6 +296,7 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
             observer.lab_event(f"ceph lab: up in {time.time() - started:.0f}s ({info.conf})")
             env = LabEnvironment(fio_binary=checked.capabilities.binary, ceph_conf=info.conf,
                                  cephfs_mount=info.cephfs_mount, nfs_url=nfs_url, on_servers=on_servers,
+                                 servers=tuple(servers),
                                  s3=_lab_s3(ceph_lab, info) if info.spec.rgw else None)
             on_ceph = {name: group for name, group in by_target(on_cluster).items()
                        if name not in checked.targets and group[0].target.kind in ("rbd", "cephfs", "s3")}
@@ -302,7 +307,8 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         elif sockets_by_cluster:
             sockets = tuple(p for patterns in sockets_by_cluster.values() for p in patterns)
         env = LabEnvironment(fio_binary=checked.capabilities.binary, ceph_conf=None, cephfs_mount=None,
-                             nfs_url=nfs_url, volume_device=volume_device, on_servers=on_servers)
+                             nfs_url=nfs_url, volume_device=volume_device, on_servers=on_servers,
+                             servers=tuple(servers))
         # every other target a lab serves (NFS files, the volume lab's device), and rbd/cephfs targets of the
         # user's own cluster (no Ceph lab): prepared once
         on_a_lab_cluster = {c.case_id for c in cases if c.lab.ceph is not None}
@@ -373,11 +379,16 @@ def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserv
 
 
 def servers_fio(loaded: LoadedPlan, caps: FioCapabilities) -> str:
-    """The fio the namespace hosts' servers run: with an s3 target, the one with the http engine."""
+    """The fio the namespace hosts' servers run: with an s3 target, the one with the http engine; with an nfs
+    target, the one with the nfs engine (the same build)."""
     if any(isinstance(t, S3TargetConfig) for t in loaded.config.targets.values()):
         from storbench.targets.s3 import http_fio_binary
 
         return http_fio_binary()
+    if any(isinstance(t, NfsTargetConfig) for t in loaded.config.targets.values()):
+        from storbench.targets.nfs import nfs_fio_binary
+
+        return nfs_fio_binary()
     return caps.binary
 
 

@@ -67,10 +67,14 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
     if config.hosts is not None or lab_hosts is not None:
         for name, target in config.targets.items():
             if not isinstance(target, PathTargetConfig | BlockTargetConfig | CephfsTargetConfig | RbdTargetConfig
-                              | S3TargetConfig):
+                              | S3TargetConfig | NfsTargetConfig):
                 raise UserError(f"target '{name}' ({target.kind}) cannot run on fio servers yet",
                                 where=source.where(("targets", name)),
-                                hint="use a path, block, cephfs, rbd or s3 target")
+                                hint="use a path, block, cephfs, rbd, nfs or s3 target")
+    if config.hosts is not None and config.lab is not None and config.lab.nfs is not None:
+        raise UserError("the plan's NFS lab cannot be reached from real fio servers", where=source.where(("hosts",)),
+                        hint="use `lab: {hosts: {count: N}}` for clients beside an NFS lab, or give the nfs "
+                        "target the url of a server they reach")
     if config.hosts is not None and config.lab is not None and config.lab.ceph is not None:
         raise UserError("the plan's Ceph lab cannot be reached from real fio servers", where=source.where(("hosts",)),
                         hint="use `lab: {hosts: {count: N}}` for clients beside a Ceph lab, or point the rbd "

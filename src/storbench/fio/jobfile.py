@@ -122,7 +122,7 @@ def metadata_binding(binding: JobBinding, rw: str, dirs: int | None = None) -> J
         if dirs:
             raise ValueError("dirs is not supported on nfs targets")
         nfs = tuple(("nfsmeta_url", v) if k == "nfs_url" else
-                    ("filename_format", f"/{METADATA_DIR}/{rw}/storbench.$jobnum.$filenum") if k == "filename_format"
+                    ("filename_format", f"/{METADATA_DIR}/{rw}/{v}") if k == "filename_format"  # a client's own
                     else (k, v) for k, v in binding.options)
         return replace(binding, options=nfs)
     options = tuple((k, moved(v) if k == "directory" else v) for k, v in binding.options)
@@ -290,15 +290,19 @@ def _client_option(key: str, value: str, index: int) -> str:
     return value
 
 
+def client_binding(binding: JobBinding, index: int) -> JobBinding:
+    """The binding of client ``index`` (1-based) of a many-client case: its own file names and RBD image."""
+    return replace(binding, options=tuple((key, _client_option(key, value, index)) for key, value in binding.options))
+
+
 def render_client_jobs(case: Case, binding: JobBinding, repetition: int | None = None) -> list[str]:
     """One job file per client of a many-client case. Each client's files get their own names
     (``filename_format`` gains ``c<N>.``), so clients sharing a filesystem never share a file; fio's servers
-    also prefix file names with the client's address. An RBD image is per client too (``<image>-c<N>``)."""
+    also prefix file names in a ``directory`` with the client's address. An RBD image is per client too
+    (``<image>-c<N>``)."""
     texts = []
     for index in range(1, case.clients + 1):
-        options = tuple((key, _client_option(key, value, index)) for key, value in binding.options)
-        texts.append(render_job(case, replace(binding, options=options),
-                                repetition, index)
+        texts.append(render_job(case, client_binding(binding, index), repetition, index)
                      .replace(f"; storbench case {case.case_id}", f"; storbench case {case.case_id} client {index}", 1))
     return texts
 

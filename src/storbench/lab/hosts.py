@@ -31,6 +31,7 @@ from storbench.lab.hosts_conf import (
     firewall_rules,
     inner_batch,
     lab_host,
+    lab_veths,
     link_commands,
     network_batch,
     server_command,
@@ -84,6 +85,23 @@ def _answers(address: str, port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def _delete_lab_veths() -> None:
+    """Veth pairs a deleted namespace left behind (see hosts_conf.lab_veths), deleted by name. One may vanish
+    between the listing and the delete (the namespace went after all): only one still listed is an error."""
+    for _ in range(3):
+        left = lab_veths(run(["ip", "-o", "link", "show"], timeout_s=30))
+        if not left:
+            return
+        try:
+            run(["ip", "-force", "-batch", "-"], timeout_s=60, input_text="".join(f"link delete {n}\n" for n in left))
+        except UserError:
+            time.sleep(0.2)
+    left = lab_veths(run(["ip", "-o", "link", "show"], timeout_s=30))
+    if left:
+        raise UserError(f"hosts lab: could not delete {len(left)} veth(s) (first: {left[0]})",
+                        hint=f"delete them by hand: ip link delete {left[0]}")
 
 
 class HostsLab:
@@ -216,6 +234,7 @@ class HostsLab:
             run(["ip", "-batch", "-"], timeout_s=300, input_text="".join(f"netns delete {ns}\n" for ns in namespaces))
         if BRIDGE in run(["ip", "-o", "link", "show"], timeout_s=30):
             run(["ip", "link", "delete", BRIDGE], timeout_s=30)
+        _delete_lab_veths()
         tables = _firewall_tables()
         if tables:
             run(["nft", "-f", "-"], timeout_s=30, input_text=firewall_delete(tables))

@@ -6,6 +6,7 @@ hostname (UTS namespace), so fio's clients tell the servers apart as if they wer
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 BRIDGE = "sbhosts0"
@@ -39,6 +40,21 @@ def lab_host(index: int) -> LabHost:
     third, fourth = divmod(index - 1, 200)
     return LabHost(index=index, namespace=f"{NAMESPACE_PREFIX}{index}", hostname=f"sbhost-{index}",
                    address=f"10.214.{third}.{fourth + 10}", host_veth=f"sbh{index}a", inner_veth=f"sbh{index}b")
+
+
+def lab_veths(link_listing: str) -> list[str]:
+    """The host ends of lab hosts' veth pairs in ``ip -o link show`` output (``sbh<N>a``). Deleting a namespace
+    removes its pair only once nothing holds the namespace: a connection it still has open (an NFS client's, when
+    the server went first) keeps the pair, and a name in use, until the kernel gives the connection up."""
+    names = []
+    for line in link_listing.splitlines():
+        fields = line.split(":", 2)
+        if len(fields) < 3:
+            continue
+        name = fields[1].strip().split("@", 1)[0]
+        if re.fullmatch(r"sbh[0-9]+a", name):
+            names.append(name)
+    return names
 
 
 def network_batch(hosts: list[LabHost]) -> str:

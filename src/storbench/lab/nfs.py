@@ -33,6 +33,8 @@ from storbench.lab.labdir import (
 from storbench.lab.nfs_conf import (
     ANONYMOUS_GID,
     ANONYMOUS_UID,
+    BRIDGE_HOST_VETH,
+    BRIDGE_SERVER_VETH,
     HOST_ADDRESS,
     HOST_VETH,
     NAMESPACE,
@@ -40,6 +42,7 @@ from storbench.lab.nfs_conf import (
     SERVER_ADDRESS,
     SERVER_VETH,
     NfsLabSpec,
+    bridged_address,
     nfs_url,
     render_ganesha_conf,
 )
@@ -55,6 +58,7 @@ class NfsLabInfo:
     export: str
     url: str
     server_address: str
+    servers_url: str | None = None  # the URL from the hosts lab's fio servers (the lab joined their bridge)
 
 
 def _namespace_exists() -> bool:
@@ -104,7 +108,7 @@ class NfsLab:
     def up(self, spec: NfsLabSpec | None = None) -> NfsLabInfo:
         spec = spec or NfsLabSpec()
         current = self.info()
-        if current is not None and self.running():
+        if current is not None and self.running() and (current.servers_url is not None) == (spec.bridge is not None):
             return current
         self.down()
         for tool in ("ganesha.nfsd", "rpcbind", "ip", "unshare"):
@@ -117,7 +121,7 @@ class NfsLab:
         conf = self.root / "ganesha.conf"
         conf.write_text(render_ganesha_conf(str(self.export), str(self.root), spec))
         try:
-            self._network()
+            self._network(spec.bridge)
             # rpcbind and ganesha share a private mount namespace with their own /run: a host rpcbind (or a
             # second lab) never sees their sockets
             script = (f"mount -t tmpfs storbench-nfs-run /run && mkdir -p /run/ganesha && rpcbind -w && "
@@ -137,11 +141,13 @@ class NfsLab:
             self.down()
             raise
         info = NfsLabInfo(root=str(self.root), export=str(self.export), url=nfs_url(),
-                          server_address=SERVER_ADDRESS)
+                          server_address=SERVER_ADDRESS, servers_url=nfs_url(bridged=True) if spec.bridge else None)
         self.state.write_text(json.dumps(info.__dict__))
         return info
 
-    def _network(self) -> None:
+    def _network(self, bridge: str | None) -> None:
+        """The veth pair to this host; with ``bridge``, a second one whose host end joins that bridge (the hosts
+        lab's), so its namespaces reach the server without routing."""
         run(["ip", "netns", "add", NAMESPACE])
         run(["ip", "link", "add", HOST_VETH, "type", "veth", "peer", "name", SERVER_VETH])
         run(["ip", "link", "set", SERVER_VETH, "netns", NAMESPACE])
@@ -149,6 +155,15 @@ class NfsLab:
         run(["ip", "link", "set", HOST_VETH, "up"])
         for command in (["ip", "addr", "add", f"{SERVER_ADDRESS}/{PREFIX_LENGTH}", "dev", SERVER_VETH],
                         ["ip", "link", "set", SERVER_VETH, "up"], ["ip", "link", "set", "lo", "up"]):
+            run(["ip", "netns", "exec", NAMESPACE, *command])
+        if bridge is None:
+            return
+        run(["ip", "link", "add", BRIDGE_HOST_VETH, "type", "veth", "peer", "name", BRIDGE_SERVER_VETH])
+        run(["ip", "link", "set", BRIDGE_SERVER_VETH, "netns", NAMESPACE])
+        run(["ip", "link", "set", BRIDGE_HOST_VETH, "master", bridge])
+        run(["ip", "link", "set", BRIDGE_HOST_VETH, "up"])
+        for command in (["ip", "addr", "add", bridged_address(), "dev", BRIDGE_SERVER_VETH],
+                        ["ip", "link", "set", BRIDGE_SERVER_VETH, "up"]):
             run(["ip", "netns", "exec", NAMESPACE, *command])
 
     def down(self) -> None:
@@ -159,6 +174,7 @@ class NfsLab:
         if _namespace_exists():
             run(["ip", "netns", "delete", NAMESPACE], timeout_s=20)
         _delete_link(HOST_VETH)
+        _delete_link(BRIDGE_HOST_VETH)
         remove_lab_dir(self.root)
 
 

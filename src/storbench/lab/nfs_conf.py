@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from storbench.lab.hosts_conf import PREFIX_LENGTH as HOSTS_PREFIX_LENGTH
+from storbench.lab.hosts_conf import SUBNET as HOSTS_SUBNET
+
 # The lab's private network: a veth pair between this host and the server's own network namespace.
 # Only this machine's own namespaces use these addresses.
 HOST_ADDRESS = "10.213.7.1"
@@ -13,6 +16,11 @@ NAMESPACE = "storbench-nfs"
 HOST_VETH = "sbnfs0"
 SERVER_VETH = "sbnfs1"
 PSEUDO_PATH = "/export"
+# With a hosts lab: a second veth pair puts the server on the hosts lab's bridge too, at an address no lab host
+# has (theirs start at .10), so the fio servers in their namespaces reach it directly (no routing, no forwarding).
+BRIDGED_ADDRESS = "10.214.0.2"
+BRIDGE_HOST_VETH = "sbnfs2"
+BRIDGE_SERVER_VETH = "sbnfs3"
 # Root over NFS is squashed to this uid/gid (Debian's nobody/nogroup); the export directory belongs to them,
 # so fio's libnfs engine (AUTH_SYS as uid 0, squashed) can still create and write its files.
 ANONYMOUS_UID = 65534
@@ -22,12 +30,18 @@ ANONYMOUS_GID = 65534
 @dataclass(frozen=True)
 class NfsLabSpec:
     nfs_versions: tuple[int, ...] = (3, 4)
+    bridge: str | None = None  # the hosts lab's bridge to join (its fio servers are the clients), or None
+
+
+def bridged_address() -> str:
+    return f"{BRIDGED_ADDRESS}/{HOSTS_PREFIX_LENGTH}"
 
 
 def render_ganesha_conf(export_path: str, root: str, spec: NfsLabSpec) -> str:
     """One VFS export of ``export_path``; NFSv3 (which libnfs needs for writes) and v4 without a grace period.
 
-    Only the host side of the lab's veth pair may use it (the CLIENT list; the export itself grants nothing),
+    Only the host side of the lab's veth pair may use it (the CLIENT list; the export itself grants nothing), and
+    with ``spec.bridge`` the hosts lab's subnet too (its fio servers, and this host's end of the bridge),
     only from a privileged source port (binding one needs root, so another local user cannot speak AUTH_SYS to
     it from this machine), and root is squashed to ANONYMOUS_UID. nfs-ganesha has no server-side nosuid: the
     lab never mounts the export in the kernel (fio's libnfs engine works in user space), root cannot create
@@ -35,9 +49,11 @@ def render_ganesha_conf(export_path: str, root: str, spec: NfsLabSpec) -> str:
     reach.
     """
     protocols = ", ".join(str(v) for v in spec.nfs_versions)
+    bind = "0.0.0.0" if spec.bridge else SERVER_ADDRESS  # in its own namespace: the two veths and lo only
+    clients = f"{HOST_ADDRESS}, {HOSTS_SUBNET}" if spec.bridge else HOST_ADDRESS
     return f"""NFS_CORE_PARAM {{
     Protocols = {protocols};
-    Bind_addr = {SERVER_ADDRESS};
+    Bind_addr = {bind};
     Enable_RQUOTA = false;
     Enable_NLM = false;
     mount_path_pseudo = true;
@@ -62,7 +78,7 @@ EXPORT {{
     Transports = TCP;
     SecType = sys;
     CLIENT {{
-        Clients = {HOST_ADDRESS};
+        Clients = {clients};
         Access_Type = RW;
     }}
     FSAL {{
@@ -75,5 +91,6 @@ LOG {{
 """
 
 
-def nfs_url(path: str = PSEUDO_PATH) -> str:
-    return f"nfs://{SERVER_ADDRESS}{path}"
+def nfs_url(path: str = PSEUDO_PATH, *, bridged: bool = False) -> str:
+    """The export's URL from this host, or (``bridged``) from the hosts lab's fio servers."""
+    return f"nfs://{BRIDGED_ADDRESS if bridged else SERVER_ADDRESS}{path}"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from storbench.errors import UserError
 from storbench.execute.local import LocalExecutor
-from storbench.fio.jobfile import JobBinding, render_layout_job
+from storbench.fio.jobfile import JobBinding, client_binding, render_layout_job
 from storbench.fio.options import parse_engines
-from storbench.fio.parse import parse_fio_json
+from storbench.fio.parse import json_after_messages, parse_fio_json
 from storbench.model import Case, NfsTarget, is_metadata
 from storbench.shell import run
 from storbench.targets.base import FILENAME_FORMAT, PreparedTarget
@@ -41,14 +41,17 @@ def _layout_ok(timed_out: bool, returncode: int | None, output_text: str) -> boo
     if timed_out or returncode != 0 or not output_text.strip():
         return False
     try:
-        output = parse_fio_json(output_text)
+        output = parse_fio_json(json_after_messages(output_text))  # fio servers' messages come first
     except ValueError:
         return False
     written = sum(d.total_ios for job in output.jobs for d in job.directions)
     return written > 0 and all(job.error == 0 for job in output.jobs)
 
 
-def check_nfs_target(spec: NfsTarget, cases: Sequence[Case], *, where: str = "") -> None:
+def check_nfs_target(spec: NfsTarget, cases: Sequence[Case], *, where: str = "", remote: bool = False) -> None:
+    """``remote``: the cases run on real fio servers, which need their own nfs-capable fio (not checkable here)."""
+    if remote:
+        return
     try:
         binary = nfs_fio_binary()
         if any(is_metadata(c.workload.rw) for c in cases):
@@ -57,21 +60,45 @@ def check_nfs_target(spec: NfsTarget, cases: Sequence[Case], *, where: str = "")
         raise UserError(f"target '{spec.name}': {exc.message}", where=where, hint=exc.hint) from None
 
 
-def prepare_nfs_target(spec: NfsTarget, url: str, cases: Sequence[Case]) -> PreparedTarget:
+def prepare_nfs_target(spec: NfsTarget, url: str, cases: Sequence[Case], *, servers: Sequence[str] = (),
+                       client_fio: str = "fio") -> PreparedTarget:
     """Lay the test files out first (fio 3.33's nfs engine creates files only for rw=write), then bind jobs to
-    them. A layout that fails or does no I/O is an error: the nfs engine reports a failed open as error 0."""
-    binary = nfs_fio_binary()
+    them. A layout that fails or does no I/O is an error: the nfs engine reports a failed open as error 0.
+
+    ``servers``: the cases run on these fio servers; each client has files of its own (``storbench.c<N>.*``),
+    laid out by that client itself through ``client_fio`` (this machine's fio, the servers' client), so the
+    files are made over the same network path the measurement takes. Real servers run their own nfs-capable
+    fio: this machine's is needed only for metadata operations (namespace hosts, whose engine path is ours)."""
     metadata = any(is_metadata(c.workload.rw) for c in cases)
+    binary = nfs_fio_binary() if metadata or not servers else None
     binding = JobBinding(options=(("nfs_url", url), ("filename_format", FILENAME_FORMAT)), fio_binary=binary,
-                         external_engine=nfs_metadata_engine(binary) if metadata else None)
-    details = (("kind", "nfs"), ("url", url), ("fio", binary))
+                         external_engine=nfs_metadata_engine(binary) if metadata and binary else None)
+    details = (("kind", "nfs"), ("url", url), ("fio", binary or "the fio servers' own"))
     if all(is_metadata(c.workload.rw) for c in cases):  # metadata jobs make and remove their own files
         return PreparedTarget(spec=spec, binding=binding, details=details)
     numjobs = max((c.workload.numjobs for c in cases), default=1)
     size = spec.size_bytes or 1 << 28
+    if servers:
+        _lay_out_on_servers(spec, binding, size, numjobs, servers[:max(c.clients for c in cases)], client_fio, url)
+        return PreparedTarget(spec=spec, binding=binding, details=details)
+    assert binary is not None
     layout = LocalExecutor(binary).run(render_layout_job(binding, size, numjobs, "nfs"), timeout_s=600)
     if not _layout_ok(layout.timed_out, layout.returncode, layout.output_text):
         tail = " ".join(layout.stderr_tail.split()[-20:])
         raise UserError(f"target '{spec.name}': laying out {numjobs} file(s) on {url} failed: {tail}",
                         hint="check that the export is writable over NFSv3")
     return PreparedTarget(spec=spec, binding=binding, details=details)
+
+
+def _lay_out_on_servers(spec: NfsTarget, binding: JobBinding, size: int, numjobs: int, servers: Sequence[str],
+                        client_fio: str, url: str) -> None:
+    from storbench.execute.hosts import HostsExecutor
+
+    texts = [render_layout_job(client_binding(binding, index), size, numjobs, "nfs")
+             for index in range(1, len(servers) + 1)]
+    result = HostsExecutor(client_fio, servers).run_clients(texts, servers, timeout_s=600)
+    if not _layout_ok(result.timed_out, result.returncode, result.output_text):
+        tail = " ".join((result.stderr_tail or result.output_text).split()[-20:])
+        raise UserError(f"target '{spec.name}': laying out {numjobs} file(s) per client on {url} from "
+                        f"{len(servers)} fio server(s) failed: {tail}",
+                        hint="check that the servers reach the export over NFSv3 and run a fio with the nfs engine")

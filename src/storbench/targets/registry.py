@@ -39,6 +39,7 @@ class LabEnvironment:
     nfs_url: str | None = None
     s3: S3Service | None = None  # the Ceph lab's radosgw, with the lab's S3 user's keys (in memory only)
     on_servers: bool = False  # the cases run on fio servers (each client an RBD image of its own)
+    servers: tuple[str, ...] = ()  # those servers ("address,port"), when the run knows them
 
 
 # check(spec, cases, create, where) -> the prepared target, or None when it is prepared once its lab is up
@@ -123,7 +124,7 @@ def _nfs_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -
     url = spec.url or env.nfs_url
     if url is None:
         raise UserError(f"target '{spec.name}': no NFS url and no NFS lab", hint="give url: nfs://server/export")
-    return prepare_nfs_target(spec, url, cases)
+    return prepare_nfs_target(spec, url, cases, servers=env.servers, client_fio=env.fio_binary)
 
 
 def _s3_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> PreparedTarget | None:
@@ -199,6 +200,8 @@ def check_targets(cases: Sequence[Case], *, create: bool, remote: bool = False,
         if remote and isinstance(spec, PathTarget | BlockTarget | CephfsTarget):
             prepared[name] = remote_target(spec)
             continue
+        if remote and isinstance(spec, NfsTarget):
+            continue  # the servers run their own nfs-capable fio; laid out through them once the run starts
         found = kind.check(spec, target_cases, create, where(name))
         if found is not None:
             prepared[name] = found
