@@ -156,9 +156,9 @@ def test_a_repetition_that_raises_still_tears_the_lab_down_and_keeps_what_finish
     lab_calls: list[str] = []
 
     class FakeNfsLab:
-        def up(self) -> object:
+        def up(self, spec: object = None) -> object:
             lab_calls.append("up")
-            return types.SimpleNamespace(url="nfs://127.0.0.1/export", export="/export", root="/lab")
+            return types.SimpleNamespace(url="nfs://127.0.0.1/export", export="/export", root="/lab", servers_url=None)
 
         def down(self) -> None:
             lab_calls.append("down")
