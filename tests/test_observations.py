@@ -52,7 +52,7 @@ def test_sizes_match_as_sizes_and_numbers_as_numbers() -> None:
     assert filter_where(both, ["bs=1m"]) == large
     assert filter_where(both, ["bs=nonsense"]) == []
     assert filter_where(both, ["size_bytes=1GiB"]) == both
-    assert filter_where(both, ["runtime_s=30", "iodepth=1", "repeat=2"]) == [small[2], large[2]]
+    assert filter_where(both, ["runtime_s=30", "iodepth=1", "repeat=3"]) == [small[2], large[2]]  # numbered from 1
 
 
 def test_lab_settings_match_through_the_typed_lab_point() -> None:

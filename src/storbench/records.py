@@ -43,7 +43,7 @@ class Record:
     file_size_bytes: int | None
     fio_options: str
     lab: str
-    repeat: int
+    repeat: int  # the repetition's number from 1, as progress prints it (#1)
     direction: str
     status: str
     started_at_s: float
@@ -151,7 +151,7 @@ def record(o: Observation, expected: Expectation | None = None) -> Record:
         direct=w.direct, runtime_s=w.runtime_s, ramp_s=w.ramp_s, size_bytes=w.size_bytes,
         files=w.files, file_size_bytes=w.file_size_bytes,
         fio_options=" ".join(f"{k}={v}" for k, v in w.fio_options),
-        lab=" ".join(f"{k}={v}" for k, v in case.lab.pairs()), repeat=o.rep_index,
+        lab=" ".join(f"{k}={v}" for k, v in case.lab.pairs()), repeat=o.rep_index + 1,
         direction=o.direction_name, status=o.status.value,
         started_at_s=o.started_at_s, finished_at_s=o.finished_at_s, fio_version=o.fio_version,
         iops=m.iops if m else None, bw_bytes=m.bw_bytes if m else None,

@@ -76,7 +76,7 @@ FIELDS: Mapping[str, tuple[Kind, Callable[[Observation], object]]] = {
     "file_size_bytes": (Kind.SIZE, lambda o: o.case.workload.file_size_bytes),
     "fio_options": (Kind.TEXT, lambda o: _pairs_text(o.case.workload.fio_options)),
     "lab": (Kind.TEXT, lambda o: _pairs_text(o.case.lab.pairs())),
-    "repeat": (Kind.INT, lambda o: o.rep_index),
+    "repeat": (Kind.INT, lambda o: o.rep_index + 1),  # from 1, as progress and exports number it
     "direction": (Kind.TEXT, lambda o: o.direction_name),
     "status": (Kind.TEXT, lambda o: o.status.value),
     "fio_version": (Kind.TEXT, lambda o: o.fio_version),
