@@ -25,16 +25,16 @@ from storbench.model import (
     ClientMeasurement,
     LatencyHistogram,
     LatencySummary,
+    PathTarget,
     RunInfo,
     Status,
     StoredRepetition,
-    TargetSpec,
     WorkloadPoint,
 )
 from storbench.plan import case_id_for
-from storbench.records import repetition_records
 from storbench.report.build import build_report
 from storbench.report.html import render_html
+from storbench.stats.observations import observations
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "randrw-numjobs2.jsonplus.json"
 
@@ -83,7 +83,7 @@ def main() -> int:
     args = parser.parse_args()
     template = client_measurement(parse_fio_json(FIXTURE.read_text()))
     rng = random.Random(42)
-    target = TargetSpec(name="cluster", kind="path", path="/mnt/shared", size_bytes=1 << 30)
+    target = PathTarget(name="cluster", path="/mnt/shared", size_bytes=1 << 30)
     repetitions = []
     sizes = [4096 << (i % 10) for i in range(args.points)]
     depths = [1 << (i // 10) for i in range(args.points)]
@@ -99,12 +99,12 @@ def main() -> int:
                 fio_version="fio-3.33", error="", clients=synthetic_clients(template, args.clients, rng),
                 job_text="[global]\n"))
     built = time.perf_counter()
-    records = repetition_records(repetitions)
+    measured = observations(repetitions)
     merged = time.perf_counter()
     run = RunInfo(run_id=1, plan_name="scale", plan_text="name: scale\n", source="run", storbench_version="bench",
                   fio_version="fio-3.33", host="bench", kernel="bench", run_order="interleaved", seed=0, tags=(),
                   started_at_s=1000.0, finished_at_s=None)
-    document = build_report("scale benchmark", [run], repetitions, records)
+    document = build_report("scale benchmark", [run], repetitions, measured)
     html = render_html(document, get_plotlyjs())
     rendered = time.perf_counter()
     Path(args.output).write_text(html)

@@ -134,6 +134,9 @@ def test_report_renders_every_figure_in_chromium(db: Path, tmp_path: Path, capsy
     verdicts = dict(re.findall(r"<tr><td>(disk randread 4k qd\d+ rate_iops=\d+)</td><td[^>]*>([a-z -]+)</td>", text))
     assert len(verdicts) == 6, verdicts
     assert {v for k, v in verdicts.items() if k.endswith("rate_iops=300")} == {"not saturated"}
+    # lean: plotly.js once, gzip-compressed (unpacked by the browser), the figures' shared template once
+    assert len(text) < 3_000_000 and text.count("id='plotly-gz'") == 1 and "* plotly.js v" not in text
+    assert text.count('"colorway"') == 1 and '"template"' not in text
     status = _report_status(report, tmp_path / "profile")
     assert status["errors"] == [] and status["empty"] == []
     assert isinstance(status["figures"], int) and status["figures"] >= 6
@@ -166,3 +169,12 @@ def test_the_status_probe_catches_errors_and_empty_charts(tmp_path: Path) -> Non
     status = _report_status(path, tmp_path / "profile")
     assert status["empty"] == ["good", "empty"] or set(status["empty"]) == {"good", "empty"}  # type: ignore[arg-type]
     assert status["errors"] and "good" in str(status["errors"])
+
+
+def test_latency_axes_switch_to_ms_from_one_millisecond() -> None:
+    """An axis of latencies reads "3 ms", not "3,000 µs"; short ones stay in µs."""
+    from storbench.report.figures import latency_unit
+
+    assert latency_unit([62_000.0, 950_000.0, None]) == (1e3, "µs")
+    assert latency_unit([62_000.0, 3_000_000.0]) == (1e6, "ms")
+    assert latency_unit([]) == (1e3, "µs")

@@ -6,7 +6,7 @@ Two renderers draw the same specs: plotly for the interactive HTML report, matpl
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from storbench.model import Expectation, LatencyHistogram, Status, StoredRepetition
@@ -117,6 +117,13 @@ def _mean(point: PointSummary, field: str, scale: float = 1.0) -> float | None:
     return None if estimate is None else estimate.mean / scale
 
 
+def latency_unit(values_ns: Iterable[float | None]) -> tuple[float, str]:
+    """(divisor, unit) for latencies in nanoseconds: ms once the largest reaches 1 ms (an axis reads "3 ms",
+    not "3,000 µs"), else µs."""
+    largest = max((v for v in values_ns if v is not None and not math.isnan(v)), default=0.0)
+    return (1e6, "ms") if largest >= 1e6 else (1e3, "µs")
+
+
 def _declared(expected: Expectation | None, field: str) -> float | None:
     """The declared limit in a figure's unit: IOPS for ``iops``, MiB/s for ``bw_bytes`` (None: not declared)."""
     if expected is None:
@@ -200,17 +207,19 @@ def latency_vs_iodepth_figures(points: Sequence[PointSummary]) -> list[FigureSpe
         if not lines:
             continue
         series = []
+        fields = (("lat_mean_ns", "mean"), ("lat_p95_ns", "p95"), ("lat_p99_ns", "p99"))
+        scale, unit = latency_unit(_mean(p, field) for line in lines.values() for p in line for field, _ in fields)
         for name, line in lines.items():
             line = sorted(line, key=lambda p: p.iodepth)
-            for field, stat in (("lat_mean_ns", "mean"), ("lat_p95_ns", "p95"), ("lat_p99_ns", "p99")):
+            for field, stat in fields:
                 series.append(Series(
                     name=f"{name} {stat}", x=tuple(float(p.iodepth) for p in line),
-                    y=tuple(_mean(p, field, 1000.0) or 0.0 for p in line),
-                    error_y=tuple(_half(p, field, 1000.0) for p in line), dash=stat != "mean"))
+                    y=tuple(_mean(p, field, scale) or 0.0 for p in line),
+                    error_y=tuple(_half(p, field, scale) for p in line), dash=stat != "mean"))
         tickvals, ticktext = _log2_ticks([p.iodepth for p in members])
         figures.append(FigureSpec(
             figure_id=f"latency-vs-iodepth-{target}-{rw}-{direction}",
-            title=f"Latency vs iodepth — {target} {rw} {direction}", x_label="iodepth", y_label="latency (µs)",
+            title=f"Latency vs iodepth — {target} {rw} {direction}", x_label="iodepth", y_label=f"latency ({unit})",
             series=tuple(series), x_log=True, y_log=True, x_tickvals=tickvals, x_ticktext=ticktext,
             section="Latency", caption="Total latency (submission to completion); percentiles from merged "
             "latency histograms; error bars: 95 % CI over repetitions."))
@@ -229,18 +238,19 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
         series = []
         knees_x, knees_y, knees_text = [], [], []
         notes = []
+        scale, unit = latency_unit(c.lat_p99_ns for curve in members for c in curve.points)
         for curve in members:
             label = curve_label(curve, lab_keys)
             usable = [c for c in curve.points if c.lat_p99_ns is not None]
             series.append(Series(
                 name=label, x=tuple(c.iops for c in usable),
-                y=tuple((c.lat_p99_ns or 0) / 1000 for c in usable),
+                y=tuple((c.lat_p99_ns or 0) / scale for c in usable),
                 error_x=tuple(c.iops_ci_half or 0.0 for c in usable),
                 text=tuple(f"{axis}={c.load}: {c.point.bottleneck.kind.value}" for c in usable)))
             knee = curve.knee
             if knee is not None and knee.lat_p99_ns is not None:
                 knees_x.append(knee.iops)
-                knees_y.append(knee.lat_p99_ns / 1000)
+                knees_y.append(knee.lat_p99_ns / scale)
                 knees_text.append(f"{label}: {knee_text(curve)}" if curve.saturated_at_lowest_load
                                   else f"knee: {label} {axis}={knee.load}")
             if curve.saturated_at_lowest_load:
@@ -250,7 +260,7 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
                                  mode="markers", marker_size=16))
         figures.append(FigureSpec(
             figure_id=f"iops-latency-{axis}", title=f"IOPS vs p99 latency as {axis} grows", x_label="IOPS",
-            y_label="p99 latency (µs)", series=tuple(series), y_log=True, section="Saturation",
+            y_label=f"p99 latency ({unit})", series=tuple(series), y_log=True, section="Saturation",
             caption=f"Each point is one {axis} setting; the knee (large marker) is the lowest {axis} beyond which "
             "more load adds no IOPS beyond noise while latency grows; at the first point, the curve was already "
             "saturated at the lowest load. Horizontal error bars: 95 % CI of IOPS. A vertical line: the IOPS the "
@@ -266,7 +276,9 @@ def comparison_figures(comparisons: Sequence[PointComparison], baseline: str, ca
     lab_keys = varying_comparison_lab(comparisons)
     labels = tuple(comparison_label(c, lab_keys) for c in comparisons)
     figures = []
-    for field, title, unit, scale in (("iops", "IOPS", "IOPS", 1.0), ("lat_p99_ns", "p99 latency", "µs", 1000.0)):
+    lat_scale, lat_unit = latency_unit(_mean(p, "lat_p99_ns") for c in comparisons for p in (c.baseline, c.candidate))
+    for field, title, unit, scale in (("iops", "IOPS", "IOPS", 1.0), ("lat_p99_ns", "p99 latency", lat_unit,
+                                                                       lat_scale)):
         series = []
         for side, name in (("baseline", baseline), ("candidate", candidate)):
             ys, errs = [], []
@@ -306,14 +318,17 @@ def cdf_figures(points: Sequence[PointSummary],
     lab_keys = varying_lab_keys(points)
     for (target, rw, direction), members in groups.items():
         series = []
+        cdfs = {p.case_id: histograms[(p.case_id, p.direction)].cdf() for p in members}
+        # the unit by where the bulk lies (p99), not by the slowest single I/O
+        scale, unit = latency_unit(next((float(v) for v, f in cdf if f >= 0.99), None) for cdf in cdfs.values())
         for p in sorted(members, key=lambda m: (m.bs_bytes, m.iodepth, m.numjobs)):
-            cdf = histograms[(p.case_id, p.direction)].cdf()
+            cdf = cdfs[p.case_id]
             series.append(Series(name=point_label(p, omit=("target",), lab_keys=lab_keys),
-                                 x=tuple(v / 1000 for v, _ in cdf),
+                                 x=tuple(v / scale for v, _ in cdf),
                                  y=tuple(100 * f for _, f in cdf), mode="lines"))
         figures.append(FigureSpec(
             figure_id=f"cdf-{target}-{rw}-{direction}", title=f"Latency CDF — {target} {rw} {direction}",
-            x_label="total latency (µs)", y_label="percent of I/Os at or below", series=tuple(series), x_log=True,
+            x_label=f"total latency ({unit})", y_label="percent of I/Os at or below", series=tuple(series), x_log=True,
             section="Latency distribution", caption="From the json+ latency bins of every job, client and "
             "repetition of the point, added together (never averaged percentiles)."))
     return figures
@@ -485,8 +500,7 @@ def capped_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         field, what = ("bw_bytes", "MiB/s") if by_bs else ("iops", "IOPS")
         scale = MIB if by_bs else 1.0
         latencies = [_mean(p, "lat_mean_ns") for p in line]
-        in_ms = max((v or 0.0) for v in latencies) >= 1e6
-        lat_scale, lat_unit = (1e6, "ms") if in_ms else (1e3, "µs")
+        lat_scale, lat_unit = latency_unit(latencies)
         xs: tuple[float | str, ...] = (tuple(p.bs for p in line) if by_bs
                                        else tuple(float(getattr(p, axis)) for p in line))
         covered = tuple("capped" if p.bottleneck.evidence == evidence else "" for p in line)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import plotly.graph_objects as go
 
 from storbench.report.figures import FigureSpec, Series
@@ -92,6 +94,14 @@ def plotly_figure(spec: FigureSpec) -> go.Figure:
 
 
 def plotly_json(spec: FigureSpec) -> str:
-    """The figure as JSON, safe to embed in a <script> element."""
-    text: str = plotly_figure(spec).to_json()
-    return text.replace("</", "<\\/")
+    """The figure as JSON, safe to embed in a <script> element, without its template (every figure has the same
+    one: the report carries it once, ``template_json``, and the page puts it back before drawing)."""
+    figure = json.loads(plotly_figure(spec).to_json())
+    figure.get("layout", {}).pop("template", None)
+    return json.dumps(figure, separators=(",", ":")).replace("</", "<\\/")
+
+
+def template_json() -> str:
+    """The plotly template every figure is drawn with, as JSON safe to embed in a <script> element."""
+    template = json.loads(go.Figure().to_json())["layout"]["template"]
+    return json.dumps(template, separators=(",", ":")).replace("</", "<\\/")
