@@ -783,3 +783,18 @@ def test_points_that_differ_only_in_a_lab_setting_stay_apart_in_curves_and_figur
     assert any("pool_size=2" in curve_label(c, keys) for c in found)
     (iops_figure, _bandwidth) = block_size_figures(points)
     assert len(iops_figure.series) == 4  # 2 pool sizes x 2 depths, none merged
+
+
+def test_an_interval_of_non_negative_values_stops_at_zero() -> None:
+    """Two IOPS figures far apart (n=2: t = 12.7) would give a lower bound near -3,000 IOPS: it is cut at zero,
+    the half-width stays the t interval's; values that can be negative keep their bounds."""
+    from storbench.stats.estimate import estimate, t_quantile
+
+    wide = estimate([100.0, 400.0])
+    assert wide is not None and wide.ci_low == 0.0
+    half = t_quantile(0.95, 1) * wide.stddev / 2 ** 0.5
+    assert wide.ci_high == pytest.approx(250.0 + half) and wide.half_width == pytest.approx(half)
+    signed = estimate([-100.0, 400.0])
+    assert signed is not None and signed.ci_low is not None and signed.ci_low < 0
+    narrow = estimate([100.0, 101.0, 102.0])
+    assert narrow is not None and narrow.ci_low == pytest.approx(101.0 - narrow.half_width)  # type: ignore[operator]

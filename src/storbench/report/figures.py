@@ -112,6 +112,14 @@ def _half(point: PointSummary, field: str, scale: float = 1.0) -> float:
     return 0.0 if half is None or math.isnan(half) else half / scale
 
 
+def _below(point: PointSummary, field: str, scale: float = 1.0) -> float:
+    """The error bar below the mean: down to the interval's lower bound (cut at zero, see stats.estimate)."""
+    estimate = point.metric(field)
+    if estimate is None or estimate.ci_low is None or math.isnan(estimate.ci_low):
+        return 0.0
+    return (estimate.mean - estimate.ci_low) / scale
+
+
 def _mean(point: PointSummary, field: str, scale: float = 1.0) -> float | None:
     estimate = point.metric(field)
     return None if estimate is None else estimate.mean / scale
@@ -174,7 +182,8 @@ def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                 verdicts = tuple(_verdict_mark(by_bs[c]) for c in present)
                 series.append(Series(
                     name=name, x=tuple(present), y=tuple(_mean(by_bs[c], field, scale) or 0.0 for c in present),
-                    error_y=tuple(_half(by_bs[c], field, scale) for c in present), mode="bar",
+                    error_y=tuple(_half(by_bs[c], field, scale) for c in present),
+                    error_y_minus=tuple(_below(by_bs[c], field, scale) for c in present), mode="bar",
                     text=verdicts, show_text=field == "iops" and any(verdicts)))
             figures.append(FigureSpec(
                 figure_id=f"{field}-vs-bs-{group}", title=f"{label} vs block size — {group} blocks ({group_label})",
@@ -215,7 +224,8 @@ def latency_vs_iodepth_figures(points: Sequence[PointSummary]) -> list[FigureSpe
                 series.append(Series(
                     name=f"{name} {stat}", x=tuple(float(p.iodepth) for p in line),
                     y=tuple(_mean(p, field, scale) or 0.0 for p in line),
-                    error_y=tuple(_half(p, field, scale) for p in line), dash=stat != "mean"))
+                    error_y=tuple(_half(p, field, scale) for p in line),
+                    error_y_minus=tuple(_below(p, field, scale) for p in line), dash=stat != "mean"))
         tickvals, ticktext = _log2_ticks([p.iodepth for p in members])
         figures.append(FigureSpec(
             figure_id=f"latency-vs-iodepth-{target}-{rw}-{direction}",
@@ -281,12 +291,14 @@ def comparison_figures(comparisons: Sequence[PointComparison], baseline: str, ca
                                                                        lat_scale)):
         series = []
         for side, name in (("baseline", baseline), ("candidate", candidate)):
-            ys, errs = [], []
+            ys, errs, below = [], [], []
             for c in comparisons:
                 point = c.baseline if side == "baseline" else c.candidate
                 ys.append(_mean(point, field, scale) or 0.0)
                 errs.append(_half(point, field, scale))
-            series.append(Series(name=f"{side}: {name}", x=labels, y=tuple(ys), error_y=tuple(errs), mode="bar"))
+                below.append(_below(point, field, scale))
+            series.append(Series(name=f"{side}: {name}", x=labels, y=tuple(ys), error_y=tuple(errs),
+                                 error_y_minus=tuple(below), mode="bar"))
         figures.append(FigureSpec(
             figure_id=f"compare-{field}", title=f"{title}: {baseline} vs {candidate}", x_label="point",
             y_label=unit, series=tuple(series), x_categories=labels, section="Comparison",
@@ -377,6 +389,7 @@ def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
             series.append(Series(
                 name=name, x=tuple(float(getattr(p, attribute)) for p in line),
                 y=tuple(_mean(p, "iops") or 0.0 for p in line), error_y=tuple(_half(p, "iops") for p in line),
+                error_y_minus=tuple(_below(p, "iops") for p in line),
                 text=tuple(_verdict_mark(p) for p in line), mode="lines+markers",
                 show_text=any(_verdict_mark(p) for p in line)))
         tickvals, ticktext = _log2_ticks([getattr(p, attribute) for v in lines.values() for p in v])
@@ -422,6 +435,7 @@ def utilisation_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                 series.append(Series(
                     name=f"{name}: {label} %", x=tuple(p.bs if axis == "bs" else float(p.iodepth) for p in present),
                     y=tuple(_mean(p, field) or 0.0 for p in present), error_y=tuple(_half(p, field) for p in present),
+                    error_y_minus=tuple(_below(p, field) for p in present),
                     dash=dashed))
         tickvals, ticktext = ((), ()) if axis == "bs" else _log2_ticks([p.iodepth for v in lines.values() for p in v])
         axis_label = "block size" if axis == "bs" else "iodepth"
@@ -506,12 +520,14 @@ def capped_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         covered = tuple("capped" if p.bottleneck.evidence == evidence else "" for p in line)
         throughput = Series(
             name=f"{what} (left)", x=xs, y=tuple(_mean(p, field, scale) or 0.0 for p in line),
-            error_y=tuple(_half(p, field, scale) for p in line), text=covered, show_text=True,
+            error_y=tuple(_half(p, field, scale) for p in line),
+            error_y_minus=tuple(_below(p, field, scale) for p in line), text=covered, show_text=True,
             color=THROUGHPUT_COLOR)
         latency = Series(
             name=f"mean latency, {lat_unit} (right)", x=xs,
             y=tuple(_mean(p, "lat_mean_ns", lat_scale) or 0.0 for p in line),
-            error_y=tuple(_half(p, "lat_mean_ns", lat_scale) for p in line), color=LATENCY_COLOR, y2=True)
+            error_y=tuple(_half(p, "lat_mean_ns", lat_scale) for p in line),
+            error_y_minus=tuple(_below(p, "lat_mean_ns", lat_scale) for p in line), color=LATENCY_COLOR, y2=True)
         axis_name = "block size" if by_bs else axis
         marks = expected_marks(line, field)
         top = max([y + e for y, e in zip(throughput.y, throughput.error_y or (), strict=True)]

@@ -23,9 +23,11 @@ class Estimate:
 
     @property
     def half_width(self) -> float | None:
+        """The t interval's half-width (the upper bound's distance: a lower bound is cut at zero, see
+        ``estimate``)."""
         if self.ci_low is None or self.ci_high is None:
             return None
-        return (self.ci_high - self.ci_low) / 2
+        return self.ci_high - self.mean
 
     @property
     def cv_pct(self) -> float | None:
@@ -48,7 +50,8 @@ def t_quantile(confidence: float, df: float) -> float:
 
 
 def estimate(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimate | None:
-    """Student-t interval for the mean of independent repetitions: mean ± t(n-1) · s / sqrt(n)."""
+    """Student-t interval for the mean of independent repetitions: mean ± t(n-1) · s / sqrt(n), its lower bound
+    cut at zero when no value is negative."""
     data = [float(v) for v in values if v is not None and not math.isnan(v)]
     if not data:
         return None
@@ -57,8 +60,10 @@ def estimate(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimat
         return Estimate(n=1, mean=mean, stddev=0.0, ci_low=None, ci_high=None, confidence=confidence)
     stddev = statistics.stdev(data)
     half = t_quantile(confidence, len(data) - 1) * stddev / math.sqrt(len(data))
-    return Estimate(n=len(data), mean=mean, stddev=stddev, ci_low=mean - half, ci_high=mean + half,
-                    confidence=confidence)
+    # a mean of values none of which is negative (IOPS, bandwidth, latency) is not negative either: cutting the
+    # interval at zero loses no coverage, and a bound like "-3,000 IOPS" (n=2: t = 12.7) is not shown
+    low = max(0.0, mean - half) if min(data) >= 0 else mean - half
+    return Estimate(n=len(data), mean=mean, stddev=stddev, ci_low=low, ci_high=mean + half, confidence=confidence)
 
 
 @dataclass(frozen=True)
