@@ -287,7 +287,7 @@ def test_eight_namespace_hosts_merged_exactly(tmp_path: Path, capsys: pytest.Cap
             present = [p for p in parts if p is not None]
             if not present:
                 continue
-            record = records[(rep.case.case_id, rep.rep_index, direction.value)]
+            record = records[(rep.case.case_id, rep.rep_index + 1, direction.value)]  # exports count from 1
             assert record.iops == pytest.approx(sum(p.iops for p in present))
             bins = LatencyHistogram.merge_all([p.lat.histogram for p in present if p.lat.histogram is not None])
             for percent, field in ((50.0, "lat_p50_ns"), (99.0, "lat_p99_ns"), (99.9, "lat_p999_ns")):
