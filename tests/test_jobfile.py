@@ -105,3 +105,15 @@ def test_each_repetition_and_client_gets_its_own_reproducible_seed() -> None:
     # a plan that chose its own randomness keeps it
     own = expand(load_plan_text(PLAN, "golden.yaml"))[0]
     assert "randseed" not in render_job(own, BINDINGS[own.target.name], 1)
+
+
+def test_the_nfs_removal_job_deletes_only_storbench_files() -> None:
+    from storbench.fio.jobfile import render_nfs_removal_job
+
+    text = render_nfs_removal_job("nfs://10.213.7.2/export", "/cache/storbench-nfsmeta.so",
+                                  ["storbench.0.0", "storbench.c2.1.0"])
+    assert "nfsmeta_op=delete\n" in text and "filename=storbench.0.0:storbench.c2.1.0\n" in text
+    assert "ioengine=external:/cache/storbench-nfsmeta.so\n" in text
+    for bad in (["../etc/passwd"], ["storbench.0.0:x"], ["data.db"], []):
+        with pytest.raises(ValueError):
+            render_nfs_removal_job("nfs://10.213.7.2/export", "/e.so", bad)

@@ -370,6 +370,18 @@ def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserv
             if removed:
                 observer.lab_event(f"target {prepared.spec.name}: removed {removed} objects from bucket {s3[1]}")
             continue
+        if prepared.laid_out:  # an NFS export: no directory of ours, the files by name
+            from storbench.targets.nfs import remove_laid_out
+
+            removed, why = remove_laid_out(prepared)
+            url = details.get("url", "")
+            if removed:
+                observer.lab_event(f"target {prepared.spec.name}: removed {removed} test files from {url} "
+                                   "(keep_files: true keeps them)")
+            if why:
+                observer.lab_event(f"target {prepared.spec.name}: {len(prepared.laid_out) - removed} test files "
+                                   f"stay on {url} (storbench.*): {why}")
+            continue
         if directory is None or details.get("checked") == "on the fio servers":
             continue
         removed = remove_test_files(Path(directory)) + remove_metadata_dir(Path(directory))

@@ -254,6 +254,17 @@ def render_layout_job(binding: JobBinding, size_bytes: int, numjobs: int, ioengi
     return "\n".join(lines) + "\n"
 
 
+def render_nfs_removal_job(url: str, engine: str, names: Sequence[str]) -> str:
+    """A job that deletes ``names`` (storbench's own test files, laid out by it) from the NFS export at ``url``
+    through storbench's NFS metadata engine: one unlink per file."""
+    if not names or not all(re.fullmatch(r"storbench\.[A-Za-z0-9.]+", n) for n in names):
+        raise ValueError("only storbench's own test file names are removed")
+    lines = ["; storbench: removing its test files", "[global]", _line("ioengine", f"external:{engine}"),
+             _line("nfsmeta_url", url), _line("nfsmeta_op", "delete"), _line("rw", METADATA_RW["delete"][1]),
+             _line("bs", "4k"), _line("filesize", "4k"), "[remove]", _line("filename", ":".join(names))]
+    return "\n".join(lines) + "\n"
+
+
 def fio_command(fio_binary: str, job_path: str, output_path: str, extra: Sequence[str] = ()) -> tuple[str, ...]:
     """The argv that runs one job file and writes json+ to a private file (never parsed from stdout)."""
     return (fio_binary, "--output-format=json+", f"--output={output_path}", *extra, job_path)

@@ -18,3 +18,4 @@ class PreparedTarget:
     spec: TargetSpec
     binding: JobBinding
     details: tuple[tuple[str, str], ...]
+    laid_out: tuple[str, ...] = ()  # test files storbench laid out where no directory is ours (an NFS export)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from storbench.errors import UserError
 from storbench.execute.local import LocalExecutor
-from storbench.fio.jobfile import JobBinding, client_binding, render_layout_job
+from storbench.fio.jobfile import JobBinding, client_binding, render_layout_job, render_nfs_removal_job
 from storbench.fio.options import parse_engines
 from storbench.fio.parse import json_after_messages, parse_fio_json
 from storbench.model import Case, NfsTarget, is_metadata
@@ -79,15 +79,40 @@ def prepare_nfs_target(spec: NfsTarget, url: str, cases: Sequence[Case], *, serv
     numjobs = max((c.workload.numjobs for c in cases), default=1)
     size = spec.size_bytes or 1 << 28
     if servers:
-        _lay_out_on_servers(spec, binding, size, numjobs, servers[:max(c.clients for c in cases)], client_fio, url)
-        return PreparedTarget(spec=spec, binding=binding, details=details)
+        clients = max(c.clients for c in cases)
+        _lay_out_on_servers(spec, binding, size, numjobs, servers[:clients], client_fio, url)
+        names = tuple(f"storbench.c{c}.{j}.0" for c in range(1, clients + 1) for j in range(numjobs))
+        return PreparedTarget(spec=spec, binding=binding, details=details, laid_out=names)
     assert binary is not None
     layout = LocalExecutor(binary).run(render_layout_job(binding, size, numjobs, "nfs"), timeout_s=600)
     if not _layout_ok(layout.timed_out, layout.returncode, layout.output_text):
         tail = " ".join(layout.stderr_tail.split()[-20:])
         raise UserError(f"target '{spec.name}': laying out {numjobs} file(s) on {url} failed: {tail}",
                         hint="check that the export is writable over NFSv3")
-    return PreparedTarget(spec=spec, binding=binding, details=details)
+    return PreparedTarget(spec=spec, binding=binding, details=details,
+                          laid_out=tuple(f"storbench.{j}.0" for j in range(numjobs)))
+
+
+def remove_laid_out(prepared: PreparedTarget) -> tuple[int, str]:
+    """Delete the test files storbench laid out on an NFS export (through this machine's libnfs fio and
+    storbench's metadata engine: one unlink each). Returns (files removed, why the rest stayed: "" if none)."""
+    url = dict(prepared.details).get("url")
+    if not prepared.laid_out or url is None:
+        return 0, ""
+    try:
+        binary = nfs_fio_binary()
+        engine = nfs_metadata_engine(binary)
+    except UserError as exc:
+        return 0, exc.message
+    result = LocalExecutor(binary).run(render_nfs_removal_job(url, engine, prepared.laid_out), timeout_s=120)
+    try:
+        output = parse_fio_json(json_after_messages(result.output_text))
+        removed = sum(d.total_ios for job in output.jobs for d in job.directions)
+    except ValueError:
+        removed = 0
+    if removed < len(prepared.laid_out):
+        return removed, " ".join((result.stderr_tail or "fio did not say why").split()[-12:])
+    return removed, ""
 
 
 def _lay_out_on_servers(spec: NfsTarget, binding: JobBinding, size: int, numjobs: int, servers: Sequence[str],
