@@ -142,8 +142,7 @@ def json_after_messages(text: str) -> str:
     JSON document: the document starts at the first line that is exactly '{'."""
     if text.startswith("{"):
         return text
-    start = text.find("\n{\n")
-    return text[start + 1:] if start >= 0 else text
+    return embedded_fio_json(text) or text
 
 
 def parse_fio_json(text: str) -> FioOutput:
