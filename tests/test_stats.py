@@ -798,3 +798,14 @@ def test_an_interval_of_non_negative_values_stops_at_zero() -> None:
     assert signed is not None and signed.ci_low is not None and signed.ci_low < 0
     narrow = estimate([100.0, 101.0, 102.0])
     assert narrow is not None and narrow.ci_low == pytest.approx(101.0 - narrow.half_width)  # type: ignore[operator]
+
+
+def test_metadata_operations_compare_no_bandwidth() -> None:
+    """A create moves no data: its compare row has IOPS and latency, and no bandwidth cell."""
+    base = _summaries([1000.0, 1010.0, 990.0], run_id=1, rw="create", bw_bytes=4096e3, direction="write")
+    cand = _summaries([1500.0, 1490.0, 1510.0], run_id=2, rw="create", bw_bytes=6144e3, direction="write")
+    row = only(compare_points(base, cand, frozenset()))
+    assert row.cell("bw_bytes") is None and row.cell("iops") is not None
+    block = only(compare_points(_summaries([1000.0, 1010.0], run_id=1, bw_bytes=4096e3),
+                                _summaries([1500.0, 1490.0], run_id=2, bw_bytes=6144e3), frozenset()))
+    assert block.cell("bw_bytes") is not None

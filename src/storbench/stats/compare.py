@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from storbench.model import CLUSTER_SETTINGS
+from storbench.model import CLUSTER_SETTINGS, is_metadata
 from storbench.stats import match
 from storbench.stats.estimate import CONFIDENCE, Difference, Estimate, welch_difference
 from storbench.stats.metrics import COMPARE_METRICS, Metric
@@ -151,6 +151,8 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
         reason = "" if not differing else "different " + ", ".join(f.replace("_", " ") for f in differing)
         cells = []
         for metric in metrics:
+            if metric.field == "bw_bytes" and is_metadata(point.rw):
+                continue  # a create, stat or delete moves no data: its "bandwidth" is operations x bs
             b, c = base.metric(metric.field), point.metric(metric.field)
             difference = welch_difference(b, c) if b is not None and c is not None and b.mean else None
             verdict = _verdict(metric, difference) if comparable else Verdict.NOT_COMPARABLE
