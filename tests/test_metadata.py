@@ -90,6 +90,14 @@ def test_files_are_created_stated_and_deleted_on_disk_and_nothing_is_left(
     assert {r["total_ios"] for r in records if r["numjobs"] == 2} == {400}
     assert "stat" in out and "create" in out
     assert "files=200 jobs=2 #1: create " in out and " ops/s mean " in out and "IOPS" not in out.split("results of")[0]
+    with inside(tmp_path):
+        code, shown, err = run_cli(capsys, "show", "--db", "r.db", "--wide")
+    rows = [line for line in shown.splitlines() if line.startswith("│") and " create " in line]
+    assert code == 0 and rows and "MiB/s" in shown, shown
+    # no bandwidth for operations that move no data: a dash where MiB/s would be
+    header = next(line for line in shown.splitlines() if "MiB/s" in line)
+    column = header.index("MiB/s")
+    assert all(row[column:column + 5].strip() in ("-", "") for row in rows), rows
 
 
 def test_metadata_operations_are_refused_where_there_are_no_files(tmp_path: Path,
