@@ -16,6 +16,7 @@ FIGURES = {"ceph-block-size": ["iops-vs-bs-small", "bw_bytes-vs-bs-large"],
            "ceph-rbd-clients": ["iops-vs-clients", "iops-latency-clients", "process-cpu"],
            "ceph-search": ["iops-latency-iodepth"], "ceph-steady-state": [],
            "metadata-cephfs-nfs": ["iops-vs-numjobs", "compare-iops", "compare-lat_p99_ns"],
+           "nfs-clients": ["iops-vs-clients", "iops-latency-clients", "process-cpu"],
            "rgw-objects": ["bw_bytes-vs-bs-small", "bw_bytes-vs-bs-large", "process-cpu"]}
 DEFAULT_FIGURES = ["compare-iops", "compare-lat_p99_ns"]
 
