@@ -178,3 +178,18 @@ def test_latency_axes_switch_to_ms_from_one_millisecond() -> None:
     assert latency_unit([62_000.0, 950_000.0, None]) == (1e3, "µs")
     assert latency_unit([62_000.0, 3_000_000.0]) == (1e6, "ms")
     assert latency_unit([]) == (1e3, "µs")
+
+
+def test_error_bars_never_reach_below_zero() -> None:
+    """A wide interval of IOPS (n=2) draws its lower arm to zero, not below: along y (bars and lines, from the
+    interval cut at zero) and along x (the saturation curve's IOPS)."""
+    from storbench.report.plotly_render import plotly_figure
+
+    bars = Series(name="b", x=("p",), y=(100.0,), error_y=(300.0,), error_y_minus=(100.0,), mode="bar")
+    curve = Series(name="c", x=(100.0, 5000.0), y=(1.0, 2.0), error_x=(300.0, 50.0))
+    figure = plotly_figure(FigureSpec(figure_id="f", title="t", x_label="x", y_label="y", series=(curve,)))
+    assert list(figure.data[0].error_x.arrayminus) == [100.0, 50.0] and list(figure.data[0].error_x.array) == [300.0,
+                                                                                                                 50.0]
+    bar = plotly_figure(FigureSpec(figure_id="g", title="t", x_label="x", y_label="y", series=(bars,),
+                                   x_categories=("p",)))
+    assert list(bar.data[0].error_y.arrayminus) == [100.0] and list(bar.data[0].error_y.array) == [300.0]

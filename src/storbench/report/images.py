@@ -28,7 +28,10 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
             if series.mode == "bar":
                 slot = bars.index(series)
                 xs = [categories.index(str(x)) - 0.4 + width * (slot + 0.5) for x in series.x]
-                axes.bar(xs, series.y, width=width, yerr=series.error_y, capsize=3, color=color, label=series.name)
+                bar_err: list[list[float]] | list[float] | None = list(series.error_y) if series.error_y else None
+                if series.error_y and series.error_y_minus:
+                    bar_err = [list(series.error_y_minus), list(series.error_y)]
+                axes.bar(xs, series.y, width=width, yerr=bar_err, capsize=3, color=color, label=series.name)
                 if series.show_text and series.text:
                     tops = [y + (e if series.error_y else 0.0) for y, e in
                             zip(series.y, series.error_y or [0.0] * len(series.y), strict=True)]
@@ -53,7 +56,9 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
                     minus = series.error_y_minus or series.error_y
                     yerr = [[min(e, 0.95 * y) for e, y in zip(minus, series.y, strict=True)],
                             list(series.error_y)]
-                axes.errorbar(xs_line, series.y, yerr=yerr, xerr=series.error_x, fmt=fmt_line,
+                xerr = None if not series.error_x else [  # IOPS: never below zero
+                    [min(e, float(x)) for e, x in zip(series.error_x, series.x, strict=True)], list(series.error_x)]
+                axes.errorbar(xs_line, series.y, yerr=yerr, xerr=xerr, fmt=fmt_line,
                               color=color, label=series.name, markersize=4, capsize=2, linewidth=1.4)
             if series.show_text and series.text:
                 for point_x, point_y, label in zip(xs_line, series.y, series.text, strict=True):

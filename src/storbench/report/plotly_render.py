@@ -21,7 +21,10 @@ def _trace(series: Series, color: str, y_log: bool) -> go.BaseTraceType:
             error_y.update(symmetric=False, arrayminus=list(minus))
         if y_log:  # a confidence interval reaching below zero cannot be drawn on a log axis: clip it
             error_y["arrayminus"] = [min(e, 0.95 * y) for e, y in zip(minus, series.y, strict=True)]
-    error_x = dict(type="data", array=list(series.error_x), visible=True) if series.error_x else None
+    error_x = None
+    if series.error_x:  # IOPS along x: an interval's arm stops at zero
+        error_x = dict(type="data", array=list(series.error_x), visible=True, symmetric=False,
+                       arrayminus=[min(e, float(x)) for e, x in zip(series.error_x, series.x, strict=True)])
     if series.mode == "bar":
         shown = series.show_text and series.text
         return go.Bar(name=series.name, x=list(series.x), y=list(series.y), error_y=error_y, marker_color=color,
