@@ -264,3 +264,27 @@ def test_nfs_export_from_many_namespace_hosts(lab_dir: Path, tmp_path: Path, mon
         NfsLab(lab_dir / "nfs").down()
         HostsLab(lab_dir / "hosts").down()
     assert "sbnfs2" not in run(["ip", "-o", "link", "show"], timeout_s=10)
+
+
+def test_a_kept_nfs_lab_joins_a_hosts_bridge_made_anew(lab_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both labs kept (--keep-lab), then the hosts lab brought up again with another count: its bridge is new, and
+    the NFS lab, still up, must join it again or the servers cannot reach the export."""
+    from storbench.lab.hosts import HostsLab
+    from storbench.lab.hosts_conf import BRIDGE
+    from storbench.lab.nfs_conf import BRIDGED_ADDRESS, NfsLabSpec
+
+    hosts, nfs = HostsLab(lab_dir / "hosts"), NfsLab(lab_dir / "nfs")
+    try:
+        hosts.up(1, "fio")
+        nfs.up(NfsLabSpec(bridge=BRIDGE))
+        hosts.up(2, "fio")  # another count: down and up, a new bridge
+        assert f"master {BRIDGE}" not in run(["ip", "-o", "link", "show", "sbnfs2"])
+        nfs.up(NfsLabSpec(bridge=BRIDGE))
+        assert f"master {BRIDGE}" in run(["ip", "-o", "link", "show", "sbnfs2"])
+        reach = subprocess.run(["nsenter", "--net=/run/netns/storbench-host-2", "bash", "-c",
+                                f"exec 3<>/dev/tcp/{BRIDGED_ADDRESS}/2049"], capture_output=True, timeout=20,
+                               check=False)
+        assert reach.returncode == 0, reach.stderr
+    finally:
+        nfs.down()
+        hosts.down()

@@ -109,6 +109,9 @@ class NfsLab:
         spec = spec or NfsLabSpec()
         current = self.info()
         if current is not None and self.running() and (current.servers_url is not None) == (spec.bridge is not None):
+            if spec.bridge is not None:  # the hosts lab may have made its bridge anew since: join it again
+                run(["ip", "link", "set", BRIDGE_HOST_VETH, "master", spec.bridge])
+                run(["ip", "link", "set", BRIDGE_HOST_VETH, "up"])
             return current
         self.down()
         for tool in ("ganesha.nfsd", "rpcbind", "ip", "unshare"):
