@@ -103,7 +103,8 @@ class NfsLab:
             return f"nfs lab: down ({self.root} holds no lab)"
         if not self.running():
             return "nfs lab: not answering; run `storbench lab nfs down`"
-        return f"nfs lab: up; export {info.export} as {info.url} (NFSv3 and v4, nfs-ganesha VFS)"
+        beside = f", and as {info.servers_url} from the hosts lab's servers" if info.servers_url else ""
+        return f"nfs lab: up; export {info.export} as {info.url}{beside} (NFSv3 and v4, nfs-ganesha VFS)"
 
     def up(self, spec: NfsLabSpec | None = None) -> NfsLabInfo:
         spec = spec or NfsLabSpec()
