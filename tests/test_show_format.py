@@ -207,3 +207,37 @@ def test_show_format_errors_are_one_line(stored_run: Path, capsys: pytest.Captur
     assert code == 2 and out == "" and err.startswith("storbench: error: no results match")
     code, _, err = run_cli(capsys, "show", "--db", str(stored_run), "--format", "yaml")
     assert code == 2 and "invalid choice: 'yaml'" in err
+
+
+def test_the_compare_table_fits_a_narrow_terminal_without_cutting_a_number() -> None:
+    """At 80 columns the compare table drops what is least essential and wraps a change between its words: every
+    word of every cell of the full table's kept columns is still there whole."""
+    from rich.console import Console
+
+    from storbench.report.tables import compare_table
+    from storbench.stats.compare import compare_points
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    def side(run_id: int, iops: tuple[float, ...], lat: tuple[float, ...]) -> list[PointSummary]:
+        return summarize_points([observation(run_id=run_id, target="a-rather-long-target-name", case_id=f"c{run_id}",
+                                             repeat=i, iops=v, lat_mean_ns=m, lat_p99_ns=int(3 * m),
+                                             lat_p95_ns=int(2 * m), bw_bytes=v * 4096)
+                                 for i, (v, m) in enumerate(zip(iops, lat, strict=True))])
+
+    comparisons = compare_points(side(1, (1000.0, 1300.0, 700.0), (1.1e6, 0.9e6, 1.4e6)),
+                                 side(2, (90_000.0, 120_000.0, 75_000.0), (12e6, 17e6, 9.5e6)), frozenset())
+
+    def render(width: int | None) -> str:
+        console = Console(width=width or 400, record=True, file=io.StringIO(), color_system=None)
+        console.print(compare_table(comparisons, "run=1", "run=2", width))
+        return console.export_text()
+
+    narrow, full = render(80), render(None)
+    assert max(len(line) for line in narrow.splitlines()) <= 80, narrow
+    assert "…" not in narrow, narrow
+    header = next(line for line in narrow.splitlines() if "point" in line)
+    kept = [name for name in ("IOPS base", "IOPS cand", "bandwidth", "mean lat", "p95", "p99") if name in header]
+    assert "p99" in kept and "bandwidth" not in kept  # the essential stay, the least essential went first
+    p99_change = next(line for line in full.splitlines() if "a-rather-long" in line).split("│")[-3].split()
+    assert p99_change and all(word in narrow for word in p99_change), (p99_change, narrow)

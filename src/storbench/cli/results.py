@@ -173,7 +173,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _console(stderr=args.format != "table" and args.output in ("", "-")).print(note, markup=False)
     if args.format == "table":
         out = _console() if args.output in ("", "-") else _file_console()
-        out.print(compare_table(comparisons, baseline.text, candidate.text))
+        out.print(compare_table(comparisons, baseline.text, candidate.text,
+                                None if args.output not in ("", "-") else out.width))
         evidence = bottleneck_evidence_lines(comparisons)
         if evidence:
             out.print("bottlenecks (rules: docs/methodology.md#bottleneck-verdicts):", markup=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from rich.markup import escape
 from rich.table import Table
 
 from storbench.model import Case, is_metadata
@@ -235,20 +236,49 @@ def bottleneck_evidence_lines(comparisons: Sequence[PointComparison]) -> list[st
     return lines
 
 
-def compare_table(comparisons: Sequence[PointComparison], baseline: str, candidate: str) -> Table:
+def compare_table(comparisons: Sequence[PointComparison], baseline: str, candidate: str,
+                  width: int | None = None) -> Table:
+    """One row per matched point: both sides' IOPS and each metric's change with its interval. With ``width``
+    (a terminal's columns) the least essential columns go first (``fit_columns``) and the point label wraps:
+    a number is never cut."""
     table = Table(title=f"baseline {baseline}  vs  candidate {candidate}   (change [interval, below]; ▲ better ▼ worse "
                   "~ no detectable difference x not comparable)", title_justify="left", header_style="bold")
-    for name in ("point", "IOPS base", "IOPS cand", "IOPS", "bandwidth", "mean lat", "p95", "p99", "bottleneck"):
-        table.add_column(name, justify="left" if name in ("point", "bottleneck") else "right", no_wrap=True)
     lab_keys = varying_comparison_lab(comparisons)
+    # (header, priority: 0 essential .. 3 first to go; the point label wraps instead of going)
+    columns = (("point", 0), ("IOPS base", 2), ("IOPS cand", 2), ("IOPS", 0), ("bandwidth", 3), ("mean lat", 2),
+               ("p95", 3), ("p99", 0), ("bottleneck", 1))
+    rows: list[list[tuple[str, Verdict | None]]] = []
     for c in comparisons:
-        b, k = c.baseline.metric("iops"), c.candidate.metric("iops")
+        label = comparison_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")
+        changes = [change_text(c, f) for f in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns")]
+        row: list[tuple[str, Verdict | None]] = [(label, None), (iops_with_ci(c.baseline.metric("iops")), None),
+                                                 (iops_with_ci(c.candidate.metric("iops")), None)]
+        row += [(text, verdict) for text, verdict in changes]
+        rows.append([*row, (bottleneck_change(c, short=True), None)])
+    longest = max([len("point"), *(len(r[0][0]) for r in rows)])
+    narrowest = min(longest, 18)  # the point label wraps down to this
+    widths = [narrowest if i == 0 else max([len(name), *(len(r[i][0]) for r in rows)])
+              for i, (name, _) in enumerate(columns)]
+    keep = fit_columns(widths, [priority for _, priority in columns], width)
+    others = sum(widths[i] + 3 for i in keep if i != 0) + 1
+    widths[0] = longest if width is None else max(narrowest, min(longest, width - others - 3))
+    for i in keep:
+        name = columns[i][0]
+        left = name in ("point", "bottleneck")
+        # a change wraps between its words ("+10.5%" / "[-11.5, +37.9] ~") when even the essential columns are
+        # too wide: never inside a number
+        words = max([len(word) for r in rows for word in r[i][0].split()] or [1]) if 3 <= i <= 7 else widths[i]
+        table.add_column(name, justify="left" if left else "right", no_wrap=not (i == 0 or 3 <= i <= 7),
+                         min_width=words if 3 <= i <= 7 and width is not None else widths[i],
+                         overflow="fold" if i == 0 else "ellipsis")
+    for c, row in zip(comparisons, rows, strict=True):
         cells = []
-        for field in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns"):
-            text, verdict = change_text(c, field)
-            cells.append(_change(text, verdict))
-        label = comparison_label(c, lab_keys) + ("" if c.comparable else f" [yellow](x: {c.reason})[/]")
-        table.add_row(label, iops_with_ci(b), iops_with_ci(k), *cells, bottleneck_change(c, short=True))
+        for i in keep:
+            text, verdict = row[i]
+            cells.append(escape(text) if verdict is None else _change(escape(text), verdict))
+        if not c.comparable:  # the reason in yellow after the label
+            cells[0] = escape(comparison_label(c, lab_keys)) + f" [yellow](x: {escape(c.reason)})[/]"
+        table.add_row(*cells)
     table.caption = interval_caption(comparisons)
     table.caption_justify = "left"
     return table
