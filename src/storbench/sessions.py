@@ -235,7 +235,6 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
 
         sockets = SYSTEM_CEPH_SOCKETS
     lab_hosts = loaded.config.lab.hosts if loaded.config.lab else None
-    on_servers = loaded.config.hosts is not None or lab_hosts is not None
     clusters = clusters_of(cases)
     try:
         nfs_url, volume_device = None, None
@@ -295,8 +294,7 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
             sockets_by_cluster[cluster] = (f"{info.root}/run/*.asok",)
             observer.lab_event(f"ceph lab: up in {time.time() - started:.0f}s ({info.conf})")
             env = LabEnvironment(fio_binary=checked.capabilities.binary, ceph_conf=info.conf,
-                                 cephfs_mount=info.cephfs_mount, nfs_url=nfs_url, on_servers=on_servers,
-                                 servers=tuple(servers),
+                                 cephfs_mount=info.cephfs_mount, nfs_url=nfs_url, servers=tuple(servers),
                                  s3=_lab_s3(ceph_lab, info) if info.spec.rgw else None)
             on_ceph = {name: group for name, group in by_target(on_cluster).items()
                        if name not in checked.targets and group[0].target.kind in ("rbd", "cephfs", "s3")}
@@ -307,8 +305,7 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         elif sockets_by_cluster:
             sockets = tuple(p for patterns in sockets_by_cluster.values() for p in patterns)
         env = LabEnvironment(fio_binary=checked.capabilities.binary, ceph_conf=None, cephfs_mount=None,
-                             nfs_url=nfs_url, volume_device=volume_device, on_servers=on_servers,
-                             servers=tuple(servers))
+                             nfs_url=nfs_url, volume_device=volume_device, servers=tuple(servers))
         # every other target a lab serves (NFS files, the volume lab's device), and rbd/cephfs targets of the
         # user's own cluster (no Ceph lab): prepared once
         on_a_lab_cluster = {c.case_id for c in cases if c.lab.ceph is not None}

@@ -52,6 +52,24 @@ class Series:
     y2: bool = False  # drawn against the second y axis, on the right (``FigureSpec.y2_label``)
 
 
+def y_error_arms(series: Series, y_log: bool) -> tuple[list[float], list[float]] | None:
+    """(lower, upper) arms of a series' y error bars, for every renderer: the lower from ``error_y_minus`` when
+    given; on a log axis cut short of zero (an interval reaching zero cannot be drawn there)."""
+    if not series.error_y:
+        return None
+    lower = list(series.error_y_minus or series.error_y)
+    if y_log:
+        lower = [min(e, 0.95 * y) for e, y in zip(lower, series.y, strict=True)]
+    return lower, list(series.error_y)
+
+
+def x_error_arms(series: Series) -> tuple[list[float], list[float]] | None:
+    """(lower, upper) arms of a series' x error bars (IOPS along x: the lower arm stops at zero)."""
+    if not series.error_x:
+        return None
+    return [min(e, float(x)) for e, x in zip(series.error_x, series.x, strict=True)], list(series.error_x)
+
+
 @dataclass(frozen=True)
 class Band:
     """A horizontal band across the plot (an equivalence margin), labelled."""

@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
-from storbench.report.figures import FigureSpec
+from storbench.report.figures import FigureSpec, x_error_arms, y_error_arms
 from storbench.report.plotly_render import COLORS
 
 
@@ -28,10 +28,9 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
             if series.mode == "bar":
                 slot = bars.index(series)
                 xs = [categories.index(str(x)) - 0.4 + width * (slot + 0.5) for x in series.x]
-                bar_err: list[list[float]] | list[float] | None = list(series.error_y) if series.error_y else None
-                if series.error_y and series.error_y_minus:
-                    bar_err = [list(series.error_y_minus), list(series.error_y)]
-                axes.bar(xs, series.y, width=width, yerr=bar_err, capsize=3, color=color, label=series.name)
+                y_arms = y_error_arms(series, spec.y_log)
+                axes.bar(xs, series.y, width=width, yerr=None if y_arms is None else list(y_arms), capsize=3,
+                         color=color, label=series.name)
                 if series.show_text and series.text:
                     tops = [y + (e if series.error_y else 0.0) for y, e in
                             zip(series.y, series.error_y or [0.0] * len(series.y), strict=True)]
@@ -49,16 +48,9 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
                              label=series.name, zorder=3)
             else:
                 fmt_line = style + ("" if series.mode == "lines" else marker)
-                yerr: list[list[float]] | list[float] | None = list(series.error_y) if series.error_y else None
-                if series.error_y and series.error_y_minus:
-                    yerr = [list(series.error_y_minus), list(series.error_y)]
-                if series.error_y and spec.y_log:  # clip intervals reaching below zero on a log axis
-                    minus = series.error_y_minus or series.error_y
-                    yerr = [[min(e, 0.95 * y) for e, y in zip(minus, series.y, strict=True)],
-                            list(series.error_y)]
-                xerr = None if not series.error_x else [  # IOPS: never below zero
-                    [min(e, float(x)) for e, x in zip(series.error_x, series.x, strict=True)], list(series.error_x)]
-                axes.errorbar(xs_line, series.y, yerr=yerr, xerr=xerr, fmt=fmt_line,
+                y_arms, x_arms = y_error_arms(series, spec.y_log), x_error_arms(series)
+                axes.errorbar(xs_line, series.y, yerr=None if y_arms is None else list(y_arms),
+                              xerr=None if x_arms is None else list(x_arms), fmt=fmt_line,
                               color=color, label=series.name, markersize=4, capsize=2, linewidth=1.4)
             if series.show_text and series.text:
                 for point_x, point_y, label in zip(xs_line, series.y, series.text, strict=True):

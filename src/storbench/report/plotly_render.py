@@ -6,25 +6,18 @@ import json
 
 import plotly.graph_objects as go
 
-from storbench.report.figures import FigureSpec, Series
+from storbench.report.figures import FigureSpec, Series, x_error_arms, y_error_arms
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
           "#17becf")
 
 
 def _trace(series: Series, color: str, y_log: bool) -> go.BaseTraceType:
-    error_y = None
-    if series.error_y:
-        error_y = dict(type="data", array=list(series.error_y), visible=True)
-        minus = series.error_y_minus or series.error_y
-        if series.error_y_minus:
-            error_y.update(symmetric=False, arrayminus=list(minus))
-        if y_log:  # a confidence interval reaching below zero cannot be drawn on a log axis: clip it
-            error_y["arrayminus"] = [min(e, 0.95 * y) for e, y in zip(minus, series.y, strict=True)]
-    error_x = None
-    if series.error_x:  # IOPS along x: an interval's arm stops at zero
-        error_x = dict(type="data", array=list(series.error_x), visible=True, symmetric=False,
-                       arrayminus=[min(e, float(x)) for e, x in zip(series.error_x, series.x, strict=True)])
+    y_arms, x_arms = y_error_arms(series, y_log), x_error_arms(series)
+    error_y = None if y_arms is None else dict(type="data", array=y_arms[1], arrayminus=y_arms[0], symmetric=False,
+                                               visible=True)
+    error_x = None if x_arms is None else dict(type="data", array=x_arms[1], arrayminus=x_arms[0], symmetric=False,
+                                               visible=True)
     if series.mode == "bar":
         shown = series.show_text and series.text
         return go.Bar(name=series.name, x=list(series.x), y=list(series.y), error_y=error_y, marker_color=color,

@@ -37,21 +37,28 @@ def nfs_metadata_engine(binary: str) -> str:
     return str(engine)
 
 
-def _layout_ok(timed_out: bool, returncode: int | None, output_text: str) -> bool:
-    if timed_out or returncode != 0 or not output_text.strip():
-        return False
+def _ios_done(output_text: str) -> tuple[int, bool] | None:
+    """(the I/Os fio says it did, every job and client; whether no job failed), or None when the output is not
+    fio JSON. The nfs engine reports a failed open as error 0: a layout that did no I/O failed too."""
     try:
         output = parse_fio_json(json_after_messages(output_text))  # fio servers' messages come first
     except ValueError:
-        return False
-    written = sum(d.total_ios for job in output.jobs for d in job.directions)
-    return written > 0 and all(job.error == 0 for job in output.jobs)
+        return None
+    return sum(d.total_ios for job in output.jobs for d in job.directions), all(job.error == 0 for job in output.jobs)
 
 
-def check_nfs_target(spec: NfsTarget, cases: Sequence[Case], *, where: str = "", remote: bool = False) -> None:
-    """``remote``: the cases run on real fio servers, which need their own nfs-capable fio (not checkable here)."""
-    if remote:
-        return
+def _layout_ok(timed_out: bool, returncode: int | None, output_text: str) -> bool:
+    done = None if timed_out or returncode != 0 else _ios_done(output_text)
+    return done is not None and done[0] > 0 and done[1]
+
+
+def _laid_out_names(binding: JobBinding, numjobs: int) -> tuple[str, ...]:
+    """The files a layout job of ``binding`` writes: its filename_format for each job (one file each)."""
+    name_format = dict(binding.options)["filename_format"]
+    return tuple(name_format.replace("$jobnum", str(job)).replace("$filenum", "0") for job in range(numjobs))
+
+
+def check_nfs_target(spec: NfsTarget, cases: Sequence[Case], *, where: str = "") -> None:
     try:
         binary = nfs_fio_binary()
         if any(is_metadata(c.workload.rw) for c in cases):
@@ -81,7 +88,8 @@ def prepare_nfs_target(spec: NfsTarget, url: str, cases: Sequence[Case], *, serv
     if servers:
         clients = max(c.clients for c in cases)
         _lay_out_on_servers(spec, binding, size, numjobs, servers[:clients], client_fio, url)
-        names = tuple(f"storbench.c{c}.{j}.0" for c in range(1, clients + 1) for j in range(numjobs))
+        names = tuple(name for c in range(1, clients + 1) for name in _laid_out_names(client_binding(binding, c),
+                                                                                      numjobs))
         return PreparedTarget(spec=spec, binding=binding, details=details, laid_out=names)
     assert binary is not None
     layout = LocalExecutor(binary).run(render_layout_job(binding, size, numjobs, "nfs"), timeout_s=600)
@@ -90,7 +98,7 @@ def prepare_nfs_target(spec: NfsTarget, url: str, cases: Sequence[Case], *, serv
         raise UserError(f"target '{spec.name}': laying out {numjobs} file(s) on {url} failed: {tail}",
                         hint="check that the export is writable over NFSv3")
     return PreparedTarget(spec=spec, binding=binding, details=details,
-                          laid_out=tuple(f"storbench.{j}.0" for j in range(numjobs)))
+                          laid_out=_laid_out_names(binding, numjobs))
 
 
 def remove_laid_out(prepared: PreparedTarget) -> tuple[int, str]:
@@ -105,11 +113,8 @@ def remove_laid_out(prepared: PreparedTarget) -> tuple[int, str]:
     except UserError as exc:
         return 0, exc.message
     result = LocalExecutor(binary).run(render_nfs_removal_job(url, engine, prepared.laid_out), timeout_s=120)
-    try:
-        output = parse_fio_json(json_after_messages(result.output_text))
-        removed = sum(d.total_ios for job in output.jobs for d in job.directions)
-    except ValueError:
-        removed = 0
+    done = _ios_done(result.output_text)
+    removed = done[0] if done else 0
     if removed < len(prepared.laid_out):
         return removed, " ".join((result.stderr_tail or "fio did not say why").split()[-12:])
     return removed, ""

@@ -38,8 +38,12 @@ class LabEnvironment:
     cephfs_mount: str | None = None
     nfs_url: str | None = None
     s3: S3Service | None = None  # the Ceph lab's radosgw, with the lab's S3 user's keys (in memory only)
-    on_servers: bool = False  # the cases run on fio servers (each client an RBD image of its own)
-    servers: tuple[str, ...] = ()  # those servers ("address,port"), when the run knows them
+    servers: tuple[str, ...] = ()  # the fio servers ("address,port") the cases run on; empty: this machine
+
+    @property
+    def on_servers(self) -> bool:
+        """The cases run on fio servers (each client an RBD image of its own)."""
+        return bool(self.servers)
 
 
 # check(spec, cases, create, where) -> the prepared target, or None when it is prepared once its lab is up
