@@ -3,10 +3,10 @@
 
 First the start skew, measured rather than estimated: the same job on every server, with fio's own
 per-client I/O log (every I/O, wall-clock stamped) telling when each client's first I/O completed. Twice:
-light clients (200 IOPS each, the machine idle enough that the figure is the start mechanism's) and
-unthrottled ones (140 CPU-bound fio jobs on this machine's cores: the scheduler's turns add to the spread).
-Before: one `fio --client` launch as storbench made it without a barrier; after: storbench's start barrier
-(HostsExecutor.run_case). The two alternate, so drift on the machine hits both. Beside the truth, what
+clients limited to 200 IOPS each and unthrottled ones. Three ways, alternating so drift on the machine hits
+all: one `fio --client` launch without a barrier (as storbench first made it); the barrier as a plain shell
+wait (`date`, then `sleep` for what was left: storbench's barrier until 2026-11); storbench's start barrier
+now (HostsExecutor.run_case: bash reads the clock and waits in one process). Beside the truth, what
 storbench stores as the repetition's skew.
 
 Then a whole `storbench run`: how long bringing the hosts up took, the run's wall time, the start skew it
@@ -54,7 +54,14 @@ def _first_samples_ms(log_dir: Path) -> list[int]:
     return firsts
 
 
+ARMS = (("none", "one fio --client launch, no barrier"), ("shell", "barrier: the shell's date + sleep"),
+        ("now", "storbench's start barrier"))
+
+
 def start_skew_truth(clients: int, runtime_s: int, rounds: int, rate_iops: int | None) -> None:
+    import functools
+
+    import storbench.fio.jobfile as jobfile
     from storbench.execute.base import PLAIN_FIO
     from storbench.execute.hosts import HostsExecutor
     from storbench.fio.jobfile import JobBinding, render_client_jobs
@@ -74,21 +81,27 @@ def start_skew_truth(clients: int, runtime_s: int, rounds: int, rate_iops: int |
             binding = JobBinding(options=(("directory", str(work / "data")),
                                           ("filename_format", "storbench.$jobnum.$filenum")))
             executor = HostsExecutor("fio", info.servers)
-            truth: dict[str, list[float]] = {"before": [], "after": []}
-            stored: dict[str, list[float]] = {"before": [], "after": []}
+            truth: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}
+            stored: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}
+            barrier_line = jobfile.start_barrier_line
             for round_index in range(rounds):
-                for arm in ("before", "after"):
+                for arm, _ in ARMS:
                     logs = work / f"logs-{arm}-{round_index}"
                     logs.mkdir()
                     texts = [text.replace("[global]\n", f"[global]\nwrite_iops_log={logs}/c{index}\n"
                                           "log_avg_msec=0\nlog_unix_epoch=1\n"
                                           + (f"rate_iops={rate_iops}\n" if rate_iops else ""), 1)
                              for index, text in enumerate(render_client_jobs(case, binding, round_index), 1)]
-                    if arm == "before":
+                    if arm == "none":
                         result = executor.run_clients(texts, list(info.servers), timeout_s=runtime_s + 120)
                         estimate = start_skew_s(result.stamped_lines)
-                    else:
-                        outcome = executor.run_case(case, texts, round_index, runtime_s + 120.0, PLAIN_FIO)
+                    else:  # the executor's own barrier, or (for this comparison only) the shell's wait
+                        jobfile.start_barrier_line = (functools.partial(barrier_line, shell_only=True)
+                                                      if arm == "shell" else barrier_line)
+                        try:
+                            outcome = executor.run_case(case, texts, round_index, runtime_s + 120.0, PLAIN_FIO)
+                        finally:
+                            jobfile.start_barrier_line = barrier_line
                         estimate = outcome.start_skew_s
                     firsts = _first_samples_ms(logs)
                     if len(firsts) == clients:
@@ -99,7 +112,7 @@ def start_skew_truth(clients: int, runtime_s: int, rounds: int, rate_iops: int |
             lab.down()
     load = f"{rate_iops} IOPS per client" if rate_iops else "unthrottled clients"
     print(f"start skew at {clients} namespace hosts, {load}, {rounds} rounds: true spread of the clients' first I/O")
-    for arm, label in (("before", "one fio --client launch, no barrier"), ("after", "storbench's start barrier")):
+    for arm, label in ARMS:
         values = truth[arm]
         if values:
             print(f"  {label:38s} median {statistics.median(values) * 1000:5.0f} ms, max {max(values) * 1000:5.0f} ms"

@@ -111,29 +111,59 @@ def replace_workload(case: Case, **changes: object) -> Case:
     return replace(case, workload=replace(case.workload, **changes))  # type: ignore[arg-type]
 
 
+def test_the_barrier_line_carries_nothing_fio_would_cut_or_replace() -> None:
+    for line in (start_barrier_line(1_800_000_000_123_456_789), start_barrier_line(1_800_000_000_1, shell_only=True)):
+        value = line.removeprefix("exec_prerun=")
+        assert ";" not in value and "#" not in value and "${" not in value and "\n" not in value
+        assert value.endswith("|| true")  # fio's redirection lands on this `true` alone
+    assert "EPOCHREALTIME" in start_barrier_line(1_800_000_000_123_456_789)
+    assert "bash" not in start_barrier_line(1_800_000_000_123_456_789, shell_only=True)
+
+
+def _path_of(tmp_path: Path, *tools_wanted: str) -> dict[str, str]:
+    """An environment whose PATH has only ``tools_wanted``."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for tool in tools_wanted:
+        found = shutil.which(tool)
+        assert found is not None
+        (tools / tool).symlink_to(found)
+    return {**os.environ, "PATH": str(tools)}
+
+
 @pytest.mark.fio
 @pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
-def test_the_barrier_holds_a_real_fio_job_until_its_moment_and_leaves_no_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("server", ["bash", "no bash", "shell only"])
+def test_the_barrier_holds_a_real_fio_job_until_its_moment_and_leaves_no_file(tmp_path: Path, server: str) -> None:
     """fio runs the barrier as `sh -c '<command> > <job>.prerun.txt 2>&1'` in its own directory: the job's I/O
-    starts at the moment (its log's first entry, wall-clock), and no output file is left."""
+    starts at the moment (its log's first entry, wall-clock), and no output file is left; with bash, without it
+    (the shell's own wait) and with the shell's wait asked for."""
     data = tmp_path / "data"
     data.mkdir()
-    start_at_s = time.time() + 1.5
+    fio = shutil.which("fio")
+    assert fio is not None
+    # bash alone must do it (no date, no sleep to fall back on); without bash the shell must
+    env = _path_of(tmp_path, "sh", "bash") if server == "bash" else _path_of(tmp_path, "sh", "date", "sleep")
     job = tmp_path / "j.fio"
-    job.write_text(f"[j]\ndirectory={data}\nsize=1m\nrw=randread\nbs=4k\nruntime=0.5\ntime_based=1\n"
-                   f"write_iops_log={tmp_path}/first\nlog_avg_msec=0\nlog_unix_epoch=1\n"
-                   f"{start_barrier_line(int(start_at_s * 1e9))}\n")
-    done = subprocess.run(["fio", "--output-format=json", str(job)], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=60, check=False)
+
+    def write_job(start_at_s: float) -> None:
+        job.write_text(f"[j]\ndirectory={data}\nsize=1m\nrw=randread\nbs=4k\nruntime=0.5\ntime_based=1\n"
+                       f"write_iops_log={tmp_path}/first\nlog_avg_msec=0\nlog_unix_epoch=1\n"
+                       f"{start_barrier_line(int(start_at_s * 1e9), shell_only=server == 'shell only')}\n")
+
+    start_at_s = time.time() + 1.5
+    write_job(start_at_s)
+    done = subprocess.run([fio, "--output-format=json", str(job)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, check=False, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     first_ms = int((tmp_path / "first_iops.1.log").read_text().split(",")[0])
     assert start_at_s * 1000 <= first_ms < start_at_s * 1000 + 500
     assert not list(tmp_path.glob("*.prerun.txt"))
     # a job that reaches a moment already past does not wait
-    job.write_text(job.read_text().replace(str(int(start_at_s * 1e9)), str(int((time.time() - 60) * 1e9))))
+    write_job(time.time() - 60)
     started = time.monotonic()
-    done = subprocess.run(["fio", "--output-format=json", str(job)], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run([fio, "--output-format=json", str(job)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, check=False, env=env)
     assert done.returncode == 0 and time.monotonic() - started < 1.4
     assert not list(tmp_path.glob("*.prerun.txt"))
 

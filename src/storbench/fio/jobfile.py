@@ -320,20 +320,41 @@ def render_client_jobs(case: Case, binding: JobBinding, repetition: int | None =
 
 # The start barrier of many clients: each client's first measured section runs this before its I/O (fio's
 # exec_prerun runs after the files are set up and before the job's clock starts), so every server waits until
-# one wall-clock moment. fio runs it as `sh -c '<this> > <job>.prerun.txt 2>&1'`: the shell itself becomes the
-# `sleep` (exec), so at the barrier one process per job ends and nothing else starts; the redirection belongs
-# to the `true` after `||`, which runs only if the arithmetic failed, so no file is left in the server's
-# directory. A server past the moment sleeps 0 s. Values inside are storbench's own integers; no ';' (fio cuts
-# option values there).
-_BARRIER_TEMPLATE = ("d=$(( ({start_at_ns} - $(date +%s%N)) / 1000 )) && exec sleep"
-                     " $(( d > 0 ? d / 1000000 : 0 )).$(printf %06d $(( d > 0 ? d % 1000000 : 0 ))) || true")
+# one wall-clock moment. fio runs it as `sh -c '<this> > <job>.prerun.txt 2>&1'`.
+#
+# The wait must end at the moment itself, not at "now + how long was left when I looked": with 140 servers on two
+# cores the jobs reach the barrier while the machine is saturated, and a shell that reads the clock (`date`) and
+# then starts `sleep` can be held off the CPU for a hundred milliseconds in between, which the sleep then adds.
+# So bash (when the server has it: `command -v` is the shell's own, and the shell becomes bash) reads the clock
+# itself ($EPOCHREALTIME, no process started) and waits in the same process (`read -t` on a pipe nobody writes):
+# first until a quarter second before the moment, then, on a machine that has gone quiet, the rest. At the moment
+# one process per job ends and nothing else starts. Without bash 5 the shell does it as before (`date`, then
+# `exec sleep`); the parenthesised fallbacks run only when the line before them failed. The redirection belongs
+# to the `true` after the last `||`, which runs only if everything failed, so no file is left in the server's
+# directory. A server past the moment does not wait. Values inside are storbench's own integers; fio cuts option
+# values at ';' and '#' and replaces '${NAME}', so none of those appear.
+_SHELL_WAIT = ("d=$(( ({start_at_ns} - $(date +%s%N)) / 1000 )) && exec sleep"
+               " $(( d > 0 ? d / 1000000 : 0 )).$(printf %06d $(( d > 0 ? d % 1000000 : 0 )))")
+_BASH_WAIT_UNTIL = ("IFS=., read -r s u <<< $EPOCHREALTIME && d=$(( {until_us} - s * 1000000 - 1$u + 1000000 ))"
+                    " && printf -v x %d.%06d $(( d > 0 ? d / 1000000 : 0 )) $(( d > 0 ? d % 1000000 : 0 ))"
+                    " && ! read -t $x -u 3")
+BARRIER_QUIET_S = 0.25  # bash's second look at the clock, this long before the moment
 
 
-def start_barrier_line(start_at_ns: int) -> str:
-    """The ``exec_prerun`` line that holds a job until ``start_at_ns`` (ns since the epoch, this clock)."""
+def start_barrier_line(start_at_ns: int, *, shell_only: bool = False) -> str:
+    """The ``exec_prerun`` line that holds a job until ``start_at_ns`` (ns since the epoch, this clock).
+    ``shell_only``: the plain-shell wait alone (what the barrier was before; the many-clients benchmark compares)."""
     if not 0 < start_at_ns < 10**19:
         raise ValueError("start time out of range")
-    return "exec_prerun=" + _BARRIER_TEMPLATE.format(start_at_ns=int(start_at_ns))
+    start_at_ns = int(start_at_ns)
+    shell = _SHELL_WAIT.format(start_at_ns=start_at_ns)
+    if shell_only:
+        return f"exec_prerun={shell} || true"
+    start_at_us = start_at_ns // 1000
+    waits = " && ".join(_BASH_WAIT_UNTIL.format(until_us=until_us)
+                        for until_us in (start_at_us - int(BARRIER_QUIET_S * 1e6), start_at_us))
+    return (f"exec_prerun=command -v bash > /dev/null && exec bash -c 'exec 3<> <(:) && [[ -n $EPOCHREALTIME ]]"
+            f" && {waits} || ( {shell} )' || ( {shell} ) || true")
 
 
 def with_start_barrier(job_text: str, start_at_ns: int) -> str:
