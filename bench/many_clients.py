@@ -2,7 +2,8 @@
 """Many light clients on this machine: N fio servers in network namespaces, one case run on all of them.
 
 First the start skew, measured rather than estimated: the same job on every server, with fio's own
-per-client I/O log (every I/O, wall-clock stamped) telling when each client's first I/O completed. Twice:
+per-client latency log (every I/O, wall-clock stamped at completion, with its latency) telling when
+each client's first I/O was issued and when it completed. Twice:
 clients limited to 200 IOPS each and unthrottled ones. Three ways, alternating so drift on the machine hits
 all: one `fio --client` launch without a barrier (as storbench first made it); the barrier as a plain shell
 wait (`date`, then `sleep` for what was left: storbench's barrier until 2026-11); storbench's start barrier
@@ -44,13 +45,16 @@ telemetry: {{enabled: false}}
 """
 
 
-def _first_samples_ms(log_dir: Path) -> list[int]:
-    """Each client's first I/O log entry (ms since the epoch: log_unix_epoch)."""
+def _first_ios_ms(log_dir: Path) -> list[tuple[float, float]]:
+    """Each client's first I/O: when it was issued and when it completed (ms since the epoch). fio's latency log
+    stamps an I/O at its completion (log_unix_epoch: wall clock, ms) with its latency (ns): issued = completed
+    less the latency."""
     firsts = []
-    for log in sorted(log_dir.glob("c*_iops.*.log*")):
+    for log in sorted(log_dir.glob("c*_lat.*.log*")):
         line = log.read_text().split("\n", 1)[0]
         if line:
-            firsts.append(int(line.split(",")[0]))
+            completed_ms, lat_ns = (int(field) for field in line.split(",")[:2])
+            firsts.append((completed_ms - lat_ns / 1e6, float(completed_ms)))
     return firsts
 
 
@@ -81,14 +85,15 @@ def start_skew_truth(clients: int, runtime_s: int, rounds: int, rate_iops: int |
             binding = JobBinding(options=(("directory", str(work / "data")),
                                           ("filename_format", "storbench.$jobnum.$filenum")))
             executor = HostsExecutor("fio", info.servers)
-            truth: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}
+            issued: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}
+            completed: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}
             stored: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}
             barrier_line = jobfile.start_barrier_line
             for round_index in range(rounds):
                 for arm, _ in ARMS:
                     logs = work / f"logs-{arm}-{round_index}"
                     logs.mkdir()
-                    texts = [text.replace("[global]\n", f"[global]\nwrite_iops_log={logs}/c{index}\n"
+                    texts = [text.replace("[global]\n", f"[global]\nwrite_lat_log={logs}/c{index}\n"
                                           "log_avg_msec=0\nlog_unix_epoch=1\n"
                                           + (f"rate_iops={rate_iops}\n" if rate_iops else ""), 1)
                              for index, text in enumerate(render_client_jobs(case, binding, round_index), 1)]
@@ -103,21 +108,22 @@ def start_skew_truth(clients: int, runtime_s: int, rounds: int, rate_iops: int |
                         finally:
                             jobfile.start_barrier_line = barrier_line
                         estimate = outcome.start_skew_s
-                    firsts = _first_samples_ms(logs)
+                    firsts = _first_ios_ms(logs)
                     if len(firsts) == clients:
-                        truth[arm].append((max(firsts) - min(firsts)) / 1000)
+                        issued[arm].append((max(i for i, _ in firsts) - min(i for i, _ in firsts)) / 1000)
+                        completed[arm].append((max(c for _, c in firsts) - min(c for _, c in firsts)) / 1000)
                     if estimate is not None:
                         stored[arm].append(estimate)
         finally:
             lab.down()
     load = f"{rate_iops} IOPS per client" if rate_iops else "unthrottled clients"
-    print(f"start skew at {clients} namespace hosts, {load}, {rounds} rounds: true spread of the clients' first I/O")
+    print(f"start skew at {clients} namespace hosts, {load}, {rounds} rounds: true spread of the clients' first I/O,"
+          " issued | completed (median, max)")
     for arm, label in ARMS:
-        values = truth[arm]
-        if values:
-            print(f"  {label:38s} median {statistics.median(values) * 1000:5.0f} ms, max {max(values) * 1000:5.0f} ms"
-                  f"   (storbench's estimate: median {statistics.median(stored[arm]) * 1000:.0f} ms)"
-                  if stored[arm] else "")
+        if issued[arm]:
+            print(f"  {label:36s} {statistics.median(issued[arm]) * 1000:4.0f}, {max(issued[arm]) * 1000:4.0f} ms"
+                  f" | {statistics.median(completed[arm]) * 1000:4.0f}, {max(completed[arm]) * 1000:4.0f} ms"
+                  + (f"   (stored: median {statistics.median(stored[arm]) * 1000:.0f} ms)" if stored[arm] else ""))
         else:
             print(f"  {label}: no complete set of client logs")
 
