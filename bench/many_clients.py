@@ -62,8 +62,14 @@ ARMS = (("none", "one fio --client launch, no barrier"), ("shell", "barrier: the
         ("now", "storbench's start barrier"))
 
 
+def _spread_s(moments_ms: list[float]) -> float:
+    return (max(moments_ms) - min(moments_ms)) / 1000
+
+
 def start_skew_truth(clients: int, runtime_s: int, rounds: int, rate_iops: int | None) -> None:
+    import contextlib
     import functools
+    from unittest import mock
 
     import storbench.fio.jobfile as jobfile
     from storbench.execute.base import PLAIN_FIO
@@ -88,7 +94,7 @@ def start_skew_truth(clients: int, runtime_s: int, rounds: int, rate_iops: int |
             issued: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}
             completed: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}
             stored: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}
-            barrier_line = jobfile.start_barrier_line
+            shell_wait = functools.partial(jobfile.start_barrier_line, shell_only=True)
             for round_index in range(rounds):
                 for arm, _ in ARMS:
                     logs = work / f"logs-{arm}-{round_index}"
@@ -101,17 +107,14 @@ def start_skew_truth(clients: int, runtime_s: int, rounds: int, rate_iops: int |
                         result = executor.run_clients(texts, list(info.servers), timeout_s=runtime_s + 120)
                         estimate = start_skew_s(result.stamped_lines)
                     else:  # the executor's own barrier, or (for this comparison only) the shell's wait
-                        jobfile.start_barrier_line = (functools.partial(barrier_line, shell_only=True)
-                                                      if arm == "shell" else barrier_line)
-                        try:
+                        with (mock.patch.object(jobfile, "start_barrier_line", shell_wait) if arm == "shell"
+                              else contextlib.nullcontext()):
                             outcome = executor.run_case(case, texts, round_index, runtime_s + 120.0, PLAIN_FIO)
-                        finally:
-                            jobfile.start_barrier_line = barrier_line
                         estimate = outcome.start_skew_s
                     firsts = _first_ios_ms(logs)
                     if len(firsts) == clients:
-                        issued[arm].append((max(i for i, _ in firsts) - min(i for i, _ in firsts)) / 1000)
-                        completed[arm].append((max(c for _, c in firsts) - min(c for _, c in firsts)) / 1000)
+                        issued[arm].append(_spread_s([at for at, _ in firsts]))
+                        completed[arm].append(_spread_s([at for _, at in firsts]))
                     if estimate is not None:
                         stored[arm].append(estimate)
         finally:
