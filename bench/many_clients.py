@@ -5,9 +5,10 @@ First the start skew, measured rather than estimated: the same job on every serv
 per-client latency log (every I/O, wall-clock stamped at completion, with its latency) telling when
 each client's first I/O was issued and when it completed. Twice:
 clients limited to 200 IOPS each and unthrottled ones. Three ways, alternating so drift on the machine hits
-all: one `fio --client` launch without a barrier (as storbench first made it); the barrier as a plain shell
-wait (`date`, then `sleep` for what was left: storbench's barrier until 2026-11); storbench's start barrier
-now (HostsExecutor.run_case: bash reads the clock and waits in one process). Beside the truth, what
+all, in an order that turns each round (no way always runs first, when the barrier's lead is still a guess):
+one `fio --client` launch without a barrier (as storbench first made it); the barrier as a plain shell wait
+(`date`, then `sleep` for what was left: storbench's barrier until 2026-11); storbench's start barrier now
+(HostsExecutor.run_case: bash reads the clock and waits in one process). Beside the truth, what
 storbench stores as the repetition's skew.
 
 Then a whole `storbench run`: how long bringing the hosts up took, the run's wall time, the start skew it
@@ -96,7 +97,7 @@ def start_skew_truth(clients: int, runtime_s: int, rounds: int, rate_iops: int |
             stored: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}
             shell_wait = functools.partial(jobfile.start_barrier_line, shell_only=True)
             for round_index in range(rounds):
-                for arm, _ in ARMS:
+                for arm, _ in ARMS[round_index % len(ARMS):] + ARMS[:round_index % len(ARMS)]:
                     logs = work / f"logs-{arm}-{round_index}"
                     logs.mkdir()
                     texts = [text.replace("[global]\n", f"[global]\nwrite_lat_log={logs}/c{index}\n"
