@@ -7,8 +7,9 @@ each client's first I/O was issued and when it completed. Twice:
 clients limited to 200 IOPS each and unthrottled ones. Three ways, alternating so drift on the machine hits
 all, in an order that turns each round (no way always runs first, when the barrier's lead is still a guess):
 one `fio --client` launch without a barrier (as storbench first made it); the barrier as a plain shell wait
-(`date`, then `sleep` for what was left: storbench's barrier until 2026-11); storbench's start barrier now
-(HostsExecutor.run_case: bash reads the clock and waits in one process). Beside the truth, what
+(`date`, then `sleep` for what was left, fio dropping each file's cache as it opens it: storbench's barrier
+until 2026-11); storbench's start barrier now (HostsExecutor.run_case on the hosts lab: bash reads the clock and
+waits in one process, and storbench dropped the files' cache before the launch). Beside the truth, what
 storbench stores as the repetition's skew.
 
 Then a whole `storbench run`: how long bringing the hosts up took, the run's wall time, the start skew it
@@ -91,7 +92,8 @@ def start_skew_truth(clients: int, runtime_s: int, rounds: int, rate_iops: int |
                                       size_bytes=4 << 20), clients=clients)
             binding = JobBinding(options=(("directory", str(work / "data")),
                                           ("filename_format", "storbench.$jobnum.$filenum")))
-            executor = HostsExecutor("fio", info.servers)
+            before = HostsExecutor("fio", info.servers)  # the barrier as it was: fio drops each file's cache
+            executor = HostsExecutor("fio", info.servers, files_here=True)  # as `storbench run` makes it here
             issued: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}
             completed: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}
             stored: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}
@@ -105,12 +107,13 @@ def start_skew_truth(clients: int, runtime_s: int, rounds: int, rate_iops: int |
                                           + (f"rate_iops={rate_iops}\n" if rate_iops else ""), 1)
                              for index, text in enumerate(render_client_jobs(case, binding, round_index), 1)]
                     if arm == "none":
-                        result = executor.run_clients(texts, list(info.servers), timeout_s=runtime_s + 120)
+                        result = before.run_clients(texts, list(info.servers), timeout_s=runtime_s + 120)
                         estimate = start_skew_s(result.stamped_lines)
                     else:  # the executor's own barrier, or (for this comparison only) the shell's wait
                         with (mock.patch.object(jobfile, "start_barrier_line", shell_wait) if arm == "shell"
                               else contextlib.nullcontext()):
-                            outcome = executor.run_case(case, texts, round_index, runtime_s + 120.0, PLAIN_FIO)
+                            outcome = (before if arm == "shell" else executor).run_case(
+                                case, texts, round_index, runtime_s + 120.0, PLAIN_FIO)
                         estimate = outcome.start_skew_s
                     firsts = _first_ios_ms(logs)
                     if len(firsts) == clients:

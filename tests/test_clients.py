@@ -14,10 +14,19 @@ from pathlib import Path
 import pytest
 
 from helpers import inside, run_cli, write_plan
-from storbench.execute.hosts import BARRIER_MAX_S, BARRIER_MIN_S, barrier_lead_s, with_server_env
-from storbench.fio.jobfile import JobBinding, render_client_jobs, render_job, start_barrier_line, with_start_barrier
+from storbench.execute.hosts import BARRIER_MAX_S, BARRIER_MIN_S, barrier_lead_s, drop_page_cache, with_server_env
+from storbench.fio.jobfile import (
+    CachedFiles,
+    JobBinding,
+    cached_files,
+    render_client_jobs,
+    render_job,
+    start_barrier_line,
+    with_start_barrier,
+)
 from storbench.fio.outcome import judge_clients, start_skew_s
 from storbench.fio.parse import client_measurements_by_host, json_after_messages, merge_clients, parse_fio_json
+from storbench.lab.hosts_conf import is_lab_server
 from storbench.model import Case, Direction, LatencyHistogram, PathTarget, RbdTarget, WorkloadPoint
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -104,6 +113,49 @@ def test_the_barrier_goes_into_the_first_measured_section_only() -> None:
         with_start_barrier("[global]\nrw=read\n", 1)
     with pytest.raises(ValueError):
         start_barrier_line(-5)
+
+
+def test_the_files_whose_cache_is_dropped_before_the_moment_are_each_clients_own() -> None:
+    case = Case("abc123", PathTarget("t", path="/d", size_bytes=1 << 20),
+                WorkloadPoint("randread", 4096, 1, 2, 1.0, 0.0, False, "psync", size_bytes=1 << 20), clients=12)
+    binding = JobBinding(options=(("directory", "/d:/e"), ("filename_format", "storbench.$jobnum.$filenum")))
+    texts = render_client_jobs(case, binding)
+    files = cached_files(texts[1])
+    assert files is not None and files.directories == ("/d", "/e")
+    import re
+    named = [name for name in ("10.214.0.1.storbench.c2.0.0", "storbench.c2.1.3", "10.214.0.1.storbench.c12.0.0",
+                               "storbench.c2.0.0.tmp", "storbench.c20.0.0", "other")
+             if re.fullmatch(files.name_pattern, name)]
+    assert named == ["10.214.0.1.storbench.c2.0.0", "storbench.c2.1.3"]
+    # not where fio must drop it itself or the plan decides: an explicit invalidate, a fill in the same run
+    assert cached_files(texts[1].replace("[global]\n", "[global]\ninvalidate=1\n")) is None
+    assert cached_files(render_client_jobs(replace_workload(case, rw="get", files=2), binding)[0]) is None
+    assert cached_files(texts[1].replace("$filenum", "$unknown")) is None
+    barred = with_start_barrier(texts[1], 1_800_000_000_000_000_000, cache_dropped=True).splitlines()
+    assert barred[barred.index("[abc123]") + 2] == "invalidate=0" and barred.count("invalidate=0") == 1
+    assert "invalidate=0" not in with_start_barrier(texts[1], 1_800_000_000_000_000_000)
+    assert is_lab_server("10.214.3.20,8765") and not is_lab_server("10.215.0.10,8765")
+    assert not is_lab_server("storage-host,8765")
+
+
+@pytest.mark.skipif(shutil.which("fincore") is None, reason="needs fincore (util-linux)")
+def test_dropping_the_cache_empties_it_for_those_files_only(tmp_path: Path) -> None:
+    def cached_bytes(path: Path) -> int:
+        out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", str(path)],
+                             capture_output=True, text=True, check=True).stdout
+        return int(out.split()[0])
+
+    mine, other, aimed = tmp_path / "10.214.0.1.storbench.c1.0.0", tmp_path / "keep.dat", tmp_path / "outside"
+    for path in (mine, other, aimed):
+        path.write_bytes(os.urandom(1 << 20))
+        path.read_bytes()
+    (tmp_path / "storbench.c1.0.1").symlink_to(aimed)  # a link by a matching name is not followed
+    assert min(cached_bytes(p) for p in (mine, other, aimed)) > 0
+    os.sync()  # dirty pages stay until written back
+    dropped = drop_page_cache(CachedFiles((str(tmp_path), str(tmp_path / "missing")),
+                                          r"(?:[^/]*\.)?storbench\.c1\.\d+\.\d+"))
+    assert dropped == 1
+    assert cached_bytes(mine) == 0 and cached_bytes(other) > 0 and cached_bytes(aimed) > 0
 
 
 def replace_workload(case: Case, **changes: object) -> Case:
@@ -311,6 +363,8 @@ def test_eight_namespace_hosts_merged_exactly(tmp_path: Path, capsys: pytest.Cap
         assert rep.start_skew_s is not None and 0 <= rep.start_skew_s < 5
         assert "client 8" in rep.job_text and "--client=10.214.0.17,8765" not in rep.job_text
         assert rep.job_text.count("exec_prerun=") == 8  # each client's job waited at the start barrier
+        # the lab's files are this machine's: storbench dropped their cache before launch, fio does not at the moment
+        assert rep.job_text.count("\ninvalidate=0\n") == 8
     records = {(r.case_id, r.repeat, r.direction): r for r in export_records(observations(eight))}
     for rep in eight:
         for direction in (Direction.READ, Direction.WRITE):

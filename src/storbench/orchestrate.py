@@ -23,6 +23,7 @@ from storbench.config import LoadedPlan, repeat_bounds, run_order
 from storbench.errors import UserError
 from storbench.execute.base import Executor, FioSetup, stored_job_text
 from storbench.execute.hosts import HostsExecutor
+from storbench.lab.hosts_conf import is_lab_server
 
 if TYPE_CHECKING:
     from storbench.execute.kubernetes import KubernetesExecutor
@@ -248,7 +249,8 @@ class Executors:
     def __init__(self, local: Executor, servers: Sequence[str], fio_binary: str, label: str,
                  k8s_lab: K8sLabInfo | None) -> None:
         self.local = local
-        self.hosts = HostsExecutor(fio_binary, servers) if servers else None
+        self.hosts = (HostsExecutor(fio_binary, servers, files_here=all(is_lab_server(s) for s in servers))
+                      if servers else None)
         self.run_label = label
         self.k8s_lab = k8s_lab
         self.chosen: dict[str, Executor] = {}

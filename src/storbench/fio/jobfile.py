@@ -357,11 +357,66 @@ def start_barrier_line(start_at_ns: int, *, shell_only: bool = False) -> str:
             f" && {waits} || ( {shell} )' || ( {shell} ) || true")
 
 
-def with_start_barrier(job_text: str, start_at_ns: int) -> str:
+# What fio replaces in filename_format, as patterns of a file's name (another $ word names no file of ours).
+_NAME_WORDS = {"$jobnum": r"\d+", "$filenum": r"\d+", "$clientuid": r"[^/]*"}
+
+
+@dataclass(frozen=True)
+class CachedFiles:
+    """The files a job will read or write, so their page cache can be dropped before the start barrier: regular
+    files in ``directories`` whose names match ``name_pattern`` (fio's servers put the client's address and a dot
+    before each name, which the pattern allows)."""
+
+    directories: tuple[str, ...]
+    name_pattern: str
+
+
+def _global_options(job_text: str) -> dict[str, str]:
+    options: dict[str, str] = {}
+    in_global = False
+    for line in job_text.split("\n"):
+        if line.startswith("[") and line.endswith("]"):
+            in_global = line == "[global]"
+        elif in_global and "=" in line:
+            key, value = line.split("=", 1)
+            options[key] = value
+    return options
+
+
+def cached_files(job_text: str) -> CachedFiles | None:
+    """The files of a job on a ``directory`` (with storbench's ``filename_format``) whose page cache fio would
+    drop when it opens them (``invalidate``, fio's default), or None where that is not so or not known: the job
+    sets ``invalidate`` itself, fills its files in an earlier section of the same run (the fill must be dropped
+    after it), has more than one measured section, or names its files otherwise."""
+    options = _global_options(job_text)
+    sections = [line[1:-1] for line in job_text.split("\n") if line.startswith("[") and line.endswith("]")]
+    measured = [name for name in sections if name != "global"]
+    if ("invalidate" in options or f"[{FILL_JOB}]" in job_text.split("\n") or len(measured) != 1
+            or "\ninvalidate=" in job_text or "directory" not in options or "filename_format" not in options):
+        return None
+    pattern = ""
+    for part in re.split(r"(\$\w+)", options["filename_format"]):
+        if part.startswith("$"):
+            word = _NAME_WORDS.get(part, re.escape(measured[0]) if part == "$jobname" else None)
+            if word is None:
+                return None
+            pattern += word
+        else:
+            pattern += re.escape(part)
+    if not pattern or "/" in options["filename_format"]:
+        return None
+    directories = tuple(d for d in options["directory"].split(":") if d)
+    return CachedFiles(directories, rf"(?:[^/]*\.)?{pattern}") if directories else None
+
+
+def with_start_barrier(job_text: str, start_at_ns: int, *, cache_dropped: bool = False) -> str:
     """``job_text`` with the start barrier in its first measured section (not [global], not the unmeasured
-    fill before it); sections after a stonewall start when the one before ends, as they always do."""
+    fill before it); sections after a stonewall start when the one before ends, as they always do.
+    ``cache_dropped``: storbench dropped the page cache of the job's files itself before launching fio (see
+    cached_files), so the job does not do it again at the moment (``invalidate=0``)."""
     lines = job_text.split("\n")
     for index, line in enumerate(lines):
         if line.startswith("[") and line.endswith("]") and line[1:-1] not in ("global", FILL_JOB):
-            return "\n".join([*lines[:index + 1], start_barrier_line(start_at_ns), *lines[index + 1:]])
+            barrier = [start_barrier_line(start_at_ns)] + ([_line("invalidate", "0")] if cache_dropped else [])
+            return "\n".join([*lines[:index + 1], *barrier, *lines[index + 1:]])
     raise ValueError("no measured job section")

@@ -6,6 +6,7 @@ hostname (UTS namespace), so fio's clients tell the servers apart as if they wer
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 
@@ -31,6 +32,14 @@ class LabHost:
     @property
     def server(self) -> str:
         return f"{self.address},{FIO_SERVER_PORT}"
+
+
+def is_lab_server(server: str) -> bool:
+    """Whether ``server`` ("address,port") is a host of the hosts lab (so it sees this machine's files)."""
+    try:
+        return ipaddress.ip_address(server.split(",", 1)[0]) in ipaddress.ip_network(SUBNET)
+    except ValueError:
+        return False
 
 
 def lab_host(index: int) -> LabHost:
