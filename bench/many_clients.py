@@ -9,8 +9,8 @@ all, in an order that turns each round (no way always runs first, when the barri
 one `fio --client` launch without a barrier (as storbench first made it); the barrier as a plain shell wait
 (`date`, then `sleep` for what was left, fio dropping each file's cache as it opens it: storbench's barrier
 until 2026-11); storbench's start barrier now (HostsExecutor.run_case on the hosts lab: bash reads the clock and
-waits in one process, and storbench dropped the files' cache before the launch). Beside the truth, what
-storbench stores as the repetition's skew.
+waits in one process at real-time priority, and storbench dropped the files' cache before the launch).
+Beside the truth, what storbench stores as the repetition's skew.
 
 Then a whole `storbench run`: how long bringing the hosts up took, the run's wall time, the start skew it
 stored, how many clients reported, and how long merging their results took (histograms added, records built).

@@ -221,6 +221,39 @@ def test_the_barrier_holds_a_real_fio_job_until_its_moment_and_leaves_no_file(tm
     assert not list(tmp_path.glob("*.prerun.txt"))
 
 
+@pytest.mark.fio
+@pytest.mark.skipif(shutil.which("fio") is None or shutil.which("chrt") is None or os.geteuid() != 0,
+                    reason="needs fio, chrt and root")
+def test_the_barrier_waits_at_real_time_priority_and_fio_keeps_its_own(tmp_path: Path) -> None:
+    """While a job waits at the barrier, the waiting bash is SCHED_FIFO (its wait ends at the moment even on a
+    saturated machine) and fio, its parent, is not."""
+    fio = shutil.which("fio")
+    assert fio is not None
+    start_at_ns = int((time.time() + 2.0) * 1e9)
+    job = tmp_path / "j.fio"
+    job.write_text(f"[j]\ndirectory={tmp_path}\nsize=1m\nrw=randread\nbs=4k\nruntime=0.2\ntime_based=1\n"
+                   f"{start_barrier_line(start_at_ns)}\n")
+    process = subprocess.Popen([fio, "--output-format=json", str(job)], cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    found: list[tuple[int, int]] = []  # (waiting bash's policy, its parent's), as seen until it changes
+    try:  # bash asks for its priority right after it starts: look until it has it, or the wait is nearly over
+        while not (found and found[-1][0] == os.SCHED_FIFO) and time.time_ns() < start_at_ns - 200_000_000:
+            for entry in Path("/proc").iterdir():
+                try:
+                    command = (entry / "cmdline").read_bytes()
+                    parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+                if command.startswith(b"bash") and str(start_at_ns // 1000).encode() in command:
+                    found.append((os.sched_getscheduler(int(entry.name)), os.sched_getscheduler(parent)))
+            time.sleep(0.05)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    assert found and found[-1] == (os.SCHED_FIFO, os.SCHED_OTHER)
+
+
 def test_servers_get_the_s3_keys_inside_the_job_text_sent() -> None:
     text = "[j]\nhttp_s3_keyid=${STORBENCH_S3_KEY_ID}\nhttp_s3_key=${STORBENCH_S3_KEY}\n"
     env = (("STORBENCH_S3_KEY_ID", "AKIA0001"), ("STORBENCH_S3_KEY", "se/cr+et"), ("CEPH_CONF", "/etc/x"))

@@ -328,8 +328,12 @@ def render_client_jobs(case: Case, binding: JobBinding, repetition: int | None =
 # So bash (when the server has it: `command -v` is the shell's own, and the shell becomes bash) reads the clock
 # itself ($EPOCHREALTIME, no process started) and waits in the same process (`read -t` on a pipe nobody writes):
 # first until a quarter second before the moment, then, on a machine that has gone quiet, the rest. At the moment
-# one process per job ends and nothing else starts. Without bash 5 the shell does it as before (`date`, then
-# `exec sleep`); the parenthesised fallbacks run only when the line before them failed. The redirection belongs
+# one process per job ends and nothing else starts. Where the server may (root, util-linux's chrt), bash waits
+# at real-time priority (SCHED_FIFO 1): at the moment all the waits end at once instead of queueing behind the
+# first jobs to start, and the job itself (fio) runs at its own priority, which the wait does not change; a
+# sleeping real-time process takes no CPU, and the kernel caps real-time use anyway. Without bash 5 the shell
+# does it as before (`date`, then `exec sleep`); the parenthesised fallbacks run only when the line before them
+# failed. The redirection belongs
 # to the `true` after the last `||`, which runs only if everything failed, so no file is left in the server's
 # directory. A server past the moment does not wait. Values inside are storbench's own integers; fio cuts option
 # values at ';' and '#' and replaces '${NAME}', so none of those appear.
@@ -354,7 +358,7 @@ def start_barrier_line(start_at_ns: int, *, shell_only: bool = False) -> str:
     waits = " && ".join(_BASH_WAIT_UNTIL.format(until_us=until_us)
                         for until_us in (start_at_us - int(BARRIER_QUIET_S * 1e6), start_at_us))
     return (f"exec_prerun=command -v bash > /dev/null && exec bash -c 'exec 3<> <(:) && [[ -n $EPOCHREALTIME ]]"
-            f" && {waits} || ( {shell} )' || ( {shell} ) || true")
+            f" && ( chrt -f -p 1 $$ > /dev/null 2>&1 || true ) && {waits} || ( {shell} )' || ( {shell} ) || true")
 
 
 # What fio replaces in filename_format, as patterns of a file's name (another $ word names no file of ours).
