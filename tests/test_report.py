@@ -125,6 +125,8 @@ def test_report_renders_every_figure_in_chromium(db: Path, tmp_path: Path, capsy
     assert "[global]" in text and "rate_iops=300" in text  # provenance: the exact job files
     # utilisation beside performance: the bottleneck table and the utilisation figures
     assert "<h2>Bottlenecks</h2>" in text and "host CPU" in text
+    # the summary's warnings (its last column) wrap rather than run past the card at 1400 px
+    assert "<table class='data summary'>" in text and "table.summary td:last-child" in text
     # one heading per section: the comparison's bars sit under its table, the curves under theirs
     assert text.count("<h2>Comparison</h2>") == 1 and text.count("<h2>Saturation</h2>") == 1
     assert text.index("id='compare-iops'") > text.index("<h2>Comparison</h2>")

@@ -107,7 +107,7 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
                  p.bottleneck.kind.value, "; ".join(w.text() for w in p.warnings))
         css = ' class="failed"' if p.repetitions_ok < p.repetitions_total else ""
         rows.append(f"<tr{css}>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
-    return ("<div class='wide'><table class='data'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
+    return ("<div class='wide'><table class='data summary'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
             + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
 
 
@@ -201,6 +201,7 @@ header p{margin:4px 0 0;color:#b8c2cc;font-size:13px}
 main{padding:8px 32px 40px;max-width:1500px}section{background:#fff;border-radius:6px;padding:12px 20px;
 margin:16px 0;box-shadow:0 1px 2px rgba(0,0,0,.08)}h2{font-size:18px;margin:8px 0}
 div.wide{overflow-x:auto}
+table.summary td:last-child,table.summary th:last-child{white-space:normal;text-align:left;min-width:14em}
 table.data{border-collapse:collapse;font-size:12.5px;width:100%}table.data th,table.data td{padding:3px 7px;
 border-bottom:1px solid #e3e6ea;text-align:right;white-space:nowrap}table.data th{background:#eef1f4}
 table.data td:first-child,table.data th:first-child{text-align:left}tr.failed td{color:#b00020}
