@@ -93,7 +93,7 @@ def start_skew_truth(clients: int, runtime_s: int, rounds: int, rate_iops: int |
             binding = JobBinding(options=(("directory", str(work / "data")),
                                           ("filename_format", "storbench.$jobnum.$filenum")))
             before = HostsExecutor("fio", info.servers)  # the barrier as it was: fio drops each file's cache
-            executor = HostsExecutor("fio", info.servers, files_here=True)  # as `storbench run` makes it here
+            executor = HostsExecutor("fio", info.servers, lab_servers=True)  # as `storbench run` makes it here
             issued: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}
             completed: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}
             stored: dict[str, list[float]] = {arm: [] for arm, _ in ARMS}

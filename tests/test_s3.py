@@ -16,7 +16,7 @@ from storbench.fio.parse import client_measurement, parse_fio_json
 from storbench.model import S3Target
 from storbench.plan import expand
 from storbench.s3sign import EMPTY_SHA256, S3Credentials, signed_headers
-from storbench.targets.s3 import S3Service, load_credentials, s3_binding
+from storbench.targets.s3 import S3Access, S3Service, load_credentials, s3_binding
 
 AWS_EXAMPLE = S3Credentials("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
 
@@ -55,13 +55,13 @@ def test_object_cases_render_the_http_engine_with_keys_only_in_the_environment()
     # iodepth does not apply to the http engine (one request at a time per job): 4 operations x 2 sizes
     assert len(cases) == 8 and {c.workload.iodepth for c in cases} == {1}
     service = S3Service("http://127.0.0.1:9", "us-east-1", S3Credentials("KEYID123", "sEcReT/KEY"))
-    binding = s3_binding(service, "bench", "/opt/fio")
+    binding = s3_binding(service, "bench", "/opt/fio", "storbench.0123456789ab.")
     assert dict(binding.env) == {"STORBENCH_S3_KEY_ID": "KEYID123", "STORBENCH_S3_KEY": "sEcReT/KEY"}
     texts = {(c.workload.rw, c.workload.bs_bytes): render_job(c, binding, 0) for c in cases}
     for text in texts.values():
         assert "sEcReT" not in text and "KEYID123" not in text
         assert "http_s3_key=${STORBENCH_S3_KEY}\n" in text and "http_s3_keyid=${STORBENCH_S3_KEY_ID}\n" in text
-        assert "ioengine=http\n" in text and "filename_format=/bench/storbench.$jobnum.$filenum\n" in text
+        assert "ioengine=http\n" in text and "filename_format=/bench/storbench.0123456789ab.$jobnum.$filenum\n" in text
     put, get = texts[("put", 4096)], texts[("get", 1 << 20)]
     assert FILL_JOB not in put and "rw=write\n" in put and "time_based=1\n" in put and "size=32k\n" in put
     # get PUTs its objects first (same geometry: the same object names), then reads them for runtime
@@ -89,20 +89,23 @@ def test_the_unmeasured_put_of_a_get_job_is_left_out_of_the_measurement() -> Non
     assert [(d.direction.value, d.total_ios) for d in measured.directions] == [("read", 40)]
 
 
-def test_credentials_come_from_the_environment_or_an_aws_credentials_file(tmp_path: Path) -> None:
-    spec = S3Target(name="s", endpoint="http://h:1", bucket="b", region="us-east-1")
-    keys = load_credentials(spec, {"AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret"})
+def test_credentials_come_from_the_operators_environment_or_credentials_file(tmp_path: Path) -> None:
+    keys = load_credentials(S3Access(), {"AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret"})
     assert (keys.access_key, keys.secret_key) == ("id", "secret")
     (tmp_path / "creds").write_text("[default]\naws_access_key_id = a1\naws_secret_access_key = s1\n"
-                                    "[bench]\naws_access_key_id = a2\naws_secret_access_key = s2\n")
-    from dataclasses import replace
-
-    keys = load_credentials(replace(spec, credentials_file=str(tmp_path / "creds"), profile="bench"), {})
-    assert (keys.access_key, keys.secret_key) == ("a2", "s2")
+                                    "[bench]\naws_access_key_id = a2\naws_secret_access_key = s%2\n")
+    keys = load_credentials(S3Access(credentials_file=str(tmp_path / "creds"), profile="bench"), {})
+    assert (keys.access_key, keys.secret_key) == ("a2", "s%2")  # no interpolation of '%'
 
 
 @pytest.mark.parametrize(("extra", "target", "message"), [
     ("", None, "no S3 credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY not set)"),
+    ("", '{kind: s3, endpoint: "http://127.0.0.1:9", bucket: bench, credentials_file: /root/.aws/credentials}',
+     "credentials_file is not a plan setting: S3 keys come from the operator"),
+    ("", '{kind: s3, endpoint: "http://127.0.0.1:9", bucket: bench, profile: prod}',
+     "profile is not a plan setting"),
+    ("", '{kind: s3, endpoint: "http://127.0.0.2:9", bucket: bench}',
+     "endpoint http://127.0.0.2:9 is not one the operator allows S3 keys to go to"),
     ("", "{kind: s3}", "has no endpoint and the plan's Ceph lab runs no radosgw"),
     ("", '{kind: s3, endpoint: "http://127.0.0.1:9"}', "has an endpoint but no bucket"),
     ("", '{kind: s3, endpoint: "http://h;rm -rf /", bucket: b}', "is not an http(s)://host[:port] endpoint"),
@@ -118,7 +121,8 @@ def test_bad_s3_plans_give_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Ca
     if target is not None:
         text = text.replace('{kind: s3, endpoint: "http://127.0.0.1:9", bucket: bench}', target)
     db = tmp_path / "r.db"
-    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, text)), "--db", str(db))
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, text)), "--db", str(db),
+                             "--s3-endpoint", "http://127.0.0.1:9")
     assert code == 2, out + err
     assert message in err and len(err.strip().splitlines()) <= 2, err  # the line and its hint
     assert not db.exists()
@@ -140,7 +144,9 @@ def test_binding_refuses_a_region_that_could_change_the_job_file() -> None:
 
     service = S3Service("http://h:1", "us-east-1\n[evil]", S3Credentials("a", "b"))
     with pytest.raises(UserError):
-        s3_binding(service, "bench", "/opt/fio")
+        s3_binding(service, "bench", "/opt/fio", "storbench.0123456789ab.")
+    with pytest.raises(ValueError, match="not an object prefix"):
+        s3_binding(S3Service("http://h:1", "us-east-1", S3Credentials("a", "b")), "bench", "/opt/fio", "x\n[e]")
     assert JobBinding(options=()).env == ()
 
 

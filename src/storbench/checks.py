@@ -14,6 +14,7 @@ from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
 from storbench.model import Case
 from storbench.targets.base import PreparedTarget
 from storbench.targets.registry import check_targets
+from storbench.targets.s3 import NO_S3_ACCESS, S3Access
 
 
 @dataclass(frozen=True)
@@ -86,13 +87,15 @@ def check_machine(loaded: LoadedPlan) -> None:
                         hint=f"give each OSD at most {cores} cores")
 
 
-def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str, *, create: bool) -> Checked:
-    """All checks that can fail, before anything runs: never a half-run on a bad plan."""
+def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str, *, create: bool,
+                     dry_run: bool = False, s3: S3Access = NO_S3_ACCESS) -> Checked:
+    """All checks that can fail, before anything runs: never a half-run on a bad plan. ``dry_run``
+    (`storbench plan`): no credential read, nothing sent over the network. ``s3``: the operator's S3 settings."""
     check_machine(loaded)
     engines = tuple(sorted({case.workload.ioengine for case in cases}))
     caps = fio_capabilities(fio_binary, engines)
     check_fio_against_plan(loaded, cases, caps)
     writes = precondition_cases(loaded, cases)  # checked like any case: their writes meet the same guards
     targets = check_targets([*cases, *writes], create=create, remote=loaded.config.hosts is not None,
-                            where=lambda name: loaded.source.where(("targets", name)))
+                            where=lambda name: loaded.source.where(("targets", name)), dry_run=dry_run, s3=s3)
     return Checked(capabilities=caps, targets=targets)

@@ -182,15 +182,13 @@ class ImportedTarget:
 @dataclass(frozen=True)
 class S3Target:
     """An S3 bucket through fio's http engine: ``endpoint`` None for the Ceph lab's radosgw (its bucket
-    ``storbench`` made by storbench). Keys come from the environment or ``credentials_file`` at run time and are
-    never part of the target."""
+    ``storbench`` made by storbench). Keys come from the operator at run time (the command line or the environment)
+    and are never part of the target."""
 
     name: str
     endpoint: str | None
     bucket: str | None
     region: str
-    credentials_file: str | None = None
-    profile: str | None = None
     kind: ClassVar[Literal["s3"]] = "s3"
 
     @property

@@ -56,6 +56,7 @@ from storbench.plan import (
     schedule,
     working_set_bytes,
 )
+from storbench.redact import env_secrets, redact_outcome
 from storbench.sessions import (
     LabObserver,
     claim_run_test_files,
@@ -171,7 +172,8 @@ def run_plan(
     position = 0
     with client_hosts(loaded, caps, observer, keep=keep_lab) as servers, \
             kubernetes_lab(loaded, caps, observer, keep=keep_lab) as k8s_lab:
-        executors = Executors(executor, servers, caps.binary, run_label(run_id, platform.node(), store.path), k8s_lab)
+        executors = Executors(executor, servers, caps.binary, run_label(run_id, platform.node(), store.path), k8s_lab,
+                              lab_servers=config.hosts is None)
         deadline = None if budget_s is None else clock() + budget_s
         run = _Run(loaded, checked, store, executors, observer, run_id, keep_lab, ceilings={}, clock=clock,
                    deadline_s=deadline, cases=tuple(cases))
@@ -247,9 +249,10 @@ class Executors:
     (which also measures client ceilings). `close` removes what the pods' executors made (their claims)."""
 
     def __init__(self, local: Executor, servers: Sequence[str], fio_binary: str, label: str,
-                 k8s_lab: K8sLabInfo | None) -> None:
+                 k8s_lab: K8sLabInfo | None, *, lab_servers: bool = False) -> None:
+        """``lab_servers``: the servers are storbench's hosts lab on this machine (not a plan's `hosts`)."""
         self.local = local
-        self.hosts = (HostsExecutor(fio_binary, servers, files_here=all(is_lab_server(s) for s in servers))
+        self.hosts = (HostsExecutor(fio_binary, servers, lab_servers=lab_servers and all(map(is_lab_server, servers)))
                       if servers else None)
         self.run_label = label
         self.k8s_lab = k8s_lab
@@ -394,7 +397,8 @@ def _precondition(run: _Run, pre: Precondition, cases: Sequence[Case], prepared:
         timeout_s = (pre.duration_s or 0.0) + config.timeout_grace
     run.observer.lab_event(f"precondition {case.target.name}: {pre.text()}")
     fio = FioSetup(version=caps.version, binary=prepared.binding.fio_binary, env=prepared.binding.env)
-    outcome = run.executors.for_target(case.target).run_case(case, texts, 0, timeout_s, fio)
+    outcome = redact_outcome(run.executors.for_target(case.target).run_case(case, texts, 0, timeout_s, fio),
+                             env_secrets(fio.env))
     written = sum(d.io_bytes for client in outcome.clients for d in client.directions)
     run.store.save_precondition(run.run_id, PreconditionRecord(
         target=case.target.name, lab=case.lab.pairs(), precondition=pre, status=outcome.status,
@@ -529,7 +533,8 @@ def _run_group(run: _Run, lab: LabPoint, items: Sequence[ScheduledRepetition], f
             if recorder is not None:
                 recorder.start()
             try:
-                outcome = executor.run_case(item.case, job_texts, item.rep_index, timeout_s, fio)
+                outcome = redact_outcome(executor.run_case(item.case, job_texts, item.rep_index, timeout_s, fio),
+                                         env_secrets(fio.env))
             except BaseException:
                 if recorder is not None:
                     recorder.stop()

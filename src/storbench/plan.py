@@ -103,8 +103,7 @@ def target_spec(name: str, config: PathTargetConfig | BlockTargetConfig | RbdTar
                 | PvcTargetConfig | CephfsTargetConfig | S3TargetConfig) -> TargetSpec:
     """A plan's target as the typed target of its kind."""
     if isinstance(config, S3TargetConfig):
-        return S3Target(name=name, endpoint=config.endpoint, bucket=config.bucket, region=config.region,
-                        credentials_file=config.credentials_file, profile=config.profile)
+        return S3Target(name=name, endpoint=config.endpoint, bucket=config.bucket, region=config.region)
     if isinstance(config, PathTargetConfig):
         return PathTarget(name=name, path=config.path, size_bytes=config.size, expect_fs=config.expect_fs)
     if isinstance(config, NfsTargetConfig):

@@ -361,11 +361,12 @@ def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserv
     for prepared in targets:
         details = dict(prepared.details)
         directory = details.get("directory")
-        s3 = service_of(prepared)
-        if s3 is not None:
-            removed = remove_objects(*s3)
+        objects = service_of(prepared)
+        if objects is not None:
+            removed = remove_objects(objects.service, objects.bucket, objects.prefix)
             if removed:
-                observer.lab_event(f"target {prepared.spec.name}: removed {removed} objects from bucket {s3[1]}")
+                observer.lab_event(f"target {prepared.spec.name}: removed {removed} objects from bucket "
+                                   f"{objects.bucket}")
             continue
         if prepared.laid_out:  # an NFS export: no directory of ours, the files by name
             from storbench.targets.nfs import remove_laid_out

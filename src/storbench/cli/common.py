@@ -7,12 +7,16 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from storbench.config import LoadedPlan, load_plan_text
 from storbench.errors import UserError
 from storbench.private_files import write_private
+
+if TYPE_CHECKING:
+    from storbench.targets.s3 import S3Access
 
 DEFAULT_DB = "results.db"
 
@@ -56,6 +60,23 @@ def db_option(p: argparse.ArgumentParser) -> None:
 
 def fio_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fio", default=None, help="fio binary (default: $STORBENCH_FIO or fio on PATH)")
+
+
+def s3_options(p: argparse.ArgumentParser) -> None:
+    """The operator's S3 settings: a plan names an S3 endpoint, but only these send keys to it."""
+    p.add_argument("--s3-endpoint", action="append", default=[], metavar="URL",
+                   help="an S3 endpoint the operator's keys may be sent to (repeatable; also $STORBENCH_S3_ENDPOINTS, "
+                   "space-separated); an s3 target of the plan on any other endpoint is refused")
+    p.add_argument("--s3-credentials-file", default=None, metavar="FILE",
+                   help="S3 keys in ~/.aws/credentials format (default: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
+    p.add_argument("--s3-profile", default=None, metavar="NAME",
+                   help="the section of --s3-credentials-file (default: default)")
+
+
+def s3_access(args: argparse.Namespace) -> S3Access:
+    from storbench.targets.s3 import S3Access
+
+    return S3Access.of(args.s3_endpoint, args.s3_credentials_file, args.s3_profile, os.environ)
 
 
 def where_option(p: argparse.ArgumentParser, help_text: str) -> None:

@@ -12,7 +12,7 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
-from storbench.cli.common import _console, _read_plan, db_option, fio_option
+from storbench.cli.common import _console, _read_plan, db_option, fio_option, s3_access, s3_options
 from storbench.cli.results import _print_results
 from storbench.errors import UserError
 from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status
@@ -104,7 +104,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     loaded = _read_plan(args.plan)
     cases = expand(loaded)
-    checked = check_everything(loaded, cases, find_fio(args.fio), create=False)
+    checked = check_everything(loaded, cases, find_fio(args.fio), create=False, dry_run=True, s3=s3_access(args))
     out = _console()
     table, constants = plan_table(cases, f"plan '{loaded.config.name}' ({args.plan})")
     out.print(table)
@@ -206,7 +206,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError(f"nothing to resume: no results database {args.db}", hint=f"run `storbench run "
                         f"{args.plan} --db {args.db}` without --resume to start")
     fio_binary = find_fio(args.fio)
-    checked = check_everything(loaded, cases, fio_binary, create=True)
+    checked = check_everything(loaded, cases, fio_binary, create=True, s3=s3_access(args))
     store = open_store(args.db)
     out = _console()
     for line in _summary(loaded, cases, checked):
@@ -249,12 +249,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("plan", help="plan file (YAML)")
     db_option(p)  # accepted like every command's; plan reads and writes no database
     fio_option(p)
+    s3_options(p)  # checked as run checks them, but plan reads no key and sends nothing
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("run", help="run a plan with fio, storing each repetition as it finishes")
     p.add_argument("plan", help="plan file (YAML)")
     db_option(p)
     fio_option(p)
+    s3_options(p)
     p.add_argument("--resume", action="store_true",
                    help="continue the latest run of this plan: run only repetitions not yet stored as ok")
     p.add_argument("--budget", type=_duration, default=None, metavar="DURATION",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Literal, TypeVar, Union
+from typing import Annotated, Any, Literal, TypeVar, Union
 
 from pydantic import (
     BaseModel,
@@ -349,17 +349,16 @@ BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 class S3TargetConfig(StrictModel):
     """An S3 bucket, driven by fio's http engine in S3 mode (the fio storbench builds with libcurl): the plan's
     Ceph lab's radosgw (`lab.ceph.rgw: true`; storbench makes an S3 user and the bucket) or any S3 service. Keys
-    come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or `credentials_file`; they reach fio through its
-    environment and are never stored. storbench's objects (`storbench.*`) are removed after the run."""
+    come from the operator, never from a plan: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or `storbench run
+    --s3-credentials-file`, and go only to an endpoint the operator allows (`--s3-endpoint`); they reach fio
+    through its environment and are never stored. This run's objects (`storbench.<run token>.*`) are removed
+    after the run."""
 
     kind: Literal["s3"] = Field(description="`s3`")
     endpoint: str | None = Field(None, description="http(s)://host[:port]; default: the plan's Ceph lab's radosgw.")
     bucket: str | None = Field(None, description="An existing bucket; default on the lab: `storbench`, made for "
                                "the run.")
     region: str = Field("us-east-1", description="The region requests are signed for.")
-    credentials_file: str | None = Field(None, description="A file in ~/.aws/credentials format; default: the "
-                                         "environment.")
-    profile: str | None = Field(None, description="The section of credentials_file (default `default`).")
     expect: ExpectConfig | None = EXPECT_FIELD
 
     @field_validator("endpoint")
@@ -376,19 +375,22 @@ class S3TargetConfig(StrictModel):
             raise ValueError(f"{value!r} is not an S3 bucket name (3-63 lowercase letters, digits, '.', '-')")
         return value
 
-    @field_validator("region", "profile")
+    @field_validator("region")
     @classmethod
-    def _region(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"^[A-Za-z0-9_-]{1,40}$", value):
-            raise ValueError(f"{value!r} is not a region or profile name")
+    def _region(cls, value: str) -> str:
+        if not re.fullmatch(r"^[A-Za-z0-9_-]{1,40}$", value):
+            raise ValueError(f"{value!r} is not a region name")
         return value
 
-    @field_validator("credentials_file")
+    @model_validator(mode="before")
     @classmethod
-    def _credentials_file(cls, value: str | None) -> str | None:
-        if value is not None and not SAFE_PATH_RE.fullmatch(value):
-            raise ValueError(f"credentials_file {value!r} has characters storbench will not accept")
-        return value
+    def _no_credentials(cls, data: Any) -> Any:
+        named = [key for key in ("credentials_file", "profile") if isinstance(data, dict) and key in data]
+        if named:
+            raise ValueError(f"{named[0]} is not a plan setting: S3 keys come from the operator, not the plan "
+                             "(storbench run --s3-credentials-file FILE [--s3-profile NAME], or AWS_ACCESS_KEY_ID "
+                             "and AWS_SECRET_ACCESS_KEY)")
+        return data
 
 
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")

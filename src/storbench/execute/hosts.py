@@ -170,9 +170,10 @@ class HostsExecutor:
     name = "hosts"
 
     def __init__(self, fio_binary: str, servers: Sequence[str], *, term_grace_s: float = 3.0,
-                 files_here: bool = False) -> None:
+                 lab_servers: bool = False) -> None:
         self.fio_binary = fio_binary
-        self.files_here = files_here  # the servers see this machine's files (the hosts lab)
+        # the servers are the hosts lab's, on this machine: they see its files, and keys sent to them stay here
+        self.lab_servers = lab_servers
         self.servers = tuple(servers)
         self.term_grace_s = term_grace_s
         self._reached_s: dict[int, float] = {}  # clients -> seconds from launch to the last server at the barrier
@@ -201,19 +202,22 @@ class HostsExecutor:
     def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
                  fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:
         """The servers run their own fio: ``fio.binary`` stays on this machine, and of ``fio.env`` only the S3
-        keys go, inside the job texts sent (never stored). With more than one client the job texts gain the start
+        keys go, inside the job texts sent (never stored), and only to the hosts lab's servers on this machine: a
+        plan's own servers expand ``${STORBENCH_S3_KEY_ID}`` and ``${STORBENCH_S3_KEY}`` in their own environment
+        (the operator's keys never leave this machine). With more than one client the job texts gain the start
         barrier (and are stored with it: what ran)."""
         chosen = list(self.servers[:case.clients])
         barrier_at_s: float | None = None
         if len(chosen) >= 2:
-            dropped = [self.files_here and _cache_dropped(text) for text in job_texts]
+            dropped = [self.lab_servers and _cache_dropped(text) for text in job_texts]
             lead_s = barrier_lead_s(len(chosen), self._reached_s.get(len(chosen)))
             launch_s = time.time()
             barrier_at_s = launch_s + lead_s
             job_texts = [with_start_barrier(text, int(barrier_at_s * 1e9), cache_dropped=done)
                          for text, done in zip(job_texts, dropped, strict=True)]
             timeout_s += lead_s
-        result = self.run_clients([with_server_env(text, fio.env) for text in job_texts], chosen, timeout_s)
+        sent = [with_server_env(text, fio.env) for text in job_texts] if self.lab_servers else list(job_texts)
+        result = self.run_clients(sent, chosen, timeout_s)
         if barrier_at_s is not None:
             arrivals = barrier_arrivals_s(result.stamped_lines)
             if len(arrivals) == len(chosen):

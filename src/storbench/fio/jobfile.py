@@ -27,7 +27,7 @@ _JOB_VALUE_RE = re.compile(r"[A-Za-z0-9_.,:/+%@ =*^~\\-]*")
 _JOB_KEY_RE = re.compile(r"[a-z][a-z0-9_]*")
 _OWN_FILENAME_FORMAT_RE = re.compile(  # (in an S3 bucket, or in the metadata directory of an NFS export)
     r"(?:/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/|/storbench-files/(?:create|stat|delete|metadata)/)?"
-    r"storbench\.(?:c[0-9]{1,4}\.)?\$jobnum\.\$filenum")
+    r"storbench\.(?:[0-9a-f]{8,32}\.)?(?:c[0-9]{1,4}\.)?\$jobnum\.\$filenum")  # (an S3 run's token)
 # S3 keys reach fio's http engine only through its environment: the job text names the variables.
 S3_KEY_ID_ENV = "STORBENCH_S3_KEY_ID"
 S3_KEY_ENV = "STORBENCH_S3_KEY"
@@ -295,7 +295,7 @@ def client_image(image: str, index: int) -> str:
 
 def _client_option(key: str, value: str, index: int) -> str:
     if key == "filename_format":
-        return value.replace("storbench.", f"storbench.c{index}.", 1)
+        return value.replace("$jobnum", f"c{index}.$jobnum", 1)
     if key == "rbdname":
         return client_image(value, index)
     return value

@@ -44,6 +44,7 @@ from storbench.model import (
     WorkloadPoint,
 )
 from storbench.private_files import create_private
+from storbench.redact import redact_outcome
 from storbench.store.codec import compress_text, decode_histogram, decompress_text, encode_histogram
 from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
 
@@ -447,7 +448,9 @@ class Store:
                         target_details: Sequence[tuple[str, str]],
                         telemetry: RepetitionTelemetry | None = None) -> int:
         """Store one repetition with everything it produced, atomically. A failed earlier attempt of the
-        same repetition in the same run is replaced."""
+        same repetition in the same run is replaced. No option value that names a secret is kept (fio echoes its
+        options, keys expanded)."""
+        outcome = redact_outcome(outcome)
         with self.transaction() as conn:
             _insert_case(conn, case)
             conn.execute("DELETE FROM repetitions WHERE run_id = ? AND case_id = ? AND rep_index = ?",
@@ -607,11 +610,15 @@ def target_to_json(target: TargetSpec) -> dict[str, object]:
     return {"schema": TARGET_SCHEMA, "kind": target.kind, **asdict(target)}
 
 
+# Fields targets no longer have: an s3 target's credentials file and profile (the operator's now, not the plan's)
+_DROPPED_TARGET_FIELDS = ("credentials_file", "profile")
+
+
 def target_from_json(raw: dict[str, Any]) -> TargetSpec:
     """A stored target (schema 2; migration 5 converted older rows)."""
     if raw.get("schema") != TARGET_SCHEMA:
         raise ValueError(f"target stored in an unknown shape: {raw!r}")
-    fields = {k: v for k, v in raw.items() if k not in ("schema", "kind")}
+    fields = {k: v for k, v in raw.items() if k not in ("schema", "kind", *_DROPPED_TARGET_FIELDS)}
     if "node_selector" in fields:
         fields["node_selector"] = tuple((str(key), str(label)) for key, label in fields["node_selector"])
     return _TARGET_TYPES[str(raw["kind"])](**fields)

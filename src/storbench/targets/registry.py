@@ -25,7 +25,7 @@ from storbench.targets.base import PreparedTarget
 from storbench.targets.ceph import DEFAULT_CEPH_CONF, check_rbd_target, prepare_rbd_target
 from storbench.targets.local import check_block_target, check_path_target, remote_target
 from storbench.targets.nfs import check_nfs_target, prepare_nfs_target
-from storbench.targets.s3 import LAB_BUCKET, S3Service, load_credentials, prepare_s3_target
+from storbench.targets.s3 import LAB_BUCKET, NO_S3_ACCESS, S3Access, S3Service, load_credentials, prepare_s3_target
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,19 @@ class LabEnvironment:
         return bool(self.servers)
 
 
-# check(spec, cases, create, where) -> the prepared target, or None when it is prepared once its lab is up
-Check = Callable[[TargetSpec, Sequence[Case], bool, str], PreparedTarget | None]
+@dataclass(frozen=True)
+class CheckContext:
+    """How targets are checked before any I/O. ``create``: make missing directories (a run, not a dry run).
+    ``dry_run`` (`storbench plan`): read no credential and send nothing over the network. ``s3``: what the operator
+    (never the plan) lets S3 targets use."""
+
+    create: bool
+    dry_run: bool = False
+    s3: S3Access = NO_S3_ACCESS
+
+
+# check(spec, cases, context, where) -> the prepared target, or None when it is prepared once its lab is up
+Check = Callable[[TargetSpec, Sequence[Case], CheckContext, str], PreparedTarget | None]
 # prepare(spec, cases, environment) -> the prepared target
 Prepare = Callable[[TargetSpec, Sequence[Case], LabEnvironment], PreparedTarget]
 
@@ -69,11 +80,11 @@ def _as(spec: TargetSpec, kind: type[T]) -> T:
     return spec
 
 
-def _path_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> PreparedTarget:
-    return check_path_target(_as(spec, PathTarget), cases, create=create, where=where)
+def _path_check(spec: TargetSpec, cases: Sequence[Case], context: CheckContext, where: str) -> PreparedTarget:
+    return check_path_target(_as(spec, PathTarget), cases, create=context.create, where=where)
 
 
-def _block_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> PreparedTarget | None:
+def _block_check(spec: TargetSpec, cases: Sequence[Case], context: CheckContext, where: str) -> PreparedTarget | None:
     """A device the user names is checked now; the volume lab's exists only once the lab is up."""
     spec = _as(spec, BlockTarget)
     if spec.device is None:
@@ -92,11 +103,11 @@ def _block_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment)
         details=(("kind", "block"), ("device", env.volume_device), ("volume_lab", "yes")))
 
 
-def _cephfs_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> PreparedTarget | None:
+def _cephfs_check(spec: TargetSpec, cases: Sequence[Case], context: CheckContext, where: str) -> PreparedTarget | None:
     """A CephFS the user mounted is a directory; the lab's is mounted only once the lab is up."""
     spec = _as(spec, CephfsTarget)
     if spec.path is not None and not any(c.lab for c in cases):
-        return check_path_target(spec, cases, create=create, where=where)
+        return check_path_target(spec, cases, create=context.create, where=where)
     return None
 
 
@@ -108,7 +119,7 @@ def _cephfs_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment
     return check_path_target(replace(spec, path=directory), cases, create=True, claim=True)
 
 
-def _rbd_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> None:
+def _rbd_check(spec: TargetSpec, cases: Sequence[Case], context: CheckContext, where: str) -> None:
     check_rbd_target(_as(spec, RbdTarget), cases, where=where)
 
 
@@ -119,7 +130,7 @@ def _rbd_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -
                               writes=any(rw_writes(c.workload.rw) for c in cases))
 
 
-def _nfs_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> None:
+def _nfs_check(spec: TargetSpec, cases: Sequence[Case], context: CheckContext, where: str) -> None:
     check_nfs_target(_as(spec, NfsTarget), cases, where=where)
 
 
@@ -131,16 +142,24 @@ def _nfs_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -
     return prepare_nfs_target(spec, url, cases, servers=env.servers, client_fio=env.fio_binary)
 
 
-def _s3_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> PreparedTarget | None:
-    """An S3 service the user names is checked now (keys, bucket); the lab's radosgw once the lab is up."""
+def _s3_check(spec: TargetSpec, cases: Sequence[Case], context: CheckContext, where: str) -> PreparedTarget | None:
+    """An S3 service the plan names gets the operator's keys only if the operator allows its endpoint; it is
+    checked now (keys, bucket), except in a dry run. The lab's radosgw is prepared once the lab is up."""
     spec = _as(spec, S3Target)
     if spec.endpoint is None or spec.bucket is None:
         return None
+    if not context.s3.allows(spec.endpoint):
+        raise UserError(f"target '{spec.name}': endpoint {spec.endpoint} is not one the operator allows S3 keys to "
+                        "go to", where=where, hint=f"if you trust it, run with --s3-endpoint {spec.endpoint} (or "
+                        "set STORBENCH_S3_ENDPOINTS)")
+    if context.dry_run:
+        return None
     try:
-        credentials = load_credentials(spec)
+        credentials = load_credentials(context.s3)
     except UserError as exc:
-        raise UserError(exc.message, where=where, hint=exc.hint) from None
-    return prepare_s3_target(spec, S3Service(spec.endpoint, spec.region, credentials), spec.bucket, cases, where)
+        raise UserError(f"target '{spec.name}': {exc.message}", where=where, hint=exc.hint) from None
+    return prepare_s3_target(spec, S3Service(spec.endpoint, spec.region, credentials, allowed=True), spec.bucket,
+                             cases, where)
 
 
 def _s3_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -> PreparedTarget:
@@ -150,7 +169,7 @@ def _s3_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) ->
     return prepare_s3_target(spec, env.s3, spec.bucket or LAB_BUCKET, cases)
 
 
-def _pvc_check(spec: TargetSpec, cases: Sequence[Case], create: bool, where: str) -> None:
+def _pvc_check(spec: TargetSpec, cases: Sequence[Case], context: CheckContext, where: str) -> None:
     return None  # claims are made by the Kubernetes executor
 
 
@@ -191,13 +210,16 @@ def by_target(cases: Sequence[Case]) -> dict[str, list[Case]]:
 
 
 def check_targets(cases: Sequence[Case], *, create: bool, remote: bool = False,
-                  where: Callable[[str], str] = lambda name: "") -> dict[str, PreparedTarget]:
-    """Check every target of a plan before any I/O; ``create`` makes missing directories.
+                  where: Callable[[str], str] = lambda name: "", dry_run: bool = False,
+                  s3: S3Access = NO_S3_ACCESS) -> dict[str, PreparedTarget]:
+    """Check every target of a plan before any I/O; ``create`` makes missing directories; ``dry_run`` reads no
+    credential and sends nothing; ``s3`` is what the operator lets S3 targets use.
     ``where`` turns a target name into its place in the plan file, for messages. Targets that need a lab
     (rbd, nfs, the lab's CephFS) or a cluster (pvc) are only checked here and prepared by the run once it is up.
     ``remote``: the I/O runs on other machines (the plan's fio servers), so their directories and devices are not
     looked at here."""
     prepared: dict[str, PreparedTarget] = {}
+    context = CheckContext(create=create, dry_run=dry_run, s3=s3)
     for name, target_cases in by_target(cases).items():
         spec = target_cases[0].target
         kind = _kind(spec)
@@ -206,7 +228,7 @@ def check_targets(cases: Sequence[Case], *, create: bool, remote: bool = False,
             continue
         if remote and isinstance(spec, NfsTarget):
             continue  # the servers run their own nfs-capable fio; laid out through them once the run starts
-        found = kind.check(spec, target_cases, create, where(name))
+        found = kind.check(spec, target_cases, context, where(name))
         if found is not None:
             prepared[name] = found
     return prepared

@@ -7,12 +7,11 @@ from __future__ import annotations
 import configparser
 import os
 import re
-import urllib.error
-import urllib.request
-from collections.abc import Sequence
+import secrets
+import stat
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from urllib.parse import quote, urlsplit
 from xml.etree import ElementTree
 
@@ -20,24 +19,62 @@ from storbench.errors import UserError
 from storbench.fio.jobfile import S3_KEY_ENV, S3_KEY_ID_ENV, JobBinding
 from storbench.fio.options import parse_engines
 from storbench.model import Case, S3Target
+from storbench.netclient import request
 from storbench.s3sign import EMPTY_SHA256, S3Credentials, canonical_query, signed_headers
 from storbench.shell import run
 from storbench.targets.base import PreparedTarget
 
 LAB_BUCKET = "storbench"  # the bucket storbench makes on its Ceph lab's radosgw
-# The prefix of every object storbench writes: objects are removed by it after the run, and nothing else is.
+# Every object storbench writes is named <this><run token>.<job>.<file>...: after the run, objects with this run's
+# token are removed, and nothing else.
 OBJECT_PREFIX = "storbench."
 ENV_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+ENDPOINTS_ENV = "STORBENCH_S3_ENDPOINTS"  # endpoints the operator allows the keys to go to, space-separated
+MAX_CREDENTIALS_BYTES = 1024 * 1024
+MAX_LIST_PAGES = 1000  # 1,000 keys a page: a run's own objects are far fewer
 _NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+
+
+def endpoint_key(endpoint: str) -> str:
+    """An endpoint as compared: scheme, lower-case host and port (the scheme's default when not given)."""
+    parts = urlsplit(endpoint.strip())
+    host = (parts.hostname or "").lower()
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.scheme.lower()}://{host}:{port}"
+
+
+@dataclass(frozen=True)
+class S3Access:
+    """What the operator (the command line and the environment, never a plan) lets S3 targets use: the endpoints
+    the operator's keys may be sent to, and where those keys are (a credentials file and profile, else
+    AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)."""
+
+    endpoints: frozenset[str] = frozenset()  # endpoint_key()s
+    credentials_file: str | None = None
+    profile: str | None = None
+
+    @staticmethod
+    def of(endpoints: Sequence[str], credentials_file: str | None, profile: str | None,
+           environ: Mapping[str, str]) -> S3Access:
+        named = [*endpoints, *environ.get(ENDPOINTS_ENV, "").split()]
+        return S3Access(frozenset(endpoint_key(e) for e in named if e), credentials_file, profile)
+
+    def allows(self, endpoint: str) -> bool:
+        return endpoint_key(endpoint) in self.endpoints
+
+
+NO_S3_ACCESS = S3Access()  # no endpoint allowed: the default wherever the operator said nothing
 
 
 @dataclass(frozen=True)
 class S3Service:
-    """Where S3 requests go: endpoint URL (http or https), region, keys."""
+    """Where S3 requests go: endpoint URL (http or https), region, keys. ``allowed``: the operator named this
+    endpoint (so it may even be a link-local address)."""
 
     endpoint: str
     region: str
     credentials: S3Credentials
+    allowed: bool = False
 
     @property
     def host(self) -> str:
@@ -45,47 +82,66 @@ class S3Service:
 
     def request(self, method: str, bucket: str, key: str = "", query: dict[str, str] | None = None,
                 timeout_s: float = 30) -> tuple[int, bytes]:
-        """One signed request (no body); (HTTP status, response body). Network failures are UserErrors."""
+        """One signed request (no body); (HTTP status, response body). Redirects are refused, answers capped;
+        network failures are UserErrors."""
         query = query or {}
         path = "/" + quote(bucket, safe="") + ("/" + quote(key, safe="/-_.~") if key else "")
         headers = signed_headers(method, self.host, path, query, EMPTY_SHA256, self.credentials, self.region,
                                  datetime.now(UTC))
         url = self.endpoint.rstrip("/") + path + (f"?{canonical_query(query)}" if query else "")
-        request = urllib.request.Request(url, method=method, headers={k: v for k, v in headers.items() if k != "host"})
         try:
-            with urllib.request.urlopen(request, timeout=timeout_s) as response:
-                return int(response.status), response.read()
-        except urllib.error.HTTPError as exc:
-            return int(exc.code), exc.read()
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise UserError(f"S3 endpoint {self.endpoint} does not answer: {reason}",
+            answer = request(url, method, {k: v for k, v in headers.items() if k != "host"}, timeout_s=timeout_s,
+                             allowed=self.allowed)
+        except OSError as exc:
+            raise UserError(f"S3 endpoint {self.endpoint}: {exc}",
                             hint="check the endpoint URL and that the service is up") from None
+        return answer.status, answer.body
 
 
-def load_credentials(spec: S3Target, environ: dict[str, str] | None = None) -> S3Credentials:
-    """The target's keys: from ``credentials_file`` (AWS's shared-credentials format, ``[default]`` or the
-    target's ``profile``), else from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY."""
-    environ = dict(os.environ) if environ is None else environ
-    if spec.credentials_file is not None:
-        parser = configparser.ConfigParser()
+def _read_credentials_file(path: str) -> str:
+    """The operator's credentials file: a regular file (never a FIFO or a device), read without blocking, at
+    most MAX_CREDENTIALS_BYTES."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UserError(f"cannot open the S3 credentials file {path}: {exc.strerror}",
+                        hint="a file like ~/.aws/credentials") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UserError(f"the S3 credentials file {path} is not a regular file", hint="a file like "
+                            "~/.aws/credentials")
+        if info.st_size > MAX_CREDENTIALS_BYTES:
+            raise UserError(f"the S3 credentials file {path} is larger than {MAX_CREDENTIALS_BYTES:,} bytes",
+                            hint="a file like ~/.aws/credentials")
+        data = os.read(fd, MAX_CREDENTIALS_BYTES + 1)[:MAX_CREDENTIALS_BYTES]
+    finally:
+        os.close(fd)
+    return data.decode(errors="replace")
+
+
+def load_credentials(access: S3Access, environ: Mapping[str, str] | None = None) -> S3Credentials:
+    """The operator's keys: from the credentials file the command line names (AWS's shared-credentials format,
+    ``[default]`` or the given profile), else from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY."""
+    environ = os.environ if environ is None else environ
+    if access.credentials_file is not None:
+        parser = configparser.ConfigParser(interpolation=None)
         try:
-            parser.read_string(Path(spec.credentials_file).read_text())
-        except (OSError, configparser.Error) as exc:
-            raise UserError(f"target '{spec.name}': cannot read credentials_file {spec.credentials_file}: "
-                            f"{type(exc).__name__}", hint="a file like ~/.aws/credentials") from None
-        section = spec.profile or "default"
+            parser.read_string(_read_credentials_file(access.credentials_file))
+        except configparser.Error as exc:
+            raise UserError(f"cannot read the S3 credentials file {access.credentials_file}: {type(exc).__name__}",
+                            hint="a file like ~/.aws/credentials") from None
+        section = access.profile or "default"
         if not parser.has_section(section) or not {"aws_access_key_id", "aws_secret_access_key"} <= set(
                 parser[section]):
-            raise UserError(f"target '{spec.name}': {spec.credentials_file} has no [{section}] with "
-                            "aws_access_key_id and aws_secret_access_key",
-                            hint="write them as in ~/.aws/credentials")
+            raise UserError(f"{access.credentials_file} has no [{section}] with aws_access_key_id and "
+                            "aws_secret_access_key", hint="write them as in ~/.aws/credentials")
         return S3Credentials(parser[section]["aws_access_key_id"].strip(),
                              parser[section]["aws_secret_access_key"].strip())
     missing = [name for name in ENV_KEYS if not environ.get(name)]
     if missing:
-        raise UserError(f"target '{spec.name}': no S3 credentials ({' and '.join(missing)} not set)",
-                        hint="export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give credentials_file:")
+        raise UserError(f"no S3 credentials ({' and '.join(missing)} not set)",
+                        hint="export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give --s3-credentials-file")
     return S3Credentials(environ[ENV_KEYS[0]], environ[ENV_KEYS[1]])
 
 
@@ -109,22 +165,35 @@ def create_bucket(service: S3Service, bucket: str) -> None:
 
 
 def list_objects(service: S3Service, bucket: str, prefix: str) -> list[str]:
+    """The keys under ``prefix``. A listing that does not end (more than MAX_LIST_PAGES pages, or a continuation
+    token that is missing or comes back again) is refused, as is a body that is not S3's XML."""
     keys: list[str] = []
     token: str | None = None
-    while True:
+    seen: set[str] = set()
+    for _page in range(MAX_LIST_PAGES):
         query = {"list-type": "2", "prefix": prefix, **({"continuation-token": token} if token else {})}
         status, body = service.request("GET", bucket, query=query)
         if status != 200:
             raise UserError(f"listing bucket '{bucket}' at {service.endpoint} failed: HTTP {status}")
-        root = ElementTree.fromstring(body)
-        keys += [el.text or "" for el in root.iter(f"{_NS}Key")]
+        try:
+            root = ElementTree.fromstring(body)
+        except ElementTree.ParseError:
+            raise UserError(f"listing bucket '{bucket}' at {service.endpoint}: the answer is not S3's XML") from None
+        keys += [key for el in root.iter(f"{_NS}Key") if (key := el.text or "").startswith(prefix)]
         if (root.findtext(f"{_NS}IsTruncated") or "false") != "true":
             return keys
         token = root.findtext(f"{_NS}NextContinuationToken")
+        if not token or token in seen:
+            raise UserError(f"listing bucket '{bucket}' at {service.endpoint}: a truncated page with "
+                            f"{'the same' if token else 'no'} continuation token; stopped")
+        seen.add(token)
+    raise UserError(f"listing bucket '{bucket}' at {service.endpoint}: more than {MAX_LIST_PAGES} pages; stopped")
 
 
-def remove_objects(service: S3Service, bucket: str, prefix: str = OBJECT_PREFIX) -> int:
-    """Delete every object whose name starts with ``prefix`` (storbench's own); how many were deleted."""
+def remove_objects(service: S3Service, bucket: str, prefix: str) -> int:
+    """Delete every object whose name starts with ``prefix`` (one run's own); how many were deleted."""
+    if not prefix.startswith(OBJECT_PREFIX) or prefix == OBJECT_PREFIX:
+        raise ValueError(f"{prefix!r} is not one run's object prefix")
     removed = 0
     for key in list_objects(service, bucket, prefix):
         status, _ = service.request("DELETE", bucket, key)
@@ -134,18 +203,26 @@ def remove_objects(service: S3Service, bucket: str, prefix: str = OBJECT_PREFIX)
 
 
 _REGION_RE = re.compile(r"[a-z0-9-]{1,40}")
+_PREFIX_RE = re.compile(r"storbench\.[0-9a-f]{8,32}\.")
 
 
-def s3_binding(service: S3Service, bucket: str, fio_binary: str) -> JobBinding:
+def run_object_prefix() -> str:
+    """A fresh prefix for the objects of one run: storbench.<random token>."""
+    return f"{OBJECT_PREFIX}{secrets.token_hex(6)}."
+
+
+def s3_binding(service: S3Service, bucket: str, fio_binary: str, prefix: str) -> JobBinding:
     """How an S3 bucket appears in a job file: fio's http engine in S3 mode, its objects under
-    /<bucket>/storbench.<job>.<file>_<offset>_<size>, its keys as environment variables fio expands."""
+    /<bucket>/<prefix><job>.<file>_<offset>_<size>, its keys as environment variables fio expands."""
     url = urlsplit(service.endpoint)
     if not _REGION_RE.fullmatch(service.region):
         raise UserError(f"region {service.region!r} is not a region name", hint="e.g. us-east-1")
+    if not _PREFIX_RE.fullmatch(prefix):
+        raise ValueError(f"{prefix!r} is not an object prefix of storbench's")
     options = (("http_mode", "s3"), ("https", "on" if url.scheme == "https" else "off"), ("http_host", url.netloc),
                ("http_s3_region", service.region), ("http_s3_keyid", f"${{{S3_KEY_ID_ENV}}}"),
                ("http_s3_key", f"${{{S3_KEY_ENV}}}"),
-               ("filename_format", f"/{bucket}/storbench.$jobnum.$filenum"))
+               ("filename_format", f"/{bucket}/{prefix}$jobnum.$filenum"))
     return JobBinding(options=options, env=((S3_KEY_ID_ENV, service.credentials.access_key),
                                             (S3_KEY_ENV, service.credentials.secret_key)), fio_binary=fio_binary)
 
@@ -163,22 +240,35 @@ def http_fio_binary() -> str:
 
 def prepare_s3_target(spec: S3Target, service: S3Service, bucket: str, cases: Sequence[Case],
                       where: str = "") -> PreparedTarget:
-    """The bucket checked (it exists, the keys may use it) and the fio with the http engine found."""
+    """The bucket checked (it exists, the keys may use it), the fio with the http engine found, and a prefix of
+    this run's own for the objects."""
     try:
         binary = http_fio_binary()
         check_bucket(service, bucket, spec.name)
     except UserError as exc:
         raise UserError(exc.message if exc.message.startswith("target") else f"target '{spec.name}': {exc.message}",
                         where=where, hint=exc.hint) from None
-    return PreparedTarget(spec=spec, binding=s3_binding(service, bucket, binary),
+    prefix = run_object_prefix()
+    return PreparedTarget(spec=spec, binding=s3_binding(service, bucket, binary, prefix),
                           details=(("kind", "s3"), ("endpoint", service.endpoint), ("bucket", bucket),
-                                   ("region", service.region), ("fio", binary)))
+                                   ("region", service.region), ("object_prefix", prefix), ("fio", binary)))
 
 
-def service_of(prepared: PreparedTarget) -> tuple[S3Service, str] | None:
-    """The S3 service and bucket of a prepared s3 target (for removing its objects), or None for other kinds."""
+@dataclass(frozen=True)
+class RunObjects:
+    """Where one run's objects are: the service, the bucket and the run's prefix."""
+
+    service: S3Service
+    bucket: str
+    prefix: str
+
+
+def service_of(prepared: PreparedTarget) -> RunObjects | None:
+    """The objects of a prepared s3 target (for removing them), or None for other kinds. Its endpoint is one the
+    operator allowed, or the lab's radosgw."""
     details, env = dict(prepared.details), dict(prepared.binding.env)
     if details.get("kind") != "s3":
         return None
-    return (S3Service(details["endpoint"], details["region"], S3Credentials(env[S3_KEY_ID_ENV], env[S3_KEY_ENV])),
-            details["bucket"])
+    service = S3Service(details["endpoint"], details["region"], S3Credentials(env[S3_KEY_ID_ENV], env[S3_KEY_ENV]),
+                        allowed=True)
+    return RunObjects(service, details["bucket"], details["object_prefix"])

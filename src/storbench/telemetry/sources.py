@@ -14,13 +14,12 @@ import socket
 import struct
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from storbench.netclient import request
 from storbench.telemetry.ceph_counters import CephDaemonCounters, CephSnapshot, daemon_name_from_socket, parse_perf_dump
 from storbench.telemetry.proc import (
     ProcessTicks,
@@ -138,17 +137,14 @@ def read_ceph_snapshot(sockets: Sequence[str], problems: list[str]) -> CephSnaps
 
 def fetch_range(base_url: str, query: PrometheusQuery, start_s: float, end_s: float, step_s: float,
                 timeout_s: float = 10.0) -> str:
-    """GET /api/v1/query_range. Raises OSError when the server cannot be reached."""
+    """GET /api/v1/query_range (no redirect followed, the answer capped). Raises OSError when the server cannot
+    be reached or is refused."""
     url = base_url.rstrip("/") + "/api/v1/query_range?" + urllib.parse.urlencode(
         range_parameters(query, start_s, end_s, step_s))
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
-            body: bytes = response.read()
-            return body.decode()
-    except urllib.error.HTTPError as error:  # Prometheus answers bad queries with 400 and a JSON error
-        return error.read().decode(errors="replace")
-    except urllib.error.URLError as error:
-        raise OSError(f"cannot reach Prometheus at {base_url}: {error.reason}") from error
+    try:  # Prometheus answers bad queries with 400 and a JSON error: that body is read like any other
+        return request(url, timeout_s=timeout_s).body.decode(errors="replace")
+    except OSError as error:
+        raise OSError(f"cannot reach Prometheus at {base_url}: {error}") from error
 
 
 def fetch_prometheus_series(base_url: str, queries: Sequence[PrometheusQuery], start_s: float, end_s: float,
