@@ -68,3 +68,24 @@ def fio_processes_using(marker: str) -> list[int]:
         if is_fio and marker in cmdline and "Z" not in state.split()[1:2]:
             pids.append(int(proc.name))
     return pids
+
+
+def every_stored_text(db: Path) -> str:
+    """Every cell of every table of a results database as text, compressed blobs decompressed (fio's raw output
+    is stored compressed: a plain byte search of the file would not see a key inside it)."""
+    import contextlib
+    import zlib
+
+    parts = []
+    with sqlite3.connect(db) as conn:
+        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            for row in conn.execute(f'SELECT * FROM "{table}"'):
+                for cell in row:
+                    if isinstance(cell, bytes):
+                        with contextlib.suppress(zlib.error):
+                            cell = zlib.decompress(cell)
+                        parts.append(cell.decode(errors="replace"))
+                    else:
+                        parts.append(str(cell))
+    return "\n".join(parts)

@@ -13,7 +13,6 @@ from helpers import run_cli, write_plan
 from storbench.config import load_plan_text
 from storbench.fio.jobfile import FILL_JOB, JobBinding, render_job
 from storbench.fio.parse import client_measurement, parse_fio_json
-from storbench.model import S3Target
 from storbench.plan import expand
 from storbench.s3sign import EMPTY_SHA256, S3Credentials, signed_headers
 from storbench.targets.s3 import S3Access, S3Service, load_credentials, s3_binding
@@ -159,3 +158,15 @@ def test_plan_estimates_size_based_operations_from_their_count_not_their_runtime
     assert repetition_seconds(cases["delete_object"]) < 5 + FIO_STARTUP_S  # 8 objects, not a 10 minute cap
     assert repetition_seconds(cases["put"]) == 600 + FIO_STARTUP_S  # time based
     assert repetition_seconds(cases["get"]) > 600 + FIO_STARTUP_S  # its PUT of the objects first
+
+
+def test_each_clients_objects_stay_under_the_runs_prefix() -> None:
+    """Many clients name their objects storbench.<run>.c<N>.<job>.<file>: the run's removal finds all of them."""
+    from storbench.fio.jobfile import client_binding
+
+    prefix = "storbench.0123456789ab."
+    binding = s3_binding(S3Service("http://h:1", "us-east-1", S3Credentials("a", "b")), "bench", "/opt/fio", prefix)
+    formats = {dict(client_binding(binding, index).options)["filename_format"] for index in (1, 2)}
+    assert formats == {f"/bench/{prefix}c1.$jobnum.$filenum", f"/bench/{prefix}c2.$jobnum.$filenum"}
+    local = client_binding(JobBinding(options=(("filename_format", "storbench.$jobnum.$filenum"),)), 3)
+    assert dict(local.options)["filename_format"] == "storbench.c3.$jobnum.$filenum"  # as before

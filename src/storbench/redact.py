@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from storbench.fio.jobfile import S3_KEY_ENV, S3_KEY_ID_ENV
@@ -29,6 +29,16 @@ SECRET_ENV = (S3_KEY_ID_ENV, S3_KEY_ENV)  # what of a binding's environment is a
 def env_secrets(env: Sequence[tuple[str, str]]) -> tuple[str, ...]:
     """The secret values of a binding's environment for fio (the S3 keys; not CEPH_CONF's path)."""
     return tuple(value for name, value in env if name in SECRET_ENV)
+
+
+_SECRET_VARIABLE = re.compile(r"AWS_.*|.*(?:SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL).*|.*_KEY(?:_ID)?",
+                              re.IGNORECASE)
+
+
+def without_secrets(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment fio runs with: storbench's, less every variable that may hold a credential (the operator's
+    AWS_* keys among them); what fio needs for a target is added back by name."""
+    return {name: value for name, value in environ.items() if not _SECRET_VARIABLE.fullmatch(name)}
 
 
 def is_secret_option(name: str) -> bool:

@@ -334,6 +334,11 @@ def _check_objects(config: PlanConfig, source: PlanSource) -> None:
         name = next(n for n in config.targets if n not in s3)
         raise UserError(f"rw: {ops[0]} on target '{name}' ({config.targets[name].kind}): object operations go to "
                         "s3 targets", where=where, hint="use an s3 target for them, in a plan of their own")
+    if s3 and config.hosts is not None:
+        raise UserError(f"target '{s3[0]}' (s3) on the plan's fio servers: its S3 keys would go to them in the job "
+                        "text (fio's client expands them before sending, over an unauthenticated, unencrypted "
+                        "protocol)", where=source.where(("hosts",)),
+                        hint="measure S3 from this machine, or from many clients with lab.hosts")
     if s3 and others:
         raise UserError(f"rw: {others[0]} on target '{s3[0]}' (s3): an s3 target takes object operations "
                         "(put, get, delete_object, getput)", where=where,

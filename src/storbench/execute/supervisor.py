@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
+from storbench.redact import without_secrets
+
 _PR_SET_PDEATHSIG = 1
 STDERR_TAIL_BYTES = 4000
 INTERRUPT_GRACE_S = 0.5  # storbench itself is being stopped: fio gets little time to go
@@ -116,8 +118,9 @@ def supervise(command: Sequence[str], *, cwd: Path, timeout_s: float, term_grace
     """Run ``command`` in ``cwd`` (a private directory) until it ends or ``timeout_s`` passes.
 
     Standard error goes to ``cwd/stderr.txt``, and so does standard output unless ``stdout_reader`` reads it.
-    ``env`` is added to storbench's environment. When storbench itself is interrupted (KeyboardInterrupt, any
-    exception while waiting), the process group is killed before the exception goes on."""
+    ``env`` is added to storbench's environment less its credentials (``redact.without_secrets``). When storbench
+    itself is interrupted (KeyboardInterrupt, any exception while waiting), the process group is killed before the
+    exception goes on."""
     stderr_path = cwd / "stderr.txt"
     started = time.time()
     timed_out = False
@@ -128,7 +131,7 @@ def supervise(command: Sequence[str], *, cwd: Path, timeout_s: float, term_grace
             stdout=subprocess.PIPE if stdout_reader is not None else stderr_file,
             stderr=stderr_file,
             cwd=cwd,
-            env={**os.environ, **env} if env else None,
+            env={**without_secrets(os.environ), **(env or {})},
             process_group=0,
             preexec_fn=_die_with_parent,
         )

@@ -1,0 +1,141 @@
+"""Peers on loopback for the S3 security tests: a small S3 service (path-style buckets; PUT, GET, HEAD, DELETE and
+ListObjectsV2, no signature check) that can misbehave on purpose, and a TCP listener that keeps every byte sent to
+it. Each records what it received."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote, urlsplit
+from xml.sax.saxutils import escape
+
+NS = "http://s3.amazonaws.com/doc/2006-03-01/"
+
+
+@dataclass
+class FakeS3State:
+    buckets: set[str] = field(default_factory=lambda: {"bench"})
+    objects: dict[tuple[str, str], bytes] = field(default_factory=dict)
+    requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)  # method, path, headers
+    redirect_to: str | None = None  # every request answered 307 to this URL
+    listing: str = "honest"  # or "same-token", "endless" (a new token every page), "no-token"
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    state: FakeS3State
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+    def _answer(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _handle(self) -> None:
+        state = self.state
+        with state.lock:
+            state.requests.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        if state.redirect_to is not None:
+            self._answer(307, headers={"Location": state.redirect_to + self.path})
+            return
+        parts = urlsplit(self.path)
+        bucket, _, key = unquote(parts.path).lstrip("/").partition("/")
+        if bucket not in state.buckets:
+            self._answer(404, b"<Error><Code>NoSuchBucket</Code></Error>")
+            return
+        with state.lock:
+            if self.command == "PUT" and key:
+                state.objects[(bucket, key)] = body
+                self._answer(200)
+            elif self.command in ("GET", "HEAD") and key:
+                found = state.objects.get((bucket, key))
+                self._answer(200, found) if found is not None else self._answer(404)
+            elif self.command == "DELETE" and key:
+                state.objects.pop((bucket, key), None)
+                self._answer(204)
+            elif self.command == "HEAD":
+                self._answer(200)
+            elif self.command == "GET":
+                self._answer(200, self._listing(bucket, parse_qs(parts.query)), {"Content-Type": "application/xml"})
+            else:
+                self._answer(405)
+
+    def _listing(self, bucket: str, query: dict[str, list[str]]) -> bytes:
+        prefix = query.get("prefix", [""])[0]
+        keys = sorted(k for (b, k) in self.state.objects if b == bucket and k.startswith(prefix))
+        token = query.get("continuation-token", ["0"])[0]
+        truncated, next_token = {"honest": ("false", ""), "same-token": ("true", "t1"),
+                                 "endless": ("true", f"t{int(token.lstrip('t') or 0) + 1}"),
+                                 "no-token": ("true", "")}[self.state.listing]
+        items = "".join(f"<Contents><Key>{escape(k)}</Key></Contents>" for k in keys)
+        more = f"<NextContinuationToken>{next_token}</NextContinuationToken>" if next_token else ""
+        return (f'<?xml version="1.0"?><ListBucketResult xmlns="{NS}"><Name>{bucket}</Name>{items}'
+                f"<IsTruncated>{truncated}</IsTruncated>{more}</ListBucketResult>").encode()
+
+    do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = _handle
+
+
+@contextmanager
+def fake_s3(state: FakeS3State | None = None) -> Iterator[tuple[str, FakeS3State]]:
+    """A fake S3 service on 127.0.0.1: (its endpoint URL, its state)."""
+    state = state or FakeS3State()
+    handler = type("Handler", (_Handler,), {"state": state})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", state
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def capture_server() -> Iterator[tuple[int, bytearray]]:
+    """A TCP listener on 127.0.0.1 that keeps every byte any connection sends and answers nothing; (its port,
+    what it received so far)."""
+    received = bytearray()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(2.0)
+                while True:
+                    try:
+                        chunk = conn.recv(65536)
+                    except (TimeoutError, OSError):
+                        break
+                    if not chunk:
+                        break
+                    received.extend(chunk)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1], received
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()

@@ -1,0 +1,226 @@
+"""Secrets never leave and plans cannot reach credentials or the network (issue 28, items 1-3), tried as an
+attacker would: a fake S3 service and a capture server on loopback, keys in the environment, real fio.
+
+- the operator's S3 keys never reach a fio server a plan names, nor any byte storbench stores, exports or prints;
+- a plan cannot name a credentials file or a profile, nor send keys to an endpoint the operator did not allow;
+- `plan` reads no credential and sends nothing;
+- the HTTP client follows no redirect, stops an endless listing, caps answers, refuses metadata addresses;
+- after a run only that run's objects are removed."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from fake_s3 import FakeS3State, capture_server, fake_s3
+from helpers import every_stored_text, run_cli, write_plan
+from storbench.errors import UserError
+from storbench.netclient import RequestRefused, check_destination, request
+from storbench.redact import HIDDEN, redact_text
+from storbench.s3sign import S3Credentials
+from storbench.targets.s3 import S3Access, S3Service, list_objects, load_credentials
+
+KEY_ID = "AKIDSTORBENCHTEST1"
+SECRET = "s3cr3t/Key+With=Signs"
+
+PLAN = """
+name: s3-secrets
+targets:
+  objects: {{kind: s3, endpoint: "{endpoint}", bucket: bench}}
+workload:
+  rw: {rw}
+  bs: 4k
+  objects: 4
+  runtime: 1s
+repeat: 1
+{extra}
+"""
+
+
+@pytest.fixture
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY_ID)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.delenv("STORBENCH_S3_ENDPOINTS", raising=False)
+
+
+def _http_fio_or_skip() -> None:
+    from storbench.targets.s3 import http_fio_binary
+
+    try:
+        http_fio_binary()
+    except UserError as exc:
+        pytest.skip(f"no fio with the http engine ({exc.message}): scripts/build-fio-nfs.sh builds it")
+
+
+def _assert_no_key(text: str | bytes, where: str) -> None:
+    data = text.encode() if isinstance(text, str) else bytes(text)
+    for secret in (SECRET, KEY_ID, json.dumps(SECRET)[1:-1], SECRET.replace("/", "\\/")):
+        assert secret.encode() not in data, f"{secret!r} found in {where}"
+
+
+@pytest.mark.fio
+def test_a_run_against_s3_leaves_no_key_in_anything_it_wrote_and_removes_only_its_own_objects(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], keys: None) -> None:
+    _http_fio_or_skip()
+    with fake_s3() as (endpoint, state):
+        state.objects[("bench", "storbench.0.0")] = b"someone else's"  # an older run's, or not ours at all
+        state.objects[("bench", "data.csv")] = b"the bucket owner's"
+        db = tmp_path / "r.db"
+        plan = write_plan(tmp_path, PLAN.format(endpoint=endpoint, rw="[put, get]", extra=""))
+        code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db), "--s3-endpoint", endpoint)
+        assert code == 0, out + err
+        written = {key for (_, key) in state.objects}
+        puts = {path for method, path, _ in state.requests if method == "PUT"}
+        assert puts, "fio's http engine wrote nothing to the fake S3"
+        assert written == {"storbench.0.0", "data.csv"}, written  # the run's objects gone, the others kept
+        # the keys went only to the operator's endpoint, as a signature (the key id in the clear, the secret never)
+        assert all(KEY_ID in headers.get("authorization", KEY_ID) for _, _, headers in state.requests)
+        _assert_no_key(b"".join(repr(r).encode() for r in state.requests).replace(KEY_ID.encode(), b""),
+                       "the requests (beyond the key id of the signature)")
+    outputs = {"run's output": out + err}
+    for command in (("show",), ("export", "--format", "json"), ("export", "--format", "csv"),
+                    ("compare", "--baseline", "rw=put", "--candidate", "rw=get")):
+        code, out, err = run_cli(capsys, *command, "--db", str(db))
+        outputs[" ".join(command)] = out + err
+    code, out, err = run_cli(capsys, "report", "--db", str(db), "-o", str(tmp_path / "report.html"))
+    assert code == 0, err
+    outputs["report.html"] = (tmp_path / "report.html").read_text()
+    outputs["the database"] = every_stored_text(db)
+    assert "http_s3_key=${STORBENCH_S3_KEY}" in outputs["the database"]  # the job text as run, keys symbolic
+    assert '"http_s3_key"' in outputs["the database"]  # fio echoed the option: redacted, not dropped
+    for where, text in outputs.items():
+        _assert_no_key(text, where)
+    _assert_no_key(db.read_bytes(), "the database file")
+
+
+def test_an_s3_target_on_the_plans_fio_servers_is_refused_before_anything_is_sent(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], keys: None) -> None:
+    """fio's client expands ${VAR} in a job file before sending it, so a plan's `hosts.servers` would get the keys."""
+    with fake_s3() as (endpoint, state), capture_server() as (port, received):
+        extra = f'hosts: {{servers: ["127.0.0.1:{port}"]}}'
+        plan = write_plan(tmp_path, PLAN.format(endpoint=endpoint, rw="put", extra=extra))
+        for command in ("plan", "run"):
+            code, _out, err = run_cli(capsys, command, str(plan), "--db", str(tmp_path / "r.db"),
+                                     "--s3-endpoint", endpoint)
+            assert code == 2 and "its S3 keys would go to them" in err and len(err.strip().splitlines()) == 1, err
+        assert state.requests == []
+    assert bytes(received) == b""
+
+
+@pytest.mark.fio
+def test_fio_runs_without_the_operators_credentials_in_its_environment(tmp_path: Path, keys: None) -> None:
+    """What a fio client could send or print of its own environment holds no key: the supervisor strips them."""
+    from storbench.execute.supervisor import supervise
+
+    ended = supervise(["sh", "-c", "env > env.txt"], cwd=tmp_path, timeout_s=10, term_grace_s=1,
+                      env={"STORBENCH_S3_KEY": "wanted"})
+    assert ended.returncode == 0
+    seen = dict(line.split("=", 1) for line in (tmp_path / "env.txt").read_text().splitlines() if "=" in line)
+    assert seen["STORBENCH_S3_KEY"] == "wanted" and "PATH" in seen
+    assert "AWS_SECRET_ACCESS_KEY" not in seen and "AWS_ACCESS_KEY_ID" not in seen
+    _assert_no_key((tmp_path / "env.txt").read_text(), "fio's environment")
+
+
+def test_plan_reads_no_credential_and_sends_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     keys: None) -> None:
+    fifo = tmp_path / "credentials"
+    os.mkfifo(fifo)  # reading it would hang `plan`
+    with fake_s3() as (endpoint, state):
+        plan = write_plan(tmp_path, PLAN.format(endpoint=endpoint, rw="put", extra=""))
+        code, out, err = run_cli(capsys, "plan", str(plan), "--s3-endpoint", endpoint,
+                                 "--s3-credentials-file", str(fifo))
+        assert code == 0, out + err
+        code, out, err = run_cli(capsys, "plan", str(plan))  # an endpoint the operator did not allow
+        assert code == 2 and "is not one the operator allows S3 keys to go to" in err, err
+        code, out, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"))
+        assert code == 2 and "--s3-endpoint" in err, err
+        assert state.requests == []
+    assert not (tmp_path / "r.db").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "large"])
+def test_a_credentials_file_that_is_not_a_small_regular_file_is_refused_at_once(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "credentials"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "large":
+        path.write_text("[default]\n" + "x = y\n" * 200_000)
+    target = "/dev/zero" if kind == "device" else str(path)
+    errors: list[str] = []
+
+    def load() -> None:
+        try:
+            load_credentials(S3Access(credentials_file=target), {})
+        except UserError as exc:
+            errors.append(exc.message)
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    assert not thread.is_alive(), "reading the credentials file hung"
+    expected = "is larger than" if kind == "large" else "is not a regular file"
+    assert len(errors) == 1 and expected in errors[0], errors
+
+
+def test_no_redirect_is_followed_so_no_signature_reaches_another_host(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], keys: None) -> None:
+    _http_fio_or_skip()
+    with capture_server() as (port, received), fake_s3(FakeS3State(redirect_to=f"http://127.0.0.1:{port}")) as (
+            endpoint, state):
+        plan = write_plan(tmp_path, PLAN.format(endpoint=endpoint, rw="put", extra=""))
+        code, _out, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"), "--s3-endpoint", endpoint)
+        assert len(state.requests) == 1  # the bucket check, answered 307
+    assert code == 2 and "redirect" in err and len(err.strip().splitlines()) == 1, err
+    assert bytes(received) == b""
+
+
+@pytest.mark.parametrize(("listing", "requests"), [("same-token", 2), ("no-token", 1), ("endless", 25)])
+def test_a_listing_that_never_ends_is_stopped(monkeypatch: pytest.MonkeyPatch, listing: str, requests: int) -> None:
+    monkeypatch.setattr("storbench.targets.s3.MAX_LIST_PAGES", 25)
+    with fake_s3(FakeS3State(listing=listing)) as (endpoint, state):
+        state.objects[("bench", "storbench.abc.0.0")] = b"x"
+        service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        with pytest.raises(UserError, match="stopped"):
+            list_objects(service, "bench", "storbench.abc.")
+        assert len(state.requests) == requests
+
+
+def test_answers_are_capped_and_metadata_addresses_refused() -> None:
+    with fake_s3() as (endpoint, state):
+        for index in range(50):
+            state.objects[("bench", f"k{index:04d}")] = b""
+        assert request(f"{endpoint}/bench?list-type=2").status == 200
+        with pytest.raises(RequestRefused, match="more than 1,000 bytes"):
+            request(f"{endpoint}/bench?list-type=2", max_body_bytes=1000)
+    for url in ("http://169.254.169.254/latest/meta-data/", "http://[fe80::1]:9090", "http://[::ffff:169.254.1.1]",
+                "http://[fd00:ec2::254]/", "http://100.100.100.200/"):
+        with pytest.raises(RequestRefused, match="metadata address"):
+            check_destination(url)
+        check_destination(url, allowed=True)  # the operator named it
+    check_destination("http://127.0.0.1:9")
+
+
+def test_fios_echo_of_a_key_option_is_redacted_by_name_and_by_value() -> None:
+    raw = json.dumps({"global options": {"http_s3_keyid": KEY_ID, "http_s3_key": SECRET, "bs": "4k"}}, indent=2)
+    out = redact_text(raw)  # by the option's name alone (an imported file's keys are not known)
+    assert SECRET not in out and KEY_ID not in out and json.loads(out)["global options"] == {
+        "http_s3_keyid": HIDDEN, "http_s3_key": HIDDEN, "bs": "4k"}
+    assert redact_text(f"fio: failed parsing http_s3_key={SECRET}") == f"fio: failed parsing http_s3_key={HIDDEN}"
+    assert redact_text(f"curl said: bad key {SECRET[:-1]}x", [SECRET]) == f"curl said: bad key {SECRET[:-1]}x"
+    assert redact_text(f"signature over {SECRET} failed", [SECRET]) == f"signature over {HIDDEN} failed"
+    escaped = SECRET.replace("/", "\\/")  # fio's JSON writer escapes '/'
+    assert redact_text(f'"note": "{escaped}"', [SECRET]) == f'"note": "{HIDDEN}"'
+    assert redact_text("http_s3_key=${STORBENCH_S3_KEY}\n") == "http_s3_key=${STORBENCH_S3_KEY}\n"
+
+
+def test_a_prometheus_url_on_a_metadata_address_is_a_problem_not_a_request() -> None:
+    from storbench.telemetry.prometheus import PrometheusQuery
+    from storbench.telemetry.sources import fetch_prometheus_series
+
+    series, problems = fetch_prometheus_series("http://169.254.169.254", [PrometheusQuery("m", "up")], 0, 10, 1)
+    assert series == [] and len(problems) == 1 and "metadata address" in problems[0], problems
