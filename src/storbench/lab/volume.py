@@ -76,7 +76,7 @@ def loop_backings(listing_json: str) -> dict[str, tuple[int, int]]:
     devices = json.loads(listing_json or "{}").get("loopdevices", [])
     found = {}
     for device in devices:
-        numbers, inode = str(device.get("back-maj:min") or "").strip(), device.get("back-ino")
+        numbers, inode = str(device.get("back-maj:min") or ""), device.get("back-ino")  # int() drops the spaces
         if ":" in numbers and isinstance(inode, int):
             major, minor = numbers.split(":")
             found[str(device["name"])] = (os.makedev(int(major), int(minor)), inode)
@@ -133,8 +133,8 @@ class VolumeLab:
         return [device for device, backing in attached.items() if backing == ours], attached
 
     def _left_alone(self, info: VolumeInfo) -> str:
-        return (f"volume lab: {info.device} no longer reads the lab's {self.backing} (its number was reused after "
-                "a reboot or a killed run); left attached and unused")
+        return (f"volume lab: {info.device} no longer reads the file the lab made it over ({self.backing}): its "
+                "number was reused after a reboot or a killed run; left attached and unused")
 
     def status(self) -> str:
         info = self.info()
