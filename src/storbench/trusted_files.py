@@ -58,6 +58,8 @@ def untrusted(path: str | Path, owners: Collection[int]) -> str | None:
             st = os.lstat(here)
         except FileNotFoundError:
             return f"{here} does not exist"
+        except OSError as exc:  # a name too long, a directory we may not search
+            return f"{here} cannot be looked at ({exc.strerror})"
         if here == absolute:
             problem = file_problem(st.st_mode, st.st_uid, owners)
         else:

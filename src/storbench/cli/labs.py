@@ -96,10 +96,8 @@ def cmd_lab_volume(args: argparse.Namespace) -> int:
     if args.action == "status":
         out.print(lab.status(), markup=False)
     elif args.action == "down":
-        left_alone = lab.down()
-        if left_alone:
-            out.print(left_alone, markup=False)
-        out.print(f"volume lab: down; throttle rules, its loop device and {lab.root} removed", markup=False)
+        left_alone = lab.down()  # a recorded device that now reads someone else's file: said instead
+        out.print(left_alone or f"volume lab: down; throttle rules, loop device and {lab.root} removed", markup=False)
     else:
         try:
             bw = parse_size_bytes(args.bw.removesuffix("/s")) if args.bw else None
