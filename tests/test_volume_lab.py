@@ -7,13 +7,21 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from helpers import run_cli, write_plan
-from storbench.lab.volume import VolumeLab, VolumeSpec, clearing_line, own_cgroup, throttle_lines
+from storbench.lab.volume import (
+    VolumeLab,
+    VolumeSpec,
+    clearing_line,
+    loop_backings,
+    own_cgroup,
+    throttle_lines,
+)
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("losetup") is None or shutil.which("fio") is None,
                                 reason="needs root, losetup and fio")
@@ -221,3 +229,68 @@ def test_the_search_finds_the_grids_best_iops_within_the_objective_with_fewer_po
     assert grid_iops is not None and search_iops is not None, (said, grid_load, search_load)
     assert abs(search_iops / grid_iops - 1) <= 0.10, (search_load, search_iops, grid_load, grid_iops)
     assert f"best {search_iops:,.0f} IOPS at numjobs={search_load}" in said[0]
+
+
+def test_loop_backings_reads_losetups_json() -> None:
+    listing = """{"loopdevices": [
+      {"name": "/dev/loop0", "back-ino": 9978966, "back-maj:min": "     254:0  "},
+      {"name": "/dev/loop1", "back-ino": 12, "back-maj:min": "   8:17"},
+      {"name": "/dev/loop2", "back-ino": null, "back-maj:min": null}]}"""  # util-linux 2.38's spacing
+    assert loop_backings(listing) == {"/dev/loop0": (os.makedev(254, 0), 9978966),
+                                      "/dev/loop1": (os.makedev(8, 17), 12)}
+    assert loop_backings('{"loopdevices": []}') == {} and loop_backings("") == {}
+
+
+def _backing(device: str) -> tuple[int, int] | None:
+    listing = subprocess.run(["losetup", "--json", "--list", "--output", "NAME,BACK-INO,BACK-MAJ:MIN"], check=True,
+                             capture_output=True, text=True).stdout
+    return loop_backings(listing).get(device)
+
+
+def _reuse_number(device: str, someone_elses: Path) -> None:
+    """What a reboot or a killed run can leave: the lab's loop number now backs another user's file."""
+    someone_elses.write_bytes(b"their data\n" + bytes(1 << 20))
+    subprocess.run(["losetup", "-d", device], check=True)
+    subprocess.run(["losetup", device, str(someone_elses)], check=True)
+
+
+def _detach_loops_under(directory: Path) -> None:
+    """Detach every loop device reading a file below ``directory`` (the test's own), whatever happened."""
+    for backing_file in Path("/sys/block").glob("loop*/loop/backing_file"):
+        if backing_file.read_text().startswith(f"{directory}/"):
+            subprocess.run(["losetup", "-d", f"/dev/{backing_file.parent.parent.name}"], check=False)
+
+
+@needs_root
+def test_a_recorded_loop_number_now_backing_someone_elses_file_is_neither_reused_nor_detached(
+        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lab = VolumeLab(lab_dir / "volume")
+    spec = VolumeSpec(size_bytes=16 << 20)
+    reused = "no longer reads the file the lab made it over"
+    try:
+        info, said = lab.up(spec)
+        assert said == "" and _backing(info.device) == (info.backing_dev, info.backing_ino)
+        assert lab.up(spec) == (info, "")  # its own device, still reading its file: kept
+
+        first = tmp_path / "theirs-1.img"
+        _reuse_number(info.device, first)
+        assert reused in lab.status()
+        again, said = lab.up(spec)  # refuses the reused number: a new device over a new file of its own
+        assert again.device != info.device and _backing(again.device) == (again.backing_dev, again.backing_ino)
+        assert said.startswith(f"volume lab: {info.device} {reused}") and "left attached" in said, said
+        assert _backing(info.device) == (os.stat(first).st_dev, os.stat(first).st_ino)  # still attached, theirs
+
+        second = tmp_path / "theirs-2.img"
+        _reuse_number(again.device, second)
+        code, out, err = run_cli(capsys, "lab", "volume", "down", "--dir", str(lab.root))
+        assert code == 0 and out.startswith(f"volume lab: {again.device} {reused}"), out + err
+        assert _backing(again.device) == (os.stat(second).st_dev, os.stat(second).st_ino)  # not detached
+        assert not (lab_dir / "volume").exists()
+        assert first.read_bytes().startswith(b"their data\n") and second.read_bytes().startswith(b"their data\n")
+
+        third, _ = lab.up(spec)  # a state that does not describe the lab's file now: not sure, so not touched
+        state = json.loads(lab.state.read_text())
+        lab.state.write_text(json.dumps({**state, "backing_ino": state["backing_ino"] + 1}))
+        assert reused in lab.down() and _backing(third.device) == (third.backing_dev, third.backing_ino)
+    finally:
+        _detach_loops_under(tmp_path)

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storbench.config import LoadedPlan
+from storbench.config import LoadedPlan, RbdTargetConfig
 from storbench.errors import UserError, did_you_mean
 from storbench.execute.fio_binary import fio_capabilities
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
@@ -15,6 +15,7 @@ from storbench.model import Case
 from storbench.targets.base import PreparedTarget
 from storbench.targets.registry import check_targets
 from storbench.targets.s3 import NO_S3_ACCESS, S3Access
+from storbench.trusted_files import invoking_uids, untrusted
 
 
 @dataclass(frozen=True)
@@ -87,11 +88,32 @@ def check_machine(loaded: LoadedPlan) -> None:
                         hint=f"give each OSD at most {cores} cores")
 
 
+# What to do about a file a plan names that someone else could have written, by key.
+PLAN_FILE_HINTS = {
+    "conf": "chown root and chmod go-w it (and the directories above it), or drop conf: to use the operator's "
+            "/etc/ceph/ceph.conf",
+}
+
+
+def check_plan_files(loaded: LoadedPlan) -> None:
+    """The files a plan names for root to read (an rbd target's ceph.conf, which points root's Ceph tools at a
+    log file, keyring and monitors) must be ones only root or the invoking user could have written
+    (trusted_files.untrusted): else anyone could choose what root's tools do. (S3 keys are never a plan's.)"""
+    for name, target in loaded.config.targets.items():
+        named: dict[str, str | None] = {"conf": target.conf} if isinstance(target, RbdTargetConfig) else {}
+        for key, path in named.items():
+            problem = None if path is None else untrusted(path, invoking_uids())
+            if problem:
+                raise UserError(f"{problem}: someone else could have written it, and root would use it",
+                                where=loaded.source.where(("targets", name, key)), hint=PLAN_FILE_HINTS[key])
+
+
 def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str, *, create: bool,
                      dry_run: bool = False, s3: S3Access = NO_S3_ACCESS) -> Checked:
     """All checks that can fail, before anything runs: never a half-run on a bad plan. ``dry_run``
     (`storbench plan`): no credential read, nothing sent over the network. ``s3``: the operator's S3 settings."""
     check_machine(loaded)
+    check_plan_files(loaded)
     engines = tuple(sorted({case.workload.ioengine for case in cases}))
     caps = fio_capabilities(fio_binary, engines)
     check_fio_against_plan(loaded, cases, caps)

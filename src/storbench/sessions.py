@@ -242,8 +242,16 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
             from storbench.lab.volume import VolumeLab, VolumeSpec
 
             volume_lab = VolumeLab()
-            downs.append(volume_lab.down)
-            volume = volume_lab.up(VolumeSpec(lab.volume.size_bytes, lab.volume.iops, lab.volume.bw_bytes_per_s))
+
+            def volume_down() -> None:
+                if left_alone := volume_lab.down():
+                    observer.lab_event(left_alone)
+
+            downs.append(volume_down)
+            volume, left_alone = volume_lab.up(VolumeSpec(lab.volume.size_bytes, lab.volume.iops,
+                                                          lab.volume.bw_bytes_per_s))
+            if left_alone:
+                observer.lab_event(left_alone)
             volume_device = volume.device
             caps = ", ".join(line.split(" ", 1)[1] + " " + Path(path).name for path, line in volume.rules)
             observer.lab_event(f"volume lab: up ({volume.device}, {format_bytes(lab.volume.size_bytes)}"

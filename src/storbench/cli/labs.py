@@ -96,15 +96,17 @@ def cmd_lab_volume(args: argparse.Namespace) -> int:
     if args.action == "status":
         out.print(lab.status(), markup=False)
     elif args.action == "down":
-        lab.down()
-        out.print(f"volume lab: down; throttle rules, loop device and {lab.root} removed", markup=False)
+        left_alone = lab.down()  # a recorded device that now reads someone else's file: said instead
+        out.print(left_alone or f"volume lab: down; throttle rules, loop device and {lab.root} removed", markup=False)
     else:
         try:
             bw = parse_size_bytes(args.bw.removesuffix("/s")) if args.bw else None
             spec = VolumeSpec(parse_size_bytes(args.size), args.iops, bw)
         except ValueError as exc:
             raise UserError(str(exc), hint="sizes look like 1GiB; bandwidth like 100MiB/s") from None
-        info = lab.up(spec)
+        info, left_alone = lab.up(spec)
+        if left_alone:
+            out.print(left_alone, markup=False)
         out.print(f"volume lab: up; {info.device} capped: " + (", ".join(line for _, line in info.rules) or "no caps"),
                   markup=False)
         out.print("the caps apply to processes in the cgroup they were set in: " +

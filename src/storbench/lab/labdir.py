@@ -26,7 +26,7 @@ import shutil
 import signal
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,13 +43,14 @@ def default_lab_dir() -> Path:
 
 # ---- pure checks ------------------------------------------------------------------------------------------------
 
-def ancestor_problem(mode: int, uid: int, euid: int) -> str | None:
-    """Why an existing directory above a lab directory cannot be trusted (None: it can)."""
+def ancestor_problem(mode: int, uid: int, euid: int, *, also: Collection[int] = ()) -> str | None:
+    """Why an existing directory above a lab directory (or another file root uses) cannot be trusted (None: it
+    can). ``also``: more owners to trust besides root and ``euid`` (the user who ran sudo)."""
     if stat.S_ISLNK(mode):
         return "is a symbolic link"
     if not stat.S_ISDIR(mode):
         return "is not a directory"
-    if uid not in (0, euid):
+    if uid not in (0, euid, *also):
         return f"is owned by uid {uid}"
     if mode & (stat.S_IWGRP | stat.S_IWOTH) and not mode & stat.S_ISVTX:
         return "is writable by group or others"

@@ -5,6 +5,10 @@ behind a QoS throttle, looks like from inside the VM: the limit is not on anythi
 The throttle rules are set for this device only, in the cgroup storbench runs in (cgroup v1 ``blkio.throttle.*``,
 else cgroup v2 ``io.max``), so fio, a child of storbench, is throttled on it and nothing else is touched. `down`
 removes the rules, detaches the loop device and deletes the directory. `up` with the same spec is a no-op.
+
+The loop device's number is recorded with the backing file's (st_dev, st_ino). After a killed run or a reboot the
+same number may back someone else's file: before reusing or detaching the recorded device, the lab asks losetup
+which file backs it now, and leaves it alone (saying so in one line) unless it is still the lab's own file.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ class VolumeInfo:
     major_minor: str
     spec: VolumeSpec
     rules: tuple[tuple[str, str], ...]  # (throttle file, the line written to it)
+    backing_dev: int  # st_dev and st_ino of the lab's volume.img when the loop device was made over it
+    backing_ino: int
 
 
 def throttle_lines(spec: VolumeSpec, major_minor: str, v2: bool) -> tuple[tuple[str, str], ...]:
@@ -64,6 +70,19 @@ def clearing_line(file_name: str, major_minor: str) -> str:
     return f"{major_minor} 0"
 
 
+def loop_backings(listing_json: str) -> dict[str, tuple[int, int]]:
+    """Each attached loop device -> (st_dev, st_ino) of the file behind it, from the output of
+    ``losetup --json --list --output NAME,BACK-INO,BACK-MAJ:MIN``. Pure."""
+    devices = json.loads(listing_json or "{}").get("loopdevices", [])
+    found = {}
+    for device in devices:
+        numbers, inode = str(device.get("back-maj:min") or ""), device.get("back-ino")  # int() drops the spaces
+        if ":" in numbers and isinstance(inode, int):
+            major, minor = numbers.split(":")
+            found[str(device["name"])] = (os.makedev(int(major), int(minor)), inode)
+    return found
+
+
 def own_cgroup(proc_self_cgroup: str) -> tuple[Path, bool] | None:
     """(directory of the cgroup this process is in for block I/O, whether it is cgroup v2) from the text of
     /proc/self/cgroup: the v1 blkio hierarchy when mounted, else the v2 one. Pure but for what exists."""
@@ -86,6 +105,7 @@ class VolumeLab:
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "volume"))
         self.state = self.root / "lab.json"
+        self.backing = self.root / "volume.img"
 
     def info(self) -> VolumeInfo | None:
         if not lab_dir_exists(self.root):
@@ -93,63 +113,88 @@ class VolumeLab:
         try:
             raw = json.loads(self.state.read_text())
             return VolumeInfo(root=raw["root"], device=raw["device"], major_minor=raw["major_minor"],
-                              spec=VolumeSpec(**raw["spec"]), rules=tuple(tuple(r) for r in raw["rules"]))
+                              spec=VolumeSpec(**raw["spec"]), rules=tuple(tuple(r) for r in raw["rules"]),
+                              backing_dev=int(raw["backing_dev"]), backing_ino=int(raw["backing_ino"]))
         except (OSError, ValueError, KeyError, TypeError):
-            return None
+            return None  # also a state from before backing_dev/backing_ino: down() finds our file's devices
+
+    def _our_devices(self, info: VolumeInfo | None) -> tuple[list[str], dict[str, tuple[int, int]]]:
+        """(the loop devices reading the lab's own volume.img now — and, with ``info``, only while that is still
+        the file recorded when its device was made; every attached loop device -> its backing file)."""
+        attached = loop_backings(run(["losetup", "--json", "--list", "--output", "NAME,BACK-INO,BACK-MAJ:MIN"],
+                                     timeout_s=10))
+        try:
+            st = os.stat(self.backing)
+        except FileNotFoundError:
+            return [], attached
+        ours = (st.st_dev, st.st_ino)
+        if info is not None and (info.backing_dev, info.backing_ino) != ours:
+            return [], attached
+        return [device for device, backing in attached.items() if backing == ours], attached
+
+    def _left_alone(self, info: VolumeInfo) -> str:
+        return (f"volume lab: {info.device} no longer reads the file the lab made it over ({self.backing}): its "
+                "number was reused after a reboot or a killed run; left attached and unused")
 
     def status(self) -> str:
         info = self.info()
         if info is None:
             return f"volume lab: down ({self.root} holds no lab)"
+        if info.device not in self._our_devices(info)[0]:
+            return self._left_alone(info)
         caps = ", ".join(line for _, line in info.rules) or "no caps"
         return f"volume lab: up, {info.device} ({info.spec.size_bytes} bytes), capped: {caps}"
 
-    def up(self, spec: VolumeSpec) -> VolumeInfo:
+    def up(self, spec: VolumeSpec) -> tuple[VolumeInfo, str]:
+        """The lab with ``spec`` (kept if it is up already on its own device), and the line ``down`` said about
+        a recorded device it left alone ("" if none)."""
         current = self.info()
-        if current is not None and current.spec == spec and Path(current.device).exists():
-            return current
-        self.down()
+        if current is not None and current.spec == spec and current.device in self._our_devices(current)[0]:
+            return current, ""
+        left_alone = self.down()
         where = own_cgroup(Path("/proc/self/cgroup").read_text())
         if where is None:
             raise UserError("volume lab: no block throttle here (neither cgroup v1 blkio nor a cgroup v2 with io.max)",
                             hint="the volume lab needs a kernel with blk-throttling and root")
         directory, v2 = where
         ensure_lab_dir(self.root)
-        backing = self.root / "volume.img"
         try:
-            with open(backing, "xb") as handle:  # sparse: nothing is written until fio writes
+            with open(self.backing, "xb") as handle:  # sparse: nothing is written until fio writes
                 handle.truncate(spec.size_bytes)
+            backing = os.stat(self.backing)
             try:
-                device = run(["losetup", "--find", "--show", "--direct-io=on", str(backing)], timeout_s=30).strip()
+                device = run(["losetup", "--find", "--show", "--direct-io=on", str(self.backing)],
+                             timeout_s=30).strip()
             except UserError:
-                device = run(["losetup", "--find", "--show", str(backing)], timeout_s=30).strip()
+                device = run(["losetup", "--find", "--show", str(self.backing)], timeout_s=30).strip()
             numbers = run(["lsblk", "-dno", "MAJ:MIN", device], timeout_s=10).strip()
             rules = tuple((str(directory / name), line) for name, line in throttle_lines(spec, numbers, v2))
-            info = VolumeInfo(root=str(self.root), device=device, major_minor=numbers, spec=spec, rules=rules)
+            info = VolumeInfo(root=str(self.root), device=device, major_minor=numbers, spec=spec, rules=rules,
+                              backing_dev=backing.st_dev, backing_ino=backing.st_ino)
             self.state.write_text(json.dumps(asdict(info)))  # before the rules: down() finds what to undo
             for path, line in rules:
                 Path(path).write_text(line + "\n")
         except BaseException:
             self.down()
             raise
-        return info
+        return info, left_alone
 
-    def down(self) -> None:
-        """Remove the throttle rules, detach the loop device, delete the directory. Safe when nothing is up."""
+    def down(self) -> str:
+        """Remove the throttle rules, detach the loop devices reading the lab's own file (also of a half-made
+        lab), delete the directory. Safe when nothing is up. Returns one line about a recorded device that now
+        reads another file and was left alone ("" if none)."""
         if not lab_dir_exists(self.root):
-            return
+            return ""
         info = self.info()
+        ours, attached = self._our_devices(info)
         if info is not None:
             for path, _ in info.rules:
                 with contextlib.suppress(OSError):  # the cgroup is gone with its processes: so is the rule
                     Path(path).write_text(clearing_line(Path(path).name, info.major_minor) + "\n")
-            if Path(info.device).exists():
-                with contextlib.suppress(UserError):
-                    run(["losetup", "-d", info.device], timeout_s=30)
-        else:  # a half-made lab: detach whatever loop device still reads our file
-            backing = self.root / "volume.img"
-            for line in run(["losetup", "-j", str(backing)], timeout_s=10).splitlines():
-                device = line.split(":", 1)[0]
-                if device.startswith("/dev/loop"):
-                    run(["losetup", "-d", device], timeout_s=30)
+        for device in ours:
+            with contextlib.suppress(UserError):
+                run(["losetup", "-d", device], timeout_s=30)
         remove_lab_dir(self.root)
+        if info is not None and info.device in attached and info.device not in ours:
+            return self._left_alone(info)
+        return ""
