@@ -155,3 +155,22 @@ def test_the_nfs_fio_build_and_its_engine_are_used_only_from_root_or_our_own_dir
     build.chmod(0o775)
     with pytest.raises(UserError, match=re.escape(f"{build} is writable by group or others")):
         nfs_fio_binary()
+
+
+@needs_root
+def test_the_k8s_lab_runs_no_kubernetes_binary_another_user_could_have_planted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from storbench.errors import UserError
+    from storbench.lab.k8s import K8sLab, binaries_dir
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    binaries = binaries_dir()
+    binaries.mkdir(parents=True)
+    for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"):
+        (binaries / name).write_text("#!/bin/sh\ntouch /tmp/planted\n")
+        (binaries / name).chmod(0o755)
+    os.chown(binaries / "kube-scheduler", OTHER_UID, OTHER_UID)
+    lab = K8sLab(tmp_path / "lab")
+    with pytest.raises(UserError, match="k8s lab: kube-scheduler: .* is owned by uid 4242; refusing to run it"):
+        lab.up("fio")
+    assert not (tmp_path / "lab").exists()  # refused before the lab was made

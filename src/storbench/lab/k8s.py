@@ -60,6 +60,7 @@ from storbench.lab.labdir import (
 )
 from storbench.lab.process import alive, kill_all, start_daemon
 from storbench.shell import run
+from storbench.trusted_files import trusted_program
 
 DEFAULT_LAB_DIR = default_lab_dir()
 
@@ -130,6 +131,8 @@ class K8sLab:
             if not (binaries / name).exists():
                 raise UserError(f"k8s lab: {binaries / name} is missing",
                                 hint="run scripts/build-kubernetes.sh (about 10 min once; cached)")
+            trusted_program(binaries / name, f"k8s lab: {name}", hint="build it as root: rm -r "
+                            f"{binaries}, then run scripts/build-kubernetes.sh")
         for tool in ("etcd", "containerd", "runc", "ctr", "openssl", "ip"):
             if shutil.which(tool) is None:
                 raise UserError(f"k8s lab: {tool} is not installed", hint="run scripts/setup.sh --k8s")
