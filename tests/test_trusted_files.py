@@ -171,6 +171,6 @@ def test_the_k8s_lab_runs_no_kubernetes_binary_another_user_could_have_planted(
         (binaries / name).chmod(0o755)
     os.chown(binaries / "kube-scheduler", OTHER_UID, OTHER_UID)
     lab = K8sLab(tmp_path / "lab")
-    with pytest.raises(UserError, match="k8s lab: kube-scheduler: .* is owned by uid 4242; refusing to run it"):
+    with pytest.raises(UserError, match=r"k8s lab: kube-scheduler: .* is owned by uid 4242; refusing to run it"):
         lab.up("fio")
     assert not (tmp_path / "lab").exists()  # refused before the lab was made
