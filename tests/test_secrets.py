@@ -224,3 +224,19 @@ def test_a_prometheus_url_on_a_metadata_address_is_a_problem_not_a_request() -> 
 
     series, problems = fetch_prometheus_series("http://169.254.169.254", [PrometheusQuery("m", "up")], 0, 10, 1)
     assert series == [] and len(problems) == 1 and "metadata address" in problems[0], problems
+
+
+def test_an_imported_fio_output_keeps_no_key_option_value(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          fixtures: Path) -> None:
+    """Hand-run results from an S3 run carry fio's echo of the keys: the store keeps the option, not its value."""
+    document = json.loads((fixtures / "randread-plain.json").read_text())
+    document["global options"] = {**document.get("global options", {}), "http_s3_keyid": KEY_ID,
+                                  "http_s3_key": SECRET}
+    path = tmp_path / "s3-run.json"
+    path.write_text(json.dumps(document))
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "import", str(path), "--db", str(db))
+    assert code == 0, out + err
+    stored = every_stored_text(db)
+    assert '"http_s3_key": "<hidden>"' in stored
+    _assert_no_key(stored, "the database")

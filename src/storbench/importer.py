@@ -21,6 +21,7 @@ from storbench.model import (
     WorkloadPoint,
 )
 from storbench.plan import case_id_for
+from storbench.redact import HIDDEN, is_secret_option
 from storbench.units import parse_duration_s, parse_size_bytes
 
 if TYPE_CHECKING:
@@ -79,7 +80,8 @@ def _case(options: Mapping[str, str], target_name: str) -> Case:
         direct=options.get("direct", "0") == "1",
         ioengine=options.get("ioengine", "psync"),
         size_bytes=_size(options.get("size"), 0) or None,
-        fio_options=tuple(sorted((k, v) for k, v in options.items() if k not in _MAPPED)),
+        fio_options=tuple(sorted((k, HIDDEN if is_secret_option(k) else v) for k, v in options.items()
+                                 if k not in _MAPPED)),
     )
     return Case(case_id=case_id_for(target, workload), target=target, workload=workload)
 
