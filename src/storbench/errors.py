@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from storbench.safe_text import safe_text
+
 
 class UserError(Exception):
     """A problem the user can fix: a bad plan, a missing file, a refused target.
 
     ``where`` names the place (``plan.yaml:12: workload.iodepth``), ``hint`` says what to do.
-    The CLI prints it as one line and exits with status 2.
+    The CLI prints it as one line and exits with status 2; ``one_line`` shows the control characters of what it
+    quotes (a plan's key, a file's text) escaped.
     """
 
     def __init__(self, message: str, *, where: str = "", hint: str = "") -> None:
@@ -20,7 +23,7 @@ class UserError(Exception):
         text = f"{self.where}: {self.message}" if self.where else self.message
         if self.hint:
             text += f" (hint: {self.hint})"
-        return " ".join(text.split())
+        return safe_text(" ".join(text.split()))
 
 
 def did_you_mean(word: str, choices: list[str] | tuple[str, ...] | set[str] | frozenset[str]) -> str:

@@ -7,13 +7,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.text import Text
 
 from storbench.config import LoadedPlan, load_plan_text
 from storbench.errors import UserError
 from storbench.private_files import write_private
+from storbench.safe_text import safe_text
 
 if TYPE_CHECKING:
     from storbench.targets.s3 import S3Access
@@ -21,12 +23,26 @@ if TYPE_CHECKING:
 DEFAULT_DB = "results.db"
 
 
+class SafeConsole(Console):
+    """The console every command prints through: no text it is given is read as rich markup or emoji codes (a
+    ``[/x]`` in a name cannot crash a table, ``[link=...]`` cannot make a link), and its control characters are
+    shown escaped (``safe_text``), so text from a plan, an imported file or the database cannot move the cursor,
+    retitle the terminal or hide what is printed. ``rich.text.Text`` renderables do not pass here: the renderers
+    make their cells safe themselves (``report.tables.plain_cell``)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(markup=False, emoji=False, **options)
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        return super().render_str(safe_text(text, multiline=True), **options)
+
+
 def _console(stderr: bool = False) -> Console:
-    console = Console(stderr=stderr, highlight=False, soft_wrap=False)
+    console = SafeConsole(stderr=stderr, highlight=False, soft_wrap=False)
     if not console.is_terminal:  # a file or a pipe: do not squeeze tables into 80 columns, unless COLUMNS says
         columns = os.environ.get("COLUMNS", "")
         width = int(columns) if columns.isdigit() and 40 <= int(columns) <= 1000 else 240
-        console = Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
+        console = SafeConsole(stderr=stderr, highlight=False, soft_wrap=False, width=width)
     return console
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from storbench.cli.common import _console, _write_output, db_option, filters, where_option
+from storbench.cli.common import SafeConsole, _console, _write_output, db_option, filters, where_option
 from storbench.errors import UserError
 from storbench.private_files import write_private
 from storbench.selection import (
@@ -39,9 +39,7 @@ def _print_results(db: str, run_ids: list[int], title: str) -> None:
 
 def _file_console() -> Console:
     """A console that records what is printed, as plain text at a fixed width, for `-o FILE`."""
-    from rich.console import Console
-
-    return Console(record=True, width=1000, file=io.StringIO(), color_system=None)
+    return SafeConsole(record=True, width=1000, file=io.StringIO(), color_system=None)
 
 
 def _print_points(points: Sequence[PointSummary], title: str, out: Console | None = None, *,
@@ -53,10 +51,8 @@ def _print_points(points: Sequence[PointSummary], title: str, out: Console | Non
     out = out or _console()
     table = results_table(points, title, None if wide else out.width)
     if wide and out.width < 1000:  # every column whole: wider than the terminal if need be
-        from rich.console import Console
-
-        Console(file=out.file, width=1000, highlight=False, soft_wrap=False,
-                color_system="auto" if out.color_system else None).print(table)
+        SafeConsole(file=out.file, width=1000, highlight=False, soft_wrap=False,
+                    color_system="auto" if out.color_system else None).print(table)
     else:
         out.print(table)
     if any(p.bottleneck.kind != "unknown" for p in points):

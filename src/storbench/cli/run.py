@@ -16,6 +16,7 @@ from storbench.cli.common import _console, _read_plan, db_option, fio_option, s3
 from storbench.cli.results import _print_results
 from storbench.errors import UserError
 from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status
+from storbench.safe_text import safe_text
 from storbench.units import format_block_size, format_duration, format_latency_ns
 
 if TYPE_CHECKING:
@@ -147,8 +148,8 @@ class ConsoleObserver:
         self.console = console
         self.interactive = console.is_terminal
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("eta"), TimeRemainingColumn(), console=console,
+            TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console,
         )
         self.last = Text("")
         self.live: Live | None = None
@@ -174,9 +175,9 @@ class ConsoleObserver:
         if outcome.status != Status.OK:
             self.failed += 1
         if self.live is not None:
-            self.last.plain = "last: " + line
+            self.last.plain = "last: " + safe_text(line)
             if outcome.status != Status.OK:
-                self.console.print(f"[red]{line}[/red]")
+                self.console.print(Text(safe_text(line), style="red"))
         else:
             self.console.print(f"[{position + 1}/{self.progress.tasks[0].total:.0f}] {line}", markup=False)
 

@@ -7,6 +7,7 @@ import io
 import json
 from collections.abc import Sequence
 
+from storbench.report.export import markdown_cell
 from storbench.report.labels import comparison_label, varying_comparison_lab
 from storbench.report.tables import (
     bottleneck_change,
@@ -15,6 +16,7 @@ from storbench.report.tables import (
     interval_caption,
     iops_with_ci,
 )
+from storbench.safe_text import csv_cell, safe_text
 from storbench.stats.compare import PointComparison
 
 COMPARE_FIELDS = (
@@ -61,7 +63,7 @@ def comparison_csv(comparisons: Sequence[PointComparison]) -> str:
     writer = csv.DictWriter(buffer, fieldnames=list(COMPARE_FIELDS), lineterminator="\n")
     writer.writeheader()
     for row in comparison_rows(comparisons):
-        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        writer.writerow({k: "" if v is None else csv_cell(v) for k, v in row.items()})
     return buffer.getvalue()
 
 
@@ -77,11 +79,11 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
     for c in comparisons:
         label = comparison_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")
         cells = [change_text(c, f)[0] for f in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns")]
-        lines.append(f"| {label} | {iops_with_ci(c.baseline.metric('iops'))} | "
+        lines.append(f"| {markdown_cell(label)} | {iops_with_ci(c.baseline.metric('iops'))} | "
                      f"{iops_with_ci(c.candidate.metric('iops'))} | " + " | ".join(cells)
                      + f" | {bottleneck_change(c)} |")
     evidence = bottleneck_evidence_lines(comparisons)
     if evidence:
         lines += ["", "Bottlenecks (rules: docs/methodology.md, \"Bottleneck verdicts\"):", ""]
         lines += [f"- {line}" for line in evidence]
-    return "\n".join(lines) + "\n"
+    return safe_text("\n".join(lines) + "\n", multiline=True)

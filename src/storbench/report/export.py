@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 
 from storbench.records import RECORD_FIELDS, Record
+from storbench.safe_text import csv_cell, safe_text
 
 
 def _flat(record: Record) -> dict[str, object]:
@@ -42,7 +43,7 @@ def to_csv(records: Sequence[Record]) -> str:
     writer = csv.DictWriter(buffer, fieldnames=list(RECORD_FIELDS), lineterminator="\n")
     writer.writeheader()
     for record in records:
-        writer.writerow({k: ("" if v is None else csv_number(v) if isinstance(v, float) else v)
+        writer.writerow({k: ("" if v is None else csv_number(v) if isinstance(v, float) else csv_cell(v))
                          for k, v in _flat(record).items()})
     return buffer.getvalue()
 
@@ -62,7 +63,12 @@ def _md_cell(value: object) -> str:
         return ""
     if isinstance(value, float):
         return markdown_number(value)
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return markdown_cell(str(value))
+
+
+def markdown_cell(text: str) -> str:
+    """Text for a Markdown table cell: on one line, pipes escaped."""
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def to_markdown(records: Sequence[Record]) -> str:
@@ -70,7 +76,7 @@ def to_markdown(records: Sequence[Record]) -> str:
     for record in records:
         row = _flat(record)
         lines.append("| " + " | ".join(_md_cell(row[name]) for name in RECORD_FIELDS) + " |")
-    return "\n".join(lines) + "\n"
+    return safe_text("\n".join(lines) + "\n", multiline=True)
 
 
 def export(records: Sequence[Record], fmt: str) -> str:

@@ -40,6 +40,7 @@ from storbench.report.tables import (
     telemetry_cell,
     telemetry_columns,
 )
+from storbench.safe_text import safe_text
 from storbench.stats.compare import PointComparison
 from storbench.stats.knee import Curve, LatencyObjective, best_under_objective
 from storbench.stats.summary import PointSummary
@@ -63,7 +64,8 @@ class ReportDocument:
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    """Text for HTML: markup escaped, control characters shown escaped (``safe_text``; lines stay lines)."""
+    return html.escape(safe_text(str(value), multiline=True), quote=True)
 
 
 def _time(seconds: float | None) -> str:

@@ -1,4 +1,9 @@
-"""FigureSpec -> PNG or SVG bytes with matplotlib, for slides and blogs. Pure (renders in memory)."""
+"""FigureSpec -> PNG or SVG bytes with matplotlib, for slides and blogs. Pure (renders in memory).
+
+matplotlib draws the text between two ``$`` as mathtext (and refuses an unknown command in it): each text of a
+spec passes through ``mathtext_text`` (``_m``) here, so a name from a plan, a fio output or a database shows as
+written.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter
 
 from storbench.report.figures import FigureSpec, x_error_arms, y_error_arms
 from storbench.report.plotly_render import COLORS
+from storbench.safe_text import mathtext_text as _m
 
 
 def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
@@ -30,12 +36,12 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
                 xs = [categories.index(str(x)) - 0.4 + width * (slot + 0.5) for x in series.x]
                 y_arms = y_error_arms(series, spec.y_log)
                 axes.bar(xs, series.y, width=width, yerr=None if y_arms is None else list(y_arms), capsize=3,
-                         color=color, label=series.name)
+                         color=color, label=_m(series.name))
                 if series.show_text and series.text:
                     tops = [y + (e if series.error_y else 0.0) for y, e in
                             zip(series.y, series.error_y or [0.0] * len(series.y), strict=True)]
                     for x, top, label in zip(xs, tops, series.text, strict=True):
-                        axes.annotate(label, (x, top), textcoords="offset points", xytext=(0, 3), ha="center",
+                        axes.annotate(_m(label), (x, top), textcoords="offset points", xytext=(0, 3), ha="center",
                                       fontsize=7, color=color)
                 continue
             xs_line: list[float | str] = list(series.x)
@@ -45,36 +51,36 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
             marker = "*" if series.marker_size > 10 else "o"
             if series.mode == "markers":
                 axes.scatter(xs_line, series.y, s=series.marker_size**2, color=color, marker=marker,
-                             label=series.name, zorder=3)
+                             label=_m(series.name), zorder=3)
             else:
                 fmt_line = style + ("" if series.mode == "lines" else marker)
                 y_arms, x_arms = y_error_arms(series, spec.y_log), x_error_arms(series)
                 axes.errorbar(xs_line, series.y, yerr=None if y_arms is None else list(y_arms),
                               xerr=None if x_arms is None else list(x_arms), fmt=fmt_line,
-                              color=color, label=series.name, markersize=4, capsize=2, linewidth=1.4)
+                              color=color, label=_m(series.name), markersize=4, capsize=2, linewidth=1.4)
             if series.show_text and series.text:
                 for point_x, point_y, label in zip(xs_line, series.y, series.text, strict=True):
-                    axes.annotate(label, (point_x, point_y), textcoords="offset points", xytext=(0, 6),
+                    axes.annotate(_m(label), (point_x, point_y), textcoords="offset points", xytext=(0, 6),
                                   ha="center", fontsize=7, color=color)
         axes = main_axes
         for band in spec.y_bands:
             axes.axhspan(band.low, band.high, color="#2ca02c", alpha=0.12, linewidth=0, zorder=0)
-            axes.annotate(band.label, (0.01, band.high), xycoords=("axes fraction", "data"), fontsize=7,
+            axes.annotate(_m(band.label), (0.01, band.high), xycoords=("axes fraction", "data"), fontsize=7,
                           color="#2b6b2b", va="bottom")
         for y in spec.y_lines:
             axes.axhline(y, color="#5b6673", linewidth=1.0, linestyle=":", zorder=1)
         for mark in spec.y_marks:
             axes.axhline(mark.value, color=mark.color, linewidth=1.3, linestyle="--", zorder=1)
-            axes.annotate(mark.label, (0.01, mark.value), xycoords=("axes fraction", "data"), fontsize=7,
+            axes.annotate(_m(mark.label), (0.01, mark.value), xycoords=("axes fraction", "data"), fontsize=7,
                           color=mark.color, ha="left", va="top", xytext=(0, -2), textcoords="offset points",
                           bbox=dict(boxstyle="square,pad=0.1", facecolor="white", alpha=0.85, linewidth=0))
         for mark in spec.x_marks:
             axes.axvline(mark.value, color=mark.color, linewidth=1.3, linestyle="--", zorder=1)
-            axes.annotate(mark.label, (mark.value, 0.99), xycoords=("data", "axes fraction"), fontsize=7,
+            axes.annotate(_m(mark.label), (mark.value, 0.99), xycoords=("data", "axes fraction"), fontsize=7,
                           color=mark.color, ha="left", va="top", xytext=(3, 0), textcoords="offset points")
         if categories:
             axes.set_xticks(range(len(categories)))
-            axes.set_xticklabels(categories, rotation=20 if len(categories) > 4 else 0, ha="right")
+            axes.set_xticklabels([_m(c) for c in categories], rotation=20 if len(categories) > 4 else 0, ha="right")
         if spec.x_log and not categories:
             axes.set_xscale("log", base=2 if spec.x_tickvals else 10)
         if spec.x_tickvals:
@@ -86,9 +92,9 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
             axes.set_ylim(*spec.y_range)
         if spec.x_range is not None:
             axes.set_xlim(*spec.x_range)
-        axes.set_title(spec.title, fontsize=11)
-        axes.set_xlabel(spec.x_label)
-        axes.set_ylabel(spec.y_label)
+        axes.set_title(_m(spec.title), fontsize=11)
+        axes.set_xlabel(_m(spec.x_label))
+        axes.set_ylabel(_m(spec.y_label))
         axes.grid(True, alpha=0.3)
         handles, labels = axes.get_legend_handles_labels()
         if spec.y_range is None and not spec.y_log and axes.has_data():
@@ -98,7 +104,7 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
             span = (high - low) or 1.0
             axes.set_ylim(low - (0.05 * span if low < 0 else 0.0), high + 0.1 * span)
         if right is not None:
-            right.set_ylabel(spec.y2_label)
+            right.set_ylabel(_m(spec.y2_label))
             right.set_ylim(bottom=0)
             more = right.get_legend_handles_labels()
             handles, labels = handles + more[0], labels + more[1]

@@ -1,4 +1,8 @@
-"""FigureSpec -> plotly figure JSON (for the HTML report). Pure."""
+"""FigureSpec -> plotly figure JSON (for the HTML report). Pure.
+
+plotly reads a subset of HTML in every text it draws (``<a href>``, ``<b>``, ``<br>``): each text of a spec passes
+through ``plotly_text`` here, so a name from a plan, a fio output or a database shows as written.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,23 @@ import json
 import plotly.graph_objects as go
 
 from storbench.report.figures import FigureSpec, Series, x_error_arms, y_error_arms
+from storbench.safe_text import plotly_text
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
           "#17becf")
 
 
+def _texts(values: tuple[str, ...] | None) -> list[str] | None:
+    return None if values is None else [plotly_text(v) for v in values]
+
+
+def _xs(values: tuple[float | str, ...]) -> list[float | str]:
+    return [plotly_text(v) if isinstance(v, str) else v for v in values]
+
+
 def _trace(series: Series, color: str, y_log: bool) -> go.BaseTraceType:
+    name = plotly_text(series.name)
+    extra = "<extra>" + name.replace("%", "%%") + "</extra>"
     y_arms, x_arms = y_error_arms(series, y_log), x_error_arms(series)
     error_y = None if y_arms is None else dict(type="data", array=y_arms[1], arrayminus=y_arms[0], symmetric=False,
                                                visible=True)
@@ -20,20 +35,19 @@ def _trace(series: Series, color: str, y_log: bool) -> go.BaseTraceType:
                                                visible=True)
     if series.mode == "bar":
         shown = series.show_text and series.text
-        return go.Bar(name=series.name, x=list(series.x), y=list(series.y), error_y=error_y, marker_color=color,
-                      text=list(series.text) if shown and series.text else None,
+        return go.Bar(name=name, x=_xs(series.x), y=list(series.y), error_y=error_y, marker_color=color,
+                      text=_texts(series.text) if shown else None,
                       textposition="outside" if shown else None, cliponaxis=False,
-                      hovertemplate="%{x}: %{y:,.4g}<extra>" + series.name.replace("%", "%%") + "</extra>")
+                      hovertemplate="%{x}: %{y:,.4g}" + extra)
     return go.Scatter(
-        name=series.name, x=list(series.x), y=list(series.y), yaxis="y2" if series.y2 else None,
+        name=name, x=_xs(series.x), y=list(series.y), yaxis="y2" if series.y2 else None,
         mode=series.mode + ("+text" if series.show_text else ""), error_y=error_y, error_x=error_x,
-        text=list(series.text) if series.text else None, textposition="top center",
+        text=_texts(series.text) or None, textposition="top center",
         textfont=dict(size=11, color=color),
         line=dict(color=color, dash="dash" if series.dash else "solid"),
         marker=dict(size=series.marker_size, color=color,
                     symbol="star" if series.marker_size > 10 else "circle"),
-        hovertemplate=("%{text}<br>" if series.text else "") + "x=%{x:,.4g}<br>y=%{y:,.4g}<extra>"
-        + series.name.replace("%", "%%") + "</extra>",
+        hovertemplate=("%{text}<br>" if series.text else "") + "x=%{x:,.4g}<br>y=%{y:,.4g}" + extra,
     )
 
 
@@ -44,32 +58,33 @@ def plotly_figure(spec: FigureSpec) -> go.Figure:
         figure.add_trace(_trace(series, color, spec.y_log))
     for band in spec.y_bands:
         figure.add_hrect(y0=band.low, y1=band.high, fillcolor="#2ca02c", opacity=0.12, line_width=0, layer="below",
-                         annotation=dict(text=band.label, font=dict(size=11, color="#2b6b2b")),
+                         annotation=dict(text=plotly_text(band.label), font=dict(size=11, color="#2b6b2b")),
                          annotation_position="top left")
     for y in spec.y_lines:
         figure.add_hline(y=y, line=dict(color="#5b6673", width=1.2, dash="dot"), layer="below")
     for mark in spec.y_marks:
         figure.add_hline(y=mark.value, line=dict(color=mark.color, width=1.6, dash="dash"), layer="below",
-                         annotation=dict(text=mark.label, font=dict(size=11, color=mark.color),
+                         annotation=dict(text=plotly_text(mark.label), font=dict(size=11, color=mark.color),
                                          bgcolor="rgba(255,255,255,0.85)"),
                          annotation_position="bottom left")
     for mark in spec.x_marks:
         figure.add_vline(x=mark.value, line=dict(color=mark.color, width=1.6, dash="dash"), layer="below",
-                         annotation=dict(text=mark.label, font=dict(size=11, color=mark.color),
+                         annotation=dict(text=plotly_text(mark.label), font=dict(size=11, color=mark.color),
                                          bgcolor="rgba(255,255,255,0.85)"),
                          annotation_position="top left")
     # plain numbers on the ticks ("3,000", not "3×10^3"): the axis title carries the unit
     plain = {"exponentformat": "none", "separatethousands": True}
-    xaxis: dict[str, object] = {"title": spec.x_label, **plain}
+    xaxis: dict[str, object] = {"title": plotly_text(spec.x_label), **plain}
     if spec.x_categories:
-        xaxis.update(type="category", categoryorder="array", categoryarray=list(spec.x_categories))
+        xaxis.update(type="category", categoryorder="array", categoryarray=_texts(spec.x_categories))
     elif spec.x_log:
         xaxis["type"] = "log"
     if spec.x_tickvals:
-        xaxis.update(tickvals=list(spec.x_tickvals), ticktext=list(spec.x_ticktext))
+        xaxis.update(tickvals=list(spec.x_tickvals), ticktext=_texts(spec.x_ticktext))
     figure.update_layout(
-        title=dict(text=spec.title.replace("\n", "<br>")), xaxis=xaxis,
-        yaxis=dict(title=spec.y_label, type="log" if spec.y_log else "linear", rangemode="tozero", **plain),
+        title=dict(text=plotly_text(spec.title).replace("\n", "<br>")), xaxis=xaxis,
+        yaxis=dict(title=plotly_text(spec.y_label), type="log" if spec.y_log else "linear", rangemode="tozero",
+                   **plain),
         barmode="group", template="plotly_white", height=460, margin=dict(l=70, r=20, t=60, b=60),
         legend=dict(font=dict(size=11)),
     )
@@ -77,9 +92,9 @@ def plotly_figure(spec: FigureSpec) -> go.Figure:
         left = next((s.color for s in spec.series if not s.y2 and s.color), None)
         right = next((s.color for s in spec.series if s.y2 and s.color), None)
         figure.update_layout(
-            yaxis=dict(title=dict(text=spec.y_label, font=dict(color=left))),
-            yaxis2=dict(title=dict(text=spec.y2_label, font=dict(color=right)), overlaying="y", side="right",
-                        rangemode="tozero", showgrid=False, tickmode="auto"),
+            yaxis=dict(title=dict(text=plotly_text(spec.y_label), font=dict(color=left))),
+            yaxis2=dict(title=dict(text=plotly_text(spec.y2_label), font=dict(color=right)), overlaying="y",
+                        side="right", rangemode="tozero", showgrid=False, tickmode="auto"),
             height=500, margin=dict(l=70, r=70, t=60, b=110),
             legend=dict(orientation="h", x=0, y=-0.2, yanchor="top", font=dict(size=11)))
     if spec.y_range is not None:

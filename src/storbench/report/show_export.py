@@ -17,8 +17,10 @@ import json
 from collections.abc import Mapping, Sequence
 
 from storbench.model import LabPoint, PreconditionRecord, Status
+from storbench.report.export import markdown_cell
 from storbench.report.labels import point_label, varying_lab_keys
 from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected, verdict_lines, warning_lines
+from storbench.safe_text import csv_cell, safe_text
 from storbench.stats.estimate import CONFIDENCE, Estimate
 from storbench.stats.observations import Observation
 from storbench.stats.steady import SteadyState
@@ -94,7 +96,7 @@ def _flat_row(p: PointSummary) -> dict[str, object]:
     row["fio_versions"] = " ".join(p.fio_versions)
     row["process_cpu_cores"] = " ".join(f"{name}={cores:.3g}" for name, cores in p.process_cpu_cores)
     row["warnings"] = " ".join(w.code for w in p.warnings)
-    return {k: "" if v is None else v for k, v in row.items()}
+    return {k: "" if v is None else csv_cell(v) for k, v in row.items()}
 
 
 def points_csv(points: Sequence[PointSummary]) -> str:
@@ -104,10 +106,6 @@ def points_csv(points: Sequence[PointSummary]) -> str:
     for p in points:
         writer.writerow(_flat_row(p))
     return buffer.getvalue()
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _lat(value: Estimate | None) -> str:
@@ -146,7 +144,7 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
             _lat(p.metric("lat_p999_ns")), _number(p.metric("host_cpu_busy_pct"), ".0f"), _number(disk, ".0f"),
             p.bottleneck.short, " ".join(w.code for w in p.warnings),
         ]
-        lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+        lines.append("| " + " | ".join(markdown_cell(c) for c in cells) + " |")
     verdicts = verdict_lines(points) if any(p.bottleneck.kind != "unknown" for p in points) else []
     if verdicts:
         lines += ["", "Bottlenecks (rules: docs/methodology.md, \"Bottleneck verdicts\"):", ""]
@@ -155,7 +153,7 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
     if warnings or notes:
         lines += ["", "Warnings:", ""]
         lines += [f"- {line.removeprefix('⚠ ')}" for line in [*warnings, *notes]]
-    return "\n".join(lines) + "\n"
+    return safe_text("\n".join(lines) + "\n", multiline=True)
 
 
 def drift_lines(observations: Sequence[Observation], run_ids: Sequence[int]) -> list[str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from storbench.model import Case, is_metadata
 from storbench.plan import PlanEstimate
@@ -20,6 +20,7 @@ from storbench.report.labels import (
     varying_comparison_lab,
     varying_lab_keys,
 )
+from storbench.safe_text import safe_text
 from storbench.stats.compare import PointComparison, Verdict
 from storbench.stats.estimate import Estimate
 from storbench.stats.knee import Curve, CurvePoint, KneeKind, LatencyObjective, best_under_objective
@@ -27,6 +28,12 @@ from storbench.stats.summary import WARNING_TITLES, PointSummary, StatWarning
 from storbench.units import format_bytes, format_duration, format_latency_ns
 
 VERDICT_STYLE = {Verdict.BETTER: "green", Verdict.WORSE: "red", Verdict.SAME: "dim", Verdict.NOT_COMPARABLE: "yellow"}
+
+
+def plain_cell(text: str, style: str = "") -> Text:
+    """A table cell (or title) from data: shown as written, never read as rich markup (``[/x]`` cannot crash
+    the table, ``[link=...]`` cannot make a link), its control characters escaped (``safe_text``)."""
+    return Text(safe_text(text), style=style)
 
 
 def _mean(estimate: Estimate | None, fmt: str = ",.0f", scale: float = 1.0) -> str:
@@ -134,19 +141,20 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
         *((name, "right", 4, lambda p, f=field, m=fmt: telemetry_cell(p.metric(f), m)) for name, field, fmt in extra),
         ("verdict", "left", 0, lambda p: p.bottleneck.short), ("!", "left", 0, lambda p: "⚠" if p.warnings else ""),
     ]
-    cells = [[cell(p) for _, _, _, cell in specs] for p in points]
+    cells = [[safe_text(cell(p)) for _, _, _, cell in specs] for p in points]  # measured as shown
     # a column that tells the rows apart (qd, jobs, clients, varies, lab with more than one value) is part of
     # the point: it stays however narrow the terminal
     specs = [(name, justify, 0 if priority == 1 and len({row[i] for row in cells}) > 1 else priority, cell)
              for i, (name, justify, priority, cell) in enumerate(specs)]
     widths = [max([len(name), *(len(row[i]) for row in cells)]) for i, (name, _, _, _) in enumerate(specs)]
     keep = fit_columns(widths, [priority for _, _, priority, _ in specs], width)
-    table = Table(title=title, title_justify="left", header_style="bold")
+    table = Table(title=plain_cell(title, "table.title"), title_justify="left", header_style="bold")
     for i in keep:
         name, justify, _, _ = specs[i]
         table.add_column(name, justify=justify, no_wrap=True, min_width=widths[i])  # type: ignore[arg-type]
     for p, row in zip(points, cells, strict=True):
-        table.add_row(*(row[i] for i in keep), style="red" if p.repetitions_ok < p.repetitions_total else None)
+        table.add_row(*(plain_cell(row[i]) for i in keep),
+                      style="red" if p.repetitions_ok < p.repetitions_total else None)
     return table
 
 
@@ -196,10 +204,6 @@ def warning_lines(points: Sequence[PointSummary]) -> list[str]:
     return lines
 
 
-def _change(cell_text: str, verdict: Verdict) -> str:
-    return f"[{VERDICT_STYLE[verdict]}]{cell_text}[/]"
-
-
 def change_text(comparison: PointComparison, field: str) -> tuple[str, Verdict]:
     cell = comparison.cell(field)
     if cell is None or cell.difference is None:
@@ -241,15 +245,16 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
     """One row per matched point: both sides' IOPS and each metric's change with its interval. With ``width``
     (a terminal's columns) the least essential columns go first (``fit_columns``) and the point label wraps:
     a number is never cut."""
-    table = Table(title=f"baseline {baseline}  vs  candidate {candidate}   (change [interval, below]; ▲ better ▼ worse "
-                  "~ no detectable difference x not comparable)", title_justify="left", header_style="bold")
+    table = Table(title=plain_cell(f"baseline {baseline}  vs  candidate {candidate}   (change [interval, below]; ▲ "
+                                   "better ▼ worse ~ no detectable difference x not comparable)", "table.title"),
+                  title_justify="left", header_style="bold")
     lab_keys = varying_comparison_lab(comparisons)
     # (header, priority: 0 essential .. 3 first to go; the point label wraps instead of going)
     columns = (("point", 0), ("IOPS base", 2), ("IOPS cand", 2), ("IOPS", 0), ("bandwidth", 3), ("mean lat", 2),
                ("p95", 3), ("p99", 0), ("bottleneck", 1))
     rows: list[list[tuple[str, Verdict | None]]] = []
     for c in comparisons:
-        label = comparison_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")
+        label = safe_text(comparison_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})"))
         changes = [change_text(c, f) for f in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns")]
         row: list[tuple[str, Verdict | None]] = [(label, None), (iops_with_ci(c.baseline.metric("iops")), None),
                                                  (iops_with_ci(c.candidate.metric("iops")), None)]
@@ -272,12 +277,11 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
                          min_width=words if 3 <= i <= 7 and width is not None else widths[i],
                          overflow="fold" if i == 0 else "ellipsis")
     for c, row in zip(comparisons, rows, strict=True):
-        cells = []
-        for i in keep:
-            text, verdict = row[i]
-            cells.append(escape(text) if verdict is None else _change(escape(text), verdict))
+        cells = [plain_cell(text, "" if verdict is None else VERDICT_STYLE[verdict])
+                 for text, verdict in (row[i] for i in keep)]
         if not c.comparable:  # the reason in yellow after the label
-            cells[0] = escape(comparison_label(c, lab_keys)) + f" [yellow](x: {escape(c.reason)})[/]"
+            cells[0] = Text.assemble(plain_cell(comparison_label(c, lab_keys)), " ",
+                                     plain_cell(f"(x: {c.reason})", "yellow"))
         table.add_row(*cells)
     table.caption = interval_caption(comparisons)
     table.caption_justify = "left"
@@ -335,7 +339,7 @@ def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | 
         if objective:
             best = best_under_objective(curve, objective)
             row.append("none meets it" if best is None else _knee_text(best, curve.axis))
-        table.add_row(*row)
+        table.add_row(*map(plain_cell, row))
     return table
 
 
@@ -352,20 +356,20 @@ def plan_table(cases: Sequence[Case], title: str) -> tuple[Table, str]:
         names += [k for k in p if k not in names]
     varying = [n for n in names if len({p.get(n, "") for p in params}) > 1]
     constant = [n for n in names if n not in varying and params and params[0].get(n, "")]
-    table = Table(title=title, title_justify="left", header_style="bold")
+    table = Table(title=plain_cell(title, "table.title"), title_justify="left", header_style="bold")
     table.add_column("#", justify="right")
     table.add_column("case id", no_wrap=True)
     for name in varying:
-        table.add_column(name, no_wrap=True)
+        table.add_column(plain_cell(name), no_wrap=True)
     shown = list(enumerate(zip(cases, params, strict=True), 1))
     if len(shown) > PLAN_ROWS_HEAD + PLAN_ROWS_TAIL + 1:
         hidden = len(shown) - PLAN_ROWS_HEAD - PLAN_ROWS_TAIL
         for index, (case, p) in shown[:PLAN_ROWS_HEAD]:
-            table.add_row(str(index), case.case_id, *(p.get(n, "") for n in varying))
+            table.add_row(str(index), plain_cell(case.case_id), *(plain_cell(p.get(n, "")) for n in varying))
         table.add_row("…", f"{hidden:,} more", *("…" for _ in varying))
         shown = shown[-PLAN_ROWS_TAIL:]
     for index, (case, p) in shown:
-        table.add_row(str(index), case.case_id, *(p.get(n, "") for n in varying))
+        table.add_row(str(index), plain_cell(case.case_id), *(plain_cell(p.get(n, "")) for n in varying))
     return table, "same for every case: " + ", ".join(f"{n}={params[0][n]}" for n in constant)
 
 
