@@ -55,14 +55,14 @@ def crafted_fio_json() -> str:
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two runs of the crafted output (imported twice), filed under a target whose name starts a formula."""
+    """Two runs of the crafted output (imported twice), filed under a target whose name starts a formula and holds a path."""
     from storbench.cli import main
 
     work = tmp_path_factory.mktemp("hygiene")
     crafted = work / "crafted.json"
     crafted.write_text(crafted_fio_json())
     for again in ([], ["--again"]):
-        assert main(["import", str(crafted), "--db", str(work / "h.db"), "--target", "@t", *again]) == 0
+        assert main(["import", str(crafted), "--db", str(work / "h.db"), "--target", "@t/../x", *again]) == 0
     return work / "h.db"
 
 
@@ -191,11 +191,11 @@ def test_csv_exports_quote_formulas_and_keep_numbers(db: Path, capsys: pytest.Ca
         assert tables[name], name
     for name in ("export", "show"):
         for row in tables[name]:
-            assert row["ioengine"] == "'" + FORMULA and row["target"] == "'@t"
+            assert row["ioengine"] == "'" + FORMULA and row["target"] == "'@t/../x"
             assert float(row["iops"]) > 0 and int(row["iodepth"]) in (1, 4)  # numbers stay numbers
     assert {row["fio_version"] for row in tables["export"]} == {"fio-3.33\\x1b]0;pwned\\x07\\x1b[2J[/oops]"}
     for row in tables["compare"]:
-        assert row["point"].startswith("'@t randread 4k") and float(row["baseline_mean"]) > 0
+        assert row["point"].startswith("'@t/../x randread 4k") and float(row["baseline_mean"]) > 0
         assert CLEAR not in row["point"]
 
 

@@ -58,3 +58,12 @@ def csv_cell(value: object) -> object:
     if not isinstance(value, str) or _NUMBER.fullmatch(value):
         return value
     return safe_text(("'" + value) if value.startswith(_FORMULA_START) else value, multiline=True)
+
+
+_FILE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def file_stem(text: str, max_chars: int = 120) -> str:
+    """``text`` as one file name component: only letters, digits, '.', '_' and '-' (anything else, '/' first of
+    all, becomes '_'), not starting with '.', at most ``max_chars`` long."""
+    return _FILE_UNSAFE.sub("_", text)[:max_chars].lstrip(".") or "_"

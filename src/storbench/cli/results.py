@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from storbench.cli.common import SafeConsole, _console, _write_output, db_option, filters, where_option
 from storbench.errors import UserError
 from storbench.private_files import write_private
+from storbench.safe_text import file_stem
 from storbench.selection import (
     check_selector_keys,
     parse_objective,
@@ -253,9 +254,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.images:
         directory = Path(args.images)
         directory.mkdir(parents=True, exist_ok=True)
-        for figure in document.figures:
+        used: set[str] = set()
+        for figure in document.figures:  # ids hold target names, which an import or a database may choose
+            stem = file_stem(figure.figure_id)
+            stem = next(f"{stem}-{n}" for n in range(1, len(used) + 2) if f"{stem}-{n}" not in used) \
+                if stem in used else stem
+            used.add(stem)
             for fmt in ("png", "svg"):
-                write_private(directory / f"{figure.figure_id}.{fmt}", render_image(figure, fmt))
+                write_private(directory / f"{stem}.{fmt}", render_image(figure, fmt))
         out.print(f"images: {len(document.figures)} figures as PNG and SVG in {directory}", markup=False)
     return 0
 
