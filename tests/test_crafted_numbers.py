@@ -82,16 +82,18 @@ def test_merging_io_counts_refuses_a_sum_the_store_cannot_hold() -> None:
     assert merge_directions([_direction(2**62), _direction(2**62 - 1)]).total_ios == MAX_COUNT
     with pytest.raises(ValueError, match="read I/Os add up to"):
         merge_directions([_direction(2**62), _direction(2**62)])
+    with pytest.raises(ValueError, match="read I/Os: a count of -1"):  # from a crafted database: not a count
+        merge_directions([_direction(5), _direction(-1)])
 
 
 def test_fio_counts_past_two_to_the_53_stay_exact() -> None:
     document = json.loads(GOOD.read_text())
     job = document["jobs"][0]
     job["read"]["total_ios"] = 2**53 + 1
-    job["read"]["clat_ns"]["bins"] = {"1000": 2**53 + 1}
+    job["read"]["clat_ns"]["bins"] = {str(2**53 + 1): 2**53 + 1}  # a bin key (ns) and its count
     (read,) = [d for d in parse_fio_json(json.dumps(document)).jobs[0].directions if d.direction == Direction.READ]
     assert read.total_ios == 2**53 + 1
-    assert read.clat.histogram is not None and read.clat.histogram.bins == ((1000, 2**53 + 1),)
+    assert read.clat.histogram is not None and read.clat.histogram.bins == ((2**53 + 1, 2**53 + 1),)
 
 
 def test_stored_bins_that_inflate_past_the_cap_are_refused() -> None:
@@ -196,6 +198,14 @@ def test_a_query_past_the_time_limit_is_stopped_with_one_line_naming_the_file(
             assert time.monotonic() - started < 3
         assert len(store.runs()) == 1  # a query within the limit runs as before
     finally:
+        store.close()
+
+
+def test_the_schema_of_a_database_is_not_trusted_to_call_functions(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    db = _imported_db(tmp_path, capsys)
+    for store in (open_store(db), open_store(db, read_only=True)):
+        assert store.conn.execute("PRAGMA trusted_schema").fetchone()[0] == 0
         store.close()
 
 
