@@ -287,11 +287,9 @@ _NOT_OURS_HINT = "pass the --db a `storbench run` wrote"
 
 def _schema_version(conn: sqlite3.Connection, path: str) -> int | None:
     """The schema version of storbench's database at ``path`` (None: an empty file, a new database). Anything that
-    is not storbench's is refused before a byte of it is written or a query of its own is run."""
-    try:
-        entries = conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
-    except sqlite3.DatabaseError as exc:
-        raise UserError(f"{path} is not a storbench results database: {exc}", hint=_NOT_OURS_HINT) from None
+    is not storbench's is refused before a byte of it is written or a query of its own is run. SQLite's own errors
+    (not a database, locked) are the caller's."""
+    entries = conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
     if not entries:
         return None
     kinds = {str(name): (str(kind), str(sql)) for kind, name, sql in entries}
@@ -370,8 +368,11 @@ def _open_read_only(path: str) -> Store:
     # with no -wal beside it no one is writing: open it immutable, so SQLite makes no -wal or -shm of its own;
     # while a run writes, read through the writer's WAL
     live = Path(f"{path}-wal").exists()
-    conn = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro" + ("" if live else "&immutable=1"),
-                           uri=True, timeout=30, isolation_level=None, factory=_LimitedConnection)
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro" + ("" if live else "&immutable=1"),
+                               uri=True, timeout=30, isolation_level=None, factory=_LimitedConnection)
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"cannot open {path}: {exc}", hint="pass another --db") from None
     try:
         conn.limit(path)
         conn.execute("PRAGMA trusted_schema=OFF")
@@ -384,6 +385,9 @@ def _open_read_only(path: str) -> Store:
                             f"{SCHEMA_VERSION}); reading does not upgrade it", hint="the next `storbench run` or "
                             "`storbench import` with this --db upgrades it (copy it first if an older storbench "
                             "must still read it)")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise UserError(f"{path} is not a storbench results database: {exc}", hint=_NOT_OURS_HINT) from None
     except BaseException:
         conn.close()
         raise
