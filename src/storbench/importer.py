@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from storbench import __version__
 from storbench.fio.parse import client_measurement
 from storbench.model import (
+    MAX_COUNT,
     MIXED_RW,
     RW_DIRECTIONS,
     Case,
@@ -38,18 +39,23 @@ class ImportedRepetition:
     outcome: RepetitionOutcome
 
 
+# A job option that is not a number, or one no database column can hold, is read as its default.
+def _bounded(value: int, default: int) -> int:
+    return value if abs(value) <= MAX_COUNT else default
+
+
 def _size(text: str | None, default: int) -> int:
     if not text:
         return default
     try:
-        return parse_size_bytes(text.split(",")[0].split(":")[0])
+        return _bounded(parse_size_bytes(text.split(",")[0].split(":")[0]), default)
     except ValueError:
         return default
 
 
 def _int(text: str | None, default: int) -> int:
     try:
-        return int(text) if text else default
+        return _bounded(int(text), default) if text else default
     except ValueError:
         return default
 
@@ -173,14 +179,16 @@ def prepare_import(files: Sequence[FioFile], target_name: str) -> PreparedImport
 
 def save_import(store: Store, prepared: PreparedImport, *, plan_name: str, host: str, kernel: str,
                 clock: Callable[[], float]) -> int:
-    """Store ``prepared`` as one run of source "import" (each repetition notes the file it came from); its id."""
-    run_id = store.create_run(
-        plan_name=plan_name, plan_text=prepared.plan_text, plan_sha256="", source="import",
-        storbench_version=__version__, fio_version=prepared.fio_version, host=host, kernel=kernel,
-        run_order="imported", seed=0, tags=[], started_at_s=clock(),
-    )
-    for item in prepared.repetitions:
-        store.save_repetition(run_id, item.case, item.rep_index, item.outcome,
-                              (("imported_from", item.source), ("imported_sha256", item.source_sha256)))
-    store.finish_run(run_id, clock())
+    """Store ``prepared`` as one run of source "import" (each repetition notes the file it came from), in one
+    transaction: an import that fails leaves nothing behind. Returns the run's id."""
+    with store.transaction():
+        run_id = store.create_run(
+            plan_name=plan_name, plan_text=prepared.plan_text, plan_sha256="", source="import",
+            storbench_version=__version__, fio_version=prepared.fio_version, host=host, kernel=kernel,
+            run_order="imported", seed=0, tags=[], started_at_s=clock(),
+        )
+        for item in prepared.repetitions:
+            store.save_repetition(run_id, item.case, item.rep_index, item.outcome,
+                                  (("imported_from", item.source), ("imported_sha256", item.source_sha256)))
+        store.finish_run(run_id, clock())
     return run_id

@@ -515,12 +515,30 @@ class ScheduledRepetition:
 # What came back
 
 
+# The most a count (I/Os, bytes, samples, a latency bin) can be: SQLite's INTEGER and numpy's int64 hold no more.
+MAX_COUNT = 2**63 - 1
+
+
+def count_sum(counts: Iterable[int], what: str) -> int:
+    """Counts added exactly; a negative count, or a sum the store could not hold, is refused (ValueError), never
+    wrapped."""
+    total = 0
+    for count in counts:
+        if count < 0:
+            raise ValueError(f"{what}: a count of {count}")
+        total += count
+    if total > MAX_COUNT:
+        raise ValueError(f"{what} add up to {total}, past {MAX_COUNT}, the most a count can be")
+    return total
+
+
 @dataclass(frozen=True, eq=False)
 class LatencyHistogram:
     """fio's json+ latency bins: bin values in ns (sorted, unique) and the number of I/Os in each.
 
     fio's bins are the same for every job and client, so merging is adding counts per bin. Arrays keep
-    merging thousands of clients fast; ``bins`` gives the (value, count) pairs.
+    merging thousands of clients fast; ``bins`` gives the (value, count) pairs. Counts are added as integers,
+    never through floats; a negative count, or a histogram of more than MAX_COUNT I/Os, is refused (ValueError).
     """
 
     values_ns: npt.NDArray[np.int64]
@@ -528,14 +546,23 @@ class LatencyHistogram:
 
     @staticmethod
     def from_arrays(values_ns: npt.ArrayLike, counts: npt.ArrayLike) -> LatencyHistogram:
-        values = np.asarray(values_ns, dtype=np.int64)
-        weights = np.asarray(counts, dtype=np.int64)
+        try:
+            values = np.asarray(values_ns, dtype=np.int64)
+            weights = np.asarray(counts, dtype=np.int64)
+        except OverflowError:
+            raise ValueError(f"bins hold a value or count past {MAX_COUNT}") from None
         if values.size == 0:
             return LatencyHistogram(np.zeros(0, np.int64), np.zeros(0, np.int64))
-        unique, inverse = np.unique(values, return_inverse=True)
-        summed = np.bincount(inverse, weights=weights, minlength=unique.size).astype(np.int64)
+        if weights.min() < 0:
+            raise ValueError(f"bins hold a count of {int(weights.min())} I/Os")
+        if int(weights.max()) * weights.size > MAX_COUNT:  # int64 sums could wrap: add them exactly first
+            count_sum(weights.tolist(), "bins")
+        order = np.argsort(values, kind="stable")
+        ordered = values[order]
+        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+        summed = np.add.reduceat(weights[order], starts)
         keep = summed != 0
-        return LatencyHistogram(unique[keep], summed[keep])
+        return LatencyHistogram(ordered[starts][keep], summed[keep])
 
     @staticmethod
     def from_counts(pairs: Iterable[tuple[int, int]]) -> LatencyHistogram:

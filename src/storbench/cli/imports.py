@@ -19,41 +19,45 @@ def cmd_import(args: argparse.Namespace) -> int:
     files = []
     failed: list[str] = []
     err = _console(stderr=True)
-    known: dict[str, int | None] = {}
-    if Path(args.db).exists() and not args.again:
-        reader = open_store(args.db, read_only=True)
-        known.update(reader.imported_files())
-        reader.close()
-    duplicates = 0
-    for name in args.files:  # every file is tried; each bad one gets its line
-        try:
-            text = Path(name).read_text(errors="replace")
-            sha = file_sha256(text)
-            if sha in known:
-                duplicates += 1
-                where = f"run {known[sha]}" if known[sha] is not None else "this import"
-                err.print(f"storbench: skipped {name}: already imported ({where}); --again imports it anyway",
-                          markup=False)
-                continue
-            known[sha] = None
-            files.append(FioFile(name, text, load_fio_json_lenient(text, name)))
-        except OSError as exc:
-            failed.append(name)
-            err.print(f"storbench: skipped {name}: cannot read it ({exc.strerror})", markup=False)
-        except UserError as exc:
-            failed.append(name)
-            err.print(f"storbench: skipped {exc.one_line()}", markup=False)
-    if not files and duplicates and not failed:
-        _console().print(f"nothing new to import: all {duplicates} files were imported before", markup=False)
-        return 0
-    if not files:
-        raise UserError(f"none of the {len(failed)} files is fio JSON output; nothing imported",
-                        hint="pass fio --output-format=json+ (or json) output files")
-    prepared = prepare_import(files, args.target)
-    store = open_store(args.db)
-    run_id = save_import(store, prepared, plan_name=args.name, host=platform.node(), kernel=platform.release(),
-                         clock=time.time)
-    store.close()
+    # an existing database is opened for writing at once (an older one is upgraded; one that is not storbench's is
+    # refused untouched); a new one is made only when there is something to import
+    store = open_store(args.db) if Path(args.db).exists() else None
+    try:
+        known: dict[str, int | None] = dict(store.imported_files()) if store is not None and not args.again else {}
+        duplicates = 0
+        for name in args.files:  # every file is tried; each bad one gets its line
+            try:
+                text = Path(name).read_text(errors="replace")
+                sha = file_sha256(text)
+                if sha in known:
+                    duplicates += 1
+                    where = f"run {known[sha]}" if known[sha] is not None else "this import"
+                    err.print(f"storbench: skipped {name}: already imported ({where}); --again imports it anyway",
+                              markup=False)
+                    continue
+                known[sha] = None
+                files.append(FioFile(name, text, load_fio_json_lenient(text, name)))
+            except (OSError, UserError) as exc:
+                refusal = exc if isinstance(exc, UserError) else UserError(
+                    f"cannot read it ({exc.strerror})", where=name)
+                if len(args.files) == 1:  # the one file given: its refusal is the one line
+                    raise UserError(f"{refusal.message}; nothing imported", where=refusal.where,
+                                    hint=refusal.hint) from None
+                failed.append(name)
+                err.print(f"storbench: skipped {refusal.one_line()}", markup=False)
+        if not files and duplicates and not failed:
+            _console().print(f"nothing new to import: all {duplicates} files were imported before", markup=False)
+            return 0
+        if not files:
+            raise UserError(f"none of the {len(failed)} files is fio output storbench can import; nothing imported",
+                            hint="pass fio --output-format=json+ (or json) output files")
+        prepared = prepare_import(files, args.target)
+        store = store or open_store(args.db)
+        run_id = save_import(store, prepared, plan_name=args.name, host=platform.node(),
+                             kernel=platform.release(), clock=time.time)
+    finally:
+        if store is not None:
+            store.close()
     _console().print(f"imported {len(prepared.repetitions)} repetitions of {prepared.cases} cases from {len(files)} "
                      f"files as run {run_id} in {args.db}" + (f"; {len(failed)} files skipped (above)" if failed
                                                              else "")

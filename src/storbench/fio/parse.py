@@ -9,12 +9,13 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from storbench.errors import UserError
 from storbench.model import (
     FILL_JOB,
+    MAX_COUNT,
     PHASE_AS_TRIM,
     ClientMeasurement,
     DirectionMeasurement,
@@ -23,6 +24,7 @@ from storbench.model import (
     JobOutput,
     LatencyHistogram,
     LatencySummary,
+    count_sum,
 )
 from storbench.model import Direction as Dir
 
@@ -35,36 +37,47 @@ def _obj(value: object, what: str) -> JsonObject:
     return value
 
 
-# fio never writes a count, size, time or rate below zero, a NaN or an infinity, a histogram bin with a
-# negative count or a percentile below a lower one: such a value is refused with its field named.
-_MAX_COUNT = 2**63 - 1
+# fio never writes a count, size, time or rate below zero or past MAX_COUNT, a NaN or an infinity, a histogram bin
+# with a negative count or a percentile below a lower one: such a value is refused with its field named. Whole
+# numbers stay integers (exact past 2**53).
 
 
-def _num(mapping: JsonObject, key: str, default: float = 0.0, where: str = "") -> float:
+def _value(mapping: JsonObject, key: str, default: float, where: str) -> int | float:
     value = mapping.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"fio output: {where}{key!r} is not a number")
-    if not math.isfinite(value) or value < 0:
+    if (isinstance(value, float) and not math.isfinite(value)) or value < 0:
         raise ValueError(f"fio output: {where}{key} is {value}, which fio never writes")
-    return float(value)
+    if value > MAX_COUNT:
+        raise ValueError(f"fio output: {where}{key} is past {MAX_COUNT}, too large for a count")
+    return value
+
+
+def _num(mapping: JsonObject, key: str, default: float = 0.0, where: str = "") -> float:
+    return float(_value(mapping, key, default, where))
 
 
 def _int(mapping: JsonObject, key: str, default: int = 0, where: str = "") -> int:
-    value = _num(mapping, key, default, where)
-    if value > _MAX_COUNT:
-        raise ValueError(f"fio output: {where}{key} is {value:g}, too large for a count")
-    return int(value)
+    return int(_value(mapping, key, default, where))
 
 
 def _whole(text: object, what: str) -> int:
     """A non-negative whole number from a JSON key or value (bins: latency -> count; percentiles: value)."""
     if isinstance(text, bool) or not isinstance(text, int | float | str):
         raise ValueError(f"fio output: {what} is not a number")
-    try:
-        number = float(text)
-    except ValueError:
-        raise ValueError(f"fio output: {what} {text!r} is not a number") from None
-    if not math.isfinite(number) or number < 0 or number > _MAX_COUNT or number != int(number):
+    number: int | float
+    if not isinstance(text, str):
+        number = text
+    else:
+        try:
+            number = int(text)
+        except ValueError:
+            try:
+                number = float(text)
+            except ValueError:
+                raise ValueError(f"fio output: {what} {text!r} is not a number") from None
+    if (isinstance(number, float) and (not math.isfinite(number) or number != int(number))) or number < 0 \
+            or number > MAX_COUNT:
         raise ValueError(f"fio output: {what} is {text!r}, which fio never writes")
     return int(number)
 
@@ -76,7 +89,10 @@ def _latency(block: JsonObject, where: str = "") -> LatencySummary:
     if isinstance(bins_obj, Mapping):
         values = [_whole(k, f"{where}bins key") for k in bins_obj]
         counts = [_whole(v, f"{where}bins count at {k}") for k, v in bins_obj.items()]
-        histogram = LatencyHistogram.from_arrays(values, counts)
+        try:
+            histogram = LatencyHistogram.from_arrays(values, counts)
+        except ValueError as exc:
+            raise ValueError(f"fio output: {where}{exc}") from None
     reported: list[tuple[float, int]] = []
     percentile_obj = block.get("percentile")
     if isinstance(percentile_obj, Mapping):
@@ -186,6 +202,7 @@ def parse_fio_json(text: str) -> FioOutput:
                 options=_options(job.get("job options")),
             )
         )
+    check_mergeable((m for job in jobs for m in job.directions), "fio output")
     disks: list[DiskUtil] = []
     disk_value = root.get("disk_util", [])
     if isinstance(disk_value, list):
@@ -208,6 +225,23 @@ def parse_fio_json(text: str) -> FioOutput:
         disks=tuple(disks),
         global_options=_options(root.get("global options")),
     )
+
+
+def check_mergeable(measurements: Iterable[DirectionMeasurement], what: str) -> None:
+    """Each merge of some of these measurements (numjobs clones, one server's jobs, a repetition's clients, a
+    point's repetitions) adds up some of their counts: when the sums over all of them fit in a count, every merge
+    does. Raises ValueError ("``what``: ...") when they do not."""
+    by_direction: dict[Dir, list[DirectionMeasurement]] = {}
+    for m in measurements:
+        by_direction.setdefault(m.direction, []).append(m)
+    for direction, parts in by_direction.items():
+        where = f"{what}: {direction.value}."
+        count_sum((m.total_ios for m in parts), f"{where}total_ios of all jobs")
+        count_sum((m.io_bytes for m in parts), f"{where}io_bytes of all jobs")
+        for name, summaries in (("clat_ns", [m.clat for m in parts]), ("lat_ns", [m.lat for m in parts])):
+            count_sum((s.samples for s in summaries), f"{where}{name}.N of all jobs")
+            count_sum((s.histogram.total for s in summaries if s.histogram is not None),
+                      f"{where}{name}.bins of all jobs")
 
 
 def embedded_fio_json(text: str) -> str | None:
@@ -253,7 +287,7 @@ def merge_latency(parts: Sequence[LatencySummary]) -> LatencySummary:
         return LatencySummary(samples=0, min_ns=0, max_ns=0, mean_ns=0.0, stddev_ns=0.0)
     if len(with_samples) == 1:
         return with_samples[0]
-    total = sum(p.samples for p in with_samples)
+    total = count_sum((p.samples for p in with_samples), "latency samples")
     mean = sum(p.mean_ns * p.samples for p in with_samples) / total
     sum_sq = sum(
         (p.samples - 1) * p.stddev_ns**2 + p.samples * (p.mean_ns - mean) ** 2 for p in with_samples
@@ -282,8 +316,8 @@ def merge_directions(parts: Sequence[DirectionMeasurement]) -> DirectionMeasurem
         raise ValueError("cannot merge different directions")
     return DirectionMeasurement(
         direction=direction,
-        total_ios=sum(p.total_ios for p in parts),
-        io_bytes=sum(p.io_bytes for p in parts),
+        total_ios=count_sum((p.total_ios for p in parts), f"{direction.value} I/Os"),
+        io_bytes=count_sum((p.io_bytes for p in parts), f"{direction.value} bytes"),
         runtime_ms=max(p.runtime_ms for p in parts),
         iops=sum(p.iops for p in parts),
         bw_bytes=sum(p.bw_bytes for p in parts),

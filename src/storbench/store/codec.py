@@ -22,8 +22,21 @@ def encode_histogram(histogram: LatencyHistogram | None) -> bytes | None:
     return zlib.compress(json.dumps([list(pair) for pair in histogram.bins], separators=(",", ":")).encode())
 
 
+# Stored bins inflate to at most this: fio has 1856 bins (about 60 KB as JSON); more is not storbench's data.
+MAX_BINS_BYTES = 16 << 20
+
+
 def decode_histogram(blob: bytes | None) -> LatencyHistogram | None:
+    """Stored bins back; ValueError for a blob storbench did not write (not zlib or JSON pairs, too large,
+    counts no histogram can hold)."""
     if blob is None:
         return None
-    pairs = json.loads(zlib.decompress(blob))
-    return LatencyHistogram.from_arrays([int(v) for v, _ in pairs], [int(c) for _, c in pairs])
+    try:
+        inflater = zlib.decompressobj()
+        text = inflater.decompress(blob, MAX_BINS_BYTES)
+        if inflater.unconsumed_tail:
+            raise ValueError(f"latency bins inflate past {MAX_BINS_BYTES} bytes")
+        pairs = json.loads(text)
+        return LatencyHistogram.from_arrays([int(v) for v, _ in pairs], [int(c) for _, c in pairs])
+    except (zlib.error, TypeError, OverflowError, ValueError) as exc:
+        raise ValueError(f"stored latency bins unreadable: {exc}") from None

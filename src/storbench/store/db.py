@@ -7,6 +7,7 @@ Aggregates (a repetition's merged numbers, a case's statistics) are derived when
 from __future__ import annotations
 
 import json
+import math
 import random
 import sqlite3
 import time
@@ -14,10 +15,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Self, cast
 from urllib.parse import quote
 
 from storbench.errors import UserError
+from storbench.fio.parse import check_mergeable
 from storbench.model import (
     BlockTarget,
     Case,
@@ -276,37 +278,122 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
         raise
 
 
-def _open_read_only(path: str) -> Store:
-    """A results database for reading (show, export, compare, report, saturation): nothing is written to it,
-    and a file that is not storbench's is refused before anything could be. One that an older storbench wrote is
-    brought to this schema first (it is storbench's own)."""
-    if not Path(path).is_file():
-        raise UserError(f"no results database {path}", hint="run a plan first, or pass --db PATH")
-    try:
-        # with no -wal beside it no one is writing: open it immutable, so SQLite makes no -wal or -shm of its own;
-        # while a run writes, read through the writer's WAL
-        live = Path(f"{path}-wal").exists()
-        conn = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro" + ("" if live else "&immutable=1"),
-                               uri=True, timeout=30, isolation_level=None)
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        version = (conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
-                   if "schema_migrations" in tables else None)
-    except sqlite3.DatabaseError as exc:
-        raise UserError(f"{path} is not a storbench results database: {exc}",
-                        hint="pass another --db") from None
-    if version is None or "runs" not in tables:
-        conn.close()
+# storbench's tables. In a database storbench opens each of them is a plain table, and there is no view or trigger
+# (storbench makes none): a crafted file cannot hide a query behind a name storbench reads.
+TABLES = ("schema_migrations", "runs", "cases", "repetitions", "clients", "measurements", "disk_utils", "telemetry",
+          "telemetry_samples", "preconditions", "plan_versions")
+READ_LIMIT_S = 30.0  # the longest one statement may take on a database opened for reading
+_NOT_OURS_HINT = "pass the --db a `storbench run` wrote"
+
+
+def _schema_version(conn: sqlite3.Connection, path: str) -> int | None:
+    """The schema version of storbench's database at ``path`` (None: an empty file, a new database). Anything that
+    is not storbench's is refused before a byte of it is written or a query of its own is run. SQLite's own errors
+    (not a database, locked) are the caller's."""
+    entries = conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+    if not entries:
+        return None
+    kinds = {str(name): (str(kind), str(sql)) for kind, name, sql in entries}
+    for name, (kind, sql) in kinds.items():
+        if kind in ("view", "trigger") or (name in TABLES and not (kind == "table" and sql.startswith("CREATE TABLE"))):
+            raise UserError(f"{path} is not a storbench results database: {name!r} is a {kind} "
+                            f"({sql[:60]}...), which storbench never makes; left untouched", hint=_NOT_OURS_HINT)
+    if "schema_migrations" not in kinds or "runs" not in kinds:
         raise UserError(f"{path} is not a storbench results database (no storbench tables in it); left untouched",
-                        hint="pass the --db a `storbench run` wrote")
-    if version < SCHEMA_VERSION:
-        conn.close()
-        return open_store(path)
-    conn.row_factory = sqlite3.Row
-    conn.isolation_level = "DEFERRED"
+                        hint=_NOT_OURS_HINT)
+    version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
+    if not isinstance(version, int):
+        raise UserError(f"{path} is not a storbench results database (schema version {version!r})",
+                        hint=_NOT_OURS_HINT)
     if version > SCHEMA_VERSION:
-        conn.close()
         raise UserError(f"{path} has schema version {version}, newer than this storbench ({SCHEMA_VERSION})",
                         hint="upgrade storbench")
+    return version
+
+
+class _LimitedConnection(sqlite3.Connection):
+    """A connection for reading: each statement must finish within READ_LIMIT_S (checked every few thousand
+    SQLite instructions), so a crafted file is refused in one line naming it instead of hanging the command."""
+
+    path = ""
+    deadline_s = math.inf
+
+    def limit(self, path: str) -> None:
+        self.path = path
+        self.set_progress_handler(lambda: int(time.monotonic() > self.deadline_s), 10_000)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        return self.cursor(_LimitedCursor).execute(sql, parameters)
+
+    @contextmanager
+    def limited(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if str(exc) != "interrupted" or time.monotonic() <= self.deadline_s:
+                raise
+            raise UserError(f"{self.path}: a query ran past {READ_LIMIT_S:g} s and was stopped; no storbench results "
+                            "database needs that long", hint=_NOT_OURS_HINT) from None
+
+
+class _LimitedCursor(sqlite3.Cursor):
+    """Every step of a statement on a _LimitedConnection runs under its time limit."""
+
+    def _conn(self) -> _LimitedConnection:
+        return cast(_LimitedConnection, self.connection)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Self:
+        conn = self._conn()
+        conn.deadline_s = time.monotonic() + READ_LIMIT_S
+        with conn.limited():
+            return super().execute(sql, parameters)
+
+    def fetchone(self) -> Any:
+        with self._conn().limited():
+            return super().fetchone()
+
+    def fetchall(self) -> list[Any]:
+        with self._conn().limited():
+            return super().fetchall()
+
+    def __next__(self) -> Any:
+        with self._conn().limited():
+            return super().__next__()
+
+
+def _open_read_only(path: str) -> Store:
+    """A results database for reading (show, export, compare, report, saturation): opened read-only, never written,
+    never migrated; a file that is not storbench's, or that an older storbench wrote, is refused untouched."""
+    if not Path(path).is_file():
+        raise UserError(f"no results database {path}", hint="run a plan first, or pass --db PATH")
+    # with no -wal beside it no one is writing: open it immutable, so SQLite makes no -wal or -shm of its own;
+    # while a run writes, read through the writer's WAL
+    live = Path(f"{path}-wal").exists()
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro" + ("" if live else "&immutable=1"),
+                               uri=True, timeout=30, isolation_level=None, factory=_LimitedConnection)
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"cannot open {path}: {exc}", hint="pass another --db") from None
+    try:
+        conn.limit(path)
+        conn.execute("PRAGMA trusted_schema=OFF")
+        version = _schema_version(conn, path)
+        if version is None:
+            raise UserError(f"{path} is not a storbench results database (no storbench tables in it); left "
+                            "untouched", hint=_NOT_OURS_HINT)
+        if version < SCHEMA_VERSION:
+            raise UserError(f"{path} was written by an older storbench (schema version {version} of "
+                            f"{SCHEMA_VERSION}); reading does not upgrade it", hint="the next `storbench run` or "
+                            "`storbench import` with this --db upgrades it (copy it first if an older storbench "
+                            "must still read it)")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise UserError(f"{path} is not a storbench results database: {exc}", hint=_NOT_OURS_HINT) from None
+    except BaseException:
+        conn.close()
+        raise
+    conn.row_factory = sqlite3.Row
+    conn.isolation_level = "DEFERRED"
     return Store(conn, path)
 
 
@@ -314,14 +401,20 @@ class Store:
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
         self.conn = conn
         self.path = path
+        self._writing = False
 
     def close(self) -> None:
         self.conn.close()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic write. A full disk or a failing device is the user's to fix: one line that says what was kept
-        (every earlier transaction is committed; this one is rolled back whole)."""
+        """One atomic write; writes inside another one join it (an import's run and all its repetitions are one).
+        A full disk or a failing device is the user's to fix: one line that says what was kept (every earlier
+        transaction is committed; this one is rolled back whole)."""
+        if self._writing:
+            yield self.conn
+            return
+        self._writing = True
         try:
             with self.conn:
                 yield self.conn
@@ -332,6 +425,8 @@ class Store:
                                 "write was rolled back", hint="free space (or fix the device), then run the same "
                                 "command with --resume") from None
             raise
+        finally:
+            self._writing = False
 
     # ---- runs ------------------------------------------------------------------------------------
     def create_run(self, *, plan_name: str, plan_text: str, plan_sha256: str, source: str,
@@ -481,7 +576,11 @@ class Store:
             params.extend(run_ids)
         query += " ORDER BY r.run_id, r.started_at_s, r.id"
         rows = self.conn.execute(query, params).fetchall()
-        clients = self._clients_by_repetition([row["id"] for row in rows])
+        try:
+            clients = self._clients_by_repetition([row["id"] for row in rows])
+            check_mergeable((m for found in clients.values() for c in found for m in c.directions), self.path)
+        except (ValueError, TypeError) as exc:
+            raise UserError(f"{exc}; no storbench wrote that", hint="pass the --db a `storbench run` wrote") from None
         telemetry = self._telemetry_by_repetition([row["id"] for row in rows])
         return [
             StoredRepetition(
@@ -717,6 +816,8 @@ def open_store(path: str | Path, *, read_only: bool = False) -> Store:
     while True:
         conn = sqlite3.connect(path, timeout=30, isolation_level=None)
         try:
+            conn.execute("PRAGMA trusted_schema=OFF")
+            _schema_version(conn, path)  # another program's file or a crafted one: refused before it is changed
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
