@@ -55,7 +55,8 @@ def crafted_fio_json() -> str:
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two runs of the crafted output (imported twice), filed under a target whose name starts a formula and holds a path."""
+    """Two runs of the crafted output (imported twice), filed under a target whose name starts a formula and
+    holds a path."""
     from storbench.cli import main
 
     work = tmp_path_factory.mktemp("hygiene")
