@@ -828,12 +828,16 @@ def lab_disk_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:
     return out
 
 
-def inodes_needed(cases: Sequence[Case]) -> int:
-    """Files (inodes) the largest of ``cases`` makes in its target's directory: `files` per job of a metadata
-    operation (and its directories), else fio's nrfiles per job; every job of every client."""
-    def one(case: Case) -> int:
+def inodes_need(cases: Sequence[Case]) -> Need | None:
+    """The files (inodes) the largest of ``cases`` makes in its target's directory: `files` per job of a metadata
+    operation (and their directories), else fio's nrfiles per job; every job of every client."""
+    def one(case: Case) -> Need:
         w = case.workload
-        per_job = w.files if is_metadata(w.rw) and w.files is not None else next(
+        metadata = is_metadata(w.rw) and w.files is not None
+        per_job = w.files if metadata and w.files is not None else next(
             (int(n) for k, n in w.fio_options if k == "nrfiles"), 1)
-        return per_job * w.numjobs * case.clients + (w.dirs or 1)
-    return max(map(one, cases), default=0)
+        what = f"files {per_job}" if metadata else f"nrfiles {per_job}"
+        return Need(("workload", "files" if metadata else "numjobs"),
+                    f"rw {w.rw}: {what} x numjobs {w.numjobs} x clients {case.clients}",
+                    per_job * w.numjobs * case.clients + (w.dirs or 1), "lower files, numjobs or clients")
+    return max(map(one, cases), key=lambda need: need.amount, default=None)
