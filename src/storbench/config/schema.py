@@ -153,7 +153,7 @@ class ExpectConfig(StrictModel):
     """What a target was sold or provisioned as; figures and tables show results as a share of it, and a
     capped verdict near it says so. storbench keeps no table of providers' limits: you state them."""
 
-    iops: Annotated[float, Field(gt=0, le=MAX_COUNT, allow_inf_nan=False)] | None = Field(
+    iops: Annotated[float, Field(gt=0, le=MAX_COUNT)] | None = Field(
         None, description="Expected IOPS (all directions).")
     bw: Rate | None = Field(None, description="Expected throughput, e.g. `125MiB/s`.")
 
