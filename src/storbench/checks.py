@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from storbench.config import LoadedPlan, RbdTargetConfig
 from storbench.errors import UserError, did_you_mean
@@ -108,6 +109,44 @@ def check_plan_files(loaded: LoadedPlan) -> None:
                                 where=loaded.source.where(("targets", name, key)), hint=PLAN_FILE_HINTS[key])
 
 
+def mem_available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo, or None where there is none."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_resources(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
+    """What the plan's largest lab configuration and case need of this machine's memory (MemAvailable) and of
+    the filesystem holding the lab directory (its sparse files, written), within MACHINE_SHARE of each."""
+    from storbench.lab.labdir import default_lab_dir
+    from storbench.plan import Demand, lab_disk_demands, memory_demands, over_share
+
+    def refuse(demands: list[Demand], available: int | None, where: str) -> None:
+        for demand in demands:
+            refusal = None if available is None else over_share(demand, available, where)
+            if refusal:
+                largest = demand.largest  # the key named: the largest part of what is needed
+                raise UserError(refusal, where=loaded.source.where(largest.key), hint=largest.hint)
+
+    refuse(memory_demands(loaded.config, cases), mem_available_bytes(), "this machine")
+    disks = lab_disk_demands(loaded.config, cases)
+    if disks:
+        holder = _nearest_existing(Path(os.path.abspath(default_lab_dir())))
+        stats = os.statvfs(holder)
+        refuse(disks, stats.f_bavail * stats.f_frsize, f"the filesystem of the lab directory ({holder})")
+
+
 def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str, *, create: bool,
                      dry_run: bool = False, s3: S3Access = NO_S3_ACCESS) -> Checked:
     """All checks that can fail, before anything runs: never a half-run on a bad plan. ``dry_run``
@@ -117,6 +156,7 @@ def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str,
     engines = tuple(sorted({case.workload.ioengine for case in cases}))
     caps = fio_capabilities(fio_binary, engines)
     check_fio_against_plan(loaded, cases, caps)
+    check_resources(loaded, cases)  # memory and lab disk: after the cheaper checks, before any target is touched
     writes = precondition_cases(loaded, cases)  # checked like any case: their writes meet the same guards
     targets = check_targets([*cases, *writes], create=create, remote=loaded.config.hosts is not None,
                             where=lambda name: loaded.source.where(("targets", name)), dry_run=dry_run, s3=s3)

@@ -60,14 +60,12 @@ def group_by_lab(items: Sequence[ScheduledRepetition], *, bring_up: str = "once"
       up in the order A B B A, one instance per round;
     - ``side_by_side``: one group for all the Ceph clusters, up at once, their repetitions alternating.
     The group's lab point is that of its first repetition's cluster."""
+    from storbench.plan import lab_group_key
+
     groups: dict[tuple[object, int], list[ScheduledRepetition]] = {}
     for item in items:
-        cluster = cluster_of(item.case.lab)
-        key: object = cluster
-        if bring_up == "side_by_side" and cluster.ceph is not None:
-            key = ("side by side", cluster.nfs)
-        fresh = bring_up == "each_repetition" and cluster.ceph is not None
-        groups.setdefault((key, item.rep_index if fresh else -1), []).append(item)
+        fresh = bring_up == "each_repetition" and item.case.lab.ceph is not None
+        groups.setdefault((lab_group_key(item.case.lab, bring_up), item.rep_index if fresh else -1), []).append(item)
     return [(cluster_of(group[0].case.lab), group) for group in groups.values()]
 
 
@@ -194,27 +192,6 @@ def _prepare(grouped: Mapping[str, Sequence[Case]], env: LabEnvironment, prepare
                 prepared.per_case.update((c.case_id, made) for c in target_cases)
 
 
-def _memory_needed_bytes(cluster: LabPoint) -> int:
-    """What a lab cluster may take: each OSD's memory target (and a memstore OSD's data, held in RAM), plus
-    the monitor and manager."""
-    from storbench.lab.ceph_conf import MIN_OSD_MEMORY_TARGET
-
-    ceph = cluster.ceph
-    assert ceph is not None
-    per_osd = MIN_OSD_MEMORY_TARGET + (ceph.osd_size_bytes if ceph.objectstore == "memstore" else 0)
-    return ceph.osds * per_osd + 1024**3
-
-
-def _mem_available_bytes() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 @contextmanager
 def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checked: Checked,
                 observer: LabObserver, *, keep: bool, servers: Sequence[str] = ()) -> Iterator[LabContext]:
@@ -268,8 +245,12 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
             nfs_url = nfs_info.servers_url or nfs_info.url
             observer.lab_event(f"nfs lab: up ({nfs_url}, exporting {nfs_info.export})")
         if len(clusters) > 1:
-            needed = sum(_memory_needed_bytes(c) for c in clusters)
-            available = _mem_available_bytes()
+            from storbench.checks import mem_available_bytes
+            from storbench.plan import cluster_memory_needs
+
+            needed = sum(need.amount for cluster in clusters  # the same arithmetic `plan` checked, memory now
+                         for need in cluster_memory_needs([c for c in cases if cluster_of(c.lab) == cluster]))
+            available = mem_available_bytes()
             if available is not None and needed > available:
                 raise UserError(f"ceph lab: {len(clusters)} clusters side by side need about {format_bytes(needed)} "
                                 f"of memory, {format_bytes(available)} is available",

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
+from fractions import Fraction
+
+# The largest size or duration a plan may give: what fio (sizes in signed 64-bit arithmetic), SQLite (signed 64-bit
+# integers) and storbench's nanoseconds hold. 16EiB would wrap to 0 in fio and crash the store.
+MAX_SIZE_BYTES = 2**63 - 1
+MAX_DURATION_S = (2**63 - 1) // 10**9  # about 292 years: its nanoseconds still fit in 64 bits
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtpe]?)(i?)(b?)\s*$", re.IGNORECASE)
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
@@ -19,17 +26,24 @@ def parse_size_bytes(value: object) -> int:
     if isinstance(value, int):
         if value < 0:
             raise ValueError(f"a size cannot be negative: {value}")
-        return value
+        return _bounded_size(value, value)
     if not isinstance(value, str):
         raise ValueError(f"expected a size such as 4k or 256MiB, got {value!r}")
     match = _SIZE_RE.match(value)
     if not match:
         raise ValueError(f"not a size: {value!r} (write e.g. 4k, 64KiB, 1m, 256MiB, 2g)")
     number, prefix, _binary, _b = match.groups()
-    result = float(number) * (1024 ** _POWERS[prefix.lower()])
-    if result != int(result):
+    result = Fraction(number) * (1024 ** _POWERS[prefix.lower()])  # exact: no float rounding near 2^63
+    if result.denominator != 1:
         raise ValueError(f"not a whole number of bytes: {value!r}")
-    return int(result)
+    return _bounded_size(int(result), value)
+
+
+def _bounded_size(n_bytes: int, written: object) -> int:
+    if n_bytes > MAX_SIZE_BYTES:
+        raise ValueError(f"{written!r} is larger than the largest size fio and storbench take "
+                         f"({MAX_SIZE_BYTES} bytes, 8EiB less one byte)")
+    return n_bytes
 
 
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|m|h)?\s*$", re.IGNORECASE)
@@ -43,14 +57,23 @@ def parse_duration_s(value: object) -> float:
     if isinstance(value, int | float):
         if value < 0:
             raise ValueError(f"a duration cannot be negative: {value}")
-        return float(value)
+        return _bounded_duration(float(value), value)
     if not isinstance(value, str):
         raise ValueError(f"expected a duration such as 5s or 500ms, got {value!r}")
     match = _DURATION_RE.match(value)
     if not match:
         raise ValueError(f"not a duration: {value!r} (write e.g. 5s, 500ms, 2m)")
     number, unit = match.groups()
-    return float(number) * _DURATION_FACTORS[(unit or "s").lower()]
+    return _bounded_duration(float(number) * _DURATION_FACTORS[(unit or "s").lower()], value)
+
+
+def _bounded_duration(seconds: float, written: object) -> float:
+    if not math.isfinite(seconds):
+        raise ValueError(f"{written!r} is not a duration (write e.g. 5s, 500ms, 2m)")
+    if seconds > MAX_DURATION_S:
+        raise ValueError(f"{written!r} is longer than the longest duration storbench takes "
+                         f"({MAX_DURATION_S}s, about 292 years)")
+    return seconds
 
 
 def format_bytes(n_bytes: float) -> str:

@@ -19,7 +19,10 @@ from pydantic import (
     model_validator,
 )
 
-from storbench.units import parse_duration_s, parse_size_bytes
+from storbench.units import MAX_SIZE_BYTES, parse_duration_s, parse_size_bytes
+
+MAX_COUNT = MAX_SIZE_BYTES  # any other number a plan gives: a signed 64-bit integer (SQLite, fio)
+PID_MAX = 2**22  # the kernel's PID_MAX_LIMIT
 
 # Characters a plan value may carry into a fio job file. Newlines, '$' (fio expands environment
 # variables), ';' and '#' (comments), '[' ']' (sections), quotes and backslashes are refused.
@@ -150,7 +153,8 @@ class ExpectConfig(StrictModel):
     """What a target was sold or provisioned as; figures and tables show results as a share of it, and a
     capped verdict near it says so. storbench keeps no table of providers' limits: you state them."""
 
-    iops: Annotated[float, Field(gt=0)] | None = Field(None, description="Expected IOPS (all directions).")
+    iops: Annotated[float, Field(gt=0, le=MAX_COUNT)] | None = Field(
+        None, description="Expected IOPS (all directions).")
     bw: Rate | None = Field(None, description="Expected throughput, e.g. `125MiB/s`.")
 
 
@@ -710,7 +714,8 @@ class VolumeLabConfig(StrictModel):
     the VM. `kind: block` targets without a device use it (and may write to it: it is storbench's own)."""
 
     size: Size = Field(1024**3, description="Size of the device (a sparse file).")
-    iops: Annotated[int, Field(ge=1)] | None = Field(None, description="IOPS cap, reads and writes each.")
+    iops: Annotated[int, Field(ge=1, le=2**32 - 1)] | None = Field(  # the kernel's throttle holds 32 bits
+        None, description="IOPS cap, reads and writes each.")
     bw: Rate | None = Field(None, description="Bandwidth cap, reads and writes each, e.g. `100MiB/s`.")
 
 
@@ -766,8 +771,8 @@ class TelemetryConfig(StrictModel):
     interval: Duration = Field(1.0, description="Sampling interval (0.2s .. 60s).")
     processes: list[str] = Field(list(DEFAULT_PROCESSES), description="Process names (as in /proc/PID/comm) "
                                  "whose CPU is measured, all processes of a name together, in cores.")
-    pids: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list, description="Process ids to measure "
-                                                    "as well.")
+    pids: list[Annotated[int, Field(ge=1, le=PID_MAX)]] = Field(default_factory=list, description="Process ids "
+                                                                "to measure as well.")
     ceph_admin_sockets: list[str] | None = Field(None, description="Glob patterns of Ceph OSD admin sockets "
                                                  "whose counters are read; default: the Ceph lab's, else "
                                                  "/var/run/ceph/*.asok for rbd and cephfs targets.")
@@ -907,7 +912,8 @@ class PlanConfig(StrictModel):
         description="Order of repetitions: interleaved (all cases once, then again in reverse order: A B B A), "
         "sequential (each case's repetitions back to back), or shuffled (random, with `seed`).",
     )
-    seed: int = Field(0, description="Seed for `order: shuffled`; recorded with the run.")
+    seed: int = Field(0, ge=-MAX_COUNT - 1, le=MAX_COUNT,
+                      description="Seed for `order: shuffled`; recorded with the run.")
     exclude: list[dict[str, FioScalar | list[FioScalar]]] = Field(
         default_factory=list,
         description="Rules removing points from the sweep: a point is dropped when it matches every key of a rule.",

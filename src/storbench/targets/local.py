@@ -12,7 +12,7 @@ from pathlib import Path
 from storbench.errors import UserError
 from storbench.fio.jobfile import METADATA_DIR, JobBinding, escape_fio_path, is_safe_job_value, metadata_dir_names
 from storbench.model import METADATA_RW, BlockTarget, Case, CephfsTarget, PathTarget, is_metadata, rw_writes
-from storbench.plan import working_set_bytes
+from storbench.plan import MACHINE_SHARE, inodes_need, working_set_bytes
 from storbench.targets.base import FILENAME_FORMAT, PreparedTarget
 from storbench.targets.guards import (
     block_write_refusal,
@@ -96,6 +96,7 @@ def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *,
             f"target '{spec.name}': needs {format_bytes(needed)} of test files, {probe} has {format_bytes(free)} free",
             where=where, hint="lower the target's size or numjobs, or free space",
         )
+    _check_inodes(spec.name, probe, cases, where)
     if create:
         directory.mkdir(exist_ok=True)
     if directory.exists():
@@ -117,6 +118,18 @@ def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *,
         details=(("kind", "path"), ("directory", str(directory)), ("mount_point", mount_point),
                  ("filesystem", fs_type), ("source", source)),
     )
+
+
+def _check_inodes(name: str, probe: Path, cases: Sequence[Case], where: str) -> None:
+    """The files the largest case makes fit in MACHINE_SHARE of the free inodes of the directory's filesystem
+    (one without an inode limit, such as btrfs, reports none and is not checked)."""
+    need = inodes_need(cases)
+    stats = os.statvfs(probe)
+    limit = int(stats.f_favail * MACHINE_SHARE)
+    if need is not None and stats.f_files and need.amount > limit:
+        raise UserError(f"target '{name}': makes {need.amount:,} files ({need.text}, and its directories); {probe} "
+                        f"has {stats.f_favail:,} free inodes and a plan may use {MACHINE_SHARE:.0%} of them "
+                        f"({limit:,})", where=where, hint=need.hint)
 
 
 def directory_refusal(directory: Path) -> str | None:

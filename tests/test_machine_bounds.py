@@ -1,0 +1,334 @@
+"""Every plan value bounded by the machine (issue 28, finding 7): sizes and numbers below 2^63 when the plan is
+loaded; memory (memstore OSDs, tmpfs DB devices, fio's buffers), the lab directory's disk (the labs' sparse files,
+written in full) and a local target's free inodes checked by `storbench plan`, before anything starts. Each
+refusal is one line naming the plan key with its numbers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import textwrap
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli, write_plan
+from storbench.config import load_plan_text
+from storbench.errors import UserError
+from storbench.plan import (
+    Demand,
+    Need,
+    expand,
+    inodes_need,
+    lab_disk_demands,
+    memory_demands,
+    over_share,
+)
+from storbench.units import MAX_DURATION_S, MAX_SIZE_BYTES, parse_duration_s, parse_size_bytes
+
+GiB = 1024**3
+MiB = 1024**2
+OSD_TARGET = 896 * MiB  # the lab's default osd_memory_target (lab.ceph_conf.MIN_OSD_MEMORY_TARGET)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STORBENCH_LAB_DIR", str(tmp_path / "lab"))  # its filesystem is the one checked
+    monkeypatch.delenv("STORBENCH_FIO", raising=False)
+
+
+def _one_line(status: int, out: str, err: str) -> str:
+    assert "Traceback" not in out + err
+    assert status == 2, f"exit status {status}: {err!r}"
+    assert out == "" and len(err.splitlines()) == 1, err
+    return err.strip()
+
+
+# ---- the attacker's probes, through `storbench plan` -----------------------------------------------------------
+
+PROBES = {
+    "memstore-1TiB": ("""\
+        name: probe
+        targets:
+          img: {kind: rbd, size: 900GiB}
+        workload: {rw: randread}
+        lab:
+          ceph: {objectstore: memstore, osd_size: 1TiB, osds: 1, pool_size: 1}
+        """, 6, "lab.ceph.osd_size", ("of memory", "memstore OSDs (in RAM) 1 x 1TiB", "objectstore: bluestore")),
+    "fast-db-16x1TiB": ("""\
+        name: probe
+        targets:
+          img: {kind: rbd, size: 1GiB}
+        workload: {rw: randread}
+        lab:
+          ceph: {db_device: fast, db_size: 1TiB, osds: 16}
+        """, 6, "lab.ceph.db_size", ("needs 16TiB of memory", "DB devices on tmpfs 16 x 1TiB", "db_device: none")),
+    "device-size-1EiB": ("""\
+        name: probe
+        targets:
+          img: {kind: rbd, size: 1GiB}
+        workload: {rw: randread}
+        lab:
+          ceph: {osds_per_device: [1], device_size: 1EiB, pool_size: 1}
+        """, 6, "lab.ceph.device_size", ("of disk in the lab directory", "OSD device files 1 x 1024PiB",
+                                         "lower device_size")),
+    "volume-15TiB": ("""\
+        name: probe
+        targets:
+          vol: {kind: block}
+        workload: {rw: randread}
+        lab:
+          volume: {size: 15TiB}
+        """, 6, "lab.volume.size", ("needs 15TiB of disk in the lab directory", "volume device 15TiB")),
+    "s3-bs-16g-numjobs-64": ("""\
+        name: probe
+        targets:
+          obj: {kind: s3}
+        workload: {rw: put, bs: 16g, numjobs: 64}
+        lab:
+          ceph: {rgw: true}
+        """, 4, "workload.bs", ("fio's buffers: bs 16GiB x iodepth 1 x numjobs 64 x clients 1", "of memory",
+                                "lower bs, iodepth, numjobs or clients")),
+    "bs-16EiB": ("""\
+        name: probe
+        targets:
+          scratch: {kind: path, path: ./data, size: 1MiB}
+        workload: {rw: randread, bs: 16EiB}
+        """, 4, "workload.bs", ("'16EiB' is larger than the largest size", str(MAX_SIZE_BYTES))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROBES))
+def test_the_probes_are_refused_by_plan_in_one_line(name: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Through `plan` only: should a check regress, `run` would really bring these labs up."""
+    if shutil.which("fio") is None and name != "bs-16EiB":
+        pytest.skip("the machine checks come after asking fio what it supports")
+    text, line, key, says = PROBES[name]
+    path = write_plan(tmp_path, textwrap.dedent(text))
+
+    refusal = _one_line(*run_cli(capsys, "plan", str(path)))
+
+    assert refusal.startswith(f"storbench: error: {path}:{line}: {key}: "), refusal
+    for text_part in says:
+        assert text_part in refusal, refusal
+    if "of memory" in refusal or "of disk" in refusal:
+        assert "a plan may use 90% of it" in refusal and "available" in refusal
+    assert not (tmp_path / "lab").exists() and not (tmp_path / "data").exists()
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio on PATH")
+@pytest.mark.parametrize(("workload", "key", "says"), [
+    ("{rw: randread, bs: 16EiB}", "workload.bs", "'16EiB' is larger than the largest size"),  # was OverflowError
+    # 64 TiB of buffers: a regression would lay out the 1 GiB file and see fio fail to allocate them, no worse
+    ("{rw: randread, bs: 1g, iodepth: 65536}", "workload.bs", "fio's buffers: bs 1GiB x iodepth 65536"),
+])
+def test_run_refuses_before_anything_starts(workload: str, key: str, says: str, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_plan(tmp_path, f"name: probe\ntargets:\n  scratch: {{kind: path, path: ./data, size: 1GiB}}\n"
+                                f"workload: {workload}\n")
+    db = tmp_path / "r.db"
+
+    refusal = _one_line(*run_cli(capsys, "run", str(path), "--db", str(db)))
+
+    assert refusal.startswith(f"storbench: error: {path}:4: {key}: ") and says in refusal, refusal
+    if db.exists():  # never a half-run
+        with closing(sqlite3.connect(db)) as conn:
+            assert conn.execute("SELECT count(*) FROM repetitions").fetchone()[0] == 0
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_million_files_per_job_in_4096_jobs_is_refused_for_the_inodes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Through `plan` only: should the check regress, `run` would fill this filesystem's inodes."""
+    if shutil.which("fio") is None:
+        pytest.skip("needs fio on PATH")
+    stats = os.statvfs(tmp_path)
+    if not stats.f_files or stats.f_favail > 4_000_000_000:
+        pytest.skip(f"{tmp_path} has no inode limit this plan could cross")
+    path = write_plan(tmp_path, "name: probe\ntargets:\n  here: {kind: path, path: ./data, size: 1MiB}\n"
+                                "workload: {rw: create, files: 1000000, numjobs: 4096}\n")
+
+    refusal = _one_line(*run_cli(capsys, "plan", str(path)))
+
+    assert refusal.startswith(f"storbench: error: {path}:3: targets.here: "), refusal
+    assert "makes 4,096,000,001 files (rw create: files 1000000 x numjobs 4096 x clients 1" in refusal
+    assert " free inodes and a plan may use 90% of them (" in refusal
+    assert "hint: lower files, numjobs or clients" in refusal
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio on PATH")
+def test_a_small_lab_plan_still_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The checks refuse what does not fit, not labs as such: the same probes at sizes a small machine holds."""
+    path = write_plan(tmp_path, "name: fine\ntargets:\n  img: {kind: rbd, size: 64MiB}\nworkload: {rw: randread}\n"
+                                "lab:\n  ceph: {objectstore: memstore, osd_size: 256MiB, osds: 1, pool_size: 1}\n"
+                                "  volume: {size: 64MiB}\n")
+    status, out, err = run_cli(capsys, "plan", str(path))
+    assert (status, err) == (0, ""), err
+    assert "1 case" in out
+
+
+# ---- the schema: sizes and numbers below 2^63 ------------------------------------------------------------------
+
+def test_sizes_are_parsed_exactly_up_to_the_largest() -> None:
+    assert parse_size_bytes(str(MAX_SIZE_BYTES)) == MAX_SIZE_BYTES  # a float would round it to 2^63
+    assert parse_size_bytes(MAX_SIZE_BYTES) == MAX_SIZE_BYTES
+    assert parse_size_bytes("7EiB") == 7 * 2**60
+    assert parse_size_bytes("1.5k") == 1536
+    for too_large in (str(MAX_SIZE_BYTES + 1), MAX_SIZE_BYTES + 1, "8EiB", "16e", "9999999999e"):
+        with pytest.raises(ValueError, match="larger than the largest size"):
+            parse_size_bytes(too_large)
+
+
+def test_durations_are_finite_and_bounded() -> None:
+    assert parse_duration_s(f"{MAX_DURATION_S}s") == MAX_DURATION_S
+    with pytest.raises(ValueError, match="longer than the longest duration"):
+        parse_duration_s(f"{MAX_DURATION_S + 1}s")
+    for bad in (float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="is not a duration"):
+            parse_duration_s(bad)
+
+
+BASE = "name: x\ntargets:\n  t: {kind: path, path: ./d, size: 1MiB}\nworkload:\n  rw: read\n"
+
+
+@pytest.mark.parametrize(("extra", "key", "says"), [
+    ("  runtime: .inf\n", "workload.runtime", "is not a duration"),
+    ("timeout_grace: 1.0e+300\n", "timeout_grace", "longer than the longest duration"),
+    ("seed: 9223372036854775808\n", "seed", "less than or equal to 9223372036854775807"),
+    ("telemetry: {pids: [99999999]}\n", "telemetry.pids[0]", "less than or equal to 4194304"),
+    ("lab: {volume: {iops: 4294967296}}\n", "lab.volume.iops", "less than or equal to 4294967295"),
+    ("lab: {ceph: {osd_size: 8EiB}}\n", "lab.ceph.osd_size", "larger than the largest size"),
+    ("lab: {ceph: {config: {bluestore_cache_size: 99999999999999999999}}}\n", "lab.ceph.config",
+     "larger than the largest size"),
+])
+def test_schema_numbers_are_bounded(extra: str, key: str, says: str) -> None:
+    with pytest.raises(UserError) as caught:
+        load_plan_text(BASE + extra, "p.yaml")
+    assert caught.value.where.endswith(key), caught.value.where
+    assert says in caught.value.one_line() and len(caught.value.one_line().splitlines()) == 1
+
+
+def test_expected_iops_must_be_finite() -> None:
+    text = BASE.replace("size: 1MiB}", "size: 1MiB, expect: {iops: .inf}}")
+    with pytest.raises(UserError) as caught:
+        load_plan_text(text, "p.yaml")
+    assert caught.value.where.endswith("targets.t.expect.iops"), caught.value.where
+
+
+# ---- the pure arithmetic, with small numbers ------------------------------------------------------------------
+
+def _demands(text: str) -> tuple[list[Demand], list[Demand]]:
+    loaded = load_plan_text(textwrap.dedent(text), "p.yaml")
+    cases = expand(loaded)
+    return memory_demands(loaded.config, cases), lab_disk_demands(loaded.config, cases)
+
+
+def _amounts(demand: Demand) -> dict[tuple[str, ...], int]:
+    return {need.key: need.amount for need in demand.needs}
+
+
+def test_memory_of_a_cluster_with_fast_db_and_fio() -> None:
+    memory, _ = _demands("""\
+        name: x
+        targets: {img: {kind: rbd, size: 64MiB}}
+        workload: {rw: randread, bs: [4k, 64k], iodepth: [2, 8], numjobs: 3}
+        lab: {ceph: {osds: 2, osd_size: 1GiB, pool_size: 1, db_device: fast, db_size: 128MiB,
+                     osd_memory_target: [1GiB, 2GiB]}}
+        """)
+    assert len(memory) == 1  # one cluster: the OSD memory targets alternate on it
+    assert _amounts(memory[0]) == {
+        ("lab", "ceph", "osds"): 2 * 2 * GiB,  # the larger memory target of the two
+        ("lab", "ceph"): GiB,
+        ("lab", "ceph", "db_size"): 2 * 128 * MiB + 64 * MiB,  # the tmpfs, with its slack
+        ("workload", "bs"): 64 * 1024 * 8 * 3,  # the largest case's buffers: bs x iodepth x numjobs
+    }
+
+
+def test_memstore_osds_hold_their_data_in_memory_not_on_disk() -> None:
+    memory, disk = _demands("""\
+        name: x
+        targets: {img: {kind: rbd, size: 64MiB}}
+        workload: {rw: randread}
+        lab: {ceph: {objectstore: memstore, osds: 2, osd_size: 1GiB, pool_size: 1}}
+        """)
+    assert _amounts(memory[0]) == {("lab", "ceph", "osds"): 2 * OSD_TARGET, ("lab", "ceph"): GiB,
+                                   ("lab", "ceph", "osd_size"): 2 * GiB, ("workload", "bs"): 4096}
+    assert disk == []  # memstore writes no OSD files
+
+
+def test_bluestore_osd_files_osd_devices_volume_and_k8s_volumes_fill_the_lab_disk() -> None:
+    _, disk = _demands("""\
+        name: x
+        targets: {img: {kind: rbd, size: 64MiB}}
+        workload: {rw: randread}
+        lab:
+          ceph: {osds: [1, 3], osd_size: 2GiB, pool_size: 1}
+          volume: {size: 5GiB}
+          k8s: {block_volumes: 2, block_size: 256MiB}
+        """)
+    # one cluster at a time: each configuration's files, with the volume and the k8s lab's block volumes
+    assert [_amounts(d) for d in disk] == [
+        {("lab", "ceph", "osd_size"): n * 2 * GiB, ("lab", "volume", "size"): 5 * GiB,
+         ("lab", "k8s", "block_size"): 2 * 256 * MiB} for n in (1, 3)]
+    _, side_by_side = _demands("""\
+        name: x
+        targets: {img: {kind: rbd, size: 64MiB}}
+        workload: {rw: randread}
+        lab: {ceph: {osds_per_device: [1, 2], devices: 2, device_size: 4GiB, pool_size: 1, bring_up: side_by_side}}
+        """)
+    # side by side: both clusters at once, each on its devices' files
+    assert len(side_by_side) == 1 and side_by_side[0].total == 2 * 2 * 4 * GiB
+
+
+def test_nfs_lab_files_are_on_the_lab_disk() -> None:
+    _, disk = _demands("""\
+        name: x
+        targets: {share: {kind: nfs, size: 3MiB}}
+        workload: {rw: randread, numjobs: [1, 4]}
+        lab: {nfs: {}}
+        """)
+    assert [_amounts(d) for d in disk] == [{("targets", "share", "size"): 3 * MiB * 4}]
+
+
+def test_fio_on_the_hosts_servers_is_not_this_machines_memory() -> None:
+    memory, _ = _demands("""\
+        name: x
+        targets: {t: {kind: path, path: /srv/x, size: 1GiB}}
+        workload: {rw: randread, bs: 1m, iodepth: 64}
+        hosts: {servers: [a, b]}
+        clients: 2
+        """)
+    assert memory == []
+    here, _ = _demands("""\
+        name: x
+        targets: {t: {kind: path, path: /srv/x, size: 1GiB}}
+        workload: {rw: randread, bs: 1m, iodepth: 64}
+        """)
+    assert [d.total for d in here] == [MiB * 64]
+
+
+def test_over_share_refuses_above_ninety_percent_with_the_numbers() -> None:
+    demand = Demand("memory", (Need(("a",), "a 6B", 6, ""), Need(("b",), "b 3B", 3, "")))
+    assert over_share(demand, 10, "here") is None  # 9 <= 90 % of 10
+    refusal = over_share(demand, 9, "here")  # 9 > 8 (90 % of 9, rounded down)
+    assert refusal == ("needs 9B of memory: a 6B + b 3B; here has 9B available and a plan may use 90% of it (8B)")
+    assert demand.largest.key == ("a",)
+
+
+def test_inodes_of_metadata_and_file_workloads() -> None:
+    metadata = load_plan_text(BASE.replace("rw: read", "rw: [create, stat]\n  files: [7, 5]\n  numjobs: [2, 3]\n"
+                                           "  dirs: 2"), "p.yaml")
+    need = inodes_need(expand(metadata))
+    assert need is not None
+    assert need.amount == 7 * 3 + 2  # the largest case's files x numjobs, and its directories
+    assert need.key == ("workload", "files") and "files 7 x numjobs 3 x clients 1" in need.text
+    reads = load_plan_text(BASE.replace("rw: read", "rw: read\n  numjobs: 4\n  fio: {nrfiles: 5}"), "p.yaml")
+    assert inodes_need(expand(reads)) == Need(("workload", "numjobs"), "rw read: nrfiles 5 x numjobs 4 x "
+                                              "clients 1", 21, "lower files, numjobs or clients")
