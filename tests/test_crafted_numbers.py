@@ -102,6 +102,17 @@ def test_stored_bins_that_inflate_past_the_cap_are_refused() -> None:
     assert decode_histogram(zlib.compress(b"[[1000,3]]")) == LatencyHistogram.from_counts([(1000, 3)])
 
 
+def test_a_stored_fio_output_that_inflates_past_the_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from storbench.store import codec
+
+    monkeypatch.setattr(codec, "MAX_TEXT_BYTES", 1 << 20)
+    with pytest.raises(ValueError, match="inflates past"):
+        codec.decompress_text(zlib.compress(b" " * (2 << 20)))
+    with pytest.raises(ValueError, match="unreadable"):
+        codec.decompress_text(b"not zlib")
+    assert codec.decompress_text(codec.compress_text("fio output")) == "fio output"
+
+
 @pytest.mark.parametrize("name, change, refused", [
     ("bins.json", lambda job: job["read"]["lat_ns"]["bins"].update({"1000": 2**62}), "read.lat_ns.bins of all jobs"),
     ("ios.json", lambda job: job["read"].update(total_ios=2**62 + 2**61), "read.total_ios of all jobs"),

@@ -12,8 +12,23 @@ def compress_text(text: str) -> bytes:
     return zlib.compress(text.encode("utf-8"), 6)
 
 
+# A stored fio output inflates to at most this (140 clients' json+ is about 15 MB); more is no output of fio's.
+MAX_TEXT_BYTES = 256 << 20
+
+
 def decompress_text(blob: bytes | None) -> str:
-    return zlib.decompress(blob).decode("utf-8") if blob else ""
+    """A stored text back; ValueError for a blob storbench did not write (not zlib, or inflating past
+    MAX_TEXT_BYTES)."""
+    if not blob:
+        return ""
+    try:
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(blob, MAX_TEXT_BYTES)
+        if inflater.unconsumed_tail:
+            raise ValueError(f"inflates past {MAX_TEXT_BYTES} bytes")
+    except zlib.error as exc:
+        raise ValueError(f"stored text unreadable: {exc}") from None
+    return data.decode("utf-8", errors="replace")
 
 
 def encode_histogram(histogram: LatencyHistogram | None) -> bytes | None:

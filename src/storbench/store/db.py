@@ -635,8 +635,12 @@ class Store:
         ).fetchone()
         if row is None:
             raise UserError(f"no repetition {repetition_id} in {self.path}")
-        return row["job_text"], json.loads(row["command_json"]), decompress_text(row["fio_output_z"]), \
-            row["stderr_tail"]
+        try:
+            raw = decompress_text(row["fio_output_z"])
+        except ValueError as exc:
+            raise UserError(f"{self.path}: repetition {repetition_id}'s fio output: {exc}",
+                            hint="this database was not written by storbench") from None
+        return row["job_text"], json.loads(row["command_json"]), raw, row["stderr_tail"]
 
     def _clients_by_repetition(self, repetition_ids: Sequence[int]) -> dict[int, list[ClientMeasurement]]:
         if not repetition_ids:
