@@ -135,6 +135,8 @@ def test_plan_reads_no_credential_and_sends_nothing(tmp_path: Path, capsys: pyte
         code, out, err = run_cli(capsys, "plan", str(plan), "--s3-endpoint", endpoint,
                                  "--s3-credentials-file", str(fifo))
         assert code == 0, out + err
+        code, out, err = run_cli(capsys, "plan", str(plan), "--s3-endpoint", endpoint, "--s3-profile", "prod")
+        assert code == 2 and "--s3-profile names a section of --s3-credentials-file" in err, err
         code, out, err = run_cli(capsys, "plan", str(plan))  # an endpoint the operator did not allow
         assert code == 2 and "is not one the operator allows S3 keys to go to" in err, err
         code, out, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"))

@@ -92,6 +92,9 @@ def s3_options(p: argparse.ArgumentParser) -> None:
 def s3_access(args: argparse.Namespace) -> S3Access:
     from storbench.targets.s3 import S3Access
 
+    if args.s3_profile and not args.s3_credentials_file:
+        raise UserError("--s3-profile names a section of --s3-credentials-file, which is not given",
+                        hint="add --s3-credentials-file ~/.aws/credentials, or drop --s3-profile")
     return S3Access.of(args.s3_endpoint, args.s3_credentials_file, args.s3_profile, os.environ)
 
 
