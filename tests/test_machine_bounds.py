@@ -162,6 +162,31 @@ def test_a_million_files_per_job_in_4096_jobs_is_refused_for_the_inodes(
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.parametrize(("files", "favail", "refused"), [
+    (1000, 100, True),  # a filesystem with an inode limit
+    (0, 0, False),  # btrfs: no limit, nothing reported
+    (-1, -1, False),  # CephFS through ceph-fuse: "unknown", as -1
+])
+def test_a_filesystem_that_reports_no_inode_limit_is_not_held_to_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: int, favail: int, refused: bool) -> None:
+    from storbench.config import load_plan_text
+    from storbench.errors import UserError
+    from storbench.plan import expand
+    from storbench.targets import local
+
+    real = os.statvfs(tmp_path)
+    fields = [real.f_bsize, real.f_frsize, real.f_blocks, real.f_bfree, real.f_bavail, files, favail, favail,
+              real.f_flag, real.f_namemax]
+    monkeypatch.setattr(local.os, "statvfs", lambda _path: os.statvfs_result(fields))
+    cases = expand(load_plan_text("name: p\ntargets:\n  here: {kind: path, path: ./d, size: 1MiB}\n"
+                                  "workload: {rw: create, files: 200}\n", "p.yaml"))
+    if refused:
+        with pytest.raises(UserError, match="100 free inodes"):
+            local._check_inodes("here", tmp_path, cases, "")
+    else:
+        local._check_inodes("here", tmp_path, cases, "")
+
+
 @pytest.mark.fio
 @pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio on PATH")
 def test_a_small_lab_plan_still_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

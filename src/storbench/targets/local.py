@@ -122,11 +122,14 @@ def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *,
 
 def _check_inodes(name: str, probe: Path, cases: Sequence[Case], where: str) -> None:
     """The files the largest case makes fit in MACHINE_SHARE of the free inodes of the directory's filesystem
-    (one without an inode limit, such as btrfs, reports none and is not checked)."""
+    (one without an inode limit reports none, as btrfs does, or -1, as CephFS through ceph-fuse does, and is not
+    checked)."""
     need = inodes_need(cases)
     stats = os.statvfs(probe)
+    if need is None or stats.f_files <= 0 or stats.f_favail < 0:
+        return
     limit = int(stats.f_favail * MACHINE_SHARE)
-    if need is not None and stats.f_files and need.amount > limit:
+    if need.amount > limit:
         raise UserError(f"target '{name}': makes {need.amount:,} files ({need.text}, and its directories); {probe} "
                         f"has {stats.f_favail:,} free inodes and a plan may use {MACHINE_SHARE:.0%} of them "
                         f"({limit:,})", where=where, hint=need.hint)
