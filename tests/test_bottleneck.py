@@ -213,10 +213,15 @@ def test_a_curve_that_keeps_rising_or_a_saturated_resource_is_not_capped() -> No
 
 
 def test_noise_neither_creates_a_gain_nor_hides_a_flat_curve() -> None:
-    # 3,000 +- ~10 %: the 7 % "gain" from depth 16 to 64 is inside the intervals, so the curve is flat throughout
+    # 3,000 +- ~10 % (CV 10 %, 3 repetitions): nothing shows a gain, and nothing shows the curve flat within
+    # +-10 % either (the changes' 90 % intervals reach about +-17 %), so "capped" is not claimed: the knee's rule
     noisy = _sweep("iodepth", [1, 16, 64], [[2700, 3300, 3000], [2800, 3200, 3100], [3300, 3000, 3330]],
                    [0.33, 5.3, 21.0])
-    assert [p.bottleneck.kind for p in noisy] == [Bottleneck.CAPPED] * 3
+    assert all(p.bottleneck.kind is not Bottleneck.CAPPED for p in noisy)
+    # the same curve at CV 2 % is shown flat: capped throughout
+    steady = _sweep("iodepth", [1, 16, 64], [[2940, 3060, 3000], [2950, 3050, 3010], [3080, 3000, 3040]],
+                    [0.33, 5.3, 21.0])
+    assert [p.bottleneck.kind for p in steady] == [Bottleneck.CAPPED] * 3
     # a real gain (3,000 -> 6,000) with the same noise is a gain
     gaining = _sweep("iodepth", [1, 16, 64], [[2700, 3300, 3000], [5800, 6200, 6000], [6100, 5900, 6050]],
                      [0.33, 2.6, 10.5])

@@ -21,8 +21,8 @@ from storbench.stats.compare import (
     select,
 )
 from storbench.stats.drift import drift
-from storbench.stats.estimate import estimate, welch_difference
-from storbench.stats.knee import best_under_objective, curves, find_knee, parse_slo
+from storbench.stats.estimate import Estimate, estimate, welch_difference
+from storbench.stats.knee import KneeKind, best_under_objective, curves, locate_knee, parse_slo
 from storbench.stats.observations import Observation
 from storbench.stats.summary import PointSummary, summarize_points
 from synthetic import observation
@@ -397,22 +397,27 @@ def test_regressions_ignore_incomparable() -> None:
 LOADS = [1, 2, 4, 8, 16, 32, 64, 128]
 
 
+def _tight(values: list[float]) -> list[Estimate]:
+    """Three repetitions around each value, 0.1 % apart: the changes are known to within far less than 10 %."""
+    found = [estimate([v * 0.999, v, v * 1.001]) for v in values]
+    return [e for e in found if e is not None]
+
+
 @pytest.mark.parametrize("saturation", [4, 16, 32])
 def test_knee_of_saturating_curve(saturation: int) -> None:
-    index = find_knee(LOADS, [min(x, saturation) * 1000.0 for x in LOADS])
+    index = locate_knee(_tight([min(x, saturation) * 1000.0 for x in LOADS])).index
     assert index is not None and LOADS[index] == saturation
 
 
 def test_knee_none_cases() -> None:
-    assert find_knee(LOADS, [x * 1000.0 for x in LOADS]) is None  # still scaling
-    assert find_knee(LOADS, [5000.0] * len(LOADS)) == 0  # flat from the start: saturated at the lowest load
-    assert find_knee([1, 2], [1000.0, 2000.0]) is None  # still scaling at the second of two points
-    assert find_knee([1], [1000.0]) is None
-    assert find_knee([], []) is None
-    assert find_knee([1, 2, 4], [1000.0, 2000.0]) is None  # mismatched lengths
-    # Log-linear growth from single repetitions: the last doubling's +14 % is within one repetition's noise (the
-    # +20 % rule), so 64 is the knee; with intervals it is still rising (tests/test_knee.py).
-    assert find_knee(LOADS, [1000.0 * (1 + math.log2(x)) for x in LOADS]) == 6
+    assert locate_knee(_tight([x * 1000.0 for x in LOADS])).kind is KneeKind.STILL_RISING
+    assert locate_knee(_tight([5000.0] * len(LOADS))).index == 0  # flat from the start: saturated at the lowest
+    assert locate_knee(_tight([1000.0, 2000.0])).kind is KneeKind.STILL_RISING
+    assert locate_knee(_tight([1000.0])).kind is KneeKind.TOO_FEW_POINTS
+    assert locate_knee([]).kind is KneeKind.TOO_FEW_POINTS
+    assert locate_knee(_tight([1000.0, 2000.0]), [None]).kind is KneeKind.TOO_FEW_POINTS  # mismatched lengths
+    # Log-linear growth: the last doubling's +14 % is a rise its interval shows
+    assert locate_knee(_tight([1000.0 * (1 + math.log2(x)) for x in LOADS])).kind is KneeKind.STILL_RISING
 
 
 def _sweep_records(axis: str = "iodepth", saturation: int = 16, **changes: object) -> list[Observation]:

@@ -23,8 +23,9 @@ from storbench.report.labels import (
 from storbench.safe_text import safe_text
 from storbench.stats.compare import PointComparison, Verdict
 from storbench.stats.estimate import Estimate
-from storbench.stats.knee import Curve, CurvePoint, KneeKind, LatencyObjective, best_under_objective
+from storbench.stats.knee import Curve, CurvePoint, Knee, KneeKind, LatencyObjective, best_under_objective
 from storbench.stats.summary import WARNING_TITLES, PointSummary, StatWarning
+from storbench.stats.trend import FLAT_MARGIN
 from storbench.units import format_bytes, format_duration, format_latency_ns
 
 VERDICT_STYLE = {Verdict.BETTER: "green", Verdict.WORSE: "red", Verdict.SAME: "dim", Verdict.NOT_COMPARABLE: "yellow"}
@@ -308,6 +309,25 @@ def _knee_text(point: CurvePoint, axis: str) -> str:
     return f"{axis}={point.load}: {_point_figures(point)}"
 
 
+def undecided_text(knee: Knee, points: Sequence[CurvePoint], axis: str) -> str:
+    """An undecided curve in words: which change could not be told, its interval, and what would tell."""
+    change = knee.pending
+    if change is None or knee.pending_from is None or knee.pending_to is None:
+        return "undecided"
+    a, b = points[knee.pending_from].load, points[knee.pending_to].load
+    shown = f"{100 * (change.ratio - 1):+.0f} %"
+    if change.low is not None and change.high is not None:
+        shown += f" [{100 * (change.low - 1):+.0f}, {100 * (change.high - 1):+.0f}] (90 %)"
+    if change.low is None:
+        more = "a point of one repetition shows no flatness: repeat each point (repeat: 3 or more)"
+    elif change.repetitions_needed is not None:
+        more = f"about {change.repetitions_needed} repetitions per point would tell"
+    else:
+        more = "more repetitions, or a longer runtime for steadier points, would tell"
+    return (f"undecided: IOPS from {axis} {a} to {b} changed {shown}, neither a rise nor shown within "
+            f"+-{FLAT_MARGIN:.0%}; no knee is claimed ({more})")
+
+
 def knee_text(curve: Curve) -> str:
     """The knee in words: where it is, that the curve was already saturated at its lowest load, or why there is
     none (see `stats.knee.locate_knee`)."""
@@ -316,6 +336,8 @@ def knee_text(curve: Curve) -> str:
         return f"already saturated at the lowest load ({axis} {knee.load}): {_point_figures(knee)}"
     if knee is not None:
         return _knee_text(knee, axis)
+    if curve.knee_kind is KneeKind.UNDECIDED and curve.pending is not None:
+        return undecided_text(curve.pending, curve.points, axis)
     if curve.knee_kind is KneeKind.LATENCY_FLAT:
         return f"none: IOPS stopped rising but latency did not grow (did more {axis} reach the storage?)"
     if curve.knee_kind is KneeKind.TOO_FEW_POINTS:

@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from storbench.stats.estimate import Estimate
+from storbench.stats.trend import Trend, judge_change
 from storbench.units import format_bytes
 
 HOST_CPU_BUSY_PCT = 80.0
@@ -208,13 +210,8 @@ def judge(x: BottleneckInputs) -> BottleneckVerdict:
                              slots)
 
 
-# A load step "raises throughput" only when the higher load's mean is above the lower's by more than this share
-# AND by more than both points' 95 % half-widths together (noise cannot pass for a gain).
-FLAT_GAIN_FRACTION = 0.05
-# Without an interval (a point of one repetition says nothing about its own noise) the gain must exceed this.
-FLAT_GAIN_NO_INTERVAL_FRACTION = 0.20
-# A gain this large is a gain even when two repetitions' intervals are wider still.
-LARGE_GAIN_FRACTION = 0.5
+# Whether a load step raised throughput, left it flat or cannot be told is `stats.trend.judge_change`'s answer,
+# the knee's too: "capped" needs flatness shown.
 # ... and a curve is "capped" over a stretch when, across it, mean latency grew at least this many times while the
 # load (outstanding I/Os, or block size) grew at least LOAD_GROWTH times.
 LATENCY_GROWTH = 1.5
@@ -229,29 +226,20 @@ class CurveStep:
 
     load: float  # outstanding I/Os (iodepth x jobs x clients), or block size in bytes
     label: str  # how people name the point's load, e.g. "iodepth 16" or "bs 64k"
-    throughput: float  # IOPS along a load curve, bytes/s along a block-size curve
-    throughput_half_width: float | None  # 95 % half-width over repetitions
+    throughput: Estimate  # IOPS along a load curve, bytes/s along a block-size curve, over repetitions
     lat_mean_ns: float | None
     verdict: BottleneckVerdict
 
 
-def raises(low: CurveStep, high: CurveStep) -> bool:
-    """Whether going from ``low`` to ``high`` load raised throughput beyond noise (see FLAT_GAIN_FRACTION): the
-    same rule as the knee's (``knee.rises_beyond_noise``)."""
-    gain = high.throughput - low.throughput
-    if gain > LARGE_GAIN_FRACTION * low.throughput:  # far beyond any noise of a few repetitions
-        return True
-    if low.throughput_half_width is None or high.throughput_half_width is None:
-        return gain > FLAT_GAIN_NO_INTERVAL_FRACTION * low.throughput
-    noise = low.throughput_half_width + high.throughput_half_width
-    return gain > FLAT_GAIN_FRACTION * low.throughput and gain > noise
-
-
 def flat_from(steps: Sequence[CurveStep]) -> int | None:
-    """The first index from which no higher load raises throughput beyond noise (None: it rises to the end)."""
+    """The first index against which every higher load is shown not to raise throughput (each judged flat or
+    falling by `stats.trend.judge_change`), provided no earlier index is left undecided; None when throughput
+    rises to the end or the repetitions cannot tell."""
     for i, step in enumerate(steps[:-1]):
-        if not any(raises(step, higher) for higher in steps[i + 1:]):
-            return i
+        changes = [judge_change(step.throughput, higher.throughput) for higher in steps[i + 1:]]
+        if any(change.trend is Trend.RISING for change in changes):
+            continue
+        return i if all(change.stopped for change in changes) else None
     return None
 
 
@@ -262,7 +250,7 @@ AT_DECLARED_FRACTION = 0.05
 def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = None, remote: str = ""
                 ) -> list[BottleneckVerdict | None]:
     """Verdicts the sweep gives its points (None: keep the point's own). ``steps`` are sorted by load; ``what``
-    names the throughput ("IOPS" or "MiB/s"). From the first point where throughput stops rising beyond noise,
+    names the throughput ("IOPS" or "MiB/s"). From the first point where throughput is shown to stop rising,
     if mean latency then grows at least LATENCY_GROWTH times while load grows at least LOAD_GROWTH times, every
     point of that stretch that saturated nothing of this host is "capped beyond this host"; with the target's
     ``declared`` limit (same unit as the throughput) within AT_DECLARED_FRACTION, the evidence says it is at it;
@@ -282,9 +270,10 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
     local = [s for s in stretch if s.verdict.kind not in OVERRULABLE]
     if local:  # something of this host saturated along the stretch: its own verdict explains it
         return out
-    lowest, highest = min(s.throughput for s in stretch), max(s.throughput for s in stretch)
-    change = 100 * (stretch[-1].throughput - first.throughput) / first.throughput if first.throughput else 0.0
-    shown = (f"{first.throughput:,.0f}" if what == "IOPS" else format_bytes(first.throughput) + "/s")
+    lowest, highest = min(s.throughput.mean for s in stretch), max(s.throughput.mean for s in stretch)
+    base = first.throughput.mean
+    change = 100 * (stretch[-1].throughput.mean - base) / base if base else 0.0
+    shown = (f"{base:,.0f}" if what == "IOPS" else format_bytes(base) + "/s")
     evidence = (f"{what} flat at {shown} from {first.label} to {last.label} ({change:+.1f} %, "
                 f"{lowest:,.0f} to {highest:,.0f}) while mean latency grew {latency_growth:.1f}x, and nothing of "
                 "this host saturated: a limit outside this host (a provisioned IOPS or throughput limit, a "
@@ -293,7 +282,7 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
         evidence = evidence.replace(f"{lowest:,.0f} to {highest:,.0f}",
                                     f"{format_bytes(lowest)}/s to {format_bytes(highest)}/s")
     if declared:
-        level = sum(s.throughput for s in stretch) / len(stretch)
+        level = sum(s.throughput.mean for s in stretch) / len(stretch)
         if abs(level / declared - 1) <= AT_DECLARED_FRACTION:
             limit = f"{declared:,.0f} IOPS" if what == "IOPS" else f"{format_bytes(declared)}/s"
             evidence += f"; at its declared {limit} ({100 * level / declared:.0f} % of expected)"

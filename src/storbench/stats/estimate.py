@@ -116,12 +116,12 @@ def welch_difference(baseline: Estimate, candidate: Estimate, confidence: float 
     if not base:
         return Difference(diff, low, high, pct, None, None)
     if base > 0 and candidate.mean > 0:
-        ratio_low, ratio_high = _ratio_interval(baseline, candidate, confidence)
+        ratio_low, ratio_high = ratio_interval(baseline, candidate, confidence)
         return Difference(diff, low, high, pct, 100.0 * (ratio_low - 1), 100.0 * (ratio_high - 1))
     return Difference(diff, low, high, pct, 100.0 * low / base, 100.0 * high / base)
 
 
-def _ratio_interval(baseline: Estimate, candidate: Estimate, confidence: float) -> tuple[float, float]:
+def ratio_interval(baseline: Estimate, candidate: Estimate, confidence: float) -> tuple[float, float]:
     """Interval of candidate mean / baseline mean, on the log scale (both means positive, n >= 2 each)."""
     ratio = candidate.mean / baseline.mean
     ab = baseline.stddev**2 / (baseline.n * baseline.mean**2)

@@ -7,17 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from storbench.stats.bottleneck import FLAT_GAIN_FRACTION, FLAT_GAIN_NO_INTERVAL_FRACTION, LATENCY_GROWTH
+from storbench.stats.bottleneck import LATENCY_GROWTH
 from storbench.stats.estimate import Estimate
 from storbench.stats.summary import PointSummary
+from storbench.stats.trend import Change, Trend, judge_change
 from storbench.units import parse_duration_s
 
 LOAD_AXES = ("iodepth", "numjobs", "clients")
-# More load "raises throughput" only when IOPS gains at least this share of the lower point's mean and the two
-# 95 % intervals do not overlap (the rule of the "capped beyond this host" verdict, so the two agree); when a point
-# has no interval (n < 2), only a gain of at least MIN_IOPS_GAIN_NO_INTERVAL.
-MIN_IOPS_GAIN = FLAT_GAIN_FRACTION
-MIN_IOPS_GAIN_NO_INTERVAL = FLAT_GAIN_NO_INTERVAL_FRACTION
+# Whether more load raised IOPS is `stats.trend.judge_change`'s answer, the same for every section.
 # Latency "keeps growing" beyond the knee when the highest load's mean latency is at least this many times the
 # knee's (the capped verdict's figure too).
 MIN_LATENCY_GROWTH = LATENCY_GROWTH
@@ -30,13 +27,20 @@ class KneeKind(Enum):
     AT_LOWEST_LOAD = "at the lowest load"  # IOPS flat from the first point while latency grew: already saturated
     STILL_RISING = "still rising"  # more load raised IOPS up to the highest load: no knee within the sweep
     LATENCY_FLAT = "latency flat"  # IOPS stopped rising but latency did not grow: the load did not reach the storage
+    UNDECIDED = "undecided"  # nothing shown to rise further, nor shown flat: the repetitions cannot tell
     TOO_FEW_POINTS = "too few points"  # fewer than 2 load levels
 
 
 @dataclass(frozen=True)
 class Knee:
+    """Where IOPS stops rising; for ``UNDECIDED``, the change that could not be told (``pending``, from the point
+    at ``pending_from`` to the one at ``pending_to``)."""
+
     index: int | None
     kind: KneeKind
+    pending: Change | None = None
+    pending_from: int | None = None
+    pending_to: int | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class Curve:
     points: tuple[CurvePoint, ...]
     knee_index: int | None
     knee_kind: KneeKind | None = None
+    pending: Knee | None = None  # for an undecided curve: the change that could not be told
 
     def __post_init__(self) -> None:
         if self.knee_kind is None:
@@ -79,30 +84,21 @@ class Curve:
         return self.knee_kind is KneeKind.AT_LOWEST_LOAD
 
 
-def rises_beyond_noise(lower: Estimate, higher: Estimate, min_gain: float, min_gain_no_interval: float) -> bool:
-    """``higher`` is above ``lower`` by more than noise. When both have a 95 % interval (n >= 2): its mean is more
-    than ``min_gain`` (a share of ``lower``'s mean) above, and its interval's low end is above ``lower``'s high
-    end (the intervals do not overlap). Without an interval at either (one repetition says nothing about its own
-    noise): its mean is more than ``min_gain_no_interval`` above."""
-    gain = higher.mean - lower.mean
-    if lower.ci_high is None or higher.ci_low is None:
-        return gain > 0 and gain > min_gain_no_interval * lower.mean
-    return gain > 0 and gain > min_gain * lower.mean and higher.ci_low > lower.ci_high
-
-
 def locate_knee(iops: Sequence[Estimate], latency: Sequence[Estimate | None] | None = None) -> Knee:
     """The saturation knee of a curve whose points are in increasing load.
 
-    The knee is the first point k such that no higher load raises IOPS beyond noise over k
-    (`rises_beyond_noise`: at least +5 % and non-overlapping 95 % intervals, or +20 % when either point has n < 2),
-    provided there is a higher load and the mean latency at the highest load is at least 1.5 times k's (far beyond
-    the run-to-run noise of latency, and what Little's law gives for +50 % outstanding I/O at flat IOPS). Comparing
+    The knee is the first point k against which every higher load is shown not to raise IOPS (each higher point
+    judged flat or falling against k by `stats.trend.judge_change`: the change's 90 % interval inside +-10 %, or
+    below no change), provided the mean latency at the highest load is at least 1.5 times k's (far beyond the
+    run-to-run noise of latency, and what Little's law gives for +50 % outstanding I/O at flat IOPS). Comparing
     k with every higher load, not only with its neighbour, means a noisy dip cannot end a rise early, and a slow
-    creep counts once it adds up to the threshold.
+    creep counts once it adds up.
 
     - k = 0: IOPS flat from the first point: ``AT_LOWEST_LOAD`` (already saturated at the lowest load).
     - 0 < k: ``WITHIN_SWEEP``.
     - every point but the last is out-raised by some higher load: ``STILL_RISING`` (no knee within the sweep).
+    - at the first point no higher load raises, but some change is neither a rise nor shown flat: ``UNDECIDED``
+      (no knee is claimed; the knee says which change and how many repetitions would tell).
     - IOPS stopped rising at k but latency did not grow: ``LATENCY_FLAT``, no knee (more load did not reach the
       storage: a sync engine ignores iodepth, fio's rate limit holds I/Os back).
     Missing latency (``latency`` None, or None at k or the last point) leaves the IOPS rule to decide alone.
@@ -111,22 +107,17 @@ def locate_knee(iops: Sequence[Estimate], latency: Sequence[Estimate | None] | N
         return Knee(None, KneeKind.TOO_FEW_POINTS)
     last = len(iops) - 1
     for k in range(last):
-        if any(rises_beyond_noise(iops[k], iops[j], MIN_IOPS_GAIN, MIN_IOPS_GAIN_NO_INTERVAL)
-               for j in range(k + 1, last + 1)):
+        changes = [(j, judge_change(iops[k], iops[j])) for j in range(k + 1, last + 1)]
+        if any(change.trend is Trend.RISING for _, change in changes):
             continue
+        pending = next(((j, change) for j, change in changes if not change.stopped), None)
+        if pending is not None:
+            return Knee(None, KneeKind.UNDECIDED, pending[1], k, pending[0])
         at_knee, at_end = (latency[k], latency[last]) if latency is not None else (None, None)
         if at_knee is not None and at_end is not None and at_end.mean < MIN_LATENCY_GROWTH * at_knee.mean:
             return Knee(None, KneeKind.LATENCY_FLAT)
         return Knee(k, KneeKind.AT_LOWEST_LOAD if k == 0 else KneeKind.WITHIN_SWEEP)
     return Knee(None, KneeKind.STILL_RISING)
-
-
-def find_knee(loads: Sequence[float], iops: Sequence[float]) -> int | None:
-    """`locate_knee` for plain IOPS figures in increasing load (one repetition each, so the +20 % rule; latency
-    unknown). None when there is no knee within the sweep."""
-    if len(loads) != len(iops):
-        return None
-    return locate_knee([Estimate(n=1, mean=y, stddev=0.0, ci_low=None, ci_high=None) for y in iops]).index
 
 
 def _other_fields(point: PointSummary, axis: str) -> tuple[object, ...]:
@@ -166,7 +157,8 @@ def curves(points: Sequence[PointSummary], axis: str) -> list[Curve]:
                 lat_p99_ns=p99.mean if p99 else None, point=p))
         knee = locate_knee([_metric(c.point, "iops") for c in curve_points],
                            [c.point.metric("lat_mean_ns") for c in curve_points])
-        out.append(Curve(axis=axis, points=tuple(curve_points), knee_index=knee.index, knee_kind=knee.kind))
+        out.append(Curve(axis=axis, points=tuple(curve_points), knee_index=knee.index, knee_kind=knee.kind,
+                         pending=knee if knee.kind is KneeKind.UNDECIDED else None))
     return out
 
 

@@ -14,10 +14,11 @@ The rules:
 2. Bracketing: the lowest grid value first (not meeting there: "objective missed at the lowest load"), then
    every STEP-th grid index (the grid has two values per doubling, so about x4 load; the top of the grid is the
    last step). Stepping stops at the first step that does not meet the objective, at the first step whose IOPS
-   does not rise beyond noise over the previous step's (`rises_beyond_noise` with the knee's thresholds: x4 load
-   for no more IOPS is saturation), or at the top. Why x4 and not doubling: steps cost log4 of the range instead
-   of log2, a bracket then costs 2 bisections instead of 1 (on 1..256: at most 5 + 2 + 2 points against
-   9 + 1 + 1), and below the knee a x4 step adds IOPS far beyond noise, so "no gain" is a clear sign.
+   are shown not to rise over the previous step's (`stats.trend.judge_change`: flat or falling, the knee's rule;
+   a change the repetitions cannot tell keeps stepping), or at the top. Why x4 and not doubling: steps cost
+   log4 of the range instead of log2, a bracket then costs 2 bisections instead of 1 (on 1..256: at most 5 + 2 + 2
+   points against 9 + 1 + 1), and below the knee a x4 step adds IOPS far beyond noise, so "no gain" is a clear
+   sign.
 3. Refining the objective: bisect on grid indices between the highest measured meeting point and the lowest
    measured point above it, until they are grid neighbours or their IOPS differ by less than ``tolerance`` of
    the lower IOPS (IOPS do not fall with load, so the best IOPS within the objective is then known within
@@ -41,16 +42,9 @@ from enum import Enum
 from itertools import pairwise
 
 from storbench.stats.estimate import Estimate, estimate
-from storbench.stats.knee import (
-    MIN_IOPS_GAIN,
-    MIN_IOPS_GAIN_NO_INTERVAL,
-    Knee,
-    KneeKind,
-    LatencyObjective,
-    locate_knee,
-    rises_beyond_noise,
-)
+from storbench.stats.knee import Knee, KneeKind, LatencyObjective, locate_knee
 from storbench.stats.observations import Observation, metric_value
+from storbench.stats.trend import judge_change
 
 STEP = 4  # grid indices per bracketing step: two grid values per doubling, so about x4 load
 
@@ -109,7 +103,9 @@ class _State:
 
 
 def _rises(lower: SearchPoint, higher: SearchPoint) -> bool:
-    return rises_beyond_noise(lower.iops, higher.iops, MIN_IOPS_GAIN, MIN_IOPS_GAIN_NO_INTERVAL)
+    """More load may still raise IOPS: the step is not shown flat or falling (one the repetitions cannot tell
+    keeps the search stepping: the next x4 step costs one point and usually tells)."""
+    return not judge_change(lower.iops, higher.iops).stopped
 
 
 def _state(grid: Sequence[int], measured: Mapping[int, SearchPoint], objective: LatencyObjective) -> _State:
@@ -215,8 +211,9 @@ def _reason(grid: Sequence[int], state: _State, bracket: tuple[int | None, int |
             return f"{text}; IOPS within {tolerance * 100:g} % across the bracket"
         return f"{text} (not narrowed yet)"
     if state.stop == "saturated" and state.previous_step is not None:
-        return (f"IOPS saturated: {axis} {grid[state.previous_step]} to {grid[state.stop_at]} added none beyond "
-                "noise while the objective held (more load only adds latency; the best point is on the plateau)")
+        return (f"IOPS saturated: {axis} {grid[state.previous_step]} to {grid[state.stop_at]} is shown to add "
+                "none (the change within +-10 %, or a fall) while the objective held (more load only adds latency; "
+                "the best point is on the plateau)")
     if state.stop == "top":
         rising = ", IOPS still rising" if knee is KneeKind.STILL_RISING else ""
         return f"objective met at the highest load ({axis} {grid[-1]}){rising}"

@@ -324,8 +324,7 @@ def _step(point: PointSummary, load: float, label: str, field: str) -> CurveStep
     throughput, latency = point.metric(field), point.metric("lat_mean_ns")
     if throughput is None:
         return None
-    return CurveStep(load=load, label=label, throughput=throughput.mean,
-                     throughput_half_width=throughput.half_width, lat_mean_ns=latency.mean if latency else None,
+    return CurveStep(load=load, label=label, throughput=throughput, lat_mean_ns=latency.mean if latency else None,
                      verdict=point.bottleneck)
 
 

@@ -1,0 +1,105 @@
+"""One judgement of a change along a curve (pure): did more load raise throughput, leave it flat, lower it, or can
+the repetitions not tell? Every section that reads a curve (the knee and `saturation`, the search's stepping, the
+"capped beyond this host" verdict) asks this function, so no two sections of one report can disagree.
+
+Overlapping per-point intervals are no evidence that nothing changed (at n=3 and CV 25 % a curve that truly rises
+90 % between two points often has them). The change itself is judged: the ratio of the two points' means with
+its interval on the log scale (Welch, delta method), at 90 % — the two one-sided 5 % tests of equivalence (TOST),
+and a one-sided 5 % test of a rise or a fall:
+
+- rising: the interval's low end is above no change and the mean gain is at least RISE_FLOOR;
+- falling: the interval's high end is below no change and the mean loss is at least RISE_FLOOR;
+- flat: the whole interval inside +-FLAT_MARGIN (equivalence);
+- undecided: anything else, with about how many repetitions per point would decide it.
+
+A point of one repetition has no interval: a gain or loss beyond NO_INTERVAL_CHANGE is still called a rise or a
+fall, but nothing is ever called flat from it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from storbench.stats.estimate import Estimate, ratio_interval
+
+CONFIDENCE = 0.90  # TOST at 5 %: flat when the 90 % interval is inside the margin; rising: its one-sided 5 %
+FLAT_MARGIN = 0.10  # "flat": the change is shown to be within +-10 %
+RISE_FLOOR = 0.05  # "rising": at least +5 % (a gain below it is no reason to add load)
+NO_INTERVAL_CHANGE = 0.20  # without intervals (n < 2), only a change beyond +-20 % counts
+MAX_REPETITIONS = 1000  # "about N repetitions would decide it" is not said beyond this
+
+
+class Trend(StrEnum):
+    RISING = "rising"
+    FLAT = "flat"
+    FALLING = "falling"
+    UNDECIDED = "undecided"
+
+
+@dataclass(frozen=True)
+class Change:
+    """higher / lower: the ratio of the means, its 90 % interval (None without one), the judgement, and for an
+    undecided one about how many repetitions per point would decide it (None: not within MAX_REPETITIONS, or no
+    interval to tell from)."""
+
+    ratio: float
+    low: float | None
+    high: float | None
+    trend: Trend
+    repetitions_needed: int | None = None
+
+    @property
+    def stopped(self) -> bool:
+        """More load is shown not to raise throughput (flat or falling)."""
+        return self.trend in (Trend.FLAT, Trend.FALLING)
+
+
+def _needed(lower: Estimate, higher: Estimate, low: float, high: float) -> int | None:
+    """Repetitions per point at which the interval would be narrow enough for either answer, if the means and
+    spreads stayed as they are (the half-width shrinks as 1/sqrt(n))."""
+    ratio = higher.mean / lower.mean
+    half = (math.log(high) - math.log(low)) / 2
+    log_change = abs(math.log(ratio))
+    room = max(math.log(1 + FLAT_MARGIN) - log_change, log_change if abs(ratio - 1) >= RISE_FLOOR else 0.0)
+    if room <= 0 or half <= 0:
+        return None
+    n = min(lower.n, higher.n)
+    needed = math.ceil(n * (half / room) ** 2)
+    return needed if needed <= MAX_REPETITIONS else None
+
+
+def judge_change(lower: Estimate, higher: Estimate) -> Change:
+    """How ``higher`` (more load) compares with ``lower``: see the module's rules."""
+    if lower.mean <= 0 or higher.mean <= 0:
+        ratio = math.inf if higher.mean > 0 else 1.0
+        trend = Trend.RISING if higher.mean > 0 else Trend.UNDECIDED
+        return Change(ratio, None, None, trend)
+    ratio = higher.mean / lower.mean
+    if lower.n < 2 or higher.n < 2:
+        trend = (Trend.RISING if ratio > 1 + NO_INTERVAL_CHANGE else
+                 Trend.FALLING if ratio < 1 / (1 + NO_INTERVAL_CHANGE) else Trend.UNDECIDED)
+        return Change(ratio, None, None, trend)
+    low, high = ratio_interval(lower, higher, CONFIDENCE)
+    if low > 1 and ratio >= 1 + RISE_FLOOR:
+        return Change(ratio, low, high, Trend.RISING)
+    if high < 1 and ratio <= 1 / (1 + RISE_FLOOR):
+        return Change(ratio, low, high, Trend.FALLING)
+    if low >= 1 / (1 + FLAT_MARGIN) and high <= 1 + FLAT_MARGIN:
+        return Change(ratio, low, high, Trend.FLAT)
+    return Change(ratio, low, high, Trend.UNDECIDED, _needed(lower, higher, low, high))
+
+
+def rises(lower: Estimate, higher: Estimate) -> bool:
+    return judge_change(lower, higher).trend is Trend.RISING
+
+
+def stopped_rising_from(throughput: list[Estimate], start: int) -> Change | None:
+    """Whether no load above ``start`` raises throughput over it, shown (every higher point flat or falling
+    against it): None when shown; else the first change that is rising or undecided."""
+    for higher in throughput[start + 1:]:
+        change = judge_change(throughput[start], higher)
+        if not change.stopped:
+            return change
+    return None
