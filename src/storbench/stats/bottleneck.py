@@ -10,7 +10,7 @@ Every rule and threshold is stated (and defended) in docs/methodology.md, "Bottl
 - media-bound   a block device (here or on a storage node) is busy >= 90 % of the window;
 - network-bound an interface moves >= 90 % of its link rate (in its busier direction);
 - under-driven  none of the above, and Little's law says every configured I/O slot was occupied
-                (IOPS x mean latency >= 80 % of iodepth x jobs): more depth would raise IOPS;
+                (IOPS x mean latency >= 80 % of iodepth x jobs): more depth may raise IOPS (a sweep tells);
 - not saturated none of the above, and the queue was not kept full either;
 - capped beyond this host
                 read from the sweep, not the point (``judge_curve``): along a load curve (iodepth, numjobs or
@@ -203,7 +203,8 @@ def judge(x: BottleneckInputs) -> BottleneckVerdict:
         return BottleneckVerdict(
             Bottleneck.UNDER_DRIVEN,
             f"{in_flight:.1f} of {slots} I/O slots busy (IOPS x mean latency) and nothing saturated "
-            f"({busiest}): more iodepth or jobs would raise IOPS", (), in_flight, slots)
+            f"({busiest}): more iodepth or jobs may raise IOPS (one point cannot show it: a sweep of iodepth, or "
+            "search:, would tell)", (), in_flight, slots)
     queue = (f"; {in_flight:.1f} of {slots} I/O slots busy: fio did not keep its queue full"
              if in_flight is not None and slots > 0 else "")
     return BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated ({busiest}){queue}", (), in_flight,
