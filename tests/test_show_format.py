@@ -90,7 +90,8 @@ def test_markdown_is_a_table_with_verdicts_warnings_and_notes() -> None:
     assert cells[1:5] == ["read", "3/3", "1,000 ± 124", "5.0%"]
     assert "media" in rows[0] and "high_cv" in rows[0]
     assert "- nvme randread 4k qd16: media-bound — nvme0n1 busy 97 % of the window" in lines
-    assert any(line.startswith("- run-to-run spread (CV) above 5 %") and line.endswith("or both") for line in lines)
+    assert any(line.startswith("- run-to-run spread (CV) shown above 5 %") and line.endswith("or both")
+               for line in lines)
     assert "- run 1: read IOPS drifted -9.0 %" in lines
     assert all(line.count("|") == lines[header].count("|") for line in rows)
 

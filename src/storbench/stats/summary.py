@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -17,13 +18,16 @@ from storbench.units import format_block_size, format_bytes
 NOT_JUDGED = BottleneckVerdict(Bottleneck.UNKNOWN, "not judged")
 SUMMARY_FIELDS = tuple(metric.field for metric in SUMMARY_METRICS)
 CV_LIMIT_PCT = 5.0
+CV_BOUND_CONFIDENCE = 0.90  # the CV warning fires when the CV's lower 90 % bound is above CV_LIMIT_PCT
+WIDE_INTERVAL_PCT = 20.0  # the IOPS warning fires when the 95 % interval's half-width is above this share
 MIN_REPETITIONS = 3
 
 
 WARNING_TITLES = {
     "failed_repetitions": "failed repetitions",
     "few_repetitions": f"fewer than {MIN_REPETITIONS} repetitions",
-    "high_cv": f"run-to-run spread (CV) above {CV_LIMIT_PCT:.0f} %",
+    "high_cv": f"run-to-run spread (CV) shown above {CV_LIMIT_PCT:.0f} %",
+    "wide_interval": f"IOPS known only within more than +-{WIDE_INTERVAL_PCT:.0f} %",
     "runtime_shorter_than_ramp": "runtime shorter than ramp",
     "page_cache": "working set fits in the page cache",
     "stragglers": "straggling clients",
@@ -31,6 +35,16 @@ WARNING_TITLES = {
     "steady_incomplete": "steady state not reached yet",
 }
 STRAGGLER_PCT_OF_MEDIAN = 50.0
+
+
+def cv_lower_bound_pct(value: Estimate) -> float | None:
+    """The CV's one-sided lower confidence bound (CV_BOUND_CONFIDENCE), from the chi-square bound on the standard
+    deviation of normal repetitions: the spread is shown to be at least this. None below 2 repetitions."""
+    from scipy.special import chdtri
+
+    if value.n < 2 or value.cv_pct is None:
+        return None
+    return value.cv_pct * math.sqrt((value.n - 1) / float(chdtri(value.n - 1, 1 - CV_BOUND_CONFIDENCE)))
 
 
 @dataclass(frozen=True)
@@ -158,10 +172,18 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
     elif SteadyStatus.MEASURING in states:
         warnings.append(StatWarning("steady_incomplete", "stopped before it was steady or out of rounds",
                                     "run the plan again with --resume"))
-    cv = iops.cv_pct if iops else None
-    if cv is not None and cv > CV_LIMIT_PCT:
-        warnings.append(StatWarning("high_cv", f"CV {cv:.0f} % > {CV_LIMIT_PCT:.0f} %",
-                                    "add repetitions or lengthen runtime"))
+    cv_low = cv_lower_bound_pct(iops) if iops else None
+    if iops is not None and iops.cv_pct is not None and cv_low is not None and cv_low > CV_LIMIT_PCT:
+        warnings.append(StatWarning(
+            "high_cv", f"CV {iops.cv_pct:.0f} %, at least {cv_low:.0f} % (90 % confidence) > {CV_LIMIT_PCT:.0f} %",
+            "steady the points: a longer runtime or ramp, or precondition (more repetitions narrow the interval, "
+            "not the spread)"))
+    half = iops.half_width_pct if iops else None
+    if iops is not None and half is not None and half > WIDE_INTERVAL_PCT:
+        needed = math.ceil(iops.n * (half / WIDE_INTERVAL_PCT) ** 2)
+        warnings.append(StatWarning(
+            "wide_interval", f"IOPS +-{half:.0f} % (95 %) from n={iops.n}",
+            f"about {needed} repetitions would give +-{WIDE_INTERVAL_PCT:.0f} % (repeat: {needed})"))
     if workload.runtime_s < workload.ramp_s:
         warnings.append(StatWarning("runtime_shorter_than_ramp",
                                     f"runtime {workload.runtime_s:g}s is shorter than ramp {workload.ramp_s:g}s",
