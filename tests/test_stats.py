@@ -796,6 +796,56 @@ def test_a_run_that_stopped_when_decided_gets_the_sequential_interval_not_a_plai
     assert s_width > 1.5 * p_width > 0
 
 
+def test_a_failed_repetition_leaves_its_pair_out_and_keeps_the_sequential_interval_at_the_rounds_look() -> None:
+    """Issue 29: one side's repetition of round 4 failed. compare pairs the rounds both sides have (as the run loop
+    does) and keeps the sequential interval, at the look after the last round run (not after the count of pairs,
+    which would spend an earlier look's alpha again)."""
+    from storbench.stats.adaptive import decided_verdicts
+    from storbench.stats.compare import compare_observations, parse_selector
+    from storbench.stats.sequential import SequentialPlan, paired_change
+    from synthetic import observation
+
+    found = []
+    ratios = [1.06, 1.04, 1.08, 1.05, 1.07, 1.03, 1.06, 1.05]
+    for rep, ratio in enumerate(ratios):
+        found.append(observation(case_id="case-a", target="a", repeat=rep, iops=1000.0 + 10 * rep))
+        if rep != 4:
+            found.append(observation(case_id="case-b", target="b", repeat=rep, iops=(1000.0 + 10 * rep) * ratio))
+    plan = SequentialPlan(min_rounds=3, max_rounds=12)
+    base, cand = parse_selector("target=a"), parse_selector("target=b")
+    looked = compare_observations(found, base, cand, {}, interleaved_runs=frozenset({1}), sequential_plans={1: plan})
+    cell = looked[0].cell("iops")
+    assert cell is not None and cell.difference is not None
+    assert cell.difference.method == "sequential" and cell.difference.pairs == 7
+    kept = [r for i, r in enumerate(ratios) if i != 4]
+    expected = paired_change([1000.0 + 10 * i for i in range(8) if i != 4],
+                             [(1000.0 + 10 * i) * r for i, r in enumerate(ratios) if i != 4],
+                             1 - plan.look_alpha(8))
+    assert expected is not None and len(kept) == 7
+    assert cell.difference.change_ci_low_pct == pytest.approx(100 * expected.low)
+    assert cell.difference.change_ci_high_pct == pytest.approx(100 * expected.high)
+    # the run loop's verdict is on the same pairs at the same look
+    (verdict,) = decided_verdicts(found, base, cand, ["iops"], plan)
+    assert verdict.verdict.rounds == 8 and verdict.verdict.change is not None
+    assert verdict.verdict.change.low == pytest.approx(expected.low)
+
+
+@pytest.mark.parametrize(("until", "sequential"), [('"ci <= 5%"', False), ("decided", True)])
+def test_only_a_run_that_stopped_when_decided_gets_sequential_intervals(until: str, sequential: bool) -> None:
+    """A run that stopped on `until: "ci <= N%"` ran no sequential rule: its intervals are not labelled as one."""
+    from storbench.model import RunInfo
+    from storbench.selection import Selection, run_config
+
+    text = ("name: p\ntargets:\n  a: {kind: path, path: ./a, size: 1MiB}\n  b: {kind: path, path: ./b, size: 1MiB}\n"
+            f"workload: {{rw: randread, runtime: 1s}}\nrepeat: {{until: {until}, min: 3, max: 6}}\n"
+            "compare: {baseline: target=a, candidate: target=b}\n")
+    run = RunInfo(run_id=1, plan_name="p", plan_text=text, source="run", storbench_version="0", fio_version="",
+                  host="h", kernel="k", run_order="interleaved", seed=0, tags=(), started_at_s=0.0, finished_at_s=1.0)
+    assert run_config(run) is not None  # the plan itself is valid either way
+    plans = Selection(observations=[], runs=[run], label="", repetitions=[]).sequential_plans
+    assert (1 in plans) is sequential
+
+
 def test_points_that_differ_only_in_a_lab_setting_stay_apart_in_curves_and_figures() -> None:
     """A pool-size sweep: one curve and one bar series per pool size, never one overwriting the other."""
     from storbench.report.figures import block_size_figures

@@ -111,14 +111,15 @@ class Selection:
 
     @property
     def sequential_plans(self) -> dict[int, SequentialPlan]:
-        """Runs whose repetitions stopped when the answer was known (`repeat: {until: ...}`), with their looks:
-        their data were looked at round by round, so their intervals must be the sequential rule's."""
+        """Runs whose repetitions stopped when the comparison was decided (`repeat: {until: decided}`), with their
+        looks: their data were looked at round by round by the sequential rule, so their intervals must be its.
+        A run that stopped on `until: "ci <= N%"` ran no such rule, and its intervals are not labelled as one."""
         from storbench.config import RepeatConfig
 
         plans = {}
         for run in self.runs:
             config = run_config(run)
-            if config is not None and isinstance(config.repeat, RepeatConfig):
+            if config is not None and isinstance(config.repeat, RepeatConfig) and config.repeat.until == "decided":
                 margin = config.compare.margin if config.compare else None
                 plans[run.run_id] = SequentialPlan(min_rounds=config.repeat.min, max_rounds=config.repeat.max,
                                                    margin=margin)

@@ -7,7 +7,7 @@ rule of `stats/sequential.py` on the pairs of rounds (repetition i of each side 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from storbench.stats.compare import PointComparison, Selector, compare_observations
@@ -34,6 +34,12 @@ def _per_rep(observations: Sequence[Observation], case_id: str, direction: str, 
     return out
 
 
+def rounds_run(a: Mapping[int, object], b: Mapping[int, object]) -> int:
+    """The rounds run so far, as the sequential rule counts its looks: the highest round (repetition index) either
+    side has, plus one (a round that failed on one side still was a look)."""
+    return max((*a, *b), default=-1) + 1
+
+
 @dataclass(frozen=True)
 class PairedRounds:
     """One compared point and metric: the rounds both sides have, in round order, and each side's value in them
@@ -44,6 +50,7 @@ class PairedRounds:
     rounds: tuple[int, ...]
     baseline: tuple[float, ...]
     candidate: tuple[float, ...]
+    rounds_run: int = 0  # rounds run so far (the look's index): the highest round either side has, plus one
 
 
 def paired_rounds(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
@@ -57,14 +64,14 @@ def paired_rounds(observations: Sequence[Observation], baseline: Selector, candi
             b = _per_rep(observations, cand.case_id, cand.direction, metric)
             rounds = sorted(set(a) & set(b))
             found.append(PairedRounds(comparison, metric, tuple(rounds), tuple(a[i] for i in rounds),
-                                      tuple(b[i] for i in rounds)))
+                                      tuple(b[i] for i in rounds), rounds_run=rounds_run(a, b)))
     return found
 
 
 def decided_verdicts(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
                      metrics: Sequence[str], plan: SequentialPlan) -> list[MetricVerdict]:
     """The sequential verdict of every named metric at every matched point, on the rounds both sides have."""
-    return [MetricVerdict(p.comparison, p.metric, decide(p.baseline, p.candidate, plan))
+    return [MetricVerdict(p.comparison, p.metric, decide(p.baseline, p.candidate, plan, p.rounds_run))
             for p in paired_rounds(observations, baseline, candidate, metrics)]
 
 

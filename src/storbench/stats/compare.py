@@ -183,9 +183,11 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
                        ) -> list[PointComparison]:
     """Comparisons whose two points ran in one interleaved run, repetition for repetition, get paired intervals:
     repetition i of the baseline and repetition i of the candidate ran next to each other (A B, B A, ...), so
-    their ratio cancels slow drift. Others keep Welch's interval. In a run that stopped when its answer was known
+    their ratio cancels slow drift; a round that failed on one side leaves its pair out (the run loop pairs the
+    same rounds). Others keep Welch's interval. In a run that stopped when its answer was known
     (``sequential_plans``) the data were looked at round by round: the interval is the sequential rule's at the
-    last look (its spent error rate), so a look-and-stop cannot pass for a fixed-size 95 % result."""
+    last look (its spent error rate, the look indexed by round as the run loop does), so a look-and-stop cannot
+    pass for a fixed-size 95 % result."""
     sequential_plans = sequential_plans or {}
     values: dict[tuple[str, str], dict[int, Observation]] = {}
     for o in observations:
@@ -197,16 +199,17 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
         same_run = len(base.run_ids) == 1 and base.run_ids == cand.run_ids and base.run_ids[0] in interleaved_runs
         a = values.get((base.case_id, base.direction), {})
         b = values.get((cand.case_id, cand.direction), {})
-        if not same_run or base.case_id == cand.case_id or set(a) != set(b) or len(a) < 2:
+        reps = sorted(set(a) & set(b))  # the rounds both sides have, as the run loop pairs them
+        if not same_run or base.case_id == cand.case_id or len(reps) < 2:
             out.append(comparison)
             continue
-        reps = sorted(a)
+        looks = max((*a, *b)) + 1  # the look after the last round either side has (adaptive.rounds_run)
         cells = []
         for cell in comparison.cells:
             pairs = [(metric_value(a[i], cell.metric.field), metric_value(b[i], cell.metric.field)) for i in reps]
             usable = [(float(x), float(y)) for x, y in pairs if x is not None and y is not None and x > 0 and y > 0]
             sequential = sequential_plans.get(base.run_ids[0])
-            confidence = _sequential_confidence(sequential, len(usable)) if sequential else CONFIDENCE
+            confidence = _sequential_confidence(sequential, looks) if sequential else CONFIDENCE
             change = paired_change([x for x, _ in usable], [y for _, y in usable], confidence) \
                 if len(usable) == len(reps) else None
             if change is None or cell.baseline is None:

@@ -1,9 +1,10 @@
 """The answer converging: the sequential rule of a run that stopped when decided, replayed look by look. Pure.
 
 The run loop looked after every round from ``min_rounds`` on (`stats.adaptive.decided_verdicts`). The replay
-gives the same rule (`stats.sequential.decide`) the first k pairs of rounds (`stats.adaptive.paired_rounds`,
-the pairs the run loop saw) for every k, so each row is what the rule said after k rounds, with the interval at
-that look's level, and the last row is the verdict `decided_verdicts` gives on all the pairs.
+gives the same rule (`stats.sequential.decide`), at the look after each round r, the pairs of rounds before r
+(`stats.adaptive.paired_rounds`, the pairs the run loop saw), so each row is what the rule said after r rounds,
+with the interval at that look's level, and the last row is the verdict `decided_verdicts` gives on all the
+pairs.
 """
 
 from __future__ import annotations
@@ -53,21 +54,33 @@ def _look(verdict: SequentialVerdict) -> Look:
     return Look(verdict.rounds, change.estimate, change.low, change.high, change.confidence, verdict.decision)
 
 
-def replay(baseline: Sequence[float], candidate: Sequence[float], plan: SequentialPlan) -> tuple[Look, ...]:
-    """The rule after k pairs for k = ``plan.min_rounds`` .. ``len(baseline)`` (only the last k when fewer pairs
-    than ``min_rounds`` exist: a run stopped early; nothing below two pairs)."""
+def replay(baseline: Sequence[float], candidate: Sequence[float], plan: SequentialPlan,
+           rounds: Sequence[int] | None = None, rounds_run: int | None = None) -> tuple[Look, ...]:
+    """The rule at the look after r rounds for r = ``plan.min_rounds`` .. ``rounds_run``, each from the pairs of
+    rounds before r (``rounds``: the round of each pair, default 0, 1, ...; ``rounds_run``: default the number of
+    pairs). Only the last look when fewer rounds than ``min_rounds`` ran (a run stopped early); nothing below two
+    pairs."""
     n = len(baseline)
     if len(candidate) != n:
         raise ValueError("paired samples differ in length")
-    ks = sorted(set(range(plan.min_rounds, n + 1)) | ({n} if n >= 2 else set()))
-    return tuple(_look(decide(baseline[:k], candidate[:k], plan)) for k in ks)
+    of_pair = tuple(range(n)) if rounds is None else tuple(rounds)
+    if len(of_pair) != n:
+        raise ValueError("one round per pair")
+    total = n if rounds_run is None else rounds_run
+    looks_at = sorted(set(range(plan.min_rounds, total + 1)) | ({total} if total >= 2 else set()))
+    out = []
+    for r in looks_at:
+        k = sum(1 for i in of_pair if i < r)
+        if k >= 2 or r == total:
+            out.append(_look(decide(baseline[:k], candidate[:k], plan, r)))
+    return tuple(out)
 
 
 def convergence(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
                 metrics: Sequence[str], plan: SequentialPlan) -> list[Convergence]:
     """Every named metric at every matched point (as `decided_verdicts` sees them), replayed look by look."""
-    return [Convergence(p.comparison, p.metric, plan, replay(p.baseline, p.candidate, plan),
-                        decide(p.baseline, p.candidate, plan))
+    return [Convergence(p.comparison, p.metric, plan, replay(p.baseline, p.candidate, plan, p.rounds, p.rounds_run),
+                        decide(p.baseline, p.candidate, plan, p.rounds_run))
             for p in paired_rounds(observations, baseline, candidate, metrics)]
 
 
@@ -76,5 +89,6 @@ def stopping_rule(plan: SequentialPlan) -> str:
     margin = f"; equivalent when the interval lies within ±{100 * plan.margin:g} %" if plan.margin else \
         "; no margin, so never 'equivalent'"
     return (f"group-sequential, looks after rounds {plan.min_rounds}-{plan.max_rounds}, error rate "
-            f"{100 * plan.alpha:g} % spent over the looks (Lan-DeMets power family, rho = {plan.rho:g}); "
+            f"{100 * plan.alpha:g} % split over the looks by a power-family spending function (rho = {plan.rho:g}), "
+            "each look tested at its share (a Bonferroni bound across looks: valid, conservative); "
             f"stop when every compared metric is decided or at {plan.max_rounds} rounds{margin}")

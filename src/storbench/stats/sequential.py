@@ -7,7 +7,7 @@ Student-t interval on the log ratios (it cannot go below -100 %).
 Repetitions that stop "when the answer is known" look at the data after every round. Stopping at the first
 look whose ordinary 95 % interval excludes zero inflates false differences far beyond 5 % (optional
 stopping). Here the looks are fixed in advance (rounds ``min_rounds`` .. ``max_rounds``) and the error rate
-``alpha`` is spent over them with a Lan-DeMets power-family spending function, alpha * (k/K)**rho: look k
+``alpha`` is split over them by a power-family spending function, alpha * (k/K)**rho: look k
 uses a t interval at level 1 - alpha_k with alpha_k = alpha * ((k/K)**rho - ((k-1)/K)**rho). The alpha_k add
 up to alpha, so by the union bound the chance that any look's interval misses the true change is at most
 alpha, exactly for normal log ratios at any number of pairs (no large-sample approximation, which matters at
@@ -111,9 +111,12 @@ class SequentialVerdict:
     final: bool  # True when the comparison should stop (decided, or max_rounds reached)
 
 
-def decide(a: Sequence[float], b: Sequence[float], plan: SequentialPlan) -> SequentialVerdict:
-    """The verdict after ``len(a)`` rounds of paired repetitions (a[i], b[i] from round i)."""
-    rounds = len(a)
+def decide(a: Sequence[float], b: Sequence[float], plan: SequentialPlan, rounds: int | None = None
+           ) -> SequentialVerdict:
+    """The verdict at the look after ``rounds`` rounds (default ``len(a)``) from the pairs of repetitions both sides
+    have (a[i], b[i] ran next to each other). Looks are indexed by round, not by pair: a round whose repetition
+    failed on one side still spent its look, so it is not spent again."""
+    rounds = len(a) if rounds is None else rounds
     alpha_k = plan.look_alpha(rounds)
     change = paired_change(a, b, 1 - alpha_k) if alpha_k > 0 else paired_change(a, b)
     decision = Decision.UNDECIDED
