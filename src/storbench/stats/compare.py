@@ -113,7 +113,8 @@ DERIVED_LAB_KEYS = {"db_device": {"db_size"}, "osds_per_device": {"osds", "osd_s
 
 def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSummary],
                    ignore: frozenset[str], *, force: bool = False,
-                   metrics: Sequence[Metric] = COMPARE_METRICS) -> list[PointComparison]:
+                   metrics: Sequence[Metric] = COMPARE_METRICS, confidence: float = CONFIDENCE
+                   ) -> list[PointComparison]:
     """Pair points that agree on every match field not named by a selector; compare each metric.
 
     A candidate point is paired with the baseline point that also has the same workload (ioengine, direct,
@@ -154,7 +155,7 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
             if metric.field == "bw_bytes" and is_metadata(point.rw):
                 continue  # a create, stat or delete moves no data: its "bandwidth" is operations x bs
             b, c = base.metric(metric.field), point.metric(metric.field)
-            difference = welch_difference(b, c) if b is not None and c is not None and b.mean else None
+            difference = welch_difference(b, c, confidence) if b is not None and c is not None and b.mean else None
             verdict = _verdict(metric, difference) if comparable else Verdict.NOT_COMPARABLE
             cells.append(CellComparison(metric, b, c, difference, verdict))
         out.append(PointComparison(key, base, point, comparable, reason, tuple(cells)))
@@ -165,22 +166,24 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
                          tags: Mapping[int, tuple[str, ...]], mem_total_bytes: Mapping[int, int | None] | None = None,
                          *, force: bool = False, interleaved_runs: frozenset[int] = frozenset(),
                          sequential_plans: Mapping[int, SequentialPlan] | None = None,
-                         bring_ups: Mapping[int, str] | None = None) -> list[PointComparison]:
+                         bring_ups: Mapping[int, str] | None = None, alpha: float = 1 - CONFIDENCE
+                         ) -> list[PointComparison]:
     """Match the two sides' points and compare every metric. Where the design pairs repetitions (both sides in
     one run whose order alternates them, ``interleaved_runs``, and not across a setting that needs a cluster per
-    value) the change and its interval come from the per-pair ratios (``paired_differences``); else Welch."""
+    value) the change and its interval come from the per-pair ratios (``paired_differences``); else Welch.
+    ``alpha``: each interval's error rate (5 %; smaller for a family-wise rule, see ``family_regressions``)."""
     ignore = baseline.keys | candidate.keys
     comparisons = compare_points(summarize_points(select(observations, baseline, tags), mem_total_bytes),
                                  summarize_points(select(observations, candidate, tags), mem_total_bytes), ignore,
-                                 force=force)
+                                 force=force, confidence=1 - alpha)
     if blocked_settings(baseline, candidate):  # pairs only where the clusters alternated (A B B A)
         interleaved_runs = frozenset(r for r in interleaved_runs if (bring_ups or {}).get(r, "once") != "once")
-    return paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {})
+    return paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {}, alpha)
 
 
 def paired_differences(comparisons: Sequence[PointComparison], observations: Sequence[Observation],
-                       interleaved_runs: frozenset[int], sequential_plans: Mapping[int, SequentialPlan] | None = None
-                       ) -> list[PointComparison]:
+                       interleaved_runs: frozenset[int], sequential_plans: Mapping[int, SequentialPlan] | None = None,
+                       alpha: float = 1 - CONFIDENCE) -> list[PointComparison]:
     """Comparisons whose two points ran in one interleaved run, repetition for repetition, get paired intervals:
     repetition i of the baseline and repetition i of the candidate ran next to each other (A B, B A, ...), so
     their ratio cancels slow drift; a round that failed on one side leaves its pair out (the run loop pairs the
@@ -209,7 +212,8 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
             pairs = [(metric_value(a[i], cell.metric.field), metric_value(b[i], cell.metric.field)) for i in reps]
             usable = [(float(x), float(y)) for x, y in pairs if x is not None and y is not None and x > 0 and y > 0]
             sequential = sequential_plans.get(base.run_ids[0])
-            confidence = _sequential_confidence(sequential, looks) if sequential else CONFIDENCE
+            share = alpha / (1 - CONFIDENCE)  # a family-wise rule's share of each interval's error rate
+            confidence = 1 - share * (1 - _sequential_confidence(sequential, looks)) if sequential else 1 - alpha
             change = paired_change([x for x, _ in usable], [y for _, y in usable], confidence) \
                 if len(usable) == len(reps) else None
             if change is None or cell.baseline is None:
@@ -242,6 +246,11 @@ def regressions(comparisons: Sequence[PointComparison], threshold_pct: float) ->
             if abs(cell.difference.change_pct) >= threshold_pct:
                 found.append(Regression(comparison, cell))
     return found
+
+
+def tested_cells(comparisons: Sequence[PointComparison]) -> int:
+    """How many cells a regression gate tests: every comparable cell with a change."""
+    return sum(1 for c in comparisons if c.comparable for cell in c.cells if cell.difference is not None)
 
 
 def blocked_settings(*selectors: Selector) -> list[str]:
