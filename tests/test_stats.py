@@ -921,3 +921,36 @@ def test_the_regression_gate_fails_an_aa_compare_at_most_about_5_percent_of_the_
     per_cell, family = _aa_false_fail_rates(points)  # the methodology's figures: 17 % and 35 %; 0.5 % and 1.5 %
     assert per_cell >= 0.12, per_cell  # 5 % a cell over many cells: the old gate
     assert family <= 0.05, family
+
+
+def test_every_comparison_carries_its_design_and_the_confounded_ones_say_so() -> None:
+    import json as json_module
+    from dataclasses import replace
+
+    from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
+    from storbench.stats.compare import compare_observations, parse_selector
+    from synthetic import observation
+
+    def sides(**a: object) -> list[Observation]:
+        return [observation(case_id=f"{t}", target=t, repeat=r, iops=1000.0 + 10 * r + (50 if t == "b" else 0),
+                            **a) for t in "ab" for r in range(3)]
+
+    base, cand = parse_selector("target=a"), parse_selector("target=b")
+    assert compare_observations(sides(), base, cand, {}, interleaved_runs=frozenset({1}))[0].design == "paired"
+    assert compare_observations(sides(), base, cand, {})[0].design == "blocked"  # one run, sequential order
+    before_after = [*[o for o in sides() if o.case.target.name == "a"],
+                    *[replace(o, run_id=2) for o in sides() if o.case.target.name == "b"]]
+    (two,) = compare_observations(before_after, base, cand, {})
+    assert two.design == "two runs"
+    rows = json_module.loads(comparison_json([two]))
+    assert {(r["design"], r["design_confounds"]) for r in rows} == {("two runs", True)}
+    assert "two runs,True" in comparison_csv([two])
+    assert "- design: separate runs (before/after)" in comparison_markdown([two], "target=a", "target=b")
+    osds = [observation(case_id=f"c{n}", lab=f"lab=ceph osds={n} osd_size=1 objectstore=bluestore pool_size=2",
+                        repeat=r, iops=1000.0 + r + n) for n in (3, 6) for r in range(3)]
+    (blocked,) = compare_observations(osds, parse_selector("osds=3"), parse_selector("osds=6"), {},
+                                      interleaved_runs=frozenset({1}))
+    assert blocked.design == "one instance per side"
+    (fresh,) = compare_observations(osds, parse_selector("osds=3"), parse_selector("osds=6"), {},
+                                    interleaved_runs=frozenset({1}), bring_ups={1: "each_repetition"})
+    assert fresh.design == "fresh instance per round"

@@ -132,7 +132,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
     from storbench.report.labels import comparison_label
     from storbench.report.tables import bottleneck_evidence_lines, compare_table
-    from storbench.stats.compare import compare_observations, design_note, regressions, tested_cells
+    from storbench.stats.compare import (
+        compare_observations,
+        design_caveats,
+        design_note,
+        regressions,
+        tested_cells,
+    )
     from storbench.stats.compare import select as select_side
 
     baseline = parse_selector_flag(args.baseline, "--baseline")
@@ -172,6 +178,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         out = _console() if args.output in ("", "-") else _file_console()
         out.print(compare_table(comparisons, baseline.text, candidate.text,
                                 None if args.output not in ("", "-") else out.width))
+        for line in design_caveats(comparisons):
+            out.print(line, markup=False)
         evidence = bottleneck_evidence_lines(comparisons)
         if evidence:
             out.print("bottlenecks (rules: docs/methodology.md#bottleneck-verdicts):", markup=False)

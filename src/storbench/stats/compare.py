@@ -87,6 +87,7 @@ class PointComparison:
     comparable: bool
     reason: str
     cells: tuple[CellComparison, ...]
+    design: str = ""  # how the two sides ran (DESIGNS); "" when not known (built outside compare_observations)
 
     def cell(self, field: str) -> CellComparison | None:
         return next((c for c in self.cells if c.metric.field == field), None)
@@ -176,9 +177,51 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
     comparisons = compare_points(summarize_points(select(observations, baseline, tags), mem_total_bytes),
                                  summarize_points(select(observations, candidate, tags), mem_total_bytes), ignore,
                                  force=force, confidence=1 - alpha)
-    if blocked_settings(baseline, candidate):  # pairs only where the clusters alternated (A B B A)
+    blocked = bool(blocked_settings(baseline, candidate))
+    if blocked:  # pairs only where the clusters alternated (A B B A)
         interleaved_runs = frozenset(r for r in interleaved_runs if (bring_ups or {}).get(r, "once") != "once")
-    return paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {}, alpha)
+    compared = paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {}, alpha)
+    return [replace(c, design=design_of(c, interleaved_runs, blocked, bring_ups or {})) for c in compared]
+
+
+# How the two sides of a comparison ran, and whether that design separates the setting from everything else.
+DESIGNS = {
+    "paired": "both sides in one run, repetitions alternating (A B B A): paired, time drift cancels",
+    "interleaved": "both sides in one run, repetitions alternating; intervals unpaired (the rounds did not match)",
+    "fresh instance per round": "a fresh cluster per side and round (A B B A): the instance is sampled",
+    "one instance per side": "each side one cluster instance: the setting is confounded with the instance",
+    "blocked": "one run, all of one side then all of the other: the setting is confounded with time",
+    "two runs": "separate runs (before/after): the change is confounded with everything else that changed "
+                "between them",
+}
+CONFOUNDED = frozenset({"one instance per side", "blocked", "two runs"})
+
+
+def design_of(comparison: PointComparison, interleaved_runs: frozenset[int], blocked: bool,
+              bring_ups: Mapping[int, str]) -> str:
+    """The design of one comparison (a key of DESIGNS)."""
+    runs = {*comparison.baseline.run_ids, *comparison.candidate.run_ids}
+    if len(runs) != 1:
+        return "two runs"
+    (run,) = runs
+    if blocked:  # a cluster per value: side by side or brought up once, each side is one instance
+        fresh = bring_ups.get(run, "once") == "each_repetition"
+        return "fresh instance per round" if fresh else "one instance per side"
+    if run not in interleaved_runs:
+        return "blocked"
+    paired = any(cell.difference is not None and cell.difference.method in ("paired", "sequential")
+                 for cell in comparison.cells)
+    return "paired" if paired else "interleaved"
+
+
+def design_caveats(comparisons: Sequence[PointComparison]) -> list[str]:
+    """One line per design that confounds the setting with something else, with how many points it concerns."""
+    counts: dict[str, int] = {}
+    for c in comparisons:
+        if c.design in CONFOUNDED:
+            counts[c.design] = counts.get(c.design, 0) + 1
+    return [f"design: {DESIGNS[d]} ({n} point{'s' if n != 1 else ''}): read a verdict as about these runs or "
+            "instances, not the setting alone" for d, n in counts.items()]
 
 
 def paired_differences(comparisons: Sequence[PointComparison], observations: Sequence[Observation],
