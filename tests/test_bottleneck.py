@@ -282,3 +282,18 @@ def test_a_curve_fio_itself_holds_back_is_not_capped_beyond_the_host() -> None:
     points = _sweep("iodepth", [1, 16, 64], [[300, 300], [300, 301], [299, 300]], [0.33, 5.5, 22.0],
                     fio_options="rate_iops=300")
     assert Bottleneck.CAPPED not in [p.bottleneck.kind for p in points]
+
+
+def test_a_flat_curve_whose_storage_answers_fast_is_limited_in_the_client_stack() -> None:
+    """Issue 29: CephFS through ceph-fuse, 4k random reads over iodepth 4, 16, 64: IOPS flat at ~2,470 while mean
+    latency grew 16x, and the OSDs answered in 0.17 ms of a 6.5 ms mean: the time goes in the client stack, not in
+    the cluster; with the OSDs taking most of the latency the same curve is capped beyond this host."""
+    flat = [[2440, 2450, 2460], [2500, 2480, 2490], [2470, 2510, 2490]]
+    stack = _sweep("iodepth", [4, 16, 64], flat, [1.6, 6.4, 26.0], ceph_op_latency_ns=0.17e6)
+    assert [p.bottleneck.kind for p in stack] == [Bottleneck.CLIENT_STACK] * 3
+    evidence = stack[-1].bottleneck.evidence
+    assert "the storage answered in 0.17 ms of a 26.00 ms mean at iodepth 64 (1%): 99% of the latency is outside" \
+        in evidence and "client stack" in evidence, evidence
+    cluster = _sweep("iodepth", [4, 16, 64], flat, [1.6, 6.4, 26.0], ceph_op_latency_ns=24e6)
+    assert [p.bottleneck.kind for p in cluster] == [Bottleneck.CAPPED] * 3
+    assert "92% of the client's mean" in cluster[-1].bottleneck.evidence

@@ -53,12 +53,14 @@ class Bottleneck(StrEnum):
     UNDER_DRIVEN = "under-driven"
     NOT_SATURATED = "not saturated"
     CAPPED = "capped beyond this host"
+    CLIENT_STACK = "client stack"
     UNKNOWN = "unknown"
 
 
 SHORT_LABELS = {
     Bottleneck.CLIENT: "client", Bottleneck.CPU: "cpu", Bottleneck.MEDIA: "media", Bottleneck.NETWORK: "net",
     Bottleneck.UNDER_DRIVEN: "depth", Bottleneck.NOT_SATURATED: "-", Bottleneck.CAPPED: "capped",
+    Bottleneck.CLIENT_STACK: "stack",
     Bottleneck.UNKNOWN: "?",
 }
 
@@ -230,6 +232,7 @@ class CurveStep:
     throughput: Estimate  # IOPS along a load curve, bytes/s along a block-size curve, over repetitions
     lat_mean_ns: float | None
     verdict: BottleneckVerdict
+    storage_lat_ns: float | None = None  # the storage's own latency for the same I/O (Ceph OSDs' op latency)
 
 
 def flat_from(steps: Sequence[CurveStep]) -> int | None:
@@ -244,6 +247,9 @@ def flat_from(steps: Sequence[CurveStep]) -> int | None:
     return None
 
 
+# Along a flat curve, when the storage's own latency for the I/O (the OSDs' op latency) is below this share of the
+# client's mean latency at the highest load, the time goes outside the storage: in the client stack of this host.
+STORAGE_SHARE = 0.5
 # A capped curve within this share of the target's declared limit (`expect:`) is said to be at that limit.
 AT_DECLARED_FRACTION = 0.05
 
@@ -282,6 +288,15 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
     if what != "IOPS":
         evidence = evidence.replace(f"{lowest:,.0f} to {highest:,.0f}",
                                     f"{format_bytes(lowest)}/s to {format_bytes(highest)}/s")
+    kind = Bottleneck.CAPPED
+    if last.storage_lat_ns is not None and last.storage_lat_ns < STORAGE_SHARE * last.lat_mean_ns:
+        kind = Bottleneck.CLIENT_STACK
+        share = last.storage_lat_ns / last.lat_mean_ns
+        evidence = evidence.split(", and nothing of this host saturated")[0] + (
+            f", and nothing of this host saturated; the storage answered in {last.storage_lat_ns / 1e6:.2f} ms of a "
+            f"{last.lat_mean_ns / 1e6:.2f} ms mean at {last.label} ({share:.0%}): {1 - share:.0%} of the latency is "
+            "outside it, in the client stack of this host (a kernel or FUSE client, the client library, the "
+            "network), which serialises or queues the requests")
     if declared:
         level = sum(s.throughput.mean for s in stretch) / len(stretch)
         if abs(level / declared - 1) <= AT_DECLARED_FRACTION:
@@ -290,5 +305,5 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
     if remote:
         evidence += f"; {remote}"
     for i, step in enumerate(stretch, start=start):
-        out[i] = BottleneckVerdict(Bottleneck.CAPPED, evidence, (), step.verdict.in_flight, step.verdict.slots)
+        out[i] = BottleneckVerdict(kind, evidence, (), step.verdict.in_flight, step.verdict.slots)
     return out

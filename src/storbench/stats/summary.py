@@ -346,8 +346,9 @@ def _step(point: PointSummary, load: float, label: str, field: str) -> CurveStep
     throughput, latency = point.metric(field), point.metric("lat_mean_ns")
     if throughput is None:
         return None
+    storage = point.metric("ceph_op_latency_ns")
     return CurveStep(load=load, label=label, throughput=throughput, lat_mean_ns=latency.mean if latency else None,
-                     verdict=point.bottleneck)
+                     verdict=point.bottleneck, storage_lat_ns=storage.mean if storage else None)
 
 
 def _remote_evidence(points: Sequence[PointSummary], members: Sequence[int]) -> str:
@@ -358,10 +359,11 @@ def _remote_evidence(points: Sequence[PointSummary], members: Sequence[int]) -> 
         return (first.mean, last.mean) if first is not None and last is not None else None
 
     parts = []
-    osd = ends("ceph_op_latency_ns")
+    osd, client = ends("ceph_op_latency_ns"), ends("lat_mean_ns")
     if osd is not None and osd[0] > 0:
+        share = f", {osd[1] / client[1]:.0%} of the client's mean" if client is not None and client[1] > 0 else ""
         parts.append(f"the OSDs' op latency went {osd[0] / 1e6:.2f} ms to {osd[1] / 1e6:.2f} ms "
-                     f"({osd[1] / osd[0]:.1f}x): the I/O waits in the cluster")
+                     f"({osd[1] / osd[0]:.1f}x){share}")
     for field, what in (("node_cpu_busy_pct", "storage node CPU"), ("node_disk_util_pct", "storage node disks")):
         both = ends(field)
         if both is not None:
@@ -412,6 +414,6 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
                 declared = expected.bw_bytes_per_s if axis == "bs_bytes" else expected.iops
             for i, verdict in zip(members, judge_curve(steps, what, declared, _remote_evidence(points, members)),
                                   strict=True):
-                if verdict is not None and out[i].bottleneck.kind != Bottleneck.CAPPED:
+                if verdict is not None and out[i].bottleneck.kind not in (Bottleneck.CAPPED, Bottleneck.CLIENT_STACK):
                     out[i] = replace(out[i], bottleneck=verdict)
     return out
