@@ -205,3 +205,14 @@ def test_curve_keeps_its_three_field_constructor() -> None:
     assert Curve(curve.axis, curve.points, None).knee_kind is KneeKind.STILL_RISING
     with pytest.raises(ValueError):
         Curve(curve.axis, curve.points, None, KneeKind.AT_LOWEST_LOAD)
+
+
+def test_an_undecided_change_is_written_in_whole_percents_without_a_negative_zero() -> None:
+    from storbench.report.tables import undecided_text
+    from storbench.stats.knee import Knee
+    from storbench.stats.trend import Change
+
+    curve = curve_of({1: three(1000.0), 16: three(1150.0)}, {1: 0.3, 16: 4.0})
+    knee = Knee(None, KneeKind.UNDECIDED, Change(1.15, 0.997, 1.32, Trend.UNDECIDED, 4), 0, 1)
+    text = undecided_text(knee, curve.points, "iodepth")
+    assert "changed +15 % [+0, +32] (90 %)" in text and "about 4 repetitions per point would tell" in text, text

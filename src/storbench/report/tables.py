@@ -196,8 +196,9 @@ def warning_lines(points: Sequence[PointSummary]) -> list[str]:
             groups.setdefault(w.code, []).append((p, w))
     lines = []
     for code, members in groups.items():
-        if code == "high_cv":
-            members.sort(key=lambda m: -(m[0].metric("iops").cv_pct or 0))  # type: ignore[union-attr]
+        if code in ("high_cv", "wide_interval"):  # the worst point as the example
+            field = "cv_pct" if code == "high_cv" else "half_width_pct"
+            members.sort(key=lambda m: -(getattr(m[0].metric("iops"), field, None) or 0))
         point, warning = members[0]
         where = point_label(point)
         count = f"{len(members)} points, e.g." if len(members) > 1 else "at"
@@ -315,9 +316,12 @@ def undecided_text(knee: Knee, points: Sequence[CurvePoint], axis: str) -> str:
     if change is None or knee.pending_from is None or knee.pending_to is None:
         return "undecided"
     a, b = points[knee.pending_from].load, points[knee.pending_to].load
-    shown = f"{100 * (change.ratio - 1):+.0f} %"
+    def pct(ratio: float) -> str:
+        return f"{round(100 * (ratio - 1)):+d}"  # whole percents, never "-0"
+
+    shown = f"{pct(change.ratio)} %"
     if change.low is not None and change.high is not None:
-        shown += f" [{100 * (change.low - 1):+.0f}, {100 * (change.high - 1):+.0f}] (90 %)"
+        shown += f" [{pct(change.low)}, {pct(change.high)}] (90 %)"
     if change.low is None:
         more = "a point of one repetition shows no flatness: repeat each point (repeat: 3 or more)"
     elif change.repetitions_needed is not None:
