@@ -610,7 +610,7 @@ def test_high_cv_warning_needs_the_spread_shown_above_5_percent() -> None:
     high = only(summarize_points(reps([1000.0, 1120.0, 880.0])))  # CV 12 %: at least 7.9 %
     assert "high_cv" in codes(high)
     warning = next(w for w in high.warnings if w.code == "high_cv")
-    assert "CV 12 %, at least 8 % (90 % confidence)" in warning.message and "repetitions" in warning.fix
+    assert warning.message == "CV 12 % (at least 8 % at 90 % confidence)" and "repetitions" in warning.fix
     # ten repetitions at CV 6 % show it above 5 %
     assert "high_cv" in codes(only(summarize_points(reps([1000.0 + 60 * (-1) ** i * (1 + i % 2) for i in range(10)]))))
 
@@ -954,3 +954,18 @@ def test_every_comparison_carries_its_design_and_the_confounded_ones_say_so() ->
     (fresh,) = compare_observations(osds, parse_selector("osds=3"), parse_selector("osds=6"), {},
                                     interleaved_runs=frozenset({1}), bring_ups={1: "each_repetition"})
     assert fresh.design == "fresh instance per round"
+
+
+def test_the_reports_summary_shows_each_warning_and_says_its_advice_once_below() -> None:
+    from html import escape as html_escape
+
+    from storbench.report.html import ReportDocument, render_html
+    from storbench.report.tables import warning_lines
+
+    points = summarize_points([*reps([1000.0, 1250.0, 750.0], case_id="case-a"),
+                               *reps([1000.0, 1260.0, 740.0], case_id="case-b", target="b")])
+    page = render_html(ReportDocument(title="t", runs=(), points=tuple(points), figures=(),
+                                      warnings=tuple(warning_lines(points))), "")
+    fix = next(w.fix for w in points[0].warnings if w.code == "high_cv")
+    assert page.count(html_escape(fix)) == 1, page.count(html_escape(fix))  # once, under the table
+    assert all(html_escape(w.message) in page for p in points for w in p.warnings)  # each point's own figures

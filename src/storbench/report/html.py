@@ -106,7 +106,7 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
                  telemetry_cell(p.metric("host_cpu_busy_pct"), ".0f"),
                  telemetry_cell(p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct"), ".0f"),
                  *(telemetry_cell(p.metric(field), fmt) for _, field, fmt in extra),
-                 p.bottleneck.kind.value, "; ".join(w.text() for w in p.warnings))
+                 p.bottleneck.kind.value, "; ".join(w.message for w in p.warnings))  # fixes: once, below
         css = ' class="failed"' if p.repetitions_ok < p.repetitions_total else ""
         rows.append(f"<tr{css}>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
     return ("<div class='wide'><table class='data summary'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)

@@ -175,7 +175,7 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
     cv_low = cv_lower_bound_pct(iops) if iops else None
     if iops is not None and iops.cv_pct is not None and cv_low is not None and cv_low > CV_LIMIT_PCT:
         warnings.append(StatWarning(
-            "high_cv", f"CV {iops.cv_pct:.0f} %, at least {cv_low:.0f} % (90 % confidence) > {CV_LIMIT_PCT:.0f} %",
+            "high_cv", f"CV {iops.cv_pct:.0f} % (at least {cv_low:.0f} % at 90 % confidence)",
             "steady the points: a longer runtime or ramp, or precondition (more repetitions narrow the interval, "
             "not the spread)"))
     half = iops.half_width_pct if iops else None
