@@ -216,3 +216,9 @@ def test_an_undecided_change_is_written_in_whole_percents_without_a_negative_zer
     knee = Knee(None, KneeKind.UNDECIDED, Change(1.15, 0.997, 1.32, Trend.UNDECIDED, 4), 0, 1)
     text = undecided_text(knee, curve.points, "iodepth")
     assert "changed +15 % [+0, +32] (90 %)" in text and "about 4 repetitions per point would tell" in text, text
+
+
+def test_the_reports_saturation_table_wraps_its_knee_column() -> None:
+    curve = curve_of({1: three(1000.0), 16: three(1150.0, spread=0.1)}, {1: 0.3, 16: 4.0})
+    html = render_html(ReportDocument(title="t", runs=(), points=(), figures=(), curves=(curve,)), "")
+    assert "<table class='data saturation'>" in html and "table.saturation td:nth-child(2)" in html

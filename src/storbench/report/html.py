@@ -173,8 +173,8 @@ def _saturation_table(doc: ReportDocument) -> str:
             best = best_under_objective(curve, doc.objective)
             cells.append("none meets it" if best is None else f"{curve.axis}={best.load}: {best.iops:,.0f} IOPS")
         rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
-    return ("<table class='data'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>")
+    return ("<table class='data saturation'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
+            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
 def _provenance(doc: ReportDocument) -> str:
@@ -203,7 +203,8 @@ header p{margin:4px 0 0;color:#b8c2cc;font-size:13px}
 main{padding:8px 32px 40px;max-width:1500px}section{background:#fff;border-radius:6px;padding:12px 20px;
 margin:16px 0;box-shadow:0 1px 2px rgba(0,0,0,.08)}h2{font-size:18px;margin:8px 0}
 div.wide{overflow-x:auto}
-table.summary td:last-child,table.summary th:last-child{white-space:normal;text-align:left;min-width:14em}
+table.summary td:last-child,table.summary th:last-child{white-space:normal;text-align:left;min-width:11em}
+table.saturation td:nth-child(2),table.saturation th:nth-child(2){white-space:normal;text-align:left}
 table.data{border-collapse:collapse;font-size:12.5px;width:100%}table.data th,table.data td{padding:3px 7px;
 border-bottom:1px solid #e3e6ea;text-align:right;white-space:nowrap}table.data th{background:#eef1f4}
 table.data td:first-child,table.data th:first-child{text-align:left}tr.failed td{color:#b00020}

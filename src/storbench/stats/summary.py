@@ -26,8 +26,8 @@ MIN_REPETITIONS = 3
 WARNING_TITLES = {
     "failed_repetitions": "failed repetitions",
     "few_repetitions": f"fewer than {MIN_REPETITIONS} repetitions",
-    "high_cv": f"run-to-run spread (CV) shown above {CV_LIMIT_PCT:.0f} %",
-    "wide_interval": f"IOPS known only within more than +-{WIDE_INTERVAL_PCT:.0f} %",
+    "high_cv": f"run-to-run spread (CV) shown above {CV_LIMIT_PCT:.0f} % (its lower bound at 90 % confidence)",
+    "wide_interval": f"IOPS known only within more than +-{WIDE_INTERVAL_PCT:.0f} % (95 % interval)",
     "runtime_shorter_than_ramp": "runtime shorter than ramp",
     "page_cache": "working set fits in the page cache",
     "stragglers": "straggling clients",
@@ -175,14 +175,14 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
     cv_low = cv_lower_bound_pct(iops) if iops else None
     if iops is not None and iops.cv_pct is not None and cv_low is not None and cv_low > CV_LIMIT_PCT:
         warnings.append(StatWarning(
-            "high_cv", f"CV {iops.cv_pct:.0f} % (at least {cv_low:.0f} % at 90 % confidence)",
+            "high_cv", f"CV {iops.cv_pct:.0f} %, at least {cv_low:.0f} %",
             "steady the points: a longer runtime or ramp, or precondition (more repetitions narrow the interval, "
             "not the spread)"))
     half = iops.half_width_pct if iops else None
     if iops is not None and half is not None and half > WIDE_INTERVAL_PCT:
         needed = math.ceil(iops.n * (half / WIDE_INTERVAL_PCT) ** 2)
         warnings.append(StatWarning(
-            "wide_interval", f"IOPS +-{half:.0f} % (95 %) from n={iops.n}",
+            "wide_interval", f"IOPS +-{half:.0f} % at n={iops.n}",
             f"about {needed} repetitions would give +-{WIDE_INTERVAL_PCT:.0f} % (repeat: {needed})"))
     if workload.runtime_s < workload.ramp_s:
         warnings.append(StatWarning("runtime_shorter_than_ramp",
