@@ -89,31 +89,25 @@ def check_machine(loaded: LoadedPlan) -> None:
                         hint=f"give each OSD at most {cores} cores")
 
 
-# What to do about a file a plan names that someone else could have written, by key.
-PLAN_FILE_HINTS = {
-    "conf": "chown root and chmod go-w it (and the directories above it), or drop conf: to use the operator's "
-            "/etc/ceph/ceph.conf",
-}
-
-
 def check_plan_files(loaded: LoadedPlan) -> None:
     """The files a plan names for root to read (an rbd target's ceph.conf, which points root's Ceph tools at a
     log file, keyring and monitors) must be ones only root or the invoking user could have written
     (trusted_files.untrusted): else anyone could choose what root's tools do. (S3 keys are never a plan's.)"""
     for name, target in loaded.config.targets.items():
-        named: dict[str, str | None] = {"conf": target.conf} if isinstance(target, RbdTargetConfig) else {}
-        for key, path in named.items():
-            problem = None if path is None else untrusted(path, invoking_uids())
-            if problem:
-                raise UserError(f"{problem}: someone else could have written it, and root would use it",
-                                where=loaded.source.where(("targets", name, key)), hint=PLAN_FILE_HINTS[key])
+        problem = (untrusted(target.conf, invoking_uids())
+                   if isinstance(target, RbdTargetConfig) and target.conf is not None else None)
+        if problem:
+            raise UserError(f"{problem}: someone else could have written it, and root would use it",
+                            where=loaded.source.where(("targets", name, "conf")),
+                            hint="chown root and chmod go-w it (and the directories above it), or drop conf: to use "
+                            "the operator's /etc/ceph/ceph.conf")
 
 
-def mem_available_bytes() -> int | None:
-    """MemAvailable from /proc/meminfo, or None where there is none."""
+def meminfo_bytes(field: str) -> int | None:
+    """One figure of /proc/meminfo in bytes (``MemTotal``, ``MemAvailable``), or None where there is none."""
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
@@ -139,7 +133,7 @@ def check_resources(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
                 largest = demand.largest  # the key named: the largest part of what is needed
                 raise UserError(refusal, where=loaded.source.where(largest.key), hint=largest.hint)
 
-    refuse(memory_demands(loaded.config, cases), mem_available_bytes(), "this machine")
+    refuse(memory_demands(loaded.config, cases), meminfo_bytes("MemAvailable"), "this machine")
     disks = lab_disk_demands(loaded.config, cases)
     if disks:
         holder = _nearest_existing(Path(os.path.abspath(default_lab_dir())))

@@ -15,7 +15,6 @@ import platform
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from storbench import __version__
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
     from storbench.stats.observations import Observation
     from storbench.stats.search import SearchPoint
     from storbench.telemetry.recorder import TelemetryRecorder
-from storbench.checks import Checked
+from storbench.checks import Checked, meminfo_bytes
 from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job
 from storbench.fio.options import FioCapabilities
 from storbench.model import (
@@ -95,17 +94,6 @@ def watchdog_seconds(case: Case, grace_s: float) -> float:
     return repetition_seconds(case) + working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + grace_s
 
 
-def mem_total_bytes() -> int | None:
-    """MemTotal from /proc/meminfo: how much the page cache could hold."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def measure_client_ceiling(local: Executor, case: Case, caps: FioCapabilities) -> float | None:
     """IOPS of the case's job on fio's null engine, run by ``local`` (this machine's fio): the client's own
     ceiling. None when the probe fails — a missing ceiling must not fail the run."""
@@ -161,7 +149,7 @@ def run_plan(
             plan_name=config.name, plan_text=loaded.source.text, plan_sha256=plan_sha256(loaded.source.text),
             source="run", storbench_version=__version__, fio_version=caps.version, host=platform.node(),
             kernel=platform.release(), run_order=run_order(config), seed=config.seed, tags=config.tags,
-            started_at_s=clock(), mem_total_bytes=mem_total_bytes(), cpu_count=os.cpu_count(),
+            started_at_s=clock(), mem_total_bytes=meminfo_bytes("MemTotal"), cpu_count=os.cpu_count(),
             plan_path=loaded.source.path,
         )
         done = set()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Sequence
 
 # C0 controls but tab and newline, DEL, C1 (ESC starts a terminal's escape sequences; C1's CSI, OSC and NEL do
 # the same on terminals that take 8-bit controls), and the Unicode controls that reorder or split what is shown
@@ -67,3 +68,16 @@ def file_stem(text: str, max_chars: int = 120) -> str:
     """``text`` as one file name component: only letters, digits, '.', '_' and '-' (anything else, '/' first of
     all, becomes '_'), not starting with '.', at most ``max_chars`` long."""
     return _FILE_UNSAFE.sub("_", text)[:max_chars].lstrip(".") or "_"
+
+
+def file_stems(texts: Sequence[str]) -> list[str]:
+    """One distinct ``file_stem`` per text, in order: a stem met again gets the first free ``-<n>``."""
+    used: set[str] = set()
+    out = []
+    for text in texts:
+        stem = file_stem(text)
+        if stem in used:
+            stem = next(f"{stem}-{n}" for n in range(1, len(used) + 2) if f"{stem}-{n}" not in used)
+        used.add(stem)
+        out.append(stem)
+    return out

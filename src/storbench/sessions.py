@@ -245,12 +245,12 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
             nfs_url = nfs_info.servers_url or nfs_info.url
             observer.lab_event(f"nfs lab: up ({nfs_url}, exporting {nfs_info.export})")
         if len(clusters) > 1:
-            from storbench.checks import mem_available_bytes
+            from storbench.checks import meminfo_bytes
             from storbench.plan import cluster_memory_needs
 
             needed = sum(need.amount for cluster in clusters  # the same arithmetic `plan` checked, memory now
                          for need in cluster_memory_needs([c for c in cases if cluster_of(c.lab) == cluster]))
-            available = mem_available_bytes()
+            available = meminfo_bytes("MemAvailable")
             if available is not None and needed > available:
                 raise UserError(f"ceph lab: {len(clusters)} clusters side by side need about {format_bytes(needed)} "
                                 f"of memory, {format_bytes(available)} is available",

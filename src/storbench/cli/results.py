@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from storbench.cli.common import SafeConsole, _console, _write_output, db_option, filters, where_option
 from storbench.errors import UserError
 from storbench.private_files import write_private
-from storbench.safe_text import file_stem
+from storbench.safe_text import file_stems
 from storbench.selection import (
     check_selector_keys,
     parse_objective,
@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands th
     from rich.console import Console
 
     from storbench.selection import Selection
+    from storbench.stats.compare import PointComparison
     from storbench.stats.summary import PointSummary
 
 
@@ -158,11 +159,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if sides[0] == sides[1]:
         raise UserError(f"--baseline {baseline.text!r} and --candidate {candidate.text!r} select the same results",
                         hint="a comparison of results with themselves says nothing; select two different sides")
-    comparisons = compare_observations(selection.observations, baseline, candidate, selection.tags,
-                                       selection.memory, force=args.force,
-                                       interleaved_runs=selection.interleaved_runs,
-                                       sequential_plans=selection.sequential_plans,
-                                       bring_ups=selection.bring_ups)
+    def compared(alpha: float = 0.05) -> list[PointComparison]:  # each interval's error rate
+        return compare_observations(selection.observations, baseline, candidate, selection.tags, selection.memory,
+                                    force=args.force, interleaved_runs=selection.interleaved_runs,
+                                    sequential_plans=selection.sequential_plans, bring_ups=selection.bring_ups,
+                                    alpha=alpha)
+
+    comparisons = compared()
     if not comparisons:
         selected = sorted(baseline.keys | candidate.keys)
         directions = " (rw changes the direction: reads and writes never compare)" if "rw" in selected else ""
@@ -196,10 +199,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.fail_on_regression is not None:
         # the gate's error rate is 5 % for the whole table, not per cell: Bonferroni over the cells it tests
         cells = tested_cells(comparisons)
-        family = comparisons if cells <= 1 else compare_observations(
-            selection.observations, baseline, candidate, selection.tags, selection.memory, force=args.force,
-            interleaved_runs=selection.interleaved_runs, sequential_plans=selection.sequential_plans,
-            bring_ups=selection.bring_ups, alpha=0.05 / cells)
+        family = comparisons if cells <= 1 else compared(0.05 / cells)
         found = regressions(family, args.fail_on_regression)
         shared = f"the 5 % error rate shared over {cells} cells (Bonferroni)" if cells > 1 else "at 5 %"
         if found:
@@ -275,12 +275,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.images:
         directory = Path(args.images)
         directory.mkdir(parents=True, exist_ok=True)
-        used: set[str] = set()
-        for figure in document.figures:  # ids hold target names, which an import or a database may choose
-            stem = file_stem(figure.figure_id)
-            stem = next(f"{stem}-{n}" for n in range(1, len(used) + 2) if f"{stem}-{n}" not in used) \
-                if stem in used else stem
-            used.add(stem)
+        # ids hold target names, which an import or a database may choose
+        for figure, stem in zip(document.figures, file_stems([f.figure_id for f in document.figures]), strict=True):
             for fmt in ("png", "svg"):
                 write_private(directory / f"{stem}.{fmt}", render_image(figure, fmt))
         out.print(f"images: {len(document.figures)} figures as PNG and SVG in {directory}", markup=False)

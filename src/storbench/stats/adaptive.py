@@ -7,12 +7,12 @@ rule of `stats/sequential.py` on the pairs of rounds (repetition i of each side 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from storbench.stats.compare import PointComparison, Selector, compare_observations
 from storbench.stats.observations import Observation, metric_value
-from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, decide
+from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, decide, rounds_run
 from storbench.stats.summary import summarize_points
 
 
@@ -32,12 +32,6 @@ def _per_rep(observations: Sequence[Observation], case_id: str, direction: str, 
             if value is not None:
                 out[o.rep_index] = float(value)
     return out
-
-
-def rounds_run(a: Mapping[int, object], b: Mapping[int, object]) -> int:
-    """The rounds run so far, as the sequential rule counts its looks: the highest round (repetition index) either
-    side has, plus one (a round that failed on one side still was a look)."""
-    return max((*a, *b), default=-1) + 1
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from storbench.stats.estimate import Estimate
-from storbench.stats.trend import Trend, judge_change
+from storbench.stats.trend import plateau
 from storbench.units import format_bytes
 
 HOST_CPU_BUSY_PCT = 80.0
@@ -236,15 +236,9 @@ class CurveStep:
 
 
 def flat_from(steps: Sequence[CurveStep]) -> int | None:
-    """The first index against which every higher load is shown not to raise throughput (each judged flat or
-    falling by `stats.trend.judge_change`), provided no earlier index is left undecided; None when throughput
-    rises to the end or the repetitions cannot tell."""
-    for i, step in enumerate(steps[:-1]):
-        changes = [judge_change(step.throughput, higher.throughput) for higher in steps[i + 1:]]
-        if any(change.trend is Trend.RISING for change in changes):
-            continue
-        return i if all(change.stopped for change in changes) else None
-    return None
+    """The first index against which every higher load is shown not to raise throughput (`stats.trend.plateau`,
+    the knee's rule); None when throughput rises to the end or the repetitions cannot tell."""
+    return plateau([step.throughput for step in steps]).start
 
 
 # Along a flat curve, when the storage's own latency for the I/O (the OSDs' op latency) is below this share of the
@@ -281,22 +275,20 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
     base = first.throughput.mean
     change = 100 * (stretch[-1].throughput.mean - base) / base if base else 0.0
     shown = (f"{base:,.0f}" if what == "IOPS" else format_bytes(base) + "/s")
-    evidence = (f"{what} flat at {shown} from {first.label} to {last.label} ({change:+.1f} %, "
-                f"{lowest:,.0f} to {highest:,.0f}) while mean latency grew {latency_growth:.1f}x, and nothing of "
-                "this host saturated: a limit outside this host (a provisioned IOPS or throughput limit, a "
-                "throttle, or the remote storage)")
-    if what != "IOPS":
-        evidence = evidence.replace(f"{lowest:,.0f} to {highest:,.0f}",
-                                    f"{format_bytes(lowest)}/s to {format_bytes(highest)}/s")
-    kind = Bottleneck.CAPPED
-    if last.storage_lat_ns is not None and last.storage_lat_ns < STORAGE_SHARE * last.lat_mean_ns:
-        kind = Bottleneck.CLIENT_STACK
-        share = last.storage_lat_ns / last.lat_mean_ns
-        evidence = evidence.split(", and nothing of this host saturated")[0] + (
-            f", and nothing of this host saturated; the storage answered in {last.storage_lat_ns / 1e6:.2f} ms of a "
-            f"{last.lat_mean_ns / 1e6:.2f} ms mean at {last.label} ({share:.0%}): {1 - share:.0%} of the latency is "
-            "outside it, in the client stack of this host (a kernel or FUSE client, the client library, the "
-            "network), which serialises or queues the requests")
+    spread = (f"{lowest:,.0f} to {highest:,.0f}" if what == "IOPS"
+              else f"{format_bytes(lowest)}/s to {format_bytes(highest)}/s")
+    storage = last.storage_lat_ns
+    if storage is not None and storage < STORAGE_SHARE * last.lat_mean_ns:
+        kind, share = Bottleneck.CLIENT_STACK, storage / last.lat_mean_ns
+        cause = (f"; the storage answered in {storage / 1e6:.2f} ms of a {last.lat_mean_ns / 1e6:.2f} ms mean at "
+                 f"{last.label} ({share:.0%}): {1 - share:.0%} of the latency is outside it, in the client stack of "
+                 "this host (a kernel or FUSE client, the client library, the network), which serialises or queues "
+                 "the requests")
+    else:
+        kind, cause = Bottleneck.CAPPED, (": a limit outside this host (a provisioned IOPS or throughput limit, a "
+                                          "throttle, or the remote storage)")
+    evidence = (f"{what} flat at {shown} from {first.label} to {last.label} ({change:+.1f} %, {spread}) while mean "
+                f"latency grew {latency_growth:.1f}x, and nothing of this host saturated{cause}")
     if declared:
         level = sum(s.throughput.mean for s in stretch) / len(stretch)
         if abs(level / declared - 1) <= AT_DECLARED_FRACTION:

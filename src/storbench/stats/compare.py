@@ -12,7 +12,7 @@ from storbench.stats import match
 from storbench.stats.estimate import CONFIDENCE, Difference, Estimate, welch_difference
 from storbench.stats.metrics import COMPARE_METRICS, Metric
 from storbench.stats.observations import Observation, metric_value
-from storbench.stats.sequential import SequentialPlan, paired_change
+from storbench.stats.sequential import SequentialPlan, paired_change, rounds_run
 from storbench.stats.summary import PointSummary, summarize_points
 
 # Fields that identify a point when matching baseline and candidate (unless a selector names them).
@@ -249,15 +249,15 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
         if not same_run or base.case_id == cand.case_id or len(reps) < 2:
             out.append(comparison)
             continue
-        looks = max((*a, *b)) + 1  # the look after the last round either side has (adaptive.rounds_run)
+        sequential = sequential_plans.get(base.run_ids[0])
+        # the error rate of this comparison's intervals: ``alpha``, or the look's share of the sequential rule's
+        # (the look after the last round either side has), scaled as ``alpha`` is to 5 % for a family-wise rule
+        error = alpha if sequential is None else _look_alpha(sequential, rounds_run(a, b)) * alpha / (1 - CONFIDENCE)
         cells = []
         for cell in comparison.cells:
             pairs = [(metric_value(a[i], cell.metric.field), metric_value(b[i], cell.metric.field)) for i in reps]
             usable = [(float(x), float(y)) for x, y in pairs if x is not None and y is not None and x > 0 and y > 0]
-            sequential = sequential_plans.get(base.run_ids[0])
-            share = alpha / (1 - CONFIDENCE)  # a family-wise rule's share of each interval's error rate
-            confidence = 1 - share * (1 - _sequential_confidence(sequential, looks)) if sequential else 1 - alpha
-            change = paired_change([x for x, _ in usable], [y for _, y in usable], confidence) \
+            change = paired_change([x for x, _ in usable], [y for _, y in usable], 1 - error) \
                 if len(usable) == len(reps) else None
             if change is None or cell.baseline is None:
                 cells.append(cell)
@@ -321,7 +321,7 @@ def design_note(baseline: Selector, candidate: Selector, *, bring_up: str = "onc
             "confounded with the cluster instance and with time; read the interval as about these two clusters")
 
 
-def _sequential_confidence(plan: SequentialPlan, rounds: int) -> float:
-    """The confidence of the sequential rule's look after ``rounds`` (the last look's when beyond ``max``)."""
-    spent = plan.look_alpha(min(max(rounds, plan.min_rounds), plan.max_rounds))
-    return 1 - spent
+def _look_alpha(plan: SequentialPlan, rounds: int) -> float:
+    """The error rate the sequential rule spent at its look after ``rounds`` (the last look's when beyond
+    ``max``)."""
+    return plan.look_alpha(min(max(rounds, plan.min_rounds), plan.max_rounds))

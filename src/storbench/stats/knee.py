@@ -10,7 +10,7 @@ from enum import Enum
 from storbench.stats.bottleneck import LATENCY_GROWTH
 from storbench.stats.estimate import Estimate
 from storbench.stats.summary import PointSummary
-from storbench.stats.trend import Change, Trend, judge_change
+from storbench.stats.trend import Change, plateau
 from storbench.units import parse_duration_s
 
 LOAD_AXES = ("iodepth", "numjobs", "clients")
@@ -105,19 +105,16 @@ def locate_knee(iops: Sequence[Estimate], latency: Sequence[Estimate | None] | N
     """
     if len(iops) < 2 or (latency is not None and len(latency) != len(iops)):
         return Knee(None, KneeKind.TOO_FEW_POINTS)
-    last = len(iops) - 1
-    for k in range(last):
-        changes = [(j, judge_change(iops[k], iops[j])) for j in range(k + 1, last + 1)]
-        if any(change.trend is Trend.RISING for _, change in changes):
-            continue
-        pending = next(((j, change) for j, change in changes if not change.stopped), None)
-        if pending is not None:
-            return Knee(None, KneeKind.UNDECIDED, pending[1], k, pending[0])
-        at_knee, at_end = (latency[k], latency[last]) if latency is not None else (None, None)
-        if at_knee is not None and at_end is not None and at_end.mean < MIN_LATENCY_GROWTH * at_knee.mean:
-            return Knee(None, KneeKind.LATENCY_FLAT)
-        return Knee(k, KneeKind.AT_LOWEST_LOAD if k == 0 else KneeKind.WITHIN_SWEEP)
-    return Knee(None, KneeKind.STILL_RISING)
+    found = plateau(iops)
+    if found.pending is not None:
+        return Knee(None, KneeKind.UNDECIDED, found.pending, found.pending_from, found.pending_to)
+    k = found.start
+    if k is None:
+        return Knee(None, KneeKind.STILL_RISING)
+    at_knee, at_end = (latency[k], latency[-1]) if latency is not None else (None, None)
+    if at_knee is not None and at_end is not None and at_end.mean < MIN_LATENCY_GROWTH * at_knee.mean:
+        return Knee(None, KneeKind.LATENCY_FLAT)
+    return Knee(k, KneeKind.AT_LOWEST_LOAD if k == 0 else KneeKind.WITHIN_SWEEP)
 
 
 def _other_fields(point: PointSummary, axis: str) -> tuple[object, ...]:

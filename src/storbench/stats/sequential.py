@@ -23,7 +23,7 @@ never reported as equivalent), or **undecided**, with an estimate of how many mo
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
@@ -100,6 +100,12 @@ def paired_change(a: Sequence[float], b: Sequence[float], confidence: float = 0.
     half = _t_quantile(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
     return PairedChange(n=n, estimate=math.expm1(mean), low=math.expm1(mean - half), high=math.expm1(mean + half),
                         confidence=confidence, log_sd=sd)
+
+
+def rounds_run(a: Mapping[int, object], b: Mapping[int, object]) -> int:
+    """The rounds run so far, as the rule counts its looks, from each side's values by round (repetition index):
+    the highest round either side has, plus one (a round that failed on one side still was a look)."""
+    return max((*a, *b), default=-1) + 1
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ fall, but nothing is ever called flat from it.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -91,15 +92,29 @@ def judge_change(lower: Estimate, higher: Estimate) -> Change:
     return Change(ratio, low, high, Trend.UNDECIDED, _needed(lower, higher, low, high))
 
 
-def rises(lower: Estimate, higher: Estimate) -> bool:
-    return judge_change(lower, higher).trend is Trend.RISING
+@dataclass(frozen=True)
+class Plateau:
+    """Where a curve's throughput is shown to stop rising: ``start``, the first point against which every higher
+    load is judged flat or falling; or, when the first point no higher load raises is not shown flat against all
+    of them, the change that could not be told (``pending``, from point ``pending_from`` to ``pending_to``).
+    Neither: the curve rises to its end (or has fewer than 2 points)."""
+
+    start: int | None = None
+    pending: Change | None = None
+    pending_from: int | None = None
+    pending_to: int | None = None
 
 
-def stopped_rising_from(throughput: list[Estimate], start: int) -> Change | None:
-    """Whether no load above ``start`` raises throughput over it, shown (every higher point flat or falling
-    against it): None when shown; else the first change that is rising or undecided."""
-    for higher in throughput[start + 1:]:
-        change = judge_change(throughput[start], higher)
-        if not change.stopped:
-            return change
-    return None
+def plateau(throughput: Sequence[Estimate]) -> Plateau:
+    """The plateau of a curve whose points are in increasing load (the knee's and the capped verdict's rule):
+    each point is compared with every higher one, so a noisy dip cannot end a rise early and a slow creep counts
+    once it adds up."""
+    for k in range(len(throughput) - 1):
+        changes = [(j, judge_change(throughput[k], throughput[j])) for j in range(k + 1, len(throughput))]
+        if any(change.trend is Trend.RISING for _, change in changes):
+            continue
+        undecided = next(((j, change) for j, change in changes if not change.stopped), None)
+        if undecided is not None:
+            return Plateau(None, undecided[1], k, undecided[0])
+        return Plateau(k)
+    return Plateau()
