@@ -24,7 +24,14 @@ from storbench.model import (
     WorkloadPoint,
 )
 from storbench.stats.observations import PERCENTILES, ClientFigures, Observation
-from storbench.telemetry.digest import CEPH_OSD_PROCESS, DeviceDigest, InterfaceDigest, RemoteDigest, TelemetryDigest
+from storbench.telemetry.digest import (
+    CEPH_OSD_PROCESS,
+    CounterDigest,
+    DeviceDigest,
+    InterfaceDigest,
+    RemoteDigest,
+    TelemetryDigest,
+)
 
 GIB = 1 << 30
 DEFAULTS: dict[str, object] = dict(
@@ -40,6 +47,9 @@ DEFAULTS: dict[str, object] = dict(
     net_busiest_util_pct=None, net_busiest_bytes_per_s=None, ceph_osd_cpu_cores=None, ceph_op_latency_ns=None,
     ceph_cache_hit_pct=None, node_busiest="", node_cpu_busy_pct=None, node_disk_util_pct=None,
     client_ceiling_iops=None,
+    # the OSDs' op latency for this observation's direction, their op rate the client's IOPS (telemetry.digest's
+    # op_r / op_w counters); ceph_counters: further (name, per_s, latency_ns) counters
+    osd_lat_ns=None, ceph_counters=(),
 )
 # A Ceph lab point's settings when a test names only some of them.
 CEPH_DEFAULTS = {"osds": "3", "osd_size": str(2 * GIB), "objectstore": "bluestore", "pool_size": "2"}
@@ -66,8 +76,8 @@ def _lab(text: str) -> LabPoint:
 def _telemetry(v: dict[str, object]) -> TelemetryDigest | None:
     names = ("host_cpu_busy_pct", "host_cpu_iowait_pct", "host_cpu_pressure_pct", "disk_busiest_util_pct",
              "net_busiest_util_pct", "net_busiest_bytes_per_s", "ceph_osd_cpu_cores", "ceph_op_latency_ns",
-             "ceph_cache_hit_pct", "node_cpu_busy_pct", "node_disk_util_pct", "client_ceiling_iops")
-    if all(v[n] is None for n in names) and not v["process_cpu_cores"]:
+             "ceph_cache_hit_pct", "node_cpu_busy_pct", "node_disk_util_pct", "client_ceiling_iops", "osd_lat_ns")
+    if all(v[n] is None for n in names) and not v["process_cpu_cores"] and not v["ceph_counters"]:
         return None
     devices = ()
     if v["disk_busiest_util_pct"] is not None:
@@ -84,13 +94,18 @@ def _telemetry(v: dict[str, object]) -> TelemetryDigest | None:
     processes = tuple(v["process_cpu_cores"])
     if v["ceph_osd_cpu_cores"] is not None:
         processes = ((CEPH_OSD_PROCESS, v["ceph_osd_cpu_cores"]), *processes)
+    counters = tuple(CounterDigest(name, float(per_s), latency) for name, per_s, latency in v["ceph_counters"])
+    if v["osd_lat_ns"] is not None:
+        name = "op_w" if v["direction"] == "write" else "op_r"
+        counters = (CounterDigest(name, float(v["iops"]), float(v["osd_lat_ns"])), *counters)
     return TelemetryDigest(
         host_cpu_busy_pct=v["host_cpu_busy_pct"], host_cpu_busy_max_pct=v["host_cpu_busy_pct"],
         host_cpu_iowait_pct=v["host_cpu_iowait_pct"], host_cpu_pressure_pct=v["host_cpu_pressure_pct"],
         host_cpu_modes_pct=(), process_cpu_cores=processes, devices=devices, interfaces=interfaces,
         mem_used_bytes=None, page_cache_bytes=None, ceph_ops_per_s=None,
         ceph_op_latency_ns=v["ceph_op_latency_ns"], ceph_cache_hit_pct=v["ceph_cache_hit_pct"],
-        ceph_onode_hit_pct=None, remote=remote, ceiling_iops=v["client_ceiling_iops"])
+        ceph_onode_hit_pct=None, remote=remote, ceiling_iops=v["client_ceiling_iops"],
+        ceph_counters=counters)
 
 
 def observation(**fields: object) -> Observation:

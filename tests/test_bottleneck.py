@@ -261,7 +261,7 @@ def test_a_capped_curve_names_what_the_storage_itself_reports() -> None:
     """Ceph counters from the (remote) cluster along the curve: the OSD op latency growing with the load says
     where the I/O waits; storage nodes' CPU and disks (Prometheus) below their thresholds are shown too."""
     points = _sweep("iodepth", [1, 16, 64], [[2999, 3000], [2999, 3001], [3013, 3010]], [0.33, 5.5, 22.0],
-                    ceph_op_latency_ns=None)
+                    osd_lat_ns=None)
     assert "OSDs' op latency" not in points[0].bottleneck.evidence
     rows = []
     for depth, lat, osd_ms, node_cpu in ((1, 0.33, 0.2, 20.0), (16, 5.5, 5.0, 30.0), (64, 22.0, 20.0, 35.0)):
@@ -269,7 +269,7 @@ def test_a_capped_curve_names_what_the_storage_itself_reports() -> None:
             rows.append(observation(**{**_BASE, "case_id": f"d{depth}", "iodepth": depth, "repeat": rep,
                                        "direction": "read", "rw": "randread", "iops": 3000.0, "lat_mean_ns": lat * 1e6,
                                        "host_cpu_busy_pct": 10.0, "disk_busiest_util_pct": 20.0,
-                                       "ceph_op_latency_ns": osd_ms * 1e6, "node_cpu_busy_pct": node_cpu,
+                                       "osd_lat_ns": osd_ms * 1e6, "node_cpu_busy_pct": node_cpu,
                                        "node_busiest": "osd1:9100"}))
     evidence = summarize_points(rows)[0].bottleneck.evidence
     assert "capped" in summarize_points(rows)[0].bottleneck.kind
@@ -286,14 +286,45 @@ def test_a_curve_fio_itself_holds_back_is_not_capped_beyond_the_host() -> None:
 
 def test_a_flat_curve_whose_storage_answers_fast_is_limited_in_the_client_stack() -> None:
     """Issue 29: CephFS through ceph-fuse, 4k random reads over iodepth 4, 16, 64: IOPS flat at ~2,470 while mean
-    latency grew 16x, and the OSDs answered in 0.17 ms of a 6.5 ms mean: the time goes in the client stack, not in
-    the cluster; with the OSDs taking most of the latency the same curve is capped beyond this host."""
+    latency grew 16x, and the OSDs answered in 0.17 ms of a 6.5 ms mean: the time goes in the client stack (ceph-fuse,
+    busy on this host), not in the cluster; with the OSDs taking most of the latency the same curve is capped beyond
+    this host; OSDs that saw too few of the reads (a page cache in front) say nothing either way."""
     flat = [[2440, 2450, 2460], [2500, 2480, 2490], [2470, 2510, 2490]]
-    stack = _sweep("iodepth", [4, 16, 64], flat, [1.6, 6.4, 26.0], ceph_op_latency_ns=0.17e6)
+    fuse = (("ceph-fuse", 0.33),)
+    stack = _sweep("iodepth", [4, 16, 64], flat, [1.6, 6.4, 26.0], osd_lat_ns=0.17e6, process_cpu_cores=fuse)
     assert [p.bottleneck.kind for p in stack] == [Bottleneck.CLIENT_STACK] * 3
+    assert stack[-1].storage_layer == "OSDs"
     evidence = stack[-1].bottleneck.evidence
-    assert "the storage answered in 0.17 ms of a 26.00 ms mean at iodepth 64 (1%): 99% of the latency is outside" \
-        in evidence and "client stack" in evidence, evidence
-    cluster = _sweep("iodepth", [4, 16, 64], flat, [1.6, 6.4, 26.0], ceph_op_latency_ns=24e6)
+    assert ("limited in the client stack: ceph-fuse on this host, 99% of the latency outside the OSDs (they answered "
+            "in 0.17 ms of a 26.00 ms mean at iodepth 64)") in evidence, evidence
+    unnamed = _sweep("iodepth", [4, 16, 64], flat, [1.6, 6.4, 26.0], osd_lat_ns=0.17e6)
+    assert "client stack: the client stack of this host" in unnamed[-1].bottleneck.evidence
+    cluster = _sweep("iodepth", [4, 16, 64], flat, [1.6, 6.4, 26.0], osd_lat_ns=24e6, process_cpu_cores=fuse)
     assert [p.bottleneck.kind for p in cluster] == [Bottleneck.CAPPED] * 3
-    assert "92% of the client's mean" in cluster[-1].bottleneck.evidence
+    assert "the OSDs' op latency went 24.00 ms to 24.00 ms (1.0x), 92% of the client's mean" \
+        in cluster[-1].bottleneck.evidence
+    cached = _sweep("iodepth", [4, 16, 64], flat, [1.6, 6.4, 26.0], process_cpu_cores=fuse,
+                    ceph_counters=(("op_r", 100.0, 0.17e6),))  # 100 of ~2,470 reads/s reached the OSDs
+    assert [p.bottleneck.kind for p in cached] == [Bottleneck.CAPPED] * 3
+    assert cached[-1].metric("storage_lat_ns") is None and cached[-1].storage_layer == ""
+
+
+def test_the_storage_layer_is_the_outermost_that_served_the_io() -> None:
+    """radosgw in front of the OSDs answers an S3 GET; an MDS answers metadata operations; writes read the OSDs'
+    write counter; the share outside the storage is the client's mean beyond it."""
+    from storbench.stats.observations import metric_value, observed_storage
+
+    s3 = observation(direction="read", iops=500.0, lat_mean_ns=4e6,
+                     ceph_counters=(("rgw_get", 500.0, 3e6), ("op_r", 1500.0, 0.5e6)))
+    found = observed_storage(s3)
+    assert found is not None and (found.layer, found.lat_ns) == ("radosgw", 3e6)
+    assert metric_value(s3, "outside_storage_pct") == pytest.approx(25.0)
+    assert metric_value(s3, "osd_lat_ns") == 0.5e6
+    write = observation(direction="write", iops=800.0, lat_mean_ns=2e6,
+                        ceph_counters=(("op_r", 800.0, 0.1e6), ("op_w", 800.0, 1.5e6), ("op_w_process", 800.0, 1e6)))
+    assert metric_value(write, "storage_lat_ns") == 1.5e6 and metric_value(write, "osd_process_lat_ns") == 1e6
+    assert metric_value(write, "outside_storage_lat_ns") == pytest.approx(0.5e6)
+    meta = observation(direction="write", iops=300.0, lat_mean_ns=2e6,
+                       ceph_counters=(("mds_reply", 290.0, 1.2e6), ("op_w", 40.0, 0.8e6)))
+    found = observed_storage(meta)
+    assert found is not None and found.layer == "MDS"

@@ -15,6 +15,7 @@ from storbench.stats.observations import (
     lat_percentile_ns,
     lat_percentiles_from,
     metric_value,
+    observed_storage,
 )
 from storbench.units import format_block_size
 
@@ -95,6 +96,15 @@ class Record:
     ceph_osd_cpu_cores: float | None
     ceph_op_latency_ns: float | None
     ceph_cache_hit_pct: float | None
+    # where the time goes (stats.layers): the storage's own latency for this I/O at its outermost layer that
+    # served it (storage_layer: OSDs, MDS, radosgw), the rest of the client's mean outside it, the OSDs' op
+    # latency for this direction and its part without the queue
+    storage_layer: str
+    storage_lat_ns: float | None
+    outside_storage_lat_ns: float | None
+    outside_storage_pct: float | None
+    osd_lat_ns: float | None
+    osd_process_lat_ns: float | None
     node_cpu_busy_pct: float | None
     node_busiest: str
     node_disk_util_pct: float | None
@@ -175,7 +185,11 @@ def record(o: Observation, expected: Expectation | None = None) -> Record:
         net_busiest_bytes_per_s=_metric(o, "net_busiest_bytes_per_s"),
         mem_used_bytes=d.mem_used_bytes if d else None, page_cache_bytes=d.page_cache_bytes if d else None,
         ceph_osd_cpu_cores=_metric(o, "ceph_osd_cpu_cores"), ceph_op_latency_ns=_metric(o, "ceph_op_latency_ns"),
-        ceph_cache_hit_pct=_metric(o, "ceph_cache_hit_pct"), node_cpu_busy_pct=_metric(o, "node_cpu_busy_pct"),
+        ceph_cache_hit_pct=_metric(o, "ceph_cache_hit_pct"),
+        storage_layer=storage.layer if (storage := observed_storage(o)) is not None else "",
+        storage_lat_ns=_metric(o, "storage_lat_ns"), outside_storage_lat_ns=_metric(o, "outside_storage_lat_ns"),
+        outside_storage_pct=_metric(o, "outside_storage_pct"), osd_lat_ns=_metric(o, "osd_lat_ns"),
+        osd_process_lat_ns=_metric(o, "osd_process_lat_ns"), node_cpu_busy_pct=_metric(o, "node_cpu_busy_pct"),
         node_busiest=node, node_disk_util_pct=_metric(o, "node_disk_util_pct"),
         client_ceiling_iops=_metric(o, "client_ceiling_iops"),
         client=o.client, clients_reporting=o.fio.reporting, start_skew_s=o.fio.start_skew_s,

@@ -232,7 +232,9 @@ class CurveStep:
     throughput: Estimate  # IOPS along a load curve, bytes/s along a block-size curve, over repetitions
     lat_mean_ns: float | None
     verdict: BottleneckVerdict
-    storage_lat_ns: float | None = None  # the storage's own latency for the same I/O (Ceph OSDs' op latency)
+    storage_lat_ns: float | None = None  # the storage's own latency for the same I/O (`stats.layers`)
+    storage_layer: str = ""  # where that latency was measured: "OSDs", "MDS", "radosgw"
+    client_daemon: str = ""  # a client stack of its own that was busy on this host (ceph-fuse), '' none
 
 
 def flat_from(steps: Sequence[CurveStep]) -> int | None:
@@ -280,10 +282,12 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
     storage = last.storage_lat_ns
     if storage is not None and storage < STORAGE_SHARE * last.lat_mean_ns:
         kind, share = Bottleneck.CLIENT_STACK, storage / last.lat_mean_ns
-        cause = (f"; the storage answered in {storage / 1e6:.2f} ms of a {last.lat_mean_ns / 1e6:.2f} ms mean at "
-                 f"{last.label} ({share:.0%}): {1 - share:.0%} of the latency is outside it, in the client stack of "
-                 "this host (a kernel or FUSE client, the client library, the network), which serialises or queues "
-                 "the requests")
+        layer = last.storage_layer or "storage"
+        stack = (f"{last.client_daemon} on this host" if last.client_daemon
+                 else "the client stack of this host (a kernel or FUSE client, the client library) or the network")
+        cause = (f"; limited in the client stack: {stack}, {1 - share:.0%} of the latency outside the {layer} "
+                 f"(they answered in {storage / 1e6:.2f} ms of a {last.lat_mean_ns / 1e6:.2f} ms mean at "
+                 f"{last.label}), which serialises or queues the requests")
     else:
         kind, cause = Bottleneck.CAPPED, (": a limit outside this host (a provisioned IOPS or throughput limit, a "
                                           "throttle, or the remote storage)")

@@ -18,6 +18,7 @@ from storbench.stats.observations import (
     Observation,
     busiest_names,
     lat_percentiles_from,
+    observed_storage,
 )
 from storbench.units import parse_size_bytes
 
@@ -94,6 +95,7 @@ FIELDS: Mapping[str, tuple[Kind, Callable[[Observation], object]]] = {
     "disk_busiest": (Kind.TEXT, lambda o: busiest_names(o)[0]),
     "net_busiest": (Kind.TEXT, lambda o: busiest_names(o)[1]),
     "node_busiest": (Kind.TEXT, lambda o: busiest_names(o)[2]),
+    "storage_layer": (Kind.TEXT, lambda o: found.layer if (found := observed_storage(o)) is not None else ""),
     "process_cpu_cores": (Kind.TEXT, lambda o: _pairs_text(o.telemetry.process_cpu_cores if o.telemetry else ())),
     "mem_used_bytes": (Kind.SIZE, lambda o: o.telemetry.mem_used_bytes if o.telemetry else None),
     "page_cache_bytes": (Kind.SIZE, lambda o: o.telemetry.page_cache_bytes if o.telemetry else None),

@@ -34,6 +34,11 @@ NET_UTIL = Metric("net_busiest_util_pct", "busiest link utilisation", False, "%"
 NET_BYTES = Metric("net_busiest_bytes_per_s", "busiest interface traffic", False, "B/s")
 OSD_CORES = Metric("ceph_osd_cpu_cores", "ceph-osd CPU", False, "cores")
 OSD_LATENCY = Metric("ceph_op_latency_ns", "OSD op latency", False, "ns")
+STORAGE_LATENCY = Metric("storage_lat_ns", "storage latency (its own, same I/O)", False, "ns")
+OUTSIDE_LATENCY = Metric("outside_storage_lat_ns", "latency outside the storage", False, "ns")
+OUTSIDE_SHARE = Metric("outside_storage_pct", "share of latency outside the storage", False, "%")
+OSD_DIRECTION_LATENCY = Metric("osd_lat_ns", "OSD op latency (this direction)", False, "ns")
+OSD_PROCESS_LATENCY = Metric("osd_process_lat_ns", "OSD op latency without the queue", False, "ns")
 CACHE_HIT = Metric("ceph_cache_hit_pct", "BlueStore cache hit ratio", True, "%")
 NODE_CPU = Metric("node_cpu_busy_pct", "storage node CPU busy", False, "%")
 NODE_DISK = Metric("node_disk_util_pct", "storage node disk utilisation", False, "%")
@@ -43,7 +48,8 @@ SLOWEST_CLIENT = Metric("slowest_client_pct_of_median", "slowest client, % of th
 
 TELEMETRY_METRICS = (HOST_CPU, HOST_IOWAIT, HOST_PRESSURE, CLIENT_CORES, DEVICE_UTIL, DEVICE_QUEUE, NET_UTIL, NET_BYTES,
                      OSD_CORES,
-                     OSD_LATENCY, CACHE_HIT, NODE_CPU, NODE_DISK, CEILING, START_SKEW, SLOWEST_CLIENT)
+                     OSD_LATENCY, STORAGE_LATENCY, OUTSIDE_LATENCY, OUTSIDE_SHARE, OSD_DIRECTION_LATENCY,
+                     OSD_PROCESS_LATENCY, CACHE_HIT, NODE_CPU, NODE_DISK, CEILING, START_SKEW, SLOWEST_CLIENT)
 SUMMARY_METRICS = (IOPS, BANDWIDTH, LAT_MEAN, LAT_P50, LAT_P95, LAT_P99, LAT_P999, CPU_USR, CPU_SYS, DISK_UTIL,
                    *TELEMETRY_METRICS)
 COMPARE_METRICS = (IOPS, BANDWIDTH, LAT_MEAN, LAT_P95, LAT_P99)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from storbench.fio.parse import merge_clients
 from storbench.model import Case, ClientMeasurement, Direction, DirectionMeasurement, Status, StoredRepetition
+from storbench.stats.layers import StorageLatency, osd_latency_ns, storage_latency
 from storbench.stats.steady import SteadyStatus
 from storbench.telemetry.digest import CEPH_OSD_PROCESS, TelemetryDigest, digest
 
@@ -184,6 +185,37 @@ def _interface_bytes(d: TelemetryDigest) -> float | None:
     return None if interface is None else interface.rx_bytes_per_s + interface.tx_bytes_per_s
 
 
+def observed_storage(o: Observation) -> StorageLatency | None:
+    """The storage's own latency for this observation's I/O (`stats.layers.storage_latency`)."""
+    if o.telemetry is None or o.measurement is None or o.direction is None:
+        return None
+    return storage_latency(o.telemetry, o.direction.value, o.measurement.iops)
+
+
+def _storage_lat(o: Observation) -> float | None:
+    found = observed_storage(o)
+    return None if found is None else found.lat_ns
+
+
+def _outside_storage(share: bool) -> MetricValue:
+    """The client's mean latency beyond the storage's (ns), or its share of the client's mean (%)."""
+    def value(o: Observation) -> float | None:
+        found = observed_storage(o)
+        if found is None or o.measurement is None or o.measurement.lat.mean_ns <= 0:
+            return None
+        outside = max(o.measurement.lat.mean_ns - found.lat_ns, 0.0)
+        return 100 * outside / o.measurement.lat.mean_ns if share else outside
+    return value
+
+
+def _osd_lat(process_only: bool) -> MetricValue:
+    def value(o: Observation) -> float | None:
+        if o.telemetry is None or o.direction is None:
+            return None
+        return osd_latency_ns(o.telemetry, o.direction.value, process_only)
+    return value
+
+
 METRIC_VALUES: Mapping[str, MetricValue] = {
     "iops": lambda o: o.measurement.iops if o.measurement else None,
     "bw_bytes": lambda o: o.measurement.bw_bytes if o.measurement else None,
@@ -203,6 +235,11 @@ METRIC_VALUES: Mapping[str, MetricValue] = {
     "ceph_osd_cpu_cores": _telemetry(lambda d: d.process_cores(CEPH_OSD_PROCESS)),
     "ceph_op_latency_ns": _telemetry(lambda d: d.ceph_op_latency_ns),
     "ceph_cache_hit_pct": _telemetry(lambda d: d.ceph_cache_hit_pct),
+    "storage_lat_ns": _storage_lat,
+    "outside_storage_lat_ns": _outside_storage(share=False),
+    "outside_storage_pct": _outside_storage(share=True),
+    "osd_lat_ns": _osd_lat(process_only=False),
+    "osd_process_lat_ns": _osd_lat(process_only=True),
     "node_cpu_busy_pct": _telemetry(_remote_mean("cpu_busy_pct")),
     "node_disk_util_pct": _telemetry(_remote_mean("disk_util_pct")),
     "client_ceiling_iops": _telemetry(lambda d: d.ceiling_iops),

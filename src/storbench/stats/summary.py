@@ -10,8 +10,9 @@ from dataclasses import dataclass, replace
 from storbench.model import Direction, Expectation, WorkloadPoint, is_metadata, is_object
 from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, CurveStep, judge, judge_curve
 from storbench.stats.estimate import Estimate, estimate
+from storbench.stats.layers import client_daemon
 from storbench.stats.metrics import SUMMARY_METRICS
-from storbench.stats.observations import METRIC_VALUES, Observation, busiest_names, metric_value
+from storbench.stats.observations import METRIC_VALUES, Observation, busiest_names, metric_value, observed_storage
 from storbench.stats.steady import SteadyStatus
 from storbench.units import format_block_size, format_bytes
 
@@ -128,6 +129,7 @@ class PointSummary:
     busiest_interface: str = ""
     bottleneck: BottleneckVerdict = NOT_JUDGED
     expected: Expectation | None = None  # what the target was declared as (`expect:`)
+    storage_layer: str = ""  # the layer the storage latency was measured at (`stats.layers`: OSDs, MDS, radosgw)
     # ("dirs", "dirs=2"), ...: workload fields labels do not show by default, where they differ between the points
     # summarised together (report.labels.HIDDEN_FIELDS); every label adds them
     distinct: tuple[tuple[str, str], ...] = ()
@@ -327,6 +329,7 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                 expected=next((declared[(run, case.target.name)] for run in sorted({o.run_id for o in group})
                                if (run, case.target.name) in declared), None),
                 distinct=hidden_texts(w),
+                storage_layer=_most_common([found.layer for o in rows if (found := observed_storage(o)) is not None]),
             ))
     told_apart = distinct_texts([p.distinct for p in out])
     out = [replace(p, distinct=d) for p, d in zip(out, told_apart, strict=True)]
@@ -346,24 +349,29 @@ def _step(point: PointSummary, load: float, label: str, field: str) -> CurveStep
     throughput, latency = point.metric(field), point.metric("lat_mean_ns")
     if throughput is None:
         return None
-    storage = point.metric("ceph_op_latency_ns")
+    storage = point.metric("storage_lat_ns")
     return CurveStep(load=load, label=label, throughput=throughput, lat_mean_ns=latency.mean if latency else None,
-                     verdict=point.bottleneck, storage_lat_ns=storage.mean if storage else None)
+                     verdict=point.bottleneck, storage_lat_ns=storage.mean if storage else None,
+                     storage_layer=point.storage_layer, client_daemon=client_daemon(point.process_cpu_cores))
 
 
 def _remote_evidence(points: Sequence[PointSummary], members: Sequence[int]) -> str:
-    """What the storage's own telemetry says along a curve (lowest to highest load), for a capped verdict: the
-    OSDs' op latency (Ceph counters), the storage nodes' CPU and disks (Prometheus)."""
+    """What the storage's own telemetry says along a curve (lowest to highest load), for a capped verdict: its own
+    latency for the I/O (`stats.layers`: the OSDs', an MDS's or radosgw's counters), the storage nodes' CPU and
+    disks (Prometheus)."""
     def ends(field: str) -> tuple[float, float] | None:
         first, last = points[members[0]].metric(field), points[members[-1]].metric(field)
         return (first.mean, last.mean) if first is not None and last is not None else None
 
     parts = []
-    osd, client = ends("ceph_op_latency_ns"), ends("lat_mean_ns")
-    if osd is not None and osd[0] > 0:
-        share = f", {osd[1] / client[1]:.0%} of the client's mean" if client is not None and client[1] > 0 else ""
-        parts.append(f"the OSDs' op latency went {osd[0] / 1e6:.2f} ms to {osd[1] / 1e6:.2f} ms "
-                     f"({osd[1] / osd[0]:.1f}x){share}")
+    storage, client = ends("storage_lat_ns"), ends("lat_mean_ns")
+    if storage is not None and storage[0] > 0:
+        share = (f", {storage[1] / client[1]:.0%} of the client's mean" if client is not None and client[1] > 0
+                 else "")
+        layer = points[members[-1]].storage_layer
+        whose = "the OSDs' op latency" if layer == "OSDs" else f"the {layer}'s latency" if layer else "storage latency"
+        parts.append(f"{whose} went {storage[0] / 1e6:.2f} ms to {storage[1] / 1e6:.2f} ms "
+                     f"({storage[1] / storage[0]:.1f}x){share}")
     for field, what in (("node_cpu_busy_pct", "storage node CPU"), ("node_disk_util_pct", "storage node disks")):
         both = ends(field)
         if both is not None:

@@ -1,9 +1,11 @@
 """Ceph daemons' own counters (``perf dump`` over the admin socket) -> per-interval series. Pure.
 
-From each OSD: client ops and their latency (``osd.op``, ``osd.op_latency``, reads and writes apart) and the
-BlueStore cache (``bluestore.bluestore_buffer_hit_bytes`` / ``..._miss_bytes`` for data, onode hits/misses
-for metadata). Latency counters are (count, sum seconds) pairs, so an interval's mean latency is
-delta sum / delta count — the same as Ceph's own ``avgcount``/``sum`` arithmetic.
+From each OSD: client ops and their latency (``osd.op``, ``osd.op_latency``, reads and writes apart, and their
+processing part without the queue, ``op_r_process_latency``/``op_w_process_latency``) and the BlueStore cache
+(``bluestore.bluestore_buffer_hit_bytes`` / ``..._miss_bytes`` for data, onode hits/misses for metadata). From an
+MDS: its requests' reply latency (``mds.reply_latency``); from radosgw: GET latency to the first byte and PUT
+latency (``rgw.get_initial_lat``, ``rgw.put_initial_lat``). Latency counters are (count, sum seconds) pairs, so an
+interval's mean latency is delta sum / delta count — the same as Ceph's own ``avgcount``/``sum`` arithmetic.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class CephDaemonCounters:
     buffer_miss_bytes: int | None
     onode_hits: int | None
     onode_misses: int | None
+    # further latency counters by their series name (LATENCY_COUNTERS): the layers above and inside the OSD op
+    latencies: tuple[tuple[str, LatencyCounter], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,18 @@ def _latency(section: object, key: str) -> LatencyCounter | None:
     return None
 
 
+# series name -> (perf dump section, counter): each gives ``<name>_per_s`` and ``<name>_latency_ns`` series
+LATENCY_COUNTERS = {
+    "op_r_process": ("osd", "op_r_process_latency"),
+    "op_w_process": ("osd", "op_w_process_latency"),
+    "mds_reply": ("mds", "reply_latency"),
+    "rgw_get": ("rgw", "get_initial_lat"),
+    "rgw_put": ("rgw", "put_initial_lat"),
+}
+# The daemons whose counters are read: OSDs, MDSs and radosgw (mon and mgr sockets have none of them).
+COUNTED_DAEMONS = ("osd.", "mds.", "client.rgw.")
+
+
 def parse_perf_dump(daemon: str, text: str) -> CephDaemonCounters:
     """Raises ValueError when the text is not a perf dump."""
     try:
@@ -80,6 +96,8 @@ def parse_perf_dump(daemon: str, text: str) -> CephDaemonCounters:
         else _int(bluestore, "bluestore_onode_hits"),
         onode_misses=_int(bluestore, "onode_misses") if _int(bluestore, "onode_misses") is not None
         else _int(bluestore, "bluestore_onode_misses"),
+        latencies=tuple((name, counter) for name, (section, key) in LATENCY_COUNTERS.items()
+                        if (counter := _latency(document.get(section), key)) is not None),
     )
 
 
@@ -100,9 +118,16 @@ def _mean_latency_ns(after: LatencyCounter | None, before: LatencyCounter | None
     return (after.sum_s - before.sum_s) / (after.count - before.count) * 1e9
 
 
+def _count_rate(after: LatencyCounter | None, before: LatencyCounter | None, elapsed_s: float) -> float | None:
+    if after is None or before is None or after.count < before.count:
+        return None
+    return (after.count - before.count) / elapsed_s
+
+
 def ceph_series(snapshots: Sequence[CephSnapshot]) -> list[TelemetrySeries]:
     """Per daemon: ops_per_s, op_latency_ns (and r/w), cache_hit_bytes_per_s, cache_miss_bytes_per_s,
-    onode_hits_per_s, onode_misses_per_s. A latency sample exists only for intervals with ops."""
+    onode_hits_per_s, onode_misses_per_s, and ``<name>_per_s`` / ``<name>_latency_ns`` of every LATENCY_COUNTERS
+    counter it has. A latency sample exists only for intervals with ops."""
     ordered = sorted(snapshots, key=lambda s: s.t_s)
     samples: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
 
@@ -125,6 +150,13 @@ def ceph_series(snapshots: Sequence[CephSnapshot]) -> list[TelemetrySeries]:
             add(b.daemon, "op_latency_ns", *span, _mean_latency_ns(b.op_latency, a.op_latency))
             add(b.daemon, "op_r_latency_ns", *span, _mean_latency_ns(b.op_r_latency, a.op_r_latency))
             add(b.daemon, "op_w_latency_ns", *span, _mean_latency_ns(b.op_w_latency, a.op_w_latency))
+            add(b.daemon, "op_r_per_s", *span, _count_rate(b.op_r_latency, a.op_r_latency, elapsed))
+            add(b.daemon, "op_w_per_s", *span, _count_rate(b.op_w_latency, a.op_w_latency, elapsed))
+            then_latencies = dict(a.latencies)
+            for name, now in b.latencies:
+                then = then_latencies.get(name)
+                add(b.daemon, f"{name}_per_s", *span, _count_rate(now, then, elapsed))
+                add(b.daemon, f"{name}_latency_ns", *span, _mean_latency_ns(now, then))
             for metric, now, then in (("cache_hit_bytes_per_s", b.buffer_hit_bytes, a.buffer_hit_bytes),
                                       ("cache_miss_bytes_per_s", b.buffer_miss_bytes, a.buffer_miss_bytes),
                                       ("onode_hits_per_s", b.onode_hits, a.onode_hits),

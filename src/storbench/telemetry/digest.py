@@ -51,6 +51,17 @@ class RemoteDigest:
 
 
 @dataclass(frozen=True)
+class CounterDigest:
+    """A Ceph latency counter summed over its daemons: requests per second and their mean latency over the window
+    (``op_r``/``op_w``: the OSDs' client reads and writes; ``op_r_process``/``op_w_process``: their part without
+    the queue; ``mds_reply``: MDS requests; ``rgw_get``/``rgw_put``: radosgw)."""
+
+    name: str
+    per_s: float
+    latency_ns: float | None
+
+
+@dataclass(frozen=True)
 class TelemetryDigest:
     host_cpu_busy_pct: float | None
     host_cpu_busy_max_pct: float | None
@@ -68,6 +79,10 @@ class TelemetryDigest:
     ceph_onode_hit_pct: float | None
     remote: tuple[RemoteDigest, ...]
     ceiling_iops: float | None
+    ceph_counters: tuple[CounterDigest, ...] = ()
+
+    def counter(self, name: str) -> CounterDigest | None:
+        return next((c for c in self.ceph_counters if c.name == name), None)
 
     def process_cores(self, name: str) -> float | None:
         return dict(self.process_cpu_cores).get(name)
@@ -111,6 +126,24 @@ def _ops_times_latency(ops: TelemetrySeries, latency: TelemetrySeries, start_s: 
         if mean is not None and end > begin:
             total += ops.values[i] * (end - begin) * mean
     return total
+
+
+def _counter(telemetry: RepetitionTelemetry, name: str) -> CounterDigest | None:
+    """Counter ``name`` (its ``<name>_per_s`` and ``<name>_latency_ns`` series) over every daemon that has it."""
+    rates = telemetry.find("ceph", f"{name}_per_s")
+    if not rates:
+        return None
+    start, end = telemetry.window_start_s, telemetry.window_end_s
+    count = weighted = 0.0
+    for rate in rates:
+        count += _window_total(telemetry, rate)
+        latency = _one(telemetry, "ceph", f"{name}_latency_ns", rate.entity)
+        if latency is not None:
+            weighted += _ops_times_latency(rate, latency, start, end)
+    return CounterDigest(name, count / max(end - start, 1e-9), weighted / count if count > 0 else None)
+
+
+COUNTERS = ("op_r", "op_w", "op_r_process", "op_w_process", "mds_reply", "rgw_get", "rgw_put")
 
 
 def _ratio_pct(hits: float, misses: float) -> float | None:
@@ -211,4 +244,5 @@ def digest(telemetry: RepetitionTelemetry) -> TelemetryDigest:
         ceph_onode_hit_pct=_ratio_pct(onode_hits, onode_misses),
         remote=tuple(remote),
         ceiling_iops=ceiling.values[-1] if ceiling is not None and ceiling.values else None,
+        ceph_counters=tuple(c for name in COUNTERS if (c := _counter(telemetry, name)) is not None),
     )

@@ -13,10 +13,10 @@ from storbench.telemetry.prometheus import queries_for
 from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
 from storbench.telemetry.sources import (
     Sampler,
+    ceph_admin_sockets,
     clock_ticks_per_s,
     fetch_prometheus_series,
     link_speeds_bits_per_s,
-    osd_admin_sockets,
 )
 
 # Where a Ceph cluster on this host keeps its admin sockets when the plan does not say.
@@ -29,7 +29,7 @@ class TelemetryRecorder:
     def __init__(self, config: TelemetryConfig, ceph_socket_patterns: Sequence[str]) -> None:
         self.config = config
         patterns = config.ceph_admin_sockets if config.ceph_admin_sockets is not None else ceph_socket_patterns
-        self.ceph_sockets = sorted({os.path.realpath(p) for p in osd_admin_sockets(patterns)})
+        self.ceph_sockets = sorted({os.path.realpath(p) for p in ceph_admin_sockets(patterns)})
         self.clock_ticks = clock_ticks_per_s()
         self.links = link_speeds_bits_per_s()
         self.link_overrides: dict[str, int] = {}  # interfaces whose rate the lab set (a shaped veth)

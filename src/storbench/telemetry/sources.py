@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from storbench.netclient import request
-from storbench.telemetry.ceph_counters import CephDaemonCounters, CephSnapshot, daemon_name_from_socket, parse_perf_dump
+from storbench.telemetry.ceph_counters import (
+    COUNTED_DAEMONS,
+    CephDaemonCounters,
+    CephSnapshot,
+    daemon_name_from_socket,
+    parse_perf_dump,
+)
 from storbench.telemetry.proc import (
     ProcessTicks,
     ProcSnapshot,
@@ -117,10 +123,10 @@ def admin_socket_command(path: str, prefix: str, timeout_s: float = ADMIN_SOCKET
     return body.decode(errors="replace")
 
 
-def osd_admin_sockets(patterns: Sequence[str]) -> list[str]:
-    """OSD sockets among the glob patterns (mon/mgr sockets have no OSD counters)."""
+def ceph_admin_sockets(patterns: Sequence[str]) -> list[str]:
+    """The sockets of daemons whose counters are read (OSDs, MDSs, radosgw) among the glob patterns."""
     return sorted({path for pattern in patterns for path in glob.glob(pattern)
-                   if daemon_name_from_socket(path).startswith("osd.")})
+                   if daemon_name_from_socket(path).startswith(COUNTED_DAEMONS)})
 
 
 def read_ceph_snapshot(sockets: Sequence[str], problems: list[str]) -> CephSnapshot:

@@ -1,0 +1,70 @@
+"""Where the time of an I/O goes, by layer (pure): the client's mean latency beside the storage's own latency for
+the same I/O, from the storage daemons' counters over the repetition's measured window.
+
+The storage is the outermost layer that served the I/O: radosgw for objects (its GET latency to the first byte,
+its PUT latency), an MDS for metadata operations (its requests' reply latency), the OSDs for data (their client
+reads' or writes' op latency, queue included; the part without the queue beside it). A layer served the I/O when
+it answered at least SERVED_SHARE of the client's operations per second in that direction: an OSD that saw a
+tenth of the reads (a page cache in front of it, or someone else's traffic) says nothing about this I/O. What
+the client waited beyond that layer is outside the storage: the client stack of its host (a kernel or FUSE
+client, the client library) and the network between them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from storbench.telemetry.digest import TelemetryDigest
+
+
+@dataclass(frozen=True)
+class StorageLayer:
+    name: str  # as shown: "radosgw", "MDS", "OSDs"
+    read_counter: str  # telemetry.digest COUNTERS
+    write_counter: str
+
+
+# outermost first: the first one that served the I/O is where the client's request was answered
+LAYERS = (StorageLayer("radosgw", "rgw_get", "rgw_put"), StorageLayer("MDS", "mds_reply", "mds_reply"),
+          StorageLayer("OSDs", "op_r", "op_w"))
+SERVED_SHARE = 0.5
+# processes that are a client stack of their own on the client's host (a FUSE client), named in verdicts
+CLIENT_DAEMONS = ("ceph-fuse",)
+CLIENT_DAEMON_MIN_CORES = 0.01
+
+
+@dataclass(frozen=True)
+class StorageLatency:
+    layer: str
+    lat_ns: float
+
+
+def _counter_name(layer: StorageLayer, direction: str) -> str:
+    return layer.write_counter if direction == "write" else layer.read_counter
+
+
+def storage_latency(digest: TelemetryDigest, direction: str, client_ops_per_s: float) -> StorageLatency | None:
+    """The outermost layer that served this direction's I/O and its mean latency; None when no layer reports
+    one (no Ceph counters, or too few of the client's operations reached the storage)."""
+    if client_ops_per_s <= 0 or direction not in ("read", "write"):
+        return None
+    for layer in LAYERS:
+        counter = digest.counter(_counter_name(layer, direction))
+        if counter is not None and counter.latency_ns is not None and counter.per_s >= SERVED_SHARE * client_ops_per_s:
+            return StorageLatency(layer.name, counter.latency_ns)
+    return None
+
+
+def osd_latency_ns(digest: TelemetryDigest, direction: str, process_only: bool = False) -> float | None:
+    """The OSDs' op latency for this direction's client ops (``process_only``: without their time in the queue)."""
+    if direction not in ("read", "write"):
+        return None
+    name = ("op_w" if direction == "write" else "op_r") + ("_process" if process_only else "")
+    counter = digest.counter(name)
+    return None if counter is None else counter.latency_ns
+
+
+def client_daemon(process_cpu_cores: tuple[tuple[str, float], ...]) -> str:
+    """The client-side daemon that is the client stack on this host (ceph-fuse), '' when none was busy."""
+    cores = dict(process_cpu_cores)
+    return next((name for name in CLIENT_DAEMONS if cores.get(name, 0.0) >= CLIENT_DAEMON_MIN_CORES), "")
