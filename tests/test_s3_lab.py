@@ -81,6 +81,11 @@ def test_put_get_delete_on_the_labs_radosgw_then_as_any_s3_service(
     # a GET moved whole objects of bs: its bytes are its operations times the object size
     get = done[("get", 256 * 1024, "read")]
     assert get["io_bytes"] == get["total_ios"] * 256 * 1024
+    # where the time goes: radosgw answered the GETs and PUTs (its own counters), within the client's latency
+    for rw, direction in (("get", "read"), ("put", "write")):
+        record = done[(rw, 4096, direction)]
+        assert record["storage_layer"] == "radosgw", record
+        assert 0 < record["storage_lat_ns"] < record["lat_mean_ns"] * 1.05, record
 
     lab = CephLab(lab_dir / "ceph")
     info = lab.info()

@@ -186,11 +186,57 @@ def test_perf_dump_from_a_real_pacific_osd() -> None:
     assert counters.onode_hits == 165 and counters.onode_misses == 202
     with pytest.raises(ValueError, match="not JSON"):
         parse_perf_dump("osd.1", "{")
+    # a real Pacific MDS (its mds section): requests and their reply latency; no OSD counters
+    mds = parse_perf_dump("mds.a", (FIXTURES / "ceph-mds-perf-dump-pacific.json").read_text())
+    assert dict(mds.latencies)["mds_reply"].count == 16 and mds.ops is None
 
 
 def _dump(ops: int, lat_count: int, lat_sum: float, hit: int, miss: int) -> str:
     return json.dumps({"osd": {"op": ops, "op_latency": {"avgcount": lat_count, "sum": lat_sum}},
                        "bluestore": {"bluestore_buffer_hit_bytes": hit, "bluestore_buffer_miss_bytes": miss}})
+
+
+def _layer_dump(reads: int, read_s: float, process_s: float) -> str:
+    return json.dumps({"osd": {"op": reads, "op_r_latency": {"avgcount": reads, "sum": read_s},
+                               "op_r_process_latency": {"avgcount": reads, "sum": process_s}}})
+
+
+def test_the_layers_counters_by_direction_and_daemon() -> None:
+    """The OSDs' reads and their part without the queue, an MDS's replies and radosgw's GETs: each a rate and a
+    latency weighted by its requests over the daemons that have it; a daemon without the counter adds nothing."""
+    mds = [json.dumps({"mds": {"request": n, "reply_latency": {"avgcount": n, "sum": s}}}) for n, s in ((0, 0.0),
+                                                                                                         (50, 0.1))]
+    rgw = [json.dumps({"rgw": {"get": n, "get_initial_lat": {"avgcount": n, "sum": s}}}) for n, s in ((10, 1.0),
+                                                                                                    (110, 1.3))]
+    snapshots = [
+        CephSnapshot(0.0, (parse_perf_dump("osd.0", _layer_dump(0, 0.0, 0.0)),
+                           parse_perf_dump("osd.1", _layer_dump(0, 0.0, 0.0)),
+                           parse_perf_dump("mds.a", mds[0]), parse_perf_dump("client.rgw.a", rgw[0]))),
+        CephSnapshot(2.0, (parse_perf_dump("osd.0", _layer_dump(100, 0.1, 0.05)),
+                           parse_perf_dump("osd.1", _layer_dump(300, 0.9, 0.3)),
+                           parse_perf_dump("mds.a", mds[1]), parse_perf_dump("client.rgw.a", rgw[1]))),
+    ]
+    d = digest(RepetitionTelemetry(0.0, 2.0, tuple(ceph_series(snapshots))))
+    reads = d.counter("op_r")
+    assert reads is not None and reads.per_s == pytest.approx(200.0)
+    assert reads.latency_ns == pytest.approx(1e9 / 400)  # (0.1 + 0.9) s over 400 reads
+    process = d.counter("op_r_process")
+    assert process is not None and process.latency_ns == pytest.approx(0.35e9 / 400)
+    replies = d.counter("mds_reply")
+    assert replies is not None and replies.per_s == pytest.approx(25.0) and replies.latency_ns == pytest.approx(2e6)
+    gets = d.counter("rgw_get")
+    assert gets is not None and gets.per_s == pytest.approx(50.0) and gets.latency_ns == pytest.approx(3e6)
+    assert d.counter("op_w") is None and d.counter("rgw_put") is None
+    assert d.ceph_ops_per_s == pytest.approx(200.0)  # client ops are the OSDs' alone
+
+
+def test_the_sockets_read_are_the_osds_mdss_and_radosgw(tmp_path: Path) -> None:
+    from storbench.telemetry.sources import ceph_admin_sockets
+
+    for name in ("ceph-osd.0", "ceph-mds.a", "ceph-client.rgw.a", "ceph-mon.a", "ceph-mgr.x", "ceph-client.admin.7"):
+        (tmp_path / f"{name}.asok").touch()
+    found = [Path(p).name for p in ceph_admin_sockets([str(tmp_path / "*.asok")])]
+    assert found == ["ceph-client.rgw.a.asok", "ceph-mds.a.asok", "ceph-osd.0.asok"]
 
 
 def test_ceph_rates_latency_and_cache_hit_ratio() -> None:

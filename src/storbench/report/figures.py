@@ -110,6 +110,7 @@ class FigureSpec:
     y_marks: tuple[Mark, ...] = ()  # labelled horizontal lines on the (left) y axis
     x_marks: tuple[Mark, ...] = ()  # labelled vertical lines
     y2_label: str = ""  # the right y axis, for the series with ``y2`` (none when '')
+    stacked: bool = False  # bar series stacked on each other (parts of one whole), not side by side
 
     @property
     def points(self) -> int:
@@ -495,6 +496,45 @@ def process_cpu_figures(points: Sequence[PointSummary], limit: int = 6) -> list[
         series=series, x_categories=categories, section="Utilisation and bottlenecks",
         caption="Mean CPU of all processes of each name over the measured window (1.0 = one core busy); the "
         "processes sampled are `telemetry.processes`.")]
+
+
+def latency_layer_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
+    """Where the time goes (`stats.layers`): per point, the client's mean latency split into the storage's own
+    latency for the same I/O (the OSDs' split into queue and processing) and the rest, outside the storage."""
+    members = [p for p in points if p.metric("storage_lat_ns") is not None and p.metric("lat_mean_ns") is not None]
+    if not members:
+        return []
+    scale, unit = latency_unit([_mean(p, "lat_mean_ns") for p in members])
+    lab_keys = [k for k in varying_lab_keys(members) if k != "lab"]
+    labels = [point_label(p, lab_keys=lab_keys, options=True) for p in members]
+
+    def part(p: PointSummary) -> tuple[float, float, float]:
+        """(in the storage's processing, its queue, outside it) in ``unit``; the queue only for the OSDs."""
+        client, storage = _mean(p, "lat_mean_ns") or 0.0, _mean(p, "storage_lat_ns") or 0.0
+        process = _mean(p, "osd_process_lat_ns") if p.storage_layer == "OSDs" else None
+        inside = storage if process is None else min(process, storage)
+        return inside / scale, (storage - inside) / scale, max(client - storage, 0.0) / scale
+
+    parts = [part(p) for p in members]
+    layers = sorted({p.storage_layer for p in members})
+    shares = [f"{100 * outside / max(sum(three), 1e-12):.0f} % outside" for three in parts
+              for outside in (three[2],)]
+    series = (
+        Series(name=f"in the storage ({', '.join(layers)}): processing", x=tuple(labels),
+               y=tuple(p[0] for p in parts), mode="bar", color="#1f77b4"),
+        Series(name="in the storage: the OSDs' queue", x=tuple(labels), y=tuple(p[1] for p in parts), mode="bar",
+               color="#aec7e8"),
+        Series(name="outside the storage: client stack, network", x=tuple(labels), y=tuple(p[2] for p in parts),
+               mode="bar", color="#ff7f0e", text=tuple(shares), show_text=True),
+    )
+    return [FigureSpec(
+        figure_id="latency-layers", title="Where the time goes: the client's mean latency by layer",
+        x_label="point", y_label=f"mean latency ({unit})", series=series, x_categories=tuple(dict.fromkeys(labels)),
+        section="Utilisation and bottlenecks", stacked=True,
+        caption="Each bar is the client's mean latency (fio). Blue: the storage's own latency for the same I/O at the "
+        "outermost layer that served it (radosgw, an MDS or the OSDs, from their counters over the measured "
+        "window; the OSDs' time in their queue lighter); orange: the rest, spent outside the storage in the client "
+        "stack of the host (a kernel or FUSE client, the client library) and the network. Means over repetitions.")]
 
 
 CURVE_FIELDS = ("run_ids", "target", "rw", "rwmixread", "bs_bytes", "direction", "ioengine", "direct", "runtime_s",

@@ -25,21 +25,27 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
     try:
         bars = [s for s in spec.series if s.mode == "bar"]
         categories = list(spec.x_categories)
-        width = 0.8 / max(1, len(bars))
+        width = 0.8 if spec.stacked else 0.8 / max(1, len(bars))
+        stack_base = [0.0] * len(categories)
         right = axes.twinx() if spec.y2_label else None  # the second y axis, for the series marked y2
         main_axes = axes
         for index, series in enumerate(spec.series):
             color = series.color or ("#000000" if series.name == "knee" else COLORS[index % len(COLORS)])
             axes = right if series.y2 and right is not None else main_axes
             if series.mode == "bar":
-                slot = bars.index(series)
+                slot = 0 if spec.stacked else bars.index(series)
                 xs = [categories.index(str(x)) - 0.4 + width * (slot + 0.5) for x in series.x]
                 y_arms = y_error_arms(series, spec.y_log)
+                bottoms = [stack_base[categories.index(str(x))] for x in series.x] if spec.stacked else None
                 axes.bar(xs, series.y, width=width, yerr=None if y_arms is None else list(y_arms), capsize=3,
-                         color=color, label=_m(series.name))
+                         color=color, label=_m(series.name), bottom=bottoms)
+                if spec.stacked:
+                    for x, y in zip(series.x, series.y, strict=True):
+                        stack_base[categories.index(str(x))] += y
                 if series.show_text and series.text:
-                    tops = [y + (e if series.error_y else 0.0) for y, e in
-                            zip(series.y, series.error_y or [0.0] * len(series.y), strict=True)]
+                    tops = [y + (e if series.error_y else 0.0) + (b or 0.0) for y, e, b in
+                            zip(series.y, series.error_y or [0.0] * len(series.y), bottoms or [0.0] * len(series.y),
+                                strict=True)]
                     for x, top, label in zip(xs, tops, series.text, strict=True):
                         axes.annotate(_m(label), (x, top), textcoords="offset points", xytext=(0, 3), ha="center",
                                       fontsize=7, color=color)

@@ -85,7 +85,8 @@ def plotly_figure(spec: FigureSpec) -> go.Figure:
         title=dict(text=plotly_text(spec.title).replace("\n", "<br>")), xaxis=xaxis,
         yaxis=dict(title=plotly_text(spec.y_label), type="log" if spec.y_log else "linear", rangemode="tozero",
                    **plain),
-        barmode="group", template="plotly_white", height=460, margin=dict(l=70, r=20, t=60, b=60),
+        barmode="stack" if spec.stacked else "group", template="plotly_white", height=460,
+        margin=dict(l=70, r=20, t=60, b=60),
         legend=dict(font=dict(size=11)),
     )
     if spec.y2_label:  # a second y axis on the right, for the series marked y2; the legend goes below the plot

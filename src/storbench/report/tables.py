@@ -68,7 +68,8 @@ def expected_cell(p: PointSummary) -> str:
 def telemetry_columns(points: Sequence[PointSummary]) -> list[tuple[str, str, str]]:
     """(header, metric field, format) of the telemetry columns some point has data for (OSD CPU only when an
     OSD did work: an idle cluster beside a local run is not worth a column)."""
-    optional = (("osd cores", "ceph_osd_cpu_cores", ".2f"), ("osd lat", "ceph_op_latency_ns", "lat"),
+    optional = (("osd cores", "ceph_osd_cpu_cores", ".2f"), ("storage lat", "storage_lat_ns", "lat"),
+                ("outside %", "outside_storage_pct", ".0f"),
                 ("cache hit %", "ceph_cache_hit_pct", ".0f"), ("node cpu %", "node_cpu_busy_pct", ".0f"),
                 ("node disk %", "node_disk_util_pct", ".0f"), ("net %", "net_busiest_util_pct", ".0f"),
                 ("skew", "start_skew_s", "s"), ("slowest %", "slowest_client_pct_of_median", ".0f"))
@@ -77,7 +78,8 @@ def telemetry_columns(points: Sequence[PointSummary]) -> list[tuple[str, str, st
     # over it or many clients; an idle cluster or a busy link beside a local run is someone else's
     ceph = any(p.target_kind in ("rbd", "cephfs", "s3") or any(k != "lab" for k, _ in p.lab) for p in points)
     network = ceph or any(p.target_kind in ("nfs", "s3", "pvc") or p.clients > 1 for p in points)
-    belongs = {"ceph_osd_cpu_cores": ceph, "ceph_op_latency_ns": ceph, "ceph_cache_hit_pct": ceph,
+    belongs = {"ceph_osd_cpu_cores": ceph, "storage_lat_ns": ceph, "outside_storage_pct": ceph,
+               "ceph_cache_hit_pct": ceph,
                "net_busiest_util_pct": network}
 
     def shown(field: str) -> bool:

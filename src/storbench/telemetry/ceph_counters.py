@@ -152,11 +152,11 @@ def ceph_series(snapshots: Sequence[CephSnapshot]) -> list[TelemetrySeries]:
             add(b.daemon, "op_w_latency_ns", *span, _mean_latency_ns(b.op_w_latency, a.op_w_latency))
             add(b.daemon, "op_r_per_s", *span, _count_rate(b.op_r_latency, a.op_r_latency, elapsed))
             add(b.daemon, "op_w_per_s", *span, _count_rate(b.op_w_latency, a.op_w_latency, elapsed))
-            then_latencies = dict(a.latencies)
-            for name, now in b.latencies:
-                then = then_latencies.get(name)
-                add(b.daemon, f"{name}_per_s", *span, _count_rate(now, then, elapsed))
-                add(b.daemon, f"{name}_latency_ns", *span, _mean_latency_ns(now, then))
+            earlier_latencies = dict(a.latencies)
+            for name, latest in b.latencies:
+                previous = earlier_latencies.get(name)
+                add(b.daemon, f"{name}_per_s", *span, _count_rate(latest, previous, elapsed))
+                add(b.daemon, f"{name}_latency_ns", *span, _mean_latency_ns(latest, previous))
             for metric, now, then in (("cache_hit_bytes_per_s", b.buffer_hit_bytes, a.buffer_hit_bytes),
                                       ("cache_miss_bytes_per_s", b.buffer_miss_bytes, a.buffer_miss_bytes),
                                       ("onode_hits_per_s", b.onode_hits, a.onode_hits),
