@@ -328,3 +328,17 @@ def test_the_storage_layer_is_the_outermost_that_served_the_io() -> None:
                        ceph_counters=(("mds_reply", 290.0, 1.2e6), ("op_w", 40.0, 0.8e6)))
     found = observed_storage(meta)
     assert found is not None and found.layer == "MDS"
+
+
+def test_every_verdict_says_where_the_points_time_went_by_layer() -> None:
+    """A single point (no sweep): its own verdict, and beside it the split of its mean latency by layer; without
+    the storage's counters nothing is added."""
+    rows = [observation(**{**_BASE, "repeat": rep, "direction": "read", "iops": 2000.0, "lat_mean_ns": 2e6,
+                           "host_cpu_busy_pct": 10.0, "disk_busiest_util_pct": 20.0, "osd_lat_ns": 0.5e6})
+            for rep in range(3)]
+    (point,) = summarize_points(rows)
+    assert point.bottleneck.evidence.endswith(
+        "; by layer: the OSDs answered in 0.50 ms of the 2.00 ms mean (25%), 75% outside the OSDs (client stack, "
+        "network)"), point.bottleneck.evidence
+    (bare,) = summarize_points([replace(o, telemetry=replace(o.telemetry, ceph_counters=())) for o in rows])
+    assert "by layer" not in bare.bottleneck.evidence

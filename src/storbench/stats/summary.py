@@ -325,15 +325,28 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                 process_cpu_cores=inputs.process_cpu_cores if inputs else (),
                 busiest_device=inputs.busiest_device if inputs else "",
                 busiest_interface=inputs.busiest_interface if inputs else "",
-                bottleneck=verdict,
+                bottleneck=with_time_split(verdict, dict(estimates), layer := _most_common(
+                    [found.layer for o in rows if (found := observed_storage(o)) is not None])),
                 expected=next((declared[(run, case.target.name)] for run in sorted({o.run_id for o in group})
                                if (run, case.target.name) in declared), None),
                 distinct=hidden_texts(w),
-                storage_layer=_most_common([found.layer for o in rows if (found := observed_storage(o)) is not None]),
+                storage_layer=layer,
             ))
     told_apart = distinct_texts([p.distinct for p in out])
     out = [replace(p, distinct=d) for p, d in zip(out, told_apart, strict=True)]
     return with_sweep_verdicts(out)
+
+
+def with_time_split(verdict: BottleneckVerdict, estimates: Mapping[str, Estimate], layer: str) -> BottleneckVerdict:
+    """The verdict with where the point's time went, by layer (`stats.layers`), when the storage reported its own
+    latency for the I/O: the verdict says what limited the point, this says in which layer its latency was."""
+    storage, client = estimates.get("storage_lat_ns"), estimates.get("lat_mean_ns")
+    if storage is None or client is None or client.mean <= 0 or not layer:
+        return verdict
+    share = min(storage.mean / client.mean, 1.0)
+    split = (f"; by layer: the {layer} answered in {storage.mean / 1e6:.2f} ms of the {client.mean / 1e6:.2f} ms "
+             f"mean ({share:.0%}), {1 - share:.0%} outside the {layer} (client stack, network)")
+    return replace(verdict, evidence=verdict.evidence + split)
 
 
 LOAD_FIELDS = ("iodepth", "numjobs", "clients")
