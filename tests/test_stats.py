@@ -7,6 +7,7 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 from scipy import stats as scipy_stats
@@ -916,6 +917,24 @@ def test_a_run_with_a_fixed_number_of_repetitions_has_no_stopping_rule_marks() -
     assert {cell.difference.method for c in found for cell in c.cells if cell.difference} == {"paired"}
 
 
+def test_pairs_come_from_the_run_compared_when_another_run_has_the_same_cases() -> None:
+    """A plan run twice stores the same case ids twice (they identify the case, not the run): comparing two points
+    of run 1 pairs run 1's repetitions, not those of the run stored last (run 2 here, 40 % slower on one side)."""
+    first = _adaptive_pool_sizes(1)
+    again = [replace(o, run_id=2, case=replace(o.case, case_id=o.case.case_id.replace("r2-", "r1-")))
+             for o in _adaptive_pool_sizes(2, slower=0.6)]
+    assert {o.case.case_id for o in first} == {o.case.case_id for o in again}
+    alone = compare_observations(first, parse_selector("pool_size=2"), parse_selector("pool_size=3"), {},
+                                 interleaved_runs=frozenset({1}))
+    both = compare_observations([*first, *again], parse_selector("run=1,pool_size=2"),
+                                parse_selector("run=1,pool_size=3"), {}, interleaved_runs=frozenset({1, 2}))
+    for one, two in zip(alone, both, strict=True):
+        a, b = one.cell("iops"), two.cell("iops")
+        assert a is not None and b is not None and a.difference is not None and b.difference is not None
+        assert b.difference.method == "paired" and b.difference.change_pct == pytest.approx(a.difference.change_pct)
+        assert b.difference.change_pct == pytest.approx(-20, abs=5)
+
+
 def test_a_plain_interval_on_a_stopped_runs_repetitions_is_not_covered_and_not_gated() -> None:
     """Run 1 stopped when decided, run 2 ran 6 repetitions; across the two runs the interval is Welch's on
     repetitions whose number run 1's rule chose: descriptive, marked, and left out of a regression gate even when
@@ -1022,7 +1041,6 @@ def test_the_regression_gate_fails_an_aa_compare_at_most_about_5_percent_of_the_
 
 def test_every_comparison_carries_its_design_and_the_confounded_ones_say_so() -> None:
     import json as json_module
-    from dataclasses import replace
 
     from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
     from storbench.stats.compare import compare_observations, parse_selector

@@ -274,16 +274,16 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
     last look (its spent error rate, the look indexed by round as the run loop does), so a look-and-stop cannot
     pass for a fixed-size 95 % result."""
     sequential_plans = sequential_plans or {}
-    values: dict[tuple[str, str], dict[int, Observation]] = {}
+    values: dict[tuple[int, str, str], dict[int, Observation]] = {}  # a plan run twice has its case ids twice
     for o in observations:
         if o.ok and not o.client and o.direction is not None:
-            values.setdefault((o.case.case_id, o.direction.value), {})[o.rep_index] = o
+            values.setdefault((o.run_id, o.case.case_id, o.direction.value), {})[o.rep_index] = o
     out = []
     for comparison in comparisons:
         base, cand = comparison.baseline, comparison.candidate
         same_run = len(base.run_ids) == 1 and base.run_ids == cand.run_ids and base.run_ids[0] in interleaved_runs
-        a = values.get((base.case_id, base.direction), {})
-        b = values.get((cand.case_id, cand.direction), {})
+        a = values.get((base.run_ids[0], base.case_id, base.direction), {}) if same_run else {}
+        b = values.get((cand.run_ids[0], cand.case_id, cand.direction), {}) if same_run else {}
         reps = sorted(set(a) & set(b))  # the rounds both sides have, as the run loop pairs them
         if not same_run or base.case_id == cand.case_id or len(reps) < 2:
             out.append(comparison)
