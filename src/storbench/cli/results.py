@@ -326,7 +326,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--force", action="store_true", help="compare even when fio version, workload or target kind differ")
     p.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
                    help="exit 1 when any metric is significantly worse by PCT percent or more, at a 5 %% error rate "
-                   "for the whole table (shared over its cells)")
+                   "for the whole table (shared over its cells; not cells whose plain interval a stopping rule does "
+                   "not cover)")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("saturation", help="IOPS against iodepth/numjobs/clients: the knee, and max IOPS within an SLO")
