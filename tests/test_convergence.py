@@ -7,6 +7,8 @@ holding such a run shows the figure, the verdict and the design beside it.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import random
 import re
@@ -206,6 +208,93 @@ def test_the_report_of_a_stored_adaptive_run_shows_the_answer_converging(
     assert figure["data"][0]["x"] == [3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
     assert (tmp_path / "img" / "convergence-run1-1-iops.png").read_bytes()[:4] == b"\x89PNG"
     _renders_in_chromium(report, tmp_path)
+
+
+FIXED = """
+name: replica-fixed
+targets:
+  rbd: {kind: rbd, pool: bench, image: storbench, size: 1GiB}
+workload: {rw: randwrite, bs: 4k, iodepth: 16, runtime: 10s, ramp: 2s}
+repeat: 8
+lab:
+  ceph: {osds: 3, osd_size: 4GiB, pool_size: [2, 3]}
+"""
+
+
+def _with_latency(seen: list[Observation]) -> list[Observation]:
+    """The rounds with latencies that follow IOPS (Little's law at iodepth 16: mean, p95 2x, p99 3x), as fio
+    reports them (its latency summaries count their samples)."""
+    found = []
+    for o in seen:
+        assert o.measurement is not None
+        mean = 16e9 / o.measurement.iops
+        lat = replace(o.measurement.lat, samples=round(o.measurement.iops * 10), mean_ns=mean,
+                      reported_percentiles_ns=((95.0, round(2 * mean)), (99.0, round(3 * mean))))
+        found.append(replace(o, measurement=replace(o.measurement, lat=lat, clat=lat)))
+    return found
+
+
+@pytest.mark.parametrize("adaptive", [True, False])
+def test_compare_marks_what_the_run_did_not_stop_on(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    adaptive: bool) -> None:
+    """The plan asked about IOPS: in a run that stopped when that was decided, compare's table, Markdown, JSON, CSV
+    and the report mark the other metrics as outside the stopping rule (†) with a line saying what their interval
+    is; the same repetitions stored by a plan with a fixed count carry no such mark."""
+    db = tmp_path / "r.db"
+    _store(db, _with_latency(_rounds(0.7, 8)),
+           PLAN.format(max_rounds=12, margin=", margin: 10%") if adaptive else FIXED)
+    sides = ("--db", str(db), "--baseline", "pool_size=2", "--candidate", "pool_size=3")
+    code, table, err = run_cli(capsys, "compare", *sides)
+    assert code == 0, err
+    row = next(line for line in table.splitlines() if "rbd randwrite 4k" in line)
+    cells = [cell.strip() for cell in row.split("│")[1:-1]]
+    iops, others = cells[3], cells[4:-1]
+    assert iops.endswith("▼") and len(others) >= 2
+    line = "† not the question its run stopped on (run 1: IOPS of pool_size=3 vs pool_size=2)"
+    if adaptive:
+        assert all(cell.endswith("▼†") or cell.endswith("~†") for cell in others), cells
+        assert line in " ".join(table.split())
+    else:
+        assert "†" not in table and "‡" not in table
+    code, out, err = run_cli(capsys, "compare", *sides, "--format", "json")
+    assert code == 0, err
+    rules = {row["metric"]: row["stopping_rule"] for row in json.loads(out)}
+    assert rules == ({"iops": "in", "bw_bytes": "outside", "lat_mean_ns": "outside", "lat_p95_ns": "outside",
+                      "lat_p99_ns": "outside"} if adaptive else dict.fromkeys(rules, None))
+    assert len(rules) == 5
+    code, out, err = run_cli(capsys, "compare", *sides, "--format", "csv")
+    assert code == 0, err
+    csv_rules = {row["metric"]: row["stopping_rule"] for row in csv.DictReader(io.StringIO(out))}
+    assert csv_rules == {k: v or "" for k, v in rules.items()}
+    code, out, err = run_cli(capsys, "compare", *sides, "--format", "markdown")
+    assert code == 0, err
+    assert (f"- {line}" in out and "▼ |" in out and "▼† |" in out) is adaptive
+    report = tmp_path / "r.html"
+    code, _, err = run_cli(capsys, "report", *sides, "-o", str(report))
+    assert code == 0, err
+    comparison = report.read_text().split("<h2>Comparison</h2>")[1].split("</section>")[0]
+    assert ("▼†</td>" in comparison and f"<p>{line}" in comparison) is adaptive
+    assert "†" in comparison or not adaptive
+
+
+def test_the_gate_leaves_out_plain_intervals_on_a_stopped_runs_repetitions(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run 1 stopped when decided, run 2 is a fixed-count run 40 % slower: across the runs every interval is
+    Welch's on repetitions whose number run 1's rule chose (‡), so --fail-on-regression does not judge them and
+    says so; the same two runs without the rule fail the gate."""
+    for plan, db in ((PLAN.format(max_rounds=12, margin=""), tmp_path / "a.db"), (FIXED, tmp_path / "f.db")):
+        _store(db, _with_latency(_rounds(0.7, 8)), plan)
+        _store(db, _with_latency(_rounds(0.42, 8, seed=8)), FIXED)
+        code, out, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "run=1,pool_size=3",
+                                 "--candidate", "run=2,pool_size=3", "--fail-on-regression", "10")
+        if plan is FIXED:
+            assert code == 1 and "regression: " in err, err
+            assert "‡" not in out
+            continue
+        assert code == 0, err
+        assert "▼‡" in out and "‡ a plain interval on repetitions whose number a stopping rule chose" in " ".join(
+            out.split())
+        assert "--fail-on-regression leaves out 5 cells (‡)" in err
 
 
 def _renders_in_chromium(report: Path, tmp_path: Path) -> None:

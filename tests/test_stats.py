@@ -7,6 +7,7 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 from scipy import stats as scipy_stats
@@ -846,6 +847,121 @@ def test_only_a_run_that_stopped_when_decided_gets_sequential_intervals(until: s
     assert (1 in plans) is sequential
 
 
+def _adaptive_pool_sizes(run_id: int = 1, rounds: int = 6, slower: float = 0.8) -> list[Observation]:
+    """A pool-size sweep at iodepth 1 and 16 in one interleaved run: pool_size=3 is ``slower`` x pool_size=2 in
+    IOPS (and its latency 1 / ``slower``) in every round, with a little noise."""
+    rng = random.Random(run_id)
+    found = []
+    for rep in range(rounds):
+        for depth in (1, 16):
+            for size, ratio in ((2, 1.0), (3, slower)):
+                iops = 1000.0 * depth ** 0.5 * ratio * (1 + rng.gauss(0, 0.03))
+                lat = depth * 1e9 / iops
+                found.append(observation(case_id=f"r{run_id}-d{depth}-s{size}", run_id=run_id, repeat=rep,
+                                         lab=f"lab=ceph pool_size={size}", iodepth=depth, iops=iops,
+                                         lat_mean_ns=lat, lat_p95_ns=2 * lat, lat_p99_ns=3 * lat))
+    return found
+
+
+def test_a_metric_or_point_the_plan_did_not_ask_about_is_outside_the_stopping_rule() -> None:
+    """A run that stopped when IOPS of pool_size=3 vs 2 was decided: IOPS at the points those selectors matched is
+    its question ("in"); bandwidth and the latencies there, and any cell of other points of the run, are outside
+    it, with the rule's interval still (valid at whichever look the run stopped)."""
+    from storbench.stats.compare import PointComparison, Question, Selector, StoppingRule, stopping_rule_lines
+    from storbench.stats.sequential import SequentialPlan
+
+    seen = _adaptive_pool_sizes()
+    two, three = parse_selector("pool_size=2"), parse_selector("pool_size=3")
+    asked = {1: Question(two, three, ("iops",))}
+
+    def compared(base: Selector, cand: Selector, questions: dict[int, Question] = asked) -> list[PointComparison]:
+        return compare_observations(seen, base, cand, {}, interleaved_runs=frozenset({1}),
+                                    sequential_plans={1: SequentialPlan(3, 12)}, questions=questions)
+
+    found = compared(two, three)
+    assert len(found) == 2
+    for c in found:
+        rules = {cell.metric.field: cell.stopping_rule for cell in c.cells}
+        assert rules == {"iops": StoppingRule.IN, "bw_bytes": StoppingRule.OUTSIDE,
+                         "lat_mean_ns": StoppingRule.OUTSIDE, "lat_p95_ns": StoppingRule.OUTSIDE,
+                         "lat_p99_ns": StoppingRule.OUTSIDE}
+        assert {cell.difference.method for cell in c.cells if cell.difference} == {"sequential"}
+        assert c.question == asked[1] and all(cell.gated for cell in c.cells)
+    [line] = stopping_rule_lines(found)
+    assert line.startswith("† not the question its run stopped on (run 1: IOPS of pool_size=3 vs pool_size=2)")
+    # the other way round is the same question: the inverse interval on the same pairs at the same look
+    swapped = compared(three, two)
+    assert {cell.stopping_rule for c in swapped for cell in c.cells if cell.metric.field == "iops"} == {
+        StoppingRule.IN}
+    # points the plan's selectors did not pair: outside, whatever the metric
+    depths = compared(parse_selector("iodepth=1"), parse_selector("iodepth=16"))
+    assert depths and {cell.stopping_rule for c in depths for cell in c.cells} == {StoppingRule.OUTSIDE}
+    # a question about iodepth 16 only: IOPS at iodepth 1 is outside it
+    deep = {1: Question(parse_selector("pool_size=2,iodepth=16"), parse_selector("pool_size=3,iodepth=16"),
+                        ("iops", "lat_p99_ns"))}
+    narrow = compared(two, three, deep)
+    by_depth = {c.baseline.iodepth: {cell.metric.field: cell.stopping_rule for cell in c.cells} for c in narrow}
+    assert by_depth[16]["iops"] == by_depth[16]["lat_p99_ns"] == StoppingRule.IN
+    assert by_depth[16]["lat_mean_ns"] == StoppingRule.OUTSIDE
+    assert set(by_depth[1].values()) == {StoppingRule.OUTSIDE}
+
+
+def test_a_run_with_a_fixed_number_of_repetitions_has_no_stopping_rule_marks() -> None:
+    from storbench.stats.compare import stopping_rule_lines
+
+    seen = _adaptive_pool_sizes()
+    found = compare_observations(seen, parse_selector("pool_size=2"), parse_selector("pool_size=3"), {},
+                                 interleaved_runs=frozenset({1}))
+    assert {cell.stopping_rule for c in found for cell in c.cells} == {None}
+    assert {c.question for c in found} == {None} and stopping_rule_lines(found) == []
+    assert {cell.difference.method for c in found for cell in c.cells if cell.difference} == {"paired"}
+
+
+def test_pairs_come_from_the_run_compared_when_another_run_has_the_same_cases() -> None:
+    """A plan run twice stores the same case ids twice (they identify the case, not the run): comparing two points
+    of run 1 pairs run 1's repetitions, not those of the run stored last (run 2 here, 40 % slower on one side)."""
+    first = _adaptive_pool_sizes(1)
+    again = [replace(o, run_id=2, case=replace(o.case, case_id=o.case.case_id.replace("r2-", "r1-")))
+             for o in _adaptive_pool_sizes(2, slower=0.6)]
+    assert {o.case.case_id for o in first} == {o.case.case_id for o in again}
+    alone = compare_observations(first, parse_selector("pool_size=2"), parse_selector("pool_size=3"), {},
+                                 interleaved_runs=frozenset({1}))
+    both = compare_observations([*first, *again], parse_selector("run=1,pool_size=2"),
+                                parse_selector("run=1,pool_size=3"), {}, interleaved_runs=frozenset({1, 2}))
+    for one, two in zip(alone, both, strict=True):
+        a, b = one.cell("iops"), two.cell("iops")
+        assert a is not None and b is not None and a.difference is not None and b.difference is not None
+        assert b.difference.method == "paired" and b.difference.change_pct == pytest.approx(a.difference.change_pct)
+        assert b.difference.change_pct == pytest.approx(-20, abs=5)
+
+
+def test_a_plain_interval_on_a_stopped_runs_repetitions_is_not_covered_and_not_gated() -> None:
+    """Run 1 stopped when decided, run 2 ran 6 repetitions; across the two runs the interval is Welch's on
+    repetitions whose number run 1's rule chose: descriptive, marked, and left out of a regression gate even when
+    it looks 40 % worse."""
+    from storbench.stats.compare import Question, StoppingRule, stopping_rule_lines, tested_cells, ungated_cells
+    from storbench.stats.sequential import SequentialPlan
+
+    two, three = parse_selector("pool_size=2"), parse_selector("pool_size=3")
+    seen = [*_adaptive_pool_sizes(1), *_adaptive_pool_sizes(2, slower=0.6)]
+    found = compare_observations(seen, parse_selector("run=1,pool_size=3"), parse_selector("run=2,pool_size=3"), {},
+                                 interleaved_runs=frozenset({1, 2}), sequential_plans={1: SequentialPlan(3, 12)},
+                                 questions={1: Question(two, three, ("iops",))})
+    assert found and {c.design for c in found} == {"two runs"}
+    cells = [cell for c in found for cell in c.cells]
+    assert {cell.stopping_rule for cell in cells} == {StoppingRule.NOT_COVERED}
+    assert {cell.difference.method for cell in cells if cell.difference} == {"welch"}
+    iops = found[0].cell("iops")
+    assert iops is not None and iops.verdict == Verdict.WORSE and not iops.gated
+    assert regressions(found, 10.0) == [] and tested_cells(found) == 0 and ungated_cells(found) == len(cells)
+    [line] = stopping_rule_lines(found)
+    assert line.startswith("‡ a plain interval on repetitions whose number a stopping rule chose")
+    # the same runs, neither stopped when decided: an ordinary two-run comparison that the gate judges
+    ordinary = compare_observations(seen, parse_selector("run=1,pool_size=3"), parse_selector("run=2,pool_size=3"),
+                                    {}, interleaved_runs=frozenset({1, 2}))
+    assert regressions(ordinary, 10.0) and tested_cells(ordinary) == len(cells)
+
+
 def test_points_that_differ_only_in_a_lab_setting_stay_apart_in_curves_and_figures() -> None:
     """A pool-size sweep: one curve and one bar series per pool size, never one overwriting the other."""
     from storbench.report.figures import block_size_figures
@@ -925,7 +1041,6 @@ def test_the_regression_gate_fails_an_aa_compare_at_most_about_5_percent_of_the_
 
 def test_every_comparison_carries_its_design_and_the_confounded_ones_say_so() -> None:
     import json as json_module
-    from dataclasses import replace
 
     from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
     from storbench.stats.compare import compare_observations, parse_selector

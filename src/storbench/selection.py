@@ -18,7 +18,7 @@ from storbench.stats.sequential import SequentialPlan
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
     from storbench.config import PlanConfig
-    from storbench.stats.compare import Selector
+    from storbench.stats.compare import Question, Selector
     from storbench.stats.knee import LatencyObjective
     from storbench.stats.observations import Observation
     from storbench.stats.steady import SteadyRule, SteadyState
@@ -124,6 +124,14 @@ class Selection:
                 plans[run.run_id] = SequentialPlan(min_rounds=config.repeat.min, max_rounds=config.repeat.max,
                                                    margin=margin)
         return plans
+
+    @property
+    def questions(self) -> dict[int, Question]:
+        """What each run that stopped when decided asked (its plan's `compare`): the cells it did not ask about are
+        outside its stopping rule (`stats.compare.stopping_rules`)."""
+        from storbench.stats.compare import Question
+
+        return {q.run_id: Question(q.baseline, q.candidate, q.metrics) for q in adaptive_questions(self.runs)}
 
     @property
     def expectations(self) -> dict[tuple[int, str], Expectation]:

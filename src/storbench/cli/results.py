@@ -138,7 +138,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         design_caveats,
         design_note,
         regressions,
+        stopping_rule_lines,
         tested_cells,
+        ungated_cells,
     )
     from storbench.stats.compare import select as select_side
 
@@ -159,11 +161,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if sides[0] == sides[1]:
         raise UserError(f"--baseline {baseline.text!r} and --candidate {candidate.text!r} select the same results",
                         hint="a comparison of results with themselves says nothing; select two different sides")
+    questions = selection.questions
     def compared(alpha: float = 0.05) -> list[PointComparison]:  # each interval's error rate
         return compare_observations(selection.observations, baseline, candidate, selection.tags, selection.memory,
                                     force=args.force, interleaved_runs=selection.interleaved_runs,
                                     sequential_plans=selection.sequential_plans, bring_ups=selection.bring_ups,
-                                    alpha=alpha)
+                                    alpha=alpha, questions=questions)
 
     comparisons = compared()
     if not comparisons:
@@ -181,7 +184,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         out = _console() if args.output in ("", "-") else _file_console()
         out.print(compare_table(comparisons, baseline.text, candidate.text,
                                 None if args.output not in ("", "-") else out.width))
-        for line in design_caveats(comparisons):
+        for line in [*stopping_rule_lines(comparisons), *design_caveats(comparisons)]:
             out.print(line, markup=False)
         evidence = bottleneck_evidence_lines(comparisons)
         if evidence:
@@ -202,6 +205,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         family = comparisons if cells <= 1 else compared(0.05 / cells)
         found = regressions(family, args.fail_on_regression)
         shared = f"the 5 % error rate shared over {cells} cells (Bonferroni)" if cells > 1 else "at 5 %"
+        left_out = ungated_cells(comparisons)
+        if left_out:
+            _console(stderr=True).print(
+                f"--fail-on-regression leaves out {left_out} cells (‡): plain intervals on repetitions whose number "
+                "a stopping rule chose, not covered by its error rate", markup=False)
         if found:
             worst = max(found, key=lambda r: abs(r.cell.difference.change_pct if r.cell.difference else 0))
             change = worst.cell.difference.change_pct if worst.cell.difference else 0.0
@@ -261,7 +269,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         comparisons = compare_observations(selection.observations, baseline, candidate, selection.tags,
                                            selection.memory, interleaved_runs=selection.interleaved_runs,
                                            sequential_plans=selection.sequential_plans,
-                                           bring_ups=selection.bring_ups)
+                                           bring_ups=selection.bring_ups, questions=selection.questions)
     case_ids = selection.case_ids  # the store was read once, by select
     repetitions = [r for r in selection.repetitions if r.case.case_id in case_ids]
     title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))
@@ -318,7 +326,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--force", action="store_true", help="compare even when fio version, workload or target kind differ")
     p.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
                    help="exit 1 when any metric is significantly worse by PCT percent or more, at a 5 %% error rate "
-                   "for the whole table (shared over its cells)")
+                   "for the whole table (shared over its cells; not cells whose plain interval a stopping rule does "
+                   "not cover)")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("saturation", help="IOPS against iodepth/numjobs/clients: the knee, and max IOPS within an SLO")

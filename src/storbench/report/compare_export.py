@@ -17,12 +17,13 @@ from storbench.report.tables import (
     iops_with_ci,
 )
 from storbench.safe_text import csv_cell, safe_text
-from storbench.stats.compare import CONFOUNDED, PointComparison, design_caveats
+from storbench.stats.compare import CONFOUNDED, PointComparison, design_caveats, stopping_rule_lines
 
 COMPARE_FIELDS = (
     "point", "direction", "metric", "baseline_n", "baseline_mean", "baseline_ci_low", "baseline_ci_high",
     "candidate_n", "candidate_mean", "candidate_ci_low", "candidate_ci_high", "change_pct", "change_ci_low_pct",
-    "change_ci_high_pct", "interval", "pairs", "design", "design_confounds", "verdict", "comparable", "reason",
+    "change_ci_high_pct", "interval", "pairs", "stopping_rule", "design", "design_confounds", "verdict", "comparable",
+    "reason",
     "baseline_bottleneck",
     "candidate_bottleneck",
     "baseline_bottleneck_evidence", "candidate_bottleneck_evidence",
@@ -46,6 +47,7 @@ def comparison_rows(comparisons: Sequence[PointComparison]) -> list[dict[str, ob
                 "change_ci_high_pct": d.change_ci_high_pct if d else None,
                 "interval": d.method if d else None,
                 "pairs": d.pairs if d and d.method in ("paired", "sequential") else None,
+                "stopping_rule": cell.stopping_rule.value if cell.stopping_rule is not None else None,
                 "design": c.design or None, "design_confounds": c.design in CONFOUNDED if c.design else None,
                 "verdict": cell.verdict.value, "comparable": c.comparable, "reason": c.reason,
                 "baseline_bottleneck": c.baseline.bottleneck.kind.value,
@@ -84,7 +86,7 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
         lines.append(f"| {markdown_cell(label)} | {iops_with_ci(c.baseline.metric('iops'))} | "
                      f"{iops_with_ci(c.candidate.metric('iops'))} | " + " | ".join(cells)
                      + f" | {bottleneck_change(c)} |")
-    caveats = design_caveats(comparisons)
+    caveats = [*stopping_rule_lines(comparisons), *design_caveats(comparisons)]
     if caveats:
         lines += ["", *(f"- {markdown_cell(line)}" for line in caveats)]
     evidence = bottleneck_evidence_lines(comparisons)

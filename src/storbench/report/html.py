@@ -41,7 +41,7 @@ from storbench.report.tables import (
     telemetry_columns,
 )
 from storbench.safe_text import safe_text
-from storbench.stats.compare import PointComparison
+from storbench.stats.compare import PointComparison, stopping_rule_lines
 from storbench.stats.knee import Curve, LatencyObjective, best_under_objective
 from storbench.stats.summary import PointSummary
 from storbench.units import format_latency_ns
@@ -156,7 +156,8 @@ def _comparison_table(doc: ReportDocument) -> str:
             f"candidate's mean with its interval ({_e(interval_caption(doc.comparisons))}). ▲ better, ▼ worse, ~ no "
             "detectable difference, x not comparable.</p><table class='data'><thead><tr>"
             + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
-            + "</tbody></table>")
+            + "</tbody></table>" + "".join(f"<p>{_e(line)}</p>"
+                                           for line in stopping_rule_lines(doc.comparisons)))
 
 
 def _saturation_table(doc: ReportDocument) -> str:

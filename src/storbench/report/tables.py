@@ -21,7 +21,7 @@ from storbench.report.labels import (
     varying_lab_keys,
 )
 from storbench.safe_text import safe_text
-from storbench.stats.compare import PointComparison, Verdict
+from storbench.stats.compare import STOPPING_RULE_MARKS, PointComparison, Verdict
 from storbench.stats.estimate import Estimate
 from storbench.stats.knee import Curve, CurvePoint, Knee, KneeKind, LatencyObjective, best_under_objective
 from storbench.stats.summary import WARNING_TITLES, PointSummary, StatWarning
@@ -214,6 +214,8 @@ def change_text(comparison: PointComparison, field: str) -> tuple[str, Verdict]:
         return "-", Verdict.SAME
     d = cell.difference
     mark = {Verdict.BETTER: "▲", Verdict.WORSE: "▼", Verdict.SAME: "~", Verdict.NOT_COMPARABLE: "x"}[cell.verdict]
+    if cell.stopping_rule is not None:  # outside the question a run stopped on (stopping_rule_lines)
+        mark += STOPPING_RULE_MARKS[cell.stopping_rule]
     if d.change_ci_low_pct is None or d.change_ci_high_pct is None:
         return f"{d.change_pct:+.1f}% {mark} (n<2)", cell.verdict
     return f"{d.change_pct:+.1f}% [{d.change_ci_low_pct:+.1f}, {d.change_ci_high_pct:+.1f}] {mark}", cell.verdict

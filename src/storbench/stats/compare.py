@@ -29,6 +29,19 @@ class Verdict(StrEnum):
     NOT_COMPARABLE = "x"
 
 
+class StoppingRule(StrEnum):
+    """How a cell stands to the stopping rule of a run that stopped when decided (`repeat: {until: decided}`);
+    a cell on no such run has none (None)."""
+
+    IN = "in"  # the plan's question (a named metric at a point its baseline/candidate matched): the rule's interval
+    OUTSIDE = "outside"  # not the question; still the rule's interval, which holds at whichever look the run stopped
+    NOT_COVERED = "not covered"  # a plain interval on repetitions whose number the rule chose: descriptive
+
+
+# The marker a cell outside the plan's question carries in tables, and the line under them that explains it.
+STOPPING_RULE_MARKS = {StoppingRule.IN: "", StoppingRule.OUTSIDE: "†", StoppingRule.NOT_COVERED: "‡"}
+
+
 @dataclass(frozen=True)
 class Selector:
     """Which results form one side of a comparison: every key=value must hold (`stats.match`). Keys are record
@@ -71,12 +84,34 @@ def select(observations: Sequence[Observation], selector: Selector,
 
 
 @dataclass(frozen=True)
+class Question:
+    """What a run that stopped when decided asked (its plan's `compare`): the metrics the rule decided at every
+    point the two selectors matched in that run."""
+
+    baseline: Selector
+    candidate: Selector
+    metrics: tuple[str, ...]
+
+    def text(self, run_id: int) -> str:
+        labels = {m.field: m.label for m in COMPARE_METRICS}
+        named = ", ".join(labels.get(m, m) for m in self.metrics)
+        return f"run {run_id}: {named} of {self.candidate.text} vs {self.baseline.text}"
+
+
+@dataclass(frozen=True)
 class CellComparison:
     metric: Metric
     baseline: Estimate | None
     candidate: Estimate | None
     difference: Difference | None
     verdict: Verdict
+    stopping_rule: StoppingRule | None = None  # None: no side ran under a rule that stopped when decided
+
+    @property
+    def gated(self) -> bool:
+        """Whether a regression gate may judge this cell: its interval holds at the error rate it claims (a plain
+        interval on repetitions a stopping rule counted does not)."""
+        return self.stopping_rule != StoppingRule.NOT_COVERED
 
 
 @dataclass(frozen=True)
@@ -88,6 +123,7 @@ class PointComparison:
     reason: str
     cells: tuple[CellComparison, ...]
     design: str = ""  # how the two sides ran (DESIGNS); "" when not known (built outside compare_observations)
+    question: Question | None = None  # both sides in one run that stopped when decided: what that run asked
 
     def cell(self, field: str) -> CellComparison | None:
         return next((c for c in self.cells if c.metric.field == field), None)
@@ -167,12 +203,14 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
                          tags: Mapping[int, tuple[str, ...]], mem_total_bytes: Mapping[int, int | None] | None = None,
                          *, force: bool = False, interleaved_runs: frozenset[int] = frozenset(),
                          sequential_plans: Mapping[int, SequentialPlan] | None = None,
-                         bring_ups: Mapping[int, str] | None = None, alpha: float = 1 - CONFIDENCE
-                         ) -> list[PointComparison]:
+                         bring_ups: Mapping[int, str] | None = None, alpha: float = 1 - CONFIDENCE,
+                         questions: Mapping[int, Question] | None = None) -> list[PointComparison]:
     """Match the two sides' points and compare every metric. Where the design pairs repetitions (both sides in
     one run whose order alternates them, ``interleaved_runs``, and not across a setting that needs a cluster per
     value) the change and its interval come from the per-pair ratios (``paired_differences``); else Welch.
-    ``alpha``: each interval's error rate (5 %; smaller for a family-wise rule, see ``family_regressions``)."""
+    ``alpha``: each interval's error rate (5 %; smaller for a family-wise rule, see ``family_regressions``).
+    On runs that stopped when decided (``sequential_plans``) each cell says whether it was that run's question
+    (``questions``: run -> what its plan's `compare` asked; ``stopping_rules``)."""
     ignore = baseline.keys | candidate.keys
     comparisons = compare_points(summarize_points(select(observations, baseline, tags), mem_total_bytes),
                                  summarize_points(select(observations, candidate, tags), mem_total_bytes), ignore,
@@ -181,7 +219,8 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
     if blocked:  # pairs only where the clusters alternated (A B B A)
         interleaved_runs = frozenset(r for r in interleaved_runs if (bring_ups or {}).get(r, "once") != "once")
     compared = paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {}, alpha)
-    return [replace(c, design=design_of(c, interleaved_runs, blocked, bring_ups or {})) for c in compared]
+    designed = [replace(c, design=design_of(c, interleaved_runs, blocked, bring_ups or {})) for c in compared]
+    return stopping_rules(designed, observations, sequential_plans or {}, questions or {}, tags)
 
 
 # How the two sides of a comparison ran, and whether that design separates the setting from everything else.
@@ -235,16 +274,16 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
     last look (its spent error rate, the look indexed by round as the run loop does), so a look-and-stop cannot
     pass for a fixed-size 95 % result."""
     sequential_plans = sequential_plans or {}
-    values: dict[tuple[str, str], dict[int, Observation]] = {}
+    values: dict[tuple[int, str, str], dict[int, Observation]] = {}  # a plan run twice has its case ids twice
     for o in observations:
         if o.ok and not o.client and o.direction is not None:
-            values.setdefault((o.case.case_id, o.direction.value), {})[o.rep_index] = o
+            values.setdefault((o.run_id, o.case.case_id, o.direction.value), {})[o.rep_index] = o
     out = []
     for comparison in comparisons:
         base, cand = comparison.baseline, comparison.candidate
         same_run = len(base.run_ids) == 1 and base.run_ids == cand.run_ids and base.run_ids[0] in interleaved_runs
-        a = values.get((base.case_id, base.direction), {})
-        b = values.get((cand.case_id, cand.direction), {})
+        a = values.get((base.run_ids[0], base.case_id, base.direction), {}) if same_run else {}
+        b = values.get((cand.run_ids[0], cand.case_id, cand.direction), {}) if same_run else {}
         reps = sorted(set(a) & set(b))  # the rounds both sides have, as the run loop pairs them
         if not same_run or base.case_id == cand.case_id or len(reps) < 2:
             out.append(comparison)
@@ -273,6 +312,76 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
     return out
 
 
+def question_points(observations: Sequence[Observation], question: Question,
+                    tags: Mapping[int, tuple[str, ...]]) -> frozenset[tuple[str, str, str]]:
+    """The points a run's question matched, as (baseline case, candidate case, direction): the plan's two
+    selectors over that run's observations, paired as the run loop paired them (``stats.adaptive``)."""
+    found = compare_points(summarize_points(select(observations, question.baseline, tags)),
+                           summarize_points(select(observations, question.candidate, tags)),
+                           question.baseline.keys | question.candidate.keys, metrics=())
+    return frozenset((c.baseline.case_id, c.candidate.case_id, c.baseline.direction) for c in found)
+
+
+def stopping_rules(comparisons: Sequence[PointComparison], observations: Sequence[Observation],
+                   sequential_plans: Mapping[int, SequentialPlan], questions: Mapping[int, Question],
+                   tags: Mapping[int, tuple[str, ...]]) -> list[PointComparison]:
+    """Each cell with data of a run that stopped when decided, marked with how it stands to that run's rule.
+
+    The rule looked only at the metrics its plan's `compare` named, at the points its selectors matched: those
+    cells are ``IN`` (either way round: the interval of the inverse ratio is the inverse interval on the same
+    pairs at the same look). Every other cell of one such run keeps the rule's interval, which still holds at
+    whichever look the run stopped (its looks were fixed before the run and its error rate split over all of
+    them, so which metric chose the look does not matter) but the run did not go on until it was decided:
+    ``OUTSIDE``. A cell with a plain interval (Welch across runs, or pairs that could not be formed) on
+    repetitions whose number the rule chose is ``NOT_COVERED``: descriptive."""
+    stopped = set(sequential_plans)
+    matched: dict[int, frozenset[tuple[str, str, str]]] = {}
+    out = []
+    for comparison in comparisons:
+        base, cand = comparison.baseline, comparison.candidate
+        if not stopped & {*base.run_ids, *cand.run_ids}:
+            out.append(comparison)
+            continue
+        run = base.run_ids[0] if len(base.run_ids) == 1 and base.run_ids == cand.run_ids else None
+        question = questions.get(run) if run is not None and run in stopped else None
+        points: frozenset[tuple[str, str, str]] = frozenset()
+        if question is not None and run is not None:
+            if run not in matched:
+                matched[run] = question_points([o for o in observations if o.run_id == run], question, tags)
+            points = matched[run]
+        asked_here = (base.case_id, cand.case_id, base.direction) in points \
+            or (cand.case_id, base.case_id, cand.direction) in points
+        cells = []
+        for cell in comparison.cells:
+            if cell.difference is not None and cell.difference.method != "sequential":
+                rule = StoppingRule.NOT_COVERED
+            elif asked_here and question is not None and cell.metric.field in question.metrics:
+                rule = StoppingRule.IN
+            else:
+                rule = StoppingRule.OUTSIDE
+            cells.append(replace(cell, stopping_rule=rule))
+        out.append(replace(comparison, cells=tuple(cells), question=question))
+    return out
+
+
+def stopping_rule_lines(comparisons: Sequence[PointComparison]) -> list[str]:
+    """One line for each marker the cells carry (``STOPPING_RULE_MARKS``): what those cells' intervals are."""
+    rules = {cell.stopping_rule for c in comparisons for cell in c.cells}
+    lines = []
+    if StoppingRule.OUTSIDE in rules:
+        asked = sorted({c.question.text(c.baseline.run_ids[0]) for c in comparisons if c.question is not None})
+        what = f"the question its run stopped on ({'; '.join(asked)})" if asked else "the question its run stopped on"
+        lines.append(f"{STOPPING_RULE_MARKS[StoppingRule.OUTSIDE]} not {what}: the run did not wait for these "
+                     "to be decided, so ~ there means undecided when it stopped, not no difference; their interval "
+                     "is still the stopping rule's, valid at whichever look the run stopped")
+    if StoppingRule.NOT_COVERED in rules:
+        lines.append(f"{STOPPING_RULE_MARKS[StoppingRule.NOT_COVERED]} a plain interval on repetitions whose "
+                     "number a stopping rule chose (a run that stopped when decided, compared across runs or "
+                     "without pairs): descriptive, not covered by the rule's error rate; --fail-on-regression "
+                     "leaves these out")
+    return lines
+
+
 @dataclass(frozen=True)
 class Regression:
     comparison: PointComparison
@@ -280,11 +389,12 @@ class Regression:
 
 
 def regressions(comparisons: Sequence[PointComparison], threshold_pct: float) -> list[Regression]:
-    """Cells that are significantly worse and whose estimated change is at least ``threshold_pct`` bad."""
+    """Cells that are significantly worse and whose estimated change is at least ``threshold_pct`` bad (of those a
+    gate may judge: ``CellComparison.gated``)."""
     found = []
     for comparison in comparisons:
         for cell in comparison.cells:
-            if cell.verdict != Verdict.WORSE or cell.difference is None:
+            if cell.verdict != Verdict.WORSE or cell.difference is None or not cell.gated:
                 continue
             if abs(cell.difference.change_pct) >= threshold_pct:
                 found.append(Regression(comparison, cell))
@@ -292,8 +402,16 @@ def regressions(comparisons: Sequence[PointComparison], threshold_pct: float) ->
 
 
 def tested_cells(comparisons: Sequence[PointComparison]) -> int:
-    """How many cells a regression gate tests: every comparable cell with a change."""
-    return sum(1 for c in comparisons if c.comparable for cell in c.cells if cell.difference is not None)
+    """How many cells a regression gate tests: every comparable cell with a change whose interval holds at the
+    error rate it claims (``CellComparison.gated``)."""
+    return sum(1 for c in comparisons if c.comparable for cell in c.cells
+               if cell.difference is not None and cell.gated)
+
+
+def ungated_cells(comparisons: Sequence[PointComparison]) -> int:
+    """Comparable cells with a change that a regression gate leaves out (``StoppingRule.NOT_COVERED``)."""
+    return sum(1 for c in comparisons if c.comparable for cell in c.cells
+               if cell.difference is not None and not cell.gated)
 
 
 def blocked_settings(*selectors: Selector) -> list[str]:
