@@ -1084,3 +1084,25 @@ def test_the_reports_summary_shows_each_warning_and_says_its_advice_once_below()
     fix = next(w.fix for w in points[0].warnings if w.code == "high_cv")
     assert page.count(html_escape(fix)) == 1, page.count(html_escape(fix))  # once, under the table
     assert all(html_escape(w.message) in page for p in points for w in p.warnings)  # each point's own figures
+
+
+def test_compare_adds_where_the_time_goes_where_both_sides_storage_reported_it() -> None:
+    """The storage's latency and the rest outside it are compared (Welch) where both sides have them, and never
+    gated: a regression gate is about what the client sees."""
+    from storbench.stats.compare import compare_points, tested_cells
+
+    def points(iops: float, lat_ms: float, osd_ms: float | None, case: str) -> list[PointSummary]:
+        return summarize_points([observation(case_id=case, target=case, repeat=r, iops=iops * (1 + 0.01 * r),
+                                             lat_mean_ns=lat_ms * 1e6, osd_lat_ns=None if osd_ms is None
+                                             else osd_ms * 1e6 * (1 + 0.02 * r)) for r in range(3)])
+
+    with_layers = compare_points(points(1000, 2.0, 0.5, "a"), points(800, 2.5, 0.5, "b"), frozenset({"target"}))
+    (comparison,) = with_layers
+    fields = [cell.metric.field for cell in comparison.cells]
+    assert fields[-2:] == ["storage_lat_ns", "outside_storage_lat_ns"]
+    outside = comparison.cell("outside_storage_lat_ns")
+    assert outside is not None and outside.difference is not None and outside.difference.change_pct > 30
+    assert not outside.gated and comparison.cell("iops").gated
+    assert tested_cells(with_layers) == 3  # IOPS, bandwidth, mean latency (no percentiles given here)
+    without = compare_points(points(1000, 2.0, 0.5, "a"), points(800, 2.5, None, "b"), frozenset({"target"}))
+    assert "storage_lat_ns" not in [cell.metric.field for cell in without[0].cells]

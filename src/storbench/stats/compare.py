@@ -10,7 +10,7 @@ from enum import StrEnum
 from storbench.model import CLUSTER_SETTINGS, is_metadata
 from storbench.stats import match
 from storbench.stats.estimate import CONFIDENCE, Difference, Estimate, welch_difference
-from storbench.stats.metrics import COMPARE_METRICS, Metric
+from storbench.stats.metrics import COMPARE_METRICS, LAYER_METRICS, Metric
 from storbench.stats.observations import Observation, metric_value
 from storbench.stats.sequential import SequentialPlan, paired_change, rounds_run
 from storbench.stats.summary import PointSummary, summarize_points
@@ -110,8 +110,9 @@ class CellComparison:
     @property
     def gated(self) -> bool:
         """Whether a regression gate may judge this cell: its interval holds at the error rate it claims (a plain
-        interval on repetitions a stopping rule counted does not)."""
-        return self.stopping_rule != StoppingRule.NOT_COVERED
+        interval on repetitions a stopping rule counted does not), and it is one of the metrics a gate is about
+        (where the time goes, LAYER_METRICS, is descriptive)."""
+        return self.stopping_rule != StoppingRule.NOT_COVERED and self.metric not in LAYER_METRICS
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,12 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
             difference = welch_difference(b, c, confidence) if b is not None and c is not None and b.mean else None
             verdict = _verdict(metric, difference) if comparable else Verdict.NOT_COMPARABLE
             cells.append(CellComparison(metric, b, c, difference, verdict))
+        for metric in LAYER_METRICS:  # where the time goes, where both sides' storage reported it
+            b, c = base.metric(metric.field), point.metric(metric.field)
+            if b is not None and c is not None and b.mean:
+                difference = welch_difference(b, c, confidence)
+                cells.append(CellComparison(metric, b, c, difference,
+                                            _verdict(metric, difference) if comparable else Verdict.NOT_COMPARABLE))
         out.append(PointComparison(key, base, point, comparable, reason, tuple(cells)))
     return out
 
@@ -411,7 +418,7 @@ def tested_cells(comparisons: Sequence[PointComparison]) -> int:
 def ungated_cells(comparisons: Sequence[PointComparison]) -> int:
     """Comparable cells with a change that a regression gate leaves out (``StoppingRule.NOT_COVERED``)."""
     return sum(1 for c in comparisons if c.comparable for cell in c.cells
-               if cell.difference is not None and not cell.gated)
+               if cell.difference is not None and cell.stopping_rule == StoppingRule.NOT_COVERED)
 
 
 def blocked_settings(*selectors: Selector) -> list[str]:
