@@ -1106,3 +1106,8 @@ def test_compare_adds_where_the_time_goes_where_both_sides_storage_reported_it()
     assert tested_cells(with_layers) == 3  # IOPS, bandwidth, mean latency (no percentiles given here)
     without = compare_points(points(1000, 2.0, 0.5, "a"), points(800, 2.5, None, "b"), frozenset({"target"}))
     assert "storage_lat_ns" not in [cell.metric.field for cell in without[0].cells]
+    from storbench.report.compare_export import comparison_markdown
+
+    table = comparison_markdown(with_layers, "target=a", "target=b")
+    assert "| latency outside the storage | bottleneck |" in table and "| +" in table
+    assert "latency outside the storage" not in comparison_markdown(without, "target=a", "target=b")

@@ -18,6 +18,7 @@ from storbench.report.tables import (
 )
 from storbench.safe_text import csv_cell, safe_text
 from storbench.stats.compare import CONFOUNDED, PointComparison, design_caveats, stopping_rule_lines
+from storbench.stats.metrics import LAYER_METRICS
 
 COMPARE_FIELDS = (
     "point", "direction", "metric", "baseline_n", "baseline_mean", "baseline_ci_low", "baseline_ci_high",
@@ -72,17 +73,21 @@ def comparison_csv(comparisons: Sequence[PointComparison]) -> str:
 
 
 def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, candidate: str) -> str:
+    # where the time goes, when some point's storage reported it on both sides
+    layers = [m for m in LAYER_METRICS if any(c.cell(m.field) is not None for c in comparisons)]
     lines = [
         f"Baseline `{baseline}` vs candidate `{candidate}`: change of the candidate's mean, with its interval "
         f"({interval_caption(comparisons)}). ▲ better, ▼ worse, ~ no detectable difference, x not comparable.",
         "",
-        "| point | IOPS baseline | IOPS candidate | IOPS | bandwidth | mean latency | p95 | p99 | bottleneck |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| point | IOPS baseline | IOPS candidate | IOPS | bandwidth | mean latency | p95 | p99 | "
+        + "".join(f"{m.label} | " for m in layers) + "bottleneck |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(layers) + "---|",
     ]
     lab_keys = varying_comparison_lab(comparisons)
+    fields = ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns", *(m.field for m in layers))
     for c in comparisons:
         label = comparison_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")
-        cells = [change_text(c, f)[0] for f in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns")]
+        cells = [change_text(c, f)[0] for f in fields]
         lines.append(f"| {markdown_cell(label)} | {iops_with_ci(c.baseline.metric('iops'))} | "
                      f"{iops_with_ci(c.candidate.metric('iops'))} | " + " | ".join(cells)
                      + f" | {bottleneck_change(c)} |")
