@@ -1,4 +1,4 @@
-"""The stopping rule on synthetic data with known truth: simulated sequential comparisons, 1,000 each.
+"""The stopping rule on synthetic data with known truth: simulated sequential comparisons, 1,000 each unless said.
 
 Each simulated comparison runs balanced rounds (one repetition of A and one of B per round) of log-normal
 measurements with the given run-to-run CV, under a slow drift shared by both arms (as on a real cluster),
