@@ -268,6 +268,20 @@ def test_rounds_run_to_max_when_the_answer_stays_undecided(tmp_path: Path, store
     assert "undecided" in looks[-1]
 
 
+def test_until_ci_looks_first_after_the_rules_minimum_of_rounds(tmp_path: Path, store: Store) -> None:
+    """Both points replay one output: no spread, so every interval is narrow at the first look; with `min: 3` the
+    first look still comes after 4 rounds (`config.CI_STOP_MIN_ROUNDS`), and judges the 97.5 % interval."""
+    text = ADAPTIVE.format(data=tmp_path / "data", margin="").replace("until: decided", "until: 'ci <= 5%'")
+    loaded = load_plan_text(text, "adaptive.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    observer = Observer()
+    result = orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(_ok), observer, resume=False)
+    assert (result.ran, result.not_needed) == (2 * 4, 2 * 6)
+    looks = [e for e in observer.events if e.startswith("after ")]
+    assert looks == ["after 4 rounds: IOPS interval (97.5 %) within ±5 % at every point: yes, stopping"]
+
+
 def test_a_budget_stops_the_rounds_with_the_answer_so_far(tmp_path: Path, store: Store) -> None:
     loaded = load_plan_text(ADAPTIVE.format(data=tmp_path / "data", margin=""), "adaptive.yaml")
     cases = expand(loaded)

@@ -1,4 +1,4 @@
-"""The stopping rule on synthetic data with known truth: simulated sequential comparisons, 1,000 each.
+"""The stopping rule on synthetic data with known truth: simulated sequential comparisons, 1,000 each unless said.
 
 Each simulated comparison runs balanced rounds (one repetition of A and one of B per round) of log-normal
 measurements with the given run-to-run CV, under a slow drift shared by both arms (as on a real cluster),
@@ -7,24 +7,40 @@ looks after every round from ``min_rounds`` on, and stops at the first decision 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from storbench.stats.sequential import Decision, SequentialPlan, decide, paired_change, rounds_to_decide
+from storbench.stats.estimate import t_quantile
+from storbench.stats.sequential import (
+    Decision,
+    SequentialPlan,
+    calibrate,
+    decide,
+    paired_change,
+    rounds_to_decide,
+)
 
 RUNS = 1000
 
 
+class _UnionBound(SequentialPlan):
+    """The same looks at their uncalibrated shares of alpha (Bonferroni over the looks): the rule before."""
+
+    def look_alpha(self, rounds: int) -> float:
+        return self.share(rounds)
+
+
 def _simulate(true_change: float, cv: float, plan: SequentialPlan, seed: int,
-              naive: bool = False) -> tuple[dict[Decision, int], list[int]]:
-    """Decisions of RUNS simulated comparisons, and the rounds each took. ``naive``: stop at the first look
+              naive: bool = False, runs: int = RUNS) -> tuple[dict[Decision, int], list[int]]:
+    """Decisions of ``runs`` simulated comparisons, and the rounds each took. ``naive``: stop at the first look
     whose ordinary 95 % interval excludes zero (what the rule must not do)."""
     rng = np.random.default_rng(seed)
     sigma = math.sqrt(math.log1p(cv * cv))
     counts = dict.fromkeys(Decision, 0)
     rounds_taken = []
-    for _ in range(RUNS):
+    for _ in range(runs):
         drift = 1 - 0.01 * np.arange(plan.max_rounds)  # -1 % per round, both arms
         a = 1000 * drift * rng.lognormal(0, sigma, plan.max_rounds)
         b = 1000 * (1 + true_change) * drift * rng.lognormal(0, sigma, plan.max_rounds)
@@ -47,11 +63,49 @@ def _simulate(true_change: float, cv: float, plan: SequentialPlan, seed: int,
     return counts, rounds_taken
 
 
-def test_no_true_difference_is_called_different_in_at_most_5_percent_of_runs() -> None:
+def test_no_true_difference_is_called_different_in_5_percent_of_runs() -> None:
+    """The calibrated boundaries spend the whole 5 %: not more (the rule is valid), and not much less (the old
+    union bound over the looks called 1-2 % of A/A comparisons different, and paid for it in power)."""
     plan = SequentialPlan(min_rounds=3, max_rounds=30)
-    counts, _ = _simulate(0.0, 0.10, plan, seed=1)
+    counts, _ = _simulate(0.0, 0.10, plan, seed=1, runs=2000)
     different = counts[Decision.HIGHER] + counts[Decision.LOWER]
-    assert different <= 0.05 * RUNS, counts
+    assert 0.035 * 2000 <= different <= 0.065 * 2000, counts
+    old, _ = _simulate(0.0, 0.10, _UnionBound(min_rounds=3, max_rounds=30), seed=1, runs=2000)
+    assert old[Decision.HIGHER] + old[Decision.LOWER] < 0.035 * 2000, old  # so the band above can fail
+
+
+def _any_look_rate(alphas: Callable[[int], float], low: int, high: int, paths: int = 40_000) -> float:
+    """The chance that an A/A comparison's interval at level 1 - alphas(r) excludes zero at some look r = low ..
+    high, on simulated paths apart from the calibration's own (another seed), with t quantiles as ``decide``
+    uses them. Monte Carlo error at 5 %: +-0.2 %."""
+    rng = np.random.default_rng(12345)
+    x = rng.standard_normal((paths, high))  # log ratios under no change: sigma does not matter
+    n = np.arange(1, high + 1, dtype=float)
+    mean = np.cumsum(x, axis=1) / n
+    sd = np.sqrt((np.cumsum(x * x, axis=1) - n * mean * mean)[:, low - 1:] / (n[low - 1:] - 1))
+    t = np.abs(mean[:, low - 1:]) * np.sqrt(n[low - 1:]) / sd
+    bounds = np.array([t_quantile(1 - alphas(r), r - 1) for r in range(low, high + 1)])
+    return float((t > bounds).any(axis=1).mean())
+
+
+@pytest.mark.parametrize(("low", "high"), [(3, 30), (2, 10), (5, 20)])
+def test_the_calibrated_looks_call_an_a_a_comparison_different_at_any_look_in_5_percent(low: int, high: int) -> None:
+    plan = SequentialPlan(min_rounds=low, max_rounds=high)
+    rate = _any_look_rate(plan.look_alpha, low, high)
+    assert 0.046 <= rate <= 0.054, rate
+    assert _any_look_rate(plan.share, low, high) < 0.035  # the uncalibrated shares: the check can fail
+
+
+def test_a_gate_shares_the_sequential_rule_by_calibrating_it_again_not_by_dividing_its_looks() -> None:
+    """`compare --fail-on-regression` over 10 cells judges each at 0.5 %: a sequential cell's looks are calibrated
+    again at 0.5 % (dividing the 5 % looks' error rates by 10 would call no change different in about 0.7 %)."""
+    from storbench.stats.compare import _look_alpha
+
+    plan = SequentialPlan(min_rounds=3, max_rounds=30)
+    rate = _any_look_rate(lambda r: _look_alpha(plan, r, 0.005), 3, 30, paths=100_000)
+    assert 0.004 <= rate <= 0.0058, rate
+    assert _any_look_rate(lambda r: plan.look_alpha(r) / 10, 3, 30, paths=100_000) > 0.006
+    assert _look_alpha(plan, 40, 0.05) == plan.look_alpha(30)  # beyond max: the last look's; alone: unchanged
 
 
 def test_looking_after_every_round_with_a_plain_interval_would_not_pass_that_test() -> None:
@@ -69,6 +123,15 @@ def test_a_20_percent_change_at_10_percent_cv_is_decided_in_80_percent_of_runs()
     assert float(np.median(rounds)) < plan.max_rounds  # it stops early, not at max
 
 
+def test_calibrated_looks_decide_more_often_and_sooner_than_the_union_bound() -> None:
+    """+20 % at CV 15 %: the same simulated comparisons, decided by the calibrated looks and by the uncalibrated
+    shares."""
+    counts, rounds = _simulate(0.20, 0.15, SequentialPlan(min_rounds=3, max_rounds=30), seed=5)
+    old, old_rounds = _simulate(0.20, 0.15, _UnionBound(min_rounds=3, max_rounds=30), seed=5)
+    assert counts[Decision.HIGHER] >= 0.95 * RUNS and counts[Decision.HIGHER] > old[Decision.HIGHER], (counts, old)
+    assert float(np.median(rounds)) <= float(np.median(old_rounds)) - 3, (np.median(rounds), np.median(old_rounds))
+
+
 def test_equivalence_is_decided_when_there_is_no_difference_and_little_noise() -> None:
     plan = SequentialPlan(min_rounds=3, max_rounds=30, margin=0.05)
     counts, _ = _simulate(0.0, 0.02, plan, seed=3)
@@ -82,12 +145,38 @@ def test_a_change_beyond_the_margin_is_rarely_called_equivalent() -> None:
     assert counts[Decision.EQUIVALENT] <= 0.05 * RUNS, counts
 
 
-def test_the_alpha_spent_over_all_looks_adds_up_to_alpha() -> None:
+@pytest.mark.parametrize("change", [0.05, -0.05])
+def test_a_change_exactly_at_the_margin_is_called_equivalent_in_under_5_percent(change: float) -> None:
+    """Equivalence uses the calibrated looks too: each of its one-sided tests crosses at some look in about
+    2.5 % of comparisons whose true change is at the margin. CV 5 %: neither decision comes quickly."""
+    plan = SequentialPlan(min_rounds=3, max_rounds=30, margin=0.05)
+    counts, _ = _simulate(change, 0.05, plan, seed=6)
+    assert counts[Decision.EQUIVALENT] <= 0.05 * RUNS, counts
+    assert counts[Decision.EQUIVALENT] > 0  # it does look at equivalence here
+
+
+def test_the_looks_share_alpha_by_the_spending_shape_scaled_by_the_calibration() -> None:
     plan = SequentialPlan(min_rounds=3, max_rounds=30, alpha=0.05)
+    shares = [plan.share(n) for n in range(plan.min_rounds, plan.max_rounds + 1)]
+    assert sum(shares) == pytest.approx(0.05)
+    assert all(x > 0 for x in shares) and shares == sorted(shares)  # more of it for the later looks
+    factor = plan.calibration.factor
+    assert 4.0 <= factor <= 5.0, factor  # 4.55 with the fixed seed
     spent = [plan.look_alpha(n) for n in range(plan.min_rounds, plan.max_rounds + 1)]
-    assert sum(spent) == pytest.approx(0.05)
-    assert all(x > 0 for x in spent) and spent == sorted(spent)  # more of it for the later looks
+    assert spent == pytest.approx([factor * x for x in shares])
+    assert max(spent) <= plan.alpha  # no single look above alpha
     assert plan.look_alpha(2) == 0 and plan.look_alpha(31) == 0
+    assert SequentialPlan(min_rounds=5, max_rounds=5).calibration.factor == 1  # one look: an exact t test
+    assert 1.5 <= SequentialPlan(min_rounds=2, max_rounds=10).calibration.factor <= 2.5  # 1.95
+
+
+def test_the_calibration_is_deterministic_and_computed_once_per_schedule() -> None:
+    first = calibrate(3, 30, 2.0, 0.05)
+    assert calibrate(3, 30, 2.0, 0.05) is first
+    assert SequentialPlan(min_rounds=3, max_rounds=30, margin=0.1).calibration is first  # the margin plays no part
+    calibrate.cache_clear()
+    again = calibrate(3, 30, 2.0, 0.05)
+    assert again == first and again is not first  # recomputed, the same figures (a fixed seed)
 
 
 def test_paired_change_is_the_geometric_mean_ratio_with_a_t_interval() -> None:

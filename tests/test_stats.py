@@ -794,7 +794,7 @@ def test_a_run_that_stopped_when_decided_gets_the_sequential_interval_not_a_plai
     assert s_cell.difference.change_pct == pytest.approx(p_cell.difference.change_pct)
     p_width = p_cell.difference.change_ci_high_pct - p_cell.difference.change_ci_low_pct  # type: ignore[operator]
     s_width = s_cell.difference.change_ci_high_pct - s_cell.difference.change_ci_low_pct  # type: ignore[operator]
-    assert s_width > 1.5 * p_width > 0
+    assert s_width > 1.3 * p_width > 0  # 98.7 % at the look after 8 rounds of 3..12 (t 3.3 against 2.4)
 
 
 def test_a_failed_repetition_leaves_its_pair_out_and_keeps_the_sequential_interval_at_the_rounds_look() -> None:

@@ -336,7 +336,7 @@ class _Run:
 def answered(run: _Run, rounds: int) -> bool:
     """For `repeat: {until: ...}`: whether the rounds stored so far answer the plan's question (the stopping rule
     stays valid however often this looks; see stats/sequential.py). Tells the observer how each metric stands."""
-    from storbench.config import RepeatConfig
+    from storbench.config import CI_STOP_CONFIDENCE, RepeatConfig
     from storbench.report.labels import comparison_label
     from storbench.stats.adaptive import all_decided, ci_reached, decided_verdicts
     from storbench.stats.compare import parse_selector
@@ -351,8 +351,8 @@ def answered(run: _Run, rounds: int) -> bool:
     ci_pct = repeat.ci_pct
     if ci_pct is not None:
         done = ci_reached(seen, ci_pct)
-        run.observer.lab_event(f"after {rounds} rounds: IOPS interval within ±{ci_pct:g} % at every point: "
-                               f"{'yes, stopping' if done else 'not yet'}")
+        run.observer.lab_event(f"after {rounds} rounds: IOPS interval ({100 * CI_STOP_CONFIDENCE:g} %) within "
+                               f"±{ci_pct:g} % at every point: {'yes, stopping' if done else 'not yet'}")
         return done
     assert config.compare is not None
     plan = SequentialPlan(min_rounds=repeat.min, max_rounds=repeat.max, margin=config.compare.margin)

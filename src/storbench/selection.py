@@ -139,6 +139,11 @@ class Selection:
         return expectations(self.runs)
 
     @property
+    def interval_levels(self) -> dict[int, float]:
+        """The t level of each run's intervals where it is not 95 % (``interval_levels``)."""
+        return interval_levels(self.runs)
+
+    @property
     def bring_ups(self) -> dict[int, str]:
         """Each run's `lab.ceph.bring_up` (once, each_repetition, side_by_side), from its stored plan."""
         return bring_ups(self.runs)
@@ -159,6 +164,20 @@ def expectations(runs: Sequence[RunInfo]) -> dict[tuple[int, str], Expectation]:
         for name, target in config.targets.items():
             if target.expect is not None and (target.expect.iops is not None or target.expect.bw is not None):
                 found[(run.run_id, name)] = Expectation(iops=target.expect.iops, bw_bytes_per_s=target.expect.bw)
+    return found
+
+
+def interval_levels(runs: Sequence[RunInfo]) -> dict[int, float]:
+    """Runs repeated `until: "ci <= N%"` (whether they stopped early or reached `max`), with the t level their
+    intervals are shown at (`config.CI_STOP_CONFIDENCE`): the rule judged that interval, and it is the one that
+    covers 95 % after such a stop (a plain 95 % interval would cover less). Other runs are not listed (95 %)."""
+    from storbench.config import CI_STOP_CONFIDENCE, RepeatConfig
+
+    found = {}
+    for run in runs:
+        config = run_config(run)
+        if config is not None and isinstance(config.repeat, RepeatConfig) and config.repeat.ci_pct is not None:
+            found[run.run_id] = CI_STOP_CONFIDENCE
     return found
 
 

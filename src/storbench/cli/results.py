@@ -74,7 +74,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         raise UserError("no results match", hint="loosen --where/--target, or try --run all")
     title = f"{selection.label} — {args.db}"
     if args.format != "table":
-        points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations)
+        points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations,
+                                  levels=selection.interval_levels)
         notes = drift_lines(selection.observations, [run.run_id for run in selection.runs])
         _write_output(show_text(points, args.format, title, notes), args.output)
         return 0
@@ -96,11 +97,15 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
     from storbench.selection import incomplete_line, planned_repetitions
     from storbench.stats.summary import summarize_points
 
-    points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations)
+    points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations,
+                              levels=selection.interval_levels)
     out = out or _console()
     _print_points(points, title, out, wide=wide)
     for line in drift_lines(selection.observations, [run.run_id for run in selection.runs]):
         out.print(line, markup=False)
+    for run_id, level in sorted(selection.interval_levels.items()):
+        out.print(f"note: run {run_id} repeated `until: ci`: its intervals are t intervals at {100 * level:g} %, "
+                  "the level that covers 95 % after such a stop (a plain 95 % one would cover less)", markup=False)
     from storbench.stats.observations import lat_percentiles_from
 
     stand_in = {o.case.case_id for o in selection.observations if lat_percentiles_from(o.measurement) == "clat"}
@@ -233,7 +238,8 @@ def cmd_saturation(args: argparse.Namespace) -> int:
 
     objective = parse_objective(args.slo)
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
-    points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations)
+    points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations,
+                              levels=selection.interval_levels)
     axes = [args.axis] if args.axis else list(LOAD_AXES)
     found = [c for axis in axes for c in curves(points, axis)]
     if not found:

@@ -13,6 +13,8 @@ from storbench.config.loading import (
     load_plan_text,
 )
 from storbench.config.schema import (
+    CI_STOP_CONFIDENCE,
+    CI_STOP_MIN_ROUNDS,
     DEFAULT_PROCESSES,
     DNS_LABEL_RE,
     FIO_OPTION_NAME_RE,
@@ -67,6 +69,8 @@ from storbench.config.source import (
 )
 
 __all__ = [
+    "CI_STOP_CONFIDENCE",
+    "CI_STOP_MIN_ROUNDS",
     "DEFAULT_PROCESSES",
     "DNS_LABEL_RE",
     "FIO_OPTION_NAME_RE",

@@ -798,6 +798,12 @@ class TelemetryConfig(StrictModel):
 
 
 UNTIL_CI_RE = re.compile(r"ci\s*<=\s*([0-9]{1,2}(?:\.[0-9]{1,3})?)\s*%")
+# `until: "ci <= N%"`: the interval judged (and shown for the run) is the t interval at this level, and no look comes
+# before this many rounds. Stopping at the first look whose plain 95 % interval is narrow enough picks samples
+# whose spread happens to be small, and that interval then covers 88-95 % of true means (90 % at min 3); these
+# two keep it at 95 % (94.8-97.6 % at CV 5-25 %, N = 5 or 10: docs/methodology.md, bench/ci_stop.py).
+CI_STOP_CONFIDENCE = 0.975
+CI_STOP_MIN_ROUNDS = 4
 
 
 class RepeatConfig(StrictModel):
@@ -809,7 +815,8 @@ class RepeatConfig(StrictModel):
     max: int = Field(ge=2, le=1000, description="Rounds at most.")
     until: str = Field(description="`decided`: every metric of the plan's `compare` is decided (higher, lower, or "
                        "equivalent within its margin); `ci <= 5%`: every point's IOPS interval is within ±5 % of "
-                       "its mean.")
+                       f"its mean (the t interval at {100 * CI_STOP_CONFIDENCE:g} %, which covers 95 % after such "
+                       f"a stop, and at least {CI_STOP_MIN_ROUNDS} rounds: a lower `min` is raised).")
 
     @field_validator("until")
     @classmethod
@@ -823,6 +830,14 @@ class RepeatConfig(StrictModel):
         """The interval target of `until: ci <= N%`, else None."""
         match = UNTIL_CI_RE.fullmatch(self.until.strip())
         return float(match.group(1)) if match else None
+
+    @property
+    def least(self) -> int:
+        """The rounds before the first look: `min`, for `until: ci` at least CI_STOP_MIN_ROUNDS (and at most
+        `max`): below it the interval after a stop covers less than it says."""
+        if self.ci_pct is None:
+            return self.min
+        return min(max(self.min, CI_STOP_MIN_ROUNDS), self.max)
 
 
 def _fraction(value: object) -> object:
@@ -964,9 +979,9 @@ def run_order(config: PlanConfig) -> str:
 
 
 def repeat_bounds(config: PlanConfig) -> tuple[int, int]:
-    """(least, most) repetitions per case."""
+    """(least, most) repetitions per case (for `until: ci`, the least raised to CI_STOP_MIN_ROUNDS)."""
     if config.steady_state is not None:
         return config.steady_state.window, config.steady_state.max_rounds
     if isinstance(config.repeat, RepeatConfig):
-        return config.repeat.min, config.repeat.max
+        return config.repeat.least, config.repeat.max
     return config.repeat, config.repeat

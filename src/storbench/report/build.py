@@ -25,7 +25,7 @@ from storbench.report.labels import point_label
 from storbench.report.show_export import precondition_lines
 from storbench.report.steady import steady_figures
 from storbench.report.tables import warning_lines
-from storbench.selection import adaptive_questions, expectations
+from storbench.selection import adaptive_questions, expectations, interval_levels
 from storbench.stats.compare import PointComparison
 from storbench.stats.drift import drift
 from storbench.stats.knee import LOAD_AXES, LatencyObjective, curves
@@ -42,7 +42,7 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
     """``steady``: the judged rounds of each (run, case) measured until steady (selection.steady);
     ``preconditions``: what each run wrote to its targets first (selection.preconditions)."""
     memory = {r.run_id: r.mem_total_bytes for r in runs}
-    points = summarize_points(observations, memory, expectations=expectations(runs))
+    points = summarize_points(observations, memory, expectations=expectations(runs), levels=interval_levels(runs))
     curve_list = [c for axis in LOAD_AXES for c in curves(points, axis)]
     drifts = [drift(observations, run.run_id, direction) for run in runs for direction in ("read", "write", "trim")]
     labels = {p.case_id: point_label(p, direction=False) for p in reversed(points)}

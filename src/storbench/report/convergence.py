@@ -161,9 +161,10 @@ def convergence_figure(item: Convergence, question: AdaptiveQuestion, figure_id:
         x_range=(rounds[0] - 0.6, rounds[-1] + 1.9),
         section=SECTION, y_lines=(0.0,), y_bands=bands, notes=notes, y_range=y_range,
         caption="Each point: the candidate's change against the baseline after that many rounds (geometric mean of "
-        "the per-round ratios - 1), with the interval the stopping rule used at that look. Each look spends part "
-        f"of the {100 * item.plan.alpha:g} % error rate, so these intervals are wider than plain 95 % ones and stay "
-        "valid however often the run looked; the first looks' can reach beyond the plot (hover for their ends). "
+        "the per-round ratios - 1), with the interval the stopping rule used at that look. Each look's level is "
+        f"set so that all the looks together call no change different in {100 * item.plan.alpha:g} % of runs, so "
+        "these intervals are wider than plain 95 % ones and stay valid however often the run looked; the first "
+        "looks' can reach beyond the plot (hover for their ends). "
         "Dotted: no change; green band: the equivalence margin; large marker: the verdict at the last look.")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -296,9 +297,9 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
             out.append(comparison)
             continue
         sequential = sequential_plans.get(base.run_ids[0])
-        # the error rate of this comparison's intervals: ``alpha``, or the look's share of the sequential rule's
-        # (the look after the last round either side has), scaled as ``alpha`` is to 5 % for a family-wise rule
-        error = alpha if sequential is None else _look_alpha(sequential, rounds_run(a, b)) * alpha / (1 - CONFIDENCE)
+        # the error rate of this comparison's intervals: ``alpha``, or the sequential rule's at its look after the
+        # last round either side has, for a rule whose overall error rate is scaled as ``alpha`` is to 5 %
+        error = alpha if sequential is None else _look_alpha(sequential, rounds_run(a, b), alpha)
         cells = []
         for cell in comparison.cells:
             pairs = [(metric_value(a[i], cell.metric.field), metric_value(b[i], cell.metric.field)) for i in reps]
@@ -446,7 +447,11 @@ def design_note(baseline: Selector, candidate: Selector, *, bring_up: str = "onc
             "confounded with the cluster instance and with time; read the interval as about these two clusters")
 
 
-def _look_alpha(plan: SequentialPlan, rounds: int) -> float:
-    """The error rate the sequential rule spent at its look after ``rounds`` (the last look's when beyond
-    ``max``)."""
+def _look_alpha(plan: SequentialPlan, rounds: int, alpha: float) -> float:
+    """The error rate of the sequential rule's look after ``rounds`` (the last look's when beyond ``max``), with
+    the rule's overall error rate scaled as ``alpha`` is to 5 % (a gate's share per cell). The looks are calibrated
+    again at that rate: their chance of calling no change different at some look does not shrink in proportion to
+    each look's error rate (the looks are correlated), so dividing the calibrated looks' rates would overshoot."""
+    if not math.isclose(alpha, 1 - CONFIDENCE):
+        plan = replace(plan, alpha=plan.alpha * alpha / (1 - CONFIDENCE))
     return plan.look_alpha(min(max(rounds, plan.min_rounds), plan.max_rounds))

@@ -89,6 +89,7 @@ def stopping_rule(plan: SequentialPlan) -> str:
     margin = f"; equivalent when the interval lies within ±{100 * plan.margin:g} %" if plan.margin else \
         "; no margin, so never 'equivalent'"
     return (f"group-sequential, looks after rounds {plan.min_rounds}-{plan.max_rounds}, error rate "
-            f"{100 * plan.alpha:g} % split over the looks by a power-family spending function (rho = {plan.rho:g}), "
-            "each look tested at its share (a Bonferroni bound across looks: valid, conservative); "
+            f"{100 * plan.alpha:g} % over all looks: each look tested at its power-family share of it (rho = "
+            f"{plan.rho:g}) times {plan.calibration.factor:.2f}, the factor that makes the chance of calling no change "
+            f"different at any look {100 * plan.alpha:g} % for normal log ratios (calibrated by simulation); "
             f"stop when every compared metric is decided or at {plan.max_rounds} rounds{margin}")

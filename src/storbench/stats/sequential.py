@@ -6,18 +6,26 @@ Student-t interval on the log ratios (it cannot go below -100 %).
 
 Repetitions that stop "when the answer is known" look at the data after every round. Stopping at the first
 look whose ordinary 95 % interval excludes zero inflates false differences far beyond 5 % (optional
-stopping). Here the looks are fixed in advance (rounds ``min_rounds`` .. ``max_rounds``) and the error rate
-``alpha`` is split over them by a power-family spending function, alpha * (k/K)**rho: look k
-uses a t interval at level 1 - alpha_k with alpha_k = alpha * ((k/K)**rho - ((k-1)/K)**rho). The alpha_k add
-up to alpha, so by the union bound the chance that any look's interval misses the true change is at most
-alpha, exactly for normal log ratios at any number of pairs (no large-sample approximation, which matters at
-3-30 repetitions). It is a conservative group-sequential design (Bonferroni over the looks; Lan & DeMets,
-"Discrete sequential boundaries for clinical trials", Biometrika 70(3), 1983, for the spending function); a
-larger rho keeps most of alpha for the later looks, where decisions are likely.
+stopping). Here the looks are fixed in advance (rounds ``min_rounds`` .. ``max_rounds``): a group-sequential
+design whose boundaries have a power-family spending shape, alpha_k = alpha * ((k/K)**rho - ((k-1)/K)**rho) for
+look k of K (Lan & DeMets, "Discrete sequential boundaries for clinical trials", Biometrika 70(3), 1983, for
+the shape; a larger rho keeps most of the error rate for the later looks, where decisions are likely), scaled
+by one factor c so that the chance an A/A comparison (no true change) is called different at any look is
+exactly ``alpha``: look k uses a t interval at level 1 - c * alpha_k.
 
-Decisions, each with error rate at most ``alpha``: **different** (the interval excludes zero), **equivalent**
-(the whole interval inside +-margin: two one-sided tests in interval form; "not significantly different" is
-never reported as equivalent), or **undecided**, with an estimate of how many more rounds would decide it.
+The shares alone add up to alpha, so by the union bound (Bonferroni over the looks) they would be valid but
+spend only 1-3 % of a 5 % error rate, because the looks' t statistics are strongly correlated. For normal log
+ratios the joint distribution of the looks' t statistics under no change does not depend on the spread, so c
+is found once per (min_rounds, max_rounds, rho, alpha) by simulating that distribution (``calibrate``:
+a fixed seed, so the same plan always gets the same boundaries; cached), with no large-sample approximation,
+which matters at 3-30 repetitions. c is at least 1 (the union bound) and at most alpha / max(alpha_k) (no
+single look may spend more than alpha).
+
+Decisions: **different** (the interval excludes zero; error rate ``alpha`` over all looks), **equivalent**
+(the whole interval inside +-margin: two one-sided tests in interval form, each at c * alpha_k / 2, so a true
+change exactly at the margin is called equivalent in at most about alpha / 2 of comparisons; "not
+significantly different" is never reported as equivalent), or **undecided**, with an estimate of how many
+more rounds would decide it.
 """
 
 from __future__ import annotations
@@ -27,6 +35,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
+
+import numpy as np
+
+CALIBRATION_SEED = 20_240_611
+CALIBRATION_PATHS = 200_000  # simulated A/A comparisons: the A/A rate's Monte Carlo error is about +-0.1 % (2 SE)
+CALIBRATION_VALUES = 6_000_000  # normals at most, so a schedule of many rounds simulates fewer paths
+CALIBRATION_MIN_PATHS = 20_000
+_CHUNK_VALUES = 500_000  # normals simulated at a time (bounded memory)
 
 
 @lru_cache(maxsize=4096)
@@ -65,14 +81,82 @@ class SequentialPlan:
     def looks(self) -> int:
         return self.max_rounds - self.min_rounds + 1
 
-    def look_alpha(self, rounds: int) -> float:
-        """The error rate spent at the look after ``rounds`` rounds (0 before min_rounds or after max_rounds)."""
+    @property
+    def calibration(self) -> Calibration:
+        """The boundaries of this look schedule (computed on first use, then cached for every plan like it)."""
+        return calibrate(self.min_rounds, self.max_rounds, self.rho, self.alpha)
+
+    def share(self, rounds: int) -> float:
+        """The power-family spending function's share of alpha at the look after ``rounds`` rounds, before
+        calibration (the shares add up to alpha; 0 before min_rounds or after max_rounds)."""
         k = rounds - self.min_rounds + 1
         if not 1 <= k <= self.looks:
             return 0.0
-        spent = self.alpha * (k / self.looks) ** self.rho
-        before = self.alpha * ((k - 1) / self.looks) ** self.rho
-        return float(spent - before)
+        return _share(k, self.looks, self.rho, self.alpha)
+
+    def look_alpha(self, rounds: int) -> float:
+        """The error rate of the look after ``rounds`` rounds: its share times the calibration factor, so that
+        an A/A comparison is called different at some look with chance alpha (0 before min_rounds or after
+        max_rounds)."""
+        k = rounds - self.min_rounds + 1
+        if not 1 <= k <= self.looks:
+            return 0.0
+        return self.calibration.look_alphas[k - 1]
+
+
+def _share(k: int, looks: int, rho: float, alpha: float) -> float:
+    return float(alpha * (k / looks) ** rho - alpha * ((k - 1) / looks) ** rho)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The boundaries of one look schedule: every look's share of alpha times ``factor``, the factor that makes
+    the chance of calling an A/A comparison different at any look equal to alpha (normal log ratios)."""
+
+    factor: float
+    look_alphas: tuple[float, ...]  # the error rate of each look, min_rounds .. max_rounds
+    paths: int  # the simulated A/A comparisons it was found from (0: exact, a single look)
+
+
+@lru_cache(maxsize=64)
+def calibrate(min_rounds: int, max_rounds: int, rho: float, alpha: float) -> Calibration:
+    """The calibration factor c of a look schedule, by simulation with a fixed seed (deterministic; cached).
+
+    Under no change the log ratios are N(0, sigma^2) and the t statistic of the first n of them, T_n, has a joint
+    distribution over the looks that does not depend on sigma. A comparison is called different at look n when
+    its interval at level 1 - c * alpha_n excludes zero, i.e. when its two-sided p-value p_n < c * alpha_n, so at
+    some look exactly when c > min_n p_n / alpha_n. c is the alpha-quantile of that minimum over simulated
+    paths, kept within [1, alpha / max(alpha_n)]: at least the union bound's, and no look's error rate above
+    alpha (each look alone is an exact t test, so a larger c could not keep the overall rate at alpha)."""
+    from scipy.special import stdtr, stdtrit  # on first use: see stats.estimate.t_quantile
+
+    looks = max_rounds - min_rounds + 1
+    shares = np.array([_share(k, looks, rho, alpha) for k in range(1, looks + 1)])
+    ceiling = alpha / float(shares.max())
+    if looks == 1:
+        return Calibration(factor=1.0, look_alphas=(alpha,), paths=0)
+    paths = min(CALIBRATION_PATHS, max(CALIBRATION_MIN_PATHS, CALIBRATION_VALUES // max_rounds))
+    n = np.arange(min_rounds, max_rounds + 1, dtype=float)
+    df = n - 1
+    # only |T_n| beyond the widest boundary c may reach can matter: their p-values are computed, the rest skipped
+    lowest = stdtrit(df, 1 - ceiling * shares / 2)
+    rng = np.random.default_rng(CALIBRATION_SEED)
+    rows = max(1, _CHUNK_VALUES // max_rounds)
+    minima = []
+    for start in range(0, paths, rows):
+        x = rng.standard_normal((min(rows, paths - start), max_rounds))
+        sums = np.cumsum(x, axis=1)[:, min_rounds - 1:]
+        squares = np.cumsum(x * x, axis=1)[:, min_rounds - 1:]
+        between = sums * sums / n  # n * mean^2
+        t = np.sqrt(between / ((squares - between) / df))  # |T_n|
+        beyond = t > lowest
+        ratio = np.full(t.shape, np.inf)
+        look = np.nonzero(beyond)[1]
+        ratio[beyond] = 2 * stdtr(df[look], -t[beyond]) / shares[look]
+        minima.append(ratio.min(axis=1))
+    found = float(np.quantile(np.concatenate(minima), alpha, method="inverted_cdf"))
+    factor = min(max(found, 1.0), ceiling)
+    return Calibration(factor=factor, look_alphas=tuple(float(factor * a) for a in shares), paths=paths)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from storbench.model import Direction, Expectation, WorkloadPoint, is_metadata, is_object
 from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, CurveStep, judge, judge_curve
-from storbench.stats.estimate import Estimate, estimate
+from storbench.stats.estimate import CONFIDENCE, Estimate, estimate
 from storbench.stats.layers import client_daemon
 from storbench.stats.metrics import SUMMARY_METRICS
 from storbench.stats.observations import METRIC_VALUES, Observation, busiest_names, metric_value, observed_storage
@@ -269,11 +269,15 @@ def bottleneck_inputs(ok: Sequence[Observation]) -> BottleneckInputs | None:
 
 def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mapping[int, int | None] | None = None,
                      metrics: Sequence[str] = SUMMARY_FIELDS,
-                     expectations: Mapping[tuple[int, str], Expectation] | None = None) -> list[PointSummary]:
+                     expectations: Mapping[tuple[int, str], Expectation] | None = None,
+                     levels: Mapping[int, float] | None = None) -> list[PointSummary]:
     """Group by (case, direction) in first-seen order; estimate each metric over ok repetitions. With
-    ``expectations`` ((run, target) -> `expect:`), each point knows what its target was declared as."""
+    ``expectations`` ((run, target) -> `expect:`), each point knows what its target was declared as. ``levels``
+    (run -> the t level of its intervals, 95 % when absent; a run that stopped on `until: ci` has its own, see
+    ``selection.interval_levels``): a point over several runs takes the highest of theirs."""
     memory = mem_total_bytes or {}
     declared = expectations or {}
+    run_levels = levels or {}
     groups: dict[str, list[Observation]] = {}
     for o in observations:
         if o.client:  # a single client's own observation (export --per-client): points are all clients merged
@@ -299,12 +303,13 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
             verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated on this machine"
                                         f"{_resources(verdict.evidence)}: each job sends one S3 request at a time; "
                                         "more jobs (numjobs) add load")
+        level = max((run_levels.get(o.run_id, CONFIDENCE) for o in group), default=CONFIDENCE)
         for direction in directions:
             rows = [o for o in ok if o.direction == direction]
             estimates = []
             for field in metrics:
                 read = METRIC_VALUES[field]
-                value = estimate([v for o in rows if (v := read(o)) is not None])
+                value = estimate([v for o in rows if (v := read(o)) is not None], level)
                 if value is not None:
                     estimates.append((field, value))
             iops = dict(estimates).get("iops")

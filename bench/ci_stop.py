@@ -1,0 +1,81 @@
+"""Coverage of a point's IOPS interval after `repeat: {until: "ci <= N%"}` stopped the run: how often the interval
+shown contains the true mean, when the run stops at the first look (round ``min`` on) whose interval is within
++-N % of its mean, or at ``max``. Prints the tables in docs/methodology.md ("Paired changes and stopping when the
+answer is known", `until: "ci <= N%"`).
+
+Each simulated point has log-normal repetitions (true mean 1000) with the given run-to-run CV. The stop is found
+with the project's t quantile (`stats.estimate.t_quantile`, the interval `stats.estimate.estimate` computes) for
+every look at once; the interval at the stop is then computed by `estimate` itself for the first paths of every
+setting, and must agree.
+
+    .venv/bin/python bench/ci_stop.py [--paths 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from storbench.config import CI_STOP_CONFIDENCE, CI_STOP_MIN_ROUNDS
+from storbench.stats.estimate import CONFIDENCE, estimate, t_quantile
+
+MAX_ROUNDS = 30
+TRUE_MEAN = 1000.0
+CVS = (0.05, 0.10, 0.15, 0.20, 0.25)
+TARGETS = (5.0, 10.0)
+CHECKED = 300  # paths per setting whose interval is recomputed with `estimate`
+
+Values = npt.NDArray[np.float64]
+
+
+def simulate(cv: float, paths: int, seed: int) -> Values:
+    rng = np.random.default_rng(seed)
+    sigma = math.sqrt(math.log1p(cv * cv))
+    return TRUE_MEAN * rng.lognormal(-sigma * sigma / 2, sigma, (paths, MAX_ROUNDS))
+
+
+def coverage(values: Values, ci_pct: float, least: int, confidence: float) -> tuple[float, float]:
+    """The share of paths whose interval at ``confidence`` contains the true mean at the stop, and the mean rounds
+    run, for a run that stops at the first look from round ``least`` on whose interval at ``confidence`` is within
+    +-``ci_pct`` % of its mean (or at MAX_ROUNDS)."""
+    n = np.arange(1, MAX_ROUNDS + 1, dtype=float)
+    mean = np.cumsum(values, axis=1) / n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.sqrt(np.maximum(np.cumsum(values * values, axis=1) - n * mean * mean, 0) / (n - 1))
+        t = np.array([math.inf] + [t_quantile(confidence, k - 1) for k in range(2, MAX_ROUNDS + 1)])
+        half = t * sd / np.sqrt(n)
+        narrow = (100 * half / mean <= ci_pct) & (n >= least)
+    narrow[:, -1] = True
+    stop = narrow.argmax(axis=1)
+    rows = np.arange(len(values))
+    covered = np.abs(mean[rows, stop] - TRUE_MEAN) <= half[rows, stop]
+    for i in range(min(CHECKED, len(values))):  # the project's own interval at the stop says the same
+        found = estimate(list(values[i, : stop[i] + 1]), confidence)
+        assert found is not None and found.ci_low is not None and found.ci_high is not None
+        assert (found.ci_low <= TRUE_MEAN <= found.ci_high) == bool(covered[i]), (i, found)
+    return float(covered.mean()), float(stop.mean() + 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--paths", type=int, default=20000)
+    args = parser.parse_args()
+    runs = {(ci, cv): simulate(cv, args.paths, seed) for seed, (ci, cv) in
+            enumerate((ci, cv) for ci in TARGETS for cv in CVS)}
+    mins = (2, 3, 4, 5, 6, 8, 10)
+    rule = f"the rule: {CI_STOP_CONFIDENCE:.1%}, from round {CI_STOP_MIN_ROUNDS}"
+    print("| N | CV | plain 95 %, min 2 | " + " | ".join(f"min {m}" for m in mins[1:])
+          + f" | {rule} | its mean rounds (plain, min 3) |")
+    print("|---|---|" + "---:|" * (len(mins) + 2))
+    for (ci, cv), values in runs.items():
+        plain = {m: coverage(values, ci, m, CONFIDENCE) for m in mins}
+        covered, rounds = coverage(values, ci, CI_STOP_MIN_ROUNDS, CI_STOP_CONFIDENCE)
+        cells = [f"{plain[m][0]:.1%}" for m in mins]
+        print(f"| ±{ci:g} % | {cv:.0%} | " + " | ".join(cells)
+              + f" | {covered:.1%} | {rounds:.1f} ({plain[3][1]:.1f}) |")
+
+if __name__ == "__main__":
+    main()
