@@ -50,7 +50,7 @@ def steady_rule(config: PlanConfig) -> SteadyRule | None:
     if steady is None:
         return None
     return SteadyRule(metric=steady.metric, window=steady.window, range_fraction=steady.range,
-                      slope_fraction=steady.slope, max_rounds=steady.max_rounds)
+                      slope_fraction=steady.slope, max_rounds=steady.max_rounds, confirm=steady.confirm)
 
 def planned_repetitions(run: RunInfo) -> int | None:
     """How many repetitions a run's current plan asks for; None when the plan decides as it goes (a search,
@@ -283,7 +283,9 @@ def select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per
 def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition], *, per_client: bool = False
                 ) -> tuple[list[StoredRepetition], list[Observation], dict[tuple[int, str], SteadyState]]:
     """The repetitions statistics use and their observations: for runs measured until steady (`steady_state`),
-    each point's window only, every observation marked with its point's steady state. Pure."""
+    only the rounds each point's figures come from (`SteadyState.figure_rounds`: the rounds after its steady
+    window, or its window), every observation marked with its point's steady state and whether its figures are a
+    window chosen for its small spread (no interval). Pure."""
     from dataclasses import replace
 
     from storbench.stats.observations import observations
@@ -298,8 +300,11 @@ def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition]
     kept, states = steady_windows(repetitions, rules)
     seen = observations(kept, per_client=per_client)
     if states:
-        seen = [replace(o, steady=states[(o.run_id, o.case.case_id)].status) if (o.run_id, o.case.case_id) in states
-                else o for o in seen]
+        def marked(o: Observation) -> Observation:
+            state = states.get((o.run_id, o.case.case_id))
+            return o if state is None else replace(o, steady=state.status, window_only=state.window_only)
+
+        seen = [marked(o) for o in seen]
     return kept, seen, states
 
 

@@ -213,7 +213,9 @@ def change_text(comparison: PointComparison, field: str) -> tuple[str, Verdict]:
     d = cell.difference
     mark = {Verdict.BETTER: "▲", Verdict.WORSE: "▼", Verdict.SAME: "~", Verdict.NOT_COMPARABLE: "x"}[cell.verdict]
     if d.change_ci_low_pct is None or d.change_ci_high_pct is None:
-        return f"{d.change_pct:+.1f}% {mark} (n<2)", cell.verdict
+        sides = [e for e in (cell.baseline, cell.candidate) if e is not None]
+        why = "n<2" if any(e.n < 2 for e in sides) else "no interval"  # else a steady-state window
+        return f"{d.change_pct:+.1f}% {mark} ({why})", cell.verdict
     return f"{d.change_pct:+.1f}% [{d.change_ci_low_pct:+.1f}, {d.change_ci_high_pct:+.1f}] {mark}", cell.verdict
 
 
@@ -298,6 +300,8 @@ def interval_caption(comparisons: Sequence[PointComparison]) -> str:
                       "run stopped when decided; a plain 95 % interval would overstate it)",
         "paired": "paired: per-pair ratios of repetitions that alternated in one run (drift cancels)",
         "welch": "Welch: independent repetitions",
+        "none": "none where a side has none (n < 2, or a steady-state window: rounds chosen for their small "
+                "spread)",
     }
     return "intervals " + "; ".join(text for method, text in names.items() if method in methods)
 

@@ -58,6 +58,8 @@ class Observation:
     telemetry: TelemetryDigest | None = None  # over fio's measured window; None when not sampled or not ok
     client: str = ""  # '' = all clients merged
     steady: SteadyStatus | None = None  # the point's steady state, when its run measured until steady
+    # the point's figures are its steady-state window's: rounds chosen for their small spread, no interval
+    window_only: bool = False
 
     @property
     def ok(self) -> bool:

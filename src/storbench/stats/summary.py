@@ -33,6 +33,7 @@ WARNING_TITLES = {
     "stragglers": "straggling clients",
     "not_steady": "never reached steady state",
     "steady_incomplete": "steady state not reached yet",
+    "steady_window": "steady-state window: rounds of one instance chosen for small spread; no interval",
 }
 STRAGGLER_PCT_OF_MEDIAN = 50.0
 
@@ -172,6 +173,10 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
     elif SteadyStatus.MEASURING in states:
         warnings.append(StatWarning("steady_incomplete", "stopped before it was steady or out of rounds",
                                     "run the plan again with --resume"))
+    if any(o.window_only for o in observations):
+        warnings.append(StatWarning(
+            "steady_window", "figures from its steady-state window, rounds chosen for their small spread: no "
+            "interval", "measure rounds after the window (steady_state.confirm: 5; --resume runs them)"))
     cv_low = cv_lower_bound_pct(iops) if iops else None
     if iops is not None and iops.cv_pct is not None and cv_low is not None and cv_low > CV_LIMIT_PCT:
         warnings.append(StatWarning(
@@ -297,12 +302,13 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
             verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated on this machine"
                                         f"{_resources(verdict.evidence)}: each job sends one S3 request at a time; "
                                         "more jobs (numjobs) add load")
+        window_only = any(o.window_only for o in group)  # a steady window's rounds: chosen for their spread
         for direction in directions:
             rows = [o for o in ok if o.direction == direction]
             estimates = []
             for field in metrics:
                 read = METRIC_VALUES[field]
-                value = estimate([v for o in rows if (v := read(o)) is not None])
+                value = estimate([v for o in rows if (v := read(o)) is not None], interval=not window_only)
                 if value is not None:
                     estimates.append((field, value))
             iops = dict(estimates).get("iops")

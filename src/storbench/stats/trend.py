@@ -78,7 +78,7 @@ def judge_change(lower: Estimate, higher: Estimate) -> Change:
         trend = Trend.RISING if higher.mean > 0 else Trend.UNDECIDED
         return Change(ratio, None, None, trend)
     ratio = higher.mean / lower.mean
-    if lower.n < 2 or higher.n < 2:
+    if not (lower.has_interval and higher.has_interval):  # n < 2, or a steady-state window
         trend = (Trend.RISING if ratio > 1 + NO_INTERVAL_CHANGE else
                  Trend.FALLING if ratio < 1 / (1 + NO_INTERVAL_CHANGE) else Trend.UNDECIDED)
         return Change(ratio, None, None, trend)
