@@ -572,3 +572,26 @@ def test_a_point_interrupted_between_its_steady_window_and_the_rounds_after_it_s
                "rounds dropped" in e for e in observer.events), observer.events
     measured = [(c.case.workload.bs_bytes, c.rep_index) for c in again.calls if c.case.workload.rw == "randrw"]
     assert measured == [*((4096, i) for i in range(5)), *((8192, i) for i in range(5))], measured
+
+
+@pytest.mark.parametrize("order", ["interleaved", "sequential"])
+def test_points_of_a_run_that_alternated_its_cases_carry_their_values_by_round(tmp_path: Path, store: Store,
+                                                                              order: str) -> None:
+    """What pairs two points of one curve: `select` marks the observations of an interleaved run, and each point's
+    estimates carry its repetitions' values by (run, round); a sequential run's carry none (Welch)."""
+    from storbench.selection import select
+    from storbench.stats.summary import summarize_points
+
+    text = PLAN.format(data=tmp_path / "data", telemetry="false", ceiling="", extra="").replace(
+        "order: sequential", f"order: {order}")
+    loaded = load_plan_text(text, "loop.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(lambda call: Replay(RANDRW_OUTPUT)),
+                         Observer(), resume=False)
+    selection = select(str(store.path), "", [], default_latest=True)
+    assert {o.alternated for o in selection.observations} == {order == "interleaved"}
+    for point in summarize_points(selection.observations):
+        iops = point.metric("iops")
+        assert iops is not None
+        assert [r for r, _ in iops.rounds] == ([(1, 0), (1, 1)] if order == "interleaved" else [])

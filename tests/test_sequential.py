@@ -119,3 +119,14 @@ def test_the_last_look_stops_even_when_undecided() -> None:
     plan = SequentialPlan(min_rounds=3, max_rounds=4)
     verdict = decide([100.0, 150.0, 80.0, 120.0], [101.0, 140.0, 85.0, 121.0], plan)
     assert verdict.decision == Decision.UNDECIDED and verdict.final and verdict.more_rounds is None
+
+
+def test_paired_values_are_the_rounds_both_sides_have_with_positive_values() -> None:
+    from storbench.stats.sequential import paired_values
+
+    a = {(1, 2): 30.0, (1, 0): 10.0, (1, 1): 20.0}
+    b = {(1, 1): 21.0, (1, 0): 11.0, (2, 2): 99.0}
+    assert paired_values(a, b) == ([10.0, 20.0], [11.0, 21.0])  # round order; (2, 2) is another run's round
+    assert paired_values({0: 1.0, 1: None}, {0: 1.0, 1: 2.0}) is None  # a round both ran lacks a value
+    assert paired_values({0: 1.0, 1: 0.0}, {0: 1.0, 1: 2.0}) is None  # no ratio of a zero
+    assert paired_values({0: 1.0}, {0: 1.0}) is None  # one pair is no interval

@@ -138,7 +138,14 @@ class Selection:
     @property
     def interleaved_runs(self) -> frozenset[int]:
         """Runs whose repetitions alternate between cases (order: interleaved): their cases pair up."""
-        return frozenset(r.run_id for r in self.runs if r.run_order == "interleaved")
+        return interleaved_runs(self.runs)
+
+
+def interleaved_runs(runs: Sequence[RunInfo]) -> frozenset[int]:
+    """Runs whose repetitions alternated between cases round by round (order: interleaved): repetition i of each of
+    their cases ran in round i, so their cases pair up (`compare`, and the curves through the observations'
+    ``alternated``)."""
+    return frozenset(r.run_id for r in runs if r.run_order == "interleaved")
 
 
 def expectations(runs: Sequence[RunInfo]) -> dict[tuple[int, str], Expectation]:
@@ -285,7 +292,8 @@ def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition]
     """The repetitions statistics use and their observations: for runs measured until steady (`steady_state`),
     only the rounds each point's figures come from (`SteadyState.figure_rounds`: the rounds after its steady
     window, or its window), every observation marked with its point's steady state and whether its figures are a
-    window chosen for its small spread (no interval). Pure."""
+    window chosen for its small spread (no interval); the observations of runs that alternated their cases round
+    by round marked ``alternated`` (their points pair along a curve). Pure."""
     from dataclasses import replace
 
     from storbench.stats.observations import observations
@@ -298,7 +306,9 @@ def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition]
         if rule is not None:
             rules[run.run_id] = rule
     kept, states = steady_windows(repetitions, rules)
-    seen = observations(kept, per_client=per_client)
+    alternating = interleaved_runs(runs)
+    seen = [replace(o, alternated=True) if o.run_id in alternating else o
+            for o in observations(kept, per_client=per_client)]
     if states:
         def marked(o: Observation) -> Observation:
             state = states.get((o.run_id, o.case.case_id))

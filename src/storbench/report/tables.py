@@ -325,9 +325,15 @@ def undecided_text(knee: Knee, points: Sequence[CurvePoint], axis: str) -> str:
 
     shown = f"{pct(change.ratio)} %"
     if change.low is not None and change.high is not None:
-        shown += f" [{pct(change.low)}, {pct(change.high)}] (90 %)"
-    if change.low is None:
+        paired = f", paired over {change.pairs} rounds" if change.pairs else ""
+        shown += f" [{pct(change.low)}, {pct(change.high)}] (90 %{paired})"
+    single = any(e is not None and e.n < 2 for e in (points[knee.pending_from].point.metric("iops"),
+                                                      points[knee.pending_to].point.metric("iops")))
+    if change.low is None and single:
         more = "a point of one repetition shows no flatness: repeat each point (repeat: 3 or more)"
+    elif change.low is None:  # a steady-state window's figures: chosen for their small spread
+        more = ("a steady-state window gives no interval and shows no flatness: measure rounds after it "
+                "(steady_state.confirm)")
     elif change.repetitions_needed is not None:
         more = f"about {change.repetitions_needed} repetitions per point would tell"
     else:

@@ -11,8 +11,8 @@ from storbench.model import CLUSTER_SETTINGS, is_metadata
 from storbench.stats import match
 from storbench.stats.estimate import CONFIDENCE, Difference, Estimate, welch_difference
 from storbench.stats.metrics import COMPARE_METRICS, Metric
-from storbench.stats.observations import Observation, metric_value
-from storbench.stats.sequential import SequentialPlan, paired_change, rounds_run
+from storbench.stats.observations import Observation, alternated_rounds, metric_value
+from storbench.stats.sequential import SequentialPlan, paired_change, paired_values, rounds_run
 from storbench.stats.summary import PointSummary, summarize_points
 
 # Fields that identify a point when matching baseline and candidate (unless a selector names them).
@@ -235,30 +235,26 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
     last look (its spent error rate, the look indexed by round as the run loop does), so a look-and-stop cannot
     pass for a fixed-size 95 % result."""
     sequential_plans = sequential_plans or {}
-    values: dict[tuple[str, str], dict[int, Observation]] = {}
-    for o in observations:
-        if o.ok and not o.client and o.direction is not None:
-            values.setdefault((o.case.case_id, o.direction.value), {})[o.rep_index] = o
+    rounds = alternated_rounds(observations, interleaved_runs)  # the one pairing rule (curves use it too)
     out = []
     for comparison in comparisons:
         base, cand = comparison.baseline, comparison.candidate
-        same_run = len(base.run_ids) == 1 and base.run_ids == cand.run_ids and base.run_ids[0] in interleaved_runs
-        a = values.get((base.case_id, base.direction), {})
-        b = values.get((cand.case_id, cand.direction), {})
-        reps = sorted(set(a) & set(b))  # the rounds both sides have, as the run loop pairs them
-        if not same_run or base.case_id == cand.case_id or len(reps) < 2:
+        a = rounds.get((base.case_id, base.direction), {})
+        b = rounds.get((cand.case_id, cand.direction), {})
+        if base.case_id == cand.case_id or len(set(a) & set(b)) < 2:  # rounds of one run both sides have
             out.append(comparison)
             continue
         sequential = sequential_plans.get(base.run_ids[0])
         # the error rate of this comparison's intervals: ``alpha``, or the look's share of the sequential rule's
         # (the look after the last round either side has), scaled as ``alpha`` is to 5 % for a family-wise rule
-        error = alpha if sequential is None else _look_alpha(sequential, rounds_run(a, b)) * alpha / (1 - CONFIDENCE)
+        looked = rounds_run({i: o for (_, i), o in a.items()}, {i: o for (_, i), o in b.items()})
+        error = alpha if sequential is None else _look_alpha(sequential, looked) * alpha / (1 - CONFIDENCE)
         cells = []
         for cell in comparison.cells:
-            pairs = [(metric_value(a[i], cell.metric.field), metric_value(b[i], cell.metric.field)) for i in reps]
-            usable = [(float(x), float(y)) for x, y in pairs if x is not None and y is not None and x > 0 and y > 0]
-            change = paired_change([x for x, _ in usable], [y for _, y in usable], 1 - error) \
-                if len(usable) == len(reps) else None
+            field = cell.metric.field
+            pairs = paired_values({r: metric_value(o, field) for r, o in a.items()},
+                                  {r: metric_value(o, field) for r, o in b.items()})
+            change = paired_change(*pairs, 1 - error) if pairs is not None else None
             if change is None or cell.baseline is None:
                 cells.append(cell)
                 continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 CONFIDENCE = 0.95
 
@@ -21,6 +21,10 @@ class Estimate:
     ci_low: float | None
     ci_high: float | None
     confidence: float = CONFIDENCE
+    # each repetition's value by round, (run id, repetition index) -> value, when the point's repetitions all ran
+    # in one run that alternated its cases round by round (`stats.observations.alternated_rounds`): what pairs it
+    # with another point of that run; () otherwise
+    rounds: tuple[tuple[tuple[int, int], float], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def has_interval(self) -> bool:

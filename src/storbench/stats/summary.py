@@ -11,7 +11,7 @@ from storbench.model import Direction, Expectation, WorkloadPoint, is_metadata, 
 from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, CurveStep, judge, judge_curve
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.metrics import SUMMARY_METRICS
-from storbench.stats.observations import METRIC_VALUES, Observation, busiest_names, metric_value
+from storbench.stats.observations import METRIC_VALUES, Observation, alternated_rounds, busiest_names, metric_value
 from storbench.stats.steady import SteadyStatus
 from storbench.units import format_block_size, format_bytes
 
@@ -277,6 +277,9 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
     ``expectations`` ((run, target) -> `expect:`), each point knows what its target was declared as."""
     memory = mem_total_bytes or {}
     declared = expectations or {}
+    # points whose run alternated its cases round by round carry their values by round: what pairs two points of
+    # one curve (`stats.trend.round_pairs`), by the rule `compare` pairs by
+    by_round = alternated_rounds(observations, {o.run_id for o in observations if o.alternated})
     groups: dict[str, list[Observation]] = {}
     for o in observations:
         if o.client:  # a single client's own observation (export --per-client): points are all clients merged
@@ -305,10 +308,14 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
         window_only = any(o.window_only for o in group)  # a steady window's rounds: chosen for their spread
         for direction in directions:
             rows = [o for o in ok if o.direction == direction]
+            rounds = by_round.get((case_id, direction.value)) if direction is not None else None
             estimates = []
             for field in metrics:
                 read = METRIC_VALUES[field]
                 value = estimate([v for o in rows if (v := read(o)) is not None], interval=not window_only)
+                if value is not None and rounds:
+                    value = replace(value, rounds=tuple((r, float(v)) for r, o in sorted(rounds.items())
+                                                        if (v := read(o)) is not None))
                 if value is not None:
                     estimates.append((field, value))
             iops = dict(estimates).get("iops")
