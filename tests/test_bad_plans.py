@@ -275,6 +275,8 @@ BAD_PLANS = [
                                               "steady_state.max_rounds", ("above max_rounds 5",))),
     case("steady-state-interleaved", Bad(BASE + "steady_state: {window: 5}\norder: interleaved\n", 9, "order",
                                          ("back to back",))),
+    case("steady-state-one-round-after", Bad(BASE + "steady_state: {confirm: 1}\n", 8, "steady_state.confirm",
+                                             ("gives no interval", "confirm: 5"))),
     case("steady-state-bad-range", Bad(BASE + "steady_state: {range: 120%}\n", 8, "steady_state.range",
                                        ("less than 1",))),
     case("steady-state-fresh-cluster-each-round", Bad(

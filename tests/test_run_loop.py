@@ -300,7 +300,7 @@ name: steady
 targets:
   t: {{kind: path, path: {data}, size: 4MiB}}
 workload: {{rw: randrw, rwmixread: 70, bs: [4k, 8k], iodepth: 1, runtime: 1s, direct: false}}
-steady_state: {{metric: iops, window: 3, range: 10%, slope: 5%, max_rounds: {most}}}
+steady_state: {{metric: iops, window: 3, range: 10%, slope: 5%, max_rounds: {most}, confirm: {confirm}}}
 telemetry: {{enabled: false}}
 """
 
@@ -320,16 +320,16 @@ def _scaled(factor: float) -> str:
 
 def test_steady_state_stops_each_point_at_its_first_steady_window(tmp_path: Path, store: Store,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    """bs=4k falls by half over its first rounds and then holds (steady at rounds 4-6); bs=8k never settles
-    (it alternates +-30 %) and runs to max_rounds. Figures come from the window only."""
-    falling = [2.0, 1.6, 1.25, 1.0, 1.0, 1.01, 1.0, 1.0]
+    """bs=4k falls by half over its first rounds and then holds (steady at rounds 4-6, then 2 rounds more); bs=8k
+    never settles (it alternates +-30 %) and runs to max_rounds. Figures come from the rounds after the window."""
+    falling = [2.0, 1.6, 1.25, 1.0, 1.0, 1.01, 0.99, 1.03]
 
     def step(call: FakeCall) -> Step:
         if call.case.workload.bs_bytes == 4096:
             return Replay(_scaled(falling[call.rep_index]))
         return Replay(_scaled(1.3 if call.rep_index % 2 else 0.7))
 
-    loaded = load_plan_text(STEADY.format(data=tmp_path / "data", most=8), "steady.yaml")
+    loaded = load_plan_text(STEADY.format(data=tmp_path / "data", most=8, confirm=2), "steady.yaml")
     cases = expand(loaded)
     checked = check_everything(loaded, cases, CAPS.binary, create=True)
     observer, fake = Observer(), FakeExecutor(step)
@@ -337,10 +337,13 @@ def test_steady_state_stops_each_point_at_its_first_steady_window(tmp_path: Path
     by_bs: dict[int, list[int]] = {}
     for call in fake.calls:  # each point's rounds back to back
         by_bs.setdefault(call.case.workload.bs_bytes, []).append(call.rep_index)
-    assert by_bs == {4096: [0, 1, 2, 3, 4, 5], 8192: list(range(8))}
-    assert [c.case.workload.bs_bytes for c in fake.calls] == [4096] * 6 + [8192] * 8
-    assert (result.ran, result.not_needed) == (14, 2)
-    assert any(e.startswith("t randrw 4k qd=1 jobs=1: steady after 6 rounds") for e in observer.events)
+    assert by_bs == {4096: list(range(8)), 8192: list(range(8))}  # 4k: steady after 6, then 2 more
+    assert [c.case.workload.bs_bytes for c in fake.calls] == [4096] * 8 + [8192] * 8
+    assert (result.ran, result.not_needed) == (16, 4)  # 2 x (8 + 2) scheduled
+    steady_said = [e for e in observer.events if e.startswith("t randrw 4k qd=1 jobs=1: steady after")]
+    assert len(steady_said) == 1 and steady_said[0].startswith("t randrw 4k qd=1 jobs=1: steady after 6 rounds")
+    assert "its figures come from the next 2 rounds" in steady_said[0]
+    assert "t randrw 4k qd=1 jobs=1: rounds 7-8 after its steady window measured: its figures" in observer.events
     assert any(e.startswith("t randrw 8k qd=1 jobs=1: not steady after 8 rounds") for e in observer.events)
 
     from storbench.selection import steady_view
@@ -349,15 +352,19 @@ def test_steady_state_stops_each_point_at_its_first_steady_window(tmp_path: Path
 
     kept, seen, states = steady_view(store.runs(), store.repetitions())
     steady_case = next(c for c in cases if c.workload.bs_bytes == 4096)
-    assert sorted(r.rep_index for r in kept if r.case.case_id == steady_case.case_id) == [3, 4, 5]
-    assert states[(result.run_id, steady_case.case_id)].status is SteadyStatus.STEADY
+    # the figures come from the rounds after the window (chosen by nothing), not from the window itself
+    assert sorted(r.rep_index for r in kept if r.case.case_id == steady_case.case_id) == [6, 7]
+    state = states[(result.run_id, steady_case.case_id)]
+    assert state.status is SteadyStatus.STEADY and state.window is not None and state.window.rounds == (3, 4, 5)
+    assert [r for r, _ in state.confirmation] == [6, 7] and state.settled and not state.window_only
     points = {(p.bs_bytes, p.direction): p for p in summarize_points(seen)}
     base = {(p.bs_bytes, p.direction): p for p in summarize_points(
         steady_view(store.runs(), [r for r in store.repetitions() if r.rep_index == 3])[1])}
     read_iops = points[(4096, "read")].metric("iops")
-    assert read_iops is not None and read_iops.n == 3
-    assert read_iops.mean == pytest.approx(base[(4096, "read")].metric("iops").mean * 3.01 / 3, rel=1e-6)
+    assert read_iops is not None and read_iops.n == 2 and read_iops.has_interval
+    assert read_iops.mean == pytest.approx(base[(4096, "read")].metric("iops").mean * 1.01, rel=1e-6)
     assert "not_steady" in {w.code for w in points[(8192, "read")].warnings}
+    assert "steady_window" not in {w.code for p in points.values() for w in p.warnings}
     # the report draws each point's rounds, its window and its line; show lists how each point stands
     code, out, err = run_cli(capsys, "report", "--db", str(store.path), "-o", str(tmp_path / "r.html"))
     assert code == 0, err
@@ -366,9 +373,52 @@ def test_steady_state_stops_each_point_at_its_first_steady_window(tmp_path: Path
     assert "Steady state, round by round" in html and "NOT steady after 8 rounds" in html
     code, out, err = run_cli(capsys, "show", "--db", str(store.path))
     assert code == 0, err
-    assert "run 1 t randrw 70% 4k qd1: steady (rounds 4-6, 6 measured" in out, out
+    assert "run 1 t randrw 70% 4k qd1: steady (rounds 4-6, 8 measured" in out, out
+    assert "figures from rounds 7-8 after it" in out, out
     assert "run 1 t randrw 70% 8k qd1: not steady (rounds 6-8, 8 measured" in out, out
     assert "not_steady" not in {w.code for w in points[(4096, "read")].warnings}
+
+
+def test_a_steady_window_without_rounds_after_it_gives_no_interval_and_every_output_says_so(
+        tmp_path: Path, store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    """`confirm: 0` (like an interrupted run, or one stored before confirmation rounds): the figures are the
+    window's, rounds chosen for their small spread, so show, its exports, the report and compare give no interval
+    and say why."""
+    import json
+
+    def step(call: FakeCall) -> Step:
+        return Replay(_scaled((1.0, 1.02, 0.99)[call.rep_index % 3] * (1.1 if call.case.workload.bs_bytes == 8192
+                                                                       else 1.0)))
+
+    loaded = load_plan_text(STEADY.format(data=tmp_path / "data", most=8, confirm=0), "steady.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    fake = FakeExecutor(step)
+    orchestrate.run_plan(loaded, cases, checked, store, fake, Observer(), resume=False)
+    assert len(fake.calls) == 2 * 3  # each steady at its first window, nothing after it
+    db = str(store.path)
+    code, out, err = run_cli(capsys, "show", "--db", db)
+    assert code == 0, err
+    assert "steady-state window: rounds of one instance chosen for small spread; no interval" in out, out
+    assert "figures from the window: rounds chosen for small spread, no interval" in out, out
+    code, out, err = run_cli(capsys, "show", "--db", db, "--format", "json")
+    rows = json.loads(out)
+    assert rows and all(r["iops_n"] == 3 and r["iops_ci_low"] is None and r["iops_ci_high"] is None for r in rows)
+    assert all("steady_window" in {w["code"] for w in r["warnings"]} for r in rows)
+    code, out, err = run_cli(capsys, "show", "--db", db, "--format", "csv")
+    assert "steady_window" in out
+    code, out, err = run_cli(capsys, "compare", "--db", db, "--baseline", "bs=4k", "--candidate", "bs=8k")
+    assert code == 0, err
+    assert "(no interval)" in out and "steady-state window" in out, out
+    code, out, err = run_cli(capsys, "compare", "--db", db, "--baseline", "bs=4k", "--candidate", "bs=8k",
+                             "--format", "json")
+    cells = json.loads(out)
+    assert cells and all(c["interval"] == "none" and c["change_ci_low_pct"] is None for c in cells)
+    assert {c["verdict"] for c in cells} == {"~"}
+    code, out, err = run_cli(capsys, "report", "--db", db, "-o", str(tmp_path / "r.html"))
+    assert code == 0, err
+    html = (tmp_path / "r.html").read_text()
+    assert "rounds chosen for their small spread: no interval" in html
 
 
 def test_a_resumed_steady_state_run_continues_only_the_points_not_yet_steady(tmp_path: Path, store: Store) -> None:
@@ -376,12 +426,12 @@ def test_a_resumed_steady_state_run_continues_only_the_points_not_yet_steady(tmp
         return Replay(_scaled(1.0)) if call.case.workload.bs_bytes == 4096 else Replay(
             _scaled(1.3 if call.rep_index % 2 else 0.7))
 
-    first = load_plan_text(STEADY.format(data=tmp_path / "data", most=4), "steady.yaml")
+    first = load_plan_text(STEADY.format(data=tmp_path / "data", most=4, confirm=2), "steady.yaml")
     cases = expand(first)
     checked = check_everything(first, cases, CAPS.binary, create=True)
     orchestrate.run_plan(first, cases, checked, store, FakeExecutor(step), Observer(), resume=False)
-    assert len(store.repetitions()) == 3 + 4
-    more = load_plan_text(STEADY.format(data=tmp_path / "data", most=6), "steady.yaml")
+    assert len(store.repetitions()) == 3 + 2 + 4  # 4k: steady after 3, then 2 more; 8k: 4 rounds, not steady
+    more = load_plan_text(STEADY.format(data=tmp_path / "data", most=6, confirm=2), "steady.yaml")
     fake = FakeExecutor(step)
     orchestrate.run_plan(more, cases, checked, store, fake, Observer(), resume=True)
     # the steady point stays as it was; the other continues from round 5 to the new max
@@ -486,7 +536,7 @@ def test_a_resumed_steady_state_run_starts_unsettled_points_over_on_a_preconditi
         tmp_path: Path, store: Store) -> None:
     """The precondition runs again when the run resumes, so a point interrupted before it was steady must not
     join its old rounds to new ones: it starts over; a point already steady is not run again."""
-    text = STEADY.format(data=tmp_path / "data", most=8).replace(
+    text = STEADY.format(data=tmp_path / "data", most=8, confirm=2).replace(
         "size: 4MiB}", "size: 4MiB, precondition: {workload: randwrite 4k, for: 1s}}")
     loaded = load_plan_text(text, "steady.yaml")
     cases = expand(loaded)
@@ -500,14 +550,62 @@ def test_a_resumed_steady_state_run_starts_unsettled_points_over_on_a_preconditi
     with pytest.raises(KeyboardInterrupt):
         orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(first), Observer(), resume=False)
     assert sorted((r.case.workload.bs_bytes, r.rep_index) for r in store.repetitions()) == [
-        (4096, 0), (4096, 1), (4096, 2), (8192, 0), (8192, 1)]
+        *((4096, i) for i in range(5)), (8192, 0), (8192, 1)]
     observer, again = Observer(), FakeExecutor(lambda call: Replay(RANDRW_OUTPUT))
     orchestrate.run_plan(loaded, cases, checked, store, again, observer, resume=True)
     measured = [(c.case.workload.bs_bytes, c.rep_index) for c in again.calls if c.case.workload.rw == "randrw"]
-    assert measured == [(8192, 0), (8192, 1), (8192, 2)], measured  # 4k was steady: not run again
+    assert measured == [(8192, i) for i in range(5)], measured  # 4k was steady and confirmed: not run again
     assert any("not steady when interrupted; starts over (2 earlier rounds dropped" in e for e in observer.events)
     kept = sorted((r.case.workload.bs_bytes, r.rep_index) for r in store.repetitions())
-    assert kept == [(4096, 0), (4096, 1), (4096, 2), (8192, 0), (8192, 1), (8192, 2)]
+    assert kept == [*((4096, i) for i in range(5)), *((8192, i) for i in range(5))]
     started = {r.rep_index: r.started_at_s for r in store.repetitions() if r.case.workload.bs_bytes == 8192}
     preconditioned = max(p.finished_at_s for p in store.preconditions([1])[1])
     assert all(s >= preconditioned for s in started.values())  # every 8k round after the second precondition
+
+
+def test_a_point_interrupted_between_its_steady_window_and_the_rounds_after_it_starts_over_on_a_new_target(
+        tmp_path: Path, store: Store) -> None:
+    """Its figures come from the rounds after the window: measured after a second precondition they would be
+    another instance's, so the point starts over like one that was not yet steady."""
+    text = STEADY.format(data=tmp_path / "data", most=8, confirm=2).replace(
+        "size: 4MiB}", "size: 4MiB, precondition: {workload: randwrite 4k, for: 1s}}")
+    loaded = load_plan_text(text, "steady.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+
+    def first(call: FakeCall) -> Step:
+        if call.case.workload.rw == "randrw" and call.case.workload.bs_bytes == 4096 and call.rep_index == 3:
+            return Raise(KeyboardInterrupt())
+        return Replay(RANDRW_OUTPUT)
+
+    with pytest.raises(KeyboardInterrupt):
+        orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(first), Observer(), resume=False)
+    observer, again = Observer(), FakeExecutor(lambda call: Replay(RANDRW_OUTPUT))
+    orchestrate.run_plan(loaded, cases, checked, store, again, observer, resume=True)
+    assert any("steady but its rounds after the window not all measured when interrupted; starts over (3 earlier "
+               "rounds dropped" in e for e in observer.events), observer.events
+    measured = [(c.case.workload.bs_bytes, c.rep_index) for c in again.calls if c.case.workload.rw == "randrw"]
+    assert measured == [*((4096, i) for i in range(5)), *((8192, i) for i in range(5))], measured
+
+
+@pytest.mark.parametrize("order", ["interleaved", "sequential"])
+def test_points_of_a_run_that_alternated_its_cases_carry_their_values_by_round(tmp_path: Path, store: Store,
+                                                                              order: str) -> None:
+    """What pairs two points of one curve: `select` marks the observations of an interleaved run, and each point's
+    estimates carry its repetitions' values by (run, round); a sequential run's carry none (Welch)."""
+    from storbench.selection import select
+    from storbench.stats.summary import summarize_points
+
+    text = PLAN.format(data=tmp_path / "data", telemetry="false", ceiling="", extra="").replace(
+        "order: sequential", f"order: {order}")
+    loaded = load_plan_text(text, "loop.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(lambda call: Replay(RANDRW_OUTPUT)),
+                         Observer(), resume=False)
+    selection = select(str(store.path), "", [], default_latest=True)
+    assert {o.alternated for o in selection.observations} == {order == "interleaved"}
+    for point in summarize_points(selection.observations):
+        iops = point.metric("iops")
+        assert iops is not None
+        assert [r for r, _ in iops.rounds] == ([(1, 0), (1, 1)] if order == "interleaved" else [])

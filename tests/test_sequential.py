@@ -251,3 +251,14 @@ def test_a_metric_the_rule_did_not_decide_keeps_the_rules_error_rate_at_the_look
     with_margin = SequentialPlan(min_rounds=3, max_rounds=30, margin=0.05)
     rule, plain = _unnamed_metric_misses(with_margin, 0.03, 0.02, 0.9, seed=6)
     assert rule <= 0.05 * RUNS and plain > 0.055 * RUNS, (rule, plain)
+
+
+def test_paired_values_are_the_rounds_both_sides_have_with_positive_values() -> None:
+    from storbench.stats.sequential import paired_values
+
+    a = {(1, 2): 30.0, (1, 0): 10.0, (1, 1): 20.0}
+    b = {(1, 1): 21.0, (1, 0): 11.0, (2, 2): 99.0}
+    assert paired_values(a, b) == ([10.0, 20.0], [11.0, 21.0])  # round order; (2, 2) is another run's round
+    assert paired_values({0: 1.0, 1: None}, {0: 1.0, 1: 2.0}) is None  # a round both ran lacks a value
+    assert paired_values({0: 1.0, 1: 0.0}, {0: 1.0, 1: 2.0}) is None  # no ratio of a zero
+    assert paired_values({0: 1.0}, {0: 1.0}) is None  # one pair is no interval

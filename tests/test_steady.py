@@ -19,12 +19,29 @@ def series(values: list[float]) -> list[tuple[int, float]]:
     return list(enumerate(values))
 
 
-def test_a_flat_series_is_steady_at_the_first_full_window() -> None:
-    state = judge(series([1000, 1010, 990, 1005, 995, 1000, 1000]), RULE)
+def test_a_flat_series_is_steady_at_the_first_full_window_and_its_figures_come_after_it() -> None:
+    values = [1000, 1010, 990, 1005, 995, 1002, 998, 1004, 996, 1001, 1020, 980]
+    state = judge(series(values), RULE)
     assert state.status is SteadyStatus.STEADY
     assert state.window is not None and state.window.rounds == (0, 1, 2, 3, 4)
-    assert len(state.rounds) == 5  # rounds after the steady window are not part of the answer
     assert state.window.mean == pytest.approx(1000)
+    # the `confirm` rounds after the window give the figures; later rounds are not part of the answer
+    assert [r for r, _ in state.confirmation] == [5, 6, 7, 8, 9] and len(state.rounds) == 10
+    assert state.settled and not state.window_only and state.figure_rounds == frozenset(range(5, 10))
+    early = judge(series(values[:7]), RULE)  # interrupted two rounds after the window
+    assert early.status is SteadyStatus.STEADY and not early.settled and not early.window_only
+    assert early.figure_rounds == frozenset({5, 6})  # two rounds after the window already give an interval
+    just = judge(series(values[:6]), RULE)  # one round after it: the window's figures, with no interval
+    assert just.window_only and just.figure_rounds == frozenset(range(5))
+    no_confirmation = judge(series(values), SteadyRule(confirm=0))
+    assert no_confirmation.settled and no_confirmation.window_only and len(no_confirmation.rounds) == 5
+
+
+def test_a_window_is_looked_for_within_max_rounds_only() -> None:
+    values = [1000.0 * (1.3 if i % 2 else 0.7) for i in range(25)] + [1000.0] * 10
+    state = judge(series(values), RULE, attempted=35)
+    assert state.status is SteadyStatus.NOT_STEADY and state.settled
+    assert state.window is not None and state.window.rounds == tuple(range(20, 25))
 
 
 def test_a_drift_inside_the_range_is_caught_by_the_slope() -> None:
@@ -116,7 +133,62 @@ def test_the_round_by_round_figure_marks_the_window_and_draws_its_fitted_line() 
     band = figure.y_bands[0]
     assert band.low == pytest.approx(0.9 * w.mean) and band.high == pytest.approx(1.1 * w.mean)
     assert "(steady)" in figure.title and "steady after 7 rounds" in dict(figure.notes)["state"]
+    assert "no interval" in dict(figure.notes)["state"]  # no round after the window: the window's figures
+    confirmed = judge(series([2000, 1500, 1000, 1010, 990, 1005, 995, 1003, 997, 1001, 999, 1000]), RULE)
+    shown = steady_figure(confirmed, "c", "t")
+    assert shown is not None
+    after = next(s for s in shown.series if s.name == "after the window (the figures)")
+    assert after.x == (8.0, 9.0, 10.0, 11.0, 12.0)
+    assert "the figures come from rounds 8-12, measured after it" in dict(shown.notes)["state"]
     drifting = judge(series([1000 * 1.1 ** i for i in range(6)]), SteadyRule(window=5, max_rounds=6))
     shown = steady_figure(drifting, "g", "t")
     assert shown is not None and "(not steady)" in shown.title
     assert dict(shown.notes)["state"].startswith("NOT steady after 6 rounds")
+
+
+def _rounds(rng: random.Random, n: int, cv: float, start: float) -> tuple[list[float], list[float]]:
+    """n rounds around 1000 IOPS: approaching it from ``start`` (+0.5: 50 % above) with tau = 3 rounds, plus
+    independent normal noise of ``cv``; (measured, noise-free)."""
+    levels = [1000.0 * (1 + start * math.exp(-t / 3)) for t in range(n)]
+    return [level + rng.gauss(0.0, cv * 1000.0) for level in levels], levels
+
+
+@pytest.mark.parametrize("start", [0.0, 0.5])
+def test_the_rounds_after_the_window_give_an_interval_that_covers_and_the_window_does_not(start: float) -> None:
+    """The window is chosen because its spread is small: at CV 10 % its own 95 % interval covers the true level
+    of its rounds about 85 % of the time. The rounds after it were chosen by nothing: about 95 %
+    (bench/steady_interval.py, docs/methodology.md)."""
+    from storbench.stats.estimate import estimate
+
+    rng = random.Random(17 if start else 16)
+    hits = {"window": 0, "after": 0}
+    steady = 0
+    for _ in range(3000):
+        values, levels = _rounds(rng, RULE.max_rounds + RULE.confirm, 0.10, start)
+        state = judge(series(values), RULE)
+        if state.status is not SteadyStatus.STEADY or state.window is None:
+            continue
+        steady += 1
+        for name, chosen in (("window", state.window.rounds), ("after", [r for r, _ in state.confirmation])):
+            interval = estimate([values[i] for i in chosen])
+            assert interval is not None and interval.ci_low is not None and interval.ci_high is not None
+            truth = sum(levels[i] for i in chosen) / len(chosen)
+            hits[name] += interval.ci_low <= truth <= interval.ci_high
+    assert steady > 2700
+    assert hits["after"] / steady >= 0.93, hits
+    assert hits["window"] / steady <= 0.90, hits
+
+
+def test_a_window_only_point_has_no_interval_anywhere() -> None:
+    """A steady window's own rounds give the mean and the spread, but no interval: not in the estimate, not in
+    a comparison, not in a judgement along a curve."""
+    from storbench.stats.estimate import estimate, welch_difference
+    from storbench.stats.trend import Trend, judge_change
+
+    window = estimate([1000.0, 1010.0, 995.0, 1005.0, 990.0], interval=False)
+    other = estimate([1002.0, 1008.0, 997.0, 1003.0, 992.0], interval=False)
+    assert window is not None and other is not None
+    assert window.n == 5 and window.stddev > 0 and not window.has_interval and window.half_width is None
+    difference = welch_difference(window, other)
+    assert difference.change_ci_low_pct is None and difference.method == "none" and not difference.significant
+    assert judge_change(window, other).trend is Trend.UNDECIDED  # never shown flat without an interval

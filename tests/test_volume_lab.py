@@ -127,7 +127,7 @@ name: steady-volume
 targets:
   volume: {kind: block}
 workload: {rw: randread, bs: 4k, iodepth: 4, runtime: 1s}
-steady_state: {metric: iops, window: 3, range: 10%, slope: 5%, max_rounds: 9}
+steady_state: {metric: iops, window: 3, range: 10%, slope: 5%, max_rounds: 9, confirm: 3}
 telemetry: {enabled: false}
 lab:
   volume: {size: 64MiB, iops: 2000}
@@ -140,7 +140,7 @@ def test_a_volume_whose_speed_halves_mid_run_is_steady_only_after_the_change(
         lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """The volume's cap drops from 2000 to 1000 IOPS before the third round (the kernel's throttle rule is rewritten
     just before that round's fio starts, as a burst credit running out would): no window that holds a round from
-    before the change may be declared steady, and the point's figures come from rounds after it."""
+    before the change may be declared steady, and the point's figures come from the rounds after the window."""
     from storbench.execute.local import LocalExecutor
     from storbench.lab.volume import VolumeLab
 
@@ -168,7 +168,7 @@ def test_a_volume_whose_speed_halves_mid_run_is_steady_only_after_the_change(
     assert rounds - 3 >= 2, (rounds, out)  # the window (3 rounds) starts at the first round after the change
     code, out, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
     records = json.loads(out)
-    assert len(records) == 3  # the window's rounds only
+    assert len(records) == 3  # the 3 rounds after the window only
     for record in records:
         assert 850 <= float(record["iops"]) <= 1100, record["iops"]
 

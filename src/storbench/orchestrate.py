@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from storbench.stats.knee import LatencyObjective
     from storbench.stats.observations import Observation
     from storbench.stats.search import SearchPoint
+    from storbench.stats.steady import SteadyState
     from storbench.telemetry.recorder import TelemetryRecorder
 from storbench.checks import Checked, meminfo_bytes
 from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job
@@ -202,8 +203,9 @@ def case_text(case: Case, leave_out: str = "") -> str:
 
 def restart_unsettled_points(loaded: LoadedPlan, store: Store, run_id: int, observer: RunObserver) -> None:
     """Resuming a steady-state run on a lab or a preconditioned target: the lab comes up anew and the target is
-    written again, so a point that was not yet steady starts over; its earlier rounds are dropped (a window
-    mixing rounds from before and after would judge two instances as one)."""
+    written again, so a point that was not yet steady, or not yet through its rounds after the steady window,
+    starts over; its earlier rounds are dropped (a window or figures mixing rounds from before and after would
+    judge two instances as one)."""
     from storbench.selection import steady_rule
     from storbench.stats.steady import SteadyStatus, judge_repetitions
 
@@ -218,9 +220,12 @@ def restart_unsettled_points(loaded: LoadedPlan, store: Store, run_id: int, obse
         case = reps[0].case
         if loaded.config.lab is None and case.target.name not in wanted:
             continue
-        if judge_repetitions(sorted(reps, key=lambda r: r.rep_index), rule).status is SteadyStatus.MEASURING:
+        state = judge_repetitions(sorted(reps, key=lambda r: r.rep_index), rule)
+        if not state.settled:
             dropped = store.drop_case_repetitions(run_id, case_id)
-            observer.lab_event(f"{case_text(case)}: not steady when interrupted; starts over "
+            where = ("not steady" if state.status is SteadyStatus.MEASURING
+                     else "steady but its rounds after the window not all measured")
+            observer.lab_event(f"{case_text(case)}: {where} when interrupted; starts over "
                                f"({dropped} earlier rounds dropped: the lab or the precondition is new)")
 
 
@@ -288,8 +293,9 @@ class _Run:
     cases: tuple[Case, ...] = ()  # every case of the plan (a search reads its group's stored points by them)
 
     def settled_case(self, case: Case, *, tell: bool = False) -> bool:
-        """For `steady_state`: whether ``case``'s rounds so far are steady (or reached max_rounds), so no more of
-        them run; with ``tell``, the observer hears how the point stands."""
+        """For `steady_state`: whether ``case``'s rounds so far are steady with their rounds after the window
+        measured (or reached max_rounds), so no more of them run; with ``tell``, the observer hears how the point
+        stands."""
         from storbench.selection import steady_rule
 
         rule = steady_rule(self.loaded.config)
@@ -297,20 +303,36 @@ class _Run:
             return False
         if case.case_id in self.settled:
             return True
-        from storbench.stats.steady import SteadyStatus, judge_repetitions
+        from storbench.stats.steady import judge_repetitions
 
         mine = [r for r in self.store.repetitions([self.run_id]) if r.case.case_id == case.case_id]
         state = judge_repetitions(mine, rule)
         if tell and state.window is not None:
-            w = state.window
-            status = "not steady yet" if state.status is SteadyStatus.MEASURING else state.status.value
-            label = case_text(case)
-            self.observer.lab_event(
-                f"{label}: {status} after {len(mine)} rounds (last {rule.window}: range "
-                f"{100 * w.range_fraction:.1f} %, slope {100 * w.slope_excursion_fraction:.1f} % of their mean)")
-        if state.status is not SteadyStatus.MEASURING:
+            self._tell_steady(case, state, len(mine), max(r.rep_index for r in mine))
+        if state.settled:
             self.settled.add(case.case_id)
         return case.case_id in self.settled
+
+    def _tell_steady(self, case: Case, state: SteadyState, ran: int, last: int) -> None:
+        """How a steady-state point stands after round ``last`` (``ran`` rounds run): its window's figures until
+        it is steady, then (once each) that it is and that the rounds after the window that give its figures are
+        measured."""
+        from storbench.stats.steady import SteadyStatus
+
+        w, rule, label = state.window, state.rule, case_text(case)
+        assert w is not None
+        window = (f"(last {rule.window}: range {100 * w.range_fraction:.1f} %, slope "
+                  f"{100 * w.slope_excursion_fraction:.1f} % of their mean)")
+        if state.status is not SteadyStatus.STEADY:
+            status = "not steady yet" if state.status is SteadyStatus.MEASURING else state.status.value
+            self.observer.lab_event(f"{label}: {status} after {ran} rounds {window}")
+        elif last == w.rounds[-1]:
+            more = (f"; its figures come from the next {rule.confirm} rounds" if rule.confirm
+                    else "; its figures are the window's (confirm: 0: no interval)")
+            self.observer.lab_event(f"{label}: steady after {ran} rounds {window}{more}")
+        elif state.settled:
+            first, last = state.confirmation[0][0] + 1, state.confirmation[-1][0] + 1
+            self.observer.lab_event(f"{label}: rounds {first}-{last} after its steady window measured: its figures")
 
     @property
     def stopped(self) -> bool:

@@ -332,12 +332,12 @@ def plan_reference_markdown() -> str:
         SteadyStateConfig.__doc__ or "",
         "Each round is one repetition of the point, run back to back; `steady_state` replaces `repeat`. "
         "`storbench show` and the report mark points that never became steady; the report plots each point's "
-        "metric per round with the window and its fitted line.",
+        "metric per round with the window, its fitted line and the rounds after it.",
         "",
         *_table(SteadyStateConfig),
         "",
         "```yaml",
-        "steady_state: {metric: iops, window: 5, range: 20%, slope: 10%, max_rounds: 25}",
+        "steady_state: {metric: iops, window: 5, range: 20%, slope: 10%, max_rounds: 25, confirm: 5}",
         "```",
         "",
         "## `search`: the saturation point without the whole grid",

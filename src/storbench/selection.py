@@ -50,7 +50,7 @@ def steady_rule(config: PlanConfig) -> SteadyRule | None:
     if steady is None:
         return None
     return SteadyRule(metric=steady.metric, window=steady.window, range_fraction=steady.range,
-                      slope_fraction=steady.slope, max_rounds=steady.max_rounds)
+                      slope_fraction=steady.slope, max_rounds=steady.max_rounds, confirm=steady.confirm)
 
 def planned_repetitions(run: RunInfo) -> int | None:
     """How many repetitions a run's current plan asks for; None when the plan decides as it goes (a search,
@@ -151,7 +151,14 @@ class Selection:
     @property
     def interleaved_runs(self) -> frozenset[int]:
         """Runs whose repetitions alternate between cases (order: interleaved): their cases pair up."""
-        return frozenset(r.run_id for r in self.runs if r.run_order == "interleaved")
+        return interleaved_runs(self.runs)
+
+
+def interleaved_runs(runs: Sequence[RunInfo]) -> frozenset[int]:
+    """Runs whose repetitions alternated between cases round by round (order: interleaved): repetition i of each of
+    their cases ran in round i, so their cases pair up (`compare`, and the curves through the observations'
+    ``alternated``)."""
+    return frozenset(r.run_id for r in runs if r.run_order == "interleaved")
 
 
 def expectations(runs: Sequence[RunInfo]) -> dict[tuple[int, str], Expectation]:
@@ -310,7 +317,10 @@ def select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per
 def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition], *, per_client: bool = False
                 ) -> tuple[list[StoredRepetition], list[Observation], dict[tuple[int, str], SteadyState]]:
     """The repetitions statistics use and their observations: for runs measured until steady (`steady_state`),
-    each point's window only, every observation marked with its point's steady state. Pure."""
+    only the rounds each point's figures come from (`SteadyState.figure_rounds`: the rounds after its steady
+    window, or its window), every observation marked with its point's steady state and whether its figures are a
+    window chosen for its small spread (no interval); the observations of runs that alternated their cases round
+    by round marked ``alternated`` (their points pair along a curve). Pure."""
     from dataclasses import replace
 
     from storbench.stats.observations import observations
@@ -323,10 +333,15 @@ def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition]
         if rule is not None:
             rules[run.run_id] = rule
     kept, states = steady_windows(repetitions, rules)
-    seen = observations(kept, per_client=per_client)
+    alternating = interleaved_runs(runs)
+    seen = [replace(o, alternated=True) if o.run_id in alternating else o
+            for o in observations(kept, per_client=per_client)]
     if states:
-        seen = [replace(o, steady=states[(o.run_id, o.case.case_id)].status) if (o.run_id, o.case.case_id) in states
-                else o for o in seen]
+        def marked(o: Observation) -> Observation:
+            state = states.get((o.run_id, o.case.case_id))
+            return o if state is None else replace(o, steady=state.status, window_only=state.window_only)
+
+        seen = [marked(o) for o in seen]
     return kept, seen, states
 
 

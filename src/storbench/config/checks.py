@@ -283,6 +283,10 @@ def _check_steady_state(config: PlanConfig, source: PlanSource) -> None:
     if "order" in config.model_fields_set and config.order != "sequential":
         raise UserError(f"steady_state runs each point's rounds back to back, not order: {config.order}",
                         where=source.where(("order",)), hint="drop order")
+    if steady.confirm == 1:
+        raise UserError("steady_state.confirm 1 gives no interval (one round has no spread)",
+                        where=source.where(("steady_state", "confirm")),
+                        hint="confirm: 5 (or at least 2), or 0 for the window's mean without an interval")
     if steady.window > steady.max_rounds:
         raise UserError(f"steady_state.window {steady.window} is above max_rounds {steady.max_rounds}",
                         where=source.where(("steady_state", "max_rounds")), hint="raise max_rounds")

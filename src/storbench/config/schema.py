@@ -849,7 +849,8 @@ def _fraction(value: object) -> object:
 class SteadyStateConfig(StrictModel):
     """Measure each point round by round until it is steady, the SNIA way (docs/methodology.md): over the last
     `window` rounds, max - min within `range` of their mean and the fitted line's excursion within `slope` of it.
-    The point's figures come from that window; one that never gets there is marked "not steady"."""
+    Then `confirm` rounds more: the point's figures (means, intervals) come from them, since the window, chosen for
+    its small spread, would give too narrow an interval. One that never gets steady is marked "not steady"."""
 
     metric: Literal["iops", "bw_bytes", "lat_mean_ns"] = Field("iops", description="The figure tracked round by "
                                                                "round.")
@@ -858,7 +859,10 @@ class SteadyStateConfig(StrictModel):
         0.20, description="Largest max - min within the window, as a share of its mean, e.g. 20%.")
     slope: Annotated[float, BeforeValidator(_fraction), Field(gt=0, lt=1)] = Field(
         0.10, description="Largest excursion of the least-squares line over the window, as a share of its mean.")
-    max_rounds: int = Field(25, ge=3, le=1000, description="Rounds at most; a point not steady by then is marked so.")
+    max_rounds: int = Field(25, ge=3, le=1000, description="Rounds at most until steady; a point not steady by then is "
+                            "marked so.")
+    confirm: int = Field(5, ge=0, le=100, description="Rounds measured after the steady window, whose figures and "
+                         "interval the point reports; 0: the window's mean, with no interval.")
 
 
 class SearchConfig(StrictModel):
@@ -918,7 +922,8 @@ class PlanConfig(StrictModel):
                                           "decided}`).")
     steady_state: SteadyStateConfig | None = Field(
         None, description="Measure each point round by round (its repetitions, back to back) until it is steady, "
-        "e.g. `{metric: iops, window: 5, range: 20%, slope: 10%, max_rounds: 25}`; replaces `repeat`.")
+        "e.g. `{metric: iops, window: 5, range: 20%, slope: 10%, max_rounds: 25, confirm: 5}`; replaces "
+        "`repeat`.")
     search: SearchConfig | None = Field(
         None, description="Measure only the load values that find the best IOPS within a latency objective and "
         "the knee, e.g. `{axis: iodepth, range: [1, 256], slo: p99<=10ms}` (see `search`).")
@@ -980,8 +985,9 @@ def run_order(config: PlanConfig) -> str:
 
 def repeat_bounds(config: PlanConfig) -> tuple[int, int]:
     """(least, most) repetitions per case (for `until: ci`, the least raised to CI_STOP_MIN_ROUNDS)."""
-    if config.steady_state is not None:
-        return config.steady_state.window, config.steady_state.max_rounds
+    if config.steady_state is not None:  # the window, then its confirmation rounds
+        steady = config.steady_state
+        return steady.window + steady.confirm, steady.max_rounds + steady.confirm
     if isinstance(config.repeat, RepeatConfig):
         return config.repeat.least, config.repeat.max
     return config.repeat, config.repeat

@@ -23,7 +23,7 @@ from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected
 from storbench.safe_text import csv_cell, safe_text
 from storbench.stats.estimate import CONFIDENCE, Estimate
 from storbench.stats.observations import Observation
-from storbench.stats.steady import SteadyState
+from storbench.stats.steady import SteadyState, SteadyStatus
 from storbench.stats.summary import SUMMARY_FIELDS, PointSummary
 from storbench.units import format_bytes, format_latency_ns
 
@@ -192,15 +192,30 @@ def steady_lines(states: Mapping[tuple[int, str], SteadyState], labels: Mapping[
     lines = []
     rules = {state.rule.text() for state in states.values()}
     for rule in sorted(rules):
-        lines.append(f"steady state: {rule}; a point's interval is the spread within its window (consecutive "
-                     "rounds on one instance), not between instances")
+        lines.append(f"steady state: {rule}. A point's figures come from the rounds measured after its steady "
+                     "window (chosen by nothing): their interval is their spread, consecutive rounds on one "
+                     "instance, not between instances. A window's own rounds are chosen for their small spread: "
+                     "a point with only those gives no interval")
     for (run_id, case_id), state in sorted(states.items()):
-        w = state.window
-        detail = (f"rounds {w.rounds[0] + 1}-{w.rounds[-1] + 1}, {len(state.rounds)} measured: range "
-                  f"{100 * w.range_fraction:.1f} %, slope {100 * w.slope_excursion_fraction:.1f} %"
-                  if w is not None else f"{len(state.rounds)} rounds")
-        lines.append(f"  run {run_id} {labels.get(case_id, case_id)}: {state.status.value} ({detail})")
+        lines.append(f"  run {run_id} {labels.get(case_id, case_id)}: {state.status.value} ({steady_detail(state)})")
     return lines
+
+
+def steady_detail(state: SteadyState) -> str:
+    """A point's rounds in words: its window (where, range, slope, mean) and where its figures come from."""
+    w = state.window
+    if w is None:
+        return f"{len(state.rounds)} rounds"
+    text = (f"rounds {w.rounds[0] + 1}-{w.rounds[-1] + 1}, {len(state.rounds)} measured: range "
+            f"{100 * w.range_fraction:.1f} %, slope {100 * w.slope_excursion_fraction:.1f} %, "
+            f"window mean {w.mean:,.4g}")
+    if state.status is not SteadyStatus.STEADY:
+        return text
+    if state.window_only:
+        return f"{text}; figures from the window: rounds chosen for small spread, no interval"
+    first, last = state.confirmation[0][0] + 1, state.confirmation[-1][0] + 1
+    mean = sum(v for _, v in state.confirmation) / len(state.confirmation)
+    return f"{text}; figures from rounds {first}-{last} after it, mean {mean:,.4g}"
 
 
 def show_text(points: Sequence[PointSummary], fmt: str, title: str, notes: Sequence[str] = ()) -> str:

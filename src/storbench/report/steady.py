@@ -13,6 +13,7 @@ SECTION = "Steady state, round by round"
 ROUND_COLOR = "#5b6673"
 WINDOW_COLOR = "#1f77b4"
 FIT_COLOR = "#ff7f0e"
+CONFIRM_COLOR = "#2ca02c"
 METRIC_LABELS = {"iops": ("IOPS", 1.0), "bw_bytes": ("MiB/s", 1.0 / (1024 * 1024)),
                  "lat_mean_ns": ("mean latency (µs)", 1e-3)}
 
@@ -26,7 +27,12 @@ def _status_text(state: SteadyState) -> str:
     figures = (f"range {100 * w.range_fraction:.1f} % (at most {100 * state.rule.range_fraction:g} %), slope "
                f"excursion {100 * w.slope_excursion_fraction:.1f} % (at most {100 * state.rule.slope_fraction:g} %)")
     if state.status is SteadyStatus.STEADY:
-        return f"steady after {rounds} rounds: the window is {where}: {figures}"
+        steady = f"steady after {rounds - len(state.confirmation)} rounds: the window is {where}: {figures}"
+        if state.window_only:
+            return (f"{steady}; the figures are the window's, rounds chosen for their small spread: no interval "
+                    f"({len(state.confirmation)} of {state.rule.confirm} rounds after it measured)")
+        first, last = state.confirmation[0][0] + 1, state.confirmation[-1][0] + 1
+        return f"{steady}; the figures come from rounds {first}-{last}, measured after it"
     if state.status is SteadyStatus.NOT_STEADY:
         return (f"NOT steady after {rounds} rounds (max_rounds {state.rule.max_rounds}); the figures come from "
                 f"the last window, {where}: {figures}")
@@ -52,6 +58,11 @@ def steady_figure(state: SteadyState, figure_id: str, label: str) -> FigureSpec 
         fit = tuple((w.intercept + w.slope_per_round * position) * scale for position in range(len(w.rounds)))
         series.append(Series(name="least-squares line over the window", x=(wx[0], wx[-1]), y=(fit[0], fit[-1]),
                              mode="lines", dash=True, color=FIT_COLOR))
+        if state.confirmation and not state.window_only:
+            cx = tuple(float(r + 1) for r, _ in state.confirmation)
+            cy = tuple(v * scale for _, v in state.confirmation)
+            series.append(Series(name="after the window (the figures)", x=cx, y=cy, mode="markers", marker_size=12,
+                                 color=CONFIRM_COLOR))
         half = state.rule.range_fraction / 2 * w.mean * scale
         mean = w.mean * scale
         bands = (Band(mean - half, mean + half, f"window mean ± {100 * state.rule.range_fraction / 2:g} %"),)
@@ -63,8 +74,10 @@ def steady_figure(state: SteadyState, figure_id: str, label: str) -> FigureSpec 
         y_label=name, series=tuple(series), section=SECTION, y_bands=bands,
         y_range=(max(0.0, low - pad), high + pad), x_range=(0.5, xs[-1] + 0.5),
         notes=(("state", _status_text(state)), ("rule", state.rule.text())),
-        caption="Each round is one repetition of the point, run back to back. Large markers: the window its "
-        "figures come from; dashed: the least-squares line fitted over the window (its excursion is the slope "
+        caption="Each round is one repetition of the point, run back to back. Large blue markers: the window the "
+        "rule judged; green: the rounds measured after it, which the point's figures come from (the window, chosen "
+        "for its small spread, would give too narrow an interval); dashed: the least-squares line fitted over the "
+        "window (its excursion is the slope "
         "criterion); band: a spread of ± half the allowed range around the window's mean (the range criterion "
         "asks max - min within the whole range, so a window inside the band meets it). The rule is the SNIA "
         "PTS steady-state rule (docs/methodology.md).")

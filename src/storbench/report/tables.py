@@ -217,7 +217,9 @@ def change_text(comparison: PointComparison, field: str) -> tuple[str, Verdict]:
     if cell.stopping_rule is not None:  # outside the question a run stopped on (stopping_rule_lines)
         mark += STOPPING_RULE_MARKS[cell.stopping_rule]
     if d.change_ci_low_pct is None or d.change_ci_high_pct is None:
-        return f"{d.change_pct:+.1f}% {mark} (n<2)", cell.verdict
+        sides = [e for e in (cell.baseline, cell.candidate) if e is not None]
+        why = "n<2" if any(e.n < 2 for e in sides) else "no interval"  # else a steady-state window
+        return f"{d.change_pct:+.1f}% {mark} ({why})", cell.verdict
     return f"{d.change_pct:+.1f}% [{d.change_ci_low_pct:+.1f}, {d.change_ci_high_pct:+.1f}] {mark}", cell.verdict
 
 
@@ -302,6 +304,8 @@ def interval_caption(comparisons: Sequence[PointComparison]) -> str:
                       "run stopped when decided; a plain 95 % interval would overstate it)",
         "paired": "paired: per-pair ratios of repetitions that alternated in one run (drift cancels)",
         "welch": "Welch: independent repetitions",
+        "none": "none where a side has none (n < 2, or a steady-state window: rounds chosen for their small "
+                "spread)",
     }
     return "intervals " + "; ".join(text for method, text in names.items() if method in methods)
 
@@ -325,9 +329,15 @@ def undecided_text(knee: Knee, points: Sequence[CurvePoint], axis: str) -> str:
 
     shown = f"{pct(change.ratio)} %"
     if change.low is not None and change.high is not None:
-        shown += f" [{pct(change.low)}, {pct(change.high)}] (90 %)"
-    if change.low is None:
+        paired = f", paired over {change.pairs} rounds" if change.pairs else ""
+        shown += f" [{pct(change.low)}, {pct(change.high)}] (90 %{paired})"
+    single = any(e is not None and e.n < 2 for e in (points[knee.pending_from].point.metric("iops"),
+                                                      points[knee.pending_to].point.metric("iops")))
+    if change.low is None and single:
         more = "a point of one repetition shows no flatness: repeat each point (repeat: 3 or more)"
+    elif change.low is None:  # a steady-state window's figures: chosen for their small spread
+        more = ("a steady-state window gives no interval and shows no flatness: measure rounds after it "
+                "(steady_state.confirm)")
     elif change.repetitions_needed is not None:
         more = f"about {change.repetitions_needed} repetitions per point would tell"
     else:

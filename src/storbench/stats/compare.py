@@ -12,8 +12,8 @@ from storbench.model import CLUSTER_SETTINGS, is_metadata
 from storbench.stats import match
 from storbench.stats.estimate import CONFIDENCE, Difference, Estimate, welch_difference
 from storbench.stats.metrics import COMPARE_METRICS, LAYER_METRICS, Metric
-from storbench.stats.observations import Observation, metric_value
-from storbench.stats.sequential import SequentialPlan, paired_change, rounds_run
+from storbench.stats.observations import Observation, alternated_rounds, metric_value
+from storbench.stats.sequential import SequentialPlan, paired_change, paired_values, rounds_run
 from storbench.stats.summary import PointSummary, summarize_points
 
 # Fields that identify a point when matching baseline and candidate (unless a selector names them).
@@ -282,30 +282,32 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
     last look (its spent error rate, the look indexed by round as the run loop does), so a look-and-stop cannot
     pass for a fixed-size 95 % result."""
     sequential_plans = sequential_plans or {}
-    values: dict[tuple[int, str, str], dict[int, Observation]] = {}  # a plan run twice has its case ids twice
+    by_run: dict[int, list[Observation]] = {}
     for o in observations:
-        if o.ok and not o.client and o.direction is not None:
-            values.setdefault((o.run_id, o.case.case_id, o.direction.value), {})[o.rep_index] = o
+        by_run.setdefault(o.run_id, []).append(o)
+    # the one pairing rule (curves use it too), run by run: a plan run twice has its case ids twice
+    rounds = {run: alternated_rounds(by_run.get(run, []), {run}) for run in interleaved_runs}
     out = []
     for comparison in comparisons:
         base, cand = comparison.baseline, comparison.candidate
-        same_run = len(base.run_ids) == 1 and base.run_ids == cand.run_ids and base.run_ids[0] in interleaved_runs
-        a = values.get((base.run_ids[0], base.case_id, base.direction), {}) if same_run else {}
-        b = values.get((cand.run_ids[0], cand.case_id, cand.direction), {}) if same_run else {}
-        reps = sorted(set(a) & set(b))  # the rounds both sides have, as the run loop pairs them
-        if not same_run or base.case_id == cand.case_id or len(reps) < 2:
+        same_run = len(base.run_ids) == 1 and base.run_ids == cand.run_ids and base.run_ids[0] in rounds
+        run_rounds = rounds[base.run_ids[0]] if same_run else {}
+        a = run_rounds.get((base.case_id, base.direction), {})
+        b = run_rounds.get((cand.case_id, cand.direction), {})
+        if base.case_id == cand.case_id or len(set(a) & set(b)) < 2:  # rounds of one run both sides have
             out.append(comparison)
             continue
         sequential = sequential_plans.get(base.run_ids[0])
         # the error rate of this comparison's intervals: ``alpha``, or the sequential rule's at its look after the
         # last round either side has, for a rule whose overall error rate is scaled as ``alpha`` is to 5 %
-        error = alpha if sequential is None else _look_alpha(sequential, rounds_run(a, b), alpha)
+        looked = rounds_run({i: o for (_, i), o in a.items()}, {i: o for (_, i), o in b.items()})
+        error = alpha if sequential is None else _look_alpha(sequential, looked, alpha)
         cells = []
         for cell in comparison.cells:
-            pairs = [(metric_value(a[i], cell.metric.field), metric_value(b[i], cell.metric.field)) for i in reps]
-            usable = [(float(x), float(y)) for x, y in pairs if x is not None and y is not None and x > 0 and y > 0]
-            change = paired_change([x for x, _ in usable], [y for _, y in usable], 1 - error) \
-                if len(usable) == len(reps) else None
+            field = cell.metric.field
+            pairs = paired_values({r: metric_value(o, field) for r, o in a.items()},
+                                  {r: metric_value(o, field) for r, o in b.items()})
+            change = paired_change(*pairs, 1 - error) if pairs is not None else None
             if change is None or cell.baseline is None:
                 cells.append(cell)
                 continue

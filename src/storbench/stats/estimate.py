@@ -5,14 +5,15 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A metric over n repetitions. ``ci_low``/``ci_high`` are None when n < 2 (no interval exists)."""
+    """A metric over n repetitions. ``ci_low``/``ci_high`` are None when no interval exists: n < 2, or rounds
+    chosen for their small spread (``estimate(..., interval=False)``)."""
 
     n: int
     mean: float
@@ -20,6 +21,16 @@ class Estimate:
     ci_low: float | None
     ci_high: float | None
     confidence: float = CONFIDENCE
+    # each repetition's value by round, (run id, repetition index) -> value, when the point's repetitions all ran
+    # in one run that alternated its cases round by round (`stats.observations.alternated_rounds`): what pairs it
+    # with another point of that run; () otherwise
+    rounds: tuple[tuple[tuple[int, int], float], ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def has_interval(self) -> bool:
+        """Whether there is an interval: not below 2 repetitions, nor over rounds chosen for their small spread (a
+        steady-state window, whose spread understates the noise)."""
+        return self.ci_low is not None and self.ci_high is not None
 
     @property
     def half_width(self) -> float | None:
@@ -49,9 +60,10 @@ def t_quantile(confidence: float, df: float) -> float:
     return float(stdtrit(df, 0.5 + confidence / 2))
 
 
-def estimate(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimate | None:
+def estimate(values: Sequence[float], confidence: float = CONFIDENCE, *, interval: bool = True) -> Estimate | None:
     """Student-t interval for the mean of independent repetitions: mean ± t(n-1) · s / sqrt(n), its lower bound
-    cut at zero when no value is negative."""
+    cut at zero when no value is negative. ``interval=False``: the mean and spread alone, for values chosen for
+    their small spread (a steady-state window), whose t interval would be too narrow."""
     data = [float(v) for v in values if v is not None and not math.isnan(v)]
     if not data:
         return None
@@ -59,6 +71,8 @@ def estimate(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimat
     if len(data) < 2:
         return Estimate(n=1, mean=mean, stddev=0.0, ci_low=None, ci_high=None, confidence=confidence)
     stddev = statistics.stdev(data)
+    if not interval:
+        return Estimate(n=len(data), mean=mean, stddev=stddev, ci_low=None, ci_high=None, confidence=confidence)
     half = t_quantile(confidence, len(data) - 1) * stddev / math.sqrt(len(data))
     # a mean of values none of which is negative (IOPS, bandwidth, latency) is not negative either: cutting the
     # interval at zero loses no coverage, and a bound like "-3,000 IOPS" (n=2: t = 12.7) is not shown
@@ -76,7 +90,9 @@ class Difference:
     change_pct: float
     change_ci_low_pct: float | None
     change_ci_high_pct: float | None
-    method: str = "welch"  # "welch": independent samples; "paired": per-pair ratios of alternating repetitions
+    # "welch": independent samples; "paired": per-pair ratios of alternating repetitions; "none": a side has no
+    # interval (n < 2, or a steady-state window chosen for its small spread)
+    method: str = "welch"
     pairs: int = 0  # for "paired": how many pairs
 
     @property
@@ -102,8 +118,8 @@ def welch_difference(baseline: Estimate, candidate: Estimate, confidence: float 
     diff = candidate.mean - baseline.mean
     base = baseline.mean
     pct = 100.0 * diff / base if base else math.nan
-    if baseline.n < 2 or candidate.n < 2:
-        return Difference(diff, None, None, pct, None, None)
+    if not (baseline.has_interval and candidate.has_interval):  # n < 2, or a steady-state window
+        return Difference(diff, None, None, pct, None, None, method="none")
     vb = baseline.stddev**2 / baseline.n
     vc = candidate.stddev**2 / candidate.n
     se = math.sqrt(vb + vc)

@@ -8,7 +8,7 @@ other way round.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from storbench.fio.parse import merge_clients
@@ -59,6 +59,11 @@ class Observation:
     telemetry: TelemetryDigest | None = None  # over fio's measured window; None when not sampled or not ok
     client: str = ""  # '' = all clients merged
     steady: SteadyStatus | None = None  # the point's steady state, when its run measured until steady
+    # the point's figures are its steady-state window's: rounds chosen for their small spread, no interval
+    window_only: bool = False
+    # its run alternated the cases' repetitions round by round (order: interleaved): repetition i of every case
+    # of the run ran in round i, so two cases' repetitions i pair up (`alternated_rounds`)
+    alternated: bool = False
 
     @property
     def ok(self) -> bool:
@@ -124,6 +129,28 @@ def observations(repetitions: Iterable[StoredRepetition], per_client: bool = Fal
                     finished_at_s=rep.finished_at_s, fio_version=rep.fio_version, error=rep.error, fio=own,
                     telemetry=telemetry, client=client))
     return out
+
+
+Round = tuple[int, int]  # (run id, repetition index): repetition i of a run that alternated its cases is round i
+
+
+def alternated_rounds(observations: Iterable[Observation], runs: Container[int]
+                      ) -> dict[tuple[str, str], dict[Round, Observation]]:
+    """Each point's (case id, direction) ok observations (all clients merged) by round, for the points whose
+    repetitions all ran in one run of ``runs`` (runs that alternated their cases round by round): repetition i of
+    two such points of one run ran in the same round, next to each other in a balanced order, so their ratio
+    cancels slow drift and carry-over. The one pairing rule of `compare` and of the curves (`stats.trend`);
+    `stats.sequential.paired_values` pairs two points' values from it."""
+    found: dict[tuple[str, str], dict[Round, Observation]] = {}
+    case_runs: dict[str, set[int]] = {}
+    for o in observations:
+        if o.client:
+            continue
+        case_runs.setdefault(o.case.case_id, set()).add(o.run_id)
+        if o.ok and o.direction is not None:
+            found.setdefault((o.case.case_id, o.direction.value), {})[o.repetition] = o
+    return {key: rounds for key, rounds in found.items()
+            if len(case_runs[key[0]]) == 1 and next(iter(case_runs[key[0]])) in runs}
 
 
 # ---------------------------------------------------------------------------------------------------------------

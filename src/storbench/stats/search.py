@@ -44,7 +44,7 @@ from itertools import pairwise
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.knee import Knee, KneeKind, LatencyObjective, locate_knee
 from storbench.stats.observations import Observation, metric_value
-from storbench.stats.trend import judge_change
+from storbench.stats.trend import judge_change, round_pairs
 
 STEP = 4  # grid indices per bracketing step: two grid values per doubling, so about x4 load
 
@@ -105,7 +105,9 @@ class _State:
 def _rises(lower: SearchPoint, higher: SearchPoint) -> bool:
     """More load may still raise IOPS: the step is not shown flat or falling (one the repetitions cannot tell
     keeps the search stepping: the next x4 step costs one point and usually tells)."""
-    return not judge_change(lower.iops, higher.iops).stopped
+    # a search measures each value's repetitions back to back (never alternated), so ``round_pairs`` finds no
+    # rounds and the change is Welch's; asked all the same, so that the rule stays the curves' one
+    return not judge_change(lower.iops, higher.iops, round_pairs(lower.iops, higher.iops)).stopped
 
 
 def _state(grid: Sequence[int], measured: Mapping[int, SearchPoint], objective: LatencyObjective) -> _State:

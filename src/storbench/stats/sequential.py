@@ -35,8 +35,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
+from typing import TypeVar
 
 import numpy as np
+
+K = TypeVar("K", int, tuple[int, int])  # a round: its index, or (run id, index)
 
 CALIBRATION_SEED = 20_240_611
 CALIBRATION_PATHS = 200_000  # simulated A/A comparisons: the A/A rate's Monte Carlo error is about +-0.1 % (2 SE)
@@ -184,6 +187,20 @@ def paired_change(a: Sequence[float], b: Sequence[float], confidence: float = 0.
     half = _t_quantile(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
     return PairedChange(n=n, estimate=math.expm1(mean), low=math.expm1(mean - half), high=math.expm1(mean + half),
                         confidence=confidence, log_sd=sd)
+
+
+PairedValues = tuple[list[float], list[float]]  # (a_i, b_i) of the rounds both sides have, in round order
+
+
+def paired_values(a: Mapping[K, float | int | None], b: Mapping[K, float | int | None]) -> PairedValues | None:
+    """Two sides' values by round (a[i] and b[i] ran next to each other), paired: the rounds both have, in order.
+    None when fewer than two, or when a round both have lacks a positive value on either side (a ratio needs
+    both): then the interval is the unpaired one."""
+    common = sorted(set(a) & set(b))
+    pairs = [(a[k], b[k]) for k in common]
+    if len(pairs) < 2 or any(x is None or y is None or x <= 0 or y <= 0 for x, y in pairs):
+        return None
+    return [float(x) for x, _ in pairs if x is not None], [float(y) for _, y in pairs if y is not None]
 
 
 def rounds_run(a: Mapping[int, object], b: Mapping[int, object]) -> int:

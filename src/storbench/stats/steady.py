@@ -7,10 +7,16 @@ over a measurement window of the last ``window`` rounds, with y the tracked metr
 - the slope excursion of the least-squares line fitted to (round, y) over the window — its value at the window's
   last round minus its value at the first, |slope| * (window - 1) — is at most ``slope`` of the window's mean.
 
-A point is measured round by round (each round one fio repetition of the case, run back to back) and stops at
-the first round whose window meets both; its figures come from the window's rounds only. A point that reaches
-``max_rounds`` without meeting them is "not steady" and reports its last window, marked so. Failed rounds are
-left out of the series (the window is over the last ``window`` rounds that measured).
+A point is measured round by round (each round one fio repetition of the case, run back to back) until the first
+round whose window meets both, then ``confirm`` rounds more: its figures (means, intervals, percentiles) come from
+those confirmation rounds. The window is chosen *because* its spread is small, so an interval over its own rounds
+is too narrow (at CV 10 % a 95 % t interval over the window covered its rounds' true level 85.6 % of the time;
+`bench/steady_interval.py`); rounds measured after it were chosen by nothing, so their interval is an ordinary
+one. A point with fewer than two rounds after its window (``confirm: 0``, an interrupted run, a run stored before
+confirmation rounds existed) reports its window's mean with no interval, said so. A point that reaches
+``max_rounds`` without meeting the rule is "not steady" and reports its last window (the last rounds, not chosen
+for their spread), marked so. Failed rounds are left out of the series (the window is over the last ``window``
+rounds that measured).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from storbench.model import Status, StoredRepetition
 
 # Metrics a steady-state rule may track, and how a round's value is read.
 STEADY_METRICS = ("iops", "bw_bytes", "lat_mean_ns")
+MIN_CONFIRMATION = 2  # rounds after the window needed for an interval (below: the window's mean, no interval)
 
 
 @dataclass(frozen=True)
@@ -33,12 +40,15 @@ class SteadyRule:
     window: int = 5
     range_fraction: float = 0.20
     slope_fraction: float = 0.10
-    max_rounds: int = 25
+    max_rounds: int = 25  # rounds at most until steady (the confirmation rounds come on top)
+    confirm: int = 5  # rounds measured after the steady window; the point's figures come from them
 
     def text(self) -> str:
+        then = (f"; then {self.confirm} rounds more, the point's figures" if self.confirm >= MIN_CONFIRMATION
+                else "; the point reports its window's mean, with no interval")
         return (f"{self.metric} over the last {self.window} rounds: max - min <= {100 * self.range_fraction:g} % "
                 f"and the fitted line's excursion <= {100 * self.slope_fraction:g} % of their mean "
-                f"(at most {self.max_rounds} rounds)")
+                f"(at most {self.max_rounds} rounds){then}")
 
 
 class SteadyStatus(StrEnum):
@@ -70,10 +80,31 @@ class SteadyState:
     rule: SteadyRule
     rounds: tuple[tuple[int, float], ...]  # every measured round: (rep_index, value), in order
     window: WindowCheck | None  # the steady window, or the last full window examined; None below `window` rounds
+    confirmation: tuple[tuple[int, float], ...] = ()  # rounds measured after the steady window (at most `confirm`)
 
     @property
     def window_rounds(self) -> frozenset[int]:
         return frozenset(self.window.rounds) if self.window is not None else frozenset()
+
+    @property
+    def settled(self) -> bool:
+        """No more rounds are needed: not steady within max_rounds, or steady with its confirmation rounds done."""
+        return self.status is SteadyStatus.NOT_STEADY or (
+            self.status is SteadyStatus.STEADY and len(self.confirmation) >= self.rule.confirm)
+
+    @property
+    def window_only(self) -> bool:
+        """Its figures are its steady window's (fewer than MIN_CONFIRMATION rounds after it): rounds chosen for their
+        small spread, which give no honest interval."""
+        return self.status is SteadyStatus.STEADY and len(self.confirmation) < MIN_CONFIRMATION
+
+    @property
+    def figure_rounds(self) -> frozenset[int] | None:
+        """The rounds the point's figures come from: its confirmation rounds, or (window only, not steady, still
+        measuring) its window; None below `window` rounds (every round counts)."""
+        if self.status is SteadyStatus.STEADY and not self.window_only:
+            return frozenset(index for index, _ in self.confirmation)
+        return self.window_rounds if self.window is not None else None
 
 
 def check_window(rounds: Sequence[int], values: Sequence[float], rule: SteadyRule) -> WindowCheck:
@@ -97,16 +128,17 @@ def check_window(rounds: Sequence[int], values: Sequence[float], rule: SteadyRul
 
 
 def judge(rounds: Sequence[tuple[int, float]], rule: SteadyRule, attempted: int | None = None) -> SteadyState:
-    """The first window (ending at round ``window``, then each later round) that meets the rule; rounds after it
-    are not part of the answer (the point stopped there). ``attempted``: rounds run, failed ones included
-    (default: the measured ones) — `max_rounds` counts them."""
+    """The first window (ending at round ``window``, then each later round) that meets the rule, and the (at most
+    ``confirm``) rounds measured after it; later rounds are not part of the answer (the point stopped there).
+    ``attempted``: rounds run, failed ones included (default: the measured ones) — `max_rounds` counts them."""
     ordered = sorted(rounds)
     last: WindowCheck | None = None
-    for end in range(rule.window, len(ordered) + 1):
+    for end in range(rule.window, min(len(ordered), rule.max_rounds) + 1):  # a window within max_rounds
         part = ordered[end - rule.window:end]
         last = check_window([r for r, _ in part], [v for _, v in part], rule)
         if last.steady:
-            return SteadyState(SteadyStatus.STEADY, rule, tuple(ordered[:end]), last)
+            after = tuple(ordered[end:end + rule.confirm])
+            return SteadyState(SteadyStatus.STEADY, rule, tuple(ordered[:end + len(after)]), last, after)
     ran = len(ordered) if attempted is None else attempted
     status = SteadyStatus.NOT_STEADY if ran >= rule.max_rounds else SteadyStatus.MEASURING
     return SteadyState(status, rule, tuple(ordered), last)
@@ -138,17 +170,20 @@ def judge_repetitions(repetitions: Sequence[StoredRepetition], rule: SteadyRule)
 def steady_windows(repetitions: Sequence[StoredRepetition], rules: Mapping[int, SteadyRule]
                    ) -> tuple[list[StoredRepetition], dict[tuple[int, str], SteadyState]]:
     """For runs measured with a steady-state rule (``rules``: run id -> rule): each case's rounds judged, and
-    only its window's repetitions kept (a point's figures come from its window). Other runs pass unchanged."""
+    only the repetitions its figures come from kept (``SteadyState.figure_rounds``: the rounds after its steady
+    window, or its window). Other runs pass unchanged."""
     by_case: dict[tuple[int, str], list[StoredRepetition]] = {}
     for r in repetitions:
         if r.run_id in rules:
             by_case.setdefault((r.run_id, r.case.case_id), []).append(r)
     states = {key: judge_repetitions(sorted(reps, key=lambda r: r.rep_index), rules[key[0]])
               for key, reps in by_case.items()}
-    return [r for r in repetitions if r.run_id not in rules or _in_window(r, states[(r.run_id, r.case.case_id)])], \
+    return [r for r in repetitions if r.run_id not in rules or _counted(r, states[(r.run_id, r.case.case_id)])], \
         states
 
 
-def _in_window(repetition: StoredRepetition, state: SteadyState) -> bool:
-    """A round counts when it is in the window; below `window` rounds (an interrupted point) every round does."""
-    return state.window is None or repetition.rep_index in state.window_rounds
+def _counted(repetition: StoredRepetition, state: SteadyState) -> bool:
+    """A round counts when the point's figures come from it; below `window` rounds (an interrupted point) every
+    round does."""
+    rounds = state.figure_rounds
+    return rounds is None or repetition.rep_index in rounds

@@ -12,7 +12,14 @@ from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckV
 from storbench.stats.estimate import CONFIDENCE, Estimate, estimate
 from storbench.stats.layers import client_daemon
 from storbench.stats.metrics import SUMMARY_METRICS
-from storbench.stats.observations import METRIC_VALUES, Observation, busiest_names, metric_value, observed_storage
+from storbench.stats.observations import (
+    METRIC_VALUES,
+    Observation,
+    alternated_rounds,
+    busiest_names,
+    metric_value,
+    observed_storage,
+)
 from storbench.stats.steady import SteadyStatus
 from storbench.units import format_block_size, format_bytes
 
@@ -34,6 +41,7 @@ WARNING_TITLES = {
     "stragglers": "straggling clients",
     "not_steady": "never reached steady state",
     "steady_incomplete": "steady state not reached yet",
+    "steady_window": "steady-state window: rounds of one instance chosen for small spread; no interval",
 }
 STRAGGLER_PCT_OF_MEDIAN = 50.0
 
@@ -174,6 +182,10 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
     elif SteadyStatus.MEASURING in states:
         warnings.append(StatWarning("steady_incomplete", "stopped before it was steady or out of rounds",
                                     "run the plan again with --resume"))
+    if any(o.window_only for o in observations):
+        warnings.append(StatWarning(
+            "steady_window", "figures from its steady-state window, rounds chosen for their small spread: no "
+            "interval", "measure rounds after the window (steady_state.confirm: 5; --resume runs them)"))
     cv_low = cv_lower_bound_pct(iops) if iops else None
     if iops is not None and iops.cv_pct is not None and cv_low is not None and cv_low > CV_LIMIT_PCT:
         warnings.append(StatWarning(
@@ -278,6 +290,9 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
     memory = mem_total_bytes or {}
     declared = expectations or {}
     run_levels = levels or {}
+    # points whose run alternated its cases round by round carry their values by round: what pairs two points of
+    # one curve (`stats.trend.round_pairs`), by the rule `compare` pairs by
+    by_round = alternated_rounds(observations, {o.run_id for o in observations if o.alternated})
     groups: dict[str, list[Observation]] = {}
     for o in observations:
         if o.client:  # a single client's own observation (export --per-client): points are all clients merged
@@ -304,12 +319,17 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                                         f"{_resources(verdict.evidence)}: each job sends one S3 request at a time; "
                                         "more jobs (numjobs) add load")
         level = max((run_levels.get(o.run_id, CONFIDENCE) for o in group), default=CONFIDENCE)
+        window_only = any(o.window_only for o in group)  # a steady window's rounds: chosen for their spread
         for direction in directions:
             rows = [o for o in ok if o.direction == direction]
+            rounds = by_round.get((case_id, direction.value)) if direction is not None else None
             estimates = []
             for field in metrics:
                 read = METRIC_VALUES[field]
-                value = estimate([v for o in rows if (v := read(o)) is not None], level)
+                value = estimate([v for o in rows if (v := read(o)) is not None], level, interval=not window_only)
+                if value is not None and rounds:
+                    value = replace(value, rounds=tuple((r, float(v)) for r, o in sorted(rounds.items())
+                                                        if (v := read(o)) is not None))
                 if value is not None:
                     estimates.append((field, value))
             iops = dict(estimates).get("iops")

@@ -5,7 +5,10 @@ the repetitions not tell? Every section that reads a curve (the knee and `satura
 Overlapping per-point intervals are no evidence that nothing changed (at n=3 and CV 25 % a curve that truly rises
 90 % between two points often has them). The change itself is judged: the ratio of the two points' means with
 its interval on the log scale (Welch, delta method), at 90 % — the two one-sided 5 % tests of equivalence (TOST),
-and a one-sided 5 % test of a rise or a fall:
+and a one-sided 5 % test of a rise or a fall. When the two points' repetitions alternated round by round (one run
+with `order: interleaved`, repetition i of each in round i: `round_pairs`, the rule `compare` pairs by), the
+change is the paired one instead, exp(mean(log higher_i / lower_i)) with a t interval on the per-round log
+ratios (`stats.sequential.paired_change`), so drift shared by the round cancels:
 
 - rising: the interval's low end is above no change and the mean gain is at least RISE_FLOOR;
 - falling: the interval's high end is below no change and the mean loss is at least RISE_FLOOR;
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from storbench.stats.estimate import Estimate, ratio_interval
+from storbench.stats.sequential import PairedValues, paired_change, paired_values
 
 CONFIDENCE = 0.90  # TOST at 5 %: flat when the 90 % interval is inside the margin; rising: its one-sided 5 %
 FLAT_MARGIN = 0.10  # "flat": the change is shown to be within +-10 %
@@ -41,15 +45,17 @@ class Trend(StrEnum):
 
 @dataclass(frozen=True)
 class Change:
-    """higher / lower: the ratio of the means, its 90 % interval (None without one), the judgement, and for an
-    undecided one about how many repetitions per point would decide it (None: not within MAX_REPETITIONS, or no
-    interval to tell from)."""
+    """higher / lower: the ratio of the means (paired: the geometric mean of the per-round ratios), its 90 %
+    interval (None without one), the judgement, and for an undecided one about how many repetitions per point would
+    decide it (None: not within MAX_REPETITIONS, or no interval to tell from). ``pairs``: the rounds a paired
+    change is over (0: Welch's, unpaired)."""
 
     ratio: float
     low: float | None
     high: float | None
     trend: Trend
     repetitions_needed: int | None = None
+    pairs: int = 0
 
     @property
     def stopped(self) -> bool:
@@ -57,39 +63,55 @@ class Change:
         return self.trend in (Trend.FLAT, Trend.FALLING)
 
 
-def _needed(lower: Estimate, higher: Estimate, low: float, high: float) -> int | None:
-    """Repetitions per point at which the interval would be narrow enough for either answer, if the means and
-    spreads stayed as they are (the half-width shrinks as 1/sqrt(n))."""
-    ratio = higher.mean / lower.mean
+def _needed(ratio: float, low: float, high: float, n: int) -> int | None:
+    """Repetitions per point (paired: rounds) at which the interval would be narrow enough for either answer, if
+    the change and the spread stayed as they are (the half-width shrinks as 1/sqrt(n); ``n``: repetitions per
+    point now, or pairs)."""
     half = (math.log(high) - math.log(low)) / 2
     log_change = abs(math.log(ratio))
     room = max(math.log(1 + FLAT_MARGIN) - log_change, log_change if abs(ratio - 1) >= RISE_FLOOR else 0.0)
     if room <= 0 or half <= 0:
         return None
-    n = min(lower.n, higher.n)
     needed = math.ceil(n * (half / room) ** 2)
     return needed if needed <= MAX_REPETITIONS else None
 
 
-def judge_change(lower: Estimate, higher: Estimate) -> Change:
-    """How ``higher`` (more load) compares with ``lower``: see the module's rules."""
+def round_pairs(lower: Estimate, higher: Estimate) -> PairedValues | None:
+    """The two points' values of the rounds both have, when both carry values by round (their repetitions
+    alternated round by round in one run: `Estimate.rounds`); None otherwise (the change is then Welch's)."""
+    if not lower.rounds or not higher.rounds:
+        return None
+    return paired_values(dict(lower.rounds), dict(higher.rounds))
+
+
+def judge_change(lower: Estimate, higher: Estimate, paired: PairedValues | None = None) -> Change:
+    """How ``higher`` (more load) compares with ``lower``: see the module's rules. ``paired``: the two points'
+    values of the rounds both ran in (``round_pairs``), when their repetitions alternated round by round; the
+    change and its interval are then the per-round ratios' (paired), else Welch's over the two estimates."""
     if lower.mean <= 0 or higher.mean <= 0:
         ratio = math.inf if higher.mean > 0 else 1.0
         trend = Trend.RISING if higher.mean > 0 else Trend.UNDECIDED
         return Change(ratio, None, None, trend)
-    ratio = higher.mean / lower.mean
-    if lower.n < 2 or higher.n < 2:
+    change = paired_change(*paired, CONFIDENCE) if paired is not None else None
+    pairs = 0
+    if change is not None:
+        ratio, low, high, n, pairs = 1 + change.estimate, 1 + change.low, 1 + change.high, change.n, change.n
+    elif not (lower.has_interval and higher.has_interval):  # n < 2, or a steady-state window
+        ratio = higher.mean / lower.mean
         trend = (Trend.RISING if ratio > 1 + NO_INTERVAL_CHANGE else
                  Trend.FALLING if ratio < 1 / (1 + NO_INTERVAL_CHANGE) else Trend.UNDECIDED)
         return Change(ratio, None, None, trend)
-    low, high = ratio_interval(lower, higher, CONFIDENCE)
+    else:
+        ratio = higher.mean / lower.mean
+        low, high = ratio_interval(lower, higher, CONFIDENCE)
+        n = min(lower.n, higher.n)
     if low > 1 and ratio >= 1 + RISE_FLOOR:
-        return Change(ratio, low, high, Trend.RISING)
+        return Change(ratio, low, high, Trend.RISING, pairs=pairs)
     if high < 1 and ratio <= 1 / (1 + RISE_FLOOR):
-        return Change(ratio, low, high, Trend.FALLING)
+        return Change(ratio, low, high, Trend.FALLING, pairs=pairs)
     if low >= 1 / (1 + FLAT_MARGIN) and high <= 1 + FLAT_MARGIN:
-        return Change(ratio, low, high, Trend.FLAT)
-    return Change(ratio, low, high, Trend.UNDECIDED, _needed(lower, higher, low, high))
+        return Change(ratio, low, high, Trend.FLAT, pairs=pairs)
+    return Change(ratio, low, high, Trend.UNDECIDED, _needed(ratio, low, high, n), pairs=pairs)
 
 
 @dataclass(frozen=True)
@@ -108,9 +130,10 @@ class Plateau:
 def plateau(throughput: Sequence[Estimate]) -> Plateau:
     """The plateau of a curve whose points are in increasing load (the knee's and the capped verdict's rule):
     each point is compared with every higher one, so a noisy dip cannot end a rise early and a slow creep counts
-    once it adds up."""
+    once it adds up; paired where the two points alternated round by round (``round_pairs``), else Welch."""
     for k in range(len(throughput) - 1):
-        changes = [(j, judge_change(throughput[k], throughput[j])) for j in range(k + 1, len(throughput))]
+        changes = [(j, judge_change(throughput[k], throughput[j], round_pairs(throughput[k], throughput[j])))
+                   for j in range(k + 1, len(throughput))]
         if any(change.trend is Trend.RISING for _, change in changes):
             continue
         undecided = next(((j, change) for j, change in changes if not change.stopped), None)
