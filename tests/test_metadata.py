@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -134,6 +135,51 @@ repeat: 1
 """
 
 
+# 4k random reads through ceph-fuse over iodepth, on the same lab (reused, not brought up again)
+FUSE_SWEEP_PLAN = CEPHFS_PLAN.split("workload:")[0].replace("name: cephfs-meta", "name: cephfs-fuse-sweep") + """
+workload:
+  rw: randread
+  bs: 4k
+  iodepth: [1, 8, 32]
+  runtime: 2s
+  ramp: 1s
+  direct: true
+repeat: 4
+"""
+
+
+def _fuse_sweep_is_limited_in_the_client_stack(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 29: IOPS through ceph-fuse stay flat over iodepth while the mean latency grows, and the OSDs answer
+    each read in a small part of it (their own op latency for reads, from their counters): the verdict names the
+    client stack (ceph-fuse on this host) with the share of the latency outside the OSDs, not a limit beyond this
+    host; show, the export and the report say where the time went."""
+    db = tmp_path / "fuse.db"
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, FUSE_SWEEP_PLAN, "fuse.yaml")), "--db", str(db),
+                             "--keep-lab")
+    assert code == 0, out + err
+    reused = re.search(r"ceph lab: up in (\d+)s", out)
+    assert reused is not None and int(reused.group(1)) <= 10, out  # the metadata run's cluster, not a new one
+    code, exported, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+    records = json.loads(exported)
+    assert code == 0 and len(records) == 12 and all(r["status"] == "ok" for r in records), err
+    for record in records:
+        assert record["storage_layer"] == "OSDs", record  # the OSDs served the reads (direct I/O: no cache)
+        assert 0 < record["osd_process_lat_ns"] <= record["osd_lat_ns"] == record["storage_lat_ns"]
+        assert record["storage_lat_ns"] < record["lat_mean_ns"]
+    deepest = [r for r in records if r["iodepth"] == 32]
+    assert all(r["outside_storage_pct"] > 50 for r in deepest), deepest
+    code, shown, err = run_cli(capsys, "show", "--db", str(db), "--format", "json")
+    points = json.loads(shown)
+    assert code == 0 and len(points) == 3, err
+    verdicts = {p["iodepth"]: (p["bottleneck"], p["bottleneck_evidence"]) for p in points}
+    assert {kind for kind, _ in verdicts.values()} == {"client stack"}, verdicts
+    assert "limited in the client stack: ceph-fuse on this host" in verdicts[32][1], verdicts
+    assert "of the latency outside the OSDs" in verdicts[32][1], verdicts
+    report = tmp_path / "fuse.html"
+    code, _, err = run_cli(capsys, "report", "--db", str(db), "-o", str(report))
+    assert code == 0 and "Where the time goes" in report.read_text(), err
+
+
 @pytest.mark.fio
 @pytest.mark.ceph
 @pytest.mark.skipif(shutil.which("ceph-mds") is None or os.geteuid() != 0,
@@ -167,6 +213,7 @@ def test_metadata_operations_on_the_labs_cephfs(tmp_path: Path, capsys: pytest.C
         code, shown, err = run_cli(capsys, "show", "--db", str(db))
         # the verdicts name the metadata path's processes: the MDS and the FUSE client
         assert code == 0 and "ceph-mds" in shown and "ceph-fuse" in shown, shown
+        _fuse_sweep_is_limited_in_the_client_stack(tmp_path, capsys)
     finally:
         CephLab(lab_dir / "ceph").down()
         HostsLab(lab_dir / "hosts").down()

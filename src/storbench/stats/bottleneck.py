@@ -257,7 +257,7 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
     if mean latency then grows at least LATENCY_GROWTH times while load grows at least LOAD_GROWTH times, every
     point of that stretch that saturated nothing of this host is "capped beyond this host"; with the target's
     ``declared`` limit (same unit as the throughput) within AT_DECLARED_FRACTION, the evidence says it is at it;
-    ``remote`` is what the storage's own telemetry says along the curve, added to the evidence."""
+    ``remote`` is what the storage nodes' telemetry says along the curve, added to the evidence."""
     out: list[BottleneckVerdict | None] = [None] * len(steps)
     start = flat_from(steps)
     if start is None:
@@ -291,6 +291,12 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
     else:
         kind, cause = Bottleneck.CAPPED, (": a limit outside this host (a provisioned IOPS or throughput limit, a "
                                           "throttle, or the remote storage)")
+        if storage is not None and first.storage_lat_ns:  # where the I/O waits: the storage's own latency
+            layer = last.storage_layer
+            whose = ("the OSDs' op latency" if layer == "OSDs" else f"the {layer}'s latency" if layer
+                     else "the storage's latency")
+            cause += (f"; {whose} went {first.storage_lat_ns / 1e6:.2f} ms to {storage / 1e6:.2f} ms "
+                      f"({storage / first.storage_lat_ns:.1f}x), {storage / last.lat_mean_ns:.0%} of the client's mean")
     evidence = (f"{what} flat at {shown} from {first.label} to {last.label} ({change:+.1f} %, {spread}) while mean "
                 f"latency grew {latency_growth:.1f}x, and nothing of this host saturated{cause}")
     if declared:

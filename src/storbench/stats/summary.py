@@ -394,22 +394,13 @@ def _step(point: PointSummary, load: float, label: str, field: str) -> CurveStep
 
 
 def _remote_evidence(points: Sequence[PointSummary], members: Sequence[int]) -> str:
-    """What the storage's own telemetry says along a curve (lowest to highest load), for a capped verdict: its own
-    latency for the I/O (`stats.layers`: the OSDs', an MDS's or radosgw's counters), the storage nodes' CPU and
-    disks (Prometheus)."""
+    """What the storage nodes' own telemetry says along a curve (lowest to highest load), for a capped verdict:
+    their CPU and disks (Prometheus). (The storage's own latency for the I/O is read from the curve's steps.)"""
     def ends(field: str) -> tuple[float, float] | None:
         first, last = points[members[0]].metric(field), points[members[-1]].metric(field)
         return (first.mean, last.mean) if first is not None and last is not None else None
 
     parts = []
-    storage, client = ends("storage_lat_ns"), ends("lat_mean_ns")
-    if storage is not None and storage[0] > 0:
-        share = (f", {storage[1] / client[1]:.0%} of the client's mean" if client is not None and client[1] > 0
-                 else "")
-        layer = points[members[-1]].storage_layer
-        whose = "the OSDs' op latency" if layer == "OSDs" else f"the {layer}'s latency" if layer else "storage latency"
-        parts.append(f"{whose} went {storage[0] / 1e6:.2f} ms to {storage[1] / 1e6:.2f} ms "
-                     f"({storage[1] / storage[0]:.1f}x){share}")
     for field, what in (("node_cpu_busy_pct", "storage node CPU"), ("node_disk_util_pct", "storage node disks")):
         both = ends(field)
         if both is not None:
