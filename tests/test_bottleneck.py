@@ -342,3 +342,18 @@ def test_every_verdict_says_where_the_points_time_went_by_layer() -> None:
         "network)"), point.bottleneck.evidence
     (bare,) = summarize_points([replace(o, telemetry=replace(o.telemetry, ceph_counters=())) for o in rows])
     assert "by layer" not in bare.bottleneck.evidence
+
+
+def test_an_under_driven_point_on_a_sweep_says_what_the_sweep_shows() -> None:
+    """Issue 29: a point of a sweep does not say "one point cannot show it": the next load's change (rising, flat,
+    undecided) is read from the sweep, and the highest load of a curve still rising says a deeper sweep would tell."""
+    rising = _sweep("iodepth", [1, 16], [[1000, 1010, 990], [7900, 8000, 8100]], [1.0, 2.0])
+    assert "more load raises IOPS: iodepth 16 gave +700 % [" in rising[0].bottleneck.evidence, rising[0]
+    assert "it still rose into iodepth 16 (+700 % [" in rising[1].bottleneck.evidence, rising[1]
+    assert all("one point cannot show it" not in p.bottleneck.evidence for p in rising)
+    flat = _sweep("iodepth", [1, 2], [[1000, 1010, 990], [1005, 995, 1000]], [1.0, 1.2])  # latency barely grows
+    assert "yet iodepth 2 gave no more IOPS (+0 % [" in flat[0].bottleneck.evidence, flat[0]
+    noisy = _sweep("iodepth", [1, 2], [[1000, 1500, 700], [1300, 800, 1600]], [1.0, 1.2])
+    assert "which cannot tell yet" in noisy[0].bottleneck.evidence, noisy[0]
+    (single,) = _sweep("iodepth", [1], [[1000, 1010, 990]], [1.0])
+    assert "one point cannot show it" in single.bottleneck.evidence

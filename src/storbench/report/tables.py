@@ -324,13 +324,7 @@ def undecided_text(knee: Knee, points: Sequence[CurvePoint], axis: str) -> str:
     if change is None or knee.pending_from is None or knee.pending_to is None:
         return "undecided"
     a, b = points[knee.pending_from].load, points[knee.pending_to].load
-    def pct(ratio: float) -> str:
-        return f"{round(100 * (ratio - 1)):+d}"  # whole percents, never "-0"
-
-    shown = f"{pct(change.ratio)} %"
-    if change.low is not None and change.high is not None:
-        paired = f", paired over {change.pairs} rounds" if change.pairs else ""
-        shown += f" [{pct(change.low)}, {pct(change.high)}] (90 %{paired})"
+    shown = change.text()
     single = any(e is not None and e.n < 2 for e in (points[knee.pending_from].point.metric("iops"),
                                                       points[knee.pending_to].point.metric("iops")))
     if change.low is None and single:

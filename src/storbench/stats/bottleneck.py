@@ -205,8 +205,7 @@ def judge(x: BottleneckInputs) -> BottleneckVerdict:
         return BottleneckVerdict(
             Bottleneck.UNDER_DRIVEN,
             f"{in_flight:.1f} of {slots} I/O slots busy (IOPS x mean latency) and nothing saturated "
-            f"({busiest}): more iodepth or jobs may raise IOPS (one point cannot show it: a sweep of iodepth, or "
-            "search:, would tell)", (), in_flight, slots)
+            f"({busiest}): {UNDER_DRIVEN_UNTOLD}", (), in_flight, slots)
     queue = (f"; {in_flight:.1f} of {slots} I/O slots busy: fio did not keep its queue full"
              if in_flight is not None and slots > 0 else "")
     return BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated ({busiest}){queue}", (), in_flight,
@@ -217,6 +216,9 @@ def judge(x: BottleneckInputs) -> BottleneckVerdict:
 # the knee's too: "capped" needs flatness shown.
 # ... and a curve is "capped" over a stretch when, across it, mean latency grew at least this many times while the
 # load (outstanding I/Os, or block size) grew at least LOAD_GROWTH times.
+# what a single under-driven point cannot show; a sweep replaces it with what it does show (stats.summary)
+UNDER_DRIVEN_UNTOLD = ("more iodepth or jobs may raise IOPS (one point cannot show it: a sweep of iodepth, or search:, "
+                       "would tell)")
 LATENCY_GROWTH = 1.5
 LOAD_GROWTH = 2.0
 # Verdicts the sweep may overrule: nothing of this host was saturated at the point.

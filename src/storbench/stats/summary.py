@@ -8,7 +8,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from storbench.model import Direction, Expectation, WorkloadPoint, is_metadata, is_object
-from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, CurveStep, judge, judge_curve
+from storbench.stats.bottleneck import (
+    UNDER_DRIVEN_UNTOLD,
+    Bottleneck,
+    BottleneckInputs,
+    BottleneckVerdict,
+    CurveStep,
+    judge,
+    judge_curve,
+)
 from storbench.stats.estimate import CONFIDENCE, Estimate, estimate
 from storbench.stats.layers import client_daemon
 from storbench.stats.metrics import SUMMARY_METRICS
@@ -21,6 +29,7 @@ from storbench.stats.observations import (
     observed_storage,
 )
 from storbench.stats.steady import SteadyStatus
+from storbench.stats.trend import Trend, judge_change, round_pairs
 from storbench.units import format_block_size, format_bytes
 
 NOT_JUDGED = BottleneckVerdict(Bottleneck.UNKNOWN, "not judged")
@@ -453,4 +462,39 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
                                   strict=True):
                 if verdict is not None and out[i].bottleneck.kind not in (Bottleneck.CAPPED, Bottleneck.CLIENT_STACK):
                     out[i] = replace(out[i], bottleneck=verdict)
+            if axis != "bs_bytes":
+                for i, evidence in zip(members, under_driven_readings(steps, [out[i].bottleneck for i in members]),
+                                       strict=True):
+                    if evidence is not None:
+                        out[i] = replace(out[i], bottleneck=replace(out[i].bottleneck, evidence=evidence))
+    return out
+
+
+def under_driven_readings(steps: Sequence[CurveStep], verdicts: Sequence[BottleneckVerdict]) -> list[str | None]:
+    """An under-driven point on a load sweep says what the sweep shows instead of that one point cannot show it:
+    the change to the next load (`stats.trend.judge_change`, paired where the points alternated), or, at the
+    highest load of a curve still rising into it, that a deeper sweep would tell where it stops. None: keep."""
+    out: list[str | None] = [None] * len(steps)
+    for k, verdict in enumerate(verdicts):
+        if verdict.kind != Bottleneck.UNDER_DRIVEN or UNDER_DRIVEN_UNTOLD not in verdict.evidence:
+            continue
+        if k + 1 < len(steps):
+            here, there = steps[k], steps[k + 1]
+            change = judge_change(here.throughput, there.throughput, round_pairs(here.throughput, there.throughput))
+            shown = change.text()
+            told = {Trend.RISING: f"more load raises IOPS: {there.label} gave {shown}",
+                    Trend.FLAT: f"yet {there.label} gave no more IOPS ({shown}): the limit is elsewhere",
+                    Trend.FALLING: f"yet {there.label} gave fewer IOPS ({shown}): the limit is elsewhere",
+                    Trend.UNDECIDED: f"more load may raise IOPS: {there.label} gave {shown}, which cannot tell yet"
+                    }[change.trend]
+        else:
+            if k == 0:
+                continue
+            change = judge_change(steps[k - 1].throughput, steps[k].throughput,
+                                  round_pairs(steps[k - 1].throughput, steps[k].throughput))
+            if change.trend != Trend.RISING:
+                continue
+            told = (f"more load may raise IOPS: it still rose into {steps[k].label} ({change.text()} from "
+                    f"{steps[k - 1].label}); a deeper sweep, or search:, would tell where it stops")
+        out[k] = verdict.evidence.replace(UNDER_DRIVEN_UNTOLD, told)
     return out

@@ -62,6 +62,18 @@ class Change:
         """More load is shown not to raise throughput (flat or falling)."""
         return self.trend in (Trend.FLAT, Trend.FALLING)
 
+    def text(self) -> str:
+        """'+89 % [+61, +122] (90 %)' (', paired over 3 rounds' inside the brackets' note when paired); whole
+        percents, never '-0'."""
+        def pct(ratio: float) -> str:
+            return f"{round(100 * (ratio - 1)):+d}"
+
+        shown = f"{pct(self.ratio)} %"
+        if self.low is not None and self.high is not None:
+            paired = f", paired over {self.pairs} rounds" if self.pairs else ""
+            shown += f" [{pct(self.low)}, {pct(self.high)}] (90 %{paired})"
+        return shown
+
 
 def _needed(ratio: float, low: float, high: float, n: int) -> int | None:
     """Repetitions per point (paired: rounds) at which the interval would be narrow enough for either answer, if
