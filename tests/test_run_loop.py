@@ -12,7 +12,7 @@ import pytest
 
 from helpers import run_cli, write_plan
 from storbench import checks, orchestrate
-from storbench.checks import check_everything
+from storbench.checks import Checked, check_everything
 from storbench.config import LoadedPlan, load_plan_text
 from storbench.execute.fake import FakeCall, FakeExecutor, Hang, Raise, Replay, Step
 from storbench.fio.options import FioCapabilities
@@ -532,15 +532,22 @@ def test_a_resumed_search_finishes_the_point_it_had_begun_and_gives_the_same_ans
     assert len(said) == 1 and "at iodepth=24 within p99<=" in said[0], said
 
 
-def test_a_resumed_steady_state_run_starts_unsettled_points_over_on_a_preconditioned_target(
-        tmp_path: Path, store: Store) -> None:
-    """The precondition runs again when the run resumes, so a point interrupted before it was steady must not
-    join its old rounds to new ones: it starts over; a point already steady is not run again."""
+def _preconditioned_steady(tmp_path: Path) -> tuple[LoadedPlan, list[Case], Checked]:
+    """The steady-state plan (at most 8 rounds, 2 after the window) on a target preconditioned before its first
+    measurement, loaded, expanded and checked."""
     text = STEADY.format(data=tmp_path / "data", most=8, confirm=2).replace(
         "size: 4MiB}", "size: 4MiB, precondition: {workload: randwrite 4k, for: 1s}}")
     loaded = load_plan_text(text, "steady.yaml")
     cases = expand(loaded)
     checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    return loaded, cases, checked
+
+
+def test_a_resumed_steady_state_run_starts_unsettled_points_over_on_a_preconditioned_target(
+        tmp_path: Path, store: Store) -> None:
+    """The precondition runs again when the run resumes, so a point interrupted before it was steady must not
+    join its old rounds to new ones: it starts over; a point already steady is not run again."""
+    loaded, cases, checked = _preconditioned_steady(tmp_path)
 
     def first(call: FakeCall) -> Step:
         if call.case.workload.rw == "randrw" and call.case.workload.bs_bytes == 8192 and call.rep_index == 2:
@@ -567,11 +574,7 @@ def test_a_point_interrupted_between_its_steady_window_and_the_rounds_after_it_s
         tmp_path: Path, store: Store) -> None:
     """Its figures come from the rounds after the window: measured after a second precondition they would be
     another instance's, so the point starts over like one that was not yet steady."""
-    text = STEADY.format(data=tmp_path / "data", most=8, confirm=2).replace(
-        "size: 4MiB}", "size: 4MiB, precondition: {workload: randwrite 4k, for: 1s}}")
-    loaded = load_plan_text(text, "steady.yaml")
-    cases = expand(loaded)
-    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    loaded, cases, checked = _preconditioned_steady(tmp_path)
 
     def first(call: FakeCall) -> Step:
         if call.case.workload.rw == "randrw" and call.case.workload.bs_bytes == 4096 and call.rep_index == 3:
