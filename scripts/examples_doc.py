@@ -17,7 +17,8 @@ FIGURES = {"ceph-block-size": ["iops-vs-bs-small", "bw_bytes-vs-bs-large"],
            "ceph-search": ["iops-latency-iodepth"], "ceph-steady-state": [],
            "metadata-cephfs-nfs": ["iops-vs-numjobs", "compare-iops", "compare-lat_p99_ns"],
            "nfs-clients": ["iops-vs-clients", "iops-latency-clients", "process-cpu"],
-           "rgw-objects": ["bw_bytes-vs-bs-small", "bw_bytes-vs-bs-large", "process-cpu"]}
+           "rgw-objects": ["bw_bytes-vs-bs-small", "bw_bytes-vs-bs-large", "process-cpu"],
+           "rbd-cephfs-nfs": ["compare-iops", "compare-lat_p99_ns", "latency-layers"]}
 DEFAULT_FIGURES = ["compare-iops", "compare-lat_p99_ns"]
 
 
@@ -61,7 +62,7 @@ def _unwrapped(lines: list[str]) -> list[str]:
     out: list[str] = []
     for line in lines:
         if out and line and (line[0].islower() or line[0] in ")],;") and not line.startswith(
-                ("lab design:", "search ", "precondition ", "after ", "run ", "ceph lab", "results ")):
+                ("lab design:", "search ", "precondition ", "after ", "run ", "ceph lab", "results ", "target ")):
             out[-1] += " " + line
         else:
             out.append(line)

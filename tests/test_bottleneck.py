@@ -299,9 +299,14 @@ def test_a_flat_curve_whose_storage_answers_fast_is_limited_in_the_client_stack(
             "in 0.17 ms of a 26.00 ms mean at iodepth 64)") in evidence, evidence
     unnamed = _sweep("iodepth", [4, 16, 64], flat, [1.6, 6.4, 26.0], osd_lat_ns=0.17e6)
     assert "client stack: the client stack of this host" in unnamed[-1].bottleneck.evidence
-    cluster = _sweep("iodepth", [4, 16, 64], flat, [1.6, 6.4, 26.0], osd_lat_ns=24e6, process_cpu_cores=fuse)
+    rows = [observation(**{**_BASE, "case_id": f"d{depth}", "iodepth": depth, "repeat": rep, "direction": "read",
+                           "rw": "randread", "iops": rate, "lat_mean_ns": lat * 1e6, "host_cpu_busy_pct": 10.0,
+                           "disk_busiest_util_pct": 20.0, "osd_lat_ns": osd * 1e6, "process_cpu_cores": fuse})
+            for depth, per_rep, lat, osd in zip([4, 16, 64], flat, [1.6, 6.4, 26.0], [1.5, 6.0, 24.0], strict=True)
+            for rep, rate in enumerate(per_rep)]
+    cluster = summarize_points(rows)  # the OSDs take most of the latency at every depth
     assert [p.bottleneck.kind for p in cluster] == [Bottleneck.CAPPED] * 3
-    assert "the OSDs' op latency went 24.00 ms to 24.00 ms (1.0x), 92% of the client's mean" \
+    assert "the OSDs' op latency went 1.50 ms to 24.00 ms (16.0x), 92% of the client's mean" \
         in cluster[-1].bottleneck.evidence
     cached = _sweep("iodepth", [4, 16, 64], flat, [1.6, 6.4, 26.0], process_cpu_cores=fuse,
                     ceph_counters=(("op_r", 100.0, 0.17e6),))  # 100 of ~2,470 reads/s reached the OSDs
@@ -357,3 +362,17 @@ def test_an_under_driven_point_on_a_sweep_says_what_the_sweep_shows() -> None:
     assert "which cannot tell yet" in noisy[0].bottleneck.evidence, noisy[0]
     (single,) = _sweep("iodepth", [1], [[1000, 1010, 990]], [1.0])
     assert "one point cannot show it" in single.bottleneck.evidence
+
+
+def test_a_storage_holding_more_in_flight_than_the_client_was_not_in_its_path() -> None:
+    """librbd's writeback cache (Ceph lab, rbd-cephfs-nfs example): the client saw 1.9 ms at 4,886 writes/s (9 in
+    flight) while the OSDs took 80 ms for each of 5,500 writes/s (440 in flight): acknowledged by the cache, written
+    back later; the OSDs' latency is not part of the client's, and no storage latency is given."""
+    from storbench.stats.observations import observed_storage
+
+    cached = observation(direction="write", iops=4886.0, lat_mean_ns=1.89e6, ceph_counters=(("op_w", 5519.0, 78.7e6),))
+    assert observed_storage(cached) is None
+    synchronous = observation(direction="write", iops=4886.0, lat_mean_ns=1.89e6,
+                              ceph_counters=(("op_w", 5100.0, 1.6e6),))
+    found = observed_storage(synchronous)
+    assert found is not None and found.lat_ns == 1.6e6

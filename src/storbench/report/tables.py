@@ -141,7 +141,9 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
         ("p99", "right", 0, lambda p: _lat(p.metric("lat_p99_ns"))),
         ("p99.9", "right", 3, lambda p: _lat(p.metric("lat_p999_ns"))),
         ("cpu %", "right", 3, lambda p: _mean(p.metric("host_cpu_busy_pct"), ".0f")), ("disk %", "right", 3, disk),
-        *((name, "right", 4, lambda p, f=field, m=fmt: telemetry_cell(p.metric(f), m)) for name, field, fmt in extra),
+        # where the time went (the share outside the storage) before the rest of the telemetry
+        *((name, "right", 2 if field == "outside_storage_pct" else 4,
+           lambda p, f=field, m=fmt: telemetry_cell(p.metric(f), m)) for name, field, fmt in extra),
         ("verdict", "left", 0, lambda p: p.bottleneck.short), ("!", "left", 0, lambda p: "⚠" if p.warnings else ""),
     ]
     cells = [[safe_text(cell(p)) for _, _, _, cell in specs] for p in points]  # measured as shown

@@ -7,7 +7,9 @@ reads' or writes' op latency, queue included; the part without the queue beside 
 it answered at least SERVED_SHARE of the client's operations per second in that direction: an OSD that saw a
 tenth of the reads (a page cache in front of it, or someone else's traffic) says nothing about this I/O. What
 the client waited beyond that layer is outside the storage: the client stack of its host (a kernel or FUSE
-client, the client library) and the network between them.
+client, the client library) and the network between them. A layer that held more requests in flight than the
+client had outstanding (Little's law) was not in the I/O's path: a client cache acknowledged it and wrote it back
+later (librbd's writeback cache), so no storage latency is given.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class StorageLayer:
 LAYERS = (StorageLayer("radosgw", "rgw_get", "rgw_put"), StorageLayer("MDS", "mds_reply", "mds_reply"),
           StorageLayer("OSDs", "op_r", "op_w"))
 SERVED_SHARE = 0.5
+IN_FLIGHT_SLACK = 1.25  # sampling windows and ops split in parts allow the storage a little more in flight
 # processes that are a client stack of their own on the client's host (a FUSE client), named in verdicts
 CLIENT_DAEMONS = ("ceph-fuse",)
 CLIENT_DAEMON_MIN_CORES = 0.01
@@ -43,15 +46,23 @@ def _counter_name(layer: StorageLayer, direction: str) -> str:
     return layer.write_counter if direction == "write" else layer.read_counter
 
 
-def storage_latency(digest: TelemetryDigest, direction: str, client_ops_per_s: float) -> StorageLatency | None:
+def storage_latency(digest: TelemetryDigest, direction: str, client_ops_per_s: float,
+                    client_lat_ns: float) -> StorageLatency | None:
     """The outermost layer that served this direction's I/O and its mean latency; None when no layer reports
-    one (no Ceph counters, or too few of the client's operations reached the storage)."""
-    if client_ops_per_s <= 0 or direction not in ("read", "write"):
+    one: no Ceph counters, too few of the client's operations reached the storage, or the storage held more
+    requests in flight than the client had outstanding (Little's law: its requests per second x their latency
+    above IN_FLIGHT_SLACK x the client's IOPS x mean latency) — a client-side cache acknowledged the I/O (librbd's
+    writeback cache) and wrote it back later, so the storage's latency is not part of the client's."""
+    if client_ops_per_s <= 0 or client_lat_ns <= 0 or direction not in ("read", "write"):
         return None
+    client_in_flight = client_ops_per_s * client_lat_ns
     for layer in LAYERS:
         counter = digest.counter(_counter_name(layer, direction))
-        if counter is not None and counter.latency_ns is not None and counter.per_s >= SERVED_SHARE * client_ops_per_s:
-            return StorageLatency(layer.name, counter.latency_ns)
+        if counter is None or counter.latency_ns is None or counter.per_s < SERVED_SHARE * client_ops_per_s:
+            continue
+        if counter.per_s * counter.latency_ns > IN_FLIGHT_SLACK * client_in_flight:
+            return None  # written back behind the client's back: no layer of this I/O's latency
+        return StorageLatency(layer.name, counter.latency_ns)
     return None
 
 

@@ -216,7 +216,7 @@ def observed_storage(o: Observation) -> StorageLatency | None:
     """The storage's own latency for this observation's I/O (`stats.layers.storage_latency`)."""
     if o.telemetry is None or o.measurement is None or o.direction is None:
         return None
-    return storage_latency(o.telemetry, o.direction.value, o.measurement.iops)
+    return storage_latency(o.telemetry, o.direction.value, o.measurement.iops, o.measurement.lat.mean_ns)
 
 
 def _storage_lat(o: Observation) -> float | None:
