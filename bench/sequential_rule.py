@@ -70,6 +70,30 @@ def simulate(true_change: float, cv: float, plan: SequentialPlan, comparisons: i
     return counts, rounds_taken
 
 
+def simulate_failures(failure_rate: float, cv: float, plan: SequentialPlan, comparisons: int, seed: int
+                      ) -> tuple[dict[Decision, int], list[int]]:
+    """A/A comparisons whose repetitions each fail with ``failure_rate`` (either side, independently): each look
+    after round r decides on the pairs of the rounds both sides have, indexed by round, as the run loop and
+    `compare` do (`stats.adaptive.paired_rounds`)."""
+    rng = np.random.default_rng(seed)
+    sigma = math.sqrt(math.log1p(cv * cv))
+    counts = dict.fromkeys(Decision, 0)
+    rounds_taken = []
+    drift = 1 - 0.01 * np.arange(plan.max_rounds)
+    for _ in range(comparisons):
+        a = 1000 * drift * rng.lognormal(0, sigma, plan.max_rounds)
+        b = 1000 * drift * rng.lognormal(0, sigma, plan.max_rounds)
+        both = (rng.random(plan.max_rounds) >= failure_rate) & (rng.random(plan.max_rounds) >= failure_rate)
+        for n in range(plan.min_rounds, plan.max_rounds + 1):
+            kept = [i for i in range(n) if both[i]]
+            verdict = decide([float(a[i]) for i in kept], [float(b[i]) for i in kept], plan, n)
+            if verdict.final:
+                break
+        counts[verdict.decision] += 1
+        rounds_taken.append(verdict.rounds)
+    return counts, rounds_taken
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--comparisons", type=int, default=4000)
@@ -99,6 +123,11 @@ def main() -> None:
         print(f"| {name} | {cv:.0%} | {f'±{margin:.0%}' if margin else '—'} | {diff} | {eq} | {und} | {med} | "
               f"{u_diff}, {u_eq}, {u_med} |")
     plan = SequentialPlan(min_rounds=3, max_rounds=30)
+    for failure_rate in (0.05, 0.10, 0.20):
+        counts, rounds = simulate_failures(failure_rate, 0.10, plan, args.comparisons, 11)
+        print(f"| no change, {failure_rate:.0%} of repetitions failed (either side) | 10% | — | "
+              f"{(counts[Decision.HIGHER] + counts[Decision.LOWER]) / args.comparisons:.1%} | — | "
+              f"{counts[Decision.UNDECIDED] / args.comparisons:.1%} | {statistics.median(rounds):g} | |")
     counts, rounds = simulate(0.0, 0.10, plan, args.comparisons, 0, rule=plain_verdict)
     print(f"| no change, plain 95 % interval at every look | 10% | — | "
           f"{(counts[Decision.HIGHER] + counts[Decision.LOWER]) / args.comparisons:.1%} | — | "
