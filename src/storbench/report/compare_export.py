@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Sequence
 
 from storbench.report.export import markdown_cell
@@ -31,6 +32,10 @@ COMPARE_FIELDS = (
 )
 
 
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
 def comparison_rows(comparisons: Sequence[PointComparison]) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for c in comparisons:
@@ -44,8 +49,8 @@ def comparison_rows(comparisons: Sequence[PointComparison]) -> list[dict[str, ob
                 "candidate_n": k.n if k else None, "candidate_mean": k.mean if k else None,
                 "candidate_ci_low": k.ci_low if k else None, "candidate_ci_high": k.ci_high if k else None,
                 "change_pct": d.change_pct if d else None,
-                "change_ci_low_pct": d.change_ci_low_pct if d else None,
-                "change_ci_high_pct": d.change_ci_high_pct if d else None,
+                "change_ci_low_pct": _finite(d.change_ci_low_pct) if d else None,
+                "change_ci_high_pct": _finite(d.change_ci_high_pct) if d else None,  # unbounded: None
                 "interval": d.method if d else None,
                 "pairs": d.pairs if d and d.method in ("paired", "sequential") else None,
                 "stopping_rule": cell.stopping_rule.value if cell.stopping_rule is not None else None,

@@ -7,6 +7,7 @@ the rounds, the minutes the run took and the stopping rule.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from storbench.model import Case, RunInfo, StoredRepetition
@@ -100,13 +101,13 @@ def _y_range(looks: Sequence[Look], margin: float | None) -> tuple[float, float]
     """The % range to draw: every estimate, zero, the margin and the intervals no wider than four times the last
     look's (the first looks' intervals on few pairs can span thousands of %, which would flatten the rest)."""
     last = looks[-1]
-    widest = 4 * 100 * ((last.high or 0.0) - (last.low or 0.0))
+    widest = 4 * 100 * ((last.high or 0.0) - (last.low or 0.0)) if math.isfinite(last.high or 0.0) else math.inf
     values = [0.0, *(100 * (look.estimate or 0.0) for look in looks)]
     if margin is not None:
         values += [-100 * margin, 100 * margin]
     for look in looks:
         low, high = 100 * (look.low or 0.0), 100 * (look.high or 0.0)
-        if high - low <= widest:
+        if high - low <= widest and math.isfinite(high):
             values += [low, high]
     low, high = min(values), max(values)
     pad = 0.08 * (high - low or 1.0)
@@ -118,7 +119,7 @@ def convergence_figure(item: Convergence, question: AdaptiveQuestion, figure_id:
     """The figure of one compared point and metric (None when no look had two usable pairs)."""
     metric = _metric(item.metric)
     looks = [look for look in item.looks if look.estimate is not None and look.low is not None
-             and look.high is not None]
+             and look.high is not None and math.isfinite(look.high)]  # two pairs at a tiny level: unbounded
     if not looks:
         return None
     xs = tuple(float(look.rounds) for look in looks)

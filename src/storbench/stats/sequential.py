@@ -174,6 +174,10 @@ class PairedChange:
     log_sd: float  # standard deviation of the log ratios
 
 
+def _expm1_or_inf(x: float) -> float:
+    return math.expm1(x) if x < 700 else math.inf
+
+
 def paired_change(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> PairedChange | None:
     """exp(mean(log(b_i / a_i))) - 1 with a t interval on the log ratios. None below two positive pairs."""
     if len(a) != len(b):
@@ -185,7 +189,8 @@ def paired_change(a: Sequence[float], b: Sequence[float], confidence: float = 0.
     mean = sum(logs) / n
     sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (n - 1))
     half = _t_quantile(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
-    return PairedChange(n=n, estimate=math.expm1(mean), low=math.expm1(mean - half), high=math.expm1(mean + half),
+    # at a first look's tiny error rate with two pairs the t quantile is huge: the high end is then unbounded
+    return PairedChange(n=n, estimate=math.expm1(mean), low=math.expm1(mean - half), high=_expm1_or_inf(mean + half),
                         confidence=confidence, log_sd=sd)
 
 
