@@ -86,7 +86,9 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
                           color=mark.color, ha="left", va="top", xytext=(3, 0), textcoords="offset points")
         if categories:
             axes.set_xticks(range(len(categories)))
-            axes.set_xticklabels([_m(c) for c in categories], rotation=20 if len(categories) > 4 else 0, ha="right")
+            rotated = len(categories) > 4  # slanted labels end at their tick; level ones are centred under it
+            axes.set_xticklabels([_m(c) for c in categories], rotation=20 if rotated else 0,
+                                 ha="right" if rotated else "center")
         if spec.x_log and not categories:
             axes.set_xscale("log", base=2 if spec.x_tickvals else 10)
         if spec.x_tickvals:
