@@ -27,6 +27,7 @@ from storbench.stats.observations import (
     busiest_names,
     metric_value,
     observed_storage,
+    unseparated_storage,
 )
 from storbench.stats.steady import SteadyStatus
 from storbench.stats.trend import Trend, judge_change, round_pairs
@@ -360,7 +361,8 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                 busiest_device=inputs.busiest_device if inputs else "",
                 busiest_interface=inputs.busiest_interface if inputs else "",
                 bottleneck=with_time_split(verdict, dict(estimates), layer := _most_common(
-                    [found.layer for o in rows if (found := observed_storage(o)) is not None])),
+                    [found.layer for o in rows if (found := observed_storage(o)) is not None]),
+                    _most_common([unseparated_storage(o) for o in rows])),
                 expected=next((declared[(run, case.target.name)] for run in sorted({o.run_id for o in group})
                                if (run, case.target.name) in declared), None),
                 distinct=hidden_texts(w),
@@ -371,10 +373,14 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
     return with_sweep_verdicts(out)
 
 
-def with_time_split(verdict: BottleneckVerdict, estimates: Mapping[str, Estimate], layer: str) -> BottleneckVerdict:
+def with_time_split(verdict: BottleneckVerdict, estimates: Mapping[str, Estimate], layer: str,
+                    unseparated: str = "") -> BottleneckVerdict:
     """The verdict with where the point's time went, by layer (`stats.layers`), when the storage reported its own
-    latency for the I/O: the verdict says what limited the point, this says in which layer its latency was."""
+    latency for the I/O: the verdict says what limited the point, this says in which layer its latency was; or,
+    when the storage's counters were read but are not this I/O's (``unseparated``), why the time is not split."""
     storage, client = estimates.get("storage_lat_ns"), estimates.get("lat_mean_ns")
+    if (storage is None or not layer) and unseparated:
+        return replace(verdict, evidence=f"{verdict.evidence}; by layer: not split ({unseparated})")
     if storage is None or client is None or client.mean <= 0 or not layer:
         return verdict
     share = min(storage.mean / client.mean, 1.0)
