@@ -274,7 +274,8 @@ def test_points_pair_by_key() -> None:
 
 @pytest.mark.parametrize(
     ("changes", "reason"),
-    [({"fio_version": "fio-3.28"}, "different fio versions"), ({"ioengine": "io_uring"}, "different ioengine")],
+    [({"fio_version": "fio-3.28"}, "different fio versions"),
+     ({"ioengine": "io_uring"}, "different ioengine (libaio vs io_uring)")],
 )
 def test_incomparable_points_and_force(changes: dict[str, object], reason: str) -> None:
     base = _summaries(IOPS_A, run_id=1)
@@ -290,6 +291,45 @@ def test_incomparable_points_and_force(changes: dict[str, object], reason: str) 
     # Naming the field in a selector (ignore) makes the comparison deliberate: comparable.
     field = "fio_versions" if "fio_version" in changes else "ioengine"
     assert only(compare_points(base, cand, frozenset({field}))).comparable
+
+
+def test_an_import_is_not_set_against_a_run_of_another_engine_or_latency_kind() -> None:
+    """Hand-run imports (libaio, an `imported` target, p99 from completion latency) against storbench's io_uring
+    points on another target: naming the target compares targets, not engines nor latency kinds, so the pair is
+    x with its reasons; naming those fields too makes it deliberate."""
+    imported = reps(IOPS_A, run_id=2, case_id="imp", target="hand", target_kind="imported", lat_p99_ns=2_000_000)
+    # fio's default json+ has completion-latency percentiles only: the synthetic lat carries them, so move them
+    imported = [replace(o, measurement=replace(o.measurement, lat=replace(o.measurement.lat,
+                                                                        reported_percentiles_ns=())))
+                for o in imported if o.measurement is not None]
+    ran = reps(IOPS_B, run_id=1, case_id="run", target="nvme", ioengine="io_uring", lat_p99_ns=2_100_000)
+    summaries = summarize_points([*imported, *ran])
+    assert [p.lat_percentiles_from for p in summaries] == ["clat", "lat"]
+    pair = only(compare_points(summaries[:1], summaries[1:], frozenset({"target", "run_id"})))
+    assert not pair.comparable
+    assert pair.reason == "different ioengine (libaio vs io_uring), latency kind (p95, p99: clat vs lat)"
+    assert {c.verdict for c in pair.cells} == {Verdict.NOT_COMPARABLE}
+    assert only(compare_points(summaries[:1], summaries[1:], frozenset(
+        {"target", "ioengine", "lat_percentiles_from"}))).comparable
+    # the same through the selectors, as `compare` builds them
+    found = only(compare_observations([*imported, *ran], parse_selector("run=2,target=hand"),
+                                      parse_selector("run=1,target=nvme"), {}))
+    assert not found.comparable and found.reason.startswith("different ioengine (libaio vs io_uring)")
+    # one local disk against another of another kind: the kind does not dictate the engine either
+    block = summarize_points(reps(IOPS_B, run_id=1, case_id="blk", target="sdb", target_kind="block",
+                                  ioengine="io_uring"))
+    local = summarize_points(reps(IOPS_A, run_id=2, case_id="dir", target="a"))
+    assert only(compare_points(local, block, frozenset({"target"}))).reason == "different ioengine (libaio vs io_uring)"
+    # an rbd image's engine follows from its kind: comparing targets compares it too
+    rbd = summarize_points(reps(IOPS_B, run_id=1, case_id="img", target="img", target_kind="rbd", ioengine="rbd"))
+    assert only(compare_points(local, rbd, frozenset({"target"}))).comparable
+
+
+def test_a_direct_difference_is_not_comparable() -> None:
+    base = _summaries(IOPS_A, run_id=1)
+    buffered = only(compare_points(base, _summaries(IOPS_B, run_id=2, direct=False), frozenset()))
+    assert not buffered.comparable and buffered.reason == "different direct (1 vs 0)"
+    assert only(compare_points(base, _summaries(IOPS_B, run_id=2, direct=False), frozenset({"direct"}))).comparable
 
 
 def test_sweep_over_ioengine_pairs_like_with_like() -> None:

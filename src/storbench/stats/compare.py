@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from storbench.fio.allowlist import ENGINES_BY_TARGET_KIND
 from storbench.model import CLUSTER_SETTINGS, is_metadata
 from storbench.stats import match
 from storbench.stats.estimate import CONFIDENCE, Difference, Estimate, welch_difference
@@ -19,7 +20,11 @@ from storbench.stats.summary import PointSummary, summarize_points
 # Fields that identify a point when matching baseline and candidate (unless a selector names them).
 MATCH_FIELDS = ("target", "rw", "rwmixread", "bs", "iodepth", "numjobs", "clients", "direction")
 # Fields that must be equal for a comparison to mean anything (unless forced or named by a selector).
-COMPARABLE_FIELDS = ("target_kind", "ioengine", "direct", "runtime_s", "ramp_s", "fio_options", "fio_versions")
+# ``lat_percentiles_from``: what p95 and p99 are, total latency or completion latency standing in for it (an import
+# whose fio output has no total-latency bins); a point with no percentiles differs from neither.
+COMPARABLE_FIELDS = ("target_kind", "ioengine", "direct", "runtime_s", "ramp_s", "fio_options",
+                     "lat_percentiles_from", "fio_versions")
+_REASON_NAMES = {"lat_percentiles_from": "latency kind"}
 _SELECTOR_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*([^,]+?)\s*$")
 
 
@@ -140,6 +145,42 @@ def _value(point: PointSummary, field: str) -> str:
     return "" if value is None else str(value)
 
 
+def _differs(base: PointSummary, cand: PointSummary, field: str) -> bool:
+    if field == "lat_percentiles_from":  # no percentiles on a side: nothing set against anything
+        return bool(base.lat_percentiles_from and cand.lat_percentiles_from) \
+            and base.lat_percentiles_from != cand.lat_percentiles_from
+    return _value(base, field) != _value(cand, field)
+
+
+def _reason(base: PointSummary, cand: PointSummary, differing: Sequence[str]) -> str:
+    """"different ioengine (libaio vs io_uring), latency kind (p95, p99: clat vs lat)": what keeps two points apart."""
+    if not differing:
+        return ""
+    parts = []
+    for field in differing:
+        name = _REASON_NAMES.get(field, field.replace("_", " "))
+        if field == "lat_percentiles_from":
+            parts.append(f"{name} (p95, p99: {base.lat_percentiles_from} vs {cand.lat_percentiles_from})")
+        elif field == "direct":
+            parts.append(f"direct ({int(base.direct)} vs {int(cand.direct)})")
+        elif field in ("ioengine", "target_kind"):
+            parts.append(f"{name} ({_value(base, field)} vs {_value(cand, field)})")
+        else:
+            parts.append(name)
+    return "different " + ", ".join(parts)
+
+
+def engine_follows_from_kind(base: PointSummary, cand: PointSummary) -> bool:
+    """Whether two points' engines differ because their target kinds dictate them (an rbd image is driven by the
+    rbd engine, a local path by a kernel one): one side's engine could not drive the other side's kind. An
+    `imported` target's kind is not known, so any engine could have driven it: its engine never follows."""
+    engines_a = ENGINES_BY_TARGET_KIND.get(base.target_kind)
+    engines_b = ENGINES_BY_TARGET_KIND.get(cand.target_kind)
+    if engines_a is None or engines_b is None or base.target_kind == cand.target_kind:
+        return False
+    return cand.ioengine not in engines_a or base.ioengine not in engines_b
+
+
 def _verdict(metric: Metric, difference: Difference | None) -> Verdict:
     if difference is None or not difference.significant:
         return Verdict.SAME
@@ -157,8 +198,11 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
     """Pair points that agree on every match field not named by a selector; compare each metric.
 
     A candidate point is paired with the baseline point that also has the same workload (ioengine, direct,
-    runtime, ramp, fio options, target kind) when there is one — so a plan sweeping ioengine compares
-    io_uring with io_uring — and otherwise with any point of the same match key, marked not comparable.
+    runtime, ramp, fio options, target kind, latency kind) when there is one — so a plan sweeping ioengine compares
+    io_uring with io_uring — and otherwise with any point of the same match key, marked not comparable (with the
+    reason) unless ``ignore`` (the fields the selectors name) holds each field that differs. Naming ``target``
+    names its kind too, and an engine only where the kinds dictate it (``engine_follows_from_kind``): libaio on
+    one local disk against io_uring on another, or on an imported target, stays not comparable.
     """
     match_fields = [f for f in MATCH_FIELDS if f not in ignore]
     if "target" in ignore:  # comparing targets: their kind (and the engine a kind dictates) is the question
@@ -184,11 +228,11 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
         base = by_full_key.get(key + tuple((f, _value(point, f)) for f in workload_fields)) or by_key.get(key)
         if base is None:
             continue
-        differing = [f for f in COMPARABLE_FIELDS if f not in ignore and _value(base, f) != _value(point, f)]
-        if "target" in ignore and base.target_kind != point.target_kind and "ioengine" in differing:
-            differing.remove("ioengine")  # rbd and nfs targets have their own engine
+        differing = [f for f in COMPARABLE_FIELDS if f not in ignore and _differs(base, point, f)]
+        if "target" in ignore and "ioengine" in differing and engine_follows_from_kind(base, point):
+            differing.remove("ioengine")  # rbd, nfs and s3 targets have their own engine
         comparable = force or not differing
-        reason = "" if not differing else "different " + ", ".join(f.replace("_", " ") for f in differing)
+        reason = _reason(base, point, differing)
         cells = []
         for metric in metrics:
             if metric.field == "bw_bytes" and is_metadata(point.rw):
