@@ -308,3 +308,25 @@ def _renders_in_chromium(report: Path, tmp_path: Path) -> None:
     assert found is not None, done.stderr[-500:]
     status = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
     assert status["errors"] == [] and status["empty"] == [] and status["rendered"] == status["figures"]
+
+
+def test_compare_says_which_fields_keep_two_runs_apart_and_refuses_another_engine(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run 1 on target a with libaio, run 2 on target b with io_uring: `--baseline 1 --candidate 2` names both
+    differences and how to compare across them; naming only the target compares targets, not engines (x)."""
+    db = tmp_path / "r.db"
+    for run, target, engine in ((1, "a", "libaio"), (2, "b", "io_uring")):
+        _store(db, [observation(case_id=f"case-{target}", run_id=run, target=target, ioengine=engine, repeat=i,
+                                iops=1000.0 + 10 * i, started_at_s=40.0 * i, finished_at_s=40.0 * i + 35)
+                    for i in range(3)], FIXED)
+    code, _, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "1", "--candidate", "run=2")
+    assert code == 2
+    assert "no point in common: the sides differ in target (a vs b) and ioengine (libaio vs io_uring); name them " \
+        "in the selectors to compare across them (--baseline run=1,target=a,ioengine=libaio --candidate " \
+        "run=2,target=b,ioengine=io_uring)" in " ".join(err.split()), err
+    code, out, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "target=a", "--candidate", "target=b",
+                             "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert rows and all(r["verdict"] == "x" and not r["comparable"] for r in rows)
+    assert {r["reason"] for r in rows} == {"different ioengine (libaio vs io_uring)"}

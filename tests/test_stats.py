@@ -17,9 +17,11 @@ from storbench.stats.compare import (
     Verdict,
     compare_observations,
     compare_points,
+    no_common_point,
     parse_selector,
     regressions,
     select,
+    side_differences,
 )
 from storbench.stats.drift import drift
 from storbench.stats.estimate import Estimate, estimate, welch_difference
@@ -323,6 +325,33 @@ def test_an_import_is_not_set_against_a_run_of_another_engine_or_latency_kind() 
     # an rbd image's engine follows from its kind: comparing targets compares it too
     rbd = summarize_points(reps(IOPS_B, run_id=1, case_id="img", target="img", target_kind="rbd", ioengine="rbd"))
     assert only(compare_points(local, rbd, frozenset({"target"}))).comparable
+
+
+def test_sides_with_no_point_in_common_say_which_fields_differ() -> None:
+    records = [*reps(IOPS_A, run_id=2, case_id="a", target="a"),
+               *reps(IOPS_B, run_id=1, case_id="b", target="b", ioengine="io_uring")]
+    two, one = parse_selector("run=2"), parse_selector("1")
+    assert compare_observations(records, two, one, {}) == []
+    assert no_common_point(records, two, one, {}) == (
+        "no point in common: the sides differ in target (a vs b) and ioengine (libaio vs io_uring); name them in "
+        "the selectors to compare across them (--baseline run=2,target=a,ioengine=libaio --candidate "
+        "run=1,target=b,ioengine=io_uring)")
+    # the suggestion compares: naming the fields makes the pair deliberate
+    named = only(compare_observations(records, parse_selector("run=2,target=a,ioengine=libaio"),
+                                      parse_selector("run=1,target=b,ioengine=io_uring"), {}))
+    assert named.comparable
+    # several values a side: listed, no suggestion; a field whose values overlap is not named
+    more = [*records, *reps(IOPS_A, run_id=2, case_id="a8", target="a", iodepth=8),
+            *reps(IOPS_A, run_id=1, case_id="b8", target="b", iodepth=8, ioengine="io_uring")]
+    text = no_common_point(more, two, one, {})
+    assert text.startswith("no point in common: the sides differ in target (a vs b) and ioengine") and "iodepth" \
+        not in text
+    # rw selected on: the direction is not a field to name
+    rw = [*reps(IOPS_A, case_id="r"), *reps(IOPS_A, case_id="w", rw="randwrite", direction="write")]
+    assert no_common_point(rw, parse_selector("rw=randread"), parse_selector("rw=randwrite"), {}) == (
+        "baseline and candidate have no point in common")
+    assert side_differences(summarize_points(rw[:3]), summarize_points(rw[3:]), frozenset()) == [
+        ("rw", ("randread",), ("randwrite",)), ("direction", ("read",), ("write",))]
 
 
 def test_a_direct_difference_is_not_comparable() -> None:

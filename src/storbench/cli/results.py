@@ -142,6 +142,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         compare_observations,
         design_caveats,
         design_note,
+        no_common_point,
         regressions,
         stopping_rule_lines,
         tested_cells,
@@ -177,7 +178,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not comparisons:
         selected = sorted(baseline.keys | candidate.keys)
         directions = " (rw changes the direction: reads and writes never compare)" if "rw" in selected else ""
-        raise UserError("baseline and candidate have no point in common",
+        raise UserError(no_common_point(selection.observations, baseline, candidate, selection.tags),
                         hint="points match on target, rw, bs, iodepth, numjobs, clients and direction, except what "
                         f"you select on ({', '.join(selected)}){directions}")
     ran_in = {run for c in comparisons for run in (*c.baseline.run_ids, *c.candidate.run_ids)}

@@ -251,6 +251,61 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
     return out
 
 
+def side_differences(baseline: Sequence[PointSummary], candidate: Sequence[PointSummary], ignore: frozenset[str]
+                     ) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """(field, the baseline's values, the candidate's) for every field points match on or must agree in whose
+    values on one side are none of the other side's, the selectors' fields left out (``ignore``): what keeps
+    the two sides' points apart, or makes them not comparable, everywhere."""
+    fields = [f for f in (*MATCH_FIELDS, *COMPARABLE_FIELDS) if f not in ignore and f != "fio_versions"]
+    if "target" in ignore:
+        fields = [f for f in fields if f != "target_kind"]
+    if "rw" in ignore:  # the direction follows from rw: reads and writes never compare
+        fields = [f for f in fields if f != "direction"]
+    found = []
+    for field in fields:
+        a = sorted({_value(p, field) for p in baseline} - {""} if field == "lat_percentiles_from"
+                   else {_value(p, field) for p in baseline})
+        b = sorted({_value(p, field) for p in candidate} - {""} if field == "lat_percentiles_from"
+                   else {_value(p, field) for p in candidate})
+        if a and b and not set(a) & set(b):
+            found.append((field, tuple(a), tuple(b)))
+    labs_a = {k: {v for p in baseline for key, v in p.lab if key == k} for p in baseline for k, _ in p.lab}
+    labs_b = {k: {v for p in candidate for key, v in p.lab if key == k} for p in candidate for k, _ in p.lab}
+    for key in sorted(set(labs_a) & set(labs_b)):
+        if key not in ignore and not labs_a[key] & labs_b[key]:
+            found.append((key, tuple(sorted(labs_a[key])), tuple(sorted(labs_b[key]))))
+    return found
+
+
+def _values_text(values: Sequence[str]) -> str:
+    shown = [v if v else "none" for v in values[:3]]
+    return ", ".join(shown) + (f" and {len(values) - 3} more" if len(values) > 3 else "")
+
+
+def no_common_point(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
+                    tags: Mapping[int, tuple[str, ...]]) -> str:
+    """Why two selectors' sides have no point in common, in one line: the fields whose values differ between
+    every point of one side and every point of the other (``side_differences``), and that naming them in the
+    selectors compares across them."""
+    ignore = baseline.keys | candidate.keys
+    found = side_differences(summarize_points(select(observations, baseline, tags)),
+                             summarize_points(select(observations, candidate, tags)), ignore)
+    if not found:  # the points differ in combinations of values (or in direction, where rw was selected on)
+        return "baseline and candidate have no point in common"
+    parts = [f"{field.replace('_', ' ') if field in COMPARABLE_FIELDS else field} "
+             f"({_values_text(a)} vs {_values_text(b)})" for field, a, b in found]
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    them = "it" if len(found) == 1 else "them"
+    text = f"no point in common: the sides differ in {listed}; name {them} in the selectors to compare across {them}"
+    if all(len(a) == 1 and len(b) == 1 for _, a, b in found):
+
+        def named(selector: Selector, side: int) -> str:
+            return ",".join([*(f"{k}={v}" for k, v in selector.pairs), *(f"{f}={v[side][0]}" for f, *v in found)])
+
+        text += f" (--baseline {named(baseline, 0)} --candidate {named(candidate, 1)})"
+    return text
+
+
 def compare_observations(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
                          tags: Mapping[int, tuple[str, ...]], mem_total_bytes: Mapping[int, int | None] | None = None,
                          *, force: bool = False, interleaved_runs: frozenset[int] = frozenset(),
