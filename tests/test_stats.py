@@ -957,7 +957,7 @@ def test_a_metric_or_point_the_plan_did_not_ask_about_is_outside_the_stopping_ru
         assert {cell.difference.method for cell in c.cells if cell.difference} == {"sequential"}
         assert c.question == asked[1] and all(cell.gated for cell in c.cells)
     [line] = stopping_rule_lines(found)
-    assert line.startswith("† not the question its run stopped on (run 1: IOPS of pool_size=3 vs pool_size=2)")
+    assert line.startswith("† not the question its stopping rule asked (run 1: IOPS of pool_size=3 vs pool_size=2)")
     # the other way round is the same question: the inverse interval on the same pairs at the same look
     swapped = compared(three, two)
     assert {cell.stopping_rule for c in swapped for cell in c.cells if cell.metric.field == "iops"} == {

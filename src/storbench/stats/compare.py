@@ -14,7 +14,15 @@ from storbench.stats import match
 from storbench.stats.estimate import CONFIDENCE, Difference, Estimate, welch_difference
 from storbench.stats.metrics import COMPARE_METRICS, LAYER_METRICS, Metric
 from storbench.stats.observations import Observation, alternated_rounds, metric_value
-from storbench.stats.sequential import SequentialPlan, paired_change, paired_values, rounds_run
+from storbench.stats.sequential import (
+    Decision,
+    PairedChange,
+    SequentialPlan,
+    decide,
+    paired_change,
+    paired_values,
+    rounds_run,
+)
 from storbench.stats.summary import PointSummary, summarize_points
 
 # Fields that identify a point when matching baseline and candidate (unless a selector names them).
@@ -104,6 +112,44 @@ class Question:
         return f"run {run_id}: {named} of {self.candidate.text} vs {self.baseline.text}"
 
 
+def _pct(value: float) -> str:
+    return f"{100 * value:+.1f}" if math.isfinite(value) else "+inf"
+
+
+@dataclass(frozen=True)
+class RuleAnswer:
+    """The stopping rule's final verdict on one metric of a run's question (`repeat: {until: decided}`), as the
+    run loop gave it on all the run's pairs, turned to the comparison's way round (baseline -> candidate): which
+    way, the change with the interval of the last look, the rounds and the minutes the run took."""
+
+    decision: Decision
+    rounds: int  # rounds run (the last look's index)
+    max_rounds: int
+    margin: float | None
+    change: PairedChange | None  # the candidate's change against the baseline; None below two pairs
+    minutes: float | None  # the whole run, first repetition's start to the last one's end
+
+    @property
+    def reached_max(self) -> bool:
+        return self.rounds >= self.max_rounds
+
+    def text(self) -> str:
+        """"equivalent within ±10 % (-1.8 % [-9.3, +6.3]) after 7 of at most 10 rounds, 12.5 min", "reached max 10
+        rounds undecided (+2.0 % [-12.1, +18.3]), 25.0 min": what the run's stopping rule answered."""
+        c = self.change
+        shown = f" ({_pct(c.estimate)} % [{_pct(c.low)}, {_pct(c.high)}])" if c is not None else " (no pairs)"
+        took = f", {self.minutes:.1f} min" if self.minutes is not None else ""
+        if self.decision == Decision.UNDECIDED:
+            if self.reached_max:
+                return f"reached max {self.max_rounds} rounds undecided{shown}{took}"
+            return (f"undecided after {self.rounds} of at most {self.max_rounds} rounds{shown}: the run ended "
+                    f"before max (a --budget, or interrupted; --resume goes on){took}")
+        what = self.decision.value
+        if self.decision == Decision.EQUIVALENT:
+            what += f" within ±{100 * (self.margin or 0.0):g} %"
+        return f"{what}{shown} after {self.rounds} of at most {self.max_rounds} rounds{took}"
+
+
 @dataclass(frozen=True)
 class CellComparison:
     metric: Metric
@@ -112,6 +158,7 @@ class CellComparison:
     difference: Difference | None
     verdict: Verdict
     stopping_rule: StoppingRule | None = None  # None: no side ran under a rule that stopped when decided
+    answer: RuleAnswer | None = None  # a cell of its run's question (StoppingRule.IN): the rule's final verdict
 
     @property
     def gated(self) -> bool:
@@ -431,6 +478,45 @@ def question_points(observations: Sequence[Observation], question: Question,
     return frozenset((c.baseline.case_id, c.candidate.case_id, c.baseline.direction) for c in found)
 
 
+def _by_round(observations: Sequence[Observation], point: PointSummary, field: str) -> dict[int, float]:
+    """A point's values of ``field`` by round (repetition index), as the run loop reads them (`stats.adaptive`)."""
+    out = {}
+    for o in observations:
+        if o.ok and not o.client and o.direction is not None and o.case.case_id == point.case_id \
+                and o.direction.value == point.direction and (value := metric_value(o, field)) is not None:
+            out[o.rep_index] = float(value)
+    return out
+
+
+def _inverse(change: PairedChange) -> PairedChange:
+    """The change A/B - 1 from B/A - 1: the same pairs the other way round."""
+    def inv(x: float) -> float:
+        return 1 / (1 + x) - 1 if 1 + x > 0 else math.inf
+    return replace(change, estimate=inv(change.estimate), low=inv(change.high), high=inv(change.low))
+
+
+def rule_answer(observations: Sequence[Observation], baseline: PointSummary, candidate: PointSummary, field: str,
+                plan: SequentialPlan, *, forward: bool = True) -> RuleAnswer:
+    """The stopping rule's final verdict on ``field`` of one run's question (``observations``: that run's), as
+    its run loop gave it (`stats.adaptive.decided_verdicts`: the rule at the look after the rounds run, on the
+    pairs of rounds both sides have), in the question's way round (``forward``: the comparison's baseline is the
+    question's), then turned to the comparison's: higher and lower swap and the change is inverted, equivalent
+    stays what the run decided."""
+    a, b = _by_round(observations, baseline, field), _by_round(observations, candidate, field)
+    first, second = (a, b) if forward else (b, a)
+    common = sorted(set(first) & set(second))
+    verdict = decide([first[i] for i in common], [second[i] for i in common], plan, rounds_run(first, second))
+    decision, change = verdict.decision, verdict.change
+    if not forward:
+        decision = {Decision.HIGHER: Decision.LOWER, Decision.LOWER: Decision.HIGHER}.get(decision, decision)
+        change = _inverse(change) if change is not None else None
+    minutes = None
+    if observations:
+        minutes = (max(o.finished_at_s for o in observations) - min(o.started_at_s for o in observations)) / 60
+    return RuleAnswer(decision=decision, rounds=verdict.rounds, max_rounds=plan.max_rounds, margin=plan.margin,
+                      change=change, minutes=minutes)
+
+
 def stopping_rules(comparisons: Sequence[PointComparison], observations: Sequence[Observation],
                    sequential_plans: Mapping[int, SequentialPlan], questions: Mapping[int, Question],
                    tags: Mapping[int, tuple[str, ...]]) -> list[PointComparison]:
@@ -458,17 +544,21 @@ def stopping_rules(comparisons: Sequence[PointComparison], observations: Sequenc
             if run not in matched:
                 matched[run] = question_points([o for o in observations if o.run_id == run], question, tags)
             points = matched[run]
-        asked_here = (base.case_id, cand.case_id, base.direction) in points \
-            or (cand.case_id, base.case_id, cand.direction) in points
+        forward = (base.case_id, cand.case_id, base.direction) in points
+        asked_here = forward or (cand.case_id, base.case_id, cand.direction) in points
         cells = []
         for cell in comparison.cells:
+            answer = None
             if cell.difference is not None and cell.difference.method != "sequential":
                 rule = StoppingRule.NOT_COVERED
             elif asked_here and question is not None and cell.metric.field in question.metrics:
                 rule = StoppingRule.IN
+                if run is not None:
+                    answer = rule_answer([o for o in observations if o.run_id == run], base, cand,
+                                         cell.metric.field, sequential_plans[run], forward=forward)
             else:
                 rule = StoppingRule.OUTSIDE
-            cells.append(replace(cell, stopping_rule=rule))
+            cells.append(replace(cell, stopping_rule=rule, answer=answer))
         out.append(replace(comparison, cells=tuple(cells), question=question))
     return out
 
@@ -479,7 +569,8 @@ def stopping_rule_lines(comparisons: Sequence[PointComparison]) -> list[str]:
     lines = []
     if StoppingRule.OUTSIDE in rules:
         asked = sorted({c.question.text(c.baseline.run_ids[0]) for c in comparisons if c.question is not None})
-        what = f"the question its run stopped on ({'; '.join(asked)})" if asked else "the question its run stopped on"
+        what = f"the question its stopping rule asked ({'; '.join(asked)})" if asked else \
+            "the question its stopping rule asked"
         lines.append(f"{STOPPING_RULE_MARKS[StoppingRule.OUTSIDE]} not {what}: the run did not wait for these "
                      "to be decided, so ~ there means undecided when it stopped, not no difference; their interval "
                      "is still the stopping rule's, valid at whichever look the run stopped")
