@@ -392,3 +392,18 @@ def test_compare_and_the_report_give_the_rules_answer_true_to_what_happened(
     assert code == 0, err
     comparison = report.read_text().split("<h2>Comparison</h2>")[1].split("</section>")[0]
     assert f"<p>run 1&#x27;s stopping rule, IOPS at rbd randwrite 4k qd16 write: {answer}" in comparison
+
+
+def test_the_rules_answer_in_words_says_what_happened() -> None:
+    from storbench.stats.compare import RuleAnswer
+    from storbench.stats.sequential import PairedChange
+
+    change = PairedChange(n=7, estimate=-0.018, low=-0.093, high=0.063, confidence=0.99, log_sd=0.05)
+    equivalent = RuleAnswer(Decision.EQUIVALENT, rounds=7, max_rounds=10, margin=0.1, change=change, minutes=12.5)
+    assert equivalent.text() == "equivalent within ±10 % (-1.8 % [-9.3, +6.3]) after 7 of at most 10 rounds, 12.5 min"
+    at_max = replace(equivalent, decision=Decision.UNDECIDED, rounds=10)
+    assert at_max.text() == "reached max 10 rounds undecided (-1.8 % [-9.3, +6.3]), 12.5 min"
+    early = replace(at_max, rounds=6, minutes=None, change=None)
+    assert early.text() == ("undecided after 6 of at most 10 rounds (no pairs): the run ended before max (a --budget, "
+                            "or interrupted; --resume goes on)")
+    assert "stopped when decided" not in at_max.text() + early.text()
