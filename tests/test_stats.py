@@ -17,9 +17,11 @@ from storbench.stats.compare import (
     Verdict,
     compare_observations,
     compare_points,
+    no_common_point,
     parse_selector,
     regressions,
     select,
+    side_differences,
 )
 from storbench.stats.drift import drift
 from storbench.stats.estimate import Estimate, estimate, welch_difference
@@ -274,7 +276,8 @@ def test_points_pair_by_key() -> None:
 
 @pytest.mark.parametrize(
     ("changes", "reason"),
-    [({"fio_version": "fio-3.28"}, "different fio versions"), ({"ioengine": "io_uring"}, "different ioengine")],
+    [({"fio_version": "fio-3.28"}, "different fio versions"),
+     ({"ioengine": "io_uring"}, "different ioengine (libaio vs io_uring)")],
 )
 def test_incomparable_points_and_force(changes: dict[str, object], reason: str) -> None:
     base = _summaries(IOPS_A, run_id=1)
@@ -290,6 +293,72 @@ def test_incomparable_points_and_force(changes: dict[str, object], reason: str) 
     # Naming the field in a selector (ignore) makes the comparison deliberate: comparable.
     field = "fio_versions" if "fio_version" in changes else "ioengine"
     assert only(compare_points(base, cand, frozenset({field}))).comparable
+
+
+def test_an_import_is_not_set_against_a_run_of_another_engine_or_latency_kind() -> None:
+    """Hand-run imports (libaio, an `imported` target, p99 from completion latency) against storbench's io_uring
+    points on another target: naming the target compares targets, not engines nor latency kinds, so the pair is
+    x with its reasons; naming those fields too makes it deliberate."""
+    imported = reps(IOPS_A, run_id=2, case_id="imp", target="hand", target_kind="imported", lat_p99_ns=2_000_000)
+    # fio's default json+ has completion-latency percentiles only: the synthetic lat carries them, so move them
+    imported = [replace(o, measurement=replace(o.measurement, lat=replace(o.measurement.lat,
+                                                                        reported_percentiles_ns=())))
+                for o in imported if o.measurement is not None]
+    ran = reps(IOPS_B, run_id=1, case_id="run", target="nvme", ioengine="io_uring", lat_p99_ns=2_100_000)
+    summaries = summarize_points([*imported, *ran])
+    assert [p.lat_percentiles_from for p in summaries] == ["clat", "lat"]
+    pair = only(compare_points(summaries[:1], summaries[1:], frozenset({"target", "run_id"})))
+    assert not pair.comparable
+    assert pair.reason == "different ioengine (libaio vs io_uring), latency kind (p95, p99: clat vs lat)"
+    assert {c.verdict for c in pair.cells} == {Verdict.NOT_COMPARABLE}
+    assert only(compare_points(summaries[:1], summaries[1:], frozenset(
+        {"target", "ioengine", "lat_percentiles_from"}))).comparable
+    # the same through the selectors, as `compare` builds them
+    found = only(compare_observations([*imported, *ran], parse_selector("run=2,target=hand"),
+                                      parse_selector("run=1,target=nvme"), {}))
+    assert not found.comparable and found.reason.startswith("different ioengine (libaio vs io_uring)")
+    # one local disk against another of another kind: the kind does not dictate the engine either
+    block = summarize_points(reps(IOPS_B, run_id=1, case_id="blk", target="sdb", target_kind="block",
+                                  ioengine="io_uring"))
+    local = summarize_points(reps(IOPS_A, run_id=2, case_id="dir", target="a"))
+    assert only(compare_points(local, block, frozenset({"target"}))).reason == "different ioengine (libaio vs io_uring)"
+    # an rbd image's engine follows from its kind: comparing targets compares it too
+    rbd = summarize_points(reps(IOPS_B, run_id=1, case_id="img", target="img", target_kind="rbd", ioengine="rbd"))
+    assert only(compare_points(local, rbd, frozenset({"target"}))).comparable
+
+
+def test_sides_with_no_point_in_common_say_which_fields_differ() -> None:
+    records = [*reps(IOPS_A, run_id=2, case_id="a", target="a"),
+               *reps(IOPS_B, run_id=1, case_id="b", target="b", ioengine="io_uring")]
+    two, one = parse_selector("run=2"), parse_selector("1")
+    assert compare_observations(records, two, one, {}) == []
+    assert no_common_point(records, two, one, {}) == (
+        "no point in common: the sides differ in target (a vs b) and ioengine (libaio vs io_uring); name them in "
+        "the selectors to compare across them (--baseline run=2,target=a,ioengine=libaio --candidate "
+        "run=1,target=b,ioengine=io_uring)")
+    # the suggestion compares: naming the fields makes the pair deliberate
+    named = only(compare_observations(records, parse_selector("run=2,target=a,ioengine=libaio"),
+                                      parse_selector("run=1,target=b,ioengine=io_uring"), {}))
+    assert named.comparable
+    # several values a side: listed, no suggestion; a field whose values overlap is not named
+    more = [*records, *reps(IOPS_A, run_id=2, case_id="a8", target="a", iodepth=8),
+            *reps(IOPS_A, run_id=1, case_id="b8", target="b", iodepth=8, ioengine="io_uring")]
+    text = no_common_point(more, two, one, {})
+    assert text.startswith("no point in common: the sides differ in target (a vs b) and ioengine") and "iodepth" \
+        not in text
+    # rw selected on: the direction is not a field to name
+    rw = [*reps(IOPS_A, case_id="r"), *reps(IOPS_A, case_id="w", rw="randwrite", direction="write")]
+    assert no_common_point(rw, parse_selector("rw=randread"), parse_selector("rw=randwrite"), {}) == (
+        "baseline and candidate have no point in common")
+    assert side_differences(summarize_points(rw[:3]), summarize_points(rw[3:]), frozenset()) == [
+        ("rw", ("randread",), ("randwrite",)), ("direction", ("read",), ("write",))]
+
+
+def test_a_direct_difference_is_not_comparable() -> None:
+    base = _summaries(IOPS_A, run_id=1)
+    buffered = only(compare_points(base, _summaries(IOPS_B, run_id=2, direct=False), frozenset()))
+    assert not buffered.comparable and buffered.reason == "different direct (1 vs 0)"
+    assert only(compare_points(base, _summaries(IOPS_B, run_id=2, direct=False), frozenset({"direct"}))).comparable
 
 
 def test_sweep_over_ioengine_pairs_like_with_like() -> None:
@@ -888,7 +957,7 @@ def test_a_metric_or_point_the_plan_did_not_ask_about_is_outside_the_stopping_ru
         assert {cell.difference.method for cell in c.cells if cell.difference} == {"sequential"}
         assert c.question == asked[1] and all(cell.gated for cell in c.cells)
     [line] = stopping_rule_lines(found)
-    assert line.startswith("† not the question its run stopped on (run 1: IOPS of pool_size=3 vs pool_size=2)")
+    assert line.startswith("† not the question its stopping rule asked (run 1: IOPS of pool_size=3 vs pool_size=2)")
     # the other way round is the same question: the inverse interval on the same pairs at the same look
     swapped = compared(three, two)
     assert {cell.stopping_rule for c in swapped for cell in c.cells if cell.metric.field == "iops"} == {

@@ -37,6 +37,7 @@ from storbench.report.tables import (
     interval_caption,
     iops_with_ci,
     knee_text,
+    rule_answer_lines,
     telemetry_cell,
     telemetry_columns,
 )
@@ -156,8 +157,8 @@ def _comparison_table(doc: ReportDocument) -> str:
             f"candidate's mean with its interval ({_e(interval_caption(doc.comparisons))}). ▲ better, ▼ worse, ~ no "
             "detectable difference, x not comparable.</p><table class='data'><thead><tr>"
             + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
-            + "</tbody></table>" + "".join(f"<p>{_e(line)}</p>"
-                                           for line in stopping_rule_lines(doc.comparisons)))
+            + "</tbody></table>" + "".join(f"<p>{_e(line)}</p>" for line in [
+                *rule_answer_lines(doc.comparisons), *stopping_rule_lines(doc.comparisons)]))
 
 
 def _saturation_table(doc: ReportDocument) -> str:

@@ -25,6 +25,7 @@ from storbench.stats.observations import (
     Observation,
     alternated_rounds,
     busiest_names,
+    lat_percentiles_from,
     metric_value,
     observed_storage,
     unseparated_storage,
@@ -151,6 +152,10 @@ class PointSummary:
     # ("dirs", "dirs=2"), ...: workload fields labels do not show by default, where they differ between the points
     # summarised together (report.labels.HIDDEN_FIELDS); every label adds them
     distinct: tuple[tuple[str, str], ...] = ()
+    # what its latency percentiles are: "lat" (total latency), "clat" (completion latency stands in, an import
+    # without total-latency bins: `observations.lat_percentiles_from`), "clat,lat" (both among its repetitions)
+    # or "" (none)
+    lat_percentiles_from: str = ""
 
     def share_of_expected(self) -> tuple[float, str] | None:
         """(measured / expected, "IOPS" or "throughput") when the target declared what it should do: IOPS
@@ -367,6 +372,8 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                                if (run, case.target.name) in declared), None),
                 distinct=hidden_texts(w),
                 storage_layer=layer,
+                lat_percentiles_from=",".join(sorted({kind for o in rows
+                                                      if (kind := lat_percentiles_from(o.measurement))})),
             ))
     told_apart = distinct_texts([p.distinct for p in out])
     out = [replace(p, distinct=d) for p, d in zip(out, told_apart, strict=True)]
