@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from storbench.model import LabPoint, PreconditionRecord, Status
-from storbench.report.export import markdown_cell
+from storbench.report.export import export_row, markdown_cell
 from storbench.report.labels import point_label, varying_lab_keys
 from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected, verdict_lines, warning_lines
 from storbench.safe_text import csv_cell, safe_text
@@ -76,7 +76,7 @@ def point_row(p: PointSummary) -> dict[str, object]:
         "warning_text": " | ".join(w.text() for w in p.warnings),
         "last_error": p.last_error,
     })
-    return row
+    return export_row(row)
 
 
 def points_json(points: Sequence[PointSummary]) -> str:
