@@ -285,3 +285,20 @@ def test_export_number_keeps_integers_and_rounds_by_field() -> None:
                       "baseline_n": 3, "change_pct": 1.23456}, metric="lat_p99_ns")
     assert row == {"metric": "lat_p99_ns", "baseline_mean": 1235, "baseline_ci_low": 1000, "baseline_n": 3,
                    "change_pct": 1.23}
+
+
+def test_export_records_carry_no_float_noise_in_json_csv_or_markdown() -> None:
+    """`export`'s records go through the same rounding: IOPS to 0.1, latencies in ns to integers."""
+    from storbench.records import export_records
+    from storbench.report.export import export
+    from synthetic import observation
+
+    rows = [observation(case_id="c", repeat=rep, iops=12962.185574000001 + rep, lat_mean_ns=77123.45678901,
+                        host_cpu_busy_pct=37.123456789) for rep in range(2)]
+    records = export_records(rows)
+    first = json.loads(export(records, "json"))[0]
+    assert first["iops"] == 12962.2 and first["lat_mean_ns"] == 77123 and first["host_cpu_busy_pct"] == 37.12
+    assert first["total_ios"] == records[0].total_ios  # integers exact
+    for fmt in ("csv", "markdown"):
+        text = export(records, fmt)
+        assert "12962.2" in text and "12962.18" not in text and "77123.4" not in text, fmt
