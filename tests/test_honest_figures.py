@@ -174,3 +174,15 @@ def test_the_toolbar_leaves_the_title_alone() -> None:
     layout = plotly_figure(figure).layout
     assert layout.title.yref == "paper" and layout.title.yanchor == "bottom" and layout.title.xanchor == "left"
     assert layout.margin.t == TOP_MARGIN >= 90
+
+
+def test_one_line_for_a_limit_several_targets_declare_and_room_for_the_verdicts() -> None:
+    """Two targets sold as 3,000 IOPS: one line naming both (two lines drawn on each other hid one label); the
+    IOPS axis reaches above the highest point so the verdicts written above it stay inside the plot."""
+    from storbench.model import Expectation
+
+    sold = Expectation(iops=3000)
+    points = summarize_points([*_flat("vol"), *_flat("gp3")], expectations={(1, "vol"): sold, (1, "gp3"): sold})
+    (figure,) = iops_vs_load_figures(points)
+    assert [m.label for m in figure.y_marks] == ["expected (vol, gp3): 3,000 IOPS"]
+    assert figure.y_range is not None and figure.y_range[0] == 0.0 and figure.y_range[1] >= 1.1 * 3000

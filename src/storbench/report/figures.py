@@ -167,15 +167,16 @@ def expected_marks(points: Sequence[PointSummary], field: str) -> tuple[Mark, ..
     """One line per declared limit among ``points``' targets (`expect:`), in the figure's unit (see
     ``_declared``), labelled with the target when the points span several targets."""
     targets = {p.target for p in points}
-    limits: dict[tuple[str, float], None] = {}
+    limits: dict[float, dict[str, None]] = {}  # one line per value: targets declaring the same share it
     for p in points:
         value = _declared(p.expected, field)
         if value is not None:
-            limits[(p.target, value)] = None
+            limits.setdefault(value, {})[p.target] = None
     marks = []
-    for target, value in limits:
+    for value, declaring in limits.items():
         shown = f"{value:,.0f} IOPS" if field == "iops" else f"{format_bytes(value * MIB)}/s"
-        marks.append(Mark(value, f"expected{f' ({target})' if len(targets) > 1 else ''}: {shown}"))
+        names = f" ({', '.join(declaring)})" if len(targets) > 1 else ""
+        marks.append(Mark(value, f"expected{names}: {shown}"))
     return tuple(marks)
 
 
@@ -459,12 +460,14 @@ def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                 show_text=any(_verdict_mark(p) for p in line)))
         tickvals, ticktext = _log2_ticks([getattr(p, attribute) for v in lines.values() for p in v])
         series, hover_only = spread_labels(series)
+        marks = expected_marks([p for v in lines.values() for p in v], "iops")
+        top = max([y + e for s in series for y, e in zip(s.y, s.error_y or [0.0] * len(s.y), strict=True)]
+                  + [m.value for m in marks])  # headroom above the highest point for its verdict
         figures.append(FigureSpec(
             figure_id=f"iops-vs-{axis}", title=f"{rate_header(points)} vs {axis}, with bottleneck verdicts",
             x_label=axis, y_label=rate_header(points), series=tuple(series), x_log=True, x_tickvals=tickvals,
             x_ticktext=ticktext,
-            section="Utilisation and bottlenecks",
-            y_marks=expected_marks([p for v in lines.values() for p in v], "iops"),
+            section="Utilisation and bottlenecks", y_marks=marks, y_range=(0.0, 1.15 * top) if top > 0 else None,
             caption="Mean IOPS with 95 % CI; the label at each point "
             + ("(on hover: several lines share each x) " if hover_only else "")
             + "is its verdict (cpu-, media-, net-, "
