@@ -40,8 +40,8 @@ def _status_text(state: SteadyState) -> str:
 
 
 def steady_figure(state: SteadyState, figure_id: str, label: str) -> FigureSpec | None:
-    """One point's rounds (None when it has none)."""
-    if not state.rounds:
+    """One point's rounds (None when it has fewer than two: one round is no curve)."""
+    if len(state.rounds) < 2:
         return None
     name, scale = METRIC_LABELS.get(state.rule.metric, (state.rule.metric, 1.0))
     xs = tuple(float(index + 1) for index, _ in state.rounds)
