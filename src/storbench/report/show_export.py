@@ -6,7 +6,7 @@ that point's repetitions), `M_n`, `M_stddev`, `M_ci_low`, `M_ci_high` (Student t
 `M_cv_pct`; empty (null) where nothing was measured or n < 2. Then `pct_of_expected` (the mean as a percentage
 of what the target declared, `expect:`: IOPS where declared, else throughput; empty when nothing was declared),
 the bottleneck verdict with its evidence, and the warnings: in JSON a list of {code, message, fix}; in CSV their
-codes plus `warning_text`.
+codes plus `warning_text`. Numbers are rounded to what they mean, as in every export (`export.export_number`).
 """
 
 from __future__ import annotations
