@@ -186,3 +186,18 @@ def test_one_line_for_a_limit_several_targets_declare_and_room_for_the_verdicts(
     (figure,) = iops_vs_load_figures(points)
     assert [m.label for m in figure.y_marks] == ["expected (vol, gp3): 3,000 IOPS"]
     assert figure.y_range is not None and figure.y_range[0] == 0.0 and figure.y_range[1] >= 1.1 * 3000
+
+
+def test_a_log_axis_within_one_decade_still_has_plain_labels() -> None:
+    """Latencies of 0.3-0.9 ms on a log axis have no power of ten to label: the minor ticks carry plain numbers."""
+    spec = FigureSpec(figure_id="l", title="t", x_label="x", y_label="ms", y_log=True,
+                      series=(Series(name="a", x=(1.0, 2.0), y=(0.3, 0.9)),))
+    figure = draw_figure(spec)
+    try:
+        figure.canvas.draw()
+        axis = figure.axes[0].yaxis
+        labels = [t.get_text() for t in [*axis.get_majorticklabels(), *axis.get_minorticklabels()] if t.get_text()]
+    finally:
+        plt.close(figure)
+    assert labels and all("times" not in t and "^" not in t and "e" not in t for t in labels), labels
+    assert "0.4" in labels or "0.5" in labels, labels

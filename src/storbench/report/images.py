@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, Formatter, FuncFormatter, LogLocator
+from matplotlib.ticker import FixedLocator, Formatter, LogFormatter
 
 from storbench.report.figures import FigureSpec, x_error_arms, y_error_arms
 from storbench.report.plotly_render import COLORS
@@ -50,13 +50,20 @@ def _decimals(step: float) -> int:
     return decimals
 
 
+class PlainLogMinor(LogFormatter):
+    """A log axis' minor ticks: labelled where matplotlib would label them (an axis spanning less than a decade
+    has no major tick to read), but as plain numbers ("0.4", not "4x10^-1")."""
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return PlainFormatter(log=True)(x) if super().__call__(x, pos) else ""
+
+
 def plain_ticks(axis: Axis) -> None:
     """Plain tick labels on a linear or log axis (``PlainFormatter``)."""
     log = axis.get_scale() == "log"
     axis.set_major_formatter(PlainFormatter(log))
     if log:
-        axis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
-        axis.set_major_locator(LogLocator(base=10))
+        axis.set_minor_formatter(PlainLogMinor(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
 
 
 def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
