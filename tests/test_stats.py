@@ -604,13 +604,13 @@ def test_drift_detects_linear_decline_interleaved() -> None:
     d = drift(_drift_records("interleaved", 0.01), run_id=1, direction="read")
     assert len(d.samples) == 12
     assert d.significant
-    assert d.slope_pct_per_10min is not None and d.ci_low is not None and d.ci_high is not None
-    assert d.slope_pct_per_10min == pytest.approx(-10.0, abs=1.0)
-    assert d.ci_low < d.slope_pct_per_10min < d.ci_high < 0
+    assert d.slope_pct_per_min is not None and d.ci_low is not None and d.ci_high is not None
+    assert d.slope_pct_per_min == pytest.approx(-1.0, abs=0.1)
+    assert d.ci_low < d.slope_pct_per_min < d.ci_high < 0
     assert d.span_minutes == pytest.approx(11.0)
     change = d.over_run()
     assert change is not None
-    assert change[0] == pytest.approx(d.slope_pct_per_10min * 1.1)
+    assert change[0] == pytest.approx(d.slope_pct_per_min * 11)
     assert change[0] == pytest.approx(-11.0, abs=1.2)
     assert change[1] < change[0] < change[2] < 0
 
@@ -618,21 +618,21 @@ def test_drift_detects_linear_decline_interleaved() -> None:
 def test_drift_detects_linear_decline_sequential() -> None:
     d = drift(_drift_records("sequential", 0.01), run_id=1, direction="read")
     assert d.significant
-    assert d.slope_pct_per_10min == pytest.approx(-10.0, abs=1.0)
+    assert d.slope_pct_per_min == pytest.approx(-1.0, abs=0.1)
 
 
 def test_drift_with_noise_still_detected() -> None:
     d = drift(_drift_records("interleaved", 0.01, noise=0.005, seed=3, repeats=4), run_id=1, direction="read")
     assert d.significant
-    assert d.slope_pct_per_10min == pytest.approx(-10.0, abs=2.0)
+    assert d.slope_pct_per_min == pytest.approx(-1.0, abs=0.2)
 
 
 def test_no_drift_with_constant_iops() -> None:
     d = drift(_drift_records("interleaved", 0.0, noise=0.01, seed=5), run_id=1, direction="read")
-    assert d.slope_pct_per_10min is not None
+    assert d.slope_pct_per_min is not None
     assert not d.significant
     assert d.ci_low is not None and d.ci_high is not None and d.ci_low < 0 < d.ci_high
-    assert abs(d.slope_pct_per_10min) < 2.0
+    assert abs(d.slope_pct_per_min) < 0.2
 
 
 def test_no_drift_false_positive_rate() -> None:
@@ -646,7 +646,7 @@ def test_no_drift_false_positive_rate() -> None:
 def test_drift_too_few_samples() -> None:
     records = [rec(case_id="A", repeat=r, started_at_s=60.0 * r, iops=1000.0 - r) for r in range(5)]
     d = drift(records, run_id=1, direction="read")
-    assert d.slope_pct_per_10min is None and not d.significant and d.over_run() is None
+    assert d.slope_pct_per_min is None and not d.significant and d.over_run() is None
     # One repetition per case gives no deviation at all.
     single = [rec(case_id=f"c{i}", started_at_s=60.0 * i, iops=1000.0 - i) for i in range(10)]
     assert drift(single, 1, "read").samples == ()
@@ -1040,12 +1040,13 @@ def test_points_that_differ_only_in_a_lab_setting_stay_apart_in_curves_and_figur
     from synthetic import observation
 
     lab = "lab=ceph objectstore=bluestore osd_size=1 osds=3 pool_size={size}"
-    observations = [observation(case_id=f"c{size}-{depth}", iodepth=depth, lab=lab.format(size=size),
-                                iops=1000.0 * depth / size, repeat=rep)
-                    for size in (2, 3) for depth in (1, 16) for rep in range(2)]
+    observations = [observation(case_id=f"c{size}-{depth}-{bs}", iodepth=depth, lab=lab.format(size=size),
+                                iops=1000.0 * depth / size, repeat=rep, bs_bytes=bs)
+                    for size in (2, 3) for depth in (1, 16) for rep in range(2)
+                    for bs in (4096, 8192)]  # two block sizes: a figure "vs block size" needs two
     points = summarize_points(observations)
     found = curves(points, "iodepth")
-    assert len(found) == 2
+    assert len(found) == 4  # per pool size and block size
     keys = curve_lab_keys(found)
     assert sorted(curve_label(c, keys) for c in found) == sorted({curve_label(c, keys) for c in found})
     assert any("pool_size=2" in curve_label(c, keys) for c in found)

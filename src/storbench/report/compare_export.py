@@ -8,7 +8,7 @@ import json
 import math
 from collections.abc import Sequence
 
-from storbench.report.export import markdown_cell
+from storbench.report.export import export_row, markdown_cell
 from storbench.report.labels import comparison_label, varying_comparison_lab
 from storbench.report.tables import (
     bottleneck_change,
@@ -63,7 +63,7 @@ def comparison_rows(comparisons: Sequence[PointComparison]) -> list[dict[str, ob
     for c in comparisons:
         for cell in c.cells:
             b, k, d = cell.baseline, cell.candidate, cell.difference
-            rows.append({
+            rows.append(export_row({
                 "point": comparison_label(c), "direction": dict(c.key).get("direction", c.candidate.direction),
                 "metric": cell.metric.field,
                 "baseline_n": b.n if b else None, "baseline_mean": b.mean if b else None,
@@ -83,7 +83,7 @@ def comparison_rows(comparisons: Sequence[PointComparison]) -> list[dict[str, ob
                 "candidate_bottleneck": c.candidate.bottleneck.kind.value,
                 "baseline_bottleneck_evidence": c.baseline.bottleneck.evidence,
                 "candidate_bottleneck_evidence": c.candidate.bottleneck.evidence,
-            })
+            }, metric=cell.metric.field))
     return rows
 
 
