@@ -300,6 +300,13 @@ class VolumeLabPoint:
     iops: int | None = None
     bw_bytes_per_s: int | None = None
 
+    @property
+    def throttled(self) -> bool:
+        """Capped by the kernel's block throttle, which releases I/Os in bursts each time slice (100 ms) and then
+        holds them: mean latency follows the cap (Little's law), the percentiles do not pace evenly as a
+        provisioned volume's do."""
+        return self.iops is not None or self.bw_bytes_per_s is not None
+
     def settings(self) -> tuple[tuple[str, int], ...]:
         values = {"volume_size": self.size_bytes, "volume_iops": self.iops, "volume_bw": self.bw_bytes_per_s}
         return tuple((name, value) for name in VOLUME_SETTINGS if (value := values[name]) is not None)
