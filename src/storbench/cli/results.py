@@ -18,6 +18,7 @@ from storbench.private_files import write_private
 from storbench.safe_text import file_stems
 from storbench.selection import (
     check_selector_keys,
+    design_changed_line,
     parse_objective,
     parse_selector_flag,
     select,
@@ -117,6 +118,8 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
         unfinished = incomplete_line(run, selection.done.get(run.run_id, 0), planned_repetitions(run), db)
         if unfinished:
             out.print(unfinished, markup=False)
+    for run_id, what in sorted(selection.design_changed.items()):
+        out.print(design_changed_line(run_id, what), markup=False)
     shown = {p.case_id for p in points}
     labels = {p.case_id: point_label(p, direction=False) for p in points}
     for line in [*precondition_lines(selection.preconditions),
@@ -185,11 +188,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     note = design_note(baseline, candidate, bring_up=designs.pop() if len(designs) == 1 else "once")
     if note and args.format in ("table", "markdown"):
         _console(stderr=args.format != "table" and args.output in ("", "-")).print(note, markup=False)
+    changed = {run: what for run, what in selection.design_changed.items() if run in ran_in}
+    changed_lines = [design_changed_line(run, what) for run, what in sorted(changed.items())]
     if args.format == "table":
         out = _console() if args.output in ("", "-") else _file_console()
         out.print(compare_table(comparisons, baseline.text, candidate.text,
                                 None if args.output not in ("", "-") else out.width))
-        for line in [*stopping_rule_lines(comparisons), *design_caveats(comparisons)]:
+        for line in [*stopping_rule_lines(comparisons), *design_caveats(comparisons), *changed_lines]:
             out.print(line, markup=False)
         evidence = bottleneck_evidence_lines(comparisons)
         if evidence:
@@ -199,11 +204,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if args.output not in ("", "-"):
             _write_output(out.export_text(), args.output)
     elif args.format == "markdown":
-        _write_output(comparison_markdown(comparisons, baseline.text, candidate.text), args.output)
+        _write_output(comparison_markdown(comparisons, baseline.text, candidate.text, changed_lines), args.output)
     elif args.format == "csv":
-        _write_output(comparison_csv(comparisons), args.output)
+        _write_output(comparison_csv(comparisons, changed), args.output)
     else:
-        _write_output(comparison_json(comparisons), args.output)
+        _write_output(comparison_json(comparisons, changed), args.output)
     if args.fail_on_regression is not None:
         # the gate's error rate is 5 % for the whole table, not per cell: Bonferroni over the cells it tests
         cells = tested_cells(comparisons)
@@ -281,7 +286,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))
     document = build_report(title, selection.runs, repetitions, selection.observations, comparisons=comparisons,
                             baseline=args.baseline or "", candidate=args.candidate or "", objective=objective,
-                            steady=selection.steady, preconditions=selection.preconditions)
+                            steady=selection.steady, preconditions=selection.preconditions,
+                            notes=[design_changed_line(run, what)
+                                   for run, what in sorted(selection.design_changed.items())])
     _write_output(render_html(document, get_plotlyjs()), args.output)
     out = _console(stderr=args.output in ("", "-"))
     out.print(f"report: {args.output} ({len(document.figures)} figures, {len(document.points)} points)",
