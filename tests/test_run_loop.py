@@ -760,3 +760,32 @@ def test_job_directories_of_a_killed_storbench_are_removed_at_the_next_start(tmp
     with job_dir() as made:
         assert Path(made).name.startswith(f"storbench-{os.getpid()}-")
         assert remove_stale_job_dirs(Path(made).parent) == [] or Path(made).exists()
+
+
+def test_show_run_all_keeps_two_runs_of_one_plan_apart_unless_pooled(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs of one plan measure cases with the same ids: `show --run all` gives each run its own rows (a run
+    column tells them apart); `--pool` makes one row of both, and says so."""
+    import json
+
+    _fake_cli(monkeypatch)
+    db = str(tmp_path / "r.db")
+    plan = write_plan(tmp_path, _plan(tmp_path).source.text)
+    for _ in range(2):
+        assert run_cli(capsys, "run", str(plan), "--db", db)[0] == 0
+    code, out, err = run_cli(capsys, "show", "--db", db, "--run", "all", "--format", "json")
+    assert code == 0, err
+    apart = json.loads(out)
+    assert sorted(tuple(p["run_ids"]) for p in apart) == [(1,)] * 4 + [(2,)] * 4
+    assert all(p["repetitions_ok"] == 2 for p in apart)
+    code, out, err = run_cli(capsys, "show", "--db", db, "--run", "all", "--format", "json", "--pool")
+    pooled = json.loads(out)
+    assert len(pooled) == 4 and all(p["run_ids"] == [1, 2] and p["repetitions_ok"] == 4 for p in pooled)
+    code, out, err = run_cli(capsys, "show", "--db", db, "--run", "all", "--wide")
+    header = next(line for line in out.splitlines() if " rw " in line)
+    assert header.split()[:3] == ["┃", "run", "┃"], out
+    assert "pool the repetitions" not in out
+    code, out, err = run_cli(capsys, "show", "--db", db, "--run", "all", "--pool")
+    assert "note: rows of run 1,2 pool the repetitions of those runs" in " ".join(out.split()), out
+    code, out, err = run_cli(capsys, "show", "--db", db)  # one run: no run column
+    assert "run" not in next(line for line in out.splitlines() if " rw " in line), out

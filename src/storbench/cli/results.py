@@ -76,32 +76,38 @@ def cmd_show(args: argparse.Namespace) -> int:
     title = f"{selection.label} — {args.db}"
     if args.format != "table":
         points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations,
-                                  levels=selection.interval_levels)
+                                  levels=selection.interval_levels, by_run=not args.pool)
         notes = drift_lines(selection.observations, [run.run_id for run in selection.runs])
         _write_output(show_text(points, args.format, title, notes), args.output)
         return 0
     if args.output in ("", "-"):
-        _show_table(selection, title, args.db, wide=args.wide)
+        _show_table(selection, title, args.db, wide=args.wide, pool=args.pool)
     else:
         recorder = _file_console()
-        _show_table(selection, title, args.db, recorder, wide=True)
+        _show_table(selection, title, args.db, recorder, wide=True, pool=args.pool)
         _write_output(recorder.export_text(), args.output)
     return 0
 
 
 def _show_table(selection: Selection, title: str, db: str, out: Console | None = None, *,
-                wide: bool = False) -> None:
+                wide: bool = False, pool: bool = False) -> None:
     """The results table with everything said under it: verdicts, warnings, drift, incomplete runs, what ran
-    first and steady states. `show` and the end of `run` both print it."""
+    first and steady states. `show` and the end of `run` both print it. Each run's points are its own (a case
+    several runs measured is a row per run, with a run column) unless ``pool``."""
     from storbench.report.labels import point_label
     from storbench.report.show_export import drift_lines, precondition_lines, steady_lines
     from storbench.selection import incomplete_line, planned_repetitions
     from storbench.stats.summary import summarize_points
 
     points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations,
-                              levels=selection.interval_levels)
+                              levels=selection.interval_levels, by_run=not pool)
     out = out or _console()
     _print_points(points, title, out, wide=wide)
+    pooled = sorted({p.run_ids for p in points if len(p.run_ids) > 1})
+    if pooled:
+        out.print("note: rows of run " + "; ".join(",".join(map(str, r)) for r in pooled) + " pool the "
+                  "repetitions of those runs (--pool): one mean and interval over runs made at different times",
+                  markup=False)
     for line in drift_lines(selection.observations, [run.run_id for run in selection.runs]):
         out.print(line, markup=False)
     for run_id, level in sorted(selection.interval_levels.items()):
@@ -315,6 +321,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                    "standard output)")
     p.add_argument("--wide", action="store_true",
                    help="every column, however wide (default: the essential columns first, as many as fit)")
+    p.add_argument("--pool", action="store_true",
+                   help="with several runs of one plan, pool each case's repetitions over them into one row "
+                   "(default: a row per run, with a run column)")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("export", help="one record per repetition and direction as json, csv or markdown")

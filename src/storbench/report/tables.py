@@ -110,6 +110,11 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
     lab_keys = varying_lab_keys(points)
     extra = telemetry_columns(points)
     with_expected = any(p.expected is not None for p in points)
+    # which run a row is from, where a case shows up in several runs (kept apart) or a row pools runs
+    runs_of_case: dict[str, set[tuple[int, ...]]] = {}
+    for p in points:
+        runs_of_case.setdefault(p.case_id, set()).add(p.run_ids)
+    with_runs = any(len(p.run_ids) > 1 for p in points) or any(len(r) > 1 for r in runs_of_case.values())
 
     def varies(p: PointSummary) -> str:  # hidden workload fields that differ between the rows
         return " ".join(text for field, text in p.distinct if not (with_options and field == "fio_options"))
@@ -123,6 +128,7 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
 
     # (header, justify, priority: 0 essential .. 4 first to go when narrow, the cell of a point)
     specs: list[tuple[str, str, int, Callable[[PointSummary], str]]] = [
+        *((("run", "right", 0, lambda p: ",".join(map(str, p.run_ids))),) if with_runs else ()),
         ("target", "left", 0, lambda p: p.target), ("rw", "left", 0, lambda p: p.rw),
         ("bs", "right", 0, lambda p: p.bs), ("qd", "right", 1, lambda p: str(p.iodepth)),
         *((("jobs", "right", 1, lambda p: str(p.numjobs)),) if with_jobs else ()),
