@@ -213,7 +213,7 @@ def resumed_run(store: Store, plan_name: str, run_id: int | None) -> RunInfo:
 
 
 def check_design_unchanged(loaded: LoadedPlan, store: Store, run_id: int, *, accept: bool,
-                           observer: RunObserver) -> None:
+                           observer: RunObserver | None) -> None:
     """A resume may not change a sequential design's stopping rule (`repeat: {min, max, until}`, `compare`) from
     the one the run last ran with: its error rates hold only for a rule fixed before the data were seen. With
     ``accept`` the change is kept (as a new plan version, which marks the run's answer: ``run_design_changes``)."""
@@ -237,8 +237,9 @@ def check_design_unchanged(loaded: LoadedPlan, store: Store, run_id: int, *, acc
                         f"({what}): its error rates hold only for the rule it started with",
                         hint="run without --resume to start a new run with this rule, or pass "
                         "--accept-changed-design to continue, its answer marked as not holding its error rates")
-    observer.lab_event(f"run {run_id}: stopping rule changed ({what}), accepted: its answer no longer holds the "
-                       "sequential design's error rates, and says so")
+    if observer is not None:
+        observer.lab_event(f"run {run_id}: stopping rule changed ({what}), accepted: its answer no longer holds the "
+                           "sequential design's error rates, and says so")
 
 
 def case_text(case: Case, leave_out: str = "") -> str:

@@ -219,6 +219,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if resume and not Path(args.db).exists():  # refused before a database file is made
         raise UserError(f"nothing to resume: no results database {args.db}", hint=f"run `storbench run "
                         f"{args.plan} --db {args.db}` without --resume to start")
+    if resume:  # the run to continue, and its stopping rule, refused before anything is checked or laid out
+        from storbench.orchestrate import check_design_unchanged, resumed_run
+
+        stored = open_store(args.db, read_only=True)
+        try:
+            resuming = resumed_run(stored, loaded.config.name, args.resume or None)
+            if not args.accept_changed_design:
+                check_design_unchanged(loaded, stored, resuming.run_id, accept=False, observer=None)
+        finally:
+            stored.close()
     fio_binary = find_fio(args.fio)
     from storbench.execute.jobdirs import remove_stale_job_dirs
 
