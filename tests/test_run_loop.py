@@ -672,6 +672,11 @@ def test_a_resume_that_changes_the_stopping_rule_is_refused_unless_accepted_and_
 
     rows = json.loads(out)
     assert rows and all(row["design_changed"] is True for row in rows)
+    report = tmp_path / "report.html"
+    assert run_cli(capsys, "report", "--db", db, "-o", str(report))[0] == 0
+    import html
+
+    assert html.escape(marked, quote=False) in report.read_text()
 
 
 def test_an_unchanged_sequential_run_is_not_marked(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -788,5 +793,8 @@ def test_show_run_all_keeps_two_runs_of_one_plan_apart_unless_pooled(
     assert "pool the repetitions" not in out
     code, out, err = run_cli(capsys, "show", "--db", db, "--run", "all", "--pool")
     assert "note: rows of run 1,2 pool the repetitions of those runs" in " ".join(out.split()), out
+    report = tmp_path / "report.html"  # the report pools runs of one plan, and says so
+    assert run_cli(capsys, "report", "--db", db, "--run", "all", "-o", str(report))[0] == 0
+    assert "rows of run 1,2 pool the repetitions of those runs" in report.read_text()
     code, out, err = run_cli(capsys, "show", "--db", db)  # one run: no run column
     assert "run" not in next(line for line in out.splitlines() if " rw " in line), out

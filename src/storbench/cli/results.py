@@ -96,6 +96,7 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
     several runs measured is a row per run, with a run column) unless ``pool``."""
     from storbench.report.labels import point_label
     from storbench.report.show_export import drift_lines, precondition_lines, steady_lines
+    from storbench.report.tables import pooled_runs_line
     from storbench.selection import incomplete_line, planned_repetitions
     from storbench.stats.summary import summarize_points
 
@@ -103,11 +104,9 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
                               levels=selection.interval_levels, by_run=not pool)
     out = out or _console()
     _print_points(points, title, out, wide=wide)
-    pooled = sorted({p.run_ids for p in points if len(p.run_ids) > 1})
+    pooled = pooled_runs_line(points)
     if pooled:
-        out.print("note: rows of run " + "; ".join(",".join(map(str, r)) for r in pooled) + " pool the "
-                  "repetitions of those runs (--pool): one mean and interval over runs made at different times",
-                  markup=False)
+        out.print(pooled, markup=False)
     for line in drift_lines(selection.observations, [run.run_id for run in selection.runs]):
         out.print(line, markup=False)
     for run_id, level in sorted(selection.interval_levels.items()):

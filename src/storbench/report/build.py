@@ -24,7 +24,7 @@ from storbench.report.html import ReportDocument
 from storbench.report.labels import point_label
 from storbench.report.show_export import precondition_lines
 from storbench.report.steady import steady_figures
-from storbench.report.tables import warning_lines
+from storbench.report.tables import pooled_runs_line, warning_lines
 from storbench.selection import adaptive_questions, expectations, interval_levels
 from storbench.stats.compare import PointComparison
 from storbench.stats.drift import drift
@@ -71,7 +71,8 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
             job_texts[case_id] = (point_label(point_of_case[case_id], direction=False), rep.job_text)
     return ReportDocument(
         title=title, runs=tuple(runs), points=tuple(points), figures=tuple(figures),
-        warnings=(*warning_lines(points), *notes), comparisons=tuple(comparisons), baseline=baseline,
+        warnings=(*warning_lines(points), *filter(None, [pooled_runs_line(points)]), *notes),
+        comparisons=tuple(comparisons), baseline=baseline,
         candidate=candidate, curves=tuple(curve_list), objective=objective,
         job_texts=tuple((case_id, label, text) for case_id, (label, text) in job_texts.items()),
         preconditions=tuple((run_id, line.split(": ", 1)[1], record.job_text)

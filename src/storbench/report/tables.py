@@ -97,6 +97,16 @@ def telemetry_cell(estimate: Estimate | None, fmt: str) -> str:
     return format_latency_ns(estimate.mean) if fmt == "lat" else format(estimate.mean, fmt)
 
 
+def pooled_runs_line(points: Sequence[PointSummary]) -> str | None:
+    """A line for points that pool the repetitions of several runs (``show --pool``, the report), naming them;
+    None when every point is one run's."""
+    pooled = sorted({p.run_ids for p in points if len(p.run_ids) > 1})
+    if not pooled:
+        return None
+    return ("note: rows of run " + "; ".join(",".join(map(str, r)) for r in pooled) + " pool the repetitions of "
+            "those runs: one mean and interval over runs made at different times")
+
+
 def results_table(points: Sequence[PointSummary], title: str, width: int | None = None) -> Table:
     """One row per case and direction: mean over repetitions, IOPS with its 95 % confidence interval, the
     telemetry beside it and the bottleneck verdict (its evidence: ``verdict_lines``); "% exp" is the share of
