@@ -17,7 +17,7 @@ FIGURES = {"ceph-block-size": ["iops-vs-bs-small", "bw_bytes-vs-bs-large"],
            "ceph-search": ["iops-latency-iodepth"], "ceph-steady-state": [],
            "metadata-cephfs-nfs": ["iops-vs-numjobs", "compare-iops", "compare-lat_p99_ns"],
            "nfs-clients": ["iops-vs-clients", "iops-latency-clients", "process-cpu"],
-           "rgw-objects": ["bw_bytes-vs-bs-small", "bw_bytes-vs-bs-large", "process-cpu"],
+           "rgw-objects": ["bw_bytes-vs-bs-small-medium", "bw_bytes-vs-bs-large", "process-cpu"],
            "rbd-cephfs-nfs": ["compare-iops", "compare-lat_p99_ns", "latency-layers"]}
 DEFAULT_FIGURES = ["compare-iops", "compare-lat_p99_ns"]
 

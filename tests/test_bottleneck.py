@@ -158,7 +158,7 @@ def test_report_summary_tells_apart_points_that_differ_in_clients_or_lab() -> No
                               "rwmixread": None, "repeat": repeat, "iops": 1000.0 + repeat, "lat_mean_ns": 1e6,
                               "lab": f"lab=ceph pool_size={size}"})
                for clients in (1, 4) for size in (2, 3) for repeat in (0, 1)]
-    html_text = _summary_table(summarize_points(records))
+    html_text = _summary_table(summarize_points(records)).replace("<td class='wrap'>", "<td>")  # text cells wrap
     head = html_text.split("</thead>")[0]
     assert "<th>clients</th>" in head and "<th>lab</th>" in head
     rows = [row.split("<td>")[1:8] for row in html_text.split("<tr>")[2:]]
@@ -376,3 +376,21 @@ def test_a_storage_holding_more_in_flight_than_the_client_was_not_in_its_path() 
                               ceph_counters=(("op_w", 5100.0, 1.6e6),))
     found = observed_storage(synchronous)
     assert found is not None and found.lat_ns == 1.6e6
+
+
+def test_a_verdict_says_why_its_time_is_not_split_by_layer() -> None:
+    """The rbd-cephfs-nfs example: RBD writes behind librbd's writeback cache, CephFS reads that mostly never
+    reached the OSDs: each verdict says why the storage's counters do not split its latency; with no counters at all
+    (a local disk, NFS) nothing is said."""
+    def point(**fields: object) -> PointSummary:
+        (found,) = summarize_points([observation(**{**_BASE, "repeat": rep, "iops": 4886.0, "lat_mean_ns": 1.89e6,
+                                                     "host_cpu_busy_pct": 10.0, **fields}) for rep in range(3)])
+        return found
+
+    written_back = point(direction="write", ceph_counters=(("op_w", 5519.0, 78.7e6),))
+    assert "by layer: not split (the OSDs held 434 writes in flight against the client's 9: a writeback cache" \
+        in written_back.bottleneck.evidence, written_back.bottleneck.evidence
+    cached = point(direction="read", ceph_counters=(("op_r", 1368.0, 0.16e6),))
+    assert "by layer: not split (the OSDs saw 28% of the client's reads: a cache in front answered the rest" \
+        in cached.bottleneck.evidence, cached.bottleneck.evidence
+    assert "by layer" not in point(direction="read").bottleneck.evidence

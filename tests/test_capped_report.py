@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -154,7 +155,13 @@ def test_saturation_and_iops_figures_draw_the_declared_limit() -> None:
     assert iops_figure.y_marks == (Mark(3000.0, "expected: 3,000 IOPS"),)
     (saturation,) = curve_figures([c for axis in ("iodepth",) for c in curves(points, axis)])
     assert saturation.x_marks == (Mark(3000.0, "expected: 3,000 IOPS"),)  # IOPS is its x axis
-    by_bs = {f.figure_id: f.y_marks for f in block_size_figures(points)}
+    assert block_size_figures(points) == []  # one block size: no figure "vs block size"
+    eight_k = [replace(o, case=replace(o.case, case_id=o.case.case_id + "-8k",
+                                       workload=replace(o.case.workload, bs_bytes=8192)))
+               for o in _observations("iodepth", DEPTHS, THROTTLED, THROTTLED_LAT_MS)]
+    two_sizes = summarize_points([*_observations("iodepth", DEPTHS, THROTTLED, THROTTLED_LAT_MS), *eight_k],
+                                 expectations={(1, "vol"): SOLD_AS})
+    by_bs = {f.figure_id: f.y_marks for f in block_size_figures(two_sizes)}
     assert by_bs == {"iops-vs-bs-small": (Mark(3000.0, "expected: 3,000 IOPS"),), "bw_bytes-vs-bs-small": ()}
     undeclared = summarize_points(_rising())
     (plain,) = iops_vs_load_figures(undeclared)

@@ -26,7 +26,7 @@ from storbench.report.figures import FigureSpec, Series
 from storbench.report.html import ReportDocument, render_html
 from storbench.selection import AdaptiveQuestion, adaptive_questions
 from storbench.stats.adaptive import decided_verdicts
-from storbench.stats.compare import parse_selector
+from storbench.stats.compare import Question, compare_observations, parse_selector
 from storbench.stats.convergence import convergence, replay
 from storbench.stats.observations import Observation
 from storbench.stats.sequential import Decision, SequentialPlan, decide
@@ -250,7 +250,7 @@ def test_compare_marks_what_the_run_did_not_stop_on(tmp_path: Path, capsys: pyte
     cells = [cell.strip() for cell in row.split("│")[1:-1]]
     iops, others = cells[3], cells[4:-1]
     assert iops.endswith("▼") and len(others) >= 2
-    line = "† not the question its run stopped on (run 1: IOPS of pool_size=3 vs pool_size=2)"
+    line = "† not the question its stopping rule asked (run 1: IOPS of pool_size=3 vs pool_size=2)"
     if adaptive:
         assert all(cell.endswith("▼†") or cell.endswith("~†") for cell in others), cells
         assert line in " ".join(table.split())
@@ -308,3 +308,102 @@ def _renders_in_chromium(report: Path, tmp_path: Path) -> None:
     assert found is not None, done.stderr[-500:]
     status = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
     assert status["errors"] == [] and status["empty"] == [] and status["rendered"] == status["figures"]
+
+
+def test_compare_says_which_fields_keep_two_runs_apart_and_refuses_another_engine(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run 1 on target a with libaio, run 2 on target b with io_uring: `--baseline 1 --candidate 2` names both
+    differences and how to compare across them; naming only the target compares targets, not engines (x)."""
+    db = tmp_path / "r.db"
+    for run, target, engine in ((1, "a", "libaio"), (2, "b", "io_uring")):
+        _store(db, [observation(case_id=f"case-{target}", run_id=run, target=target, ioengine=engine, repeat=i,
+                                iops=1000.0 + 10 * i, started_at_s=40.0 * i, finished_at_s=40.0 * i + 35)
+                    for i in range(3)], FIXED)
+    code, _, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "1", "--candidate", "run=2")
+    assert code == 2
+    assert "no point in common: the sides differ in target (a vs b) and ioengine (libaio vs io_uring); name them " \
+        "in the selectors to compare across them (--baseline run=1,target=a,ioengine=libaio --candidate " \
+        "run=2,target=b,ioengine=io_uring)" in " ".join(err.split()), err
+    code, out, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "target=a", "--candidate", "target=b",
+                             "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert rows and all(r["verdict"] == "x" and not r["comparable"] for r in rows)
+    assert {r["reason"] for r in rows} == {"different ioengine (libaio vs io_uring)"}
+
+
+def test_each_compared_metric_of_the_question_carries_the_rules_final_verdict() -> None:
+    """The cell of the plan's question gets what the run loop decided on all the pairs (decision, rounds, change
+    at the last look), turned when compare's sides are the other way round; cells outside the question get none."""
+    plan = SequentialPlan(min_rounds=3, max_rounds=12, margin=0.1)
+    seen = _with_latency(_rounds(0.7, 9))
+    question = Question(BASELINE, CANDIDATE, ("iops",))
+    [final] = decided_verdicts(seen, BASELINE, CANDIDATE, ["iops"], plan)
+    [c] = compare_observations(seen, BASELINE, CANDIDATE, {}, interleaved_runs=frozenset({1}),
+                               sequential_plans={1: plan}, questions={1: question})
+    answer = c.cell("iops").answer  # type: ignore[union-attr]
+    assert answer is not None and final.verdict.change is not None
+    assert (answer.decision, answer.rounds, answer.max_rounds, answer.change) == (
+        Decision.LOWER, 9, 12, final.verdict.change)
+    # 9 rounds of 30 s, the last repetition ending 27 s into its round
+    assert answer.minutes == pytest.approx((8 * 30 + 27) / 60)
+    assert answer.text().startswith("lower (-") and answer.text().endswith(" after 9 of at most 12 rounds, 4.5 min")
+    assert all(cell.answer is None for cell in c.cells if cell.metric.field != "iops")
+    [back] = compare_observations(seen, CANDIDATE, BASELINE, {}, interleaved_runs=frozenset({1}),
+                                  sequential_plans={1: plan}, questions={1: question})
+    turned = back.cell("iops").answer  # type: ignore[union-attr]
+    assert turned is not None and turned.decision == Decision.HIGHER and turned.change is not None
+    assert turned.change.estimate == pytest.approx(1 / (1 + final.verdict.change.estimate) - 1)
+    assert turned.change.low == pytest.approx(1 / (1 + final.verdict.change.high) - 1)
+
+
+@pytest.mark.parametrize(("ratio", "spread", "margin", "answer"), [
+    (1.0, 0.02, ", margin: 10%", "equivalent within ±10 % ("),
+    (1.0, 0.3, "", "reached max 12 rounds undecided ("),
+])
+def test_compare_and_the_report_give_the_rules_answer_true_to_what_happened(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], ratio: float, spread: float, margin: str,
+        answer: str) -> None:
+    """A run that decided 'equivalent' shows that answer, not only ~; one that reached max undecided says so, and
+    nothing says it stopped when decided."""
+    db = tmp_path / "r.db"
+    _store(db, _with_latency(_rounds(ratio, 12, spread=spread)), PLAN.format(max_rounds=12, margin=margin))
+    sides = ("--db", str(db), "--baseline", "pool_size=2", "--candidate", "pool_size=3")
+    code, table, err = run_cli(capsys, "compare", *sides)
+    assert code == 0, err
+    flat = " ".join(table.split())
+    assert f"run 1's stopping rule, IOPS at rbd randwrite 4k qd16 write: {answer}" in flat, flat
+    assert "stopped when decided" not in flat
+    code, out, err = run_cli(capsys, "compare", *sides, "--format", "json")
+    assert code == 0, err
+    row = next(r for r in json.loads(out) if r["metric"] == "iops")
+    assert row["rule_verdict"] == ("equivalent" if margin else "undecided")
+    assert row["rule_rounds"] == 12 and row["rule_max_rounds"] == 12 and row["rule_minutes"] > 0
+    assert row["rule_answer"].startswith(answer)
+    assert all(r["rule_verdict"] is None for r in json.loads(out) if r["metric"] != "iops")
+    code, out, err = run_cli(capsys, "compare", *sides, "--format", "csv")
+    assert code == 0, err
+    assert next(r for r in csv.DictReader(io.StringIO(out)) if r["metric"] == "iops")["rule_answer"].startswith(answer)
+    code, out, err = run_cli(capsys, "compare", *sides, "--format", "markdown")
+    assert code == 0, err
+    assert f"- run 1's stopping rule, IOPS at rbd randwrite 4k qd16 write: {answer}" in out
+    report = tmp_path / "r.html"
+    code, _, err = run_cli(capsys, "report", *sides, "-o", str(report))
+    assert code == 0, err
+    comparison = report.read_text().split("<h2>Comparison</h2>")[1].split("</section>")[0]
+    assert f"<p>run 1&#x27;s stopping rule, IOPS at rbd randwrite 4k qd16 write: {answer}" in comparison
+
+
+def test_the_rules_answer_in_words_says_what_happened() -> None:
+    from storbench.stats.compare import RuleAnswer
+    from storbench.stats.sequential import PairedChange
+
+    change = PairedChange(n=7, estimate=-0.018, low=-0.093, high=0.063, confidence=0.99, log_sd=0.05)
+    equivalent = RuleAnswer(Decision.EQUIVALENT, rounds=7, max_rounds=10, margin=0.1, change=change, minutes=12.5)
+    assert equivalent.text() == "equivalent within ±10 % (-1.8 % [-9.3, +6.3]) after 7 of at most 10 rounds, 12.5 min"
+    at_max = replace(equivalent, decision=Decision.UNDECIDED, rounds=10)
+    assert at_max.text() == "reached max 10 rounds undecided (-1.8 % [-9.3, +6.3]), 12.5 min"
+    early = replace(at_max, rounds=6, minutes=None, change=None)
+    assert early.text() == ("undecided after 6 of at most 10 rounds (no pairs): the run ended before max (a --budget, "
+                            "or interrupted; --resume goes on)")
+    assert "stopped when decided" not in at_max.text() + early.text()

@@ -102,7 +102,8 @@ def _chromium() -> str:
 
 
 def _report_status(html_file: Path, profile: Path) -> dict[str, object]:
-    done = subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
+    done = subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--window-size=1400,2400",
+                           "--dump-dom",
                            html_file.as_uri()], capture_output=True, text=True, timeout=120, check=False)
     marker = 'data-report-status="'
     start = done.stdout.find(marker)
@@ -141,6 +142,7 @@ def test_report_renders_every_figure_in_chromium(db: Path, tmp_path: Path, capsy
     assert text.count('"colorway"') == 1 and '"template"' not in text
     status = _report_status(report, tmp_path / "profile")
     assert status["errors"] == [] and status["empty"] == []
+    assert status["width"] == 1400 and status["overflow"] == []  # the summary fits: no sideways scroll at 1,400 px
     assert isinstance(status["figures"], int) and status["figures"] >= 6
     assert status["rendered"] == status["figures"]
     pngs = sorted(images.glob("*.png"))

@@ -265,7 +265,8 @@ def test_rounds_run_to_max_when_the_answer_stays_undecided(tmp_path: Path, store
     assert (result.ran, result.not_needed) == (2 * 10, 0)
     looks = [e for e in observer.events if e.startswith("after ")]
     assert sorted({e.split(":")[0] for e in looks}) == sorted(f"after {n} rounds" for n in range(3, 11))
-    assert "undecided" in looks[-1]
+    assert looks[-1].startswith("after 10 rounds: ") and looks[-1].endswith(" reached max 10 rounds undecided")
+    assert not any("not within max" in e for e in looks)
 
 
 def test_until_ci_looks_first_after_the_rules_minimum_of_rounds(tmp_path: Path, store: Store) -> None:

@@ -17,9 +17,11 @@ from storbench.stats.compare import (
     Verdict,
     compare_observations,
     compare_points,
+    no_common_point,
     parse_selector,
     regressions,
     select,
+    side_differences,
 )
 from storbench.stats.drift import drift
 from storbench.stats.estimate import Estimate, estimate, welch_difference
@@ -274,7 +276,8 @@ def test_points_pair_by_key() -> None:
 
 @pytest.mark.parametrize(
     ("changes", "reason"),
-    [({"fio_version": "fio-3.28"}, "different fio versions"), ({"ioengine": "io_uring"}, "different ioengine")],
+    [({"fio_version": "fio-3.28"}, "different fio versions"),
+     ({"ioengine": "io_uring"}, "different ioengine (libaio vs io_uring)")],
 )
 def test_incomparable_points_and_force(changes: dict[str, object], reason: str) -> None:
     base = _summaries(IOPS_A, run_id=1)
@@ -290,6 +293,72 @@ def test_incomparable_points_and_force(changes: dict[str, object], reason: str) 
     # Naming the field in a selector (ignore) makes the comparison deliberate: comparable.
     field = "fio_versions" if "fio_version" in changes else "ioengine"
     assert only(compare_points(base, cand, frozenset({field}))).comparable
+
+
+def test_an_import_is_not_set_against_a_run_of_another_engine_or_latency_kind() -> None:
+    """Hand-run imports (libaio, an `imported` target, p99 from completion latency) against storbench's io_uring
+    points on another target: naming the target compares targets, not engines nor latency kinds, so the pair is
+    x with its reasons; naming those fields too makes it deliberate."""
+    imported = reps(IOPS_A, run_id=2, case_id="imp", target="hand", target_kind="imported", lat_p99_ns=2_000_000)
+    # fio's default json+ has completion-latency percentiles only: the synthetic lat carries them, so move them
+    imported = [replace(o, measurement=replace(o.measurement, lat=replace(o.measurement.lat,
+                                                                        reported_percentiles_ns=())))
+                for o in imported if o.measurement is not None]
+    ran = reps(IOPS_B, run_id=1, case_id="run", target="nvme", ioengine="io_uring", lat_p99_ns=2_100_000)
+    summaries = summarize_points([*imported, *ran])
+    assert [p.lat_percentiles_from for p in summaries] == ["clat", "lat"]
+    pair = only(compare_points(summaries[:1], summaries[1:], frozenset({"target", "run_id"})))
+    assert not pair.comparable
+    assert pair.reason == "different ioengine (libaio vs io_uring), latency kind (p95, p99: clat vs lat)"
+    assert {c.verdict for c in pair.cells} == {Verdict.NOT_COMPARABLE}
+    assert only(compare_points(summaries[:1], summaries[1:], frozenset(
+        {"target", "ioengine", "lat_percentiles_from"}))).comparable
+    # the same through the selectors, as `compare` builds them
+    found = only(compare_observations([*imported, *ran], parse_selector("run=2,target=hand"),
+                                      parse_selector("run=1,target=nvme"), {}))
+    assert not found.comparable and found.reason.startswith("different ioengine (libaio vs io_uring)")
+    # one local disk against another of another kind: the kind does not dictate the engine either
+    block = summarize_points(reps(IOPS_B, run_id=1, case_id="blk", target="sdb", target_kind="block",
+                                  ioengine="io_uring"))
+    local = summarize_points(reps(IOPS_A, run_id=2, case_id="dir", target="a"))
+    assert only(compare_points(local, block, frozenset({"target"}))).reason == "different ioengine (libaio vs io_uring)"
+    # an rbd image's engine follows from its kind: comparing targets compares it too
+    rbd = summarize_points(reps(IOPS_B, run_id=1, case_id="img", target="img", target_kind="rbd", ioengine="rbd"))
+    assert only(compare_points(local, rbd, frozenset({"target"}))).comparable
+
+
+def test_sides_with_no_point_in_common_say_which_fields_differ() -> None:
+    records = [*reps(IOPS_A, run_id=2, case_id="a", target="a"),
+               *reps(IOPS_B, run_id=1, case_id="b", target="b", ioengine="io_uring")]
+    two, one = parse_selector("run=2"), parse_selector("1")
+    assert compare_observations(records, two, one, {}) == []
+    assert no_common_point(records, two, one, {}) == (
+        "no point in common: the sides differ in target (a vs b) and ioengine (libaio vs io_uring); name them in "
+        "the selectors to compare across them (--baseline run=2,target=a,ioengine=libaio --candidate "
+        "run=1,target=b,ioengine=io_uring)")
+    # the suggestion compares: naming the fields makes the pair deliberate
+    named = only(compare_observations(records, parse_selector("run=2,target=a,ioengine=libaio"),
+                                      parse_selector("run=1,target=b,ioengine=io_uring"), {}))
+    assert named.comparable
+    # several values a side: listed, no suggestion; a field whose values overlap is not named
+    more = [*records, *reps(IOPS_A, run_id=2, case_id="a8", target="a", iodepth=8),
+            *reps(IOPS_A, run_id=1, case_id="b8", target="b", iodepth=8, ioengine="io_uring")]
+    text = no_common_point(more, two, one, {})
+    assert text.startswith("no point in common: the sides differ in target (a vs b) and ioengine") and "iodepth" \
+        not in text
+    # rw selected on: the direction is not a field to name
+    rw = [*reps(IOPS_A, case_id="r"), *reps(IOPS_A, case_id="w", rw="randwrite", direction="write")]
+    assert no_common_point(rw, parse_selector("rw=randread"), parse_selector("rw=randwrite"), {}) == (
+        "baseline and candidate have no point in common")
+    assert side_differences(summarize_points(rw[:3]), summarize_points(rw[3:]), frozenset()) == [
+        ("rw", ("randread",), ("randwrite",)), ("direction", ("read",), ("write",))]
+
+
+def test_a_direct_difference_is_not_comparable() -> None:
+    base = _summaries(IOPS_A, run_id=1)
+    buffered = only(compare_points(base, _summaries(IOPS_B, run_id=2, direct=False), frozenset()))
+    assert not buffered.comparable and buffered.reason == "different direct (1 vs 0)"
+    assert only(compare_points(base, _summaries(IOPS_B, run_id=2, direct=False), frozenset({"direct"}))).comparable
 
 
 def test_sweep_over_ioengine_pairs_like_with_like() -> None:
@@ -535,13 +604,13 @@ def test_drift_detects_linear_decline_interleaved() -> None:
     d = drift(_drift_records("interleaved", 0.01), run_id=1, direction="read")
     assert len(d.samples) == 12
     assert d.significant
-    assert d.slope_pct_per_10min is not None and d.ci_low is not None and d.ci_high is not None
-    assert d.slope_pct_per_10min == pytest.approx(-10.0, abs=1.0)
-    assert d.ci_low < d.slope_pct_per_10min < d.ci_high < 0
+    assert d.slope_pct_per_min is not None and d.ci_low is not None and d.ci_high is not None
+    assert d.slope_pct_per_min == pytest.approx(-1.0, abs=0.1)
+    assert d.ci_low < d.slope_pct_per_min < d.ci_high < 0
     assert d.span_minutes == pytest.approx(11.0)
     change = d.over_run()
     assert change is not None
-    assert change[0] == pytest.approx(d.slope_pct_per_10min * 1.1)
+    assert change[0] == pytest.approx(d.slope_pct_per_min * 11)
     assert change[0] == pytest.approx(-11.0, abs=1.2)
     assert change[1] < change[0] < change[2] < 0
 
@@ -549,21 +618,21 @@ def test_drift_detects_linear_decline_interleaved() -> None:
 def test_drift_detects_linear_decline_sequential() -> None:
     d = drift(_drift_records("sequential", 0.01), run_id=1, direction="read")
     assert d.significant
-    assert d.slope_pct_per_10min == pytest.approx(-10.0, abs=1.0)
+    assert d.slope_pct_per_min == pytest.approx(-1.0, abs=0.1)
 
 
 def test_drift_with_noise_still_detected() -> None:
     d = drift(_drift_records("interleaved", 0.01, noise=0.005, seed=3, repeats=4), run_id=1, direction="read")
     assert d.significant
-    assert d.slope_pct_per_10min == pytest.approx(-10.0, abs=2.0)
+    assert d.slope_pct_per_min == pytest.approx(-1.0, abs=0.2)
 
 
 def test_no_drift_with_constant_iops() -> None:
     d = drift(_drift_records("interleaved", 0.0, noise=0.01, seed=5), run_id=1, direction="read")
-    assert d.slope_pct_per_10min is not None
+    assert d.slope_pct_per_min is not None
     assert not d.significant
     assert d.ci_low is not None and d.ci_high is not None and d.ci_low < 0 < d.ci_high
-    assert abs(d.slope_pct_per_10min) < 2.0
+    assert abs(d.slope_pct_per_min) < 0.2
 
 
 def test_no_drift_false_positive_rate() -> None:
@@ -577,7 +646,7 @@ def test_no_drift_false_positive_rate() -> None:
 def test_drift_too_few_samples() -> None:
     records = [rec(case_id="A", repeat=r, started_at_s=60.0 * r, iops=1000.0 - r) for r in range(5)]
     d = drift(records, run_id=1, direction="read")
-    assert d.slope_pct_per_10min is None and not d.significant and d.over_run() is None
+    assert d.slope_pct_per_min is None and not d.significant and d.over_run() is None
     # One repetition per case gives no deviation at all.
     single = [rec(case_id=f"c{i}", started_at_s=60.0 * i, iops=1000.0 - i) for i in range(10)]
     assert drift(single, 1, "read").samples == ()
@@ -888,7 +957,7 @@ def test_a_metric_or_point_the_plan_did_not_ask_about_is_outside_the_stopping_ru
         assert {cell.difference.method for cell in c.cells if cell.difference} == {"sequential"}
         assert c.question == asked[1] and all(cell.gated for cell in c.cells)
     [line] = stopping_rule_lines(found)
-    assert line.startswith("† not the question its run stopped on (run 1: IOPS of pool_size=3 vs pool_size=2)")
+    assert line.startswith("† not the question its stopping rule asked (run 1: IOPS of pool_size=3 vs pool_size=2)")
     # the other way round is the same question: the inverse interval on the same pairs at the same look
     swapped = compared(three, two)
     assert {cell.stopping_rule for c in swapped for cell in c.cells if cell.metric.field == "iops"} == {
@@ -971,12 +1040,13 @@ def test_points_that_differ_only_in_a_lab_setting_stay_apart_in_curves_and_figur
     from synthetic import observation
 
     lab = "lab=ceph objectstore=bluestore osd_size=1 osds=3 pool_size={size}"
-    observations = [observation(case_id=f"c{size}-{depth}", iodepth=depth, lab=lab.format(size=size),
-                                iops=1000.0 * depth / size, repeat=rep)
-                    for size in (2, 3) for depth in (1, 16) for rep in range(2)]
+    observations = [observation(case_id=f"c{size}-{depth}-{bs}", iodepth=depth, lab=lab.format(size=size),
+                                iops=1000.0 * depth / size, repeat=rep, bs_bytes=bs)
+                    for size in (2, 3) for depth in (1, 16) for rep in range(2)
+                    for bs in (4096, 8192)]  # two block sizes: a figure "vs block size" needs two
     points = summarize_points(observations)
     found = curves(points, "iodepth")
-    assert len(found) == 2
+    assert len(found) == 4  # per pool size and block size
     keys = curve_lab_keys(found)
     assert sorted(curve_label(c, keys) for c in found) == sorted({curve_label(c, keys) for c in found})
     assert any("pool_size=2" in curve_label(c, keys) for c in found)

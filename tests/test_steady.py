@@ -192,3 +192,15 @@ def test_a_window_only_point_has_no_interval_anywhere() -> None:
     difference = welch_difference(window, other)
     assert difference.change_ci_low_pct is None and difference.method == "none" and not difference.significant
     assert judge_change(window, other).trend is Trend.UNDECIDED  # never shown flat without an interval
+
+
+def test_the_round_by_round_figure_starts_at_zero_and_needs_two_rounds() -> None:
+    """Rounds of 990-1,010 IOPS are drawn from zero (the band shows the allowed range at its true size, not a
+    zoom that makes 2 % look like a cliff); a single round draws no figure."""
+    from storbench.report.steady import steady_figure
+
+    state = judge(series([1000, 1010, 990, 1005, 995]), RULE)
+    figure = steady_figure(state, "f", "t")
+    assert figure is not None and figure.y_range is not None
+    assert figure.y_range[0] == 0.0 and figure.y_range[1] > 1010
+    assert steady_figure(judge(series([1000]), RULE), "one", "t") is None

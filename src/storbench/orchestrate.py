@@ -437,10 +437,14 @@ def answered(run: _Run, rounds: int) -> bool:
         change = v.verdict.change
         shown = (f"{100 * change.estimate:+.1f} % [{100 * change.low:+.1f}, {100 * change.high:+.1f}]"
                  if change is not None else "no pairs yet")
-        more = (f", about {v.verdict.more_rounds} more rounds" if v.verdict.more_rounds is not None
-                else ", not within max" if v.verdict.decision == "undecided" else "")
+        status = v.verdict.decision.value
+        if v.verdict.more_rounds is not None:
+            status += f", about {v.verdict.more_rounds} more rounds"
+        elif v.verdict.decision == "undecided":
+            status = (f"reached max {plan.max_rounds} rounds undecided" if v.verdict.final else
+                      f"undecided, and at this spread even max {plan.max_rounds} rounds would likely not decide it")
         run.observer.lab_event(f"after {rounds} rounds: {comparison_label(v.comparison)} {v.metric}: {shown} "
-                               f"{v.verdict.decision.value}{more}")
+                               f"{status}")
     return all_decided(verdicts)
 
 

@@ -145,11 +145,12 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
     from storbench.report.labels import comparison_label
-    from storbench.report.tables import bottleneck_evidence_lines, compare_table
+    from storbench.report.tables import bottleneck_evidence_lines, compare_table, rule_answer_lines
     from storbench.stats.compare import (
         compare_observations,
         design_caveats,
         design_note,
+        no_common_point,
         regressions,
         stopping_rule_lines,
         tested_cells,
@@ -185,7 +186,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not comparisons:
         selected = sorted(baseline.keys | candidate.keys)
         directions = " (rw changes the direction: reads and writes never compare)" if "rw" in selected else ""
-        raise UserError("baseline and candidate have no point in common",
+        raise UserError(no_common_point(selection.observations, baseline, candidate, selection.tags),
                         hint="points match on target, rw, bs, iodepth, numjobs, clients and direction, except what "
                         f"you select on ({', '.join(selected)}){directions}")
     ran_in = {run for c in comparisons for run in (*c.baseline.run_ids, *c.candidate.run_ids)}
@@ -199,7 +200,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         out = _console() if args.output in ("", "-") else _file_console()
         out.print(compare_table(comparisons, baseline.text, candidate.text,
                                 None if args.output not in ("", "-") else out.width))
-        for line in [*stopping_rule_lines(comparisons), *design_caveats(comparisons), *changed_lines]:
+        for line in [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_caveats(comparisons),
+                     *changed_lines]:
             out.print(line, markup=False)
         evidence = bottleneck_evidence_lines(comparisons)
         if evidence:

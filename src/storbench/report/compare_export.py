@@ -8,7 +8,7 @@ import json
 import math
 from collections.abc import Collection, Sequence
 
-from storbench.report.export import markdown_cell
+from storbench.report.export import export_row, markdown_cell
 from storbench.report.labels import comparison_label, varying_comparison_lab
 from storbench.report.tables import (
     bottleneck_change,
@@ -16,15 +16,18 @@ from storbench.report.tables import (
     change_text,
     interval_caption,
     iops_with_ci,
+    rule_answer_lines,
 )
 from storbench.safe_text import csv_cell, safe_text
-from storbench.stats.compare import CONFOUNDED, PointComparison, design_caveats, stopping_rule_lines
+from storbench.stats.compare import CONFOUNDED, PointComparison, RuleAnswer, design_caveats, stopping_rule_lines
 from storbench.stats.metrics import LAYER_METRICS
 
 COMPARE_FIELDS = (
     "point", "direction", "metric", "baseline_n", "baseline_mean", "baseline_ci_low", "baseline_ci_high",
     "candidate_n", "candidate_mean", "candidate_ci_low", "candidate_ci_high", "change_pct", "change_ci_low_pct",
-    "change_ci_high_pct", "interval", "pairs", "stopping_rule", "design", "design_confounds", "verdict", "comparable",
+    "change_ci_high_pct", "interval", "pairs", "stopping_rule", "rule_verdict", "rule_change_pct",
+    "rule_change_ci_low_pct", "rule_change_ci_high_pct", "rule_rounds", "rule_max_rounds", "rule_minutes",
+    "rule_answer", "design", "design_confounds", "verdict", "comparable",
     "reason", "design_changed",
     "baseline_bottleneck",
     "candidate_bottleneck",
@@ -36,6 +39,25 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+def _answer_fields(answer: RuleAnswer | None) -> dict[str, object]:
+    """A cell of a run's question: the stopping rule's final verdict (``RuleAnswer``); else all empty."""
+    change = answer.change if answer is not None else None
+    return {
+        "rule_verdict": answer.decision.value if answer is not None else None,
+        "rule_change_pct": round(100 * change.estimate, 2) if change is not None else None,
+        "rule_change_ci_low_pct": _rounded_pct(change.low) if change is not None else None,
+        "rule_change_ci_high_pct": _rounded_pct(change.high) if change is not None else None,
+        "rule_rounds": answer.rounds if answer is not None else None,
+        "rule_max_rounds": answer.max_rounds if answer is not None else None,
+        "rule_minutes": round(answer.minutes, 2) if answer is not None and answer.minutes is not None else None,
+        "rule_answer": answer.text() if answer is not None else None,
+    }
+
+
+def _rounded_pct(fraction: float) -> float | None:
+    return round(100 * fraction, 2) if math.isfinite(fraction) else None  # unbounded: None
+
+
 def comparison_rows(comparisons: Sequence[PointComparison], changed_runs: Collection[int] = ()
                     ) -> list[dict[str, object]]:
     """One row per point and metric; ``design_changed`` is true where a run of either side had its stopping rule
@@ -45,7 +67,7 @@ def comparison_rows(comparisons: Sequence[PointComparison], changed_runs: Collec
         changed = any(run in changed_runs for run in (*c.baseline.run_ids, *c.candidate.run_ids))
         for cell in c.cells:
             b, k, d = cell.baseline, cell.candidate, cell.difference
-            rows.append({
+            rows.append(export_row({
                 "point": comparison_label(c), "direction": dict(c.key).get("direction", c.candidate.direction),
                 "metric": cell.metric.field,
                 "baseline_n": b.n if b else None, "baseline_mean": b.mean if b else None,
@@ -58,6 +80,7 @@ def comparison_rows(comparisons: Sequence[PointComparison], changed_runs: Collec
                 "interval": d.method if d else None,
                 "pairs": d.pairs if d and d.method in ("paired", "sequential") else None,
                 "stopping_rule": cell.stopping_rule.value if cell.stopping_rule is not None else None,
+                **_answer_fields(cell.answer),
                 "design": c.design or None, "design_confounds": c.design in CONFOUNDED if c.design else None,
                 "verdict": cell.verdict.value, "comparable": c.comparable, "reason": c.reason,
                 "design_changed": changed,
@@ -65,7 +88,7 @@ def comparison_rows(comparisons: Sequence[PointComparison], changed_runs: Collec
                 "candidate_bottleneck": c.candidate.bottleneck.kind.value,
                 "baseline_bottleneck_evidence": c.baseline.bottleneck.evidence,
                 "candidate_bottleneck_evidence": c.candidate.bottleneck.evidence,
-            })
+            }, metric=cell.metric.field))
     return rows
 
 
@@ -102,7 +125,8 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
         lines.append(f"| {markdown_cell(label)} | {iops_with_ci(c.baseline.metric('iops'))} | "
                      f"{iops_with_ci(c.candidate.metric('iops'))} | " + " | ".join(cells)
                      + f" | {bottleneck_change(c)} |")
-    caveats = [*stopping_rule_lines(comparisons), *design_caveats(comparisons), *notes]
+    caveats = [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_caveats(comparisons),
+               *notes]
     if caveats:
         lines += ["", *(f"- {markdown_cell(line)}" for line in caveats)]
     evidence = bottleneck_evidence_lines(comparisons)

@@ -65,7 +65,10 @@ def verdict_text(item: Convergence, question: AdaptiveQuestion) -> str:
         margin = item.plan.margin or 0.0
         text = f"equivalent within ±{100 * margin:g} %: {metric.label} of {names} changes by {shown}"
     else:
-        text = f"undecided after {verdict.rounds} rounds: {metric.label} of {names} changes by {shown}"
+        when = (f"reached max {item.plan.max_rounds} rounds undecided" if verdict.rounds >= item.plan.max_rounds
+                else f"undecided after {verdict.rounds} of at most {item.plan.max_rounds} rounds (the run ended "
+                "before max)")
+        text = f"{when}: {metric.label} of {names} changes by {shown}"
     first = item.first_decided
     if first is not None and first != verdict.rounds:
         text += f"; the rule first decided it after {first} rounds"

@@ -5,16 +5,62 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 
 from storbench.records import RECORD_FIELDS, Record
 from storbench.safe_text import csv_cell, safe_text
 
+ESTIMATE_PARTS = ("_stddev", "_ci_low", "_ci_high")  # parts of an estimate in the metric's own unit
+
+
+def export_number(field: str, value: object) -> object:
+    """``value`` of ``field`` rounded to what it means, for every export (JSON, CSV, Markdown of `export`, `show`
+    and `compare`): latencies in ns and sizes in bytes to integers, percentages to 0.01, IOPS to 0.1 (six
+    significant digits below 1), seconds to the millisecond, other measurements to six significant digits.
+    Integers, text, None and non-finite floats stay as they are. Arithmetic's last-bit noise
+    (12962.185574000001) never reaches a file."""
+    if not isinstance(value, float) or not math.isfinite(value):
+        return value
+    if field.endswith("_cv_pct"):
+        return round(value, 2)
+    name = field
+    for part in ESTIMATE_PARTS:
+        name = name.removesuffix(part)
+    if name.endswith("_pct"):
+        return round(value, 2)
+    if name.endswith(("_ns", "_bytes", "_bytes_per_s")) or name == "bw_bytes":
+        return float(round(value)) if abs(value) >= 2**53 else round(value)
+    if name.endswith("iops") and abs(value) >= 1:
+        return round(value, 1)
+    if name.endswith("_s"):
+        return round(value, 3)
+    return float(f"{value:.6g}")
+
+
+def export_row(row: Mapping[str, object], metric: str = "") -> dict[str, object]:
+    """Every number of ``row`` through ``export_number`` by its field; name/value pairs (per-process CPU) and
+    lists of numbers by their field too. ``metric``: the field that ``*_mean``/``*_ci_*`` cells of a comparison
+    row measure (its ``metric`` column)."""
+    out: dict[str, object] = {}
+    for key, value in row.items():
+        field = key
+        if metric and key.startswith(("baseline_", "candidate_")) and not key.endswith("_n"):
+            field = metric + key.removeprefix("baseline").removeprefix("candidate").removeprefix("_mean")
+        if isinstance(value, dict):
+            out[key] = {k: export_number(field, v) for k, v in value.items()}
+        elif isinstance(value, tuple | list):
+            out[key] = [(item[0], export_number(field, item[1])) if isinstance(item, tuple | list) and len(item) == 2
+                        else export_number(field, item) for item in value]
+        else:
+            out[key] = export_number(field, value)
+    return out
+
 
 def _flat(record: Record) -> dict[str, object]:
     """Field -> value; name/value pairs (per-process CPU) become "name=value" text for CSV and Markdown."""
-    row: dict[str, object] = asdict(record)
+    row: dict[str, object] = export_row(asdict(record))
     for key, value in row.items():
         if isinstance(value, tuple | list):
             row[key] = " ".join(f"{name}={number:.3g}" for name, number in value)
@@ -24,7 +70,7 @@ def _flat(record: Record) -> dict[str, object]:
 def to_json(records: Sequence[Record]) -> str:
     rows = []
     for record in records:
-        row: dict[str, object] = asdict(record)
+        row: dict[str, object] = export_row(asdict(record))
         for key, value in row.items():
             if isinstance(value, tuple | list):
                 row[key] = dict(value)

@@ -5,6 +5,7 @@ Two renderers draw the same specs: plotly for the interactive HTML report, matpl
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ class Series:
     error_y_minus: tuple[float, ...] | None = None  # the error bars' lower arms, when not ``error_y`` (asymmetric)
     color: str = ""  # '' = the renderer's next colour
     y2: bool = False  # drawn against the second y axis, on the right (``FigureSpec.y2_label``)
+    text_below: bool = False  # ``show_text`` labels below the points, not above (another series' labels share x)
 
 
 def y_error_arms(series: Series, y_log: bool) -> tuple[list[float], list[float]] | None:
@@ -111,6 +113,7 @@ class FigureSpec:
     x_marks: tuple[Mark, ...] = ()  # labelled vertical lines
     y2_label: str = ""  # the right y axis, for the series with ``y2`` (none when '')
     stacked: bool = False  # bar series stacked on each other (parts of one whole), not side by side
+    x_from_zero: bool = False  # a rate along x (IOPS): the axis starts at zero, so a flat cap looks flat
 
     @property
     def points(self) -> int:
@@ -164,15 +167,16 @@ def expected_marks(points: Sequence[PointSummary], field: str) -> tuple[Mark, ..
     """One line per declared limit among ``points``' targets (`expect:`), in the figure's unit (see
     ``_declared``), labelled with the target when the points span several targets."""
     targets = {p.target for p in points}
-    limits: dict[tuple[str, float], None] = {}
+    limits: dict[float, dict[str, None]] = {}  # one line per value: targets declaring the same share it
     for p in points:
         value = _declared(p.expected, field)
         if value is not None:
-            limits[(p.target, value)] = None
+            limits.setdefault(value, {})[p.target] = None
     marks = []
-    for target, value in limits:
+    for value, declaring in limits.items():
         shown = f"{value:,.0f} IOPS" if field == "iops" else f"{format_bytes(value * MIB)}/s"
-        marks.append(Mark(value, f"expected{f' ({target})' if len(targets) > 1 else ''}: {shown}"))
+        names = f" ({', '.join(declaring)})" if len(targets) > 1 else ""
+        marks.append(Mark(value, f"expected{names}: {shown}"))
     return tuple(marks)
 
 
@@ -181,14 +185,26 @@ def _verdict_mark(p: PointSummary) -> str:
     return "" if p.bottleneck.kind == "unknown" else p.bottleneck.short
 
 
+def _size_groups(points: Sequence[PointSummary]) -> list[tuple[str, str, list[PointSummary]]]:
+    """(group, its label, its points) for the block-size figures, each with at least two block sizes: a figure
+    "vs block size" over a single size is no curve. Groups of a single size each are drawn together when there are
+    several (4k and 1m: one figure of both); a lone size is left out."""
+    groups = [(group, label, [p for p in points if size_group(p.bs_bytes) == group]) for group, label in SIZE_GROUPS]
+    groups = [g for g in groups if g[2]]
+    drawn = [g for g in groups if len({p.bs_bytes for p in g[2]}) >= 2]
+    singles = [g for g in groups if len({p.bs_bytes for p in g[2]}) == 1]
+    if len(singles) >= 2:
+        members = [p for g in singles for p in g[2]]
+        label = ", ".join(format_block_size(b) for b in sorted({p.bs_bytes for p in members}))
+        drawn.append(("-".join(g[0] for g in singles), label, members))
+    return drawn
+
+
 def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     """IOPS and MiB/s against block size, as grouped bars with 95 % CI error bars, per size group."""
     figures = []
     lab_keys = varying_lab_keys(points)  # points that differ only in a lab setting are separate series
-    for group, group_label in SIZE_GROUPS:
-        members = [p for p in points if size_group(p.bs_bytes) == group and p.metric("iops") is not None]
-        if not members:
-            continue
+    for group, group_label, members in _size_groups([p for p in points if p.metric("iops") is not None]):
         sizes = sorted({p.bs_bytes for p in members})
         categories = tuple(format_block_size(b) for b in sizes)
         for field, label, scale, unit in (("iops", "IOPS", 1.0, "IOPS"), ("bw_bytes", "bandwidth", 1048576.0, "MiB/s")):
@@ -205,7 +221,8 @@ def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                     error_y_minus=tuple(_below(by_bs[c], field, scale) for c in present), mode="bar",
                     text=verdicts, show_text=field == "iops" and any(verdicts)))
             figures.append(FigureSpec(
-                figure_id=f"{field}-vs-bs-{group}", title=f"{label} vs block size — {group} blocks ({group_label})",
+                figure_id=f"{field}-vs-bs-{group}",
+                title=f"{label} vs block size — {group.replace('-', ' and ')} blocks ({group_label})",
                 x_label="block size", y_label=unit, series=tuple(series), x_categories=categories,
                 y_marks=expected_marks(members, field), section="Block size",
                 caption="Bars: mean over repetitions; error bars: 95 % confidence interval. Above each IOPS bar: its "
@@ -271,6 +288,8 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
         for curve in members:
             label = curve_label(curve, lab_keys)
             usable = [c for c in curve.points if c.lat_p99_ns is not None]
+            if len({c.load for c in usable}) < 2:  # one load level: no curve to draw
+                continue
             series.append(Series(
                 name=label, x=tuple(c.iops for c in usable),
                 y=tuple((c.lat_p99_ns or 0) / scale for c in usable),
@@ -284,12 +303,14 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
                                   else f"knee: {label} {axis}={knee.load}")
             if curve.saturated_at_lowest_load:
                 notes.append((label, knee_text(curve)))
+        if not series:
+            continue
         if knees_x:
             series.append(Series(name="knee", x=tuple(knees_x), y=tuple(knees_y), text=tuple(knees_text),
                                  mode="markers", marker_size=16))
         figures.append(FigureSpec(
             figure_id=f"iops-latency-{axis}", title=f"IOPS vs p99 latency as {axis} grows", x_label="IOPS",
-            y_label=f"p99 latency ({unit})", series=tuple(series), y_log=True, section="Saturation",
+            y_label=f"p99 latency ({unit})", series=tuple(series), y_log=True, section="Saturation", x_from_zero=True,
             caption=f"Each point is one {axis} setting; the knee (large marker) is the lowest {axis} beyond which "
             "more load adds no IOPS beyond noise while latency grows; at the first point, the curve was already "
             "saturated at the lowest load. Horizontal error bars: 95 % CI of IOPS. A vertical line: the IOPS the "
@@ -365,6 +386,16 @@ def cdf_figures(points: Sequence[PointSummary],
     return figures
 
 
+def drift_trend_label(d: Drift) -> str:
+    """The trend as a change over the run's own length ("-2.1 % over the run's 3.2 min [95 % CI -3.0, -1.2]"),
+    not per a fixed span (a "%/10 min" on a 3-minute run reads as more than happened)."""
+    change = d.over_run()
+    if change is None:
+        return "trend"
+    return (f"trend {change[0]:+.1f} % over the run's {d.span_minutes:.1f} min "
+            f"[95 % CI {change[1]:+.1f}, {change[2]:+.1f}]")
+
+
 def drift_figures(drifts: Sequence[Drift]) -> list[FigureSpec]:
     figures = []
     for d in drifts:
@@ -373,19 +404,35 @@ def drift_figures(drifts: Sequence[Drift]) -> list[FigureSpec]:
         series = [Series(name="repetitions", x=tuple(s.minutes for s in d.samples),
                          y=tuple(s.deviation_pct for s in d.samples), mode="markers",
                          text=tuple(f"{s.case_id} #{s.repeat + 1}" for s in d.samples))]
-        if d.slope_pct_per_10min is not None:
+        change = d.over_run()
+        if d.slope_pct_per_min is not None and change is not None:
             xs = (0.0, d.span_minutes)
             mean_x = sum(s.minutes for s in d.samples) / len(d.samples)
             mean_y = sum(s.deviation_pct for s in d.samples) / len(d.samples)
-            slope = d.slope_pct_per_10min / 10
-            series.append(Series(name=f"trend {d.slope_pct_per_10min:+.1f} %/10 min", x=xs,
+            slope = d.slope_pct_per_min
+            series.append(Series(name=drift_trend_label(d), x=xs,
                                  y=tuple(mean_y + slope * (x - mean_x) for x in xs), mode="lines", dash=True))
         figures.append(FigureSpec(
             figure_id=f"drift-run{d.run_id}-{d.direction}", title=f"Drift — run {d.run_id} {d.direction} IOPS",
             x_label="minutes since the run started", y_label="% from its case's mean", series=tuple(series),
             section="Drift", caption="Each repetition's IOPS relative to the mean of its case, against the time it "
-            "started. A slope whose 95 % CI excludes zero means results depend on when they ran."))
+            "started. The dashed trend is the least-squares slope, given as the change from the first to the last "
+            "repetition of this run with its 95 % CI; one that excludes zero means results depend on when they ran."))
     return figures
+
+
+def spread_labels(series: Sequence[Series]) -> tuple[list[Series], bool]:
+    """Series whose written labels (``show_text``) would sit on each other at a shared x kept apart: with two
+    such series, the second's labels go below its points; with more, every label is shown on hover only. Also
+    says whether labels were moved to hover."""
+    labelled = [s for s in series if s.show_text and s.text]
+    xs = [x for s in labelled for x, t in zip(s.x, s.text or (), strict=True) if t]
+    if len(xs) == len(set(xs)):
+        return list(series), False
+    if len(labelled) == 2:
+        second = labelled[1]
+        return [dataclasses.replace(s, text_below=True) if s is second else s for s in series], False
+    return [dataclasses.replace(s, show_text=False) if s.show_text else s for s in series], True
 
 
 def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
@@ -412,13 +459,18 @@ def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                 text=tuple(_verdict_mark(p) for p in line), mode="lines+markers",
                 show_text=any(_verdict_mark(p) for p in line)))
         tickvals, ticktext = _log2_ticks([getattr(p, attribute) for v in lines.values() for p in v])
+        series, hover_only = spread_labels(series)
+        marks = expected_marks([p for v in lines.values() for p in v], "iops")
+        top = max([y + e for s in series for y, e in zip(s.y, s.error_y or [0.0] * len(s.y), strict=True)]
+                  + [m.value for m in marks])  # headroom above the highest point for its verdict
         figures.append(FigureSpec(
             figure_id=f"iops-vs-{axis}", title=f"{rate_header(points)} vs {axis}, with bottleneck verdicts",
             x_label=axis, y_label=rate_header(points), series=tuple(series), x_log=True, x_tickvals=tickvals,
             x_ticktext=ticktext,
-            section="Utilisation and bottlenecks",
-            y_marks=expected_marks([p for v in lines.values() for p in v], "iops"),
-            caption="Mean IOPS with 95 % CI; the label at each point is its verdict (cpu-, media-, net-, "
+            section="Utilisation and bottlenecks", y_marks=marks, y_range=(0.0, 1.15 * top) if top > 0 else None,
+            caption="Mean IOPS with 95 % CI; the label at each point "
+            + ("(on hover: several lines share each x) " if hover_only else "")
+            + "is its verdict (cpu-, media-, net-, "
             "client-bound; depth = under-driven; capped = capped beyond this host; - = not saturated); a "
             "horizontal line: the IOPS the target was declared to deliver (expect). Rules: docs/methodology.md."))
     return figures

@@ -37,6 +37,7 @@ from storbench.report.tables import (
     interval_caption,
     iops_with_ci,
     knee_text,
+    rule_answer_lines,
     telemetry_cell,
     telemetry_columns,
 )
@@ -74,7 +75,12 @@ def _time(seconds: float | None) -> str:
     return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+WRAPPED = ("target", "fio options", "lab", "verdict", "warnings")  # the summary's text columns: they wrap
+
+
 def _summary_table(points: Sequence[PointSummary]) -> str:
+    """The summary, made to fit a 1,400 px window without scrolling sideways: small type, headers and text
+    columns that wrap (numbers never do)."""
     with_options = any(p.fio_options for p in points)
     with_clients = any(p.clients != 1 for p in points)
     lab_keys = varying_lab_keys(points)
@@ -108,7 +114,8 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
                  *(telemetry_cell(p.metric(field), fmt) for _, field, fmt in extra),
                  p.bottleneck.kind.value, "; ".join(w.message for w in p.warnings))  # fixes: once, below
         css = ' class="failed"' if p.repetitions_ok < p.repetitions_total else ""
-        rows.append(f"<tr{css}>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+        rows.append(f"<tr{css}>" + "".join(f"<td class='wrap'>{_e(c)}</td>" if h in WRAPPED else f"<td>{_e(c)}</td>"
+                                           for h, c in zip(head, cells, strict=True)) + "</tr>")
     return ("<div class='wide'><table class='data summary'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
             + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
 
@@ -154,10 +161,10 @@ def _comparison_table(doc: ReportDocument) -> str:
                     + f"<td title='{_e(_evidence_title(c))}'>{_e(bottleneck_change(c))}</td></tr>")
     return (f"<p>Baseline <code>{_e(doc.baseline)}</code> vs candidate <code>{_e(doc.candidate)}</code>: change of the "
             f"candidate's mean with its interval ({_e(interval_caption(doc.comparisons))}). ▲ better, ▼ worse, ~ no "
-            "detectable difference, x not comparable.</p><table class='data'><thead><tr>"
+            "detectable difference, x not comparable.</p><table class='data compare'><thead><tr>"
             + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
-            + "</tbody></table>" + "".join(f"<p>{_e(line)}</p>"
-                                           for line in stopping_rule_lines(doc.comparisons)))
+            + "</tbody></table>" + "".join(f"<p>{_e(line)}</p>" for line in [
+                *rule_answer_lines(doc.comparisons), *stopping_rule_lines(doc.comparisons)]))
 
 
 def _saturation_table(doc: ReportDocument) -> str:
@@ -205,6 +212,11 @@ main{padding:8px 32px 40px;max-width:1500px}section{background:#fff;border-radiu
 margin:16px 0;box-shadow:0 1px 2px rgba(0,0,0,.08)}h2{font-size:18px;margin:8px 0}
 div.wide{overflow-x:auto}
 table.summary td:last-child,table.summary th:last-child{white-space:normal;text-align:left;min-width:11em}
+table.data.summary,table.data.compare{font-size:11.5px}
+table.data.summary th,table.data.compare th{white-space:normal;vertical-align:bottom}
+table.data.summary th,table.data.summary td,table.data.compare th,table.data.compare td{padding:3px 4px}
+table.data.summary td.wrap{white-space:normal;text-align:left;overflow-wrap:break-word}
+table.data.compare td{white-space:normal}table.data.compare td:first-child{min-width:12em}
 table.saturation td:nth-child(2),table.saturation th:nth-child(2){white-space:normal;text-align:left}
 table.data{border-collapse:collapse;font-size:12.5px;width:100%}table.data th,table.data td{padding:3px 7px;
 border-bottom:1px solid #e3e6ea;text-align:right;white-space:nowrap}table.data th{background:#eef1f4}
@@ -251,8 +263,15 @@ function drawReport() {
       var hasData = (d.data || []).some(function (t) { return (t.x && t.x.length) || (t.y && t.y.length); });
       return !hasData || !d.querySelector('.main-svg');
     }).map(function (d) { return d.id; });
+    // tables that scroll sideways or run past their section in this window (the tests open it 1,400 px wide)
+    var overflow = Array.prototype.slice.call(document.querySelectorAll('table.data')).filter(function (t) {
+      var box = t.parentElement.classList.contains('wide') ? t.parentElement : t.closest('section');
+      return t.parentElement.scrollWidth > t.parentElement.clientWidth + 1 ||
+        t.getBoundingClientRect().right >
+          box.getBoundingClientRect().right - parseFloat(getComputedStyle(box).paddingRight) + 1;
+    }).map(function (t) { return t.className; });
     var status = {figures: plots.length, rendered: plots.length - empty.length, empty: empty,
-                  errors: window.__reportErrors};
+                  errors: window.__reportErrors, overflow: overflow, width: window.innerWidth};
     document.body.setAttribute('data-report-status', JSON.stringify(status));
     var line = document.getElementById('report-status');
     line.textContent = status.rendered + ' of ' + status.figures + ' figures rendered' +

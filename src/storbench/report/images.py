@@ -8,19 +8,76 @@ written.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-from matplotlib.ticker import FixedLocator, FuncFormatter
+from matplotlib.axis import Axis
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, Formatter, LogFormatter
 
 from storbench.report.figures import FigureSpec, x_error_arms, y_error_arms
 from storbench.report.plotly_render import COLORS
 from storbench.safe_text import mathtext_text as _m
 
 
+class PlainFormatter(Formatter):
+    """Tick labels as plain numbers with thousands separators ("3,000", "2,999.5"), never matplotlib's offset
+    or scientific notation ("+3e3", "1e6"); as many decimals as the ticks' spacing needs."""
+
+    def __init__(self, log: bool = False) -> None:
+        self.log = log  # on a log axis each tick has the decimals it needs itself (0.01, 0.1, 1, 10)
+        self.ticks: list[float] = []
+
+    def set_locs(self, locs: Sequence[float]) -> None:
+        self.ticks = [float(v) for v in locs]
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        steps = [abs(b - a) for a, b in zip(self.ticks, self.ticks[1:], strict=False) if b != a]
+        step = abs(x) if self.log or not steps else min(steps)
+        decimals = _decimals(step)
+        text = f"{x:,.{decimals}f}"
+        return "0" if text.lstrip("-").strip("0.,") == "" else text
+
+
+def _decimals(step: float) -> int:
+    """The fewest decimals (up to 9) that write ``step`` exactly: 0.25 -> 2, 0.5 -> 1, 1000 -> 0."""
+    decimals = 0
+    while decimals < 9 and step and abs(round(step, decimals) - step) > abs(step) * 1e-6:
+        decimals += 1
+    return decimals
+
+
+class PlainLogMinor(LogFormatter):
+    """A log axis' minor ticks: labelled where matplotlib would label them (an axis spanning less than a decade
+    has no major tick to read), but as plain numbers ("0.4", not "4x10^-1")."""
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return PlainFormatter(log=True)(x) if super().__call__(x, pos) else ""
+
+
+def plain_ticks(axis: Axis) -> None:
+    """Plain tick labels on a linear or log axis (``PlainFormatter``)."""
+    log = axis.get_scale() == "log"
+    axis.set_major_formatter(PlainFormatter(log))
+    if log:
+        axis.set_minor_formatter(PlainLogMinor(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
+
+
 def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
+    figure = draw_figure(spec)
+    try:
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format=fmt)
+        return buffer.getvalue()
+    finally:
+        plt.close(figure)
+
+
+def draw_figure(spec: FigureSpec) -> Figure:
+    """``spec`` drawn on a new matplotlib figure (the caller closes it: ``plt.close``)."""
     figure, axes = plt.subplots(figsize=(9, 5.2), dpi=110)
     try:
         bars = [s for s in spec.series if s.mode == "bar"]
@@ -66,8 +123,9 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
                               color=color, label=_m(series.name), markersize=4, capsize=2, linewidth=1.4)
             if series.show_text and series.text:
                 for point_x, point_y, label in zip(xs_line, series.y, series.text, strict=True):
-                    axes.annotate(_m(label), (point_x, point_y), textcoords="offset points", xytext=(0, 6),
-                                  ha="center", fontsize=7, color=color)
+                    axes.annotate(_m(label), (point_x, point_y), textcoords="offset points",
+                                  xytext=(0, -8) if series.text_below else (0, 6), ha="center",
+                                  va="top" if series.text_below else "baseline", fontsize=7, color=color)
         axes = main_axes
         for band in spec.y_bands:
             axes.axhspan(band.low, band.high, color="#2ca02c", alpha=0.12, linewidth=0, zorder=0)
@@ -86,18 +144,25 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
                           color=mark.color, ha="left", va="top", xytext=(3, 0), textcoords="offset points")
         if categories:
             axes.set_xticks(range(len(categories)))
-            axes.set_xticklabels([_m(c) for c in categories], rotation=20 if len(categories) > 4 else 0, ha="right")
+            rotated = len(categories) > 4  # slanted labels end at their tick; level ones are centred under it
+            axes.set_xticklabels([_m(c) for c in categories], rotation=20 if rotated else 0,
+                                 ha="right" if rotated else "center")
         if spec.x_log and not categories:
             axes.set_xscale("log", base=2 if spec.x_tickvals else 10)
         if spec.x_tickvals:
             axes.xaxis.set_major_locator(FixedLocator(list(spec.x_tickvals)))
-            axes.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+            axes.xaxis.set_major_formatter(PlainFormatter(log=True))  # each tick its own decimals
         if spec.y_log:
             axes.set_yscale("log")
+        plain_ticks(axes.yaxis)
+        if not categories and not spec.x_tickvals:
+            plain_ticks(axes.xaxis)
         if spec.y_range is not None:
             axes.set_ylim(*spec.y_range)
         if spec.x_range is not None:
             axes.set_xlim(*spec.x_range)
+        elif spec.x_from_zero and not spec.x_log and not categories:
+            axes.set_xlim(left=0)
         axes.set_title(_m(spec.title), fontsize=11)
         axes.set_xlabel(_m(spec.x_label))
         axes.set_ylabel(_m(spec.y_label))
@@ -112,6 +177,7 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
         if right is not None:
             right.set_ylabel(_m(spec.y2_label))
             right.set_ylim(bottom=0)
+            plain_ticks(right.yaxis)
             more = right.get_legend_handles_labels()
             handles, labels = handles + more[0], labels + more[1]
             left_color = next((s.color for s in spec.series if not s.y2 and s.color), None)
@@ -126,8 +192,7 @@ def render_image(spec: FigureSpec, fmt: str = "png") -> bytes:
             axes.legend(handles, labels, fontsize=7, loc="center left" if right is not None else "best",
                         ncol=2 if len(spec.series) > 8 else 1)
         figure.tight_layout()
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format=fmt)
-        return buffer.getvalue()
-    finally:
+        return figure
+    except BaseException:
         plt.close(figure)
+        raise

@@ -17,6 +17,9 @@ COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e3
           "#17becf")
 
 
+TOP_MARGIN = 96  # px above the plot: a two-line title (about 40 px) and, above it, the toolbar (about 30 px)
+
+
 def _texts(values: tuple[str, ...] | None) -> list[str] | None:
     return None if values is None else [plotly_text(v) for v in values]
 
@@ -42,7 +45,7 @@ def _trace(series: Series, color: str, y_log: bool) -> go.BaseTraceType:
     return go.Scatter(
         name=name, x=_xs(series.x), y=list(series.y), yaxis="y2" if series.y2 else None,
         mode=series.mode + ("+text" if series.show_text else ""), error_y=error_y, error_x=error_x,
-        text=_texts(series.text) or None, textposition="top center",
+        text=_texts(series.text) or None, textposition="bottom center" if series.text_below else "top center",
         textfont=dict(size=11, color=color),
         line=dict(color=color, dash="dash" if series.dash else "solid"),
         marker=dict(size=series.marker_size, color=color,
@@ -72,6 +75,7 @@ def plotly_figure(spec: FigureSpec) -> go.Figure:
                          annotation=dict(text=plotly_text(mark.label), font=dict(size=11, color=mark.color),
                                          bgcolor="rgba(255,255,255,0.85)"),
                          annotation_position="top left")
+    # a rate's axis from zero (rangemode): a flat cap at 2,999-3,000 IOPS looks flat, not steep
     # plain numbers on the ticks ("3,000", not "3×10^3"): the axis title carries the unit
     plain = {"exponentformat": "none", "separatethousands": True}
     xaxis: dict[str, object] = {"title": plotly_text(spec.x_label), **plain}
@@ -79,14 +83,19 @@ def plotly_figure(spec: FigureSpec) -> go.Figure:
         xaxis.update(type="category", categoryorder="array", categoryarray=_texts(spec.x_categories))
     elif spec.x_log:
         xaxis["type"] = "log"
+    elif spec.x_from_zero:
+        xaxis["rangemode"] = "tozero"
     if spec.x_tickvals:
         xaxis.update(tickvals=list(spec.x_tickvals), ticktext=_texts(spec.x_ticktext))
     figure.update_layout(
-        title=dict(text=plotly_text(spec.title).replace("\n", "<br>")), xaxis=xaxis,
+        # the title sits on the plot's top edge, left, under a top margin the toolbar (modebar, top right, shown
+        # on hover) has to itself: the toolbar never covers it
+        title=dict(text=plotly_text(spec.title).replace("\n", "<br>"), x=0, xanchor="left", xref="paper", y=1,
+                   yanchor="bottom", yref="paper", pad=dict(b=14), font=dict(size=15)), xaxis=xaxis,
         yaxis=dict(title=plotly_text(spec.y_label), type="log" if spec.y_log else "linear", rangemode="tozero",
                    **plain),
-        barmode="stack" if spec.stacked else "group", template="plotly_white", height=460,
-        margin=dict(l=70, r=20, t=60, b=60),
+        barmode="stack" if spec.stacked else "group", template="plotly_white", height=480,
+        margin=dict(l=70, r=20, t=TOP_MARGIN, b=60),
         legend=dict(font=dict(size=11)),
     )
     if spec.y2_label:  # a second y axis on the right, for the series marked y2; the legend goes below the plot
@@ -96,7 +105,7 @@ def plotly_figure(spec: FigureSpec) -> go.Figure:
             yaxis=dict(title=dict(text=plotly_text(spec.y_label), font=dict(color=left))),
             yaxis2=dict(title=dict(text=plotly_text(spec.y2_label), font=dict(color=right)), overlaying="y",
                         side="right", rangemode="tozero", showgrid=False, tickmode="auto"),
-            height=500, margin=dict(l=70, r=70, t=60, b=110),
+            height=500, margin=dict(l=70, r=70, t=TOP_MARGIN, b=110),
             legend=dict(orientation="h", x=0, y=-0.2, yanchor="top", font=dict(size=11)))
     if spec.y_range is not None:
         figure.update_layout(yaxis_range=list(spec.y_range))

@@ -6,7 +6,7 @@ that point's repetitions), `M_n`, `M_stddev`, `M_ci_low`, `M_ci_high` (Student t
 `M_cv_pct`; empty (null) where nothing was measured or n < 2. Then `pct_of_expected` (the mean as a percentage
 of what the target declared, `expect:`: IOPS where declared, else throughput; empty when nothing was declared),
 the bottleneck verdict with its evidence, and the warnings: in JSON a list of {code, message, fix}; in CSV their
-codes plus `warning_text`.
+codes plus `warning_text`. Numbers are rounded to what they mean, as in every export (`export.export_number`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from storbench.model import LabPoint, PreconditionRecord, Status
-from storbench.report.export import markdown_cell
+from storbench.report.export import export_row, markdown_cell
 from storbench.report.labels import point_label, varying_lab_keys
 from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected, verdict_lines, warning_lines
 from storbench.safe_text import csv_cell, safe_text
@@ -76,7 +76,7 @@ def point_row(p: PointSummary) -> dict[str, object]:
         "warning_text": " | ".join(w.text() for w in p.warnings),
         "last_error": p.last_error,
     })
-    return row
+    return export_row(row)
 
 
 def points_json(points: Sequence[PointSummary]) -> str:

@@ -40,8 +40,8 @@ def _status_text(state: SteadyState) -> str:
 
 
 def steady_figure(state: SteadyState, figure_id: str, label: str) -> FigureSpec | None:
-    """One point's rounds (None when it has none)."""
-    if not state.rounds:
+    """One point's rounds (None when it has fewer than two: one round is no curve)."""
+    if len(state.rounds) < 2:
         return None
     name, scale = METRIC_LABELS.get(state.rule.metric, (state.rule.metric, 1.0))
     xs = tuple(float(index + 1) for index, _ in state.rounds)
@@ -72,7 +72,7 @@ def steady_figure(state: SteadyState, figure_id: str, label: str) -> FigureSpec 
     return FigureSpec(
         figure_id=figure_id, title=f"{label}: {name} per round ({state.status.value})", x_label="round",
         y_label=name, series=tuple(series), section=SECTION, y_bands=bands,
-        y_range=(max(0.0, low - pad), high + pad), x_range=(0.5, xs[-1] + 0.5),
+        y_range=(min(0.0, low - pad), high + pad), x_range=(0.5, xs[-1] + 0.5),
         notes=(("state", _status_text(state)), ("rule", state.rule.text())),
         caption="Each round is one repetition of the point, run back to back. Large blue markers: the window the "
         "rule judged; green: the rounds measured after it, which the point's figures come from (the window, chosen "

@@ -314,12 +314,27 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
     return table
 
 
+def rule_answer_lines(comparisons: Sequence[PointComparison]) -> list[str]:
+    """For each cell of a run's question (`until: decided`), the stopping rule's final verdict: which way (or
+    equivalent within the margin, or undecided: at max, or the run ended before it), the change with its last
+    look's interval, the rounds and the minutes the run took."""
+    lab_keys = varying_comparison_lab(comparisons)
+    lines = []
+    for c in comparisons:
+        for cell in c.cells:
+            if cell.answer is not None:
+                lines.append(f"run {c.baseline.run_ids[0]}'s stopping rule, {cell.metric.label} at "
+                             f"{comparison_label(c, lab_keys)}: {cell.answer.text()}")
+    return lines
+
+
 def interval_caption(comparisons: Sequence[PointComparison]) -> str:
     """Which intervals the changes carry: paired (alternating repetitions of one run) or Welch's."""
     methods = {cell.difference.method for c in comparisons for cell in c.cells if cell.difference is not None}
     names = {
-        "sequential": "sequential: per-pair ratios at the error rate the stopping rule spent on the last look (the "
-                      "run stopped when decided; a plain 95 % interval would overstate it)",
+        "sequential": "sequential: per-pair ratios at the error rate the stopping rule spent on its last look (the "
+                      "run looked after every round under `until: decided`; a plain 95 % interval would overstate "
+                      "it)",
         "paired": "paired: per-pair ratios of repetitions that alternated in one run (drift cancels)",
         "welch": "Welch: independent repetitions",
         "none": "none where a side has none (n < 2, or a steady-state window: rounds chosen for their small "

@@ -8,18 +8,31 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from storbench.fio.allowlist import ENGINES_BY_TARGET_KIND
 from storbench.model import CLUSTER_SETTINGS, is_metadata
 from storbench.stats import match
 from storbench.stats.estimate import CONFIDENCE, Difference, Estimate, welch_difference
 from storbench.stats.metrics import COMPARE_METRICS, LAYER_METRICS, Metric
 from storbench.stats.observations import Observation, alternated_rounds, metric_value
-from storbench.stats.sequential import SequentialPlan, paired_change, paired_values, rounds_run
+from storbench.stats.sequential import (
+    Decision,
+    PairedChange,
+    SequentialPlan,
+    decide,
+    paired_change,
+    paired_values,
+    rounds_run,
+)
 from storbench.stats.summary import PointSummary, summarize_points
 
 # Fields that identify a point when matching baseline and candidate (unless a selector names them).
 MATCH_FIELDS = ("target", "rw", "rwmixread", "bs", "iodepth", "numjobs", "clients", "direction")
 # Fields that must be equal for a comparison to mean anything (unless forced or named by a selector).
-COMPARABLE_FIELDS = ("target_kind", "ioengine", "direct", "runtime_s", "ramp_s", "fio_options", "fio_versions")
+# ``lat_percentiles_from``: what p95 and p99 are, total latency or completion latency standing in for it (an import
+# whose fio output has no total-latency bins); a point with no percentiles differs from neither.
+COMPARABLE_FIELDS = ("target_kind", "ioengine", "direct", "runtime_s", "ramp_s", "fio_options",
+                     "lat_percentiles_from", "fio_versions")
+_REASON_NAMES = {"lat_percentiles_from": "latency kind"}
 _SELECTOR_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*([^,]+?)\s*$")
 
 
@@ -99,6 +112,44 @@ class Question:
         return f"run {run_id}: {named} of {self.candidate.text} vs {self.baseline.text}"
 
 
+def _pct(value: float) -> str:
+    return f"{100 * value:+.1f}" if math.isfinite(value) else "+inf"
+
+
+@dataclass(frozen=True)
+class RuleAnswer:
+    """The stopping rule's final verdict on one metric of a run's question (`repeat: {until: decided}`), as the
+    run loop gave it on all the run's pairs, turned to the comparison's way round (baseline -> candidate): which
+    way, the change with the interval of the last look, the rounds and the minutes the run took."""
+
+    decision: Decision
+    rounds: int  # rounds run (the last look's index)
+    max_rounds: int
+    margin: float | None
+    change: PairedChange | None  # the candidate's change against the baseline; None below two pairs
+    minutes: float | None  # the whole run, first repetition's start to the last one's end
+
+    @property
+    def reached_max(self) -> bool:
+        return self.rounds >= self.max_rounds
+
+    def text(self) -> str:
+        """"equivalent within ±10 % (-1.8 % [-9.3, +6.3]) after 7 of at most 10 rounds, 12.5 min", "reached max 10
+        rounds undecided (+2.0 % [-12.1, +18.3]), 25.0 min": what the run's stopping rule answered."""
+        c = self.change
+        shown = f" ({_pct(c.estimate)} % [{_pct(c.low)}, {_pct(c.high)}])" if c is not None else " (no pairs)"
+        took = f", {self.minutes:.1f} min" if self.minutes is not None else ""
+        if self.decision == Decision.UNDECIDED:
+            if self.reached_max:
+                return f"reached max {self.max_rounds} rounds undecided{shown}{took}"
+            return (f"undecided after {self.rounds} of at most {self.max_rounds} rounds{shown}: the run ended "
+                    f"before max (a --budget, or interrupted; --resume goes on){took}")
+        what = self.decision.value
+        if self.decision == Decision.EQUIVALENT:
+            what += f" within ±{100 * (self.margin or 0.0):g} %"
+        return f"{what}{shown} after {self.rounds} of at most {self.max_rounds} rounds{took}"
+
+
 @dataclass(frozen=True)
 class CellComparison:
     metric: Metric
@@ -107,6 +158,7 @@ class CellComparison:
     difference: Difference | None
     verdict: Verdict
     stopping_rule: StoppingRule | None = None  # None: no side ran under a rule that stopped when decided
+    answer: RuleAnswer | None = None  # a cell of its run's question (StoppingRule.IN): the rule's final verdict
 
     @property
     def gated(self) -> bool:
@@ -140,6 +192,42 @@ def _value(point: PointSummary, field: str) -> str:
     return "" if value is None else str(value)
 
 
+def _differs(base: PointSummary, cand: PointSummary, field: str) -> bool:
+    if field == "lat_percentiles_from":  # no percentiles on a side: nothing set against anything
+        return bool(base.lat_percentiles_from and cand.lat_percentiles_from) \
+            and base.lat_percentiles_from != cand.lat_percentiles_from
+    return _value(base, field) != _value(cand, field)
+
+
+def _reason(base: PointSummary, cand: PointSummary, differing: Sequence[str]) -> str:
+    """"different ioengine (libaio vs io_uring), latency kind (p95, p99: clat vs lat)": what keeps two points apart."""
+    if not differing:
+        return ""
+    parts = []
+    for field in differing:
+        name = _REASON_NAMES.get(field, field.replace("_", " "))
+        if field == "lat_percentiles_from":
+            parts.append(f"{name} (p95, p99: {base.lat_percentiles_from} vs {cand.lat_percentiles_from})")
+        elif field == "direct":
+            parts.append(f"direct ({int(base.direct)} vs {int(cand.direct)})")
+        elif field in ("ioengine", "target_kind"):
+            parts.append(f"{name} ({_value(base, field)} vs {_value(cand, field)})")
+        else:
+            parts.append(name)
+    return "different " + ", ".join(parts)
+
+
+def engine_follows_from_kind(base: PointSummary, cand: PointSummary) -> bool:
+    """Whether two points' engines differ because their target kinds dictate them (an rbd image is driven by the
+    rbd engine, a local path by a kernel one): one side's engine could not drive the other side's kind. An
+    `imported` target's kind is not known, so any engine could have driven it: its engine never follows."""
+    engines_a = ENGINES_BY_TARGET_KIND.get(base.target_kind)
+    engines_b = ENGINES_BY_TARGET_KIND.get(cand.target_kind)
+    if engines_a is None or engines_b is None or base.target_kind == cand.target_kind:
+        return False
+    return cand.ioengine not in engines_a or base.ioengine not in engines_b
+
+
 def _verdict(metric: Metric, difference: Difference | None) -> Verdict:
     if difference is None or not difference.significant:
         return Verdict.SAME
@@ -157,8 +245,11 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
     """Pair points that agree on every match field not named by a selector; compare each metric.
 
     A candidate point is paired with the baseline point that also has the same workload (ioengine, direct,
-    runtime, ramp, fio options, target kind) when there is one — so a plan sweeping ioengine compares
-    io_uring with io_uring — and otherwise with any point of the same match key, marked not comparable.
+    runtime, ramp, fio options, target kind, latency kind) when there is one — so a plan sweeping ioengine compares
+    io_uring with io_uring — and otherwise with any point of the same match key, marked not comparable (with the
+    reason) unless ``ignore`` (the fields the selectors name) holds each field that differs. Naming ``target``
+    names its kind too, and an engine only where the kinds dictate it (``engine_follows_from_kind``): libaio on
+    one local disk against io_uring on another, or on an imported target, stays not comparable.
     """
     match_fields = [f for f in MATCH_FIELDS if f not in ignore]
     if "target" in ignore:  # comparing targets: their kind (and the engine a kind dictates) is the question
@@ -184,11 +275,11 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
         base = by_full_key.get(key + tuple((f, _value(point, f)) for f in workload_fields)) or by_key.get(key)
         if base is None:
             continue
-        differing = [f for f in COMPARABLE_FIELDS if f not in ignore and _value(base, f) != _value(point, f)]
-        if "target" in ignore and base.target_kind != point.target_kind and "ioengine" in differing:
-            differing.remove("ioengine")  # rbd and nfs targets have their own engine
+        differing = [f for f in COMPARABLE_FIELDS if f not in ignore and _differs(base, point, f)]
+        if "target" in ignore and "ioengine" in differing and engine_follows_from_kind(base, point):
+            differing.remove("ioengine")  # rbd, nfs and s3 targets have their own engine
         comparable = force or not differing
-        reason = "" if not differing else "different " + ", ".join(f.replace("_", " ") for f in differing)
+        reason = _reason(base, point, differing)
         cells = []
         for metric in metrics:
             if metric.field == "bw_bytes" and is_metadata(point.rw):
@@ -205,6 +296,61 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
                                             _verdict(metric, difference) if comparable else Verdict.NOT_COMPARABLE))
         out.append(PointComparison(key, base, point, comparable, reason, tuple(cells)))
     return out
+
+
+def side_differences(baseline: Sequence[PointSummary], candidate: Sequence[PointSummary], ignore: frozenset[str]
+                     ) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """(field, the baseline's values, the candidate's) for every field points match on or must agree in whose
+    values on one side are none of the other side's, the selectors' fields left out (``ignore``): what keeps
+    the two sides' points apart, or makes them not comparable, everywhere."""
+    fields = [f for f in (*MATCH_FIELDS, *COMPARABLE_FIELDS) if f not in ignore and f != "fio_versions"]
+    if "target" in ignore:
+        fields = [f for f in fields if f != "target_kind"]
+    if "rw" in ignore:  # the direction follows from rw: reads and writes never compare
+        fields = [f for f in fields if f != "direction"]
+    found = []
+    for field in fields:
+        a = sorted({_value(p, field) for p in baseline} - {""} if field == "lat_percentiles_from"
+                   else {_value(p, field) for p in baseline})
+        b = sorted({_value(p, field) for p in candidate} - {""} if field == "lat_percentiles_from"
+                   else {_value(p, field) for p in candidate})
+        if a and b and not set(a) & set(b):
+            found.append((field, tuple(a), tuple(b)))
+    labs_a = {k: {v for p in baseline for key, v in p.lab if key == k} for p in baseline for k, _ in p.lab}
+    labs_b = {k: {v for p in candidate for key, v in p.lab if key == k} for p in candidate for k, _ in p.lab}
+    for key in sorted(set(labs_a) & set(labs_b)):
+        if key not in ignore and not labs_a[key] & labs_b[key]:
+            found.append((key, tuple(sorted(labs_a[key])), tuple(sorted(labs_b[key]))))
+    return found
+
+
+def _values_text(values: Sequence[str]) -> str:
+    shown = [v if v else "none" for v in values[:3]]
+    return ", ".join(shown) + (f" and {len(values) - 3} more" if len(values) > 3 else "")
+
+
+def no_common_point(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
+                    tags: Mapping[int, tuple[str, ...]]) -> str:
+    """Why two selectors' sides have no point in common, in one line: the fields whose values differ between
+    every point of one side and every point of the other (``side_differences``), and that naming them in the
+    selectors compares across them."""
+    ignore = baseline.keys | candidate.keys
+    found = side_differences(summarize_points(select(observations, baseline, tags)),
+                             summarize_points(select(observations, candidate, tags)), ignore)
+    if not found:  # the points differ in combinations of values (or in direction, where rw was selected on)
+        return "baseline and candidate have no point in common"
+    parts = [f"{field.replace('_', ' ') if field in COMPARABLE_FIELDS else field} "
+             f"({_values_text(a)} vs {_values_text(b)})" for field, a, b in found]
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    them = "it" if len(found) == 1 else "them"
+    text = f"no point in common: the sides differ in {listed}; name {them} in the selectors to compare across {them}"
+    if all(len(a) == 1 and len(b) == 1 for _, a, b in found):
+
+        def named(selector: Selector, side: int) -> str:
+            return ",".join([*(f"{k}={v}" for k, v in selector.pairs), *(f"{f}={v[side][0]}" for f, *v in found)])
+
+        text += f" (--baseline {named(baseline, 0)} --candidate {named(candidate, 1)})"
+    return text
 
 
 def compare_observations(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
@@ -332,6 +478,45 @@ def question_points(observations: Sequence[Observation], question: Question,
     return frozenset((c.baseline.case_id, c.candidate.case_id, c.baseline.direction) for c in found)
 
 
+def _by_round(observations: Sequence[Observation], point: PointSummary, field: str) -> dict[int, float]:
+    """A point's values of ``field`` by round (repetition index), as the run loop reads them (`stats.adaptive`)."""
+    out = {}
+    for o in observations:
+        if o.ok and not o.client and o.direction is not None and o.case.case_id == point.case_id \
+                and o.direction.value == point.direction and (value := metric_value(o, field)) is not None:
+            out[o.rep_index] = float(value)
+    return out
+
+
+def _inverse(change: PairedChange) -> PairedChange:
+    """The change A/B - 1 from B/A - 1: the same pairs the other way round."""
+    def inv(x: float) -> float:
+        return 1 / (1 + x) - 1 if 1 + x > 0 else math.inf
+    return replace(change, estimate=inv(change.estimate), low=inv(change.high), high=inv(change.low))
+
+
+def rule_answer(observations: Sequence[Observation], baseline: PointSummary, candidate: PointSummary, field: str,
+                plan: SequentialPlan, *, forward: bool = True) -> RuleAnswer:
+    """The stopping rule's final verdict on ``field`` of one run's question (``observations``: that run's), as
+    its run loop gave it (`stats.adaptive.decided_verdicts`: the rule at the look after the rounds run, on the
+    pairs of rounds both sides have), in the question's way round (``forward``: the comparison's baseline is the
+    question's), then turned to the comparison's: higher and lower swap and the change is inverted, equivalent
+    stays what the run decided."""
+    a, b = _by_round(observations, baseline, field), _by_round(observations, candidate, field)
+    first, second = (a, b) if forward else (b, a)
+    common = sorted(set(first) & set(second))
+    verdict = decide([first[i] for i in common], [second[i] for i in common], plan, rounds_run(first, second))
+    decision, change = verdict.decision, verdict.change
+    if not forward:
+        decision = {Decision.HIGHER: Decision.LOWER, Decision.LOWER: Decision.HIGHER}.get(decision, decision)
+        change = _inverse(change) if change is not None else None
+    minutes = None
+    if observations:
+        minutes = (max(o.finished_at_s for o in observations) - min(o.started_at_s for o in observations)) / 60
+    return RuleAnswer(decision=decision, rounds=verdict.rounds, max_rounds=plan.max_rounds, margin=plan.margin,
+                      change=change, minutes=minutes)
+
+
 def stopping_rules(comparisons: Sequence[PointComparison], observations: Sequence[Observation],
                    sequential_plans: Mapping[int, SequentialPlan], questions: Mapping[int, Question],
                    tags: Mapping[int, tuple[str, ...]]) -> list[PointComparison]:
@@ -359,17 +544,21 @@ def stopping_rules(comparisons: Sequence[PointComparison], observations: Sequenc
             if run not in matched:
                 matched[run] = question_points([o for o in observations if o.run_id == run], question, tags)
             points = matched[run]
-        asked_here = (base.case_id, cand.case_id, base.direction) in points \
-            or (cand.case_id, base.case_id, cand.direction) in points
+        forward = (base.case_id, cand.case_id, base.direction) in points
+        asked_here = forward or (cand.case_id, base.case_id, cand.direction) in points
         cells = []
         for cell in comparison.cells:
+            answer = None
             if cell.difference is not None and cell.difference.method != "sequential":
                 rule = StoppingRule.NOT_COVERED
             elif asked_here and question is not None and cell.metric.field in question.metrics:
                 rule = StoppingRule.IN
+                if run is not None:
+                    answer = rule_answer([o for o in observations if o.run_id == run], base, cand,
+                                         cell.metric.field, sequential_plans[run], forward=forward)
             else:
                 rule = StoppingRule.OUTSIDE
-            cells.append(replace(cell, stopping_rule=rule))
+            cells.append(replace(cell, stopping_rule=rule, answer=answer))
         out.append(replace(comparison, cells=tuple(cells), question=question))
     return out
 
@@ -380,7 +569,8 @@ def stopping_rule_lines(comparisons: Sequence[PointComparison]) -> list[str]:
     lines = []
     if StoppingRule.OUTSIDE in rules:
         asked = sorted({c.question.text(c.baseline.run_ids[0]) for c in comparisons if c.question is not None})
-        what = f"the question its run stopped on ({'; '.join(asked)})" if asked else "the question its run stopped on"
+        what = f"the question its stopping rule asked ({'; '.join(asked)})" if asked else \
+            "the question its stopping rule asked"
         lines.append(f"{STOPPING_RULE_MARKS[StoppingRule.OUTSIDE]} not {what}: the run did not wait for these "
                      "to be decided, so ~ there means undecided when it stopped, not no difference; their interval "
                      "is still the stopping rule's, valid at whichever look the run stopped")

@@ -23,23 +23,24 @@ class DriftSample:
 
 @dataclass(frozen=True)
 class Drift:
-    """Slope of (metric / its case's mean - 1) against time, in percent per 10 minutes, with a t interval."""
+    """Slope of (metric / its case's mean - 1) against time, in percent per minute, with a t interval; shown as the
+    change over the run's own length (``over_run``), never per a fixed span the run may not have lasted."""
 
     run_id: int
     direction: str
     metric: str
     samples: tuple[DriftSample, ...]
-    slope_pct_per_10min: float | None
+    slope_pct_per_min: float | None
     ci_low: float | None
     ci_high: float | None
     span_minutes: float = 0.0
 
     def over_run(self) -> tuple[float, float, float] | None:
         """(change, CI low, CI high) in percent from the first to the last repetition of the run."""
-        if self.slope_pct_per_10min is None or self.ci_low is None or self.ci_high is None:
+        if self.slope_pct_per_min is None or self.ci_low is None or self.ci_high is None:
             return None
-        scale = self.span_minutes / 10
-        return self.slope_pct_per_10min * scale, self.ci_low * scale, self.ci_high * scale
+        scale = self.span_minutes
+        return self.slope_pct_per_min * scale, self.ci_low * scale, self.ci_high * scale
 
     @property
     def significant(self) -> bool:
@@ -81,6 +82,6 @@ def drift(observations: Sequence[Observation], run_id: int, direction: str, metr
             b = sum(x * y for x, y in zip(xs, ys, strict=True)) / sxx
             residual = sum((y - b * x) ** 2 for x, y in zip(xs, ys, strict=True))
             half = t_quantile(0.95, df) * math.sqrt(residual / df / sxx)
-            slope, low, high = b * 10, (b - half) * 10, (b + half) * 10
+            slope, low, high = b, b - half, b + half
     span = max((s.minutes for s in samples), default=0.0)
     return Drift(run_id, direction, metric, tuple(samples), slope, low, high, span)

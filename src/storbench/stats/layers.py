@@ -47,23 +47,32 @@ def _counter_name(layer: StorageLayer, direction: str) -> str:
 
 
 def storage_latency(digest: TelemetryDigest, direction: str, client_ops_per_s: float,
-                    client_lat_ns: float) -> StorageLatency | None:
-    """The outermost layer that served this direction's I/O and its mean latency; None when no layer reports
-    one: no Ceph counters, too few of the client's operations reached the storage, or the storage held more
-    requests in flight than the client had outstanding (Little's law: its requests per second x their latency
-    above IN_FLIGHT_SLACK x the client's IOPS x mean latency) — a client-side cache acknowledged the I/O (librbd's
-    writeback cache) and wrote it back later, so the storage's latency is not part of the client's."""
+                    client_lat_ns: float) -> StorageLatency | str | None:
+    """The outermost layer that served this direction's I/O and its mean latency. Otherwise why the storage's
+    latency is not this I/O's, when its counters were read: too few of the client's operations reached it (a cache
+    in front answered the rest), or it held more requests in flight than the client had outstanding (Little's law:
+    its requests per second x their latency above IN_FLIGHT_SLACK x the client's IOPS x mean latency) — a
+    client-side cache acknowledged the I/O (librbd's writeback cache) and wrote it back later. None: no counters
+    for this direction."""
     if client_ops_per_s <= 0 or client_lat_ns <= 0 or direction not in ("read", "write"):
         return None
+    noun = "writes" if direction == "write" else "reads"
     client_in_flight = client_ops_per_s * client_lat_ns
+    reason: str | None = None
     for layer in LAYERS:
         counter = digest.counter(_counter_name(layer, direction))
-        if counter is None or counter.latency_ns is None or counter.per_s < SERVED_SHARE * client_ops_per_s:
+        if counter is None or counter.latency_ns is None or counter.per_s <= 0:
+            continue
+        if counter.per_s < SERVED_SHARE * client_ops_per_s:
+            reason = reason or (f"the {layer.name} saw {counter.per_s / client_ops_per_s:.0%} of the client's {noun}: "
+                                "a cache in front answered the rest, so their latency is not this I/O's")
             continue
         if counter.per_s * counter.latency_ns > IN_FLIGHT_SLACK * client_in_flight:
-            return None  # written back behind the client's back: no layer of this I/O's latency
+            return (f"the {layer.name} held {counter.per_s * counter.latency_ns / 1e9:.0f} {noun} in flight against "
+                    f"the client's {client_in_flight / 1e9:.0f}: a writeback cache acknowledged them and wrote them "
+                    "back later, so their latency is not the client's")
         return StorageLatency(layer.name, counter.latency_ns)
-    return None
+    return reason
 
 
 def osd_latency_ns(digest: TelemetryDigest, direction: str, process_only: bool = False) -> float | None:

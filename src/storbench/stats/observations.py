@@ -214,6 +214,17 @@ def _interface_bytes(d: TelemetryDigest) -> float | None:
 
 def observed_storage(o: Observation) -> StorageLatency | None:
     """The storage's own latency for this observation's I/O (`stats.layers.storage_latency`)."""
+    found = _storage(o)
+    return found if isinstance(found, StorageLatency) else None
+
+
+def unseparated_storage(o: Observation) -> str:
+    """Why the storage's counters do not give this observation's latency by layer ('' when they do, or none)."""
+    found = _storage(o)
+    return found if isinstance(found, str) else ""
+
+
+def _storage(o: Observation) -> StorageLatency | str | None:
     if o.telemetry is None or o.measurement is None or o.direction is None:
         return None
     return storage_latency(o.telemetry, o.direction.value, o.measurement.iops, o.measurement.lat.mean_ns)

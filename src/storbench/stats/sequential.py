@@ -219,7 +219,8 @@ class SequentialVerdict:
     decision: Decision
     rounds: int
     change: PairedChange | None  # at this look's level (None before two pairs)
-    more_rounds: int | None  # for an undecided answer: rounds that would likely decide it (None: not within max)
+    more_rounds: int | None  # for an undecided answer: rounds that would likely decide it (None: even
+    # max_rounds would likely not, or the answer is final)
     final: bool  # True when the comparison should stop (decided, or max_rounds reached)
 
 

@@ -25,8 +25,10 @@ from storbench.stats.observations import (
     Observation,
     alternated_rounds,
     busiest_names,
+    lat_percentiles_from,
     metric_value,
     observed_storage,
+    unseparated_storage,
 )
 from storbench.stats.steady import SteadyStatus
 from storbench.stats.trend import Trend, judge_change, round_pairs
@@ -150,6 +152,10 @@ class PointSummary:
     # ("dirs", "dirs=2"), ...: workload fields labels do not show by default, where they differ between the points
     # summarised together (report.labels.HIDDEN_FIELDS); every label adds them
     distinct: tuple[tuple[str, str], ...] = ()
+    # what its latency percentiles are: "lat" (total latency), "clat" (completion latency stands in, an import
+    # without total-latency bins: `observations.lat_percentiles_from`), "clat,lat" (both among its repetitions)
+    # or "" (none)
+    lat_percentiles_from: str = ""
 
     def share_of_expected(self) -> tuple[float, str] | None:
         """(measured / expected, "IOPS" or "throughput") when the target declared what it should do: IOPS
@@ -365,21 +371,28 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                 busiest_device=inputs.busiest_device if inputs else "",
                 busiest_interface=inputs.busiest_interface if inputs else "",
                 bottleneck=with_time_split(verdict, dict(estimates), layer := _most_common(
-                    [found.layer for o in rows if (found := observed_storage(o)) is not None])),
+                    [found.layer for o in rows if (found := observed_storage(o)) is not None]),
+                    _most_common([unseparated_storage(o) for o in rows])),
                 expected=next((declared[(run, case.target.name)] for run in sorted({o.run_id for o in group})
                                if (run, case.target.name) in declared), None),
                 distinct=hidden_texts(w),
                 storage_layer=layer,
+                lat_percentiles_from=",".join(sorted({kind for o in rows
+                                                      if (kind := lat_percentiles_from(o.measurement))})),
             ))
     told_apart = distinct_texts([p.distinct for p in out])
     out = [replace(p, distinct=d) for p, d in zip(out, told_apart, strict=True)]
     return with_sweep_verdicts(out)
 
 
-def with_time_split(verdict: BottleneckVerdict, estimates: Mapping[str, Estimate], layer: str) -> BottleneckVerdict:
+def with_time_split(verdict: BottleneckVerdict, estimates: Mapping[str, Estimate], layer: str,
+                    unseparated: str = "") -> BottleneckVerdict:
     """The verdict with where the point's time went, by layer (`stats.layers`), when the storage reported its own
-    latency for the I/O: the verdict says what limited the point, this says in which layer its latency was."""
+    latency for the I/O: the verdict says what limited the point, this says in which layer its latency was; or,
+    when the storage's counters were read but are not this I/O's (``unseparated``), why the time is not split."""
     storage, client = estimates.get("storage_lat_ns"), estimates.get("lat_mean_ns")
+    if (storage is None or not layer) and unseparated:
+        return replace(verdict, evidence=f"{verdict.evidence}; by layer: not split ({unseparated})")
     if storage is None or client is None or client.mean <= 0 or not layer:
         return verdict
     share = min(storage.mean / client.mean, 1.0)
