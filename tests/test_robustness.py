@@ -55,7 +55,7 @@ def test_kill_9_mid_run_then_resume_runs_each_case_exactly_once(tmp_path: Path,
     assert 2 <= len(before_resume) < 6
     # fio dies with storbench (parent-death signal): nothing keeps writing into the target
     time.sleep(0.5)
-    assert fio_processes_using("storbench-") == []
+    assert fio_processes_using(f"storbench-{process.pid}-") == []  # its job directory: no other session's fio
 
     with inside(tmp_path):
         code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db), "--resume")
