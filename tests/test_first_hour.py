@@ -98,7 +98,7 @@ def test_an_interrupted_run_says_it_is_incomplete_and_how_to_finish_it(
     code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
     assert code == 130, out + err
     monkeypatch.setattr(LocalExecutor, "run_case", original)
-    finish = f"finish it with `storbench run {plan} --db r.db --resume`"
+    finish = f"finish it with `storbench run {plan} --db r.db --resume 1`"
     code, out, err = run_cli(capsys, "show", "--db", "r.db")
     assert code == 0, err
     assert f"run 1 is incomplete: 1 of 4 repetitions done (it was interrupted); {finish}" in " ".join(out.split())

@@ -7,6 +7,7 @@ import os
 import signal
 import sqlite3
 import stat
+import tempfile
 import time
 from pathlib import Path
 
@@ -54,11 +55,13 @@ def test_kill_9_mid_run_then_resume_runs_each_case_exactly_once(tmp_path: Path,
     assert 2 <= len(before_resume) < 6
     # fio dies with storbench (parent-death signal): nothing keeps writing into the target
     time.sleep(0.5)
-    assert fio_processes_using("storbench-") == []
+    assert fio_processes_using(f"storbench-{process.pid}-") == []  # its job directory: no other session's fio
 
     with inside(tmp_path):
         code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db), "--resume")
     assert code == 0, err
+    # the killed run's private job directory (named after its pid) went at the next start
+    assert not list(Path(tempfile.gettempdir()).glob(f"storbench-{process.pid}-*"))
     after = repetition_rows(db)
     assert after[: len(before_resume)] == before_resume  # nothing finished was lost or rerun
     assert len(after) == 6 and len({(c, r) for c, r, _ in after}) == 6

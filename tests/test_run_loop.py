@@ -613,3 +613,189 @@ def test_points_of_a_run_that_alternated_its_cases_carry_their_values_by_round(t
         iops = point.metric("iops")
         assert iops is not None
         assert [r for r, _ in iops.rounds] == ([(1, 0), (1, 1)] if order == "interleaved" else [])
+
+
+def _fake_cli(monkeypatch: pytest.MonkeyPatch, step: Step | None = None) -> list[FakeExecutor]:
+    """`storbench run` through the CLI with the fake executor (every repetition replays ``step``: ok)."""
+    import storbench.execute.fio_binary
+    import storbench.execute.local
+
+    fakes: list[FakeExecutor] = []
+
+    def fake_local(fio_binary: str) -> FakeExecutor:
+        fakes.append(FakeExecutor(_ok))
+        return fakes[-1]
+
+    monkeypatch.setattr(storbench.execute.local, "LocalExecutor", fake_local)
+    monkeypatch.setattr(storbench.execute.fio_binary, "find_fio", lambda explicit=None: CAPS.binary)
+    return fakes
+
+
+def test_a_resume_that_changes_the_stopping_rule_is_refused_unless_accepted_and_then_marked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Widening the margin and raising max after seeing the data would turn "undecided" into "equivalent" under
+    error rates that no longer hold: refused in one line naming the change; accepted, the answer says so."""
+    fakes = _fake_cli(monkeypatch)
+    db = str(tmp_path / "r.db")
+    first = ADAPTIVE.format(data=tmp_path / "data", margin=", margin: 5%")
+    plan = write_plan(tmp_path, first)
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", db)
+    assert code == 0, err
+    widened = first.replace("margin: 5%", "margin: 10%").replace("max: 10", "max: 12")
+    write_plan(tmp_path, widened)
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--resume")
+    assert code == 2 and len(fakes) == 1 and out == "", out + err  # refused before anything is checked or run
+    assert len(err.strip().splitlines()) == 1, err
+    message = " ".join(err.split())
+    assert "changed the stopping rule of run 1 since it started (max 10 -> 12, margin 5% -> 10%)" in message, err
+    assert "--accept-changed-design" in message
+    # a change outside the stopping rule (a new point) is no design change
+    from storbench.selection import run_design_changes
+
+    assert run_design_changes([(1, first), (2, first.replace("runtime: 1s", "runtime: 2s"))]) == []
+    assert run_design_changes([(1, first), (2, widened), (3, first)]) == ["changed, then changed back"]
+    assert run_design_changes([(1, first), (2, first.replace("until: decided", "until: ci <= 5%"))]) == [
+        "until decided -> ci <= 5%"]
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--resume", "--accept-changed-design")
+    assert code == 0, err
+    assert "stopping rule changed (max 10 -> 12, margin 5% -> 10%), accepted" in " ".join(out.split())
+    # resumed again with the rule it now has: nothing new to accept
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--resume")
+    assert code == 0, err
+    marked = "run 1: stopping rule changed after it started (max 10 -> 12, margin 5% -> 10%; --accept-changed-design)"
+    code, out, err = run_cli(capsys, "show", "--db", db)
+    assert code == 0 and marked in " ".join(out.split()), out
+    code, out, err = run_cli(capsys, "compare", "--db", db, "--baseline", "bs=4k", "--candidate", "bs=8k")
+    assert code == 0 and marked in " ".join(out.split()), out
+    code, out, err = run_cli(capsys, "compare", "--db", db, "--baseline", "bs=4k", "--candidate", "bs=8k",
+                             "--format", "json")
+    import json
+
+    rows = json.loads(out)
+    assert rows and all(row["design_changed"] is True for row in rows)
+    report = tmp_path / "report.html"
+    assert run_cli(capsys, "report", "--db", db, "-o", str(report))[0] == 0
+    import html
+
+    assert html.escape(marked, quote=False) in report.read_text()
+
+
+def test_an_unchanged_sequential_run_is_not_marked(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_cli(monkeypatch)
+    db = str(tmp_path / "r.db")
+    plan = write_plan(tmp_path, ADAPTIVE.format(data=tmp_path / "data", margin=", margin: 5%"))
+    assert run_cli(capsys, "run", str(plan), "--db", db)[0] == 0
+    assert run_cli(capsys, "run", str(plan), "--db", db, "--resume")[0] == 0
+    code, out, _ = run_cli(capsys, "compare", "--db", db, "--baseline", "bs=4k", "--candidate", "bs=8k",
+                           "--format", "json")
+    import json
+
+    assert code == 0 and all(row["design_changed"] is False for row in json.loads(out))
+    assert "stopping rule changed" not in run_cli(capsys, "show", "--db", db)[1]
+
+
+def test_resume_run_continues_the_named_run_and_the_advice_names_each(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two interrupted runs: each is told to finish with its own number, and `--resume 1` finishes the older
+    one (plain --resume would continue run 2)."""
+    import storbench.execute.fio_binary
+    import storbench.execute.local
+
+    interrupt_at = [2]
+
+    def fake_local(fio_binary: str) -> FakeExecutor:
+        calls: list[int] = []
+
+        def step(call: FakeCall) -> Step:
+            calls.append(1)
+            if len(calls) == interrupt_at[0]:
+                raise KeyboardInterrupt
+            return Replay(RANDRW_OUTPUT)
+
+        return FakeExecutor(step)
+
+    monkeypatch.setattr(storbench.execute.local, "LocalExecutor", fake_local)
+    monkeypatch.setattr(storbench.execute.fio_binary, "find_fio", lambda explicit=None: CAPS.binary)
+    db = str(tmp_path / "r.db")
+    plan = write_plan(tmp_path, _plan(tmp_path).source.text)
+    for _ in range(2):
+        code, out, err = run_cli(capsys, "run", str(plan), "--db", db)
+        assert code == 130, out + err
+    assert f"`storbench run {plan} --db {db} --resume 2`" in " ".join(err.split())
+    code, out, err = run_cli(capsys, "show", "--db", db, "--run", "all")
+    text = " ".join(out.split())
+    for run_id in (1, 2):
+        assert f"run {run_id} is incomplete: 1 of 4 repetitions done (it was interrupted); finish it with " \
+               f"`storbench run {plan} --db {db} --resume {run_id}`" in text, text
+    interrupt_at[0] = 0
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--resume", "1")
+    assert code == 0 and "run 1: 3 repetitions to go (1 already stored, skipped)" in out, out + err
+    code, out, err = run_cli(capsys, "show", "--db", db, "--run", "all")
+    assert "run 1 is incomplete" not in out and "run 2 is incomplete" in " ".join(out.split())
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--resume", "7")
+    assert code == 2 and "cannot resume: no run 7 in" in err and "runs of plan 'loop': 1, 2" in err, err
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--resume", "x")
+    assert code == 2 and "'x' is not a run number" in err, err
+
+
+def test_job_directories_of_a_killed_storbench_are_removed_at_the_next_start(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from storbench.execute.jobdirs import job_dir, remove_stale_job_dirs
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    dead_pid = int(gone.stdout)
+    stale = tmp_path / f"storbench-{dead_pid}-abcd_123"
+    (stale / "sub").mkdir(parents=True)
+    (stale / "job.fio").write_text("[job]\n")
+    stale_clients = tmp_path / f"storbench-clients-{dead_pid}-zzzzzzzz"
+    stale_clients.mkdir()
+    alive = tmp_path / f"storbench-{os.getppid()}-abcdefgh"  # its process runs: in use
+    alive.mkdir()
+    other = tmp_path / "storbench-pause-abcdefgh"  # not a job directory
+    other.mkdir()
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    link = tmp_path / f"storbench-{dead_pid}-linklink"  # a link is never followed nor removed
+    link.symlink_to(target)
+    assert sorted(remove_stale_job_dirs(tmp_path)) == sorted([stale, stale_clients])
+    assert alive.exists() and other.exists() and link.is_symlink() and target.exists()
+    with job_dir() as made:
+        assert Path(made).name.startswith(f"storbench-{os.getpid()}-")
+        assert remove_stale_job_dirs(Path(made).parent) == [] or Path(made).exists()
+
+
+def test_show_run_all_keeps_two_runs_of_one_plan_apart_unless_pooled(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs of one plan measure cases with the same ids: `show --run all` gives each run its own rows (a run
+    column tells them apart); `--pool` makes one row of both, and says so."""
+    import json
+
+    _fake_cli(monkeypatch)
+    db = str(tmp_path / "r.db")
+    plan = write_plan(tmp_path, _plan(tmp_path).source.text)
+    for _ in range(2):
+        assert run_cli(capsys, "run", str(plan), "--db", db)[0] == 0
+    code, out, err = run_cli(capsys, "show", "--db", db, "--run", "all", "--format", "json")
+    assert code == 0, err
+    apart = json.loads(out)
+    assert sorted(tuple(p["run_ids"]) for p in apart) == [(1,)] * 4 + [(2,)] * 4
+    assert all(p["repetitions_ok"] == 2 for p in apart)
+    code, out, err = run_cli(capsys, "show", "--db", db, "--run", "all", "--format", "json", "--pool")
+    pooled = json.loads(out)
+    assert len(pooled) == 4 and all(p["run_ids"] == [1, 2] and p["repetitions_ok"] == 4 for p in pooled)
+    code, out, err = run_cli(capsys, "show", "--db", db, "--run", "all", "--wide")
+    header = next(line for line in out.splitlines() if " rw " in line)
+    assert header.split()[:3] == ["┃", "run", "┃"], out
+    assert "pool the repetitions" not in out
+    code, out, err = run_cli(capsys, "show", "--db", db, "--run", "all", "--pool")
+    assert "note: rows of run 1,2 pool the repetitions of those runs" in " ".join(out.split()), out
+    report = tmp_path / "report.html"  # the report pools runs of one plan, and says so
+    assert run_cli(capsys, "report", "--db", db, "--run", "all", "-o", str(report))[0] == 0
+    assert "rows of run 1,2 pool the repetitions of those runs" in report.read_text()
+    code, out, err = run_cli(capsys, "show", "--db", db)  # one run: no run column
+    assert "run" not in next(line for line in out.splitlines() if " rw " in line), out

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from storbench import __version__
-from storbench.config import LoadedPlan, repeat_bounds, run_order
+from storbench.config import LoadedPlan, load_plan_text, repeat_bounds, run_order
 from storbench.errors import UserError
 from storbench.execute.base import Executor, FioSetup, stored_job_text
 from storbench.execute.hosts import HostsExecutor
@@ -42,6 +42,7 @@ from storbench.model import (
     PreconditionRecord,
     PvcTarget,
     RepetitionOutcome,
+    RunInfo,
     ScheduledRepetition,
     Status,
     StoredRepetition,
@@ -118,6 +119,8 @@ def run_plan(
     observer: RunObserver,
     *,
     resume: bool,
+    resume_run: int | None = None,
+    accept_changed_design: bool = False,
     keep_lab: bool = False,
     clock: Callable[[], float] = time.time,
     budget_s: float | None = None,
@@ -125,11 +128,9 @@ def run_plan(
     config = loaded.config
     caps = checked.capabilities
     if resume:
-        previous = store.latest_run_of_plan(config.name)
-        if previous is None:
-            raise UserError(f"nothing to resume: no earlier run of plan '{config.name}' in {store.path}",
-                            hint="run without --resume to start one")
+        previous = resumed_run(store, config.name, resume_run)
         run_id = previous.run_id
+        check_design_unchanged(loaded, store, run_id, accept=accept_changed_design, observer=observer)
         stored = store.run_case_ids(run_id)
         planned = {c.case_id for c in cases}
         gone = stored - planned
@@ -187,6 +188,58 @@ def run_plan(
     store.finish_run(run_id, clock())
     return RunResult(run_id=run_id, ran=ran, skipped=len(order) - len(todo), failed=failed,
                      not_needed=len(todo) - ran)
+
+
+def resumed_run(store: Store, plan_name: str, run_id: int | None) -> RunInfo:
+    """The run a `--resume` continues: the latest run of the plan, or run ``run_id`` when named (one of this
+    plan's, stored by `run`)."""
+    if run_id is None:
+        previous = store.latest_run_of_plan(plan_name)
+        if previous is None:
+            raise UserError(f"nothing to resume: no earlier run of plan '{plan_name}' in {store.path}",
+                            hint="run without --resume to start one")
+        return previous
+    runs = {r.run_id: r for r in store.runs()}
+    ours = sorted(r.run_id for r in runs.values() if r.plan_name == plan_name and r.source == "run")
+    found = runs.get(run_id)
+    if found is None or found.plan_name != plan_name or found.source != "run":
+        what = (f"no run {run_id} in {store.path}" if found is None else
+                f"run {run_id} is {'an import' if found.source != 'run' else f'of plan {found.plan_name!r}'}, "
+                f"not of plan '{plan_name}'")
+        raise UserError(f"cannot resume: {what}",
+                        hint=(f"runs of plan '{plan_name}': {', '.join(map(str, ours))}" if ours else
+                              "run without --resume to start one"))
+    return found
+
+
+def check_design_unchanged(loaded: LoadedPlan, store: Store, run_id: int, *, accept: bool,
+                           observer: RunObserver | None) -> None:
+    """A resume may not change a sequential design's stopping rule (`repeat: {min, max, until}`, `compare`) from
+    the one the run last ran with: its error rates hold only for a rule fixed before the data were seen. With
+    ``accept`` the change is kept (as a new plan version, which marks the run's answer: ``run_design_changes``)."""
+    from storbench.config import design_changes
+
+    versions = store.plan_versions(run_id)
+    if not versions:
+        return
+    version, text = versions[-1]
+    try:
+        before = load_plan_text(text, f"run {run_id}").config
+    except UserError:
+        return  # a stored plan this storbench no longer reads: nothing to compare the rule with
+    changed = design_changes(before, loaded.config)
+    if not changed:
+        return
+    since = "it started" if version == 1 else f"plan version {version}"
+    what = ", ".join(changed)
+    if not accept:
+        raise UserError(f"plan '{loaded.config.name}' changed the stopping rule of run {run_id} since {since} "
+                        f"({what}): its error rates hold only for the rule it started with",
+                        hint="run without --resume to start a new run with this rule, or pass "
+                        "--accept-changed-design to continue, its answer marked as not holding its error rates")
+    if observer is not None:
+        observer.lab_event(f"run {run_id}: stopping rule changed ({what}), accepted: its answer no longer holds the "
+                           "sequential design's error rates, and says so")
 
 
 def case_text(case: Case, leave_out: str = "") -> str:

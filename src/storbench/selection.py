@@ -69,12 +69,30 @@ def planned_repetitions(run: RunInfo) -> int | None:
     return len(expand(loaded)) * high
 
 
+def run_design_changes(versions: Sequence[tuple[int, str]]) -> list[str]:
+    """How a run's stopping rule changed across its plan versions (``Store.plan_versions``), each field's first and
+    last value ("margin 5% -> 10%"); empty when it never changed (or a version no longer loads). Pure."""
+    from storbench.config import design_changes, load_plan_text
+
+    configs = []
+    for version, text in versions:
+        try:
+            configs.append(load_plan_text(text, f"plan version {version}").config)
+        except UserError:
+            return []
+    if len(configs) < 2:
+        return []
+    if any(design_changes(configs[0], later) for later in configs[1:]):
+        return design_changes(configs[0], configs[-1]) or ["changed, then changed back"]
+    return []
+
+
 def incomplete_line(run: RunInfo, done: int, planned: int | None, db: str) -> str | None:
     """One line for a run whose plan is not done (repetitions missing or failed), with the command that finishes
     it; None for a complete run (and for imports). Pure."""
     if run.source != "run":
         return None
-    finish = f"`storbench run {run.plan_path or 'PLAN.yaml'} --db {db} --resume`"
+    finish = f"`storbench run {run.plan_path or 'PLAN.yaml'} --db {db} --resume {run.run_id}`"
     if planned is not None and done < planned:
         return (f"run {run.run_id} is incomplete: {done} of {planned} repetitions done"
                 f"{' (it was interrupted)' if run.finished_at_s is None else ' (the others failed)'}; finish it "
@@ -96,6 +114,8 @@ class Selection:
     steady: dict[tuple[int, str], SteadyState] = field(default_factory=dict)  # (run, case) of steady-state runs
     preconditions: dict[int, list[PreconditionRecord]] = field(default_factory=dict)  # run -> what ran first
     done: dict[int, int] = field(default_factory=dict)  # run -> repetitions stored with status ok
+    # run -> how its stopping rule changed on a resume (`--accept-changed-design`): its answer lost its error rates
+    design_changed: dict[int, list[str]] = field(default_factory=dict)
 
     @property
     def case_ids(self) -> set[str]:
@@ -307,11 +327,19 @@ def select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per
     repetitions = store.repetitions(run_ids)
     preconditions = store.preconditions(run_ids)
     done = {run_id: store.repetition_counts(run_id)[0] for run_id in run_ids}
+    changed = {run_id: run_design_changes(store.plan_versions(run_id)) for run_id in run_ids}
     store.close()
     chosen = [r for r in runs if r.run_id in run_ids]
     kept, seen, steady = steady_view(chosen, repetitions, per_client=per_client)
     found = filter_where(seen, where, {r.run_id: r.tags for r in chosen})
-    return Selection(found, chosen, label, kept, steady, {k: v for k, v in preconditions.items() if v}, done)
+    return Selection(found, chosen, label, kept, steady, {k: v for k, v in preconditions.items() if v}, done,
+                     {run_id: what for run_id, what in changed.items() if what})
+
+
+def design_changed_line(run_id: int, changes: Sequence[str]) -> str:
+    """The line under a table for a run whose stopping rule was changed on a resume. Pure."""
+    return (f"run {run_id}: stopping rule changed after it started ({', '.join(changes)}; --accept-changed-design): "
+            "its sequential answer does not hold the design's error rates")
 
 
 def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition], *, per_client: bool = False

@@ -18,6 +18,7 @@ from storbench.private_files import write_private
 from storbench.safe_text import file_stems
 from storbench.selection import (
     check_selector_keys,
+    design_changed_line,
     parse_objective,
     parse_selector_flag,
     select,
@@ -75,32 +76,37 @@ def cmd_show(args: argparse.Namespace) -> int:
     title = f"{selection.label} — {args.db}"
     if args.format != "table":
         points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations,
-                                  levels=selection.interval_levels)
+                                  levels=selection.interval_levels, by_run=not args.pool)
         notes = drift_lines(selection.observations, [run.run_id for run in selection.runs])
         _write_output(show_text(points, args.format, title, notes), args.output)
         return 0
     if args.output in ("", "-"):
-        _show_table(selection, title, args.db, wide=args.wide)
+        _show_table(selection, title, args.db, wide=args.wide, pool=args.pool)
     else:
         recorder = _file_console()
-        _show_table(selection, title, args.db, recorder, wide=True)
+        _show_table(selection, title, args.db, recorder, wide=True, pool=args.pool)
         _write_output(recorder.export_text(), args.output)
     return 0
 
 
 def _show_table(selection: Selection, title: str, db: str, out: Console | None = None, *,
-                wide: bool = False) -> None:
+                wide: bool = False, pool: bool = False) -> None:
     """The results table with everything said under it: verdicts, warnings, drift, incomplete runs, what ran
-    first and steady states. `show` and the end of `run` both print it."""
+    first and steady states. `show` and the end of `run` both print it. Each run's points are its own (a case
+    several runs measured is a row per run, with a run column) unless ``pool``."""
     from storbench.report.labels import point_label
     from storbench.report.show_export import drift_lines, precondition_lines, steady_lines
+    from storbench.report.tables import pooled_runs_line
     from storbench.selection import incomplete_line, planned_repetitions
     from storbench.stats.summary import summarize_points
 
     points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations,
-                              levels=selection.interval_levels)
+                              levels=selection.interval_levels, by_run=not pool)
     out = out or _console()
     _print_points(points, title, out, wide=wide)
+    pooled = pooled_runs_line(points)
+    if pooled:
+        out.print(pooled, markup=False)
     for line in drift_lines(selection.observations, [run.run_id for run in selection.runs]):
         out.print(line, markup=False)
     for run_id, level in sorted(selection.interval_levels.items()):
@@ -117,6 +123,8 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
         unfinished = incomplete_line(run, selection.done.get(run.run_id, 0), planned_repetitions(run), db)
         if unfinished:
             out.print(unfinished, markup=False)
+    for run_id, what in sorted(selection.design_changed.items()):
+        out.print(design_changed_line(run_id, what), markup=False)
     shown = {p.case_id for p in points}
     labels = {p.case_id: point_label(p, direction=False) for p in points}
     for line in [*precondition_lines(selection.preconditions),
@@ -186,11 +194,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     note = design_note(baseline, candidate, bring_up=designs.pop() if len(designs) == 1 else "once")
     if note and args.format in ("table", "markdown"):
         _console(stderr=args.format != "table" and args.output in ("", "-")).print(note, markup=False)
+    changed = {run: what for run, what in selection.design_changed.items() if run in ran_in}
+    changed_lines = [design_changed_line(run, what) for run, what in sorted(changed.items())]
     if args.format == "table":
         out = _console() if args.output in ("", "-") else _file_console()
         out.print(compare_table(comparisons, baseline.text, candidate.text,
                                 None if args.output not in ("", "-") else out.width))
-        for line in [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_caveats(comparisons)]:
+        for line in [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_caveats(comparisons),
+                     *changed_lines]:
             out.print(line, markup=False)
         evidence = bottleneck_evidence_lines(comparisons)
         if evidence:
@@ -200,11 +211,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if args.output not in ("", "-"):
             _write_output(out.export_text(), args.output)
     elif args.format == "markdown":
-        _write_output(comparison_markdown(comparisons, baseline.text, candidate.text), args.output)
+        _write_output(comparison_markdown(comparisons, baseline.text, candidate.text, changed_lines), args.output)
     elif args.format == "csv":
-        _write_output(comparison_csv(comparisons), args.output)
+        _write_output(comparison_csv(comparisons, changed), args.output)
     else:
-        _write_output(comparison_json(comparisons), args.output)
+        _write_output(comparison_json(comparisons, changed), args.output)
     if args.fail_on_regression is not None:
         # the gate's error rate is 5 % for the whole table, not per cell: Bonferroni over the cells it tests
         cells = tested_cells(comparisons)
@@ -282,7 +293,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))
     document = build_report(title, selection.runs, repetitions, selection.observations, comparisons=comparisons,
                             baseline=args.baseline or "", candidate=args.candidate or "", objective=objective,
-                            steady=selection.steady, preconditions=selection.preconditions)
+                            steady=selection.steady, preconditions=selection.preconditions,
+                            notes=[design_changed_line(run, what)
+                                   for run, what in sorted(selection.design_changed.items())])
     _write_output(render_html(document, get_plotlyjs()), args.output)
     out = _console(stderr=args.output in ("", "-"))
     out.print(f"report: {args.output} ({len(document.figures)} figures, {len(document.points)} points)",
@@ -309,6 +322,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                    "standard output)")
     p.add_argument("--wide", action="store_true",
                    help="every column, however wide (default: the essential columns first, as many as fit)")
+    p.add_argument("--pool", action="store_true",
+                   help="with several runs of one plan, pool each case's repetitions over them into one row "
+                   "(default: a row per run, with a run column)")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("export", help="one record per repetition and direction as json, csv or markdown")

@@ -146,6 +146,7 @@ class ConsoleObserver:
     """Progress bar with ETA and the last result, live on a terminal; one line per result otherwise."""
 
     def __init__(self, console: Console, distinct: Mapping[str, str] | None = None) -> None:
+        self.run_id: int | None = None  # the run under way, once started (the advice after Ctrl-C names it)
         self.distinct = distinct or {}  # case id -> the hidden fields that tell it from the plan's other cases
         self.console = console
         self.interactive = console.is_terminal
@@ -159,6 +160,7 @@ class ConsoleObserver:
         self.failed = 0
 
     def run_started(self, run_id: int, to_run: int, already_done: int, eta_s: float) -> None:
+        self.run_id = run_id
         self.progress.update(self.task, total=to_run, description=f"run {run_id}")
         note = f" ({already_done} already stored, skipped)" if already_done else ""
         self.console.print(f"run {run_id}: {to_run} repetitions to go{note}, about {eta_s:.0f}s")
@@ -192,6 +194,14 @@ class ConsoleObserver:
             self.live = None
 
 
+def _run_number(text: str) -> int:
+    """`--resume RUN`: a stored run's number."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a run number (e.g. --resume 3; --resume alone continues "
+                                         "the latest run)")
+    return int(text)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from storbench.checks import check_everything
     from storbench.execute.fio_binary import find_fio
@@ -205,16 +215,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     from storbench.plan import MAX_HOURS, MAX_RUNS
 
     _check_size(loaded, cases, args.max_runs or MAX_RUNS, args.max_hours or MAX_HOURS)
-    if args.resume and not Path(args.db).exists():  # refused before a database file is made
+    resume = args.resume is not None
+    if resume and not Path(args.db).exists():  # refused before a database file is made
         raise UserError(f"nothing to resume: no results database {args.db}", hint=f"run `storbench run "
                         f"{args.plan} --db {args.db}` without --resume to start")
+    if resume:  # the run to continue, and its stopping rule, refused before anything is checked or laid out
+        from storbench.orchestrate import check_design_unchanged, resumed_run
+
+        stored = open_store(args.db, read_only=True)
+        try:
+            resuming = resumed_run(stored, loaded.config.name, args.resume or None)
+            if not args.accept_changed_design:
+                check_design_unchanged(loaded, stored, resuming.run_id, accept=False, observer=None)
+        finally:
+            stored.close()
     fio_binary = find_fio(args.fio)
+    from storbench.execute.jobdirs import remove_stale_job_dirs
+
+    remove_stale_job_dirs()  # job files a killed storbench (kill -9) left in the temporary directory
     checked = check_everything(loaded, cases, fio_binary, create=True, s3=s3_access(args))
     store = open_store(args.db)
     out = _console()
     for line in _summary(loaded, cases, checked):
         out.print(line)
-    if not args.resume:
+    if not resume:
         from storbench.selection import incomplete_line, planned_repetitions
 
         previous = store.latest_run_of_plan(loaded.config.name)
@@ -226,13 +250,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     observer = ConsoleObserver(out, varying_case_texts(cases))
     try:
-        result = run_plan(loaded, cases, checked, store, LocalExecutor(fio_binary), observer, resume=args.resume,
+        result = run_plan(loaded, cases, checked, store, LocalExecutor(fio_binary), observer, resume=resume,
+                          resume_run=args.resume or None, accept_changed_design=args.accept_changed_design,
                           keep_lab=args.keep_lab, budget_s=args.budget)
     except KeyboardInterrupt:
         observer.close()
+        which = f" {observer.run_id}" if observer.run_id is not None else ""
         _console(stderr=True).print(
             f"interrupted: every finished repetition is stored in {args.db}; continue with "
-            f"`storbench run {args.plan} --db {args.db} --resume`", markup=False)
+            f"`storbench run {args.plan} --db {args.db} --resume{which}`", markup=False)
         return 130
     finally:
         observer.close()
@@ -260,8 +286,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     db_option(p)
     fio_option(p)
     s3_options(p)
-    p.add_argument("--resume", action="store_true",
-                   help="continue the latest run of this plan: run only repetitions not yet stored as ok")
+    p.add_argument("--resume", nargs="?", type=_run_number, const=0, default=None, metavar="RUN",
+                   help="continue run RUN of this plan (without RUN: its latest run): run only repetitions not yet "
+                   "stored as ok")
+    p.add_argument("--accept-changed-design", action="store_true",
+                   help="with --resume, continue although the plan changed its stopping rule (repeat: {min, max, "
+                   "until}, compare); the run's answer is then marked as not holding its error rates")
     p.add_argument("--budget", type=_duration, default=None, metavar="DURATION",
                    help="with repeat: {until: ...}, start no new round after this long (e.g. 20m); the answer so "
                    "far is printed")

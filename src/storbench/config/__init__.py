@@ -8,6 +8,10 @@ errors into one ``UserError`` naming file, line and key path, ``checks`` holds t
 from storbench.config.checks import (
     check_fio_options,
 )
+from storbench.config.design import (
+    design_changes,
+    stopping_rule_fields,
+)
 from storbench.config.loading import (
     LoadedPlan,
     load_plan_text,
@@ -118,9 +122,11 @@ __all__ = [
     "VolumeLabConfig",
     "WorkloadConfig",
     "check_fio_options",
+    "design_changes",
     "fio_value_text",
     "format_key_path",
     "load_plan_text",
     "repeat_bounds",
     "run_order",
+    "stopping_rule_fields",
 ]

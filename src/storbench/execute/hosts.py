@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import IO
 
 from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_text
+from storbench.execute.jobdirs import job_dir
 from storbench.execute.supervisor import supervise
 from storbench.fio.jobfile import (
     S3_KEY_ENV,
@@ -181,7 +181,7 @@ class HostsExecutor:
     def run_clients(self, job_texts: Sequence[str], servers: Sequence[str], timeout_s: float) -> ClientsProcessResult:
         if len(job_texts) != len(servers):
             raise ValueError("one job text per server")
-        with tempfile.TemporaryDirectory(prefix="storbench-clients-") as private_dir:
+        with job_dir("clients") as private_dir:
             work = Path(private_dir)
             pairs = []
             for index, (job_text, server) in enumerate(zip(job_texts, servers, strict=True), 1):

@@ -3,12 +3,12 @@ left behind."""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from storbench.execute.base import PLAIN_FIO, FioSetup, one_job
+from storbench.execute.jobdirs import job_dir
 from storbench.execute.supervisor import supervise
 from storbench.fio.jobfile import JobBinding, fio_command
 from storbench.fio.outcome import judge_repetition
@@ -40,7 +40,7 @@ class LocalExecutor:
     def run(self, job_text: str, timeout_s: float, env: Sequence[tuple[str, str]] = (),
             fio_binary: str | None = None) -> FioProcessResult:
         """One fio process, unjudged (target layout jobs use this directly)."""
-        with tempfile.TemporaryDirectory(prefix="storbench-") as private_dir:
+        with job_dir() as private_dir:
             work = Path(private_dir)
             job_path = work / "job.fio"
             output_path = work / "fio-output.json"

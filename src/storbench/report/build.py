@@ -24,7 +24,7 @@ from storbench.report.html import ReportDocument
 from storbench.report.labels import point_label
 from storbench.report.show_export import precondition_lines
 from storbench.report.steady import steady_figures
-from storbench.report.tables import warning_lines
+from storbench.report.tables import pooled_runs_line, warning_lines
 from storbench.selection import adaptive_questions, expectations, interval_levels
 from storbench.stats.compare import PointComparison
 from storbench.stats.drift import drift
@@ -38,9 +38,11 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
                  observations: Sequence[Observation], *, comparisons: Sequence[PointComparison] = (),
                  baseline: str = "", candidate: str = "", objective: LatencyObjective | None = None,
                  steady: Mapping[tuple[int, str], SteadyState] | None = None,
-                 preconditions: Mapping[int, Sequence[PreconditionRecord]] | None = None) -> ReportDocument:
+                 preconditions: Mapping[int, Sequence[PreconditionRecord]] | None = None,
+                 notes: Sequence[str] = ()) -> ReportDocument:
     """``steady``: the judged rounds of each (run, case) measured until steady (selection.steady);
-    ``preconditions``: what each run wrote to its targets first (selection.preconditions)."""
+    ``preconditions``: what each run wrote to its targets first (selection.preconditions); ``notes``: lines shown
+    with the warnings (a run whose stopping rule changed on a resume)."""
     memory = {r.run_id: r.mem_total_bytes for r in runs}
     points = summarize_points(observations, memory, expectations=expectations(runs), levels=interval_levels(runs))
     curve_list = [c for axis in LOAD_AXES for c in curves(points, axis)]
@@ -69,7 +71,8 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
             job_texts[case_id] = (point_label(point_of_case[case_id], direction=False), rep.job_text)
     return ReportDocument(
         title=title, runs=tuple(runs), points=tuple(points), figures=tuple(figures),
-        warnings=tuple(warning_lines(points)), comparisons=tuple(comparisons), baseline=baseline,
+        warnings=(*warning_lines(points), *filter(None, [pooled_runs_line(points)]), *notes),
+        comparisons=tuple(comparisons), baseline=baseline,
         candidate=candidate, curves=tuple(curve_list), objective=objective,
         job_texts=tuple((case_id, label, text) for case_id, (label, text) in job_texts.items()),
         preconditions=tuple((run_id, line.split(": ", 1)[1], record.job_text)

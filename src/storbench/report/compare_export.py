@@ -6,7 +6,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from storbench.report.export import export_row, markdown_cell
 from storbench.report.labels import comparison_label, varying_comparison_lab
@@ -28,7 +28,7 @@ COMPARE_FIELDS = (
     "change_ci_high_pct", "interval", "pairs", "stopping_rule", "rule_verdict", "rule_change_pct",
     "rule_change_ci_low_pct", "rule_change_ci_high_pct", "rule_rounds", "rule_max_rounds", "rule_minutes",
     "rule_answer", "design", "design_confounds", "verdict", "comparable",
-    "reason",
+    "reason", "design_changed",
     "baseline_bottleneck",
     "candidate_bottleneck",
     "baseline_bottleneck_evidence", "candidate_bottleneck_evidence",
@@ -58,9 +58,13 @@ def _rounded_pct(fraction: float) -> float | None:
     return round(100 * fraction, 2) if math.isfinite(fraction) else None  # unbounded: None
 
 
-def comparison_rows(comparisons: Sequence[PointComparison]) -> list[dict[str, object]]:
+def comparison_rows(comparisons: Sequence[PointComparison], changed_runs: Collection[int] = ()
+                    ) -> list[dict[str, object]]:
+    """One row per point and metric; ``design_changed`` is true where a run of either side had its stopping rule
+    changed on a resume (its sequential answer no longer holds its error rates)."""
     rows: list[dict[str, object]] = []
     for c in comparisons:
+        changed = any(run in changed_runs for run in (*c.baseline.run_ids, *c.candidate.run_ids))
         for cell in c.cells:
             b, k, d = cell.baseline, cell.candidate, cell.difference
             rows.append(export_row({
@@ -79,6 +83,7 @@ def comparison_rows(comparisons: Sequence[PointComparison]) -> list[dict[str, ob
                 **_answer_fields(cell.answer),
                 "design": c.design or None, "design_confounds": c.design in CONFOUNDED if c.design else None,
                 "verdict": cell.verdict.value, "comparable": c.comparable, "reason": c.reason,
+                "design_changed": changed,
                 "baseline_bottleneck": c.baseline.bottleneck.kind.value,
                 "candidate_bottleneck": c.candidate.bottleneck.kind.value,
                 "baseline_bottleneck_evidence": c.baseline.bottleneck.evidence,
@@ -87,20 +92,21 @@ def comparison_rows(comparisons: Sequence[PointComparison]) -> list[dict[str, ob
     return rows
 
 
-def comparison_json(comparisons: Sequence[PointComparison]) -> str:
-    return json.dumps(comparison_rows(comparisons), indent=2) + "\n"
+def comparison_json(comparisons: Sequence[PointComparison], changed_runs: Collection[int] = ()) -> str:
+    return json.dumps(comparison_rows(comparisons, changed_runs), indent=2) + "\n"
 
 
-def comparison_csv(comparisons: Sequence[PointComparison]) -> str:
+def comparison_csv(comparisons: Sequence[PointComparison], changed_runs: Collection[int] = ()) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(COMPARE_FIELDS), lineterminator="\n")
     writer.writeheader()
-    for row in comparison_rows(comparisons):
+    for row in comparison_rows(comparisons, changed_runs):
         writer.writerow({k: "" if v is None else csv_cell(v) for k, v in row.items()})
     return buffer.getvalue()
 
 
-def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, candidate: str) -> str:
+def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, candidate: str,
+                        notes: Sequence[str] = ()) -> str:
     # where the time goes, when some point's storage reported it on both sides
     layers = [m for m in LAYER_METRICS if any(c.cell(m.field) is not None for c in comparisons)]
     lines = [
@@ -119,7 +125,8 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
         lines.append(f"| {markdown_cell(label)} | {iops_with_ci(c.baseline.metric('iops'))} | "
                      f"{iops_with_ci(c.candidate.metric('iops'))} | " + " | ".join(cells)
                      + f" | {bottleneck_change(c)} |")
-    caveats = [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_caveats(comparisons)]
+    caveats = [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_caveats(comparisons),
+               *notes]
     if caveats:
         lines += ["", *(f"- {markdown_cell(line)}" for line in caveats)]
     evidence = bottleneck_evidence_lines(comparisons)

@@ -97,6 +97,16 @@ def telemetry_cell(estimate: Estimate | None, fmt: str) -> str:
     return format_latency_ns(estimate.mean) if fmt == "lat" else format(estimate.mean, fmt)
 
 
+def pooled_runs_line(points: Sequence[PointSummary]) -> str | None:
+    """A line for points that pool the repetitions of several runs (``show --pool``, the report), naming them;
+    None when every point is one run's."""
+    pooled = sorted({p.run_ids for p in points if len(p.run_ids) > 1})
+    if not pooled:
+        return None
+    return ("note: rows of run " + "; ".join(",".join(map(str, r)) for r in pooled) + " pool the repetitions of "
+            "those runs: one mean and interval over runs made at different times")
+
+
 def results_table(points: Sequence[PointSummary], title: str, width: int | None = None) -> Table:
     """One row per case and direction: mean over repetitions, IOPS with its 95 % confidence interval, the
     telemetry beside it and the bottleneck verdict (its evidence: ``verdict_lines``); "% exp" is the share of
@@ -110,6 +120,11 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
     lab_keys = varying_lab_keys(points)
     extra = telemetry_columns(points)
     with_expected = any(p.expected is not None for p in points)
+    # which run a row is from, where a case shows up in several runs (kept apart) or a row pools runs
+    runs_of_case: dict[str, set[tuple[int, ...]]] = {}
+    for p in points:
+        runs_of_case.setdefault(p.case_id, set()).add(p.run_ids)
+    with_runs = any(len(p.run_ids) > 1 for p in points) or any(len(r) > 1 for r in runs_of_case.values())
 
     def varies(p: PointSummary) -> str:  # hidden workload fields that differ between the rows
         return " ".join(text for field, text in p.distinct if not (with_options and field == "fio_options"))
@@ -123,6 +138,7 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
 
     # (header, justify, priority: 0 essential .. 4 first to go when narrow, the cell of a point)
     specs: list[tuple[str, str, int, Callable[[PointSummary], str]]] = [
+        *((("run", "right", 0, lambda p: ",".join(map(str, p.run_ids))),) if with_runs else ()),
         ("target", "left", 0, lambda p: p.target), ("rw", "left", 0, lambda p: p.rw),
         ("bs", "right", 0, lambda p: p.bs), ("qd", "right", 1, lambda p: str(p.iodepth)),
         *((("jobs", "right", 1, lambda p: str(p.numjobs)),) if with_jobs else ()),

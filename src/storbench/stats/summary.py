@@ -303,11 +303,16 @@ def bottleneck_inputs(ok: Sequence[Observation]) -> BottleneckInputs | None:
 def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mapping[int, int | None] | None = None,
                      metrics: Sequence[str] = SUMMARY_FIELDS,
                      expectations: Mapping[tuple[int, str], Expectation] | None = None,
-                     levels: Mapping[int, float] | None = None) -> list[PointSummary]:
-    """Group by (case, direction) in first-seen order; estimate each metric over ok repetitions. With
+                     levels: Mapping[int, float] | None = None, *, by_run: bool = False) -> list[PointSummary]:
+    """Group by (case, direction) in first-seen order (``by_run``: by run first, so runs of one plan, whose cases
+    have the same ids, are not pooled); estimate each metric over ok repetitions. With
     ``expectations`` ((run, target) -> `expect:`), each point knows what its target was declared as. ``levels``
     (run -> the t level of its intervals, 95 % when absent; a run that stopped on `until: ci` has its own, see
     ``selection.interval_levels``): a point over several runs takes the highest of theirs."""
+    if by_run:
+        return [p for run in dict.fromkeys(o.run_id for o in observations)
+                for p in summarize_points([o for o in observations if o.run_id == run], mem_total_bytes, metrics,
+                                          expectations, levels)]
     memory = mem_total_bytes or {}
     declared = expectations or {}
     run_levels = levels or {}
