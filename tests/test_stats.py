@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 from scipy import stats as scipy_stats
 
+from storbench.report.show_export import drift_lines
 from storbench.report.labels import curve_label
 from storbench.stats.compare import (
     Verdict,
@@ -21,7 +22,7 @@ from storbench.stats.compare import (
     regressions,
     select,
 )
-from storbench.stats.drift import drift
+from storbench.stats.drift import drift, run_drifts
 from storbench.stats.estimate import Estimate, estimate, welch_difference
 from storbench.stats.knee import KneeKind, best_under_objective, curves, locate_knee, parse_slo
 from storbench.stats.observations import Observation
@@ -541,7 +542,8 @@ def test_drift_detects_linear_decline_interleaved() -> None:
     assert d.span_minutes == pytest.approx(11.0)
     change = d.over_run()
     assert change is not None
-    assert change[0] == pytest.approx(d.slope_pct_per_10min * 1.1)
+    # a ratio per 10 minutes, compounded over the run's 11 minutes
+    assert change[0] == pytest.approx(100 * ((1 + d.slope_pct_per_10min / 100) ** 1.1 - 1))
     assert change[0] == pytest.approx(-11.0, abs=1.2)
     assert change[1] < change[0] < change[2] < 0
 
@@ -572,6 +574,44 @@ def test_no_drift_false_positive_rate() -> None:
     flagged = sum(drift(_drift_records("interleaved", 0.0, noise=0.01, seed=s), 1, "read").significant
                   for s in range(trials))
     assert flagged / trials <= 0.075
+
+
+def test_drift_of_a_collapsing_rate_stays_above_minus_100_percent() -> None:
+    """Creates that fall to a tenth over the run drifted "-93.2 % [95 % CI -169.2, -17.1]": a straight line through
+    percent deviations crosses -100 %. On the log scale the change and both ends of its interval are ratios."""
+    rng = random.Random(7)
+    observations = []
+    for minute in range(12):
+        for case, rate in (("A", 4000.0), ("B", 900.0)):
+            factor = 0.1 ** (minute / 11) * math.exp(rng.gauss(0, 0.6))  # noisy: a wide interval
+            observations.append(rec(case_id=case, rw="create", direction="write", repeat=minute,
+                                    started_at_s=60.0 * minute, iops=rate * factor))
+    d = drift(observations, run_id=1, direction="write", operation="create")
+    change = d.over_run()
+    assert d.significant and change is not None
+    assert -100 < change[1] < change[0] < change[2] < 0
+    assert change[0] == pytest.approx(-90, abs=8)
+    assert d.rate == "creates/s" and d.operation == "create"
+
+
+def test_run_drifts_name_each_operation_apart() -> None:
+    """A metadata run's creates and deletes are both counted as fio writes: each is its own drift, named as what
+    it is; block I/O keeps its direction's IOPS."""
+    observations = [rec(case_id=f"{rw}-{i % 2}", rw=rw, direction=direction, repeat=i // 2, started_at_s=60.0 * i,
+                        iops=1000.0 - i)
+                    for rw, direction in (("create", "write"), ("delete", "write"), ("stat", "read"),
+                                          ("randwrite", "write"))
+                    for i in range(8)]
+    rates = {d.rate: d.operation for d in run_drifts(observations, 1)}
+    assert rates == {"creates/s": "create", "deletes/s": "delete", "stats/s": "stat", "write IOPS": ""}
+
+
+def test_drift_lines_name_creates_not_write_iops() -> None:
+    observations = [rec(case_id=f"c{i % 2}", rw="create", direction="write", repeat=i // 2, started_at_s=60.0 * i,
+                        iops=1000.0 * 0.8 ** i) for i in range(12)]
+    (line,) = drift_lines(observations, [1])
+    assert line.startswith("⚠ run 1: creates/s drifted -9")
+    assert "IOPS" not in line and "write" not in line
 
 
 def test_drift_too_few_samples() -> None:
