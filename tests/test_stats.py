@@ -12,8 +12,8 @@ from dataclasses import replace
 import pytest
 from scipy import stats as scipy_stats
 
-from storbench.report.show_export import drift_lines
 from storbench.report.labels import curve_label
+from storbench.report.show_export import drift_lines
 from storbench.stats.compare import (
     Verdict,
     compare_observations,
