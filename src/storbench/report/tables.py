@@ -383,10 +383,25 @@ PLAN_ROWS_HEAD = 20
 PLAN_ROWS_TAIL = 10
 
 
+# What a metadata operation's job has but does not depend on: one file operation at a time (no queue), no
+# blocks transferred, no page cache to bypass, size based (each file once) with no warm-up to leave out.
+NOT_FOR_METADATA = ("bs", "iodepth", "direct", "ramp")
+
+
+def plan_parameters(case: Case) -> dict[str, str]:
+    """A case's parameters as `storbench plan` shows them: a metadata operation without the block I/O ones
+    (``NOT_FOR_METADATA``) and its runtime as what it is, a cap."""
+    params = case.parameters()
+    if not is_metadata(case.workload.rw):
+        return params
+    shown = {k: v for k, v in params.items() if k not in NOT_FOR_METADATA and k != "runtime"}
+    return {**shown, "runtime cap": params["runtime"]}
+
+
 def plan_table(cases: Sequence[Case], title: str) -> tuple[Table, str]:
     """The cases, one row each, with a column per parameter that varies; constants go in a line. A large sweep
     shows its first and last rows and how many are between."""
-    params = [case.parameters() for case in cases]
+    params = [plan_parameters(case) for case in cases]
     names = list(params[0]) if params else []
     for p in params[1:]:
         names += [k for k in p if k not in names]
@@ -413,13 +428,23 @@ def _count(number: int, noun: str) -> str:
     return f"{number:,} {noun}" + ("" if number == 1 else "s")
 
 
+def _how_long_runs_are(estimate: PlanEstimate) -> str:
+    timed = "runs are time based: the volume written while measuring depends on the storage's speed"
+    sized = ("metadata operations are size based: each job creates, stats or deletes its files once, runtime "
+             "only caps it")
+    if not estimate.metadata_cases:
+        return timed
+    if estimate.metadata_cases == estimate.cases:
+        return sized
+    return f"block I/O {timed}; {sized}"
+
+
 def plan_summary_lines(estimate: PlanEstimate, repeat: int, fio_version: str, fio_binary: str) -> list[str]:
     lines = [
         f"{_count(estimate.cases, 'case')} x {_count(repeat, 'repetition')} = "
         f"{_count(estimate.repetitions, 'fio run')}",
         f"estimated time: {format_duration(estimate.seconds)}",
-        f"test files laid out: {format_bytes(estimate.layout_bytes)} (runs are time based: the volume written "
-        "while measuring depends on the storage's speed)",
+        f"test files laid out: {format_bytes(estimate.layout_bytes)} ({_how_long_runs_are(estimate)})",
         f"fio: {fio_binary} ({fio_version})",
     ]
     if estimate.destructive_cases:
