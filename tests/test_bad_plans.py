@@ -210,7 +210,16 @@ BAD_PLANS = [
     case("fio-option-name-uppercase", Bad(BASE + "  fio:\n    Verify: md5\n", 9, "workload.fio.Verify",
                                           ("is not a fio option name",))),
     case("fio-unknown-option", Bad(BASE + "  fio:\n    iodepht_batch: 4\n", 9, "workload.fio.iodepht_batch",
-                                   ("'iodepht_batch' is not on storbench's list", "did you mean 'iodepth_batch'?"))),
+                                   ("unknown fio option 'iodepht_batch'",
+                                    "did you mean 'iodepth_batch'? 'iodepth_batch' is allowed"))),
+    # the close option is allowed: the hint must not read as if it were refused too
+    case("fio-unknown-option-close-to-allowed", Bad(BASE + "  fio: {rate_iop: 100}\n", 8, "workload.fio.rate_iop",
+                                                    ("unknown fio option 'rate_iop'",
+                                                     "hint: did you mean 'rate_iops'? 'rate_iops' is allowed)"),
+                                                    absent=("not allowed",))),
+    case("fio-unknown-option-nothing-close", Bad(BASE + "  fio: {qqqzzz: 1}\n", 8, "workload.fio.qqqzzz",
+                                                 ("'qqqzzz' is not on storbench's list", "not allowed in a plan",
+                                                  "docs/plan-reference.md"))),
     case("fio-unknown-option-run", Bad(BASE + "  fio:\n    iodepht_batch: 4\n", 9, "workload.fio.iodepht_batch",
                                        ("did you mean 'iodepth_batch'?",), command="run")),
     # ---- pass-through options that write files or devices (security review) -------------------------
