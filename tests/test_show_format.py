@@ -205,7 +205,8 @@ def test_show_markdown_and_the_default_table(stored_run: Path, capsys: pytest.Ca
 @pytest.mark.fio
 def test_show_format_errors_are_one_line(stored_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "show", "--db", str(stored_run), "--format", "json", "--where", "rw=write")
-    assert code == 2 and out == "" and err.startswith("storbench: error: no results match")
+    assert code == 2 and out == "" and err.startswith("storbench: error: no results match rw=write; stored values: ")
+    assert "randrw" in err  # the values the field has, to choose from
     code, _, err = run_cli(capsys, "show", "--db", str(stored_run), "--format", "yaml")
     assert code == 2 and "invalid choice: 'yaml'" in err
 

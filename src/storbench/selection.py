@@ -96,6 +96,8 @@ class Selection:
     steady: dict[tuple[int, str], SteadyState] = field(default_factory=dict)  # (run, case) of steady-state runs
     preconditions: dict[int, list[PreconditionRecord]] = field(default_factory=dict)  # run -> what ran first
     done: dict[int, int] = field(default_factory=dict)  # run -> repetitions stored with status ok
+    # when --where matched nothing: which KEY=VALUE, and the values that field has ("no results match ...")
+    no_match: str = ""
 
     @property
     def case_ids(self) -> set[str]:
@@ -310,8 +312,15 @@ def select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per
     store.close()
     chosen = [r for r in runs if r.run_id in run_ids]
     kept, seen, steady = steady_view(chosen, repetitions, per_client=per_client)
-    found = filter_where(seen, where, {r.run_id: r.tags for r in chosen})
-    return Selection(found, chosen, label, kept, steady, {k: v for k, v in preconditions.items() if v}, done)
+    tags = {r.run_id: r.tags for r in chosen}
+    found = filter_where(seen, where, tags)
+    no_match = ""
+    if where and not found:
+        from storbench.stats.match import no_match_line
+
+        no_match = no_match_line(seen, parse_where(where), tags) if seen else "no results in the chosen runs"
+    return Selection(found, chosen, label, kept, steady, {k: v for k, v in preconditions.items() if v}, done,
+                     no_match)
 
 
 def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition], *, per_client: bool = False
