@@ -88,7 +88,7 @@ def cmd_lab_nfs(args: argparse.Namespace) -> int:
 
 
 def cmd_lab_volume(args: argparse.Namespace) -> int:
-    from storbench.lab.volume import VolumeLab, VolumeSpec
+    from storbench.lab.volume import VolumeLab, VolumeSpec, caps_text
     from storbench.units import parse_size_bytes
 
     lab = VolumeLab(Path(args.dir) if args.dir else None)
@@ -107,8 +107,7 @@ def cmd_lab_volume(args: argparse.Namespace) -> int:
         info, left_alone = lab.up(spec)
         if left_alone:
             out.print(left_alone, markup=False)
-        out.print(f"volume lab: up; {info.device} capped: " + (", ".join(line for _, line in info.rules) or "no caps"),
-                  markup=False)
+        out.print(f"volume lab: up; {caps_text(info.spec, info.device)}", markup=False)
         out.print("the caps apply to processes in the cgroup they were set in: " +
                   (str(Path(info.rules[0][0]).parent) if info.rules else "-"), markup=False)
     return 0
