@@ -243,7 +243,7 @@ def stored_values(observations: Sequence[Observation], key: str) -> list[str] | 
                 continue
             kind, value = setting
         found.setdefault(value, _value_text(kind, value))
-    return [found[v] for v in sorted(found, key=lambda v: (v is None, str(type(v)), v))]  # type: ignore[arg-type]
+    return [found[v] for v in sorted(found, key=lambda v: (v is None, str(type(v)), v))]
 
 
 def no_match_line(observations: Sequence[Observation], pairs: Sequence[tuple[str, str]],
