@@ -1151,3 +1151,15 @@ def test_compare_adds_where_the_time_goes_where_both_sides_storage_reported_it()
     table = comparison_markdown(with_layers, "target=a", "target=b")
     assert "| latency outside the storage | bottleneck |" in table and "| +" in table
     assert "latency outside the storage" not in comparison_markdown(without, "target=a", "target=b")
+
+
+def test_drift_figures_name_the_operation_and_stay_above_minus_100_percent() -> None:
+    from storbench.report.figures import drift_figures
+
+    observations = [rec(case_id=f"c{i % 2}", rw=rw, direction="write", repeat=i // 2, started_at_s=60.0 * i,
+                        iops=1000.0 * 0.7 ** i) for rw in ("create", "delete") for i in range(12)]
+    figures = drift_figures(run_drifts(observations, 1))
+    assert [f.figure_id for f in figures] == ["drift-run1-write-create", "drift-run1-write-delete"]
+    assert [f.title for f in figures] == ["Drift — run 1 creates/s", "Drift — run 1 deletes/s"]
+    trend = figures[0].series[1]
+    assert all(y > -100 for y in trend.y) and trend.y[0] > trend.y[-1]
