@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from rich.table import Table
 from rich.text import Text
 
-from storbench.model import Case, is_metadata
+from storbench.model import Case, is_metadata, is_object
 from storbench.plan import PlanEstimate
 from storbench.report.labels import (
     comparison_label,
@@ -313,7 +313,14 @@ def interval_caption(comparisons: Sequence[PointComparison]) -> str:
 
 
 def _point_figures(point: CurvePoint) -> str:
-    return f"{point.iops:,.0f} IOPS, p99 {format_latency_ns(point.lat_p99_ns)}"
+    return f"{point.iops:,.0f} {_rate_unit([point.point])}, p99 {format_latency_ns(point.lat_p99_ns)}"
+
+
+def _rate_unit(points: Sequence[PointSummary]) -> str:
+    """IOPS for block I/O, ops/s for file operations and object requests (a file created is no I/O), both for a
+    mix."""
+    operations = [is_metadata(p.rw) or is_object(p.rw) for p in points]
+    return "IOPS" if not any(operations) else "ops/s" if all(operations) else "IOPS/ops/s"
 
 
 def _knee_text(point: CurvePoint, axis: str) -> str:
@@ -360,13 +367,14 @@ def knee_text(curve: Curve) -> str:
 
 
 def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | None) -> Table:
-    table = Table(title="saturation: IOPS against load", title_justify="left", header_style="bold")
+    rate = _rate_unit([p.point for curve in curve_list for p in curve.points])
+    table = Table(title=f"saturation: {rate} against load", title_justify="left", header_style="bold")
     table.add_column("curve")
     table.add_column("points", justify="right")
-    table.add_column("knee (load stops adding IOPS)")
-    table.add_column("max IOPS")
+    table.add_column(f"knee (load stops adding {rate})")
+    table.add_column(f"max {rate}")
     if objective:
-        table.add_column(f"max IOPS with {objective.label} <= {format_latency_ns(objective.limit_ns)}")
+        table.add_column(f"max {rate} with {objective.label} <= {format_latency_ns(objective.limit_ns)}")
     lab_keys = curve_lab_keys(curve_list)
     for curve in curve_list:
         peak = max(curve.points, key=lambda c: c.iops)
