@@ -243,3 +243,23 @@ def test_the_compare_table_fits_a_narrow_terminal_without_cutting_a_number() -> 
     assert "p99" in kept and "bandwidth" not in kept  # the essential stay, the least essential went first
     p99_change = next(line for line in full.splitlines() if "a-rather-long" in line).split("│")[-3].split()
     assert p99_change and all(word in narrow for word in p99_change), (p99_change, narrow)
+
+
+def test_the_compare_table_counts_file_creates_as_operations() -> None:
+    """Creates compared between two runs are ops/s, not IOPS, in the table's headers."""
+    from rich.console import Console
+
+    from storbench.report.tables import compare_table
+    from storbench.stats.compare import compare_points
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    def side(run_id: int, iops: tuple[float, ...]) -> list[PointSummary]:
+        return summarize_points([observation(run_id=run_id, case_id=f"c{run_id}", rw="create", direction="write",
+                                             repeat=i, iops=v) for i, v in enumerate(iops)])
+
+    comparisons = compare_points(side(1, (1000.0, 1100.0, 900.0)), side(2, (1500.0, 1400.0, 1600.0)), frozenset())
+    console = Console(width=400, record=True, file=io.StringIO(), color_system=None)
+    console.print(compare_table(comparisons, "run=1", "run=2"))
+    header = next(line for line in console.export_text().splitlines() if "cand" in line and "candidate" not in line)
+    assert "ops/s base" in header and "ops/s cand" in header and "IOPS" not in header

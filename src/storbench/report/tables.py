@@ -260,7 +260,8 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
                   title_justify="left", header_style="bold")
     lab_keys = varying_comparison_lab(comparisons)
     # (header, priority: 0 essential .. 3 first to go; the point label wraps instead of going)
-    columns = (("point", 0), ("IOPS base", 2), ("IOPS cand", 2), ("IOPS", 0), ("bandwidth", 3), ("mean lat", 2),
+    rate = _rate_unit([c.baseline for c in comparisons])  # ops/s for creates, stats, deletes and S3 requests
+    columns = (("point", 0), (f"{rate} base", 2), (f"{rate} cand", 2), (rate, 0), ("bandwidth", 3), ("mean lat", 2),
                ("p95", 3), ("p99", 0), ("bottleneck", 1))
     rows: list[list[tuple[str, Verdict | None]]] = []
     for c in comparisons:
