@@ -210,7 +210,16 @@ BAD_PLANS = [
     case("fio-option-name-uppercase", Bad(BASE + "  fio:\n    Verify: md5\n", 9, "workload.fio.Verify",
                                           ("is not a fio option name",))),
     case("fio-unknown-option", Bad(BASE + "  fio:\n    iodepht_batch: 4\n", 9, "workload.fio.iodepht_batch",
-                                   ("'iodepht_batch' is not on storbench's list", "did you mean 'iodepth_batch'?"))),
+                                   ("unknown fio option 'iodepht_batch'",
+                                    "did you mean 'iodepth_batch'? 'iodepth_batch' is allowed"))),
+    # the close option is allowed: the hint must not read as if it were refused too
+    case("fio-unknown-option-close-to-allowed", Bad(BASE + "  fio: {rate_iop: 100}\n", 8, "workload.fio.rate_iop",
+                                                    ("unknown fio option 'rate_iop'",
+                                                     "hint: did you mean 'rate_iops'? 'rate_iops' is allowed)"),
+                                                    absent=("not allowed",))),
+    case("fio-unknown-option-nothing-close", Bad(BASE + "  fio: {qqqzzz: 1}\n", 8, "workload.fio.qqqzzz",
+                                                 ("'qqqzzz' is not on storbench's list", "not allowed in a plan",
+                                                  "docs/plan-reference.md"))),
     case("fio-unknown-option-run", Bad(BASE + "  fio:\n    iodepht_batch: 4\n", 9, "workload.fio.iodepht_batch",
                                        ("did you mean 'iodepth_batch'?",), command="run")),
     # ---- pass-through options that write files or devices (security review) -------------------------
@@ -497,8 +506,8 @@ def test_plan_file_does_not_exist(command: str, tmp_path: Path, capsys: pytest.C
 def test_block_write_refused_without_destructive(
     command: str, rw: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Writing (or trimming) a raw device needs ``destructive: true``; the refusal comes before the device
-    is even looked at, so a device that does not exist gives the same answer."""
+    """Writing (or trimming) a raw device needs ``destructive: true``; a device that is not there (or is in use)
+    is told so first, so the hint about ``destructive`` is never followed by a refusal it could not lift."""
     for device in ("/dev/loop0", "/dev/storbench-no-such-device"):
         path = tmp_path / PLAN_NAME
         path.write_text(f"name: bad\ntargets:\n  dev: {{kind: block, device: {device}}}\nworkload:\n  rw: {rw}\n")
@@ -508,8 +517,11 @@ def test_block_write_refused_without_destructive(
 
         out, err = capsys.readouterr()
         line = _one_error_line(status, out, err)
-        assert f"would {rw} on raw device {device} of target 'dev'" in line
-        assert "hint: add 'destructive: true' to target 'dev'" in line
+        if device == "/dev/loop0":
+            assert f"would {rw} on raw device {device} of target 'dev'" in line
+            assert "hint: add 'destructive: true' to target 'dev'" in line
+        else:
+            assert f"cannot stat {device}" in line and "destructive" not in line
         assert not db.exists()
 
 

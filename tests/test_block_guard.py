@@ -176,3 +176,28 @@ def test_a_device_mounted_in_another_mount_namespace_is_refused(loop_device: str
     finally:
         inside.kill()
         inside.wait()
+
+
+def _root_device() -> str | None:
+    """The block device the root file system is mounted from (/dev/vda, /dev/nvme0n1p2), or None."""
+    st = os.stat("/")
+    link = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    if not link.exists():
+        return None
+    device = Path("/dev") / link.resolve().name
+    return str(device) if device.is_block_device() else None
+
+
+def test_a_mounted_device_is_told_it_cannot_be_used_not_to_add_destructive(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A randwrite on the mounted root disk was told to add `destructive: true`, then refused as mounted: the
+    first hint led nowhere. The device in use is said first, with or without `destructive`. (`plan` only reads.)"""
+    device = _root_device()
+    if device is None:
+        pytest.skip("the root file system is not on a block device here")
+    for destructive in ("", ", destructive: true"):
+        plan = write_plan(tmp_path, _plan(device, "randwrite", destructive))
+        code, _, err = run_cli(capsys, "plan", str(plan))
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert f"{device} cannot be written to while in use: it (or one of its partitions) is mounted" in err
+        assert "add 'destructive: true'" not in err and "destructive: true does not change this" in err

@@ -6,6 +6,8 @@ import argparse
 import re
 from pathlib import Path
 
+import pytest
+
 from storbench.cli import build_parser
 from storbench.reference import plan_reference_markdown
 
@@ -62,3 +64,25 @@ def test_every_module_has_its_line_in_the_architecture_page() -> None:
     named = {m for m in re.findall(r"`([a-z_/]+\.py)`", page) if not m.startswith("tests/")}
     gone = sorted(named - set(modules) - {"cli/__init__.py", "config/__init__.py"})
     assert not gone, f"docs/architecture.md describes modules that do not exist: {gone}"
+
+
+def test_the_methodologys_verdict_for_imports_is_the_tools(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The methodology said imports get the verdict "unknown" while the tool said "under-driven" (from fio's own
+    CPU alone, nothing of the host measured): the row of the verdict table that names imported results is the
+    verdict `show` gives an imported point."""
+    import json
+
+    from helpers import run_cli
+
+    methodology = (ROOT / "docs" / "methodology.md").read_text()
+    rows = [line for line in methodology.splitlines() if line.startswith("| **") and "imported" in line]
+    assert len(rows) == 1, rows
+    documented = re.match(r"\| \*\*([^*]+)\*\*", rows[0])
+    assert documented is not None
+    db = tmp_path / "r.db"
+    code, _, err = run_cli(capsys, "import", str(ROOT / "tests" / "fixtures" / "randread-plain.json"), "--db", str(db))
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "show", "--db", str(db), "--format", "json")
+    assert code == 0, err
+    verdicts = {point["bottleneck"] for point in json.loads(out)}
+    assert verdicts == {documented.group(1)}

@@ -46,3 +46,13 @@ def test_program_help_in_a_process() -> None:
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and done.stdout.startswith("usage: storbench")
     assert "compare" in done.stdout and "show" in done.stdout
+
+
+def test_program_help_names_every_lab(capsys: pytest.CaptureFixture[str]) -> None:
+    """The top-level help said `lab ceph|nfs` of five labs: it names them from the parser, all of them."""
+    labs = sorted(path[1] for path in COMMAND_PATHS if len(path) == 2 and path[0] == "lab")
+    assert len(labs) >= 5
+    assert main(["--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    named = help_text.split("storbench lab ", 1)[1].split()[0].split("|")
+    assert sorted(named) == labs

@@ -129,8 +129,9 @@ def test_no_curve_figure_over_a_single_x_value() -> None:
 
 def _drift(minutes: float) -> Drift:
     samples = tuple(DriftSample(minutes * i / 5, -i * 1.0, f"c{i % 2}", i) for i in range(6))
-    return Drift(run_id=1, direction="read", metric="iops", samples=samples, slope_pct_per_min=-2.0, ci_low=-3.0,
-                 ci_high=-1.0, span_minutes=minutes)
+    per_10min = [100 * ((1 + pct / 100) ** (10 / minutes) - 1) for pct in (-6.0, -9.0, -3.0)]  # over 3 min
+    return Drift(run_id=1, direction="read", metric="iops", samples=samples, slope_pct_per_10min=per_10min[0],
+                 ci_low=per_10min[1], ci_high=per_10min[2], span_minutes=minutes)
 
 
 def test_drift_is_given_over_the_runs_own_length_not_per_ten_minutes() -> None:
@@ -141,12 +142,13 @@ def test_drift_is_given_over_the_runs_own_length_not_per_ten_minutes() -> None:
     trend = figure.series[1]
     assert trend.name == "trend -6.0 % over the run's 3.0 min [95 % CI -9.0, -3.0]"
     assert "10 min" not in trend.name and "10 min" not in figure.caption
-    # the line drawn agrees: it falls by the stated change from x=0 to the run's end
-    assert trend.x == (0.0, 3.0) and trend.y[1] - trend.y[0] == pytest.approx(-6.0)
-    # stats.drift gives its slope per minute
-    rows = [observation(case_id=f"c{i % 2}", repeat=i, iops=1000.0 - 10 * i, started_at_s=60.0 * i)
+    # the line drawn agrees: it falls by the stated change (a ratio) from x=0 to the run's end
+    assert trend.x[0] == 0.0 and trend.x[-1] == 3.0
+    assert (1 + trend.y[-1] / 100) / (1 + trend.y[0] / 100) == pytest.approx(0.94)
+    # stats.drift fits the logarithms: -1 % a minute compounds to about -9.6 % per 10 minutes
+    rows = [observation(case_id=f"c{i % 2}", repeat=i, iops=1000.0 * 0.99 ** i, started_at_s=60.0 * i)
             for i in range(8)]
-    assert drift(rows, 1, "read").slope_pct_per_min == pytest.approx(-1.0, abs=0.1)
+    assert drift(rows, 1, "read").slope_pct_per_10min == pytest.approx(-9.56, abs=0.1)
 
 
 def test_verdict_labels_at_a_shared_x_do_not_sit_on_each_other() -> None:

@@ -338,3 +338,14 @@ def test_pairing_rarely_calls_a_rising_curve_flat_and_shows_a_drifting_flat_one_
         flat_welch += locate_knee([replace(e, rounds=()) for e in points], lat).index == 0
     assert false_flat / trials <= 0.02 and noisy_false_flat / trials <= 0.03, (false_flat, noisy_false_flat)
     assert flat_paired / trials >= 0.95 and flat_welch / trials <= 0.5, (flat_paired, flat_welch)
+
+
+def test_a_saturation_table_of_file_creates_counts_operations_not_iops() -> None:
+    """Creates along numjobs are operations per second: the saturation table does not call them IOPS."""
+    found = [observation(case_id=f"jobs{jobs}", rw="create", direction="write", repeat=r, iops=value,
+                         lat_mean_ns=1e5 * jobs, lat_p99_ns=2e5 * jobs, numjobs=jobs)
+             for jobs, mean in ((1, 1000.0), (4, 3000.0), (16, 3100.0)) for r, value in enumerate(three(mean))]
+    (curve,) = curves(summarize_points(found), "numjobs")
+    text = table_text(curve)
+    assert "saturation: ops/s against load" in text and "max ops/s" in text and "ops/s, p99" in text
+    assert "IOPS" not in text

@@ -46,6 +46,25 @@ def test_metadata_cases_ignore_block_parameters_and_render_size_based_file_jobs(
     assert "unlink" not in jobs["stat"] and "rw=read\n" in jobs["stat"] and "rw=write\n" in jobs["delete"]
 
 
+def test_plan_describes_metadata_operations_as_size_based_without_block_parameters() -> None:
+    """`storbench plan` said "runs are time based" and listed bs, qd and direct for creates, stats and deletes."""
+    from storbench.plan import estimate
+    from storbench.report.tables import plan_summary_lines, plan_table
+
+    cases = expand(load_plan_text(PLAN.format(files=300), "plan.yaml"))
+    table, constants = plan_table(cases, "plan")
+    columns = [str(c.header) for c in table.columns]
+    for block_only in ("bs=", "iodepth=", "direct=", "ramp=", " runtime="):
+        assert block_only not in constants
+    assert not {"bs", "iodepth", "direct"} & set(columns)
+    assert "runtime cap=30s" in constants and "files=300" in constants
+    lines = "\n".join(plan_summary_lines(estimate(cases, 2), 2, "fio-3.36", "fio"))
+    assert "time based" not in lines and "metadata operations are size based" in lines
+    mixed = PLAN.format(files=300).replace("rw: [create, stat, delete]", "rw: [create, randread]")
+    mixed_lines = "\n".join(plan_summary_lines(estimate(expand(load_plan_text(mixed, "plan.yaml")), 2), 2, "f", "f"))
+    assert "block I/O runs are time based" in mixed_lines and "metadata operations are size based" in mixed_lines
+
+
 def test_block_case_ids_do_not_change_with_the_metadata_fields() -> None:
     """files and file_size are left out of a block case's id (they do not apply to it)."""
     text = PLAN.format(files=300).replace("[create, stat, delete]", "randread")

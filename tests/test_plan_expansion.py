@@ -21,6 +21,7 @@ from storbench.units import (
     format_duration,
     format_latency_ns,
     parse_duration_s,
+    parse_fio_size_bytes,
     parse_size_bytes,
 )
 
@@ -440,7 +441,15 @@ def test_estimate_block_targets_need_no_layout_and_count_destructive_cases() -> 
         ("4k", 4096),
         ("4K", 4096),
         ("4KiB", 4096),
-        ("4kb", 4096),
+        ("10GB", 10 * 10**9),
+        ("10 GB", 10 * 10**9),
+        ("4kB", 4000),
+        ("4KB", 4000),
+        ("3MB", 3 * 10**6),
+        ("2TB", 2 * 10**12),
+        ("10GiB", 10 * 2**30),
+        ("10gib", 10 * 2**30),
+        ("10G", 10 * 2**30),
         ("64KiB", 64 * KIB),
         ("1m", MIB),
         ("256MiB", 256 * MIB),
@@ -460,6 +469,28 @@ def test_parse_size_bytes(text: object, expected: int) -> None:
 def test_parse_size_bytes_refuses(text: object) -> None:
     with pytest.raises(ValueError):
         parse_size_bytes(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [("10 gb", "write 10GiB (2^30 bytes a GiB) or 10GB (10^9 bytes a GB)"),
+     ("10gb", "write 10GiB (2^30 bytes a GiB) or 10GB (10^9 bytes a GB)"),
+     ("256mb", "write 256MiB (2^20 bytes a MiB) or 256MB (10^6 bytes a MB)"),
+     ("4kb", "write 4KiB (2^10 bytes a KiB) or 4kB (10^3 bytes a kB)"),
+     ("1Gb", "write 1GiB (2^30 bytes a GiB) or 1GB (10^9 bytes a GB)")],
+)
+def test_parse_size_bytes_refuses_an_ambiguous_unit_with_both_readings(text: str, hint: str) -> None:
+    """``10 gb`` was silently 10GiB: a lower-case unit could mean either, so it is refused with both spellings."""
+    with pytest.raises(ValueError, match="ambiguous size") as err:
+        parse_size_bytes(text)
+    assert hint in str(err.value)
+
+
+def test_fio_sizes_keep_fios_meaning() -> None:
+    """What fio read from a job file (an imported output) keeps fio's kb_base=1024 meaning: 4KB is 4096 there."""
+    assert parse_fio_size_bytes("4KB") == 4096
+    assert parse_fio_size_bytes("4kb") == 4096
+    assert parse_fio_size_bytes("1g") == 2**30
 
 
 @pytest.mark.parametrize(

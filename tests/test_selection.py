@@ -78,3 +78,20 @@ def test_a_link_rate_selects_as_people_write_it() -> None:
     assert seen.case.lab == LabPoint(link_bits_per_s=10**8)
     assert matches(seen, "link", "100Mbit", {}) and matches(seen, "link", "0.1Gbit", {})
     assert not matches(seen, "link", "1Gbit", {}) and not matches(seen, "link", "fast", {})
+
+
+def test_a_where_that_matches_nothing_lists_the_stored_values_of_its_field() -> None:
+    """`--where ioengine=uring` said only "no results match": it names the field's stored values."""
+    from storbench.stats.match import no_match_line
+    from synthetic import observation
+
+    seen = [observation(case_id="a", ioengine="libaio", bs_bytes=4096),
+            observation(case_id="b", ioengine="io_uring", bs_bytes=65536, direct=False)]
+    assert no_match_line(seen, [("ioengine", "uring")], {}) == (
+        "no results match ioengine=uring; stored values: io_uring, libaio")
+    assert no_match_line(seen, [("rw", "randread"), ("bs", "1m")], {}) == (
+        "no results match bs=1m; stored values: 4k, 64k")
+    assert no_match_line(seen, [("engine", "spdk")], {}).endswith("stored values: io_uring, libaio")  # an alias
+    assert no_match_line(seen, [("direct", "1"), ("ioengine", "io_uring")], {}) == (
+        "no results match direct=1 ioengine=io_uring: each matches some results, but none all of them together")
+    assert no_match_line(seen, [("iops", "5")], {}) == "no results match iops=5"  # a metric: no list of values

@@ -207,7 +207,8 @@ def test_show_markdown_and_the_default_table(stored_run: Path, capsys: pytest.Ca
 @pytest.mark.fio
 def test_show_format_errors_are_one_line(stored_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "show", "--db", str(stored_run), "--format", "json", "--where", "rw=write")
-    assert code == 2 and out == "" and err.startswith("storbench: error: no results match")
+    assert code == 2 and out == "" and err.startswith("storbench: error: no results match rw=write; stored values: ")
+    assert "randrw" in err  # the values the field has, to choose from
     code, _, err = run_cli(capsys, "show", "--db", str(stored_run), "--format", "yaml")
     assert code == 2 and "invalid choice: 'yaml'" in err
 
@@ -302,3 +303,23 @@ def test_export_records_carry_no_float_noise_in_json_csv_or_markdown() -> None:
     for fmt in ("csv", "markdown"):
         text = export(records, fmt)
         assert "12962.2" in text and "12962.18" not in text and "77123.4" not in text, fmt
+
+
+def test_the_compare_table_counts_file_creates_as_operations() -> None:
+    """Creates compared between two runs are ops/s, not IOPS, in the table's headers."""
+    from rich.console import Console
+
+    from storbench.report.tables import compare_table
+    from storbench.stats.compare import compare_points
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    def side(run_id: int, iops: tuple[float, ...]) -> list[PointSummary]:
+        return summarize_points([observation(run_id=run_id, case_id=f"c{run_id}", rw="create", direction="write",
+                                             repeat=i, iops=v) for i, v in enumerate(iops)])
+
+    comparisons = compare_points(side(1, (1000.0, 1100.0, 900.0)), side(2, (1500.0, 1400.0, 1600.0)), frozenset())
+    console = Console(width=400, record=True, file=io.StringIO(), color_system=None)
+    console.print(compare_table(comparisons, "run=1", "run=2"))
+    header = next(line for line in console.export_text().splitlines() if "cand" in line and "candidate" not in line)
+    assert "ops/s base" in header and "ops/s cand" in header and "IOPS" not in header

@@ -13,6 +13,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from storbench.report.labels import curve_label
+from storbench.report.show_export import drift_lines
 from storbench.stats.compare import (
     Verdict,
     compare_observations,
@@ -23,7 +24,7 @@ from storbench.stats.compare import (
     select,
     side_differences,
 )
-from storbench.stats.drift import drift
+from storbench.stats.drift import drift, run_drifts
 from storbench.stats.estimate import Estimate, estimate, welch_difference
 from storbench.stats.knee import KneeKind, best_under_objective, curves, locate_knee, parse_slo
 from storbench.stats.observations import Observation
@@ -604,13 +605,14 @@ def test_drift_detects_linear_decline_interleaved() -> None:
     d = drift(_drift_records("interleaved", 0.01), run_id=1, direction="read")
     assert len(d.samples) == 12
     assert d.significant
-    assert d.slope_pct_per_min is not None and d.ci_low is not None and d.ci_high is not None
-    assert d.slope_pct_per_min == pytest.approx(-1.0, abs=0.1)
-    assert d.ci_low < d.slope_pct_per_min < d.ci_high < 0
+    assert d.slope_pct_per_10min is not None and d.ci_low is not None and d.ci_high is not None
+    assert d.slope_pct_per_10min == pytest.approx(-10.0, abs=1.0)
+    assert d.ci_low < d.slope_pct_per_10min < d.ci_high < 0
     assert d.span_minutes == pytest.approx(11.0)
     change = d.over_run()
     assert change is not None
-    assert change[0] == pytest.approx(d.slope_pct_per_min * 11)
+    # a ratio per 10 minutes, compounded over the run's 11 minutes
+    assert change[0] == pytest.approx(100 * ((1 + d.slope_pct_per_10min / 100) ** 1.1 - 1))
     assert change[0] == pytest.approx(-11.0, abs=1.2)
     assert change[1] < change[0] < change[2] < 0
 
@@ -618,21 +620,21 @@ def test_drift_detects_linear_decline_interleaved() -> None:
 def test_drift_detects_linear_decline_sequential() -> None:
     d = drift(_drift_records("sequential", 0.01), run_id=1, direction="read")
     assert d.significant
-    assert d.slope_pct_per_min == pytest.approx(-1.0, abs=0.1)
+    assert d.slope_pct_per_10min == pytest.approx(-10.0, abs=1.0)
 
 
 def test_drift_with_noise_still_detected() -> None:
     d = drift(_drift_records("interleaved", 0.01, noise=0.005, seed=3, repeats=4), run_id=1, direction="read")
     assert d.significant
-    assert d.slope_pct_per_min == pytest.approx(-1.0, abs=0.2)
+    assert d.slope_pct_per_10min == pytest.approx(-10.0, abs=2.0)
 
 
 def test_no_drift_with_constant_iops() -> None:
     d = drift(_drift_records("interleaved", 0.0, noise=0.01, seed=5), run_id=1, direction="read")
-    assert d.slope_pct_per_min is not None
+    assert d.slope_pct_per_10min is not None
     assert not d.significant
     assert d.ci_low is not None and d.ci_high is not None and d.ci_low < 0 < d.ci_high
-    assert abs(d.slope_pct_per_min) < 0.2
+    assert abs(d.slope_pct_per_10min) < 2.0
 
 
 def test_no_drift_false_positive_rate() -> None:
@@ -643,10 +645,48 @@ def test_no_drift_false_positive_rate() -> None:
     assert flagged / trials <= 0.075
 
 
+def test_drift_of_a_collapsing_rate_stays_above_minus_100_percent() -> None:
+    """Creates that fall to a tenth over the run drifted "-93.2 % [95 % CI -169.2, -17.1]": a straight line through
+    percent deviations crosses -100 %. On the log scale the change and both ends of its interval are ratios."""
+    rng = random.Random(7)
+    observations = []
+    for minute in range(12):
+        for case, rate in (("A", 4000.0), ("B", 900.0)):
+            factor = 0.1 ** (minute / 11) * math.exp(rng.gauss(0, 0.6))  # noisy: a wide interval
+            observations.append(rec(case_id=case, rw="create", direction="write", repeat=minute,
+                                    started_at_s=60.0 * minute, iops=rate * factor))
+    d = drift(observations, run_id=1, direction="write", operation="create")
+    change = d.over_run()
+    assert d.significant and change is not None
+    assert -100 < change[1] < change[0] < change[2] < 0
+    assert change[0] == pytest.approx(-90, abs=8)
+    assert d.rate == "creates/s" and d.operation == "create"
+
+
+def test_run_drifts_name_each_operation_apart() -> None:
+    """A metadata run's creates and deletes are both counted as fio writes: each is its own drift, named as what
+    it is; block I/O keeps its direction's IOPS."""
+    observations = [rec(case_id=f"{rw}-{i % 2}", rw=rw, direction=direction, repeat=i // 2, started_at_s=60.0 * i,
+                        iops=1000.0 - i)
+                    for rw, direction in (("create", "write"), ("delete", "write"), ("stat", "read"),
+                                          ("randwrite", "write"))
+                    for i in range(8)]
+    rates = {d.rate: d.operation for d in run_drifts(observations, 1)}
+    assert rates == {"creates/s": "create", "deletes/s": "delete", "stats/s": "stat", "write IOPS": ""}
+
+
+def test_drift_lines_name_creates_not_write_iops() -> None:
+    observations = [rec(case_id=f"c{i % 2}", rw="create", direction="write", repeat=i // 2, started_at_s=60.0 * i,
+                        iops=1000.0 * 0.8 ** i) for i in range(12)]
+    (line,) = drift_lines(observations, [1])
+    assert line.startswith("⚠ run 1: creates/s drifted -9")
+    assert "IOPS" not in line and "write" not in line
+
+
 def test_drift_too_few_samples() -> None:
     records = [rec(case_id="A", repeat=r, started_at_s=60.0 * r, iops=1000.0 - r) for r in range(5)]
     d = drift(records, run_id=1, direction="read")
-    assert d.slope_pct_per_min is None and not d.significant and d.over_run() is None
+    assert d.slope_pct_per_10min is None and not d.significant and d.over_run() is None
     # One repetition per case gives no deviation at all.
     single = [rec(case_id=f"c{i}", started_at_s=60.0 * i, iops=1000.0 - i) for i in range(10)]
     assert drift(single, 1, "read").samples == ()
@@ -1181,3 +1221,15 @@ def test_compare_adds_where_the_time_goes_where_both_sides_storage_reported_it()
     table = comparison_markdown(with_layers, "target=a", "target=b")
     assert "| latency outside the storage | bottleneck |" in table and "| +" in table
     assert "latency outside the storage" not in comparison_markdown(without, "target=a", "target=b")
+
+
+def test_drift_figures_name_the_operation_and_stay_above_minus_100_percent() -> None:
+    from storbench.report.figures import drift_figures
+
+    observations = [rec(case_id=f"c{i % 2}", rw=rw, direction="write", repeat=i // 2, started_at_s=60.0 * i,
+                        iops=1000.0 * 0.7 ** i) for rw in ("create", "delete") for i in range(12)]
+    figures = drift_figures(run_drifts(observations, 1))
+    assert [f.figure_id for f in figures] == ["drift-run1-write-create", "drift-run1-write-delete"]
+    assert [f.title for f in figures] == ["Drift — run 1 creates/s", "Drift — run 1 deletes/s"]
+    trend = figures[0].series[1]
+    assert all(y > -100 for y in trend.y) and trend.y[0] > trend.y[-1]

@@ -76,7 +76,7 @@ def test_a_throttled_volume_is_capped_beyond_this_host_with_its_knee_at_the_lowe
     db = tmp_path / "r.db"
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, IOPS_PLAN)), "--db", str(db))
     assert code == 0, out + err
-    assert "volume lab: up (/dev/loop" in out and "1000 blkio.throttle.read_iops_device" in out
+    assert "volume lab: up (/dev/loop" in out and "capped at 1,000 read and 1,000 write IOPS" in out
     code, out, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
     records = json.loads(out)
     by_depth: dict[int, list[dict[str, object]]] = {}

@@ -23,7 +23,7 @@ from storbench.model import (
 )
 from storbench.plan import case_id_for
 from storbench.redact import HIDDEN, is_secret_option
-from storbench.units import parse_duration_s, parse_size_bytes
+from storbench.units import parse_duration_s, parse_fio_size_bytes
 
 if TYPE_CHECKING:
     from storbench.store.db import Store
@@ -48,7 +48,7 @@ def _size(text: str | None, default: int) -> int:
     if not text:
         return default
     try:
-        return _bounded(parse_size_bytes(text.split(",")[0].split(":")[0]), default)
+        return _bounded(parse_fio_size_bytes(text.split(",")[0].split(":")[0]), default)
     except ValueError:
         return default
 

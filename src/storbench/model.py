@@ -82,6 +82,34 @@ def is_object(rw: str) -> bool:
     return rw in OBJECT_RW
 
 
+# Object operations by the direction fio accounts them in.
+OBJECT_REQUESTS = {"read": "GET", "write": "PUT", "trim": "DELETE"}
+
+
+def operation_of(rw: str, direction: str) -> str:
+    """What one of a point's operations is: the direction for block I/O (read, write, trim), the file operation
+    for metadata (create, stat, delete; the phases of rw: metadata by the direction fio counts them in), the S3
+    request for objects (PUT, GET, DELETE)."""
+    if is_object(rw):
+        return OBJECT_REQUESTS.get(direction, direction)
+    if rw == "metadata":  # its phases: create, stat, delete
+        return {"write": "create", "read": "stat", "trim": "delete"}.get(direction, direction)
+    if is_metadata(rw):
+        return rw
+    return direction
+
+
+def rate_name(rw: str, direction: str) -> str:
+    """A rate as a reader names it: ``read IOPS`` for block I/O, ``creates/s`` for files created, ``GET
+    requests/s`` for object requests."""
+    operation = operation_of(rw, direction)
+    if is_object(rw):
+        return f"{operation} requests/s"
+    if is_metadata(rw):
+        return f"{operation}s/s"
+    return f"{operation} IOPS"
+
+
 def rw_writes(rw: str) -> bool:
     """True when the pattern modifies data (writes or trims)."""
     return any(d in (Direction.WRITE, Direction.TRIM) for d in RW_DIRECTIONS[rw])

@@ -472,6 +472,7 @@ class PlanEstimate:
     layout_bytes: int
     destructive_cases: int
     lab_designs: tuple[str, ...] = ()  # how each swept lab setting is run, for people
+    metadata_cases: int = 0  # file operations (create, stat, delete): size based, each file once
 
 
 def size_refusal(estimate: PlanEstimate, max_runs: int, max_hours: float) -> str | None:
@@ -653,6 +654,7 @@ def estimate(cases: Sequence[Case], repeat: int, *, bring_up: str = "once") -> P
         layout_bytes=layout,
         destructive_cases=sum(1 for c in cases if c.target.kind == "block" and rw_writes(c.workload.rw)),
         lab_designs=lab_designs(cases, bring_up=bring_up, rounds=repeat),
+        metadata_cases=sum(1 for c in cases if is_metadata(c.workload.rw)),
     )
 
 

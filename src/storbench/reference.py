@@ -90,7 +90,10 @@ def plan_reference_markdown() -> str:
         "# Plan reference",
         "",
         "Generated from storbench's schema (`src/storbench/config/schema.py`); a test keeps it current.",
-        "Sizes: `4k`, `64KiB`, `1m`, `256MiB`, `2g` (powers of 1024, as fio). Durations: `5s`, `500ms`, `2m`.",
+        "Sizes: `4k`, `64KiB`, `1m`, `256MiB`, `2g` (powers of 1024, as fio) or `10GB`, `500MB`, `4kB` "
+        "(powers of 1000: 10GB is 10^10 bytes); a lower-case unit such as `10gb` is refused as ambiguous "
+        "(write `10GiB` or `10GB`). "
+        "Options under `fio:` go to fio as written, in fio's units. Durations: `5s`, `500ms`, `2m`.",
         "Unknown keys are errors, with a \"did you mean\" hint.",
         "",
         "## Top level",

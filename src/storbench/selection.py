@@ -116,6 +116,8 @@ class Selection:
     done: dict[int, int] = field(default_factory=dict)  # run -> repetitions stored with status ok
     # run -> how its stopping rule changed on a resume (`--accept-changed-design`): its answer lost its error rates
     design_changed: dict[int, list[str]] = field(default_factory=dict)
+    # when --where matched nothing: which KEY=VALUE, and the values that field has ("no results match ...")
+    no_match: str = ""
 
     @property
     def case_ids(self) -> set[str]:
@@ -331,9 +333,15 @@ def select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per
     store.close()
     chosen = [r for r in runs if r.run_id in run_ids]
     kept, seen, steady = steady_view(chosen, repetitions, per_client=per_client)
-    found = filter_where(seen, where, {r.run_id: r.tags for r in chosen})
+    tags = {r.run_id: r.tags for r in chosen}
+    found = filter_where(seen, where, tags)
+    no_match = ""
+    if where and not found:
+        from storbench.stats.match import no_match_line
+
+        no_match = no_match_line(seen, parse_where(where), tags) if seen else "no results in the chosen runs"
     return Selection(found, chosen, label, kept, steady, {k: v for k, v in preconditions.items() if v}, done,
-                     {run_id: what for run_id, what in changed.items() if what})
+                     {run_id: what for run_id, what in changed.items() if what}, no_match)
 
 
 def design_changed_line(run_id: int, changes: Sequence[str]) -> str:

@@ -216,7 +216,7 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
     try:
         nfs_url, volume_device = None, None
         if lab.volume is not None:
-            from storbench.lab.volume import VolumeLab, VolumeSpec
+            from storbench.lab.volume import VolumeLab, VolumeSpec, caps_text
 
             volume_lab = VolumeLab()
 
@@ -230,9 +230,8 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
             if left_alone:
                 observer.lab_event(left_alone)
             volume_device = volume.device
-            caps = ", ".join(line.split(" ", 1)[1] + " " + Path(path).name for path, line in volume.rules)
-            observer.lab_event(f"volume lab: up ({volume.device}, {format_bytes(lab.volume.size_bytes)}"
-                               + (f"; capped: {caps}" if caps else "; not capped") + ")")
+            observer.lab_event(f"volume lab: up ({volume.device}, {format_bytes(lab.volume.size_bytes)}): "
+                               f"{caps_text(volume.spec, volume.device)}")
         if lab.nfs:
             from storbench.lab.hosts_conf import BRIDGE
             from storbench.lab.nfs import NfsLab

@@ -16,11 +16,25 @@ _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
 
 
 def parse_size_bytes(value: object) -> int:
-    """``4k``/``4K``/``4KiB`` -> 4096, ``1m`` -> 1048576, ``512`` -> 512.
+    """A size as a plan gives it: ``4k``/``4K``/``4KiB`` -> 4096, ``1m`` -> 1048576, ``10GB`` -> 10**10, ``512`` -> 512.
 
-    Like fio (with its default ``kb_base=1024``), k/m/g are powers of 1024; ``KB``-style suffixes are
-    accepted as the same binary units, as fio does.
+    A single letter (``k``, ``m``, ``g``, ``t``, as fio with its default ``kb_base=1024``) and an IEC unit (``KiB``,
+    ``MiB``, ``GiB``) are powers of 1024; an SI unit (``kB``/``KB``, ``MB``, ``GB``, ``TB``, ``PB``, ``EB``) is a power
+    of 1000, what it means everywhere but in fio. A lower-case or otherwise ambiguous form (``gb``, ``mb``, ``Gb``)
+    is refused: whether it meant 10^9 or 2^30 bytes cannot be told.
     """
+    return _parse_size(value, si=True)
+
+
+def parse_fio_size_bytes(value: object) -> int:
+    """A size as fio read it from a job file (its default ``kb_base=1024``): ``4k``, ``4KB`` and ``4KiB`` all 4096.
+
+    For fio's own job options (imported outputs), where fio, not storbench, decided what the unit meant.
+    """
+    return _parse_size(value, si=False)
+
+
+def _parse_size(value: object, *, si: bool) -> int:
     if isinstance(value, bool):
         raise ValueError(f"expected a size such as 4k or 256MiB, got {value!r}")
     if isinstance(value, int):
@@ -32,11 +46,24 @@ def parse_size_bytes(value: object) -> int:
     match = _SIZE_RE.match(value)
     if not match:
         raise ValueError(f"not a size: {value!r} (write e.g. 4k, 64KiB, 1m, 256MiB, 2g)")
-    number, prefix, _binary, _b = match.groups()
-    result = Fraction(number) * (1024 ** _POWERS[prefix.lower()])  # exact: no float rounding near 2^63
+    number, prefix, binary, b = match.groups()
+    base = 1024
+    if si and prefix and b and not binary:
+        base = _si_base(value, number, prefix, b)
+    result = Fraction(number) * (base ** _POWERS[prefix.lower()])  # exact: no float rounding near 2^63
     if result.denominator != 1:
         raise ValueError(f"not a whole number of bytes: {value!r}")
     return _bounded_size(int(result), value)
+
+
+def _si_base(written: str, number: str, prefix: str, b: str) -> int:
+    """1000 for an SI unit written as SI writes it (``kB``/``KB``, ``MB``, ``GB``...); refuses any other form."""
+    if b == "B" and (prefix.isupper() or prefix == "k"):
+        return 1000
+    power = _POWERS[prefix.lower()]
+    si_prefix = "k" if prefix.lower() == "k" else prefix.upper()
+    raise ValueError(f"ambiguous size {written.strip()!r}: write {number}{prefix.upper()}iB (2^{10 * power} bytes a "
+                     f"{prefix.upper()}iB) or {number}{si_prefix}B (10^{3 * power} bytes a {si_prefix}B)")
 
 
 def _bounded_size(n_bytes: int, written: object) -> int:

@@ -1,4 +1,4 @@
-"""`storbench lab ceph|nfs|hosts|k8s up|down|status` (real one-machine test beds) and `storbench k8s cleanup`."""
+"""`storbench lab ceph|nfs|volume|hosts|k8s up|down|status` (real one-machine test beds) and `storbench k8s cleanup`."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def cmd_lab_nfs(args: argparse.Namespace) -> int:
 
 
 def cmd_lab_volume(args: argparse.Namespace) -> int:
-    from storbench.lab.volume import VolumeLab, VolumeSpec
+    from storbench.lab.volume import VolumeLab, VolumeSpec, caps_text
     from storbench.units import parse_size_bytes
 
     lab = VolumeLab(Path(args.dir) if args.dir else None)
@@ -107,8 +107,7 @@ def cmd_lab_volume(args: argparse.Namespace) -> int:
         info, left_alone = lab.up(spec)
         if left_alone:
             out.print(left_alone, markup=False)
-        out.print(f"volume lab: up; {info.device} capped: " + (", ".join(line for _, line in info.rules) or "no caps"),
-                  markup=False)
+        out.print(f"volume lab: up; {caps_text(info.spec, info.device)}", markup=False)
         out.print("the caps apply to processes in the cgroup they were set in: " +
                   (str(Path(info.rules[0][0]).parent) if info.rules else "-"), markup=False)
     return 0
@@ -171,8 +170,17 @@ def cmd_k8s_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _name_the_labs(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                   lab_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The top-level help's line for `lab`, from the labs the parser has: every lab, none forgotten."""
+    labs = "|".join(lab_sub.choices)
+    for action in sub._choices_actions:
+        if action.dest == "lab":
+            action.help = f"real one-machine test beds: `storbench lab {labs} up|down|status`"
+
+
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("lab", help="real one-machine test beds: `storbench lab ceph|nfs up|down|status`")
+    p = sub.add_parser("lab", help="real one-machine test beds")  # the labs named below, once all are added
     lab_sub = p.add_subparsers(dest="lab_kind", metavar="LAB", required=True)
     ceph = lab_sub.add_parser("ceph", help="a Ceph cluster (mon, mgr, OSDs) from Debian's packages on this machine")
     ceph.add_argument("action", choices=("up", "down", "status"))
@@ -215,6 +223,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     k8s.add_argument("--dir", default=None, help="lab directory, kept 0700 (default $STORBENCH_LAB_DIR/k8s or "
                      "/var/lib/storbench/lab/k8s)")
     k8s.set_defaults(func=cmd_lab_k8s)
+    _name_the_labs(sub, lab_sub)
 
     p = sub.add_parser("k8s", help="Kubernetes housekeeping")
     k8s_sub = p.add_subparsers(dest="k8s_command", required=True)

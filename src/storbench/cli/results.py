@@ -72,7 +72,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
     if not selection.observations:
-        raise UserError("no results match", hint="loosen --where/--target, or try --run all")
+        raise UserError(selection.no_match or "no results match", hint="loosen --where/--target, or try --run all")
     title = f"{selection.label} — {args.db}"
     if args.format != "table":
         points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations,
@@ -162,7 +162,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     candidate = parse_selector_flag(args.candidate, "--candidate")
     selection = select(args.db, "all", args.where, default_latest=False)
     if args.where and not selection.observations:
-        raise UserError(f"--where {' '.join(args.where)} matches no results in {args.db}",
+        raise UserError(f"--where {' '.join(args.where)} matches no results in {args.db}: {selection.no_match}",
                         hint="loosen --where; `storbench show --run all` lists what is stored")
     check_selector_keys(selection, baseline, candidate)
     sides = []
@@ -278,7 +278,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     run = "all" if args.baseline and not args.run else args.run
     selection = select(args.db, run, where_items(args.where, args.target), default_latest=True)
     if not selection.observations:
-        raise UserError("no results match", hint="loosen --where/--target, or try --run all")
+        raise UserError(selection.no_match or "no results match", hint="loosen --where/--target, or try --run all")
     comparisons = []
     if args.baseline:
         baseline = parse_selector_flag(args.baseline, "--baseline")

@@ -4,6 +4,7 @@ against the lab, fio options against the allow-list and the engine). Pure: each 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 
 from storbench.config.schema import (
@@ -28,6 +29,7 @@ from storbench.fio.allowlist import (
     ENGINES_BY_TARGET_KIND,
     engine_option_refusal,
     engine_refusal,
+    is_refused,
     refusal_reason,
     value_refusal,
 )
@@ -185,6 +187,20 @@ def _check_lab(config: PlanConfig, source: PlanSource) -> None:
                             where=source.where(("targets", name, "conf")), hint="drop conf: the lab's is used")
 
 
+def fio_option_refusal(name: str, where: str) -> UserError:
+    """Why a pass-through option not on the allow-list is refused, with a hint that leads somewhere: a name close
+    to an allowed option is a typo ("did you mean 'rate_iops'? 'rate_iops' is allowed"), a refused fio option
+    says why."""
+    reference = "the allowed options are in docs/plan-reference.md (`workload.fio`)"
+    if not is_refused(name):
+        close = difflib.get_close_matches(name, sorted(ALLOWED_FIO_OPTIONS), n=1, cutoff=0.6)
+        if close:
+            return UserError(f"unknown fio option '{name}'", where=where,
+                             hint=f"did you mean '{close[0]}'? '{close[0]}' is allowed")
+    return UserError(f"fio option '{name}' {refusal_reason(name)}", where=where,
+                     hint=f"it is not allowed in a plan; {reference}")
+
+
 def check_fio_options(options: Mapping[str, FioScalar | list[FioScalar]], source: PlanSource) -> None:
     """Pass-through fio options: on the allow-list of options that only shape the I/O (fio/allowlist.py), not one
     storbench manages, and every value in that option's grammar."""
@@ -197,10 +213,7 @@ def check_fio_options(options: Mapping[str, FioScalar | list[FioScalar]], source
                 f"fio option '{name}' is set by storbench", where=where, hint=f"use {MANAGED_FIO_OPTIONS[name]}"
             )
         if name not in ALLOWED_FIO_OPTIONS:
-            close = did_you_mean(name, list(ALLOWED_FIO_OPTIONS))
-            raise UserError(f"fio option '{name}' {refusal_reason(name)}", where=where,
-                            hint=(f"{close}; " if close else "") + "it is not allowed in a plan; the allowed "
-                            "options are in docs/plan-reference.md (`workload.fio`)")
+            raise fio_option_refusal(name, where)
         values = value if isinstance(value, list) else [value]
         if not values:
             raise UserError("an empty list sweeps nothing", where=where, hint="give at least one value")

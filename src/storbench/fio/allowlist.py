@@ -236,6 +236,11 @@ REFUSAL_REASONS: tuple[tuple[str, frozenset[str]], ...] = (
 )
 
 
+def is_refused(name: str) -> bool:
+    """True for a fio option storbench knows and refuses (with its reason), rather than a name it does not know."""
+    return any(name in names for _, names in REFUSAL_REASONS)
+
+
 def refusal_reason(name: str) -> str:
     """Why ``name`` (not on the allow-list) is refused."""
     for reason, names in REFUSAL_REASONS:

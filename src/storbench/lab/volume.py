@@ -22,6 +22,7 @@ from pathlib import Path
 from storbench.errors import UserError
 from storbench.lab.labdir import default_lab_dir, ensure_lab_dir, lab_dir_exists, remove_lab_dir
 from storbench.shell import run
+from storbench.units import format_bytes
 
 DEFAULT_LAB_DIR = default_lab_dir()
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -61,6 +62,19 @@ def throttle_lines(spec: VolumeSpec, major_minor: str, v2: bool) -> tuple[tuple[
         if value is not None:
             out.append((name, f"{major_minor} {value}"))
     return tuple(out)
+
+
+def caps_text(spec: VolumeSpec, device: str) -> str:
+    """The caps in plain words: "loop7 capped at 3,000 read and 3,000 write IOPS and 100MiB/s read and 100MiB/s
+    write", or "loop7 not capped". Pure."""
+    name = device.removeprefix("/dev/")
+    caps = []
+    if spec.iops is not None:
+        caps.append(f"{spec.iops:,} read and {spec.iops:,} write IOPS")
+    if spec.bw_bytes_per_s is not None:
+        rate = f"{format_bytes(spec.bw_bytes_per_s)}/s"
+        caps.append(f"{rate} read and {rate} write")
+    return f"{name} capped at {' and '.join(caps)}" if caps else f"{name} not capped"
 
 
 def clearing_line(file_name: str, major_minor: str) -> str:
@@ -142,8 +156,8 @@ class VolumeLab:
             return f"volume lab: down ({self.root} holds no lab)"
         if info.device not in self._our_devices(info)[0]:
             return self._left_alone(info)
-        caps = ", ".join(line for _, line in info.rules) or "no caps"
-        return f"volume lab: up, {info.device} ({info.spec.size_bytes} bytes), capped: {caps}"
+        return (f"volume lab: up, {info.device} ({format_bytes(info.spec.size_bytes)}): "
+                f"{caps_text(info.spec, info.device)}")
 
     def up(self, spec: VolumeSpec) -> tuple[VolumeInfo, str]:
         """The lab with ``spec`` (kept if it is up already on its own device), and the line ``down`` said about

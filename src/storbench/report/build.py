@@ -27,7 +27,7 @@ from storbench.report.steady import steady_figures
 from storbench.report.tables import pooled_runs_line, warning_lines
 from storbench.selection import adaptive_questions, expectations, interval_levels
 from storbench.stats.compare import PointComparison
-from storbench.stats.drift import drift
+from storbench.stats.drift import run_drifts
 from storbench.stats.knee import LOAD_AXES, LatencyObjective, curves
 from storbench.stats.observations import Observation
 from storbench.stats.steady import SteadyState
@@ -46,7 +46,7 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
     memory = {r.run_id: r.mem_total_bytes for r in runs}
     points = summarize_points(observations, memory, expectations=expectations(runs), levels=interval_levels(runs))
     curve_list = [c for axis in LOAD_AXES for c in curves(points, axis)]
-    drifts = [drift(observations, run.run_id, direction) for run in runs for direction in ("read", "write", "trim")]
+    drifts = [d for run in runs for d in run_drifts(observations, run.run_id)]
     labels = {p.case_id: point_label(p, direction=False) for p in reversed(points)}
     figures = [
         *capped_figures(points),

@@ -404,20 +404,18 @@ def drift_figures(drifts: Sequence[Drift]) -> list[FigureSpec]:
         series = [Series(name="repetitions", x=tuple(s.minutes for s in d.samples),
                          y=tuple(s.deviation_pct for s in d.samples), mode="markers",
                          text=tuple(f"{s.case_id} #{s.repeat + 1}" for s in d.samples))]
-        change = d.over_run()
-        if d.slope_pct_per_min is not None and change is not None:
-            xs = (0.0, d.span_minutes)
-            mean_x = sum(s.minutes for s in d.samples) / len(d.samples)
-            mean_y = sum(s.deviation_pct for s in d.samples) / len(d.samples)
-            slope = d.slope_pct_per_min
-            series.append(Series(name=drift_trend_label(d), x=xs,
-                                 y=tuple(mean_y + slope * (x - mean_x) for x in xs), mode="lines", dash=True))
+        if d.slope_pct_per_10min is not None:
+            xs = tuple(d.span_minutes * i / 20 for i in range(21))  # a ratio per minute: a gentle curve in %
+            series.append(Series(name=drift_trend_label(d), x=xs, y=tuple(d.trend_pct(x) or 0.0 for x in xs),
+                                 mode="lines", dash=True))
         figures.append(FigureSpec(
-            figure_id=f"drift-run{d.run_id}-{d.direction}", title=f"Drift — run {d.run_id} {d.direction} IOPS",
-            x_label="minutes since the run started", y_label="% from its case's mean", series=tuple(series),
-            section="Drift", caption="Each repetition's IOPS relative to the mean of its case, against the time it "
-            "started. The dashed trend is the least-squares slope, given as the change from the first to the last "
-            "repetition of this run with its 95 % CI; one that excludes zero means results depend on when they ran."))
+            figure_id=f"drift-run{d.run_id}-{d.direction}{f'-{d.operation.lower()}' if d.operation else ''}",
+            title=f"Drift — run {d.run_id} {d.rate}",
+            x_label="minutes since the run started", y_label="% from its case's geometric mean", series=tuple(series),
+            section="Drift", caption=f"Each repetition's {d.rate} relative to the geometric mean of its case, against "
+            "the time it started; the trend is fitted to the logarithms, so it and its interval are ratios (never "
+            "below -100 %), given as the change from the first to the last repetition of this run with its 95 % CI. "
+            "One that excludes zero means results depend on when they ran."))
     return figures
 
 

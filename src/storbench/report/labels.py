@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from storbench.model import Case, is_metadata, is_object, setting_text
+from storbench.model import Case, is_metadata, is_object, operation_of, setting_text
 from storbench.stats.compare import MATCH_FIELDS, PointComparison
 from storbench.stats.knee import Curve
 from storbench.stats.summary import PointSummary, distinct_texts, hidden_texts
@@ -18,20 +18,10 @@ from storbench.stats.summary import PointSummary, distinct_texts, hidden_texts
 PARTS = ("target", "rw", "bs", "iodepth", "numjobs", "clients", "direction")
 
 
-# Object operations by the direction fio accounts them in.
-OBJECT_REQUESTS = {"read": "GET", "write": "PUT", "trim": "DELETE"}
-
-
 def direction_label(rw: str, direction: str) -> str:
     """What a row's operations are: the direction for block I/O, the file operation for metadata (create, stat,
     delete), the S3 request for objects (PUT, GET, DELETE)."""
-    if is_object(rw):
-        return OBJECT_REQUESTS.get(direction, direction)
-    if rw == "metadata":  # its phases: create, stat, delete
-        return {"write": "create", "read": "stat", "trim": "delete"}.get(direction, direction)
-    if is_metadata(rw):
-        return rw
-    return direction
+    return operation_of(rw, direction)
 
 
 def rate_header(points: Sequence[PointSummary]) -> str:

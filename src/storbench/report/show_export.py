@@ -157,16 +157,16 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
 
 
 def drift_lines(observations: Sequence[Observation], run_ids: Sequence[int]) -> list[str]:
-    """A line for each run and direction whose IOPS drifted significantly from its first to its last repetition."""
-    from storbench.stats.drift import drift
+    """A line for each run and operation (read or write IOPS, creates/s, ...) whose rate drifted significantly from
+    its first to its last repetition; the change and its interval are ratios, never below -100 %."""
+    from storbench.stats.drift import run_drifts
 
     lines = []
     for run_id in run_ids:
-        for direction in ("read", "write"):
-            d = drift(observations, run_id, direction)
+        for d in run_drifts(observations, run_id):
             change = d.over_run()
             if d.significant and change is not None:
-                lines.append(f"⚠ run {run_id}: {direction} IOPS drifted {change[0]:+.1f} % [95% CI {change[1]:+.1f}, "
+                lines.append(f"⚠ run {run_id}: {d.rate} drifted {change[0]:+.1f} % [95% CI {change[1]:+.1f}, "
                              f"{change[2]:+.1f}] from its first to its last repetition ({d.span_minutes:.1f} min): "
                              "the interleaved order spreads it over all cases; consider a longer ramp or "
                              "preconditioning")

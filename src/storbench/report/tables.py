@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from rich.table import Table
 from rich.text import Text
 
-from storbench.model import Case, is_metadata
+from storbench.model import Case, is_metadata, is_object
 from storbench.plan import PlanEstimate
 from storbench.report.labels import (
     comparison_label,
@@ -276,7 +276,8 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
                   title_justify="left", header_style="bold")
     lab_keys = varying_comparison_lab(comparisons)
     # (header, priority: 0 essential .. 3 first to go; the point label wraps instead of going)
-    columns = (("point", 0), ("IOPS base", 2), ("IOPS cand", 2), ("IOPS", 0), ("bandwidth", 3), ("mean lat", 2),
+    rate = _rate_unit([c.baseline for c in comparisons])  # ops/s for creates, stats, deletes and S3 requests
+    columns = (("point", 0), (f"{rate} base", 2), (f"{rate} cand", 2), (rate, 0), ("bandwidth", 3), ("mean lat", 2),
                ("p95", 3), ("p99", 0), ("bottleneck", 1))
     rows: list[list[tuple[str, Verdict | None]]] = []
     for c in comparisons:
@@ -344,7 +345,14 @@ def interval_caption(comparisons: Sequence[PointComparison]) -> str:
 
 
 def _point_figures(point: CurvePoint) -> str:
-    return f"{point.iops:,.0f} IOPS, p99 {format_latency_ns(point.lat_p99_ns)}"
+    return f"{point.iops:,.0f} {_rate_unit([point.point])}, p99 {format_latency_ns(point.lat_p99_ns)}"
+
+
+def _rate_unit(points: Sequence[PointSummary]) -> str:
+    """IOPS for block I/O, ops/s for file operations and object requests (a file created is no I/O), both for a
+    mix."""
+    operations = [is_metadata(p.rw) or is_object(p.rw) for p in points]
+    return "IOPS" if not any(operations) else "ops/s" if all(operations) else "IOPS/ops/s"
 
 
 def _knee_text(point: CurvePoint, axis: str) -> str:
@@ -391,13 +399,14 @@ def knee_text(curve: Curve) -> str:
 
 
 def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | None) -> Table:
-    table = Table(title="saturation: IOPS against load", title_justify="left", header_style="bold")
+    rate = _rate_unit([p.point for curve in curve_list for p in curve.points])
+    table = Table(title=f"saturation: {rate} against load", title_justify="left", header_style="bold")
     table.add_column("curve")
     table.add_column("points", justify="right")
-    table.add_column("knee (load stops adding IOPS)")
-    table.add_column("max IOPS")
+    table.add_column(f"knee (load stops adding {rate})")
+    table.add_column(f"max {rate}")
     if objective:
-        table.add_column(f"max IOPS with {objective.label} <= {format_latency_ns(objective.limit_ns)}")
+        table.add_column(f"max {rate} with {objective.label} <= {format_latency_ns(objective.limit_ns)}")
     lab_keys = curve_lab_keys(curve_list)
     for curve in curve_list:
         peak = max(curve.points, key=lambda c: c.iops)
@@ -414,10 +423,25 @@ PLAN_ROWS_HEAD = 20
 PLAN_ROWS_TAIL = 10
 
 
+# What a metadata operation's job has but does not depend on: one file operation at a time (no queue), no
+# blocks transferred, no page cache to bypass, size based (each file once) with no warm-up to leave out.
+NOT_FOR_METADATA = ("bs", "iodepth", "direct", "ramp")
+
+
+def plan_parameters(case: Case) -> dict[str, str]:
+    """A case's parameters as `storbench plan` shows them: a metadata operation without the block I/O ones
+    (``NOT_FOR_METADATA``) and its runtime as what it is, a cap."""
+    params = case.parameters()
+    if not is_metadata(case.workload.rw):
+        return params
+    shown = {k: v for k, v in params.items() if k not in NOT_FOR_METADATA and k != "runtime"}
+    return {**shown, "runtime cap": params["runtime"]}
+
+
 def plan_table(cases: Sequence[Case], title: str) -> tuple[Table, str]:
     """The cases, one row each, with a column per parameter that varies; constants go in a line. A large sweep
     shows its first and last rows and how many are between."""
-    params = [case.parameters() for case in cases]
+    params = [plan_parameters(case) for case in cases]
     names = list(params[0]) if params else []
     for p in params[1:]:
         names += [k for k in p if k not in names]
@@ -444,13 +468,23 @@ def _count(number: int, noun: str) -> str:
     return f"{number:,} {noun}" + ("" if number == 1 else "s")
 
 
+def _how_long_runs_are(estimate: PlanEstimate) -> str:
+    timed = "runs are time based: the volume written while measuring depends on the storage's speed"
+    sized = ("metadata operations are size based: each job creates, stats or deletes its files once, runtime "
+             "only caps it")
+    if not estimate.metadata_cases:
+        return timed
+    if estimate.metadata_cases == estimate.cases:
+        return sized
+    return f"block I/O {timed}; {sized}"
+
+
 def plan_summary_lines(estimate: PlanEstimate, repeat: int, fio_version: str, fio_binary: str) -> list[str]:
     lines = [
         f"{_count(estimate.cases, 'case')} x {_count(repeat, 'repetition')} = "
         f"{_count(estimate.repetitions, 'fio run')}",
         f"estimated time: {format_duration(estimate.seconds)}",
-        f"test files laid out: {format_bytes(estimate.layout_bytes)} (runs are time based: the volume written "
-        "while measuring depends on the storage's speed)",
+        f"test files laid out: {format_bytes(estimate.layout_bytes)} ({_how_long_runs_are(estimate)})",
         f"fio: {fio_binary} ({fio_version})",
     ]
     if estimate.destructive_cases:

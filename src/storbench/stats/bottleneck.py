@@ -188,13 +188,19 @@ def _busiest_text(x: BottleneckInputs) -> str:
 
 
 def judge(x: BottleneckInputs) -> BottleneckVerdict:
-    measured_anything = any(v is not None for v in (x.host_cpu_busy_pct, x.device_util_pct, x.client_cpu_cores,
-                                                    x.node_cpu_busy_pct, x.node_disk_util_pct))
-    if not measured_anything:
-        return BottleneckVerdict(Bottleneck.UNKNOWN, "no telemetry for this point (imported, or telemetry off)")
+    """The point's verdict. Without telemetry of the machines (imported results, `telemetry.enabled: false`) only
+    fio's own CPU accounting is known: it can show the client bound, but "nothing saturated" (under-driven, not
+    saturated) would be a guess about a host no one measured, so such a point is unknown."""
     slots = configured_slots(x.iodepth, x.jobs, x.ioengine)
     in_flight = x.in_flight
     found = findings_for(x)
+    telemetry = any(v is not None for v in (x.host_cpu_busy_pct, x.device_util_pct, x.node_cpu_busy_pct,
+                                            x.node_disk_util_pct))
+    if not found and not telemetry:
+        fio = ("" if x.client_cpu_cores is None else
+               f"; fio used {x.client_cpu_cores:.2f} cores, not enough to bind the client")
+        return BottleneckVerdict(Bottleneck.UNKNOWN, f"no telemetry for this point (imported, or telemetry off){fio}",
+                                 (), in_flight, slots)
     if found:
         primary = found[0]
         others = "; ".join(f.evidence for f in found[1:])

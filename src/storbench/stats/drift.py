@@ -1,4 +1,5 @@
-"""Drift over a run: does a case's result depend on when it ran? Least squares on relative deviations."""
+"""Drift over a run: does a case's result depend on when it ran? Least squares on log ratios to each case's
+geometric mean, so a change and its interval are ratios: never below -100 %."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from storbench.model import operation_of, rate_name
 from storbench.stats.estimate import t_quantile
 from storbench.stats.observations import METRIC_VALUES, Observation
 
@@ -16,58 +18,86 @@ MIN_SAMPLES = 6
 @dataclass(frozen=True)
 class DriftSample:
     minutes: float
-    deviation_pct: float
+    deviation_pct: float  # from its case's geometric mean, in percent
     case_id: str
     repeat: int
 
 
 @dataclass(frozen=True)
 class Drift:
-    """Slope of (metric / its case's mean - 1) against time, in percent per minute, with a t interval; shown as the
-    change over the run's own length (``over_run``), never per a fixed span the run may not have lasted."""
+    """The change of a metric over time, in percent per 10 minutes with a t interval, estimated on the log scale
+    (each repetition's metric over its case's geometric mean) and given back as ratios: a change of -x % is the
+    metric times (1 - x/100), so neither the change nor its interval can fall below -100 %.
+
+    ``rate`` names the metric as a reader would (``write IOPS``, ``creates/s``)."""
 
     run_id: int
     direction: str
     metric: str
     samples: tuple[DriftSample, ...]
-    slope_pct_per_min: float | None
+    slope_pct_per_10min: float | None
     ci_low: float | None
     ci_high: float | None
     span_minutes: float = 0.0
+    rate: str = ""
+    operation: str = ""  # when the drift is of one operation (create, GET) rather than a direction of block I/O
+
+    def __post_init__(self) -> None:
+        if not self.rate:
+            object.__setattr__(self, "rate", f"{self.direction} IOPS")
 
     def over_run(self) -> tuple[float, float, float] | None:
-        """(change, CI low, CI high) in percent from the first to the last repetition of the run."""
-        if self.slope_pct_per_min is None or self.ci_low is None or self.ci_high is None:
+        """(change, CI low, CI high) in percent from the first to the last repetition of the run: the ratio per 10
+        minutes compounded over the run's span."""
+        if self.slope_pct_per_10min is None or self.ci_low is None or self.ci_high is None:
             return None
-        scale = self.span_minutes
-        return self.slope_pct_per_min * scale, self.ci_low * scale, self.ci_high * scale
+        return (_compound(self.slope_pct_per_10min, self.span_minutes), _compound(self.ci_low, self.span_minutes),
+                _compound(self.ci_high, self.span_minutes))
+
+    def trend_pct(self, minutes: float) -> float | None:
+        """The fitted line at ``minutes``, in percent from the cases' geometric means (for figures)."""
+        if self.slope_pct_per_10min is None or not self.samples:
+            return None
+        mean_x = statistics.fmean(s.minutes for s in self.samples)
+        mean_log = statistics.fmean(math.log1p(s.deviation_pct / 100) for s in self.samples)
+        per_minute = math.log1p(self.slope_pct_per_10min / 100) / 10
+        return 100 * math.expm1(mean_log + per_minute * (minutes - mean_x))
 
     @property
     def significant(self) -> bool:
         return self.ci_low is not None and self.ci_high is not None and (self.ci_low > 0 or self.ci_high < 0)
 
 
-def drift(observations: Sequence[Observation], run_id: int, direction: str, metric: str = "iops") -> Drift:
+def _compound(pct_per_10min: float, minutes: float) -> float:
+    return 100 * math.expm1(math.log1p(pct_per_10min / 100) * minutes / 10)
+
+
+def drift(observations: Sequence[Observation], run_id: int, direction: str, metric: str = "iops",
+          operation: str | None = None) -> Drift:
+    """The drift of ``metric`` in ``direction`` over run ``run_id``; with ``operation``, only the points whose
+    operations are it (``operation_of``: ``read``/``write`` for block I/O, ``create``, ``GET``...)."""
     read = METRIC_VALUES[metric]
     rows = [(o, value) for o in observations
             if o.run_id == run_id and o.direction_name == direction and o.ok and not o.client
-            and (value := read(o)) is not None]
+            and (operation is None or operation_of(o.case.workload.rw, direction) == operation)
+            and (value := read(o)) is not None and value > 0]  # a ratio of nothing is no ratio
     by_case: dict[str, list[tuple[Observation, float]]] = {}
     for o, value in rows:
         by_case.setdefault(o.case.case_id, []).append((o, value))
     start = min((o.started_at_s for o, _ in rows), default=0.0)
     samples: list[DriftSample] = []
+    logs: list[float] = []
     for case_rows in by_case.values():
         if len(case_rows) < 2:
             continue
-        mean = statistics.fmean(value for _, value in case_rows)
-        if not mean:
-            continue
-        samples.extend(DriftSample((o.started_at_s - start) / 60, 100 * (value / mean - 1), o.case.case_id,
-                                   o.rep_index) for o, value in case_rows)
+        mean_log = statistics.fmean(math.log(value) for _, value in case_rows)
+        for o, value in case_rows:
+            logs.append(math.log(value) - mean_log)
+            samples.append(DriftSample((o.started_at_s - start) / 60, 100 * math.expm1(logs[-1]), o.case.case_id,
+                                       o.rep_index))
     slope = low = high = None
     cases = len({s.case_id for s in samples})
-    df = len(samples) - cases - 1  # each case's mean of time and of IOPS was estimated first
+    df = len(samples) - cases - 1  # each case's mean of time and of the log metric was estimated first
     if len(samples) >= MIN_SAMPLES and df >= 1:
         # within-case regression: centre time per case too, so gaps between cases (sequential order) do not
         # dilute the slope
@@ -76,12 +106,28 @@ def drift(observations: Sequence[Observation], run_id: int, direction: str, metr
             by_case_minutes.setdefault(sample.case_id, []).append(sample.minutes)
         case_mean_x = {case: statistics.fmean(xs) for case, xs in by_case_minutes.items()}
         xs = [s.minutes - case_mean_x[s.case_id] for s in samples]
-        ys = [s.deviation_pct for s in samples]  # already centred per case
+        ys = logs  # already centred per case
         sxx = sum(x * x for x in xs)
         if sxx > 0:
             b = sum(x * y for x, y in zip(xs, ys, strict=True)) / sxx
             residual = sum((y - b * x) ** 2 for x, y in zip(xs, ys, strict=True))
             half = t_quantile(0.95, df) * math.sqrt(residual / df / sxx)
-            slope, low, high = b, b - half, b + half
+            slope, low, high = (100 * math.expm1(10 * v) for v in (b, b - half, b + half))
     span = max((s.minutes for s in samples), default=0.0)
-    return Drift(run_id, direction, metric, tuple(samples), slope, low, high, span)
+    rws = {o.case.workload.rw for o, _ in rows}
+    rate = rate_name(next(iter(rws)), direction) if operation is not None and rws else f"{direction} IOPS"
+    if metric != "iops":
+        rate = f"{direction} {metric}"
+    return Drift(run_id, direction, metric, tuple(samples), slope, low, high, span, rate,
+                 "" if operation in (None, direction) else operation)
+
+
+def run_drifts(observations: Sequence[Observation], run_id: int, metric: str = "iops") -> list[Drift]:
+    """One drift per operation of run ``run_id``: read, write and trim IOPS of its block I/O, and each metadata
+    operation (creates/s, stats/s, deletes/s) and object request (PUT requests/s...) apart, in the order first
+    seen."""
+    operations: dict[tuple[str, str], None] = {}
+    for o in observations:
+        if o.run_id == run_id and o.ok and not o.client and o.direction_name:
+            operations[(o.direction_name, operation_of(o.case.workload.rw, o.direction_name))] = None
+    return [drift(observations, run_id, direction, metric, operation) for direction, operation in operations]

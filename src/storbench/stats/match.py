@@ -20,7 +20,7 @@ from storbench.stats.observations import (
     lat_percentiles_from,
     observed_storage,
 )
-from storbench.units import parse_size_bytes
+from storbench.units import format_block_size, format_link_rate, parse_size_bytes
 
 
 class Kind(StrEnum):
@@ -203,3 +203,63 @@ def select(observations: Sequence[Observation], pairs: Sequence[tuple[str, str]]
            tags: Mapping[int, tuple[str, ...]]) -> list[Observation]:
     """The observations for which every ``key=value`` pair holds."""
     return [o for o in observations if all(matches(o, k, v, tags) for k, v in pairs)]
+
+
+STORED_VALUES_SHOWN = 12  # a field with more distinct values (latencies, times) lists these and a count
+
+
+def _value_text(kind: Kind, value: object) -> str:
+    """A stored value as one would write it after ``KEY=``: ``4k``, ``true``, ``1.5s``, ``1Gbit``."""
+    if value is None:
+        return "none"
+    if kind == Kind.SIZE and isinstance(value, int):
+        return format_block_size(value)
+    if kind == Kind.BOOL:
+        return "true" if value else "false"
+    if kind == Kind.DURATION and isinstance(value, int | float):
+        return f"{value:g}s"
+    if kind == Kind.LINK and isinstance(value, int):
+        return format_link_rate(value)
+    return str(value)
+
+
+def stored_values(observations: Sequence[Observation], key: str) -> list[str] | None:
+    """The distinct values ``key`` has among ``observations``, as one would write them (sorted), or None for a
+    key whose values are no list to choose from (a metric, a time, a tag)."""
+    if key == "run":
+        return [str(run) for run in sorted({o.run_id for o in observations})]
+    key = canonical_key(key)
+    field = FIELDS.get(key)
+    found: dict[object, str] = {}
+    for o in observations:
+        if field is not None:
+            kind, read = field
+            if kind == Kind.FLOAT:
+                return None
+            value: object = read(o)
+        else:
+            setting = _lab_setting(o, key)
+            if setting is None:
+                continue
+            kind, value = setting
+        found.setdefault(value, _value_text(kind, value))
+    return [found[v] for v in sorted(found, key=lambda v: (v is None, str(type(v)), v))]
+
+
+def no_match_line(observations: Sequence[Observation], pairs: Sequence[tuple[str, str]],
+                  tags: Mapping[int, tuple[str, ...]]) -> str:
+    """Why ``pairs`` select nothing of ``observations``, in a line that leads somewhere: the first KEY=VALUE that
+    alone matches nothing with the values that field has ("no results match ioengine=uring; stored values:
+    io_uring, libaio"), or that each matches some results but not all together."""
+    for key, value in pairs:
+        if select(observations, [(key, value)], tags):
+            continue
+        line = f"no results match {key}={value}"
+        values = stored_values(observations, key)
+        if values:
+            more = len(values) - STORED_VALUES_SHOWN
+            shown = ", ".join(values[:STORED_VALUES_SHOWN]) + (f" and {more} more" if more > 0 else "")
+            line += f"; stored values: {shown}"
+        return line
+    together = " ".join(f"{k}={v}" for k, v in pairs)
+    return f"no results match {together}: each matches some results, but none all of them together"

@@ -327,13 +327,9 @@ def _lab_roots() -> list[str]:
 
 
 def check_block_target(spec: BlockTarget, cases: Sequence[Case], *, where: str = "") -> PreparedTarget:
-    """A raw device: it must exist and be a block device; writes need ``destructive: true`` and a device
-    that nothing has mounted, swapped on or stacked on top of."""
-    for case in cases:
-        refusal = block_write_refusal(case)
-        if refusal:
-            raise UserError(refusal, where=where,
-                            hint=f"add 'destructive: true' to target '{spec.name}' if that is what you want")
+    """A raw device: it must exist and be a block device; writes need a device that nothing has mounted, swapped
+    on or stacked on top of, and ``destructive: true``. In that order: a device in use is told so, not told to add
+    ``destructive: true`` and then refused anyway."""
     if spec.device is None:
         raise AssertionError("the volume lab's device is prepared with its lab, not checked here")
     device = Path(spec.device)
@@ -351,8 +347,14 @@ def check_block_target(spec: BlockTarget, cases: Sequence[Case], *, where: str =
                                holders, open_by=_open_by(set(numbers)), loop_backing=_loop_backing(device),
                                lab_roots=_lab_roots(), backs_loops=_loops_backed_by(paths))
         if reason:
-            raise UserError(f"target '{spec.name}': refusing to write to {device}: {reason}", where=where,
-                            hint="unmount it first, or pick another device")
+            raise UserError(f"target '{spec.name}': {device} cannot be written to while in use: {reason}",
+                            where=where, hint="unmount it (or stop what uses it) first, or pick another device; "
+                            "destructive: true does not change this")
+    for case in cases:
+        refusal = block_write_refusal(case)
+        if refusal:
+            raise UserError(refusal, where=where,
+                            hint=f"add 'destructive: true' to target '{spec.name}' if that is what you want")
     return PreparedTarget(
         spec=spec,
         binding=JobBinding(options=(("filename", escape_fio_path(str(device))),)),
