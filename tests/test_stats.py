@@ -1233,3 +1233,15 @@ def test_drift_figures_name_the_operation_and_stay_above_minus_100_percent() -> 
     assert [f.title for f in figures] == ["Drift — run 1 creates/s", "Drift — run 1 deletes/s"]
     trend = figures[0].series[1]
     assert all(y > -100 for y in trend.y) and trend.y[0] > trend.y[-1]
+
+
+def test_drift_of_a_run_of_seconds_does_not_overflow() -> None:
+    """Repetitions replayed within a second (a fake executor, an import of quick runs): the slope per 10 minutes
+    is beyond any float, the change over the run itself is not, and every output reads it without an overflow."""
+    rows = [rec(case_id=c, repeat=r, started_at_s=1000.0 + 0.01 * (2 * r + i), iops=1000.0 * (1.2 if r == 2 else 1))
+            for r in range(4) for i, c in enumerate(("A", "B"))]
+    d = drift(rows, run_id=1, direction="read")
+    change = d.over_run()
+    assert change is not None and all(math.isfinite(v) or v == math.inf for v in change)
+    assert -100 < change[1] <= change[0] and math.isfinite(change[0])
+    assert d.trend_pct(0.0) is not None

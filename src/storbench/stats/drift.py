@@ -41,6 +41,9 @@ class Drift:
     span_minutes: float = 0.0
     rate: str = ""
     operation: str = ""  # when the drift is of one operation (create, GET) rather than a direction of block I/O
+    # the fitted slope and its interval as they were estimated: natural log of the ratio per minute (exact, where
+    # the percent per 10 minutes of a run of seconds would overflow)
+    log_per_min: tuple[float, float, float] | None = None
 
     def __post_init__(self) -> None:
         if not self.rate:
@@ -51,6 +54,9 @@ class Drift:
         minutes compounded over the run's span."""
         if self.slope_pct_per_10min is None or self.ci_low is None or self.ci_high is None:
             return None
+        if self.log_per_min is not None:
+            slope, low, high = (_pct(v * self.span_minutes) for v in self.log_per_min)
+            return slope, low, high
         return (_compound(self.slope_pct_per_10min, self.span_minutes), _compound(self.ci_low, self.span_minutes),
                 _compound(self.ci_high, self.span_minutes))
 
@@ -60,12 +66,18 @@ class Drift:
             return None
         mean_x = statistics.fmean(s.minutes for s in self.samples)
         mean_log = statistics.fmean(math.log1p(s.deviation_pct / 100) for s in self.samples)
-        per_minute = math.log1p(self.slope_pct_per_10min / 100) / 10
-        return 100 * math.expm1(mean_log + per_minute * (minutes - mean_x))
+        per_minute = (self.log_per_min[0] if self.log_per_min is not None
+                      else math.log1p(self.slope_pct_per_10min / 100) / 10)
+        return _pct(mean_log + per_minute * (minutes - mean_x))
 
     @property
     def significant(self) -> bool:
         return self.ci_low is not None and self.ci_high is not None and (self.ci_low > 0 or self.ci_high < 0)
+
+
+def _pct(log_ratio: float) -> float:
+    """A log ratio as a percent change (unbounded above: infinite where it would overflow)."""
+    return 100 * math.expm1(log_ratio) if log_ratio < 700 else math.inf
 
 
 def _compound(pct_per_10min: float, minutes: float) -> float:
@@ -96,6 +108,7 @@ def drift(observations: Sequence[Observation], run_id: int, direction: str, metr
             samples.append(DriftSample((o.started_at_s - start) / 60, 100 * math.expm1(logs[-1]), o.case.case_id,
                                        o.rep_index))
     slope = low = high = None
+    fitted: tuple[float, float, float] | None = None
     cases = len({s.case_id for s in samples})
     df = len(samples) - cases - 1  # each case's mean of time and of the log metric was estimated first
     if len(samples) >= MIN_SAMPLES and df >= 1:
@@ -112,14 +125,15 @@ def drift(observations: Sequence[Observation], run_id: int, direction: str, metr
             b = sum(x * y for x, y in zip(xs, ys, strict=True)) / sxx
             residual = sum((y - b * x) ** 2 for x, y in zip(xs, ys, strict=True))
             half = t_quantile(0.95, df) * math.sqrt(residual / df / sxx)
-            slope, low, high = (100 * math.expm1(10 * v) for v in (b, b - half, b + half))
+            fitted = (b, b - half, b + half)
+            slope, low, high = (_pct(10 * v) for v in fitted)
     span = max((s.minutes for s in samples), default=0.0)
     rws = {o.case.workload.rw for o, _ in rows}
     rate = rate_name(next(iter(rws)), direction) if operation is not None and rws else f"{direction} IOPS"
     if metric != "iops":
         rate = f"{direction} {metric}"
     return Drift(run_id, direction, metric, tuple(samples), slope, low, high, span, rate,
-                 "" if operation in (None, direction) else operation)
+                 "" if operation in (None, direction) else operation, fitted)
 
 
 def run_drifts(observations: Sequence[Observation], run_id: int, metric: str = "iops") -> list[Drift]:
