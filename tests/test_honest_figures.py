@@ -4,6 +4,7 @@ alone. Figure specs are pure: these read the specs and the two renderers' axes."
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import matplotlib.pyplot as plt
@@ -129,9 +130,9 @@ def test_no_curve_figure_over_a_single_x_value() -> None:
 
 def _drift(minutes: float) -> Drift:
     samples = tuple(DriftSample(minutes * i / 5, -i * 1.0, f"c{i % 2}", i) for i in range(6))
-    per_10min = [100 * ((1 + pct / 100) ** (10 / minutes) - 1) for pct in (-6.0, -9.0, -3.0)]  # over 3 min
-    return Drift(run_id=1, direction="read", metric="iops", samples=samples, slope_pct_per_10min=per_10min[0],
-                 ci_low=per_10min[1], ci_high=per_10min[2], span_minutes=minutes)
+    per_min = tuple(math.log1p(pct / 100) / minutes for pct in (-6.0, -9.0, -3.0))  # over the run's minutes
+    return Drift(run_id=1, direction="read", metric="iops", samples=samples, log_per_min=per_min,
+                 span_minutes=minutes)
 
 
 def test_drift_is_given_over_the_runs_own_length_not_per_ten_minutes() -> None:

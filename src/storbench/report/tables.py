@@ -65,11 +65,15 @@ def expected_cell(p: PointSummary) -> str:
     return "" if pct is None else f"{pct:.1f}%"
 
 
+# telemetry columns kept longer than the rest when a table must drop columns: where the time went
+TELEMETRY_PRIORITY = {"outside_storage_pct": 2}
+
+
 def telemetry_columns(points: Sequence[PointSummary]) -> list[tuple[str, str, str]]:
     """(header, metric field, format) of the telemetry columns some point has data for (OSD CPU only when an
     OSD did work: an idle cluster beside a local run is not worth a column)."""
     optional = (("osd cores", "ceph_osd_cpu_cores", ".2f"), ("storage lat", "storage_lat_ns", "lat"),
-                ("outside %", "outside_storage_pct", ".0f"),
+                ("outside %", "outside_storage_pct", ".0f"),  # kept before the rest (TELEMETRY_PRIORITY)
                 ("cache hit %", "ceph_cache_hit_pct", ".0f"), ("node cpu %", "node_cpu_busy_pct", ".0f"),
                 ("node disk %", "node_disk_util_pct", ".0f"), ("net %", "net_busiest_util_pct", ".0f"),
                 ("skew", "start_skew_s", "s"), ("slowest %", "slowest_client_pct_of_median", ".0f"))
@@ -157,9 +161,8 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
         ("p99", "right", 0, lambda p: _lat(p.metric("lat_p99_ns"))),
         ("p99.9", "right", 3, lambda p: _lat(p.metric("lat_p999_ns"))),
         ("cpu %", "right", 3, lambda p: _mean(p.metric("host_cpu_busy_pct"), ".0f")), ("disk %", "right", 3, disk),
-        # where the time went (the share outside the storage) before the rest of the telemetry
-        *((name, "right", 2 if field == "outside_storage_pct" else 4,
-           lambda p, f=field, m=fmt: telemetry_cell(p.metric(f), m)) for name, field, fmt in extra),
+        *((name, "right", TELEMETRY_PRIORITY.get(field, 4), lambda p, f=field, m=fmt: telemetry_cell(p.metric(f), m))
+          for name, field, fmt in extra),
         ("verdict", "left", 0, lambda p: p.bottleneck.short), ("!", "left", 0, lambda p: "⚠" if p.warnings else ""),
     ]
     cells = [[safe_text(cell(p)) for _, _, _, cell in specs] for p in points]  # measured as shown

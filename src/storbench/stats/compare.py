@@ -281,19 +281,15 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
         comparable = force or not differing
         reason = _reason(base, point, differing)
         cells = []
-        for metric in metrics:
+        for metric in (*metrics, *LAYER_METRICS):
             if metric.field == "bw_bytes" and is_metadata(point.rw):
                 continue  # a create, stat or delete moves no data: its "bandwidth" is operations x bs
             b, c = base.metric(metric.field), point.metric(metric.field)
             difference = welch_difference(b, c, confidence) if b is not None and c is not None and b.mean else None
+            if metric in LAYER_METRICS and difference is None:
+                continue  # where the time goes: only where both sides' storage reported it
             verdict = _verdict(metric, difference) if comparable else Verdict.NOT_COMPARABLE
             cells.append(CellComparison(metric, b, c, difference, verdict))
-        for metric in LAYER_METRICS:  # where the time goes, where both sides' storage reported it
-            b, c = base.metric(metric.field), point.metric(metric.field)
-            if b is not None and c is not None and b.mean:
-                difference = welch_difference(b, c, confidence)
-                cells.append(CellComparison(metric, b, c, difference,
-                                            _verdict(metric, difference) if comparable else Verdict.NOT_COMPARABLE))
         out.append(PointComparison(key, base, point, comparable, reason, tuple(cells)))
     return out
 

@@ -25,7 +25,7 @@ class DriftSample:
 
 @dataclass(frozen=True)
 class Drift:
-    """The change of a metric over time, in percent per 10 minutes with a t interval, estimated on the log scale
+    """The change of a metric over time, with a t interval, estimated on the log scale
     (each repetition's metric over its case's geometric mean) and given back as ratios: a change of -x % is the
     metric times (1 - x/100), so neither the change nor its interval can fall below -100 %.
 
@@ -35,53 +35,57 @@ class Drift:
     direction: str
     metric: str
     samples: tuple[DriftSample, ...]
-    slope_pct_per_10min: float | None
-    ci_low: float | None
-    ci_high: float | None
+    # the fitted slope and its 95 % interval as estimated: natural log of the ratio per minute (None: too few
+    # samples); every percentage below is derived from it
+    log_per_min: tuple[float, float, float] | None
     span_minutes: float = 0.0
     rate: str = ""
     operation: str = ""  # when the drift is of one operation (create, GET) rather than a direction of block I/O
-    # the fitted slope and its interval as they were estimated: natural log of the ratio per minute (exact, where
-    # the percent per 10 minutes of a run of seconds would overflow)
-    log_per_min: tuple[float, float, float] | None = None
 
     def __post_init__(self) -> None:
         if not self.rate:
             object.__setattr__(self, "rate", f"{self.direction} IOPS")
 
+    def _per_10min(self, index: int) -> float | None:
+        return None if self.log_per_min is None else _pct(10 * self.log_per_min[index])
+
+    @property
+    def slope_pct_per_10min(self) -> float | None:
+        """The change per 10 minutes, in percent (unbounded above where a run of seconds would overflow it)."""
+        return self._per_10min(0)
+
+    @property
+    def ci_low(self) -> float | None:
+        return self._per_10min(1)
+
+    @property
+    def ci_high(self) -> float | None:
+        return self._per_10min(2)
+
     def over_run(self) -> tuple[float, float, float] | None:
-        """(change, CI low, CI high) in percent from the first to the last repetition of the run: the ratio per 10
-        minutes compounded over the run's span."""
-        if self.slope_pct_per_10min is None or self.ci_low is None or self.ci_high is None:
+        """(change, CI low, CI high) in percent from the first to the last repetition of the run: the fitted ratio
+        per minute compounded over the run's span."""
+        if self.log_per_min is None:
             return None
-        if self.log_per_min is not None:
-            slope, low, high = (_pct(v * self.span_minutes) for v in self.log_per_min)
-            return slope, low, high
-        return (_compound(self.slope_pct_per_10min, self.span_minutes), _compound(self.ci_low, self.span_minutes),
-                _compound(self.ci_high, self.span_minutes))
+        slope, low, high = (_pct(v * self.span_minutes) for v in self.log_per_min)
+        return slope, low, high
 
     def trend_pct(self, minutes: float) -> float | None:
         """The fitted line at ``minutes``, in percent from the cases' geometric means (for figures)."""
-        if self.slope_pct_per_10min is None or not self.samples:
+        if self.log_per_min is None or not self.samples:
             return None
         mean_x = statistics.fmean(s.minutes for s in self.samples)
         mean_log = statistics.fmean(math.log1p(s.deviation_pct / 100) for s in self.samples)
-        per_minute = (self.log_per_min[0] if self.log_per_min is not None
-                      else math.log1p(self.slope_pct_per_10min / 100) / 10)
-        return _pct(mean_log + per_minute * (minutes - mean_x))
+        return _pct(mean_log + self.log_per_min[0] * (minutes - mean_x))
 
     @property
     def significant(self) -> bool:
-        return self.ci_low is not None and self.ci_high is not None and (self.ci_low > 0 or self.ci_high < 0)
+        return self.log_per_min is not None and (self.log_per_min[1] > 0 or self.log_per_min[2] < 0)
 
 
 def _pct(log_ratio: float) -> float:
     """A log ratio as a percent change (unbounded above: infinite where it would overflow)."""
     return 100 * math.expm1(log_ratio) if log_ratio < 700 else math.inf
-
-
-def _compound(pct_per_10min: float, minutes: float) -> float:
-    return 100 * math.expm1(math.log1p(pct_per_10min / 100) * minutes / 10)
 
 
 def drift(observations: Sequence[Observation], run_id: int, direction: str, metric: str = "iops",
@@ -107,7 +111,6 @@ def drift(observations: Sequence[Observation], run_id: int, direction: str, metr
             logs.append(math.log(value) - mean_log)
             samples.append(DriftSample((o.started_at_s - start) / 60, 100 * math.expm1(logs[-1]), o.case.case_id,
                                        o.rep_index))
-    slope = low = high = None
     fitted: tuple[float, float, float] | None = None
     cases = len({s.case_id for s in samples})
     df = len(samples) - cases - 1  # each case's mean of time and of the log metric was estimated first
@@ -126,14 +129,13 @@ def drift(observations: Sequence[Observation], run_id: int, direction: str, metr
             residual = sum((y - b * x) ** 2 for x, y in zip(xs, ys, strict=True))
             half = t_quantile(0.95, df) * math.sqrt(residual / df / sxx)
             fitted = (b, b - half, b + half)
-            slope, low, high = (_pct(10 * v) for v in fitted)
     span = max((s.minutes for s in samples), default=0.0)
     rws = {o.case.workload.rw for o, _ in rows}
     rate = rate_name(next(iter(rws)), direction) if operation is not None and rws else f"{direction} IOPS"
     if metric != "iops":
         rate = f"{direction} {metric}"
-    return Drift(run_id, direction, metric, tuple(samples), slope, low, high, span, rate,
-                 "" if operation in (None, direction) else operation, fitted)
+    return Drift(run_id, direction, metric, tuple(samples), fitted, span, rate,
+                 "" if operation in (None, direction) else operation)
 
 
 def run_drifts(observations: Sequence[Observation], run_id: int, metric: str = "iops") -> list[Drift]:
