@@ -8,7 +8,7 @@
 #            (for the fio image) and gcc (for the pause image); the Kubernetes binaries themselves come from
 #            scripts/build-kubernetes.sh
 #   --labs   adds Ceph (mon, mgr, osd, mds, fuse, rbd), nfs-ganesha and nftables (the hosts lab's firewall) for
-#            `storbench lab ceph|nfs|hosts`, and
+#            `storbench lab ceph|nfs|hosts`, libfuse3 and pyfuse3 (built here) for the pacer of `lab volume`, and
 #            builds a fio with the nfs engine (scripts/build-fio-nfs.sh, cached after the first time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +30,7 @@ packages=(fio python3 python3-venv ca-certificates)
 ((k8s)) && packages+=(etcd-server containerd runc containernetworking-plugins busybox-static gcc libc6-dev \
   iptables openssl util-linux iproute2)
 ((labs)) && packages+=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common radosgw nfs-ganesha nfs-ganesha-vfs \
-  rpcbind iproute2 nftables)
+  rpcbind iproute2 nftables fuse3 libfuse3-dev pkg-config gcc python3-dev)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -51,7 +51,10 @@ python=/usr/bin/python3
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
+extras=()
+((dev)) && extras+=(dev)
+((labs)) && extras+=(labs)  # pyfuse3 for the volume lab's pacer, built against libfuse3
 extra=""
-((dev)) && extra="[dev]"
+((${#extras[@]})) && extra="[$(IFS=,; echo "${extras[*]}")]"
 .venv/bin/pip install -q --disable-pip-version-check -e ".${extra}"
 echo "setup: $(.venv/bin/storbench --version), $(fio --version) ready in $(pwd)/.venv"

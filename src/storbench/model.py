@@ -315,28 +315,32 @@ class CephLabPoint:
                 *layout, *self.config)
 
 
-VOLUME_SETTINGS = ("volume_size", "volume_iops", "volume_bw")
+VOLUME_SETTINGS = ("volume_size", "volume_iops", "volume_bw", "volume_pacing")
 LINK_SETTINGS = ("link", "link_delay")
 
 
 @dataclass(frozen=True)
 class VolumeLabPoint:
-    """The volume lab's device: a loop device of ``size_bytes`` capped at ``iops`` and ``bw_bytes_per_s`` per
-    direction by the kernel's block throttle (None: not capped)."""
+    """The volume lab's device: a loop device of ``size_bytes`` capped at ``iops`` and ``bw_bytes_per_s`` (None:
+    not capped). ``pacing`` says how: "even" — storbench's pacer (`lab.pacer`) starts reads and writes together
+    no faster than the caps, evenly, as a provisioned volume does; "bursts" — the kernel's block throttle, per
+    direction, which the lab used before the pacer (stored results from then read back so)."""
 
     size_bytes: int
     iops: int | None = None
     bw_bytes_per_s: int | None = None
+    pacing: str = "even"
 
     @property
-    def throttled(self) -> bool:
+    def bursty(self) -> bool:
         """Capped by the kernel's block throttle, which releases I/Os in bursts each time slice (100 ms) and then
         holds them: mean latency follows the cap (Little's law), the percentiles do not pace evenly as a
         provisioned volume's do."""
-        return self.iops is not None or self.bw_bytes_per_s is not None
+        return self.pacing == "bursts" and (self.iops is not None or self.bw_bytes_per_s is not None)
 
-    def settings(self) -> tuple[tuple[str, int], ...]:
-        values = {"volume_size": self.size_bytes, "volume_iops": self.iops, "volume_bw": self.bw_bytes_per_s}
+    def settings(self) -> tuple[tuple[str, int | str], ...]:
+        values = {"volume_size": self.size_bytes, "volume_iops": self.iops, "volume_bw": self.bw_bytes_per_s,
+                  "volume_pacing": self.pacing}
         return tuple((name, value) for name in VOLUME_SETTINGS if (value := values[name]) is not None)
 
 
@@ -409,7 +413,8 @@ class LabPoint:
                 return int(values[name]) if name in values else None
 
             volume = VolumeLabPoint(size_bytes=int(values["volume_size"]), iops=number("volume_iops"),
-                                    bw_bytes_per_s=number("volume_bw"))
+                                    bw_bytes_per_s=number("volume_bw"),
+                                    pacing=values.get("volume_pacing", "bursts"))  # stored before the pacer
         return LabPoint(ceph=ceph, nfs="nfs" in kinds, volume=volume,
                         link_bits_per_s=int(values["link"]) if "link" in values else None,
                         link_delay_s=float(values["link_delay"]) if "link_delay" in values else None)

@@ -521,13 +521,8 @@ def _in_order(run: _Run, items: Sequence[ScheduledRepetition]) -> Iterator[Sched
                 f"{format_latency_ns(objective.limit_ns)}" if best is not None else "no load meets the objective")
         knee = (f"; knee at {search.axis}={answer.knee}" if answer.knee is not None
                 else f"; knee: {answer.knee_kind.value}")
-        caveat = ""
-        if first.lab.volume is not None and first.lab.volume.throttled and objective.label != "mean":
-            caveat = (f"; the volume lab's block throttle passes I/Os in bursts and holds them up to 100 ms, so its "
-                      f"{objective.label} is not a provisioned volume's: read this objective with care")
         run.observer.lab_event(f"search {label}: {said}{knee} ({answer.reason}); measured {answer.measured} of "
-                               f"{answer.grid_size} grid values: {', '.join(str(v) for v in sorted(measured))}"
-                               + caveat)
+                               f"{answer.grid_size} grid values: {', '.join(str(v) for v in sorted(measured))}")
 
 
 def _search_key(case: Case, axis: str) -> tuple[tuple[object, ...], int]:

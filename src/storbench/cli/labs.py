@@ -97,7 +97,7 @@ def cmd_lab_volume(args: argparse.Namespace) -> int:
         out.print(lab.status(), markup=False)
     elif args.action == "down":
         left_alone = lab.down()  # a recorded device that now reads someone else's file: said instead
-        out.print(left_alone or f"volume lab: down; throttle rules, loop device and {lab.root} removed", markup=False)
+        out.print(left_alone or f"volume lab: down; loop device, pacer and {lab.root} removed", markup=False)
     else:
         try:
             bw = parse_size_bytes(args.bw.removesuffix("/s")) if args.bw else None
@@ -107,9 +107,10 @@ def cmd_lab_volume(args: argparse.Namespace) -> int:
         info, left_alone = lab.up(spec)
         if left_alone:
             out.print(left_alone, markup=False)
-        out.print(f"volume lab: up; {caps_text(info.spec, info.device)}", markup=False)
-        out.print("the caps apply to processes in the cgroup they were set in: " +
-                  (str(Path(info.rules[0][0]).parent) if info.rules else "-"), markup=False)
+        out.print(f"volume lab: up; {caps_text(info.spec, info.device)} (each I/O waits its turn, evenly)",
+                  markup=False)
+        out.print(f"plan target: {{kind: block, device: {info.device}}} (or lab: {{volume: ...}} in the plan)",
+                  markup=False)
     return 0
 
 
@@ -203,11 +204,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     nfs.add_argument("--dir", default=None, help="lab directory, kept 0700 (default $STORBENCH_LAB_DIR/nfs or "
                      "/var/lib/storbench/lab/nfs)")
     nfs.set_defaults(func=cmd_lab_nfs)
-    volume = lab_sub.add_parser("volume", help="a provisioned volume: a loop device capped by the block throttle")
+    volume = lab_sub.add_parser("volume", help="a provisioned volume: a loop device paced at an IOPS or bandwidth cap")
     volume.add_argument("action", choices=("up", "down", "status"))
     volume.add_argument("--size", default="1GiB", help="device size (default 1GiB, sparse file)")
-    volume.add_argument("--iops", type=int, default=None, help="IOPS cap, reads and writes each")
-    volume.add_argument("--bw", default=None, help="bandwidth cap, reads and writes each (e.g. 100MiB/s)")
+    volume.add_argument("--iops", type=int, default=None, help="IOPS cap, reads and writes together")
+    volume.add_argument("--bw", default=None, help="bandwidth cap, reads and writes together (e.g. 100MiB/s)")
     volume.add_argument("--dir", default=None, help="lab directory, kept 0700 (default $STORBENCH_LAB_DIR/volume "
                         "or /var/lib/storbench/lab/volume)")
     volume.set_defaults(func=cmd_lab_volume)

@@ -144,7 +144,8 @@ def _lab_setting(o: Observation, key: str) -> tuple[Kind, object] | None:
     volume = o.case.lab.volume
     volume_value = dict(volume.settings()).get(key) if volume is not None else None
     if volume_value is not None:
-        return (Kind.SIZE if size_setting(key) else Kind.INT), volume_value
+        return (Kind.SIZE if size_setting(key) else Kind.INT if isinstance(volume_value, int) else Kind.TEXT,
+                volume_value)
     ceph = o.case.lab.ceph
     if ceph is None:
         return None

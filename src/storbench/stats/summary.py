@@ -213,10 +213,10 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
         warnings.append(StatWarning(
             "wide_interval", f"IOPS +-{half:.0f} % at n={iops.n}",
             f"about {needed} repetitions would give +-{WIDE_INTERVAL_PCT:.0f} % (repeat: {needed})"))
-    if case.lab.volume is not None and case.lab.volume.throttled:
+    if case.lab.volume is not None and case.lab.volume.bursty:
         warnings.append(StatWarning(
-            "throttle_latency", "latency shaped by the kernel's block throttle: I/Os pass in bursts, then wait up to "
-            "a 100 ms slice (p50 4 µs, p99.9 98 ms at iodepth 1 on this lab's 3,000 IOPS cap)",
+            "throttle_latency", "measured on the volume lab's kernel block throttle (before its pacer): I/Os pass in "
+            "bursts, then wait up to a 100 ms slice (p50 4 µs, p99.9 98 ms at iodepth 1 on a 3,000 IOPS cap)",
             "read its IOPS, throughput and mean latency (they follow the cap); its percentiles are not a "
             "provisioned volume's, which paces I/Os evenly"))
     if workload.runtime_s < workload.ramp_s:
