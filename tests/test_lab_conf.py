@@ -415,11 +415,3 @@ def test_leftover_lab_veths_are_found_by_name() -> None:
     assert lab_veths(listing) == ["sbh1a", "sbh12a"]
 
 
-def test_the_volume_labs_caps_in_plain_words() -> None:
-    """`lab volume up` printed "capped: 7:0 3000, 7:0 3000" (throttle lines); it says what is capped at what."""
-    from storbench.lab.volume import VolumeSpec, caps_text
-
-    assert caps_text(VolumeSpec(1 << 30, iops=3000), "/dev/loop7") == "loop7 capped at 3,000 read and 3,000 write IOPS"
-    assert caps_text(VolumeSpec(1 << 30, iops=3000, bw_bytes_per_s=100 << 20), "/dev/loop7") == (
-        "loop7 capped at 3,000 read and 3,000 write IOPS and 100MiB/s read and 100MiB/s write")
-    assert caps_text(VolumeSpec(1 << 30), "/dev/loop0") == "loop0 not capped"

@@ -228,7 +228,7 @@ BASE = "name: x\ntargets:\n  t: {kind: path, path: ./d, size: 1MiB}\nworkload:\n
     ("timeout_grace: 1.0e+300\n", "timeout_grace", "longer than the longest duration"),
     ("seed: 9223372036854775808\n", "seed", "less than or equal to 9223372036854775807"),
     ("telemetry: {pids: [99999999]}\n", "telemetry.pids[0]", "less than or equal to 4194304"),
-    ("lab: {volume: {iops: 4294967296}}\n", "lab.volume.iops", "less than or equal to 4294967295"),
+    ("lab: {volume: {iops: 1000001}}\n", "lab.volume.iops", "less than or equal to 1000000"),
     ("lab: {ceph: {osd_size: 8EiB}}\n", "lab.ceph.osd_size", "larger than the largest size"),
     ("lab: {ceph: {config: {bluestore_cache_size: 99999999999999999999}}}\n", "lab.ceph.config",
      "larger than the largest size"),
