@@ -257,6 +257,30 @@ def test_a_capped_curve_at_its_declared_limit_says_so() -> None:
     assert summarize_points(rows)[0].share_of_expected() is None
 
 
+def test_a_busy_device_at_its_declared_limit_is_the_cap_not_the_media() -> None:
+    """A provisioned volume at its cap is busy all the time from inside (the cap queues the I/Os on it: the volume
+    lab's loop device 93-98 %, a cloud VM's disk alike). With the limit declared and the flat curve at it, the cap
+    explains the busy device; without a declaration, or away from it, a busy device stays media-bound."""
+    from storbench.model import Expectation
+
+    rows = []
+    for depth, rate, lat in ((1, 2987.0, 0.333), (6, 2991.0, 2.0), (32, 2993.0, 10.7)):
+        for rep in range(2):
+            rows.append(observation(**{**_BASE, "case_id": f"d{depth}", "iodepth": depth, "repeat": rep,
+                                       "direction": "read", "rw": "randread", "iops": rate, "lat_mean_ns": lat * 1e6,
+                                       "host_cpu_busy_pct": 20.0, "disk_busiest_util_pct": 96.0,
+                                       "disk_busiest": "loop0"}))
+    capped = summarize_points(rows, expectations={(1, "t"): Expectation(iops=3000)})
+    assert [p.bottleneck.kind for p in capped] == [Bottleneck.CAPPED] * 3
+    assert all("at its declared 3,000 IOPS" in p.bottleneck.evidence and
+               "saturated but the device itself (loop0 busy 96 % of the time" in p.bottleneck.evidence and
+               "as a device held at a provisioned cap is" in p.bottleneck.evidence
+               for p in capped), [p.bottleneck.evidence for p in capped]
+    assert [p.bottleneck.kind for p in summarize_points(rows)] == [Bottleneck.MEDIA] * 3
+    elsewhere = summarize_points(rows, expectations={(1, "t"): Expectation(iops=6000)})
+    assert [p.bottleneck.kind for p in elsewhere] == [Bottleneck.MEDIA] * 3
+
+
 def test_a_capped_curve_names_what_the_storage_itself_reports() -> None:
     """Ceph counters from the (remote) cluster along the curve: the OSD op latency growing with the load says
     where the I/O waits; storage nodes' CPU and disks (Prometheus) below their thresholds are shown too."""

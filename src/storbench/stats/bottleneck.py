@@ -278,7 +278,12 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
     load_growth = last.load / first.load
     if latency_growth < LATENCY_GROWTH or load_growth < LOAD_GROWTH:
         return out
-    local = [s for s in stretch if s.verdict.kind not in OVERRULABLE]
+    level = sum(s.throughput.mean for s in stretch) / len(stretch)
+    at_declared = bool(declared) and abs(level / declared - 1) <= AT_DECLARED_FRACTION  # type: ignore[operator]
+    # a device at a provisioned cap is busy all the time from inside (the cap queues the I/Os on it): at the
+    # declared limit, the cap explains a busy device
+    explained = {Bottleneck.MEDIA} if at_declared else set()
+    local = [s for s in stretch if s.verdict.kind not in OVERRULABLE | explained]
     if local:  # something of this host saturated along the stretch: its own verdict explains it
         return out
     lowest, highest = min(s.throughput.mean for s in stretch), max(s.throughput.mean for s in stretch)
@@ -307,13 +312,15 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
                       f"({storage / first.storage_lat_ns:.1f}x), {storage / last.lat_mean_ns:.0%} of the client's mean")
     evidence = (f"{what} flat at {shown} from {first.label} to {last.label} ({change:+.1f} %, {spread}) while mean "
                 f"latency grew {latency_growth:.1f}x, and nothing of this host saturated{cause}")
-    if declared:
-        level = sum(s.throughput.mean for s in stretch) / len(stretch)
-        if abs(level / declared - 1) <= AT_DECLARED_FRACTION:
-            limit = f"{declared:,.0f} IOPS" if what == "IOPS" else f"{format_bytes(declared)}/s"
-            evidence += f"; at its declared {limit} ({100 * level / declared:.0f} % of expected)"
+    if declared and at_declared:
+        limit = f"{declared:,.0f} IOPS" if what == "IOPS" else f"{format_bytes(declared)}/s"
+        evidence += f"; at its declared {limit} ({100 * level / declared:.0f} % of expected)"
     if remote:
         evidence += f"; {remote}"
     for i, step in enumerate(stretch, start=start):
-        out[i] = BottleneckVerdict(kind, evidence, (), step.verdict.in_flight, step.verdict.slots)
+        busy = [f.evidence for f in step.verdict.findings if f.kind in explained]
+        said = (evidence.replace("nothing of this host saturated", "nothing of this host saturated but the device "
+                                 f"itself ({busy[0]}), as a device held at a provisioned cap is", 1)
+                if busy else evidence)
+        out[i] = BottleneckVerdict(kind, said, (), step.verdict.in_flight, step.verdict.slots)
     return out
