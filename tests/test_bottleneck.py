@@ -273,9 +273,10 @@ def test_a_busy_device_at_its_declared_limit_is_the_cap_not_the_media() -> None:
     capped = summarize_points(rows, expectations={(1, "t"): Expectation(iops=3000)})
     assert [p.bottleneck.kind for p in capped] == [Bottleneck.CAPPED] * 3
     assert all("at its declared 3,000 IOPS" in p.bottleneck.evidence and
-               "saturated but the device itself (loop0 busy 96 % of the time" in p.bottleneck.evidence and
+               "saturated but the device itself (loop0 busy 96 % of the time)" in p.bottleneck.evidence and
                "as a device held at a provisioned cap is" in p.bottleneck.evidence
                for p in capped), [p.bottleneck.evidence for p in capped]
+    assert len({p.bottleneck.evidence for p in capped}) == 1  # one curve, one evidence: the report draws it
     assert [p.bottleneck.kind for p in summarize_points(rows)] == [Bottleneck.MEDIA] * 3
     elsewhere = summarize_points(rows, expectations={(1, "t"): Expectation(iops=6000)})
     assert [p.bottleneck.kind for p in elsewhere] == [Bottleneck.MEDIA] * 3

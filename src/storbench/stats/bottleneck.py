@@ -317,10 +317,13 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
         evidence += f"; at its declared {limit} ({100 * level / declared:.0f} % of expected)"
     if remote:
         evidence += f"; {remote}"
+    busy = [f for s in stretch for f in s.verdict.findings if f.kind in explained]
+    if busy:  # one evidence for the whole stretch: the report draws the curve that shares it
+        device = busy[0].evidence.split(" busy ")[0]
+        low, high = (round(f(b.pressure for b in busy) * DEVICE_UTIL_PCT) for f in (min, max))
+        evidence = evidence.replace(
+            "nothing of this host saturated", f"nothing of this host saturated but the device itself ({device} busy "
+            f"{low if low == high else f'{low}-{high}'} % of the time), as a device held at a provisioned cap is", 1)
     for i, step in enumerate(stretch, start=start):
-        busy = [f.evidence for f in step.verdict.findings if f.kind in explained]
-        said = (evidence.replace("nothing of this host saturated", "nothing of this host saturated but the device "
-                                 f"itself ({busy[0]}), as a device held at a provisioned cap is", 1)
-                if busy else evidence)
-        out[i] = BottleneckVerdict(kind, said, (), step.verdict.in_flight, step.verdict.slots)
+        out[i] = BottleneckVerdict(kind, evidence, (), step.verdict.in_flight, step.verdict.slots)
     return out
