@@ -84,6 +84,25 @@ def lab_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     VolumeLab(directory / "volume").down()
 
 
+def test_a_paced_point_whose_p99_is_far_above_its_turn_says_the_machine_did_not_pace_evenly() -> None:
+    """At the cap each I/O waits iodepth / cap: a p99 above 3 times that means the pacer's timers were late (a busy
+    machine); the point says so. Below the cap (not pacing) or on the old block throttle (its own warning), not."""
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    def point(p99_ms: float, iops: float = 2990.0, lab: str = "lab=volume volume_size=1073741824 "
+              "volume_iops=3000 volume_pacing=even") -> list[str]:
+        rows = [observation(case_id="c", iodepth=6, repeat=rep, direction="read", rw="randread", iops=iops,
+                            lat_mean_ns=2e6, lat_p99_ns=p99_ms * 1e6, lab=lab) for rep in range(3)]
+        return [w.code for w in summarize_points(rows)[0].warnings]
+
+    assert "uneven_pacing" not in point(2.2)  # 1.1x iodepth / cap (2 ms): even
+    assert "uneven_pacing" in point(7.0)  # 3.5x: the timers were late
+    assert "uneven_pacing" not in point(7.0, iops=1500.0)  # below the cap: nothing was paced
+    old = point(97.0, lab="lab=volume volume_size=1073741824 volume_iops=3000")  # stored before the pacer
+    assert "throttle_latency" in old and "uneven_pacing" not in old
+
+
 IOPS_PLAN = """
 name: paced
 targets:

@@ -14,6 +14,7 @@ from storbench.stats.bottleneck import (
     BottleneckInputs,
     BottleneckVerdict,
     CurveStep,
+    configured_slots,
     judge,
     judge_curve,
 )
@@ -32,7 +33,7 @@ from storbench.stats.observations import (
 )
 from storbench.stats.steady import SteadyStatus
 from storbench.stats.trend import Trend, judge_change, round_pairs
-from storbench.units import format_block_size, format_bytes
+from storbench.units import format_block_size, format_bytes, format_latency_ns
 
 NOT_JUDGED = BottleneckVerdict(Bottleneck.UNKNOWN, "not judged")
 SUMMARY_FIELDS = tuple(metric.field for metric in SUMMARY_METRICS)
@@ -55,6 +56,10 @@ WARNING_TITLES = {
     "steady_window": "steady-state window: rounds of one instance chosen for small spread; no interval",
 }
 STRAGGLER_PCT_OF_MEDIAN = 50.0
+# The volume lab's pacer at its IOPS cap (a repetition at this share of it or more) starts each I/O iodepth / cap
+# after it arrives; a p99 above this many times that says the machine delayed its timers (docs/methodology.md).
+PACED_AT_CAP = 0.95
+PACING_P99_FACTOR = 3.0
 
 
 def cv_lower_bound_pct(value: Estimate) -> float | None:
@@ -231,6 +236,18 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
             "stragglers", f"client {worst.fio.slowest} did {worst.fio.slowest_pct_of_median:.0f} % of the "
             f"median client's IOPS (repetition {worst.rep_index + 1})",
             "see `storbench export --per-client`; check that host's load, network and storage path"))
+    volume = case.lab.volume
+    if volume is not None and volume.iops and not volume.bursty:
+        slots = configured_slots(workload.iodepth, workload.numjobs * case.clients, workload.ioengine)
+        turn_ns = slots / volume.iops * 1e9
+        at_cap = [o for o in ok if (METRIC_VALUES["iops"](o) or 0.0) >= PACED_AT_CAP * volume.iops]
+        p99s = [p99 for o in at_cap if (p99 := METRIC_VALUES["lat_p99_ns"](o)) is not None]
+        if p99s and max(p99s) > PACING_P99_FACTOR * turn_ns:
+            warnings.append(StatWarning(
+                "uneven_pacing", f"p99 {max(p99s) / turn_ns:.1f}x iodepth / cap ({format_latency_ns(turn_ns)}) at the "
+                f"volume lab's {volume.iops:,} IOPS: its pacer did not start I/Os evenly on this machine (busy CPUs "
+                "delay its timers), so the percentiles are not all the volume's", "read IOPS and mean latency; "
+                "rerun with the machine otherwise idle, or a lower cap"))
     working_set = (workload.size_bytes or 0) * workload.numjobs * case.clients
     buffered_file_io = case.target.kind in ("path", "cephfs") and not workload.direct
     if buffered_file_io and mem_total_bytes and 0 < working_set <= mem_total_bytes:
