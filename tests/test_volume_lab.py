@@ -360,3 +360,32 @@ def test_a_recorded_loop_number_now_backing_someone_elses_file_is_neither_reused
             if _backing(device) is not None and not Path(f"/sys/block/{Path(device).name}/loop/backing_file"
                                                           ).read_text().startswith(f"{tmp_path}/theirs"):
                 subprocess.run(["losetup", "-d", device], check=False)
+
+
+@needs_root
+def test_lab_volume_up_status_and_down_from_the_command_line(lab_dir: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    root = lab_dir / "volume"
+    code, out, err = run_cli(capsys, "lab", "volume", "up", "--iops", "2000", "--size", "64MiB", "--dir", str(root))
+    assert code == 0 and "paced at 2,000 IOPS, reads and writes together" in out, out + err
+    assert os.path.ismount(root / "mnt") and pids_with(str(root))
+    code, out, err = run_cli(capsys, "lab", "volume", "status", "--dir", str(root))
+    assert code == 0 and out.startswith("volume lab: up, /dev/loop") and "(64MiB)" in out, out + err
+    code, out, err = run_cli(capsys, "lab", "volume", "down", "--dir", str(root))
+    assert code == 0 and "loop device, pacer and" in out, out + err
+    assert not root.exists() and not pids_with(str(root)) and str(root) not in Path("/proc/mounts").read_text()
+
+
+@needs_root
+def test_a_pacer_that_cannot_start_is_one_line_with_the_fix_and_leaves_nothing(
+        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without pyfuse3 (setup.sh without --labs) the pacer exits at once: the lab says why and how to fix it."""
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'pyfuse3'\"\nexit 1\n")
+    python.chmod(0o755)
+    monkeypatch.setattr("storbench.lab.volume.sys.executable", str(python))
+    root = lab_dir / "volume"
+    code, out, err = run_cli(capsys, "lab", "volume", "up", "--iops", "2000", "--size", "64MiB", "--dir", str(root))
+    assert code != 0 and "the pacer did not mount its file" in err and "No module named 'pyfuse3'" in err, out + err
+    assert "scripts/setup.sh --labs installs pyfuse3" in err, err
+    assert not root.exists()

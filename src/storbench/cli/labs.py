@@ -109,8 +109,8 @@ def cmd_lab_volume(args: argparse.Namespace) -> int:
             out.print(left_alone, markup=False)
         out.print(f"volume lab: up; {caps_text(info.spec, info.device)} (each I/O waits its turn, evenly)",
                   markup=False)
-        out.print(f"plan target: {{kind: block, device: {info.device}}} (or lab: {{volume: ...}} in the plan)",
-                  markup=False)
+        out.print(f"plan target: {{kind: block, device: {info.device}, destructive: true}} (storbench's own device; "
+                  "or a plan's lab: {volume: ...} brings one up itself)", markup=False)
     return 0
 
 
