@@ -159,8 +159,8 @@ BW_PLAN = """
 name: throttled-bw
 targets:
   volume: {kind: block}
-workload: {rw: read, bs: [64k, 256k, 1m], iodepth: 2, runtime: 2s}
-repeat: 2
+workload: {rw: read, bs: [64k, 256k, 1m], iodepth: 2, runtime: 1s}
+repeat: 3
 lab:
   volume: {size: 256MiB, bw: 20MiB/s}
 """
