@@ -1,0 +1,182 @@
+"""What a fault did to the I/O (pure): each client's per-window IOPS and longest-latency logs (`fio.logs`), merged
+on the wall clock, read against the moment of the fault.
+
+- **blackout**: the longest time in which no I/O completed, among the stretches that end after the fault (fio
+  writes no row for a window without a completion: a row closing at t covers (t - window, t], so between rows at
+  t1 and t2 nothing completed for t2 - t1 - window); for all clients together and for each client;
+- **first completion**: from the fault to the end of that stall (0 when I/O never stopped for a whole window);
+- **dip**: the lowest window's IOPS after the fault, as % of the level before it;
+- **recovered** is one test per repetition, on the last third of the run after the stall (at least HOLD_BLOCKS
+  one-second blocks), fixed before looking: the 90 % interval of
+  their mean's ratio to the level before the fault (Welch on the blocks' means, log scale, as `stats.trend`
+  judges "flat") inside +-RECOVERY_MARGIN; "not recovered" when it is wholly below no change (one-sided 5 %);
+  "undecided" otherwise; "too short to tell" without enough seconds. Scanning the run for
+  the first stretch that passes would be a test at every window, and would call a run that stays 10 % down
+  recovered three times in four;
+- **recovery time** (of a recovered run only, an estimate, not a test): the first moment after the stall from
+  which HOLD_BLOCKS blocks in a row are each within the margin of the level;
+- **degraded level**: IOPS from the end of the stall to the recovery, as % of the level before;
+- **longest I/O**: the longest completion latency logged in the measured section.
+
+One-second blocks, not the windows, are the samples: windows of 100 ms next to each other are correlated. The
+rule's error rates on simulated runs are in docs/methodology.md (`bench/failover_rule.py`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from storbench.fio.logs import LogRow
+from storbench.stats.estimate import estimate, ratio_interval
+
+BLOCK_MS = 1000  # the sample unit of a level: one second of windows
+HOLD_BLOCKS = 5  # recovered: this many blocks in a row shown equal to the level before the fault
+RECOVERY_MARGIN = 0.10  # "equal": the ratio's 90 % interval inside +-10 %
+RECOVERY_CONFIDENCE = 0.90  # two one-sided 5 % tests, as "flat" along a curve
+FINAL_SHARE = 1 / 3  # the test reads the last third of the run after the stall (at least HOLD_BLOCKS seconds)
+
+
+@dataclass(frozen=True)
+class ClientLog:
+    """One client's logs over a repetition: the IOPS log's rows and the longest-latency log's rows."""
+
+    client: str
+    iops: tuple[LogRow, ...]
+    max_lat: tuple[LogRow, ...] = ()
+
+
+@dataclass(frozen=True)
+class Stall:
+    start_ms: int  # the last completion before it (epoch ms)
+    end_ms: int  # the first completion after it
+
+    @property
+    def seconds(self) -> float:
+        return (self.end_ms - self.start_ms) / 1000
+
+
+@dataclass(frozen=True)
+class Failover:
+    """What one repetition's fault did. Times in seconds from the fault, levels in % of the level before it."""
+
+    pre_fault_iops: float | None  # mean IOPS before the fault (None: less than two seconds before it)
+    blackout_s: float  # all clients together (0: I/O never stopped for a whole window)
+    client_blackouts_s: tuple[tuple[str, float], ...]
+    first_completion_s: float
+    dip_pct: float | None
+    degraded_pct: float | None  # None: recovered right after the stall, or nothing between
+    recovery: Recovery
+    recovery_s: float | None  # when a recovered run got back; None unless recovered
+    longest_io_ns: int | None
+
+
+def completion_times(rows: Sequence[LogRow]) -> list[int]:
+    """The times of the windows in which something completed, sorted, each once (directions together)."""
+    return sorted({row.t_ms for row in rows if row.value > 0})
+
+
+def longest_stall(times: Sequence[int], window_ms: int, from_ms: int, after_ms: int, until_ms: int) -> Stall | None:
+    """The longest stretch without a completion, measured from ``from_ms``, that ends after ``after_ms`` (a run that
+    never completes again ends its stall at ``until_ms``); None when nothing stopped for a whole window."""
+    best: Stall | None = None
+    ends = [from_ms, *times, until_ms + window_ms]  # a stall still open at the end of the run is closed there
+    for previous, current in itertools.pairwise(ends):
+        end = min(current - window_ms, until_ms)  # the first completion after the gap, at the earliest
+        if end <= after_ms or end - previous < window_ms:
+            continue
+        if best is None or end - previous > best.end_ms - best.start_ms:
+            best = Stall(previous, end)
+    return best
+
+
+def merged_iops(logs: Sequence[ClientLog], window_ms: int, from_ms: int, to_ms: int) -> list[float]:
+    """IOPS of all clients per window of ``window_ms`` from ``from_ms`` (wall clock), each row counted in the
+    window its middle falls in; a window without rows is 0."""
+    count = max(0, math.ceil((to_ms - from_ms) / window_ms))
+    out = [0.0] * count
+    for log in logs:
+        for row in log.iops:
+            index = (row.t_ms - window_ms // 2 - from_ms) // window_ms
+            if 0 <= index < count:
+                out[index] += row.value
+    return out
+
+
+def _blocks(values: Sequence[float], per_block: int) -> list[float]:
+    return [sum(values[i:i + per_block]) / per_block for i in range(0, len(values) - per_block + 1, per_block)]
+
+
+class Recovery(StrEnum):
+    RECOVERED = "recovered"  # the end of the run shown equal to the level before the fault (within the margin)
+    NOT_RECOVERED = "not recovered"  # shown below it (one-sided 5 %)
+    UNDECIDED = "undecided"  # neither: noisier than the margin lets the blocks show
+    UNTOLD = "too short to tell"  # fewer than HOLD_BLOCKS seconds after the stall, or no level before the fault
+
+
+def judge_recovery(before: Sequence[float], final: Sequence[float]) -> Recovery:
+    """The one test of a repetition: the blocks at the end of the run against the blocks before the fault, the 90 %
+    interval of their means' ratio: inside +-RECOVERY_MARGIN (two one-sided 5 % tests) is recovered, wholly below
+    no change is not recovered, anything else undecided."""
+    level, held = estimate(before), estimate(final)
+    if level is None or held is None or level.n < 2 or held.n < 2 or level.mean <= 0:
+        return Recovery.UNTOLD
+    if held.mean <= 0:
+        return Recovery.NOT_RECOVERED
+    low, high = ratio_interval(level, held, RECOVERY_CONFIDENCE)
+    if low >= 1 - RECOVERY_MARGIN and high <= 1 + RECOVERY_MARGIN:
+        return Recovery.RECOVERED
+    return Recovery.NOT_RECOVERED if high < 1 else Recovery.UNDECIDED
+
+
+def recovery_index(windows: Sequence[float], start: int, per_block: int, level: float) -> int | None:
+    """When a recovered run got back (an estimate, not a test): the first window at or after ``start`` from which
+    HOLD_BLOCKS one-second blocks in a row are each within +-RECOVERY_MARGIN of ``level``; None if none."""
+    span = HOLD_BLOCKS * per_block
+    for index in range(start, len(windows) - span + 1):
+        if all(abs(block / level - 1) <= RECOVERY_MARGIN for block in _blocks(windows[index:index + span], per_block)):
+            return index
+    return None
+
+
+def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: int, to_ms: int) -> Failover:
+    """The failover figures of one repetition whose fault happened at ``fault_ms``, measured from ``from_ms`` to
+    ``to_ms`` (all epoch ms, the clients' clocks taken as one)."""
+    everyone = sorted({t for log in logs for t in completion_times(log.iops) if from_ms < t <= to_ms})
+    stall = longest_stall(everyone, window_ms, from_ms, fault_ms, to_ms)
+    per_client = []
+    for log in logs:
+        mine = [t for t in completion_times(log.iops) if from_ms < t <= to_ms]
+        own = longest_stall(mine, window_ms, from_ms, fault_ms, to_ms)
+        per_client.append((log.client, own.seconds if own else 0.0))
+    windows = merged_iops(logs, window_ms, from_ms, to_ms)
+    per_block = max(1, round(BLOCK_MS / window_ms))
+    fault_index = max(0, min(len(windows), (fault_ms - from_ms) // window_ms))
+    before = _blocks(windows[:fault_index], per_block)
+    level = sum(before) / len(before) if len(before) >= 2 else None
+    after_stall = fault_index if stall is None else max(fault_index, -(-(stall.end_ms - from_ms) // window_ms))
+    after = _blocks(windows[after_stall:], per_block)
+    final = after[-max(HOLD_BLOCKS, math.floor(FINAL_SHARE * len(after))):]
+    state = Recovery.UNTOLD if level is None or len(final) < HOLD_BLOCKS else judge_recovery(before, final)
+    back = None
+    if level is not None and state is Recovery.RECOVERED:
+        found = recovery_index(windows, after_stall, per_block, level)
+        back = found if found is not None else len(windows) - len(final) * per_block
+    dip = None
+    if level and fault_index < len(windows):
+        dip = 100 * min(windows[fault_index:back or len(windows)] or [0.0]) / level
+    degraded = None
+    if level and back is not None and back > after_stall:
+        degraded = 100 * sum(windows[after_stall:back]) / (back - after_stall) / level
+    elif level and state is Recovery.NOT_RECOVERED and after_stall < len(windows):
+        degraded = 100 * sum(windows[after_stall:]) / (len(windows) - after_stall) / level
+    lat = [row.value for log in logs for row in log.max_lat if from_ms < row.t_ms <= to_ms]
+    return Failover(
+        pre_fault_iops=level, blackout_s=stall.seconds if stall else 0.0, client_blackouts_s=tuple(per_client),
+        first_completion_s=max(0.0, (stall.end_ms - fault_ms) / 1000) if stall else 0.0, dip_pct=dip,
+        degraded_pct=degraded, recovery=state,
+        recovery_s=(from_ms + back * window_ms - fault_ms) / 1000 if back is not None else None,
+        longest_io_ns=max(lat) if lat else None)

@@ -1,0 +1,126 @@
+"""The failover timeline's arithmetic (issue 32): fio's per-window logs read against the moment of a fault, on
+synthetic logs with known answers and on real fio logs of a 1.2 s stall."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from storbench.fio.logs import LogRow, parse_log
+from storbench.stats.timeline import ClientLog, Recovery, failover, longest_stall
+
+FIXTURES = Path(__file__).parent / "fixtures" / "fio-logs"
+T0 = 1_795_692_000_000  # epoch ms
+WINDOW = 100
+
+
+def synthetic(rate: Callable[[float], float], seconds: float, cv: float = 0.05, seed: int = 1,
+              client: str = "c1", slow: dict[float, int] | None = None) -> ClientLog:
+    """A client's 100 ms IOPS log: ``rate(t)`` IOPS at t seconds after T0 (0: nothing completes, so no row), with
+    per-window noise of ``cv``; ``slow`` puts a latency (ns) in the window closing at that second."""
+    rng = random.Random(seed)
+    iops, lat = [], []
+    for k in range(1, int(seconds * 1000 / WINDOW) + 1):
+        t = k * WINDOW / 1000
+        level = rate(t - WINDOW / 2000)
+        if level > 0:
+            iops.append(LogRow(T0 + k * WINDOW, max(1, round(level * rng.gauss(1, cv))), "write"))
+            lat.append(LogRow(T0 + k * WINDOW, (slow or {}).get(round(t, 1), 2_000_000), "write"))
+    return ClientLog(client, tuple(iops), tuple(lat))
+
+
+def at(seconds: float) -> int:
+    return T0 + round(seconds * 1000)
+
+
+def test_parse_log_reads_fio_rows_and_names_a_bad_line() -> None:
+    rows = parse_log("1795692180698, 503, 1, 0, 0\n\n1795692180798, 490, 0, 4096\n1795692180899, 5, 2, 0, 0, 1\n")
+    assert rows == (LogRow(1795692180698, 503, "write"), LogRow(1795692180798, 490, "read"),
+                    LogRow(1795692180899, 5, "trim"))
+    with pytest.raises(ValueError, match="line 2 is not a fio log row"):
+        parse_log("1, 2, 0\nnot, a, row\n")
+    with pytest.raises(ValueError, match="line 1 is not a fio log row"):
+        parse_log("1, 2, 7\n")  # no such direction
+    with pytest.raises(ValueError, match="negative"):
+        parse_log("1, -2, 0\n")
+
+
+def test_a_three_second_blackout_at_the_fault_then_back_to_the_level() -> None:
+    log = synthetic(lambda t: 0 if 10 <= t < 13 else 1000, 30, slow={13.1: 3_050_000_000})
+    result = failover([log], WINDOW, at(10), at(0), at(30))
+    assert result.blackout_s == pytest.approx(3.0, abs=0.11)
+    assert result.first_completion_s == pytest.approx(3.0, abs=0.11)
+    assert result.client_blackouts_s == (("c1", result.blackout_s),)
+    assert result.pre_fault_iops == pytest.approx(1000, rel=0.02)
+    assert result.dip_pct == 0.0  # nothing completed in the stall's windows
+    assert result.recovery is Recovery.RECOVERED
+    assert result.recovery_s is not None and 3.0 <= result.recovery_s <= 3.2  # right after the stall
+    assert result.degraded_pct is None
+    assert result.longest_io_ns == 3_050_000_000
+
+
+def test_degraded_without_a_stall_recovers_when_the_level_is_shown_back() -> None:
+    log = synthetic(lambda t: 600 if 10 <= t < 18 else 1000, 40)
+    result = failover([log], WINDOW, at(10), at(0), at(40))
+    assert result.blackout_s == 0.0 and result.first_completion_s == 0.0
+    assert result.dip_pct is not None and 45 <= result.dip_pct <= 60  # the lowest 100 ms window of a 60 % stretch
+    assert result.degraded_pct == pytest.approx(60, abs=3)
+    # at 8 s, or up to a few windows before it (the first block of the hold may start in the last of the 60 %)
+    assert result.recovery_s is not None and 7.7 <= result.recovery_s <= 9.0, result.recovery_s
+
+
+def test_a_run_that_never_recovers_says_so() -> None:
+    degraded = failover([synthetic(lambda t: 600 if t >= 10 else 1000, 30)], WINDOW, at(10), at(0), at(30))
+    assert degraded.recovery is Recovery.NOT_RECOVERED and degraded.recovery_s is None
+    assert degraded.degraded_pct == pytest.approx(60, abs=3)
+    # a client that stops at the fault and never completes again: its stall lasts to the end of the run
+    stopped = failover([synthetic(lambda t: 0 if t >= 10 else 1000, 30)], WINDOW, at(10), at(0), at(30))
+    assert stopped.blackout_s == pytest.approx(20.0, abs=0.11) and stopped.recovery is Recovery.UNTOLD
+    # back 2 s before the end: too short to tell (5 one-second blocks are the test)
+    late = failover([synthetic(lambda t: 0 if 10 <= t < 28 else 1000, 30)], WINDOW, at(10), at(0), at(30))
+    assert late.recovery is Recovery.UNTOLD and late.recovery_s is None
+
+
+def test_eighty_five_percent_is_not_called_recovered() -> None:
+    """A 15 % loss is outside the +-10 % margin: never 'recovered', whatever the noise (seeds)."""
+    for seed in range(20):
+        log = synthetic(lambda t: 850 if t >= 10 else 1000, 40, cv=0.10, seed=seed)
+        assert failover([log], WINDOW, at(10), at(0), at(40)).recovery is Recovery.NOT_RECOVERED, seed
+
+
+def test_one_client_stalls_the_others_do_not() -> None:
+    stalled = synthetic(lambda t: 0 if 10 <= t < 12 else 500, 30, client="h1", seed=2)
+    fine = synthetic(lambda t: 500, 30, client="h2", seed=3)
+    result = failover([stalled, fine], WINDOW, at(10), at(0), at(30))
+    blackouts = dict(result.client_blackouts_s)
+    assert blackouts["h1"] == pytest.approx(2.0, abs=0.11) and blackouts["h2"] == 0.0
+    assert result.blackout_s == 0.0  # the other client kept completing: no stall for all
+    assert result.pre_fault_iops == pytest.approx(1000, rel=0.02)  # the clients' IOPS add up
+    assert result.dip_pct is not None and 40 <= result.dip_pct <= 60  # half the I/O went missing for 2 s
+
+
+def test_a_stall_before_the_fault_is_not_the_faults() -> None:
+    log = synthetic(lambda t: 0 if 3 <= t < 4 else 1000, 30)  # something else, before the fault
+    assert failover([log], WINDOW, at(15), at(0), at(30)).blackout_s == 0.0
+    first = longest_stall([at(1), at(2)], WINDOW, at(0), at(0), at(2))
+    assert first is not None and (first.start_ms, first.end_ms) == (at(0), at(0.9))  # before any completion
+    second = longest_stall([at(1), at(2)], WINDOW, at(0), at(1), at(2))
+    assert second is not None and (second.start_ms, second.end_ms) == (at(1), at(1.9))  # the one ending after 1 s
+    assert longest_stall([at(1), at(1.1), at(1.2)], WINDOW, at(0.9), at(1), at(1.2)) is None  # never stopped
+
+
+def test_real_fio_logs_of_a_stall() -> None:
+    """fio 3.33, 4k random reads at iodepth 4 on the volume lab, its pacer stopped (SIGSTOP) for 1.2 s: a 1,201 ms
+    step between two rows of the 100 ms log, and the I/O caught in it logged 1.204 s."""
+    iops = parse_log((FIXTURES / "stall-1.2s_iops.log").read_text())
+    lat = parse_log((FIXTURES / "stall-1.2s_clat.log").read_text())
+    steps = [b.t_ms - a.t_ms for a, b in itertools.pairwise(iops)]
+    before = iops[steps.index(max(steps))].t_ms  # the last completion before the stall
+    result = failover([ClientLog("local", iops, lat)], WINDOW, before, iops[0].t_ms - WINDOW, iops[-1].t_ms)
+    assert result.blackout_s == pytest.approx(1.1, abs=0.01)  # 1,201 ms between rows, less one window
+    assert result.longest_io_ns is not None and 1.2e9 <= result.longest_io_ns <= 1.21e9
+    assert result.pre_fault_iops is None and result.dip_pct is None  # 1.4 s before it: no level of 2 s blocks
