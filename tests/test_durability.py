@@ -1,0 +1,70 @@
+"""Nothing acknowledged lost (issue 32): stamped blocks read back and classified against the writer's journal."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from storbench.durability import (
+    SECTOR_BYTES,
+    Finding,
+    Journal,
+    block_content,
+    classify,
+    read_sector,
+    sector_content,
+    verify,
+)
+
+BLOCK = 4096
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(0, 2**40), st.integers(1, 2**40), st.integers(0, 7))
+def test_a_sector_says_which_write_put_it_there(writer: int, index: int, generation: int, sector: int) -> None:
+    data = sector_content(writer, index, generation, sector)
+    assert len(data) == SECTOR_BYTES and read_sector(data) == (writer, index, generation, sector)
+    flipped = bytearray(data)
+    flipped[100] ^= 1  # one bit anywhere: not ours any more
+    assert read_sector(bytes(flipped)) is None
+
+
+def test_each_finding() -> None:
+    acked = Journal(acknowledged=3)
+    assert classify(1, 7, block_content(1, 7, 3, BLOCK), acked) is Finding.OK
+    assert classify(1, 7, bytes(BLOCK), Journal()) is Finding.OK  # never written: still its initial zeros
+    assert classify(1, 7, bytes(BLOCK), acked) is Finding.LOST  # acknowledged, reads as never written
+    assert classify(1, 7, block_content(1, 7, 2, BLOCK), acked) is Finding.STALE  # an older valid version
+    torn = block_content(1, 7, 3, BLOCK)[:2048] + block_content(1, 7, 2, BLOCK)[2048:]
+    assert classify(1, 7, torn, acked) is Finding.TORN
+    assert classify(1, 7, block_content(1, 8, 3, BLOCK), acked) is Finding.CORRUPT  # another block's write
+    assert classify(1, 7, block_content(2, 7, 3, BLOCK), acked) is Finding.CORRUPT  # another writer's
+    assert classify(1, 7, block_content(1, 7, 9, BLOCK), acked) is Finding.CORRUPT  # a generation never issued
+    garbage = bytearray(block_content(1, 7, 3, BLOCK))
+    garbage[3000] ^= 0xFF
+    assert classify(1, 7, bytes(garbage), acked) is Finding.CORRUPT
+    shuffled = block_content(1, 7, 3, BLOCK)[512:1024] + block_content(1, 7, 3, BLOCK)[512:]
+    assert classify(1, 7, shuffled, acked) is Finding.CORRUPT  # a sector in the wrong place
+
+
+def test_a_write_in_flight_may_be_old_or_new_nothing_else() -> None:
+    journal = Journal(acknowledged=3, in_flight=frozenset({4}))
+    assert classify(1, 7, block_content(1, 7, 3, BLOCK), journal) is Finding.OK
+    assert classify(1, 7, block_content(1, 7, 4, BLOCK), journal) is Finding.OK
+    assert classify(1, 7, block_content(1, 7, 2, BLOCK), journal) is Finding.STALE
+    half = block_content(1, 7, 4, BLOCK)[:512] + block_content(1, 7, 3, BLOCK)[512:]
+    assert classify(1, 7, half, journal) is Finding.TORN
+    first = Journal(in_flight=frozenset({1}))  # the first write to it, never acknowledged
+    assert classify(1, 7, bytes(BLOCK), first) is Finding.OK and classify(1, 7, block_content(1, 7, 1, BLOCK),
+                                                                           first) is Finding.OK
+
+
+def test_verify_counts_and_keeps_the_first_bad_offsets() -> None:
+    journals = {i: Journal(acknowledged=2) for i in range(10)}
+    blocks = [(i, block_content(1, i, 2, BLOCK)) for i in range(10)]
+    blocks[3] = (3, bytes(BLOCK))  # lost
+    blocks[6] = (6, block_content(1, 6, 1, BLOCK))  # stale
+    blocks.append((10, bytes(BLOCK)))  # never written, still zeros
+    result = verify(1, BLOCK, blocks, journals)
+    assert result.blocks == 11 and result.count(Finding.OK) == 9
+    assert result.count(Finding.LOST) == 1 and result.count(Finding.STALE) == 1 and result.count(Finding.TORN) == 0
+    assert dict(result.first_bad) == {Finding.LOST: (3 * BLOCK,), Finding.STALE: (6 * BLOCK,)}
