@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -68,3 +71,33 @@ def test_verify_counts_and_keeps_the_first_bad_offsets() -> None:
     assert result.blocks == 11 and result.count(Finding.OK) == 9
     assert result.count(Finding.LOST) == 1 and result.count(Finding.STALE) == 1 and result.count(Finding.TORN) == 0
     assert dict(result.first_bad) == {Finding.LOST: (3 * BLOCK,), Finding.STALE: (6 * BLOCK,)}
+
+
+def test_the_checking_writer_on_a_file_finds_nothing_lost_and_catches_a_lying_one(tmp_path: Path) -> None:
+    """Real writes to a file: read back as written, every block ok. Then a test bed that lies: the file is swapped
+    for a copy taken while the writer was running (acknowledged writes after the copy vanish): they are caught as
+    lost or stale, with their offsets."""
+    from storbench.execute.checker import check, write_blocks
+
+    blocks, block = 256, 4096
+    honest = tmp_path / "honest.img"
+    honest.write_bytes(bytes(blocks * block))
+    record = write_blocks(str(honest), writer=7, block_bytes=block, blocks=blocks, seconds=0.3, depth=4,
+                          direct=False)
+    assert record.writes > 100 and record.errors == 0
+    result = check(str(honest), record, writer=7, block_bytes=block, blocks=blocks, direct=False)
+    assert result.blocks == blocks and result.count(Finding.OK) == blocks, result
+
+    lying = tmp_path / "lying.img"
+    lying.write_bytes(bytes(blocks * block))
+    copies: list[bytes] = []
+    timer = threading.Timer(0.15, lambda: copies.append(lying.read_bytes()))
+    timer.start()
+    record = write_blocks(str(lying), writer=7, block_bytes=block, blocks=blocks, seconds=0.3, depth=4,
+                          direct=False)
+    timer.join()
+    lying.write_bytes(copies[0])  # the storage "recovered" to an older copy of itself
+    result = check(str(lying), record, writer=7, block_bytes=block, blocks=blocks, direct=False)
+    bad = result.count(Finding.LOST) + result.count(Finding.STALE)
+    assert bad > 0 and result.count(Finding.CORRUPT) == 0, result
+    assert all(offset % block == 0 for _, offsets in result.first_bad for offset in offsets)
