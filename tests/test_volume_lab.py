@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helpers import run_cli, write_plan
-from storbench.lab.pacer import Bucket, read_rates
+from storbench.lab.pacer import Bucket, Control, read_control, read_rates
 from storbench.lab.process import pids_with
 from storbench.lab.volume import (
     LOSETUP_COLUMNS,
@@ -69,6 +69,10 @@ def test_rates_and_caps_in_words() -> None:
     assert read_rates(rates_json(spec)) == (3000.0, float(100 << 20))
     assert read_rates(rates_json(VolumeSpec(1 << 30))) == (None, None)
     assert read_rates('{"iops": -5, "bw_bytes_per_s": "fast"}') == (None, None)
+    # the control file also stalls the volume, or swaps in an older copy (faults, issue 32)
+    assert read_control('{"iops": 3000, "frozen": true}') == Control(3000.0, None, True, None)
+    assert read_control('{"frozen": "yes", "backing": ""}') == Control()  # only true freezes; no empty path
+    assert read_control('{"backing": "/lab/old.img"}').backing == "/lab/old.img"
     assert caps_text(spec, "/dev/loop7") == "loop7 paced at 3,000 IOPS and 100MiB/s, reads and writes together"
     assert caps_text(VolumeSpec(1 << 30), "/dev/loop7") == "loop7 not capped"
     # a lab made before the pacer had block-throttle rules: down() still clears them

@@ -9,9 +9,10 @@ evenly, Little's law). Here every request is admitted at the earliest time the r
 one (a token bucket of depth one, refilled continuously), so at saturation each I/O waits depth / cap.
 
 `Bucket` is the pure rule; `serve` (shell) mounts the file with pyfuse3 (libfuse 3) and runs until SIGTERM.
-Run as ``python -m storbench.lab.pacer --backing FILE --mount DIR --rates RATES.json``; the rates file holds
-``{"iops": N or null, "bw_bytes_per_s": N or null}`` and is read again on SIGHUP (a cap that changes mid-run, as a
-burst credit running out would).
+Run as ``python -m storbench.lab.pacer --backing FILE --mount DIR --rates CONTROL.json``; the control file holds
+``{"iops": N or null, "bw_bytes_per_s": N or null, "frozen": false, "backing": null}`` and is read again on
+SIGHUP: a cap that changes mid-run (as a burst credit running out would), a stall (frozen) and its end, or another
+backing file (`Control`).
 """
 
 from __future__ import annotations
@@ -80,15 +81,41 @@ def timer_at(libc: ctypes.CDLL, monotonic_s: float) -> int:
     return fd
 
 
-def read_rates(text: str) -> tuple[float | None, float | None]:
-    """(iops, bytes per second) from the rates file's JSON; a missing or non-positive value is no cap. Pure."""
+@dataclass(frozen=True)
+class Control:
+    """What the control file asks of the pacer: the caps; ``frozen``: hold every new I/O until thawed (a stall, as
+    a failing volume's); ``backing``: serve this file from now on (a copy taken earlier: a volume that lost the
+    writes it acknowledged since, the test bed a durability check must catch)."""
+
+    iops: float | None = None
+    bw_bytes_per_s: float | None = None
+    frozen: bool = False
+    backing: str | None = None
+
+
+def read_control(text: str) -> Control:
+    """The control file's JSON; a missing or non-positive rate is no cap, anything unreadable the default. Pure."""
     raw = json.loads(text)
 
     def rate(name: str) -> float | None:
         value = raw.get(name)
         return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
-    return rate("iops"), rate("bw_bytes_per_s")
+    backing = raw.get("backing")
+    return Control(rate("iops"), rate("bw_bytes_per_s"), raw.get("frozen") is True,
+                   backing if isinstance(backing, str) and backing else None)
+
+
+def read_rates(text: str) -> tuple[float | None, float | None]:
+    """(iops, bytes per second) from the control file's JSON. Pure."""
+    control = read_control(text)
+    return control.iops, control.bw_bytes_per_s
+
+
+@dataclass
+class _Open:
+    fd: int  # the file served now
+    path: str
 
 
 def serve(backing: str, mount: str, rates: str) -> None:
@@ -98,7 +125,11 @@ def serve(backing: str, mount: str, rates: str) -> None:
     import trio
 
     libc = ctypes.CDLL(None, use_errno=True)
-    bucket = Bucket(*read_rates(Path(rates).read_text()))
+    control = read_control(Path(rates).read_text())
+    bucket = Bucket(control.iops, control.bw_bytes_per_s)
+    thawed = trio.Event()
+    if not control.frozen:
+        thawed.set()
 
     async def start_at(due_s: float) -> None:
         if due_s <= time.monotonic():
@@ -109,8 +140,8 @@ def serve(backing: str, mount: str, rates: str) -> None:
         finally:
             os.close(timer)
 
-    fd = os.open(backing, os.O_RDWR)
-    size = os.fstat(fd).st_size
+    files = _Open(os.open(control.backing or backing, os.O_RDWR), control.backing or backing)
+    size = os.fstat(files.fd).st_size
     file_inode = pyfuse3.ROOT_INODE + 1
 
     class PacedVolume(pyfuse3.Operations):
@@ -151,15 +182,18 @@ def serve(backing: str, mount: str, rates: str) -> None:
             return pyfuse3.FileInfo(fh=inode, direct_io=True, keep_cache=False)  # no page cache above the pacer
 
         async def read(self, fh: int, off: int, size_bytes: int) -> bytes:
+            await thawed.wait()
             await start_at(bucket.admit(time.monotonic(), size_bytes))
-            return os.pread(fd, size_bytes, off)
+            return os.pread(files.fd, size_bytes, off)
 
         async def write(self, fh: int, off: int, buf: bytes) -> int:
+            await thawed.wait()
             await start_at(bucket.admit(time.monotonic(), len(buf)))
-            return os.pwrite(fd, buf, off)
+            return os.pwrite(files.fd, buf, off)
 
         async def fsync(self, fh: int, datasync: bool) -> None:
-            os.fdatasync(fd)
+            await thawed.wait()
+            os.fdatasync(files.fd)
 
         async def statfs(self, ctx: object) -> pyfuse3.StatvfsData:
             data = pyfuse3.StatvfsData()
@@ -168,13 +202,25 @@ def serve(backing: str, mount: str, rates: str) -> None:
             data.f_namemax = 255
             return data
 
+    def apply(new: Control) -> None:
+        nonlocal thawed
+        bucket.set_rates(new.iops, new.bw_bytes_per_s)
+        if new.backing and new.backing != files.path:
+            old = files.fd
+            files.fd, files.path = os.open(new.backing, os.O_RDWR), new.backing
+            os.close(old)
+        if new.frozen and thawed.is_set():
+            thawed = trio.Event()
+        elif not new.frozen:
+            thawed.set()
+
     async def run() -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(pyfuse3.main, 1, 4096)
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
                 async for signum in signals:
                     if signum == signal.SIGHUP:
-                        bucket.set_rates(*read_rates(Path(rates).read_text()))
+                        apply(read_control(Path(rates).read_text()))
                         continue
                     nursery.cancel_scope.cancel()
                     break
@@ -185,7 +231,7 @@ def serve(backing: str, mount: str, rates: str) -> None:
         trio.run(run)
     finally:
         pyfuse3.close(unmount=True)
-        os.close(fd)
+        os.close(files.fd)
 
 
 def main(argv: list[str] | None = None) -> None:
