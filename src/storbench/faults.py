@@ -1,0 +1,94 @@
+"""Faults during a repetition (pure; issue 32): the typed steps of a plan's `faults:` list, what a lab kind offers,
+and the checks and timeline `storbench plan` shows.
+
+A step happens ``at_s`` seconds into a repetition's measured section (after its ramp) and, with
+``restore_after_s``, is undone that long after. Each lab kind offers its own actions (`FaultOffer`, through the
+lab interface): the run loop asks the lab to do them and never branches on a kind. A plan may only name what a lab
+of its own offers: faults on a user's own systems come from the command line of the person running storbench,
+never from a plan (plans are untrusted, and storbench runs as root).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FaultStep:
+    at_s: float  # into the measured section
+    action: str  # e.g. "kill", "stop", "freeze", "restart"
+    target: str  # what it acts on, in the lab's words: "osd.1", "server", "volume", "host h2"
+    restore_after_s: float | None = None
+
+    @property
+    def restore_at_s(self) -> float | None:
+        return None if self.restore_after_s is None else self.at_s + self.restore_after_s
+
+
+@dataclass(frozen=True)
+class FaultOffer:
+    """One action a lab kind can do: on targets matching ``targets`` (a full-match regular expression, e.g.
+    ``osd\\.[0-9]+``), undone by ``restore`` ("" when it cannot be undone within a run)."""
+
+    lab: str
+    action: str
+    targets: str
+    restore: str
+    what: str  # one line for `plan` and the docs, e.g. "SIGKILL an OSD, as a crashed host"
+
+
+def find_offer(step: FaultStep, offers: Sequence[FaultOffer]) -> FaultOffer | None:
+    return next((o for o in offers if o.action == step.action and re.fullmatch(o.targets, step.target)), None)
+
+
+def fault_problems(steps: Sequence[FaultStep], measured_s: float, offers: Sequence[FaultOffer]) -> list[str]:
+    """One line per problem, with the fix: a fault no lab of the plan offers, a time outside the measured
+    section, a restore that cannot be done or falls outside it, two faults on one target at once."""
+    problems = []
+    for number, step in enumerate(steps, start=1):
+        where = f"faults[{number}] ({step.action} {step.target} at {step.at_s:g}s)"
+        offer = find_offer(step, offers)
+        if offer is None:
+            known = ", ".join(sorted({f"{o.action} {o.targets} ({o.lab})" for o in offers})) or "none"
+            problems.append(f"{where}: no lab of this plan can do it; the plan's labs offer: {known}")
+            continue
+        if not 0 < step.at_s < measured_s:
+            problems.append(f"{where}: outside the measured section (0 to {measured_s:g}s after the ramp); "
+                            "give a time inside it, leaving time before it for the level to compare with")
+        if step.restore_after_s is not None:
+            if not offer.restore:
+                problems.append(f"{where}: {offer.lab} cannot undo '{step.action}' within a run; drop "
+                                "restore_after")
+            elif step.restore_after_s <= 0:
+                problems.append(f"{where}: restore_after must be after the fault (a positive duration)")
+            elif (step.restore_at_s or 0) >= measured_s:
+                problems.append(f"{where}: restored at {step.restore_at_s:g}s, after the measured section ends "
+                                f"({measured_s:g}s); shorten restore_after or lengthen runtime")
+    spans = sorted((s.target, s.at_s, s.restore_at_s or measured_s) for s in steps)
+    for (target, start, end), (other, later, _) in itertools.pairwise(spans):
+        if target == other and later < end:
+            problems.append(f"faults on {target} overlap ({start:g}s to {end:g}s, then {later:g}s): one at a time "
+                            "per target")
+    return problems
+
+
+@dataclass(frozen=True)
+class TimelineEvent:
+    at_s: float  # from the start of the repetition (ramp included)
+    text: str
+
+
+def fault_timeline(steps: Sequence[FaultStep], ramp_s: float, runtime_s: float,
+                   offers: Sequence[FaultOffer]) -> tuple[TimelineEvent, ...]:
+    """What happens when in one repetition, for `plan`: measuring starts, each fault and its undoing, the end."""
+    events = [TimelineEvent(ramp_s, "measuring starts"), TimelineEvent(ramp_s + runtime_s, "measuring ends")]
+    for step in steps:
+        offer = find_offer(step, offers)
+        what = f" ({offer.what})" if offer else ""
+        events.append(TimelineEvent(ramp_s + step.at_s, f"{step.action} {step.target}{what}"))
+        if step.restore_at_s is not None and offer and offer.restore:
+            events.append(TimelineEvent(ramp_s + step.restore_at_s, f"{offer.restore} {step.target}"))
+    return tuple(sorted(events, key=lambda e: e.at_s))
