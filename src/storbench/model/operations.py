@@ -1,0 +1,108 @@
+"""What fio does and what it moves: the directions and statuses, fio's rw patterns (block I/O, metadata
+operations on files, S3 object operations) and the directions each moves data in. Pure."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Direction(StrEnum):
+    READ = "read"
+    WRITE = "write"
+    TRIM = "trim"
+
+
+class Status(StrEnum):
+    OK = "ok"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+
+
+# fio rw patterns and the directions they move data in.
+RW_DIRECTIONS: dict[str, tuple[Direction, ...]] = {
+    "read": (Direction.READ,),
+    "randread": (Direction.READ,),
+    "write": (Direction.WRITE,),
+    "randwrite": (Direction.WRITE,),
+    "rw": (Direction.READ, Direction.WRITE),
+    "readwrite": (Direction.READ, Direction.WRITE),
+    "randrw": (Direction.READ, Direction.WRITE),
+    "trim": (Direction.TRIM,),
+    "randtrim": (Direction.TRIM,),
+    "trimwrite": (Direction.TRIM, Direction.WRITE),
+    "randtrimwrite": (Direction.TRIM, Direction.WRITE),
+    # metadata operations, one file each (fio's filecreate, filestat and filedelete engines): creating and deleting
+    # files are accounted as writes, stat as reads
+    "create": (Direction.WRITE,),
+    "stat": (Direction.READ,),
+    "delete": (Direction.WRITE,),
+    # the three in sequence over one file set, the way mdtest runs its phases: create (write), stat (read), delete
+    # (accounted as trim, so each phase keeps its own figures)
+    "metadata": (Direction.WRITE, Direction.READ, Direction.TRIM),
+    # object operations on S3, one whole object of bs each (fio's http engine in S3 mode): PUT writes, GET reads,
+    # DELETE is fio's trim; getput mixes GETs (rwmixread of them) and PUTs
+    "put": (Direction.WRITE,),
+    "get": (Direction.READ,),
+    "delete_object": (Direction.TRIM,),
+    "getput": (Direction.READ, Direction.WRITE),
+}
+MIXED_RW = frozenset({"rw", "readwrite", "randrw", "getput"})
+# Object operation -> fio rw with the http engine.
+OBJECT_RW: dict[str, str] = {"put": "write", "get": "read", "delete_object": "trim", "getput": "randrw"}
+# The unmeasured job section that PUTs the objects a get, getput or delete_object job then works on (fio's http
+# engine names objects by job clone, offset and size, so the same geometry finds them); parsing leaves it out.
+FILL_JOB = "storbench-fill"
+# Metadata operation -> (fio engine, fio rw): each I/O of such a job is one operation on one file.
+METADATA_RW: dict[str, tuple[str, str]] = {"create": ("filecreate", "write"), "stat": ("filestat", "read"),
+                                           "delete": ("filedelete", "write"), "metadata": ("filecreate", "write")}
+# The phases of rw: metadata, each a stonewalled job section named "<case id>.<phase>" on the same files; the
+# delete phase's operations are counted as trims (PHASE_AS_TRIM) so that they stay apart from the creates.
+METADATA_PHASES = ("create", "stat", "delete")
+PHASE_AS_TRIM = ".delete"
+
+
+# The metadata engine for NFS exports over libnfs (scripts/fio-engines/storbench_nfsmeta.c, a fio external engine).
+NFS_METADATA_ENGINE = "storbench_nfsmeta"
+
+
+def is_metadata(rw: str) -> bool:
+    """True for the file operations (create, stat, delete) rather than block I/O."""
+    return rw in METADATA_RW
+
+
+def is_object(rw: str) -> bool:
+    """True for the S3 object operations (put, get, delete_object, getput)."""
+    return rw in OBJECT_RW
+
+
+# Object operations by the direction fio accounts them in.
+OBJECT_REQUESTS = {"read": "GET", "write": "PUT", "trim": "DELETE"}
+
+
+def operation_of(rw: str, direction: str) -> str:
+    """What one of a point's operations is: the direction for block I/O (read, write, trim), the file operation
+    for metadata (create, stat, delete; the phases of rw: metadata by the direction fio counts them in), the S3
+    request for objects (PUT, GET, DELETE)."""
+    if is_object(rw):
+        return OBJECT_REQUESTS.get(direction, direction)
+    if rw == "metadata":  # its phases: create, stat, delete
+        return {"write": "create", "read": "stat", "trim": "delete"}.get(direction, direction)
+    if is_metadata(rw):
+        return rw
+    return direction
+
+
+def rate_name(rw: str, direction: str) -> str:
+    """A rate as a reader names it: ``read IOPS`` for block I/O, ``creates/s`` for files created, ``GET
+    requests/s`` for object requests."""
+    operation = operation_of(rw, direction)
+    if is_object(rw):
+        return f"{operation} requests/s"
+    if is_metadata(rw):
+        return f"{operation}s/s"
+    return f"{operation} IOPS"
+
+
+def rw_writes(rw: str) -> bool:
+    """True when the pattern modifies data (writes or trims)."""
+    return any(d in (Direction.WRITE, Direction.TRIM) for d in RW_DIRECTIONS[rw])

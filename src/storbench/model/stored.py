@@ -1,0 +1,49 @@
+"""What the store gives back: a run's provenance and a stored repetition with its case. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from storbench.model.case import Case
+from storbench.model.measure import ClientMeasurement
+from storbench.model.operations import Status
+from storbench.telemetry.series import RepetitionTelemetry
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: int
+    plan_name: str
+    plan_text: str
+    source: str
+    storbench_version: str
+    fio_version: str
+    host: str
+    kernel: str
+    run_order: str
+    seed: int
+    tags: tuple[str, ...]
+    started_at_s: float
+    finished_at_s: float | None
+    mem_total_bytes: int | None = None
+    cpu_count: int | None = None
+    plan_path: str | None = None  # the plan file a `run` read (None: imports, and runs stored before it was kept)
+
+
+@dataclass(frozen=True)
+class StoredRepetition:
+    """A repetition as stored, with its case and its clients' measurements."""
+
+    repetition_id: int
+    run_id: int
+    case: Case
+    rep_index: int
+    status: Status
+    started_at_s: float
+    finished_at_s: float
+    fio_version: str
+    error: str
+    clients: tuple[ClientMeasurement, ...]
+    job_text: str = ""
+    telemetry: RepetitionTelemetry | None = None
+    start_skew_s: float | None = None

@@ -1,0 +1,123 @@
+"""What a case runs on: targets as a tagged union on ``kind``, and what a target was sold as. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+
+@dataclass(frozen=True)
+class PathTarget:
+    """A directory on any mounted filesystem; each fio job gets a file of ``size_bytes``."""
+
+    name: str
+    path: str
+    size_bytes: int
+    expect_fs: str | None = None  # refuse the directory unless it lands on this filesystem (ceph, nfs, ext4, ...)
+    kind: ClassVar[Literal["path"]] = "path"
+
+
+@dataclass(frozen=True)
+class BlockTarget:
+    """A raw block device; written only with ``destructive``. ``size_bytes``: only the first bytes (None: all).
+    ``device`` None: the volume lab's (storbench's own loop device, which may be written)."""
+
+    name: str
+    device: str | None
+    size_bytes: int | None = None
+    destructive: bool = False
+    kind: ClassVar[Literal["block"]] = "block"
+
+
+@dataclass(frozen=True)
+class RbdTarget:
+    """A Ceph RBD image through fio's rbd engine. ``conf`` None: the plan's Ceph lab, or /etc/ceph/ceph.conf."""
+
+    name: str
+    size_bytes: int
+    pool: str
+    image: str
+    client: str
+    conf: str | None = None
+    destructive: bool = False  # write an existing image storbench did not create
+    kind: ClassVar[Literal["rbd"]] = "rbd"
+
+
+@dataclass(frozen=True)
+class CephfsTarget:
+    """A directory on CephFS: ``path`` of a CephFS mounted by the user, or None for the Ceph lab's mount."""
+
+    name: str
+    size_bytes: int
+    path: str | None = None
+    kind: ClassVar[Literal["cephfs"]] = "cephfs"
+
+
+@dataclass(frozen=True)
+class NfsTarget:
+    """An NFS export through fio's nfs engine (libnfs): ``url`` nfs://server/export, or None for the NFS lab."""
+
+    name: str
+    size_bytes: int
+    url: str | None = None
+    kind: ClassVar[Literal["nfs"]] = "nfs"
+
+
+@dataclass(frozen=True)
+class PvcTarget:
+    """PersistentVolumeClaims of a StorageClass measured from fio pods."""
+
+    name: str
+    size_bytes: int
+    storage_class: str | None  # None: the k8s lab's
+    access_mode: str
+    volume_mode: str
+    namespace: str
+    container_image: str
+    image_pull_policy: str
+    node_selector: tuple[tuple[str, str], ...]
+    destructive: bool
+    start_budget_s: float
+    kind: ClassVar[Literal["pvc"]] = "pvc"
+
+
+@dataclass(frozen=True)
+class ImportedTarget:
+    """Where imported fio results were measured, as far as their job text says (a directory or a file)."""
+
+    name: str
+    location: str | None = None
+    kind: ClassVar[Literal["imported"]] = "imported"
+
+    @property
+    def size_bytes(self) -> int | None:
+        return None
+
+
+@dataclass(frozen=True)
+class S3Target:
+    """An S3 bucket through fio's http engine: ``endpoint`` None for the Ceph lab's radosgw (its bucket
+    ``storbench`` made by storbench). Keys come from the operator at run time (the command line or the environment)
+    and are never part of the target."""
+
+    name: str
+    endpoint: str | None
+    bucket: str | None
+    region: str
+    kind: ClassVar[Literal["s3"]] = "s3"
+
+    @property
+    def size_bytes(self) -> int | None:
+        return None
+
+
+TargetSpec = (PathTarget | BlockTarget | RbdTarget | CephfsTarget | NfsTarget | PvcTarget | S3Target
+              | ImportedTarget)
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What a target was sold or provisioned as (its plan's `expect`): results are shown as a share of it."""
+
+    iops: float | None = None
+    bw_bytes_per_s: int | None = None
