@@ -1,0 +1,168 @@
+"""The `lab` section: the one-machine test beds storbench brings up (Ceph, NFS, client hosts, Kubernetes, a
+paced volume), and `hosts`, the fio servers a plan drives as clients. Pure."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, Field, field_validator
+
+from storbench.config.values import (
+    CPU_LIST_PATTERN,
+    Duration,
+    FioScalar,
+    LinkRate,
+    Rate,
+    Size,
+    StrictModel,
+    Sweep,
+    T,
+    _cpu_list_text,
+    _no_duplicates,
+)
+
+
+class CephLabConfig(StrictModel):
+    """A real Ceph cluster on this machine (`storbench lab ceph`). Lists sweep: each combination is brought
+    up, measured and torn down; its parameters are stored with every result."""
+
+    osds: Sweep[Annotated[int, Field(ge=1, le=16)]] = Field([3], description="Number of OSDs.")
+    osd_size: Sweep[Size] = Field([2 * 1024**3], description="Size of each OSD's sparse file (or memstore).")
+    objectstore: Sweep[Literal["bluestore", "memstore"]] = Field(["bluestore"], description="bluestore (on "
+                                                                 "sparse files) or memstore.")
+    pool_size: Sweep[Annotated[int, Field(ge=1, le=16)]] = Field([3], description="Replica count of the "
+                                                                 "pools the rbd targets use.")
+    cache_size: Sweep[Size] | None = Field(None, description="BlueStore cache per OSD (autotune off).")
+    osd_memory_target: Sweep[Size] | None = Field(None, description="osd_memory_target per OSD (>= 896MiB).")
+    db_device: Sweep[Literal["none", "fast"]] | None = Field(
+        None, description="Where BlueStore keeps RocksDB and its WAL: `none` on the data device, `fast` on a "
+        "memory-backed device (tmpfs: the one-machine stand-in for an Optane/NVMe DB device; labelled emulated). "
+        "Needs a cluster per value.")
+    db_size: Size = Field(1024**3, description="Size of each OSD's DB device with `db_device: fast`.")
+    osds_per_device: Sweep[Annotated[int, Field(ge=1, le=8)]] | None = Field(
+        None, description="OSDs per device, e.g. `[1, 2, 4]`: `devices` loop devices of `device_size`, each split "
+        "into that many slices, an OSD on each, so device count and capacity stay fixed (`osds` and `osd_size` "
+        "follow from them). Needs a cluster per value.")
+    devices: Annotated[int, Field(ge=1, le=8)] = Field(1, description="Devices, with `osds_per_device`.")
+    device_size: Size = Field(8 * 1024**3, description="Size of each device (sparse), with `osds_per_device`.")
+    osd_cpuset: Sweep[Annotated[str, BeforeValidator(_cpu_list_text), Field(pattern=CPU_LIST_PATTERN)]] | None = Field(
+        None, description="The CPUs the OSD daemons are pinned to, e.g. `[\"1\", \"0-1\"]` (a cpuset each; "
+        "changed on the running cluster, no restart).")
+    osd_cpus: Sweep[Annotated[float, Field(gt=0, le=256)]] | None = Field(
+        None, description="A CPU quota per OSD daemon in cores, e.g. `[0.5, 1, 2]` (a cgroup each; changed on the "
+        "running cluster, no restart).")
+    cephfs: bool = Field(False, description="Also run an MDS and mount CephFS with ceph-fuse.")
+    rgw: bool = Field(False, description="Also run radosgw, serving S3 from the cluster (for `s3` targets on "
+                      "the lab; an S3 user is made for the run, its keys never stored).")
+    bring_up: Literal["once", "each_repetition", "side_by_side"] = Field(
+        "once", description="How settings that need a cluster per value (osds, osd_size, objectstore) are run. "
+        "`once`: each cluster configuration is brought up once and all its repetitions run on it, one cluster "
+        "after another. `each_repetition`: a fresh cluster per value for every round, in the order A B B A, so the "
+        "setting is compared over several cluster instances, paired round by round. `side_by_side`: all the "
+        "clusters up at once (each on its own ports and directory, when memory allows), their repetitions "
+        "alternating A B B A like pool sizes: time drift cancels, but each value is still one cluster instance.")
+    config: dict[str, Sweep[FioScalar]] = Field(
+        {}, description="OSD options by name, each a value or a list to sweep, e.g. `{bluestore_cache_size: "
+        "[1GiB, 4GiB], osd_op_queue: wpq}`; applied to the running cluster with `ceph config set` and an OSD "
+        "restart. Only the options listed under \"Ceph options\" below.")
+
+    @field_validator("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus",
+                     "db_device", "osds_per_device", "osd_cpuset")
+    @classmethod
+    def _distinct(cls, values: list[T] | None) -> list[T] | None:
+        return None if values is None else _no_duplicates(values)
+
+    @field_validator("config")
+    @classmethod
+    def _options(cls, value: dict[str, list[FioScalar]]) -> dict[str, list[int | str]]:
+        from storbench.errors import did_you_mean
+        from storbench.lab.ceph_options import CEPH_OPTIONS, NAME_RE, OWN_KEYS, option_value
+
+        out: dict[str, list[int | str]] = {}
+        for name, values in value.items():
+            if name in OWN_KEYS:
+                raise ValueError(f"{name} has a key of its own: use {OWN_KEYS[name]}")
+            if name not in CEPH_OPTIONS:
+                shown = name if NAME_RE.fullmatch(name) else repr(name)
+                hint = did_you_mean(name, list(CEPH_OPTIONS)) if NAME_RE.fullmatch(name) else None
+                raise ValueError(f"{shown} is not an OSD option storbench sets"
+                                 + (f" ({hint})" if hint else "; see the plan reference's Ceph options"))
+            out[name] = _no_duplicates([option_value(name, v) for v in values])
+        return out
+
+
+class NfsLabConfig(StrictModel):
+    """An NFS server on this machine (`storbench lab nfs`): nfs-ganesha's VFS backend exporting a directory,
+    in a network namespace of its own."""
+
+
+class HostsLabConfig(StrictModel):
+    """Client hosts on this machine (`storbench lab hosts`): network namespaces on a private bridge, each with
+    its own address and hostname, each running `fio --server`."""
+
+    count: int = Field(ge=1, le=250, description="How many hosts (at least the largest `clients`).")
+    link: Sweep[LinkRate] | None = Field(None, description="Each host's link rate, e.g. `[1Gbit, 10Gbit]` "
+                                         "(a token bucket on both ends of its veth pair; changed live, A B B A).")
+    link_delay: Duration | None = Field(None, description="Added one-way delay on each host's link, e.g. `0.5ms` "
+                                        "(needs the kernel's netem).")
+
+    @field_validator("link")
+    @classmethod
+    def _distinct_links(cls, values: list[int] | None) -> list[int] | None:
+        return None if values is None else _no_duplicates(values)
+
+
+class K8sLabConfig(StrictModel):
+    """A single-node Kubernetes cluster on this machine (`storbench lab k8s`; binaries from
+    scripts/build-kubernetes.sh): a dynamic host-path StorageClass, and local block volumes on loop devices for
+    volume_mode Block."""
+
+    block_volumes: int = Field(3, ge=0, le=16, description="Local block PersistentVolumes (loop devices).")
+    block_size: Size = Field(512 * 1024**2, description="Size of each block volume.")
+
+
+class HostsConfig(StrictModel):
+    """fio servers to drive as clients (`fio --server` on each; see the README for a systemd unit). Targets are
+    on those machines: a directory must be absolute and exist on every server; a raw device is only read."""
+
+    servers: list[str] = Field(description="Addresses of the fio servers: host, host:port or [v6]:port "
+                               "(default port 8765). The first N run a case with `clients: N`.")
+
+    @field_validator("servers")
+    @classmethod
+    def _servers(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("give at least one server")
+        out = []
+        for server in value:
+            match = re.fullmatch(r"^(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9][A-Za-z0-9.\-]{0,252})(?::([0-9]{1,5}))?$", server)
+            if not match or (match.group(2) and not 0 < int(match.group(2)) < 65536):
+                raise ValueError(f"server {server!r} must be host, host:port or [v6]:port")
+            out.append(f"{match.group(1)},{match.group(2) or 8765}")
+        if len(set(out)) != len(out):
+            raise ValueError("a server is listed twice")
+        return out
+
+
+class VolumeLabConfig(StrictModel):
+    """A provisioned volume on this machine (`storbench lab volume`): a loop device over a sparse file served by
+    storbench's pacer, which starts reads and writes no faster than the IOPS and bandwidth caps, evenly, as a cloud
+    disk at its provisioned limit answers (at the cap each I/O waits iodepth / cap). The pacer runs in user space
+    (FUSE): it serves about 15,000 4k IOPS on a 2-core machine, so a higher cap is reached only where the machine
+    is faster. `kind: block` targets without a device use it (and may write to it: it is storbench's own)."""
+
+    size: Size = Field(1024**3, description="Size of the device (a sparse file).")
+    iops: Annotated[int, Field(ge=1, le=1_000_000)] | None = Field(
+        None, description="IOPS cap, reads and writes together.")
+    bw: Rate | None = Field(None, description="Bandwidth cap, reads and writes together, e.g. `100MiB/s`.")
+
+
+class LabConfig(StrictModel):
+    """One-machine test beds storbench brings up itself."""
+
+    ceph: CephLabConfig | None = Field(None, description="A Ceph cluster: mon, mgr, OSDs on this machine.")
+    nfs: NfsLabConfig | None = Field(None, description="An NFS server: nfs-ganesha on this machine.")
+    hosts: HostsLabConfig | None = Field(None, description="Client hosts: fio servers in network namespaces.")
+    k8s: K8sLabConfig | None = Field(None, description="A single-node Kubernetes cluster for pvc targets.")
+    volume: VolumeLabConfig | None = Field(None, description="A paced block device (a provisioned volume).")

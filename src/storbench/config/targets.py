@@ -1,0 +1,359 @@
+"""The `targets` section: one model per target kind, a tagged union on `kind` (``TargetConfig``), and what a
+target may carry besides (`expect`, `precondition`). Pure."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, Discriminator, Field, Tag, field_validator, model_validator
+
+from storbench.config.values import MAX_COUNT, SAFE_NAME_RE, SAFE_PATH_RE, Duration, Rate, Size, StrictModel
+from storbench.units import parse_size_bytes
+
+
+class ExpectConfig(StrictModel):
+    """What a target was sold or provisioned as; figures and tables show results as a share of it, and a
+    capped verdict near it says so. storbench keeps no table of providers' limits: you state them."""
+
+    iops: Annotated[float, Field(gt=0, le=MAX_COUNT)] | None = Field(
+        None, description="Expected IOPS (all directions).")
+    bw: Rate | None = Field(None, description="Expected throughput, e.g. `125MiB/s`.")
+
+
+def _times(value: object) -> object:
+    """`2x` -> 2."""
+    if isinstance(value, str) and value.strip().lower().endswith("x"):
+        return value.strip()[:-1]
+    return value
+
+
+class PreconditionConfig(StrictModel):
+    """Written to a target before its first measurement, once its lab is up (again on every fresh cluster):
+    a sequential fill of its working set `fill` times (`{fill: 2x, bs: 128k, rw: write}`), or a workload for a
+    time (`{workload: randwrite 4k, for: 10m}`). Stored with the run; writes, so a raw device needs
+    `destructive: true`."""
+
+    fill: Annotated[int, BeforeValidator(_times), Field(ge=1, le=10)] | None = Field(
+        None, description="Write the whole working set this many times, e.g. 2x.")
+    workload: str | None = Field(None, description="Pattern and block size, e.g. `randwrite 4k` (or set rw, bs).")
+    rw: Literal["write", "randwrite"] | None = Field(None, description="write (default for fill) or randwrite "
+                                                     "(default for `for`).")
+    bs: Size | None = Field(None, description="Block size (default 128k for fill, 4k for `for`).")
+    iodepth: int = Field(16, ge=1, le=4096, description="Outstanding I/Os per job.")
+    duration: Duration | None = Field(None, alias="for", description="Run the workload this long, e.g. 10m.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> PreconditionConfig:
+        if (self.fill is None) == (self.duration is None):
+            raise ValueError("set either fill (e.g. 2x) or for (e.g. 10m)")
+        if self.workload is not None:
+            if self.rw is not None or self.bs is not None:
+                raise ValueError("set workload or rw and bs, not both")
+            parts = self.workload.split()
+            if len(parts) != 2 or parts[0] not in ("write", "randwrite"):
+                raise ValueError(f"workload {self.workload!r} must be like 'randwrite 4k' (write or randwrite)")
+            try:
+                bs = parse_size_bytes(parts[1])
+            except ValueError as exc:
+                raise ValueError(f"workload {self.workload!r}: {exc}") from None
+            if bs <= 0:
+                raise ValueError("the workload's block size must be larger than 0")
+        if self.bs is not None and self.bs <= 0:
+            raise ValueError("bs must be larger than 0")
+        return self
+
+    @property
+    def pattern(self) -> str:
+        if self.workload is not None:
+            return self.workload.split()[0]
+        return self.rw or ("write" if self.fill is not None else "randwrite")
+
+    @property
+    def bs_bytes(self) -> int:
+        if self.workload is not None:
+            return parse_size_bytes(self.workload.split()[1])
+        return self.bs or (128 * 1024 if self.fill is not None else 4096)
+
+
+PRECONDITION_FIELD = Field(None, description="Written before the target's first measurement: `{fill: 2x}` or "
+                           "`{workload: randwrite 4k, for: 10m}` (see `precondition`).")
+
+
+EXPECT_FIELD = Field(None, description="What the storage was sold as, e.g. `{iops: 3000, bw: 125MiB/s}`: shown "
+                     "as % of expected.")
+
+
+class PathTargetConfig(StrictModel):
+    """A directory on any mounted filesystem (local disk, CephFS or NFS mount)."""
+
+    kind: Literal["path"] = Field(description="`path`")
+    path: str = Field(description="Directory for the test files; its last component is created if missing (its "
+                      "parent must exist). Relative to the current directory.")
+    size: Size = Field(description="Size of each fio job's file (fio `size`), e.g. 256MiB.")
+    expect_fs: str | None = Field(None, description="The filesystem path must be on, e.g. `ceph`, `nfs`, `xfs`: "
+                                  "refused when it is on another (an unmounted mount point).")
+    expect: ExpectConfig | None = EXPECT_FIELD
+    precondition: PreconditionConfig | None = PRECONDITION_FIELD
+
+    @field_validator("expect_fs")
+    @classmethod
+    def _fs_name(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"^[a-z0-9][a-z0-9._-]{0,31}$", value):
+            raise ValueError(f"expect_fs {value!r} is not a filesystem type name (e.g. ceph, nfs, ext4, xfs)")
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _safe_path(cls, value: str) -> str:
+        if not SAFE_PATH_RE.fullmatch(value):
+            raise ValueError(
+                f"path {value!r} has characters storbench will not pass to fio "
+                "(allowed: letters, digits, space and _ . / + @ % , = ~ -)"
+            )
+        return value
+
+    @field_validator("size")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value <= 0:
+            raise ValueError("size must be larger than 0")
+        return value
+
+
+class BlockTargetConfig(StrictModel):
+    """A raw block device. Writing destroys its data: refused unless ``destructive: true``."""
+
+    kind: Literal["block"] = Field(description="`block`")
+    device: str | None = Field(None, description="The device node, e.g. /dev/nvme0n1; none: the volume lab's "
+                               "device (`lab.volume`).")
+    destructive: bool = Field(False, description="Allow write and trim workloads, destroying the data.")
+    size: Size | None = Field(None, description="Limit I/O to the first SIZE bytes (default: whole device).")
+    expect: ExpectConfig | None = EXPECT_FIELD
+    precondition: PreconditionConfig | None = PRECONDITION_FIELD
+
+    @field_validator("device")
+    @classmethod
+    def _safe_device(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith("/dev/") or not SAFE_PATH_RE.fullmatch(value) or " " in value:
+            raise ValueError(f"device {value!r} must be a /dev/ path of letters, digits and _ . / -")
+        return value
+
+
+class RbdTargetConfig(StrictModel):
+    """A Ceph RBD image, driven through librbd by fio's rbd engine (no kernel client needed)."""
+
+    kind: Literal["rbd"] = Field(description="`rbd`")
+    pool: str = Field("rbd", description="The pool; a Ceph lab creates it with its `pool_size`.")
+    image: str = Field("storbench", description="The image; created with `size` if missing. On fio servers "
+                       "(`hosts`, `lab.hosts`) each client N gets its own image `<image>-cN`.")
+    size: Size = Field(description="Image size (and fio's `size`), e.g. 1GiB.")
+    client: str = Field("admin", description="cephx client name, without 'client.'.")
+    destructive: bool = Field(False, description="Allow writes to an existing image storbench did not create "
+                              "(destroying its data); images storbench creates are marked and always writable.")
+    conf: str | None = Field(None, description="ceph.conf of the cluster; default: the plan's Ceph lab, or "
+                             "/etc/ceph/ceph.conf without a lab. Real fio servers use their own "
+                             "/etc/ceph/ceph.conf and keyring.")
+    expect: ExpectConfig | None = EXPECT_FIELD
+    precondition: PreconditionConfig | None = PRECONDITION_FIELD
+
+    @field_validator("pool", "image", "client")
+    @classmethod
+    def _names(cls, value: str) -> str:
+        if not SAFE_NAME_RE.fullmatch(value):
+            raise ValueError(f"{value!r} must be letters, digits, '_', '.' or '-'")
+        return value
+
+    @field_validator("conf")
+    @classmethod
+    def _conf(cls, value: str | None) -> str | None:
+        if value is not None and not SAFE_PATH_RE.fullmatch(value):
+            raise ValueError(f"conf {value!r} has characters storbench will not pass on")
+        return value
+
+
+class NfsTargetConfig(StrictModel):
+    """An NFS export driven by fio's nfs engine (libnfs, NFSv3; no kernel client or mount needed). A
+    kernel-mounted NFS directory is simply a `path` target."""
+
+    kind: Literal["nfs"] = Field(description="`nfs`")
+    url: str | None = Field(None, description="nfs://server/export; default: the plan's NFS lab.")
+    size: Size = Field(description="Size of each fio job's file, laid out before the first case.")
+    expect: ExpectConfig | None = EXPECT_FIELD
+    precondition: PreconditionConfig | None = PRECONDITION_FIELD
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"^nfs://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9_.,/+@%=~-]*)?$", value):
+            raise ValueError(f"{value!r} is not an nfs://server/export URL storbench can pass on")
+        return value
+
+
+class CephfsTargetConfig(StrictModel):
+    """A directory on CephFS: the plan's Ceph lab mounts it with ceph-fuse (lab.ceph.cephfs: true), or give
+    `path` for a CephFS you mounted yourself."""
+
+    kind: Literal["cephfs"] = Field(description="`cephfs`")
+    path: str | None = Field(None, description="A directory on a mounted CephFS; default: the lab's mount.")
+    size: Size = Field(description="Size of each fio job's file (fio `size`).")
+    expect: ExpectConfig | None = EXPECT_FIELD
+    precondition: PreconditionConfig | None = PRECONDITION_FIELD
+
+    @field_validator("path")
+    @classmethod
+    def _safe_path(cls, value: str | None) -> str | None:
+        if value is not None and not SAFE_PATH_RE.fullmatch(value):
+            raise ValueError(f"path {value!r} has characters storbench will not pass to fio")
+        return value
+
+
+BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+
+class S3TargetConfig(StrictModel):
+    """An S3 bucket, driven by fio's http engine in S3 mode (the fio storbench builds with libcurl): the plan's
+    Ceph lab's radosgw (`lab.ceph.rgw: true`; storbench makes an S3 user and the bucket) or any S3 service. Keys
+    come from the operator, never from a plan: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or `storbench run
+    --s3-credentials-file`, and go only to an endpoint the operator allows (`--s3-endpoint`); they reach fio
+    through its environment and are never stored. This run's objects (`storbench.<run token>.*`) are removed
+    after the run."""
+
+    kind: Literal["s3"] = Field(description="`s3`")
+    endpoint: str | None = Field(None, description="http(s)://host[:port]; default: the plan's Ceph lab's radosgw.")
+    bucket: str | None = Field(None, description="An existing bucket; default on the lab: `storbench`, made for "
+                               "the run.")
+    region: str = Field("us-east-1", description="The region requests are signed for.")
+    expect: ExpectConfig | None = EXPECT_FIELD
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?/?$", value):
+            raise ValueError(f"{value!r} is not an http(s)://host[:port] endpoint")
+        return value
+
+    @field_validator("bucket")
+    @classmethod
+    def _bucket(cls, value: str | None) -> str | None:
+        if value is not None and not BUCKET_RE.fullmatch(value):
+            raise ValueError(f"{value!r} is not an S3 bucket name (3-63 lowercase letters, digits, '.', '-')")
+        return value
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: str) -> str:
+        if not re.fullmatch(r"^[A-Za-z0-9_-]{1,40}$", value):
+            raise ValueError(f"{value!r} is not a region name")
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_credentials(cls, data: Any) -> Any:
+        named = [key for key in ("credentials_file", "profile") if isinstance(data, dict) and key in data]
+        if named:
+            raise ValueError(f"{named[0]} is not a plan setting: S3 keys come from the operator, not the plan "
+                             "(storbench run --s3-credentials-file FILE [--s3-profile NAME], or AWS_ACCESS_KEY_ID "
+                             "and AWS_SECRET_ACCESS_KEY)")
+        return data
+
+
+DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+IMAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-/:@]{0,254}$")
+LABEL_KEY_RE = re.compile(r"^([a-z0-9.\-]{1,253}/)?[A-Za-z0-9]([A-Za-z0-9._\-]{0,61}[A-Za-z0-9])?$")
+LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9._\-]{0,61}[A-Za-z0-9])?)?$")
+
+
+class PvcTargetConfig(StrictModel):
+    """PersistentVolumeClaims of a Kubernetes StorageClass, measured from fio pods (`clients` of them, spread
+    over the nodes). Everything storbench creates is labelled and removed after the run (`storbench k8s
+    cleanup` for leftovers)."""
+
+    kind: Literal["pvc"] = Field(description="`pvc`")
+    storage_class: str | None = Field(None, description="StorageClass of the claims; default: the k8s lab's "
+                                      "(host-path; with volume_mode Block, its local block volumes).")
+    size: Size = Field(description="Size of each claim, and of fio's file on it (Filesystem mode).")
+    access_mode: Literal["ReadWriteOnce", "ReadWriteMany"] = Field(
+        "ReadWriteOnce", description="ReadWriteOnce: a claim per pod; ReadWriteMany: one claim all pods share.")
+    volume_mode: Literal["Filesystem", "Block"] = Field("Filesystem", description="Filesystem (a file on the "
+                                                        "mounted volume) or Block (the raw device; needs "
+                                                        "destructive: true).")
+    destructive: bool = Field(False, description="Allow writes to a Block-mode volume.")
+    namespace: str = Field("storbench", description="Namespace for the pods, claims and config maps; created "
+                           "(and removed) if missing.")
+    image: str = Field("storbench.local/fio:local", description="Image with fio (the same version as this "
+                       "machine's) and a POSIX sh; the default is the one the k8s lab builds.")
+    image_pull_policy: Literal["Never", "IfNotPresent", "Always"] = Field("IfNotPresent", description="")
+    node_selector: dict[str, str] = Field(default_factory=dict, description="Pods run only on nodes with "
+                                          "these labels.")
+    kubeconfig: str | None = Field(None, description="Not taken from a plan: a kubeconfig can run programs "
+                                   "(`exec`, `auth-provider`) and read files as root. storbench uses the k8s "
+                                   "lab's, else $KUBECONFIG or ~/.kube/config.")
+    start_budget: Duration = Field(30.0, description="How long pods get to start before all begin fio at once.")
+    expect: ExpectConfig | None = EXPECT_FIELD
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if not DNS_LABEL_RE.fullmatch(value):
+            raise ValueError("namespace must be a DNS label: lowercase letters, digits and '-'")
+        return value
+
+    @field_validator("storage_class")
+    @classmethod
+    def _storage_class(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", value):
+            raise ValueError("storage_class must be a DNS subdomain name")
+        return value
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, value: str) -> str:
+        if not IMAGE_RE.fullmatch(value):
+            raise ValueError(f"image {value!r} is not an image reference")
+        return value
+
+    @field_validator("node_selector")
+    @classmethod
+    def _selector(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            if not LABEL_KEY_RE.fullmatch(key) or not LABEL_VALUE_RE.fullmatch(label):
+                raise ValueError(f"node_selector {key}={label} is not a valid label")
+        return value
+
+    @field_validator("kubeconfig")
+    @classmethod
+    def _kubeconfig(cls, value: str | None) -> str | None:
+        # A plan may come from someone else and storbench runs as root: a kubeconfig it names could run any
+        # program (a user's exec/auth-provider plugin) or send any file (tokenFile) to a server it chooses.
+        if value is not None:
+            raise ValueError("kubeconfig is not taken from a plan (its exec plugins and key files would be used "
+                             "as root): set $KUBECONFIG instead, or use lab: {k8s: {}}")
+        return value
+
+
+def _target_tag(value: object) -> str | None:
+    if isinstance(value, Mapping):
+        kind = value.get("kind")
+        return kind if isinstance(kind, str) else None
+    return None
+
+
+TargetConfig = Annotated[
+    Annotated[PathTargetConfig, Tag("path")] | Annotated[BlockTargetConfig, Tag("block")]
+    | Annotated[RbdTargetConfig, Tag("rbd")] | Annotated[NfsTargetConfig, Tag("nfs")]
+    | Annotated[CephfsTargetConfig, Tag("cephfs")] | Annotated[PvcTargetConfig, Tag("pvc")]
+    | Annotated[S3TargetConfig, Tag("s3")],
+    Discriminator(
+        _target_tag,
+        custom_error_type="target_kind",
+        custom_error_message="unknown target kind",
+    ),
+]
+TARGET_KINDS: dict[str, type[BaseModel]] = {
+    "path": PathTargetConfig, "block": BlockTargetConfig, "rbd": RbdTargetConfig, "nfs": NfsTargetConfig,
+    "cephfs": CephfsTargetConfig, "pvc": PvcTargetConfig, "s3": S3TargetConfig,
+}

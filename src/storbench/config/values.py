@@ -1,0 +1,145 @@
+"""The value types a plan's keys share: sizes, durations, rates, link rates and sweeps (a value or a list of
+values), the names and paths safe to pass to fio, the options storbench writes itself, and ``StrictModel``, the base
+of every section. Pure: declares data, reads nothing."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, TypeVar, Union
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+from storbench.units import MAX_SIZE_BYTES, parse_duration_s, parse_size_bytes
+
+MAX_COUNT = MAX_SIZE_BYTES  # any other number a plan gives: a signed 64-bit integer (SQLite, fio)
+PID_MAX = 2**22  # the kernel's PID_MAX_LIMIT
+
+# Characters a plan value may carry into a fio job file. Newlines, '$' (fio expands environment
+# variables), ';' and '#' (comments), '[' ']' (sections), quotes and backslashes are refused.
+SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+SAFE_PATH_RE = re.compile(r"^[A-Za-z0-9_./+@%,=~ -]+$")
+FIO_OPTION_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+# Options storbench writes itself: set them under `workload` or on the target instead.
+MANAGED_FIO_OPTIONS: dict[str, str] = {
+    "rw": "workload.rw",
+    "readwrite": "workload.rw",
+    "bs": "workload.bs",
+    "blocksize": "workload.bs",
+    "iodepth": "workload.iodepth",
+    "numjobs": "workload.numjobs",
+    "runtime": "workload.runtime",
+    "timeout": "workload.runtime",
+    "ramp_time": "workload.ramp",
+    "direct": "workload.direct",
+    "buffered": "workload.direct",
+    "ioengine": "workload.ioengine",
+    "rwmixread": "workload.rwmixread",
+    "rwmixwrite": "workload.rwmixread",
+    "size": "the target's size (or workload.size)",
+    "filesize": "the target's size (or workload.size)",
+    "filename": "the target",
+    "directory": "the target",
+    "filename_format": "the target",
+    "time_based": "workload.runtime (runs are time based)",
+    "name": "the plan",
+    "group_reporting": "nothing: storbench merges jobs itself",
+    "clat_percentiles": "nothing: storbench always keeps latency bins",
+    "lat_percentiles": "nothing: storbench always keeps latency bins",
+    "percentile_list": "nothing: storbench computes percentiles from the bins",
+    "output": "nothing: storbench keeps fio's output",
+    "output_format": "nothing: storbench keeps fio's output",
+}
+def _size(value: object) -> int:
+    return parse_size_bytes(value)
+
+
+def _duration(value: object) -> float:
+    return parse_duration_s(value)
+
+
+Size = Annotated[int, BeforeValidator(_size)]
+Duration = Annotated[float, BeforeValidator(_duration)]
+T = TypeVar("T")
+
+
+def _as_list(value: object) -> object:
+    return value if isinstance(value, list) else [value]
+
+
+def _no_duplicates(values: list[T]) -> list[T]:
+    seen: list[T] = []
+    for value in values:
+        if value in seen:
+            raise ValueError(f"{value!r} is listed twice")
+        seen.append(value)
+    if not values:
+        raise ValueError("an empty list sweeps nothing: give at least one value")
+    return values
+
+
+def _sweep(value: object) -> object:
+    return _as_list(value)
+
+
+# A value or a list of values (a sweep axis). Lists must be non-empty and without duplicates.
+Sweep = Annotated[list[T], BeforeValidator(_sweep)]
+
+RwPattern = Literal[
+    "read", "write", "randread", "randwrite", "rw", "readwrite", "randrw",
+    "trim", "randtrim", "trimwrite", "randtrimwrite",
+    "create", "stat", "delete", "metadata",
+    "put", "get", "delete_object", "getput",
+]  # fmt: skip
+FioScalar = Union[str, int, float, bool]  # noqa: UP007  (pydantic needs the runtime object)
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+def _rate(value: object) -> int:
+    """A throughput as people write it: ``125MiB/s`` or ``125MiB`` (bytes per second)."""
+    if isinstance(value, str) and value.strip().endswith("/s"):
+        value = value.strip()[:-2]
+    return parse_size_bytes(value)
+
+
+Rate = Annotated[int, BeforeValidator(_rate)]
+
+CPU_LIST_PATTERN = r"^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$"  # 1, 0-3, 0,2-3
+
+
+def _cpu_list_text(value: object) -> object:
+    """A CPU list as YAML may give it: `1` is a number there."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+_LINK_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(?:bit|bps|b)(?:/s)?\s*$", re.IGNORECASE)
+
+
+def link_rate_bits(value: object) -> int:
+    """A link rate as network people write it: ``1Gbit``, ``100Mbit``, ``10gbps`` (bits per second, powers of
+    1000)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a link rate like 1Gbit")
+    if isinstance(value, int):
+        number, unit = float(value), ""
+    else:
+        match = _LINK_RE.match(str(value))
+        if not match:
+            raise ValueError(f"{value!r} is not a link rate like 100Mbit or 10Gbit")
+        number, unit = float(match.group(1)), match.group(2).lower()
+    bits = int(number * {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[unit])
+    if not 10**6 <= bits <= 400 * 10**9:
+        raise ValueError(f"{value!r}: a link rate from 1Mbit to 400Gbit")
+    return bits
+
+
+LinkRate = Annotated[int, BeforeValidator(link_rate_bits)]
+
+
+def _fraction(value: object) -> object:
+    if isinstance(value, str) and value.strip().endswith("%"):
+        return float(value.strip()[:-1]) / 100
+    return value
