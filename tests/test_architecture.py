@@ -1,7 +1,13 @@
-"""The shape of the code: no module of storbench imports a module that imports it back.
+"""The shape of the code: no module of storbench imports a module that imports it back, and the pure core is pure.
 
-The import graph is read statically (every ``import`` in every module, also those inside functions, which
-is where cycles hide), so the test needs nothing installed and imports nothing.
+The import graph is read statically (every ``import`` in every module, also those inside functions and under
+``TYPE_CHECKING``, which is where cycles and shortcuts hide), so the test needs nothing installed and imports
+nothing.
+
+Layers (docs/architecture.md): every module is either pure (takes data, returns data) or shell (performs effects).
+A pure module imports no module that performs effects (processes, the database, the network, the clock, files:
+``FORBIDDEN_IN_PURE``), no shell module, and no pure module of a layer above its own (``PURE_LAYERS``, bottom
+first). The shell may import anything (but no cycle).
 """
 
 from __future__ import annotations
@@ -18,12 +24,76 @@ KNOWN_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset()  # none left: keep i
 
 Graph = dict[str, set[str]]
 
+# The pure core, bottom layer first. An entry is a module, or ``package.*``: the package and every module in it. A
+# module belongs to its most specific entry here or in SHELL (so `storbench.lab.ceph_conf` is pure in shell `lab`).
+PURE_LAYERS: tuple[tuple[str, ...], ...] = (
+    # what everything uses: units and sizes, the one user error, text made safe to show, the version
+    ("storbench", "storbench.units", "storbench.errors", "storbench.safe_text"),
+    # the data that flows: cases, measurements, telemetry series
+    ("storbench.model.*", "storbench.telemetry.series"),
+    # edge formats: fio's job text and output, /proc and counters read into series, lab files and manifests rendered,
+    # secrets redacted, S3 requests signed, which cases may touch which devices, stamped sectors written and read back
+    ("storbench.durability", "storbench.fio.*", "storbench.telemetry.proc", "storbench.telemetry.ceph_counters",
+     "storbench.telemetry.prometheus", "storbench.telemetry.digest", "storbench.telemetry.collect",
+     "storbench.lab.ceph_options", "storbench.lab.ceph_conf", "storbench.lab.nfs_conf", "storbench.lab.hosts_conf",
+     "storbench.lab.k8s_conf", "storbench.execute.k8s_manifests", "storbench.redact", "storbench.s3sign",
+     "storbench.targets.guards"),
+    # the plan file: schema, loading, checks across keys; the fault steps a plan may ask of its labs
+    ("storbench.config.*", "storbench.faults"),
+    # statistics over the model
+    ("storbench.stats.*",),
+    # rendering: tables, figures, exports, the HTML report; the flat export record
+    ("storbench.report.*", "storbench.records"),
+    # plan -> cases, schedule, estimate (asks stats for a search's grid); imported results; the plan reference
+    ("storbench.plan", "storbench.importer", "storbench.reference"),
+)
+SHELL: tuple[str, ...] = (
+    "storbench.__main__", "storbench.cli.*", "storbench.checks", "storbench.orchestrate", "storbench.sessions",
+    "storbench.selection", "storbench.execute.*", "storbench.lab.*", "storbench.targets.*", "storbench.telemetry.*",
+    "storbench.store.*", "storbench.netclient", "storbench.shell", "storbench.private_files",
+    "storbench.trusted_files",
+)
+# What a pure module may not import: processes, the database, the network, the clock, threads, signals, files.
+# A name covers its submodules, except those in PURE_STDLIB (string functions only).
+FORBIDDEN_IN_PURE: tuple[str, ...] = (
+    "subprocess", "sqlite3", "socket", "urllib", "http", "time", "os", "pathlib", "shutil", "tempfile", "signal",
+    "threading", "multiprocessing", "concurrent", "ctypes", "fcntl", "select", "kubernetes",
+)
+PURE_STDLIB: frozenset[str] = frozenset({"urllib.parse"})
+
+# Imports of the pure core that break the layers today, each with its reason. Never add one: move the code instead
+# (a pure helper into the lower layer, a pure module out of the shell package); the test below says when one goes.
+KNOWN_LAYER_EDGES: dict[tuple[str, str], str] = {
+    ("storbench.model.lab_point", "storbench.lab.ceph_options"):
+        "size_setting asks which lab.ceph.config options are sizes; ceph_options is pure but lives in lab/ "
+        "(move it to config/, and the sizes with it)",
+    ("storbench.config.repeat", "storbench.stats.knee"):
+        "search.slo is checked with stats.knee.parse_slo (move parse_slo and LatencyObjective below config)",
+    ("storbench.config.checks", "storbench.stats.compare"):
+        "the compare selectors are checked with stats.compare.parse_selector and blocked_settings",
+    ("storbench.report.tables", "storbench.plan"): "the plan table shows plan.PlanEstimate",
+    ("storbench.report.convergence", "storbench.plan"): "a design's text asks plan.lab_designs",
+    ("storbench.report.convergence", "storbench.selection"):
+        "AdaptiveQuestion lives in selection, which reads the store (move it to stats)",
+    ("storbench.report.build", "storbench.selection"):
+        "adaptive_questions, expectations, interval_levels: pure functions over runs in selection",
+    ("storbench.importer", "storbench.store.db"): "save_import writes the imported run (type only; move it to cli)",
+}
+KNOWN_EFFECT_IMPORTS: dict[tuple[str, str], str] = {
+    ("storbench.config.checks", "os.path"):
+        "os.path.abspath tells two path targets apart (reads the working directory)",
+}
+
 
 def _module_name(path: Path, package_dir: Path) -> str:
     parts = list(path.relative_to(package_dir.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
+
+
+def _modules(package_dir: Path) -> dict[str, Path]:
+    return {_module_name(path, package_dir): path for path in sorted(package_dir.rglob("*.py"))}
 
 
 def _imported(tree: ast.Module, module: str, is_package: bool, modules: set[str]) -> set[str]:
@@ -48,7 +118,7 @@ def _imported(tree: ast.Module, module: str, is_package: bool, modules: set[str]
 
 
 def import_graph(package_dir: Path = PACKAGE_DIR) -> Graph:
-    paths = {_module_name(path, package_dir): path for path in sorted(package_dir.rglob("*.py"))}
+    paths = _modules(package_dir)
     modules = set(paths)
     return {
         name: _imported(ast.parse(path.read_text(), str(path)), name, path.name == "__init__.py", modules)
@@ -126,3 +196,160 @@ def test_the_cycle_check_sees_cycles(tmp_path: Path) -> None:
     assert graph == {"storbench": set(), "storbench.sub": set(), "storbench.a": {"storbench.sub.b"},
                      "storbench.sub.b": {"storbench.a"}, "storbench.c": {"storbench.a"}}
     assert cycles(graph) == [["storbench.a", "storbench.sub.b"]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Layers: the pure core imports no effects, no shell and nothing above it
+
+
+def external_imports(package_dir: Path = PACKAGE_DIR) -> dict[str, set[str]]:
+    """Every absolute import of a module outside the package (``os.path``, ``urllib.parse``, ``numpy``), by module."""
+    top = package_dir.name
+    found: dict[str, set[str]] = {}
+    for name, path in _modules(package_dir).items():
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names.add(node.module)
+        found[name] = {n for n in names if n.split(".")[0] != top}
+    return found
+
+
+def _covers(entry: str, module: str) -> bool:
+    if entry.endswith(".*"):
+        package = entry[:-2]
+        return module == package or module.startswith(package + ".")
+    return module == entry
+
+
+def _specificity(entry: str) -> tuple[int, int]:
+    """A module entry beats a package entry of the same length; a longer entry beats a shorter one."""
+    return (len(entry.removesuffix(".*").split(".")), 0 if entry.endswith(".*") else 1)
+
+
+def layer_of(module: str, layers: tuple[tuple[str, ...], ...] = PURE_LAYERS,
+             shell: tuple[str, ...] = SHELL) -> int | None:
+    """The index of a module's pure layer, None for the shell (KeyError: the module is in neither)."""
+    entries = [(entry, index) for index, layer in enumerate(layers) for entry in layer]
+    entries += [(entry, None) for entry in shell]
+    matching = [(entry, index) for entry, index in entries if _covers(entry, module)]
+    if not matching:
+        raise KeyError(module)
+    return max(matching, key=lambda item: _specificity(item[0]))[1]
+
+
+def layer_violations(graph: Graph, layers: tuple[tuple[str, ...], ...] = PURE_LAYERS,
+                     shell: tuple[str, ...] = SHELL) -> dict[tuple[str, str], str]:
+    """Each import of a pure module that goes to the shell or to a higher layer, with what is wrong."""
+    out: dict[tuple[str, str], str] = {}
+    for module, targets in sorted(graph.items()):
+        own = layer_of(module, layers, shell)
+        if own is None:
+            continue
+        for target in sorted(targets):
+            other = layer_of(target, layers, shell)
+            if other is None:
+                out[(module, target)] = "pure imports shell"
+            elif other > own:
+                out[(module, target)] = f"layer {own} imports layer {other}"
+    return out
+
+
+def effect_violations(imports: dict[str, set[str]], layers: tuple[tuple[str, ...], ...] = PURE_LAYERS,
+                      shell: tuple[str, ...] = SHELL) -> set[tuple[str, str]]:
+    """Each import by a pure module of something that performs effects (FORBIDDEN_IN_PURE)."""
+    def forbidden(name: str) -> bool:
+        return name not in PURE_STDLIB and any(name == f or name.startswith(f + ".") for f in FORBIDDEN_IN_PURE)
+
+    return {(module, name) for module, names in imports.items() if layer_of(module, layers, shell) is not None
+            for name in names if forbidden(name)}
+
+
+def test_every_module_has_its_layer() -> None:
+    """A new module is placed on purpose: pure (in a layer) or shell; and no entry names a module that is gone."""
+    modules = set(import_graph())
+    unplaced = []
+    for module in sorted(modules):
+        try:
+            layer_of(module)
+        except KeyError:
+            unplaced.append(module)
+    assert not unplaced, f"put these in PURE_LAYERS or SHELL: {unplaced}"
+    entries = [entry for layer in PURE_LAYERS for entry in layer] + list(SHELL)
+    assert len(entries) == len(set(entries)), "an entry is listed twice"
+    stale = [entry for entry in entries if not any(_covers(entry, module) for module in modules)]
+    assert not stale, f"these entries name no module: {stale}"
+
+
+def test_pure_modules_import_no_effects() -> None:
+    found = effect_violations(external_imports()) - set(KNOWN_EFFECT_IMPORTS)
+    assert not found, "pure modules import what performs effects (take the data as an argument, or move the " \
+        f"module to the shell): {sorted(found)}"
+
+
+def test_pure_modules_import_no_shell_and_nothing_above() -> None:
+    found = {edge: what for edge, what in layer_violations(import_graph()).items() if edge not in KNOWN_LAYER_EDGES}
+    assert not found, "the pure core imports the shell or a layer above (move the needed pure code down): " + \
+        "; ".join(f"{a} -> {b} ({what})" for (a, b), what in sorted(found.items()))
+
+
+def test_known_layer_edges_still_break_the_layers() -> None:
+    """An edge that is gone (or no longer breaks the layers) leaves its entry behind, and a later import along it
+    would pass unseen: drop the entry."""
+    gone = sorted(set(KNOWN_LAYER_EDGES) - set(layer_violations(import_graph())))
+    assert not gone, f"remove these from KNOWN_LAYER_EDGES: {gone}"
+    gone_effects = sorted(set(KNOWN_EFFECT_IMPORTS) - effect_violations(external_imports()))
+    assert not gone_effects, f"remove these from KNOWN_EFFECT_IMPORTS: {gone_effects}"
+
+
+# Pure modules still inside shell packages: the tree does not show them pure. Move one into a pure package (and its
+# entry in PURE_LAYERS with it), then drop it here.
+PURE_IN_SHELL_PACKAGES = frozenset({
+    "storbench.telemetry.series", "storbench.telemetry.proc", "storbench.telemetry.ceph_counters",
+    "storbench.telemetry.prometheus", "storbench.telemetry.digest", "storbench.telemetry.collect",
+    "storbench.lab.ceph_options", "storbench.lab.ceph_conf", "storbench.lab.nfs_conf", "storbench.lab.hosts_conf",
+    "storbench.lab.k8s_conf", "storbench.execute.k8s_manifests", "storbench.targets.guards",
+})
+
+
+def test_pure_modules_in_shell_packages_are_listed() -> None:
+    """No new pure module goes into a shell package unseen; one moved out is struck off the list."""
+    graph = import_graph()
+    found = {module for module in graph if layer_of(module) is not None and "." in module
+             and module.rsplit(".", 1)[0] in graph and layer_of(module.rsplit(".", 1)[0]) is None}
+    assert found == PURE_IN_SHELL_PACKAGES, f"new: {sorted(found - PURE_IN_SHELL_PACKAGES)}, " \
+        f"moved out: {sorted(PURE_IN_SHELL_PACKAGES - found)}"
+
+
+def test_the_layer_check_sees_what_breaks_the_layers(tmp_path: Path) -> None:
+    """The checks can fail: a pure module that runs a process, one that imports the shell through a function-level
+    relative import, one that imports a layer above, and one under TYPE_CHECKING are all found; the shell and a
+    pure module in a shell package that imports only pure code below it are not."""
+    package = tmp_path / "storbench"
+    for sub in ("core", "stats", "shell"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "core" / "data.py").write_text("import subprocess\nfrom urllib.parse import quote\n")
+    (package / "core" / "up.py").write_text("def f():\n    from ..stats import calc\n    return calc\n")
+    (package / "core" / "typed.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                               "    from storbench.shell.run import go\n")
+    (package / "stats" / "calc.py").write_text("import time\nfrom storbench.core import data\n")
+    (package / "stats" / "reach.py").write_text("def f():\n    from . import calc\n    from ..shell import run\n")
+    (package / "shell" / "run.py").write_text("import sqlite3\nimport subprocess\nfrom storbench.stats import calc\n")
+    (package / "shell" / "render.py").write_text("import os.path\nfrom storbench.core import data\n")
+    layers = (("storbench", "storbench.core.*", "storbench.shell.render"), ("storbench.stats.*",))
+    shell = ("storbench.shell.*",)
+    graph = import_graph(package)
+    assert layer_of("storbench.shell.render", layers, shell) == 0
+    assert layer_of("storbench.shell", layers, shell) is None
+    assert layer_violations(graph, layers, shell) == {
+        ("storbench.core.up", "storbench.stats.calc"): "layer 0 imports layer 1",
+        ("storbench.core.typed", "storbench.shell.run"): "pure imports shell",
+        ("storbench.stats.reach", "storbench.shell.run"): "pure imports shell",
+    }
+    assert effect_violations(external_imports(package), layers, shell) == {
+        ("storbench.core.data", "subprocess"), ("storbench.stats.calc", "time"),
+        ("storbench.shell.render", "os.path")}
