@@ -34,6 +34,7 @@ from storbench.fio.allowlist import (
     value_refusal,
 )
 from storbench.fio.jobfile import is_safe_job_value
+from storbench.lab.ceph_conf import SIDE_BY_SIDE_MAX
 from storbench.model import is_metadata, is_object, rw_writes
 from storbench.units import format_bytes
 
@@ -161,8 +162,6 @@ def _check_lab(config: PlanConfig, source: PlanSource) -> None:
             raise UserError(f"pool_size {min(ceph.pool_size)} needs more OSDs than devices x osds_per_device "
                             f"({ceph.devices * min(ceph.osds_per_device)})", where=where, hint="raise devices")
     if ceph.bring_up == "side_by_side":
-        from storbench.lab.ceph_conf import SIDE_BY_SIDE_MAX
-
         clusters = len(ceph.osds) * len(ceph.osd_size) * len(ceph.objectstore)
         where = source.where(("lab", "ceph", "bring_up"))
         if clusters > SIDE_BY_SIDE_MAX:
@@ -253,6 +252,8 @@ def _check_engines(config: PlanConfig, source: PlanSource) -> None:
 
 def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
     """`repeat: {until: decided}` needs a `compare` whose sides run on one cluster, alternating."""
+    # here, not at the top: config sits below stats (an upward import, listed in KNOWN_LAYER_EDGES of
+    # tests/test_architecture.py), and only plans that use it load stats
     from storbench.stats.compare import blocked_settings, parse_selector
 
     repeat = config.repeat

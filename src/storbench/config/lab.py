@@ -21,6 +21,8 @@ from storbench.config.values import (
     _cpu_list_text,
     _no_duplicates,
 )
+from storbench.errors import did_you_mean
+from storbench.lab.ceph_options import CEPH_OPTIONS, NAME_RE, OWN_KEYS, option_value
 
 
 class CephLabConfig(StrictModel):
@@ -76,9 +78,6 @@ class CephLabConfig(StrictModel):
     @field_validator("config")
     @classmethod
     def _options(cls, value: dict[str, list[FioScalar]]) -> dict[str, list[int | str]]:
-        from storbench.errors import did_you_mean
-        from storbench.lab.ceph_options import CEPH_OPTIONS, NAME_RE, OWN_KEYS, option_value
-
         out: dict[str, list[int | str]] = {}
         for name, values in value.items():
             if name in OWN_KEYS:

@@ -94,6 +94,8 @@ class SearchConfig(StrictModel):
     @field_validator("slo")
     @classmethod
     def _slo(cls, value: str) -> str:
+        # here, not at the top: config sits below stats (an upward import, listed in KNOWN_LAYER_EDGES of
+        # tests/test_architecture.py), and only plans that use it load stats
         from storbench.stats.knee import parse_slo
 
         parse_slo(value)  # ValueError with the reason
