@@ -65,8 +65,8 @@ PURE_STDLIB: frozenset[str] = frozenset({"urllib.parse"})
 # (a pure helper into the lower layer, a pure module out of the shell package); the test below says when one goes.
 KNOWN_LAYER_EDGES: dict[tuple[str, str], str] = {
     ("storbench.model.lab_point", "storbench.lab.ceph_options"):
-        "size_setting asks which lab.ceph.config options are sizes; ceph_options is pure but lives in lab/ "
-        "(move it to config/, and the sizes with it)",
+        "size_setting asks which lab.ceph.config options are sizes; ceph_options is pure but sits in lab/, above "
+        "model (move the option table down into model/, or setting_text up into report/labels)",
     ("storbench.config.repeat", "storbench.stats.knee"):
         "search.slo is checked with stats.knee.parse_slo (move parse_slo and LatencyObjective below config)",
     ("storbench.config.checks", "storbench.stats.compare"):
