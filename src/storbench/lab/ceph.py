@@ -21,15 +21,10 @@ from storbench.errors import UserError
 from storbench.lab.ceph_conf import LOOPBACK, CephLabSpec, mon_address, render_ceph_conf, rgw_port
 from storbench.lab.ceph_options import same_value
 from storbench.lab.labdir import (
+    LabDir,
     default_lab_dir,
-    ensure_lab_dir,
-    forget_daemons,
     kill_daemons,
-    lab_dir_exists,
-    live,
-    record_daemon,
-    recorded_daemons,
-    remove_lab_dir,
+    port_open,
 )
 from storbench.lab.process import start_daemon
 from storbench.shell import run
@@ -54,21 +49,12 @@ def rgw_endpoint(info: CephLabInfo) -> str:
     return f"http://{info.address}:{rgw_port(info.spec.slot)}"
 
 
-def _http_up(address: str, port: int) -> bool:
-    import socket
-
-    try:
-        with socket.create_connection((address, port), timeout=2):
-            return True
-    except OSError:
-        return False
-
-
 class CephLab:
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "ceph"))  # no resolve(): links are refused
+        self.dir = LabDir(self.root)  # its state file, daemon records and removal
         self.conf = self.root / "ceph.conf"
-        self.state = self.root / "lab.json"
+        self.state = self.dir.state
 
     @classmethod
     def for_slot(cls, slot: int) -> CephLab:
@@ -91,7 +77,7 @@ class CephLab:
         return json.loads(self.ceph(*args, "-f", "json"))
 
     def info(self) -> CephLabInfo | None:
-        if not lab_dir_exists(self.root):
+        if not self.dir.exists():
             return None
         try:
             raw = json.loads(self.state.read_text())
@@ -104,7 +90,7 @@ class CephLab:
                            cephfs_mount=raw.get("cephfs_mount"), address=raw.get("address", LOOPBACK))
 
     def running(self) -> bool:
-        return lab_dir_exists(self.root) and bool(live(recorded_daemons(self.root)))
+        return self.dir.exists() and bool(self.dir.live())
 
     def status(self) -> str:
         info = self.info()
@@ -130,7 +116,7 @@ class CephLab:
                 pass
         self.down()
         started = time.time()
-        ensure_lab_dir(self.root)
+        self.dir.ensure()
         for sub in ("run", "log"):
             (self.root / sub).mkdir(exist_ok=True)
         fsid = str(uuid.uuid4())
@@ -209,7 +195,7 @@ class CephLab:
 
         if cores == self.osd_cpus() and (cores is None or self._osd_groups_hold_osds()):
             return False
-        daemons = {d.name: d.pid for d in live(recorded_daemons(self.root)) if d.name.startswith("osd.")}
+        daemons = {d.name: d.pid for d in self.dir.live() if d.name.startswith("osd.")}
         cpu_quota.limit(self.root.name, daemons, cores)
         raw = json.loads(self.state.read_text())
         raw["osd_cpus"] = cores
@@ -222,7 +208,7 @@ class CephLab:
         from storbench.lab import cpu_quota
 
         raw = json.loads(self.state.read_text())
-        osds = {d.name: d.pid for d in live(recorded_daemons(self.root)) if d.name.startswith("osd.")}
+        osds = {d.name: d.pid for d in self.dir.live() if d.name.startswith("osd.")}
         pinned = raw.get("osd_cpuset_pids")
         if raw.get("osd_cpuset") == cpus and pinned == sorted(osds.values()):
             return False
@@ -241,7 +227,7 @@ class CephLab:
         if ctl is None:
             return {}
         return {d.name: cpu_quota.read_limit(cpu_quota.group_dir(ctl, self.root.name, d.name))
-                for d in live(recorded_daemons(self.root)) if d.name.startswith("osd.")
+                for d in self.dir.live() if d.name.startswith("osd.")
                 and cpu_quota.group_dir(ctl, self.root.name, d.name).exists()}
 
     def _osd_groups_hold_osds(self) -> bool:
@@ -251,7 +237,7 @@ class CephLab:
         ctl = cpu_quota.controller()
         if ctl is None:
             return False
-        for daemon in live(recorded_daemons(self.root)):
+        for daemon in self.dir.live():
             if daemon.name.startswith("osd."):
                 procs = cpu_quota.group_dir(ctl, self.root.name, daemon.name) / "cgroup.procs"
                 if not procs.exists() or str(daemon.pid) not in procs.read_text().split():
@@ -268,7 +254,7 @@ class CephLab:
 
     def down(self) -> None:
         """Unmount, kill the daemons this lab recorded, remove the directory. Safe when nothing is up."""
-        if not lab_dir_exists(self.root):
+        if not self.dir.exists():
             return
         mount = self.root / "mnt" / "cephfs"
         if os.path.ismount(mount):
@@ -278,7 +264,7 @@ class CephLab:
                     break
                 except UserError:
                     continue
-        kill_daemons(recorded_daemons(self.root))
+        self.dir.kill()
         fast = self.root / "fastdb"
         if os.path.ismount(fast):
             run(["umount", "-l", str(fast)], timeout_s=30)
@@ -289,12 +275,12 @@ class CephLab:
 
         cpu_quota.remove_groups(self.root.name)
         cpu_quota.remove_cpusets(self.root.name)
-        remove_lab_dir(self.root)
+        self.dir.remove()
 
     # ---- steps ------------------------------------------------------------------------------------------
     def _start(self, name: str, argv: list[str]) -> None:
         """A daemon in the foreground of its own session; its pid and start time go to the lab's pids.json."""
-        record_daemon(self.root, name, start_daemon(argv, self.root / "log" / f"{name}.out"))
+        self.dir.record(name, start_daemon(argv, self.root / "log" / f"{name}.out"))
 
     def _create_mon(self, fsid: str, address: str, slot: int) -> None:
         mon_keyring = self.root / "mon.keyring"
@@ -389,9 +375,9 @@ class CephLab:
         """Stop every OSD (SIGTERM: it tells the monitors it is going down), start them again, and wait until
         each is up again in a later map than before and all PGs are active+clean."""
         epoch = self._osd_epoch()
-        osds = [d for d in recorded_daemons(self.root) if d.name.startswith("osd.")]
+        osds = [d for d in self.dir.daemons() if d.name.startswith("osd.")]
         kill_daemons(osds, graceful_s=30)
-        forget_daemons(self.root, [d.name for d in osds])
+        self.dir.forget([d.name for d in osds])
         for daemon in osds:
             osd_id = daemon.name.removeprefix("osd.")
             self._start(daemon.name, ["ceph-osd", "-f", "-c", str(self.conf), "-i", osd_id])
@@ -471,7 +457,7 @@ class CephLab:
                               "--admin-socket", str(self.root / "run" / "ceph-client.rgw.a.asok"),
                               "--log-file", str(self.root / "log" / "rgw.a.log"),
                               "--rgw-enable-usage-log", "false"])
-        self._wait(lambda: _http_up(address, port), "radosgw to answer on S3", 120)
+        self._wait(lambda: port_open(address, port, timeout_s=2), "radosgw to answer on S3", 120)
 
     def s3_credentials(self) -> tuple[str, str]:
         """The lab's S3 user (made on first use): (access key, secret key), from radosgw-admin, never written to

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,13 +36,9 @@ from storbench.lab.hosts_conf import (
     server_command,
 )
 from storbench.lab.labdir import (
+    LabDir,
     default_lab_dir,
-    ensure_lab_dir,
-    kill_daemons,
-    lab_dir_exists,
-    record_daemon,
-    recorded_daemons,
-    remove_lab_dir,
+    port_open,
 )
 from storbench.lab.process import kill_all, start_daemon
 from storbench.shell import run
@@ -79,14 +74,6 @@ def _firewalled() -> bool:
     return len(_firewall_tables()) == len(FIREWALL_FAMILIES)
 
 
-def _answers(address: str, port: int) -> bool:
-    try:
-        with socket.create_connection((address, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
 def _delete_lab_veths() -> None:
     """Veth pairs a deleted namespace left behind (see hosts_conf.lab_veths), deleted by name. One may vanish
     between the listing and the delete (the namespace went after all): only one still listed is an error."""
@@ -107,11 +94,12 @@ def _delete_lab_veths() -> None:
 class HostsLab:
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "hosts"))  # no resolve(): links are refused
-        self.state = self.root / "lab.json"
+        self.dir = LabDir(self.root)  # its state file, daemon records and removal
+        self.state = self.dir.state
         self.ceph_conf = self.root / "ceph.conf"  # the servers' CEPH_CONF (see hosts_conf.server_command)
 
     def info(self) -> HostsLabInfo | None:
-        if not lab_dir_exists(self.root):
+        if not self.dir.exists():
             return None
         try:
             raw = json.loads(self.state.read_text())
@@ -123,7 +111,7 @@ class HostsLab:
         info = self.info()
         if info is None or (count is not None and info.count != count):
             return False
-        return _firewalled() and all(_answers(lab_host(i).address, FIO_SERVER_PORT) for i in (1, info.count))
+        return _firewalled() and all(port_open(lab_host(i).address, FIO_SERVER_PORT) for i in (1, info.count))
 
     def status(self) -> str:
         info = self.info()
@@ -144,7 +132,7 @@ class HostsLab:
             if shutil.which(tool) is None:
                 raise UserError(f"hosts lab: {tool} is not installed", hint="run scripts/setup.sh --labs")
         hosts = [lab_host(i) for i in range(1, count + 1)]
-        ensure_lab_dir(self.root)
+        self.dir.ensure()
         try:
             rules = self.root / "firewall.nft"
             rules.write_text(firewall_rules(os.geteuid()))
@@ -157,7 +145,7 @@ class HostsLab:
                 inner.write_text(inner_batch(host))
                 run(["ip", "-n", host.namespace, "-batch", str(inner)], timeout_s=60)
             for host in hosts:
-                record_daemon(self.root, host.hostname, start_daemon(
+                self.dir.record(host.hostname, start_daemon(
                     server_command(host, fio_binary, str(self.ceph_conf)), self.root / "log" / f"{host.hostname}.log"))
             self._wait(hosts)
         except BaseException:
@@ -213,7 +201,7 @@ class HostsLab:
         deadline = time.time() + 30 + 0.2 * len(hosts)
         waiting = list(hosts)
         while waiting and time.time() < deadline:
-            waiting = [h for h in waiting if not _answers(h.address, FIO_SERVER_PORT)]
+            waiting = [h for h in waiting if not port_open(h.address, FIO_SERVER_PORT)]
             if waiting:
                 time.sleep(0.2)
         if waiting:
@@ -224,9 +212,9 @@ class HostsLab:
     def down(self) -> None:
         """Kill every server, delete the namespaces (their veths go with them), the bridge, the firewall tables and
         the directory."""
-        present = lab_dir_exists(self.root)
+        present = self.dir.exists()
         if present:
-            kill_daemons(recorded_daemons(self.root))
+            self.dir.kill()
         namespaces = _namespaces()
         pids = [int(p) for ns in namespaces for p in run(["ip", "netns", "pids", ns], timeout_s=30).split()]
         kill_all(pids)
@@ -238,4 +226,4 @@ class HostsLab:
         tables = _firewall_tables()
         if tables:
             run(["nft", "-f", "-"], timeout_s=30, input_text=firewall_delete(tables))
-        remove_lab_dir(self.root)
+        self.dir.remove()

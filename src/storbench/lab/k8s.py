@@ -16,7 +16,6 @@ import itertools
 import json
 import os
 import shutil
-import socket
 import ssl
 import subprocess
 import time
@@ -50,13 +49,10 @@ from storbench.lab.k8s_conf import (
 )
 from storbench.lab.k8s_images import fio_image, pause_image
 from storbench.lab.labdir import (
+    LabDir,
     default_lab_dir,
-    ensure_lab_dir,
     kill_daemons,
-    lab_dir_exists,
-    record_daemon,
-    recorded_daemons,
-    remove_lab_dir,
+    port_open,
 )
 from storbench.lab.process import alive, kill_all, start_daemon
 from storbench.shell import run
@@ -84,22 +80,15 @@ class K8sLabInfo:
     fio_image: str
 
 
-def _answers(address: str, port: int) -> bool:
-    try:
-        with socket.create_connection((address, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
 class K8sLab:
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "k8s"))  # no resolve(): links are refused
-        self.state = self.root / "lab.json"
+        self.dir = LabDir(self.root)  # its state file, daemon records and removal
+        self.state = self.dir.state
         self.pki = self.root / "pki"
 
     def info(self) -> K8sLabInfo | None:
-        if not lab_dir_exists(self.root):
+        if not self.dir.exists():
             return None
         try:
             return K8sLabInfo(**json.loads(self.state.read_text()))
@@ -136,7 +125,7 @@ class K8sLab:
         for tool in ("etcd", "containerd", "runc", "ctr", "openssl", "ip"):
             if shutil.which(tool) is None:
                 raise UserError(f"k8s lab: {tool} is not installed", hint="run scripts/setup.sh --k8s")
-        ensure_lab_dir(self.root)
+        self.dir.ensure()
         for directory in ("pki", "log", "etcd", "containerd", "cni", "kubelet", "kubelet-pki", "images"):
             (self.root / directory).mkdir(parents=True, exist_ok=True)
         try:
@@ -146,7 +135,7 @@ class K8sLab:
             self._network()
             commands = daemon_commands(str(self.root), str(binaries))
             self._start("etcd", commands["etcd"])
-            self._wait(lambda: _answers("127.0.0.1", ETCD_CLIENT_PORT), "etcd", 30)
+            self._wait(lambda: port_open("127.0.0.1", ETCD_CLIENT_PORT), "etcd", 30)
             self._start("kube-apiserver", commands["kube-apiserver"])
             self._wait(self._api_ready, "kube-apiserver", 90)
             self._start("kube-controller-manager", commands["kube-controller-manager"])
@@ -227,7 +216,7 @@ class K8sLab:
         run(["ip", "link", "set", BRIDGE, "up"])
 
     def _start(self, name: str, argv: list[str]) -> None:
-        record_daemon(self.root, name, start_daemon(argv, self.root / "log" / f"{name}.log"))
+        self.dir.record(name, start_daemon(argv, self.root / "log" / f"{name}.log"))
 
     def _wait(self, ready: object, what: str, timeout_s: float) -> None:
         assert callable(ready)
@@ -288,7 +277,7 @@ class K8sLab:
     # down
 
     def down(self) -> None:
-        if not lab_dir_exists(self.root):
+        if not self.dir.exists():
             return
         address = self.root / "containerd" / "containerd.sock"
         if address.exists() and shutil.which("ctr"):
@@ -298,7 +287,7 @@ class K8sLab:
                     with contextlib.suppress(UserError):
                         run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", task],
                             timeout_s=30)
-        daemons = recorded_daemons(self.root)
+        daemons = self.dir.daemons()
         for name in ("kubelet", "kube-scheduler", "kube-controller-manager", "kube-apiserver"):
             kill_daemons([d for d in daemons if d.name == name])
         kill_daemons(daemons)  # containerd, etcd
@@ -307,7 +296,7 @@ class K8sLab:
         self._detach_loop_devices()
         self._delete_network()
         self._restore_host_state()
-        remove_lab_dir(self.root)
+        self.dir.remove()
 
     def _unmount_all(self) -> None:
         for _ in range(3):

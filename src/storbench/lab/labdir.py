@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import stat
 import time
 from collections.abc import Collection, Sequence
@@ -232,3 +233,46 @@ def kill_daemons(daemons: Sequence[Daemon], *, timeout_s: float = 15, graceful_s
     for daemon in targets:  # a daemon this process started stays a zombie, in its cgroup, until reaped
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(daemon.pid, os.WNOHANG)
+
+
+def port_open(address: str, port: int, *, timeout_s: float = 0.5) -> bool:
+    """True when something on ``address`` accepts a TCP connection to ``port`` within ``timeout_s``: the one check
+    every lab makes that a daemon of its answers."""
+    try:
+        with socket.create_connection((address, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+class LabDir:
+    """One lab's state directory (``root``, checked as above), its state file and the daemons it recorded."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.state = root / "lab.json"
+
+    def exists(self) -> bool:
+        return lab_dir_exists(self.root)
+
+    def ensure(self) -> Path:
+        return ensure_lab_dir(self.root)
+
+    def remove(self) -> None:
+        remove_lab_dir(self.root)
+
+    def record(self, name: str, pid: int) -> Daemon:
+        return record_daemon(self.root, name, pid)
+
+    def daemons(self) -> list[Daemon]:
+        return recorded_daemons(self.root)
+
+    def live(self) -> list[Daemon]:
+        return live(recorded_daemons(self.root))
+
+    def forget(self, names: Sequence[str]) -> None:
+        forget_daemons(self.root, names)
+
+    def kill(self, *, graceful_s: float = 0) -> None:
+        """Stop every daemon recorded (see ``kill_daemons``)."""
+        kill_daemons(recorded_daemons(self.root), graceful_s=graceful_s)

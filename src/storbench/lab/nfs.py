@@ -15,20 +15,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from storbench.errors import UserError
 from storbench.lab.labdir import (
+    LabDir,
     default_lab_dir,
-    ensure_lab_dir,
-    kill_daemons,
-    lab_dir_exists,
-    record_daemon,
-    recorded_daemons,
-    remove_lab_dir,
+    port_open,
 )
 from storbench.lab.nfs_conf import (
     ANONYMOUS_GID,
@@ -71,22 +66,15 @@ def _namespace_pids() -> list[int]:
     return [int(p) for p in run(["ip", "netns", "pids", NAMESPACE], timeout_s=10).split()]
 
 
-def _port_open(address: str, port: int) -> bool:
-    try:
-        with socket.create_connection((address, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
 class NfsLab:
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "nfs"))  # no resolve(): links are refused
+        self.dir = LabDir(self.root)  # its state file, daemon records and removal
         self.export = self.root / "export"
-        self.state = self.root / "lab.json"
+        self.state = self.dir.state
 
     def info(self) -> NfsLabInfo | None:
-        if not lab_dir_exists(self.root):
+        if not self.dir.exists():
             return None
         try:
             raw = json.loads(self.state.read_text())
@@ -95,7 +83,7 @@ class NfsLab:
         return NfsLabInfo(**raw)
 
     def running(self) -> bool:
-        return bool(_namespace_pids()) and _port_open(SERVER_ADDRESS, 2049)
+        return bool(_namespace_pids()) and port_open(SERVER_ADDRESS, 2049)
 
     def status(self) -> str:
         info = self.info()
@@ -118,7 +106,7 @@ class NfsLab:
         for tool in ("ganesha.nfsd", "rpcbind", "ip", "unshare"):
             if shutil.which(tool) is None:
                 raise UserError(f"nfs lab: {tool} is not installed", hint="run scripts/setup.sh --labs")
-        ensure_lab_dir(self.root)
+        self.dir.ensure()
         self.export.mkdir(mode=0o700)
         os.chown(self.export, ANONYMOUS_UID, ANONYMOUS_GID)  # squashed root writes as this uid
         (self.root / "log").mkdir()
@@ -131,13 +119,13 @@ class NfsLab:
             script = (f"mount -t tmpfs storbench-nfs-run /run && mkdir -p /run/ganesha && rpcbind -w && "
                       f"exec ganesha.nfsd -F -f {conf} -L {self.root / 'log' / 'ganesha.log'} "
                       f"-p /run/ganesha/ganesha.pid")
-            record_daemon(self.root, "ganesha", start_daemon(
+            self.dir.record("ganesha", start_daemon(
                 ["ip", "netns", "exec", NAMESPACE, "unshare", "--mount", "--propagation", "private", "sh", "-c",
                  script], self.root / "log" / "ganesha.out"))
             deadline = time.time() + 60
-            while time.time() < deadline and not _port_open(SERVER_ADDRESS, 2049):
+            while time.time() < deadline and not port_open(SERVER_ADDRESS, 2049):
                 time.sleep(0.3)
-            if not _port_open(SERVER_ADDRESS, 2049):
+            if not port_open(SERVER_ADDRESS, 2049):
                 log = (self.root / "log" / "ganesha.out").read_text(errors="replace")[-300:]
                 raise UserError("nfs lab: nfs-ganesha did not start listening on 2049 within 60 s",
                                 hint=f"see {self.root / 'log'}: {' '.join(log.split())}")
@@ -172,14 +160,14 @@ class NfsLab:
 
     def down(self) -> None:
         """Kill the daemons, remove the namespace and the veth pair, delete the lab directory."""
-        if lab_dir_exists(self.root):
-            kill_daemons(recorded_daemons(self.root))
+        if self.dir.exists():
+            self.dir.kill()
         kill_all(_namespace_pids())
         if _namespace_exists():
             run(["ip", "netns", "delete", NAMESPACE], timeout_s=20)
         _delete_link(HOST_VETH)
         _delete_link(BRIDGE_HOST_VETH)
-        remove_lab_dir(self.root)
+        self.dir.remove()
 
 
 def _delete_link(name: str) -> None:

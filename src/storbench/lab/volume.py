@@ -28,14 +28,8 @@ from pathlib import Path
 
 from storbench.errors import UserError
 from storbench.lab.labdir import (
+    LabDir,
     default_lab_dir,
-    ensure_lab_dir,
-    kill_daemons,
-    lab_dir_exists,
-    live,
-    record_daemon,
-    recorded_daemons,
-    remove_lab_dir,
 )
 from storbench.lab.pacer import FILE_NAME
 from storbench.lab.process import alive, start_daemon
@@ -117,7 +111,8 @@ PACER_START_S = 20  # the pacer's mount appears within this
 class VolumeLab:
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "volume"))
-        self.state = self.root / "lab.json"
+        self.dir = LabDir(self.root)  # its state file, daemon records and removal
+        self.state = self.dir.state
         self.backing = self.root / "volume.img"  # the data, sparse
         self.mount = self.root / "mnt"  # the pacer's FUSE mount
         self.paced = self.mount / FILE_NAME  # what the loop device reads: the data, paced
@@ -125,7 +120,7 @@ class VolumeLab:
         self.log = self.root / "pacer.log"
 
     def info(self) -> VolumeInfo | None:
-        if not lab_dir_exists(self.root):
+        if not self.dir.exists():
             return None
         try:
             raw = json.loads(self.state.read_text())
@@ -151,7 +146,7 @@ class VolumeLab:
                 "number was reused after a reboot or a killed run; left attached and unused")
 
     def _pacer_running(self) -> bool:
-        return bool(live(recorded_daemons(self.root))) and os.path.ismount(self.mount)
+        return bool(self.dir.live()) and os.path.ismount(self.mount)
 
     def status(self) -> str:
         info = self.info()
@@ -172,7 +167,7 @@ class VolumeLab:
                 and self._pacer_running()):
             return current, ""
         left_alone = self.down()
-        ensure_lab_dir(self.root)
+        self.dir.ensure()
         try:
             with open(self.backing, "xb") as handle:  # sparse: nothing is written until fio writes
                 handle.truncate(spec.size_bytes)
@@ -180,7 +175,7 @@ class VolumeLab:
             self.rates.write_text(rates_json(spec))
             pid = start_daemon([sys.executable, "-m", "storbench.lab.pacer", "--backing", str(self.backing),
                                 "--mount", str(self.mount), "--rates", str(self.rates)], self.log)
-            record_daemon(self.root, "pacer", pid)
+            self.dir.record("pacer", pid)
             self._wait_for_pacer(pid)
             try:
                 device = run(["losetup", "--find", "--show", "--direct-io=on", str(self.paced)], timeout_s=30).strip()
@@ -216,7 +211,7 @@ class VolumeLab:
     def set_caps(self, iops: int | None, bw_bytes_per_s: int | None) -> VolumeInfo:
         """Change the caps of the running lab from its next I/O on (as a burst credit running out would)."""
         info = self.info()
-        daemons = live(recorded_daemons(self.root))
+        daemons = self.dir.live()
         if info is None or not daemons:
             raise UserError("volume lab: not up", hint="storbench lab volume up")
         spec = replace(info.spec, iops=iops, bw_bytes_per_s=bw_bytes_per_s)
@@ -232,7 +227,7 @@ class VolumeLab:
         unmounts; a mount it left is unmounted lazily), clear the throttle rules of a lab from before the pacer,
         delete the directory. Safe when nothing is up. Returns one line about a recorded device that now reads
         another file and was left alone ("" if none)."""
-        if not lab_dir_exists(self.root):
+        if not self.dir.exists():
             return ""
         info = self.info()
         ours, attached = self._our_devices(info)
@@ -243,14 +238,14 @@ class VolumeLab:
         for device in ours:
             with contextlib.suppress(UserError):
                 run(["losetup", "-d", device], timeout_s=30)
-        kill_daemons(recorded_daemons(self.root), graceful_s=5)
+        self.dir.kill(graceful_s=5)
         if os.path.ismount(self.mount):  # the pacer was killed, or a loop device left alone still holds the file
             with contextlib.suppress(UserError):
                 run(["umount", "--lazy", str(self.mount)], timeout_s=30)
         if os.path.ismount(self.mount):
             raise UserError(f"volume lab: {self.mount} is still mounted; not deleting the lab directory under it",
                             hint=f"umount {self.mount}, then storbench lab volume down")
-        remove_lab_dir(self.root)
+        self.dir.remove()
         if info is not None and info.device in attached and info.device not in ours:
             return self._left_alone(info)
         return ""
