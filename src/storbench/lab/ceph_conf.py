@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storbench.model import CephLabPoint
+from storbench.model import Case, CephLabPoint, LabPoint, RbdTarget, cluster_of, rbd_pool_name
 
 GiB = 1024**3
 MIN_OSD_MEMORY_TARGET = 896 * 1024 * 1024
@@ -190,3 +191,19 @@ def ceph_spec_for(point: CephLabPoint, pools: tuple[tuple[str, int], ...]) -> Ce
         osds_per_device=point.osds_per_device,
         device_size_bytes=point.device_size_bytes if point.osds_per_device else None,
     )
+
+
+def rbd_pools(cases: Sequence[Case]) -> dict[str, tuple[str, int]]:
+    """case id -> (pool, replica size) for the rbd cases sharing one cluster: one pool per size."""
+    sizes: dict[str, list[int]] = {}
+    for case in cases:
+        if isinstance(case.target, RbdTarget) and case.lab.ceph is not None:
+            sizes.setdefault(case.target.pool, []).append(case.lab.ceph.pool_size)
+    return {case.case_id: (rbd_pool_name(case.target.pool, case.lab.ceph.pool_size, sizes[case.target.pool]),
+                           case.lab.ceph.pool_size)
+            for case in cases if isinstance(case.target, RbdTarget) and case.lab.ceph is not None}
+
+
+def clusters_of(cases: Sequence[Case]) -> list[LabPoint]:
+    """The Ceph clusters the cases run on, in order of first appearance (several when side by side)."""
+    return list(dict.fromkeys(cluster_of(c.lab) for c in cases if c.lab.ceph is not None))

@@ -11,14 +11,18 @@ namespace under /run/netns, so membership, unlike a command line, cannot be fake
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
+from storbench.lab.base import CliOption, LabCommand, LabKindBase, RunLab, Say
 from storbench.lab.hosts_conf import (
     BRIDGE,
     FIO_SERVER_PORT,
@@ -42,6 +46,12 @@ from storbench.lab.labdir import (
 )
 from storbench.lab.process import kill_all, start_daemon
 from storbench.shell import run
+from storbench.units import format_link_rate
+
+if TYPE_CHECKING:
+    from storbench.config import LoadedPlan
+    from storbench.fio.options import FioCapabilities
+    from storbench.model import Case, LabPoint
 
 DEFAULT_LAB_DIR = default_lab_dir()
 
@@ -227,3 +237,79 @@ class HostsLab:
         if tables:
             run(["nft", "-f", "-"], timeout_s=30, input_text=firewall_delete(tables))
         self.dir.remove()
+
+
+# ---- the client hosts as a lab kind (lab.registry) --------------------------------------------------------------
+
+def _command_up(lab: HostsLab, args: argparse.Namespace, say: Say) -> None:
+    from storbench.execute.fio_binary import find_fio
+
+    info = lab.up(args.count, find_fio())
+    say(f"hosts lab: up; {info.count} fio servers: {info.servers[0]} .. {info.servers[-1]}")
+    say(f"plan: hosts: {{servers: [{', '.join(s.replace(',', ':') for s in info.servers[:3])}"
+        f"{', ...' if info.count > 3 else ''}]}}  (or lab: {{hosts: {{count: {info.count}}}}})")
+
+
+def _command_down(lab: HostsLab, say: Say) -> None:
+    lab.down()
+    say(f"hosts lab: down; namespaces, bridge and {lab.root} removed")
+
+
+def _command_options() -> tuple[CliOption, ...]:
+    return (CliOption(("--count",), {"type": int, "default": 8, "choices": range(1, 251), "metavar": "N",
+                                     "help": "how many hosts (1-250, default 8)"}),)
+
+
+def servers_fio(loaded: LoadedPlan, caps: FioCapabilities) -> str:
+    """The fio the namespace hosts' servers run: with an s3 target, the one with the http engine; with an nfs
+    target, the one with the nfs engine (the same build)."""
+    from storbench.config import NfsTargetConfig, S3TargetConfig
+
+    if any(isinstance(t, S3TargetConfig) for t in loaded.config.targets.values()):
+        from storbench.targets.s3 import http_fio_binary
+
+        return http_fio_binary()
+    if any(isinstance(t, NfsTargetConfig) for t in loaded.config.targets.values()):
+        from storbench.targets.nfs import nfs_fio_binary
+
+        return nfs_fio_binary()
+    return caps.binary
+
+
+class HostsKind(LabKindBase):
+    """The hosts lab: up for the whole run when the plan has `lab.hosts` (its fio servers are the run's clients);
+    its live setting is the links' shaping (`lab.hosts.link`), which telemetry reads as the links' speed."""
+
+    name = "hosts"
+    command: LabCommand[HostsLab] = LabCommand(
+        help="client hosts: fio servers in network namespaces on a private bridge",
+        open=lambda root: HostsLab(root), up=_command_up, down=_command_down, options=_command_options)
+
+    def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[HostsLabInfo] | None:
+        lab_hosts = loaded.config.lab.hosts if loaded.config.lab else None
+        if lab_hosts is None:
+            return None
+        lab = HostsLab()
+        started = time.time()
+
+        def up() -> tuple[HostsLabInfo, str]:
+            info = lab.up(lab_hosts.count, servers_fio(loaded, caps))
+            return info, f"hosts lab: {info.count} fio servers up in {time.time() - started:.1f}s"
+
+        return RunLab(up, lab.down)
+
+    def enter(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
+        if case.lab.link_bits_per_s is None:
+            return None
+        if HostsLab().set_link(case.lab.link_bits_per_s, case.lab.link_delay_s):
+            return (f"hosts lab: links shaped to {format_link_rate(case.lab.link_bits_per_s)}"
+                    + (f", {case.lab.link_delay_s * 1e3:g} ms delay" if case.lab.link_delay_s else ""))
+        return None
+
+    def link_rates(self, case: Case) -> dict[str, int]:
+        if case.lab.link_bits_per_s is None:
+            return {}
+        return HostsLab().link_rates()
+
+
+KIND = HostsKind()

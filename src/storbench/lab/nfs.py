@@ -12,14 +12,16 @@ namespace under /run/netns, so membership, unlike a command line, cannot be fake
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from storbench.errors import UserError
+from storbench.lab.base import LabCommand, LabGroup, LabKindBase, Say, SessionLabs
 from storbench.lab.labdir import (
     LabDir,
     default_lab_dir,
@@ -180,3 +182,44 @@ def _delete_link(name: str) -> None:
     except UserError:
         if name in run(["ip", "-o", "link", "show"], timeout_s=10):
             raise
+
+
+# ---- NFS as a lab kind (lab.registry) ---------------------------------------------------------------------------
+
+def _command_up(lab: NfsLab, args: argparse.Namespace, say: Say) -> None:
+    info = lab.up()
+    say(f"nfs lab: up; {info.url} exports {info.export} (nfs-ganesha, VFS; NFSv3 and v4)")
+    say(f"plan target: {{kind: nfs, url: {info.url}, size: 256MiB}}")
+
+
+def _command_down(lab: NfsLab, say: Say) -> None:
+    lab.down()
+    say(f"nfs lab: down; namespace, veth pair and {lab.root} removed")
+
+
+class NfsKind(LabKindBase):
+    """The NFS lab: up for each lab configuration with `lab.nfs`, on the hosts lab's bridge too when the plan has
+    one; it offers its URL to nfs targets (those on a Ceph lab's cluster too)."""
+
+    name = "nfs"
+    command: LabCommand[NfsLab] = LabCommand(
+        help="an NFS server (nfs-ganesha, VFS backend) in a network namespace",
+        open=lambda root: NfsLab(root), up=_command_up, down=_command_down)
+
+    def wanted(self, group: LabGroup) -> bool:
+        return group.lab.nfs
+
+    def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:
+        from storbench.lab.hosts_conf import BRIDGE
+
+        lab_hosts = group.loaded.config.lab.hosts if group.loaded.config.lab else None
+        nfs_lab = NfsLab()
+        labs.downs.append(nfs_lab.down)
+        # with namespace hosts, the server joins their bridge: the clients mount it from there
+        nfs_info = nfs_lab.up(NfsLabSpec(bridge=BRIDGE if lab_hosts is not None else None))
+        nfs_url = nfs_info.servers_url or nfs_info.url
+        labs.environment = replace(labs.environment, nfs_url=nfs_url)
+        group.observer.lab_event(f"nfs lab: up ({nfs_url}, exporting {nfs_info.export})")
+
+
+KIND = NfsKind()

@@ -17,6 +17,7 @@ which file backs it now, and leaves it alone (saying so in one line) unless it i
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -27,6 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from storbench.errors import UserError
+from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
 from storbench.lab.labdir import (
     LabDir,
     default_lab_dir,
@@ -249,3 +251,66 @@ class VolumeLab:
         if info is not None and info.device in attached and info.device not in ours:
             return self._left_alone(info)
         return ""
+
+
+# ---- the volume as a lab kind (lab.registry) -------------------------------------------------------------------
+
+def _command_up(lab: VolumeLab, args: argparse.Namespace, say: Say) -> None:
+    from storbench.units import parse_size_bytes
+
+    try:
+        bw = parse_size_bytes(args.bw.removesuffix("/s")) if args.bw else None
+        spec = VolumeSpec(parse_size_bytes(args.size), args.iops, bw)
+    except ValueError as exc:
+        raise UserError(str(exc), hint="sizes look like 1GiB; bandwidth like 100MiB/s") from None
+    info, left_alone = lab.up(spec)
+    if left_alone:
+        say(left_alone)
+    say(f"volume lab: up; {caps_text(info.spec, info.device)} (each I/O waits its turn, evenly)")
+    say(f"plan target: {{kind: block, device: {info.device}, destructive: true}} (storbench's own device; "
+        "or a plan's lab: {volume: ...} brings one up itself)")
+
+
+def _command_down(lab: VolumeLab, say: Say) -> None:
+    left_alone = lab.down()  # a recorded device that now reads someone else's file: said instead
+    say(left_alone or f"volume lab: down; loop device, pacer and {lab.root} removed")
+
+
+def _command_options() -> tuple[CliOption, ...]:
+    return (CliOption(("--size",), {"default": "1GiB", "help": "device size (default 1GiB, sparse file)"}),
+            CliOption(("--iops",), {"type": int, "default": None, "help": "IOPS cap, reads and writes together"}),
+            CliOption(("--bw",), {"default": None,
+                                  "help": "bandwidth cap, reads and writes together (e.g. 100MiB/s)"}))
+
+
+class VolumeKind(LabKindBase):
+    """The volume lab: up for each lab configuration with a `lab.volume`; it offers its loop device to block
+    targets."""
+
+    name = "volume"
+    command: LabCommand[VolumeLab] = LabCommand(
+        help="a provisioned volume: a loop device paced at an IOPS or bandwidth cap",
+        open=lambda root: VolumeLab(root), up=_command_up, down=_command_down, options=_command_options)
+
+    def wanted(self, group: LabGroup) -> bool:
+        return group.lab.volume is not None
+
+    def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:
+        point, observer = group.lab.volume, group.observer
+        assert point is not None
+        volume_lab = VolumeLab()
+
+        def volume_down() -> None:
+            if left_alone := volume_lab.down():
+                observer.lab_event(left_alone)
+
+        labs.downs.append(volume_down)
+        volume, left_alone = volume_lab.up(VolumeSpec(point.size_bytes, point.iops, point.bw_bytes_per_s))
+        if left_alone:
+            observer.lab_event(left_alone)
+        labs.environment = replace(labs.environment, volume_device=volume.device)
+        observer.lab_event(f"volume lab: up ({volume.device}, {format_bytes(point.size_bytes)}): "
+                           f"{caps_text(volume.spec, volume.device)}")
+
+
+KIND = VolumeKind()

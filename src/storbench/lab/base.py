@@ -1,0 +1,165 @@
+"""Lab kinds (shell interface): what every one-machine test bed offers, so that the CLI and the run's lab sessions
+ask one registry (`lab.registry.KINDS`) and never branch on a kind themselves, as the run loop does with target
+kinds (`targets.registry`).
+
+A kind brings its lab up from its typed spec and tears it down: for the whole run (``for_run``: the client hosts,
+Kubernetes) or for each lab configuration of it (``wanted`` and ``bring_up``: the volume, NFS, Ceph); it says its
+status (``command``: `storbench lab KIND up|down|status`); it offers the targets what they need (``SessionLabs``:
+`LabEnvironment`, the admin sockets telemetry reads), the telemetry sources it adds between repetitions
+(``link_rates``), the live settings it applies before each case's turn (``enter``), and the faults it can inject
+(``faults``: none yet, the hook the failover issue fills). Its state directory, daemon records and port check are
+one `lab.labdir.LabDir`.
+
+Adding a kind touches its own module and the registry."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from storbench.checks import Checked
+    from storbench.config import LoadedPlan
+    from storbench.fio.options import FioCapabilities
+    from storbench.model import Case, LabPoint
+    from storbench.targets.registry import LabEnvironment
+
+
+class LabObserver(Protocol):
+    def lab_event(self, message: str) -> None: ...
+
+
+Say = Callable[[str], None]  # one line for the person at the terminal (only the CLI prints it)
+
+
+class CommandLab(Protocol):
+    """What `storbench lab KIND status` asks of every lab."""
+
+    root: Path
+
+    def status(self) -> str: ...
+
+
+L = TypeVar("L", bound=CommandLab)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CliOption:
+    """One option of `storbench lab KIND`: its flags and argparse's keywords for it."""
+
+    flags: tuple[str, ...]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LabCommand(Generic[L]):
+    """`storbench lab KIND up|down|status`: the kind's help line, its options besides the action and ``--dir``, how
+    the lab is opened at a directory (None: the default one), and what `up` and `down` do. They say what happened
+    through ``say``; `status` is the lab's own line."""
+
+    help: str
+    open: Callable[[Path | None], L]
+    up: Callable[[L, argparse.Namespace, Say], None]
+    down: Callable[[L, Say], None]
+    options: Callable[[], tuple[CliOption, ...]] = lambda: ()
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A fault a lab kind can inject into a running lab and take back (the failover issue adds them; no kind has
+    one yet). ``inject`` and ``recover`` act on the running lab of a case's cluster and say what they did."""
+
+    name: str
+    help: str
+    inject: Callable[[Case, Mapping[LabPoint, object]], str]
+    recover: Callable[[Case, Mapping[LabPoint, object]], str]
+
+
+@dataclass(frozen=True)
+class RunLab(Generic[T]):
+    """A lab up for a whole run: ``up`` brings it up and returns what the run gets from it and the line that says
+    so; ``down`` tears it down."""
+
+    up: Callable[[], tuple[T, str]]
+    down: Callable[[], None]
+
+
+@dataclass(frozen=True)
+class LabGroup:
+    """What one lab session asks of the labs: a lab configuration (``lab``) and the cases that run on it, the
+    plan, what was checked before any I/O, and the fio servers the cases run on (empty: this machine)."""
+
+    loaded: LoadedPlan
+    lab: LabPoint
+    cases: Sequence[Case]
+    checked: Checked
+    servers: tuple[str, ...]
+    observer: LabObserver
+
+
+# prepare(targets by name with their cases, on this environment, names suffixed with this, one per case)
+Prepare = Callable[["Mapping[str, Sequence[Case]]", "LabEnvironment", str, bool], None]
+
+
+@dataclass
+class SessionLabs:
+    """What the labs of one session have brought up so far, filled in as each kind comes up: the tear-downs (run
+    in reverse), what they offer the targets prepared after them (``environment``), the targets a kind prepared
+    itself (``claimed``), the running labs a case's live settings are applied to (by cluster: ``cluster_of``) and
+    the admin sockets telemetry reads on each."""
+
+    environment: LabEnvironment
+    prepare: Prepare
+    downs: list[Callable[[], None]] = field(default_factory=list)
+    claimed: set[str] = field(default_factory=set)
+    running: dict[LabPoint, object] = field(default_factory=dict)
+    sockets_by_cluster: dict[LabPoint, tuple[str, ...]] = field(default_factory=dict)
+
+
+class LabKind(Protocol):
+    """One kind of lab. `LabKindBase` gives every hook a default that does nothing."""
+
+    name: str
+    command: LabCommand[Any]
+    faults: tuple[Fault, ...]
+
+    def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[Any] | None: ...
+
+    def wanted(self, group: LabGroup) -> bool: ...
+
+    def bring_up(self, group: LabGroup, labs: SessionLabs) -> None: ...
+
+    def enter(self, case: Case, running: Mapping[LabPoint, object]) -> str | None: ...
+
+    def link_rates(self, case: Case) -> dict[str, int]: ...
+
+
+class LabKindBase:
+    """Defaults for a lab kind: up for no run, wanted by no lab configuration, no live settings, no telemetry,
+    no faults."""
+
+    faults: tuple[Fault, ...] = ()
+
+    def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[Any] | None:
+        return None
+
+    def wanted(self, group: LabGroup) -> bool:
+        return False
+
+    def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:
+        raise AssertionError(f"{type(self).__name__} is not brought up for a lab configuration")
+
+    def enter(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
+        return None
+
+    def link_rates(self, case: Case) -> dict[str, int]:
+        return {}
+
+
+def lab_dir_help(name: str) -> str:
+    """The help of every lab's ``--dir``."""
+    return f"lab directory, kept 0700 (default $STORBENCH_LAB_DIR/{name} or /var/lib/storbench/lab/{name})"
