@@ -1,18 +1,28 @@
 """Labs are kinds behind one interface (lab.base.LabKind) in one registry (lab.registry.KINDS): the CLI's `lab`
-commands are made from it, and a kind registered here (a fake: no daemon, nothing brought up) gets its command
-without the CLI naming it."""
+commands are made from it and the run's lab sessions loop over it. Kinds registered here are fakes: no daemon,
+nothing brought up; they get their command, and are brought up and torn down by the session loop in order,
+without the CLI or the session naming them."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from storbench import sessions
+from storbench.checks import Checked, check_everything
 from storbench.cli import build_parser, main
+from storbench.config import LoadedPlan, load_plan_text
+from storbench.errors import UserError
+from storbench.fio.options import FioCapabilities
 from storbench.lab import registry
-from storbench.lab.base import CliOption, LabCommand, LabKindBase, Say
+from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
 from storbench.lab.registry import COMMAND_ORDER, KINDS
+from storbench.model import NO_LAB, Case, CephLabPoint, LabPoint, VolumeLabPoint, cluster_of
+from storbench.plan import expand
 
 
 def test_every_lab_kind_is_registered_once_with_up_down_and_status() -> None:
@@ -79,3 +89,158 @@ def test_a_kind_registered_gets_its_lab_command(monkeypatch: pytest.MonkeyPatch,
         "fake lab: up", "fake lab: down (/fake/default holds no lab)", "fake lab: down; /fake/here removed"]
     assert main(["--help"]) == 0
     assert "storbench lab ceph|nfs|volume|hosts|k8s|fake up|down|status" in " ".join(capsys.readouterr().out.split())
+
+
+# ---- the run's lab sessions are a loop over the registry ---------------------------------------------------------
+
+CAPS = FioCapabilities(binary="/usr/bin/fio", version="fio-3.33", options=frozenset(), engines=frozenset())
+PLAN = """
+name: labs
+targets:
+  t: {{kind: path, path: {data}, size: 4MiB}}
+workload: {{rw: randread, bs: 4k, iodepth: 1, runtime: 1s, direct: false}}
+repeat: 1
+"""
+
+
+class _Observer:
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def lab_event(self, message: str) -> None:
+        self.events.append(message)
+
+
+@pytest.fixture
+def planned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[LoadedPlan, list[Case], Checked]:
+    from storbench import checks
+
+    monkeypatch.setattr(checks, "fio_capabilities", lambda binary, engines=(): CAPS)
+    loaded = load_plan_text(PLAN.format(data=tmp_path / "data"), "plan.yaml")
+    cases = expand(loaded)
+    return loaded, cases, check_everything(loaded, cases, CAPS.binary, create=True)
+
+
+class _SessionKind(LabKindBase):
+    """A lab kind that brings nothing up: it writes down what the session asks of it."""
+
+    def __init__(self, name: str, calls: list[str], *, fails: bool = False, live: str | None = None) -> None:
+        self.name = name
+        self.calls = calls
+        self.fails = fails
+        self.live = live
+        self.command = _fake_kind(calls).command
+
+    def wanted(self, group: LabGroup) -> bool:
+        return True
+
+    def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:
+        labs.downs.append(lambda: self.calls.append(f"down {self.name}"))  # before up: a half-made lab goes too
+        self.calls.append(f"up {self.name} (nfs_url {labs.environment.nfs_url})")
+        if self.fails:
+            raise UserError(f"{self.name} lab: did not come up")
+        labs.environment = replace(labs.environment, nfs_url=f"nfs://{self.name}/export")  # offered to the next
+        labs.running[cluster_of(group.lab)] = self
+        group.observer.lab_event(f"{self.name} lab: up")
+
+    def enter(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
+        return None if self.live is None else f"{self.name} lab: {self.live}"
+
+    def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
+        return f"{self.name} is fine" if running.get(cluster_of(case.lab)) is self else None
+
+
+def test_a_registered_kind_is_brought_up_in_order_and_torn_down_in_reverse(
+        planned: tuple[LoadedPlan, list[Case], Checked], monkeypatch: pytest.MonkeyPatch) -> None:
+    loaded, cases, checked = planned
+    calls: list[str] = []
+    kinds = {"zeta": _SessionKind("zeta", calls, live="links shaped"), "alpha": _SessionKind("alpha", calls),
+             "mu": _SessionKind("mu", calls, live="OSDs restarted")}
+    monkeypatch.setattr(sessions, "KINDS", kinds)
+    observer = _Observer()
+    with sessions.lab_session(loaded, NO_LAB, cases, checked, observer, keep=False) as context:
+        assert calls == ["up zeta (nfs_url None)", "up alpha (nfs_url nfs://zeta/export)",
+                         "up mu (nfs_url nfs://alpha/export)"]
+        assert context.enter(cases[0]) == "zeta lab: links shaped\nmu lab: OSDs restarted"  # the registry's order
+        assert context.health_for(cases[0]) == "mu is fine"  # the last kind up on this cluster
+        assert context.for_case(cases[0]) is checked.targets["t"]
+    assert calls[3:] == ["down mu", "down alpha", "down zeta"]
+    assert observer.events == ["zeta lab: up", "alpha lab: up", "mu lab: up", "alpha lab: torn down",
+                               "mu lab: torn down", "zeta lab: torn down"]  # by name, as before
+
+
+def test_a_kind_that_fails_to_come_up_stops_the_rest_and_what_came_up_is_torn_down(
+        planned: tuple[LoadedPlan, list[Case], Checked], monkeypatch: pytest.MonkeyPatch) -> None:
+    loaded, cases, checked = planned
+    calls: list[str] = []
+    monkeypatch.setattr(sessions, "KINDS", {"a": _SessionKind("a", calls), "b": _SessionKind("b", calls, fails=True),
+                                            "c": _SessionKind("c", calls)})
+    observer = _Observer()
+    with pytest.raises(UserError, match="b lab: did not come up"), \
+            sessions.lab_session(loaded, NO_LAB, cases, checked, observer, keep=False):
+        raise AssertionError("the session never starts")
+    assert calls == ["up a (nfs_url None)", "up b (nfs_url nfs://a/export)", "down b", "down a"]
+    assert observer.events[-3:] == ["a lab: torn down", "b lab: torn down", "c lab: torn down"]
+    calls.clear()
+    monkeypatch.setattr(sessions, "KINDS", {"a": _SessionKind("a", calls)})
+    with sessions.lab_session(loaded, NO_LAB, cases, checked, observer, keep=True):
+        pass
+    assert calls == ["up a (nfs_url None)"]  # --keep-lab: left up
+
+
+def test_a_lab_for_the_whole_run_is_torn_down_after_it_also_when_it_fails() -> None:
+    from storbench.lab.base import RunLab
+
+    calls: list[str] = []
+    lab = RunLab(up=lambda: (calls.append("up") or "info", "x lab: up in 0s"), down=lambda: calls.append("down"))
+    observer = _Observer()
+    with pytest.raises(KeyboardInterrupt), sessions.run_lab(lab, "x", observer, keep=False) as info:
+        assert info == "info"
+        raise KeyboardInterrupt
+    assert calls == ["up", "down"] and observer.events == ["x lab: up in 0s", "x lab: torn down"]
+    with sessions.run_lab(None, "x", observer, keep=False) as nothing:
+        assert nothing is None
+    assert calls == ["up", "down"]
+
+
+def test_the_registry_brings_a_plans_labs_up_in_the_order_it_always_did(
+        planned: tuple[LoadedPlan, list[Case], Checked]) -> None:
+    """Volume, then NFS (its URL goes to the targets on Ceph), then Ceph; each kind wanted exactly when the lab
+    point names it (the "torn down" lines stay those of `LabPoint.kinds`); hosts and k8s are up for the run."""
+    loaded, cases, checked = planned
+    ceph = CephLabPoint(osds=2, osd_size_bytes=1 << 30, objectstore="bluestore", pool_size=2)
+    volume = VolumeLabPoint(size_bytes=1 << 30, iops=1000)
+    for lab in (LabPoint(ceph=ceph, nfs=True, volume=volume), LabPoint(nfs=True), LabPoint(volume=volume),
+                LabPoint(ceph=ceph), NO_LAB):
+        group = LabGroup(loaded, lab, cases, checked, (), _Observer())
+        wanted = [kind.name for kind in KINDS.values() if kind.wanted(group)]
+        assert sorted(wanted) == sorted(set(lab.kinds()) - {"hosts"})
+        assert wanted == [name for name in ("volume", "nfs", "ceph") if name in wanted]
+    assert KINDS["hosts"].for_run(loaded, CAPS) is None and KINDS["k8s"].for_run(loaded, CAPS) is None
+
+
+def test_a_failed_repetition_on_a_lab_cluster_carries_its_health_through_the_ceph_kind() -> None:
+    """The same as test_robustness's: the session's running clusters, asked through the registry's kinds."""
+    from storbench.model import PathTarget, WorkloadPoint
+
+    class Cluster:
+        def __init__(self, answer: str | None) -> None:
+            self.answer = answer
+
+        def ceph(self, *args: str, timeout_s: float = 60) -> str:
+            assert args == ("health", "detail")
+            if self.answer is None:
+                raise UserError("timed out")
+            return self.answer
+
+    lab = LabPoint(ceph=CephLabPoint(osds=2, osd_size_bytes=1 << 30, objectstore="bluestore", pool_size=2))
+    case = Case(case_id="c", target=PathTarget(name="t", path="/t", size_bytes=1 << 20),
+                workload=WorkloadPoint(rw="randread", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=1, ramp_s=0,
+                                       direct=True, ioengine="libaio"), lab=lab)
+    detail = "HEALTH_WARN 1 osds down\n[WRN] OSD_DOWN: 1 osds down\n    osd.1 is down\n[WRN] X\n    y\n"
+    session = sessions.LabContext(targets={}, ceph_socket_patterns=(), ceph_labs={cluster_of(lab): Cluster(detail)})
+    assert session.health_for(case) == "HEALTH_WARN 1 osds down; [WRN] OSD_DOWN: 1 osds down; osd.1 is down; [WRN] X"
+    silent = sessions.LabContext(targets={}, ceph_socket_patterns=(), ceph_labs={cluster_of(lab): Cluster(None)})
+    assert "did not answer" in (silent.health_for(case) or "")
+    assert sessions.LabContext(targets={}, ceph_socket_patterns=()).health_for(case) is None
+    assert sessions.LabContext(targets={}, ceph_socket_patterns=()).enter(case) is None  # no cluster: nothing live

@@ -6,8 +6,9 @@ A kind brings its lab up from its typed spec and tears it down: for the whole ru
 Kubernetes) or for each lab configuration of it (``wanted`` and ``bring_up``: the volume, NFS, Ceph); it says its
 status (``command``: `storbench lab KIND up|down|status`); it offers the targets what they need (``SessionLabs``:
 `LabEnvironment`, the admin sockets telemetry reads), the telemetry sources it adds between repetitions
-(``link_rates``), the live settings it applies before each case's turn (``enter``), and the faults it can inject
-(``faults``: none yet, the hook the failover issue fills). Its state directory, daemon records and port check are
+(``link_rates``), the live settings it applies before each case's turn (``enter``), its health in one line for
+the evidence of a repetition that failed (``health``), and the faults it can inject (``faults``: none yet, the
+hook the failover issue fills). Its state directory, daemon records and port check are
 one `lab.labdir.LabDir`.
 
 Adding a kind touches its own module and the registry."""
@@ -137,10 +138,12 @@ class LabKind(Protocol):
 
     def link_rates(self, case: Case) -> dict[str, int]: ...
 
+    def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None: ...
+
 
 class LabKindBase:
-    """Defaults for a lab kind: up for no run, wanted by no lab configuration, no live settings, no telemetry,
-    no faults."""
+    """Defaults for a lab kind: up for no run, wanted by no lab configuration, no live settings, no telemetry, no
+    health to tell, no faults."""
 
     faults: tuple[Fault, ...] = ()
 
@@ -158,6 +161,9 @@ class LabKindBase:
 
     def link_rates(self, case: Case) -> dict[str, int]:
         return {}
+
+    def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
+        return None
 
 
 def lab_dir_help(name: str) -> str:

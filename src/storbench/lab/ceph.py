@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from storbench.errors import UserError
 from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
@@ -581,6 +581,11 @@ def _lab_s3(ceph_lab: CephLab, info: CephLabInfo) -> S3Service:
     return service
 
 
+@runtime_checkable
+class _AnswersCeph(Protocol):
+    def ceph(self, *args: str, timeout_s: float = 60) -> str: ...
+
+
 ON_CLUSTER_KINDS = ("rbd", "cephfs", "s3")  # the target kinds a lab cluster serves: prepared on it as it comes up
 
 
@@ -679,6 +684,20 @@ class CephKind(LabKindBase):
                 said.append("pinned to every CPU" if cpus is None else f"pinned to CPUs {cpus}")
             return "ceph lab: OSD " + ", ".join(said)
         return f"ceph lab: OSDs restarted with {live or 'the base options'} in {seconds:.0f}s"
+
+    def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
+        """The health of the lab cluster ``case`` runs on, in one line (`ceph health detail`'s summary and its
+        first checks); None off a lab cluster or when the cluster does not answer."""
+        from storbench.model import cluster_of
+
+        lab = running.get(cluster_of(case.lab))
+        if not isinstance(lab, _AnswersCeph):
+            return None
+        try:
+            lines = [line.strip() for line in lab.ceph("health", "detail", timeout_s=15).splitlines() if line.strip()]
+        except UserError as exc:
+            return f"the cluster did not answer `ceph health` ({exc.message})"
+        return "; ".join(lines[:4]) or None
 
 
 KIND = CephKind()
