@@ -244,3 +244,37 @@ def test_a_failed_repetition_on_a_lab_cluster_carries_its_health_through_the_cep
     assert "did not answer" in (silent.health_for(case) or "")
     assert sessions.LabContext(targets={}, ceph_socket_patterns=()).health_for(case) is None
     assert sessions.LabContext(targets={}, ceph_socket_patterns=()).enter(case) is None  # no cluster: nothing live
+
+
+# ---- what every lab shares: its directory, its state, its daemons' records and one port check -------------------
+
+def test_one_port_check_for_every_lab() -> None:
+    import socket
+
+    from storbench.lab.labdir import port_open
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        assert port_open("127.0.0.1", port)
+    assert not port_open("127.0.0.1", port, timeout_s=0.2)  # closed now: refused at once
+
+
+def test_a_lab_dir_reads_its_state_and_nothing_from_a_directory_that_holds_no_lab(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from storbench.lab.labdir import LabDir, require_tools
+
+    if os.stat(tmp_path).st_mode & (stat.S_IWGRP | stat.S_IWOTH) or os.stat(tmp_path).st_uid not in (0, os.geteuid()):
+        pytest.skip("the temporary directory's parents are not ones a lab directory may sit below")
+    lab = LabDir(tmp_path / "lab")
+    assert not lab.exists() and lab.read_state() is None and lab.daemons() == []
+    lab.ensure()
+    assert lab.exists() and stat.S_IMODE(os.stat(lab.root).st_mode) == 0o700
+    assert lab.read_state() is None  # up has not written it yet
+    lab.state.write_text('{"root": "x"}')
+    assert lab.read_state() == {"root": "x"}
+    lab.remove()
+    assert not lab.root.exists()
+    with pytest.raises(UserError, match="fake lab: storbench-no-such-tool is not installed"):
+        require_tools("fake", ("sh", "storbench-no-such-tool"), hint="install it")

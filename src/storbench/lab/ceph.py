@@ -85,11 +85,8 @@ class CephLab:
         return json.loads(self.ceph(*args, "-f", "json"))
 
     def info(self) -> CephLabInfo | None:
-        if not self.dir.exists():
-            return None
-        try:
-            raw = json.loads(self.state.read_text())
-        except (OSError, ValueError):
+        raw = self.dir.read_state()
+        if raw is None:
             return None
         spec_raw = raw["spec"]
         spec_raw["pools"] = tuple(tuple(p) for p in spec_raw["pools"])

@@ -43,6 +43,7 @@ from storbench.lab.labdir import (
     LabDir,
     default_lab_dir,
     port_open,
+    require_tools,
 )
 from storbench.lab.process import kill_all, start_daemon
 from storbench.shell import run
@@ -109,11 +110,8 @@ class HostsLab:
         self.ceph_conf = self.root / "ceph.conf"  # the servers' CEPH_CONF (see hosts_conf.server_command)
 
     def info(self) -> HostsLabInfo | None:
-        if not self.dir.exists():
-            return None
-        try:
-            raw = json.loads(self.state.read_text())
-        except (OSError, ValueError):
+        raw = self.dir.read_state()
+        if raw is None:
             return None
         return HostsLabInfo(root=raw["root"], count=raw["count"], servers=tuple(raw["servers"]))
 
@@ -138,9 +136,7 @@ class HostsLab:
             assert info is not None
             return info
         self.down()
-        for tool in ("ip", "unshare", "nft"):
-            if shutil.which(tool) is None:
-                raise UserError(f"hosts lab: {tool} is not installed", hint="run scripts/setup.sh --labs")
+        require_tools("hosts", ("ip", "unshare", "nft"), hint="run scripts/setup.sh --labs")
         hosts = [lab_host(i) for i in range(1, count + 1)]
         self.dir.ensure()
         try:

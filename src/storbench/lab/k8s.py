@@ -56,6 +56,7 @@ from storbench.lab.labdir import (
     default_lab_dir,
     kill_daemons,
     port_open,
+    require_tools,
 )
 from storbench.lab.process import alive, kill_all, start_daemon
 from storbench.shell import run
@@ -129,9 +130,7 @@ class K8sLab:
                                 hint="run scripts/build-kubernetes.sh (about 10 min once; cached)")
             trusted_program(binaries / name, f"k8s lab: {name}", hint="build it as root: rm -r "
                             f"{binaries}, then run scripts/build-kubernetes.sh")
-        for tool in ("etcd", "containerd", "runc", "ctr", "openssl", "ip"):
-            if shutil.which(tool) is None:
-                raise UserError(f"k8s lab: {tool} is not installed", hint="run scripts/setup.sh --k8s")
+        require_tools("k8s", ("etcd", "containerd", "runc", "ctr", "openssl", "ip"), hint="run scripts/setup.sh --k8s")
         self.dir.ensure()
         for directory in ("pki", "log", "etcd", "containerd", "cni", "kubelet", "kubelet-pki", "images"):
             (self.root / directory).mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,7 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from storbench.errors import UserError
 
@@ -245,6 +246,13 @@ def port_open(address: str, port: int, *, timeout_s: float = 0.5) -> bool:
         return False
 
 
+def require_tools(lab: str, tools: Sequence[str], hint: str) -> None:
+    """Refuse to bring ``lab`` up without the programs it runs."""
+    for tool in tools:
+        if shutil.which(tool) is None:
+            raise UserError(f"{lab} lab: {tool} is not installed", hint=hint)
+
+
 class LabDir:
     """One lab's state directory (``root``, checked as above), its state file and the daemons it recorded."""
 
@@ -254,6 +262,16 @@ class LabDir:
 
     def exists(self) -> bool:
         return lab_dir_exists(self.root)
+
+    def read_state(self) -> Any:
+        """The state file's JSON (what `up` wrote), or None when the directory holds no lab or the file cannot
+        be read."""
+        if not self.exists():
+            return None
+        try:
+            return json.loads(self.state.read_text())
+        except (OSError, ValueError):
+            return None
 
     def ensure(self) -> Path:
         return ensure_lab_dir(self.root)

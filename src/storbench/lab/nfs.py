@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,6 +25,7 @@ from storbench.lab.labdir import (
     LabDir,
     default_lab_dir,
     port_open,
+    require_tools,
 )
 from storbench.lab.nfs_conf import (
     ANONYMOUS_GID,
@@ -76,11 +76,8 @@ class NfsLab:
         self.state = self.dir.state
 
     def info(self) -> NfsLabInfo | None:
-        if not self.dir.exists():
-            return None
-        try:
-            raw = json.loads(self.state.read_text())
-        except (OSError, ValueError):
+        raw = self.dir.read_state()
+        if raw is None:
             return None
         return NfsLabInfo(**raw)
 
@@ -105,9 +102,7 @@ class NfsLab:
                 run(["ip", "link", "set", BRIDGE_HOST_VETH, "up"])
             return current
         self.down()
-        for tool in ("ganesha.nfsd", "rpcbind", "ip", "unshare"):
-            if shutil.which(tool) is None:
-                raise UserError(f"nfs lab: {tool} is not installed", hint="run scripts/setup.sh --labs")
+        require_tools("nfs", ("ganesha.nfsd", "rpcbind", "ip", "unshare"), hint="run scripts/setup.sh --labs")
         self.dir.ensure()
         self.export.mkdir(mode=0o700)
         os.chown(self.export, ANONYMOUS_UID, ANONYMOUS_GID)  # squashed root writes as this uid
