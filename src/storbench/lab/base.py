@@ -8,8 +8,8 @@ status (``command``: `storbench lab KIND up|down|status`); it offers the targets
 `LabEnvironment`, the admin sockets telemetry reads), the telemetry sources it adds between repetitions
 (``link_rates``), the live settings it applies before each case's turn (``enter``), its health in one line for
 the evidence of a repetition that failed (``health``), and the faults it can inject (``faults``: none yet, the
-hook the failover issue fills). Its state directory, daemon records and port check are
-one `lab.labdir.LabDir`.
+hook the failover issue fills). Its state directory, state file and daemon records are one `lab.labdir.LabDir`;
+whether its daemons answer is the one port check, `lab.labdir.port_open`.
 
 Adding a kind touches its own module and the registry."""
 
