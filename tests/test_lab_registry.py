@@ -17,11 +17,21 @@ from storbench.checks import Checked, check_everything
 from storbench.cli import build_parser, main
 from storbench.config import LoadedPlan, load_plan_text
 from storbench.errors import UserError
+from storbench.faults import FaultStep
 from storbench.fio.options import FioCapabilities
 from storbench.lab import registry
 from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
 from storbench.lab.registry import COMMAND_ORDER, KINDS
-from storbench.model import NO_LAB, Case, CephLabPoint, LabPoint, VolumeLabPoint, cluster_of
+from storbench.model import (
+    NO_LAB,
+    Case,
+    CephLabPoint,
+    LabPoint,
+    PathTarget,
+    VolumeLabPoint,
+    WorkloadPoint,
+    cluster_of,
+)
 from storbench.plan import expand
 
 
@@ -35,6 +45,13 @@ def test_every_lab_kind_is_registered_once_with_up_down_and_status() -> None:
         lab = command.open(Path("/nonexistent/storbench-lab"))  # opening a lab touches nothing
         assert callable(lab.status) and lab.root == Path("/nonexistent/storbench-lab")
         assert kind.faults == ()  # the failover issue adds them
+        with pytest.raises(AssertionError, match="offers no faults"):
+            kind.fault(FaultStep(at_s=1, action="kill", target="x"), _CASE, {}, restore=False)
+
+
+_CASE = Case(case_id="c", target=PathTarget(name="t", path="/t", size_bytes=1 << 20),
+             workload=WorkloadPoint(rw="randread", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=1, ramp_s=0,
+                                    direct=True, ioengine="libaio"))
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -221,8 +238,6 @@ def test_the_registry_brings_a_plans_labs_up_in_the_order_it_always_did(
 
 def test_a_failed_repetition_on_a_lab_cluster_carries_its_health_through_the_ceph_kind() -> None:
     """The same as test_robustness's: the session's running clusters, asked through the registry's kinds."""
-    from storbench.model import PathTarget, WorkloadPoint
-
     class Cluster:
         def __init__(self, answer: str | None) -> None:
             self.answer = answer

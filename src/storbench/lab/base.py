@@ -7,9 +7,10 @@ Kubernetes) or for each lab configuration of it (``wanted`` and ``bring_up``: th
 status (``command``: `storbench lab KIND up|down|status`); it offers the targets what they need (``SessionLabs``:
 `LabEnvironment`, the admin sockets telemetry reads), the telemetry sources it adds between repetitions
 (``link_rates``), the live settings it applies before each case's turn (``enter``), its health in one line for
-the evidence of a repetition that failed (``health``), and the faults it can inject (``faults``: none yet, the
-hook the failover issue fills). Its state directory, state file and daemon records are one `lab.labdir.LabDir`;
-whether its daemons answer is the one port check, `lab.labdir.port_open`.
+the evidence of a repetition that failed (``health``), and the faults it can inject (``faults``: the
+`faults.FaultOffer`s that ``fault`` does; none yet, the hook the failover issue fills). Its state directory,
+state file and daemon records are one `lab.labdir.LabDir`; whether its daemons answer is the one port check,
+`lab.labdir.port_open`.
 
 Adding a kind touches its own module and the registry."""
 
@@ -20,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from storbench.faults import FaultOffer, FaultStep
 
 if TYPE_CHECKING:
     from storbench.checks import Checked
@@ -70,17 +73,6 @@ class LabCommand(Generic[L]):
 
 
 @dataclass(frozen=True)
-class Fault:
-    """A fault a lab kind can inject into a running lab and take back (the failover issue adds them; no kind has
-    one yet). ``inject`` and ``recover`` act on the running lab of a case's cluster and say what they did."""
-
-    name: str
-    help: str
-    inject: Callable[[Case, Mapping[LabPoint, object]], str]
-    recover: Callable[[Case, Mapping[LabPoint, object]], str]
-
-
-@dataclass(frozen=True)
 class RunLab(Generic[T]):
     """A lab up for a whole run: ``up`` brings it up and returns what the run gets from it and the line that says
     so; ``down`` tears it down."""
@@ -126,7 +118,7 @@ class LabKind(Protocol):
 
     name: str
     command: LabCommand[Any]
-    faults: tuple[Fault, ...]
+    faults: tuple[FaultOffer, ...]
 
     def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[Any] | None: ...
 
@@ -140,12 +132,14 @@ class LabKind(Protocol):
 
     def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None: ...
 
+    def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str: ...
+
 
 class LabKindBase:
     """Defaults for a lab kind: up for no run, wanted by no lab configuration, no live settings, no telemetry, no
     health to tell, no faults."""
 
-    faults: tuple[Fault, ...] = ()
+    faults: tuple[FaultOffer, ...] = ()  # what `fault` can do (issue 32 adds them)
 
     def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[Any] | None:
         return None
@@ -164,6 +158,11 @@ class LabKindBase:
 
     def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
         return None
+
+    def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str:
+        """Do (or with ``restore`` undo) one of the kind's ``faults`` on the running lab ``case`` is on, and say
+        what was done. No kind offers one yet."""
+        raise AssertionError(f"the {type(self).__name__} offers no faults")
 
 
 def lab_dir_help(name: str) -> str:
