@@ -44,9 +44,10 @@ def test_every_lab_kind_is_registered_once_with_up_down_and_status() -> None:
         assert command.help and callable(command.open) and callable(command.up) and callable(command.down)
         lab = command.open(Path("/nonexistent/storbench-lab"))  # opening a lab touches nothing
         assert callable(lab.status) and lab.root == Path("/nonexistent/storbench-lab")
-        assert kind.faults == ()  # the failover issue adds them
-        with pytest.raises(AssertionError, match="offers no faults"):
+        assert all(offer.lab == name for offer in kind.faults)
+        with pytest.raises(AssertionError, match="offers no faults"):  # an action it does not offer
             kind.fault(FaultStep(at_s=1, action="kill", target="x"), _CASE, {}, restore=False)
+    assert {(o.action, o.restore != "") for o in KINDS["volume"].faults} == {("freeze", True), ("lose-writes", True)}
 
 
 _CASE = Case(case_id="c", target=PathTarget(name="t", path="/t", size_bytes=1 << 20),

@@ -111,8 +111,8 @@ IOPS_PLAN = """
 name: paced
 targets:
   volume: {kind: block, expect: {iops: 3000}}
-workload: {rw: randread, bs: 4k, iodepth: [1, 6, 32], runtime: 2s}
-repeat: 2
+workload: {rw: randread, bs: 4k, iodepth: [1, 6, 32], runtime: 1s}
+repeat: 3
 lab:
   volume: {size: 256MiB, iops: 3000}
 """
@@ -135,7 +135,7 @@ def test_a_paced_volume_answers_as_a_provisioned_one_littles_law_at_every_depth(
     assert "volume lab: up (/dev/loop" in out and "paced at 3,000 IOPS, reads and writes together" in out, out
     code, out, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
     records = json.loads(out)
-    assert {int(r["iodepth"]) for r in records} == {1, 6, 32} and len(records) == 6
+    assert {int(r["iodepth"]) for r in records} == {1, 6, 32} and len(records) == 9
     for row in records:
         depth, iops = int(row["iodepth"]), float(row["iops"])
         assert 0.9 * CAP_IOPS <= iops <= 1.03 * CAP_IOPS, row  # the cap holds at every depth
@@ -395,3 +395,49 @@ def test_a_pacer_that_cannot_start_is_one_line_with_the_fix_and_leaves_nothing(
     assert code != 0 and "the pacer did not mount its file" in err and "No module named 'pyfuse3'" in err, out + err
     assert "scripts/setup.sh --labs installs pyfuse3" in err, err
     assert not root.exists()
+
+
+@needs_root
+def test_the_volume_labs_faults_a_stall_keeps_every_write_a_lying_volume_is_caught(lab_dir: Path) -> None:
+    """Issue 32's faults on the volume lab, under the checking writer (stamped blocks, O_DIRECT, its journal in its
+    own memory): I/O held for 0.8 s and resumed loses nothing; a copy kept at the fault and served 0.5 s later (a
+    volume that lies) is caught as lost or stale blocks."""
+    import threading
+    import time
+
+    from storbench.durability import Finding, Verification
+    from storbench.execute.checker import check, write_blocks
+    from storbench.faults import FaultStep
+    from storbench.lab.registry import KINDS
+
+    kind, lab = KINDS["volume"], VolumeLab(lab_dir / "volume")
+    info, _ = lab.up(VolumeSpec(size_bytes=16 << 20, iops=3000))
+    case = object()  # the volume kind acts on the one volume lab, whatever the case
+
+    def faulted(step: FaultStep) -> tuple[Verification, list[str]]:
+        said: list[str] = []
+
+        def fault() -> None:
+            time.sleep(step.at_s)
+            said.append(kind.fault(step, case, {}, restore=False))  # type: ignore[arg-type]
+            time.sleep(step.restore_after_s or 0)
+            said.append(kind.fault(step, case, {}, restore=True))  # type: ignore[arg-type]
+
+        thread = threading.Thread(target=fault)
+        thread.start()
+        started = time.monotonic()
+        record = write_blocks(info.device, writer=3, block_bytes=4096, blocks=2048, seconds=2.0, depth=4)
+        thread.join()
+        assert time.monotonic() - started >= 2.0
+        return check(info.device, record, writer=3, block_bytes=4096, blocks=2048), said
+
+    try:
+        held, said = faulted(FaultStep(0.5, "freeze", "volume", 0.8))
+        assert said == ["volume lab: I/O held", "volume lab: I/O resumed"]
+        assert held.count(Finding.OK) == 2048, held
+        lied, said = faulted(FaultStep(0.5, "lose-writes", "volume", 0.5))
+        assert said[0] == "volume lab: copy of the data kept" and "now serving the copy" in said[1]
+        bad = lied.count(Finding.LOST) + lied.count(Finding.STALE)
+        assert bad > 0, lied
+    finally:
+        lab.down()

@@ -24,10 +24,13 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
+from storbench.faults import FaultOffer, FaultStep
 from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
 from storbench.lab.labdir import (
     LabDir,
@@ -37,6 +40,9 @@ from storbench.lab.pacer import FILE_NAME
 from storbench.lab.process import alive, start_daemon
 from storbench.shell import run
 from storbench.units import format_bytes
+
+if TYPE_CHECKING:
+    from storbench.model import Case, LabPoint
 
 DEFAULT_LAB_DIR = default_lab_dir()
 
@@ -118,7 +124,8 @@ class VolumeLab:
         self.backing = self.root / "volume.img"  # the data, sparse
         self.mount = self.root / "mnt"  # the pacer's FUSE mount
         self.paced = self.mount / FILE_NAME  # what the loop device reads: the data, paced
-        self.rates = self.root / "rates.json"
+        self.rates = self.root / "rates.json"  # the pacer's control file (`lab.pacer.Control`)
+        self.copy = self.root / "copy.img"  # a copy of the data a lying volume serves (`keep_copy`)
         self.log = self.root / "pacer.log"
 
     def info(self) -> VolumeInfo | None:
@@ -210,19 +217,40 @@ class VolumeLab:
                                 hint=hint)
             time.sleep(0.05)
 
+    def _control(self, **changes: object) -> None:
+        """Rewrite the pacer's control file with ``changes`` and have it read it (SIGHUP)."""
+        daemons = self.dir.live()
+        if self.info() is None or not daemons:
+            raise UserError("volume lab: not up", hint="storbench lab volume up")
+        control = json.loads(self.rates.read_text())
+        self.rates.write_text(json.dumps({**control, **changes}))
+        for daemon in daemons:
+            os.kill(daemon.pid, signal.SIGHUP)
+
     def set_caps(self, iops: int | None, bw_bytes_per_s: int | None) -> VolumeInfo:
         """Change the caps of the running lab from its next I/O on (as a burst credit running out would)."""
         info = self.info()
-        daemons = self.dir.live()
-        if info is None or not daemons:
+        if info is None:
             raise UserError("volume lab: not up", hint="storbench lab volume up")
-        spec = replace(info.spec, iops=iops, bw_bytes_per_s=bw_bytes_per_s)
-        self.rates.write_text(rates_json(spec))
-        for daemon in daemons:
-            os.kill(daemon.pid, signal.SIGHUP)
-        info = replace(info, spec=spec)
+        self._control(iops=iops, bw_bytes_per_s=bw_bytes_per_s)
+        info = replace(info, spec=replace(info.spec, iops=iops, bw_bytes_per_s=bw_bytes_per_s))
         self.state.write_text(json.dumps(asdict(info)))
         return info
+
+    def freeze(self, frozen: bool) -> None:
+        """Hold every new I/O until thawed (a stalled volume), or thaw it."""
+        self._control(frozen=frozen)
+
+    def keep_copy(self) -> None:
+        """Copy the volume's data as it is now (the copy a lying volume will later serve)."""
+        run(["cp", "--sparse=always", str(self.backing), str(self.copy)], timeout_s=300)
+
+    def serve_copy(self) -> None:
+        """Serve the copy kept earlier from now on: every write acknowledged since it was taken is gone, as on a
+        volume that lies — the test bed a durability check must catch."""
+        if not self.copy.exists():
+            raise UserError("volume lab: no copy kept to serve", hint="keep a copy at the fault first")
+        self._control(backing=str(self.copy))
 
     def down(self) -> str:
         """Detach the loop devices reading the lab's own file (also of a half-made lab), stop the pacer (it
@@ -292,8 +320,27 @@ class VolumeKind(LabKindBase):
         help="a provisioned volume: a loop device paced at an IOPS or bandwidth cap",
         open=lambda root: VolumeLab(root), up=_command_up, down=_command_down, options=_command_options)
 
+    faults: tuple[FaultOffer, ...] = (FaultOffer("volume", "freeze", "volume", "thaw",
+                         "hold every I/O, as a volume that stalls (its I/O resumes at the thaw)"),
+              FaultOffer("volume", "lose-writes", "volume", "serve the copy of",
+                         "keep a copy of the volume's data; at the restore serve it: writes acknowledged in between "
+                         "vanish, as on a volume that lies"))
+
     def wanted(self, group: LabGroup) -> bool:
         return group.lab.volume is not None
+
+    def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str:
+        lab = VolumeLab()
+        if step.action == "freeze":
+            lab.freeze(not restore)
+            return "volume lab: I/O held" if not restore else "volume lab: I/O resumed"
+        if step.action == "lose-writes":
+            if restore:
+                lab.serve_copy()
+                return "volume lab: now serving the copy kept at the fault (later writes are gone)"
+            lab.keep_copy()
+            return "volume lab: copy of the data kept"
+        return super().fault(step, case, running, restore=restore)
 
     def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:
         point, observer = group.lab.volume, group.observer
