@@ -10,6 +10,7 @@ from typing import ClassVar, Literal
 import numpy as np
 import numpy.typing as npt
 
+from storbench.run_design import NO_DESIGN, RunDesign
 from storbench.telemetry.series import RepetitionTelemetry
 
 
@@ -785,6 +786,7 @@ class RunInfo:
     mem_total_bytes: int | None = None
     cpu_count: int | None = None
     plan_path: str | None = None  # the plan file a `run` read (None: imports, and runs stored before it was kept)
+    design: RunDesign = NO_DESIGN  # what its plan asked, stored when it was created (run_design.py)
 
 
 @dataclass(frozen=True)

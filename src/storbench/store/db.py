@@ -18,7 +18,7 @@ from urllib.parse import quote
 from storbench.errors import UserError
 from storbench.private_files import create_private
 from storbench.store.migrations import SCHEMA_VERSION, migrate
-from storbench.store.queries import Store
+from storbench.store.queries import NOT_OURS_HINT, Store
 
 __all__ = ["READ_LIMIT_S", "SCHEMA_VERSION", "Store", "open_store"]
 
@@ -30,7 +30,6 @@ OPEN_RETRY_S = 60.0
 TABLES = ("schema_migrations", "runs", "cases", "repetitions", "clients", "measurements", "disk_utils", "telemetry",
           "telemetry_samples", "preconditions", "plan_versions")
 READ_LIMIT_S = 30.0  # the longest one statement may take on a database opened for reading
-_NOT_OURS_HINT = "pass the --db a `storbench run` wrote"
 
 
 def _schema_version(conn: sqlite3.Connection, path: str) -> int | None:
@@ -44,14 +43,14 @@ def _schema_version(conn: sqlite3.Connection, path: str) -> int | None:
     for name, (kind, sql) in kinds.items():
         if kind in ("view", "trigger") or (name in TABLES and not (kind == "table" and sql.startswith("CREATE TABLE"))):
             raise UserError(f"{path} is not a storbench results database: {name!r} is a {kind} "
-                            f"({sql[:60]}...), which storbench never makes; left untouched", hint=_NOT_OURS_HINT)
+                            f"({sql[:60]}...), which storbench never makes; left untouched", hint=NOT_OURS_HINT)
     if "schema_migrations" not in kinds or "runs" not in kinds:
         raise UserError(f"{path} is not a storbench results database (no storbench tables in it); left untouched",
-                        hint=_NOT_OURS_HINT)
+                        hint=NOT_OURS_HINT)
     version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
     if not isinstance(version, int):
         raise UserError(f"{path} is not a storbench results database (schema version {version!r})",
-                        hint=_NOT_OURS_HINT)
+                        hint=NOT_OURS_HINT)
     if version > SCHEMA_VERSION:
         raise UserError(f"{path} has schema version {version}, newer than this storbench ({SCHEMA_VERSION})",
                         hint="upgrade storbench")
@@ -80,7 +79,7 @@ class _LimitedConnection(sqlite3.Connection):
             if str(exc) != "interrupted" or time.monotonic() <= self.deadline_s:
                 raise
             raise UserError(f"{self.path}: a query ran past {READ_LIMIT_S:g} s and was stopped; no storbench results "
-                            "database needs that long", hint=_NOT_OURS_HINT) from None
+                            "database needs that long", hint=NOT_OURS_HINT) from None
 
 
 class _LimitedCursor(sqlite3.Cursor):
@@ -127,7 +126,7 @@ def _open_read_only(path: str) -> Store:
         version = _schema_version(conn, path)
         if version is None:
             raise UserError(f"{path} is not a storbench results database (no storbench tables in it); left "
-                            "untouched", hint=_NOT_OURS_HINT)
+                            "untouched", hint=NOT_OURS_HINT)
         if version < SCHEMA_VERSION:
             raise UserError(f"{path} was written by an older storbench (schema version {version} of "
                             f"{SCHEMA_VERSION}); reading does not upgrade it", hint="the next `storbench run` or "
@@ -135,7 +134,7 @@ def _open_read_only(path: str) -> Store:
                             "must still read it)")
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise UserError(f"{path} is not a storbench results database: {exc}", hint=_NOT_OURS_HINT) from None
+        raise UserError(f"{path} is not a storbench results database: {exc}", hint=NOT_OURS_HINT) from None
     except BaseException:
         conn.close()
         raise

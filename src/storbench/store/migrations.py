@@ -4,11 +4,85 @@ write lock when a database is opened for writing. Never edit one that has shippe
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from storbench.errors import UserError
+from storbench.run_design import NO_DESIGN, RunDesign
+from storbench.store.rows import design_text
 
-# Ordered migrations: index + 1 is the schema version. Never edit one that has shipped; append.
-MIGRATIONS: tuple[str, ...] = (
+
+def design_of_text(plan_text: str) -> RunDesign:
+    """The design this storbench reads in a stored plan text (``NO_DESIGN`` when it reads no plan there: an
+    import's, or one an older storbench accepted); how migration 9 gave the runs stored before it theirs."""
+    from storbench.config import load_plan_text, plan_design
+    from storbench.plan import expand
+
+    try:
+        loaded = load_plan_text(plan_text, "stored plan")
+    except UserError:
+        return NO_DESIGN
+    try:
+        cases: int | None = len(expand(loaded))
+    except UserError:
+        cases = None
+    return plan_design(loaded.config, cases)
+
+
+def fill_designs(conn: sqlite3.Connection) -> None:
+    """Each run, and each version of its plan, without a stored design gets the one its plan text gives."""
+    designs: dict[str, str] = {}
+
+    def design(plan_text: str, source: str) -> str:
+        if source != "run":
+            return design_text(NO_DESIGN)
+        if plan_text not in designs:
+            designs[plan_text] = design_text(design_of_text(plan_text))
+        return designs[plan_text]
+
+    for run_id, plan_text, source in conn.execute(
+            "SELECT id, plan_text, source FROM runs WHERE design_json IS NULL").fetchall():
+        conn.execute("UPDATE runs SET design_json = ? WHERE id = ?", (design(plan_text, source), run_id))
+    for run_id, version, plan_text, source in conn.execute(
+            "SELECT v.run_id, v.version, v.plan_text, r.source FROM plan_versions v JOIN runs r ON r.id = v.run_id"
+            " WHERE v.design_json IS NULL").fetchall():
+        conn.execute("UPDATE plan_versions SET design_json = ? WHERE run_id = ? AND version = ?",
+                     (design(plan_text, source), run_id, version))
+
+
+def _versioned_workloads(conn: sqlite3.Connection) -> None:
+    """8: workloads stored in a versioned shape (schema 2: {"schema": 2, the WorkloadPoint's fields}), as targets
+    are; the copies of case fields that nothing read (target name and kind, rw, block size, iodepth, numjobs)
+    dropped (ALTER TABLE DROP COLUMN: SQLite 3.35 or newer)."""
+    if sqlite3.sqlite_version_info < (3, 35, 0):
+        raise UserError(f"this Python's SQLite is {sqlite3.sqlite_version}; storbench's results database needs 3.35 "
+                        "or newer", hint="run storbench with a Python built with SQLite 3.35 or newer (Debian 12 has "
+                        "3.40)")
+    for statement in statements("""
+        UPDATE cases SET workload_json = json_set(workload_json, '$.schema', 2)
+            WHERE json_extract(workload_json, '$.schema') IS NULL;
+        ALTER TABLE cases DROP COLUMN target_name;
+        ALTER TABLE cases DROP COLUMN target_kind;
+        ALTER TABLE cases DROP COLUMN rw;
+        ALTER TABLE cases DROP COLUMN bs_bytes;
+        ALTER TABLE cases DROP COLUMN iodepth;
+        ALTER TABLE cases DROP COLUMN numjobs;
+        """):
+        conn.execute(statement)
+
+
+def _run_designs(conn: sqlite3.Connection) -> None:
+    """9: a run's design stored as data when it is created or resumed (expectations, steady-state rule, stopping
+    rule and its comparison, bring-up mode, planned repetitions: run_design.py), so readers never parse its YAML
+    again, for the run and for every version of its plan. The runs stored before get the design this storbench
+    reads in their plan texts; a text it reads no plan in gets none, which is all the readers made of it before."""
+    conn.execute("ALTER TABLE runs ADD COLUMN design_json TEXT")
+    conn.execute("ALTER TABLE plan_versions ADD COLUMN design_json TEXT")
+    fill_designs(conn)
+
+
+# Ordered migrations: index + 1 is the schema version; a script, or a function for what SQL cannot do. Never edit one
+# that has shipped; append. Each runs once (the version is recorded in the same transaction), and one-way.
+MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """
     CREATE TABLE runs (
         id INTEGER PRIMARY KEY,
@@ -196,6 +270,8 @@ MIGRATIONS: tuple[str, ...] = (
         SELECT id, 1, plan_text, plan_sha256, started_at_s FROM runs;
     ALTER TABLE runs ADD COLUMN plan_path TEXT;
     """,
+    _versioned_workloads,
+    _run_designs,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -223,8 +299,12 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
             raise UserError(f"{path} has schema version {current}, newer than this storbench ({SCHEMA_VERSION})",
                             hint="upgrade storbench")
         for version in range(current + 1, SCHEMA_VERSION + 1):
-            for statement in statements(MIGRATIONS[version - 1]):
-                conn.execute(statement)
+            step = MIGRATIONS[version - 1]
+            if callable(step):
+                step(conn)
+            else:
+                for statement in statements(step):
+                    conn.execute(statement)
             conn.execute("INSERT INTO schema_migrations VALUES (?, datetime('now'))", (version,))
         conn.execute("COMMIT")
     except BaseException:

@@ -27,9 +27,12 @@ from storbench.model import (
     StoredRepetition,
 )
 from storbench.redact import redact_outcome
+from storbench.run_design import NO_DESIGN, RunDesign
 from storbench.store import rows
 from storbench.store.codec import compress_text, decompress_text
 from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
+
+NOT_OURS_HINT = "pass the --db a `storbench run` wrote"
 
 
 class Store:
@@ -67,41 +70,55 @@ class Store:
     def create_run(self, *, plan_name: str, plan_text: str, plan_sha256: str, source: str,
                    storbench_version: str, fio_version: str, host: str, kernel: str, run_order: str,
                    seed: int, tags: Sequence[str], started_at_s: float, mem_total_bytes: int | None = None,
-                   cpu_count: int | None = None, plan_path: str | None = None) -> int:
+                   cpu_count: int | None = None, plan_path: str | None = None, design: RunDesign = NO_DESIGN) -> int:
+        """A new run, its plan as version 1 and ``design``, what the plan asks (``config.plan_design``; an import
+        has none): readers take the run's design from here and never from its plan text."""
+        stored_design = rows.design_text(design)
         with self.transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO runs (plan_name, plan_text, plan_sha256, source, storbench_version, fio_version, host,"
-                " kernel, run_order, seed, tags_json, started_at_s, mem_total_bytes, cpu_count, plan_path)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " kernel, run_order, seed, tags_json, started_at_s, mem_total_bytes, cpu_count, plan_path,"
+                " design_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (plan_name, plan_text, plan_sha256, source, storbench_version, fio_version, host, kernel,
-                 run_order, seed, json.dumps(list(tags)), started_at_s, mem_total_bytes, cpu_count, plan_path),
+                 run_order, seed, json.dumps(list(tags)), started_at_s, mem_total_bytes, cpu_count, plan_path,
+                 stored_design),
             )
             assert cursor.lastrowid is not None
-            conn.execute("INSERT INTO plan_versions (run_id, version, plan_text, plan_sha256, added_at_s)"
-                         " VALUES (?, 1, ?, ?, ?)", (cursor.lastrowid, plan_text, plan_sha256, started_at_s))
+            conn.execute("INSERT INTO plan_versions (run_id, version, plan_text, plan_sha256, added_at_s, design_json)"
+                         " VALUES (?, 1, ?, ?, ?, ?)",
+                         (cursor.lastrowid, plan_text, plan_sha256, started_at_s, stored_design))
             return cursor.lastrowid
 
-    def update_run_plan(self, run_id: int, plan_text: str, plan_sha256: str, *, at_s: float = 0.0,
-                        plan_path: str | None = None) -> int:
-        """A resumed run's plan: the same text keeps its version; another text (new points only: the caller
-        checked) becomes the run's next version and its current plan. Returns the version."""
+    def update_run_plan(self, run_id: int, plan_text: str, plan_sha256: str, *, design: RunDesign,
+                        at_s: float = 0.0, plan_path: str | None = None) -> int:
+        """A resumed run's plan and its design: the same text keeps its version; another text (new points only: the
+        caller checked) becomes the run's next version and its current plan. Returns the version."""
+        stored_design = rows.design_text(design)
         with self.transaction() as conn:
             row = conn.execute("SELECT version, plan_sha256 FROM plan_versions WHERE run_id = ?"
                                " ORDER BY version DESC LIMIT 1", (run_id,)).fetchone()
             version = row["version"] if row else 0
             if row is None or row["plan_sha256"] != plan_sha256:
                 version += 1
-                conn.execute("INSERT INTO plan_versions (run_id, version, plan_text, plan_sha256, added_at_s)"
-                             " VALUES (?,?,?,?,?)", (run_id, version, plan_text, plan_sha256, at_s))
+                conn.execute("INSERT INTO plan_versions (run_id, version, plan_text, plan_sha256, added_at_s,"
+                             " design_json) VALUES (?,?,?,?,?,?)",
+                             (run_id, version, plan_text, plan_sha256, at_s, stored_design))
             conn.execute("UPDATE runs SET plan_text = ?, plan_sha256 = ?, finished_at_s = NULL,"
-                         " plan_path = COALESCE(?, plan_path) WHERE id = ?",
-                         (plan_text, plan_sha256, plan_path, run_id))
+                         " plan_path = COALESCE(?, plan_path), design_json = ? WHERE id = ?",
+                         (plan_text, plan_sha256, plan_path, stored_design, run_id))
             return int(version)
 
-    def plan_versions(self, run_id: int) -> list[tuple[int, str]]:
-        """(version, plan text) of a run, oldest first."""
-        return [(row["version"], row["plan_text"]) for row in self.conn.execute(
-            "SELECT version, plan_text FROM plan_versions WHERE run_id = ? ORDER BY version", (run_id,))]
+    def design_versions(self, run_id: int) -> list[tuple[int, RunDesign]]:
+        """(version, its design) of a run's plan, oldest first."""
+        found = []
+        for row in self.conn.execute("SELECT version, design_json FROM plan_versions WHERE run_id = ? ORDER BY version",
+                                     (run_id,)):
+            try:
+                found.append((int(row["version"]), rows.design_from_text(row["design_json"])))
+            except ValueError as exc:
+                raise UserError(f"{self.path}: run {run_id}'s plan version {row['version']}: {exc}; no storbench wrote "
+                                "that", hint=NOT_OURS_HINT) from None
+        return found
 
     def run_case_ids(self, run_id: int) -> set[str]:
         """The cases a run has stored repetitions of (any status)."""
@@ -129,10 +146,17 @@ class Store:
         row = self.conn.execute(
             "SELECT * FROM runs WHERE plan_name = ? AND source = 'run' ORDER BY id DESC LIMIT 1", (plan_name,)
         ).fetchone()
-        return rows.run_info(row) if row else None
+        return self._run_info(row) if row else None
 
     def runs(self) -> list[RunInfo]:
-        return [rows.run_info(row) for row in self.conn.execute("SELECT * FROM runs ORDER BY id")]
+        return [self._run_info(row) for row in self.conn.execute("SELECT * FROM runs ORDER BY id")]
+
+    def _run_info(self, row: sqlite3.Row) -> RunInfo:
+        try:
+            return rows.run_info(row)
+        except ValueError as exc:
+            raise UserError(f"{self.path}: run {row['id']}: {exc}; no storbench wrote that",
+                            hint=NOT_OURS_HINT) from None
 
     # ---- preconditions ---------------------------------------------------------------------------
     def save_precondition(self, run_id: int, record: PreconditionRecord) -> None:
@@ -215,7 +239,7 @@ class Store:
             clients = self._clients_by_repetition([row["id"] for row in found])
             check_mergeable((m for found in clients.values() for c in found for m in c.directions), self.path)
         except (ValueError, TypeError) as exc:
-            raise UserError(f"{exc}; no storbench wrote that", hint="pass the --db a `storbench run` wrote") from None
+            raise UserError(f"{exc}; no storbench wrote that", hint=NOT_OURS_HINT) from None
         telemetry = self._telemetry_by_repetition([row["id"] for row in found])
         return [
             StoredRepetition(

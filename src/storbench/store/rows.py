@@ -27,6 +27,7 @@ from storbench.model import (
     TargetSpec,
     WorkloadPoint,
 )
+from storbench.run_design import RunDesign, design_from_json, design_to_json
 from storbench.store.codec import decode_histogram, encode_histogram
 from storbench.telemetry.series import RepetitionTelemetry
 
@@ -39,18 +40,50 @@ def run_info(row: sqlite3.Row) -> RunInfo:
         started_at_s=row["started_at_s"], finished_at_s=row["finished_at_s"],
         mem_total_bytes=row["mem_total_bytes"], cpu_count=row["cpu_count"],
         plan_path=row["plan_path"] if "plan_path" in row.keys() else None,  # noqa: SIM118 (Row's `in` is values)
+        design=design_from_text(row["design_json"]),
     )
+
+
+def design_text(design: RunDesign) -> str:
+    """A run's design as stored in runs.design_json and plan_versions.design_json (run_design.DESIGN_SCHEMA)."""
+    return json.dumps(design_to_json(design), sort_keys=True)
+
+
+def design_from_text(text: object) -> RunDesign:
+    """A stored design; ValueError when it is not one storbench wrote (migration 9 gave every run one)."""
+    if not isinstance(text, str):
+        raise ValueError(f"no design stored ({text!r})")
+    try:
+        return design_from_json(json.loads(text))
+    except (KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"design stored in an unknown shape ({type(exc).__name__}: {exc})") from None
 
 
 def insert_case(conn: sqlite3.Connection, case: Case) -> None:
-    w = case.workload
     conn.execute(
-        "INSERT OR IGNORE INTO cases (id, target_name, target_kind, target_json, workload_json, rw, bs_bytes,"
-        " iodepth, numjobs, clients, lab_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        (case.case_id, case.target.name, case.target.kind, json.dumps(target_to_json(case.target), sort_keys=True),
-         json.dumps(asdict(w), sort_keys=True), w.rw, w.bs_bytes, w.iodepth, w.numjobs, case.clients,
+        "INSERT OR IGNORE INTO cases (id, target_json, workload_json, clients, lab_json) VALUES (?,?,?,?,?)",
+        (case.case_id, json.dumps(target_to_json(case.target), sort_keys=True),
+         json.dumps(workload_to_json(case.workload), sort_keys=True), case.clients,
          json.dumps([list(p) for p in case.lab.pairs()])),
     )
+
+
+# The JSON shape of a workload in cases.workload_json: {"schema": 2, and the WorkloadPoint's fields}. Shape 1 (the
+# same fields, unversioned) is converted by migration 8.
+WORKLOAD_SCHEMA = 2
+
+
+def workload_to_json(workload: WorkloadPoint) -> dict[str, object]:
+    return {"schema": WORKLOAD_SCHEMA, **asdict(workload)}
+
+
+def workload_from_json(raw: dict[str, Any]) -> WorkloadPoint:
+    """A stored workload (schema 2; migration 8 converted older rows)."""
+    if raw.get("schema") != WORKLOAD_SCHEMA:
+        raise ValueError(f"workload stored in an unknown shape: {raw!r}")
+    fields = {k: v for k, v in raw.items() if k != "schema"}
+    fields["fio_options"] = tuple(tuple(pair) for pair in fields.get("fio_options", ()))
+    return WorkloadPoint(**fields)
 
 
 # The JSON shape of a target in cases.target_json: {"schema": 2, "kind": ..., and the fields of that kind}. Shape 1
@@ -80,10 +113,8 @@ def target_from_json(raw: dict[str, Any]) -> TargetSpec:
 
 
 def case_from_row(case_id: str, target_json: str, workload_json: str, clients: int, lab_json: str) -> Case:
-    target = target_from_json(json.loads(target_json))
-    w = json.loads(workload_json)
-    w["fio_options"] = tuple(tuple(pair) for pair in w.get("fio_options", ()))
-    return Case(case_id=case_id, target=target, workload=WorkloadPoint(**w), clients=clients,
+    return Case(case_id=case_id, target=target_from_json(json.loads(target_json)),
+                workload=workload_from_json(json.loads(workload_json)), clients=clients,
                 lab=LabPoint.from_pairs((str(k), str(v)) for k, v in json.loads(lab_json)))
 
 
