@@ -73,13 +73,14 @@ def test_ci_reached_judges_the_interval_at_the_rules_level() -> None:
 def test_a_run_that_stopped_on_ci_shows_its_intervals_at_the_rules_level() -> None:
     from storbench.model import RunInfo
     from storbench.selection import interval_levels
+    from storbench.store.migrations import design_of_text
 
     def run(run_id: int, repeat: str) -> RunInfo:
         text = ("name: p\ntargets:\n  a: {kind: path, path: ./a, size: 1MiB}\nworkload: {rw: randread, runtime: 1s}\n"
                 f"repeat: {repeat}\n")
         return RunInfo(run_id=run_id, plan_name="p", plan_text=text, source="run", storbench_version="0",
                        fio_version="", host="h", kernel="k", run_order="interleaved", seed=0, tags=(),
-                       started_at_s=0.0, finished_at_s=1.0)
+                       started_at_s=0.0, finished_at_s=1.0, design=design_of_text(text))
 
     levels = interval_levels([run(1, "{until: 'ci <= 5%', min: 3, max: 9}"), run(2, "3")])
     assert levels == {1: CI_STOP_CONFIDENCE}

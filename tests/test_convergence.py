@@ -31,6 +31,7 @@ from storbench.stats.convergence import convergence, replay
 from storbench.stats.observations import Observation
 from storbench.stats.sequential import Decision, SequentialPlan, decide
 from storbench.store import open_store
+from storbench.store.migrations import design_of_text
 from synthetic import observation
 
 PLAN = """
@@ -143,12 +144,15 @@ def test_design_text_names_a_blocked_setting() -> None:
 
 
 def test_plan_texts_give_the_questions() -> None:
-    run = RunInfo(run_id=4, plan_name="p", plan_text=PLAN.format(max_rounds=12, margin=", margin: 10%"),
-                  source="run", storbench_version="0", fio_version="", host="h", kernel="k", run_order="interleaved",
-                  seed=0, tags=(), started_at_s=0.0, finished_at_s=None)
-    fixed = replace(run, run_id=5, plan_text="name: f\ntargets: {d: {kind: path, path: ./d, size: 1MiB}}\n"
-                    "workload: {rw: randread, bs: 4k}\nrepeat: 3\n")
-    broken = replace(run, run_id=6, plan_text="name: [")
+    def run_of(run_id: int, text: str) -> RunInfo:
+        return RunInfo(run_id=run_id, plan_name="p", plan_text=text, source="run", storbench_version="0",
+                       fio_version="", host="h", kernel="k", run_order="interleaved", seed=0, tags=(),
+                       started_at_s=0.0, finished_at_s=None, design=design_of_text(text))
+
+    run = run_of(4, PLAN.format(max_rounds=12, margin=", margin: 10%"))
+    fixed = run_of(5, "name: f\ntargets: {d: {kind: path, path: ./d, size: 1MiB}}\n"
+                   "workload: {rw: randread, bs: 4k}\nrepeat: 3\n")
+    broken = run_of(6, "name: [")
     [question] = adaptive_questions([run, fixed, broken])
     assert (question.run_id, question.baseline.text, question.candidate.text, question.metrics) == (
         4, "pool_size=2", "pool_size=3", ("iops",))
@@ -168,7 +172,8 @@ def _store(path: Path, seen: list[Observation], plan_text: str) -> None:
     store = open_store(path)
     run_id = store.create_run(plan_name="replica-adaptive", plan_text=plan_text, plan_sha256="0", source="run",
                               storbench_version="0", fio_version="fio-3.36", host="h", kernel="k",
-                              run_order="interleaved", seed=0, tags=(), started_at_s=0.0)
+                              run_order="interleaved", seed=0, tags=(), started_at_s=0.0,
+                              design=design_of_text(plan_text))
     for o in seen:
         assert o.measurement is not None
         ios = round(o.measurement.iops * 10)  # 10 s of it (a direction that moved no I/O is not one)

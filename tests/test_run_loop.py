@@ -650,11 +650,16 @@ def test_a_resume_that_changes_the_stopping_rule_is_refused_unless_accepted_and_
     assert "changed the stopping rule of run 1 since it started (max 10 -> 12, margin 5% -> 10%)" in message, err
     assert "--accept-changed-design" in message
     # a change outside the stopping rule (a new point) is no design change
+    from storbench.run_design import RunDesign
     from storbench.selection import run_design_changes
+    from storbench.store.migrations import design_of_text
 
-    assert run_design_changes([(1, first), (2, first.replace("runtime: 1s", "runtime: 2s"))]) == []
-    assert run_design_changes([(1, first), (2, widened), (3, first)]) == ["changed, then changed back"]
-    assert run_design_changes([(1, first), (2, first.replace("until: decided", "until: ci <= 5%"))]) == [
+    def versions(*texts: str) -> list[tuple[int, RunDesign]]:
+        return [(version, design_of_text(text)) for version, text in enumerate(texts, 1)]
+
+    assert run_design_changes(versions(first, first.replace("runtime: 1s", "runtime: 2s"))) == []
+    assert run_design_changes(versions(first, widened, first)) == ["changed, then changed back"]
+    assert run_design_changes(versions(first, first.replace("until: decided", "until: ci <= 5%"))) == [
         "until decided -> ci <= 5%"]
     code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--resume", "--accept-changed-design")
     assert code == 0, err

@@ -95,3 +95,46 @@ def test_a_where_that_matches_nothing_lists_the_stored_values_of_its_field() -> 
     assert no_match_line(seen, [("direct", "1"), ("ioengine", "io_uring")], {}) == (
         "no results match direct=1 ioengine=io_uring: each matches some results, but none all of them together")
     assert no_match_line(seen, [("iops", "5")], {}) == "no results match iops=5"  # a metric: no list of values
+
+
+def test_the_readers_take_a_runs_design_and_never_its_plan_text() -> None:
+    """Each reader answers from ``RunInfo.design``: the plan text here is not even YAML."""
+    from dataclasses import replace
+
+    from storbench.model import Expectation
+    from storbench.run_design import DesignQuestion, RunDesign, SteadyDesign, StoppingRule, TargetExpectation
+    from storbench.selection import (
+        Selection,
+        adaptive_questions,
+        bring_ups,
+        design_steady_rule,
+        expectations,
+        interval_levels,
+        planned_repetitions,
+        run_design_changes,
+    )
+    from storbench.stats.sequential import SequentialPlan
+
+    decided = RunDesign(stopping=StoppingRule(3, 12, "decided"),
+                        compare=DesignQuestion("pool_size=2", "pool_size=3", ("iops",), margin=0.1),
+                        expectations=(TargetExpectation("a", iops=500.0),), bring_up="each_repetition")
+    ci = RunDesign(stopping=StoppingRule(4, 9, "ci <= 5%", ci_pct=5.0))
+    steady = RunDesign(repeat=3, steady=SteadyDesign("iops", 5, 0.2, 0.1, 25, 5))
+    fixed = RunDesign(repeat=3, planned_repetitions=12)
+    runs = [replace(_run(run_id), plan_text="name: [", design=design)
+            for run_id, design in enumerate((decided, ci, steady, fixed), 1)]
+    assert expectations(runs) == {(1, "a"): Expectation(iops=500.0)}
+    assert interval_levels(runs).keys() == {2}
+    assert bring_ups(runs) == {1: "each_repetition", 2: "once", 3: "once", 4: "once"}
+    plan = SequentialPlan(min_rounds=3, max_rounds=12, margin=0.1)
+    assert Selection([], runs, "", []).sequential_plans == {1: plan}
+    [question] = adaptive_questions(runs)
+    assert (question.run_id, question.baseline.text, question.metrics, question.plan, question.bring_up) == (
+        1, "pool_size=2", ("iops",), plan, "each_repetition")
+    unparsable = replace(runs[0], design=replace(decided, compare=DesignQuestion("=", "=", ("iops",))))
+    assert adaptive_questions([unparsable]) == []
+    assert [design_steady_rule(r.design) is not None for r in runs] == [False, False, True, False]
+    assert [planned_repetitions(r) for r in runs] == [None, None, None, 12]
+    widened = replace(decided, stopping=StoppingRule(3, 16, "decided"))
+    assert run_design_changes([(1, decided), (2, widened)]) == ["max 12 -> 16"]
+    assert run_design_changes([(1, decided), (2, RunDesign())]) == []  # a version without a design: not compared

@@ -944,14 +944,16 @@ def test_a_failed_repetition_leaves_its_pair_out_and_keeps_the_sequential_interv
 def test_only_a_run_that_stopped_when_decided_gets_sequential_intervals(until: str, sequential: bool) -> None:
     """A run that stopped on `until: "ci <= N%"` ran no sequential rule: its intervals are not labelled as one."""
     from storbench.model import RunInfo
-    from storbench.selection import Selection, run_config
+    from storbench.selection import Selection
+    from storbench.store.migrations import design_of_text
 
     text = ("name: p\ntargets:\n  a: {kind: path, path: ./a, size: 1MiB}\n  b: {kind: path, path: ./b, size: 1MiB}\n"
             f"workload: {{rw: randread, runtime: 1s}}\nrepeat: {{until: {until}, min: 3, max: 6}}\n"
             "compare: {baseline: target=a, candidate: target=b}\n")
     run = RunInfo(run_id=1, plan_name="p", plan_text=text, source="run", storbench_version="0", fio_version="",
-                  host="h", kernel="k", run_order="interleaved", seed=0, tags=(), started_at_s=0.0, finished_at_s=1.0)
-    assert run_config(run) is not None  # the plan itself is valid either way
+                  host="h", kernel="k", run_order="interleaved", seed=0, tags=(), started_at_s=0.0, finished_at_s=1.0,
+                  design=design_of_text(text))
+    assert run.design.from_plan  # the plan itself is valid either way
     plans = Selection(observations=[], runs=[run], label="", repetitions=[]).sequential_plans
     assert (1 in plans) is sequential
 

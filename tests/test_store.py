@@ -23,7 +23,8 @@ from storbench.model import (
     WorkloadPoint,
 )
 from storbench.store import open_store
-from storbench.store.db import SCHEMA_VERSION, target_to_json
+from storbench.store.migrations import SCHEMA_VERSION
+from storbench.store.rows import target_to_json
 
 
 def _case() -> Case:
@@ -143,7 +144,7 @@ def _every_kind() -> list[object]:
 
 
 def test_every_target_kind_round_trips_through_its_stored_shape() -> None:
-    from storbench.store.db import target_from_json, target_to_json
+    from storbench.store.rows import target_from_json, target_to_json
 
     for target in _every_kind():
         stored = json.loads(json.dumps(target_to_json(target)))  # through text, as in the database

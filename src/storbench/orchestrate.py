@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from storbench import __version__
-from storbench.config import LoadedPlan, load_plan_text, repeat_bounds, run_order
+from storbench.config import LoadedPlan, plan_design, repeat_bounds, run_order
 from storbench.errors import UserError
 from storbench.execute.base import Executor, FioSetup, stored_job_text
 from storbench.execute.hosts import HostsExecutor
@@ -50,6 +50,7 @@ from storbench.model import (
 )
 from storbench.plan import (
     FILL_RUNTIME_CAP_S,
+    expand,
     precondition_case,
     precondition_jobs,
     preconditions,
@@ -127,6 +128,7 @@ def run_plan(
 ) -> RunResult:
     config = loaded.config
     caps = checked.capabilities
+    design = plan_design(config, len(expand(loaded)))  # stored with the run: its readers never parse the plan again
     if resume:
         previous = resumed_run(store, config.name, resume_run)
         run_id = previous.run_id
@@ -139,8 +141,8 @@ def run_plan(
             raise UserError(f"plan '{config.name}' changed since run {run_id}: {len(gone)} of the {len(stored)} "
                             f"cases it stored are not in this plan (first: {case_text(first)})",
                             hint="run without --resume to start a new run of it; a resume may only add points")
-        version = store.update_run_plan(run_id, loaded.source.text, plan_sha256(loaded.source.text), at_s=clock(),
-                                        plan_path=loaded.source.path)
+        version = store.update_run_plan(run_id, loaded.source.text, plan_sha256(loaded.source.text), design=design,
+                                        at_s=clock(), plan_path=loaded.source.path)
         if version > 1 and planned - stored:
             observer.lab_event(f"run {run_id}: plan version {version} adds {len(planned - stored)} new points; "
                                "every stored point is unchanged")
@@ -152,7 +154,7 @@ def run_plan(
             source="run", storbench_version=__version__, fio_version=caps.version, host=platform.node(),
             kernel=platform.release(), run_order=run_order(config), seed=config.seed, tags=config.tags,
             started_at_s=clock(), mem_total_bytes=meminfo_bytes("MemTotal"), cpu_count=os.cpu_count(),
-            plan_path=loaded.source.path,
+            plan_path=loaded.source.path, design=design,
         )
         done = set()
     order = schedule(cases, repeat_bounds(config)[1], run_order(config), config.seed)
@@ -215,19 +217,18 @@ def resumed_run(store: Store, plan_name: str, run_id: int | None) -> RunInfo:
 def check_design_unchanged(loaded: LoadedPlan, store: Store, run_id: int, *, accept: bool,
                            observer: RunObserver | None) -> None:
     """A resume may not change a sequential design's stopping rule (`repeat: {min, max, until}`, `compare`) from
-    the one the run last ran with: its error rates hold only for a rule fixed before the data were seen. With
-    ``accept`` the change is kept (as a new plan version, which marks the run's answer: ``run_design_changes``)."""
+    the one the run last ran with (its latest plan version's stored design): its error rates hold only for a rule
+    fixed before the data were seen. With ``accept`` the change is kept (as a new plan version, which marks the
+    run's answer: ``run_design_changes``)."""
     from storbench.config import design_changes
 
-    versions = store.plan_versions(run_id)
+    versions = store.design_versions(run_id)
     if not versions:
         return
-    version, text = versions[-1]
-    try:
-        before = load_plan_text(text, f"run {run_id}").config
-    except UserError:
-        return  # a stored plan this storbench no longer reads: nothing to compare the rule with
-    changed = design_changes(before, loaded.config)
+    version, before = versions[-1]
+    if not before.from_plan:
+        return  # a stored plan no storbench read a design in: nothing to compare the rule with
+    changed = design_changes(before, plan_design(loaded.config, None))
     if not changed:
         return
     since = "it started" if version == 1 else f"plan version {version}"

@@ -1,19 +1,20 @@
 """Which stored results a command works on: runs, `--where` filters, selectors and latency objectives.
 
 The query layer under `show`, `export`, `compare`, `saturation` and `report`. Parsing and resolving are pure;
-`select` reads the results database. Mistakes are `UserError`s naming the flag that fixes them; nothing here
-prints.
+`select` reads the results database. What a run's plan asked (expectations, steady-state rule, stopping rule,
+bring-up mode, planned repetitions) is its stored design (``RunInfo.design``), never its plan text read again.
+Mistakes are `UserError`s naming the flag that fixes them; nothing here prints.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError, did_you_mean
 from storbench.model import Expectation, PreconditionRecord, RunInfo, StoredRepetition
+from storbench.run_design import RunDesign
 from storbench.stats.sequential import SequentialPlan
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
@@ -26,65 +27,50 @@ if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands th
 SLO_HINT = "e.g. --slo p99<=10ms or --slo mean<=500us"
 
 
-
-@functools.lru_cache(maxsize=256)
-def _stored_plan(plan_text: str, label: str) -> PlanConfig | None:
-    """A run's stored plan, parsed once however many questions are asked of it (None: it no longer loads)."""
-    from storbench.config import load_plan_text
-
-    try:
-        return load_plan_text(plan_text, label).config
-    except UserError:
-        return None
-
-
-def run_config(run: RunInfo) -> PlanConfig | None:
-    return _stored_plan(run.plan_text, f"run {run.run_id}")
-
-
 def steady_rule(config: PlanConfig) -> SteadyRule | None:
     """A plan's `steady_state` as the rule (None: the plan measures a fixed number of repetitions)."""
+    from storbench.config import plan_design
+
+    return design_steady_rule(plan_design(config, None))
+
+
+def design_steady_rule(design: RunDesign) -> SteadyRule | None:
+    """A design's steady-state rule (None: its plan measures a fixed number of repetitions)."""
     from storbench.stats.steady import SteadyRule
 
-    steady = config.steady_state
+    steady = design.steady
     if steady is None:
         return None
-    return SteadyRule(metric=steady.metric, window=steady.window, range_fraction=steady.range,
-                      slope_fraction=steady.slope, max_rounds=steady.max_rounds, confirm=steady.confirm)
+    return SteadyRule(metric=steady.metric, window=steady.window, range_fraction=steady.range_fraction,
+                      slope_fraction=steady.slope_fraction, max_rounds=steady.max_rounds, confirm=steady.confirm)
+
 
 def planned_repetitions(run: RunInfo) -> int | None:
-    """How many repetitions a run's current plan asks for; None when the plan decides as it goes (a search,
-    `repeat: {until: ...}`, steady state) or no longer loads."""
-    from storbench.config import load_plan_text, repeat_bounds
-    from storbench.plan import expand
-
-    try:
-        loaded = load_plan_text(run.plan_text, f"run {run.run_id}")
-    except UserError:
-        return None
-    config = loaded.config
-    low, high = repeat_bounds(config)
-    if config.search is not None or config.steady_state is not None or low != high:
-        return None
-    return len(expand(loaded)) * high
+    """How many repetitions a run's current plan asks for (from its stored design); None when the plan decides as
+    it goes (a search, `repeat: {until: ...}`, steady state) or no storbench read a plan in it."""
+    return run.design.planned_repetitions
 
 
-def run_design_changes(versions: Sequence[tuple[int, str]]) -> list[str]:
-    """How a run's stopping rule changed across its plan versions (``Store.plan_versions``), each field's first and
-    last value ("margin 5% -> 10%"); empty when it never changed (or a version no longer loads). Pure."""
-    from storbench.config import design_changes, load_plan_text
+def run_design_changes(versions: Sequence[tuple[int, RunDesign]]) -> list[str]:
+    """How a run's stopping rule changed across its plan versions (``Store.design_versions``), each field's first
+    and last value ("margin 5% -> 10%"); empty when it never changed (or a version has no design). Pure."""
+    from storbench.config import design_changes
 
-    configs = []
-    for version, text in versions:
-        try:
-            configs.append(load_plan_text(text, f"plan version {version}").config)
-        except UserError:
-            return []
-    if len(configs) < 2:
+    designs = [design for _, design in versions]
+    if len(designs) < 2 or not all(design.from_plan for design in designs):
         return []
-    if any(design_changes(configs[0], later) for later in configs[1:]):
-        return design_changes(configs[0], configs[-1]) or ["changed, then changed back"]
+    if any(design_changes(designs[0], later) for later in designs[1:]):
+        return design_changes(designs[0], designs[-1]) or ["changed, then changed back"]
     return []
+
+
+def _sequential_plan(design: RunDesign) -> SequentialPlan | None:
+    """The looks of a run repeated `until: decided` (None for any other run)."""
+    stopping = design.stopping
+    if stopping is None or stopping.until != "decided":
+        return None
+    return SequentialPlan(min_rounds=stopping.min_rounds, max_rounds=stopping.max_rounds,
+                          margin=design.compare.margin if design.compare else None)
 
 
 def incomplete_line(run: RunInfo, done: int, planned: int | None, db: str) -> str | None:
@@ -136,15 +122,11 @@ class Selection:
         """Runs whose repetitions stopped when the comparison was decided (`repeat: {until: decided}`), with their
         looks: their data were looked at round by round by the sequential rule, so their intervals must be its.
         A run that stopped on `until: "ci <= N%"` ran no such rule, and its intervals are not labelled as one."""
-        from storbench.config import RepeatConfig
-
         plans = {}
         for run in self.runs:
-            config = run_config(run)
-            if config is not None and isinstance(config.repeat, RepeatConfig) and config.repeat.until == "decided":
-                margin = config.compare.margin if config.compare else None
-                plans[run.run_id] = SequentialPlan(min_rounds=config.repeat.min, max_rounds=config.repeat.max,
-                                                   margin=margin)
+            plan = _sequential_plan(run.design)
+            if plan is not None:
+                plans[run.run_id] = plan
         return plans
 
     @property
@@ -167,7 +149,7 @@ class Selection:
 
     @property
     def bring_ups(self) -> dict[int, str]:
-        """Each run's `lab.ceph.bring_up` (once, each_repetition, side_by_side), from its stored plan."""
+        """Each run's `lab.ceph.bring_up` (once, each_repetition, side_by_side), from its stored design."""
         return bring_ups(self.runs)
 
     @property
@@ -184,41 +166,25 @@ def interleaved_runs(runs: Sequence[RunInfo]) -> frozenset[int]:
 
 
 def expectations(runs: Sequence[RunInfo]) -> dict[tuple[int, str], Expectation]:
-    """(run, target name) -> what the target was declared as (`expect:` in the run's stored plan)."""
-    found = {}
-    for run in runs:
-        config = run_config(run)
-        if config is None:
-            continue
-        for name, target in config.targets.items():
-            if target.expect is not None and (target.expect.iops is not None or target.expect.bw is not None):
-                found[(run.run_id, name)] = Expectation(iops=target.expect.iops, bw_bytes_per_s=target.expect.bw)
-    return found
+    """(run, target name) -> what the target was declared as (`expect:` in the run's stored design)."""
+    return {(run.run_id, e.target): Expectation(iops=e.iops, bw_bytes_per_s=e.bw_bytes_per_s)
+            for run in runs for e in run.design.expectations}
 
 
 def interval_levels(runs: Sequence[RunInfo]) -> dict[int, float]:
     """Runs repeated `until: "ci <= N%"` (whether they stopped early or reached `max`), with the t level their
     intervals are shown at (`config.CI_STOP_CONFIDENCE`): the rule judged that interval, and it is the one that
     covers 95 % after such a stop (a plain 95 % interval would cover less). Other runs are not listed (95 %)."""
-    from storbench.config import CI_STOP_CONFIDENCE, RepeatConfig
+    from storbench.config import CI_STOP_CONFIDENCE
 
-    found = {}
-    for run in runs:
-        config = run_config(run)
-        if config is not None and isinstance(config.repeat, RepeatConfig) and config.repeat.ci_pct is not None:
-            found[run.run_id] = CI_STOP_CONFIDENCE
-    return found
+    return {run.run_id: CI_STOP_CONFIDENCE for run in runs
+            if run.design.stopping is not None and run.design.stopping.ci_pct is not None}
 
 
 def bring_ups(runs: Sequence[RunInfo]) -> dict[int, str]:
-    """Each run's `lab.ceph.bring_up`, read from its stored plan ("once" when it has no Ceph lab or no longer
-    loads): whether the sides of a setting that needs a cluster per value alternated, and how."""
-    found: dict[int, str] = {}
-    for run in runs:
-        config = run_config(run)
-        ceph = config.lab.ceph if config is not None and config.lab is not None else None
-        found[run.run_id] = ceph.bring_up if ceph is not None else "once"
-    return found
+    """Each run's `lab.ceph.bring_up`, from its stored design ("once" when it has no Ceph lab, or no design): whether
+    the sides of a setting that needs a cluster per value alternated, and how."""
+    return {run.run_id: run.design.bring_up for run in runs}
 
 
 @dataclass(frozen=True)
@@ -235,26 +201,20 @@ class AdaptiveQuestion:
 
 def adaptive_questions(runs: Sequence[RunInfo]) -> list[AdaptiveQuestion]:
     """The runs whose rounds stopped when their comparison was decided, with that comparison, from their stored
-    plan texts (a plan that no longer loads, or selectors that no longer parse, are left out). Pure."""
-    from storbench.config import RepeatConfig
+    designs (selectors that no longer parse are left out). Pure."""
     from storbench.stats.compare import parse_selector
 
     found = []
     for run in runs:
-        config = run_config(run)
-        if config is None:
-            continue
-        if not isinstance(config.repeat, RepeatConfig) or config.repeat.until != "decided" or config.compare is None:
+        compare, plan = run.design.compare, _sequential_plan(run.design)
+        if compare is None or plan is None:
             continue
         try:
-            baseline, candidate = parse_selector(config.compare.baseline), parse_selector(config.compare.candidate)
+            baseline, candidate = parse_selector(compare.baseline), parse_selector(compare.candidate)
         except ValueError:
             continue
-        plan = SequentialPlan(min_rounds=config.repeat.min, max_rounds=config.repeat.max,
-                              margin=config.compare.margin)
-        ceph = config.lab.ceph if config.lab else None
-        found.append(AdaptiveQuestion(run.run_id, baseline, candidate, tuple(config.compare.metrics), plan,
-                                      bring_up=ceph.bring_up if ceph is not None else "once"))
+        found.append(AdaptiveQuestion(run.run_id, baseline, candidate, compare.metrics, plan,
+                                      bring_up=run.design.bring_up))
     return found
 
 
@@ -329,7 +289,7 @@ def select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per
     repetitions = store.repetitions(run_ids)
     preconditions = store.preconditions(run_ids)
     done = {run_id: store.repetition_counts(run_id)[0] for run_id in run_ids}
-    changed = {run_id: run_design_changes(store.plan_versions(run_id)) for run_id in run_ids}
+    changed = {run_id: run_design_changes(store.design_versions(run_id)) for run_id in run_ids}
     store.close()
     chosen = [r for r in runs if r.run_id in run_ids]
     kept, seen, steady = steady_view(chosen, repetitions, per_client=per_client)
@@ -364,8 +324,7 @@ def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition]
 
     rules = {}
     for run in runs:
-        config = run_config(run)
-        rule = steady_rule(config) if config is not None else None
+        rule = design_steady_rule(run.design)
         if rule is not None:
             rules[run.run_id] = rule
     kept, states = steady_windows(repetitions, rules)

@@ -222,7 +222,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if resume:  # the run to continue, and its stopping rule, refused before anything is checked or laid out
         from storbench.orchestrate import check_design_unchanged, resumed_run
 
-        stored = open_store(args.db, read_only=True)
+        stored = open_store(args.db)  # for writing: a database an older storbench wrote is migrated first
         try:
             resuming = resumed_run(stored, loaded.config.name, args.resume or None)
             if not args.accept_changed_design:

@@ -10,6 +10,7 @@ from storbench.config.checks import (
 )
 from storbench.config.design import (
     design_changes,
+    plan_design,
     stopping_rule_fields,
 )
 from storbench.config.loading import (
@@ -126,6 +127,7 @@ __all__ = [
     "fio_value_text",
     "format_key_path",
     "load_plan_text",
+    "plan_design",
     "repeat_bounds",
     "run_order",
     "stopping_rule_fields",

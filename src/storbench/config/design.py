@@ -1,30 +1,62 @@
-"""A sequential design's stopping rule (`repeat: {min, max, until}` with the plan's `compare`) and what changed in
-it between two versions of a run's plan. Its error rates hold only for the rule fixed before the data were seen:
-a resume that changes it is refused unless asked for, and the answer is then marked. Pure."""
+"""A plan's design as a run stores it (``plan_design``: expectations, steady-state rule, stopping rule and its
+comparison, bring-up mode, planned repetitions), and what changed in a sequential design's stopping rule
+(`repeat: {min, max, until}` with the plan's `compare`) between two versions of a run's plan. Its error rates hold
+only for the rule fixed before the data were seen: a resume that changes it is refused unless asked for, and the
+answer is then marked. Pure."""
 
 from __future__ import annotations
 
-from storbench.config.schema import PlanConfig, RepeatConfig
+from storbench.config.schema import PlanConfig, RepeatConfig, repeat_bounds
+from storbench.run_design import DesignQuestion, RunDesign, SteadyDesign, StoppingRule, TargetExpectation
+
+
+def plan_design(config: PlanConfig, case_count: int | None) -> RunDesign:
+    """What ``config`` asks of a run; ``case_count``: how many cases the plan expands to (None: unknown, so no
+    planned repetitions)."""
+    repeat = config.repeat
+    compare = config.compare
+    steady = config.steady_state
+    low, high = repeat_bounds(config)
+    decides = config.search is not None or steady is not None or low != high
+    ceph = config.lab.ceph if config.lab is not None else None
+    return RunDesign(
+        repeat=repeat if isinstance(repeat, int) else None,
+        stopping=StoppingRule(min_rounds=repeat.min, max_rounds=repeat.max, until=repeat.until,
+                              ci_pct=repeat.ci_pct) if isinstance(repeat, RepeatConfig) else None,
+        compare=None if compare is None else DesignQuestion(
+            baseline=compare.baseline, candidate=compare.candidate, metrics=tuple(compare.metrics),
+            margin=compare.margin),
+        steady=None if steady is None else SteadyDesign(
+            metric=steady.metric, window=steady.window, range_fraction=steady.range, slope_fraction=steady.slope,
+            max_rounds=steady.max_rounds, confirm=steady.confirm),
+        expectations=tuple(TargetExpectation(target=name, iops=target.expect.iops, bw_bytes_per_s=target.expect.bw)
+                           for name, target in config.targets.items()
+                           if target.expect is not None
+                           and (target.expect.iops is not None or target.expect.bw is not None)),
+        bring_up=ceph.bring_up if ceph is not None else "once",
+        planned_repetitions=None if decides or case_count is None else case_count * high,
+    )
 
 
 def _pct(value: float | None) -> str:
     return "none" if value is None else f"{100 * value:g}%"
 
 
-def stopping_rule_fields(config: PlanConfig) -> dict[str, str] | None:
-    """The fields of a plan's stopping rule as text (None: the plan repeats a fixed number of times and has no
+def stopping_rule_fields(design: RunDesign) -> dict[str, str] | None:
+    """The fields of a design's stopping rule as text (None: the plan repeats a fixed number of times and has no
     such rule)."""
-    if not isinstance(config.repeat, RepeatConfig):
+    stopping = design.stopping
+    if stopping is None:
         return None
-    rule = {"min": str(config.repeat.min), "max": str(config.repeat.max), "until": config.repeat.until}
-    compare = config.compare
+    rule = {"min": str(stopping.min_rounds), "max": str(stopping.max_rounds), "until": stopping.until}
+    compare = design.compare
     rule |= {"baseline": compare.baseline if compare else "none", "candidate": compare.candidate if compare else "none",
              "metrics": ", ".join(compare.metrics) if compare else "none",
              "margin": _pct(compare.margin if compare else None)}
     return rule
 
 
-def design_changes(before: PlanConfig, after: PlanConfig) -> list[str]:
+def design_changes(before: RunDesign, after: RunDesign) -> list[str]:
     """What changed in the stopping rule from ``before`` to ``after``, one item a field ("margin 5% -> 10%");
     empty when neither has a stopping rule or both have the same one."""
     old, new = stopping_rule_fields(before), stopping_rule_fields(after)
@@ -35,8 +67,8 @@ def design_changes(before: PlanConfig, after: PlanConfig) -> list[str]:
     return [f"{key} {old[key]} -> {new[key]}" for key in old if old[key] != new[key]]
 
 
-def _repeat_text(config: PlanConfig) -> str:
-    repeat = config.repeat
-    if isinstance(repeat, RepeatConfig):
-        return f"{{min: {repeat.min}, max: {repeat.max}, until: {repeat.until}}}"
-    return str(repeat)
+def _repeat_text(design: RunDesign) -> str:
+    stopping = design.stopping
+    if stopping is not None:
+        return f"{{min: {stopping.min_rounds}, max: {stopping.max_rounds}, until: {stopping.until}}}"
+    return str(design.repeat)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from storbench.model.case import Case
 from storbench.model.measure import ClientMeasurement
 from storbench.model.operations import Status
+from storbench.run_design import NO_DESIGN, RunDesign
 from storbench.telemetry.series import RepetitionTelemetry
 
 
@@ -28,6 +29,7 @@ class RunInfo:
     mem_total_bytes: int | None = None
     cpu_count: int | None = None
     plan_path: str | None = None  # the plan file a `run` read (None: imports, and runs stored before it was kept)
+    design: RunDesign = NO_DESIGN  # what its plan asked, stored when it was created (run_design.py)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,338 @@
+"""The results store's typed queries and writes (shell): each finished repetition is committed in one transaction.
+
+Shape: run -> repetition (of a case) -> client -> measurement (per direction), and disk_util per client.
+Aggregates (a repetition's merged numbers, a case's statistics) are derived when read, never stored twice.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+
+from storbench.errors import UserError
+from storbench.fio.parse import check_mergeable
+from storbench.model import (
+    Case,
+    ClientMeasurement,
+    DirectionMeasurement,
+    DiskUtil,
+    Precondition,
+    PreconditionRecord,
+    RepetitionOutcome,
+    RunInfo,
+    Status,
+    StoredRepetition,
+)
+from storbench.redact import redact_outcome
+from storbench.run_design import NO_DESIGN, RunDesign
+from storbench.store import rows
+from storbench.store.codec import compress_text, decompress_text
+from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
+
+NOT_OURS_HINT = "pass the --db a `storbench run` wrote"
+
+
+class Store:
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        self.conn = conn
+        self.path = path
+        self._writing = False
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write; writes inside another one join it (an import's run and all its repetitions are one).
+        A full disk or a failing device is the user's to fix: one line that says what was kept (every earlier
+        transaction is committed; this one is rolled back whole)."""
+        if self._writing:
+            yield self.conn
+            return
+        self._writing = True
+        try:
+            with self.conn:
+                yield self.conn
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if "full" in text or "disk I/O error" in text or "readonly" in text or "read-only" in text:
+                raise UserError(f"results database {self.path}: {text}; everything stored before is intact, this "
+                                "write was rolled back", hint="free space (or fix the device), then run the same "
+                                "command with --resume") from None
+            raise
+        finally:
+            self._writing = False
+
+    # ---- runs ------------------------------------------------------------------------------------
+    def create_run(self, *, plan_name: str, plan_text: str, plan_sha256: str, source: str,
+                   storbench_version: str, fio_version: str, host: str, kernel: str, run_order: str,
+                   seed: int, tags: Sequence[str], started_at_s: float, mem_total_bytes: int | None = None,
+                   cpu_count: int | None = None, plan_path: str | None = None, design: RunDesign = NO_DESIGN) -> int:
+        """A new run, its plan as version 1 and ``design``, what the plan asks (``config.plan_design``; an import
+        has none): readers take the run's design from here and never from its plan text."""
+        stored_design = rows.design_text(design)
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO runs (plan_name, plan_text, plan_sha256, source, storbench_version, fio_version, host,"
+                " kernel, run_order, seed, tags_json, started_at_s, mem_total_bytes, cpu_count, plan_path,"
+                " design_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (plan_name, plan_text, plan_sha256, source, storbench_version, fio_version, host, kernel,
+                 run_order, seed, json.dumps(list(tags)), started_at_s, mem_total_bytes, cpu_count, plan_path,
+                 stored_design),
+            )
+            assert cursor.lastrowid is not None
+            conn.execute("INSERT INTO plan_versions (run_id, version, plan_text, plan_sha256, added_at_s, design_json)"
+                         " VALUES (?, 1, ?, ?, ?, ?)",
+                         (cursor.lastrowid, plan_text, plan_sha256, started_at_s, stored_design))
+            return cursor.lastrowid
+
+    def update_run_plan(self, run_id: int, plan_text: str, plan_sha256: str, *, design: RunDesign,
+                        at_s: float = 0.0, plan_path: str | None = None) -> int:
+        """A resumed run's plan and its design: the same text keeps its version; another text (new points only: the
+        caller checked) becomes the run's next version and its current plan. Returns the version."""
+        stored_design = rows.design_text(design)
+        with self.transaction() as conn:
+            row = conn.execute("SELECT version, plan_sha256 FROM plan_versions WHERE run_id = ?"
+                               " ORDER BY version DESC LIMIT 1", (run_id,)).fetchone()
+            version = row["version"] if row else 0
+            if row is None or row["plan_sha256"] != plan_sha256:
+                version += 1
+                conn.execute("INSERT INTO plan_versions (run_id, version, plan_text, plan_sha256, added_at_s,"
+                             " design_json) VALUES (?,?,?,?,?,?)",
+                             (run_id, version, plan_text, plan_sha256, at_s, stored_design))
+            conn.execute("UPDATE runs SET plan_text = ?, plan_sha256 = ?, finished_at_s = NULL,"
+                         " plan_path = COALESCE(?, plan_path), design_json = ? WHERE id = ?",
+                         (plan_text, plan_sha256, plan_path, stored_design, run_id))
+            return int(version)
+
+    def design_versions(self, run_id: int) -> list[tuple[int, RunDesign]]:
+        """(version, its design) of a run's plan, oldest first."""
+        found = []
+        for row in self.conn.execute("SELECT version, design_json FROM plan_versions WHERE run_id = ? ORDER BY version",
+                                     (run_id,)):
+            try:
+                found.append((int(row["version"]), rows.design_from_text(row["design_json"])))
+            except ValueError as exc:
+                raise UserError(f"{self.path}: run {run_id}'s plan version {row['version']}: {exc}; no storbench wrote "
+                                "that", hint=NOT_OURS_HINT) from None
+        return found
+
+    def run_case_ids(self, run_id: int) -> set[str]:
+        """The cases a run has stored repetitions of (any status)."""
+        return {row["case_id"] for row in self.conn.execute(
+            "SELECT DISTINCT case_id FROM repetitions WHERE run_id = ?", (run_id,))}
+
+    def imported_files(self) -> dict[str, int]:
+        """sha256 of each fio output file imported so far -> the run that holds it."""
+        return {row["sha"]: row["run_id"] for row in self.conn.execute(
+            "SELECT DISTINCT json_extract(r.target_json, '$.imported_sha256') AS sha, r.run_id FROM repetitions r"
+            " JOIN runs ON runs.id = r.run_id WHERE runs.source = 'import'"
+            " AND json_extract(r.target_json, '$.imported_sha256') IS NOT NULL")}
+
+    def repetition_counts(self, run_id: int) -> tuple[int, int]:
+        """(repetitions stored ok, repetitions stored in all) of a run."""
+        row = self.conn.execute("SELECT COUNT(*) AS n, SUM(status = 'ok') AS ok FROM repetitions WHERE run_id = ?",
+                                (run_id,)).fetchone()
+        return int(row["ok"] or 0), int(row["n"] or 0)
+
+    def finish_run(self, run_id: int, finished_at_s: float) -> None:
+        with self.transaction() as conn:
+            conn.execute("UPDATE runs SET finished_at_s = ? WHERE id = ?", (finished_at_s, run_id))
+
+    def latest_run_of_plan(self, plan_name: str) -> RunInfo | None:
+        row = self.conn.execute(
+            "SELECT * FROM runs WHERE plan_name = ? AND source = 'run' ORDER BY id DESC LIMIT 1", (plan_name,)
+        ).fetchone()
+        return self._run_info(row) if row else None
+
+    def runs(self) -> list[RunInfo]:
+        return [self._run_info(row) for row in self.conn.execute("SELECT * FROM runs ORDER BY id")]
+
+    def _run_info(self, row: sqlite3.Row) -> RunInfo:
+        try:
+            return rows.run_info(row)
+        except ValueError as exc:
+            raise UserError(f"{self.path}: run {row['id']}: {exc}; no storbench wrote that",
+                            hint=NOT_OURS_HINT) from None
+
+    # ---- preconditions ---------------------------------------------------------------------------
+    def save_precondition(self, run_id: int, record: PreconditionRecord) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO preconditions (run_id, target, lab_json, precondition_json, status, started_at_s,"
+                " finished_at_s, written_bytes, job_text, error) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (run_id, record.target, json.dumps([list(p) for p in record.lab]),
+                 json.dumps(asdict(record.precondition)), record.status.value, record.started_at_s,
+                 record.finished_at_s, record.written_bytes, record.job_text, record.error))
+
+    def preconditions(self, run_ids: Sequence[int]) -> dict[int, list[PreconditionRecord]]:
+        """Run id -> its targets' preconditions, in the order they ran."""
+        found: dict[int, list[PreconditionRecord]] = {run_id: [] for run_id in run_ids}
+        marks = ",".join("?" * len(run_ids))
+        for row in self.conn.execute(f"SELECT * FROM preconditions WHERE run_id IN ({marks}) ORDER BY id",
+                                     tuple(run_ids)):
+            found[row["run_id"]].append(PreconditionRecord(
+                target=row["target"], lab=tuple((k, v) for k, v in json.loads(row["lab_json"])),
+                precondition=Precondition(**json.loads(row["precondition_json"])), status=Status(row["status"]),
+                started_at_s=row["started_at_s"], finished_at_s=row["finished_at_s"],
+                written_bytes=row["written_bytes"], job_text=row["job_text"], error=row["error"]))
+        return found
+
+    # ---- repetitions -----------------------------------------------------------------------------
+    def drop_case_repetitions(self, run_id: int, case_id: str) -> int:
+        """Remove every stored repetition of one case in one run (a steady-state point started over);
+        returns how many went."""
+        with self.transaction() as conn:
+            cursor = conn.execute("DELETE FROM repetitions WHERE run_id = ? AND case_id = ?", (run_id, case_id))
+            return cursor.rowcount
+
+    def completed(self, run_id: int) -> set[tuple[str, int]]:
+        """(case id, repetition index) pairs of the run that finished with status ok."""
+        return {
+            (row["case_id"], row["rep_index"])
+            for row in self.conn.execute(
+                "SELECT case_id, rep_index FROM repetitions WHERE run_id = ? AND status = 'ok'", (run_id,)
+            )
+        }
+
+    def save_repetition(self, run_id: int, case: Case, rep_index: int, outcome: RepetitionOutcome,
+                        target_details: Sequence[tuple[str, str]],
+                        telemetry: RepetitionTelemetry | None = None) -> int:
+        """Store one repetition with everything it produced, atomically. A failed earlier attempt of the
+        same repetition in the same run is replaced. No option value that names a secret is kept (fio echoes its
+        options, keys expanded)."""
+        outcome = redact_outcome(outcome)
+        with self.transaction() as conn:
+            rows.insert_case(conn, case)
+            conn.execute("DELETE FROM repetitions WHERE run_id = ? AND case_id = ? AND rep_index = ?",
+                         (run_id, case.case_id, rep_index))
+            cursor = conn.execute(
+                "INSERT INTO repetitions (run_id, case_id, rep_index, status, started_at_s, finished_at_s,"
+                " fio_version, job_text, command_json, target_json, fio_output_z, stderr_tail, error, start_skew_s)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, case.case_id, rep_index, outcome.status.value, outcome.started_at_s,
+                 outcome.finished_at_s, outcome.fio_version, outcome.job_text, json.dumps(list(outcome.command)),
+                 json.dumps(dict(target_details)), compress_text(outcome.raw_output) if outcome.raw_output else None,
+                 outcome.stderr_tail, outcome.error, outcome.start_skew_s),
+            )
+            repetition_id = cursor.lastrowid
+            assert repetition_id is not None
+            for client in outcome.clients:
+                rows.insert_client(conn, repetition_id, client)
+            if telemetry is not None:
+                rows.insert_telemetry(conn, repetition_id, telemetry)
+            return repetition_id
+
+    def repetitions(self, run_ids: Sequence[int] | None = None) -> list[StoredRepetition]:
+        query = ("SELECT r.*, c.target_json AS case_target_json, c.workload_json, c.clients, c.lab_json"
+                 " FROM repetitions r JOIN cases c ON c.id = r.case_id")
+        params: list[object] = []
+        if run_ids is not None:
+            query += f" WHERE r.run_id IN ({','.join('?' * len(run_ids))})"
+            params.extend(run_ids)
+        query += " ORDER BY r.run_id, r.started_at_s, r.id"
+        found = self.conn.execute(query, params).fetchall()
+        try:
+            clients = self._clients_by_repetition([row["id"] for row in found])
+            check_mergeable((m for found in clients.values() for c in found for m in c.directions), self.path)
+        except (ValueError, TypeError) as exc:
+            raise UserError(f"{exc}; no storbench wrote that", hint=NOT_OURS_HINT) from None
+        telemetry = self._telemetry_by_repetition([row["id"] for row in found])
+        return [
+            StoredRepetition(
+                repetition_id=row["id"],
+                run_id=row["run_id"],
+                case=rows.case_from_row(row["case_id"], row["case_target_json"], row["workload_json"], row["clients"],
+                                    row["lab_json"]),
+                rep_index=row["rep_index"],
+                status=Status(row["status"]),
+                started_at_s=row["started_at_s"],
+                finished_at_s=row["finished_at_s"],
+                fio_version=row["fio_version"],
+                error=row["error"],
+                clients=tuple(clients.get(row["id"], ())),
+                job_text=row["job_text"],
+                telemetry=telemetry.get(row["id"]),
+                start_skew_s=row["start_skew_s"],
+            )
+            for row in found
+        ]
+
+    def _telemetry_by_repetition(self, repetition_ids: Sequence[int]) -> dict[int, RepetitionTelemetry]:
+        windows: dict[int, tuple[float, float]] = {}
+        samples: dict[tuple[int, str, str, str], list[tuple[float, float, float]]] = {}
+        for chunk_start in range(0, len(repetition_ids), 500):
+            chunk = list(repetition_ids[chunk_start:chunk_start + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in self.conn.execute(f"SELECT * FROM telemetry WHERE repetition_id IN ({marks})", chunk):
+                windows[row["repetition_id"]] = (row["window_start_s"], row["window_end_s"])
+            for row in self.conn.execute(
+                    "SELECT repetition_id, source, entity, metric, start_s, t_s, value FROM telemetry_samples"
+                    f" WHERE repetition_id IN ({marks}) ORDER BY rowid", chunk):
+                samples.setdefault((row[0], row[1], row[2], row[3]), []).append((row[4], row[5], row[6]))
+        series: dict[int, list[TelemetrySeries]] = {}
+        for (repetition_id, source, entity, metric), values in samples.items():
+            series.setdefault(repetition_id, []).append(TelemetrySeries(
+                source, entity, metric, tuple(v[0] for v in values), tuple(v[1] for v in values),
+                tuple(v[2] for v in values)))
+        return {rid: RepetitionTelemetry(start, end, tuple(series.get(rid, ())))
+                for rid, (start, end) in windows.items()}
+
+    def telemetry_problems(self, repetition_id: int) -> list[str]:
+        row = self.conn.execute("SELECT problems_json FROM telemetry WHERE repetition_id = ?",
+                                (repetition_id,)).fetchone()
+        return [] if row is None else list(json.loads(row[0]))
+
+    def repetition_provenance(self, repetition_id: int) -> tuple[str, list[str], str, str]:
+        """(job text, command, raw fio output, stderr tail) of one repetition."""
+        row = self.conn.execute(
+            "SELECT job_text, command_json, fio_output_z, stderr_tail FROM repetitions WHERE id = ?",
+            (repetition_id,),
+        ).fetchone()
+        if row is None:
+            raise UserError(f"no repetition {repetition_id} in {self.path}")
+        try:
+            raw = decompress_text(row["fio_output_z"])
+        except ValueError as exc:
+            raise UserError(f"{self.path}: repetition {repetition_id}'s fio output: {exc}",
+                            hint="this database was not written by storbench") from None
+        return row["job_text"], json.loads(row["command_json"]), raw, row["stderr_tail"]
+
+    def _clients_by_repetition(self, repetition_ids: Sequence[int]) -> dict[int, list[ClientMeasurement]]:
+        if not repetition_ids:
+            return {}
+        marks = ",".join("?" * len(repetition_ids))
+        client_rows = self.conn.execute(
+            f"SELECT * FROM clients WHERE repetition_id IN ({marks}) ORDER BY id", list(repetition_ids)
+        ).fetchall()
+        client_ids = [row["id"] for row in client_rows]
+        measurements: dict[int, list[DirectionMeasurement]] = {}
+        disks: dict[int, list[DiskUtil]] = {}
+        for chunk_start in range(0, len(client_ids), 500):
+            chunk = client_ids[chunk_start:chunk_start + 500]
+            cmarks = ",".join("?" * len(chunk))
+            for row in self.conn.execute(f"SELECT * FROM measurements WHERE client_id IN ({cmarks}) ORDER BY id",
+                                         chunk):
+                measurements.setdefault(row["client_id"], []).append(rows.measurement_from_row(row))
+            for row in self.conn.execute(f"SELECT * FROM disk_utils WHERE client_id IN ({cmarks}) ORDER BY id",
+                                         chunk):
+                disks.setdefault(row["client_id"], []).append(
+                    DiskUtil(name=row["name"], read_ios=row["read_ios"], write_ios=row["write_ios"],
+                             util_pct=row["util_pct"]))
+        out: dict[int, list[ClientMeasurement]] = {}
+        for row in client_rows:
+            out.setdefault(row["repetition_id"], []).append(
+                ClientMeasurement(
+                    client=row["name"],
+                    jobs=row["jobs"],
+                    job_errors=tuple(json.loads(row["job_errors_json"])),
+                    cpu_usr_pct=row["cpu_usr_pct"],
+                    cpu_sys_pct=row["cpu_sys_pct"],
+                    directions=tuple(measurements.get(row["id"], ())),
+                    disks=tuple(disks.get(row["id"], ())),
+                )
+            )
+        return out
