@@ -27,8 +27,9 @@ Graph = dict[str, set[str]]
 # The pure core, bottom layer first. An entry is a module, or ``package.*``: the package and every module in it. A
 # module belongs to its most specific entry here or in SHELL (so `storbench.lab.ceph_conf` is pure in shell `lab`).
 PURE_LAYERS: tuple[tuple[str, ...], ...] = (
-    # what everything uses: units and sizes, the one user error, text made safe to show, the version
-    ("storbench", "storbench.units", "storbench.errors", "storbench.safe_text"),
+    # what everything uses: units and sizes, the one user error, text made safe to show, the version; the design a
+    # run stored (what its plan asked)
+    ("storbench", "storbench.units", "storbench.errors", "storbench.safe_text", "storbench.run_design"),
     # the data that flows: cases, measurements, telemetry series
     ("storbench.model.*", "storbench.telemetry.series"),
     # edge formats: fio's job text and output, /proc and counters read into series, lab files and manifests rendered,
