@@ -769,7 +769,7 @@ def test_failed_repetitions_warning() -> None:
     assert point.last_error == "fio exited with status 1"
     assert point.metric("iops").n == 3  # type: ignore[union-attr]
     everything_failed = only(summarize_points([rec(status="timeout", direction="", iops=None, error="timeout")]))
-    assert everything_failed.direction == ""
+    assert everything_failed.direction is None and everything_failed.direction_name == ""
     assert (everything_failed.repetitions_ok, everything_failed.repetitions_total) == (0, 1)
     assert "failed_repetitions" in codes(everything_failed)
 

@@ -241,7 +241,7 @@ def latency_vs_iodepth_figures(points: Sequence[PointSummary]) -> list[FigureSpe
     groups: dict[tuple[str, str, str], list[PointSummary]] = {}
     for p in points:
         if p.metric("lat_mean_ns") is not None:
-            groups.setdefault((p.target, p.rw, p.direction), []).append(p)
+            groups.setdefault((p.target, p.rw, p.direction_name), []).append(p)
     figures = []
     lab_keys = varying_lab_keys(points)
     for (target, rw, direction), members in groups.items():
@@ -364,13 +364,13 @@ def cdf_figures(points: Sequence[PointSummary],
     """Latency CDF per point from the merged histogram, one figure per target/pattern/direction."""
     groups: dict[tuple[str, str, str], list[PointSummary]] = {}
     for p in points:
-        if (p.case_id, p.direction) in histograms:
-            groups.setdefault((p.target, p.rw, p.direction), []).append(p)
+        if (p.case_id, p.direction_name) in histograms:
+            groups.setdefault((p.target, p.rw, p.direction_name), []).append(p)
     figures = []
     lab_keys = varying_lab_keys(points)
     for (target, rw, direction), members in groups.items():
         series = []
-        cdfs = {p.case_id: histograms[(p.case_id, p.direction)].cdf() for p in members}
+        cdfs = {p.case_id: histograms[(p.case_id, p.direction_name)].cdf() for p in members}
         # the unit by where the bulk lies (p99), not by the slowest single I/O
         scale, unit = latency_unit(next((float(v) for v, f in cdf if f >= 0.99), None) for cdf in cdfs.values())
         for p in sorted(members, key=lambda m: (m.bs_bytes, m.iodepth, m.numjobs)):

@@ -104,7 +104,7 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
 
         cells = (p.target, p.rw + (f" {p.rwmixread}%" if p.rwmixread is not None else ""), p.bs, p.iodepth,
                  p.numjobs, *((p.clients,) if with_clients else ()), *((p.fio_options,) if with_options else ()),
-                 *((lab_text(p, lab_keys),) if lab_keys else ()), direction_label(p.rw, p.direction),
+                 *((lab_text(p, lab_keys),) if lab_keys else ()), direction_label(p.rw, p.direction_name),
                  f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops),
                  "-" if cv is None else f"{cv:.1f}%", "-" if bw is None else f"{bw.mean / 1048576:,.1f}",
                  *((expected_cell(p),) if with_expected else ()), lat("lat_mean_ns"), lat("lat_p50_ns"),

@@ -57,7 +57,7 @@ def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequen
     parts += [text for field, text in p.distinct if field not in omit and not (options and field == "fio_options")]
     # an operation says its direction itself, except a mix (getput) and the phases of rw: metadata
     if direction and "direction" not in omit and (not operations or p.rw in ("getput", "metadata")):
-        parts.append(direction_label(p.rw, p.direction))
+        parts.append(direction_label(p.rw, p.direction_name))
     parts.append(lab_text(p, lab_keys))
     return " ".join(part for part in parts if part)
 

@@ -57,7 +57,7 @@ def point_row(p: PointSummary) -> dict[str, object]:
     row: dict[str, object] = {
         "case_id": p.case_id, "run_ids": list(p.run_ids), "target": p.target, "target_kind": p.target_kind,
         "rw": p.rw, "rwmixread": p.rwmixread, "bs": p.bs, "bs_bytes": p.bs_bytes, "iodepth": p.iodepth,
-        "numjobs": p.numjobs, "clients": p.clients, "direction": p.direction, "ioengine": p.ioengine,
+        "numjobs": p.numjobs, "clients": p.clients, "direction": p.direction_name, "ioengine": p.ioengine,
         "direct": p.direct, "runtime_s": p.runtime_s, "ramp_s": p.ramp_s, "fio_options": p.fio_options,
         "lab": dict(p.lab), "fio_versions": list(p.fio_versions), "repetitions_ok": p.repetitions_ok,
         "repetitions_total": p.repetitions_total,
@@ -136,7 +136,7 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
         cv = iops.cv_pct if iops else None
         disk = p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct")
         cells = [
-            point_label(p, lab_keys=lab_keys, direction=False, options=True), p.direction or "-",
+            point_label(p, lab_keys=lab_keys, direction=False, options=True), p.direction_name or "-",
             f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
             _number(p.metric("bw_bytes"), ",.1f", 1048576), *((expected_cell(p),) if with_expected else ()),
             _lat(p.metric("lat_mean_ns")),

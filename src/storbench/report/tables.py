@@ -150,7 +150,7 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
         *((("fio options", "left", 2, lambda p: p.fio_options),) if with_options else ()),
         *((("varies", "left", 1, varies),) if any(varies(p) for p in points) else ()),
         *((("lab", "left", 1, lambda p: lab_text(p, lab_keys)),) if lab_keys else ()),
-        ("dir", "left", 0, lambda p: direction_label(p.rw, p.direction) or "-"),
+        ("dir", "left", 0, lambda p: direction_label(p.rw, p.direction_name) or "-"),
         ("n", "right", 0, lambda p: f"{p.repetitions_ok}/{p.repetitions_total}"),
         (f"{rate_header(points)} ± 95% CI", "right", 0, lambda p: iops_with_ci(p.metric("iops"))),
         ("CV", "right", 3, iops_cv), ("MiB/s", "right", 2, lambda p: "-" if is_metadata(p.rw)  # no data moved

@@ -434,8 +434,8 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
         base, cand = comparison.baseline, comparison.candidate
         same_run = len(base.run_ids) == 1 and base.run_ids == cand.run_ids and base.run_ids[0] in rounds
         run_rounds = rounds[base.run_ids[0]] if same_run else {}
-        a = run_rounds.get((base.case_id, base.direction), {})
-        b = run_rounds.get((cand.case_id, cand.direction), {})
+        a = run_rounds.get((base.case_id, base.direction_name), {})
+        b = run_rounds.get((cand.case_id, cand.direction_name), {})
         if base.case_id == cand.case_id or len(set(a) & set(b)) < 2:  # rounds of one run both sides have
             out.append(comparison)
             continue
@@ -471,7 +471,7 @@ def question_points(observations: Sequence[Observation], question: Question,
     found = compare_points(summarize_points(select(observations, question.baseline, tags)),
                            summarize_points(select(observations, question.candidate, tags)),
                            question.baseline.keys | question.candidate.keys, metrics=())
-    return frozenset((c.baseline.case_id, c.candidate.case_id, c.baseline.direction) for c in found)
+    return frozenset((c.baseline.case_id, c.candidate.case_id, c.baseline.direction_name) for c in found)
 
 
 def _by_round(observations: Sequence[Observation], point: PointSummary, field: str) -> dict[int, float]:
@@ -540,8 +540,8 @@ def stopping_rules(comparisons: Sequence[PointComparison], observations: Sequenc
             if run not in matched:
                 matched[run] = question_points([o for o in observations if o.run_id == run], question, tags)
             points = matched[run]
-        forward = (base.case_id, cand.case_id, base.direction) in points
-        asked_here = forward or (cand.case_id, base.case_id, cand.direction) in points
+        forward = (base.case_id, cand.case_id, base.direction_name) in points
+        asked_here = forward or (cand.case_id, base.case_id, cand.direction_name) in points
         cells = []
         for cell in comparison.cells:
             answer = None

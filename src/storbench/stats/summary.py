@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from storbench.model import Direction, Expectation, WorkloadPoint, is_metadata, is_object
+from storbench.model import Case, Direction, Expectation, WorkloadPoint, is_metadata, is_object
 from storbench.stats.bottleneck import (
     UNDER_DRIVEN_UNTOLD,
     Bottleneck,
@@ -122,26 +122,12 @@ def distinct_texts(hidden: Sequence[tuple[tuple[str, str], ...]]) -> list[tuple[
 
 @dataclass(frozen=True)
 class PointSummary:
-    """One case and direction over its repetitions (possibly from several runs of the same case)."""
+    """One case and direction over its repetitions (possibly from several runs of the same case). ``direction``
+    None: no repetition of the case succeeded."""
 
-    case_id: str
+    case: Case
+    direction: Direction | None
     run_ids: tuple[int, ...]
-    target: str
-    target_kind: str
-    rw: str
-    rwmixread: int | None
-    bs: str
-    bs_bytes: int
-    iodepth: int
-    numjobs: int
-    clients: int
-    direction: str
-    ioengine: str
-    direct: bool
-    runtime_s: float
-    ramp_s: float
-    fio_options: str
-    lab: tuple[tuple[str, str], ...]
     fio_versions: tuple[str, ...]
     repetitions_ok: int
     repetitions_total: int
@@ -179,6 +165,75 @@ class PointSummary:
             if name == field:
                 return value
         return None
+
+    @property
+    def direction_name(self) -> str:
+        """``read``, ``write``, ``trim``; '' when no repetition succeeded."""
+        return "" if self.direction is None else self.direction.value
+
+    @property
+    def case_id(self) -> str:
+        return self.case.case_id
+
+    @property
+    def target(self) -> str:
+        return self.case.target.name
+
+    @property
+    def target_kind(self) -> str:
+        return self.case.target.kind
+
+    @property
+    def rw(self) -> str:
+        return self.case.workload.rw
+
+    @property
+    def rwmixread(self) -> int | None:
+        return self.case.workload.rwmixread
+
+    @property
+    def bs(self) -> str:
+        return format_block_size(self.case.workload.bs_bytes)
+
+    @property
+    def bs_bytes(self) -> int:
+        return self.case.workload.bs_bytes
+
+    @property
+    def iodepth(self) -> int:
+        return self.case.workload.iodepth
+
+    @property
+    def numjobs(self) -> int:
+        return self.case.workload.numjobs
+
+    @property
+    def clients(self) -> int:
+        return self.case.clients
+
+    @property
+    def ioengine(self) -> str:
+        return self.case.workload.ioengine
+
+    @property
+    def direct(self) -> bool:
+        return self.case.workload.direct
+
+    @property
+    def runtime_s(self) -> float:
+        return self.case.workload.runtime_s
+
+    @property
+    def ramp_s(self) -> float:
+        return self.case.workload.ramp_s
+
+    @property
+    def fio_options(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.case.workload.fio_options)
+
+    @property
+    def lab(self) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted(self.case.lab.pairs()))
 
 
 def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation], iops: Estimate | None,
@@ -377,13 +432,7 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                     estimates.append((field, value))
             iops = dict(estimates).get("iops")
             out.append(PointSummary(
-                case_id=case_id, run_ids=tuple(sorted({o.run_id for o in group})), target=case.target.name,
-                target_kind=case.target.kind, rw=w.rw, rwmixread=w.rwmixread, bs=format_block_size(w.bs_bytes),
-                bs_bytes=w.bs_bytes, iodepth=w.iodepth, numjobs=w.numjobs, clients=case.clients,
-                direction="" if direction is None else direction.value, ioengine=w.ioengine, direct=w.direct,
-                runtime_s=w.runtime_s, ramp_s=w.ramp_s,
-                fio_options=" ".join(f"{k}={v}" for k, v in w.fio_options),
-                lab=tuple(sorted(case.lab.pairs())),
+                case=case, direction=direction, run_ids=tuple(sorted({o.run_id for o in group})),
                 fio_versions=tuple(sorted({o.fio_version for o in group})),
                 repetitions_ok=len({o.repetition for o in rows}),
                 repetitions_total=len({o.repetition for o in group}),
