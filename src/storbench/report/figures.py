@@ -23,9 +23,10 @@ from storbench.report.labels import (
 from storbench.report.tables import knee_text
 from storbench.stats.bottleneck import Bottleneck
 from storbench.stats.compare import PointComparison
+from storbench.stats.curve import BLOCK_SIZE, LOAD_AXES, Axis, CurveKey, axis_value
 from storbench.stats.drift import Drift
 from storbench.stats.knee import Curve
-from storbench.stats.summary import LOAD_FIELDS, PointSummary
+from storbench.stats.summary import PointSummary
 from storbench.units import format_block_size, format_bytes
 
 SMALL_MAX_BYTES = 16 * 1024
@@ -438,25 +439,25 @@ def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     bottleneck verdict."""
     figures = []
     lab_keys = [k for k in varying_lab_keys(points) if k != "lab"]
-    for axis, attribute in (("iodepth", "iodepth"), ("numjobs", "numjobs"), ("clients", "clients")):
+    for axis in LOAD_AXES:
         lines: dict[str, list[PointSummary]] = {}
         for p in points:
             if p.metric("iops") is None:
                 continue
             lines.setdefault(point_label(p, omit=(axis,), lab_keys=lab_keys), []).append(p)
-        lines = {k: v for k, v in lines.items() if len({getattr(p, attribute) for p in v}) >= 2}
+        lines = {k: v for k, v in lines.items() if len({axis_value(p.case, axis) for p in v}) >= 2}
         if not lines:
             continue
         series = []
         for name, line in lines.items():
-            line = sorted(line, key=lambda p: getattr(p, attribute))
+            line = sorted(line, key=lambda p: axis_value(p.case, axis))
             series.append(Series(
-                name=name, x=tuple(float(getattr(p, attribute)) for p in line),
+                name=name, x=tuple(float(axis_value(p.case, axis)) for p in line),
                 y=tuple(_mean(p, "iops") or 0.0 for p in line), error_y=tuple(_half(p, "iops") for p in line),
                 error_y_minus=tuple(_below(p, "iops") for p in line),
                 text=tuple(_verdict_mark(p) for p in line), mode="lines+markers",
                 show_text=any(_verdict_mark(p) for p in line)))
-        tickvals, ticktext = _log2_ticks([getattr(p, attribute) for v in lines.values() for p in v])
+        tickvals, ticktext = _log2_ticks([axis_value(p.case, axis) for v in lines.values() for p in v])
         series, hover_only = spread_labels(series)
         marks = expected_marks([p for v in lines.values() for p in v], "iops")
         top = max([y + e for s in series for y, e in zip(s.y, s.error_y or [0.0] * len(s.y), strict=True)]
@@ -587,27 +588,24 @@ def latency_layer_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         "stack of the host (a kernel or FUSE client, the client library) and the network. Means over repetitions.")]
 
 
-CURVE_FIELDS = ("run_ids", "target", "rw", "rwmixread", "bs_bytes", "direction", "ioengine", "direct", "runtime_s",
-                "fio_options", "lab", *LOAD_FIELDS)  # what the sweep verdicts hold fixed along a curve
-
-
-def capped_curves(points: Sequence[PointSummary]) -> list[tuple[str, list[PointSummary], str]]:
+def capped_curves(points: Sequence[PointSummary]) -> list[tuple[Axis, list[PointSummary], str]]:
     """(axis, the curve's points by load, evidence) for every sweep curve judged "capped beyond this host": along
-    iodepth, numjobs or clients, or along block size ("bs_bytes"). A curve is one the verdict was read from when at
-    least two of its points carry the same capped verdict (``judge_curve`` gives every point of the stretch one
-    evidence; two points that differ only in one axis share no other curve)."""
+    iodepth, numjobs or clients, or along block size ("bs_bytes"). A curve is one the verdict was read from (the
+    sweep verdicts' curve key, `stats.curve`: runs kept apart) when at least two of its points carry the same capped
+    verdict (``judge_curve`` gives every point of the stretch one evidence; two points that differ only in one axis
+    share no other curve)."""
     found = []
-    for axis in (*LOAD_FIELDS, "bs_bytes"):
-        groups: dict[tuple[object, ...], list[PointSummary]] = {}
+    for axis in (*LOAD_AXES, BLOCK_SIZE):
+        groups: dict[CurveKey, list[PointSummary]] = {}
         for p in points:
-            groups.setdefault(tuple(getattr(p, f) for f in CURVE_FIELDS if f != axis), []).append(p)
+            groups.setdefault(p.curve_key(axis, pool_runs=False), []).append(p)
         for members in groups.values():
-            if len({getattr(p, axis) for p in members}) < 2:
+            if len({axis_value(p.case, axis) for p in members}) < 2:
                 continue
             capped = [p.bottleneck.evidence for p in members if p.bottleneck.kind == Bottleneck.CAPPED]
             shared = [evidence for evidence in dict.fromkeys(capped) if capped.count(evidence) >= 2]
             if shared:
-                found.append((axis, sorted(members, key=lambda p: getattr(p, axis)), shared[0]))
+                found.append((axis, sorted(members, key=lambda p: axis_value(p.case, axis)), shared[0]))
     return found
 
 
@@ -624,7 +622,7 @@ def capped_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         latencies = [_mean(p, "lat_mean_ns") for p in line]
         lat_scale, lat_unit = latency_unit(latencies)
         xs: tuple[float | str, ...] = (tuple(p.bs for p in line) if by_bs
-                                       else tuple(float(getattr(p, axis)) for p in line))
+                                       else tuple(float(axis_value(p.case, axis)) for p in line))
         covered = tuple("capped" if p.bottleneck.evidence == evidence else "" for p in line)
         throughput = Series(
             name=f"{what} (left)", x=xs, y=tuple(_mean(p, field, scale) or 0.0 for p in line),
@@ -640,7 +638,7 @@ def capped_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         marks = expected_marks(line, field)
         top = max([y + e for y, e in zip(throughput.y, throughput.error_y or (), strict=True)]
                   + [m.value for m in marks])  # headroom above the flat line for its labels
-        tickvals, ticktext = ((), ()) if by_bs else _log2_ticks([int(getattr(p, axis)) for p in line])
+        tickvals, ticktext = ((), ()) if by_bs else _log2_ticks([axis_value(p.case, axis) for p in line])
         label = point_label(line[0], omit=("bs",) if by_bs else (axis,), lab_keys=lab_keys)
         figures.append(FigureSpec(
             figure_id=f"capped-{index + 1}-{axis_name.replace(' ', '-')}",

@@ -18,6 +18,7 @@ from storbench.stats.bottleneck import (
     judge,
     judge_curve,
 )
+from storbench.stats.curve import BLOCK_SIZE, LOAD_AXES, Axis, CurveKey, axis_value, curve_key, outstanding_ios
 from storbench.stats.estimate import CONFIDENCE, Estimate, estimate
 from storbench.stats.layers import client_daemon
 from storbench.stats.metrics import SUMMARY_METRICS
@@ -165,6 +166,11 @@ class PointSummary:
             if name == field:
                 return value
         return None
+
+    def curve_key(self, axis: Axis, *, pool_runs: bool) -> CurveKey:
+        """The key of the curve along ``axis`` this point lies on (`stats.curve`); ``pool_runs``: points of other
+        runs may share it (the knee), else only points of the same runs (the sweep verdicts)."""
+        return curve_key(self.case, self.direction, axis, None if pool_runs else self.run_ids)
 
     @property
     def direction_name(self) -> str:
@@ -473,15 +479,6 @@ def with_time_split(verdict: BottleneckVerdict, estimates: Mapping[str, Estimate
     return replace(verdict, evidence=verdict.evidence + split)
 
 
-LOAD_FIELDS = ("iodepth", "numjobs", "clients")
-
-
-def _curve_key(point: PointSummary, axis: str) -> tuple[object, ...]:
-    fields = ("run_ids", "target", "rw", "rwmixread", "bs_bytes", "direction", "ioengine", "direct", "runtime_s",
-              "fio_options", "lab", *LOAD_FIELDS)
-    return tuple(getattr(point, f) for f in fields if f != axis)
-
-
 def _step(point: PointSummary, load: float, label: str, field: str) -> CurveStep | None:
     throughput, latency = point.metric(field), point.metric("lat_mean_ns")
     if throughput is None:
@@ -521,25 +518,25 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
     (iodepth, numjobs, clients; load = outstanding I/Os) on IOPS, and along each block-size curve on bandwidth.
     A point the sweep shows capped beyond this host gets that verdict instead of under-driven / not saturated."""
     out = list(points)
-    curves: list[tuple[list[int], str, str]] = []  # (indexes sorted by load, axis, what)
-    for axis in (*LOAD_FIELDS, "bs_bytes"):
-        groups: dict[tuple[object, ...], list[int]] = {}
+    curves: list[tuple[list[int], Axis, str]] = []  # (indexes sorted by load, axis, what)
+    for axis in (*LOAD_AXES, BLOCK_SIZE):
+        groups: dict[CurveKey, list[int]] = {}
         for i, point in enumerate(points):
-            groups.setdefault(_curve_key(point, axis), []).append(i)
+            groups.setdefault(point.curve_key(axis, pool_runs=False), []).append(i)
         for members in groups.values():
-            if len({getattr(points[i], axis) for i in members}) >= 2:
-                curves.append((sorted(members, key=lambda i: getattr(points[i], axis)), axis,
-                               "MiB/s" if axis == "bs_bytes" else "IOPS"))
+            if len({axis_value(points[i].case, axis) for i in members}) >= 2:
+                curves.append((sorted(members, key=lambda i: axis_value(points[i].case, axis)), axis,
+                               "MiB/s" if axis == BLOCK_SIZE else "IOPS"))
     for members, axis, what in curves:
         if any(_self_limited(points[i]) for i in members):
             continue  # fio itself holds the rate: a flat curve is the plan's own limit, not the storage's
         steps = []
         for i in members:
             p = points[i]
-            if axis == "bs_bytes":
+            if axis == BLOCK_SIZE:
                 step = _step(p, p.bs_bytes, f"bs {p.bs}", "bw_bytes")
             else:
-                step = _step(p, p.iodepth * p.numjobs * p.clients, f"{axis} {getattr(p, axis)}", "iops")
+                step = _step(p, outstanding_ios(p.case), f"{axis} {axis_value(p.case, axis)}", "iops")
             if step is None:
                 break
             steps.append(step)
@@ -547,12 +544,12 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
             expected = points[members[0]].expected
             declared = None
             if expected is not None:
-                declared = expected.bw_bytes_per_s if axis == "bs_bytes" else expected.iops
+                declared = expected.bw_bytes_per_s if axis == BLOCK_SIZE else expected.iops
             for i, verdict in zip(members, judge_curve(steps, what, declared, _remote_evidence(points, members)),
                                   strict=True):
                 if verdict is not None and out[i].bottleneck.kind not in (Bottleneck.CAPPED, Bottleneck.CLIENT_STACK):
                     out[i] = replace(out[i], bottleneck=verdict)
-            if axis != "bs_bytes":
+            if axis != BLOCK_SIZE:
                 for i, evidence in zip(members, under_driven_readings(steps, [out[i].bottleneck for i in members]),
                                        strict=True):
                     if evidence is not None:
