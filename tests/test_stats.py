@@ -412,6 +412,18 @@ def test_select_by_tag_and_block_size() -> None:
     assert select(records, parse_selector("iodepth=1"), tags) == records
 
 
+def test_points_are_matched_and_judged_comparable_on_their_typed_case() -> None:
+    """Every field a comparison matches on or must agree in is read from the point's case and direction, typed
+    (`compare.POINT_VALUES`): the key holds the block size in bytes and the direction, not their text."""
+    from storbench.model import Direction
+    from storbench.stats.compare import COMPARABLE_FIELDS, MATCH_FIELDS, POINT_VALUES
+
+    assert set(POINT_VALUES) == {*MATCH_FIELDS, *COMPARABLE_FIELDS}
+    first, second = compare_observations(_two_runs(), parse_selector("1"), parse_selector("run=2"), {})
+    assert dict(first.key)["bs"] == 4096 and dict(second.key)["bs"] == 8192
+    assert dict(first.key)["direction"] is first.candidate.direction is Direction.READ
+
+
 def test_compare_records_by_run() -> None:
     pairs = compare_observations(_two_runs(), parse_selector("1"), parse_selector("run=2"), {})
     assert [p.candidate.bs for p in pairs] == ["4k", "8k"]

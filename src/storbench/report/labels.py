@@ -79,7 +79,7 @@ def lab_text(point: PointSummary, keys: Sequence[str]) -> str:
 
 def varying_comparison_lab(comparisons: Sequence[PointComparison]) -> frozenset[str]:
     """Lab keys (as 'lab.NAME') whose value differs between comparisons: the ones a label must show."""
-    values: dict[str, set[str]] = {}
+    values: dict[str, set[object]] = {}
     for c in comparisons:
         for k, v in c.key:
             if k.startswith("lab."):
