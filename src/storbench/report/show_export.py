@@ -173,17 +173,17 @@ def drift_lines(observations: Sequence[Observation], run_ids: Sequence[int]) -> 
     return lines
 
 
+def precondition_text(r: PreconditionRecord) -> str:
+    """One precondition that ran: target, lab configuration, what, how much, how long."""
+    lab = f" on {LabPoint.from_pairs(r.lab).describe()}" if r.lab else ""
+    outcome = (f"{format_bytes(r.written_bytes)} written in {r.finished_at_s - r.started_at_s:.0f} s"
+               if r.status == Status.OK else f"{r.status.value}: {r.error}")
+    return f"target {r.target}{lab} preconditioned with {r.precondition.text()}: {outcome}"
+
+
 def precondition_lines(records: Mapping[int, Sequence[PreconditionRecord]]) -> list[str]:
-    """One line per precondition that ran: run, target, lab configuration, what, how much, how long."""
-    lines = []
-    for run_id, found in sorted(records.items()):
-        for r in found:
-            lab = f" on {LabPoint.from_pairs(r.lab).describe()}" if r.lab else ""
-            outcome = (f"{format_bytes(r.written_bytes)} written in {r.finished_at_s - r.started_at_s:.0f} s"
-                       if r.status == Status.OK else f"{r.status.value}: {r.error}")
-            lines.append(f"run {run_id}: target {r.target}{lab} preconditioned with {r.precondition.text()}: "
-                         f"{outcome}")
-    return lines
+    """One line per precondition that ran, with its run (``precondition_text``)."""
+    return [f"run {run_id}: {precondition_text(r)}" for run_id, found in sorted(records.items()) for r in found]
 
 
 def steady_lines(states: Mapping[tuple[int, str], SteadyState], labels: Mapping[str, str]) -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -318,10 +317,9 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
     return warnings
 
 
-def _resources(evidence: str) -> str:
-    """The resources part of an under-driven or not-saturated verdict's evidence, " (host CPU ..., fio ...)"."""
-    found = re.search(r"nothing saturated (\(.*\))", evidence)
-    return f" {found.group(1)}" if found else ""
+def _resources(verdict: BottleneckVerdict) -> str:
+    """The resources an under-driven or not-saturated verdict names, " (host CPU ..., fio ...)"."""
+    return "" if verdict.busiest is None else f" ({verdict.busiest})"
 
 
 def _mean_of(values: Sequence[float | int | None]) -> float | None:
@@ -414,13 +412,13 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
         verdict = judge(inputs) if inputs else BottleneckVerdict(Bottleneck.UNKNOWN, "no successful repetition")
         if is_metadata(w.rw) and verdict.kind in (Bottleneck.UNDER_DRIVEN, Bottleneck.NOT_SATURATED):
             # one file operation at a time per job: the I/O-slot rule of block I/O says nothing here
-            verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated{_resources(verdict.evidence)}: "
+            verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated{_resources(verdict)}: "
                                         "each job runs one file operation at a time; more jobs (numjobs) or "
                                         "clients add load")
         if is_object(w.rw) and verdict.kind in (Bottleneck.UNDER_DRIVEN, Bottleneck.NOT_SATURATED):
             # fio's http engine sends one request at a time per job
             verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated on this machine"
-                                        f"{_resources(verdict.evidence)}: each job sends one S3 request at a time; "
+                                        f"{_resources(verdict)}: each job sends one S3 request at a time; "
                                         "more jobs (numjobs) add load")
         level = max((run_levels.get(o.run_id, CONFIDENCE) for o in group), default=CONFIDENCE)
         window_only = any(o.window_only for o in group)  # a steady window's rounds: chosen for their spread
@@ -510,7 +508,7 @@ RATE_OPTIONS = ("rate", "rate_iops", "rate_min", "rate_iops_min", "thinktime")
 def _self_limited(point: PointSummary) -> bool:
     """Whether fio was told to hold back (a rate limit or think time): then its throughput says nothing about
     the storage's limit."""
-    return any(option.split("=", 1)[0] in RATE_OPTIONS for option in point.fio_options.split())
+    return any(name in RATE_OPTIONS for name, _ in point.case.workload.fio_options)
 
 
 def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
