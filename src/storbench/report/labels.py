@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from storbench.model import Case, is_metadata, is_object, operation_of, setting_text
+from storbench.model import Case, WorkloadPoint, is_metadata, is_object, operation_of, setting_text
 from storbench.stats.compare import MATCH_FIELDS, PointComparison
 from storbench.stats.knee import Curve
-from storbench.stats.summary import PointSummary, distinct_texts, hidden_texts
+from storbench.stats.summary import PointSummary, hidden_values
+from storbench.units import format_block_size
 
 # The parts a label can leave out, named like the fields they show.
 PARTS = ("target", "rw", "bs", "iodepth", "numjobs", "clients", "direction")
@@ -28,6 +29,46 @@ def rate_header(points: Sequence[PointSummary]) -> str:
     """The rate column's name: IOPS, or IOPS/ops/s when metadata or object operations are among the rows (each
     is one timed operation: a file created, stat'ed or deleted, or one whole-object request)."""
     return "IOPS/ops/s" if any(is_metadata(p.rw) or is_object(p.rw) for p in points) else "IOPS"
+
+
+def hidden_text(w: WorkloadPoint, field: str) -> str:
+    """A field labels do not show by default (`stats.summary.HIDDEN_FIELDS`) as "name=value": ``size=1m``,
+    ``runtime=10s``, ``direct=1``, the fio options as ``rate_iops=100 thinktime=5``."""
+    value = getattr(w, field)
+    if field in ("size_bytes", "file_size_bytes"):
+        return f"{field.removesuffix('_bytes')}={format_block_size(value)}"
+    if field in ("runtime_s", "ramp_s"):
+        return f"{field.removesuffix('_s')}={value:g}s"
+    if field == "direct":
+        return f"direct={int(value)}"
+    if field == "fio_options":
+        return options_text(w)
+    return f"{field}={value}"
+
+
+def options_text(w: WorkloadPoint) -> str:
+    """The fio options of a workload as a plan's reader writes them: ``rate_iops=100 thinktime=5``."""
+    return " ".join(f"{k}={v}" for k, v in w.fio_options)
+
+
+def hidden_texts(w: WorkloadPoint) -> tuple[tuple[str, str], ...]:
+    """(field, "name=value") of every field labels do not show by default that has a value."""
+    return tuple((field, hidden_text(w, field)) for field, _ in hidden_values(w))
+
+
+def distinct_texts(hidden: Sequence[tuple[tuple[str, str], ...]]) -> list[tuple[tuple[str, str], ...]]:
+    """For each item's ``hidden_texts``, those of the fields whose text is not the same for every item: what
+    tells items apart that a label would not show otherwise."""
+    fields = {f for h in hidden for f, _ in h}
+    varying = {f for f in fields if len({dict(h).get(f) for h in hidden}) > 1}
+    return [tuple((f, t) for f, t in h if f in varying) for h in hidden]
+
+
+def distinct_text(p: PointSummary, *, options: bool = False, omit: Collection[str] = ()) -> list[str]:
+    """The texts of the fields that tell ``p`` from the points summarised with it (``PointSummary.distinct``), the
+    fio options left out when a label shows them anyway (``options``)."""
+    return [hidden_text(p.case.workload, field) for field in p.distinct
+            if field not in omit and not (options and field == "fio_options")]
 
 
 def varying_case_texts(cases: Sequence[Case]) -> dict[str, str]:
@@ -54,7 +95,7 @@ def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequen
         parts.append(f"{p.clients} clients")
     if options:
         parts.append(p.fio_options)
-    parts += [text for field, text in p.distinct if field not in omit and not (options and field == "fio_options")]
+    parts += distinct_text(p, options=options, omit=omit)
     # an operation says its direction itself, except a mix (getput) and the phases of rw: metadata
     if direction and "direction" not in omit and (not operations or p.rw in ("getput", "metadata")):
         parts.append(direction_label(p.rw, p.direction_name))

@@ -14,6 +14,7 @@ from storbench.report.labels import (
     curve_lab_keys,
     curve_label,
     direction_label,
+    distinct_text,
     lab_text,
     point_label,
     rate_header,
@@ -131,7 +132,7 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
     with_runs = any(len(p.run_ids) > 1 for p in points) or any(len(r) > 1 for r in runs_of_case.values())
 
     def varies(p: PointSummary) -> str:  # hidden workload fields that differ between the rows
-        return " ".join(text for field, text in p.distinct if not (with_options and field == "fio_options"))
+        return " ".join(distinct_text(p, options=with_options))
 
     def iops_cv(p: PointSummary) -> str:
         iops = p.metric("iops")

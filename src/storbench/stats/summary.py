@@ -84,40 +84,31 @@ class StatWarning:
         return f"{self.message}: {self.fix}"
 
 
-# Workload fields no label shows by default: when they vary among what is displayed, labels add them.
+# Workload fields no label shows by default: when they vary among what is displayed, labels add them
+# (`report.labels.hidden_text` says them).
 HIDDEN_FIELDS = ("ioengine", "direct", "size_bytes", "runtime_s", "ramp_s", "files", "file_size_bytes", "dirs",
                  "fio_options")
 
 
-def hidden_texts(w: WorkloadPoint) -> tuple[tuple[str, str], ...]:
-    """(field, "name=value") of every field in ``HIDDEN_FIELDS`` that has a value."""
-    out = []
+def hidden_values(w: WorkloadPoint) -> tuple[tuple[str, object], ...]:
+    """(field, value) of every field in ``HIDDEN_FIELDS`` that has a value."""
+    out: list[tuple[str, object]] = []
     for field in HIDDEN_FIELDS:
         if field == "ioengine" and (is_metadata(w.rw) or is_object(w.rw)):
             continue  # the operation names its engine (filecreate, http, ...)
         value = getattr(w, field)
-        if value is None or value == ():
-            continue
-        if field in ("size_bytes", "file_size_bytes"):
-            text = f"{field.removesuffix('_bytes')}={format_block_size(value)}"
-        elif field in ("runtime_s", "ramp_s"):
-            text = f"{field.removesuffix('_s')}={value:g}s"
-        elif field == "direct":
-            text = f"direct={int(value)}"
-        elif field == "fio_options":
-            text = " ".join(f"{k}={v}" for k, v in value)
-        else:
-            text = f"{field}={value}"
-        out.append((field, text))
+        if value is not None and value != ():
+            out.append((field, value))
     return tuple(out)
 
 
-def distinct_texts(hidden: Sequence[tuple[tuple[str, str], ...]]) -> list[tuple[tuple[str, str], ...]]:
-    """For each item's ``hidden_texts``, those of the fields whose text is not the same for every item: what
-    tells items apart that a label would not show otherwise."""
-    fields = {f for h in hidden for f, _ in h}
-    varying = {f for f in fields if len({dict(h).get(f) for h in hidden}) > 1}
-    return [tuple((f, t) for f, t in h if f in varying) for h in hidden]
+def distinct_fields(workloads: Sequence[WorkloadPoint]) -> list[tuple[str, ...]]:
+    """For each workload, those of its ``hidden_values`` fields whose value is not the same for every workload:
+    what tells them apart that a label would not show otherwise."""
+    hidden = [dict(hidden_values(w)) for w in workloads]
+    fields = {f for h in hidden for f in h}
+    varying = {f for f in fields if len({h.get(f) for h in hidden}) > 1}
+    return [tuple(f for f in h if f in varying) for h in hidden]
 
 
 @dataclass(frozen=True)
@@ -140,9 +131,9 @@ class PointSummary:
     bottleneck: BottleneckVerdict = NOT_JUDGED
     expected: Expectation | None = None  # what the target was declared as (`expect:`)
     storage_layer: str = ""  # the layer the storage latency was measured at (`stats.layers`: OSDs, MDS, radosgw)
-    # ("dirs", "dirs=2"), ...: workload fields labels do not show by default, where they differ between the points
-    # summarised together (report.labels.HIDDEN_FIELDS); every label adds them
-    distinct: tuple[tuple[str, str], ...] = ()
+    # "dirs", ...: workload fields labels do not show by default (HIDDEN_FIELDS), where they differ between the
+    # points summarised together; every label adds them
+    distinct: tuple[str, ...] = ()
     # what its latency percentiles are: "lat" (total latency), "clat" (completion latency stands in, an import
     # without total-latency bins: `observations.lat_percentiles_from`), "clat,lat" (both among its repetitions)
     # or "" (none)
@@ -451,12 +442,11 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                     _most_common([unseparated_storage(o) for o in rows])),
                 expected=next((declared[(run, case.target.name)] for run in sorted({o.run_id for o in group})
                                if (run, case.target.name) in declared), None),
-                distinct=hidden_texts(w),
                 storage_layer=layer,
                 lat_percentiles_from=",".join(sorted({kind for o in rows
                                                       if (kind := lat_percentiles_from(o.measurement))})),
             ))
-    told_apart = distinct_texts([p.distinct for p in out])
+    told_apart = distinct_fields([p.case.workload for p in out])
     out = [replace(p, distinct=d) for p, d in zip(out, told_apart, strict=True)]
     return with_sweep_verdicts(out)
 
