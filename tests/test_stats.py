@@ -29,6 +29,7 @@ from storbench.stats.estimate import Estimate, estimate, welch_difference
 from storbench.stats.knee import KneeKind, best_under_objective, curves, locate_knee, parse_slo
 from storbench.stats.observations import Observation
 from storbench.stats.summary import PointSummary, summarize_points
+from storbench.units import format_block_size
 from synthetic import observation
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -426,7 +427,7 @@ def test_points_are_matched_and_judged_comparable_on_their_typed_case() -> None:
 
 def test_compare_records_by_run() -> None:
     pairs = compare_observations(_two_runs(), parse_selector("1"), parse_selector("run=2"), {})
-    assert [p.candidate.bs for p in pairs] == ["4k", "8k"]
+    assert [p.candidate.bs_bytes for p in pairs] == [4096, 8192]
     for pair in pairs:
         assert pair.comparable
         assert pair.baseline.run_ids == (1,) and pair.candidate.run_ids == (2,)
@@ -518,7 +519,7 @@ def test_curves_group_and_find_knee() -> None:
     records = [*_sweep_records(saturation=16), *_sweep_records(saturation=4, bs="64k", bs_bytes=65536)]
     found = curves(summarize_points(records), "iodepth")
     assert len(found) == 2
-    by_bs = {c.points[0].point.bs: c for c in found}
+    by_bs = {format_block_size(c.points[0].point.bs_bytes): c for c in found}
     small, large = by_bs["4k"], by_bs["64k"]
     assert small.axis == "iodepth"
     assert [p.load for p in small.points] == LOADS

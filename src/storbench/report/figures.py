@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from storbench.model import Expectation, LatencyHistogram, Status, StoredRepetition
 from storbench.report.labels import (
+    block_size,
     comparison_label,
     curve_lab_keys,
     curve_label,
@@ -211,7 +212,7 @@ def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         for field, label, scale, unit in (("iops", "IOPS", 1.0, "IOPS"), ("bw_bytes", "bandwidth", 1048576.0, "MiB/s")):
             series_points: dict[str, dict[str, PointSummary]] = {}
             for p in members:
-                series_points.setdefault(point_label(p, omit=("bs",), lab_keys=lab_keys), {})[p.bs] = p
+                series_points.setdefault(point_label(p, omit=("bs",), lab_keys=lab_keys), {})[block_size(p)] = p
             series = []
             for name, by_bs in series_points.items():
                 present = [c for c in categories if c in by_bs]
@@ -503,7 +504,8 @@ def utilisation_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                 if not present:
                     continue
                 series.append(Series(
-                    name=f"{name}: {label} %", x=tuple(p.bs if axis == "bs" else float(p.iodepth) for p in present),
+                    name=f"{name}: {label} %",
+                    x=tuple(block_size(p) if axis == "bs" else float(p.iodepth) for p in present),
                     y=tuple(_mean(p, field) or 0.0 for p in present), error_y=tuple(_half(p, field) for p in present),
                     error_y_minus=tuple(_below(p, field) for p in present),
                     dash=dashed))
@@ -621,7 +623,7 @@ def capped_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         scale = MIB if by_bs else 1.0
         latencies = [_mean(p, "lat_mean_ns") for p in line]
         lat_scale, lat_unit = latency_unit(latencies)
-        xs: tuple[float | str, ...] = (tuple(p.bs for p in line) if by_bs
+        xs: tuple[float | str, ...] = (tuple(block_size(p) for p in line) if by_bs
                                        else tuple(float(axis_value(p.case, axis)) for p in line))
         covered = tuple("capped" if p.bottleneck.evidence == evidence else "" for p in line)
         throughput = Series(
@@ -644,7 +646,7 @@ def capped_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
             figure_id=f"capped-{index + 1}-{axis_name.replace(' ', '-')}",
             title=f"Capped beyond this host: {label}\n{what} flat while mean latency rises with {axis_name}",
             x_label=axis_name, y_label=what, y2_label=f"mean latency ({lat_unit})", series=(throughput, latency),
-            x_categories=tuple(p.bs for p in line) if by_bs else (), x_log=not by_bs, x_tickvals=tickvals,
+            x_categories=tuple(block_size(p) for p in line) if by_bs else (), x_log=not by_bs, x_tickvals=tickvals,
             x_ticktext=ticktext, y_marks=marks, y_range=(0.0, 1.2 * top) if top > 0 else None,
             section=BOTTLENECK_SECTION,
             notes=((Bottleneck.CAPPED.value, evidence),),

@@ -46,6 +46,11 @@ def hidden_text(w: WorkloadPoint, field: str) -> str:
     return f"{field}={value}"
 
 
+def block_size(p: PointSummary) -> str:
+    """A point's block size as plans write it: ``4k``, ``1m``."""
+    return format_block_size(p.case.workload.bs_bytes)
+
+
 def options_text(w: WorkloadPoint) -> str:
     """The fio options of a workload as a plan's reader writes them: ``rate_iops=100 thinktime=5``."""
     return " ".join(f"{k}={v}" for k, v in w.fio_options)
@@ -88,13 +93,14 @@ def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequen
     if p.rwmixread is not None and "rwmixread" not in omit:
         parts.append(f"{p.rwmixread}%")
     operations = is_metadata(p.rw) or is_object(p.rw)  # one operation at a time per job: no queue depth
-    parts += [p.bs if "bs" not in omit else "", f"qd{p.iodepth}" if "iodepth" not in omit and not operations else ""]
+    parts += [block_size(p) if "bs" not in omit else "",
+              f"qd{p.iodepth}" if "iodepth" not in omit and not operations else ""]
     if p.numjobs != 1 and "numjobs" not in omit:
         parts.append(f"{p.numjobs} jobs")
     if p.clients != 1 and "clients" not in omit:
         parts.append(f"{p.clients} clients")
     if options:
-        parts.append(p.fio_options)
+        parts.append(options_text(p.case.workload))
     parts += distinct_text(p, options=options, omit=omit)
     # an operation says its direction itself, except a mix (getput) and the phases of rw: metadata
     if direction and "direction" not in omit and (not operations or p.rw in ("getput", "metadata")):

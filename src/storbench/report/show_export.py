@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from storbench.model import LabPoint, PreconditionRecord, Status
 from storbench.report.export import export_row, markdown_cell
-from storbench.report.labels import point_label, varying_lab_keys
+from storbench.report.labels import block_size, options_text, point_label, varying_lab_keys
 from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected, verdict_lines, warning_lines
 from storbench.safe_text import csv_cell, safe_text
 from storbench.stats.estimate import CONFIDENCE, Estimate
@@ -56,9 +56,9 @@ def point_row(p: PointSummary) -> dict[str, object]:
     """One point as JSON-ready values (lists and mappings where the value has parts)."""
     row: dict[str, object] = {
         "case_id": p.case_id, "run_ids": list(p.run_ids), "target": p.target, "target_kind": p.target_kind,
-        "rw": p.rw, "rwmixread": p.rwmixread, "bs": p.bs, "bs_bytes": p.bs_bytes, "iodepth": p.iodepth,
+        "rw": p.rw, "rwmixread": p.rwmixread, "bs": block_size(p), "bs_bytes": p.bs_bytes, "iodepth": p.iodepth,
         "numjobs": p.numjobs, "clients": p.clients, "direction": p.direction_name, "ioengine": p.ioengine,
-        "direct": p.direct, "runtime_s": p.runtime_s, "ramp_s": p.ramp_s, "fio_options": p.fio_options,
+        "direct": p.direct, "runtime_s": p.runtime_s, "ramp_s": p.ramp_s, "fio_options": options_text(p.case.workload),
         "lab": dict(p.lab), "fio_versions": list(p.fio_versions), "repetitions_ok": p.repetitions_ok,
         "repetitions_total": p.repetitions_total,
         "ci_confidence": next((e.confidence for _, e in p.estimates), CONFIDENCE),

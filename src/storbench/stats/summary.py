@@ -188,10 +188,6 @@ class PointSummary:
         return self.case.workload.rwmixread
 
     @property
-    def bs(self) -> str:
-        return format_block_size(self.case.workload.bs_bytes)
-
-    @property
     def bs_bytes(self) -> int:
         return self.case.workload.bs_bytes
 
@@ -222,10 +218,6 @@ class PointSummary:
     @property
     def ramp_s(self) -> float:
         return self.case.workload.ramp_s
-
-    @property
-    def fio_options(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.case.workload.fio_options)
 
     @property
     def lab(self) -> tuple[tuple[str, str], ...]:
@@ -522,7 +514,7 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
         for i in members:
             p = points[i]
             if axis == BLOCK_SIZE:
-                step = _step(p, p.bs_bytes, f"bs {p.bs}", "bw_bytes")
+                step = _step(p, p.bs_bytes, f"bs {format_block_size(p.bs_bytes)}", "bw_bytes")
             else:
                 step = _step(p, outstanding_ios(p.case), f"{axis} {axis_value(p.case, axis)}", "iops")
             if step is None:
