@@ -370,8 +370,8 @@ def test_sweep_over_ioengine_pairs_like_with_like() -> None:
                                        ioengine="io_uring")])
 
     pairs = compare_points(run(1, 1.0), run(2, 1.0), frozenset())
-    assert [(p.baseline.ioengine, p.candidate.ioengine) for p in pairs] == [("libaio", "libaio"),
-                                                                           ("io_uring", "io_uring")]
+    engines = [(p.baseline.case.workload.ioengine, p.candidate.case.workload.ioengine) for p in pairs]
+    assert engines == [("libaio", "libaio"), ("io_uring", "io_uring")]
     assert all(p.comparable for p in pairs)
 
 

@@ -104,7 +104,8 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
             estimate = point.metric(field)
             return format_latency_ns(estimate.mean) if estimate else "-"
 
-        cells = (p.target, p.rw + (f" {p.rwmixread}%" if p.rwmixread is not None else ""), block_size(p), p.iodepth,
+        mix = p.case.workload.rwmixread
+        cells = (p.target, p.rw + (f" {mix}%" if mix is not None else ""), block_size(p), p.iodepth,
                  p.numjobs, *((p.clients,) if with_clients else ()),
                  *((options_text(p.case.workload),) if with_options else ()),
                  *((lab_text(p, lab_keys),) if lab_keys else ()), direction_label(p.rw, p.direction_name),

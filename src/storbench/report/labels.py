@@ -51,6 +51,11 @@ def block_size(p: PointSummary) -> str:
     return format_block_size(p.case.workload.bs_bytes)
 
 
+def lab_pairs(p: PointSummary) -> tuple[tuple[str, str], ...]:
+    """A point's lab point as the settings exports and tables show (`LabPoint.pairs`), by name."""
+    return tuple(sorted(p.case.lab.pairs()))
+
+
 def options_text(w: WorkloadPoint) -> str:
     """The fio options of a workload as a plan's reader writes them: ``rate_iops=100 thinktime=5``."""
     return " ".join(f"{k}={v}" for k, v in w.fio_options)
@@ -90,8 +95,8 @@ def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequen
     parts = [p.target if "target" not in omit else ""]
     if "rw" not in omit:
         parts.append(p.rw)
-    if p.rwmixread is not None and "rwmixread" not in omit:
-        parts.append(f"{p.rwmixread}%")
+    if p.case.workload.rwmixread is not None and "rwmixread" not in omit:
+        parts.append(f"{p.case.workload.rwmixread}%")
     operations = is_metadata(p.rw) or is_object(p.rw)  # one operation at a time per job: no queue depth
     parts += [block_size(p) if "bs" not in omit else "",
               f"qd{p.iodepth}" if "iodepth" not in omit and not operations else ""]

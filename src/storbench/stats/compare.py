@@ -239,7 +239,7 @@ def _reason(base: PointSummary, cand: PointSummary, differing: Sequence[str]) ->
         if field == "lat_percentiles_from":
             parts.append(f"{name} (p95, p99: {base.lat_percentiles_from} vs {cand.lat_percentiles_from})")
         elif field == "direct":
-            parts.append(f"direct ({int(base.direct)} vs {int(cand.direct)})")
+            parts.append(f"direct ({int(base.case.workload.direct)} vs {int(cand.case.workload.direct)})")
         elif field in ("ioengine", "target_kind"):
             parts.append(f"{name} ({_text(base, field)} vs {_text(cand, field)})")
         else:
@@ -255,7 +255,7 @@ def engine_follows_from_kind(base: PointSummary, cand: PointSummary) -> bool:
     engines_b = ENGINES_BY_TARGET_KIND.get(cand.target_kind)
     if engines_a is None or engines_b is None or base.target_kind == cand.target_kind:
         return False
-    return cand.ioengine not in engines_a or base.ioengine not in engines_b
+    return cand.case.workload.ioengine not in engines_a or base.case.workload.ioengine not in engines_b
 
 
 def _verdict(metric: Metric, difference: Difference | None) -> Verdict:

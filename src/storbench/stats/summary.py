@@ -184,10 +184,6 @@ class PointSummary:
         return self.case.workload.rw
 
     @property
-    def rwmixread(self) -> int | None:
-        return self.case.workload.rwmixread
-
-    @property
     def bs_bytes(self) -> int:
         return self.case.workload.bs_bytes
 
@@ -202,22 +198,6 @@ class PointSummary:
     @property
     def clients(self) -> int:
         return self.case.clients
-
-    @property
-    def ioengine(self) -> str:
-        return self.case.workload.ioengine
-
-    @property
-    def direct(self) -> bool:
-        return self.case.workload.direct
-
-    @property
-    def runtime_s(self) -> float:
-        return self.case.workload.runtime_s
-
-    @property
-    def ramp_s(self) -> float:
-        return self.case.workload.ramp_s
 
     @property
     def lab(self) -> tuple[tuple[str, str], ...]:
