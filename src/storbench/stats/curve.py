@@ -4,15 +4,16 @@ A curve runs along one axis (iodepth, numjobs or clients: the load; or the block
 its points' cases and direction the same. The sweep verdicts (`stats.summary.with_sweep_verdicts`), the report's
 capped figures (`report.figures.capped_curves`, which draw the curves those verdicts were read from), and the knee
 (`stats.knee.curves`) group points by `curve_key`; the one difference between them (whether runs part curves) is
-an argument, not another field list.
+an argument, not another field list. The adaptive search groups the cases it measures by `search_key`, the whole
+case but its load: stricter, since a search chooses which cases run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
-from storbench.model import Case, Direction, LabPoint
+from storbench.model import Case, Direction, LabPoint, TargetSpec, WorkloadPoint
 
 LoadAxis = Literal["iodepth", "numjobs", "clients"]
 Axis = Literal["iodepth", "numjobs", "clients", "bs_bytes"]
@@ -67,3 +68,25 @@ def curve_key(case: Case, direction: Direction | None, axis: Axis, run_ids: tupl
         direct=w.direct, runtime_s=w.runtime_s, fio_options=w.fio_options, lab=case.lab,
         iodepth=None if axis == "iodepth" else w.iodepth, numjobs=None if axis == "numjobs" else w.numjobs,
         clients=None if axis == "clients" else case.clients, run_ids=run_ids)
+
+
+@dataclass(frozen=True)
+class SearchKey:
+    """What the cases of one adaptive search share (`orchestrate` asks `stats.search` one load at a time for each):
+    the whole case but its load along the searched axis — the target as specified, every workload field (the
+    searched one 0), the clients (None when they are searched) and the lab. Stricter than ``CurveKey``: cases that
+    differ in anything but the load are never one search."""
+
+    target: TargetSpec
+    workload: WorkloadPoint
+    clients: int | None
+    lab: LabPoint
+
+
+def search_key(case: Case, axis: LoadAxis) -> SearchKey:
+    """The search group a case belongs to when ``axis`` is searched."""
+    w = case.workload
+    if axis == "clients":
+        return SearchKey(case.target, w, None, case.lab)
+    load_free = replace(w, iodepth=0) if axis == "iodepth" else replace(w, numjobs=0)
+    return SearchKey(case.target, load_free, case.clients, case.lab)
