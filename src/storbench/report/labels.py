@@ -51,11 +51,6 @@ def block_size(p: PointSummary) -> str:
     return format_block_size(p.case.workload.bs_bytes)
 
 
-def lab_pairs(p: PointSummary) -> tuple[tuple[str, str], ...]:
-    """A point's lab point as the settings exports and tables show (`LabPoint.pairs`), by name."""
-    return tuple(sorted(p.case.lab.pairs()))
-
-
 def options_text(w: WorkloadPoint) -> str:
     """The fio options of a workload as a plan's reader writes them: ``rate_iops=100 thinktime=5``."""
     return " ".join(f"{k}={v}" for k, v in w.fio_options)

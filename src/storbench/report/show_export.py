@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from storbench.model import LabPoint, PreconditionRecord, Status
 from storbench.report.export import export_row, markdown_cell
-from storbench.report.labels import block_size, lab_pairs, options_text, point_label, varying_lab_keys
+from storbench.report.labels import block_size, options_text, point_label, varying_lab_keys
 from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected, verdict_lines, warning_lines
 from storbench.safe_text import csv_cell, safe_text
 from storbench.stats.estimate import CONFIDENCE, Estimate
@@ -60,7 +60,7 @@ def point_row(p: PointSummary) -> dict[str, object]:
         "target_kind": case.target.kind, "rw": w.rw, "rwmixread": w.rwmixread, "bs": block_size(p),
         "bs_bytes": w.bs_bytes, "iodepth": w.iodepth, "numjobs": w.numjobs, "clients": case.clients,
         "direction": p.direction_name, "ioengine": w.ioengine, "direct": w.direct, "runtime_s": w.runtime_s,
-        "ramp_s": w.ramp_s, "fio_options": options_text(w), "lab": dict(lab_pairs(p)),
+        "ramp_s": w.ramp_s, "fio_options": options_text(w), "lab": dict(p.lab),
         "fio_versions": list(p.fio_versions), "repetitions_ok": p.repetitions_ok,
         "repetitions_total": p.repetitions_total,
         "ci_confidence": next((e.confidence for _, e in p.estimates), CONFIDENCE),
@@ -94,7 +94,7 @@ def _flat_row(p: PointSummary) -> dict[str, object]:
     """One point as CSV cells: parts joined the way `export` joins them."""
     row = point_row(p)
     row["run_ids"] = " ".join(str(r) for r in p.run_ids)
-    row["lab"] = " ".join(f"{k}={v}" for k, v in lab_pairs(p))
+    row["lab"] = " ".join(f"{k}={v}" for k, v in p.lab)
     row["fio_versions"] = " ".join(p.fio_versions)
     row["process_cpu_cores"] = " ".join(f"{name}={cores:.3g}" for name, cores in p.process_cpu_cores)
     row["warnings"] = " ".join(w.code for w in p.warnings)

@@ -167,6 +167,8 @@ class PointSummary:
         """``read``, ``write``, ``trim``; '' when no repetition succeeded."""
         return "" if self.direction is None else self.direction.value
 
+    # Typed shorthands for the case's identity and load, read everywhere a point is grouped or labelled; the case is
+    # the one copy. Display text (block size, fio options, lab settings with units) is made in `report.labels`.
     @property
     def case_id(self) -> str:
         return self.case.case_id
@@ -201,6 +203,7 @@ class PointSummary:
 
     @property
     def lab(self) -> tuple[tuple[str, str], ...]:
+        """The lab point as its stored pairs (`LabPoint.pairs`: what case ids hash and selectors match), by name."""
         return tuple(sorted(self.case.lab.pairs()))
 
 
