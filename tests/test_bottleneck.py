@@ -433,3 +433,17 @@ def test_points_on_the_throttled_volume_lab_say_their_percentiles_are_not_a_prov
     assert warned("lab=volume volume_size=268435456 volume_bw=10485760")
     assert not warned("lab=volume volume_size=268435456")
     assert not warned("")
+
+
+def test_a_file_operation_point_with_its_slot_full_names_the_resources_once_and_why_more_jobs_add_load() -> None:
+    """One create at a time per job, its one slot busy (under-driven by the block-I/O rule): the verdict names what
+    was busiest, taken from the verdict itself (`BottleneckVerdict.busiest`), not carved out of its evidence, which
+    once carried the block-I/O sentence along with it."""
+    from storbench.stats.bottleneck import UNDER_DRIVEN_UNTOLD
+
+    (point,) = summarize_points([observation(rw="create", ioengine="filecreate", direction="write", repeat=rep,
+                                             iops=1000.0, lat_mean_ns=1e6, host_cpu_busy_pct=12.0) for rep in range(3)])
+    assert point.bottleneck.kind == Bottleneck.NOT_SATURATED
+    assert point.bottleneck.evidence.startswith("nothing saturated (host CPU 12 %): each job runs one file operation "
+                                                "at a time"), point.bottleneck.evidence
+    assert UNDER_DRIVEN_UNTOLD not in point.bottleneck.evidence

@@ -183,8 +183,7 @@ def test_compare_and_show_say_what_they_cannot_do_and_write_tables_to_files(
 
 def test_points_that_differ_only_in_a_field_not_shown_are_told_apart() -> None:
     from storbench.model import Case, PathTarget, WorkloadPoint
-    from storbench.report.labels import varying_case_texts
-    from storbench.stats.summary import distinct_texts, hidden_texts
+    from storbench.report.labels import distinct_texts, hidden_texts, varying_case_texts
 
     def case(case_id: str, **changes: object) -> Case:
         fields: dict[str, object] = dict(rw="randread", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=1.0,

@@ -349,3 +349,22 @@ def test_a_saturation_table_of_file_creates_counts_operations_not_iops() -> None
     text = table_text(curve)
     assert "saturation: ops/s against load" in text and "max ops/s" in text and "ops/s, p99" in text
     assert "IOPS" not in text
+
+
+def test_the_knee_pools_runs_where_the_sweep_verdicts_and_their_figures_keep_them_apart() -> None:
+    """One curve key (`stats.curve`), two uses: the knee reads a sweep measured over several runs as one curve; the
+    sweep verdicts (and the capped figures drawn from the curves they were read from) take a curve from one run's
+    points only. The same flat curve in one run is capped; its depths each in a run of their own, it has a knee and no
+    capped verdict."""
+    from storbench.report.figures import capped_curves
+
+    idle = {"host_cpu_busy_pct": 10.0, "disk_busiest_util_pct": 20.0}
+    one_run = summarize_points(drifting_curve(alternated=False, loads=(1, 4, 16), **idle))
+    split = summarize_points([replace(o, run_id=o.case.workload.iodepth)  # each depth in a run of its own
+                              for o in drifting_curve(alternated=False, loads=(1, 4, 16), **idle)])
+    low, *rest = split
+    assert all(low.curve_key("iodepth", pool_runs=True) == p.curve_key("iodepth", pool_runs=True) for p in rest)
+    assert all(low.curve_key("iodepth", pool_runs=False) != p.curve_key("iodepth", pool_runs=False) for p in rest)
+    assert len(curves(one_run, "iodepth")) == len(curves(split, "iodepth")) == 1
+    assert {p.bottleneck.kind for p in one_run} == {Bottleneck.CAPPED} and len(capped_curves(one_run)) == 1
+    assert Bottleneck.CAPPED not in {p.bottleneck.kind for p in split} and capped_curves(split) == []

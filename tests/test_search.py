@@ -235,3 +235,23 @@ def test_random_curves(knee_load: float, max_iops: float, limit_factor: float, t
     storage = Storage(knee_load=knee_load, max_iops=max_iops, seed=seed)
     objective = LatencyObjective("lat_p99_ns", "p99", storage.base_p99_ns() * limit_factor)
     check_against_grid(storage, objective, tolerance, search_grid(1, high))
+
+
+def test_a_search_group_is_the_whole_case_but_its_load_stricter_than_a_curve() -> None:
+    """`stats.curve.search_key`: the cases one search measures differ only in the searched load; a ramp (which a
+    curve's key leaves out, as it always has) parts searches."""
+    from dataclasses import replace
+
+    from storbench.model import Case, PathTarget, WorkloadPoint
+    from storbench.stats.curve import axis_value, curve_key, search_key
+
+    w = WorkloadPoint(rw="randread", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=5.0, ramp_s=1.0, direct=True,
+                      ioengine="libaio")
+    target = PathTarget("t", "/d", 1 << 30)
+    low, high = Case("a", target, w), Case("b", target, replace(w, iodepth=8))
+    ramped = Case("c", target, replace(w, iodepth=8, ramp_s=2.0))
+    assert search_key(low, "iodepth") == search_key(high, "iodepth") != search_key(ramped, "iodepth")
+    assert search_key(low, "numjobs") != search_key(high, "numjobs")
+    assert search_key(low, "clients") != search_key(high, "clients")
+    assert curve_key(high, None, "iodepth", None) == curve_key(ramped, None, "iodepth", None)
+    assert [axis_value(c, "iodepth") for c in (low, high)] == [1, 8]

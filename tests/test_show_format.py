@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers import inside, run_cli, write_plan
+from storbench.model import Case, CephLabPoint, Direction, LabPoint, PathTarget, WorkloadPoint
 from storbench.report.show_export import SHOW_FIELDS, points_csv, points_json, points_markdown, show_text
 from storbench.stats.bottleneck import Bottleneck, BottleneckVerdict
 from storbench.stats.estimate import Estimate
@@ -22,10 +23,12 @@ from storbench.stats.summary import SUMMARY_FIELDS, PointSummary, StatWarning
 
 
 def _point(direction: str = "read", warnings: tuple[StatWarning, ...] = ()) -> PointSummary:
+    lab = LabPoint(ceph=CephLabPoint(osds=3, osd_size_bytes=1 << 30, objectstore="bluestore", pool_size=2))
+    case = Case("c0ffee", PathTarget("nvme", "/mnt/nvme", 1 << 30),
+                WorkloadPoint(rw="randread", bs_bytes=4096, iodepth=16, numjobs=1, runtime_s=10.0, ramp_s=2.0,
+                              direct=True, ioengine="libaio"), lab=lab)
     return PointSummary(
-        case_id="c0ffee", run_ids=(1, 2), target="nvme", target_kind="path", rw="randread", rwmixread=None,
-        bs="4k", bs_bytes=4096, iodepth=16, numjobs=1, clients=1, direction=direction, ioengine="libaio",
-        direct=True, runtime_s=10.0, ramp_s=2.0, fio_options="", lab=(("pool_size", "2"),),
+        case=case, direction=Direction(direction), run_ids=(1, 2),
         fio_versions=("fio-3.33",), repetitions_ok=3, repetitions_total=3,
         estimates=(
             ("iops", Estimate(n=3, mean=1000.0, stddev=50.0, ci_low=875.8, ci_high=1124.2)),
@@ -60,7 +63,8 @@ def test_json_carries_every_summary_number_with_units_in_the_names() -> None:
     assert first["warnings"] == [{"code": "high_cv", "message": "CV 12 % > 5 %",
                                   "fix": "add repetitions or lengthen runtime; or both"}]
     assert rows[1]["warnings"] == []
-    assert first["lab"] == {"pool_size": "2"} and first["run_ids"] == [1, 2]
+    assert first["lab"] == {"lab": "ceph", "objectstore": "bluestore", "osd_size": "1073741824", "osds": "3",
+                            "pool_size": "2"} and first["run_ids"] == [1, 2]
     assert first["process_cpu_cores"] == {"fio": 0.52}
     assert set(first) == set(SHOW_FIELDS) - {"warning_text"}
     for metric in SUMMARY_FIELDS:
@@ -77,7 +81,8 @@ def test_csv_has_a_header_and_one_row_per_point() -> None:
     assert rows[0]["disk_util_pct_ci_low"] == ""  # None is an empty cell
     assert rows[0]["warnings"] == "high_cv"
     assert rows[0]["warning_text"] == "CV 12 % > 5 %: add repetitions or lengthen runtime; or both"
-    assert rows[0]["lab"] == "pool_size=2" and rows[0]["run_ids"] == "1 2"
+    assert rows[0]["lab"] == "lab=ceph objectstore=bluestore osd_size=1073741824 osds=3 pool_size=2"
+    assert rows[0]["run_ids"] == "1 2"
     assert rows[0]["bottleneck"] == "media-bound" and rows[1]["warnings"] == ""
 
 

@@ -29,6 +29,7 @@ from storbench.stats.estimate import Estimate, estimate, welch_difference
 from storbench.stats.knee import KneeKind, best_under_objective, curves, locate_knee, parse_slo
 from storbench.stats.observations import Observation
 from storbench.stats.summary import PointSummary, summarize_points
+from storbench.units import format_block_size
 from synthetic import observation
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -369,8 +370,8 @@ def test_sweep_over_ioengine_pairs_like_with_like() -> None:
                                        ioengine="io_uring")])
 
     pairs = compare_points(run(1, 1.0), run(2, 1.0), frozenset())
-    assert [(p.baseline.ioengine, p.candidate.ioengine) for p in pairs] == [("libaio", "libaio"),
-                                                                           ("io_uring", "io_uring")]
+    engines = [(p.baseline.case.workload.ioengine, p.candidate.case.workload.ioengine) for p in pairs]
+    assert engines == [("libaio", "libaio"), ("io_uring", "io_uring")]
     assert all(p.comparable for p in pairs)
 
 
@@ -412,9 +413,21 @@ def test_select_by_tag_and_block_size() -> None:
     assert select(records, parse_selector("iodepth=1"), tags) == records
 
 
+def test_points_are_matched_and_judged_comparable_on_their_typed_case() -> None:
+    """Every field a comparison matches on or must agree in is read from the point's case and direction, typed
+    (`compare.POINT_VALUES`): the key holds the block size in bytes and the direction, not their text."""
+    from storbench.model import Direction
+    from storbench.stats.compare import COMPARABLE_FIELDS, MATCH_FIELDS, POINT_VALUES
+
+    assert set(POINT_VALUES) == {*MATCH_FIELDS, *COMPARABLE_FIELDS}
+    first, second = compare_observations(_two_runs(), parse_selector("1"), parse_selector("run=2"), {})
+    assert dict(first.key)["bs"] == 4096 and dict(second.key)["bs"] == 8192
+    assert dict(first.key)["direction"] is first.candidate.direction is Direction.READ
+
+
 def test_compare_records_by_run() -> None:
     pairs = compare_observations(_two_runs(), parse_selector("1"), parse_selector("run=2"), {})
-    assert [p.candidate.bs for p in pairs] == ["4k", "8k"]
+    assert [p.candidate.bs_bytes for p in pairs] == [4096, 8192]
     for pair in pairs:
         assert pair.comparable
         assert pair.baseline.run_ids == (1,) and pair.candidate.run_ids == (2,)
@@ -506,7 +519,7 @@ def test_curves_group_and_find_knee() -> None:
     records = [*_sweep_records(saturation=16), *_sweep_records(saturation=4, bs="64k", bs_bytes=65536)]
     found = curves(summarize_points(records), "iodepth")
     assert len(found) == 2
-    by_bs = {c.points[0].point.bs: c for c in found}
+    by_bs = {format_block_size(c.points[0].point.bs_bytes): c for c in found}
     small, large = by_bs["4k"], by_bs["64k"]
     assert small.axis == "iodepth"
     assert [p.load for p in small.points] == LOADS
@@ -769,7 +782,7 @@ def test_failed_repetitions_warning() -> None:
     assert point.last_error == "fio exited with status 1"
     assert point.metric("iops").n == 3  # type: ignore[union-attr]
     everything_failed = only(summarize_points([rec(status="timeout", direction="", iops=None, error="timeout")]))
-    assert everything_failed.direction == ""
+    assert everything_failed.direction is None and everything_failed.direction_name == ""
     assert (everything_failed.repetitions_ok, everything_failed.repetitions_total) == (0, 1)
     assert "failed_repetitions" in codes(everything_failed)
 

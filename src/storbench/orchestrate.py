@@ -8,7 +8,6 @@ transaction) -> tell the observer.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import platform
@@ -27,6 +26,7 @@ from storbench.lab.hosts_conf import is_lab_server
 if TYPE_CHECKING:
     from storbench.execute.kubernetes import KubernetesExecutor
     from storbench.lab.k8s import K8sLabInfo
+    from storbench.stats.curve import LoadAxis, SearchKey
     from storbench.stats.knee import LatencyObjective
     from storbench.stats.observations import Observation
     from storbench.stats.search import SearchPoint
@@ -491,7 +491,7 @@ def _in_order(run: _Run, items: Sequence[ScheduledRepetition]) -> Iterator[Sched
 
     objective = parse_slo(search.slo)
     grid = search_grid(*search.range)
-    groups: dict[tuple[object, ...], dict[int, list[ScheduledRepetition]]] = {}
+    groups: dict[SearchKey, dict[int, list[ScheduledRepetition]]] = {}
     for item in items:
         key, load = _search_key(item.case, search.axis)
         groups.setdefault(key, {}).setdefault(load, []).append(item)
@@ -526,17 +526,14 @@ def _in_order(run: _Run, items: Sequence[ScheduledRepetition]) -> Iterator[Sched
                                f"{answer.grid_size} grid values: {', '.join(str(v) for v in sorted(measured))}")
 
 
-def _search_key(case: Case, axis: str) -> tuple[tuple[object, ...], int]:
-    """(what a search group shares: the case without its load, the load)."""
-    w = case.workload
-    if axis == "clients":
-        return (case.target, w, case.lab), case.clients
-    if axis == "iodepth":
-        return (case.target, dataclasses.replace(w, iodepth=0), case.clients, case.lab), w.iodepth
-    return (case.target, dataclasses.replace(w, numjobs=0), case.clients, case.lab), w.numjobs
+def _search_key(case: Case, axis: LoadAxis) -> tuple[SearchKey, int]:
+    """(what a search group shares: the case without its load, `stats.curve.search_key`; the load)."""
+    from storbench.stats.curve import axis_value, search_key
+
+    return search_key(case, axis), axis_value(case, axis)
 
 
-def _search_points(run: _Run, key: tuple[object, ...], axis: str, objective: LatencyObjective
+def _search_points(run: _Run, key: SearchKey, axis: LoadAxis, objective: LatencyObjective
                    ) -> dict[int, SearchPoint]:
     """The load values of one search group (``key``) measured so far in this run (its stored repetitions, those
     of an interrupted run's earlier session too)."""

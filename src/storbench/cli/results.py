@@ -245,7 +245,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_saturation(args: argparse.Namespace) -> int:
     from storbench.report.tables import saturation_table
-    from storbench.stats.knee import LOAD_AXES, curves
+    from storbench.stats.curve import LOAD_AXES
+    from storbench.stats.knee import curves
     from storbench.stats.summary import summarize_points
 
     objective = parse_objective(args.slo)

@@ -22,13 +22,14 @@ from storbench.report.figures import (
 )
 from storbench.report.html import ReportDocument
 from storbench.report.labels import point_label
-from storbench.report.show_export import precondition_lines
+from storbench.report.show_export import precondition_text
 from storbench.report.steady import steady_figures
 from storbench.report.tables import pooled_runs_line, warning_lines
 from storbench.selection import adaptive_questions, expectations, interval_levels
 from storbench.stats.compare import PointComparison
+from storbench.stats.curve import LOAD_AXES
 from storbench.stats.drift import run_drifts
-from storbench.stats.knee import LOAD_AXES, LatencyObjective, curves
+from storbench.stats.knee import LatencyObjective, curves
 from storbench.stats.observations import Observation
 from storbench.stats.steady import SteadyState
 from storbench.stats.summary import summarize_points
@@ -75,7 +76,6 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         comparisons=tuple(comparisons), baseline=baseline,
         candidate=candidate, curves=tuple(curve_list), objective=objective,
         job_texts=tuple((case_id, label, text) for case_id, (label, text) in job_texts.items()),
-        preconditions=tuple((run_id, line.split(": ", 1)[1], record.job_text)
-                            for run_id, records in sorted((preconditions or {}).items())
-                            for record, line in zip(records, precondition_lines({run_id: records}), strict=True)),
+        preconditions=tuple((run_id, precondition_text(record), record.job_text)
+                            for run_id, records in sorted((preconditions or {}).items()) for record in records),
     )

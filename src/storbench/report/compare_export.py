@@ -68,7 +68,7 @@ def comparison_rows(comparisons: Sequence[PointComparison], changed_runs: Collec
         for cell in c.cells:
             b, k, d = cell.baseline, cell.candidate, cell.difference
             rows.append(export_row({
-                "point": comparison_label(c), "direction": dict(c.key).get("direction", c.candidate.direction),
+                "point": comparison_label(c), "direction": c.candidate.direction_name,
                 "metric": cell.metric.field,
                 "baseline_n": b.n if b else None, "baseline_mean": b.mean if b else None,
                 "baseline_ci_low": b.ci_low if b else None, "baseline_ci_high": b.ci_high if b else None,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from storbench.model import Expectation, LatencyHistogram, Status, StoredRepetition
 from storbench.report.labels import (
+    block_size,
     comparison_label,
     curve_lab_keys,
     curve_label,
@@ -23,9 +24,10 @@ from storbench.report.labels import (
 from storbench.report.tables import knee_text
 from storbench.stats.bottleneck import Bottleneck
 from storbench.stats.compare import PointComparison
+from storbench.stats.curve import BLOCK_SIZE, LOAD_AXES, Axis, CurveKey, axis_value
 from storbench.stats.drift import Drift
 from storbench.stats.knee import Curve
-from storbench.stats.summary import LOAD_FIELDS, PointSummary
+from storbench.stats.summary import PointSummary
 from storbench.units import format_block_size, format_bytes
 
 SMALL_MAX_BYTES = 16 * 1024
@@ -210,7 +212,7 @@ def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         for field, label, scale, unit in (("iops", "IOPS", 1.0, "IOPS"), ("bw_bytes", "bandwidth", 1048576.0, "MiB/s")):
             series_points: dict[str, dict[str, PointSummary]] = {}
             for p in members:
-                series_points.setdefault(point_label(p, omit=("bs",), lab_keys=lab_keys), {})[p.bs] = p
+                series_points.setdefault(point_label(p, omit=("bs",), lab_keys=lab_keys), {})[block_size(p)] = p
             series = []
             for name, by_bs in series_points.items():
                 present = [c for c in categories if c in by_bs]
@@ -241,7 +243,7 @@ def latency_vs_iodepth_figures(points: Sequence[PointSummary]) -> list[FigureSpe
     groups: dict[tuple[str, str, str], list[PointSummary]] = {}
     for p in points:
         if p.metric("lat_mean_ns") is not None:
-            groups.setdefault((p.target, p.rw, p.direction), []).append(p)
+            groups.setdefault((p.target, p.rw, p.direction_name), []).append(p)
     figures = []
     lab_keys = varying_lab_keys(points)
     for (target, rw, direction), members in groups.items():
@@ -364,13 +366,13 @@ def cdf_figures(points: Sequence[PointSummary],
     """Latency CDF per point from the merged histogram, one figure per target/pattern/direction."""
     groups: dict[tuple[str, str, str], list[PointSummary]] = {}
     for p in points:
-        if (p.case_id, p.direction) in histograms:
-            groups.setdefault((p.target, p.rw, p.direction), []).append(p)
+        if (p.case_id, p.direction_name) in histograms:
+            groups.setdefault((p.target, p.rw, p.direction_name), []).append(p)
     figures = []
     lab_keys = varying_lab_keys(points)
     for (target, rw, direction), members in groups.items():
         series = []
-        cdfs = {p.case_id: histograms[(p.case_id, p.direction)].cdf() for p in members}
+        cdfs = {p.case_id: histograms[(p.case_id, p.direction_name)].cdf() for p in members}
         # the unit by where the bulk lies (p99), not by the slowest single I/O
         scale, unit = latency_unit(next((float(v) for v, f in cdf if f >= 0.99), None) for cdf in cdfs.values())
         for p in sorted(members, key=lambda m: (m.bs_bytes, m.iodepth, m.numjobs)):
@@ -438,25 +440,25 @@ def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     bottleneck verdict."""
     figures = []
     lab_keys = [k for k in varying_lab_keys(points) if k != "lab"]
-    for axis, attribute in (("iodepth", "iodepth"), ("numjobs", "numjobs"), ("clients", "clients")):
+    for axis in LOAD_AXES:
         lines: dict[str, list[PointSummary]] = {}
         for p in points:
             if p.metric("iops") is None:
                 continue
             lines.setdefault(point_label(p, omit=(axis,), lab_keys=lab_keys), []).append(p)
-        lines = {k: v for k, v in lines.items() if len({getattr(p, attribute) for p in v}) >= 2}
+        lines = {k: v for k, v in lines.items() if len({axis_value(p.case, axis) for p in v}) >= 2}
         if not lines:
             continue
         series = []
         for name, line in lines.items():
-            line = sorted(line, key=lambda p: getattr(p, attribute))
+            line = sorted(line, key=lambda p: axis_value(p.case, axis))
             series.append(Series(
-                name=name, x=tuple(float(getattr(p, attribute)) for p in line),
+                name=name, x=tuple(float(axis_value(p.case, axis)) for p in line),
                 y=tuple(_mean(p, "iops") or 0.0 for p in line), error_y=tuple(_half(p, "iops") for p in line),
                 error_y_minus=tuple(_below(p, "iops") for p in line),
                 text=tuple(_verdict_mark(p) for p in line), mode="lines+markers",
                 show_text=any(_verdict_mark(p) for p in line)))
-        tickvals, ticktext = _log2_ticks([getattr(p, attribute) for v in lines.values() for p in v])
+        tickvals, ticktext = _log2_ticks([axis_value(p.case, axis) for v in lines.values() for p in v])
         series, hover_only = spread_labels(series)
         marks = expected_marks([p for v in lines.values() for p in v], "iops")
         top = max([y + e for s in series for y, e in zip(s.y, s.error_y or [0.0] * len(s.y), strict=True)]
@@ -502,7 +504,8 @@ def utilisation_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                 if not present:
                     continue
                 series.append(Series(
-                    name=f"{name}: {label} %", x=tuple(p.bs if axis == "bs" else float(p.iodepth) for p in present),
+                    name=f"{name}: {label} %",
+                    x=tuple(block_size(p) if axis == "bs" else float(p.iodepth) for p in present),
                     y=tuple(_mean(p, field) or 0.0 for p in present), error_y=tuple(_half(p, field) for p in present),
                     error_y_minus=tuple(_below(p, field) for p in present),
                     dash=dashed))
@@ -587,27 +590,24 @@ def latency_layer_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         "stack of the host (a kernel or FUSE client, the client library) and the network. Means over repetitions.")]
 
 
-CURVE_FIELDS = ("run_ids", "target", "rw", "rwmixread", "bs_bytes", "direction", "ioengine", "direct", "runtime_s",
-                "fio_options", "lab", *LOAD_FIELDS)  # what the sweep verdicts hold fixed along a curve
-
-
-def capped_curves(points: Sequence[PointSummary]) -> list[tuple[str, list[PointSummary], str]]:
+def capped_curves(points: Sequence[PointSummary]) -> list[tuple[Axis, list[PointSummary], str]]:
     """(axis, the curve's points by load, evidence) for every sweep curve judged "capped beyond this host": along
-    iodepth, numjobs or clients, or along block size ("bs_bytes"). A curve is one the verdict was read from when at
-    least two of its points carry the same capped verdict (``judge_curve`` gives every point of the stretch one
-    evidence; two points that differ only in one axis share no other curve)."""
+    iodepth, numjobs or clients, or along block size ("bs_bytes"). A curve is one the verdict was read from (the
+    sweep verdicts' curve key, `stats.curve`: runs kept apart) when at least two of its points carry the same capped
+    verdict (``judge_curve`` gives every point of the stretch one evidence; two points that differ only in one axis
+    share no other curve)."""
     found = []
-    for axis in (*LOAD_FIELDS, "bs_bytes"):
-        groups: dict[tuple[object, ...], list[PointSummary]] = {}
+    for axis in (*LOAD_AXES, BLOCK_SIZE):
+        groups: dict[CurveKey, list[PointSummary]] = {}
         for p in points:
-            groups.setdefault(tuple(getattr(p, f) for f in CURVE_FIELDS if f != axis), []).append(p)
+            groups.setdefault(p.curve_key(axis, pool_runs=False), []).append(p)
         for members in groups.values():
-            if len({getattr(p, axis) for p in members}) < 2:
+            if len({axis_value(p.case, axis) for p in members}) < 2:
                 continue
             capped = [p.bottleneck.evidence for p in members if p.bottleneck.kind == Bottleneck.CAPPED]
             shared = [evidence for evidence in dict.fromkeys(capped) if capped.count(evidence) >= 2]
             if shared:
-                found.append((axis, sorted(members, key=lambda p: getattr(p, axis)), shared[0]))
+                found.append((axis, sorted(members, key=lambda p: axis_value(p.case, axis)), shared[0]))
     return found
 
 
@@ -623,8 +623,8 @@ def capped_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         scale = MIB if by_bs else 1.0
         latencies = [_mean(p, "lat_mean_ns") for p in line]
         lat_scale, lat_unit = latency_unit(latencies)
-        xs: tuple[float | str, ...] = (tuple(p.bs for p in line) if by_bs
-                                       else tuple(float(getattr(p, axis)) for p in line))
+        xs: tuple[float | str, ...] = (tuple(block_size(p) for p in line) if by_bs
+                                       else tuple(float(axis_value(p.case, axis)) for p in line))
         covered = tuple("capped" if p.bottleneck.evidence == evidence else "" for p in line)
         throughput = Series(
             name=f"{what} (left)", x=xs, y=tuple(_mean(p, field, scale) or 0.0 for p in line),
@@ -640,13 +640,13 @@ def capped_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         marks = expected_marks(line, field)
         top = max([y + e for y, e in zip(throughput.y, throughput.error_y or (), strict=True)]
                   + [m.value for m in marks])  # headroom above the flat line for its labels
-        tickvals, ticktext = ((), ()) if by_bs else _log2_ticks([int(getattr(p, axis)) for p in line])
+        tickvals, ticktext = ((), ()) if by_bs else _log2_ticks([axis_value(p.case, axis) for p in line])
         label = point_label(line[0], omit=("bs",) if by_bs else (axis,), lab_keys=lab_keys)
         figures.append(FigureSpec(
             figure_id=f"capped-{index + 1}-{axis_name.replace(' ', '-')}",
             title=f"Capped beyond this host: {label}\n{what} flat while mean latency rises with {axis_name}",
             x_label=axis_name, y_label=what, y2_label=f"mean latency ({lat_unit})", series=(throughput, latency),
-            x_categories=tuple(p.bs for p in line) if by_bs else (), x_log=not by_bs, x_tickvals=tickvals,
+            x_categories=tuple(block_size(p) for p in line) if by_bs else (), x_log=not by_bs, x_tickvals=tickvals,
             x_ticktext=ticktext, y_marks=marks, y_range=(0.0, 1.2 * top) if top > 0 else None,
             section=BOTTLENECK_SECTION,
             notes=((Bottleneck.CAPPED.value, evidence),),

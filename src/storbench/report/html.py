@@ -19,11 +19,13 @@ from storbench import __version__
 from storbench.model import RunInfo
 from storbench.report.figures import BOTTLENECK_SECTION, FigureSpec
 from storbench.report.labels import (
+    block_size,
     comparison_label,
     curve_lab_keys,
     curve_label,
     direction_label,
     lab_text,
+    options_text,
     point_label,
     rate_header,
     varying_comparison_lab,
@@ -81,7 +83,7 @@ WRAPPED = ("target", "fio options", "lab", "verdict", "warnings")  # the summary
 def _summary_table(points: Sequence[PointSummary]) -> str:
     """The summary, made to fit a 1,400 px window without scrolling sideways: small type, headers and text
     columns that wrap (numbers never do)."""
-    with_options = any(p.fio_options for p in points)
+    with_options = any(p.case.workload.fio_options for p in points)
     with_clients = any(p.clients != 1 for p in points)
     lab_keys = varying_lab_keys(points)
     extra = telemetry_columns(points)
@@ -102,9 +104,11 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
             estimate = point.metric(field)
             return format_latency_ns(estimate.mean) if estimate else "-"
 
-        cells = (p.target, p.rw + (f" {p.rwmixread}%" if p.rwmixread is not None else ""), p.bs, p.iodepth,
-                 p.numjobs, *((p.clients,) if with_clients else ()), *((p.fio_options,) if with_options else ()),
-                 *((lab_text(p, lab_keys),) if lab_keys else ()), direction_label(p.rw, p.direction),
+        mix = p.case.workload.rwmixread
+        cells = (p.target, p.rw + (f" {mix}%" if mix is not None else ""), block_size(p), p.iodepth,
+                 p.numjobs, *((p.clients,) if with_clients else ()),
+                 *((options_text(p.case.workload),) if with_options else ()),
+                 *((lab_text(p, lab_keys),) if lab_keys else ()), direction_label(p.rw, p.direction_name),
                  f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops),
                  "-" if cv is None else f"{cv:.1f}%", "-" if bw is None else f"{bw.mean / 1048576:,.1f}",
                  *((expected_cell(p),) if with_expected else ()), lat("lat_mean_ns"), lat("lat_p50_ns"),

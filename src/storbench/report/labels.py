@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from storbench.model import Case, is_metadata, is_object, operation_of, setting_text
+from storbench.model import Case, WorkloadPoint, is_metadata, is_object, operation_of, setting_text
 from storbench.stats.compare import MATCH_FIELDS, PointComparison
 from storbench.stats.knee import Curve
-from storbench.stats.summary import PointSummary, distinct_texts, hidden_texts
+from storbench.stats.summary import PointSummary, hidden_values
+from storbench.units import format_block_size
 
 # The parts a label can leave out, named like the fields they show.
 PARTS = ("target", "rw", "bs", "iodepth", "numjobs", "clients", "direction")
@@ -30,6 +31,51 @@ def rate_header(points: Sequence[PointSummary]) -> str:
     return "IOPS/ops/s" if any(is_metadata(p.rw) or is_object(p.rw) for p in points) else "IOPS"
 
 
+def hidden_text(w: WorkloadPoint, field: str) -> str:
+    """A field labels do not show by default (`stats.summary.HIDDEN_FIELDS`) as "name=value": ``size=1m``,
+    ``runtime=10s``, ``direct=1``, the fio options as ``rate_iops=100 thinktime=5``."""
+    value = getattr(w, field)
+    if field in ("size_bytes", "file_size_bytes"):
+        return f"{field.removesuffix('_bytes')}={format_block_size(value)}"
+    if field in ("runtime_s", "ramp_s"):
+        return f"{field.removesuffix('_s')}={value:g}s"
+    if field == "direct":
+        return f"direct={int(value)}"
+    if field == "fio_options":
+        return options_text(w)
+    return f"{field}={value}"
+
+
+def block_size(p: PointSummary) -> str:
+    """A point's block size as plans write it: ``4k``, ``1m``."""
+    return format_block_size(p.case.workload.bs_bytes)
+
+
+def options_text(w: WorkloadPoint) -> str:
+    """The fio options of a workload as a plan's reader writes them: ``rate_iops=100 thinktime=5``."""
+    return " ".join(f"{k}={v}" for k, v in w.fio_options)
+
+
+def hidden_texts(w: WorkloadPoint) -> tuple[tuple[str, str], ...]:
+    """(field, "name=value") of every field labels do not show by default that has a value."""
+    return tuple((field, hidden_text(w, field)) for field, _ in hidden_values(w))
+
+
+def distinct_texts(hidden: Sequence[tuple[tuple[str, str], ...]]) -> list[tuple[tuple[str, str], ...]]:
+    """For each item's ``hidden_texts``, those of the fields whose text is not the same for every item: what
+    tells items apart that a label would not show otherwise."""
+    fields = {f for h in hidden for f, _ in h}
+    varying = {f for f in fields if len({dict(h).get(f) for h in hidden}) > 1}
+    return [tuple((f, t) for f, t in h if f in varying) for h in hidden]
+
+
+def distinct_text(p: PointSummary, *, options: bool = False, omit: Collection[str] = ()) -> list[str]:
+    """The texts of the fields that tell ``p`` from the points summarised with it (``PointSummary.distinct``), the
+    fio options left out when a label shows them anyway (``options``)."""
+    return [hidden_text(p.case.workload, field) for field in p.distinct
+            if field not in omit and not (options and field == "fio_options")]
+
+
 def varying_case_texts(cases: Sequence[Case]) -> dict[str, str]:
     """case id -> the hidden fields that tell it from the other ``cases`` ("dirs=2 size=2MiB"), for progress
     lines."""
@@ -44,20 +90,21 @@ def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequen
     parts = [p.target if "target" not in omit else ""]
     if "rw" not in omit:
         parts.append(p.rw)
-    if p.rwmixread is not None and "rwmixread" not in omit:
-        parts.append(f"{p.rwmixread}%")
+    if p.case.workload.rwmixread is not None and "rwmixread" not in omit:
+        parts.append(f"{p.case.workload.rwmixread}%")
     operations = is_metadata(p.rw) or is_object(p.rw)  # one operation at a time per job: no queue depth
-    parts += [p.bs if "bs" not in omit else "", f"qd{p.iodepth}" if "iodepth" not in omit and not operations else ""]
+    parts += [block_size(p) if "bs" not in omit else "",
+              f"qd{p.iodepth}" if "iodepth" not in omit and not operations else ""]
     if p.numjobs != 1 and "numjobs" not in omit:
         parts.append(f"{p.numjobs} jobs")
     if p.clients != 1 and "clients" not in omit:
         parts.append(f"{p.clients} clients")
     if options:
-        parts.append(p.fio_options)
-    parts += [text for field, text in p.distinct if field not in omit and not (options and field == "fio_options")]
+        parts.append(options_text(p.case.workload))
+    parts += distinct_text(p, options=options, omit=omit)
     # an operation says its direction itself, except a mix (getput) and the phases of rw: metadata
     if direction and "direction" not in omit and (not operations or p.rw in ("getput", "metadata")):
-        parts.append(direction_label(p.rw, p.direction))
+        parts.append(direction_label(p.rw, p.direction_name))
     parts.append(lab_text(p, lab_keys))
     return " ".join(part for part in parts if part)
 
@@ -79,7 +126,7 @@ def lab_text(point: PointSummary, keys: Sequence[str]) -> str:
 
 def varying_comparison_lab(comparisons: Sequence[PointComparison]) -> frozenset[str]:
     """Lab keys (as 'lab.NAME') whose value differs between comparisons: the ones a label must show."""
-    values: dict[str, set[str]] = {}
+    values: dict[str, set[object]] = {}
     for c in comparisons:
         for k, v in c.key:
             if k.startswith("lab."):

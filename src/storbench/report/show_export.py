@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from storbench.model import LabPoint, PreconditionRecord, Status
 from storbench.report.export import export_row, markdown_cell
-from storbench.report.labels import point_label, varying_lab_keys
+from storbench.report.labels import block_size, options_text, point_label, varying_lab_keys
 from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected, verdict_lines, warning_lines
 from storbench.safe_text import csv_cell, safe_text
 from storbench.stats.estimate import CONFIDENCE, Estimate
@@ -54,12 +54,14 @@ def _estimate_fields(metric: str, value: Estimate | None) -> dict[str, object]:
 
 def point_row(p: PointSummary) -> dict[str, object]:
     """One point as JSON-ready values (lists and mappings where the value has parts)."""
+    case, w = p.case, p.case.workload
     row: dict[str, object] = {
-        "case_id": p.case_id, "run_ids": list(p.run_ids), "target": p.target, "target_kind": p.target_kind,
-        "rw": p.rw, "rwmixread": p.rwmixread, "bs": p.bs, "bs_bytes": p.bs_bytes, "iodepth": p.iodepth,
-        "numjobs": p.numjobs, "clients": p.clients, "direction": p.direction, "ioengine": p.ioengine,
-        "direct": p.direct, "runtime_s": p.runtime_s, "ramp_s": p.ramp_s, "fio_options": p.fio_options,
-        "lab": dict(p.lab), "fio_versions": list(p.fio_versions), "repetitions_ok": p.repetitions_ok,
+        "case_id": case.case_id, "run_ids": list(p.run_ids), "target": case.target.name,
+        "target_kind": case.target.kind, "rw": w.rw, "rwmixread": w.rwmixread, "bs": block_size(p),
+        "bs_bytes": w.bs_bytes, "iodepth": w.iodepth, "numjobs": w.numjobs, "clients": case.clients,
+        "direction": p.direction_name, "ioengine": w.ioengine, "direct": w.direct, "runtime_s": w.runtime_s,
+        "ramp_s": w.ramp_s, "fio_options": options_text(w), "lab": dict(p.lab),
+        "fio_versions": list(p.fio_versions), "repetitions_ok": p.repetitions_ok,
         "repetitions_total": p.repetitions_total,
         "ci_confidence": next((e.confidence for _, e in p.estimates), CONFIDENCE),
     }
@@ -136,7 +138,7 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
         cv = iops.cv_pct if iops else None
         disk = p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct")
         cells = [
-            point_label(p, lab_keys=lab_keys, direction=False, options=True), p.direction or "-",
+            point_label(p, lab_keys=lab_keys, direction=False, options=True), p.direction_name or "-",
             f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
             _number(p.metric("bw_bytes"), ",.1f", 1048576), *((expected_cell(p),) if with_expected else ()),
             _lat(p.metric("lat_mean_ns")),
@@ -173,17 +175,17 @@ def drift_lines(observations: Sequence[Observation], run_ids: Sequence[int]) -> 
     return lines
 
 
+def precondition_text(r: PreconditionRecord) -> str:
+    """One precondition that ran: target, lab configuration, what, how much, how long."""
+    lab = f" on {LabPoint.from_pairs(r.lab).describe()}" if r.lab else ""
+    outcome = (f"{format_bytes(r.written_bytes)} written in {r.finished_at_s - r.started_at_s:.0f} s"
+               if r.status == Status.OK else f"{r.status.value}: {r.error}")
+    return f"target {r.target}{lab} preconditioned with {r.precondition.text()}: {outcome}"
+
+
 def precondition_lines(records: Mapping[int, Sequence[PreconditionRecord]]) -> list[str]:
-    """One line per precondition that ran: run, target, lab configuration, what, how much, how long."""
-    lines = []
-    for run_id, found in sorted(records.items()):
-        for r in found:
-            lab = f" on {LabPoint.from_pairs(r.lab).describe()}" if r.lab else ""
-            outcome = (f"{format_bytes(r.written_bytes)} written in {r.finished_at_s - r.started_at_s:.0f} s"
-                       if r.status == Status.OK else f"{r.status.value}: {r.error}")
-            lines.append(f"run {run_id}: target {r.target}{lab} preconditioned with {r.precondition.text()}: "
-                         f"{outcome}")
-    return lines
+    """One line per precondition that ran, with its run (``precondition_text``)."""
+    return [f"run {run_id}: {precondition_text(r)}" for run_id, found in sorted(records.items()) for r in found]
 
 
 def steady_lines(states: Mapping[tuple[int, str], SteadyState], labels: Mapping[str, str]) -> list[str]:

@@ -10,11 +10,14 @@ from rich.text import Text
 from storbench.model import Case, is_metadata, is_object
 from storbench.plan import PlanEstimate
 from storbench.report.labels import (
+    block_size,
     comparison_label,
     curve_lab_keys,
     curve_label,
     direction_label,
+    distinct_text,
     lab_text,
+    options_text,
     point_label,
     rate_header,
     varying_comparison_lab,
@@ -118,7 +121,7 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
     has one, "% exp" when no target declared anything, telemetry nobody measured) are left out; p50 and the rest
     are in the report and the exports. With ``width`` (a terminal's columns), the least essential columns go
     until the rest fit whole (``fit_columns``): no number is ever cut."""
-    with_options = any(p.fio_options for p in points)
+    with_options = any(p.case.workload.fio_options for p in points)
     with_jobs = any(p.numjobs != 1 for p in points)
     with_clients = any(p.clients != 1 for p in points)
     lab_keys = varying_lab_keys(points)
@@ -131,7 +134,7 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
     with_runs = any(len(p.run_ids) > 1 for p in points) or any(len(r) > 1 for r in runs_of_case.values())
 
     def varies(p: PointSummary) -> str:  # hidden workload fields that differ between the rows
-        return " ".join(text for field, text in p.distinct if not (with_options and field == "fio_options"))
+        return " ".join(distinct_text(p, options=with_options))
 
     def iops_cv(p: PointSummary) -> str:
         iops = p.metric("iops")
@@ -144,13 +147,13 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
     specs: list[tuple[str, str, int, Callable[[PointSummary], str]]] = [
         *((("run", "right", 0, lambda p: ",".join(map(str, p.run_ids))),) if with_runs else ()),
         ("target", "left", 0, lambda p: p.target), ("rw", "left", 0, lambda p: p.rw),
-        ("bs", "right", 0, lambda p: p.bs), ("qd", "right", 1, lambda p: str(p.iodepth)),
+        ("bs", "right", 0, lambda p: block_size(p)), ("qd", "right", 1, lambda p: str(p.iodepth)),
         *((("jobs", "right", 1, lambda p: str(p.numjobs)),) if with_jobs else ()),
         *((("clients", "right", 1, lambda p: str(p.clients)),) if with_clients else ()),
-        *((("fio options", "left", 2, lambda p: p.fio_options),) if with_options else ()),
+        *((("fio options", "left", 2, lambda p: options_text(p.case.workload)),) if with_options else ()),
         *((("varies", "left", 1, varies),) if any(varies(p) for p in points) else ()),
         *((("lab", "left", 1, lambda p: lab_text(p, lab_keys)),) if lab_keys else ()),
-        ("dir", "left", 0, lambda p: direction_label(p.rw, p.direction) or "-"),
+        ("dir", "left", 0, lambda p: direction_label(p.rw, p.direction_name) or "-"),
         ("n", "right", 0, lambda p: f"{p.repetitions_ok}/{p.repetitions_total}"),
         (f"{rate_header(points)} ± 95% CI", "right", 0, lambda p: iops_with_ci(p.metric("iops"))),
         ("CV", "right", 3, iops_cv), ("MiB/s", "right", 2, lambda p: "-" if is_metadata(p.rw)  # no data moved

@@ -60,8 +60,8 @@ def paired_rounds(observations: Sequence[Observation], baseline: Selector, candi
     for comparison in compare_observations(observations, baseline, candidate, {}):
         base, cand = comparison.baseline, comparison.candidate
         for metric in metrics:
-            a = _per_rep(observations, base.case_id, base.direction, metric)
-            b = _per_rep(observations, cand.case_id, cand.direction, metric)
+            a = _per_rep(observations, base.case_id, base.direction_name, metric)
+            b = _per_rep(observations, cand.case_id, cand.direction_name, metric)
             rounds = sorted(set(a) & set(b))
             found.append(PairedRounds(comparison, metric, tuple(rounds), tuple(a[i] for i in rounds),
                                       tuple(b[i] for i in rounds), rounds_run=rounds_run(a, b)))

@@ -97,6 +97,7 @@ class Finding:
     kind: Bottleneck
     pressure: float  # measured value / threshold; >= 1 means the rule fired
     evidence: str
+    resource: str = ""  # what was busy, for a device: "nvme0n1", "a disk of storage node osd1"
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,8 @@ class BottleneckVerdict:
     findings: tuple[Finding, ...] = ()  # every saturated resource, the verdict's first
     in_flight: float | None = None  # Little's law: IOPS x mean latency
     slots: int | None = None  # configured I/Os in flight: iodepth x jobs
+    # nothing saturated (under-driven, not saturated): the busiest resources, as its evidence names them
+    busiest: str | None = None
 
     @property
     def short(self) -> str:
@@ -158,10 +161,12 @@ def findings_for(x: BottleneckInputs) -> list[Finding]:
     if x.device_util_pct is not None and x.device_util_pct >= DEVICE_UTIL_PCT:
         queue = "" if x.device_queue_depth is None else f", average queue {x.device_queue_depth:.1f}"
         found.append(Finding(Bottleneck.MEDIA, x.device_util_pct / DEVICE_UTIL_PCT,
-                             f"{x.busiest_device} busy {x.device_util_pct:.0f} % of the time{queue}"))
+                             f"{x.busiest_device} busy {x.device_util_pct:.0f} % of the time{queue}",
+                             x.busiest_device))
     if x.node_disk_util_pct is not None and x.node_disk_util_pct >= DEVICE_UTIL_PCT:
         found.append(Finding(Bottleneck.MEDIA, x.node_disk_util_pct / DEVICE_UTIL_PCT,
-                             f"a disk of storage node {x.storage_node} busy {x.node_disk_util_pct:.0f} %"))
+                             f"a disk of storage node {x.storage_node} busy {x.node_disk_util_pct:.0f} %",
+                             f"a disk of storage node {x.storage_node}"))
     if x.interface_util_pct is not None and x.interface_util_pct >= LINK_UTIL_PCT:
         moved = "" if x.interface_bytes_per_s is None else f" ({format_bytes(x.interface_bytes_per_s)}/s)"
         found.append(Finding(Bottleneck.NETWORK, x.interface_util_pct / LINK_UTIL_PCT,
@@ -211,11 +216,11 @@ def judge(x: BottleneckInputs) -> BottleneckVerdict:
         return BottleneckVerdict(
             Bottleneck.UNDER_DRIVEN,
             f"{in_flight:.1f} of {slots} I/O slots busy (IOPS x mean latency) and nothing saturated "
-            f"({busiest}): {UNDER_DRIVEN_UNTOLD}", (), in_flight, slots)
+            f"({busiest}): {UNDER_DRIVEN_UNTOLD}", (), in_flight, slots, busiest)
     queue = (f"; {in_flight:.1f} of {slots} I/O slots busy: fio did not keep its queue full"
              if in_flight is not None and slots > 0 else "")
     return BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated ({busiest}){queue}", (), in_flight,
-                             slots)
+                             slots, busiest)
 
 
 # Whether a load step raised throughput, left it flat or cannot be told is `stats.trend.judge_change`'s answer,
@@ -319,7 +324,7 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
         evidence += f"; {remote}"
     busy = [f for s in stretch for f in s.verdict.findings if f.kind in explained]
     if busy:  # one evidence for the whole stretch: the report draws the curve that shares it
-        device = busy[0].evidence.split(" busy ")[0]
+        device = busy[0].resource
         low, high = (round(f(b.pressure for b in busy) * DEVICE_UTIL_PCT) for f in (min, max))
         evidence = evidence.replace(
             "nothing of this host saturated", f"nothing of this host saturated but the device itself ({device} busy "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -24,6 +24,7 @@ from storbench.stats.sequential import (
     rounds_run,
 )
 from storbench.stats.summary import PointSummary, summarize_points
+from storbench.units import format_block_size
 
 # Fields that identify a point when matching baseline and candidate (unless a selector names them).
 MATCH_FIELDS = ("target", "rw", "rwmixread", "bs", "iodepth", "numjobs", "clients", "direction")
@@ -170,7 +171,7 @@ class CellComparison:
 
 @dataclass(frozen=True)
 class PointComparison:
-    key: tuple[tuple[str, str], ...]
+    key: tuple[tuple[str, object], ...]  # the fields the two points were matched on, typed; lab settings as "lab.NAME"
     baseline: PointSummary
     candidate: PointSummary
     comparable: bool
@@ -183,10 +184,39 @@ class PointComparison:
         return next((c for c in self.cells if c.metric.field == field), None)
 
 
-def _value(point: PointSummary, field: str) -> str:
-    if field == "lab":
-        return " ".join(f"{k}={v}" for k, v in point.lab)
-    value = getattr(point, field)
+# What a point is matched on (MATCH_FIELDS) and must agree in (COMPARABLE_FIELDS): typed values of its case and
+# direction (the block size in bytes, fio options as pairs), so two points are told apart by the model.
+POINT_VALUES: Mapping[str, Callable[[PointSummary], object]] = {
+    "target": lambda p: p.case.target.name,
+    "rw": lambda p: p.case.workload.rw,
+    "rwmixread": lambda p: p.case.workload.rwmixread,
+    "bs": lambda p: p.case.workload.bs_bytes,
+    "iodepth": lambda p: p.case.workload.iodepth,
+    "numjobs": lambda p: p.case.workload.numjobs,
+    "clients": lambda p: p.case.clients,
+    "direction": lambda p: p.direction,
+    "target_kind": lambda p: p.case.target.kind,
+    "ioengine": lambda p: p.case.workload.ioengine,
+    "direct": lambda p: p.case.workload.direct,
+    "runtime_s": lambda p: p.case.workload.runtime_s,
+    "ramp_s": lambda p: p.case.workload.ramp_s,
+    "fio_options": lambda p: p.case.workload.fio_options,
+    "lat_percentiles_from": lambda p: p.lat_percentiles_from,
+    "fio_versions": lambda p: p.fio_versions,
+}
+
+
+def _value(point: PointSummary, field: str) -> object:
+    return POINT_VALUES[field](point)
+
+
+def _text(point: PointSummary, field: str) -> str:
+    """A field's value as the messages that name it show it (``4k``, ``rate_iops=100``, ``fio-3.33,fio-3.36``)."""
+    value = _value(point, field)
+    if field == "bs":
+        return format_block_size(point.case.workload.bs_bytes)
+    if field == "fio_options":
+        return " ".join(f"{k}={v}" for k, v in point.case.workload.fio_options)
     if isinstance(value, tuple):
         return ",".join(map(str, value))
     return "" if value is None else str(value)
@@ -209,9 +239,9 @@ def _reason(base: PointSummary, cand: PointSummary, differing: Sequence[str]) ->
         if field == "lat_percentiles_from":
             parts.append(f"{name} (p95, p99: {base.lat_percentiles_from} vs {cand.lat_percentiles_from})")
         elif field == "direct":
-            parts.append(f"direct ({int(base.direct)} vs {int(cand.direct)})")
+            parts.append(f"direct ({int(base.case.workload.direct)} vs {int(cand.case.workload.direct)})")
         elif field in ("ioengine", "target_kind"):
-            parts.append(f"{name} ({_value(base, field)} vs {_value(cand, field)})")
+            parts.append(f"{name} ({_text(base, field)} vs {_text(cand, field)})")
         else:
             parts.append(name)
     return "different " + ", ".join(parts)
@@ -225,7 +255,7 @@ def engine_follows_from_kind(base: PointSummary, cand: PointSummary) -> bool:
     engines_b = ENGINES_BY_TARGET_KIND.get(cand.target_kind)
     if engines_a is None or engines_b is None or base.target_kind == cand.target_kind:
         return False
-    return cand.ioengine not in engines_a or base.ioengine not in engines_b
+    return cand.case.workload.ioengine not in engines_a or base.case.workload.ioengine not in engines_b
 
 
 def _verdict(metric: Metric, difference: Difference | None) -> Verdict:
@@ -259,12 +289,12 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
         if named in lab_ignored:
             lab_ignored |= derived
 
-    def lab_key(point: PointSummary) -> tuple[tuple[str, str], ...]:
+    def lab_key(point: PointSummary) -> tuple[tuple[str, object], ...]:
         return tuple(("lab." + k, v) for k, v in point.lab if k not in lab_ignored)
 
     workload_fields = [f for f in COMPARABLE_FIELDS if f not in ignore and f != "fio_versions"]
-    by_key: dict[tuple[tuple[str, str], ...], PointSummary] = {}
-    by_full_key: dict[tuple[tuple[str, str], ...], PointSummary] = {}
+    by_key: dict[tuple[tuple[str, object], ...], PointSummary] = {}
+    by_full_key: dict[tuple[tuple[str, object], ...], PointSummary] = {}
     for point in baseline:
         key = tuple((f, _value(point, f)) for f in match_fields) + lab_key(point)
         by_key.setdefault(key, point)
@@ -306,10 +336,10 @@ def side_differences(baseline: Sequence[PointSummary], candidate: Sequence[Point
         fields = [f for f in fields if f != "direction"]
     found = []
     for field in fields:
-        a = sorted({_value(p, field) for p in baseline} - {""} if field == "lat_percentiles_from"
-                   else {_value(p, field) for p in baseline})
-        b = sorted({_value(p, field) for p in candidate} - {""} if field == "lat_percentiles_from"
-                   else {_value(p, field) for p in candidate})
+        a = sorted({_text(p, field) for p in baseline} - {""} if field == "lat_percentiles_from"
+                   else {_text(p, field) for p in baseline})
+        b = sorted({_text(p, field) for p in candidate} - {""} if field == "lat_percentiles_from"
+                   else {_text(p, field) for p in candidate})
         if a and b and not set(a) & set(b):
             found.append((field, tuple(a), tuple(b)))
     labs_a = {k: {v for p in baseline for key, v in p.lab if key == k} for p in baseline for k, _ in p.lab}
@@ -434,8 +464,8 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
         base, cand = comparison.baseline, comparison.candidate
         same_run = len(base.run_ids) == 1 and base.run_ids == cand.run_ids and base.run_ids[0] in rounds
         run_rounds = rounds[base.run_ids[0]] if same_run else {}
-        a = run_rounds.get((base.case_id, base.direction), {})
-        b = run_rounds.get((cand.case_id, cand.direction), {})
+        a = run_rounds.get((base.case_id, base.direction_name), {})
+        b = run_rounds.get((cand.case_id, cand.direction_name), {})
         if base.case_id == cand.case_id or len(set(a) & set(b)) < 2:  # rounds of one run both sides have
             out.append(comparison)
             continue
@@ -471,7 +501,7 @@ def question_points(observations: Sequence[Observation], question: Question,
     found = compare_points(summarize_points(select(observations, question.baseline, tags)),
                            summarize_points(select(observations, question.candidate, tags)),
                            question.baseline.keys | question.candidate.keys, metrics=())
-    return frozenset((c.baseline.case_id, c.candidate.case_id, c.baseline.direction) for c in found)
+    return frozenset((c.baseline.case_id, c.candidate.case_id, c.baseline.direction_name) for c in found)
 
 
 def _by_round(observations: Sequence[Observation], point: PointSummary, field: str) -> dict[int, float]:
@@ -479,7 +509,7 @@ def _by_round(observations: Sequence[Observation], point: PointSummary, field: s
     out = {}
     for o in observations:
         if o.ok and not o.client and o.direction is not None and o.case.case_id == point.case_id \
-                and o.direction.value == point.direction and (value := metric_value(o, field)) is not None:
+                and o.direction == point.direction and (value := metric_value(o, field)) is not None:
             out[o.rep_index] = float(value)
     return out
 
@@ -540,8 +570,8 @@ def stopping_rules(comparisons: Sequence[PointComparison], observations: Sequenc
             if run not in matched:
                 matched[run] = question_points([o for o in observations if o.run_id == run], question, tags)
             points = matched[run]
-        forward = (base.case_id, cand.case_id, base.direction) in points
-        asked_here = forward or (cand.case_id, base.case_id, cand.direction) in points
+        forward = (base.case_id, cand.case_id, base.direction_name) in points
+        asked_here = forward or (cand.case_id, base.case_id, cand.direction_name) in points
         cells = []
         for cell in comparison.cells:
             answer = None

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from enum import Enum
 
 from storbench.stats.bottleneck import LATENCY_GROWTH
+from storbench.stats.curve import LOAD_AXES, CurveKey, LoadAxis, axis_value, outstanding_ios
 from storbench.stats.estimate import Estimate
 from storbench.stats.summary import PointSummary
 from storbench.stats.trend import Change, plateau
 from storbench.units import parse_duration_s
 
-LOAD_AXES = ("iodepth", "numjobs", "clients")
 # Whether more load raised IOPS is `stats.trend.judge_change`'s answer, the same for every section.
 # Latency "keeps growing" beyond the knee when the highest load's mean latency is at least this many times the
 # knee's (the capped verdict's figure too).
@@ -117,30 +117,31 @@ def locate_knee(iops: Sequence[Estimate], latency: Sequence[Estimate | None] | N
     return Knee(k, KneeKind.AT_LOWEST_LOAD if k == 0 else KneeKind.WITHIN_SWEEP)
 
 
-def _other_fields(point: PointSummary, axis: str) -> tuple[object, ...]:
-    fields = ["target", "rw", "rwmixread", "bs_bytes", "direction", "ioengine", "direct", "runtime_s",
-              "fio_options", "lab", *LOAD_AXES]
-    return tuple(getattr(point, f) for f in fields if f != axis)
-
-
 def _metric(point: PointSummary, field: str) -> Estimate:
     value = point.metric(field)
     assert value is not None
     return value
 
 
+def _load_axis(axis: str) -> LoadAxis:
+    for load_axis in LOAD_AXES:
+        if axis == load_axis:
+            return load_axis
+    raise ValueError(f"not a load axis: {axis}")
+
+
 def curves(points: Sequence[PointSummary], axis: str) -> list[Curve]:
-    """One curve per group of points that differ only in ``axis`` (at least 2 load levels)."""
-    if axis not in LOAD_AXES:
-        raise ValueError(f"not a load axis: {axis}")
-    groups: dict[tuple[object, ...], list[PointSummary]] = {}
+    """One curve per group of points that differ only in ``axis`` (at least 2 load levels): the same curve key
+    (`stats.curve`), runs pooled (a sweep measured over several runs is one curve)."""
+    load_axis = _load_axis(axis)
+    groups: dict[CurveKey, list[PointSummary]] = {}
     for point in points:
         if point.metric("iops") is not None:
-            groups.setdefault(_other_fields(point, axis), []).append(point)
+            groups.setdefault(point.curve_key(load_axis, pool_runs=True), []).append(point)
     out = []
     for members in groups.values():
-        members = sorted(members, key=lambda p: int(getattr(p, axis)))
-        if len({getattr(p, axis) for p in members}) < 2:
+        members = sorted(members, key=lambda p: axis_value(p.case, load_axis))
+        if len({axis_value(p.case, load_axis) for p in members}) < 2:
             continue
         curve_points = []
         for p in members:
@@ -149,7 +150,7 @@ def curves(points: Sequence[PointSummary], axis: str) -> list[Curve]:
             mean = p.metric("lat_mean_ns")
             p99 = p.metric("lat_p99_ns")
             curve_points.append(CurvePoint(
-                load=int(getattr(p, axis)), outstanding_ios=p.iodepth * p.numjobs * p.clients, iops=iops.mean,
+                load=axis_value(p.case, load_axis), outstanding_ios=outstanding_ios(p.case), iops=iops.mean,
                 iops_ci_half=iops.half_width, lat_mean_ns=mean.mean if mean else None,
                 lat_p99_ns=p99.mean if p99 else None, point=p))
         knee = locate_knee([_metric(c.point, "iops") for c in curve_points],

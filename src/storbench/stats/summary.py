@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from storbench.model import Direction, Expectation, WorkloadPoint, is_metadata, is_object
+from storbench.model import Case, Direction, Expectation, WorkloadPoint, is_metadata, is_object
 from storbench.stats.bottleneck import (
     UNDER_DRIVEN_UNTOLD,
     Bottleneck,
@@ -18,6 +17,7 @@ from storbench.stats.bottleneck import (
     judge,
     judge_curve,
 )
+from storbench.stats.curve import BLOCK_SIZE, LOAD_AXES, Axis, CurveKey, axis_value, curve_key, outstanding_ios
 from storbench.stats.estimate import CONFIDENCE, Estimate, estimate
 from storbench.stats.layers import client_daemon
 from storbench.stats.metrics import SUMMARY_METRICS
@@ -84,64 +84,41 @@ class StatWarning:
         return f"{self.message}: {self.fix}"
 
 
-# Workload fields no label shows by default: when they vary among what is displayed, labels add them.
+# Workload fields no label shows by default: when they vary among what is displayed, labels add them
+# (`report.labels.hidden_text` says them).
 HIDDEN_FIELDS = ("ioengine", "direct", "size_bytes", "runtime_s", "ramp_s", "files", "file_size_bytes", "dirs",
                  "fio_options")
 
 
-def hidden_texts(w: WorkloadPoint) -> tuple[tuple[str, str], ...]:
-    """(field, "name=value") of every field in ``HIDDEN_FIELDS`` that has a value."""
-    out = []
+def hidden_values(w: WorkloadPoint) -> tuple[tuple[str, object], ...]:
+    """(field, value) of every field in ``HIDDEN_FIELDS`` that has a value."""
+    out: list[tuple[str, object]] = []
     for field in HIDDEN_FIELDS:
         if field == "ioengine" and (is_metadata(w.rw) or is_object(w.rw)):
             continue  # the operation names its engine (filecreate, http, ...)
         value = getattr(w, field)
-        if value is None or value == ():
-            continue
-        if field in ("size_bytes", "file_size_bytes"):
-            text = f"{field.removesuffix('_bytes')}={format_block_size(value)}"
-        elif field in ("runtime_s", "ramp_s"):
-            text = f"{field.removesuffix('_s')}={value:g}s"
-        elif field == "direct":
-            text = f"direct={int(value)}"
-        elif field == "fio_options":
-            text = " ".join(f"{k}={v}" for k, v in value)
-        else:
-            text = f"{field}={value}"
-        out.append((field, text))
+        if value is not None and value != ():
+            out.append((field, value))
     return tuple(out)
 
 
-def distinct_texts(hidden: Sequence[tuple[tuple[str, str], ...]]) -> list[tuple[tuple[str, str], ...]]:
-    """For each item's ``hidden_texts``, those of the fields whose text is not the same for every item: what
-    tells items apart that a label would not show otherwise."""
-    fields = {f for h in hidden for f, _ in h}
-    varying = {f for f in fields if len({dict(h).get(f) for h in hidden}) > 1}
-    return [tuple((f, t) for f, t in h if f in varying) for h in hidden]
+def distinct_fields(workloads: Sequence[WorkloadPoint]) -> list[tuple[str, ...]]:
+    """For each workload, those of its ``hidden_values`` fields whose value is not the same for every workload:
+    what tells them apart that a label would not show otherwise."""
+    hidden = [dict(hidden_values(w)) for w in workloads]
+    fields = {f for h in hidden for f in h}
+    varying = {f for f in fields if len({h.get(f) for h in hidden}) > 1}
+    return [tuple(f for f in h if f in varying) for h in hidden]
 
 
 @dataclass(frozen=True)
 class PointSummary:
-    """One case and direction over its repetitions (possibly from several runs of the same case)."""
+    """One case and direction over its repetitions (possibly from several runs of the same case). ``direction``
+    None: no repetition of the case succeeded."""
 
-    case_id: str
+    case: Case
+    direction: Direction | None
     run_ids: tuple[int, ...]
-    target: str
-    target_kind: str
-    rw: str
-    rwmixread: int | None
-    bs: str
-    bs_bytes: int
-    iodepth: int
-    numjobs: int
-    clients: int
-    direction: str
-    ioengine: str
-    direct: bool
-    runtime_s: float
-    ramp_s: float
-    fio_options: str
-    lab: tuple[tuple[str, str], ...]
     fio_versions: tuple[str, ...]
     repetitions_ok: int
     repetitions_total: int
@@ -154,9 +131,9 @@ class PointSummary:
     bottleneck: BottleneckVerdict = NOT_JUDGED
     expected: Expectation | None = None  # what the target was declared as (`expect:`)
     storage_layer: str = ""  # the layer the storage latency was measured at (`stats.layers`: OSDs, MDS, radosgw)
-    # ("dirs", "dirs=2"), ...: workload fields labels do not show by default, where they differ between the points
-    # summarised together (report.labels.HIDDEN_FIELDS); every label adds them
-    distinct: tuple[tuple[str, str], ...] = ()
+    # "dirs", ...: workload fields labels do not show by default (HIDDEN_FIELDS), where they differ between the
+    # points summarised together; every label adds them
+    distinct: tuple[str, ...] = ()
     # what its latency percentiles are: "lat" (total latency), "clat" (completion latency stands in, an import
     # without total-latency bins: `observations.lat_percentiles_from`), "clat,lat" (both among its repetitions)
     # or "" (none)
@@ -179,6 +156,55 @@ class PointSummary:
             if name == field:
                 return value
         return None
+
+    def curve_key(self, axis: Axis, *, pool_runs: bool) -> CurveKey:
+        """The key of the curve along ``axis`` this point lies on (`stats.curve`); ``pool_runs``: points of other
+        runs may share it (the knee), else only points of the same runs (the sweep verdicts)."""
+        return curve_key(self.case, self.direction, axis, None if pool_runs else self.run_ids)
+
+    @property
+    def direction_name(self) -> str:
+        """``read``, ``write``, ``trim``; '' when no repetition succeeded."""
+        return "" if self.direction is None else self.direction.value
+
+    # Typed shorthands for the case's identity and load, read everywhere a point is grouped or labelled; the case is
+    # the one copy. Display text (block size, fio options, lab settings with units) is made in `report.labels`.
+    @property
+    def case_id(self) -> str:
+        return self.case.case_id
+
+    @property
+    def target(self) -> str:
+        return self.case.target.name
+
+    @property
+    def target_kind(self) -> str:
+        return self.case.target.kind
+
+    @property
+    def rw(self) -> str:
+        return self.case.workload.rw
+
+    @property
+    def bs_bytes(self) -> int:
+        return self.case.workload.bs_bytes
+
+    @property
+    def iodepth(self) -> int:
+        return self.case.workload.iodepth
+
+    @property
+    def numjobs(self) -> int:
+        return self.case.workload.numjobs
+
+    @property
+    def clients(self) -> int:
+        return self.case.clients
+
+    @property
+    def lab(self) -> tuple[tuple[str, str], ...]:
+        """The lab point as its stored pairs (`LabPoint.pairs`: what case ids hash and selectors match), by name."""
+        return tuple(sorted(self.case.lab.pairs()))
 
 
 def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation], iops: Estimate | None,
@@ -257,10 +283,9 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
     return warnings
 
 
-def _resources(evidence: str) -> str:
-    """The resources part of an under-driven or not-saturated verdict's evidence, " (host CPU ..., fio ...)"."""
-    found = re.search(r"nothing saturated (\(.*\))", evidence)
-    return f" {found.group(1)}" if found else ""
+def _resources(verdict: BottleneckVerdict) -> str:
+    """The resources an under-driven or not-saturated verdict names, " (host CPU ..., fio ...)"."""
+    return "" if verdict.busiest is None else f" ({verdict.busiest})"
 
 
 def _mean_of(values: Sequence[float | int | None]) -> float | None:
@@ -353,13 +378,13 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
         verdict = judge(inputs) if inputs else BottleneckVerdict(Bottleneck.UNKNOWN, "no successful repetition")
         if is_metadata(w.rw) and verdict.kind in (Bottleneck.UNDER_DRIVEN, Bottleneck.NOT_SATURATED):
             # one file operation at a time per job: the I/O-slot rule of block I/O says nothing here
-            verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated{_resources(verdict.evidence)}: "
+            verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated{_resources(verdict)}: "
                                         "each job runs one file operation at a time; more jobs (numjobs) or "
                                         "clients add load")
         if is_object(w.rw) and verdict.kind in (Bottleneck.UNDER_DRIVEN, Bottleneck.NOT_SATURATED):
             # fio's http engine sends one request at a time per job
             verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated on this machine"
-                                        f"{_resources(verdict.evidence)}: each job sends one S3 request at a time; "
+                                        f"{_resources(verdict)}: each job sends one S3 request at a time; "
                                         "more jobs (numjobs) add load")
         level = max((run_levels.get(o.run_id, CONFIDENCE) for o in group), default=CONFIDENCE)
         window_only = any(o.window_only for o in group)  # a steady window's rounds: chosen for their spread
@@ -377,13 +402,7 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                     estimates.append((field, value))
             iops = dict(estimates).get("iops")
             out.append(PointSummary(
-                case_id=case_id, run_ids=tuple(sorted({o.run_id for o in group})), target=case.target.name,
-                target_kind=case.target.kind, rw=w.rw, rwmixread=w.rwmixread, bs=format_block_size(w.bs_bytes),
-                bs_bytes=w.bs_bytes, iodepth=w.iodepth, numjobs=w.numjobs, clients=case.clients,
-                direction="" if direction is None else direction.value, ioengine=w.ioengine, direct=w.direct,
-                runtime_s=w.runtime_s, ramp_s=w.ramp_s,
-                fio_options=" ".join(f"{k}={v}" for k, v in w.fio_options),
-                lab=tuple(sorted(case.lab.pairs())),
+                case=case, direction=direction, run_ids=tuple(sorted({o.run_id for o in group})),
                 fio_versions=tuple(sorted({o.fio_version for o in group})),
                 repetitions_ok=len({o.repetition for o in rows}),
                 repetitions_total=len({o.repetition for o in group}),
@@ -398,12 +417,11 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                     _most_common([unseparated_storage(o) for o in rows])),
                 expected=next((declared[(run, case.target.name)] for run in sorted({o.run_id for o in group})
                                if (run, case.target.name) in declared), None),
-                distinct=hidden_texts(w),
                 storage_layer=layer,
                 lat_percentiles_from=",".join(sorted({kind for o in rows
                                                       if (kind := lat_percentiles_from(o.measurement))})),
             ))
-    told_apart = distinct_texts([p.distinct for p in out])
+    told_apart = distinct_fields([p.case.workload for p in out])
     out = [replace(p, distinct=d) for p, d in zip(out, told_apart, strict=True)]
     return with_sweep_verdicts(out)
 
@@ -422,15 +440,6 @@ def with_time_split(verdict: BottleneckVerdict, estimates: Mapping[str, Estimate
     split = (f"; by layer: the {layer} answered in {storage.mean / 1e6:.2f} ms of the {client.mean / 1e6:.2f} ms "
              f"mean ({share:.0%}), {1 - share:.0%} outside the {layer} (client stack, network)")
     return replace(verdict, evidence=verdict.evidence + split)
-
-
-LOAD_FIELDS = ("iodepth", "numjobs", "clients")
-
-
-def _curve_key(point: PointSummary, axis: str) -> tuple[object, ...]:
-    fields = ("run_ids", "target", "rw", "rwmixread", "bs_bytes", "direction", "ioengine", "direct", "runtime_s",
-              "fio_options", "lab", *LOAD_FIELDS)
-    return tuple(getattr(point, f) for f in fields if f != axis)
 
 
 def _step(point: PointSummary, load: float, label: str, field: str) -> CurveStep | None:
@@ -464,7 +473,7 @@ RATE_OPTIONS = ("rate", "rate_iops", "rate_min", "rate_iops_min", "thinktime")
 def _self_limited(point: PointSummary) -> bool:
     """Whether fio was told to hold back (a rate limit or think time): then its throughput says nothing about
     the storage's limit."""
-    return any(option.split("=", 1)[0] in RATE_OPTIONS for option in point.fio_options.split())
+    return any(name in RATE_OPTIONS for name, _ in point.case.workload.fio_options)
 
 
 def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
@@ -472,25 +481,25 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
     (iodepth, numjobs, clients; load = outstanding I/Os) on IOPS, and along each block-size curve on bandwidth.
     A point the sweep shows capped beyond this host gets that verdict instead of under-driven / not saturated."""
     out = list(points)
-    curves: list[tuple[list[int], str, str]] = []  # (indexes sorted by load, axis, what)
-    for axis in (*LOAD_FIELDS, "bs_bytes"):
-        groups: dict[tuple[object, ...], list[int]] = {}
+    curves: list[tuple[list[int], Axis, str]] = []  # (indexes sorted by load, axis, what)
+    for axis in (*LOAD_AXES, BLOCK_SIZE):
+        groups: dict[CurveKey, list[int]] = {}
         for i, point in enumerate(points):
-            groups.setdefault(_curve_key(point, axis), []).append(i)
+            groups.setdefault(point.curve_key(axis, pool_runs=False), []).append(i)
         for members in groups.values():
-            if len({getattr(points[i], axis) for i in members}) >= 2:
-                curves.append((sorted(members, key=lambda i: getattr(points[i], axis)), axis,
-                               "MiB/s" if axis == "bs_bytes" else "IOPS"))
+            if len({axis_value(points[i].case, axis) for i in members}) >= 2:
+                curves.append((sorted(members, key=lambda i: axis_value(points[i].case, axis)), axis,
+                               "MiB/s" if axis == BLOCK_SIZE else "IOPS"))
     for members, axis, what in curves:
         if any(_self_limited(points[i]) for i in members):
             continue  # fio itself holds the rate: a flat curve is the plan's own limit, not the storage's
         steps = []
         for i in members:
             p = points[i]
-            if axis == "bs_bytes":
-                step = _step(p, p.bs_bytes, f"bs {p.bs}", "bw_bytes")
+            if axis == BLOCK_SIZE:
+                step = _step(p, p.bs_bytes, f"bs {format_block_size(p.bs_bytes)}", "bw_bytes")
             else:
-                step = _step(p, p.iodepth * p.numjobs * p.clients, f"{axis} {getattr(p, axis)}", "iops")
+                step = _step(p, outstanding_ios(p.case), f"{axis} {axis_value(p.case, axis)}", "iops")
             if step is None:
                 break
             steps.append(step)
@@ -498,12 +507,12 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
             expected = points[members[0]].expected
             declared = None
             if expected is not None:
-                declared = expected.bw_bytes_per_s if axis == "bs_bytes" else expected.iops
+                declared = expected.bw_bytes_per_s if axis == BLOCK_SIZE else expected.iops
             for i, verdict in zip(members, judge_curve(steps, what, declared, _remote_evidence(points, members)),
                                   strict=True):
                 if verdict is not None and out[i].bottleneck.kind not in (Bottleneck.CAPPED, Bottleneck.CLIENT_STACK):
                     out[i] = replace(out[i], bottleneck=verdict)
-            if axis != "bs_bytes":
+            if axis != BLOCK_SIZE:
                 for i, evidence in zip(members, under_driven_readings(steps, [out[i].bottleneck for i in members]),
                                        strict=True):
                     if evidence is not None:
