@@ -103,7 +103,8 @@ def test_rbd_randwrite_replica_2_vs_3(lab_dir: Path, tmp_path: Path, capsys: pyt
     assert "osd_size=2GiB" in out  # sizes shown with their unit
     assert "pools bench-size2 (size 2), bench-size3 (size 3)" in out
     conn = sqlite3.connect(db)
-    rows = conn.execute("SELECT r.status, c.lab_json, r.job_text, r.target_json, c.rw FROM repetitions r "
+    rows = conn.execute("SELECT r.status, c.lab_json, r.job_text, r.target_json, json_extract(c.workload_json, '$.rw') "
+                        "FROM repetitions r "
                         "JOIN cases c ON c.id = r.case_id ORDER BY r.started_at_s").fetchall()
     conn.close()
     assert len(rows) == 6 and {r[0] for r in rows} == {"ok"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 from hypothesis import given
@@ -90,13 +89,12 @@ def test_the_checking_writer_on_a_file_finds_nothing_lost_and_catches_a_lying_on
 
     lying = tmp_path / "lying.img"
     lying.write_bytes(bytes(blocks * block))
-    copies: list[bytes] = []
-    timer = threading.Timer(0.15, lambda: copies.append(lying.read_bytes()))
-    timer.start()
-    record = write_blocks(str(lying), writer=7, block_bytes=block, blocks=blocks, seconds=0.3, depth=4,
-                          direct=False)
-    timer.join()
-    lying.write_bytes(copies[0])  # the storage "recovered" to an older copy of itself
+    first = write_blocks(str(lying), writer=7, block_bytes=block, blocks=blocks, seconds=0.15, depth=4, direct=False)
+    copy = lying.read_bytes()  # what the storage will "recover" to
+    record = write_blocks(str(lying), writer=7, block_bytes=block, blocks=blocks, seconds=0.15, depth=4,
+                          direct=False, seed=1, after=first)
+    assert record.writes > first.writes
+    lying.write_bytes(copy)  # the storage "recovered" to an older copy of itself
     result = check(str(lying), record, writer=7, block_bytes=block, blocks=blocks, direct=False)
     bad = result.count(Finding.LOST) + result.count(Finding.STALE)
     assert bad > 0 and result.count(Finding.CORRUPT) == 0, result

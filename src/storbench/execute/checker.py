@@ -35,10 +35,11 @@ def _open(path: str, flags: int, direct: bool) -> int:
 
 def write_blocks(path: str, *, writer: int, block_bytes: int, blocks: int, seconds: float, depth: int = 4,
                  direct: bool = True, sync: bool = False, seed: int = 0,
-                 stop: Callable[[], bool] = lambda: False) -> WriteRecord:
+                 stop: Callable[[], bool] = lambda: False, after: WriteRecord | None = None) -> WriteRecord:
     """Random writes of stamped blocks to the first ``blocks`` blocks of ``path`` for ``seconds`` (or until
-    ``stop()``), ``depth`` at a time; returns what was acknowledged and what was in flight, per block."""
-    journals: dict[int, Journal] = {}
+    ``stop()``), ``depth`` at a time; returns what was acknowledged and what was in flight, per block (going on
+    from the record ``after`` of an earlier stretch, when given)."""
+    journals: dict[int, Journal] = dict(after.journals) if after else {}
     lock = threading.Lock()
     counts = {"writes": 0, "errors": 0}
     deadline = time.monotonic() + seconds
@@ -82,7 +83,8 @@ def write_blocks(path: str, *, writer: int, block_bytes: int, blocks: int, secon
             thread.join()
     finally:
         os.close(fd)
-    return WriteRecord(journals, counts["writes"], counts["errors"])
+    earlier = (after.writes, after.errors) if after else (0, 0)
+    return WriteRecord(journals, earlier[0] + counts["writes"], earlier[1] + counts["errors"])
 
 
 def read_blocks(path: str, block_bytes: int, blocks: int, direct: bool = True) -> Iterator[tuple[int, bytes]]:
