@@ -269,9 +269,9 @@ def test_the_search_finds_the_grids_best_iops_within_the_objective_with_fewer_po
         lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Each fio job is held to 450 IOPS and the volume to 2,400: up to 4 jobs the volume keeps up (1,800 IOPS, three
     quarters of its cap: short queues), from 6 on more is asked than the cap and every job's 3 I/Os queue at it (18
-    or more in flight: 7.5 ms and up, above 5 ms). The search over numjobs 1..12 must give the full grid's best IOPS within
-    p99<=5ms (within 10 %) from fewer points. (A paced volume queues like a real one: at 90 % of its cap, as 1,800
-    of 2,000 IOPS was here, the p99 came near 5 ms and the answer straddled the objective.)"""
+    or more in flight: 7.5 ms and up, above 5 ms). The search over numjobs 1..12 must give the full grid's best
+    IOPS within p99<=5ms (within 10 %) from fewer points. (A paced volume queues like a real one: at 90 % of its
+    cap, as 1,800 of 2,000 IOPS was here, the p99 came near 5 ms and the answer straddled the objective.)"""
     grid_db, search_db = tmp_path / "grid.db", tmp_path / "search.db"
     grid = SEARCH_PLAN.format(name="grid", numjobs="[1, 2, 3, 4, 6, 8, 12]", search="")
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, grid, "grid.yaml")), "--db", str(grid_db))
