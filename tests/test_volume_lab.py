@@ -234,7 +234,7 @@ SEARCH_PLAN = """
 name: {name}
 targets:
   volume: {{kind: block}}
-workload: {{rw: randread, bs: 4k, iodepth: 3, numjobs: {numjobs}, runtime: 1s, fio: {{rate_iops: 450}}}}
+workload: {{rw: randread, bs: 4k, iodepth: 4, numjobs: {numjobs}, runtime: 1s, fio: {{rate_iops: 450}}}}
 repeat: 3
 telemetry: {{enabled: false}}
 lab:
@@ -243,7 +243,7 @@ lab:
 
 
 def _best_under_objective(db: Path) -> tuple[int | None, float | None, int]:
-    """(numjobs, IOPS) of the best point within p99<=5ms among a database's stored points, by the search's own
+    """(numjobs, IOPS) of the best point within p99<=8ms among a database's stored points, by the search's own
     rule, and how many points it holds."""
     from storbench.stats.knee import parse_slo
     from storbench.stats.observations import Observation, observations
@@ -253,7 +253,7 @@ def _best_under_objective(db: Path) -> tuple[int | None, float | None, int]:
     store = open_store(db)
     repetitions = store.repetitions([r.run_id for r in store.runs()])
     store.close()
-    objective = parse_slo("p99<=5ms")
+    objective = parse_slo("p99<=8ms")
     found: dict[int, list[Observation]] = {}
     for o in observations(repetitions):
         found.setdefault(o.case.workload.numjobs, []).append(o)
@@ -268,20 +268,21 @@ def _best_under_objective(db: Path) -> tuple[int | None, float | None, int]:
 def test_the_search_finds_the_grids_best_iops_within_the_objective_with_fewer_points(
         lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Each fio job is held to 450 IOPS and the volume to 2,400: up to 4 jobs the volume keeps up (1,800 IOPS, three
-    quarters of its cap: short queues), from 6 on more is asked than the cap and every job's 3 I/Os queue at it (18
-    or more in flight: 7.5 ms and up, above 5 ms). The search over numjobs 1..12 must give the full grid's best
-    IOPS within p99<=5ms (within 10 %) from fewer points. (A paced volume queues like a real one: at 90 % of its
-    cap, as 1,800 of 2,000 IOPS was here, the p99 came near 5 ms and the answer straddled the objective.)"""
+    quarters of its cap: short queues), from 6 on more is asked than the cap and every job's 4 I/Os queue at it (24
+    or more in flight: 10 ms and up, above 8 ms). The search over numjobs 1..12 must give the full grid's best
+    IOPS within p99<=8ms (within 10 %) from fewer points. (A paced volume queues like a real one: at 90 % of its
+    cap, as 1,800 of 2,000 IOPS was here, the p99 came near 5 ms and the answer straddled a 5 ms objective; at
+    three quarters the full suite still saw it cross 5 ms once.)"""
     grid_db, search_db = tmp_path / "grid.db", tmp_path / "search.db"
     grid = SEARCH_PLAN.format(name="grid", numjobs="[1, 2, 3, 4, 6, 8, 12]", search="")
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, grid, "grid.yaml")), "--db", str(grid_db))
     assert code == 0, out + err
     searched = SEARCH_PLAN.format(name="search", numjobs=1,
-                                  search="search: {axis: numjobs, range: [1, 12], slo: p99<=5ms}\n")
+                                  search="search: {axis: numjobs, range: [1, 12], slo: p99<=8ms}\n")
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, searched, "search.yaml")), "--db",
                              str(search_db))
     assert code == 0, out + err
-    said = [line for line in out.splitlines() if line.startswith("search volume randread 4k qd=3")]
+    said = [line for line in out.splitlines() if line.startswith("search volume randread 4k qd=4")]
     words = " ".join(out.split())  # the console wraps the long line
     assert len(said) == 1 and "of 7 grid values" in words, out
     assert "read this objective with care" not in words, out  # the pacer's percentiles are a provisioned volume's
