@@ -40,6 +40,10 @@ workload:
   numjobs: 2
   runtime: 1s
 repeat: 1
+# radosgw's counters read every 0.2 s: a 1 s window read once a second may count as little as half its
+# operations (an interval belongs to the window when half of it lies inside), and the layer that saw under half
+# of the client's operations is not named
+telemetry: {interval: 0.2s}
 """
 
 ENDPOINT_PLAN = """
