@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from storbench.config import (
@@ -55,37 +56,8 @@ from storbench.model import (
     is_object,
     rw_writes,
 )
+from storbench.model.ceph_options import option_value
 from storbench.units import format_bytes, parse_duration_s, parse_size_bytes
-
-# Axis name -> how a value written in an exclude rule is normalised for comparison.
-_AXIS_NORMALISERS = {
-    "target": str,
-    "rw": str,
-    "rwmixread": int,
-    "bs": parse_size_bytes,
-    "iodepth": int,
-    "numjobs": int,
-    "runtime": parse_duration_s,
-    "ramp": parse_duration_s,
-    "direct": bool,
-    "ioengine": str,
-    "files": int,
-    "file_size": parse_size_bytes,
-    "objects": int,
-    "dirs": int,
-    "osds": int,
-    "osd_size": parse_size_bytes,
-    "objectstore": str,
-    "pool_size": int,
-    "cache_size": parse_size_bytes,
-    "osd_memory_target": parse_size_bytes,
-    "osd_cpus": float,
-    "db_device": str,
-    "osds_per_device": int,
-    "osd_cpuset": str,
-    "link": link_rate_bits,
-    "clients": int,
-}
 
 # Estimated fixed cost of one fio invocation (start, layout check, JSON) used for the ETA.
 FIO_STARTUP_S = 0.6
@@ -176,10 +148,78 @@ def case_id_for(target: TargetSpec, workload: WorkloadPoint, clients: int = 1, l
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
+def _flag(value: FioScalar) -> bool:
+    """true/false as an exclude rule may write it (also 1/0)."""
+    if isinstance(value, bool):
+        return value
+    if value in (0, 1, "0", "1"):
+        return str(value) == "1"
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
 @dataclass(frozen=True)
 class Axis:
+    """One sweep axis: its values as the plan's schema typed them (sizes in bytes, durations in seconds, options
+    as fio reads them), and how a value written in an exclude rule is read to compare with them."""
     name: str
     values: tuple[object, ...]
+    parse: Callable[[FioScalar], object] = fio_value_text
+
+
+# How each Ceph lab setting's value is read from an exclude rule (as `config.lab` types its sweep).
+_CEPH_SETTING_PARSE: dict[str, Callable[[FioScalar], object]] = {
+    "osds": int, "osd_size": parse_size_bytes, "objectstore": str, "pool_size": int, "cache_size": parse_size_bytes,
+    "osd_memory_target": parse_size_bytes, "osd_cpus": float, "db_device": str, "osds_per_device": int,
+    "osd_cpuset": str}
+
+
+class SweepPoint:
+    """One point of the sweep: each axis's value, read back with its type checked (the schema typed it; a wrong
+    type here is a bug, not a plan error)."""
+
+    def __init__(self, values: Mapping[str, object]) -> None:
+        self.values = values
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.values
+
+    def whole(self, name: str) -> int:
+        value = self.values[name]
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise _wrong(name, "a whole number", value)
+
+    def number(self, name: str) -> float:
+        value = self.values[name]
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        raise _wrong(name, "a number", value)
+
+    def text(self, name: str) -> str:
+        value = self.values[name]
+        if isinstance(value, str):
+            return value
+        raise _wrong(name, "text", value)
+
+    def flag(self, name: str) -> bool:
+        value = self.values[name]
+        if isinstance(value, bool):
+            return value
+        raise _wrong(name, "true or false", value)
+
+    def whole_or_none(self, name: str) -> int | None:
+        return self.whole(name) if name in self.values else None
+
+    def option(self, name: str) -> int | str:
+        """A Ceph option's value as `model.ceph_options.option_value` normalised it."""
+        value = self.values[name]
+        if isinstance(value, int | str) and not isinstance(value, bool):
+            return value
+        raise _wrong(name, "a Ceph option value", value)
+
+
+def _wrong(name: str, what: str, value: object) -> TypeError:
+    return TypeError(f"sweep axis {name}: expected {what}, got {value!r}")
 
 
 def search_values(config: PlanConfig) -> tuple[int, ...]:
@@ -197,55 +237,38 @@ def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
     w = config.workload
     searched = search_values(config)
     axes = [
-        Axis("target", tuple(config.targets)),
-        Axis("rw", tuple(w.rw)),
-        Axis("rwmixread", tuple(w.rwmixread)),
-        Axis("bs", tuple(w.bs)),
-        Axis("iodepth", searched if config.search and config.search.axis == "iodepth" else tuple(w.iodepth)),
-        Axis("numjobs", searched if config.search and config.search.axis == "numjobs" else tuple(w.numjobs)),
-        Axis("runtime", tuple(w.runtime)),
-        Axis("ramp", tuple(w.ramp)),
-        Axis("direct", tuple(w.direct)),
-        Axis("ioengine", tuple(w.ioengine)),
-        Axis("files", tuple(w.files)),
-        Axis("file_size", tuple(w.file_size)),
-        Axis("dirs", tuple(w.dirs)),
-        Axis("objects", tuple(w.objects)),
+        Axis("target", tuple(config.targets), str),
+        Axis("rw", tuple(w.rw), str),
+        Axis("rwmixread", tuple(w.rwmixread), int),
+        Axis("bs", tuple(w.bs), parse_size_bytes),
+        Axis("iodepth", searched if config.search and config.search.axis == "iodepth" else tuple(w.iodepth), int),
+        Axis("numjobs", searched if config.search and config.search.axis == "numjobs" else tuple(w.numjobs), int),
+        Axis("runtime", tuple(w.runtime), parse_duration_s),
+        Axis("ramp", tuple(w.ramp), parse_duration_s),
+        Axis("direct", tuple(w.direct), _flag),
+        Axis("ioengine", tuple(w.ioengine), str),
+        Axis("files", tuple(w.files), int),
+        Axis("file_size", tuple(w.file_size), parse_size_bytes),
+        Axis("dirs", tuple(w.dirs), int),
+        Axis("objects", tuple(w.objects), int),
     ]
     for name, value in sorted(w.fio.items()):
         values = value if isinstance(value, list) else [value]
         axes.append(Axis(name, tuple(fio_value_text(v) for v in values)))
     axes.append(Axis("clients", searched if config.search and config.search.axis == "clients"
-                     else tuple(config.clients)))
+                     else tuple(config.clients), int))
     hosts = config.lab.hosts if config.lab else None
     if hosts is not None and hosts.link is not None:
-        axes.append(Axis("link", tuple(hosts.link)))
+        axes.append(Axis("link", tuple(hosts.link), link_rate_bits))
     ceph = config.lab.ceph if config.lab else None
     if ceph is not None:
         for name in CEPH_SETTINGS:  # sweep axes that configure the Ceph lab rather than fio
             lab_values = getattr(ceph, name)
             if lab_values is not None:
-                axes.append(Axis(name, tuple(lab_values)))
+                axes.append(Axis(name, tuple(lab_values), _CEPH_SETTING_PARSE[name]))
         for name, values in sorted(ceph.config.items()):  # OSD options
-            axes.append(Axis(name, tuple(values)))
+            axes.append(Axis(name, tuple(values), functools.partial(option_value, name)))
     return tuple(axes)
-
-
-def _normalise(axis: str, value: FioScalar) -> object:
-    from storbench.lab.ceph_options import CEPH_OPTIONS, option_value
-
-    if axis in CEPH_OPTIONS:
-        return option_value(axis, value)
-    normaliser = _AXIS_NORMALISERS.get(axis)
-    if normaliser is None:
-        return fio_value_text(value)
-    if normaliser is bool:
-        if isinstance(value, bool):
-            return value
-        if value in (0, 1, "0", "1"):
-            return str(value) == "1"
-        raise ValueError(f"expected true or false, got {value!r}")
-    return normaliser(value)  # type: ignore[operator]
 
 
 def _exclude_rules(loaded: LoadedPlan, axes: Sequence[Axis]) -> list[dict[str, set[object]]]:
@@ -263,7 +286,7 @@ def _exclude_rules(loaded: LoadedPlan, axes: Sequence[Axis]) -> list[dict[str, s
                                 hint=did_you_mean(key, list(axis_names)) or "keys: " + ", ".join(axis_names))
             values = value if isinstance(value, list) else [value]
             try:
-                wanted = {_normalise(key, v) for v in values}
+                wanted = {axis_names[key].parse(v) for v in values}
             except ValueError as exc:
                 raise UserError(str(exc), where=where) from None
             unknown = wanted - set(axis_names[key].values)
@@ -308,15 +331,15 @@ def expand(loaded: LoadedPlan) -> list[Case]:
     matched_rules: set[int] = set()
     names = [axis.name for axis in axes]
     for combination in itertools.product(*(axis.values for axis in axes)):
-        point = dict(zip(names, combination, strict=True))
+        values = dict(zip(names, combination, strict=True))
         excluded = False
         for index, rule in enumerate(rules):
-            if all(point[key] in wanted for key, wanted in rule.items()):
+            if all(values[key] in wanted for key, wanted in rule.items()):
                 matched_rules.add(index)
                 excluded = True
         if excluded:
             continue
-        case = _case(config, point)
+        case = _case(config, SweepPoint(values))
         _check_size_fits_block(loaded, case)
         if case.case_id not in seen:
             seen.add(case.case_id)
@@ -337,93 +360,80 @@ def _check_size_fits_block(loaded: LoadedPlan, case: Case) -> None:
         )
 
 
-def _lab_point(config: PlanConfig, point: Mapping[str, object]) -> LabPoint:
+def _lab_point(config: PlanConfig, point: SweepPoint) -> LabPoint:
     """The labs of one point of the sweep, typed; the Ceph settings come from the point's lab axes."""
     if config.lab is None:
         return LabPoint()
     ceph = None
     if config.lab.ceph is not None:
-        def optional(name: str) -> int | None:
-            return int(str(point[name])) if name in point else None
-
-        per_device = int(str(point["osds_per_device"])) if "osds_per_device" in point else None
         layout = config.lab.ceph
+        per_device = point.whole_or_none("osds_per_device")
         if per_device is not None:  # the OSDs follow from the devices: their count and their slice's size
-            point = {**point, "osds": layout.devices * per_device, "osd_size": layout.device_size // per_device}
-        ceph = CephLabPoint(osds=int(str(point["osds"])), osd_size_bytes=int(str(point["osd_size"])),
-                            objectstore=str(point["objectstore"]), pool_size=int(str(point["pool_size"])),
-                            cache_size_bytes=optional("cache_size"),
-                            osd_memory_target_bytes=optional("osd_memory_target"), cephfs=config.lab.ceph.cephfs,
-                            rgw=config.lab.ceph.rgw,
-                            config=tuple((name, _option_value(point[name])) for name in sorted(config.lab.ceph.config)),
-                            osd_cpus=float(str(point["osd_cpus"])) if "osd_cpus" in point else None,
-                            db_device=_db_device(point),
-                            db_size_bytes=config.lab.ceph.db_size if _db_device(point) == "fast" else None,
+            osds, osd_size = layout.devices * per_device, layout.device_size // per_device
+        else:
+            osds, osd_size = point.whole("osds"), point.whole("osd_size")
+        db_device = point.text("db_device") if "db_device" in point else None
+        ceph = CephLabPoint(osds=osds, osd_size_bytes=osd_size, objectstore=point.text("objectstore"),
+                            pool_size=point.whole("pool_size"), cache_size_bytes=point.whole_or_none("cache_size"),
+                            osd_memory_target_bytes=point.whole_or_none("osd_memory_target"), cephfs=layout.cephfs,
+                            rgw=layout.rgw, config=tuple((name, point.option(name)) for name in sorted(layout.config)),
+                            osd_cpus=point.number("osd_cpus") if "osd_cpus" in point else None,
+                            db_device=db_device, db_size_bytes=layout.db_size if db_device == "fast" else None,
                             osds_per_device=per_device, devices=layout.devices if per_device else None,
-                            osd_cpuset=str(point["osd_cpuset"]) if "osd_cpuset" in point else None,
+                            osd_cpuset=point.text("osd_cpuset") if "osd_cpuset" in point else None,
                             device_size_bytes=layout.device_size if per_device else None)
     volume = None
     if config.lab.volume is not None:
         volume = VolumeLabPoint(size_bytes=config.lab.volume.size, iops=config.lab.volume.iops,
                                 bw_bytes_per_s=config.lab.volume.bw)
     hosts = config.lab.hosts
-    link = int(str(point["link"])) if "link" in point else None
+    link = point.whole_or_none("link")
     return LabPoint(ceph=ceph, nfs=config.lab.nfs is not None, volume=volume, link_bits_per_s=link,
                     link_delay_s=hosts.link_delay if hosts is not None and link is not None else None)
 
 
-def _db_device(point: Mapping[str, object]) -> str | None:
-    """`lab.ceph.db_device` of a sweep point ("none" or "fast"); None when the plan does not name it."""
-    value = point.get("db_device")
-    return None if value is None else str(value)
-
-
-def _option_value(value: object) -> int | str:
-    assert isinstance(value, int | str)  # the schema normalised it (lab.ceph_options.option_value)
-    return value
-
-
-def _case(config: PlanConfig, point: Mapping[str, object]) -> Case:
-    target_name = str(point["target"])
+def _case(config: PlanConfig, point: SweepPoint) -> Case:
+    target_name = point.text("target")
     target = target_spec(target_name, config.targets[target_name])
-    rw = str(point["rw"])
-    fio_options = tuple(sorted((k, str(v)) for k, v in point.items() if k in config.workload.fio))
+    rw = point.text("rw")
+    fio_options = tuple(sorted((k, point.text(k)) for k in config.workload.fio))
     lab = _lab_point(config, point)
+    rwmixread = point.whole("rwmixread") if rw in MIXED_RW else None
     if is_metadata(rw):
         # one operation per file: bs, iodepth, direct, ramp and the engine follow from the operation, so points
         # that differ only there collapse into one case (as rwmixread does for unmixed patterns)
-        file_size = int(str(point["file_size"]))
+        file_size = point.whole("file_size")
+        dirs = point.whole("dirs")
         workload = WorkloadPoint(
-            rw=rw, bs_bytes=file_size or 4096, iodepth=1, numjobs=int(str(point["numjobs"])),
-            runtime_s=float(str(point["runtime"])), ramp_s=0.0, direct=False,
+            rw=rw, bs_bytes=file_size or 4096, iodepth=1, numjobs=point.whole("numjobs"),
+            runtime_s=point.number("runtime"), ramp_s=0.0, direct=False,
             ioengine=NFS_METADATA_ENGINE if target.kind == "nfs" else METADATA_RW[rw][0],
-            fio_options=fio_options, files=int(str(point["files"])), file_size_bytes=file_size,
-            dirs=dirs if (dirs := int(str(point["dirs"]))) > 1 else None)
+            fio_options=fio_options, files=point.whole("files"), file_size_bytes=file_size,
+            dirs=dirs if dirs > 1 else None)
     elif is_object(rw):
         # one whole object of bs per operation through fio's http engine, which runs one request at a time per
         # job: concurrency is numjobs; iodepth and direct do not apply; a delete removes each object once
         workload = WorkloadPoint(
-            rw=rw, rwmixread=int(str(point["rwmixread"])) if rw in MIXED_RW else None, bs_bytes=int(str(point["bs"])),
-            iodepth=1, numjobs=int(str(point["numjobs"])), runtime_s=float(str(point["runtime"])),
-            ramp_s=0.0 if rw == "delete_object" else float(str(point["ramp"])), direct=False, ioengine="http",
-            fio_options=fio_options, files=int(str(point["objects"])))
+            rw=rw, rwmixread=rwmixread, bs_bytes=point.whole("bs"), iodepth=1, numjobs=point.whole("numjobs"),
+            runtime_s=point.number("runtime"), ramp_s=0.0 if rw == "delete_object" else point.number("ramp"),
+            direct=False, ioengine="http", fio_options=fio_options, files=point.whole("objects"))
     else:
         # fio's rbd and nfs engines are the only ways to those targets
-        ioengine = {"rbd": "rbd", "nfs": "nfs"}.get(target.kind, str(point["ioengine"]))
+        ioengine = {"rbd": "rbd", "nfs": "nfs"}.get(target.kind, point.text("ioengine"))
         workload = WorkloadPoint(
             rw=rw,
-            rwmixread=int(str(point["rwmixread"])) if rw in MIXED_RW else None,
-            bs_bytes=int(str(point["bs"])),
-            iodepth=int(str(point["iodepth"])),
-            numjobs=int(str(point["numjobs"])),
-            runtime_s=float(str(point["runtime"])),
-            ramp_s=float(str(point["ramp"])),
-            direct=bool(point["direct"]),
+            rwmixread=rwmixread,
+            bs_bytes=point.whole("bs"),
+            iodepth=point.whole("iodepth"),
+            numjobs=point.whole("numjobs"),
+            runtime_s=point.number("runtime"),
+            ramp_s=point.number("ramp"),
+            direct=point.flag("direct"),
             ioengine=ioengine,
             size_bytes=config.workload.size if config.workload.size is not None else target.size_bytes,
             fio_options=fio_options,
         )
-    clients = int(str(point["clients"]))
+    clients = point.whole("clients")
     return Case(case_id=case_id_for(target, workload, clients, lab=lab), target=target, workload=workload,
                 clients=clients, lab=lab)
 

@@ -33,7 +33,7 @@ from storbench.config import (
     WorkloadConfig,
 )
 from storbench.fio.allowlist import ALLOWED_FIO_OPTIONS, ENGINES_BY_TARGET_KIND, REFUSAL_REASONS
-from storbench.lab.ceph_options import CEPH_OPTIONS, CephOption
+from storbench.model.ceph_options import CEPH_OPTIONS, CephOption
 from storbench.telemetry.prometheus import DEFAULT_QUERIES
 from storbench.units import format_bytes
 

@@ -22,7 +22,7 @@ from storbench.config.values import (
     _no_duplicates,
 )
 from storbench.errors import did_you_mean
-from storbench.lab.ceph_options import CEPH_OPTIONS, NAME_RE, OWN_KEYS, option_value
+from storbench.model.ceph_options import CEPH_OPTIONS, NAME_RE, OWN_KEYS, option_value
 
 
 class CephLabConfig(StrictModel):

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from storbench.errors import UserError
 from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
 from storbench.lab.ceph_conf import LOOPBACK, CephLabSpec, mon_address, render_ceph_conf, rgw_port
-from storbench.lab.ceph_options import same_value
 from storbench.lab.labdir import (
     LabDir,
     default_lab_dir,
@@ -31,6 +30,7 @@ from storbench.lab.labdir import (
     port_open,
 )
 from storbench.lab.process import start_daemon
+from storbench.model.ceph_options import same_value
 from storbench.shell import run
 
 if TYPE_CHECKING:

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-# lab/ceph_options.py is pure (the OSD options a plan may set) but still lives in the lab package
-from storbench.lab.ceph_options import CEPH_OPTIONS
+from storbench.model.ceph_options import CEPH_OPTIONS
 from storbench.units import format_bytes, format_link_rate
 
 # Ceph lab settings as plans name them, and which of them are sizes in bytes (shown with units, matched as sizes).
