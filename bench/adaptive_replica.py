@@ -47,9 +47,9 @@ def run_arm(name: str, plan: Path, out: Path) -> dict[str, object]:
 def decided_at(db: Path) -> dict[str, tuple[int, float]]:
     """Per compared point of an adaptive run: (rounds, minutes from the run's first start to the end of that
     round) when the stopping rule first decided it, replayed from the store with storbench's own rule."""
-    from storbench.selection import adaptive_questions
     from storbench.stats.convergence import convergence
     from storbench.stats.observations import observations
+    from storbench.stats.run_questions import adaptive_questions
     from storbench.store import open_store
 
     store = open_store(db)

@@ -72,7 +72,7 @@ def test_ci_reached_judges_the_interval_at_the_rules_level() -> None:
 
 def test_a_run_that_stopped_on_ci_shows_its_intervals_at_the_rules_level() -> None:
     from storbench.model import RunInfo
-    from storbench.selection import interval_levels
+    from storbench.stats.run_questions import interval_levels
     from storbench.store.migrations import design_of_text
 
     def run(run_id: int, repeat: str) -> RunInfo:

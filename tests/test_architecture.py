@@ -71,10 +71,6 @@ KNOWN_LAYER_EDGES: dict[tuple[str, str], str] = {
         "the compare selectors are checked with stats.compare.parse_selector and blocked_settings",
     ("storbench.report.tables", "storbench.plan"): "the plan table shows plan.PlanEstimate",
     ("storbench.report.convergence", "storbench.plan"): "a design's text asks plan.lab_designs",
-    ("storbench.report.convergence", "storbench.selection"):
-        "AdaptiveQuestion lives in selection, which reads the store (move it to stats)",
-    ("storbench.report.build", "storbench.selection"):
-        "adaptive_questions, expectations, interval_levels: pure functions over runs in selection",
     ("storbench.importer", "storbench.store.db"): "save_import writes the imported run (type only; move it to cli)",
 }
 KNOWN_EFFECT_IMPORTS: dict[tuple[str, str], str] = {

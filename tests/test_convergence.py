@@ -24,11 +24,11 @@ from storbench.model import ClientMeasurement, RepetitionOutcome, RunInfo, Statu
 from storbench.report.convergence import convergence_figures, design_text
 from storbench.report.figures import FigureSpec, Series
 from storbench.report.html import ReportDocument, render_html
-from storbench.selection import AdaptiveQuestion, adaptive_questions
 from storbench.stats.adaptive import decided_verdicts
 from storbench.stats.compare import Question, compare_observations, parse_selector
 from storbench.stats.convergence import convergence, replay
 from storbench.stats.observations import Observation
+from storbench.stats.run_questions import AdaptiveQuestion, adaptive_questions
 from storbench.stats.sequential import Decision, SequentialPlan, decide
 from storbench.store import open_store
 from storbench.store.migrations import design_of_text

@@ -29,13 +29,12 @@ from storbench.run_design import (
     design_from_json,
     design_to_json,
 )
-from storbench.selection import (
-    Selection,
+from storbench.selection import Selection, incomplete_line
+from storbench.stats.run_questions import (
     adaptive_questions,
     bring_ups,
     design_steady_rule,
     expectations,
-    incomplete_line,
     interval_levels,
     planned_repetitions,
     run_design_changes,

@@ -651,7 +651,7 @@ def test_a_resume_that_changes_the_stopping_rule_is_refused_unless_accepted_and_
     assert "--accept-changed-design" in message
     # a change outside the stopping rule (a new point) is no design change
     from storbench.run_design import RunDesign
-    from storbench.selection import run_design_changes
+    from storbench.stats.run_questions import run_design_changes
     from storbench.store.migrations import design_of_text
 
     def versions(*texts: str) -> list[tuple[int, RunDesign]]:

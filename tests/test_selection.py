@@ -103,8 +103,8 @@ def test_the_readers_take_a_runs_design_and_never_its_plan_text() -> None:
 
     from storbench.model import Expectation
     from storbench.run_design import DesignQuestion, RunDesign, SteadyDesign, StoppingRule, TargetExpectation
-    from storbench.selection import (
-        Selection,
+    from storbench.selection import Selection
+    from storbench.stats.run_questions import (
         adaptive_questions,
         bring_ups,
         design_steady_rule,

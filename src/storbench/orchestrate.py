@@ -260,7 +260,7 @@ def restart_unsettled_points(loaded: LoadedPlan, store: Store, run_id: int, obse
     written again, so a point that was not yet steady, or not yet through its rounds after the steady window,
     starts over; its earlier rounds are dropped (a window or figures mixing rounds from before and after would
     judge two instances as one)."""
-    from storbench.selection import steady_rule
+    from storbench.stats.run_questions import steady_rule
     from storbench.stats.steady import SteadyStatus, judge_repetitions
 
     rule = steady_rule(loaded.config)
@@ -350,7 +350,7 @@ class _Run:
         """For `steady_state`: whether ``case``'s rounds so far are steady with their rounds after the window
         measured (or reached max_rounds), so no more of them run; with ``tell``, the observer hears how the point
         stands."""
-        from storbench.selection import steady_rule
+        from storbench.stats.run_questions import steady_rule
 
         rule = steady_rule(self.loaded.config)
         if rule is None:

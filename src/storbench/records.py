@@ -206,7 +206,7 @@ def _metric(o: Observation, field: str) -> float | None:
 def export_records(items: Iterable[Observation],
                    expectations: Mapping[tuple[int, str], Expectation] | None = None) -> list[Record]:
     """The flat records of observations, in their order; ``expectations`` ((run, target) -> `expect:`,
-    `selection.expectations`) gives each its ``pct_of_expected``."""
+    `stats.run_questions.expectations`) gives each its ``pct_of_expected``."""
     declared = expectations or {}
     return [record(o, declared.get((o.run_id, o.case.target.name))) for o in items]
 

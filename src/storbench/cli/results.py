@@ -97,7 +97,8 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
     from storbench.report.labels import point_label
     from storbench.report.show_export import drift_lines, precondition_lines, steady_lines
     from storbench.report.tables import pooled_runs_line
-    from storbench.selection import incomplete_line, planned_repetitions
+    from storbench.selection import incomplete_line
+    from storbench.stats.run_questions import planned_repetitions
     from storbench.stats.summary import summarize_points
 
     points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations,

@@ -52,7 +52,7 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
         lines.insert(1, f"repetitions: balanced rounds until {what}, at least {least}{raised}, at most {most} (the "
                      "time below is for the most)")
     from storbench.plan import precondition_jobs, precondition_seconds, preconditions
-    from storbench.selection import steady_rule
+    from storbench.stats.run_questions import steady_rule
 
     wanted = preconditions(loaded.config)
     first_jobs: dict[str, Case] = {}  # each target's job on its first lab configuration
@@ -239,7 +239,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for line in _summary(loaded, cases, checked):
         out.print(line)
     if not resume:
-        from storbench.selection import incomplete_line, planned_repetitions
+        from storbench.selection import incomplete_line
+        from storbench.stats.run_questions import planned_repetitions
 
         previous = store.latest_run_of_plan(loaded.config.name)
         unfinished = previous and incomplete_line(previous, store.repetition_counts(previous.run_id)[0],

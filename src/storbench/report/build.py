@@ -25,12 +25,12 @@ from storbench.report.labels import point_label
 from storbench.report.show_export import precondition_text
 from storbench.report.steady import steady_figures
 from storbench.report.tables import pooled_runs_line, warning_lines
-from storbench.selection import adaptive_questions, expectations, interval_levels
 from storbench.stats.compare import PointComparison
 from storbench.stats.curve import LOAD_AXES
 from storbench.stats.drift import run_drifts
 from storbench.stats.knee import LatencyObjective, curves
 from storbench.stats.observations import Observation
+from storbench.stats.run_questions import adaptive_questions, expectations, interval_levels
 from storbench.stats.steady import SteadyState
 from storbench.stats.summary import summarize_points
 

@@ -350,7 +350,7 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
     have the same ids, are not pooled); estimate each metric over ok repetitions. With
     ``expectations`` ((run, target) -> `expect:`), each point knows what its target was declared as. ``levels``
     (run -> the t level of its intervals, 95 % when absent; a run that stopped on `until: ci` has its own, see
-    ``selection.interval_levels``): a point over several runs takes the highest of theirs."""
+    ``stats.run_questions.interval_levels``): a point over several runs takes the highest of theirs."""
     if by_run:
         return [p for run in dict.fromkeys(o.run_id for o in observations)
                 for p in summarize_points([o for o in observations if o.run_id == run], mem_total_bytes, metrics,
