@@ -1,7 +1,7 @@
 """How often an A/A `compare` says "different" when each side ran on one instance (a cluster, a volume, a host)
 and instances differ from one another, beside a fresh instance per round. Pure simulation with the project's own
 interval functions (`stats.estimate.welch_difference`, `stats.sequential.paired_change`); prints the table in
-docs/methodology.md ("Comparing two sets of results", the designs).
+docs/methodology.md ("Comparisons", the designs).
 
 Each side's true level is the same. An instance's level is 1 + N(0, spread) (the instance-to-instance spread:
 PG placement, which OSD is primary, a volume's place on its backend); repetitions on one instance are log-normal

@@ -421,7 +421,7 @@ DESIGNS = {
 CONFOUNDED = frozenset({"one instance per side", "blocked", "two runs"})
 # The A/A rate of one instance per side that the caveat cites: instances whose level differs with a standard
 # deviation of INSTANCE_SPREAD_PCT, repetitions with run-to-run CV AA_CV_PCT (bench/instance_design.py, 10,000
-# compares a cell; docs/methodology.md, "Comparing two sets of results"). A fresh instance per round: 5 %.
+# compares a cell; docs/methodology.md, "Comparisons"). A fresh instance per round: 5 %.
 INSTANCE_SPREAD_PCT = 3
 AA_CV_PCT = 5
 AA_DIFFERENT_PCT = {10: 34, 30: 57}  # repetitions a side -> % of A/A compares called different
