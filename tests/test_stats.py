@@ -1185,7 +1185,8 @@ def test_every_comparison_carries_its_design_and_the_confounded_ones_say_so() ->
     rows = json_module.loads(comparison_json([two]))
     assert {(r["design"], r["design_confounds"]) for r in rows} == {("two runs", True)}
     assert "two runs,True" in comparison_csv([two])
-    assert "- design: separate runs (before/after)" in comparison_markdown([two], "target=a", "target=b")
+    assert "- ⚠ design: two runs (randread 4k qd1 read): separate runs (before/after)" \
+        in comparison_markdown([two], "target=a", "target=b")
     osds = [observation(case_id=f"c{n}", lab=f"lab=ceph osds={n} osd_size=1 objectstore=bluestore pool_size=2",
                         repeat=r, iops=1000.0 + r + n) for n in (3, 6) for r in range(3)]
     (blocked,) = compare_observations(osds, parse_selector("osds=3"), parse_selector("osds=6"), {},

@@ -146,10 +146,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
     from storbench.report.labels import comparison_label
-    from storbench.report.tables import bottleneck_evidence_lines, compare_table, rule_answer_lines
+    from storbench.report.tables import bottleneck_evidence_lines, compare_table, design_lines, rule_answer_lines
     from storbench.stats.compare import (
         compare_observations,
-        design_caveats,
         design_note,
         no_common_point,
         regressions,
@@ -201,7 +200,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         out = _console() if args.output in ("", "-") else _file_console()
         out.print(compare_table(comparisons, baseline.text, candidate.text,
                                 None if args.output not in ("", "-") else out.width))
-        for line in [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_caveats(comparisons),
+        for line in [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_lines(comparisons),
                      *changed_lines]:
             out.print(line, markup=False)
         evidence = bottleneck_evidence_lines(comparisons)

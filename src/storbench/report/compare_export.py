@@ -14,12 +14,13 @@ from storbench.report.tables import (
     bottleneck_change,
     bottleneck_evidence_lines,
     change_text,
+    design_lines,
     interval_caption,
     iops_with_ci,
     rule_answer_lines,
 )
 from storbench.safe_text import csv_cell, safe_text
-from storbench.stats.compare import CONFOUNDED, PointComparison, RuleAnswer, design_caveats, stopping_rule_lines
+from storbench.stats.compare import CONFOUNDED, PointComparison, RuleAnswer, stopping_rule_lines
 from storbench.stats.metrics import LAYER_METRICS
 
 COMPARE_FIELDS = (
@@ -125,7 +126,7 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
         lines.append(f"| {markdown_cell(label)} | {iops_with_ci(c.baseline.metric('iops'))} | "
                      f"{iops_with_ci(c.candidate.metric('iops'))} | " + " | ".join(cells)
                      + f" | {bottleneck_change(c)} |")
-    caveats = [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_caveats(comparisons),
+    caveats = [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_lines(comparisons),
                *notes]
     if caveats:
         lines += ["", *(f"- {markdown_cell(line)}" for line in caveats)]

@@ -35,6 +35,7 @@ from storbench.report.plotly_render import plotly_json, template_json
 from storbench.report.tables import (
     bottleneck_change,
     change_text,
+    design_lines,
     expected_cell,
     interval_caption,
     iops_with_ci,
@@ -42,6 +43,8 @@ from storbench.report.tables import (
     rule_answer_lines,
     telemetry_cell,
     telemetry_columns,
+    warning_groups,
+    warning_tag,
 )
 from storbench.safe_text import safe_text
 from storbench.stats.compare import PointComparison, stopping_rule_lines
@@ -80,6 +83,13 @@ def _time(seconds: float | None) -> str:
 WRAPPED = ("target", "fio options", "lab", "verdict", "warnings")  # the summary's text columns: they wrap
 
 
+def _warning_tags(point: PointSummary) -> str:
+    """A row's warnings as short tags, each linked to its advice under the table (said once there) and
+    carrying the point's own figures as its tooltip."""
+    return " ".join(f"<a class='tag' href='#warning-{_e(w.code)}' title='{_e(w.message)}'>{_e(warning_tag(w.code))}"
+                    "</a>" for w in point.warnings)
+
+
 def _summary_table(points: Sequence[PointSummary]) -> str:
     """The summary, made to fit a 1,400 px window without scrolling sideways: small type, headers and text
     columns that wrap (numbers never do)."""
@@ -116,12 +126,24 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
                  telemetry_cell(p.metric("host_cpu_busy_pct"), ".0f"),
                  telemetry_cell(p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct"), ".0f"),
                  *(telemetry_cell(p.metric(field), fmt) for _, field, fmt in extra),
-                 p.bottleneck.kind.value, "; ".join(w.message for w in p.warnings))  # fixes: once, below
+                 p.bottleneck.kind.value)
         css = ' class="failed"' if p.repetitions_ok < p.repetitions_total else ""
         rows.append(f"<tr{css}>" + "".join(f"<td class='wrap'>{_e(c)}</td>" if h in WRAPPED else f"<td>{_e(c)}</td>"
-                                           for h, c in zip(head, cells, strict=True)) + "</tr>")
+                                           for h, c in zip(head[:-1], cells, strict=True))
+                    + f"<td class='wrap'>{_warning_tags(p)}</td></tr>")  # tags; the advice once, below
     return ("<div class='wide'><table class='data summary'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
             + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+
+
+def _warnings(doc: ReportDocument) -> str:
+    """The summary's warnings under its table: each kind once, with its tag (the rows carry only the tag), the
+    points it concerns and its fix; then the other notes (``doc.warnings`` lines that are not a kind's)."""
+    groups = warning_groups(doc.points)
+    said = {line for _, line in groups}
+    items = "".join(f"<li id='warning-{_e(code)}'><span class='tag'>{_e(warning_tag(code))}</span> {_e(line)}</li>"
+                    for code, line in groups)
+    return ((f"<ul class='warn'>{items}</ul>" if items else "")
+            + "".join(f"<p class='warn'>{_e(w)}</p>" for w in doc.warnings if w not in said))
 
 
 def _bottleneck_table(points: Sequence[PointSummary]) -> str:
@@ -168,7 +190,9 @@ def _comparison_table(doc: ReportDocument) -> str:
             "detectable difference, x not comparable.</p><table class='data compare'><thead><tr>"
             + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
             + "</tbody></table>" + "".join(f"<p>{_e(line)}</p>" for line in [
-                *rule_answer_lines(doc.comparisons), *stopping_rule_lines(doc.comparisons)]))
+                *rule_answer_lines(doc.comparisons), *stopping_rule_lines(doc.comparisons)])
+            + "".join(f"<p class='warn'>{_e(line)}</p>" if line.startswith("⚠") else f"<p>{_e(line)}</p>"
+                      for line in design_lines(doc.comparisons)))
 
 
 def _saturation_table(doc: ReportDocument) -> str:
@@ -237,7 +261,10 @@ pre{background:#f3f4f6;padding:8px;font-size:12px;overflow:auto}table.kv th{text
 table.notes{font-size:12.5px;margin:4px 8px;border-collapse:collapse}table.notes th{text-align:left;
 vertical-align:top;padding:2px 10px 2px 0;color:#5b6673;font-weight:600;white-space:nowrap}
 table.notes td{padding:2px 0}
-.warn{color:#8a5a00;font-size:13px}#report-status{font-size:12px;color:#5b6673}#report-status.bad{color:#b00020}
+.warn{color:#8a5a00;font-size:13px}ul.warn{padding-left:18px}ul.warn li{margin:3px 0}
+.tag{display:inline-block;font-size:10.5px;color:#8a5a00;background:#fff4dc;border:1px solid #f0d9a8;
+border-radius:3px;padding:0 4px;margin:1px 2px 1px 0;white-space:nowrap;text-decoration:none}
+#report-status{font-size:12px;color:#5b6673}#report-status.bad{color:#b00020}
 """
 
 _STATUS_JS = """
@@ -327,7 +354,7 @@ def _figure_block(figure: FigureSpec) -> str:
 def render_html(doc: ReportDocument, plotly_js: str) -> str:
     """The whole report as one HTML string; ``plotly_js`` is the plotly.js source to embed."""
     sections: list[str] = []
-    warnings = "".join(f"<p class='warn'>{_e(w)}</p>" for w in doc.warnings)
+    warnings = _warnings(doc)
     sections.append(f"<section><h2>Summary</h2>{_summary_table(doc.points)}{warnings}</section>")
     tabled: dict[str, int] = {}  # sections that open with a table: their figures go under it, one heading
     if any(p.bottleneck.kind != "unknown" for p in doc.points):

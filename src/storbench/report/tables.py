@@ -24,7 +24,7 @@ from storbench.report.labels import (
     varying_lab_keys,
 )
 from storbench.safe_text import safe_text
-from storbench.stats.compare import STOPPING_RULE_MARKS, PointComparison, Verdict
+from storbench.stats.compare import CONFOUNDED, DESIGN_CAVEATS, DESIGNS, STOPPING_RULE_MARKS, PointComparison, Verdict
 from storbench.stats.estimate import Estimate
 from storbench.stats.knee import Curve, CurvePoint, Knee, KneeKind, LatencyObjective, best_under_objective
 from storbench.stats.summary import WARNING_TITLES, PointSummary, StatWarning
@@ -214,21 +214,77 @@ def verdict_lines(points: Sequence[PointSummary]) -> list[str]:
     return lines
 
 
-def warning_lines(points: Sequence[PointSummary]) -> list[str]:
-    """One line per kind of warning: how many points, the worst example, and the fix."""
+# A warning's short name, for a row that carries it (the HTML summary's column); its advice is said once, below.
+WARNING_TAGS = {
+    "failed_repetitions": "failed repetitions", "few_repetitions": "few repetitions", "high_cv": "high CV",
+    "wide_interval": "wide interval", "runtime_shorter_than_ramp": "runtime < ramp", "page_cache": "page cache",
+    "stragglers": "stragglers", "not_steady": "not steady", "steady_incomplete": "steady state unfinished",
+    "steady_window": "steady window", "throttle_latency": "block throttle", "uneven_pacing": "uneven pacing",
+}
+LISTED_POINTS = 8  # a line that names the points it concerns names this many, then "and N more"
+
+
+def warning_tag(code: str) -> str:
+    return WARNING_TAGS.get(code, code.replace("_", " "))
+
+
+def points_text(labels: Sequence[str], limit: int = LISTED_POINTS) -> str:
+    """'a, b and c'; past ``limit`` labels, 'a, b, ..., h and 6 more'."""
+    if len(labels) <= 1:
+        return "".join(labels)
+    if len(labels) > limit:
+        return f"{', '.join(labels[:limit])} and {len(labels) - limit} more"
+    return f"{', '.join(labels[:-1])} and {labels[-1]}"
+
+
+def warning_groups(points: Sequence[PointSummary]) -> list[tuple[str, str]]:
+    """(code, line) per kind of warning, in the order the points first show them: the line names the points it
+    concerns (the worst first, with its figures, for the spread and the interval's width) and says the fix once."""
+    lab_keys = varying_lab_keys(points)
     groups: dict[str, list[tuple[PointSummary, StatWarning]]] = {}
     for p in points:
         for w in p.warnings:
             groups.setdefault(w.code, []).append((p, w))
     lines = []
     for code, members in groups.items():
-        if code in ("high_cv", "wide_interval"):  # the worst point as the example
+        if code in ("high_cv", "wide_interval"):  # the worst point first
             field = "cv_pct" if code == "high_cv" else "half_width_pct"
             members.sort(key=lambda m: -(getattr(m[0].metric("iops"), field, None) or 0))
-        point, warning = members[0]
-        where = point_label(point)
-        count = f"{len(members)} points, e.g." if len(members) > 1 else "at"
-        lines.append(f"⚠ {WARNING_TITLES.get(code, code)} ({count} {where}: {warning.message}): {warning.fix}")
+        labels = list(dict.fromkeys(point_label(p, lab_keys=lab_keys) for p, _ in members))
+        warning = members[0][1]
+        title = WARNING_TITLES.get(code, code)
+        if len(labels) == 1:
+            lines.append((code, f"⚠ {title} at {labels[0]} ({warning.message}): {warning.fix}"))
+            continue
+        worst = "worst " if code in ("high_cv", "wide_interval") else ""
+        others = points_text(labels[1:], LISTED_POINTS - 1)
+        lines.append((code, f"⚠ {title} at {len(labels)} points ({worst}{labels[0]}: {warning.message}; also "
+                            f"{others}): {warning.fix}"))
+    return lines
+
+
+def warning_lines(points: Sequence[PointSummary]) -> list[str]:
+    """One line per kind of warning: the points it concerns, the worst one's figures, and the fix."""
+    return [line for _, line in warning_groups(points)]
+
+
+def design_lines(comparisons: Sequence[PointComparison]) -> list[str]:
+    """The design of every comparison (`stats.compare.DESIGNS`), one line per design with the points it concerns
+    ("all N points" when it is every one); a design that confounds the setting with the instance, with time or with
+    whatever else changed between two runs is marked and says what that means for its verdicts."""
+    lab_keys = varying_comparison_lab(comparisons)
+    groups: dict[str, list[str]] = {}
+    for c in comparisons:
+        if c.design:
+            groups.setdefault(c.design, []).append(comparison_label(c, lab_keys))
+    lines = []
+    for design, labels in groups.items():
+        named = list(dict.fromkeys(labels))
+        where = (f"all {len(labels)} points" if len(labels) == len(comparisons) and len(labels) > 1
+                 else points_text(named))
+        caveat = f"; {DESIGN_CAVEATS[design]}" if design in DESIGN_CAVEATS else ""
+        mark = "⚠ " if design in CONFOUNDED else ""
+        lines.append(f"{mark}design: {design} ({where}): {DESIGNS.get(design, design)}{caveat}")
     return lines
 
 

@@ -403,17 +403,39 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
     return stopping_rules(designed, observations, sequential_plans or {}, questions or {}, tags)
 
 
-# How the two sides of a comparison ran, and whether that design separates the setting from everything else.
+# How the two sides of a comparison ran (said under every comparison, `report.tables.design_lines`), and whether
+# that design separates the setting from everything else.
 DESIGNS = {
-    "paired": "both sides in one run, repetitions alternating (A B B A): paired, time drift cancels",
-    "interleaved": "both sides in one run, repetitions alternating; intervals unpaired (the rounds did not match)",
-    "fresh instance per round": "a fresh cluster per side and round (A B B A): the instance is sampled",
-    "one instance per side": "each side one cluster instance: the setting is confounded with the instance",
-    "blocked": "one run, all of one side then all of the other: the setting is confounded with time",
-    "two runs": "separate runs (before/after): the change is confounded with everything else that changed "
-                "between them",
+    "paired": "both sides in one run, repetitions alternating (A B B A); intervals from the pairs: time drift "
+              "cancels",
+    "interleaved": "both sides in one run, repetitions alternating, but the rounds did not match: unpaired (Welch) "
+                   "intervals",
+    "fresh instance per round": "a fresh cluster per side and round (A B B A); intervals from the pairs: the "
+                                "instance is sampled, its variation inside the interval",
+    "one instance per side": "each side ran on one cluster instance: the setting is confounded with the instance",
+    "blocked": "one run, all of one side before the other: the setting is confounded with time (drift reads as a "
+               "change)",
+    "two runs": "separate runs (before/after): the change is confounded with everything else that changed between "
+                "them (time, the host's state, the instance where it differs)",
 }
 CONFOUNDED = frozenset({"one instance per side", "blocked", "two runs"})
+# The A/A rate of one instance per side that the caveat cites: instances whose level differs with a standard
+# deviation of INSTANCE_SPREAD_PCT, repetitions with run-to-run CV AA_CV_PCT (bench/instance_design.py, 10,000
+# compares a cell; docs/methodology.md, "Comparisons"). A fresh instance per round: 5 %.
+INSTANCE_SPREAD_PCT = 3
+AA_CV_PCT = 5
+AA_DIFFERENT_PCT = {10: 34, 30: 57}  # repetitions a side -> % of A/A compares called different
+AA_RATE = (f"with a {INSTANCE_SPREAD_PCT} % spread between instances an A/A compare says \"different\" "
+           f"{AA_DIFFERENT_PCT[10]} % of the time (n=10, CV {AA_CV_PCT} %")
+DESIGN_CAVEATS = {
+    "one instance per side": f"{AA_RATE}; {AA_DIFFERENT_PCT[30]} % at n=30: more repetitions do not help, a fresh "
+                             "instance per round does, 5 %; docs/methodology.md); read a verdict as about these two "
+                             "instances, not the setting",
+    "blocked": "read a verdict as about these two stretches of time, not the setting alone (order: interleaved "
+               "alternates the sides)",
+    "two runs": f"read a verdict as about these runs, not the change alone; where they ran on different instances, "
+                f"{AA_RATE})",
+}
 
 
 def design_of(comparison: PointComparison, interleaved_runs: frozenset[int], blocked: bool,
@@ -431,16 +453,6 @@ def design_of(comparison: PointComparison, interleaved_runs: frozenset[int], blo
     paired = any(cell.difference is not None and cell.difference.method in ("paired", "sequential")
                  for cell in comparison.cells)
     return "paired" if paired else "interleaved"
-
-
-def design_caveats(comparisons: Sequence[PointComparison]) -> list[str]:
-    """One line per design that confounds the setting with something else, with how many points it concerns."""
-    counts: dict[str, int] = {}
-    for c in comparisons:
-        if c.design in CONFOUNDED:
-            counts[c.design] = counts.get(c.design, 0) + 1
-    return [f"design: {DESIGNS[d]} ({n} point{'s' if n != 1 else ''}): read a verdict as about these runs or "
-            "instances, not the setting alone" for d, n in counts.items()]
 
 
 def paired_differences(comparisons: Sequence[PointComparison], observations: Sequence[Observation],

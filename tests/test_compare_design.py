@@ -1,0 +1,196 @@
+"""Every compare output names the design of each comparison (grouped, with the points it concerns; the confounding
+ones marked, with their caveat), and repeated advice is said once with the points it concerns: the terminal
+table, Markdown, JSON and the HTML report, on runs stored without fio."""
+
+from __future__ import annotations
+
+import html
+import json
+import random
+import re
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli
+from storbench.model import ClientMeasurement, RepetitionOutcome, Status
+from storbench.report.html import ReportDocument, render_html
+from storbench.report.tables import design_lines, points_text, warning_lines
+from storbench.stats.compare import AA_DIFFERENT_PCT, compare_observations, parse_selector
+from storbench.stats.observations import Observation
+from storbench.stats.summary import PointSummary, summarize_points
+from storbench.store import open_store
+from storbench.store.migrations import design_of_text
+from synthetic import observation
+
+PLAN = """
+name: replica
+targets:
+  rbd: {kind: rbd, pool: bench, image: storbench, size: 1GiB}
+workload: {rw: randwrite, bs: 4k, iodepth: [1, 16], runtime: 10s, ramp: 2s}
+repeat: 6
+lab:
+  ceph: {osds: 3, osd_size: 4GiB, pool_size: [2, 3]}
+"""
+
+
+def _rounds(run_id: int, seed: int, rounds: int = 6) -> list[Observation]:
+    """Balanced rounds of replica 2 vs 3 at iodepth 1 and 16, no difference, alternating A B, B A."""
+    rng = random.Random(seed)
+    found = []
+    for i in range(rounds):
+        for depth in (1, 16):
+            sizes = (2, 3) if i % 2 == 0 else (3, 2)
+            for slot, size in enumerate(sizes):
+                start = i * 60.0 + (depth > 1) * 30.0 + slot * 15.0
+                found.append(observation(case_id=f"size{size}-qd{depth}", run_id=run_id, target="rbd",
+                                         target_kind="rbd", rw="randwrite", direction="write", iodepth=depth,
+                                         lab=f"lab=ceph pool_size={size}", repeat=i,
+                                         iops=1000.0 * depth ** 0.5 * (1 + rng.gauss(0, 0.04)),
+                                         started_at_s=start, finished_at_s=start + 12.0))
+    return found
+
+
+def _store(path: Path, seen: list[Observation]) -> None:
+    store = open_store(path)
+    run_id = store.create_run(plan_name="replica", plan_text=PLAN, plan_sha256="0", source="run",
+                              storbench_version="0", fio_version="fio-3.36", host="h", kernel="k",
+                              run_order="interleaved", seed=0, tags=(), started_at_s=0.0, design=design_of_text(PLAN))
+    for o in seen:
+        assert o.measurement is not None
+        ios = round(o.measurement.iops * 10)
+        measured = replace(o.measurement, total_ios=ios, io_bytes=ios * 4096, runtime_ms=10_000)
+        client = ClientMeasurement(client="local", jobs=1, job_errors=(), cpu_usr_pct=1.0, cpu_sys_pct=1.0,
+                                   directions=(measured,))
+        outcome = RepetitionOutcome(status=Status.OK, started_at_s=o.started_at_s, finished_at_s=o.finished_at_s,
+                                    job_text="[global]\n", command=("fio",), fio_version="fio-3.36", raw_output="",
+                                    stderr_tail="", clients=(client,))
+        store.save_repetition(run_id, o.case, o.rep_index, outcome, ())
+    store.finish_run(run_id, seen[-1].finished_at_s)
+    store.close()
+
+
+@pytest.fixture()
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "r.db"
+    _store(path, _rounds(1, 1))
+    _store(path, _rounds(2, 2))
+    return path
+
+
+PAIRED = "design: paired (all 2 points): both sides in one run, repetitions alternating (A B B A)"
+TWO_RUNS = "⚠ design: two runs (all 2 points): separate runs (before/after)"
+
+
+def _flat(text: str) -> str:
+    """The terminal's lines joined again where rich wrapped them."""
+    return " ".join(text.split())
+
+
+def test_a_paired_compare_names_its_design_in_every_format(db: Path, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    sides = ("--db", str(db), "--baseline", "run=1,pool_size=2", "--candidate", "run=1,pool_size=3")
+    code, out, err = run_cli(capsys, "compare", *sides)
+    assert code == 0, err
+    assert PAIRED in _flat(out) and "⚠ design" not in out
+    code, out, err = run_cli(capsys, "compare", *sides, "--format", "markdown")
+    assert code == 0, err
+    assert f"- {PAIRED}" in out
+    code, out, err = run_cli(capsys, "compare", *sides, "--format", "json")
+    assert code == 0, err
+    assert {(row["design"], row["design_confounds"]) for row in json.loads(out)} == {("paired", False)}
+    report = tmp_path / "r.html"
+    code, _, err = run_cli(capsys, "report", *sides, "-o", str(report))
+    assert code == 0, err
+    comparison = report.read_text().split("<h2>Comparison</h2>")[1].split("</section>")[0]
+    assert f"<p>{html.escape(PAIRED)}" in comparison
+
+
+def test_a_before_after_compare_is_marked_with_its_caveat_and_figure(db: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    sides = ("--db", str(db), "--baseline", "run=1,pool_size=3", "--candidate", "run=2,pool_size=3")
+    figure = f'"different" {AA_DIFFERENT_PCT[10]} % of the time (n=10, CV 5 %)'
+    code, out, err = run_cli(capsys, "compare", *sides)
+    assert code == 0, err
+    assert TWO_RUNS in _flat(out) and figure in _flat(out) and "design: paired" not in out
+    code, out, err = run_cli(capsys, "compare", *sides, "--format", "markdown")
+    assert code == 0, err
+    line = next(line for line in out.splitlines() if line.startswith(f"- {TWO_RUNS}"))
+    assert figure in line
+    report = tmp_path / "r.html"
+    code, _, err = run_cli(capsys, "report", *sides, "-o", str(report))
+    assert code == 0, err
+    comparison = report.read_text().split("<h2>Comparison</h2>")[1].split("</section>")[0]
+    assert f"<p class='warn'>{html.escape(TWO_RUNS)}" in comparison and html.escape(figure) in comparison
+
+
+def test_design_lines_group_the_designs_and_name_the_points_they_concern() -> None:
+    first, second = _rounds(1, 1), _rounds(2, 2)
+    paired = compare_observations(first, parse_selector("pool_size=2"), parse_selector("pool_size=3"), {},
+                                  interleaved_runs=frozenset({1}))
+    two = compare_observations([*first, *second], parse_selector("run=1,pool_size=3"),
+                               parse_selector("run=2,pool_size=3"), {})
+    mixed = [paired[0], two[1]]
+    lines = design_lines(mixed)
+    assert len(lines) == 2
+    assert lines[0].startswith("design: paired (rbd randwrite 4k qd1 write): ")
+    assert lines[1].startswith("⚠ design: two runs (rbd randwrite 4k qd16 write): ")
+    assert design_lines([*paired, *paired]) == [PAIRED.replace("all 2", "all 4") + lines[0].split("A B B A)")[1]]
+    assert design_lines([]) == []
+
+
+def test_points_text_names_eight_then_counts() -> None:
+    assert points_text([]) == "" and points_text(["a"]) == "a" and points_text(["a", "b"]) == "a and b"
+    labels = [f"p{i}" for i in range(11)]
+    assert points_text(labels) == "p0, p1, p2, p3, p4, p5, p6, p7 and 3 more"
+    assert points_text(labels[:8]) == "p0, p1, p2, p3, p4, p5, p6 and p7"
+
+
+def _noisy_points(count: int = 10) -> list[PointSummary]:
+    return summarize_points([observation(case_id=f"c{depth}", iodepth=depth, repeat=r,
+                                         iops=1000.0 * (1 + 0.25 * (-1, 0, 1)[r] * (1 + depth / 100)))
+                             for depth in range(1, count + 1) for r in range(3)])
+
+
+def test_a_warning_is_said_once_with_the_points_it_concerns() -> None:
+    points = _noisy_points()
+    (cv, *_) = [line for line in warning_lines(points) if "run-to-run spread" in line]
+    # the worst point first with its figures, then seven more, then how many more
+    assert " at 10 points (worst a randread 4k qd10 read: CV " in cv, cv
+    assert "and 2 more): " in cv and cv.count("a randread 4k qd") == 8, cv
+    assert cv.endswith(next(w.fix for w in points[0].warnings if w.code == "high_cv"))
+    single = warning_lines(points[:1])
+    assert any(line.startswith("⚠ run-to-run spread") and " at a randread 4k qd1 read (CV " in line
+               for line in single), single
+
+
+def test_the_reports_rows_carry_a_tag_and_the_advice_is_said_once_below(tmp_path: Path) -> None:
+    points = _noisy_points()
+    page = render_html(ReportDocument(title="t", runs=(), points=tuple(points), figures=(),
+                                      warnings=(*warning_lines(points), "pooled over runs 1 and 2")), "")
+    summary = page.split("<h2>Summary</h2>")[1].split("</section>")[0]
+    rows = re.findall(r"<tr>.*?</tr>", summary.split("<tbody>")[1])
+    assert len(rows) == len(points)
+    for point, row in zip(points, rows, strict=True):
+        message = next(w.message for w in point.warnings if w.code == "high_cv")
+        assert f"href='#warning-high_cv' title='{html.escape(message)}'>high CV</a>" in row, row
+    fix = next(w.fix for w in points[0].warnings if w.code == "high_cv")
+    assert summary.count(html.escape(fix)) == 1  # the advice once, under the table
+    assert "<li id='warning-high_cv'><span class='tag'>high CV</span> ⚠ run-to-run spread" in summary
+    assert summary.count("pooled over runs 1 and 2") == 1  # a note that is not a kind of warning stays
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        return
+    report = tmp_path / "r.html"
+    report.write_text(page)
+    done = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--virtual-time-budget=15000", f"--user-data-dir={tmp_path / 'profile'}",
+                           "--window-size=1400,2400", "--dump-dom", report.as_uri()],
+                          capture_output=True, text=True, timeout=120, check=False)
+    found = re.search(r'data-report-status="([^"]*)"', done.stdout)
+    assert found is not None, done.stderr[-500:]
+    status = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert status["overflow"] == [] and status["width"] == 1400, status
