@@ -418,9 +418,9 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
     the one `show` gives it (``with_run_verdicts``; ``expectations``: (run, target) -> `expect:`, as `show` reads
     them)."""
     ignore = baseline.keys | candidate.keys
-    sides = [with_run_verdicts(summarize_points(select(observations, side, tags), mem_total_bytes), observations,
-                               mem_total_bytes, expectations) for side in (baseline, candidate)]
-    comparisons = compare_points(*sides, ignore, force=force, confidence=1 - alpha)
+    base, cand = (with_run_verdicts(summarize_points(select(observations, side, tags), mem_total_bytes), observations,
+                                    mem_total_bytes, expectations) for side in (baseline, candidate))
+    comparisons = compare_points(base, cand, ignore, force=force, confidence=1 - alpha)
     blocked = bool(blocked_settings(baseline, candidate))
     if blocked:  # pairs only where the clusters alternated (A B B A)
         interleaved_runs = frozenset(r for r in interleaved_runs if (bring_ups or {}).get(r, "once") != "once")

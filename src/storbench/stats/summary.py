@@ -539,8 +539,8 @@ def sweep_reading(steps: Sequence[CurveStep], k: int) -> str | None:
     - every higher load is shown flat or falling against it: "... gave no more IOPS ...: the limit is elsewhere";
     - otherwise undecided: the first change that could not be told, and what would tell it.
 
-    At the highest load, the change from the load below it: when it still rose, a deeper sweep would tell where it
-    stops. None: the sweep tells nothing more than the point (a single point, or the highest not shown rising)."""
+    At the highest load, the change from the load below it, by the same words (when it still rose, a deeper sweep
+    would tell where it stops). None: a single point (the sweep tells nothing more)."""
     here = steps[k]
     if k + 1 < len(steps):
         changes = [(there, judge_change(here.throughput, there.throughput,
@@ -563,10 +563,14 @@ def sweep_reading(steps: Sequence[CurveStep], k: int) -> str | None:
         return None
     below = steps[k - 1]
     change = judge_change(below.throughput, here.throughput, round_pairs(below.throughput, here.throughput))
-    if change.trend is not Trend.RISING:
-        return None
-    return (f"more load may raise IOPS: it still rose into {here.label} ({change.text()} from {below.label}); a "
-            "deeper sweep, or search:, would tell where it stops")
+    if change.trend is Trend.RISING:
+        return (f"more load may raise IOPS: it still rose into {here.label} ({change.text()} from {below.label}); "
+                "a deeper sweep, or search:, would tell where it stops")
+    if change.stopped:
+        fewer = "fewer" if change.trend is Trend.FALLING else "no more"
+        return f"yet it gave {fewer} IOPS than {below.label} ({change.text()}): the limit is elsewhere"
+    return (f"more load may raise IOPS: it gave {change.text()} over {below.label}, which cannot tell yet "
+            f"({what_would_tell(change, below.throughput, here.throughput)})")
 
 
 def under_driven_readings(steps: Sequence[CurveStep], verdicts: Sequence[BottleneckVerdict]) -> list[str | None]:
