@@ -13,6 +13,8 @@ from types import ModuleType
 
 import pytest
 
+from storbench.model import Expectation
+from storbench.stats.bottleneck import Bottleneck
 from storbench.stats.compare import compare_observations, parse_selector
 from storbench.stats.summary import summarize_points
 from synthetic import observation
@@ -116,3 +118,19 @@ def test_compare_says_of_a_point_what_show_says() -> None:
     assert "one point cannot show it" not in c.baseline.bottleneck.evidence
     # the figures stay the side's: its own repetitions
     assert c.baseline.metric("iops") == summarize_points([o for o in rows if o.case.case_id == "qd1"])[0].metric("iops")
+
+
+def test_compare_reads_the_declared_limit_as_show_does() -> None:
+    """A volume sold as 3,000 IOPS, flat at it from iodepth 1 to 64: `show` says each point is capped at its declared
+    limit; so does `compare` of two of its depths, given the same `expect:` (the CLI passes the runs' own)."""
+    depths, lat_ms = (1, 16, 64), (0.33, 5.5, 22.0)
+    rows = [observation(case_id=f"qd{d}", target="vol", target_kind="block", iodepth=d, repeat=rep, iops=rate,
+                        lat_mean_ns=lat * 1e6, host_cpu_busy_pct=10.0, disk_busiest_util_pct=20.0)
+            for d, lat in zip(depths, lat_ms, strict=True) for rep, rate in enumerate((2998.0, 3000.0, 3002.0))]
+    declared = {(1, "vol"): Expectation(iops=3000)}
+    shown = {p.case_id: p.bottleneck for p in summarize_points(rows, expectations=declared, by_run=True)}
+    (c,) = compare_observations(rows, parse_selector("iodepth=1"), parse_selector("iodepth=64"), {},
+                                expectations=declared)
+    assert c.baseline.bottleneck == shown["qd1"] and c.candidate.bottleneck == shown["qd64"]
+    assert c.baseline.bottleneck.kind == Bottleneck.CAPPED
+    assert "at its declared 3,000 IOPS" in c.baseline.bottleneck.evidence, c.baseline.bottleneck.evidence
