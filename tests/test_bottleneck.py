@@ -375,8 +375,9 @@ def test_every_verdict_says_where_the_points_time_went_by_layer() -> None:
 
 
 def test_an_under_driven_point_on_a_sweep_says_what_the_sweep_shows() -> None:
-    """Issue 29: a point of a sweep does not say "one point cannot show it": the next load's change (rising, flat,
-    undecided) is read from the sweep, and the highest load of a curve still rising says a deeper sweep would tell."""
+    """Issue 29: a point of a sweep does not say "one point cannot show it": its change to the higher loads (rising,
+    flat, undecided) is read from the sweep, and the highest load of a curve still rising says a deeper sweep would
+    tell (tests/test_curve_sections.py: against every higher load, as the knee judges)."""
     rising = _sweep("iodepth", [1, 16], [[1000, 1010, 990], [7900, 8000, 8100]], [1.0, 2.0])
     assert "more load raises IOPS: iodepth 16 gave +700 % [" in rising[0].bottleneck.evidence, rising[0]
     assert "it still rose into iodepth 16 (+700 % [" in rising[1].bottleneck.evidence, rising[1]

@@ -180,7 +180,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return compare_observations(selection.observations, baseline, candidate, selection.tags, selection.memory,
                                     force=args.force, interleaved_runs=selection.interleaved_runs,
                                     sequential_plans=selection.sequential_plans, bring_ups=selection.bring_ups,
-                                    alpha=alpha, questions=questions)
+                                    alpha=alpha, questions=questions, expectations=selection.expectations)
 
     comparisons = compared()
     if not comparisons:
@@ -288,7 +288,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         comparisons = compare_observations(selection.observations, baseline, candidate, selection.tags,
                                            selection.memory, interleaved_runs=selection.interleaved_runs,
                                            sequential_plans=selection.sequential_plans,
-                                           bring_ups=selection.bring_ups, questions=selection.questions)
+                                           bring_ups=selection.bring_ups, questions=selection.questions,
+                                           expectations=selection.expectations)
     case_ids = selection.case_ids  # the store was read once, by select
     repetitions = [r for r in selection.repetitions if r.case.case_id in case_ids]
     title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))

@@ -10,8 +10,10 @@ Every rule and threshold is stated (and defended) in docs/methodology.md, "Bottl
 - media-bound   a block device (here or on a storage node) is busy >= 90 % of the window;
 - network-bound an interface moves >= 90 % of its link rate (in its busier direction);
 - under-driven  none of the above, and Little's law says every configured I/O slot was occupied
-                (IOPS x mean latency >= 80 % of iodepth x jobs): more depth may raise IOPS (a sweep tells);
-- not saturated none of the above, and the queue was not kept full either;
+                (IOPS x mean latency >= 80 % of iodepth x jobs): more depth may raise IOPS (a sweep tells; on a
+                sweep, the verdict says what it shows);
+- not saturated none of the above, and the queue was not kept full either: whether more load raises IOPS a
+                sweep tells (on a sweep, the verdict says what it shows: ``stats.summary``);
 - capped beyond this host
                 read from the sweep, not the point (``judge_curve``): along a load curve (iodepth, numjobs or
                 clients) IOPS stop rising beyond noise while mean latency grows with the load, and no resource
@@ -219,8 +221,9 @@ def judge(x: BottleneckInputs) -> BottleneckVerdict:
             f"({busiest}): {UNDER_DRIVEN_UNTOLD}", (), in_flight, slots, busiest)
     queue = (f"; {in_flight:.1f} of {slots} I/O slots busy: fio did not keep its queue full"
              if in_flight is not None and slots > 0 else "")
-    return BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated ({busiest}){queue}", (), in_flight,
-                             slots, busiest)
+    return BottleneckVerdict(Bottleneck.NOT_SATURATED,
+                             f"nothing saturated ({busiest}){queue}; {NOT_SATURATED_UNTOLD}", (), in_flight, slots,
+                             busiest)
 
 
 # Whether a load step raised throughput, left it flat or cannot be told is `stats.trend.judge_change`'s answer,
@@ -230,6 +233,9 @@ def judge(x: BottleneckInputs) -> BottleneckVerdict:
 # what a single under-driven point cannot show; a sweep replaces it with what it does show (stats.summary)
 UNDER_DRIVEN_UNTOLD = ("more iodepth or jobs may raise IOPS (one point cannot show it: a sweep of iodepth, or search:, "
                        "would tell)")
+# ... and what a single point where nothing saturated cannot show either (replaced the same way on a sweep)
+NOT_SATURATED_UNTOLD = ("whether more load raises IOPS one point cannot show (a sweep of iodepth, or search:, would "
+                        "tell)")
 LATENCY_GROWTH = 1.5
 LOAD_GROWTH = 2.0
 # Verdicts the sweep may overrule: nothing of this host was saturated at the point.

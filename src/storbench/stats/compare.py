@@ -9,8 +9,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from storbench.fio.allowlist import ENGINES_BY_TARGET_KIND
-from storbench.model import CLUSTER_SETTINGS, is_metadata
+from storbench.model import CLUSTER_SETTINGS, Expectation, is_metadata
 from storbench.stats import match
+from storbench.stats.bottleneck import BottleneckVerdict
 from storbench.stats.estimate import CONFIDENCE, Difference, Estimate, welch_difference
 from storbench.stats.metrics import COMPARE_METRICS, LAYER_METRICS, Metric
 from storbench.stats.observations import Observation, alternated_rounds, metric_value
@@ -379,22 +380,47 @@ def no_common_point(observations: Sequence[Observation], baseline: Selector, can
     return text
 
 
+def with_run_verdicts(points: Sequence[PointSummary], observations: Sequence[Observation],
+                      mem_total_bytes: Mapping[int, int | None] | None = None,
+                      expectations: Mapping[tuple[int, str], Expectation] | None = None) -> list[PointSummary]:
+    """One side's points with the bottleneck verdicts their whole runs give them, as `show` and the report read
+    them: a sweep's verdicts (capped, what more load did) need the sweep's other points, which a side's selector
+    may leave out (``--baseline target=a`` of a sweep over iodepth keeps it; ``iodepth=16`` does not). Each point
+    is summarised again among every point of the runs it comes from, pooled over those runs as it is, and takes
+    that verdict; its figures stay the side's."""
+    verdicts: dict[tuple[int, ...], dict[tuple[str, str], BottleneckVerdict]] = {}
+    out = []
+    for point in points:
+        if point.run_ids not in verdicts:
+            runs = set(point.run_ids)
+            verdicts[point.run_ids] = {
+                (p.case_id, p.direction_name): p.bottleneck
+                for p in summarize_points([o for o in observations if o.run_id in runs], mem_total_bytes,
+                                          expectations=expectations)}
+        verdict = verdicts[point.run_ids].get((point.case_id, point.direction_name))
+        out.append(point if verdict is None else replace(point, bottleneck=verdict))
+    return out
+
+
 def compare_observations(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
                          tags: Mapping[int, tuple[str, ...]], mem_total_bytes: Mapping[int, int | None] | None = None,
                          *, force: bool = False, interleaved_runs: frozenset[int] = frozenset(),
                          sequential_plans: Mapping[int, SequentialPlan] | None = None,
                          bring_ups: Mapping[int, str] | None = None, alpha: float = 1 - CONFIDENCE,
-                         questions: Mapping[int, Question] | None = None) -> list[PointComparison]:
+                         questions: Mapping[int, Question] | None = None,
+                         expectations: Mapping[tuple[int, str], Expectation] | None = None) -> list[PointComparison]:
     """Match the two sides' points and compare every metric. Where the design pairs repetitions (both sides in
     one run whose order alternates them, ``interleaved_runs``, and not across a setting that needs a cluster per
     value) the change and its interval come from the per-pair ratios (``paired_differences``); else Welch.
     ``alpha``: each interval's error rate (5 %; smaller for a family-wise rule, see ``family_regressions``).
     On runs that stopped when decided (``sequential_plans``) each cell says whether it was that run's question
-    (``questions``: run -> what its plan's `compare` asked; ``stopping_rules``)."""
+    (``questions``: run -> what its plan's `compare` asked; ``stopping_rules``). Each point's bottleneck verdict is
+    the one `show` gives it (``with_run_verdicts``; ``expectations``: (run, target) -> `expect:`, as `show` reads
+    them)."""
     ignore = baseline.keys | candidate.keys
-    comparisons = compare_points(summarize_points(select(observations, baseline, tags), mem_total_bytes),
-                                 summarize_points(select(observations, candidate, tags), mem_total_bytes), ignore,
-                                 force=force, confidence=1 - alpha)
+    base, cand = (with_run_verdicts(summarize_points(select(observations, side, tags), mem_total_bytes), observations,
+                                    mem_total_bytes, expectations) for side in (baseline, candidate))
+    comparisons = compare_points(base, cand, ignore, force=force, confidence=1 - alpha)
     blocked = bool(blocked_settings(baseline, candidate))
     if blocked:  # pairs only where the clusters alternated (A B B A)
         interleaved_runs = frozenset(r for r in interleaved_runs if (bring_ups or {}).get(r, "once") != "once")

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from storbench.model import Case, Direction, Expectation, WorkloadPoint, is_metadata, is_object
 from storbench.stats.bottleneck import (
+    NOT_SATURATED_UNTOLD,
     UNDER_DRIVEN_UNTOLD,
     Bottleneck,
     BottleneckInputs,
@@ -32,7 +33,7 @@ from storbench.stats.observations import (
     unseparated_storage,
 )
 from storbench.stats.steady import SteadyStatus
-from storbench.stats.trend import Trend, judge_change, round_pairs
+from storbench.stats.trend import FLAT_MARGIN, Trend, judge_change, round_pairs, what_would_tell
 from storbench.units import format_block_size, format_bytes, format_latency_ns
 
 NOT_JUDGED = BottleneckVerdict(Bottleneck.UNKNOWN, "not judged")
@@ -386,6 +387,11 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
             verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated on this machine"
                                         f"{_resources(verdict)}: each job sends one S3 request at a time; "
                                         "more jobs (numjobs) add load")
+        if any(name in RATE_OPTIONS for name, _ in w.fio_options) and (untold := _untold(verdict)) is not None:
+            # fio holds the load back itself: neither one point nor a sweep of it tells the storage's limit
+            verdict = replace(verdict, evidence=verdict.evidence.replace(
+                untold, "fio was told to hold back (a rate limit or think time): its IOPS say nothing of the "
+                "storage's limit"))
         level = max((run_levels.get(o.run_id, CONFIDENCE) for o in group), default=CONFIDENCE)
         window_only = any(o.window_only for o in group)  # a steady window's rounds: chosen for their spread
         for direction in directions:
@@ -508,43 +514,90 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
             declared = None
             if expected is not None:
                 declared = expected.bw_bytes_per_s if axis == BLOCK_SIZE else expected.iops
-            for i, verdict in zip(members, judge_curve(steps, what, declared, _remote_evidence(points, members)),
-                                  strict=True):
-                if verdict is not None and out[i].bottleneck.kind not in (Bottleneck.CAPPED, Bottleneck.CLIENT_STACK):
-                    out[i] = replace(out[i], bottleneck=verdict)
-            if axis != BLOCK_SIZE:
-                for i, evidence in zip(members, under_driven_readings(steps, [out[i].bottleneck for i in members]),
-                                       strict=True):
-                    if evidence is not None:
-                        out[i] = replace(out[i], bottleneck=replace(out[i].bottleneck, evidence=evidence))
+            judged = sweep_verdicts(steps, [out[i].bottleneck for i in members], what, declared,
+                                    _remote_evidence(points, members))
+            for i, verdict in zip(members, judged, strict=True):
+                out[i] = replace(out[i], bottleneck=verdict)
     return out
 
 
+def _untold(verdict: BottleneckVerdict) -> str | None:
+    """What a point's verdict leaves for a sweep to tell (under-driven, not saturated), None if nothing."""
+    if verdict.kind == Bottleneck.UNDER_DRIVEN and UNDER_DRIVEN_UNTOLD in verdict.evidence:
+        return UNDER_DRIVEN_UNTOLD
+    if verdict.kind == Bottleneck.NOT_SATURATED and NOT_SATURATED_UNTOLD in verdict.evidence:
+        return NOT_SATURATED_UNTOLD
+    return None
+
+
+def sweep_reading(steps: Sequence[CurveStep], k: int) -> str | None:
+    """What a load sweep shows about more load at its point ``k`` (``steps`` in increasing load). The point is
+    judged against every higher load by `stats.trend.judge_change` (paired where the points alternated), as the
+    knee and the capped verdict judge a curve (`stats.trend.plateau`), so that no section says otherwise:
+
+    - some higher load is shown to raise IOPS over it: "more load raises IOPS: <the lowest such load> gave ...";
+    - every higher load is shown flat or falling against it: "... gave no more IOPS ...: the limit is elsewhere";
+    - otherwise undecided: the first change that could not be told, and what would tell it.
+
+    At the highest load, the change from the load below it, by the same words (when it still rose, a deeper sweep
+    would tell where it stops). None: a single point (the sweep tells nothing more)."""
+    here = steps[k]
+    if k + 1 < len(steps):
+        changes = [(there, judge_change(here.throughput, there.throughput,
+                                        round_pairs(here.throughput, there.throughput))) for there in steps[k + 1:]]
+        rising = next(((there, change) for there, change in changes if change.trend is Trend.RISING), None)
+        if rising is not None:
+            return f"more load raises IOPS: {rising[0].label} gave {rising[1].text()}"
+        pending = next(((there, change) for there, change in changes if not change.stopped), None)
+        if pending is not None:
+            there, change = pending
+            return (f"more load may raise IOPS: {there.label} gave {change.text()}, which cannot tell yet "
+                    f"({what_would_tell(change, here.throughput, there.throughput)})")
+        there, change = max(changes, key=lambda item: item[1].ratio)  # the most any higher load gave
+        if len(changes) > 1:
+            return (f"yet no higher load gave more IOPS (the most, {there.label}: {change.text()}; each shown within "
+                    f"+-{FLAT_MARGIN:.0%} or lower): the limit is elsewhere")
+        fewer = "fewer" if change.trend is Trend.FALLING else "no more"
+        return f"yet {there.label} gave {fewer} IOPS ({change.text()}): the limit is elsewhere"
+    if k == 0:
+        return None
+    below = steps[k - 1]
+    change = judge_change(below.throughput, here.throughput, round_pairs(below.throughput, here.throughput))
+    if change.trend is Trend.RISING:
+        return (f"more load may raise IOPS: it still rose into {here.label} ({change.text()} from {below.label}); "
+                "a deeper sweep, or search:, would tell where it stops")
+    if change.stopped:
+        fewer = "fewer" if change.trend is Trend.FALLING else "no more"
+        return f"yet it gave {fewer} IOPS than {below.label} ({change.text()}): the limit is elsewhere"
+    return (f"more load may raise IOPS: it gave {change.text()} over {below.label}, which cannot tell yet "
+            f"({what_would_tell(change, below.throughput, here.throughput)})")
+
+
 def under_driven_readings(steps: Sequence[CurveStep], verdicts: Sequence[BottleneckVerdict]) -> list[str | None]:
-    """An under-driven point on a load sweep says what the sweep shows instead of that one point cannot show it:
-    the change to the next load (`stats.trend.judge_change`, paired where the points alternated), or, at the
-    highest load of a curve still rising into it, that a deeper sweep would tell where it stops. None: keep."""
+    """Each point on a load sweep whose verdict left open whether more load raises IOPS (under-driven, not
+    saturated: "one point cannot show it") says what the sweep shows instead (``sweep_reading``): its evidence
+    with that in place of what one point cannot show. None: keep."""
     out: list[str | None] = [None] * len(steps)
     for k, verdict in enumerate(verdicts):
-        if verdict.kind != Bottleneck.UNDER_DRIVEN or UNDER_DRIVEN_UNTOLD not in verdict.evidence:
-            continue
-        if k + 1 < len(steps):
-            here, there = steps[k], steps[k + 1]
-            change = judge_change(here.throughput, there.throughput, round_pairs(here.throughput, there.throughput))
-            shown = change.text()
-            told = {Trend.RISING: f"more load raises IOPS: {there.label} gave {shown}",
-                    Trend.FLAT: f"yet {there.label} gave no more IOPS ({shown}): the limit is elsewhere",
-                    Trend.FALLING: f"yet {there.label} gave fewer IOPS ({shown}): the limit is elsewhere",
-                    Trend.UNDECIDED: f"more load may raise IOPS: {there.label} gave {shown}, which cannot tell yet"
-                    }[change.trend]
-        else:
-            if k == 0:
-                continue
-            change = judge_change(steps[k - 1].throughput, steps[k].throughput,
-                                  round_pairs(steps[k - 1].throughput, steps[k].throughput))
-            if change.trend != Trend.RISING:
-                continue
-            told = (f"more load may raise IOPS: it still rose into {steps[k].label} ({change.text()} from "
-                    f"{steps[k - 1].label}); a deeper sweep, or search:, would tell where it stops")
-        out[k] = verdict.evidence.replace(UNDER_DRIVEN_UNTOLD, told)
+        untold = _untold(verdict)
+        reading = sweep_reading(steps, k) if untold is not None else None
+        if untold is not None and reading is not None:
+            out[k] = verdict.evidence.replace(untold, reading)
+    return out
+
+
+def sweep_verdicts(steps: Sequence[CurveStep], verdicts: Sequence[BottleneckVerdict], what: str,
+                   declared: float | None = None, remote: str = "") -> list[BottleneckVerdict]:
+    """The verdicts of one sweep's points (``steps`` in increasing load; ``verdicts`` what the points hold so far,
+    ``what`` "IOPS" along a load curve, "MiB/s" along a block-size one): the curve's capped or client-stack verdict
+    where `bottleneck.judge_curve` gives one (a point already capped by another of its curves keeps that), then,
+    along a load curve, what the sweep shows at each point left open (``under_driven_readings``)."""
+    out = list(verdicts)
+    for i, verdict in enumerate(judge_curve(steps, what, declared, remote)):
+        if verdict is not None and out[i].kind not in (Bottleneck.CAPPED, Bottleneck.CLIENT_STACK):
+            out[i] = verdict
+    if what == "IOPS":
+        for i, evidence in enumerate(under_driven_readings(steps, out)):
+            if evidence is not None:
+                out[i] = replace(out[i], evidence=evidence)
     return out

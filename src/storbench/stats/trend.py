@@ -126,6 +126,19 @@ def judge_change(lower: Estimate, higher: Estimate, paired: PairedValues | None 
     return Change(ratio, low, high, Trend.UNDECIDED, _needed(ratio, low, high, n), pairs=pairs)
 
 
+def what_would_tell(change: Change, lower: Estimate, higher: Estimate) -> str:
+    """For an undecided change between two points: what would tell it (the knee's words and the per-point
+    verdicts' alike)."""
+    if change.low is None and min(lower.n, higher.n) < 2:
+        return "a point of one repetition shows no flatness: repeat each point (repeat: 3 or more)"
+    if change.low is None:  # a steady-state window's figures: chosen for their small spread
+        return ("a steady-state window gives no interval and shows no flatness: measure rounds after it "
+                "(steady_state.confirm)")
+    if change.repetitions_needed is not None:
+        return f"about {change.repetitions_needed} {'rounds' if change.pairs else 'repetitions per point'} would tell"
+    return "more repetitions, or a longer runtime for steadier points, would tell"
+
+
 @dataclass(frozen=True)
 class Plateau:
     """Where a curve's throughput is shown to stop rising: ``start``, the first point against which every higher
