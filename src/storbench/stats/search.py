@@ -214,8 +214,9 @@ def _reason(grid: Sequence[int], state: _State, bracket: tuple[int | None, int |
         return f"{text} (not narrowed yet)"
     if state.stop == "saturated" and state.previous_step is not None:
         return (f"IOPS saturated: {axis} {grid[state.previous_step]} to {grid[state.stop_at]} is shown to add "
-                "none (the change within +-10 %, or a fall) while the objective held (more load only adds latency; "
-                "the best point is on the plateau)")
+                "none (the change within +-10 %, or a fall) while the objective held, so stepping stopped; loads "
+                f"above {grid[state.stop_at]} were not measured (a curve that pauses can rise again: a sweep over "
+                "them would show it)")
     if state.stop == "top":
         rising = ", IOPS still rising" if knee is KneeKind.STILL_RISING else ""
         return f"objective met at the highest load ({axis} {grid[-1]}){rising}"
