@@ -357,3 +357,36 @@ def test_inodes_of_metadata_and_file_workloads() -> None:
     reads = load_plan_text(BASE.replace("rw: read", "rw: read\n  numjobs: 4\n  fio: {nrfiles: 5}"), "p.yaml")
     assert inodes_need(expand(reads)) == Need(("workload", "numjobs"), "rw read: nrfiles 5 x numjobs 4 x "
                                               "clients 1", 21, "lower files, numjobs or clients")
+
+
+# ---- fio's buffers follow the largest block size it could use --------------------------------------------------
+
+@pytest.mark.parametrize(("fio", "key", "block_bytes"), [
+    ("{bssplit: 1t/100}", ("workload", "fio", "bssplit"), 1024**4),
+    ("{bssplit: '4k/60:64k/40,4k/50:2m/50'}", ("workload", "fio", "bssplit"), 2 * MiB),  # the write split's
+    ("{bsrange: 4k-1t}", ("workload", "fio", "bsrange"), 1024**4),
+    ("{bsrange: '4k-8k,,512-128k'}", ("workload", "fio", "bsrange"), 128 * 1024),
+    ("{bssplit: 1k/100}", ("workload", "bs"), 64 * 1024),  # smaller than bs: bs counts
+])
+def test_fio_buffers_count_the_largest_block_of_bssplit_and_bsrange(fio: str, key: tuple[str, ...],
+                                                                     block_bytes: int) -> None:
+    memory, _ = _demands(f"""\
+        name: x
+        targets: {{t: {{kind: path, path: /srv/x, size: 1GiB}}}}
+        workload: {{rw: randread, bs: 64k, iodepth: 64, numjobs: 64, fio: {fio}}}
+        """)
+    need = {n.key: n for n in memory[0].needs}[key]
+    assert need.amount == block_bytes * 64 * 64
+    assert "x iodepth 64 x numjobs 64" in need.text
+
+
+def test_a_terabyte_bssplit_block_is_refused_by_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if shutil.which("fio") is None:
+        pytest.skip("the machine checks come after asking fio what it supports")
+    path = write_plan(tmp_path, "name: probe\ntargets:\n  scratch: {kind: path, path: ./data, size: 1MiB}\n"
+                                "workload: {rw: randread, iodepth: 64, numjobs: 64, fio: {bssplit: 1t/100}}\n")
+
+    refusal = _one_line(*run_cli(capsys, "plan", str(path)))
+
+    assert refusal.startswith(f"storbench: error: {path}:4: workload.fio.bssplit: "), refusal
+    assert "fio's buffers: bssplit block 1TiB x iodepth 64 x numjobs 64" in refusal and "of memory" in refusal

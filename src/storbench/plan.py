@@ -55,7 +55,7 @@ from storbench.model import (
     is_object,
     rw_writes,
 )
-from storbench.units import format_bytes, parse_duration_s, parse_size_bytes
+from storbench.units import MAX_SIZE_BYTES, format_bytes, parse_duration_s, parse_fio_size_bytes, parse_size_bytes
 
 # Axis name -> how a value written in an exclude rule is normalised for comparison.
 _AXIS_NORMALISERS = {
@@ -754,18 +754,51 @@ def cluster_memory_needs(cluster_cases: Sequence[Case]) -> list[Need]:
     return needs
 
 
-def fio_buffer_bytes(case: Case) -> int:
-    """The I/O buffers fio allocates for a case: bs x iodepth per job, every job of every client (an object
-    operation and a metadata operation have one request in flight per job: iodepth 1)."""
+def _fio_block_sizes(name: str, value: str) -> list[str]:
+    """The block sizes written in a `workload.fio` bssplit (``4k/60:64k/40,1m/``: SIZE/PERCENT pairs per direction)
+    or bsrange (``4k-64k,1m-2m``: MIN-MAX per direction) value. Pure."""
+    sizes: list[str] = []
+    for direction in value.split(","):
+        if name == "bssplit":
+            sizes += [pair.split("/", 1)[0] for pair in direction.split(":")]
+        else:
+            sizes += direction.split("-")
+    return [size for size in sizes if size]
+
+
+def largest_block(case: Case) -> tuple[tuple[str, ...], str, int]:
+    """The largest block size fio could use for a case (the size of each buffer it allocates): ``bs``, or a size in
+    `workload.fio`'s bssplit or bsrange, which fio uses in place of bs; (plan key, name, bytes). A size that cannot
+    be read counts as the largest there is. Pure."""
     w = case.workload
-    return w.bs_bytes * w.iodepth * w.numjobs * case.clients
+    key: tuple[str, ...] = ("workload", "bs")
+    name, largest = "bs", w.bs_bytes
+    for option, value in w.fio_options:
+        if option not in ("bssplit", "bsrange"):
+            continue
+        for text in _fio_block_sizes(option, value):
+            try:
+                size = parse_fio_size_bytes(text)
+            except ValueError:
+                size = MAX_SIZE_BYTES
+            if size > largest:
+                key, name, largest = ("workload", "fio", option), f"{option} block", size
+    return key, name, largest
+
+
+def fio_buffer_bytes(case: Case) -> int:
+    """The I/O buffers fio allocates for a case: its largest block size x iodepth per job, every job of every
+    client (an object operation and a metadata operation have one request in flight per job: iodepth 1)."""
+    w = case.workload
+    return largest_block(case)[2] * w.iodepth * w.numjobs * case.clients
 
 
 def _fio_need(case: Case) -> Need:
     w = case.workload
-    return Need(("workload", "bs"), f"fio's buffers: bs {format_bytes(w.bs_bytes)} x iodepth {w.iodepth} x numjobs "
+    key, name, block_bytes = largest_block(case)
+    return Need(key, f"fio's buffers: {name} {format_bytes(block_bytes)} x iodepth {w.iodepth} x numjobs "
                 f"{w.numjobs} x clients {case.clients}", fio_buffer_bytes(case),
-                "lower bs, iodepth, numjobs or clients")
+                f"lower {'bs' if key[-1] == 'bs' else 'the block sizes of ' + key[-1]}, iodepth, numjobs or clients")
 
 
 def memory_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:
