@@ -390,3 +390,50 @@ def test_a_terabyte_bssplit_block_is_refused_by_plan(tmp_path: Path, capsys: pyt
 
     assert refusal.startswith(f"storbench: error: {path}:4: workload.fio.bssplit: "), refusal
     assert "fio's buffers: bssplit block 1TiB x iodepth 64 x numjobs 64" in refusal and "of memory" in refusal
+
+
+# ---- an NFS lab's export is in the lab directory: its files count against that filesystem's inodes --------------
+
+NFS_LAB_PLAN = "name: probe\ntargets:\n  share: {kind: nfs, size: 1MiB}\nworkload: {rw: create, files: 1000000, " \
+               "numjobs: 4096}\nlab: {nfs: {}}\n"
+
+
+def test_a_million_files_per_job_on_the_nfs_lab_is_refused_for_the_lab_directorys_inodes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Through `plan` only: the lab directory is in tmp_path (STORBENCH_LAB_DIR), nothing is brought up."""
+    if shutil.which("fio") is None:
+        pytest.skip("the machine checks come after asking fio what it supports")
+    stats = os.statvfs(tmp_path)
+    if not stats.f_files or stats.f_favail > 4_000_000_000:
+        pytest.skip(f"{tmp_path} has no inode limit this plan could cross")
+    path = write_plan(tmp_path, NFS_LAB_PLAN)
+
+    refusal = _one_line(*run_cli(capsys, "plan", str(path)))
+
+    assert refusal.startswith(f"storbench: error: {path}:4: workload.files: the NFS lab's export makes "
+                              "4,096,000,001 files (rw create: files 1000000 x numjobs 4096 x clients 1"), refusal
+    assert f"the filesystem of the lab directory ({tmp_path})" in refusal and "a plan may use 90% of them" in refusal
+    assert not (tmp_path / "lab").exists()
+
+
+@pytest.mark.parametrize(("target", "files", "favail", "refused"), [
+    ("{kind: nfs, size: 1MiB}", 1000, 100, True),  # the lab's export, on a filesystem with an inode limit
+    ("{kind: nfs, size: 1MiB}", 0, 0, False),  # no limit reported
+    ("{kind: nfs, size: 1MiB, url: 'nfs://10.0.0.9/srv'}", 1000, 100, False),  # another server's inodes
+])
+def test_nfs_lab_inodes_against_the_lab_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str,
+                                                  files: int, favail: int, refused: bool) -> None:
+    from storbench import checks
+
+    real = os.statvfs(tmp_path)
+    fields = [real.f_bsize, real.f_frsize, real.f_blocks, real.f_bfree, real.f_bavail, files, favail, favail,
+              real.f_flag, real.f_namemax]
+    monkeypatch.setattr(checks.os, "statvfs", lambda _path: os.statvfs_result(fields))
+    loaded = load_plan_text(f"name: p\ntargets:\n  share: {target}\nworkload: {{rw: create, files: 200}}\n"
+                            "lab: {nfs: {}}\n", "p.yaml")
+    if refused:
+        with pytest.raises(UserError, match="has 100 free inodes") as caught:
+            checks._check_lab_inodes(loaded, expand(loaded), tmp_path)
+        assert caught.value.where.endswith("workload.files")
+    else:
+        checks._check_lab_inodes(loaded, expand(loaded), tmp_path)
