@@ -139,3 +139,40 @@ def capture_server() -> Iterator[tuple[int, bytearray]]:
         stop.set()
         thread.join(timeout=5)
         listener.close()
+
+
+@contextmanager
+def drip_server(answer: bytes, interval_s: float = 0.1) -> Iterator[int]:
+    """A TCP listener on 127.0.0.1 that reads a request, then sends ``answer`` one byte every ``interval_s``
+    (then nothing): each read is quick, the whole answer endless in practice. Its port."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(2.0)
+                try:
+                    conn.recv(65536)
+                    for byte in answer:
+                        if stop.wait(interval_s):
+                            break
+                        conn.sendall(bytes([byte]))
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from fake_s3 import FakeS3State, capture_server, fake_s3
+from fake_s3 import FakeS3State, capture_server, drip_server, fake_s3
 from helpers import every_stored_text, run_cli, write_plan
 from storbench.errors import UserError
 from storbench.netclient import RequestRefused, check_destination, request
@@ -205,6 +207,44 @@ def test_answers_are_capped_and_metadata_addresses_refused() -> None:
             check_destination(url)
         check_destination(url, allowed=True)  # the operator named it
     check_destination("http://127.0.0.1:9")
+
+
+@pytest.mark.parametrize("answer", [
+    b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 100,  # a body of one byte at a time
+    b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"y" * 100,  # headers that never end (for 5 s)
+])
+def test_a_peer_that_drips_bytes_is_stopped_at_the_requests_deadline(answer: bytes) -> None:
+    with drip_server(answer, interval_s=0.05) as port:
+        started = time.monotonic()
+        with pytest.raises(RequestRefused, match=r"did not answer within 1 s"):
+            request(f"http://127.0.0.1:{port}/bench", timeout_s=0.5, deadline_s=1.0)  # each byte within 0.5 s
+        assert time.monotonic() - started < 2.0
+
+
+def test_the_request_goes_to_the_address_checked_with_the_name_as_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name that resolves to loopback when checked and to the metadata address afterwards (DNS rebinding):
+    it is resolved once, and the connection goes to the address that was checked."""
+    real = socket.getaddrinfo
+    asked: list[str] = []
+
+    def rebinding(host: str, port: object, *args: object, **kwargs: object) -> object:
+        if host != "bench.rebind.test":
+            return real(host, port, *args, **kwargs)  # type: ignore[arg-type]
+        asked.append(host)
+        address = "127.0.0.1" if len(asked) == 1 else "169.254.169.254"
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    with fake_s3() as (endpoint, state):
+        port = endpoint.rsplit(":", 1)[1]
+        answer = request(f"http://bench.rebind.test:{port}/bench?list-type=2", timeout_s=2, deadline_s=2)
+        assert answer.status == 200 and b"ListBucketResult" in answer.body
+        assert state.requests[0][2]["host"] == f"bench.rebind.test:{port}"
+    assert asked == ["bench.rebind.test"]  # resolved once
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, port, *a, **k: [
+        (socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", ("169.254.169.254", port))])
+    with pytest.raises(RequestRefused, match="metadata address"):
+        request("http://bench.rebind.test/bench", timeout_s=1, deadline_s=1)
 
 
 def test_fios_echo_of_a_key_option_is_redacted_by_name_and_by_value() -> None:
