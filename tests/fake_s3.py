@@ -23,6 +23,7 @@ class FakeS3State:
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)  # method, path, headers
     redirect_to: str | None = None  # every request answered 307 to this URL
     listing: str = "honest"  # or "same-token", "endless" (a new token every page), "no-token"
+    ignore_max_keys: bool = False  # an honest listing pages by max-keys (1,000 unless asked) unless this is set
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -77,9 +78,16 @@ class _Handler(BaseHTTPRequestHandler):
         prefix = query.get("prefix", [""])[0]
         keys = sorted(k for (b, k) in self.state.objects if b == bucket and k.startswith(prefix))
         token = query.get("continuation-token", ["0"])[0]
-        truncated, next_token = {"honest": ("false", ""), "same-token": ("true", "t1"),
-                                 "endless": ("true", f"t{int(token.lstrip('t') or 0) + 1}"),
+        truncated, next_token = {"honest": ("false", ""), "same-token": ("true", "t1"), "endless": ("true", ""),
                                  "no-token": ("true", "")}[self.state.listing]
+        if self.state.listing == "endless":
+            next_token = f"t{int(token.lstrip('t') or 0) + 1}"
+        if self.state.listing == "honest" and not self.state.ignore_max_keys:  # S3's token: after the last key
+            size = int(query.get("max-keys", ["1000"])[0])
+            keys = [k for k in keys if k > token[2:]] if token.startswith("k:") else keys
+            if len(keys) > size:
+                keys = keys[:size]
+                truncated, next_token = "true", f"k:{keys[-1]}"
         items = "".join(f"<Contents><Key>{escape(k)}</Key></Contents>" for k in keys)
         more = f"<NextContinuationToken>{next_token}</NextContinuationToken>" if next_token else ""
         return (f'<?xml version="1.0"?><ListBucketResult xmlns="{NS}"><Name>{bucket}</Name>{items}'

@@ -24,7 +24,7 @@ from storbench.errors import UserError
 from storbench.netclient import RequestRefused, check_destination, request
 from storbench.redact import HIDDEN, redact_text
 from storbench.s3sign import S3Credentials
-from storbench.targets.s3 import S3Access, S3Service, list_objects, load_credentials
+from storbench.targets.s3 import S3Access, S3Service, list_objects, load_credentials, remove_objects
 
 KEY_ID = "AKIDSTORBENCHTEST1"
 SECRET = "s3cr3t/Key+With=Signs"
@@ -192,6 +192,43 @@ def test_a_listing_that_never_ends_is_stopped(monkeypatch: pytest.MonkeyPatch, l
         with pytest.raises(UserError, match="stopped"):
             list_objects(service, "bench", "storbench.abc.")
         assert len(state.requests) == requests
+
+
+def test_a_listing_is_capped_in_keys_in_all_and_per_page() -> None:
+    """Each page may hold at most the 1,000 keys asked for, and a listing at most max_keys (a 16 MiB page could
+    otherwise hold half a million names, and 1,000 of them a memory's worth)."""
+    with fake_s3(FakeS3State(listing="endless")) as (endpoint, state):
+        for index in range(500):
+            state.objects[("bench", f"storbench.abc.{index:04d}")] = b""
+        service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        with pytest.raises(UserError, match=r"more than 2,000 keys under 'storbench.abc.'; stopped"):
+            list_objects(service, "bench", "storbench.abc.", max_keys=2000)
+        assert len(state.requests) == 5  # 2,500 keys after the fifth page
+    with fake_s3() as (endpoint, state):
+        for index in range(1500):
+            state.objects[("bench", f"storbench.abc.{index:04d}")] = b""
+        service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        with pytest.raises(UserError, match=r"more than 1,200 keys under"):
+            remove_objects(service, "bench", "storbench.abc.", max_keys=1200)
+        assert [method for method, _, _ in state.requests].count("DELETE") == 1000  # the first page, then stopped
+    with fake_s3(FakeS3State(ignore_max_keys=True)) as (endpoint, state):
+        for index in range(1001):
+            state.objects[("bench", f"storbench.abc.{index:04d}")] = b""
+        service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        with pytest.raises(UserError, match=r"a page of 1,001 keys, more than the 1,000 asked for; stopped"):
+            list_objects(service, "bench", "storbench.abc.")
+
+
+def test_an_honest_listing_of_several_pages_is_read_whole_and_removed() -> None:
+    with fake_s3() as (endpoint, state):
+        for index in range(2100):
+            state.objects[("bench", f"storbench.abc.{index:04d}")] = b""
+        state.objects[("bench", "storbench.other.0")] = b""
+        service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        assert len(list_objects(service, "bench", "storbench.abc.")) == 2100
+        assert sum(method == "GET" for method, _, _ in state.requests) == 3  # 1,000 a page
+        assert remove_objects(service, "bench", "storbench.abc.") == 2100
+        assert list(state.objects) == [("bench", "storbench.other.0")]
 
 
 def test_answers_are_capped_and_metadata_addresses_refused() -> None:

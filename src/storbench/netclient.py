@@ -7,16 +7,16 @@ so a DNS answer that changes in between cannot lead it elsewhere. No proxy is us
 
 from __future__ import annotations
 
-import contextlib
 import http.client
+import io
 import ipaddress
 import os
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 ALLOW_LINK_LOCAL_ENV = "STORBENCH_ALLOW_LINK_LOCAL"  # the operator's "1" lets a plan's URLs be link-local too
@@ -106,32 +106,53 @@ class _PinnedTlsConnection(_PinnedConnection):
         self.sock = ssl.create_default_context().wrap_socket(self.sock, server_hostname=self.host)
 
 
+class _DeadlinePassed(Exception):
+    pass
+
+
 class _Deadline:
-    """Shuts a connection's socket down when the request's time is up: a peer that drips one byte a second keeps
-    every single read within its timeout, and would keep the request alive without end."""
+    """The end of a request's time. Every read waits at most until then: a peer that drips one byte a second
+    keeps each single read within its timeout, and would otherwise keep the request alive without end."""
 
     def __init__(self, deadline_s: float) -> None:
         self.seconds = deadline_s
         self.end = time.monotonic() + deadline_s
-        self.passed = False
-        self._timer: threading.Timer | None = None
 
     def left_s(self) -> float:
         return self.end - time.monotonic()
 
-    def arm(self, sock: socket.socket) -> None:
-        def expire() -> None:
-            self.passed = True
-            with contextlib.suppress(OSError):  # the file descriptor's (a TLS socket's own would drop its state)
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
-        self._timer = threading.Timer(max(0.0, self.left_s()), expire)
-        self._timer.daemon = True
-        self._timer.start()
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reads, each waiting at most ``timeout_s`` and never past the deadline."""
 
-    def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+    def __init__(self, sock: socket.socket, deadline: _Deadline, timeout_s: float) -> None:
+        super().__init__()
+        self.sock, self.deadline, self.timeout_s = sock, deadline, timeout_s
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline.left_s()
+        if left <= 0:
+            raise _DeadlinePassed
+        self.sock.settimeout(min(self.timeout_s, left))
+        try:
+            return self.sock.recv_into(buffer)
+        except TimeoutError:
+            if self.deadline.left_s() <= 0:
+                raise _DeadlinePassed from None
+            raise
+
+
+class _DeadlineSocket:
+    """What http.client's response reads from: the socket, through _DeadlineReader."""
+
+    def __init__(self, sock: socket.socket, deadline: _Deadline, timeout_s: float) -> None:
+        self.reader = _DeadlineReader(sock, deadline, timeout_s)
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return io.BufferedReader(self.reader)
 
 
 def _read_capped(response: http.client.HTTPResponse, max_bytes: int, url: str, deadline: _Deadline) -> bytes:
@@ -140,7 +161,7 @@ def _read_capped(response: http.client.HTTPResponse, max_bytes: int, url: str, d
     size = 0
     while True:
         chunk = response.read1(CHUNK_BYTES)
-        if deadline.passed or deadline.left_s() < 0:
+        if deadline.left_s() < 0:
             raise _DeadlinePassed
         if not chunk:
             if response.length:  # bytes the Content-Length promised that never came
@@ -150,10 +171,6 @@ def _read_capped(response: http.client.HTTPResponse, max_bytes: int, url: str, d
         if size > max_bytes:
             raise RequestRefused(f"{url} answered more than {max_bytes:,} bytes")
         chunks.append(chunk)
-
-
-class _DeadlinePassed(Exception):
-    pass
 
 
 def request(url: str, method: str = "GET", headers: Mapping[str, str] | None = None, *, timeout_s: float = 30.0,
@@ -186,7 +203,6 @@ def request(url: str, method: str = "GET", headers: Mapping[str, str] | None = N
         try:
             return _exchange(connection, method, target, sent, url, max_body_bytes, deadline)
         finally:
-            deadline.cancel()
             connection.close()
     if deadline.left_s() <= 0:
         raise RequestRefused(f"{url} did not answer within {deadline_s:g} s (the deadline of a request)")
@@ -195,13 +211,14 @@ def request(url: str, method: str = "GET", headers: Mapping[str, str] | None = N
 
 def _exchange(connection: _PinnedConnection, method: str, target: str, headers: dict[str, str], url: str,
               max_body_bytes: int, deadline: _Deadline) -> Answer:
-    assert connection.sock is not None
-    deadline.arm(connection.sock)
+    sock = connection.sock
+    assert sock is not None
+    timeout_s = float(connection.timeout or DEADLINE_S)
+    connection.response_class = lambda _sock, **kwargs: http.client.HTTPResponse(  # type: ignore[assignment]
+        _DeadlineSocket(sock, deadline, timeout_s), **kwargs)  # type: ignore[arg-type]
     try:
         connection.request(method, target, headers=headers)
         response = connection.getresponse()
-        if deadline.passed:  # the socket shut at the deadline can look like headers that ended
-            raise _DeadlinePassed
         status = int(response.status)
         if 300 <= status < 400:
             location = response.getheader("Location", "")
@@ -212,7 +229,7 @@ def _exchange(connection: _PinnedConnection, method: str, target: str, headers: 
     except RequestRefused:
         raise
     except (_DeadlinePassed, OSError, http.client.HTTPException) as exc:
-        if deadline.passed or deadline.left_s() <= 0 or isinstance(exc, _DeadlinePassed):
+        if deadline.left_s() <= 0 or isinstance(exc, _DeadlinePassed):
             raise RequestRefused(f"{url} did not answer within {deadline.seconds:g} s (the deadline of a request)"
                                  ) from None
         raise OSError(str(exc) or type(exc).__name__) from None
