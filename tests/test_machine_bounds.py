@@ -232,12 +232,22 @@ BASE = "name: x\ntargets:\n  t: {kind: path, path: ./d, size: 1MiB}\nworkload:\n
     ("lab: {ceph: {osd_size: 8EiB}}\n", "lab.ceph.osd_size", "larger than the largest size"),
     ("lab: {ceph: {config: {bluestore_cache_size: 99999999999999999999}}}\n", "lab.ceph.config",
      "larger than the largest size"),
+    ("  fio: {io_size: 8192p}\n", "workload.fio.io_size", "8192p is larger than the largest size"),  # 2^63
+    ("  fio: {rate: '1m,8388608t'}\n", "workload.fio.rate", "8388608t is larger than the largest size"),
+    ("  fio: {bssplit: '4k/50:9000p/50'}\n", "workload.fio.bssplit", "9000p is larger than the largest size"),
+    ("  fio: {bsrange: 4k-16384P}\n", "workload.fio.bsrange", "16384P is larger than the largest size"),
+    ("  fio: {random_distribution: 'zoned_abs:50/9999p:50/1g'}\n", "workload.fio.random_distribution",
+     "9999p is larger than the largest size"),
 ])
 def test_schema_numbers_are_bounded(extra: str, key: str, says: str) -> None:
     with pytest.raises(UserError) as caught:
         load_plan_text(BASE + extra, "p.yaml")
     assert caught.value.where.endswith(key), caught.value.where
     assert says in caught.value.one_line() and len(caught.value.one_line().splitlines()) == 1
+
+
+def test_fio_sizes_just_below_two_to_the_63_pass() -> None:
+    load_plan_text(BASE + "  fio: {io_size: 8191p, rate: '1.5k,7.99999p', bssplit: '4k/50:8191p/50'}\n", "p.yaml")
 
 
 def test_expected_iops_must_be_finite() -> None:
@@ -367,6 +377,7 @@ def test_inodes_of_metadata_and_file_workloads() -> None:
     ("{bsrange: 4k-1t}", ("workload", "fio", "bsrange"), 1024**4),
     ("{bsrange: '4k-8k,,512-128k'}", ("workload", "fio", "bsrange"), 128 * 1024),
     ("{bssplit: 1k/100}", ("workload", "bs"), 64 * 1024),  # smaller than bs: bs counts
+    ("{bsrange: 4k-100.3k}", ("workload", "fio", "bsrange"), 102708),  # 102,707.2 bytes, rounded up
 ])
 def test_fio_buffers_count_the_largest_block_of_bssplit_and_bsrange(fio: str, key: tuple[str, ...],
                                                                      block_bytes: int) -> None:

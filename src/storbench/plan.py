@@ -7,8 +7,10 @@ import itertools
 import json
 import math
 import random
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 
 from storbench.config import (
     BlockTargetConfig,
@@ -55,7 +57,7 @@ from storbench.model import (
     is_object,
     rw_writes,
 )
-from storbench.units import MAX_SIZE_BYTES, format_bytes, parse_duration_s, parse_fio_size_bytes, parse_size_bytes
+from storbench.units import MAX_SIZE_BYTES, format_bytes, parse_duration_s, parse_size_bytes
 
 # Axis name -> how a value written in an exclude rule is normalised for comparison.
 _AXIS_NORMALISERS = {
@@ -766,6 +768,19 @@ def _fio_block_sizes(name: str, value: str) -> list[str]:
     return [size for size in sizes if size]
 
 
+_FIO_SIZE_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([kmgtpKMGTP]?)")
+
+
+def _fio_size_ceil_bytes(text: str) -> int:
+    """A size as fio reads it (a unit letter a power of 1024), rounded up to whole bytes; one that cannot be read
+    counts as the largest there is. Pure."""
+    match = _FIO_SIZE_RE.match(text)
+    if match is None:
+        return MAX_SIZE_BYTES
+    power = " kmgtp".index(match[2].lower() or " ")
+    return min(MAX_SIZE_BYTES, math.ceil(Fraction(match[1]) * 1024**power))
+
+
 def largest_block(case: Case) -> tuple[tuple[str, ...], str, int]:
     """The largest block size fio could use for a case (the size of each buffer it allocates): ``bs``, or a size in
     `workload.fio`'s bssplit or bsrange, which fio uses in place of bs; (plan key, name, bytes). A size that cannot
@@ -777,10 +792,7 @@ def largest_block(case: Case) -> tuple[tuple[str, ...], str, int]:
         if option not in ("bssplit", "bsrange"):
             continue
         for text in _fio_block_sizes(option, value):
-            try:
-                size = parse_fio_size_bytes(text)
-            except ValueError:
-                size = MAX_SIZE_BYTES
+            size = _fio_size_ceil_bytes(text)
             if size > largest:
                 key, name, largest = ("workload", "fio", option), f"{option} block", size
     return key, name, largest
