@@ -778,7 +778,7 @@ def _fio_size_ceil_bytes(text: str) -> int:
     if match is None:
         return MAX_SIZE_BYTES
     power = " kmgtp".index(match[2].lower() or " ")
-    return min(MAX_SIZE_BYTES, math.ceil(Fraction(match[1]) * 1024**power))
+    return min(MAX_SIZE_BYTES, math.ceil(Fraction(match[1]) * Fraction(1024) ** power))
 
 
 def largest_block(case: Case) -> tuple[tuple[str, ...], str, int]:
