@@ -115,3 +115,12 @@ def test_v2_cgroup_holding_processes_refuses_rather_than_escape(tmp_path: Path) 
         cpu_quota.limit("ceph", {"osd.0": 5}, 1.0, cgroup_root=tmp_path, proc_cgroup=V2_TEXT)
     assert "\n" not in str(caught.value) and caught.value.hint
     assert not list(tmp_path.rglob("storbench-lab-*"))
+
+
+def test_a_quota_our_own_cgroup_refuses_is_one_line(tmp_path: Path) -> None:
+    _v1_tree(tmp_path)
+    group = tmp_path / "cpu" / "jobs" / "bench" / "storbench-lab-ceph-osd.0"
+    (group / "cpu.cfs_quota_us").mkdir(parents=True)  # the write fails, as v1's EINVAL above the parent's quota
+    with pytest.raises(UserError, match=r"cannot give osd.0 a CPU quota of 1.5 cores") as caught:
+        cpu_quota.limit("ceph", {"osd.0": 1}, 1.5, cgroup_root=tmp_path, proc_cgroup=V1_TEXT)
+    assert "lower osd_cpus" in caught.value.hint

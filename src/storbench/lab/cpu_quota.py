@@ -143,7 +143,13 @@ def limit(lab: str, daemons: dict[str, int], cores: float | None, cgroup_root: P
     for name, pid in daemons.items():
         directory = group_dir(ctl, lab, name)
         directory.mkdir(exist_ok=True)
-        (directory / file_name).write_text(line + "\n")
+        try:
+            (directory / file_name).write_text(line + "\n")
+        except OSError as exc:  # cgroup v1 refuses a quota above the one of storbench's own cgroup (EINVAL)
+            quota = "no CPU quota" if cores is None else f"a CPU quota of {cores:g} cores"
+            raise UserError(f"lab: cannot give {name} {quota} in {directory} "
+                            f"({exc.strerror or exc})", hint="storbench's own cgroup may allow less: lower osd_cpus"
+                            ) from None
         (directory / "cgroup.procs").write_text(f"{pid}\n")
         made[name] = directory
     return made
