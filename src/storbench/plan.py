@@ -26,7 +26,7 @@ from storbench.config import (
     S3TargetConfig,
     fio_value_text,
 )
-from storbench.config.schema import link_rate_bits
+from storbench.config.values import link_rate_bits
 from storbench.errors import UserError, did_you_mean
 from storbench.model import (
     CEPH_SETTINGS,

@@ -9,22 +9,20 @@ import re
 from collections.abc import Mapping
 from fractions import Fraction
 
-from storbench.config.schema import (
-    FIO_OPTION_NAME_RE,
-    MANAGED_FIO_OPTIONS,
+from storbench.config.repeat import RepeatConfig
+from storbench.config.schema import PlanConfig
+from storbench.config.source import PlanSource
+from storbench.config.targets import (
     BlockTargetConfig,
     CephfsTargetConfig,
-    FioScalar,
     NfsTargetConfig,
     PathTargetConfig,
-    PlanConfig,
     PvcTargetConfig,
     RbdTargetConfig,
-    RepeatConfig,
     S3TargetConfig,
-    fio_value_text,
 )
-from storbench.config.source import PlanSource
+from storbench.config.values import FIO_OPTION_NAME_RE, MANAGED_FIO_OPTIONS, FioScalar
+from storbench.config.workload import fio_value_text
 from storbench.errors import UserError, did_you_mean
 from storbench.fio.allowlist import (
     ALLOWED_FIO_OPTIONS,

@@ -27,22 +27,13 @@ from storbench.config.checks import (
     _check_steady_state,
     check_fio_options,
 )
-from storbench.config.schema import (
-    SAFE_NAME_RE,
-    TARGET_KINDS,
-    CephLabConfig,
-    HostsConfig,
-    HostsLabConfig,
-    K8sLabConfig,
-    LabConfig,
-    NfsLabConfig,
-    PlanConfig,
-    PrometheusConfig,
-    TelemetryConfig,
-    WorkloadConfig,
-    _target_tag,
-)
+from storbench.config.lab import CephLabConfig, HostsConfig, HostsLabConfig, K8sLabConfig, LabConfig, NfsLabConfig
+from storbench.config.schema import PlanConfig
 from storbench.config.source import KeyPath, PlanSource, format_key_path
+from storbench.config.targets import TARGET_KINDS, _target_tag
+from storbench.config.telemetry import PrometheusConfig, TelemetryConfig
+from storbench.config.values import SAFE_NAME_RE
+from storbench.config.workload import WorkloadConfig
 from storbench.errors import UserError, did_you_mean
 
 
