@@ -259,11 +259,23 @@ def check_yaml_limits(text: str, source_name: str) -> None:
                         hint="a plan is a UTF-8 YAML file") from None
 
 
+class PlanLoader(yaml.SafeLoader):
+    """YAML as plans are read: true and false are the only booleans (YAML 1.2), so `on:` (a fault's key), `no` or
+    `off` stay words instead of turning into booleans as YAML 1.1 would have them."""
+
+
+PlanLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+PlanLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                 list("tTfF"))
+
+
 def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     """Parse and validate a plan. Raises ``UserError`` with file, line and key path."""
     check_yaml_limits(text, source_name)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=PlanLoader)
     except RecursionError:  # the limits above should have refused it first
         raise UserError("the plan nests too deeply to read", where=f"{source_name}:1",
                         hint="plans are a few levels deep") from None
@@ -284,7 +296,7 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     _key_lines(root, (), lines, source_name)
     source = PlanSource(path=source_name, text=text, lines=lines)
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=PlanLoader)  # PlanLoader is a SafeLoader
     except yaml.MarkedYAMLError as exc:  # constructor errors (bad tags, ...)
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator
 
+from storbench.config.faults import MAX_FAULTS, FaultConfig
 from storbench.config.lab import HostsConfig, LabConfig
 from storbench.config.repeat import CompareConfig, RepeatConfig, SearchConfig, SteadyStateConfig
 from storbench.config.targets import TargetConfig
@@ -68,6 +69,9 @@ class PlanConfig(StrictModel):
     hosts: HostsConfig | None = Field(None, description="fio servers that run the cases as clients.")
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig,
                                        description="Samplers beside every repetition, and the client ceiling.")
+    faults: list[FaultConfig] = Field(default_factory=list, max_length=MAX_FAULTS, description="Faults a lab of "
+                                      "the plan injects during every repetition's measured section, e.g. `[{at: "
+                                      "10s, do: freeze, on: volume, restore_after: 5s}]` (see `faults`).")
 
     @field_validator("name")
     @classmethod
