@@ -9,10 +9,10 @@ case's turn in this order too (the hosts' links, then the OSD options)."""
 
 from __future__ import annotations
 
-from storbench.lab import ceph, hosts, k8s, nfs, volume
+from storbench.lab import ceph_kind, hosts, k8s, nfs, volume
 from storbench.lab.base import LabKind
 
-KINDS: dict[str, LabKind] = {kind.name: kind for kind in (hosts.KIND, k8s.KIND, volume.KIND, nfs.KIND, ceph.KIND)}
+KINDS: dict[str, LabKind] = {kind.name: kind for kind in (hosts.KIND, k8s.KIND, volume.KIND, nfs.KIND, ceph_kind.KIND)}
 
 # the order `storbench lab` lists the kinds in (the order they were added)
 COMMAND_ORDER: tuple[str, ...] = ("ceph", "nfs", "volume", "hosts", "k8s")
