@@ -51,6 +51,17 @@ L = TypeVar("L", bound=CommandLab)
 T = TypeVar("T")
 
 
+def status_line(kind: str, root: Path, info: T | None, answering: Callable[[], bool], describe: Callable[[T], str]
+                ) -> str:
+    """`storbench lab KIND status` of a lab whose daemons answer or not: down when ``root`` holds no lab (no
+    ``info``), not answering (`down` clears what is left), or up as ``describe(info)`` says."""
+    if info is None:
+        return f"{kind} lab: down ({root} holds no lab)"
+    if not answering():
+        return f"{kind} lab: not answering; run `storbench lab {kind} down`"
+    return f"{kind} lab: up; {describe(info)}"
+
+
 @dataclass(frozen=True)
 class CliOption:
     """One option of `storbench lab KIND`: its flags and argparse's keywords for it."""

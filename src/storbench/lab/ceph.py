@@ -27,7 +27,7 @@ DEFAULT_LAB_DIR = default_lab_dir()
 
 class CephLab(CephLiveSettings):
     def __init__(self, root: Path | None = None) -> None:
-        super().__init__(Path(os.path.abspath(root or DEFAULT_LAB_DIR / "ceph")))  # no resolve(): links are refused
+        super().__init__(root, DEFAULT_LAB_DIR / "ceph")
 
     @classmethod
     def for_slot(cls, slot: int) -> CephLab:

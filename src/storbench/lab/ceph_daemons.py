@@ -17,7 +17,7 @@ from pathlib import Path
 
 from storbench.errors import UserError
 from storbench.lab.ceph_conf import LOOPBACK, CephLabSpec, mon_address, rgw_port
-from storbench.lab.labdir import LabDir, port_open
+from storbench.lab.labdir import LabRoot, port_open
 from storbench.lab.process import start_daemon
 from storbench.shell import run
 
@@ -40,14 +40,12 @@ def rgw_endpoint(info: CephLabInfo) -> str:
     return f"http://{info.address}:{rgw_port(info.spec.slot)}"
 
 
-class CephDaemons:
-    """A lab cluster's directory at ``root`` (absolute, not resolved) and the daemons in it."""
+class CephDaemons(LabRoot):
+    """A lab cluster's directory (see `LabRoot`) and the daemons in it."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.dir = LabDir(self.root)  # its state file, daemon records and removal
+    def __init__(self, root: Path | None, default: Path) -> None:
+        super().__init__(root, default)
         self.conf = self.root / "ceph.conf"
-        self.state = self.dir.state
 
     # ---- queries ----------------------------------------------------------------------------------------
     def ceph(self, *args: str, timeout_s: float = 60) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
-from storbench.lab.base import LabCommand, LabKindBase, RunLab, Say
+from storbench.lab.base import LabCommand, LabKindBase, RunLab, Say, status_line
 from storbench.lab.k8s_conf import (
     APISERVER_PORT,
     BRIDGE,
@@ -52,7 +52,7 @@ from storbench.lab.k8s_conf import (
 )
 from storbench.lab.k8s_images import fio_image, pause_image
 from storbench.lab.labdir import (
-    LabDir,
+    LabRoot,
     default_lab_dir,
     kill_daemons,
     port_open,
@@ -88,11 +88,9 @@ class K8sLabInfo:
     fio_image: str
 
 
-class K8sLab:
+class K8sLab(LabRoot):
     def __init__(self, root: Path | None = None) -> None:
-        self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "k8s"))  # no resolve(): links are refused
-        self.dir = LabDir(self.root)  # its state file, daemon records and removal
-        self.state = self.dir.state
+        super().__init__(root, DEFAULT_LAB_DIR / "k8s")
         self.pki = self.root / "pki"
 
     def info(self) -> K8sLabInfo | None:
@@ -107,13 +105,9 @@ class K8sLab:
         return self.info() is not None and self._api_ready()
 
     def status(self) -> str:
-        info = self.info()
-        if info is None:
-            return f"k8s lab: down ({self.root} holds no lab)"
-        if not self._api_ready():
-            return "k8s lab: not answering; run `storbench lab k8s down`"
-        return (f"k8s lab: up; node {NODE_NAME} ({NODE_ADDRESS}), Kubernetes {KUBERNETES_VERSION}; "
-                f"KUBECONFIG={info.kubeconfig}; StorageClass {info.storage_class}; image {info.fio_image}")
+        return status_line("k8s", self.root, self.info(), self._api_ready, lambda info: (
+            f"node {NODE_NAME} ({NODE_ADDRESS}), Kubernetes {KUBERNETES_VERSION}; KUBECONFIG={info.kubeconfig}; "
+            f"StorageClass {info.storage_class}; image {info.fio_image}"))
 
     # -----------------------------------------------------------------------------------------------------------
     # up
