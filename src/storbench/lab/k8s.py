@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
+from storbench.execute.supervisor import process_dirs
 from storbench.lab.base import LabCommand, LabKindBase, RunLab, Say, status_line
 from storbench.lab.k8s_conf import (
     APISERVER_PORT,
@@ -355,9 +356,7 @@ def _shims(socket_path: str) -> list[int]:
     from /proc/PID/exe, which a process cannot choose by naming itself."""
     euid = os.geteuid()
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry in process_dirs():
         try:
             argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
             exe_name = os.path.basename(os.readlink(entry / "exe"))
