@@ -17,6 +17,7 @@ Adding a kind touches its own module and the registry."""
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +91,18 @@ class RunLab(Generic[T]):
 
     up: Callable[[], tuple[T, str]]
     down: Callable[[], None]
+
+
+def timed_run_lab(up: Callable[[], T], down: Callable[[], None], said: Callable[[T, float], str]) -> RunLab[T]:
+    """A lab up for a whole run whose line says how long it took, from now until ``up`` returned: ``said(what up
+    returned, seconds)``."""
+    started = time.time()
+
+    def timed_up() -> tuple[T, str]:
+        info = up()
+        return info, said(info, time.time() - started)
+
+    return RunLab(timed_up, down)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
-from storbench.lab.base import CliOption, LabCommand, LabKindBase, RunLab, Say, status_line
+from storbench.lab.base import CliOption, LabCommand, LabKindBase, RunLab, Say, status_line, timed_run_lab
 from storbench.lab.hosts_conf import (
     BRIDGE,
     FIO_SERVER_PORT,
@@ -280,13 +280,8 @@ class HostsKind(LabKindBase):
         if lab_hosts is None:
             return None
         lab = HostsLab()
-        started = time.time()
-
-        def up() -> tuple[HostsLabInfo, str]:
-            info = lab.up(lab_hosts.count, servers_fio(loaded, caps))
-            return info, f"hosts lab: {info.count} fio servers up in {time.time() - started:.1f}s"
-
-        return RunLab(up, lab.down)
+        return timed_run_lab(lambda: lab.up(lab_hosts.count, servers_fio(loaded, caps)), lab.down,
+                             lambda info, seconds: f"hosts lab: {info.count} fio servers up in {seconds:.1f}s")
 
     def enter(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
         if case.lab.link_bits_per_s is None:

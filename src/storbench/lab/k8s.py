@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
 from storbench.execute.supervisor import process_dirs
-from storbench.lab.base import LabCommand, LabKindBase, RunLab, Say, status_line
+from storbench.lab.base import LabCommand, LabKindBase, RunLab, Say, status_line, timed_run_lab
 from storbench.lab.k8s_conf import (
     APISERVER_PORT,
     BRIDGE,
@@ -397,14 +397,9 @@ class K8sKind(LabKindBase):
         if lab_config is None:
             return None
         lab = K8sLab()
-        started = time.time()
-
-        def up() -> tuple[K8sLabInfo, str]:
-            info = lab.up(caps.binary, block_volumes=lab_config.block_volumes,
-                          block_size_bytes=lab_config.block_size)
-            return info, f"k8s lab: up in {time.time() - started:.0f}s (KUBECONFIG={info.kubeconfig})"
-
-        return RunLab(up, lab.down)
+        return timed_run_lab(
+            lambda: lab.up(caps.binary, block_volumes=lab_config.block_volumes, block_size_bytes=lab_config.block_size),
+            lab.down, lambda info, seconds: f"k8s lab: up in {seconds:.0f}s (KUBECONFIG={info.kubeconfig})")
 
 
 KIND = K8sKind()
