@@ -238,7 +238,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError(f"nothing to resume: no results database {args.db}", hint=f"run `storbench run "
                         f"{args.plan} --db {args.db}` without --resume to start")
     if resume:  # the run to continue, and its stopping rule, refused before anything is checked or laid out
-        from storbench.orchestrate import check_design_unchanged, resumed_run
+        from storbench.resume import check_design_unchanged, resumed_run
 
         stored = open_store(args.db)  # for writing: a database an older storbench wrote is migrated first
         try:
