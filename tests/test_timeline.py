@@ -124,3 +124,33 @@ def test_real_fio_logs_of_a_stall() -> None:
     assert result.blackout_s == pytest.approx(1.1, abs=0.01)  # 1,201 ms between rows, less one window
     assert result.longest_io_ns is not None and 1.2e9 <= result.longest_io_ns <= 1.21e9
     assert result.pre_fault_iops is None and result.dip_pct is None  # 1.4 s before it: no level of 2 s blocks
+
+
+@pytest.mark.fio
+def test_a_case_with_a_timeline_brings_back_fios_window_logs(tmp_path: Path) -> None:
+    """A plan with faults gives its cases a timeline window: real fio then logs the I/O window by window on the
+    wall clock, and the local executor hands the IOPS and completion-latency logs back with the outcome."""
+    import shutil
+
+    from storbench.execute.local import LocalExecutor
+    from storbench.fio.jobfile import JobBinding, render_job
+    from storbench.model import Case, PathTarget, Status, WorkloadPoint
+
+    fio = shutil.which("fio")
+    if fio is None:
+        pytest.skip("needs fio")
+    workload = WorkloadPoint(rw="randread", bs_bytes=4096, iodepth=2, numjobs=2, runtime_s=1.5, ramp_s=0.5,
+                             direct=False, ioengine="psync", size_bytes=4 << 20, timeline_window_ms=100)
+    case = Case("timeline", PathTarget("t", str(tmp_path), 4 << 20), workload)
+    job = render_job(case, JobBinding((("directory", str(tmp_path)),)), repetition=0)
+    assert "write_iops_log=timeline\n" in job and "log_avg_msec=100\n" in job and "log_unix_epoch=1\n" in job
+    outcome = LocalExecutor(fio).run_case(case, (job,), 0, timeout_s=30)
+    assert outcome.status == Status.OK, outcome.error
+    names = [name for name, _ in outcome.logs]
+    assert names == ["timeline_clat.1.log", "timeline_clat.2.log", "timeline_iops.1.log", "timeline_iops.2.log"]
+    for name, text in outcome.logs:
+        rows = parse_log(text)
+        # windows of 100 ms through the measured 1.5 s (fio logs after the ramp), stamped on the wall clock
+        assert 10 <= len(rows) <= 17, (name, len(rows))
+        assert all(outcome.started_at_s * 1000 <= row.t_ms <= outcome.finished_at_s * 1000 for row in rows), name
+        assert all(row.value > 0 and row.direction == "read" for row in rows), name

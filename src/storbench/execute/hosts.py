@@ -50,7 +50,7 @@ from storbench.model import Case, RepetitionOutcome
 class ClientsProcessResult(FioProcessResult):
     """What happened to one `fio --client` process, and when each server's messages came."""
 
-    stamped_lines: tuple[tuple[float, str], ...]  # (time first seen, line) of the messages before the JSON
+    stamped_lines: tuple[tuple[float, str], ...] = ()  # (time first seen, line) of the messages before the JSON
 
 
 def clients_command(fio_binary: str, pairs: Sequence[tuple[str, str]]) -> tuple[str, ...]:

@@ -10,9 +10,12 @@ from pathlib import Path
 from storbench.execute.base import PLAIN_FIO, FioSetup, one_job
 from storbench.execute.jobdirs import job_dir
 from storbench.execute.supervisor import FioProcessResult, supervise
-from storbench.fio.jobfile import JobBinding, fio_command
+from storbench.fio.jobfile import JobBinding, fio_command, timeline_logs
 from storbench.fio.outcome import judge_repetition
 from storbench.model import Case, RepetitionOutcome
+
+# what storbench reads of one timeline log: a 10-minute repetition in 100 ms windows is about 200 kB
+MAX_LOG_CHARS = 16 << 20
 
 
 class LocalExecutor:
@@ -36,7 +39,9 @@ class LocalExecutor:
             ended = supervise(command, cwd=work, timeout_s=timeout_s, term_grace_s=self.term_grace_s,
                               env=dict(env))
             output_text = output_path.read_text(errors="replace") if output_path.exists() else ""
-            return FioProcessResult(**asdict(ended), output_text=output_text)
+            logs = tuple((name, (work / name).read_text(errors="replace")[:MAX_LOG_CHARS])
+                         for name in timeline_logs([entry.name for entry in work.iterdir()]))
+            return FioProcessResult(**asdict(ended), output_text=output_text, logs=logs)
 
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return one_job(case, binding, rep_index)
@@ -49,4 +54,4 @@ class LocalExecutor:
             rw=case.workload.rw, returncode=result.returncode, timed_out=result.timed_out, timeout_s=timeout_s,
             output_text=result.output_text, stderr_tail=result.stderr_tail, started_at_s=result.started_at_s,
             finished_at_s=result.finished_at_s, job_text=job_text, command=result.command, fio_version=fio.version,
-            client=self.name)
+            client=self.name, logs=result.logs)

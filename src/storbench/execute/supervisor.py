@@ -50,6 +50,7 @@ class FioProcessResult(Supervised):
     wrote for storbench to read (``output_text``: its JSON)."""
 
     output_text: str
+    logs: tuple[tuple[str, str], ...] = ()  # fio's timeline logs (`fio.jobfile.timeline_logs`): (name, text)
 
 
 def process_dirs(*, others: bool = False) -> list[Path]:

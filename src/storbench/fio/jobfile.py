@@ -67,6 +67,14 @@ def _line(key: str, value: str) -> str:
     return f"{key}={value}"
 
 
+def fio_seconds(seconds: float) -> str:
+    """A duration as fio reads it: whole seconds as a number, anything finer in milliseconds (fio reads "1.5" as 1
+    second and "0.5" as none: a 0.5 s ramp would not have happened)."""
+    if seconds == int(seconds):
+        return f"{int(seconds)}"
+    return f"{round(seconds * 1000)}ms"
+
+
 def job_options(case: Case, binding: JobBinding) -> list[tuple[str, str]]:
     """The ordered (option, value) pairs of a case's job, global section first."""
     w = case.workload
@@ -79,8 +87,8 @@ def job_options(case: Case, binding: JobBinding) -> list[tuple[str, str]]:
         ("ioengine", engine),
         ("direct", "1" if w.direct else "0"),
         ("time_based", "0" if is_metadata(w.rw) or w.rw == "delete_object" else "1"),
-        ("runtime", f"{w.runtime_s:g}"),
-        ("ramp_time", f"{w.ramp_s:g}"),
+        ("runtime", fio_seconds(w.runtime_s)),
+        ("ramp_time", fio_seconds(w.ramp_s)),
     ]
     if w.size_bytes is not None:
         options.append(("size", format_block_size(w.size_bytes)))
@@ -201,6 +209,23 @@ def _object_lines(case: Case) -> list[str]:
     return lines + shape
 
 
+# fio's per-window logs of a repetition with a timeline, in fio's working directory: <name>_iops.<job>.log (each
+# window's IOPS) and <name>_clat.<job>.log (each window's longest completion latency), one per numjobs clone
+TIMELINE_LOG = "timeline"
+
+
+def timeline_lines(window_ms: int) -> list[str]:
+    """The options that make fio log the I/O window by window, on the wall clock (`fio.logs`)."""
+    return [_line("write_iops_log", TIMELINE_LOG), _line("write_lat_log", TIMELINE_LOG),
+            _line("log_avg_msec", str(window_ms)), _line("log_max_value", "1"), _line("log_unix_epoch", "1")]
+
+
+def timeline_logs(names: Sequence[str]) -> list[str]:
+    """Of the files fio left in its working directory, the timeline logs storbench reads (IOPS and completion
+    latency; not the total and submission latency logs fio writes beside them), sorted."""
+    return sorted(name for name in names if re.fullmatch(rf"{TIMELINE_LOG}_(iops|clat)\.[0-9]{{1,5}}\.log", name))
+
+
 def render_job(case: Case, binding: JobBinding, repetition: int | None = None, client: int = 0) -> str:
     """The job file for one case (with ``repetition``: that repetition's random seed, unless the plan sets
     randseed or randrepeat itself). numjobs clones are separate jobs in fio's output; storbench merges their
@@ -230,6 +255,8 @@ def render_job(case: Case, binding: JobBinding, repetition: int | None = None, c
             _line("iodepth", str(w.iodepth)),
             _line("numjobs", str(w.numjobs)),
         ]
+        if w.timeline_window_ms is not None:
+            lines += timeline_lines(w.timeline_window_ms)
     for key, value in w.fio_options:
         if not is_allowed(key, value):
             raise ValueError(f"refusing pass-through fio option {key}={value!r}: not on the allow-list")
@@ -278,7 +305,7 @@ def render_ceiling_job(case: Case) -> str:
     with the same pattern, block size, depth and jobs."""
     w = case.workload
     lines = [f"; storbench client ceiling for case {case.case_id}", "[global]", _line("ioengine", "null"),
-             _line("time_based", "1"), _line("runtime", f"{min(w.runtime_s, CEILING_RUNTIME_S):g}"),
+             _line("time_based", "1"), _line("runtime", fio_seconds(min(w.runtime_s, CEILING_RUNTIME_S))),
              _line("size", format_block_size(w.size_bytes or case.target.size_bytes or 1024**3)),
              "[ceiling]", _line("rw", w.rw)]
     if w.rwmixread is not None:

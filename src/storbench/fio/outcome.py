@@ -75,6 +75,7 @@ def judge_repetition(
     command: tuple[str, ...],
     fio_version: str,
     client: str = "local",
+    logs: tuple[tuple[str, str], ...] = (),
 ) -> RepetitionOutcome:
     base = RepetitionOutcome(
         status=Status.OK,
@@ -85,6 +86,7 @@ def judge_repetition(
         fio_version=fio_version,
         raw_output=output_text,
         stderr_tail=stderr_tail,
+        logs=logs,
     )
     if timed_out:
         return replace(base, status=Status.TIMEOUT, error=killed_error(timeout_s))

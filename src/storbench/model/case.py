@@ -31,10 +31,13 @@ class WorkloadPoint:
     files: int | None = None
     file_size_bytes: int | None = None
     dirs: int | None = None  # metadata operations: the jobs' files spread over this many directories (None: one)
+    # fio logs the I/O window by window (ms; a plan with faults: the blackout, dip and recovery are read from them);
+    # None: no logs
+    timeline_window_ms: int | None = None
 
 
 # Fields of WorkloadPoint a case id leaves out while they are None (added after ids were pinned).
-OPTIONAL_WORKLOAD_FIELDS = ("files", "file_size_bytes", "dirs")
+OPTIONAL_WORKLOAD_FIELDS = ("files", "file_size_bytes", "dirs", "timeline_window_ms")
 
 @dataclass(frozen=True)
 class Case:

@@ -217,3 +217,4 @@ class RepetitionOutcome:
     error: str = ""
     clients: tuple[ClientMeasurement, ...] = field(default=())
     start_skew_s: float | None = None  # spread of the moments the clients' servers started their jobs
+    logs: tuple[tuple[str, str], ...] = ()  # fio's timeline logs, (file name, text) (`fio.logs`)
