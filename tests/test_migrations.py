@@ -19,6 +19,7 @@ import pytest
 
 from helpers import run_cli
 from storbench.errors import UserError
+from storbench.model import WorkloadPoint
 from storbench.run_design import (
     NO_DESIGN,
     DesignQuestion,
@@ -68,10 +69,22 @@ def _answers(store: Store) -> dict[str, Any]:
         "design_changes": [[r.run_id, run_design_changes(store.design_versions(r.run_id))] for r in runs],
         "incomplete": [[r.run_id, incomplete_line(r, store.repetition_counts(r.run_id)[0], planned_repetitions(r),
                                                   "r.db")] for r in runs],
-        "cases": sorted({rep.case.case_id: [asdict(rep.case.workload), rep.case.clients]
+        "cases": sorted({rep.case.case_id: [_workload_fields(rep.case.workload), rep.case.clients]
                          for rep in store.repetitions()}.items()),
     }
     return dict(json.loads(json.dumps(answers, sort_keys=True)))
+
+
+# WorkloadPoint fields added after the fixture was written, with the value every case stored before then has
+FIELDS_ADDED_SINCE = {"timeline_window_ms": None}
+
+
+def _workload_fields(workload: WorkloadPoint) -> dict[str, object]:
+    """A stored case's workload as the fixture's storbench had it: fields added since must hold their old value."""
+    fields = asdict(workload)
+    for name, value in FIELDS_ADDED_SINCE.items():
+        assert fields.pop(name) == value, (name, workload)
+    return fields
 
 
 def _break_plan_texts(db: Path) -> None:
