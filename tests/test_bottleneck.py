@@ -17,7 +17,8 @@ from storbench.stats.bottleneck import (
     configured_slots,
     judge,
 )
-from storbench.stats.summary import PointSummary, summarize_points
+from storbench.stats.point_summary import PointSummary
+from storbench.stats.summary import summarize_points
 from synthetic import observation
 
 IDLE = BottleneckInputs(

@@ -35,7 +35,8 @@ from storbench.report.tables import results_table
 from storbench.stats.bottleneck import Bottleneck
 from storbench.stats.knee import curves
 from storbench.stats.observations import Observation
-from storbench.stats.summary import PointSummary, summarize_points
+from storbench.stats.point_summary import PointSummary
+from storbench.stats.summary import summarize_points
 from synthetic import observation
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,7 +21,8 @@ from storbench.report.html import ReportDocument, render_html
 from storbench.report.tables import design_lines, points_text, warning_lines
 from storbench.stats.compare import AA_DIFFERENT_PCT, compare_observations, parse_selector
 from storbench.stats.observations import Observation
-from storbench.stats.summary import PointSummary, summarize_points
+from storbench.stats.point_summary import PointSummary
+from storbench.stats.summary import summarize_points
 from storbench.store import open_store
 from storbench.store.migrations import design_of_text
 from synthetic import observation

@@ -26,7 +26,8 @@ from storbench.report.plotly_render import TOP_MARGIN, plotly_figure
 from storbench.stats.drift import Drift, DriftSample, drift
 from storbench.stats.knee import curves
 from storbench.stats.observations import Observation
-from storbench.stats.summary import PointSummary, summarize_points
+from storbench.stats.point_summary import PointSummary
+from storbench.stats.summary import summarize_points
 from synthetic import observation
 
 # the volume: capped at 3,000 IOPS, swept over iodepth

@@ -19,7 +19,9 @@ from storbench.model import Case, CephLabPoint, Direction, LabPoint, PathTarget,
 from storbench.report.show_export import SHOW_FIELDS, points_csv, points_json, points_markdown, show_text
 from storbench.stats.bottleneck import Bottleneck, BottleneckVerdict
 from storbench.stats.estimate import Estimate
-from storbench.stats.summary import SUMMARY_FIELDS, PointSummary, StatWarning
+from storbench.stats.point_summary import PointSummary
+from storbench.stats.point_warnings import StatWarning
+from storbench.stats.summary import SUMMARY_FIELDS
 
 
 def _point(direction: str = "read", warnings: tuple[StatWarning, ...] = ()) -> PointSummary:

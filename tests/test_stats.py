@@ -28,7 +28,8 @@ from storbench.stats.drift import drift, run_drifts
 from storbench.stats.estimate import Estimate, estimate, welch_difference
 from storbench.stats.knee import KneeKind, best_under_objective, curves, locate_knee, parse_slo
 from storbench.stats.observations import Observation
-from storbench.stats.summary import PointSummary, summarize_points
+from storbench.stats.point_summary import PointSummary
+from storbench.stats.summary import summarize_points
 from storbench.units import format_block_size
 from synthetic import observation
 
@@ -742,7 +743,7 @@ def test_cv_warning_rates_at_three_repetitions() -> None:
     """The rate the methodology gives: a true CV of 4 % warned about ~3 % of the time, a true 10 % ~56 %."""
     import random
 
-    from storbench.stats.summary import CV_LIMIT_PCT, cv_lower_bound_pct
+    from storbench.stats.point_warnings import CV_LIMIT_PCT, cv_lower_bound_pct
 
     rng = random.Random(3)
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands th
 
     from storbench.selection import Selection
     from storbench.stats.compare import PointComparison
-    from storbench.stats.summary import PointSummary
+    from storbench.stats.point_summary import PointSummary
 
 
 def _print_results(db: str, run_ids: list[int], title: str) -> None:

@@ -27,7 +27,7 @@ from storbench.stats.compare import PointComparison
 from storbench.stats.curve import BLOCK_SIZE, LOAD_AXES, Axis, CurveKey, axis_value
 from storbench.stats.drift import Drift
 from storbench.stats.knee import Curve
-from storbench.stats.summary import PointSummary
+from storbench.stats.point_summary import PointSummary
 from storbench.units import format_block_size, format_bytes
 
 SMALL_MAX_BYTES = 16 * 1024

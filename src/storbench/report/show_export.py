@@ -23,8 +23,9 @@ from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected
 from storbench.safe_text import csv_cell, safe_text
 from storbench.stats.estimate import CONFIDENCE, Estimate
 from storbench.stats.observations import Observation
+from storbench.stats.point_summary import PointSummary
 from storbench.stats.steady import SteadyState, SteadyStatus
-from storbench.stats.summary import SUMMARY_FIELDS, PointSummary
+from storbench.stats.summary import SUMMARY_FIELDS
 from storbench.units import format_bytes, format_latency_ns
 
 POINT_FIELDS = (

@@ -27,7 +27,8 @@ from storbench.safe_text import safe_text
 from storbench.stats.compare import CONFOUNDED, DESIGN_CAVEATS, DESIGNS, STOPPING_RULE_MARKS, PointComparison, Verdict
 from storbench.stats.estimate import Estimate
 from storbench.stats.knee import Curve, CurvePoint, Knee, KneeKind, LatencyObjective, best_under_objective
-from storbench.stats.summary import WARNING_TITLES, PointSummary, StatWarning
+from storbench.stats.point_summary import PointSummary
+from storbench.stats.point_warnings import WARNING_TITLES, StatWarning
 from storbench.stats.trend import FLAT_MARGIN
 from storbench.units import format_bytes, format_duration, format_latency_ns
 

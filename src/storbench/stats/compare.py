@@ -15,6 +15,7 @@ from storbench.stats.bottleneck import BottleneckVerdict
 from storbench.stats.estimate import CONFIDENCE, Difference, Estimate, welch_difference
 from storbench.stats.metrics import COMPARE_METRICS, LAYER_METRICS, Metric
 from storbench.stats.observations import Observation, alternated_rounds, metric_value
+from storbench.stats.point_summary import PointSummary
 from storbench.stats.sequential import (
     Decision,
     PairedChange,
@@ -24,7 +25,7 @@ from storbench.stats.sequential import (
     paired_values,
     rounds_run,
 )
-from storbench.stats.summary import PointSummary, summarize_points
+from storbench.stats.summary import summarize_points
 from storbench.units import format_block_size
 
 # Fields that identify a point when matching baseline and candidate (unless a selector names them).

@@ -10,7 +10,7 @@ from enum import Enum
 from storbench.stats.bottleneck import LATENCY_GROWTH
 from storbench.stats.curve import LOAD_AXES, CurveKey, LoadAxis, axis_value, outstanding_ios
 from storbench.stats.estimate import Estimate
-from storbench.stats.summary import PointSummary
+from storbench.stats.point_summary import PointSummary
 from storbench.stats.trend import Change, plateau
 from storbench.units import parse_duration_s
 
