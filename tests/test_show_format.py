@@ -226,7 +226,7 @@ def test_the_compare_table_fits_a_narrow_terminal_without_cutting_a_number() -> 
     from rich.console import Console
 
     from storbench.report.tables import compare_table
-    from storbench.stats.compare import compare_points
+    from storbench.stats.compare_match import compare_points
     from storbench.stats.summary import summarize_points
     from synthetic import observation
 
@@ -317,7 +317,7 @@ def test_the_compare_table_counts_file_creates_as_operations() -> None:
     from rich.console import Console
 
     from storbench.report.tables import compare_table
-    from storbench.stats.compare import compare_points
+    from storbench.stats.compare_match import compare_points
     from storbench.stats.summary import summarize_points
     from synthetic import observation
 

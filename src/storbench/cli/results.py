@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands th
     from rich.console import Console
 
     from storbench.selection import Selection
-    from storbench.stats.compare import PointComparison
+    from storbench.stats.compare_cells import PointComparison
     from storbench.stats.point_summary import PointSummary
 
 
@@ -147,16 +147,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
     from storbench.report.labels import comparison_label
     from storbench.report.tables import bottleneck_evidence_lines, compare_table, design_lines, rule_answer_lines
-    from storbench.stats.compare import (
-        compare_observations,
-        design_note,
-        no_common_point,
-        regressions,
-        stopping_rule_lines,
-        tested_cells,
-        ungated_cells,
-    )
-    from storbench.stats.compare import select as select_side
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.compare_cells import regressions, stopping_rule_lines, tested_cells, ungated_cells
+    from storbench.stats.compare_design import design_note
+    from storbench.stats.compare_match import no_common_point
+    from storbench.stats.selectors import select as select_side
 
     baseline = parse_selector_flag(args.baseline, "--baseline")
     candidate = parse_selector_flag(args.candidate, "--candidate")

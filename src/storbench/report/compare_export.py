@@ -20,7 +20,8 @@ from storbench.report.tables import (
     rule_answer_lines,
 )
 from storbench.safe_text import csv_cell, safe_text
-from storbench.stats.compare import CONFOUNDED, PointComparison, RuleAnswer, stopping_rule_lines
+from storbench.stats.compare_cells import PointComparison, RuleAnswer, stopping_rule_lines
+from storbench.stats.compare_design import CONFOUNDED
 from storbench.stats.metrics import LAYER_METRICS
 
 COMPARE_FIELDS = (

@@ -23,7 +23,7 @@ from storbench.report.labels import (
 )
 from storbench.report.tables import knee_text
 from storbench.stats.bottleneck import Bottleneck
-from storbench.stats.compare import PointComparison
+from storbench.stats.compare_cells import PointComparison
 from storbench.stats.curve import BLOCK_SIZE, LOAD_AXES, Axis, CurveKey, axis_value
 from storbench.stats.drift import Drift
 from storbench.stats.knee import Curve

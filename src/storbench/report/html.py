@@ -47,7 +47,7 @@ from storbench.report.tables import (
     warning_tag,
 )
 from storbench.safe_text import safe_text
-from storbench.stats.compare import PointComparison, stopping_rule_lines
+from storbench.stats.compare_cells import PointComparison, stopping_rule_lines
 from storbench.stats.knee import Curve, LatencyObjective, best_under_objective
 from storbench.stats.point_summary import PointSummary
 from storbench.units import format_latency_ns

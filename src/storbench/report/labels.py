@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from storbench.model import Case, WorkloadPoint, is_metadata, is_object, operation_of, setting_text
-from storbench.stats.compare import MATCH_FIELDS, PointComparison
+from storbench.stats.compare_cells import PointComparison
+from storbench.stats.compare_match import MATCH_FIELDS
 from storbench.stats.knee import Curve
 from storbench.stats.point_summary import PointSummary, hidden_values
 from storbench.units import format_block_size

@@ -24,7 +24,8 @@ from storbench.report.labels import (
     varying_lab_keys,
 )
 from storbench.safe_text import safe_text
-from storbench.stats.compare import CONFOUNDED, DESIGN_CAVEATS, DESIGNS, STOPPING_RULE_MARKS, PointComparison, Verdict
+from storbench.stats.compare_cells import STOPPING_RULE_MARKS, PointComparison, Verdict
+from storbench.stats.compare_design import CONFOUNDED, DESIGN_CAVEATS, DESIGNS
 from storbench.stats.estimate import Estimate
 from storbench.stats.knee import Curve, CurvePoint, Knee, KneeKind, LatencyObjective, best_under_objective
 from storbench.stats.point_summary import PointSummary
@@ -270,7 +271,7 @@ def warning_lines(points: Sequence[PointSummary]) -> list[str]:
 
 
 def design_lines(comparisons: Sequence[PointComparison]) -> list[str]:
-    """The design of every comparison (`stats.compare.DESIGNS`), one line per design with the points it concerns
+    """The design of every comparison (`stats.compare_design.DESIGNS`), one line per design with the points it concerns
     ("all N points" when it is every one); a design that confounds the setting with the instance, with time or with
     whatever else changed between two runs is marked and says what that means for its verdicts."""
     lab_keys = varying_comparison_lab(comparisons)
