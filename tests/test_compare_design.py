@@ -17,8 +17,9 @@ import pytest
 
 from helpers import run_cli
 from storbench.model import ClientMeasurement, RepetitionOutcome, Status
+from storbench.report.compare_tables import design_lines
 from storbench.report.html import ReportDocument, render_html
-from storbench.report.tables import design_lines, points_text, warning_lines
+from storbench.report.warning_text import points_text, warning_lines
 from storbench.stats.compare import compare_observations
 from storbench.stats.compare_design import AA_DIFFERENT_PCT
 from storbench.stats.observations import Observation

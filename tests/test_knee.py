@@ -13,7 +13,7 @@ from rich.console import Console
 
 from storbench.report.figures import curve_figures
 from storbench.report.html import ReportDocument, render_html
-from storbench.report.tables import knee_text, saturation_table
+from storbench.report.saturation_tables import knee_text, saturation_table
 from storbench.stats.bottleneck import Bottleneck
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.knee import Curve, KneeKind, curves, locate_knee
@@ -212,7 +212,7 @@ def test_curve_keeps_its_three_field_constructor() -> None:
 
 
 def test_an_undecided_change_is_written_in_whole_percents_without_a_negative_zero() -> None:
-    from storbench.report.tables import undecided_text
+    from storbench.report.saturation_tables import undecided_text
     from storbench.stats.knee import Knee
     from storbench.stats.trend import Change
 
@@ -282,7 +282,7 @@ def test_only_rounds_of_one_alternating_run_pair() -> None:
 
 
 def test_a_paired_change_that_is_undecided_says_how_many_rounds_would_tell() -> None:
-    from storbench.report.tables import undecided_text
+    from storbench.report.saturation_tables import undecided_text
     from storbench.stats.knee import Knee
 
     base = estimate([1000.0, 1000.0, 1000.0, 1000.0])

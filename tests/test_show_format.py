@@ -225,7 +225,7 @@ def test_the_compare_table_fits_a_narrow_terminal_without_cutting_a_number() -> 
     word of every cell of the full table's kept columns is still there whole."""
     from rich.console import Console
 
-    from storbench.report.tables import compare_table
+    from storbench.report.compare_tables import compare_table
     from storbench.stats.compare_match import compare_points
     from storbench.stats.summary import summarize_points
     from synthetic import observation
@@ -316,7 +316,7 @@ def test_the_compare_table_counts_file_creates_as_operations() -> None:
     """Creates compared between two runs are ops/s, not IOPS, in the table's headers."""
     from rich.console import Console
 
-    from storbench.report.tables import compare_table
+    from storbench.report.compare_tables import compare_table
     from storbench.stats.compare_match import compare_points
     from storbench.stats.summary import summarize_points
     from synthetic import observation

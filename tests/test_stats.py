@@ -1207,7 +1207,7 @@ def test_the_reports_summary_shows_each_warning_and_says_its_advice_once_below()
     from html import escape as html_escape
 
     from storbench.report.html import ReportDocument, render_html
-    from storbench.report.tables import warning_lines
+    from storbench.report.warning_text import warning_lines
 
     points = summarize_points([*reps([1000.0, 1250.0, 750.0], case_id="case-a"),
                                *reps([1000.0, 1260.0, 740.0], case_id="case-b", target="b")])

@@ -49,7 +49,8 @@ def _print_points(points: Sequence[PointSummary], title: str, out: Console | Non
                   wide: bool = False) -> None:
     """The results table (fitted to the console's width unless ``wide``); under it each point's bottleneck
     verdict with its evidence, and one line per kind of warning with its fix."""
-    from storbench.report.tables import results_table, verdict_lines, warning_lines
+    from storbench.report.tables import results_table, verdict_lines
+    from storbench.report.warning_text import warning_lines
 
     out = out or _console()
     table = results_table(points, title, None if wide else out.width)
@@ -145,8 +146,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
+    from storbench.report.compare_tables import (
+        bottleneck_evidence_lines,
+        compare_table,
+        design_lines,
+        rule_answer_lines,
+    )
     from storbench.report.labels import comparison_label
-    from storbench.report.tables import bottleneck_evidence_lines, compare_table, design_lines, rule_answer_lines
     from storbench.stats.compare import compare_observations
     from storbench.stats.compare_cells import regressions, stopping_rule_lines, tested_cells, ungated_cells
     from storbench.stats.compare_design import design_note
@@ -239,7 +245,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_saturation(args: argparse.Namespace) -> int:
-    from storbench.report.tables import saturation_table
+    from storbench.report.saturation_tables import saturation_table
     from storbench.stats.curve import LOAD_AXES
     from storbench.stats.knee import curves
     from storbench.stats.summary import summarize_points

@@ -24,7 +24,8 @@ from storbench.report.html import ReportDocument
 from storbench.report.labels import point_label
 from storbench.report.show_export import precondition_text
 from storbench.report.steady import steady_figures
-from storbench.report.tables import pooled_runs_line, warning_lines
+from storbench.report.tables import pooled_runs_line
+from storbench.report.warning_text import warning_lines
 from storbench.stats.compare_cells import PointComparison
 from storbench.stats.curve import LOAD_AXES
 from storbench.stats.drift import run_drifts

@@ -21,7 +21,7 @@ from storbench.report.labels import (
     varying_comparison_lab,
     varying_lab_keys,
 )
-from storbench.report.tables import knee_text
+from storbench.report.saturation_tables import knee_text
 from storbench.stats.bottleneck import Bottleneck
 from storbench.stats.compare_cells import PointComparison
 from storbench.stats.curve import BLOCK_SIZE, LOAD_AXES, Axis, CurveKey, axis_value

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from storbench.stats.compare_cells import PointComparison
 from storbench.stats.selectors import Selector, blocked_settings
 
-# How the two sides of a comparison ran (said under every comparison, `report.tables.design_lines`), and whether
+# How the two sides of a comparison ran (said under every comparison, `report.compare_tables.design_lines`), and whether
 # that design separates the setting from everything else.
 DESIGNS = {
     "paired": "both sides in one run, repetitions alternating (A B B A); intervals from the pairs: time drift "

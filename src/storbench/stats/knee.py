@@ -21,7 +21,7 @@ MIN_LATENCY_GROWTH = LATENCY_GROWTH
 
 
 class KneeKind(Enum):
-    """What the sweep says about saturation (in words: `report.tables.knee_text`)."""
+    """What the sweep says about saturation (in words: `report.saturation_tables.knee_text`)."""
 
     WITHIN_SWEEP = "within the sweep"  # IOPS rose with load, then stopped while latency grew: the knee is inside
     AT_LOWEST_LOAD = "at the lowest load"  # IOPS flat from the first point while latency grew: already saturated
