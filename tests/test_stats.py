@@ -1091,8 +1091,8 @@ def test_a_plain_interval_on_a_stopped_runs_repetitions_is_not_covered_and_not_g
 
 def test_points_that_differ_only_in_a_lab_setting_stay_apart_in_curves_and_figures() -> None:
     """A pool-size sweep: one curve and one bar series per pool size, never one overwriting the other."""
-    from storbench.report.figures import block_size_figures
     from storbench.report.labels import curve_lab_keys, curve_label
+    from storbench.report.point_figures import block_size_figures
     from storbench.stats.knee import curves
     from storbench.stats.summary import summarize_points
     from synthetic import observation
@@ -1247,7 +1247,7 @@ def test_compare_adds_where_the_time_goes_where_both_sides_storage_reported_it()
 
 
 def test_drift_figures_name_the_operation_and_stay_above_minus_100_percent() -> None:
-    from storbench.report.figures import drift_figures
+    from storbench.report.drift_figures import drift_figures
 
     observations = [rec(case_id=f"c{i % 2}", rw=rw, direction="write", repeat=i // 2, started_at_s=60.0 * i,
                         iops=1000.0 * 0.7 ** i) for rw in ("create", "delete") for i in range(12)]
