@@ -23,6 +23,7 @@ class FakeS3State:
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)  # method, path, headers
     redirect_to: str | None = None  # every request answered 307 to this URL
     listing: str = "honest"  # or "same-token", "endless" (a new token every page), "no-token"
+    ignore_max_keys: bool = False  # an honest listing pages by max-keys (1,000 unless asked) unless this is set
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -77,9 +78,16 @@ class _Handler(BaseHTTPRequestHandler):
         prefix = query.get("prefix", [""])[0]
         keys = sorted(k for (b, k) in self.state.objects if b == bucket and k.startswith(prefix))
         token = query.get("continuation-token", ["0"])[0]
-        truncated, next_token = {"honest": ("false", ""), "same-token": ("true", "t1"),
-                                 "endless": ("true", f"t{int(token.lstrip('t') or 0) + 1}"),
+        truncated, next_token = {"honest": ("false", ""), "same-token": ("true", "t1"), "endless": ("true", ""),
                                  "no-token": ("true", "")}[self.state.listing]
+        if self.state.listing == "endless":
+            next_token = f"t{int(token.lstrip('t') or 0) + 1}"
+        if self.state.listing == "honest" and not self.state.ignore_max_keys:  # S3's token: after the last key
+            size = int(query.get("max-keys", ["1000"])[0])
+            keys = [k for k in keys if k > token[2:]] if token.startswith("k:") else keys
+            if len(keys) > size:
+                keys = keys[:size]
+                truncated, next_token = "true", f"k:{keys[-1]}"
         items = "".join(f"<Contents><Key>{escape(k)}</Key></Contents>" for k in keys)
         more = f"<NextContinuationToken>{next_token}</NextContinuationToken>" if next_token else ""
         return (f'<?xml version="1.0"?><ListBucketResult xmlns="{NS}"><Name>{bucket}</Name>{items}'
@@ -135,6 +143,43 @@ def capture_server() -> Iterator[tuple[int, bytearray]]:
     thread.start()
     try:
         yield listener.getsockname()[1], received
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()
+
+
+@contextmanager
+def drip_server(answer: bytes, interval_s: float = 0.1) -> Iterator[int]:
+    """A TCP listener on 127.0.0.1 that reads a request, then sends ``answer`` one byte every ``interval_s``
+    (then nothing): each read is quick, the whole answer endless in practice. Its port."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(2.0)
+                try:
+                    conn.recv(65536)
+                    for byte in answer:
+                        if stop.wait(interval_s):
+                            break
+                        conn.sendall(bytes([byte]))
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
     finally:
         stop.set()
         thread.join(timeout=5)

@@ -49,7 +49,8 @@ PURE_LAYERS: tuple[tuple[str, ...], ...] = (
     ("storbench.plan", "storbench.importer", "storbench.reference"),
 )
 SHELL: tuple[str, ...] = (
-    "storbench.__main__", "storbench.cli.*", "storbench.checks", "storbench.orchestrate", "storbench.sessions",
+    "storbench.__main__", "storbench.cli.*", "storbench.checks", "storbench.orchestrate", "storbench.run_state",
+    "storbench.run_search", "storbench.resume", "storbench.sessions",
     "storbench.selection", "storbench.execute.*", "storbench.lab.*", "storbench.targets.*", "storbench.telemetry.*",
     "storbench.store.*", "storbench.netclient", "storbench.shell", "storbench.private_files",
     "storbench.trusted_files",

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli, write_plan
 from storbench.faults import FaultOffer, FaultStep, fault_problems, fault_timeline
 
 OFFERS = (FaultOffer("ceph", "kill", r"osd\.[0-9]+", "restart", "SIGKILL an OSD, as a crashed host"),
@@ -40,3 +45,37 @@ def test_each_refusal_is_one_line_with_the_fix() -> None:
     assert problems(FaultStep(10, "kill", "osd.1", 5), FaultStep(20, "out", "osd.1")) == []  # one after the other
     [line] = fault_problems([FaultStep(10, "kill", "osd.1")], measured_s=60, offers=())
     assert line.endswith("the plan's labs offer: none")
+
+
+FAULT_PLAN = """
+name: stall
+targets:
+  vol: {kind: block, destructive: true}
+lab:
+  volume: {size: 256MiB, iops: 2000}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 20s, ramp: 2s}
+repeat: 3
+faults:
+  - {at: 8s, do: freeze, on: volume, restore_after: 3s}
+"""
+
+
+def test_plan_shows_when_each_fault_happens_and_refuses_what_no_lab_of_the_plan_offers(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, FAULT_PLAN)))
+    assert code == 0, err
+    timeline = out[out.index("faults in every repetition"):].splitlines()[1:]
+    assert [line.split()[0] for line in timeline] == ["2.0s", "10.0s", "13.0s", "22.0s"], timeline
+    assert "freeze volume (hold every I/O" in timeline[1] and timeline[2].endswith("thaw volume"), timeline
+    for change, wanted in ((("restore_after: 3s", "restore_after: 30s"), "restored at 38s, after the measured "
+                            "section ends (20s) (hint: shorten restore_after or lengthen runtime)"),
+                           (("do: freeze", "do: kill"), "no lab of this plan can do it (hint: the plan's labs "
+                            "offer: freeze volume (volume), lose-writes volume (volume))"),
+                           (("vol: {kind: block, destructive: true}\nlab:\n  volume: {size: 256MiB, iops: 2000}",
+                             "vol: {kind: path, path: ./data, size: 16MiB}"), "the plan's labs offer: none"),
+                           (("repeat: 3", "steady_state: {window: 3}"), "faults cannot be combined with "
+                            "steady_state"),
+                           (("on: volume", "on: '../x'"), "faults[0].on: String should match pattern")):
+        plan = write_plan(tmp_path, FAULT_PLAN.replace(*change), "bad.yaml")
+        code, out, err = run_cli(capsys, "plan", str(plan))
+        assert code == 2 and wanted in err and len(err.strip().splitlines()) == 1, (change, err)

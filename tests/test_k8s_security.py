@@ -287,7 +287,7 @@ def test_fio_warnings_before_the_json_do_not_hide_an_unprivileged_pods_result() 
 
 
 def test_run_labels_differ_between_results_databases_and_stay_on_resume() -> None:
-    from storbench.orchestrate import run_label
+    from storbench.run_state import run_label
 
     assert run_label(1, "host-a", "/srv/a.db") == run_label(1, "host-a", "/srv/a.db")
     assert run_label(1, "host-a", "/srv/a.db") != run_label(1, "host-a", "/srv/b.db")

@@ -232,12 +232,22 @@ BASE = "name: x\ntargets:\n  t: {kind: path, path: ./d, size: 1MiB}\nworkload:\n
     ("lab: {ceph: {osd_size: 8EiB}}\n", "lab.ceph.osd_size", "larger than the largest size"),
     ("lab: {ceph: {config: {bluestore_cache_size: 99999999999999999999}}}\n", "lab.ceph.config",
      "larger than the largest size"),
+    ("  fio: {io_size: 8192p}\n", "workload.fio.io_size", "8192p is larger than the largest size"),  # 2^63
+    ("  fio: {rate: '1m,8388608t'}\n", "workload.fio.rate", "8388608t is larger than the largest size"),
+    ("  fio: {bssplit: '4k/50:9000p/50'}\n", "workload.fio.bssplit", "9000p is larger than the largest size"),
+    ("  fio: {bsrange: 4k-16384P}\n", "workload.fio.bsrange", "16384P is larger than the largest size"),
+    ("  fio: {random_distribution: 'zoned_abs:50/9999p:50/1g'}\n", "workload.fio.random_distribution",
+     "9999p is larger than the largest size"),
 ])
 def test_schema_numbers_are_bounded(extra: str, key: str, says: str) -> None:
     with pytest.raises(UserError) as caught:
         load_plan_text(BASE + extra, "p.yaml")
     assert caught.value.where.endswith(key), caught.value.where
     assert says in caught.value.one_line() and len(caught.value.one_line().splitlines()) == 1
+
+
+def test_fio_sizes_just_below_two_to_the_63_pass() -> None:
+    load_plan_text(BASE + "  fio: {io_size: 8191p, rate: '1.5k,7.99999p', bssplit: '4k/50:8191p/50'}\n", "p.yaml")
 
 
 def test_expected_iops_must_be_finite() -> None:
@@ -357,3 +367,84 @@ def test_inodes_of_metadata_and_file_workloads() -> None:
     reads = load_plan_text(BASE.replace("rw: read", "rw: read\n  numjobs: 4\n  fio: {nrfiles: 5}"), "p.yaml")
     assert inodes_need(expand(reads)) == Need(("workload", "numjobs"), "rw read: nrfiles 5 x numjobs 4 x "
                                               "clients 1", 21, "lower files, numjobs or clients")
+
+
+# ---- fio's buffers follow the largest block size it could use --------------------------------------------------
+
+@pytest.mark.parametrize(("fio", "key", "block_bytes"), [
+    ("{bssplit: 1t/100}", ("workload", "fio", "bssplit"), 1024**4),
+    ("{bssplit: '4k/60:64k/40,4k/50:2m/50'}", ("workload", "fio", "bssplit"), 2 * MiB),  # the write split's
+    ("{bsrange: 4k-1t}", ("workload", "fio", "bsrange"), 1024**4),
+    ("{bsrange: '4k-8k,,512-128k'}", ("workload", "fio", "bsrange"), 128 * 1024),
+    ("{bssplit: 1k/100}", ("workload", "bs"), 64 * 1024),  # smaller than bs: bs counts
+    ("{bsrange: 4k-100.3k}", ("workload", "fio", "bsrange"), 102708),  # 102,707.2 bytes, rounded up
+])
+def test_fio_buffers_count_the_largest_block_of_bssplit_and_bsrange(fio: str, key: tuple[str, ...],
+                                                                     block_bytes: int) -> None:
+    memory, _ = _demands(f"""\
+        name: x
+        targets: {{t: {{kind: path, path: /srv/x, size: 1GiB}}}}
+        workload: {{rw: randread, bs: 64k, iodepth: 64, numjobs: 64, fio: {fio}}}
+        """)
+    need = {n.key: n for n in memory[0].needs}[key]
+    assert need.amount == block_bytes * 64 * 64
+    assert "x iodepth 64 x numjobs 64" in need.text
+
+
+def test_a_terabyte_bssplit_block_is_refused_by_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if shutil.which("fio") is None:
+        pytest.skip("the machine checks come after asking fio what it supports")
+    path = write_plan(tmp_path, "name: probe\ntargets:\n  scratch: {kind: path, path: ./data, size: 1MiB}\n"
+                                "workload: {rw: randread, iodepth: 64, numjobs: 64, fio: {bssplit: 1t/100}}\n")
+
+    refusal = _one_line(*run_cli(capsys, "plan", str(path)))
+
+    assert refusal.startswith(f"storbench: error: {path}:4: workload.fio.bssplit: "), refusal
+    assert "fio's buffers: bssplit block 1TiB x iodepth 64 x numjobs 64" in refusal and "of memory" in refusal
+
+
+# ---- an NFS lab's export is in the lab directory: its files count against that filesystem's inodes --------------
+
+NFS_LAB_PLAN = "name: probe\ntargets:\n  share: {kind: nfs, size: 1MiB}\nworkload: {rw: create, files: 1000000, " \
+               "numjobs: 4096}\nlab: {nfs: {}}\n"
+
+
+def test_a_million_files_per_job_on_the_nfs_lab_is_refused_for_the_lab_directorys_inodes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Through `plan` only: the lab directory is in tmp_path (STORBENCH_LAB_DIR), nothing is brought up."""
+    if shutil.which("fio") is None:
+        pytest.skip("the machine checks come after asking fio what it supports")
+    stats = os.statvfs(tmp_path)
+    if not stats.f_files or stats.f_favail > 4_000_000_000:
+        pytest.skip(f"{tmp_path} has no inode limit this plan could cross")
+    path = write_plan(tmp_path, NFS_LAB_PLAN)
+
+    refusal = _one_line(*run_cli(capsys, "plan", str(path)))
+
+    assert refusal.startswith(f"storbench: error: {path}:4: workload.files: the NFS lab's export makes "
+                              "4,096,000,001 files (rw create: files 1000000 x numjobs 4096 x clients 1"), refusal
+    assert f"the filesystem of the lab directory ({tmp_path})" in refusal and "a plan may use 90% of them" in refusal
+    assert not (tmp_path / "lab").exists()
+
+
+@pytest.mark.parametrize(("target", "files", "favail", "refused"), [
+    ("{kind: nfs, size: 1MiB}", 1000, 100, True),  # the lab's export, on a filesystem with an inode limit
+    ("{kind: nfs, size: 1MiB}", 0, 0, False),  # no limit reported
+    ("{kind: nfs, size: 1MiB, url: 'nfs://10.0.0.9/srv'}", 1000, 100, False),  # another server's inodes
+])
+def test_nfs_lab_inodes_against_the_lab_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str,
+                                                  files: int, favail: int, refused: bool) -> None:
+    from storbench import checks
+
+    real = os.statvfs(tmp_path)
+    fields = [real.f_bsize, real.f_frsize, real.f_blocks, real.f_bfree, real.f_bavail, files, favail, favail,
+              real.f_flag, real.f_namemax]
+    monkeypatch.setattr(checks.os, "statvfs", lambda _path: os.statvfs_result(fields))
+    loaded = load_plan_text(f"name: p\ntargets:\n  share: {target}\nworkload: {{rw: create, files: 200}}\n"
+                            "lab: {nfs: {}}\n", "p.yaml")
+    if refused:
+        with pytest.raises(UserError, match="has 100 free inodes") as caught:
+            checks._check_lab_inodes(loaded, expand(loaded), tmp_path)
+        assert caught.value.where.endswith("workload.files")
+    else:
+        checks._check_lab_inodes(loaded, expand(loaded), tmp_path)

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from helpers import every_stored_text, run_cli, write_plan
-from storbench.lab.ceph import CephLab, rgw_endpoint
+from storbench.lab.ceph import CephLab
+from storbench.lab.ceph_daemons import rgw_endpoint
 from storbench.lab.hosts import HostsLab
 from storbench.s3sign import S3Credentials
 from storbench.targets.s3 import LAB_BUCKET, S3Service, list_objects

@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from fake_s3 import FakeS3State, capture_server, fake_s3
+from fake_s3 import FakeS3State, capture_server, drip_server, fake_s3
 from helpers import every_stored_text, run_cli, write_plan
 from storbench.errors import UserError
 from storbench.netclient import RequestRefused, check_destination, request
 from storbench.redact import HIDDEN, redact_text
 from storbench.s3sign import S3Credentials
-from storbench.targets.s3 import S3Access, S3Service, list_objects, load_credentials
+from storbench.targets.s3 import S3Access, S3Service, list_objects, load_credentials, remove_objects
 
 KEY_ID = "AKIDSTORBENCHTEST1"
 SECRET = "s3cr3t/Key+With=Signs"
@@ -192,6 +194,43 @@ def test_a_listing_that_never_ends_is_stopped(monkeypatch: pytest.MonkeyPatch, l
         assert len(state.requests) == requests
 
 
+def test_a_listing_is_capped_in_keys_in_all_and_per_page() -> None:
+    """Each page may hold at most the 1,000 keys asked for, and a listing at most max_keys (a 16 MiB page could
+    otherwise hold half a million names, and 1,000 of them a memory's worth)."""
+    with fake_s3(FakeS3State(listing="endless")) as (endpoint, state):
+        for index in range(500):
+            state.objects[("bench", f"storbench.abc.{index:04d}")] = b""
+        service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        with pytest.raises(UserError, match=r"more than 2,000 keys under 'storbench.abc.'; stopped"):
+            list_objects(service, "bench", "storbench.abc.", max_keys=2000)
+        assert len(state.requests) == 5  # 2,500 keys after the fifth page
+    with fake_s3() as (endpoint, state):
+        for index in range(1500):
+            state.objects[("bench", f"storbench.abc.{index:04d}")] = b""
+        service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        with pytest.raises(UserError, match=r"more than 1,200 keys under"):
+            remove_objects(service, "bench", "storbench.abc.", max_keys=1200)
+        assert [method for method, _, _ in state.requests].count("DELETE") == 1000  # the first page, then stopped
+    with fake_s3(FakeS3State(ignore_max_keys=True)) as (endpoint, state):
+        for index in range(1001):
+            state.objects[("bench", f"storbench.abc.{index:04d}")] = b""
+        service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        with pytest.raises(UserError, match=r"a page of 1,001 keys, more than the 1,000 asked for; stopped"):
+            list_objects(service, "bench", "storbench.abc.")
+
+
+def test_an_honest_listing_of_several_pages_is_read_whole_and_removed() -> None:
+    with fake_s3() as (endpoint, state):
+        for index in range(2100):
+            state.objects[("bench", f"storbench.abc.{index:04d}")] = b""
+        state.objects[("bench", "storbench.other.0")] = b""
+        service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        assert len(list_objects(service, "bench", "storbench.abc.")) == 2100
+        assert sum(method == "GET" for method, _, _ in state.requests) == 3  # 1,000 a page
+        assert remove_objects(service, "bench", "storbench.abc.") == 2100
+        assert list(state.objects) == [("bench", "storbench.other.0")]
+
+
 def test_answers_are_capped_and_metadata_addresses_refused() -> None:
     with fake_s3() as (endpoint, state):
         for index in range(50):
@@ -205,6 +244,44 @@ def test_answers_are_capped_and_metadata_addresses_refused() -> None:
             check_destination(url)
         check_destination(url, allowed=True)  # the operator named it
     check_destination("http://127.0.0.1:9")
+
+
+@pytest.mark.parametrize("answer", [
+    b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 100,  # a body of one byte at a time
+    b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"y" * 100,  # headers that never end (for 5 s)
+])
+def test_a_peer_that_drips_bytes_is_stopped_at_the_requests_deadline(answer: bytes) -> None:
+    with drip_server(answer, interval_s=0.05) as port:
+        started = time.monotonic()
+        with pytest.raises(RequestRefused, match=r"did not answer within 1 s"):
+            request(f"http://127.0.0.1:{port}/bench", timeout_s=0.5, deadline_s=1.0)  # each byte within 0.5 s
+        assert time.monotonic() - started < 2.0
+
+
+def test_the_request_goes_to_the_address_checked_with_the_name_as_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name that resolves to loopback when checked and to the metadata address afterwards (DNS rebinding):
+    it is resolved once, and the connection goes to the address that was checked."""
+    real = socket.getaddrinfo
+    asked: list[str] = []
+
+    def rebinding(host: str, port: object, *args: object, **kwargs: object) -> object:
+        if host != "bench.rebind.test":
+            return real(host, port, *args, **kwargs)  # type: ignore[arg-type]
+        asked.append(host)
+        address = "127.0.0.1" if len(asked) == 1 else "169.254.169.254"
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    with fake_s3() as (endpoint, state):
+        port = endpoint.rsplit(":", 1)[1]
+        answer = request(f"http://bench.rebind.test:{port}/bench?list-type=2", timeout_s=2, deadline_s=2)
+        assert answer.status == 200 and b"ListBucketResult" in answer.body
+        assert state.requests[0][2]["host"] == f"bench.rebind.test:{port}"
+    assert asked == ["bench.rebind.test"]  # resolved once
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, port, *a, **k: [
+        (socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", ("169.254.169.254", port))])
+    with pytest.raises(RequestRefused, match="metadata address"):
+        request("http://bench.rebind.test/bench", timeout_s=1, deadline_s=1)
 
 
 def test_fios_echo_of_a_key_option_is_redacted_by_name_and_by_value() -> None:

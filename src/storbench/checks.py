@@ -135,10 +135,32 @@ def check_resources(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
 
     refuse(memory_demands(loaded.config, cases), meminfo_bytes("MemAvailable"), "this machine")
     disks = lab_disk_demands(loaded.config, cases)
+    holder = _nearest_existing(Path(os.path.abspath(default_lab_dir())))
     if disks:
-        holder = _nearest_existing(Path(os.path.abspath(default_lab_dir())))
         stats = os.statvfs(holder)
         refuse(disks, stats.f_bavail * stats.f_frsize, f"the filesystem of the lab directory ({holder})")
+    _check_lab_inodes(loaded, cases, holder)
+
+
+def _check_lab_inodes(loaded: LoadedPlan, cases: Sequence[Case], holder: Path) -> None:
+    """The files the largest case on an NFS lab target makes (its export is a directory inside the lab directory)
+    fit in MACHINE_SHARE of the free inodes of the lab directory's filesystem (one without an inode limit reports
+    none, or -1, and is not checked), as a path target's files do in its own filesystem (targets.local)."""
+    from storbench.model import NfsTarget
+    from storbench.plan import MACHINE_SHARE, inodes_need
+
+    need = inodes_need([c for c in cases if isinstance(c.target, NfsTarget) and c.target.url is None])
+    if need is None:
+        return
+    stats = os.statvfs(holder)
+    if stats.f_files <= 0 or stats.f_favail < 0:
+        return
+    limit = int(stats.f_favail * MACHINE_SHARE)
+    if need.amount > limit:
+        raise UserError(f"the NFS lab's export makes {need.amount:,} files ({need.text}, and its directories); the "
+                        f"filesystem of the lab directory ({holder}) has {stats.f_favail:,} free inodes and a plan "
+                        f"may use {MACHINE_SHARE:.0%} of them ({limit:,})",
+                        where=loaded.source.where(need.key), hint=need.hint)
 
 
 def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str, *, create: bool,

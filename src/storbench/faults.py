@@ -48,7 +48,7 @@ def fault_problems(steps: Sequence[FaultStep], measured_s: float, offers: Sequen
     """One line per problem, with the fix: a fault no lab of the plan offers, a time outside the measured
     section, a restore that cannot be done or falls outside it, two faults on one target at once."""
     problems = []
-    for number, step in enumerate(steps, start=1):
+    for number, step in enumerate(steps):  # numbered as the plan's key paths are: faults[0] is the first
         where = f"faults[{number}] ({step.action} {step.target} at {step.at_s:g}s)"
         offer = find_offer(step, offers)
         if offer is None:

@@ -8,8 +8,10 @@ import itertools
 import json
 import math
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 
 from storbench.config import (
     BlockTargetConfig,
@@ -24,7 +26,7 @@ from storbench.config import (
     S3TargetConfig,
     fio_value_text,
 )
-from storbench.config.schema import link_rate_bits
+from storbench.config.values import link_rate_bits
 from storbench.errors import UserError, did_you_mean
 from storbench.model import (
     CEPH_SETTINGS,
@@ -57,7 +59,7 @@ from storbench.model import (
     rw_writes,
 )
 from storbench.model.ceph_options import option_value
-from storbench.units import format_bytes, parse_duration_s, parse_size_bytes
+from storbench.units import MAX_SIZE_BYTES, format_bytes, parse_duration_s, parse_size_bytes
 
 # Estimated fixed cost of one fio invocation (start, layout check, JSON) used for the ETA.
 FIO_STARTUP_S = 0.6
@@ -764,18 +766,61 @@ def cluster_memory_needs(cluster_cases: Sequence[Case]) -> list[Need]:
     return needs
 
 
-def fio_buffer_bytes(case: Case) -> int:
-    """The I/O buffers fio allocates for a case: bs x iodepth per job, every job of every client (an object
-    operation and a metadata operation have one request in flight per job: iodepth 1)."""
+def _fio_block_sizes(name: str, value: str) -> list[str]:
+    """The block sizes written in a `workload.fio` bssplit (``4k/60:64k/40,1m/``: SIZE/PERCENT pairs per direction)
+    or bsrange (``4k-64k,1m-2m``: MIN-MAX per direction) value. Pure."""
+    sizes: list[str] = []
+    for direction in value.split(","):
+        if name == "bssplit":
+            sizes += [pair.split("/", 1)[0] for pair in direction.split(":")]
+        else:
+            sizes += direction.split("-")
+    return [size for size in sizes if size]
+
+
+_FIO_SIZE_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([kmgtpKMGTP]?)")
+
+
+def _fio_size_ceil_bytes(text: str) -> int:
+    """A size as fio reads it (a unit letter a power of 1024), rounded up to whole bytes; one that cannot be read
+    counts as the largest there is. Pure."""
+    match = _FIO_SIZE_RE.match(text)
+    if match is None:
+        return MAX_SIZE_BYTES
+    power = " kmgtp".index(match[2].lower() or " ")
+    return min(MAX_SIZE_BYTES, math.ceil(Fraction(match[1]) * Fraction(1024) ** power))
+
+
+def largest_block(case: Case) -> tuple[tuple[str, ...], str, int]:
+    """The largest block size fio could use for a case (the size of each buffer it allocates): ``bs``, or a size in
+    `workload.fio`'s bssplit or bsrange, which fio uses in place of bs; (plan key, name, bytes). A size that cannot
+    be read counts as the largest there is. Pure."""
     w = case.workload
-    return w.bs_bytes * w.iodepth * w.numjobs * case.clients
+    key: tuple[str, ...] = ("workload", "bs")
+    name, largest = "bs", w.bs_bytes
+    for option, value in w.fio_options:
+        if option not in ("bssplit", "bsrange"):
+            continue
+        for text in _fio_block_sizes(option, value):
+            size = _fio_size_ceil_bytes(text)
+            if size > largest:
+                key, name, largest = ("workload", "fio", option), f"{option} block", size
+    return key, name, largest
+
+
+def fio_buffer_bytes(case: Case) -> int:
+    """The I/O buffers fio allocates for a case: its largest block size x iodepth per job, every job of every
+    client (an object operation and a metadata operation have one request in flight per job: iodepth 1)."""
+    w = case.workload
+    return largest_block(case)[2] * w.iodepth * w.numjobs * case.clients
 
 
 def _fio_need(case: Case) -> Need:
     w = case.workload
-    return Need(("workload", "bs"), f"fio's buffers: bs {format_bytes(w.bs_bytes)} x iodepth {w.iodepth} x numjobs "
+    key, name, block_bytes = largest_block(case)
+    return Need(key, f"fio's buffers: {name} {format_bytes(block_bytes)} x iodepth {w.iodepth} x numjobs "
                 f"{w.numjobs} x clients {case.clients}", fio_buffer_bytes(case),
-                "lower bs, iodepth, numjobs or clients")
+                f"lower {'bs' if key[-1] == 'bs' else 'the block sizes of ' + key[-1]}, iodepth, numjobs or clients")
 
 
 def memory_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:

@@ -32,6 +32,7 @@ from storbench.config import (
     VolumeLabConfig,
     WorkloadConfig,
 )
+from storbench.config.faults import FaultConfig
 from storbench.fio.allowlist import ALLOWED_FIO_OPTIONS, ENGINES_BY_TARGET_KIND, REFUSAL_REASONS
 from storbench.model.ceph_options import CEPH_OPTIONS, CephOption
 from storbench.telemetry.prometheus import DEFAULT_QUERIES
@@ -306,6 +307,23 @@ def plan_reference_markdown() -> str:
         "  processes: [fio, ceph-osd, ganesha.nfsd]",
         "  client_ceiling: true",
         "  prometheus: {url: http://prometheus.example:9090, rate_window: 1m}",
+        "```",
+        "",
+        "## `faults`: a part fails during the measured section",
+        "",
+        FaultConfig.__doc__ or "",
+        "Every repetition of every case gets the plan's faults, at the same times. A plan may only name what a lab "
+        "of its own offers (faults on your own systems are not a plan's to ask): the volume lab offers `freeze` "
+        "(every I/O held until the thaw) and `lose-writes` (a copy kept at the fault is served again at the "
+        "restore). `storbench plan` lists what the plan's labs offer and shows when each fault happens.",
+        "",
+        *_table(FaultConfig),
+        "",
+        "```yaml",
+        "lab:",
+        "  volume: {size: 1GiB, iops: 3000}",
+        "faults:",
+        "  - {at: 10s, do: freeze, on: volume, restore_after: 5s}",
         "```",
         "",
         "## `repeat` and `compare`: stop when the answer is known",

@@ -102,11 +102,13 @@ def _check_size(loaded: LoadedPlan, cases: Sequence[Case], max_runs: int, max_ho
 def cmd_plan(args: argparse.Namespace) -> int:
     from storbench.checks import check_everything
     from storbench.execute.fio_binary import find_fio
+    from storbench.lab.registry import check_faults
     from storbench.plan import expand
     from storbench.report.plan_tables import plan_table
 
     loaded = _read_plan(args.plan)
     cases = expand(loaded)
+    check_faults(loaded, cases)
     checked = check_everything(loaded, cases, find_fio(args.fio), create=False, dry_run=True, s3=s3_access(args))
     out = _console()
     table, constants = plan_table(cases, f"plan '{loaded.config.name}' ({args.plan})")
@@ -114,7 +116,23 @@ def cmd_plan(args: argparse.Namespace) -> int:
     out.print(constants)
     for line in _summary(loaded, cases, checked):
         out.print(line)
+    for line in _fault_lines(loaded, cases):
+        out.print(line)
     return 0
+
+
+def _fault_lines(loaded: LoadedPlan, cases: Sequence[Case]) -> list[str]:
+    """What happens when in one repetition of a plan with `faults:` (its first case's ramp and runtime)."""
+    from storbench.config.faults import fault_steps
+    from storbench.faults import fault_timeline
+    from storbench.lab.registry import plan_fault_offers
+
+    if not loaded.config.faults:
+        return []
+    w = cases[0].workload
+    events = fault_timeline(fault_steps(loaded.config.faults), w.ramp_s, w.runtime_s, plan_fault_offers(loaded))
+    return ["faults in every repetition (seconds from its start; fio's logs give the I/O second by second):",
+            *(f"  {event.at_s:7.1f}s  {event.text}" for event in events)]
 
 
 def _outcome_line(item: ScheduledRepetition, outcome: RepetitionOutcome, distinct: str = "") -> str:
@@ -220,7 +238,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError(f"nothing to resume: no results database {args.db}", hint=f"run `storbench run "
                         f"{args.plan} --db {args.db}` without --resume to start")
     if resume:  # the run to continue, and its stopping rule, refused before anything is checked or laid out
-        from storbench.orchestrate import check_design_unchanged, resumed_run
+        from storbench.resume import check_design_unchanged, resumed_run
 
         stored = open_store(args.db)  # for writing: a database an older storbench wrote is migrated first
         try:
@@ -233,6 +251,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from storbench.execute.jobdirs import remove_stale_job_dirs
 
     remove_stale_job_dirs()  # job files a killed storbench (kill -9) left in the temporary directory
+    from storbench.lab.registry import check_faults
+
+    check_faults(loaded, cases)  # what the plan's labs offer (the labs' registry: checks stays below the labs)
+    if loaded.config.faults:  # issue 32: the run loop does not inject them yet; never a run that ignores them
+        raise UserError("this storbench shows a plan's faults (`storbench plan`) but cannot inject them in a run yet",
+                        where=loaded.source.where(("faults",)), hint="drop faults: to run the plan without them")
     checked = check_everything(loaded, cases, fio_binary, create=True, s3=s3_access(args))
     store = open_store(args.db)
     out = _console()

@@ -13,65 +13,70 @@ from storbench.config.design import (
     plan_design,
     stopping_rule_fields,
 )
-from storbench.config.loading import (
-    LoadedPlan,
-    load_plan_text,
-)
-from storbench.config.schema import (
-    CI_STOP_CONFIDENCE,
-    CI_STOP_MIN_ROUNDS,
-    DEFAULT_PROCESSES,
-    DNS_LABEL_RE,
-    FIO_OPTION_NAME_RE,
-    IMAGE_RE,
-    LABEL_KEY_RE,
-    LABEL_VALUE_RE,
-    MANAGED_FIO_OPTIONS,
-    METRIC_NAME_RE,
-    PROCESS_NAME_RE,
-    SAFE_NAME_RE,
-    SAFE_PATH_RE,
-    TARGET_KINDS,
-    BlockTargetConfig,
-    CephfsTargetConfig,
+from storbench.config.lab import (
     CephLabConfig,
-    CompareConfig,
-    Duration,
-    ExpectConfig,
-    FioScalar,
     HostsConfig,
     HostsLabConfig,
     K8sLabConfig,
     LabConfig,
     NfsLabConfig,
-    NfsTargetConfig,
-    PathTargetConfig,
-    PlanConfig,
-    PreconditionConfig,
-    PrometheusConfig,
-    PvcTargetConfig,
-    RbdTargetConfig,
-    RepeatConfig,
-    RwPattern,
-    S3TargetConfig,
-    SearchConfig,
-    Size,
-    SteadyStateConfig,
-    StrictModel,
-    Sweep,
-    TargetConfig,
-    TelemetryConfig,
     VolumeLabConfig,
-    WorkloadConfig,
-    fio_value_text,
-    repeat_bounds,
-    run_order,
 )
+from storbench.config.loading import (
+    LoadedPlan,
+    load_plan_text,
+)
+from storbench.config.repeat import (
+    CI_STOP_CONFIDENCE,
+    CI_STOP_MIN_ROUNDS,
+    CompareConfig,
+    RepeatConfig,
+    SearchConfig,
+    SteadyStateConfig,
+)
+from storbench.config.schema import PlanConfig, repeat_bounds, run_order
 from storbench.config.source import (
     KeyPath,
     PlanSource,
     format_key_path,
 )
+from storbench.config.targets import (
+    DNS_LABEL_RE,
+    IMAGE_RE,
+    LABEL_KEY_RE,
+    LABEL_VALUE_RE,
+    TARGET_KINDS,
+    BlockTargetConfig,
+    CephfsTargetConfig,
+    ExpectConfig,
+    NfsTargetConfig,
+    PathTargetConfig,
+    PreconditionConfig,
+    PvcTargetConfig,
+    RbdTargetConfig,
+    S3TargetConfig,
+    TargetConfig,
+)
+from storbench.config.telemetry import (
+    DEFAULT_PROCESSES,
+    METRIC_NAME_RE,
+    PROCESS_NAME_RE,
+    PrometheusConfig,
+    TelemetryConfig,
+)
+from storbench.config.values import (
+    FIO_OPTION_NAME_RE,
+    MANAGED_FIO_OPTIONS,
+    SAFE_NAME_RE,
+    SAFE_PATH_RE,
+    Duration,
+    FioScalar,
+    RwPattern,
+    Size,
+    StrictModel,
+    Sweep,
+)
+from storbench.config.workload import WorkloadConfig, fio_value_text
 
 __all__ = [
     "CI_STOP_CONFIDENCE",

@@ -5,28 +5,34 @@ against the lab, fio options against the allow-list and the engine). Pure: each 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
+from fractions import Fraction
 
-from storbench.config.schema import (
-    FIO_OPTION_NAME_RE,
-    MANAGED_FIO_OPTIONS,
+from storbench.config.repeat import RepeatConfig
+from storbench.config.schema import PlanConfig
+from storbench.config.source import PlanSource
+from storbench.config.targets import (
     BlockTargetConfig,
     CephfsTargetConfig,
-    FioScalar,
     NfsTargetConfig,
     PathTargetConfig,
-    PlanConfig,
     PvcTargetConfig,
     RbdTargetConfig,
-    RepeatConfig,
     S3TargetConfig,
-    fio_value_text,
 )
-from storbench.config.source import PlanSource
+from storbench.config.values import FIO_OPTION_NAME_RE, MANAGED_FIO_OPTIONS, FioScalar
+from storbench.config.workload import fio_value_text
 from storbench.errors import UserError, did_you_mean
 from storbench.fio.allowlist import (
     ALLOWED_FIO_OPTIONS,
+    BSRANGE,
+    BSSPLIT,
+    DISTRIBUTION,
     ENGINES_BY_TARGET_KIND,
+    RATE,
+    SIZE,
+    SIZE_OR_PCT,
     engine_option_refusal,
     engine_refusal,
     is_refused,
@@ -36,7 +42,7 @@ from storbench.fio.allowlist import (
 from storbench.fio.jobfile import is_safe_job_value
 from storbench.lab.ceph_conf import SIDE_BY_SIDE_MAX
 from storbench.model import is_metadata, is_object, rw_writes
-from storbench.units import format_bytes
+from storbench.units import MAX_SIZE_BYTES, format_bytes
 
 
 def _check_clients(config: PlanConfig, source: PlanSource) -> None:
@@ -226,9 +232,27 @@ def check_fio_options(options: Mapping[str, FioScalar | list[FioScalar]], source
                     where=where,
                     hint="newlines, $, ;, #, [, ], quotes and backslashes are refused",
                 )
-            refusal = value_refusal(name, text)
+            refusal = value_refusal(name, text) or fio_size_refusal(name, text)
             if refusal:
                 raise UserError(refusal, where=where, hint="see docs/plan-reference.md, `workload.fio`")
+
+
+_SIZED_GRAMMARS = (SIZE, SIZE_OR_PCT, RATE, BSSPLIT, BSRANGE, DISTRIBUTION)  # values that hold sizes
+_SIZE_WITH_UNIT_RE = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)?)([kKmMgGtTpP])")
+_UNIT_POWERS = {"k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+
+
+def fio_size_refusal(name: str, text: str) -> str | None:
+    """Why a size in an allowed option's value is too large, or None: every size (``io_size``, ``rate``, a
+    ``bssplit`` block, ...) below 2^63, as fio reads it (a unit letter is a power of 1024), like the plan's own
+    sizes. Pure."""
+    if ALLOWED_FIO_OPTIONS[name].grammar not in _SIZED_GRAMMARS:
+        return None
+    for number, unit in _SIZE_WITH_UNIT_RE.findall(text):
+        if Fraction(number) * 1024 ** _UNIT_POWERS[unit.lower()] > MAX_SIZE_BYTES:
+            return (f"value {text!r} is not allowed for '{name}': {number}{unit} is larger than the largest size fio "
+                    f"and storbench take ({MAX_SIZE_BYTES} bytes, 8EiB less one byte)")
+    return None
 
 
 def _check_engines(config: PlanConfig, source: PlanSource) -> None:

@@ -6,7 +6,8 @@ answer is then marked. Pure."""
 
 from __future__ import annotations
 
-from storbench.config.schema import PlanConfig, RepeatConfig, repeat_bounds
+from storbench.config.repeat import RepeatConfig
+from storbench.config.schema import PlanConfig, repeat_bounds
 from storbench.run_design import DesignQuestion, RunDesign, SteadyDesign, StoppingRule, TargetExpectation
 
 

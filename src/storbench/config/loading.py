@@ -27,22 +27,13 @@ from storbench.config.checks import (
     _check_steady_state,
     check_fio_options,
 )
-from storbench.config.schema import (
-    SAFE_NAME_RE,
-    TARGET_KINDS,
-    CephLabConfig,
-    HostsConfig,
-    HostsLabConfig,
-    K8sLabConfig,
-    LabConfig,
-    NfsLabConfig,
-    PlanConfig,
-    PrometheusConfig,
-    TelemetryConfig,
-    WorkloadConfig,
-    _target_tag,
-)
+from storbench.config.lab import CephLabConfig, HostsConfig, HostsLabConfig, K8sLabConfig, LabConfig, NfsLabConfig
+from storbench.config.schema import PlanConfig
 from storbench.config.source import KeyPath, PlanSource, format_key_path
+from storbench.config.targets import TARGET_KINDS, _target_tag
+from storbench.config.telemetry import PrometheusConfig, TelemetryConfig
+from storbench.config.values import SAFE_NAME_RE
+from storbench.config.workload import WorkloadConfig
 from storbench.errors import UserError, did_you_mean
 
 
@@ -268,11 +259,23 @@ def check_yaml_limits(text: str, source_name: str) -> None:
                         hint="a plan is a UTF-8 YAML file") from None
 
 
+class PlanLoader(yaml.SafeLoader):
+    """YAML as plans are read: true and false are the only booleans (YAML 1.2), so `on:` (a fault's key), `no` or
+    `off` stay words instead of turning into booleans as YAML 1.1 would have them."""
+
+
+PlanLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+PlanLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                 list("tTfF"))
+
+
 def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     """Parse and validate a plan. Raises ``UserError`` with file, line and key path."""
     check_yaml_limits(text, source_name)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=PlanLoader)
     except RecursionError:  # the limits above should have refused it first
         raise UserError("the plan nests too deeply to read", where=f"{source_name}:1",
                         hint="plans are a few levels deep") from None
@@ -293,7 +296,7 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     _key_lines(root, (), lines, source_name)
     source = PlanSource(path=source_name, text=text, lines=lines)
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=PlanLoader)  # PlanLoader is a SafeLoader
     except yaml.MarkedYAMLError as exc:  # constructor errors (bad tags, ...)
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1

@@ -1,6 +1,6 @@
 """The plan schema: ``PlanConfig``, a plan file as pydantic models, built from one module per section (``values``:
 the shared value types; ``targets``, ``workload``, ``lab`` with ``hosts``, ``telemetry``, ``repeat`` with
-``steady_state``, ``search`` and ``compare``). Every name of those modules is re-exported here. Pure: declares data,
+``steady_state``, ``search`` and ``compare``); `storbench.config` re-exports their public names. Pure: declares data,
 reads nothing.
 """
 
@@ -11,137 +11,13 @@ from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator
 
-from storbench.config.lab import (
-    CephLabConfig,
-    HostsConfig,
-    HostsLabConfig,
-    K8sLabConfig,
-    LabConfig,
-    NfsLabConfig,
-    VolumeLabConfig,
-)
-from storbench.config.repeat import (
-    CI_STOP_CONFIDENCE,
-    CI_STOP_MIN_ROUNDS,
-    UNTIL_CI_RE,
-    CompareConfig,
-    RepeatConfig,
-    SearchConfig,
-    SteadyStateConfig,
-)
-from storbench.config.targets import (
-    BUCKET_RE,
-    DNS_LABEL_RE,
-    EXPECT_FIELD,
-    IMAGE_RE,
-    LABEL_KEY_RE,
-    LABEL_VALUE_RE,
-    PRECONDITION_FIELD,
-    TARGET_KINDS,
-    BlockTargetConfig,
-    CephfsTargetConfig,
-    ExpectConfig,
-    NfsTargetConfig,
-    PathTargetConfig,
-    PreconditionConfig,
-    PvcTargetConfig,
-    RbdTargetConfig,
-    S3TargetConfig,
-    TargetConfig,
-)
-from storbench.config.targets import (
-    _target_tag as _target_tag,
-)
-from storbench.config.telemetry import (
-    DEFAULT_PROCESSES,
-    METRIC_NAME_RE,
-    PROCESS_NAME_RE,
-    PrometheusConfig,
-    TelemetryConfig,
-)
-from storbench.config.values import (
-    CPU_LIST_PATTERN,
-    FIO_OPTION_NAME_RE,
-    MANAGED_FIO_OPTIONS,
-    MAX_COUNT,
-    PID_MAX,
-    SAFE_NAME_RE,
-    SAFE_PATH_RE,
-    Duration,
-    FioScalar,
-    LinkRate,
-    Rate,
-    RwPattern,
-    Size,
-    StrictModel,
-    Sweep,
-    link_rate_bits,
-)
-from storbench.config.workload import (
-    WorkloadConfig,
-    fio_value_text,
-)
-
-__all__ = [
-    "BUCKET_RE",
-    "CI_STOP_CONFIDENCE",
-    "CI_STOP_MIN_ROUNDS",
-    "CPU_LIST_PATTERN",
-    "DEFAULT_PROCESSES",
-    "DNS_LABEL_RE",
-    "EXPECT_FIELD",
-    "FIO_OPTION_NAME_RE",
-    "IMAGE_RE",
-    "LABEL_KEY_RE",
-    "LABEL_VALUE_RE",
-    "MANAGED_FIO_OPTIONS",
-    "MAX_COUNT",
-    "METRIC_NAME_RE",
-    "PID_MAX",
-    "PRECONDITION_FIELD",
-    "PROCESS_NAME_RE",
-    "SAFE_NAME_RE",
-    "SAFE_PATH_RE",
-    "TARGET_KINDS",
-    "UNTIL_CI_RE",
-    "BlockTargetConfig",
-    "CephLabConfig",
-    "CephfsTargetConfig",
-    "CompareConfig",
-    "Duration",
-    "ExpectConfig",
-    "FioScalar",
-    "HostsConfig",
-    "HostsLabConfig",
-    "K8sLabConfig",
-    "LabConfig",
-    "LinkRate",
-    "NfsLabConfig",
-    "NfsTargetConfig",
-    "PathTargetConfig",
-    "PlanConfig",
-    "PreconditionConfig",
-    "PrometheusConfig",
-    "PvcTargetConfig",
-    "Rate",
-    "RbdTargetConfig",
-    "RepeatConfig",
-    "RwPattern",
-    "S3TargetConfig",
-    "SearchConfig",
-    "Size",
-    "SteadyStateConfig",
-    "StrictModel",
-    "Sweep",
-    "TargetConfig",
-    "TelemetryConfig",
-    "VolumeLabConfig",
-    "WorkloadConfig",
-    "fio_value_text",
-    "link_rate_bits",
-    "repeat_bounds",
-    "run_order",
-]
+from storbench.config.faults import MAX_FAULTS, FaultConfig
+from storbench.config.lab import HostsConfig, LabConfig
+from storbench.config.repeat import CompareConfig, RepeatConfig, SearchConfig, SteadyStateConfig
+from storbench.config.targets import TargetConfig
+from storbench.config.telemetry import TelemetryConfig
+from storbench.config.values import MAX_COUNT, SAFE_NAME_RE, Duration, FioScalar, StrictModel, Sweep
+from storbench.config.workload import WorkloadConfig
 
 
 class PlanConfig(StrictModel):
@@ -193,6 +69,9 @@ class PlanConfig(StrictModel):
     hosts: HostsConfig | None = Field(None, description="fio servers that run the cases as clients.")
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig,
                                        description="Samplers beside every repetition, and the client ceiling.")
+    faults: list[FaultConfig] = Field(default_factory=list, max_length=MAX_FAULTS, description="Faults a lab of "
+                                      "the plan injects during every repetition's measured section, e.g. `[{at: "
+                                      "10s, do: freeze, on: volume, restore_after: 5s}]` (see `faults`).")
 
     @field_validator("name")
     @classmethod

@@ -26,13 +26,13 @@ import re
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
 from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_text
 from storbench.execute.jobdirs import job_dir
-from storbench.execute.supervisor import supervise
+from storbench.execute.supervisor import FioProcessResult, supervise
 from storbench.fio.jobfile import (
     S3_KEY_ENV,
     S3_KEY_ID_ENV,
@@ -47,14 +47,9 @@ from storbench.model import Case, RepetitionOutcome
 
 
 @dataclass(frozen=True)
-class ClientsProcessResult:
-    command: tuple[str, ...]
-    returncode: int | None
-    timed_out: bool
-    output_text: str
-    stderr_tail: str
-    started_at_s: float
-    finished_at_s: float
+class ClientsProcessResult(FioProcessResult):
+    """What happened to one `fio --client` process, and when each server's messages came."""
+
     stamped_lines: tuple[tuple[float, str], ...]  # (time first seen, line) of the messages before the JSON
 
 
@@ -191,10 +186,7 @@ class HostsExecutor:
             reader = _StdoutReader()
             ended = supervise(clients_command(self.fio_binary, pairs), cwd=work, timeout_s=timeout_s,
                               term_grace_s=self.term_grace_s, stdout_reader=reader)
-            return ClientsProcessResult(command=ended.command, returncode=ended.returncode,
-                                        timed_out=ended.timed_out, output_text=reader.text(),
-                                        stderr_tail=ended.stderr_tail, started_at_s=ended.started_at_s,
-                                        finished_at_s=ended.finished_at_s, stamped_lines=tuple(reader.lines))
+            return ClientsProcessResult(**asdict(ended), output_text=reader.text(), stamped_lines=tuple(reader.lines))
 
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return client_jobs(case, binding, rep_index)

@@ -4,28 +4,15 @@ left behind."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 from storbench.execute.base import PLAIN_FIO, FioSetup, one_job
 from storbench.execute.jobdirs import job_dir
-from storbench.execute.supervisor import supervise
+from storbench.execute.supervisor import FioProcessResult, supervise
 from storbench.fio.jobfile import JobBinding, fio_command
 from storbench.fio.outcome import judge_repetition
 from storbench.model import Case, RepetitionOutcome
-
-
-@dataclass(frozen=True)
-class FioProcessResult:
-    """What happened to one fio process. ``timed_out`` means the watchdog killed it."""
-
-    command: tuple[str, ...]
-    returncode: int | None
-    timed_out: bool
-    output_text: str
-    stderr_tail: str
-    started_at_s: float
-    finished_at_s: float
 
 
 class LocalExecutor:
@@ -49,9 +36,7 @@ class LocalExecutor:
             ended = supervise(command, cwd=work, timeout_s=timeout_s, term_grace_s=self.term_grace_s,
                               env=dict(env))
             output_text = output_path.read_text(errors="replace") if output_path.exists() else ""
-            return FioProcessResult(command=ended.command, returncode=ended.returncode, timed_out=ended.timed_out,
-                                    output_text=output_text, stderr_tail=ended.stderr_tail,
-                                    started_at_s=ended.started_at_s, finished_at_s=ended.finished_at_s)
+            return FioProcessResult(**asdict(ended), output_text=output_text)
 
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return one_job(case, binding, rep_index)

@@ -1,6 +1,8 @@
 """The one place storbench starts fio (shell): its own process group, killed with storbench (parent-death
 signal), a watchdog that stops it in two stages (SIGTERM to the group, then SIGKILL), and the tail of what it
-said on standard error. Both the local and the hosts executor start fio through `supervise`."""
+said on standard error. Both the local and the hosts executor start fio through `supervise`; what a fio process
+left is a `FioProcessResult`. Here too: this machine's processes as /proc lists them (`process_dirs`), for the labs
+and targets that look for processes."""
 
 from __future__ import annotations
 
@@ -42,6 +44,20 @@ class Supervised:
     finished_at_s: float
 
 
+@dataclass(frozen=True)
+class FioProcessResult(Supervised):
+    """What happened to one fio process: how it ended (``timed_out`` means the watchdog killed it), and what it
+    wrote for storbench to read (``output_text``: its JSON)."""
+
+    output_text: str
+
+
+def process_dirs(*, others: bool = False) -> list[Path]:
+    """/proc/PID of every process on this machine; with ``others``, of every process but storbench itself."""
+    own = str(os.getpid())
+    return [entry for entry in Path("/proc").iterdir() if entry.name.isdigit() and not (others and entry.name == own)]
+
+
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     """If storbench dies (even by kill -9), the kernel kills fio too: no orphan keeps writing."""
     try:
@@ -56,9 +72,7 @@ def descendants(pid: int) -> list[int]:
     so they are in neither fio's process group nor its session: killing the group alone leaves a job stuck in
     libnfs or librbd running, reparented to init."""
     children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry in process_dirs():
         try:
             stat_text = (entry / "stat").read_text()
         except OSError:

@@ -17,6 +17,7 @@ Adding a kind touches its own module and the registry."""
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,17 @@ L = TypeVar("L", bound=CommandLab)
 T = TypeVar("T")
 
 
+def status_line(kind: str, root: Path, info: T | None, answering: Callable[[], bool], describe: Callable[[T], str]
+                ) -> str:
+    """`storbench lab KIND status` of a lab whose daemons answer or not: down when ``root`` holds no lab (no
+    ``info``), not answering (`down` clears what is left), or up as ``describe(info)`` says."""
+    if info is None:
+        return f"{kind} lab: down ({root} holds no lab)"
+    if not answering():
+        return f"{kind} lab: not answering; run `storbench lab {kind} down`"
+    return f"{kind} lab: up; {describe(info)}"
+
+
 @dataclass(frozen=True)
 class CliOption:
     """One option of `storbench lab KIND`: its flags and argparse's keywords for it."""
@@ -79,6 +91,18 @@ class RunLab(Generic[T]):
 
     up: Callable[[], tuple[T, str]]
     down: Callable[[], None]
+
+
+def timed_run_lab(up: Callable[[], T], down: Callable[[], None], said: Callable[[T, float], str]) -> RunLab[T]:
+    """A lab up for a whole run whose line says how long it took, from now until ``up`` returned: ``said(what up
+    returned, seconds)``."""
+    started = time.time()
+
+    def timed_up() -> tuple[T, str]:
+        info = up()
+        return info, said(info, time.time() - started)
+
+    return RunLab(timed_up, down)
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,10 @@ GROUP_PREFIX = "storbench-lab"
 
 @dataclass(frozen=True)
 class CpuController:
-    root: Path  # where our cgroups are made
+    root: Path  # where our cgroups are made: storbench's own cgroup in the hierarchy
     v2: bool
+    at_root: bool = True  # our own cgroup is the hierarchy's root (cgroup v2 then has no no-internal-process rule)
+    mount: Path | None = None  # the hierarchy's root (where labs of older versions made their cgroups)
 
 
 def quota_line(cores: float | None, v2: bool) -> tuple[str, str]:
@@ -41,39 +43,113 @@ def parse_quota(file_name: str, text: str) -> float | None:
     return None if quota < 0 else quota / PERIOD_US
 
 
-def controller() -> CpuController | None:
-    """The cpu controller to make cgroups in: cgroup v1's cpu hierarchy, else the v2 root when it offers cpu."""
+def parse_proc_cgroup(text: str) -> dict[str, str]:
+    """/proc/self/cgroup -> controller -> our cgroup's path in its hierarchy; cgroup v2's line (``0::/path``)
+    under the key "". Named v1 hierarchies (``name=systemd``) keep their name. Pure."""
+    paths: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3 or not parts[2].startswith("/"):
+            continue
+        _, controllers, path = parts
+        for name in controllers.split(",") if controllers else [""]:
+            paths[name] = path
+    return paths
+
+
+def own_group_dir(mount: Path, path: str) -> Path | None:
+    """The directory of the cgroup at ``path`` in the hierarchy mounted at ``mount`` (None: a path that is not
+    plain, e.g. with ``..`` or a ``(deleted)`` suffix). Pure."""
+    parts = [part for part in path.split("/") if part]
+    if any(part in (".", "..") for part in parts) or path.endswith(" (deleted)"):
+        return None
+    return mount.joinpath(*parts)
+
+
+def _read_own(proc_cgroup: str | None) -> dict[str, str]:
+    if proc_cgroup is None:
+        try:
+            proc_cgroup = Path("/proc/self/cgroup").read_text()
+        except OSError:
+            return {}
+    return parse_proc_cgroup(proc_cgroup)
+
+
+def _own_place(mount: Path, key: str, own: dict[str, str]) -> tuple[Path, bool] | None:
+    """(our cgroup's directory in the hierarchy at ``mount``, whether it is the root); None when /proc/self/cgroup
+    names no cgroup there or its directory is not under ``mount`` (another cgroup namespace's view)."""
+    path = own.get(key)
+    if path is None:
+        return None
+    directory = own_group_dir(mount, path)
+    if directory is None or not directory.is_dir():
+        return None
+    return directory, directory == mount
+
+
+def controller(cgroup_root: Path = CGROUP_ROOT, proc_cgroup: str | None = None) -> CpuController | None:
+    """The cpu controller to make cgroups in, under storbench's own cgroup (a limit placed on storbench then holds
+    the daemons too): cgroup v1's cpu hierarchy, else cgroup v2 when it offers cpu. ``proc_cgroup``: the text of
+    /proc/self/cgroup (read when None)."""
+    own = _read_own(proc_cgroup)
     for name in ("cpu", "cpu,cpuacct"):
-        if (CGROUP_ROOT / name / "cpu.cfs_quota_us").exists():
-            return CpuController(CGROUP_ROOT / name, v2=False)
-    for base in (CGROUP_ROOT, CGROUP_ROOT / "unified"):
+        mount = cgroup_root / name
+        if (mount / "cpu.cfs_quota_us").exists():
+            place = _own_place(mount, "cpu", own)
+            return None if place is None else CpuController(place[0], v2=False, at_root=place[1], mount=mount)
+    for base in (cgroup_root, cgroup_root / "unified"):
         controllers = base / "cgroup.controllers"
         if controllers.exists() and "cpu" in controllers.read_text().split():
-            return CpuController(base, v2=True)
+            place = _own_place(base, "", own)
+            return None if place is None else CpuController(place[0], v2=True, at_root=place[1], mount=base)
     return None
+
+
+def enable_v2(directory: Path, at_root: bool, name: str) -> None:
+    """Enable controller ``name`` for the children of cgroup v2's ``directory``. At the root a failure is left to
+    the writes that follow; elsewhere cgroup v2 refuses it (EBUSY) while the cgroup holds processes, and storbench
+    refuses rather than make the group in an ancestor, outside limits placed on it."""
+    subtree = directory / "cgroup.subtree_control"
+    if at_root:
+        with contextlib.suppress(OSError):
+            subtree.write_text(f"+{name}\n")
+        return
+    try:
+        subtree.write_text(f"+{name}\n")
+    except OSError as exc:
+        raise UserError(f"lab: cannot give the OSDs cgroups under storbench's own cgroup {directory} "
+                        f"({exc.strerror or exc}); cgroup v2 allows child groups only in a cgroup holding no "
+                        f"processes",
+                        hint="run storbench from a cgroup v2 root shell (echo $$ > /sys/fs/cgroup/cgroup.procs) or "
+                             "on cgroup v1, or leave osd_cpus / osd_cpuset out") from None
 
 
 def group_dir(ctl: CpuController, lab: str, daemon: str) -> Path:
     return ctl.root / f"{GROUP_PREFIX}-{lab}-{daemon}"
 
 
-def limit(lab: str, daemons: dict[str, int], cores: float | None) -> dict[str, Path]:
-    """Put each daemon (name -> pid) in a cgroup of its own limited to ``cores``; returns name -> cgroup dir.
-    ``cores`` None lifts the limit (the daemons stay in their cgroups)."""
-    ctl = controller()
+def limit(lab: str, daemons: dict[str, int], cores: float | None, cgroup_root: Path = CGROUP_ROOT,
+          proc_cgroup: str | None = None) -> dict[str, Path]:
+    """Put each daemon (name -> pid) in a cgroup of its own, under storbench's own cgroup, limited to ``cores``;
+    returns name -> cgroup dir. ``cores`` None lifts the limit (the daemons stay in their cgroups)."""
+    ctl = controller(cgroup_root, proc_cgroup)
     if ctl is None:
-        raise UserError("lab: no cgroup cpu controller here to limit the OSDs' CPU",
+        raise UserError("lab: no cgroup cpu controller here (under storbench's own cgroup) to limit the OSDs' CPU",
                         hint="osd_cpus needs cgroup v1 cpu or cgroup v2 with the cpu controller (as root)")
     if ctl.v2:
-        subtree = ctl.root / "cgroup.subtree_control"
-        with contextlib.suppress(OSError):
-            subtree.write_text("+cpu\n")
+        enable_v2(ctl.root, ctl.at_root, "cpu")
     file_name, line = quota_line(cores, ctl.v2)
     made = {}
     for name, pid in daemons.items():
         directory = group_dir(ctl, lab, name)
         directory.mkdir(exist_ok=True)
-        (directory / file_name).write_text(line + "\n")
+        try:
+            (directory / file_name).write_text(line + "\n")
+        except OSError as exc:  # cgroup v1 refuses a quota above the one of storbench's own cgroup (EINVAL)
+            quota = "no CPU quota" if cores is None else f"a CPU quota of {cores:g} cores"
+            raise UserError(f"lab: cannot give {name} {quota} in {directory} "
+                            f"({exc.strerror or exc})", hint="storbench's own cgroup may allow less: lower osd_cpus"
+                            ) from None
         (directory / "cgroup.procs").write_text(f"{pid}\n")
         made[name] = directory
     return made
@@ -88,12 +164,21 @@ def read_limit(directory: Path) -> float | None:
     raise UserError(f"lab: {directory} has no cpu quota file")
 
 
-def remove_groups(lab: str) -> None:
-    """Remove this lab's daemon cgroups (their processes are gone; a cgroup with none left can be removed)."""
-    ctl = controller()
+def remove_groups(lab: str, cgroup_root: Path = CGROUP_ROOT, proc_cgroup: str | None = None) -> None:
+    """Remove this lab's daemon cgroups (their processes are gone; a cgroup with none left can be removed): under
+    storbench's own cgroup, and at the hierarchy's root where older versions made them."""
+    ctl = controller(cgroup_root, proc_cgroup)
     if ctl is None:
         return
-    _remove_dirs(list(ctl.root.glob(f"{GROUP_PREFIX}-{lab}-*")))
+    _remove_dirs(_lab_groups(lab, [ctl.root, ctl.mount]))
+
+
+def _lab_groups(lab: str, parents: list[Path | None]) -> list[Path]:
+    found: set[Path] = set()
+    for parent in parents:
+        if parent is not None:
+            found.update(path for path in parent.glob(f"{GROUP_PREFIX}-{lab}-*") if path.is_dir())
+    return sorted(found)
 
 
 def _remove_dirs(directories: list[Path], timeout_s: float = 10.0) -> None:
@@ -137,27 +222,39 @@ def parse_cpu_list(text: str) -> list[int]:
     return sorted(cpus)
 
 
-def cpuset_root() -> tuple[Path, bool] | None:
-    """Where to make cpusets: cgroup v1's cpuset hierarchy, else the v2 root when it offers cpuset."""
-    if (CGROUP_ROOT / "cpuset" / "cpuset.cpus").exists():
-        return CGROUP_ROOT / "cpuset", False
-    for base in (CGROUP_ROOT, CGROUP_ROOT / "unified"):
+def cpuset_controller(cgroup_root: Path = CGROUP_ROOT, proc_cgroup: str | None = None) -> CpuController | None:
+    """Where to make cpusets, under storbench's own cgroup: cgroup v1's cpuset hierarchy, else cgroup v2 when it
+    offers cpuset."""
+    own = _read_own(proc_cgroup)
+    mount = cgroup_root / "cpuset"
+    if (mount / "cpuset.cpus").exists():
+        place = _own_place(mount, "cpuset", own)
+        return None if place is None else CpuController(place[0], v2=False, at_root=place[1], mount=mount)
+    for base in (cgroup_root, cgroup_root / "unified"):
         controllers = base / "cgroup.controllers"
         if controllers.exists() and "cpuset" in controllers.read_text().split():
-            return base, True
+            place = _own_place(base, "", own)
+            return None if place is None else CpuController(place[0], v2=True, at_root=place[1], mount=base)
     return None
 
 
-def pin(lab: str, daemons: dict[str, int], cpus: str | None) -> None:
-    """Put each daemon (name -> pid) in a cpuset of its own on ``cpus`` (None: every CPU of the root)."""
-    where = cpuset_root()
-    if where is None:
-        raise UserError("lab: no cgroup cpuset controller here to pin the OSDs",
+def cpuset_root() -> tuple[Path, bool] | None:
+    """Where to make cpusets (storbench's own cgroup in the cpuset hierarchy) and whether it is cgroup v2."""
+    ctl = cpuset_controller()
+    return None if ctl is None else (ctl.root, ctl.v2)
+
+
+def pin(lab: str, daemons: dict[str, int], cpus: str | None, cgroup_root: Path = CGROUP_ROOT,
+        proc_cgroup: str | None = None) -> None:
+    """Put each daemon (name -> pid) in a cpuset of its own, under storbench's own cgroup, on ``cpus`` (None:
+    every CPU of our cgroup)."""
+    ctl = cpuset_controller(cgroup_root, proc_cgroup)
+    if ctl is None:
+        raise UserError("lab: no cgroup cpuset controller here (under storbench's own cgroup) to pin the OSDs",
                         hint="osd_cpuset needs cgroup v1 cpuset or cgroup v2 with the cpuset controller (as root)")
-    root, v2 = where
+    root, v2 = ctl.root, ctl.v2
     if v2:
-        with contextlib.suppress(OSError):
-            (root / "cgroup.subtree_control").write_text("+cpuset\n")
+        enable_v2(root, ctl.at_root, "cpuset")
     everything = (root / ("cpuset.cpus.effective" if v2 else "cpuset.effective_cpus")).read_text().strip()
     mems = (root / ("cpuset.mems.effective" if v2 else "cpuset.effective_mems")).read_text().strip()
     for name, pid in daemons.items():
@@ -177,8 +274,9 @@ def pinned_cpus(lab: str, daemon: str) -> str | None:
     return path.read_text().strip() if path.exists() else None
 
 
-def remove_cpusets(lab: str) -> None:
-    where = cpuset_root()
-    if where is None:
+def remove_cpusets(lab: str, cgroup_root: Path = CGROUP_ROOT, proc_cgroup: str | None = None) -> None:
+    """Remove this lab's cpusets: under storbench's own cgroup, and at the root where older versions made them."""
+    ctl = cpuset_controller(cgroup_root, proc_cgroup)
+    if ctl is None:
         return
-    _remove_dirs(list(where[0].glob(f"{GROUP_PREFIX}-{lab}-*")))
+    _remove_dirs(_lab_groups(lab, [ctl.root, ctl.mount]))

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
-from storbench.lab.base import CliOption, LabCommand, LabKindBase, RunLab, Say
+from storbench.lab.base import CliOption, LabCommand, LabKindBase, RunLab, Say, status_line, timed_run_lab
 from storbench.lab.hosts_conf import (
     BRIDGE,
     FIO_SERVER_PORT,
@@ -40,7 +40,7 @@ from storbench.lab.hosts_conf import (
     server_command,
 )
 from storbench.lab.labdir import (
-    LabDir,
+    LabRoot,
     default_lab_dir,
     port_open,
     require_tools,
@@ -102,11 +102,9 @@ def _delete_lab_veths() -> None:
                         hint=f"delete them by hand: ip link delete {left[0]}")
 
 
-class HostsLab:
+class HostsLab(LabRoot):
     def __init__(self, root: Path | None = None) -> None:
-        self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "hosts"))  # no resolve(): links are refused
-        self.dir = LabDir(self.root)  # its state file, daemon records and removal
-        self.state = self.dir.state
+        super().__init__(root, DEFAULT_LAB_DIR / "hosts")
         self.ceph_conf = self.root / "ceph.conf"  # the servers' CEPH_CONF (see hosts_conf.server_command)
 
     def info(self) -> HostsLabInfo | None:
@@ -122,13 +120,9 @@ class HostsLab:
         return _firewalled() and all(port_open(lab_host(i).address, FIO_SERVER_PORT) for i in (1, info.count))
 
     def status(self) -> str:
-        info = self.info()
-        if info is None:
-            return f"hosts lab: down ({self.root} holds no lab)"
-        if not self.running():
-            return "hosts lab: not answering; run `storbench lab hosts down`"
-        return (f"hosts lab: up; {info.count} fio servers in network namespaces {NAMESPACE_PREFIX}1.."
-                f"{info.count}, {info.servers[0]} .. {info.servers[-1]}")
+        return status_line("hosts", self.root, self.info(), self.running, lambda info: (
+            f"{info.count} fio servers in network namespaces {NAMESPACE_PREFIX}1..{info.count}, "
+            f"{info.servers[0]} .. {info.servers[-1]}"))
 
     def up(self, count: int, fio_binary: str) -> HostsLabInfo:
         if self.running(count):
@@ -286,13 +280,8 @@ class HostsKind(LabKindBase):
         if lab_hosts is None:
             return None
         lab = HostsLab()
-        started = time.time()
-
-        def up() -> tuple[HostsLabInfo, str]:
-            info = lab.up(lab_hosts.count, servers_fio(loaded, caps))
-            return info, f"hosts lab: {info.count} fio servers up in {time.time() - started:.1f}s"
-
-        return RunLab(up, lab.down)
+        return timed_run_lab(lambda: lab.up(lab_hosts.count, servers_fio(loaded, caps)), lab.down,
+                             lambda info, seconds: f"hosts lab: {info.count} fio servers up in {seconds:.1f}s")
 
     def enter(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
         if case.lab.link_bits_per_s is None:

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
-from storbench.lab.base import LabCommand, LabKindBase, RunLab, Say
+from storbench.execute.supervisor import process_dirs
+from storbench.lab.base import LabCommand, LabKindBase, RunLab, Say, status_line, timed_run_lab
 from storbench.lab.k8s_conf import (
     APISERVER_PORT,
     BRIDGE,
@@ -52,7 +53,7 @@ from storbench.lab.k8s_conf import (
 )
 from storbench.lab.k8s_images import fio_image, pause_image
 from storbench.lab.labdir import (
-    LabDir,
+    LabRoot,
     default_lab_dir,
     kill_daemons,
     port_open,
@@ -88,11 +89,9 @@ class K8sLabInfo:
     fio_image: str
 
 
-class K8sLab:
+class K8sLab(LabRoot):
     def __init__(self, root: Path | None = None) -> None:
-        self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "k8s"))  # no resolve(): links are refused
-        self.dir = LabDir(self.root)  # its state file, daemon records and removal
-        self.state = self.dir.state
+        super().__init__(root, DEFAULT_LAB_DIR / "k8s")
         self.pki = self.root / "pki"
 
     def info(self) -> K8sLabInfo | None:
@@ -107,13 +106,9 @@ class K8sLab:
         return self.info() is not None and self._api_ready()
 
     def status(self) -> str:
-        info = self.info()
-        if info is None:
-            return f"k8s lab: down ({self.root} holds no lab)"
-        if not self._api_ready():
-            return "k8s lab: not answering; run `storbench lab k8s down`"
-        return (f"k8s lab: up; node {NODE_NAME} ({NODE_ADDRESS}), Kubernetes {KUBERNETES_VERSION}; "
-                f"KUBECONFIG={info.kubeconfig}; StorageClass {info.storage_class}; image {info.fio_image}")
+        return status_line("k8s", self.root, self.info(), self._api_ready, lambda info: (
+            f"node {NODE_NAME} ({NODE_ADDRESS}), Kubernetes {KUBERNETES_VERSION}; KUBECONFIG={info.kubeconfig}; "
+            f"StorageClass {info.storage_class}; image {info.fio_image}"))
 
     # -----------------------------------------------------------------------------------------------------------
     # up
@@ -361,9 +356,7 @@ def _shims(socket_path: str) -> list[int]:
     from /proc/PID/exe, which a process cannot choose by naming itself."""
     euid = os.geteuid()
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry in process_dirs():
         try:
             argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
             exe_name = os.path.basename(os.readlink(entry / "exe"))
@@ -404,14 +397,9 @@ class K8sKind(LabKindBase):
         if lab_config is None:
             return None
         lab = K8sLab()
-        started = time.time()
-
-        def up() -> tuple[K8sLabInfo, str]:
-            info = lab.up(caps.binary, block_volumes=lab_config.block_volumes,
-                          block_size_bytes=lab_config.block_size)
-            return info, f"k8s lab: up in {time.time() - started:.0f}s (KUBECONFIG={info.kubeconfig})"
-
-        return RunLab(up, lab.down)
+        return timed_run_lab(
+            lambda: lab.up(caps.binary, block_volumes=lab_config.block_volumes, block_size_bytes=lab_config.block_size),
+            lab.down, lambda info, seconds: f"k8s lab: up in {seconds:.0f}s (KUBECONFIG={info.kubeconfig})")
 
 
 KIND = K8sKind()

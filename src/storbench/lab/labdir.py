@@ -294,3 +294,14 @@ class LabDir:
     def kill(self, *, graceful_s: float = 0) -> None:
         """Stop every daemon recorded (see ``kill_daemons``)."""
         kill_daemons(recorded_daemons(self.root), graceful_s=graceful_s)
+
+
+class LabRoot:
+    """A lab opened at its directory: ``root`` when given, else ``default``, made absolute but never resolved (a
+    symbolic link on the way is refused, not followed); its `LabDir` (state file, daemon records, removal) and
+    its state file."""
+
+    def __init__(self, root: Path | None, default: Path) -> None:
+        self.root = Path(os.path.abspath(root or default))  # no resolve(): links are refused
+        self.dir = LabDir(self.root)  # its state file, daemon records and removal
+        self.state = self.dir.state

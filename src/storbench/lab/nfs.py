@@ -20,9 +20,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from storbench.errors import UserError
-from storbench.lab.base import LabCommand, LabGroup, LabKindBase, Say, SessionLabs
+from storbench.lab.base import LabCommand, LabGroup, LabKindBase, Say, SessionLabs, status_line
 from storbench.lab.labdir import (
-    LabDir,
+    LabRoot,
     default_lab_dir,
     port_open,
     require_tools,
@@ -68,12 +68,16 @@ def _namespace_pids() -> list[int]:
     return [int(p) for p in run(["ip", "netns", "pids", NAMESPACE], timeout_s=10).split()]
 
 
-class NfsLab:
+def _described(info: NfsLabInfo) -> str:
+    """A running NFS lab in its status line: its export and the URLs it is served at."""
+    beside = f", and as {info.servers_url} from the hosts lab's servers" if info.servers_url else ""
+    return f"export {info.export} as {info.url}{beside} (NFSv3 and v4, nfs-ganesha VFS)"
+
+
+class NfsLab(LabRoot):
     def __init__(self, root: Path | None = None) -> None:
-        self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "nfs"))  # no resolve(): links are refused
-        self.dir = LabDir(self.root)  # its state file, daemon records and removal
+        super().__init__(root, DEFAULT_LAB_DIR / "nfs")
         self.export = self.root / "export"
-        self.state = self.dir.state
 
     def info(self) -> NfsLabInfo | None:
         raw = self.dir.read_state()
@@ -85,13 +89,7 @@ class NfsLab:
         return bool(_namespace_pids()) and port_open(SERVER_ADDRESS, 2049)
 
     def status(self) -> str:
-        info = self.info()
-        if info is None:
-            return f"nfs lab: down ({self.root} holds no lab)"
-        if not self.running():
-            return "nfs lab: not answering; run `storbench lab nfs down`"
-        beside = f", and as {info.servers_url} from the hosts lab's servers" if info.servers_url else ""
-        return f"nfs lab: up; export {info.export} as {info.url}{beside} (NFSv3 and v4, nfs-ganesha VFS)"
+        return status_line("nfs", self.root, self.info(), self.running, _described)
 
     def up(self, spec: NfsLabSpec | None = None) -> NfsLabInfo:
         spec = spec or NfsLabSpec()

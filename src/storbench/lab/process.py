@@ -10,6 +10,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from storbench.execute.supervisor import process_dirs
+
 
 def start_daemon(argv: Sequence[str], log: Path, *, env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
     """Start a long-running process in its own session (it outlives storbench); returns its pid. It runs in
@@ -35,10 +37,7 @@ def pids_with(marker: str) -> list[int]:
     nothing is left running: a command line is anyone's to choose, so the labs never kill by it (they kill
     the daemons recorded in lab.labdir)."""
     found = []
-    own = os.getpid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == own:
-            continue
+    for entry in process_dirs(others=True):
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:

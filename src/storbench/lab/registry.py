@@ -9,10 +9,44 @@ case's turn in this order too (the hosts' links, then the OSD options)."""
 
 from __future__ import annotations
 
-from storbench.lab import ceph, hosts, k8s, nfs, volume
-from storbench.lab.base import LabKind
+from collections.abc import Sequence
 
-KINDS: dict[str, LabKind] = {kind.name: kind for kind in (hosts.KIND, k8s.KIND, volume.KIND, nfs.KIND, ceph.KIND)}
+from storbench.config import LoadedPlan
+from storbench.config.faults import fault_steps
+from storbench.errors import UserError
+from storbench.faults import FaultOffer, fault_problems
+from storbench.lab import ceph_kind, hosts, k8s, nfs, volume
+from storbench.lab.base import LabKind
+from storbench.model import Case
+
+KINDS: dict[str, LabKind] = {kind.name: kind for kind in (hosts.KIND, k8s.KIND, volume.KIND, nfs.KIND, ceph_kind.KIND)}
 
 # the order `storbench lab` lists the kinds in (the order they were added)
 COMMAND_ORDER: tuple[str, ...] = ("ceph", "nfs", "volume", "hosts", "k8s")
+
+
+def plan_fault_offers(loaded: LoadedPlan) -> tuple[FaultOffer, ...]:
+    """What the labs of this plan can do as faults (each lab kind's offers, for the labs the plan brings up)."""
+    lab = loaded.config.lab
+    return tuple(offer for name, kind in KINDS.items() if lab is not None and getattr(lab, name, None) is not None
+                 for offer in kind.faults)
+
+
+def check_faults(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
+    """A plan's `faults:` only asks what its own labs offer, inside every case's measured section, one at a time
+    per target; not with `steady_state` or `search`, whose rounds choose what to measure from figures a fault
+    would distort."""
+    config = loaded.config
+    if not config.faults:
+        return
+    where = loaded.source.where(("faults",))
+    for name in ("steady_state", "search"):
+        if getattr(config, name) is not None:
+            raise UserError(f"faults cannot be combined with {name}: its rounds choose what to measure from the "
+                            "figures a fault would change", where=where, hint="use a fixed repeat, or drop faults")
+    measured_s = min(case.workload.runtime_s for case in cases)
+    problems = fault_problems(fault_steps(config.faults), measured_s, plan_fault_offers(loaded))
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        problem, _, hint = problems[0].partition("; ")
+        raise UserError(problem + more, where=where, hint=hint)

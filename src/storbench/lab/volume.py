@@ -33,7 +33,7 @@ from storbench.errors import UserError
 from storbench.faults import FaultOffer, FaultStep
 from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
 from storbench.lab.labdir import (
-    LabDir,
+    LabRoot,
     default_lab_dir,
 )
 from storbench.lab.pacer import FILE_NAME
@@ -116,11 +116,9 @@ def loop_backings(listing_json: str) -> dict[str, LoopBacking]:
 PACER_START_S = 20  # the pacer's mount appears within this
 
 
-class VolumeLab:
+class VolumeLab(LabRoot):
     def __init__(self, root: Path | None = None) -> None:
-        self.root = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "volume"))
-        self.dir = LabDir(self.root)  # its state file, daemon records and removal
-        self.state = self.dir.state
+        super().__init__(root, DEFAULT_LAB_DIR / "volume")
         self.backing = self.root / "volume.img"  # the data, sparse
         self.mount = self.root / "mnt"  # the pacer's FUSE mount
         self.paced = self.mount / FILE_NAME  # what the loop device reads: the data, paced

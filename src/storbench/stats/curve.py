@@ -72,7 +72,7 @@ def curve_key(case: Case, direction: Direction | None, axis: Axis, run_ids: tupl
 
 @dataclass(frozen=True)
 class SearchKey:
-    """What the cases of one adaptive search share (`orchestrate` asks `stats.search` one load at a time for each):
+    """What the cases of one adaptive search share (`run_search` asks `stats.search` one load at a time for each):
     the whole case but its load along the searched axis — the target as specified, every workload field (the
     searched one 0), the clients (None when they are searched) and the lab. Stricter than ``CurveKey``: cases that
     differ in anything but the load are never one search."""

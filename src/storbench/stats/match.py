@@ -177,7 +177,7 @@ def value_matches(kind: Kind, actual: object, text: str) -> bool:
 
             return isinstance(actual, int | float) and abs(actual - parse_duration_s(text)) < 1e-9
         if kind == Kind.LINK:
-            from storbench.config.schema import link_rate_bits
+            from storbench.config.values import link_rate_bits
 
             return actual == link_rate_bits(text)
     except ValueError:

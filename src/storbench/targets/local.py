@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from storbench.errors import UserError
+from storbench.execute.supervisor import process_dirs
 from storbench.fio.jobfile import METADATA_DIR, JobBinding, escape_fio_path, is_safe_job_value, metadata_dir_names
 from storbench.model import METADATA_RW, BlockTarget, Case, CephfsTarget, PathTarget, is_metadata, rw_writes
 from storbench.plan import MACHINE_SHARE, inodes_need, working_set_bytes
@@ -274,9 +275,7 @@ def _mounted_everywhere() -> frozenset[tuple[int, int]]:
     /proc/self/mountinfo): each namespace's mountinfo, read once through one of its processes."""
     devices: set[tuple[int, int]] = set(parse_mounted_devices(_read("/proc/self/mountinfo")))
     seen: set[str] = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry in process_dirs():
         try:
             namespace = os.readlink(entry / "ns" / "mnt")
         except OSError:
@@ -291,10 +290,7 @@ def _mounted_everywhere() -> frozenset[tuple[int, int]]:
 def _open_by(numbers: set[tuple[int, int]]) -> list[tuple[int, str]]:
     """(pid, command) of other processes holding one of these block devices open (a Ceph OSD, a database)."""
     users = []
-    own = os.getpid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == own:
-            continue
+    for entry in process_dirs(others=True):
         try:
             fds = list((entry / "fd").iterdir())
         except OSError:

@@ -9,7 +9,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
@@ -32,6 +32,9 @@ ENV_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 ENDPOINTS_ENV = "STORBENCH_S3_ENDPOINTS"  # endpoints the operator allows the keys to go to, space-separated
 MAX_CREDENTIALS_BYTES = 1024 * 1024
 MAX_LIST_PAGES = 1000  # 1,000 keys a page: a run's own objects are far fewer
+MAX_KEYS_PER_PAGE = 1000  # asked for (max-keys), and S3's own largest page
+MAX_LIST_KEYS = 100_000  # keys a listing returns at most (held in memory)
+MAX_REMOVED_KEYS = MAX_LIST_PAGES * MAX_KEYS_PER_PAGE  # keys a run's removal goes through at most, a page at a time
 _NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 
 
@@ -164,41 +167,59 @@ def create_bucket(service: S3Service, bucket: str) -> None:
         raise UserError(f"cannot create bucket '{bucket}' at {service.endpoint}: HTTP {status}")
 
 
-def list_objects(service: S3Service, bucket: str, prefix: str) -> list[str]:
-    """The keys under ``prefix``. A listing that does not end (more than MAX_LIST_PAGES pages, or a continuation
-    token that is missing or comes back again) is refused, as is a body that is not S3's XML."""
-    keys: list[str] = []
+def object_pages(service: S3Service, bucket: str, prefix: str, max_keys: int = MAX_LIST_KEYS) -> Iterator[list[str]]:
+    """The keys under ``prefix``, a listing page at a time. A listing that does not end is stopped with a
+    UserError: more than MAX_LIST_PAGES pages, more than ``max_keys`` keys in all or MAX_KEYS_PER_PAGE on a page, or
+    a continuation token that is missing or comes back again; so is a body that is not S3's XML."""
+    total = 0
     token: str | None = None
     seen: set[str] = set()
+    where = f"listing bucket '{bucket}' at {service.endpoint}"
     for _page in range(MAX_LIST_PAGES):
-        query = {"list-type": "2", "prefix": prefix, **({"continuation-token": token} if token else {})}
+        query = {"list-type": "2", "max-keys": str(MAX_KEYS_PER_PAGE), "prefix": prefix,
+                 **({"continuation-token": token} if token else {})}
         status, body = service.request("GET", bucket, query=query)
         if status != 200:
-            raise UserError(f"listing bucket '{bucket}' at {service.endpoint} failed: HTTP {status}")
+            raise UserError(f"{where} failed: HTTP {status}")
         try:
             root = ElementTree.fromstring(body)
         except ElementTree.ParseError:
-            raise UserError(f"listing bucket '{bucket}' at {service.endpoint}: the answer is not S3's XML") from None
-        keys += [key for el in root.iter(f"{_NS}Key") if (key := el.text or "").startswith(prefix)]
+            raise UserError(f"{where}: the answer is not S3's XML") from None
+        listed = [el.text or "" for el in root.iter(f"{_NS}Key")]
+        if len(listed) > MAX_KEYS_PER_PAGE:
+            raise UserError(f"{where}: a page of {len(listed):,} keys, more than the {MAX_KEYS_PER_PAGE:,} asked "
+                            "for; stopped")
+        total += len(listed)
+        if total > max_keys:
+            raise UserError(f"{where}: more than {max_keys:,} keys under {prefix!r}; stopped",
+                            hint="a run writes far fewer objects: is the endpoint an S3 service?")
+        yield [key for key in listed if key.startswith(prefix)]
         if (root.findtext(f"{_NS}IsTruncated") or "false") != "true":
-            return keys
+            return
         token = root.findtext(f"{_NS}NextContinuationToken")
         if not token or token in seen:
-            raise UserError(f"listing bucket '{bucket}' at {service.endpoint}: a truncated page with "
-                            f"{'the same' if token else 'no'} continuation token; stopped")
+            raise UserError(f"{where}: a truncated page with {'the same' if token else 'no'} continuation token; "
+                            "stopped")
         seen.add(token)
-    raise UserError(f"listing bucket '{bucket}' at {service.endpoint}: more than {MAX_LIST_PAGES} pages; stopped")
+    raise UserError(f"{where}: more than {MAX_LIST_PAGES} pages; stopped")
 
 
-def remove_objects(service: S3Service, bucket: str, prefix: str) -> int:
-    """Delete every object whose name starts with ``prefix`` (one run's own); how many were deleted."""
+def list_objects(service: S3Service, bucket: str, prefix: str, max_keys: int = MAX_LIST_KEYS) -> list[str]:
+    """The keys under ``prefix``, at most ``max_keys`` (see object_pages for what stops a listing)."""
+    return [key for page in object_pages(service, bucket, prefix, max_keys) for key in page]
+
+
+def remove_objects(service: S3Service, bucket: str, prefix: str, max_keys: int = MAX_REMOVED_KEYS) -> int:
+    """Delete every object whose name starts with ``prefix`` (one run's own), a listing page at a time (the keys
+    are not all held at once); how many were deleted. A listing of more than ``max_keys`` keys is stopped."""
     if not prefix.startswith(OBJECT_PREFIX) or prefix == OBJECT_PREFIX:
         raise ValueError(f"{prefix!r} is not one run's object prefix")
     removed = 0
-    for key in list_objects(service, bucket, prefix):
-        status, _ = service.request("DELETE", bucket, key)
-        if status < 300 or status == 404:
-            removed += 1
+    for page in object_pages(service, bucket, prefix, max_keys):
+        for key in page:
+            status, _ = service.request("DELETE", bucket, key)
+            if status < 300 or status == 404:
+                removed += 1
     return removed
 
 

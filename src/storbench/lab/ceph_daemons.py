@@ -1,0 +1,237 @@
+"""One lab Ceph cluster's directory and daemons (shell): the ceph CLI on its conf, its state file read back, and
+the steps `lab.ceph.CephLab.up` brings it up with: keyrings, monitor, manager, OSDs (on sparse files or device
+slices, a tmpfs for their DB devices), pools, radosgw and CephFS, each waited for until the cluster says it is
+ready.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from storbench.errors import UserError
+from storbench.lab.ceph_conf import LOOPBACK, CephLabSpec, mon_address, rgw_port
+from storbench.lab.labdir import LabRoot, port_open
+from storbench.lab.process import start_daemon
+from storbench.shell import run
+
+RGW_USER = "storbench"
+READY_TIMEOUT_S = 180.0
+
+
+@dataclass(frozen=True)
+class CephLabInfo:
+    root: str
+    conf: str
+    fsid: str
+    spec: CephLabSpec
+    cephfs_mount: str | None
+    address: str = LOOPBACK
+
+
+def rgw_endpoint(info: CephLabInfo) -> str:
+    """The lab radosgw's S3 endpoint URL."""
+    return f"http://{info.address}:{rgw_port(info.spec.slot)}"
+
+
+class CephDaemons(LabRoot):
+    """A lab cluster's directory (see `LabRoot`) and the daemons in it."""
+
+    def __init__(self, root: Path | None, default: Path) -> None:
+        super().__init__(root, default)
+        self.conf = self.root / "ceph.conf"
+
+    # ---- queries ----------------------------------------------------------------------------------------
+    def ceph(self, *args: str, timeout_s: float = 60) -> str:
+        return run(["ceph", "-c", str(self.conf), *args], timeout_s=timeout_s)
+
+    def ceph_json(self, *args: str) -> object:
+        return json.loads(self.ceph(*args, "-f", "json"))
+
+    def info(self) -> CephLabInfo | None:
+        raw = self.dir.read_state()
+        if raw is None:
+            return None
+        spec_raw = raw["spec"]
+        spec_raw["pools"] = tuple(tuple(p) for p in spec_raw["pools"])
+        spec_raw["osd_config"] = tuple(tuple(p) for p in spec_raw.get("osd_config", ()))
+        return CephLabInfo(root=raw["root"], conf=raw["conf"], fsid=raw["fsid"], spec=CephLabSpec(**spec_raw),
+                           cephfs_mount=raw.get("cephfs_mount"), address=raw.get("address", LOOPBACK))
+
+    def running(self) -> bool:
+        return self.dir.exists() and bool(self.dir.live())
+
+    # ---- steps ------------------------------------------------------------------------------------------
+    def _start(self, name: str, argv: list[str]) -> None:
+        """A daemon in the foreground of its own session; its pid and start time go to the lab's pids.json."""
+        self.dir.record(name, start_daemon(argv, self.root / "log" / f"{name}.out"))
+
+    def _create_mon(self, fsid: str, address: str, slot: int) -> None:
+        mon_keyring = self.root / "mon.keyring"
+        admin_keyring = self.root / "ceph.client.admin.keyring"
+        run(["ceph-authtool", "--create-keyring", str(mon_keyring), "--gen-key", "-n", "mon.", "--cap", "mon",
+             "allow *"])
+        run(["ceph-authtool", "--create-keyring", str(admin_keyring), "--gen-key", "-n", "client.admin",
+             "--cap", "mon", "allow *", "--cap", "osd", "allow *", "--cap", "mds", "allow *", "--cap", "mgr",
+             "allow *"])
+        run(["ceph-authtool", str(mon_keyring), "--import-keyring", str(admin_keyring)])
+        monmap = self.root / "monmap"
+        run(["monmaptool", "--create", "--addv", "a", mon_address(address, slot), "--fsid", fsid, str(monmap)])
+        (self.root / "mon.a").mkdir()
+        run(["ceph-mon", "-c", str(self.conf), "--mkfs", "-i", "a", "--monmap", str(monmap), "--keyring",
+             str(mon_keyring)])
+        self._start("mon.a", ["ceph-mon", "-f", "-c", str(self.conf), "-i", "a"])
+        self._wait(lambda: bool(self.ceph("mon", "stat", timeout_s=10)), "the monitor to answer", 60)
+
+    def _create_mgr(self) -> None:
+        directory = self.root / "mgr.x"
+        directory.mkdir()
+        self.ceph("auth", "get-or-create", "mgr.x", "mon", "allow profile mgr", "osd", "allow *", "mds", "allow *",
+                  "-o", str(directory / "keyring"))
+        self._start("mgr.x", ["ceph-mgr", "-f", "-c", str(self.conf), "-i", "x"])
+
+    def _mount_fast_db(self, spec: CephLabSpec) -> None:
+        """A tmpfs for the OSDs' DB devices (RocksDB and WAL in memory: the stand-in for a fast device), sized
+        for all of them, private to root."""
+        assert spec.db_size_bytes is not None
+        fast = self.root / "fastdb"
+        fast.mkdir(mode=0o700)
+        size = spec.db_size_bytes * spec.osds + (64 << 20)
+        run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700,nosuid,nodev,noexec", "storbench-fastdb",
+             str(fast)], timeout_s=30)
+
+    def osd_db_devices(self) -> dict[str, dict[str, str]]:
+        """Each OSD's BlueFS view of its devices, from the cluster's OSD metadata (bluefs_dedicated_db, the DB
+        path and size): what a test reads back."""
+        raw = self.ceph_json("osd", "metadata")
+        assert isinstance(raw, list)
+        return {f"osd.{m['id']}": {k: str(v) for k, v in m.items() if k.startswith("bluefs")} for m in raw}
+
+    def _create_osds(self, spec: CephLabSpec, slices: list[str] | None = None) -> None:
+        """Create and start the OSDs: each on a sparse file in its directory, or, given ``slices`` (device paths,
+        one per OSD), on that device."""
+        ids = []
+        for _ in range(spec.osds):
+            osd_uuid = str(uuid.uuid4())
+            osd_id = int(self.ceph("osd", "new", osd_uuid).strip())
+            directory = self.root / f"osd.{osd_id}"
+            directory.mkdir()
+            self.ceph("auth", "get-or-create", f"osd.{osd_id}", "mon", "allow profile osd", "mgr",
+                      "allow profile osd", "osd", "allow *", "-o", str(directory / "keyring"))
+            ids.append((osd_id, osd_uuid))
+
+        block = dict(zip((osd_id for osd_id, _ in ids), slices or (), strict=False))
+
+        def mkfs(item: tuple[int, str]) -> None:
+            osd_id, osd_uuid = item
+            # one OSD's own device, on its command line: in ceph.conf's [osd] it would be every OSD's
+            on_device = (["--bluestore-block-path", block[osd_id], "--bluestore-block-create", "false"]
+                         if osd_id in block else [])
+            run(["ceph-osd", "-c", str(self.conf), "-i", str(osd_id), "--mkfs", "--osd-uuid", osd_uuid, *on_device],
+                timeout_s=180)
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(mkfs, ids))
+        for osd_id, _ in ids:
+            self._start(f"osd.{osd_id}", ["ceph-osd", "-f", "-c", str(self.conf), "-i", str(osd_id)])
+
+    def _ready(self, spec: CephLabSpec) -> bool:
+        osd_stat = self.ceph_json("osd", "stat")
+        assert isinstance(osd_stat, dict)
+        if int(osd_stat.get("num_up_osds", 0)) < spec.osds:
+            return False
+        mgr = self.ceph_json("mgr", "stat")
+        if not (isinstance(mgr, dict) and mgr.get("available")):
+            return False
+        pools = self.ceph_json("osd", "pool", "ls")
+        if not (isinstance(pools, list) and "device_health_metrics" in pools):
+            return False
+        return self._pgs_clean()
+
+    def _pgs_clean(self) -> bool:
+        stat = self.ceph_json("pg", "stat")
+        assert isinstance(stat, dict)
+        summary = stat.get("pg_summary", stat)
+        total = int(summary.get("num_pgs", 0))
+        by_state = summary.get("num_pg_by_state", [])
+        clean = sum(int(s.get("num", 0)) for s in by_state if s.get("name") == "active+clean")
+        return total > 0 and clean == total
+
+    def _wait_ready(self, spec: CephLabSpec, timeout_s: float) -> None:
+        self._wait(lambda: self._ready(spec), f"{spec.osds} OSDs up, the mgr and all PGs active+clean", timeout_s)
+
+    def _wait(self, check: Callable[[], bool], what: str, timeout_s: float) -> None:
+        deadline = time.time() + timeout_s
+        last_error = ""
+        while time.time() < deadline:
+            try:
+                if check():
+                    return
+            except UserError as exc:
+                last_error = exc.message
+            time.sleep(0.5)
+        logs = ", ".join(sorted(p.name for p in (self.root / "log").glob("*.log")))
+        raise UserError(f"ceph lab: timed out after {timeout_s:g}s waiting for {what}"
+                        + (f" (last error: {last_error})" if last_error else ""),
+                        hint=f"see the daemon logs in {self.root / 'log'} ({logs})")
+
+    def _create_pools(self, spec: CephLabSpec) -> None:
+        for name, size in spec.pools:
+            self.ceph("osd", "pool", "create", name, str(spec.pg_num), str(spec.pg_num))
+            self.ceph("osd", "pool", "set", name, "size", str(size), "--yes-i-really-mean-it")
+            self.ceph("osd", "pool", "set", name, "min_size", "1")
+            self.ceph("osd", "pool", "application", "enable", name, "rbd")
+        self._wait(self._pgs_clean, "the pools' PGs to become active+clean", READY_TIMEOUT_S)
+
+    def _create_rgw(self, spec: CephLabSpec, address: str) -> None:
+        """radosgw on ``address``:``rgw_port``, serving S3 (path-style) from the lab's pools, which it creates."""
+        directory = self.root / "rgw.a"
+        directory.mkdir()
+        self.ceph("auth", "get-or-create", "client.rgw.a", "mon", "allow rw", "osd", "allow rwx", "mgr", "allow rw",
+                  "-o", str(directory / "keyring"))
+        port = rgw_port(spec.slot)
+        self._start("rgw.a", ["radosgw", "-f", "-c", str(self.conf), "-n", "client.rgw.a",
+                              "--keyring", str(directory / "keyring"), "--rgw-data", str(directory),
+                              "--rgw-frontends", f"beast endpoint={address}:{port} tcp_nodelay=1",
+                              "--admin-socket", str(self.root / "run" / "ceph-client.rgw.a.asok"),
+                              "--log-file", str(self.root / "log" / "rgw.a.log"),
+                              "--rgw-enable-usage-log", "false"])
+        self._wait(lambda: port_open(address, port, timeout_s=2), "radosgw to answer on S3", 120)
+
+    def s3_credentials(self) -> tuple[str, str]:
+        """The lab's S3 user (made on first use): (access key, secret key), from radosgw-admin, never written to
+        the lab's state or to results."""
+        args = ["radosgw-admin", "-c", str(self.conf), "-n", "client.admin"]
+        try:
+            raw = json.loads(run([*args, "user", "info", "--uid", RGW_USER], timeout_s=60))
+        except UserError:
+            raw = json.loads(run([*args, "user", "create", "--uid", RGW_USER, "--display-name", "storbench lab"],
+                                 timeout_s=60))
+        key = raw["keys"][0]
+        return str(key["access_key"]), str(key["secret_key"])
+
+    def _create_cephfs(self) -> str:
+        directory = self.root / "mds.a"
+        directory.mkdir()
+        self.ceph("auth", "get-or-create", "mds.a", "mon", "allow profile mds", "osd", "allow rwx", "mds",
+                  "allow", "mgr", "allow profile mds", "-o", str(directory / "keyring"))
+        self._start("mds.a", ["ceph-mds", "-f", "-c", str(self.conf), "-i", "a"])
+        self.ceph("osd", "pool", "create", "cephfs_metadata", "16", "16")
+        self.ceph("osd", "pool", "create", "cephfs_data", "32", "32")
+        self.ceph("fs", "new", "labfs", "cephfs_metadata", "cephfs_data")
+        self._wait(lambda: "up:active" in self.ceph("mds", "stat"), "the MDS to become active", 120)
+        mount = self.root / "mnt" / "cephfs"
+        mount.mkdir(parents=True)
+        self._start("ceph-fuse", ["ceph-fuse", "-f", "-c", str(self.conf), str(mount)])
+        self._wait(lambda: os.path.ismount(mount), "ceph-fuse to mount CephFS", 60)
+        return str(mount)
+
+
+
+# ---- Ceph as a lab kind (lab.registry) --------------------------------------------------------------------------

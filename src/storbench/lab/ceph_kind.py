@@ -1,0 +1,227 @@
+"""Ceph as a lab kind (shell, `lab.registry`): `storbench lab ceph up|down|status`, and the run's clusters: one for
+each lab configuration with `lab.ceph` or several side by side, the targets on them prepared as each comes up,
+each case's live OSD settings applied before its turn, and the cluster's health when a repetition fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from storbench.errors import UserError
+from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
+from storbench.lab.ceph import CephLab
+from storbench.lab.ceph_conf import LOOPBACK
+from storbench.lab.ceph_daemons import RGW_USER, CephLabInfo, rgw_endpoint
+
+if TYPE_CHECKING:
+    from storbench.model import Case, LabPoint
+    from storbench.targets.s3 import S3Service
+
+
+def _plan_default(name: str) -> int | str:
+    """A Ceph lab setting's default: the plan schema's (`lab.ceph`), the one place defaults live."""
+    from storbench.config import CephLabConfig
+
+    default = CephLabConfig.model_fields[name].default
+    value = default[0] if isinstance(default, list) else default
+    assert isinstance(value, int | str)
+    return value
+
+
+def _command_options() -> tuple[CliOption, ...]:
+    from storbench.units import format_bytes
+
+    osds, osd_size, objectstore = (_plan_default(name) for name in ("osds", "osd_size", "objectstore"))
+    return (
+        CliOption(("--osds",), {"type": int, "default": osds, "help": f"number of OSDs (default {osds})"}),
+        CliOption(("--osd-size",), {"default": format_bytes(int(osd_size)),
+                                    "help": f"size of each OSD (default {format_bytes(int(osd_size))}, sparse file)"}),
+        CliOption(("--objectstore",), {"choices": ("bluestore", "memstore"), "default": objectstore}),
+        CliOption(("--pool",), {"action": "append", "metavar": "NAME:SIZE",
+                                "help": "a pool and its replica size (repeatable; default rbd:3)"}),
+        CliOption(("--cache-size",), {"default": None,
+                                      "help": "BlueStore cache per OSD, autotune off (e.g. 256MiB)"}),
+        CliOption(("--osd-memory-target",), {"default": None, "help": "osd_memory_target (>= 896MiB)"}),
+        CliOption(("--cephfs",), {"action": "store_true", "help": "also run an MDS and mount CephFS with ceph-fuse"}),
+        CliOption(("--rgw",), {"action": "store_true", "help": "also run radosgw, serving S3"}),
+    )
+
+
+def _command_up(lab: CephLab, args: argparse.Namespace, say: Say) -> None:
+    from storbench.lab.ceph_conf import ceph_spec_for
+    from storbench.model import CephLabPoint
+    from storbench.units import parse_size_bytes
+
+    pools = []
+    for item in args.pool or [f"rbd:{_plan_default('pool_size')}"]:
+        name, _, size = item.partition(":")
+        if not name or not size.isdigit():
+            raise UserError(f"--pool {item!r} is not NAME:SIZE", hint="e.g. --pool rbd2:2 --pool rbd3:3")
+        pools.append((name, int(size)))
+    try:
+        point = CephLabPoint(
+            osds=args.osds, osd_size_bytes=parse_size_bytes(args.osd_size), objectstore=args.objectstore,
+            pool_size=0, cache_size_bytes=parse_size_bytes(args.cache_size) if args.cache_size else None,
+            osd_memory_target_bytes=parse_size_bytes(args.osd_memory_target) if args.osd_memory_target else None,
+            cephfs=args.cephfs, rgw=args.rgw)
+        spec = ceph_spec_for(point, tuple(pools))
+    except ValueError as exc:
+        raise UserError(str(exc), hint="sizes look like 2GiB, 512MiB") from None
+    if any(size > spec.osds for _, size in spec.pools):
+        raise UserError(f"a pool of size {max(s for _, s in spec.pools)} needs as many OSDs, --osds is {spec.osds}")
+    say(f"ceph lab: bringing up {spec.osds} OSDs ({spec.objectstore}) in {lab.root} ...")
+    info = lab.up(spec)
+    say(f"ceph lab: up; conf {info.conf}")
+    say("pools: " + ", ".join(f"{n} (size {s})" for n, s in spec.pools))
+    if info.cephfs_mount:
+        say(f"cephfs: mounted at {info.cephfs_mount}")
+    if info.spec.rgw:
+        say(f"s3: radosgw at {rgw_endpoint(info)} (keys: radosgw-admin -c {info.conf} user info --uid {RGW_USER})")
+    say(f"try: CEPH_CONF={info.conf} ceph -s")
+
+
+def _command_down(lab: CephLab, say: Say) -> None:
+    lab.down()
+    say(f"ceph lab: down; {lab.root} removed")
+    for beside in CephLab.side_by_side(lab.root):  # clusters a side-by-side run left behind
+        if beside.root.exists():
+            beside.down()
+            say(f"ceph lab: down; {beside.root} removed")
+
+
+def _lab_s3(ceph_lab: CephLab, info: CephLabInfo) -> S3Service:
+    """The lab radosgw as an S3 service for the run: its S3 user (made on first use; the keys stay in memory)
+    and storbench's bucket on it."""
+    from storbench.s3sign import S3Credentials
+    from storbench.targets.s3 import LAB_BUCKET, S3Service, create_bucket
+
+    service = S3Service(rgw_endpoint(info), "us-east-1", S3Credentials(*ceph_lab.s3_credentials()))
+    create_bucket(service, LAB_BUCKET)
+    return service
+
+
+@runtime_checkable
+class _AnswersCeph(Protocol):
+    def ceph(self, *args: str, timeout_s: float = 60) -> str: ...
+
+
+ON_CLUSTER_KINDS = ("rbd", "cephfs", "s3")  # the target kinds a lab cluster serves: prepared on it as it comes up
+
+
+class CephKind(LabKindBase):
+    """The Ceph lab: one cluster for each lab configuration with `lab.ceph`, or several side by side, each on its
+    own ports and directory; it prepares the targets that live on it (rbd images, CephFS directories, S3 on its
+    radosgw) as each cluster comes up, offers telemetry its OSDs' admin sockets, and applies each case's live
+    OSD options (cache size, memory target, `lab.ceph.config`, CPU quota and pinning) before its turn."""
+
+    name = "ceph"
+    command: LabCommand[CephLab] = LabCommand(
+        help="a Ceph cluster (mon, mgr, OSDs) from Debian's packages on this machine",
+        open=lambda root: CephLab(root), up=_command_up, down=_command_down, options=_command_options)
+
+    def wanted(self, group: LabGroup) -> bool:
+        return group.lab.ceph is not None
+
+    def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:
+        from storbench.lab.ceph_conf import ceph_spec_for, clusters_of, osd_options, rbd_pools
+        from storbench.lab.hosts import HostsLab
+        from storbench.lab.hosts_conf import BRIDGE_ADDRESS
+        from storbench.model import cluster_of
+        from storbench.targets.registry import LabEnvironment, by_target
+        from storbench.units import format_bytes
+
+        cases, observer, checked = group.cases, group.observer, group.checked
+        lab_hosts = group.loaded.config.lab.hosts if group.loaded.config.lab else None
+        clusters = clusters_of(cases)
+        if len(clusters) > 1:
+            from storbench.checks import meminfo_bytes
+            from storbench.plan import cluster_memory_needs
+
+            needed = sum(need.amount for cluster in clusters  # the same arithmetic `plan` checked, memory now
+                         for need in cluster_memory_needs([c for c in cases if cluster_of(c.lab) == cluster]))
+            available = meminfo_bytes("MemAvailable")
+            if available is not None and needed > available:
+                raise UserError(f"ceph lab: {len(clusters)} clusters side by side need about {format_bytes(needed)} "
+                                f"of memory, {format_bytes(available)} is available",
+                                hint="use lab.ceph.bring_up: each_repetition (one cluster at a time)")
+        for slot, cluster in enumerate(clusters):
+            assert cluster.ceph is not None
+            on_cluster = [c for c in cases if cluster_of(c.lab) == cluster]
+            pools = rbd_pools(on_cluster)
+            # the OSDs start with the first case's options: no restart before the first repetition
+            first = next(c.lab.ceph for c in on_cluster if c.lab.ceph is not None)
+            lab_spec = replace(ceph_spec_for(cluster.ceph, tuple(pools.values())), osd_config=osd_options(first),
+                               slot=slot)
+            settings = " ".join(part for part in cluster.describe().split() if not part.startswith("pool_size="))
+            shown = ", ".join(f"{name} (size {size})" for name, size in lab_spec.pools)
+            beside = f" (cluster {slot + 1} of {len(clusters)} side by side)" if len(clusters) > 1 else ""
+            observer.lab_event(f"ceph lab: bringing up {settings}{beside}" + (f"; pools {shown}" if shown else ""))
+            ceph_lab = CephLab.for_slot(slot)
+            started = time.time()
+            labs.downs.append(ceph_lab.down)
+            # fio servers in network namespaces reach the cluster over their bridge, and find its conf
+            info = ceph_lab.up(lab_spec, address=BRIDGE_ADDRESS if lab_hosts is not None else LOOPBACK)
+            if lab_hosts is not None:
+                shutil.copyfile(info.conf, HostsLab().ceph_conf)
+            labs.running[cluster] = ceph_lab
+            labs.sockets_by_cluster[cluster] = (f"{info.root}/run/*.asok",)
+            observer.lab_event(f"ceph lab: up in {time.time() - started:.0f}s ({info.conf})")
+            env = LabEnvironment(fio_binary=checked.capabilities.binary, ceph_conf=info.conf,
+                                 cephfs_mount=info.cephfs_mount, nfs_url=labs.environment.nfs_url,
+                                 servers=group.servers, s3=_lab_s3(ceph_lab, info) if info.spec.rgw else None)
+            on_ceph = {name: target_group for name, target_group in by_target(on_cluster).items()
+                       if name not in checked.targets and target_group[0].target.kind in ON_CLUSTER_KINDS}
+            labs.prepare(on_ceph, env, f" ({settings})" if len(clusters) > 1 else "", len(clusters) > 1)
+        # rbd, cephfs and s3 targets of the user's own cluster (no Ceph lab) are left to be prepared once
+        on_a_lab_cluster = {c.case_id for c in cases if c.lab.ceph is not None}
+        labs.claimed.update(name for name, target_group in by_target(cases).items()
+                            if name not in checked.targets and target_group[0].target.kind in ON_CLUSTER_KINDS
+                            and target_group[0].case_id in on_a_lab_cluster)
+
+    def enter(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
+        from storbench.model import cluster_of, interleaved_setting
+
+        ceph_lab = running.get(cluster_of(case.lab))
+        if not isinstance(ceph_lab, CephLab) or case.lab.ceph is None:
+            return None
+        from storbench.lab.ceph_conf import osd_options
+
+        options = osd_options(case.lab.ceph)
+        seconds = ceph_lab.apply_osd_options(options)
+        cpus_changed = ceph_lab.limit_osd_cpus(case.lab.ceph.osd_cpus)  # after a restart: the new OSD processes
+        pinned = ceph_lab.pin_osds(case.lab.ceph.osd_cpuset)
+        if seconds is None and not cpus_changed and not pinned:
+            return None
+        live = " ".join(part for part in case.lab.describe().split()
+                        if interleaved_setting(name := part.partition("=")[0]) and name not in ("pool_size", "cephfs"))
+        if seconds is None:
+            cores, cpus = case.lab.ceph.osd_cpus, case.lab.ceph.osd_cpuset
+            said = []
+            if cpus_changed:
+                said.append(f"CPU quota {'lifted' if cores is None else f'set to {cores:g} cores per OSD'}")
+            if pinned:
+                said.append("pinned to every CPU" if cpus is None else f"pinned to CPUs {cpus}")
+            return "ceph lab: OSD " + ", ".join(said)
+        return f"ceph lab: OSDs restarted with {live or 'the base options'} in {seconds:.0f}s"
+
+    def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
+        """The health of the lab cluster ``case`` runs on, in one line (`ceph health detail`'s summary and its
+        first checks); None off a lab cluster or when the cluster does not answer."""
+        from storbench.model import cluster_of
+
+        lab = running.get(cluster_of(case.lab))
+        if not isinstance(lab, _AnswersCeph):
+            return None
+        try:
+            lines = [line.strip() for line in lab.ceph("health", "detail", timeout_s=15).splitlines() if line.strip()]
+        except UserError as exc:
+            return f"the cluster did not answer `ceph health` ({exc.message})"
+        return "; ".join(lines[:4]) or None
+
+
+KIND = CephKind()

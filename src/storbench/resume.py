@@ -1,0 +1,91 @@
+"""Resuming a run (shell): which run a `--resume` continues, the stopping rule it may not change, and the
+steady-state points that start over (their lab or precondition is new).
+"""
+
+from __future__ import annotations
+
+from storbench.config import LoadedPlan, plan_design
+from storbench.errors import UserError
+from storbench.model import RunInfo, StoredRepetition
+from storbench.plan import preconditions
+from storbench.run_state import RunObserver, case_text
+from storbench.store import Store
+
+
+def resumed_run(store: Store, plan_name: str, run_id: int | None) -> RunInfo:
+    """The run a `--resume` continues: the latest run of the plan, or run ``run_id`` when named (one of this
+    plan's, stored by `run`)."""
+    if run_id is None:
+        previous = store.latest_run_of_plan(plan_name)
+        if previous is None:
+            raise UserError(f"nothing to resume: no earlier run of plan '{plan_name}' in {store.path}",
+                            hint="run without --resume to start one")
+        return previous
+    runs = {r.run_id: r for r in store.runs()}
+    ours = sorted(r.run_id for r in runs.values() if r.plan_name == plan_name and r.source == "run")
+    found = runs.get(run_id)
+    if found is None or found.plan_name != plan_name or found.source != "run":
+        what = (f"no run {run_id} in {store.path}" if found is None else
+                f"run {run_id} is {'an import' if found.source != 'run' else f'of plan {found.plan_name!r}'}, "
+                f"not of plan '{plan_name}'")
+        raise UserError(f"cannot resume: {what}",
+                        hint=(f"runs of plan '{plan_name}': {', '.join(map(str, ours))}" if ours else
+                              "run without --resume to start one"))
+    return found
+
+
+def check_design_unchanged(loaded: LoadedPlan, store: Store, run_id: int, *, accept: bool,
+                           observer: RunObserver | None) -> None:
+    """A resume may not change a sequential design's stopping rule (`repeat: {min, max, until}`, `compare`) from
+    the one the run last ran with (its latest plan version's stored design): its error rates hold only for a rule
+    fixed before the data were seen. With ``accept`` the change is kept (as a new plan version, which marks the
+    run's answer: ``run_design_changes``)."""
+    from storbench.config import design_changes
+
+    versions = store.design_versions(run_id)
+    if not versions:
+        return
+    version, before = versions[-1]
+    if not before.from_plan:
+        return  # a stored plan no storbench read a design in: nothing to compare the rule with
+    changed = design_changes(before, plan_design(loaded.config, None))
+    if not changed:
+        return
+    since = "it started" if version == 1 else f"plan version {version}"
+    what = ", ".join(changed)
+    if not accept:
+        raise UserError(f"plan '{loaded.config.name}' changed the stopping rule of run {run_id} since {since} "
+                        f"({what}): its error rates hold only for the rule it started with",
+                        hint="run without --resume to start a new run with this rule, or pass "
+                        "--accept-changed-design to continue, its answer marked as not holding its error rates")
+    if observer is not None:
+        observer.lab_event(f"run {run_id}: stopping rule changed ({what}), accepted: its answer no longer holds the "
+                           "sequential design's error rates, and says so")
+
+
+def restart_unsettled_points(loaded: LoadedPlan, store: Store, run_id: int, observer: RunObserver) -> None:
+    """Resuming a steady-state run on a lab or a preconditioned target: the lab comes up anew and the target is
+    written again, so a point that was not yet steady, or not yet through its rounds after the steady window,
+    starts over; its earlier rounds are dropped (a window or figures mixing rounds from before and after would
+    judge two instances as one)."""
+    from storbench.stats.run_questions import steady_rule
+    from storbench.stats.steady import SteadyStatus, judge_repetitions
+
+    rule = steady_rule(loaded.config)
+    wanted = preconditions(loaded.config)
+    if rule is None or (loaded.config.lab is None and not wanted):
+        return
+    by_case: dict[str, list[StoredRepetition]] = {}
+    for r in store.repetitions([run_id]):
+        by_case.setdefault(r.case.case_id, []).append(r)
+    for case_id, reps in by_case.items():
+        case = reps[0].case
+        if loaded.config.lab is None and case.target.name not in wanted:
+            continue
+        state = judge_repetitions(sorted(reps, key=lambda r: r.rep_index), rule)
+        if not state.settled:
+            dropped = store.drop_case_repetitions(run_id, case_id)
+            where = ("not steady" if state.status is SteadyStatus.MEASURING
+                     else "steady but its rounds after the window not all measured")
+            observer.lab_event(f"{case_text(case)}: {where} when interrupted; starts over "
+                               f"({dropped} earlier rounds dropped: the lab or the precondition is new)")

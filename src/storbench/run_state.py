@@ -1,0 +1,214 @@
+"""A run in progress (shell): what its lab groups share (`RunState`: the plan, the store, the executor of each
+target: `Executors`) and when it stops: a steady-state point once steady and its `confirm` rounds measured, the
+run once `repeat: {until: ...}` is answered (`answered`) or its `--budget` is spent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from storbench.checks import Checked
+from storbench.config import LoadedPlan, repeat_bounds
+from storbench.execute.base import Executor
+from storbench.execute.hosts import HostsExecutor
+from storbench.lab.hosts_conf import is_lab_server
+from storbench.model import Case, PvcTarget, RepetitionOutcome, ScheduledRepetition, TargetSpec
+from storbench.sessions import LabObserver
+from storbench.store import Store
+from storbench.units import format_block_size
+
+if TYPE_CHECKING:
+    from storbench.execute.kubernetes import KubernetesExecutor
+    from storbench.lab.k8s import K8sLabInfo
+    from storbench.stats.steady import SteadyState
+
+
+class RunObserver(LabObserver, Protocol):
+    def run_started(self, run_id: int, to_run: int, already_done: int, eta_s: float) -> None: ...
+
+    def repetition_started(self, item: ScheduledRepetition, position: int) -> None: ...
+
+    def repetition_finished(self, item: ScheduledRepetition, position: int, outcome: RepetitionOutcome) -> None: ...
+
+
+def case_text(case: Case, leave_out: str = "") -> str:
+    """A case in the run's progress lines: target, pattern, block size, queue depth, jobs, clients (beyond one) and
+    lab settings; ``leave_out`` the load a search varies."""
+    w = case.workload
+    parts = [case.target.name, w.rw, format_block_size(w.bs_bytes)]
+    parts += [f"qd={w.iodepth}"] if leave_out != "iodepth" else []
+    parts += [f"jobs={w.numjobs}"] if leave_out != "numjobs" else []
+    parts += [f"clients={case.clients}"] if leave_out != "clients" and case.clients > 1 else []
+    parts += [case.lab.describe()] if case.lab.pairs() else []
+    return " ".join(parts)
+
+
+def run_label(run_id: int, host: str, db_path: str) -> str:
+    """The label of everything a run creates in a cluster: the run id alone repeats across results databases
+    (two operators' "run 1"), so a token of this machine and database is added; a resumed run keeps it."""
+    token = hashlib.sha256(f"{host}:{os.path.realpath(db_path)}".encode()).hexdigest()[:8]
+    return f"run{run_id}-{token}"
+
+
+class Executors:
+    """The executor of each target, chosen once per target: a pvc target runs in Kubernetes pods (an executor
+    per target, made on first use), any other on the plan's fio servers when it has some, else on ``local``
+    (which also measures client ceilings). `close` removes what the pods' executors made (their claims)."""
+
+    def __init__(self, local: Executor, servers: Sequence[str], fio_binary: str, label: str,
+                 k8s_lab: K8sLabInfo | None, *, lab_servers: bool = False) -> None:
+        """``lab_servers``: the servers are storbench's hosts lab on this machine (not a plan's `hosts`)."""
+        self.local = local
+        self.hosts = (HostsExecutor(fio_binary, servers, lab_servers=lab_servers and all(map(is_lab_server, servers)))
+                      if servers else None)
+        self.run_label = label
+        self.k8s_lab = k8s_lab
+        self.chosen: dict[str, Executor] = {}
+        self.pods: list[KubernetesExecutor] = []
+
+    def for_target(self, spec: TargetSpec) -> Executor:
+        if spec.name not in self.chosen:
+            self.chosen[spec.name] = self._pods(spec) if isinstance(spec, PvcTarget) else self.hosts or self.local
+        return self.chosen[spec.name]
+
+    def _pods(self, spec: PvcTarget) -> KubernetesExecutor:
+        """Pods on the k8s lab, else on the cluster of $KUBECONFIG or ~/.kube/config (never a plan's)."""
+        from storbench.execute.kubernetes import KubernetesExecutor
+
+        kubeconfig = self.k8s_lab.kubeconfig if self.k8s_lab else None
+        executor = KubernetesExecutor(
+            kubeconfig, spec.namespace, self.run_label,
+            default_storage_class=None if self.k8s_lab is None else (
+                "storbench-local-block" if spec.volume_mode == "Block" else self.k8s_lab.storage_class))
+        self.pods.append(executor)
+        return executor
+
+    def close(self) -> None:
+        for executor in self.pods:
+            executor.close()
+
+
+@dataclass(frozen=True)
+class RunState:
+    """What every lab group of a run shares."""
+
+    loaded: LoadedPlan
+    checked: Checked
+    store: Store
+    executors: Executors
+    observer: RunObserver
+    run_id: int
+    keep_lab: bool
+    ceilings: dict[str, float | None]  # case id -> client ceiling (IOPS), measured once per case
+    clock: Callable[[], float] = time.time
+    deadline_s: float | None = None  # --budget: no new round after this moment
+    looks: dict[str, int] = field(default_factory=lambda: {"looked_at": -1, "stopped": 0})
+    settled: set[str] = field(default_factory=set)  # steady_state: cases steady (or out of rounds) already
+    cases: tuple[Case, ...] = ()  # every case of the plan (a search reads its group's stored points by them)
+
+    def settled_case(self, case: Case, *, tell: bool = False) -> bool:
+        """For `steady_state`: whether ``case``'s rounds so far are steady with their rounds after the window
+        measured (or reached max_rounds), so no more of them run; with ``tell``, the observer hears how the point
+        stands."""
+        from storbench.stats.run_questions import steady_rule
+
+        rule = steady_rule(self.loaded.config)
+        if rule is None:
+            return False
+        if case.case_id in self.settled:
+            return True
+        from storbench.stats.steady import judge_repetitions
+
+        mine = [r for r in self.store.repetitions([self.run_id]) if r.case.case_id == case.case_id]
+        state = judge_repetitions(mine, rule)
+        if tell and state.window is not None:
+            self._tell_steady(case, state, len(mine), max(r.rep_index for r in mine))
+        if state.settled:
+            self.settled.add(case.case_id)
+        return case.case_id in self.settled
+
+    def _tell_steady(self, case: Case, state: SteadyState, ran: int, last: int) -> None:
+        """How a steady-state point stands after round ``last`` (``ran`` rounds run): its window's figures until
+        it is steady, then (once each) that it is and that the rounds after the window that give its figures are
+        measured."""
+        from storbench.stats.steady import SteadyStatus
+
+        w, rule, label = state.window, state.rule, case_text(case)
+        assert w is not None
+        window = (f"(last {rule.window}: range {100 * w.range_fraction:.1f} %, slope "
+                  f"{100 * w.slope_excursion_fraction:.1f} % of their mean)")
+        if state.status is not SteadyStatus.STEADY:
+            status = "not steady yet" if state.status is SteadyStatus.MEASURING else state.status.value
+            self.observer.lab_event(f"{label}: {status} after {ran} rounds {window}")
+        elif last == w.rounds[-1]:
+            more = (f"; its figures come from the next {rule.confirm} rounds" if rule.confirm
+                    else "; its figures are the window's (confirm: 0: no interval)")
+            self.observer.lab_event(f"{label}: steady after {ran} rounds {window}{more}")
+        elif state.settled:
+            first, last = state.confirmation[0][0] + 1, state.confirmation[-1][0] + 1
+            self.observer.lab_event(f"{label}: rounds {first}-{last} after its steady window measured: its figures")
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self.looks["stopped"])
+
+    def stop_before(self, rep_index: int) -> bool:
+        """Before a repetition of round ``rep_index``: when it starts a new round from `repeat.min` on, look at
+        the answer so far (once per round) and at the budget; True when the run should stop here."""
+        if self.stopped:
+            return True
+        least = repeat_bounds(self.loaded.config)[0]
+        if rep_index < least or rep_index <= self.looks["looked_at"]:
+            return False
+        self.looks["looked_at"] = rep_index
+        if answered(self, rep_index):
+            self.looks["stopped"] = 1
+        elif self.deadline_s is not None and self.clock() >= self.deadline_s:
+            self.observer.lab_event(f"budget reached after {rep_index} rounds: stopping with the answer so far")
+            self.looks["stopped"] = 1
+        return self.stopped
+
+
+def answered(run: RunState, rounds: int) -> bool:
+    """For `repeat: {until: ...}`: whether the rounds stored so far answer the plan's question (the stopping rule
+    stays valid however often this looks; see stats/sequential.py). Tells the observer how each metric stands."""
+    from storbench.config import CI_STOP_CONFIDENCE, RepeatConfig
+    from storbench.report.labels import comparison_label
+    from storbench.stats.adaptive import all_decided, ci_reached, decided_verdicts
+    from storbench.stats.observations import observations
+    from storbench.stats.selectors import parse_selector
+    from storbench.stats.sequential import SequentialPlan
+
+    config = run.loaded.config
+    repeat = config.repeat
+    if not isinstance(repeat, RepeatConfig):
+        return False
+    seen = observations(run.store.repetitions([run.run_id]))
+    ci_pct = repeat.ci_pct
+    if ci_pct is not None:
+        done = ci_reached(seen, ci_pct)
+        run.observer.lab_event(f"after {rounds} rounds: IOPS interval ({100 * CI_STOP_CONFIDENCE:g} %) within "
+                               f"±{ci_pct:g} % at every point: {'yes, stopping' if done else 'not yet'}")
+        return done
+    assert config.compare is not None
+    plan = SequentialPlan(min_rounds=repeat.min, max_rounds=repeat.max, margin=config.compare.margin)
+    verdicts = decided_verdicts(seen, parse_selector(config.compare.baseline), parse_selector(config.compare.candidate),
+                                config.compare.metrics, plan)
+    for v in verdicts:
+        change = v.verdict.change
+        shown = (f"{100 * change.estimate:+.1f} % [{100 * change.low:+.1f}, {100 * change.high:+.1f}]"
+                 if change is not None else "no pairs yet")
+        status = v.verdict.decision.value
+        if v.verdict.more_rounds is not None:
+            status += f", about {v.verdict.more_rounds} more rounds"
+        elif v.verdict.decision == "undecided":
+            status = (f"reached max {plan.max_rounds} rounds undecided" if v.verdict.final else
+                      f"undecided, and at this spread even max {plan.max_rounds} rounds would likely not decide it")
+        run.observer.lab_event(f"after {rounds} rounds: {comparison_label(v.comparison)} {v.metric}: {shown} "
+                               f"{status}")
+    return all_decided(verdicts)
