@@ -1,6 +1,6 @@
 """Do the sections that read one curve ever contradict each other? On simulated sweeps, with the project's own
 functions: the knee (`stats.knee.locate_knee`, what `saturation` and the report say), the capped verdict and the
-per-point reading of an under-driven point (`stats.summary.sweep_verdicts`, what `show`, `compare` and the report
+per-point reading of an under-driven point (`stats.point_verdicts.sweep_verdicts`, what `show`, `compare` and the report
 say), and the search's stepping over the same points (`stats.search`). Prints a table for docs/methodology.md
 ("Saturation": one curve, one answer).
 
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, CurveStep, judge
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.knee import KneeKind, LatencyObjective, locate_knee
+from storbench.stats.point_verdicts import sweep_reading, sweep_verdicts
 from storbench.stats.search import STEP, SearchPoint, next_values, search_answer
-from storbench.stats.summary import sweep_reading, sweep_verdicts
 from storbench.stats.trend import Trend, judge_change
 
 ELSEWHERE = "the limit is elsewhere"

@@ -68,9 +68,9 @@ PURE_STDLIB: frozenset[str] = frozenset({"urllib.parse"})
 KNOWN_LAYER_EDGES: dict[tuple[str, str], str] = {
     ("storbench.config.repeat", "storbench.stats.knee"):
         "search.slo is checked with stats.knee.parse_slo (move parse_slo and LatencyObjective below config)",
-    ("storbench.config.checks", "storbench.stats.compare"):
-        "the compare selectors are checked with stats.compare.parse_selector and blocked_settings",
-    ("storbench.report.tables", "storbench.plan"): "the plan table shows plan.PlanEstimate",
+    ("storbench.config.checks", "storbench.stats.selectors"):
+        "the compare selectors are checked with stats.selectors.parse_selector and blocked_settings",
+    ("storbench.report.plan_tables", "storbench.plan"): "the plan table shows plan.PlanEstimate",
     ("storbench.report.convergence", "storbench.plan"): "a design's text asks plan.lab_designs",
     ("storbench.importer", "storbench.store.db"): "save_import writes the imported run (type only; move it to cli)",
 }

@@ -17,7 +17,8 @@ from storbench.stats.bottleneck import (
     configured_slots,
     judge,
 )
-from storbench.stats.summary import PointSummary, summarize_points
+from storbench.stats.point_summary import PointSummary
+from storbench.stats.summary import summarize_points
 from synthetic import observation
 
 IDLE = BottleneckInputs(
@@ -132,7 +133,8 @@ def test_summary_judges_each_case_from_its_repetitions() -> None:
 
 
 def test_figures_keep_client_counts_apart_and_leave_out_lab_settings_shared_by_all() -> None:
-    from storbench.report.figures import iops_vs_load_figures, process_cpu_figures, utilisation_figures
+    from storbench.report.saturation_figures import iops_vs_load_figures
+    from storbench.report.utilisation_figures import process_cpu_figures, utilisation_figures
 
     records = [observation(**{**_BASE, "case_id": f"c{clients}-{bs}", "clients": clients, "bs": f"{bs}k",
                               "bs_bytes": bs * 1024, "rw": "randread", "rwmixread": None, "repeat": repeat,

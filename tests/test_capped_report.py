@@ -18,24 +18,19 @@ from rich.console import Console
 from storbench.model import Expectation
 from storbench.records import RECORD_FIELDS, export_records
 from storbench.report.export import export
-from storbench.report.figures import (
-    BOTTLENECK_SECTION,
-    FigureSpec,
-    Mark,
-    block_size_figures,
-    capped_figures,
-    curve_figures,
-    iops_vs_load_figures,
-)
+from storbench.report.figures import BOTTLENECK_SECTION, FigureSpec, Mark
 from storbench.report.html import ReportDocument, _summary_table, render_html
 from storbench.report.images import render_image
 from storbench.report.plotly_render import plotly_figure
+from storbench.report.point_figures import block_size_figures
+from storbench.report.saturation_figures import capped_figures, curve_figures, iops_vs_load_figures
 from storbench.report.show_export import points_csv, points_json, points_markdown
 from storbench.report.tables import results_table
 from storbench.stats.bottleneck import Bottleneck
 from storbench.stats.knee import curves
 from storbench.stats.observations import Observation
-from storbench.stats.summary import PointSummary, summarize_points
+from storbench.stats.point_summary import PointSummary
+from storbench.stats.summary import summarize_points
 from synthetic import observation
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,11 +17,15 @@ import pytest
 
 from helpers import run_cli
 from storbench.model import ClientMeasurement, RepetitionOutcome, Status
+from storbench.report.compare_tables import design_lines
 from storbench.report.html import ReportDocument, render_html
-from storbench.report.tables import design_lines, points_text, warning_lines
-from storbench.stats.compare import AA_DIFFERENT_PCT, compare_observations, parse_selector
+from storbench.report.warning_text import points_text, warning_lines
+from storbench.stats.compare import compare_observations
+from storbench.stats.compare_design import AA_DIFFERENT_PCT
 from storbench.stats.observations import Observation
-from storbench.stats.summary import PointSummary, summarize_points
+from storbench.stats.point_summary import PointSummary
+from storbench.stats.selectors import parse_selector
+from storbench.stats.summary import summarize_points
 from storbench.store import open_store
 from storbench.store.migrations import design_of_text
 from synthetic import observation

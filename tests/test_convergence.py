@@ -25,10 +25,11 @@ from storbench.report.convergence import convergence_figures, design_text
 from storbench.report.figures import FigureSpec, Series
 from storbench.report.html import ReportDocument, render_html
 from storbench.stats.adaptive import decided_verdicts
-from storbench.stats.compare import Question, compare_observations, parse_selector
+from storbench.stats.compare import compare_observations
 from storbench.stats.convergence import convergence, replay
 from storbench.stats.observations import Observation
 from storbench.stats.run_questions import AdaptiveQuestion, adaptive_questions
+from storbench.stats.selectors import Question, parse_selector
 from storbench.stats.sequential import Decision, SequentialPlan, decide
 from storbench.store import open_store
 from storbench.store.migrations import design_of_text
@@ -400,7 +401,7 @@ def test_compare_and_the_report_give_the_rules_answer_true_to_what_happened(
 
 
 def test_the_rules_answer_in_words_says_what_happened() -> None:
-    from storbench.stats.compare import RuleAnswer
+    from storbench.stats.compare_cells import RuleAnswer
     from storbench.stats.sequential import PairedChange
 
     change = PairedChange(n=7, estimate=-0.018, low=-0.093, high=0.063, confidence=0.99, log_sd=0.05)

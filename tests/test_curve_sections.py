@@ -15,7 +15,8 @@ import pytest
 
 from storbench.model import Expectation
 from storbench.stats.bottleneck import Bottleneck
-from storbench.stats.compare import compare_observations, parse_selector
+from storbench.stats.compare import compare_observations
+from storbench.stats.selectors import parse_selector
 from storbench.stats.summary import summarize_points
 from synthetic import observation
 

@@ -10,23 +10,18 @@ from dataclasses import replace
 import matplotlib.pyplot as plt
 import pytest
 
-from storbench.report.figures import (
-    FigureSpec,
-    Series,
-    block_size_figures,
-    curve_figures,
-    drift_figures,
-    iops_vs_load_figures,
-    latency_vs_iodepth_figures,
-    spread_labels,
-    utilisation_figures,
-)
+from storbench.report.drift_figures import drift_figures
+from storbench.report.figures import FigureSpec, Series, spread_labels
 from storbench.report.images import PlainFormatter, draw_figure
 from storbench.report.plotly_render import TOP_MARGIN, plotly_figure
+from storbench.report.point_figures import block_size_figures, latency_vs_iodepth_figures
+from storbench.report.saturation_figures import curve_figures, iops_vs_load_figures
+from storbench.report.utilisation_figures import utilisation_figures
 from storbench.stats.drift import Drift, DriftSample, drift
 from storbench.stats.knee import curves
 from storbench.stats.observations import Observation
-from storbench.stats.summary import PointSummary, summarize_points
+from storbench.stats.point_summary import PointSummary
+from storbench.stats.summary import summarize_points
 from synthetic import observation
 
 # the volume: capped at 3,000 IOPS, swept over iodepth

@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-from storbench.stats.compare import AA_CV_PCT, AA_DIFFERENT_PCT, DESIGN_CAVEATS, INSTANCE_SPREAD_PCT
+from storbench.stats.compare_design import AA_CV_PCT, AA_DIFFERENT_PCT, DESIGN_CAVEATS, INSTANCE_SPREAD_PCT
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPARES = 2000  # per design: 4 standard errors of a rate of 5 % are 2 points, of 34 % 4 points

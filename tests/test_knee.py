@@ -11,9 +11,9 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from storbench.report.figures import curve_figures
 from storbench.report.html import ReportDocument, render_html
-from storbench.report.tables import knee_text, saturation_table
+from storbench.report.saturation_figures import curve_figures
+from storbench.report.saturation_tables import knee_text, saturation_table
 from storbench.stats.bottleneck import Bottleneck
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.knee import Curve, KneeKind, curves, locate_knee
@@ -212,7 +212,7 @@ def test_curve_keeps_its_three_field_constructor() -> None:
 
 
 def test_an_undecided_change_is_written_in_whole_percents_without_a_negative_zero() -> None:
-    from storbench.report.tables import undecided_text
+    from storbench.report.saturation_tables import undecided_text
     from storbench.stats.knee import Knee
     from storbench.stats.trend import Change
 
@@ -282,7 +282,7 @@ def test_only_rounds_of_one_alternating_run_pair() -> None:
 
 
 def test_a_paired_change_that_is_undecided_says_how_many_rounds_would_tell() -> None:
-    from storbench.report.tables import undecided_text
+    from storbench.report.saturation_tables import undecided_text
     from storbench.stats.knee import Knee
 
     base = estimate([1000.0, 1000.0, 1000.0, 1000.0])
@@ -356,7 +356,7 @@ def test_the_knee_pools_runs_where_the_sweep_verdicts_and_their_figures_keep_the
     sweep verdicts (and the capped figures drawn from the curves they were read from) take a curve from one run's
     points only. The same flat curve in one run is capped; its depths each in a run of their own, it has a knee and no
     capped verdict."""
-    from storbench.report.figures import capped_curves
+    from storbench.report.saturation_figures import capped_curves
 
     idle = {"host_cpu_busy_pct": 10.0, "disk_busiest_util_pct": 20.0}
     one_run = summarize_points(drifting_curve(alternated=False, loads=(1, 4, 16), **idle))

@@ -206,7 +206,9 @@ def test_clusters_side_by_side_run_in_one_group_on_their_own_ports() -> None:
 def test_a_fresh_cluster_per_round_pairs_a_blocked_comparison() -> None:
     """osds 3 vs 4 measured round by round on fresh clusters: the interval comes from the per-round pairs (and
     says so); brought up once, the same numbers get Welch's interval and the confounding note."""
-    from storbench.stats.compare import compare_observations, design_note, parse_selector
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.compare_design import design_note
+    from storbench.stats.selectors import parse_selector
     from synthetic import observation
 
     drift = [1.0, 0.8, 0.6, 0.9]  # slow drift shared by both sides of a round

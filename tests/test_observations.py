@@ -15,9 +15,10 @@ from storbench.records import PLAN_FIELDS, RECORD_FIELDS, export_records
 from storbench.report.labels import comparison_label, curve_label, point_label
 from storbench.selection import filter_where
 from storbench.stats import match
-from storbench.stats.compare import compare_observations, parse_selector, select
+from storbench.stats.compare import compare_observations
 from storbench.stats.knee import curves
 from storbench.stats.observations import METRIC_VALUES, metric_value
+from storbench.stats.selectors import parse_selector, select
 from storbench.stats.summary import summarize_points
 from synthetic import observation
 

@@ -117,7 +117,10 @@ def test_tables_hold_data_as_text_on_any_console(db: Path) -> None:
     from rich.console import Console
 
     from storbench.plan import expand
-    from storbench.report.tables import compare_table, plan_table, results_table, saturation_table
+    from storbench.report.compare_tables import compare_table
+    from storbench.report.plan_tables import plan_table
+    from storbench.report.saturation_tables import saturation_table
+    from storbench.report.tables import results_table
     from storbench.selection import parse_selector_flag, select
     from storbench.stats.compare import compare_observations
     from storbench.stats.knee import curves

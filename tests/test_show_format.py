@@ -19,7 +19,9 @@ from storbench.model import Case, CephLabPoint, Direction, LabPoint, PathTarget,
 from storbench.report.show_export import SHOW_FIELDS, points_csv, points_json, points_markdown, show_text
 from storbench.stats.bottleneck import Bottleneck, BottleneckVerdict
 from storbench.stats.estimate import Estimate
-from storbench.stats.summary import SUMMARY_FIELDS, PointSummary, StatWarning
+from storbench.stats.point_summary import PointSummary
+from storbench.stats.point_warnings import StatWarning
+from storbench.stats.summary import SUMMARY_FIELDS
 
 
 def _point(direction: str = "read", warnings: tuple[StatWarning, ...] = ()) -> PointSummary:
@@ -223,8 +225,8 @@ def test_the_compare_table_fits_a_narrow_terminal_without_cutting_a_number() -> 
     word of every cell of the full table's kept columns is still there whole."""
     from rich.console import Console
 
-    from storbench.report.tables import compare_table
-    from storbench.stats.compare import compare_points
+    from storbench.report.compare_tables import compare_table
+    from storbench.stats.compare_match import compare_points
     from storbench.stats.summary import summarize_points
     from synthetic import observation
 
@@ -314,8 +316,8 @@ def test_the_compare_table_counts_file_creates_as_operations() -> None:
     """Creates compared between two runs are ops/s, not IOPS, in the table's headers."""
     from rich.console import Console
 
-    from storbench.report.tables import compare_table
-    from storbench.stats.compare import compare_points
+    from storbench.report.compare_tables import compare_table
+    from storbench.stats.compare_match import compare_points
     from storbench.stats.summary import summarize_points
     from synthetic import observation
 

@@ -14,21 +14,16 @@ from scipy import stats as scipy_stats
 
 from storbench.report.labels import curve_label
 from storbench.report.show_export import drift_lines
-from storbench.stats.compare import (
-    Verdict,
-    compare_observations,
-    compare_points,
-    no_common_point,
-    parse_selector,
-    regressions,
-    select,
-    side_differences,
-)
+from storbench.stats.compare import compare_observations
+from storbench.stats.compare_cells import Verdict, regressions
+from storbench.stats.compare_match import compare_points, no_common_point, side_differences
 from storbench.stats.drift import drift, run_drifts
 from storbench.stats.estimate import Estimate, estimate, welch_difference
 from storbench.stats.knee import KneeKind, best_under_objective, curves, locate_knee, parse_slo
 from storbench.stats.observations import Observation
-from storbench.stats.summary import PointSummary, summarize_points
+from storbench.stats.point_summary import PointSummary
+from storbench.stats.selectors import parse_selector, select
+from storbench.stats.summary import summarize_points
 from storbench.units import format_block_size
 from synthetic import observation
 
@@ -417,7 +412,7 @@ def test_points_are_matched_and_judged_comparable_on_their_typed_case() -> None:
     """Every field a comparison matches on or must agree in is read from the point's case and direction, typed
     (`compare.POINT_VALUES`): the key holds the block size in bytes and the direction, not their text."""
     from storbench.model import Direction
-    from storbench.stats.compare import COMPARABLE_FIELDS, MATCH_FIELDS, POINT_VALUES
+    from storbench.stats.compare_match import COMPARABLE_FIELDS, MATCH_FIELDS, POINT_VALUES
 
     assert set(POINT_VALUES) == {*MATCH_FIELDS, *COMPARABLE_FIELDS}
     first, second = compare_observations(_two_runs(), parse_selector("1"), parse_selector("run=2"), {})
@@ -742,7 +737,7 @@ def test_cv_warning_rates_at_three_repetitions() -> None:
     """The rate the methodology gives: a true CV of 4 % warned about ~3 % of the time, a true 10 % ~56 %."""
     import random
 
-    from storbench.stats.summary import CV_LIMIT_PCT, cv_lower_bound_pct
+    from storbench.stats.point_warnings import CV_LIMIT_PCT, cv_lower_bound_pct
 
     rng = random.Random(3)
 
@@ -819,7 +814,7 @@ def test_summary_groups_by_case_and_direction() -> None:
 
 
 def test_unknown_selector_keys_are_found_against_the_data() -> None:
-    from storbench.stats.compare import unknown_keys
+    from storbench.stats.selectors import unknown_keys
 
     records = [rec(lab="lab=ceph osds=3 pool_size=2")]
     assert unknown_keys(parse_selector("nosuchfield=1"), records) == ["nosuchfield"]
@@ -839,7 +834,8 @@ def test_lab_parameters_select_and_match() -> None:
 
 
 def test_a_comparison_across_a_blocked_lab_setting_says_so() -> None:
-    from storbench.stats.compare import design_note, parse_selector
+    from storbench.stats.compare_design import design_note
+    from storbench.stats.selectors import parse_selector
 
     blocked = design_note(parse_selector("osds=3"), parse_selector("osds=6"))
     assert blocked is not None and "blocked on osds" in blocked and "confounded" in blocked
@@ -863,7 +859,9 @@ def _drifting_pair(ratio: float, reps: int = 6) -> list[object]:
 
 def test_alternating_repetitions_of_one_run_are_compared_pair_by_pair() -> None:
     """Drift shared by both sides hides a 5 % change from Welch's interval; the paired ratios see it."""
-    from storbench.stats.compare import Verdict, compare_observations, parse_selector
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.compare_cells import Verdict
+    from storbench.stats.selectors import parse_selector
 
     observations = _drifting_pair(1.05)
     base, cand = parse_selector("target=a"), parse_selector("target=b")
@@ -880,7 +878,8 @@ def test_alternating_repetitions_of_one_run_are_compared_pair_by_pair() -> None:
 
 
 def test_a_comparison_across_a_blocked_setting_is_never_paired() -> None:
-    from storbench.stats.compare import compare_observations, parse_selector
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.selectors import parse_selector
     from synthetic import observation
 
     observations = [observation(case_id=f"c{osds}", lab=f"lab=ceph osds={osds} osd_size=1 objectstore=bluestore "
@@ -895,7 +894,8 @@ def test_a_comparison_across_a_blocked_setting_is_never_paired() -> None:
 def test_a_run_that_stopped_when_decided_gets_the_sequential_interval_not_a_plain_one() -> None:
     """Its data were looked at round by round: the interval is the one the stopping rule spent on its last look,
     wider than a fixed-size 95 % interval on the same pairs."""
-    from storbench.stats.compare import compare_observations, parse_selector
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.selectors import parse_selector
     from storbench.stats.sequential import SequentialPlan
     from synthetic import observation
 
@@ -924,7 +924,8 @@ def test_a_failed_repetition_leaves_its_pair_out_and_keeps_the_sequential_interv
     does) and keeps the sequential interval, at the look after the last round run (not after the count of pairs,
     which would spend an earlier look's alpha again)."""
     from storbench.stats.adaptive import decided_verdicts
-    from storbench.stats.compare import compare_observations, parse_selector
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.selectors import parse_selector
     from storbench.stats.sequential import SequentialPlan, paired_change
     from synthetic import observation
 
@@ -991,7 +992,8 @@ def test_a_metric_or_point_the_plan_did_not_ask_about_is_outside_the_stopping_ru
     """A run that stopped when IOPS of pool_size=3 vs 2 was decided: IOPS at the points those selectors matched is
     its question ("in"); bandwidth and the latencies there, and any cell of other points of the run, are outside
     it, with the rule's interval still (valid at whichever look the run stopped)."""
-    from storbench.stats.compare import PointComparison, Question, Selector, StoppingRule, stopping_rule_lines
+    from storbench.stats.compare_cells import PointComparison, StoppingRule, stopping_rule_lines
+    from storbench.stats.selectors import Question, Selector
     from storbench.stats.sequential import SequentialPlan
 
     seen = _adaptive_pool_sizes()
@@ -1031,7 +1033,7 @@ def test_a_metric_or_point_the_plan_did_not_ask_about_is_outside_the_stopping_ru
 
 
 def test_a_run_with_a_fixed_number_of_repetitions_has_no_stopping_rule_marks() -> None:
-    from storbench.stats.compare import stopping_rule_lines
+    from storbench.stats.compare_cells import stopping_rule_lines
 
     seen = _adaptive_pool_sizes()
     found = compare_observations(seen, parse_selector("pool_size=2"), parse_selector("pool_size=3"), {},
@@ -1063,7 +1065,8 @@ def test_a_plain_interval_on_a_stopped_runs_repetitions_is_not_covered_and_not_g
     """Run 1 stopped when decided, run 2 ran 6 repetitions; across the two runs the interval is Welch's on
     repetitions whose number run 1's rule chose: descriptive, marked, and left out of a regression gate even when
     it looks 40 % worse."""
-    from storbench.stats.compare import Question, StoppingRule, stopping_rule_lines, tested_cells, ungated_cells
+    from storbench.stats.compare_cells import StoppingRule, stopping_rule_lines, tested_cells, ungated_cells
+    from storbench.stats.selectors import Question
     from storbench.stats.sequential import SequentialPlan
 
     two, three = parse_selector("pool_size=2"), parse_selector("pool_size=3")
@@ -1088,8 +1091,8 @@ def test_a_plain_interval_on_a_stopped_runs_repetitions_is_not_covered_and_not_g
 
 def test_points_that_differ_only_in_a_lab_setting_stay_apart_in_curves_and_figures() -> None:
     """A pool-size sweep: one curve and one bar series per pool size, never one overwriting the other."""
-    from storbench.report.figures import block_size_figures
     from storbench.report.labels import curve_lab_keys, curve_label
+    from storbench.report.point_figures import block_size_figures
     from storbench.stats.knee import curves
     from storbench.stats.summary import summarize_points
     from synthetic import observation
@@ -1140,7 +1143,9 @@ def _aa_false_fail_rates(points: int, trials: int = 400, seed: int = 29) -> tupl
     5 % per cell, and one at 5 % for the whole table (Bonferroni over its cells), fails on no change at all."""
     import random
 
-    from storbench.stats.compare import compare_observations, parse_selector, regressions, tested_cells
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.compare_cells import regressions, tested_cells
+    from storbench.stats.selectors import parse_selector
     from synthetic import observation
 
     rng = random.Random(seed)
@@ -1168,7 +1173,8 @@ def test_every_comparison_carries_its_design_and_the_confounded_ones_say_so() ->
     import json as json_module
 
     from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
-    from storbench.stats.compare import compare_observations, parse_selector
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.selectors import parse_selector
     from synthetic import observation
 
     def sides(**a: object) -> list[Observation]:
@@ -1201,7 +1207,7 @@ def test_the_reports_summary_shows_each_warning_and_says_its_advice_once_below()
     from html import escape as html_escape
 
     from storbench.report.html import ReportDocument, render_html
-    from storbench.report.tables import warning_lines
+    from storbench.report.warning_text import warning_lines
 
     points = summarize_points([*reps([1000.0, 1250.0, 750.0], case_id="case-a"),
                                *reps([1000.0, 1260.0, 740.0], case_id="case-b", target="b")])
@@ -1215,7 +1221,8 @@ def test_the_reports_summary_shows_each_warning_and_says_its_advice_once_below()
 def test_compare_adds_where_the_time_goes_where_both_sides_storage_reported_it() -> None:
     """The storage's latency and the rest outside it are compared (Welch) where both sides have them, and never
     gated: a regression gate is about what the client sees."""
-    from storbench.stats.compare import compare_points, tested_cells
+    from storbench.stats.compare_cells import tested_cells
+    from storbench.stats.compare_match import compare_points
 
     def points(iops: float, lat_ms: float, osd_ms: float | None, case: str) -> list[PointSummary]:
         return summarize_points([observation(case_id=case, target=case, repeat=r, iops=iops * (1 + 0.01 * r),
@@ -1240,7 +1247,7 @@ def test_compare_adds_where_the_time_goes_where_both_sides_storage_reported_it()
 
 
 def test_drift_figures_name_the_operation_and_stay_above_minus_100_percent() -> None:
-    from storbench.report.figures import drift_figures
+    from storbench.report.drift_figures import drift_figures
 
     observations = [rec(case_id=f"c{i % 2}", rw=rw, direction="write", repeat=i // 2, started_at_s=60.0 * i,
                         iops=1000.0 * 0.7 ** i) for rw in ("create", "delete") for i in range(12)]

@@ -180,8 +180,8 @@ def answered(run: RunState, rounds: int) -> bool:
     from storbench.config import CI_STOP_CONFIDENCE, RepeatConfig
     from storbench.report.labels import comparison_label
     from storbench.stats.adaptive import all_decided, ci_reached, decided_verdicts
-    from storbench.stats.compare import parse_selector
     from storbench.stats.observations import observations
+    from storbench.stats.selectors import parse_selector
     from storbench.stats.sequential import SequentialPlan
 
     config = run.loaded.config

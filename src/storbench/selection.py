@@ -27,9 +27,9 @@ from storbench.stats.run_questions import (
 from storbench.stats.sequential import SequentialPlan
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
-    from storbench.stats.compare import Question, Selector
     from storbench.stats.knee import LatencyObjective
     from storbench.stats.observations import Observation
+    from storbench.stats.selectors import Question, Selector
     from storbench.stats.steady import SteadyState
 
 SLO_HINT = "e.g. --slo p99<=10ms or --slo mean<=500us"
@@ -95,7 +95,7 @@ class Selection:
     def questions(self) -> dict[int, Question]:
         """What each run that stopped when decided asked (its plan's `compare`): the cells it did not ask about are
         outside its stopping rule (`stats.compare.stopping_rules`)."""
-        from storbench.stats.compare import Question
+        from storbench.stats.selectors import Question
 
         return {q.run_id: Question(q.baseline, q.candidate, q.metrics) for q in adaptive_questions(self.runs)}
 
@@ -244,7 +244,7 @@ def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition]
 
 def parse_selector_flag(text: str, flag: str) -> Selector:
     """A `--baseline`/`--candidate` selector; a malformed one is a UserError naming ``flag``."""
-    from storbench.stats.compare import parse_selector
+    from storbench.stats.selectors import parse_selector
 
     try:
         return parse_selector(text)

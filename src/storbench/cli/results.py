@@ -29,8 +29,8 @@ if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands th
     from rich.console import Console
 
     from storbench.selection import Selection
-    from storbench.stats.compare import PointComparison
-    from storbench.stats.summary import PointSummary
+    from storbench.stats.compare_cells import PointComparison
+    from storbench.stats.point_summary import PointSummary
 
 
 def _print_results(db: str, run_ids: list[int], title: str) -> None:
@@ -49,7 +49,8 @@ def _print_points(points: Sequence[PointSummary], title: str, out: Console | Non
                   wide: bool = False) -> None:
     """The results table (fitted to the console's width unless ``wide``); under it each point's bottleneck
     verdict with its evidence, and one line per kind of warning with its fix."""
-    from storbench.report.tables import results_table, verdict_lines, warning_lines
+    from storbench.report.tables import results_table, verdict_lines
+    from storbench.report.warning_text import warning_lines
 
     out = out or _console()
     table = results_table(points, title, None if wide else out.width)
@@ -145,18 +146,18 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
-    from storbench.report.labels import comparison_label
-    from storbench.report.tables import bottleneck_evidence_lines, compare_table, design_lines, rule_answer_lines
-    from storbench.stats.compare import (
-        compare_observations,
-        design_note,
-        no_common_point,
-        regressions,
-        stopping_rule_lines,
-        tested_cells,
-        ungated_cells,
+    from storbench.report.compare_tables import (
+        bottleneck_evidence_lines,
+        compare_table,
+        design_lines,
+        rule_answer_lines,
     )
-    from storbench.stats.compare import select as select_side
+    from storbench.report.labels import comparison_label
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.compare_cells import regressions, stopping_rule_lines, tested_cells, ungated_cells
+    from storbench.stats.compare_design import design_note
+    from storbench.stats.compare_match import no_common_point
+    from storbench.stats.selectors import select as select_side
 
     baseline = parse_selector_flag(args.baseline, "--baseline")
     candidate = parse_selector_flag(args.candidate, "--candidate")
@@ -244,7 +245,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_saturation(args: argparse.Namespace) -> int:
-    from storbench.report.tables import saturation_table
+    from storbench.report.saturation_tables import saturation_table
     from storbench.stats.curve import LOAD_AXES
     from storbench.stats.knee import curves
     from storbench.stats.summary import summarize_points

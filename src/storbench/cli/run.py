@@ -37,7 +37,7 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
     """The plan's size, ETA and designs; for repetitions that stop when decided, the ETA of their most."""
     from storbench.config import RepeatConfig, repeat_bounds
     from storbench.plan import estimate
-    from storbench.report.tables import plan_summary_lines
+    from storbench.report.plan_tables import plan_summary_lines
 
     least, most = repeat_bounds(loaded.config)
     ceph = loaded.config.lab.ceph if loaded.config.lab else None
@@ -104,7 +104,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from storbench.execute.fio_binary import find_fio
     from storbench.lab.registry import check_faults
     from storbench.plan import expand
-    from storbench.report.tables import plan_table
+    from storbench.report.plan_tables import plan_table
 
     loaded = _read_plan(args.plan)
     cases = expand(loaded)

@@ -278,7 +278,7 @@ def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
     """`repeat: {until: decided}` needs a `compare` whose sides run on one cluster, alternating."""
     # here, not at the top: config sits below stats (an upward import, listed in KNOWN_LAYER_EDGES of
     # tests/test_architecture.py), and only plans that use it load stats
-    from storbench.stats.compare import blocked_settings, parse_selector
+    from storbench.stats.selectors import blocked_settings, parse_selector
 
     repeat = config.repeat
     if isinstance(repeat, RepeatConfig):

@@ -6,26 +6,23 @@ from collections.abc import Mapping, Sequence
 
 from storbench.model import PreconditionRecord, RunInfo, Status, StoredRepetition
 from storbench.report.convergence import convergence_figures
-from storbench.report.figures import (
-    block_size_figures,
-    capped_figures,
-    cdf_figures,
-    comparison_figures,
-    curve_figures,
-    drift_figures,
-    iops_vs_load_figures,
-    latency_layer_figures,
-    latency_vs_iodepth_figures,
-    merged_latency_histograms,
-    process_cpu_figures,
-    utilisation_figures,
-)
+from storbench.report.drift_figures import drift_figures
 from storbench.report.html import ReportDocument
 from storbench.report.labels import point_label
+from storbench.report.point_figures import (
+    block_size_figures,
+    cdf_figures,
+    comparison_figures,
+    latency_vs_iodepth_figures,
+    merged_latency_histograms,
+)
+from storbench.report.saturation_figures import capped_figures, curve_figures, iops_vs_load_figures
 from storbench.report.show_export import precondition_text
 from storbench.report.steady import steady_figures
-from storbench.report.tables import pooled_runs_line, warning_lines
-from storbench.stats.compare import PointComparison
+from storbench.report.tables import pooled_runs_line
+from storbench.report.utilisation_figures import latency_layer_figures, process_cpu_figures, utilisation_figures
+from storbench.report.warning_text import warning_lines
+from storbench.stats.compare_cells import PointComparison
 from storbench.stats.curve import LOAD_AXES
 from storbench.stats.drift import run_drifts
 from storbench.stats.knee import LatencyObjective, curves

@@ -8,19 +8,20 @@ import json
 import math
 from collections.abc import Collection, Sequence
 
-from storbench.report.export import export_row, markdown_cell
-from storbench.report.labels import comparison_label, varying_comparison_lab
-from storbench.report.tables import (
+from storbench.report.compare_tables import (
     bottleneck_change,
     bottleneck_evidence_lines,
     change_text,
     design_lines,
     interval_caption,
-    iops_with_ci,
     rule_answer_lines,
 )
+from storbench.report.export import export_row, markdown_cell
+from storbench.report.labels import comparison_label, varying_comparison_lab
+from storbench.report.tables import iops_with_ci
 from storbench.safe_text import csv_cell, safe_text
-from storbench.stats.compare import CONFOUNDED, PointComparison, RuleAnswer, stopping_rule_lines
+from storbench.stats.compare_cells import PointComparison, RuleAnswer, stopping_rule_lines
+from storbench.stats.compare_design import CONFOUNDED
 from storbench.stats.metrics import LAYER_METRICS
 
 COMPARE_FIELDS = (

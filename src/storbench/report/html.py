@@ -17,6 +17,13 @@ from dataclasses import dataclass
 
 from storbench import __version__
 from storbench.model import RunInfo
+from storbench.report.compare_tables import (
+    bottleneck_change,
+    change_text,
+    design_lines,
+    interval_caption,
+    rule_answer_lines,
+)
 from storbench.report.figures import BOTTLENECK_SECTION, FigureSpec
 from storbench.report.labels import (
     block_size,
@@ -32,24 +39,13 @@ from storbench.report.labels import (
     varying_lab_keys,
 )
 from storbench.report.plotly_render import plotly_json, template_json
-from storbench.report.tables import (
-    bottleneck_change,
-    change_text,
-    design_lines,
-    expected_cell,
-    interval_caption,
-    iops_with_ci,
-    knee_text,
-    rule_answer_lines,
-    telemetry_cell,
-    telemetry_columns,
-    warning_groups,
-    warning_tag,
-)
+from storbench.report.saturation_tables import knee_text
+from storbench.report.tables import expected_cell, iops_with_ci, telemetry_cell, telemetry_columns
+from storbench.report.warning_text import warning_groups, warning_tag
 from storbench.safe_text import safe_text
-from storbench.stats.compare import PointComparison, stopping_rule_lines
+from storbench.stats.compare_cells import PointComparison, stopping_rule_lines
 from storbench.stats.knee import Curve, LatencyObjective, best_under_objective
-from storbench.stats.summary import PointSummary
+from storbench.stats.point_summary import PointSummary
 from storbench.units import format_latency_ns
 
 

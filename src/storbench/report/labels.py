@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from storbench.model import Case, WorkloadPoint, is_metadata, is_object, operation_of, setting_text
-from storbench.stats.compare import MATCH_FIELDS, PointComparison
+from storbench.stats.compare_cells import PointComparison
+from storbench.stats.compare_match import MATCH_FIELDS
 from storbench.stats.knee import Curve
-from storbench.stats.summary import PointSummary, hidden_values
+from storbench.stats.point_summary import PointSummary, hidden_values
 from storbench.units import format_block_size
 
 # The parts a label can leave out, named like the fields they show.
@@ -32,7 +33,7 @@ def rate_header(points: Sequence[PointSummary]) -> str:
 
 
 def hidden_text(w: WorkloadPoint, field: str) -> str:
-    """A field labels do not show by default (`stats.summary.HIDDEN_FIELDS`) as "name=value": ``size=1m``,
+    """A field labels do not show by default (`stats.point_summary.HIDDEN_FIELDS`) as "name=value": ``size=1m``,
     ``runtime=10s``, ``direct=1``, the fio options as ``rate_iops=100 thinktime=5``."""
     value = getattr(w, field)
     if field in ("size_bytes", "file_size_bytes"):

@@ -19,12 +19,14 @@ from collections.abc import Mapping, Sequence
 from storbench.model import LabPoint, PreconditionRecord, Status
 from storbench.report.export import export_row, markdown_cell
 from storbench.report.labels import block_size, options_text, point_label, varying_lab_keys
-from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected, verdict_lines, warning_lines
+from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected, verdict_lines
+from storbench.report.warning_text import warning_lines
 from storbench.safe_text import csv_cell, safe_text
 from storbench.stats.estimate import CONFIDENCE, Estimate
 from storbench.stats.observations import Observation
+from storbench.stats.point_summary import PointSummary
 from storbench.stats.steady import SteadyState, SteadyStatus
-from storbench.stats.summary import SUMMARY_FIELDS, PointSummary
+from storbench.stats.summary import SUMMARY_FIELDS
 from storbench.units import format_bytes, format_latency_ns
 
 POINT_FIELDS = (

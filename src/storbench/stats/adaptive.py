@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from storbench.config import CI_STOP_CONFIDENCE
-from storbench.stats.compare import PointComparison, Selector, compare_observations
+from storbench.stats.compare import compare_observations
+from storbench.stats.compare_cells import PointComparison
 from storbench.stats.observations import Observation, metric_value
+from storbench.stats.selectors import Selector
 from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, decide, rounds_run
 from storbench.stats.summary import summarize_points
 

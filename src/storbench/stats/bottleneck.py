@@ -13,7 +13,7 @@ Every rule and threshold is stated (and defended) in docs/methodology.md, "Bottl
                 (IOPS x mean latency >= 80 % of iodepth x jobs): more depth may raise IOPS (a sweep tells; on a
                 sweep, the verdict says what it shows);
 - not saturated none of the above, and the queue was not kept full either: whether more load raises IOPS a
-                sweep tells (on a sweep, the verdict says what it shows: ``stats.summary``);
+                sweep tells (on a sweep, the verdict says what it shows: ``stats.point_verdicts``);
 - capped beyond this host
                 read from the sweep, not the point (``judge_curve``): along a load curve (iodepth, numjobs or
                 clients) IOPS stop rising beyond noise while mean latency grows with the load, and no resource
@@ -230,7 +230,7 @@ def judge(x: BottleneckInputs) -> BottleneckVerdict:
 # the knee's too: "capped" needs flatness shown.
 # ... and a curve is "capped" over a stretch when, across it, mean latency grew at least this many times while the
 # load (outstanding I/Os, or block size) grew at least LOAD_GROWTH times.
-# what a single under-driven point cannot show; a sweep replaces it with what it does show (stats.summary)
+# what a single under-driven point cannot show; a sweep replaces it with what it does show (stats.point_verdicts)
 UNDER_DRIVEN_UNTOLD = ("more iodepth or jobs may raise IOPS (one point cannot show it: a sweep of iodepth, or search:, "
                        "would tell)")
 # ... and what a single point where nothing saturated cannot show either (replaced the same way on a sweep)

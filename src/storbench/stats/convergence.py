@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from storbench.stats.adaptive import paired_rounds
-from storbench.stats.compare import PointComparison, Selector
+from storbench.stats.compare_cells import PointComparison
 from storbench.stats.observations import Observation
+from storbench.stats.selectors import Selector
 from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, decide
 
 

@@ -1,11 +1,11 @@
 """What a curve holds fixed: the one typed key by which points are put on a load or block-size curve. Pure.
 
-A curve runs along one axis (iodepth, numjobs or clients: the load; or the block size) with everything else of
-its points' cases and direction the same. The sweep verdicts (`stats.summary.with_sweep_verdicts`), the report's
-capped figures (`report.figures.capped_curves`, which draw the curves those verdicts were read from), and the knee
-(`stats.knee.curves`) group points by `curve_key`; the one difference between them (whether runs part curves) is
-an argument, not another field list. The adaptive search groups the cases it measures by `search_key`, the whole
-case but its load: stricter, since a search chooses which cases run.
+A curve runs along one axis (iodepth, numjobs or clients: the load; or the block size) with everything else of its
+points' cases and direction the same. The sweep verdicts (`stats.point_verdicts.with_sweep_verdicts`), the report's
+capped figures (`report.saturation_figures.capped_curves`, which draw the curves those verdicts were read from), and the
+knee (`stats.knee.curves`) group points by `curve_key`; the one difference between them (whether runs part curves) is an
+argument, not another field list. The adaptive search groups the cases it measures by `search_key`, the whole case but
+its load: stricter, since a search chooses which cases run.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from enum import Enum
 from storbench.stats.bottleneck import LATENCY_GROWTH
 from storbench.stats.curve import LOAD_AXES, CurveKey, LoadAxis, axis_value, outstanding_ios
 from storbench.stats.estimate import Estimate
-from storbench.stats.summary import PointSummary
+from storbench.stats.point_summary import PointSummary
 from storbench.stats.trend import Change, plateau
 from storbench.units import parse_duration_s
 
@@ -21,7 +21,7 @@ MIN_LATENCY_GROWTH = LATENCY_GROWTH
 
 
 class KneeKind(Enum):
-    """What the sweep says about saturation (in words: `report.tables.knee_text`)."""
+    """What the sweep says about saturation (in words: `report.saturation_tables.knee_text`)."""
 
     WITHIN_SWEEP = "within the sweep"  # IOPS rose with load, then stopped while latency grew: the knee is inside
     AT_LOWEST_LOAD = "at the lowest load"  # IOPS flat from the first point while latency grew: already saturated

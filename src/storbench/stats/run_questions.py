@@ -15,7 +15,7 @@ from storbench.stats.sequential import SequentialPlan
 
 if TYPE_CHECKING:  # heavy modules (scipy) load only for the commands that use them
     from storbench.config import PlanConfig
-    from storbench.stats.compare import Selector
+    from storbench.stats.selectors import Selector
     from storbench.stats.steady import SteadyRule
 
 
@@ -109,7 +109,7 @@ class AdaptiveQuestion:
 def adaptive_questions(runs: Sequence[RunInfo]) -> list[AdaptiveQuestion]:
     """The runs whose rounds stopped when their comparison was decided, with that comparison, from their stored
     designs (selectors that no longer parse are left out). Pure."""
-    from storbench.stats.compare import parse_selector
+    from storbench.stats.selectors import parse_selector
 
     found = []
     for run in runs:

@@ -1,0 +1,157 @@
+"""rich tables and lines for a comparison: one row per matched point with each metric's change and interval, the
+lines under it (each design, the stopping rule's answers, each side's bottleneck evidence) and the intervals'
+caption. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+from rich.text import Text
+
+from storbench.report.labels import comparison_label, varying_comparison_lab
+from storbench.report.tables import fit_columns, iops_with_ci, plain_cell, rate_unit
+from storbench.report.warning_text import points_text
+from storbench.safe_text import safe_text
+from storbench.stats.compare_cells import STOPPING_RULE_MARKS, PointComparison, Verdict
+from storbench.stats.compare_design import CONFOUNDED, DESIGN_CAVEATS, DESIGNS
+
+VERDICT_STYLE = {Verdict.BETTER: "green", Verdict.WORSE: "red", Verdict.SAME: "dim", Verdict.NOT_COMPARABLE: "yellow"}
+
+
+def design_lines(comparisons: Sequence[PointComparison]) -> list[str]:
+    """The design of every comparison (`stats.compare_design.DESIGNS`), one line per design with the points it concerns
+    ("all N points" when it is every one); a design that confounds the setting with the instance, with time or with
+    whatever else changed between two runs is marked and says what that means for its verdicts."""
+    lab_keys = varying_comparison_lab(comparisons)
+    groups: dict[str, list[str]] = {}
+    for c in comparisons:
+        if c.design:
+            groups.setdefault(c.design, []).append(comparison_label(c, lab_keys))
+    lines = []
+    for design, labels in groups.items():
+        named = list(dict.fromkeys(labels))
+        where = (f"all {len(labels)} points" if len(labels) == len(comparisons) and len(labels) > 1
+                 else points_text(named))
+        caveat = f"; {DESIGN_CAVEATS[design]}" if design in DESIGN_CAVEATS else ""
+        mark = "⚠ " if design in CONFOUNDED else ""
+        lines.append(f"{mark}design: {design} ({where}): {DESIGNS.get(design, design)}{caveat}")
+    return lines
+
+
+def change_text(comparison: PointComparison, field: str) -> tuple[str, Verdict]:
+    cell = comparison.cell(field)
+    if cell is None or cell.difference is None:
+        return "-", Verdict.SAME
+    d = cell.difference
+    mark = {Verdict.BETTER: "▲", Verdict.WORSE: "▼", Verdict.SAME: "~", Verdict.NOT_COMPARABLE: "x"}[cell.verdict]
+    if cell.stopping_rule is not None:  # outside the question a run stopped on (stopping_rule_lines)
+        mark += STOPPING_RULE_MARKS[cell.stopping_rule]
+    if d.change_ci_low_pct is None or d.change_ci_high_pct is None:
+        sides = [e for e in (cell.baseline, cell.candidate) if e is not None]
+        why = "n<2" if any(e.n < 2 for e in sides) else "no interval"  # else a steady-state window
+        return f"{d.change_pct:+.1f}% {mark} ({why})", cell.verdict
+    return f"{d.change_pct:+.1f}% [{d.change_ci_low_pct:+.1f}, {d.change_ci_high_pct:+.1f}] {mark}", cell.verdict
+
+
+def bottleneck_change(c: PointComparison, short: bool = False) -> str:
+    """'cpu-bound → media-bound' ('cpu → media' when short), or one verdict when both sides share it."""
+    if short:
+        before, after = c.baseline.bottleneck.short, c.candidate.bottleneck.short
+    else:
+        before, after = c.baseline.bottleneck.kind.value, c.candidate.bottleneck.kind.value
+    return before if before == after else f"{before} → {after}"
+
+
+def bottleneck_evidence_lines(comparisons: Sequence[PointComparison]) -> list[str]:
+    """Per compared case: each side's verdict with its evidence (nothing when neither side was sampled)."""
+    lab_keys = varying_comparison_lab(comparisons)
+    lines: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for c in comparisons:
+        key = (c.baseline.case_id, c.candidate.case_id)
+        if key in seen or (c.baseline.bottleneck.kind == "unknown" and c.candidate.bottleneck.kind == "unknown"):
+            continue
+        seen.add(key)
+        lines.append(f"{comparison_label(c, lab_keys)}: baseline {c.baseline.bottleneck.kind.value} — "
+                     f"{c.baseline.bottleneck.evidence}; candidate {c.candidate.bottleneck.kind.value} — "
+                     f"{c.candidate.bottleneck.evidence}")
+    return lines
+
+
+def compare_table(comparisons: Sequence[PointComparison], baseline: str, candidate: str,
+                  width: int | None = None) -> Table:
+    """One row per matched point: both sides' IOPS and each metric's change with its interval. With ``width``
+    (a terminal's columns) the least essential columns go first (``fit_columns``) and the point label wraps:
+    a number is never cut."""
+    table = Table(title=plain_cell(f"baseline {baseline}  vs  candidate {candidate}   (change [interval, below]; ▲ "
+                                   "better ▼ worse ~ no detectable difference x not comparable)", "table.title"),
+                  title_justify="left", header_style="bold")
+    lab_keys = varying_comparison_lab(comparisons)
+    # (header, priority: 0 essential .. 3 first to go; the point label wraps instead of going)
+    rate = rate_unit([c.baseline for c in comparisons])  # ops/s for creates, stats, deletes and S3 requests
+    columns = (("point", 0), (f"{rate} base", 2), (f"{rate} cand", 2), (rate, 0), ("bandwidth", 3), ("mean lat", 2),
+               ("p95", 3), ("p99", 0), ("bottleneck", 1))
+    rows: list[list[tuple[str, Verdict | None]]] = []
+    for c in comparisons:
+        label = safe_text(comparison_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})"))
+        changes = [change_text(c, f) for f in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns")]
+        row: list[tuple[str, Verdict | None]] = [(label, None), (iops_with_ci(c.baseline.metric("iops")), None),
+                                                 (iops_with_ci(c.candidate.metric("iops")), None)]
+        row += [(text, verdict) for text, verdict in changes]
+        rows.append([*row, (bottleneck_change(c, short=True), None)])
+    longest = max([len("point"), *(len(r[0][0]) for r in rows)])
+    narrowest = min(longest, 18)  # the point label wraps down to this
+    widths = [narrowest if i == 0 else max([len(name), *(len(r[i][0]) for r in rows)])
+              for i, (name, _) in enumerate(columns)]
+    keep = fit_columns(widths, [priority for _, priority in columns], width)
+    others = sum(widths[i] + 3 for i in keep if i != 0) + 1
+    widths[0] = longest if width is None else max(narrowest, min(longest, width - others - 3))
+    for i in keep:
+        name = columns[i][0]
+        left = name in ("point", "bottleneck")
+        # a change wraps between its words ("+10.5%" / "[-11.5, +37.9] ~") when even the essential columns are
+        # too wide: never inside a number
+        words = max([len(word) for r in rows for word in r[i][0].split()] or [1]) if 3 <= i <= 7 else widths[i]
+        table.add_column(name, justify="left" if left else "right", no_wrap=not (i == 0 or 3 <= i <= 7),
+                         min_width=words if 3 <= i <= 7 and width is not None else widths[i],
+                         overflow="fold" if i == 0 else "ellipsis")
+    for c, row in zip(comparisons, rows, strict=True):
+        cells = [plain_cell(text, "" if verdict is None else VERDICT_STYLE[verdict])
+                 for text, verdict in (row[i] for i in keep)]
+        if not c.comparable:  # the reason in yellow after the label
+            cells[0] = Text.assemble(plain_cell(comparison_label(c, lab_keys)), " ",
+                                     plain_cell(f"(x: {c.reason})", "yellow"))
+        table.add_row(*cells)
+    table.caption = interval_caption(comparisons)
+    table.caption_justify = "left"
+    return table
+
+
+def rule_answer_lines(comparisons: Sequence[PointComparison]) -> list[str]:
+    """For each cell of a run's question (`until: decided`), the stopping rule's final verdict: which way (or
+    equivalent within the margin, or undecided: at max, or the run ended before it), the change with its last
+    look's interval, the rounds and the minutes the run took."""
+    lab_keys = varying_comparison_lab(comparisons)
+    lines = []
+    for c in comparisons:
+        for cell in c.cells:
+            if cell.answer is not None:
+                lines.append(f"run {c.baseline.run_ids[0]}'s stopping rule, {cell.metric.label} at "
+                             f"{comparison_label(c, lab_keys)}: {cell.answer.text()}")
+    return lines
+
+
+def interval_caption(comparisons: Sequence[PointComparison]) -> str:
+    """Which intervals the changes carry: paired (alternating repetitions of one run) or Welch's."""
+    methods = {cell.difference.method for c in comparisons for cell in c.cells if cell.difference is not None}
+    names = {
+        "sequential": "sequential: per-pair ratios at the error rate the stopping rule spent on its last look (the "
+                      "run looked after every round under `until: decided`; a plain 95 % interval would overstate "
+                      "it)",
+        "paired": "paired: per-pair ratios of repetitions that alternated in one run (drift cancels)",
+        "welch": "Welch: independent repetitions",
+        "none": "none where a side has none (n < 2, or a steady-state window: rounds chosen for their small "
+                "spread)",
+    }
+    return "intervals " + "; ".join(text for method, text in names.items() if method in methods)

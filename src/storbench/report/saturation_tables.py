@@ -1,0 +1,82 @@
+"""Saturation in words and as a table: each curve's knee (or why there is none: still rising, undecided and what
+would tell, latency flat), its peak and the best load within a latency objective. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from storbench.report.labels import curve_lab_keys, curve_label
+from storbench.report.tables import plain_cell, rate_unit
+from storbench.stats.knee import Curve, CurvePoint, Knee, KneeKind, LatencyObjective, best_under_objective
+from storbench.stats.trend import FLAT_MARGIN
+from storbench.units import format_latency_ns
+
+
+def _point_figures(point: CurvePoint) -> str:
+    return f"{point.iops:,.0f} {rate_unit([point.point])}, p99 {format_latency_ns(point.lat_p99_ns)}"
+
+
+def _knee_text(point: CurvePoint, axis: str) -> str:
+    return f"{axis}={point.load}: {_point_figures(point)}"
+
+
+def undecided_text(knee: Knee, points: Sequence[CurvePoint], axis: str) -> str:
+    """An undecided curve in words: which change could not be told, its interval, and what would tell."""
+    change = knee.pending
+    if change is None or knee.pending_from is None or knee.pending_to is None:
+        return "undecided"
+    a, b = points[knee.pending_from].load, points[knee.pending_to].load
+    shown = change.text()
+    single = any(e is not None and e.n < 2 for e in (points[knee.pending_from].point.metric("iops"),
+                                                      points[knee.pending_to].point.metric("iops")))
+    if change.low is None and single:
+        more = "a point of one repetition shows no flatness: repeat each point (repeat: 3 or more)"
+    elif change.low is None:  # a steady-state window's figures: chosen for their small spread
+        more = ("a steady-state window gives no interval and shows no flatness: measure rounds after it "
+                "(steady_state.confirm)")
+    elif change.repetitions_needed is not None:
+        more = f"about {change.repetitions_needed} repetitions per point would tell"
+    else:
+        more = "more repetitions, or a longer runtime for steadier points, would tell"
+    return (f"undecided: IOPS from {axis} {a} to {b} changed {shown}, neither a rise nor shown within "
+            f"+-{FLAT_MARGIN:.0%}; no knee is claimed ({more})")
+
+
+def knee_text(curve: Curve) -> str:
+    """The knee in words: where it is, that the curve was already saturated at its lowest load, or why there is
+    none (see `stats.knee.locate_knee`)."""
+    knee, axis = curve.knee, curve.axis
+    if knee is not None and curve.saturated_at_lowest_load:
+        return f"already saturated at the lowest load ({axis} {knee.load}): {_point_figures(knee)}"
+    if knee is not None:
+        return _knee_text(knee, axis)
+    if curve.knee_kind is KneeKind.UNDECIDED and curve.pending is not None:
+        return undecided_text(curve.pending, curve.points, axis)
+    if curve.knee_kind is KneeKind.LATENCY_FLAT:
+        return f"none: IOPS stopped rising but latency did not grow (did more {axis} reach the storage?)"
+    if curve.knee_kind is KneeKind.TOO_FEW_POINTS:
+        return "none: fewer than 2 load levels"
+    return f"none in sweep: IOPS still rising at {axis} {curve.points[-1].load}"
+
+
+def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | None) -> Table:
+    rate = rate_unit([p.point for curve in curve_list for p in curve.points])
+    table = Table(title=f"saturation: {rate} against load", title_justify="left", header_style="bold")
+    table.add_column("curve")
+    table.add_column("points", justify="right")
+    table.add_column(f"knee (load stops adding {rate})")
+    table.add_column(f"max {rate}")
+    if objective:
+        table.add_column(f"max {rate} with {objective.label} <= {format_latency_ns(objective.limit_ns)}")
+    lab_keys = curve_lab_keys(curve_list)
+    for curve in curve_list:
+        peak = max(curve.points, key=lambda c: c.iops)
+        row = [curve_label(curve, lab_keys), str(len(curve.points)), knee_text(curve),
+               _knee_text(peak, curve.axis)]
+        if objective:
+            best = best_under_objective(curve, objective)
+            row.append("none meets it" if best is None else _knee_text(best, curve.axis))
+        table.add_row(*map(plain_cell, row))
+    return table

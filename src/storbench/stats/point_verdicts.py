@@ -1,0 +1,194 @@
+"""A point's bottleneck verdict read further than its own figures: where its time went, by layer
+(`with_time_split`), and what the sweeps it lies on show (`with_sweep_verdicts`): capped beyond this host along a
+curve, or, for a point one reading leaves open (under-driven, not saturated), whether more load raised IOPS."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from storbench.stats.bottleneck import (
+    NOT_SATURATED_UNTOLD,
+    UNDER_DRIVEN_UNTOLD,
+    Bottleneck,
+    BottleneckVerdict,
+    CurveStep,
+    judge_curve,
+)
+from storbench.stats.curve import BLOCK_SIZE, LOAD_AXES, Axis, CurveKey, axis_value, outstanding_ios
+from storbench.stats.estimate import Estimate
+from storbench.stats.layers import client_daemon
+from storbench.stats.point_summary import PointSummary
+from storbench.stats.trend import FLAT_MARGIN, Trend, judge_change, round_pairs, what_would_tell
+from storbench.units import format_block_size
+
+
+def with_time_split(verdict: BottleneckVerdict, estimates: Mapping[str, Estimate], layer: str,
+                    unseparated: str = "") -> BottleneckVerdict:
+    """The verdict with where the point's time went, by layer (`stats.layers`), when the storage reported its own
+    latency for the I/O: the verdict says what limited the point, this says in which layer its latency was; or,
+    when the storage's counters were read but are not this I/O's (``unseparated``), why the time is not split."""
+    storage, client = estimates.get("storage_lat_ns"), estimates.get("lat_mean_ns")
+    if (storage is None or not layer) and unseparated:
+        return replace(verdict, evidence=f"{verdict.evidence}; by layer: not split ({unseparated})")
+    if storage is None or client is None or client.mean <= 0 or not layer:
+        return verdict
+    share = min(storage.mean / client.mean, 1.0)
+    split = (f"; by layer: the {layer} answered in {storage.mean / 1e6:.2f} ms of the {client.mean / 1e6:.2f} ms "
+             f"mean ({share:.0%}), {1 - share:.0%} outside the {layer} (client stack, network)")
+    return replace(verdict, evidence=verdict.evidence + split)
+
+
+def _step(point: PointSummary, load: float, label: str, field: str) -> CurveStep | None:
+    throughput, latency = point.metric(field), point.metric("lat_mean_ns")
+    if throughput is None:
+        return None
+    storage = point.metric("storage_lat_ns")
+    return CurveStep(load=load, label=label, throughput=throughput, lat_mean_ns=latency.mean if latency else None,
+                     verdict=point.bottleneck, storage_lat_ns=storage.mean if storage else None,
+                     storage_layer=point.storage_layer, client_daemon=client_daemon(point.process_cpu_cores))
+
+
+def _remote_evidence(points: Sequence[PointSummary], members: Sequence[int]) -> str:
+    """What the storage nodes' own telemetry says along a curve (lowest to highest load), for a capped verdict:
+    their CPU and disks (Prometheus). (The storage's own latency for the I/O is read from the curve's steps.)"""
+    def ends(field: str) -> tuple[float, float] | None:
+        first, last = points[members[0]].metric(field), points[members[-1]].metric(field)
+        return (first.mean, last.mean) if first is not None and last is not None else None
+
+    parts = []
+    for field, what in (("node_cpu_busy_pct", "storage node CPU"), ("node_disk_util_pct", "storage node disks")):
+        both = ends(field)
+        if both is not None:
+            parts.append(f"{what} {both[0]:.0f} % to {both[1]:.0f} % busy")
+    return "; ".join(parts)
+
+
+RATE_OPTIONS = ("rate", "rate_iops", "rate_min", "rate_iops_min", "thinktime")
+
+
+def _self_limited(point: PointSummary) -> bool:
+    """Whether fio was told to hold back (a rate limit or think time): then its throughput says nothing about
+    the storage's limit."""
+    return any(name in RATE_OPTIONS for name, _ in point.case.workload.fio_options)
+
+
+def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
+    """The points with the verdicts their sweeps give (``bottleneck.judge_curve``): along each load curve
+    (iodepth, numjobs, clients; load = outstanding I/Os) on IOPS, and along each block-size curve on bandwidth.
+    A point the sweep shows capped beyond this host gets that verdict instead of under-driven / not saturated."""
+    out = list(points)
+    curves: list[tuple[list[int], Axis, str]] = []  # (indexes sorted by load, axis, what)
+    for axis in (*LOAD_AXES, BLOCK_SIZE):
+        groups: dict[CurveKey, list[int]] = {}
+        for i, point in enumerate(points):
+            groups.setdefault(point.curve_key(axis, pool_runs=False), []).append(i)
+        for members in groups.values():
+            if len({axis_value(points[i].case, axis) for i in members}) >= 2:
+                curves.append((sorted(members, key=lambda i: axis_value(points[i].case, axis)), axis,
+                               "MiB/s" if axis == BLOCK_SIZE else "IOPS"))
+    for members, axis, what in curves:
+        if any(_self_limited(points[i]) for i in members):
+            continue  # fio itself holds the rate: a flat curve is the plan's own limit, not the storage's
+        steps = []
+        for i in members:
+            p = points[i]
+            if axis == BLOCK_SIZE:
+                step = _step(p, p.bs_bytes, f"bs {format_block_size(p.bs_bytes)}", "bw_bytes")
+            else:
+                step = _step(p, outstanding_ios(p.case), f"{axis} {axis_value(p.case, axis)}", "iops")
+            if step is None:
+                break
+            steps.append(step)
+        else:
+            expected = points[members[0]].expected
+            declared = None
+            if expected is not None:
+                declared = expected.bw_bytes_per_s if axis == BLOCK_SIZE else expected.iops
+            judged = sweep_verdicts(steps, [out[i].bottleneck for i in members], what, declared,
+                                    _remote_evidence(points, members))
+            for i, verdict in zip(members, judged, strict=True):
+                out[i] = replace(out[i], bottleneck=verdict)
+    return out
+
+
+def left_untold(verdict: BottleneckVerdict) -> str | None:
+    """What a point's verdict leaves for a sweep to tell (under-driven, not saturated), None if nothing."""
+    if verdict.kind == Bottleneck.UNDER_DRIVEN and UNDER_DRIVEN_UNTOLD in verdict.evidence:
+        return UNDER_DRIVEN_UNTOLD
+    if verdict.kind == Bottleneck.NOT_SATURATED and NOT_SATURATED_UNTOLD in verdict.evidence:
+        return NOT_SATURATED_UNTOLD
+    return None
+
+
+def sweep_reading(steps: Sequence[CurveStep], k: int) -> str | None:
+    """What a load sweep shows about more load at its point ``k`` (``steps`` in increasing load). The point is
+    judged against every higher load by `stats.trend.judge_change` (paired where the points alternated), as the
+    knee and the capped verdict judge a curve (`stats.trend.plateau`), so that no section says otherwise:
+
+    - some higher load is shown to raise IOPS over it: "more load raises IOPS: <the lowest such load> gave ...";
+    - every higher load is shown flat or falling against it: "... gave no more IOPS ...: the limit is elsewhere";
+    - otherwise undecided: the first change that could not be told, and what would tell it.
+
+    At the highest load, the change from the load below it, by the same words (when it still rose, a deeper sweep
+    would tell where it stops). None: a single point (the sweep tells nothing more)."""
+    here = steps[k]
+    if k + 1 < len(steps):
+        changes = [(there, judge_change(here.throughput, there.throughput,
+                                        round_pairs(here.throughput, there.throughput))) for there in steps[k + 1:]]
+        rising = next(((there, change) for there, change in changes if change.trend is Trend.RISING), None)
+        if rising is not None:
+            return f"more load raises IOPS: {rising[0].label} gave {rising[1].text()}"
+        pending = next(((there, change) for there, change in changes if not change.stopped), None)
+        if pending is not None:
+            there, change = pending
+            return (f"more load may raise IOPS: {there.label} gave {change.text()}, which cannot tell yet "
+                    f"({what_would_tell(change, here.throughput, there.throughput)})")
+        there, change = max(changes, key=lambda item: item[1].ratio)  # the most any higher load gave
+        if len(changes) > 1:
+            return (f"yet no higher load gave more IOPS (the most, {there.label}: {change.text()}; each shown within "
+                    f"+-{FLAT_MARGIN:.0%} or lower): the limit is elsewhere")
+        fewer = "fewer" if change.trend is Trend.FALLING else "no more"
+        return f"yet {there.label} gave {fewer} IOPS ({change.text()}): the limit is elsewhere"
+    if k == 0:
+        return None
+    below = steps[k - 1]
+    change = judge_change(below.throughput, here.throughput, round_pairs(below.throughput, here.throughput))
+    if change.trend is Trend.RISING:
+        return (f"more load may raise IOPS: it still rose into {here.label} ({change.text()} from {below.label}); "
+                "a deeper sweep, or search:, would tell where it stops")
+    if change.stopped:
+        fewer = "fewer" if change.trend is Trend.FALLING else "no more"
+        return f"yet it gave {fewer} IOPS than {below.label} ({change.text()}): the limit is elsewhere"
+    return (f"more load may raise IOPS: it gave {change.text()} over {below.label}, which cannot tell yet "
+            f"({what_would_tell(change, below.throughput, here.throughput)})")
+
+
+def under_driven_readings(steps: Sequence[CurveStep], verdicts: Sequence[BottleneckVerdict]) -> list[str | None]:
+    """Each point on a load sweep whose verdict left open whether more load raises IOPS (under-driven, not
+    saturated: "one point cannot show it") says what the sweep shows instead (``sweep_reading``): its evidence
+    with that in place of what one point cannot show. None: keep."""
+    out: list[str | None] = [None] * len(steps)
+    for k, verdict in enumerate(verdicts):
+        untold = left_untold(verdict)
+        reading = sweep_reading(steps, k) if untold is not None else None
+        if untold is not None and reading is not None:
+            out[k] = verdict.evidence.replace(untold, reading)
+    return out
+
+
+def sweep_verdicts(steps: Sequence[CurveStep], verdicts: Sequence[BottleneckVerdict], what: str,
+                   declared: float | None = None, remote: str = "") -> list[BottleneckVerdict]:
+    """The verdicts of one sweep's points (``steps`` in increasing load; ``verdicts`` what the points hold so far,
+    ``what`` "IOPS" along a load curve, "MiB/s" along a block-size one): the curve's capped or client-stack verdict
+    where `bottleneck.judge_curve` gives one (a point already capped by another of its curves keeps that), then,
+    along a load curve, what the sweep shows at each point left open (``under_driven_readings``)."""
+    out = list(verdicts)
+    for i, verdict in enumerate(judge_curve(steps, what, declared, remote)):
+        if verdict is not None and out[i].kind not in (Bottleneck.CAPPED, Bottleneck.CLIENT_STACK):
+            out[i] = verdict
+    if what == "IOPS":
+        for i, evidence in enumerate(under_driven_readings(steps, out)):
+            if evidence is not None:
+                out[i] = replace(out[i], evidence=evidence)
+    return out

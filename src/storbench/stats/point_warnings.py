@@ -1,0 +1,137 @@
+"""What makes a point's figures less trustworthy, and what to do about it: the warnings a point carries (failed or
+few repetitions, a wide spread or interval, not steady, stragglers, the volume lab's throttle and pacing, the page
+cache), each with its fix."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from storbench.stats.bottleneck import configured_slots
+from storbench.stats.estimate import Estimate
+from storbench.stats.observations import METRIC_VALUES, Observation
+from storbench.stats.steady import SteadyStatus
+from storbench.units import format_bytes, format_latency_ns
+
+CV_LIMIT_PCT = 5.0
+CV_BOUND_CONFIDENCE = 0.90  # the CV warning fires when the CV's lower 90 % bound is above CV_LIMIT_PCT
+WIDE_INTERVAL_PCT = 20.0  # the IOPS warning fires when the 95 % interval's half-width is above this share
+MIN_REPETITIONS = 3
+
+
+WARNING_TITLES = {
+    "failed_repetitions": "failed repetitions",
+    "few_repetitions": f"fewer than {MIN_REPETITIONS} repetitions",
+    "high_cv": f"run-to-run spread (CV) shown above {CV_LIMIT_PCT:.0f} % (its lower bound at 90 % confidence)",
+    "wide_interval": f"IOPS known only within more than +-{WIDE_INTERVAL_PCT:.0f} % (95 % interval)",
+    "runtime_shorter_than_ramp": "runtime shorter than ramp",
+    "page_cache": "working set fits in the page cache",
+    "stragglers": "straggling clients",
+    "not_steady": "never reached steady state",
+    "steady_incomplete": "steady state not reached yet",
+    "steady_window": "steady-state window: rounds of one instance chosen for small spread; no interval",
+}
+STRAGGLER_PCT_OF_MEDIAN = 50.0
+# The volume lab's pacer at its IOPS cap (a repetition at this share of it or more) starts each I/O iodepth / cap
+# after it arrives; a p99 above this many times that says the machine delayed its timers (docs/methodology.md).
+PACED_AT_CAP = 0.95
+PACING_P99_FACTOR = 3.0
+
+
+def cv_lower_bound_pct(value: Estimate) -> float | None:
+    """The CV's one-sided lower confidence bound (CV_BOUND_CONFIDENCE), from the chi-square bound on the standard
+    deviation of normal repetitions: the spread is shown to be at least this. None below 2 repetitions."""
+    from scipy.special import chdtri
+
+    if value.n < 2 or value.cv_pct is None:
+        return None
+    return value.cv_pct * math.sqrt((value.n - 1) / float(chdtri(value.n - 1, 1 - CV_BOUND_CONFIDENCE)))
+
+
+@dataclass(frozen=True)
+class StatWarning:
+    """Something that makes a number less trustworthy, and what to do about it."""
+
+    code: str
+    message: str
+    fix: str
+
+    def text(self) -> str:
+        return f"{self.message}: {self.fix}"
+
+
+def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation], iops: Estimate | None,
+                   mem_total_bytes: int | None) -> list[StatWarning]:
+    case = observations[0].case
+    workload = case.workload
+    warnings: list[StatWarning] = []
+    total = len({o.repetition for o in observations})
+    succeeded = len({o.repetition for o in ok})
+    if succeeded < total:
+        warnings.append(StatWarning("failed_repetitions", f"{total - succeeded} of {total} repetitions failed",
+                                    "see `storbench export` for their errors; rerun with --resume"))
+    if iops is not None and iops.n < MIN_REPETITIONS:
+        warnings.append(StatWarning(
+            "few_repetitions", f"n={iops.n}" + (": no confidence interval" if iops.n < 2 else ": a wide interval"),
+            f"set repeat: {MIN_REPETITIONS} or more"))
+    states = {o.steady for o in observations if o.steady is not None}
+    if SteadyStatus.NOT_STEADY in states:
+        warnings.append(StatWarning("not_steady", "not steady within steady_state.max_rounds: its figures are its "
+                                    "last window's", "precondition it, or raise max_rounds"))
+    elif SteadyStatus.MEASURING in states:
+        warnings.append(StatWarning("steady_incomplete", "stopped before it was steady or out of rounds",
+                                    "run the plan again with --resume"))
+    if any(o.window_only for o in observations):
+        warnings.append(StatWarning(
+            "steady_window", "figures from its steady-state window, rounds chosen for their small spread: no "
+            "interval", "measure rounds after the window (steady_state.confirm: 5; --resume runs them)"))
+    cv_low = cv_lower_bound_pct(iops) if iops else None
+    if iops is not None and iops.cv_pct is not None and cv_low is not None and cv_low > CV_LIMIT_PCT:
+        warnings.append(StatWarning(
+            "high_cv", f"CV {iops.cv_pct:.0f} %, at least {cv_low:.0f} %",
+            "steady the points: a longer runtime or ramp, or precondition (more repetitions narrow the interval, "
+            "not the spread)"))
+    half = iops.half_width_pct if iops else None
+    if iops is not None and half is not None and half > WIDE_INTERVAL_PCT:
+        needed = math.ceil(iops.n * (half / WIDE_INTERVAL_PCT) ** 2)
+        warnings.append(StatWarning(
+            "wide_interval", f"IOPS +-{half:.0f} % at n={iops.n}",
+            f"about {needed} repetitions would give +-{WIDE_INTERVAL_PCT:.0f} % (repeat: {needed})"))
+    if case.lab.volume is not None and case.lab.volume.bursty:
+        warnings.append(StatWarning(
+            "throttle_latency", "measured on the volume lab's kernel block throttle (before its pacer): I/Os pass in "
+            "bursts, then wait up to a 100 ms slice (p50 4 µs, p99.9 98 ms at iodepth 1 on a 3,000 IOPS cap)",
+            "read its IOPS, throughput and mean latency (they follow the cap); its percentiles are not a "
+            "provisioned volume's, which paces I/Os evenly"))
+    if workload.runtime_s < workload.ramp_s:
+        warnings.append(StatWarning("runtime_shorter_than_ramp",
+                                    f"runtime {workload.runtime_s:g}s is shorter than ramp {workload.ramp_s:g}s",
+                                    "measure for longer than you warm up"))
+    stragglers = [o for o in ok if o.fio.slowest_pct_of_median is not None
+                  and o.fio.slowest_pct_of_median < STRAGGLER_PCT_OF_MEDIAN]
+    if stragglers:
+        worst = min(stragglers, key=lambda o: o.fio.slowest_pct_of_median or 0.0)
+        warnings.append(StatWarning(
+            "stragglers", f"client {worst.fio.slowest} did {worst.fio.slowest_pct_of_median:.0f} % of the "
+            f"median client's IOPS (repetition {worst.rep_index + 1})",
+            "see `storbench export --per-client`; check that host's load, network and storage path"))
+    volume = case.lab.volume
+    if volume is not None and volume.iops and not volume.bursty:
+        slots = configured_slots(workload.iodepth, workload.numjobs * case.clients, workload.ioengine)
+        turn_ns = slots / volume.iops * 1e9
+        at_cap = [o for o in ok if (METRIC_VALUES["iops"](o) or 0.0) >= PACED_AT_CAP * volume.iops]
+        p99s = [p99 for o in at_cap if (p99 := METRIC_VALUES["lat_p99_ns"](o)) is not None]
+        if p99s and max(p99s) > PACING_P99_FACTOR * turn_ns:
+            warnings.append(StatWarning(
+                "uneven_pacing", f"p99 {max(p99s) / turn_ns:.1f}x iodepth / cap ({format_latency_ns(turn_ns)}) at the "
+                f"volume lab's {volume.iops:,} IOPS: its pacer did not start I/Os evenly on this machine (busy CPUs "
+                "delay its timers), so the percentiles are not all the volume's", "read IOPS and mean latency; "
+                "rerun with the machine otherwise idle, or a lower cap"))
+    working_set = (workload.size_bytes or 0) * workload.numjobs * case.clients
+    buffered_file_io = case.target.kind in ("path", "cephfs") and not workload.direct
+    if buffered_file_io and mem_total_bytes and 0 < working_set <= mem_total_bytes:
+        warnings.append(StatWarning(
+            "page_cache", f"working set fits in page cache (buffered I/O, {format_bytes(working_set)} of "
+            f"{format_bytes(mem_total_bytes)} RAM)", "set direct: true, or a size larger than RAM"))
+    return warnings

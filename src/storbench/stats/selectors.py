@@ -1,0 +1,78 @@
+"""Which results form one side of a comparison (`Selector`: ``KEY=VALUE,...``, matched by `stats.match`), the Ceph
+settings among a selector's keys that need a cluster per value, and what a run that stopped when decided asked
+(`Question`: its plan's two selectors and metrics)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from storbench.model import CLUSTER_SETTINGS
+from storbench.stats import match
+from storbench.stats.metrics import COMPARE_METRICS
+from storbench.stats.observations import Observation
+
+_SELECTOR_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*([^,]+?)\s*$")
+
+
+@dataclass(frozen=True)
+class Selector:
+    """Which results form one side of a comparison: every key=value must hold (`stats.match`). Keys are record
+    fields, lab settings, ``run`` (run number), or ``tag`` (a tag of the run)."""
+
+    text: str
+    pairs: tuple[tuple[str, str], ...]
+
+    @property
+    def keys(self) -> frozenset[str]:
+        return frozenset("run_id" if k == "run" else match.canonical_key(k) for k, _ in self.pairs)
+
+
+def parse_selector(text: str) -> Selector:
+    """``3`` (a run), ``run=3``, ``target=nvme``, ``tag=after``, ``bs=4k,rw=randread``, ``pool_size=2`` (a lab
+    parameter). ValueError on bad text; unknown keys are found by ``unknown_keys`` against the data."""
+    stripped = text.strip()
+    if stripped.isdigit():
+        return Selector(text, (("run", stripped),))
+    pairs = []
+    for part in stripped.split(","):
+        match = _SELECTOR_RE.match(part)
+        if not match:
+            raise ValueError(f"{part.strip()!r} is not KEY=VALUE")
+        key, value = match.groups()
+        pairs.append((key, value))
+    if not pairs:
+        raise ValueError("empty selector")
+    return Selector(text, tuple(pairs))
+
+
+def unknown_keys(selector: Selector, observations: Sequence[Observation]) -> list[str]:
+    """Selector keys that are neither fields, `run`/`tag`, nor lab settings of any observation."""
+    return match.unknown_keys([k for k, _ in selector.pairs], observations)
+
+
+def select(observations: Sequence[Observation], selector: Selector,
+           tags: Mapping[int, tuple[str, ...]]) -> list[Observation]:
+    return match.select(observations, selector.pairs, tags)
+
+
+@dataclass(frozen=True)
+class Question:
+    """What a run that stopped when decided asked (its plan's `compare`): the metrics the rule decided at every
+    point the two selectors matched in that run."""
+
+    baseline: Selector
+    candidate: Selector
+    metrics: tuple[str, ...]
+
+    def text(self, run_id: int) -> str:
+        labels = {m.field: m.label for m in COMPARE_METRICS}
+        named = ", ".join(labels.get(m, m) for m in self.metrics)
+        return f"run {run_id}: {named} of {self.candidate.text} vs {self.baseline.text}"
+
+
+def blocked_settings(*selectors: Selector) -> list[str]:
+    """The Ceph settings the selectors name that need a cluster per value (so their sides cannot alternate)."""
+    named = {k for selector in selectors for k, _ in selector.pairs}
+    return sorted(named & CLUSTER_SETTINGS)
