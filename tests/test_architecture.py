@@ -41,11 +41,13 @@ PURE_LAYERS: tuple[tuple[str, ...], ...] = (
      "storbench.targets.guards"),
     # the plan file: schema, loading, checks across keys; the fault steps a plan may ask of its labs
     ("storbench.config.*", "storbench.faults"),
+    # a plan's cases: their ids, their order and lab designs in time, what they need of the machine
+    ("storbench.case_ids", "storbench.schedule", "storbench.demands"),
     # statistics over the model
     ("storbench.stats.*",),
     # rendering: tables, figures, exports, the HTML report; the flat export record
     ("storbench.report.*", "storbench.records"),
-    # plan -> cases, schedule, estimate (asks stats for a search's grid); imported results; the plan reference
+    # plan -> cases (asks stats for a search's grid); imported results; the plan reference
     ("storbench.plan", "storbench.importer", "storbench.reference"),
 )
 SHELL: tuple[str, ...] = (
@@ -70,8 +72,6 @@ KNOWN_LAYER_EDGES: dict[tuple[str, str], str] = {
         "search.slo is checked with stats.knee.parse_slo (move parse_slo and LatencyObjective below config)",
     ("storbench.config.checks", "storbench.stats.selectors"):
         "the compare selectors are checked with stats.selectors.parse_selector and blocked_settings",
-    ("storbench.report.plan_tables", "storbench.plan"): "the plan table shows plan.PlanEstimate",
-    ("storbench.report.convergence", "storbench.plan"): "a design's text asks plan.lab_designs",
     ("storbench.importer", "storbench.store.db"): "save_import writes the imported run (type only; move it to cli)",
 }
 KNOWN_EFFECT_IMPORTS: dict[tuple[str, str], str] = {

@@ -121,7 +121,8 @@ lab:
 
 def test_pool_sizes_share_a_cluster_and_alternate_on_it_while_osd_counts_do_not() -> None:
     from storbench.config import load_plan_text
-    from storbench.plan import expand, schedule
+    from storbench.plan import expand
+    from storbench.schedule import schedule
     from storbench.sessions import group_by_lab, rbd_pools
 
     cases = expand(load_plan_text(REPLICA_PLAN, "replica.yaml"))
@@ -144,7 +145,8 @@ def test_live_settings_switch_once_per_round_and_alternate() -> None:
     """Two workloads x two cache sizes: within a round the cases of one cache size run together, so the OSDs
     restart once per round (not once per workload), and per workload the sizes still go A B B A."""
     from storbench.config import load_plan_text
-    from storbench.plan import expand, schedule
+    from storbench.plan import expand
+    from storbench.schedule import schedule
     from storbench.sessions import group_by_lab
 
     plan = REPLICA_PLAN.replace("osds: [3, 4], pool_size: [2, 3]}", "osds: 3, cache_size: [64MiB, 1GiB]}")
@@ -160,7 +162,8 @@ def test_live_settings_switch_once_per_round_and_alternate() -> None:
 
 def test_a_fresh_cluster_per_round_brings_osd_counts_up_a_b_b_a() -> None:
     from storbench.config import load_plan_text
-    from storbench.plan import estimate, expand, lab_designs, schedule
+    from storbench.plan import expand
+    from storbench.schedule import estimate, lab_designs, schedule
     from storbench.sessions import group_by_lab
 
     plan = REPLICA_PLAN.replace("pool_size: [2, 3]}", "pool_size: 2, bring_up: each_repetition}")
@@ -182,7 +185,8 @@ def test_a_fresh_cluster_per_round_brings_osd_counts_up_a_b_b_a() -> None:
 def test_clusters_side_by_side_run_in_one_group_on_their_own_ports() -> None:
     from storbench.config import load_plan_text
     from storbench.lab.ceph_conf import daemon_ports, mon_ports
-    from storbench.plan import expand, lab_designs, schedule
+    from storbench.plan import expand
+    from storbench.schedule import lab_designs, schedule
     from storbench.sessions import clusters_of, group_by_lab
 
     plan = REPLICA_PLAN.replace("pool_size: [2, 3]}", "pool_size: 2, bring_up: side_by_side}")
@@ -282,7 +286,8 @@ def test_cpu_quota_files_for_cgroup_v1_and_v2() -> None:
 
 def test_osd_cpus_is_a_live_setting_on_one_cluster() -> None:
     from storbench.config import load_plan_text
-    from storbench.plan import expand, lab_designs, schedule
+    from storbench.plan import expand
+    from storbench.schedule import lab_designs, schedule
     from storbench.sessions import group_by_lab
 
     plan = REPLICA_PLAN.replace("osds: [3, 4], pool_size: [2, 3]}", "osds: 3, osd_cpus: [0.5, 1]}")
@@ -297,7 +302,8 @@ def test_osd_cpus_is_a_live_setting_on_one_cluster() -> None:
 def test_link_shaping_commands_and_a_live_link_axis() -> None:
     from storbench.config import load_plan_text
     from storbench.lab.hosts_conf import lab_host, link_commands
-    from storbench.plan import expand, lab_designs, schedule
+    from storbench.plan import expand
+    from storbench.schedule import lab_designs, schedule
     from storbench.sessions import group_by_lab
     from storbench.units import format_link_rate as format_link
 
@@ -330,7 +336,8 @@ lab:
 
 def test_a_fast_db_device_is_a_cluster_setting_rendered_on_tmpfs() -> None:
     from storbench.config import load_plan_text
-    from storbench.plan import expand, lab_designs, schedule
+    from storbench.plan import expand
+    from storbench.schedule import lab_designs, schedule
     from storbench.sessions import group_by_lab
 
     plan = REPLICA_PLAN.replace("osds: [3, 4], pool_size: [2, 3]}", "osds: 3, db_device: [none, fast], "
@@ -379,7 +386,8 @@ def test_osds_per_device_keeps_devices_and_capacity_fixed() -> None:
 def test_osd_cpuset_is_a_live_setting_and_cpu_lists_parse() -> None:
     from storbench.config import load_plan_text
     from storbench.lab.cpu_quota import parse_cpu_list
-    from storbench.plan import expand, lab_designs, schedule
+    from storbench.plan import expand
+    from storbench.schedule import lab_designs, schedule
     from storbench.sessions import group_by_lab
 
     assert parse_cpu_list("0-2,5") == [0, 1, 2, 5] and parse_cpu_list("1") == [1]

@@ -16,16 +16,9 @@ import pytest
 
 from helpers import run_cli, write_plan
 from storbench.config import load_plan_text
+from storbench.demands import Demand, Need, inodes_need, lab_disk_demands, memory_demands, over_share
 from storbench.errors import UserError
-from storbench.plan import (
-    Demand,
-    Need,
-    expand,
-    inodes_need,
-    lab_disk_demands,
-    memory_demands,
-    over_share,
-)
+from storbench.plan import expand
 from storbench.units import MAX_DURATION_S, MAX_SIZE_BYTES, parse_duration_s, parse_size_bytes
 
 GiB = 1024**3

@@ -48,8 +48,8 @@ def test_metadata_cases_ignore_block_parameters_and_render_size_based_file_jobs(
 
 def test_plan_describes_metadata_operations_as_size_based_without_block_parameters() -> None:
     """`storbench plan` said "runs are time based" and listed bs, qd and direct for creates, stats and deletes."""
-    from storbench.plan import estimate
     from storbench.report.plan_tables import plan_summary_lines, plan_table
+    from storbench.schedule import estimate
 
     cases = expand(load_plan_text(PLAN.format(files=300), "plan.yaml"))
     table, constants = plan_table(cases, "plan")

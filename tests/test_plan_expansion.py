@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from storbench.case_ids import case_id_for
 from storbench.config import load_plan_text
 from storbench.errors import UserError
 from storbench.model import Case, LabPoint, ScheduledRepetition
-from storbench.plan import case_id_for, estimate, expand, schedule
+from storbench.plan import expand
+from storbench.schedule import estimate, schedule
 from storbench.units import (
     format_block_size,
     format_bytes,
@@ -544,7 +546,7 @@ def test_format_latency_ns(ns: float | None, expected: str) -> None:
 
 
 def test_plan_states_the_design_of_each_swept_lab_setting() -> None:
-    from storbench.plan import estimate
+    from storbench.schedule import estimate
 
     text = textwrap.dedent("""\
         name: designs

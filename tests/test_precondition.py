@@ -95,7 +95,8 @@ def test_fill_job_refuses_text_that_is_not_a_time_based_storbench_job() -> None:
 
 def test_a_precondition_job_covers_every_file_once_and_an_image_with_one_job() -> None:
     from storbench.config import load_plan_text
-    from storbench.plan import expand, precondition_case, preconditions
+    from storbench.plan import expand
+    from storbench.schedule import precondition_case, preconditions
 
     text = """
 name: p

@@ -150,7 +150,7 @@ def test_binding_refuses_a_region_that_could_change_the_job_file() -> None:
 
 
 def test_plan_estimates_size_based_operations_from_their_count_not_their_runtime_cap() -> None:
-    from storbench.plan import FIO_STARTUP_S, repetition_seconds
+    from storbench.schedule import FIO_STARTUP_S, repetition_seconds
 
     cases = {c.workload.rw: c for c in expand(load_plan_text(PLAN.format(extra="").replace("runtime: 2s",
                                                                                          "runtime: 10m"), "p.yaml"))

@@ -155,7 +155,7 @@ def test_every_target_kind_round_trips_through_its_stored_shape() -> None:
 def test_migration_5_turns_flat_targets_into_their_kinds_and_keeps_case_ids(tmp_path: Path) -> None:
     """Databases written before targets were one type per kind: every target is converted, and the case ids
     computed from the converted targets are the stored ones."""
-    from storbench.plan import case_id_for
+    from storbench.case_ids import case_id_for
 
     db = tmp_path / "r.db"
     store = open_store(db)

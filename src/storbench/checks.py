@@ -58,7 +58,7 @@ def precondition_cases(loaded: LoadedPlan, cases: Sequence[Case]) -> list[Case]:
     """The jobs of the targets' `precondition`s (one per target and lab configuration); one that would write to
     a raw device without `destructive: true` is refused here, the others meet the write guards of any case."""
     from storbench.model import BlockTarget
-    from storbench.plan import precondition_jobs, preconditions
+    from storbench.schedule import precondition_jobs, preconditions
 
     wanted = preconditions(loaded.config)
     jobs = precondition_jobs(wanted, cases)
@@ -123,8 +123,8 @@ def _nearest_existing(path: Path) -> Path:
 def check_resources(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
     """What the plan's largest lab configuration and case need of this machine's memory (MemAvailable) and of
     the filesystem holding the lab directory (its sparse files, written), within MACHINE_SHARE of each."""
+    from storbench.demands import Demand, lab_disk_demands, memory_demands, over_share
     from storbench.lab.labdir import default_lab_dir
-    from storbench.plan import Demand, lab_disk_demands, memory_demands, over_share
 
     def refuse(demands: list[Demand], available: int | None, where: str) -> None:
         for demand in demands:
@@ -146,8 +146,8 @@ def _check_lab_inodes(loaded: LoadedPlan, cases: Sequence[Case], holder: Path) -
     """The files the largest case on an NFS lab target makes (its export is a directory inside the lab directory)
     fit in MACHINE_SHARE of the free inodes of the lab directory's filesystem (one without an inode limit reports
     none, or -1, and is not checked), as a path target's files do in its own filesystem (targets.local)."""
+    from storbench.demands import MACHINE_SHARE, inodes_need
     from storbench.model import NfsTarget
-    from storbench.plan import MACHINE_SHARE, inodes_need
 
     need = inodes_need([c for c in cases if isinstance(c.target, NfsTarget) and c.target.url is None])
     if need is None:

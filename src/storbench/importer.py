@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from storbench import __version__
+from storbench.case_ids import case_id_for
 from storbench.fio.parse import client_measurement
 from storbench.model import (
     MAX_COUNT,
@@ -21,7 +22,6 @@ from storbench.model import (
     Status,
     WorkloadPoint,
 )
-from storbench.plan import case_id_for
 from storbench.redact import HIDDEN, is_secret_option
 from storbench.units import parse_duration_s, parse_fio_size_bytes
 

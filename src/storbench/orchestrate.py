@@ -24,9 +24,13 @@ from storbench.execute.base import Executor, FioSetup, stored_job_text
 from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job
 from storbench.fio.options import FioCapabilities
 from storbench.model import Case, LabPoint, Precondition, PreconditionRecord, ScheduledRepetition, Status
-from storbench.plan import (
+from storbench.plan import expand
+from storbench.redact import env_secrets, redact_outcome
+from storbench.resume import check_design_unchanged, restart_unsettled_points, resumed_run
+from storbench.run_search import in_order
+from storbench.run_state import Executors, RunObserver, RunState, answered, case_text, run_label
+from storbench.schedule import (
     FILL_RUNTIME_CAP_S,
-    expand,
     precondition_case,
     precondition_jobs,
     preconditions,
@@ -34,10 +38,6 @@ from storbench.plan import (
     schedule,
     working_set_bytes,
 )
-from storbench.redact import env_secrets, redact_outcome
-from storbench.resume import check_design_unchanged, restart_unsettled_points, resumed_run
-from storbench.run_search import in_order
-from storbench.run_state import Executors, RunObserver, RunState, answered, case_text, run_label
 from storbench.sessions import (
     claim_run_test_files,
     client_hosts,

@@ -7,8 +7,8 @@ from __future__ import annotations
 from storbench.config import LoadedPlan, plan_design
 from storbench.errors import UserError
 from storbench.model import RunInfo, StoredRepetition
-from storbench.plan import preconditions
 from storbench.run_state import RunObserver, case_text
+from storbench.schedule import preconditions
 from storbench.store import Store
 
 

@@ -50,7 +50,7 @@ def group_by_lab(items: Sequence[ScheduledRepetition], *, bring_up: str = "once"
       up in the order A B B A, one instance per round;
     - ``side_by_side``: one group for all the Ceph clusters, up at once, their repetitions alternating.
     The group's lab point is that of its first repetition's cluster."""
-    from storbench.plan import lab_group_key
+    from storbench.demands import lab_group_key
 
     groups: dict[tuple[object, int], list[ScheduledRepetition]] = {}
     for item in items:

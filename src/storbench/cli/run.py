@@ -36,8 +36,8 @@ def _duration(text: str) -> float:
 def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> list[str]:
     """The plan's size, ETA and designs; for repetitions that stop when decided, the ETA of their most."""
     from storbench.config import RepeatConfig, repeat_bounds
-    from storbench.plan import estimate
     from storbench.report.plan_tables import plan_summary_lines
+    from storbench.schedule import estimate
 
     least, most = repeat_bounds(loaded.config)
     ceph = loaded.config.lab.ceph if loaded.config.lab else None
@@ -51,7 +51,7 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
                   "docs/methodology.md)" if least > repeat.min else "")
         lines.insert(1, f"repetitions: balanced rounds until {what}, at least {least}{raised}, at most {most} (the "
                      "time below is for the most)")
-    from storbench.plan import precondition_jobs, precondition_seconds, preconditions
+    from storbench.schedule import precondition_jobs, precondition_seconds, preconditions
     from storbench.stats.run_questions import steady_rule
 
     wanted = preconditions(loaded.config)
@@ -89,7 +89,7 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
 def _check_size(loaded: LoadedPlan, cases: Sequence[Case], max_runs: int, max_hours: float) -> None:
     """A plan above the run limits is refused before anything starts, with its numbers."""
     from storbench.config import repeat_bounds
-    from storbench.plan import estimate, size_refusal
+    from storbench.schedule import estimate, size_refusal
 
     ceph = loaded.config.lab.ceph if loaded.config.lab else None
     most = repeat_bounds(loaded.config)[1]

@@ -5,13 +5,13 @@ errors into one ``UserError`` naming file, line and key path, ``checks`` holds t
 ``source`` says where a plan came from. Pure: takes text, returns data.
 """
 
-from storbench.config.checks import (
-    check_fio_options,
-)
 from storbench.config.design import (
     design_changes,
     plan_design,
     stopping_rule_fields,
+)
+from storbench.config.fio_checks import (
+    check_fio_options,
 )
 from storbench.config.lab import (
     CephLabConfig,

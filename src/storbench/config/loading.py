@@ -25,8 +25,8 @@ from storbench.config.checks import (
     _check_search,
     _check_shared_directories,
     _check_steady_state,
-    check_fio_options,
 )
+from storbench.config.fio_checks import check_fio_options
 from storbench.config.lab import CephLabConfig, HostsConfig, HostsLabConfig, K8sLabConfig, LabConfig, NfsLabConfig
 from storbench.config.schema import PlanConfig
 from storbench.config.source import KeyPath, PlanSource, format_key_path

@@ -33,15 +33,8 @@ from typing import IO
 from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_text
 from storbench.execute.jobdirs import job_dir
 from storbench.execute.supervisor import FioProcessResult, supervise
-from storbench.fio.jobfile import (
-    S3_KEY_ENV,
-    S3_KEY_ID_ENV,
-    CachedFiles,
-    JobBinding,
-    cached_files,
-    is_safe_job_value,
-    with_start_barrier,
-)
+from storbench.fio.barrier import CachedFiles, cached_files, with_start_barrier
+from storbench.fio.jobfile import S3_KEY_ENV, S3_KEY_ID_ENV, JobBinding, is_safe_job_value
 from storbench.fio.outcome import barrier_arrivals_s, judge_clients_repetition
 from storbench.model import Case, RepetitionOutcome
 

@@ -55,7 +55,7 @@ def is_safe_job_value(value: str) -> bool:
     return _JOB_VALUE_RE.fullmatch(value) is not None
 
 
-def _line(key: str, value: str) -> str:
+def job_line(key: str, value: str) -> str:
     if not _JOB_KEY_RE.fullmatch(key):
         raise ValueError(f"refusing fio option name {key!r}")
     if key == "filename_format" and _OWN_FILENAME_FORMAT_RE.fullmatch(value):
@@ -145,14 +145,15 @@ def _nfs_metadata_lines(case: Case) -> list[str]:
     unlink theirs after the job (the engine then removes the empty directories)."""
     w = case.workload
     assert w.files is not None
-    shape = [_line("bs", format_block_size(w.bs_bytes)), _line("iodepth", "1"), _line("numjobs", str(w.numjobs)),
-             _line("nrfiles", str(w.files)), _line("filesize", format_block_size(w.bs_bytes))]
+    shape = [job_line("bs", format_block_size(w.bs_bytes)), job_line("iodepth", "1"),
+             job_line("numjobs", str(w.numjobs)), job_line("nrfiles", str(w.files)),
+             job_line("filesize", format_block_size(w.bs_bytes))]
     lines: list[str] = []
     if w.rw != "create":
-        lines += [f"[{FILL_JOB}]", _line("nfsmeta_op", "create"), _line("rw", "write"), *shape]
-    lines += [f"[{case.case_id}]"] + ([_line("stonewall", "1")] if w.rw != "create" else [])
-    lines += [_line("nfsmeta_op", w.rw), _line("rw", METADATA_RW[w.rw][1]), *shape]
-    return lines + ([_line("unlink", "1")] if w.rw != "delete" else [])
+        lines += [f"[{FILL_JOB}]", job_line("nfsmeta_op", "create"), job_line("rw", "write"), *shape]
+    lines += [f"[{case.case_id}]"] + ([job_line("stonewall", "1")] if w.rw != "create" else [])
+    lines += [job_line("nfsmeta_op", w.rw), job_line("rw", METADATA_RW[w.rw][1]), *shape]
+    return lines + ([job_line("unlink", "1")] if w.rw != "delete" else [])
 
 
 def _phase_lines(case: Case, nfs: bool) -> list[str]:
@@ -161,19 +162,20 @@ def _phase_lines(case: Case, nfs: bool) -> list[str]:
     them out to file_size before the stat phase measures, delete removes them."""
     w = case.workload
     assert w.files is not None
-    shape = [_line("bs", format_block_size(w.bs_bytes)), _line("iodepth", "1"), _line("numjobs", str(w.numjobs)),
-             _line("nrfiles", str(w.files)), _line("filesize", format_block_size(w.file_size_bytes or w.bs_bytes))]
+    shape = [job_line("bs", format_block_size(w.bs_bytes)), job_line("iodepth", "1"),
+             job_line("numjobs", str(w.numjobs)), job_line("nrfiles", str(w.files)),
+             job_line("filesize", format_block_size(w.file_size_bytes or w.bs_bytes))]
     if not nfs:
-        shape += [_line("openfiles", "1"), _line("fallocate", "none")]
+        shape += [job_line("openfiles", "1"), job_line("fallocate", "none")]
     lines: list[str] = []
     for phase in METADATA_PHASES:
         lines.append(f"[{case.case_id}.{phase}]")
         if phase != "create":
-            lines.append(_line("stonewall", "1"))
-        lines.append(_line("nfsmeta_op", phase) if nfs else _line("ioengine", METADATA_RW[phase][0]))
-        lines += [_line("rw", METADATA_RW[phase][1]), *shape]
+            lines.append(job_line("stonewall", "1"))
+        lines.append(job_line("nfsmeta_op", phase) if nfs else job_line("ioengine", METADATA_RW[phase][0]))
+        lines += [job_line("rw", METADATA_RW[phase][1]), *shape]
         if phase == "create" and not nfs:
-            lines.append(_line("create_on_open", "1"))
+            lines.append(job_line("create_on_open", "1"))
     return lines
 
 
@@ -183,12 +185,12 @@ def _metadata_lines(case: Case) -> list[str]:
     creates anew); stat and delete find files of file_size that fio lays out before it measures."""
     w = case.workload
     assert w.files is not None and w.file_size_bytes is not None
-    lines = [_line("rw", METADATA_RW[w.rw][1]), _line("bs", format_block_size(w.bs_bytes)),
-             _line("iodepth", "1"), _line("numjobs", str(w.numjobs)), _line("nrfiles", str(w.files)),
-             _line("filesize", format_block_size(w.file_size_bytes or w.bs_bytes)), _line("openfiles", "1"),
-             _line("fallocate", "none")]
+    lines = [job_line("rw", METADATA_RW[w.rw][1]), job_line("bs", format_block_size(w.bs_bytes)),
+             job_line("iodepth", "1"), job_line("numjobs", str(w.numjobs)), job_line("nrfiles", str(w.files)),
+             job_line("filesize", format_block_size(w.file_size_bytes or w.bs_bytes)), job_line("openfiles", "1"),
+             job_line("fallocate", "none")]
     if w.rw == "create":
-        lines += [_line("create_on_open", "1"), _line("unlink", "1")]
+        lines += [job_line("create_on_open", "1"), job_line("unlink", "1")]
     return lines
 
 
@@ -197,15 +199,17 @@ def _object_lines(case: Case) -> list[str]:
     get, getput and delete_object are preceded by a size-based PUT of those objects, stonewalled."""
     w = case.workload
     assert w.files is not None
-    size = _line("size", format_block_size(w.files * w.bs_bytes))
-    shape = [_line("bs", format_block_size(w.bs_bytes)), _line("iodepth", "1"), _line("numjobs", str(w.numjobs)), size]
+    size = job_line("size", format_block_size(w.files * w.bs_bytes))
+    shape = [job_line("bs", format_block_size(w.bs_bytes)), job_line("iodepth", "1"),
+             job_line("numjobs", str(w.numjobs)), size]
     lines: list[str] = []
     if w.rw != "put":
-        lines += [f"[{FILL_JOB}]", _line("rw", "write"), *shape, _line("time_based", "0"), _line("ramp_time", "0")]
-    lines += [f"[{case.case_id}]"] + ([_line("stonewall", "1")] if w.rw != "put" else [])
-    lines.append(_line("rw", OBJECT_RW[w.rw]))
+        lines += [f"[{FILL_JOB}]", job_line("rw", "write"), *shape, job_line("time_based", "0"),
+                  job_line("ramp_time", "0")]
+    lines += [f"[{case.case_id}]"] + ([job_line("stonewall", "1")] if w.rw != "put" else [])
+    lines.append(job_line("rw", OBJECT_RW[w.rw]))
     if w.rwmixread is not None:
-        lines.append(_line("rwmixread", str(w.rwmixread)))
+        lines.append(job_line("rwmixread", str(w.rwmixread)))
     return lines + shape
 
 
@@ -216,8 +220,8 @@ TIMELINE_LOG = "timeline"
 
 def timeline_lines(window_ms: int) -> list[str]:
     """The options that make fio log the I/O window by window, on the wall clock (`fio.logs`)."""
-    return [_line("write_iops_log", TIMELINE_LOG), _line("write_lat_log", TIMELINE_LOG),
-            _line("log_avg_msec", str(window_ms)), _line("log_max_value", "1"), _line("log_unix_epoch", "1")]
+    return [job_line("write_iops_log", TIMELINE_LOG), job_line("write_lat_log", TIMELINE_LOG),
+            job_line("log_avg_msec", str(window_ms)), job_line("log_max_value", "1"), job_line("log_unix_epoch", "1")]
 
 
 def timeline_logs(names: Sequence[str]) -> list[str]:
@@ -233,10 +237,10 @@ def render_job(case: Case, binding: JobBinding, repetition: int | None = None, c
     w = case.workload
     metadata = is_metadata(w.rw)
     lines = [f"; storbench case {case.case_id} ({case.target.name})", "[global]"]
-    lines += [_line(k, v) for k, v in job_options(case, metadata_binding(binding, w.rw, w.dirs) if metadata
+    lines += [job_line(k, v) for k, v in job_options(case, metadata_binding(binding, w.rw, w.dirs) if metadata
                                                   else binding)]
     if repetition is not None and not SEED_OPTIONS & {k for k, _ in w.fio_options}:
-        lines.append(_line("randseed", str(repetition_seed(case.case_id, repetition, client))))
+        lines.append(job_line("randseed", str(repetition_seed(case.case_id, repetition, client))))
     if is_object(w.rw):
         lines += _object_lines(case)
     elif w.rw == "metadata":
@@ -247,20 +251,20 @@ def render_job(case: Case, binding: JobBinding, repetition: int | None = None, c
         lines += [f"[{case.case_id}]", *_metadata_lines(case)]
     else:
         lines.append(f"[{case.case_id}]")
-        lines.append(_line("rw", w.rw))
+        lines.append(job_line("rw", w.rw))
         if w.rwmixread is not None:
-            lines.append(_line("rwmixread", str(w.rwmixread)))
+            lines.append(job_line("rwmixread", str(w.rwmixread)))
         lines += [
-            _line("bs", format_block_size(w.bs_bytes)),
-            _line("iodepth", str(w.iodepth)),
-            _line("numjobs", str(w.numjobs)),
+            job_line("bs", format_block_size(w.bs_bytes)),
+            job_line("iodepth", str(w.iodepth)),
+            job_line("numjobs", str(w.numjobs)),
         ]
         if w.timeline_window_ms is not None:
             lines += timeline_lines(w.timeline_window_ms)
     for key, value in w.fio_options:
         if not is_allowed(key, value):
             raise ValueError(f"refusing pass-through fio option {key}={value!r}: not on the allow-list")
-        lines.append(_line(key, value))
+        lines.append(job_line(key, value))
     return "\n".join(lines) + "\n"
 
 
@@ -274,9 +278,9 @@ def fill_job(job_text: str, passes: int) -> str:
 
 def render_layout_job(binding: JobBinding, size_bytes: int, numjobs: int, ioengine: str) -> str:
     """A job that writes every test file once, sequentially, so later cases find them complete."""
-    lines = ["; storbench layout", "[global]", _line("ioengine", ioengine), _line("rw", "write"), _line("bs", "1m"),
-             _line("size", format_block_size(size_bytes)), _line("numjobs", str(numjobs))]
-    lines += [_line(k, v) for k, v in binding.options]
+    lines = ["; storbench layout", "[global]", job_line("ioengine", ioengine), job_line("rw", "write"),
+             job_line("bs", "1m"), job_line("size", format_block_size(size_bytes)), job_line("numjobs", str(numjobs))]
+    lines += [job_line(k, v) for k, v in binding.options]
     lines.append("[layout]")
     return "\n".join(lines) + "\n"
 
@@ -286,9 +290,9 @@ def render_nfs_removal_job(url: str, engine: str, names: Sequence[str]) -> str:
     through storbench's NFS metadata engine: one unlink per file."""
     if not names or not all(re.fullmatch(r"storbench\.[A-Za-z0-9.]+", n) for n in names):
         raise ValueError("only storbench's own test file names are removed")
-    lines = ["; storbench: removing its test files", "[global]", _line("ioengine", f"external:{engine}"),
-             _line("nfsmeta_url", url), _line("nfsmeta_op", "delete"), _line("rw", METADATA_RW["delete"][1]),
-             _line("bs", "4k"), _line("filesize", "4k"), "[remove]", _line("filename", ":".join(names))]
+    lines = ["; storbench: removing its test files", "[global]", job_line("ioengine", f"external:{engine}"),
+             job_line("nfsmeta_url", url), job_line("nfsmeta_op", "delete"), job_line("rw", METADATA_RW["delete"][1]),
+             job_line("bs", "4k"), job_line("filesize", "4k"), "[remove]", job_line("filename", ":".join(names))]
     return "\n".join(lines) + "\n"
 
 
@@ -304,14 +308,14 @@ def render_ceiling_job(case: Case) -> str:
     """The case's job on fio's null engine (no I/O reaches any device): what this client alone can drive
     with the same pattern, block size, depth and jobs."""
     w = case.workload
-    lines = [f"; storbench client ceiling for case {case.case_id}", "[global]", _line("ioengine", "null"),
-             _line("time_based", "1"), _line("runtime", fio_seconds(min(w.runtime_s, CEILING_RUNTIME_S))),
-             _line("size", format_block_size(w.size_bytes or case.target.size_bytes or 1024**3)),
-             "[ceiling]", _line("rw", w.rw)]
+    lines = [f"; storbench client ceiling for case {case.case_id}", "[global]", job_line("ioengine", "null"),
+             job_line("time_based", "1"), job_line("runtime", fio_seconds(min(w.runtime_s, CEILING_RUNTIME_S))),
+             job_line("size", format_block_size(w.size_bytes or case.target.size_bytes or 1024**3)),
+             "[ceiling]", job_line("rw", w.rw)]
     if w.rwmixread is not None:
-        lines.append(_line("rwmixread", str(w.rwmixread)))
-    lines += [_line("bs", format_block_size(w.bs_bytes)), _line("iodepth", str(w.iodepth)),
-              _line("numjobs", str(w.numjobs))]
+        lines.append(job_line("rwmixread", str(w.rwmixread)))
+    lines += [job_line("bs", format_block_size(w.bs_bytes)), job_line("iodepth", str(w.iodepth)),
+              job_line("numjobs", str(w.numjobs))]
     return "\n".join(lines) + "\n"
 
 
@@ -343,111 +347,3 @@ def render_client_jobs(case: Case, binding: JobBinding, repetition: int | None =
         texts.append(render_job(case, client_binding(binding, index), repetition, index)
                      .replace(f"; storbench case {case.case_id}", f"; storbench case {case.case_id} client {index}", 1))
     return texts
-
-
-# The start barrier of many clients: each client's first measured section runs this before its I/O (fio's
-# exec_prerun runs after the files are set up and before the job's clock starts), so every server waits until
-# one wall-clock moment. fio runs it as `sh -c '<this> > <job>.prerun.txt 2>&1'`.
-#
-# The wait must end at the moment itself, not at "now + how long was left when I looked": with 140 servers on two
-# cores the jobs reach the barrier while the machine is saturated, and a shell that reads the clock (`date`) and
-# then starts `sleep` can be held off the CPU for a hundred milliseconds in between, which the sleep then adds.
-# So bash (when the server has it: `command -v` is the shell's own, and the shell becomes bash) reads the clock
-# itself ($EPOCHREALTIME, no process started) and waits in the same process (`read -t` on a pipe nobody writes):
-# first until a quarter second before the moment, then, on a machine that has gone quiet, the rest. At the moment
-# one process per job ends and nothing else starts. Where the server may (root, util-linux's chrt), bash waits
-# at real-time priority (SCHED_FIFO 1): at the moment all the waits end at once instead of queueing behind the
-# first jobs to start, and the job itself (fio) runs at its own priority, which the wait does not change; a
-# sleeping real-time process takes no CPU, and the kernel caps real-time use anyway. Without bash 5 the shell
-# does it as before (`date`, then `exec sleep`); the parenthesised fallbacks run only when the line before them
-# failed. The redirection belongs
-# to the `true` after the last `||`, which runs only if everything failed, so no file is left in the server's
-# directory. A server past the moment does not wait. Values inside are storbench's own integers; fio cuts option
-# values at ';' and '#' and replaces '${NAME}', so none of those appear.
-_SHELL_WAIT = ("d=$(( ({start_at_ns} - $(date +%s%N)) / 1000 )) && exec sleep"
-               " $(( d > 0 ? d / 1000000 : 0 )).$(printf %06d $(( d > 0 ? d % 1000000 : 0 )))")
-_BASH_WAIT_UNTIL = ("IFS=., read -r s u <<< $EPOCHREALTIME && d=$(( {until_us} - s * 1000000 - 1$u + 1000000 ))"
-                    " && printf -v x %d.%06d $(( d > 0 ? d / 1000000 : 0 )) $(( d > 0 ? d % 1000000 : 0 ))"
-                    " && ! read -t $x -u 3")
-BARRIER_QUIET_S = 0.25  # bash's second look at the clock, this long before the moment
-
-
-def start_barrier_line(start_at_ns: int, *, shell_only: bool = False) -> str:
-    """The ``exec_prerun`` line that holds a job until ``start_at_ns`` (ns since the epoch, this clock).
-    ``shell_only``: the plain-shell wait alone (what the barrier was before; the many-clients benchmark compares)."""
-    if not 0 < start_at_ns < 10**19:
-        raise ValueError("start time out of range")
-    start_at_ns = int(start_at_ns)
-    shell = _SHELL_WAIT.format(start_at_ns=start_at_ns)
-    if shell_only:
-        return f"exec_prerun={shell} || true"
-    start_at_us = start_at_ns // 1000
-    waits = " && ".join(_BASH_WAIT_UNTIL.format(until_us=until_us)
-                        for until_us in (start_at_us - int(BARRIER_QUIET_S * 1e6), start_at_us))
-    return (f"exec_prerun=command -v bash > /dev/null && exec bash -c 'exec 3<> <(:) && [[ -n $EPOCHREALTIME ]]"
-            f" && ( chrt -f -p 1 $$ > /dev/null 2>&1 || true ) && {waits} || ( {shell} )' || ( {shell} ) || true")
-
-
-# What fio replaces in filename_format, as patterns of a file's name (another $ word names no file of ours).
-_NAME_WORDS = {"$jobnum": r"\d+", "$filenum": r"\d+", "$clientuid": r"[^/]*"}
-
-
-@dataclass(frozen=True)
-class CachedFiles:
-    """The files a job will read or write, so their page cache can be dropped before the start barrier: regular
-    files in ``directories`` whose names match ``name_pattern`` (fio's servers put the client's address and a dot
-    before each name, which the pattern allows)."""
-
-    directories: tuple[str, ...]
-    name_pattern: str
-
-
-def _global_options(job_text: str) -> dict[str, str]:
-    options: dict[str, str] = {}
-    in_global = False
-    for line in job_text.split("\n"):
-        if line.startswith("[") and line.endswith("]"):
-            in_global = line == "[global]"
-        elif in_global and "=" in line:
-            key, value = line.split("=", 1)
-            options[key] = value
-    return options
-
-
-def cached_files(job_text: str) -> CachedFiles | None:
-    """The files of a job on a ``directory`` (with storbench's ``filename_format``) whose page cache fio would
-    drop when it opens them (``invalidate``, fio's default), or None where that is not so or not known: the job
-    sets ``invalidate`` itself, fills its files in an earlier section of the same run (the fill must be dropped
-    after it), has more than one measured section, or names its files otherwise."""
-    options = _global_options(job_text)
-    sections = [line[1:-1] for line in job_text.split("\n") if line.startswith("[") and line.endswith("]")]
-    measured = [name for name in sections if name != "global"]
-    if ("invalidate" in options or f"[{FILL_JOB}]" in job_text.split("\n") or len(measured) != 1
-            or "\ninvalidate=" in job_text or "directory" not in options or "filename_format" not in options):
-        return None
-    pattern = ""
-    for part in re.split(r"(\$\w+)", options["filename_format"]):
-        if part.startswith("$"):
-            word = _NAME_WORDS.get(part, re.escape(measured[0]) if part == "$jobname" else None)
-            if word is None:
-                return None
-            pattern += word
-        else:
-            pattern += re.escape(part)
-    if not pattern or "/" in options["filename_format"]:
-        return None
-    directories = tuple(d for d in options["directory"].split(":") if d)
-    return CachedFiles(directories, rf"(?:[^/]*\.)?{pattern}") if directories else None
-
-
-def with_start_barrier(job_text: str, start_at_ns: int, *, cache_dropped: bool = False) -> str:
-    """``job_text`` with the start barrier in its first measured section (not [global], not the unmeasured
-    fill before it); sections after a stonewall start when the one before ends, as they always do.
-    ``cache_dropped``: storbench dropped the page cache of the job's files itself before launching fio (see
-    cached_files), so the job does not do it again at the moment (``invalidate=0``)."""
-    lines = job_text.split("\n")
-    for index, line in enumerate(lines):
-        if line.startswith("[") and line.endswith("]") and line[1:-1] not in ("global", FILL_JOB):
-            barrier = [start_barrier_line(start_at_ns)] + ([_line("invalidate", "0")] if cache_dropped else [])
-            return "\n".join([*lines[:index + 1], *barrier, *lines[index + 1:]])
-    raise ValueError("no measured job section")

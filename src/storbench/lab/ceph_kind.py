@@ -140,7 +140,7 @@ class CephKind(LabKindBase):
         clusters = clusters_of(cases)
         if len(clusters) > 1:
             from storbench.checks import meminfo_bytes
-            from storbench.plan import cluster_memory_needs
+            from storbench.demands import cluster_memory_needs
 
             needed = sum(need.amount for cluster in clusters  # the same arithmetic `plan` checked, memory now
                          for need in cluster_memory_needs([c for c in cases if cluster_of(c.lab) == cluster]))

@@ -11,9 +11,9 @@ import math
 from collections.abc import Sequence
 
 from storbench.model import Case, RunInfo, StoredRepetition
-from storbench.plan import lab_designs
 from storbench.report.figures import Band, FigureSpec, Series
 from storbench.report.labels import comparison_label, varying_comparison_lab
+from storbench.schedule import lab_designs
 from storbench.stats.compare_design import design_note
 from storbench.stats.convergence import Convergence, Look, convergence, stopping_rule
 from storbench.stats.metrics import COMPARE_METRICS, Metric

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from storbench.model import Case, is_metadata
-from storbench.plan import PlanEstimate
 from storbench.report.tables import plain_cell
+from storbench.schedule import PlanEstimate
 from storbench.units import format_bytes, format_duration
 
 PLAN_ROWS_HEAD = 20

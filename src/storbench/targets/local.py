@@ -9,11 +9,12 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
+from storbench.demands import MACHINE_SHARE, inodes_need
 from storbench.errors import UserError
 from storbench.execute.supervisor import process_dirs
 from storbench.fio.jobfile import METADATA_DIR, JobBinding, escape_fio_path, is_safe_job_value, metadata_dir_names
 from storbench.model import METADATA_RW, BlockTarget, Case, CephfsTarget, PathTarget, is_metadata, rw_writes
-from storbench.plan import MACHINE_SHARE, inodes_need, working_set_bytes
+from storbench.schedule import working_set_bytes
 from storbench.targets.base import FILENAME_FORMAT, PreparedTarget
 from storbench.targets.guards import (
     block_write_refusal,

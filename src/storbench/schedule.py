@@ -1,0 +1,273 @@
+"""A plan's cases in time (pure): the run order, the lab designs a run follows, preconditions, and the estimate of what
+a run takes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from storbench.case_ids import case_id_for
+from storbench.config import (
+    PlanConfig,
+)
+from storbench.lab.ceph_conf import osd_options
+from storbench.model import (
+    SIDE_BY_SIDE_SETTINGS,
+    Case,
+    Precondition,
+    ScheduledRepetition,
+    WorkloadPoint,
+    cluster_of,
+    interleaved_setting,
+    is_metadata,
+    is_object,
+    rw_writes,
+)
+
+# Estimated fixed cost of one fio invocation (start, layout check, JSON) used for the ETA.
+FIO_STARTUP_S = 0.6
+# Conservative layout speed for creating test files, used for the ETA only.
+LAYOUT_BYTES_PER_S = 300 * 1024 * 1024
+# Bringing a lab configuration up and down (measured: 10-20 s for 3 OSDs, about 1 s for NFS), and the
+# speed at which new RBD images and NFS files are written before measuring, for the ETA.
+LAB_SECONDS = {"ceph": 20.0, "nfs": 2.0}
+# Applying OSD options to a running cluster: set, restart the OSDs, wait for active+clean (measured: about 15 s).
+OSD_RESTART_S = 20.0
+LAB_LAYOUT_BYTES_PER_S = 150 * 1024 * 1024
+
+
+def live_settings_together(cases: Sequence[Case]) -> list[Case]:
+    """The cases reordered (stably) so that those with the same live OSD options are next to each other: within
+    a round each option set then needs one OSD restart, not one per workload."""
+
+
+    first: dict[object, int] = {}
+    keys = [osd_options(case.lab.ceph) if case.lab.ceph is not None else () for case in cases]
+    for key in keys:
+        first.setdefault(key, len(first))
+    return [case for _, case in sorted(zip(keys, cases, strict=True), key=lambda item: first[item[0]])]
+
+
+def schedule(cases: Sequence[Case], repeat: int, order: str, seed: int) -> list[ScheduledRepetition]:
+    """The order repetitions run in.
+
+    interleaved: every case once, then every case again in reverse order (A B C C B A A B C ...), so slow
+    drift and "the second run is slower" effects spread evenly over the cases instead of biasing one; cases
+    whose live OSD options differ are grouped within a round (``live_settings_together``).
+    sequential: each case's repetitions back to back. shuffled: a random order from ``seed``.
+    """
+    if order == "sequential":
+        return [ScheduledRepetition(case, rep) for case in cases for rep in range(repeat)]
+    if order == "interleaved":
+        cases = live_settings_together(cases)
+        out: list[ScheduledRepetition] = []
+        for rep in range(repeat):
+            sweep = cases if rep % 2 == 0 else list(reversed(cases))
+            out.extend(ScheduledRepetition(case, rep) for case in sweep)
+        return out
+    if order == "shuffled":
+        items = [ScheduledRepetition(case, rep) for rep in range(repeat) for case in cases]
+        random.Random(seed).shuffle(items)
+        return items
+    raise ValueError(f"unknown order {order!r}")
+
+
+@dataclass(frozen=True)
+class PlanEstimate:
+    cases: int
+    repetitions: int
+    seconds: float
+    layout_bytes: int
+    destructive_cases: int
+    lab_designs: tuple[str, ...] = ()  # how each swept lab setting is run, for people
+    metadata_cases: int = 0  # file operations (create, stat, delete): size based, each file once
+
+
+def size_refusal(estimate: PlanEstimate, max_runs: int, max_hours: float) -> str | None:
+    """Why a plan is too large to run without the user raising the limits, or None."""
+    if estimate.repetitions > max_runs:
+        return (f"the plan has {estimate.repetitions:,} fio runs ({estimate.cases:,} cases), more than "
+                f"--max-runs {max_runs:,}")
+    if estimate.seconds > max_hours * 3600:
+        return f"the plan would take about {estimate.seconds / 3600:,.1f} h, more than --max-hours {max_hours:g}"
+    return None
+
+
+def lab_designs(cases: Sequence[Case], *, bring_up: str = "once", rounds: int = 0) -> tuple[str, ...]:
+    """How each swept Ceph setting is run: interleaved on one cluster, or, for settings that need a cluster per
+    value, by `lab.ceph.bring_up`: brought up once (which confounds the setting with the cluster instance and
+    with time), a fresh cluster per value and round, A B B A (``rounds`` of them: bring-ups per arm), or the
+    clusters side by side with their repetitions alternating (time cancels, the instance does not)."""
+    values: dict[str, set[object]] = {}
+    for case in cases:
+        if case.lab.ceph is not None:
+            for name, value in case.lab.ceph.settings():
+                values.setdefault(name, set()).add(value)
+    if len(values.get("osds_per_device", ())) > 1:  # the OSD count and size follow from it: not axes of their own
+        values.pop("osds", None)
+        values.pop("osd_size", None)
+    lines = []
+    links = {case.lab.link_bits_per_s for case in cases}
+    if len(links) > 1:
+        lines.append("link: interleaved (each client host's link shaped with traffic control before each value's "
+                     "turn, repetitions A B B A)")
+    for name, seen in values.items():
+        if len(seen) < 2:
+            continue
+        if name in SIDE_BY_SIDE_SETTINGS:
+            lines.append(f"{name}: interleaved on one cluster (a pool per value, repetitions A B B A)")
+        elif name == "osd_cpuset":
+            lines.append(f"{name}: interleaved on one cluster (a cpuset per OSD, changed live without a restart "
+                         "before each value's turn, repetitions A B B A)")
+        elif name == "osd_cpus":
+            lines.append(f"{name}: interleaved on one cluster (a cgroup CPU quota per OSD, changed live without a "
+                         "restart before each value's turn, repetitions A B B A)")
+        elif interleaved_setting(name):
+            lines.append(f"{name}: interleaved on one cluster (applied with `ceph config set` and an OSD restart "
+                         "before each value's turn, repetitions A B B A)")
+        elif bring_up == "side_by_side":
+            lines.append(f"{name}: clusters side by side, one per value, up at once on their own ports, repetitions "
+                         "A B B A (time drift cancels; each value is still one cluster instance)")
+        elif bring_up == "each_repetition":
+            per_arm = f"{rounds} bring-ups per arm" if rounds else "a bring-up per arm and round"
+            lines.append(f"{name}: blocked, a fresh cluster per value and round, A B B A ({per_arm}): the cluster "
+                         "instance is sampled, repetitions paired round by round")
+        else:
+            lines.append(f"{name}: blocked, one cluster per value brought up once (the setting is confounded "
+                         "with the cluster instance and with time)")
+    if "db_device" in values:
+        lines.append("db_device: fast is emulated: BlueStore's RocksDB and WAL on tmpfs (memory), the one-machine "
+                     "stand-in for an Optane or NVMe DB device")
+    return tuple(lines)
+
+
+# Size-based file and object operations (a rough, conservative rate per job, for the ETA only): their runtime is
+# only a cap, and a 60 s cap on a 2 s job made estimates twenty times too long.
+ESTIMATE_OPS_PER_JOB_S = 500.0
+
+
+def repetition_seconds(case: Case) -> float:
+    w = case.workload
+    if (is_metadata(w.rw) or w.rw == "delete_object") and w.files is not None:
+        operations_s = w.files / ESTIMATE_OPS_PER_JOB_S * (1 if w.rw == "create" else 3 if w.rw == "metadata"
+                                                            else 2)  # and their fill, or all phases
+        return min(w.runtime_s, operations_s) + FIO_STARTUP_S
+    if w.rw in ("get", "getput") and w.files is not None:  # a time-based GET after its unmeasured PUT
+        return w.ramp_s + w.runtime_s + w.files / ESTIMATE_OPS_PER_JOB_S + FIO_STARTUP_S
+    return w.ramp_s + w.runtime_s + FIO_STARTUP_S
+
+
+# A fill is size based; its runtime only caps it.
+FILL_RUNTIME_CAP_S = 24 * 3600.0
+
+
+def preconditions(config: PlanConfig) -> dict[str, Precondition]:
+    """Target name -> its `precondition`, typed."""
+    found = {}
+    for name, target in config.targets.items():
+        pre = getattr(target, "precondition", None)
+        if pre is not None:
+            found[name] = Precondition(rw=pre.pattern, bs_bytes=pre.bs_bytes, iodepth=pre.iodepth, passes=pre.fill,
+                                       duration_s=pre.duration)
+    return found
+
+
+def precondition_case(pre: Precondition, cases: Sequence[Case]) -> Case:
+    """The job a precondition runs, as a case on the target of ``cases`` (one target, one lab configuration):
+    with their largest numjobs, clients, size and nrfiles, so every test file and image they measure on is
+    written; one job on an image or a device (each job would write all of it)."""
+    first = cases[0]
+    blocks = [c for c in cases if not is_metadata(c.workload.rw)]  # metadata cases use fio's file engines
+    w = blocks[0].workload if blocks else None
+    sizes = [c.workload.size_bytes for c in cases if c.workload.size_bytes is not None]
+    nrfiles = [int(n) for c in cases for k, n in c.workload.fio_options if k == "nrfiles"]
+    whole = first.target.kind in ("rbd", "block")
+    workload = WorkloadPoint(rw=pre.rw, bs_bytes=pre.bs_bytes, iodepth=pre.iodepth,
+                             numjobs=1 if whole else max(c.workload.numjobs for c in cases),
+                             runtime_s=pre.duration_s if pre.duration_s is not None else FILL_RUNTIME_CAP_S,
+                             ramp_s=0.0, direct=w.direct if w else True, ioengine=w.ioengine if w else "libaio",
+                             size_bytes=max(sizes, default=None),
+                             fio_options=(("nrfiles", str(max(nrfiles))),) if nrfiles else ())
+    clients = max(c.clients for c in cases)
+    return Case(case_id=case_id_for(first.target, workload, clients, first.lab), target=first.target,
+                workload=workload, clients=clients, lab=first.lab)
+
+
+def precondition_jobs(wanted: Mapping[str, Precondition], cases: Sequence[Case]) -> list[Case]:
+    """The precondition job of each target with a `precondition` (``wanted``), one per lab configuration its
+    cases run on (each pool or cluster holds its own image or files): what the write guards must see."""
+    found = []
+    for name, pre in wanted.items():
+        mine = [c for c in cases if c.target.name == name]
+        for lab in dict.fromkeys(c.lab for c in mine):
+            found.append(precondition_case(pre, [c for c in mine if c.lab == lab]))
+    return found
+
+
+def precondition_seconds(pre: Precondition, case: Case, device_bytes: int | None = None) -> float | None:
+    """How long a precondition takes: its time, or its fill at the conservative layout speed (ETA only); a
+    fill of a raw device needs the device's size (``device_bytes``), else None (unknown)."""
+    if pre.duration_s is not None:
+        return pre.duration_s
+    volume = working_set_bytes(case) or (case.workload.size_bytes or case.target.size_bytes or device_bytes or 0)
+    if not volume:
+        return None
+    return FIO_STARTUP_S + (pre.passes or 1) * volume / LAYOUT_BYTES_PER_S  # fio's size spans all nrfiles
+
+
+def working_set_bytes(case: Case) -> int:
+    """Bytes written before this case can measure: one file of ``size`` per job and client (files, NFS, pods'
+    volumes), one image of ``size`` per client (RBD, written once when created), nothing for a raw device."""
+    w = case.workload
+    if is_metadata(w.rw):  # stat and delete find their files laid out by fio (create makes them empty)
+        return 0 if w.rw == "create" else (w.files or 0) * (w.file_size_bytes or 0) * w.numjobs * case.clients
+    if is_object(w.rw):  # get and delete_object PUT their objects first, every repetition (object_fill_section)
+        return 0
+    size = case.workload.size_bytes or case.target.size_bytes or 0
+    if case.target.kind == "block":
+        return 0
+    if case.target.kind == "rbd":
+        return size * case.clients
+    return size * case.workload.numjobs * case.clients
+
+
+def estimate(cases: Sequence[Case], repeat: int, *, bring_up: str = "once") -> PlanEstimate:
+    """Duration and data volume before anything runs.
+
+    Files are laid out once per target (fio reuses them), so layout cost is the largest working set per
+    target. Writes during measurement are time based; their volume depends on the storage's speed.
+    """
+
+
+    largest: dict[str, int] = {}
+    for case in cases:
+        largest[case.target.name] = max(largest.get(case.target.name, 0), working_set_bytes(case))
+    layout = sum(largest.values())
+    seconds = sum(repetition_seconds(case) for case in cases) * repeat + layout / LAYOUT_BYTES_PER_S
+    clusters = {cluster_of(case.lab) for case in cases if case.lab}  # each brought up once (or once per round)
+    for cluster in clusters:
+        bring_ups = repeat if bring_up == "each_repetition" and cluster.ceph is not None else 1
+        seconds += sum(LAB_SECONDS.get(kind, 0.0) for kind in cluster.kinds()) * bring_ups
+        # an RBD image per pool (one pool per pool_size on a cluster), NFS files once
+        laid_out = {(c.target, c.lab.ceph.pool_size if c.lab.ceph and c.target.kind == "rbd" else 0)
+                    for c in cases if cluster_of(c.lab) == cluster and c.target.kind in ("rbd", "nfs")}
+        seconds += sum((t.size_bytes or 0) for t, _ in laid_out) / LAB_LAYOUT_BYTES_PER_S * bring_ups
+        # live settings alternate A B B A: a restart at each change, k - 1 per round
+        live = {osd_options(c.lab.ceph) for c in cases if cluster_of(c.lab) == cluster and c.lab.ceph is not None}
+        seconds += max(len(live) - 1, 0) * repeat * OSD_RESTART_S
+    return PlanEstimate(
+        cases=len(cases),
+        repetitions=len(cases) * repeat,
+        seconds=seconds,
+        layout_bytes=layout,
+        destructive_cases=sum(1 for c in cases if c.target.kind == "block" and rw_writes(c.workload.rw)),
+        lab_designs=lab_designs(cases, bring_up=bring_up, rounds=repeat),
+        metadata_cases=sum(1 for c in cases if is_metadata(c.workload.rw)),
+    )
+
+
+# ---- what a plan needs of the machine -------------------------------------------------------------------------
+# Pure arithmetic over the cases: checks.check_resources (and targets.local for inodes) compare it with what the
+# machine has, so `plan` refuses before anything starts.
