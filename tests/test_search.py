@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from storbench.model.objective import LatencyObjective, parse_slo
 from storbench.stats.estimate import Estimate, estimate
-from storbench.stats.knee import KneeKind, LatencyObjective, locate_knee, parse_slo
+from storbench.stats.knee import KneeKind, locate_knee
 from storbench.stats.search import (
     SearchAnswer,
     SearchPoint,

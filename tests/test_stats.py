@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 from scipy import stats as scipy_stats
 
+from storbench.model.objective import parse_slo
 from storbench.report.labels import curve_label
 from storbench.report.show_export import drift_lines
 from storbench.stats.compare import compare_observations
@@ -19,7 +20,7 @@ from storbench.stats.compare_cells import Verdict, regressions
 from storbench.stats.compare_match import compare_points, no_common_point, side_differences
 from storbench.stats.drift import drift, run_drifts
 from storbench.stats.estimate import Estimate, estimate, welch_difference
-from storbench.stats.knee import KneeKind, best_under_objective, curves, locate_knee, parse_slo
+from storbench.stats.knee import KneeKind, best_under_objective, curves, locate_knee
 from storbench.stats.observations import Observation
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.selectors import parse_selector, select

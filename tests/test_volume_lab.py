@@ -245,7 +245,7 @@ lab:
 def _best_under_objective(db: Path) -> tuple[int | None, float | None, int]:
     """(numjobs, IOPS) of the best point within p99<=8ms among a database's stored points, by the search's own
     rule, and how many points it holds."""
-    from storbench.stats.knee import parse_slo
+    from storbench.model.objective import parse_slo
     from storbench.stats.observations import Observation, observations
     from storbench.stats.search import search_answer, search_grid, search_point
     from storbench.store import open_store

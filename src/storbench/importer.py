@@ -1,14 +1,13 @@
-"""Turn existing fio json/json+ outputs into storbench cases and repetitions (pure), and store them as one run
-(`save_import`, through the store it is given)."""
+"""Turn existing fio json/json+ outputs into storbench cases and repetitions (pure); `storbench import` stores them
+as one run."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from storbench import __version__
 from storbench.case_ids import case_id_for
 from storbench.fio.parse import client_measurement
 from storbench.model import (
@@ -26,7 +25,7 @@ from storbench.redact import HIDDEN, is_secret_option
 from storbench.units import parse_duration_s, parse_fio_size_bytes
 
 if TYPE_CHECKING:
-    from storbench.store.db import Store
+    pass
 
 _MAPPED = {"rw", "readwrite", "bs", "blocksize", "iodepth", "numjobs", "runtime", "ramp_time", "direct", "ioengine",
            "rwmixread", "size", "filename", "directory", "name", "time_based", "group_reporting", "output-format",
@@ -175,20 +174,3 @@ def prepare_import(files: Sequence[FioFile], target_name: str) -> PreparedImport
         fio_version=",".join(sorted({f.output.fio_version for f in files})),
         repetitions=tuple(repetitions),
     )
-
-
-def save_import(store: Store, prepared: PreparedImport, *, plan_name: str, host: str, kernel: str,
-                clock: Callable[[], float]) -> int:
-    """Store ``prepared`` as one run of source "import" (each repetition notes the file it came from), in one
-    transaction: an import that fails leaves nothing behind. Returns the run's id."""
-    with store.transaction():
-        run_id = store.create_run(
-            plan_name=plan_name, plan_text=prepared.plan_text, plan_sha256="", source="import",
-            storbench_version=__version__, fio_version=prepared.fio_version, host=host, kernel=kernel,
-            run_order="imported", seed=0, tags=[], started_at_s=clock(),
-        )
-        for item in prepared.repetitions:
-            store.save_repetition(run_id, item.case, item.rep_index, item.outcome,
-                                  (("imported_from", item.source), ("imported_sha256", item.source_sha256)))
-        store.finish_run(run_id, clock())
-    return run_id

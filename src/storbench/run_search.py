@@ -12,8 +12,8 @@ from storbench.run_state import RunState, case_text
 from storbench.units import format_latency_ns
 
 if TYPE_CHECKING:
+    from storbench.model.objective import LatencyObjective
     from storbench.stats.curve import LoadAxis, SearchKey
-    from storbench.stats.knee import LatencyObjective
     from storbench.stats.observations import Observation
     from storbench.stats.search import SearchPoint
 
@@ -25,7 +25,7 @@ def in_order(run: RunState, items: Sequence[ScheduledRepetition]) -> Iterator[Sc
     if search is None:
         yield from items
         return
-    from storbench.stats.knee import parse_slo
+    from storbench.model.objective import parse_slo
     from storbench.stats.search import next_values, search_answer, search_grid
 
     objective = parse_slo(search.slo)

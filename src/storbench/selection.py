@@ -27,7 +27,7 @@ from storbench.stats.run_questions import (
 from storbench.stats.sequential import SequentialPlan
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
-    from storbench.stats.knee import LatencyObjective
+    from storbench.model.objective import LatencyObjective
     from storbench.stats.observations import Observation
     from storbench.stats.selectors import Question, Selector
     from storbench.stats.steady import SteadyState
@@ -269,7 +269,7 @@ def parse_objective(text: str | None) -> LatencyObjective | None:
     """An `--slo` latency objective (None when not given); a malformed one is a UserError."""
     if not text:
         return None
-    from storbench.stats.knee import parse_slo
+    from storbench.model.objective import parse_slo
 
     try:
         return parse_slo(text)

@@ -5,15 +5,22 @@ from __future__ import annotations
 import argparse
 import platform
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from storbench import __version__
 from storbench.cli.common import _console, db_option
 from storbench.errors import UserError
+
+if TYPE_CHECKING:  # the importer and the store load only for the command that uses them
+    from storbench.importer import PreparedImport
+    from storbench.store.db import Store
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     from storbench.fio.parse import load_fio_json_lenient
-    from storbench.importer import FioFile, file_sha256, prepare_import, save_import
+    from storbench.importer import FioFile, file_sha256, prepare_import
     from storbench.store import open_store
 
     files = []
@@ -74,3 +81,20 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--again", action="store_true",
                    help="import files even if the same output was imported before (a second run of them)")
     p.set_defaults(func=cmd_import)
+
+
+def save_import(store: Store, prepared: PreparedImport, *, plan_name: str, host: str, kernel: str,
+                clock: Callable[[], float]) -> int:
+    """Store ``prepared`` as one run of source "import" (each repetition notes the file it came from), in one
+    transaction: an import that fails leaves nothing behind. Returns the run's id."""
+    with store.transaction():
+        run_id = store.create_run(
+            plan_name=plan_name, plan_text=prepared.plan_text, plan_sha256="", source="import",
+            storbench_version=__version__, fio_version=prepared.fio_version, host=host, kernel=kernel,
+            run_order="imported", seed=0, tags=[], started_at_s=clock(),
+        )
+        for item in prepared.repetitions:
+            store.save_repetition(run_id, item.case, item.rep_index, item.outcome,
+                                  (("imported_from", item.source), ("imported_sha256", item.source_sha256)))
+        store.finish_run(run_id, clock())
+    return run_id

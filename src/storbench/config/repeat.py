@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field, field_validator
 
 from storbench.config.values import StrictModel, _fraction
+from storbench.model.objective import parse_slo
 
 UNTIL_CI_RE = re.compile(r"ci\s*<=\s*([0-9]{1,2}(?:\.[0-9]{1,3})?)\s*%")
 # `until: "ci <= N%"`: the interval judged (and shown for the run) is the t interval at this level, and no look comes
@@ -94,10 +95,6 @@ class SearchConfig(StrictModel):
     @field_validator("slo")
     @classmethod
     def _slo(cls, value: str) -> str:
-        # here, not at the top: config sits below stats (an upward import, listed in KNOWN_LAYER_EDGES of
-        # tests/test_architecture.py), and only plans that use it load stats
-        from storbench.stats.knee import parse_slo
-
         parse_slo(value)  # ValueError with the reason
         return value
 

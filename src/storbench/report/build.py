@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from storbench.model import PreconditionRecord, RunInfo, Status, StoredRepetition
+from storbench.model.objective import LatencyObjective
 from storbench.report.convergence import convergence_figures
 from storbench.report.drift_figures import drift_figures
 from storbench.report.html import ReportDocument
@@ -25,7 +26,7 @@ from storbench.report.warning_text import warning_lines
 from storbench.stats.compare_cells import PointComparison
 from storbench.stats.curve import LOAD_AXES
 from storbench.stats.drift import run_drifts
-from storbench.stats.knee import LatencyObjective, curves
+from storbench.stats.knee import curves
 from storbench.stats.observations import Observation
 from storbench.stats.run_questions import adaptive_questions, expectations, interval_levels
 from storbench.stats.steady import SteadyState

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from storbench import __version__
 from storbench.model import RunInfo
+from storbench.model.objective import LatencyObjective
 from storbench.report.compare_tables import (
     bottleneck_change,
     change_text,
@@ -44,7 +45,7 @@ from storbench.report.tables import expected_cell, iops_with_ci, telemetry_cell,
 from storbench.report.warning_text import warning_groups, warning_tag
 from storbench.safe_text import safe_text
 from storbench.stats.compare_cells import PointComparison, stopping_rule_lines
-from storbench.stats.knee import Curve, LatencyObjective, best_under_objective
+from storbench.stats.knee import Curve, best_under_objective
 from storbench.stats.point_summary import PointSummary
 from storbench.units import format_latency_ns
 

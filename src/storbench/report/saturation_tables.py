@@ -7,9 +7,10 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
+from storbench.model.objective import LatencyObjective
 from storbench.report.labels import curve_lab_keys, curve_label
 from storbench.report.tables import plain_cell, rate_unit
-from storbench.stats.knee import Curve, CurvePoint, Knee, KneeKind, LatencyObjective, best_under_objective
+from storbench.stats.knee import Curve, CurvePoint, Knee, KneeKind, best_under_objective
 from storbench.stats.trend import FLAT_MARGIN
 from storbench.units import format_latency_ns
 

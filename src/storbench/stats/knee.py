@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from storbench.model.objective import LatencyObjective
 from storbench.stats.bottleneck import LATENCY_GROWTH
 from storbench.stats.curve import LOAD_AXES, CurveKey, LoadAxis, axis_value, outstanding_ios
 from storbench.stats.estimate import Estimate
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.trend import Change, plateau
-from storbench.units import parse_duration_s
 
 # Whether more load raised IOPS is `stats.trend.judge_change`'s answer, the same for every section.
 # Latency "keeps growing" beyond the knee when the highest load's mean latency is at least this many times the
@@ -158,29 +157,6 @@ def curves(points: Sequence[PointSummary], axis: str) -> list[Curve]:
         out.append(Curve(axis=axis, points=tuple(curve_points), knee_index=knee.index, knee_kind=knee.kind,
                          pending=knee if knee.kind is KneeKind.UNDECIDED else None))
     return out
-
-
-_SLO_RE = re.compile(r"^\s*(p\d+(?:\.\d+)?|mean)\s*<=\s*(\S+)\s*$")
-
-
-@dataclass(frozen=True)
-class LatencyObjective:
-    field: str
-    label: str
-    limit_ns: float
-
-
-def parse_slo(text: str) -> LatencyObjective:
-    """``p99<=10ms``, ``p95<=500us``, ``p99.9<=20ms``, ``mean<=1ms``. ValueError on anything else."""
-    match = _SLO_RE.match(text)
-    if not match:
-        raise ValueError(f"{text!r} is not an objective like p99<=10ms")
-    which, limit = match.groups()
-    fields = {"mean": "lat_mean_ns", "p50": "lat_p50_ns", "p95": "lat_p95_ns", "p99": "lat_p99_ns",
-              "p99.9": "lat_p999_ns"}
-    if which not in fields:
-        raise ValueError(f"{which!r}: use one of {', '.join(fields)}")
-    return LatencyObjective(fields[which], which, parse_duration_s(limit) * 1e9)
 
 
 def best_under_objective(curve: Curve, objective: LatencyObjective) -> CurvePoint | None:

@@ -41,8 +41,9 @@ from dataclasses import dataclass
 from enum import Enum
 from itertools import pairwise
 
+from storbench.model.objective import LatencyObjective
 from storbench.stats.estimate import Estimate, estimate
-from storbench.stats.knee import Knee, KneeKind, LatencyObjective, locate_knee
+from storbench.stats.knee import Knee, KneeKind, locate_knee
 from storbench.stats.observations import Observation, metric_value
 from storbench.stats.trend import judge_change, round_pairs
 

@@ -1,0 +1,32 @@
+"""A latency objective (pure): `p99<=10ms` as a typed limit on one latency field, the one grammar a plan's
+`search.slo` and `--slo` share.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from storbench.units import parse_duration_s
+
+_SLO_RE = re.compile(r"^\s*(p\d+(?:\.\d+)?|mean)\s*<=\s*(\S+)\s*$")
+
+
+@dataclass(frozen=True)
+class LatencyObjective:
+    field: str
+    label: str
+    limit_ns: float
+
+
+def parse_slo(text: str) -> LatencyObjective:
+    """``p99<=10ms``, ``p95<=500us``, ``p99.9<=20ms``, ``mean<=1ms``. ValueError on anything else."""
+    match = _SLO_RE.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not an objective like p99<=10ms")
+    which, limit = match.groups()
+    fields = {"mean": "lat_mean_ns", "p50": "lat_p50_ns", "p95": "lat_p95_ns", "p99": "lat_p99_ns",
+              "p99.9": "lat_p999_ns"}
+    if which not in fields:
+        raise ValueError(f"{which!r}: use one of {', '.join(fields)}")
+    return LatencyObjective(fields[which], which, parse_duration_s(limit) * 1e9)
