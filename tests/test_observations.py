@@ -170,6 +170,7 @@ def test_observations_of_a_stored_repetition_merge_its_clients() -> None:
 
 def test_report_reads_the_store_once_and_where_direct_yes_works(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import storbench.selection
     import storbench.store
 
     db = tmp_path / "r.db"
@@ -183,6 +184,7 @@ def test_report_reads_the_store_once_and_where_direct_yes_works(tmp_path: Path, 
         return real_open(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(storbench.store, "open_store", counting_open)
+    monkeypatch.setattr(storbench.selection, "open_store", counting_open)  # selection's own name for it
     code, _, err = run_cli(capsys, "report", "--db", str(db), "-o", str(tmp_path / "r.html"), "--run", "all")
     assert code == 0, err
     assert len(opened) == 1

@@ -186,7 +186,7 @@ def test_a_repetition_that_raises_still_tears_the_lab_down_and_keeps_what_finish
 
 def test_client_ceilings_run_once_per_case_on_the_local_executor(tmp_path: Path, store: Store,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    import storbench.telemetry.recorder
+    import storbench.orchestrate
 
     class NoRecorder:
         def __init__(self, *args: object) -> None:
@@ -200,7 +200,7 @@ def test_client_ceilings_run_once_per_case_on_the_local_executor(tmp_path: Path,
             seen.append(ceiling)
 
     seen: list[float | None] = []
-    monkeypatch.setattr(storbench.telemetry.recorder, "TelemetryRecorder", NoRecorder)
+    monkeypatch.setattr(storbench.orchestrate, "TelemetryRecorder", NoRecorder)
     fake = FakeExecutor(_ok)
     _run(tmp_path, store, fake, telemetry=True, ceiling=True)
     ceiling_jobs = [j for j in fake.calls if "client ceiling" in j.job_texts[0]]

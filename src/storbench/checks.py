@@ -9,10 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storbench.config import LoadedPlan, RbdTargetConfig
+from storbench.demands import MACHINE_SHARE, Demand, inodes_need, lab_disk_demands, memory_demands, over_share
 from storbench.errors import UserError, did_you_mean
 from storbench.execute.fio_binary import fio_capabilities
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
-from storbench.model import Case
+from storbench.lab.cpu_quota import parse_cpu_list
+from storbench.lab.labdir import default_lab_dir
+from storbench.model import BlockTarget, Case, NfsTarget
+from storbench.schedule import precondition_jobs, preconditions
 from storbench.targets.base import PreparedTarget
 from storbench.targets.registry import check_targets
 from storbench.targets.s3 import NO_S3_ACCESS, S3Access
@@ -57,8 +61,6 @@ def check_fio_against_plan(loaded: LoadedPlan, cases: Sequence[Case], caps: FioC
 def precondition_cases(loaded: LoadedPlan, cases: Sequence[Case]) -> list[Case]:
     """The jobs of the targets' `precondition`s (one per target and lab configuration); one that would write to
     a raw device without `destructive: true` is refused here, the others meet the write guards of any case."""
-    from storbench.model import BlockTarget
-    from storbench.schedule import precondition_jobs, preconditions
 
     wanted = preconditions(loaded.config)
     jobs = precondition_jobs(wanted, cases)
@@ -76,7 +78,6 @@ def check_machine(loaded: LoadedPlan) -> None:
     ceph = loaded.config.lab.ceph if loaded.config.lab else None
     cores = os.cpu_count() or 1
     if ceph is not None and ceph.osd_cpuset:
-        from storbench.lab.cpu_quota import parse_cpu_list
 
         for cpus in ceph.osd_cpuset:
             if max(parse_cpu_list(cpus)) >= cores:
@@ -123,8 +124,6 @@ def _nearest_existing(path: Path) -> Path:
 def check_resources(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
     """What the plan's largest lab configuration and case need of this machine's memory (MemAvailable) and of
     the filesystem holding the lab directory (its sparse files, written), within MACHINE_SHARE of each."""
-    from storbench.demands import Demand, lab_disk_demands, memory_demands, over_share
-    from storbench.lab.labdir import default_lab_dir
 
     def refuse(demands: list[Demand], available: int | None, where: str) -> None:
         for demand in demands:
@@ -146,8 +145,6 @@ def _check_lab_inodes(loaded: LoadedPlan, cases: Sequence[Case], holder: Path) -
     """The files the largest case on an NFS lab target makes (its export is a directory inside the lab directory)
     fit in MACHINE_SHARE of the free inodes of the lab directory's filesystem (one without an inode limit reports
     none, or -1, and is not checked), as a path target's files do in its own filesystem (targets.local)."""
-    from storbench.demands import MACHINE_SHARE, inodes_need
-    from storbench.model import NfsTarget
 
     need = inodes_need([c for c in cases if isinstance(c.target, NfsTarget) and c.target.url is None])
     if need is None:

@@ -14,7 +14,6 @@ import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from storbench import __version__
 from storbench.checks import Checked, meminfo_bytes
@@ -48,10 +47,8 @@ from storbench.sessions import (
 )
 from storbench.store import Store
 from storbench.targets.base import PreparedTarget
+from storbench.telemetry.recorder import TelemetryRecorder
 from storbench.units import format_bytes
-
-if TYPE_CHECKING:
-    from storbench.telemetry.recorder import TelemetryRecorder
 
 # Slowest layout speed the watchdog allows for before calling fio hung.
 WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
@@ -229,7 +226,6 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             prepared = session.for_case(item.case)
             recorder = None
             if config.telemetry.enabled:
-                from storbench.telemetry.recorder import TelemetryRecorder
 
                 sockets = session.sockets_for(item.case)
                 if sockets not in recorders:

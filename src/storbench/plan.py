@@ -31,6 +31,7 @@ from storbench.model import (
     is_object,
 )
 from storbench.model.ceph_options import option_value
+from storbench.stats.search import search_grid
 from storbench.units import format_bytes, parse_duration_s, parse_size_bytes
 
 
@@ -113,7 +114,6 @@ def search_values(config: PlanConfig) -> tuple[int, ...]:
     and the run measures those the search asks for."""
     if config.search is None:
         return ()
-    from storbench.stats.search import search_grid
 
     return search_grid(*config.search.range)
 

@@ -4,11 +4,13 @@ steady-state points that start over (their lab or precondition is new).
 
 from __future__ import annotations
 
-from storbench.config import LoadedPlan, plan_design
+from storbench.config import LoadedPlan, design_changes, plan_design
 from storbench.errors import UserError
 from storbench.model import RunInfo, StoredRepetition
 from storbench.run_state import RunObserver, case_text
 from storbench.schedule import preconditions
+from storbench.stats.run_questions import steady_rule
+from storbench.stats.steady import SteadyStatus, judge_repetitions
 from storbench.store import Store
 
 
@@ -40,7 +42,6 @@ def check_design_unchanged(loaded: LoadedPlan, store: Store, run_id: int, *, acc
     the one the run last ran with (its latest plan version's stored design): its error rates hold only for a rule
     fixed before the data were seen. With ``accept`` the change is kept (as a new plan version, which marks the
     run's answer: ``run_design_changes``)."""
-    from storbench.config import design_changes
 
     versions = store.design_versions(run_id)
     if not versions:
@@ -68,8 +69,6 @@ def restart_unsettled_points(loaded: LoadedPlan, store: Store, run_id: int, obse
     written again, so a point that was not yet steady, or not yet through its rounds after the steady window,
     starts over; its earlier rounds are dropped (a window or figures mixing rounds from before and after would
     judge two instances as one)."""
-    from storbench.stats.run_questions import steady_rule
-    from storbench.stats.steady import SteadyStatus, judge_repetitions
 
     rule = steady_rule(loaded.config)
     wanted = preconditions(loaded.config)

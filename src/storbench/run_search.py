@@ -8,7 +8,11 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from storbench.model import Case, ScheduledRepetition
+from storbench.model.objective import parse_slo
 from storbench.run_state import RunState, case_text
+from storbench.stats.curve import axis_value, search_key
+from storbench.stats.observations import observations
+from storbench.stats.search import next_values, search_answer, search_grid, search_point
 from storbench.units import format_latency_ns
 
 if TYPE_CHECKING:
@@ -25,8 +29,6 @@ def in_order(run: RunState, items: Sequence[ScheduledRepetition]) -> Iterator[Sc
     if search is None:
         yield from items
         return
-    from storbench.model.objective import parse_slo
-    from storbench.stats.search import next_values, search_answer, search_grid
 
     objective = parse_slo(search.slo)
     grid = search_grid(*search.range)
@@ -67,7 +69,6 @@ def in_order(run: RunState, items: Sequence[ScheduledRepetition]) -> Iterator[Sc
 
 def _search_key(case: Case, axis: LoadAxis) -> tuple[SearchKey, int]:
     """(what a search group shares: the case without its load, `stats.curve.search_key`; the load)."""
-    from storbench.stats.curve import axis_value, search_key
 
     return search_key(case, axis), axis_value(case, axis)
 
@@ -76,8 +77,6 @@ def _search_points(run: RunState, key: SearchKey, axis: LoadAxis, objective: Lat
                    ) -> dict[int, SearchPoint]:
     """The load values of one search group (``key``) measured so far in this run (its stored repetitions, those
     of an interrupted run's earlier session too)."""
-    from storbench.stats.observations import observations
-    from storbench.stats.search import search_point
 
     loads = {c.case_id: load for c in run.cases for k, load in [_search_key(c, axis)] if k == key}
     found: dict[int, list[Observation]] = {}

@@ -13,17 +13,24 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from storbench.checks import Checked
-from storbench.config import LoadedPlan, repeat_bounds
+from storbench.config import CI_STOP_CONFIDENCE, LoadedPlan, RepeatConfig, repeat_bounds
 from storbench.execute.base import Executor
 from storbench.execute.hosts import HostsExecutor
+from storbench.execute.kubernetes import KubernetesExecutor
 from storbench.lab.hosts_conf import is_lab_server
 from storbench.model import Case, PvcTarget, RepetitionOutcome, ScheduledRepetition, TargetSpec
+from storbench.report.labels import comparison_label
 from storbench.sessions import LabObserver
+from storbench.stats.adaptive import all_decided, ci_reached, decided_verdicts
+from storbench.stats.observations import observations
+from storbench.stats.run_questions import steady_rule
+from storbench.stats.selectors import parse_selector
+from storbench.stats.sequential import SequentialPlan
+from storbench.stats.steady import SteadyStatus, judge_repetitions
 from storbench.store import Store
 from storbench.units import format_block_size
 
 if TYPE_CHECKING:
-    from storbench.execute.kubernetes import KubernetesExecutor
     from storbench.lab.k8s import K8sLabInfo
     from storbench.stats.steady import SteadyState
 
@@ -78,7 +85,6 @@ class Executors:
 
     def _pods(self, spec: PvcTarget) -> KubernetesExecutor:
         """Pods on the k8s lab, else on the cluster of $KUBECONFIG or ~/.kube/config (never a plan's)."""
-        from storbench.execute.kubernetes import KubernetesExecutor
 
         kubeconfig = self.k8s_lab.kubeconfig if self.k8s_lab else None
         executor = KubernetesExecutor(
@@ -115,14 +121,12 @@ class RunState:
         """For `steady_state`: whether ``case``'s rounds so far are steady with their rounds after the window
         measured (or reached max_rounds), so no more of them run; with ``tell``, the observer hears how the point
         stands."""
-        from storbench.stats.run_questions import steady_rule
 
         rule = steady_rule(self.loaded.config)
         if rule is None:
             return False
         if case.case_id in self.settled:
             return True
-        from storbench.stats.steady import judge_repetitions
 
         mine = [r for r in self.store.repetitions([self.run_id]) if r.case.case_id == case.case_id]
         state = judge_repetitions(mine, rule)
@@ -136,7 +140,6 @@ class RunState:
         """How a steady-state point stands after round ``last`` (``ran`` rounds run): its window's figures until
         it is steady, then (once each) that it is and that the rounds after the window that give its figures are
         measured."""
-        from storbench.stats.steady import SteadyStatus
 
         w, rule, label = state.window, state.rule, case_text(case)
         assert w is not None
@@ -177,12 +180,6 @@ class RunState:
 def answered(run: RunState, rounds: int) -> bool:
     """For `repeat: {until: ...}`: whether the rounds stored so far answer the plan's question (the stopping rule
     stays valid however often this looks; see stats/sequential.py). Tells the observer how each metric stands."""
-    from storbench.config import CI_STOP_CONFIDENCE, RepeatConfig
-    from storbench.report.labels import comparison_label
-    from storbench.stats.adaptive import all_decided, ci_reached, decided_verdicts
-    from storbench.stats.observations import observations
-    from storbench.stats.selectors import parse_selector
-    from storbench.stats.sequential import SequentialPlan
 
     config = run.loaded.config
     repeat = config.repeat

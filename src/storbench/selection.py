@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING
 
 from storbench.errors import UserError, did_you_mean
 from storbench.model import Expectation, PreconditionRecord, RunInfo, StoredRepetition
+from storbench.model.objective import parse_slo
+from storbench.stats import match
+from storbench.stats.match import no_match_line
+from storbench.stats.observations import observations
 from storbench.stats.run_questions import (
     adaptive_questions,
     bring_ups,
@@ -24,12 +28,15 @@ from storbench.stats.run_questions import (
     run_design_changes,
     sequential_plan,
 )
+from storbench.stats.selectors import Question, parse_selector
 from storbench.stats.sequential import SequentialPlan
+from storbench.stats.steady import steady_windows
+from storbench.store import open_store
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
     from storbench.model.objective import LatencyObjective
     from storbench.stats.observations import Observation
-    from storbench.stats.selectors import Question, Selector
+    from storbench.stats.selectors import Selector
     from storbench.stats.steady import SteadyState
 
 SLO_HINT = "e.g. --slo p99<=10ms or --slo mean<=500us"
@@ -95,7 +102,6 @@ class Selection:
     def questions(self) -> dict[int, Question]:
         """What each run that stopped when decided asked (its plan's `compare`): the cells it did not ask about are
         outside its stopping rule (`stats.compare.stopping_rules`)."""
-        from storbench.stats.selectors import Question
 
         return {q.run_id: Question(q.baseline, q.candidate, q.metrics) for q in adaptive_questions(self.runs)}
 
@@ -162,7 +168,6 @@ def filter_where(observations: Sequence[Observation], where: Sequence[str],
                  tags: Mapping[int, tuple[str, ...]] | None = None) -> list[Observation]:
     """The observations matching every `--where` item (`stats.match`, the matcher selectors use too); an
     unknown field is a UserError with a suggestion."""
-    from storbench.stats import match
 
     pairs = parse_where(where)
     unknown = match.unknown_keys([k for k, _ in pairs], observations)
@@ -181,7 +186,6 @@ def filter_where(observations: Sequence[Observation], where: Sequence[str],
 
 def select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per_client: bool = False) -> Selection:
     """Read the chosen runs from the results database ``db`` once and keep the observations matching ``where``."""
-    from storbench.store import open_store
 
     store = open_store(db, read_only=True)
     runs = store.runs()
@@ -199,7 +203,6 @@ def select(db: str, run: str, where: Sequence[str], *, default_latest: bool, per
     found = filter_where(seen, where, tags)
     no_match = ""
     if where and not found:
-        from storbench.stats.match import no_match_line
 
         no_match = no_match_line(seen, parse_where(where), tags) if seen else "no results in the chosen runs"
     return Selection(found, chosen, label, kept, steady, {k: v for k, v in preconditions.items() if v}, done,
@@ -221,8 +224,6 @@ def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition]
     by round marked ``alternated`` (their points pair along a curve). Pure."""
     from dataclasses import replace
 
-    from storbench.stats.observations import observations
-    from storbench.stats.steady import steady_windows
 
     rules = {}
     for run in runs:
@@ -244,7 +245,6 @@ def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition]
 
 def parse_selector_flag(text: str, flag: str) -> Selector:
     """A `--baseline`/`--candidate` selector; a malformed one is a UserError naming ``flag``."""
-    from storbench.stats.selectors import parse_selector
 
     try:
         return parse_selector(text)
@@ -255,7 +255,6 @@ def parse_selector_flag(text: str, flag: str) -> Selector:
 
 def check_selector_keys(selection: Selection, *selectors: Selector) -> None:
     """Every key a selector uses is a field, a lab setting of the selection, `run` or `tag`."""
-    from storbench.stats import match
 
     for selector in selectors:
         unknown = match.unknown_keys([k for k, _ in selector.pairs], selection.observations)
@@ -269,7 +268,6 @@ def parse_objective(text: str | None) -> LatencyObjective | None:
     """An `--slo` latency objective (None when not given); a malformed one is a UserError."""
     if not text:
         return None
-    from storbench.model.objective import parse_slo
 
     try:
         return parse_slo(text)

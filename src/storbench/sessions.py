@@ -12,12 +12,15 @@ from typing import TYPE_CHECKING, TypeVar
 
 from storbench.checks import Checked
 from storbench.config import LoadedPlan
+from storbench.demands import lab_group_key
 from storbench.errors import UserError
 from storbench.fio.options import FioCapabilities
 from storbench.lab.base import LabGroup, RunLab, SessionLabs
 from storbench.lab.base import LabObserver as LabObserver
 from storbench.lab.ceph_conf import clusters_of as clusters_of
 from storbench.lab.ceph_conf import rbd_pools as rbd_pools
+from storbench.lab.hosts import KIND as HOSTS
+from storbench.lab.k8s import KIND as K8S
 from storbench.lab.registry import KINDS
 from storbench.model import Case, LabPoint, RbdTarget, ScheduledRepetition, cluster_of, is_metadata
 from storbench.targets.base import PreparedTarget
@@ -28,8 +31,10 @@ from storbench.targets.local import (
     remove_test_files,
     test_file_names,
 )
+from storbench.targets.nfs import remove_laid_out
 from storbench.targets.registry import LabEnvironment, by_target, prepare_target
 from storbench.targets.s3 import remove_objects, service_of
+from storbench.telemetry.recorder import SYSTEM_CEPH_SOCKETS
 
 if TYPE_CHECKING:
     from storbench.lab.hosts import HostsLabInfo
@@ -50,7 +55,6 @@ def group_by_lab(items: Sequence[ScheduledRepetition], *, bring_up: str = "once"
       up in the order A B B A, one instance per round;
     - ``side_by_side``: one group for all the Ceph clusters, up at once, their repetitions alternating.
     The group's lab point is that of its first repetition's cluster."""
-    from storbench.demands import lab_group_key
 
     groups: dict[tuple[object, int], list[ScheduledRepetition]] = {}
     for item in items:
@@ -142,7 +146,6 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
     prepared = _Prepared(dict(checked.targets), {})
     sockets: tuple[str, ...] = ()
     if any(c.target.kind in ("rbd", "cephfs") for c in cases):
-        from storbench.telemetry.recorder import SYSTEM_CEPH_SOCKETS
 
         sockets = SYSTEM_CEPH_SOCKETS
 
@@ -206,7 +209,6 @@ def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserv
                                    f"{objects.bucket}")
             continue
         if prepared.laid_out:  # an NFS export: no directory of ours, the files by name
-            from storbench.targets.nfs import remove_laid_out
 
             removed, why = remove_laid_out(prepared)
             url = details.get("url", "")
@@ -251,7 +253,6 @@ def client_hosts(loaded: LoadedPlan, caps: FioCapabilities, observer: LabObserve
     if config.hosts is not None:
         yield tuple(config.hosts.servers)
         return
-    from storbench.lab.hosts import KIND as HOSTS
 
     hosts: RunLab[HostsLabInfo] | None = HOSTS.for_run(loaded, caps)
     with run_lab(hosts, HOSTS.name, observer, keep=keep) as info:
@@ -262,7 +263,6 @@ def client_hosts(loaded: LoadedPlan, caps: FioCapabilities, observer: LabObserve
 def kubernetes_lab(loaded: LoadedPlan, caps: FioCapabilities, observer: LabObserver, *,
                    keep: bool) -> Iterator[K8sLabInfo | None]:
     """The plan's single-node Kubernetes lab, up for the run and torn down after it (None: no lab)."""
-    from storbench.lab.k8s import KIND as K8S
 
     k8s: RunLab[K8sLabInfo] | None = K8S.for_run(loaded, caps)
     with run_lab(k8s, K8S.name, observer, keep=keep) as info:

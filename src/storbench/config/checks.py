@@ -24,6 +24,7 @@ from storbench.fio.allowlist import (
 )
 from storbench.lab.ceph_conf import SIDE_BY_SIDE_MAX
 from storbench.model import is_metadata, is_object, rw_writes
+from storbench.stats.selectors import blocked_settings, parse_selector
 from storbench.units import format_bytes
 
 
@@ -197,7 +198,6 @@ def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
     """`repeat: {until: decided}` needs a `compare` whose sides run on one cluster, alternating."""
     # here, not at the top: config sits below stats (an upward import, listed in KNOWN_LAYER_EDGES of
     # tests/test_architecture.py), and only plans that use it load stats
-    from storbench.stats.selectors import blocked_settings, parse_selector
 
     repeat = config.repeat
     if isinstance(repeat, RepeatConfig):

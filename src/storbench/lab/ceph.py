@@ -16,7 +16,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from storbench.errors import UserError
-from storbench.lab.ceph_conf import LOOPBACK, CephLabSpec, render_ceph_conf
+from storbench.lab import cpu_quota, devices
+from storbench.lab.ceph_conf import LOOPBACK, SIDE_BY_SIDE_MAX, CephLabSpec, render_ceph_conf
 from storbench.lab.ceph_daemons import READY_TIMEOUT_S, CephLabInfo, rgw_endpoint
 from storbench.lab.ceph_live import CephLiveSettings
 from storbench.lab.labdir import default_lab_dir
@@ -37,7 +38,6 @@ class CephLab(CephLiveSettings):
     @classmethod
     def side_by_side(cls, root: Path | None = None) -> list[CephLab]:
         """Every cluster slot beside the one at ``root`` (its ``-2``, ``-3``, ... siblings), for `lab ceph down`."""
-        from storbench.lab.ceph_conf import SIDE_BY_SIDE_MAX
 
         first = Path(os.path.abspath(root or DEFAULT_LAB_DIR / "ceph"))
         return [cls(first.with_name(f"{first.name}-{slot + 1}")) for slot in range(1, SIDE_BY_SIDE_MAX)]
@@ -79,7 +79,6 @@ class CephLab(CephLiveSettings):
                 self._mount_fast_db(spec)
             slices: list[str] = []
             if spec.osds_per_device:
-                from storbench.lab import devices
 
                 assert spec.devices is not None and spec.device_size_bytes is not None
                 slices = devices.create(self.root, spec.devices, spec.osds_per_device, spec.device_size_bytes)
@@ -115,10 +114,8 @@ class CephLab(CephLiveSettings):
         fast = self.root / "fastdb"
         if os.path.ismount(fast):
             run(["umount", "-l", str(fast)], timeout_s=30)
-        from storbench.lab import devices
 
         devices.remove(self.root)
-        from storbench.lab import cpu_quota
 
         cpu_quota.remove_groups(self.root.name)
         cpu_quota.remove_cpusets(self.root.name)

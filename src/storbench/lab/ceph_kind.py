@@ -12,20 +12,28 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from storbench.checks import meminfo_bytes
+from storbench.config import CephLabConfig
+from storbench.demands import cluster_memory_needs
 from storbench.errors import UserError
 from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
 from storbench.lab.ceph import CephLab
-from storbench.lab.ceph_conf import LOOPBACK
+from storbench.lab.ceph_conf import LOOPBACK, ceph_spec_for, clusters_of, osd_options, rbd_pools
 from storbench.lab.ceph_daemons import RGW_USER, CephLabInfo, rgw_endpoint
+from storbench.lab.hosts import HostsLab
+from storbench.lab.hosts_conf import BRIDGE_ADDRESS
+from storbench.model import CephLabPoint, cluster_of, interleaved_setting
+from storbench.s3sign import S3Credentials
+from storbench.targets.registry import LabEnvironment, by_target
+from storbench.targets.s3 import LAB_BUCKET, S3Service, create_bucket
+from storbench.units import format_bytes, parse_size_bytes
 
 if TYPE_CHECKING:
     from storbench.model import Case, LabPoint
-    from storbench.targets.s3 import S3Service
 
 
 def _plan_default(name: str) -> int | str:
     """A Ceph lab setting's default: the plan schema's (`lab.ceph`), the one place defaults live."""
-    from storbench.config import CephLabConfig
 
     default = CephLabConfig.model_fields[name].default
     value = default[0] if isinstance(default, list) else default
@@ -34,7 +42,6 @@ def _plan_default(name: str) -> int | str:
 
 
 def _command_options() -> tuple[CliOption, ...]:
-    from storbench.units import format_bytes
 
     osds, osd_size, objectstore = (_plan_default(name) for name in ("osds", "osd_size", "objectstore"))
     return (
@@ -53,9 +60,6 @@ def _command_options() -> tuple[CliOption, ...]:
 
 
 def _command_up(lab: CephLab, args: argparse.Namespace, say: Say) -> None:
-    from storbench.lab.ceph_conf import ceph_spec_for
-    from storbench.model import CephLabPoint
-    from storbench.units import parse_size_bytes
 
     pools = []
     for item in args.pool or [f"rbd:{_plan_default('pool_size')}"]:
@@ -97,8 +101,6 @@ def _command_down(lab: CephLab, say: Say) -> None:
 def _lab_s3(ceph_lab: CephLab, info: CephLabInfo) -> S3Service:
     """The lab radosgw as an S3 service for the run: its S3 user (made on first use; the keys stay in memory)
     and storbench's bucket on it."""
-    from storbench.s3sign import S3Credentials
-    from storbench.targets.s3 import LAB_BUCKET, S3Service, create_bucket
 
     service = S3Service(rgw_endpoint(info), "us-east-1", S3Credentials(*ceph_lab.s3_credentials()))
     create_bucket(service, LAB_BUCKET)
@@ -128,19 +130,11 @@ class CephKind(LabKindBase):
         return group.lab.ceph is not None
 
     def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:
-        from storbench.lab.ceph_conf import ceph_spec_for, clusters_of, osd_options, rbd_pools
-        from storbench.lab.hosts import HostsLab
-        from storbench.lab.hosts_conf import BRIDGE_ADDRESS
-        from storbench.model import cluster_of
-        from storbench.targets.registry import LabEnvironment, by_target
-        from storbench.units import format_bytes
 
         cases, observer, checked = group.cases, group.observer, group.checked
         lab_hosts = group.loaded.config.lab.hosts if group.loaded.config.lab else None
         clusters = clusters_of(cases)
         if len(clusters) > 1:
-            from storbench.checks import meminfo_bytes
-            from storbench.demands import cluster_memory_needs
 
             needed = sum(need.amount for cluster in clusters  # the same arithmetic `plan` checked, memory now
                          for need in cluster_memory_needs([c for c in cases if cluster_of(c.lab) == cluster]))
@@ -184,12 +178,10 @@ class CephKind(LabKindBase):
                             and target_group[0].case_id in on_a_lab_cluster)
 
     def enter(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
-        from storbench.model import cluster_of, interleaved_setting
 
         ceph_lab = running.get(cluster_of(case.lab))
         if not isinstance(ceph_lab, CephLab) or case.lab.ceph is None:
             return None
-        from storbench.lab.ceph_conf import osd_options
 
         options = osd_options(case.lab.ceph)
         seconds = ceph_lab.apply_osd_options(options)
@@ -212,7 +204,6 @@ class CephKind(LabKindBase):
     def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
         """The health of the lab cluster ``case`` runs on, in one line (`ceph health detail`'s summary and its
         first checks); None off a lab cluster or when the cluster does not answer."""
-        from storbench.model import cluster_of
 
         lab = running.get(cluster_of(case.lab))
         if not isinstance(lab, _AnswersCeph):

@@ -9,6 +9,7 @@ import time
 from dataclasses import replace
 
 from storbench.errors import UserError
+from storbench.lab import cpu_quota
 from storbench.lab.ceph_conf import CephLabSpec
 from storbench.lab.ceph_daemons import READY_TIMEOUT_S, CephDaemons
 from storbench.lab.labdir import kill_daemons
@@ -61,7 +62,6 @@ class CephLiveSettings(CephDaemons):
     def limit_osd_cpus(self, cores: float | None) -> bool:
         """Give every running OSD a cgroup of its own with a quota of ``cores`` (None: no quota), at once, no
         restart. Returns whether anything changed."""
-        from storbench.lab import cpu_quota
 
         if cores == self.osd_cpus() and (cores is None or self._osd_groups_hold_osds()):
             return False
@@ -75,7 +75,6 @@ class CephLiveSettings(CephDaemons):
     def pin_osds(self, cpus: str | None) -> bool:
         """Put every running OSD in a cpuset of its own on ``cpus`` (None: all CPUs), at once, no restart.
         Returns whether anything changed."""
-        from storbench.lab import cpu_quota
 
         raw = json.loads(self.state.read_text())
         osds = {d.name: d.pid for d in self.dir.live() if d.name.startswith("osd.")}
@@ -91,7 +90,6 @@ class CephLiveSettings(CephDaemons):
 
     def osd_cpu_limits(self) -> dict[str, float | None]:
         """Each running OSD's CPU quota in cores, read back from its cgroup (None: unlimited)."""
-        from storbench.lab import cpu_quota
 
         ctl = cpu_quota.controller()
         if ctl is None:
@@ -102,7 +100,6 @@ class CephLiveSettings(CephDaemons):
 
     def _osd_groups_hold_osds(self) -> bool:
         """Whether each running OSD is in its quota cgroup (a restart starts it outside)."""
-        from storbench.lab import cpu_quota
 
         ctl = cpu_quota.controller()
         if ctl is None:

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from storbench.config import NfsTargetConfig, S3TargetConfig
 from storbench.errors import UserError
+from storbench.execute.fio_binary import find_fio
 from storbench.lab.base import CliOption, LabCommand, LabKindBase, RunLab, Say, status_line, timed_run_lab
 from storbench.lab.hosts_conf import (
     BRIDGE,
@@ -47,6 +49,8 @@ from storbench.lab.labdir import (
 )
 from storbench.lab.process import kill_all, start_daemon
 from storbench.shell import run
+from storbench.targets.nfs import nfs_fio_binary
+from storbench.targets.s3 import http_fio_binary
 from storbench.units import format_link_rate
 
 if TYPE_CHECKING:
@@ -232,7 +236,6 @@ class HostsLab(LabRoot):
 # ---- the client hosts as a lab kind (lab.registry) --------------------------------------------------------------
 
 def _command_up(lab: HostsLab, args: argparse.Namespace, say: Say) -> None:
-    from storbench.execute.fio_binary import find_fio
 
     info = lab.up(args.count, find_fio())
     say(f"hosts lab: up; {info.count} fio servers: {info.servers[0]} .. {info.servers[-1]}")
@@ -253,14 +256,11 @@ def _command_options() -> tuple[CliOption, ...]:
 def servers_fio(loaded: LoadedPlan, caps: FioCapabilities) -> str:
     """The fio the namespace hosts' servers run: with an s3 target, the one with the http engine; with an nfs
     target, the one with the nfs engine (the same build)."""
-    from storbench.config import NfsTargetConfig, S3TargetConfig
 
     if any(isinstance(t, S3TargetConfig) for t in loaded.config.targets.values()):
-        from storbench.targets.s3 import http_fio_binary
 
         return http_fio_binary()
     if any(isinstance(t, NfsTargetConfig) for t in loaded.config.targets.values()):
-        from storbench.targets.nfs import nfs_fio_binary
 
         return nfs_fio_binary()
     return caps.binary

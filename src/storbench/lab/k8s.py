@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
+from storbench.execute.fio_binary import find_fio
 from storbench.execute.supervisor import process_dirs
 from storbench.lab.base import LabCommand, LabKindBase, RunLab, Say, status_line, timed_run_lab
 from storbench.lab.k8s_conf import (
@@ -371,7 +372,6 @@ def _shims(socket_path: str) -> list[int]:
 # ---- Kubernetes as a lab kind (lab.registry) --------------------------------------------------------------------
 
 def _command_up(lab: K8sLab, args: argparse.Namespace, say: Say) -> None:
-    from storbench.execute.fio_binary import find_fio
 
     started = time.time()
     info = lab.up(find_fio())

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from storbench.errors import UserError
 from storbench.lab.base import LabCommand, LabGroup, LabKindBase, Say, SessionLabs, status_line
+from storbench.lab.hosts_conf import BRIDGE
 from storbench.lab.labdir import (
     LabRoot,
     default_lab_dir,
@@ -203,7 +204,6 @@ class NfsKind(LabKindBase):
         return group.lab.nfs
 
     def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:
-        from storbench.lab.hosts_conf import BRIDGE
 
         lab_hosts = group.loaded.config.lab.hosts if group.loaded.config.lab else None
         nfs_lab = NfsLab()

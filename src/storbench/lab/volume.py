@@ -39,7 +39,7 @@ from storbench.lab.labdir import (
 from storbench.lab.pacer import FILE_NAME
 from storbench.lab.process import alive, start_daemon
 from storbench.shell import run
-from storbench.units import format_bytes
+from storbench.units import format_bytes, parse_size_bytes
 
 if TYPE_CHECKING:
     from storbench.model import Case, LabPoint
@@ -282,7 +282,6 @@ class VolumeLab(LabRoot):
 # ---- the volume as a lab kind (lab.registry) -------------------------------------------------------------------
 
 def _command_up(lab: VolumeLab, args: argparse.Namespace, say: Say) -> None:
-    from storbench.units import parse_size_bytes
 
     try:
         bw = parse_size_bytes(args.bw.removesuffix("/s")) if args.bw else None

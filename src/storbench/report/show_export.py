@@ -22,6 +22,7 @@ from storbench.report.labels import block_size, options_text, point_label, varyi
 from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected, verdict_lines
 from storbench.report.warning_text import warning_lines
 from storbench.safe_text import csv_cell, safe_text
+from storbench.stats.drift import run_drifts
 from storbench.stats.estimate import CONFIDENCE, Estimate
 from storbench.stats.observations import Observation
 from storbench.stats.point_summary import PointSummary
@@ -163,7 +164,6 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
 def drift_lines(observations: Sequence[Observation], run_ids: Sequence[int]) -> list[str]:
     """A line for each run and operation (read or write IOPS, creates/s, ...) whose rate drifted significantly from
     its first to its last repetition; the change and its interval are ratios, never below -100 %."""
-    from storbench.stats.drift import run_drifts
 
     lines = []
     for run_id in run_ids:

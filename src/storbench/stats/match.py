@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 
+from storbench.config.values import link_rate_bits
 from storbench.model import is_object, size_setting
 from storbench.stats.observations import (
     METRIC_VALUES,
@@ -20,7 +21,7 @@ from storbench.stats.observations import (
     lat_percentiles_from,
     observed_storage,
 )
-from storbench.units import format_block_size, format_link_rate, parse_size_bytes
+from storbench.units import format_block_size, format_link_rate, parse_duration_s, parse_size_bytes
 
 
 class Kind(StrEnum):
@@ -173,11 +174,9 @@ def value_matches(kind: Kind, actual: object, text: str) -> bool:
         if kind == Kind.FLOAT:
             return actual == float(text)
         if kind == Kind.DURATION:
-            from storbench.units import parse_duration_s
 
             return isinstance(actual, int | float) and abs(actual - parse_duration_s(text)) < 1e-9
         if kind == Kind.LINK:
-            from storbench.config.values import link_rate_bits
 
             return actual == link_rate_bits(text)
     except ValueError:

@@ -9,26 +9,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from storbench.config import CI_STOP_CONFIDENCE, design_changes, plan_design
 from storbench.model import Expectation, RunInfo
 from storbench.run_design import RunDesign
+from storbench.stats.selectors import parse_selector
 from storbench.stats.sequential import SequentialPlan
+from storbench.stats.steady import SteadyRule
 
 if TYPE_CHECKING:  # heavy modules (scipy) load only for the commands that use them
     from storbench.config import PlanConfig
     from storbench.stats.selectors import Selector
-    from storbench.stats.steady import SteadyRule
 
 
 def steady_rule(config: PlanConfig) -> SteadyRule | None:
     """A plan's `steady_state` as the rule (None: the plan measures a fixed number of repetitions)."""
-    from storbench.config import plan_design
 
     return design_steady_rule(plan_design(config, None))
 
 
 def design_steady_rule(design: RunDesign) -> SteadyRule | None:
     """A design's steady-state rule (None: its plan measures a fixed number of repetitions)."""
-    from storbench.stats.steady import SteadyRule
 
     steady = design.steady
     if steady is None:
@@ -46,7 +46,6 @@ def planned_repetitions(run: RunInfo) -> int | None:
 def run_design_changes(versions: Sequence[tuple[int, RunDesign]]) -> list[str]:
     """How a run's stopping rule changed across its plan versions (``Store.design_versions``), each field's first
     and last value ("margin 5% -> 10%"); empty when it never changed (or a version has no design). Pure."""
-    from storbench.config import design_changes
 
     designs = [design for _, design in versions]
     if len(designs) < 2 or not all(design.from_plan for design in designs):
@@ -82,7 +81,6 @@ def interval_levels(runs: Sequence[RunInfo]) -> dict[int, float]:
     """Runs repeated `until: "ci <= N%"` (whether they stopped early or reached `max`), with the t level their
     intervals are shown at (`config.CI_STOP_CONFIDENCE`): the rule judged that interval, and it is the one that
     covers 95 % after such a stop (a plain 95 % interval would cover less). Other runs are not listed (95 %)."""
-    from storbench.config import CI_STOP_CONFIDENCE
 
     return {run.run_id: CI_STOP_CONFIDENCE for run in runs
             if run.design.stopping is not None and run.design.stopping.ci_pct is not None}
@@ -109,7 +107,6 @@ class AdaptiveQuestion:
 def adaptive_questions(runs: Sequence[RunInfo]) -> list[AdaptiveQuestion]:
     """The runs whose rounds stopped when their comparison was decided, with that comparison, from their stored
     designs (selectors that no longer parse are left out). Pure."""
-    from storbench.stats.selectors import parse_selector
 
     found = []
     for run in runs:

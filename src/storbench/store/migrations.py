@@ -6,7 +6,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from storbench.config import load_plan_text, plan_design
 from storbench.errors import UserError
+from storbench.plan import expand
 from storbench.run_design import NO_DESIGN, RunDesign
 from storbench.store.rows import design_text
 
@@ -14,8 +16,6 @@ from storbench.store.rows import design_text
 def design_of_text(plan_text: str) -> RunDesign:
     """The design this storbench reads in a stored plan text (``NO_DESIGN`` when it reads no plan there: an
     import's, or one an older storbench accepted); how migration 9 gave the runs stored before it theirs."""
-    from storbench.config import load_plan_text, plan_design
-    from storbench.plan import expand
 
     try:
         loaded = load_plan_text(plan_text, "stored plan")

@@ -13,6 +13,7 @@ from storbench.demands import MACHINE_SHARE, inodes_need
 from storbench.errors import UserError
 from storbench.execute.supervisor import process_dirs
 from storbench.fio.jobfile import METADATA_DIR, JobBinding, escape_fio_path, is_safe_job_value, metadata_dir_names
+from storbench.lab.labdir import DEFAULT_LAB_ROOT, default_lab_dir
 from storbench.model import METADATA_RW, BlockTarget, Case, CephfsTarget, PathTarget, is_metadata, rw_writes
 from storbench.schedule import working_set_bytes
 from storbench.targets.base import FILENAME_FORMAT, PreparedTarget
@@ -318,7 +319,6 @@ def _loops_backed_by(paths: Sequence[str]) -> list[str]:
 
 
 def _lab_roots() -> list[str]:
-    from storbench.lab.labdir import DEFAULT_LAB_ROOT, default_lab_dir
 
     return [str(default_lab_dir()), str(DEFAULT_LAB_ROOT), "/var/tmp/storbench-lab"]  # the last: older versions
 

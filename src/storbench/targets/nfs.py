@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from storbench.errors import UserError
+from storbench.execute.hosts import HostsExecutor
 from storbench.execute.local import LocalExecutor
 from storbench.fio.jobfile import JobBinding, client_binding, render_layout_job, render_nfs_removal_job
 from storbench.fio.options import parse_engines
@@ -130,7 +131,6 @@ def remove_laid_out(prepared: PreparedTarget) -> tuple[int, str]:
 
 def _lay_out_on_servers(spec: NfsTarget, binding: JobBinding, size: int, numjobs: int, servers: Sequence[str],
                         client_fio: str, url: str) -> None:
-    from storbench.execute.hosts import HostsExecutor
 
     texts = [render_layout_job(client_binding(binding, index), size, numjobs, "nfs")
              for index in range(1, len(servers) + 1)]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from storbench.errors import UserError
+from storbench.execute.k8s_manifests import pod_job_binding
 from storbench.fio.jobfile import JobBinding, escape_fio_path
 from storbench.model import (
     BlockTarget,
@@ -174,7 +175,6 @@ def _pvc_check(spec: TargetSpec, cases: Sequence[Case], context: CheckContext, w
 
 
 def _pvc_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -> PreparedTarget:
-    from storbench.execute.k8s_manifests import pod_job_binding
 
     spec = _as(spec, PvcTarget)
     return PreparedTarget(spec=spec, binding=pod_job_binding(spec), details=(

@@ -23,6 +23,7 @@ from storbench.netclient import request
 from storbench.s3sign import EMPTY_SHA256, S3Credentials, canonical_query, signed_headers
 from storbench.shell import run
 from storbench.targets.base import PreparedTarget
+from storbench.targets.nfs import nfs_fio_binary
 
 LAB_BUCKET = "storbench"  # the bucket storbench makes on its Ceph lab's radosgw
 # Every object storbench writes is named <this><run token>.<job>.<file>...: after the run, objects with this run's
@@ -250,7 +251,6 @@ def s3_binding(service: S3Service, bucket: str, fio_binary: str, prefix: str) ->
 
 def http_fio_binary() -> str:
     """A fio with the http engine: the one scripts/build-fio-nfs.sh builds (with libcurl) and caches."""
-    from storbench.targets.nfs import nfs_fio_binary
 
     binary = nfs_fio_binary()
     if "http" not in parse_engines(run([binary, "--enghelp"], timeout_s=30)):
