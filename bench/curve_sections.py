@@ -28,9 +28,10 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from storbench.model.objective import LatencyObjective
 from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, CurveStep, judge
 from storbench.stats.estimate import Estimate, estimate
-from storbench.stats.knee import KneeKind, LatencyObjective, locate_knee
+from storbench.stats.knee import KneeKind, locate_knee
 from storbench.stats.point_verdicts import sweep_reading, sweep_verdicts
 from storbench.stats.search import STEP, SearchPoint, next_values, search_answer
 from storbench.stats.trend import Trend, judge_change

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 from plotly.offline import get_plotlyjs
 
+from storbench.case_ids import case_id_for
 from storbench.fio.parse import client_measurement, parse_fio_json
 from storbench.model import (
     Case,
@@ -31,7 +32,6 @@ from storbench.model import (
     StoredRepetition,
     WorkloadPoint,
 )
-from storbench.plan import case_id_for
 from storbench.report.build import build_report
 from storbench.report.html import render_html
 from storbench.stats.observations import observations

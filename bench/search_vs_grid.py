@@ -72,7 +72,7 @@ def storbench(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def run_arm(name: str, plan: Path, out: Path, slo: str, axis: str, grid: tuple[int, ...]) -> dict[str, object]:
-    from storbench.stats.knee import parse_slo
+    from storbench.model.objective import parse_slo
     from storbench.stats.observations import observations
     from storbench.stats.search import search_answer, search_point
     from storbench.store import open_store
