@@ -15,7 +15,6 @@ from storbench.config import (
     PlanConfig,
     fio_value_text,
 )
-from storbench.config.values import link_rate_bits
 from storbench.errors import UserError, did_you_mean
 from storbench.model import (
     CEPH_SETTINGS,
@@ -32,7 +31,7 @@ from storbench.model import (
 )
 from storbench.model.ceph_options import option_value
 from storbench.stats.search import search_grid
-from storbench.units import format_bytes, parse_duration_s, parse_size_bytes
+from storbench.units import format_bytes, link_rate_bits, parse_duration_s, parse_size_bytes
 
 
 def _flag(value: FioScalar) -> bool:

@@ -156,3 +156,24 @@ def format_link_rate(bits_per_s: int) -> str:
         if bits_per_s >= size:
             return f"{bits_per_s / size:g}{unit}"
     return f"{bits_per_s}bit"
+
+
+_LINK_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(?:bit|bps|b)(?:/s)?\s*$", re.IGNORECASE)
+
+
+def link_rate_bits(value: object) -> int:
+    """A link rate as network people write it: ``1Gbit``, ``100Mbit``, ``10gbps`` (bits per second, powers of
+    1000)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a link rate like 1Gbit")
+    if isinstance(value, int):
+        number, unit = float(value), ""
+    else:
+        match = _LINK_RE.match(str(value))
+        if not match:
+            raise ValueError(f"{value!r} is not a link rate like 100Mbit or 10Gbit")
+        number, unit = float(match.group(1)), match.group(2).lower()
+    bits = int(number * {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[unit])
+    if not 10**6 <= bits <= 400 * 10**9:
+        raise ValueError(f"{value!r}: a link rate from 1Mbit to 400Gbit")
+    return bits

@@ -9,7 +9,7 @@ from typing import Annotated, Literal, TypeVar, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-from storbench.units import MAX_SIZE_BYTES, parse_duration_s, parse_size_bytes
+from storbench.units import MAX_SIZE_BYTES, link_rate_bits, parse_duration_s, parse_size_bytes
 
 MAX_COUNT = MAX_SIZE_BYTES  # any other number a plan gives: a signed 64-bit integer (SQLite, fio)
 PID_MAX = 2**22  # the kernel's PID_MAX_LIMIT
@@ -113,27 +113,6 @@ CPU_LIST_PATTERN = r"^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$"  # 
 def _cpu_list_text(value: object) -> object:
     """A CPU list as YAML may give it: `1` is a number there."""
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-
-_LINK_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(?:bit|bps|b)(?:/s)?\s*$", re.IGNORECASE)
-
-
-def link_rate_bits(value: object) -> int:
-    """A link rate as network people write it: ``1Gbit``, ``100Mbit``, ``10gbps`` (bits per second, powers of
-    1000)."""
-    if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a link rate like 1Gbit")
-    if isinstance(value, int):
-        number, unit = float(value), ""
-    else:
-        match = _LINK_RE.match(str(value))
-        if not match:
-            raise ValueError(f"{value!r} is not a link rate like 100Mbit or 10Gbit")
-        number, unit = float(match.group(1)), match.group(2).lower()
-    bits = int(number * {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[unit])
-    if not 10**6 <= bits <= 400 * 10**9:
-        raise ValueError(f"{value!r}: a link rate from 1Mbit to 400Gbit")
-    return bits
 
 
 LinkRate = Annotated[int, BeforeValidator(link_rate_bits)]

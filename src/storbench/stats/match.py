@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 
-from storbench.config.values import link_rate_bits
 from storbench.model import is_object, size_setting
 from storbench.stats.observations import (
     METRIC_VALUES,
@@ -21,7 +20,7 @@ from storbench.stats.observations import (
     lat_percentiles_from,
     observed_storage,
 )
-from storbench.units import format_block_size, format_link_rate, parse_duration_s, parse_size_bytes
+from storbench.units import format_block_size, format_link_rate, link_rate_bits, parse_duration_s, parse_size_bytes
 
 
 class Kind(StrEnum):
