@@ -135,3 +135,23 @@ def test_compare_reads_the_declared_limit_as_show_does() -> None:
     assert c.baseline.bottleneck == shown["qd1"] and c.candidate.bottleneck == shown["qd64"]
     assert c.baseline.bottleneck.kind == Bottleneck.CAPPED
     assert "at its declared 3,000 IOPS" in c.baseline.bottleneck.evidence, c.baseline.bottleneck.evidence
+
+
+def test_a_busy_resource_that_more_load_outraises_was_not_the_limit() -> None:
+    """The quickstart's 1m random writes: the disk busy 90 % at iodepth 1, yet iodepth 16 gave +23 %: the point is
+    under-driven with its device's figures and the rise, not media-bound beside a curve that still rises; where
+    more load is shown to add nothing, the busy disk stays the verdict (cpu-bound the same way)."""
+    def verdicts(iops_at_16: list[float], **busy: float) -> list[tuple[str, str]]:
+        rows = [observation(case_id=f"qd{d}", iodepth=d, repeat=rep, iops=v, lat_mean_ns=d * 1e9 / v,
+                            **{"host_cpu_busy_pct": 10.0, "disk_busiest_util_pct": 10.0, **busy})
+                for d, values in ((1, [1440.0, 1420.0, 1450.0]), (16, iops_at_16)) for rep, v in enumerate(values)]
+        return [(p.bottleneck.kind.value, p.bottleneck.evidence) for p in summarize_points(rows)]
+
+    (kind, evidence), (deepest, _) = verdicts([1760.0, 1790.0, 1750.0], disk_busiest_util_pct=92.0)
+    assert kind == "under-driven" and deepest == "media-bound", (kind, evidence)
+    assert "busy 92 % of the time" in evidence and "yet more load raises IOPS: iodepth 16 gave +" in evidence
+    assert evidence.endswith("the busy device was not its limit"), evidence
+    (kind, evidence), _ = verdicts([1440.0, 1430.0, 1445.0], disk_busiest_util_pct=92.0)
+    assert kind == "media-bound", evidence
+    (kind, evidence), _ = verdicts([2900.0, 2950.0, 2880.0], host_cpu_busy_pct=90.0)
+    assert kind == "under-driven" and evidence.endswith("the busy CPU was not its limit"), evidence

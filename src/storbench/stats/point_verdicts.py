@@ -177,12 +177,35 @@ def under_driven_readings(steps: Sequence[CurveStep], verdicts: Sequence[Bottlen
     return out
 
 
+# Verdicts that name a resource of this host as the point's limit: a load sweep can show otherwise
+RESOURCE_LIMITS = frozenset({Bottleneck.CPU, Bottleneck.MEDIA})
+BUSY = {Bottleneck.CPU: "CPU", Bottleneck.MEDIA: "device"}
+
+
+def outraised(steps: Sequence[CurveStep], verdicts: Sequence[BottleneckVerdict]) -> list[BottleneckVerdict | None]:
+    """A point called cpu- or media-bound at which a higher load is shown to raise IOPS (`sweep_reading`, the
+    knee's judgement) was not at that resource's limit: a busy device still took more I/Os at once, a busy CPU
+    still found time for more. It becomes under-driven, its resource figures kept, with the rise that shows it, so
+    the point's verdict and the curve say the same. None: keep."""
+    out: list[BottleneckVerdict | None] = [None] * len(steps)
+    for k, verdict in enumerate(verdicts[:-1]):
+        if verdict.kind not in RESOURCE_LIMITS:
+            continue
+        reading = sweep_reading(steps, k)
+        if reading is not None and reading.startswith("more load raises IOPS"):
+            busy = BUSY[verdict.kind]
+            out[k] = replace(verdict, kind=Bottleneck.UNDER_DRIVEN,
+                             evidence=f"{verdict.evidence}, yet {reading}: the busy {busy} was not its limit")
+    return out
+
+
 def sweep_verdicts(steps: Sequence[CurveStep], verdicts: Sequence[BottleneckVerdict], what: str,
                    declared: float | None = None, remote: str = "") -> list[BottleneckVerdict]:
     """The verdicts of one sweep's points (``steps`` in increasing load; ``verdicts`` what the points hold so far,
     ``what`` "IOPS" along a load curve, "MiB/s" along a block-size one): the curve's capped or client-stack verdict
     where `bottleneck.judge_curve` gives one (a point already capped by another of its curves keeps that), then,
-    along a load curve, what the sweep shows at each point left open (``under_driven_readings``)."""
+    along a load curve, what the sweep shows at each point left open (``under_driven_readings``), and a resource
+    limit that a higher load is shown to out-raise made under-driven (``outraised``)."""
     out = list(verdicts)
     for i, verdict in enumerate(judge_curve(steps, what, declared, remote)):
         if verdict is not None and out[i].kind not in (Bottleneck.CAPPED, Bottleneck.CLIENT_STACK):
@@ -191,4 +214,7 @@ def sweep_verdicts(steps: Sequence[CurveStep], verdicts: Sequence[BottleneckVerd
         for i, evidence in enumerate(under_driven_readings(steps, out)):
             if evidence is not None:
                 out[i] = replace(out[i], evidence=evidence)
+        for i, changed in enumerate(outraised(steps, out)):
+            if changed is not None:
+                out[i] = changed
     return out
