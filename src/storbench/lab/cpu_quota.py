@@ -91,15 +91,23 @@ def controller(cgroup_root: Path = CGROUP_ROOT, proc_cgroup: str | None = None) 
     """The cpu controller to make cgroups in, under storbench's own cgroup (a limit placed on storbench then holds
     the daemons too): cgroup v1's cpu hierarchy, else cgroup v2 when it offers cpu. ``proc_cgroup``: the text of
     /proc/self/cgroup (read when None)."""
+    return _controller("cpu", (("cpu", "cpu.cfs_quota_us"), ("cpu,cpuacct", "cpu.cfs_quota_us")), cgroup_root,
+                       proc_cgroup)
+
+
+def _controller(name: str, v1_mounts: tuple[tuple[str, str], ...], cgroup_root: Path,
+                proc_cgroup: str | None) -> CpuController | None:
+    """Controller ``name`` under storbench's own cgroup: the first of cgroup v1's ``v1_mounts`` (mount, a file
+    that shows the controller there), else cgroup v2 when it offers it."""
     own = _read_own(proc_cgroup)
-    for name in ("cpu", "cpu,cpuacct"):
-        mount = cgroup_root / name
-        if (mount / "cpu.cfs_quota_us").exists():
-            place = _own_place(mount, "cpu", own)
+    for mount_name, marker in v1_mounts:
+        mount = cgroup_root / mount_name
+        if (mount / marker).exists():
+            place = _own_place(mount, name, own)
             return None if place is None else CpuController(place[0], v2=False, at_root=place[1], mount=mount)
     for base in (cgroup_root, cgroup_root / "unified"):
         controllers = base / "cgroup.controllers"
-        if controllers.exists() and "cpu" in controllers.read_text().split():
+        if controllers.exists() and name in controllers.read_text().split():
             place = _own_place(base, "", own)
             return None if place is None else CpuController(place[0], v2=True, at_root=place[1], mount=base)
     return None
@@ -225,17 +233,7 @@ def parse_cpu_list(text: str) -> list[int]:
 def cpuset_controller(cgroup_root: Path = CGROUP_ROOT, proc_cgroup: str | None = None) -> CpuController | None:
     """Where to make cpusets, under storbench's own cgroup: cgroup v1's cpuset hierarchy, else cgroup v2 when it
     offers cpuset."""
-    own = _read_own(proc_cgroup)
-    mount = cgroup_root / "cpuset"
-    if (mount / "cpuset.cpus").exists():
-        place = _own_place(mount, "cpuset", own)
-        return None if place is None else CpuController(place[0], v2=False, at_root=place[1], mount=mount)
-    for base in (cgroup_root, cgroup_root / "unified"):
-        controllers = base / "cgroup.controllers"
-        if controllers.exists() and "cpuset" in controllers.read_text().split():
-            place = _own_place(base, "", own)
-            return None if place is None else CpuController(place[0], v2=True, at_root=place[1], mount=base)
-    return None
+    return _controller("cpuset", (("cpuset", "cpuset.cpus"),), cgroup_root, proc_cgroup)
 
 
 def cpuset_root() -> tuple[Path, bool] | None:

@@ -34,14 +34,13 @@ from storbench.report.labels import (
     direction_label,
     lab_text,
     options_text,
-    point_label,
     rate_header,
     varying_comparison_lab,
     varying_lab_keys,
 )
 from storbench.report.plotly_render import plotly_json, template_json
 from storbench.report.saturation_tables import knee_text
-from storbench.report.tables import expected_cell, iops_with_ci, telemetry_cell, telemetry_columns
+from storbench.report.tables import case_verdicts, expected_cell, iops_with_ci, telemetry_cell, telemetry_columns
 from storbench.report.warning_text import warning_groups, warning_tag
 from storbench.safe_text import safe_text
 from storbench.stats.compare_cells import PointComparison, stopping_rule_lines
@@ -145,17 +144,11 @@ def _warnings(doc: ReportDocument) -> str:
 
 def _bottleneck_table(points: Sequence[PointSummary]) -> str:
     """One row per case: the verdict and the figures behind it."""
-    lab_keys = varying_lab_keys(points)
-    seen: set[str] = set()
     rows = []
-    for p in points:
-        if p.case_id in seen:
-            continue
-        seen.add(p.case_id)
-        kind = p.bottleneck.kind.value
-        label = point_label(p, lab_keys=lab_keys, direction=False, options=True)
+    for label, verdict in case_verdicts(points):
+        kind = verdict.kind.value
         rows.append(f"<tr><td>{_e(label)}</td><td class='bottleneck-{_e(kind.split()[0])}'>"
-                    f"{_e(kind)}</td><td>{_e(p.bottleneck.evidence)}</td></tr>")
+                    f"{_e(kind)}</td><td>{_e(verdict.evidence)}</td></tr>")
     return ("<p>Each point's bottleneck, from CPU, device, network and client figures sampled during its "
             "measured window (rules and thresholds: docs/methodology.md, "
             "\"Bottleneck verdicts\").</p>"

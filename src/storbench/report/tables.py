@@ -21,6 +21,7 @@ from storbench.report.labels import (
     varying_lab_keys,
 )
 from storbench.safe_text import safe_text
+from storbench.stats.bottleneck import BottleneckVerdict
 from storbench.stats.estimate import Estimate
 from storbench.stats.point_summary import PointSummary
 from storbench.units import format_latency_ns
@@ -192,18 +193,21 @@ def fit_columns(widths: Sequence[int], priorities: Sequence[int], width: int | N
     return keep
 
 
-def verdict_lines(points: Sequence[PointSummary]) -> list[str]:
-    """One line per case (its directions share one verdict): the bottleneck and its evidence."""
+def case_verdicts(points: Sequence[PointSummary]) -> list[tuple[str, BottleneckVerdict]]:
+    """Each case once (its directions share one verdict): its label and its bottleneck verdict."""
     lab_keys = varying_lab_keys(points)
     seen: set[str] = set()
-    lines = []
+    out = []
     for p in points:
-        if p.case_id in seen:
-            continue
-        seen.add(p.case_id)
-        lines.append(f"{point_label(p, lab_keys=lab_keys, direction=False, options=True)}: "
-                     f"{p.bottleneck.kind.value} — {p.bottleneck.evidence}")
-    return lines
+        if p.case_id not in seen:
+            seen.add(p.case_id)
+            out.append((point_label(p, lab_keys=lab_keys, direction=False, options=True), p.bottleneck))
+    return out
+
+
+def verdict_lines(points: Sequence[PointSummary]) -> list[str]:
+    """One line per case: the bottleneck and its evidence."""
+    return [f"{label}: {verdict.kind.value} — {verdict.evidence}" for label, verdict in case_verdicts(points)]
 
 
 def rate_unit(points: Sequence[PointSummary]) -> str:
