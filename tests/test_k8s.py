@@ -157,7 +157,8 @@ def test_three_pods_on_rwo_rwx_and_block_claims_leave_nothing_behind(tmp_path: P
         assert record["start_skew_s"] is not None and record["start_skew_s"] < 2.0
         pods = [r for r in records if r["client"] and r["case_id"] == record["case_id"]]
         assert len(pods) == 3 and all("@storbench-node" in r["client"] for r in pods)
-        assert record["iops"] == pytest.approx(sum(r["iops"] for r in pods))
+        # the merged IOPS are the pods' summed; the export rounds each figure to 0.1
+        assert record["iops"] == pytest.approx(sum(r["iops"] for r in pods), abs=0.05 * (len(pods) + 1))
     # the lab is gone: no daemons, no bridges, no directory, no loop devices
     from storbench.lab.process import pids_with
 
