@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -112,10 +112,9 @@ def fake_s3(state: FakeS3State | None = None) -> Iterator[tuple[str, FakeS3State
 
 
 @contextmanager
-def capture_server() -> Iterator[tuple[int, bytearray]]:
-    """A TCP listener on 127.0.0.1 that keeps every byte any connection sends and answers nothing; (its port,
-    what it received so far)."""
-    received = bytearray()
+def _tcp_server(handle: Callable[[socket.socket, threading.Event], None]) -> Iterator[int]:
+    """A TCP listener on 127.0.0.1 that hands each connection it accepts to ``handle`` (with the event set when the
+    server stops), one at a time, until the context ends; its port."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
@@ -130,51 +129,7 @@ def capture_server() -> Iterator[tuple[int, bytearray]]:
                 continue
             with conn:
                 conn.settimeout(2.0)
-                while True:
-                    try:
-                        chunk = conn.recv(65536)
-                    except (TimeoutError, OSError):
-                        break
-                    if not chunk:
-                        break
-                    received.extend(chunk)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1], received
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        listener.close()
-
-
-@contextmanager
-def drip_server(answer: bytes, interval_s: float = 0.1) -> Iterator[int]:
-    """A TCP listener on 127.0.0.1 that reads a request, then sends ``answer`` one byte every ``interval_s``
-    (then nothing): each read is quick, the whole answer endless in practice. Its port."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    listener.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.settimeout(2.0)
-                try:
-                    conn.recv(65536)
-                    for byte in answer:
-                        if stop.wait(interval_s):
-                            break
-                        conn.sendall(bytes([byte]))
-                except OSError:
-                    pass
+                handle(conn, stop)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -184,3 +139,41 @@ def drip_server(answer: bytes, interval_s: float = 0.1) -> Iterator[int]:
         stop.set()
         thread.join(timeout=5)
         listener.close()
+
+
+@contextmanager
+def capture_server() -> Iterator[tuple[int, bytearray]]:
+    """A TCP listener on 127.0.0.1 that keeps every byte any connection sends and answers nothing; (its port,
+    what it received so far)."""
+    received = bytearray()
+
+    def keep(conn: socket.socket, stop: threading.Event) -> None:
+        while True:
+            try:
+                chunk = conn.recv(65536)
+            except (TimeoutError, OSError):
+                break
+            if not chunk:
+                break
+            received.extend(chunk)
+
+    with _tcp_server(keep) as port:
+        yield port, received
+
+
+@contextmanager
+def drip_server(answer: bytes, interval_s: float = 0.1) -> Iterator[int]:
+    """A TCP listener on 127.0.0.1 that reads a request, then sends ``answer`` one byte every ``interval_s``
+    (then nothing): each read is quick, the whole answer endless in practice. Its port."""
+    def drip(conn: socket.socket, stop: threading.Event) -> None:
+        try:
+            conn.recv(65536)
+            for byte in answer:
+                if stop.wait(interval_s):
+                    break
+                conn.sendall(bytes([byte]))
+        except OSError:
+            pass
+
+    with _tcp_server(drip) as port:
+        yield port

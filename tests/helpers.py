@@ -6,13 +6,18 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from storbench.cli import main
+from storbench.model import ClientMeasurement, RepetitionOutcome, Status
+from storbench.stats.observations import Observation
+from storbench.store import open_store
+from storbench.store.migrations import design_of_text
 
 
 @contextmanager
@@ -89,3 +94,26 @@ def every_stored_text(db: Path) -> str:
                     else:
                         parts.append(str(cell))
     return "\n".join(parts)
+
+
+def store_observations(path: Path, seen: Sequence[Observation], plan_text: str,
+                       plan_name: str = "replica-adaptive") -> None:
+    """Store synthetic observations as one interleaved run of ``plan_text`` (its design read from the text), each
+    measured direction as 10 s of its IOPS."""
+    store = open_store(path)
+    run_id = store.create_run(plan_name=plan_name, plan_text=plan_text, plan_sha256="0", source="run",
+                              storbench_version="0", fio_version="fio-3.36", host="h", kernel="k",
+                              run_order="interleaved", seed=0, tags=(), started_at_s=0.0,
+                              design=design_of_text(plan_text))
+    for o in seen:
+        assert o.measurement is not None
+        ios = round(o.measurement.iops * 10)  # 10 s of it (a direction that moved no I/O is not one)
+        measured = replace(o.measurement, total_ios=ios, io_bytes=ios * 4096, runtime_ms=10_000)
+        client = ClientMeasurement(client="local", jobs=1, job_errors=(), cpu_usr_pct=1.0, cpu_sys_pct=1.0,
+                                   directions=(measured,))
+        outcome = RepetitionOutcome(status=Status.OK, started_at_s=o.started_at_s, finished_at_s=o.finished_at_s,
+                                    job_text="[global]\n", command=("fio",), fio_version="fio-3.36", raw_output="",
+                                    stderr_tail="", clients=(client,))
+        store.save_repetition(run_id, o.case, o.rep_index, outcome, ())
+    store.finish_run(run_id, seen[-1].finished_at_s)
+    store.close()

@@ -10,13 +10,11 @@ import random
 import re
 import shutil
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
-from storbench.model import ClientMeasurement, RepetitionOutcome, Status
+from helpers import run_cli, store_observations
 from storbench.report.compare_tables import design_lines
 from storbench.report.html import ReportDocument, render_html
 from storbench.report.warning_text import points_text, warning_lines
@@ -26,8 +24,6 @@ from storbench.stats.observations import Observation
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.selectors import parse_selector
 from storbench.stats.summary import summarize_points
-from storbench.store import open_store
-from storbench.store.migrations import design_of_text
 from synthetic import observation
 
 PLAN = """
@@ -59,22 +55,7 @@ def _rounds(run_id: int, seed: int, rounds: int = 6) -> list[Observation]:
 
 
 def _store(path: Path, seen: list[Observation]) -> None:
-    store = open_store(path)
-    run_id = store.create_run(plan_name="replica", plan_text=PLAN, plan_sha256="0", source="run",
-                              storbench_version="0", fio_version="fio-3.36", host="h", kernel="k",
-                              run_order="interleaved", seed=0, tags=(), started_at_s=0.0, design=design_of_text(PLAN))
-    for o in seen:
-        assert o.measurement is not None
-        ios = round(o.measurement.iops * 10)
-        measured = replace(o.measurement, total_ios=ios, io_bytes=ios * 4096, runtime_ms=10_000)
-        client = ClientMeasurement(client="local", jobs=1, job_errors=(), cpu_usr_pct=1.0, cpu_sys_pct=1.0,
-                                   directions=(measured,))
-        outcome = RepetitionOutcome(status=Status.OK, started_at_s=o.started_at_s, finished_at_s=o.finished_at_s,
-                                    job_text="[global]\n", command=("fio",), fio_version="fio-3.36", raw_output="",
-                                    stderr_tail="", clients=(client,))
-        store.save_repetition(run_id, o.case, o.rep_index, outcome, ())
-    store.finish_run(run_id, seen[-1].finished_at_s)
-    store.close()
+    store_observations(path, seen, PLAN, plan_name="replica")
 
 
 @pytest.fixture()

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
-from storbench.model import ClientMeasurement, RepetitionOutcome, RunInfo, Status
+from helpers import run_cli, store_observations
+from storbench.model import RunInfo
 from storbench.report.convergence import convergence_figures, design_text
 from storbench.report.figures import FigureSpec, Series
 from storbench.report.html import ReportDocument, render_html
@@ -31,7 +31,6 @@ from storbench.stats.observations import Observation
 from storbench.stats.run_questions import AdaptiveQuestion, adaptive_questions
 from storbench.stats.selectors import Question, parse_selector
 from storbench.stats.sequential import Decision, SequentialPlan, decide
-from storbench.store import open_store
 from storbench.store.migrations import design_of_text
 from synthetic import observation
 
@@ -169,30 +168,10 @@ def test_notes_from_a_plan_are_escaped() -> None:
     assert "<th>&lt;b&gt;design&lt;/b&gt;</th><td>A &amp; B</td>" in text
 
 
-def _store(path: Path, seen: list[Observation], plan_text: str) -> None:
-    store = open_store(path)
-    run_id = store.create_run(plan_name="replica-adaptive", plan_text=plan_text, plan_sha256="0", source="run",
-                              storbench_version="0", fio_version="fio-3.36", host="h", kernel="k",
-                              run_order="interleaved", seed=0, tags=(), started_at_s=0.0,
-                              design=design_of_text(plan_text))
-    for o in seen:
-        assert o.measurement is not None
-        ios = round(o.measurement.iops * 10)  # 10 s of it (a direction that moved no I/O is not one)
-        measured = replace(o.measurement, total_ios=ios, io_bytes=ios * 4096, runtime_ms=10_000)
-        client = ClientMeasurement(client="local", jobs=1, job_errors=(), cpu_usr_pct=1.0, cpu_sys_pct=1.0,
-                                   directions=(measured,))
-        outcome = RepetitionOutcome(status=Status.OK, started_at_s=o.started_at_s, finished_at_s=o.finished_at_s,
-                                    job_text="[global]\n", command=("fio",), fio_version="fio-3.36", raw_output="",
-                                    stderr_tail="", clients=(client,))
-        store.save_repetition(run_id, o.case, o.rep_index, outcome, ())
-    store.finish_run(run_id, seen[-1].finished_at_s)
-    store.close()
-
-
 def test_the_report_of_a_stored_adaptive_run_shows_the_answer_converging(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "r.db"
-    _store(db, _rounds(0.7, 8), PLAN.format(max_rounds=12, margin=", margin: 10%"))
+    store_observations(db, _rounds(0.7, 8), PLAN.format(max_rounds=12, margin=", margin: 10%"))
     report = tmp_path / "r.html"
     code, _, err = run_cli(capsys, "report", "--db", str(db), "-o", str(report), "--images", str(tmp_path / "img"))
     assert code == 0, err
@@ -247,7 +226,7 @@ def test_compare_marks_what_the_run_did_not_stop_on(tmp_path: Path, capsys: pyte
     and the report mark the other metrics as outside the stopping rule (†) with a line saying what their interval
     is; the same repetitions stored by a plan with a fixed count carry no such mark."""
     db = tmp_path / "r.db"
-    _store(db, _with_latency(_rounds(0.7, 8)),
+    store_observations(db, _with_latency(_rounds(0.7, 8)),
            PLAN.format(max_rounds=12, margin=", margin: 10%") if adaptive else FIXED)
     sides = ("--db", str(db), "--baseline", "pool_size=2", "--candidate", "pool_size=3")
     code, table, err = run_cli(capsys, "compare", *sides)
@@ -289,8 +268,8 @@ def test_the_gate_leaves_out_plain_intervals_on_a_stopped_runs_repetitions(
     Welch's on repetitions whose number run 1's rule chose (‡), so --fail-on-regression does not judge them and
     says so; the same two runs without the rule fail the gate."""
     for plan, db in ((PLAN.format(max_rounds=12, margin=""), tmp_path / "a.db"), (FIXED, tmp_path / "f.db")):
-        _store(db, _with_latency(_rounds(0.7, 8)), plan)
-        _store(db, _with_latency(_rounds(0.42, 8, seed=8)), FIXED)
+        store_observations(db, _with_latency(_rounds(0.7, 8)), plan)
+        store_observations(db, _with_latency(_rounds(0.42, 8, seed=8)), FIXED)
         code, out, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "run=1,pool_size=3",
                                  "--candidate", "run=2,pool_size=3", "--fail-on-regression", "10")
         if plan is FIXED:
@@ -322,9 +301,10 @@ def test_compare_says_which_fields_keep_two_runs_apart_and_refuses_another_engin
     differences and how to compare across them; naming only the target compares targets, not engines (x)."""
     db = tmp_path / "r.db"
     for run, target, engine in ((1, "a", "libaio"), (2, "b", "io_uring")):
-        _store(db, [observation(case_id=f"case-{target}", run_id=run, target=target, ioengine=engine, repeat=i,
-                                iops=1000.0 + 10 * i, started_at_s=40.0 * i, finished_at_s=40.0 * i + 35)
-                    for i in range(3)], FIXED)
+        rows = [observation(case_id=f"case-{target}", run_id=run, target=target, ioengine=engine, repeat=i,
+                            iops=1000.0 + 10 * i, started_at_s=40.0 * i, finished_at_s=40.0 * i + 35)
+                for i in range(3)]
+        store_observations(db, rows, FIXED)
     code, _, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "1", "--candidate", "run=2")
     assert code == 2
     assert "no point in common: the sides differ in target (a vs b) and ioengine (libaio vs io_uring); name them " \
@@ -373,7 +353,7 @@ def test_compare_and_the_report_give_the_rules_answer_true_to_what_happened(
     """A run that decided 'equivalent' shows that answer, not only ~; one that reached max undecided says so, and
     nothing says it stopped when decided."""
     db = tmp_path / "r.db"
-    _store(db, _with_latency(_rounds(ratio, 12, spread=spread)), PLAN.format(max_rounds=12, margin=margin))
+    store_observations(db, _with_latency(_rounds(ratio, 12, spread=spread)), PLAN.format(max_rounds=12, margin=margin))
     sides = ("--db", str(db), "--baseline", "pool_size=2", "--candidate", "pool_size=3")
     code, table, err = run_cli(capsys, "compare", *sides)
     assert code == 0, err
