@@ -220,9 +220,9 @@ def test_a_volume_whose_speed_halves_mid_run_is_steady_only_after_the_change(
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, STEADY_PLAN)), "--db", str(db))
     assert code == 0, out + err
     assert changed == [2], "the cap was never changed"
-    steady = [line for line in out.splitlines() if ": steady after" in line]
+    steady = [line for line in out.splitlines() if ": steady by SNIA's rule after" in line]
     assert len(steady) == 1, out
-    rounds = int(steady[0].split("steady after ")[1].split()[0])
+    rounds = int(steady[0].split("steady by SNIA's rule after ")[1].split()[0])
     assert rounds - 3 >= 2, (rounds, out)  # the window (3 rounds) starts at the first round after the change
     code, out, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
     records = json.loads(out)

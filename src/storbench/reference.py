@@ -352,8 +352,10 @@ def plan_reference_markdown() -> str:
         "",
         SteadyStateConfig.__doc__ or "",
         "Each round is one repetition of the point, run back to back; `steady_state` replaces `repeat`. "
-        "`storbench show` and the report mark points that never became steady; the report plots each point's "
-        "metric per round with the window, its fitted line and the rounds after it.",
+        "`storbench show` and the report mark points that never became steady, and call a point steady only where "
+        "its level's change across the window and the rounds after it is shown within +-10 % (90 % interval; "
+        "otherwise \"steady by SNIA's rule\", with the change); the report plots each point's metric per round "
+        "with the window, its fitted line and the rounds after it.",
         "",
         *_table(SteadyStateConfig),
         "",

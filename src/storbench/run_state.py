@@ -20,6 +20,7 @@ from storbench.execute.kubernetes import KubernetesExecutor
 from storbench.lab.hosts_conf import is_lab_server
 from storbench.model import Case, PvcTarget, RepetitionOutcome, ScheduledRepetition, TargetSpec
 from storbench.report.labels import comparison_label
+from storbench.report.steady import change_words
 from storbench.sessions import LabObserver
 from storbench.stats.adaptive import all_decided, ci_reached, decided_verdicts
 from storbench.stats.observations import observations
@@ -151,10 +152,12 @@ class RunState:
         elif last == w.rounds[-1]:
             more = (f"; its figures come from the next {rule.confirm} rounds" if rule.confirm
                     else "; its figures are the window's (confirm: 0: no interval)")
-            self.observer.lab_event(f"{label}: steady after {ran} rounds {window}{more}")
+            self.observer.lab_event(f"{label}: steady by SNIA's rule after {ran} rounds {window}{more}")
         elif state.settled:
             first, last = state.confirmation[0][0] + 1, state.confirmation[-1][0] + 1
-            self.observer.lab_event(f"{label}: rounds {first}-{last} after its steady window measured: its figures")
+            judged = change_words(state)
+            self.observer.lab_event(f"{label}: rounds {first}-{last} after its steady window measured: its figures"
+                                    + (f"; {judged}" if judged else ""))
 
     @property
     def stopped(self) -> bool:

@@ -237,7 +237,8 @@ def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition]
     if states:
         def marked(o: Observation) -> Observation:
             state = states.get((o.run_id, o.case.case_id))
-            return o if state is None else replace(o, steady=state.status, window_only=state.window_only)
+            return o if state is None else replace(o, steady=state.status, window_only=state.window_only,
+                                                          steady_change=state.change)
 
         seen = [marked(o) for o in seen]
     return kept, seen, states

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from storbench.model import LabPoint, PreconditionRecord, Status
 from storbench.report.export import export_row, markdown_cell
 from storbench.report.labels import block_size, options_text, point_label, varying_lab_keys
+from storbench.report.steady import change_words, status_word
 from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected, verdict_lines
 from storbench.report.warning_text import warning_lines
 from storbench.safe_text import csv_cell, safe_text
@@ -201,7 +202,7 @@ def steady_lines(states: Mapping[tuple[int, str], SteadyState], labels: Mapping[
                      "instance, not between instances. A window's own rounds are chosen for their small spread: "
                      "a point with only those gives no interval")
     for (run_id, case_id), state in sorted(states.items()):
-        lines.append(f"  run {run_id} {labels.get(case_id, case_id)}: {state.status.value} ({steady_detail(state)})")
+        lines.append(f"  run {run_id} {labels.get(case_id, case_id)}: {status_word(state)} ({steady_detail(state)})")
     return lines
 
 
@@ -219,7 +220,7 @@ def steady_detail(state: SteadyState) -> str:
         return f"{text}; figures from the window: rounds chosen for small spread, no interval"
     first, last = state.confirmation[0][0] + 1, state.confirmation[-1][0] + 1
     mean = sum(v for _, v in state.confirmation) / len(state.confirmation)
-    return f"{text}; figures from rounds {first}-{last} after it, mean {mean:,.4g}"
+    return f"{text}; figures from rounds {first}-{last} after it, mean {mean:,.4g}; {change_words(state)}"
 
 
 def show_text(points: Sequence[PointSummary], fmt: str, title: str, notes: Sequence[str] = ()) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from storbench.report.figures import Band, FigureSpec, Series
 from storbench.stats.steady import SteadyState, SteadyStatus
+from storbench.stats.trend import FLAT_MARGIN, Trend
 
 SECTION = "Steady state, round by round"
 ROUND_COLOR = "#5b6673"
@@ -16,6 +17,33 @@ FIT_COLOR = "#ff7f0e"
 CONFIRM_COLOR = "#2ca02c"
 METRIC_LABELS = {"iops": ("IOPS", 1.0), "bw_bytes": ("MiB/s", 1.0 / (1024 * 1024)),
                  "lat_mean_ns": ("mean latency (µs)", 1e-3)}
+
+
+def status_word(state: SteadyState) -> str:
+    """'steady' only where the level's change is shown within the margin; "steady by SNIA's rule" where only the
+    rule's excursions hold; else the status ('not steady', 'measuring')."""
+    if state.status is SteadyStatus.STEADY:
+        return "steady" if state.shown_steady else "steady by SNIA's rule"
+    return state.status.value
+
+
+def change_words(state: SteadyState) -> str:
+    """The level's change across a steady point's window and the rounds after it, and whether it shows the point
+    steady: 'across rounds 4-13 the level changed +2 % [-3, +7] (90 %): steady shown (within +-10 %)'; '' when it
+    has no such judgement (not steady, or its window only)."""
+    change = state.change
+    if change is None or state.window is None:
+        return ""
+    first, last = state.window.rounds[0] + 1, state.rounds[-1][0] + 1
+    said = f"across rounds {first}-{last} the level changed {change.text()}"
+    margin = f"+-{100 * FLAT_MARGIN:g} %"
+    if state.shown_steady:
+        return f"{said}: steady shown (within {margin})"
+    more = ""
+    if change.trend is Trend.UNDECIDED and change.repetitions_needed is not None:
+        extra = max(change.repetitions_needed - state.rule.window, state.rule.confirm + 1)
+        more = f"; about {change.repetitions_needed} rounds would tell (steady_state.confirm: {extra})"
+    return f"{said}: steady by SNIA's rule only, the change not shown within {margin}{more}"
 
 
 def _status_text(state: SteadyState) -> str:
@@ -27,12 +55,13 @@ def _status_text(state: SteadyState) -> str:
     figures = (f"range {100 * w.range_fraction:.1f} % (at most {100 * state.rule.range_fraction:g} %), slope "
                f"excursion {100 * w.slope_excursion_fraction:.1f} % (at most {100 * state.rule.slope_fraction:g} %)")
     if state.status is SteadyStatus.STEADY:
-        steady = f"steady after {rounds - len(state.confirmation)} rounds: the window is {where}: {figures}"
+        steady = (f"steady by SNIA's rule after {rounds - len(state.confirmation)} rounds: the window is {where}: "
+                  f"{figures}")
         if state.window_only:
             return (f"{steady}; the figures are the window's, rounds chosen for their small spread: no interval "
                     f"({len(state.confirmation)} of {state.rule.confirm} rounds after it measured)")
         first, last = state.confirmation[0][0] + 1, state.confirmation[-1][0] + 1
-        return f"{steady}; the figures come from rounds {first}-{last}, measured after it"
+        return f"{steady}; the figures come from rounds {first}-{last}, measured after it; {change_words(state)}"
     if state.status is SteadyStatus.NOT_STEADY:
         return (f"NOT steady after {rounds} rounds (max_rounds {state.rule.max_rounds}); the figures come from "
                 f"the last window, {where}: {figures}")
@@ -70,7 +99,7 @@ def steady_figure(state: SteadyState, figure_id: str, label: str) -> FigureSpec 
     high = max(ys + tuple(b.high for b in bands))
     pad = 0.1 * (high - low or abs(high) or 1.0)
     return FigureSpec(
-        figure_id=figure_id, title=f"{label}: {name} per round ({state.status.value})", x_label="round",
+        figure_id=figure_id, title=f"{label}: {name} per round ({status_word(state)})", x_label="round",
         y_label=name, series=tuple(series), section=SECTION, y_bands=bands,
         y_range=(min(0.0, low - pad), high + pad), x_range=(0.5, xs[-1] + 0.5),
         notes=(("state", _status_text(state)), ("rule", state.rule.text())),

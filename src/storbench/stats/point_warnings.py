@@ -12,6 +12,7 @@ from storbench.stats.bottleneck import configured_slots
 from storbench.stats.estimate import Estimate
 from storbench.stats.observations import METRIC_VALUES, Observation
 from storbench.stats.steady import SteadyStatus
+from storbench.stats.trend import FLAT_MARGIN, within_margin
 from storbench.units import format_bytes, format_latency_ns
 
 CV_LIMIT_PCT = 5.0
@@ -31,6 +32,7 @@ WARNING_TITLES = {
     "not_steady": "never reached steady state",
     "steady_incomplete": "steady state not reached yet",
     "steady_window": "steady-state window: rounds of one instance chosen for small spread; no interval",
+    "steady_unshown": f"steady by SNIA's rule only: its level's change not shown within +-{100 * FLAT_MARGIN:g} %",
 }
 STRAGGLER_PCT_OF_MEDIAN = 50.0
 # The volume lab's pacer at its IOPS cap (a repetition at this share of it or more) starts each I/O iodepth / cap
@@ -82,6 +84,16 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
     elif SteadyStatus.MEASURING in states:
         warnings.append(StatWarning("steady_incomplete", "stopped before it was steady or out of rounds",
                                     "run the plan again with --resume"))
+    changes = {o.steady_change for o in observations if o.steady_change is not None}
+    unshown = [c for c in changes if not within_margin(c)]
+    if unshown:
+        change = unshown[0]
+        rounds = (f"about {change.repetitions_needed} rounds across the window and after it would tell "
+                  "(raise steady_state.confirm)" if change.repetitions_needed is not None else
+                  "steadier rounds would tell (a longer runtime or ramp, or precondition)")
+        warnings.append(StatWarning(
+            "steady_unshown", f"steady by SNIA's rule, but its level changed {change.text()} across its window and "
+            f"the rounds after it: not shown within +-{100 * FLAT_MARGIN:g} %", rounds))
     if any(o.window_only for o in observations):
         warnings.append(StatWarning(
             "steady_window", "figures from its steady-state window, rounds chosen for their small spread: no "

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from storbench.model import Status, StoredRepetition
+from storbench.stats.estimate import t_quantile
+from storbench.stats.trend import CONFIDENCE, FLAT_MARGIN, Change, classify, within_margin
 
 # Metrics a steady-state rule may track, and how a round's value is read.
 STEADY_METRICS = ("iops", "bw_bytes", "lat_mean_ns")
@@ -44,11 +46,14 @@ class SteadyRule:
     confirm: int = 5  # rounds measured after the steady window; the point's figures come from them
 
     def text(self) -> str:
+        shown = (f"; steadiness shown when the level's change across the window and those rounds is within "
+                 f"+-{100 * FLAT_MARGIN:g} % ({100 * CONFIDENCE:g} % interval)" if self.confirm >= MIN_CONFIRMATION
+                 else "")
         then = (f"; then {self.confirm} rounds more, the point's figures" if self.confirm >= MIN_CONFIRMATION
                 else "; the point reports its window's mean, with no interval")
         return (f"{self.metric} over the last {self.window} rounds: max - min <= {100 * self.range_fraction:g} % "
                 f"and the fitted line's excursion <= {100 * self.slope_fraction:g} % of their mean "
-                f"(at most {self.max_rounds} rounds){then}")
+                f"(at most {self.max_rounds} rounds){then}{shown}")
 
 
 class SteadyStatus(StrEnum):
@@ -99,6 +104,22 @@ class SteadyState:
         return self.status is SteadyStatus.STEADY and len(self.confirmation) < MIN_CONFIRMATION
 
     @property
+    def change(self) -> Change | None:
+        """The level's change across the steady window and the rounds measured after it (`level_change`), None
+        below MIN_CONFIRMATION rounds after the window or when not steady."""
+        if self.status is not SteadyStatus.STEADY or self.window_only or self.window is None:
+            return None
+        judged = [pair for pair in self.rounds if pair[0] >= self.window.rounds[0]]
+        return level_change(judged)
+
+    @property
+    def shown_steady(self) -> bool:
+        """Steady by SNIA's rule and its level's change shown within +-FLAT_MARGIN (`change`: its whole 90 %
+        interval inside, the equivalence test; a change shown to rise 6 % [5, 7] is within it too)."""
+        change = self.change
+        return change is not None and within_margin(change)
+
+    @property
     def figure_rounds(self) -> frozenset[int] | None:
         """The rounds the point's figures come from: its confirmation rounds, or (window only, not steady, still
         measuring) its window; None below `window` rounds (every round counts)."""
@@ -142,6 +163,28 @@ def judge(rounds: Sequence[tuple[int, float]], rule: SteadyRule, attempted: int 
     ran = len(ordered) if attempted is None else attempted
     status = SteadyStatus.NOT_STEADY if ran >= rule.max_rounds else SteadyStatus.MEASURING
     return SteadyState(status, rule, tuple(ordered), last)
+
+
+def level_change(rounds: Sequence[tuple[int, float]]) -> Change | None:
+    """How the level changed across ``rounds`` ((rep_index, value), in order): the least-squares line through
+    (round, log value), its value at the last round over its value at the first, with a 90 % t interval
+    (n - 2 degrees of freedom), judged like any change along a curve (`stats.trend.classify`: flat when the whole
+    interval is inside +-FLAT_MARGIN). None below three rounds or for a value that is not positive."""
+    if len(rounds) < 3 or any(value <= 0 or not math.isfinite(value) for _, value in rounds):
+        return None
+    xs = [float(index) for index, _ in rounds]
+    ys = [math.log(value) for _, value in rounds]
+    x_mean, y_mean = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - x_mean) ** 2 for x in xs)
+    if sxx <= 0:
+        return None
+    slope = sum((x - x_mean) * (y - y_mean) for x, y in zip(xs, ys, strict=True)) / sxx
+    df = len(rounds) - 2
+    residual = sum((y - y_mean - slope * (x - x_mean)) ** 2 for x, y in zip(xs, ys, strict=True))
+    half = t_quantile(CONFIDENCE, df) * math.sqrt(residual / df / sxx)
+    span = xs[-1] - xs[0]
+    return classify(math.exp(slope * span), math.exp((slope - half) * span), math.exp((slope + half) * span),
+                    len(rounds))
 
 
 def round_value(repetition: StoredRepetition, metric: str) -> float | None:

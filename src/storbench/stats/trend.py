@@ -75,6 +75,13 @@ class Change:
         return shown
 
 
+def within_margin(change: Change) -> bool:
+    """The whole 90 % interval of ``change`` inside +-FLAT_MARGIN: shown to be no change beyond the margin (the
+    equivalence test, whatever else the change is called: +6 % [+5, +7] is a rise and within it)."""
+    return (change.low is not None and change.high is not None and change.low >= 1 / (1 + FLAT_MARGIN)
+            and change.high <= 1 + FLAT_MARGIN)
+
+
 def _needed(ratio: float, low: float, high: float, n: int) -> int | None:
     """Repetitions per point (paired: rounds) at which the interval would be narrow enough for either answer, if
     the change and the spread stayed as they are (the half-width shrinks as 1/sqrt(n); ``n``: repetitions per
@@ -117,6 +124,12 @@ def judge_change(lower: Estimate, higher: Estimate, paired: PairedValues | None 
         ratio = higher.mean / lower.mean
         low, high = ratio_interval(lower, higher, CONFIDENCE)
         n = min(lower.n, higher.n)
+    return classify(ratio, low, high, n, pairs)
+
+
+def classify(ratio: float, low: float, high: float, n: int, pairs: int = 0) -> Change:
+    """A change with its 90 % interval judged by the module's rules (``n``: repetitions per point, or rounds, for
+    how many would decide an undecided one)."""
     if low > 1 and ratio >= 1 + RISE_FLOOR:
         return Change(ratio, low, high, Trend.RISING, pairs=pairs)
     if high < 1 and ratio <= 1 / (1 + RISE_FLOOR):
