@@ -44,7 +44,7 @@ PURE_LAYERS: tuple[tuple[str, ...], ...] = (
     # a plan's cases: their ids, their order and lab designs in time, what they need of the machine
     ("storbench.case_ids", "storbench.schedule", "storbench.demands"),
     # statistics over the model
-    ("storbench.stats.*",),
+    ("storbench.stats.*", "storbench.events"),
     # rendering: tables, figures, exports, the HTML report; the flat export record
     ("storbench.report.*", "storbench.records"),
     # plan -> cases (asks stats for a search's grid); imported results; the plan reference

@@ -17,6 +17,7 @@ from storbench.checks import Checked, check_everything
 from storbench.cli import build_parser, main
 from storbench.config import LoadedPlan, load_plan_text
 from storbench.errors import UserError
+from storbench.events import LabLeftAlone, LabUp, RunEvent
 from storbench.faults import FaultStep
 from storbench.fio.options import FioCapabilities
 from storbench.lab import registry
@@ -33,6 +34,7 @@ from storbench.model import (
     cluster_of,
 )
 from storbench.plan import expand
+from storbench.report.events import event_text
 
 
 def test_every_lab_kind_is_registered_once_with_up_down_and_status() -> None:
@@ -125,8 +127,8 @@ class _Observer:
     def __init__(self) -> None:
         self.events: list[str] = []
 
-    def lab_event(self, message: str) -> None:
-        self.events.append(message)
+    def event(self, event: RunEvent) -> None:
+        self.events.append(event_text(event))
 
 
 @pytest.fixture
@@ -159,10 +161,10 @@ class _SessionKind(LabKindBase):
             raise UserError(f"{self.name} lab: did not come up")
         labs.environment = replace(labs.environment, nfs_url=f"nfs://{self.name}/export")  # offered to the next
         labs.running[cluster_of(group.lab)] = self
-        group.observer.lab_event(f"{self.name} lab: up")
+        group.observer.event(LabUp(self.name))
 
-    def enter(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
-        return None if self.live is None else f"{self.name} lab: {self.live}"
+    def enter(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
+        return None if self.live is None else LabLeftAlone(self.name, f"{self.name} lab: {self.live}")
 
     def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
         return f"{self.name} is fine" if running.get(cluster_of(case.lab)) is self else None
@@ -179,7 +181,8 @@ def test_a_registered_kind_is_brought_up_in_order_and_torn_down_in_reverse(
     with sessions.lab_session(loaded, NO_LAB, cases, checked, observer, keep=False) as context:
         assert calls == ["up zeta (nfs_url None)", "up alpha (nfs_url nfs://zeta/export)",
                          "up mu (nfs_url nfs://alpha/export)"]
-        assert context.enter(cases[0]) == "zeta lab: links shaped\nmu lab: OSDs restarted"  # the registry's order
+        said = [event_text(e) for e in context.enter(cases[0])]
+        assert said == ["zeta lab: links shaped", "mu lab: OSDs restarted"]  # the registry's order
         assert context.health_for(cases[0]) == "mu is fine"  # the last kind up on this cluster
         assert context.for_case(cases[0]) is checked.targets["t"]
     assert calls[3:] == ["down mu", "down alpha", "down zeta"]
@@ -210,7 +213,7 @@ def test_a_lab_for_the_whole_run_is_torn_down_after_it_also_when_it_fails() -> N
     from storbench.lab.base import RunLab
 
     calls: list[str] = []
-    lab = RunLab(up=lambda: (calls.append("up") or "info", "x lab: up in 0s"), down=lambda: calls.append("down"))
+    lab = RunLab(up=lambda: (calls.append("up") or "info", LabUp("x", seconds=0.0)), down=lambda: calls.append("down"))
     observer = _Observer()
     with pytest.raises(KeyboardInterrupt), sessions.run_lab(lab, "x", observer, keep=False) as info:
         assert info == "info"
@@ -259,7 +262,7 @@ def test_a_failed_repetition_on_a_lab_cluster_carries_its_health_through_the_cep
     silent = sessions.LabContext(targets={}, ceph_socket_patterns=(), ceph_labs={cluster_of(lab): Cluster(None)})
     assert "did not answer" in (silent.health_for(case) or "")
     assert sessions.LabContext(targets={}, ceph_socket_patterns=()).health_for(case) is None
-    assert sessions.LabContext(targets={}, ceph_socket_patterns=()).enter(case) is None  # no cluster: nothing live
+    assert sessions.LabContext(targets={}, ceph_socket_patterns=()).enter(case) == []  # no cluster: nothing live
 
 
 # ---- what every lab shares: its directory, its state, its daemons' records and one port check -------------------
@@ -294,3 +297,22 @@ def test_a_lab_dir_reads_its_state_and_nothing_from_a_directory_that_holds_no_la
     assert not lab.root.exists()
     with pytest.raises(UserError, match="fake lab: storbench-no-such-tool is not installed"):
         require_tools("fake", ("sh", "storbench-no-such-tool"), hint="install it")
+
+
+def test_every_kind_of_run_event_has_words() -> None:
+    """The run loop and the labs emit typed events (storbench/events.py); the CLI words every kind of them
+    (report/events.event_text has one arm per kind: a new kind without words would raise at the terminal)."""
+    import inspect
+    import typing
+
+    from storbench import events
+    from storbench.report import events as words
+
+    kinds = {kind.__name__ for kind in typing.get_args(events.RunEvent)}
+    declared = {name for name, value in vars(events).items()
+                if inspect.isclass(value) and value.__module__ == events.__name__}
+    assert kinds == declared, "an event class is not in RunEvent"
+    source = inspect.getsource(words.event_text)
+    assert {kind for kind in kinds if f"case {kind}():" not in source} == set()
+    assert event_text(events.LabTornDown("ceph")) == "ceph lab: torn down"
+    assert event_text(events.LabUp("hosts", seconds=1.25, servers=3)) == "hosts lab: 3 fio servers up in 1.2s"

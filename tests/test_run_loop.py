@@ -14,10 +14,12 @@ from helpers import run_cli, write_plan
 from storbench import checks, orchestrate
 from storbench.checks import Checked, check_everything
 from storbench.config import LoadedPlan, load_plan_text
+from storbench.events import RunEvent
 from storbench.execute.fake import FakeCall, FakeExecutor, Hang, Raise, Replay, Step
 from storbench.fio.options import FioCapabilities
 from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status, StoredRepetition
 from storbench.plan import expand
+from storbench.report.events import event_text
 from storbench.store import Store, open_store
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -43,7 +45,8 @@ telemetry: {{enabled: {telemetry}{ceiling}}}
 
 class Observer:
     def __init__(self) -> None:
-        self.events: list[str] = []
+        self.events: list[str] = []  # in words, as the CLI prints them
+        self.typed: list[RunEvent] = []
 
     def run_started(self, run_id: int, to_run: int, already_done: int, eta_s: float) -> None:
         self.events.append(f"run {run_id}: {to_run} to run, {already_done} done")
@@ -54,8 +57,9 @@ class Observer:
     def repetition_finished(self, item: ScheduledRepetition, position: int, outcome: RepetitionOutcome) -> None:
         self.events.append(f"end {position} {outcome.status.value}")
 
-    def lab_event(self, message: str) -> None:
-        self.events.append(message)
+    def event(self, event: RunEvent) -> None:
+        self.typed.append(event)
+        self.events.append(event_text(event))
 
 
 def _plan(tmp_path: Path, *, extra: str = "", telemetry: bool = False, ceiling: bool = False) -> LoadedPlan:

@@ -19,15 +19,17 @@ from storbench import __version__
 from storbench.checks import Checked, meminfo_bytes
 from storbench.config import LoadedPlan, plan_design, repeat_bounds, run_order
 from storbench.errors import UserError
+from storbench.events import PlanVersionAdded, PreconditionDone, PreconditionStarted
 from storbench.execute.base import Executor, FioSetup, stored_job_text
 from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job
 from storbench.fio.options import FioCapabilities
 from storbench.model import Case, LabPoint, Precondition, PreconditionRecord, ScheduledRepetition, Status
 from storbench.plan import expand
 from storbench.redact import env_secrets, redact_outcome
+from storbench.report.events import case_text
 from storbench.resume import check_design_unchanged, restart_unsettled_points, resumed_run
 from storbench.run_search import in_order
-from storbench.run_state import Executors, RunObserver, RunState, answered, case_text, run_label
+from storbench.run_state import Executors, RunObserver, RunState, answered, run_label
 from storbench.schedule import (
     FILL_RUNTIME_CAP_S,
     precondition_case,
@@ -48,7 +50,6 @@ from storbench.sessions import (
 from storbench.store import Store
 from storbench.targets.base import PreparedTarget
 from storbench.telemetry.recorder import TelemetryRecorder
-from storbench.units import format_bytes
 
 # Slowest layout speed the watchdog allows for before calling fio hung.
 WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
@@ -114,8 +115,7 @@ def run_plan(
         version = store.update_run_plan(run_id, loaded.source.text, plan_sha256(loaded.source.text), design=design,
                                         at_s=clock(), plan_path=loaded.source.path)
         if version > 1 and planned - stored:
-            observer.lab_event(f"run {run_id}: plan version {version} adds {len(planned - stored)} new points; "
-                               "every stored point is unchanged")
+            observer.event(PlanVersionAdded(run_id, version, len(planned - stored)))
         restart_unsettled_points(loaded, store, run_id, observer)
         done = store.completed(run_id)
     else:
@@ -176,7 +176,7 @@ def _precondition(run: RunState, pre: Precondition, cases: Sequence[Case], prepa
         timeout_s = (volume / WATCHDOG_LAYOUT_BYTES_PER_S if volume else FILL_RUNTIME_CAP_S) + config.timeout_grace
     else:
         timeout_s = (pre.duration_s or 0.0) + config.timeout_grace
-    run.observer.lab_event(f"precondition {case.target.name}: {pre.text()}")
+    run.observer.event(PreconditionStarted(case.target.name, pre))
     fio = FioSetup(version=caps.version, binary=prepared.binding.fio_binary, env=prepared.binding.env)
     outcome = redact_outcome(run.executors.for_target(case.target).run_case(case, texts, 0, timeout_s, fio),
                              env_secrets(fio.env))
@@ -188,8 +188,7 @@ def _precondition(run: RunState, pre: Precondition, cases: Sequence[Case], prepa
     if outcome.status != Status.OK:
         raise UserError(f"precondition of target '{case.target.name}' failed: {outcome.error or outcome.status.value}",
                         hint="fix the target or the precondition, then run again with --resume")
-    run.observer.lab_event(f"precondition {case.target.name}: {format_bytes(written)} written in "
-                           f"{outcome.finished_at_s - outcome.started_at_s:.0f} s")
+    run.observer.event(PreconditionDone(case.target.name, written, outcome.finished_at_s - outcome.started_at_s))
 
 
 def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition], first_position: int
@@ -214,9 +213,8 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 break
             if run.settled_case(item.case):  # steady_state: this point is steady already
                 continue
-            changed = session.enter(item.case)
-            for line in (changed or "").splitlines():
-                observer.lab_event(line)
+            for changed in session.enter(item.case):
+                observer.event(changed)
             name, details = item.case.target.name, session.for_case(item.case).details
             if name in wanted and (name, details) not in written:  # once per image, pool, file set or cluster
                 written.add((name, details))

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from storbench.config import LoadedPlan, design_changes, plan_design
 from storbench.errors import UserError
+from storbench.events import PointRestarted, StoppingRuleChanged
 from storbench.model import RunInfo, StoredRepetition
-from storbench.run_state import RunObserver, case_text
+from storbench.run_state import RunObserver
 from storbench.schedule import preconditions
 from storbench.stats.run_questions import steady_rule
 from storbench.stats.steady import SteadyStatus, judge_repetitions
@@ -60,8 +61,7 @@ def check_design_unchanged(loaded: LoadedPlan, store: Store, run_id: int, *, acc
                         hint="run without --resume to start a new run with this rule, or pass "
                         "--accept-changed-design to continue, its answer marked as not holding its error rates")
     if observer is not None:
-        observer.lab_event(f"run {run_id}: stopping rule changed ({what}), accepted: its answer no longer holds the "
-                           "sequential design's error rates, and says so")
+        observer.event(StoppingRuleChanged(run_id, what))
 
 
 def restart_unsettled_points(loaded: LoadedPlan, store: Store, run_id: int, observer: RunObserver) -> None:
@@ -84,7 +84,4 @@ def restart_unsettled_points(loaded: LoadedPlan, store: Store, run_id: int, obse
         state = judge_repetitions(sorted(reps, key=lambda r: r.rep_index), rule)
         if not state.settled:
             dropped = store.drop_case_repetitions(run_id, case_id)
-            where = ("not steady" if state.status is SteadyStatus.MEASURING
-                     else "steady but its rounds after the window not all measured")
-            observer.lab_event(f"{case_text(case)}: {where} when interrupted; starts over "
-                               f"({dropped} earlier rounds dropped: the lab or the precondition is new)")
+            observer.event(PointRestarted(case, state.status is not SteadyStatus.MEASURING, dropped))

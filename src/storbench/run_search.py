@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from storbench.events import SearchAnswered, SearchStopped
 from storbench.model import Case, ScheduledRepetition
 from storbench.model.objective import parse_slo
-from storbench.run_state import RunState, case_text
+from storbench.run_state import RunState
 from storbench.stats.curve import axis_value, search_key
 from storbench.stats.observations import observations
 from storbench.stats.search import next_values, search_answer, search_grid, search_point
-from storbench.units import format_latency_ns
 
 if TYPE_CHECKING:
     from storbench.model.objective import LatencyObjective
@@ -38,7 +38,6 @@ def in_order(run: RunState, items: Sequence[ScheduledRepetition]) -> Iterator[Sc
         groups.setdefault(key, {}).setdefault(load, []).append(item)
     for key, by_load in groups.items():
         first = next(iter(by_load.values()))[0].case
-        label = case_text(first, leave_out=search.axis)
         asked: list[int] = []
         for load in sorted(_search_points(run, key, search.axis, objective)):  # resumed: finish the points begun
             if load in by_load:
@@ -51,20 +50,12 @@ def in_order(run: RunState, items: Sequence[ScheduledRepetition]) -> Iterator[Sc
                 break
             value = values[0]
             if value in asked or value not in by_load:  # measured nothing, or excluded from the plan
-                run.observer.lab_event(f"search {label}: {search.axis}={value} "
-                                       + ("measured nothing" if value in asked else "is not in the plan's cases")
-                                       + ": the search stops here")
+                run.observer.event(SearchStopped(first, search.axis, value, value in asked))
                 break
             asked.append(value)
             yield from by_load[value]
         answer = search_answer(grid, measured, objective, search.tolerance, axis=search.axis)
-        best = answer.best
-        said = (f"best {best.iops.mean:,.0f} IOPS at {search.axis}={best.load} within {objective.label}<="
-                f"{format_latency_ns(objective.limit_ns)}" if best is not None else "no load meets the objective")
-        knee = (f"; knee at {search.axis}={answer.knee}" if answer.knee is not None
-                else f"; knee: {answer.knee_kind.value}")
-        run.observer.lab_event(f"search {label}: {said}{knee} ({answer.reason}); measured {answer.measured} of "
-                               f"{answer.grid_size} grid values: {', '.join(str(v) for v in sorted(measured))}")
+        run.observer.event(SearchAnswered(first, search.axis, answer, objective, tuple(sorted(measured))))
 
 
 def _search_key(case: Case, axis: LoadAxis) -> tuple[SearchKey, int]:

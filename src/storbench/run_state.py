@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from storbench.checks import Checked
 from storbench.config import CI_STOP_CONFIDENCE, LoadedPlan, RepeatConfig, repeat_bounds
+from storbench.events import BudgetReached, CiLook, SequentialLook, SteadyProgress
 from storbench.execute.base import Executor
 from storbench.execute.hosts import HostsExecutor
 from storbench.execute.kubernetes import KubernetesExecutor
 from storbench.lab.hosts_conf import is_lab_server
 from storbench.model import Case, PvcTarget, RepetitionOutcome, ScheduledRepetition, TargetSpec
-from storbench.report.labels import comparison_label
-from storbench.report.steady import change_words
 from storbench.sessions import LabObserver
 from storbench.stats.adaptive import all_decided, ci_reached, decided_verdicts
 from storbench.stats.observations import observations
@@ -29,7 +28,6 @@ from storbench.stats.selectors import parse_selector
 from storbench.stats.sequential import SequentialPlan
 from storbench.stats.steady import SteadyStatus, judge_repetitions
 from storbench.store import Store
-from storbench.units import format_block_size
 
 if TYPE_CHECKING:
     from storbench.lab.k8s import K8sLabInfo
@@ -42,18 +40,6 @@ class RunObserver(LabObserver, Protocol):
     def repetition_started(self, item: ScheduledRepetition, position: int) -> None: ...
 
     def repetition_finished(self, item: ScheduledRepetition, position: int, outcome: RepetitionOutcome) -> None: ...
-
-
-def case_text(case: Case, leave_out: str = "") -> str:
-    """A case in the run's progress lines: target, pattern, block size, queue depth, jobs, clients (beyond one) and
-    lab settings; ``leave_out`` the load a search varies."""
-    w = case.workload
-    parts = [case.target.name, w.rw, format_block_size(w.bs_bytes)]
-    parts += [f"qd={w.iodepth}"] if leave_out != "iodepth" else []
-    parts += [f"jobs={w.numjobs}"] if leave_out != "numjobs" else []
-    parts += [f"clients={case.clients}"] if leave_out != "clients" and case.clients > 1 else []
-    parts += [case.lab.describe()] if case.lab.pairs() else []
-    return " ".join(parts)
 
 
 def run_label(run_id: int, host: str, db_path: str) -> str:
@@ -142,22 +128,13 @@ class RunState:
         it is steady, then (once each) that it is and that the rounds after the window that give its figures are
         measured."""
 
-        w, rule, label = state.window, state.rule, case_text(case)
-        assert w is not None
-        window = (f"(last {rule.window}: range {100 * w.range_fraction:.1f} %, slope "
-                  f"{100 * w.slope_excursion_fraction:.1f} % of their mean)")
+        assert state.window is not None
         if state.status is not SteadyStatus.STEADY:
-            status = "not steady yet" if state.status is SteadyStatus.MEASURING else state.status.value
-            self.observer.lab_event(f"{label}: {status} after {ran} rounds {window}")
-        elif last == w.rounds[-1]:
-            more = (f"; its figures come from the next {rule.confirm} rounds" if rule.confirm
-                    else "; its figures are the window's (confirm: 0: no interval)")
-            self.observer.lab_event(f"{label}: steady by SNIA's rule after {ran} rounds {window}{more}")
+            self.observer.event(SteadyProgress(case, state, ran, "measuring"))
+        elif last == state.window.rounds[-1]:
+            self.observer.event(SteadyProgress(case, state, ran, "found"))
         elif state.settled:
-            first, last = state.confirmation[0][0] + 1, state.confirmation[-1][0] + 1
-            judged = change_words(state)
-            self.observer.lab_event(f"{label}: rounds {first}-{last} after its steady window measured: its figures"
-                                    + (f"; {judged}" if judged else ""))
+            self.observer.event(SteadyProgress(case, state, ran, "settled"))
 
     @property
     def stopped(self) -> bool:
@@ -175,7 +152,7 @@ class RunState:
         if answered(self, rep_index):
             self.looks["stopped"] = 1
         elif self.deadline_s is not None and self.clock() >= self.deadline_s:
-            self.observer.lab_event(f"budget reached after {rep_index} rounds: stopping with the answer so far")
+            self.observer.event(BudgetReached(rep_index))
             self.looks["stopped"] = 1
         return self.stopped
 
@@ -192,23 +169,12 @@ def answered(run: RunState, rounds: int) -> bool:
     ci_pct = repeat.ci_pct
     if ci_pct is not None:
         done = ci_reached(seen, ci_pct)
-        run.observer.lab_event(f"after {rounds} rounds: IOPS interval ({100 * CI_STOP_CONFIDENCE:g} %) within "
-                               f"±{ci_pct:g} % at every point: {'yes, stopping' if done else 'not yet'}")
+        run.observer.event(CiLook(rounds, CI_STOP_CONFIDENCE, ci_pct, done))
         return done
     assert config.compare is not None
     plan = SequentialPlan(min_rounds=repeat.min, max_rounds=repeat.max, margin=config.compare.margin)
     verdicts = decided_verdicts(seen, parse_selector(config.compare.baseline), parse_selector(config.compare.candidate),
                                 config.compare.metrics, plan)
     for v in verdicts:
-        change = v.verdict.change
-        shown = (f"{100 * change.estimate:+.1f} % [{100 * change.low:+.1f}, {100 * change.high:+.1f}]"
-                 if change is not None else "no pairs yet")
-        status = v.verdict.decision.value
-        if v.verdict.more_rounds is not None:
-            status += f", about {v.verdict.more_rounds} more rounds"
-        elif v.verdict.decision == "undecided":
-            status = (f"reached max {plan.max_rounds} rounds undecided" if v.verdict.final else
-                      f"undecided, and at this spread even max {plan.max_rounds} rounds would likely not decide it")
-        run.observer.lab_event(f"after {rounds} rounds: {comparison_label(v.comparison)} {v.metric}: {shown} "
-                               f"{status}")
+        run.observer.event(SequentialLook(rounds, v, plan.max_rounds))
     return all_decided(verdicts)

@@ -238,7 +238,7 @@ def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition]
         def marked(o: Observation) -> Observation:
             state = states.get((o.run_id, o.case.case_id))
             return o if state is None else replace(o, steady=state.status, window_only=state.window_only,
-                                                          steady_change=state.change)
+                                                          steady_state=state)
 
         seen = [marked(o) for o in seen]
     return kept, seen, states

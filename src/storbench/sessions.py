@@ -14,6 +14,7 @@ from storbench.checks import Checked
 from storbench.config import LoadedPlan
 from storbench.demands import lab_group_key
 from storbench.errors import UserError
+from storbench.events import LabTornDown, RunEvent, TestDataRemoved, TestFilesLeft
 from storbench.fio.options import FioCapabilities
 from storbench.lab.base import LabGroup, RunLab, SessionLabs
 from storbench.lab.base import LabObserver as LabObserver
@@ -98,12 +99,11 @@ class LabContext:
             rates.update(kind.link_rates(case))
         return rates
 
-    def enter(self, case: Case) -> str | None:
+    def enter(self, case: Case) -> list[RunEvent]:
         """Make the labs what ``case`` asks for before its turn, each kind in the registry's order: the client
         hosts' link rate (traffic control), its OSD options (cache size, memory target, `lab.ceph.config`, CPU
-        quota) applied to its running cluster. Says what changed, or None."""
-        said = [line for kind in KINDS.values() if (line := kind.enter(case, self.ceph_labs))]
-        return "\n".join(said) or None
+        quota) applied to its running cluster. What changed."""
+        return [event for kind in KINDS.values() if (event := kind.enter(case, self.ceph_labs)) is not None]
 
 
 @dataclass
@@ -175,7 +175,7 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
             for down in reversed(labs.downs):
                 down()
             for name in sorted(kind.name for kind in wanted):
-                observer.lab_event(f"{name} lab: torn down")
+                observer.event(LabTornDown(name))
 
 
 def claim_run_test_files(targets: Mapping[str, PreparedTarget], cases: Sequence[Case]) -> None:
@@ -205,26 +205,22 @@ def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserv
         if objects is not None:
             removed = remove_objects(objects.service, objects.bucket, objects.prefix)
             if removed:
-                observer.lab_event(f"target {prepared.spec.name}: removed {removed} objects from bucket "
-                                   f"{objects.bucket}")
+                observer.event(TestDataRemoved(prepared.spec.name, removed, "objects", objects.bucket))
             continue
         if prepared.laid_out:  # an NFS export: no directory of ours, the files by name
 
             removed, why = remove_laid_out(prepared)
             url = details.get("url", "")
             if removed:
-                observer.lab_event(f"target {prepared.spec.name}: removed {removed} test files from {url} "
-                                   "(keep_files: true keeps them)")
+                observer.event(TestDataRemoved(prepared.spec.name, removed, "test files", url))
             if why:
-                observer.lab_event(f"target {prepared.spec.name}: {len(prepared.laid_out) - removed} test files "
-                                   f"stay on {url} (storbench.*): {why}")
+                observer.event(TestFilesLeft(prepared.spec.name, len(prepared.laid_out) - removed, url, why))
             continue
         if directory is None or details.get("checked") == "on the fio servers":
             continue
         removed = remove_test_files(Path(directory)) + remove_metadata_dir(Path(directory))
         if removed:
-            observer.lab_event(f"target {prepared.spec.name}: removed {removed} test files from {directory} "
-                               "(keep_files: true keeps them)")
+            observer.event(TestDataRemoved(prepared.spec.name, removed, "test files", str(directory)))
 
 
 @contextmanager
@@ -236,12 +232,12 @@ def run_lab(lab: RunLab[T] | None, name: str, observer: LabObserver, *, keep: bo
         return
     try:
         info, said = lab.up()
-        observer.lab_event(said)
+        observer.event(said)
         yield info
     finally:
         if not keep:
             lab.down()
-            observer.lab_event(f"{name} lab: torn down")
+            observer.event(LabTornDown(name))
 
 
 @contextmanager

@@ -22,6 +22,7 @@ from storbench.units import format_block_size, format_duration, format_latency_n
 if TYPE_CHECKING:
     from storbench.checks import Checked
     from storbench.config import LoadedPlan
+    from storbench.events import RunEvent
 
 
 
@@ -203,8 +204,10 @@ class ConsoleObserver:
         else:
             self.console.print(f"[{position + 1}/{self.progress.tasks[0].total:.0f}] {line}", markup=False)
 
-    def lab_event(self, message: str) -> None:
-        self.console.print(message, markup=False)
+    def event(self, event: RunEvent) -> None:
+        from storbench.report.events import event_text
+
+        self.console.print(event_text(event), markup=False)
 
     def close(self) -> None:
         if self.live is not None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from storbench.events import LabUp, RunEvent
 from storbench.faults import FaultOffer, FaultStep
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 
 class LabObserver(Protocol):
-    def lab_event(self, message: str) -> None: ...
+    def event(self, event: RunEvent) -> None: ...
 
 
 Say = Callable[[str], None]  # one line for the person at the terminal (only the CLI prints it)
@@ -86,19 +87,19 @@ class LabCommand(Generic[L]):
 
 @dataclass(frozen=True)
 class RunLab(Generic[T]):
-    """A lab up for a whole run: ``up`` brings it up and returns what the run gets from it and the line that says
+    """A lab up for a whole run: ``up`` brings it up and returns what the run gets from it and the event that says
     so; ``down`` tears it down."""
 
-    up: Callable[[], tuple[T, str]]
+    up: Callable[[], tuple[T, LabUp]]
     down: Callable[[], None]
 
 
-def timed_run_lab(up: Callable[[], T], down: Callable[[], None], said: Callable[[T, float], str]) -> RunLab[T]:
-    """A lab up for a whole run whose line says how long it took, from now until ``up`` returned: ``said(what up
+def timed_run_lab(up: Callable[[], T], down: Callable[[], None], said: Callable[[T, float], LabUp]) -> RunLab[T]:
+    """A lab up for a whole run whose event says how long it took, from now until ``up`` returned: ``said(what up
     returned, seconds)``."""
     started = time.time()
 
-    def timed_up() -> tuple[T, str]:
+    def timed_up() -> tuple[T, LabUp]:
         info = up()
         return info, said(info, time.time() - started)
 
@@ -150,7 +151,7 @@ class LabKind(Protocol):
 
     def bring_up(self, group: LabGroup, labs: SessionLabs) -> None: ...
 
-    def enter(self, case: Case, running: Mapping[LabPoint, object]) -> str | None: ...
+    def enter(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None: ...
 
     def link_rates(self, case: Case) -> dict[str, int]: ...
 
@@ -174,7 +175,7 @@ class LabKindBase:
     def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:
         raise AssertionError(f"{type(self).__name__} is not brought up for a lab configuration")
 
-    def enter(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
+    def enter(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
         return None
 
     def link_rates(self, case: Case) -> dict[str, int]:

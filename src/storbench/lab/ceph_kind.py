@@ -16,6 +16,7 @@ from storbench.checks import meminfo_bytes
 from storbench.config import CephLabConfig
 from storbench.demands import cluster_memory_needs
 from storbench.errors import UserError
+from storbench.events import LabBringingUp, LabUp, OsdCpusSet, OsdsRestarted, RunEvent
 from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
 from storbench.lab.ceph import CephLab
 from storbench.lab.ceph_conf import LOOPBACK, ceph_spec_for, clusters_of, osd_options, rbd_pools
@@ -151,10 +152,8 @@ class CephKind(LabKindBase):
             first = next(c.lab.ceph for c in on_cluster if c.lab.ceph is not None)
             lab_spec = replace(ceph_spec_for(cluster.ceph, tuple(pools.values())), osd_config=osd_options(first),
                                slot=slot)
-            settings = " ".join(part for part in cluster.describe().split() if not part.startswith("pool_size="))
-            shown = ", ".join(f"{name} (size {size})" for name, size in lab_spec.pools)
-            beside = f" (cluster {slot + 1} of {len(clusters)} side by side)" if len(clusters) > 1 else ""
-            observer.lab_event(f"ceph lab: bringing up {settings}{beside}" + (f"; pools {shown}" if shown else ""))
+            settings = tuple((name, value) for name, value in cluster.pairs() if name not in ("lab", "pool_size"))
+            observer.event(LabBringingUp("ceph", settings, slot, len(clusters), tuple(lab_spec.pools)))
             ceph_lab = CephLab.for_slot(slot)
             started = time.time()
             labs.downs.append(ceph_lab.down)
@@ -164,7 +163,7 @@ class CephKind(LabKindBase):
                 shutil.copyfile(info.conf, HostsLab().ceph_conf)
             labs.running[cluster] = ceph_lab
             labs.sockets_by_cluster[cluster] = (f"{info.root}/run/*.asok",)
-            observer.lab_event(f"ceph lab: up in {time.time() - started:.0f}s ({info.conf})")
+            observer.event(LabUp("ceph", str(info.conf), time.time() - started))
             env = LabEnvironment(fio_binary=checked.capabilities.binary, ceph_conf=info.conf,
                                  cephfs_mount=info.cephfs_mount, nfs_url=labs.environment.nfs_url,
                                  servers=group.servers, s3=_lab_s3(ceph_lab, info) if info.spec.rgw else None)
@@ -177,7 +176,7 @@ class CephKind(LabKindBase):
                             if name not in checked.targets and target_group[0].target.kind in ON_CLUSTER_KINDS
                             and target_group[0].case_id in on_a_lab_cluster)
 
-    def enter(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
+    def enter(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
 
         ceph_lab = running.get(cluster_of(case.lab))
         if not isinstance(ceph_lab, CephLab) or case.lab.ceph is None:
@@ -189,17 +188,11 @@ class CephKind(LabKindBase):
         pinned = ceph_lab.pin_osds(case.lab.ceph.osd_cpuset)
         if seconds is None and not cpus_changed and not pinned:
             return None
-        live = " ".join(part for part in case.lab.describe().split()
-                        if interleaved_setting(name := part.partition("=")[0]) and name not in ("pool_size", "cephfs"))
         if seconds is None:
-            cores, cpus = case.lab.ceph.osd_cpus, case.lab.ceph.osd_cpuset
-            said = []
-            if cpus_changed:
-                said.append(f"CPU quota {'lifted' if cores is None else f'set to {cores:g} cores per OSD'}")
-            if pinned:
-                said.append("pinned to every CPU" if cpus is None else f"pinned to CPUs {cpus}")
-            return "ceph lab: OSD " + ", ".join(said)
-        return f"ceph lab: OSDs restarted with {live or 'the base options'} in {seconds:.0f}s"
+            return OsdCpusSet("ceph", cpus_changed, case.lab.ceph.osd_cpus, pinned, case.lab.ceph.osd_cpuset)
+        live = tuple((name, value) for name, value in case.lab.pairs()
+                     if name != "lab" and interleaved_setting(name) and name not in ("pool_size", "cephfs"))
+        return OsdsRestarted("ceph", live, seconds)
 
     def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
         """The health of the lab cluster ``case`` runs on, in one line (`ceph health detail`'s summary and its

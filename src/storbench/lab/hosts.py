@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from storbench.config import NfsTargetConfig, S3TargetConfig
 from storbench.errors import UserError
+from storbench.events import LabUp, LinksShaped, RunEvent
 from storbench.execute.fio_binary import find_fio
 from storbench.lab.base import CliOption, LabCommand, LabKindBase, RunLab, Say, status_line, timed_run_lab
 from storbench.lab.hosts_conf import (
@@ -51,7 +52,6 @@ from storbench.lab.process import kill_all, start_daemon
 from storbench.shell import run
 from storbench.targets.nfs import nfs_fio_binary
 from storbench.targets.s3 import http_fio_binary
-from storbench.units import format_link_rate
 
 if TYPE_CHECKING:
     from storbench.config import LoadedPlan
@@ -281,14 +281,13 @@ class HostsKind(LabKindBase):
             return None
         lab = HostsLab()
         return timed_run_lab(lambda: lab.up(lab_hosts.count, servers_fio(loaded, caps)), lab.down,
-                             lambda info, seconds: f"hosts lab: {info.count} fio servers up in {seconds:.1f}s")
+                             lambda info, seconds: LabUp("hosts", seconds=seconds, servers=info.count))
 
-    def enter(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
+    def enter(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
         if case.lab.link_bits_per_s is None:
             return None
         if HostsLab().set_link(case.lab.link_bits_per_s, case.lab.link_delay_s):
-            return (f"hosts lab: links shaped to {format_link_rate(case.lab.link_bits_per_s)}"
-                    + (f", {case.lab.link_delay_s * 1e3:g} ms delay" if case.lab.link_delay_s else ""))
+            return LinksShaped("hosts", case.lab.link_bits_per_s, case.lab.link_delay_s)
         return None
 
     def link_rates(self, case: Case) -> dict[str, int]:

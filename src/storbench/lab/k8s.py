@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
+from storbench.events import LabUp
 from storbench.execute.fio_binary import find_fio
 from storbench.execute.supervisor import process_dirs
 from storbench.lab.base import LabCommand, LabKindBase, RunLab, Say, status_line, timed_run_lab
@@ -399,7 +400,7 @@ class K8sKind(LabKindBase):
         lab = K8sLab()
         return timed_run_lab(
             lambda: lab.up(caps.binary, block_volumes=lab_config.block_volumes, block_size_bytes=lab_config.block_size),
-            lab.down, lambda info, seconds: f"k8s lab: up in {seconds:.0f}s (KUBECONFIG={info.kubeconfig})")
+            lab.down, lambda info, seconds: LabUp("k8s", f"KUBECONFIG={info.kubeconfig}", seconds))
 
 
 KIND = K8sKind()

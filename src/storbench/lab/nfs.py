@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from storbench.errors import UserError
+from storbench.events import LabUp
 from storbench.lab.base import LabCommand, LabGroup, LabKindBase, Say, SessionLabs, status_line
 from storbench.lab.hosts_conf import BRIDGE
 from storbench.lab.labdir import (
@@ -212,7 +213,7 @@ class NfsKind(LabKindBase):
         nfs_info = nfs_lab.up(NfsLabSpec(bridge=BRIDGE if lab_hosts is not None else None))
         nfs_url = nfs_info.servers_url or nfs_info.url
         labs.environment = replace(labs.environment, nfs_url=nfs_url)
-        group.observer.lab_event(f"nfs lab: up ({nfs_url}, exporting {nfs_info.export})")
+        group.observer.event(LabUp("nfs", nfs_url, detail=f"exporting {nfs_info.export}"))
 
 
 KIND = NfsKind()

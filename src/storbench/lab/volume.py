@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
+from storbench.events import LabLeftAlone, LabUp
 from storbench.faults import FaultOffer, FaultStep
 from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
 from storbench.lab.labdir import (
@@ -346,15 +347,15 @@ class VolumeKind(LabKindBase):
 
         def volume_down() -> None:
             if left_alone := volume_lab.down():
-                observer.lab_event(left_alone)
+                observer.event(LabLeftAlone("volume", left_alone))
 
         labs.downs.append(volume_down)
         volume, left_alone = volume_lab.up(VolumeSpec(point.size_bytes, point.iops, point.bw_bytes_per_s))
         if left_alone:
-            observer.lab_event(left_alone)
+            observer.event(LabLeftAlone("volume", left_alone))
         labs.environment = replace(labs.environment, volume_device=volume.device)
-        observer.lab_event(f"volume lab: up ({volume.device}, {format_bytes(point.size_bytes)}): "
-                           f"{caps_text(volume.spec, volume.device)}")
+        observer.event(LabUp("volume", f"{volume.device}, {format_bytes(point.size_bytes)}",
+                             detail=caps_text(volume.spec, volume.device)))
 
 
 KIND = VolumeKind()

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from storbench.report.figures import Band, FigureSpec, Series
-from storbench.stats.steady import SteadyState, SteadyStatus
-from storbench.stats.trend import FLAT_MARGIN, Trend
+from storbench.stats.steady import SteadyState, SteadyStatus, what_would_show
+from storbench.stats.trend import FLAT_MARGIN
 
 SECTION = "Steady state, round by round"
 ROUND_COLOR = "#5b6673"
@@ -39,11 +39,7 @@ def change_words(state: SteadyState) -> str:
     margin = f"+-{100 * FLAT_MARGIN:g} %"
     if state.shown_steady:
         return f"{said}: steady shown (within {margin})"
-    more = ""
-    if change.trend is Trend.UNDECIDED and change.repetitions_needed is not None:
-        extra = max(change.repetitions_needed - state.rule.window, state.rule.confirm + 1)
-        more = f"; about {change.repetitions_needed} rounds would tell (steady_state.confirm: {extra})"
-    return f"{said}: steady by SNIA's rule only, the change not shown within {margin}{more}"
+    return f"{said}: steady by SNIA's rule only, the change not shown within {margin}; {what_would_show(state)}"
 
 
 def _status_text(state: SteadyState) -> str:
@@ -82,7 +78,7 @@ def steady_figure(state: SteadyState, figure_id: str, label: str) -> FigureSpec 
     if w is not None:
         wx = tuple(float(r + 1) for r in w.rounds)
         wy = tuple(v * scale for v in w.values)
-        series.append(Series(name=f"window ({state.status.value})", x=wx, y=wy, mode="markers", marker_size=12,
+        series.append(Series(name=f"window ({status_word(state)})", x=wx, y=wy, mode="markers", marker_size=12,
                              color=WINDOW_COLOR))
         fit = tuple((w.intercept + w.slope_per_round * position) * scale for position in range(len(w.rounds)))
         series.append(Series(name="least-squares line over the window", x=(wx[0], wx[-1]), y=(fit[0], fit[-1]),

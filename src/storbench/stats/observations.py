@@ -14,8 +14,7 @@ from dataclasses import dataclass, replace
 from storbench.fio.parse import merge_clients
 from storbench.model import Case, ClientMeasurement, Direction, DirectionMeasurement, Status, StoredRepetition
 from storbench.stats.layers import StorageLatency, osd_latency_ns, storage_latency
-from storbench.stats.steady import SteadyStatus
-from storbench.stats.trend import Change
+from storbench.stats.steady import SteadyState, SteadyStatus
 from storbench.telemetry.digest import CEPH_OSD_PROCESS, TelemetryDigest, digest
 
 # (percent, field suffix) of the latency percentiles every export record carries.
@@ -62,8 +61,8 @@ class Observation:
     steady: SteadyStatus | None = None  # the point's steady state, when its run measured until steady
     # the point's figures are its steady-state window's: rounds chosen for their small spread, no interval
     window_only: bool = False
-    # a steady point's level change across its window and the rounds after it (`SteadyState.change`)
-    steady_change: Change | None = None
+    # the point's rounds judged by its run's steady-state rule, when its run measured until steady
+    steady_state: SteadyState | None = None
     # its run alternated the cases' repetitions round by round (order: interleaved): repetition i of every case
     # of the run ran in round i, so two cases' repetitions i pair up (`alternated_rounds`)
     alternated: bool = False

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from storbench.stats.bottleneck import configured_slots
 from storbench.stats.estimate import Estimate
 from storbench.stats.observations import METRIC_VALUES, Observation
-from storbench.stats.steady import SteadyStatus
+from storbench.stats.steady import SteadyStatus, what_would_show
 from storbench.stats.trend import FLAT_MARGIN, within_margin
 from storbench.units import format_bytes, format_latency_ns
 
@@ -84,16 +84,12 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
     elif SteadyStatus.MEASURING in states:
         warnings.append(StatWarning("steady_incomplete", "stopped before it was steady or out of rounds",
                                     "run the plan again with --resume"))
-    changes = {o.steady_change for o in observations if o.steady_change is not None}
-    unshown = [c for c in changes if not within_margin(c)]
-    if unshown:
-        change = unshown[0]
-        rounds = (f"about {change.repetitions_needed} rounds across the window and after it would tell "
-                  "(raise steady_state.confirm)" if change.repetitions_needed is not None else
-                  "steadier rounds would tell (a longer runtime or ramp, or precondition)")
+    unshown = [s for o in observations if (s := o.steady_state) is not None and (c := s.change) is not None
+               and not within_margin(c)]
+    if unshown and (change := unshown[0].change) is not None:
         warnings.append(StatWarning(
             "steady_unshown", f"steady by SNIA's rule, but its level changed {change.text()} across its window and "
-            f"the rounds after it: not shown within +-{100 * FLAT_MARGIN:g} %", rounds))
+            f"the rounds after it: not shown within +-{100 * FLAT_MARGIN:g} %", what_would_show(unshown[0])))
     if any(o.window_only for o in observations):
         warnings.append(StatWarning(
             "steady_window", "figures from its steady-state window, rounds chosen for their small spread: no "

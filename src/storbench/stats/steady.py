@@ -29,7 +29,7 @@ from enum import StrEnum
 
 from storbench.model import Status, StoredRepetition
 from storbench.stats.estimate import t_quantile
-from storbench.stats.trend import CONFIDENCE, FLAT_MARGIN, Change, classify, within_margin
+from storbench.stats.trend import CONFIDENCE, FLAT_MARGIN, Change, Trend, classify, within_margin
 
 # Metrics a steady-state rule may track, and how a round's value is read.
 STEADY_METRICS = ("iops", "bw_bytes", "lat_mean_ns")
@@ -120,6 +120,25 @@ class SteadyState:
         return change is not None and within_margin(change)
 
     @property
+    def judged_rounds(self) -> int:
+        """Rounds the level's change is judged across: the window's and those measured after it."""
+        return len(self.window.rounds) + len(self.confirmation) if self.window is not None else 0
+
+    @property
+    def rounds_to_show(self) -> int | None:
+        """About how many rounds across the window and after it would show the change within +-FLAT_MARGIN, if
+        the change and the spread stayed as they are (the interval narrows as 1/sqrt(rounds)); None when it is
+        shown already, has no interval, or is itself beyond the margin."""
+        change = self.change
+        if change is None or change.low is None or change.high is None or within_margin(change):
+            return None
+        room = math.log1p(FLAT_MARGIN) - abs(math.log(change.ratio))
+        half = (math.log(change.high) - math.log(change.low)) / 2
+        if room <= 0 or half <= 0:
+            return None
+        return math.ceil(self.judged_rounds * (half / room) ** 2)
+
+    @property
     def figure_rounds(self) -> frozenset[int] | None:
         """The rounds the point's figures come from: its confirmation rounds, or (window only, not steady, still
         measuring) its window; None below `window` rounds (every round counts)."""
@@ -185,6 +204,22 @@ def level_change(rounds: Sequence[tuple[int, float]]) -> Change | None:
     span = xs[-1] - xs[0]
     return classify(math.exp(slope * span), math.exp((slope - half) * span), math.exp((slope + half) * span),
                     len(rounds))
+
+
+def what_would_show(state: SteadyState) -> str:
+    """For a point steady by SNIA's rule whose level's change is not shown within the margin: a level still
+    moving says so; else about how many rounds would show it (`SteadyState.rounds_to_show`)."""
+    change = state.change
+    moving = ("its level is still " + ("rising" if change.trend is Trend.RISING else "falling")
+              if change is not None and change.trend in (Trend.RISING, Trend.FALLING) else "")
+    needed = state.rounds_to_show
+    if needed is not None:
+        extra = max(needed - state.rule.window, state.rule.confirm + 1)
+        more = f"about {needed} rounds would show it within +-{100 * FLAT_MARGIN:g} % (steady_state.confirm: {extra})"
+        return f"{moving}; {more}" if moving else more
+    if moving:
+        return f"{moving}: precondition longer, or raise max_rounds so the window comes later"
+    return "steadier rounds would tell (a longer runtime or ramp, or precondition)"
 
 
 def round_value(repetition: StoredRepetition, metric: str) -> float | None:
