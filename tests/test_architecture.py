@@ -52,7 +52,7 @@ PURE_LAYERS: tuple[tuple[str, ...], ...] = (
 )
 SHELL: tuple[str, ...] = (
     "storbench.__main__", "storbench.cli.*", "storbench.checks", "storbench.orchestrate", "storbench.run_state",
-    "storbench.run_search", "storbench.resume", "storbench.sessions",
+    "storbench.run_search", "storbench.resume", "storbench.sessions", "storbench.fault_driver",
     "storbench.selection", "storbench.execute.*", "storbench.lab.*", "storbench.targets.*", "storbench.telemetry.*",
     "storbench.store.*", "storbench.netclient", "storbench.shell", "storbench.private_files",
     "storbench.trusted_files",

@@ -79,3 +79,40 @@ def test_plan_shows_when_each_fault_happens_and_refuses_what_no_lab_of_the_plan_
         plan = write_plan(tmp_path, FAULT_PLAN.replace(*change), "bad.yaml")
         code, out, err = run_cli(capsys, "plan", str(plan))
         assert code == 2 and wanted in err and len(err.strip().splitlines()) == 1, (change, err)
+
+
+def test_the_driver_does_each_fault_at_its_time_and_always_undoes_it() -> None:
+    """On a short schedule (times of 0.02-0.15 s): the fault, then its undoing, recorded in order with
+    their wall-clock times; a repetition that ends before the undo time is undone on the way out; a fault that
+    fails is recorded with its error and never 'undone'."""
+    import time
+
+    from storbench.fault_driver import FaultDriver
+
+    done: list[tuple[str, bool]] = []
+
+    def act(step: FaultStep, restore: bool) -> str:
+        if step.target == "broken":
+            raise RuntimeError("the lab said no")
+        done.append((step.target, restore))
+        return f"{'undid' if restore else 'did'} {step.action} {step.target}"
+
+    steps = [FaultStep(0.05, "freeze", "a", 0.1), FaultStep(0.02, "freeze", "broken", 0.05)]
+    with FaultDriver(steps, 0.0, act) as driver:
+        time.sleep(0.3)
+    assert done == [("a", False), ("a", True)]
+    broken, did, undid = driver.records
+    assert broken.error == "the lab said no" and not broken.restore and broken.target == "broken"
+    assert (did.said, undid.said) == ("did freeze a", "undid freeze a")
+    assert 0.08 <= undid.at_s - did.at_s <= 0.25 and did.planned_at_s == 0.05
+    assert undid.planned_at_s == pytest.approx(0.15)
+    assert did.measure_start_s <= did.at_s
+
+    done.clear()
+    with FaultDriver([FaultStep(0.02, "freeze", "a", 5.0)], 0.0, act) as early:
+        time.sleep(0.1)  # fio ended long before the undo time
+    assert done == [("a", False), ("a", True)] and [r.restore for r in early.records] == [False, True]
+    done.clear()
+    with FaultDriver([FaultStep(5.0, "freeze", "a", 1.0)], 0.0, act) as never:
+        pass  # ended before the fault: nothing done, nothing to undo
+    assert done == [] and never.records == []

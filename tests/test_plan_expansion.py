@@ -539,7 +539,8 @@ def test_format_duration(seconds: float, expected: str) -> None:
 
 @pytest.mark.parametrize(
     ("ns", "expected"),
-    [(None, "-"), (850, "850ns"), (12_345, "12.3µs"), (4_560_000, "4.56ms"), (1_200_000_000, "1.2s")],
+    [(None, "-"), (850, "850ns"), (12_345, "12.3µs"), (4_560_000, "4.56ms"), (1_200_000_000, "1.2s"),
+     (999_499_999, "999ms"), (999_600_000, "1s"), (999_700, "1ms"), (999.7, "1µs")],  # never "1e+03ms"
 )
 def test_format_latency_ns(ns: float | None, expected: str) -> None:
     assert format_latency_ns(ns) == expected

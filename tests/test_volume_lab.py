@@ -442,3 +442,63 @@ def test_the_volume_labs_faults_a_stall_keeps_every_write_a_lying_volume_is_caug
         assert bad > 0, lied
     finally:
         lab.down()
+
+
+FREEZE_PLAN = """
+name: volume-freeze
+targets:
+  volume: {kind: block}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 11s, ramp: 1s}
+repeat: 2
+telemetry: {enabled: false}
+lab:
+  volume: {size: 64MiB, iops: 2000}
+faults:
+  - {at: 4s, do: freeze, on: volume, restore_after: 1s}
+"""
+
+
+@pytest.mark.fio
+@needs_root
+def test_a_volume_frozen_for_a_second_mid_run_shows_a_one_second_blackout_and_recovers(
+        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 32 end to end on the volume lab: every repetition freezes the volume 4 s into its measured section
+    and thaws it 1 s later. fio's 100 ms logs show no completion for about that second (the blackout, with an
+    interval over the two repetitions), the first I/O about 1 s after the fault, the dip to 0, the level back
+    within +-10 % at the end (recovered), the longest I/O about a second; the fault times are stored with each
+    repetition, the report draws the timeline, and the lab is gone afterwards."""
+    from storbench.store import open_store
+
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, FREEZE_PLAN)))
+    assert code == 0, out + err
+    assert "freeze volume" in out and "thaw volume" in out, out
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, FREEZE_PLAN)), "--db", str(db))
+    assert code == 0, out + err
+    line = next((x for x in out.splitlines() if "freeze volume, 2 repetitions" in x), "")
+    assert line, out
+    store = open_store(db, read_only=True)
+    try:
+        repetitions = store.repetitions()
+    finally:
+        store.close()
+    from storbench.stats.failover_points import point_failovers
+
+    (point,) = point_failovers(repetitions)
+    assert point.measured == 2 and point.blackout_s is not None and point.first_completion_s is not None
+    assert 0.7 <= point.blackout_s.mean <= 1.3, line
+    assert point.blackout_s.has_interval
+    assert 0.7 <= point.first_completion_s.mean <= 1.3, line
+    assert point.dip_pct is not None and point.dip_pct.mean == 0  # a whole window without a completion
+    assert point.recovered == 2, line
+    assert point.longest_io_ns is not None and 0.7e9 <= point.longest_io_ns.mean <= 1.5e9, line
+    for r in repetitions:  # the fault and its undoing, 1 s apart, on the wall clock inside the repetition
+        fault, thaw = r.faults
+        assert (fault.action, fault.restore, thaw.restore) == ("freeze", False, True) and not fault.error
+        assert 0.95 <= thaw.at_s - fault.at_s <= 1.3
+        assert r.started_at_s < fault.at_s < thaw.at_s < r.finished_at_s
+    code, out, err = run_cli(capsys, "report", "--db", str(db), "-o", str(tmp_path / "r.html"))
+    assert code == 0, err
+    html = (tmp_path / "r.html").read_text()
+    assert "<h2>Failover</h2>" in html and html.count("<div id='failover-run1-") == 1
+    assert not (lab_dir / "volume").exists()

@@ -14,6 +14,7 @@ import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from storbench import __version__
 from storbench.checks import Checked, meminfo_bytes
@@ -21,6 +22,8 @@ from storbench.config import LoadedPlan, plan_design, repeat_bounds, run_order
 from storbench.errors import UserError
 from storbench.events import PlanVersionAdded, PreconditionDone, PreconditionStarted
 from storbench.execute.base import Executor, FioSetup, stored_job_text
+from storbench.fault_driver import FaultDriver
+from storbench.faults import FaultStep
 from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job
 from storbench.fio.options import FioCapabilities
 from storbench.model import Case, LabPoint, Precondition, PreconditionRecord, ScheduledRepetition, Status
@@ -40,6 +43,7 @@ from storbench.schedule import (
     working_set_bytes,
 )
 from storbench.sessions import (
+    LabContext,
     claim_run_test_files,
     client_hosts,
     group_by_lab,
@@ -191,6 +195,10 @@ def _precondition(run: RunState, pre: Precondition, cases: Sequence[Case], prepa
     run.observer.event(PreconditionDone(case.target.name, written, outcome.finished_at_s - outcome.started_at_s))
 
 
+def _fault(session: LabContext, case: Case, step: FaultStep, restore: bool) -> str:
+    return session.fault(step, case, restore=restore)
+
+
 def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition], first_position: int
                ) -> tuple[int, int]:
     """Run one lab configuration's repetitions, round by round; returns how many failed and how many ran. With
@@ -238,9 +246,12 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             fio = FioSetup(version=caps.version, binary=prepared.binding.fio_binary, env=prepared.binding.env)
             if recorder is not None:
                 recorder.start()
+            case = item.case
             try:
-                outcome = redact_outcome(executor.run_case(item.case, job_texts, item.rep_index, timeout_s, fio),
-                                         env_secrets(fio.env))
+                with FaultDriver(run.faults, case.workload.ramp_s, partial(_fault, session, case)) as faults:
+                    outcome = redact_outcome(executor.run_case(case, job_texts, item.rep_index, timeout_s, fio),
+                                             env_secrets(fio.env))
+                outcome = replace(outcome, faults=tuple(faults.records))
             except BaseException:
                 if recorder is not None:
                     recorder.stop()

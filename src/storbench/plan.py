@@ -15,6 +15,7 @@ from storbench.config import (
     PlanConfig,
     fio_value_text,
 )
+from storbench.config.faults import FAULT_TIMELINE_WINDOW_MS
 from storbench.errors import UserError, did_you_mean
 from storbench.model import (
     CEPH_SETTINGS,
@@ -317,6 +318,8 @@ def _case(config: PlanConfig, point: SweepPoint) -> Case:
             ioengine=ioengine,
             size_bytes=config.workload.size if config.workload.size is not None else target.size_bytes,
             fio_options=fio_options,
+            # a plan with faults: fio logs the I/O window by window, read for the blackout, dip and recovery
+            timeline_window_ms=FAULT_TIMELINE_WINDOW_MS if config.faults else None,
         )
     clients = point.whole("clients")
     return Case(case_id=case_id_for(target, workload, clients, lab=lab), target=target, workload=workload,

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from storbench.checks import Checked
 from storbench.config import CI_STOP_CONFIDENCE, LoadedPlan, RepeatConfig, repeat_bounds
+from storbench.config.faults import fault_steps
 from storbench.events import BudgetReached, CiLook, SequentialLook, SteadyProgress
 from storbench.execute.base import Executor
 from storbench.execute.hosts import HostsExecutor
 from storbench.execute.kubernetes import KubernetesExecutor
+from storbench.faults import FaultStep
 from storbench.lab.hosts_conf import is_lab_server
 from storbench.model import Case, PvcTarget, RepetitionOutcome, ScheduledRepetition, TargetSpec
 from storbench.sessions import LabObserver
@@ -103,6 +105,11 @@ class RunState:
     looks: dict[str, int] = field(default_factory=lambda: {"looked_at": -1, "stopped": 0})
     settled: set[str] = field(default_factory=set)  # steady_state: cases steady (or out of rounds) already
     cases: tuple[Case, ...] = ()  # every case of the plan (a search reads its group's stored points by them)
+
+    @property
+    def faults(self) -> tuple[FaultStep, ...]:
+        """The plan's faults, done in every repetition (none: the driver does nothing)."""
+        return fault_steps(self.loaded.config.faults)
 
     def settled_case(self, case: Case, *, tell: bool = False) -> bool:
         """For `steady_state`: whether ``case``'s rounds so far are steady with their rounds after the window

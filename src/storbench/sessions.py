@@ -15,6 +15,7 @@ from storbench.config import LoadedPlan
 from storbench.demands import lab_group_key
 from storbench.errors import UserError
 from storbench.events import LabTornDown, RunEvent, TestDataRemoved, TestFilesLeft
+from storbench.faults import FaultStep, find_offer
 from storbench.fio.options import FioCapabilities
 from storbench.lab.base import LabGroup, RunLab, SessionLabs
 from storbench.lab.base import LabObserver as LabObserver
@@ -104,6 +105,14 @@ class LabContext:
         hosts' link rate (traffic control), its OSD options (cache size, memory target, `lab.ceph.config`, CPU
         quota) applied to its running cluster. What changed."""
         return [event for kind in KINDS.values() if (event := kind.enter(case, self.ceph_labs)) is not None]
+
+    def fault(self, step: FaultStep, case: Case, *, restore: bool) -> str:
+        """Do (or undo) one of a plan's faults on the lab ``case`` runs on: the kind that offers it does it
+        (`lab.base.LabKind.fault`); says what was done."""
+        for kind in KINDS.values():
+            if find_offer(step, kind.faults) is not None:
+                return kind.fault(step, case, self.ceph_labs, restore=restore)
+        raise UserError(f"no lab offers {step.action} {step.target}")
 
 
 @dataclass

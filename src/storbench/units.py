@@ -140,11 +140,11 @@ def format_latency_ns(ns: float | None) -> str:
     """Latency for people: '850ns', '12.3µs', '4.56ms', '1.2s'."""
     if ns is None:
         return "-"
-    if ns < 1_000:
+    if ns < 999.5:  # below what three digits of the next unit round up to
         return f"{ns:.0f}ns"
-    if ns < 1_000_000:
+    if ns < 999_500:
         return f"{ns / 1e3:.3g}µs"
-    if ns < 1_000_000_000:
+    if ns < 999_500_000:
         return f"{ns / 1e6:.3g}ms"
     return f"{ns / 1e9:.3g}s"
 

@@ -257,9 +257,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from storbench.lab.registry import check_faults
 
     check_faults(loaded, cases)  # what the plan's labs offer (the labs' registry: checks stays below the labs)
-    if loaded.config.faults:  # issue 32: the run loop does not inject them yet; never a run that ignores them
-        raise UserError("this storbench shows a plan's faults (`storbench plan`) but cannot inject them in a run yet",
-                        where=loaded.source.where(("faults",)), hint="drop faults: to run the plan without them")
     checked = check_everything(loaded, cases, fio_binary, create=True, s3=s3_access(args))
     store = open_store(args.db)
     out = _console()

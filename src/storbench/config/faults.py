@@ -9,6 +9,7 @@ from storbench.config.values import Duration, StrictModel
 from storbench.faults import FaultStep
 
 MAX_FAULTS = 16
+FAULT_TIMELINE_WINDOW_MS = 100  # a plan with faults: fio logs its I/O in windows of this many ms (`fio.logs`)
 
 
 class FaultConfig(StrictModel):

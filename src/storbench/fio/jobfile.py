@@ -219,9 +219,12 @@ TIMELINE_LOG = "timeline"
 
 
 def timeline_lines(window_ms: int) -> list[str]:
-    """The options that make fio log the I/O window by window, on the wall clock (`fio.logs`)."""
+    """The options that make fio log the I/O window by window, on the wall clock (`fio.logs`), for a repetition
+    with faults: an I/O error during a fault is counted (fio's ``total_err``), not the end of the job
+    (``continue_on_error=io``)."""
     return [job_line("write_iops_log", TIMELINE_LOG), job_line("write_lat_log", TIMELINE_LOG),
-            job_line("log_avg_msec", str(window_ms)), job_line("log_max_value", "1"), job_line("log_unix_epoch", "1")]
+            job_line("log_avg_msec", str(window_ms)), job_line("log_max_value", "1"), job_line("log_unix_epoch", "1"),
+            job_line("continue_on_error", "io")]
 
 
 def timeline_logs(names: Sequence[str]) -> list[str]:

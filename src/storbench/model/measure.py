@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from storbench.model.fault_record import FaultRecord
 from storbench.model.operations import Direction, Status
 
 # The most a count (I/Os, bytes, samples, a latency bin) can be: SQLite's INTEGER and numpy's int64 hold no more.
@@ -218,3 +219,4 @@ class RepetitionOutcome:
     clients: tuple[ClientMeasurement, ...] = field(default=())
     start_skew_s: float | None = None  # spread of the moments the clients' servers started their jobs
     logs: tuple[tuple[str, str], ...] = ()  # fio's timeline logs, (file name, text) (`fio.logs`)
+    faults: tuple[FaultRecord, ...] = ()  # what a plan's faults did during it, in order (`model.fault_record`)

@@ -8,6 +8,7 @@ from storbench.model import PreconditionRecord, RunInfo, Status, StoredRepetitio
 from storbench.model.objective import LatencyObjective
 from storbench.report.convergence import convergence_figures
 from storbench.report.drift_figures import drift_figures
+from storbench.report.failover import failover_lines, timeline_figures
 from storbench.report.html import ReportDocument
 from storbench.report.labels import point_label
 from storbench.report.point_figures import (
@@ -26,6 +27,7 @@ from storbench.report.warning_text import warning_lines
 from storbench.stats.compare_cells import PointComparison
 from storbench.stats.curve import LOAD_AXES
 from storbench.stats.drift import run_drifts
+from storbench.stats.failover_points import point_failovers
 from storbench.stats.knee import curves
 from storbench.stats.observations import Observation
 from storbench.stats.run_questions import adaptive_questions, expectations, interval_levels
@@ -61,6 +63,7 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         *curve_figures(curve_list),
         *cdf_figures(points, merged_latency_histograms(repetitions)),
         *drift_figures([d for d in drifts if d.samples]),
+        *timeline_figures(repetitions, labels),
     ]
     point_of_case = {p.case_id: p for p in reversed(points)}  # the first point of each case
     job_texts: dict[str, tuple[str, str]] = {}
@@ -76,4 +79,5 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         job_texts=tuple((case_id, label, text) for case_id, (label, text) in job_texts.items()),
         preconditions=tuple((run_id, precondition_text(record), record.job_text)
                             for run_id, records in sorted((preconditions or {}).items()) for record in records),
+        failover=tuple(failover_lines([p for p in point_failovers(repetitions) if p.case_id in labels], labels)),
     )

@@ -25,6 +25,7 @@ from storbench.report.compare_tables import (
     interval_caption,
     rule_answer_lines,
 )
+from storbench.report.failover import SECTION as FAILOVER_SECTION
 from storbench.report.figures import BOTTLENECK_SECTION, FigureSpec
 from storbench.report.labels import (
     block_size,
@@ -63,6 +64,7 @@ class ReportDocument:
     objective: LatencyObjective | None = None
     job_texts: tuple[tuple[str, str, str], ...] = ()  # (case id, label, job file) per case
     preconditions: tuple[tuple[int, str, str], ...] = ()  # (run id, what ran in words, its job file)
+    failover: tuple[str, ...] = ()  # what the faults did, a heading line and one line per point (`report.failover`)
 
 
 def _e(value: object) -> str:
@@ -356,6 +358,11 @@ def render_html(doc: ReportDocument, plotly_js: str) -> str:
     if doc.curves:
         tabled["Saturation"] = len(sections)
         sections.append(f"<section><h2>Saturation</h2>{_saturation_table(doc)}</section>")
+    if doc.failover:
+        tabled[FAILOVER_SECTION] = len(sections)
+        heading, *lines = doc.failover
+        items = "".join(f"<li>{_e(line.strip())}</li>" for line in lines)
+        sections.append(f"<section><h2>{FAILOVER_SECTION}</h2><p>{_e(heading)}</p><ul>{items}</ul></section>")
     by_section: dict[str, list[FigureSpec]] = {}
     for figure in doc.figures:
         by_section.setdefault(figure.section or "Figures", []).append(figure)

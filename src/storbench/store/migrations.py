@@ -272,6 +272,28 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """,
     _versioned_workloads,
     _run_designs,
+    # 10: a repetition with faults: fio's timeline logs and what each fault did when (issue 32)
+    """
+    CREATE TABLE repetition_logs (
+        repetition_id INTEGER NOT NULL REFERENCES repetitions(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        text_z BLOB NOT NULL,
+        PRIMARY KEY (repetition_id, name)
+    );
+    CREATE TABLE repetition_faults (
+        repetition_id INTEGER NOT NULL REFERENCES repetitions(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        action TEXT NOT NULL,
+        target TEXT NOT NULL,
+        restore INTEGER NOT NULL,
+        at_s REAL NOT NULL,
+        planned_at_s REAL NOT NULL,
+        measure_start_s REAL NOT NULL,
+        said TEXT NOT NULL DEFAULT '',
+        error TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (repetition_id, seq)
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

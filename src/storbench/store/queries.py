@@ -26,6 +26,7 @@ from storbench.model import (
     Status,
     StoredRepetition,
 )
+from storbench.model.fault_record import FaultRecord
 from storbench.redact import redact_outcome
 from storbench.run_design import NO_DESIGN, RunDesign
 from storbench.store import rows
@@ -222,6 +223,13 @@ class Store:
             assert repetition_id is not None
             for client in outcome.clients:
                 rows.insert_client(conn, repetition_id, client)
+            conn.executemany("INSERT INTO repetition_logs (repetition_id, name, text_z) VALUES (?,?,?)",
+                             [(repetition_id, name, compress_text(text)) for name, text in outcome.logs])
+            conn.executemany(
+                "INSERT INTO repetition_faults (repetition_id, seq, action, target, restore, at_s, planned_at_s,"
+                " measure_start_s, said, error) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [(repetition_id, seq, f.action, f.target, int(f.restore), f.at_s, f.planned_at_s, f.measure_start_s,
+                  f.said, f.error) for seq, f in enumerate(outcome.faults)])
             if telemetry is not None:
                 rows.insert_telemetry(conn, repetition_id, telemetry)
             return repetition_id
@@ -241,6 +249,7 @@ class Store:
         except (ValueError, TypeError) as exc:
             raise UserError(f"{exc}; no storbench wrote that", hint=NOT_OURS_HINT) from None
         telemetry = self._telemetry_by_repetition([row["id"] for row in found])
+        logs, faults = self._faults_by_repetition([row["id"] for row in found])
         return [
             StoredRepetition(
                 repetition_id=row["id"],
@@ -257,9 +266,30 @@ class Store:
                 job_text=row["job_text"],
                 telemetry=telemetry.get(row["id"]),
                 start_skew_s=row["start_skew_s"],
+                logs=tuple(logs.get(row["id"], ())),
+                faults=tuple(faults.get(row["id"], ())),
             )
             for row in found
         ]
+
+    def _faults_by_repetition(self, repetition_ids: Sequence[int]
+                              ) -> tuple[dict[int, list[tuple[str, str]]], dict[int, list[FaultRecord]]]:
+        """The timeline logs and fault records of repetitions that had faults (most have none)."""
+        logs: dict[int, list[tuple[str, str]]] = {}
+        faults: dict[int, list[FaultRecord]] = {}
+        if not repetition_ids:
+            return logs, faults
+        for row in self.conn.execute("SELECT * FROM repetition_faults ORDER BY repetition_id, seq"):
+            faults.setdefault(row["repetition_id"], []).append(FaultRecord(
+                action=row["action"], target=row["target"], restore=bool(row["restore"]), at_s=row["at_s"],
+                said=row["said"], error=row["error"], planned_at_s=row["planned_at_s"],
+                measure_start_s=row["measure_start_s"]))
+        wanted = set(repetition_ids) & set(faults)
+        for row in self.conn.execute("SELECT repetition_id, name, text_z FROM repetition_logs ORDER BY repetition_id, "
+                                     "name"):
+            if row["repetition_id"] in wanted:
+                logs.setdefault(row["repetition_id"], []).append((row["name"], decompress_text(row["text_z"])))
+        return logs, faults
 
     def _telemetry_by_repetition(self, repetition_ids: Sequence[int]) -> dict[int, RepetitionTelemetry]:
         windows: dict[int, tuple[float, float]] = {}

@@ -1,0 +1,77 @@
+"""A plan's faults during one repetition (shell; issue 32): each fault done at its time into the measured section
+and undone at its restore time, on a timer beside the running fio; what was done recorded with its wall-clock
+time. Whatever happens to the repetition (fio fails, times out, is interrupted), a fault that was done and has a
+restore is undone before the next repetition starts: nothing stays broken.
+
+The measured section is taken to start ``ramp_s`` after the driver starts (right before fio is started); the
+timeline's figures are read against the recorded times (`stats.timeline.failover`), not against the plan's.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from types import TracebackType
+
+from storbench.faults import FaultStep
+from storbench.model.fault_record import FaultRecord
+
+Act = Callable[[FaultStep, bool], str]  # do (False) or undo (True) one step on the running lab; says what it did
+
+
+class FaultDriver:
+    """``with FaultDriver(steps, ramp_s, act):`` around one repetition; ``records`` afterwards."""
+
+    def __init__(self, steps: Sequence[FaultStep], ramp_s: float, act: Act,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.steps = tuple(steps)
+        self.ramp_s = ramp_s
+        self.act = act
+        self.clock = clock
+        self.records: list[FaultRecord] = []
+        self.measure_start_s = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._open: dict[int, FaultStep] = {}  # faults done and not yet undone, by their index in the plan
+
+    def schedule(self) -> list[tuple[float, int, bool]]:
+        """(seconds into the measured section, step index, restore) in time order; a restore after its fault."""
+        when = [(step.at_s, index, False) for index, step in enumerate(self.steps)]
+        when += [(at, index, True) for index, step in enumerate(self.steps) if (at := step.restore_at_s) is not None]
+        return sorted(when, key=lambda item: (item[0], item[2], item[1]))
+
+    def __enter__(self) -> FaultDriver:
+        self.measure_start_s = self.clock() + self.ramp_s
+        self._thread = threading.Thread(target=self._run, name="storbench-faults", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        for planned, index, restore in self.schedule():
+            if self._stop.wait(max(0.0, self.measure_start_s + planned - self.clock())):
+                return
+            if restore and index not in self._open:
+                continue  # its fault could not be done: nothing to undo
+            self._do(index, restore, planned)
+
+    def _do(self, index: int, restore: bool, planned: float) -> None:
+        step = self.steps[index]
+        try:
+            said, error = self.act(step, restore), ""
+        except Exception as exc:  # a fault that fails leaves the repetition running, and says so
+            said, error = "", str(getattr(exc, "message", exc)) or type(exc).__name__
+        if restore or error:
+            self._open.pop(index, None)
+        elif step.restore_after_s is not None:
+            self._open[index] = step
+        self.records.append(FaultRecord(step.action, step.target, restore, self.clock(), said, error, planned,
+                                        self.measure_start_s))
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        for index in sorted(self._open):  # the repetition ended before a restore: undo it now
+            self._do(index, True, self.clock() - self.measure_start_s)

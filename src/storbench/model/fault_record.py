@@ -1,0 +1,21 @@
+"""What a fault did and when, as the run loop recorded it during one repetition (issue 32). Pure: declares data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FaultRecord:
+    """One action of a plan's fault during a repetition: the fault itself or its undoing (``restore``), when it
+    was done on the wall clock (epoch seconds, taken right after the lab returned), what the lab said, and the
+    error when it could not be done (its figures are then not a fault's)."""
+
+    action: str
+    target: str
+    restore: bool
+    at_s: float
+    said: str = ""
+    error: str = ""
+    planned_at_s: float = 0.0  # into the measured section, as the plan asked (restore: the restore's time)
+    measure_start_s: float = 0.0  # epoch seconds the measured section was due to start (the repetition's start + ramp)

@@ -1,0 +1,119 @@
+"""What a fault did, in words and figures (pure; issue 32): one line per point with faults (`show`, the end of
+`run`), and per point the timeline of one repetition — IOPS window by window and the longest I/O of each window,
+the fault and its undoing marked."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from storbench.fio.logs import LogRow
+from storbench.model import StoredRepetition
+from storbench.report.figures import LATENCY_COLOR, THROUGHPUT_COLOR, FigureSpec, Mark, Series
+from storbench.stats.estimate import Estimate
+from storbench.stats.failover_points import PointFailover, client_logs, measured_section, repetition_failover
+from storbench.stats.timeline import merged_iops
+from storbench.units import format_latency_ns
+
+SECTION = "Failover"
+FAULT_COLOR, RESTORE_COLOR = "#d62728", "#2ca02c"
+
+
+def _figure(value: Estimate | None, unit: str, digits: int = 2) -> str:
+    """'1.52 s [1.47, 1.57]' (95 %), or the mean alone without an interval; '-' without a value."""
+    if value is None:
+        return "-"
+    shown = f"{value.mean:.{digits}f}{unit}"
+    if value.ci_low is not None and value.ci_high is not None:
+        shown += f" [{value.ci_low:.{digits}f}, {value.ci_high:.{digits}f}]"
+    return shown
+
+
+def failover_line(point: PointFailover, label: str) -> str:
+    """One point's failover figures over its repetitions, each a fault: blackout, first I/O after the fault, dip,
+    degraded level, recovery, the longest I/O; intervals are 95 % t intervals over the repetitions."""
+    n = point.measured
+    if n == 0:
+        problems = sorted({r.problem for r in point.repetitions if r.problem})
+        return f"  run {point.run_id} {label}: no failover figures ({'; '.join(problems)})"
+    longest = point.longest_io_ns
+    parts = [f"blackout {_figure(point.blackout_s, ' s')}",
+             f"first I/O {_figure(point.first_completion_s, ' s')} after the fault",
+             f"dip to {_figure(point.dip_pct, ' %', 0)} of the level before"]
+    if point.degraded_pct is not None:
+        parts.append(f"degraded {_figure(point.degraded_pct, ' %', 0)} until recovered")
+    recovery = f"recovered {point.recovered} of {n}"
+    if point.recovery_s is not None:
+        recovery += f" (back {_figure(point.recovery_s, ' s', 1)} after the fault)"
+    if point.not_recovered:
+        recovery += f", not recovered {point.not_recovered}"
+    if point.undecided:
+        recovery += f", undecided or too short to tell {point.undecided}"
+    parts.append(recovery)
+    if longest is not None:
+        parts.append(f"longest I/O {format_latency_ns(longest.mean)}")
+    return (f"  run {point.run_id} {label}: {point.action} {point.target}, {n} repetition{'s' if n > 1 else ''}: "
+            + "; ".join(parts))
+
+
+def failover_lines(points: Sequence[PointFailover], labels: Mapping[str, str]) -> list[str]:
+    """The failover block: what the figures mean, then one line per point (``labels``: case id -> its label)."""
+    if not points:
+        return []
+    return ["failover (each repetition one fault; 95 % intervals over the repetitions; blackout: the longest time "
+            "no I/O completed, from fio's 100 ms logs; recovered: the run's last third shown within +-10 % of the "
+            "level before the fault; docs/methodology.md#failover):",
+            *(failover_line(p, labels.get(p.case_id, p.case_id)) for p in points)]
+
+
+def _seconds(rows: Sequence[LogRow], start_ms: int) -> tuple[float, ...]:
+    return tuple((row.t_ms - start_ms) / 1000 for row in rows)
+
+
+def timeline_figure(repetition: StoredRepetition, figure_id: str, label: str) -> FigureSpec | None:
+    """One repetition's I/O window by window through its measured section: all clients' IOPS (a window without a
+    completion is 0: the stall), the longest I/O of each window on the right axis, the fault and its undoing
+    marked. None without a fault done or logs."""
+    found = repetition_failover(repetition)
+    window = repetition.case.workload.timeline_window_ms
+    logs = client_logs(repetition)
+    if found.fault is None or window is None or not logs:
+        return None
+    start_ms, end_ms = measured_section(logs, window, repetition.case.workload.runtime_s)
+    iops = merged_iops(logs, window, start_ms, end_ms)
+    xs = tuple((k + 0.5) * window / 1000 for k in range(len(iops)))
+    lat = sorted((row for log in logs for row in log.max_lat if start_ms < row.t_ms <= end_ms), key=lambda r: r.t_ms)
+    series = [Series(name="IOPS, all clients", x=xs, y=tuple(iops), mode="lines", color=THROUGHPUT_COLOR),
+              Series(name="longest I/O in the window (ms)", x=_seconds(lat, start_ms),
+                     y=tuple(row.value / 1e6 for row in lat), mode="markers", marker_size=4, color=LATENCY_COLOR,
+                     y2=True)]
+    marks = [Mark((found.fault.at_s * 1000 - start_ms) / 1000, f"{found.fault.action} {found.fault.target}",
+                  FAULT_COLOR)]
+    if found.restore is not None:
+        marks.append(Mark((found.restore.at_s * 1000 - start_ms) / 1000, "undone", RESTORE_COLOR))
+    figures = found.figures
+    notes: tuple[tuple[str, str], ...] = ()
+    if figures is not None:
+        notes = (("blackout", f"{figures.blackout_s:.2f} s"), ("recovery", figures.recovery.value))
+    return FigureSpec(
+        figure_id=figure_id, title=f"{label}: I/O through the fault (repetition {repetition.rep_index + 1})",
+        x_label="seconds into the measured section", y_label="IOPS", y2_label="longest I/O (ms)",
+        series=tuple(series), section=SECTION, x_marks=tuple(marks), notes=notes,
+        y_range=(0.0, max(iops, default=1.0) * 1.15 or 1.0), x_range=(0.0, (end_ms - start_ms) / 1000),
+        caption=f"fio's IOPS log in {window} ms windows on the wall clock, all clients summed (a window in which "
+        "nothing completed is 0: the stall), and the longest completion latency of each window (right axis). "
+        "Red: when the fault was done; green: when it was undone.")
+
+
+def timeline_figures(repetitions: Sequence[StoredRepetition], labels: Mapping[str, str]) -> list[FigureSpec]:
+    """One timeline per point with faults: its first repetition that did its fault."""
+    figures: list[FigureSpec] = []
+    seen: set[tuple[int, str]] = set()
+    for r in repetitions:
+        key = (r.run_id, r.case.case_id)
+        if key in seen or not r.faults or r.case.case_id not in labels:
+            continue
+        figure = timeline_figure(r, f"failover-run{r.run_id}-{r.case.case_id}", labels[r.case.case_id])
+        if figure is not None:
+            seen.add(key)
+            figures.append(figure)
+    return figures

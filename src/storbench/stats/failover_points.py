@@ -1,0 +1,131 @@
+"""A point's failover figures (pure; issue 32): each repetition of a plan with faults is one fault, read from its
+fio timeline logs and the fault's recorded time (`stats.timeline.failover`); a point's figures are their means with
+t intervals over its repetitions (the repetition, one fault on one instance of the lab, is the sample unit).
+
+The first fault a repetition did is the one its timeline is read against; a repetition whose fault could not be
+done (its record carries an error) or that has no logs gives no failover figures, and says so. The measured
+section is where fio's logs say it was (fio logs after its ramp: from one window before the first row, for the
+runtime, or to the last row when later), not where the run loop expected it: fio's own start-up (0.1-0.5 s on the
+volume lab) comes between the two, so a fault lands that much earlier into the measured section than planned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from storbench.fio.logs import LogRow, parse_log
+from storbench.model import Status, StoredRepetition
+from storbench.model.fault_record import FaultRecord
+from storbench.stats.estimate import Estimate, estimate
+from storbench.stats.timeline import ClientLog, Failover, Recovery, failover
+
+
+@dataclass(frozen=True)
+class RepetitionFailover:
+    repetition_id: int
+    rep_index: int
+    fault: FaultRecord | None  # the fault its figures are read against (None: none was done)
+    restore: FaultRecord | None
+    figures: Failover | None  # None: no fault done, or no timeline logs
+    problem: str = ""  # why there are no figures
+
+
+def client_logs(repetition: StoredRepetition) -> list[ClientLog]:
+    """The repetition's logs as one client per fio client: every job's IOPS rows together, and their longest
+    latencies (`fio.jobfile.timeline_logs` names them ``timeline_iops.<job>.log`` and ``timeline_clat.<job>.log``;
+    a log that does not parse is left out)."""
+    iops: list[LogRow] = []
+    lat: list[LogRow] = []
+    for name, text in repetition.logs:
+        try:
+            rows = parse_log(text)
+        except ValueError:
+            continue
+        (iops if "_iops." in name else lat).extend(rows)
+    client = repetition.clients[0].client if repetition.clients else "local"
+    return [ClientLog(client, tuple(sorted(iops, key=lambda r: r.t_ms)), tuple(lat))] if iops else []
+
+
+def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
+    """One repetition read against its first fault done."""
+    done = [f for f in repetition.faults if not f.restore and not f.error]
+    fault = done[0] if done else None
+    restore = next((f for f in repetition.faults if f.restore and fault is not None and f.target == fault.target
+                    and f.action == fault.action and not f.error), None)
+    if fault is None:
+        failed = next((f for f in repetition.faults if f.error), None)
+        problem = f"its fault was not done: {failed.error}" if failed else "no fault was done"
+        return RepetitionFailover(repetition.repetition_id, repetition.rep_index, None, None, None, problem)
+    window = repetition.case.workload.timeline_window_ms
+    logs = client_logs(repetition)
+    if window is None or not logs:
+        return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, None,
+                                  "no timeline logs")
+    start_ms, end_ms = measured_section(logs, window, repetition.case.workload.runtime_s)
+    figures = failover(logs, window, round(fault.at_s * 1000), start_ms, end_ms)
+    return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, figures)
+
+
+def measured_section(logs: Sequence[ClientLog], window_ms: int, runtime_s: float) -> tuple[int, int]:
+    """(start, end) of the measured section in epoch ms, from fio's logs: one window before the first row, to the
+    last row (fio logs no partial last window), or for ``runtime_s`` when the last row is more than a window short
+    of it (I/O that never came back)."""
+    rows = [row.t_ms for log in logs for row in log.iops]
+    start, last = min(rows) - window_ms, max(rows)
+    planned_end = start + round(runtime_s * 1000)
+    return start, last if last >= planned_end - window_ms else planned_end
+
+
+@dataclass(frozen=True)
+class PointFailover:
+    """A point's failover figures over its repetitions (each one fault)."""
+
+    case_id: str
+    run_id: int
+    action: str
+    target: str
+    repetitions: tuple[RepetitionFailover, ...]
+    blackout_s: Estimate | None
+    first_completion_s: Estimate | None
+    dip_pct: Estimate | None
+    degraded_pct: Estimate | None
+    recovery_s: Estimate | None  # over the repetitions that recovered
+    longest_io_ns: Estimate | None
+    recovered: int
+    not_recovered: int
+    undecided: int  # undecided or too short to tell
+
+    @property
+    def measured(self) -> int:
+        return sum(1 for r in self.repetitions if r.figures is not None)
+
+
+def _estimate(values: Sequence[float | None]) -> Estimate | None:
+    return estimate([v for v in values if v is not None])
+
+
+def point_failovers(repetitions: Sequence[StoredRepetition]) -> list[PointFailover]:
+    """One entry per (run, case) whose repetitions had faults, in the order first seen; failed repetitions are
+    left out (a fault that made fio fail is in its error)."""
+    groups: dict[tuple[int, str], list[RepetitionFailover]] = {}
+    for r in repetitions:
+        if r.faults and r.status == Status.OK:
+            groups.setdefault((r.run_id, r.case.case_id), []).append(repetition_failover(r))
+    out = []
+    for (run_id, case_id), found in groups.items():
+        figures = [f.figures for f in found if f.figures is not None]
+        first = next((f.fault for f in found if f.fault is not None), None)
+        states = [f.recovery for f in figures]
+        out.append(PointFailover(
+            case_id=case_id, run_id=run_id, action=first.action if first else "", target=first.target if first else "",
+            repetitions=tuple(found),
+            blackout_s=_estimate([f.blackout_s for f in figures]),
+            first_completion_s=_estimate([f.first_completion_s for f in figures]),
+            dip_pct=_estimate([f.dip_pct for f in figures]),
+            degraded_pct=_estimate([f.degraded_pct for f in figures]),
+            recovery_s=_estimate([f.recovery_s for f in figures]),
+            longest_io_ns=_estimate([f.longest_io_ns for f in figures]),
+            recovered=states.count(Recovery.RECOVERED), not_recovered=states.count(Recovery.NOT_RECOVERED),
+            undecided=sum(1 for s in states if s in (Recovery.UNDECIDED, Recovery.UNTOLD))))
+    return out
