@@ -86,7 +86,7 @@ class WorkloadConfig(StrictModel):
             raise ValueError("size must be larger than 0")
         return value
 
-    @field_validator("ioengine")
+    @field_validator("ioengine")  # after _distinct (not `matching` on the type): an engine listed twice is told so
     @classmethod
     def _engine_name(cls, values: list[str]) -> list[str]:
         for value in values:
