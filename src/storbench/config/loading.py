@@ -36,6 +36,8 @@ from storbench.config.values import SAFE_NAME_RE
 from storbench.config.workload import WorkloadConfig
 from storbench.errors import UserError, did_you_mean
 
+__all__ = ["LoadedPlan", "load_plan_text"]
+
 
 @dataclass(frozen=True)
 class LoadedPlan:

@@ -19,6 +19,8 @@ from storbench.config.telemetry import TelemetryConfig
 from storbench.config.values import MAX_COUNT, SAFE_NAME_RE, Duration, FioScalar, StrictModel, Sweep, matching
 from storbench.config.workload import WorkloadConfig
 
+__all__ = ["PlanConfig", "repeat_bounds", "run_order"]
+
 
 class PlanConfig(StrictModel):
     """A storbench plan: targets x workload sweep, repeated."""

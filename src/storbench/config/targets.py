@@ -21,6 +21,12 @@ from storbench.config.values import (
 )
 from storbench.units import parse_size_bytes
 
+__all__ = [
+    "DNS_LABEL_RE", "IMAGE_RE", "LABEL_KEY_RE", "LABEL_VALUE_RE", "TARGET_KINDS", "BlockTargetConfig",
+    "CephfsTargetConfig", "ExpectConfig", "NfsTargetConfig", "PathTargetConfig", "PreconditionConfig",
+    "PvcTargetConfig", "RbdTargetConfig", "S3TargetConfig", "TargetConfig",
+]
+
 
 class ExpectConfig(StrictModel):
     """What a target was sold or provisioned as; figures and tables show results as a share of it, and a

@@ -9,6 +9,8 @@ from pydantic import Field, field_validator
 
 from storbench.config.values import PID_MAX, Duration, StrictModel, matching
 
+__all__ = ["DEFAULT_PROCESSES", "METRIC_NAME_RE", "PROCESS_NAME_RE", "PrometheusConfig", "TelemetryConfig"]
+
 DEFAULT_PROCESSES = ("fio", "ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-fuse", "radosgw",
                      "ganesha.nfsd")
 METRIC_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")

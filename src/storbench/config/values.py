@@ -12,6 +12,11 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 
 from storbench.units import MAX_SIZE_BYTES, link_rate_bits, parse_duration_s, parse_size_bytes
 
+__all__ = [
+    "FIO_OPTION_NAME_RE", "MANAGED_FIO_OPTIONS", "SAFE_NAME_RE", "SAFE_PATH_RE", "Duration", "FioScalar", "RwPattern",
+    "Size", "StrictModel", "Sweep",
+]
+
 MAX_COUNT = MAX_SIZE_BYTES  # any other number a plan gives: a signed 64-bit integer (SQLite, fio)
 PID_MAX = 2**22  # the kernel's PID_MAX_LIMIT
 

@@ -18,6 +18,8 @@ from storbench.config.values import (
     _no_duplicates,
 )
 
+__all__ = ["WorkloadConfig", "fio_value_text"]
+
 
 class WorkloadConfig(StrictModel):
     """fio settings. Any list is a sweep axis; the plan runs the cartesian product."""

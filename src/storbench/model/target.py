@@ -5,6 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+__all__ = [
+    "BlockTarget", "CephfsTarget", "Expectation", "ImportedTarget", "NfsTarget", "PathTarget", "PvcTarget", "RbdTarget",
+    "S3Target", "TargetSpec",
+]
+
 
 @dataclass(frozen=True)
 class PathTarget:
