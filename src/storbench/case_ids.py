@@ -8,15 +8,7 @@ import hashlib
 import json
 from dataclasses import asdict
 
-from storbench.config import (
-    BlockTargetConfig,
-    CephfsTargetConfig,
-    NfsTargetConfig,
-    PathTargetConfig,
-    PvcTargetConfig,
-    RbdTargetConfig,
-    S3TargetConfig,
-)
+from storbench.config import TargetConfig
 from storbench.model import (
     NO_LAB,
     OPTIONAL_WORKLOAD_FIELDS,
@@ -34,24 +26,23 @@ from storbench.model import (
 )
 
 
-def target_spec(name: str, config: PathTargetConfig | BlockTargetConfig | RbdTargetConfig | NfsTargetConfig
-                | PvcTargetConfig | CephfsTargetConfig | S3TargetConfig) -> TargetSpec:
+def target_spec(name: str, config: TargetConfig) -> TargetSpec:
     """A plan's target as the typed target of its kind."""
-    if isinstance(config, S3TargetConfig):
+    if config.kind == "s3":
         return S3Target(name=name, endpoint=config.endpoint, bucket=config.bucket, region=config.region)
-    if isinstance(config, PathTargetConfig):
+    if config.kind == "path":
         return PathTarget(name=name, path=config.path, size_bytes=config.size, expect_fs=config.expect_fs)
-    if isinstance(config, NfsTargetConfig):
+    if config.kind == "nfs":
         return NfsTarget(name=name, url=config.url, size_bytes=config.size)
-    if isinstance(config, CephfsTargetConfig):
+    if config.kind == "cephfs":
         return CephfsTarget(name=name, path=config.path, size_bytes=config.size)
-    if isinstance(config, PvcTargetConfig):
+    if config.kind == "pvc":
         return PvcTarget(name=name, size_bytes=config.size, destructive=config.destructive,
                          storage_class=config.storage_class, access_mode=config.access_mode,
                          volume_mode=config.volume_mode, namespace=config.namespace, container_image=config.image,
                          image_pull_policy=config.image_pull_policy,
                          node_selector=tuple(sorted(config.node_selector.items())), start_budget_s=config.start_budget)
-    if isinstance(config, RbdTargetConfig):
+    if config.kind == "rbd":
         return RbdTarget(name=name, size_bytes=config.size, pool=config.pool, image=config.image, client=config.client,
                          conf=config.conf, destructive=config.destructive)
     return BlockTarget(name=name, device=config.device, size_bytes=config.size, destructive=config.destructive)

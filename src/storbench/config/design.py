@@ -10,6 +10,8 @@ from storbench.config.repeat import RepeatConfig
 from storbench.config.schema import PlanConfig, repeat_bounds
 from storbench.run_design import DesignQuestion, RunDesign, SteadyDesign, StoppingRule, TargetExpectation
 
+__all__ = ["design_changes", "plan_design", "stopping_rule_fields"]
+
 
 def plan_design(config: PlanConfig, case_count: int | None) -> RunDesign:
     """What ``config`` asks of a run; ``case_count``: how many cases the plan expands to (None: unknown, so no

@@ -28,6 +28,8 @@ from storbench.fio.allowlist import (
 from storbench.fio.jobfile import is_safe_job_value
 from storbench.units import MAX_SIZE_BYTES
 
+__all__ = ["check_fio_options"]
+
 
 def fio_option_refusal(name: str, where: str) -> UserError:
     """Why a pass-through option not on the allow-list is refused, with a hint that leads somewhere: a name close

@@ -24,6 +24,10 @@ from storbench.config.values import (
 from storbench.errors import did_you_mean
 from storbench.model.ceph_options import CEPH_OPTIONS, NAME_RE, OWN_KEYS, option_value
 
+__all__ = [
+    "CephLabConfig", "HostsConfig", "HostsLabConfig", "K8sLabConfig", "LabConfig", "NfsLabConfig", "VolumeLabConfig",
+]
+
 
 class CephLabConfig(StrictModel):
     """A real Ceph cluster on this machine (`storbench lab ceph`). Lists sweep: each combination is brought

@@ -36,6 +36,8 @@ from storbench.config.values import SAFE_NAME_RE
 from storbench.config.workload import WorkloadConfig
 from storbench.errors import UserError, did_you_mean
 
+__all__ = ["LoadedPlan", "load_plan_text"]
+
 
 @dataclass(frozen=True)
 class LoadedPlan:
@@ -64,28 +66,18 @@ def _key_lines(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], source
             _key_lines(item, (*path, index), lines, source)
 
 
+# The schema model of each mapping a plan may hold, by its key path (targets by their kind: _model_at).
+_MODELS_AT: Mapping[KeyPath, type[BaseModel]] = {
+    (): PlanConfig, ("workload",): WorkloadConfig, ("lab",): LabConfig, ("lab", "ceph"): CephLabConfig,
+    ("lab", "nfs"): NfsLabConfig, ("hosts",): HostsConfig, ("lab", "hosts"): HostsLabConfig,
+    ("lab", "k8s"): K8sLabConfig, ("telemetry",): TelemetryConfig, ("telemetry", "prometheus"): PrometheusConfig,
+}
+
+
 def _model_at(key_path: KeyPath, data: object) -> type[BaseModel] | None:
     """The schema model that owns the mapping at ``key_path`` (for "did you mean")."""
-    if not key_path:
-        return PlanConfig
-    if key_path == ("workload",):
-        return WorkloadConfig
-    if key_path == ("lab",):
-        return LabConfig
-    if key_path == ("lab", "ceph"):
-        return CephLabConfig
-    if key_path == ("lab", "nfs"):
-        return NfsLabConfig
-    if key_path == ("hosts",):
-        return HostsConfig
-    if key_path == ("lab", "hosts"):
-        return HostsLabConfig
-    if key_path == ("lab", "k8s"):
-        return K8sLabConfig
-    if key_path == ("telemetry",):
-        return TelemetryConfig
-    if key_path == ("telemetry", "prometheus"):
-        return PrometheusConfig
+    if key_path in _MODELS_AT:
+        return _MODELS_AT[key_path]
     if len(key_path) == 2 and key_path[0] == "targets" and isinstance(data, Mapping):
         targets = data.get("targets")
         if isinstance(targets, Mapping):

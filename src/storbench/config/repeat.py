@@ -11,6 +11,10 @@ from pydantic import BeforeValidator, Field, field_validator
 from storbench.config.values import StrictModel, _fraction
 from storbench.model.objective import parse_slo
 
+__all__ = [
+    "CI_STOP_CONFIDENCE", "CI_STOP_MIN_ROUNDS", "CompareConfig", "RepeatConfig", "SearchConfig", "SteadyStateConfig",
+]
+
 UNTIL_CI_RE = re.compile(r"ci\s*<=\s*([0-9]{1,2}(?:\.[0-9]{1,3})?)\s*%")
 # `until: "ci <= N%"`: the interval judged (and shown for the run) is the t interval at this level, and no look comes
 # before this many rounds. Stopping at the first look whose plain 95 % interval is narrow enough picks samples

@@ -16,14 +16,18 @@ from storbench.config.lab import HostsConfig, LabConfig
 from storbench.config.repeat import CompareConfig, RepeatConfig, SearchConfig, SteadyStateConfig
 from storbench.config.targets import TargetConfig
 from storbench.config.telemetry import TelemetryConfig
-from storbench.config.values import MAX_COUNT, SAFE_NAME_RE, Duration, FioScalar, StrictModel, Sweep
+from storbench.config.values import MAX_COUNT, SAFE_NAME_RE, Duration, FioScalar, StrictModel, Sweep, matching
 from storbench.config.workload import WorkloadConfig
+
+__all__ = ["PlanConfig", "repeat_bounds", "run_order"]
 
 
 class PlanConfig(StrictModel):
     """A storbench plan: targets x workload sweep, repeated."""
 
-    name: str = Field(description="Name of the plan; `--resume` continues the latest run of this name.")
+    name: Annotated[str, matching(SAFE_NAME_RE, "name must be 1-64 letters, digits, '_', '.' or '-', starting with "
+                                  "a letter or digit")] = Field(
+        description="Name of the plan; `--resume` continues the latest run of this name.")
     description: str = Field("", description="Free text, kept with the results.")
     targets: dict[str, TargetConfig] = Field(description="Named targets; every case runs on each of them.")
     workload: WorkloadConfig = Field(description="What fio does: rw, bs, iodepth, numjobs, runtime, ... "
@@ -58,7 +62,9 @@ class PlanConfig(StrictModel):
         60.0,
         description="The watchdog kills fio when a repetition takes longer than ramp + runtime + this.",
     )
-    tags: list[str] = Field(default_factory=list, description="Labels stored with the run, for selecting it later.")
+    tags: Annotated[list[str], matching(SAFE_NAME_RE, "tag {value!r} must be letters, digits, '_', '.' or '-'",
+                                        each=True)] = Field(
+        default_factory=list, description="Labels stored with the run, for selecting it later.")
     keep_files: bool = Field(False, description="Leave the test files in path and cephfs directories after the "
                              "run (default: removed when the run ends, fails or is interrupted; a later run lays "
                              "them out again).")
@@ -73,26 +79,11 @@ class PlanConfig(StrictModel):
                                       "the plan injects during every repetition's measured section, e.g. `[{at: "
                                       "10s, do: freeze, on: volume, restore_after: 5s}]` (see `faults`).")
 
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        if not SAFE_NAME_RE.fullmatch(value):
-            raise ValueError("name must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit")
-        return value
-
     @field_validator("targets")
     @classmethod
     def _targets(cls, value: dict[str, object]) -> dict[str, object]:
         if not value:
             raise ValueError("a plan needs at least one target")
-        return value
-
-    @field_validator("tags")
-    @classmethod
-    def _tags(cls, value: list[str]) -> list[str]:
-        for tag in value:
-            if not SAFE_NAME_RE.fullmatch(tag):
-                raise ValueError(f"tag {tag!r} must be letters, digits, '_', '.' or '-'")
         return value
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+__all__ = ["KeyPath", "PlanSource", "format_key_path"]
+
 KeyPath = tuple[str | int, ...]
 
 

@@ -9,8 +9,23 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Discriminator, Field, Tag, field_validator, model_validator
 
-from storbench.config.values import MAX_COUNT, SAFE_NAME_RE, SAFE_PATH_RE, Duration, Rate, Size, StrictModel
+from storbench.config.values import (
+    MAX_COUNT,
+    SAFE_NAME_RE,
+    SAFE_PATH_RE,
+    Duration,
+    Rate,
+    Size,
+    StrictModel,
+    matching,
+)
 from storbench.units import parse_size_bytes
+
+__all__ = [
+    "DNS_LABEL_RE", "IMAGE_RE", "LABEL_KEY_RE", "LABEL_VALUE_RE", "TARGET_KINDS", "BlockTargetConfig",
+    "CephfsTargetConfig", "ExpectConfig", "NfsTargetConfig", "PathTargetConfig", "PreconditionConfig",
+    "PvcTargetConfig", "RbdTargetConfig", "S3TargetConfig", "TargetConfig",
+]
 
 
 class ExpectConfig(StrictModel):
@@ -89,30 +104,17 @@ class PathTargetConfig(StrictModel):
     """A directory on any mounted filesystem (local disk, CephFS or NFS mount)."""
 
     kind: Literal["path"] = Field(description="`path`")
-    path: str = Field(description="Directory for the test files; its last component is created if missing (its "
-                      "parent must exist). Relative to the current directory.")
+    path: Annotated[str, matching(SAFE_PATH_RE, "path {value!r} has characters storbench will not pass to fio "
+                                  "(allowed: letters, digits, space and _ . / + @ % , = ~ -)")] = Field(
+        description="Directory for the test files; its last component is created if missing (its parent must "
+        "exist). Relative to the current directory.")
     size: Size = Field(description="Size of each fio job's file (fio `size`), e.g. 256MiB.")
-    expect_fs: str | None = Field(None, description="The filesystem path must be on, e.g. `ceph`, `nfs`, `xfs`: "
-                                  "refused when it is on another (an unmounted mount point).")
+    expect_fs: Annotated[str, matching(r"^[a-z0-9][a-z0-9._-]{0,31}$", "expect_fs {value!r} is not a filesystem "
+                                       "type name (e.g. ceph, nfs, ext4, xfs)")] | None = Field(
+        None, description="The filesystem path must be on, e.g. `ceph`, `nfs`, `xfs`: refused when it is on another "
+        "(an unmounted mount point).")
     expect: ExpectConfig | None = EXPECT_FIELD
     precondition: PreconditionConfig | None = PRECONDITION_FIELD
-
-    @field_validator("expect_fs")
-    @classmethod
-    def _fs_name(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"^[a-z0-9][a-z0-9._-]{0,31}$", value):
-            raise ValueError(f"expect_fs {value!r} is not a filesystem type name (e.g. ceph, nfs, ext4, xfs)")
-        return value
-
-    @field_validator("path")
-    @classmethod
-    def _safe_path(cls, value: str) -> str:
-        if not SAFE_PATH_RE.fullmatch(value):
-            raise ValueError(
-                f"path {value!r} has characters storbench will not pass to fio "
-                "(allowed: letters, digits, space and _ . / + @ % , = ~ -)"
-            )
-        return value
 
     @field_validator("size")
     @classmethod
@@ -143,36 +145,27 @@ class BlockTargetConfig(StrictModel):
         return value
 
 
+# A Ceph pool, image or client name.
+CephName = Annotated[str, matching(SAFE_NAME_RE, "{value!r} must be letters, digits, '_', '.' or '-'")]
+
+
 class RbdTargetConfig(StrictModel):
     """A Ceph RBD image, driven through librbd by fio's rbd engine (no kernel client needed)."""
 
     kind: Literal["rbd"] = Field(description="`rbd`")
-    pool: str = Field("rbd", description="The pool; a Ceph lab creates it with its `pool_size`.")
-    image: str = Field("storbench", description="The image; created with `size` if missing. On fio servers "
-                       "(`hosts`, `lab.hosts`) each client N gets its own image `<image>-cN`.")
+    pool: CephName = Field("rbd", description="The pool; a Ceph lab creates it with its `pool_size`.")
+    image: CephName = Field("storbench", description="The image; created with `size` if missing. On fio "
+                            "servers (`hosts`, `lab.hosts`) each client N gets its own image `<image>-cN`.")
     size: Size = Field(description="Image size (and fio's `size`), e.g. 1GiB.")
-    client: str = Field("admin", description="cephx client name, without 'client.'.")
+    client: CephName = Field("admin", description="cephx client name, without 'client.'.")
     destructive: bool = Field(False, description="Allow writes to an existing image storbench did not create "
                               "(destroying its data); images storbench creates are marked and always writable.")
-    conf: str | None = Field(None, description="ceph.conf of the cluster; default: the plan's Ceph lab, or "
-                             "/etc/ceph/ceph.conf without a lab. Real fio servers use their own "
-                             "/etc/ceph/ceph.conf and keyring.")
+    conf: Annotated[str, matching(SAFE_PATH_RE, "conf {value!r} has characters storbench will not "
+                                  "pass on")] | None = Field(
+        None, description="ceph.conf of the cluster; default: the plan's Ceph lab, or /etc/ceph/ceph.conf without a "
+        "lab. Real fio servers use their own /etc/ceph/ceph.conf and keyring.")
     expect: ExpectConfig | None = EXPECT_FIELD
     precondition: PreconditionConfig | None = PRECONDITION_FIELD
-
-    @field_validator("pool", "image", "client")
-    @classmethod
-    def _names(cls, value: str) -> str:
-        if not SAFE_NAME_RE.fullmatch(value):
-            raise ValueError(f"{value!r} must be letters, digits, '_', '.' or '-'")
-        return value
-
-    @field_validator("conf")
-    @classmethod
-    def _conf(cls, value: str | None) -> str | None:
-        if value is not None and not SAFE_PATH_RE.fullmatch(value):
-            raise ValueError(f"conf {value!r} has characters storbench will not pass on")
-        return value
 
 
 class NfsTargetConfig(StrictModel):
@@ -180,17 +173,12 @@ class NfsTargetConfig(StrictModel):
     kernel-mounted NFS directory is simply a `path` target."""
 
     kind: Literal["nfs"] = Field(description="`nfs`")
-    url: str | None = Field(None, description="nfs://server/export; default: the plan's NFS lab.")
+    url: Annotated[str, matching(r"^nfs://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9_.,/+@%=~-]*)?$", "{value!r} is not an "
+                                 "nfs://server/export URL storbench can pass on")] | None = Field(
+        None, description="nfs://server/export; default: the plan's NFS lab.")
     size: Size = Field(description="Size of each fio job's file, laid out before the first case.")
     expect: ExpectConfig | None = EXPECT_FIELD
     precondition: PreconditionConfig | None = PRECONDITION_FIELD
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"^nfs://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9_.,/+@%=~-]*)?$", value):
-            raise ValueError(f"{value!r} is not an nfs://server/export URL storbench can pass on")
-        return value
 
 
 class CephfsTargetConfig(StrictModel):
@@ -198,17 +186,12 @@ class CephfsTargetConfig(StrictModel):
     `path` for a CephFS you mounted yourself."""
 
     kind: Literal["cephfs"] = Field(description="`cephfs`")
-    path: str | None = Field(None, description="A directory on a mounted CephFS; default: the lab's mount.")
+    path: Annotated[str, matching(SAFE_PATH_RE, "path {value!r} has characters storbench will not pass "
+                                  "to fio")] | None = Field(
+        None, description="A directory on a mounted CephFS; default: the lab's mount.")
     size: Size = Field(description="Size of each fio job's file (fio `size`).")
     expect: ExpectConfig | None = EXPECT_FIELD
     precondition: PreconditionConfig | None = PRECONDITION_FIELD
-
-    @field_validator("path")
-    @classmethod
-    def _safe_path(cls, value: str | None) -> str | None:
-        if value is not None and not SAFE_PATH_RE.fullmatch(value):
-            raise ValueError(f"path {value!r} has characters storbench will not pass to fio")
-        return value
 
 
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
@@ -223,32 +206,15 @@ class S3TargetConfig(StrictModel):
     after the run."""
 
     kind: Literal["s3"] = Field(description="`s3`")
-    endpoint: str | None = Field(None, description="http(s)://host[:port]; default: the plan's Ceph lab's radosgw.")
-    bucket: str | None = Field(None, description="An existing bucket; default on the lab: `storbench`, made for "
-                               "the run.")
-    region: str = Field("us-east-1", description="The region requests are signed for.")
+    endpoint: Annotated[str, matching(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?/?$", "{value!r} is not an "
+                                      "http(s)://host[:port] endpoint")] | None = Field(
+        None, description="http(s)://host[:port]; default: the plan's Ceph lab's radosgw.")
+    bucket: Annotated[str, matching(BUCKET_RE, "{value!r} is not an S3 bucket name (3-63 lowercase letters, digits, "
+                                    "'.', '-')")] | None = Field(
+        None, description="An existing bucket; default on the lab: `storbench`, made for the run.")
+    region: Annotated[str, matching(r"^[A-Za-z0-9_-]{1,40}$", "{value!r} is not a region name")] = Field(
+        "us-east-1", description="The region requests are signed for.")
     expect: ExpectConfig | None = EXPECT_FIELD
-
-    @field_validator("endpoint")
-    @classmethod
-    def _endpoint(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?/?$", value):
-            raise ValueError(f"{value!r} is not an http(s)://host[:port] endpoint")
-        return value
-
-    @field_validator("bucket")
-    @classmethod
-    def _bucket(cls, value: str | None) -> str | None:
-        if value is not None and not BUCKET_RE.fullmatch(value):
-            raise ValueError(f"{value!r} is not an S3 bucket name (3-63 lowercase letters, digits, '.', '-')")
-        return value
-
-    @field_validator("region")
-    @classmethod
-    def _region(cls, value: str) -> str:
-        if not re.fullmatch(r"^[A-Za-z0-9_-]{1,40}$", value):
-            raise ValueError(f"{value!r} is not a region name")
-        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -273,8 +239,10 @@ class PvcTargetConfig(StrictModel):
     cleanup` for leftovers)."""
 
     kind: Literal["pvc"] = Field(description="`pvc`")
-    storage_class: str | None = Field(None, description="StorageClass of the claims; default: the k8s lab's "
-                                      "(host-path; with volume_mode Block, its local block volumes).")
+    storage_class: Annotated[str, matching(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", "storage_class must be a DNS "
+                                           "subdomain name")] | None = Field(
+        None, description="StorageClass of the claims; default: the k8s lab's (host-path; with volume_mode Block, "
+        "its local block volumes).")
     size: Size = Field(description="Size of each claim, and of fio's file on it (Filesystem mode).")
     access_mode: Literal["ReadWriteOnce", "ReadWriteMany"] = Field(
         "ReadWriteOnce", description="ReadWriteOnce: a claim per pod; ReadWriteMany: one claim all pods share.")
@@ -282,10 +250,12 @@ class PvcTargetConfig(StrictModel):
                                                         "mounted volume) or Block (the raw device; needs "
                                                         "destructive: true).")
     destructive: bool = Field(False, description="Allow writes to a Block-mode volume.")
-    namespace: str = Field("storbench", description="Namespace for the pods, claims and config maps; created "
-                           "(and removed) if missing.")
-    image: str = Field("storbench.local/fio:local", description="Image with fio (the same version as this "
-                       "machine's) and a POSIX sh; the default is the one the k8s lab builds.")
+    namespace: Annotated[str, matching(DNS_LABEL_RE, "namespace must be a DNS label: lowercase letters, digits and "
+                                       "'-'")] = Field(
+        "storbench", description="Namespace for the pods, claims and config maps; created (and removed) if missing.")
+    image: Annotated[str, matching(IMAGE_RE, "image {value!r} is not an image reference")] = Field(
+        "storbench.local/fio:local", description="Image with fio (the same version as this machine's) and a POSIX "
+        "sh; the default is the one the k8s lab builds.")
     image_pull_policy: Literal["Never", "IfNotPresent", "Always"] = Field("IfNotPresent", description="")
     node_selector: dict[str, str] = Field(default_factory=dict, description="Pods run only on nodes with "
                                           "these labels.")
@@ -294,27 +264,6 @@ class PvcTargetConfig(StrictModel):
                                    "lab's, else $KUBECONFIG or ~/.kube/config.")
     start_budget: Duration = Field(30.0, description="How long pods get to start before all begin fio at once.")
     expect: ExpectConfig | None = EXPECT_FIELD
-
-    @field_validator("namespace")
-    @classmethod
-    def _namespace(cls, value: str) -> str:
-        if not DNS_LABEL_RE.fullmatch(value):
-            raise ValueError("namespace must be a DNS label: lowercase letters, digits and '-'")
-        return value
-
-    @field_validator("storage_class")
-    @classmethod
-    def _storage_class(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", value):
-            raise ValueError("storage_class must be a DNS subdomain name")
-        return value
-
-    @field_validator("image")
-    @classmethod
-    def _image(cls, value: str) -> str:
-        if not IMAGE_RE.fullmatch(value):
-            raise ValueError(f"image {value!r} is not an image reference")
-        return value
 
     @field_validator("node_selector")
     @classmethod

@@ -7,7 +7,9 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from storbench.config.values import PID_MAX, Duration, StrictModel
+from storbench.config.values import PID_MAX, Duration, StrictModel, matching
+
+__all__ = ["DEFAULT_PROCESSES", "METRIC_NAME_RE", "PROCESS_NAME_RE", "PrometheusConfig", "TelemetryConfig"]
 
 DEFAULT_PROCESSES = ("fio", "ceph-osd", "ceph-mon", "ceph-mgr", "ceph-mds", "ceph-fuse", "radosgw",
                      "ganesha.nfsd")
@@ -19,29 +21,18 @@ class PrometheusConfig(StrictModel):
     """A Prometheus server with node_exporter targets (the storage nodes): queried over each repetition's
     measured window once it ends."""
 
-    url: str = Field(description="Base URL of the Prometheus server, e.g. http://prometheus:9090.")
+    url: Annotated[str, matching(r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/\-]*)?$", "url must be "
+                                 "http(s)://host[:port][/path]")] = Field(
+        description="Base URL of the Prometheus server, e.g. http://prometheus:9090.")
     rate_window: Duration = Field(60.0, description="Window of `rate()` in the built-in queries ($rate): at "
                                   "least 4 scrape intervals.")
     step: Duration = Field(1.0, description="Resolution of the range queries.")
-    queries: dict[str, str] = Field(default_factory=dict, description="More queries, name -> PromQL (may use "
-                                    "$rate); a name of a built-in query replaces it.")
+    queries: Annotated[dict[str, str], matching(METRIC_NAME_RE, "query name {value!r} must be lowercase letters, "
+                                                "digits and '_'", each=True)] = Field(
+        default_factory=dict, description="More queries, name -> PromQL (may use $rate); a name of a built-in "
+        "query replaces it.")
     builtin_queries: bool = Field(True, description="Run the built-in node_exporter queries (CPU busy, disk "
                                   "utilisation and queue, network bytes, memory).")
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if not re.fullmatch(r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/\-]*)?$", value):
-            raise ValueError("url must be http(s)://host[:port][/path]")
-        return value
-
-    @field_validator("queries")
-    @classmethod
-    def _queries(cls, value: dict[str, str]) -> dict[str, str]:
-        for name in value:
-            if not METRIC_NAME_RE.fullmatch(name):
-                raise ValueError(f"query name {name!r} must be lowercase letters, digits and '_'")
-        return value
 
 
 class TelemetryConfig(StrictModel):
@@ -49,8 +40,10 @@ class TelemetryConfig(StrictModel):
 
     enabled: bool = Field(True, description="Sample host CPU, processes, devices, network and memory.")
     interval: Duration = Field(1.0, description="Sampling interval (0.2s .. 60s).")
-    processes: list[str] = Field(list(DEFAULT_PROCESSES), description="Process names (as in /proc/PID/comm) "
-                                 "whose CPU is measured, all processes of a name together, in cores.")
+    processes: Annotated[list[str], matching(PROCESS_NAME_RE, "process name {value!r} must be 1-15 characters "
+                                             "without '/' (as in /proc/PID/comm)", each=True)] = Field(
+        list(DEFAULT_PROCESSES), description="Process names (as in /proc/PID/comm) whose CPU is measured, all "
+        "processes of a name together, in cores.")
     pids: list[Annotated[int, Field(ge=1, le=PID_MAX)]] = Field(default_factory=list, description="Process ids "
                                                                 "to measure as well.")
     ceph_admin_sockets: list[str] | None = Field(None, description="Glob patterns of Ceph OSD admin sockets "
@@ -65,13 +58,4 @@ class TelemetryConfig(StrictModel):
     def _interval(cls, value: float) -> float:
         if not 0.2 <= value <= 60:
             raise ValueError("interval must be between 0.2s and 60s")
-        return value
-
-    @field_validator("processes")
-    @classmethod
-    def _processes(cls, value: list[str]) -> list[str]:
-        for name in value:
-            if not PROCESS_NAME_RE.fullmatch(name):
-                raise ValueError(f"process name {name!r} must be 1-15 characters without '/' (as in "
-                                 "/proc/PID/comm)")
         return value

@@ -1,15 +1,21 @@
 """The value types a plan's keys share: sizes, durations, rates, link rates and sweeps (a value or a list of
-values), the names and paths safe to pass to fio, the options storbench writes itself, and ``StrictModel``, the base
-of every section. Pure: declares data, reads nothing."""
+values), the names and paths safe to pass to fio and ``matching``, the rule of a text key (a pattern, and the
+refusal of a text unlike it), the options storbench writes itself, and ``StrictModel``, the base of every section.
+Pure: declares data, reads nothing."""
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, TypeVar, Union
+from typing import Annotated, Any, Literal, TypeVar, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 
 from storbench.units import MAX_SIZE_BYTES, link_rate_bits, parse_duration_s, parse_size_bytes
+
+__all__ = [
+    "FIO_OPTION_NAME_RE", "MANAGED_FIO_OPTIONS", "SAFE_NAME_RE", "SAFE_PATH_RE", "Duration", "FioScalar", "RwPattern",
+    "Size", "StrictModel", "Sweep",
+]
 
 MAX_COUNT = MAX_SIZE_BYTES  # any other number a plan gives: a signed 64-bit integer (SQLite, fio)
 PID_MAX = 2**22  # the kernel's PID_MAX_LIMIT
@@ -19,6 +25,22 @@ PID_MAX = 2**22  # the kernel's PID_MAX_LIMIT
 SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SAFE_PATH_RE = re.compile(r"^[A-Za-z0-9_./+@%,=~ -]+$")
 FIO_OPTION_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def matching(pattern: str | re.Pattern[str], refusal: str, *, each: bool = False) -> AfterValidator:
+    """The rule of a text key, for its type (``Annotated[str, matching(...)] | None``: None passes): the text matches
+    ``pattern`` whole, else the plan is refused with ``refusal``, in which ``{value!r}`` shows the text. ``each``:
+    every text of a list, or every key of a mapping (the error names the whole key)."""
+    compiled = re.compile(pattern)
+
+    def check(value: Any) -> Any:
+        for text in value if each else [value]:
+            if not compiled.fullmatch(text):
+                raise ValueError(refusal.format(value=text))
+        return value
+
+    return AfterValidator(check)
+
 
 # Options storbench writes itself: set them under `workload` or on the target instead.
 MANAGED_FIO_OPTIONS: dict[str, str] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from storbench.config.values import (
     FIO_OPTION_NAME_RE,
@@ -17,6 +17,8 @@ from storbench.config.values import (
     T,
     _no_duplicates,
 )
+
+__all__ = ["WorkloadConfig", "fio_value_text"]
 
 
 class WorkloadConfig(StrictModel):
@@ -61,22 +63,14 @@ class WorkloadConfig(StrictModel):
     def _distinct(cls, values: list[T]) -> list[T]:
         return _no_duplicates(values)
 
-    @field_validator("runtime")
+    @field_validator("runtime", "ramp")
     @classmethod
-    def _runtime_positive(cls, values: list[float]) -> list[float]:
+    def _whole_seconds(cls, values: list[float], info: ValidationInfo) -> list[float]:
         for value in values:
-            if value < 1:
+            if info.field_name == "runtime" and value < 1:
                 raise ValueError(f"runtime {value:g}s is too short: fio measures in whole seconds (use >= 1s)")
             if value != int(value):
-                raise ValueError(f"runtime {value:g}s: use whole seconds")
-        return values
-
-    @field_validator("ramp")
-    @classmethod
-    def _ramp_whole(cls, values: list[float]) -> list[float]:
-        for value in values:
-            if value != int(value):
-                raise ValueError(f"ramp {value:g}s: use whole seconds")
+                raise ValueError(f"{info.field_name} {value:g}s: use whole seconds")
         return values
 
     @field_validator("bs")
@@ -94,7 +88,7 @@ class WorkloadConfig(StrictModel):
             raise ValueError("size must be larger than 0")
         return value
 
-    @field_validator("ioengine")
+    @field_validator("ioengine")  # after _distinct (not `matching` on the type): an engine listed twice is told so
     @classmethod
     def _engine_name(cls, values: list[str]) -> list[str]:
         for value in values:

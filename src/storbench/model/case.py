@@ -10,6 +10,10 @@ from storbench.model.operations import Status, is_object
 from storbench.model.target import TargetSpec
 from storbench.units import format_block_size, format_duration
 
+__all__ = [
+    "OPTIONAL_WORKLOAD_FIELDS", "Case", "Precondition", "PreconditionRecord", "ScheduledRepetition", "WorkloadPoint",
+]
+
 
 @dataclass(frozen=True)
 class WorkloadPoint:

@@ -9,6 +9,12 @@ from dataclasses import dataclass, replace
 from storbench.model.ceph_options import CEPH_OPTIONS
 from storbench.units import format_bytes, format_link_rate
 
+__all__ = [
+    "CEPH_SETTINGS", "CEPH_SIZE_SETTINGS", "CLUSTER_SETTINGS", "LINK_SETTINGS", "LIVE_SETTINGS", "NO_LAB",
+    "SIDE_BY_SIDE_SETTINGS", "VOLUME_SETTINGS", "CephLabPoint", "LabPoint", "VolumeLabPoint", "cluster_of",
+    "interleaved_setting", "rbd_pool_name", "setting_text", "size_setting",
+]
+
 # Ceph lab settings as plans name them, and which of them are sizes in bytes (shown with units, matched as sizes).
 CEPH_SETTINGS = ("osds", "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus",
                  "db_device", "osds_per_device", "osd_cpuset")

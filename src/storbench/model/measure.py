@@ -12,6 +12,11 @@ import numpy.typing as npt
 from storbench.model.fault_record import FaultRecord
 from storbench.model.operations import Direction, Status
 
+__all__ = [
+    "MAX_COUNT", "ClientMeasurement", "DirectionMeasurement", "DiskUtil", "FioOutput", "JobOutput", "LatencyHistogram",
+    "LatencySummary", "RepetitionOutcome", "count_sum",
+]
+
 # The most a count (I/Os, bytes, samples, a latency bin) can be: SQLite's INTEGER and numpy's int64 hold no more.
 MAX_COUNT = 2**63 - 1
 

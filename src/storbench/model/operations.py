@@ -5,6 +5,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+__all__ = [
+    "FILL_JOB", "METADATA_PHASES", "METADATA_RW", "MIXED_RW", "NFS_METADATA_ENGINE", "OBJECT_REQUESTS", "OBJECT_RW",
+    "PHASE_AS_TRIM", "RW_DIRECTIONS", "Direction", "Status", "is_metadata", "is_object", "operation_of", "rate_name",
+    "rw_writes",
+]
+
 
 class Direction(StrEnum):
     READ = "read"

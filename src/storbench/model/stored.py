@@ -11,6 +11,8 @@ from storbench.model.operations import Status
 from storbench.run_design import NO_DESIGN, RunDesign
 from storbench.telemetry.series import RepetitionTelemetry
 
+__all__ = ["RunInfo", "StoredRepetition"]
+
 
 @dataclass(frozen=True)
 class RunInfo:

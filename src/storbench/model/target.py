@@ -5,6 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+__all__ = [
+    "BlockTarget", "CephfsTarget", "Expectation", "ImportedTarget", "NfsTarget", "PathTarget", "PvcTarget", "RbdTarget",
+    "S3Target", "TargetSpec",
+]
+
 
 @dataclass(frozen=True)
 class PathTarget:
@@ -30,11 +35,18 @@ class BlockTarget:
 
 
 @dataclass(frozen=True)
-class RbdTarget:
-    """A Ceph RBD image through fio's rbd engine. ``conf`` None: the plan's Ceph lab, or /etc/ceph/ceph.conf."""
+class _SizedTarget:
+    """What the kinds measured on a working set of a fixed size have first: the target's name and that size (of
+    each fio job's file, the image, or each claim)."""
 
     name: str
     size_bytes: int
+
+
+@dataclass(frozen=True)
+class RbdTarget(_SizedTarget):
+    """A Ceph RBD image through fio's rbd engine. ``conf`` None: the plan's Ceph lab, or /etc/ceph/ceph.conf."""
+
     pool: str
     image: str
     client: str
@@ -44,31 +56,25 @@ class RbdTarget:
 
 
 @dataclass(frozen=True)
-class CephfsTarget:
+class CephfsTarget(_SizedTarget):
     """A directory on CephFS: ``path`` of a CephFS mounted by the user, or None for the Ceph lab's mount."""
 
-    name: str
-    size_bytes: int
     path: str | None = None
     kind: ClassVar[Literal["cephfs"]] = "cephfs"
 
 
 @dataclass(frozen=True)
-class NfsTarget:
+class NfsTarget(_SizedTarget):
     """An NFS export through fio's nfs engine (libnfs): ``url`` nfs://server/export, or None for the NFS lab."""
 
-    name: str
-    size_bytes: int
     url: str | None = None
     kind: ClassVar[Literal["nfs"]] = "nfs"
 
 
 @dataclass(frozen=True)
-class PvcTarget:
+class PvcTarget(_SizedTarget):
     """PersistentVolumeClaims of a StorageClass measured from fio pods."""
 
-    name: str
-    size_bytes: int
     storage_class: str | None  # None: the k8s lab's
     access_mode: str
     volume_mode: str

@@ -7,8 +7,9 @@ every interval; everything below turns two consecutive readings into one sample 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from storbench.telemetry.series import TelemetrySeries
 
@@ -77,6 +78,9 @@ class ProcSnapshot:
     page_cache_bytes: int | None
     processes: tuple[ProcessTicks, ...]
     cpu_pressure_us: int | None = None  # /proc/pressure/cpu "some total": µs runnable tasks waited for a CPU
+
+
+C = TypeVar("C", DiskCounters, NetCounters)
 
 
 def parse_proc_stat(text: str) -> CpuTimes | None:
@@ -204,65 +208,69 @@ def process_series(snapshots: Sequence[ProcSnapshot], clock_ticks_per_s: int) ->
     return [_series("process", name, "cpu_cores", values) for name, values in samples.items() if values]
 
 
-def disk_series(snapshots: Sequence[ProcSnapshot]) -> list[TelemetrySeries]:
-    """Per device: utilisation % (time with I/O in flight), average queue depth, IOPS, bytes/s and await.
-    Devices that did no I/O in the whole sampling are left out."""
+def _device_series(source: str, snapshots: Sequence[ProcSnapshot], names: Sequence[str],
+                   counters: Callable[[ProcSnapshot], Sequence[C]], metrics: tuple[str, ...],
+                   rates: Callable[[C, C, float], tuple[bool, dict[str, float]]]) -> list[TelemetrySeries]:
+    """Per device of ``names``: each of ``metrics`` over every interval whose two readings both list the device,
+    as ``rates`` gives them from its counters before and after and the seconds between (with whether it was
+    active). Devices active in no interval are left out."""
     out: list[TelemetrySeries] = []
-    names = sorted({d.name for s in snapshots for d in s.disks})
     for name in names:
-        metrics: dict[str, list[tuple[float, float, float]]] = {
-            m: [] for m in ("util_pct", "queue_depth", "iops", "read_bytes_per_s", "write_bytes_per_s", "await_ms")}
+        samples: dict[str, list[tuple[float, float, float]]] = {m: [] for m in metrics}
         active = False
         for before, after in itertools.pairwise(snapshots):
-            a = next((d for d in before.disks if d.name == name), None)
-            b = next((d for d in after.disks if d.name == name), None)
+            a = next((c for c in counters(before) if c.name == name), None)
+            b = next((c for c in counters(after) if c.name == name), None)
             elapsed = after.t_s - before.t_s
             if a is None or b is None or elapsed <= 0:
                 continue
-            ios = (b.reads - a.reads) + (b.writes - a.writes)
-            active = active or ios > 0 or b.io_ticks_ms > a.io_ticks_ms
-            wait_ms = (b.read_ms - a.read_ms) + (b.write_ms - a.write_ms)
-            interval = (before.t_s, after.t_s)
-            metrics["util_pct"].append((*interval, min(100.0, (b.io_ticks_ms - a.io_ticks_ms) / (elapsed * 10.0))))
-            metrics["queue_depth"].append((*interval, (b.queue_ms - a.queue_ms) / (elapsed * 1000.0)))
-            metrics["iops"].append((*interval, ios / elapsed))
-            metrics["read_bytes_per_s"].append((*interval, (b.sectors_read - a.sectors_read) * SECTOR_BYTES / elapsed))
-            metrics["write_bytes_per_s"].append(
-                (*interval, (b.sectors_written - a.sectors_written) * SECTOR_BYTES / elapsed))
-            metrics["await_ms"].append((*interval, wait_ms / ios if ios else 0.0))
+            busy, values = rates(a, b, elapsed)
+            active = active or busy
+            for metric, value in values.items():
+                samples[metric].append((before.t_s, after.t_s, value))
         if active:
-            out.extend(_series("disk", name, metric, values) for metric, values in metrics.items() if values)
+            out.extend(_series(source, name, metric, values) for metric, values in samples.items() if values)
     return out
+
+
+def _disk_rates(a: DiskCounters, b: DiskCounters, elapsed: float) -> tuple[bool, dict[str, float]]:
+    ios = (b.reads - a.reads) + (b.writes - a.writes)
+    wait_ms = (b.read_ms - a.read_ms) + (b.write_ms - a.write_ms)
+    return ios > 0 or b.io_ticks_ms > a.io_ticks_ms, {
+        "util_pct": min(100.0, (b.io_ticks_ms - a.io_ticks_ms) / (elapsed * 10.0)),
+        "queue_depth": (b.queue_ms - a.queue_ms) / (elapsed * 1000.0),
+        "iops": ios / elapsed,
+        "read_bytes_per_s": (b.sectors_read - a.sectors_read) * SECTOR_BYTES / elapsed,
+        "write_bytes_per_s": (b.sectors_written - a.sectors_written) * SECTOR_BYTES / elapsed,
+        "await_ms": wait_ms / ios if ios else 0.0,
+    }
+
+
+def disk_series(snapshots: Sequence[ProcSnapshot]) -> list[TelemetrySeries]:
+    """Per device: utilisation % (time with I/O in flight), average queue depth, IOPS, bytes/s and await.
+    Devices that did no I/O in the whole sampling are left out."""
+    names = sorted({d.name for s in snapshots for d in s.disks})
+    return _device_series("disk", snapshots, names, lambda s: s.disks, (
+        "util_pct", "queue_depth", "iops", "read_bytes_per_s", "write_bytes_per_s", "await_ms"), _disk_rates)
 
 
 def net_series(snapshots: Sequence[ProcSnapshot], link_bits_per_s: Mapping[str, int]) -> list[TelemetrySeries]:
     """Per interface: bytes and packets per second, and utilisation % of the link rate where it is known
     (the busier direction, as links are full duplex). Idle interfaces and loopback are left out."""
-    out: list[TelemetrySeries] = []
+
+    def rates(a: NetCounters, b: NetCounters, elapsed: float) -> tuple[bool, dict[str, float]]:
+        rx, tx = (b.rx_bytes - a.rx_bytes) / elapsed, (b.tx_bytes - a.tx_bytes) / elapsed
+        values = {"rx_bytes_per_s": rx, "tx_bytes_per_s": tx,
+                  "rx_packets_per_s": (b.rx_packets - a.rx_packets) / elapsed,
+                  "tx_packets_per_s": (b.tx_packets - a.tx_packets) / elapsed}
+        speed = link_bits_per_s.get(a.name)
+        if speed:
+            values["util_pct"] = 100.0 * max(rx, tx) * 8 / speed
+        return rx > 0 or tx > 0, values
+
     names = sorted({n.name for s in snapshots for n in s.nets} - {"lo"})
-    for name in names:
-        metrics: dict[str, list[tuple[float, float, float]]] = {
-            m: [] for m in ("rx_bytes_per_s", "tx_bytes_per_s", "rx_packets_per_s", "tx_packets_per_s", "util_pct")}
-        active = False
-        speed = link_bits_per_s.get(name)
-        for before, after in itertools.pairwise(snapshots):
-            a = next((n for n in before.nets if n.name == name), None)
-            b = next((n for n in after.nets if n.name == name), None)
-            elapsed = after.t_s - before.t_s
-            if a is None or b is None or elapsed <= 0:
-                continue
-            interval = (before.t_s, after.t_s)
-            rx, tx = (b.rx_bytes - a.rx_bytes) / elapsed, (b.tx_bytes - a.tx_bytes) / elapsed
-            active = active or rx > 0 or tx > 0
-            metrics["rx_bytes_per_s"].append((*interval, rx))
-            metrics["tx_bytes_per_s"].append((*interval, tx))
-            metrics["rx_packets_per_s"].append((*interval, (b.rx_packets - a.rx_packets) / elapsed))
-            metrics["tx_packets_per_s"].append((*interval, (b.tx_packets - a.tx_packets) / elapsed))
-            if speed:
-                metrics["util_pct"].append((*interval, 100.0 * max(rx, tx) * 8 / speed))
-        if active:
-            out.extend(_series("net", name, metric, values) for metric, values in metrics.items() if values)
-    return out
+    return _device_series("net", snapshots, names, lambda s: s.nets, (
+        "rx_bytes_per_s", "tx_bytes_per_s", "rx_packets_per_s", "tx_packets_per_s", "util_pct"), rates)
 
 
 def memory_series(snapshots: Sequence[ProcSnapshot]) -> list[TelemetrySeries]:
