@@ -47,6 +47,8 @@ class LabUp:
 
 @dataclass(frozen=True)
 class LabTornDown:
+    """A lab taken down after the run (or its lab configuration): nothing of it left."""
+
     lab: str
 
 
@@ -82,6 +84,8 @@ class OsdCpusSet:
 
 @dataclass(frozen=True)
 class LinksShaped:
+    """The client hosts' links shaped for the next case (traffic control): a rate, and a delay when set."""
+
     lab: str
     bits_per_s: int
     delay_s: float | None
@@ -91,35 +95,27 @@ class LinksShaped:
 
 
 @dataclass(frozen=True)
-class TestDataRemoved:
-    """Test data the run laid out, removed after it (``unit``: "objects" or "test files"; ``place``: bucket, URL
-    or directory)."""
+class TestDataCleaned:
+    """Test data the run laid out, cleaned up after it: ``removed`` of them (``unit``: "objects" or "test
+    files") from ``place`` (a bucket, a URL, a directory), and ``left`` that stay there, and why."""
 
     target: str
-    removed: int
+    place: str
     unit: str
-    place: str
+    removed: int
+    left: int = 0
+    why: str = ""
 
 
 @dataclass(frozen=True)
-class TestFilesLeft:
-    target: str
-    left: int
-    place: str
-    why: str
+class PreconditionRan:
+    """A target's precondition: starting (no ``written_bytes`` yet), then done with what it wrote and how long it
+    took."""
 
-
-@dataclass(frozen=True)
-class PreconditionStarted:
     target: str
     precondition: Precondition
-
-
-@dataclass(frozen=True)
-class PreconditionDone:
-    target: str
-    written_bytes: int
-    seconds: float
+    written_bytes: int | None = None
+    seconds: float | None = None
 
 
 # ---- the run and its points
@@ -127,6 +123,8 @@ class PreconditionDone:
 
 @dataclass(frozen=True)
 class PlanVersionAdded:
+    """A resumed run whose plan gained points: stored as its next version."""
+
     run_id: int
     version: int
     new_points: int
@@ -134,6 +132,8 @@ class PlanVersionAdded:
 
 @dataclass(frozen=True)
 class StoppingRuleChanged:
+    """A resumed run whose stopping rule changed, accepted (`--accept-changed-design`)."""
+
     run_id: int
     what: str  # the keys that changed, as the plan names them
 
@@ -160,6 +160,8 @@ class SteadyProgress:
 
 @dataclass(frozen=True)
 class BudgetReached:
+    """`--budget` spent: no new round after ``rounds``."""
+
     rounds: int
 
 
@@ -194,6 +196,8 @@ class SearchStopped:
 
 @dataclass(frozen=True)
 class SearchAnswered:
+    """A search's answer for one curve: its best load within the objective, the knee, the loads it measured."""
+
     case: Case
     axis: str
     answer: SearchAnswer
@@ -202,6 +206,5 @@ class SearchAnswered:
 
 
 RunEvent = (LabBringingUp | LabUp | LabTornDown | LabLeftAlone | OsdsRestarted | OsdCpusSet | LinksShaped
-            | TestDataRemoved | TestFilesLeft
-            | PreconditionStarted | PreconditionDone | PlanVersionAdded | StoppingRuleChanged | PointRestarted
+            | TestDataCleaned | PreconditionRan | PlanVersionAdded | StoppingRuleChanged | PointRestarted
             | SteadyProgress | BudgetReached | CiLook | SequentialLook | SearchStopped | SearchAnswered)

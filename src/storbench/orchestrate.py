@@ -20,7 +20,7 @@ from storbench import __version__
 from storbench.checks import Checked, meminfo_bytes
 from storbench.config import LoadedPlan, plan_design, repeat_bounds, run_order
 from storbench.errors import UserError
-from storbench.events import PlanVersionAdded, PreconditionDone, PreconditionStarted
+from storbench.events import PlanVersionAdded, PreconditionRan
 from storbench.execute.base import Executor, FioSetup, stored_job_text
 from storbench.fault_driver import FaultDriver
 from storbench.faults import FaultStep
@@ -180,7 +180,7 @@ def _precondition(run: RunState, pre: Precondition, cases: Sequence[Case], prepa
         timeout_s = (volume / WATCHDOG_LAYOUT_BYTES_PER_S if volume else FILL_RUNTIME_CAP_S) + config.timeout_grace
     else:
         timeout_s = (pre.duration_s or 0.0) + config.timeout_grace
-    run.observer.event(PreconditionStarted(case.target.name, pre))
+    run.observer.event(PreconditionRan(case.target.name, pre))
     fio = FioSetup(version=caps.version, binary=prepared.binding.fio_binary, env=prepared.binding.env)
     outcome = redact_outcome(run.executors.for_target(case.target).run_case(case, texts, 0, timeout_s, fio),
                              env_secrets(fio.env))
@@ -192,7 +192,7 @@ def _precondition(run: RunState, pre: Precondition, cases: Sequence[Case], prepa
     if outcome.status != Status.OK:
         raise UserError(f"precondition of target '{case.target.name}' failed: {outcome.error or outcome.status.value}",
                         hint="fix the target or the precondition, then run again with --resume")
-    run.observer.event(PreconditionDone(case.target.name, written, outcome.finished_at_s - outcome.started_at_s))
+    run.observer.event(PreconditionRan(case.target.name, pre, written, outcome.finished_at_s - outcome.started_at_s))
 
 
 def _fault(session: LabContext, case: Case, step: FaultStep, restore: bool) -> str:

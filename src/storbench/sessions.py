@@ -14,7 +14,7 @@ from storbench.checks import Checked
 from storbench.config import LoadedPlan
 from storbench.demands import lab_group_key
 from storbench.errors import UserError
-from storbench.events import LabTornDown, RunEvent, TestDataRemoved, TestFilesLeft
+from storbench.events import LabTornDown, RunEvent, TestDataCleaned
 from storbench.faults import FaultStep, find_offer
 from storbench.fio.options import FioCapabilities
 from storbench.lab.base import LabGroup, RunLab, SessionLabs
@@ -214,22 +214,21 @@ def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserv
         if objects is not None:
             removed = remove_objects(objects.service, objects.bucket, objects.prefix)
             if removed:
-                observer.event(TestDataRemoved(prepared.spec.name, removed, "objects", objects.bucket))
+                observer.event(TestDataCleaned(prepared.spec.name, objects.bucket, "objects", removed))
             continue
         if prepared.laid_out:  # an NFS export: no directory of ours, the files by name
 
             removed, why = remove_laid_out(prepared)
             url = details.get("url", "")
-            if removed:
-                observer.event(TestDataRemoved(prepared.spec.name, removed, "test files", url))
-            if why:
-                observer.event(TestFilesLeft(prepared.spec.name, len(prepared.laid_out) - removed, url, why))
+            if removed or why:
+                left = len(prepared.laid_out) - removed if why else 0
+                observer.event(TestDataCleaned(prepared.spec.name, url, "test files", removed, left, why))
             continue
         if directory is None or details.get("checked") == "on the fio servers":
             continue
         removed = remove_test_files(Path(directory)) + remove_metadata_dir(Path(directory))
         if removed:
-            observer.event(TestDataRemoved(prepared.spec.name, removed, "test files", str(directory)))
+            observer.event(TestDataCleaned(prepared.spec.name, str(directory), "test files", removed))
 
 
 @contextmanager

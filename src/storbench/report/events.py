@@ -14,16 +14,14 @@ from storbench.events import (
     OsdsRestarted,
     PlanVersionAdded,
     PointRestarted,
-    PreconditionDone,
-    PreconditionStarted,
+    PreconditionRan,
     RunEvent,
     SearchAnswered,
     SearchStopped,
     SequentialLook,
     SteadyProgress,
     StoppingRuleChanged,
-    TestDataRemoved,
-    TestFilesLeft,
+    TestDataCleaned,
 )
 from storbench.model import Case, setting_text
 from storbench.report.labels import comparison_label
@@ -55,6 +53,16 @@ def _lab_up(e: LabUp) -> str:
     took = f" in {e.seconds:.0f}s" if e.seconds is not None else ""
     where = f" ({e.where})" if e.where else ""
     return f"{e.lab} lab: up{took}{where}" + (f": {e.detail}" if e.detail else "")
+
+
+def _cleaned(e: TestDataCleaned) -> str:
+    said = []
+    if e.removed:
+        kept = "" if e.unit == "objects" else " (keep_files: true keeps them)"
+        said.append(f"removed {e.removed} {e.unit} from {'bucket ' if e.unit == 'objects' else ''}{e.place}{kept}")
+    if e.left:
+        said.append(f"{e.left} {e.unit} stay on {e.place} (storbench.*): {e.why}")
+    return f"target {e.target}: " + "; ".join(said)
 
 
 def _steady(e: SteadyProgress) -> str:
@@ -125,16 +133,13 @@ def event_text(event: RunEvent) -> str:
         case LinksShaped():
             return (f"{event.lab} lab: links shaped to {format_link_rate(event.bits_per_s)}"
                     + (f", {event.delay_s * 1e3:g} ms delay" if event.delay_s else ""))
-        case TestDataRemoved():
-            kept = "" if event.unit == "objects" else " (keep_files: true keeps them)"
-            preposition = "bucket " if event.unit == "objects" else ""
-            return f"target {event.target}: removed {event.removed} {event.unit} from {preposition}{event.place}{kept}"
-        case TestFilesLeft():
-            return f"target {event.target}: {event.left} test files stay on {event.place} (storbench.*): {event.why}"
-        case PreconditionStarted():
-            return f"precondition {event.target}: {event.precondition.text()}"
-        case PreconditionDone():
-            return f"precondition {event.target}: {format_bytes(event.written_bytes)} written in {event.seconds:.0f} s"
+        case TestDataCleaned():
+            return _cleaned(event)
+        case PreconditionRan():
+            if event.written_bytes is None:
+                return f"precondition {event.target}: {event.precondition.text()}"
+            return (f"precondition {event.target}: {format_bytes(event.written_bytes)} written in "
+                    f"{event.seconds or 0:.0f} s")
         case PlanVersionAdded():
             return (f"run {event.run_id}: plan version {event.version} adds {event.new_points} new points; every "
                     "stored point is unchanged")
