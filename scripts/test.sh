@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh --dev --labs
 .venv/bin/ruff check src tests bench
 .venv/bin/mypy
-exec .venv/bin/pytest -q "$@"
+exec .venv/bin/pytest -q --durations=15 "$@"

@@ -63,6 +63,23 @@ def test_a_three_second_blackout_at_the_fault_then_back_to_the_level() -> None:
     assert result.longest_io_ns == 3_050_000_000
 
 
+def test_the_stall_at_the_undoing_is_its_own_not_the_faults() -> None:
+    """An OSD killed at 10 s (I/O stops 0.3 s until its peers report it) and started again at 14 s (its placement
+    groups peer: I/O stops 0.8 s once more): the fault's blackout is the first stall, the undoing's the second, the
+    first I/O after the fault ends the first; the recovery is judged after the second. A thaw that ends the fault's
+    own stall (the volume frozen 10-13 s) leaves no stall at the undoing."""
+    log = synthetic(lambda t: 0 if 10 <= t < 10.3 or 14.2 <= t < 15.0 else 1000, 30)
+    result = failover([log], WINDOW, at(10), at(0), at(30), restore_ms=at(14))
+    assert result.blackout_s == pytest.approx(0.3, abs=0.11)
+    assert result.first_completion_s == pytest.approx(0.3, abs=0.11)
+    assert result.restore_blackout_s == pytest.approx(0.8, abs=0.11)
+    assert result.recovery is Recovery.RECOVERED and result.recovery_s is not None and result.recovery_s >= 5.0
+    frozen = failover([synthetic(lambda t: 0 if 10 <= t < 13 else 1000, 30)], WINDOW, at(10), at(0), at(30),
+                      restore_ms=at(13))
+    assert frozen.blackout_s == pytest.approx(3.0, abs=0.11) and frozen.restore_blackout_s == 0.0
+    assert failover([log], WINDOW, at(10), at(0), at(30)).restore_blackout_s is None  # nothing undone
+
+
 def test_degraded_without_a_stall_recovers_when_the_level_is_shown_back() -> None:
     log = synthetic(lambda t: 600 if 10 <= t < 18 else 1000, 40)
     result = failover([log], WINDOW, at(10), at(0), at(40))

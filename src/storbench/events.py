@@ -53,6 +53,15 @@ class LabTornDown:
 
 
 @dataclass(frozen=True)
+class LabHealed:
+    """After a repetition with faults: the lab made whole again (every daemon running, the cluster healthy) in
+    ``seconds``, before the next repetition."""
+
+    lab: str
+    seconds: float
+
+
+@dataclass(frozen=True)
 class LabLeftAlone:
     """Something a lab found that is not its own and left alone (e.g. a recorded loop device now on another
     file): ``what`` the lab's own account of it."""
@@ -205,6 +214,6 @@ class SearchAnswered:
     measured: tuple[int, ...]
 
 
-RunEvent = (LabBringingUp | LabUp | LabTornDown | LabLeftAlone | OsdsRestarted | OsdCpusSet | LinksShaped
+RunEvent = (LabBringingUp | LabUp | LabTornDown | LabHealed | LabLeftAlone | OsdsRestarted | OsdCpusSet | LinksShaped
             | TestDataCleaned | PreconditionRan | PlanVersionAdded | StoppingRuleChanged | PointRestarted
             | SteadyProgress | BudgetReached | CiLook | SequentialLook | SearchStopped | SearchAnswered)

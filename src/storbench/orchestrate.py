@@ -256,6 +256,9 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 if recorder is not None:
                     recorder.stop()
                 raise
+            if run.faults:  # the next repetition's fault meets a whole lab
+                for healed in session.settle(case):
+                    observer.event(healed)
             telemetry = (recorder.finish(outcome, item.case, ceilings.get(item.case.case_id))
                          if recorder is not None else None)
             if outcome.status != Status.OK and (health := session.health_for(item.case)):

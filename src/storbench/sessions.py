@@ -114,6 +114,10 @@ class LabContext:
                 return kind.fault(step, case, self.ceph_labs, restore=restore)
         raise UserError(f"no lab offers {step.action} {step.target}")
 
+    def settle(self, case: Case) -> list[RunEvent]:
+        """After a repetition with faults: every lab kind makes its lab whole again (`LabKind.settle`)."""
+        return [event for kind in KINDS.values() if (event := kind.settle(case, self.ceph_labs)) is not None]
+
 
 @dataclass
 class _Prepared:

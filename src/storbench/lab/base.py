@@ -159,6 +159,8 @@ class LabKind(Protocol):
 
     def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str: ...
 
+    def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None: ...
+
 
 class LabKindBase:
     """Defaults for a lab kind: up for no run, wanted by no lab configuration, no live settings, no telemetry, no
@@ -188,6 +190,11 @@ class LabKindBase:
         """Do (or with ``restore`` undo) one of the kind's ``faults`` on the running lab ``case`` is on, and say
         what was done. No kind offers one yet."""
         raise AssertionError(f"the {type(self).__name__} offers no faults")
+
+    def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
+        """After a repetition with faults: make the lab ``case`` ran on whole again before the next one (every
+        daemon running, the cluster healthy), and say so; None when there is nothing to heal."""
+        return None
 
 
 def lab_dir_help(name: str) -> str:

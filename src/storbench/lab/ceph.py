@@ -19,14 +19,14 @@ from storbench.errors import UserError
 from storbench.lab import cpu_quota, devices
 from storbench.lab.ceph_conf import LOOPBACK, SIDE_BY_SIDE_MAX, CephLabSpec, render_ceph_conf
 from storbench.lab.ceph_daemons import READY_TIMEOUT_S, CephLabInfo, rgw_endpoint
-from storbench.lab.ceph_live import CephLiveSettings
+from storbench.lab.ceph_faults import CephFaults
 from storbench.lab.labdir import default_lab_dir
 from storbench.shell import run
 
 DEFAULT_LAB_DIR = default_lab_dir()
 
 
-class CephLab(CephLiveSettings):
+class CephLab(CephFaults):
     def __init__(self, root: Path | None = None) -> None:
         super().__init__(root, DEFAULT_LAB_DIR / "ceph")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -16,11 +17,13 @@ from storbench.checks import meminfo_bytes
 from storbench.config import CephLabConfig
 from storbench.demands import cluster_memory_needs
 from storbench.errors import UserError
-from storbench.events import LabBringingUp, LabUp, OsdCpusSet, OsdsRestarted, RunEvent
+from storbench.events import LabBringingUp, LabHealed, LabUp, OsdCpusSet, OsdsRestarted, RunEvent
+from storbench.faults import FaultOffer, FaultStep, find_offer
 from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
 from storbench.lab.ceph import CephLab
 from storbench.lab.ceph_conf import LOOPBACK, ceph_spec_for, clusters_of, osd_options, rbd_pools
 from storbench.lab.ceph_daemons import RGW_USER, CephLabInfo, rgw_endpoint
+from storbench.lab.ceph_faults import OSD_NAME
 from storbench.lab.hosts import HostsLab
 from storbench.lab.hosts_conf import BRIDGE_ADDRESS
 from storbench.model import CephLabPoint, cluster_of, interleaved_setting
@@ -116,6 +119,9 @@ class _AnswersCeph(Protocol):
 ON_CLUSTER_KINDS = ("rbd", "cephfs", "s3")  # the target kinds a lab cluster serves: prepared on it as it comes up
 
 
+FAULT_SIGNALS = {"kill": signal.SIGKILL, "freeze": signal.SIGSTOP}
+
+
 class CephKind(LabKindBase):
     """The Ceph lab: one cluster for each lab configuration with `lab.ceph`, or several side by side, each on its
     own ports and directory; it prepares the targets that live on it (rbd images, CephFS directories, S3 on its
@@ -175,6 +181,39 @@ class CephKind(LabKindBase):
         labs.claimed.update(name for name, target_group in by_target(cases).items()
                             if name not in checked.targets and target_group[0].target.kind in ON_CLUSTER_KINDS
                             and target_group[0].case_id in on_a_lab_cluster)
+
+    faults: tuple[FaultOffer, ...] = (
+        FaultOffer("ceph", "kill", OSD_NAME, "restart", "SIGKILL an OSD, a crashed daemon: its host still answers, so "
+                   "its peers see it gone at once"),
+        FaultOffer("ceph", "freeze", OSD_NAME, "thaw", "SIGSTOP an OSD, as a host that hangs or drops off the network: "
+                   "its peers notice after osd_heartbeat_grace"),
+        FaultOffer("ceph", "stop", OSD_NAME, "restart", "stop an OSD cleanly (it tells the monitors first)"),
+        FaultOffer("ceph", "out", OSD_NAME, "in", "mark an OSD out: the cluster moves its data to the others"),
+    )
+
+    def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str:
+        if find_offer(step, self.faults) is None:
+            return super().fault(step, case, running, restore=restore)
+        lab = running.get(cluster_of(case.lab))
+        if not isinstance(lab, CephLab):
+            raise UserError(f"ceph lab: no lab cluster under this case for {step.action} {step.target}")
+        if step.action == "out":
+            lab.mark_osd(step.target, out=not restore)
+            return f"ceph lab: {step.target} marked {'in' if restore else 'out'}"
+        if restore:
+            lab.start_osd(step.target)
+            return f"ceph lab: {step.target} {'thawed' if step.action == 'freeze' else 'started again'}"
+        if step.action == "stop":
+            lab.stop_osd(step.target)
+            return f"ceph lab: {step.target} stopped"
+        lab.signal_osd(step.target, FAULT_SIGNALS[step.action])
+        return f"ceph lab: {step.target} {'killed' if step.action == 'kill' else 'frozen'}"
+
+    def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
+        lab = running.get(cluster_of(case.lab))
+        if not isinstance(lab, CephLab) or (info := lab.info()) is None:
+            return None
+        return LabHealed("ceph", lab.heal(info.spec))
 
     def enter(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
 

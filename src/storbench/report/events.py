@@ -6,6 +6,7 @@ from storbench.events import (
     BudgetReached,
     CiLook,
     LabBringingUp,
+    LabHealed,
     LabLeftAlone,
     LabTornDown,
     LabUp,
@@ -120,6 +121,8 @@ def event_text(event: RunEvent) -> str:
             return f"{event.lab} lab: torn down"
         case LabLeftAlone():
             return event.what
+        case LabHealed():
+            return f"{event.lab} lab: healthy again after the fault ({event.seconds:.1f}s)"
         case OsdsRestarted():
             return (f"{event.lab} lab: OSDs restarted with {_settings(event.settings) or 'the base options'} in "
                     f"{event.seconds:.0f}s")

@@ -37,7 +37,10 @@ def failover_line(point: PointFailover, label: str) -> str:
         return f"  run {point.run_id} {label}: no failover figures ({'; '.join(problems)})"
     longest = point.longest_io_ns
     parts = [f"blackout {_figure(point.blackout_s, ' s')}",
-             f"first I/O {_figure(point.first_completion_s, ' s')} after the fault",
+             f"first I/O {_figure(point.first_completion_s, ' s')} after the fault"]
+    if point.restore_blackout_s is not None:
+        parts.append(f"blackout {_figure(point.restore_blackout_s, ' s')} when undone")
+    parts += [
              f"dip to {_figure(point.dip_pct, ' %', 0)} of the level before"]
     if point.degraded_pct is not None:
         parts.append(f"degraded {_figure(point.degraded_pct, ' %', 0)} until recovered")

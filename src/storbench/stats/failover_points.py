@@ -63,7 +63,8 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
         return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, None,
                                   "no timeline logs")
     start_ms, end_ms = measured_section(logs, window, repetition.case.workload.runtime_s)
-    figures = failover(logs, window, round(fault.at_s * 1000), start_ms, end_ms)
+    figures = failover(logs, window, round(fault.at_s * 1000), start_ms, end_ms,
+                       round(restore.at_s * 1000) if restore is not None else None)
     return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, figures)
 
 
@@ -87,6 +88,7 @@ class PointFailover:
     target: str
     repetitions: tuple[RepetitionFailover, ...]
     blackout_s: Estimate | None
+    restore_blackout_s: Estimate | None  # at the undoing (None: nothing undone within the runs)
     first_completion_s: Estimate | None
     dip_pct: Estimate | None
     degraded_pct: Estimate | None
@@ -121,6 +123,7 @@ def point_failovers(repetitions: Sequence[StoredRepetition]) -> list[PointFailov
             case_id=case_id, run_id=run_id, action=first.action if first else "", target=first.target if first else "",
             repetitions=tuple(found),
             blackout_s=_estimate([f.blackout_s for f in figures]),
+            restore_blackout_s=_estimate([f.restore_blackout_s for f in figures]),
             first_completion_s=_estimate([f.first_completion_s for f in figures]),
             dip_pct=_estimate([f.dip_pct for f in figures]),
             degraded_pct=_estimate([f.degraded_pct for f in figures]),

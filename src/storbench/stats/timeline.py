@@ -1,9 +1,11 @@
 """What a fault did to the I/O (pure): each client's per-window IOPS and longest-latency logs (`fio.logs`), merged
 on the wall clock, read against the moment of the fault.
 
-- **blackout**: the longest time in which no I/O completed, among the stretches that end after the fault (fio
-  writes no row for a window without a completion: a row closing at t covers (t - window, t], so between rows at
-  t1 and t2 nothing completed for t2 - t1 - window); for all clients together and for each client;
+- **blackout**: the longest time in which no I/O completed, among the stretches that end after the fault and
+  begin before its undoing (fio writes no row for a window without a completion: a row closing at t covers
+  (t - window, t], so between rows at t1 and t2 nothing completed for t2 - t1 - window); for all clients together
+  and for each client; **blackout at the undoing**: the same among the stretches that begin after it (an OSD
+  started again makes its placement groups peer: I/O to them waits once more);
 - **first completion**: from the fault to the end of that stall (0 when I/O never stopped for a whole window);
 - **dip**: the lowest window's IOPS after the fault, as % of the level before it;
 - **recovered** is one test per repetition, on the last third of the run after the stall (at least HOLD_BLOCKS
@@ -72,6 +74,7 @@ class Failover:
     recovery: Recovery
     recovery_s: float | None  # when a recovered run got back; None unless recovered
     longest_io_ns: int | None
+    restore_blackout_s: float | None = None  # None: nothing undone during the measured section
 
 
 def completion_times(rows: Sequence[LogRow]) -> list[int]:
@@ -79,14 +82,19 @@ def completion_times(rows: Sequence[LogRow]) -> list[int]:
     return sorted({row.t_ms for row in rows if row.value > 0})
 
 
-def longest_stall(times: Sequence[int], window_ms: int, from_ms: int, after_ms: int, until_ms: int) -> Stall | None:
+def longest_stall(times: Sequence[int], window_ms: int, from_ms: int, after_ms: int, until_ms: int, *,
+                  begins_before_ms: int | None = None, begins_from_ms: int | None = None) -> Stall | None:
     """The longest stretch without a completion, measured from ``from_ms``, that ends after ``after_ms`` (a run that
-    never completes again ends its stall at ``until_ms``); None when nothing stopped for a whole window."""
+    never completes again ends its stall at ``until_ms``), and begins before ``begins_before_ms`` or at or after
+    ``begins_from_ms`` when given; None when nothing stopped for a whole window."""
     best: Stall | None = None
     ends = [from_ms, *times, until_ms + window_ms]  # a stall still open at the end of the run is closed there
     for previous, current in itertools.pairwise(ends):
         end = min(current - window_ms, until_ms)  # the first completion after the gap, at the earliest
         if end <= after_ms or end - previous < window_ms:
+            continue
+        if (begins_before_ms is not None and previous >= begins_before_ms) or (
+                begins_from_ms is not None and previous < begins_from_ms):
             continue
         if best is None or end - previous > best.end_ms - best.start_ms:
             best = Stall(previous, end)
@@ -142,22 +150,28 @@ def recovery_index(windows: Sequence[float], start: int, per_block: int, level: 
     return None
 
 
-def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: int, to_ms: int) -> Failover:
-    """The failover figures of one repetition whose fault happened at ``fault_ms``, measured from ``from_ms`` to
-    ``to_ms`` (all epoch ms, the clients' clocks taken as one)."""
+def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: int, to_ms: int,
+             restore_ms: int | None = None) -> Failover:
+    """The failover figures of one repetition whose fault happened at ``fault_ms`` (and was undone at
+    ``restore_ms``, when it was within the run), measured from ``from_ms`` to ``to_ms`` (all epoch ms, the clients'
+    clocks taken as one). The recovery is judged after the later of the two stalls."""
     everyone = sorted({t for log in logs for t in completion_times(log.iops) if from_ms < t <= to_ms})
-    stall = longest_stall(everyone, window_ms, from_ms, fault_ms, to_ms)
+    undone = restore_ms if restore_ms is not None and restore_ms < to_ms else None
+    stall = longest_stall(everyone, window_ms, from_ms, fault_ms, to_ms, begins_before_ms=undone)
+    again = (longest_stall(everyone, window_ms, from_ms, undone, to_ms, begins_from_ms=undone)
+             if undone is not None else None)
     per_client = []
     for log in logs:
         mine = [t for t in completion_times(log.iops) if from_ms < t <= to_ms]
-        own = longest_stall(mine, window_ms, from_ms, fault_ms, to_ms)
+        own = longest_stall(mine, window_ms, from_ms, fault_ms, to_ms, begins_before_ms=undone)
         per_client.append((log.client, own.seconds if own else 0.0))
     windows = merged_iops(logs, window_ms, from_ms, to_ms)
     per_block = max(1, round(BLOCK_MS / window_ms))
     fault_index = max(0, min(len(windows), (fault_ms - from_ms) // window_ms))
     before = _blocks(windows[:fault_index], per_block)
     level = sum(before) / len(before) if len(before) >= 2 else None
-    after_stall = fault_index if stall is None else max(fault_index, -(-(stall.end_ms - from_ms) // window_ms))
+    last_end = max((s.end_ms for s in (stall, again) if s is not None), default=None)
+    after_stall = fault_index if last_end is None else max(fault_index, -(-(last_end - from_ms) // window_ms))
     after = _blocks(windows[after_stall:], per_block)
     final = after[-max(HOLD_BLOCKS, math.floor(FINAL_SHARE * len(after))):]
     state = Recovery.UNTOLD if level is None or len(final) < HOLD_BLOCKS else judge_recovery(before, final)
@@ -179,4 +193,5 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
         first_completion_s=max(0.0, (stall.end_ms - fault_ms) / 1000) if stall else 0.0, dip_pct=dip,
         degraded_pct=degraded, recovery=state,
         recovery_s=(from_ms + back * window_ms - fault_ms) / 1000 if back is not None else None,
-        longest_io_ns=max(lat) if lat else None)
+        longest_io_ns=max(lat) if lat else None,
+        restore_blackout_s=(again.seconds if again else 0.0) if undone is not None else None)

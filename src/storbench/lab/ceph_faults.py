@@ -1,0 +1,93 @@
+"""Faults on a running lab Ceph cluster (shell; issue 32): one OSD killed, frozen, stopped or marked out, and
+undone; after a repetition with faults, the cluster healed (every OSD running, up and in, every PG active+clean)
+before the next one starts, so each repetition's fault meets a healthy cluster.
+
+- ``kill`` (undone by ``restart``): SIGKILL, a crashed daemon. Its host still answers, so its peers' connections
+  are refused and they report it at once (`osd_fast_fail_on_connection_refused`).
+- ``freeze`` (``thaw``): SIGSTOP, as a host that hangs or drops off the network: nothing answers, and its peers
+  report it only after `osd_heartbeat_grace` (20 s by default) without a heartbeat.
+- ``stop`` (``restart``): SIGTERM, a clean stop: the OSD tells the monitors it is going down.
+- ``out`` (``in``): the OSD keeps running but is marked out: the cluster moves its data to the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import time
+
+from storbench.errors import UserError
+from storbench.lab.ceph_conf import CephLabSpec
+from storbench.lab.ceph_daemons import READY_TIMEOUT_S
+from storbench.lab.ceph_live import CephLiveSettings
+from storbench.lab.labdir import Daemon, kill_daemons, live
+
+OSD_NAME = r"osd\.[0-9]{1,4}"
+
+
+class CephFaults(CephLiveSettings):
+    """A lab cluster whose OSDs can be made to fail and be brought back."""
+
+    def _osd(self, name: str) -> Daemon:
+        if not re.fullmatch(OSD_NAME, name):
+            raise UserError(f"ceph lab: {name!r} is not an OSD name (osd.N)")
+        found = next((d for d in self.dir.daemons() if d.name == name), None)
+        if found is None:
+            osds = sorted(d.name for d in self.dir.daemons() if d.name.startswith("osd."))
+            raise UserError(f"ceph lab: no {name} in this cluster (it has {', '.join(osds) or 'no OSDs'})",
+                            hint="name one of its OSDs")
+        return found
+
+    def signal_osd(self, name: str, sig: signal.Signals) -> None:
+        """Send ``sig`` to one running OSD (the process storbench started, not a pid reused since)."""
+        daemon = self._osd(name)
+        if not live([daemon]):
+            raise UserError(f"ceph lab: {name} is not running")
+        os.kill(daemon.pid, sig)
+
+    def stop_osd(self, name: str) -> None:
+        """Stop one OSD cleanly (SIGTERM, then SIGKILL after 30 s)."""
+        kill_daemons([self._osd(name)], graceful_s=30)
+
+    def start_osd(self, name: str) -> None:
+        """Start one OSD again (nothing when it runs; a frozen one is thawed)."""
+        daemon = self._osd(name)
+        if live([daemon]):
+            os.kill(daemon.pid, signal.SIGCONT)
+            return
+        with_reaped(daemon)
+        self.dir.forget([name])
+        self._start(name, ["ceph-osd", "-f", "-c", str(self.conf), "-i", name.removeprefix("osd.")])
+
+    def mark_osd(self, name: str, *, out: bool) -> None:
+        self._osd(name)
+        self.ceph("osd", "out" if out else "in", name.removeprefix("osd."))
+
+    def heal(self, spec: CephLabSpec) -> float:
+        """Every OSD running (thawed, started again), marked in, up, and every PG active+clean; the seconds it
+        took (waiting for recovery and backfill too)."""
+        started = time.time()
+        for daemon in [d for d in self.dir.daemons() if d.name.startswith("osd.")]:
+            self.start_osd(daemon.name)
+        dump = self.ceph_json("osd", "dump")
+        assert isinstance(dump, dict)
+        out = [str(o["osd"]) for o in dump.get("osds", []) if not o.get("in")]
+        if out:
+            self.ceph("osd", "in", *out)
+        self._wait(lambda: self._healthy(spec), f"{spec.osds} OSDs up and in and all PGs active+clean",
+                   READY_TIMEOUT_S)
+        return time.time() - started
+
+    def _healthy(self, spec: CephLabSpec) -> bool:
+        stat = self.ceph_json("osd", "stat")
+        assert isinstance(stat, dict)
+        up, in_ = int(stat.get("num_up_osds", 0)), int(stat.get("num_in_osds", 0))
+        return up >= spec.osds and in_ >= spec.osds and self._pgs_clean()
+
+
+def with_reaped(daemon: Daemon) -> None:
+    """A killed OSD this process started stays a zombie until reaped."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(daemon.pid, os.WNOHANG)
