@@ -671,21 +671,21 @@ def test_an_osd_killed_mid_run_is_recorded_with_the_clusters_health(lab_dir: Pat
 KILL_PLAN = """
 name: ceph-osd-kill
 targets:
-  rbd: {kind: rbd, pool: bench, image: img, size: 128MiB}
-workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 14s, ramp: 1s}
+  rbd: {kind: rbd, pool: bench, image: img, size: 32MiB}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 8s, ramp: 1s}
 repeat: 2
 telemetry: {enabled: false}
 lab:
   ceph: {osds: 3, osd_size: 1GiB, objectstore: memstore, pool_size: 2}
 faults:
-  - {at: 4s, do: kill, on: osd.1, restore_after: 4s}
+  - {at: 3s, do: kill, on: osd.1, restore_after: 2s}
 """
 
 
 def test_an_osd_killed_mid_run_stalls_io_briefly_and_the_cluster_heals_before_the_next_repetition(
         lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 32 on a real cluster: each repetition SIGKILLs osd.1 4 s into its measured section and starts it again
-    4 s later. On one host a killed OSD's peers find its port closed and report it at once, so I/O stops for well
+    """Issue 32 on a real cluster: each repetition SIGKILLs osd.1 3 s into its measured section and starts it again
+    2 s later. On one host a killed OSD's peers find its port closed and report it at once, so I/O stops for well
     under the 20 s heartbeat grace; the OSD coming back makes its placement groups peer (a second, separate stall).
     Both actions are stored with their times, the cluster is healthy again before the next repetition, and the
     lab leaves no daemon behind."""
@@ -705,10 +705,12 @@ def test_an_osd_killed_mid_run_stalls_io_briefly_and_the_cluster_heals_before_th
         kill, start = r.faults
         assert (kill.restore, start.restore, kill.error, start.error) == (False, True, "", ""), r.faults
         assert kill.said == "ceph lab: osd.1 killed" and start.said == "ceph lab: osd.1 started again"
-        assert 3.9 <= start.at_s - kill.at_s <= 4.5
+        assert 1.9 <= start.at_s - kill.at_s <= 2.5
     (point,) = point_failovers(repetitions)
     assert point.measured == 2 and point.blackout_s is not None and point.restore_blackout_s is not None, line
-    assert 0 < point.blackout_s.mean < 5, line  # a stall, and far shorter than osd_heartbeat_grace (20 s)
+    assert point.blackout_s.mean < 5, line  # far shorter than osd_heartbeat_grace (20 s)
+    # the writes caught on osd.1 waited until its peers reported it (a normal write here takes a few ms)
+    assert point.longest_io_ns is not None and point.longest_io_ns.mean > 50e6, line
     assert point.first_completion_s is not None and point.first_completion_s.mean < 5, line
     assert point.recovered + point.not_recovered + point.undecided == 2, line
     assert pids_with(str(lab_dir) + "/") == [], "a lab daemon was left behind"

