@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIGURES = {"ceph-block-size": ["iops-vs-bs-small", "bw_bytes-vs-bs-large"],
            "throttled-volume": ["iops-latency-iodepth"],
            "ceph-rbd-clients": ["iops-vs-clients", "iops-latency-clients", "process-cpu"],
-           "ceph-search": ["iops-latency-iodepth"], "ceph-steady-state": [],
+           "ceph-search": ["iops-latency-iodepth"], "ceph-steady-state": [], "ceph-osd-failure": [],
            "metadata-cephfs-nfs": ["iops-vs-numjobs", "compare-iops", "compare-lat_p99_ns"],
            "nfs-clients": ["iops-vs-clients", "iops-latency-clients", "process-cpu"],
            "rgw-objects": ["bw_bytes-vs-bs-small-medium", "bw_bytes-vs-bs-large", "process-cpu"],
@@ -100,6 +100,7 @@ def _section(name: str, plan_path: Path, out: Path, images: Path) -> str:
     figures += sorted(p.stem for p in (out.parent / "images").glob("convergence-*.png"))
     figures += sorted(p.stem for p in (out.parent / "images").glob("capped-*.png"))
     figures += sorted(p.stem for p in (out.parent / "images").glob("steady-*.png"))  # rounds until steady
+    figures += sorted(p.stem for p in (out.parent / "images").glob("failover-*.png"))  # I/O through a fault
     for figure in figures:
         source = out.parent / "images" / f"{figure}.png"
         if source.exists():

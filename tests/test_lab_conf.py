@@ -45,6 +45,7 @@ def test_ceph_conf_keeps_client_settings_out_of_global() -> None:
     for daemon in ("mon", "mgr", "osd", "mds"):
         assert any(line.startswith("admin socket = /lab/run/") for line in sections[daemon])
     assert "osd crush chooseleaf type = 0" in glob and "paxos propose interval = 0.1" in glob
+    assert "mon osd reporter subtree level = osd" in glob  # a hung OSD is reported by its peers (failover)
     assert "mon host = [v2:127.0.0.1:13300,v1:127.0.0.1:16789]" in glob
     # the symlink trap: never set bluestore block path
     assert not any("bluestore block path" in line for lines in sections.values() for line in lines)

@@ -110,6 +110,9 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
         "auth client required = cephx",
         f"keyring = {root}/ceph.client.admin.keyring",
         "osd crush chooseleaf type = 0",
+        # each OSD its own failure domain for failure reports too, as for placement (chooseleaf type 0): on one
+        # host, reports from two peers would count as one reporter and a hung OSD would never be marked down
+        "mon osd reporter subtree level = osd",
         f"osd pool default size = {default_size}",
         "osd pool default min size = 1",
         f"osd pool default pg num = {spec.pg_num}",

@@ -43,7 +43,7 @@ def failover_line(point: PointFailover, label: str) -> str:
     parts += [
              f"dip to {_figure(point.dip_pct, ' %', 0)} of the level before"]
     if point.degraded_pct is not None:
-        parts.append(f"degraded {_figure(point.degraded_pct, ' %', 0)} until recovered")
+        parts.append(f"then {_figure(point.degraded_pct, ' %', 0)} of it to the recovery or the end")
     recovery = f"recovered {point.recovered} of {n}"
     if point.recovery_s is not None:
         recovery += f" (back {_figure(point.recovery_s, ' s', 1)} after the fault)"
