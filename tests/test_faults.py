@@ -116,3 +116,42 @@ def test_the_driver_does_each_fault_at_its_time_and_always_undoes_it() -> None:
     with FaultDriver([FaultStep(5.0, "freeze", "a", 1.0)], 0.0, act) as never:
         pass  # ended before the fault: nothing done, nothing to undo
     assert done == [] and never.records == []
+
+
+def test_compare_judges_what_the_faults_did_where_both_sides_had_them() -> None:
+    """Two settings under the same fault (a heartbeat grace of 20 s against 6 s, say), each repetition one fault:
+    compare gives the blackout's change with its interval and a verdict (shorter is better), beside IOPS; points
+    without faults get no such cell."""
+    from dataclasses import replace
+
+    from storbench.model.fault_record import FaultRecord
+    from storbench.report.compare_export import comparison_markdown
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.compare_cells import Verdict
+    from storbench.stats.failover_points import RepetitionFailover
+    from storbench.stats.selectors import parse_selector
+    from storbench.stats.timeline import Failover, Recovery
+    from synthetic import observation
+
+    def seen(grace: str, blackouts: list[float], faulted: bool = True) -> list[object]:
+        out = []
+        for index, blackout in enumerate(blackouts):
+            o = observation(case_id=f"c{grace}", lab=f"lab=ceph grace={grace}", repeat=index, iops=1000.0 + index)
+            figures = Failover(1000.0, blackout, (("local", blackout),), blackout, 0.0, 90.0, Recovery.RECOVERED,
+                               blackout + 5, int(blackout * 1e9))
+            fault = FaultRecord("freeze", "osd.1", False, 100.0 + index)
+            out.append(replace(o, failover=RepetitionFailover(index, index, fault, None, figures) if faulted else None))
+        return out
+
+    long, short = seen("20", [24.0, 25.0, 26.0, 24.5]), seen("6", [9.0, 10.0, 9.5, 10.5])
+    (c,) = compare_observations([*long, *short], parse_selector("grace=20"), parse_selector("grace=6"), {})
+    cell = c.cell("blackout_s")
+    assert cell is not None and cell.difference is not None
+    assert cell.difference.change_pct == pytest.approx(100 * (9.75 / 24.875 - 1))
+    assert cell.difference.change_ci_high_pct is not None and cell.difference.change_ci_high_pct < 0
+    assert cell.verdict is Verdict.BETTER  # a shorter blackout
+    assert c.cell("recovery_s") is not None and c.cell("iops") is not None
+    assert "| blackout |" in comparison_markdown([c], "grace=20", "grace=6")
+    (plain,) = compare_observations([*seen("20", [1.0, 2.0], False), *seen("6", [1.0, 2.0], False)],
+                                    parse_selector("grace=20"), parse_selector("grace=6"), {})
+    assert plain.cell("blackout_s") is None  # no faults: no failover cells

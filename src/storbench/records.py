@@ -207,11 +207,11 @@ def record(o: Observation, expected: Expectation | None = None) -> Record:
         slowest_client=o.fio.slowest, slowest_client_pct_of_median=o.fio.slowest_pct_of_median,
         pct_of_expected=pct_of_expected(o, expected),
         fault=f"{fault.action} {fault.target}" if (fault := o.failover.fault if o.failover else None) else "",
-        blackout_s=f.blackout_s if (f := o.failover.figures if o.failover else None) else None,
-        first_io_after_fault_s=f.first_completion_s if f else None,
-        undo_blackout_s=f.restore_blackout_s if f else None, dip_pct=f.dip_pct if f else None,
-        degraded_pct=f.degraded_pct if f else None, recovery=f.recovery.value if f else "",
-        recovery_s=f.recovery_s if f else None,
+        blackout_s=_metric(o, "blackout_s"), first_io_after_fault_s=_metric(o, "first_io_after_fault_s"),
+        undo_blackout_s=_metric(o, "undo_blackout_s"), dip_pct=_metric(o, "dip_pct"),
+        degraded_pct=_metric(o, "degraded_pct"),
+        recovery=f.recovery.value if (f := o.failover.figures if o.failover else None) else "",
+        recovery_s=_metric(o, "recovery_s"),
     )
 
 

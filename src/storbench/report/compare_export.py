@@ -22,7 +22,7 @@ from storbench.report.tables import iops_with_ci
 from storbench.safe_text import csv_cell, safe_text
 from storbench.stats.compare_cells import PointComparison, RuleAnswer, stopping_rule_lines
 from storbench.stats.compare_design import CONFOUNDED
-from storbench.stats.metrics import LAYER_METRICS
+from storbench.stats.metrics import FAILOVER_METRICS, LAYER_METRICS
 
 COMPARE_FIELDS = (
     "point", "direction", "metric", "baseline_n", "baseline_mean", "baseline_ci_low", "baseline_ci_high",
@@ -110,7 +110,7 @@ def comparison_csv(comparisons: Sequence[PointComparison], changed_runs: Collect
 def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, candidate: str,
                         notes: Sequence[str] = ()) -> str:
     # where the time goes, when some point's storage reported it on both sides
-    layers = [m for m in LAYER_METRICS if any(c.cell(m.field) is not None for c in comparisons)]
+    layers = [m for m in (*LAYER_METRICS, *FAILOVER_METRICS) if any(c.cell(m.field) is not None for c in comparisons)]
     lines = [
         f"Baseline `{baseline}` vs candidate `{candidate}`: change of the candidate's mean, with its interval "
         f"({interval_caption(comparisons)}). ▲ better, ▼ worse, ~ no detectable difference, x not comparable.",

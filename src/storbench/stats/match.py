@@ -52,13 +52,6 @@ def _clat_percentile(percent: float) -> Callable[[Observation], object]:
     return value
 
 
-def _failover_figure(attribute: str) -> Callable[[Observation], object]:
-    def value(o: Observation) -> object:
-        figures = o.failover.figures if o.failover else None
-        return getattr(figures, attribute) if figures is not None else None
-    return value
-
-
 # Fields a result is matched on, every field of the export record: (how its value compares, its value).
 FIELDS: Mapping[str, tuple[Kind, Callable[[Observation], object]]] = {
     "case_id": (Kind.TEXT, lambda o: o.case.case_id),
@@ -109,13 +102,9 @@ FIELDS: Mapping[str, tuple[Kind, Callable[[Observation], object]]] = {
     "clients_reporting": (Kind.INT, lambda o: o.fio.reporting),
     "slowest_client": (Kind.TEXT, lambda o: o.fio.slowest),
     **{name: (Kind.FLOAT, value) for name, value in METRIC_VALUES.items()},
-    # a plan with faults: what the repetition's fault did (`stats.failover_points`)
+    # a plan with faults: what the repetition's fault did (`stats.failover_points`; its figures: METRIC_VALUES)
     "fault": (Kind.TEXT, lambda o: f"{f.action} {f.target}" if o.failover and (f := o.failover.fault) else ""),
     "recovery": (Kind.TEXT, lambda o: f.recovery.value if o.failover and (f := o.failover.figures) else ""),
-    **{name: (Kind.FLOAT, _failover_figure(attribute)) for name, attribute in (
-        ("blackout_s", "blackout_s"), ("first_io_after_fault_s", "first_completion_s"),
-        ("undo_blackout_s", "restore_blackout_s"), ("dip_pct", "dip_pct"), ("degraded_pct", "degraded_pct"),
-        ("recovery_s", "recovery_s"))},
 }
 RUN_KEYS = ("run", "tag")
 # The column names tables show, and the plan's own words, for the fields they stand for.

@@ -46,12 +46,22 @@ CEILING = Metric("client_ceiling_iops", "client ceiling (null engine)", True, "I
 START_SKEW = Metric("start_skew_s", "start skew between clients", False, "s")
 SLOWEST_CLIENT = Metric("slowest_client_pct_of_median", "slowest client, % of the median client", True, "%")
 
+# what a plan's fault did, per repetition (each repetition one fault: docs/methodology.md#failover); `compare`
+# judges them like any metric where both sides had faults (never gating the stopping rule)
+BLACKOUT = Metric("blackout_s", "blackout", False, "s")
+FIRST_IO = Metric("first_io_after_fault_s", "first I/O after the fault", False, "s")
+UNDO_BLACKOUT = Metric("undo_blackout_s", "blackout when undone", False, "s")
+DIP = Metric("dip_pct", "lowest window, % of the level before", True, "%")
+DEGRADED = Metric("degraded_pct", "level after the stall, % of before", True, "%")
+RECOVERY_TIME = Metric("recovery_s", "time to recover", False, "s")
+FAILOVER_METRICS = (BLACKOUT, FIRST_IO, UNDO_BLACKOUT, DIP, DEGRADED, RECOVERY_TIME)
+
 TELEMETRY_METRICS = (HOST_CPU, HOST_IOWAIT, HOST_PRESSURE, CLIENT_CORES, DEVICE_UTIL, DEVICE_QUEUE, NET_UTIL, NET_BYTES,
                      OSD_CORES,
                      OSD_LATENCY, STORAGE_LATENCY, OUTSIDE_LATENCY, OUTSIDE_SHARE, OSD_DIRECTION_LATENCY,
                      OSD_PROCESS_LATENCY, CACHE_HIT, NODE_CPU, NODE_DISK, CEILING, START_SKEW, SLOWEST_CLIENT)
 SUMMARY_METRICS = (IOPS, BANDWIDTH, LAT_MEAN, LAT_P50, LAT_P95, LAT_P99, LAT_P999, CPU_USR, CPU_SYS, DISK_UTIL,
-                   *TELEMETRY_METRICS)
+                   *TELEMETRY_METRICS, *FAILOVER_METRICS)
 COMPARE_METRICS = (IOPS, BANDWIDTH, LAT_MEAN, LAT_P95, LAT_P99)
 # compared too where both sides' storage reported its own latency (where the time goes); descriptive: never gated
 LAYER_METRICS = (STORAGE_LATENCY, OUTSIDE_LATENCY)

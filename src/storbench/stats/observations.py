@@ -260,6 +260,15 @@ def _osd_lat(process_only: bool) -> MetricValue:
     return value
 
 
+def _failover(attribute: str) -> MetricValue:
+    """A figure of what the repetition's fault did (`stats.timeline.Failover`); None without a fault."""
+    def value(o: Observation) -> float | None:
+        figures = o.failover.figures if o.failover is not None else None
+        found = getattr(figures, attribute) if figures is not None else None
+        return float(found) if found is not None else None
+    return value
+
+
 METRIC_VALUES: Mapping[str, MetricValue] = {
     "iops": lambda o: o.measurement.iops if o.measurement else None,
     "bw_bytes": lambda o: o.measurement.bw_bytes if o.measurement else None,
@@ -289,6 +298,10 @@ METRIC_VALUES: Mapping[str, MetricValue] = {
     "client_ceiling_iops": _telemetry(lambda d: d.ceiling_iops),
     "start_skew_s": lambda o: o.fio.start_skew_s,
     "slowest_client_pct_of_median": lambda o: o.fio.slowest_pct_of_median,
+    **{name: _failover(attribute) for name, attribute in (
+        ("blackout_s", "blackout_s"), ("first_io_after_fault_s", "first_completion_s"),
+        ("undo_blackout_s", "restore_blackout_s"), ("dip_pct", "dip_pct"), ("degraded_pct", "degraded_pct"),
+        ("recovery_s", "recovery_s"))},
 }
 
 
