@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -505,4 +506,6 @@ def test_a_volume_frozen_for_a_second_mid_run_shows_a_one_second_blackout_and_re
     assert code == 0, err
     html = (tmp_path / "r.html").read_text()
     assert "<h2>Failover</h2>" in html and html.count("<div id='failover-run1-") == 1
+    scorecard = html.split("<table class='data failover'>")[1].split("</table>")[0]  # the point's row
+    assert re.search(r"<td>freeze volume</td><td>2</td><td>(0\.[7-9]\d|1\.[0-2]\d) \[", scorecard), scorecard
     assert not (lab_dir / "volume").exists()

@@ -8,7 +8,7 @@ from storbench.model import PreconditionRecord, RunInfo, Status, StoredRepetitio
 from storbench.model.objective import LatencyObjective
 from storbench.report.convergence import convergence_figures
 from storbench.report.drift_figures import drift_figures
-from storbench.report.failover import failover_lines, timeline_figures
+from storbench.report.failover import scorecard_rows, timeline_figures
 from storbench.report.html import ReportDocument
 from storbench.report.labels import point_label
 from storbench.report.point_figures import (
@@ -79,5 +79,5 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         job_texts=tuple((case_id, label, text) for case_id, (label, text) in job_texts.items()),
         preconditions=tuple((run_id, precondition_text(record), record.job_text)
                             for run_id, records in sorted((preconditions or {}).items()) for record in records),
-        failover=tuple(failover_lines([p for p in point_failovers(repetitions) if p.case_id in labels], labels)),
+        failover=tuple(scorecard_rows([p for p in point_failovers(repetitions) if p.case_id in labels], labels)),
     )

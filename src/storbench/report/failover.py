@@ -58,6 +58,24 @@ def failover_line(point: PointFailover, label: str) -> str:
             + "; ".join(parts))
 
 
+SCORECARD_HEAD = ("point", "fault", "n", "blackout (s)", "first I/O after (s)", "blackout when undone (s)",
+                  "dip (% of before)", "then (% of before)", "recovered", "longest I/O")
+
+
+def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[str, str]) -> list[tuple[str, ...]]:
+    """The report's failover table: one row per point, its figures with 95 % intervals over its repetitions
+    (``SCORECARD_HEAD``)."""
+    rows: list[tuple[str, ...]] = []
+    for p in points:
+        n = p.measured
+        recovered = f"{p.recovered} of {n}" + (f" ({p.not_recovered} not)" if p.not_recovered else "")
+        rows.append((labels.get(p.case_id, p.case_id), f"{p.action} {p.target}", str(n),
+                     _figure(p.blackout_s, ""), _figure(p.first_completion_s, ""), _figure(p.restore_blackout_s, ""),
+                     _figure(p.dip_pct, "", 0), _figure(p.degraded_pct, "", 0), recovered if n else "-",
+                     format_latency_ns(p.longest_io_ns.mean) if p.longest_io_ns else "-"))
+    return rows
+
+
 def failover_lines(points: Sequence[PointFailover], labels: Mapping[str, str]) -> list[str]:
     """The failover block: what the figures mean, then one line per point (``labels``: case id -> its label)."""
     if not points:

@@ -25,6 +25,7 @@ from storbench.report.compare_tables import (
     interval_caption,
     rule_answer_lines,
 )
+from storbench.report.failover import SCORECARD_HEAD
 from storbench.report.failover import SECTION as FAILOVER_SECTION
 from storbench.report.figures import BOTTLENECK_SECTION, FigureSpec
 from storbench.report.labels import (
@@ -64,7 +65,7 @@ class ReportDocument:
     objective: LatencyObjective | None = None
     job_texts: tuple[tuple[str, str, str], ...] = ()  # (case id, label, job file) per case
     preconditions: tuple[tuple[int, str, str], ...] = ()  # (run id, what ran in words, its job file)
-    failover: tuple[str, ...] = ()  # what the faults did, a heading line and one line per point (`report.failover`)
+    failover: tuple[tuple[str, ...], ...] = ()  # the failover scorecard's rows (`report.failover.scorecard_rows`)
 
 
 def _e(value: object) -> str:
@@ -157,6 +158,16 @@ def _bottleneck_table(points: Sequence[PointSummary]) -> str:
             "<table class='data bottlenecks'><thead><tr><th>point</th><th>verdict</th><th>evidence</th></tr>"
             "</thead><tbody>"
             + "".join(rows) + "</tbody></table>")
+
+
+def _failover_table(rows: Sequence[tuple[str, ...]]) -> str:
+    """What each point's faults did: its scorecard row (`report.failover.scorecard_rows`)."""
+    head = "".join(f"<th>{_e(name)}</th>" for name in SCORECARD_HEAD)
+    body = "".join("<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>" for row in rows)
+    return ("<p>Each repetition is one fault; figures are means with 95 % intervals over the repetitions. Blackout: "
+            "the longest time no I/O completed (fio's 100 ms logs); recovered: the run's last third shown within "
+            "+-10 % of the level before the fault (docs/methodology.md, \"Failover\").</p>"
+            f"<table class='data failover'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
 def _evidence_title(c: PointComparison) -> str:
@@ -360,9 +371,7 @@ def render_html(doc: ReportDocument, plotly_js: str) -> str:
         sections.append(f"<section><h2>Saturation</h2>{_saturation_table(doc)}</section>")
     if doc.failover:
         tabled[FAILOVER_SECTION] = len(sections)
-        heading, *lines = doc.failover
-        items = "".join(f"<li>{_e(line.strip())}</li>" for line in lines)
-        sections.append(f"<section><h2>{FAILOVER_SECTION}</h2><p>{_e(heading)}</p><ul>{items}</ul></section>")
+        sections.append(f"<section><h2>{FAILOVER_SECTION}</h2>{_failover_table(doc.failover)}</section>")
     by_section: dict[str, list[FigureSpec]] = {}
     for figure in doc.figures:
         by_section.setdefault(figure.section or "Figures", []).append(figure)
