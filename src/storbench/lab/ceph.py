@@ -83,9 +83,9 @@ class CephLab(CephFaults):
                 assert spec.devices is not None and spec.device_size_bytes is not None
                 slices = devices.create(self.root, spec.devices, spec.osds_per_device, spec.device_size_bytes)
             self._create_osds(spec, slices)
+            self._create_pools(spec)  # while the OSDs boot: one wait for them, the mgr and every pool's PGs
             self._wait_ready(spec, timeout_s=READY_TIMEOUT_S)
             self._check_osd_options(spec)
-            self._create_pools(spec)
             mount = self._create_cephfs() if spec.cephfs else None
             if spec.rgw:
                 self._create_rgw(spec, address)

@@ -182,12 +182,12 @@ class CephDaemons(LabRoot):
                         hint=f"see the daemon logs in {self.root / 'log'} ({logs})")
 
     def _create_pools(self, spec: CephLabSpec) -> None:
+        """The plan's pools, made while the OSDs boot (their PGs become active+clean with the rest: `_ready`)."""
         for name, size in spec.pools:
             self.ceph("osd", "pool", "create", name, str(spec.pg_num), str(spec.pg_num))
             self.ceph("osd", "pool", "set", name, "size", str(size), "--yes-i-really-mean-it")
             self.ceph("osd", "pool", "set", name, "min_size", "1")
             self.ceph("osd", "pool", "application", "enable", name, "rbd")
-        self._wait(self._pgs_clean, "the pools' PGs to become active+clean", READY_TIMEOUT_S)
 
     def _create_rgw(self, spec: CephLabSpec, address: str) -> None:
         """radosgw on ``address``:``rgw_port``, serving S3 (path-style) from the lab's pools, which it creates."""
