@@ -475,6 +475,8 @@ def test_a_volume_frozen_for_a_second_mid_run_shows_a_one_second_blackout_and_re
     assert code == 0, out + err
     line = next((x for x in out.splitlines() if "freeze volume, 2 repetitions" in x), "")
     assert line, out
+    # its IOPS span the stall: said, and no bottleneck of a steady load claimed
+    assert "figures span a fault at volume randwrite 4k qd4" in out and "bottlenecks (rules" not in out, out
     store = open_store(db, read_only=True)
     try:
         repetitions = store.repetitions()

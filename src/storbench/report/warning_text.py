@@ -14,7 +14,8 @@ WARNING_TAGS = {
     "failed_repetitions": "failed repetitions", "few_repetitions": "few repetitions", "high_cv": "high CV",
     "wide_interval": "wide interval", "runtime_shorter_than_ramp": "runtime < ramp", "page_cache": "page cache",
     "stragglers": "stragglers", "not_steady": "not steady", "steady_incomplete": "steady state unfinished",
-    "steady_window": "steady window", "steady_unshown": "steadiness not shown", "throttle_latency": "block throttle",
+    "steady_window": "steady window", "steady_unshown": "steadiness not shown",
+    "faulted": "a fault in the run", "throttle_latency": "block throttle",
     "uneven_pacing": "uneven pacing",
 }
 LISTED_POINTS = 8  # a line that names the points it concerns names this many, then "and N more"

@@ -32,6 +32,7 @@ WARNING_TITLES = {
     "not_steady": "never reached steady state",
     "steady_incomplete": "steady state not reached yet",
     "steady_window": "steady-state window: rounds of one instance chosen for small spread; no interval",
+    "faulted": "figures span a fault",
     "steady_unshown": f"steady by SNIA's rule only: its level's change not shown within +-{100 * FLAT_MARGIN:g} %",
 }
 STRAGGLER_PCT_OF_MEDIAN = 50.0
@@ -112,6 +113,11 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
             "bursts, then wait up to a 100 ms slice (p50 4 µs, p99.9 98 ms at iodepth 1 on a 3,000 IOPS cap)",
             "read its IOPS, throughput and mean latency (they follow the cap); its percentiles are not a "
             "provisioned volume's, which paces I/Os evenly"))
+    if any(o.failover is not None for o in observations):
+        warnings.append(StatWarning(
+            "faulted", "a fault during every repetition: its IOPS and latencies span the stall and the recovery",
+            "read its failover figures (show's failover lines, the report's Failover section); measure without "
+            "faults: for its steady level"))
     if workload.runtime_s < workload.ramp_s:
         warnings.append(StatWarning("runtime_shorter_than_ramp",
                                     f"runtime {workload.runtime_s:g}s is shorter than ramp {workload.ramp_s:g}s",

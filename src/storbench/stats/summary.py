@@ -134,6 +134,11 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
             verdict = replace(verdict, evidence=verdict.evidence.replace(
                 untold, "fio was told to hold back (a rate limit or think time): its IOPS say nothing of the "
                 "storage's limit"))
+        if any(o.failover is not None for o in ok):
+            # its measured window spans a fault: the stall and the recovery, not a steady load, set its figures
+            verdict = BottleneckVerdict(Bottleneck.UNKNOWN, "a fault during every repetition: its figures span the "
+                                        "stall and the recovery, no bottleneck of a steady load; read its failover "
+                                        "figures (blackout, level after, recovery)")
         level = max((run_levels.get(o.run_id, CONFIDENCE) for o in group), default=CONFIDENCE)
         window_only = any(o.window_only for o in group)  # a steady window's rounds: chosen for their spread
         for direction in directions:
