@@ -19,6 +19,7 @@ from storbench.config.values import (
     StrictModel,
     matching,
 )
+from storbench.model import BlockTarget, CephfsTarget, NfsTarget, PathTarget, PvcTarget, RbdTarget, S3Target
 from storbench.units import parse_size_bytes
 
 __all__ = [
@@ -123,6 +124,9 @@ class PathTargetConfig(StrictModel):
             raise ValueError("size must be larger than 0")
         return value
 
+    def spec(self, name: str) -> PathTarget:
+        return PathTarget(name=name, path=self.path, size_bytes=self.size, expect_fs=self.expect_fs)
+
 
 class BlockTargetConfig(StrictModel):
     """A raw block device. Writing destroys its data: refused unless ``destructive: true``."""
@@ -143,6 +147,9 @@ class BlockTargetConfig(StrictModel):
         if not value.startswith("/dev/") or not SAFE_PATH_RE.fullmatch(value) or " " in value:
             raise ValueError(f"device {value!r} must be a /dev/ path of letters, digits and _ . / -")
         return value
+
+    def spec(self, name: str) -> BlockTarget:
+        return BlockTarget(name=name, device=self.device, size_bytes=self.size, destructive=self.destructive)
 
 
 # A Ceph pool, image or client name.
@@ -167,6 +174,10 @@ class RbdTargetConfig(StrictModel):
     expect: ExpectConfig | None = EXPECT_FIELD
     precondition: PreconditionConfig | None = PRECONDITION_FIELD
 
+    def spec(self, name: str) -> RbdTarget:
+        return RbdTarget(name=name, size_bytes=self.size, pool=self.pool, image=self.image, client=self.client,
+                         conf=self.conf, destructive=self.destructive)
+
 
 class NfsTargetConfig(StrictModel):
     """An NFS export driven by fio's nfs engine (libnfs, NFSv3; no kernel client or mount needed). A
@@ -180,6 +191,9 @@ class NfsTargetConfig(StrictModel):
     expect: ExpectConfig | None = EXPECT_FIELD
     precondition: PreconditionConfig | None = PRECONDITION_FIELD
 
+    def spec(self, name: str) -> NfsTarget:
+        return NfsTarget(name=name, url=self.url, size_bytes=self.size)
+
 
 class CephfsTargetConfig(StrictModel):
     """A directory on CephFS: the plan's Ceph lab mounts it with ceph-fuse (lab.ceph.cephfs: true), or give
@@ -192,6 +206,9 @@ class CephfsTargetConfig(StrictModel):
     size: Size = Field(description="Size of each fio job's file (fio `size`).")
     expect: ExpectConfig | None = EXPECT_FIELD
     precondition: PreconditionConfig | None = PRECONDITION_FIELD
+
+    def spec(self, name: str) -> CephfsTarget:
+        return CephfsTarget(name=name, path=self.path, size_bytes=self.size)
 
 
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
@@ -225,6 +242,11 @@ class S3TargetConfig(StrictModel):
                              "(storbench run --s3-credentials-file FILE [--s3-profile NAME], or AWS_ACCESS_KEY_ID "
                              "and AWS_SECRET_ACCESS_KEY)")
         return data
+
+    def spec(self, name: str) -> S3Target:
+        return S3Target(name=name, endpoint=self.endpoint, bucket=self.bucket, region=self.region)
+
+
 
 
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -282,6 +304,14 @@ class PvcTargetConfig(StrictModel):
             raise ValueError("kubeconfig is not taken from a plan (its exec plugins and key files would be used "
                              "as root): set $KUBECONFIG instead, or use lab: {k8s: {}}")
         return value
+
+    def spec(self, name: str) -> PvcTarget:
+        return PvcTarget(name=name, size_bytes=self.size, destructive=self.destructive,
+                         storage_class=self.storage_class, access_mode=self.access_mode,
+                         volume_mode=self.volume_mode, namespace=self.namespace, container_image=self.image,
+                         image_pull_policy=self.image_pull_policy,
+                         node_selector=tuple(sorted(self.node_selector.items())), start_budget_s=self.start_budget)
+
 
 
 def _target_tag(value: object) -> str | None:

@@ -12,6 +12,27 @@ from storbench.plan import expand
 from storbench.run_design import NO_DESIGN, RunDesign
 from storbench.store.rows import design_text
 
+# Migration 5's parts: a key of the stored target, and the SQL of its value (a shape-1 key of the same name, another
+# key, or an expression).
+_DESTRUCTIVE = ("destructive", "CASE WHEN json_extract(target_json, '$.destructive') THEN json('true') ELSE "
+                "json('false') END")
+
+
+def _targets_by_kind(*kinds: tuple[str | tuple[str, str], ...]) -> str:
+    """Migration 5: each kind's shape-1 target rewritten as ``{"schema": 2, "kind": ..., "name": ..., its fields}``;
+    a field is a key kept as it was, or (key, the shape-1 key it comes from or an SQL expression)."""
+
+    def value(field: str | tuple[str, str]) -> str:
+        key, source = (field, field) if isinstance(field, str) else field
+        expression = source if "(" in source else f"json_extract(target_json, '$.{source}')"
+        return f"'{key}', {expression}"
+
+    arms = [f"WHEN '{kind}' THEN json_object('schema', 2, 'kind', '{kind}', 'name', json_extract(target_json, "
+            f"'$.name'), " + ", ".join(value(field) for field in fields) + ")"
+            for kind, *fields in kinds]
+    return ("UPDATE cases SET target_json = CASE json_extract(target_json, '$.kind') " + " ".join(arms)
+            + " END WHERE json_extract(target_json, '$.schema') IS NULL;")
+
 
 def design_of_text(plan_text: str) -> RunDesign:
     """The design this storbench reads in a stored plan text (``NO_DESIGN`` when it reads no plan there: an
@@ -198,47 +219,17 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """,
     # 5: targets stored as one shape per kind (schema 2: {"schema": 2, "kind": ..., that kind's fields}), not one
     # flat bag of every kind's fields with the NFS url in "path" (shape 1)
-    """
-    UPDATE cases SET target_json = CASE json_extract(target_json, '$.kind')
-        WHEN 'path' THEN json_object('schema', 2, 'kind', 'path', 'name', json_extract(target_json, '$.name'),
-            'path', json_extract(target_json, '$.path'),
-            'size_bytes', json_extract(target_json, '$.size_bytes'))
-        WHEN 'cephfs' THEN json_object('schema', 2, 'kind', 'cephfs', 'name', json_extract(target_json, '$.name'),
-            'path', json_extract(target_json, '$.path'),
-            'size_bytes', json_extract(target_json, '$.size_bytes'))
-        WHEN 'nfs' THEN json_object('schema', 2, 'kind', 'nfs', 'name', json_extract(target_json, '$.name'),
-            'url', json_extract(target_json, '$.path'),
-            'size_bytes', json_extract(target_json, '$.size_bytes'))
-        WHEN 'block' THEN json_object('schema', 2, 'kind', 'block', 'name', json_extract(target_json, '$.name'),
-            'device', json_extract(target_json, '$.device'),
-            'size_bytes', json_extract(target_json, '$.size_bytes'),
-            'destructive', CASE WHEN json_extract(target_json, '$.destructive') THEN json('true')
-                                ELSE json('false') END)
-        WHEN 'rbd' THEN json_object('schema', 2, 'kind', 'rbd', 'name', json_extract(target_json, '$.name'),
-            'size_bytes', json_extract(target_json, '$.size_bytes'),
-            'pool', json_extract(target_json, '$.pool'),
-            'image', json_extract(target_json, '$.image'),
-            'client', json_extract(target_json, '$.client'),
-            'conf', json_extract(target_json, '$.conf'),
-            'destructive', CASE WHEN json_extract(target_json, '$.destructive') THEN json('true')
-                                ELSE json('false') END)
-        WHEN 'pvc' THEN json_object('schema', 2, 'kind', 'pvc', 'name', json_extract(target_json, '$.name'),
-            'size_bytes', json_extract(target_json, '$.size_bytes'),
-            'storage_class', json_extract(target_json, '$.storage_class'),
-            'access_mode', json_extract(target_json, '$.access_mode'),
-            'volume_mode', json_extract(target_json, '$.volume_mode'),
-            'namespace', json_extract(target_json, '$.namespace'),
-            'container_image', json_extract(target_json, '$.container_image'),
-            'image_pull_policy', json_extract(target_json, '$.image_pull_policy'),
-            'node_selector', json(COALESCE(json_extract(target_json, '$.node_selector'), '[]')),
-            'destructive', CASE WHEN json_extract(target_json, '$.destructive') THEN json('true')
-                                ELSE json('false') END,
-            'start_budget_s', json_extract(target_json, '$.start_budget_s'))
-        WHEN 'imported' THEN json_object('schema', 2, 'kind', 'imported', 'name', json_extract(target_json, '$.name'),
-            'location', json_extract(target_json, '$.path'))
-    END
-    WHERE json_extract(target_json, '$.schema') IS NULL;
-    """,
+    _targets_by_kind(
+        ("path", "path", "size_bytes"),
+        ("cephfs", "path", "size_bytes"),
+        ("nfs", ("url", "path"), "size_bytes"),
+        ("block", "device", "size_bytes", _DESTRUCTIVE),
+        ("rbd", "size_bytes", "pool", "image", "client", "conf", _DESTRUCTIVE),
+        ("pvc", "size_bytes", "storage_class", "access_mode", "volume_mode", "namespace", "container_image",
+         "image_pull_policy", ("node_selector", "json(COALESCE(json_extract(target_json, '$.node_selector'), '[]'))"),
+         _DESTRUCTIVE, "start_budget_s"),
+        ("imported", ("location", "path")),
+    ),
     # 6: what each target was written with before its first measurement (a plan's `precondition`)
     """
     CREATE TABLE preconditions (
