@@ -155,3 +155,63 @@ def test_compare_judges_what_the_faults_did_where_both_sides_had_them() -> None:
     (plain,) = compare_observations([*seen("20", [1.0, 2.0], False), *seen("6", [1.0, 2.0], False)],
                                     parse_selector("grace=20"), parse_selector("grace=6"), {})
     assert plain.cell("blackout_s") is None  # no faults: no failover cells
+
+
+CHECK_PLAN = """
+name: checked
+targets:
+  here: {kind: path, path: ./data, size: 8MiB}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 2s, ramp: 0s}
+repeat: 2
+telemetry: {enabled: false}
+check_writes: {blocks: 256, iops: 300}
+"""
+
+
+def test_check_writes_refuses_what_it_cannot_write_beside_fio_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The checking writer runs on this machine and writes: targets it has no place on, a device fio uses whole,
+    someone's device without destructive, fio servers and a block size that is not whole sectors are refused by
+    `plan`, each in one line with the fix."""
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, CHECK_PLAN)))
+    assert code == 0 and "check_writes: beside fio, 256 stamped blocks of 4k written at 300 a second" in out, out + err
+    refusals = [
+        ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: rbd, size: 8MiB}",
+         "cannot write beside fio on rbd target 'here'"),
+        ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: block}\nlab: {volume: {size: 64MiB}}",
+         "which has no size"),
+        ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: block, device: /dev/vdz, size: 8MiB}",
+         "without destructive: true"),
+        ("check_writes: {blocks: 256, iops: 300}", "check_writes: {bs: 1000}", "multiple of 512"),
+        ("telemetry: {enabled: false}", "telemetry: {enabled: false}\nhosts: {servers: [10.0.0.1]}",
+         "not on fio servers"),
+    ]
+    for old, new, says in refusals:
+        text = CHECK_PLAN.replace(old, new).replace("path: ./data", f"path: {tmp_path}/data")
+        code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, text, "bad.yaml")))
+        fix = "hint:" in err or "e.g." in err
+        assert code == 2 and says in err and fix and len(err.strip().splitlines()) == 1, (new, err)
+
+
+@pytest.mark.fio
+def test_check_writes_beside_real_fio_finds_every_acknowledged_write_and_leaves_no_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a healthy directory nothing acknowledged is lost: each repetition's writer is read back whole, its
+    counts are stored with the repetition and `show` says them; its file is gone afterwards."""
+    from storbench.store import open_store
+
+    monkeypatch.chdir(tmp_path)
+    plan = write_plan(tmp_path, CHECK_PLAN)
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"))
+    assert code == 0, out + err
+    line = next((x for x in out.splitlines() if "writes acknowledged" in x), "")
+    assert "2 repetitions read back" in line and "0 lost, 0 stale, 0 torn, 0 corrupt" in line, out
+    assert "everything acknowledged is there" in line, line
+    store = open_store(tmp_path / "r.db", read_only=True)
+    try:
+        checks = [r.write_check for r in store.repetitions()]
+    finally:
+        store.close()
+    assert all(c is not None and c.blocks == 256 and c.block_bytes == 4096 and c.acknowledged > 50 and c.bad == 0
+               for c in checks), checks
+    assert not (tmp_path / "data" / "storbench.check").exists()

@@ -116,6 +116,7 @@ class Verification:
     """The counts over every block read back, and the first bad offsets of each finding (bytes)."""
 
     blocks: int
+    block_bytes: int
     counts: tuple[tuple[Finding, int], ...]
     first_bad: tuple[tuple[Finding, tuple[int, ...]], ...]
 
@@ -139,5 +140,5 @@ def verify(writer: int, block_bytes: int, blocks: Iterable[tuple[int, bytes]], j
         counts[finding] += 1
         if finding is not Finding.OK and len(first.setdefault(finding, [])) < FIRST_BAD:
             first[finding].append(index * block_bytes)
-    return Verification(total, tuple((f, counts[f]) for f in Finding if counts[f]),
+    return Verification(total, block_bytes, tuple((f, counts[f]) for f in Finding if counts[f]),
                         tuple((f, tuple(offsets)) for f, offsets in first.items()))

@@ -13,15 +13,18 @@ import os
 import platform
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from functools import partial
 
 from storbench import __version__
 from storbench.checks import Checked, meminfo_bytes
 from storbench.config import LoadedPlan, plan_design, repeat_bounds, run_order
+from storbench.config.faults import CheckWritesConfig
 from storbench.errors import UserError
 from storbench.events import PlanVersionAdded, PreconditionRan
 from storbench.execute.base import Executor, FioSetup, stored_job_text
+from storbench.execute.checker import CheckingWriter
 from storbench.fault_driver import FaultDriver
 from storbench.faults import FaultStep
 from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job
@@ -52,7 +55,7 @@ from storbench.sessions import (
     remove_run_test_files,
 )
 from storbench.store import Store
-from storbench.targets.base import PreparedTarget
+from storbench.targets.base import CheckPlace, PreparedTarget
 from storbench.telemetry.recorder import TelemetryRecorder
 
 # Slowest layout speed the watchdog allows for before calling fio hung.
@@ -195,6 +198,15 @@ def _precondition(run: RunState, pre: Precondition, cases: Sequence[Case], prepa
     run.observer.event(PreconditionRan(case.target.name, pre, written, outcome.finished_at_s - outcome.started_at_s))
 
 
+def _checking_writer(check: CheckWritesConfig | None, place: CheckPlace | None, writer: int) -> CheckingWriter | None:
+    """`check_writes`' writer for one repetition, where the target has a place for it (the plan check refuses
+    targets that have none)."""
+    if check is None or place is None:
+        return None
+    return CheckingWriter(place.path, offset_bytes=place.offset_bytes, own_file=place.own_file, blocks=check.blocks,
+                          block_bytes=check.bs, depth=check.depth, iops=check.iops, writer=writer)
+
+
 def _fault(session: LabContext, case: Case, step: FaultStep, restore: bool) -> str:
     return session.fault(step, case, restore=restore)
 
@@ -247,8 +259,10 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             if recorder is not None:
                 recorder.start()
             case = item.case
+            checking = _checking_writer(config.check_writes, prepared.check_place, writer=position + 1)
             try:
-                with FaultDriver(run.faults, case.workload.ramp_s, partial(_fault, session, case)) as faults:
+                with (FaultDriver(run.faults, case.workload.ramp_s, partial(_fault, session, case)) as faults,
+                      checking or nullcontext()):
                     outcome = redact_outcome(executor.run_case(case, job_texts, item.rep_index, timeout_s, fio),
                                              env_secrets(fio.env))
                 outcome = replace(outcome, faults=tuple(faults.records))
@@ -259,6 +273,8 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             if run.faults:  # the next repetition's fault meets a whole lab
                 for healed in session.settle(case):
                     observer.event(healed)
+            if checking is not None:  # read back once the faults are undone and the lab is whole
+                outcome = replace(outcome, write_check=checking.result())
             telemetry = (recorder.finish(outcome, item.case, ceilings.get(item.case.case_id))
                          if recorder is not None else None)
             if outcome.status != Status.OK and (health := session.health_for(item.case)):

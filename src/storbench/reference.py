@@ -32,7 +32,7 @@ from storbench.config import (
     VolumeLabConfig,
     WorkloadConfig,
 )
-from storbench.config.faults import FaultConfig
+from storbench.config.faults import CheckWritesConfig, FaultConfig
 from storbench.fio.allowlist import ALLOWED_FIO_OPTIONS, ENGINES_BY_TARGET_KIND, REFUSAL_REASONS
 from storbench.model.ceph_options import CEPH_OPTIONS, CephOption
 from storbench.telemetry.prometheus import DEFAULT_QUERIES
@@ -324,6 +324,27 @@ def plan_reference_markdown() -> str:
         "  volume: {size: 1GiB, iops: 3000}",
         "faults:",
         "  - {at: 10s, do: freeze, on: volume, restore_after: 5s}",
+        "```",
+        "",
+        "## `check_writes`: nothing acknowledged lost",
+        "",
+        CheckWritesConfig.__doc__ or "",
+        "Its writer runs on this machine: path and cephfs targets get a file of its own in their directory "
+        "(`storbench.check`, removed after each repetition); a block target needs a `size` (fio's region) and room "
+        "past it on the device, which the writer zeroes before each repetition. `show` and the report's failover "
+        "table say how many writes were acknowledged and how many blocks were lost, stale, torn or corrupt, with "
+        "the first bad offsets (definitions: docs/methodology.md, \"Nothing acknowledged lost\").",
+        "",
+        *_table(CheckWritesConfig),
+        "",
+        "```yaml",
+        "targets:",
+        "  volume: {kind: block, size: 900MiB}",
+        "lab:",
+        "  volume: {size: 1GiB, iops: 3000}",
+        "faults:",
+        "  - {at: 10s, do: lose-writes, on: volume, restore_after: 5s}",
+        "check_writes: {blocks: 4096, bs: 4k}",
         "```",
         "",
         "## `repeat` and `compare`: stop when the answer is known",

@@ -95,7 +95,7 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
     """The results table with everything said under it: verdicts, warnings, drift, incomplete runs, what ran
     first and steady states. `show` and the end of `run` both print it. Each run's points are its own (a case
     several runs measured is a row per run, with a run column) unless ``pool``."""
-    from storbench.report.failover import failover_lines
+    from storbench.report.failover import failover_lines, write_check_lines
     from storbench.report.labels import point_label
     from storbench.report.show_export import drift_lines, precondition_lines, steady_lines
     from storbench.report.tables import pooled_runs_line
@@ -103,6 +103,7 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
     from storbench.stats.failover_points import point_failovers
     from storbench.stats.run_questions import planned_repetitions
     from storbench.stats.summary import summarize_points
+    from storbench.stats.write_checks import point_write_checks
 
     points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations,
                               levels=selection.interval_levels, by_run=not pool)
@@ -134,7 +135,9 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
     failovers = [p for p in point_failovers(selection.repetitions) if p.case_id in shown]
     for line in [*precondition_lines(selection.preconditions),
                  *steady_lines({k: v for k, v in selection.steady.items() if k[1] in shown}, labels),
-                 *failover_lines(failovers, labels)]:
+                 *failover_lines(failovers, labels),
+                 *write_check_lines([c for c in point_write_checks(selection.repetitions) if c.case_id in shown],
+                                    labels)]:
         out.print(line, markup=False)
 
 

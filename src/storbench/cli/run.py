@@ -128,11 +128,16 @@ def _fault_lines(loaded: LoadedPlan, cases: Sequence[Case]) -> list[str]:
     from storbench.faults import fault_timeline
     from storbench.lab.registry import plan_fault_offers
 
+    lines = []
+    if (check := loaded.config.check_writes) is not None:
+        lines.append(f"check_writes: beside fio, {check.blocks:,} stamped blocks of {format_block_size(check.bs)} "
+                     f"written at {check.iops:,} a second at most ({check.depth} at a time, each synchronous) on each "
+                     "target's storage, every block read back after each repetition")
     if not loaded.config.faults:
-        return []
+        return lines
     w = cases[0].workload
     events = fault_timeline(fault_steps(loaded.config.faults), w.ramp_s, w.runtime_s, plan_fault_offers(loaded))
-    return ["faults in every repetition (seconds from its start; fio's logs give the I/O second by second):",
+    return [*lines, "faults in every repetition (seconds from its start; fio's logs give the I/O second by second):",
             *(f"  {event.at_s:7.1f}s  {event.text}" for event in events)]
 
 

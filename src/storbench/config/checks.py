@@ -361,3 +361,31 @@ def _check_shared_directories(config: PlanConfig, source: PlanSource) -> None:
                                 where=source.where(("targets", name)),
                                 hint="give each target a directory of its own, or keep one of them")
             seen[key] = name
+
+
+def _check_writes(config: PlanConfig, source: PlanSource) -> None:
+    """`check_writes` runs a checking writer on this machine, on the storage a target puts fio's files on: a
+    directory (path, cephfs) or a block device past fio's `size` (written, so `destructive` or the volume lab's)."""
+    check = config.check_writes
+    if check is None:
+        return
+    where = source.where(("check_writes",))
+    if config.hosts is not None or (config.lab is not None and config.lab.hosts is not None):
+        raise UserError("check_writes runs its writer on this machine, not on fio servers", where=where,
+                        hint="measure with local fio (no hosts, no lab.hosts), or remove check_writes")
+    for name, target in config.targets.items():
+        at = source.where(("targets", name))
+        if isinstance(target, BlockTargetConfig):
+            if target.size is None:
+                raise UserError(f"check_writes writes past fio's region of block target '{name}', which has no "
+                                "size (fio uses the whole device)", where=at,
+                                hint=f"give it size: (at most the device's size less "
+                                f"{format_bytes(check.region_bytes())})")
+            if target.device is not None and not target.destructive:
+                raise UserError(f"check_writes would write to {target.device} (target '{name}') without "
+                                "destructive: true", where=at,
+                                hint=f"add 'destructive: true' to target '{name}' if that is what you want")
+        elif not isinstance(target, PathTargetConfig | CephfsTargetConfig):
+            raise UserError(f"check_writes cannot write beside fio on {target.kind} target '{name}' (path, cephfs "
+                            "and block targets only)", where=at,
+                            hint="measure that storage through a path (a mount) or remove check_writes")

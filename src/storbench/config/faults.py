@@ -3,9 +3,9 @@ Pure: declares data; which lab offers what is the lab registry's (`checks.check_
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from storbench.config.values import Duration, StrictModel
+from storbench.config.values import Duration, Size, StrictModel
 from storbench.faults import FaultStep
 
 MAX_FAULTS = 16
@@ -27,3 +27,32 @@ class FaultConfig(StrictModel):
 def fault_steps(faults: list[FaultConfig]) -> tuple[FaultStep, ...]:
     """The plan's faults as typed steps, in the plan's order."""
     return tuple(FaultStep(at_s=f.at, action=f.do, target=f.on, restore_after_s=f.restore_after) for f in faults)
+
+
+MAX_CHECK_BYTES = 1 << 30  # the checking writer's region at the most (it is read back whole after every repetition)
+
+
+class CheckWritesConfig(StrictModel):
+    """`check_writes:` beside fio, a checking writer on the same storage: stamped blocks written at random for the
+    whole repetition, what the storage acknowledged kept in storbench's memory, every block read back once the
+    faults are undone and the lab settled, and each one classified (lost, stale, torn, corrupt or ok)."""
+
+    blocks: int = Field(2048, ge=16, le=1 << 20, description="How many blocks it writes over (its region: blocks x "
+                        "bs; on a block target, right after fio's `size`).")
+    bs: Size = Field(4096, description="Its block size: a multiple of 512 bytes (every 512-byte sector carries "
+                     "its own stamp, so a write that lands in part is seen).")
+    depth: int = Field(4, ge=1, le=64, description="Writes in flight at once (each of its threads owns its blocks, "
+                       "so what each block should hold is known exactly).")
+    iops: int = Field(200, ge=1, le=100_000, description="Its writes per second at the most: it stays a small "
+                      "share of the load fio measures (each write is synchronous: O_DSYNC, O_DIRECT where the "
+                      "filesystem takes it).")
+
+    @field_validator("bs")
+    @classmethod
+    def _sectors(cls, value: int) -> int:
+        if value <= 0 or value % 512 or value > 1 << 20:
+            raise ValueError("bs must be a multiple of 512 bytes, at most 1MiB, e.g. 4k")
+        return value
+
+    def region_bytes(self) -> int:
+        return self.blocks * self.bs

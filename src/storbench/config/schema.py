@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator
 
-from storbench.config.faults import MAX_FAULTS, FaultConfig
+from storbench.config.faults import MAX_FAULTS, CheckWritesConfig, FaultConfig
 from storbench.config.lab import HostsConfig, LabConfig
 from storbench.config.repeat import CompareConfig, RepeatConfig, SearchConfig, SteadyStateConfig
 from storbench.config.targets import TargetConfig
@@ -78,6 +78,9 @@ class PlanConfig(StrictModel):
     faults: list[FaultConfig] = Field(default_factory=list, max_length=MAX_FAULTS, description="Faults a lab of "
                                       "the plan injects during every repetition's measured section, e.g. `[{at: "
                                       "10s, do: freeze, on: volume, restore_after: 5s}]` (see `faults`).")
+    check_writes: CheckWritesConfig | None = Field(None, description="Check that nothing acknowledged is lost: a "
+                                                   "checking writer beside fio, its blocks read back after each "
+                                                   "repetition (see `check_writes`; path, cephfs and block targets).")
 
     @field_validator("targets")
     @classmethod

@@ -19,3 +19,26 @@ class FaultRecord:
     error: str = ""
     planned_at_s: float = 0.0  # into the measured section, as the plan asked (restore: the restore's time)
     measure_start_s: float = 0.0  # epoch seconds the measured section was due to start (the repetition's start + ramp)
+
+
+@dataclass(frozen=True)
+class WriteCheck:
+    """What the checking writer (`check_writes`) found when it read its blocks back after a repetition: how many
+    writes the storage acknowledged and how many failed (their outcome unknown: old or new is right), and each
+    block classified (`durability.classify`): lost, stale, torn, corrupt, the rest ok. ``first_bad``: (finding,
+    the first offsets in bytes into its region) for each finding but ok. ``error``: why it could not check."""
+
+    blocks: int
+    block_bytes: int
+    acknowledged: int
+    failed: int
+    lost: int = 0
+    stale: int = 0
+    torn: int = 0
+    corrupt: int = 0
+    first_bad: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    error: str = ""
+
+    @property
+    def bad(self) -> int:
+        return self.lost + self.stale + self.torn + self.corrupt

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from storbench.model.fault_record import FaultRecord
+from storbench.model.fault_record import FaultRecord, WriteCheck
 from storbench.model.operations import Direction, Status
 
 __all__ = [
@@ -225,3 +225,4 @@ class RepetitionOutcome:
     start_skew_s: float | None = None  # spread of the moments the clients' servers started their jobs
     logs: tuple[tuple[str, str], ...] = ()  # fio's timeline logs, (file name, text) (`fio.logs`)
     faults: tuple[FaultRecord, ...] = ()  # what a plan's faults did during it, in order (`model.fault_record`)
+    write_check: WriteCheck | None = None  # what `check_writes` read back after it

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from storbench.model.case import Case
-from storbench.model.fault_record import FaultRecord
+from storbench.model.fault_record import FaultRecord, WriteCheck
 from storbench.model.measure import ClientMeasurement
 from storbench.model.operations import Status
 from storbench.run_design import NO_DESIGN, RunDesign
@@ -54,3 +54,4 @@ class StoredRepetition:
     start_skew_s: float | None = None
     logs: tuple[tuple[str, str], ...] = ()  # fio's timeline logs, (file name, text): a plan with faults
     faults: tuple[FaultRecord, ...] = ()  # what its faults did, in order
+    write_check: WriteCheck | None = None  # what `check_writes` read back after it

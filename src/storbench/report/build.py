@@ -33,6 +33,7 @@ from storbench.stats.observations import Observation
 from storbench.stats.run_questions import adaptive_questions, expectations, interval_levels
 from storbench.stats.steady import SteadyState
 from storbench.stats.summary import summarize_points
+from storbench.stats.write_checks import point_write_checks
 
 
 def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition],
@@ -79,5 +80,6 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         job_texts=tuple((case_id, label, text) for case_id, (label, text) in job_texts.items()),
         preconditions=tuple((run_id, precondition_text(record), record.job_text)
                             for run_id, records in sorted((preconditions or {}).items()) for record in records),
-        failover=tuple(scorecard_rows([p for p in point_failovers(repetitions) if p.case_id in labels], labels)),
+        failover=tuple(scorecard_rows([p for p in point_failovers(repetitions) if p.case_id in labels], labels,
+                                      point_write_checks(repetitions))),
     )

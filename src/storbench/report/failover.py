@@ -8,10 +8,12 @@ from collections.abc import Mapping, Sequence
 
 from storbench.fio.logs import LogRow
 from storbench.model import StoredRepetition
+from storbench.model.fault_record import WriteCheck
 from storbench.report.figures import LATENCY_COLOR, THROUGHPUT_COLOR, FigureSpec, Mark, Series
 from storbench.stats.estimate import Estimate
 from storbench.stats.failover_points import PointFailover, client_logs, measured_section, repetition_failover
 from storbench.stats.timeline import merged_iops
+from storbench.stats.write_checks import PointWriteCheck
 from storbench.units import format_latency_ns
 
 SECTION = "Failover"
@@ -59,12 +61,56 @@ def failover_line(point: PointFailover, label: str) -> str:
 
 
 SCORECARD_HEAD = ("point", "fault", "n", "blackout (s)", "first I/O after (s)", "blackout when undone (s)",
-                  "dip (% of before)", "then (% of before)", "recovered", "longest I/O")
+                  "dip (% of before)", "then (% of before)", "recovered", "longest I/O", "acknowledged writes")
+
+def _bad_counts(total: WriteCheck) -> list[tuple[str, int]]:
+    return [("lost", total.lost), ("stale", total.stale), ("torn", total.torn), ("corrupt", total.corrupt)]
 
 
-def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[str, str]) -> list[tuple[str, ...]]:
+def write_check_text(check: PointWriteCheck | None) -> str:
+    """'0 of 1,234 lost' when every block read back held what it should; else the count of each kind of bad block;
+    '-' unchecked."""
+    if check is None or check.checked == 0:
+        return "-" if check is None else "not checked: " + "; ".join(check.errors)
+    total = check.total
+    if not total.bad:
+        return f"0 of {total.acknowledged:,} lost"
+    return ", ".join(f"{count:,} {name}" for name, count in _bad_counts(total) if count) + \
+        f" (of {total.acknowledged:,})"
+
+
+def write_check_lines(checks: Sequence[PointWriteCheck], labels: Mapping[str, str]) -> list[str]:
+    """`check_writes`' findings, one line per point: writes acknowledged, blocks lost / stale / torn / corrupt and
+    the first bad offsets."""
+    if not checks:
+        return []
+    lines = ["acknowledged writes (check_writes: stamped blocks written beside fio, every block read back after each "
+             "repetition once its faults were undone; docs/methodology.md, \"Nothing acknowledged lost\"):"]
+    for c in checks:
+        total = c.total
+        head = (f"  run {c.run_id} {labels.get(c.case_id, c.case_id)}: {c.checked} repetition"
+                f"{'s' if c.checked != 1 else ''} read back, {total.acknowledged:,} writes acknowledged"
+                f" ({total.failed:,} failed, their outcome unknown), {total.blocks:,} blocks of "
+                f"{total.block_bytes:,} bytes each time: ")
+        head += ", ".join(f"{count:,} {name}" for name, count in _bad_counts(total))
+        if total.bad:
+            first = "; ".join(f"{finding} at {', '.join(f'{o:,}' for o in offsets)}"
+                              for finding, offsets in total.first_bad)
+            head += (f" — NOT everything acknowledged is there (repetition {(c.first_bad_repetition or 0) + 1}: "
+                     f"{first} bytes into its region)")
+        else:
+            head += " — everything acknowledged is there" if c.checked else ""
+        if c.errors:
+            head += f"; not checked: {'; '.join(c.errors)}"
+        lines.append(head)
+    return lines
+
+
+def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[str, str],
+                   checks: Sequence[PointWriteCheck] = ()) -> list[tuple[str, ...]]:
     """The report's failover table: one row per point, its figures with 95 % intervals over its repetitions
-    (``SCORECARD_HEAD``)."""
+    (``SCORECARD_HEAD``), and what `check_writes` found."""
+    checked = {(c.run_id, c.case_id): c for c in checks}
     rows: list[tuple[str, ...]] = []
     for p in points:
         n = p.measured
@@ -72,7 +118,8 @@ def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[str, str]) -
         rows.append((labels.get(p.case_id, p.case_id), f"{p.action} {p.target}", str(n),
                      _figure(p.blackout_s, ""), _figure(p.first_completion_s, ""), _figure(p.restore_blackout_s, ""),
                      _figure(p.dip_pct, "", 0), _figure(p.degraded_pct, "", 0), recovered if n else "-",
-                     format_latency_ns(p.longest_io_ns.mean) if p.longest_io_ns else "-"))
+                     format_latency_ns(p.longest_io_ns.mean) if p.longest_io_ns else "-",
+                     write_check_text(checked.get((p.run_id, p.case_id)))))
     return rows
 
 

@@ -285,6 +285,22 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
         PRIMARY KEY (repetition_id, seq)
     );
     """,
+    # 11: what the checking writer (`check_writes`) read back after a repetition (issue 32)
+    """
+    CREATE TABLE repetition_write_checks (
+        repetition_id INTEGER PRIMARY KEY REFERENCES repetitions(id) ON DELETE CASCADE,
+        blocks INTEGER NOT NULL,
+        block_bytes INTEGER NOT NULL,
+        acknowledged INTEGER NOT NULL,
+        failed INTEGER NOT NULL,
+        lost INTEGER NOT NULL,
+        stale INTEGER NOT NULL,
+        torn INTEGER NOT NULL,
+        corrupt INTEGER NOT NULL,
+        first_bad_json TEXT NOT NULL,
+        error TEXT NOT NULL DEFAULT ''
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

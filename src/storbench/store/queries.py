@@ -26,7 +26,7 @@ from storbench.model import (
     Status,
     StoredRepetition,
 )
-from storbench.model.fault_record import FaultRecord
+from storbench.model.fault_record import FaultRecord, WriteCheck
 from storbench.redact import redact_outcome
 from storbench.run_design import NO_DESIGN, RunDesign
 from storbench.store import rows
@@ -230,6 +230,14 @@ class Store:
                 " measure_start_s, said, error) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 [(repetition_id, seq, f.action, f.target, int(f.restore), f.at_s, f.planned_at_s, f.measure_start_s,
                   f.said, f.error) for seq, f in enumerate(outcome.faults)])
+            if (check := outcome.write_check) is not None:
+                conn.execute("INSERT INTO repetition_write_checks (repetition_id, blocks, block_bytes, acknowledged,"
+                             " failed, lost, stale, torn, corrupt, first_bad_json, error)"
+                             " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                             (repetition_id, check.blocks, check.block_bytes, check.acknowledged, check.failed,
+                              check.lost, check.stale, check.torn, check.corrupt,
+                              json.dumps([[finding, list(offsets)] for finding, offsets in check.first_bad]),
+                              check.error))
             if telemetry is not None:
                 rows.insert_telemetry(conn, repetition_id, telemetry)
             return repetition_id
@@ -250,6 +258,7 @@ class Store:
             raise UserError(f"{exc}; no storbench wrote that", hint=NOT_OURS_HINT) from None
         telemetry = self._telemetry_by_repetition([row["id"] for row in found])
         logs, faults = self._faults_by_repetition([row["id"] for row in found])
+        checks = self._write_checks()
         return [
             StoredRepetition(
                 repetition_id=row["id"],
@@ -268,6 +277,7 @@ class Store:
                 start_skew_s=row["start_skew_s"],
                 logs=tuple(logs.get(row["id"], ())),
                 faults=tuple(faults.get(row["id"], ())),
+                write_check=checks.get(row["id"]),
             )
             for row in found
         ]
@@ -290,6 +300,15 @@ class Store:
             if row["repetition_id"] in wanted:
                 logs.setdefault(row["repetition_id"], []).append((row["name"], decompress_text(row["text_z"])))
         return logs, faults
+
+    def _write_checks(self) -> dict[int, WriteCheck]:
+        """What the checking writer found, by repetition (only plans with `check_writes` have any)."""
+        return {row["repetition_id"]: WriteCheck(
+            blocks=row["blocks"], block_bytes=row["block_bytes"], acknowledged=row["acknowledged"],
+            failed=row["failed"], lost=row["lost"], stale=row["stale"], torn=row["torn"], corrupt=row["corrupt"],
+            first_bad=tuple((str(finding), tuple(int(o) for o in offsets))
+                            for finding, offsets in json.loads(row["first_bad_json"])),
+            error=row["error"]) for row in self.conn.execute("SELECT * FROM repetition_write_checks")}
 
     def _telemetry_by_repetition(self, repetition_ids: Sequence[int]) -> dict[int, RepetitionTelemetry]:
         windows: dict[int, tuple[float, float]] = {}

@@ -9,6 +9,17 @@ from storbench.fio.jobfile import JobBinding
 from storbench.model import TargetSpec
 
 FILENAME_FORMAT = "storbench.$jobnum.$filenum"
+CHECK_FILE = "storbench.check"  # the checking writer's file in a target's directory (`check_writes`)
+
+
+@dataclass(frozen=True)
+class CheckPlace:
+    """Where `check_writes` may write on a target's storage beside fio: a file of its own (made and removed by the
+    writer) or a device from ``offset_bytes`` on (past fio's region)."""
+
+    path: str
+    offset_bytes: int = 0
+    own_file: bool = False
 
 
 @dataclass(frozen=True)
@@ -19,3 +30,4 @@ class PreparedTarget:
     binding: JobBinding
     details: tuple[tuple[str, str], ...]
     laid_out: tuple[str, ...] = ()  # test files storbench laid out where no directory is ours (an NFS export)
+    check_place: CheckPlace | None = None  # where `check_writes` may write (None: nowhere on this kind)

@@ -1,0 +1,48 @@
+"""What `check_writes` found per point (pure; issue 32's "nothing acknowledged lost"): every repetition's read-back
+summed over the point's repetitions, with the first bad offsets of the first repetition that had any."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from storbench.model import StoredRepetition
+from storbench.model.fault_record import WriteCheck
+
+
+@dataclass(frozen=True)
+class PointWriteCheck:
+    """One (run, case)'s write checks: repetitions read back, writes acknowledged and failed, and the blocks found
+    lost, stale, torn or corrupt, summed; ``first_bad`` of the first repetition with any; ``errors``: why a
+    repetition could not be checked."""
+
+    run_id: int
+    case_id: str
+    checked: int
+    total: WriteCheck
+    first_bad_repetition: int | None  # its index, from 0
+    errors: tuple[str, ...]
+
+
+def point_write_checks(repetitions: Sequence[StoredRepetition]) -> list[PointWriteCheck]:
+    """One entry per (run, case) with write checks, in the order first seen."""
+    groups: dict[tuple[int, str], list[StoredRepetition]] = {}
+    for r in repetitions:
+        if r.write_check is not None:
+            groups.setdefault((r.run_id, r.case.case_id), []).append(r)
+    out = []
+    for (run_id, case_id), found in groups.items():
+        checks = [r.write_check for r in found if r.write_check is not None]
+        read = [c for c in checks if not c.error]
+        bad = next((r for r in found if r.write_check is not None and r.write_check.bad), None)
+        first = checks[0]
+        out.append(PointWriteCheck(
+            run_id=run_id, case_id=case_id, checked=len(read),
+            total=WriteCheck(blocks=first.blocks, block_bytes=first.block_bytes,
+                             acknowledged=sum(c.acknowledged for c in read), failed=sum(c.failed for c in read),
+                             lost=sum(c.lost for c in read), stale=sum(c.stale for c in read),
+                             torn=sum(c.torn for c in read), corrupt=sum(c.corrupt for c in read),
+                             first_bad=bad.write_check.first_bad if bad is not None and bad.write_check else ()),
+            first_bad_repetition=bad.rep_index if bad is not None else None,
+            errors=tuple(sorted({c.error for c in checks if c.error}))))
+    return out
