@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,8 @@ def test_check_writes_beside_real_fio_finds_every_acknowledged_write_and_leaves_
     assert all(c is not None and c.blocks == 256 and c.block_bytes == 4096 and c.acknowledged > 50 and c.bad == 0
                for c in checks), checks
     assert not (tmp_path / "data" / "storbench.check").exists()
+    code, out, err = run_cli(capsys, "export", "--db", str(tmp_path / "r.db"), "--format", "json", "--where",
+                             "writes_lost=0")
+    records = json.loads(out)
+    assert code == 0 and len(records) == 2, out + err
+    assert all(r["writes_acknowledged"] > 50 and r["writes_stale"] == r["writes_torn"] == 0 for r in records)

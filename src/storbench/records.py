@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 
 from storbench.model import DirectionMeasurement, Expectation, LatencySummary
+from storbench.model.fault_record import WriteCheck
 from storbench.stats.observations import (
     Observation,
     busiest_names,
@@ -130,6 +131,13 @@ class Record:
     degraded_pct: float | None = None
     recovery: str = ""
     recovery_s: float | None = None
+    # A plan with `check_writes`: what its writer beside fio had acknowledged, and the blocks read back lost,
+    # stale, torn or corrupt after the repetition (docs/methodology.md, "Nothing acknowledged lost").
+    writes_acknowledged: int | None = None
+    writes_lost: int | None = None
+    writes_stale: int | None = None
+    writes_torn: int | None = None
+    writes_corrupt: int | None = None
 
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Record))
@@ -212,7 +220,15 @@ def record(o: Observation, expected: Expectation | None = None) -> Record:
         degraded_pct=_metric(o, "degraded_pct"),
         recovery=f.recovery.value if (f := o.failover.figures if o.failover else None) else "",
         recovery_s=_metric(o, "recovery_s"),
+        **_write_check_fields(o.write_check),
     )
+
+
+def _write_check_fields(check: WriteCheck | None) -> dict[str, int | None]:
+    if check is None or check.error:
+        return {}
+    return {"writes_acknowledged": check.acknowledged, "writes_lost": check.lost, "writes_stale": check.stale,
+            "writes_torn": check.torn, "writes_corrupt": check.corrupt}
 
 
 def _metric(o: Observation, field: str) -> float | None:

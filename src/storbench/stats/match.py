@@ -52,6 +52,13 @@ def _clat_percentile(percent: float) -> Callable[[Observation], object]:
     return value
 
 
+def _write_check(name: str) -> Callable[[Observation], object]:
+    def value(o: Observation) -> object:
+        check = o.write_check
+        return None if check is None or check.error else getattr(check, name)  # a field of WriteCheck
+    return value
+
+
 # Fields a result is matched on, every field of the export record: (how its value compares, its value).
 FIELDS: Mapping[str, tuple[Kind, Callable[[Observation], object]]] = {
     "case_id": (Kind.TEXT, lambda o: o.case.case_id),
@@ -105,6 +112,9 @@ FIELDS: Mapping[str, tuple[Kind, Callable[[Observation], object]]] = {
     # a plan with faults: what the repetition's fault did (`stats.failover_points`; its figures: METRIC_VALUES)
     "fault": (Kind.TEXT, lambda o: f"{f.action} {f.target}" if o.failover and (f := o.failover.fault) else ""),
     "recovery": (Kind.TEXT, lambda o: f.recovery.value if o.failover and (f := o.failover.figures) else ""),
+    # a plan with `check_writes`: what its writer had acknowledged and the blocks found bad after the repetition
+    **{f"writes_{name}": (Kind.INT, _write_check(name)) for name in ("acknowledged", "lost", "stale", "torn",
+                                                                      "corrupt")},
 }
 RUN_KEYS = ("run", "tag")
 # The column names tables show, and the plan's own words, for the fields they stand for.

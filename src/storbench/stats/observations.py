@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from storbench.fio.parse import merge_clients
 from storbench.model import Case, ClientMeasurement, Direction, DirectionMeasurement, Status, StoredRepetition
+from storbench.model.fault_record import WriteCheck
 from storbench.stats.failover_points import RepetitionFailover, repetition_failover
 from storbench.stats.layers import StorageLatency, osd_latency_ns, storage_latency
 from storbench.stats.steady import SteadyState, SteadyStatus
@@ -66,6 +67,8 @@ class Observation:
     steady_state: SteadyState | None = None
     # what its fault did (a plan with faults): read from its timeline logs (`stats.failover_points`)
     failover: RepetitionFailover | None = None
+    # what `check_writes` read back after its repetition
+    write_check: WriteCheck | None = None
     # its run alternated the cases' repetitions round by round (order: interleaved): repetition i of every case
     # of the run ran in round i, so two cases' repetitions i pair up (`alternated_rounds`)
     alternated: bool = False
@@ -133,7 +136,8 @@ def observations(repetitions: Iterable[StoredRepetition], per_client: bool = Fal
                     run_id=rep.run_id, case=rep.case, rep_index=rep.rep_index, status=rep.status,
                     direction=m.direction if m else None, measurement=m, started_at_s=rep.started_at_s,
                     finished_at_s=rep.finished_at_s, fio_version=rep.fio_version, error=rep.error, fio=own,
-                    telemetry=telemetry, client=client, failover=failover))
+                    telemetry=telemetry, client=client, failover=failover,
+                    write_check=rep.write_check))
     return out
 
 
