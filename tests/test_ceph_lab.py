@@ -679,6 +679,7 @@ lab:
   ceph: {osds: 3, osd_size: 1GiB, objectstore: memstore, pool_size: 2}
 faults:
   - {at: 3s, do: kill, on: osd.1, restore_after: 2s}
+check_writes: {blocks: 512}
 """
 
 
@@ -687,8 +688,9 @@ def test_an_osd_killed_mid_run_stalls_io_briefly_and_the_cluster_heals_before_th
     """Issue 32 on a real cluster: each repetition SIGKILLs osd.1 3 s into its measured section and starts it again
     2 s later. On one host a killed OSD's peers find its port closed and report it at once, so I/O stops for well
     under the 20 s heartbeat grace; the OSD coming back makes its placement groups peer (a second, separate stall).
-    Both actions are stored with their times, the cluster is healthy again before the next repetition, and the
-    lab leaves no daemon behind."""
+    Both actions are stored with their times, the cluster is healthy again before the next repetition, every
+    write the cluster acknowledged to the checking writer beside fio (an image of its own, through librbd) reads
+    back as written, and the lab leaves no daemon behind."""
     from storbench.stats.failover_points import point_failovers
     from storbench.store import open_store
 
@@ -713,4 +715,7 @@ def test_an_osd_killed_mid_run_stalls_io_briefly_and_the_cluster_heals_before_th
     assert point.longest_io_ns is not None and point.longest_io_ns.mean > 50e6, line
     assert point.first_completion_s is not None and point.first_completion_s.mean < 5, line
     assert point.recovered + point.not_recovered + point.undecided == 2, line
+    checked = next((x for x in out.splitlines() if "writes acknowledged" in x), "")
+    assert "2 repetitions read back" in checked and "0 lost, 0 stale, 0 torn, 0 corrupt" in checked, out
+    assert all(r.write_check is not None and r.write_check.acknowledged > 100 for r in repetitions), checked
     assert pids_with(str(lab_dir) + "/") == [], "a lab daemon was left behind"

@@ -77,25 +77,31 @@ def test_the_checking_writer_on_a_file_finds_nothing_lost_and_catches_a_lying_on
     for a copy taken while the writer was running (acknowledged writes after the copy vanish): they are caught as
     lost or stale, with their offsets."""
     from storbench.execute.checker import check, write_blocks
+    from storbench.execute.regions import FileRegion
 
     blocks, block = 256, 4096
     honest = tmp_path / "honest.img"
     honest.write_bytes(bytes(blocks * block))
-    record = write_blocks(str(honest), writer=7, block_bytes=block, blocks=blocks, seconds=0.3, depth=4,
-                          direct=False)
+    region = FileRegion(str(honest), direct=False)
+    region.open()
+    record = write_blocks(region, writer=7, block_bytes=block, blocks=blocks, seconds=0.3, depth=4)
     assert record.writes > 100 and record.errors == 0
-    result = check(str(honest), record, writer=7, block_bytes=block, blocks=blocks, direct=False)
+    result = check(region, record, writer=7, block_bytes=block, blocks=blocks)
+    region.close()
     assert result.blocks == blocks and result.count(Finding.OK) == blocks, result
 
     lying = tmp_path / "lying.img"
     lying.write_bytes(bytes(blocks * block))
-    first = write_blocks(str(lying), writer=7, block_bytes=block, blocks=blocks, seconds=0.15, depth=4, direct=False)
+    region = FileRegion(str(lying), direct=False)
+    region.open()
+    first = write_blocks(region, writer=7, block_bytes=block, blocks=blocks, seconds=0.15, depth=4)
     copy = lying.read_bytes()  # what the storage will "recover" to
-    record = write_blocks(str(lying), writer=7, block_bytes=block, blocks=blocks, seconds=0.15, depth=4,
-                          direct=False, seed=1, after=first)
+    record = write_blocks(region, writer=7, block_bytes=block, blocks=blocks, seconds=0.15, depth=4, seed=1,
+                          after=first)
     assert record.writes > first.writes
     lying.write_bytes(copy)  # the storage "recovered" to an older copy of itself
-    result = check(str(lying), record, writer=7, block_bytes=block, blocks=blocks, direct=False)
+    result = check(region, record, writer=7, block_bytes=block, blocks=blocks)
+    region.close()
     bad = result.count(Finding.LOST) + result.count(Finding.STALE)
     assert bad > 0 and result.count(Finding.CORRUPT) == 0, result
     assert all(offset % block == 0 for _, offsets in result.first_bad for offset in offsets)

@@ -177,8 +177,8 @@ def test_check_writes_refuses_what_it_cannot_write_beside_fio_in_one_line(
     code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, CHECK_PLAN)))
     assert code == 0 and "check_writes: beside fio, 256 stamped blocks of 4k written at 300 a second" in out, out + err
     refusals = [
-        ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: rbd, size: 8MiB}",
-         "cannot write beside fio on rbd target 'here'"),
+        ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: nfs, url: 'nfs://10.0.0.1/x', size: 8MiB}",
+         "cannot write beside fio on nfs target 'here'"),
         ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: block}\nlab: {volume: {size: 64MiB}}",
          "which has no size"),
         ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: block, device: /dev/vdz, size: 8MiB}",

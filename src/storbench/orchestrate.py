@@ -203,8 +203,8 @@ def _checking_writer(check: CheckWritesConfig | None, place: CheckPlace | None, 
     targets that have none)."""
     if check is None or place is None:
         return None
-    return CheckingWriter(place.path, offset_bytes=place.offset_bytes, own_file=place.own_file, blocks=check.blocks,
-                          block_bytes=check.bs, depth=check.depth, iops=check.iops, writer=writer)
+    return CheckingWriter(place.region(), blocks=check.blocks, block_bytes=check.bs, depth=check.depth,
+                          iops=check.iops, writer=writer)
 
 
 def _fault(session: LabContext, case: Case, step: FaultStep, restore: bool) -> str:

@@ -331,9 +331,10 @@ def plan_reference_markdown() -> str:
         CheckWritesConfig.__doc__ or "",
         "Its writer runs on this machine: path and cephfs targets get a file of its own in their directory "
         "(`storbench.check`, removed after each repetition); a block target needs a `size` (fio's region) and room "
-        "past it on the device, which the writer zeroes before each repetition. `show` and the report's failover "
-        "table say how many writes were acknowledged and how many blocks were lost, stale, torn or corrupt, with "
-        "the first bad offsets (definitions: docs/methodology.md, \"Nothing acknowledged lost\").",
+        "past it on the device, which the writer zeroes before each repetition; an rbd target gets an image of "
+        "its own, `<image>.check` in its pool (through librbd), removed after each repetition. `show` and the "
+        "report's failover table say how many writes were acknowledged and how many blocks were lost, stale, torn "
+        "or corrupt, with the first bad offsets (definitions: docs/methodology.md, \"Nothing acknowledged lost\").",
         "",
         *_table(CheckWritesConfig),
         "",

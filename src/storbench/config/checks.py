@@ -365,7 +365,8 @@ def _check_shared_directories(config: PlanConfig, source: PlanSource) -> None:
 
 def _check_writes(config: PlanConfig, source: PlanSource) -> None:
     """`check_writes` runs a checking writer on this machine, on the storage a target puts fio's files on: a
-    directory (path, cephfs) or a block device past fio's `size` (written, so `destructive` or the volume lab's)."""
+    directory (path, cephfs), a block device past fio's `size` (written, so `destructive` or the volume lab's), or
+    an RBD image of its own in the target's pool."""
     check = config.check_writes
     if check is None:
         return
@@ -385,7 +386,7 @@ def _check_writes(config: PlanConfig, source: PlanSource) -> None:
                 raise UserError(f"check_writes would write to {target.device} (target '{name}') without "
                                 "destructive: true", where=at,
                                 hint=f"add 'destructive: true' to target '{name}' if that is what you want")
-        elif not isinstance(target, PathTargetConfig | CephfsTargetConfig):
-            raise UserError(f"check_writes cannot write beside fio on {target.kind} target '{name}' (path, cephfs "
-                            "and block targets only)", where=at,
+        elif not isinstance(target, PathTargetConfig | CephfsTargetConfig | RbdTargetConfig):
+            raise UserError(f"check_writes cannot write beside fio on {target.kind} target '{name}' (path, cephfs, "
+                            "block and rbd targets only)", where=at,
                             hint="measure that storage through a path (a mount) or remove check_writes")

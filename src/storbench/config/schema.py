@@ -80,7 +80,8 @@ class PlanConfig(StrictModel):
                                       "10s, do: freeze, on: volume, restore_after: 5s}]` (see `faults`).")
     check_writes: CheckWritesConfig | None = Field(None, description="Check that nothing acknowledged is lost: a "
                                                    "checking writer beside fio, its blocks read back after each "
-                                                   "repetition (see `check_writes`; path, cephfs and block targets).")
+                                                   "repetition (see `check_writes`; path, cephfs, block and rbd "
+                                                   "targets).")
 
     @field_validator("targets")
     @classmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from storbench.execute.regions import FileRegion, RbdRegion, Region
 from storbench.fio.jobfile import JobBinding
 from storbench.model import TargetSpec
 
@@ -13,13 +14,32 @@ CHECK_FILE = "storbench.check"  # the checking writer's file in a target's direc
 
 
 @dataclass(frozen=True)
-class CheckPlace:
-    """Where `check_writes` may write on a target's storage beside fio: a file of its own (made and removed by the
-    writer) or a device from ``offset_bytes`` on (past fio's region)."""
+class FileCheckPlace:
+    """Where `check_writes` may write beside fio: a file of its own (made and removed by the writer) or a device
+    from ``offset_bytes`` on (past fio's region)."""
 
     path: str
     offset_bytes: int = 0
     own_file: bool = False
+
+    def region(self) -> Region:
+        return FileRegion(self.path, self.offset_bytes, self.own_file)
+
+
+@dataclass(frozen=True)
+class RbdCheckPlace:
+    """`check_writes` on Ceph: an image of the writer's own in the target's pool, through librbd."""
+
+    conf: str
+    client: str
+    pool: str
+    image: str
+
+    def region(self) -> Region:
+        return RbdRegion(self.conf, self.client, self.pool, self.image)
+
+
+CheckPlace = FileCheckPlace | RbdCheckPlace
 
 
 @dataclass(frozen=True)

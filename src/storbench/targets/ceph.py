@@ -11,7 +11,7 @@ from storbench.execute.local import LocalExecutor
 from storbench.fio.jobfile import JobBinding, client_image, render_layout_job
 from storbench.model import Case, RbdTarget
 from storbench.shell import run
-from storbench.targets.base import PreparedTarget
+from storbench.targets.base import PreparedTarget, RbdCheckPlace
 
 DEFAULT_CEPH_CONF = "/etc/ceph/ceph.conf"
 
@@ -84,4 +84,5 @@ def prepare_rbd_target(spec: RbdTarget, conf: str, fio_binary: str, clients: int
         details=(("kind", "rbd"), ("pool", spec.pool), ("image", names[0] if len(names) == 1 else
                                                             f"{names[0]} .. {names[-1]}"),
                  ("client", spec.client), ("conf", conf), ("image_prefilled", laid_out)),
+        check_place=None if clients else RbdCheckPlace(conf, spec.client, spec.pool, f"{spec.image}.check"),
     )

@@ -16,7 +16,7 @@ from storbench.fio.jobfile import METADATA_DIR, JobBinding, escape_fio_path, is_
 from storbench.lab.labdir import DEFAULT_LAB_ROOT, default_lab_dir
 from storbench.model import METADATA_RW, BlockTarget, Case, CephfsTarget, PathTarget, is_metadata, rw_writes
 from storbench.schedule import working_set_bytes
-from storbench.targets.base import CHECK_FILE, FILENAME_FORMAT, CheckPlace, PreparedTarget
+from storbench.targets.base import CHECK_FILE, FILENAME_FORMAT, FileCheckPlace, PreparedTarget
 from storbench.targets.guards import (
     block_write_refusal,
     device_in_use,
@@ -120,7 +120,7 @@ def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *,
                                     ("filename_format", FILENAME_FORMAT))),
         details=(("kind", "path"), ("directory", str(directory)), ("mount_point", mount_point),
                  ("filesystem", fs_type), ("source", source)),
-        check_place=CheckPlace(str(directory / CHECK_FILE), own_file=True),
+        check_place=FileCheckPlace(str(directory / CHECK_FILE), own_file=True),
     )
 
 
@@ -358,7 +358,7 @@ def check_block_target(spec: BlockTarget, cases: Sequence[Case], *, where: str =
         binding=JobBinding(options=(("filename", escape_fio_path(str(device))),)),
         details=(("kind", "block"), ("device", str(device)), ("device_size_bytes", size),
                  ("destructive", "yes" if spec.destructive else "no")),
-        check_place=CheckPlace(str(device), spec.size_bytes) if spec.size_bytes else None,
+        check_place=FileCheckPlace(str(device), spec.size_bytes) if spec.size_bytes else None,
     )
 
 

@@ -22,7 +22,7 @@ from storbench.model import (
     TargetSpec,
     rw_writes,
 )
-from storbench.targets.base import CheckPlace, PreparedTarget
+from storbench.targets.base import FileCheckPlace, PreparedTarget
 from storbench.targets.ceph import DEFAULT_CEPH_CONF, check_rbd_target, prepare_rbd_target
 from storbench.targets.local import check_block_target, check_path_target, remote_target
 from storbench.targets.nfs import check_nfs_target, prepare_nfs_target
@@ -102,7 +102,7 @@ def _block_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment)
         spec=replace(spec, device=env.volume_device),
         binding=JobBinding(options=(("filename", escape_fio_path(env.volume_device)),)),
         details=(("kind", "block"), ("device", env.volume_device), ("volume_lab", "yes")),
-        check_place=CheckPlace(env.volume_device, spec.size_bytes) if spec.size_bytes else None)
+        check_place=FileCheckPlace(env.volume_device, spec.size_bytes) if spec.size_bytes else None)
 
 
 def _cephfs_check(spec: TargetSpec, cases: Sequence[Case], context: CheckContext, where: str) -> PreparedTarget | None:
