@@ -36,6 +36,7 @@ PURE_LAYERS: tuple[tuple[str, ...], ...] = (
     # secrets redacted, S3 requests signed, which cases may touch which devices, stamped sectors written and read back
     ("storbench.durability", "storbench.fio.*", "storbench.telemetry.proc", "storbench.telemetry.ceph_counters",
      "storbench.telemetry.prometheus", "storbench.telemetry.digest", "storbench.telemetry.collect",
+     "storbench.telemetry.cluster_state",
      "storbench.lab.ceph_conf", "storbench.lab.nfs_conf", "storbench.lab.hosts_conf",
      "storbench.lab.k8s_conf", "storbench.execute.k8s_manifests", "storbench.redact", "storbench.s3sign",
      "storbench.targets.guards"),
@@ -55,7 +56,7 @@ SHELL: tuple[str, ...] = (
     "storbench.run_search", "storbench.resume", "storbench.sessions", "storbench.fault_driver",
     "storbench.selection", "storbench.execute.*", "storbench.lab.*", "storbench.targets.*", "storbench.telemetry.*",
     "storbench.store.*", "storbench.netclient", "storbench.shell", "storbench.private_files",
-    "storbench.trusted_files",
+    "storbench.trusted_files", "storbench.ceph_client",
 )
 # What a pure module may not import: processes, the database, the network, the clock, threads, signals, files.
 # A name covers its submodules, except those in PURE_STDLIB (string functions only).
@@ -301,6 +302,7 @@ def test_known_layer_edges_still_break_the_layers() -> None:
 PURE_IN_SHELL_PACKAGES = frozenset({
     "storbench.telemetry.series", "storbench.telemetry.proc", "storbench.telemetry.ceph_counters",
     "storbench.telemetry.prometheus", "storbench.telemetry.digest", "storbench.telemetry.collect",
+     "storbench.telemetry.cluster_state",
     "storbench.lab.ceph_conf", "storbench.lab.nfs_conf", "storbench.lab.hosts_conf",
     "storbench.lab.k8s_conf", "storbench.execute.k8s_manifests", "storbench.targets.guards",
 })

@@ -715,6 +715,11 @@ def test_an_osd_killed_mid_run_stalls_io_briefly_and_the_cluster_heals_before_th
     assert point.longest_io_ns is not None and point.longest_io_ns.mean > 50e6, line
     assert point.first_completion_s is not None and point.first_completion_s.mean < 5, line
     assert point.recovered + point.not_recovered + point.undecided == 2, line
+    # the cluster's PGs, watched through each repetition and its healing: a killed OSD's PGs leave active+clean
+    # and come back once it is started again and has peered (time from the kill, in the line and the export)
+    assert point.cluster_disturbed == 2 and point.cluster_never_clean == 0, line
+    assert point.cluster_clean_s is not None and 2 <= point.cluster_clean_s.mean < 120, line
+    assert "cluster: every PG active+clean again" in " ".join(out.split()), out
     checked = next((x for x in out.splitlines() if "writes acknowledged" in x), "")
     assert "2 repetitions read back" in checked and "0 lost, 0 stale, 0 torn, 0 corrupt" in checked, out
     assert all(r.write_check is not None and r.write_check.acknowledged > 100 for r in repetitions), checked

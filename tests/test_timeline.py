@@ -171,3 +171,37 @@ def test_a_case_with_a_timeline_brings_back_fios_window_logs(tmp_path: Path) -> 
         assert 10 <= len(rows) <= 17, (name, len(rows))
         assert all(outcome.started_at_s * 1000 <= row.t_ms <= outcome.finished_at_s * 1000 for row in rows), name
         assert all(row.value > 0 and row.direction == "read" for row in rows), name
+
+
+def test_the_clusters_pgs_read_from_pg_stat_and_timed_from_the_fault() -> None:
+    """`pg stat` answers (Ceph 16's, and one without `pg_summary`) become samples; a log written and read back
+    is the same; the cluster's recovery is the first sample after PGs left active+clean in which all are back,
+    timed from the fault, with the most degraded objects; PGs that never left say so; never back: None."""
+    from storbench.telemetry.cluster_state import (
+        ClusterSample,
+        cluster_recovery,
+        parse_log,
+        pg_stat_sample,
+        render_log,
+    )
+
+    pacific = {"pg_ready": True, "pg_summary": {
+        "num_pg_by_state": [{"name": "active+clean", "num": 40}, {"name": "active+undersized+degraded", "num": 9}],
+        "num_pgs": 49, "degraded_objects": 321, "degraded_total": 3000, "misplaced_objects": 7}}
+    assert pg_stat_sample(pacific, 5) == ClusterSample(5, 49, 9, 321, 7)
+    assert pg_stat_sample({"num_pgs": 8, "num_pg_by_state": [{"name": "active+clean", "num": 8}]}, 1) == \
+        ClusterSample(1, 8, 0, 0, 0)
+    assert pg_stat_sample("not json of pg stat", 1) is None and pg_stat_sample({"num_pg_by_state": []}, 1) is None
+
+    def samples(not_clean: list[int], degraded: list[int]) -> list[ClusterSample]:
+        return [ClusterSample(1000 * t, 49, n, d, 0) for t, (n, d) in enumerate(zip(not_clean, degraded, strict=True))]
+
+    through = samples([0, 0, 0, 5, 9, 9, 4, 0, 0], [0, 0, 0, 10, 300, 200, 50, 0, 0])
+    assert parse_log(render_log(through)) == through
+    found = cluster_recovery(through, fault_ms=2000)  # PGs leave at 3 s, all back at 7 s: 5 s after the fault
+    assert found is not None and found.clean_after_s == 5.0 and found.disturbed and found.degraded_objects_max == 300
+    calm = cluster_recovery(samples([0] * 6, [0] * 6), fault_ms=1000)
+    assert calm is not None and not calm.disturbed and calm.clean_after_s is None
+    stuck = cluster_recovery(samples([0, 3, 3, 3], [0, 9, 9, 9]), fault_ms=0)
+    assert stuck is not None and stuck.disturbed and stuck.clean_after_s is None
+    assert cluster_recovery(through, fault_ms=99_000) is None  # nothing watched after the fault

@@ -260,19 +260,23 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 recorder.start()
             case = item.case
             checking = _checking_writer(config.check_writes, prepared.check_place, writer=position + 1)
+            watch = session.watch(case) if run.faults else None  # the lab's own state, through its settling
             try:
-                with (FaultDriver(run.faults, case.workload.ramp_s, partial(_fault, session, case)) as faults,
-                      checking or nullcontext()):
-                    outcome = redact_outcome(executor.run_case(case, job_texts, item.rep_index, timeout_s, fio),
-                                             env_secrets(fio.env))
-                outcome = replace(outcome, faults=tuple(faults.records))
+                with watch or nullcontext():
+                    with (FaultDriver(run.faults, case.workload.ramp_s, partial(_fault, session, case)) as faults,
+                          checking or nullcontext()):
+                        outcome = redact_outcome(executor.run_case(case, job_texts, item.rep_index, timeout_s, fio),
+                                                 env_secrets(fio.env))
+                    outcome = replace(outcome, faults=tuple(faults.records))
+                    if run.faults:  # the next repetition's fault meets a whole lab
+                        for healed in session.settle(case):
+                            observer.event(healed)
             except BaseException:
                 if recorder is not None:
                     recorder.stop()
                 raise
-            if run.faults:  # the next repetition's fault meets a whole lab
-                for healed in session.settle(case):
-                    observer.event(healed)
+            if watch is not None:
+                outcome = replace(outcome, logs=(*outcome.logs, watch.log()))
             if checking is not None:  # read back once the faults are undone and the lab is whole
                 outcome = replace(outcome, write_check=checking.result())
             telemetry = (recorder.finish(outcome, item.case, ceilings.get(item.case.case_id))

@@ -131,6 +131,7 @@ class Record:
     degraded_pct: float | None = None
     recovery: str = ""
     recovery_s: float | None = None
+    cluster_clean_s: float | None = None  # a lab Ceph cluster: fault to every PG active+clean again
     # A plan with `check_writes`: what its writer beside fio had acknowledged, and the blocks read back lost,
     # stale, torn or corrupt after the repetition (docs/methodology.md, "Nothing acknowledged lost").
     writes_acknowledged: int | None = None
@@ -219,7 +220,7 @@ def record(o: Observation, expected: Expectation | None = None) -> Record:
         undo_blackout_s=_metric(o, "undo_blackout_s"), dip_pct=_metric(o, "dip_pct"),
         degraded_pct=_metric(o, "degraded_pct"),
         recovery=f.recovery.value if (f := o.failover.figures if o.failover else None) else "",
-        recovery_s=_metric(o, "recovery_s"),
+        recovery_s=_metric(o, "recovery_s"), cluster_clean_s=_metric(o, "cluster_clean_s"),
         **_write_check_fields(o.write_check),
     )
 

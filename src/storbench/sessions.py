@@ -17,7 +17,7 @@ from storbench.errors import UserError
 from storbench.events import LabTornDown, RunEvent, TestDataCleaned
 from storbench.faults import FaultStep, find_offer
 from storbench.fio.options import FioCapabilities
-from storbench.lab.base import LabGroup, RunLab, SessionLabs
+from storbench.lab.base import LabGroup, RunLab, SessionLabs, StateWatch
 from storbench.lab.base import LabObserver as LabObserver
 from storbench.lab.ceph_conf import clusters_of as clusters_of
 from storbench.lab.ceph_conf import rbd_pools as rbd_pools
@@ -113,6 +113,11 @@ class LabContext:
             if find_offer(step, kind.faults) is not None:
                 return kind.fault(step, case, self.ceph_labs, restore=restore)
         raise UserError(f"no lab offers {step.action} {step.target}")
+
+    def watch(self, case: Case) -> StateWatch | None:
+        """What the lab ``case`` runs on watches of itself through a repetition with faults (`LabKind.watch`)."""
+        return next((found for kind in KINDS.values() if (found := kind.watch(case, self.ceph_labs)) is not None),
+                    None)
 
     def settle(self, case: Case) -> list[RunEvent]:
         """After a repetition with faults: every lab kind makes its lab whole again (`LabKind.settle`)."""

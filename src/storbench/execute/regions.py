@@ -17,6 +17,8 @@ import mmap
 import os
 from typing import Protocol
 
+from storbench.ceph_client import RadosClient, checked
+
 
 class Region(Protocol):
     """The checking writer's blocks on some storage."""
@@ -108,104 +110,66 @@ class FileRegion:
                 os.unlink(self.path)
 
 
-# librados and librbd, as far as the checking writer needs them (their C API, librados.h and librbd.h).
-_ERRNO_TEXT = "librbd {what}: {text}"
-
-
-def _libraries() -> tuple[ctypes.CDLL, ctypes.CDLL]:
-    rados, rbd = ctypes.CDLL("librados.so.2"), ctypes.CDLL("librbd.so.1")
-    handle, text = ctypes.c_void_p, ctypes.c_char_p
-    rados.rados_create.argtypes = [ctypes.POINTER(handle), text]
-    rados.rados_conf_read_file.argtypes = [handle, text]
-    rados.rados_conf_set.argtypes = [handle, text, text]
-    rados.rados_connect.argtypes = [handle]
-    rados.rados_ioctx_create.argtypes = [handle, text, ctypes.POINTER(handle)]
-    rados.rados_ioctx_destroy.argtypes = [handle]
-    rados.rados_ioctx_destroy.restype = None
-    rados.rados_shutdown.argtypes = [handle]
-    rados.rados_shutdown.restype = None
-    rbd.rbd_create.argtypes = [handle, text, ctypes.c_uint64, ctypes.POINTER(ctypes.c_int)]
-    rbd.rbd_open.argtypes = [handle, text, ctypes.POINTER(handle), text]
-    rbd.rbd_close.argtypes = [handle]
-    rbd.rbd_remove.argtypes = [handle, text]
-    rbd.rbd_write.argtypes = [handle, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_char_p]
-    rbd.rbd_write.restype = ctypes.c_ssize_t
-    rbd.rbd_read.argtypes = [handle, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_char_p]
-    rbd.rbd_read.restype = ctypes.c_ssize_t
-    return rados, rbd
-
-
-def _check(code: int, what: str) -> int:
-    if code < 0:
-        raise OSError(-code, _ERRNO_TEXT.format(what=what, text=os.strerror(-code)))
-    return code
-
-
 class RbdRegion:
     """An RBD image of the checking writer's own, ``image`` in ``pool``, made by ``prepare`` and removed by
-    ``discard``; the cluster reached as ``client`` with ``conf``. Operations time out after ``op_timeout_s``
-    (librados' own timeout) rather than wait for ever on a cluster that never recovers."""
+    ``discard``; the cluster reached as ``client`` with ``conf`` (librbd's cache off: a write returns once every
+    replica has it)."""
 
-    def __init__(self, conf: str, client: str, pool: str, image: str, op_timeout_s: int = 120) -> None:
-        self.conf, self.client, self.pool, self.image, self.op_timeout_s = conf, client, pool, image, op_timeout_s
-        self._rados: ctypes.CDLL | None = None
-        self._rbd: ctypes.CDLL | None = None
-        self._cluster = ctypes.c_void_p()
+    def __init__(self, conf: str, client: str, pool: str, image: str) -> None:
+        self.conf, self.client, self.pool, self.image = conf, client, pool, image
+        self._client: RadosClient | None = None
         self._ioctx = ctypes.c_void_p()
         self._handle = ctypes.c_void_p()
         self._made = False
 
-    def _connect(self) -> tuple[ctypes.CDLL, ctypes.CDLL]:
-        if self._rados is None or self._rbd is None:
-            rados, rbd = _libraries()
-            _check(rados.rados_create(ctypes.byref(self._cluster), self.client.encode()), "rados_create")
-            _check(rados.rados_conf_read_file(self._cluster, self.conf.encode()), f"reading {self.conf}")
-            for key, value in (("rbd_cache", "false"), ("rados_osd_op_timeout", str(self.op_timeout_s)),
-                               ("rados_mon_op_timeout", str(self.op_timeout_s)), ("client_mount_timeout", "60")):
-                _check(rados.rados_conf_set(self._cluster, key.encode(), value.encode()), f"setting {key}")
-            _check(rados.rados_connect(self._cluster), "connecting to the cluster")
-            _check(rados.rados_ioctx_create(self._cluster, self.pool.encode(), ctypes.byref(self._ioctx)),
-                   f"opening pool {self.pool}")
-            self._rados, self._rbd = rados, rbd
-        return self._rados, self._rbd
+    def _connect(self) -> RadosClient:
+        if self._client is None:
+            client = RadosClient(self.conf, self.client)
+            try:
+                self._ioctx = client.ioctx(self.pool)
+            except OSError:
+                client.close()
+                raise
+            self._client = client
+        return self._client
 
     def prepare(self, size_bytes: int) -> None:
-        _, rbd = self._connect()
+        client = self._connect()
         order = ctypes.c_int(0)
-        _check(rbd.rbd_create(self._ioctx, self.image.encode(), size_bytes, ctypes.byref(order)),
-               f"creating image {self.pool}/{self.image}")
+        checked(client.rbd.rbd_create(self._ioctx, self.image.encode(), size_bytes, ctypes.byref(order)),
+                f"creating image {self.pool}/{self.image}")
         self._made = True
 
     def open(self) -> None:
-        _, rbd = self._connect()
-        _check(rbd.rbd_open(self._ioctx, self.image.encode(), ctypes.byref(self._handle), None),
-               f"opening image {self.pool}/{self.image}")
+        client = self._connect()
+        checked(client.rbd.rbd_open(self._ioctx, self.image.encode(), ctypes.byref(self._handle), None),
+                f"opening image {self.pool}/{self.image}")
 
     def write(self, buffer: mmap.mmap, offset: int) -> None:
-        assert self._rbd is not None
+        assert self._client is not None
         data = bytes(buffer)
-        written = _check(self._rbd.rbd_write(self._handle, offset, len(data), data), "write")
+        written = checked(self._client.rbd.rbd_write(self._handle, offset, len(data), data), "write")
         if written != len(data):
             raise OSError(f"short write: {written} of {len(data)} bytes")
 
     def read(self, buffer: mmap.mmap, offset: int) -> None:
-        assert self._rbd is not None
+        assert self._client is not None
         raw = ctypes.create_string_buffer(len(buffer))
-        _check(self._rbd.rbd_read(self._handle, offset, len(buffer), raw), "read")
+        checked(self._client.rbd.rbd_read(self._handle, offset, len(buffer), raw), "read")
         buffer[:] = raw.raw
 
     def close(self) -> None:
-        if self._rbd is not None and self._handle.value:
-            self._rbd.rbd_close(self._handle)
+        if self._client is not None and self._handle.value:
+            self._client.rbd.rbd_close(self._handle)
             self._handle = ctypes.c_void_p()
 
     def discard(self) -> None:
-        if self._rados is None or self._rbd is None:
+        client, self._client = self._client, None
+        if client is None:
             return
         try:
             if self._made:
-                self._rbd.rbd_remove(self._ioctx, self.image.encode())
+                client.rbd.rbd_remove(self._ioctx, self.image.encode())
         finally:
-            self._rados.rados_ioctx_destroy(self._ioctx)
-            self._rados.rados_shutdown(self._cluster)
-            self._rados = self._rbd = None
+            client.rados.rados_ioctx_destroy(self._ioctx)
+            client.close()

@@ -161,6 +161,19 @@ class LabKind(Protocol):
 
     def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None: ...
 
+    def watch(self, case: Case, running: Mapping[LabPoint, object]) -> StateWatch | None: ...
+
+
+class StateWatch(Protocol):
+    """What a lab kind watches of its own state through a repetition with faults and its settling (a Ceph
+    cluster's placement groups): a context manager, then ``log()``: (name, text) kept with the repetition."""
+
+    def __enter__(self) -> StateWatch: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def log(self) -> tuple[str, str]: ...
+
 
 class LabKindBase:
     """Defaults for a lab kind: up for no run, wanted by no lab configuration, no live settings, no telemetry, no
@@ -194,6 +207,10 @@ class LabKindBase:
     def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
         """After a repetition with faults: make the lab ``case`` ran on whole again before the next one (every
         daemon running, the cluster healthy), and say so; None when there is nothing to heal."""
+        return None
+
+    def watch(self, case: Case, running: Mapping[LabPoint, object]) -> StateWatch | None:
+        """What of the lab ``case`` runs on to watch through a repetition with faults; None: nothing."""
         return None
 
 

@@ -19,11 +19,12 @@ from storbench.demands import cluster_memory_needs
 from storbench.errors import UserError
 from storbench.events import LabBringingUp, LabHealed, LabUp, OsdCpusSet, OsdsRestarted, RunEvent
 from storbench.faults import FaultOffer, FaultStep, find_offer
-from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
+from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs, StateWatch
 from storbench.lab.ceph import CephLab
 from storbench.lab.ceph_conf import LOOPBACK, ceph_spec_for, clusters_of, osd_options, rbd_pools
 from storbench.lab.ceph_daemons import RGW_USER, CephLabInfo, rgw_endpoint
 from storbench.lab.ceph_faults import OSD_NAME
+from storbench.lab.ceph_watch import PgWatch
 from storbench.lab.hosts import HostsLab
 from storbench.lab.hosts_conf import BRIDGE_ADDRESS
 from storbench.model import CephLabPoint, cluster_of, interleaved_setting
@@ -214,6 +215,10 @@ class CephKind(LabKindBase):
         if not isinstance(lab, CephLab) or (info := lab.info()) is None:
             return None
         return LabHealed("ceph", lab.heal(info.spec))
+
+    def watch(self, case: Case, running: Mapping[LabPoint, object]) -> StateWatch | None:
+        lab = running.get(cluster_of(case.lab))
+        return PgWatch(str(lab.conf)) if isinstance(lab, CephLab) else None
 
     def enter(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
 

@@ -14,11 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from storbench.fio.jobfile import TIMELINE_LOG
 from storbench.fio.logs import LogRow, parse_log
 from storbench.model import Status, StoredRepetition
 from storbench.model.fault_record import FaultRecord
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.timeline import ClientLog, Failover, Recovery, failover
+from storbench.telemetry.cluster_state import LOG_NAME, ClusterRecovery, cluster_recovery
+from storbench.telemetry.cluster_state import parse_log as parse_cluster_log
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class RepetitionFailover:
     restore: FaultRecord | None
     figures: Failover | None  # None: no fault done, or no timeline logs
     problem: str = ""  # why there are no figures
+    cluster: ClusterRecovery | None = None  # the lab cluster's PGs after the fault (a Ceph lab's, watched)
 
 
 def client_logs(repetition: StoredRepetition) -> list[ClientLog]:
@@ -38,6 +42,8 @@ def client_logs(repetition: StoredRepetition) -> list[ClientLog]:
     iops: list[LogRow] = []
     lat: list[LogRow] = []
     for name, text in repetition.logs:
+        if not name.startswith(f"{TIMELINE_LOG}_"):  # a lab's own log (the cluster's PGs), not fio's
+            continue
         try:
             rows = parse_log(text)
         except ValueError:
@@ -65,7 +71,10 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
     start_ms, end_ms = measured_section(logs, window, repetition.case.workload.runtime_s)
     figures = failover(logs, window, round(fault.at_s * 1000), start_ms, end_ms,
                        round(restore.at_s * 1000) if restore is not None else None)
-    return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, figures)
+    cluster_log = next((text for name, text in repetition.logs if name == LOG_NAME), None)
+    cluster = cluster_recovery(parse_cluster_log(cluster_log), round(fault.at_s * 1000)) if cluster_log else None
+    return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, figures,
+                              cluster=cluster)
 
 
 def measured_section(logs: Sequence[ClientLog], window_ms: int, runtime_s: float) -> tuple[int, int]:
@@ -97,6 +106,13 @@ class PointFailover:
     recovered: int
     not_recovered: int
     undecided: int  # undecided or too short to tell
+    # the lab cluster's own recovery (a Ceph lab, watched through the repetition and its settling): every PG
+    # active+clean again after the fault (over the repetitions where PGs left active+clean and came back), how many
+    # repetitions a PG left active+clean in, how many it never came back in while watched, most degraded objects
+    cluster_clean_s: Estimate | None = None
+    cluster_disturbed: int = 0
+    cluster_never_clean: int = 0
+    degraded_objects_max: int | None = None
 
     @property
     def measured(self) -> int:
@@ -119,6 +135,7 @@ def point_failovers(repetitions: Sequence[StoredRepetition]) -> list[PointFailov
         figures = [f.figures for f in found if f.figures is not None]
         first = next((f.fault for f in found if f.fault is not None), None)
         states = [f.recovery for f in figures]
+        clusters = [f.cluster for f in found if f.cluster is not None and f.figures is not None]
         out.append(PointFailover(
             case_id=case_id, run_id=run_id, action=first.action if first else "", target=first.target if first else "",
             repetitions=tuple(found),
@@ -130,5 +147,9 @@ def point_failovers(repetitions: Sequence[StoredRepetition]) -> list[PointFailov
             recovery_s=_estimate([f.recovery_s for f in figures]),
             longest_io_ns=_estimate([f.longest_io_ns for f in figures]),
             recovered=states.count(Recovery.RECOVERED), not_recovered=states.count(Recovery.NOT_RECOVERED),
-            undecided=sum(1 for s in states if s in (Recovery.UNDECIDED, Recovery.UNTOLD))))
+            undecided=sum(1 for s in states if s in (Recovery.UNDECIDED, Recovery.UNTOLD)),
+            cluster_clean_s=_estimate([c.clean_after_s for c in clusters]),
+            cluster_disturbed=sum(1 for c in clusters if c.disturbed),
+            cluster_never_clean=sum(1 for c in clusters if c.disturbed and c.clean_after_s is None),
+            degraded_objects_max=max((c.degraded_objects_max for c in clusters), default=None)))
     return out

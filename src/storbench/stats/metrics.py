@@ -54,7 +54,8 @@ UNDO_BLACKOUT = Metric("undo_blackout_s", "blackout when undone", False, "s")
 DIP = Metric("dip_pct", "lowest window, % of the level before", True, "%")
 DEGRADED = Metric("degraded_pct", "level after the stall, % of before", True, "%")
 RECOVERY_TIME = Metric("recovery_s", "time to recover", False, "s")
-FAILOVER_METRICS = (BLACKOUT, FIRST_IO, UNDO_BLACKOUT, DIP, DEGRADED, RECOVERY_TIME)
+CLUSTER_CLEAN = Metric("cluster_clean_s", "time to every PG active+clean", False, "s")
+FAILOVER_METRICS = (BLACKOUT, FIRST_IO, UNDO_BLACKOUT, DIP, DEGRADED, RECOVERY_TIME, CLUSTER_CLEAN)
 
 TELEMETRY_METRICS = (HOST_CPU, HOST_IOWAIT, HOST_PRESSURE, CLIENT_CORES, DEVICE_UTIL, DEVICE_QUEUE, NET_UTIL, NET_BYTES,
                      OSD_CORES,

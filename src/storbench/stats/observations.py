@@ -273,6 +273,12 @@ def _failover(attribute: str) -> MetricValue:
     return value
 
 
+def _cluster_clean(o: Observation) -> float | None:
+    """Seconds from the fault to every PG of the lab cluster active+clean again (None: not watched, or never)."""
+    cluster = o.failover.cluster if o.failover is not None else None
+    return cluster.clean_after_s if cluster is not None else None
+
+
 METRIC_VALUES: Mapping[str, MetricValue] = {
     "iops": lambda o: o.measurement.iops if o.measurement else None,
     "bw_bytes": lambda o: o.measurement.bw_bytes if o.measurement else None,
@@ -306,6 +312,7 @@ METRIC_VALUES: Mapping[str, MetricValue] = {
         ("blackout_s", "blackout_s"), ("first_io_after_fault_s", "first_completion_s"),
         ("undo_blackout_s", "restore_blackout_s"), ("dip_pct", "dip_pct"), ("degraded_pct", "degraded_pct"),
         ("recovery_s", "recovery_s"))},
+    "cluster_clean_s": _cluster_clean,
 }
 
 
