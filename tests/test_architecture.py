@@ -56,7 +56,7 @@ SHELL: tuple[str, ...] = (
     "storbench.run_search", "storbench.resume", "storbench.sessions", "storbench.fault_driver",
     "storbench.selection", "storbench.execute.*", "storbench.lab.*", "storbench.targets.*", "storbench.telemetry.*",
     "storbench.store.*", "storbench.netclient", "storbench.shell", "storbench.private_files",
-    "storbench.trusted_files", "storbench.ceph_client",
+    "storbench.trusted_files", "storbench.ceph_client", "storbench.beside",
 )
 # What a pure module may not import: processes, the database, the network, the clock, threads, signals, files.
 # A name covers its submodules, except those in PURE_STDLIB (string functions only).

@@ -326,3 +326,101 @@ def test_the_nfs_servers_link_cut_for_a_second_stops_io_until_tcp_retries_after_
         assert 0.8 <= r["blackout_s"] <= 4.0, line
         assert r["first_io_after_fault_s"] >= 0.8, line
     assert not (lab_dir / "nfs").exists()
+
+
+CRASH_PLAN = """
+name: nfs-crash
+targets:
+  export: {kind: nfs, size: 16MiB}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 7s, ramp: 1s}
+repeat: 1
+timeout_grace: 30s
+telemetry: {enabled: false}
+lab:
+  nfs: {}
+faults:
+  - {at: 2s, do: crash, on: server, restore_after: 2s}
+"""
+
+
+def test_an_nfs_server_that_crashes_and_restarts_stalls_io_until_it_listens_again(
+        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """nfs-ganesha SIGKILLed 2 s into the measured section and started again 2 s later: libnfs's connection is reset,
+    it reconnects once the server listens again (NFSv3 holds no state to recover), so no write completes for about
+    the two seconds plus the restart, and writes go on after; the repetition is not a failure."""
+    import json
+
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, CRASH_PLAN)), "--db", str(db))
+    assert code == 0, out + err
+    from storbench.store import open_store
+
+    store = open_store(db, read_only=True)
+    try:
+        (repetition,) = store.repetitions()
+    finally:
+        store.close()
+    crash, restart = repetition.faults
+    assert crash.said == "nfs lab: server killed" and restart.said.startswith("nfs lab: server started again"), \
+        repetition.faults
+    code, exported, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+    assert code == 0, err
+    (record,) = json.loads(exported)
+    assert record["status"] == "ok" and record["fault"] == "crash server", record
+    assert 1.5 <= record["blackout_s"] <= 10 and record["first_io_after_fault_s"] >= 1.5, record
+    assert record["total_ios"] > 0 and not (lab_dir / "nfs").exists()
+
+
+CUT_CLIENT_PLAN = """
+name: client-cut
+targets:
+  export: {kind: nfs, size: 8MiB}
+workload: {rw: randread, bs: 4k, iodepth: 2, runtime: 7s, ramp: 1s}
+clients: 2
+repeat: 1
+telemetry: {enabled: false}
+timeout_grace: 30s
+lab:
+  nfs: {}
+  hosts: {count: 2}
+faults:
+  - {at: 2s, do: cut, on: client.2, restore_after: 2s}
+"""
+
+
+def test_one_clients_link_cut_for_two_seconds_stalls_that_client_only(
+        lab_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 32's per-client timeline: two fio servers of the hosts lab read the NFS lab's export; 2 s into the
+    measured section client.2's link goes down for 2 s. Each server's 100 ms logs come back through `fio --client`
+    (named after the server): client.2 shows a gap of about the cut (plus TCP's retransmission back-off), client.1
+    none, and the report draws each client's blackout."""
+    from storbench.lab.hosts import HostsLab
+    from storbench.lab.hosts_conf import lab_host
+    from storbench.stats.failover_points import point_failovers
+    from storbench.store import open_store
+
+    monkeypatch.setattr("storbench.lab.hosts.DEFAULT_LAB_DIR", lab_dir)
+    db = tmp_path / "r.db"
+    try:
+        code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, CUT_CLIENT_PLAN)), "--db", str(db))
+        assert code == 0, out + err
+        store = open_store(db, read_only=True)
+        try:
+            (repetition,) = store.repetitions()
+        finally:
+            store.close()
+        cut, back = repetition.faults
+        assert (cut.said, back.said) == ("hosts lab: client.2's link down", "hosts lab: client.2's link up again")
+        (point,) = point_failovers([repetition])
+        blackouts = {client: seconds.mean for client, seconds in point.client_blackouts_s}
+        assert len(blackouts) == 2, blackouts
+        cut_client = next(c for c in blackouts if c.startswith(lab_host(2).address))
+        other = next(c for c in blackouts if c != cut_client)
+        assert 1.5 <= blackouts[cut_client] <= 6 and blackouts[other] < 0.5, blackouts
+        assert "each client's blackout:" in " ".join(out.split()), out
+        code, _, err = run_cli(capsys, "report", "--db", str(db), "-o", str(tmp_path / "r.html"))
+        assert code == 0, err
+        assert "failover-clients-run1-" in (tmp_path / "r.html").read_text()
+    finally:
+        NfsLab(lab_dir / "nfs").down()
+        HostsLab(lab_dir / "hosts").down()

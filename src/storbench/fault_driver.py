@@ -9,30 +9,31 @@ timeline's figures are read against the recorded times (`stats.timeline.failover
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Sequence
 from types import TracebackType
 
+from storbench.beside import Beside
 from storbench.faults import FaultStep
 from storbench.model.fault_record import FaultRecord
 
 Act = Callable[[FaultStep, bool], str]  # do (False) or undo (True) one step on the running lab; says what it did
 
 
-class FaultDriver:
+class FaultDriver(Beside):
     """``with FaultDriver(steps, ramp_s, act):`` around one repetition; ``records`` afterwards."""
+
+    thread_name = "storbench-faults"
 
     def __init__(self, steps: Sequence[FaultStep], ramp_s: float, act: Act,
                  clock: Callable[[], float] = time.time) -> None:
+        super().__init__()
         self.steps = tuple(steps)
         self.ramp_s = ramp_s
         self.act = act
         self.clock = clock
         self.records: list[FaultRecord] = []
         self.measure_start_s = 0.0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._open: dict[int, FaultStep] = {}  # faults done and not yet undone, by their index in the plan
 
     def schedule(self) -> list[tuple[float, int, bool]]:
@@ -43,13 +44,12 @@ class FaultDriver:
 
     def __enter__(self) -> FaultDriver:
         self.measure_start_s = self.clock() + self.ramp_s
-        self._thread = threading.Thread(target=self._run, name="storbench-faults", daemon=True)
-        self._thread.start()
+        self.start_beside()
         return self
 
-    def _run(self) -> None:
+    def work(self) -> None:
         for planned, index, restore in self.schedule():
-            if self._stop.wait(max(0.0, self.measure_start_s + planned - self.clock())):
+            if self.stopping.wait(max(0.0, self.measure_start_s + planned - self.clock())):
                 return
             if restore and index not in self._open:
                 continue  # its fault could not be done: nothing to undo
@@ -70,8 +70,6 @@ class FaultDriver:
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        self.stop_beside()
         for index in sorted(self._open):  # the repetition ended before a restore: undo it now
             self._do(index, True, self.clock() - self.measure_start_s)

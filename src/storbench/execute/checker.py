@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
+from storbench.beside import Beside
 from storbench.durability import Finding, Journal, Verification, block_content, verify
 from storbench.execute.regions import Region
 from storbench.model.fault_record import WriteCheck
@@ -98,26 +99,27 @@ def check(region: Region, record: WriteRecord, *, writer: int, block_bytes: int,
     return verify(writer, block_bytes, read_blocks(region, block_bytes, blocks), record.journals)
 
 
-class CheckingWriter:
+class CheckingWriter(Beside):
     """`check_writes` around one repetition: ``with CheckingWriter(...) as writer:`` writes stamped blocks beside
     fio until the block ends; ``result()``, called once the faults are undone and the lab settled, reads every
     block back, says what it found and removes what it made. A writer that cannot start (no room past fio's
     region, a file or image it may not make) writes nothing and its result says why."""
 
+    thread_name = "storbench-check-writes"
+
     def __init__(self, region: Region, *, blocks: int, block_bytes: int, depth: int, iops: float,
                  writer: int) -> None:
+        super().__init__()
         self.region = region
         self.blocks, self.block_bytes, self.depth, self.iops, self.writer = blocks, block_bytes, depth, iops, writer
         self.error = ""
         self._record: WriteRecord | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def _write(self) -> None:
+    def work(self) -> None:
         try:
             self._record = write_blocks(self.region, writer=self.writer, block_bytes=self.block_bytes,
                                         blocks=self.blocks, seconds=float("inf"), depth=self.depth,
-                                        stop=self._stop.is_set, iops=self.iops)
+                                        stop=self.stopping.is_set, iops=self.iops)
         except OSError as exc:
             self.error = f"writing: {exc.strerror or exc}"
 
@@ -128,14 +130,11 @@ class CheckingWriter:
         except OSError as exc:
             self.error = str(exc.strerror or exc)
             return self
-        self._thread = threading.Thread(target=self._write, name="storbench-check-writes", daemon=True)
-        self._thread.start()
+        self.start_beside()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        self.stop_beside()
 
     def result(self) -> WriteCheck:
         """Every block read back and classified (`durability.verify`)."""

@@ -26,15 +26,16 @@ import re
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO
 
 from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_text
 from storbench.execute.jobdirs import job_dir
+from storbench.execute.local import MAX_LOG_CHARS
 from storbench.execute.supervisor import FioProcessResult, supervise
 from storbench.fio.barrier import CachedFiles, cached_files, with_start_barrier
-from storbench.fio.jobfile import S3_KEY_ENV, S3_KEY_ID_ENV, JobBinding, is_safe_job_value
+from storbench.fio.jobfile import S3_KEY_ENV, S3_KEY_ID_ENV, JobBinding, is_safe_job_value, timeline_logs
 from storbench.fio.outcome import barrier_arrivals_s, judge_clients_repetition
 from storbench.model import Case, RepetitionOutcome
 
@@ -179,7 +180,10 @@ class HostsExecutor:
             reader = _StdoutReader()
             ended = supervise(clients_command(self.fio_binary, pairs), cwd=work, timeout_s=timeout_s,
                               term_grace_s=self.term_grace_s, stdout_reader=reader)
-            return ClientsProcessResult(**asdict(ended), output_text=reader.text(), stamped_lines=tuple(reader.lines))
+            logs = tuple((name, (work / name).read_text(errors="replace")[:MAX_LOG_CHARS])  # each server's, by name
+                         for name in timeline_logs([entry.name for entry in work.iterdir()]))
+            return ClientsProcessResult(**asdict(ended), output_text=reader.text(), stamped_lines=tuple(reader.lines),
+                                        logs=logs)
 
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return client_jobs(case, binding, rep_index)
@@ -207,9 +211,10 @@ class HostsExecutor:
             arrivals = barrier_arrivals_s(result.stamped_lines)
             if len(arrivals) == len(chosen):
                 self._reached_s[len(chosen)] = max(arrivals.values()) - launch_s
-        return judge_clients_repetition(
+        judged = judge_clients_repetition(
             rw=case.workload.rw, servers=chosen, returncode=result.returncode, timed_out=result.timed_out,
             timeout_s=timeout_s, output_text=result.output_text, stderr_tail=result.stderr_tail,
             started_at_s=result.started_at_s, finished_at_s=result.finished_at_s,
             job_text=stored_job_text(job_texts), command=result.command, fio_version=fio.version,
             stamped_lines=result.stamped_lines, barrier_at_s=barrier_at_s)
+        return replace(judged, logs=result.logs)

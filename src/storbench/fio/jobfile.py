@@ -229,8 +229,16 @@ def timeline_lines(window_ms: int) -> list[str]:
 
 def timeline_logs(names: Sequence[str]) -> list[str]:
     """Of the files fio left in its working directory, the timeline logs storbench reads (IOPS and completion
-    latency; not the total and submission latency logs fio writes beside them), sorted."""
-    return sorted(name for name in names if re.fullmatch(rf"{TIMELINE_LOG}_(iops|clat)\.[0-9]{{1,5}}\.log", name))
+    latency; not the total and submission latency logs fio writes beside them), sorted. A `fio --client` writes
+    each server's logs there with the server's name after the log's (``timeline_iops.1.log.10.214.0.11``)."""
+    return sorted(name for name in names
+                  if re.fullmatch(rf"{TIMELINE_LOG}_(iops|clat)\.[0-9]{{1,5}}\.log(\.[A-Za-z0-9.:_-]{{1,255}})?", name))
+
+
+def timeline_log_client(name: str) -> str:
+    """The fio server a timeline log came from (the name `fio --client` put after it); "" for local fio's."""
+    _, _, server = name.partition(".log.")
+    return server
 
 
 def render_job(case: Case, binding: JobBinding, repetition: int | None = None, client: int = 0) -> str:

@@ -4,22 +4,23 @@ as the repetition's ``cluster_pgs.csv`` log (`telemetry.cluster_state`)."""
 
 from __future__ import annotations
 
-import threading
 import time
 
+from storbench.beside import Beside
 from storbench.ceph_client import RadosClient
 from storbench.telemetry.cluster_state import LOG_NAME, ClusterSample, pg_stat_sample, render_log
 
 
-class PgWatch:
+class PgWatch(Beside):
     """``with PgWatch(conf):`` around a repetition and its settling; ``log()`` afterwards. A cluster it cannot
     reach gives an empty log (the failover figures then have no cluster part), never a failed repetition."""
 
+    thread_name = "storbench-pg-watch"
+
     def __init__(self, conf: str, interval_s: float = 1.0) -> None:
+        super().__init__()
         self.conf, self.interval_s = conf, interval_s
         self.samples: list[ClusterSample] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._client: RadosClient | None = None
 
     def _take(self) -> None:
@@ -31,10 +32,10 @@ class PgWatch:
         if found is not None:
             self.samples.append(found)
 
-    def _sample(self) -> None:
+    def work(self) -> None:
         while True:
             self._take()
-            if self._stop.wait(self.interval_s):
+            if self.stopping.wait(self.interval_s):
                 return
 
     def __enter__(self) -> PgWatch:
@@ -42,14 +43,11 @@ class PgWatch:
             self._client = RadosClient(self.conf, op_timeout_s=10)
         except OSError:
             return self
-        self._thread = threading.Thread(target=self._sample, name="storbench-pg-watch", daemon=True)
-        self._thread.start()
+        self.start_beside()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        if self.stop_beside():
             self._take()  # the state the lab settled in (it may have settled since the last sample)
         if self._client is not None:
             self._client.close()

@@ -25,6 +25,7 @@ from storbench.config import NfsTargetConfig, S3TargetConfig
 from storbench.errors import UserError
 from storbench.events import LabUp, LinksShaped, RunEvent
 from storbench.execute.fio_binary import find_fio
+from storbench.faults import FaultOffer, FaultStep, find_offer
 from storbench.lab.base import CliOption, LabCommand, LabKindBase, RunLab, Say, status_line, timed_run_lab
 from storbench.lab.hosts_conf import (
     BRIDGE,
@@ -185,6 +186,15 @@ class HostsLab(LabRoot):
         self.state.write_text(json.dumps(raw))
         return True
 
+    def set_host_link(self, index: int, *, up: bool) -> None:
+        """Take one host's link down (its end on the bridge: every packet to and from it goes nowhere) or up."""
+        info = self.info()
+        if info is None:
+            raise UserError("hosts lab: not up", hint="storbench lab hosts up")
+        if not 1 <= index <= info.count:
+            raise UserError(f"hosts lab: no client.{index} (its hosts are client.1 to client.{info.count})")
+        run(["ip", "link", "set", lab_host(index).host_veth, "up" if up else "down"], timeout_s=30)
+
     def link_rates(self) -> dict[str, int]:
         """The host-side interface of each host and the rate it is shaped to (for link utilisation: a veth has
         no speed of its own)."""
@@ -274,6 +284,17 @@ class HostsKind(LabKindBase):
     command: LabCommand[HostsLab] = LabCommand(
         help="client hosts: fio servers in network namespaces on a private bridge",
         open=lambda root: HostsLab(root), up=_command_up, down=_command_down, options=_command_options)
+
+    faults: tuple[FaultOffer, ...] = (
+        FaultOffer("hosts", "cut", r"client\.[0-9]{1,4}", "reconnect", "take one client host's link down (client.1 "
+                   "is the first fio server): its I/O to storage over the network and fio's own connection wait; "
+                   "the other clients go on"),)
+
+    def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str:
+        if find_offer(step, self.faults) is None:
+            return super().fault(step, case, running, restore=restore)
+        HostsLab().set_host_link(int(step.target.split(".")[1]), up=restore)
+        return f"hosts lab: {step.target}'s link {'up again' if restore else 'down'}"
 
     def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[HostsLabInfo] | None:
         lab_hosts = loaded.config.lab.hosts if loaded.config.lab else None

@@ -114,21 +114,7 @@ class NfsLab(LabRoot):
         conf.write_text(render_ganesha_conf(str(self.export), str(self.root), spec))
         try:
             self._network(spec.bridge)
-            # rpcbind and ganesha share a private mount namespace with their own /run: a host rpcbind (or a
-            # second lab) never sees their sockets
-            script = (f"mount -t tmpfs storbench-nfs-run /run && mkdir -p /run/ganesha && rpcbind -w && "
-                      f"exec ganesha.nfsd -F -f {conf} -L {self.root / 'log' / 'ganesha.log'} "
-                      f"-p /run/ganesha/ganesha.pid")
-            self.dir.record("ganesha", start_daemon(
-                ["ip", "netns", "exec", NAMESPACE, "unshare", "--mount", "--propagation", "private", "sh", "-c",
-                 script], self.root / "log" / "ganesha.out"))
-            deadline = time.time() + 60
-            while time.time() < deadline and not port_open(SERVER_ADDRESS, 2049):
-                time.sleep(0.3)
-            if not port_open(SERVER_ADDRESS, 2049):
-                log = (self.root / "log" / "ganesha.out").read_text(errors="replace")[-300:]
-                raise UserError("nfs lab: nfs-ganesha did not start listening on 2049 within 60 s",
-                                hint=f"see {self.root / 'log'}: {' '.join(log.split())}")
+            self._start_server()
         except BaseException:
             self.down()
             raise
@@ -136,6 +122,41 @@ class NfsLab(LabRoot):
                           server_address=SERVER_ADDRESS, servers_url=nfs_url(bridged=True) if spec.bridge else None)
         self.state.write_text(json.dumps(info.__dict__))
         return info
+
+    def _start_server(self) -> float:
+        """Start rpcbind and nfs-ganesha in the lab's namespace and wait until it listens; the seconds it took.
+        They share a private mount namespace with their own /run: a host rpcbind (or a second lab) never sees
+        their sockets."""
+        started = time.time()
+        conf = self.root / "ganesha.conf"
+        script = (f"mount -t tmpfs storbench-nfs-run /run && mkdir -p /run/ganesha && rpcbind -w && "
+                  f"exec ganesha.nfsd -F -f {conf} -L {self.root / 'log' / 'ganesha.log'} "
+                  f"-p /run/ganesha/ganesha.pid")
+        self.dir.record("ganesha", start_daemon(
+            ["ip", "netns", "exec", NAMESPACE, "unshare", "--mount", "--propagation", "private", "sh", "-c",
+             script], self.root / "log" / "ganesha.out"))
+        deadline = time.time() + 60
+        while time.time() < deadline and not port_open(SERVER_ADDRESS, 2049):
+            time.sleep(0.1)
+        if not port_open(SERVER_ADDRESS, 2049):
+            log = (self.root / "log" / "ganesha.out").read_text(errors="replace")[-300:]
+            raise UserError("nfs lab: nfs-ganesha did not start listening on 2049 within 60 s",
+                            hint=f"see {self.root / 'log'}: {' '.join(log.split())}")
+        return time.time() - started
+
+    def crash_server(self) -> None:
+        """SIGKILL nfs-ganesha and its rpcbind, as a server that crashes: no goodbye to its clients."""
+        if self.info() is None:
+            raise UserError("nfs lab: not up", hint="storbench lab nfs up")
+        kill_all(_namespace_pids())
+
+    def restart_server(self) -> float:
+        """Start the server again after ``crash_server`` (its export and file handles as before); the seconds it
+        took to listen."""
+        if self.info() is None:
+            raise UserError("nfs lab: not up", hint="storbench lab nfs up")
+        kill_all(_namespace_pids())  # nothing left of the crashed one
+        return self._start_server()
 
     def set_links(self, *, up: bool) -> None:
         """Take the host ends of the server's links down (a partition: its clients' packets go nowhere) or up."""
@@ -215,7 +236,10 @@ class NfsKind(LabKindBase):
 
     faults: tuple[FaultOffer, ...] = (
         FaultOffer("nfs", "cut", "server", "reconnect", "take the server's links down: every request goes "
-                   "unanswered until they are up again (a network partition; TCP retries, nothing is refused)"),)
+                   "unanswered until they are up again (a network partition; TCP retries, nothing is refused)"),
+        FaultOffer("nfs", "crash", "server", "restart", "SIGKILL nfs-ganesha (and its rpcbind), as a server that "
+                   "crashes: its clients' connections are reset; at the restore it starts again and they reconnect"),
+    )
 
     def wanted(self, group: LabGroup) -> bool:
         return group.lab.nfs
@@ -223,7 +247,13 @@ class NfsKind(LabKindBase):
     def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str:
         if find_offer(step, self.faults) is None:
             return super().fault(step, case, running, restore=restore)
-        NfsLab().set_links(up=restore)
+        lab = NfsLab()
+        if step.action == "crash":
+            if restore:
+                return f"nfs lab: server started again (listening after {lab.restart_server():.1f}s)"
+            lab.crash_server()
+            return "nfs lab: server killed"
+        lab.set_links(up=restore)
         return "nfs lab: server links up again" if restore else "nfs lab: server links down"
 
     def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:

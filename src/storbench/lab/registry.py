@@ -28,8 +28,8 @@ COMMAND_ORDER: tuple[str, ...] = ("ceph", "nfs", "volume", "hosts", "k8s")
 def plan_fault_offers(loaded: LoadedPlan) -> tuple[FaultOffer, ...]:
     """What the labs of this plan can do as faults (each lab kind's offers, for the labs the plan brings up)."""
     lab = loaded.config.lab
-    return tuple(offer for name, kind in KINDS.items() if lab is not None and getattr(lab, name, None) is not None
-                 for offer in kind.faults)
+    return tuple(offer for name, kind in KINDS.items() if lab is not None and getattr(lab, name, None)
+                 for offer in kind.faults)  # a lab the plan has (`nfs: false` is none)
 
 
 def check_faults(loaded: LoadedPlan, cases: Sequence[Case]) -> None:

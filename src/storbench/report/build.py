@@ -64,7 +64,7 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         *curve_figures(curve_list),
         *cdf_figures(points, merged_latency_histograms(repetitions)),
         *drift_figures([d for d in drifts if d.samples]),
-        *timeline_figures(repetitions, labels),
+        *timeline_figures(repetitions, labels, point_failovers(repetitions)),
     ]
     point_of_case = {p.case_id: p for p in reversed(points)}  # the first point of each case
     job_texts: dict[str, tuple[str, str]] = {}

@@ -17,6 +17,7 @@ from storbench.stats.write_checks import PointWriteCheck
 from storbench.units import format_latency_ns
 
 SECTION = "Failover"
+CLIENTS_SHOWN = 8  # clients named in a `show` line (the report's strip has them all)
 FAULT_COLOR, RESTORE_COLOR, CLUSTER_COLOR = "#d62728", "#2ca02c", "#1f77b4"
 
 
@@ -56,6 +57,12 @@ def failover_line(point: PointFailover, label: str) -> str:
     parts.append(recovery)
     if longest is not None:
         parts.append(f"longest I/O {format_latency_ns(longest.mean)}")
+    if point.client_blackouts_s:
+        shown = point.client_blackouts_s[:CLIENTS_SHOWN]
+        parts.append("each client's blackout: " + ", ".join(f"{client} {_figure(seconds, ' s')}"
+                                                            for client, seconds in shown)
+                     + (f" (and {len(point.client_blackouts_s) - len(shown)} more)"
+                        if len(point.client_blackouts_s) > len(shown) else ""))
     if (cluster := cluster_text(point)) != "-":
         parts.append(f"cluster: {cluster}")
     return (f"  run {point.run_id} {label}: {point.action} {point.target}, {n} repetition{'s' if n > 1 else ''}: "
@@ -198,9 +205,31 @@ def timeline_figure(repetition: StoredRepetition, figure_id: str, label: str) ->
         "cluster was active+clean again (when that came before the end).")
 
 
-def timeline_figures(repetitions: Sequence[StoredRepetition], labels: Mapping[str, str]) -> list[FigureSpec]:
-    """One timeline per point with faults: its first repetition that did its fault."""
-    figures: list[FigureSpec] = []
+def client_blackout_figure(point: PointFailover, label: str) -> FigureSpec | None:
+    """A point with several clients: each client's own blackout (the longest time none of its I/O completed,
+    ending after the fault), a bar each with its 95 % interval over the repetitions. None with one client."""
+    if not point.client_blackouts_s:
+        return None
+    clients = tuple(client for client, _ in point.client_blackouts_s)
+    values = [seconds for _, seconds in point.client_blackouts_s]
+    arms = tuple((v.ci_high - v.mean) if v.ci_high is not None else 0.0 for v in values)
+    return FigureSpec(
+        figure_id=f"failover-clients-run{point.run_id}-{point.case_id}",
+        title=f"{label}: each client's blackout ({point.action} {point.target})",
+        x_label="client", y_label="blackout (s)", x_categories=clients, section=SECTION,
+        series=(Series(name="blackout", x=clients, y=tuple(v.mean for v in values), mode="bar",
+                       error_y=arms if any(arms) else None, color=FAULT_COLOR),),
+        caption="Each fio client's longest time without a completion that ended after the fault, mean over the "
+        "repetitions with its 95 % interval: a fault that stalls one client and not the others shows here, "
+        "where the timeline sums them.")
+
+
+def timeline_figures(repetitions: Sequence[StoredRepetition], labels: Mapping[str, str],
+                     points: Sequence[PointFailover] = ()) -> list[FigureSpec]:
+    """One timeline per point with faults (its first repetition that did its fault), and with several clients
+    each client's blackout."""
+    figures: list[FigureSpec] = [figure for p in points if p.case_id in labels
+                                 and (figure := client_blackout_figure(p, labels[p.case_id])) is not None]
     seen: set[tuple[int, str]] = set()
     for r in repetitions:
         key = (r.run_id, r.case.case_id)

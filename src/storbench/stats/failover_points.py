@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storbench.fio.jobfile import TIMELINE_LOG
+from storbench.fio.jobfile import TIMELINE_LOG, timeline_log_client
 from storbench.fio.logs import LogRow, parse_log
 from storbench.model import Status, StoredRepetition
 from storbench.model.fault_record import FaultRecord
@@ -37,10 +37,10 @@ class RepetitionFailover:
 
 def client_logs(repetition: StoredRepetition) -> list[ClientLog]:
     """The repetition's logs as one client per fio client: every job's IOPS rows together, and their longest
-    latencies (`fio.jobfile.timeline_logs` names them ``timeline_iops.<job>.log`` and ``timeline_clat.<job>.log``;
-    a log that does not parse is left out)."""
-    iops: list[LogRow] = []
-    lat: list[LogRow] = []
+    latencies (`fio.jobfile.timeline_logs` names them ``timeline_iops.<job>.log`` and ``timeline_clat.<job>.log``,
+    a fio server's with its name after them; a log that does not parse is left out)."""
+    iops: dict[str, list[LogRow]] = {}
+    lat: dict[str, list[LogRow]] = {}
     for name, text in repetition.logs:
         if not name.startswith(f"{TIMELINE_LOG}_"):  # a lab's own log (the cluster's PGs), not fio's
             continue
@@ -48,9 +48,10 @@ def client_logs(repetition: StoredRepetition) -> list[ClientLog]:
             rows = parse_log(text)
         except ValueError:
             continue
-        (iops if "_iops." in name else lat).extend(rows)
-    client = repetition.clients[0].client if repetition.clients else "local"
-    return [ClientLog(client, tuple(sorted(iops, key=lambda r: r.t_ms)), tuple(lat))] if iops else []
+        client = timeline_log_client(name) or (repetition.clients[0].client if repetition.clients else "local")
+        (iops if "_iops." in name else lat).setdefault(client, []).extend(rows)
+    return [ClientLog(client, tuple(sorted(rows, key=lambda r: r.t_ms)), tuple(lat.get(client, ())))
+            for client, rows in sorted(iops.items())]
 
 
 def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
@@ -109,6 +110,7 @@ class PointFailover:
     # the lab cluster's own recovery (a Ceph lab, watched through the repetition and its settling): every PG
     # active+clean again after the fault (over the repetitions where PGs left active+clean and came back), how many
     # repetitions a PG left active+clean in, how many it never came back in while watched, most degraded objects
+    client_blackouts_s: tuple[tuple[str, Estimate], ...] = ()  # each fio client's own (several clients)
     cluster_clean_s: Estimate | None = None
     cluster_disturbed: int = 0
     cluster_never_clean: int = 0
@@ -121,6 +123,18 @@ class PointFailover:
 
 def _estimate(values: Sequence[float | None]) -> Estimate | None:
     return estimate([v for v in values if v is not None])
+
+
+def _per_client(figures: Sequence[Failover]) -> tuple[tuple[str, Estimate], ...]:
+    """Each client's own blackout over the repetitions, when there are several clients."""
+    by_client: dict[str, list[float]] = {}
+    for f in figures:
+        for client, seconds in f.client_blackouts_s:
+            by_client.setdefault(client, []).append(seconds)
+    if len(by_client) < 2:
+        return ()
+    return tuple((client, found) for client, values in sorted(by_client.items())
+                 if (found := estimate(values)) is not None)
 
 
 def point_failovers(repetitions: Sequence[StoredRepetition]) -> list[PointFailover]:
@@ -148,6 +162,7 @@ def point_failovers(repetitions: Sequence[StoredRepetition]) -> list[PointFailov
             longest_io_ns=_estimate([f.longest_io_ns for f in figures]),
             recovered=states.count(Recovery.RECOVERED), not_recovered=states.count(Recovery.NOT_RECOVERED),
             undecided=sum(1 for s in states if s in (Recovery.UNDECIDED, Recovery.UNTOLD)),
+            client_blackouts_s=_per_client(figures),
             cluster_clean_s=_estimate([c.clean_after_s for c in clusters]),
             cluster_disturbed=sum(1 for c in clusters if c.disturbed),
             cluster_never_clean=sum(1 for c in clusters if c.disturbed and c.clean_after_s is None),
