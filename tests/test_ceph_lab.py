@@ -724,3 +724,48 @@ def test_an_osd_killed_mid_run_stalls_io_briefly_and_the_cluster_heals_before_th
     assert "2 repetitions read back" in checked and "0 lost, 0 stale, 0 torn, 0 corrupt" in checked, out
     assert all(r.write_check is not None and r.write_check.acknowledged > 100 for r in repetitions), checked
     assert pids_with(str(lab_dir) + "/") == [], "a lab daemon was left behind"
+
+
+GRACE_PLAN = """
+name: ceph-freeze-short-grace
+targets:
+  rbd: {kind: rbd, pool: bench, image: img, size: 32MiB}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 14s, ramp: 1s}
+repeat: 1
+telemetry: {enabled: false}
+lab:
+  ceph:
+    osds: 3
+    osd_size: 1GiB
+    objectstore: memstore
+    pool_size: 2
+    config: {osd_heartbeat_grace: 4, osd_heartbeat_interval: 1}
+faults:
+  - {at: 3s, do: freeze, on: osd.1, restore_after: 9s}
+check_writes: {blocks: 256}
+"""
+
+
+def test_a_frozen_osd_stalls_io_for_about_the_heartbeat_grace_it_was_given(
+        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A hung OSD (SIGSTOP) answers nothing, so its peers report it only after osd_heartbeat_grace without a
+    heartbeat; with the grace set to 4 s for every daemon (the monitors read it too: `ceph config set global`)
+    and heartbeats every second, no write completes for about those 4 s plus the marking down and peering —
+    far less than the 20 s default gives (`examples/ceph-osd-failure`: about 27 s) — and nothing acknowledged is
+    lost."""
+    from storbench.stats.failover_points import point_failovers
+    from storbench.store import open_store
+
+    db, out = _run(GRACE_PLAN, tmp_path, capsys)
+    store = open_store(db, read_only=True)
+    try:
+        repetitions = store.repetitions()
+    finally:
+        store.close()
+    (point,) = point_failovers(repetitions)
+    assert point.measured == 1 and point.blackout_s is not None, out
+    assert 3.0 <= point.blackout_s.mean <= 12.0, out
+    (repetition,) = repetitions
+    assert repetition.write_check is not None and repetition.write_check.bad == 0, repetition.write_check
+    assert repetition.write_check.acknowledged > 100, repetition.write_check
+    assert pids_with(str(lab_dir) + "/") == [], "a lab daemon was left behind"

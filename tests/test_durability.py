@@ -105,3 +105,38 @@ def test_the_checking_writer_on_a_file_finds_nothing_lost_and_catches_a_lying_on
     bad = result.count(Finding.LOST) + result.count(Finding.STALE)
     assert bad > 0 and result.count(Finding.CORRUPT) == 0, result
     assert all(offset % block == 0 for _, offsets in result.first_bad for offset in offsets)
+
+
+def test_a_writer_whose_writes_never_return_says_so_and_does_not_hang_the_run() -> None:
+    """Storage that stops taking writes (a full Ceph pool pauses them without an error): the repetition's end
+    does not wait for ever on the checking writer; its result says nothing was read back, and why."""
+    import mmap
+    import threading
+    import time
+
+    from storbench.execute import checker
+    from storbench.execute.checker import CheckingWriter
+
+    release = threading.Event()
+
+    class Stalled:
+        def prepare(self, size_bytes: int) -> None: ...
+        def open(self) -> None: ...
+        def write(self, buffer: mmap.mmap, offset: int) -> None:
+            release.wait()  # a write that does not return
+        def read(self, buffer: mmap.mmap, offset: int) -> None: ...
+        def close(self) -> None: ...
+        def discard(self) -> None: ...
+
+    old = checker.WRITES_RETURN_S
+    checker.WRITES_RETURN_S = 0.2
+    started = time.monotonic()
+    try:
+        with CheckingWriter(Stalled(), blocks=16, block_bytes=4096, depth=2, iops=1000, writer=1) as writer:
+            time.sleep(0.1)
+        found = writer.result()
+    finally:
+        checker.WRITES_RETURN_S = old
+        release.set()
+    assert time.monotonic() - started < 5
+    assert found.acknowledged == 0 and "had not returned" in found.error and "nothing read back" in found.error

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
-from storbench.beside import Beside
+from storbench.beside import Beside, bounded
 from storbench.durability import Finding, Journal, Verification, block_content, verify
 from storbench.execute.regions import Region
 from storbench.model.fault_record import WriteCheck
@@ -99,6 +99,11 @@ def check(region: Region, record: WriteRecord, *, writer: int, block_bytes: int,
     return verify(writer, block_bytes, read_blocks(region, block_bytes, blocks), record.journals)
 
 
+WRITES_RETURN_S = 60.0  # after the repetition, how long the writer's writes in flight get to return
+READ_BACK_S = 600.0  # how long reading every block back may take
+RELEASE_S = 60.0  # how long closing and removing the writer's file or image may take
+
+
 class CheckingWriter(Beside):
     """`check_writes` around one repetition: ``with CheckingWriter(...) as writer:`` writes stamped blocks beside
     fio until the block ends; ``result()``, called once the faults are undone and the lab settled, reads every
@@ -114,6 +119,7 @@ class CheckingWriter(Beside):
         self.blocks, self.block_bytes, self.depth, self.iops, self.writer = blocks, block_bytes, depth, iops, writer
         self.error = ""
         self._record: WriteRecord | None = None
+        self._stuck = False
 
     def work(self) -> None:
         try:
@@ -134,22 +140,36 @@ class CheckingWriter(Beside):
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.stop_beside()
+        if not self.stop_beside(WRITES_RETURN_S):
+            self._stuck = True
+            self.error = (f"its writes had not returned {WRITES_RETURN_S:g} s after the repetition ended (the "
+                          "storage stopped taking writes): nothing read back")
 
     def result(self) -> WriteCheck:
-        """Every block read back and classified (`durability.verify`)."""
+        """Every block read back and classified (`durability.verify`), within ``READ_BACK_S``; then what the
+        writer made removed (not when its writes or reads are stuck: a call that does not return cannot be
+        undone, and the lab's teardown removes it)."""
         found = WriteCheck(self.blocks, self.block_bytes, 0, 0, error=self.error)
+        if self._stuck:
+            return found
+        record = self._record
         try:
-            if self._record is not None and not self.error:
-                verification = check(self.region, self._record, writer=self.writer, block_bytes=self.block_bytes,
-                                     blocks=self.blocks)
-                found = write_check(verification, self._record)
+            if record is not None and not self.error:
+                done, verification = bounded(lambda: check(self.region, record, writer=self.writer,
+                                                           block_bytes=self.block_bytes, blocks=self.blocks),
+                                             READ_BACK_S)
+                if not done or verification is None:
+                    return replace(found, error=f"reading back took more than {READ_BACK_S:g} s (the storage "
+                                   "stopped answering reads)")
+                found = write_check(verification, record)
         except OSError as exc:
             found = replace(found, error=f"reading back: {exc.strerror or exc}")
-        finally:
-            self.region.close()
-            self.region.discard()
+        bounded(self._release, RELEASE_S)
         return found
+
+    def _release(self) -> None:
+        self.region.close()
+        self.region.discard()
 
 
 def write_check(verification: Verification, record: WriteRecord) -> WriteCheck:

@@ -13,7 +13,7 @@ from storbench.lab import cpu_quota
 from storbench.lab.ceph_conf import CephLabSpec
 from storbench.lab.ceph_daemons import READY_TIMEOUT_S, CephDaemons
 from storbench.lab.labdir import kill_daemons
-from storbench.model.ceph_options import same_value
+from storbench.model.ceph_options import config_section, same_value
 from storbench.shell import run
 
 
@@ -124,10 +124,10 @@ class CephLiveSettings(CephDaemons):
         wanted = dict(options)
         for name, value in options:
             if dict(current).get(name) != value:
-                self.ceph("config", "set", "osd", name, value)
+                self.ceph("config", "set", config_section(name), name, value)
         for name, _ in current:
             if name not in wanted:
-                self.ceph("config", "rm", "osd", name)
+                self.ceph("config", "rm", config_section(name), name)
 
     def _check_osd_options(self, spec: CephLabSpec) -> None:
         for name, value in spec.osd_config:

@@ -10,6 +10,8 @@ from storbench.beside import Beside
 from storbench.ceph_client import RadosClient
 from storbench.telemetry.cluster_state import LOG_NAME, ClusterSample, pg_stat_sample, render_log
 
+WAIT_S = 30.0  # a sample stuck longer (librados' own timeout is 10 s) is left behind
+
 
 class PgWatch(Beside):
     """``with PgWatch(conf):`` around a repetition and its settling; ``log()`` afterwards. A cluster it cannot
@@ -47,7 +49,7 @@ class PgWatch(Beside):
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.stop_beside():
+        if self.started and self.stop_beside(WAIT_S):
             self._take()  # the state the lab settled in (it may have settled since the last sample)
         if self._client is not None:
             self._client.close()

@@ -5,8 +5,9 @@ directory) would let a plan write where it likes. So options are allow-listed, l
 tune performance are listed. Values are checked against their grammar and handed to `ceph config set osd NAME
 VALUE` as one argument (never through a shell); Ceph checks them again.
 
-Every option here is applied on a running cluster: `ceph config set`, then the OSDs restart and the lab waits
-for all PGs active+clean, then the value is read back from every OSD's admin socket.
+Every option here is applied on a running cluster: `ceph config set` (for the OSDs, or for every daemon when the
+monitors read it too), then the OSDs restart and the lab waits for all PGs active+clean, then the value is read
+back from every OSD's admin socket.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class CephOption:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[str, ...] = ()
+    section: str = "osd"  # who it is set for in the config database: "global" when the monitors read it too
 
 
 _OPTIONS = (
@@ -59,6 +61,14 @@ _OPTIONS = (
     CephOption("osd_client_message_cap", "int", "client messages in flight per OSD", 0, 1 << 20),
     CephOption("osd_client_message_size_cap", "size", "client message bytes in flight per OSD", minimum=0),
     CephOption("ms_async_op_threads", "int", "messenger worker threads", 1, 24),
+    # failure detection and recovery (what a fault's blackout and the recovery after it depend on)
+    CephOption("osd_heartbeat_grace", "int", "seconds without a heartbeat before an OSD's peers report it down "
+               "(the monitors read it too: set for every daemon)", 2, 600, section="global"),
+    CephOption("osd_heartbeat_interval", "int", "seconds between heartbeats to peers", 1, 60, section="global"),
+    CephOption("osd_recovery_max_active", "int", "recovery operations in flight per OSD", 0, 1000),
+    CephOption("osd_recovery_sleep", "float", "seconds of sleep between recovery operations", 0, 10),
+    CephOption("osd_max_backfills", "int", "backfills to or from one OSD at once", 1, 1000),
+    CephOption("osd_recovery_op_priority", "int", "priority of recovery operations (client ops: 63)", 1, 63),
 )
 CEPH_OPTIONS: dict[str, CephOption] = {option.name: option for option in _OPTIONS}
 
@@ -98,6 +108,13 @@ def option_value(name: str, value: object) -> int | str:
     if option.maximum is not None and number > option.maximum:
         raise ValueError(f"{name} must be at most {option.maximum:g}, not {value!r}")
     return repr(number) if option.kind == "float" else int(number)
+
+
+def config_section(name: str) -> str:
+    """Who an option is set for in the monitors' config database: "osd", or "global" for those the monitors read
+    too (`osd_heartbeat_grace`)."""
+    option = CEPH_OPTIONS.get(name)
+    return option.section if option is not None else "osd"
 
 
 def same_value(wanted: str, shown: str) -> bool:
