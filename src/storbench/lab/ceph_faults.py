@@ -73,12 +73,26 @@ class CephFaults(CephLiveSettings):
             self.start_osd(daemon.name)
         dump = self.ceph_json("osd", "dump")
         assert isinstance(dump, dict)
-        out = [str(o["osd"]) for o in dump.get("osds", []) if not o.get("in")]
+        out = [int(o["osd"]) for o in dump.get("osds", []) if not o.get("in")]
         if out:
-            self.ceph("osd", "in", *out)
-        self._wait(lambda: self._healthy(spec), f"{spec.osds} OSDs up and in and all PGs active+clean",
-                   READY_TIMEOUT_S)
+            self.ceph("osd", "in", *(str(osd) for osd in out))
+        # an OSD marked in again takes its PGs back (backfill): until the PGs' reports name it in their up sets,
+        # the PG map still says what it said before (all clean, without it), which would end the wait too soon
+        self._wait(lambda: self._healthy(spec) and self._in_up_sets(out),
+                   f"{spec.osds} OSDs up and in and all PGs active+clean", READY_TIMEOUT_S)
         return time.time() - started
+
+    def _in_up_sets(self, osds: list[int]) -> bool:
+        """Every one of ``osds`` is in some PG's up set, and every PG is where it should be (up = acting)."""
+        if not osds:
+            return True
+        dump = self.ceph_json("pg", "dump", "pgs_brief")
+        stats = dump.get("pg_stats", []) if isinstance(dump, dict) else dump
+        if not isinstance(stats, list):
+            return False
+        seen = {osd for pg in stats if isinstance(pg, dict) for osd in pg.get("up", [])}
+        settled = all(isinstance(pg, dict) and pg.get("up") == pg.get("acting") for pg in stats)
+        return settled and set(osds) <= seen
 
     def _healthy(self, spec: CephLabSpec) -> bool:
         stat = self.ceph_json("osd", "stat")
