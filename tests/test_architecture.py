@@ -49,7 +49,7 @@ PURE_LAYERS: tuple[tuple[str, ...], ...] = (
     # rendering: tables, figures, exports, the HTML report; the flat export record
     ("storbench.report.*", "storbench.records"),
     # plan -> cases (asks stats for a search's grid); imported results; the plan reference
-    ("storbench.plan", "storbench.importer", "storbench.reference"),
+    ("storbench.plan", "storbench.importer", "storbench.reference", "storbench.reference_tables"),
 )
 SHELL: tuple[str, ...] = (
     "storbench.__main__", "storbench.cli.*", "storbench.checks", "storbench.orchestrate", "storbench.run_state",

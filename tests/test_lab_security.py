@@ -23,8 +23,8 @@ from storbench.errors import UserError
 from storbench.lab import labdir
 from storbench.lab.ceph import CephLab
 from storbench.lab.hosts_conf import FIO_SERVER_PORT, SUBNET, firewall_rules, lab_host
-from storbench.lab.k8s import K8sLab, shim_of
-from storbench.lab.k8s_conf import certificate_extensions, daemon_commands, etcd_command, openssl_commands
+from storbench.lab.k8s import K8sLab
+from storbench.lab.k8s_conf import certificate_extensions, daemon_commands, etcd_command, openssl_commands, shim_of
 from storbench.lab.labdir import (
     Daemon,
     ancestor_problem,

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-from pydantic_core import PydanticUndefined
-
 from storbench.config import (
     MANAGED_FIO_OPTIONS,
     BlockTargetConfig,
@@ -34,56 +31,9 @@ from storbench.config import (
 )
 from storbench.config.faults import CheckWritesConfig, FaultConfig
 from storbench.fio.allowlist import ALLOWED_FIO_OPTIONS, ENGINES_BY_TARGET_KIND, REFUSAL_REASONS
-from storbench.model.ceph_options import CEPH_OPTIONS, CephOption
+from storbench.model.ceph_options import CEPH_OPTIONS
+from storbench.reference_tables import option_grammar, table
 from storbench.telemetry.prometheus import DEFAULT_QUERIES
-from storbench.units import format_bytes
-
-SWEEPABLE = {"rw", "rwmixread", "bs", "iodepth", "numjobs", "runtime", "ramp", "direct", "ioengine", "files",
-             "file_size", "dirs", "objects", "osds",
-             "osd_size", "objectstore", "pool_size", "cache_size", "osd_memory_target", "osd_cpus", "osd_cpuset",
-             "db_device", "osds_per_device"}
-
-
-def _option_grammar(option: CephOption) -> str:
-    if option.kind == "choice":
-        return " \\| ".join(f"`{c}`" for c in option.choices)
-    if option.kind == "bool":
-        return "`true` \\| `false`"
-    def shown(value: float) -> str:
-        return format_bytes(int(value)) if option.kind == "size" else f"{value:g}" if option.kind == "float" \
-            else str(int(value))
-
-    low, high = option.minimum, option.maximum
-    bounds = (f"{shown(low)} to {shown(high)}" if low is not None and high is not None
-              else f">= {shown(low)}" if low is not None else f"<= {shown(high)}" if high is not None else "")
-    return option.kind + (f" ({bounds})" if bounds else "")
-
-
-def _default(model: type[BaseModel], name: str) -> str:
-    field = model.model_fields[name]
-    if field.is_required():
-        return "**required**"
-    if field.default_factory is not None:
-        made = field.default_factory()  # type: ignore[call-arg]
-        if isinstance(made, BaseModel):
-            return "see below"
-        return "`" + repr(made) + "`"
-    if field.default is PydanticUndefined:
-        return ""
-    value = field.default
-    if isinstance(value, list) and len(value) == 1:
-        value = value[0]
-    return f"`{value!r}`" if value == "" else f"`{value}`"
-
-
-def _table(model: type[BaseModel], sweep: bool = False) -> list[str]:
-    lines = ["| key | default | meaning |", "|---|---|---|"]
-    for name, field in model.model_fields.items():
-        description = (field.description or "").replace("|", "\\|")
-        if sweep and name in SWEEPABLE:
-            description += " A list sweeps."
-        lines.append(f"| `{field.alias or name}` | {_default(model, name)} | {description} |")
-    return lines
 
 
 def plan_reference_markdown() -> str:
@@ -99,7 +49,7 @@ def plan_reference_markdown() -> str:
         "",
         "## Top level",
         "",
-        *_table(PlanConfig),
+        *table(PlanConfig),
         "",
         "## Targets",
         "",
@@ -107,7 +57,7 @@ def plan_reference_markdown() -> str:
         "",
         PathTargetConfig.__doc__ or "",
         "",
-        *_table(PathTargetConfig),
+        *table(PathTargetConfig),
         "",
         "### `kind: block`",
         "",
@@ -115,13 +65,13 @@ def plan_reference_markdown() -> str:
         "Writes (write, randwrite, rw, randrw, trim ...) are refused without `destructive: true`, and refused "
         "anyway while the device or one of its partitions is mounted, used as swap, or held by device-mapper.",
         "",
-        *_table(BlockTargetConfig),
+        *table(BlockTargetConfig),
         "",
         "### `expect` (every target kind)",
         "",
         ExpectConfig.__doc__ or "",
         "",
-        *_table(ExpectConfig),
+        *table(ExpectConfig),
         "",
         "### `precondition` (every target kind)",
         "",
@@ -130,7 +80,7 @@ def plan_reference_markdown() -> str:
         "`bring_up: each_repetition`), with the largest numjobs, clients and size of that target's cases, and is "
         "stored with the run (`storbench show` lists it). `storbench plan` shows its estimated time.",
         "",
-        *_table(PreconditionConfig),
+        *table(PreconditionConfig),
         "",
         "```yaml",
         "targets:",
@@ -143,7 +93,7 @@ def plan_reference_markdown() -> str:
         RbdTargetConfig.__doc__ or "",
         "The job uses `ioengine=rbd` (whatever `workload.ioengine` says) with `CEPH_CONF` set to the cluster's conf.",
         "",
-        *_table(RbdTargetConfig),
+        *table(RbdTargetConfig),
         "",
         "### `kind: nfs`",
         "",
@@ -152,38 +102,38 @@ def plan_reference_markdown() -> str:
         "`$STORBENCH_FIO_NFS`); storbench lays the files out first (fio 3.33's nfs engine creates files only "
         "for rw=write).",
         "",
-        *_table(NfsTargetConfig),
+        *table(NfsTargetConfig),
         "",
         "### `kind: cephfs`",
         "",
         CephfsTargetConfig.__doc__ or "",
         "",
-        *_table(CephfsTargetConfig),
+        *table(CephfsTargetConfig),
         "",
         "### `kind: pvc`",
         "",
         PvcTargetConfig.__doc__ or "",
         "",
-        *_table(PvcTargetConfig),
+        *table(PvcTargetConfig),
         "",
         "### `kind: s3`",
         "",
         S3TargetConfig.__doc__ or "",
         "",
-        *_table(S3TargetConfig),
+        *table(S3TargetConfig),
         "",
         "## `clients` and `hosts`",
         "",
         "`clients: N` (a list sweeps) runs each case on N fio servers at once; `hosts` names them, or `lab.hosts` "
         "makes them on this machine. For `pvc` targets the clients are pods.",
         "",
-        *_table(HostsConfig),
+        *table(HostsConfig),
         "",
         "## `workload`",
         "",
         WorkloadConfig.__doc__ or "",
         "",
-        *_table(WorkloadConfig, sweep=True),
+        *table(WorkloadConfig, sweep=True),
         "",
         "**Metadata operations** (`rw: create`, `stat`, `delete`) run fio's `filecreate`, `filestat` and "
         "`filedelete` engines on `path` and `cephfs` targets: each job creates, stats or deletes each of its `files` "
@@ -243,7 +193,7 @@ def plan_reference_markdown() -> str:
         "and `repeat: {until: decided}` can decide such a setting. With `bring_up: side_by_side` the clusters "
         "are up at once on their own ports and alternate A B B A: time cancels, each value is one instance.",
         "",
-        *_table(CephLabConfig, sweep=True),
+        *table(CephLabConfig, sweep=True),
         "",
         "#### Ceph options (`lab.ceph.config`)",
         "",
@@ -252,19 +202,19 @@ def plan_reference_markdown() -> str:
         "",
         "| option | value | meaning |",
         "|---|---|---|",
-        *(f"| `{o.name}` | {_option_grammar(o)} | {o.help} |" for o in CEPH_OPTIONS.values()),
+        *(f"| `{o.name}` | {option_grammar(o)} | {o.help} |" for o in CEPH_OPTIONS.values()),
         "",
         "### `lab.hosts`",
         "",
         HostsLabConfig.__doc__ or "",
         "",
-        *_table(HostsLabConfig),
+        *table(HostsLabConfig),
         "",
         "### `lab.k8s`",
         "",
         K8sLabConfig.__doc__ or "",
         "",
-        *_table(K8sLabConfig),
+        *table(K8sLabConfig),
         "",
         "### `lab.nfs`",
         "",
@@ -275,7 +225,7 @@ def plan_reference_markdown() -> str:
         "",
         VolumeLabConfig.__doc__ or "",
         "",
-        *_table(VolumeLabConfig),
+        *table(VolumeLabConfig),
         "",
         "```yaml",
         "targets:",
@@ -292,7 +242,7 @@ def plan_reference_markdown() -> str:
         "summarised over fio's measured window; OSD counters from Ceph admin sockets where there are any. "
         "The bottleneck verdict of every point is judged from them.",
         "",
-        *_table(TelemetryConfig),
+        *table(TelemetryConfig),
         "",
         "### `telemetry.prometheus`",
         "",
@@ -300,7 +250,7 @@ def plan_reference_markdown() -> str:
         "Built-in queries (`$rate` is `rate_window`): "
         + "; ".join(f"`{name}`: `{query}`" for name, query in DEFAULT_QUERIES).replace("|", "\\|") + ".",
         "",
-        *_table(PrometheusConfig),
+        *table(PrometheusConfig),
         "",
         "```yaml",
         "telemetry:",
@@ -321,7 +271,7 @@ def plan_reference_markdown() -> str:
         "happens. With `lab.ceph`, the cluster's placement groups are watched once a second through each "
         "repetition and its healing: the time to every PG active+clean after the fault is a figure of its own.",
         "",
-        *_table(FaultConfig),
+        *table(FaultConfig),
         "",
         "```yaml",
         "lab:",
@@ -340,7 +290,7 @@ def plan_reference_markdown() -> str:
         "report's failover table say how many writes were acknowledged and how many blocks were lost, stale, torn "
         "or corrupt, with the first bad offsets (definitions: docs/methodology.md, \"Nothing acknowledged lost\").",
         "",
-        *_table(CheckWritesConfig),
+        *table(CheckWritesConfig),
         "",
         "```yaml",
         "targets:",
@@ -360,14 +310,14 @@ def plan_reference_markdown() -> str:
         "",
         RepeatConfig.__doc__ or "",
         "",
-        *_table(RepeatConfig),
+        *table(RepeatConfig),
         "",
         "### `compare`",
         "",
         CompareConfig.__doc__ or "",
         "Both sides must run on one cluster (a pool-size sweep does; an OSD-count sweep does not).",
         "",
-        *_table(CompareConfig),
+        *table(CompareConfig),
         "",
         "```yaml",
         "repeat: {min: 3, max: 20, until: decided}",
@@ -383,7 +333,7 @@ def plan_reference_markdown() -> str:
         "otherwise \"steady by SNIA's rule\", with the change); the report plots each point's metric per round "
         "with the window, its fitted line and the rounds after it.",
         "",
-        *_table(SteadyStateConfig),
+        *table(SteadyStateConfig),
         "",
         "```yaml",
         "steady_state: {metric: iops, window: 5, range: 20%, slope: 10%, max_rounds: 25, confirm: 5}",
@@ -399,7 +349,7 @@ def plan_reference_markdown() -> str:
         "interval is above it; one that straddles the limit counts as missed. A mixed workload meets it only "
         "when reads and writes both do. `repeat` must be a number (3 or more gives each point an interval).",
         "",
-        *_table(SearchConfig),
+        *table(SearchConfig),
         "",
         "```yaml",
         "repeat: 3",

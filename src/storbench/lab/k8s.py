@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import json
 import os
 import shutil
@@ -51,6 +50,7 @@ from storbench.lab.k8s_conf import (
     kubeconfig,
     kubelet_config,
     openssl_commands,
+    shim_of,
     storage_class_manifest,
 )
 from storbench.lab.k8s_images import fio_image, pause_image
@@ -340,16 +340,6 @@ class K8sLab(LabRoot):
                     if chain.startswith("KUBE-") and chain not in before:
                         subprocess.run(["iptables", "-t", table, "-F", chain], capture_output=True, check=False)
                         subprocess.run(["iptables", "-t", table, "-X", chain], capture_output=True, check=False)
-
-
-def shim_of(argv: list[str], exe_name: str, owner_uid: int, socket_path: str, euid: int) -> bool:
-    """Whether a process is a containerd shim of the containerd serving ``socket_path``: its executable is a
-    containerd shim, it runs as us, and its `-address` argument is exactly that socket. Pure."""
-    if not exe_name.startswith("containerd-shim") or owner_uid != euid:
-        return False
-    flags = ("-address", "--address")
-    return (any(a in flags and b == socket_path for a, b in itertools.pairwise(argv))
-            or any(f"{flag}={socket_path}" in argv for flag in flags))
 
 
 def _shims(socket_path: str) -> list[int]:

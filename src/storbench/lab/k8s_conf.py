@@ -7,6 +7,7 @@ traffic leaves the machine. Images are built locally (no registry is needed or r
 
 from __future__ import annotations
 
+import itertools
 import json
 
 NODE_NAME = "storbench-node"
@@ -209,3 +210,13 @@ def daemon_commands(root: str, binaries: str) -> dict[str, list[str]]:
                     f"--node-ip={NODE_ADDRESS}", f"--hostname-override={NODE_NAME}", f"--root-dir={root}/kubelet",
                     f"--cert-dir={root}/kubelet-pki"],
     }
+
+
+def shim_of(argv: list[str], exe_name: str, owner_uid: int, socket_path: str, euid: int) -> bool:
+    """Whether a process is a containerd shim of the containerd serving ``socket_path``: its executable is a
+    containerd shim, it runs as us, and its `-address` argument is exactly that socket. Pure."""
+    if not exe_name.startswith("containerd-shim") or owner_uid != euid:
+        return False
+    flags = ("-address", "--address")
+    return (any(a in flags and b == socket_path for a, b in itertools.pairwise(argv))
+            or any(f"{flag}={socket_path}" in argv for flag in flags))
