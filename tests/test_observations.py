@@ -69,6 +69,12 @@ def test_lab_settings_match_through_the_typed_lab_point() -> None:
     assert filter_where(everything, ["cephfs=no"]) == two  # a Ceph lab without CephFS; the local case has none
     assert match.unknown_keys(["osd_size", "pool_size", "cephfs", "run", "tag", "bs"], everything) == []
     assert match.unknown_keys(["pool_size"], local) == ["pool_size"]
+    # a float option (lab.ceph.config) is stored as Ceph reads it ("0.0"): 0 and 0.00 name it, as written
+    asleep = _three(case_id="asleep", lab="lab=ceph osd_recovery_sleep=0.1")
+    awake = _three(case_id="awake", lab="lab=ceph osd_recovery_sleep=0.0")
+    for text in ("0", "0.0", "0.00"):
+        assert filter_where([*asleep, *awake], [f"osd_recovery_sleep={text}"]) == awake
+    assert select([*asleep, *awake], parse_selector("osd_recovery_sleep=0.1"), {}) == asleep
 
 
 def test_where_unknown_field_is_a_user_error_with_a_suggestion() -> None:

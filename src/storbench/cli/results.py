@@ -96,7 +96,7 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
     first and steady states. `show` and the end of `run` both print it. Each run's points are its own (a case
     several runs measured is a row per run, with a run column) unless ``pool``."""
     from storbench.report.failover import failover_lines, write_check_lines
-    from storbench.report.labels import point_label
+    from storbench.report.labels import point_label, varying_lab_keys
     from storbench.report.show_export import drift_lines, precondition_lines, steady_lines
     from storbench.report.tables import pooled_runs_line
     from storbench.selection import incomplete_line
@@ -131,7 +131,8 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
     for run_id, what in sorted(selection.design_changed.items()):
         out.print(design_changed_line(run_id, what), markup=False)
     shown = {p.case_id for p in points}
-    labels = {p.case_id: point_label(p, direction=False) for p in points}
+    varying = varying_lab_keys(points)
+    labels = {p.case_id: point_label(p, direction=False, lab_keys=varying) for p in points}
     failovers = [p for p in point_failovers(selection.repetitions) if p.case_id in shown]
     for line in [*precondition_lines(selection.preconditions),
                  *steady_lines({k: v for k, v in selection.steady.items() if k[1] in shown}, labels),

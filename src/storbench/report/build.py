@@ -10,7 +10,7 @@ from storbench.report.convergence import convergence_figures
 from storbench.report.drift_figures import drift_figures
 from storbench.report.failover import scorecard_rows, timeline_figures
 from storbench.report.html import ReportDocument
-from storbench.report.labels import point_label
+from storbench.report.labels import point_label, varying_lab_keys
 from storbench.report.point_figures import (
     block_size_figures,
     cdf_figures,
@@ -49,7 +49,8 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
     points = summarize_points(observations, memory, expectations=expectations(runs), levels=interval_levels(runs))
     curve_list = [c for axis in LOAD_AXES for c in curves(points, axis)]
     drifts = [d for run in runs for d in run_drifts(observations, run.run_id)]
-    labels = {p.case_id: point_label(p, direction=False) for p in reversed(points)}
+    varying = varying_lab_keys(points)
+    labels = {p.case_id: point_label(p, direction=False, lab_keys=varying) for p in reversed(points)}
     figures = [
         *capped_figures(points),
         *steady_figures({k: v for k, v in (steady or {}).items() if k[1] in labels}, labels),

@@ -87,9 +87,21 @@ def cluster_text(point: PointFailover) -> str:
     return text
 
 
+def cluster_cell(point: PointFailover) -> str:
+    """The scorecard's short form of ``cluster_text``: '68.7 [51.3, 86.1]; 141 objects degraded at most'."""
+    if point.degraded_objects_max is None:
+        return "-"
+    if not point.cluster_disturbed:
+        return "stayed clean"
+    cell = _figure(point.cluster_clean_s, "", 1)
+    if point.cluster_never_clean:
+        cell += f" ({point.cluster_never_clean} never)"
+    return cell + (f"; {point.degraded_objects_max:,} objects degraded at most" if point.degraded_objects_max else "")
+
+
 SCORECARD_HEAD = ("point", "fault", "n", "blackout (s)", "first I/O after (s)", "blackout when undone (s)",
-                  "dip (% of before)", "then (% of before)", "recovered", "longest I/O", "cluster (Ceph PGs)",
-                  "acknowledged writes")
+                  "dip (% of before)", "then (% of before)", "recovered", "longest I/O",
+                  "every PG active+clean after (s)", "acknowledged writes")
 
 def _bad_counts(total: WriteCheck) -> list[tuple[str, int]]:
     return [("lost", total.lost), ("stale", total.stale), ("torn", total.torn), ("corrupt", total.corrupt)]
@@ -146,7 +158,7 @@ def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[str, str],
         rows.append((labels.get(p.case_id, p.case_id), f"{p.action} {p.target}", str(n),
                      _figure(p.blackout_s, ""), _figure(p.first_completion_s, ""), _figure(p.restore_blackout_s, ""),
                      _figure(p.dip_pct, "", 0), _figure(p.degraded_pct, "", 0), recovered if n else "-",
-                     format_latency_ns(p.longest_io_ns.mean) if p.longest_io_ns else "-", cluster_text(p),
+                     format_latency_ns(p.longest_io_ns.mean) if p.longest_io_ns else "-", cluster_cell(p),
                      write_check_text(checked.get((p.run_id, p.case_id)))))
     return rows
 

@@ -243,7 +243,8 @@ main{padding:8px 32px 40px;max-width:1500px}section{background:#fff;border-radiu
 margin:16px 0;box-shadow:0 1px 2px rgba(0,0,0,.08)}h2{font-size:18px;margin:8px 0}
 div.wide{overflow-x:auto}
 table.summary td:last-child,table.summary th:last-child{white-space:normal;text-align:left;min-width:11em}
-table.data.summary,table.data.compare{font-size:11.5px}
+table.data.summary,table.data.compare,table.data.failover{font-size:11.5px}
+table.data.failover th,table.data.failover td{white-space:normal;padding:3px 4px}
 table.data.summary th,table.data.compare th{white-space:normal;vertical-align:bottom}
 table.data.summary th,table.data.summary td,table.data.compare th,table.data.compare td{padding:3px 4px}
 table.data.summary td.wrap{white-space:normal;text-align:left;overflow-wrap:break-word}

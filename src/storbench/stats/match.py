@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 
 from storbench.model import is_object, size_setting
+from storbench.model.ceph_options import CEPH_OPTIONS
 from storbench.stats.observations import (
     METRIC_VALUES,
     PERCENTILES,
@@ -167,6 +168,8 @@ def _lab_setting(o: Observation, key: str) -> tuple[Kind, object] | None:
     value = dict(ceph.settings()).get(key)
     if value is None:
         return None
+    if (option := CEPH_OPTIONS.get(key)) is not None and option.kind == "float":  # 0 names 0.0
+        return Kind.FLOAT, float(value)
     kind = Kind.SIZE if size_setting(key) else Kind.INT if isinstance(value, int) else Kind.TEXT
     return kind, value
 
