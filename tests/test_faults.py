@@ -221,3 +221,42 @@ def test_check_writes_beside_real_fio_finds_every_acknowledged_write_and_leaves_
     records = json.loads(out)
     assert code == 0 and len(records) == 2, out + err
     assert all(r["writes_acknowledged"] > 50 and r["writes_stale"] == r["writes_torn"] == 0 for r in records)
+
+
+def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_zero() -> None:
+    """The one-sentence verdict is built from the figures alone: a stall whose interval starts above zero is said
+    as a stall, one whose interval reaches zero says it was not shown every time, none says so; clients stalled
+    are counted; the level, the recovery, the cluster and the acknowledged writes follow."""
+    from storbench.model.fault_record import WriteCheck
+    from storbench.report.failover import failover_verdict
+    from storbench.stats.estimate import estimate
+    from storbench.stats.failover_points import PointFailover, RepetitionFailover
+    from storbench.stats.timeline import Failover, Recovery
+    from storbench.stats.write_checks import PointWriteCheck
+
+    def point(blackouts: list[float], **more: object) -> PointFailover:
+        figures = Failover(pre_fault_iops=1000.0, blackout_s=1.0, client_blackouts_s=(), first_completion_s=1.0,
+                           dip_pct=0.0, degraded_pct=90.0, recovery=Recovery.NOT_RECOVERED, recovery_s=None,
+                           longest_io_ns=None)
+        fields: dict[str, object] = dict(
+            case_id="c", run_id=1, action="freeze", target="osd.1",
+            repetitions=tuple(RepetitionFailover(i, i, None, None, figures) for i in range(len(blackouts))),
+            blackout_s=estimate(blackouts), restore_blackout_s=None, first_completion_s=estimate(blackouts),
+            dip_pct=estimate([0, 0, 0]), degraded_pct=estimate([90, 92, 94]), recovery_s=None, longest_io_ns=None,
+            recovered=0, not_recovered=3, undecided=0)
+        fields.update(more)
+        return PointFailover(**fields)  # type: ignore[arg-type]
+
+    stalled = point([27.0, 27.5, 28.0])
+    checked = PointWriteCheck(1, "c", 3, WriteCheck(4096, 4096, 14_122, 0), None, ())
+    said = failover_verdict(stalled, checked, "rbd randwrite 4k qd8")
+    assert said.startswith("rbd randwrite 4k qd8: I/O stopped for 27.5 s [") and "after osd.1 was frozen" in said
+    assert "shown below it to the end in 3 of 3" in said and said.endswith("0 of 14,122 acknowledged writes lost.")
+    unsure = failover_verdict(point([0.0, 0.0, 1.8]), None, "x")
+    assert "(not shown to stop every time)" in unsure and "acknowledged" not in unsure
+    assert "never stopped" in failover_verdict(point([0.0, 0.0, 0.0]), None, "x")
+    one_of_two = point([2.0, 2.2, 2.1], client_blackouts_s=(("a", estimate([0.0, 0.0, 0.1])),
+                                                              ("b", estimate([2.0, 2.2, 2.1]))))
+    assert "on 1 of 2 clients" in failover_verdict(one_of_two, None, "x")
+    lost = PointWriteCheck(1, "c", 3, WriteCheck(1024, 4096, 1_064, 0, lost=145, stale=44), 0, ())
+    assert "189 of 1,064 acknowledged writes lost or damaged" in failover_verdict(stalled, lost, "x")

@@ -426,6 +426,7 @@ def test_a_volume_that_loses_acknowledged_writes_is_caught_by_check_writes(
     assert code == 0, out + err
     line = next((x for x in out.splitlines() if "writes acknowledged" in x), "")
     assert "NOT everything acknowledged is there" in line, out
+    assert "acknowledged writes lost or damaged." in " ".join(out.split()), out  # the verdict in a sentence
     store = open_store(db, read_only=True)
     try:
         (repetition,) = store.repetitions()

@@ -134,11 +134,11 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
     varying = varying_lab_keys(points)
     labels = {p.case_id: point_label(p, direction=False, lab_keys=varying) for p in points}
     failovers = [p for p in point_failovers(selection.repetitions) if p.case_id in shown]
+    checks = [c for c in point_write_checks(selection.repetitions) if c.case_id in shown]
     for line in [*precondition_lines(selection.preconditions),
                  *steady_lines({k: v for k, v in selection.steady.items() if k[1] in shown}, labels),
-                 *failover_lines(failovers, labels),
-                 *write_check_lines([c for c in point_write_checks(selection.repetitions) if c.case_id in shown],
-                                    labels)]:
+                 *failover_lines(failovers, labels, checks),
+                 *write_check_lines(checks, labels)]:
         out.print(line, markup=False)
 
 

@@ -8,7 +8,7 @@ from storbench.model import PreconditionRecord, RunInfo, Status, StoredRepetitio
 from storbench.model.objective import LatencyObjective
 from storbench.report.convergence import convergence_figures
 from storbench.report.drift_figures import drift_figures
-from storbench.report.failover import scorecard_rows, timeline_figures
+from storbench.report.failover import failover_verdict, scorecard_rows, timeline_figures
 from storbench.report.html import ReportDocument
 from storbench.report.labels import point_label, varying_lab_keys
 from storbench.report.point_figures import (
@@ -73,6 +73,8 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         case_id = rep.case.case_id
         if rep.status == Status.OK and case_id not in job_texts and case_id in point_of_case:
             job_texts[case_id] = (point_label(point_of_case[case_id], direction=False), rep.job_text)
+    failovers = [p for p in point_failovers(repetitions) if p.case_id in labels]
+    checks = point_write_checks(repetitions)
     return ReportDocument(
         title=title, runs=tuple(runs), points=tuple(points), figures=tuple(figures),
         warnings=(*warning_lines(points), *filter(None, [pooled_runs_line(points)]), *notes),
@@ -81,6 +83,8 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         job_texts=tuple((case_id, label, text) for case_id, (label, text) in job_texts.items()),
         preconditions=tuple((run_id, precondition_text(record), record.job_text)
                             for run_id, records in sorted((preconditions or {}).items()) for record in records),
-        failover=tuple(scorecard_rows([p for p in point_failovers(repetitions) if p.case_id in labels], labels,
-                                      point_write_checks(repetitions))),
+        failover=tuple(scorecard_rows(failovers, labels, checks)),
+        failover_verdicts=tuple(v for p in failovers if (v := failover_verdict(
+            p, next((c for c in checks if (c.run_id, c.case_id) == (p.run_id, p.case_id)), None),
+            labels[p.case_id]))),
     )

@@ -69,6 +69,47 @@ def failover_line(point: PointFailover, label: str) -> str:
             + "; ".join(parts))
 
 
+DONE = {"kill": "killed", "freeze": "frozen", "stop": "stopped", "out": "marked out", "cut": "cut off",
+        "crash": "crashed", "lose-writes": "made to lose writes"}  # a fault in the past tense, for the verdict
+
+
+def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label: str) -> str:
+    """What the storage did, in one sentence built only from what the figures show: the stall (said only when its
+    interval is above zero), on how many clients, the level after it and whether it came back, the cluster's own
+    recovery, and the acknowledged writes read back. '' without figures."""
+    n = point.measured
+    if n == 0 or point.blackout_s is None:
+        return ""
+    what = f"{point.target} was {DONE.get(point.action, point.action)}"
+    blackout = point.blackout_s
+    if blackout.mean == 0:
+        said = f"I/O never stopped for a whole window after {what}"
+    elif blackout.ci_low is not None and blackout.ci_low > 0:
+        said = f"I/O stopped for {_figure(blackout, ' s', 1)} after {what}"
+    else:
+        said = f"I/O stopped for {_figure(blackout, ' s', 1)} after {what} (not shown to stop every time)"
+    if point.client_blackouts_s:
+        stalled = sum(1 for _, seconds in point.client_blackouts_s if seconds.mean >= blackout.mean / 2)
+        total = len(point.client_blackouts_s)
+        said += " on every client" if stalled == total else f" on {stalled} of {total} clients"
+    parts = [said]
+    if point.degraded_pct is not None:
+        parts.append(f"then {_figure(point.degraded_pct, ' %', 0)} of the level before")
+    if point.recovered == n:
+        parts.append("back within +-10 % of it in every repetition")
+    elif point.not_recovered:
+        parts.append(f"shown below it to the end in {point.not_recovered} of {n}")
+    else:
+        parts.append(f"back within +-10 % in {point.recovered} of {n}, the rest undecided")
+    if point.cluster_disturbed and point.cluster_clean_s is not None:
+        parts.append(f"every PG active+clean {_figure(point.cluster_clean_s, ' s', 1)} after the fault")
+    if check is not None and check.checked:
+        bad = check.total.bad
+        parts.append(f"{bad:,} of {check.total.acknowledged:,} acknowledged writes lost or damaged" if bad
+                     else f"0 of {check.total.acknowledged:,} acknowledged writes lost")
+    return f"{label}: " + "; ".join(parts) + "."
+
+
 def cluster_text(point: PointFailover) -> str:
     """What the lab cluster did after the fault, from its PGs watched through the repetitions and their settling:
     'every PG active+clean again 38.2 s [30.1, 46.3] after the fault (at most 1,234 objects degraded)'; '-' when
@@ -163,14 +204,21 @@ def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[str, str],
     return rows
 
 
-def failover_lines(points: Sequence[PointFailover], labels: Mapping[str, str]) -> list[str]:
-    """The failover block: what the figures mean, then one line per point (``labels``: case id -> its label)."""
+def failover_lines(points: Sequence[PointFailover], labels: Mapping[str, str],
+                   checks: Sequence[PointWriteCheck] = ()) -> list[str]:
+    """The failover block: what the figures mean, one line of figures per point (``labels``: case id -> its
+    label), then each point's verdict in a sentence."""
     if not points:
         return []
+    checked = {(c.run_id, c.case_id): c for c in checks}
+    verdicts = [verdict for p in points
+                if (verdict := failover_verdict(p, checked.get((p.run_id, p.case_id)),
+                                                f"run {p.run_id} {labels.get(p.case_id, p.case_id)}"))]
     return ["failover (each repetition one fault; 95 % intervals over the repetitions; blackout: the longest time "
             "no I/O completed, from fio's 100 ms logs; recovered: the run's last third shown within +-10 % of the "
             "level before the fault; docs/methodology.md#failover):",
-            *(failover_line(p, labels.get(p.case_id, p.case_id)) for p in points)]
+            *(failover_line(p, labels.get(p.case_id, p.case_id)) for p in points),
+            *(f"  in short: {verdict}" for verdict in verdicts)]
 
 
 def _seconds(rows: Sequence[LogRow], start_ms: int) -> tuple[float, ...]:

@@ -66,6 +66,7 @@ class ReportDocument:
     job_texts: tuple[tuple[str, str, str], ...] = ()  # (case id, label, job file) per case
     preconditions: tuple[tuple[int, str, str], ...] = ()  # (run id, what ran in words, its job file)
     failover: tuple[tuple[str, ...], ...] = ()  # the failover scorecard's rows (`report.failover.scorecard_rows`)
+    failover_verdicts: tuple[str, ...] = ()  # each point's verdict in a sentence (`report.failover.failover_verdict`)
 
 
 def _e(value: object) -> str:
@@ -372,7 +373,10 @@ def render_html(doc: ReportDocument, plotly_js: str) -> str:
         sections.append(f"<section><h2>Saturation</h2>{_saturation_table(doc)}</section>")
     if doc.failover:
         tabled[FAILOVER_SECTION] = len(sections)
-        sections.append(f"<section><h2>{FAILOVER_SECTION}</h2>{_failover_table(doc.failover)}</section>")
+        verdicts = "".join(f"<li>{_e(v)}</li>" for v in doc.failover_verdicts)
+        sections.append(f"<section><h2>{FAILOVER_SECTION}</h2>"
+                        + (f"<ul class='verdicts'>{verdicts}</ul>" if verdicts else "")
+                        + f"{_failover_table(doc.failover)}</section>")
     by_section: dict[str, list[FigureSpec]] = {}
     for figure in doc.figures:
         by_section.setdefault(figure.section or "Figures", []).append(figure)
