@@ -730,7 +730,7 @@ GRACE_PLAN = """
 name: ceph-freeze-short-grace
 targets:
   rbd: {kind: rbd, pool: bench, image: img, size: 32MiB}
-workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 14s, ramp: 1s}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 10s, ramp: 1s}
 repeat: 1
 telemetry: {enabled: false}
 lab:
@@ -741,7 +741,7 @@ lab:
     pool_size: 2
     config: {osd_heartbeat_grace: 4, osd_heartbeat_interval: 1}
 faults:
-  - {at: 3s, do: freeze, on: osd.1, restore_after: 9s}
+  - {at: 2s, do: freeze, on: osd.1, restore_after: 7s}
 check_writes: {blocks: 256}
 """
 

@@ -332,7 +332,7 @@ CRASH_PLAN = """
 name: nfs-crash
 targets:
   export: {kind: nfs, size: 16MiB}
-workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 7s, ramp: 1s}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 6s, ramp: 1s}
 repeat: 1
 timeout_grace: 30s
 telemetry: {enabled: false}
@@ -375,7 +375,7 @@ CUT_CLIENT_PLAN = """
 name: client-cut
 targets:
   export: {kind: nfs, size: 8MiB}
-workload: {rw: randread, bs: 4k, iodepth: 2, runtime: 7s, ramp: 1s}
+workload: {rw: randread, bs: 4k, iodepth: 2, runtime: 6s, ramp: 1s}
 clients: 2
 repeat: 1
 telemetry: {enabled: false}

@@ -447,7 +447,7 @@ FREEZE_PLAN = """
 name: volume-freeze
 targets:
   volume: {kind: block, size: 48MiB}
-workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 11s, ramp: 1s}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 9s, ramp: 1s}
 repeat: 2
 telemetry: {enabled: false}
 lab:
