@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from storbench.cli import main
-from storbench.model import ClientMeasurement, RepetitionOutcome, Status
+from storbench.model import ClientMeasurement, RepetitionOutcome, Status, StoredRepetition
 from storbench.stats.observations import Observation
 from storbench.store import open_store
 from storbench.store.migrations import design_of_text
@@ -46,6 +46,15 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 def storbench_process(*argv: str, cwd: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "storbench", *argv], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
+
+
+def stored_repetitions(db: Path) -> list[StoredRepetition]:
+    """Every repetition a results database holds, read through the store (opened read-only, closed after)."""
+    store = open_store(db, read_only=True)
+    try:
+        return store.repetitions()
+    finally:
+        store.close()
 
 
 def repetition_rows(db: Path) -> list[tuple[str, int, str]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli, write_plan
+from helpers import run_cli, stored_repetitions, write_plan
 from storbench.lab.ceph import CephLab
 from storbench.lab.hosts import HostsLab
 from storbench.lab.process import pids_with
@@ -692,17 +692,12 @@ def test_an_osd_killed_mid_run_stalls_io_briefly_and_the_cluster_heals_before_th
     write the cluster acknowledged to the checking writer beside fio (an image of its own, through librbd) reads
     back as written, and the lab leaves no daemon behind."""
     from storbench.stats.failover_points import point_failovers
-    from storbench.store import open_store
 
     db, out = _run(KILL_PLAN, tmp_path, capsys)
     assert out.count("ceph lab: healthy again after the fault") == 2, out
     line = next((x for x in out.splitlines() if "kill osd.1, 2 repetitions" in x), "")
     assert line, out
-    store = open_store(db, read_only=True)
-    try:
-        repetitions = store.repetitions()
-    finally:
-        store.close()
+    repetitions = stored_repetitions(db)
     for r in repetitions:
         kill, start = r.faults
         assert (kill.restore, start.restore, kill.error, start.error) == (False, True, "", ""), r.faults
@@ -754,14 +749,9 @@ def test_a_frozen_osd_stalls_io_for_about_the_heartbeat_grace_it_was_given(
     far less than the 20 s default gives (`examples/ceph-osd-failure`: about 27 s) — and nothing acknowledged is
     lost."""
     from storbench.stats.failover_points import point_failovers
-    from storbench.store import open_store
 
     db, out = _run(GRACE_PLAN, tmp_path, capsys)
-    store = open_store(db, read_only=True)
-    try:
-        repetitions = store.repetitions()
-    finally:
-        store.close()
+    repetitions = stored_repetitions(db)
     (point,) = point_failovers(repetitions)
     assert point.measured == 1 and point.blackout_s is not None, out
     assert 3.0 <= point.blackout_s.mean <= 12.0, out

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli, write_plan
+from helpers import run_cli, stored_repetitions, write_plan
 from storbench.errors import UserError
 from storbench.lab.nfs import NfsLab
 from storbench.lab.nfs_conf import ANONYMOUS_UID, NAMESPACE, nfs_url
@@ -353,13 +353,8 @@ def test_an_nfs_server_that_crashes_and_restarts_stalls_io_until_it_listens_agai
     db = tmp_path / "r.db"
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, CRASH_PLAN)), "--db", str(db))
     assert code == 0, out + err
-    from storbench.store import open_store
 
-    store = open_store(db, read_only=True)
-    try:
-        (repetition,) = store.repetitions()
-    finally:
-        store.close()
+    (repetition,) = stored_repetitions(db)
     crash, restart = repetition.faults
     assert crash.said == "nfs lab: server killed" and restart.said.startswith("nfs lab: server started again"), \
         repetition.faults
@@ -397,18 +392,13 @@ def test_one_clients_link_cut_for_two_seconds_stalls_that_client_only(
     from storbench.lab.hosts import HostsLab
     from storbench.lab.hosts_conf import lab_host
     from storbench.stats.failover_points import point_failovers
-    from storbench.store import open_store
 
     monkeypatch.setattr("storbench.lab.hosts.DEFAULT_LAB_DIR", lab_dir)
     db = tmp_path / "r.db"
     try:
         code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, CUT_CLIENT_PLAN)), "--db", str(db))
         assert code == 0, out + err
-        store = open_store(db, read_only=True)
-        try:
-            (repetition,) = store.repetitions()
-        finally:
-            store.close()
+        (repetition,) = stored_repetitions(db)
         cut, back = repetition.faults
         assert (cut.said, back.said) == ("hosts lab: client.2's link down", "hosts lab: client.2's link up again")
         (point,) = point_failovers([repetition])

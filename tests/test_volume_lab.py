@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import run_cli, write_plan
+from helpers import run_cli, stored_repetitions, write_plan
 from storbench.lab.pacer import Bucket, Control, read_control, read_rates
 from storbench.lab.process import pids_with
 from storbench.lab.volume import (
@@ -419,7 +419,6 @@ def test_a_volume_that_loses_acknowledged_writes_is_caught_by_check_writes(
     it, so every write acknowledged in between vanishes. The checking writer beside fio (stamped blocks past
     fio's 32 MiB, its journal in storbench's memory) reads its blocks back after the repetition: lost and stale
     blocks are counted, stored and said, with their first offsets, and the report's scorecard says so too."""
-    from storbench.store import open_store
 
     db = tmp_path / "r.db"
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, LYING_PLAN)), "--db", str(db))
@@ -427,11 +426,7 @@ def test_a_volume_that_loses_acknowledged_writes_is_caught_by_check_writes(
     line = next((x for x in out.splitlines() if "writes acknowledged" in x), "")
     assert "NOT everything acknowledged is there" in line, out
     assert "acknowledged writes lost or damaged." in " ".join(out.split()), out  # the verdict in a sentence
-    store = open_store(db, read_only=True)
-    try:
-        (repetition,) = store.repetitions()
-    finally:
-        store.close()
+    (repetition,) = stored_repetitions(db)
     check = repetition.write_check
     assert check is not None and not check.error and check.acknowledged > 500, check
     assert check.lost + check.stale > 20 and check.torn == check.corrupt == 0, check  # ~1.5 s at 400 writes/s
@@ -467,7 +462,6 @@ def test_a_volume_frozen_for_a_second_mid_run_shows_a_one_second_blackout_and_re
     interval over the two repetitions), the first I/O about 1 s after the fault, the dip to 0, the level never
     shown below the one before (not "not recovered"), the longest I/O about a second; the fault times are stored
     with each repetition, the report draws the timeline, and the lab is gone afterwards."""
-    from storbench.store import open_store
 
     db = tmp_path / "r.db"
     code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, FREEZE_PLAN)))
@@ -482,11 +476,7 @@ def test_a_volume_frozen_for_a_second_mid_run_shows_a_one_second_blackout_and_re
     # the writer beside fio: a stall loses nothing it acknowledged
     checked = next((x for x in out.splitlines() if "writes acknowledged" in x), "")
     assert "2 repetitions read back" in checked and "0 lost, 0 stale, 0 torn, 0 corrupt" in checked, out
-    store = open_store(db, read_only=True)
-    try:
-        repetitions = store.repetitions()
-    finally:
-        store.close()
+    repetitions = stored_repetitions(db)
     from storbench.stats.failover_points import point_failovers
 
     (point,) = point_failovers(repetitions)

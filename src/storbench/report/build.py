@@ -51,6 +51,9 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
     drifts = [d for run in runs for d in run_drifts(observations, run.run_id)]
     varying = varying_lab_keys(points)
     labels = {p.case_id: point_label(p, direction=False, lab_keys=varying) for p in reversed(points)}
+    failovers = [p for p in point_failovers(repetitions) if p.case_id in labels]  # each fault's logs read once
+    checks = point_write_checks(repetitions)
+    checked = {(c.run_id, c.case_id): c for c in checks}
     figures = [
         *capped_figures(points),
         *steady_figures({k: v for k, v in (steady or {}).items() if k[1] in labels}, labels),
@@ -65,7 +68,7 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         *curve_figures(curve_list),
         *cdf_figures(points, merged_latency_histograms(repetitions)),
         *drift_figures([d for d in drifts if d.samples]),
-        *timeline_figures(repetitions, labels, point_failovers(repetitions)),
+        *timeline_figures(repetitions, labels, failovers),
     ]
     point_of_case = {p.case_id: p for p in reversed(points)}  # the first point of each case
     job_texts: dict[str, tuple[str, str]] = {}
@@ -73,8 +76,6 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         case_id = rep.case.case_id
         if rep.status == Status.OK and case_id not in job_texts and case_id in point_of_case:
             job_texts[case_id] = (point_label(point_of_case[case_id], direction=False), rep.job_text)
-    failovers = [p for p in point_failovers(repetitions) if p.case_id in labels]
-    checks = point_write_checks(repetitions)
     return ReportDocument(
         title=title, runs=tuple(runs), points=tuple(points), figures=tuple(figures),
         warnings=(*warning_lines(points), *filter(None, [pooled_runs_line(points)]), *notes),
@@ -85,6 +86,5 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
                             for run_id, records in sorted((preconditions or {}).items()) for record in records),
         failover=tuple(scorecard_rows(failovers, labels, checks)),
         failover_verdicts=tuple(v for p in failovers if (v := failover_verdict(
-            p, next((c for c in checks if (c.run_id, c.case_id) == (p.run_id, p.case_id)), None),
-            labels[p.case_id]))),
+            p, checked.get((p.run_id, p.case_id)), labels[p.case_id]))),
     )

@@ -258,7 +258,7 @@ class Store:
             raise UserError(f"{exc}; no storbench wrote that", hint=NOT_OURS_HINT) from None
         telemetry = self._telemetry_by_repetition([row["id"] for row in found])
         logs, faults = self._faults_by_repetition([row["id"] for row in found])
-        checks = self._write_checks()
+        checks = self._write_checks({row["id"] for row in found})
         return [
             StoredRepetition(
                 repetition_id=row["id"],
@@ -301,14 +301,15 @@ class Store:
                 logs.setdefault(row["repetition_id"], []).append((row["name"], decompress_text(row["text_z"])))
         return logs, faults
 
-    def _write_checks(self) -> dict[int, WriteCheck]:
+    def _write_checks(self, repetition_ids: set[int]) -> dict[int, WriteCheck]:
         """What the checking writer found, by repetition (only plans with `check_writes` have any)."""
         return {row["repetition_id"]: WriteCheck(
             blocks=row["blocks"], block_bytes=row["block_bytes"], acknowledged=row["acknowledged"],
             failed=row["failed"], lost=row["lost"], stale=row["stale"], torn=row["torn"], corrupt=row["corrupt"],
             first_bad=tuple((str(finding), tuple(int(o) for o in offsets))
                             for finding, offsets in json.loads(row["first_bad_json"])),
-            error=row["error"]) for row in self.conn.execute("SELECT * FROM repetition_write_checks")}
+            error=row["error"]) for row in self.conn.execute("SELECT * FROM repetition_write_checks")
+            if row["repetition_id"] in repetition_ids}
 
     def _telemetry_by_repetition(self, repetition_ids: Sequence[int]) -> dict[int, RepetitionTelemetry]:
         windows: dict[int, tuple[float, float]] = {}
