@@ -13,8 +13,10 @@ namespace under /run/netns, so membership, unlike a command line, cannot be fake
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -47,7 +49,7 @@ from storbench.lab.nfs_conf import (
     nfs_url,
     render_ganesha_conf,
 )
-from storbench.lab.process import kill_all, start_daemon
+from storbench.lab.process import alive, kill_all, start_daemon
 from storbench.model import Case, LabPoint
 from storbench.shell import run
 
@@ -71,6 +73,13 @@ def _namespace_pids() -> list[int]:
     if not _namespace_exists():
         return []
     return [int(p) for p in run(["ip", "netns", "pids", NAMESPACE], timeout_s=10).split()]
+
+
+def _command_name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def _described(info: NfsLabInfo) -> str:
@@ -150,9 +159,25 @@ class NfsLab(LabRoot):
             raise UserError("nfs lab: not up", hint="storbench lab nfs up")
         kill_all(_namespace_pids())
 
+    def stop_server(self, *, timeout_s: float = 30) -> float:
+        """Stop nfs-ganesha cleanly (SIGTERM: it closes its clients' connections and shuts down as an administrator's
+        restart does), then its rpcbind; the seconds ganesha took to exit (SIGKILL after ``timeout_s``)."""
+        if self.info() is None:
+            raise UserError("nfs lab: not up", hint="storbench lab nfs up")
+        started = time.time()
+        ganesha = [pid for pid in _namespace_pids() if _command_name(pid) == "ganesha.nfsd"]
+        for pid in ganesha:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        while time.time() < started + timeout_s and any(alive(pid) for pid in ganesha):
+            time.sleep(0.05)
+        took = time.time() - started
+        kill_all(_namespace_pids())  # rpcbind, and a ganesha that did not exit in time
+        return took
+
     def restart_server(self) -> float:
-        """Start the server again after ``crash_server`` (its export and file handles as before); the seconds it
-        took to listen."""
+        """Start the server again after ``crash_server`` or ``stop_server`` (its export and file handles as
+        before); the seconds it took to listen."""
         if self.info() is None:
             raise UserError("nfs lab: not up", hint="storbench lab nfs up")
         kill_all(_namespace_pids())  # nothing left of the crashed one
@@ -239,6 +264,8 @@ class NfsKind(LabKindBase):
                    "unanswered until they are up again (a network partition; TCP retries, nothing is refused)"),
         FaultOffer("nfs", "crash", "server", "restart", "SIGKILL nfs-ganesha (and its rpcbind), as a server that "
                    "crashes: its clients' connections are reset; at the restore it starts again and they reconnect"),
+        FaultOffer("nfs", "stop", "server", "start", "stop nfs-ganesha cleanly (SIGTERM, as an administrator's "
+                   "restart): it closes its clients' connections; at the restore it starts again and they reconnect"),
     )
 
     def wanted(self, group: LabGroup) -> bool:
@@ -253,6 +280,10 @@ class NfsKind(LabKindBase):
                 return f"nfs lab: server started again (listening after {lab.restart_server():.1f}s)"
             lab.crash_server()
             return "nfs lab: server killed"
+        if step.action == "stop":
+            if restore:
+                return f"nfs lab: server started again (listening after {lab.restart_server():.1f}s)"
+            return f"nfs lab: server stopped (ganesha exited after {lab.stop_server():.1f}s)"
         lab.set_links(up=restore)
         return "nfs lab: server links up again" if restore else "nfs lab: server links down"
 
