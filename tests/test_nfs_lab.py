@@ -17,6 +17,7 @@ from helpers import run_cli, stored_repetitions, write_plan
 from storbench.errors import UserError
 from storbench.lab.nfs import NfsLab
 from storbench.lab.nfs_conf import ANONYMOUS_UID, NAMESPACE, nfs_url
+from storbench.lab.process import pids_with
 from storbench.shell import run
 
 
@@ -180,7 +181,6 @@ def test_the_nfs_server_stopped_mid_run_is_a_recorded_failure_not_a_hang(
     import threading
     import time
 
-    from storbench.lab.process import pids_with
 
     def kill_server() -> None:
         deadline = time.time() + 60
@@ -339,31 +339,36 @@ telemetry: {enabled: false}
 lab:
   nfs: {}
 faults:
-  - {at: 2s, do: crash, on: server, restore_after: 2s}
+  - {at: 2s, do: ACTION, on: server, restore_after: 2s}
 """
 
 
-def test_an_nfs_server_that_crashes_and_restarts_stalls_io_until_it_listens_again(
-        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """nfs-ganesha SIGKILLed 2 s into the measured section and started again 2 s later: libnfs's connection is reset,
-    it reconnects once the server listens again (NFSv3 holds no state to recover), so no write completes for about
-    the two seconds plus the restart, and writes go on after; the repetition is not a failure."""
+@pytest.mark.parametrize(("action", "said"), [("crash", "nfs lab: server killed"),
+                                              ("stop", "nfs lab: server stopped (ganesha exited after ")])
+def test_an_nfs_server_that_crashes_or_stops_and_starts_again_stalls_io_until_it_listens_again(
+        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], action: str, said: str) -> None:
+    """nfs-ganesha SIGKILLed (a crash) or stopped cleanly (SIGTERM, an administrator's restart) 2 s into the measured
+    section and started again 2 s later: libnfs's connection is reset or closed, it reconnects once the server
+    listens again (NFSv3 holds no state to recover), so no write completes for about the two seconds plus the
+    restart, and writes go on after; the repetition is not a failure, and no ganesha is left running."""
     import json
 
     db = tmp_path / "r.db"
-    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, CRASH_PLAN)), "--db", str(db))
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, CRASH_PLAN.replace("ACTION", action))),
+                             "--db", str(db))
     assert code == 0, out + err
 
     (repetition,) = stored_repetitions(db)
-    crash, restart = repetition.faults
-    assert crash.said == "nfs lab: server killed" and restart.said.startswith("nfs lab: server started again"), \
+    fault, restart = repetition.faults
+    assert fault.said.startswith(said) and restart.said.startswith("nfs lab: server started again"), \
         repetition.faults
     code, exported, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
     assert code == 0, err
     (record,) = json.loads(exported)
-    assert record["status"] == "ok" and record["fault"] == "crash server", record
+    assert record["status"] == "ok" and record["fault"] == f"{action} server", record
     assert 1.5 <= record["blackout_s"] <= 10 and record["first_io_after_fault_s"] >= 1.5, record
     assert record["total_ios"] > 0 and not (lab_dir / "nfs").exists()
+    assert not pids_with("ganesha.nfsd"), "a ganesha left running"
 
 
 CUT_CLIENT_PLAN = """

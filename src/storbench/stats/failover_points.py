@@ -78,14 +78,18 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
                               cluster=cluster)
 
 
+END_SLACK_MS = 1000  # the last row may come this much before the planned end of a run whose I/O never stopped
+
+
 def measured_section(logs: Sequence[ClientLog], window_ms: int, runtime_s: float) -> tuple[int, int]:
     """(start, end) of the measured section in epoch ms, from fio's logs: one window before the first row, to the
-    last row (fio logs no partial last window), or for ``runtime_s`` when the last row is more than a window short
-    of it (I/O that never came back)."""
+    last row (fio logs no partial last window, and its clients start a little apart: the last row comes up to a few
+    windows before the planned end), or for ``runtime_s`` when the last row is more than END_SLACK_MS (at least
+    three windows) short of it (I/O that never came back)."""
     rows = [row.t_ms for log in logs for row in log.iops]
     start, last = min(rows) - window_ms, max(rows)
     planned_end = start + round(runtime_s * 1000)
-    return start, last if last >= planned_end - window_ms else planned_end
+    return start, last if last >= planned_end - max(END_SLACK_MS, 3 * window_ms) else planned_end
 
 
 @dataclass(frozen=True)

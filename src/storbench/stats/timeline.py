@@ -103,8 +103,9 @@ def longest_stall(times: Sequence[int], window_ms: int, from_ms: int, after_ms: 
 
 def merged_iops(logs: Sequence[ClientLog], window_ms: int, from_ms: int, to_ms: int) -> list[float]:
     """IOPS of all clients per window of ``window_ms`` from ``from_ms`` (wall clock), each row counted in the
-    window its middle falls in; a window without rows is 0."""
-    count = max(0, math.ceil((to_ms - from_ms) / window_ms))
+    window its middle falls in; a window without rows is 0. The windows end where the last whole one does: a row
+    closing at ``to_ms`` counts in the last window, not a window of what is left after it."""
+    count = max(0, (to_ms - from_ms + window_ms // 2) // window_ms)
     out = [0.0] * count
     for log in logs:
         for row in log.iops:
