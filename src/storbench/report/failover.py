@@ -96,11 +96,11 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
     if point.degraded_pct is not None:
         parts.append(f"then {_figure(point.degraded_pct, ' %', 0)} of the level before")
     if point.recovered == n:
-        parts.append("back within +-10 % of it in every repetition")
+        parts.append("back to at least 90 % of it in every repetition")
     elif point.not_recovered:
         parts.append(f"shown below it to the end in {point.not_recovered} of {n}")
     else:
-        parts.append(f"back within +-10 % in {point.recovered} of {n}, the rest undecided")
+        parts.append(f"back to at least 90 % in {point.recovered} of {n}, the rest undecided")
     if point.cluster_disturbed and point.cluster_clean_s is not None:
         parts.append(f"every PG active+clean {_figure(point.cluster_clean_s, ' s', 1)} after the fault")
     if check is not None and check.checked:
@@ -215,7 +215,7 @@ def failover_lines(points: Sequence[PointFailover], labels: Mapping[str, str],
                 if (verdict := failover_verdict(p, checked.get((p.run_id, p.case_id)),
                                                 f"run {p.run_id} {labels.get(p.case_id, p.case_id)}"))]
     return ["failover (each repetition one fault; 95 % intervals over the repetitions; blackout: the longest time "
-            "no I/O completed, from fio's 100 ms logs; recovered: the run's last third shown within +-10 % of the "
+            "no I/O completed, from fio's 100 ms logs; recovered: the run's last third shown at least 90 % of the "
             "level before the fault; docs/methodology.md#failover):",
             *(failover_line(p, labels.get(p.case_id, p.case_id)) for p in points),
             *(f"  in short: {verdict}" for verdict in verdicts)]

@@ -166,8 +166,8 @@ def _failover_table(rows: Sequence[tuple[str, ...]]) -> str:
     head = "".join(f"<th>{_e(name)}</th>" for name in SCORECARD_HEAD)
     body = "".join("<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>" for row in rows)
     return ("<p>Each repetition is one fault; figures are means with 95 % intervals over the repetitions. Blackout: "
-            "the longest time no I/O completed (fio's 100 ms logs); recovered: the run's last third shown within "
-            "+-10 % of the level before the fault (docs/methodology.md, \"Failover\").</p>"
+            "the longest time no I/O completed (fio's 100 ms logs); recovered: the run's last third shown at "
+            "least 90 % of the level before the fault (docs/methodology.md, \"Failover\").</p>"
             f"<table class='data failover'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 

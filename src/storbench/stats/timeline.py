@@ -11,12 +11,13 @@ on the wall clock, read against the moment of the fault.
 - **recovered** is one test per repetition, on the last third of the run after the stall (at least HOLD_BLOCKS
   one-second blocks), fixed before looking: the 90 % interval of
   their mean's ratio to the level before the fault (Welch on the blocks' means, log scale, as `stats.trend`
-  judges "flat") inside +-RECOVERY_MARGIN; "not recovered" when it is wholly below no change (one-sided 5 %);
-  "undecided" otherwise; "too short to tell" without enough seconds. Scanning the run for
-  the first stretch that passes would be a test at every window, and would call a run that stays 10 % down
-  recovered three times in four;
+  judges "flat") starting at or above 1 - RECOVERY_MARGIN (a one-sided 5 % test that it is not more than 10 %
+  down; a level above the one before is recovered too: a restarted server may serve faster); "not recovered"
+  when it is wholly below no change (one-sided 5 %); "undecided" otherwise; "too short to tell" without enough
+  seconds. Scanning the run for the first stretch that passes would be a test at every window, and would call a
+  run that stays 10 % down recovered three times in four;
 - **recovery time** (of a recovered run only, an estimate, not a test): the first moment after the stall from
-  which HOLD_BLOCKS blocks in a row are each within the margin of the level;
+  which HOLD_BLOCKS blocks in a row are each at least 1 - RECOVERY_MARGIN of the level;
 - **degraded level**: IOPS from the end of the stall to the recovery, as % of the level before;
 - **longest I/O**: the longest completion latency logged in the measured section.
 
@@ -37,7 +38,7 @@ from storbench.stats.estimate import estimate, ratio_interval
 
 BLOCK_MS = 1000  # the sample unit of a level: one second of windows
 HOLD_BLOCKS = 5  # recovered: this many blocks in a row shown equal to the level before the fault
-RECOVERY_MARGIN = 0.10  # "equal": the ratio's 90 % interval inside +-10 %
+RECOVERY_MARGIN = 0.10  # "back": the ratio's 90 % interval at or above -10 %
 RECOVERY_CONFIDENCE = 0.90  # two one-sided 5 % tests, as "flat" along a curve
 FINAL_SHARE = 1 / 3  # the test reads the last third of the run after the stall (at least HOLD_BLOCKS seconds)
 
@@ -120,7 +121,7 @@ def _blocks(values: Sequence[float], per_block: int) -> list[float]:
 
 
 class Recovery(StrEnum):
-    RECOVERED = "recovered"  # the end of the run shown equal to the level before the fault (within the margin)
+    RECOVERED = "recovered"  # the end of the run shown at most the margin below the level before the fault
     NOT_RECOVERED = "not recovered"  # shown below it (one-sided 5 %)
     UNDECIDED = "undecided"  # neither: noisier than the margin lets the blocks show
     UNTOLD = "too short to tell"  # fewer than HOLD_BLOCKS seconds after the stall, or no level before the fault
@@ -128,25 +129,25 @@ class Recovery(StrEnum):
 
 def judge_recovery(before: Sequence[float], final: Sequence[float]) -> Recovery:
     """The one test of a repetition: the blocks at the end of the run against the blocks before the fault, the 90 %
-    interval of their means' ratio: inside +-RECOVERY_MARGIN (two one-sided 5 % tests) is recovered, wholly below
-    no change is not recovered, anything else undecided."""
+    interval of their means' ratio: its lower end at or above 1 - RECOVERY_MARGIN (one-sided 5 %) is recovered,
+    wholly below no change is not recovered, anything else undecided."""
     level, held = estimate(before), estimate(final)
     if level is None or held is None or level.n < 2 or held.n < 2 or level.mean <= 0:
         return Recovery.UNTOLD
     if held.mean <= 0:
         return Recovery.NOT_RECOVERED
     low, high = ratio_interval(level, held, RECOVERY_CONFIDENCE)
-    if low >= 1 - RECOVERY_MARGIN and high <= 1 + RECOVERY_MARGIN:
+    if low >= 1 - RECOVERY_MARGIN:
         return Recovery.RECOVERED
     return Recovery.NOT_RECOVERED if high < 1 else Recovery.UNDECIDED
 
 
 def recovery_index(windows: Sequence[float], start: int, per_block: int, level: float) -> int | None:
     """When a recovered run got back (an estimate, not a test): the first window at or after ``start`` from which
-    HOLD_BLOCKS one-second blocks in a row are each within +-RECOVERY_MARGIN of ``level``; None if none."""
+    HOLD_BLOCKS one-second blocks in a row are each at least 1 - RECOVERY_MARGIN of ``level``; None if none."""
     span = HOLD_BLOCKS * per_block
     for index in range(start, len(windows) - span + 1):
-        if all(abs(block / level - 1) <= RECOVERY_MARGIN for block in _blocks(windows[index:index + span], per_block)):
+        if all(block / level >= 1 - RECOVERY_MARGIN for block in _blocks(windows[index:index + span], per_block)):
             return index
     return None
 
