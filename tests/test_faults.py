@@ -260,3 +260,7 @@ def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_ze
     assert "on 1 of 2 clients" in failover_verdict(one_of_two, None, "x")
     lost = PointWriteCheck(1, "c", 3, WriteCheck(1024, 4096, 1_064, 0, lost=145, stale=44), 0, ())
     assert "189 of 1,064 acknowledged writes lost or damaged" in failover_verdict(stalled, lost, "x")
+    back = failover_verdict(point([4.9, 5.0, 4.9], degraded_pct=None, recovered=3, not_recovered=0), None, "x")
+    assert back.endswith("; back to at least 90 % of the level before in every repetition.")  # nothing for "it"
+    assert "after the server was stopped" in failover_verdict(
+        point([4.9, 5.0, 4.9], action="stop", target="server"), None, "x")

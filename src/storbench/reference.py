@@ -265,8 +265,9 @@ def plan_reference_markdown() -> str:
         "Every repetition of every case gets the plan's faults, at the same times. A plan may only name what a lab "
         "of its own offers (faults on your own systems are not a plan's to ask): the volume lab offers `freeze` "
         "(every I/O held until the thaw) and `lose-writes` (a copy kept at the fault is served again at the "
-        "restore); a Ceph lab `kill`, `freeze`, `stop` and `out` on `osd.N`; the NFS lab `cut` (its links down) "
-        "and `crash` (SIGKILL, started again at the restore) on `server`; the hosts lab `cut` on `client.N` (one "
+        "restore); a Ceph lab `kill`, `freeze`, `stop` and `out` on `osd.N`; the NFS lab `cut` (its links down), "
+        "`crash` (SIGKILL, started again at the restore) and `stop` (SIGTERM, a clean stop; started again) on "
+        "`server`; the hosts lab `cut` on `client.N` (one "
         "fio server's link down). `storbench plan` lists what the plan's labs offer and shows when each fault "
         "happens. With `lab.ceph`, the cluster's placement groups are watched once a second through each "
         "repetition and its healing: the time to every PG active+clean after the fault is a figure of its own.",

@@ -80,7 +80,8 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
     n = point.measured
     if n == 0 or point.blackout_s is None:
         return ""
-    what = f"{point.target} was {DONE.get(point.action, point.action)}"
+    named = point.target if "." in point.target else f"the {point.target}"  # osd.1, client.2; the server, the volume
+    what = f"{named} was {DONE.get(point.action, point.action)}"
     blackout = point.blackout_s
     if blackout.mean == 0:
         said = f"I/O never stopped for a whole window after {what}"
@@ -93,14 +94,16 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
         total = len(point.client_blackouts_s)
         said += " on every client" if stalled == total else f" on {stalled} of {total} clients"
     parts = [said]
+    level = "the level before"  # named once: "it" after the degraded level's part
     if point.degraded_pct is not None:
-        parts.append(f"then {_figure(point.degraded_pct, ' %', 0)} of the level before")
+        parts.append(f"then {_figure(point.degraded_pct, ' %', 0)} of {level}")
+        level = "it"
     if point.recovered == n:
-        parts.append("back to at least 90 % of it in every repetition")
+        parts.append(f"back to at least 90 % of {level} in every repetition")
     elif point.not_recovered:
-        parts.append(f"shown below it to the end in {point.not_recovered} of {n}")
+        parts.append(f"shown below {level} to the end in {point.not_recovered} of {n}")
     else:
-        parts.append(f"back to at least 90 % in {point.recovered} of {n}, the rest undecided")
+        parts.append(f"back to at least 90 % of {level} in {point.recovered} of {n}, the rest undecided")
     if point.cluster_disturbed and point.cluster_clean_s is not None:
         parts.append(f"every PG active+clean {_figure(point.cluster_clean_s, ' s', 1)} after the fault")
     if check is not None and check.checked:
