@@ -71,24 +71,125 @@ def _log(started: float, json_text: str, status: int) -> str:
 
 def test_pod_logs_give_clients_skew_and_failures() -> None:
     fio_json = (FIXTURES / "randrw-numjobs2.jsonplus.json").read_text()
-    started, text, status = split_pod_log(_log(100.25, fio_json, 0))
-    assert started == 100.25 and status == 0 and json.loads(text)["fio version"]
+    said = split_pod_log(_log(100.25, fio_json, 0))
+    assert said.started_s == 100.25 and said.exit_status == 0 and json.loads(said.json_text)["fio version"]
     later = json.loads(fio_json)
     later["timestamp_ms"] += 400
     later_json = json.dumps(later)
     case = Case("c1", pvc_case().target, WorkloadPoint("randrw", 4096, 8, 2, 1.0, 0.0, True, "libaio", 70),
                 clients=2)
     results = [PodResult("p1", "node-a", "Succeeded", _log(100.0, fio_json, 0)),
-               PodResult("p2", "node-b", "Succeeded", _log(100.4, later_json, 0))]
+               PodResult("p2", "node-b", "Succeeded", _log(100.4, later_json, 0), client=2)]
     outcome = judge_pods(case, results, 2, job_text="x", started_at_s=0.0, finished_at_s=1.0, timeout_s=10)
     assert outcome.status == Status.OK and [c.client for c in outcome.clients] == ["p1@node-a", "p2@node-b"]
     assert outcome.start_skew_s == pytest.approx(0.4)
-    failed = judge_pods(case, [results[0], PodResult("p2", "node-b", "Failed", "exec format error\n")], 2,
+    failed = judge_pods(case, [results[0], PodResult("p2", "node-b", "Failed", "exec format error\n", client=2)], 2,
                         job_text="x", started_at_s=0.0, finished_at_s=1.0, timeout_s=10)
     assert failed.status == Status.FAILED and "pod p2 (Failed) returned no fio output" in failed.error
-    stuck = judge_pods(case, [results[0], PodResult("p2", "", "Pending (watchdog)", "")], 2, job_text="x",
+    stuck = judge_pods(case, [results[0], PodResult("p2", "", "Pending (watchdog)", "", client=2)], 2, job_text="x",
                        started_at_s=0.0, finished_at_s=1.0, timeout_s=10)
     assert stuck.status == Status.TIMEOUT and "watchdog" in stuck.error
+
+
+def _fio_json(runtime_ms: int, ios: int, end_ms: int) -> str:
+    """The fixture's fio output made into one with a known write runtime, I/O count and end time."""
+    document = json.loads((FIXTURES / "randrw-numjobs2.jsonplus.json").read_text())
+    document["timestamp_ms"] = end_ms
+    for job in document["jobs"]:
+        job["write"].update(runtime=runtime_ms, total_ios=ios, io_bytes=ios * 4096, iops=ios * 1000 / runtime_ms,
+                            bw_bytes=ios * 4096 * 1000 / runtime_ms)
+        job["read"].update(runtime=0, total_ios=0, io_bytes=0, iops=0, bw_bytes=0)
+    return json.dumps(document)
+
+
+def test_a_deleted_pod_and_the_one_made_again_are_one_client_with_one_timeline() -> None:
+    """Issue 32's pod deletion: client 1's first pod ran 4 s (deleted: fio got SIGTERM and printed what it did),
+    its second ran the last 5 s after a 1 s gap; client 2 ran 10 s. Client 1 is one measurement over the 10 s
+    from its first pod's start to its second's end (the gap included, as a fault's stall is); its pods' timeline
+    logs are one log named for the client; the deletion fails nothing."""
+    case = Case("c1", pvc_case().target, WorkloadPoint("randwrite", 4096, 8, 2, 10.0, 0.0, True, "libaio"),
+                clients=2)
+    t0 = 1_800_000_000_000
+
+    def log(json_text: str, rows: str, status: int) -> str:
+        return (f"STORBENCH-START 1\nSTORBENCH-FIO-JSON\n{json_text}\nSTORBENCH-LOG timeline_iops.1.log\n{rows}"
+                f"STORBENCH-LOG not-a-timeline.log\n1, 2, 1, 0, 0\nSTORBENCH-EXIT {status}\n")
+
+    results = [
+        PodResult("p1", "n", "Deleted", log(_fio_json(4000, 4000, t0 + 4000), f"{t0 + 4000}, 500, 1, 0, 0\n", 128),
+                  client=1, deleted=True),
+        PodResult("p1-2", "n", "Succeeded", log(_fio_json(5000, 5000, t0 + 10_000), f"{t0 + 5100}, 480, 1, 0, 0\n", 0),
+                  client=1),
+        PodResult("p2", "n", "Succeeded", log(_fio_json(10_000, 10_000, t0 + 10_000), f"{t0 + 100}, 9, 1, 0, 0\n", 0),
+                  client=2)]
+    outcome = judge_pods(case, results, 2, job_text="x", started_at_s=0.0, finished_at_s=1.0, timeout_s=30)
+    assert outcome.status == Status.OK, outcome.error
+    one, two = outcome.clients
+    assert one.client == "p1@n, then p1-2@n" and two.client == "p2@n"
+    write = one.directions[0]
+    assert write.total_ios == 2 * 9000 and write.runtime_ms == 10_000  # two jobs each; 4 s + 1 s gap + 5 s
+    assert write.iops == pytest.approx(1800)
+    assert dict(outcome.logs) == {
+        "timeline_iops.1.log.client.1": f"{t0 + 4000}, 500, 1, 0, 0\n{t0 + 5100}, 480, 1, 0, 0\n",
+        "timeline_iops.1.log.client.2": f"{t0 + 100}, 9, 1, 0, 0\n"}  # a section not named as fio's log: left out
+    assert outcome.start_skew_s is None  # one client's pods end at their own times: no skew told
+    silent = judge_pods(case, [PodResult("p1", "n", "Deleted", "", client=1, deleted=True), *results[1:]], 2,
+                        job_text="x", started_at_s=0.0, finished_at_s=1.0, timeout_s=30)
+    assert silent.status == Status.OK and silent.clients[0].client == "p1-2@n"  # a deleted pod that said nothing
+
+
+def test_a_continued_job_runs_the_time_left_and_size_based_jobs_are_not_continued() -> None:
+    from storbench.fio.jobfile import continued_job
+
+    job = "[global]\ntime_based=1\nruntime=30\nramp_time=2\n[c]\nrw=randwrite\n"
+    assert continued_job(job, "STORBENCH_RUNTIME") == ("[global]\ntime_based=1\nruntime=${STORBENCH_RUNTIME}\n"
+                                                       "ramp_time=0\n[c]\nrw=randwrite\n")
+    assert continued_job(job.replace("time_based=1", "time_based=0"), "STORBENCH_RUNTIME") is None
+    assert continued_job(job, "x; rm") is None  # only a variable name
+
+
+@pytest.mark.fio
+def test_the_pod_script_passes_sigterm_to_fio_which_reports_and_logs_what_it_did(tmp_path: Path) -> None:
+    """The pods' script run by a real shell and fio (its paths moved into a temporary directory): a SIGTERM, as a
+    pod's deletion sends, ends fio early, and its JSON and timeline logs still come out after their markers; a pod
+    made again with END_AT runs the seconds left until then."""
+    import signal
+    import subprocess
+    import time
+
+    from storbench.execute.k8s_manifests import JOB_DIR, RUNTIME_VARIABLE
+    from storbench.fio.jobfile import continued_job
+
+    if shutil.which("fio") is None:
+        pytest.skip("needs fio")
+    jobs, work = tmp_path / "jobs", tmp_path / "work"
+    jobs.mkdir()
+    work.mkdir()
+    job = (f"[global]\nioengine=psync\nfilename={tmp_path / 'data'}\nsize=4m\ntime_based=1\nruntime=8\n"
+           "ramp_time=0\nwrite_iops_log=timeline\nwrite_lat_log=timeline\nlog_avg_msec=100\nlog_max_value=1\n"
+           "log_unix_epoch=1\n[j]\nrw=randwrite\nbs=4k\n")
+    (jobs / "job.fio").write_text(job)
+    script = (POD_SCRIPT.replace("cd /tmp;", f"cd {work};").replace("/tmp/fio.json", f"{work}/fio.json")
+              .replace(JOB_DIR, str(jobs)))
+    assert "/tmp/" not in script.replace(str(tmp_path), "")  # nothing of the pod's paths left on this host
+    env = {"PATH": os.environ["PATH"], "START_AT": "0"}
+    pod = subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+    time.sleep(2)
+    pod.send_signal(signal.SIGTERM)
+    out, _ = pod.communicate(timeout=30)
+    said = split_pod_log(out)
+    runtime_ms = json.loads(said.json_text)["jobs"][0]["write"]["runtime"]
+    assert 1000 <= runtime_ms <= 4000, runtime_ms  # ended by the SIGTERM, not after 8 s
+    logs = dict(said.logs)
+    assert set(logs) == {"timeline_iops.1.log", "timeline_clat.1.log"} and len(logs["timeline_iops.1.log"]
+                                                                                .splitlines()) >= 8, logs.keys()
+    (jobs / "job.fio").write_text(continued_job(job, RUNTIME_VARIABLE) or "")
+    began = time.time()
+    again = subprocess.run(["sh", "-c", script], env={**env, "END_AT": str(int(began) + 3)}, capture_output=True,
+                           text=True, timeout=30)
+    said = split_pod_log(again.stdout)
+    assert said.exit_status == 0 and 1.5 <= time.time() - began <= 6, again.stderr[-300:]
+    assert 1000 <= json.loads(said.json_text)["jobs"][0]["write"]["runtime"] <= 3500
 
 
 @pytest.mark.parametrize(("target", "says"), [
@@ -167,3 +268,54 @@ def test_three_pods_on_rwo_rwx_and_block_claims_leave_nothing_behind(tmp_path: P
     links = os.popen("ip -o link show").read()
     assert "sbk8s0" not in links and "sbk8spods0" not in links
     assert str(tmp_path) not in os.popen("losetup --list").read()
+
+
+DELETE_PLAN = """
+name: k8s-delete
+targets:
+  rwo: {kind: pvc, size: 64MiB, access_mode: ReadWriteOnce, image_pull_policy: Never, start_budget: 10s}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 16s, ramp: 1s}
+clients: 2
+repeat: 2
+telemetry: {enabled: false}
+lab:
+  k8s: {block_volumes: 0}
+faults:
+  - {at: 4s, do: delete, on: client.1}
+"""
+
+
+@pytest.mark.k8s
+@pytest.mark.fio
+@pytest.mark.skipif(os.environ.get("STORBENCH_K8S") != "1", reason="set STORBENCH_K8S=1 (scripts/k8s-e2e.sh)")
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("containerd") is None or not _binaries_built(),
+                    reason="needs root, scripts/setup.sh --k8s and scripts/build-kubernetes.sh")
+def test_a_deleted_fio_pod_is_made_again_on_its_claim_and_its_time_to_first_io_measured(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32's Kubernetes fault: 4 s into each repetition client 1's fio pod is deleted (SIGTERM, its grace
+    period); storbench makes it again on the same claim, and the new pod runs the rest of the measured section.
+    Client 1 has a gap from the deletion to the new pod's first I/O (its sandbox, mount and container start: at
+    least half a second), client 2 none; the repetition is not a failure, the deleted pod's I/O until then counts,
+    and nothing is left behind."""
+    from helpers import stored_repetitions
+    from storbench.lab.process import pids_with
+    from storbench.stats.failover_points import point_failovers
+
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    db = tmp_path / "r.db"
+    with inside(tmp_path):
+        code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, DELETE_PLAN)), "--db", str(db))
+    assert code == 0, out + err
+    repetitions = stored_repetitions(db)
+    assert len(repetitions) == 2 and all(r.status == Status.OK for r in repetitions), [r.error for r in repetitions]
+    for repetition in repetitions:
+        (deleted,) = repetition.faults
+        assert deleted.said.startswith("k8s lab: pod sb-") and deleted.said.endswith(" deleted"), deleted
+        one, two = repetition.clients
+        assert ", then " in one.client and ", then " not in two.client, (one.client, two.client)
+    (point,) = point_failovers(repetitions)
+    blackouts = {client: seconds.mean for client, seconds in point.client_blackouts_s}
+    assert set(blackouts) == {"client.1", "client.2"}, blackouts
+    assert 0.5 <= blackouts["client.1"] <= 12 and blackouts["client.2"] < 0.5, blackouts
+    assert "each client's blackout:" in " ".join(out.split()), out
+    assert pids_with("fio --output-format=json+") == [] and "k8s lab: torn down" in out

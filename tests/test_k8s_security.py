@@ -174,8 +174,8 @@ class FakeCore:
             SimpleNamespace(metadata=SimpleNamespace(name=name), status=SimpleNamespace(phase="Succeeded"),
                             spec=SimpleNamespace(node_name="node-a")) for name in self.pods])
 
-    def read_namespaced_pod_log(self, name: str, namespace: str) -> str:
-        return self.log
+    def read_namespaced_pod_log(self, name: str, namespace: str, **follow: object) -> str:
+        return self.log  # all at once, followed or not
 
     def deleted(self) -> list[tuple[str, str]]:
         return [call for call in self.calls if call[0].startswith("delete_")]
@@ -187,7 +187,7 @@ Make = Callable[..., KubernetesExecutor]
 @pytest.fixture
 def executor(monkeypatch: pytest.MonkeyPatch) -> Make:
     def make(core: FakeCore, namespace: str = "bench") -> KubernetesExecutor:
-        monkeypatch.setattr("storbench.execute.kubernetes._client", lambda kubeconfig: core)
+        monkeypatch.setattr("storbench.execute.kubernetes.core_api", lambda kubeconfig: core)
         return KubernetesExecutor(None, namespace, "run7")
 
     return make
@@ -281,9 +281,9 @@ def test_fio_warnings_before_the_json_do_not_hide_an_unprivileged_pods_result() 
     warning = "fio: cache invalidation of /dev/storbench failed: Permission denied\n"
     fio_json = (FIXTURES / "randrw-numjobs2.jsonplus.json").read_text()
     log = f"STORBENCH-START 5\nSTORBENCH-FIO-JSON\n{warning * 3}{fio_json}\nSTORBENCH-EXIT 0\n"
-    started, text, status = split_pod_log(log)
-    assert (started, status) == (5.0, 0)
-    assert parse_fio_json(text).jobs
+    said = split_pod_log(log)
+    assert (said.started_s, said.exit_status) == (5.0, 0)
+    assert parse_fio_json(said.json_text).jobs
 
 
 def test_run_labels_differ_between_results_databases_and_stay_on_resume() -> None:

@@ -22,7 +22,7 @@ from storbench.lab.base import LabObserver as LabObserver
 from storbench.lab.ceph_conf import clusters_of as clusters_of
 from storbench.lab.ceph_conf import rbd_pools as rbd_pools
 from storbench.lab.hosts import KIND as HOSTS
-from storbench.lab.k8s import KIND as K8S
+from storbench.lab.k8s_kind import KIND as K8S
 from storbench.lab.registry import KINDS
 from storbench.model import Case, LabPoint, RbdTarget, ScheduledRepetition, cluster_of, is_metadata
 from storbench.targets.base import PreparedTarget

@@ -37,6 +37,11 @@ class Executor(Protocol):
         """The job files this executor runs for one repetition of ``case`` (one per client, in client order)."""
         ...
 
+    def start_delay_s(self, case: Case) -> float:
+        """How long after `run_case` is called fio starts (0 for fio started at once; pods wait for a common
+        start): a plan's faults are timed from then."""
+        ...
+
     def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
                  fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:
         """Run the jobs, wait for them (fio still running after ``timeout_s``, the watchdog, is killed and the

@@ -60,6 +60,9 @@ class FakeExecutor:
         self.clock = clock
         self.calls: list[FakeCall] = []
 
+    def start_delay_s(self, case: Case) -> float:
+        return 0.0  # fio starts as run_case is called
+
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return one_job(case, binding, rep_index)
 

@@ -185,6 +185,9 @@ class HostsExecutor:
             return ClientsProcessResult(**asdict(ended), output_text=reader.text(), stamped_lines=tuple(reader.lines),
                                         logs=logs)
 
+    def start_delay_s(self, case: Case) -> float:
+        return 0.0  # fio starts as run_case is called
+
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return client_jobs(case, binding, rep_index)
 

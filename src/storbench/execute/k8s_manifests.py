@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from storbench.fio.jobfile import JobBinding
+from storbench.fio.jobfile import TIMELINE_LOG, JobBinding, timeline_logs
 from storbench.model import Case, PvcTarget
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "storbench"}
@@ -25,15 +25,29 @@ DATA_DIR = "/data"
 BLOCK_DEVICE = "/dev/storbench"
 JSON_MARKER = "STORBENCH-FIO-JSON"
 START_MARKER = "STORBENCH-START"
+LOG_MARKER = "STORBENCH-LOG"
 EXIT_MARKER = "STORBENCH-EXIT"
+CLIENT_LABEL = "storbench/client"  # a pod's client number (1..), kept by the pod made again after a deletion
+TERMINATION_GRACE_S = 5  # a deleted pod's fio gets SIGTERM: time to end its jobs and print its results
+RUNTIME_VARIABLE = "STORBENCH_RUNTIME"  # a pod made again: its job's runtime, the seconds to END_AT (at least 1)
 
-# Waits for START_AT (epoch seconds), prints the moment fio starts, runs fio with its JSON to a file (fio may
-# print warnings to stdout in block mode), then prints the JSON after a marker line.
+# Waits for START_AT (epoch seconds), prints the moment fio starts, runs fio in /tmp with its JSON to a file (fio
+# may print warnings to stdout in block mode), then prints the JSON after a marker line and each timeline log after
+# a line naming it. A SIGTERM (the pod deleted) is passed on to fio, which ends its jobs and writes its results and
+# logs as at a normal end: a deleted pod still reports what it did until then. A pod made again after a deletion
+# has END_AT (epoch seconds): its job's runtime is the time left until then, at least a second.
 POD_SCRIPT = (
     'while [ "$(date +%s)" -lt "$START_AT" ]; do sleep 0.05; done; '
-    f'echo "{START_MARKER} $(date +%s)"; '
-    f'fio --output-format=json+ --output=/tmp/fio.json {JOB_DIR}/job.fio; rc=$?; '
-    f'echo "{JSON_MARKER}"; cat /tmp/fio.json; echo; echo "{EXIT_MARKER} $rc"; exit $rc'
+    f'echo "{START_MARKER} $(date +%s)"; cd /tmp; '
+    f'if [ -n "$END_AT" ]; then {RUNTIME_VARIABLE}=$((END_AT - $(date +%s))); '
+    f'[ "${RUNTIME_VARIABLE}" -ge 1 ] || {RUNTIME_VARIABLE}=1; export {RUNTIME_VARIABLE}; fi; '
+    "trap 'kill -TERM \"$fio\" 2>/dev/null' TERM; "
+    f'fio --output-format=json+ --output=/tmp/fio.json {JOB_DIR}/job.fio & fio=$!; '
+    'wait "$fio"; rc=$?; while kill -0 "$fio" 2>/dev/null; do wait "$fio"; rc=$?; done; '
+    f'echo "{JSON_MARKER}"; cat /tmp/fio.json; echo; '
+    f'for f in {TIMELINE_LOG}_iops.*.log {TIMELINE_LOG}_clat.*.log; do '
+    f'[ -f "$f" ] && echo "{LOG_MARKER} $f" && cat "$f"; done; '
+    f'echo "{EXIT_MARKER} $rc"; exit $rc'
 )
 
 
@@ -42,6 +56,7 @@ class PodPlan:
     name: str
     claim: str
     config_map: str
+    client: int = 1  # the client's number, from 1
 
 
 def claim_names(target: PvcTarget, clients: int) -> list[str]:
@@ -84,11 +99,15 @@ def config_map_manifest(name: str, job_text: str, run_label: str) -> dict[str, o
 
 
 def pod_manifest(plan: PodPlan, target: PvcTarget, start_at_s: int, run_label: str,
-                 repetition_label: str) -> dict[str, object]:
+                 repetition_label: str, *, end_at_s: int | None = None) -> dict[str, object]:
+    """One client's fio pod: it waits for ``start_at_s`` (epoch seconds), then runs the job in its config map on
+    the claim (a pod made again after a deletion: until ``end_at_s``)."""
     block = target.volume_mode == "Block"
     container: dict[str, object] = {
         "name": "fio", "image": target.container_image, "imagePullPolicy": target.image_pull_policy or "IfNotPresent",
-        "command": ["/bin/sh", "-c", POD_SCRIPT], "env": [{"name": "START_AT", "value": str(start_at_s)}],
+        "command": ["/bin/sh", "-c", POD_SCRIPT],
+        "env": [{"name": "START_AT", "value": str(start_at_s)},
+                *([{"name": "END_AT", "value": str(end_at_s)}] if end_at_s is not None else [])],
         "volumeMounts": [{"name": "jobs", "mountPath": JOB_DIR, "readOnly": True}],
         "securityContext": dict(CONTAINER_SECURITY),
     }
@@ -96,9 +115,9 @@ def pod_manifest(plan: PodPlan, target: PvcTarget, start_at_s: int, run_label: s
         container["volumeDevices"] = [{"name": "data", "devicePath": BLOCK_DEVICE}]
     else:
         container["volumeMounts"] = [*container["volumeMounts"], {"name": "data", "mountPath": DATA_DIR}]  # type: ignore[misc]
-    labels = {**run_labels(run_label), "storbench/repetition": repetition_label}
+    labels = {**run_labels(run_label), "storbench/repetition": repetition_label, CLIENT_LABEL: str(plan.client)}
     spec: dict[str, object] = {
-        "restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [container],
+        "restartPolicy": "Never", "terminationGracePeriodSeconds": TERMINATION_GRACE_S, "containers": [container],
         # fio talks to nothing: no API token for the namespace's service account, no service variables
         "automountServiceAccountToken": False, "enableServiceLinks": False,
         "volumes": [{"name": "jobs", "configMap": {"name": plan.config_map}},
@@ -122,36 +141,65 @@ def pvc_of(case: Case) -> PvcTarget:
 def pod_plans(case: Case, run_label: str, rep_index: int) -> list[PodPlan]:
     claims = claim_names(pvc_of(case), case.clients)
     return [PodPlan(name=f"sb-{case.case_id}-{run_label}-r{rep_index}-c{index}",
-                    claim=claims[index - 1], config_map=f"sb-{case.case_id}-{run_label}-c{index}")
+                    claim=claims[index - 1], config_map=f"sb-{case.case_id}-{run_label}-c{index}", client=index)
             for index in range(1, case.clients + 1)]
 
 
-def split_pod_log(log: str) -> tuple[float | None, str, int | None]:
-    """(epoch when fio started, fio's JSON text, fio's exit status) from a pod's log.
+def made_again(plan: PodPlan, incarnation: int) -> PodPlan:
+    """The pod (and its config map, with the rest of the job) made for a client whose pod was deleted mid-run, its
+    ``incarnation``-th (2, 3, ...): same claim, same client."""
+    return PodPlan(name=f"{plan.name}-{incarnation}", claim=plan.claim, config_map=f"{plan.config_map}-{incarnation}",
+                   client=plan.client)
+
+
+@dataclass(frozen=True)
+class PodLog:
+    """What a pod's log says: when fio started (epoch s), fio's JSON text, fio's exit status, its timeline logs."""
+
+    started_s: float | None
+    json_text: str
+    exit_status: int | None
+    logs: tuple[tuple[str, str], ...] = ()  # (file name, text), names as `fio.jobfile.timeline_logs` accepts
+
+
+def split_pod_log(log: str) -> PodLog:
+    """A pod's log read after its markers.
 
     Warnings fio writes before the document are left out: without CAP_SYS_ADMIN it cannot flush a block device's
-    cache and says "fio: cache invalidation of /dev/storbench failed: Permission denied" (buffered I/O only)."""
+    cache and says "fio: cache invalidation of /dev/storbench failed: Permission denied" (buffered I/O only). A log
+    section whose name is not a timeline log's is left out."""
     started: float | None = None
     exit_status: int | None = None
     json_lines: list[str] = []
-    in_json = False
+    logs: dict[str, list[str]] = {}
+    section: list[str] | None = None  # the lines of the section being read: fio's JSON, or a log
     for line in log.splitlines():
         if line.startswith(START_MARKER + " "):
-            try:
-                started = float(line.split()[1])
-            except (IndexError, ValueError):
-                started = None
+            started = _number(line)
         elif line == JSON_MARKER:
-            in_json = True
+            section = json_lines
+        elif line.startswith(LOG_MARKER + " "):
+            name = line[len(LOG_MARKER) + 1:].strip()
+            section = logs.setdefault(name, []) if timeline_logs([name]) else None
         elif line.startswith(EXIT_MARKER + " "):
-            in_json = False
-            try:
-                exit_status = int(line.split()[1])
-            except (IndexError, ValueError):
-                exit_status = None
-        elif in_json and (json_lines or line.startswith("{")):
+            section = None
+            status = _number(line)
+            exit_status = int(status) if status is not None and status == int(status) else None
+        elif section is json_lines and (json_lines or line.startswith("{")):
             json_lines.append(line)  # from the document's first line: fio writes its warnings to the same file
-    return started, "\n".join(json_lines), exit_status
+        elif section is not None and section is not json_lines:
+            section.append(line)
+    return PodLog(started, "\n".join(json_lines), exit_status,
+                  tuple((name, "\n".join(lines) + "\n") for name, lines in logs.items()))
+
+
+def _number(line: str) -> float | None:
+    """The number after a marker; None if there is none."""
+    try:
+        value = float(line.split()[1])
+    except (IndexError, ValueError):
+        return None
+    return value if value == value and abs(value) != float("inf") else None
 
 
 def pod_job_binding(target: PvcTarget) -> JobBinding:

@@ -13,6 +13,7 @@ claim of the same name is refused, never written to or deleted.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,22 +23,28 @@ from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_
 from storbench.execute.k8s_manifests import (
     MANAGED_BY,
     RUN_LABEL,
+    RUNTIME_VARIABLE,
+    PodPlan,
     claim_manifest,
     claim_names,
     config_map_manifest,
+    made_again,
     made_for_run,
     pod_manifest,
     pod_plans,
     pvc_of,
     split_pod_log,
 )
-from storbench.fio.jobfile import JobBinding
+from storbench.execute.pod_logs import FOLLOW_END_S, LogFollower
+from storbench.fio.jobfile import JobBinding, continued_job
 from storbench.fio.outcome import client_fault
-from storbench.fio.parse import client_measurement, parse_fio_json
+from storbench.fio.parse import client_measurement, merge_in_sequence, parse_fio_json
 from storbench.model import Case, ClientMeasurement, RepetitionOutcome, Status
 
-POLL_S = 0.5
+POLL_S = 0.25
 SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
+MIN_CONTINUED_S = 2.0  # a client's pod deleted with less of the measured section left is not made again
+MAX_INCARNATIONS = 4  # at most this many pods a client per repetition (its first and those made again)
 
 
 @dataclass(frozen=True)
@@ -46,9 +53,12 @@ class PodResult:
     node: str
     phase: str
     log: str
+    client: int = 1  # the client's number, from 1
+    deleted: bool = False  # deleted while it ran (a fault): a pod made again went on with its job
 
 
-def _client(kubeconfig: str | None) -> object:
+def core_api(kubeconfig: str | None) -> object:
+    """The Kubernetes core API through ``kubeconfig`` (None: the default one)."""
     from kubernetes import client, config
 
     try:
@@ -65,7 +75,7 @@ class KubernetesExecutor:
 
     def __init__(self, kubeconfig: str | None, namespace: str, run_label: str,
                  default_storage_class: str | None = None) -> None:
-        self.core = _client(kubeconfig)
+        self.core = core_api(kubeconfig)
         self.default_storage_class = default_storage_class
         self.namespace = namespace
         self.run_label = run_label
@@ -129,28 +139,35 @@ class KubernetesExecutor:
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return client_jobs(case, binding, rep_index)
 
+    def start_delay_s(self, case: Case) -> float:
+        """fio starts in the pods this long after `run_case` is called (they wait for a common start)."""
+        return pvc_of(case).start_budget_s
+
     def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
                  fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:
         """One pod per client, all starting at a common time; the watchdog counts from then. The pods' image
-        brings its own fio (``fio`` is not used; each pod reports its version)."""
+        brings its own fio (``fio`` is not used; each pod reports its version). A client's pod deleted while it
+        runs (a fault, or anyone) is made again at once on the same claim, as a controller would, and runs the
+        rest of the measured section."""
         self.ensure_namespace()
         self.ensure_claims(case)
         plans = pod_plans(case, self.run_label, rep_index)
         target = pvc_of(case)
         start_budget = target.start_budget_s
-        start_at = int(time.time() + start_budget)
-        repetition_label = f"{case.case_id}-{self.run_label}-r{rep_index}"
         started = time.time()
+        start_at = math.ceil(started + start_budget)
+        repetition_label = f"{case.case_id}-{self.run_label}-r{rep_index}"
         results: list[PodResult] = []
         created: list[tuple[str, str]] = []  # (kind, name) made for this repetition, deleted after it
+        pods = _Pods(self, target, repetition_label, created)
         try:
             for plan, job_text in zip(plans, job_texts, strict=True):
-                self._create("configmap", plan.config_map, created, self.core.create_namespaced_config_map,  # type: ignore[attr-defined]
-                             config_map_manifest(plan.config_map, job_text, self.run_label))
-                self._create("pod", plan.name, created, self.core.create_namespaced_pod,  # type: ignore[attr-defined]
-                             pod_manifest(plan, target, start_at, self.run_label, repetition_label))
-            results = self._wait(plans, deadline=started + start_budget + timeout_s)
+                pods.create(plan, job_text, start_at)
+            measured_end = start_at + case.workload.ramp_s + case.workload.runtime_s
+            results = self._wait(pods, plans, job_texts, measured_end,
+                                 deadline=started + start_budget + timeout_s)
         finally:
+            pods.stop_following()
             self._delete(created)
         finished = time.time()
         return judge_pods(case, results, len(plans), job_text=stored_job_text(job_texts), started_at_s=started,
@@ -168,28 +185,52 @@ class KubernetesExecutor:
                             hint="check the RBAC rules in the README, or run `storbench k8s cleanup`") from None
         created.append((kind, name))
 
-    def _wait(self, plans: Sequence[object], deadline: float) -> list[PodResult]:
-        names = [p.name for p in plans]  # type: ignore[attr-defined]
+    def _wait(self, pods: _Pods, plans: Sequence[PodPlan], job_texts: Sequence[str], measured_end_s: float,
+              deadline: float) -> list[PodResult]:
+        """Until every client's newest pod has ended (or the deadline): a pod deleted before it ended is made again
+        with the rest of its job while enough of the measured section is left."""
+        current = {plan.client: plan for plan in plans}  # the pod running each client's job now
+        runs: dict[int, list[PodPlan]] = {plan.client: [plan] for plan in plans}
+        gone: set[str] = set()  # pods deleted while they ran
+        nodes: dict[str, str] = {}
+        phases: dict[str, str] = {}
         while True:
-            pods = self.core.list_namespaced_pod(  # type: ignore[attr-defined]
+            listed = self.core.list_namespaced_pod(  # type: ignore[attr-defined]
                 self.namespace, label_selector=f"storbench/run={self.run_label}").items
-            by_name = {p.metadata.name: p for p in pods if p.metadata.name in names}
-            done = all(name in by_name and by_name[name].status.phase in ("Succeeded", "Failed") for name in names)
+            by_name = {p.metadata.name: p for p in listed}
+            for name, pod in by_name.items():
+                nodes[name] = pod.spec.node_name or nodes.get(name, "")
+                phases[name] = pod.status.phase
+            for client, plan in list(current.items()):
+                pod = by_name.get(plan.name)
+                ended = pod is not None and pod.status.phase in ("Succeeded", "Failed")
+                deleted = pod is None or getattr(pod.metadata, "deletion_timestamp", None) is not None
+                if plan.name in gone or ended or not deleted:
+                    continue
+                gone.add(plan.name)
+                text = continued_job(job_texts[client - 1], RUNTIME_VARIABLE)
+                if (text is None or len(runs[client]) >= MAX_INCARNATIONS
+                        or measured_end_s - time.time() < MIN_CONTINUED_S):
+                    continue
+                again = made_again(runs[client][0], len(runs[client]) + 1)
+                pods.create(again, text, 0, end_at=math.ceil(measured_end_s))
+                runs[client].append(again)
+                current[client] = again
+            done = all(plan.name in gone or phases.get(plan.name) in ("Succeeded", "Failed")
+                       for plan in current.values())
             if done or time.time() > deadline:
                 break
             time.sleep(POLL_S)
         results = []
-        for name in names:
-            pod = by_name.get(name)
-            phase = pod.status.phase if pod is not None else "Missing"
-            node = (pod.spec.node_name or "") if pod is not None else ""
-            log = ""
-            if pod is not None and phase in ("Succeeded", "Failed", "Running"):
-                with contextlib.suppress(Exception):
-                    log = self.core.read_namespaced_pod_log(name, self.namespace)  # type: ignore[attr-defined]
-            if phase not in ("Succeeded", "Failed"):
-                phase = f"{phase} (watchdog)"
-            results.append(PodResult(pod=name, node=node, phase=phase, log=log))
+        for client in sorted(runs):
+            for plan in runs[client]:
+                name = plan.name
+                phase = "Deleted" if name in gone else phases.get(name, "Missing")
+                log = pods.log_of(name, ended=phase in ("Succeeded", "Failed", "Deleted"))
+                if phase not in ("Succeeded", "Failed", "Deleted"):
+                    phase = f"{phase} (watchdog)"
+                results.append(PodResult(pod=name, node=nodes.get(name, ""), phase=phase, log=log, client=client,
+                                         deleted=name in gone))
         return results
 
     def _delete(self, created: Sequence[tuple[str, str]]) -> None:
@@ -215,36 +256,88 @@ class KubernetesExecutor:
         self.created_namespace = False
 
 
+class _Pods:
+    """The pods and config maps of one repetition: made (recorded for deletion), their logs followed."""
+
+    def __init__(self, executor: KubernetesExecutor, target: object, repetition_label: str,
+                 created: list[tuple[str, str]]) -> None:
+        self.executor, self.target, self.repetition_label, self.created = executor, target, repetition_label, created
+        self.followers: dict[str, LogFollower] = {}
+
+    def create(self, plan: PodPlan, job_text: str, start_at: int, end_at: int | None = None) -> None:
+        ex = self.executor
+        ex._create("configmap", plan.config_map, self.created, ex.core.create_namespaced_config_map,  # type: ignore[attr-defined]
+                   config_map_manifest(plan.config_map, job_text, ex.run_label))
+        ex._create("pod", plan.name, self.created, ex.core.create_namespaced_pod,  # type: ignore[attr-defined]
+                   pod_manifest(plan, self.target, start_at, ex.run_label, self.repetition_label,  # type: ignore[arg-type]
+                                end_at_s=end_at))
+        self.followers[plan.name] = LogFollower(ex.core, plan.name, ex.namespace)
+
+    def log_of(self, name: str, *, ended: bool) -> str:
+        """What the pod printed: its follower's text once its container has ended (a deleted pod's too), or the
+        log read now if that is longer (a pod still running when the watchdog fired, a follower cut short)."""
+        follower = self.followers.get(name)
+        followed = ""
+        if follower is not None and follower.ended.wait(FOLLOW_END_S if ended else 0):
+            followed = follower.text
+        now = ""
+        with contextlib.suppress(Exception):  # a deleted pod's is gone: 404
+            now = self.executor.core.read_namespaced_pod_log(name, self.executor.namespace)  # type: ignore[attr-defined]
+        return followed if len(followed) >= len(now) else now
+
+    def stop_following(self) -> None:
+        for follower in self.followers.values():
+            follower.stop()
+
+
 def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_text: str, started_at_s: float,
                finished_at_s: float, timeout_s: float) -> RepetitionOutcome:
-    """Pods' logs -> one client measurement per pod; any missing, failed or silent pod fails the repetition."""
+    """Pods' logs -> one client measurement per client; a missing, failed or silent pod fails the repetition,
+    unless it was deleted while it ran (a fault) and a pod made again went on with its job: a client's pods one
+    after the other are one client (`fio.parse.merge_in_sequence`), their timeline logs one log per client
+    (``timeline_iops.1.log.client.2``: fio's name, then the client's)."""
     clients: list[ClientMeasurement] = []
     ends_s: list[float] = []
     versions: list[str] = []
+    logs: dict[str, str] = {}
     error = ""
+    by_client: dict[int, list[PodResult]] = {}
     for result in results:
-        _began, json_text, exit_status = split_pod_log(result.log)
-        label = f"{result.pod}@{result.node}" if result.node else result.pod
-        if not json_text.strip():
-            error = error or f"pod {result.pod} ({result.phase}) returned no fio output"
+        by_client.setdefault(result.client, []).append(result)
+    for client, pods in sorted(by_client.items()):
+        parts: list[tuple[ClientMeasurement, int]] = []
+        for result in pods:
+            said = split_pod_log(result.log)
+            for name, text in said.logs:
+                logs[f"{name}.client.{client}"] = logs.get(f"{name}.client.{client}", "") + text
+            problem = ""
+            if not said.json_text.strip():
+                problem = f"pod {result.pod} ({result.phase}) returned no fio output"
+            else:
+                try:
+                    output = parse_fio_json(said.json_text)
+                except ValueError as exc:
+                    problem = f"pod {result.pod}: fio output unreadable: {exc}"
+            if problem:
+                error = error or ("" if result.deleted else problem)
+                continue
+            measurement = client_measurement(output, f"{result.pod}@{result.node}" if result.node else result.pod)
+            parts.append((measurement, output.timestamp_ms))
+            versions.append(output.fio_version)
+            if result.deleted:  # ended by its deletion: its I/O until then counts, its exit does not
+                continue
+            fault = client_fault(measurement, case.workload.rw)
+            if said.exit_status not in (0, None) or result.phase != "Succeeded":
+                error = error or f"pod {result.pod} {result.phase}, fio exit status {said.exit_status}"
+            elif fault:
+                error = error or fault.describe(f"pod {result.pod}", f" in pod {result.pod}")
+        if not parts:
             continue
-        try:
-            output = parse_fio_json(json_text)
-        except ValueError as exc:
-            error = error or f"pod {result.pod}: fio output unreadable: {exc}"
-            continue
-        measurement = client_measurement(output, label)
-        clients.append(measurement)
-        versions.append(output.fio_version)
-        if output.timestamp_ms > 0:
-            ends_s.append(output.timestamp_ms / 1000.0)
-        fault = client_fault(measurement, case.workload.rw)
-        if exit_status not in (0, None) or result.phase != "Succeeded":
-            error = error or f"pod {result.pod} {result.phase}, fio exit status {exit_status}"
-        elif fault:
-            error = error or fault.describe(f"pod {result.pod}", f" in pod {result.pod}")
-    if len(results) < expected and not error:
-        error = f"{expected - len(results)} pods missing"
+        if len(pods) == 1 and parts[0][1] > 0:
+            ends_s.append(parts[0][1] / 1000.0)
+        clients.append(merge_in_sequence(parts, ", then ".join(m.client for m, _ in parts)))
+    if len(by_client) < expected and not error:
+        error = f"{expected - len(by_client)} pods missing"
     timed_out = any("watchdog" in r.phase for r in results)
     status = Status.TIMEOUT if timed_out else Status.FAILED if error else Status.OK
     if timed_out:
@@ -255,13 +348,15 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
         raw_output="\n".join(f"### pod {r.pod} on {r.node} ({r.phase})\n{r.log}" for r in results), stderr_tail="",
         error=error, clients=tuple(clients),
         # time-based jobs all run ramp + runtime: the spread of their end times (fio's timestamp_ms, on each
-        # node's clock) is the spread of their starts, to the millisecond (the pods' shell clock has seconds)
-        start_skew_s=(max(ends_s) - min(ends_s)) if len(ends_s) >= 2 else None)
+        # node's clock) is the spread of their starts, to the millisecond (the pods' shell clock has seconds);
+        # a client whose pod was made again ends at its own time, so only clients with one pod count
+        start_skew_s=(max(ends_s) - min(ends_s)) if len(ends_s) >= 2 else None,
+        logs=tuple(sorted(logs.items())))
 
 
 def cleanup(kubeconfig: str | None) -> list[str]:
     """Delete everything labelled app.kubernetes.io/managed-by=storbench; returns what was deleted."""
-    core = _client(kubeconfig)
+    core = core_api(kubeconfig)
     deleted = []
     for namespace in core.list_namespace().items:  # type: ignore[attr-defined]
         name = namespace.metadata.name

@@ -43,6 +43,9 @@ class LocalExecutor:
                          for name in timeline_logs([entry.name for entry in work.iterdir()]))
             return FioProcessResult(**asdict(ended), output_text=output_text, logs=logs)
 
+    def start_delay_s(self, case: Case) -> float:
+        return 0.0  # fio starts as run_case is called
+
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return one_job(case, binding, rep_index)
 

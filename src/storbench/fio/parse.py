@@ -369,3 +369,35 @@ def client_measurements_by_host(output: FioOutput) -> list[ClientMeasurement]:
 def merge_clients(clients: Sequence[ClientMeasurement]) -> tuple[DirectionMeasurement, ...]:
     """A repetition's numbers: every client's I/O summed, every client's bins merged."""
     return _merge_by_direction([c.directions for c in clients])
+
+
+def merge_in_sequence(parts: Sequence[tuple[ClientMeasurement, int]], client: str) -> ClientMeasurement:
+    """One client's fio processes that ran one after another (a pod deleted mid-run and made again), each with the
+    epoch ms its report was written (fio's ``timestamp_ms``; 0 unknown): I/Os and bytes add up; each direction's
+    runtime is the wall-clock span from the first's measured start to the last's end, the gap between them
+    included, so IOPS and bandwidth span the stall as a fault's do; CPU weighted by each one's runtime."""
+    if not parts:
+        raise ValueError("nothing to merge")
+    if len(parts) == 1:
+        return replace(parts[0][0], client=client)
+    merged: list[DirectionMeasurement] = []
+    for direction in Dir:
+        pieces = [(m.direction(direction), end) for m, end in parts]
+        present = [(d, end) for d, end in pieces if d is not None and d.total_ios > 0]
+        if not present:
+            continue
+        (first, first_end), (_, last_end) = present[0], present[-1]
+        span_ms = (last_end - (first_end - first.runtime_ms) if first_end and last_end
+                   else sum(d.runtime_ms for d, _ in present))
+        span_ms = max(span_ms, 1)
+        total = merge_directions([d for d, _ in present])
+        merged.append(replace(total, runtime_ms=span_ms, iops=total.total_ios * 1000 / span_ms,
+                              bw_bytes=total.io_bytes * 1000 / span_ms))
+    weights = [max((d.runtime_ms for d in m.directions), default=0) for m, _ in parts]
+    whole = sum(weights) or 1
+    return ClientMeasurement(
+        client=client, jobs=max(m.jobs for m, _ in parts),
+        job_errors=tuple(e for m, _ in parts for e in m.job_errors),
+        cpu_usr_pct=sum(m.cpu_usr_pct * w for (m, _), w in zip(parts, weights, strict=True)) / whole,
+        cpu_sys_pct=sum(m.cpu_sys_pct * w for (m, _), w in zip(parts, weights, strict=True)) / whole,
+        directions=tuple(merged), disks=parts[-1][0].disks)

@@ -11,7 +11,6 @@ shims that serve this lab's containerd socket (see _shims): never a process pick
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -26,10 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
-from storbench.events import LabUp
-from storbench.execute.fio_binary import find_fio
 from storbench.execute.supervisor import process_dirs
-from storbench.lab.base import LabCommand, LabKindBase, RunLab, Say, status_line, timed_run_lab
+from storbench.lab.base import status_line
 from storbench.lab.k8s_conf import (
     APISERVER_PORT,
     BRIDGE,
@@ -66,8 +63,7 @@ from storbench.shell import run
 from storbench.trusted_files import trusted_program
 
 if TYPE_CHECKING:
-    from storbench.config import LoadedPlan
-    from storbench.fio.options import FioCapabilities
+    pass
 
 DEFAULT_LAB_DIR = default_lab_dir()
 
@@ -358,39 +354,3 @@ def _shims(socket_path: str) -> list[int]:
         if shim_of(argv, exe_name, uid, socket_path, euid) and alive(int(entry.name)):
             found.append(int(entry.name))
     return found
-
-
-# ---- Kubernetes as a lab kind (lab.registry) --------------------------------------------------------------------
-
-def _command_up(lab: K8sLab, args: argparse.Namespace, say: Say) -> None:
-
-    started = time.time()
-    info = lab.up(find_fio())
-    say(f"k8s lab: up in {time.time() - started:.0f}s; KUBECONFIG={info.kubeconfig}")
-    say(f"StorageClass {info.storage_class} (host-path, dynamic); fio image {info.fio_image}")
-
-
-def _command_down(lab: K8sLab, say: Say) -> None:
-    lab.down()
-    say(f"k8s lab: down; pods, daemons, mounts, bridges and {lab.root} removed")
-
-
-class K8sKind(LabKindBase):
-    """The Kubernetes lab: up for the whole run when the plan has `lab.k8s` (its pods are the run's clients)."""
-
-    name = "k8s"
-    command: LabCommand[K8sLab] = LabCommand(
-        help="a single-node Kubernetes cluster (scripts/build-kubernetes.sh first)",
-        open=lambda root: K8sLab(root), up=_command_up, down=_command_down)
-
-    def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[K8sLabInfo] | None:
-        lab_config = loaded.config.lab.k8s if loaded.config.lab else None
-        if lab_config is None:
-            return None
-        lab = K8sLab()
-        return timed_run_lab(
-            lambda: lab.up(caps.binary, block_volumes=lab_config.block_volumes, block_size_bytes=lab_config.block_size),
-            lab.down, lambda info, seconds: LabUp("k8s", f"KUBECONFIG={info.kubeconfig}", seconds))
-
-
-KIND = K8sKind()

@@ -15,11 +15,12 @@ from storbench.config import LoadedPlan
 from storbench.config.faults import fault_steps
 from storbench.errors import UserError
 from storbench.faults import FaultOffer, fault_problems
-from storbench.lab import ceph_kind, hosts, k8s, nfs, volume
+from storbench.lab import ceph_kind, hosts, k8s_kind, nfs, volume
 from storbench.lab.base import LabKind
 from storbench.model import Case
 
-KINDS: dict[str, LabKind] = {kind.name: kind for kind in (hosts.KIND, k8s.KIND, volume.KIND, nfs.KIND, ceph_kind.KIND)}
+KINDS: dict[str, LabKind] = {kind.name: kind for kind in (hosts.KIND, k8s_kind.KIND, volume.KIND, nfs.KIND,
+                                                           ceph_kind.KIND)}
 
 # the order `storbench lab` lists the kinds in (the order they were added)
 COMMAND_ORDER: tuple[str, ...] = ("ceph", "nfs", "volume", "hosts", "k8s")

@@ -1,0 +1,47 @@
+"""A pod's log followed while it runs (shell): what a pod printed survives its deletion."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+FOLLOW_END_S = 5.0  # how long a finished pod's log follower gets to hand over what it read
+
+
+class LogFollower:
+    """A pod's log followed on a thread of its own from its container's start to its end: a pod deleted mid-run
+    (its object gone moments after its container ends) still gives all it printed."""
+
+    def __init__(self, core: object, name: str, namespace: str) -> None:
+        self.core, self.name, self.namespace = core, name, namespace
+        self.text = ""
+        self.ended = threading.Event()  # the container's log came to its end (or the follower gave up)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._follow, name=f"storbench-log-{name}", daemon=True)
+        self._thread.start()
+
+    def _follow(self) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    response = self.core.read_namespaced_pod_log(  # type: ignore[attr-defined]
+                        self.name, self.namespace, follow=True, _preload_content=False)
+                except Exception:  # 400 while the container waits to start; 404 before it is seen or once gone
+                    self._stop.wait(0.2)
+                    continue
+                if isinstance(response, str):  # a client that hands the whole log back at once
+                    self.text = response
+                    return
+                chunks: list[bytes] = []
+                with contextlib.suppress(Exception):  # a stream cut short keeps what came
+                    for chunk in response.stream(65536):
+                        chunks.append(chunk)
+                with contextlib.suppress(Exception):
+                    response.release_conn()
+                self.text = b"".join(chunks).decode(errors="replace")
+                return
+        finally:
+            self.ended.set()
+
+    def stop(self) -> None:
+        self._stop.set()

@@ -1,0 +1,93 @@
+"""The Kubernetes lab as a lab kind (lab.registry; shell): up for the whole run when the plan has `lab.k8s`, its
+`storbench lab k8s` command, and its fault: a client's fio pod deleted mid-run (the executor makes it again)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from storbench.errors import UserError
+from storbench.events import LabUp
+from storbench.execute.fio_binary import find_fio
+from storbench.execute.k8s_manifests import CLIENT_LABEL, pvc_of
+from storbench.faults import FaultOffer, FaultStep, find_offer
+from storbench.lab.base import LabCommand, LabKindBase, RunLab, Say, timed_run_lab
+from storbench.lab.k8s import K8sLab, K8sLabInfo
+from storbench.model import Case, LabPoint
+
+if TYPE_CHECKING:
+    from storbench.config import LoadedPlan
+    from storbench.fio.options import FioCapabilities
+
+
+def _command_up(lab: K8sLab, args: argparse.Namespace, say: Say) -> None:
+    started = time.time()
+    info = lab.up(find_fio())
+    say(f"k8s lab: up in {time.time() - started:.0f}s; KUBECONFIG={info.kubeconfig}")
+    say(f"StorageClass {info.storage_class} (host-path, dynamic); fio image {info.fio_image}")
+
+
+def _command_down(lab: K8sLab, say: Say) -> None:
+    lab.down()
+    say(f"k8s lab: down; pods, daemons, mounts, bridges and {lab.root} removed")
+
+
+def delete_client_pod(kubeconfig: str, namespace: str, client: int) -> str:
+    """Delete the running fio pod of client ``client`` (storbench's, by its labels) as `kubectl delete pod` does:
+    SIGTERM, then its grace period. What was deleted, on which node."""
+    from storbench.execute.kubernetes import SELECTOR, core_api
+
+    core = core_api(kubeconfig)
+    listed = core.list_namespaced_pod(  # type: ignore[attr-defined]
+        namespace, label_selector=f"{SELECTOR},{CLIENT_LABEL}={client}").items
+    running = [pod for pod in listed
+               if pod.metadata.deletion_timestamp is None and pod.status.phase in ("Pending", "Running")]
+    if not running:
+        raise UserError(f"k8s lab: no running fio pod of client {client} in namespace {namespace}")
+    for pod in running:
+        core.delete_namespaced_pod(pod.metadata.name, namespace)  # type: ignore[attr-defined]
+    return ", ".join(f"{pod.metadata.name} on {pod.spec.node_name or '?'}" for pod in running)
+
+
+class K8sKind(LabKindBase):
+    """The Kubernetes lab: up for the whole run when the plan has `lab.k8s` (its pods are the run's clients)."""
+
+    name = "k8s"
+    command: LabCommand[K8sLab] = LabCommand(
+        help="a single-node Kubernetes cluster (scripts/build-kubernetes.sh first)",
+        open=lambda root: K8sLab(root), up=_command_up, down=_command_down)
+
+    faults: tuple[FaultOffer, ...] = (
+        FaultOffer("k8s", "delete", r"client\.[0-9]+", "", "delete the client's fio pod (SIGTERM, then its grace "
+                   "period): storbench makes it again at once on the same claim, as a controller would, and the new "
+                   "pod runs the rest of the measured section; the client's blackout is the time to its first I/O"),
+    )
+
+    def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[K8sLabInfo] | None:
+        lab_config = loaded.config.lab.k8s if loaded.config.lab else None
+        if lab_config is None:
+            return None
+        lab = K8sLab()
+        return timed_run_lab(
+            lambda: lab.up(caps.binary, block_volumes=lab_config.block_volumes, block_size_bytes=lab_config.block_size),
+            lab.down, lambda info, seconds: LabUp("k8s", f"KUBECONFIG={info.kubeconfig}", seconds))
+
+    def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str:
+        if find_offer(step, self.faults) is None:
+            return super().fault(step, case, running, restore=restore)
+        info = K8sLab().info()
+        if info is None:
+            raise UserError("k8s lab: not up", hint="storbench lab k8s up")
+        try:
+            target = pvc_of(case)
+        except TypeError as error:
+            raise UserError(f"k8s lab: {error}: only a pvc target's pods can be deleted") from None
+        client = int(step.target.partition(".")[2])
+        if not 1 <= client <= case.clients:
+            raise UserError(f"k8s lab: {step.target}: this case has {case.clients} client(s)")
+        return f"k8s lab: pod {delete_client_pod(info.kubeconfig, target.namespace, client)} deleted"
+
+
+KIND = K8sKind()
