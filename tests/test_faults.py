@@ -258,6 +258,11 @@ def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_ze
     one_of_two = point([2.0, 2.2, 2.1], client_blackouts_s=(("a", estimate([0.0, 0.0, 0.1])),
                                                               ("b", estimate([2.0, 2.2, 2.1]))))
     assert "on 1 of 2 clients" in failover_verdict(one_of_two, None, "x")
+    only_one = point([0.0, 0.0, 0.0], action="delete", target="client.1",
+                     client_blackouts_s=(("client.1", estimate([1.0, 1.2, 1.1])), ("client.2", estimate([0.0] * 3))))
+    alone = failover_verdict(only_one, None, "x")
+    assert "I/O stopped on 1 of 2 clients after client.1 was deleted, the others went on: client.1 for 1.1 s [" in alone
+    assert "never stopped" not in alone and "every client" not in alone
     lost = PointWriteCheck(1, "c", 3, WriteCheck(1024, 4096, 1_064, 0, lost=145, stale=44), 0, ())
     assert "189 of 1,064 acknowledged writes lost or damaged" in failover_verdict(stalled, lost, "x")
     back = failover_verdict(point([4.9, 5.0, 4.9], degraded_pct=None, recovered=3, not_recovered=0), None, "x")

@@ -145,6 +145,10 @@ class FakeCore:
     def create_namespace(self, manifest: dict[str, object]) -> object:
         return self._create(self.namespaces, "create_namespace", manifest)
 
+    def read_namespaced_service_account(self, name: str, namespace: str) -> object:
+        self.calls.append(("read_service_account", namespace))
+        return SimpleNamespace(metadata=SimpleNamespace(name=name))
+
     def delete_namespace(self, name: str) -> None:
         self._remove(self.namespaces, "delete_namespace", name)
 

@@ -43,6 +43,7 @@ from storbench.model import Case, ClientMeasurement, RepetitionOutcome, Status
 
 POLL_S = 0.25
 SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
+NAMESPACE_READY_S = 30.0  # how long a namespace storbench made gets to take pods
 MIN_CONTINUED_S = 2.0  # a client's pod deleted with less of the measured section left is not made again
 MAX_INCARNATIONS = 4  # at most this many pods a client per repetition (its first and those made again)
 
@@ -102,6 +103,14 @@ class KubernetesExecutor:
                                 hint="check the RBAC rules in the README") from None
             return
         self.created_namespace = True
+        # a new namespace takes no pod until its controller has made the "default" service account (403 before)
+        deadline = time.time() + NAMESPACE_READY_S
+        while time.time() < deadline:
+            try:
+                core.read_namespaced_service_account("default", self.namespace)  # type: ignore[attr-defined]
+                return
+            except ApiException:
+                time.sleep(0.2)
 
     def ensure_claims(self, case: Case) -> None:
         from kubernetes.client.exceptions import ApiException

@@ -34,14 +34,27 @@ class LogFollower:
                     return
                 chunks: list[bytes] = []
                 with contextlib.suppress(Exception):  # a stream cut short keeps what came
-                    for chunk in response.stream(65536):
+                    for chunk in response.stream(None):
                         chunks.append(chunk)
                 with contextlib.suppress(Exception):
                     response.release_conn()
-                self.text = b"".join(chunks).decode(errors="replace")
-                return
+                text = b"".join(chunks).decode(errors="replace")
+                self.text = text if len(text) >= len(self.text) else self.text  # each stream starts at the top
+                if not self._running():
+                    return
+                self._stop.wait(0.2)  # the stream ended before the container did: follow it again
         finally:
             self.ended.set()
+
+    def _running(self) -> bool:
+        """Can the pod's container still print (so a stream that ended was early: the container not yet started,
+        or the stream cut short)? No once the pod is gone or every container of it has terminated."""
+        try:
+            pod = self.core.read_namespaced_pod(self.name, self.namespace)  # type: ignore[attr-defined]
+        except Exception:  # gone
+            return False
+        statuses = getattr(pod.status, "container_statuses", None) or []
+        return not statuses or any(getattr(status.state, "terminated", None) is None for status in statuses)
 
     def stop(self) -> None:
         self._stop.set()

@@ -70,7 +70,7 @@ def failover_line(point: PointFailover, label: str) -> str:
 
 
 DONE = {"kill": "killed", "freeze": "frozen", "stop": "stopped", "out": "marked out", "cut": "cut off",
-        "crash": "crashed", "lose-writes": "made to lose writes"}  # a fault in the past tense, for the verdict
+        "crash": "crashed", "lose-writes": "made to lose writes", "delete": "deleted"}  # past tense, for the verdict
 
 
 def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label: str) -> str:
@@ -83,13 +83,20 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
     named = point.target if "." in point.target else f"the {point.target}"  # osd.1, client.2; the server, the volume
     what = f"{named} was {DONE.get(point.action, point.action)}"
     blackout = point.blackout_s
-    if blackout.mean == 0:
+    own = [(client, seconds) for client, seconds in point.client_blackouts_s if seconds.mean > 0]
+    if blackout.mean == 0 and own:  # the others went on: each stalled client's own stall
+        shown = [(client, seconds) for client, seconds in own if seconds.ci_low is not None and seconds.ci_low > 0]
+        listed = "; ".join(f"{client} for {_figure(seconds, ' s', 1)}" for client, seconds in (shown or own))
+        total = len(point.client_blackouts_s)
+        said = (f"I/O stopped on {len(shown or own)} of {total} clients after {what}, the others went on: {listed}"
+                + ("" if shown else " (not shown to stop every time)"))
+    elif blackout.mean == 0:
         said = f"I/O never stopped for a whole window after {what}"
     elif blackout.ci_low is not None and blackout.ci_low > 0:
         said = f"I/O stopped for {_figure(blackout, ' s', 1)} after {what}"
     else:
         said = f"I/O stopped for {_figure(blackout, ' s', 1)} after {what} (not shown to stop every time)"
-    if point.client_blackouts_s:
+    if point.client_blackouts_s and blackout.mean > 0:
         stalled = sum(1 for _, seconds in point.client_blackouts_s if seconds.mean >= blackout.mean / 2)
         total = len(point.client_blackouts_s)
         said += " on every client" if stalled == total else f" on {stalled} of {total} clients"
