@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One command for the Kubernetes end-to-end test: installs the packages, builds (once; cached) the Kubernetes
 # binaries, then brings up a single-node cluster and runs 3 fio pods on ReadWriteOnce, ReadWriteMany and
-# Block-mode claims through storbench, checking that nothing is left behind. Needs root. About 12 min the first
-# time (the Kubernetes build), about 2 min afterwards.
+# Block-mode claims through storbench, then deletes a fio pod mid-run (issue 32's Kubernetes fault: the pod made
+# again on its claim, its client's gap measured), checking that nothing is left behind. Needs root. About 12 min
+# the first time (the Kubernetes build), about 4 min afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh --dev --k8s

@@ -268,7 +268,9 @@ def plan_reference_markdown() -> str:
         "restore); a Ceph lab `kill`, `freeze`, `stop` and `out` on `osd.N`; the NFS lab `cut` (its links down), "
         "`crash` (SIGKILL, started again at the restore) and `stop` (SIGTERM, a clean stop; started again) on "
         "`server`; the hosts lab `cut` on `client.N` (one "
-        "fio server's link down). `storbench plan` lists what the plan's labs offer and shows when each fault "
+        "fio server's link down); the Kubernetes lab `delete` on `client.N` (that client's fio pod deleted, made "
+        "again at once on its claim for the rest of the measured section: its gap is the time to the new pod's "
+        "first I/O). `storbench plan` lists what the plan's labs offer and shows when each fault "
         "happens. With `lab.ceph`, the cluster's placement groups are watched once a second through each "
         "repetition and its healing: the time to every PG active+clean after the fault is a figure of its own.",
         "",
