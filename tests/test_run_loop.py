@@ -750,6 +750,9 @@ def test_resume_run_continues_the_named_run_and_the_advice_names_each(
     assert code == 2 and "cannot resume: no run 7 in" in err and "runs of plan 'loop': 1, 2" in err, err
     code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--resume", "x")
     assert code == 2 and "'x' is not a run number" in err, err
+    # the plan written after --resume is the plan, not a run number: the latest run (2) is continued
+    code, out, err = run_cli(capsys, "run", "--resume", str(plan), "--db", db)
+    assert code == 0 and "run 2: 3 repetitions to go (1 already stored, skipped)" in out, out + err
 
 
 def test_job_directories_of_a_killed_storbench_are_removed_at_the_next_start(tmp_path: Path) -> None:

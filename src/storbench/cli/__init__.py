@@ -15,11 +15,13 @@ Exit status: 0 success, 1 some repetitions failed, 2 a user error (one line, no 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from storbench import __version__
 from storbench.cli import imports, labs, results, run
 from storbench.cli.common import _console, _write_output
+from storbench.cli.run import plan_before_resume
 from storbench.errors import UserError
 
 __all__ = ["_write_output", "build_parser", "main"]
@@ -42,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(plan_before_resume(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:  # argparse already printed its one-line usage error
         return int(exc.code or 0)
     if not getattr(args, "command", None):

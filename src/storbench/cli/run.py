@@ -220,6 +220,17 @@ class ConsoleObserver:
             self.live = None
 
 
+def plan_before_resume(argv: Sequence[str]) -> list[str]:
+    """`storbench run --resume plan.yaml` read as the user meant it, `run plan.yaml --resume` (argparse would take
+    the plan file for the run number): a YAML file name right after ``--resume`` is moved before it."""
+    out = list(argv)
+    if out[:1] == ["run"] and "--resume" in out:
+        at = out.index("--resume")
+        if at + 1 < len(out) and out[at + 1].endswith((".yaml", ".yml")):
+            out.insert(at, out.pop(at + 1))
+    return out
+
+
 def _run_number(text: str) -> int:
     """`--resume RUN`: a stored run's number."""
     if not text.isdigit() or int(text) < 1:

@@ -49,6 +49,13 @@ class Executor(Protocol):
         ...
 
 
+class StartsAtOnce:
+    """For executors whose fio starts as `run_case` is called: a plan's faults are timed from then."""
+
+    def start_delay_s(self, case: Case) -> float:
+        return 0.0
+
+
 def one_job(case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
     """A single fio process on this machine runs the case's plain job file."""
     return (render_job(case, binding, rep_index),)

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from storbench.execute.base import PLAIN_FIO, FioSetup, one_job, stored_job_text
+from storbench.execute.base import PLAIN_FIO, FioSetup, StartsAtOnce, one_job, stored_job_text
 from storbench.fio.jobfile import JobBinding
 from storbench.fio.outcome import judge_repetition
 from storbench.model import Case, RepetitionOutcome
@@ -50,7 +50,7 @@ Step = Replay | Hang | Raise
 Script = Sequence[Step] | Callable[[FakeCall], Step]
 
 
-class FakeExecutor:
+class FakeExecutor(StartsAtOnce):
     """Plays ``script``: the steps in order, one per run (running out is an error), or a function choosing the
     step for each run. ``calls`` keeps what it was asked to run."""
 
@@ -59,9 +59,6 @@ class FakeExecutor:
         self.name = name
         self.clock = clock
         self.calls: list[FakeCall] = []
-
-    def start_delay_s(self, case: Case) -> float:
-        return 0.0  # fio starts as run_case is called
 
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return one_job(case, binding, rep_index)

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO
 
-from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_text
+from storbench.execute.base import PLAIN_FIO, FioSetup, StartsAtOnce, client_jobs, stored_job_text
 from storbench.execute.jobdirs import job_dir
 from storbench.execute.local import MAX_LOG_CHARS
 from storbench.execute.supervisor import FioProcessResult, supervise
@@ -152,7 +152,7 @@ def _cache_dropped(job_text: str) -> bool:
     return True
 
 
-class HostsExecutor:
+class HostsExecutor(StartsAtOnce):
     """Drives fio servers (hosts, network namespaces, pods' fio --server) from this machine: a case with N
     clients runs on the first N ``servers``, each with its own job file."""
 
@@ -184,9 +184,6 @@ class HostsExecutor:
                          for name in timeline_logs([entry.name for entry in work.iterdir()]))
             return ClientsProcessResult(**asdict(ended), output_text=reader.text(), stamped_lines=tuple(reader.lines),
                                         logs=logs)
-
-    def start_delay_s(self, case: Case) -> float:
-        return 0.0  # fio starts as run_case is called
 
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return client_jobs(case, binding, rep_index)

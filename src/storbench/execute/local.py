@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from storbench.execute.base import PLAIN_FIO, FioSetup, one_job
+from storbench.execute.base import PLAIN_FIO, FioSetup, StartsAtOnce, one_job
 from storbench.execute.jobdirs import job_dir
 from storbench.execute.supervisor import FioProcessResult, supervise
 from storbench.fio.jobfile import JobBinding, fio_command, timeline_logs
@@ -18,7 +18,7 @@ from storbench.model import Case, RepetitionOutcome
 MAX_LOG_CHARS = 16 << 20
 
 
-class LocalExecutor:
+class LocalExecutor(StartsAtOnce):
     """Runs fio as a child process on this machine."""
 
     name = "local"
@@ -42,9 +42,6 @@ class LocalExecutor:
             logs = tuple((name, (work / name).read_text(errors="replace")[:MAX_LOG_CHARS])
                          for name in timeline_logs([entry.name for entry in work.iterdir()]))
             return FioProcessResult(**asdict(ended), output_text=output_text, logs=logs)
-
-    def start_delay_s(self, case: Case) -> float:
-        return 0.0  # fio starts as run_case is called
 
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return one_job(case, binding, rep_index)
