@@ -133,6 +133,7 @@ def test_a_deleted_pod_and_the_one_made_again_are_one_client_with_one_timeline()
         "timeline_iops.1.log.client.1": f"{t0 + 4000}, 500, 1, 0, 0\n{t0 + 5100}, 480, 1, 0, 0\n",
         "timeline_iops.1.log.client.2": f"{t0 + 100}, 9, 1, 0, 0\n"}  # a section not named as fio's log: left out
     assert outcome.start_skew_s is None  # one client's pods end at their own times: no skew told
+    assert f"{t0 + 5100}, 480" not in outcome.raw_output and "STORBENCH-LOG timeline_iops.1.log" in outcome.raw_output
     silent = judge_pods(case, [PodResult("p1", "n", "Deleted", "", client=1, deleted=True), *results[1:]], 2,
                         job_text="x", started_at_s=0.0, finished_at_s=1.0, timeout_s=30)
     assert silent.status == Status.OK and silent.clients[0].client == "p1-2@n"  # a deleted pod that said nothing

@@ -193,6 +193,19 @@ def split_pod_log(log: str) -> PodLog:
                   tuple((name, "\n".join(lines) + "\n") for name, lines in logs.items()))
 
 
+def without_logs(log: str) -> str:
+    """A pod's log as the repetition's raw output keeps it: the timeline logs' rows left out (they are kept as the
+    repetition's logs), their marker lines kept."""
+    kept, in_log = [], False
+    for line in log.splitlines():
+        if line.startswith((LOG_MARKER + " ", EXIT_MARKER + " ", JSON_MARKER, START_MARKER + " ")):
+            in_log = line.startswith(LOG_MARKER + " ")
+            kept.append(line)
+        elif not in_log:
+            kept.append(line)
+    return "\n".join(kept) + ("\n" if log.endswith("\n") else "")
+
+
 def _number(line: str) -> float | None:
     """The number after a marker; None if there is none."""
     try:

@@ -34,7 +34,9 @@ from storbench.execute.k8s_manifests import (
     pod_plans,
     pvc_of,
     split_pod_log,
+    without_logs,
 )
+from storbench.execute.local import MAX_LOG_CHARS
 from storbench.execute.pod_logs import FOLLOW_END_S, LogFollower
 from storbench.fio.jobfile import JobBinding, continued_job
 from storbench.fio.outcome import client_fault
@@ -317,8 +319,8 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
         parts: list[tuple[ClientMeasurement, int]] = []
         for result in pods:
             said = split_pod_log(result.log)
-            for name, text in said.logs:
-                logs[f"{name}.client.{client}"] = logs.get(f"{name}.client.{client}", "") + text
+            for name, text in said.logs:  # at most MAX_LOG_CHARS a log, as fio's own on this machine
+                logs[f"{name}.client.{client}"] = (logs.get(f"{name}.client.{client}", "") + text)[:MAX_LOG_CHARS]
             problem = ""
             if not said.json_text.strip():
                 problem = f"pod {result.pod} ({result.phase}) returned no fio output"
@@ -354,7 +356,8 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
     return RepetitionOutcome(
         status=status, started_at_s=started_at_s, finished_at_s=finished_at_s, job_text=job_text,
         command=("kubernetes", *[r.pod for r in results]), fio_version=versions[0] if versions else "",
-        raw_output="\n".join(f"### pod {r.pod} on {r.node} ({r.phase})\n{r.log}" for r in results), stderr_tail="",
+        raw_output="\n".join(f"### pod {r.pod} on {r.node} ({r.phase})\n{without_logs(r.log)}" for r in results),
+        stderr_tail="",
         error=error, clients=tuple(clients),
         # time-based jobs all run ramp + runtime: the spread of their end times (fio's timestamp_ms, on each
         # node's clock) is the spread of their starts, to the millisecond (the pods' shell clock has seconds);
