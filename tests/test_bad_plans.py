@@ -412,6 +412,15 @@ BAD_PLANS = [
                                               11, "lab.ceph.osds_per_device", ("follow from devices",))),
     case("ceph-osd-cpuset-grammar", Bad(BASE + "lab:\n  ceph:\n    osd_cpuset: ['0;rm']\n", 10,
                                         "lab.ceph.osd_cpuset[0]", ("should match pattern",))),
+    case("ceph-hosts-fewer-than-the-pool-size", Bad(BASE + "lab:\n  ceph:\n    hosts: 2\n", 10, "lab.ceph.hosts",
+                                                   ("a pool of size 3 keeps its copies on as many hosts",
+                                                    "raise hosts or lower pool_size"))),
+    case("ceph-hosts-more-than-osds", Bad(BASE + "lab:\n  ceph:\n    osds: 2\n    pool_size: 2\n    hosts: 3\n", 12,
+                                         "lab.ceph.hosts", ("3 hosts need at least as many OSDs",))),
+    case("fault-on-a-host-the-lab-lacks", Bad(BASE + "lab:\n  ceph: {osds: 2, pool_size: 2}\nfaults:\n"
+                                             "  - {at: 0.5s, do: kill, on: host.1}\n", 11, "faults[0].on",
+                                             ("acts on host.1, and the Ceph lab has no emulated hosts",
+                                              "set lab.ceph.hosts"))),
     case("ceph-live-sweep-on-memstore", Bad(BASE + "lab:\n  ceph:\n    objectstore: memstore\n"
                                             "    config: {osd_op_num_shards: [1, 2]}\n", 11,
                                             "lab.ceph.config.osd_op_num_shards",

@@ -730,24 +730,26 @@ repeat: 1
 telemetry: {enabled: false}
 lab:
   ceph:
-    osds: 3
+    osds: 4
+    hosts: 2
     osd_size: 1GiB
     objectstore: memstore
     pool_size: 2
     config: {osd_heartbeat_grace: 4, osd_heartbeat_interval: 1}
 faults:
-  - {at: 2s, do: freeze, on: osd.1, restore_after: 7s}
+  - {at: 2s, do: freeze, on: host.1, restore_after: 7s}
 check_writes: {blocks: 256}
 """
 
 
-def test_a_frozen_osd_stalls_io_for_about_the_heartbeat_grace_it_was_given(
+def test_a_frozen_host_stalls_io_for_about_the_heartbeat_grace_it_was_given(
         lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A hung OSD (SIGSTOP) answers nothing, so its peers report it only after osd_heartbeat_grace without a
-    heartbeat; with the grace set to 4 s for every daemon (the monitors read it too: `ceph config set global`)
-    and heartbeats every second, no write completes for about those 4 s plus the marking down and peering —
-    far less than the 20 s default gives (`examples/ceph-osd-failure`: about 27 s) — and nothing acknowledged is
-    lost."""
+    """A hung host: both OSDs of emulated host 1 of 2 (osd.0 and osd.2) frozen (SIGSTOP). They answer nothing, so
+    their peers report them only after osd_heartbeat_grace without a heartbeat; with the grace set to 4 s for every
+    daemon (the monitors read it too: `ceph config set global`) and heartbeats every second, no write completes for
+    about those 4 s plus the marking down and peering — far less than the 20 s default gives
+    (`examples/ceph-osd-failure`: about 27 s). The size-2 pool keeps a copy on each host (the host is the failure
+    domain), so every placement group goes on from host 2, and nothing acknowledged is lost."""
     from storbench.stats.failover_points import point_failovers
 
     db, out = _run(GRACE_PLAN, tmp_path, capsys)
@@ -756,6 +758,9 @@ def test_a_frozen_osd_stalls_io_for_about_the_heartbeat_grace_it_was_given(
     assert point.measured == 1 and point.blackout_s is not None, out
     assert 3.0 <= point.blackout_s.mean <= 12.0, out
     (repetition,) = repetitions
+    freeze, thaw = repetition.faults
+    assert (freeze.said, thaw.said) == ("ceph lab: host.1 (osd.0, osd.2) frozen",
+                                        "ceph lab: host.1 (osd.0, osd.2) thawed"), repetition.faults
     assert repetition.write_check is not None and repetition.write_check.bad == 0, repetition.write_check
     assert repetition.write_check.acknowledged > 100, repetition.write_check
     assert pids_with(str(lab_dir) + "/") == [], "a lab daemon was left behind"

@@ -426,3 +426,30 @@ def test_leftover_lab_veths_are_found_by_name() -> None:
     assert lab_veths(listing) == ["sbh1a", "sbh12a"]
 
 
+
+
+def test_emulated_hosts_spread_the_osds_and_make_the_host_the_failure_domain() -> None:
+    """`lab.ceph.hosts: 2` with 4 OSDs: osd.0 and osd.2 on the first host, osd.1 and osd.3 on the second, each
+    placing itself there at start (its `crush location`); placement then chooses hosts (chooseleaf type 1), so a
+    size-2 pool keeps one copy on each; failure reports still count per OSD. A plan without hosts keeps its case
+    ids and its one-OSD failure domains."""
+    from storbench.config import load_plan_text
+    from storbench.lab.ceph_conf import host_osds
+    from storbench.plan import expand
+
+    plan = REPLICA_PLAN.replace("osds: [3, 4], pool_size: [2, 3]}", "osds: 4, pool_size: 2, hosts: 2}")
+    case = next(c for c in expand(load_plan_text(plan, "hosts.yaml")) if c.workload.rw == "randread")
+    assert case.lab.ceph is not None and case.lab.ceph.hosts == 2
+    assert LabPoint.from_pairs(case.lab.pairs()) == case.lab and "hosts=2" in case.lab.describe()
+    spec = ceph_spec_for(case.lab.ceph, (("bench", 2),))
+    assert host_osds(spec, 1) == ["osd.0", "osd.2"] and host_osds(spec, 2) == ["osd.1", "osd.3"]
+    assert host_osds(spec, 3) == [] and host_osds(_spec(), 1) == []  # no such host; no hosts at all
+    sections = _sections(render_ceph_conf(spec, "f", "/lab"))
+    assert "osd crush chooseleaf type = 1" in sections["global"]
+    assert "mon osd reporter subtree level = osd" in sections["global"]
+    assert sections["osd.3"] == ["crush location = root=default host=storbench-host2"]
+    plain = _sections(render_ceph_conf(_spec(), "f", "/lab"))
+    assert "osd crush chooseleaf type = 0" in plain["global"] and "osd.0" not in plain
+    without = next(c for c in expand(load_plan_text(plan.replace(", hosts: 2", ""), "p.yaml"))
+                   if c.workload.rw == "randread")
+    assert "hosts" not in dict(without.lab.pairs()) and without.case_id != case.case_id

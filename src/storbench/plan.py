@@ -267,7 +267,7 @@ def _lab_point(config: PlanConfig, point: SweepPoint) -> LabPoint:
                             db_device=db_device, db_size_bytes=layout.db_size if db_device == "fast" else None,
                             osds_per_device=per_device, devices=layout.devices if per_device else None,
                             osd_cpuset=point.text("osd_cpuset") if "osd_cpuset" in point else None,
-                            device_size_bytes=layout.device_size if per_device else None)
+                            device_size_bytes=layout.device_size if per_device else None, hosts=layout.hosts)
     volume = None
     if config.lab.volume is not None:
         volume = VolumeLabPoint(size_bytes=config.lab.volume.size, iops=config.lab.volume.iops,

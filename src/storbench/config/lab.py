@@ -58,6 +58,10 @@ class CephLabConfig(StrictModel):
     osd_cpus: Sweep[Annotated[float, Field(gt=0, le=256)]] | None = Field(
         None, description="A CPU quota per OSD daemon in cores, e.g. `[0.5, 1, 2]` (a cgroup each; changed on the "
         "running cluster, no restart).")
+    hosts: Annotated[int, Field(ge=1, le=16)] | None = Field(
+        None, description="Emulated CRUSH hosts the OSDs are spread over (osd.N on host.(N mod hosts + 1)): the "
+        "pools keep each copy on another host, and a fault on `host.N` acts on all its OSDs, as a host that "
+        "crashes or hangs. None: every OSD is its own failure domain.")
     cephfs: bool = Field(False, description="Also run an MDS and mount CephFS with ceph-fuse.")
     rgw: bool = Field(False, description="Also run radosgw, serving S3 from the cluster (for `s3` targets on "
                       "the lab; an S3 user is made for the run, its keys never stored).")

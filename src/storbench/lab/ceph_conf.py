@@ -56,6 +56,7 @@ class CephLabSpec:
     devices: int | None = None  # OSDs on slices of this many loop devices (lab.ceph.devices) ...
     osds_per_device: int | None = None  # ... this many per device ...
     device_size_bytes: int | None = None  # ... each of this size
+    hosts: int | None = None  # emulated CRUSH hosts (host_of), the pools' failure domain; None: each OSD its own
 
 
 # OSD options every lab cluster starts with: small, for a 2-core machine. They live in the monitors' config
@@ -109,9 +110,10 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
         "auth service required = cephx",
         "auth client required = cephx",
         f"keyring = {root}/ceph.client.admin.keyring",
-        "osd crush chooseleaf type = 0",
-        # each OSD its own failure domain for failure reports too, as for placement (chooseleaf type 0): on one
-        # host, reports from two peers would count as one reporter and a hung OSD would never be marked down
+        # placement: each OSD its own failure domain (chooseleaf type 0), or with emulated hosts the host (1)
+        f"osd crush chooseleaf type = {0 if spec.hosts is None else 1}",
+        # each OSD a failure reporter of its own: on one machine, reports from two peers would count as one
+        # reporter and a hung OSD would never be marked down
         "mon osd reporter subtree level = osd",
         f"osd pool default size = {default_size}",
         "osd pool default min size = 1",
@@ -166,6 +168,8 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
             ]
     else:
         lines.append(f"memstore device bytes = {spec.osd_size_bytes}")
+    for osd in range(spec.osds if spec.hosts is not None else 0):  # each OSD puts itself under its host at start
+        lines += ["", f"[osd.{osd}]", f"crush location = root=default host={host_name(host_of(osd, spec.hosts or 1))}"]
     lines += [
         "",
         "[mds]",
@@ -176,6 +180,23 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
         "",
     ]
     return "\n".join(lines)
+
+
+def host_of(osd: int, hosts: int) -> int:
+    """The emulated host (from 1) osd.``osd`` is on: the OSDs dealt over the hosts in turn."""
+    return osd % hosts + 1
+
+
+def host_name(host: int) -> str:
+    """An emulated host's CRUSH name."""
+    return f"storbench-host{host}"
+
+
+def host_osds(spec: CephLabSpec, host: int) -> list[str]:
+    """The OSDs (``osd.N``) of emulated host ``host`` (from 1); none without hosts or past the last one."""
+    if spec.hosts is None or not 1 <= host <= spec.hosts:
+        return []
+    return [f"osd.{osd}" for osd in range(spec.osds) if host_of(osd, spec.hosts) == host]
 
 
 def ceph_spec_for(point: CephLabPoint, pools: tuple[tuple[str, int], ...]) -> CephLabSpec:
@@ -193,6 +214,7 @@ def ceph_spec_for(point: CephLabPoint, pools: tuple[tuple[str, int], ...]) -> Ce
         devices=point.devices if point.osds_per_device else None,
         osds_per_device=point.osds_per_device,
         device_size_bytes=point.device_size_bytes if point.osds_per_device else None,
+        hosts=point.hosts,
     )
 
 

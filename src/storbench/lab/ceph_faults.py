@@ -25,6 +25,7 @@ from storbench.lab.ceph_live import CephLiveSettings
 from storbench.lab.labdir import Daemon, kill_daemons, live
 
 OSD_NAME = r"osd\.[0-9]{1,4}"
+HOST_NAME = r"host\.[0-9]{1,2}"  # an emulated CRUSH host (lab.ceph.hosts), from 1
 
 
 class CephFaults(CephLiveSettings):

@@ -6,6 +6,7 @@ each case's live OSD settings applied before its turn, and the cluster's health 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import signal
 import time
@@ -21,9 +22,9 @@ from storbench.events import LabBringingUp, LabHealed, LabUp, OsdCpusSet, OsdsRe
 from storbench.faults import FaultOffer, FaultStep, find_offer
 from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs, StateWatch
 from storbench.lab.ceph import CephLab
-from storbench.lab.ceph_conf import LOOPBACK, ceph_spec_for, clusters_of, osd_options, rbd_pools
+from storbench.lab.ceph_conf import LOOPBACK, ceph_spec_for, clusters_of, host_osds, osd_options, rbd_pools
 from storbench.lab.ceph_daemons import RGW_USER, CephLabInfo, rgw_endpoint
-from storbench.lab.ceph_faults import OSD_NAME
+from storbench.lab.ceph_faults import HOST_NAME, OSD_NAME
 from storbench.lab.ceph_watch import PgWatch
 from storbench.lab.hosts import HostsLab
 from storbench.lab.hosts_conf import BRIDGE_ADDRESS
@@ -121,6 +122,7 @@ ON_CLUSTER_KINDS = ("rbd", "cephfs", "s3")  # the target kinds a lab cluster ser
 
 
 FAULT_SIGNALS = {"kill": signal.SIGKILL, "freeze": signal.SIGSTOP}
+DONE_WORDS = {"kill": "killed", "freeze": "frozen", "stop": "stopped"}
 
 
 class CephKind(LabKindBase):
@@ -190,25 +192,44 @@ class CephKind(LabKindBase):
                    "its peers notice after osd_heartbeat_grace"),
         FaultOffer("ceph", "stop", OSD_NAME, "restart", "stop an OSD cleanly (it tells the monitors first)"),
         FaultOffer("ceph", "out", OSD_NAME, "in", "mark an OSD out: the cluster moves its data to the others"),
+        FaultOffer("ceph", "kill", HOST_NAME, "restart", "SIGKILL every OSD of an emulated host (lab.ceph.hosts), "
+                   "as a host that crashes"),
+        FaultOffer("ceph", "freeze", HOST_NAME, "thaw", "SIGSTOP every OSD of an emulated host (lab.ceph.hosts), as "
+                   "a host that hangs or drops off the network: its OSDs' peers notice after osd_heartbeat_grace"),
+        FaultOffer("ceph", "stop", HOST_NAME, "restart", "stop every OSD of an emulated host cleanly "
+                   "(lab.ceph.hosts), as a host shut down for maintenance"),
+        FaultOffer("ceph", "out", HOST_NAME, "in", "mark every OSD of an emulated host out (lab.ceph.hosts): the "
+                   "cluster moves their data to the other hosts"),
     )
 
     def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str:
         if find_offer(step, self.faults) is None:
             return super().fault(step, case, running, restore=restore)
         lab = running.get(cluster_of(case.lab))
-        if not isinstance(lab, CephLab):
+        if not isinstance(lab, CephLab) or (info := lab.info()) is None:
             raise UserError(f"ceph lab: no lab cluster under this case for {step.action} {step.target}")
+        osds = [step.target]
+        if re.fullmatch(HOST_NAME, step.target):
+            osds = host_osds(info.spec, int(step.target.partition(".")[2]))
+            if not osds:
+                raise UserError(f"ceph lab: no {step.target}: the cluster has "
+                                + (f"hosts 1 to {info.spec.hosts}" if info.spec.hosts else "no emulated hosts"),
+                                hint="set lab.ceph.hosts, and name a host from 1")
+        named = step.target if osds == [step.target] else f"{step.target} ({', '.join(osds)})"
+        for osd in osds:
+            if step.action == "out":
+                lab.mark_osd(osd, out=not restore)
+            elif restore:
+                lab.start_osd(osd)
+            elif step.action == "stop":
+                lab.stop_osd(osd)
+            else:
+                lab.signal_osd(osd, FAULT_SIGNALS[step.action])
         if step.action == "out":
-            lab.mark_osd(step.target, out=not restore)
-            return f"ceph lab: {step.target} marked {'in' if restore else 'out'}"
+            return f"ceph lab: {named} marked {'in' if restore else 'out'}"
         if restore:
-            lab.start_osd(step.target)
-            return f"ceph lab: {step.target} {'thawed' if step.action == 'freeze' else 'started again'}"
-        if step.action == "stop":
-            lab.stop_osd(step.target)
-            return f"ceph lab: {step.target} stopped"
-        lab.signal_osd(step.target, FAULT_SIGNALS[step.action])
-        return f"ceph lab: {step.target} {'killed' if step.action == 'kill' else 'frozen'}"
+            return f"ceph lab: {named} {'thawed' if step.action == 'freeze' else 'started again'}"
+        return f"ceph lab: {named} {DONE_WORDS[step.action]}"
 
     def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
         lab = running.get(cluster_of(case.lab))

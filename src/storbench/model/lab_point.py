@@ -50,6 +50,7 @@ class CephLabPoint:
     osds_per_device: int | None = None  # OSDs on slices of `devices` loop devices (osds = devices x this)
     devices: int | None = None
     device_size_bytes: int | None = None
+    hosts: int | None = None  # emulated CRUSH hosts the OSDs are spread over (None: each OSD its own domain)
 
     def settings(self) -> tuple[tuple[str, int | str], ...]:
         """(name as in the plan, value) of every setting that is set, in CEPH_SETTINGS order, then the
@@ -64,8 +65,9 @@ class CephLabPoint:
         layout: tuple[tuple[str, int | str], ...] = ()
         if self.osds_per_device is not None and self.devices is not None and self.device_size_bytes is not None:
             layout = (("devices", self.devices), ("device_size", self.device_size_bytes))
+        hosts = (("hosts", self.hosts),) if self.hosts is not None else ()
         return (*((name, value) for name in CEPH_SETTINGS if (value := values[name]) is not None), *db_size,
-                *layout, *self.config)
+                *layout, *hosts, *self.config)
 
 
 VOLUME_SETTINGS = ("volume_size", "volume_iops", "volume_bw", "volume_pacing")
@@ -150,7 +152,8 @@ class LabPoint:
 
             options = tuple(sorted((name, int(value) if value.isdigit() else value) for name, value in values.items()
                                    if name not in (*CEPH_SETTINGS, *VOLUME_SETTINGS, *LINK_SETTINGS, "lab",
-                                                   "cephfs", "rgw", "db_size", "devices", "device_size")))
+                                                   "cephfs", "rgw", "db_size", "devices", "device_size",
+                                                   "hosts")))
             ceph = CephLabPoint(osds=int(values["osds"]), osd_size_bytes=int(values["osd_size"]),
                                 objectstore=values["objectstore"], pool_size=int(values["pool_size"]),
                                 cache_size_bytes=size("cache_size"), osd_memory_target_bytes=size("osd_memory_target"),
@@ -159,7 +162,7 @@ class LabPoint:
                                 db_device=values.get("db_device"), db_size_bytes=size("db_size"),
                                 osds_per_device=size("osds_per_device"), devices=size("devices"),
                                 osd_cpuset=values.get("osd_cpuset"),
-                                device_size_bytes=size("device_size"))
+                                device_size_bytes=size("device_size"), hosts=size("hosts"))
         volume = None
         if "volume" in kinds:
             def number(name: str) -> int | None:
