@@ -48,6 +48,31 @@ def test_each_refusal_is_one_line_with_the_fix() -> None:
     assert line.endswith("the plan's labs offer: none")
 
 
+def test_a_fault_that_sets_a_level_needs_one_that_reads() -> None:
+    """`slow` takes a link rate and `throttle` an IOPS figure (`to:`); the others take none; the timeline says
+    the level."""
+    offers = (*OFFERS, FaultOffer("hosts", "slow", r"client\.[0-9]+", "restore the link of", "shape a link",
+                                  takes="link rate"),
+              FaultOffer("volume", "throttle", "volume", "lift the throttle on", "cap the IOPS", takes="IOPS"))
+
+    def problems(*steps: FaultStep) -> list[str]:
+        return fault_problems(list(steps), measured_s=60, offers=offers)
+
+    assert problems(FaultStep(10, "slow", "client.1", 5, to="10Mbit"), FaultStep(10, "throttle", "volume", 5,
+                                                                                 to="500")) == []
+    [line] = problems(FaultStep(10, "slow", "client.1", 5))
+    assert "needs the level it sets; give to: (a link rate, e.g. 10Mbit)" in line
+    [line] = problems(FaultStep(10, "throttle", "volume", 5, to="fast"))
+    assert "'fast' is not an IOPS figure like 500; give a IOPS, e.g. to: 500" in line or "not an IOPS figure" in line
+    [line] = problems(FaultStep(10, "slow", "client.1", 5, to="10 furlongs"))
+    assert "is not a link rate" in line
+    [line] = problems(FaultStep(10, "kill", "osd.1", to="3"))
+    assert "'kill' sets no level; drop to: 3" in line
+    timeline = [e.text for e in fault_timeline([FaultStep(10, "slow", "client.1", 5, to="10Mbit")], ramp_s=1,
+                                               runtime_s=60, offers=offers)]
+    assert "slow client.1 to 10Mbit (shape a link)" in timeline and "restore the link of client.1" in timeline
+
+
 FAULT_PLAN = """
 name: stall
 targets:
@@ -71,7 +96,7 @@ def test_plan_shows_when_each_fault_happens_and_refuses_what_no_lab_of_the_plan_
     for change, wanted in ((("restore_after: 3s", "restore_after: 30s"), "restored at 38s, after the measured "
                             "section ends (20s) (hint: shorten restore_after or lengthen runtime)"),
                            (("do: freeze", "do: kill"), "no lab of this plan can do it (hint: the plan's labs "
-                            "offer: freeze volume (volume), lose-writes volume (volume))"),
+                            "offer: freeze volume (volume), lose-writes volume (volume), throttle volume (volume))"),
                            (("vol: {kind: block, destructive: true}\nlab:\n  volume: {size: 256MiB, iops: 2000}",
                              "vol: {kind: path, path: ./data, size: 16MiB}"), "the plan's labs offer: none"),
                            (("repeat: 3", "steady_state: {window: 3}"), "faults cannot be combined with "

@@ -385,6 +385,7 @@ lab:
   hosts: {count: 2}
 faults:
   - {at: 2s, do: cut, on: client.2, restore_after: 2s}
+  - {at: 4.5s, do: slow, on: client.1, to: 20Mbit, restore_after: 1s}
 """
 
 
@@ -404,8 +405,11 @@ def test_one_clients_link_cut_for_two_seconds_stalls_that_client_only(
         code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, CUT_CLIENT_PLAN)), "--db", str(db))
         assert code == 0, out + err
         (repetition,) = stored_repetitions(db)
-        cut, back = repetition.faults
+        cut, back, slow, unslowed = repetition.faults
         assert (cut.said, back.said) == ("hosts lab: client.2's link down", "hosts lab: client.2's link up again")
+        # a second fault, after: client.1's link shaped to 20 Mbit/s for a second (a level, `to:`), then unshaped
+        assert (slow.said, unslowed.said) == ("hosts lab: client.1's link shaped to 20Mbit",
+                                              "hosts lab: client.1's link unshaped again"), repetition.faults
         (point,) = point_failovers([repetition])
         blackouts = {client: seconds.mean for client, seconds in point.client_blackouts_s}
         assert len(blackouts) == 2, blackouts

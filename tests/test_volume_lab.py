@@ -507,3 +507,39 @@ def test_a_volume_frozen_for_a_second_mid_run_shows_a_one_second_blackout_and_re
     assert re.search(r"<td>freeze volume</td><td>2</td><td>(0\.[7-9]\d|1\.[0-2]\d) \[", scorecard), scorecard
     assert re.search(r"<td>0 of [\d,]+ lost</td>", scorecard), scorecard
     assert not (lab_dir / "volume").exists()
+
+
+THROTTLE_PLAN = """
+name: volume-throttle
+targets:
+  volume: {kind: block, size: 48MiB}
+workload: {rw: randread, bs: 4k, iodepth: 4, runtime: 8s, ramp: 1s}
+repeat: 1
+telemetry: {enabled: false}
+lab:
+  volume: {size: 64MiB, iops: 2000}
+faults:
+  - {at: 3s, do: throttle, on: volume, to: 500, restore_after: 2s}
+"""
+
+
+@pytest.mark.fio
+@needs_root
+def test_a_volume_throttled_mid_run_dips_to_its_new_cap_and_comes_back(
+        lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fault that sets a level (`to:`): 3 s into the run the 2,000 IOPS volume is capped at 500 (as a cloud
+    volume whose burst credit runs out) and 2 s later given its own cap again. No stall, but the windows during
+    the throttle run at about a quarter of the level before; the level after the restore is back."""
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, THROTTLE_PLAN)), "--db", str(db))
+    assert code == 0, out + err
+    (repetition,) = stored_repetitions(db)
+    throttle, back = repetition.faults
+    assert (throttle.said, back.said) == ("volume lab: capped at 500 IOPS", "volume lab: caps back to 2,000 IOPS")
+    from storbench.stats.failover_points import point_failovers
+
+    (point,) = point_failovers([repetition])
+    assert point.blackout_s is not None and point.blackout_s.mean < 0.5, out  # slower, never stopped
+    assert point.dip_pct is not None and 10 <= point.dip_pct.mean <= 40, out  # 500 of 2,000 IOPS, window by window
+    assert point.not_recovered == 0, out
+    assert not (lab_dir / "volume").exists()

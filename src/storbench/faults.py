@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from storbench.units import link_rate_bits
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,10 @@ class FaultStep:
     action: str  # e.g. "kill", "stop", "freeze", "restart"
     target: str  # what it acts on, in the lab's words: "osd.1", "server", "volume", "host h2"
     restore_after_s: float | None = None
+    to: str | None = None  # the level an action that takes one sets, as the plan wrote it ("10Mbit", "500")
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target}" + (f" to {self.to}" if self.to is not None else "")
 
     @property
     def restore_at_s(self) -> float | None:
@@ -38,6 +44,24 @@ class FaultOffer:
     targets: str
     restore: str
     what: str  # one line for `plan` and the docs, e.g. "SIGKILL an OSD, as a crashed host"
+    takes: str = ""  # the kind of level its `to:` gives (LEVELS: "link rate", "IOPS"); "" takes none
+
+
+def _iops(value: object) -> int:
+    text = str(value).strip()
+    if not text.isdigit() or not 1 <= int(text) <= 10_000_000:
+        raise ValueError(f"{value!r} is not an IOPS figure like 500")
+    return int(text)
+
+
+LEVELS: dict[str, tuple[Callable[[object], int], str]] = {  # a level's kind: how it is read, and an example
+    "link rate": (link_rate_bits, "10Mbit"), "IOPS": (_iops, "500")}
+
+
+def level_of(step: FaultStep, offer: FaultOffer) -> int:
+    """The level ``step`` sets, read as ``offer`` takes it (ValueError if it does not read)."""
+    read, _ = LEVELS[offer.takes]
+    return read(step.to)
 
 
 def find_offer(step: FaultStep, offers: Sequence[FaultOffer]) -> FaultOffer | None:
@@ -55,6 +79,16 @@ def fault_problems(steps: Sequence[FaultStep], measured_s: float, offers: Sequen
             known = ", ".join(sorted({f"{o.action} {o.targets} ({o.lab})" for o in offers})) or "none"
             problems.append(f"{where}: no lab of this plan can do it; the plan's labs offer: {known}")
             continue
+        if offer.takes and step.to is None:
+            problems.append(f"{where}: '{step.action}' needs the level it sets; give to: (a {offer.takes}, e.g. "
+                            f"{LEVELS[offer.takes][1]})")
+        elif not offer.takes and step.to is not None:
+            problems.append(f"{where}: '{step.action}' sets no level; drop to: {step.to}")
+        elif offer.takes:
+            try:
+                level_of(step, offer)
+            except ValueError as error:
+                problems.append(f"{where}: {error}; give a {offer.takes}, e.g. to: {LEVELS[offer.takes][1]}")
         if not 0 < step.at_s < measured_s:
             problems.append(f"{where}: outside the measured section (0 to {measured_s:g}s after the ramp); "
                             "give a time inside it, leaving time before it for the level to compare with")
@@ -88,7 +122,7 @@ def fault_timeline(steps: Sequence[FaultStep], ramp_s: float, runtime_s: float,
     for step in steps:
         offer = find_offer(step, offers)
         what = f" ({offer.what})" if offer else ""
-        events.append(TimelineEvent(ramp_s + step.at_s, f"{step.action} {step.target}{what}"))
+        events.append(TimelineEvent(ramp_s + step.at_s, f"{step}{what}"))
         if step.restore_at_s is not None and offer and offer.restore:
             events.append(TimelineEvent(ramp_s + step.restore_at_s, f"{offer.restore} {step.target}"))
     return tuple(sorted(events, key=lambda e: e.at_s))

@@ -22,11 +22,21 @@ class FaultConfig(StrictModel):
                     "words, e.g. `volume`.")
     restore_after: Duration | None = Field(None, description="Undo it this long after (within the measured "
                                            "section); none: it lasts to the end of the repetition.")
+    to: str | int | None = Field(None, description="The level an action that takes one sets, e.g. `10Mbit` for "
+                                 "`slow` (a link rate), `500` for `throttle` (IOPS).")
+
+    @field_validator("to", mode="before")
+    @classmethod
+    def _to_text(cls, value: object) -> object:
+        if isinstance(value, bool) or (value is not None and not isinstance(value, (str, int))):
+            raise ValueError("to must be a level, e.g. 10Mbit or 500")
+        return None if value is None else str(value)
 
 
 def fault_steps(faults: list[FaultConfig]) -> tuple[FaultStep, ...]:
     """The plan's faults as typed steps, in the plan's order."""
-    return tuple(FaultStep(at_s=f.at, action=f.do, target=f.on, restore_after_s=f.restore_after) for f in faults)
+    return tuple(FaultStep(at_s=f.at, action=f.do, target=f.on, restore_after_s=f.restore_after,
+                           to=None if f.to is None else str(f.to)) for f in faults)
 
 
 MAX_CHECK_BYTES = 1 << 30  # the checking writer's region at the most (it is read back whole after every repetition)

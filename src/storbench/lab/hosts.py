@@ -25,7 +25,7 @@ from storbench.config import NfsTargetConfig, S3TargetConfig
 from storbench.errors import UserError
 from storbench.events import LabUp, LinksShaped, RunEvent
 from storbench.execute.fio_binary import find_fio
-from storbench.faults import FaultOffer, FaultStep, find_offer
+from storbench.faults import FaultOffer, FaultStep, find_offer, level_of
 from storbench.lab.base import CliOption, LabCommand, LabKindBase, RunLab, Say, status_line, timed_run_lab
 from storbench.lab.hosts_conf import (
     BRIDGE,
@@ -53,6 +53,7 @@ from storbench.lab.process import kill_all, start_daemon
 from storbench.shell import run
 from storbench.targets.nfs import nfs_fio_binary
 from storbench.targets.s3 import http_fio_binary
+from storbench.units import format_link_rate
 
 if TYPE_CHECKING:
     from storbench.config import LoadedPlan
@@ -186,6 +187,22 @@ class HostsLab(LabRoot):
         self.state.write_text(json.dumps(raw))
         return True
 
+    def shape_host(self, index: int, rate_bits_per_s: int | None, delay_s: float | None) -> None:
+        """Shape one host's link (both ends) to ``rate`` and ``delay``, the others left as they are; None for both
+        lifts its shaping."""
+        info = self.info()
+        if info is None:
+            raise UserError("hosts lab: not up", hint="storbench lab hosts up")
+        if not 1 <= index <= info.count:
+            raise UserError(f"hosts lab: no client.{index} (its hosts are client.1 to client.{info.count})")
+        for namespace, args in link_commands(lab_host(index), rate_bits_per_s, delay_s):
+            command = ["tc", *(["-n", namespace] if namespace else []), *args]
+            try:
+                run(command, timeout_s=30)
+            except UserError:
+                if args[1] != "del":  # nothing to delete is fine; a shaping that fails is not
+                    raise
+
     def set_host_link(self, index: int, *, up: bool) -> None:
         """Take one host's link down (its end on the bridge: every packet to and from it goes nowhere) or up."""
         info = self.info()
@@ -288,12 +305,23 @@ class HostsKind(LabKindBase):
     faults: tuple[FaultOffer, ...] = (
         FaultOffer("hosts", "cut", r"client\.[0-9]{1,4}", "reconnect", "take one client host's link down (client.1 "
                    "is the first fio server): its I/O to storage over the network and fio's own connection wait; "
-                   "the other clients go on"),)
+                   "the other clients go on"),
+        FaultOffer("hosts", "slow", r"client\.[0-9]{1,4}", "restore the link of", "shape one client host's link to "
+                   "the rate `to:` (both ways), as a link that degrades; the other clients keep theirs; at the "
+                   "restore its link is as the plan set it again", takes="link rate"),)
 
     def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str:
-        if find_offer(step, self.faults) is None:
+        offer = find_offer(step, self.faults)
+        if offer is None:
             return super().fault(step, case, running, restore=restore)
-        HostsLab().set_host_link(int(step.target.split(".")[1]), up=restore)
+        index = int(step.target.split(".")[1])
+        if step.action == "slow":
+            lab = HostsLab()
+            rate = case.lab.link_bits_per_s if restore else level_of(step, offer)
+            lab.shape_host(index, rate, case.lab.link_delay_s)
+            shaped = "unshaped" if rate is None else f"shaped to {format_link_rate(rate)}"
+            return f"hosts lab: {step.target}'s link {shaped}" + (" again" if restore else "")
+        HostsLab().set_host_link(index, up=restore)
         return f"hosts lab: {step.target}'s link {'up again' if restore else 'down'}"
 
     def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[HostsLabInfo] | None:

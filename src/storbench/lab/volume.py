@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
 from storbench.events import LabLeftAlone, LabUp
-from storbench.faults import FaultOffer, FaultStep
+from storbench.faults import FaultOffer, FaultStep, find_offer, level_of
 from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
 from storbench.lab.labdir import (
     LabRoot,
@@ -282,6 +282,11 @@ class VolumeLab(LabRoot):
 
 # ---- the volume as a lab kind (lab.registry) -------------------------------------------------------------------
 
+def _caps(iops: int | None, bw_bytes_per_s: int | None) -> str:
+    said = [f"{iops:,} IOPS" if iops is not None else "", f"{format_bytes(bw_bytes_per_s)}/s" if bw_bytes_per_s else ""]
+    return " and ".join(x for x in said if x) or "none"
+
+
 def _command_up(lab: VolumeLab, args: argparse.Namespace, say: Say) -> None:
 
     try:
@@ -322,7 +327,10 @@ class VolumeKind(LabKindBase):
                          "hold every I/O, as a volume that stalls (its I/O resumes at the thaw)"),
               FaultOffer("volume", "lose-writes", "volume", "serve the copy of",
                          "keep a copy of the volume's data; at the restore serve it: writes acknowledged in between "
-                         "vanish, as on a volume that lies"))
+                         "vanish, as on a volume that lies"),
+              FaultOffer("volume", "throttle", "volume", "lift the throttle on",
+                         "cap the volume at `to:` IOPS (its bandwidth cap kept), as a cloud volume whose burst "
+                         "credit runs out; at the restore its own caps again", takes="IOPS"))
 
     def wanted(self, group: LabGroup) -> bool:
         return group.lab.volume is not None
@@ -338,6 +346,15 @@ class VolumeKind(LabKindBase):
                 return "volume lab: now serving the copy kept at the fault (later writes are gone)"
             lab.keep_copy()
             return "volume lab: copy of the data kept"
+        if step.action == "throttle" and (offer := find_offer(step, self.faults)) is not None:
+            own = case.lab.volume
+            if own is None:
+                raise UserError("volume lab: this case is not on the volume lab")
+            if restore:
+                lab.set_caps(own.iops, own.bw_bytes_per_s)
+                return f"volume lab: caps back to {_caps(own.iops, own.bw_bytes_per_s)}"
+            lab.set_caps(level_of(step, offer), own.bw_bytes_per_s)
+            return f"volume lab: capped at {_caps(level_of(step, offer), own.bw_bytes_per_s)}"
         return super().fault(step, case, running, restore=restore)
 
     def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:

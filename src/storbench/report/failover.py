@@ -70,7 +70,8 @@ def failover_line(point: PointFailover, label: str) -> str:
 
 
 DONE = {"kill": "killed", "freeze": "frozen", "stop": "stopped", "out": "marked out", "cut": "cut off",
-        "crash": "crashed", "lose-writes": "made to lose writes", "delete": "deleted"}  # past tense, for the verdict
+        "crash": "crashed", "lose-writes": "made to lose writes", "delete": "deleted", "slow": "slowed",
+        "throttle": "throttled"}  # a fault in the past tense, for the verdict
 
 
 def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label: str) -> str:
