@@ -49,7 +49,8 @@ def test_every_lab_kind_is_registered_once_with_up_down_and_status() -> None:
         assert all(offer.lab == name for offer in kind.faults)
         with pytest.raises(AssertionError, match="offers no faults"):  # an action it does not offer
             kind.fault(FaultStep(at_s=1, action="explode", target="x"), _CASE, {}, restore=False)
-    assert {(o.action, o.restore != "") for o in KINDS["volume"].faults} == {("freeze", True), ("lose-writes", True)}
+    assert {(o.action, o.restore != "") for o in KINDS["volume"].faults} == {("freeze", True), ("lose-writes", True),
+                                                                              ("throttle", True)}
     assert {o.action for o in KINDS["ceph"].faults} == {"kill", "freeze", "stop", "out"}
     with pytest.raises(UserError, match="no lab cluster"):  # an offered fault, but no cluster under the case
         KINDS["ceph"].fault(FaultStep(at_s=1, action="kill", target="osd.1"), _CASE, {}, restore=False)
