@@ -321,4 +321,11 @@ def test_a_deleted_fio_pod_is_made_again_on_its_claim_and_its_time_to_first_io_m
     # the CPU its fio needs (0.8 s against client 1's 1.1 s here)
     assert 0.5 <= blackouts["client.1"] <= 12 and blackouts["client.2"] < blackouts["client.1"], blackouts
     assert "each client's blackout:" in " ".join(out.split()), out
+    # what Kubernetes said of the pods: the deleted one killed, the one made again scheduled and started, after it
+    found = next(r for r in point.repetitions if r.pod_events)
+    reasons = [event.reason for _, event in found.pod_events]
+    assert "Killing" in reasons and "Scheduled" in reasons and "Started" in reasons, found.pod_events
+    started = next(seconds for seconds, event in found.pod_events if event.reason == "Started")
+    assert 0 <= started <= 12, found.pod_events
+    assert "Kubernetes (repetition " in " ".join(out.split()), out
     assert pids_with("fio --output-format=json+") == [] and "k8s lab: torn down" in out

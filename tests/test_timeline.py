@@ -240,3 +240,22 @@ def test_the_clusters_pgs_read_from_pg_stat_and_timed_from_the_fault() -> None:
     stuck = cluster_recovery(samples([0, 3, 3, 3], [0, 9, 9, 9]), fault_ms=0)
     assert stuck is not None and stuck.disturbed and stuck.clean_after_s is None
     assert cluster_recovery(through, fault_ms=99_000) is None  # nothing watched after the fault
+
+
+def test_kubernetes_events_are_kept_as_a_log_and_read_against_the_fault() -> None:
+    """The pods' events (what Kubernetes said happened to them) round-trip through their CSV log, messages with
+    commas and control characters included (made safe when read); read against the fault, each pod's first event
+    of each reason from a second before it on (a kubelet's time is whole seconds), in time order."""
+    from storbench.telemetry.k8s_events import PodEvent, after_fault, parse_log, render_log
+
+    events = [PodEvent(at(11), "sb-c1-2", "Started", "Started container fio"),
+              PodEvent(at(9.5), "sb-c1", "Killing", 'Stopping container fio, "grace" 5s\x1b[2J'),
+              PodEvent(at(10.2), "sb-c1-2", "Scheduled", "Successfully assigned storbench/sb-c1-2 to node"),
+              PodEvent(at(12), "sb-c1-2", "Started", "again"), PodEvent(at(2), "sb-c1", "Started", "long before")]
+    read = parse_log(render_log(events))
+    assert len(read) == 5 and read[0] == PodEvent(at(2), "sb-c1", "Started", "long before")
+    assert read[1].message == 'Stopping container fio, "grace" 5s\\x1b[2J'  # shown escaped, never run
+    found = after_fault(read, at(10))
+    assert [(round(s, 1), e.pod, e.reason) for s, e in found] == [
+        (0.0, "sb-c1", "Killing"), (0.2, "sb-c1-2", "Scheduled"), (1.0, "sb-c1-2", "Started")]
+    assert parse_log("t_ms,pod,reason,message\nnot,a,valid\n12,p,r,m\n") == [PodEvent(12, "p", "r", "m")]

@@ -13,8 +13,9 @@ from storbench.events import LabUp
 from storbench.execute.fio_binary import find_fio
 from storbench.execute.k8s_manifests import CLIENT_LABEL, pvc_of
 from storbench.faults import FaultOffer, FaultStep, find_offer
-from storbench.lab.base import LabCommand, LabKindBase, RunLab, Say, timed_run_lab
+from storbench.lab.base import LabCommand, LabKindBase, RunLab, Say, StateWatch, timed_run_lab
 from storbench.lab.k8s import K8sLab, K8sLabInfo
+from storbench.lab.k8s_watch import EventWatch
 from storbench.model import Case, LabPoint
 
 if TYPE_CHECKING:
@@ -73,6 +74,15 @@ class K8sKind(LabKindBase):
         return timed_run_lab(
             lambda: lab.up(caps.binary, block_volumes=lab_config.block_volumes, block_size_bytes=lab_config.block_size),
             lab.down, lambda info, seconds: LabUp("k8s", f"KUBECONFIG={info.kubeconfig}", seconds))
+
+    def watch(self, case: Case, running: Mapping[LabPoint, object]) -> StateWatch | None:
+        """Kubernetes' events about the pods of a pvc case on the lab, through each repetition with faults."""
+        try:
+            target = pvc_of(case)
+        except TypeError:
+            return None
+        info = K8sLab().info()
+        return EventWatch(info.kubeconfig, target.namespace) if info is not None else None
 
     def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str:
         if find_offer(step, self.faults) is None:

@@ -65,8 +65,24 @@ def failover_line(point: PointFailover, label: str) -> str:
                         if len(point.client_blackouts_s) > len(shown) else ""))
     if (cluster := cluster_text(point)) != "-":
         parts.append(f"cluster: {cluster}")
+    if (events := pod_events_text(point)) != "":
+        parts.append(events)
     return (f"  run {point.run_id} {label}: {point.action} {point.target}, {n} repetition{'s' if n > 1 else ''}: "
             + "; ".join(parts))
+
+
+EVENTS_SHOWN = 8  # Kubernetes events told at the most
+
+
+def pod_events_text(point: PointFailover) -> str:
+    """What Kubernetes said of the pods after the fault, in the first repetition that has events: 'Kubernetes
+    (repetition 1): Killing +0.0 s, Scheduled +0.2 s, ... Started +1.0 s'; '' without."""
+    found = next((r for r in point.repetitions if r.pod_events), None)
+    if found is None:
+        return ""
+    shown = ", ".join(f"{event.reason} +{seconds:.1f} s" for seconds, event in found.pod_events[:EVENTS_SHOWN])
+    more = f" (and {len(found.pod_events) - EVENTS_SHOWN} more)" if len(found.pod_events) > EVENTS_SHOWN else ""
+    return f"Kubernetes (repetition {found.rep_index + 1}, whole seconds): {shown}{more}"
 
 
 DONE = {"kill": "killed", "freeze": "frozen", "stop": "stopped", "out": "marked out", "cut": "cut off",
@@ -261,6 +277,10 @@ def timeline_figure(repetition: StoredRepetition, figure_id: str, label: str) ->
     at = (found.fault.at_s * 1000 - start_ms) / 1000 + (clean_s or 0.0)
     if clean_s is not None and at <= (end_ms - start_ms) / 1000:
         marks.append(Mark(at, "every PG active+clean", CLUSTER_COLOR))
+    for seconds, event in found.pod_events:  # a pod made again after a deletion: when Kubernetes started it
+        at = (found.fault.at_s * 1000 - start_ms) / 1000 + seconds
+        if event.reason == "Started" and at <= (end_ms - start_ms) / 1000:
+            marks.append(Mark(at, "pod started", CLUSTER_COLOR))
     figures = found.figures
     notes: tuple[tuple[str, str], ...] = ()
     if figures is not None:
@@ -273,7 +293,7 @@ def timeline_figure(repetition: StoredRepetition, figure_id: str, label: str) ->
         caption=f"fio's IOPS log in {window} ms windows on the wall clock, all clients summed (a window in which "
         "nothing completed is 0: the stall), and the longest completion latency of each window (right axis). "
         "Red: when the fault was done; green: when it was undone; blue: when every placement group of the lab "
-        "cluster was active+clean again (when that came before the end).")
+        "cluster was active+clean again, or when Kubernetes started a pod (when that came before the end).")
 
 
 def client_blackout_figure(point: PointFailover, label: str) -> FigureSpec | None:

@@ -22,6 +22,9 @@ from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.timeline import ClientLog, Failover, Recovery, failover
 from storbench.telemetry.cluster_state import LOG_NAME, ClusterRecovery, cluster_recovery
 from storbench.telemetry.cluster_state import parse_log as parse_cluster_log
+from storbench.telemetry.k8s_events import LOG_NAME as EVENTS_LOG
+from storbench.telemetry.k8s_events import PodEvent, after_fault
+from storbench.telemetry.k8s_events import parse_log as parse_events_log
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class RepetitionFailover:
     figures: Failover | None  # None: no fault done, or no timeline logs
     problem: str = ""  # why there are no figures
     cluster: ClusterRecovery | None = None  # the lab cluster's PGs after the fault (a Ceph lab's, watched)
+    pod_events: tuple[tuple[float, PodEvent], ...] = ()  # Kubernetes' events about the pods from the fault on
 
 
 def client_logs(repetition: StoredRepetition) -> list[ClientLog]:
@@ -74,8 +78,10 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
                        round(restore.at_s * 1000) if restore is not None else None)
     cluster_log = next((text for name, text in repetition.logs if name == LOG_NAME), None)
     cluster = cluster_recovery(parse_cluster_log(cluster_log), round(fault.at_s * 1000)) if cluster_log else None
+    events_log = next((text for name, text in repetition.logs if name == EVENTS_LOG), None)
+    events = tuple(after_fault(parse_events_log(events_log), round(fault.at_s * 1000))) if events_log else ()
     return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, figures,
-                              cluster=cluster)
+                              cluster=cluster, pod_events=events)
 
 
 END_SLACK_MS = 1000  # the last row may come this much before the planned end of a run whose I/O never stopped
