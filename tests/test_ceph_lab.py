@@ -617,7 +617,7 @@ workload:
   bs: 4k
   iodepth: 4
   runtime: 3s
-repeat: 2
+repeat: 1
 timeout_grace: 5s
 lab:
   ceph: {osds: 2, osd_size: 1GiB, objectstore: memstore, pool_size: 1}

@@ -12,6 +12,11 @@ from pathlib import Path
 
 from storbench.execute.supervisor import process_dirs
 
+# Every daemon started, kept referenced: a Popen object dropped while its process runs is reaped by the next
+# Popen anywhere in storbench (subprocess._cleanup), and a daemon that exited at once would vanish before its start
+# time is recorded (labdir.record_daemon reads it from /proc); kept, it stays a zombie until it is waited for.
+_STARTED: dict[int, subprocess.Popen[bytes]] = {}
+
 
 def start_daemon(argv: Sequence[str], log: Path, *, env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
     """Start a long-running process in its own session (it outlives storbench); returns its pid. It runs in
@@ -20,6 +25,10 @@ def start_daemon(argv: Sequence[str], log: Path, *, env: dict[str, str] | None =
     with open(log, "ab") as out:
         process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True, env=env, cwd=cwd or log.parent)
+    for pid, earlier in list(_STARTED.items()):  # the ones that have ended since (recorded long ago): reaped now
+        if earlier.poll() is not None:
+            del _STARTED[pid]
+    _STARTED[process.pid] = process
     return process.pid
 
 
