@@ -176,10 +176,17 @@ def test_show_compare_and_saturation_print_imported_text_as_written(
         assert code == 0, (name, err)
         assert not CONTROL.search(out + err), (name, out + err)
         outputs[name] = out
+    from storbench.report.export import markdown_cell
+
     for name, out in outputs.items():
-        # the markup is printed, not obeyed: a link tag read as markup would leave only "click"
-        assert f"[/oops]={MARKUP}\\x1b[2J" in out, (name, out)
-        assert f"{LINK}=<b>$\\oops$\\x9b31m" in out, (name, out)
+        # the markup is printed, not obeyed: a link tag read as markup would leave only "click"; in Markdown the
+        # brackets, angle brackets and backslashes are escaped, so no link or HTML is made of them
+        expected = [f"[/oops]={MARKUP}\\x1b[2J", f"{LINK}=<b>$\\oops$\\x9b31m"]
+        escaped = [markdown_cell(e).replace("\\\\x", "\\x") for e in expected]  # ESC was never a backslash
+        for text in (escaped if "markdown" in name else expected):
+            assert text in out, (name, text, out)
+        if "markdown" in name:
+            assert LINK not in out and "](http" not in out, (name, out)  # no HTML, no link made of a value
 
 
 def test_csv_exports_quote_formulas_and_keep_numbers(db: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -112,8 +112,8 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
     # where the time goes, when some point's storage reported it on both sides
     layers = [m for m in (*LAYER_METRICS, *FAILOVER_METRICS) if any(c.cell(m.field) is not None for c in comparisons)]
     lines = [
-        f"Baseline `{baseline}` vs candidate `{candidate}`: change of the candidate's mean, with its interval "
-        f"({interval_caption(comparisons)}). ▲ better, ▼ worse, ~ no detectable difference, x not comparable.",
+        f"Baseline `{_code(baseline)}` vs candidate `{_code(candidate)}`: change of the candidate's mean, with its "
+        f"interval ({interval_caption(comparisons)}). ▲ better, ▼ worse, ~ no detectable difference, x not comparable.",
         "",
         "| point | IOPS baseline | IOPS candidate | IOPS | bandwidth | mean latency | p95 | p99 | "
         + "".join(f"{m.label} | " for m in layers) + "bottleneck |",
@@ -126,7 +126,7 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
         cells = [change_text(c, f)[0] for f in fields]
         lines.append(f"| {markdown_cell(label)} | {iops_with_ci(c.baseline.metric('iops'))} | "
                      f"{iops_with_ci(c.candidate.metric('iops'))} | " + " | ".join(cells)
-                     + f" | {bottleneck_change(c)} |")
+                     + f" | {markdown_cell(bottleneck_change(c))} |")
     caveats = [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_lines(comparisons),
                *notes]
     if caveats:
@@ -134,5 +134,10 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
     evidence = bottleneck_evidence_lines(comparisons)
     if evidence:
         lines += ["", "Bottlenecks (rules: docs/methodology.md, \"Bottleneck verdicts\"):", ""]
-        lines += [f"- {line}" for line in evidence]
+        lines += [f"- {markdown_cell(line)}" for line in evidence]  # process names are anyone's to choose
     return safe_text("\n".join(lines) + "\n", multiline=True)
+
+
+def _code(text: str) -> str:
+    """Text for inside a Markdown code span: no backtick to end it early, on one line."""
+    return text.replace("`", "'").replace("\n", " ")

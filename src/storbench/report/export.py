@@ -112,9 +112,14 @@ def _md_cell(value: object) -> str:
     return markdown_cell(str(value))
 
 
+_MARKDOWN_ACTIVE = str.maketrans({c: "\\" + c for c in "\\|[]<>`"})
+
+
 def markdown_cell(text: str) -> str:
-    """Text for a Markdown table cell: on one line, pipes escaped."""
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text for a Markdown table cell: on one line, with what Markdown would act on escaped — pipes (a new cell),
+    brackets (a link or an image), angle brackets (an autolink or HTML), backticks (code) and backslashes — so a
+    value from a plan or a stored run is shown as written, never as a link."""
+    return text.translate(_MARKDOWN_ACTIVE).replace("\n", " ")
 
 
 def to_markdown(records: Sequence[Record]) -> str:

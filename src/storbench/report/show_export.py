@@ -154,11 +154,11 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
     verdicts = verdict_lines(points) if any(p.bottleneck.kind != "unknown" for p in points) else []
     if verdicts:
         lines += ["", "Bottlenecks (rules: docs/methodology.md, \"Bottleneck verdicts\"):", ""]
-        lines += [f"- {line}" for line in verdicts]
+        lines += [f"- {markdown_cell(line)}" for line in verdicts]
     warnings = warning_lines(points)
-    if warnings or notes:
+    if warnings or notes:  # they name points by their labels, which carry plan text: escaped as the cells are
         lines += ["", "Warnings:", ""]
-        lines += [f"- {line.removeprefix('⚠ ')}" for line in [*warnings, *notes]]
+        lines += [f"- {markdown_cell(line.removeprefix('⚠ '))}" for line in [*warnings, *notes]]
     return safe_text("\n".join(lines) + "\n", multiline=True)
 
 
