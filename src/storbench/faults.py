@@ -64,6 +64,12 @@ def level_of(step: FaultStep, offer: FaultOffer) -> int:
     return read(step.to)
 
 
+# what a fault's action did, in the past tense ("osd.1 was frozen"): the labs' own lines and the verdict say it
+PAST_TENSE = {"kill": "killed", "freeze": "frozen", "stop": "stopped", "out": "marked out", "cut": "cut off",
+              "crash": "crashed", "lose-writes": "made to lose writes", "delete": "deleted", "slow": "slowed",
+              "throttle": "throttled"}
+
+
 def find_offer(step: FaultStep, offers: Sequence[FaultOffer]) -> FaultOffer | None:
     return next((o for o in offers if o.action == step.action and re.fullmatch(o.targets, step.target)), None)
 

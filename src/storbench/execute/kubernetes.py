@@ -291,6 +291,8 @@ class _Pods:
         followed = ""
         if follower is not None and follower.ended.wait(FOLLOW_END_S if ended else 0):
             followed = follower.text
+            if followed:  # the whole log, to the container's end: nothing more to read
+                return followed
         now = ""
         with contextlib.suppress(Exception):  # a deleted pod's is gone: 404
             now = self.executor.core.read_namespaced_pod_log(name, self.executor.namespace)  # type: ignore[attr-defined]

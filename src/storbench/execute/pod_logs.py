@@ -5,29 +5,31 @@ from __future__ import annotations
 import contextlib
 import threading
 
+from storbench.beside import Beside
+
 FOLLOW_END_S = 5.0  # how long a finished pod's log follower gets to hand over what it read
 
 
-class LogFollower:
+class LogFollower(Beside):
     """A pod's log followed on a thread of its own from its container's start to its end: a pod deleted mid-run
     (its object gone moments after its container ends) still gives all it printed."""
 
     def __init__(self, core: object, name: str, namespace: str) -> None:
+        super().__init__()
         self.core, self.name, self.namespace = core, name, namespace
+        self.thread_name = f"storbench-log-{name}"
         self.text = ""
         self.ended = threading.Event()  # the container's log came to its end (or the follower gave up)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._follow, name=f"storbench-log-{name}", daemon=True)
-        self._thread.start()
+        self.start_beside()
 
-    def _follow(self) -> None:
+    def work(self) -> None:
         try:
-            while not self._stop.is_set():
+            while not self.stopping.is_set():
                 try:
                     response = self.core.read_namespaced_pod_log(  # type: ignore[attr-defined]
                         self.name, self.namespace, follow=True, _preload_content=False)
                 except Exception:  # 400 while the container waits to start; 404 before it is seen or once gone
-                    self._stop.wait(0.2)
+                    self.stopping.wait(0.2)
                     continue
                 if isinstance(response, str):  # a client that hands the whole log back at once
                     self.text = response
@@ -42,7 +44,7 @@ class LogFollower:
                 self.text = text if len(text) >= len(self.text) else self.text  # each stream starts at the top
                 if not self._running():
                     return
-                self._stop.wait(0.2)  # the stream ended before the container did: follow it again
+                self.stopping.wait(0.2)  # the stream ended before the container did: follow it again
         finally:
             self.ended.set()
 
@@ -57,4 +59,4 @@ class LogFollower:
         return not statuses or any(getattr(status.state, "terminated", None) is None for status in statuses)
 
     def stop(self) -> None:
-        self._stop.set()
+        self.stopping.set()  # not waited for: a stream still open ends with its pod

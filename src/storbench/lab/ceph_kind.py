@@ -19,7 +19,7 @@ from storbench.config import CephLabConfig
 from storbench.demands import cluster_memory_needs
 from storbench.errors import UserError
 from storbench.events import LabBringingUp, LabHealed, LabUp, OsdCpusSet, OsdsRestarted, RunEvent
-from storbench.faults import FaultOffer, FaultStep, find_offer
+from storbench.faults import PAST_TENSE, FaultOffer, FaultStep, find_offer
 from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs, StateWatch
 from storbench.lab.ceph import CephLab
 from storbench.lab.ceph_conf import LOOPBACK, ceph_spec_for, clusters_of, host_osds, osd_options, rbd_pools
@@ -122,7 +122,6 @@ ON_CLUSTER_KINDS = ("rbd", "cephfs", "s3")  # the target kinds a lab cluster ser
 
 
 FAULT_SIGNALS = {"kill": signal.SIGKILL, "freeze": signal.SIGSTOP}
-DONE_WORDS = {"kill": "killed", "freeze": "frozen", "stop": "stopped"}
 
 
 class CephKind(LabKindBase):
@@ -229,7 +228,7 @@ class CephKind(LabKindBase):
             return f"ceph lab: {named} marked {'in' if restore else 'out'}"
         if restore:
             return f"ceph lab: {named} {'thawed' if step.action == 'freeze' else 'started again'}"
-        return f"ceph lab: {named} {DONE_WORDS[step.action]}"
+        return f"ceph lab: {named} {PAST_TENSE[step.action]}"
 
     def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
         lab = running.get(cluster_of(case.lab))

@@ -172,17 +172,7 @@ class HostsLab(LabRoot):
         if raw.get("link") == wanted:
             return False
         for index in range(1, info.count + 1):
-            for namespace, args in link_commands(lab_host(index), rate_bits_per_s, delay_s):
-                command = ["tc", *(["-n", namespace] if namespace else []), *args]
-                try:
-                    run(command, timeout_s=30)
-                except UserError as exc:
-                    if args[1] == "del":  # nothing to delete is fine; a shaping that fails is not
-                        continue
-                    if "netem" in args and "unknown" in exc.message:
-                        raise UserError("hosts lab: link_delay needs the kernel's netem qdisc (sch_netem), which "
-                                        "this kernel lacks", hint="drop link_delay: link rates alone use tbf") from None
-                    raise
+            _shape(index, rate_bits_per_s, delay_s)
         raw["link"] = wanted
         self.state.write_text(json.dumps(raw))
         return True
@@ -195,13 +185,7 @@ class HostsLab(LabRoot):
             raise UserError("hosts lab: not up", hint="storbench lab hosts up")
         if not 1 <= index <= info.count:
             raise UserError(f"hosts lab: no client.{index} (its hosts are client.1 to client.{info.count})")
-        for namespace, args in link_commands(lab_host(index), rate_bits_per_s, delay_s):
-            command = ["tc", *(["-n", namespace] if namespace else []), *args]
-            try:
-                run(command, timeout_s=30)
-            except UserError:
-                if args[1] != "del":  # nothing to delete is fine; a shaping that fails is not
-                    raise
+        _shape(index, rate_bits_per_s, delay_s)
 
     def set_host_link(self, index: int, *, up: bool) -> None:
         """Take one host's link down (its end on the bridge: every packet to and from it goes nowhere) or up."""
@@ -261,6 +245,21 @@ class HostsLab(LabRoot):
 
 
 # ---- the client hosts as a lab kind (lab.registry) --------------------------------------------------------------
+
+def _shape(index: int, rate_bits_per_s: int | None, delay_s: float | None) -> None:
+    """Both ends of host ``index``'s link shaped with traffic control (None for both: its shaping lifted)."""
+    for namespace, args in link_commands(lab_host(index), rate_bits_per_s, delay_s):
+        command = ["tc", *(["-n", namespace] if namespace else []), *args]
+        try:
+            run(command, timeout_s=30)
+        except UserError as exc:
+            if args[1] == "del":  # nothing to delete is fine; a shaping that fails is not
+                continue
+            if "netem" in args and "unknown" in exc.message:
+                raise UserError("hosts lab: link_delay needs the kernel's netem qdisc (sch_netem), which "
+                                "this kernel lacks", hint="drop link_delay: link rates alone use tbf") from None
+            raise
+
 
 def _command_up(lab: HostsLab, args: argparse.Namespace, say: Say) -> None:
 

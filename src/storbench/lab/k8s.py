@@ -22,7 +22,6 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
 from storbench.execute.supervisor import process_dirs
@@ -61,9 +60,6 @@ from storbench.lab.labdir import (
 from storbench.lab.process import alive, kill_all, start_daemon
 from storbench.shell import run
 from storbench.trusted_files import trusted_program
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_LAB_DIR = default_lab_dir()
 

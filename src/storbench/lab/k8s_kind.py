@@ -12,6 +12,7 @@ from storbench.errors import UserError
 from storbench.events import LabUp
 from storbench.execute.fio_binary import find_fio
 from storbench.execute.k8s_manifests import CLIENT_LABEL, pvc_of
+from storbench.execute.kubernetes import SELECTOR, core_api
 from storbench.faults import FaultOffer, FaultStep, find_offer
 from storbench.lab.base import LabCommand, LabKindBase, RunLab, Say, StateWatch, timed_run_lab
 from storbench.lab.k8s import K8sLab, K8sLabInfo
@@ -38,8 +39,6 @@ def _command_down(lab: K8sLab, say: Say) -> None:
 def delete_client_pod(kubeconfig: str, namespace: str, client: int) -> str:
     """Delete the running fio pod of client ``client`` (storbench's, by its labels) as `kubectl delete pod` does:
     SIGTERM, then its grace period. What was deleted, on which node."""
-    from storbench.execute.kubernetes import SELECTOR, core_api
-
     core = core_api(kubeconfig)
     listed = core.list_namespaced_pod(  # type: ignore[attr-defined]
         namespace, label_selector=f"{SELECTOR},{CLIENT_LABEL}={client}").items

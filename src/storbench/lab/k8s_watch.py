@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 
+from storbench.execute.kubernetes import core_api
 from storbench.telemetry.k8s_events import LOG_NAME, MAX_EVENTS, PodEvent, render_log
 
 POD_PREFIX = "sb-"  # storbench's pods (`execute.k8s_manifests.pod_plans`)
@@ -34,8 +35,6 @@ class EventWatch:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        from storbench.execute.kubernetes import core_api
-
         with contextlib.suppress(Exception):
             listed = core_api(self.kubeconfig).list_namespaced_event(  # type: ignore[attr-defined]
                 self.namespace, limit=MAX_EVENTS * 4).items

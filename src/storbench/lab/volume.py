@@ -77,12 +77,18 @@ def caps_text(spec: VolumeSpec, device: str) -> str:
     """The caps in plain words: "loop7 paced at 3,000 IOPS and 100MiB/s, reads and writes together", or "loop7
     not capped". Pure."""
     name = device.removeprefix("/dev/")
+    caps = caps_words(spec.iops, spec.bw_bytes_per_s)
+    return f"{name} paced at {caps}, reads and writes together" if caps else f"{name} not capped"
+
+
+def caps_words(iops: int | None, bw_bytes_per_s: int | None) -> str:
+    """The caps in a few words, "3,000 IOPS and 100MiB/s"; "" for none. Pure."""
     caps = []
-    if spec.iops is not None:
-        caps.append(f"{spec.iops:,} IOPS")
-    if spec.bw_bytes_per_s is not None:
-        caps.append(f"{format_bytes(spec.bw_bytes_per_s)}/s")
-    return f"{name} paced at {' and '.join(caps)}, reads and writes together" if caps else f"{name} not capped"
+    if iops is not None:
+        caps.append(f"{iops:,} IOPS")
+    if bw_bytes_per_s is not None:
+        caps.append(f"{format_bytes(bw_bytes_per_s)}/s")
+    return " and ".join(caps)
 
 
 def rates_json(spec: VolumeSpec) -> str:
@@ -282,11 +288,6 @@ class VolumeLab(LabRoot):
 
 # ---- the volume as a lab kind (lab.registry) -------------------------------------------------------------------
 
-def _caps(iops: int | None, bw_bytes_per_s: int | None) -> str:
-    said = [f"{iops:,} IOPS" if iops is not None else "", f"{format_bytes(bw_bytes_per_s)}/s" if bw_bytes_per_s else ""]
-    return " and ".join(x for x in said if x) or "none"
-
-
 def _command_up(lab: VolumeLab, args: argparse.Namespace, say: Say) -> None:
 
     try:
@@ -352,9 +353,10 @@ class VolumeKind(LabKindBase):
                 raise UserError("volume lab: this case is not on the volume lab")
             if restore:
                 lab.set_caps(own.iops, own.bw_bytes_per_s)
-                return f"volume lab: caps back to {_caps(own.iops, own.bw_bytes_per_s)}"
-            lab.set_caps(level_of(step, offer), own.bw_bytes_per_s)
-            return f"volume lab: capped at {_caps(level_of(step, offer), own.bw_bytes_per_s)}"
+                return f"volume lab: caps back to {caps_words(own.iops, own.bw_bytes_per_s) or 'none'}"
+            level = level_of(step, offer)
+            lab.set_caps(level, own.bw_bytes_per_s)
+            return f"volume lab: capped at {caps_words(level, own.bw_bytes_per_s)}"
         return super().fault(step, case, running, restore=restore)
 
     def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from storbench.faults import PAST_TENSE
 from storbench.fio.logs import LogRow
 from storbench.model import StoredRepetition
 from storbench.model.fault_record import WriteCheck
@@ -85,11 +86,6 @@ def pod_events_text(point: PointFailover) -> str:
     return f"Kubernetes (repetition {found.rep_index + 1}, whole seconds): {shown}{more}"
 
 
-DONE = {"kill": "killed", "freeze": "frozen", "stop": "stopped", "out": "marked out", "cut": "cut off",
-        "crash": "crashed", "lose-writes": "made to lose writes", "delete": "deleted", "slow": "slowed",
-        "throttle": "throttled"}  # a fault in the past tense, for the verdict
-
-
 def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label: str) -> str:
     """What the storage did, in one sentence built only from what the figures show: the stall (said only when its
     interval is above zero), on how many clients, the level after it and whether it came back, the cluster's own
@@ -98,7 +94,7 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
     if n == 0 or point.blackout_s is None:
         return ""
     named = point.target if "." in point.target else f"the {point.target}"  # osd.1, client.2; the server, the volume
-    what = f"{named} was {DONE.get(point.action, point.action)}"
+    what = f"{named} was {PAST_TENSE.get(point.action, point.action)}"
     blackout = point.blackout_s
     own = [(client, seconds) for client, seconds in point.client_blackouts_s if seconds.mean > 0]
     if blackout.mean == 0 and own:  # the others went on: each stalled client's own stall
