@@ -121,10 +121,12 @@ class HostsLabConfig(StrictModel):
 
 
 class K8sLabConfig(StrictModel):
-    """A single-node Kubernetes cluster on this machine (`storbench lab k8s`; binaries from
-    scripts/build-kubernetes.sh): a dynamic host-path StorageClass, and local block volumes on loop devices for
-    volume_mode Block."""
+    """A Kubernetes cluster on this machine (`storbench lab k8s`; binaries from scripts/build-kubernetes.sh): a
+    control plane and `nodes` kubelets, each with its own containerd in a network namespace of its own; a dynamic
+    host-path StorageClass, and local block volumes on loop devices for volume_mode Block."""
 
+    nodes: int = Field(1, ge=1, le=8, description="Nodes (kubelets), each in its own network namespace; a case's "
+                       "pods are spread over them, one per node while there are enough.")
     block_volumes: int = Field(3, ge=0, le=16, description="Local block PersistentVolumes (loop devices).")
     block_size: Size = Field(512 * 1024**2, description="Size of each block volume.")
 
@@ -171,5 +173,5 @@ class LabConfig(StrictModel):
     ceph: CephLabConfig | None = Field(None, description="A Ceph cluster: mon, mgr, OSDs on this machine.")
     nfs: NfsLabConfig | None = Field(None, description="An NFS server: nfs-ganesha on this machine.")
     hosts: HostsLabConfig | None = Field(None, description="Client hosts: fio servers in network namespaces.")
-    k8s: K8sLabConfig | None = Field(None, description="A single-node Kubernetes cluster for pvc targets.")
+    k8s: K8sLabConfig | None = Field(None, description="A Kubernetes cluster on this machine for pvc targets.")
     volume: VolumeLabConfig | None = Field(None, description="A paced block device (a provisioned volume).")

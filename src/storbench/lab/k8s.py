@@ -1,12 +1,13 @@
-"""A real single-node Kubernetes cluster on this machine (shell): etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler, containerd and a kubelet, with locally built images and a dynamic host-path StorageClass.
+"""A real Kubernetes cluster on this machine (shell): etcd, kube-apiserver, kube-controller-manager and
+kube-scheduler on the lab's bridge, and N nodes, each a kubelet with its own containerd in a network namespace of
+its own; locally built images, a dynamic host-path StorageClass and local block volumes.
 
 `up` is a no-op when the lab answers; `down` removes every pod, daemon, mount, network namespace, bridge and
 iptables chain it made, restores the sysctls the kubelet changes, and deletes the lab directory.
 
 The lab directory is root's and 0700 (lab.labdir); etcd answers only TLS clients with a certificate from the
 lab's CA (k8s_conf.etcd_command). `down` kills the daemons it recorded when it started them, and the containerd
-shims that serve this lab's containerd socket (see _shims): never a process picked by its command line alone.
+shims that serve this lab's containerd sockets (see _shims): never a process picked by its command line alone.
 """
 
 from __future__ import annotations
@@ -32,19 +33,22 @@ from storbench.lab.k8s_conf import (
     ETCD_CLIENT_PORT,
     FIO_IMAGE,
     NODE_ADDRESS,
-    NODE_NAME,
-    NODE_PREFIX,
     PAUSE_IMAGE,
     POD_BRIDGE,
     STORAGE_CLASS,
+    LabNode,
     block_pv_manifest,
     block_storage_class_manifest,
     certificate_extensions,
     cni_config,
     containerd_config,
     daemon_commands,
+    inner_batch,
     kubeconfig,
     kubelet_config,
+    lab_nodes,
+    network_batch,
+    node_commands,
     openssl_commands,
     shim_of,
     storage_class_manifest,
@@ -81,6 +85,11 @@ class K8sLabInfo:
     server: str
     storage_class: str
     fio_image: str
+    nodes: int = 1
+
+    @property
+    def lab_nodes(self) -> tuple[LabNode, ...]:
+        return lab_nodes(self.nodes)
 
 
 class K8sLab(LabRoot):
@@ -101,15 +110,16 @@ class K8sLab(LabRoot):
 
     def status(self) -> str:
         return status_line("k8s", self.root, self.info(), self._api_ready, lambda info: (
-            f"node {NODE_NAME} ({NODE_ADDRESS}), Kubernetes {KUBERNETES_VERSION}; KUBECONFIG={info.kubeconfig}; "
+            f"{_nodes_words(info.lab_nodes)}, Kubernetes {KUBERNETES_VERSION}; KUBECONFIG={info.kubeconfig}; "
             f"StorageClass {info.storage_class}; image {info.fio_image}"))
 
     # -----------------------------------------------------------------------------------------------------------
     # up
 
-    def up(self, fio_binary: str, *, block_volumes: int = 3, block_size_bytes: int = 512 * 1024**2) -> K8sLabInfo:
+    def up(self, fio_binary: str, *, nodes: int = 1, block_volumes: int = 3,
+           block_size_bytes: int = 512 * 1024**2) -> K8sLabInfo:
         current = self.info()
-        if current is not None and self.running():
+        if current is not None and current.nodes == nodes and self.running():
             return current
         self.down()
         binaries = binaries_dir()
@@ -119,15 +129,20 @@ class K8sLab(LabRoot):
                                 hint="run scripts/build-kubernetes.sh (about 10 min once; cached)")
             trusted_program(binaries / name, f"k8s lab: {name}", hint="build it as root: rm -r "
                             f"{binaries}, then run scripts/build-kubernetes.sh")
-        require_tools("k8s", ("etcd", "containerd", "runc", "ctr", "openssl", "ip"), hint="run scripts/setup.sh --k8s")
+        require_tools("k8s", ("etcd", "containerd", "runc", "ctr", "openssl", "ip", "nsenter"),
+                      hint="run scripts/setup.sh --k8s")
+        members = lab_nodes(nodes)
         self.dir.ensure()
-        for directory in ("pki", "log", "etcd", "containerd", "cni", "kubelet", "kubelet-pki", "images"):
+        for directory in ("pki", "log", "etcd", "images"):
             (self.root / directory).mkdir(parents=True, exist_ok=True)
+        for node in members:
+            for directory in ("containerd", "cni", "kubelet", "kubelet-pki", "pod-logs", "cni-addresses"):
+                (Path(node.dir(str(self.root))) / directory).mkdir(parents=True, exist_ok=True)
         try:
             self._save_host_state()
-            self._certificates()
-            self._configs()
-            self._network()
+            self._certificates(members)
+            self._configs(members)
+            self._network(members)
             commands = daemon_commands(str(self.root), str(binaries))
             self._start("etcd", commands["etcd"])
             self._wait(lambda: port_open("127.0.0.1", ETCD_CLIENT_PORT), "etcd", 30)
@@ -135,26 +150,39 @@ class K8sLab(LabRoot):
             self._wait(self._api_ready, "kube-apiserver", 90)
             self._start("kube-controller-manager", commands["kube-controller-manager"])
             self._start("kube-scheduler", commands["kube-scheduler"])
-            self._start("containerd", commands["containerd"])
-            socket_path = self.root / "containerd" / "containerd.sock"
-            self._wait(socket_path.exists, "containerd", 30)
-            self._import_images(fio_binary)
-            self._start("kubelet", commands["kubelet"])
-            self._wait(self._node_ready, f"node {NODE_NAME} Ready", 120)
+            images = self._build_images(fio_binary)
+            for node in members:
+                self.start_node(node, str(binaries), images)
+            for node in members:
+                self._wait(lambda node=node: self._node_ready(node.name), f"node {node.name} Ready", 120)
             self._apply(storage_class_manifest(), "/apis/storage.k8s.io/v1/storageclasses")
             self._apply(block_storage_class_manifest(), "/apis/storage.k8s.io/v1/storageclasses")
             for index in range(1, block_volumes + 1):
                 device = self._loop_device(index, block_size_bytes)
-                self._apply(block_pv_manifest(f"storbench-block-{index}", device, block_size_bytes),
+                self._apply(block_pv_manifest(f"storbench-block-{index}", device, block_size_bytes,
+                                              members[(index - 1) % len(members)]),
                             "/api/v1/persistentvolumes")
         except BaseException:
             self.down()
             raise
         info = K8sLabInfo(root=str(self.root), kubeconfig=str(self.root / "admin.kubeconfig"),
                           server=f"https://{NODE_ADDRESS}:{APISERVER_PORT}", storage_class=STORAGE_CLASS,
-                          fio_image=FIO_IMAGE)
+                          fio_image=FIO_IMAGE, nodes=nodes)
         self.state.write_text(json.dumps(info.__dict__))
         return info
+
+    def start_node(self, node: LabNode, binaries: str, images: list[Path] | None = None) -> None:
+        """A node's containerd (its images imported when given) and kubelet, in its namespace."""
+        commands = node_commands(str(self.root), binaries, node)
+        self._start(f"containerd-{node.index}", commands[f"containerd-{node.index}"])
+        self._wait(self._socket(node).exists, f"containerd of {node.name}", 30)
+        for path in images or []:
+            run(["ctr", "-a", str(self._socket(node)), "-n", "k8s.io", "images", "import", "--snapshotter", "native",
+                 str(path)], timeout_s=120)
+        self._start(f"kubelet-{node.index}", commands[f"kubelet-{node.index}"])
+
+    def _socket(self, node: LabNode) -> Path:
+        return Path(node.dir(str(self.root))) / "containerd" / "containerd.sock"
 
     def _loop_device(self, index: int, size_bytes: int) -> str:
         backing = self.root / "block" / f"volume-{index}.img"
@@ -184,31 +212,37 @@ class K8sLab(LabRoot):
                 chains = [line for line in run(["iptables-save"], timeout_s=30).splitlines() if line.startswith(":")]
         (self.root / "host-state.json").write_text(json.dumps({"sysctls": saved, "chains": chains}))
 
-    def _certificates(self) -> None:
-        for name, text in certificate_extensions().items():
+    def _certificates(self, nodes: tuple[LabNode, ...]) -> None:
+        for name, text in certificate_extensions(nodes).items():
             (self.pki / name).write_text(text)
-        for command in openssl_commands(str(self.pki)):
+        for command in openssl_commands(str(self.pki), nodes):
             run(command, timeout_s=60)
 
-    def _configs(self) -> None:
+    def _configs(self, nodes: tuple[LabNode, ...]) -> None:
         server = f"https://{NODE_ADDRESS}:{APISERVER_PORT}"
         ca = str(self.pki / "ca.crt")
         for name, cert, user in (("admin", "admin", "storbench-admin"),
                                  ("controller-manager", "controller-manager", "system:kube-controller-manager"),
-                                 ("scheduler", "scheduler", "system:kube-scheduler"),
-                                 ("kubelet", "kubelet-client", f"system:node:{NODE_NAME}")):
+                                 ("scheduler", "scheduler", "system:kube-scheduler")):
             (self.root / f"{name}.kubeconfig").write_text(
                 kubeconfig(server, ca, str(self.pki / f"{cert}.crt"), str(self.pki / f"{cert}.key"), user))
-        (self.root / "containerd" / "config.toml").write_text(containerd_config(str(self.root)))
-        (self.root / "cni" / "10-storbench.conflist").write_text(cni_config())
-        (self.root / "kubelet-config.json").write_text(
-            kubelet_config(str(self.root), ca, str(self.pki / "kubelet.crt"), str(self.pki / "kubelet.key")))
+        for node in nodes:
+            node_dir = node.dir(str(self.root))
+            client = f"kubelet-client-{node.index}"
+            Path(f"{node_dir}/kubelet.kubeconfig").write_text(kubeconfig(
+                server, ca, str(self.pki / f"{client}.crt"), str(self.pki / f"{client}.key"),
+                f"system:node:{node.name}"))
+            Path(f"{node_dir}/containerd/config.toml").write_text(containerd_config(node_dir))
+            Path(f"{node_dir}/cni/10-storbench.conflist").write_text(cni_config(node, node_dir))
+            Path(f"{node_dir}/kubelet-config.json").write_text(kubelet_config(
+                node, node_dir, ca, str(self.pki / f"kubelet-{node.index}.crt"),
+                str(self.pki / f"kubelet-{node.index}.key")))
 
-    def _network(self) -> None:
-        if BRIDGE not in run(["ip", "-o", "link", "show"], timeout_s=30):
-            run(["ip", "link", "add", BRIDGE, "type", "bridge"])
-            run(["ip", "addr", "add", f"{NODE_ADDRESS}/{NODE_PREFIX}", "dev", BRIDGE])
-        run(["ip", "link", "set", BRIDGE, "up"])
+    def _network(self, nodes: tuple[LabNode, ...]) -> None:
+        self._delete_network()
+        run(["ip", "-batch", "-"], input_text=network_batch(nodes), timeout_s=30)
+        for node in nodes:
+            run(["ip", "-n", node.namespace, "-batch", "-"], input_text=inner_batch(node), timeout_s=30)
 
     def _start(self, name: str, argv: list[str]) -> None:
         self.dir.record(name, start_daemon(argv, self.root / "log" / f"{name}.log"))
@@ -225,13 +259,14 @@ class K8sLab(LabRoot):
         raise UserError(f"k8s lab: {what} not ready within {timeout_s:g}s",
                         hint=f"see {self.root / 'log'}: {' | '.join(tail)[:300]}")
 
-    def _import_images(self, fio_binary: str) -> None:
-        address = str(self.root / "containerd" / "containerd.sock")
+    def _build_images(self, fio_binary: str) -> list[Path]:
+        """The pause and fio images as archives every node's containerd imports."""
+        paths = []
         for name, data in (("pause", pause_image(PAUSE_IMAGE)), ("fio", fio_image(FIO_IMAGE, fio_binary))):
             path = self.root / "images" / f"{name}.tar"
             path.write_bytes(data)
-            run(["ctr", "-a", address, "-n", "k8s.io", "images", "import", "--snapshotter", "native", str(path)],
-                timeout_s=120)
+            paths.append(path)
+        return paths
 
     # -----------------------------------------------------------------------------------------------------------
     # API (the admin client certificate; the kubernetes client is for the executor)
@@ -253,9 +288,9 @@ class K8sLab(LabRoot):
             return False
         return answer == "ok"
 
-    def _node_ready(self) -> bool:
+    def _node_ready(self, name: str) -> bool:
         try:
-            node = self._request(f"/api/v1/nodes/{NODE_NAME}")
+            node = self._request(f"/api/v1/nodes/{name}")
         except (OSError, ValueError):
             return False
         conditions = node.get("status", {}).get("conditions", []) if isinstance(node, dict) else []
@@ -274,24 +309,33 @@ class K8sLab(LabRoot):
     def down(self) -> None:
         if not self.dir.exists():
             return
-        address = self.root / "containerd" / "containerd.sock"
-        if address.exists() and shutil.which("ctr"):
-            with contextlib.suppress(UserError):
-                tasks = run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "ls", "-q"], timeout_s=30).split()
-                for task in tasks:
-                    with contextlib.suppress(UserError):
-                        run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", task],
-                            timeout_s=30)
+        sockets = sorted(self.root.glob("nodes/*/containerd/containerd.sock"))
+        for address in sockets:
+            self._kill_containers(address)
         daemons = self.dir.daemons()
-        for name in ("kubelet", "kube-scheduler", "kube-controller-manager", "kube-apiserver"):
+        kill_daemons([d for d in daemons if d.name.startswith("kubelet")])
+        for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver"):
             kill_daemons([d for d in daemons if d.name == name])
         kill_daemons(daemons)  # containerd, etcd
-        kill_all(_shims(str(address)))
+        for address in sockets:
+            kill_all(_shims(str(address)))
         self._unmount_all()
         self._detach_loop_devices()
         self._delete_network()
         self._restore_host_state()
         self.dir.remove()
+
+    @staticmethod
+    def _kill_containers(address: Path) -> None:
+        """SIGKILL every container a node's containerd runs (while it answers)."""
+        if not address.exists() or not shutil.which("ctr"):
+            return
+        with contextlib.suppress(UserError):
+            tasks = run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "ls", "-q"], timeout_s=30).split()
+            for task in tasks:
+                with contextlib.suppress(UserError):
+                    run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", task],
+                        timeout_s=30)
 
     def _unmount_all(self) -> None:
         for _ in range(3):
@@ -304,6 +348,8 @@ class K8sLab(LabRoot):
 
     def _delete_network(self) -> None:
         for path in Path("/var/run/netns").glob("cni-*") if Path("/var/run/netns").exists() else []:
+            subprocess.run(["ip", "netns", "delete", path.name], capture_output=True, check=False)
+        for path in Path("/var/run/netns").glob("sbk8s-node-*") if Path("/var/run/netns").exists() else []:
             subprocess.run(["ip", "netns", "delete", path.name], capture_output=True, check=False)
         links = run(["ip", "-o", "link", "show"], timeout_s=30) if shutil.which("ip") else ""
         for bridge in (POD_BRIDGE, BRIDGE):
@@ -332,6 +378,12 @@ class K8sLab(LabRoot):
                     if chain.startswith("KUBE-") and chain not in before:
                         subprocess.run(["iptables", "-t", table, "-F", chain], capture_output=True, check=False)
                         subprocess.run(["iptables", "-t", table, "-X", chain], capture_output=True, check=False)
+
+
+def _nodes_words(nodes: tuple[LabNode, ...]) -> str:
+    if len(nodes) == 1:
+        return f"node {nodes[0].name} ({nodes[0].address})"
+    return f"{len(nodes)} nodes ({', '.join(f'{n.name} {n.address}' for n in nodes)})"
 
 
 def _shims(socket_path: str) -> list[int]:

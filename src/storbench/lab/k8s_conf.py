@@ -1,21 +1,23 @@
-"""A single-node Kubernetes test cluster on this machine: addresses, ports and every configuration file. Pure.
+"""A Kubernetes test cluster on this machine: addresses, ports and every configuration file. Pure.
 
-etcd, kube-apiserver, kube-controller-manager, kube-scheduler and a kubelet with containerd, all listening on a
-private bridge address (kubelet needs a non-loopback node IP); pods on a CNI bridge without masquerade, so no
-traffic leaves the machine. Images are built locally (no registry is needed or reachable).
+The control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) listens on a private bridge
+address; each node is a kubelet with its own containerd in a network namespace of its own on that bridge, with
+its own directories (runtime state, pods' logs, CNI addresses) under the lab's. Pods are on a CNI bridge inside
+their node's namespace, without masquerade, so no traffic leaves the machine. Images are built locally (no registry
+is needed or reachable).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import dataclass
 
-NODE_NAME = "storbench-node"
 BRIDGE = "sbk8s0"
-NODE_ADDRESS = "10.215.0.1"
+NODE_ADDRESS = "10.215.0.1"  # the control plane's, on the bridge
 NODE_PREFIX = 24
-POD_SUBNET = "10.216.0.0/24"
-POD_BRIDGE = "sbk8spods0"
+POD_BRIDGE = "sbk8spods0"  # inside each node's namespace
+MAX_NODES = 8
 SERVICE_RANGE = "10.217.0.0/24"
 SERVICE_ADDRESS = "10.217.0.1"
 ETCD_CLIENT_PORT = 12379
@@ -26,6 +28,68 @@ PAUSE_IMAGE = "storbench.local/pause:1"
 FIO_IMAGE = "storbench.local/fio:local"
 STORAGE_CLASS = "storbench-hostpath"
 CNI_BIN_DIR = "/usr/lib/cni"
+NODE_TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+
+
+@dataclass(frozen=True)
+class LabNode:
+    """One node of the lab: its name, its address on the bridge, its network namespace and the host's end of its
+    link, and its pods' subnet."""
+
+    index: int  # from 1
+
+    @property
+    def name(self) -> str:
+        return f"storbench-node-{self.index}"
+
+    @property
+    def address(self) -> str:
+        return f"10.215.0.{10 + self.index}"
+
+    @property
+    def namespace(self) -> str:
+        return f"sbk8s-node-{self.index}"
+
+    @property
+    def host_veth(self) -> str:
+        return f"sbk8s-v{self.index}"
+
+    @property
+    def pod_subnet(self) -> str:
+        return f"10.216.{self.index}.0/24"
+
+    def dir(self, root: str) -> str:
+        """The node's own directory under the lab's."""
+        return f"{root}/nodes/{self.index}"
+
+    def enter(self) -> list[str]:
+        """The argv prefix that runs a program in the node's network namespace (its mount namespace stays the
+        host's: nsenter, not `ip netns exec`, so the kubelet's mounts are seen by containerd and the pods)."""
+        return ["nsenter", f"--net=/run/netns/{self.namespace}", "--"]
+
+
+def lab_nodes(count: int) -> tuple[LabNode, ...]:
+    if not 1 <= count <= MAX_NODES:
+        raise ValueError(f"a lab has 1 to {MAX_NODES} nodes, not {count}")
+    return tuple(LabNode(index) for index in range(1, count + 1))
+
+
+def network_batch(nodes: tuple[LabNode, ...]) -> str:
+    """`ip -batch` commands that build the bridge (the control plane's address) and every node's namespace and
+    link."""
+    lines = [f"link add {BRIDGE} type bridge", f"addr add {NODE_ADDRESS}/{NODE_PREFIX} dev {BRIDGE}",
+             f"link set {BRIDGE} up"]
+    for node in nodes:
+        lines += [f"netns add {node.namespace}",
+                  f"link add {node.host_veth} type veth peer name eth0 netns {node.namespace}",
+                  f"link set {node.host_veth} master {BRIDGE}", f"link set {node.host_veth} up"]
+    return "\n".join(lines) + "\n"
+
+
+def inner_batch(node: LabNode) -> str:
+    """`ip -n NAMESPACE -batch` commands configuring the node's side: its address, a route to the control plane."""
+    return (f"addr add {node.address}/{NODE_PREFIX} dev eth0\nlink set eth0 up\nlink set lo up\n"
+            f"route add default via {NODE_ADDRESS}\n")
 
 
 def kubeconfig(server: str, ca_path: str, cert_path: str, key_path: str, user: str) -> str:
@@ -37,15 +101,15 @@ def kubeconfig(server: str, ca_path: str, cert_path: str, key_path: str, user: s
     }, indent=2) + "\n"
 
 
-def containerd_config(root: str) -> str:
-    """containerd 1.6 with the CRI plugin: local pause image, CNI from Debian's plugins, and
+def containerd_config(node_dir: str) -> str:
+    """A node's containerd 1.6 with the CRI plugin: local pause image, CNI from Debian's plugins, and
     restrict_oom_score_adj (root here lacks CAP_SYS_RESOURCE: without it runc fails every sandbox)."""
     return f"""version = 2
-root = "{root}/containerd/root"
-state = "{root}/containerd/state"
+root = "{node_dir}/containerd/root"
+state = "{node_dir}/containerd/state"
 
 [grpc]
-  address = "{root}/containerd/containerd.sock"
+  address = "{node_dir}/containerd/containerd.sock"
 
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "{PAUSE_IMAGE}"
@@ -58,24 +122,27 @@ state = "{root}/containerd/state"
       runtime_type = "io.containerd.runc.v2"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "{CNI_BIN_DIR}"
-    conf_dir = "{root}/cni"
+    conf_dir = "{node_dir}/cni"
 """
 
 
-def cni_config() -> str:
+def cni_config(node: LabNode, node_dir: str) -> str:
+    """The node's pod network: a bridge in its namespace, addresses from its own subnet, kept in its directory."""
     return json.dumps({
         "cniVersion": "0.4.0", "name": "storbench-pods",
         "plugins": [{"type": "bridge", "bridge": POD_BRIDGE, "isGateway": True, "ipMasq": False,
-                     "ipam": {"type": "host-local", "subnet": POD_SUBNET, "routes": [{"dst": "0.0.0.0/0"}]}},
+                     "ipam": {"type": "host-local", "subnet": node.pod_subnet, "routes": [{"dst": "0.0.0.0/0"}],
+                              "dataDir": f"{node_dir}/cni-addresses"}},
                     {"type": "loopback"}],
     }, indent=2) + "\n"
 
 
-def kubelet_config(root: str, ca_path: str, cert_path: str, key_path: str) -> str:
-    """cgroupfs driver, no QoS cgroup hierarchy and no evictions: a throwaway node on a shared machine."""
+def kubelet_config(node: LabNode, node_dir: str, ca_path: str, cert_path: str, key_path: str) -> str:
+    """cgroupfs driver, no QoS cgroup hierarchy and no evictions: a throwaway node on a shared machine; the pods'
+    logs in the node's directory."""
     return json.dumps({
         "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
-        "address": NODE_ADDRESS, "port": KUBELET_PORT, "readOnlyPort": 0, "healthzPort": 0,
+        "address": node.address, "port": KUBELET_PORT, "readOnlyPort": 0, "healthzPort": 0,
         "cgroupDriver": "cgroupfs", "cgroupsPerQOS": False, "enforceNodeAllocatable": [],
         "failSwapOn": False, "evictionHard": {"memory.available": "0%", "nodefs.available": "0%",
                                                "imagefs.available": "0%"},
@@ -85,7 +152,8 @@ def kubelet_config(root: str, ca_path: str, cert_path: str, key_path: str) -> st
         "authorization": {"mode": "AlwaysAllow"},
         "tlsCertFile": cert_path, "tlsPrivateKeyFile": key_path,
         "serializeImagePulls": False, "resolvConf": "", "clusterDomain": "cluster.local",
-        "volumePluginDir": f"{root}/kubelet-plugins", "makeIPTablesUtilChains": False,
+        "volumePluginDir": f"{node_dir}/kubelet-plugins", "makeIPTablesUtilChains": False,
+        "podLogsDir": f"{node_dir}/pod-logs",
         "protectKernelDefaults": False, "localStorageCapacityIsolation": False,
     }, indent=2) + "\n"
 
@@ -105,20 +173,20 @@ def block_storage_class_manifest() -> dict[str, object]:
             "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"}
 
 
-def block_pv_manifest(name: str, device: str, size_bytes: int) -> dict[str, object]:
-    """A `local` PersistentVolume on a loop device, for volumeMode: Block."""
+def block_pv_manifest(name: str, device: str, size_bytes: int, node: LabNode) -> dict[str, object]:
+    """A `local` PersistentVolume on a loop device of one node, for volumeMode: Block."""
     return {"apiVersion": "v1", "kind": "PersistentVolume",
             "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "storbench-lab"}},
             "spec": {"capacity": {"storage": str(size_bytes)}, "volumeMode": "Block",
                      "accessModes": ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Retain",
                      "storageClassName": "storbench-local-block", "local": {"path": device},
                      "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                         {"key": "kubernetes.io/hostname", "operator": "In", "values": [NODE_NAME]}]}]}}}}
+                         {"key": "kubernetes.io/hostname", "operator": "In", "values": [node.name]}]}]}}}}
 
 
-def openssl_commands(pki: str) -> list[list[str]]:
-    """A CA, the API server's serving certificate, client certificates for every component, the kubelet's
-    serving certificate, etcd's certificate (serving clients and peers) with the API server's client
+def openssl_commands(pki: str, nodes: tuple[LabNode, ...] = (LabNode(1),)) -> list[list[str]]:
+    """A CA, the API server's serving certificate, client certificates for every component, each kubelet's
+    client and serving certificates, etcd's certificate (serving clients and peers) with the API server's client
     certificate for it, and the service-account key pair, valid 30 days."""
     def signed(name: str, subject: str, extensions: str = "") -> list[list[str]]:
         commands = [["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{pki}/{name}.key",
@@ -136,9 +204,10 @@ def openssl_commands(pki: str) -> list[list[str]]:
         *signed("admin", "/O=system:masters/CN=storbench-admin"),
         *signed("controller-manager", "/CN=system:kube-controller-manager"),
         *signed("scheduler", "/CN=system:kube-scheduler"),
-        *signed("kubelet-client", f"/O=system:nodes/CN=system:node:{NODE_NAME}"),
         *signed("apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client"),
-        *signed("kubelet", f"/CN={NODE_NAME}", "ext"),
+        *(command for node in nodes for command in (
+            *signed(f"kubelet-client-{node.index}", f"/O=system:nodes/CN=system:node:{node.name}"),
+            *signed(f"kubelet-{node.index}", f"/CN={node.name}", "ext"))),
         *signed("etcd", "/CN=storbench-etcd", "ext"),
         *signed("apiserver-etcd-client", "/CN=kube-apiserver-etcd-client", "ext"),
         ["openssl", "genrsa", "-out", f"{pki}/sa.key", "2048"],
@@ -146,13 +215,13 @@ def openssl_commands(pki: str) -> list[list[str]]:
     ]
 
 
-def certificate_extensions() -> dict[str, str]:
+def certificate_extensions(nodes: tuple[LabNode, ...] = (LabNode(1),)) -> dict[str, str]:
     """Subject alternative names of the serving certificates, and what etcd's certificates may be used for
     (file name -> extfile text)."""
     return {
         "apiserver.ext": f"subjectAltName=IP:{NODE_ADDRESS},IP:127.0.0.1,IP:{SERVICE_ADDRESS},DNS:kubernetes,"
                          "DNS:kubernetes.default,DNS:kubernetes.default.svc\n",
-        "kubelet.ext": f"subjectAltName=IP:{NODE_ADDRESS},DNS:{NODE_NAME}\n",
+        **{f"kubelet-{node.index}.ext": f"subjectAltName=IP:{node.address},DNS:{node.name}\n" for node in nodes},
         "etcd.ext": "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n",
         "apiserver-etcd-client.ext": "extendedKeyUsage=clientAuth\n",
     }
@@ -176,7 +245,7 @@ def etcd_command(root: str, pki: str, client_port: int = ETCD_CLIENT_PORT,
 
 
 def daemon_commands(root: str, binaries: str) -> dict[str, list[str]]:
-    """name -> argv of every daemon, in start order."""
+    """name -> argv of every control-plane daemon, in start order."""
     pki = f"{root}/pki"
     return {
         "etcd": etcd_command(root, pki),
@@ -203,12 +272,20 @@ def daemon_commands(root: str, binaries: str) -> dict[str, list[str]]:
         "kube-scheduler": [f"{binaries}/kube-scheduler", f"--kubeconfig={root}/scheduler.kubeconfig",
                            "--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false",
                            "--profiling=false"],
-        "containerd": ["containerd", "--config", f"{root}/containerd/config.toml"],
-        "kubelet": [f"{binaries}/kubelet", f"--kubeconfig={root}/kubelet.kubeconfig",
-                    f"--config={root}/kubelet-config.json",
-                    f"--container-runtime-endpoint=unix://{root}/containerd/containerd.sock",
-                    f"--node-ip={NODE_ADDRESS}", f"--hostname-override={NODE_NAME}", f"--root-dir={root}/kubelet",
-                    f"--cert-dir={root}/kubelet-pki"],
+    }
+
+
+def node_commands(root: str, binaries: str, node: LabNode) -> dict[str, list[str]]:
+    """name -> argv of a node's daemons (containerd, then the kubelet), in its network namespace."""
+    node_dir = node.dir(root)
+    return {
+        f"containerd-{node.index}": [*node.enter(), "containerd", "--config", f"{node_dir}/containerd/config.toml"],
+        f"kubelet-{node.index}": [
+            *node.enter(), f"{binaries}/kubelet", f"--kubeconfig={node_dir}/kubelet.kubeconfig",
+            f"--config={node_dir}/kubelet-config.json",
+            f"--container-runtime-endpoint=unix://{node_dir}/containerd/containerd.sock",
+            f"--node-ip={node.address}", f"--hostname-override={node.name}", f"--root-dir={node_dir}/kubelet",
+            f"--cert-dir={node_dir}/kubelet-pki"],
     }
 
 

@@ -14,8 +14,9 @@ from storbench.execute.fio_binary import find_fio
 from storbench.execute.k8s_manifests import CLIENT_LABEL, pvc_of
 from storbench.execute.kubernetes import SELECTOR, core_api
 from storbench.faults import FaultOffer, FaultStep, find_offer
-from storbench.lab.base import LabCommand, LabKindBase, RunLab, Say, StateWatch, timed_run_lab
+from storbench.lab.base import CliOption, LabCommand, LabKindBase, RunLab, Say, StateWatch, timed_run_lab
 from storbench.lab.k8s import K8sLab, K8sLabInfo
+from storbench.lab.k8s_conf import MAX_NODES
 from storbench.lab.k8s_watch import EventWatch
 from storbench.model import Case, LabPoint
 
@@ -24,10 +25,15 @@ if TYPE_CHECKING:
     from storbench.fio.options import FioCapabilities
 
 
+def _command_options() -> tuple[CliOption, ...]:
+    return (CliOption(("--nodes",), {"type": int, "default": 1, "choices": range(1, MAX_NODES + 1),
+                                     "metavar": "N", "help": f"nodes (kubelets), 1 to {MAX_NODES} (default 1)"}),)
+
+
 def _command_up(lab: K8sLab, args: argparse.Namespace, say: Say) -> None:
     started = time.time()
-    info = lab.up(find_fio())
-    say(f"k8s lab: up in {time.time() - started:.0f}s; KUBECONFIG={info.kubeconfig}")
+    info = lab.up(find_fio(), nodes=args.nodes)
+    say(f"k8s lab: up in {time.time() - started:.0f}s with {info.nodes} node(s); KUBECONFIG={info.kubeconfig}")
     say(f"StorageClass {info.storage_class} (host-path, dynamic); fio image {info.fio_image}")
 
 
@@ -56,8 +62,8 @@ class K8sKind(LabKindBase):
 
     name = "k8s"
     command: LabCommand[K8sLab] = LabCommand(
-        help="a single-node Kubernetes cluster (scripts/build-kubernetes.sh first)",
-        open=lambda root: K8sLab(root), up=_command_up, down=_command_down)
+        help="a Kubernetes cluster on this machine (scripts/build-kubernetes.sh first)",
+        open=lambda root: K8sLab(root), up=_command_up, down=_command_down, options=_command_options)
 
     faults: tuple[FaultOffer, ...] = (
         FaultOffer("k8s", "delete", r"client\.[0-9]+", "", "delete the client's fio pod (SIGTERM, then its grace "
@@ -71,7 +77,8 @@ class K8sKind(LabKindBase):
             return None
         lab = K8sLab()
         return timed_run_lab(
-            lambda: lab.up(caps.binary, block_volumes=lab_config.block_volumes, block_size_bytes=lab_config.block_size),
+            lambda: lab.up(caps.binary, nodes=lab_config.nodes, block_volumes=lab_config.block_volumes,
+                           block_size_bytes=lab_config.block_size),
             lab.down, lambda info, seconds: LabUp("k8s", f"KUBECONFIG={info.kubeconfig}", seconds))
 
     def watch(self, case: Case, running: Mapping[LabPoint, object]) -> StateWatch | None:
