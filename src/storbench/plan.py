@@ -21,9 +21,11 @@ from storbench.model import (
     CEPH_SETTINGS,
     METADATA_RW,
     MIXED_RW,
+    NEVER,
     NFS_METADATA_ENGINE,
     Case,
     CephLabPoint,
+    K8sLabPoint,
     LabPoint,
     VolumeLabPoint,
     WorkloadPoint,
@@ -146,6 +148,9 @@ def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
     hosts = config.lab.hosts if config.lab else None
     if hosts is not None and hosts.link is not None:
         axes.append(Axis("link", tuple(hosts.link), link_rate_bits))
+    k8s = config.lab.k8s if config.lab else None
+    if k8s is not None:
+        axes.append(Axis("out_of_service_after", tuple(k8s.out_of_service_after), _never_or_seconds))
     ceph = config.lab.ceph if config.lab else None
     if ceph is not None:
         for name in CEPH_SETTINGS:  # sweep axes that configure the Ceph lab rather than fio
@@ -155,6 +160,10 @@ def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
         for name, values in sorted(ceph.config.items()):  # OSD options
             axes.append(Axis(name, tuple(values), functools.partial(option_value, name)))
     return tuple(axes)
+
+
+def _never_or_seconds(value: FioScalar) -> object:
+    return NEVER if str(value).strip().lower() == NEVER else parse_duration_s(value)
 
 
 def _exclude_rules(loaded: LoadedPlan, axes: Sequence[Axis]) -> list[dict[str, set[object]]]:
@@ -272,10 +281,15 @@ def _lab_point(config: PlanConfig, point: SweepPoint) -> LabPoint:
     if config.lab.volume is not None:
         volume = VolumeLabPoint(size_bytes=config.lab.volume.size, iops=config.lab.volume.iops,
                                 bw_bytes_per_s=config.lab.volume.bw)
+    k8s = None
+    if config.lab.k8s is not None:
+        after = point.values["out_of_service_after"]
+        k8s = K8sLabPoint(nodes=config.lab.k8s.nodes,
+                          out_of_service_after_s=None if after == NEVER else point.number("out_of_service_after"))
     hosts = config.lab.hosts
     link = point.whole_or_none("link")
     return LabPoint(ceph=ceph, nfs=config.lab.nfs is not None, volume=volume, link_bits_per_s=link,
-                    link_delay_s=hosts.link_delay if hosts is not None and link is not None else None)
+                    link_delay_s=hosts.link_delay if hosts is not None and link is not None else None, k8s=k8s)
 
 
 def _case(config: PlanConfig, point: SweepPoint) -> Case:

@@ -109,6 +109,10 @@ def lab_designs(cases: Sequence[Case], *, bring_up: str = "once", rounds: int = 
         values.pop("osds", None)
         values.pop("osd_size", None)
     lines = []
+    delays = {case.lab.k8s.out_of_service_after_s for case in cases if case.lab.k8s is not None}
+    if len(delays) > 1:
+        lines.append("out_of_service_after: interleaved on one cluster (the taint's delay after a node fails; "
+                     "repetitions A B B A)")
     links = {case.lab.link_bits_per_s for case in cases}
     if len(links) > 1:
         lines.append("link: interleaved (each client host's link shaped with traffic control before each value's "

@@ -23,6 +23,8 @@ from storbench.config.values import (
 )
 from storbench.errors import did_you_mean
 from storbench.model.ceph_options import CEPH_OPTIONS, NAME_RE, OWN_KEYS, option_value
+from storbench.model.lab_point import NEVER
+from storbench.units import parse_duration_s
 
 __all__ = [
     "CephLabConfig", "HostsConfig", "HostsLabConfig", "K8sLabConfig", "LabConfig", "NfsLabConfig", "VolumeLabConfig",
@@ -120,6 +122,19 @@ class HostsLabConfig(StrictModel):
         return None if values is None else _no_duplicates(values)
 
 
+def _never_or_duration(value: object) -> float | str:
+    """`never`, or a positive duration in seconds."""
+    if isinstance(value, str) and value.strip().lower() == NEVER:
+        return NEVER
+    seconds = parse_duration_s(value)
+    if seconds <= 0:
+        raise ValueError("give a positive duration, e.g. 30s, or never")
+    return seconds
+
+
+NeverOrDuration = Annotated[float | str, BeforeValidator(_never_or_duration)]
+
+
 class K8sLabConfig(StrictModel):
     """A Kubernetes cluster on this machine (`storbench lab k8s`; binaries from scripts/build-kubernetes.sh): a
     control plane and `nodes` kubelets, each with its own containerd in a network namespace of its own; a dynamic
@@ -127,6 +142,11 @@ class K8sLabConfig(StrictModel):
 
     nodes: int = Field(1, ge=1, le=8, description="Nodes (kubelets), each in its own network namespace; a case's "
                        "pods are spread over them, one per node while there are enough.")
+    out_of_service_after: Sweep[NeverOrDuration] = Field(
+        ["never"], description="How long after a node fails (the `fail node.N` fault) storbench gives it "
+        "Kubernetes' out-of-service taint, which deletes its pods and detaches their volumes at once; `never` leaves "
+        "Kubernetes' default path (pods evicted after 5 min, attachable volumes force-detached 6 min later). A list "
+        "compares them: the values alternate on one cluster, repetition by repetition.")
     block_volumes: int = Field(3, ge=0, le=16, description="Local block PersistentVolumes (loop devices).")
     block_size: Size = Field(512 * 1024**2, description="Size of each block volume.")
 

@@ -10,8 +10,9 @@ from storbench.model.ceph_options import CEPH_OPTIONS
 from storbench.units import format_bytes, format_link_rate
 
 __all__ = [
-    "CEPH_SETTINGS", "CEPH_SIZE_SETTINGS", "CLUSTER_SETTINGS", "LINK_SETTINGS", "LIVE_SETTINGS", "NO_LAB",
-    "SIDE_BY_SIDE_SETTINGS", "VOLUME_SETTINGS", "CephLabPoint", "LabPoint", "VolumeLabPoint", "cluster_of",
+    "CEPH_SETTINGS", "CEPH_SIZE_SETTINGS", "CLUSTER_SETTINGS", "K8S_SETTINGS", "LINK_SETTINGS", "LIVE_SETTINGS",
+    "NEVER", "NO_LAB", "SIDE_BY_SIDE_SETTINGS", "VOLUME_SETTINGS", "CephLabPoint", "K8sLabPoint", "LabPoint",
+    "VolumeLabPoint", "cluster_of",
     "interleaved_setting", "rbd_pool_name", "setting_text", "size_setting",
 ]
 
@@ -99,6 +100,24 @@ class VolumeLabPoint:
         return tuple((name, value) for name in VOLUME_SETTINGS if (value := values[name]) is not None)
 
 
+K8S_SETTINGS = ("nodes", "out_of_service_after")
+NEVER = "never"
+
+
+@dataclass(frozen=True)
+class K8sLabPoint:
+    """The Kubernetes lab's nodes, and how long after a node fails it gets Kubernetes' out-of-service taint
+    (``out_of_service_after_s``; None: never, Kubernetes' default path). The delay changes nothing until a node
+    fails: its values alternate on one cluster."""
+
+    nodes: int
+    out_of_service_after_s: float | None = None
+
+    def settings(self) -> tuple[tuple[str, int | str], ...]:
+        after = NEVER if self.out_of_service_after_s is None else f"{self.out_of_service_after_s:g}"
+        return ("nodes", self.nodes), ("out_of_service_after", after)
+
+
 @dataclass(frozen=True)
 class LabPoint:
     """The test beds one case runs on: a Ceph cluster configuration and/or the NFS server, or nothing (the
@@ -109,14 +128,17 @@ class LabPoint:
     volume: VolumeLabPoint | None = None
     link_bits_per_s: int | None = None  # lab.hosts.link: each client host's link rate
     link_delay_s: float | None = None  # lab.hosts.link_delay
+    k8s: K8sLabPoint | None = None  # lab.k8s (up for the whole run)
 
     def __bool__(self) -> bool:
-        return self.ceph is not None or self.nfs or self.volume is not None or self.link_bits_per_s is not None
+        return (self.ceph is not None or self.nfs or self.volume is not None or self.link_bits_per_s is not None
+                or self.k8s is not None)
 
     def kinds(self) -> tuple[str, ...]:
         return tuple(kind for kind, present in (("ceph", self.ceph is not None), ("nfs", self.nfs),
                                                 ("volume", self.volume is not None),
-                                                ("hosts", self.link_bits_per_s is not None)) if present)
+                                                ("hosts", self.link_bits_per_s is not None),
+                                                ("k8s", self.k8s is not None)) if present)
 
     def pairs(self) -> tuple[tuple[str, str], ...]:
         """The point as text pairs: what case ids hash and the store keeps (``lab_json``), and what exports and
@@ -136,6 +158,8 @@ class LabPoint:
             out.append(("link", str(self.link_bits_per_s)))
             if self.link_delay_s is not None:
                 out.append(("link_delay", f"{self.link_delay_s:g}"))
+        if self.k8s is not None:
+            out += [(name, str(value)) for name, value in self.k8s.settings()]
         return tuple(out)
 
     @staticmethod
@@ -151,8 +175,8 @@ class LabPoint:
                 return int(values[name]) if name in values else None
 
             options = tuple(sorted((name, int(value) if value.isdigit() else value) for name, value in values.items()
-                                   if name not in (*CEPH_SETTINGS, *VOLUME_SETTINGS, *LINK_SETTINGS, "lab",
-                                                   "cephfs", "rgw", "db_size", "devices", "device_size",
+                                   if name not in (*CEPH_SETTINGS, *VOLUME_SETTINGS, *LINK_SETTINGS, *K8S_SETTINGS,
+                                                   "lab", "cephfs", "rgw", "db_size", "devices", "device_size",
                                                    "hosts")))
             ceph = CephLabPoint(osds=int(values["osds"]), osd_size_bytes=int(values["osd_size"]),
                                 objectstore=values["objectstore"], pool_size=int(values["pool_size"]),
@@ -171,9 +195,14 @@ class LabPoint:
             volume = VolumeLabPoint(size_bytes=int(values["volume_size"]), iops=number("volume_iops"),
                                     bw_bytes_per_s=number("volume_bw"),
                                     pacing=values.get("volume_pacing", "bursts"))  # stored before the pacer
+        k8s = None
+        if "k8s" in kinds:
+            after = values.get("out_of_service_after", NEVER)
+            k8s = K8sLabPoint(nodes=int(values["nodes"]),
+                              out_of_service_after_s=None if after == NEVER else float(after))
         return LabPoint(ceph=ceph, nfs="nfs" in kinds, volume=volume,
                         link_bits_per_s=int(values["link"]) if "link" in values else None,
-                        link_delay_s=float(values["link_delay"]) if "link_delay" in values else None)
+                        link_delay_s=float(values["link_delay"]) if "link_delay" in values else None, k8s=k8s)
 
     def describe(self) -> str:
         """``cache_size=1GiB objectstore=bluestore osd_size=2GiB ...``: the settings with units, for people."""
@@ -185,6 +214,8 @@ NO_LAB = LabPoint()
 
 def setting_text(name: str, value: str) -> str:
     """A lab setting's stored text as people read it: sizes with their unit, link rates in bits."""
+    if name == "out_of_service_after" and value != NEVER:
+        return f"{value}s"
     if not value.isdigit():
         return value
     if name == "link":
@@ -202,11 +233,12 @@ def cluster_of(lab: LabPoint) -> LabPoint:
     takes OSD options live, so points that differ only in ``pool_size`` or in live settings share one cluster and
     alternate on it (``pool_size`` 0 here: the cluster's pools have each size the points ask for; no live
     settings: each case's are applied before its turn)."""
-    lab = replace(lab, link_bits_per_s=None, link_delay_s=None)  # the hosts' links change live
+    lab = replace(lab, link_bits_per_s=None, link_delay_s=None,  # the hosts' links change live
+                  k8s=None if lab.k8s is None else replace(lab.k8s, out_of_service_after_s=None))
     if lab.ceph is None:
         return lab
-    return LabPoint(ceph=replace(lab.ceph, pool_size=0, cache_size_bytes=None, osd_memory_target_bytes=None,
-                                 config=(), osd_cpus=None, osd_cpuset=None), nfs=lab.nfs, volume=lab.volume)
+    return replace(lab, ceph=replace(lab.ceph, pool_size=0, cache_size_bytes=None, osd_memory_target_bytes=None,
+                                     config=(), osd_cpus=None, osd_cpuset=None))
 
 
 def interleaved_setting(name: str) -> bool:

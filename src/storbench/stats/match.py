@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 
-from storbench.model import is_object, size_setting
+from storbench.model import K8S_SETTINGS, NEVER, is_object, size_setting
 from storbench.model.ceph_options import CEPH_OPTIONS
 from storbench.stats.observations import (
     METRIC_VALUES,
@@ -155,6 +155,14 @@ def _lab_setting(o: Observation, key: str) -> tuple[Kind, object] | None:
         return None if o.case.lab.link_bits_per_s is None else (Kind.LINK, o.case.lab.link_bits_per_s)
     if key == "link_delay":
         return None if o.case.lab.link_delay_s is None else (Kind.FLOAT, o.case.lab.link_delay_s)
+    k8s = o.case.lab.k8s
+    if key in K8S_SETTINGS:
+        if k8s is None:
+            return None
+        if key == "nodes":
+            return Kind.INT, k8s.nodes
+        after = k8s.out_of_service_after_s
+        return (Kind.TEXT, NEVER) if after is None else (Kind.DURATION, after)
     volume = o.case.lab.volume
     volume_value = dict(volume.settings()).get(key) if volume is not None else None
     if volume_value is not None:
