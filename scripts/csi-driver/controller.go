@@ -447,7 +447,7 @@ func fitsSource(srcBlock bool, srcSize int64, block bool, capacity *int64, r *cs
 	if srcBlock != block {
 		return status.Error(codes.InvalidArgument, "the content source's access type (block or mount) differs from the volume's")
 	}
-	if r.GetRequiredBytes() == 0 && *capacity < srcSize {
+	if r.GetRequiredBytes() == 0 { // no size asked for: as large as the source, not the default
 		*capacity = srcSize
 	}
 	if *capacity < srcSize {

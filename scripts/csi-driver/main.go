@@ -195,7 +195,7 @@ func logCall(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler g
 		s, _ := status.FromError(err)
 		result = fmt.Sprintf("error %s: %s", s.Code(), s.Message())
 	}
-	log.Printf("%s %s %s %s", info.FullMethod, strings.Join(ids, " "), time.Since(begin).Round(time.Microsecond), result)
+	log.Printf("%s %s%s %s", info.FullMethod, strings.Join(append(ids, ""), " "), time.Since(begin).Round(time.Microsecond), result)
 	return resp, err
 }
 

@@ -67,7 +67,8 @@ def level_of(step: FaultStep, offer: FaultOffer) -> int:
 # what a fault's action did, in the past tense ("osd.1 was frozen"): the labs' own lines and the verdict say it
 PAST_TENSE = {"kill": "killed", "freeze": "frozen", "stop": "stopped", "out": "marked out", "cut": "cut off",
               "crash": "crashed", "lose-writes": "made to lose writes", "delete": "deleted", "slow": "slowed",
-              "throttle": "throttled"}
+              "throttle": "throttled",
+              "fail": "powered off", "taint": "tainted out-of-service"}
 
 
 def find_offer(step: FaultStep, offers: Sequence[FaultOffer]) -> FaultOffer | None:

@@ -263,7 +263,8 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             watch = session.watch(case) if run.faults else None  # the lab's own state, through its settling
             try:
                 with watch or nullcontext():
-                    with (FaultDriver(run.faults, executor.start_delay_s(case) + case.workload.ramp_s,
+                    with (FaultDriver(session.faults_for(case, run.faults),
+                                      executor.start_delay_s(case) + case.workload.ramp_s,
                                       partial(_fault, session, case)) as faults,
                           checking or nullcontext()):
                         outcome = redact_outcome(executor.run_case(case, job_texts, item.rep_index, timeout_s, fio),

@@ -114,6 +114,12 @@ class LabContext:
                 return kind.fault(step, case, self.ceph_labs, restore=restore)
         raise UserError(f"no lab offers {step.action} {step.target}")
 
+    def faults_for(self, case: Case, steps: Sequence[FaultStep]) -> tuple[FaultStep, ...]:
+        """A plan's faults for one case, with those the lab kinds add from the case's lab settings, in time order
+        (`LabKind.timed_faults`)."""
+        added = [extra for kind in KINDS.values() for extra in kind.timed_faults(case, steps)]
+        return tuple(sorted((*steps, *added), key=lambda step: step.at_s))
+
     def watch(self, case: Case) -> StateWatch | None:
         """What the lab ``case`` runs on watches of itself through a repetition with faults (`LabKind.watch`)."""
         return next((found for kind in KINDS.values() if (found := kind.watch(case, self.ceph_labs)) is not None),

@@ -47,6 +47,7 @@ POLL_S = 0.25
 SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
 NAMESPACE_READY_S = 30.0  # how long a namespace storbench made gets to take pods
 MIN_CONTINUED_S = 2.0  # a client's pod deleted with less of the measured section left is not made again
+LOG_READ_TIMEOUT_S = 10.0  # a pod's log read at the end of a repetition
 MAX_INCARNATIONS = 4  # at most this many pods a client per repetition (its first and those made again)
 
 
@@ -286,16 +287,19 @@ class _Pods:
 
     def log_of(self, name: str, *, ended: bool) -> str:
         """What the pod printed: its follower's text once its container has ended (a deleted pod's too), or the
-        log read now if that is longer (a pod still running when the watchdog fired, a follower cut short)."""
+        log read now if that is longer (a pod still running when the watchdog fired, a follower cut short or left
+        hanging by a node that failed)."""
         follower = self.followers.get(name)
         followed = ""
-        if follower is not None and follower.ended.wait(FOLLOW_END_S if ended else 0):
+        if follower is not None:
+            whole = follower.ended.wait(FOLLOW_END_S if ended else 0)
             followed = follower.text
-            if followed:  # the whole log, to the container's end: nothing more to read
+            if whole and followed:  # the whole log, to the container's end: nothing more to read
                 return followed
         now = ""
-        with contextlib.suppress(Exception):  # a deleted pod's is gone: 404
-            now = self.executor.core.read_namespaced_pod_log(name, self.executor.namespace)  # type: ignore[attr-defined]
+        with contextlib.suppress(Exception):  # a deleted pod's is gone: 404; a failed node's does not answer
+            now = self.executor.core.read_namespaced_pod_log(  # type: ignore[attr-defined]
+                name, self.executor.namespace, _request_timeout=LOG_READ_TIMEOUT_S)
         return followed if len(followed) >= len(now) else now
 
     def stop_following(self) -> None:

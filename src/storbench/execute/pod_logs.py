@@ -18,7 +18,9 @@ class LogFollower(Beside):
         super().__init__()
         self.core, self.name, self.namespace = core, name, namespace
         self.thread_name = f"storbench-log-{name}"
-        self.text = ""
+        self._best = b""  # the longest stream read to its end (or cut off)
+        self._current = bytearray()  # the stream being read, as far as it came: a stream left hanging (its node
+        self._lock = threading.Lock()  # gone without closing it) still hands over what it passed on
         self.ended = threading.Event()  # the container's log came to its end (or the follower gave up)
         self.start_beside()
 
@@ -32,21 +34,31 @@ class LogFollower(Beside):
                     self.stopping.wait(0.2)
                     continue
                 if isinstance(response, str):  # a client that hands the whole log back at once
-                    self.text = response
+                    with self._lock:
+                        self._best = response.encode()
                     return
-                chunks: list[bytes] = []
                 with contextlib.suppress(Exception):  # a stream cut short keeps what came
                     for chunk in response.stream(None):
-                        chunks.append(chunk)
+                        with self._lock:
+                            self._current += chunk
                 with contextlib.suppress(Exception):
                     response.release_conn()
-                text = b"".join(chunks).decode(errors="replace")
-                self.text = text if len(text) >= len(self.text) else self.text  # each stream starts at the top
+                with self._lock:  # each stream starts at the top: the longest is the most
+                    if len(self._current) >= len(self._best):
+                        self._best = bytes(self._current)
+                    self._current = bytearray()
                 if not self._running():
                     return
                 self.stopping.wait(0.2)  # the stream ended before the container did: follow it again
         finally:
             self.ended.set()
+
+    @property
+    def text(self) -> str:
+        """What the pod printed, as far as it has been read."""
+        with self._lock:
+            longest = self._current if len(self._current) > len(self._best) else self._best
+            return bytes(longest).decode(errors="replace")
 
     def _running(self) -> bool:
         """Can the pod's container still print (so a stream that ended was early: the container not yet started,

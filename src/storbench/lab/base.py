@@ -159,6 +159,8 @@ class LabKind(Protocol):
 
     def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str: ...
 
+    def timed_faults(self, case: Case, steps: Sequence[FaultStep]) -> tuple[FaultStep, ...]: ...
+
     def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None: ...
 
     def watch(self, case: Case, running: Mapping[LabPoint, object]) -> StateWatch | None: ...
@@ -203,6 +205,10 @@ class LabKindBase:
         """Do (or with ``restore`` undo) one of the kind's ``faults`` on the running lab ``case`` is on, and say
         what was done. No kind offers one yet."""
         raise AssertionError(f"the {type(self).__name__} offers no faults")
+
+    def timed_faults(self, case: Case, steps: Sequence[FaultStep]) -> tuple[FaultStep, ...]:
+        """Faults the kind adds to a plan's ``steps`` for ``case``, from its lab settings (none by default)."""
+        return ()
 
     def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
         """After a repetition with faults: make the lab ``case`` ran on whole again before the next one (every

@@ -33,6 +33,7 @@ from storbench.lab.k8s_conf import (
     ETCD_CLIENT_PORT,
     FIO_IMAGE,
     NODE_ADDRESS,
+    NODE_TAINT_OUT_OF_SERVICE,
     PAUSE_IMAGE,
     POD_BRIDGE,
     STORAGE_CLASS,
@@ -68,6 +69,10 @@ from storbench.trusted_files import trusted_program
 DEFAULT_LAB_DIR = default_lab_dir()
 
 KUBERNETES_VERSION = "1.33.13"
+# a failed node's kubelet cannot reach the API server (iptables in its namespace) from the moment it fails
+API_DROP = ("-p", "tcp", "-d", NODE_ADDRESS, "--dport", str(APISERVER_PORT), "-j", "DROP")
+FIO_REPORT_S = 5.0  # how long a failing node's fio gets to stop and print what it did
+LOG_DRAIN_S = 1.0  # then how long the API server's log streams get to pass on its last lines
 # Sysctls the kubelet sets on start (protectKernelDefaults: false); `down` puts the old values back.
 KUBELET_SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
                    "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward")
@@ -269,14 +274,91 @@ class K8sLab(LabRoot):
         return paths
 
     # -----------------------------------------------------------------------------------------------------------
+    # a node's failure (issue 33): powered off, and back
+
+    def node(self, index: int) -> LabNode:
+        info = self.info()
+        if info is None:
+            raise UserError("k8s lab: not up", hint="storbench lab k8s up")
+        if not 1 <= index <= info.nodes:
+            raise UserError(f"k8s lab: node.{index}: the lab has {info.nodes} node(s)")
+        return LabNode(index)
+
+    def fail_node(self, node: LabNode) -> str:
+        """The node loses power, as the API server sees it: first its kubelet can no longer reach the API server
+        (it cannot report what follows); its containers get SIGTERM, so each fio stops its I/O at once and prints
+        what it did up to now, which the API server still streams from the kubelet; then its containers,
+        kubelet, containerd and CSI node plugin are killed and its link is cut."""
+        enter = node.enter()
+        run([*enter, "iptables", "-w", "-I", "OUTPUT", *API_DROP], timeout_s=30)
+        socket_path = self._socket(node)
+        stopped = self._signal_containers(socket_path, "SIGTERM", wait_s=FIO_REPORT_S)
+        time.sleep(LOG_DRAIN_S)  # the pods' last lines reach the API server's log streams
+        self._kill_containers(socket_path)
+        names = {f"kubelet-{node.index}", f"containerd-{node.index}", f"csi-node-{node.index}"}
+        kill_daemons([d for d in self.dir.daemons() if d.name in names])
+        kill_all(_shims(str(socket_path)))
+        run(["ip", "link", "set", node.host_veth, "down"], timeout_s=30)
+        return f"{node.name} powered off ({stopped} container(s) stopped, kubelet and containerd killed, link cut)"
+
+    def restore_node(self, node: LabNode) -> str:
+        """Power back: its link up, its containerd, kubelet (and CSI node plugin) started again; what the node held
+        (images, pod directories) is still there, as on a disk."""
+        run(["ip", "link", "set", node.host_veth, "up"], timeout_s=30)
+        subprocess.run([*node.enter(), "iptables", "-w", "-D", "OUTPUT", *API_DROP], capture_output=True, check=False)
+        self.start_node(node, str(binaries_dir()))
+        self._wait(lambda: self._node_ready(node.name), f"node {node.name} Ready", 120)
+        return f"{node.name} powered on and Ready"
+
+    def taint_out_of_service(self, node: LabNode, *, on: bool) -> str:
+        """Kubernetes' out-of-service taint on the node (`kubectl taint nodes NODE
+        node.kubernetes.io/out-of-service=nodeshutdown:NoExecute`), or off it: with it, the pods on a NotReady
+        node are deleted at once and their volumes detached without the 6-minute wait."""
+        current = self._request(f"/api/v1/nodes/{node.name}")
+        spec = current.get("spec", {}) if isinstance(current, dict) else {}
+        taints = [t for t in spec.get("taints") or [] if t.get("key") != NODE_TAINT_OUT_OF_SERVICE]
+        if on:
+            taints.append({"key": NODE_TAINT_OUT_OF_SERVICE, "value": "nodeshutdown", "effect": "NoExecute"})
+        self._request(f"/api/v1/nodes/{node.name}", "PATCH", {"spec": {"taints": taints}},
+                      content_type="application/merge-patch+json")
+        return f"{node.name} {'tainted' if on else 'untainted'} {NODE_TAINT_OUT_OF_SERVICE}"
+
+    def tainted_out_of_service(self, node: LabNode) -> bool:
+        current = self._request(f"/api/v1/nodes/{node.name}")
+        spec = current.get("spec", {}) if isinstance(current, dict) else {}
+        return any(t.get("key") == NODE_TAINT_OUT_OF_SERVICE for t in spec.get("taints") or [])
+
+    def node_failed(self, node: LabNode) -> bool:
+        """Whether the node's link is down (failed and not restored)."""
+        links = run(["ip", "-o", "link", "show", node.host_veth], timeout_s=30)
+        return "state DOWN" in links or ",UP" not in links.split(">")[0]
+
+    def _signal_containers(self, address: Path, signal_name: str, *, wait_s: float) -> int:
+        """Send a signal to every running container of a node's containerd; wait until they have stopped (or
+        ``wait_s``). How many were signalled."""
+        listed = run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "ls"], timeout_s=30).splitlines()[1:]
+        running = [line.split()[0] for line in listed if line.split()[-1:] == ["RUNNING"]]
+        for task in running:
+            subprocess.run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "kill", "-s", signal_name, task],
+                           capture_output=True, check=False)
+        deadline = time.time() + wait_s
+        while time.time() < deadline:
+            listed = run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "ls"], timeout_s=30).splitlines()[1:]
+            if not any(line.split()[0] in running and line.split()[-1] == "RUNNING" for line in listed):
+                break
+            time.sleep(0.1)
+        return len(running)
+
+    # -----------------------------------------------------------------------------------------------------------
     # API (the admin client certificate; the kubernetes client is for the executor)
 
-    def _request(self, path: str, method: str = "GET", body: object | None = None, *, raw: bool = False) -> object:
+    def _request(self, path: str, method: str = "GET", body: object | None = None, *, raw: bool = False,
+                 content_type: str = "application/json") -> object:
         context = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
         context.load_cert_chain(str(self.pki / "admin.crt"), str(self.pki / "admin.key"))
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(f"https://{NODE_ADDRESS}:{APISERVER_PORT}{path}", data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+                                         headers={"Content-Type": content_type})
         with urllib.request.urlopen(request, context=context, timeout=10) as answer:
             content = answer.read()
             return content.decode(errors="replace") if raw else json.loads(content or b"null")

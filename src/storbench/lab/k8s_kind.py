@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
-from storbench.events import LabUp
+from storbench.events import LabHealed, LabUp, RunEvent
 from storbench.execute.fio_binary import find_fio
 from storbench.execute.k8s_manifests import CLIENT_LABEL, pvc_of
 from storbench.execute.kubernetes import SELECTOR, core_api
@@ -69,6 +69,12 @@ class K8sKind(LabKindBase):
         FaultOffer("k8s", "delete", r"client\.[0-9]+", "", "delete the client's fio pod (SIGTERM, then its grace "
                    "period): storbench makes it again at once on the same claim, as a controller would, and the new "
                    "pod runs the rest of the measured section; the client's blackout is the time to its first I/O"),
+        FaultOffer("k8s", "fail", r"node\.[0-9]+", "power it on again", "power a node off (its pods stop, its "
+                   "kubelet and runtime die, its link is cut): its pods are made again elsewhere once Kubernetes "
+                   "deletes them (see lab.k8s.out_of_service_after); back on after the repetition"),
+        FaultOffer("k8s", "taint", r"node\.[0-9]+", "remove the taint", "give a node Kubernetes' out-of-service "
+                   "taint (node.kubernetes.io/out-of-service=nodeshutdown:NoExecute): its pods are deleted and, "
+                   "once it is NotReady, their volumes detached at once"),
     )
 
     def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[K8sLabInfo] | None:
@@ -90,10 +96,27 @@ class K8sKind(LabKindBase):
         info = K8sLab().info()
         return EventWatch(info.kubeconfig, target.namespace) if info is not None else None
 
+    def timed_faults(self, case: Case, steps: Sequence[FaultStep]) -> tuple[FaultStep, ...]:
+        """With lab.k8s.out_of_service_after: each `fail node.N` followed by `taint node.N` that long after (within
+        the measured section), undone with it."""
+        after = case.lab.k8s.out_of_service_after_s if case.lab.k8s is not None else None
+        if after is None:
+            return ()
+        end_s = case.workload.runtime_s
+        return tuple(FaultStep(step.at_s + after, "taint", step.target, step.restore_after_s - after
+                               if step.restore_after_s is not None and step.restore_after_s > after else None)
+                     for step in steps if step.action == "fail" and step.at_s + after < end_s)
+
     def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str:
         if find_offer(step, self.faults) is None:
             return super().fault(step, case, running, restore=restore)
-        info = K8sLab().info()
+        lab = K8sLab()
+        if step.action in ("fail", "taint"):
+            node = lab.node(int(step.target.partition(".")[2]))
+            if step.action == "taint":
+                return f"k8s lab: {lab.taint_out_of_service(node, on=not restore)}"
+            return f"k8s lab: {lab.restore_node(node) if restore else lab.fail_node(node)}"
+        info = lab.info()
         if info is None:
             raise UserError("k8s lab: not up", hint="storbench lab k8s up")
         try:
@@ -104,6 +127,20 @@ class K8sKind(LabKindBase):
         if not 1 <= client <= case.clients:
             raise UserError(f"k8s lab: {step.target}: this case has {case.clients} client(s)")
         return f"k8s lab: pod {delete_client_pod(info.kubeconfig, target.namespace, client)} deleted"
+
+
+    def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
+        """After a repetition with faults: every failed node powered on again and Ready, every out-of-service
+        taint removed."""
+        lab = K8sLab()
+        info = lab.info()
+        if info is None or case.lab.k8s is None:
+            return None
+        started = time.time()
+        healed = [lab.restore_node(node) for node in info.lab_nodes if lab.node_failed(node)]
+        healed += [lab.taint_out_of_service(node, on=False) for node in info.lab_nodes
+                   if lab.tainted_out_of_service(node)]
+        return LabHealed("k8s", time.time() - started) if healed else None
 
 
 KIND = K8sKind()
