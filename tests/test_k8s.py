@@ -206,6 +206,106 @@ def test_bad_pvc_targets_are_one_line(target: str, says: str, tmp_path: Path,
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
 
 
+NODE_FAILURE_PLAN = """
+name: nf
+targets:
+  rwo: {kind: pvc, size: 64MiB}
+workload: {rw: randwrite, bs: 4k, runtime: 60s}
+clients: 2
+repeat: 2
+order: interleaved
+lab:
+  k8s: {nodes: 3, block_volumes: 0, out_of_service_after: [never, 20s]}
+faults:
+  - {at: 10s, do: fail, on: node.1}
+"""
+
+
+def test_a_multi_node_lab_gives_each_node_its_namespace_address_subnet_and_certificates() -> None:
+    from storbench.lab.k8s_conf import (
+        LabNode,
+        certificate_extensions,
+        cni_config,
+        inner_batch,
+        kubelet_config,
+        lab_nodes,
+        network_batch,
+        node_commands,
+        openssl_commands,
+    )
+
+    nodes = lab_nodes(3)
+    assert [n.name for n in nodes] == ["storbench-node-1", "storbench-node-2", "storbench-node-3"]
+    for field in ("address", "pod_subnet", "namespace", "host_veth"):
+        assert len({getattr(n, field) for n in nodes}) == 3, field
+    with pytest.raises(ValueError):
+        lab_nodes(9)
+    batch = network_batch(nodes)
+    assert batch.count("netns add ") == 3 and "link add sbk8s-v2 type veth peer name eth0 netns sbk8s-node-2" in batch
+    assert "route add default via 10.215.0.1" in inner_batch(LabNode(2))
+    commands = node_commands("/lab", "/bin", LabNode(2))
+    kubelet = commands["kubelet-2"]
+    # only the network namespace is entered: the kubelet's mounts must be the host's, seen by containerd and CSI
+    assert kubelet[:3] == ["nsenter", "--net=/run/netns/sbk8s-node-2", "--"]
+    assert "--hostname-override=storbench-node-2" in kubelet and "--root-dir=/lab/nodes/2/kubelet" in kubelet
+    assert commands["containerd-2"][-1] == "/lab/nodes/2/containerd/config.toml"
+    config = json.loads(kubelet_config(LabNode(2), "/lab/nodes/2", "ca", "c", "k"))
+    assert config["address"] == "10.215.0.12" and config["podLogsDir"] == "/lab/nodes/2/pod-logs"
+    cni = json.loads(cni_config(LabNode(2), "/lab/nodes/2"))["plugins"][0]["ipam"]
+    assert cni["subnet"] == "10.216.2.0/24" and cni["dataDir"] == "/lab/nodes/2/cni-addresses"
+    made = {c[c.index("-out") + 1] for c in openssl_commands("/pki", nodes) if "-out" in c}
+    assert {f"/pki/kubelet-client-{i}.crt" for i in (1, 2, 3)} <= made
+    subjects = [c[c.index("-subj") + 1] for c in openssl_commands("/pki", nodes) if "-subj" in c]
+    assert "/O=system:nodes/CN=system:node:storbench-node-3" in subjects  # what NodeRestriction checks
+    assert certificate_extensions(nodes)["kubelet-3.ext"] == "subjectAltName=IP:10.215.0.13,DNS:storbench-node-3\n"
+
+
+def test_out_of_service_after_alternates_on_one_cluster_and_adds_the_taint_after_each_failure() -> None:
+    from storbench.config import load_plan_text
+    from storbench.config.faults import fault_steps
+    from storbench.lab.k8s_kind import KIND
+    from storbench.model import LabPoint, cluster_of
+    from storbench.plan import expand
+    from storbench.schedule import lab_designs
+    from storbench.stats.match import matches
+
+    loaded = load_plan_text(NODE_FAILURE_PLAN, "plan.yaml")
+    cases = expand(loaded)
+    delays = [case.lab.k8s.out_of_service_after_s for case in cases if case.lab.k8s is not None]
+    assert delays == [None, 20.0] and len({case.case_id for case in cases}) == 2
+    assert len({cluster_of(case.lab) for case in cases}) == 1  # one cluster: the values alternate on it
+    assert any(line.startswith("out_of_service_after: interleaved") for line in lab_designs(cases))
+    never, tainted = cases
+    assert ("out_of_service_after", "never") in never.lab.pairs() and ("nodes", "3") in never.lab.pairs()
+    assert LabPoint.from_pairs(tainted.lab.pairs()) == tainted.lab
+    steps = fault_steps(loaded.config.faults)
+    assert KIND.timed_faults(never, steps) == ()
+    (taint,) = KIND.timed_faults(tainted, steps)
+    assert (taint.action, taint.target, taint.at_s) == ("taint", "node.1", 30.0)
+    late = steps[0].__class__(55.0, "fail", "node.2")  # a taint that would fall after the measured section: none
+    assert KIND.timed_faults(tainted, (late,)) == ()
+
+    class Seen:
+        case = tainted
+
+    assert matches(Seen, "out_of_service_after", "20s", {}) and not matches(Seen, "out_of_service_after", "never", {})
+    Seen.case = never
+    assert matches(Seen, "out_of_service_after", "never", {}) and matches(Seen, "nodes", "3", {})
+
+
+@pytest.mark.parametrize(("lab", "says"), [
+    ("{nodes: 9}", "nodes"),
+    ("{out_of_service_after: 0s}", "positive duration"),
+    ("{out_of_service_after: soon}", "out_of_service_after"),
+])
+def test_bad_k8s_lab_settings_are_one_line(lab: str, says: str, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, f"name: k\ntargets:\n  sc: {{kind: pvc, size: 1GiB}}\nworkload:\n  rw: randread\n"
+                      f"lab:\n  k8s: {lab}\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # A real cluster
 
