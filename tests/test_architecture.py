@@ -38,8 +38,8 @@ PURE_LAYERS: tuple[tuple[str, ...], ...] = (
      "storbench.telemetry.prometheus", "storbench.telemetry.digest", "storbench.telemetry.collect",
      "storbench.telemetry.cluster_state", "storbench.telemetry.k8s_events",
      "storbench.lab.ceph_conf", "storbench.lab.nfs_conf", "storbench.lab.hosts_conf",
-     "storbench.lab.k8s_conf", "storbench.execute.k8s_manifests", "storbench.redact", "storbench.s3sign",
-     "storbench.targets.guards"),
+     "storbench.lab.k8s_conf", "storbench.execute.k8s_manifests", "storbench.execute.k8s_operations",
+     "storbench.redact", "storbench.s3sign", "storbench.targets.guards"),
     # the plan file: schema, loading, checks across keys; the fault steps a plan may ask of its labs
     ("storbench.config.*", "storbench.faults"),
     # a plan's cases: their ids, their order and lab designs in time, what they need of the machine
@@ -304,7 +304,8 @@ PURE_IN_SHELL_PACKAGES = frozenset({
     "storbench.telemetry.prometheus", "storbench.telemetry.digest", "storbench.telemetry.collect",
      "storbench.telemetry.cluster_state", "storbench.telemetry.k8s_events",
     "storbench.lab.ceph_conf", "storbench.lab.nfs_conf", "storbench.lab.hosts_conf",
-    "storbench.lab.k8s_conf", "storbench.execute.k8s_manifests", "storbench.targets.guards",
+    "storbench.lab.k8s_conf", "storbench.execute.k8s_manifests", "storbench.execute.k8s_operations",
+    "storbench.targets.guards",
 })
 
 

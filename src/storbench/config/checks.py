@@ -23,7 +23,7 @@ from storbench.fio.allowlist import (
     engine_refusal,
 )
 from storbench.lab.ceph_conf import SIDE_BY_SIDE_MAX
-from storbench.model import is_metadata, is_object, rw_writes
+from storbench.model import is_metadata, is_object, is_volume_operation, rw_writes
 from storbench.stats.selectors import blocked_settings, parse_selector
 from storbench.units import format_bytes
 
@@ -341,6 +341,26 @@ def _local_and_own_options(config: PlanConfig, source: PlanSource, rw: str, own:
 
 METADATA_FIO_OPTIONS = frozenset({"nrfiles", "filesize", "openfiles", "fallocate", "create_on_open", "unlink",
                                   "file_service_type"})
+
+
+def _check_volume_operations(config: PlanConfig, source: PlanSource) -> None:
+    """Kubernetes volume operations (provision, attach, snapshot, restore, clone, expand) go to pvc targets with
+    Filesystem claims (restore and clone check the data on a mounted claim), without faults."""
+    ops = [rw for rw in config.workload.rw if is_volume_operation(rw)]
+    if not ops:
+        return
+    where = source.where(("workload", "rw"))
+    for name, target in config.targets.items():
+        if not isinstance(target, PvcTargetConfig):
+            raise UserError(f"rw: {ops[0]} on target '{name}' ({target.kind}): volume operations go to pvc "
+                            "targets", where=where, hint="use a pvc target (its StorageClass) for them")
+        if target.volume_mode == "Block":
+            raise UserError(f"rw: {ops[0]} on target '{name}': volume operations use Filesystem claims (their "
+                            "data is written and checked through a mount)", where=source.where(
+                                ("targets", name, "volume_mode")), hint="drop volume_mode: Block")
+    if config.faults:
+        raise UserError(f"rw: {ops[0]} with faults: an operation is timed whole, not on a timeline",
+                        where=source.where(("faults",)), hint="time the operations in a plan of their own")
 
 
 def _check_metadata(config: PlanConfig, source: PlanSource) -> None:

@@ -25,6 +25,7 @@ from storbench.config.checks import (
     _check_search,
     _check_shared_directories,
     _check_steady_state,
+    _check_volume_operations,
     _check_writes,
 )
 from storbench.config.fio_checks import check_fio_options
@@ -326,6 +327,7 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     _check_search(config, source)
     _check_metadata(config, source)
     _check_objects(config, source)
+    _check_volume_operations(config, source)
     _check_shared_directories(config, source)
     _check_writes(config, source)
     return LoadedPlan(config=config, source=source)

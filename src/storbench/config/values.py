@@ -112,6 +112,7 @@ RwPattern = Literal[
     "trim", "randtrim", "trimwrite", "randtrimwrite",
     "create", "stat", "delete", "metadata",
     "put", "get", "delete_object", "getput",
+    "provision", "attach", "snapshot", "restore", "clone", "expand",
 ]  # fmt: skip
 FioScalar = Union[str, int, float, bool]  # noqa: UP007  (pydantic needs the runtime object)
 

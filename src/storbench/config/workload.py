@@ -27,7 +27,9 @@ class WorkloadConfig(StrictModel):
     rw: Sweep[RwPattern] = Field(description="I/O pattern(s): randread, randwrite, randrw, read, write, ...; or "
                                  "metadata operations on files: create, stat, delete; or object operations on an "
                                  "s3 target: put, get, delete_object, getput (GETs and PUTs mixed, rwmixread of "
-                                 "them GETs).")
+                                 "them GETs); or Kubernetes volume operations on a pvc target: provision, attach, "
+                                 "snapshot, restore, clone, expand (one per client, each timed from its request "
+                                 "to what a user waits for; runtime is the longest one may take).")
     rwmixread: Sweep[Annotated[int, Field(ge=0, le=100)]] = Field(
         [50], description="Percent reads for mixed patterns (rw, randrw); ignored for the others."
     )

@@ -38,10 +38,11 @@ from storbench.execute.k8s_manifests import (
 )
 from storbench.execute.local import MAX_LOG_CHARS
 from storbench.execute.pod_logs import FOLLOW_END_S, LogFollower
+from storbench.execute.volume_operations import VolumeOperations
 from storbench.fio.jobfile import JobBinding, continued_job
 from storbench.fio.outcome import client_fault
 from storbench.fio.parse import client_measurement, merge_in_sequence, parse_fio_json
-from storbench.model import Case, ClientMeasurement, RepetitionOutcome, Status
+from storbench.model import Case, ClientMeasurement, RepetitionOutcome, Status, is_volume_operation
 
 POLL_S = 0.25
 SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
@@ -149,6 +150,8 @@ class KubernetesExecutor:
                             "delete it", hint="rename the target, set another namespace, or remove the claim")
 
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
+        if is_volume_operation(case.workload.rw):  # no fio job: the operation's manifests are kept as its text
+            return ()
         return client_jobs(case, binding, rep_index)
 
     def start_delay_s(self, case: Case) -> float:
@@ -162,6 +165,9 @@ class KubernetesExecutor:
         runs (a fault, or anyone) is made again at once on the same claim, as a controller would, and runs the
         rest of the measured section."""
         self.ensure_namespace()
+        if is_volume_operation(case.workload.rw):
+            return VolumeOperations(self.core, self.namespace, self.run_label, self.default_storage_class, case,
+                                    rep_index, case.workload.runtime_s).run()
         self.ensure_claims(case)
         plans = pod_plans(case, self.run_label, rep_index)
         target = pvc_of(case)

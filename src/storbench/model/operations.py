@@ -7,8 +7,8 @@ from enum import StrEnum
 
 __all__ = [
     "FILL_JOB", "METADATA_PHASES", "METADATA_RW", "MIXED_RW", "NFS_METADATA_ENGINE", "OBJECT_REQUESTS", "OBJECT_RW",
-    "PHASE_AS_TRIM", "RW_DIRECTIONS", "Direction", "Status", "is_metadata", "is_object", "operation_of", "rate_name",
-    "rw_writes",
+    "PHASE_AS_TRIM", "RW_DIRECTIONS", "VOLUME_OPERATIONS", "Direction", "Status", "is_metadata", "is_object",
+    "is_volume_operation", "operation_of", "rate_name", "rw_writes",
 ]
 
 
@@ -51,8 +51,18 @@ RW_DIRECTIONS: dict[str, tuple[Direction, ...]] = {
     "get": (Direction.READ,),
     "delete_object": (Direction.TRIM,),
     "getput": (Direction.READ, Direction.WRITE),
+    # Kubernetes volume operations on pvc targets, one per client, each timed from its request to what a user waits
+    # for (`execute.k8s_operations`); counted as writes: each changes the cluster's state
+    **{operation: (Direction.WRITE,) for operation in ("provision", "attach", "snapshot", "restore", "clone",
+                                                       "expand")},
 }
 MIXED_RW = frozenset({"rw", "readwrite", "randrw", "getput"})
+# Kubernetes volume operations and the state each is timed to.
+VOLUME_OPERATIONS: dict[str, str] = {
+    "provision": "its claim Bound", "attach": "a pod's first I/O on its claim done", "snapshot":
+    "its VolumeSnapshot ready to use", "restore": "the claim made from a snapshot Bound (its data then checked)",
+    "clone": "the claim made from another Bound (its data then checked)",
+    "expand": "its claim's capacity at twice its size"}
 # Object operation -> fio rw with the http engine.
 OBJECT_RW: dict[str, str] = {"put": "write", "get": "read", "delete_object": "trim", "getput": "randrw"}
 # The unmeasured job section that PUTs the objects a get, getput or delete_object job then works on (fio's http
@@ -85,6 +95,11 @@ def is_object(rw: str) -> bool:
 OBJECT_REQUESTS = {"read": "GET", "write": "PUT", "trim": "DELETE"}
 
 
+def is_volume_operation(rw: str) -> bool:
+    """True for the Kubernetes volume operations (provision, attach, snapshot, restore, clone, expand)."""
+    return rw in VOLUME_OPERATIONS
+
+
 def operation_of(rw: str, direction: str) -> str:
     """What one of a point's operations is: the direction for block I/O (read, write, trim), the file operation
     for metadata (create, stat, delete; the phases of rw: metadata by the direction fio counts them in), the S3
@@ -93,7 +108,7 @@ def operation_of(rw: str, direction: str) -> str:
         return OBJECT_REQUESTS.get(direction, direction)
     if rw == "metadata":  # its phases: create, stat, delete
         return {"write": "create", "read": "stat", "trim": "delete"}.get(direction, direction)
-    if is_metadata(rw):
+    if is_metadata(rw) or is_volume_operation(rw):
         return rw
     return direction
 
@@ -104,7 +119,7 @@ def rate_name(rw: str, direction: str) -> str:
     operation = operation_of(rw, direction)
     if is_object(rw):
         return f"{operation} requests/s"
-    if is_metadata(rw):
+    if is_metadata(rw) or is_volume_operation(rw):
         return f"{operation}s/s"
     return f"{operation} IOPS"
 

@@ -1,0 +1,331 @@
+"""Kubernetes volume operations run and timed through the API (shell; issue 33): one operation per client, the
+clients' in parallel, each from its request to the state a user waits for, seen on a watch of that object (not
+polled: the moment the API server tells it). Everything an operation made is deleted after the repetition.
+The operations, their objects and their measurements: `execute.k8s_operations`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from storbench.errors import UserError
+from storbench.execute.k8s_manifests import pvc_of
+from storbench.execute.k8s_operations import (
+    CHECK_SCRIPT,
+    FIRST_IO_COMMAND,
+    SEED_SCRIPT,
+    SNAPSHOT_GROUP,
+    SNAPSHOT_PLURAL,
+    SNAPSHOT_VERSION,
+    TOKEN_VARIABLE,
+    OperationNames,
+    OperationResult,
+    claim_from,
+    expanded_bytes,
+    first_io_done_s,
+    operation_measurement,
+    operation_text,
+    pod_on_claim,
+    snapshot_manifest,
+    source_claim,
+)
+from storbench.model import Case, RepetitionOutcome, Status
+
+Done = Callable[[Any], bool]
+
+
+class VolumeOperations:
+    """One repetition of a volume-operation case: ``run()`` gives its outcome."""
+
+    def __init__(self, core: Any, namespace: str, run_label: str, default_class: str | None, case: Case,
+                 rep_index: int, timeout_s: float) -> None:
+        from kubernetes import client
+
+        self.core = core
+        self.custom = client.CustomObjectsApi(core.api_client)
+        self.namespace, self.run_label, self.default_class = namespace, run_label, default_class
+        self.case, self.rep_index, self.timeout_s = case, rep_index, timeout_s
+        self.target = pvc_of(case)
+        self.made: list[tuple[str, str]] = []  # (kind, name), deleted after the repetition in reverse
+        self.texts: dict[int, list[dict[str, object]]] = {}
+        self.lock = threading.Lock()
+
+    # ---------------------------------------------------------------------------------------------------------
+    def run(self) -> RepetitionOutcome:
+        started = time.time()
+        results: dict[int, OperationResult] = {}
+        threads = [threading.Thread(target=self._client, args=(client, results), name=f"storbench-op-{client}",
+                                    daemon=True) for client in range(1, self.case.clients + 1)]
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(self.timeout_s * 3 + 120)  # each client keeps to its own deadlines
+        finally:
+            self._delete_all()
+        finished = time.time()
+        ordered = [results.get(client) or OperationResult(client, self.case.workload.rw, started, None,
+                                                          error="did not finish")
+                   for client in range(1, self.case.clients + 1)]
+        failed = [r for r in ordered if r.done_s is None or r.checked is False]
+        job_text = "\n".join(operation_text(self.case, OperationNames.of(self.case, self.run_label, self.rep_index,
+                                                                         r.client), self.texts.get(r.client, []))
+                             for r in ordered)
+        raw = "\n".join(json.dumps(r.to_json(), sort_keys=True) for r in ordered) + "\n"
+        clients = tuple(operation_measurement(r, f"{self.case.workload.rw}.{r.client}@{r.node or '?'}")
+                        for r in ordered if r not in failed)
+        if failed:
+            timed_out = all("within" in r.error for r in failed)
+            first = failed[0]
+            why = first.error or "the data read back differs from what was written"
+            return RepetitionOutcome(
+                status=Status.TIMEOUT if timed_out else Status.FAILED, started_at_s=started, finished_at_s=finished,
+                job_text=job_text, command=("kubernetes-api",), fio_version="", raw_output=raw, stderr_tail="",
+                error=f"{len(failed)} of {len(ordered)} {self.case.workload.rw} operation(s) failed: client "
+                      f"{first.client}: {why}", clients=clients)
+        return RepetitionOutcome(status=Status.OK, started_at_s=started, finished_at_s=finished, job_text=job_text,
+                                 command=("kubernetes-api",), fio_version="", raw_output=raw, stderr_tail="",
+                                 clients=clients)
+
+    def _client(self, client: int, results: dict[int, OperationResult]) -> None:
+        names = OperationNames.of(self.case, self.run_label, self.rep_index, client)
+        operation = self.case.workload.rw
+        requested = time.time()
+        try:
+            result = getattr(self, f"_{operation}")(client, names)
+        except _Failed as failure:
+            result = OperationResult(client, operation, failure.requested_s or requested, None, error=str(failure))
+        except Exception as error:  # an API error: this client's operation failed, the others go on
+            reason = getattr(error, "reason", None) or str(error).splitlines()[0][:200]
+            result = OperationResult(client, operation, requested, None, error=f"{type(error).__name__}: {reason}")
+        with self.lock:
+            results[client] = result
+
+    # ---------------------------------------------------------------------------------------------------------
+    # the operations: what each needs is made before its clock starts
+
+    def _provision(self, client: int, names: OperationNames) -> OperationResult:
+        requested = self._create_claim(client, source_claim(self.target, names.made, self.run_label,
+                                                            self.default_class), timed=True)
+        done = self._wait_claim(names.made, _bound, "Bound", requested)
+        return OperationResult(client, "provision", requested, done)
+
+    def _attach(self, client: int, names: OperationNames) -> OperationResult:
+        self._create_claim(client, source_claim(self.target, names.source, self.run_label, self.default_class))
+        self._wait_claim(names.source, _bound, "Bound", time.time())
+        requested = self._create_pod(client, pod_on_claim(names.pod, names.source, self.target, self.run_label,
+                                                          list(FIRST_IO_COMMAND)), timed=True)
+        log, node = self._pod_output(names.pod, requested)
+        done = first_io_done_s(log)
+        if done is None:
+            raise _Failed(f"pod {names.pod} gave no fio report: {log.strip()[-200:]}", requested)
+        return OperationResult(client, "attach", requested, done, node=node)
+
+    def _snapshot(self, client: int, names: OperationNames) -> OperationResult:
+        self._seeded(client, names)
+        requested = self._create_snapshot(client, names)
+        done = self._wait_snapshot(names.snapshot, requested)
+        return OperationResult(client, "snapshot", requested, done)
+
+    def _restore(self, client: int, names: OperationNames) -> OperationResult:
+        token = self._seeded(client, names)
+        self._wait_snapshot(names.snapshot, self._create_snapshot(client, names))
+        return self._made_from(client, names, "VolumeSnapshot", names.snapshot, token, "restore")
+
+    def _clone(self, client: int, names: OperationNames) -> OperationResult:
+        token = self._seeded(client, names)
+        return self._made_from(client, names, "PersistentVolumeClaim", names.source, token, "clone")
+
+    def _expand(self, client: int, names: OperationNames) -> OperationResult:
+        self._create_claim(client, source_claim(self.target, names.source, self.run_label, self.default_class))
+        self._wait_claim(names.source, _bound, "Bound", time.time())
+        wanted = expanded_bytes(self.target)
+        patch = {"spec": {"resources": {"requests": {"storage": str(wanted)}}}}
+        self._note(client, {"patch": names.source, "timed": True, **patch})
+        requested = time.time()
+        self.core.patch_namespaced_persistent_volume_claim(names.source, self.namespace, patch)
+        done = self._wait_claim(names.source, lambda claim: _capacity_bytes(claim) >= wanted,
+                                f"its capacity at {wanted} bytes", requested)
+        return OperationResult(client, "expand", requested, done)
+
+    # ---------------------------------------------------------------------------------------------------------
+    def _seeded(self, client: int, names: OperationNames) -> str:
+        """A source claim with a token written on it (by a pod that then ends): what restore and clone check."""
+        token = secrets.token_hex(16)
+        self._create_claim(client, source_claim(self.target, names.source, self.run_label, self.default_class))
+        self._wait_claim(names.source, _bound, "Bound", time.time())
+        seed = pod_on_claim(f"{names.pod}-seed", names.source, self.target, self.run_label,
+                            ["/bin/sh", "-c", SEED_SCRIPT], {TOKEN_VARIABLE: token})
+        self._pod_output(f"{names.pod}-seed", self._create_pod(client, seed))
+        self._delete("pod", f"{names.pod}-seed")  # the source is free again (ReadWriteOnce)
+        return token
+
+    def _made_from(self, client: int, names: OperationNames, kind: str, source: str, token: str,
+                   operation: str) -> OperationResult:
+        manifest = claim_from(self.target, names.made, self.run_label, self.default_class, kind=kind, source=source)
+        requested = self._create_claim(client, manifest, timed=True)
+        done = self._wait_claim(names.made, _bound, "Bound", requested)
+        check = pod_on_claim(f"{names.pod}-check", names.made, self.target, self.run_label,
+                             ["/bin/sh", "-c", CHECK_SCRIPT])
+        log, node = self._pod_output(f"{names.pod}-check", self._create_pod(client, check))
+        return OperationResult(client, operation, requested, done, node=node, checked=log.strip() == token)
+
+    def _create_claim(self, client: int, manifest: dict[str, object], *, timed: bool = False) -> float:
+        self._note(client, manifest, timed)
+        name = str(manifest["metadata"]["name"])  # type: ignore[index]
+        requested = time.time()
+        self.core.create_namespaced_persistent_volume_claim(self.namespace, manifest)
+        self._made("claim", name)
+        return requested
+
+    def _create_pod(self, client: int, manifest: dict[str, object], *, timed: bool = False) -> float:
+        self._note(client, manifest, timed)
+        requested = time.time()
+        self.core.create_namespaced_pod(self.namespace, manifest)
+        self._made("pod", str(manifest["metadata"]["name"]))  # type: ignore[index]
+        return requested
+
+    def _create_snapshot(self, client: int, names: OperationNames) -> float:
+        manifest = snapshot_manifest(names.snapshot, names.source, self.run_label)
+        self._note(client, manifest, self.case.workload.rw == "snapshot")
+        requested = time.time()
+        self.custom.create_namespaced_custom_object(SNAPSHOT_GROUP, SNAPSHOT_VERSION, self.namespace,
+                                                    SNAPSHOT_PLURAL, manifest)
+        self._made("snapshot", names.snapshot)
+        return requested
+
+    def _note(self, client: int, manifest: dict[str, object], timed: bool = False) -> None:
+        with self.lock:
+            self.texts.setdefault(client, []).append({**manifest, "timed": True} if timed else manifest)
+
+    def _made(self, kind: str, name: str) -> None:
+        with self.lock:
+            self.made.append((kind, name))
+
+    # ---------------------------------------------------------------------------------------------------------
+    # waits: a watch on the one object, from the version read first (nothing in between is missed)
+
+    def _deadline(self, requested: float) -> float:
+        return requested + self.timeout_s
+
+    def _watch(self, read: Callable[[], Any], listing: Callable[..., Any], args: tuple[object, ...], name: str,
+               done: Done, what: str, requested: float) -> float:
+        from kubernetes import watch
+
+        deadline = self._deadline(requested)
+        current = read()
+        if done(current):
+            return time.time()
+        version = _version(current)
+        while time.time() < deadline:
+            stream = watch.Watch()  # type: ignore[no-untyped-call]
+            try:
+                events = stream.stream(  # type: ignore[no-untyped-call]
+                    listing, *args, field_selector=f"metadata.name={name}", resource_version=version,
+                    timeout_seconds=max(1, int(deadline - time.time()) + 1))
+                for event in events:
+                    seen = event["object"]
+                    version = _version(seen) or version
+                    if event["type"] != "DELETED" and done(seen):
+                        return time.time()
+                    if time.time() > deadline:
+                        break
+            except Exception:  # an expired version or a dropped stream: read it again, go on watching
+                current = read()
+                if done(current):
+                    return time.time()
+                version = _version(current)
+            finally:
+                stream.stop()  # type: ignore[no-untyped-call]
+        raise _Failed(f"{name} not {what} within {self.timeout_s:g}s (runtime)", requested)
+
+    def _wait_claim(self, name: str, done: Done, what: str, requested: float) -> float:
+        return self._watch(lambda: self.core.read_namespaced_persistent_volume_claim(name, self.namespace),
+                           self.core.list_namespaced_persistent_volume_claim, (self.namespace,), name, done, what,
+                           requested)
+
+    def _wait_snapshot(self, name: str, requested: float) -> float:
+        def read() -> Any:
+            return self.custom.get_namespaced_custom_object(SNAPSHOT_GROUP, SNAPSHOT_VERSION, self.namespace,
+                                                            SNAPSHOT_PLURAL, name)
+
+        return self._watch(read, self.custom.list_namespaced_custom_object,
+                           (SNAPSHOT_GROUP, SNAPSHOT_VERSION, self.namespace, SNAPSHOT_PLURAL), name,
+                           _snapshot_ready, "ready to use", requested)
+
+    def _pod_output(self, name: str, requested: float) -> tuple[str, str]:
+        """Wait for a pod to end; its log and node. A pod that fails, or does not end in time, fails the
+        operation."""
+        def read() -> Any:
+            return self.core.read_namespaced_pod(name, self.namespace)
+
+        self._watch(read, self.core.list_namespaced_pod, (self.namespace,), name,
+                    lambda pod: _phase(pod) in ("Succeeded", "Failed"), "ended", requested)
+        pod = read()
+        log = self.core.read_namespaced_pod_log(name, self.namespace)
+        if _phase(pod) != "Succeeded":
+            raise _Failed(f"pod {name} {_phase(pod)}: {str(log).strip()[-200:]}", requested)
+        return str(log), pod.spec.node_name or ""
+
+    # ---------------------------------------------------------------------------------------------------------
+    def _delete(self, kind: str, name: str) -> None:
+        with contextlib.suppress(Exception):
+            if kind == "pod":
+                self.core.delete_namespaced_pod(name, self.namespace, grace_period_seconds=0)
+            elif kind == "claim":
+                self.core.delete_namespaced_persistent_volume_claim(name, self.namespace)
+            else:
+                self.custom.delete_namespaced_custom_object(SNAPSHOT_GROUP, SNAPSHOT_VERSION, self.namespace,
+                                                            SNAPSHOT_PLURAL, name)
+
+    def _delete_all(self) -> None:
+        """Everything the repetition made, newest first (pods, then snapshots, then claims)."""
+        order = {"pod": 0, "snapshot": 1, "claim": 2}
+        with self.lock:
+            made = sorted(dict.fromkeys(reversed(self.made)), key=lambda item: order[item[0]])
+        for kind, name in made:
+            self._delete(kind, name)
+
+
+class _Failed(UserError):
+    def __init__(self, message: str, requested_s: float | None = None) -> None:
+        super().__init__(message)
+        self.requested_s = requested_s
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _version(obj: Any) -> str | None:
+    if isinstance(obj, dict):
+        version = obj.get("metadata", {}).get("resourceVersion")
+        return str(version) if version else None
+    return getattr(getattr(obj, "metadata", None), "resource_version", None)
+
+
+def _phase(obj: Any) -> str:
+    return getattr(getattr(obj, "status", None), "phase", None) or ""
+
+
+def _bound(claim: Any) -> bool:
+    return _phase(claim) == "Bound"
+
+
+def _capacity_bytes(claim: Any) -> int:
+    from kubernetes.utils import parse_quantity
+
+    capacity = (getattr(claim.status, "capacity", None) or {}).get("storage")
+    try:
+        return int(parse_quantity(capacity)) if capacity else 0  # type: ignore[no-untyped-call]
+    except ValueError:
+        return 0
+
+
+def _snapshot_ready(snapshot: Any) -> bool:
+    status = snapshot.get("status") if isinstance(snapshot, dict) else None
+    return bool(status and status.get("readyToUse"))
