@@ -41,7 +41,10 @@ for binary in "${binaries[@]}"; do
   [ -x "$cache/$binary" ] || missing=1
 done
 [ -f "$cache/VERSIONS" ] || missing=1
+# the lab finds the newest build at csi/ (a link to csi-<key>)
+link_current() { ln -sfn "$(basename "$cache")" "$(dirname "$cache")/csi"; }
 if ((missing == 0)); then
+  link_current
   echo "$cache"
   exit 0
 fi
@@ -115,4 +118,5 @@ build_sidecar "$work/resizer" "$RESIZER_VERSION" csi-resizer
 
 rm -rf "$cache"
 mv "$cache.partial" "$cache"
+link_current
 echo "$cache"

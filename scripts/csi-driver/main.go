@@ -212,8 +212,8 @@ func (*identityServer) GetPluginCapabilities(context.Context, *csi.GetPluginCapa
 	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{
 		{Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{
 			Type: csi.PluginCapability_Service_CONTROLLER_SERVICE}}},
-		// Expansion only rewrites meta.json (and grows block.img), which is safe while the volume is in use;
-		// without ONLINE the external-resizer would wait for every pod using the volume to go away.
+		// Expansion only rewrites meta.json (and grows block.img), which is safe while the volume is in use,
+		// so say so: the CSI spec lets a CO read this as "no need to unpublish the volume to expand it".
 		{Type: &csi.PluginCapability_VolumeExpansion_{VolumeExpansion: &csi.PluginCapability_VolumeExpansion{
 			Type: csi.PluginCapability_VolumeExpansion_ONLINE}}},
 	}}, nil

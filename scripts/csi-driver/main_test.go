@@ -147,7 +147,7 @@ func TestAttachRules(t *testing.T) {
 	_, err = c.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id})
 	must(t, err)
 	_, err = c.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id})
-	must(t, err) // idempotent
+	must(t, err)                        // idempotent
 	must(t, unpublish(c, id, "node-a")) // a missing volume is fine
 	if _, err := os.Stat(c.st.volumeDir(id)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("volume dir still there: %v", err)

@@ -164,7 +164,8 @@ func (n *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 func (n *nodeServer) detachLoopIfUnused(dev string) {
 	name := filepath.Base(dev)
 	backing, err := os.ReadFile(filepath.Join("/sys/block", name, "loop", "backing_file"))
-	stateDir, _ := filepath.Abs(n.st.dir)
+	stateDir, _ := filepath.EvalSymlinks(n.st.dir) // losetup records the file's canonical path
+	stateDir, _ = filepath.Abs(stateDir)
 	if err != nil || !strings.HasPrefix(strings.TrimSpace(string(backing)), stateDir+"/") {
 		return
 	}

@@ -23,6 +23,7 @@ from storbench.model import (
     interleaved_setting,
     is_metadata,
     is_object,
+    is_volume_operation,
     rw_writes,
 )
 
@@ -227,7 +228,7 @@ def working_set_bytes(case: Case) -> int:
     w = case.workload
     if is_metadata(w.rw):  # stat and delete find their files laid out by fio (create makes them empty)
         return 0 if w.rw == "create" else (w.files or 0) * (w.file_size_bytes or 0) * w.numjobs * case.clients
-    if is_object(w.rw):  # get and delete_object PUT their objects first, every repetition (object_fill_section)
+    if is_object(w.rw) or is_volume_operation(w.rw):  # objects PUT every repetition; volume operations write none
         return 0
     size = case.workload.size_bytes or case.target.size_bytes or 0
     if case.target.kind == "block":

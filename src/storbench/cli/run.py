@@ -142,17 +142,24 @@ def _fault_lines(loaded: LoadedPlan, cases: Sequence[Case]) -> list[str]:
 
 
 def _outcome_line(item: ScheduledRepetition, outcome: RepetitionOutcome, distinct: str = "") -> str:
-    from storbench.model import is_metadata, is_object
+    from storbench.model import is_metadata, is_object, is_volume_operation
     from storbench.report.labels import direction_label
 
     w = item.case.workload
     operations = is_metadata(w.rw) or is_object(w.rw)
     shape = (f"files={w.files}" if is_metadata(w.rw) else f"bs={format_block_size(w.bs_bytes)} objects={w.files}"
              if is_object(w.rw) else f"bs={format_block_size(w.bs_bytes)} qd={w.iodepth}")
-    label = f"{item.case.target.name} {w.rw} {shape} jobs={w.numjobs}{' ' + distinct if distinct else ''} " \
+    jobs = f" jobs={w.numjobs}"
+    if is_volume_operation(w.rw):
+        shape, jobs = f"clients={item.case.clients}", ""
+    label = f"{item.case.target.name} {w.rw} {shape}{jobs}{' ' + distinct if distinct else ''} " \
             f"#{item.rep_index + 1}"
     if outcome.status != Status.OK:
         return f"{label}: {outcome.status.value.upper()} {outcome.error}"
+    if is_volume_operation(w.rw):  # each client's operation: its time
+        times = sorted(m.lat.mean_ns for c in outcome.clients for m in c.directions)
+        shown = ", ".join(format_latency_ns(t) for t in times[:8]) + (" ..." if len(times) > 8 else "")
+        return f"{label}: {len(times)} done in {shown}"
     from storbench.fio.parse import merge_clients
 
     parts = []

@@ -77,7 +77,8 @@ class VolumeOperations:
                                                                          r.client), self.texts.get(r.client, []))
                              for r in ordered)
         raw = "\n".join(json.dumps(r.to_json(), sort_keys=True) for r in ordered) + "\n"
-        clients = tuple(operation_measurement(r, f"{self.case.workload.rw}.{r.client}@{r.node or '?'}")
+        clients = tuple(operation_measurement(r, f"{self.case.workload.rw}.{r.client}"
+                                                 + (f"@{r.node}" if r.node else ""))
                         for r in ordered if r not in failed)
         if failed:
             timed_out = all("within" in r.error for r in failed)

@@ -24,12 +24,17 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from storbench.errors import UserError
 from storbench.execute.supervisor import process_dirs
 from storbench.lab.base import status_line
 from storbench.lab.k8s_conf import (
     APISERVER_PORT,
     BRIDGE,
+    CSI_BINARIES,
+    CSI_DRIVER,
+    CSI_STORAGE_CLASS,
     ETCD_CLIENT_PORT,
     FIO_IMAGE,
     NODE_ADDRESS,
@@ -43,6 +48,9 @@ from storbench.lab.k8s_conf import (
     certificate_extensions,
     cni_config,
     containerd_config,
+    csi_commands,
+    csi_manifests,
+    csi_node_command,
     daemon_commands,
     inner_batch,
     kubeconfig,
@@ -83,6 +91,12 @@ def binaries_dir() -> Path:
     return cache / "storbench" / f"kubernetes-v{KUBERNETES_VERSION}"
 
 
+def csi_dir() -> Path:
+    """The newest build of scripts/build-csi.sh (the driver and Kubernetes' CSI sidecars)."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return (cache / "storbench" / "csi").resolve()
+
+
 @dataclass(frozen=True)
 class K8sLabInfo:
     root: str
@@ -91,6 +105,7 @@ class K8sLabInfo:
     storage_class: str
     fio_image: str
     nodes: int = 1
+    csi: bool = False  # the lab's CSI driver and its StorageClass (CSI_STORAGE_CLASS)
 
     @property
     def lab_nodes(self) -> tuple[LabNode, ...]:
@@ -116,24 +131,23 @@ class K8sLab(LabRoot):
     def status(self) -> str:
         return status_line("k8s", self.root, self.info(), self._api_ready, lambda info: (
             f"{_nodes_words(info.lab_nodes)}, Kubernetes {KUBERNETES_VERSION}; KUBECONFIG={info.kubeconfig}; "
-            f"StorageClass {info.storage_class}; image {info.fio_image}"))
+            f"StorageClass {info.storage_class}"
+            f"{f' and {CSI_STORAGE_CLASS} (CSI: {CSI_DRIVER})' if info.csi else ''}; image {info.fio_image}"))
 
     # -----------------------------------------------------------------------------------------------------------
     # up
 
     def up(self, fio_binary: str, *, nodes: int = 1, block_volumes: int = 3,
-           block_size_bytes: int = 512 * 1024**2) -> K8sLabInfo:
+           block_size_bytes: int = 512 * 1024**2, csi: bool = False) -> K8sLabInfo:
         current = self.info()
-        if current is not None and current.nodes == nodes and self.running():
+        if current is not None and (current.nodes, current.csi) == (nodes, csi) and self.running():
             return current
         self.down()
         binaries = binaries_dir()
         for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"):
-            if not (binaries / name).exists():
-                raise UserError(f"k8s lab: {binaries / name} is missing",
-                                hint="run scripts/build-kubernetes.sh (about 10 min once; cached)")
-            trusted_program(binaries / name, f"k8s lab: {name}", hint="build it as root: rm -r "
-                            f"{binaries}, then run scripts/build-kubernetes.sh")
+            _check_built(binaries / name, "scripts/build-kubernetes.sh (about 10 min once; cached)")
+        for name in CSI_BINARIES if csi else ():
+            _check_built(csi_dir() / name, "scripts/build-csi.sh (about 8 min once; cached)")
         require_tools("k8s", ("etcd", "containerd", "runc", "ctr", "openssl", "ip", "nsenter"),
                       hint="run scripts/setup.sh --k8s")
         members = lab_nodes(nodes)
@@ -156,10 +170,14 @@ class K8sLab(LabRoot):
             self._start("kube-controller-manager", commands["kube-controller-manager"])
             self._start("kube-scheduler", commands["kube-scheduler"])
             images = self._build_images(fio_binary)
+            if csi:
+                self._start_csi()
             for node in members:
-                self.start_node(node, str(binaries), images)
+                self.start_node(node, str(binaries), images, csi=csi)
             for node in members:
                 self._wait(lambda node=node: self._node_ready(node.name), f"node {node.name} Ready", 120)
+                if csi:
+                    self._wait(lambda node=node: self._csi_registered(node.name), f"CSI driver on {node.name}", 60)
             self._apply(storage_class_manifest(), "/apis/storage.k8s.io/v1/storageclasses")
             self._apply(block_storage_class_manifest(), "/apis/storage.k8s.io/v1/storageclasses")
             for index in range(1, block_volumes + 1):
@@ -172,19 +190,53 @@ class K8sLab(LabRoot):
             raise
         info = K8sLabInfo(root=str(self.root), kubeconfig=str(self.root / "admin.kubeconfig"),
                           server=f"https://{NODE_ADDRESS}:{APISERVER_PORT}", storage_class=STORAGE_CLASS,
-                          fio_image=FIO_IMAGE, nodes=nodes)
+                          fio_image=FIO_IMAGE, nodes=nodes, csi=csi)
         self.state.write_text(json.dumps(info.__dict__))
         return info
 
-    def start_node(self, node: LabNode, binaries: str, images: list[Path] | None = None) -> None:
-        """A node's containerd (its images imported when given) and kubelet, in its namespace."""
+    def start_node(self, node: LabNode, binaries: str, images: list[Path] | None = None, *, csi: bool) -> None:
+        """A node's containerd (its images imported when given), the CSI driver's node plugin (with ``csi``) and
+        kubelet, in its namespace."""
         commands = node_commands(str(self.root), binaries, node)
+        if csi:
+            registry = Path(node.dir(str(self.root))) / "kubelet" / "plugins_registry"
+            registry.mkdir(parents=True, exist_ok=True)
+            (Path(node.dir(str(self.root))) / "csi").mkdir(exist_ok=True)
+            self._start(f"csi-node-{node.index}", csi_node_command(str(self.root), str(csi_dir()), node))
         self._start(f"containerd-{node.index}", commands[f"containerd-{node.index}"])
         self._wait(self._socket(node).exists, f"containerd of {node.name}", 30)
         for path in images or []:
             run(["ctr", "-a", str(self._socket(node)), "-n", "k8s.io", "images", "import", "--snapshotter", "native",
                  str(path)], timeout_s=120)
         self._start(f"kubelet-{node.index}", commands[f"kubelet-{node.index}"])
+
+    def _start_csi(self) -> None:
+        """The snapshot CRDs, the CSI driver's objects, its controller and Kubernetes' sidecars."""
+        crds = sorted((csi_dir() / "crd").glob("*.yaml"))
+        for path in crds:
+            self._apply(yaml.safe_load(path.read_text()), "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+        self._wait(self._snapshots_served, "the VolumeSnapshot API", 30)
+        for collection, manifest in csi_manifests():
+            self._apply(manifest, collection)
+        (self.root / "csi" / "state").mkdir(parents=True, exist_ok=True)
+        for name, argv in csi_commands(str(self.root), str(csi_dir())).items():
+            self._start(name, argv)
+
+    def _snapshots_served(self) -> bool:
+        try:
+            listed = self._request("/apis/snapshot.storage.k8s.io/v1")
+        except (OSError, ValueError):
+            return False
+        names = {r.get("name") for r in listed.get("resources", [])} if isinstance(listed, dict) else set()
+        return {"volumesnapshots", "volumesnapshotcontents", "volumesnapshotclasses"} <= names
+
+    def _csi_registered(self, node_name: str) -> bool:
+        try:
+            found = self._request(f"/apis/storage.k8s.io/v1/csinodes/{node_name}")
+        except (OSError, ValueError):
+            return False
+        drivers = (found.get("spec", {}).get("drivers") or []) if isinstance(found, dict) else []
+        return any(d.get("name") == CSI_DRIVER for d in drivers)
 
     def _socket(self, node: LabNode) -> Path:
         return Path(node.dir(str(self.root))) / "containerd" / "containerd.sock"
@@ -306,7 +358,8 @@ class K8sLab(LabRoot):
         (images, pod directories) is still there, as on a disk."""
         run(["ip", "link", "set", node.host_veth, "up"], timeout_s=30)
         subprocess.run([*node.enter(), "iptables", "-w", "-D", "OUTPUT", *API_DROP], capture_output=True, check=False)
-        self.start_node(node, str(binaries_dir()))
+        info = self.info()
+        self.start_node(node, str(binaries_dir()), csi=info is not None and info.csi)
         self._wait(lambda: self._node_ready(node.name), f"node {node.name} Ready", 120)
         return f"{node.name} powered on and Ready"
 
@@ -460,6 +513,12 @@ class K8sLab(LabRoot):
                     if chain.startswith("KUBE-") and chain not in before:
                         subprocess.run(["iptables", "-t", table, "-F", chain], capture_output=True, check=False)
                         subprocess.run(["iptables", "-t", table, "-X", chain], capture_output=True, check=False)
+
+
+def _check_built(path: Path, build: str) -> None:
+    if not path.exists():
+        raise UserError(f"k8s lab: {path} is missing", hint=f"run {build}")
+    trusted_program(path, f"k8s lab: {path.name}", hint=f"build it as root: rm -r {path.parent}, then run {build}")
 
 
 def _nodes_words(nodes: tuple[LabNode, ...]) -> str:

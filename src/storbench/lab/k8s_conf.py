@@ -29,6 +29,11 @@ FIO_IMAGE = "storbench.local/fio:local"
 STORAGE_CLASS = "storbench-hostpath"
 CNI_BIN_DIR = "/usr/lib/cni"
 NODE_TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+CSI_DRIVER = "csi.storbench.local"
+CSI_STORAGE_CLASS = "storbench-csi"
+CSI_SNAPSHOT_CLASS = "storbench-csi-snapshots"
+CSI_SIDECARS = ("csi-provisioner", "csi-attacher", "csi-snapshotter", "csi-resizer", "snapshot-controller")
+CSI_BINARIES = ("storbench-csi", *CSI_SIDECARS)
 
 
 @dataclass(frozen=True)
@@ -287,6 +292,56 @@ def node_commands(root: str, binaries: str, node: LabNode) -> dict[str, list[str
             f"--node-ip={node.address}", f"--hostname-override={node.name}", f"--root-dir={node_dir}/kubelet",
             f"--cert-dir={node_dir}/kubelet-pki"],
     }
+
+
+def csi_commands(root: str, csi: str) -> dict[str, list[str]]:
+    """name -> argv of the CSI driver's controller and Kubernetes' sidecars and snapshot controller, on this machine
+    beside the control plane (the admin kubeconfig: a throwaway lab's components need no RBAC of their own). The
+    group-snapshot feature is off: its CRDs are not installed."""
+    socket = f"unix://{root}/csi/controller.sock"
+    kubeconfig_flag = f"--kubeconfig={root}/admin.kubeconfig"
+    no_groups = "--feature-gates=CSIVolumeGroupSnapshot=false"
+    return {
+        "csi-controller": [f"{csi}/storbench-csi", "--mode", "controller", "--endpoint", socket,
+                           "--state-dir", f"{root}/csi/state"],
+        "csi-provisioner": [f"{csi}/csi-provisioner", kubeconfig_flag, f"--csi-address={socket}", "--timeout=60s"],
+        "csi-attacher": [f"{csi}/csi-attacher", kubeconfig_flag, f"--csi-address={socket}"],
+        "csi-snapshotter": [f"{csi}/csi-snapshotter", kubeconfig_flag, f"--csi-address={socket}", "--timeout=60s",
+                            no_groups],
+        "csi-resizer": [f"{csi}/csi-resizer", kubeconfig_flag, f"--csi-address={socket}"],
+        "snapshot-controller": [f"{csi}/snapshot-controller", kubeconfig_flag, no_groups],
+    }
+
+
+def csi_node_command(root: str, csi: str, node: LabNode) -> list[str]:
+    """The CSI driver's node plugin of one node, in its network namespace; it registers with that node's kubelet
+    (as node-driver-registrar would) through the kubelet's plugin directory."""
+    node_dir = node.dir(root)
+    return [*node.enter(), f"{csi}/storbench-csi", "--mode", "node", "--endpoint", f"unix://{node_dir}/csi/csi.sock",
+            "--node-id", node.name, "--state-dir", f"{root}/csi/state",
+            "--registration-dir", f"{node_dir}/kubelet/plugins_registry"]
+
+
+def csi_manifests() -> list[tuple[str, dict[str, object]]]:
+    """(collection, object) of the CSI driver: its CSIDriver (attachRequired: Kubernetes' attach/detach
+    controller tracks which node holds each volume, as for a cloud disk), a StorageClass (bound at once, expandable)
+    and the default VolumeSnapshotClass."""
+    labels = {"app.kubernetes.io/managed-by": "storbench-lab"}
+    return [
+        ("/apis/storage.k8s.io/v1/csidrivers", {
+            "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": CSI_DRIVER, "labels": labels},
+            "spec": {"attachRequired": True, "podInfoOnMount": False, "volumeLifecycleModes": ["Persistent"],
+                     "fsGroupPolicy": "None"}}),
+        ("/apis/storage.k8s.io/v1/storageclasses", {
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": CSI_STORAGE_CLASS, "labels": labels}, "provisioner": CSI_DRIVER,
+            "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate", "allowVolumeExpansion": True}),
+        ("/apis/snapshot.storage.k8s.io/v1/volumesnapshotclasses", {
+            "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
+            "metadata": {"name": CSI_SNAPSHOT_CLASS, "labels": labels,
+                         "annotations": {"snapshot.storage.kubernetes.io/is-default-class": "true"}},
+            "driver": CSI_DRIVER, "deletionPolicy": "Delete"}),
+    ]
 
 
 def shim_of(argv: list[str], exe_name: str, owner_uid: int, socket_path: str, euid: int) -> bool:

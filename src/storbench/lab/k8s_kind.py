@@ -16,7 +16,7 @@ from storbench.execute.kubernetes import SELECTOR, core_api
 from storbench.faults import FaultOffer, FaultStep, find_offer
 from storbench.lab.base import CliOption, LabCommand, LabKindBase, RunLab, Say, StateWatch, timed_run_lab
 from storbench.lab.k8s import K8sLab, K8sLabInfo
-from storbench.lab.k8s_conf import MAX_NODES
+from storbench.lab.k8s_conf import CSI_STORAGE_CLASS, MAX_NODES
 from storbench.lab.k8s_watch import EventWatch
 from storbench.model import Case, LabPoint
 
@@ -27,14 +27,17 @@ if TYPE_CHECKING:
 
 def _command_options() -> tuple[CliOption, ...]:
     return (CliOption(("--nodes",), {"type": int, "default": 1, "choices": range(1, MAX_NODES + 1),
-                                     "metavar": "N", "help": f"nodes (kubelets), 1 to {MAX_NODES} (default 1)"}),)
+                                     "metavar": "N", "help": f"nodes (kubelets), 1 to {MAX_NODES} (default 1)"}),
+            CliOption(("--csi",), {"action": "store_true", "help": "also the CSI driver and Kubernetes' CSI "
+                                   "sidecars (scripts/build-csi.sh first): StorageClass storbench-csi"}))
 
 
 def _command_up(lab: K8sLab, args: argparse.Namespace, say: Say) -> None:
     started = time.time()
-    info = lab.up(find_fio(), nodes=args.nodes)
+    info = lab.up(find_fio(), nodes=args.nodes, csi=args.csi)
     say(f"k8s lab: up in {time.time() - started:.0f}s with {info.nodes} node(s); KUBECONFIG={info.kubeconfig}")
-    say(f"StorageClass {info.storage_class} (host-path, dynamic); fio image {info.fio_image}")
+    say(f"StorageClass {info.storage_class} (host-path, dynamic)"
+        f"{f' and {CSI_STORAGE_CLASS} (CSI)' if info.csi else ''}; fio image {info.fio_image}")
 
 
 def _command_down(lab: K8sLab, say: Say) -> None:
@@ -84,7 +87,7 @@ class K8sKind(LabKindBase):
         lab = K8sLab()
         return timed_run_lab(
             lambda: lab.up(caps.binary, nodes=lab_config.nodes, block_volumes=lab_config.block_volumes,
-                           block_size_bytes=lab_config.block_size),
+                           block_size_bytes=lab_config.block_size, csi=lab_config.csi),
             lab.down, lambda info, seconds: LabUp("k8s", f"KUBECONFIG={info.kubeconfig}", seconds))
 
     def watch(self, case: Case, running: Mapping[LabPoint, object]) -> StateWatch | None:

@@ -24,7 +24,7 @@ from storbench.events import (
     StoppingRuleChanged,
     TestDataCleaned,
 )
-from storbench.model import Case, setting_text
+from storbench.model import Case, is_volume_operation, setting_text
 from storbench.report.labels import comparison_label
 from storbench.report.steady import change_words
 from storbench.stats.steady import SteadyStatus
@@ -35,9 +35,11 @@ def case_text(case: Case, leave_out: str = "") -> str:
     """A case in the run's progress lines: target, pattern, block size, queue depth, jobs, clients (beyond one) and
     lab settings; ``leave_out`` the load a search varies."""
     w = case.workload
-    parts = [case.target.name, w.rw, format_block_size(w.bs_bytes)]
-    parts += [f"qd={w.iodepth}"] if leave_out != "iodepth" else []
-    parts += [f"jobs={w.numjobs}"] if leave_out != "numjobs" else []
+    parts = [case.target.name, w.rw]
+    if not is_volume_operation(w.rw):  # one Kubernetes operation per client: no blocks, queue or jobs
+        parts += [format_block_size(w.bs_bytes)]
+        parts += [f"qd={w.iodepth}"] if leave_out != "iodepth" else []
+        parts += [f"jobs={w.numjobs}"] if leave_out != "numjobs" else []
     parts += [f"clients={case.clients}"] if leave_out != "clients" and case.clients > 1 else []
     parts += [case.lab.describe()] if case.lab.pairs() else []
     return " ".join(parts)

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from storbench.model import Case, WorkloadPoint, is_metadata, is_object, operation_of, setting_text
+from storbench.model import (
+    Case,
+    WorkloadPoint,
+    is_metadata,
+    is_object,
+    is_volume_operation,
+    operation_of,
+    setting_text,
+)
 from storbench.stats.compare_cells import PointComparison
 from storbench.stats.compare_match import MATCH_FIELDS
 from storbench.stats.knee import Curve
@@ -29,7 +37,8 @@ def direction_label(rw: str, direction: str) -> str:
 def rate_header(points: Sequence[PointSummary]) -> str:
     """The rate column's name: IOPS, or IOPS/ops/s when metadata or object operations are among the rows (each
     is one timed operation: a file created, stat'ed or deleted, or one whole-object request)."""
-    return "IOPS/ops/s" if any(is_metadata(p.rw) or is_object(p.rw) for p in points) else "IOPS"
+    return "IOPS/ops/s" if any(is_metadata(p.rw) or is_object(p.rw) or is_volume_operation(p.rw)
+                               for p in points) else "IOPS"
 
 
 def hidden_text(w: WorkloadPoint, field: str) -> str:
@@ -94,8 +103,9 @@ def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequen
     if p.case.workload.rwmixread is not None and "rwmixread" not in omit:
         parts.append(f"{p.case.workload.rwmixread}%")
     operations = is_metadata(p.rw) or is_object(p.rw)  # one operation at a time per job: no queue depth
-    parts += [block_size(p) if "bs" not in omit else "",
-              f"qd{p.iodepth}" if "iodepth" not in omit and not operations else ""]
+    volume = is_volume_operation(p.rw)  # one Kubernetes operation per client: no blocks, no queue
+    parts += [block_size(p) if "bs" not in omit and not volume else "",
+              f"qd{p.iodepth}" if "iodepth" not in omit and not operations and not volume else ""]
     if p.numjobs != 1 and "numjobs" not in omit:
         parts.append(f"{p.numjobs} jobs")
     if p.clients != 1 and "clients" not in omit:
@@ -104,7 +114,7 @@ def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequen
         parts.append(options_text(p.case.workload))
     parts += distinct_text(p, options=options, omit=omit)
     # an operation says its direction itself, except a mix (getput) and the phases of rw: metadata
-    if direction and "direction" not in omit and (not operations or p.rw in ("getput", "metadata")):
+    if direction and "direction" not in omit and not volume and (not operations or p.rw in ("getput", "metadata")):
         parts.append(direction_label(p.rw, p.direction_name))
     parts.append(lab_text(p, lab_keys))
     return " ".join(part for part in parts if part)

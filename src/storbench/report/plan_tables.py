@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from storbench.model import Case, is_metadata
+from storbench.model import Case, is_metadata, is_volume_operation
 from storbench.report.tables import plain_cell
 from storbench.schedule import PlanEstimate
 from storbench.units import format_bytes, format_duration
@@ -25,6 +25,9 @@ def plan_parameters(case: Case) -> dict[str, str]:
     """A case's parameters as `storbench plan` shows them: a metadata operation without the block I/O ones
     (``NOT_FOR_METADATA``) and its runtime as what it is, a cap."""
     params = case.parameters()
+    if is_volume_operation(case.workload.rw):  # no fio: the operation, its clients and the time it may take
+        shown = {k: v for k, v in params.items() if k not in (*NOT_FOR_METADATA, "numjobs", "ioengine", "runtime")}
+        return {**shown, "time limit": params["runtime"]}
     if not is_metadata(case.workload.rw):
         return params
     shown = {k: v for k, v in params.items() if k not in NOT_FOR_METADATA and k != "runtime"}
@@ -77,7 +80,8 @@ def plan_summary_lines(estimate: PlanEstimate, repeat: int, fio_version: str, fi
         f"{_count(estimate.cases, 'case')} x {_count(repeat, 'repetition')} = "
         f"{_count(estimate.repetitions, 'fio run')}",
         f"estimated time: {format_duration(estimate.seconds)}",
-        f"test files laid out: {format_bytes(estimate.layout_bytes)} ({_how_long_runs_are(estimate)})",
+        *([f"test files laid out: {format_bytes(estimate.layout_bytes)} ({_how_long_runs_are(estimate)})"]
+          if estimate.layout_bytes else []),
         f"fio: {fio_binary} ({fio_version})",
     ]
     if estimate.destructive_cases:

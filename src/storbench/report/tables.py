@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from rich.table import Table
 from rich.text import Text
 
-from storbench.model import is_metadata, is_object
+from storbench.model import is_metadata, is_object, is_volume_operation
 from storbench.report.labels import (
     block_size,
     direction_label,
@@ -213,5 +213,5 @@ def verdict_lines(points: Sequence[PointSummary]) -> list[str]:
 def rate_unit(points: Sequence[PointSummary]) -> str:
     """IOPS for block I/O, ops/s for file operations and object requests (a file created is no I/O), both for a
     mix."""
-    operations = [is_metadata(p.rw) or is_object(p.rw) for p in points]
+    operations = [is_metadata(p.rw) or is_object(p.rw) or is_volume_operation(p.rw) for p in points]
     return "IOPS" if not any(operations) else "ops/s" if all(operations) else "IOPS/ops/s"

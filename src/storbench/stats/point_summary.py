@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storbench.model import Case, Direction, Expectation, WorkloadPoint, is_metadata, is_object
+from storbench.model import Case, Direction, Expectation, WorkloadPoint, is_metadata, is_object, is_volume_operation
 from storbench.stats.bottleneck import Bottleneck, BottleneckVerdict
 from storbench.stats.curve import Axis, CurveKey, curve_key
 from storbench.stats.estimate import Estimate
@@ -25,6 +25,8 @@ def hidden_values(w: WorkloadPoint) -> tuple[tuple[str, object], ...]:
     """(field, value) of every field in ``HIDDEN_FIELDS`` that has a value."""
     out: list[tuple[str, object]] = []
     for field in HIDDEN_FIELDS:
+        if field in ("ioengine", "direct") and is_volume_operation(w.rw):
+            continue  # no fio
         if field == "ioengine" and (is_metadata(w.rw) or is_object(w.rw)):
             continue  # the operation names its engine (filecreate, http, ...)
         value = getattr(w, field)

@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from storbench.model import is_volume_operation
 from storbench.stats.bottleneck import configured_slots
 from storbench.stats.estimate import Estimate
 from storbench.stats.observations import METRIC_VALUES, Observation
@@ -123,7 +124,8 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
                                     f"runtime {workload.runtime_s:g}s is shorter than ramp {workload.ramp_s:g}s",
                                     "measure for longer than you warm up"))
     stragglers = [o for o in ok if o.fio.slowest_pct_of_median is not None
-                  and o.fio.slowest_pct_of_median < STRAGGLER_PCT_OF_MEDIAN]
+                  and o.fio.slowest_pct_of_median < STRAGGLER_PCT_OF_MEDIAN
+                  and not is_volume_operation(o.case.workload.rw)]  # one operation a client: its time, no rate
     if stragglers:
         worst = min(stragglers, key=lambda o: o.fio.slowest_pct_of_median or 0.0)
         warnings.append(StatWarning(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from storbench.model import Direction, Expectation, is_metadata, is_object
+from storbench.model import Direction, Expectation, is_metadata, is_object, is_volume_operation
 from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, judge
 from storbench.stats.estimate import CONFIDENCE, estimate
 from storbench.stats.metrics import SUMMARY_METRICS
@@ -124,6 +124,9 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
             verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated{_resources(verdict)}: "
                                         "each job runs one file operation at a time; more jobs (numjobs) or "
                                         "clients add load")
+        if is_volume_operation(w.rw):
+            verdict = BottleneckVerdict(Bottleneck.UNKNOWN, "a Kubernetes volume operation: timed whole, one per "
+                                        "client; its time is the figure, no saturation is told")
         if is_object(w.rw) and verdict.kind in (Bottleneck.UNDER_DRIVEN, Bottleneck.NOT_SATURATED):
             # fio's http engine sends one request at a time per job
             verdict = BottleneckVerdict(Bottleneck.NOT_SATURATED, f"nothing saturated on this machine"
