@@ -306,6 +306,79 @@ def test_bad_k8s_lab_settings_are_one_line(lab: str, says: str, tmp_path: Path,
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_volume_operations_make_their_objects_from_constants_and_measure_one_time_per_client() -> None:
+    from storbench.execute.k8s_operations import (
+        CHECK_SCRIPT,
+        SEED_SCRIPT,
+        TOKEN_VARIABLE,
+        OperationNames,
+        OperationResult,
+        claim_from,
+        first_io_done_s,
+        operation_measurement,
+        pod_on_claim,
+        snapshot_manifest,
+    )
+
+    case = Case("c0ffee123456", pvc_case().target, WorkloadPoint("restore", 4096, 1, 1, 60.0, 0.0, True, "libaio"),
+                clients=2)
+    names = OperationNames.of(case, "run7", 1, 2)
+    assert names.made == "sb-c0ffee123456-run7-r1-c2-new" and names.source.endswith("-c2-src")
+    restored = claim_from(case.target, names.made, "run7", None, kind="VolumeSnapshot", source=names.snapshot)
+    assert restored["spec"]["dataSource"] == {"kind": "VolumeSnapshot", "name": names.snapshot,  # type: ignore[index]
+                                              "apiGroup": "snapshot.storage.k8s.io"}
+    cloned = claim_from(case.target, names.made, "run7", None, kind="PersistentVolumeClaim", source=names.source)
+    assert cloned["spec"]["dataSource"] == {"kind": "PersistentVolumeClaim", "name": names.source}  # type: ignore[index]
+    snapshot = snapshot_manifest(names.snapshot, names.source, "run7")
+    assert snapshot["spec"] == {"source": {"persistentVolumeClaimName": names.source}}  # the default class
+    seed = pod_on_claim("p", names.source, case.target, "run7", ["/bin/sh", "-c", SEED_SCRIPT], {TOKEN_VARIABLE: "ab"})
+    container = seed["spec"]["containers"][0]  # type: ignore[index]
+    assert container["command"][-1] == SEED_SCRIPT and "$" + TOKEN_VARIABLE in SEED_SCRIPT  # the token: env only
+    assert container["env"] == [{"name": TOKEN_VARIABLE, "value": "ab"}] and "cat" in CHECK_SCRIPT
+    assert first_io_done_s('fio: warning\n{"fio version": "fio-3.33", "timestamp_ms": 1800000000250}') == 1800000000.25
+    assert first_io_done_s("exec format error") is None and first_io_done_s('{"jobs": []}') is None
+    result = OperationResult(2, "restore", 100.0, 102.5, node="n2", checked=True)
+    measured = operation_measurement(result, "restore.2@n2")
+    (direction,) = measured.directions
+    assert direction.total_ios == 1 and direction.lat.mean_ns == 2.5e9 and direction.runtime_ms == 2500
+    assert direction.lat.histogram is not None and direction.lat.histogram.bins == ((2_500_000_000, 1),)
+    assert OperationResult(1, "attach", 100.0, None, error="x").seconds is None
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    ("targets:\n  d: {kind: path, path: /tmp, size: 1MiB}\nworkload: {rw: provision}\n", "go to pvc targets"),
+    ("targets:\n  p: {kind: pvc, size: 1GiB, volume_mode: Block, destructive: true}\nworkload: {rw: snapshot}\n",
+     "Filesystem claims"),
+    ("targets:\n  p: {kind: pvc, size: 1GiB}\nworkload: {rw: attach}\nlab: {k8s: {nodes: 2}}\n"
+     "faults: [{at: 1s, do: fail, on: node.1}]\n", "timed whole"),
+])
+def test_volume_operations_refused_where_they_cannot_run(body: str, says: str, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, f"name: ops\n{body}")))
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_csi_driver_runs_behind_kubernetes_own_sidecars_with_attach_required() -> None:
+    from storbench.lab.k8s_conf import CSI_DRIVER, LabNode, csi_commands, csi_manifests, csi_node_command
+
+    commands = csi_commands("/lab", "/csi")
+    assert set(commands) == {"csi-controller", "csi-provisioner", "csi-attacher", "csi-snapshotter", "csi-resizer",
+                             "snapshot-controller"}
+    for name, argv in commands.items():
+        assert argv[0] == f"/csi/{'storbench-csi' if name == 'csi-controller' else name}"
+        if name not in ("csi-controller", "snapshot-controller"):
+            assert {"--csi-address=unix:///lab/csi/controller.sock", "--kubeconfig=/lab/admin.kubeconfig"} <= set(argv)
+    node = csi_node_command("/lab", "/csi", LabNode(2))
+    assert node[:3] == LabNode(2).enter() and node[node.index("--node-id") + 1] == "storbench-node-2"
+    assert node[node.index("--registration-dir") + 1] == "/lab/nodes/2/kubelet/plugins_registry"
+    assert node[node.index("--state-dir") + 1] == commands["csi-controller"][-1]  # one state: volumes follow pods
+    objects = {manifest["kind"]: manifest for _, manifest in csi_manifests()}
+    assert objects["CSIDriver"]["spec"]["attachRequired"] is True  # type: ignore[index]
+    assert objects["StorageClass"]["provisioner"] == CSI_DRIVER and objects["StorageClass"]["allowVolumeExpansion"]
+    assert objects["VolumeSnapshotClass"]["metadata"]["annotations"] == {  # type: ignore[index]
+        "snapshot.storage.kubernetes.io/is-default-class": "true"}
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # A real cluster
 
