@@ -140,6 +140,34 @@ def test_a_deleted_pod_and_the_one_made_again_are_one_client_with_one_timeline()
     assert silent.status == Status.OK and silent.clients[0].client == "p1-2@n"  # a deleted pod that said nothing
 
 
+def test_a_pod_whose_node_bound_volume_rules_out_every_node_is_said_so_not_waited_for() -> None:
+    """Node-bound storage after a node failure: the pod made again can run nowhere (its local volume's node is
+    gone); storbench says so, and the repetition fails with that reason rather than a watchdog's."""
+    from types import SimpleNamespace
+
+    from storbench.execute.kubernetes import bound_elsewhere
+
+    message = ("0/2 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, 1 "
+               "node(s) had volume node affinity conflict.")
+
+    def pod(phase: str, reason: str, text: str) -> object:
+        condition = SimpleNamespace(type="PodScheduled", status="False", reason=reason, message=text)
+        return SimpleNamespace(status=SimpleNamespace(phase=phase, conditions=[condition]))
+
+    assert bound_elsewhere(pod("Pending", "Unschedulable", message)) == message
+    assert bound_elsewhere(pod("Pending", "Unschedulable", "0/2 nodes are available: 2 Insufficient cpu.")) is None
+    assert bound_elsewhere(pod("Running", "Unschedulable", message)) is None
+    fio_json = _fio_json(4000, 4000, 1_800_000_004_000)
+    case = Case("c1", pvc_case().target, WorkloadPoint("randwrite", 4096, 8, 2, 10.0, 0.0, True, "libaio"),
+                clients=1)
+    outcome = judge_pods(case, [
+        PodResult("p1", "n1", "Deleted", f"STORBENCH-FIO-JSON\n{fio_json}\nSTORBENCH-EXIT 128\n", deleted=True),
+        PodResult("p1-2", "", "Unschedulable", "", why=message)], 1, job_text="x", started_at_s=0.0,
+        finished_at_s=1.0, timeout_s=30)
+    assert outcome.status == Status.FAILED and "cannot run anywhere" in outcome.error
+    assert "node-bound storage" in outcome.error and "watchdog" not in outcome.error
+
+
 def test_a_continued_job_runs_the_time_left_and_size_based_jobs_are_not_continued() -> None:
     from storbench.fio.jobfile import continued_job
 

@@ -60,6 +60,7 @@ class PodResult:
     log: str
     client: int = 1  # the client's number, from 1
     deleted: bool = False  # deleted while it ran (a fault): a pod made again went on with its job
+    why: str = ""  # why a pod never ran (it cannot be scheduled: its volume is bound to a node it cannot run on)
 
 
 def core_api(kubeconfig: str | None) -> object:
@@ -210,6 +211,7 @@ class KubernetesExecutor:
         current = {plan.client: plan for plan in plans}  # the pod running each client's job now
         runs: dict[int, list[PodPlan]] = {plan.client: [plan] for plan in plans}
         gone: set[str] = set()  # pods deleted while they ran
+        stuck: dict[str, str] = {}  # pods that can never be scheduled, and why
         nodes: dict[str, str] = {}
         phases: dict[str, str] = {}
         while True:
@@ -219,6 +221,8 @@ class KubernetesExecutor:
             for name, pod in by_name.items():
                 nodes[name] = pod.spec.node_name or nodes.get(name, "")
                 phases[name] = pod.status.phase
+                if (why := bound_elsewhere(pod)) is not None:
+                    stuck[name] = why
             for client, plan in list(current.items()):
                 pod = by_name.get(plan.name)
                 ended = pod is not None and pod.status.phase in ("Succeeded", "Failed")
@@ -234,7 +238,7 @@ class KubernetesExecutor:
                 pods.create(again, text, 0, end_at=math.ceil(measured_end_s))
                 runs[client].append(again)
                 current[client] = again
-            done = all(plan.name in gone or phases.get(plan.name) in ("Succeeded", "Failed")
+            done = all(plan.name in gone or plan.name in stuck or phases.get(plan.name) in ("Succeeded", "Failed")
                        for plan in current.values())
             if done or time.time() > deadline:
                 break
@@ -243,12 +247,12 @@ class KubernetesExecutor:
         for client in sorted(runs):
             for plan in runs[client]:
                 name = plan.name
-                phase = "Deleted" if name in gone else phases.get(name, "Missing")
-                log = pods.log_of(name, ended=phase in ("Succeeded", "Failed", "Deleted"))
-                if phase not in ("Succeeded", "Failed", "Deleted"):
+                phase = "Deleted" if name in gone else "Unschedulable" if name in stuck else phases.get(name, "Missing")
+                log = pods.log_of(name, ended=phase in ("Succeeded", "Failed", "Deleted")) if name not in stuck else ""
+                if phase not in ("Succeeded", "Failed", "Deleted", "Unschedulable"):
                     phase = f"{phase} (watchdog)"
                 results.append(PodResult(pod=name, node=nodes.get(name, ""), phase=phase, log=log, client=client,
-                                         deleted=name in gone))
+                                         deleted=name in gone, why=stuck.get(name, "")))
         return results
 
     def _delete(self, created: Sequence[tuple[str, str]]) -> None:
@@ -334,7 +338,10 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
             for name, text in said.logs:  # at most MAX_LOG_CHARS a log, as fio's own on this machine
                 logs[f"{name}.client.{client}"] = (logs.get(f"{name}.client.{client}", "") + text)[:MAX_LOG_CHARS]
             problem = ""
-            if not said.json_text.strip():
+            if result.why:
+                problem = (f"pod {result.pod} cannot run anywhere: {result.why} (node-bound storage: the pod cannot "
+                           "move to another node)")
+            elif not said.json_text.strip():
                 problem = f"pod {result.pod} ({result.phase}) returned no fio output"
             else:
                 try:
@@ -376,6 +383,22 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
         # a client whose pod was made again ends at its own time, so only clients with one pod count
         start_skew_s=(max(ends_s) - min(ends_s)) if len(ends_s) >= 2 else None,
         logs=tuple(sorted(logs.items())))
+
+
+NODE_AFFINITY_CONFLICT = "volume node affinity conflict"
+
+
+def bound_elsewhere(pod: object) -> str | None:
+    """Why a pending pod can never be scheduled while its volume stays where it is — the scheduler's message when
+    a node-bound volume (a local PersistentVolume, a zonal disk) rules out every node it could run on — or None."""
+    status = getattr(pod, "status", None)
+    if getattr(status, "phase", None) != "Pending":
+        return None
+    for condition in getattr(status, "conditions", None) or []:
+        if (condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable"
+                and NODE_AFFINITY_CONFLICT in (condition.message or "")):
+            return str(condition.message)
+    return None
 
 
 def cleanup(kubeconfig: str | None) -> list[str]:
