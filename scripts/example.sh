@@ -7,7 +7,15 @@ cd "$(dirname "$0")/.."
 name=${1:?usage: scripts/example.sh NAME (one of: $(cd examples && ls *.yaml | sed 's/.yaml//' | tr '\n' ' '))}
 plan=examples/$name.yaml
 [ -f "$plan" ] || { echo "example: no $plan" >&2; exit 2; }
-./scripts/setup.sh --labs
+if grep -q '^  k8s:' "$plan"; then  # a Kubernetes lab: its packages, and the binaries built once (cached)
+  ./scripts/setup.sh --labs --k8s
+  echo "example: Kubernetes binaries in $(./scripts/build-kubernetes.sh)"
+  if grep -q 'csi: true' "$plan"; then
+    echo "example: CSI driver and sidecars in $(./scripts/build-csi.sh)"
+  fi
+else
+  ./scripts/setup.sh --labs
+fi
 out=out/$name
 mkdir -p "$out"
 .venv/bin/storbench run "$plan" --db "$out/results.db" | tee "$out/run.log"

@@ -4,9 +4,9 @@
 #   --dev    adds the test tools: Chromium (the report test opens the report in it), and Prometheus with
 #            node_exporter (the telemetry test starts its own pair on loopback ports; on a systemd host
 #            Debian also enables their services)
-#   --k8s    adds what the single-node Kubernetes lab runs on: etcd, containerd, runc, CNI plugins, busybox
-#            (for the fio image) and gcc (for the pause image); the Kubernetes binaries themselves come from
-#            scripts/build-kubernetes.sh
+#   --k8s    adds what the Kubernetes lab runs on: etcd, containerd, runc, CNI plugins, busybox (for the fio
+#            image) and gcc (for the pause image); the Kubernetes binaries themselves come from
+#            scripts/build-kubernetes.sh, the CSI driver and sidecars from scripts/build-csi.sh (both need Go)
 #   --labs   adds Ceph (mon, mgr, osd, mds, fuse, rbd), nfs-ganesha and nftables (the hosts lab's firewall) for
 #            `storbench lab ceph|nfs|hosts`, libfuse3 and pyfuse3 (built here) for the pacer of `lab volume`, and
 #            builds a fio with the nfs engine (scripts/build-fio-nfs.sh, cached after the first time)

@@ -153,8 +153,13 @@ def lab_designs(cases: Sequence[Case], *, bring_up: str = "once", rounds: int = 
 ESTIMATE_OPS_PER_JOB_S = 500.0
 
 
+ESTIMATE_VOLUME_OPERATION_S = 10.0  # a Kubernetes volume operation with what it needs made first (for the ETA)
+
+
 def repetition_seconds(case: Case) -> float:
     w = case.workload
+    if is_volume_operation(w.rw):  # runtime is only the time an operation may take
+        return min(w.runtime_s, ESTIMATE_VOLUME_OPERATION_S)
     if (is_metadata(w.rw) or w.rw == "delete_object") and w.files is not None:
         operations_s = w.files / ESTIMATE_OPS_PER_JOB_S * (1 if w.rw == "create" else 3 if w.rw == "metadata"
                                                             else 2)  # and their fill, or all phases
