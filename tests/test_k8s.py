@@ -322,6 +322,15 @@ def test_out_of_service_after_alternates_on_one_cluster_and_adds_the_taint_after
     assert matches(Seen, "out_of_service_after", "never", {}) and matches(Seen, "nodes", "3", {})
 
 
+def test_plan_shows_the_taint_the_lab_adds_after_a_failure_and_where(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, NODE_FAILURE_PLAN)))
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "10.0s fail node.1" in text and "and taint node.1 at 30.0s where nodes=3 out_of_service_after=20s" in text
+    assert "out_of_service_after=never" not in text.split("and taint")[1]
+
+
 @pytest.mark.parametrize(("lab", "says"), [
     ("{nodes: 9}", "nodes"),
     ("{out_of_service_after: 0s}", "positive duration"),

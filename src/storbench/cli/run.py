@@ -135,10 +135,19 @@ def _fault_lines(loaded: LoadedPlan, cases: Sequence[Case]) -> list[str]:
                      "target's storage, every block read back after each repetition")
     if not loaded.config.faults:
         return lines
+    from storbench.lab.registry import KINDS
+
     w = cases[0].workload
-    events = fault_timeline(fault_steps(loaded.config.faults), w.ramp_s, w.runtime_s, plan_fault_offers(loaded))
-    return [*lines, "faults in every repetition (seconds from its start; fio's logs give the I/O second by second):",
-            *(f"  {event.at_s:7.1f}s  {event.text}" for event in events)]
+    steps = fault_steps(loaded.config.faults)
+    events = fault_timeline(steps, w.ramp_s, w.runtime_s, plan_fault_offers(loaded))
+    lines += ["faults in every repetition (seconds from its start; fio's logs give the I/O second by second):",
+              *(f"  {event.at_s:7.1f}s  {event.text}" for event in events)]
+    added: dict[str, list[str]] = {}  # what the labs add from a case's settings, and the cases' settings that do
+    for case in cases:
+        for step in (extra for kind in KINDS.values() for extra in kind.timed_faults(case, steps)):
+            added.setdefault(f"{step} at {step.at_s + w.ramp_s:.1f}s", []).append(case.lab.describe())
+    lines += [f"  and {what} where {', '.join(dict.fromkeys(where))}" for what, where in added.items()]
+    return lines
 
 
 def _outcome_line(item: ScheduledRepetition, outcome: RepetitionOutcome, distinct: str = "") -> str:
