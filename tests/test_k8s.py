@@ -166,6 +166,13 @@ def test_a_pod_whose_node_bound_volume_rules_out_every_node_is_said_so_not_waite
         finished_at_s=1.0, timeout_s=30)
     assert outcome.status == Status.FAILED and "cannot run anywhere" in outcome.error
     assert "node-bound storage" in outcome.error and "watchdog" not in outcome.error
+    # an attachable volume still held by the failed node: the pod made again is scheduled and waits to attach;
+    # still pending when the measured section ended, it never ran in it: the client's I/O before the failure stands
+    held = judge_pods(case, [
+        PodResult("p1", "n1", "Deleted", f"STORBENCH-FIO-JSON\n{fio_json}\nSTORBENCH-EXIT 128\n", deleted=True),
+        PodResult("p1-2", "n2", "NeverStarted", "", never_ran=True)], 1, job_text="x", started_at_s=0.0,
+        finished_at_s=1.0, timeout_s=30)
+    assert held.status == Status.OK and held.clients[0].client == "p1@n1", held.error
 
 
 def test_a_continued_job_runs_the_time_left_and_size_based_jobs_are_not_continued() -> None:

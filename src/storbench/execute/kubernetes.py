@@ -50,6 +50,7 @@ NAMESPACE_READY_S = 30.0  # how long a namespace storbench made gets to take pod
 MIN_CONTINUED_S = 2.0  # a client's pod deleted with less of the measured section left is not made again
 LOG_READ_TIMEOUT_S = 10.0  # a pod's log read at the end of a repetition
 MAX_INCARNATIONS = 4  # at most this many pods a client per repetition (its first and those made again)
+NEVER_RAN_S = 5.0  # a pod made again still pending this long after the measured section: it never ran in it
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class PodResult:
     client: int = 1  # the client's number, from 1
     deleted: bool = False  # deleted while it ran (a fault): a pod made again went on with its job
     why: str = ""  # why a pod never ran (it cannot be scheduled: its volume is bound to a node it cannot run on)
+    never_ran: bool = False  # made again after a deletion, still pending when the measured section ended
 
 
 def core_api(kubeconfig: str | None) -> object:
@@ -212,6 +214,7 @@ class KubernetesExecutor:
         runs: dict[int, list[PodPlan]] = {plan.client: [plan] for plan in plans}
         gone: set[str] = set()  # pods deleted while they ran
         stuck: dict[str, str] = {}  # pods that can never be scheduled, and why
+        never_ran: set[str] = set()  # pods made again that had not started when the measured section ended
         nodes: dict[str, str] = {}
         phases: dict[str, str] = {}
         while True:
@@ -223,6 +226,9 @@ class KubernetesExecutor:
                 phases[name] = pod.status.phase
                 if (why := bound_elsewhere(pod)) is not None:
                     stuck[name] = why
+            if time.time() > measured_end_s + NEVER_RAN_S:  # e.g. its volume still attached to a failed node
+                never_ran.update(plan.name for client, plan in current.items()
+                                 if plan is not runs[client][0] and phases.get(plan.name) == "Pending")
             for client, plan in list(current.items()):
                 pod = by_name.get(plan.name)
                 ended = pod is not None and pod.status.phase in ("Succeeded", "Failed")
@@ -238,8 +244,8 @@ class KubernetesExecutor:
                 pods.create(again, text, 0, end_at=math.ceil(measured_end_s))
                 runs[client].append(again)
                 current[client] = again
-            done = all(plan.name in gone or plan.name in stuck or phases.get(plan.name) in ("Succeeded", "Failed")
-                       for plan in current.values())
+            done = all(plan.name in gone or plan.name in stuck or plan.name in never_ran
+                       or phases.get(plan.name) in ("Succeeded", "Failed") for plan in current.values())
             if done or time.time() > deadline:
                 break
             time.sleep(POLL_S)
@@ -247,12 +253,14 @@ class KubernetesExecutor:
         for client in sorted(runs):
             for plan in runs[client]:
                 name = plan.name
-                phase = "Deleted" if name in gone else "Unschedulable" if name in stuck else phases.get(name, "Missing")
-                log = pods.log_of(name, ended=phase in ("Succeeded", "Failed", "Deleted")) if name not in stuck else ""
-                if phase not in ("Succeeded", "Failed", "Deleted", "Unschedulable"):
+                phase = ("Deleted" if name in gone else "Unschedulable" if name in stuck
+                         else "NeverStarted" if name in never_ran else phases.get(name, "Missing"))
+                log = (pods.log_of(name, ended=phase in ("Succeeded", "Failed", "Deleted"))
+                       if name not in stuck and name not in never_ran else "")
+                if phase not in ("Succeeded", "Failed", "Deleted", "Unschedulable", "NeverStarted"):
                     phase = f"{phase} (watchdog)"
                 results.append(PodResult(pod=name, node=nodes.get(name, ""), phase=phase, log=log, client=client,
-                                         deleted=name in gone, why=stuck.get(name, "")))
+                                         deleted=name in gone, why=stuck.get(name, ""), never_ran=name in never_ran))
         return results
 
     def _delete(self, created: Sequence[tuple[str, str]]) -> None:
@@ -334,6 +342,8 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
     for client, pods in sorted(by_client.items()):
         parts: list[tuple[ClientMeasurement, int]] = []
         for result in pods:
+            if result.never_ran:  # the client never came back within the measured section: its timeline says so
+                continue
             said = split_pod_log(result.log)
             for name, text in said.logs:  # at most MAX_LOG_CHARS a log, as fio's own on this machine
                 logs[f"{name}.client.{client}"] = (logs.get(f"{name}.client.{client}", "") + text)[:MAX_LOG_CHARS]
