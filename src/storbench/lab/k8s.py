@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import ssl
 import subprocess
@@ -487,9 +488,12 @@ class K8sLab(LabRoot):
         for path in Path("/var/run/netns").glob("sbk8s-node-*") if Path("/var/run/netns").exists() else []:
             subprocess.run(["ip", "netns", "delete", path.name], capture_output=True, check=False)
         links = run(["ip", "-o", "link", "show"], timeout_s=30) if shutil.which("ip") else ""
-        for bridge in (POD_BRIDGE, BRIDGE):
-            if f" {bridge}:" in links or f" {bridge}@" in links:
-                subprocess.run(["ip", "link", "delete", bridge], capture_output=True, check=False)
+        # a node's link goes with its namespace, but only once the kernel has torn that down (later, on its own
+        # time): deleted here, with its peer, at once
+        veths = sorted(set(re.findall(r" (sbk8s-v[0-9]+)@", links)))
+        for link in (*veths, POD_BRIDGE, BRIDGE):
+            if f" {link}:" in links or f" {link}@" in links:
+                subprocess.run(["ip", "link", "delete", link], capture_output=True, check=False)
 
     def _restore_host_state(self) -> None:
         try:
