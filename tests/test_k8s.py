@@ -679,3 +679,42 @@ def test_a_failed_nodes_pod_comes_back_on_the_other_node_once_the_taint_detaches
     assert {"TaintManagerEviction", "SuccessfulAttachVolume"} <= reasons, reasons
     assert "healthy again after the fault" in out
     _nothing_left()
+
+
+NODE_BOUND_PLAN = """
+name: k8s-node-bound
+targets:
+  local: {kind: pvc, size: 256MiB, storage_class: storbench-local-block, volume_mode: Block, destructive: true,
+          image_pull_policy: Never, start_budget: 10s}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 90s, ramp: 1s, fio: {rate_iops: 200}}
+clients: 2
+repeat: 1
+telemetry: {enabled: false}
+lab:
+  k8s: {nodes: 2, block_volumes: 2, block_size: 256MiB, out_of_service_after: 5s}
+faults:
+  - {at: 10s, do: fail, on: node.1}
+"""
+
+
+@needs_csi_lab
+@pytest.mark.fio
+def test_a_pod_on_node_bound_storage_cannot_follow_its_failed_node_and_storbench_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33's honest answer for node-bound storage: a local Block volume on each node; node 1 fails and is
+    tainted out-of-service, its pod is deleted and made again, and no node can take it (the volume's node affinity
+    names the failed node). storbench says so in the repetition's error, well before its watchdog, and the lab
+    is whole again afterwards."""
+    from helpers import stored_repetitions
+
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    db = tmp_path / "r.db"
+    with inside(tmp_path):
+        code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, NODE_BOUND_PLAN)), "--db", str(db))
+    assert code != 0 and "cannot run anywhere" in " ".join((out + err).split()), out + err  # the run says so
+    (repetition,) = stored_repetitions(db)
+    assert repetition.status == Status.FAILED, (repetition.status, repetition.error)
+    assert "cannot run anywhere" in repetition.error and "volume node affinity conflict" in repetition.error
+    assert "node-bound storage" in repetition.error and "watchdog" not in repetition.error
+    assert repetition.finished_at_s - repetition.started_at_s < 90 + 60, "said before the watchdog"
+    _nothing_left()
