@@ -718,3 +718,28 @@ def test_a_pod_on_node_bound_storage_cannot_follow_its_failed_node_and_storbench
     assert "node-bound storage" in repetition.error and "watchdog" not in repetition.error
     assert repetition.finished_at_s - repetition.started_at_s < 90 + 60, "said before the watchdog"
     _nothing_left()
+
+
+def test_a_table_of_volume_operations_shows_their_times_not_block_io_columns() -> None:
+    from rich.console import Console
+
+    from storbench.report.tables import results_table
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    points = summarize_points([observation(case_id=rw, rw=rw, target="csi", target_kind="pvc", repeat=index,
+                                           iops=1 / seconds, lat_mean_ns=seconds * 1e9, lat_p99_ns=seconds * 1e9,
+                                           direction="write", clients=2)
+                               for rw, seconds in (("attach", 5.0), ("provision", 0.07))
+                               for index in range(3)])
+    console = Console(record=True, width=400)
+    console.print(results_table(points, "t"))
+    header = console.export_text().splitlines()[2]
+    assert "time mean" in header and "ops/s" in header and "IOPS" not in header
+    for column in (" bs ", " qd ", " dir ", "MiB/s", "lat mean"):
+        assert column not in header, column
+    mixed = summarize_points([observation(rw="randread"), *[observation(case_id="p", rw="provision", repeat=i)
+                                                             for i in range(3)]])
+    console = Console(record=True, width=400)
+    console.print(results_table(mixed, "t"))
+    assert " bs " in console.export_text().splitlines()[2]  # block I/O among them: its columns stay

@@ -37,6 +37,8 @@ def direction_label(rw: str, direction: str) -> str:
 def rate_header(points: Sequence[PointSummary]) -> str:
     """The rate column's name: IOPS, or IOPS/ops/s when metadata or object operations are among the rows (each
     is one timed operation: a file created, stat'ed or deleted, or one whole-object request)."""
+    if points and all(is_volume_operation(p.rw) for p in points):
+        return "ops/s"
     return "IOPS/ops/s" if any(is_metadata(p.rw) or is_object(p.rw) or is_volume_operation(p.rw)
                                for p in points) else "IOPS"
 
