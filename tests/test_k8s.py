@@ -738,6 +738,12 @@ def test_a_table_of_volume_operations_shows_their_times_not_block_io_columns() -
     assert "time mean" in header and "ops/s" in header and "IOPS" not in header
     for column in (" bs ", " qd ", " dir ", "MiB/s", "lat mean"):
         assert column not in header, column
+    attach = next(p for p in points if p.rw == "attach")  # three equal times: no spread to warn of
+    assert not [w for w in attach.warnings if w.code in ("high_cv", "wide_interval")], attach.warnings
+    varied = summarize_points([observation(case_id="a", rw="attach", repeat=i, iops=1.0, lat_mean_ns=t * 1e9)
+                               for i, t in enumerate((1.0, 9.0, 3.0))])
+    codes = {w.code: w.message for w in varied[0].warnings}
+    assert codes["wide_interval"].startswith("time +-"), codes  # the times' interval, not a rate's
     mixed = summarize_points([observation(rw="randread"), *[observation(case_id="p", rw="provision", repeat=i)
                                                              for i in range(3)]])
     console = Console(record=True, width=400)

@@ -26,7 +26,8 @@ WARNING_TITLES = {
     "failed_repetitions": "failed repetitions",
     "few_repetitions": f"fewer than {MIN_REPETITIONS} repetitions",
     "high_cv": f"run-to-run spread (CV) shown above {CV_LIMIT_PCT:.0f} % (its lower bound at 90 % confidence)",
-    "wide_interval": f"IOPS known only within more than +-{WIDE_INTERVAL_PCT:.0f} % (95 % interval)",
+    "wide_interval": f"IOPS (a volume operation's time) known only within more than +-{WIDE_INTERVAL_PCT:.0f} % "
+                     "(95 % interval)",
     "runtime_shorter_than_ramp": "runtime shorter than ramp",
     "page_cache": "working set fits in the page cache",
     "stragglers": "straggling clients",
@@ -67,6 +68,7 @@ class StatWarning:
 
 def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation], iops: Estimate | None,
                    mem_total_bytes: int | None) -> list[StatWarning]:
+    """The point's warnings; ``iops`` is its main figure's estimate: IOPS, or a volume operation's mean time."""
     case = observations[0].case
     workload = case.workload
     warnings: list[StatWarning] = []
@@ -96,6 +98,7 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
         warnings.append(StatWarning(
             "steady_window", "figures from its steady-state window, rounds chosen for their small spread: no "
             "interval", "measure rounds after the window (steady_state.confirm: 5; --resume runs them)"))
+    figure = "time" if is_volume_operation(workload.rw) else "IOPS"  # what ``iops`` estimates
     cv_low = cv_lower_bound_pct(iops) if iops else None
     if iops is not None and iops.cv_pct is not None and cv_low is not None and cv_low > CV_LIMIT_PCT:
         warnings.append(StatWarning(
@@ -106,7 +109,7 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
     if iops is not None and half is not None and half > WIDE_INTERVAL_PCT:
         needed = math.ceil(iops.n * (half / WIDE_INTERVAL_PCT) ** 2)
         warnings.append(StatWarning(
-            "wide_interval", f"IOPS +-{half:.0f} % at n={iops.n}",
+            "wide_interval", f"{figure} +-{half:.0f} % at n={iops.n}",
             f"about {needed} repetitions would give +-{WIDE_INTERVAL_PCT:.0f} % (repeat: {needed})"))
     if case.lab.volume is not None and case.lab.volume.bursty:
         warnings.append(StatWarning(
