@@ -735,7 +735,7 @@ def test_a_table_of_volume_operations_shows_their_times_not_block_io_columns() -
     console = Console(record=True, width=400)
     console.print(results_table(points, "t"))
     header = console.export_text().splitlines()[2]
-    assert "time mean" in header and "ops/s" in header and "IOPS" not in header
+    assert "time ± 95% CI" in header and "ops/s" in header and "IOPS" not in header
     for column in (" bs ", " qd ", " dir ", "MiB/s", "lat mean"):
         assert column not in header, column
     attach = next(p for p in points if p.rw == "attach")  # three equal times: no spread to warn of

@@ -48,6 +48,14 @@ def iops_with_ci(estimate: Estimate | None) -> str:
     return f"{estimate.mean:,.0f}" + ("" if half is None else f" ± {half:,.0f}")
 
 
+def time_with_ci(estimate: Estimate | None) -> str:
+    """A mean time with the half-width of its 95 % interval: ``4.4s ± 0.52s``."""
+    if estimate is None:
+        return "-"
+    half = estimate.half_width
+    return format_latency_ns(estimate.mean) + ("" if half is None else f" ± {format_latency_ns(half)}")
+
+
 def pct_of_expected(p: PointSummary) -> float | None:
     """The point's mean as a percentage of what its target was declared to deliver (`expect:`): IOPS where
     declared, else throughput; None when nothing was declared."""
@@ -162,7 +170,8 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
         ("verdict", "left", 0, lambda p: p.bottleneck.short), ("!", "left", 0, lambda p: "⚠" if p.warnings else ""),
     ]
     if points and all(is_volume_operation(p.rw) for p in points):  # Kubernetes operations: their times are the figure
-        specs = [("time mean" if name == "lat mean" else name, justify, priority, cell)
+        specs = [("time ± 95% CI", "right", 0, lambda p: time_with_ci(p.metric("lat_mean_ns"))) if name == "lat mean"
+                 else (name, justify, priority, cell)
                  for name, justify, priority, cell in specs if name not in NOT_FOR_OPERATIONS]
     cells = [[safe_text(cell(p)) for _, _, _, cell in specs] for p in points]  # measured as shown
     # a column that tells the rows apart (qd, jobs, clients, varies, lab with more than one value) is part of
@@ -183,6 +192,7 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
 
 # columns that say nothing of a Kubernetes volume operation (no blocks, queue, data moved or machine load measured)
 NOT_FOR_OPERATIONS = frozenset({"bs", "qd", "dir", "CV", "MiB/s", "cpu %", "disk %", "slowest %"})
+# (the rate column stays: each client's one operation over its time, summed; the time is the figure to read)
 
 
 def fit_columns(widths: Sequence[int], priorities: Sequence[int], width: int | None) -> list[int]:
