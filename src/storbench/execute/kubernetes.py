@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from storbench.errors import UserError
 from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_text
 from storbench.execute.k8s_manifests import (
+    EXIT_MARKER,
     MANAGED_BY,
     RUN_LABEL,
     RUNTIME_VARIABLE,
@@ -51,6 +52,7 @@ MIN_CONTINUED_S = 2.0  # a client's pod deleted with less of the measured sectio
 LOG_READ_TIMEOUT_S = 10.0  # a pod's log read at the end of a repetition
 MAX_INCARNATIONS = 4  # at most this many pods a client per repetition (its first and those made again)
 NEVER_RAN_S = 5.0  # a pod made again still pending this long after the measured section: it never ran in it
+LOST_S = 5.0  # a pod whose script printed its end and that the API shows running this long after: lost with its node
 
 
 @dataclass(frozen=True)
@@ -215,6 +217,7 @@ class KubernetesExecutor:
         gone: set[str] = set()  # pods deleted while they ran
         stuck: dict[str, str] = {}  # pods that can never be scheduled, and why
         never_ran: set[str] = set()  # pods made again that had not started when the measured section ended
+        lost_since: dict[str, float] = {}  # pods whose fio ended that the API still shows running: their node failed
         nodes: dict[str, str] = {}
         phases: dict[str, str] = {}
         while True:
@@ -226,6 +229,12 @@ class KubernetesExecutor:
                 phases[name] = pod.status.phase
                 if (why := bound_elsewhere(pod)) is not None:
                     stuck[name] = why
+            for plan in current.values():
+                follower = pods.followers.get(plan.name)
+                if (follower is not None and follower.said_end.is_set() and plan.name not in gone
+                        and phases.get(plan.name) in ("Running", "Pending")):
+                    lost_since.setdefault(plan.name, time.time())
+            lost = {name for name, since in lost_since.items() if time.time() - since >= LOST_S}
             if time.time() > measured_end_s + NEVER_RAN_S:  # e.g. its volume still attached to a failed node
                 never_ran.update(plan.name for client, plan in current.items()
                                  if plan is not runs[client][0] and phases.get(plan.name) == "Pending")
@@ -244,7 +253,8 @@ class KubernetesExecutor:
                 pods.create(again, text, 0, end_at=math.ceil(measured_end_s))
                 runs[client].append(again)
                 current[client] = again
-            done = all(plan.name in gone or plan.name in stuck or plan.name in never_ran
+            over = time.time() > measured_end_s + NEVER_RAN_S  # a lost pod is done once nothing can replace it
+            done = all(plan.name in gone or plan.name in stuck or plan.name in never_ran or (over and plan.name in lost)
                        or phases.get(plan.name) in ("Succeeded", "Failed") for plan in current.values())
             if done or time.time() > deadline:
                 break
@@ -254,13 +264,16 @@ class KubernetesExecutor:
             for plan in runs[client]:
                 name = plan.name
                 phase = ("Deleted" if name in gone else "Unschedulable" if name in stuck
-                         else "NeverStarted" if name in never_ran else phases.get(name, "Missing"))
-                log = (pods.log_of(name, ended=phase in ("Succeeded", "Failed", "Deleted"))
+                         else "NeverStarted" if name in never_ran else "Lost" if name in lost
+                         else phases.get(name, "Missing"))
+                log = (pods.log_of(name, ended=phase in ("Succeeded", "Failed", "Deleted", "Lost"))
                        if name not in stuck and name not in never_ran else "")
-                if phase not in ("Succeeded", "Failed", "Deleted", "Unschedulable", "NeverStarted"):
+                if phase not in ("Succeeded", "Failed", "Deleted", "Unschedulable", "NeverStarted", "Lost"):
                     phase = f"{phase} (watchdog)"
+                # a pod lost with its node ended by a fault, as a deleted one: its I/O until then counts
                 results.append(PodResult(pod=name, node=nodes.get(name, ""), phase=phase, log=log, client=client,
-                                         deleted=name in gone, why=stuck.get(name, ""), never_ran=name in never_ran))
+                                         deleted=name in gone or name in lost, why=stuck.get(name, ""),
+                                         never_ran=name in never_ran))
         return results
 
     def _delete(self, created: Sequence[tuple[str, str]]) -> None:
@@ -301,7 +314,8 @@ class _Pods:
         ex._create("pod", plan.name, self.created, ex.core.create_namespaced_pod,  # type: ignore[attr-defined]
                    pod_manifest(plan, self.target, start_at, ex.run_label, self.repetition_label,  # type: ignore[arg-type]
                                 end_at_s=end_at))
-        self.followers[plan.name] = LogFollower(ex.core, plan.name, ex.namespace)
+        self.followers[plan.name] = LogFollower(ex.core, plan.name, ex.namespace,
+                                                end_marker=f"{EXIT_MARKER} ".encode())
 
     def log_of(self, name: str, *, ended: bool) -> str:
         """What the pod printed: its follower's text once its container has ended (a deleted pod's too), or the

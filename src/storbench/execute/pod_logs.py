@@ -14,9 +14,11 @@ class LogFollower(Beside):
     """A pod's log followed on a thread of its own from its container's start to its end: a pod deleted mid-run
     (its object gone moments after its container ends) still gives all it printed."""
 
-    def __init__(self, core: object, name: str, namespace: str) -> None:
+    def __init__(self, core: object, name: str, namespace: str, end_marker: bytes = b"") -> None:
         super().__init__()
         self.core, self.name, self.namespace = core, name, namespace
+        self.end_marker = end_marker  # the line its script prints last
+        self.said_end = threading.Event()  # it printed ``end_marker``: done, whatever the API says of it
         self.thread_name = f"storbench-log-{name}"
         self._best = b""  # the longest stream read to its end (or cut off)
         self._current = bytearray()  # the stream being read, as far as it came: a stream left hanging (its node
@@ -41,6 +43,9 @@ class LogFollower(Beside):
                     for chunk in response.stream(None):
                         with self._lock:
                             self._current += chunk
+                            tail = self._current[-(len(chunk) + len(self.end_marker)):]
+                        if self.end_marker and self.end_marker in tail:
+                            self.said_end.set()
                 with contextlib.suppress(Exception):
                     response.release_conn()
                 with self._lock:  # each stream starts at the top: the longest is the most
