@@ -147,14 +147,16 @@ def test_a_pod_whose_node_bound_volume_rules_out_every_node_is_said_so_not_waite
 
     from storbench.execute.kubernetes import bound_elsewhere
 
-    message = ("0/2 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, 1 "
-               "node(s) had volume node affinity conflict.")
+    message = ("0/2 nodes are available: 1 node(s) didn't match PersistentVolume's node affinity, 1 node(s) had "
+               "untolerated taint {node.kubernetes.io/out-of-service: nodeshutdown}.")  # Kubernetes 1.33's words
+    older = "0/2 nodes are available: 1 node(s) had volume node affinity conflict."
 
     def pod(phase: str, reason: str, text: str) -> object:
         condition = SimpleNamespace(type="PodScheduled", status="False", reason=reason, message=text)
         return SimpleNamespace(status=SimpleNamespace(phase=phase, conditions=[condition]))
 
     assert bound_elsewhere(pod("Pending", "Unschedulable", message)) == message
+    assert bound_elsewhere(pod("Pending", "Unschedulable", older)) == older
     assert bound_elsewhere(pod("Pending", "Unschedulable", "0/2 nodes are available: 2 Insufficient cpu.")) is None
     assert bound_elsewhere(pod("Running", "Unschedulable", message)) is None
     fio_json = _fio_json(4000, 4000, 1_800_000_004_000)
@@ -697,6 +699,7 @@ faults:
 """
 
 
+@pytest.mark.k8s
 @needs_csi_lab
 @pytest.mark.fio
 def test_a_pod_on_node_bound_storage_cannot_follow_its_failed_node_and_storbench_says_so(
@@ -714,7 +717,7 @@ def test_a_pod_on_node_bound_storage_cannot_follow_its_failed_node_and_storbench
     assert code != 0 and "cannot run anywhere" in " ".join((out + err).split()), out + err  # the run says so
     (repetition,) = stored_repetitions(db)
     assert repetition.status == Status.FAILED, (repetition.status, repetition.error)
-    assert "cannot run anywhere" in repetition.error and "volume node affinity conflict" in repetition.error
+    assert "cannot run anywhere" in repetition.error and "node affinity" in repetition.error
     assert "node-bound storage" in repetition.error and "watchdog" not in repetition.error
     assert repetition.finished_at_s - repetition.started_at_s < 90 + 60, "said before the watchdog"
     _nothing_left()
@@ -755,6 +758,7 @@ NODE_FAILURE_DEFAULT_PLAN = NODE_FAILURE_TAINT_PLAN.replace(", out_of_service_af
     "runtime: 110s", "runtime: 60s")
 
 
+@pytest.mark.k8s
 @needs_csi_lab
 @pytest.mark.fio
 def test_on_the_default_path_a_failed_nodes_pod_is_not_back_within_the_run_and_that_is_the_answer(

@@ -273,7 +273,7 @@ class KubernetesExecutor:
                 # a pod lost with its node ended by a fault, as a deleted one: its I/O until then counts
                 results.append(PodResult(pod=name, node=nodes.get(name, ""), phase=phase, log=log, client=client,
                                          deleted=name in gone or name in lost, why=stuck.get(name, ""),
-                                         never_ran=name in never_ran))
+                                         never_ran=name in never_ran and name not in stuck))
         return results
 
     def _delete(self, created: Sequence[tuple[str, str]]) -> None:
@@ -409,7 +409,8 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
         logs=tuple(sorted(logs.items())))
 
 
-NODE_AFFINITY_CONFLICT = "volume node affinity conflict"
+# what the scheduler says when a node-bound volume rules a node out (Kubernetes 1.33; earlier versions)
+NODE_AFFINITY_CONFLICT = ("didn't match PersistentVolume's node affinity", "volume node affinity conflict")
 
 
 def bound_elsewhere(pod: object) -> str | None:
@@ -420,7 +421,7 @@ def bound_elsewhere(pod: object) -> str | None:
         return None
     for condition in getattr(status, "conditions", None) or []:
         if (condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable"
-                and NODE_AFFINITY_CONFLICT in (condition.message or "")):
+                and any(words in (condition.message or "") for words in NODE_AFFINITY_CONFLICT)):
             return str(condition.message)
     return None
 

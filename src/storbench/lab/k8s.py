@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import ssl
 import subprocess
 import time
@@ -204,8 +205,9 @@ class K8sLab(LabRoot):
             registry.mkdir(parents=True, exist_ok=True)
             (Path(node.dir(str(self.root))) / "csi").mkdir(exist_ok=True)
             self._start(f"csi-node-{node.index}", csi_node_command(str(self.root), str(csi_dir()), node))
+        self._socket(node).unlink(missing_ok=True)  # a killed containerd's: the kubelet must find the new one
         self._start(f"containerd-{node.index}", commands[f"containerd-{node.index}"])
-        self._wait(self._socket(node).exists, f"containerd of {node.name}", 30)
+        self._wait(lambda: _unix_socket_answers(self._socket(node)), f"containerd of {node.name}", 30)
         for path in images or []:
             run(["ctr", "-a", str(self._socket(node)), "-n", "k8s.io", "images", "import", "--snapshotter", "native",
                  str(path)], timeout_s=120)
@@ -250,14 +252,24 @@ class K8sLab(LabRoot):
         return run(["losetup", "--find", "--show", str(backing)], timeout_s=30).strip()
 
     def _detach_loop_devices(self) -> None:
+        """Detach the lab's loop devices (backed by files in its directory) and, first, the loop devices the
+        kubelet put over them to map a Block volume into a pod (backed by their device node): a node killed with
+        its pods never unmapped them, and they would hold the lab's open."""
         if not shutil.which("losetup"):
             return
         with contextlib.suppress(UserError):
-            for line in run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
-                            timeout_s=30).splitlines():
-                parts = line.split(None, 1)
-                if len(parts) == 2 and parts[1].startswith(str(self.root) + "/"):
-                    subprocess.run(["losetup", "--detach", parts[0]], capture_output=True, check=False)
+            listed = [line.split(None, 3) for line in run(
+                ["losetup", "--list", "--noheadings", "--output", "NAME,BACK-MAJ:MIN,BACK-INO,BACK-FILE"],
+                timeout_s=30).splitlines()]
+            ours = [fields[0] for fields in listed if len(fields) == 4 and fields[3].startswith(str(self.root) + "/")]
+            nodes = set()
+            for name in ours:
+                with contextlib.suppress(OSError):
+                    found = os.stat(name)
+                    nodes.add((f"{os.major(found.st_dev)}:{os.minor(found.st_dev)}", str(found.st_ino)))
+            over = [fields[0] for fields in listed if len(fields) >= 3 and (fields[1], fields[2]) in nodes]
+            for name in (*over, *ours):
+                subprocess.run(["losetup", "--detach", name], capture_output=True, check=False)
 
     def _save_host_state(self) -> None:
         saved = {}
@@ -517,6 +529,17 @@ class K8sLab(LabRoot):
                     if chain.startswith("KUBE-") and chain not in before:
                         subprocess.run(["iptables", "-t", table, "-F", chain], capture_output=True, check=False)
                         subprocess.run(["iptables", "-t", table, "-X", chain], capture_output=True, check=False)
+
+
+def _unix_socket_answers(path: Path) -> bool:
+    """Whether something accepts connections on the unix socket at ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
 
 
 def _check_built(path: Path, build: str) -> None:
