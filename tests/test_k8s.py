@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,11 @@ from helpers import inside, run_cli, write_plan
 from storbench.execute.k8s_manifests import (
     BLOCK_DEVICE,
     POD_SCRIPT,
+    NodeView,
     claim_manifest,
     claim_names,
+    made_again,
+    placement,
     pod_job_binding,
     pod_manifest,
     pod_plans,
@@ -63,6 +67,31 @@ def test_pods_spread_wait_for_a_common_start_and_take_no_plan_text_in_their_scri
     block_container = block["spec"]["containers"][0]  # type: ignore[index]
     assert block_container["volumeDevices"] == [{"name": "data", "devicePath": BLOCK_DEVICE}]
     assert ("filename", BLOCK_DEVICE) in pod_job_binding(pvc_case(volume_mode="Block").target).options
+
+
+def test_client_n_prefers_the_nth_usable_node_in_every_repetition_when_there_are_enough() -> None:
+    nvme = {"disk": "nvme"}
+    nodes = [NodeView("storbench-node-10", nvme), NodeView("storbench-node-2", nvme),
+             NodeView("control-plane", nvme, taints=(("node-role.kubernetes.io/control-plane", "NoSchedule"),)),
+             NodeView("storbench-node-1", nvme, taints=(("node.kubernetes.io/unreachable", "NoExecute"),)),
+             NodeView("cordoned", nvme, unschedulable=True), NodeView("hdd", {"disk": "hdd"}),
+             NodeView("storbench-node-3", nvme, taints=(("dedicated", "PreferNoSchedule"),))]
+    # natural order; a node failed a moment ago (Kubernetes' own taint) keeps its place; a control plane, a
+    # cordoned node and one off the node selector do not count
+    assert placement(nodes, nvme, 3) == ("storbench-node-1", "storbench-node-2", "storbench-node-3")
+    assert placement(nodes, nvme, 5) == ()  # fewer usable nodes than clients: the scheduler spreads them
+    assert placement(nodes, {}, 6) == ()
+    case = pvc_case()
+    plans = pod_plans(case, "run7", 1, placement(nodes, nvme, 3))
+    assert [p.node for p in plans] == ["storbench-node-1", "storbench-node-2", "storbench-node-3"]
+    preferred = pod_manifest(plans[1], case.target, 1, "run7", "rep")["spec"]["affinity"]  # type: ignore[index]
+    assert preferred == {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "preference": {"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["storbench-node-2"]}]}}]}}
+    again = made_again(plans[0], 2)
+    assert (again.node, again.claim, again.client) == ("storbench-node-1", plans[0].claim, 1)
+    assert again.name == f"{plans[0].name}-2"
+    assert "affinity" not in pod_manifest(pod_plans(case, "run7", 1)[0], case.target, 1, "run7", "rep")["spec"]  # type: ignore[operator]
 
 
 def _log(started: float, json_text: str, status: int) -> str:
@@ -175,6 +204,23 @@ def test_a_pod_whose_node_bound_volume_rules_out_every_node_is_said_so_not_waite
         PodResult("p1-2", "n2", "NeverStarted", "", never_ran=True)], 1, job_text="x", started_at_s=0.0,
         finished_at_s=1.0, timeout_s=30)
     assert held.status == Status.OK and held.clients[0].client == "p1@n1", held.error
+    # told where the measured section ended (6 s after the failure), the client's rate spans to it: its silence
+    # counts as a stall's does, not as a client that ran only 4 s
+    spanned = judge_pods(case, [
+        PodResult("p1", "n1", "Deleted", f"STORBENCH-FIO-JSON\n{fio_json}\nSTORBENCH-EXIT 128\n", deleted=True),
+        PodResult("p1-2", "n2", "NeverStarted", "", never_ran=True)], 1, job_text="x", started_at_s=0.0,
+        finished_at_s=1.0, timeout_s=30, measured_end_s=1_800_000_010.0)
+    write = spanned.clients[0].directions[0]
+    assert write.total_ios == 2 * 4000 and write.runtime_ms == 10_000 and write.iops == pytest.approx(800)
+    assert held.clients[0].directions[0].iops == pytest.approx(2000)  # not told: over its own 4 s
+    full_json = _fio_json(10_000, 10_000, 1_800_000_010_000)
+    lost = judge_pods(replace(case, clients=2), [
+        PodResult("p1", "n1", "Lost", f"STORBENCH-FIO-JSON\n{fio_json}\nSTORBENCH-EXIT 0\n", deleted=True),
+        PodResult("p2", "n2", "Succeeded", f"STORBENCH-FIO-JSON\n{full_json}\nSTORBENCH-EXIT 0\n", client=2)], 2,
+        job_text="x", started_at_s=0.0, finished_at_s=1.0, timeout_s=30, measured_end_s=1_800_000_010.0)
+    assert lost.status == Status.OK, lost.error
+    assert [c.directions[0].iops for c in lost.clients] == [pytest.approx(800), pytest.approx(2000)]
+    assert lost.start_skew_s is None  # the lost pod's end (6 s early) is not a start skew
 
 
 def test_a_continued_job_runs_the_time_left_and_size_based_jobs_are_not_continued() -> None:

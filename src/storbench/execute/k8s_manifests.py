@@ -9,8 +9,9 @@ claim as a mounted directory.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from storbench.fio.jobfile import TIMELINE_LOG, JobBinding, timeline_logs
 from storbench.model import Case, PvcTarget
@@ -57,6 +58,39 @@ class PodPlan:
     claim: str
     config_map: str
     client: int = 1  # the client's number, from 1
+    node: str = ""  # the node the pod prefers (`placement`); "" the scheduler's choice
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """What placement reads of a Node: its name, labels, whether it is cordoned, its taints as (key, effect)."""
+
+    name: str
+    labels: Mapping[str, str]
+    unschedulable: bool = False
+    taints: tuple[tuple[str, str], ...] = ()
+
+
+# Taints Kubernetes puts on a node for a while (not ready, unreachable, out of service...): the node still counts
+# for placement, so that client N keeps its node across repetitions while a failed one comes back.
+TRANSIENT_TAINT = "node.kubernetes.io/"
+
+
+def _natural(name: str) -> tuple[object, ...]:
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"([0-9]+)", name))
+
+
+def placement(nodes: Sequence[NodeView], node_selector: Mapping[str, str], clients: int) -> tuple[str, ...]:
+    """The node each client prefers, client 1 first: when the nodes a pod may run on (its node selector's, not
+    cordoned, no taint a fio pod does not tolerate — a control plane's) are at least as many as the clients, client
+    N prefers the N-th of them in natural order of names, so that "client 1" is the same pod place in every
+    repetition (a node failure's figures per client stay one client's); otherwise none (the scheduler spreads)."""
+    usable = sorted((node.name for node in nodes
+                     if all(node.labels.get(key) == value for key, value in node_selector.items())
+                     and not node.unschedulable
+                     and not any(effect in ("NoSchedule", "NoExecute") and not key.startswith(TRANSIENT_TAINT)
+                                 for key, effect in node.taints)), key=_natural)
+    return tuple(usable[:clients]) if clients <= len(usable) else ()
 
 
 def claim_names(target: PvcTarget, clients: int) -> list[str]:
@@ -128,6 +162,10 @@ def pod_manifest(plan: PodPlan, target: PvcTarget, start_at_s: int, run_label: s
     }
     if target.node_selector:
         spec["nodeSelector"] = dict(target.node_selector)
+    if plan.node:  # preferred, not required: a pod made again after its node failed goes elsewhere
+        spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "preference": {"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": [plan.node]}]}}]}}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": plan.name, "labels": labels}, "spec": spec}
 
 
@@ -138,18 +176,20 @@ def pvc_of(case: Case) -> PvcTarget:
     return case.target
 
 
-def pod_plans(case: Case, run_label: str, rep_index: int) -> list[PodPlan]:
+def pod_plans(case: Case, run_label: str, rep_index: int, nodes: Sequence[str] = ()) -> list[PodPlan]:
+    """One pod per client; with ``nodes`` (`placement`), client N prefers the N-th."""
     claims = claim_names(pvc_of(case), case.clients)
     return [PodPlan(name=f"sb-{case.case_id}-{run_label}-r{rep_index}-c{index}",
-                    claim=claims[index - 1], config_map=f"sb-{case.case_id}-{run_label}-c{index}", client=index)
+                    claim=claims[index - 1], config_map=f"sb-{case.case_id}-{run_label}-c{index}", client=index,
+                    node=nodes[index - 1] if len(nodes) >= case.clients else "")
             for index in range(1, case.clients + 1)]
 
 
 def made_again(plan: PodPlan, incarnation: int) -> PodPlan:
     """The pod (and its config map, with the rest of the job) made for a client whose pod was deleted mid-run, its
-    ``incarnation``-th (2, 3, ...): same claim, same client."""
-    return PodPlan(name=f"{plan.name}-{incarnation}", claim=plan.claim, config_map=f"{plan.config_map}-{incarnation}",
-                   client=plan.client)
+    ``incarnation``-th (2, 3, ...): same claim, same client, same preferred node (one that failed is tainted by then:
+    the scheduler places the pod elsewhere)."""
+    return replace(plan, name=f"{plan.name}-{incarnation}", config_map=f"{plan.config_map}-{incarnation}")
 
 
 @dataclass(frozen=True)

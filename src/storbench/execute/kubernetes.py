@@ -25,12 +25,14 @@ from storbench.execute.k8s_manifests import (
     MANAGED_BY,
     RUN_LABEL,
     RUNTIME_VARIABLE,
+    NodeView,
     PodPlan,
     claim_manifest,
     claim_names,
     config_map_manifest,
     made_again,
     made_for_run,
+    placement,
     pod_manifest,
     pod_plans,
     pvc_of,
@@ -43,7 +45,7 @@ from storbench.execute.volume_operations import VolumeOperations
 from storbench.fio.jobfile import JobBinding, continued_job
 from storbench.fio.outcome import client_fault
 from storbench.fio.parse import client_measurement, merge_in_sequence, parse_fio_json
-from storbench.model import Case, ClientMeasurement, RepetitionOutcome, Status, is_volume_operation
+from storbench.model import Case, ClientMeasurement, PvcTarget, RepetitionOutcome, Status, is_volume_operation
 
 POLL_S = 0.25
 SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
@@ -174,8 +176,8 @@ class KubernetesExecutor:
             return VolumeOperations(self.core, self.namespace, self.run_label, self.default_storage_class, case,
                                     rep_index, case.workload.runtime_s).run()
         self.ensure_claims(case)
-        plans = pod_plans(case, self.run_label, rep_index)
         target = pvc_of(case)
+        plans = pod_plans(case, self.run_label, rep_index, self.placement(target, case.clients))
         start_budget = target.start_budget_s
         started = time.time()
         start_at = math.ceil(started + start_budget)
@@ -183,10 +185,10 @@ class KubernetesExecutor:
         results: list[PodResult] = []
         created: list[tuple[str, str]] = []  # (kind, name) made for this repetition, deleted after it
         pods = _Pods(self, target, repetition_label, created)
+        measured_end = start_at + case.workload.ramp_s + case.workload.runtime_s
         try:
             for plan, job_text in zip(plans, job_texts, strict=True):
                 pods.create(plan, job_text, start_at)
-            measured_end = start_at + case.workload.ramp_s + case.workload.runtime_s
             results = self._wait(pods, plans, job_texts, measured_end,
                                  deadline=started + start_budget + timeout_s)
         finally:
@@ -194,7 +196,20 @@ class KubernetesExecutor:
             self._delete(created)
         finished = time.time()
         return judge_pods(case, results, len(plans), job_text=stored_job_text(job_texts), started_at_s=started,
-                          finished_at_s=finished, timeout_s=start_budget + timeout_s)
+                          finished_at_s=finished, timeout_s=start_budget + timeout_s, measured_end_s=measured_end)
+
+    def placement(self, target: PvcTarget, clients: int) -> tuple[str, ...]:
+        """The node each client's pod prefers (`k8s_manifests.placement`); none when the nodes cannot be listed
+        (a user's cluster may not let storbench read them)."""
+        from kubernetes.client.exceptions import ApiException  # start-up time: the client loads only here
+
+        try:
+            listed = self.core.list_node().items  # type: ignore[attr-defined]
+        except ApiException:
+            return ()
+        return placement([NodeView(node.metadata.name, node.metadata.labels or {}, bool(node.spec.unschedulable),
+                                   tuple((taint.key, taint.effect) for taint in node.spec.taints or ()))
+                          for node in listed], dict(target.node_selector), clients)
 
     def _create(self, kind: str, name: str, created: list[tuple[str, str]], creator: Callable[..., object],
                 manifest: dict[str, object]) -> None:
@@ -340,11 +355,13 @@ class _Pods:
 
 
 def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_text: str, started_at_s: float,
-               finished_at_s: float, timeout_s: float) -> RepetitionOutcome:
+               finished_at_s: float, timeout_s: float, measured_end_s: float = 0.0) -> RepetitionOutcome:
     """Pods' logs -> one client measurement per client; a missing, failed or silent pod fails the repetition,
     unless it was deleted while it ran (a fault) and a pod made again went on with its job: a client's pods one
     after the other are one client (`fio.parse.merge_in_sequence`), their timeline logs one log per client
-    (``timeline_iops.1.log.client.2``: fio's name, then the client's)."""
+    (``timeline_iops.1.log.client.2``: fio's name, then the client's). A client whose last pod was ended by a
+    fault with nothing after it (lost with its node, or its successor never ran) did no I/O from then to the
+    measured section's end (``measured_end_s``, epoch s; 0 unknown): its rates span to it."""
     clients: list[ClientMeasurement] = []
     ends_s: list[float] = []
     versions: list[str] = []
@@ -387,9 +404,11 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
                 error = error or fault.describe(f"pod {result.pod}", f" in pod {result.pod}")
         if not parts:
             continue
-        if len(pods) == 1 and parts[0][1] > 0:
+        cut_short = pods[-1].deleted or pods[-1].never_ran
+        if len(pods) == 1 and parts[0][1] > 0 and not cut_short:
             ends_s.append(parts[0][1] / 1000.0)
-        clients.append(merge_in_sequence(parts, ", then ".join(m.client for m, _ in parts)))
+        clients.append(merge_in_sequence(parts, ", then ".join(m.client for m, _ in parts),
+                                         until_ms=round(measured_end_s * 1000) if cut_short else 0))
     if len(by_client) < expected and not error:
         error = f"{expected - len(by_client)} pods missing"
     timed_out = any("watchdog" in r.phase for r in results)

@@ -371,14 +371,18 @@ def merge_clients(clients: Sequence[ClientMeasurement]) -> tuple[DirectionMeasur
     return _merge_by_direction([c.directions for c in clients])
 
 
-def merge_in_sequence(parts: Sequence[tuple[ClientMeasurement, int]], client: str) -> ClientMeasurement:
+def merge_in_sequence(parts: Sequence[tuple[ClientMeasurement, int]], client: str, *,
+                      until_ms: int = 0) -> ClientMeasurement:
     """One client's fio processes that ran one after another (a pod deleted mid-run and made again), each with the
     epoch ms its report was written (fio's ``timestamp_ms``; 0 unknown): I/Os and bytes add up; each direction's
     runtime is the wall-clock span from the first's measured start to the last's end, the gap between them
-    included, so IOPS and bandwidth span the stall as a fault's do; CPU weighted by each one's runtime."""
+    included, so IOPS and bandwidth span the stall as a fault's do; CPU weighted by each one's runtime.
+    ``until_ms`` (epoch ms; 0: none): the measured section's end when the client's last process was ended by a
+    fault and nothing went on after it (its pod lost with its node): the span runs to it, the client's silence
+    up to the end counted as a stall is."""
     if not parts:
         raise ValueError("nothing to merge")
-    if len(parts) == 1:
+    if len(parts) == 1 and not until_ms:
         return replace(parts[0][0], client=client)
     merged: list[DirectionMeasurement] = []
     for direction in Dir:
@@ -387,6 +391,7 @@ def merge_in_sequence(parts: Sequence[tuple[ClientMeasurement, int]], client: st
         if not present:
             continue
         (first, first_end), (_, last_end) = present[0], present[-1]
+        last_end = max(last_end, until_ms) if last_end else 0
         span_ms = (last_end - (first_end - first.runtime_ms) if first_end and last_end
                    else sum(d.runtime_ms for d, _ in present))
         span_ms = max(span_ms, 1)
