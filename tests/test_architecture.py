@@ -36,7 +36,7 @@ PURE_LAYERS: tuple[tuple[str, ...], ...] = (
     # secrets redacted, S3 requests signed, which cases may touch which devices, stamped sectors written and read back
     ("storbench.durability", "storbench.fio.*", "storbench.telemetry.proc", "storbench.telemetry.ceph_counters",
      "storbench.telemetry.prometheus", "storbench.telemetry.digest", "storbench.telemetry.collect",
-     "storbench.telemetry.cluster_state", "storbench.telemetry.k8s_events",
+     "storbench.telemetry.cluster_state", "storbench.telemetry.k8s_events", "storbench.telemetry.kubelet",
      "storbench.lab.ceph_conf", "storbench.lab.nfs_conf", "storbench.lab.hosts_conf",
      "storbench.lab.k8s_conf", "storbench.execute.k8s_manifests", "storbench.execute.k8s_operations",
      "storbench.redact", "storbench.s3sign", "storbench.targets.guards"),
@@ -302,7 +302,7 @@ def test_known_layer_edges_still_break_the_layers() -> None:
 PURE_IN_SHELL_PACKAGES = frozenset({
     "storbench.telemetry.series", "storbench.telemetry.proc", "storbench.telemetry.ceph_counters",
     "storbench.telemetry.prometheus", "storbench.telemetry.digest", "storbench.telemetry.collect",
-     "storbench.telemetry.cluster_state", "storbench.telemetry.k8s_events",
+     "storbench.telemetry.cluster_state", "storbench.telemetry.k8s_events", "storbench.telemetry.kubelet",
     "storbench.lab.ceph_conf", "storbench.lab.nfs_conf", "storbench.lab.hosts_conf",
     "storbench.lab.k8s_conf", "storbench.execute.k8s_manifests", "storbench.execute.k8s_operations",
     "storbench.targets.guards",

@@ -48,10 +48,15 @@ def test_under_driven_when_every_slot_is_busy_and_nothing_saturated() -> None:
                      "0.30 cores)"),
     ({"host_cpu_busy_pct": 76.0, "host_cpu_pressure_pct": CPU_PRESSURE_PCT + 33},
      Bottleneck.CPU, "host CPU 76 % busy, runnable tasks waited for a CPU 63 % of the time"),
-    ({"node_cpu_busy_pct": 97.0, "storage_node": "osd1:9100"}, Bottleneck.CPU, "storage node osd1:9100 CPU 97 %"),
+    ({"node_cpu_busy_pct": 97.0, "storage_node": "osd1:9100"}, Bottleneck.CPU, "node osd1:9100 CPU 97 %"),
+    # a Kubernetes cluster on this host: the host's CPU binds, and the node whose pods use most of it is named
+    ({"host_cpu_busy_pct": 90.0, "node_cpu_busy_pct": 41.0, "storage_node": "storbench-node-1"}, Bottleneck.CPU,
+     "ceph-osd 0.10 cores); busiest node storbench-node-1 CPU 41 %"),
+    ({"node_cpu_busy_pct": 41.0, "storage_node": "storbench-node-2"}, Bottleneck.NOT_SATURATED,
+     "busiest node storbench-node-2 CPU 41 %"),
     ({"device_util_pct": DEVICE_UTIL_PCT + 8, "device_queue_depth": 12.0}, Bottleneck.MEDIA,
      "vda busy 98 % of the time, average queue 12.0"),
-    ({"node_disk_util_pct": 95.0, "storage_node": "osd2:9100"}, Bottleneck.MEDIA, "storage node osd2:9100 busy 95 %"),
+    ({"node_disk_util_pct": 95.0, "storage_node": "osd2:9100"}, Bottleneck.MEDIA, "node osd2:9100 busy 95 %"),
     ({"busiest_interface": "eth0", "interface_util_pct": LINK_UTIL_PCT + 4, "interface_bytes_per_s": 1.1e9},
      Bottleneck.NETWORK, "eth0 at 94 % of its link rate"),
     ({"client_cpu_cores": 2 * 0.97, "jobs": 2}, Bottleneck.CLIENT, "fio uses 0.97 cores per job (2 jobs)"),
@@ -301,7 +306,7 @@ def test_a_capped_curve_names_what_the_storage_itself_reports() -> None:
     evidence = summarize_points(rows)[0].bottleneck.evidence
     assert "capped" in summarize_points(rows)[0].bottleneck.kind
     assert "the OSDs' op latency went 0.20 ms to 20.00 ms (100.0x)" in evidence
-    assert "storage node CPU 20 % to 35 % busy" in evidence
+    assert "node CPU 20 % to 35 % busy" in evidence
 
 
 def test_a_curve_fio_itself_holds_back_is_not_capped_beyond_the_host() -> None:

@@ -288,6 +288,13 @@ def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_ze
     alone = failover_verdict(only_one, None, "x")
     assert "I/O stopped on 1 of 2 clients after client.1 was deleted, the others went on: client.1 for 1.1 s [" in alone
     assert "never stopped" not in alone and "every client" not in alone
+    both = failover_verdict(point([0.0, 0.0, 0.0], action="fail", target="node.1", client_blackouts_s=(
+        ("client.1", estimate([20.0, 21.0, 22.0])), ("client.2", estimate([0.0, 0.0, 3.0])))), None, "x")
+    assert "I/O stopped on 1 of 2 clients after node.1 was powered off, the others went on: client.1" in both
+    apart = failover_verdict(point([0.0, 0.0, 0.0], action="fail", target="node.1", client_blackouts_s=(
+        ("client.1", estimate([20.0, 21.0, 22.0])), ("client.2", estimate([5.0, 6.0, 7.0])))), None, "x")
+    assert "stopped on 2 of 2 clients after node.1 was powered off, never on all of them at once: " in apart
+    assert "the others went on" not in apart
     lost = PointWriteCheck(1, "c", 3, WriteCheck(1024, 4096, 1_064, 0, lost=145, stale=44), 0, ())
     assert "189 of 1,064 acknowledged writes lost or damaged" in failover_verdict(stalled, lost, "x")
     back = failover_verdict(point([4.9, 5.0, 4.9], degraded_pct=None, recovered=3, not_recovered=0), None, "x")

@@ -537,6 +537,17 @@ def test_three_pods_on_rwo_rwx_and_block_claims_leave_nothing_behind(tmp_path: P
     assert str(tmp_path) not in os.popen("losetup --list").read()
 
 
+def _run_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+              plan: str) -> tuple[int, str, str, Path]:
+    """`storbench run` of ``plan`` in ``tmp_path`` on the k8s lab it brings up (never a user's cluster):
+    (exit code, output, errors, the database)."""
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    db = tmp_path / "r.db"
+    with inside(tmp_path):
+        code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, plan)), "--db", str(db))
+    return code, out, err, db
+
+
 DELETE_PLAN = """
 name: k8s-delete
 targets:
@@ -568,10 +579,7 @@ def test_a_deleted_fio_pod_is_made_again_on_its_claim_and_its_time_to_first_io_m
     from storbench.lab.process import pids_with
     from storbench.stats.failover_points import point_failovers
 
-    monkeypatch.delenv("KUBECONFIG", raising=False)
-    db = tmp_path / "r.db"
-    with inside(tmp_path):
-        code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, DELETE_PLAN)), "--db", str(db))
+    code, out, err, db = _run_plan(tmp_path, capsys, monkeypatch, DELETE_PLAN)
     assert code == 0, out + err
     repetitions = stored_repetitions(db)
     assert len(repetitions) == 2 and all(r.status == Status.OK for r in repetitions), [r.error for r in repetitions]
@@ -648,10 +656,7 @@ def test_volume_operations_through_the_csi_sidecars_on_two_nodes_are_timed_and_r
     provision (a pod started and its first I/O done, against a claim bound), nothing left behind."""
     from helpers import stored_repetitions
 
-    monkeypatch.delenv("KUBECONFIG", raising=False)
-    db = tmp_path / "r.db"
-    with inside(tmp_path):
-        code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, CSI_OPS_PLAN)), "--db", str(db))
+    code, out, err, db = _run_plan(tmp_path, capsys, monkeypatch, CSI_OPS_PLAN)
     assert code == 0, out + err
     repetitions = stored_repetitions(db)
     assert len(repetitions) == 12 and all(r.status == Status.OK for r in repetitions), [r.error for r in repetitions]
@@ -685,7 +690,6 @@ targets:
 workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 110s, ramp: 1s, fio: {rate_iops: 200}}
 clients: 2
 repeat: 1
-telemetry: {enabled: false}
 lab:
   k8s: {nodes: 2, block_volumes: 0, csi: true, out_of_service_after: 5s}
 faults:
@@ -707,10 +711,7 @@ def test_a_failed_nodes_pod_comes_back_on_the_other_node_once_the_taint_detaches
     from helpers import stored_repetitions
     from storbench.stats.failover_points import point_failovers
 
-    monkeypatch.delenv("KUBECONFIG", raising=False)
-    db = tmp_path / "r.db"
-    with inside(tmp_path):
-        code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, NODE_FAILURE_TAINT_PLAN)), "--db", str(db))
+    code, out, err, db = _run_plan(tmp_path, capsys, monkeypatch, NODE_FAILURE_TAINT_PLAN)
     assert code == 0, out + err
     (repetition,) = stored_repetitions(db)
     assert repetition.status == Status.OK, repetition.error
@@ -718,8 +719,14 @@ def test_a_failed_nodes_pod_comes_back_on_the_other_node_once_the_taint_detaches
     assert done[:2] == [("fail", False), ("taint", False)], repetition.faults
     assert "powered off" in repetition.faults[0].said and "tainted" in repetition.faults[1].said
     moved = [c.client for c in repetition.clients if ", then " in c.client]
-    assert len(moved) == 1 and moved[0].split(", then ")[0].endswith("@storbench-node-1"), moved
+    assert len(moved) == 1 and moved[0].split(", then ")[0].endswith("-c1@storbench-node-1"), moved  # client 1
     assert moved[0].endswith("@storbench-node-2"), moved
+    stayed = next(c.client for c in repetition.clients if c.client not in moved)
+    assert stayed.endswith("-c2@storbench-node-2"), stayed  # client N prefers node N
+    # both nodes' kubelets read beside fio (node 1 until it failed): the verdict names the busiest node
+    code, shown, _ = run_cli(capsys, "show", "--db", str(db), "--format", "json")
+    (summary,) = json.loads(shown)
+    assert "busiest node storbench-node-" in summary["bottleneck_evidence"], summary["bottleneck_evidence"]
     (point,) = point_failovers([repetition])
     blackouts = sorted(seconds.mean for _, seconds in point.client_blackouts_s)
     assert 20 <= blackouts[-1] <= 100 and blackouts[0] < 5, blackouts
@@ -756,10 +763,7 @@ def test_a_pod_on_node_bound_storage_cannot_follow_its_failed_node_and_storbench
     is whole again afterwards."""
     from helpers import stored_repetitions
 
-    monkeypatch.delenv("KUBECONFIG", raising=False)
-    db = tmp_path / "r.db"
-    with inside(tmp_path):
-        code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, NODE_BOUND_PLAN)), "--db", str(db))
+    code, out, err, db = _run_plan(tmp_path, capsys, monkeypatch, NODE_BOUND_PLAN)
     assert code != 0 and "cannot run anywhere" in " ".join((out + err).split()), out + err  # the run says so
     (repetition,) = stored_repetitions(db)
     assert repetition.status == Status.FAILED, (repetition.status, repetition.error)
@@ -793,6 +797,8 @@ def test_a_table_of_volume_operations_shows_their_times_not_block_io_columns() -
                                for i, t in enumerate((1.0, 9.0, 3.0))])
     codes = {w.code: w.message for w in varied[0].warnings}
     assert codes["wide_interval"].startswith("time +-"), codes  # the times' interval, not a rate's
+    fixes = {w.code: w.fix for w in varied[0].warnings}
+    assert "controllers' queues" in fixes["high_cv"] and "runtime" not in fixes["high_cv"], fixes  # no I/O words
     mixed = summarize_points([observation(rw="randread"), *[observation(case_id="p", rw="provision", repeat=i)
                                                              for i in range(3)]])
     console = Console(record=True, width=400)
@@ -816,10 +822,7 @@ def test_on_the_default_path_a_failed_nodes_pod_is_not_back_within_the_run_and_t
     from helpers import stored_repetitions
     from storbench.stats.failover_points import point_failovers
 
-    monkeypatch.delenv("KUBECONFIG", raising=False)
-    db = tmp_path / "r.db"
-    with inside(tmp_path):
-        code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, NODE_FAILURE_DEFAULT_PLAN)), "--db", str(db))
+    code, out, err, db = _run_plan(tmp_path, capsys, monkeypatch, NODE_FAILURE_DEFAULT_PLAN)
     assert code == 0, out + err
     (repetition,) = stored_repetitions(db)
     assert repetition.status == Status.OK, repetition.error

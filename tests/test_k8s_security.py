@@ -142,6 +142,10 @@ class FakeCore:
     def read_namespace(self, name: str) -> object:
         return self._read(self.namespaces, "read_namespace", name)
 
+    def list_node(self, **_: object) -> object:  # an identity without cluster-wide reads: no preferred nodes
+        self.calls.append(("list_node", ""))
+        raise ApiException(status=403, reason="Forbidden")
+
     def create_namespace(self, manifest: dict[str, object]) -> object:
         return self._create(self.namespaces, "create_namespace", manifest)
 

@@ -257,7 +257,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             timeout_s = watchdog_seconds(item.case, config.timeout_grace)
             fio = FioSetup(version=caps.version, binary=prepared.binding.fio_binary, env=prepared.binding.env)
             if recorder is not None:
-                recorder.start()
+                recorder.start(executor.telemetry(item.case, config.telemetry.interval))
             case = item.case
             checking = _checking_writer(config.check_writes, prepared.check_place, writer=position + 1)
             watch = session.watch(case) if run.faults else None  # the lab's own state, through its settling

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from storbench.fio.jobfile import JobBinding, render_client_jobs, render_job
 from storbench.model import Case, RepetitionOutcome
+from storbench.telemetry.series import TelemetrySource
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,21 @@ class Executor(Protocol):
         outcome is a timeout) and judge what came back."""
         ...
 
+    def telemetry(self, case: Case, interval_s: float) -> TelemetrySource | None:
+        """What the machines ``case``'s clients run on report beside this host's own sampling, every
+        ``interval_s`` (a Kubernetes cluster's nodes); None: nothing more."""
+        ...
+
 
 class StartsAtOnce:
-    """For executors whose fio starts as `run_case` is called: a plan's faults are timed from then."""
+    """For executors whose fio starts as `run_case` is called (a plan's faults are timed from then), on this host
+    or fio servers beside it: this host's sampling is all their telemetry."""
 
     def start_delay_s(self, case: Case) -> float:
         return 0.0
+
+    def telemetry(self, case: Case, interval_s: float) -> TelemetrySource | None:
+        return None
 
 
 def one_job(case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:

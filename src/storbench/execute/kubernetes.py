@@ -39,6 +39,7 @@ from storbench.execute.k8s_manifests import (
     split_pod_log,
     without_logs,
 )
+from storbench.execute.kubelet_stats import KubeletSampler
 from storbench.execute.local import MAX_LOG_CHARS
 from storbench.execute.pod_logs import FOLLOW_END_S, LogFollower
 from storbench.execute.volume_operations import VolumeOperations
@@ -46,6 +47,7 @@ from storbench.fio.jobfile import JobBinding, continued_job
 from storbench.fio.outcome import client_fault
 from storbench.fio.parse import client_measurement, merge_in_sequence, parse_fio_json
 from storbench.model import Case, ClientMeasurement, PvcTarget, RepetitionOutcome, Status, is_volume_operation
+from storbench.telemetry.series import TelemetrySource
 
 POLL_S = 0.25
 SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
@@ -160,6 +162,11 @@ class KubernetesExecutor:
         if is_volume_operation(case.workload.rw):  # no fio job: the operation's manifests are kept as its text
             return ()
         return client_jobs(case, binding, rep_index)
+
+    def telemetry(self, case: Case, interval_s: float) -> TelemetrySource | None:
+        """The cluster's nodes, each kubelet's summary (`execute.kubelet_stats`): so a verdict names the busy
+        node."""
+        return KubeletSampler(self.core, interval_s)
 
     def start_delay_s(self, case: Case) -> float:
         """fio starts in the pods this long after `run_case` is called (they wait for a common start)."""

@@ -100,8 +100,9 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
     if blackout.mean == 0 and own:  # the others went on: each stalled client's own stall
         shown = [(client, seconds) for client, seconds in own if seconds.ci_low is not None and seconds.ci_low > 0]
         listed = "; ".join(f"{client} for {_figure(seconds, ' s', 1)}" for client, seconds in (shown or own))
-        total = len(point.client_blackouts_s)
-        said = (f"I/O stopped on {len(shown or own)} of {total} clients after {what}, the others went on: {listed}"
+        total, stopped = len(point.client_blackouts_s), len(shown or own)
+        others = ", the others went on" if stopped < total else ", never on all of them at once"
+        said = (f"I/O stopped on {stopped} of {total} clients after {what}{others}: {listed}"
                 + ("" if shown else " (not shown to stop every time)"))
     elif blackout.mean == 0:
         said = f"I/O never stopped for a whole window after {what}"

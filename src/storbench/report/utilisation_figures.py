@@ -19,7 +19,7 @@ def utilisation_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         cases.setdefault(p.case_id, p)
     measured = [p for p in cases.values() if p.metric("host_cpu_busy_pct") is not None]
     metrics = (("host_cpu_busy_pct", "host CPU", False), ("disk_busiest_util_pct", "busiest device", True),
-               ("node_cpu_busy_pct", "storage node CPU", False), ("node_disk_util_pct", "storage node disk", True))
+               ("node_cpu_busy_pct", "busiest node CPU", False), ("node_disk_util_pct", "busiest node disk", True))
     figures = []
     lab_keys = [k for k in varying_lab_keys(measured) if k != "lab"]
     for axis in ("bs", "iodepth"):
@@ -53,7 +53,7 @@ def utilisation_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
             x_label=axis_label, y_label="% busy", series=tuple(series),
             x_categories=categories, x_log=axis != "bs", x_tickvals=tickvals, x_ticktext=ticktext,
             section="Utilisation and bottlenecks", y_range=(0.0, 105.0),
-            caption="Solid: CPU busy (all CPUs of the host, or the busiest storage node); dashed: the busiest "
+            caption="Solid: CPU busy (all CPUs of the host, or the busiest node); dashed: the busiest "
             "block device's utilisation. Means over the measured window of each repetition, 95 % CI."))
     return figures
 

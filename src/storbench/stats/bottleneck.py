@@ -4,10 +4,11 @@ Every rule and threshold is stated (and defended) in docs/methodology.md, "Bottl
 
 - client-bound  the fio processes use >= 0.9 cores per job (a job is one process: it cannot use more than
                 one core), or IOPS reach >= 80 % of the client's null-engine ceiling;
-- cpu-bound     this host's CPU, or a storage node's (Prometheus), is >= 80 % busy over the window, or runnable
-                tasks waited for a CPU >= 30 % of the window (Linux PSI, /proc/pressure/cpu "some"), or the
-                lab's OSDs use >= 80 % of their CPU quota (`lab.ceph.osd_cpus`) even with the host idle;
-- media-bound   a block device (here or on a storage node) is busy >= 90 % of the window;
+- cpu-bound     this host's CPU, or a node's (Prometheus; a Kubernetes node's pods, from its kubelet), is >= 80 %
+                busy over the window, or runnable tasks waited for a CPU >= 30 % of the window (Linux PSI,
+                /proc/pressure/cpu "some"), or the lab's OSDs use >= 80 % of their CPU quota
+                (`lab.ceph.osd_cpus`) even with the host idle;
+- media-bound   a block device (here or on a node) is busy >= 90 % of the window;
 - network-bound an interface moves >= 90 % of its link rate (in its busier direction);
 - under-driven  none of the above, and Little's law says every configured I/O slot was occupied
                 (IOPS x mean latency >= 80 % of iodepth x jobs): more depth may raise IOPS (a sweep tells; on a
@@ -99,7 +100,7 @@ class Finding:
     kind: Bottleneck
     pressure: float  # measured value / threshold; >= 1 means the rule fired
     evidence: str
-    resource: str = ""  # what was busy, for a device: "nvme0n1", "a disk of storage node osd1"
+    resource: str = ""  # what was busy, for a device: "nvme0n1", "a disk of node osd1"
 
 
 @dataclass(frozen=True)
@@ -146,9 +147,11 @@ def findings_for(x: BottleneckInputs) -> list[Finding]:
     if max(busy_pressure, wait_pressure) >= 1.0:
         waited = ("" if x.host_cpu_pressure_pct is None else
                   f", runnable tasks waited for a CPU {x.host_cpu_pressure_pct:.0f} % of the time")
+        node = ("" if x.node_cpu_busy_pct is None or not x.storage_node else
+                f"; busiest node {x.storage_node} CPU {x.node_cpu_busy_pct:.0f} %")  # a cluster on this host
         found.append(Finding(Bottleneck.CPU, max(busy_pressure, wait_pressure),
                              f"host CPU {x.host_cpu_busy_pct or 0.0:.0f} % busy{waited}"
-                             f"{_processes_text(x.process_cpu_cores)}"))
+                             f"{_processes_text(x.process_cpu_cores)}{node}"))
     osd_cores = dict(x.process_cpu_cores).get("ceph-osd")
     if x.osd_quota_cores and x.osds and osd_cores is not None:
         per_osd = osd_cores / x.osds
@@ -159,7 +162,7 @@ def findings_for(x: BottleneckInputs) -> list[Finding]:
                                  "quota"))
     if x.node_cpu_busy_pct is not None and x.node_cpu_busy_pct >= HOST_CPU_BUSY_PCT:
         found.append(Finding(Bottleneck.CPU, x.node_cpu_busy_pct / HOST_CPU_BUSY_PCT,
-                             f"storage node {x.storage_node} CPU {x.node_cpu_busy_pct:.0f} % busy"))
+                             f"node {x.storage_node} CPU {x.node_cpu_busy_pct:.0f} % busy"))
     if x.device_util_pct is not None and x.device_util_pct >= DEVICE_UTIL_PCT:
         queue = "" if x.device_queue_depth is None else f", average queue {x.device_queue_depth:.1f}"
         found.append(Finding(Bottleneck.MEDIA, x.device_util_pct / DEVICE_UTIL_PCT,
@@ -167,8 +170,8 @@ def findings_for(x: BottleneckInputs) -> list[Finding]:
                              x.busiest_device))
     if x.node_disk_util_pct is not None and x.node_disk_util_pct >= DEVICE_UTIL_PCT:
         found.append(Finding(Bottleneck.MEDIA, x.node_disk_util_pct / DEVICE_UTIL_PCT,
-                             f"a disk of storage node {x.storage_node} busy {x.node_disk_util_pct:.0f} %",
-                             f"a disk of storage node {x.storage_node}"))
+                             f"a disk of node {x.storage_node} busy {x.node_disk_util_pct:.0f} %",
+                             f"a disk of node {x.storage_node}"))
     if x.interface_util_pct is not None and x.interface_util_pct >= LINK_UTIL_PCT:
         moved = "" if x.interface_bytes_per_s is None else f" ({format_bytes(x.interface_bytes_per_s)}/s)"
         found.append(Finding(Bottleneck.NETWORK, x.interface_util_pct / LINK_UTIL_PCT,
@@ -185,6 +188,8 @@ def _busiest_text(x: BottleneckInputs) -> str:
         parts.append(f"{x.busiest_device} {x.device_util_pct:.0f} %")
     if x.interface_util_pct is not None and x.busiest_interface:
         parts.append(f"{x.busiest_interface} {x.interface_util_pct:.0f} % of link")
+    if x.node_cpu_busy_pct is not None and x.storage_node:  # the busiest node (Prometheus, a cluster's kubelets)
+        parts.append(f"busiest node {x.storage_node} CPU {x.node_cpu_busy_pct:.0f} %")
     if x.client_cpu_cores is not None:
         parts.append(f"fio {x.client_cpu_cores:.2f} cores")
     # the storage side's busiest daemons (ceph-osd, ceph-mds, ceph-fuse, radosgw, ganesha.nfsd)

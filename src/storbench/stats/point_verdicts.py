@@ -57,7 +57,7 @@ def _remote_evidence(points: Sequence[PointSummary], members: Sequence[int]) -> 
         return (first.mean, last.mean) if first is not None and last is not None else None
 
     parts = []
-    for field, what in (("node_cpu_busy_pct", "storage node CPU"), ("node_disk_util_pct", "storage node disks")):
+    for field, what in (("node_cpu_busy_pct", "node CPU"), ("node_disk_util_pct", "node disks")):
         both = ends(field)
         if both is not None:
             parts.append(f"{what} {both[0]:.0f} % to {both[1]:.0f} % busy")

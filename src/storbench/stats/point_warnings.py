@@ -101,10 +101,11 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
     figure = "time" if is_volume_operation(workload.rw) else "IOPS"  # what ``iops`` estimates
     cv_low = cv_lower_bound_pct(iops) if iops else None
     if iops is not None and iops.cv_pct is not None and cv_low is not None and cv_low > CV_LIMIT_PCT:
-        warnings.append(StatWarning(
-            "high_cv", f"CV {iops.cv_pct:.0f} %, at least {cv_low:.0f} %",
-            "steady the points: a longer runtime or ramp, or precondition (more repetitions narrow the interval, "
-            "not the spread)"))
+        steady = ("the time is the cluster's: its controllers' queues and resyncs vary between repetitions; read "
+                  "the interval and the tail" if figure == "time" else
+                  "steady the points: a longer runtime or ramp, or precondition")
+        warnings.append(StatWarning("high_cv", f"CV {iops.cv_pct:.0f} %, at least {cv_low:.0f} %",
+                                    f"{steady} (more repetitions narrow the interval, not the spread)"))
     half = iops.half_width_pct if iops else None
     if iops is not None and half is not None and half > WIDE_INTERVAL_PCT:
         needed = math.ceil(iops.n * (half / WIDE_INTERVAL_PCT) ** 2)

@@ -18,6 +18,7 @@ from storbench.telemetry.series import (
 )
 
 CEPH_OSD_PROCESS = "ceph-osd"
+REMOTE_SOURCES = ("prometheus", "kubelet")  # other machines' figures, each node its own entity
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class InterfaceDigest:
 
 @dataclass(frozen=True)
 class RemoteDigest:
-    """A Prometheus metric of one storage node (entity), mean and max over the window."""
+    """A metric of one node (entity: a Prometheus target, a Kubernetes node), mean and max over the window."""
 
     entity: str
     metric: str
@@ -221,7 +222,7 @@ def digest(telemetry: RepetitionTelemetry) -> TelemetryDigest:
 
     remote = []
     for series in telemetry.series:
-        if series.source == "prometheus":
+        if series.source in REMOTE_SOURCES:
             mean = window_mean(series, start, end)
             peak = window_max(series, start, end)
             if mean is not None and peak is not None:

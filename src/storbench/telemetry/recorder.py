@@ -10,7 +10,7 @@ from storbench.config import TelemetryConfig
 from storbench.model import Case, RepetitionOutcome
 from storbench.telemetry.collect import measured_window, repetition_telemetry
 from storbench.telemetry.prometheus import queries_for
-from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
+from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries, TelemetrySource
 from storbench.telemetry.sources import (
     Sampler,
     ceph_admin_sockets,
@@ -36,16 +36,24 @@ class TelemetryRecorder:
         self.queries = (queries_for(config.prometheus.queries, f"{round(config.prometheus.rate_window * 1000)}ms",
                                     config.prometheus.builtin_queries) if config.prometheus else [])
         self._sampler: Sampler | None = None
+        self._beside: TelemetrySource | None = None
 
-    def start(self) -> None:
+    def start(self, beside: TelemetrySource | None = None) -> None:
+        """Start this host's sampler and ``beside`` (the executor's remote machines, `Executor.telemetry`)."""
         self._sampler = Sampler(self.config.interval, self.config.processes, self.config.pids, self.ceph_sockets)
         self._sampler.start()
+        self._beside = beside
+        if beside is not None:
+            beside.start()
 
     def stop(self) -> None:
         """Stop sampling without recording (fio could not even start)."""
         if self._sampler is not None:
             self._sampler.stop()
             self._sampler = None
+        if self._beside is not None:
+            self._beside.stop()
+            self._beside = None
 
     def finish(self, outcome: RepetitionOutcome, case: Case, ceiling_iops: float | None) -> RepetitionTelemetry:
         assert self._sampler is not None, "finish() without start()"
@@ -54,10 +62,16 @@ class TelemetryRecorder:
         window = measured_window(outcome, case)
         remote: list[TelemetrySeries] = []
         problems = list(readings.problems)
+        if self._beside is not None:
+            beside_series, beside_problems = self._beside.stop()
+            self._beside = None
+            remote.extend(beside_series)
+            problems.extend(beside_problems)
         if self.config.prometheus is not None:
             prometheus = self.config.prometheus
-            remote, failed = fetch_prometheus_series(prometheus.url, self.queries, window[0], window[1],
-                                                     prometheus.step)
+            queried, failed = fetch_prometheus_series(prometheus.url, self.queries, window[0], window[1],
+                                                      prometheus.step)
+            remote.extend(queried)
             problems.extend(failed)
         return repetition_telemetry(window, readings.proc, readings.ceph, remote, ceiling_iops, self.clock_ticks,
                                     {**self.links, **self.link_overrides}, problems)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,16 @@ class RepetitionTelemetry:
     def find(self, source: str, metric: str, entity: str | None = None) -> list[TelemetrySeries]:
         return [s for s in self.series if s.source == source and s.metric == metric and
                 (entity is None or s.entity == entity)]
+
+
+class TelemetrySource(Protocol):
+    """Readings taken beside a repetition by something other than this host's sampler (an executor's remote
+    machines: a Kubernetes cluster's nodes): ``start`` before fio, ``stop`` after it, which returns the series and
+    the problems met (a source that cannot be read is a problem, never a failed repetition)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> tuple[Sequence[TelemetrySeries], Sequence[str]]: ...
 
 
 def in_window(series: TelemetrySeries, start_s: float, end_s: float) -> list[tuple[float, float]]:

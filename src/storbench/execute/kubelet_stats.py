@@ -1,0 +1,60 @@
+"""A Kubernetes cluster's nodes read beside a repetition (shell): every kubelet's summary API through the API
+server (`/api/v1/nodes/NAME/proxy/stats/summary`, the `nodes/proxy` permission), every ``interval_s``, handed as
+text to the pure `telemetry.kubelet`. A node that does not answer (powered off by a fault) is a problem said once,
+never a failed repetition."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from storbench.beside import Beside
+from storbench.telemetry.kubelet import KubeletReading, capacity_cores, kubelet_series, parse_summary
+from storbench.telemetry.series import TelemetrySeries
+
+READ_TIMEOUT_S = 2.0
+
+
+class KubeletSampler(Beside):
+    thread_name = "storbench-kubelets"
+
+    def __init__(self, core: object, interval_s: float) -> None:
+        super().__init__()
+        self.core = core
+        self.interval_s = interval_s
+        self.nodes: dict[str, float] = {}  # name -> capacity in cores
+        self.readings: list[KubeletReading] = []
+        self.problems: dict[str, str] = {}  # node -> its first problem
+
+    def _list_nodes(self) -> None:
+        try:
+            listed = self.core.list_node(_request_timeout=READ_TIMEOUT_S).items  # type: ignore[attr-defined]
+        except Exception as error:  # the API's and the network's errors alike: said, not raised
+            self.problems["nodes"] = f"kubelets: cannot list the nodes: {str(error).splitlines()[0]}"
+            return
+        self.nodes = {node.metadata.name: capacity_cores(str((node.status.capacity or {}).get("cpu", "0")))
+                      for node in listed}
+
+    def _read_once(self) -> None:
+        for name, capacity in self.nodes.items():
+            try:
+                answer = self.core.connect_get_node_proxy_with_path(  # type: ignore[attr-defined]
+                    name, "stats/summary", _preload_content=False, _request_timeout=READ_TIMEOUT_S)
+                self.readings.append(parse_summary(name, capacity, answer.data.decode(errors="replace")))
+            except Exception as error:  # a node powered off, a kubelet restarting: said once per node
+                self.problems.setdefault(name, f"kubelet of {name}: {str(error).splitlines()[0][:200]}")
+
+    def work(self) -> None:
+        while not self.stopping.is_set():
+            self._read_once()
+            self.stopping.wait(self.interval_s)
+
+    def start(self) -> None:
+        self._list_nodes()
+        self._read_once()
+        self.start_beside()
+
+    def stop(self) -> tuple[Sequence[TelemetrySeries], Sequence[str]]:
+        if self.started:
+            self.stop_beside(wait_s=READ_TIMEOUT_S * (len(self.nodes) + 1))
+            self._read_once()
+        return kubelet_series(self.readings), tuple(self.problems.values())
