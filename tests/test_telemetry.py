@@ -436,7 +436,8 @@ def test_osd_op_latency_is_weighted_by_ops_not_by_time() -> None:
     assert d.ceph_op_latency_ns == pytest.approx((1000 * 10e6 + 1000e6) / 1001)
 
 
-def _summary(t: str, pods_cpu_ns: int, rx: int, tx: int, pods: bool = True) -> str:
+def _summary(t: str, pods_cpu_ns: int, rx: int, tx: int, pods: bool = True,
+             pod_rates: tuple[tuple[str, int], ...] = ()) -> str:
     """A kubelet's /stats/summary as Kubernetes 1.33 answers it (trimmed to what storbench reads, plus neighbours)."""
     containers = [{"name": "kubelet", "cpu": {"time": t, "usageNanoCores": 9, "usageCoreNanoSeconds": 5}}]
     if pods:
@@ -449,7 +450,9 @@ def _summary(t: str, pods_cpu_ns: int, rx: int, tx: int, pods: bool = True) -> s
         "network": {"time": t, "name": "eth0", "rxBytes": rx, "txBytes": tx,
                     "interfaces": [{"name": "eth0", "rxBytes": rx, "txBytes": tx},
                                    {"name": "lo", "rxBytes": 10, "txBytes": 10}]}},
-        "pods": []})
+        "pods": [{"podRef": {"name": f"p{i}", "namespace": "n", "uid": f"u{i}"},
+                  "cpu": {"time": when, "usageNanoCores": nanocores, "usageCoreNanoSeconds": 7}}
+                 for i, (when, nanocores) in enumerate(pod_rates)]})
 
 
 def test_kubelet_summaries_give_each_node_its_pods_cpu_and_network_and_name_the_busiest() -> None:
@@ -481,6 +484,13 @@ def test_kubelet_summaries_give_each_node_its_pods_cpu_and_network_and_name_the_
     assert {s.metric: s.values for s in kubelet_series(restarted)}["pods_cpu_cores"] == pytest.approx((0.2,))
     bare = [parse_summary("n", 2.0, _summary(stamp(s), 0, 0, 0, pods=False)) for s in (0, 10)]
     assert {s.metric for s in kubelet_series(bare)} == {"rx_bytes_per_s", "tx_bytes_per_s"}
+    # no QoS cgroups (the lab's kubelets): cAdvisor's own rate of each pod, summed at each new reading
+    rates = [parse_summary("n", 2.0, _summary(stamp(s), 0, 0, 0, pods=False, pod_rates=(
+        (stamp(s), 300_000_000), (stamp(max(s - 2, 0)), 100_000_000)))) for s in (0, 10, 10, 20)]
+    by_metric = {s.metric: s for s in kubelet_series(rates)}
+    assert by_metric["pods_cpu_cores"].values == pytest.approx((0.4, 0.4))  # 0.3 + 0.1 cores, twice, not thrice
+    assert by_metric["cpu_busy_pct"].values == pytest.approx((20.0, 20.0))
+    assert by_metric["cpu_busy_pct"].starts_s == (base, base + 10)
     assert capacity_cores("2") == 2.0 and capacity_cores("1500m") == 1.5 and capacity_cores("lots") == 0.0
     for bad in ("<html>", "[]", '{"pods": []}'):
         with pytest.raises(ValueError, match="storbench-node-3"):

@@ -1,10 +1,12 @@
 """Kubernetes nodes' own figures from each kubelet's summary API (`/stats/summary`), as telemetry series. Pure.
 
-A kubelet reports cumulative counters, each with the time it was read (cAdvisor's housekeeping, every few
-seconds): the CPU its pods used (its `pods` system container: every pod's cgroup on that node together) and the
-bytes its network interfaces moved. Rates come from two readings of a counter with different times, over the
-interval between those times, so a sample read twice between housekeepings adds nothing. Each node is its own
-entity, so a verdict names the busy node; its CPU is a share of the node's own capacity (`status.capacity.cpu`).
+A kubelet reports counters, each with the time cAdvisor read it (its housekeeping, every few seconds): the CPU its
+pods used and the bytes its network interfaces moved. Rates come from two readings of a cumulative counter with
+different times, over the interval between those times, so a summary read twice between housekeepings adds nothing.
+The pods' CPU is the kubelet's `pods` system container (every pod's cgroup on the node together) where it has one;
+a kubelet without the QoS cgroup hierarchy (`cgroupsPerQOS: false`, as storbench's lab runs) has none, and then it
+is the sum of cAdvisor's own rate of each pod (`usageNanoCores`) at each new reading. Each node is its own entity, so
+a verdict names the busy node; its CPU is a share of the node's own capacity (`status.capacity.cpu`).
 """
 
 from __future__ import annotations
@@ -30,13 +32,15 @@ class Counter(NamedTuple):
 
 @dataclass(frozen=True)
 class KubeletReading:
-    """One node's summary: its pods' CPU (core-nanoseconds) and its interfaces' bytes received and sent."""
+    """One node's summary: its pods' CPU (core-nanoseconds, cumulative; else the pods' own rates summed, in
+    nanocores, at the latest of their times) and its interfaces' bytes received and sent."""
 
     node: str
     capacity_cores: float
     pods_cpu_ns: Counter | None
     rx_bytes: Counter | None
     tx_bytes: Counter | None
+    pods_nanocores: Counter | None = None
 
 
 def _epoch_s(text: object) -> float | None:
@@ -83,7 +87,34 @@ def parse_summary(node: str, capacity_cores: float, text: str) -> KubeletReading
     pods = next((c for c in containers if isinstance(c, dict) and c.get("name") == PODS_CONTAINER), None)
     network = summary.get("network")
     return KubeletReading(node, capacity_cores, _counter((pods or {}).get("cpu"), "usageCoreNanoSeconds"),
-                          _interfaces_total(network, "rxBytes"), _interfaces_total(network, "txBytes"))
+                          _interfaces_total(network, "rxBytes"), _interfaces_total(network, "txBytes"),
+                          _pods_rate(document.get("pods")))
+
+
+def _pods_rate(pods: object) -> Counter | None:
+    """Every pod's CPU rate as cAdvisor last computed it, summed, at the latest of their times."""
+    if not isinstance(pods, list):
+        return None
+    rates = [c for pod in pods if isinstance(pod, dict) and (c := _counter(pod.get("cpu"), "usageNanoCores"))]
+    return Counter(max(c.t_s for c in rates), sum(c.value for c in rates)) if rates else None
+
+
+def _gauge(readings: Sequence[Counter], scale: float) -> tuple[tuple[float, ...], tuple[float, ...],
+                                                                tuple[float, ...]]:
+    """(starts, times, values x scale) of a rate the kubelet computed, each new reading covering the time since the
+    one before it (the first only marks the start)."""
+    starts: list[float] = []
+    times: list[float] = []
+    values: list[float] = []
+    previous: float | None = None
+    for reading in sorted(readings, key=lambda c: c.t_s):
+        if previous is not None and reading.t_s > previous:
+            starts.append(previous)
+            times.append(reading.t_s)
+            values.append(scale * reading.value)
+        if previous is None or reading.t_s > previous:
+            previous = reading.t_s
+    return tuple(starts), tuple(times), tuple(values)
 
 
 def _rates(counters: Sequence[Counter], scale: float) -> tuple[tuple[float, ...], tuple[float, ...],
@@ -111,14 +142,16 @@ def kubelet_series(readings: Sequence[KubeletReading]) -> list[TelemetrySeries]:
     for node in sorted({r.node for r in readings}):
         mine = [r for r in readings if r.node == node]
         capacity = max((r.capacity_cores for r in mine), default=0.0)
-        cpu = [r.pods_cpu_ns for r in mine if r.pods_cpu_ns is not None]
-        wanted = [("pods_cpu_cores", cpu, 1e-9)]
+        cumulative = [r.pods_cpu_ns for r in mine if r.pods_cpu_ns is not None]
+        rated = [r.pods_nanocores for r in mine if r.pods_nanocores is not None]
+        cpu = _rates if cumulative else _gauge
+        wanted = [("pods_cpu_cores", cpu, cumulative or rated, 1e-9)]
         if capacity > 0:
-            wanted.append(("cpu_busy_pct", cpu, 100e-9 / capacity))
-        wanted += [("rx_bytes_per_s", [r.rx_bytes for r in mine if r.rx_bytes is not None], 1.0),
-                   ("tx_bytes_per_s", [r.tx_bytes for r in mine if r.tx_bytes is not None], 1.0)]
-        for metric, counters, scale in wanted:
-            starts, times, values = _rates(counters, scale)
+            wanted.append(("cpu_busy_pct", cpu, cumulative or rated, 100e-9 / capacity))
+        wanted += [("rx_bytes_per_s", _rates, [r.rx_bytes for r in mine if r.rx_bytes is not None], 1.0),
+                   ("tx_bytes_per_s", _rates, [r.tx_bytes for r in mine if r.tx_bytes is not None], 1.0)]
+        for metric, rate, counters, scale in wanted:
+            starts, times, values = rate(counters, scale)
             if values:
                 series.append(TelemetrySeries(SOURCE, node, metric, starts, times, values))
     return series
