@@ -436,61 +436,37 @@ def test_osd_op_latency_is_weighted_by_ops_not_by_time() -> None:
     assert d.ceph_op_latency_ns == pytest.approx((1000 * 10e6 + 1000e6) / 1001)
 
 
-def _summary(t: str, pods_cpu_ns: int, rx: int, tx: int, pods: bool = True,
-             pod_rates: tuple[tuple[str, int], ...] = ()) -> str:
-    """A kubelet's /stats/summary as Kubernetes 1.33 answers it (trimmed to what storbench reads, plus neighbours)."""
-    containers = [{"name": "kubelet", "cpu": {"time": t, "usageNanoCores": 9, "usageCoreNanoSeconds": 5}}]
-    if pods:
-        containers.append({"name": "pods", "startTime": "2026-11-28T05:00:00Z",
-                           "cpu": {"time": t, "usageNanoCores": 1, "usageCoreNanoSeconds": pods_cpu_ns},
-                           "memory": {"time": t, "workingSetBytes": 1 << 20}})
-    return json.dumps({"node": {
-        "nodeName": "storbench-node-1", "systemContainers": containers,
-        "cpu": {"time": t, "usageNanoCores": 3, "usageCoreNanoSeconds": 10 ** 15},  # the whole machine's: not read
-        "network": {"time": t, "name": "eth0", "rxBytes": rx, "txBytes": tx,
-                    "interfaces": [{"name": "eth0", "rxBytes": rx, "txBytes": tx},
-                                   {"name": "lo", "rxBytes": 10, "txBytes": 10}]}},
-        "pods": [{"podRef": {"name": f"p{i}", "namespace": "n", "uid": f"u{i}"},
-                  "cpu": {"time": when, "usageNanoCores": nanocores, "usageCoreNanoSeconds": 7}}
-                 for i, (when, nanocores) in enumerate(pod_rates)]})
-
-
-def test_kubelet_summaries_give_each_node_its_pods_cpu_and_network_and_name_the_busiest() -> None:
-    """Rates come from two readings of a counter at different kubelet times (a summary read twice between two
-    housekeepings adds nothing); each node is its own entity, so the digest's busiest node is a node's name."""
+def test_kubelet_summaries_give_each_node_its_pods_cpu_and_name_the_busiest() -> None:
+    """A real summary (Kubernetes 1.33's kubelet in the lab, one busy pod): a node's CPU is its pods' rates summed
+    (not the node's or the `pods` container's, the whole machine's on the lab), each new reading covering the time
+    since the one before (a summary read twice between housekeepings adds nothing); each node is its own entity,
+    so the digest's busiest node is a node's name."""
     from storbench.telemetry.kubelet import capacity_cores, kubelet_series, parse_summary
 
-    base = 1_795_000_000
+    real = json.loads((FIXTURES / "kubelet-summary-only-cpu-and-memory.json").read_text())
+    reading = parse_summary("storbench-node-2", 2.0, json.dumps(real))
+    assert reading.pods_nanocores == real["pods"][0]["cpu"]["usageNanoCores"]  # not the machine's node.cpu
+    assert real["node"]["systemContainers"][0]["cpu"]["usageNanoCores"] != reading.pods_nanocores
 
-    def stamp(seconds: int) -> str:
-        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(base + seconds))
-    node1 = [parse_summary("storbench-node-1", 2.0, _summary(stamp(s), int(ns), rx, rx // 2))
-             for s, ns, rx in ((0, 0, 0), (10, 8e9, 1_000_000), (10, 8e9, 1_000_000), (20, 16e9, 2_000_000))]
-    node2 = [parse_summary("storbench-node-2", 2.0, _summary(stamp(s), int(ns), 0, 0))
-             for s, ns in ((0, 0), (10, 2e9), (20, 4e9))]
-    series = kubelet_series([*node1, *node2])
+    def summary(seconds: int, *pods: tuple[int, int]) -> str:  # pods: (seconds of their time, nanocores)
+        return json.dumps({**real, "pods": [
+            {**real["pods"][0], "cpu": {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(base + t)),
+                                        "usageNanoCores": n}} for t, n in pods]})
+
+    base = 1_795_000_000
+    node1 = [parse_summary("storbench-node-1", 2.0, summary(s, (s, 600_000_000), (max(s - 2, 0), 200_000_000)))
+             for s in (0, 10, 10, 20)]
+    node2 = [parse_summary("storbench-node-2", 2.0, summary(s, (s, 100_000_000))) for s in (0, 10, 20)]
+    idle = [parse_summary("storbench-node-3", 2.0, summary(s)) for s in (0, 10, 20)]  # no pods: no figures
+    series = kubelet_series([*node1, *node2, *idle])
     one = {s.metric: s for s in series if s.entity == "storbench-node-1"}
-    assert one["pods_cpu_cores"].values == pytest.approx((0.8, 0.8))  # 8 core-seconds over 10 s; the repeat adds none
+    assert one["pods_cpu_cores"].values == pytest.approx((0.8, 0.8))  # 0.6 + 0.2 cores, twice: the repeat adds none
     assert one["cpu_busy_pct"].values == pytest.approx((40.0, 40.0))  # of the node's 2 cores
-    assert one["rx_bytes_per_s"].values == pytest.approx((100_000.0, 100_000.0))  # every interface; lo's stay
     assert one["cpu_busy_pct"].starts_s == (base, base + 10) and one["cpu_busy_pct"].times_s == (base + 10, base + 20)
-    window = RepetitionTelemetry(base, base + 20, tuple(series))
-    d = digest(window)
+    assert {s.entity for s in series} == {"storbench-node-1", "storbench-node-2"}
+    d = digest(RepetitionTelemetry(base, base + 20, tuple(series)))
     busiest = d.remote_max("cpu_busy_pct")
     assert busiest is not None and (busiest.entity, round(busiest.mean)) == ("storbench-node-1", 40)
-    # a kubelet restarted (its counter went back) starts over; without the pods container there is no CPU series
-    restarted = [parse_summary("n", 2.0, _summary(stamp(s), int(ns), 0, 0))
-                 for s, ns in ((0, 5e9), (5, 1e9), (10, 2e9))]
-    assert {s.metric: s.values for s in kubelet_series(restarted)}["pods_cpu_cores"] == pytest.approx((0.2,))
-    bare = [parse_summary("n", 2.0, _summary(stamp(s), 0, 0, 0, pods=False)) for s in (0, 10)]
-    assert {s.metric for s in kubelet_series(bare)} == {"rx_bytes_per_s", "tx_bytes_per_s"}
-    # no QoS cgroups (the lab's kubelets): cAdvisor's own rate of each pod, summed at each new reading
-    rates = [parse_summary("n", 2.0, _summary(stamp(s), 0, 0, 0, pods=False, pod_rates=(
-        (stamp(s), 300_000_000), (stamp(max(s - 2, 0)), 100_000_000)))) for s in (0, 10, 10, 20)]
-    by_metric = {s.metric: s for s in kubelet_series(rates)}
-    assert by_metric["pods_cpu_cores"].values == pytest.approx((0.4, 0.4))  # 0.3 + 0.1 cores, twice, not thrice
-    assert by_metric["cpu_busy_pct"].values == pytest.approx((20.0, 20.0))
-    assert by_metric["cpu_busy_pct"].starts_s == (base, base + 10)
     assert capacity_cores("2") == 2.0 and capacity_cores("1500m") == 1.5 and capacity_cores("lots") == 0.0
     for bad in ("<html>", "[]", '{"pods": []}'):
         with pytest.raises(ValueError, match="storbench-node-3"):

@@ -1,7 +1,7 @@
 """A Kubernetes cluster's nodes read beside a repetition (shell): every kubelet's summary API through the API
-server (`/api/v1/nodes/NAME/proxy/stats/summary`, the `nodes/proxy` permission), every ``interval_s``, handed as
-text to the pure `telemetry.kubelet`. A node that does not answer (powered off by a fault) is a problem said once,
-never a failed repetition."""
+server (`/api/v1/nodes/NAME/proxy/stats/summary?only_cpu_and_memory=true`, the `nodes/proxy` permission), every
+``interval_s``, handed as text to the pure `telemetry.kubelet`. A node that does not answer (powered off by a fault)
+is a problem said once, never a failed repetition."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from storbench.telemetry.kubelet import KubeletReading, capacity_cores, kubelet_
 from storbench.telemetry.series import TelemetrySeries
 
 READ_TIMEOUT_S = 2.0
+SUMMARY_PATH = "/api/v1/nodes/{name}/proxy/stats/summary"  # the node's name: a path parameter the client quotes
 
 
 class KubeletSampler(Beside):
@@ -37,8 +38,14 @@ class KubeletSampler(Beside):
     def _read_once(self) -> None:
         for name, capacity in self.nodes.items():
             try:
-                answer = self.core.connect_get_node_proxy_with_path(  # type: ignore[attr-defined]
-                    name, "stats/summary", _preload_content=False, _request_timeout=READ_TIMEOUT_S)
+                api = self.core.api_client  # type: ignore[attr-defined]
+                request = api.param_serialize(method="GET", resource_path=SUMMARY_PATH, path_params={"name": name},
+                                              query_params=[("only_cpu_and_memory", "true")],
+                                              auth_settings=["BearerToken"])
+                answer = api.call_api(*request, _request_timeout=READ_TIMEOUT_S)
+                if answer.status != 200:
+                    raise OSError(f"HTTP {answer.status}")
+                answer.read()
                 self.readings.append(parse_summary(name, capacity, answer.data.decode(errors="replace")))
             except Exception as error:  # a node powered off, a kubelet restarting: said once per node
                 self.problems.setdefault(name, f"kubelet of {name}: {str(error).splitlines()[0][:200]}")

@@ -1,12 +1,13 @@
-"""Kubernetes nodes' own figures from each kubelet's summary API (`/stats/summary`), as telemetry series. Pure.
+"""Kubernetes nodes' own figures from each kubelet's summary API (`/stats/summary?only_cpu_and_memory=true`), as
+telemetry series. Pure.
 
-A kubelet reports counters, each with the time cAdvisor read it (its housekeeping, every few seconds): the CPU its
-pods used and the bytes its network interfaces moved. Rates come from two readings of a cumulative counter with
-different times, over the interval between those times, so a summary read twice between housekeepings adds nothing.
-The pods' CPU is the kubelet's `pods` system container (every pod's cgroup on the node together) where it has one;
-a kubelet without the QoS cgroup hierarchy (`cgroupsPerQOS: false`, as storbench's lab runs) has none, and then it
-is the sum of cAdvisor's own rate of each pod (`usageNanoCores`) at each new reading. Each node is its own entity, so
-a verdict names the busy node; its CPU is a share of the node's own capacity (`status.capacity.cpu`).
+A node's CPU here is what its pods use: the sum over the node's pods of cAdvisor's rate of each (`usageNanoCores`,
+computed over its housekeeping interval, every few seconds), taken at each new reading: a summary read twice
+between two housekeepings adds nothing. Not the node's own total (`node.cpu`), nor the kubelet's `pods` system
+container: on nodes that share one machine, as storbench's lab's do (no QoS cgroup hierarchy, one cgroup root),
+both are the whole machine's. Each node is its own entity, so a verdict names the busy node; its CPU is also a share
+of the node's own capacity (`status.capacity.cpu`). The lighter summary is asked for (no filesystem or network
+figures): the full one fails where cAdvisor cannot read the root filesystem's device, as in a VM.
 """
 
 from __future__ import annotations
@@ -15,32 +16,21 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
 
 from storbench.telemetry.series import TelemetrySeries
 
 SOURCE = "kubelet"
-PODS_CONTAINER = "pods"  # the kubelet's system container holding every pod's cgroup
-
-
-class Counter(NamedTuple):
-    """A cumulative counter as the kubelet read it: at ``t_s`` (epoch s), ``value``."""
-
-    t_s: float
-    value: float
 
 
 @dataclass(frozen=True)
 class KubeletReading:
-    """One node's summary: its pods' CPU (core-nanoseconds, cumulative; else the pods' own rates summed, in
-    nanocores, at the latest of their times) and its interfaces' bytes received and sent."""
+    """One node's summary: at ``t_s`` (the latest of its pods' times, epoch s), its pods' CPU in nanocores (None:
+    no pod with CPU figures)."""
 
     node: str
     capacity_cores: float
-    pods_cpu_ns: Counter | None
-    rx_bytes: Counter | None
-    tx_bytes: Counter | None
-    pods_nanocores: Counter | None = None
+    t_s: float
+    pods_nanocores: float | None
 
 
 def _epoch_s(text: object) -> float | None:
@@ -52,26 +42,15 @@ def _epoch_s(text: object) -> float | None:
         return None
 
 
-def _counter(stats: object, key: str) -> Counter | None:
-    if not isinstance(stats, dict):
+def _pod_rate(pod: object) -> tuple[float, float] | None:
+    """(time, nanocores) of one pod's CPU, None without them."""
+    cpu = pod.get("cpu") if isinstance(pod, dict) else None
+    if not isinstance(cpu, dict):
         return None
-    t_s, value = _epoch_s(stats.get("time")), stats.get(key)
+    t_s, value = _epoch_s(cpu.get("time")), cpu.get("usageNanoCores")
     if t_s is None or not isinstance(value, int | float) or isinstance(value, bool):
         return None
-    return Counter(t_s, float(value))
-
-
-def _interfaces_total(network: object, key: str) -> Counter | None:
-    """Bytes over every interface of the node (its own network namespace's), at the network reading's time."""
-    if not isinstance(network, dict):
-        return None
-    t_s = _epoch_s(network.get("time"))
-    interfaces = network.get("interfaces")
-    if t_s is None or not isinstance(interfaces, list):
-        return None
-    values = [i.get(key) for i in interfaces if isinstance(i, dict)]
-    numbers = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
-    return Counter(t_s, sum(numbers)) if numbers else None
+    return t_s, float(value)
 
 
 def parse_summary(node: str, capacity_cores: float, text: str) -> KubeletReading:
@@ -82,78 +61,37 @@ def parse_summary(node: str, capacity_cores: float, text: str) -> KubeletReading
         raise ValueError(f"node {node}: the kubelet's summary is not JSON: {error}") from None
     if not isinstance(document, dict) or not isinstance(document.get("node"), dict):
         raise ValueError(f"node {node}: the kubelet's answer has no node summary")
-    summary = document["node"]
-    containers = summary.get("systemContainers") or []
-    pods = next((c for c in containers if isinstance(c, dict) and c.get("name") == PODS_CONTAINER), None)
-    network = summary.get("network")
-    return KubeletReading(node, capacity_cores, _counter((pods or {}).get("cpu"), "usageCoreNanoSeconds"),
-                          _interfaces_total(network, "rxBytes"), _interfaces_total(network, "txBytes"),
-                          _pods_rate(document.get("pods")))
-
-
-def _pods_rate(pods: object) -> Counter | None:
-    """Every pod's CPU rate as cAdvisor last computed it, summed, at the latest of their times."""
-    if not isinstance(pods, list):
-        return None
-    rates = [c for pod in pods if isinstance(pod, dict) and (c := _counter(pod.get("cpu"), "usageNanoCores"))]
-    return Counter(max(c.t_s for c in rates), sum(c.value for c in rates)) if rates else None
-
-
-def _gauge(readings: Sequence[Counter], scale: float) -> tuple[tuple[float, ...], tuple[float, ...],
-                                                                tuple[float, ...]]:
-    """(starts, times, values x scale) of a rate the kubelet computed, each new reading covering the time since the
-    one before it (the first only marks the start)."""
-    starts: list[float] = []
-    times: list[float] = []
-    values: list[float] = []
-    previous: float | None = None
-    for reading in sorted(readings, key=lambda c: c.t_s):
-        if previous is not None and reading.t_s > previous:
-            starts.append(previous)
-            times.append(reading.t_s)
-            values.append(scale * reading.value)
-        if previous is None or reading.t_s > previous:
-            previous = reading.t_s
-    return tuple(starts), tuple(times), tuple(values)
-
-
-def _rates(counters: Sequence[Counter], scale: float) -> tuple[tuple[float, ...], tuple[float, ...],
-                                                                 tuple[float, ...]]:
-    """(starts, times, rates x scale) between successive readings of a different time; a counter that went
-    back (a restarted kubelet) starts over."""
-    starts: list[float] = []
-    times: list[float] = []
-    values: list[float] = []
-    previous: Counter | None = None
-    for counter in sorted(counters, key=lambda c: c.t_s):
-        if previous is not None and counter.t_s > previous.t_s and counter.value >= previous.value:
-            starts.append(previous.t_s)
-            times.append(counter.t_s)
-            values.append(scale * (counter.value - previous.value) / (counter.t_s - previous.t_s))
-        if previous is None or counter.t_s > previous.t_s:
-            previous = counter
-    return tuple(starts), tuple(times), tuple(values)
+    pods = document.get("pods")
+    rates = [rate for pod in pods if (rate := _pod_rate(pod)) is not None] if isinstance(pods, list) else []
+    if not rates:
+        return KubeletReading(node, capacity_cores, 0.0, None)
+    return KubeletReading(node, capacity_cores, max(t for t, _ in rates), sum(v for _, v in rates))
 
 
 def kubelet_series(readings: Sequence[KubeletReading]) -> list[TelemetrySeries]:
-    """Per node: ``cpu_busy_pct`` (its pods' CPU, % of its capacity), ``pods_cpu_cores``, ``rx_bytes_per_s`` and
-    ``tx_bytes_per_s``; a node with fewer than two readings of a counter has no series of it."""
+    """Per node: ``pods_cpu_cores`` and ``cpu_busy_pct`` (% of its capacity), each new reading covering the time
+    since the one before it (the first only marks the start); a node with fewer than two has none."""
     series: list[TelemetrySeries] = []
     for node in sorted({r.node for r in readings}):
-        mine = [r for r in readings if r.node == node]
-        capacity = max((r.capacity_cores for r in mine), default=0.0)
-        cumulative = [r.pods_cpu_ns for r in mine if r.pods_cpu_ns is not None]
-        rated = [r.pods_nanocores for r in mine if r.pods_nanocores is not None]
-        cpu = _rates if cumulative else _gauge
-        wanted = [("pods_cpu_cores", cpu, cumulative or rated, 1e-9)]
+        mine = sorted((r for r in readings if r.node == node and r.pods_nanocores is not None), key=lambda r: r.t_s)
+        capacity = max((r.capacity_cores for r in readings if r.node == node), default=0.0)
+        starts: list[float] = []
+        times: list[float] = []
+        cores: list[float] = []
+        previous: float | None = None
+        for reading in mine:
+            if previous is not None and reading.t_s > previous:
+                starts.append(previous)
+                times.append(reading.t_s)
+                cores.append((reading.pods_nanocores or 0.0) / 1e9)
+            if previous is None or reading.t_s > previous:
+                previous = reading.t_s
+        if not cores:
+            continue
+        series.append(TelemetrySeries(SOURCE, node, "pods_cpu_cores", tuple(starts), tuple(times), tuple(cores)))
         if capacity > 0:
-            wanted.append(("cpu_busy_pct", cpu, cumulative or rated, 100e-9 / capacity))
-        wanted += [("rx_bytes_per_s", _rates, [r.rx_bytes for r in mine if r.rx_bytes is not None], 1.0),
-                   ("tx_bytes_per_s", _rates, [r.tx_bytes for r in mine if r.tx_bytes is not None], 1.0)]
-        for metric, rate, counters, scale in wanted:
-            starts, times, values = rate(counters, scale)
-            if values:
-                series.append(TelemetrySeries(SOURCE, node, metric, starts, times, values))
+            series.append(TelemetrySeries(SOURCE, node, "cpu_busy_pct", tuple(starts), tuple(times),
+                                          tuple(100.0 * c / capacity for c in cores)))
     return series
 
 
