@@ -26,7 +26,7 @@ from storbench.execute.k8s_manifests import (
     pod_plans,
     split_pod_log,
 )
-from storbench.execute.kubernetes import PodResult, judge_pods
+from storbench.execute.pod_results import PodResult, judge_pods
 from storbench.model import Case, PvcTarget, Status, WorkloadPoint
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -174,7 +174,7 @@ def test_a_pod_whose_node_bound_volume_rules_out_every_node_is_said_so_not_waite
     gone); storbench says so, and the repetition fails with that reason rather than a watchdog's."""
     from types import SimpleNamespace
 
-    from storbench.execute.kubernetes import bound_elsewhere
+    from storbench.execute.pod_results import bound_elsewhere
 
     message = ("0/2 nodes are available: 1 node(s) didn't match PersistentVolume's node affinity, 1 node(s) had "
                "untolerated taint {node.kubernetes.io/out-of-service: nodeshutdown}.")  # Kubernetes 1.33's words

@@ -32,10 +32,16 @@ from typing import IO
 
 from storbench.execute.base import PLAIN_FIO, FioSetup, StartsAtOnce, client_jobs, stored_job_text
 from storbench.execute.jobdirs import job_dir
-from storbench.execute.local import MAX_LOG_CHARS
 from storbench.execute.supervisor import FioProcessResult, supervise
 from storbench.fio.barrier import CachedFiles, cached_files, with_start_barrier
-from storbench.fio.jobfile import S3_KEY_ENV, S3_KEY_ID_ENV, JobBinding, is_safe_job_value, timeline_logs
+from storbench.fio.jobfile import (
+    MAX_LOG_CHARS,
+    S3_KEY_ENV,
+    S3_KEY_ID_ENV,
+    JobBinding,
+    is_safe_job_value,
+    timeline_logs,
+)
 from storbench.fio.outcome import barrier_arrivals_s, judge_clients_repetition
 from storbench.model import Case, RepetitionOutcome
 

@@ -16,7 +16,6 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from storbench.errors import UserError
 from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_text
@@ -36,17 +35,13 @@ from storbench.execute.k8s_manifests import (
     pod_manifest,
     pod_plans,
     pvc_of,
-    split_pod_log,
-    without_logs,
 )
 from storbench.execute.kubelet_stats import KubeletSampler
-from storbench.execute.local import MAX_LOG_CHARS
 from storbench.execute.pod_logs import FOLLOW_END_S, LogFollower
+from storbench.execute.pod_results import PodResult, bound_elsewhere, judge_pods
 from storbench.execute.volume_operations import VolumeOperations
 from storbench.fio.jobfile import JobBinding, continued_job
-from storbench.fio.outcome import client_fault
-from storbench.fio.parse import client_measurement, merge_in_sequence, parse_fio_json
-from storbench.model import Case, ClientMeasurement, PvcTarget, RepetitionOutcome, Status, is_volume_operation
+from storbench.model import Case, PvcTarget, RepetitionOutcome, is_volume_operation
 from storbench.telemetry.series import TelemetrySource
 
 POLL_S = 0.25
@@ -57,18 +52,6 @@ LOG_READ_TIMEOUT_S = 10.0  # a pod's log read at the end of a repetition
 MAX_INCARNATIONS = 4  # at most this many pods a client per repetition (its first and those made again)
 NEVER_RAN_S = 5.0  # a pod made again still pending this long after the measured section: it never ran in it
 LOST_S = 5.0  # a pod whose script printed its end and that the API shows running this long after: lost with its node
-
-
-@dataclass(frozen=True)
-class PodResult:
-    pod: str
-    node: str
-    phase: str
-    log: str
-    client: int = 1  # the client's number, from 1
-    deleted: bool = False  # deleted while it ran (a fault): a pod made again went on with its job
-    why: str = ""  # why a pod never ran (it cannot be scheduled: its volume is bound to a node it cannot run on)
-    never_ran: bool = False  # made again after a deletion, still pending when the measured section ended
 
 
 def core_api(kubeconfig: str | None) -> object:
@@ -359,97 +342,6 @@ class _Pods:
     def stop_following(self) -> None:
         for follower in self.followers.values():
             follower.stop()
-
-
-def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_text: str, started_at_s: float,
-               finished_at_s: float, timeout_s: float, measured_end_s: float = 0.0) -> RepetitionOutcome:
-    """Pods' logs -> one client measurement per client; a missing, failed or silent pod fails the repetition,
-    unless it was deleted while it ran (a fault) and a pod made again went on with its job: a client's pods one
-    after the other are one client (`fio.parse.merge_in_sequence`), their timeline logs one log per client
-    (``timeline_iops.1.log.client.2``: fio's name, then the client's). A client whose last pod was ended by a
-    fault with nothing after it (lost with its node, or its successor never ran) did no I/O from then to the
-    measured section's end (``measured_end_s``, epoch s; 0 unknown): its rates span to it."""
-    clients: list[ClientMeasurement] = []
-    ends_s: list[float] = []
-    versions: list[str] = []
-    logs: dict[str, str] = {}
-    error = ""
-    by_client: dict[int, list[PodResult]] = {}
-    for result in results:
-        by_client.setdefault(result.client, []).append(result)
-    for client, pods in sorted(by_client.items()):
-        parts: list[tuple[ClientMeasurement, int]] = []
-        for result in pods:
-            if result.never_ran:  # the client never came back within the measured section: its timeline says so
-                continue
-            said = split_pod_log(result.log)
-            for name, text in said.logs:  # at most MAX_LOG_CHARS a log, as fio's own on this machine
-                logs[f"{name}.client.{client}"] = (logs.get(f"{name}.client.{client}", "") + text)[:MAX_LOG_CHARS]
-            problem = ""
-            if result.why:
-                problem = (f"pod {result.pod} cannot run anywhere: {result.why} (node-bound storage: the pod cannot "
-                           "move to another node)")
-            elif not said.json_text.strip():
-                problem = f"pod {result.pod} ({result.phase}) returned no fio output"
-            else:
-                try:
-                    output = parse_fio_json(said.json_text)
-                except ValueError as exc:
-                    problem = f"pod {result.pod}: fio output unreadable: {exc}"
-            if problem:
-                error = error or ("" if result.deleted else problem)
-                continue
-            measurement = client_measurement(output, f"{result.pod}@{result.node}" if result.node else result.pod)
-            parts.append((measurement, output.timestamp_ms))
-            versions.append(output.fio_version)
-            if result.deleted:  # ended by its deletion: its I/O until then counts, its exit does not
-                continue
-            fault = client_fault(measurement, case.workload.rw)
-            if said.exit_status not in (0, None) or result.phase != "Succeeded":
-                error = error or f"pod {result.pod} {result.phase}, fio exit status {said.exit_status}"
-            elif fault:
-                error = error or fault.describe(f"pod {result.pod}", f" in pod {result.pod}")
-        if not parts:
-            continue
-        cut_short = pods[-1].deleted or pods[-1].never_ran
-        if len(pods) == 1 and parts[0][1] > 0 and not cut_short:
-            ends_s.append(parts[0][1] / 1000.0)
-        clients.append(merge_in_sequence(parts, ", then ".join(m.client for m, _ in parts),
-                                         until_ms=round(measured_end_s * 1000) if cut_short else 0))
-    if len(by_client) < expected and not error:
-        error = f"{expected - len(by_client)} pods missing"
-    timed_out = any("watchdog" in r.phase for r in results)
-    status = Status.TIMEOUT if timed_out else Status.FAILED if error else Status.OK
-    if timed_out:
-        error = f"watchdog: pods did not finish within {timeout_s:g}s ({error or 'still running'})"
-    return RepetitionOutcome(
-        status=status, started_at_s=started_at_s, finished_at_s=finished_at_s, job_text=job_text,
-        command=("kubernetes", *[r.pod for r in results]), fio_version=versions[0] if versions else "",
-        raw_output="\n".join(f"### pod {r.pod} on {r.node} ({r.phase})\n{without_logs(r.log)}" for r in results),
-        stderr_tail="",
-        error=error, clients=tuple(clients),
-        # time-based jobs all run ramp + runtime: the spread of their end times (fio's timestamp_ms, on each
-        # node's clock) is the spread of their starts, to the millisecond (the pods' shell clock has seconds);
-        # a client whose pod was made again ends at its own time, so only clients with one pod count
-        start_skew_s=(max(ends_s) - min(ends_s)) if len(ends_s) >= 2 else None,
-        logs=tuple(sorted(logs.items())))
-
-
-# what the scheduler says when a node-bound volume rules a node out (Kubernetes 1.33; earlier versions)
-NODE_AFFINITY_CONFLICT = ("didn't match PersistentVolume's node affinity", "volume node affinity conflict")
-
-
-def bound_elsewhere(pod: object) -> str | None:
-    """Why a pending pod can never be scheduled while its volume stays where it is — the scheduler's message when
-    a node-bound volume (a local PersistentVolume, a zonal disk) rules out every node it could run on — or None."""
-    status = getattr(pod, "status", None)
-    if getattr(status, "phase", None) != "Pending":
-        return None
-    for condition in getattr(status, "conditions", None) or []:
-        if (condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable"
-                and any(words in (condition.message or "") for words in NODE_AFFINITY_CONFLICT)):
-            return str(condition.message)
-    return None
 
 
 def cleanup(kubeconfig: str | None) -> list[str]:

@@ -10,12 +10,9 @@ from pathlib import Path
 from storbench.execute.base import PLAIN_FIO, FioSetup, StartsAtOnce, one_job
 from storbench.execute.jobdirs import job_dir
 from storbench.execute.supervisor import FioProcessResult, supervise
-from storbench.fio.jobfile import JobBinding, fio_command, timeline_logs
+from storbench.fio.jobfile import MAX_LOG_CHARS, JobBinding, fio_command, timeline_logs
 from storbench.fio.outcome import judge_repetition
 from storbench.model import Case, RepetitionOutcome
-
-# what storbench reads of one timeline log: a 10-minute repetition in 100 ms windows is about 200 kB
-MAX_LOG_CHARS = 16 << 20
 
 
 class LocalExecutor(StartsAtOnce):

@@ -216,6 +216,8 @@ def _object_lines(case: Case) -> list[str]:
 # fio's per-window logs of a repetition with a timeline, in fio's working directory: <name>_iops.<job>.log (each
 # window's IOPS) and <name>_clat.<job>.log (each window's longest completion latency), one per numjobs clone
 TIMELINE_LOG = "timeline"
+# what storbench reads of one timeline log: a 10-minute repetition in 100 ms windows is about 200 kB
+MAX_LOG_CHARS = 16 << 20
 
 
 def timeline_lines(window_ms: int) -> list[str]:
