@@ -7,17 +7,15 @@ iptables chain it made, restores the sysctls the kubelet changes, and deletes th
 
 The lab directory is root's and 0700 (lab.labdir); etcd answers only TLS clients with a certificate from the
 lab's CA (k8s_conf.etcd_command). `down` kills the daemons it recorded when it started them, and the containerd
-shims that serve this lab's containerd sockets (see _shims): never a process picked by its command line alone.
+shims that serve this lab's containerd sockets (`lab.k8s_host.shims`): never a process picked by its command line
+alone. What the lab does to the machine outside its daemons (loop devices, sysctls, iptables chains, namespaces,
+mounts) is `lab.k8s_host`'s.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import re
-import shutil
-import socket
 import ssl
 import subprocess
 import time
@@ -29,11 +27,9 @@ from pathlib import Path
 import yaml
 
 from storbench.errors import UserError
-from storbench.execute.supervisor import process_dirs
 from storbench.lab.base import status_line
 from storbench.lab.k8s_conf import (
     APISERVER_PORT,
-    BRIDGE,
     CSI_BINARIES,
     CSI_DRIVER,
     CSI_STORAGE_CLASS,
@@ -42,7 +38,6 @@ from storbench.lab.k8s_conf import (
     NODE_ADDRESS,
     NODE_TAINT_OUT_OF_SERVICE,
     PAUSE_IMAGE,
-    POD_BRIDGE,
     STORAGE_CLASS,
     LabNode,
     block_pv_manifest,
@@ -61,8 +56,19 @@ from storbench.lab.k8s_conf import (
     network_batch,
     node_commands,
     openssl_commands,
-    shim_of,
     storage_class_manifest,
+)
+from storbench.lab.k8s_host import (
+    delete_network,
+    detach_loop_devices,
+    kill_containers,
+    loop_device,
+    restore_host_state,
+    save_host_state,
+    shims,
+    signal_containers,
+    unix_socket_answers,
+    unmount_all,
 )
 from storbench.lab.k8s_images import fio_image, pause_image
 from storbench.lab.labdir import (
@@ -72,7 +78,7 @@ from storbench.lab.labdir import (
     port_open,
     require_tools,
 )
-from storbench.lab.process import alive, kill_all, start_daemon
+from storbench.lab.process import kill_all, start_daemon
 from storbench.shell import run
 from storbench.trusted_files import trusted_program
 
@@ -83,9 +89,6 @@ KUBERNETES_VERSION = "1.33.13"
 API_DROP = ("-p", "tcp", "-d", NODE_ADDRESS, "--dport", str(APISERVER_PORT), "-j", "DROP")
 FIO_REPORT_S = 5.0  # how long a failing node's fio gets to stop and print what it did
 LOG_DRAIN_S = 1.0  # then how long the API server's log streams get to pass on its last lines
-# Sysctls the kubelet sets on start (protectKernelDefaults: false); `down` puts the old values back.
-KUBELET_SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
-                   "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward")
 
 
 def binaries_dir() -> Path:
@@ -160,7 +163,7 @@ class K8sLab(LabRoot):
             for directory in ("containerd", "cni", "kubelet", "kubelet-pki", "pod-logs", "cni-addresses"):
                 (Path(node.dir(str(self.root))) / directory).mkdir(parents=True, exist_ok=True)
         try:
-            self._save_host_state()
+            save_host_state(self.root)
             self._certificates(members)
             self._configs(members)
             self._network(members)
@@ -183,7 +186,7 @@ class K8sLab(LabRoot):
             self._apply(storage_class_manifest(), "/apis/storage.k8s.io/v1/storageclasses")
             self._apply(block_storage_class_manifest(), "/apis/storage.k8s.io/v1/storageclasses")
             for index in range(1, block_volumes + 1):
-                device = self._loop_device(index, block_size_bytes)
+                device = loop_device(self.root, index, block_size_bytes)
                 self._apply(block_pv_manifest(f"storbench-block-{index}", device, block_size_bytes,
                                               members[(index - 1) % len(members)]),
                             "/api/v1/persistentvolumes")
@@ -207,7 +210,7 @@ class K8sLab(LabRoot):
             self._start(f"csi-node-{node.index}", csi_node_command(str(self.root), str(csi_dir()), node))
         self._socket(node).unlink(missing_ok=True)  # a killed containerd's: the kubelet must find the new one
         self._start(f"containerd-{node.index}", commands[f"containerd-{node.index}"])
-        self._wait(lambda: _unix_socket_answers(self._socket(node)), f"containerd of {node.name}", 30)
+        self._wait(lambda: unix_socket_answers(self._socket(node)), f"containerd of {node.name}", 30)
         for path in images or []:
             run(["ctr", "-a", str(self._socket(node)), "-n", "k8s.io", "images", "import", "--snapshotter", "native",
                  str(path)], timeout_s=120)
@@ -244,44 +247,6 @@ class K8sLab(LabRoot):
     def _socket(self, node: LabNode) -> Path:
         return Path(node.dir(str(self.root))) / "containerd" / "containerd.sock"
 
-    def _loop_device(self, index: int, size_bytes: int) -> str:
-        backing = self.root / "block" / f"volume-{index}.img"
-        backing.parent.mkdir(parents=True, exist_ok=True)
-        with open(backing, "wb") as handle:
-            handle.truncate(size_bytes)
-        return run(["losetup", "--find", "--show", str(backing)], timeout_s=30).strip()
-
-    def _detach_loop_devices(self) -> None:
-        """Detach the lab's loop devices (backed by files in its directory) and, first, the loop devices the
-        kubelet put over them to map a Block volume into a pod (backed by their device node): a node killed with
-        its pods never unmapped them, and they would hold the lab's open."""
-        if not shutil.which("losetup"):
-            return
-        with contextlib.suppress(UserError):
-            listed = [line.split(None, 3) for line in run(
-                ["losetup", "--list", "--noheadings", "--output", "NAME,BACK-MAJ:MIN,BACK-INO,BACK-FILE"],
-                timeout_s=30).splitlines()]
-            ours = [fields[0] for fields in listed if len(fields) == 4 and fields[3].startswith(str(self.root) + "/")]
-            nodes = set()
-            for name in ours:
-                with contextlib.suppress(OSError):
-                    found = os.stat(name)
-                    nodes.add((f"{os.major(found.st_dev)}:{os.minor(found.st_dev)}", str(found.st_ino)))
-            over = [fields[0] for fields in listed if len(fields) >= 3 and (fields[1], fields[2]) in nodes]
-            for name in (*over, *ours):
-                subprocess.run(["losetup", "--detach", name], capture_output=True, check=False)
-
-    def _save_host_state(self) -> None:
-        saved = {}
-        for name in KUBELET_SYSCTLS:
-            with contextlib.suppress(OSError):
-                saved[name] = Path(f"/proc/sys/{name}").read_text().strip()
-        chains = []
-        if shutil.which("iptables-save"):
-            with contextlib.suppress(UserError):
-                chains = [line for line in run(["iptables-save"], timeout_s=30).splitlines() if line.startswith(":")]
-        (self.root / "host-state.json").write_text(json.dumps({"sysctls": saved, "chains": chains}))
-
     def _certificates(self, nodes: tuple[LabNode, ...]) -> None:
         for name, text in certificate_extensions(nodes).items():
             (self.pki / name).write_text(text)
@@ -309,7 +274,7 @@ class K8sLab(LabRoot):
                 str(self.pki / f"kubelet-{node.index}.key")))
 
     def _network(self, nodes: tuple[LabNode, ...]) -> None:
-        self._delete_network()
+        delete_network()
         run(["ip", "-batch", "-"], input_text=network_batch(nodes), timeout_s=30)
         for node in nodes:
             run(["ip", "-n", node.namespace, "-batch", "-"], input_text=inner_batch(node), timeout_s=30)
@@ -357,12 +322,12 @@ class K8sLab(LabRoot):
         enter = node.enter()
         run([*enter, "iptables", "-w", "-I", "OUTPUT", *API_DROP], timeout_s=30)
         socket_path = self._socket(node)
-        stopped = self._signal_containers(socket_path, "SIGTERM", wait_s=FIO_REPORT_S)
+        stopped = signal_containers(socket_path, "SIGTERM", wait_s=FIO_REPORT_S)
         time.sleep(LOG_DRAIN_S)  # the pods' last lines reach the API server's log streams
-        self._kill_containers(socket_path)
+        kill_containers(socket_path)
         names = {f"kubelet-{node.index}", f"containerd-{node.index}", f"csi-node-{node.index}"}
         kill_daemons([d for d in self.dir.daemons() if d.name in names])
-        kill_all(_shims(str(socket_path)))
+        kill_all(shims(str(socket_path)))
         run(["ip", "link", "set", node.host_veth, "down"], timeout_s=30)
         return f"{node.name} powered off ({stopped} container(s) stopped, kubelet and containerd killed, link cut)"
 
@@ -398,22 +363,6 @@ class K8sLab(LabRoot):
         """Whether the node's link is down (failed and not restored)."""
         links = run(["ip", "-o", "link", "show", node.host_veth], timeout_s=30)
         return "state DOWN" in links or ",UP" not in links.split(">")[0]
-
-    def _signal_containers(self, address: Path, signal_name: str, *, wait_s: float) -> int:
-        """Send a signal to every running container of a node's containerd; wait until they have stopped (or
-        ``wait_s``). How many were signalled."""
-        listed = run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "ls"], timeout_s=30).splitlines()[1:]
-        running = [line.split()[0] for line in listed if line.split()[-1:] == ["RUNNING"]]
-        for task in running:
-            subprocess.run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "kill", "-s", signal_name, task],
-                           capture_output=True, check=False)
-        deadline = time.time() + wait_s
-        while time.time() < deadline:
-            listed = run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "ls"], timeout_s=30).splitlines()[1:]
-            if not any(line.split()[0] in running and line.split()[-1] == "RUNNING" for line in listed):
-                break
-            time.sleep(0.1)
-        return len(running)
 
     # -----------------------------------------------------------------------------------------------------------
     # API (the admin client certificate; the kubernetes client is for the executor)
@@ -459,88 +408,19 @@ class K8sLab(LabRoot):
             return
         sockets = sorted(self.root.glob("nodes/*/containerd/containerd.sock"))
         for address in sockets:
-            self._kill_containers(address)
+            kill_containers(address)
         daemons = self.dir.daemons()
         kill_daemons([d for d in daemons if d.name.startswith("kubelet")])
         for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver"):
             kill_daemons([d for d in daemons if d.name == name])
         kill_daemons(daemons)  # containerd, etcd
         for address in sockets:
-            kill_all(_shims(str(address)))
-        self._unmount_all()
-        self._detach_loop_devices()
-        self._delete_network()
-        self._restore_host_state()
+            kill_all(shims(str(address)))
+        unmount_all(self.root)
+        detach_loop_devices(self.root)
+        delete_network()
+        restore_host_state(self.root)
         self.dir.remove()
-
-    @staticmethod
-    def _kill_containers(address: Path) -> None:
-        """SIGKILL every container a node's containerd runs (while it answers)."""
-        if not address.exists() or not shutil.which("ctr"):
-            return
-        with contextlib.suppress(UserError):
-            tasks = run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "ls", "-q"], timeout_s=30).split()
-            for task in tasks:
-                with contextlib.suppress(UserError):
-                    run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", task],
-                        timeout_s=30)
-
-    def _unmount_all(self) -> None:
-        for _ in range(3):
-            mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()
-                      if line.split()[1].startswith(str(self.root) + "/")]
-            if not mounts:
-                return
-            for mount in sorted(mounts, key=len, reverse=True):
-                subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
-
-    def _delete_network(self) -> None:
-        for path in Path("/var/run/netns").glob("cni-*") if Path("/var/run/netns").exists() else []:
-            subprocess.run(["ip", "netns", "delete", path.name], capture_output=True, check=False)
-        for path in Path("/var/run/netns").glob("sbk8s-node-*") if Path("/var/run/netns").exists() else []:
-            subprocess.run(["ip", "netns", "delete", path.name], capture_output=True, check=False)
-        links = run(["ip", "-o", "link", "show"], timeout_s=30) if shutil.which("ip") else ""
-        # a node's link goes with its namespace, but only once the kernel has torn that down (later, on its own
-        # time): deleted here, with its peer, at once
-        veths = sorted(set(re.findall(r" (sbk8s-v[0-9]+)@", links)))
-        for link in (*veths, POD_BRIDGE, BRIDGE):
-            if f" {link}:" in links or f" {link}@" in links:
-                subprocess.run(["ip", "link", "delete", link], capture_output=True, check=False)
-
-    def _restore_host_state(self) -> None:
-        try:
-            state = json.loads((self.root / "host-state.json").read_text())
-        except (OSError, ValueError):
-            return
-        for name, value in state.get("sysctls", {}).items():
-            with contextlib.suppress(OSError):
-                Path(f"/proc/sys/{name}").write_text(value)
-        if not shutil.which("iptables-save"):
-            return
-        before = {line.split()[0][1:] for line in state.get("chains", [])}
-        with contextlib.suppress(UserError):
-            current = run(["iptables-save"], timeout_s=30)
-            table = "filter"
-            for line in current.splitlines():
-                if line.startswith("*"):
-                    table = line[1:]
-                elif line.startswith(":"):
-                    chain = line.split()[0][1:]
-                    if chain.startswith("KUBE-") and chain not in before:
-                        subprocess.run(["iptables", "-t", table, "-F", chain], capture_output=True, check=False)
-                        subprocess.run(["iptables", "-t", table, "-X", chain], capture_output=True, check=False)
-
-
-def _unix_socket_answers(path: Path) -> bool:
-    """Whether something accepts connections on the unix socket at ``path``."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(1.0)
-        try:
-            probe.connect(str(path))
-        except OSError:
-            return False
-    return True
-
 
 def _check_built(path: Path, build: str) -> None:
     if not path.exists():
@@ -554,19 +434,3 @@ def _nodes_words(nodes: tuple[LabNode, ...]) -> str:
     return f"{len(nodes)} nodes ({', '.join(f'{n.name} {n.address}' for n in nodes)})"
 
 
-def _shims(socket_path: str) -> list[int]:
-    """The shims of this lab's containerd (they daemonise away from it, so they were never recorded). The
-    socket lives in the lab's 0700 directory; only root runs a root-owned shim, and the executable is read
-    from /proc/PID/exe, which a process cannot choose by naming itself."""
-    euid = os.geteuid()
-    found = []
-    for entry in process_dirs():
-        try:
-            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
-            exe_name = os.path.basename(os.readlink(entry / "exe"))
-            uid = entry.stat().st_uid
-        except OSError:
-            continue
-        if shim_of(argv, exe_name, uid, socket_path, euid) and alive(int(entry.name)):
-            found.append(int(entry.name))
-    return found

@@ -1,0 +1,173 @@
+"""What the Kubernetes lab does to this machine outside its own daemons (shell): the loop devices of its local
+volumes, the sysctls and iptables chains the kubelet changes (saved at `up`, put back at `down`), the node namespaces
+and links, the mounts under its directory, and a node's containers and containerd shims (signalled, killed). Used by
+`lab.k8s.K8sLab` to bring a lab up, fail a node and tear it all down."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from storbench.errors import UserError
+from storbench.execute.supervisor import process_dirs
+from storbench.lab.k8s_conf import BRIDGE, POD_BRIDGE, shim_of
+from storbench.lab.process import alive
+from storbench.shell import run
+
+# Sysctls the kubelet sets on start (protectKernelDefaults: false); `down` puts the old values back.
+KUBELET_SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
+                   "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward")
+
+
+def loop_device(root: Path, index: int, size_bytes: int) -> str:
+    backing = root / "block" / f"volume-{index}.img"
+    backing.parent.mkdir(parents=True, exist_ok=True)
+    with open(backing, "wb") as handle:
+        handle.truncate(size_bytes)
+    return run(["losetup", "--find", "--show", str(backing)], timeout_s=30).strip()
+
+
+def detach_loop_devices(root: Path) -> None:
+    """Detach the lab's loop devices (backed by files in its directory) and, first, the loop devices the
+    kubelet put over them to map a Block volume into a pod (backed by their device node): a node killed with
+    its pods never unmapped them, and they would hold the lab's open."""
+    if not shutil.which("losetup"):
+        return
+    with contextlib.suppress(UserError):
+        listed = [line.split(None, 3) for line in run(
+            ["losetup", "--list", "--noheadings", "--output", "NAME,BACK-MAJ:MIN,BACK-INO,BACK-FILE"],
+            timeout_s=30).splitlines()]
+        ours = [fields[0] for fields in listed if len(fields) == 4 and fields[3].startswith(str(root) + "/")]
+        nodes = set()
+        for name in ours:
+            with contextlib.suppress(OSError):
+                found = os.stat(name)
+                nodes.add((f"{os.major(found.st_dev)}:{os.minor(found.st_dev)}", str(found.st_ino)))
+        over = [fields[0] for fields in listed if len(fields) >= 3 and (fields[1], fields[2]) in nodes]
+        for name in (*over, *ours):
+            subprocess.run(["losetup", "--detach", name], capture_output=True, check=False)
+
+
+def save_host_state(root: Path) -> None:
+    saved = {}
+    for name in KUBELET_SYSCTLS:
+        with contextlib.suppress(OSError):
+            saved[name] = Path(f"/proc/sys/{name}").read_text().strip()
+    chains = []
+    if shutil.which("iptables-save"):
+        with contextlib.suppress(UserError):
+            chains = [line for line in run(["iptables-save"], timeout_s=30).splitlines() if line.startswith(":")]
+    (root / "host-state.json").write_text(json.dumps({"sysctls": saved, "chains": chains}))
+
+
+def restore_host_state(root: Path) -> None:
+    try:
+        state = json.loads((root / "host-state.json").read_text())
+    except (OSError, ValueError):
+        return
+    for name, value in state.get("sysctls", {}).items():
+        with contextlib.suppress(OSError):
+            Path(f"/proc/sys/{name}").write_text(value)
+    if not shutil.which("iptables-save"):
+        return
+    before = {line.split()[0][1:] for line in state.get("chains", [])}
+    with contextlib.suppress(UserError):
+        current = run(["iptables-save"], timeout_s=30)
+        table = "filter"
+        for line in current.splitlines():
+            if line.startswith("*"):
+                table = line[1:]
+            elif line.startswith(":"):
+                chain = line.split()[0][1:]
+                if chain.startswith("KUBE-") and chain not in before:
+                    subprocess.run(["iptables", "-t", table, "-F", chain], capture_output=True, check=False)
+                    subprocess.run(["iptables", "-t", table, "-X", chain], capture_output=True, check=False)
+
+
+def signal_containers(address: Path, signal_name: str, *, wait_s: float) -> int:
+    """Send a signal to every running container of a node's containerd; wait until they have stopped (or
+    ``wait_s``). How many were signalled."""
+    listed = run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "ls"], timeout_s=30).splitlines()[1:]
+    running = [line.split()[0] for line in listed if line.split()[-1:] == ["RUNNING"]]
+    for task in running:
+        subprocess.run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "kill", "-s", signal_name, task],
+                       capture_output=True, check=False)
+    deadline = time.time() + wait_s
+    while time.time() < deadline:
+        listed = run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "ls"], timeout_s=30).splitlines()[1:]
+        if not any(line.split()[0] in running and line.split()[-1] == "RUNNING" for line in listed):
+            break
+        time.sleep(0.1)
+    return len(running)
+
+
+def kill_containers(address: Path) -> None:
+    """SIGKILL every container a node's containerd runs (while it answers)."""
+    if not address.exists() or not shutil.which("ctr"):
+        return
+    with contextlib.suppress(UserError):
+        tasks = run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "ls", "-q"], timeout_s=30).split()
+        for task in tasks:
+            with contextlib.suppress(UserError):
+                run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", task],
+                    timeout_s=30)
+
+
+def unmount_all(root: Path) -> None:
+    for _ in range(3):
+        mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()
+                  if line.split()[1].startswith(str(root) + "/")]
+        if not mounts:
+            return
+        for mount in sorted(mounts, key=len, reverse=True):
+            subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+
+
+def delete_network() -> None:
+    for path in Path("/var/run/netns").glob("cni-*") if Path("/var/run/netns").exists() else []:
+        subprocess.run(["ip", "netns", "delete", path.name], capture_output=True, check=False)
+    for path in Path("/var/run/netns").glob("sbk8s-node-*") if Path("/var/run/netns").exists() else []:
+        subprocess.run(["ip", "netns", "delete", path.name], capture_output=True, check=False)
+    links = run(["ip", "-o", "link", "show"], timeout_s=30) if shutil.which("ip") else ""
+    # a node's link goes with its namespace, but only once the kernel has torn that down (later, on its own
+    # time): deleted here, with its peer, at once
+    veths = sorted(set(re.findall(r" (sbk8s-v[0-9]+)@", links)))
+    for link in (*veths, POD_BRIDGE, BRIDGE):
+        if f" {link}:" in links or f" {link}@" in links:
+            subprocess.run(["ip", "link", "delete", link], capture_output=True, check=False)
+
+
+def shims(socket_path: str) -> list[int]:
+    """The shims of this lab's containerd (they daemonise away from it, so they were never recorded). The
+    socket lives in the lab's 0700 directory; only root runs a root-owned shim, and the executable is read
+    from /proc/PID/exe, which a process cannot choose by naming itself."""
+    euid = os.geteuid()
+    found = []
+    for entry in process_dirs():
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            exe_name = os.path.basename(os.readlink(entry / "exe"))
+            uid = entry.stat().st_uid
+        except OSError:
+            continue
+        if shim_of(argv, exe_name, uid, socket_path, euid) and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def unix_socket_answers(path: Path) -> bool:
+    """Whether something accepts connections on the unix socket at ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
