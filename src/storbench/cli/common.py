@@ -50,7 +50,7 @@ def _read_plan(path: str) -> LoadedPlan:
     try:
         text = Path(path).read_text()
     except FileNotFoundError:
-        raise UserError(f"plan file {path} does not exist", hint="see examples/quickstart.yaml") from None
+        raise UserError(f"plan file {path} does not exist", hint="storbench example quickstart shows one") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read plan file {path}: {exc}") from None
     return load_plan_text(text, path)

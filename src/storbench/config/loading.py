@@ -285,7 +285,7 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
         raise UserError(f"not a YAML text: {exc}".splitlines()[0], where=f"{source_name}:1",
                         hint="a plan is a UTF-8 YAML file") from None
     if root is None:
-        raise UserError("the plan is empty", where=f"{source_name}:1", hint="see examples/quickstart.yaml")
+        raise UserError("the plan is empty", where=f"{source_name}:1", hint="storbench example quickstart shows one")
     lines: dict[KeyPath, int] = {}
     _key_lines(root, (), lines, source_name)
     source = PlanSource(path=source_name, text=text, lines=lines)
@@ -303,7 +303,7 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
         raise UserError(
             "a plan must be a mapping of keys (name, targets, workload, ...)",
             where=f"{source_name}:1",
-            hint="see examples/quickstart.yaml",
+            hint="storbench example quickstart shows one",
         )
     for key in data:
         if not isinstance(key, str):
