@@ -56,3 +56,21 @@ def test_program_help_names_every_lab(capsys: pytest.CaptureFixture[str]) -> Non
     help_text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
     named = help_text.split("storbench lab ", 1)[1].split()[0].split("|")
     assert sorted(named) == labs
+
+
+def test_version_names_storbench_the_fio_a_run_would_use_and_python(capsys: pytest.CaptureFixture[str],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import platform
+    import shutil
+
+    from storbench import __version__
+
+    fio = shutil.which("fio")
+    if fio is not None:
+        assert main(["--version"]) == 0
+        said = capsys.readouterr().out.strip()
+        assert said.startswith(f"storbench {__version__}; fio-") and f"({fio})" in said
+        assert said.endswith(f"; Python {platform.python_version()}")
+    monkeypatch.setenv("STORBENCH_FIO", "/nonexistent/fio")
+    assert main(["--version"]) == 0
+    assert "fio not found ('/nonexistent/fio')" in capsys.readouterr().out

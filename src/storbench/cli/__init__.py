@@ -27,12 +27,34 @@ from storbench.errors import UserError
 __all__ = ["_write_output", "build_parser", "main"]
 
 
+def version_line() -> str:
+    """storbench's version, the fio a run would use ($STORBENCH_FIO or fio on PATH) with its own version, and the
+    Python it runs on: what a bug report needs."""
+    import platform
+
+    from storbench.execute.fio_binary import find_fio, fio_version
+
+    try:
+        binary = find_fio()
+        fio = f"{fio_version(binary)} ({binary})"
+    except UserError as exc:
+        fio = exc.message
+    return f"storbench {__version__}; {fio}; Python {platform.python_version()}"
+
+
+class _Version(argparse.Action):
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(version_line())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="storbench",
         description="Declarative, reproducible, statistically honest storage benchmarks on real fio.",
     )
-    parser.add_argument("--version", action="version", version=f"storbench {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show storbench's version, the fio it would run (and its version) and the Python")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     run.add_commands(sub)
     results.add_commands(sub)

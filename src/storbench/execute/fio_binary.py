@@ -29,15 +29,19 @@ def _ask(binary: str, *args: str) -> str:
     return done.stdout
 
 
-def fio_capabilities(binary: str, engines: tuple[str, ...] = ()) -> FioCapabilities:
-    """Version, option names, engines, and each requested engine's own options."""
+def fio_version(binary: str) -> str:
+    """What ``binary --version`` says it is ("fio-3.33"). Raises UserError when it is not fio."""
     try:
-        version = parse_version(_ask(binary, "--version"))
+        return parse_version(_ask(binary, "--version"))
     except ValueError as exc:
         raise UserError(f"{binary} does not look like fio: {exc}", hint="pass --fio PATH to a real fio") from None
+
+
+def fio_capabilities(binary: str, engines: tuple[str, ...] = ()) -> FioCapabilities:
+    """Version, option names, engines, and each requested engine's own options."""
     return FioCapabilities(
         binary=binary,
-        version=version,
+        version=fio_version(binary),
         options=parse_option_names(_ask(binary, "--cmdhelp")),
         engines=parse_engines(_ask(binary, "--enghelp")),
         engine_options=tuple((e, parse_option_names(_ask(binary, f"--enghelp={e}"))) for e in engines),
