@@ -69,6 +69,9 @@ def test_the_wheel_installed_outside_the_clone_runs_a_plan_show_compare_and_repo
     wrote = _run(["storbench", "example", "quickstart", "-o", "quickstart.yaml"], work, env)
     assert wrote.returncode == 0 and "name: quickstart" in (work / "quickstart.yaml").read_text()
     assert _run(["storbench", "plan", "quickstart.yaml"], work, env).returncode == 0
+    # kubectl's plugin is the same program: `kubectl storbench -n NS plan ...` (kubectl runs kubectl-storbench)
+    plugin = _run(["kubectl-storbench", "-n", "bench", "plan", "quickstart.yaml"], work, env)
+    assert plugin.returncode == 0 and "plan 'quickstart'" in plugin.stdout, plugin.stdout + plugin.stderr
 
     (work / "plan.yaml").write_text(PLAN)
     ran = _run(["storbench", "run", "plan.yaml", "--db", "r.db"], work, env)
@@ -100,3 +103,35 @@ def test_example_plans_come_with_storbench_and_none_is_written_over(tmp_path: Pa
     assert code == 2 and "does not write over a file" in err and target.read_text() == "mine\n"
     code, _, err = run_cli(capsys, "example", "ceph-replika")
     assert code == 2 and "did you mean ceph-replica" in err and len(err.strip().splitlines()) == 1
+
+
+def test_kubectl_flags_before_the_command_go_to_it_and_a_plan_never_names_the_cluster(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from helpers import run_cli, write_plan
+    from storbench.cli.common import _read_plan
+    from storbench.cli.kubectl import kubectl_argv
+    from storbench.config import with_namespace
+
+    assert kubectl_argv(["-n", "bench", "run", "p.yaml"]) == ["run", "-n", "bench", "p.yaml"]
+    assert kubectl_argv(["--kubeconfig=/k", "--context", "c", "k8s", "cleanup"]) == [
+        "k8s", "cleanup", "--kubeconfig=/k", "--context", "c"]
+    assert kubectl_argv(["run", "p.yaml", "--namespace", "x"]) == ["run", "p.yaml", "--namespace", "x"]
+    assert kubectl_argv(["--help"]) == ["--help"] and kubectl_argv([]) == []
+    plan = write_plan(tmp_path, "name: k\ntargets:\n  gp3: {kind: pvc, size: 1GiB, namespace: theirs}\n"
+                                "workload: {rw: randread, runtime: 1s}\n")
+    loaded = with_namespace(_read_plan(str(plan)), "bench")
+    assert loaded.config.targets["gp3"].namespace == "bench"  # type: ignore[union-attr]
+    assert with_namespace(_read_plan(str(plan)), None).config.targets["gp3"].namespace == "theirs"  # type: ignore[union-attr]
+    code, _, err = run_cli(capsys, "plan", str(plan), "-n", "Not_A_Label")
+    assert code == 2 and "namespace 'Not_A_Label' is not a DNS label" in err and len(err.strip().splitlines()) == 1
+    # the operator's cluster on the command line: one it cannot load is one line, before any I/O
+    code, _, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"),
+                           "--kubeconfig", str(tmp_path / "missing.kubeconfig"))
+    assert code == 2 and f"cannot load kubeconfig {tmp_path / 'missing.kubeconfig'}" in err, err
+    (tmp_path / "one.kubeconfig").write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: a, context: {cluster: c, user: u}}]\n"
+        "current-context: a\n")
+    code, _, err = run_cli(capsys, "k8s", "cleanup", "--kubeconfig", str(tmp_path / "one.kubeconfig"),
+                           "--context", "b")
+    assert code == 2 and "context b" in err and len(err.strip().splitlines()) == 1, err

@@ -25,6 +25,7 @@ from storbench.errors import UserError
 from storbench.events import PlanVersionAdded, PreconditionRan
 from storbench.execute.base import Executor, FioSetup, stored_job_text
 from storbench.execute.checker import CheckingWriter
+from storbench.execute.kubernetes import DEFAULT_CLUSTER, ClusterAccess
 from storbench.fault_driver import FaultDriver
 from storbench.faults import FaultStep
 from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job
@@ -103,6 +104,7 @@ def run_plan(
     keep_lab: bool = False,
     clock: Callable[[], float] = time.time,
     budget_s: float | None = None,
+    cluster: ClusterAccess = DEFAULT_CLUSTER,
 ) -> RunResult:
     config = loaded.config
     caps = checked.capabilities
@@ -142,7 +144,7 @@ def run_plan(
     with client_hosts(loaded, caps, observer, keep=keep_lab) as servers, \
             kubernetes_lab(loaded, caps, observer, keep=keep_lab) as k8s_lab:
         executors = Executors(executor, servers, caps.binary, run_label(run_id, platform.node(), store.path), k8s_lab,
-                              lab_servers=config.hosts is None)
+                              lab_servers=config.hosts is None, cluster=cluster)
         deadline = None if budget_s is None else clock() + budget_s
         run = RunState(loaded, checked, store, executors, observer, run_id, keep_lab, ceilings={}, clock=clock,
                    deadline_s=deadline, cases=tuple(cases))

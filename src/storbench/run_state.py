@@ -18,7 +18,7 @@ from storbench.config.faults import fault_steps
 from storbench.events import BudgetReached, CiLook, SequentialLook, SteadyProgress
 from storbench.execute.base import Executor
 from storbench.execute.hosts import HostsExecutor
-from storbench.execute.kubernetes import KubernetesExecutor
+from storbench.execute.kubernetes import DEFAULT_CLUSTER, ClusterAccess, KubernetesExecutor
 from storbench.faults import FaultStep
 from storbench.lab.hosts_conf import is_lab_server
 from storbench.model import Case, PvcTarget, RepetitionOutcome, ScheduledRepetition, TargetSpec
@@ -57,13 +57,15 @@ class Executors:
     (which also measures client ceilings). `close` removes what the pods' executors made (their claims)."""
 
     def __init__(self, local: Executor, servers: Sequence[str], fio_binary: str, label: str,
-                 k8s_lab: K8sLabInfo | None, *, lab_servers: bool = False) -> None:
+                 k8s_lab: K8sLabInfo | None, *, lab_servers: bool = False,
+                 cluster: ClusterAccess = DEFAULT_CLUSTER) -> None:
         """``lab_servers``: the servers are storbench's hosts lab on this machine (not a plan's `hosts`)."""
         self.local = local
         self.hosts = (HostsExecutor(fio_binary, servers, lab_servers=lab_servers and all(map(is_lab_server, servers)))
                       if servers else None)
         self.run_label = label
         self.k8s_lab = k8s_lab
+        self.cluster = cluster
         self.chosen: dict[str, Executor] = {}
         self.pods: list[KubernetesExecutor] = []
 
@@ -73,13 +75,14 @@ class Executors:
         return self.chosen[spec.name]
 
     def _pods(self, spec: PvcTarget) -> KubernetesExecutor:
-        """Pods on the k8s lab, else on the cluster of $KUBECONFIG or ~/.kube/config (never a plan's)."""
-
-        kubeconfig = self.k8s_lab.kubeconfig if self.k8s_lab else None
+        """Pods on the k8s lab, else on the operator's cluster (`--kubeconfig`, `--context`; else $KUBECONFIG or
+        ~/.kube/config), never a plan's."""
+        lab = self.k8s_lab
         executor = KubernetesExecutor(
-            kubeconfig, spec.namespace, self.run_label,
-            default_storage_class=None if self.k8s_lab is None else (
-                "storbench-local-block" if spec.volume_mode == "Block" else self.k8s_lab.storage_class))
+            lab.kubeconfig if lab else self.cluster.kubeconfig, spec.namespace, self.run_label,
+            default_storage_class=None if lab is None else (
+                "storbench-local-block" if spec.volume_mode == "Block" else lab.storage_class),
+            context=None if lab else self.cluster.context)
         self.pods.append(executor)
         return executor
 

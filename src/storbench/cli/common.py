@@ -18,6 +18,7 @@ from storbench.private_files import write_private
 from storbench.safe_text import safe_text
 
 if TYPE_CHECKING:
+    from storbench.execute.kubernetes import ClusterAccess
     from storbench.targets.s3 import S3Access
 
 DEFAULT_DB = "results.db"
@@ -87,6 +88,22 @@ def s3_options(p: argparse.ArgumentParser) -> None:
                    help="S3 keys in ~/.aws/credentials format (default: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
     p.add_argument("--s3-profile", default=None, metavar="NAME",
                    help="the section of --s3-credentials-file (default: default)")
+
+
+def cluster_options(p: argparse.ArgumentParser) -> None:
+    """The operator's Kubernetes cluster for pvc targets, as kubectl takes it (a plan never names one)."""
+    p.add_argument("--kubeconfig", default=None, metavar="FILE",
+                   help="kubeconfig of the cluster pvc targets run on (default: the k8s lab's, else $KUBECONFIG or "
+                   "~/.kube/config)")
+    p.add_argument("--context", default=None, metavar="NAME", help="its context (default: its current one)")
+    p.add_argument("-n", "--namespace", default=None, metavar="NS",
+                   help="namespace of every pvc target's pods, claims and config maps (overrides the plan's)")
+
+
+def cluster_access(args: argparse.Namespace) -> ClusterAccess:
+    from storbench.execute.kubernetes import ClusterAccess
+
+    return ClusterAccess(args.kubeconfig, args.context)
 
 
 def s3_access(args: argparse.Namespace) -> S3Access:

@@ -41,7 +41,7 @@ def cmd_k8s_cleanup(args: argparse.Namespace) -> int:
 
         info = K8sLab().info()
         kubeconfig = info.kubeconfig if info is not None and not os.environ.get("KUBECONFIG") else None
-    deleted = cleanup(kubeconfig)
+    deleted = cleanup(kubeconfig, args.context)
     out = _console()
     for line in deleted:
         out.print(f"deleted {line}", markup=False)
@@ -78,4 +78,5 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     k8s_sub = p.add_subparsers(dest="k8s_command", required=True)
     clean = k8s_sub.add_parser("cleanup", help="delete every pod, claim, config map and namespace storbench made")
     clean.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG, the k8s lab's, ~/.kube/config")
+    clean.add_argument("--context", default=None, metavar="NAME", help="its context (default: its current one)")
     clean.set_defaults(func=cmd_k8s_cleanup)

@@ -12,8 +12,18 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
-from storbench.cli.common import _console, _read_plan, db_option, fio_option, s3_access, s3_options
+from storbench.cli.common import (
+    _console,
+    _read_plan,
+    cluster_access,
+    cluster_options,
+    db_option,
+    fio_option,
+    s3_access,
+    s3_options,
+)
 from storbench.cli.results import _print_results
+from storbench.config import with_namespace
 from storbench.errors import UserError
 from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status
 from storbench.safe_text import safe_text
@@ -107,7 +117,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from storbench.plan import expand
     from storbench.report.plan_tables import plan_table
 
-    loaded = _read_plan(args.plan)
+    loaded = with_namespace(_read_plan(args.plan), args.namespace)
     cases = expand(loaded)
     check_faults(loaded, cases)
     checked = check_everything(loaded, cases, find_fio(args.fio), create=False, dry_run=True, s3=s3_access(args))
@@ -263,7 +273,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from storbench.plan import expand
     from storbench.store import open_store
 
-    loaded = _read_plan(args.plan)
+    loaded = with_namespace(_read_plan(args.plan), args.namespace)
     cases = expand(loaded)
     from storbench.plan import MAX_HOURS, MAX_RUNS
 
@@ -309,7 +319,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         result = run_plan(loaded, cases, checked, store, LocalExecutor(fio_binary), observer, resume=resume,
                           resume_run=args.resume or None, accept_changed_design=args.accept_changed_design,
-                          keep_lab=args.keep_lab, budget_s=args.budget)
+                          keep_lab=args.keep_lab, budget_s=args.budget, cluster=cluster_access(args))
     except KeyboardInterrupt:
         observer.close()
         which = f" {observer.run_id}" if observer.run_id is not None else ""
@@ -336,6 +346,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     db_option(p)  # accepted like every command's; plan reads and writes no database
     fio_option(p)
     s3_options(p)  # checked as run checks them, but plan reads no key and sends nothing
+    cluster_options(p)
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("run", help="run a plan with fio, storing each repetition as it finishes")
@@ -343,6 +354,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     db_option(p)
     fio_option(p)
     s3_options(p)
+    cluster_options(p)
     p.add_argument("--resume", nargs="?", type=_run_number, const=0, default=None, metavar="RUN",
                    help="continue run RUN of this plan (without RUN: its latest run): run only repetitions not yet "
                    "stored as ok")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import yaml
 from pydantic import (
@@ -32,13 +32,13 @@ from storbench.config.fio_checks import check_fio_options
 from storbench.config.lab import CephLabConfig, HostsConfig, HostsLabConfig, K8sLabConfig, LabConfig, NfsLabConfig
 from storbench.config.schema import PlanConfig
 from storbench.config.source import KeyPath, PlanSource, format_key_path
-from storbench.config.targets import TARGET_KINDS, _target_tag
+from storbench.config.targets import DNS_LABEL_RE, TARGET_KINDS, PvcTargetConfig, _target_tag
 from storbench.config.telemetry import PrometheusConfig, TelemetryConfig
 from storbench.config.values import SAFE_NAME_RE
 from storbench.config.workload import WorkloadConfig
 from storbench.errors import UserError, did_you_mean
 
-__all__ = ["LoadedPlan", "load_plan_text"]
+__all__ = ["LoadedPlan", "load_plan_text", "with_namespace"]
 
 
 @dataclass(frozen=True)
@@ -263,6 +263,18 @@ PlanLoader.yaml_implicit_resolvers = {
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 PlanLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
                                  list("tTfF"))
+
+
+def with_namespace(loaded: LoadedPlan, namespace: str | None) -> LoadedPlan:
+    """The plan with every pvc target's pods, claims and config maps in ``namespace`` (the operator's `-n`, which
+    a plan does not override); None: as the plan says."""
+    if namespace is None:
+        return loaded
+    if not DNS_LABEL_RE.fullmatch(namespace):
+        raise UserError(f"namespace {namespace!r} is not a DNS label", hint="lowercase letters, digits and '-'")
+    targets = {name: target.model_copy(update={"namespace": namespace}) if isinstance(target, PvcTargetConfig)
+               else target for name, target in loaded.config.targets.items()}
+    return replace(loaded, config=loaded.config.model_copy(update={"targets": targets}))
 
 
 def load_plan_text(text: str, source_name: str) -> LoadedPlan:

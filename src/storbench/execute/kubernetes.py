@@ -16,6 +16,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from storbench.errors import UserError
 from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_text
@@ -54,16 +55,28 @@ NEVER_RAN_S = 5.0  # a pod made again still pending this long after the measured
 LOST_S = 5.0  # a pod whose script printed its end and that the API shows running this long after: lost with its node
 
 
-def core_api(kubeconfig: str | None) -> object:
-    """The Kubernetes core API through ``kubeconfig`` (None: the default one)."""
+@dataclass(frozen=True)
+class ClusterAccess:
+    """The cluster the operator names on the command line (`--kubeconfig`, `--context`, as kubectl takes them);
+    None: the k8s lab's, else $KUBECONFIG or ~/.kube/config and its current context. Never a plan's."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+
+
+DEFAULT_CLUSTER = ClusterAccess()
+
+def core_api(kubeconfig: str | None, context: str | None = None) -> object:
+    """The Kubernetes core API through ``kubeconfig`` (None: the default one) and ``context`` (None: its
+    current one)."""
     from kubernetes import client, config
 
     try:
-        api_client = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+        api_client = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
     except Exception as error:
-        raise UserError(f"cannot load kubeconfig {kubeconfig or '(default)'}: {error}",
-                        hint="pass kubeconfig: in the pvc target, set $KUBECONFIG, or run `storbench lab k8s up`") \
-            from None
+        where = f"kubeconfig {kubeconfig or '(default)'}" + (f", context {context}" if context else "")
+        raise UserError(f"cannot load {where}: {error}",
+                        hint="pass --kubeconfig/--context, set $KUBECONFIG, or run `storbench lab k8s up`") from None
     return client.CoreV1Api(api_client)
 
 
@@ -71,8 +84,8 @@ class KubernetesExecutor:
     name = "kubernetes"
 
     def __init__(self, kubeconfig: str | None, namespace: str, run_label: str,
-                 default_storage_class: str | None = None) -> None:
-        self.core = core_api(kubeconfig)
+                 default_storage_class: str | None = None, *, context: str | None = None) -> None:
+        self.core = core_api(kubeconfig, context)
         self.default_storage_class = default_storage_class
         self.namespace = namespace
         self.run_label = run_label
@@ -344,9 +357,9 @@ class _Pods:
             follower.stop()
 
 
-def cleanup(kubeconfig: str | None) -> list[str]:
+def cleanup(kubeconfig: str | None, context: str | None = None) -> list[str]:
     """Delete everything labelled app.kubernetes.io/managed-by=storbench; returns what was deleted."""
-    core = core_api(kubeconfig)
+    core = core_api(kubeconfig, context)
     deleted = []
     for namespace in core.list_namespace().items:  # type: ignore[attr-defined]
         name = namespace.metadata.name

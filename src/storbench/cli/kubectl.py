@@ -1,0 +1,42 @@
+"""`kubectl storbench ...`: kubectl runs the program `kubectl-storbench` on PATH with the words after `storbench`.
+It is `storbench` itself, with kubectl's ways: `--kubeconfig`, `--context` and `-n/--namespace` may also come
+before the command (`kubectl storbench -n bench run plan.yaml`), as kubectl users type them; they go to the
+command (`plan`, `run`; `k8s cleanup` takes `--kubeconfig` and `--context`). Same output, same exit codes."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from storbench.cli import main as storbench_main
+
+KUBECTL_FLAGS = ("--kubeconfig", "--context", "-n", "--namespace")
+
+
+def kubectl_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` with kubectl's flags that come before the command moved after it (where storbench's commands take
+    them); everything else as it was."""
+    before: list[str] = []
+    words = list(argv)
+    while words and words[0].startswith("-"):
+        flag = words[0].split("=", 1)[0]
+        if flag not in KUBECTL_FLAGS:
+            break  # --help, --version: storbench's own
+        if "=" in words[0] or len(words) < 2:
+            before.append(words.pop(0))
+        else:
+            before += [words.pop(0), words.pop(0)]
+    if not words:
+        return [*before]
+    command = [words.pop(0)]
+    if command[0] == "k8s" and words and not words[0].startswith("-"):
+        command.append(words.pop(0))  # k8s cleanup
+    return [*command, *before, *words]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return storbench_main(kubectl_argv(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
