@@ -522,11 +522,15 @@ def test_three_pods_on_rwo_rwx_and_block_claims_leave_nothing_behind(tmp_path: P
     assert sorted(r["target"] for r in merged) == ["block", "rwo", "rwx"]
     for record in merged:
         assert record["status"] == "ok" and record["clients_reporting"] == 3 and record["iops"] > 0
+        assert record["node_busiest"] == "storbench-node-1" and record["node_cpu_busy_pct"] > 0  # its kubelet
         assert record["start_skew_s"] is not None and record["start_skew_s"] < 2.0
         pods = [r for r in records if r["client"] and r["case_id"] == record["case_id"]]
         assert len(pods) == 3 and all("@storbench-node" in r["client"] for r in pods)
         # the merged IOPS are the pods' summed; the export rounds each figure to 0.1
         assert record["iops"] == pytest.approx(sum(r["iops"] for r in pods), abs=0.05 * (len(pods) + 1))
+    code, shown, _ = run_cli(capsys, "show", "--db", str(db), "--format", "json")
+    for summary in json.loads(shown):  # the node's pods' CPU in every verdict's evidence
+        assert "busiest node storbench-node-1 CPU" in summary["bottleneck_evidence"], summary["bottleneck_evidence"]
     # the lab is gone: no daemons, no bridges, no directory, no loop devices
     from storbench.lab.process import pids_with
 
@@ -723,10 +727,10 @@ def test_a_failed_nodes_pod_comes_back_on_the_other_node_once_the_taint_detaches
     assert moved[0].endswith("@storbench-node-2"), moved
     stayed = next(c.client for c in repetition.clients if c.client not in moved)
     assert stayed.endswith("-c2@storbench-node-2"), stayed  # client N prefers node N
-    # both nodes' kubelets read beside fio (node 1 until it failed): the verdict names the busiest node
-    code, shown, _ = run_cli(capsys, "show", "--db", str(db), "--format", "json")
-    (summary,) = json.loads(shown)
-    assert "busiest node storbench-node-" in summary["bottleneck_evidence"], summary["bottleneck_evidence"]
+    # both nodes' kubelets read beside fio (node 1 until it failed, then a problem said once, not a failure)
+    code, exported, _ = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+    (record,) = json.loads(exported)
+    assert record["node_busiest"].startswith("storbench-node-") and record["node_cpu_busy_pct"] > 0, record
     (point,) = point_failovers([repetition])
     blackouts = sorted(seconds.mean for _, seconds in point.client_blackouts_s)
     assert 20 <= blackouts[-1] <= 100 and blackouts[0] < 5, blackouts

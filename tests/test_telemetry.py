@@ -471,3 +471,49 @@ def test_kubelet_summaries_give_each_node_its_pods_cpu_and_name_the_busiest() ->
     for bad in ("<html>", "[]", '{"pods": []}'):
         with pytest.raises(ValueError, match="storbench-node-3"):
             parse_summary("storbench-node-3", 2.0, bad)
+
+
+def test_the_kubelet_sampler_reads_every_node_and_says_a_silent_one_once() -> None:
+    """Beside a repetition, every node's summary through the API server; a node that stops answering (powered off)
+    is one short problem, not a failed repetition nor one line a reading."""
+    from types import SimpleNamespace
+
+    from storbench.execute.kubelet_stats import KubeletSampler
+
+    real = (FIXTURES / "kubelet-summary-only-cpu-and-memory.json").read_bytes()
+    asked: list[str] = []
+
+    class Timeout(Exception):
+        pass
+
+    class Api:
+        def param_serialize(self, **request: object) -> tuple[object, ...]:
+            assert request["query_params"] == [("only_cpu_and_memory", "true")]
+            return ("GET", request["path_params"]["name"])  # type: ignore[index]
+
+        def call_api(self, method: str, name: str, **_: object) -> object:
+            asked.append(name)
+            if name == "down":
+                raise _retry()
+            if name == "refusing":
+                return SimpleNamespace(status=500, read=lambda: None, data=b"")
+            return SimpleNamespace(status=200, read=lambda: None, data=real)
+
+    def _retry() -> Exception:
+        error = Exception("HTTPSConnectionPool(...): Max retries exceeded ... long")
+        error.reason = Timeout()  # type: ignore[attr-defined]
+        return error
+
+    nodes = [SimpleNamespace(metadata=SimpleNamespace(name=name), status=SimpleNamespace(capacity={"cpu": "2"}))
+             for name in ("up", "down", "refusing")]
+    core = SimpleNamespace(api_client=Api(), list_node=lambda **_: SimpleNamespace(items=nodes))
+    sampler = KubeletSampler(core, 0.05)
+    sampler.start()
+    time.sleep(0.3)
+    series, problems = sampler.stop()
+    assert asked.count("down") >= 3 and set(asked) == {"up", "down", "refusing"}
+    assert sorted(problems) == ["kubelet of down: no answer (Timeout)", "kubelet of refusing: no summary (HTTP 500)"]
+    assert series == []  # one pod whose time never moved: no interval to rate (the fixture's reading repeats)
+    listless = KubeletSampler(SimpleNamespace(list_node=lambda **_: (_ for _ in ()).throw(_retry())), 1.0)
+    listless.start()
+    assert listless.stop() == ([], ("kubelets: cannot list the nodes (Timeout)",))

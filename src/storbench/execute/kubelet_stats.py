@@ -15,6 +15,12 @@ READ_TIMEOUT_S = 2.0
 SUMMARY_PATH = "/api/v1/nodes/{name}/proxy/stats/summary"  # the node's name: a path parameter the client quotes
 
 
+def _reason(error: Exception) -> str:
+    """A short reason: the kind of network error (a read timeout) rather than its long repr."""
+    cause = getattr(error, "reason", None)
+    return type(cause).__name__ if isinstance(cause, Exception) else type(error).__name__
+
+
 class KubeletSampler(Beside):
     thread_name = "storbench-kubelets"
 
@@ -30,7 +36,7 @@ class KubeletSampler(Beside):
         try:
             listed = self.core.list_node(_request_timeout=READ_TIMEOUT_S).items  # type: ignore[attr-defined]
         except Exception as error:  # the API's and the network's errors alike: said, not raised
-            self.problems["nodes"] = f"kubelets: cannot list the nodes: {str(error).splitlines()[0]}"
+            self.problems["nodes"] = f"kubelets: cannot list the nodes ({_reason(error)})"
             return
         self.nodes = {node.metadata.name: capacity_cores(str((node.status.capacity or {}).get("cpu", "0")))
                       for node in listed}
@@ -44,11 +50,12 @@ class KubeletSampler(Beside):
                                               auth_settings=["BearerToken"])
                 answer = api.call_api(*request, _request_timeout=READ_TIMEOUT_S)
                 if answer.status != 200:
-                    raise OSError(f"HTTP {answer.status}")
+                    self.problems.setdefault(name, f"kubelet of {name}: no summary (HTTP {answer.status})")
+                    continue
                 answer.read()
                 self.readings.append(parse_summary(name, capacity, answer.data.decode(errors="replace")))
             except Exception as error:  # a node powered off, a kubelet restarting: said once per node
-                self.problems.setdefault(name, f"kubelet of {name}: {str(error).splitlines()[0][:200]}")
+                self.problems.setdefault(name, f"kubelet of {name}: no answer ({_reason(error)})")
 
     def work(self) -> None:
         while not self.stopping.is_set():
