@@ -5,6 +5,7 @@ is a problem said once, never a failed repetition."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from storbench.beside import Beside
@@ -12,6 +13,7 @@ from storbench.telemetry.kubelet import KubeletReading, capacity_cores, kubelet_
 from storbench.telemetry.series import TelemetrySeries
 
 READ_TIMEOUT_S = 2.0
+SILENT_BACKOFF_S = 10.0  # a node that did not answer is asked again this much later, so the others stay on time
 SUMMARY_PATH = "/api/v1/nodes/{name}/proxy/stats/summary"  # the node's name: a path parameter the client quotes
 
 
@@ -31,6 +33,7 @@ class KubeletSampler(Beside):
         self.nodes: dict[str, float] = {}  # name -> capacity in cores
         self.readings: list[KubeletReading] = []
         self.problems: dict[str, str] = {}  # node -> its first problem
+        self.silent_until: dict[str, float] = {}  # node -> monotonic time it is asked again
 
     def _list_nodes(self) -> None:
         try:
@@ -43,6 +46,8 @@ class KubeletSampler(Beside):
 
     def _read_once(self) -> None:
         for name, capacity in self.nodes.items():
+            if time.monotonic() < self.silent_until.get(name, 0.0):
+                continue
             try:
                 api = self.core.api_client  # type: ignore[attr-defined]
                 request = api.param_serialize(method="GET", resource_path=SUMMARY_PATH, path_params={"name": name},
@@ -56,6 +61,7 @@ class KubeletSampler(Beside):
                 self.readings.append(parse_summary(name, capacity, answer.data.decode(errors="replace")))
             except Exception as error:  # a node powered off, a kubelet restarting: said once per node
                 self.problems.setdefault(name, f"kubelet of {name}: no answer ({_reason(error)})")
+                self.silent_until[name] = time.monotonic() + SILENT_BACKOFF_S
 
     def work(self) -> None:
         while not self.stopping.is_set():

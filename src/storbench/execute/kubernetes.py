@@ -66,13 +66,18 @@ class ClusterAccess:
 
 DEFAULT_CLUSTER = ClusterAccess()
 
-def core_api(kubeconfig: str | None, context: str | None = None) -> object:
+def core_api(kubeconfig: str | None, context: str | None = None, *, retries: bool = True) -> object:
     """The Kubernetes core API through ``kubeconfig`` (None: the default one) and ``context`` (None: its
-    current one)."""
+    current one); ``retries``: urllib3's own retries of a request (off for readings that are taken again anyway:
+    each would wait, and warn, three times for a node that does not answer)."""
     from kubernetes import client, config
 
+    settings = client.Configuration()
+    if not retries:
+        settings.retries = False
     try:
-        api_client = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
+        api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, context=context, client_configuration=settings)
     except Exception as error:
         where = f"kubeconfig {kubeconfig or '(default)'}" + (f", context {context}" if context else "")
         raise UserError(f"cannot load {where}: {error}",
@@ -86,6 +91,7 @@ class KubernetesExecutor:
     def __init__(self, kubeconfig: str | None, namespace: str, run_label: str,
                  default_storage_class: str | None = None, *, context: str | None = None) -> None:
         self.core = core_api(kubeconfig, context)
+        self.cluster = ClusterAccess(kubeconfig, context)
         self.default_storage_class = default_storage_class
         self.namespace = namespace
         self.run_label = run_label
@@ -162,7 +168,7 @@ class KubernetesExecutor:
     def telemetry(self, case: Case, interval_s: float) -> TelemetrySource | None:
         """The cluster's nodes, each kubelet's summary (`execute.kubelet_stats`): so a verdict names the busy
         node."""
-        return KubeletSampler(self.core, interval_s)
+        return KubeletSampler(core_api(self.cluster.kubeconfig, self.cluster.context, retries=False), interval_s)
 
     def start_delay_s(self, case: Case) -> float:
         """fio starts in the pods this long after `run_case` is called (they wait for a common start)."""
