@@ -195,7 +195,7 @@ Make = Callable[..., KubernetesExecutor]
 @pytest.fixture
 def executor(monkeypatch: pytest.MonkeyPatch) -> Make:
     def make(core: FakeCore, namespace: str = "bench") -> KubernetesExecutor:
-        monkeypatch.setattr("storbench.execute.kubernetes.core_api", lambda kubeconfig: core)
+        monkeypatch.setattr("storbench.execute.kubernetes.core_api", lambda kubeconfig, context=None, **_: core)
         return KubernetesExecutor(None, namespace, "run7")
 
     return make
