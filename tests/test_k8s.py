@@ -221,6 +221,13 @@ def test_a_pod_whose_node_bound_volume_rules_out_every_node_is_said_so_not_waite
     assert lost.status == Status.OK, lost.error
     assert [c.directions[0].iops for c in lost.clients] == [pytest.approx(800), pytest.approx(2000)]
     assert lost.start_skew_s is None  # the lost pod's end (6 s early) is not a start skew
+    # the telemetry window is the measured section, not the last seconds before the pods were deleted
+    from storbench.telemetry.collect import measured_window
+
+    ended = replace(lost, finished_at_s=1_800_000_016.0)
+    assert ended.measured_end_s == 1_800_000_010.0
+    assert measured_window(ended, case) == (1_800_000_000.0, 1_800_000_010.0)
+    assert measured_window(replace(ended, measured_end_s=None), case) == (1_800_000_006.0, 1_800_000_016.0)
 
 
 def test_a_continued_job_runs_the_time_left_and_size_based_jobs_are_not_continued() -> None:

@@ -97,7 +97,7 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
         # node's clock) is the spread of their starts, to the millisecond (the pods' shell clock has seconds);
         # a client whose pod was made again ends at its own time, so only clients with one pod count
         start_skew_s=(max(ends_s) - min(ends_s)) if len(ends_s) >= 2 else None,
-        logs=tuple(sorted(logs.items())))
+        logs=tuple(sorted(logs.items())), measured_end_s=measured_end_s or None)
 
 
 # what the scheduler says when a node-bound volume rules a node out (Kubernetes 1.33; earlier versions)

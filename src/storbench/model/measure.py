@@ -226,3 +226,6 @@ class RepetitionOutcome:
     logs: tuple[tuple[str, str], ...] = ()  # fio's timeline logs, (file name, text) (`fio.logs`)
     faults: tuple[FaultRecord, ...] = ()  # what a plan's faults did during it, in order (`model.fault_record`)
     write_check: WriteCheck | None = None  # what `check_writes` read back after it
+    # when the measured section ended (epoch s), where the executor knows it and then still has work to do (pods:
+    # their common start + ramp + runtime; deleting them comes after); None: `finished_at_s`
+    measured_end_s: float | None = None

@@ -11,11 +11,13 @@ from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
 
 
 def measured_window(outcome: RepetitionOutcome, case: Case) -> tuple[float, float]:
-    """(start, end) of the time fio measured: it ends when fio ended and lasts fio's own measured runtime
-    (which excludes ramp_time and file layout); the planned runtime stands in when fio reported none."""
+    """(start, end) of the time fio measured: it ends when fio ended (the executor's ``measured_end_s`` where it
+    knows it, as for pods it deletes afterwards; else when the repetition finished) and lasts fio's own measured
+    runtime (which excludes ramp_time and file layout); the planned runtime stands in when fio reported none."""
     runtimes_ms = [d.runtime_ms for client in outcome.clients for d in client.directions if d.runtime_ms > 0]
     runtime_s = max(runtimes_ms) / 1000.0 if runtimes_ms else case.workload.runtime_s
-    end = outcome.finished_at_s
+    end = outcome.finished_at_s if outcome.measured_end_s is None else min(outcome.measured_end_s,
+                                                                            outcome.finished_at_s)
     return max(outcome.started_at_s, end - runtime_s), end
 
 
