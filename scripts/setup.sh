@@ -57,4 +57,4 @@ extras=()
 extra=""
 ((${#extras[@]})) && extra="[$(IFS=,; echo "${extras[*]}")]"
 .venv/bin/pip install -q --disable-pip-version-check -e ".${extra}"
-echo "setup: $(.venv/bin/storbench --version), $(fio --version) ready in $(pwd)/.venv"
+echo "setup: $(.venv/bin/storbench --version); ready in $(pwd)/.venv"
