@@ -1,7 +1,7 @@
 """The command line: the only place that reads argv, prints, and turns errors into exit codes.
 
 One module per command group: `run` (plan, run), `results` (show, export, compare, saturation, report),
-`labs` (lab, k8s), `imports` (import), `examples` (example); `common` holds what they share. Which results a
+`labs` (lab, k8s), `imports` (import), `examples` (example, doctor); `common` holds what they share. Which results a
 command reads is decided in `storbench.selection`, importing in `storbench.importer`.
 
 Each command imports what it uses inside its handler, the one place storbench imports inside functions (besides
@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     labs.add_commands(sub)
     imports.add_commands(sub)
     examples.add_commands(sub)
+    examples.add_doctor(sub)
     return parser
 
 

@@ -53,3 +53,27 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("-o", "--output", default="-", help="file to write (default: standard output); never one that "
                    "exists")
     p.set_defaults(func=cmd_example)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from storbench.doctor import examine
+    from storbench.execute.fio_binary import find_fio
+    from storbench.requirements import REQUIREMENTS, doctor_lines
+
+    try:
+        fio: str | None = find_fio(args.fio)
+    except UserError:
+        fio = None
+    found = examine(fio)
+    out = _console()
+    out.print("storbench doctor: what this machine has for each target kind and lab", markup=False)
+    for line in doctor_lines(found):
+        out.print(f"  {line}", markup=False, soft_wrap=True)
+    return 0 if found[REQUIREMENTS[0]].present else 1
+
+
+def add_doctor(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("doctor", help="what this machine has for each target kind and lab, and the command that "
+                       "installs what is missing (exit 1 without fio)")
+    p.add_argument("--fio", default=None, help="fio binary (default: $STORBENCH_FIO or fio on PATH)")
+    p.set_defaults(func=cmd_doctor)
