@@ -559,6 +559,91 @@ def _run_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: p
     return code, out, err, db
 
 
+RBAC_PLAN = """
+name: k8s-least
+targets:
+  rwo: {kind: pvc, size: 64MiB, storage_class: storbench-hostpath, image_pull_policy: Never, start_budget: 10s,
+        namespace: not-this-one}
+workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 4s}
+clients: 2
+repeat: 1
+"""
+
+
+@pytest.mark.k8s
+@pytest.mark.fio
+@pytest.mark.skipif(os.environ.get("STORBENCH_K8S") != "1", reason="set STORBENCH_K8S=1 (scripts/k8s-e2e.sh)")
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("containerd") is None or not _binaries_built(),
+                    reason="needs root, scripts/setup.sh --k8s and scripts/build-kubernetes.sh")
+def test_a_plan_runs_with_exactly_the_identity_k8s_rbac_prints_through_kubectls_flags(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34: on a cluster brought up by hand (`storbench lab k8s up --nodes 2`), an administrator makes the
+    namespace and applies `storbench k8s rbac`; storbench then runs a plan with a token of that service account
+    and nothing more, called as kubectl calls its plugin (`kubectl storbench --kubeconfig F -n bench run ...`):
+    pods, claims and config maps made and removed, both nodes' kubelets read, the namespace left as it was."""
+    import yaml
+
+    from helpers import stored_repetitions
+    from storbench.cli.kubectl import main as kubectl_storbench
+    from storbench.execute.fio_binary import find_fio
+    from storbench.execute.k8s_rbac import rbac_manifests
+    from storbench.execute.kubernetes import core_api
+    from storbench.lab.k8s import K8sLab
+
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    lab = K8sLab()
+    try:
+        info = lab.up(find_fio(), nodes=2, block_volumes=0)
+        admin = core_api(info.kubeconfig)
+        from kubernetes import client
+
+        admin.create_namespace({"apiVersion": "v1", "kind": "Namespace",  # type: ignore[attr-defined]
+                                "metadata": {"name": "bench"}})
+        rbac = client.RbacAuthorizationV1Api(admin.api_client)  # type: ignore[attr-defined]
+        code, printed, _ = run_cli(capsys, "k8s", "rbac", "-n", "bench")
+        assert code == 0 and list(yaml.safe_load_all(printed)) == rbac_manifests("bench")
+        for manifest in rbac_manifests("bench"):
+            kind = manifest["kind"]
+            if kind == "ServiceAccount":
+                admin.create_namespaced_service_account("bench", manifest)  # type: ignore[attr-defined]
+            elif kind == "Role":
+                rbac.create_namespaced_role("bench", manifest)
+            elif kind == "RoleBinding":
+                rbac.create_namespaced_role_binding("bench", manifest)
+            elif kind == "ClusterRole":
+                rbac.create_cluster_role(manifest)
+            else:
+                rbac.create_cluster_role_binding(manifest)
+        token = admin.create_namespaced_service_account_token(  # type: ignore[attr-defined]
+            "storbench", "bench", {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                                   "spec": {"expirationSeconds": 3600}}).status.token
+        kubeconfig = tmp_path / "least.kubeconfig"
+        kubeconfig.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "least",
+            "clusters": [{"name": "lab", "cluster": {"server": info.server,
+                                                     "certificate-authority": f"{info.root}/pki/ca.crt"}}],
+            "users": [{"name": "storbench", "user": {"token": token}}],
+            "contexts": [{"name": "least", "context": {"cluster": "lab", "user": "storbench"}}]}))
+        db = tmp_path / "r.db"
+        with inside(tmp_path):
+            code = kubectl_storbench(["--kubeconfig", str(kubeconfig), "-n", "bench", "run",
+                                      str(write_plan(tmp_path, RBAC_PLAN)), "--db", str(db)])
+        out, err = capsys.readouterr()
+        assert code == 0, out + err
+        (repetition,) = stored_repetitions(db)
+        assert repetition.status == Status.OK and len(repetition.clients) == 2, repetition.error
+        assert repetition.case.target.namespace == "bench"  # type: ignore[attr-defined]
+        code, exported, _ = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+        (record,) = json.loads(exported)
+        assert record["node_busiest"].startswith("storbench-node-"), record  # nodes/proxy: the kubelets read
+        left = admin.list_namespaced_pod("bench").items + admin.list_namespaced_persistent_volume_claim(  # type: ignore[attr-defined]
+            "bench").items
+        assert not left and admin.read_namespace("bench").status.phase == "Active"  # type: ignore[attr-defined]
+    finally:
+        lab.down()
+    _nothing_left()
+
+
 DELETE_PLAN = """
 name: k8s-delete
 targets:

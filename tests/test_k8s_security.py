@@ -301,3 +301,25 @@ def test_run_labels_differ_between_results_databases_and_stay_on_resume() -> Non
     assert run_label(1, "host-a", "/srv/a.db") != run_label(1, "host-a", "/srv/b.db")
     assert run_label(1, "host-a", "/srv/a.db") != run_label(1, "host-b", "/srv/a.db")
     assert run_label(1, "host-a", "/srv/a.db").startswith("run1-")
+
+
+def test_k8s_rbac_grants_what_storbench_calls_and_nothing_wider() -> None:
+    """`storbench k8s rbac`: a Role in the namespace, and cluster-wide only that namespace read by name and the
+    nodes' reads; no wildcard, no secrets, no namespace creation (an administrator makes it)."""
+    from storbench.execute.k8s_rbac import rbac_manifests
+
+    manifests = rbac_manifests("bench")
+    assert [m["kind"] for m in manifests] == ["ServiceAccount", "Role", "RoleBinding", "ClusterRole",
+                                               "ClusterRoleBinding"]
+    rules = [rule for m in manifests for rule in m.get("rules", [])]  # type: ignore[attr-defined]
+    words = [word for rule in rules for key in ("apiGroups", "resources", "verbs") for word in rule[key]]
+    assert "*" not in words and "secrets" not in words and "create" not in [
+        verb for rule in rules if "namespaces" in rule["resources"] for verb in rule["verbs"]]
+    granted = {(resource, verb) for rule in rules for resource in rule["resources"] for verb in rule["verbs"]}
+    for call in [("pods", "create"), ("pods", "watch"), ("pods/log", "get"), ("configmaps", "create"),
+                 ("persistentvolumeclaims", "patch"), ("volumesnapshots", "create"), ("nodes", "list"),
+                 ("nodes/proxy", "get"), ("namespaces", "get"), ("serviceaccounts", "get")]:
+        assert call in granted, call
+    (namespaces,) = [rule for rule in rules if rule["resources"] == ["namespaces"]]
+    assert namespaces["resourceNames"] == ["bench"]
+    assert all(m["metadata"].get("namespace") in (None, "bench") for m in manifests)  # type: ignore[attr-defined]

@@ -1,4 +1,5 @@
-"""`storbench lab ceph|nfs|volume|hosts|k8s up|down|status` (real one-machine test beds) and `storbench k8s cleanup`."""
+"""`storbench lab ceph|nfs|volume|hosts|k8s up|down|status` (real one-machine test beds), `storbench k8s cleanup`
+and `storbench k8s rbac`."""
 
 from __future__ import annotations
 
@@ -50,6 +51,24 @@ def cmd_k8s_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_k8s_rbac(args: argparse.Namespace) -> int:
+    import yaml
+
+    from storbench.config.targets import DNS_LABEL_RE
+    from storbench.errors import UserError
+    from storbench.execute.k8s_rbac import rbac_manifests
+
+    for what, value in (("namespace", args.namespace), ("service account", args.service_account)):
+        if not DNS_LABEL_RE.fullmatch(value):
+            raise UserError(f"{what} {value!r} is not a DNS label", hint="lowercase letters, digits and '-'")
+    header = (f"# storbench's least identity for pvc targets in namespace {args.namespace} (storbench k8s rbac):\n"
+              f"# kubectl create namespace {args.namespace}; kubectl apply -f this file; then a kubeconfig with a\n"
+              f"# token of it: kubectl -n {args.namespace} create token {args.service_account}\n")
+    _console().print(header + yaml.safe_dump_all(rbac_manifests(args.namespace, args.service_account),
+                                                  sort_keys=False), markup=False, soft_wrap=True, end="")
+    return 0
+
+
 def _name_the_labs(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    lab_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The top-level help's line for `lab`, from the labs the parser has: every lab, none forgotten."""
@@ -80,3 +99,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     clean.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG, the k8s lab's, ~/.kube/config")
     clean.add_argument("--context", default=None, metavar="NAME", help="its context (default: its current one)")
     clean.set_defaults(func=cmd_k8s_cleanup)
+    rbac = k8s_sub.add_parser("rbac", help="print the ServiceAccount, Role and bindings storbench needs (and no more) "
+                              "for pvc targets in one namespace")
+    rbac.add_argument("-n", "--namespace", default="storbench", metavar="NS", help="the namespace (default storbench)")
+    rbac.add_argument("--service-account", default="storbench", metavar="NAME",
+                      help="the service account to make (default storbench)")
+    rbac.set_defaults(func=cmd_k8s_rbac)

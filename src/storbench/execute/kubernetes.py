@@ -115,7 +115,7 @@ class KubernetesExecutor:
         except ApiException as error:
             if error.status != 409:  # 409: made meanwhile by someone else, so not storbench's to delete
                 raise UserError(f"kubernetes: cannot create namespace {self.namespace}: {error.reason}",
-                                hint="check the RBAC rules in the README") from None
+                                hint="storbench k8s rbac prints what storbench needs") from None
             return
         self.created_namespace = True
         # a new namespace takes no pod until its controller has made the "default" service account (403 before)
@@ -154,7 +154,7 @@ class KubernetesExecutor:
             claim = self.core.read_namespaced_persistent_volume_claim(name, self.namespace)  # type: ignore[attr-defined]
         except ApiException as error:
             raise UserError(f"kubernetes: claim {self.namespace}/{name} exists but cannot be read: {error.reason}",
-                            hint="check the RBAC rules in the README") from None
+                            hint="storbench k8s rbac prints what storbench needs") from None
         if not made_for_run(claim.metadata.labels, self.run_label):
             raise UserError(f"kubernetes: claim {self.namespace}/{name} already exists and is not storbench's for "
                             f"this run (no label {RUN_LABEL}={self.run_label}); storbench will not write to it or "
