@@ -4,7 +4,8 @@
 #   - the k8s cases of tests/test_k8s.py: fio pods on ReadWriteOnce, ReadWriteMany and Block claims; a fio pod
 #     deleted mid-run and made again; the six volume operations through the CSI sidecars on a two-node lab; a
 #     node powered off: its pod back on the other node once the out-of-service taint detaches its volume, not
-#     back on the default path, and unable to move at all on node-bound (local) storage, which storbench says;
+#     back on the default path, and unable to move at all on node-bound (local) storage, which storbench says; a
+#     plan run with exactly the identity `storbench k8s rbac` prints, called as kubectl calls its plugin;
 #   - the examples k8s-volume-ops and k8s-node-failure (the default path of a node failure lasts
 #     to the end of a repetition: about 40 minutes in all) into out/, unless --tests-only;
 #   - and checks that no lab namespace, bridge, loop device, mount or daemon is left.
