@@ -35,3 +35,32 @@ def test_doctor_probes_this_machine_and_fails_only_without_fio(tmp_path: Path, c
     assert code == 1
     assert "  missing  fio: every target; install: apt-get install -y fio" in out
     assert "  missing  nfs-ganesha: the NFS lab; install: apt-get install -y nfs-ganesha nfs-ganesha-vfs rpcbind" in out
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
+def test_what_a_fio_binary_supports_is_asked_once_per_binary_content(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`plan`, `run` and `doctor` ask fio (version, options, engines, each engine's options) once per binary: the
+    answers are cached by its content's hash; an engine not asked before is asked alone; a binary rebuilt in place
+    is asked again; a cache file others could have written is not read."""
+    from storbench.execute.fio_binary import fio_capabilities
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    calls = tmp_path / "calls"
+    fio = tmp_path / "fio"
+    fio.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexec {shutil.which("fio")} "$@"\n')
+    fio.chmod(0o755)
+    first = fio_capabilities(str(fio), ("libaio",))
+    asked = calls.read_text().splitlines()
+    assert asked == ["--version", "--cmdhelp", "--enghelp", "--enghelp=libaio"]
+    assert fio_capabilities(str(fio), ("libaio",)) == first and len(calls.read_text().splitlines()) == 4
+    both = fio_capabilities(str(fio), ("libaio", "psync"))
+    assert calls.read_text().splitlines()[4:] == ["--enghelp=psync"] and both.version == first.version
+    (cached,) = (tmp_path / "cache" / "storbench" / "fio-capabilities").glob("*.json")
+    assert cached.stat().st_mode & 0o777 == 0o600
+    cached.chmod(0o666)  # writable by others: not trusted, asked again
+    fio_capabilities(str(fio), ("libaio",))
+    assert len(calls.read_text().splitlines()) == 5 + 4
+    fio.write_text(fio.read_text() + "# rebuilt\n")  # new content, new hash: asked again
+    fio_capabilities(str(fio), ())
+    assert len(calls.read_text().splitlines()) == 9 + 3
