@@ -507,11 +507,16 @@ def _binaries_built() -> bool:
     return (binaries_dir() / "kubelet").exists()
 
 
+needs_k8s_lab = pytest.mark.skipif(
+    os.environ.get("STORBENCH_K8S") != "1" or os.geteuid() != 0 or shutil.which("containerd") is None
+    or not _binaries_built(),
+    reason="set STORBENCH_K8S=1 (scripts/k8s-e2e.sh); needs root, scripts/setup.sh --k8s and "
+    "scripts/build-kubernetes.sh")
+
+
 @pytest.mark.k8s
 @pytest.mark.fio
-@pytest.mark.skipif(os.environ.get("STORBENCH_K8S") != "1", reason="set STORBENCH_K8S=1 (scripts/k8s-e2e.sh)")
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("containerd") is None or not _binaries_built(),
-                    reason="needs root, scripts/setup.sh --k8s and scripts/build-kubernetes.sh")
+@needs_k8s_lab
 def test_three_pods_on_rwo_rwx_and_block_claims_leave_nothing_behind(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str],
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
@@ -572,9 +577,7 @@ repeat: 1
 
 @pytest.mark.k8s
 @pytest.mark.fio
-@pytest.mark.skipif(os.environ.get("STORBENCH_K8S") != "1", reason="set STORBENCH_K8S=1 (scripts/k8s-e2e.sh)")
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("containerd") is None or not _binaries_built(),
-                    reason="needs root, scripts/setup.sh --k8s and scripts/build-kubernetes.sh")
+@needs_k8s_lab
 def test_a_plan_runs_with_exactly_the_identity_k8s_rbac_prints_through_kubectls_flags(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 34: on a cluster brought up by hand (`storbench lab k8s up --nodes 2`), an administrator makes the
@@ -661,9 +664,7 @@ faults:
 
 @pytest.mark.k8s
 @pytest.mark.fio
-@pytest.mark.skipif(os.environ.get("STORBENCH_K8S") != "1", reason="set STORBENCH_K8S=1 (scripts/k8s-e2e.sh)")
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("containerd") is None or not _binaries_built(),
-                    reason="needs root, scripts/setup.sh --k8s and scripts/build-kubernetes.sh")
+@needs_k8s_lab
 def test_a_deleted_fio_pod_is_made_again_on_its_claim_and_its_time_to_first_io_measured(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 32's Kubernetes fault: 4 s into each repetition client 1's fio pod is deleted (SIGTERM, its grace
