@@ -183,6 +183,26 @@ def test_compare_judges_what_the_faults_did_where_both_sides_had_them() -> None:
     assert plain.cell("blackout_s") is None  # no faults: no failover cells
 
 
+def test_a_client_a_fault_stopped_is_not_called_a_straggler() -> None:
+    from dataclasses import replace
+
+    from storbench.model.fault_record import FaultRecord
+    from storbench.stats.failover_points import RepetitionFailover
+    from storbench.stats.summary import summarize_points
+    from storbench.stats.timeline import Failover, Recovery
+    from synthetic import observation
+
+    slow = [observation(repeat=i, slowest_client="c1", slowest_client_pct_of_median=12.0) for i in range(3)]
+    (plain,) = summarize_points(slow)
+    assert "stragglers" in {w.code for w in plain.warnings}  # no fault: a slow client is worth a look
+    figures = Failover(400.0, 0.0, (("c1", 280.0),), 0.0, 0.0, 51.0, Recovery.NOT_RECOVERED, None, None)
+    faulted = [replace(o, failover=RepetitionFailover(i, i, FaultRecord("fail", "node.1", False, 20.0), None,
+                                                      figures)) for i, o in enumerate(slow)]
+    (point,) = summarize_points(faulted)
+    codes = {w.code for w in point.warnings}
+    assert "faulted" in codes and "stragglers" not in codes  # the node's failure, told by the failover lines
+
+
 CHECK_PLAN = """
 name: checked
 targets:

@@ -129,7 +129,8 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
                                     "measure for longer than you warm up"))
     stragglers = [o for o in ok if o.fio.slowest_pct_of_median is not None
                   and o.fio.slowest_pct_of_median < STRAGGLER_PCT_OF_MEDIAN
-                  and not is_volume_operation(o.case.workload.rw)]  # one operation a client: its time, no rate
+                  and not is_volume_operation(o.case.workload.rw)  # one operation a client: its time, no rate
+                  and o.failover is None]  # a client a fault stopped is the fault's, told in its failover lines
     if stragglers:
         worst = min(stragglers, key=lambda o: o.fio.slowest_pct_of_median or 0.0)
         warnings.append(StatWarning(
