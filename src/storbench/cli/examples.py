@@ -1,5 +1,6 @@
-"""`storbench example [NAME]`: the example plans that come with storbench (package data, `storbench/examples`), so
-an installed copy has them without the repository: listed with their descriptions, or one printed or written."""
+"""What an installed copy brings without the repository: `storbench example [NAME]`, the example plans that come
+with storbench (package data, `storbench/examples`), listed with their descriptions or one printed or written; and
+`storbench doctor`, what this machine has for each target kind and lab (`storbench.requirements`)."""
 
 from __future__ import annotations
 

@@ -92,6 +92,7 @@ class KubernetesExecutor:
                  default_storage_class: str | None = None, *, context: str | None = None) -> None:
         self.core = core_api(kubeconfig, context)
         self.cluster = ClusterAccess(kubeconfig, context)
+        self._readings_api: object | None = None  # the kubelets' reader: no retries (`telemetry`)
         self.default_storage_class = default_storage_class
         self.namespace = namespace
         self.run_label = run_label
@@ -168,7 +169,9 @@ class KubernetesExecutor:
     def telemetry(self, case: Case, interval_s: float) -> TelemetrySource | None:
         """The cluster's nodes, each kubelet's summary (`execute.kubelet_stats`): so a verdict names the busy
         node."""
-        return KubeletSampler(core_api(self.cluster.kubeconfig, self.cluster.context, retries=False), interval_s)
+        if self._readings_api is None:  # made once: a kubeconfig load and a connection pool, not one a repetition
+            self._readings_api = core_api(self.cluster.kubeconfig, self.cluster.context, retries=False)
+        return KubeletSampler(self._readings_api, interval_s)
 
     def start_delay_s(self, case: Case) -> float:
         """fio starts in the pods this long after `run_case` is called (they wait for a common start)."""
