@@ -5,11 +5,14 @@
 #            node_exporter (the telemetry test starts its own pair on loopback ports; on a systemd host
 #            Debian also enables their services)
 #   --k8s    adds what the Kubernetes lab runs on: etcd, containerd, runc, CNI plugins, busybox (for the fio
-#            image) and gcc (for the pause image); the Kubernetes binaries themselves come from
+#            image), gcc (for the pause image), and its registry (docker-registry, apache2-utils, skopeo);
+#            the Kubernetes binaries themselves come from
 #            scripts/build-kubernetes.sh, the CSI driver and sidecars from scripts/build-csi.sh (both need Go)
 #   --labs   adds Ceph (mon, mgr, osd, mds, fuse, rbd), nfs-ganesha and nftables (the hosts lab's firewall) for
 #            `storbench lab ceph|nfs|hosts`, libfuse3 and pyfuse3 (built here) for the pacer of `lab volume`, and
-#            builds a fio with the nfs engine (scripts/build-fio-nfs.sh, cached after the first time)
+#            builds a fio with the nfs engine (scripts/build-fio-nfs.sh, cached after the first time); skopeo,
+#            busybox, docker-registry and apache2-utils for `storbench image build|push` and a private registry (Debian
+#            starts docker-registry's own service on a systemd host: setup stops and disables it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,9 +31,10 @@ done
 packages=(fio python3 python3-venv ca-certificates)
 ((dev)) && packages+=(chromium fonts-dejavu-core prometheus prometheus-node-exporter)
 ((k8s)) && packages+=(etcd-server containerd runc containernetworking-plugins busybox-static gcc libc6-dev \
-  iptables openssl util-linux iproute2)
+  iptables openssl util-linux iproute2 skopeo docker-registry apache2-utils)
 ((labs)) && packages+=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common radosgw nfs-ganesha nfs-ganesha-vfs \
-  rpcbind iproute2 nftables fuse3 libfuse3-dev pkg-config gcc python3-dev)
+  rpcbind iproute2 nftables fuse3 libfuse3-dev pkg-config gcc python3-dev skopeo docker-registry apache2-utils \
+  busybox-static)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -40,6 +44,9 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [[ " ${missing[*]} " == *" docker-registry "* ]] && command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+    systemctl disable --now docker-registry >/dev/null 2>&1 || true  # storbench runs its own, on private addresses
+  fi
 fi
 
 if ((labs)); then

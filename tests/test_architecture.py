@@ -41,7 +41,7 @@ PURE_LAYERS: tuple[tuple[str, ...], ...] = (
      "storbench.lab.ceph_conf", "storbench.lab.nfs_conf", "storbench.lab.hosts_conf",
      "storbench.lab.k8s_conf", "storbench.execute.k8s_manifests", "storbench.execute.k8s_operations",
      "storbench.execute.pod_results", "storbench.execute.k8s_rbac",
-     "storbench.redact", "storbench.s3sign", "storbench.targets.guards"),
+     "storbench.redact", "storbench.s3sign", "storbench.targets.guards", "storbench.oci"),
     # the plan file: schema, loading, checks across keys; the fault steps a plan may ask of its labs
     ("storbench.config.*", "storbench.faults"),
     # a plan's cases: their ids, their order and lab designs in time, what they need of the machine
@@ -59,6 +59,7 @@ SHELL: tuple[str, ...] = (
     "storbench.selection", "storbench.execute.*", "storbench.lab.*", "storbench.targets.*", "storbench.telemetry.*",
     "storbench.store.*", "storbench.netclient", "storbench.shell", "storbench.private_files",
     "storbench.trusted_files", "storbench.ceph_client", "storbench.beside", "storbench.doctor",
+    "storbench.fio_image",
 )
 # What a pure module may not import: processes, the database, the network, the clock, threads, signals, files.
 # A name covers its submodules, except those in PURE_STDLIB (string functions only).

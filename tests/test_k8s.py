@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import shutil
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -486,9 +487,9 @@ def test_the_csi_driver_runs_behind_kubernetes_own_sidecars_with_attach_required
 K8S_PLAN = """
 name: k8s
 targets:
-  rwo: {kind: pvc, size: 64MiB, access_mode: ReadWriteOnce, image_pull_policy: Never}
-  rwx: {kind: pvc, size: 64MiB, access_mode: ReadWriteMany, image_pull_policy: Never}
-  block: {kind: pvc, size: 256MiB, volume_mode: Block, destructive: true, image_pull_policy: Never}
+  rwo: {kind: pvc, size: 64MiB, access_mode: ReadWriteOnce}
+  rwx: {kind: pvc, size: 64MiB, access_mode: ReadWriteMany}
+  block: {kind: pvc, size: 256MiB, volume_mode: Block, destructive: true}
 workload:
   rw: randwrite
   bs: 4k
@@ -567,8 +568,8 @@ def _run_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: p
 RBAC_PLAN = """
 name: k8s-least
 targets:
-  rwo: {kind: pvc, size: 64MiB, storage_class: storbench-hostpath, image_pull_policy: Never, start_budget: 10s,
-        namespace: not-this-one}
+  rwo: {{kind: pvc, size: 64MiB, storage_class: storbench-hostpath, start_budget: 10s,
+        namespace: not-this-one, image: "{image}"}}
 workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 4s}
 clients: 2
 repeat: 1
@@ -581,9 +582,11 @@ repeat: 1
 def test_a_plan_runs_with_exactly_the_identity_k8s_rbac_prints_through_kubectls_flags(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 34: on a cluster brought up by hand (`storbench lab k8s up --nodes 2`), an administrator makes the
-    namespace and applies `storbench k8s rbac`; storbench then runs a plan with a token of that service account
-    and nothing more, called as kubectl calls its plugin (`kubectl storbench --kubeconfig F -n bench run ...`):
-    pods, claims and config maps made and removed, both nodes' kubelets read, the namespace left as it was."""
+    namespace and applies `storbench k8s rbac`, and pushes the fio image to the site's registry (the lab's: TLS
+    from its own CA, basic auth) with `storbench image push`; storbench then runs a plan on that image with a
+    token of that service account and nothing more, called as kubectl calls its plugin (`kubectl storbench
+    --kubeconfig F -n bench run ...`): both nodes pulled the image from the registry, pods, claims and config maps
+    made and removed, both nodes' kubelets read, the namespace left as it was."""
     import yaml
 
     from helpers import stored_repetitions
@@ -627,12 +630,22 @@ def test_a_plan_runs_with_exactly_the_identity_k8s_rbac_prints_through_kubectls_
                                                      "certificate-authority": f"{info.root}/pki/ca.crt"}}],
             "users": [{"name": "storbench", "user": {"token": token}}],
             "contexts": [{"name": "least", "context": {"cluster": "lab", "user": "storbench"}}]}))
+        registry = Path(info.root) / "registry"
+        address = info.fio_image.split("/")[0]
+        image = f"{address}/site/fio:pushed-by-hand"
+        code, out, err = run_cli(capsys, "image", "push", image, "--authfile", str(registry / "auth.json"),
+                                 "--cert-dir", str(registry / "ca"))
+        assert code == 0 and f"pushed {image} (sha256:" in out, out + err
         db = tmp_path / "r.db"
         with inside(tmp_path):
             code = kubectl_storbench(["--kubeconfig", str(kubeconfig), "-n", "bench", "run",
-                                      str(write_plan(tmp_path, RBAC_PLAN)), "--db", str(db)])
+                                      str(write_plan(tmp_path, RBAC_PLAN.format(image=image))), "--db", str(db)])
         out, err = capsys.readouterr()
         assert code == 0, out + err
+        for node in info.lab_nodes:  # each node pulled it (only the pause image is imported at up)
+            images = subprocess.run(["ctr", "-a", f"{node.dir(info.root)}/containerd/containerd.sock", "-n",
+                                     "k8s.io", "images", "ls", "-q"], capture_output=True, text=True).stdout.split()
+            assert image in images, (node.name, images)
         (repetition,) = stored_repetitions(db)
         assert repetition.status == Status.OK and len(repetition.clients) == 2, repetition.error
         assert repetition.case.target.namespace == "bench"  # type: ignore[attr-defined]
@@ -650,7 +663,7 @@ def test_a_plan_runs_with_exactly_the_identity_k8s_rbac_prints_through_kubectls_
 DELETE_PLAN = """
 name: k8s-delete
 targets:
-  rwo: {kind: pvc, size: 64MiB, access_mode: ReadWriteOnce, image_pull_policy: Never, start_budget: 10s}
+  rwo: {kind: pvc, size: 64MiB, access_mode: ReadWriteOnce, start_budget: 10s}
 workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 16s, ramp: 1s}
 clients: 2
 repeat: 2
@@ -733,7 +746,7 @@ def _nothing_left() -> None:
 CSI_OPS_PLAN = """
 name: k8s-csi-ops
 targets:
-  csi: {kind: pvc, size: 64MiB, storage_class: storbench-csi, image_pull_policy: Never}
+  csi: {kind: pvc, size: 64MiB, storage_class: storbench-csi}
 workload: {rw: [provision, attach, snapshot, restore, clone, expand], runtime: 60s}
 clients: 2
 repeat: 2
@@ -783,7 +796,7 @@ def test_volume_operations_through_the_csi_sidecars_on_two_nodes_are_timed_and_r
 NODE_FAILURE_TAINT_PLAN = """
 name: k8s-node-failure-taint
 targets:
-  csi: {kind: pvc, size: 64MiB, storage_class: storbench-csi, image_pull_policy: Never, start_budget: 10s}
+  csi: {kind: pvc, size: 64MiB, storage_class: storbench-csi, start_budget: 10s}
 workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 110s, ramp: 1s, fio: {rate_iops: 200}}
 clients: 2
 repeat: 1
@@ -837,7 +850,7 @@ NODE_BOUND_PLAN = """
 name: k8s-node-bound
 targets:
   local: {kind: pvc, size: 256MiB, storage_class: storbench-local-block, volume_mode: Block, destructive: true,
-          image_pull_policy: Never, start_budget: 10s}
+          start_budget: 10s}
 workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 90s, ramp: 1s, fio: {rate_iops: 200}}
 clients: 2
 repeat: 1

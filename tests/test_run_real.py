@@ -137,8 +137,9 @@ def test_telemetry_beside_every_number(finished_run: tuple[Path, Path], capsys: 
     assert code == 0
     for record in json.loads(out):
         assert 0 < record["host_cpu_busy_pct"] <= 100
-        # fio's own accounting of its two jobs, exact however short the run; /proc sampling saw the processes
-        assert record["client_cpu_cores"] == pytest.approx((record["cpu_usr"] + record["cpu_sys"]) / 100)
+        # fio's own accounting of its two jobs, exact however short the run; /proc sampling saw the processes.
+        # Every exported figure is rounded to six significant digits, the three here each on its own: 1e-5
+        assert record["client_cpu_cores"] == pytest.approx((record["cpu_usr"] + record["cpu_sys"]) / 100, rel=1e-5)
         assert record["client_cpu_cores"] > 0
         assert "fio" in record["process_cpu_cores"]
         assert record["disk_busiest"] and record["disk_busiest_util_pct"] > 0

@@ -111,15 +111,16 @@ def test_a_paced_point_whose_p99_is_far_above_its_turn_says_the_machine_did_not_
 IOPS_PLAN = """
 name: paced
 targets:
-  volume: {kind: block, expect: {iops: 3000}}
+  volume: {kind: block, expect: {iops: 1500}}
 workload: {rw: randread, bs: 4k, iodepth: [1, 6, 32], runtime: 1s}
 repeat: 3
 lab:
-  volume: {size: 256MiB, iops: 3000}
+  volume: {size: 256MiB, iops: 1500}
 """
-CAP_IOPS = 3000
+# Well below what the pacer serves on a busy 2-core machine: at 3,000 IOPS, CI's runner once saw 2,467.
+CAP_IOPS = 1500
 # At the cap each I/O waits its turn: mean latency depth / cap (Little's law), evenly. Stated factors: the mean
-# within 0.75-1.5 of it (at iodepth 1 the path's own ~0.1 ms hides under the 0.33 ms turn), the p99 at least the
+# within 0.75-1.5 of it (at iodepth 1 the path's own ~0.1 ms hides under the 0.67 ms turn), the p99 at least the
 # mean and at most 3 times depth / cap. The kernel's block throttle, which this lab used before, gave p99 48 times
 # depth / cap at iodepth 6 (97 ms) and a p99 below the mean at iodepth 1.
 MEAN_FACTOR = (0.75, 1.5)
@@ -133,7 +134,7 @@ def test_a_paced_volume_answers_as_a_provisioned_one_littles_law_at_every_depth(
     db = tmp_path / "r.db"
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, IOPS_PLAN)), "--db", str(db))
     assert code == 0, out + err
-    assert "volume lab: up (/dev/loop" in out and "paced at 3,000 IOPS, reads and writes together" in out, out
+    assert "volume lab: up (/dev/loop" in out and "paced at 1,500 IOPS, reads and writes together" in out, out
     code, out, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
     records = json.loads(out)
     assert {int(r["iodepth"]) for r in records} == {1, 6, 32} and len(records) == 9
@@ -148,7 +149,7 @@ def test_a_paced_volume_answers_as_a_provisioned_one_littles_law_at_every_depth(
     assert code == 0, err
     verdicts = [line for line in out.splitlines() if line.strip().startswith("volume randread")]
     assert len(verdicts) == 3 and all("capped beyond this host" in line for line in verdicts), out
-    assert "at its declared 3,000 IOPS" in out and "under-driven" not in out
+    assert "at its declared 1,500 IOPS" in out and "under-driven" not in out
     code, shown, err = run_cli(capsys, "show", "--db", str(db), "--format", "json")
     assert code == 0 and not any(w["code"] == "throttle_latency" for p in json.loads(shown) for w in p["warnings"])
     code, out, err = run_cli(capsys, "saturation", "--db", str(db))
@@ -235,16 +236,16 @@ SEARCH_PLAN = """
 name: {name}
 targets:
   volume: {{kind: block}}
-workload: {{rw: randread, bs: 4k, iodepth: 4, numjobs: {numjobs}, runtime: 1s, fio: {{rate_iops: 450}}}}
+workload: {{rw: randread, bs: 4k, iodepth: 4, numjobs: {numjobs}, runtime: 1s, fio: {{rate_iops: 225}}}}
 repeat: 3
 telemetry: {{enabled: false}}
 lab:
-  volume: {{size: 64MiB, iops: 2400}}
+  volume: {{size: 64MiB, iops: 1200}}
 {search}"""
 
 
 def _best_under_objective(db: Path) -> tuple[int | None, float | None, int]:
-    """(numjobs, IOPS) of the best point within p99<=8ms among a database's stored points, by the search's own
+    """(numjobs, IOPS) of the best point within p99<=16ms among a database's stored points, by the search's own
     rule, and how many points it holds."""
     from storbench.model.objective import parse_slo
     from storbench.stats.observations import Observation, observations
@@ -254,7 +255,7 @@ def _best_under_objective(db: Path) -> tuple[int | None, float | None, int]:
     store = open_store(db)
     repetitions = store.repetitions([r.run_id for r in store.runs()])
     store.close()
-    objective = parse_slo("p99<=8ms")
+    objective = parse_slo("p99<=16ms")
     found: dict[int, list[Observation]] = {}
     for o in observations(repetitions):
         found.setdefault(o.case.workload.numjobs, []).append(o)
@@ -268,16 +269,16 @@ def _best_under_objective(db: Path) -> tuple[int | None, float | None, int]:
 @needs_root
 def test_the_search_finds_the_grids_best_iops_within_the_objective_with_fewer_points(
         lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Each fio job is held to 450 IOPS and the volume to 2,400: up to 4 jobs the volume keeps up (1,800 IOPS, three
+    """Each fio job is held to 225 IOPS and the volume to 1,200: up to 4 jobs the volume keeps up (900 IOPS, three
     quarters of its cap: short queues), from 6 on more is asked than the cap and every job's 4 I/Os queue at it (24
-    or more in flight: 10 ms and up, above 8 ms). The search over numjobs 1..12 must give the full grid's best
-    IOPS within p99<=8ms — 4 jobs, 1,800 IOPS, as the whole grid gave when it was run beside it (1, 2, 3, 4, 6, 8
+    or more in flight: 20 ms and up, above 16 ms). The search over numjobs 1..12 must give the full grid's best
+    IOPS within p99<=16ms — 4 jobs, 900 IOPS, as the whole grid gave when it was run beside it (1, 2, 3, 4, 6, 8
     and 12 jobs: 27 s more of the suite) — from fewer points. (A paced volume queues like a real one: at 90 % of
-    its cap, as 1,800 of 2,000 IOPS was here, the p99 came near 5 ms and the answer straddled a 5 ms objective; at
-    three quarters the full suite still saw it cross 5 ms once.)"""
+    its cap the p99 came near the objective and the answer straddled it. Rates are half what they were: CI's
+    busy runner once served 4 jobs at 2,400 IOPS too slowly for 8 ms.)"""
     search_db = tmp_path / "search.db"
     searched = SEARCH_PLAN.format(name="search", numjobs=1,
-                                  search="search: {axis: numjobs, range: [1, 12], slo: p99<=8ms}\n")
+                                  search="search: {axis: numjobs, range: [1, 12], slo: p99<=16ms}\n")
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, searched, "search.yaml")), "--db",
                              str(search_db))
     assert code == 0, out + err
@@ -288,7 +289,7 @@ def test_the_search_finds_the_grids_best_iops_within_the_objective_with_fewer_po
     search_load, search_iops, search_points = _best_under_objective(search_db)
     assert search_points < 7, search_points  # fewer than the grid's 7 values
     assert search_load == 4 and search_iops is not None, (said, search_load)
-    assert abs(search_iops / 1800 - 1) <= 0.10, (search_load, search_iops)
+    assert abs(search_iops / 900 - 1) <= 0.10, (search_load, search_iops)
     assert f"best {search_iops:,.0f} IOPS at numjobs={search_load}" in said[0]
 
 

@@ -1,8 +1,9 @@
 """The command line: the only place that reads argv, prints, and turns errors into exit codes.
 
 One module per command group: `run` (plan, run), `results` (show, export, compare, saturation, report),
-`labs` (lab, k8s), `imports` (import), `examples` (example, doctor); `common` holds what they share. Which results a
-command reads is decided in `storbench.selection`, importing in `storbench.importer`.
+`labs` (lab, k8s), `imports` (import), `examples` (example, doctor), `image` (image build, push); `common` holds
+what they share. Which results a command reads is decided in `storbench.selection`, importing in
+`storbench.importer`.
 
 Each command imports what it uses inside its handler, the one place storbench imports inside functions (besides
 type-only imports): `storbench --help` and a command's start load only that command's modules, not numpy, scipy,
@@ -19,7 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from storbench import __version__
-from storbench.cli import examples, imports, labs, results, run
+from storbench.cli import examples, image, imports, labs, results, run
 from storbench.cli.common import _console, _write_output
 from storbench.cli.run import plan_before_resume
 from storbench.errors import UserError
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     imports.add_commands(sub)
     examples.add_commands(sub)
     examples.add_doctor(sub)
+    image.add_commands(sub)
     return parser
 
 

@@ -19,7 +19,16 @@ from storbench.config.values import (
     StrictModel,
     matching,
 )
-from storbench.model import BlockTarget, CephfsTarget, NfsTarget, PathTarget, PvcTarget, RbdTarget, S3Target
+from storbench.model import (
+    DEFAULT_FIO_IMAGE,
+    BlockTarget,
+    CephfsTarget,
+    NfsTarget,
+    PathTarget,
+    PvcTarget,
+    RbdTarget,
+    S3Target,
+)
 from storbench.units import parse_size_bytes
 
 __all__ = [
@@ -276,8 +285,9 @@ class PvcTargetConfig(StrictModel):
                                        "'-'")] = Field(
         "storbench", description="Namespace for the pods, claims and config maps; created (and removed) if missing.")
     image: Annotated[str, matching(IMAGE_RE, "image {value!r} is not an image reference")] = Field(
-        "storbench.local/fio:local", description="Image with fio (the same version as this machine's) and a POSIX "
-        "sh; the default is the one the k8s lab builds.")
+        DEFAULT_FIO_IMAGE, description="Image with fio (the same version as this machine's) and a POSIX sh: "
+        "`storbench image push REGISTRY/storbench/fio` puts one in your registry. The default is the k8s lab's "
+        "(its own registry serves it).")
     image_pull_policy: Literal["Never", "IfNotPresent", "Always"] = Field("IfNotPresent", description="")
     node_selector: dict[str, str] = Field(default_factory=dict, description="Pods run only on nodes with "
                                           "these labels.")

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from storbench.fio.jobfile import TIMELINE_LOG, JobBinding, timeline_logs
-from storbench.model import Case, PvcTarget
+from storbench.model import DEFAULT_FIO_IMAGE, Case, PvcTarget
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "storbench"}
 RUN_LABEL = "storbench/run"
@@ -174,6 +174,16 @@ def pvc_of(case: Case) -> PvcTarget:
     if not isinstance(case.target, PvcTarget):
         raise TypeError(f"target '{case.target.name}' ({case.target.kind}) does not run in pods")
     return case.target
+
+
+def with_image(case: Case, image: str | None) -> Case:
+    """``case`` with its pods on ``image`` (a lab's fio image, where the lab's registry serves it) when its target
+    asks for the default image (`DEFAULT_FIO_IMAGE`); unchanged otherwise. The stored case keeps what the plan
+    said."""
+    target = case.target
+    if image is None or not isinstance(target, PvcTarget) or target.container_image != DEFAULT_FIO_IMAGE:
+        return case
+    return replace(case, target=replace(target, container_image=image))
 
 
 def pod_plans(case: Case, run_label: str, rep_index: int, nodes: Sequence[str] = ()) -> list[PodPlan]:

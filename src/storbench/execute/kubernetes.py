@@ -36,6 +36,7 @@ from storbench.execute.k8s_manifests import (
     pod_manifest,
     pod_plans,
     pvc_of,
+    with_image,
 )
 from storbench.execute.kubelet_stats import KubeletSampler
 from storbench.execute.pod_logs import FOLLOW_END_S, LogFollower
@@ -89,11 +90,13 @@ class KubernetesExecutor:
     name = "kubernetes"
 
     def __init__(self, kubeconfig: str | None, namespace: str, run_label: str,
-                 default_storage_class: str | None = None, *, context: str | None = None) -> None:
+                 default_storage_class: str | None = None, *, context: str | None = None,
+                 default_image: str | None = None) -> None:
         self.core = core_api(kubeconfig, context)
         self.cluster = ClusterAccess(kubeconfig, context)
         self._readings_api: object | None = None  # the kubelets' reader: no retries (`telemetry`)
         self.default_storage_class = default_storage_class
+        self.default_image = default_image  # the lab's fio image, for targets that name none
         self.namespace = namespace
         self.run_label = run_label
         self.created_namespace = False
@@ -183,6 +186,7 @@ class KubernetesExecutor:
         brings its own fio (``fio`` is not used; each pod reports its version). A client's pod deleted while it
         runs (a fault, or anyone) is made again at once on the same claim, as a controller would, and runs the
         rest of the measured section."""
+        case = with_image(case, self.default_image)
         self.ensure_namespace()
         if is_volume_operation(case.workload.rw):
             return VolumeOperations(self.core, self.namespace, self.run_label, self.default_storage_class, case,

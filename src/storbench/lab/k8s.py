@@ -27,17 +27,20 @@ from pathlib import Path
 import yaml
 
 from storbench.errors import UserError
+from storbench.fio_image import build_fio_image, push
 from storbench.lab.base import status_line
+from storbench.lab.image_registry import hosts_toml, start_registry
 from storbench.lab.k8s_conf import (
     APISERVER_PORT,
     CSI_BINARIES,
     CSI_DRIVER,
     CSI_STORAGE_CLASS,
     ETCD_CLIENT_PORT,
-    FIO_IMAGE,
+    FIO_REPOSITORY,
     NODE_ADDRESS,
     NODE_TAINT_OUT_OF_SERVICE,
     PAUSE_IMAGE,
+    REGISTRY_PORT,
     STORAGE_CLASS,
     LabNode,
     block_pv_manifest,
@@ -70,7 +73,7 @@ from storbench.lab.k8s_host import (
     unix_socket_answers,
     unmount_all,
 )
-from storbench.lab.k8s_images import fio_image, pause_image
+from storbench.lab.k8s_images import pause_image
 from storbench.lab.labdir import (
     LabRoot,
     default_lab_dir,
@@ -79,6 +82,7 @@ from storbench.lab.labdir import (
     require_tools,
 )
 from storbench.lab.process import kill_all, start_daemon
+from storbench.private_files import write_private
 from storbench.shell import run
 from storbench.trusted_files import trusted_program
 
@@ -153,7 +157,8 @@ class K8sLab(LabRoot):
             _check_built(binaries / name, "scripts/build-kubernetes.sh (about 10 min once; cached)")
         for name in CSI_BINARIES if csi else ():
             _check_built(csi_dir() / name, "scripts/build-csi.sh (about 8 min once; cached)")
-        require_tools("k8s", ("etcd", "containerd", "runc", "ctr", "openssl", "ip", "nsenter"),
+        require_tools("k8s", ("etcd", "containerd", "runc", "ctr", "openssl", "ip", "nsenter", "skopeo",
+                              "docker-registry", "htpasswd", "busybox"),
                       hint="run scripts/setup.sh --k8s")
         members = lab_nodes(nodes)
         self.dir.ensure()
@@ -174,7 +179,8 @@ class K8sLab(LabRoot):
             self._wait(self._api_ready, "kube-apiserver", 90)
             self._start("kube-controller-manager", commands["kube-controller-manager"])
             self._start("kube-scheduler", commands["kube-scheduler"])
-            images = self._build_images(fio_binary)
+            images = self._build_images()
+            fio_image = self._registry(fio_binary, members)
             if csi:
                 self._start_csi()
             for node in members:
@@ -195,7 +201,7 @@ class K8sLab(LabRoot):
             raise
         info = K8sLabInfo(root=str(self.root), kubeconfig=str(self.root / "admin.kubeconfig"),
                           server=f"https://{NODE_ADDRESS}:{APISERVER_PORT}", storage_class=STORAGE_CLASS,
-                          fio_image=FIO_IMAGE, nodes=nodes, csi=csi)
+                          fio_image=fio_image, nodes=nodes, csi=csi)
         self.state.write_text(json.dumps(info.__dict__))
         return info
 
@@ -294,14 +300,32 @@ class K8sLab(LabRoot):
         raise UserError(f"k8s lab: {what} not ready within {timeout_s:g}s",
                         hint=f"see {self.root / 'log'}: {' | '.join(tail)[:300]}")
 
-    def _build_images(self, fio_binary: str) -> list[Path]:
-        """The pause and fio images as archives every node's containerd imports."""
-        paths = []
-        for name, data in (("pause", pause_image(PAUSE_IMAGE)), ("fio", fio_image(FIO_IMAGE, fio_binary))):
-            path = self.root / "images" / f"{name}.tar"
-            path.write_bytes(data)
-            paths.append(path)
-        return paths
+    def _build_images(self) -> list[Path]:
+        """The pause image as an archive every node's containerd imports (the sandbox of every pod)."""
+        path = self.root / "images" / "pause.tar"
+        path.write_bytes(pause_image(PAUSE_IMAGE))
+        return [path]
+
+    def _registry(self, fio_binary: str, nodes: tuple[LabNode, ...]) -> str:
+        """The lab's registry on the bridge (TLS, basic auth), the fio image pushed to it with skopeo as a user
+        would (`storbench image push`), and every node set to pull from it as a site's nodes are: its CA in
+        containerd's hosts.toml, its credentials in the kubelet's config.json (read from its root directory).
+        Returns the fio image's reference."""
+        pid, registry = start_registry(self.root / "registry", NODE_ADDRESS, REGISTRY_PORT)
+        self.dir.record("registry", pid)
+        image = build_fio_image(fio_binary)
+        archive = self.root / "images" / "fio.oci.tar"
+        archive.write_bytes(image.archive)
+        pushed = push(archive, f"{registry.address}/{FIO_REPOSITORY}:{image.ref_name}", authfile=registry.authfile,
+                      cert_dir=registry.ca_dir)
+        archive.unlink()
+        for node in nodes:
+            node_dir = Path(node.dir(str(self.root)))
+            hosts = node_dir / "certs.d" / registry.address
+            hosts.mkdir(parents=True, exist_ok=True)
+            (hosts / "hosts.toml").write_text(hosts_toml(registry.address, f"{registry.ca_dir}/ca.crt"))
+            write_private(node_dir / "kubelet" / "config.json", Path(registry.authfile).read_text())
+        return pushed.destination
 
     # -----------------------------------------------------------------------------------------------------------
     # a node's failure (issue 33): powered off, and back

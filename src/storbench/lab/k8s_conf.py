@@ -3,8 +3,10 @@
 The control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) listens on a private bridge
 address; each node is a kubelet with its own containerd in a network namespace of its own on that bridge, with
 its own directories (runtime state, pods' logs, CNI addresses) under the lab's. Pods are on a CNI bridge inside
-their node's namespace, without masquerade, so no traffic leaves the machine. Images are built locally (no registry
-is needed or reachable).
+their node's namespace, without masquerade, so no traffic leaves the machine. Images are built locally: the pause
+image is imported into every node's containerd, the fio image pushed to the lab's own registry (TLS, basic auth) on
+the bridge, from where the nodes pull it as a cluster's nodes pull from a site's registry (its CA in containerd's
+hosts.toml, its credentials in the kubelet's config.json).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ ETCD_PEER_PORT = 12380
 APISERVER_PORT = 16443
 KUBELET_PORT = 20250
 PAUSE_IMAGE = "storbench.local/pause:1"
-FIO_IMAGE = "storbench.local/fio:local"
+REGISTRY_PORT = 15000  # the lab's registry, on NODE_ADDRESS
+FIO_REPOSITORY = "storbench/fio"  # the fio image's, in the lab's registry
 STORAGE_CLASS = "storbench-hostpath"
 CNI_BIN_DIR = "/usr/lib/cni"
 NODE_TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
@@ -107,8 +110,9 @@ def kubeconfig(server: str, ca_path: str, cert_path: str, key_path: str, user: s
 
 
 def containerd_config(node_dir: str) -> str:
-    """A node's containerd 1.6 with the CRI plugin: local pause image, CNI from Debian's plugins, and
-    restrict_oom_score_adj (root here lacks CAP_SYS_RESOURCE: without it runc fails every sandbox)."""
+    """A node's containerd 1.6 with the CRI plugin: local pause image, registries' hosts.toml in the node's
+    certs.d, CNI from Debian's plugins, and restrict_oom_score_adj (root here lacks CAP_SYS_RESOURCE: without it
+    runc fails every sandbox)."""
     return f"""version = 2
 root = "{node_dir}/containerd/root"
 state = "{node_dir}/containerd/state"
@@ -125,6 +129,8 @@ state = "{node_dir}/containerd/state"
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "{node_dir}/certs.d"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "{CNI_BIN_DIR}"
     conf_dir = "{node_dir}/cni"

@@ -29,6 +29,7 @@ int main(void) {
     for (;;) pause();
 }
 """
+FIO_ENTRYPOINT = ["/usr/bin/fio"]
 BUSYBOX_APPLETS = ("sh", "cat", "sleep", "date", "mkdir", "ls", "echo", "test", "[", "rm", "cp", "env", "true")
 
 
@@ -75,10 +76,13 @@ def _archive(layer: bytes, tag: str, entrypoint: list[str]) -> bytes:
     return buffer.getvalue()
 
 
-def fio_image(tag: str, fio_binary: str) -> bytes:
+def fio_layer(fio_binary: str) -> bytes:
+    """The fio image's one layer: busybox's shell and a few applets, this machine's fio and the libraries it links.
+    Every entry has mtime 0 and owner root, so the same files give the same bytes (and digest)."""
     busybox = shutil.which("busybox")
     if busybox is None:
-        raise UserError("k8s lab: busybox is not installed", hint="run scripts/setup.sh --k8s")
+        raise UserError("the fio image: busybox is not installed", hint="run scripts/setup.sh --k8s "
+                        "(or apt-get install busybox-static)")
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for directory in ("bin", "usr", "usr/bin", "tmp", "lib", "lib64", "usr/lib", "etc", "data"):
@@ -97,11 +101,17 @@ def fio_image(tag: str, fio_binary: str) -> bytes:
                     _add_dir(tar, directory)
                     added.add(directory)
             _add_file(tar, os.path.realpath(library), library, 0o755)
-        passwd = b"root:x:0:0:root:/:/bin/sh\n"
+        # root for the lab's pods; the unprivileged user (65532) the restricted Pod Security Standard asks for
+        passwd = b"root:x:0:0:root:/:/bin/sh\nfio:x:65532:65532:fio:/tmp:/bin/sh\n"
         info = tarfile.TarInfo("etc/passwd")
         info.size = len(passwd)
         tar.addfile(info, io.BytesIO(passwd))
-    return _archive(buffer.getvalue(), tag, ["/usr/bin/fio"])
+    return buffer.getvalue()
+
+
+def fio_image(tag: str, fio_binary: str) -> bytes:
+    """The fio image as a docker-archive, for the lab's `ctr images import`."""
+    return _archive(fio_layer(fio_binary), tag, FIO_ENTRYPOINT)
 
 
 def pause_image(tag: str) -> bytes:

@@ -10,9 +10,13 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 __all__ = [
-    "BlockTarget", "CephfsTarget", "Expectation", "ImportedTarget", "NfsTarget", "PathTarget", "PvcTarget", "RbdTarget",
+    "DEFAULT_FIO_IMAGE", "BlockTarget", "CephfsTarget", "Expectation",
+    "ImportedTarget", "NfsTarget", "PathTarget", "PvcTarget", "RbdTarget",
     "S3Target", "TargetSpec",
 ]
+
+# A pvc target's image when its plan names none: on the k8s lab, the fio image the lab's registry serves.
+DEFAULT_FIO_IMAGE = "storbench.local/fio:local"
 
 
 @dataclass(frozen=True)
