@@ -1,40 +1,33 @@
 #!/usr/bin/env bash
-# Installs everything storbench needs on Debian 12, as root: system packages, a virtual
-# environment in .venv, and storbench itself. Safe to run again.
-#   --dev    adds the test tools: Chromium (the report test opens the report in it), and Prometheus with
-#            node_exporter (the telemetry test starts its own pair on loopback ports; on a systemd host
-#            Debian also enables their services)
-#   --k8s    adds what the Kubernetes lab runs on: etcd, containerd, runc, CNI plugins, busybox (for the fio
-#            image), gcc (for the pause image), and its registry (docker-registry, apache2-utils, skopeo);
-#            the Kubernetes binaries themselves come from
-#            scripts/build-kubernetes.sh, the CSI driver and sidecars from scripts/build-csi.sh (both need Go)
-#   --labs   adds Ceph (mon, mgr, osd, mds, fuse, rbd), nfs-ganesha and nftables (the hosts lab's firewall) for
-#            `storbench lab ceph|nfs|hosts`, libfuse3 and pyfuse3 (built here) for the pacer of `lab volume`, and
-#            builds a fio with the nfs engine (scripts/build-fio-nfs.sh, cached after the first time); skopeo,
-#            busybox, docker-registry and apache2-utils for `storbench image build|push` and a private registry (Debian
-#            starts docker-registry's own service on a systemd host: setup stops and disables it)
+# Installs everything storbench needs on Debian 12, as root: Python's venv, a virtual environment in .venv with
+# storbench in it, then `storbench setup` for the system packages (from this machine's own package sources). Safe
+# to run again.
+#   --dev    adds the test tools: Chromium (the report test opens the report in it), Prometheus with
+#            node_exporter (the telemetry test starts its own pair on loopback ports; on a systemd host Debian
+#            also enables their services), and pytest, ruff, mypy, Hypothesis, build
+#   --k8s    adds what the Kubernetes lab runs on: etcd, containerd, runc, CNI plugins, busybox (the fio image),
+#            gcc (the pause image), docker-registry, apache2-utils and skopeo (its registry); the Kubernetes
+#            binaries come from scripts/build-kubernetes.sh, the CSI driver and sidecars from scripts/build-csi.sh
+#   --labs   adds Ceph, nfs-ganesha, nftables, libfuse3 and pyfuse3 (the volume lab's pacer), skopeo, busybox,
+#            docker-registry and apache2-utils (`storbench image`, a private registry; Debian's own registry
+#            service is stopped and disabled), and builds a fio with the nfs and http engines from Debian's source
+#            package (cached after the first time)
+# `storbench setup --help` says the same; an installed storbench (pipx) runs it without this clone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-dev=0
-labs=0
-k8s=0
+flags=()
+extras=()
 for arg in "$@"; do
   case "$arg" in
-    --dev) dev=1 ;;
-    --labs) labs=1 ;;
-    --k8s) k8s=1 ;;
+    --dev) flags+=(--dev); extras+=(dev) ;;
+    --labs) flags+=(--labs); extras+=(labs) ;;  # pyfuse3, built against libfuse3
+    --k8s) flags+=(--k8s) ;;
     *) echo "setup: unknown option $arg (use --dev, --labs and/or --k8s)" >&2; exit 2 ;;
   esac
 done
 
-packages=(fio python3 python3-venv ca-certificates)
-((dev)) && packages+=(chromium fonts-dejavu-core prometheus prometheus-node-exporter)
-((k8s)) && packages+=(etcd-server containerd runc containernetworking-plugins busybox-static gcc libc6-dev \
-  iptables openssl util-linux iproute2 skopeo docker-registry apache2-utils)
-((labs)) && packages+=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common radosgw nfs-ganesha nfs-ganesha-vfs \
-  rpcbind iproute2 nftables fuse3 libfuse3-dev pkg-config gcc python3-dev skopeo docker-registry apache2-utils \
-  busybox-static)
+packages=(python3 python3-venv ca-certificates)  # what storbench itself runs on; `storbench setup` does the rest
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -44,13 +37,6 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  if [[ " ${missing[*]} " == *" docker-registry "* ]] && command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
-    systemctl disable --now docker-registry >/dev/null 2>&1 || true  # storbench runs its own, on private addresses
-  fi
-fi
-
-if ((labs)); then
-  echo "setup: fio with the nfs and http engines at $(./scripts/build-fio-nfs.sh)"
 fi
 
 python=/usr/bin/python3
@@ -58,9 +44,8 @@ python=/usr/bin/python3
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
-extras=()
-((dev)) && extras+=(dev)
-((labs)) && extras+=(labs)  # pyfuse3 for the volume lab's pacer, built against libfuse3
+.venv/bin/pip install -q --disable-pip-version-check -e .
+.venv/bin/storbench setup ${flags[@]+"${flags[@]}"}
 extra=""
 ((${#extras[@]})) && extra="[$(IFS=,; echo "${extras[*]}")]"
 .venv/bin/pip install -q --disable-pip-version-check -e ".${extra}"

@@ -30,7 +30,7 @@ PURE_LAYERS: tuple[tuple[str, ...], ...] = (
     # what everything uses: units and sizes, the one user error, text made safe to show, the version; the design a
     # run stored (what its plan asked)
     ("storbench", "storbench.units", "storbench.errors", "storbench.safe_text", "storbench.run_design",
-     "storbench.requirements"),
+     "storbench.requirements", "storbench.apt_sources"),
     # the data that flows: cases, measurements, telemetry series
     ("storbench.model.*", "storbench.telemetry.series"),
     # edge formats: fio's job text and output, /proc and counters read into series, lab files and manifests rendered,
@@ -59,7 +59,7 @@ SHELL: tuple[str, ...] = (
     "storbench.selection", "storbench.execute.*", "storbench.lab.*", "storbench.targets.*", "storbench.telemetry.*",
     "storbench.store.*", "storbench.netclient", "storbench.shell", "storbench.private_files",
     "storbench.trusted_files", "storbench.ceph_client", "storbench.beside", "storbench.doctor",
-    "storbench.fio_image",
+    "storbench.fio_image", "storbench.machine_setup",
 )
 # What a pure module may not import: processes, the database, the network, the clock, threads, signals, files.
 # A name covers its submodules, except those in PURE_STDLIB (string functions only).

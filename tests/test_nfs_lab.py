@@ -35,7 +35,7 @@ pytestmark = [
     pytest.mark.nfs,
     pytest.mark.skipif(shutil.which("ganesha.nfsd") is None or os.geteuid() != 0 or _nfs_fio() is None,
                        reason="needs root, nfs-ganesha and a libnfs fio (scripts/setup.sh --labs; "
-                              "scripts/build-fio-nfs.sh)"),
+                              "storbench setup --labs)"),
 ]
 
 PLAN = """

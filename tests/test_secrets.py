@@ -56,7 +56,7 @@ def _http_fio_or_skip() -> None:
     try:
         http_fio_binary()
     except UserError as exc:
-        pytest.skip(f"no fio with the http engine ({exc.message}): scripts/build-fio-nfs.sh builds it")
+        pytest.skip(f"no fio with the http engine ({exc.message}): storbench setup --labs builds it")
 
 
 def _assert_no_key(text: str | bytes, where: str) -> None:

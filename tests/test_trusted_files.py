@@ -109,7 +109,7 @@ def test_an_ancestor_of_another_user_is_refused_unless_they_ran_sudo(
 
 
 def _fake_build(cache: Path) -> Path:
-    """A cached fio build as scripts/build-fio-nfs.sh leaves it: fio and the metadata engine, root's, 0755."""
+    """A cached fio build as storbench setup --labs leaves it: fio and the metadata engine, root's, 0755."""
     build = cache / "storbench" / "fio-nfs"
     build.mkdir(parents=True, mode=0o755)
     for name in ("fio", "storbench-nfsmeta.so"):

@@ -98,7 +98,7 @@ def plan_reference_markdown() -> str:
         "### `kind: nfs`",
         "",
         NfsTargetConfig.__doc__ or "",
-        "The job uses `ioengine=nfs` with a fio built with libnfs (`scripts/build-fio-nfs.sh`, or "
+        "The job uses `ioengine=nfs` with a fio built with libnfs (`storbench setup --labs`, or "
         "`$STORBENCH_FIO_NFS`); storbench lays the files out first (fio 3.33's nfs engine creates files only "
         "for rw=write).",
         "",

@@ -33,7 +33,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     Requirement("fio's rbd engine", "engine", "rbd", "rbd targets", f"{APT} fio (Debian's fio has it)"),
     Requirement("fio with libnfs and libcurl (nfs and http engines)", "file", "fio-nfs",
                 "nfs and s3 targets, metadata on NFS (Debian's fio has neither engine)",
-                "scripts/build-fio-nfs.sh (from a clone of storbench; about a minute)"),
+                "storbench setup --labs (builds it from Debian's source package; about a minute)"),
     Requirement("root", "root", "", "every lab (namespaces, loop devices, daemons)", "run storbench as root"),
     Requirement("ip (iproute2)", "program", "ip", "the hosts, NFS and Kubernetes labs", f"{APT} iproute2"),
     Requirement("nft (nftables)", "program", "nft", "the hosts lab's firewall", f"{APT} nftables"),
@@ -85,3 +85,29 @@ def doctor_lines(found: Mapping[Requirement, Found]) -> list[str]:
             lines.append(f"missing  {requirement.what}{detail}: {requirement.needed_for}; install: "
                          f"{requirement.install}")
     return lines
+
+
+# What `storbench setup` installs from the machine's package sources (scripts/setup.sh calls it), by option.
+SETUP_PACKAGES: Mapping[str, tuple[str, ...]] = {
+    "base": ("fio", "python3", "python3-venv", "ca-certificates"),
+    # the report test opens the report in Chromium; the telemetry test starts its own Prometheus pair
+    "dev": ("chromium", "fonts-dejavu-core", "prometheus", "prometheus-node-exporter"),
+    # the Kubernetes lab: its daemons, the fio and pause images, its registry
+    "k8s": ("etcd-server", "containerd", "runc", "containernetworking-plugins", "busybox-static", "gcc", "libc6-dev",
+            "iptables", "openssl", "util-linux", "iproute2", "skopeo", "docker-registry", "apache2-utils"),
+    # Ceph, nfs-ganesha, the hosts lab's firewall, the volume lab's pacer (FUSE), the fio image and a registry
+    "labs": ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "ceph-fuse", "ceph-common", "radosgw", "nfs-ganesha",
+             "nfs-ganesha-vfs", "rpcbind", "iproute2", "nftables", "fuse3", "libfuse3-dev", "pkg-config", "gcc",
+             "python3-dev", "skopeo", "docker-registry", "apache2-utils", "busybox-static"),
+    # building fio from Debian's source package with libnfs and libcurl (the nfs and http engines)
+    "fio-nfs": ("build-essential", "dpkg-dev", "pkg-config", "libaio-dev", "zlib1g-dev", "libnfs-dev",
+                "libcurl4-openssl-dev", "libssl-dev"),
+}
+# Packages whose Debian service setup stops and disables: storbench runs its own, on private addresses.
+SERVICES_NOT_WANTED: Mapping[str, str] = {"docker-registry": "docker-registry"}
+
+
+def setup_packages(*, dev: bool, labs: bool, k8s: bool) -> tuple[str, ...]:
+    """The packages of the options asked for, each once, in order (the nfs build's with --labs)."""
+    chosen = ["base", *(["dev"] if dev else []), *(["k8s"] if k8s else []), *(["labs", "fio-nfs"] if labs else [])]
+    return tuple(dict.fromkeys(p for option in chosen for p in SETUP_PACKAGES[option]))

@@ -1,7 +1,7 @@
 """The command line: the only place that reads argv, prints, and turns errors into exit codes.
 
 One module per command group: `run` (plan, run), `results` (show, export, compare, saturation, report),
-`labs` (lab, k8s), `imports` (import), `examples` (example, doctor), `image` (image build, push); `common` holds
+`labs` (lab, k8s), `imports` (import), `examples` (example, doctor, setup), `image` (image build, push); `common` holds
 what they share. Which results a command reads is decided in `storbench.selection`, importing in
 `storbench.importer`.
 
@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     imports.add_commands(sub)
     examples.add_commands(sub)
     examples.add_doctor(sub)
+    examples.add_setup(sub)
     image.add_commands(sub)
     return parser
 

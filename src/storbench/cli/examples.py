@@ -78,3 +78,40 @@ def add_doctor(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                        "installs what is missing (exit 1 without fio)")
     p.add_argument("--fio", default=None, help="fio binary (default: $STORBENCH_FIO or fio on PATH)")
     p.set_defaults(func=cmd_doctor)
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    import os
+
+    from storbench.machine_setup import build_fio_nfs, install_packages, missing_packages, python_modules
+    from storbench.requirements import setup_packages
+
+    console = _console()
+
+    def say(line: str) -> None:
+        console.print(line, markup=False, soft_wrap=True)
+
+    packages = setup_packages(dev=args.dev, labs=args.labs, k8s=args.k8s)
+    if os.geteuid() != 0:
+        missing = missing_packages(packages)
+        if missing:
+            raise UserError(f"storbench setup installs system packages ({' '.join(missing)}) and runs as root",
+                            hint="run it with sudo")
+    install_packages(packages, say)
+    if args.labs:
+        python_modules({"pyfuse3": "pyfuse3>=3.2", "trio": "trio>=0.22"}, say)
+        say(f"setup: fio with the nfs and http engines at {build_fio_nfs(say)}")
+    say("setup: done; storbench doctor says what each target kind and lab has now")
+    return 0
+
+
+def add_setup(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("setup", help="install what storbench needs from this machine's package sources, as root "
+                       "(fio; with --labs Ceph, nfs-ganesha and a fio with the nfs engine built from Debian's "
+                       "source package)")
+    p.add_argument("--labs", action="store_true", help="the Ceph, NFS, hosts and volume labs, the registry and "
+                   "`storbench image`, and fio with the nfs and http engines (built once, cached)")
+    p.add_argument("--k8s", action="store_true", help="what the Kubernetes lab runs on (its Kubernetes binaries "
+                   "come from scripts/build-kubernetes.sh in a clone)")
+    p.add_argument("--dev", action="store_true", help="the test tools: Chromium and a Prometheus pair")
+    p.set_defaults(func=cmd_setup)

@@ -18,22 +18,22 @@ from storbench.targets.base import FILENAME_FORMAT, PreparedTarget
 from storbench.trusted_files import trusted_program
 
 # The fio build and its engine run as root: only from where nobody else could have put or changed them.
-UNTRUSTED_BUILD_HINT = ("build it as the user that runs storbench (sudo scripts/build-fio-nfs.sh puts it in root's "
+UNTRUSTED_BUILD_HINT = ("build it as the user that runs storbench (sudo storbench setup --labs puts it in root's "
                         "cache), or set STORBENCH_FIO_NFS to a copy owned by root, mode 0755, in root's directories")
 
 
 def nfs_fio_binary() -> str:
-    """A fio with the nfs engine: $STORBENCH_FIO_NFS, or the one scripts/build-fio-nfs.sh cached (in
+    """A fio with the nfs engine: $STORBENCH_FIO_NFS, or the one storbench setup --labs cached (in
     $XDG_CACHE_HOME or ~/.cache of whoever runs storbench: root's own under plain sudo). Used only when it and
     every directory above it are root's or ours and closed to group and others (trusted_files)."""
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "storbench" / "fio-nfs" / "fio"
     binary = os.environ.get("STORBENCH_FIO_NFS") or str(cache)
     if not Path(binary).is_file():
         raise UserError(f"no fio with the nfs engine at {binary} (Debian's fio is built without libnfs)",
-                        hint="run scripts/build-fio-nfs.sh (about a minute), or set STORBENCH_FIO_NFS")
+                        hint="run storbench setup --labs (builds it in about a minute), or set STORBENCH_FIO_NFS")
     trusted_program(binary, "the fio with the nfs engine", hint=UNTRUSTED_BUILD_HINT)
     if "nfs" not in parse_engines(run([binary, "--enghelp"], timeout_s=30)):
-        raise UserError(f"{binary} has no nfs engine", hint="rebuild it with scripts/build-fio-nfs.sh")
+        raise UserError(f"{binary} has no nfs engine", hint="rebuild it: storbench setup --labs")
     return binary
 
 
@@ -41,8 +41,8 @@ def nfs_metadata_engine(binary: str) -> str:
     """storbench's fio engine for metadata operations over libnfs, built beside the nfs-capable fio."""
     engine = Path(binary).parent / "storbench-nfsmeta.so"
     if not engine.is_file():
-        raise UserError(f"no metadata engine for NFS at {engine} (built with fio by scripts/build-fio-nfs.sh)",
-                        hint="run scripts/build-fio-nfs.sh again")
+        raise UserError(f"no metadata engine for NFS at {engine} (built with fio by storbench setup --labs)",
+                        hint="run storbench setup --labs again")
     return trusted_program(engine, "storbench's NFS metadata engine", hint=UNTRUSTED_BUILD_HINT)
 
 

@@ -250,12 +250,12 @@ def s3_binding(service: S3Service, bucket: str, fio_binary: str, prefix: str) ->
 
 
 def http_fio_binary() -> str:
-    """A fio with the http engine: the one scripts/build-fio-nfs.sh builds (with libcurl) and caches."""
+    """A fio with the http engine: the one storbench setup --labs builds (with libcurl) and caches."""
 
     binary = nfs_fio_binary()
     if "http" not in parse_engines(run([binary, "--enghelp"], timeout_s=30)):
         raise UserError(f"{binary} has no http engine (built before storbench needed it)",
-                        hint="rebuild it: rm it, then run scripts/build-fio-nfs.sh")
+                        hint="rebuild it: rm it, then run storbench setup --labs")
     return binary
 
 

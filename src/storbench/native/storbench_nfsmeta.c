@@ -10,7 +10,7 @@
  * directory is made (untimed) before its first file. With unlink=1, fio removes the files after the job
  * through unlink_file (nfs_unlink); the engine's cleanup then removes the job's now empty directories.
  *
- * Built by scripts/build-fio-nfs.sh against the fio source it builds; loaded with
+ * Built by `storbench setup --labs` against the fio source it builds; loaded with
  * ioengine=external:/path/to/storbench-nfsmeta.so.
  */
 #include <errno.h>

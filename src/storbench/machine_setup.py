@@ -1,0 +1,145 @@
+"""`storbench setup` (shell): what scripts/setup.sh did, from the installed package — the system packages of the
+options asked for (`requirements.setup_packages`) from this machine's own package sources, and with the labs a fio
+built from Debian's own source package with libnfs and libcurl (the nfs and http engines) and storbench's
+metadata engine for NFS (package data: `storbench/native`), cached in ~/.cache/storbench/fio-nfs. Source packages
+come from `deb-src` entries derived from the machine's `deb` entries (`apt_sources`): its mirror, never a host
+named here. Safe to run again: what is there is left alone."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from importlib.resources import files
+from pathlib import Path
+
+from storbench.apt_sources import FILE_NAME, configured_entries, deb_src_text, has_sources
+from storbench.errors import UserError
+from storbench.fio.options import parse_engines
+from storbench.requirements import SERVICES_NOT_WANTED, SETUP_PACKAGES
+from storbench.shell import run
+
+Say = Callable[[str], None]
+APT_DIR = Path("/etc/apt")
+APT_ENV = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+ENGINE_SOURCE = "storbench_nfsmeta.c"
+
+
+def fio_nfs_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "storbench" / "fio-nfs"
+
+
+def _apt(*args: str, timeout_s: float = 1800) -> None:
+    done = subprocess.run(["apt-get", *args], env=APT_ENV, capture_output=True, text=True, timeout=timeout_s,
+                          check=False)
+    if done.returncode != 0:
+        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+        raise UserError(f"apt-get {args[0]} failed: {tail}", hint="see apt's own message; storbench setup runs as "
+                        "root on Debian 12")
+
+
+def missing_packages(packages: tuple[str, ...]) -> list[str]:
+    return [p for p in packages if subprocess.run(["dpkg", "-s", p], capture_output=True, check=False).returncode]
+
+
+def install_packages(packages: tuple[str, ...], say: Say) -> list[str]:
+    """Install those of ``packages`` that are missing (apt-get, the machine's sources); stop and disable the
+    services Debian starts that storbench does not want. Returns what was installed."""
+    missing = missing_packages(packages)
+    if not missing:
+        return []
+    say(f"setup: installing {' '.join(missing)}")
+    _apt("update", "-qq")
+    _apt("install", "-y", "-qq", "--no-install-recommends", *missing)
+    if Path("/run/systemd/system").is_dir() and shutil.which("systemctl"):
+        for package, service in SERVICES_NOT_WANTED.items():
+            if package in missing:
+                subprocess.run(["systemctl", "disable", "--now", service], capture_output=True, check=False)
+    return missing
+
+
+def _source_files() -> dict[str, str]:
+    found = {}
+    for path in [APT_DIR / "sources.list", *sorted((APT_DIR / "sources.list.d").glob("*"))]:
+        if path.is_file() and path.suffix in (".list", ".sources"):
+            found[str(path)] = path.read_text(errors="replace")
+    return found
+
+
+def ensure_source_packages(say: Say) -> None:
+    """`deb-src` entries for apt-get source: the machine's own when it has some, else ours derived from its `deb`
+    entries (written once, to /etc/apt/sources.list.d)."""
+    entries = configured_entries(_source_files())
+    if has_sources(entries):
+        return
+    text = deb_src_text(entries)
+    if not text:
+        raise UserError("no apt sources with Debian's packages on this machine",
+                        hint="add your mirror to /etc/apt/sources.list.d, then run storbench setup again")
+    (APT_DIR / "sources.list.d" / FILE_NAME).write_text(text)
+    say(f"setup: source packages from this machine's own mirrors ({APT_DIR / 'sources.list.d' / FILE_NAME})")
+    _apt("update", "-qq")
+
+
+def _has_engines(binary: Path) -> bool:
+    try:
+        engines = parse_engines(run([str(binary), "--enghelp"], timeout_s=30))
+    except UserError:
+        return False
+    return {"nfs", "http"} <= engines
+
+
+def build_fio_nfs(say: Say) -> Path:
+    """fio from Debian's source package with libnfs and libcurl, and the NFS metadata engine; cached, and built
+    again only when either is missing or the engine's source changed."""
+    cache = fio_nfs_dir()
+    source = (files("storbench") / "native" / ENGINE_SOURCE).read_text()
+    cached_source = cache / ENGINE_SOURCE
+    if (_has_engines(cache / "fio") and (cache / "storbench-nfsmeta.so").is_file() and cached_source.is_file()
+            and cached_source.read_text() == source):
+        return cache / "fio"
+    install_packages(SETUP_PACKAGES["fio-nfs"], say)
+    ensure_source_packages(say)
+    say("setup: building fio with the nfs and http engines from Debian's source package (about a minute)")
+    with tempfile.TemporaryDirectory(prefix="storbench-fio-") as work:
+        _apt_source = subprocess.run(["apt-get", "source", "-qq", "--download-only", "fio"], cwd=work, env=APT_ENV,
+                                     capture_output=True, text=True, check=False)
+        if _apt_source.returncode != 0:
+            raise UserError(f"apt-get source fio failed: {_apt_source.stderr.strip()[-300:]}",
+                            hint="the machine's sources need deb-src entries for Debian's main component")
+        dsc = sorted(Path(work).glob("fio_*.dsc"))
+        run(["dpkg-source", "-x", str(dsc[-1]), f"{work}/src"], timeout_s=300)
+        src = Path(work) / "src"
+        configured = subprocess.run(["./configure", "--disable-native"], cwd=src, capture_output=True, text=True,
+                                    check=True, timeout=600).stdout
+        for engine in ("NFS engine", "http engine"):
+            if not any(line.startswith(engine) and line.split()[-1] == "yes" for line in configured.splitlines()):
+                raise UserError(f"fio's configure found no {engine} (libnfs-dev, libcurl4-openssl-dev)")
+        subprocess.run(["make", f"-j{os.cpu_count() or 1}", "fio"], cwd=src, capture_output=True, check=True,
+                       timeout=3600)
+        (src / ENGINE_SOURCE).write_text(source)
+        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", "-D_GNU_SOURCE", "-D_LARGEFILE_SOURCE",
+                        "-D_FILE_OFFSET_BITS=64", "-include", "config-host.h", "-I.", "-o", "storbench-nfsmeta.so",
+                        ENGINE_SOURCE, "-lnfs"], cwd=src, capture_output=True, check=True, timeout=600)
+        cache.mkdir(parents=True, exist_ok=True)
+        for name, mode in (("fio", 0o755), ("storbench-nfsmeta.so", 0o755), (ENGINE_SOURCE, 0o644)):
+            shutil.copyfile(src / name, cache / f".{name}.new")
+            os.chmod(cache / f".{name}.new", mode)
+            os.replace(cache / f".{name}.new", cache / name)
+    if not _has_engines(cache / "fio"):
+        raise UserError(f"the fio built at {cache / 'fio'} has no nfs or http engine")
+    return cache / "fio"
+
+
+def python_modules(modules: dict[str, str], say: Say) -> None:
+    """Python packages the labs import (pyfuse3 for the volume lab's pacer), into the environment storbench runs
+    in, when missing (built against the system's libfuse3, installed just before)."""
+    import importlib.util
+    import sys
+
+    wanted = [spec for module, spec in modules.items() if importlib.util.find_spec(module) is None]
+    if wanted:
+        say(f"setup: installing {' '.join(wanted)} into {sys.prefix}")
+        run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", *wanted], timeout_s=1800)

@@ -1,0 +1,85 @@
+"""`storbench setup` from the installed package: the packages of each option, and source packages taken from the
+machine's own apt sources (its mirror, an internal one), never a host storbench names."""
+
+from __future__ import annotations
+
+import subprocess
+from importlib.resources import files
+
+import pytest
+
+from helpers import run_cli
+from storbench.apt_sources import configured_entries, deb_src_text, has_sources
+from storbench.requirements import SETUP_PACKAGES, setup_packages
+
+INTERNAL_DEB822 = """Types: deb
+# the site's mirror
+URIs: https://mirror.internal.example/debian
+Suites: bookworm bookworm-updates
+Components: main contrib
+Signed-By: /usr/share/keyrings/internal.gpg
+
+Types: deb
+URIs: https://mirror.internal.example/debian-security
+Suites: bookworm-security
+Components: main
+Enabled: no
+"""
+ONE_LINE = """# deb http://deb.debian.org/debian bookworm main
+deb [arch=amd64 signed-by=/usr/share/keyrings/other.gpg] http://apt.internal.example/debian bookworm main # ours
+deb cdrom:[Debian GNU/Linux 12]/ bookworm main
+"""
+
+
+def test_source_entries_are_derived_from_the_machines_own_binary_entries() -> None:
+    entries = configured_entries({"/etc/apt/sources.list.d/internal.sources": INTERNAL_DEB822,
+                                  "/etc/apt/sources.list": ONE_LINE})
+    assert not has_sources(entries)
+    text = deb_src_text(entries)
+    stanzas = text.split("\n\n")
+    assert "deb.debian.org" not in text  # commented out there: not a source
+    assert "Types: deb-src\nURIs: https://mirror.internal.example/debian\nSuites: bookworm bookworm-updates\n" \
+           "Components: main contrib\nSigned-By: /usr/share/keyrings/internal.gpg" in text
+    assert "debian-security" not in text  # Enabled: no
+    assert "URIs: http://apt.internal.example/debian\nSuites: bookworm\nComponents: main\n" \
+           "Architectures: amd64\nSigned-By: /usr/share/keyrings/other.gpg" in text
+    assert len(stanzas) == 2 and "cdrom" not in text  # every enabled deb entry but a disc
+    # a machine that has source entries already keeps its own; our own file is not read as the machine's
+    with_src = {"/etc/apt/sources.list": ONE_LINE + "deb-src http://apt.internal.example/debian bookworm main\n"}
+    assert has_sources(configured_entries(with_src))
+    assert not has_sources(configured_entries({"/etc/apt/sources.list.d/storbench-deb-src.sources":
+                                               "Types: deb-src\nURIs: http://x/debian\nSuites: bookworm\n"}))
+    assert deb_src_text(configured_entries({})) == ""
+
+
+def test_each_option_adds_its_packages_once() -> None:
+    base = setup_packages(dev=False, labs=False, k8s=False)
+    assert base == SETUP_PACKAGES["base"] and "fio" in base
+    everything = setup_packages(dev=True, labs=True, k8s=True)
+    assert len(everything) == len(set(everything))  # skopeo, gcc, iproute2 in several options: once
+    assert {"ceph-osd", "nfs-ganesha", "libnfs-dev", "containerd", "skopeo", "chromium"} <= set(everything)
+    assert "containerd" not in setup_packages(dev=False, labs=True, k8s=False)
+
+
+def test_the_metadata_engines_source_comes_with_the_package() -> None:
+    assert "nfsmeta_op" in (files("storbench") / "native" / "storbench_nfsmeta.c").read_text()
+
+
+def test_setup_says_what_it_would_install_and_that_it_needs_root(capsys: pytest.CaptureFixture[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    monkeypatch.setattr("storbench.machine_setup.missing_packages", lambda packages: ["ceph-osd"])
+    code, _, err = run_cli(capsys, "setup", "--labs")
+    assert code == 2 and "runs as root" in err and "ceph-osd" in err and "sudo" in err, err
+
+
+def test_setup_installs_nothing_that_is_there(capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """On this machine (scripts/setup.sh ran `storbench setup`), the base packages are all there: dpkg is asked,
+    apt-get is not run."""
+    if subprocess.run(["dpkg", "-s", "fio"], capture_output=True).returncode:
+        pytest.skip("fio is not installed from Debian's package here")
+    ran: list[tuple[str, ...]] = []
+    monkeypatch.setattr("storbench.machine_setup._apt", lambda *args, **kwargs: ran.append(args))
+    code, out, err = run_cli(capsys, "setup")
+    assert code == 0 and ran == [] and "installing" not in out and "storbench doctor" in out, out + err
