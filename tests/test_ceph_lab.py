@@ -552,7 +552,7 @@ def test_osds_per_device_splits_one_loop_device_among_its_osds(lab_dir: Path, tm
 
     def counting(self: LocalExecutor, case, *args, **kwargs):  # type: ignore[no-untyped-def]
         lab = CephLab(lab_dir / "ceph")
-        stat = lab.ceph_json("osd", "stat")
+        stat = lab.mon("osd stat")
         blocks = sorted(os.path.realpath(lab.root / d / "block") for d in os.listdir(lab.root) if d.startswith("osd."))
         slices = devices.slices_of(lab.root, 0)
         seen.append((case.lab.ceph.osds_per_device, len(slices), int(stat["num_up_osds"]), blocks))

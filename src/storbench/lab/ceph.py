@@ -48,7 +48,9 @@ class CephLab(CephFaults):
             return f"ceph lab: down ({self.root} holds no lab)"
         if not self.running():
             return f"ceph lab: stopped but not removed ({self.root}); run `storbench lab ceph down`"
-        health = self.ceph("health").strip()
+        answer = self.mon("health")
+        checks = [check.get("summary", {}).get("message", name) for name, check in answer.get("checks", {}).items()]
+        health = " ".join([str(answer.get("status", "?")), *checks])
         return (f"ceph lab: up, {health}; conf {info.conf}; osds {info.spec.osds} ({info.spec.objectstore}); pools "
                 + ", ".join(f"{n} (size {s})" for n, s in info.spec.pools)
                 + (f"; cephfs mounted at {info.cephfs_mount}" if info.cephfs_mount else "")
@@ -60,7 +62,8 @@ class CephLab(CephFaults):
         current = self.info()
         if current is not None and current.spec == spec and current.address == address and self.running():
             try:
-                self._wait_ready(spec, timeout_s=30)
+                with self.connected():
+                    self._wait_ready(spec, timeout_s=30)
                 return current
             except UserError:
                 pass
@@ -73,22 +76,22 @@ class CephLab(CephFaults):
         self.conf.write_text(render_ceph_conf(spec, fsid, str(self.root), address))
         try:
             self._create_mon(fsid, address, spec.slot)
-            self._create_mgr()
-            self._set_osd_options(spec.osd_config, ())
-            if spec.db_size_bytes is not None:
-                self._mount_fast_db(spec)
-            slices: list[str] = []
-            if spec.osds_per_device:
-
-                assert spec.devices is not None and spec.device_size_bytes is not None
-                slices = devices.create(self.root, spec.devices, spec.osds_per_device, spec.device_size_bytes)
-            self._create_osds(spec, slices)
-            self._create_pools(spec)  # while the OSDs boot: one wait for them, the mgr and every pool's PGs
-            self._wait_ready(spec, timeout_s=READY_TIMEOUT_S)
-            self._check_osd_options(spec)
-            mount = self._create_cephfs() if spec.cephfs else None
-            if spec.rgw:
-                self._create_rgw(spec, address)
+            with self.connected():
+                self._create_mgr()
+                self._set_osd_options(spec.osd_config, ())
+                if spec.db_size_bytes is not None:
+                    self._mount_fast_db(spec)
+                slices: list[str] = []
+                if spec.osds_per_device:
+                    assert spec.devices is not None and spec.device_size_bytes is not None
+                    slices = devices.create(self.root, spec.devices, spec.osds_per_device, spec.device_size_bytes)
+                self._create_osds(spec, slices)
+                self._create_pools(spec)  # while the OSDs boot: one wait for them, the mgr and every pool's PGs
+                self._wait_ready(spec, timeout_s=READY_TIMEOUT_S)
+                self._check_osd_options(spec)
+                mount = self._create_cephfs() if spec.cephfs else None
+                if spec.rgw:
+                    self._create_rgw(spec, address)
         except BaseException:
             self.down()
             raise

@@ -128,6 +128,10 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
         "mon data avail warn = 2",
         "mon data avail crit = 1",
         "paxos propose interval = 0.1",
+        # daemons report their PGs to the manager every second, not every 5 s: a bring-up, a heal and the PG
+        # states sampled through a repetition with faults (lab.ceph_watch) see the cluster as it is now
+        "mgr stats period = 1",
+        "mgr tick period = 1",
         "ms bind ipv4 = true",
         "ms bind ipv6 = false",
         f"ms bind port min = {daemon_ports(spec.slot)[0]}",

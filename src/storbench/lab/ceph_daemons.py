@@ -1,28 +1,36 @@
-"""One lab Ceph cluster's directory and daemons (shell): the ceph CLI on its conf, its state file read back, and
-the steps `lab.ceph.CephLab.up` brings it up with: keyrings, monitor, manager, OSDs (on sparse files or device
+"""One lab Ceph cluster's directory and daemons (shell): monitor commands on its conf, its state file read back,
+and the steps `lab.ceph.CephLab.up` brings it up with: keyrings, monitor, manager, OSDs (on sparse files or device
 slices, a tmpfs for their DB devices), pools, radosgw and CephFS, each waited for until the cluster says it is
 ready.
+
+Monitor commands go through librados (`ceph_client.RadosClient`, JSON in and out, a millisecond each; one
+connection for a whole bring-up or heal: `connected`), not the ceph CLI, which costs a core for a third of a
+second a call: a bring-up asked it about 30 times, most of its 16 s.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from storbench.ceph_client import RadosClient
 from storbench.errors import UserError
-from storbench.lab.ceph_conf import LOOPBACK, CephLabSpec, mon_address, rgw_port
+from storbench.lab.ceph_conf import LOOPBACK, CephLabSpec, mon_address, mon_ports, rgw_port
 from storbench.lab.labdir import LabRoot, port_open
 from storbench.lab.process import start_daemon
 from storbench.shell import run
 
 RGW_USER = "storbench"
 READY_TIMEOUT_S = 180.0
+POLL_S = 0.2  # between two looks at the cluster while waiting (a look costs a millisecond through librados)
 
 
 @dataclass(frozen=True)
@@ -46,13 +54,52 @@ class CephDaemons(LabRoot):
     def __init__(self, root: Path | None, default: Path) -> None:
         super().__init__(root, default)
         self.conf = self.root / "ceph.conf"
+        self._rados: RadosClient | None = None
 
     # ---- queries ----------------------------------------------------------------------------------------
     def ceph(self, *args: str, timeout_s: float = 60) -> str:
+        """The ceph CLI on the lab's conf: for text meant for people (`health detail`) only."""
         return run(["ceph", "-c", str(self.conf), *args], timeout_s=timeout_s)
 
-    def ceph_json(self, *args: str) -> object:
-        return json.loads(self.ceph(*args, "-f", "json"))
+    @contextlib.contextmanager
+    def connected(self) -> Iterator[None]:
+        """One librados connection for every monitor command in the block (a bring-up, a heal)."""
+        if self._rados is not None:
+            yield
+            return
+        self._rados = self._connect()
+        try:
+            yield
+        finally:
+            client, self._rados = self._rados, None
+            client.close()
+
+    def _connect(self) -> RadosClient:
+        try:
+            return RadosClient(str(self.conf), "admin", op_timeout_s=60)
+        except OSError as error:
+            raise UserError(f"ceph lab: cannot reach its monitor ({error})",
+                            hint=f"see the daemon logs in {self.root / 'log'}") from None
+
+    def mon(self, prefix: str, **arguments: object) -> Any:
+        """A monitor command's JSON answer (the manager's commands too: the monitor passes them on); None for
+        commands that answer nothing."""
+        client = self._rados or self._connect()
+        try:
+            return client.mon_command({"prefix": prefix, **arguments})
+        except OSError as error:
+            raise UserError(f"ceph lab: `{prefix}` failed: {error}",
+                            hint=f"see the daemon logs in {self.root / 'log'}") from None
+        finally:
+            if client is not self._rados:
+                client.close()
+
+    def _keyring(self, entity: str, caps: list[str], path: Path) -> None:
+        """``entity``'s key (made with ``caps`` the first time) written as a keyring file."""
+        answer = self.mon("auth get-or-create", entity=entity, caps=caps)
+        key = answer[0]["key"] if isinstance(answer, list) else answer["key"]
+        path.write_text(f"[{entity}]\n\tkey = {key}\n")
+        path.chmod(0o600)
 
     def info(self) -> CephLabInfo | None:
         raw = self.dir.read_state()
@@ -87,13 +134,12 @@ class CephDaemons(LabRoot):
         run(["ceph-mon", "-c", str(self.conf), "--mkfs", "-i", "a", "--monmap", str(monmap), "--keyring",
              str(mon_keyring)])
         self._start("mon.a", ["ceph-mon", "-f", "-c", str(self.conf), "-i", "a"])
-        self._wait(lambda: bool(self.ceph("mon", "stat", timeout_s=10)), "the monitor to answer", 60)
+        self._wait(lambda: port_open(address, mon_ports(slot)[0]), "the monitor to listen", 60)
 
     def _create_mgr(self) -> None:
         directory = self.root / "mgr.x"
         directory.mkdir()
-        self.ceph("auth", "get-or-create", "mgr.x", "mon", "allow profile mgr", "osd", "allow *", "mds", "allow *",
-                  "-o", str(directory / "keyring"))
+        self._keyring("mgr.x", ["mon", "allow profile mgr", "osd", "allow *", "mds", "allow *"], directory / "keyring")
         self._start("mgr.x", ["ceph-mgr", "-f", "-c", str(self.conf), "-i", "x"])
 
     def _mount_fast_db(self, spec: CephLabSpec) -> None:
@@ -109,7 +155,7 @@ class CephDaemons(LabRoot):
     def osd_db_devices(self) -> dict[str, dict[str, str]]:
         """Each OSD's BlueFS view of its devices, from the cluster's OSD metadata (bluefs_dedicated_db, the DB
         path and size): what a test reads back."""
-        raw = self.ceph_json("osd", "metadata")
+        raw = self.mon("osd metadata")
         assert isinstance(raw, list)
         return {f"osd.{m['id']}": {k: str(v) for k, v in m.items() if k.startswith("bluefs")} for m in raw}
 
@@ -119,11 +165,12 @@ class CephDaemons(LabRoot):
         ids = []
         for _ in range(spec.osds):
             osd_uuid = str(uuid.uuid4())
-            osd_id = int(self.ceph("osd", "new", osd_uuid).strip())
+            answer = self.mon("osd new", uuid=osd_uuid)
+            osd_id = int(answer["osdid"] if isinstance(answer, dict) else answer)
             directory = self.root / f"osd.{osd_id}"
             directory.mkdir()
-            self.ceph("auth", "get-or-create", f"osd.{osd_id}", "mon", "allow profile osd", "mgr",
-                      "allow profile osd", "osd", "allow *", "-o", str(directory / "keyring"))
+            self._keyring(f"osd.{osd_id}", ["mon", "allow profile osd", "mgr", "allow profile osd", "osd", "allow *"],
+                          directory / "keyring")
             ids.append((osd_id, osd_uuid))
 
         block = dict(zip((osd_id for osd_id, _ in ids), slices or (), strict=False))
@@ -142,20 +189,20 @@ class CephDaemons(LabRoot):
             self._start(f"osd.{osd_id}", ["ceph-osd", "-f", "-c", str(self.conf), "-i", str(osd_id)])
 
     def _ready(self, spec: CephLabSpec) -> bool:
-        osd_stat = self.ceph_json("osd", "stat")
+        osd_stat = self.mon("osd stat")
         assert isinstance(osd_stat, dict)
         if int(osd_stat.get("num_up_osds", 0)) < spec.osds:
             return False
-        mgr = self.ceph_json("mgr", "stat")
+        mgr = self.mon("mgr stat")
         if not (isinstance(mgr, dict) and mgr.get("available")):
             return False
-        pools = self.ceph_json("osd", "pool", "ls")
+        pools = self.mon("osd pool ls")
         if not (isinstance(pools, list) and "device_health_metrics" in pools):
             return False
         return self._pgs_clean()
 
     def _pgs_clean(self) -> bool:
-        stat = self.ceph_json("pg", "stat")
+        stat = self.mon("pg stat")
         assert isinstance(stat, dict)
         summary = stat.get("pg_summary", stat)
         total = int(summary.get("num_pgs", 0))
@@ -175,7 +222,7 @@ class CephDaemons(LabRoot):
                     return
             except UserError as exc:
                 last_error = exc.message
-            time.sleep(0.5)
+            time.sleep(POLL_S)
         logs = ", ".join(sorted(p.name for p in (self.root / "log").glob("*.log")))
         raise UserError(f"ceph lab: timed out after {timeout_s:g}s waiting for {what}"
                         + (f" (last error: {last_error})" if last_error else ""),
@@ -184,17 +231,17 @@ class CephDaemons(LabRoot):
     def _create_pools(self, spec: CephLabSpec) -> None:
         """The plan's pools, made while the OSDs boot (their PGs become active+clean with the rest: `_ready`)."""
         for name, size in spec.pools:
-            self.ceph("osd", "pool", "create", name, str(spec.pg_num), str(spec.pg_num))
-            self.ceph("osd", "pool", "set", name, "size", str(size), "--yes-i-really-mean-it")
-            self.ceph("osd", "pool", "set", name, "min_size", "1")
-            self.ceph("osd", "pool", "application", "enable", name, "rbd")
+            self.mon("osd pool create", pool=name, pg_num=spec.pg_num, pgp_num=spec.pg_num)
+            self.mon("osd pool set", pool=name, var="size", val=str(size), yes_i_really_mean_it=True)
+            self.mon("osd pool set", pool=name, var="min_size", val="1")
+            self.mon("osd pool application enable", pool=name, app="rbd")
 
     def _create_rgw(self, spec: CephLabSpec, address: str) -> None:
         """radosgw on ``address``:``rgw_port``, serving S3 (path-style) from the lab's pools, which it creates."""
         directory = self.root / "rgw.a"
         directory.mkdir()
-        self.ceph("auth", "get-or-create", "client.rgw.a", "mon", "allow rw", "osd", "allow rwx", "mgr", "allow rw",
-                  "-o", str(directory / "keyring"))
+        self._keyring("client.rgw.a", ["mon", "allow rw", "osd", "allow rwx", "mgr", "allow rw"],
+                      directory / "keyring")
         port = rgw_port(spec.slot)
         self._start("rgw.a", ["radosgw", "-f", "-c", str(self.conf), "-n", "client.rgw.a",
                               "--keyring", str(directory / "keyring"), "--rgw-data", str(directory),
@@ -219,13 +266,13 @@ class CephDaemons(LabRoot):
     def _create_cephfs(self) -> str:
         directory = self.root / "mds.a"
         directory.mkdir()
-        self.ceph("auth", "get-or-create", "mds.a", "mon", "allow profile mds", "osd", "allow rwx", "mds",
-                  "allow", "mgr", "allow profile mds", "-o", str(directory / "keyring"))
+        self._keyring("mds.a", ["mon", "allow profile mds", "osd", "allow rwx", "mds", "allow", "mgr",
+                                "allow profile mds"], directory / "keyring")
         self._start("mds.a", ["ceph-mds", "-f", "-c", str(self.conf), "-i", "a"])
-        self.ceph("osd", "pool", "create", "cephfs_metadata", "16", "16")
-        self.ceph("osd", "pool", "create", "cephfs_data", "32", "32")
-        self.ceph("fs", "new", "labfs", "cephfs_metadata", "cephfs_data")
-        self._wait(lambda: "up:active" in self.ceph("mds", "stat"), "the MDS to become active", 120)
+        self.mon("osd pool create", pool="cephfs_metadata", pg_num=16, pgp_num=16)
+        self.mon("osd pool create", pool="cephfs_data", pg_num=32, pgp_num=32)
+        self.mon("fs new", fs_name="labfs", metadata="cephfs_metadata", data="cephfs_data")
+        self._wait(lambda: "up:active" in json.dumps(self.mon("mds stat")), "the MDS to become active", 120)
         mount = self.root / "mnt" / "cephfs"
         mount.mkdir(parents=True)
         self._start("ceph-fuse", ["ceph-fuse", "-f", "-c", str(self.conf), str(mount)])

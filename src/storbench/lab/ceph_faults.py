@@ -64,7 +64,7 @@ class CephFaults(CephLiveSettings):
 
     def mark_osd(self, name: str, *, out: bool) -> None:
         self._osd(name)
-        self.ceph("osd", "out" if out else "in", name.removeprefix("osd."))
+        self.mon("osd out" if out else "osd in", ids=[name.removeprefix("osd.")])
 
     def heal(self, spec: CephLabSpec) -> float:
         """Every OSD running (thawed, started again), marked in, up, and every PG active+clean; the seconds it
@@ -72,22 +72,24 @@ class CephFaults(CephLiveSettings):
         started = time.time()
         for daemon in [d for d in self.dir.daemons() if d.name.startswith("osd.")]:
             self.start_osd(daemon.name)
-        dump = self.ceph_json("osd", "dump")
-        assert isinstance(dump, dict)
-        out = [int(o["osd"]) for o in dump.get("osds", []) if not o.get("in")]
-        if out:
-            self.ceph("osd", "in", *(str(osd) for osd in out))
-        # an OSD marked in again takes its PGs back (backfill): until the PGs' reports name it in their up sets,
-        # the PG map still says what it said before (all clean, without it), which would end the wait too soon
-        self._wait(lambda: self._healthy(spec) and self._in_up_sets(out),
-                   f"{spec.osds} OSDs up and in and all PGs active+clean", READY_TIMEOUT_S)
+        with self.connected():
+            dump = self.mon("osd dump")
+            assert isinstance(dump, dict)
+            out = [int(o["osd"]) for o in dump.get("osds", []) if not o.get("in")]
+            if out:
+                self.mon("osd in", ids=[str(osd) for osd in out])
+            # an OSD marked in again takes its PGs back (backfill): until the PGs' reports name it in their up
+            # sets, the PG map still says what it said before (all clean, without it), which would end the wait
+            # too soon
+            self._wait(lambda: self._healthy(spec) and self._in_up_sets(out),
+                       f"{spec.osds} OSDs up and in and all PGs active+clean", READY_TIMEOUT_S)
         return time.time() - started
 
     def _in_up_sets(self, osds: list[int]) -> bool:
         """Every one of ``osds`` is in some PG's up set, and every PG is where it should be (up = acting)."""
         if not osds:
             return True
-        dump = self.ceph_json("pg", "dump", "pgs_brief")
+        dump = self.mon("pg dump", dumpcontents=["pgs_brief"])
         stats = dump.get("pg_stats", []) if isinstance(dump, dict) else dump
         if not isinstance(stats, list):
             return False
@@ -96,7 +98,7 @@ class CephFaults(CephLiveSettings):
         return settled and set(osds) <= seen
 
     def _healthy(self, spec: CephLabSpec) -> bool:
-        stat = self.ceph_json("osd", "stat")
+        stat = self.mon("osd stat")
         assert isinstance(stat, dict)
         up, in_ = int(stat.get("num_up_osds", 0)), int(stat.get("num_in_osds", 0))
         return up >= spec.osds and in_ >= spec.osds and self._pgs_clean()

@@ -14,7 +14,7 @@ from storbench.lab.ceph_conf import CephLabSpec
 from storbench.lab.ceph_daemons import READY_TIMEOUT_S, CephDaemons
 from storbench.lab.labdir import kill_daemons
 from storbench.model.ceph_options import config_section, same_value
-from storbench.shell import run
+from storbench.telemetry.sources import admin_socket_command
 
 
 class CephLiveSettings(CephDaemons):
@@ -115,7 +115,10 @@ class CephLiveSettings(CephDaemons):
         """What every running OSD says option ``name`` is, by OSD, from its admin socket."""
         shown = {}
         for socket in sorted((self.root / "run").glob("ceph-osd.*.asok")):
-            raw = json.loads(run(["ceph", "--admin-daemon", str(socket), "config", "get", name], timeout_s=30))
+            try:
+                raw = json.loads(admin_socket_command(str(socket), "config get", timeout_s=30, var=name))
+            except (OSError, ValueError) as error:
+                raise UserError(f"ceph lab: {socket.name} did not say what {name} is ({error})") from None
             shown[socket.name.removeprefix("ceph-").removesuffix(".asok")] = str(raw[name])
         return shown
 
@@ -124,10 +127,10 @@ class CephLiveSettings(CephDaemons):
         wanted = dict(options)
         for name, value in options:
             if dict(current).get(name) != value:
-                self.ceph("config", "set", config_section(name), name, value)
+                self.mon("config set", who=config_section(name), name=name, value=value)
         for name, _ in current:
             if name not in wanted:
-                self.ceph("config", "rm", config_section(name), name)
+                self.mon("config rm", who=config_section(name), name=name)
 
     def _check_osd_options(self, spec: CephLabSpec) -> None:
         for name, value in spec.osd_config:
@@ -149,16 +152,17 @@ class CephLiveSettings(CephDaemons):
         for daemon in osds:
             osd_id = daemon.name.removeprefix("osd.")
             self._start(daemon.name, ["ceph-osd", "-f", "-c", str(self.conf), "-i", osd_id])
-        self._wait(lambda: self._restarted(spec, epoch), f"{spec.osds} restarted OSDs up and all PGs active+clean",
-                   READY_TIMEOUT_S)
+        with self.connected():
+            self._wait(lambda: self._restarted(spec, epoch),
+                       f"{spec.osds} restarted OSDs up and all PGs active+clean", READY_TIMEOUT_S)
 
     def _osd_epoch(self) -> int:
-        dump = self.ceph_json("osd", "dump")
+        dump = self.mon("osd dump")
         assert isinstance(dump, dict)
         return int(dump["epoch"])
 
     def _restarted(self, spec: CephLabSpec, epoch: int) -> bool:
-        dump = self.ceph_json("osd", "dump")
+        dump = self.mon("osd dump")
         assert isinstance(dump, dict)
         osds = dump.get("osds", [])
         fresh = [o for o in osds if o.get("up") == 1 and int(o.get("up_from", 0)) > epoch]

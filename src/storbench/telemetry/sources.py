@@ -100,13 +100,14 @@ def read_proc_snapshot(names: frozenset[str], pids: frozenset[int], devices: fro
                         cpu_pressure_us=parse_pressure_some_us(_read("/proc/pressure/cpu")))
 
 
-def admin_socket_command(path: str, prefix: str, timeout_s: float = ADMIN_SOCKET_TIMEOUT_S) -> str:
-    """Ceph's admin socket protocol: send the JSON command and a NUL; the answer is a 4-byte big-endian
-    length and that many bytes. Raises OSError."""
+def admin_socket_command(path: str, prefix: str, timeout_s: float = ADMIN_SOCKET_TIMEOUT_S,
+                         **arguments: str) -> str:
+    """Ceph's admin socket protocol: send the JSON command (``prefix`` and its ``arguments``) and a NUL; the
+    answer is a 4-byte big-endian length and that many bytes. Raises OSError."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.settimeout(timeout_s)
         connection.connect(path)
-        connection.sendall(json.dumps({"prefix": prefix}).encode() + b"\0")
+        connection.sendall(json.dumps({"prefix": prefix, **arguments}).encode() + b"\0")
         header = b""
         while len(header) < 4:
             chunk = connection.recv(4 - len(header))
