@@ -93,6 +93,13 @@ def mon_address(address: str = LOOPBACK, slot: int = 0) -> str:
     return f"[v2:{address}:{v2},v1:{address}:{v1}]"
 
 
+# The manager's modules the lab's clusters load: those Ceph 16 always runs. The manager loads every module in its
+# module path before it activates (about 0.2 s each on two cores, 26 in Debian's ceph-mgr: 5.5 s of a bring-up).
+MGR_MODULES = ("balancer", "crash", "devicehealth", "orchestrator", "pg_autoscaler", "progress", "rbd_support",
+               "status", "telemetry", "volumes")
+MGR_SHARED = ("mgr_module.py", "mgr_util.py")  # what every module imports
+
+
 def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOOPBACK) -> str:
     """ceph.conf for the lab in directory ``root``, its daemons on ``address`` (loopback, or the hosts lab's
     bridge so that fio servers in network namespaces reach them).
@@ -147,6 +154,7 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
         "",
         "[mgr]",
         f"mgr data = {root}/mgr.$id",
+        f"mgr module path = {root}/mgr-modules",  # only the modules a cluster runs: the mgr loads all it finds
         f"keyring = {root}/mgr.$id/keyring",
         f"admin socket = {root}/run/$cluster-$name.asok",
         f"log file = {root}/log/$name.log",

@@ -23,13 +23,22 @@ from typing import Any
 
 from storbench.ceph_client import RadosClient
 from storbench.errors import UserError
-from storbench.lab.ceph_conf import LOOPBACK, CephLabSpec, mon_address, mon_ports, rgw_port
+from storbench.lab.ceph_conf import (
+    LOOPBACK,
+    MGR_MODULES,
+    MGR_SHARED,
+    CephLabSpec,
+    mon_address,
+    mon_ports,
+    rgw_port,
+)
 from storbench.lab.labdir import LabRoot, port_open
 from storbench.lab.process import start_daemon
 from storbench.shell import run
 
 RGW_USER = "storbench"
 READY_TIMEOUT_S = 180.0
+MGR_MODULE_DIR = Path("/usr/share/ceph/mgr")  # Debian's ceph-mgr
 POLL_S = 0.2  # between two looks at the cluster while waiting (a look costs a millisecond through librados)
 
 
@@ -139,6 +148,11 @@ class CephDaemons(LabRoot):
     def _create_mgr(self) -> None:
         directory = self.root / "mgr.x"
         directory.mkdir()
+        modules = self.root / "mgr-modules"
+        modules.mkdir()
+        for name in (*MGR_MODULES, *MGR_SHARED):
+            if (MGR_MODULE_DIR / name).exists():
+                (modules / name).symlink_to(MGR_MODULE_DIR / name)
         self._keyring("mgr.x", ["mon", "allow profile mgr", "osd", "allow *", "mds", "allow *"], directory / "keyring")
         self._start("mgr.x", ["ceph-mgr", "-f", "-c", str(self.conf), "-i", "x"])
 
