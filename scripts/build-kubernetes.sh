@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes server binaries storbench's test cluster needs (kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubelet) from the Go module proxy — no Kubernetes server package exists in Debian, PyPI or
+# kube-scheduler, kubelet), and kubectl (cached on its own: the test that runs `kubectl storbench` uses it), from
+# the Go module proxy — no Kubernetes server package exists in Debian, PyPI or
 # npm — and caches them under ${XDG_CACHE_HOME:-~/.cache}/storbench/. Prints the directory. About 10-12 min on
 # 2 cores from empty caches, instant afterwards.
 #
@@ -11,13 +12,14 @@ set -euo pipefail
 VERSION=1.33.13
 STAGING_VERSION=0.33.13
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/storbench/kubernetes-v${VERSION}"
+kubectl_cache="${XDG_CACHE_HOME:-$HOME/.cache}/storbench/kubectl-v${VERSION}"
 binaries=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
 
 missing=0
 for binary in "${binaries[@]}"; do
   [ -x "$cache/$binary" ] || missing=1
 done
-if ((missing == 0)); then
+if ((missing == 0)) && [ -x "$kubectl_cache/kubectl" ]; then
   echo "$cache"
   exit 0
 fi
@@ -54,6 +56,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 )
 GO
 mkdir -p "$cache.partial"
@@ -62,11 +65,23 @@ mkdir -p "$cache.partial"
   export CGO_ENABLED=0 GOFLAGS=-mod=mod
   go mod tidy >&2
   for binary in "${binaries[@]}"; do
+    ((missing)) || break
     echo "build-kubernetes: building $binary v${VERSION}" >&2
     go build -trimpath -ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v${VERSION}" \
       -o "$cache.partial/$binary" "k8s.io/kubernetes/cmd/$binary"
   done
+  if [ ! -x "$kubectl_cache/kubectl" ]; then
+    echo "build-kubernetes: building kubectl v${VERSION}" >&2
+    mkdir -p "$kubectl_cache.partial"
+    go build -trimpath -ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v${VERSION}" \
+      -o "$kubectl_cache.partial/kubectl" "k8s.io/kubernetes/cmd/kubectl"
+    rm -rf "$kubectl_cache"
+    mv "$kubectl_cache.partial" "$kubectl_cache"
+  fi
 )
-rm -rf "$cache"
-mv "$cache.partial" "$cache"
+if ((missing)); then
+  rm -rf "$cache"
+  mv "$cache.partial" "$cache"
+fi
+rm -rf "$cache.partial"
 echo "$cache"

@@ -20,7 +20,7 @@ flags=()
 extras=()
 for arg in "$@"; do
   case "$arg" in
-    --dev) flags+=(--dev); extras+=(dev) ;;
+    --dev) flags+=(--dev); extras=(dev ${extras[@]+"${extras[@]}"}) ;;  # dev first: requirements/dev-labs.lock
     --labs) flags+=(--labs); extras+=(labs) ;;  # pyfuse3, built against libfuse3
     --k8s) flags+=(--k8s) ;;
     *) echo "setup: unknown option $arg (use --dev, --labs and/or --k8s)" >&2; exit 2 ;;
@@ -44,9 +44,12 @@ python=/usr/bin/python3
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
-.venv/bin/pip install -q --disable-pip-version-check -e .
-.venv/bin/storbench setup ${flags[@]+"${flags[@]}"}
-extra=""
-((${#extras[@]})) && extra="[$(IFS=,; echo "${extras[*]}")]"
-.venv/bin/pip install -q --disable-pip-version-check -e ".${extra}"
+# Python's dependencies from the lock for these extras (pinned, every file's hash checked: scripts/lock.sh makes
+# them), storbench itself without touching them
+lock=base
+((${#extras[@]})) && lock=$(IFS=-; echo "${extras[*]}")
+.venv/bin/pip install -q --disable-pip-version-check --require-hashes -r "requirements/base.lock"
+.venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
+.venv/bin/storbench setup --system-only ${flags[@]+"${flags[@]}"}  # system packages: pyfuse3 needs libfuse3
+.venv/bin/pip install -q --disable-pip-version-check --require-hashes -r "requirements/$lock.lock"
 echo "setup: $(.venv/bin/storbench --version); ready in $(pwd)/.venv"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         skip = pytest.mark.skip(reason="fio is not installed (scripts/setup.sh installs it)")
         for item in items:
             if "fio" in item.keywords:
+                item.add_marker(skip)
+    if os.environ.get("STORBENCH_LONG") != "1":
+        # a long scenario's short CI case runs in every suite; the scenario itself in scripts/ceph-e2e.sh
+        skip = pytest.mark.skip(reason="a long scenario: scripts/ceph-e2e.sh runs it (STORBENCH_LONG=1)")
+        for item in items:
+            if "long" in item.keywords:
                 item.add_marker(skip)
 
 

@@ -298,6 +298,7 @@ lab:
 """
 
 
+@pytest.mark.long  # its short case: test_osds_per_device_splits_one_loop_device_among_its_osds (fresh per repetition)
 def test_a_fresh_cluster_per_round_alternates_osd_counts(lab_dir: Path, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str],
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
@@ -440,7 +441,7 @@ LINK_PLAN = """
 name: link-speed
 targets:
   rbd: {kind: rbd, pool: bench, image: img, size: 128MiB}
-workload: {rw: read, bs: 1m, iodepth: 4, runtime: 5s, ramp: 1s}
+workload: {rw: read, bs: 1m, iodepth: 4, runtime: 3s, ramp: 1s}
 clients: 1
 repeat: 2
 lab:

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -586,15 +587,15 @@ def test_a_plan_runs_with_exactly_the_identity_k8s_rbac_prints_through_kubectls_
     from its own CA, basic auth) with `storbench image push`; storbench then runs a plan on that image with a
     token of that service account and nothing more, called as kubectl calls its plugin (`kubectl storbench
     --kubeconfig F -n bench run ...`): both nodes pulled the image from the registry, pods, claims and config maps
-    made and removed, both nodes' kubelets read, the namespace left as it was."""
+    made and removed, both nodes' kubelets read, the namespace left as it was. kubectl is the real one, run as a
+    user runs it."""
     import yaml
 
     from helpers import stored_repetitions
-    from storbench.cli.kubectl import main as kubectl_storbench
     from storbench.execute.fio_binary import find_fio
     from storbench.execute.k8s_rbac import rbac_manifests
     from storbench.execute.kubernetes import core_api
-    from storbench.lab.k8s import K8sLab
+    from storbench.lab.k8s import KUBERNETES_VERSION, K8sLab, binaries_dir
 
     monkeypatch.delenv("KUBECONFIG", raising=False)
     lab = K8sLab()
@@ -637,11 +638,15 @@ def test_a_plan_runs_with_exactly_the_identity_k8s_rbac_prints_through_kubectls_
                                  "--cert-dir", str(registry / "ca"))
         assert code == 0 and f"pushed {image} (sha256:" in out, out + err
         db = tmp_path / "r.db"
-        with inside(tmp_path):
-            code = kubectl_storbench(["--kubeconfig", str(kubeconfig), "-n", "bench", "run",
-                                      str(write_plan(tmp_path, RBAC_PLAN.format(image=image))), "--db", str(db)])
-        out, err = capsys.readouterr()
-        assert code == 0, out + err
+        # the real kubectl (scripts/build-kubernetes.sh builds it) finds storbench's plugin on PATH
+        kubectl = binaries_dir().parent / f"kubectl-v{KUBERNETES_VERSION}" / "kubectl"
+        assert kubectl.is_file(), f"{kubectl} is missing: run scripts/build-kubernetes.sh"
+        plugin_path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
+        done = subprocess.run([str(kubectl), "storbench", "--kubeconfig", str(kubeconfig), "-n", "bench", "run",
+                               str(write_plan(tmp_path, RBAC_PLAN.format(image=image))), "--db", str(db)],
+                              cwd=tmp_path, env={**os.environ, "PATH": plugin_path}, capture_output=True, text=True,
+                              timeout=900)
+        assert done.returncode == 0, done.stdout + done.stderr
         for node in info.lab_nodes:  # each node pulled it (only the pause image is imported at up)
             images = subprocess.run(["ctr", "-a", f"{node.dir(info.root)}/containerd/containerd.sock", "-n",
                                      "k8s.io", "images", "ls", "-q"], capture_output=True, text=True).stdout.split()

@@ -239,7 +239,8 @@ def test_metadata_operations_on_the_labs_cephfs(tmp_path: Path, capsys: pytest.C
         code, shown, err = run_cli(capsys, "show", "--db", str(db))
         # the verdicts name the metadata path's processes: the MDS and the FUSE client
         assert code == 0 and "ceph-mds" in shown and "ceph-fuse" in shown, shown
-        _fuse_sweep_is_limited_in_the_client_stack(tmp_path, capsys)
+        if os.environ.get("STORBENCH_LONG") == "1":  # scripts/ceph-e2e.sh: on the same cluster
+            _fuse_sweep_is_limited_in_the_client_stack(tmp_path, capsys)
     finally:
         CephLab(lab_dir / "ceph").down()
         HostsLab(lab_dir / "hosts").down()

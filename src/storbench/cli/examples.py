@@ -98,7 +98,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
             raise UserError(f"storbench setup installs system packages ({' '.join(missing)}) and runs as root",
                             hint="run it with sudo")
     install_packages(packages, say)
-    if args.labs:
+    if args.labs and not args.system_only:
         python_modules({"pyfuse3": "pyfuse3>=3.2", "trio": "trio>=0.22"}, say)
         say(f"setup: fio with the nfs and http engines at {build_fio_nfs(say)}")
     say("setup: done; storbench doctor says what each target kind and lab has now")
@@ -114,4 +114,6 @@ def add_setup(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--k8s", action="store_true", help="what the Kubernetes lab runs on (its Kubernetes binaries "
                    "come from scripts/build-kubernetes.sh in a clone)")
     p.add_argument("--dev", action="store_true", help="the test tools: Chromium and a Prometheus pair")
+    p.add_argument("--system-only", action="store_true", help="system packages and the fio build only, not the "
+                   "Python modules the labs import (scripts/setup.sh installs those from its lock file)")
     p.set_defaults(func=cmd_setup)

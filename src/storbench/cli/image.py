@@ -35,6 +35,7 @@ def cmd_image_push(args: argparse.Namespace) -> int:
     from storbench.fio_image import build_fio_image, destination, push
     from storbench.oci import REF_NAME
 
+    destination(args.destination, "latest")  # a bad destination is refused before anything is built
     with tempfile.TemporaryDirectory(prefix="storbench-image-") as work:
         if args.archive:
             archive = Path(args.archive)
