@@ -569,8 +569,8 @@ def _run_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: p
 RBAC_PLAN = """
 name: k8s-least
 targets:
-  rwo: {{kind: pvc, size: 64MiB, storage_class: storbench-hostpath, start_budget: 10s,
-        namespace: not-this-one, image: "{image}"}}
+  rwo: {kind: pvc, size: 64MiB, storage_class: storbench-hostpath, start_budget: 10s,
+        namespace: not-this-one, image: "IMAGE"}
 workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 4s}
 clients: 2
 repeat: 1
@@ -643,7 +643,7 @@ def test_a_plan_runs_with_exactly_the_identity_k8s_rbac_prints_through_kubectls_
         assert kubectl.is_file(), f"{kubectl} is missing: run scripts/build-kubernetes.sh"
         plugin_path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
         done = subprocess.run([str(kubectl), "storbench", "--kubeconfig", str(kubeconfig), "-n", "bench", "run",
-                               str(write_plan(tmp_path, RBAC_PLAN.format(image=image))), "--db", str(db)],
+                               str(write_plan(tmp_path, RBAC_PLAN.replace("IMAGE", image))), "--db", str(db)],
                               cwd=tmp_path, env={**os.environ, "PATH": plugin_path}, capture_output=True, text=True,
                               timeout=900)
         assert done.returncode == 0, done.stdout + done.stderr

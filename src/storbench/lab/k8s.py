@@ -59,6 +59,7 @@ from storbench.lab.k8s_conf import (
     network_batch,
     node_commands,
     openssl_commands,
+    pull_pod_manifest,
     storage_class_manifest,
 )
 from storbench.lab.k8s_host import (
@@ -189,6 +190,7 @@ class K8sLab(LabRoot):
                 self._wait(lambda node=node: self._node_ready(node.name), f"node {node.name} Ready", 120)
                 if csi:
                     self._wait(lambda node=node: self._csi_registered(node.name), f"CSI driver on {node.name}", 60)
+            self._pull_everywhere(fio_image, members)
             self._apply(storage_class_manifest(), "/apis/storage.k8s.io/v1/storageclasses")
             self._apply(block_storage_class_manifest(), "/apis/storage.k8s.io/v1/storageclasses")
             for index in range(1, block_volumes + 1):
@@ -416,6 +418,40 @@ class K8sLab(LabRoot):
             return False
         conditions = node.get("status", {}).get("conditions", []) if isinstance(node, dict) else []
         return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+    def _pull_everywhere(self, image: str, nodes: tuple[LabNode, ...]) -> None:
+        """Every node pulls ``image`` from the lab's registry once, through its kubelet (`pull_pod_manifest`), so
+        a plan's first pods start within their start budget, as on a cluster that already holds the image."""
+        pods = "/api/v1/namespaces/default/pods"
+
+        def created(node: LabNode) -> bool:
+            try:  # the default service account comes a moment after the API server
+                self._apply(pull_pod_manifest(node, image), pods)
+            except urllib.error.HTTPError as error:
+                if error.code in (403, 404, 500):
+                    return False
+                raise
+            return True
+
+        def pulled(name: str) -> bool:
+            pod = self._request(f"{pods}/{name}")
+            status = pod.get("status", {}) if isinstance(pod, dict) else {}
+            for container in status.get("containerStatuses", []):
+                reason = container.get("state", {}).get("waiting", {}).get("reason", "")
+                if reason in ("ErrImagePull", "ImagePullBackOff", "InvalidImageName"):
+                    message = container["state"]["waiting"].get("message", "")
+                    raise UserError(f"k8s lab: a node cannot pull {image}: {reason} {message}"[:400],
+                                    hint=f"see {self.root / 'registry' / 'registry.log'} and the kubelet's log")
+            if status.get("phase") == "Failed":
+                raise UserError(f"k8s lab: the image {image} does not run fio on {name}")
+            return status.get("phase") == "Succeeded"
+
+        for node in nodes:
+            self._wait(lambda node=node: created(node), f"the pull pod on {node.name}", 60)
+        for node in nodes:
+            name = f"storbench-pull-{node.index}"
+            self._wait(lambda name=name: pulled(name), f"{image} pulled on {node.name}", 120)
+            self._request(f"{pods}/{name}", "DELETE")
 
     def _apply(self, manifest: dict[str, object], collection: str) -> None:
         try:

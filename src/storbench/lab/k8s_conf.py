@@ -177,6 +177,17 @@ def storage_class_manifest() -> dict[str, object]:
             "volumeBindingMode": "Immediate"}
 
 
+def pull_pod_manifest(node: LabNode, image: str) -> dict[str, object]:
+    """A pod that has ``node``'s kubelet pull ``image`` (with the node's registry credentials) and runs `fio
+    --version` once: the lab's nodes hold the fio image before a plan's pods need it."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"storbench-pull-{node.index}", "namespace": "default"},
+            "spec": {"nodeName": node.name, "restartPolicy": "Never", "automountServiceAccountToken": False,
+                     "containers": [{"name": "pull", "image": image, "command": ["/usr/bin/fio", "--version"],
+                                     "securityContext": {"allowPrivilegeEscalation": False,
+                                                         "capabilities": {"drop": ["ALL"]}}}]}}
+
+
 def block_storage_class_manifest() -> dict[str, object]:
     """Local block volumes (pre-made by the lab, bound when a pod needs one)."""
     return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
