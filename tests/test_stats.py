@@ -1139,7 +1139,7 @@ def test_metadata_operations_compare_no_bandwidth() -> None:
     assert block.cell("bw_bytes") is not None
 
 
-def _aa_false_fail_rates(points: int, trials: int = 200, seed: int = 29) -> tuple[float, float]:
+def _aa_false_fail_rates(points: int, trials: int = 120, seed: int = 29) -> tuple[float, float]:
     """An A/A compare of ``points`` points (3 repetitions a side, CV 10 %, independent sides): how often a gate at
     5 % per cell, and one at 5 % for the whole table (Bonferroni over its cells), fails on no change at all."""
     import random
