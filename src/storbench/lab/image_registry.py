@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import secrets
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,7 +75,7 @@ def start_registry(directory: Path, host: str, port: int = PORT) -> tuple[int, R
     the caller to record) and how to reach it. Needs docker-registry, htpasswd (apache2-utils) and openssl."""
     for tool, package in (("docker-registry", "docker-registry"), ("htpasswd", "apache2-utils"),
                           ("openssl", "openssl")):
-        if not any(os.access(os.path.join(p, tool), os.X_OK) for p in os.environ.get("PATH", "").split(":") if p):
+        if shutil.which(tool) is None:
             raise UserError(f"image registry: {tool} is not installed", hint=f"apt-get install {package} "
                             "(scripts/setup.sh --k8s installs it)")
     if port_open(host, port):
