@@ -16,31 +16,27 @@ from __future__ import annotations
 
 import json
 import os
-import ssl
 import subprocess
 import time
-import urllib.error
-import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import yaml
 
 from storbench.errors import UserError
-from storbench.fio_image import build_fio_image, push
 from storbench.lab.base import status_line
-from storbench.lab.image_registry import hosts_toml, start_registry
+from storbench.lab.k8s_api import AdminApi
 from storbench.lab.k8s_conf import (
     APISERVER_PORT,
     CSI_BINARIES,
     CSI_DRIVER,
     CSI_STORAGE_CLASS,
     ETCD_CLIENT_PORT,
-    FIO_REPOSITORY,
     NODE_ADDRESS,
     NODE_TAINT_OUT_OF_SERVICE,
     PAUSE_IMAGE,
-    REGISTRY_PORT,
     STORAGE_CLASS,
     LabNode,
     block_pv_manifest,
@@ -59,7 +55,6 @@ from storbench.lab.k8s_conf import (
     network_batch,
     node_commands,
     openssl_commands,
-    pull_pod_manifest,
     storage_class_manifest,
 )
 from storbench.lab.k8s_host import (
@@ -75,6 +70,7 @@ from storbench.lab.k8s_host import (
     unmount_all,
 )
 from storbench.lab.k8s_images import pause_image
+from storbench.lab.k8s_registry import pull_everywhere, serve_fio_image
 from storbench.lab.labdir import (
     LabRoot,
     default_lab_dir,
@@ -83,7 +79,6 @@ from storbench.lab.labdir import (
     require_tools,
 )
 from storbench.lab.process import kill_all, start_daemon
-from storbench.private_files import write_private
 from storbench.shell import run
 from storbench.trusted_files import trusted_program
 
@@ -126,6 +121,7 @@ class K8sLab(LabRoot):
     def __init__(self, root: Path | None = None) -> None:
         super().__init__(root, DEFAULT_LAB_DIR / "k8s")
         self.pki = self.root / "pki"
+        self.api = AdminApi(self.pki)
 
     def info(self) -> K8sLabInfo | None:
         if not self.dir.exists():
@@ -136,10 +132,10 @@ class K8sLab(LabRoot):
             return None
 
     def running(self) -> bool:
-        return self.info() is not None and self._api_ready()
+        return self.info() is not None and self.api.ready()
 
     def status(self) -> str:
-        return status_line("k8s", self.root, self.info(), self._api_ready, lambda info: (
+        return status_line("k8s", self.root, self.info(), self.api.ready, lambda info: (
             f"{_nodes_words(info.lab_nodes)}, Kubernetes {KUBERNETES_VERSION}; KUBECONFIG={info.kubeconfig}; "
             f"StorageClass {info.storage_class}"
             f"{f' and {CSI_STORAGE_CLASS} (CSI: {CSI_DRIVER})' if info.csi else ''}; image {info.fio_image}"))
@@ -177,25 +173,25 @@ class K8sLab(LabRoot):
             self._start("etcd", commands["etcd"])
             self._wait(lambda: port_open("127.0.0.1", ETCD_CLIENT_PORT), "etcd", 30)
             self._start("kube-apiserver", commands["kube-apiserver"])
-            self._wait(self._api_ready, "kube-apiserver", 90)
+            self._wait(self.api.ready, "kube-apiserver", 90)
             self._start("kube-controller-manager", commands["kube-controller-manager"])
             self._start("kube-scheduler", commands["kube-scheduler"])
             images = self._build_images()
-            fio_image = self._registry(fio_binary, members)
+            fio_image = serve_fio_image(self.root, self.dir, fio_binary, members)
             if csi:
                 self._start_csi()
             for node in members:
                 self.start_node(node, str(binaries), images, csi=csi)
             for node in members:
-                self._wait(lambda node=node: self._node_ready(node.name), f"node {node.name} Ready", 120)
+                self._wait(partial(self.api.node_ready, node.name), f"node {node.name} Ready", 120)
                 if csi:
-                    self._wait(lambda node=node: self._csi_registered(node.name), f"CSI driver on {node.name}", 60)
-            self._pull_everywhere(fio_image, members)
-            self._apply(storage_class_manifest(), "/apis/storage.k8s.io/v1/storageclasses")
-            self._apply(block_storage_class_manifest(), "/apis/storage.k8s.io/v1/storageclasses")
+                    self._wait(partial(self.api.csi_registered, node.name), f"CSI driver on {node.name}", 60)
+            pull_everywhere(self.api, self._wait, fio_image, members, self.root)
+            self.api.apply(storage_class_manifest(), "/apis/storage.k8s.io/v1/storageclasses")
+            self.api.apply(block_storage_class_manifest(), "/apis/storage.k8s.io/v1/storageclasses")
             for index in range(1, block_volumes + 1):
                 device = loop_device(self.root, index, block_size_bytes)
-                self._apply(block_pv_manifest(f"storbench-block-{index}", device, block_size_bytes,
+                self.api.apply(block_pv_manifest(f"storbench-block-{index}", device, block_size_bytes,
                                               members[(index - 1) % len(members)]),
                             "/api/v1/persistentvolumes")
         except BaseException:
@@ -228,29 +224,13 @@ class K8sLab(LabRoot):
         """The snapshot CRDs, the CSI driver's objects, its controller and Kubernetes' sidecars."""
         crds = sorted((csi_dir() / "crd").glob("*.yaml"))
         for path in crds:
-            self._apply(yaml.safe_load(path.read_text()), "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
-        self._wait(self._snapshots_served, "the VolumeSnapshot API", 30)
+            self.api.apply(yaml.safe_load(path.read_text()), "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+        self._wait(self.api.snapshots_served, "the VolumeSnapshot API", 30)
         for collection, manifest in csi_manifests():
-            self._apply(manifest, collection)
+            self.api.apply(manifest, collection)
         (self.root / "csi" / "state").mkdir(parents=True, exist_ok=True)
         for name, argv in csi_commands(str(self.root), str(csi_dir())).items():
             self._start(name, argv)
-
-    def _snapshots_served(self) -> bool:
-        try:
-            listed = self._request("/apis/snapshot.storage.k8s.io/v1")
-        except (OSError, ValueError):
-            return False
-        names = {r.get("name") for r in listed.get("resources", [])} if isinstance(listed, dict) else set()
-        return {"volumesnapshots", "volumesnapshotcontents", "volumesnapshotclasses"} <= names
-
-    def _csi_registered(self, node_name: str) -> bool:
-        try:
-            found = self._request(f"/apis/storage.k8s.io/v1/csinodes/{node_name}")
-        except (OSError, ValueError):
-            return False
-        drivers = (found.get("spec", {}).get("drivers") or []) if isinstance(found, dict) else []
-        return any(d.get("name") == CSI_DRIVER for d in drivers)
 
     def _socket(self, node: LabNode) -> Path:
         return Path(node.dir(str(self.root))) / "containerd" / "containerd.sock"
@@ -290,8 +270,7 @@ class K8sLab(LabRoot):
     def _start(self, name: str, argv: list[str]) -> None:
         self.dir.record(name, start_daemon(argv, self.root / "log" / f"{name}.log"))
 
-    def _wait(self, ready: object, what: str, timeout_s: float) -> None:
-        assert callable(ready)
+    def _wait(self, ready: Callable[[], bool], what: str, timeout_s: float) -> None:
         deadline = time.time() + timeout_s
         while time.time() < deadline:
             if ready():
@@ -307,27 +286,6 @@ class K8sLab(LabRoot):
         path = self.root / "images" / "pause.tar"
         path.write_bytes(pause_image(PAUSE_IMAGE))
         return [path]
-
-    def _registry(self, fio_binary: str, nodes: tuple[LabNode, ...]) -> str:
-        """The lab's registry on the bridge (TLS, basic auth), the fio image pushed to it with skopeo as a user
-        would (`storbench image push`), and every node set to pull from it as a site's nodes are: its CA in
-        containerd's hosts.toml, its credentials in the kubelet's config.json (read from its root directory).
-        Returns the fio image's reference."""
-        pid, registry = start_registry(self.root / "registry", NODE_ADDRESS, REGISTRY_PORT)
-        self.dir.record("registry", pid)
-        image = build_fio_image(fio_binary)
-        archive = self.root / "images" / "fio.oci.tar"
-        archive.write_bytes(image.archive)
-        pushed = push(archive, f"{registry.address}/{FIO_REPOSITORY}:{image.ref_name}", authfile=registry.authfile,
-                      cert_dir=registry.ca_dir)
-        archive.unlink()
-        for node in nodes:
-            node_dir = Path(node.dir(str(self.root)))
-            hosts = node_dir / "certs.d" / registry.address
-            hosts.mkdir(parents=True, exist_ok=True)
-            (hosts / "hosts.toml").write_text(hosts_toml(registry.address, f"{registry.ca_dir}/ca.crt"))
-            write_private(node_dir / "kubelet" / "config.json", Path(registry.authfile).read_text())
-        return pushed.destination
 
     # -----------------------------------------------------------------------------------------------------------
     # a node's failure (issue 33): powered off, and back
@@ -364,101 +322,22 @@ class K8sLab(LabRoot):
         subprocess.run([*node.enter(), "iptables", "-w", "-D", "OUTPUT", *API_DROP], capture_output=True, check=False)
         info = self.info()
         self.start_node(node, str(binaries_dir()), csi=info is not None and info.csi)
-        self._wait(lambda: self._node_ready(node.name), f"node {node.name} Ready", 120)
+        self._wait(lambda: self.api.node_ready(node.name), f"node {node.name} Ready", 120)
         return f"{node.name} powered on and Ready"
 
     def taint_out_of_service(self, node: LabNode, *, on: bool) -> str:
-        """Kubernetes' out-of-service taint on the node (`kubectl taint nodes NODE
-        node.kubernetes.io/out-of-service=nodeshutdown:NoExecute`), or off it: with it, the pods on a NotReady
-        node are deleted at once and their volumes detached without the 6-minute wait."""
-        current = self._request(f"/api/v1/nodes/{node.name}")
-        spec = current.get("spec", {}) if isinstance(current, dict) else {}
-        taints = [t for t in spec.get("taints") or [] if t.get("key") != NODE_TAINT_OUT_OF_SERVICE]
-        if on:
-            taints.append({"key": NODE_TAINT_OUT_OF_SERVICE, "value": "nodeshutdown", "effect": "NoExecute"})
-        self._request(f"/api/v1/nodes/{node.name}", "PATCH", {"spec": {"taints": taints}},
-                      content_type="application/merge-patch+json")
+        """Kubernetes' out-of-service taint on the node, or off it: with it, the pods on a NotReady node are deleted
+        at once and their volumes detached without the 6-minute wait."""
+        self.api.out_of_service(node.name, on=on)
         return f"{node.name} {'tainted' if on else 'untainted'} {NODE_TAINT_OUT_OF_SERVICE}"
 
     def tainted_out_of_service(self, node: LabNode) -> bool:
-        current = self._request(f"/api/v1/nodes/{node.name}")
-        spec = current.get("spec", {}) if isinstance(current, dict) else {}
-        return any(t.get("key") == NODE_TAINT_OUT_OF_SERVICE for t in spec.get("taints") or [])
+        return any(t.get("key") == NODE_TAINT_OUT_OF_SERVICE for t in self.api.taints(node.name))
 
     def node_failed(self, node: LabNode) -> bool:
         """Whether the node's link is down (failed and not restored)."""
         links = run(["ip", "-o", "link", "show", node.host_veth], timeout_s=30)
         return "state DOWN" in links or ",UP" not in links.split(">")[0]
-
-    # -----------------------------------------------------------------------------------------------------------
-    # API (the admin client certificate; the kubernetes client is for the executor)
-
-    def _request(self, path: str, method: str = "GET", body: object | None = None, *, raw: bool = False,
-                 content_type: str = "application/json") -> object:
-        context = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
-        context.load_cert_chain(str(self.pki / "admin.crt"), str(self.pki / "admin.key"))
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(f"https://{NODE_ADDRESS}:{APISERVER_PORT}{path}", data=data, method=method,
-                                         headers={"Content-Type": content_type})
-        with urllib.request.urlopen(request, context=context, timeout=10) as answer:
-            content = answer.read()
-            return content.decode(errors="replace") if raw else json.loads(content or b"null")
-
-    def _api_ready(self) -> bool:
-        try:
-            answer = self._request("/readyz", raw=True)
-        except (OSError, ValueError, ssl.SSLError):
-            return False
-        return answer == "ok"
-
-    def _node_ready(self, name: str) -> bool:
-        try:
-            node = self._request(f"/api/v1/nodes/{name}")
-        except (OSError, ValueError):
-            return False
-        conditions = node.get("status", {}).get("conditions", []) if isinstance(node, dict) else []
-        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-    def _pull_everywhere(self, image: str, nodes: tuple[LabNode, ...]) -> None:
-        """Every node pulls ``image`` from the lab's registry once, through its kubelet (`pull_pod_manifest`), so
-        a plan's first pods start within their start budget, as on a cluster that already holds the image."""
-        pods = "/api/v1/namespaces/default/pods"
-
-        def created(node: LabNode) -> bool:
-            try:  # the default service account comes a moment after the API server
-                self._apply(pull_pod_manifest(node, image), pods)
-            except urllib.error.HTTPError as error:
-                if error.code in (403, 404, 500):
-                    return False
-                raise
-            return True
-
-        def pulled(name: str) -> bool:
-            pod = self._request(f"{pods}/{name}")
-            status = pod.get("status", {}) if isinstance(pod, dict) else {}
-            for container in status.get("containerStatuses", []):
-                reason = container.get("state", {}).get("waiting", {}).get("reason", "")
-                if reason in ("ErrImagePull", "ImagePullBackOff", "InvalidImageName"):
-                    message = container["state"]["waiting"].get("message", "")
-                    raise UserError(f"k8s lab: a node cannot pull {image}: {reason} {message}"[:400],
-                                    hint=f"see {self.root / 'registry' / 'registry.log'} and the kubelet's log")
-            if status.get("phase") == "Failed":
-                raise UserError(f"k8s lab: the image {image} does not run fio on {name}")
-            return status.get("phase") == "Succeeded"
-
-        for node in nodes:
-            self._wait(lambda node=node: created(node), f"the pull pod on {node.name}", 60)
-        for node in nodes:
-            name = f"storbench-pull-{node.index}"
-            self._wait(lambda name=name: pulled(name), f"{image} pulled on {node.name}", 120)
-            self._request(f"{pods}/{name}", "DELETE")
-
-    def _apply(self, manifest: dict[str, object], collection: str) -> None:
-        try:
-            self._request(collection, "POST", manifest)
-        except urllib.error.HTTPError as error:
-            if error.code != 409:  # already exists
-                raise
 
     # -----------------------------------------------------------------------------------------------------------
     # down
