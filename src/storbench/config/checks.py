@@ -4,6 +4,7 @@ against the lab, fio options against the allow-list and the engine). Pure: each 
 
 from __future__ import annotations
 
+from storbench.config.ceph_checks import check_ceph_lab
 from storbench.config.repeat import RepeatConfig
 from storbench.config.schema import PlanConfig
 from storbench.config.source import PlanSource
@@ -22,7 +23,6 @@ from storbench.fio.allowlist import (
     engine_option_refusal,
     engine_refusal,
 )
-from storbench.lab.ceph_conf import SIDE_BY_SIDE_MAX
 from storbench.model import is_metadata, is_object, is_volume_operation, rw_writes
 from storbench.stats.selectors import blocked_settings, parse_selector
 from storbench.units import format_bytes
@@ -121,73 +121,7 @@ def _check_lab(config: PlanConfig, source: PlanSource) -> None:
             if config.hosts is not None or (config.lab is not None and config.lab.hosts is not None):
                 raise UserError(f"target '{name}' is the volume lab's device on this machine: fio servers cannot "
                                 "reach it", where=where, hint="drop hosts, or give the servers' own device")
-    rbd_targets = [n for n, t in config.targets.items() if isinstance(t, RbdTargetConfig)]
-    if ceph is None:
-        return
-    live = {name: len(values) for name, values in
-            (("cache_size", ceph.cache_size), ("osd_memory_target", ceph.osd_memory_target), *ceph.config.items())
-            if values is not None}
-    if "memstore" in ceph.objectstore and any(n > 1 for n in live.values()):
-        swept = next(name for name, n in live.items() if n > 1)
-        key = ("lab", "ceph", "config", swept) if swept in ceph.config else ("lab", "ceph", swept)
-        raise UserError(f"sweeping {swept} restarts the OSDs between values, and a memstore OSD loses its data "
-                        "when it restarts", where=source.where(key), hint="use objectstore: bluestore")
-    if ceph.db_device is not None and "fast" in ceph.db_device and "memstore" in ceph.objectstore:
-        raise UserError("db_device: fast moves BlueStore's RocksDB, and a memstore OSD has none",
-                        where=source.where(("lab", "ceph", "db_device")), hint="use objectstore: bluestore")
-    if ceph.osds_per_device is not None:
-        where = source.where(("lab", "ceph", "osds_per_device"))
-        if "osds" in ceph.model_fields_set or "osd_size" in ceph.model_fields_set:
-            raise UserError("with osds_per_device, the OSD count and size follow from devices and device_size",
-                            where=where, hint="drop osds and osd_size, or drop osds_per_device")
-        if "memstore" in ceph.objectstore:
-            raise UserError("osds_per_device puts OSDs on devices, and a memstore OSD keeps its data in memory",
-                            where=where, hint="use objectstore: bluestore")
-        most = max(ceph.osds_per_device)
-        if ceph.device_size // most < 1024**3:
-            raise UserError(f"{most} OSDs on a device of {format_bytes(ceph.device_size)} leaves under 1 GiB each",
-                            where=where, hint=f"raise device_size to {most}GiB or more, or lower osds_per_device")
-        if min(ceph.pool_size) > ceph.devices * min(ceph.osds_per_device):
-            raise UserError(f"pool_size {min(ceph.pool_size)} needs more OSDs than devices x osds_per_device "
-                            f"({ceph.devices * min(ceph.osds_per_device)})", where=where, hint="raise devices")
-    for index, fault in enumerate(config.faults or []):  # a fault on an emulated host names one the lab has
-        if fault.on.startswith("host.") and fault.on[5:].isdigit() and not 1 <= int(fault.on[5:]) <= (ceph.hosts or 0):
-            raise UserError(f"faults[{index}] acts on {fault.on}, and the Ceph lab has "
-                            + (f"hosts 1 to {ceph.hosts}" if ceph.hosts else "no emulated hosts"),
-                            where=source.where(("faults", index, "on")),
-                            hint="set lab.ceph.hosts (the OSDs spread over that many hosts), and name one from 1")
-    if ceph.hosts is not None:
-        where = source.where(("lab", "ceph", "hosts"))
-        osds = [ceph.devices * n for n in ceph.osds_per_device] if ceph.osds_per_device else ceph.osds
-        if ceph.hosts > min(osds):
-            raise UserError(f"{ceph.hosts} hosts need at least as many OSDs (the smallest osds is {min(osds)})",
-                            where=where, hint="lower hosts or raise osds")
-        if max(ceph.pool_size) > ceph.hosts:
-            raise UserError(f"a pool of size {max(ceph.pool_size)} keeps its copies on as many hosts; hosts is "
-                            f"{ceph.hosts}", where=where, hint="raise hosts or lower pool_size")
-    if ceph.bring_up == "side_by_side":
-        clusters = len(ceph.osds) * len(ceph.osd_size) * len(ceph.objectstore)
-        where = source.where(("lab", "ceph", "bring_up"))
-        if clusters > SIDE_BY_SIDE_MAX:
-            raise UserError(f"side_by_side would run {clusters} Ceph clusters at once, at most {SIDE_BY_SIDE_MAX} fit",
-                            where=where, hint="sweep fewer osds/osd_size/objectstore values, or use each_repetition")
-        if config.lab is not None and config.lab.hosts is not None:
-            raise UserError("side_by_side clusters cannot be reached from the hosts lab (it holds one cluster's conf)",
-                            where=where, hint="use bring_up: each_repetition with lab.hosts")
-    if ceph.cache_size is not None and "bluestore_cache_size" in ceph.config:
-        raise UserError("the plan sets the BlueStore cache twice (cache_size and config.bluestore_cache_size)",
-                        where=source.where(("lab", "ceph", "config", "bluestore_cache_size")), hint="keep one")
-    for size in ceph.pool_size:
-        if size > min(ceph.osds):
-            raise UserError(f"pool_size {size} needs at least {size} OSDs, the sweep has {min(ceph.osds)}",
-                            where=source.where(("lab", "ceph", "pool_size")),
-                            hint="raise osds, or exclude the combination")
-    for name in rbd_targets:
-        target = config.targets[name]
-        assert isinstance(target, RbdTargetConfig)
-        if target.conf is not None:
-            raise UserError(f"target '{name}' names a conf, but the plan brings up its own Ceph lab",
-                            where=source.where(("targets", name, "conf")), hint="drop conf: the lab's is used")
+    check_ceph_lab(config, source)
 
 
 def _check_engines(config: PlanConfig, source: PlanSource) -> None:
