@@ -302,7 +302,7 @@ def test_bad_pvc_targets_are_one_line(target: str, says: str, tmp_path: Path,
 NODE_FAILURE_PLAN = """
 name: nf
 targets:
-  rwo: {kind: pvc, size: 64MiB}
+  rwo: {kind: pvc, size: 64MiB, pod_security: baseline}
 workload: {rw: randwrite, bs: 4k, runtime: 60s}
 clients: 2
 repeat: 2
@@ -402,7 +402,8 @@ def test_plan_shows_the_taint_the_lab_adds_after_a_failure_and_where(tmp_path: P
 ])
 def test_bad_k8s_lab_settings_are_one_line(lab: str, says: str, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    plan = write_plan(tmp_path, f"name: k\ntargets:\n  sc: {{kind: pvc, size: 1GiB}}\nworkload:\n  rw: randread\n"
+    plan = write_plan(tmp_path, "name: k\ntargets:\n  sc: {kind: pvc, size: 1GiB, pod_security: baseline}\n"
+                      f"workload:\n  rw: randread\n"
                       f"lab:\n  k8s: {lab}\n")
     code, _, err = run_cli(capsys, "plan", str(plan))
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
@@ -451,7 +452,7 @@ def test_volume_operations_make_their_objects_from_constants_and_measure_one_tim
     ("targets:\n  d: {kind: path, path: /tmp, size: 1MiB}\nworkload: {rw: provision}\n", "go to pvc targets"),
     ("targets:\n  p: {kind: pvc, size: 1GiB, volume_mode: Block, destructive: true}\nworkload: {rw: snapshot}\n",
      "Filesystem claims"),
-    ("targets:\n  p: {kind: pvc, size: 1GiB}\nworkload: {rw: attach}\nlab: {k8s: {nodes: 2}}\n"
+    ("targets:\n  p: {kind: pvc, size: 1GiB, pod_security: baseline}\nworkload: {rw: attach}\nlab: {k8s: {nodes: 2}}\n"
      "faults: [{at: 1s, do: fail, on: node.1}]\n", "timed whole"),
 ])
 def test_volume_operations_refused_where_they_cannot_run(body: str, says: str, tmp_path: Path,
@@ -488,9 +489,9 @@ def test_the_csi_driver_runs_behind_kubernetes_own_sidecars_with_attach_required
 K8S_PLAN = """
 name: k8s
 targets:
-  rwo: {kind: pvc, size: 64MiB, access_mode: ReadWriteOnce}
-  rwx: {kind: pvc, size: 64MiB, access_mode: ReadWriteMany}
-  block: {kind: pvc, size: 256MiB, volume_mode: Block, destructive: true}
+  rwo: {kind: pvc, size: 64MiB, access_mode: ReadWriteOnce, pod_security: baseline}
+  rwx: {kind: pvc, size: 64MiB, access_mode: ReadWriteMany, pod_security: baseline}
+  block: {kind: pvc, size: 256MiB, volume_mode: Block, destructive: true, namespace: storbench-restricted}
 workload:
   rw: randwrite
   bs: 4k
@@ -569,7 +570,7 @@ def _run_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: p
 RBAC_PLAN = """
 name: k8s-least
 targets:
-  rwo: {kind: pvc, size: 64MiB, storage_class: storbench-hostpath, start_budget: 10s,
+  rwo: {kind: pvc, size: 64MiB, storage_class: storbench-csi, start_budget: 10s,
         namespace: not-this-one, image: "IMAGE"}
 workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 4s}
 clients: 2
@@ -600,12 +601,14 @@ def test_a_plan_runs_with_exactly_the_identity_k8s_rbac_prints_through_kubectls_
     monkeypatch.delenv("KUBECONFIG", raising=False)
     lab = K8sLab()
     try:
-        info = lab.up(find_fio(), nodes=2, block_volumes=0)
+        info = lab.up(find_fio(), nodes=2, block_volumes=0, csi=True)
         admin = core_api(info.kubeconfig)
         from kubernetes import client
 
+        # the site's benchmark namespace enforces the restricted Pod Security Standard
         admin.create_namespace({"apiVersion": "v1", "kind": "Namespace",  # type: ignore[attr-defined]
-                                "metadata": {"name": "bench"}})
+                                "metadata": {"name": "bench", "labels": {
+                                    "pod-security.kubernetes.io/enforce": "restricted"}}})
         rbac = client.RbacAuthorizationV1Api(admin.api_client)  # type: ignore[attr-defined]
         code, printed, _ = run_cli(capsys, "k8s", "rbac", "-n", "bench")
         assert code == 0 and list(yaml.safe_load_all(printed)) == rbac_manifests("bench")
@@ -668,7 +671,7 @@ def test_a_plan_runs_with_exactly_the_identity_k8s_rbac_prints_through_kubectls_
 DELETE_PLAN = """
 name: k8s-delete
 targets:
-  rwo: {kind: pvc, size: 64MiB, access_mode: ReadWriteOnce, start_budget: 10s}
+  rwo: {kind: pvc, size: 64MiB, access_mode: ReadWriteOnce, start_budget: 10s, pod_security: baseline}
 workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 16s, ramp: 1s}
 clients: 2
 repeat: 2

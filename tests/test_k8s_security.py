@@ -52,6 +52,96 @@ def test_fio_pods_are_unprivileged_without_capabilities_or_an_api_token(volume_m
         assert container["volumeDevices"] == [{"name": "data", "devicePath": "/dev/storbench"}]
 
 
+RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+                      "projected", "secret"}
+
+
+def restricted_violations(pod: dict[str, object]) -> list[str]:
+    """What Kubernetes' restricted Pod Security Standard (its documented rules, v1.33) refuses in ``pod``."""
+    spec: dict = pod["spec"]  # type: ignore[assignment]
+    pod_security: dict = spec.get("securityContext") or {}
+    found = []
+    for volume in spec["volumes"]:
+        kinds = set(volume) - {"name"}
+        if not kinds <= RESTRICTED_VOLUMES:
+            found.append(f"volume {volume['name']}: {sorted(kinds)}")
+    for container in spec["containers"]:
+        security: dict = container.get("securityContext") or {}
+        if security.get("privileged") or security.get("allowPrivilegeEscalation") is not False:
+            found.append("privilege escalation allowed")
+        if "ALL" not in (security.get("capabilities") or {}).get("drop", []):
+            found.append("capabilities not dropped")
+        if set((security.get("capabilities") or {}).get("add", [])) - {"NET_BIND_SERVICE"}:
+            found.append("capabilities added")
+        if not security.get("runAsNonRoot", pod_security.get("runAsNonRoot")):
+            found.append("runAsNonRoot not true")
+        if security.get("runAsUser", pod_security.get("runAsUser")) == 0:
+            found.append("runAsUser 0")
+        seccomp = security.get("seccompProfile") or pod_security.get("seccompProfile") or {}
+        if seccomp.get("type") not in ("RuntimeDefault", "Localhost"):
+            found.append("no seccomp profile")
+        if container.get("ports") and any(port.get("hostPort") for port in container["ports"]):
+            found.append("host port")
+    if spec.get("hostNetwork") or spec.get("hostPID") or spec.get("hostIPC"):
+        found.append("host namespaces")
+    return found
+
+
+@pytest.mark.parametrize("volume_mode", ["Block", "Filesystem"])
+def test_restricted_fio_pods_meet_the_restricted_pod_security_standard_and_baseline_ones_run_as_root(
+        volume_mode: str) -> None:
+    from dataclasses import replace
+
+    from storbench.execute.k8s_manifests import FIO_USER
+
+    case = pvc_case(volume_mode)
+    assert case.target.pod_security == "restricted"  # type: ignore[attr-defined]
+    pod = pod_manifest(pod_plans(case, "run7", 1)[0], case.target, 1, "run7", "rep")  # type: ignore[arg-type]
+    assert restricted_violations(pod) == []
+    context = pod["spec"]["securityContext"]  # type: ignore[index]
+    assert context["runAsUser"] == context["fsGroup"] == FIO_USER  # the claim given to fio's group
+    baseline = replace(case.target, pod_security="baseline")
+    pod = pod_manifest(pod_plans(case, "run7", 1)[0], baseline, 1, "run7", "rep")  # type: ignore[arg-type]
+    assert restricted_violations(pod) == ["runAsNonRoot not true", "no seccomp profile"]
+
+
+def test_a_claim_fios_user_cannot_write_is_said_with_what_to_do_not_as_missing_output() -> None:
+    from storbench.execute.k8s_manifests import EXIT_MARKER, UNWRITABLE_MARKER, split_pod_log
+    from storbench.execute.pod_results import PodResult, judge_pods
+
+    assert split_pod_log(f"{UNWRITABLE_MARKER} /data\n").unwritable == "/data"
+    for path, says in (("/data", "StorageClass does not apply the pod's fsGroup"),
+                       ("/dev/storbench", "device_ownership_from_security_context")):
+        log = f"{UNWRITABLE_MARKER} {path}\n{EXIT_MARKER} 3\n"
+        outcome = judge_pods(pvc_case(clients=1), [PodResult(pod="p1", node="n1", phase="Failed", log=log)], 1,
+                             job_text="", started_at_s=0.0, finished_at_s=1.0, timeout_s=10.0)
+        assert outcome.status == Status.FAILED
+        assert f"{path} is not writable by fio's user (65532" in outcome.error and says in outcome.error
+        assert "pod_security: baseline" in outcome.error
+
+
+@pytest.mark.parametrize(("targets", "lab", "says"), [
+    ("  p: {kind: pvc, size: 1GiB}\n", "{}", "makes directories only root may write"),
+    ("  p: {kind: pvc, size: 1GiB, storage_class: storbench-hostpath}\n", "{csi: true}", "only root may write"),
+    ("  p: {kind: pvc, size: 1GiB, pod_security: baseline}\n  q: {kind: pvc, size: 1GiB, storage_class: x}\n", "{}",
+     "share namespace storbench with pod_security baseline and restricted"),
+])
+def test_restricted_pods_on_root_only_storage_or_mixed_in_one_namespace_are_one_line(
+        targets: str, lab: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, f"name: k\ntargets:\n{targets}workload: {{rw: randread}}\nlab:\n  k8s: {lab}\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_restricted_pods_on_the_labs_csi_class_or_block_volumes_are_planned(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, "name: k\ntargets:\n  c: {kind: pvc, size: 1GiB, storage_class: storbench-csi}\n"
+                      "  b: {kind: pvc, size: 1GiB, volume_mode: Block}\nworkload: {rw: randread}\n"
+                      "lab:\n  k8s: {csi: true}\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 0, err
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The kubeconfig
 
@@ -246,7 +336,8 @@ def test_a_namespace_storbench_made_is_removed_with_its_claims(executor: Make) -
     pods = executor(core, "fresh")
     pods.ensure_namespace()
     pods.ensure_claims(pvc_case(clients=1))
-    assert core.namespaces["fresh"] == {"app.kubernetes.io/managed-by": "storbench"}
+    assert core.namespaces["fresh"] == {"app.kubernetes.io/managed-by": "storbench",
+                                        "pod-security.kubernetes.io/enforce": "restricted"}
     pods.close()
     assert core.deleted() == [("delete_claim", "sb-fast-ssd-1"), ("delete_namespace", "fresh")]
     assert core.namespaces == {} and core.claims == {}

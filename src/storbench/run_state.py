@@ -82,7 +82,8 @@ class Executors:
             lab.kubeconfig if lab else self.cluster.kubeconfig, spec.namespace, self.run_label,
             default_storage_class=None if lab is None else (
                 "storbench-local-block" if spec.volume_mode == "Block" else lab.storage_class),
-            context=None if lab else self.cluster.context, default_image=lab.fio_image if lab else None)
+            context=None if lab else self.cluster.context, default_image=lab.fio_image if lab else None,
+            pod_security=spec.pod_security)
         self.pods.append(executor)
         return executor
 

@@ -23,6 +23,8 @@ from storbench.fio.allowlist import (
     engine_option_refusal,
     engine_refusal,
 )
+from storbench.lab.k8s_conf import CSI_STORAGE_CLASS as LAB_CSI_STORAGE_CLASS
+from storbench.lab.k8s_conf import STORAGE_CLASS as LAB_STORAGE_CLASS
 from storbench.model import is_metadata, is_object, is_volume_operation, rw_writes
 from storbench.stats.selectors import blocked_settings, parse_selector
 from storbench.units import format_bytes
@@ -46,6 +48,7 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
             if target.volume_mode == "Block" and writes and not target.destructive:
                 raise UserError(f"target '{name}' writes to a raw Block volume", where=source.where(
                     ("targets", name)), hint="set destructive: true if the volume's data may be destroyed")
+            _check_pod_security(config, source, name, target)
     if pods_only:
         return
     if most > available:
@@ -73,6 +76,28 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
                         "target's conf at a real cluster")
     if config.hosts is not None:
         _check_remote_targets(config, source)
+
+
+def _check_pod_security(config: PlanConfig, source: PlanSource, name: str, target: PvcTargetConfig) -> None:
+    """A restricted pod runs fio as an unprivileged user: the k8s lab's host-path class makes root-only directories
+    (Kubernetes' host-path provisioner applies no fsGroup); targets in one namespace storbench may create share one
+    Pod Security level (the namespace enforces it)."""
+    k8s = config.lab.k8s if config.lab else None
+    if (k8s is not None and target.pod_security == "restricted" and target.volume_mode == "Filesystem"
+            and target.storage_class in (None, LAB_STORAGE_CLASS)):
+        raise UserError(f"target '{name}' runs fio as an unprivileged user (pod_security: restricted), and the k8s "
+                        f"lab's {LAB_STORAGE_CLASS} class makes directories only root may write",
+                        where=source.where(("targets", name)),
+                        hint=f"set lab.k8s.csi: true and storage_class: {LAB_CSI_STORAGE_CLASS} (its volumes take "
+                        "the pod's group), or pod_security: baseline (fio as the image's root, no capabilities)")
+    for other_name, other in config.targets.items():
+        if other_name == name:
+            break
+        if (isinstance(other, PvcTargetConfig) and other.namespace == target.namespace
+                and other.pod_security != target.pod_security):
+            raise UserError(f"targets '{other_name}' and '{name}' share namespace {target.namespace} with pod_security "
+                            f"{other.pod_security} and {target.pod_security}", where=source.where(("targets", name)),
+                            hint="give one of them a namespace of its own, or the same pod_security")
 
 
 def _check_remote_targets(config: PlanConfig, source: PlanSource) -> None:

@@ -295,6 +295,11 @@ class PvcTargetConfig(StrictModel):
                                    "(`exec`, `auth-provider`) and read files as root. storbench uses the k8s "
                                    "lab's, else $KUBECONFIG or ~/.kube/config.")
     start_budget: Duration = Field(30.0, description="How long pods get to start before all begin fio at once.")
+    pod_security: Literal["restricted", "baseline"] = Field(
+        "restricted", description="restricted: fio runs as user 65532 with the pod's fsGroup, admitted where "
+        "Kubernetes' restricted Pod Security Standard is enforced (the StorageClass must apply fsGroup; a Block "
+        "claim needs a runtime that gives devices the pod's user, as containerd's "
+        "device_ownership_from_security_context does); baseline: fio as the image's root, without capabilities.")
     expect: ExpectConfig | None = EXPECT_FIELD
 
     @field_validator("node_selector")
@@ -320,7 +325,8 @@ class PvcTargetConfig(StrictModel):
                          storage_class=self.storage_class, access_mode=self.access_mode,
                          volume_mode=self.volume_mode, namespace=self.namespace, container_image=self.image,
                          image_pull_policy=self.image_pull_policy,
-                         node_selector=tuple(sorted(self.node_selector.items())), start_budget_s=self.start_budget)
+                         node_selector=tuple(sorted(self.node_selector.items())), start_budget_s=self.start_budget,
+                         pod_security=self.pod_security)
 
 
 

@@ -21,6 +21,15 @@ RUN_LABEL = "storbench/run"
 # fio on a volume device or a mounted claim needs no capability (it runs as the container's root, which owns both);
 # a block device's cache flush (BLKFLSBUF, buffered I/O only) is refused without CAP_SYS_ADMIN: fio warns and goes on.
 CONTAINER_SECURITY: dict[str, object] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+FIO_USER = 65532  # the fio image's unprivileged user (`lab.k8s_images.fio_layer`); any image runs as it
+# Kubernetes' restricted Pod Security Standard: not root, the runtime's seccomp profile; the claim given to the
+# pod's group where its driver applies fsGroup (only on a mismatch: a claim reused by the next repetition is
+# not walked again)
+POD_SECURITY: dict[str, dict[str, object]] = {
+    "restricted": {"runAsNonRoot": True, "runAsUser": FIO_USER, "runAsGroup": FIO_USER, "fsGroup": FIO_USER,
+                   "fsGroupChangePolicy": "OnRootMismatch", "seccompProfile": {"type": "RuntimeDefault"}},
+    "baseline": {},
+}
 JOB_DIR = "/storbench/jobs"
 DATA_DIR = "/data"
 BLOCK_DEVICE = "/dev/storbench"
@@ -28,6 +37,7 @@ JSON_MARKER = "STORBENCH-FIO-JSON"
 START_MARKER = "STORBENCH-START"
 LOG_MARKER = "STORBENCH-LOG"
 EXIT_MARKER = "STORBENCH-EXIT"
+UNWRITABLE_MARKER = "STORBENCH-UNWRITABLE"  # the claim (or device) fio's user cannot write
 CLIENT_LABEL = "storbench/client"  # a pod's client number (1..), kept by the pod made again after a deletion
 TERMINATION_GRACE_S = 5  # a deleted pod's fio gets SIGTERM: time to end its jobs and print its results
 RUNTIME_VARIABLE = "STORBENCH_RUNTIME"  # a pod made again: its job's runtime, the seconds to END_AT (at least 1)
@@ -39,6 +49,8 @@ RUNTIME_VARIABLE = "STORBENCH_RUNTIME"  # a pod made again: its job's runtime, t
 # has END_AT (epoch seconds): its job's runtime is the time left until then, at least a second.
 POD_SCRIPT = (
     'while [ "$(date +%s)" -lt "$START_AT" ]; do sleep 0.05; done; '
+    f'for d in {DATA_DIR} {BLOCK_DEVICE}; do if [ -e "$d" ] && [ ! -w "$d" ]; then '
+    f'echo "{UNWRITABLE_MARKER} $d"; exit 3; fi; done; '
     f'echo "{START_MARKER} $(date +%s)"; cd /tmp; '
     f'if [ -n "$END_AT" ]; then {RUNTIME_VARIABLE}=$((END_AT - $(date +%s))); '
     f'[ "${RUNTIME_VARIABLE}" -ge 1 ] || {RUNTIME_VARIABLE}=1; export {RUNTIME_VARIABLE}; fi; '
@@ -154,6 +166,7 @@ def pod_manifest(plan: PodPlan, target: PvcTarget, start_at_s: int, run_label: s
         "restartPolicy": "Never", "terminationGracePeriodSeconds": TERMINATION_GRACE_S, "containers": [container],
         # fio talks to nothing: no API token for the namespace's service account, no service variables
         "automountServiceAccountToken": False, "enableServiceLinks": False,
+        "securityContext": dict(POD_SECURITY[target.pod_security]),
         "volumes": [{"name": "jobs", "configMap": {"name": plan.config_map}},
                     {"name": "data", "persistentVolumeClaim": {"claimName": plan.claim}}],
         "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
@@ -210,6 +223,7 @@ class PodLog:
     json_text: str
     exit_status: int | None
     logs: tuple[tuple[str, str], ...] = ()  # (file name, text), names as `fio.jobfile.timeline_logs` accepts
+    unwritable: str = ""  # the claim's path or device fio's user could not write (fio not started)
 
 
 def split_pod_log(log: str) -> PodLog:
@@ -220,12 +234,15 @@ def split_pod_log(log: str) -> PodLog:
     section whose name is not a timeline log's is left out."""
     started: float | None = None
     exit_status: int | None = None
+    unwritable = ""
     json_lines: list[str] = []
     logs: dict[str, list[str]] = {}
     section: list[str] | None = None  # the lines of the section being read: fio's JSON, or a log
     for line in log.splitlines():
         if line.startswith(START_MARKER + " "):
             started = _number(line)
+        elif line.startswith(UNWRITABLE_MARKER + " "):
+            unwritable = line[len(UNWRITABLE_MARKER) + 1:].strip()
         elif line == JSON_MARKER:
             section = json_lines
         elif line.startswith(LOG_MARKER + " "):
@@ -240,7 +257,7 @@ def split_pod_log(log: str) -> PodLog:
         elif section is not None and section is not json_lines:
             section.append(line)
     return PodLog(started, "\n".join(json_lines), exit_status,
-                  tuple((name, "\n".join(lines) + "\n") for name, lines in logs.items()))
+                  tuple((name, "\n".join(lines) + "\n") for name, lines in logs.items()), unwritable)
 
 
 def without_logs(log: str) -> str:

@@ -18,7 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from storbench.execute.k8s_manifests import CONTAINER_SECURITY, DATA_DIR, claim_manifest, run_labels
+from storbench.execute.k8s_manifests import (
+    CONTAINER_SECURITY,
+    DATA_DIR,
+    POD_SECURITY,
+    claim_manifest,
+    run_labels,
+)
 from storbench.model import (
     Case,
     ClientMeasurement,
@@ -115,7 +121,7 @@ def pod_on_claim(name: str, claim: str, target: PvcTarget, run_label: str, comma
         "volumeMounts": [{"name": "data", "mountPath": DATA_DIR}], "securityContext": dict(CONTAINER_SECURITY)}
     spec: dict[str, object] = {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
                                "containers": [container], "automountServiceAccountToken": False,
-                               "enableServiceLinks": False,
+                               "enableServiceLinks": False, "securityContext": dict(POD_SECURITY[target.pod_security]),
                                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]}
     if target.node_selector:
         spec["nodeSelector"] = dict(target.node_selector)

@@ -48,6 +48,7 @@ from storbench.telemetry.series import TelemetrySource
 
 POLL_S = 0.25
 SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
+POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"  # a namespace's Pod Security admission level
 NAMESPACE_READY_S = 30.0  # how long a namespace storbench made gets to take pods
 MIN_CONTINUED_S = 2.0  # a client's pod deleted with less of the measured section left is not made again
 LOG_READ_TIMEOUT_S = 10.0  # a pod's log read at the end of a repetition
@@ -91,13 +92,14 @@ class KubernetesExecutor:
 
     def __init__(self, kubeconfig: str | None, namespace: str, run_label: str,
                  default_storage_class: str | None = None, *, context: str | None = None,
-                 default_image: str | None = None) -> None:
+                 default_image: str | None = None, pod_security: str = "restricted") -> None:
         self.core = core_api(kubeconfig, context)
         self.cluster = ClusterAccess(kubeconfig, context)
         self._readings_api: object | None = None  # the kubelets' reader: no retries (`telemetry`)
         self.default_storage_class = default_storage_class
         self.default_image = default_image  # the lab's fio image, for targets that name none
         self.namespace = namespace
+        self.pod_security = pod_security  # the level a namespace storbench makes enforces
         self.run_label = run_label
         self.created_namespace = False
         self.claims: set[str] = set()  # claims this run may use (created, or found with this run's labels)
@@ -115,7 +117,8 @@ class KubernetesExecutor:
                 raise UserError(f"kubernetes: cannot read namespace {self.namespace}: {error.reason}") from None
         try:
             core.create_namespace({"apiVersion": "v1", "kind": "Namespace",  # type: ignore[attr-defined]
-                                   "metadata": {"name": self.namespace, "labels": dict(MANAGED_BY)}})
+                                   "metadata": {"name": self.namespace, "labels": {
+                                       **MANAGED_BY, POD_SECURITY_ENFORCE: self.pod_security}}})
         except ApiException as error:
             if error.status != 409:  # 409: made meanwhile by someone else, so not storbench's to delete
                 raise UserError(f"kubernetes: cannot create namespace {self.namespace}: {error.reason}",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storbench.execute.k8s_manifests import split_pod_log, without_logs
+from storbench.execute.k8s_manifests import BLOCK_DEVICE, FIO_USER, split_pod_log, without_logs
 from storbench.fio.jobfile import MAX_LOG_CHARS
 from storbench.fio.outcome import client_fault
 from storbench.fio.parse import client_measurement, merge_in_sequence, parse_fio_json
@@ -54,6 +54,12 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
             if result.why:
                 problem = (f"pod {result.pod} cannot run anywhere: {result.why} (node-bound storage: the pod cannot "
                            "move to another node)")
+            elif said.unwritable:
+                problem = (f"pod {result.pod}: {said.unwritable} is not writable by fio's user ({FIO_USER}, "
+                           "pod_security: restricted): " + ("the runtime does not give the device the pod's user "
+                           "(containerd: device_ownership_from_security_context)" if said.unwritable == BLOCK_DEVICE
+                           else "the claim's StorageClass does not apply the pod's fsGroup")
+                           + "; set pod_security: baseline on the target (fio as the image's root, no capabilities)")
             elif not said.json_text.strip():
                 problem = f"pod {result.pod} ({result.phase}) returned no fio output"
             else:

@@ -112,7 +112,7 @@ def kubeconfig(server: str, ca_path: str, cert_path: str, key_path: str, user: s
 def containerd_config(node_dir: str) -> str:
     """A node's containerd 1.6 with the CRI plugin: local pause image, registries' hosts.toml in the node's
     certs.d, CNI from Debian's plugins, and restrict_oom_score_adj (root here lacks CAP_SYS_RESOURCE: without it
-    runc fails every sandbox)."""
+    runc fails every sandbox); a Block claim's device owned by the pod's user and group, as a restricted pod needs."""
     return f"""version = 2
 root = "{node_dir}/containerd/root"
 state = "{node_dir}/containerd/state"
@@ -123,6 +123,7 @@ state = "{node_dir}/containerd/state"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "{PAUSE_IMAGE}"
   restrict_oom_score_adj = true
+  device_ownership_from_security_context = true
   enable_selinux = false
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "native"

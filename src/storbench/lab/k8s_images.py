@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from storbench.errors import UserError
+from storbench.execute.k8s_manifests import FIO_USER
 
 PAUSE_C = r"""
 #include <signal.h>
@@ -46,9 +47,9 @@ def _add_file(tar: tarfile.TarFile, source: str, name: str, mode: int = 0o755) -
     tar.addfile(info, io.BytesIO(data))
 
 
-def _add_dir(tar: tarfile.TarFile, name: str) -> None:
+def _add_dir(tar: tarfile.TarFile, name: str, mode: int = 0o755) -> None:
     info = tarfile.TarInfo(name.lstrip("/"))
-    info.type, info.mode = tarfile.DIRTYPE, 0o755
+    info.type, info.mode = tarfile.DIRTYPE, mode
     tar.addfile(info)
 
 
@@ -85,8 +86,9 @@ def fio_layer(fio_binary: str) -> bytes:
                         "(or apt-get install busybox-static)")
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for directory in ("bin", "usr", "usr/bin", "tmp", "lib", "lib64", "usr/lib", "etc", "data"):
+        for directory in ("bin", "usr", "usr/bin", "lib", "lib64", "usr/lib", "etc", "data"):
             _add_dir(tar, directory)
+        _add_dir(tar, "tmp", 0o1777)  # fio's output and logs, whichever user runs it
         _add_file(tar, busybox, "bin/busybox")
         for applet in BUSYBOX_APPLETS:
             _add_link(tar, f"bin/{applet}", "busybox")
@@ -102,7 +104,7 @@ def fio_layer(fio_binary: str) -> bytes:
                     added.add(directory)
             _add_file(tar, os.path.realpath(library), library, 0o755)
         # root for the lab's pods; the unprivileged user (65532) the restricted Pod Security Standard asks for
-        passwd = b"root:x:0:0:root:/:/bin/sh\nfio:x:65532:65532:fio:/tmp:/bin/sh\n"
+        passwd = f"root:x:0:0:root:/:/bin/sh\nfio:x:{FIO_USER}:{FIO_USER}:fio:/tmp:/bin/sh\n".encode()
         info = tarfile.TarInfo("etc/passwd")
         info.size = len(passwd)
         tar.addfile(info, io.BytesIO(passwd))

@@ -102,6 +102,9 @@ class PvcTarget(_SizedTarget):
     node_selector: tuple[tuple[str, str], ...]
     destructive: bool
     start_budget_s: float
+    # how the fio pods run (restricted: as FIO_USER, Kubernetes' restricted Pod Security Standard; baseline: as the
+    # image's root without capabilities); not in a case's identity: it changes who runs fio, not what it measures
+    pod_security: Literal["restricted", "baseline"] = "restricted"
     kind: ClassVar[Literal["pvc"]] = "pvc"
     identity_first: ClassVar[tuple[tuple[str, str], ...]] = (("destructive", "destructive"),)
     identity_later: ClassVar[tuple[str, ...]] = (
