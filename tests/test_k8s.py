@@ -915,6 +915,9 @@ def test_a_table_of_volume_operations_shows_their_times_not_block_io_columns() -
                                for i, t in enumerate((1.0, 9.0, 3.0))])
     codes = {w.code: w.message for w in varied[0].warnings}
     assert codes["wide_interval"].startswith("time +-"), codes  # the times' interval, not a rate's
+    from storbench.report.warning_text import warning_lines
+
+    assert any(line.startswith("⚠ time known only within") for line in warning_lines(varied)), warning_lines(varied)
     fixes = {w.code: w.fix for w in varied[0].warnings}
     assert "controllers' queues" in fixes["high_cv"] and "runtime" not in fixes["high_cv"], fixes  # no I/O words
     mixed = summarize_points([observation(rw="randread"), *[observation(case_id="p", rw="provision", repeat=i)

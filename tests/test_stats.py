@@ -758,6 +758,11 @@ def test_a_wide_interval_says_how_many_repetitions_would_narrow_it() -> None:
     warning = next(w for w in point.warnings if w.code == "wide_interval")
     assert warning.message == "IOPS +-30 % at n=3" and "about 7 repetitions would give +-20 %" in warning.fix
     assert "wide_interval" not in codes(only(summarize_points(reps([1000.0, 1040.0, 960.0]))))  # +-10 %
+    from storbench.report.warning_text import warning_lines
+
+    line = next(line for line in warning_lines([point]) if "known only within" in line)
+    assert line.startswith("⚠ IOPS known only within more than +-20 % (95 % interval) at "), line
+    assert "volume operation" not in line  # an I/O point's warning in I/O words only
 
 
 def test_few_repetitions_warning() -> None:

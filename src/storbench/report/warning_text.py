@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from storbench.report.labels import point_label, varying_lab_keys
 from storbench.stats.point_summary import PointSummary
-from storbench.stats.point_warnings import WARNING_TITLES, StatWarning
+from storbench.stats.point_warnings import StatWarning, warning_title
 
 # A warning's short name, for a row that carries it (the HTML summary's column); its advice is said once, below.
 WARNING_TAGS = {
@@ -49,7 +49,7 @@ def warning_groups(points: Sequence[PointSummary]) -> list[tuple[str, str]]:
             members.sort(key=lambda m: -(getattr(m[0].metric("iops"), field, None) or 0))
         labels = list(dict.fromkeys(point_label(p, lab_keys=lab_keys) for p, _ in members))
         warning = members[0][1]
-        title = WARNING_TITLES.get(code, code)
+        title = warning_title(code, [p.case.workload.rw for p, _ in members])
         if len(labels) == 1:
             lines.append((code, f"⚠ {title} at {labels[0]} ({warning.message}): {warning.fix}"))
             continue

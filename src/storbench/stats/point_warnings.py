@@ -26,8 +26,7 @@ WARNING_TITLES = {
     "failed_repetitions": "failed repetitions",
     "few_repetitions": f"fewer than {MIN_REPETITIONS} repetitions",
     "high_cv": f"run-to-run spread (CV) shown above {CV_LIMIT_PCT:.0f} % (its lower bound at 90 % confidence)",
-    "wide_interval": f"IOPS (a volume operation's time) known only within more than +-{WIDE_INTERVAL_PCT:.0f} % "
-                     "(95 % interval)",
+    "wide_interval": f"IOPS known only within more than +-{WIDE_INTERVAL_PCT:.0f} % (95 % interval)",
     "runtime_shorter_than_ramp": "runtime shorter than ramp",
     "page_cache": "working set fits in the page cache",
     "stragglers": "straggling clients",
@@ -37,6 +36,21 @@ WARNING_TITLES = {
     "faulted": "figures span a fault",
     "steady_unshown": f"steady by SNIA's rule only: its level's change not shown within +-{100 * FLAT_MARGIN:g} %",
 }
+# a volume operation's main figure is its time, not IOPS
+VOLUME_OPERATION_TITLES = {
+    "wide_interval": f"time known only within more than +-{WIDE_INTERVAL_PCT:.0f} % (95 % interval)",
+}
+
+
+def warning_title(code: str, rws: Sequence[str]) -> str:
+    """A warning's title for points of workloads ``rws``: a volume operation's own words where all are."""
+    if rws and all(is_volume_operation(rw) for rw in rws):
+        return VOLUME_OPERATION_TITLES.get(code, WARNING_TITLES.get(code, code))
+    if any(is_volume_operation(rw) for rw in rws) and code in VOLUME_OPERATION_TITLES:
+        return f"IOPS or a volume operation's {VOLUME_OPERATION_TITLES[code]}"
+    return WARNING_TITLES.get(code, code)
+
+
 STRAGGLER_PCT_OF_MEDIAN = 50.0
 # The volume lab's pacer at its IOPS cap (a repetition at this share of it or more) starts each I/O iodepth / cap
 # after it arrives; a p99 above this many times that says the machine delayed its timers (docs/methodology.md).
