@@ -111,6 +111,7 @@ def _telemetry(v: dict[str, object]) -> TelemetryDigest | None:
 def observation(**fields: object) -> Observation:
     """An observation with the record fields given (the rest from ``DEFAULTS``). ``direction=""`` is a
     repetition that measured nothing (a failed one); ``bs`` is ignored (``bs_bytes`` is the size)."""
+    host_cpus = fields.pop("host_cpus", None)  # the run's machine (not a record field)
     unknown = set(fields) - set(DEFAULTS) - {"bs"}
     assert not unknown, f"no such record field in the synthetic observation: {unknown}"
     v = {**DEFAULTS, **fields}
@@ -138,10 +139,11 @@ def observation(**fields: object) -> Observation:
     figures = ClientFigures(
         cpu_usr_pct=v["cpu_usr"], cpu_sys_pct=v["cpu_sys"], disk_util_pct=v["disk_util_pct"],
         fio_cores=v["client_cpu_cores"], reporting=int(v["clients_reporting"]), start_skew_s=v["start_skew_s"],
-        slowest=str(v["slowest_client"]), slowest_pct_of_median=v["slowest_client_pct_of_median"])
+        slowest=str(v["slowest_client"]), slowest_pct_of_median=v["slowest_client_pct_of_median"],
+        ios_per_s=measurement.iops if measurement else None, bytes_per_s=measurement.bw_bytes if measurement else None)
     return Observation(
         run_id=int(v["run_id"]), case=case, rep_index=int(v["repeat"]), status=Status(v["status"]),
         direction=measurement.direction if measurement else None, measurement=measurement,
         started_at_s=float(v["started_at_s"]), finished_at_s=float(v["finished_at_s"]),
         fio_version=str(v["fio_version"]), error=str(v["error"]), fio=figures, telemetry=_telemetry(v),
-        client=str(v["client"]))
+        client=str(v["client"]), host_cpus=host_cpus)  # type: ignore[arg-type]

@@ -251,7 +251,7 @@ def test_the_pod_script_passes_sigterm_to_fio_which_reports_and_logs_what_it_did
     import subprocess
     import time
 
-    from storbench.execute.k8s_manifests import JOB_DIR, RUNTIME_VARIABLE
+    from storbench.execute.k8s_manifests import BLOCK_DEVICE, DATA_DIR, JOB_DIR, RUNTIME_VARIABLE
     from storbench.fio.jobfile import continued_job
 
     if shutil.which("fio") is None:
@@ -264,7 +264,8 @@ def test_the_pod_script_passes_sigterm_to_fio_which_reports_and_logs_what_it_did
            "log_unix_epoch=1\n[j]\nrw=randwrite\nbs=4k\n")
     (jobs / "job.fio").write_text(job)
     script = (POD_SCRIPT.replace("cd /tmp;", f"cd {work};").replace("/tmp/fio.json", f"{work}/fio.json")
-              .replace(JOB_DIR, str(jobs)))
+              .replace(JOB_DIR, str(jobs)).replace(f"d={DATA_DIR};", f"d={work};")
+              .replace(BLOCK_DEVICE, str(tmp_path / "no-device")))
     assert "/tmp/" not in script.replace(str(tmp_path), "")  # nothing of the pod's paths left on this host
     env = {"PATH": os.environ["PATH"], "START_AT": "0"}
     pod = subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.PIPE, text=True)
@@ -284,6 +285,18 @@ def test_the_pod_script_passes_sigterm_to_fio_which_reports_and_logs_what_it_did
     said = split_pod_log(again.stdout)
     assert said.exit_status == 0 and 1.5 <= time.time() - began <= 6, again.stderr[-300:]
     assert 1000 <= json.loads(said.json_text)["jobs"][0]["write"]["runtime"] <= 3500
+    # fio's user (not root: root may write anything) on a claim it cannot write: said, and fio never started
+    if shutil.which("setpriv") is None or os.geteuid() != 0:
+        return
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o755)
+    for path in (tmp_path, jobs):
+        path.chmod(0o755)
+    denied = subprocess.run(["setpriv", "--reuid=65532", "--regid=65532", "--clear-groups", "sh", "-c",
+                             script.replace(f"d={work};", f"d={locked};")], env=env, capture_output=True,
+                            text=True, timeout=30)
+    said = split_pod_log(denied.stdout)
+    assert denied.returncode == 3 and said.unwritable == str(locked) and said.started_s is None, denied.stdout
 
 
 @pytest.mark.parametrize(("target", "says"), [

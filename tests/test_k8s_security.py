@@ -414,3 +414,35 @@ def test_k8s_rbac_grants_what_storbench_calls_and_nothing_wider() -> None:
     (namespaces,) = [rule for rule in rules if rule["resources"] == ["namespaces"]]
     assert namespaces["resourceNames"] == ["bench"]
     assert all(m["metadata"].get("namespace") in (None, "bench") for m in manifests)  # type: ignore[attr-defined]
+
+
+def test_a_followed_log_cut_before_the_scripts_last_line_is_read_again_whole() -> None:
+    """A pod's log stream may end with its container before its last lines came (seen on a second node: fio's
+    JSON cut in the middle); once the container ended, the log is read again and the whole one is kept."""
+    import threading
+
+    from storbench.execute.k8s_manifests import EXIT_MARKER
+    from storbench.execute.kubernetes import _Pods
+
+    whole = f"STORBENCH-START 1\nSTORBENCH-FIO-JSON\n{{}}\n{EXIT_MARKER} 0\n"
+
+    class Follower:
+        def __init__(self, text: str, said_end: bool) -> None:
+            self.text, self.ended, self.said_end = text, threading.Event(), threading.Event()
+            self.ended.set()
+            if said_end:
+                self.said_end.set()
+
+    class Core:
+        reads = 0
+
+        def read_namespaced_pod_log(self, name: str, namespace: str, **_: object) -> str:
+            Core.reads += 1
+            return whole
+
+    pods = _Pods.__new__(_Pods)
+    pods.executor = SimpleNamespace(core=Core(), namespace="bench")  # type: ignore[assignment]
+    pods.followers = {"cut": Follower(whole[:30], said_end=False),  # type: ignore[dict-item]
+                      "full": Follower(whole, said_end=True)}
+    assert pods.log_of("cut", ended=True) == whole and Core.reads == 1
+    assert pods.log_of("full", ended=True) == whole and Core.reads == 1  # to its last line: not read again

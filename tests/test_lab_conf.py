@@ -386,10 +386,10 @@ def test_osds_per_device_keeps_devices_and_capacity_fixed() -> None:
 
 def test_osd_cpuset_is_a_live_setting_and_cpu_lists_parse() -> None:
     from storbench.config import load_plan_text
-    from storbench.lab.cpu_quota import parse_cpu_list
     from storbench.plan import expand
     from storbench.schedule import lab_designs, schedule
     from storbench.sessions import group_by_lab
+    from storbench.units import parse_cpu_list
 
     assert parse_cpu_list("0-2,5") == [0, 1, 2, 5] and parse_cpu_list("1") == [1]
     for bad in ("1-", "a", "3-1", "0;1"):

@@ -13,7 +13,6 @@ from storbench.demands import MACHINE_SHARE, Demand, inodes_need, lab_disk_deman
 from storbench.errors import UserError, did_you_mean
 from storbench.execute.fio_binary import fio_capabilities
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
-from storbench.lab.cpu_quota import parse_cpu_list
 from storbench.lab.labdir import default_lab_dir
 from storbench.model import BlockTarget, Case, NfsTarget
 from storbench.schedule import precondition_jobs, preconditions
@@ -21,6 +20,7 @@ from storbench.targets.base import PreparedTarget
 from storbench.targets.registry import check_targets
 from storbench.targets.s3 import NO_S3_ACCESS, S3Access
 from storbench.trusted_files import invoking_uids, untrusted
+from storbench.units import parse_cpu_list
 
 
 @dataclass(frozen=True)

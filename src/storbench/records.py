@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
+from typing import Any
 
 from storbench.model import DirectionMeasurement, Expectation, LatencySummary
 from storbench.model.fault_record import WriteCheck
+from storbench.stats.metrics import COST_METRICS
 from storbench.stats.observations import (
     Observation,
     busiest_names,
@@ -139,6 +141,36 @@ class Record:
     writes_stale: int | None = None
     writes_torn: int | None = None
     writes_corrupt: int | None = None
+    # What each I/O cost in CPU (docs/methodology.md#cpu-cost-per-io): by component (client = fio, the Ceph daemons,
+    # nfs-ganesha, radosgw, the kernel's irq and softirq) and all together, in µs of CPU per I/O (every direction of
+    # the repetition together) and per MiB; IOPS per core; each component's share of the host's CPUs (other: the
+    # host's busy time beyond them). None without telemetry, and on one client's own record.
+    ios_per_s: float | None = None
+    client_cpu_us_per_io: float | None = None
+    osd_cpu_us_per_io: float | None = None
+    mon_cpu_us_per_io: float | None = None
+    mgr_cpu_us_per_io: float | None = None
+    mds_cpu_us_per_io: float | None = None
+    fuse_cpu_us_per_io: float | None = None
+    ganesha_cpu_us_per_io: float | None = None
+    rgw_cpu_us_per_io: float | None = None
+    kernel_cpu_us_per_io: float | None = None
+    total_cpu_us_per_io: float | None = None
+    osd_cpu_us_per_mib: float | None = None
+    total_cpu_us_per_mib: float | None = None
+    iops_per_core_used: float | None = None
+    iops_per_osd_core: float | None = None
+    iops_per_core_allocated: float | None = None
+    client_host_cpu_pct: float | None = None
+    osd_host_cpu_pct: float | None = None
+    mon_host_cpu_pct: float | None = None
+    mgr_host_cpu_pct: float | None = None
+    mds_host_cpu_pct: float | None = None
+    fuse_host_cpu_pct: float | None = None
+    ganesha_host_cpu_pct: float | None = None
+    rgw_host_cpu_pct: float | None = None
+    kernel_host_cpu_pct: float | None = None
+    other_host_cpu_pct: float | None = None
 
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Record))
@@ -222,6 +254,7 @@ def record(o: Observation, expected: Expectation | None = None) -> Record:
         recovery=f.recovery.value if (f := o.failover.figures if o.failover else None) else "",
         recovery_s=_metric(o, "recovery_s"), cluster_clean_s=_metric(o, "cluster_clean_s"),
         **_write_check_fields(o.write_check),
+        **_cost_fields(o),
     )
 
 
@@ -230,6 +263,10 @@ def _write_check_fields(check: WriteCheck | None) -> dict[str, int | None]:
         return {}
     return {"writes_acknowledged": check.acknowledged, "writes_lost": check.lost, "writes_stale": check.stale,
             "writes_torn": check.torn, "writes_corrupt": check.corrupt}
+
+
+def _cost_fields(o: Observation) -> dict[str, Any]:
+    return {m.field: _metric(o, m.field) for m in COST_METRICS}
 
 
 def _metric(o: Observation, field: str) -> float | None:

@@ -177,3 +177,20 @@ def link_rate_bits(value: object) -> int:
     if not 10**6 <= bits <= 400 * 10**9:
         raise ValueError(f"{value!r}: a link rate from 1Mbit to 400Gbit")
     return bits
+
+
+CPU_LIST_PATTERN = r"^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$"  # 1, 0-3, 0,2-3 (cpuset's cpu list)
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """``0-2,5`` -> [0, 1, 2, 5]; ValueError for anything else."""
+    if not re.fullmatch(CPU_LIST_PATTERN, text):
+        raise ValueError(f"{text!r} is not a CPU list like 1 or 0-3,6")
+    cpus: set[int] = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        first, last = int(low), int(high or low)
+        if last < first:
+            raise ValueError(f"{part!r}: a range goes up")
+        cpus.update(range(first, last + 1))
+    return sorted(cpus)

@@ -81,6 +81,21 @@ def cmd_show(args: argparse.Namespace) -> int:
         notes = drift_lines(selection.observations, [run.run_id for run in selection.runs])
         _write_output(show_text(points, args.format, title, notes), args.output)
         return 0
+    if args.cost:
+        from storbench.report.cost import cost_notes, cost_points, cost_table
+
+        points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations,
+                                  levels=selection.interval_levels, by_run=not args.pool)
+        if not cost_points(points):
+            raise UserError("no point has a CPU cost: it needs telemetry (host CPU and processes) beside its runs",
+                            hint="keep `telemetry: {enabled: true}` (the default) in the plan and run it again")
+        out = _console() if args.output in ("", "-") else _file_console()
+        out.print(cost_table(points, title))
+        for line in cost_notes(points):
+            out.print(line, markup=False)
+        if args.output not in ("", "-"):
+            _write_output(out.export_text(), args.output)
+        return 0
     if args.output in ("", "-"):
         _show_table(selection, title, args.db, wide=args.wide, pool=args.pool)
     else:
@@ -160,6 +175,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         design_lines,
         rule_answer_lines,
     )
+    from storbench.report.cost import cost_lines
     from storbench.report.labels import comparison_label
     from storbench.stats.compare import compare_observations
     from storbench.stats.compare_cells import regressions, stopping_rule_lines, tested_cells, ungated_cells
@@ -210,7 +226,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         out.print(compare_table(comparisons, baseline.text, candidate.text,
                                 None if args.output not in ("", "-") else out.width))
         for line in [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_lines(comparisons),
-                     *changed_lines]:
+                     *changed_lines, *cost_lines(comparisons)]:
             out.print(line, markup=False)
         evidence = bottleneck_evidence_lines(comparisons)
         if evidence:
@@ -220,7 +236,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if args.output not in ("", "-"):
             _write_output(out.export_text(), args.output)
     elif args.format == "markdown":
-        _write_output(comparison_markdown(comparisons, baseline.text, candidate.text, changed_lines), args.output)
+        _write_output(comparison_markdown(comparisons, baseline.text, candidate.text,
+                                          [*changed_lines, *cost_lines(comparisons)]), args.output)
     elif args.format == "csv":
         _write_output(comparison_csv(comparisons, changed), args.output)
     else:
@@ -336,6 +353,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--pool", action="store_true",
                    help="with several runs of one plan, pool each case's repetitions over them into one row "
                    "(default: a row per run, with a run column)")
+    p.add_argument("--cost", action="store_true",
+                   help="what each I/O cost in CPU: µs per I/O by component (fio, the Ceph daemons, nfs-ganesha, "
+                   "radosgw, the kernel) with intervals, and IOPS per core")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("export", help="one record per repetition and direction as json, csv or markdown")

@@ -9,7 +9,6 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field, field_validator
 
 from storbench.config.values import (
-    CPU_LIST_PATTERN,
     Duration,
     FioScalar,
     LinkRate,
@@ -24,7 +23,7 @@ from storbench.config.values import (
 from storbench.errors import did_you_mean
 from storbench.model.ceph_options import CEPH_OPTIONS, NAME_RE, OWN_KEYS, option_value
 from storbench.model.lab_point import NEVER
-from storbench.units import parse_duration_s
+from storbench.units import CPU_LIST_PATTERN, parse_duration_s
 
 __all__ = [
     "CephLabConfig", "HostsConfig", "HostsLabConfig", "K8sLabConfig", "LabConfig", "NfsLabConfig", "VolumeLabConfig",

@@ -130,7 +130,6 @@ def _rate(value: object) -> int:
 
 Rate = Annotated[int, BeforeValidator(_rate)]
 
-CPU_LIST_PATTERN = r"^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$"  # 1, 0-3, 0,2-3
 
 
 def _cpu_list_text(value: object) -> object:

@@ -49,8 +49,8 @@ RUNTIME_VARIABLE = "STORBENCH_RUNTIME"  # a pod made again: its job's runtime, t
 # has END_AT (epoch seconds): its job's runtime is the time left until then, at least a second.
 POD_SCRIPT = (
     'while [ "$(date +%s)" -lt "$START_AT" ]; do sleep 0.05; done; '
-    f'for d in {DATA_DIR} {BLOCK_DEVICE}; do if [ -e "$d" ] && [ ! -w "$d" ]; then '
-    f'echo "{UNWRITABLE_MARKER} $d"; exit 3; fi; done; '
+    f'd={DATA_DIR}; [ -e {BLOCK_DEVICE} ] && d={BLOCK_DEVICE}; '
+    f'if [ ! -w "$d" ]; then echo "{UNWRITABLE_MARKER} $d"; exit 3; fi; '
     f'echo "{START_MARKER} $(date +%s)"; cd /tmp; '
     f'if [ -n "$END_AT" ]; then {RUNTIME_VARIABLE}=$((END_AT - $(date +%s))); '
     f'[ "${RUNTIME_VARIABLE}" -ge 1 ] || {RUNTIME_VARIABLE}=1; export {RUNTIME_VARIABLE}; fi; '

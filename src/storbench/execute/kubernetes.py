@@ -354,13 +354,13 @@ class _Pods:
     def log_of(self, name: str, *, ended: bool) -> str:
         """What the pod printed: its follower's text once its container has ended (a deleted pod's too), or the
         log read now if that is longer (a pod still running when the watchdog fired, a follower cut short or left
-        hanging by a node that failed)."""
+        hanging by a node that failed, a stream that ended with its container before its last lines came)."""
         follower = self.followers.get(name)
         followed = ""
         if follower is not None:
             whole = follower.ended.wait(FOLLOW_END_S if ended else 0)
             followed = follower.text
-            if whole and followed:  # the whole log, to the container's end: nothing more to read
+            if whole and followed and follower.said_end.is_set():  # to the script's last line: nothing more
                 return followed
         now = ""
         with contextlib.suppress(Exception):  # a deleted pod's is gone: 404; a failed node's does not answer

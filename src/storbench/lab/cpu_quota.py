@@ -211,25 +211,6 @@ def _remove_dirs(directories: list[Path], timeout_s: float = 10.0) -> None:
 
 # ---- pinning: a cpuset per daemon ----------------------------------------------------------------------------
 
-CPU_LIST_RE = r"^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$"
-
-
-def parse_cpu_list(text: str) -> list[int]:
-    """``0-2,5`` -> [0, 1, 2, 5]; ValueError for anything else. Pure."""
-    import re
-
-    if not re.fullmatch(CPU_LIST_RE, text):
-        raise ValueError(f"{text!r} is not a CPU list like 1 or 0-3,6")
-    cpus: set[int] = set()
-    for part in text.split(","):
-        low, _, high = part.partition("-")
-        first, last = int(low), int(high or low)
-        if last < first:
-            raise ValueError(f"{part!r}: a range goes up")
-        cpus.update(range(first, last + 1))
-    return sorted(cpus)
-
-
 def cpuset_controller(cgroup_root: Path = CGROUP_ROOT, proc_cgroup: str | None = None) -> CpuController | None:
     """Where to make cpusets, under storbench's own cgroup: cgroup v1's cpuset hierarchy, else cgroup v2 when it
     offers cpuset."""

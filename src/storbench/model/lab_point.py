@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from storbench.model.ceph_options import CEPH_OPTIONS
-from storbench.units import format_bytes, format_link_rate
+from storbench.units import format_bytes, format_link_rate, parse_cpu_list
 
 __all__ = [
     "CEPH_SETTINGS", "CEPH_SIZE_SETTINGS", "CLUSTER_SETTINGS", "K8S_SETTINGS", "LINK_SETTINGS", "LIVE_SETTINGS",
@@ -52,6 +52,14 @@ class CephLabPoint:
     devices: int | None = None
     device_size_bytes: int | None = None
     hosts: int | None = None  # emulated CRUSH hosts the OSDs are spread over (None: each OSD its own domain)
+
+    @property
+    def osd_cores_allocated(self) -> float | None:
+        """The cores the plan gave the OSDs all together: a quota per OSD times the OSDs, else the CPUs of the
+        cpuset they share (the fewer where both); None when it left them the machine."""
+        limits = [*([self.osd_cpus * self.osds] if self.osd_cpus is not None else []),
+                  *([float(len(parse_cpu_list(self.osd_cpuset)))] if self.osd_cpuset is not None else [])]
+        return min(limits) if limits else None
 
     def settings(self) -> tuple[tuple[str, int | str], ...]:
         """(name as in the plan, value) of every setting that is set, in CEPH_SETTINGS order, then the

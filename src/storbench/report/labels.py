@@ -147,13 +147,14 @@ def varying_comparison_lab(comparisons: Sequence[PointComparison]) -> frozenset[
     return frozenset(k for k, v in values.items() if len(v) > 1)
 
 
-def comparison_label(comparison: PointComparison, lab_keys: frozenset[str] = frozenset()) -> str:
+def comparison_label(comparison: PointComparison, lab_keys: frozenset[str] = frozenset(), *,
+                     direction: bool = True) -> str:
     """The matched point in words: 'disk randrw 70% 4k qd16 read osds=6' (numjobs/clients only when not 1, the
     fields a selector named left out, lab parameters only those in ``lab_keys``, as 'lab.NAME')."""
     matched = {k for k, _ in comparison.key}
     omit = [f for f in MATCH_FIELDS if f not in matched]
     lab = [k[4:] for k, _ in comparison.key if k in lab_keys]
-    return point_label(comparison.candidate, omit=omit, lab_keys=lab)
+    return point_label(comparison.candidate, omit=omit, lab_keys=lab, direction=direction)
 
 
 def curve_label(curve: Curve, lab_keys: Sequence[str] = ()) -> str:

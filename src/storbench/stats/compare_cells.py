@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from storbench.stats.estimate import Difference, Estimate
-from storbench.stats.metrics import LAYER_METRICS, Metric
+from storbench.stats.metrics import DESCRIPTIVE_METRICS, Metric
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.selectors import Question
 from storbench.stats.sequential import Decision, PairedChange
@@ -88,8 +88,8 @@ class CellComparison:
     def gated(self) -> bool:
         """Whether a regression gate may judge this cell: its interval holds at the error rate it claims (a plain
         interval on repetitions a stopping rule counted does not), and it is one of the metrics a gate is about
-        (where the time goes, LAYER_METRICS, is descriptive)."""
-        return self.stopping_rule != StoppingRule.NOT_COVERED and self.metric not in LAYER_METRICS
+        (where the time goes and what an I/O costs, DESCRIPTIVE_METRICS, are descriptive)."""
+        return self.stopping_rule != StoppingRule.NOT_COVERED and self.metric not in DESCRIPTIVE_METRICS
 
 
 @dataclass(frozen=True)

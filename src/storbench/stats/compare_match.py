@@ -12,7 +12,7 @@ from storbench.model import is_metadata
 from storbench.stats import match
 from storbench.stats.compare_cells import CellComparison, PointComparison, Verdict, verdict_of
 from storbench.stats.estimate import CONFIDENCE, welch_difference
-from storbench.stats.metrics import COMPARE_METRICS, FAILOVER_METRICS, LAYER_METRICS, Metric
+from storbench.stats.metrics import COMPARE_METRICS, DESCRIPTIVE_METRICS, FAILOVER_METRICS, Metric
 from storbench.stats.observations import Observation
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.selectors import Selector, select
@@ -149,13 +149,13 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
         comparable = force or not differing
         reason = _reason(base, point, differing)
         cells = []
-        for metric in (*metrics, *LAYER_METRICS, *FAILOVER_METRICS):
+        for metric in (*metrics, *DESCRIPTIVE_METRICS, *FAILOVER_METRICS):
             if metric.field == "bw_bytes" and is_metadata(point.rw):
                 continue  # a create, stat or delete moves no data: its "bandwidth" is operations x bs
             b, c = base.metric(metric.field), point.metric(metric.field)
             difference = welch_difference(b, c, confidence) if b is not None and c is not None and b.mean else None
-            if metric in (*LAYER_METRICS, *FAILOVER_METRICS) and difference is None:
-                continue  # where the time goes, what a fault did: only where both sides have it
+            if metric in (*DESCRIPTIVE_METRICS, *FAILOVER_METRICS) and difference is None:
+                continue  # where the time goes, what an I/O costs, what a fault did: only where both sides have it
             verdict = verdict_of(metric, difference) if comparable else Verdict.NOT_COMPARABLE
             cells.append(CellComparison(metric, b, c, difference, verdict))
         out.append(PointComparison(key, base, point, comparable, reason, tuple(cells)))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from storbench.stats.cost import COMPONENTS, KERNEL, OSD, OTHER, TOTAL_KEY
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -57,12 +59,31 @@ RECOVERY_TIME = Metric("recovery_s", "time to recover", False, "s")
 CLUSTER_CLEAN = Metric("cluster_clean_s", "time to every PG active+clean", False, "s")
 FAILOVER_METRICS = (BLACKOUT, FIRST_IO, UNDO_BLACKOUT, DIP, DEGRADED, RECOVERY_TIME, CLUSTER_CLEAN)
 
+# what each I/O costs in CPU (`stats.cost`): per component and in all, per I/O and per MiB; IOPS per core; the
+# share of the host's CPUs each took
+COST_PER_IO = tuple(Metric(f"{c.key}_cpu_us_per_io", f"{c.label} CPU per I/O", False, "µs")
+                    for c in (*COMPONENTS, KERNEL))
+TOTAL_COST = Metric(f"{TOTAL_KEY}_cpu_us_per_io", "CPU per I/O, all components", False, "µs")
+COST_PER_MIB = (Metric(f"{OSD.key}_cpu_us_per_mib", "ceph-osd CPU per MiB", False, "µs"),
+                Metric(f"{TOTAL_KEY}_cpu_us_per_mib", "CPU per MiB, all components", False, "µs"))
+IOPS_PER_CORE = (Metric("iops_per_core_used", "IOPS per core used", True, "IOPS"),
+                 Metric("iops_per_osd_core", "IOPS per ceph-osd core used", True, "IOPS"),
+                 Metric("iops_per_core_allocated", "IOPS per core allocated", True, "IOPS"))
+HOST_SHARES = tuple(Metric(f"{c.key}_host_cpu_pct", f"{c.label}, % of the host's CPUs", False, "%")
+                    for c in (*COMPONENTS, KERNEL, OTHER))
+IOS_PER_S = Metric("ios_per_s", "I/Os per second, every direction", True, "IOPS")
+COST_METRICS = (IOS_PER_S, *COST_PER_IO, TOTAL_COST, *COST_PER_MIB, *IOPS_PER_CORE, *HOST_SHARES)
+# compared where both sides have them (descriptive, never gated): what a setting did to the cost of an I/O
+COST_COMPARED = (*COST_PER_IO, TOTAL_COST, IOPS_PER_CORE[0], IOPS_PER_CORE[1])
+
 TELEMETRY_METRICS = (HOST_CPU, HOST_IOWAIT, HOST_PRESSURE, CLIENT_CORES, DEVICE_UTIL, DEVICE_QUEUE, NET_UTIL, NET_BYTES,
                      OSD_CORES,
                      OSD_LATENCY, STORAGE_LATENCY, OUTSIDE_LATENCY, OUTSIDE_SHARE, OSD_DIRECTION_LATENCY,
                      OSD_PROCESS_LATENCY, CACHE_HIT, NODE_CPU, NODE_DISK, CEILING, START_SKEW, SLOWEST_CLIENT)
 SUMMARY_METRICS = (IOPS, BANDWIDTH, LAT_MEAN, LAT_P50, LAT_P95, LAT_P99, LAT_P999, CPU_USR, CPU_SYS, DISK_UTIL,
-                   *TELEMETRY_METRICS, *FAILOVER_METRICS)
+                   *TELEMETRY_METRICS, *FAILOVER_METRICS, *COST_METRICS)
 COMPARE_METRICS = (IOPS, BANDWIDTH, LAT_MEAN, LAT_P95, LAT_P99)
 # compared too where both sides' storage reported its own latency (where the time goes); descriptive: never gated
 LAYER_METRICS = (STORAGE_LATENCY, OUTSIDE_LATENCY)
+# compared where both sides have them, never gated: where the time goes, and what an I/O costs in CPU
+DESCRIPTIVE_METRICS = (*LAYER_METRICS, *COST_COMPARED)

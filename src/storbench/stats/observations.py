@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from storbench.fio.parse import merge_clients
 from storbench.model import Case, ClientMeasurement, Direction, DirectionMeasurement, Status, StoredRepetition
 from storbench.model.fault_record import WriteCheck
+from storbench.stats.cost import COMPONENTS, KERNEL, OSD, OTHER, TOTAL_KEY, RepetitionCost, repetition_cost
 from storbench.stats.failover_points import RepetitionFailover, repetition_failover
 from storbench.stats.layers import StorageLatency, osd_latency_ns, storage_latency
 from storbench.stats.steady import SteadyState, SteadyStatus
@@ -38,6 +40,8 @@ class ClientFigures:
     start_skew_s: float | None = None
     slowest: str = ""  # the client with the fewest IOPS ('' below 2 clients)
     slowest_pct_of_median: float | None = None
+    ios_per_s: float | None = None  # the repetition's I/Os per second in every direction together; None unless ok
+    bytes_per_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ class Observation:
     # its run alternated the cases' repetitions round by round (order: interleaved): repetition i of every case
     # of the run ran in round i, so two cases' repetitions i pair up (`alternated_rounds`)
     alternated: bool = False
+    host_cpus: int | None = None  # the CPUs of the machine its run ran on (`RunInfo.cpu_count`)
 
     @property
     def ok(self) -> bool:
@@ -106,7 +111,8 @@ def slowest_client(clients: Sequence[ClientMeasurement]) -> tuple[str, float | N
     return totals[0][1], (100.0 * totals[0][0] / median if median > 0 else None)
 
 
-def observations(repetitions: Iterable[StoredRepetition], per_client: bool = False) -> list[Observation]:
+def observations(repetitions: Iterable[StoredRepetition], per_client: bool = False,
+                 host_cpus: Mapping[int, int | None] | None = None) -> list[Observation]:
     """One observation per stored repetition and direction. Several clients are merged exactly (I/O summed,
     bins merged); ``per_client`` adds each client's own observations (``client`` names it) after the merged
     ones of its repetition."""
@@ -121,7 +127,9 @@ def observations(repetitions: Iterable[StoredRepetition], per_client: bool = Fal
             cpu_sys_pct=sum(c.cpu_sys_pct for c in rep.clients) if rep.clients else None,
             disk_util_pct=max(utils) if utils else None, fio_cores=fio_cores(rep.clients) if ok else None,
             reporting=len(rep.clients), start_skew_s=rep.start_skew_s, slowest=slowest,
-            slowest_pct_of_median=slowest_pct)
+            slowest_pct_of_median=slowest_pct,
+            ios_per_s=sum(m.iops for m in merged) if merged else None,
+            bytes_per_s=sum(m.bw_bytes for m in merged) if merged else None)
         telemetry = digest(rep.telemetry) if ok and rep.telemetry is not None else None
         failover = repetition_failover(rep) if ok and rep.faults else None
         groups: list[tuple[str, Sequence[DirectionMeasurement | None], ClientFigures]] = [
@@ -137,7 +145,7 @@ def observations(repetitions: Iterable[StoredRepetition], per_client: bool = Fal
                     direction=m.direction if m else None, measurement=m, started_at_s=rep.started_at_s,
                     finished_at_s=rep.finished_at_s, fio_version=rep.fio_version, error=rep.error, fio=own,
                     telemetry=telemetry, client=client, failover=failover,
-                    write_check=rep.write_check))
+                    write_check=rep.write_check, host_cpus=(host_cpus or {}).get(rep.run_id)))
     return out
 
 
@@ -279,6 +287,38 @@ def _cluster_clean(o: Observation) -> float | None:
     return cluster.clean_after_s if cluster is not None else None
 
 
+def observation_cost(o: Observation) -> RepetitionCost | None:
+    """What the repetition's I/O cost in CPU by component (`stats.cost`); None for one client's own observation
+    (the host's CPU is every client's), without telemetry, or without I/O."""
+    if o.client or o.fio.ios_per_s is None:
+        return None
+    ceph = o.case.lab.ceph
+    return repetition_cost(o.fio.ios_per_s, o.fio.bytes_per_s or 0.0, o.telemetry, o.fio.fio_cores, o.host_cpus,
+                           ceph.osd_cores_allocated if ceph is not None else None, o.case.workload.fio_options)
+
+
+def _cost(read: Callable[[RepetitionCost], float | None]) -> MetricValue:
+    def value(o: Observation) -> float | None:
+        cost = observation_cost(o)
+        return None if cost is None else read(cost)
+    return value
+
+
+def _cost_values() -> dict[str, MetricValue]:
+    values: dict[str, MetricValue] = {"ios_per_s": lambda o: o.fio.ios_per_s if not o.client else None}
+    for component in (*COMPONENTS, KERNEL):
+        values[f"{component.key}_cpu_us_per_io"] = _cost(partial(RepetitionCost.us_per_io, key=component.key))
+    values[f"{TOTAL_KEY}_cpu_us_per_io"] = _cost(lambda c: c.us_per_io(TOTAL_KEY))
+    values[f"{OSD.key}_cpu_us_per_mib"] = _cost(lambda c: c.us_per_mib(OSD.key))
+    values[f"{TOTAL_KEY}_cpu_us_per_mib"] = _cost(lambda c: c.us_per_mib(TOTAL_KEY))
+    values["iops_per_core_used"] = _cost(lambda c: c.iops_per_core(TOTAL_KEY))
+    values["iops_per_osd_core"] = _cost(lambda c: c.iops_per_core(OSD.key))
+    values["iops_per_core_allocated"] = _cost(lambda c: c.iops_per_core_allocated)
+    for component in (*COMPONENTS, KERNEL, OTHER):
+        values[f"{component.key}_host_cpu_pct"] = _cost(partial(RepetitionCost.host_pct, key=component.key))
+    return values
+
+
 METRIC_VALUES: Mapping[str, MetricValue] = {
     "iops": lambda o: o.measurement.iops if o.measurement else None,
     "bw_bytes": lambda o: o.measurement.bw_bytes if o.measurement else None,
@@ -313,6 +353,7 @@ METRIC_VALUES: Mapping[str, MetricValue] = {
         ("undo_blackout_s", "restore_blackout_s"), ("dip_pct", "dip_pct"), ("degraded_pct", "degraded_pct"),
         ("recovery_s", "recovery_s"))},
     "cluster_clean_s": _cluster_clean,
+    **_cost_values(),
 }
 
 

@@ -1,0 +1,140 @@
+"""Issue 35: what each I/O costs in CPU, by component. Known answers on synthetic telemetry; intervals over
+repetitions; compare's cost lines; `show --cost` on real fio runs (the Ceph lab's replica case: test_ceph_lab)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from helpers import inside, run_cli, write_plan
+from storbench.stats.compare import compare_observations
+from storbench.stats.cost import repetition_cost
+from storbench.stats.selectors import parse_selector
+from storbench.stats.summary import summarize_points
+from storbench.telemetry.digest import TelemetryDigest
+from synthetic import observation
+
+
+def digest(processes: dict[str, float], busy_pct: float | None = 50.0,
+           modes: dict[str, float] | None = None) -> TelemetryDigest:
+    return TelemetryDigest(
+        host_cpu_busy_pct=busy_pct, host_cpu_busy_max_pct=busy_pct, host_cpu_iowait_pct=None,
+        host_cpu_pressure_pct=None, host_cpu_modes_pct=tuple((modes or {"softirq": 4.0, "irq": 1.0}).items()),
+        process_cpu_cores=tuple(processes.items()), devices=(), interfaces=(), mem_used_bytes=None,
+        page_cache_bytes=None, ceph_ops_per_s=None, ceph_op_latency_ns=None, ceph_cache_hit_pct=None,
+        ceph_onode_hit_pct=None, remote=(), ceiling_iops=None)
+
+
+def test_cost_per_io_by_component_known_answers() -> None:
+    # 8 CPUs, half busy (4 cores): fio 0.5, OSDs 2.0, mon 0.1, irq + softirq 5 % of 8 = 0.4; 10,000 I/Os per second
+    # of 4 KiB in both directions together
+    telemetry = digest({"fio": 0.5, "ceph-osd": 2.0, "ceph-mon": 0.1})
+    cost = repetition_cost(10_000.0, 10_000.0 * 4096, telemetry, fio_cores=0.45, host_cpus=8,
+                           osd_cores_allocated=3.0)
+    assert cost is not None
+    assert cost.us_per_io("client") == pytest.approx(50.0)  # the sampled fio processes, not fio's own 0.45
+    assert cost.us_per_io("osd") == pytest.approx(200.0)
+    assert cost.us_per_io("mon") == pytest.approx(10.0)
+    assert cost.us_per_io("kernel") == pytest.approx(40.0)
+    assert cost.us_per_io("total") == pytest.approx(300.0)  # 3.0 cores: every component and the kernel
+    assert cost.core("other") == pytest.approx(1.0)  # 4 busy - 3.0: not counted as the I/O's cost
+    assert cost.host_pct("osd") == pytest.approx(25.0) and cost.host_pct("other") == pytest.approx(12.5)
+    assert cost.iops_per_core("total") == pytest.approx(10_000 / 3.0)
+    assert cost.iops_per_core("osd") == pytest.approx(5_000.0)
+    assert cost.iops_per_core_allocated == pytest.approx(10_000 / 3.0)  # the OSDs' 3 cores
+    # 2 cores per 39.0625 MiB/s
+    assert cost.us_per_mib("osd") == pytest.approx(2.0 * 1e6 / (10_000 * 4096 / 2**20))
+    assert cost.us_per_io("mds") is None and cost.polling == ()
+    # fio not sampled: its own accounting; no quota: the machine's CPUs are the cores allocated
+    unsampled = repetition_cost(1_000.0, 4096e3, digest({"ceph-osd": 1.0}), fio_cores=0.2, host_cpus=4,
+                                osd_cores_allocated=None)
+    assert unsampled is not None and unsampled.us_per_io("client") == pytest.approx(200.0)
+    assert unsampled.iops_per_core_allocated == pytest.approx(250.0)
+    # without telemetry, or without I/O, nothing is said
+    assert repetition_cost(1_000.0, 1.0, None, 0.2, 4, None) is None
+    assert repetition_cost(0.0, 0.0, telemetry, 0.2, 4, None) is None
+    # the machine's CPU count unknown: no kernel, other or shares, the processes still
+    blind = repetition_cost(10_000.0, 1.0, telemetry, None, None, None)
+    assert blind is not None and blind.us_per_io("kernel") is None and blind.host_pct("osd") is None
+    assert blind.us_per_io("osd") == pytest.approx(200.0)
+    polled = repetition_cost(10_000.0, 1.0, telemetry, None, 8, None, (("hipri", "1"),))
+    assert polled is not None and polled.polling == ("client",)
+
+
+def _osd_reps(case_id: str, pool_size: int, osd_cores: list[float], iops: float = 10_000.0,
+              run_id: int = 1) -> list:
+    return [observation(case_id=case_id, run_id=run_id, repeat=i, target="rbd", target_kind="rbd", rw="randwrite",
+                        direction="write", iops=iops, lab=f"lab=ceph pool_size={pool_size}", host_cpus=8,
+                        ceph_osd_cpu_cores=cores, process_cpu_cores=(("fio", 0.5),), host_cpu_busy_pct=60.0)
+            for i, cores in enumerate(osd_cores)]
+
+
+def test_a_points_cost_has_an_interval_over_its_repetitions_and_shows_in_a_table() -> None:
+    from storbench.report.cost import cost_table
+
+    points = summarize_points(_osd_reps("a", 2, [1.9, 2.0, 2.1]))
+    (point,) = points
+    osd = point.metric("osd_cpu_us_per_io")
+    assert osd is not None and osd.mean == pytest.approx(200.0) and osd.n == 3
+    assert osd.half_width is not None and 0 < osd.half_width < 30  # t(2) x 10 / sqrt(3) = 24.8
+    assert point.metric("iops_per_osd_core").mean == pytest.approx(10_000 * (1 / 1.9 + 1 / 2.0 + 1 / 2.1) / 3)
+    console = Console(record=True, width=300)
+    console.print(cost_table(points, "t"))
+    text = console.export_text()
+    assert "ceph-osd" in text and "200 ± 25" in text and "IOPS/osd core" in text and "ceph-mds" not in text
+
+
+def test_compare_says_what_a_setting_did_to_the_cost_of_an_io_with_its_interval() -> None:
+    from storbench.report.cost import cost_lines
+
+    seen = [*_osd_reps("r2", 2, [1.9, 2.0, 2.1]), *_osd_reps("r3", 3, [2.9, 3.0, 3.1])]
+    comparisons = compare_observations(seen, parse_selector("pool_size=2"), parse_selector("pool_size=3"), {})
+    (line,) = cost_lines(comparisons)
+    assert line.startswith("cost at rbd randwrite 4k qd")
+    assert "ceph-osd CPU per I/O 200 µs -> 300 µs, +50.0% [" in line and "▼" in line.split("ceph-osd")[1]
+    cell = comparisons[0].cell("osd_cpu_us_per_io")
+    assert cell is not None and not cell.gated  # descriptive: never a regression gate's cell
+    same = compare_observations([*_osd_reps("r2", 2, [2.0, 2.1, 1.9]), *_osd_reps("r3", 3, [1.9, 2.0, 2.1])],
+                                parse_selector("pool_size=2"), parse_selector("pool_size=3"), {})
+    assert "ceph-osd CPU per I/O 200 µs -> 200 µs, +0.0% [" in cost_lines(same)[0]
+    assert "~" in cost_lines(same)[0].split("ceph-osd")[1].split(";")[0]
+    # one client's own record has no cost (the host's CPU is every client's)
+    client = replace(seen[0], client="c1")
+    assert summarize_points([client]) == [] or all(
+        p.metric("osd_cpu_us_per_io") is None for p in summarize_points([client]))
+
+
+@pytest.mark.fio
+def test_show_cost_on_real_fio_runs_and_the_export_fields(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    plan = write_plan(tmp_path, f"""
+name: cost
+targets:
+  scratch: {{kind: path, path: {tmp_path / 'data'}, size: 16MiB}}
+workload: {{rw: [randread, randrw], bs: 4k, iodepth: 4, runtime: 2s, ioengine: psync, direct: false}}
+repeat: 2
+telemetry: {{interval: 0.5s}}
+""")
+    (tmp_path / "data").mkdir()
+    db = tmp_path / "r.db"
+    with inside(tmp_path):
+        code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db))
+    assert code == 0, out + err
+    code, out, err = run_cli(capsys, "show", "--db", str(db), "--cost")
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "CPU per I/O" in flat and "fio" in flat and "kernel" in flat and "IOPS/core" in flat
+    assert flat.count("randrw") == 1  # a mixed case is one row: its CPU is both directions'
+    code, out, _ = run_cli(capsys, "export", "--db", str(db), "--format", "json")
+    records = json.loads(out)
+    for record in records:
+        assert record["client_cpu_us_per_io"] > 0 and record["total_cpu_us_per_io"] >= record["client_cpu_us_per_io"]
+        assert record["ios_per_s"] >= record["iops"]
+        mixed = [r for r in records if r["rw"] == "randrw" and r["repeat"] == record["repeat"]]
+        if record["rw"] == "randrw":  # both directions carry the repetition's one cost
+            assert len({r["total_cpu_us_per_io"] for r in mixed}) == 1
+            assert record["ios_per_s"] == pytest.approx(sum(r["iops"] for r in mixed), rel=1e-3)
