@@ -138,3 +138,18 @@ telemetry: {{interval: 0.5s}}
         if record["rw"] == "randrw":  # both directions carry the repetition's one cost
             assert len({r["total_cpu_us_per_io"] for r in mixed}) == 1
             assert record["ios_per_s"] == pytest.approx(sum(r["iops"] for r in mixed), rel=1e-3)
+
+
+def test_the_report_draws_cpu_per_io_stacked_by_component_and_iops_per_core() -> None:
+    from storbench.report.cost import cost_figures
+
+    points = summarize_points([*_osd_reps("r2", 2, [1.9, 2.0, 2.1]), *_osd_reps("r3", 3, [2.9, 3.0, 3.1])])
+    stacked, per_core = cost_figures(points)
+    assert stacked.stacked and [s.name for s in stacked.series] == ["fio", "ceph-osd", "all (95 % CI)"]
+    osd = stacked.series[1]
+    assert osd.y == pytest.approx((200.0, 300.0)) and len(stacked.x_categories) == 2
+    total = stacked.series[-1]
+    assert total.y == pytest.approx((250.0, 350.0)) and total.error_y is not None and all(total.error_y)
+    assert per_core.figure_id == "iops-per-core" and {s.name for s in per_core.series} == {"every component",
+                                                                                          "ceph-osd"}
+    assert cost_figures(summarize_points([observation()])) == []  # no telemetry: no cost figure

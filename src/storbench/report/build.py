@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from storbench.model import PreconditionRecord, RunInfo, Status, StoredRepetition
 from storbench.model.objective import LatencyObjective
 from storbench.report.convergence import convergence_figures
+from storbench.report.cost import cost_figures
 from storbench.report.drift_figures import drift_figures
 from storbench.report.failover import failover_verdict, scorecard_rows, timeline_figures
 from storbench.report.html import ReportDocument
@@ -65,6 +66,7 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         *utilisation_figures(points),
         *process_cpu_figures(points),
         *latency_layer_figures(points),
+        *cost_figures(points),
         *curve_figures(curve_list),
         *cdf_figures(points, merged_latency_histograms(repetitions)),
         *drift_figures([d for d in drifts if d.samples]),

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from storbench.report.compare_tables import change_text
+from storbench.report.figures import FigureSpec, Series
 from storbench.report.labels import comparison_label, point_label, varying_comparison_lab, varying_lab_keys
 from storbench.report.tables import iops_with_ci, plain_cell
 from storbench.stats.compare_cells import PointComparison
@@ -108,3 +109,56 @@ def cost_lines(comparisons: Sequence[PointComparison]) -> list[str]:
             parts.append(f"{metric.label} {values}, {change_text(c, metric.field)[0]}")
         lines.append(f"cost at {comparison_label(c, lab_keys, direction=False)}: " + "; ".join(parts))
     return lines
+
+
+COMPONENT_COLOURS = {"client": "#ff7f0e", "osd": "#1f77b4", "mon": "#aec7e8", "mgr": "#9edae5", "mds": "#2ca02c",
+                     "fuse": "#98df8a", "ganesha": "#9467bd", "rgw": "#8c564b", "kernel": "#7f7f7f"}
+
+
+def cost_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
+    """A stacked bar per case: its CPU per I/O by component (the total's interval on top); and, where cases differ
+    only in their load or a lab setting, IOPS per core used across them."""
+    members = cost_points(points)
+    if not members:
+        return []
+    lab_keys = [k for k in varying_lab_keys(members) if k != "lab"]
+    labels = [point_label(p, lab_keys=lab_keys, direction=False, options=True) for p in members]
+    series = []
+    for component in (*COMPONENTS, KERNEL):
+        field = f"{component.key}_cpu_us_per_io"
+        values = [p.metric(field) for p in members]
+        if all(v is None for v in values):
+            continue
+        series.append(Series(name=component.label, x=tuple(labels), y=tuple(v.mean if v else 0.0 for v in values),
+                             mode="bar", color=COMPONENT_COLOURS.get(component.key, "")))
+    totals = [p.metric(f"{TOTAL_KEY}_cpu_us_per_io") for p in members]
+    series.append(Series(name="all (95 % CI)", x=tuple(labels), y=tuple(t.mean if t else 0.0 for t in totals),
+                         error_y=tuple((t.half_width or 0.0) if t else 0.0 for t in totals), mode="markers",
+                         color="#000000", text=tuple(f"{t.mean:,.0f} µs" if t else "" for t in totals),
+                         show_text=True))
+    figures = [FigureSpec(
+        figure_id="cpu-cost", title="CPU per I/O by component", x_label="point", y_label="µs of CPU per I/O",
+        series=tuple(series), x_categories=tuple(dict.fromkeys(labels)), section="Utilisation and bottlenecks",
+        stacked=True,
+        caption="Each bar: the CPU each component used over the measured window per I/O of every direction "
+        "(µs), means over repetitions; the dot is their sum with its 95 % interval. Kernel: the host's irq and "
+        "softirq time; the host's other busy time (kernel threads, other processes) is left out "
+        "(docs/methodology.md#cpu-cost-per-io).")]
+    per_core = [p for p in members if p.metric("iops_per_core_used") is not None]
+    if len(per_core) >= 2:
+        figures.append(FigureSpec(
+            figure_id="iops-per-core", title="IOPS per core used", x_label="point", y_label="IOPS per core",
+            series=tuple(Series(name=name, x=tuple(point_label(p, lab_keys=lab_keys, direction=False, options=True)
+                                                   for p in per_core),
+                                y=tuple(e.mean if (e := p.metric(field)) else 0.0 for p in per_core),
+                                error_y=tuple((e.half_width or 0.0) if (e := p.metric(field)) else 0.0
+                                              for p in per_core), mode="bar")
+                         for name, field in (("every component", "iops_per_core_used"),
+                                             ("ceph-osd", "iops_per_osd_core"))
+                         if any(p.metric(field) is not None for p in per_core)),
+            x_categories=tuple(dict.fromkeys(point_label(p, lab_keys=lab_keys, direction=False, options=True)
+                                              for p in per_core)),
+            section="Utilisation and bottlenecks",
+            caption="I/Os per second of every direction per core of CPU used (every component and the kernel), and "
+            "per core the OSDs used (Ceph's sizing figure); means over repetitions, 95 % CI."))
+    return figures

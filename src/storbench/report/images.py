@@ -112,7 +112,12 @@ def draw_figure(spec: FigureSpec) -> Figure:
                 xs_line = [float(categories.index(str(x))) for x in series.x]
             style = "--" if series.dash else "-"
             marker = "*" if series.marker_size > 10 else "o"
-            if series.mode == "markers":
+            if series.mode == "markers" and series.error_y:  # markers with their intervals, no line between them
+                y_arms = y_error_arms(series, spec.y_log)
+                axes.errorbar(xs_line, series.y, yerr=None if y_arms is None else list(y_arms), fmt=marker,
+                              linestyle="none", color=color, label=_m(series.name), markersize=series.marker_size / 2,
+                              capsize=3, zorder=3)
+            elif series.mode == "markers":
                 axes.scatter(xs_line, series.y, s=series.marker_size**2, color=color, marker=marker,
                              label=_m(series.name), zorder=3)
             else:
