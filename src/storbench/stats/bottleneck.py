@@ -93,6 +93,8 @@ class BottleneckInputs:
     ioengine: str
     osd_quota_cores: float | None = None  # lab.ceph.osd_cpus: each OSD's CPU quota
     osds: int | None = None
+    # what each I/O cost in CPU (`stats.cost`): (component, µs per I/O), the costliest first
+    cost_us_per_io: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,9 +151,11 @@ def findings_for(x: BottleneckInputs) -> list[Finding]:
                   f", runnable tasks waited for a CPU {x.host_cpu_pressure_pct:.0f} % of the time")
         node = ("" if x.node_cpu_busy_pct is None or not x.storage_node else
                 f"; busiest node {x.storage_node} CPU {x.node_cpu_busy_pct:.0f} %")  # a cluster on this host
+        costs = [f"{name} {us:,.0f}" for name, us in x.cost_us_per_io[:3] if us >= 0.5]
+        cost = f"; CPU per I/O: {', '.join(costs)} µs" if costs else ""
         found.append(Finding(Bottleneck.CPU, max(busy_pressure, wait_pressure),
                              f"host CPU {x.host_cpu_busy_pct or 0.0:.0f} % busy{waited}"
-                             f"{_processes_text(x.process_cpu_cores)}{node}"))
+                             f"{_processes_text(x.process_cpu_cores)}{node}{cost}"))
     osd_cores = dict(x.process_cpu_cores).get("ceph-osd")
     if x.osd_quota_cores and x.osds and osd_cores is not None:
         per_osd = osd_cores / x.osds

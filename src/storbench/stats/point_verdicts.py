@@ -15,8 +15,9 @@ from storbench.stats.bottleneck import (
     CurveStep,
     judge_curve,
 )
+from storbench.stats.cost import COMPONENTS, KERNEL
 from storbench.stats.curve import BLOCK_SIZE, LOAD_AXES, Axis, CurveKey, axis_value, outstanding_ios
-from storbench.stats.estimate import Estimate
+from storbench.stats.estimate import CONFIDENCE, Estimate, welch_difference
 from storbench.stats.layers import client_daemon
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.trend import FLAT_MARGIN, Trend, judge_change, round_pairs, what_would_tell
@@ -109,7 +110,35 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
                                     _remote_evidence(points, members))
             for i, verdict in zip(members, judged, strict=True):
                 out[i] = replace(out[i], bottleneck=verdict)
+            first = points[members[0]]
+            since = (f"bs {format_block_size(first.bs_bytes)}" if axis == BLOCK_SIZE
+                     else f"{axis} {axis_value(first.case, axis)}")
+            for i in members[1:]:
+                grew = cost_growth(first, points[i], since) if out[i].bottleneck.kind == Bottleneck.CPU else ""
+                if grew:
+                    verdict = out[i].bottleneck
+                    out[i] = replace(out[i], bottleneck=replace(verdict, evidence=f"{verdict.evidence}; {grew}"))
     return out
+
+
+def cost_growth(first: PointSummary, point: PointSummary, since: str) -> str:
+    """Which component's CPU per I/O grew from the curve's first point to ``point`` (a CPU-bound one), with the
+    change's interval: the largest rise whose interval lies above zero, at a 5 % error rate shared over the
+    components compared (Bonferroni); '' when none is shown to have grown."""
+    pairs = [(component, b, c) for component in (*COMPONENTS, KERNEL)
+             if (b := first.metric(f"{component.key}_cpu_us_per_io")) is not None
+             and (c := point.metric(f"{component.key}_cpu_us_per_io")) is not None and b.mean > 0]
+    if not pairs:
+        return ""
+    level = 1 - (1 - CONFIDENCE) / len(pairs)
+    grown = [(difference.change_pct, component, b, c, difference) for component, b, c in pairs
+             if (difference := welch_difference(b, c, level)).change_ci_low_pct is not None
+             and difference.change_ci_low_pct > 0]
+    if not grown:
+        return ""
+    _, component, b, c, d = max(grown, key=lambda g: g[0])
+    return (f"{component.label}'s CPU per I/O grew {b.mean:,.0f} -> {c.mean:,.0f} µs since {since} "
+            f"({d.change_pct:+.0f} % [{d.change_ci_low_pct:+.0f}, {d.change_ci_high_pct:+.0f}])")
 
 
 def left_untold(verdict: BottleneckVerdict) -> str | None:

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from storbench.model import Direction, Expectation, is_metadata, is_object, is_volume_operation
 from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, judge
+from storbench.stats.cost import COMPONENTS, KERNEL
 from storbench.stats.estimate import CONFIDENCE, estimate
 from storbench.stats.metrics import SUMMARY_METRICS
 from storbench.stats.observations import (
@@ -82,6 +83,9 @@ def bottleneck_inputs(ok: Sequence[Observation]) -> BottleneckInputs | None:
         iodepth=case.workload.iodepth, jobs=case.workload.numjobs * case.clients, ioengine=case.workload.ioengine,
         osd_quota_cores=case.lab.ceph.osd_cpus if case.lab.ceph is not None else None,
         osds=case.lab.ceph.osds if case.lab.ceph is not None else None,
+        cost_us_per_io=tuple(sorted(((c.label, us) for c in (*COMPONENTS, KERNEL)
+                                     if (us := mean(f"{c.key}_cpu_us_per_io")) is not None),
+                                    key=lambda item: -item[1])),
     )
 
 
