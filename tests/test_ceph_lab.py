@@ -36,8 +36,6 @@ workload:
   iodepth: 16
   runtime: 2s
 repeat: 2
-exclude:
-  - {rw: randread, pool_size: 3}
 lab:
   ceph:
     osds: 3
@@ -107,9 +105,9 @@ def test_rbd_randwrite_replica_2_vs_3(lab_dir: Path, tmp_path: Path, capsys: pyt
                         "FROM repetitions r "
                         "JOIN cases c ON c.id = r.case_id ORDER BY r.started_at_s").fetchall()
     conn.close()
-    assert len(rows) == 6 and {r[0] for r in rows} == {"ok"}
+    assert len(rows) == 8 and {r[0] for r in rows} == {"ok"}
     sizes = [dict(json.loads(r[1]))["pool_size"] for r in rows]
-    assert sorted(sizes) == ["2", "2", "2", "2", "3", "3"]
+    assert sorted(sizes) == ["2"] * 4 + ["3"] * 4
     for _status, _lab, job_text, target_json, _rw in rows:
         size = json.loads(target_json)["pool_size"]  # lab parameters in provenance
         assert json.loads(target_json)["pool"] == f"bench-size{size}"
@@ -123,11 +121,23 @@ def test_rbd_randwrite_replica_2_vs_3(lab_dir: Path, tmp_path: Path, capsys: pyt
     code, out, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "pool_size=2", "--candidate",
                              "pool_size=3", "--format", "json")
     assert code == 0, err
-    iops = [r for r in json.loads(out) if r["metric"] == "iops"]
+    cells = json.loads(out)
+    iops = [r for r in cells if r["metric"] == "iops" and r["direction"] == "write"]
     assert len(iops) == 1 and iops[0]["baseline_n"] == 2 and iops[0]["candidate_n"] == 2
     assert iops[0]["baseline_mean"] > 0 and iops[0]["candidate_mean"] > 0
     assert iops[0]["verdict"] in ("better", "worse", "~")
     assert iops[0]["baseline_bottleneck"] != "unknown" and iops[0]["candidate_bottleneck"] != "unknown"
+    # issue 35: a third copy costs the OSDs more CPU per write, and about the same per read (served by the primary)
+    osd = {r["direction"]: r for r in cells if r["metric"] == "osd_cpu_us_per_io"}
+    assert set(osd) == {"read", "write"}, osd.keys()
+    write_ratio = osd["write"]["candidate_mean"] / osd["write"]["baseline_mean"]
+    read_ratio = osd["read"]["candidate_mean"] / osd["read"]["baseline_mean"]
+    assert write_ratio > 1.15 and 0.75 < read_ratio < 1.33, (write_ratio, read_ratio)
+    code, out, _ = run_cli(capsys, "compare", "--db", str(db), "--baseline", "pool_size=2", "--candidate",
+                           "pool_size=3")
+    assert "cost at rbd randwrite 4k qd16: " in " ".join(out.split()) and "ceph-osd CPU per I/O" in out
+    code, out, err = run_cli(capsys, "show", "--db", str(db), "--cost")
+    assert code == 0 and "ceph-osd" in out and "IOPS/osd core" in " ".join(out.split()), out + err
 
     # the OSDs' own view beside IOPS: their CPU, their op latency, the BlueStore cache hit ratio of reads
     code, out, _ = run_cli(capsys, "export", "--db", str(db), "--format", "json")
@@ -137,7 +147,10 @@ def test_rbd_randwrite_replica_2_vs_3(lab_dir: Path, tmp_path: Path, capsys: pyt
         assert record["ceph_op_latency_ns"] > 0
         assert 0 < record["ceph_op_latency_ns"] < record["lat_mean_ns"]  # the OSD is part of fio's latency
     reads = [r for r in records if r["rw"] == "randread"]
-    assert len(reads) == 2 and all(0 <= r["ceph_cache_hit_pct"] <= 100 for r in reads)
+    assert len(reads) == 4 and all(0 <= r["ceph_cache_hit_pct"] <= 100 for r in reads)
+    for record in records:  # what each I/O cost the OSDs in CPU, beside the rest
+        assert 0 < record["osd_cpu_us_per_io"] < record["total_cpu_us_per_io"]
+        assert record["iops_per_osd_core"] > 0 and record["osd_host_cpu_pct"] > 0
     code, out, _ = run_cli(capsys, "show", "--db", str(db))
     header = next(line for line in out.splitlines() if "IOPS" in line)
     assert "osd cor" in header and "cache hit" in header and "verdict" in header  # (narrow test console)
