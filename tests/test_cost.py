@@ -175,3 +175,11 @@ def test_a_cpu_bound_point_names_the_component_whose_cost_per_io_grew_along_its_
     flat = summarize_points([*reps(1, 4_000.0, [0.78, 0.80, 0.82], 40.0),
                              *reps(16, 6_000.0, [1.17, 1.20, 1.23], 97.0)])
     assert "grew" not in next(p for p in flat if p.iodepth == 16).bottleneck.evidence
+
+
+def test_a_volume_operation_has_no_cost_per_io() -> None:
+    reps = [observation(case_id="p", repeat=i, rw="provision", target="csi", target_kind="pvc", iops=1 / 0.5,
+                        lat_mean_ns=0.5e9, host_cpus=4, process_cpu_cores=(("fio", 0.2),), host_cpu_busy_pct=30.0)
+            for i in range(3)]
+    (point,) = summarize_points(reps)
+    assert point.metric("total_cpu_us_per_io") is None and point.metric("client_cpu_us_per_io") is None

@@ -13,7 +13,15 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from storbench.fio.parse import merge_clients
-from storbench.model import Case, ClientMeasurement, Direction, DirectionMeasurement, Status, StoredRepetition
+from storbench.model import (
+    Case,
+    ClientMeasurement,
+    Direction,
+    DirectionMeasurement,
+    Status,
+    StoredRepetition,
+    is_volume_operation,
+)
 from storbench.model.fault_record import WriteCheck
 from storbench.stats.cost import COMPONENTS, KERNEL, OSD, OTHER, TOTAL_KEY, RepetitionCost, repetition_cost
 from storbench.stats.failover_points import RepetitionFailover, repetition_failover
@@ -289,8 +297,9 @@ def _cluster_clean(o: Observation) -> float | None:
 
 def observation_cost(o: Observation) -> RepetitionCost | None:
     """What the repetition's I/O cost in CPU by component (`stats.cost`); None for one client's own observation
-    (the host's CPU is every client's), without telemetry, or without I/O."""
-    if o.client or o.fio.ios_per_s is None:
+    (the host's CPU is every client's), without telemetry, or without I/O; a Kubernetes volume operation has none
+    (one operation per client, timed whole: its host's CPU is the cluster's controllers' and not per operation)."""
+    if o.client or o.fio.ios_per_s is None or is_volume_operation(o.case.workload.rw):
         return None
     ceph = o.case.lab.ceph
     return repetition_cost(o.fio.ios_per_s, o.fio.bytes_per_s or 0.0, o.telemetry, o.fio.fio_cores, o.host_cpus,
