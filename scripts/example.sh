@@ -20,6 +20,9 @@ out=out/$name
 mkdir -p "$out"
 .venv/bin/storbench run "$plan" --db "$out/results.db" | tee "$out/run.log"
 COLUMNS=${COLUMNS:-200} .venv/bin/storbench show --db "$out/results.db" > "$out/show.txt"
+# what each I/O cost in CPU, by component (a plan with telemetry; none without)
+COLUMNS=${COLUMNS:-200} .venv/bin/storbench show --db "$out/results.db" --cost > "$out/cost.txt" 2>/dev/null \
+  || rm -f "$out/cost.txt"
 # the example's comparison is written in its header: "# compare: --baseline ... --candidate ..."
 compare=$(sed -n 's/^# compare: //p' "$plan" | head -n 1)
 report_args=()

@@ -21,6 +21,9 @@ FIGURES = {"ceph-block-size": ["iops-vs-bs-small", "bw_bytes-vs-bs-large"],
            "rgw-objects": ["bw_bytes-vs-bs-small-medium", "bw_bytes-vs-bs-large", "process-cpu"],
            "rbd-cephfs-nfs": ["compare-iops", "compare-lat_p99_ns", "latency-layers"]}
 DEFAULT_FIGURES = ["compare-iops", "compare-lat_p99_ns"]
+# the examples whose cost per I/O the page shows (issue 35's seed experiments), with its figure
+COST_SHOWN = ("ceph-replica", "ceph-osds-per-device", "ceph-osd-cpus", "ceph-db-device")
+FIGURES.update({name: [*DEFAULT_FIGURES, "cpu-cost"] for name in COST_SHOWN if name not in FIGURES})
 
 
 def main() -> int:
@@ -96,6 +99,10 @@ def _section(name: str, plan_path: Path, out: Path, images: Path) -> str:
         parts += [compare.read_text().strip(), ""]
     elif shown.exists():  # no comparison: the results table, verdicts included
         parts += ["```text", *(line.rstrip() for line in shown.read_text().rstrip().splitlines()), "```", ""]
+    cost = out.parent / "cost.txt"
+    if cost.exists() and name in COST_SHOWN:  # what each I/O cost in CPU, by component
+        parts += ["`storbench show --cost`:", "", "```text",
+                  *(line.rstrip() for line in cost.read_text().rstrip().splitlines()), "```", ""]
     figures = list(FIGURES.get(name, DEFAULT_FIGURES))
     # a run that stopped when decided: its answer converging, look by look, per compared point
     figures += sorted(p.stem for p in (out.parent / "images").glob("convergence-*.png"))
