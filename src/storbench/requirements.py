@@ -90,8 +90,9 @@ def doctor_lines(found: Mapping[Requirement, Found]) -> list[str]:
 # What `storbench setup` installs from the machine's package sources (scripts/setup.sh calls it), by option.
 SETUP_PACKAGES: Mapping[str, tuple[str, ...]] = {
     "base": ("fio", "python3", "python3-venv", "ca-certificates"),
-    # the report test opens the report in Chromium; the telemetry test starts its own Prometheus pair
-    "dev": ("chromium", "fonts-dejavu-core", "prometheus", "prometheus-node-exporter"),
+    # the report test opens the report in Chromium; the telemetry test starts its own Prometheus pair;
+    # scripts/pipx-quickstart.sh installs the wheel with pipx
+    "dev": ("chromium", "fonts-dejavu-core", "prometheus", "prometheus-node-exporter", "pipx"),
     # the Kubernetes lab: its daemons, the fio and pause images, its registry
     "k8s": ("etcd-server", "containerd", "runc", "containernetworking-plugins", "busybox-static", "gcc", "libc6-dev",
             "iptables", "openssl", "util-linux", "iproute2", "skopeo", "docker-registry", "apache2-utils"),
