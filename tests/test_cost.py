@@ -11,7 +11,7 @@ from rich.console import Console
 
 from helpers import inside, run_cli, write_plan
 from storbench.stats.compare import compare_observations
-from storbench.stats.cost import repetition_cost
+from storbench.stats.cost import polls, repetition_cost
 from storbench.stats.selectors import parse_selector
 from storbench.stats.summary import summarize_points
 from storbench.telemetry.digest import TelemetryDigest
@@ -47,7 +47,7 @@ def test_cost_per_io_by_component_known_answers() -> None:
     assert cost.iops_per_core_allocated == pytest.approx(10_000 / 3.0)  # the OSDs' 3 cores
     # 2 cores per 39.0625 MiB/s
     assert cost.us_per_mib("osd") == pytest.approx(2.0 * 1e6 / (10_000 * 4096 / 2**20))
-    assert cost.us_per_io("mds") is None and cost.polling == ()
+    assert cost.us_per_io("mds") is None
     # fio not sampled: its own accounting; no quota: the machine's CPUs are the cores allocated
     unsampled = repetition_cost(1_000.0, 4096e3, digest({"ceph-osd": 1.0}), fio_cores=0.2, host_cpus=4,
                                 osd_cores_allocated=None)
@@ -60,8 +60,7 @@ def test_cost_per_io_by_component_known_answers() -> None:
     blind = repetition_cost(10_000.0, 1.0, telemetry, None, None, None)
     assert blind is not None and blind.us_per_io("kernel") is None and blind.host_pct("osd") is None
     assert blind.us_per_io("osd") == pytest.approx(200.0)
-    polled = repetition_cost(10_000.0, 1.0, telemetry, None, 8, None, (("hipri", "1"),))
-    assert polled is not None and polled.polling == ("client",)
+    assert polls((("hipri", "1"),)) and polls((("sqthread_poll", "1"),)) and not polls((("nice", "1"),))
 
 
 def _osd_reps(case_id: str, pool_size: int, osd_cores: list[float], iops: float = 10_000.0,
@@ -183,3 +182,36 @@ def test_a_volume_operation_has_no_cost_per_io() -> None:
             for i in range(3)]
     (point,) = summarize_points(reps)
     assert point.metric("total_cpu_us_per_io") is None and point.metric("client_cpu_us_per_io") is None
+
+
+def test_cost_only_where_every_client_ran_on_the_machine_telemetry_read() -> None:
+    from storbench.model import ClientMeasurement
+    from storbench.stats.observations import ran_here
+
+    def client(name: str) -> ClientMeasurement:
+        return ClientMeasurement(client=name, jobs=1, job_errors=(0,), cpu_usr_pct=0.0, cpu_sys_pct=0.0,
+                                 directions=())
+
+    local = observation().case
+    assert ran_here([client("local")], "vm", local)
+    assert ran_here([client("vm:8765"), client("vm:8766")], "vm", local)  # the hosts lab's fio servers
+    assert not ran_here([client("vm:8765"), client("server2:8765")], "vm", local)  # a real fio server elsewhere
+    assert not ran_here([client("server2")], None, local)
+    pods = observation(target="k", target_kind="pvc").case
+    assert not ran_here([client("sb-1@node-a")], "vm", pods)  # a real cluster's node
+    on_lab = replace(pods, lab=replace(pods.lab, k8s=object()))  # type: ignore[arg-type]
+    assert ran_here([client("sb-1@storbench-node-1")], "vm", on_lab)
+    far = replace(_osd_reps("a", 2, [2.0])[0], fio=replace(_osd_reps("a", 2, [2.0])[0].fio, ran_here=False))
+    point = summarize_points([far])[0]
+    assert point.metric("osd_cpu_us_per_io") is None and point.metric("ios_per_s") is None
+
+
+def test_compare_leaves_totals_out_when_one_side_has_no_kernel_part() -> None:
+    from storbench.report.cost import cost_lines
+
+    old = [replace(o, host_cpus=None) for o in _osd_reps("r2", 2, [1.9, 2.0, 2.1])]
+    new = [replace(o, telemetry=replace(o.telemetry, host_cpu_modes_pct=(("softirq", 5.0),)))
+           for o in _osd_reps("r3", 3, [2.9, 3.0, 3.1])]
+    (line,) = cost_lines(compare_observations([*old, *new], parse_selector("pool_size=2"),
+                                              parse_selector("pool_size=3"), {}))
+    assert "all components" not in line and "totals not compared" in line and "ceph-osd CPU per I/O" in line

@@ -118,6 +118,15 @@ def test_a_claim_fios_user_cannot_write_is_said_with_what_to_do_not_as_missing_o
         assert outcome.status == Status.FAILED
         assert f"{path} is not writable by fio's user (65532" in outcome.error and says in outcome.error
         assert "pod_security: baseline" in outcome.error
+    from dataclasses import replace as changed
+
+    baseline = pvc_case(clients=1)
+    baseline = changed(baseline, target=changed(baseline.target, pod_security="baseline"))
+    outcome = judge_pods(baseline, [PodResult(pod="p1", node="n1", phase="Failed",
+                                              log=f"{UNWRITABLE_MARKER} /data\n")], 1,
+                         job_text="", started_at_s=0.0, finished_at_s=1.0, timeout_s=10.0)
+    assert "not writable by the image's user (pod_security: baseline)" in outcome.error
+    assert "65532" not in outcome.error
 
 
 @pytest.mark.parametrize(("targets", "lab", "says"), [
@@ -133,11 +142,26 @@ def test_restricted_pods_on_root_only_storage_or_mixed_in_one_namespace_are_one_
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_pvc_targets_of_both_levels_cannot_be_put_in_one_namespace_with_n(tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, "name: k\ntargets:\n  a: {kind: pvc, size: 1GiB, namespace: x, pod_security: baseline}"
+                      "\n  b: {kind: pvc, size: 1GiB, namespace: y, storage_class: c}\nworkload: {rw: randread}\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "plan", "-n", "bench", str(plan))
+    assert code == 2 and "-n bench puts pvc targets with pod_security baseline and restricted" in err, err
+
+
 def test_restricted_pods_on_the_labs_csi_class_or_block_volumes_are_planned(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     plan = write_plan(tmp_path, "name: k\ntargets:\n  c: {kind: pvc, size: 1GiB, storage_class: storbench-csi}\n"
                       "  b: {kind: pvc, size: 1GiB, volume_mode: Block}\nworkload: {rw: randread}\n"
                       "lab:\n  k8s: {csi: true}\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 0, err
+    # provisioning and expanding make no pod: the lab's host-path class serves them whatever the level
+    plan = write_plan(tmp_path, "name: k\ntargets:\n  h: {kind: pvc, size: 1GiB}\nworkload: {rw: provision}\n"
+                      "lab:\n  k8s: {}\n")
     code, _, err = run_cli(capsys, "plan", str(plan))
     assert code == 0, err
 

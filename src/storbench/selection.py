@@ -233,7 +233,8 @@ def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition]
     kept, states = steady_windows(repetitions, rules)
     alternating = interleaved_runs(runs)
     seen = [replace(o, alternated=True) if o.run_id in alternating else o
-            for o in observations(kept, per_client=per_client, host_cpus={r.run_id: r.cpu_count for r in runs})]
+            for o in observations(kept, per_client=per_client, host_cpus={r.run_id: r.cpu_count for r in runs},
+                                  run_hosts={r.run_id: r.host for r in runs})]
     if states:
         def marked(o: Observation) -> Observation:
             state = states.get((o.run_id, o.case.case_id))

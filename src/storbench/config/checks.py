@@ -83,13 +83,14 @@ def _check_pod_security(config: PlanConfig, source: PlanSource, name: str, targe
     (Kubernetes' host-path provisioner applies no fsGroup); targets in one namespace storbench may create share one
     Pod Security level (the namespace enforces it)."""
     k8s = config.lab.k8s if config.lab else None
-    if (k8s is not None and target.pod_security == "restricted" and target.volume_mode == "Filesystem"
+    pods = any(rw not in ("provision", "expand") for rw in config.workload.rw)  # those two make no pod
+    if (k8s is not None and pods and target.pod_security == "restricted" and target.volume_mode == "Filesystem"
             and target.storage_class in (None, LAB_STORAGE_CLASS)):
         raise UserError(f"target '{name}' runs fio as an unprivileged user (pod_security: restricted), and the k8s "
                         f"lab's {LAB_STORAGE_CLASS} class makes directories only root may write",
                         where=source.where(("targets", name)),
-                        hint=f"set lab.k8s.csi: true and storage_class: {LAB_CSI_STORAGE_CLASS} (its volumes take "
-                        "the pod's group), or pod_security: baseline (fio as the image's root, no capabilities)")
+                        hint=f"set lab.k8s.csi: true and storage_class: {LAB_CSI_STORAGE_CLASS} (its volumes are "
+                        "writable by every user), or pod_security: baseline (fio as the image's root, no capabilities)")
     for other_name, other in config.targets.items():
         if other_name == name:
             break
@@ -97,7 +98,8 @@ def _check_pod_security(config: PlanConfig, source: PlanSource, name: str, targe
                 and other.pod_security != target.pod_security):
             raise UserError(f"targets '{other_name}' and '{name}' share namespace {target.namespace} with pod_security "
                             f"{other.pod_security} and {target.pod_security}", where=source.where(("targets", name)),
-                            hint="give one of them a namespace of its own, or the same pod_security")
+                            hint="give one of them a namespace of its own, or the same pod_security (a namespace "
+                            "storbench makes enforces one level)")
 
 
 def _check_remote_targets(config: PlanConfig, source: PlanSource) -> None:

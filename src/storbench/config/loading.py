@@ -274,6 +274,10 @@ def with_namespace(loaded: LoadedPlan, namespace: str | None) -> LoadedPlan:
         raise UserError(f"namespace {namespace!r} is not a DNS label", hint="lowercase letters, digits and '-'")
     targets = {name: target.model_copy(update={"namespace": namespace}) if isinstance(target, PvcTargetConfig)
                else target for name, target in loaded.config.targets.items()}
+    levels = sorted({t.pod_security for t in targets.values() if isinstance(t, PvcTargetConfig)})
+    if len(levels) > 1:  # one namespace now holds them all, and a namespace storbench makes enforces one level
+        raise UserError(f"-n {namespace} puts pvc targets with pod_security {' and '.join(levels)} in one namespace",
+                        hint="give them the same pod_security, or run them without -n (each in its own namespace)")
     return replace(loaded, config=loaded.config.model_copy(update={"targets": targets}))
 
 

@@ -42,15 +42,18 @@ CLIENT_LABEL = "storbench/client"  # a pod's client number (1..), kept by the po
 TERMINATION_GRACE_S = 5  # a deleted pod's fio gets SIGTERM: time to end its jobs and print its results
 RUNTIME_VARIABLE = "STORBENCH_RUNTIME"  # a pod made again: its job's runtime, the seconds to END_AT (at least 1)
 
-# Waits for START_AT (epoch seconds), prints the moment fio starts, runs fio in /tmp with its JSON to a file (fio
-# may print warnings to stdout in block mode), then prints the JSON after a marker line and each timeline log after
-# a line naming it. A SIGTERM (the pod deleted) is passed on to fio, which ends its jobs and writes its results and
-# logs as at a normal end: a deleted pod still reports what it did until then. A pod made again after a deletion
-# has END_AT (epoch seconds): its job's runtime is the time left until then, at least a second.
+# Waits for START_AT (epoch seconds), checks that fio's user can write its claim (opens the device read-write, or
+# makes a file in the directory: ACLs and read-only mounts count, not only mode bits), prints the moment fio
+# starts, runs fio in /tmp with its JSON to a file (fio may print warnings to stdout in block mode), then prints
+# the JSON after a marker line and each timeline log after a line naming it. A SIGTERM (the pod deleted) is passed
+# on to fio, which ends its jobs and writes its results and logs as at a normal end: a deleted pod still reports
+# what it did until then. A pod made again after a deletion has END_AT (epoch seconds): its job's runtime is the
+# time left until then, at least a second.
 POD_SCRIPT = (
     'while [ "$(date +%s)" -lt "$START_AT" ]; do sleep 0.05; done; '
-    f'd={DATA_DIR}; [ -e {BLOCK_DEVICE} ] && d={BLOCK_DEVICE}; '
-    f'if [ ! -w "$d" ]; then echo "{UNWRITABLE_MARKER} $d"; exit 3; fi; '
+    f'if [ -e {BLOCK_DEVICE} ]; then d={BLOCK_DEVICE}; ( exec 3<>"$d" ) 2>/dev/null; '
+    f'else d={DATA_DIR}; ( : > "$d/.storbench-w" ) 2>/dev/null && rm -f "$d/.storbench-w"; fi '
+    f'|| {{ echo "{UNWRITABLE_MARKER} $d"; exit 3; }}; '
     f'echo "{START_MARKER} $(date +%s)"; cd /tmp; '
     f'if [ -n "$END_AT" ]; then {RUNTIME_VARIABLE}=$((END_AT - $(date +%s))); '
     f'[ "${RUNTIME_VARIABLE}" -ge 1 ] || {RUNTIME_VARIABLE}=1; export {RUNTIME_VARIABLE}; fi; '

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storbench.execute.k8s_manifests import BLOCK_DEVICE, FIO_USER, split_pod_log, without_logs
+from storbench.execute.k8s_manifests import BLOCK_DEVICE, FIO_USER, pvc_of, split_pod_log, without_logs
 from storbench.fio.jobfile import MAX_LOG_CHARS
 from storbench.fio.outcome import client_fault
 from storbench.fio.parse import client_measurement, merge_in_sequence, parse_fio_json
@@ -55,11 +55,7 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
                 problem = (f"pod {result.pod} cannot run anywhere: {result.why} (node-bound storage: the pod cannot "
                            "move to another node)")
             elif said.unwritable:
-                problem = (f"pod {result.pod}: {said.unwritable} is not writable by fio's user ({FIO_USER}, "
-                           "pod_security: restricted): " + ("the runtime does not give the device the pod's user "
-                           "(containerd: device_ownership_from_security_context)" if said.unwritable == BLOCK_DEVICE
-                           else "the claim's StorageClass does not apply the pod's fsGroup")
-                           + "; set pod_security: baseline on the target (fio as the image's root, no capabilities)")
+                problem = unwritable_problem(result.pod, said.unwritable, pvc_of(case).pod_security)
             elif not said.json_text.strip():
                 problem = f"pod {result.pod} ({result.phase}) returned no fio output"
             else:
@@ -104,6 +100,18 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
         # a client whose pod was made again ends at its own time, so only clients with one pod count
         start_skew_s=(max(ends_s) - min(ends_s)) if len(ends_s) >= 2 else None,
         logs=tuple(sorted(logs.items())), measured_end_s=measured_end_s or None)
+
+
+def unwritable_problem(pod: str, path: str, pod_security: str) -> str:
+    """Why fio never started: its user could not write the claim's directory or device, and what to change."""
+    if pod_security == "restricted":
+        why = ("the runtime does not give the device the pod's user (containerd: "
+               "device_ownership_from_security_context)" if path == BLOCK_DEVICE
+               else "the claim's StorageClass does not apply the pod's fsGroup")
+        return (f"pod {pod}: {path} is not writable by fio's user ({FIO_USER}, pod_security: restricted): {why}; set "
+                "pod_security: baseline on the target (fio as the image's root, no capabilities)")
+    return (f"pod {pod}: {path} is not writable by the image's user (pod_security: baseline): a read-only volume, or "
+            "an image whose user is not root")
 
 
 # what the scheduler says when a node-bound volume rules a node out (Kubernetes 1.33; earlier versions)

@@ -14,7 +14,7 @@ from storbench.report.figures import FigureSpec, Series
 from storbench.report.labels import comparison_label, point_label, varying_comparison_lab, varying_lab_keys
 from storbench.report.tables import iops_with_ci, plain_cell
 from storbench.stats.compare_cells import PointComparison
-from storbench.stats.cost import COMPONENTS, KERNEL, TOTAL_KEY
+from storbench.stats.cost import COMPONENTS, KERNEL, TOTAL_KEY, polls
 from storbench.stats.estimate import Estimate
 from storbench.stats.metrics import COST_COMPARED
 from storbench.stats.point_summary import PointSummary
@@ -78,8 +78,7 @@ def cost_notes(points: Sequence[PointSummary]) -> list[str]:
         notes.append("cost: each process name's CPU over fio's measured window divided by the I/Os per second of "
                      "every direction; kernel = the host's irq and softirq time; the host's other busy time (kernel "
                      "threads, other processes) is not counted (docs/methodology.md#cpu-cost-per-io)")
-    polling = [point_label(p, direction=False) for p in rows
-               if any(name in ("hipri", "sqthread_poll") for name, _ in p.case.workload.fio_options)]
+    polling = [point_label(p, direction=False) for p in rows if polls(p.case.workload.fio_options)]
     if polling:
         notes.append(f"⚠ fio polls at {', '.join(polling)} (hipri or sqthread_poll): its CPU includes waiting, not "
                      "only work")
@@ -98,15 +97,22 @@ def cost_lines(comparisons: Sequence[PointComparison]) -> list[str]:
             continue
         seen.add(key)
         parts = []
+        kernel = f"{KERNEL.key}_cpu_us_per_io"
+        # the kernel's part known on one side only (a run stored without its CPU count): its totals would differ by it
+        one_sided = (c.baseline.metric(kernel) is None) != (c.candidate.metric(kernel) is None)
         for metric in COST_COMPARED:
             cell = c.cell(metric.field)
             if cell is None or cell.baseline is None or cell.candidate is None:
+                continue
+            if one_sided and metric.field in (f"{TOTAL_KEY}_cpu_us_per_io", "iops_per_core_used"):
                 continue
             unit = " µs" if metric.unit == "µs" else ""
             values = (f"{us_with_ci(cell.baseline).split(' ±')[0]}{unit} -> "
                       f"{us_with_ci(cell.candidate).split(' ±')[0]}{unit}") if unit else (
                 f"{cell.baseline.mean:,.0f} -> {cell.candidate.mean:,.0f}")
             parts.append(f"{metric.label} {values}, {change_text(c, metric.field)[0]}")
+        if one_sided:
+            parts.append("the kernel's part measured on one side only: totals not compared")
         lines.append(f"cost at {comparison_label(c, lab_keys, direction=False)}: " + "; ".join(parts))
     return lines
 

@@ -50,7 +50,6 @@ class RepetitionCost:
     cores: tuple[tuple[str, float], ...]  # (component key, cores), in COMPONENTS order, then kernel and other
     host_cpus: int | None
     allocated_cores: float | None  # the OSDs' quota or cpuset (`CephLabPoint.osd_cores_allocated`), else host_cpus
-    polling: tuple[str, ...] = ()  # keys of components that poll
 
     def core(self, key: str) -> float | None:
         if key == TOTAL_KEY:
@@ -81,8 +80,8 @@ class RepetitionCost:
 
 
 def repetition_cost(ios_per_s: float, bytes_per_s: float, telemetry: TelemetryDigest | None,
-                    fio_cores: float | None, host_cpus: int | None, osd_cores_allocated: float | None,
-                    fio_options: Sequence[tuple[str, object]] = ()) -> RepetitionCost | None:
+                    fio_cores: float | None, host_cpus: int | None,
+                    osd_cores_allocated: float | None) -> RepetitionCost | None:
     """The repetition's cost; None without telemetry (nothing but fio's own CPU is known then) or without I/O.
     The client is fio's processes as sampled (every fio process, its parent too), else fio's own accounting of
     its jobs (``fio_cores``: usr + sys over the jobs' runtime) where telemetry did not list it."""
@@ -102,8 +101,11 @@ def repetition_cost(ios_per_s: float, bytes_per_s: float, telemetry: TelemetryDi
     if host_cpus and telemetry.host_cpu_busy_pct is not None:
         busy = telemetry.host_cpu_busy_pct * host_cpus / 100.0
         cores.append((OTHER.key, max(busy - sum(c for _, c in cores), 0.0)))
-    polls = any(name in POLLING_OPTIONS for name, _ in fio_options)
     return RepetitionCost(ios_per_s, bytes_per_s, tuple(cores), host_cpus,
                           osd_cores_allocated if osd_cores_allocated is not None else (
-                              float(host_cpus) if host_cpus else None),
-                          (CLIENT.key,) if polls else ())
+                              float(host_cpus) if host_cpus else None))
+
+
+def polls(fio_options: Sequence[tuple[str, object]]) -> bool:
+    """Whether fio polls (``POLLING_OPTIONS``): its CPU then includes waiting, not only work."""
+    return any(name in POLLING_OPTIONS for name, _ in fio_options)

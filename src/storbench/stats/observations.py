@@ -18,8 +18,10 @@ from storbench.model import (
     ClientMeasurement,
     Direction,
     DirectionMeasurement,
+    PvcTarget,
     Status,
     StoredRepetition,
+    is_metadata,
     is_volume_operation,
 )
 from storbench.model.fault_record import WriteCheck
@@ -50,6 +52,7 @@ class ClientFigures:
     slowest_pct_of_median: float | None = None
     ios_per_s: float | None = None  # the repetition's I/Os per second in every direction together; None unless ok
     bytes_per_s: float | None = None
+    ran_here: bool = True  # every client ran on this machine (telemetry's): locally, in the hosts or k8s lab
 
 
 @dataclass(frozen=True)
@@ -119,8 +122,24 @@ def slowest_client(clients: Sequence[ClientMeasurement]) -> tuple[str, float | N
     return totals[0][1], (100.0 * totals[0][0] / median if median > 0 else None)
 
 
+def ran_here(clients: Sequence[ClientMeasurement], run_host: str | None, case: Case) -> bool:
+    """Whether every client ran on the machine the run's telemetry read: local fio; a fio server whose host name is
+    this machine's (the hosts lab's namespaces); a pod on the k8s lab's nodes."""
+    for client in clients:
+        if client.client == "local":
+            continue
+        if "@" in client.client or isinstance(case.target, PvcTarget):  # a pod: on the lab's nodes, or a cluster's
+            if case.lab.k8s is None:
+                return False
+            continue
+        if run_host is None or client.client.rsplit(":", 1)[0] != run_host:
+            return False
+    return True
+
+
 def observations(repetitions: Iterable[StoredRepetition], per_client: bool = False,
-                 host_cpus: Mapping[int, int | None] | None = None) -> list[Observation]:
+                 host_cpus: Mapping[int, int | None] | None = None,
+                 run_hosts: Mapping[int, str] | None = None) -> list[Observation]:
     """One observation per stored repetition and direction. Several clients are merged exactly (I/O summed,
     bins merged); ``per_client`` adds each client's own observations (``client`` names it) after the merged
     ones of its repetition."""
@@ -137,7 +156,9 @@ def observations(repetitions: Iterable[StoredRepetition], per_client: bool = Fal
             reporting=len(rep.clients), start_skew_s=rep.start_skew_s, slowest=slowest,
             slowest_pct_of_median=slowest_pct,
             ios_per_s=sum(m.iops for m in merged) if merged else None,
-            bytes_per_s=sum(m.bw_bytes for m in merged) if merged else None)
+            # a create, stat or delete moves no data: its "bandwidth" is operations x bs
+            bytes_per_s=sum(m.bw_bytes for m in merged) if merged and not is_metadata(rep.case.workload.rw) else None,
+            ran_here=ran_here(rep.clients, (run_hosts or {}).get(rep.run_id), rep.case))
         telemetry = digest(rep.telemetry) if ok and rep.telemetry is not None else None
         failover = repetition_failover(rep) if ok and rep.faults else None
         groups: list[tuple[str, Sequence[DirectionMeasurement | None], ClientFigures]] = [
@@ -297,13 +318,14 @@ def _cluster_clean(o: Observation) -> float | None:
 
 def observation_cost(o: Observation) -> RepetitionCost | None:
     """What the repetition's I/O cost in CPU by component (`stats.cost`); None for one client's own observation
-    (the host's CPU is every client's), without telemetry, or without I/O; a Kubernetes volume operation has none
+    (the host's CPU is every client's), without telemetry, without I/O, or where fio ran on other machines (this
+    machine's CPU is not theirs: real fio servers, a cluster's nodes); a Kubernetes volume operation has none
     (one operation per client, timed whole: its host's CPU is the cluster's controllers' and not per operation)."""
-    if o.client or o.fio.ios_per_s is None or is_volume_operation(o.case.workload.rw):
+    if o.client or o.fio.ios_per_s is None or not o.fio.ran_here or is_volume_operation(o.case.workload.rw):
         return None
     ceph = o.case.lab.ceph
     return repetition_cost(o.fio.ios_per_s, o.fio.bytes_per_s or 0.0, o.telemetry, o.fio.fio_cores, o.host_cpus,
-                           ceph.osd_cores_allocated if ceph is not None else None, o.case.workload.fio_options)
+                           ceph.osd_cores_allocated if ceph is not None else None)
 
 
 def _cost(read: Callable[[RepetitionCost], float | None]) -> MetricValue:
@@ -314,7 +336,7 @@ def _cost(read: Callable[[RepetitionCost], float | None]) -> MetricValue:
 
 
 def _cost_values() -> dict[str, MetricValue]:
-    values: dict[str, MetricValue] = {"ios_per_s": lambda o: o.fio.ios_per_s if not o.client else None}
+    values: dict[str, MetricValue] = {"ios_per_s": lambda o: o.fio.ios_per_s if observation_cost(o) else None}
     for component in (*COMPONENTS, KERNEL):
         values[f"{component.key}_cpu_us_per_io"] = _cost(partial(RepetitionCost.us_per_io, key=component.key))
     values[f"{TOTAL_KEY}_cpu_us_per_io"] = _cost(lambda c: c.us_per_io(TOTAL_KEY))

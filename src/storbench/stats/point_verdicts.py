@@ -123,21 +123,22 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
 
 def cost_growth(first: PointSummary, point: PointSummary, since: str) -> str:
     """Which component's CPU per I/O grew from the curve's first point to ``point`` (a CPU-bound one), with the
-    change's interval: the largest rise whose interval lies above zero, at a 5 % error rate shared over the
-    components compared (Bonferroni); '' when none is shown to have grown."""
+    change's interval: of those whose interval lies above zero (at a 5 % error rate shared over the components
+    compared: Bonferroni), the one that grew by the most µs; '' when none is shown to have grown."""
     pairs = [(component, b, c) for component in (*COMPONENTS, KERNEL)
              if (b := first.metric(f"{component.key}_cpu_us_per_io")) is not None
              and (c := point.metric(f"{component.key}_cpu_us_per_io")) is not None and b.mean > 0]
     if not pairs:
         return ""
     level = 1 - (1 - CONFIDENCE) / len(pairs)
-    grown = [(difference.change_pct, component, b, c, difference) for component, b, c in pairs
+    grown = [(c.mean - b.mean, component, b, c, difference) for component, b, c in pairs
              if (difference := welch_difference(b, c, level)).change_ci_low_pct is not None
              and difference.change_ci_low_pct > 0]
     if not grown:
         return ""
     _, component, b, c, d = max(grown, key=lambda g: g[0])
-    return (f"{component.label}'s CPU per I/O grew {b.mean:,.0f} -> {c.mean:,.0f} µs since {since} "
+    return (f"{component.label}'s CPU per I/O grew {b.mean:,.{1 if b.mean < 100 else 0}f} -> "
+            f"{c.mean:,.{1 if c.mean < 100 else 0}f} µs since {since} "
             f"({d.change_pct:+.0f} % [{d.change_ci_low_pct:+.0f}, {d.change_ci_high_pct:+.0f}])")
 
 
