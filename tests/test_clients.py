@@ -410,6 +410,9 @@ def test_eight_namespace_hosts_merged_exactly(tmp_path: Path, capsys: pytest.Cap
     assert len({r["client"] for r in per_client}) == 8
     merged = [r for r in exported if not r["client"] and r["clients"] == 8]
     assert all(r["clients_reporting"] == 8 and r["slowest_client"] for r in merged)
+    # the hosts lab's fio servers run on this machine's CPUs: their I/O has a CPU cost (issue 35)
+    assert all(r["client_cpu_us_per_io"] > 0 and r["total_cpu_us_per_io"] > 0 for r in merged)
+    assert all(r["total_cpu_us_per_io"] is None for r in per_client)  # the host's CPU is every client's
     conn = sqlite3.connect(db)
     try:
         names = {row[0] for row in conn.execute("SELECT DISTINCT name FROM clients")}

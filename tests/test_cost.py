@@ -194,8 +194,9 @@ def test_cost_only_where_every_client_ran_on_the_machine_telemetry_read() -> Non
 
     local = observation().case
     assert ran_here([client("local")], "vm", local)
-    assert ran_here([client("vm:8765"), client("vm:8766")], "vm", local)  # the hosts lab's fio servers
-    assert not ran_here([client("vm:8765"), client("server2:8765")], "vm", local)  # a real fio server elsewhere
+    assert ran_here([client("10.214.0.10:8765"), client("10.214.0.11:8765")], "vm", local)  # the hosts lab's
+    assert ran_here([client("vm:8765")], "vm", local)  # a fio server on this machine by its name
+    assert not ran_here([client("10.214.0.10:8765"), client("192.0.2.7:8765")], "vm", local)  # a real one elsewhere
     assert not ran_here([client("server2")], None, local)
     pods = observation(target="k", target_kind="pvc").case
     assert not ran_here([client("sb-1@node-a")], "vm", pods)  # a real cluster's node

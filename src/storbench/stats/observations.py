@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from storbench.fio.parse import merge_clients
+from storbench.lab.hosts_conf import is_lab_server
 from storbench.model import (
     Case,
     ClientMeasurement,
@@ -123,8 +124,8 @@ def slowest_client(clients: Sequence[ClientMeasurement]) -> tuple[str, float | N
 
 
 def ran_here(clients: Sequence[ClientMeasurement], run_host: str | None, case: Case) -> bool:
-    """Whether every client ran on the machine the run's telemetry read: local fio; a fio server whose host name is
-    this machine's (the hosts lab's namespaces); a pod on the k8s lab's nodes."""
+    """Whether every client ran on the machine the run's telemetry read: local fio; a fio server of the hosts lab
+    (its network namespaces, on this machine's CPUs) or named as this machine; a pod on the k8s lab's nodes."""
     for client in clients:
         if client.client == "local":
             continue
@@ -132,7 +133,8 @@ def ran_here(clients: Sequence[ClientMeasurement], run_host: str | None, case: C
             if case.lab.k8s is None:
                 return False
             continue
-        if run_host is None or client.client.rsplit(":", 1)[0] != run_host:
+        server = client.client.rsplit(":", 1)[0]  # fio names a server by its address and port
+        if not is_lab_server(server) and server != run_host:
             return False
     return True
 
