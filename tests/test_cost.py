@@ -216,3 +216,18 @@ def test_compare_leaves_totals_out_when_one_side_has_no_kernel_part() -> None:
     (line,) = cost_lines(compare_observations([*old, *new], parse_selector("pool_size=2"),
                                               parse_selector("pool_size=3"), {}))
     assert "all components" not in line and "totals not compared" in line and "ceph-osd CPU per I/O" in line
+
+
+def test_the_report_has_a_cost_section_with_its_table_figures_and_comparisons_cost_lines() -> None:
+    from storbench.report.build import build_report
+    from storbench.report.html import render_html
+
+    seen = [*_osd_reps("r2", 2, [1.9, 2.0, 2.1]), *_osd_reps("r3", 3, [2.9, 3.0, 3.1])]
+    comparisons = compare_observations(seen, parse_selector("pool_size=2"), parse_selector("pool_size=3"), {})
+    doc = build_report("t", [], [], seen, comparisons=comparisons, baseline="pool_size=2", candidate="pool_size=3")
+    page = render_html(doc, "")
+    section = page.split("<h2>CPU cost per I/O</h2>")[1].split("</section>")[0]
+    assert "<th>ceph-osd µs</th>" in section and "<td>200 ± 25</td>" in section and "<td>300 ± 25</td>" in section
+    assert "cpu-cost" in section and "iops-per-core" in section  # its figures under its table
+    compared = page.split("<h2>Comparison</h2>")[1].split("</section>")[0]
+    assert "ceph-osd CPU per I/O 200 µs -&gt; 300 µs, +50.0% [" in compared

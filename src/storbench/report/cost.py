@@ -5,6 +5,7 @@ CPU is its I/O's in both directions."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
 from rich.table import Table
@@ -13,6 +14,7 @@ from storbench.report.compare_tables import change_text
 from storbench.report.figures import FigureSpec, Series
 from storbench.report.labels import comparison_label, point_label, varying_comparison_lab, varying_lab_keys
 from storbench.report.tables import iops_with_ci, plain_cell
+from storbench.safe_text import safe_text
 from storbench.stats.compare_cells import PointComparison
 from storbench.stats.cost import COMPONENTS, KERNEL, TOTAL_KEY, polls
 from storbench.stats.estimate import Estimate
@@ -144,8 +146,7 @@ def cost_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                          show_text=True))
     figures = [FigureSpec(
         figure_id="cpu-cost", title="CPU per I/O by component", x_label="point", y_label="µs of CPU per I/O",
-        series=tuple(series), x_categories=tuple(dict.fromkeys(labels)), section="Utilisation and bottlenecks",
-        stacked=True,
+        series=tuple(series), x_categories=tuple(dict.fromkeys(labels)), section=COST_SECTION, stacked=True,
         caption="Each bar: the CPU each component used over the measured window per I/O of every direction "
         "(µs), means over repetitions; the dot is their sum with its 95 % interval. Kernel: the host's irq and "
         "softirq time; the host's other busy time (kernel threads, other processes) is left out "
@@ -164,7 +165,36 @@ def cost_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                          if any(p.metric(field) is not None for p in per_core)),
             x_categories=tuple(dict.fromkeys(point_label(p, lab_keys=lab_keys, direction=False, options=True)
                                               for p in per_core)),
-            section="Utilisation and bottlenecks",
+            section=COST_SECTION,
             caption="I/Os per second of every direction per core of CPU used (every component and the kernel), and "
             "per core the OSDs used (Ceph's sizing figure); means over repetitions, 95 % CI."))
     return figures
+
+
+COST_SECTION = "CPU cost per I/O"
+
+
+def cost_table_html(points: Sequence[PointSummary]) -> str:
+    """The report's table of `show --cost` (escaped HTML); '' when no point has a cost."""
+    rows = cost_points(points)
+    if not rows:
+        return ""
+    lab_keys = varying_lab_keys(rows)
+    shown = [(field, label) for field, label in PER_IO if any(p.metric(field) is not None for p in rows)]
+    head = ["point", "IOPS", *(f"{label} µs" for _, label in shown), "all µs", "IOPS/core", "IOPS/osd core"]
+    body = []
+    for p in rows:
+        cells = [point_label(p, direction=False, lab_keys=lab_keys), iops_with_ci(p.metric("ios_per_s")),
+                 *(us_with_ci(p.metric(field)) for field, _ in shown),
+                 us_with_ci(p.metric(f"{TOTAL_KEY}_cpu_us_per_io")), iops_with_ci(p.metric("iops_per_core_used")),
+                 iops_with_ci(p.metric("iops_per_osd_core"))]
+        body.append("<tr>" + "".join(f"<td>{_escaped(c)}</td>" for c in cells) + "</tr>")
+    notes = "".join(f"<p class='warn'>{_escaped(n)}</p>" if n.startswith("⚠") else f"<p>{_escaped(n)}</p>"
+                    for n in cost_notes(points))
+    return ("<p>µs of CPU per I/O of every direction, by component, ± 95 % CI over repetitions.</p>"
+            "<table class='data'><thead><tr>" + "".join(f"<th>{_escaped(h)}</th>" for h in head)
+            + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>" + notes)
+
+
+def _escaped(text: str) -> str:
+    return html.escape(safe_text(text, multiline=True), quote=True)

@@ -25,6 +25,7 @@ from storbench.report.compare_tables import (
     interval_caption,
     rule_answer_lines,
 )
+from storbench.report.cost import COST_SECTION, cost_lines, cost_table_html
 from storbench.report.failover import SCORECARD_HEAD
 from storbench.report.failover import SECTION as FAILOVER_SECTION
 from storbench.report.figures import BOTTLENECK_SECTION, FigureSpec
@@ -196,7 +197,8 @@ def _comparison_table(doc: ReportDocument) -> str:
             + "</tbody></table>" + "".join(f"<p>{_e(line)}</p>" for line in [
                 *rule_answer_lines(doc.comparisons), *stopping_rule_lines(doc.comparisons)])
             + "".join(f"<p class='warn'>{_e(line)}</p>" if line.startswith("⚠") else f"<p>{_e(line)}</p>"
-                      for line in design_lines(doc.comparisons)))
+                      for line in design_lines(doc.comparisons))
+            + "".join(f"<p>{_e(line)}</p>" for line in cost_lines(doc.comparisons)))
 
 
 def _saturation_table(doc: ReportDocument) -> str:
@@ -368,6 +370,9 @@ def render_html(doc: ReportDocument, plotly_js: str) -> str:
     if doc.comparisons:
         tabled["Comparison"] = len(sections)
         sections.append(f"<section><h2>Comparison</h2>{_comparison_table(doc)}</section>")
+    if cost := cost_table_html(doc.points):
+        tabled[COST_SECTION] = len(sections)
+        sections.append(f"<section><h2>{COST_SECTION}</h2>{cost}</section>")
     if doc.curves:
         tabled["Saturation"] = len(sections)
         sections.append(f"<section><h2>Saturation</h2>{_saturation_table(doc)}</section>")
