@@ -311,6 +311,12 @@ def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_ze
     both = failover_verdict(point([0.0, 0.0, 0.0], action="fail", target="node.1", client_blackouts_s=(
         ("client.1", estimate([20.0, 21.0, 22.0])), ("client.2", estimate([0.0, 0.0, 3.0])))), None, "x")
     assert "I/O stopped on 1 of 2 clients after node.1 was powered off, the others went on: client.1" in both
+    # all clients together stalled for one 100 ms window now and then (not shown above zero), one client for minutes:
+    # that client's stall is the answer, not "0.1 s on every client"
+    hiccup = failover_verdict(point([0.0, 0.1, 0.3], action="fail", target="node.1", client_blackouts_s=(
+        ("client.1", estimate([280.8, 281.1, 281.4])), ("client.2", estimate([0.0, 0.1, 0.3])))), None, "x")
+    assert "I/O stopped on 1 of 2 clients after node.1 was powered off, the others went on: client.1 for 281.1 s" \
+        in hiccup and "every client" not in hiccup, hiccup
     apart = failover_verdict(point([0.0, 0.0, 0.0], action="fail", target="node.1", client_blackouts_s=(
         ("client.1", estimate([20.0, 21.0, 22.0])), ("client.2", estimate([5.0, 6.0, 7.0])))), None, "x")
     assert "stopped on 2 of 2 clients after node.1 was powered off, never on all of them at once: " in apart

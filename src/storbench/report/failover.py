@@ -97,8 +97,12 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
     what = f"{named} was {PAST_TENSE.get(point.action, point.action)}"
     blackout = point.blackout_s
     own = [(client, seconds) for client, seconds in point.client_blackouts_s if seconds.mean > 0]
-    if blackout.mean == 0 and own:  # the others went on: each stalled client's own stall
-        shown = [(client, seconds) for client, seconds in own if seconds.ci_low is not None and seconds.ci_low > 0]
+    shown = [(client, seconds) for client, seconds in own if seconds.ci_low is not None and seconds.ci_low > 0]
+    merged_shown = blackout.ci_low is not None and blackout.ci_low > 0
+    # the others went on (all clients together never stopped, or not shown to: a window's hiccup), while a client
+    # is shown to have stalled: each stalled client's own stall
+    per_client = bool(own) and (blackout.mean == 0 or (bool(shown) and not merged_shown))
+    if per_client:
         listed = "; ".join(f"{client} for {_figure(seconds, ' s', 1)}" for client, seconds in (shown or own))
         total, stopped = len(point.client_blackouts_s), len(shown or own)
         others = ", the others went on" if stopped < total else ", never on all of them at once"
@@ -110,7 +114,7 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
         said = f"I/O stopped for {_figure(blackout, ' s', 1)} after {what}"
     else:
         said = f"I/O stopped for {_figure(blackout, ' s', 1)} after {what} (not shown to stop every time)"
-    if point.client_blackouts_s and blackout.mean > 0:
+    if point.client_blackouts_s and blackout.mean > 0 and not per_client:
         stalled = sum(1 for _, seconds in point.client_blackouts_s if seconds.mean >= blackout.mean / 2)
         total = len(point.client_blackouts_s)
         said += " on every client" if stalled == total else f" on {stalled} of {total} clients"
