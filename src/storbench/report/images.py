@@ -149,7 +149,8 @@ def draw_figure(spec: FigureSpec) -> Figure:
                           color=mark.color, ha="left", va="top", xytext=(3, 0), textcoords="offset points")
         if categories:
             axes.set_xticks(range(len(categories)))
-            rotated = len(categories) > 4  # slanted labels end at their tick; level ones are centred under it
+            # slanted labels end at their tick; level ones are centred under it, while they fit side by side
+            rotated = len(categories) > 4 or len(categories) * max(len(c) for c in categories) > 90
             axes.set_xticklabels([_m(c) for c in categories], rotation=20 if rotated else 0,
                                  ha="right" if rotated else "center")
         if spec.x_log and not categories:
