@@ -443,7 +443,8 @@ def test_an_osd_cpu_quota_is_applied_live_and_read_back(lab_dir: Path, tmp_path:
     assert "OSDs restarted" not in out and out.count("OSD CPU quota set to") == 3
     code, out, err = run_cli(capsys, "show", "--db", str(db))
     assert code == 0, err
-    slow = next(line for line in out.splitlines() if "osd_cpus=0.2:" in line)
+    verdicts = " ".join(out.split("bottlenecks (rules:")[1].split())  # the verdicts, lines unwrapped
+    slow = verdicts.split("osd_cpus=0.2:")[1].split("rbd randwrite")[0]
     assert "cpu-bound" in slow and "of its 0.2-core CPU quota" in slow, out
     assert pids_with(str(lab_dir) + "/") == [] and not (lab_dir / "ceph").exists()
     ctl = cpu_quota.controller()

@@ -306,6 +306,7 @@ def test_export_records_carry_no_float_noise_in_json_csv_or_markdown() -> None:
     records = export_records(rows)
     first = json.loads(export(records, "json"))[0]
     assert first["iops"] == 12962.2 and first["lat_mean_ns"] == 77123 and first["host_cpu_busy_pct"] == 37.12
+    assert first["ios_per_s"] == 12962.2  # a rate per second, not seconds
     assert first["total_ios"] == records[0].total_ios  # integers exact
     for fmt in ("csv", "markdown"):
         text = export(records, fmt)

@@ -17,9 +17,9 @@ ESTIMATE_PARTS = ("_stddev", "_ci_low", "_ci_high")  # parts of an estimate in t
 
 def export_number(field: str, value: object) -> object:
     """``value`` of ``field`` rounded to what it means, for every export (JSON, CSV, Markdown of `export`, `show`
-    and `compare`): latencies in ns and sizes in bytes to integers, percentages to 0.01, IOPS to 0.1 (six
-    significant digits below 1), seconds to the millisecond, other measurements to six significant digits.
-    Integers, text, None and non-finite floats stay as they are. Arithmetic's last-bit noise
+    and `compare`): latencies in ns and sizes in bytes to integers, percentages to 0.01, IOPS and every rate per
+    second to 0.1 (six significant digits below 1), seconds to the millisecond, other measurements to six
+    significant digits. Integers, text, None and non-finite floats stay as they are. Arithmetic's last-bit noise
     (12962.185574000001) never reaches a file."""
     if not isinstance(value, float) or not math.isfinite(value):
         return value
@@ -32,7 +32,7 @@ def export_number(field: str, value: object) -> object:
         return round(value, 2)
     if name.endswith(("_ns", "_bytes", "_bytes_per_s")) or name == "bw_bytes":
         return float(round(value)) if abs(value) >= 2**53 else round(value)
-    if name.endswith("iops") and abs(value) >= 1:
+    if name.endswith(("iops", "_per_s")) and abs(value) >= 1:  # rates: operations per second (ios_per_s)
         return round(value, 1)
     if name.endswith("_s"):
         return round(value, 3)
