@@ -28,9 +28,17 @@ def us_with_ci(estimate: Estimate | None) -> str:
     """Microseconds of CPU with the half-width of their interval: ``85.2 ± 3.1``."""
     if estimate is None:
         return "-"
-    digits = 1 if estimate.mean < 100 else 0
     half = estimate.half_width
-    return f"{estimate.mean:,.{digits}f}" + ("" if half is None else f" ± {half:,.{digits}f}")
+    return us_text(estimate.mean) + ("" if half is None else f" ± {half:,.{_digits(estimate.mean)}f}")
+
+
+def us_text(value: float) -> str:
+    """Microseconds: a decimal below 100 (``16.1``), whole above (``1,760``)."""
+    return f"{value:,.{_digits(value)}f}"
+
+
+def _digits(value: float) -> int:
+    return 1 if value < 100 else 0
 
 
 def cost_points(points: Sequence[PointSummary]) -> list[PointSummary]:
@@ -109,8 +117,8 @@ def cost_lines(comparisons: Sequence[PointComparison]) -> list[str]:
             if one_sided and metric.field in (f"{TOTAL_KEY}_cpu_us_per_io", "iops_per_core_used"):
                 continue
             unit = " µs" if metric.unit == "µs" else ""
-            values = (f"{us_with_ci(cell.baseline).split(' ±')[0]}{unit} -> "
-                      f"{us_with_ci(cell.candidate).split(' ±')[0]}{unit}") if unit else (
+            values = (f"{us_text(cell.baseline.mean)}{unit} -> "
+                      f"{us_text(cell.candidate.mean)}{unit}") if unit else (
                 f"{cell.baseline.mean:,.0f} -> {cell.candidate.mean:,.0f}")
             parts.append(f"{metric.label} {values}, {change_text(c, metric.field)[0]}")
         if one_sided:
