@@ -189,13 +189,15 @@ def cost_table_html(points: Sequence[PointSummary]) -> str:
         return ""
     lab_keys = varying_lab_keys(rows)
     shown = [(field, label) for field, label in PER_IO if any(p.metric(field) is not None for p in rows)]
-    head = ["point", "IOPS", *(f"{label} µs" for _, label in shown), "all µs", "IOPS/core", "IOPS/osd core"]
+    osd = any(p.metric("iops_per_osd_core") is not None for p in rows)
+    head = ["point", "IOPS", *(f"{label} µs" for _, label in shown), "all µs", "IOPS/core",
+            *(["IOPS/osd core"] if osd else [])]
     body = []
     for p in rows:
         cells = [point_label(p, direction=False, lab_keys=lab_keys), iops_with_ci(p.metric("ios_per_s")),
                  *(us_with_ci(p.metric(field)) for field, _ in shown),
                  us_with_ci(p.metric(f"{TOTAL_KEY}_cpu_us_per_io")), iops_with_ci(p.metric("iops_per_core_used")),
-                 iops_with_ci(p.metric("iops_per_osd_core"))]
+                 *([iops_with_ci(p.metric("iops_per_osd_core"))] if osd else [])]
         body.append("<tr>" + "".join(f"<td>{_escaped(c)}</td>" for c in cells) + "</tr>")
     notes = "".join(f"<p class='warn'>{_escaped(n)}</p>" if n.startswith("⚠") else f"<p>{_escaped(n)}</p>"
                     for n in cost_notes(points))
