@@ -19,6 +19,7 @@ from storbench.schedule import precondition_jobs, preconditions
 from storbench.targets.base import PreparedTarget
 from storbench.targets.registry import check_targets
 from storbench.targets.s3 import NO_S3_ACCESS, S3Access
+from storbench.telemetry.cycles import machine_cycles_unavailable
 from storbench.trusted_files import invoking_uids, untrusted
 from storbench.units import parse_cpu_list
 
@@ -74,7 +75,14 @@ def precondition_cases(loaded: LoadedPlan, cases: Sequence[Case]) -> list[Case]:
 
 
 def check_machine(loaded: LoadedPlan) -> None:
-    """What the plan asks of this machine: an OSD CPU quota within its cores."""
+    """What the plan asks of this machine: an OSD CPU quota within its cores; cycles counted where it can."""
+    telemetry = loaded.config.telemetry
+    if telemetry.enabled and telemetry.cycles and (why := machine_cycles_unavailable()) is not None:
+        raise UserError(f"telemetry.cycles: cannot count CPU cycles here: {why}",
+                        where=loaded.source.where(("telemetry", "cycles")),
+                        hint="apt-get install -y linux-perf" if why.startswith("perf is not") else
+                        "remove telemetry.cycles (CPU time per I/O is measured without it), or run where "
+                        "`perf stat -e cycles -a sleep 1` counts")
     ceph = loaded.config.lab.ceph if loaded.config.lab else None
     cores = os.cpu_count() or 1
     if ceph is not None and ceph.osd_cpuset:

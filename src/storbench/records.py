@@ -171,6 +171,15 @@ class Record:
     rgw_host_cpu_pct: float | None = None
     kernel_host_cpu_pct: float | None = None
     other_host_cpu_pct: float | None = None
+    client_cycles_per_io: float | None = None  # telemetry.cycles: where perf counted them
+    osd_cycles_per_io: float | None = None
+    mon_cycles_per_io: float | None = None
+    mgr_cycles_per_io: float | None = None
+    mds_cycles_per_io: float | None = None
+    fuse_cycles_per_io: float | None = None
+    ganesha_cycles_per_io: float | None = None
+    rgw_cycles_per_io: float | None = None
+    host_cycles_per_io: float | None = None
 
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Record))

@@ -42,6 +42,8 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     Requirement("ceph-mds and ceph-fuse", "program", "ceph-fuse", "the Ceph lab's CephFS (lab.ceph.cephfs)",
                 f"{APT} ceph-mds ceph-fuse"),
     Requirement("radosgw", "program", "radosgw", "the Ceph lab's S3 (lab.ceph.rgw)", f"{APT} radosgw"),
+    Requirement("perf", "program", "perf", "telemetry.cycles (CPU cycles per I/O; a CPU with performance counters)",
+                f"{APT} linux-perf"),
     Requirement("the cgroup cpu controller", "cgroup", "cpu", "lab.ceph.osd_cpus (a CPU quota per OSD)",
                 "a kernel with the cgroup cpu controller (v1 or v2) mounted under /sys/fs/cgroup"),
     Requirement("nfs-ganesha", "program", "ganesha.nfsd", "the NFS lab",

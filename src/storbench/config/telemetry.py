@@ -50,6 +50,9 @@ class TelemetryConfig(StrictModel):
                                                  "whose counters are read; default: the Ceph lab's, else "
                                                  "/var/run/ceph/*.asok for rbd and cephfs targets.")
     prometheus: PrometheusConfig | None = Field(None, description="Storage nodes' figures from Prometheus.")
+    cycles: bool = Field(False, description="Count CPU cycles with `perf stat` beside every repetition (each "
+                         "process name running when it starts, and the whole machine): cycles per I/O. Needs perf "
+                         "(linux-perf) and a CPU with performance counters (a VM may have none).")
     client_ceiling: bool = Field(False, description="Before a case's first repetition, measure what this "
                                  "client alone can drive: the same job on fio's null engine (a few seconds).")
 

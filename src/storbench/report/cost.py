@@ -18,10 +18,16 @@ from storbench.safe_text import safe_text
 from storbench.stats.compare_cells import PointComparison
 from storbench.stats.cost import COMPONENTS, KERNEL, TOTAL_KEY, polls
 from storbench.stats.estimate import Estimate
-from storbench.stats.metrics import COST_COMPARED
+from storbench.stats.metrics import COST_COMPARED, CYCLES_PER_IO
 from storbench.stats.point_summary import PointSummary
 
 PER_IO = tuple((f"{c.key}_cpu_us_per_io", c.label) for c in (*COMPONENTS, KERNEL))
+CYCLES = tuple((m.field, m.field.removesuffix("_cycles_per_io")) for m in CYCLES_PER_IO)
+
+
+def cycle_columns(rows: Sequence[PointSummary]) -> list[tuple[str, str]]:
+    """(field, header) of the cycles per I/O some row has (`telemetry.cycles` where perf counted them)."""
+    return [(field, f"{name} cycles/I/O") for field, name in CYCLES if any(p.metric(field) is not None for p in rows)]
 
 
 def us_with_ci(estimate: Estimate | None) -> str:
@@ -60,6 +66,7 @@ def cost_table(points: Sequence[PointSummary], title: str) -> Table:
     lab_keys = varying_lab_keys(rows)
     shown = [(field, label) for field, label in PER_IO if any(p.metric(field) is not None for p in rows)]
     osd = any(p.metric("iops_per_osd_core") is not None for p in rows)
+    cycles = cycle_columns(rows)
     table = Table(title=plain_cell(f"{title} — CPU per I/O (µs of CPU per I/O, every direction together; ± 95% CI)",
                                    "table.title"), title_justify="left", header_style="bold")
     table.add_column("point", justify="left", overflow="fold")
@@ -70,12 +77,15 @@ def cost_table(points: Sequence[PointSummary], title: str) -> Table:
     table.add_column("IOPS/core", justify="right")
     if osd:
         table.add_column("IOPS/osd core", justify="right")
+    for _, header in cycles:
+        table.add_column(header, justify="right")
     for p in rows:
         cells = [point_label(p, direction=False, lab_keys=lab_keys), iops_with_ci(p.metric("ios_per_s")),
                  *(us_with_ci(p.metric(field)) for field, _ in shown),
                  us_with_ci(p.metric(f"{TOTAL_KEY}_cpu_us_per_io")), iops_with_ci(p.metric("iops_per_core_used"))]
         if osd:
             cells.append(iops_with_ci(p.metric("iops_per_osd_core")))
+        cells.extend(iops_with_ci(p.metric(field)) for field, _ in cycles)
         table.add_row(*(plain_cell(c) for c in cells))
     return table
 
@@ -190,14 +200,16 @@ def cost_table_html(points: Sequence[PointSummary]) -> str:
     lab_keys = varying_lab_keys(rows)
     shown = [(field, label) for field, label in PER_IO if any(p.metric(field) is not None for p in rows)]
     osd = any(p.metric("iops_per_osd_core") is not None for p in rows)
+    cycles = cycle_columns(rows)
     head = ["point", "IOPS", *(f"{label} µs" for _, label in shown), "all µs", "IOPS/core",
-            *(["IOPS/osd core"] if osd else [])]
+            *(["IOPS/osd core"] if osd else []), *(header for _, header in cycles)]
     body = []
     for p in rows:
         cells = [point_label(p, direction=False, lab_keys=lab_keys), iops_with_ci(p.metric("ios_per_s")),
                  *(us_with_ci(p.metric(field)) for field, _ in shown),
                  us_with_ci(p.metric(f"{TOTAL_KEY}_cpu_us_per_io")), iops_with_ci(p.metric("iops_per_core_used")),
-                 *([iops_with_ci(p.metric("iops_per_osd_core"))] if osd else [])]
+                 *([iops_with_ci(p.metric("iops_per_osd_core"))] if osd else []),
+                 *(iops_with_ci(p.metric(field)) for field, _ in cycles)]
         body.append("<tr>" + "".join(f"<td>{_escaped(c)}</td>" for c in cells) + "</tr>")
     notes = "".join(f"<p class='warn'>{_escaped(n)}</p>" if n.startswith("⚠") else f"<p>{_escaped(n)}</p>"
                     for n in cost_notes(points))

@@ -37,6 +37,7 @@ COMPONENTS: tuple[Component, ...] = (
 KERNEL = Component("kernel", "kernel (irq, softirq)", ())
 OTHER = Component("other", "other (host busy beyond these)", ())
 TOTAL_KEY = "total"  # every component and the kernel: the I/O's cost on this machine (other left out)
+HOST_KEY = "host"  # cycles counted on every CPU of the machine (`telemetry.cycles`): everything, other included
 # fio options with which the client polls for completions or submissions: its CPU is not all work
 POLLING_OPTIONS = ("hipri", "sqthread_poll")
 
@@ -50,6 +51,7 @@ class RepetitionCost:
     cores: tuple[tuple[str, float], ...]  # (component key, cores), in COMPONENTS order, then kernel and other
     host_cpus: int | None
     allocated_cores: float | None  # the OSDs' quota or cpuset (`CephLabPoint.osd_cores_allocated`), else host_cpus
+    cycles_per_s: tuple[tuple[str, float], ...] = ()  # (component key or HOST_KEY, CPU cycles per second)
 
     def core(self, key: str) -> float | None:
         if key == TOTAL_KEY:
@@ -73,6 +75,11 @@ class RepetitionCost:
     def iops_per_core(self, key: str) -> float | None:
         cores = self.core(key)
         return None if not cores else self.ios_per_s / cores
+
+    def cycles_per_io(self, key: str) -> float | None:
+        """CPU cycles per I/O of a component, or of the whole machine (HOST_KEY), where perf counted them."""
+        cycles = dict(self.cycles_per_s).get(key)
+        return None if cycles is None or self.ios_per_s <= 0 else cycles / self.ios_per_s
 
     @property
     def iops_per_core_allocated(self) -> float | None:
@@ -101,9 +108,14 @@ def repetition_cost(ios_per_s: float, bytes_per_s: float, telemetry: TelemetryDi
     if host_cpus and telemetry.host_cpu_busy_pct is not None:
         busy = telemetry.host_cpu_busy_pct * host_cpus / 100.0
         cores.append((OTHER.key, max(busy - sum(c for _, c in cores), 0.0)))
+    counted = dict(telemetry.cycles_per_s)
+    cycles = [(c.key, sum(counted[n] for n in c.processes if n in counted))
+              for c in COMPONENTS if any(n in counted for n in c.processes)]
+    if HOST_KEY in counted:
+        cycles.append((HOST_KEY, counted[HOST_KEY]))
     return RepetitionCost(ios_per_s, bytes_per_s, tuple(cores), host_cpus,
                           osd_cores_allocated if osd_cores_allocated is not None else (
-                              float(host_cpus) if host_cpus else None))
+                              float(host_cpus) if host_cpus else None), tuple(cycles))
 
 
 def polls(fio_options: Sequence[tuple[str, object]]) -> bool:

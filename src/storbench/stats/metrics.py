@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from storbench.stats.cost import COMPONENTS, KERNEL, OSD, OTHER, TOTAL_KEY
+from storbench.stats.cost import COMPONENTS, HOST_KEY, KERNEL, OSD, OTHER, TOTAL_KEY
 
 
 @dataclass(frozen=True)
@@ -72,9 +72,14 @@ IOPS_PER_CORE = (Metric("iops_per_core_used", "IOPS per core used", True, "IOPS"
 HOST_SHARES = tuple(Metric(f"{c.key}_host_cpu_pct", f"{c.label}, % of the host's CPUs", False, "%")
                     for c in (*COMPONENTS, KERNEL, OTHER))
 IOS_PER_S = Metric("ios_per_s", "I/Os per second, every direction", True, "IOPS")
-COST_METRICS = (IOS_PER_S, *COST_PER_IO, TOTAL_COST, *COST_PER_MIB, *IOPS_PER_CORE, *HOST_SHARES)
+# CPU cycles per I/O where perf counted them (`telemetry.cycles`): each component (a process name running when the
+# repetition started) and the whole machine
+CYCLES_PER_IO = (*(Metric(f"{c.key}_cycles_per_io", f"{c.label} cycles per I/O", False, "cycles")
+                   for c in COMPONENTS),
+                 Metric(f"{HOST_KEY}_cycles_per_io", "the machine's cycles per I/O", False, "cycles"))
+COST_METRICS = (IOS_PER_S, *COST_PER_IO, TOTAL_COST, *COST_PER_MIB, *IOPS_PER_CORE, *HOST_SHARES, *CYCLES_PER_IO)
 # compared where both sides have them (descriptive, never gated): what a setting did to the cost of an I/O
-COST_COMPARED = (*COST_PER_IO, TOTAL_COST, IOPS_PER_CORE[0], IOPS_PER_CORE[1])
+COST_COMPARED = (*COST_PER_IO, TOTAL_COST, IOPS_PER_CORE[0], IOPS_PER_CORE[1], *CYCLES_PER_IO)
 
 TELEMETRY_METRICS = (HOST_CPU, HOST_IOWAIT, HOST_PRESSURE, CLIENT_CORES, DEVICE_UTIL, DEVICE_QUEUE, NET_UTIL, NET_BYTES,
                      OSD_CORES,

@@ -26,7 +26,16 @@ from storbench.model import (
     is_volume_operation,
 )
 from storbench.model.fault_record import WriteCheck
-from storbench.stats.cost import COMPONENTS, KERNEL, OSD, OTHER, TOTAL_KEY, RepetitionCost, repetition_cost
+from storbench.stats.cost import (
+    COMPONENTS,
+    HOST_KEY,
+    KERNEL,
+    OSD,
+    OTHER,
+    TOTAL_KEY,
+    RepetitionCost,
+    repetition_cost,
+)
 from storbench.stats.failover_points import RepetitionFailover, repetition_failover
 from storbench.stats.layers import StorageLatency, osd_latency_ns, storage_latency
 from storbench.stats.steady import SteadyState, SteadyStatus
@@ -349,6 +358,8 @@ def _cost_values() -> dict[str, MetricValue]:
     values["iops_per_core_allocated"] = _cost(lambda c: c.iops_per_core_allocated)
     for component in (*COMPONENTS, KERNEL, OTHER):
         values[f"{component.key}_host_cpu_pct"] = _cost(partial(RepetitionCost.host_pct, key=component.key))
+    for key in (*(c.key for c in COMPONENTS), HOST_KEY):
+        values[f"{key}_cycles_per_io"] = _cost(partial(RepetitionCost.cycles_per_io, key=key))
     return values
 
 

@@ -81,6 +81,7 @@ class TelemetryDigest:
     remote: tuple[RemoteDigest, ...]
     ceiling_iops: float | None
     ceph_counters: tuple[CounterDigest, ...] = ()
+    cycles_per_s: tuple[tuple[str, float], ...] = ()  # perf's count: process name, or "host" (the machine)
 
     def counter(self, name: str) -> CounterDigest | None:
         return next((c for c in self.ceph_counters if c.name == name), None)
@@ -228,6 +229,8 @@ def digest(telemetry: RepetitionTelemetry) -> TelemetryDigest:
             if mean is not None and peak is not None:
                 remote.append(RemoteDigest(series.entity, series.metric, mean, peak))
     ceiling = _one(telemetry, "probe", "ceiling_iops")
+    cycles = [(s.entity, value) for s in telemetry.find("perf", "cycles_per_s")
+              if (value := window_mean(s, start, end)) is not None]
     return TelemetryDigest(
         host_cpu_busy_pct=_mean(telemetry, busy),
         host_cpu_busy_max_pct=None if busy is None else window_max(busy, start, end),
@@ -246,4 +249,5 @@ def digest(telemetry: RepetitionTelemetry) -> TelemetryDigest:
         remote=tuple(remote),
         ceiling_iops=ceiling.values[-1] if ceiling is not None and ceiling.values else None,
         ceph_counters=tuple(c for name in COUNTERS if (c := _counter(telemetry, name)) is not None),
+        cycles_per_s=tuple(cycles),
     )

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from storbench.config import TelemetryConfig
 from storbench.model import Case, RepetitionOutcome
 from storbench.telemetry.collect import measured_window, repetition_telemetry
+from storbench.telemetry.cycles import CycleCounter
 from storbench.telemetry.prometheus import queries_for
 from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries, TelemetrySource
 from storbench.telemetry.sources import (
@@ -37,11 +38,14 @@ class TelemetryRecorder:
                                     config.prometheus.builtin_queries) if config.prometheus else [])
         self._sampler: Sampler | None = None
         self._beside: TelemetrySource | None = None
+        self._cycles = CycleCounter(config.processes) if config.cycles else None
 
     def start(self, beside: TelemetrySource | None = None) -> None:
         """Start this host's sampler and ``beside`` (the executor's remote machines, `Executor.telemetry`)."""
         self._sampler = Sampler(self.config.interval, self.config.processes, self.config.pids, self.ceph_sockets)
         self._sampler.start()
+        if self._cycles is not None:
+            self._cycles.start()
         self._beside = beside
         if beside is not None:
             beside.start()
@@ -51,6 +55,8 @@ class TelemetryRecorder:
         if self._sampler is not None:
             self._sampler.stop()
             self._sampler = None
+        if self._cycles is not None:
+            self._cycles.stop()
         if self._beside is not None:
             self._beside.stop()
             self._beside = None
@@ -62,6 +68,10 @@ class TelemetryRecorder:
         window = measured_window(outcome, case)
         remote: list[TelemetrySeries] = []
         problems = list(readings.problems)
+        if self._cycles is not None:
+            counted, uncounted = self._cycles.stop()
+            remote.extend(counted)
+            problems.extend(uncounted)
         if self._beside is not None:
             beside_series, beside_problems = self._beside.stop()
             self._beside = None
