@@ -354,9 +354,34 @@ def test_the_layer_check_sees_what_breaks_the_layers(tmp_path: Path) -> None:
         ("storbench.shell.render", "os.path")}
 
 
+def with_packages(graph: Graph) -> Graph:
+    """The graph with the edges Python adds itself: importing ``a.b.c`` first imports ``a`` and ``a.b``."""
+    return {name: {*targets, *(parent for i in range(1, len(name.split(".")))
+                               if (parent := ".".join(name.split(".")[:i])) in graph)}
+            for name, targets in graph.items()}
+
+
+def import_first_candidates(graph: Graph) -> list[str]:
+    """The modules whose being imported first can matter: the members of a cycle once packages' ``__init__`` edges
+    are added. A module outside every such cycle, imported first, enters any cycle below it through the member it
+    reaches first, with only finished modules outside that cycle loaded before: the same as that member imported
+    first, which is tried."""
+    return sorted(name for component in cycles(with_packages(graph)) for name in component)
+
+
+def test_the_modules_imported_first_are_the_members_of_cycles_through_packages() -> None:
+    graph = {"p": {"p.a"}, "p.a": {"q"}, "p.b": set(), "q": set(), "r": {"p.b"}}
+    assert with_packages(graph)["p.a"] == {"q", "p"}
+    assert import_first_candidates(graph) == ["p", "p.a"]  # p.a first imports p, which imports p.a: order matters
+    found = import_first_candidates(import_graph())
+    assert {"storbench.config", "storbench.config.schema", "storbench.model", "storbench.model.case"} <= set(found)
+    assert "storbench.stats.cost" not in found  # no package __init__ of its imports leads back to it
+
+
 def test_every_module_imports_on_its_own() -> None:
-    """Each module imported first, alone (storbench's modules forgotten before each): an import cycle that only
-    bites in one order (through a package's ``__init__``, which the graph above does not follow) fails here."""
+    """Each module that can matter imported first, alone (storbench's modules forgotten before each): an import
+    cycle that only bites in one order (through a package's ``__init__``, which the graph above does not follow)
+    fails here."""
     import subprocess
     import sys
 
@@ -372,7 +397,7 @@ for name in sys.argv[1:]:
         failed.append(f"{name}: {type(exc).__name__}: {exc}")
 print("\\n".join(failed))
 """
-    names = sorted(name for name in import_graph() if name != "storbench.__main__")
+    names = [name for name in import_first_candidates(import_graph()) if name != "storbench.__main__"]
     # two interpreters at once, every other module each (the machine's two cores): the same imports, half the time
     workers = [subprocess.Popen([sys.executable, "-c", script, *names[half::2]], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, cwd=PACKAGE_DIR.parent) for half in (0, 1)]
