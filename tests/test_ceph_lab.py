@@ -29,7 +29,7 @@ pytestmark = [
 PLAN = """
 name: replica
 targets:
-  rbd: {kind: rbd, pool: bench, image: img, size: 512MiB}
+  rbd: {kind: rbd, pool: bench, image: img, size: 128MiB}
 workload:
   rw: [randwrite, randread]
   bs: 4k

@@ -351,7 +351,7 @@ workload:
   bs: 4k
   iodepth: 2
   runtime: 1s
-clients: [1, 8]
+clients: 8
 repeat: 2
 lab:
   hosts: {count: 8}
