@@ -219,8 +219,8 @@ workload:
   files: 40
   numjobs: 2
   iodepth: 2
-  runtime: 2s
-clients: [1, 3]
+  runtime: 1s
+clients: 3
 repeat: 1
 timeout_grace: 20s
 lab:
@@ -253,7 +253,7 @@ def test_nfs_export_from_many_namespace_hosts(lab_dir: Path, tmp_path: Path, mon
         assert code == 0, err
         records = json.loads(exported)
         merged = [r for r in records if not r["client"]]
-        assert len(merged) == 8 and all(r["status"] == "ok" for r in merged), merged
+        assert len(merged) == 4 and all(r["status"] == "ok" for r in merged), merged
         for record in merged:
             if record["rw"] in ("create", "stat"):
                 assert record["total_ios"] == 40 * 2 * record["clients"], record
