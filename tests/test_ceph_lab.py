@@ -626,14 +626,14 @@ def test_osds_are_pinned_live_and_the_kernel_says_so(lab_dir: Path, tmp_path: Pa
 OSD_FAULT_PLAN = """
 name: osd-fault
 targets:
-  rbd: {kind: rbd, pool: bench, image: img, size: 64MiB}
+  rbd: {kind: rbd, pool: bench, image: img, size: 16MiB}
 workload:
   rw: randwrite
   bs: 4k
   iodepth: 4
-  runtime: 3s
+  runtime: 2s
 repeat: 1
-timeout_grace: 5s
+timeout_grace: 3s
 lab:
   ceph: {osds: 2, osd_size: 1GiB, objectstore: memstore, pool_size: 1}
 """
