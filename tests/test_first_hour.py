@@ -51,6 +51,21 @@ def run_two(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pyt
     return out
 
 
+@pytest.fixture(scope="module")
+def three_rw(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TWO with reads, writes and a mix, at bs 4k and 8k, twice each, run once for the tests that only read it:
+    the directory holding r.db."""
+    from storbench.cli import main
+
+    work = tmp_path_factory.mktemp("three-rw")
+    plan = write_plan(work, TWO.format(size="1MiB", bs="[4k, 8k]").replace("rw: randread",
+                                                                           "rw: [randread, randwrite, randrw]"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(work)
+        assert main(["run", str(plan), "--db", "r.db"]) == 0
+    return work
+
+
 @pytest.mark.fio
 def test_resume_refuses_a_changed_plan_and_records_added_points_as_a_new_version(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,8 +177,8 @@ def test_exports_write_numbers_people_can_read() -> None:
 
 @pytest.mark.fio
 def test_compare_and_show_say_what_they_cannot_do_and_write_tables_to_files(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    run_two(tmp_path, capsys, monkeypatch, rw="[randread, randwrite]")
+        three_rw: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(three_rw)
     code, _, err = run_cli(capsys, "compare", "--db", "r.db", "--baseline", "bs=4k", "--candidate", "bs=4096")
     assert code == 2 and "select the same results" in err, err  # not a comparison that says +0.0 %
     code, _, err = run_cli(capsys, "compare", "--db", "r.db", "--baseline", "bs=4k", "--candidate", "bs=8k",
@@ -175,10 +190,10 @@ def test_compare_and_show_say_what_they_cannot_do_and_write_tables_to_files(
     code, out, err = run_cli(capsys, "compare", "--db", "r.db", "--baseline", "bs=4k", "--candidate", "bs=8k",
                              "-o", "cmp.txt")
     assert code == 0, err
-    written = (tmp_path / "cmp.txt").read_text()
+    written = (three_rw / "cmp.txt").read_text()
     assert "bs=4k" in written and "bs=8k" in written and "IOPS" in written and "\x1b[" not in written
     code, out, err = run_cli(capsys, "show", "--db", "r.db", "-o", "show.txt")
-    assert code == 0 and "randwrite" in (tmp_path / "show.txt").read_text() and "randwrite" not in out
+    assert code == 0 and "randwrite" in (three_rw / "show.txt").read_text() and "randwrite" not in out
 
 
 def test_points_that_differ_only_in_a_field_not_shown_are_told_apart() -> None:
@@ -319,8 +334,8 @@ def test_columns_go_least_essential_first_until_the_table_fits() -> None:
 
 @pytest.mark.fio
 def test_show_fits_an_80_column_terminal_without_cutting_a_number(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    run_two(tmp_path, capsys, monkeypatch, rw="[randread, randrw]")
+        three_rw: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(three_rw)
     monkeypatch.setenv("COLUMNS", "80")
     code, shown, err = run_cli(capsys, "show", "--db", "r.db")
     assert code == 0, err
