@@ -161,7 +161,7 @@ def test_two_runs_on_one_database_at_once_both_complete_nothing_lost_or_mixed(tm
     for name in ("one", "two"):
         (tmp_path / name).mkdir()
         plans[name] = write_plan(tmp_path, KILL_PLAN.replace("name: survive", f"name: {name}")
-                                 .replace("./data", f"./{name}/data").replace("repeat: 1", "repeat: 2"), f"{name}.yaml")
+                                 .replace("./data", f"./{name}/data"), f"{name}.yaml")
     db = tmp_path / "shared.db"
     processes = [storbench_process("run", str(plans[name]), "--db", str(db), cwd=tmp_path) for name in plans]
     for process in processes:
@@ -175,7 +175,7 @@ def test_two_runs_on_one_database_at_once_both_complete_nothing_lost_or_mixed(tm
     assert sorted(runs.values()) == ["one", "two"]
     for run_id, name in runs.items():
         mine = [r for r in rows if r[0] == run_id]
-        assert len(mine) == 12 and len({(r[1], r[2]) for r in mine}) == 12  # 6 cases x 2, none twice
+        assert len(mine) == 6 and len({(r[1], r[2]) for r in mine}) == 6  # 6 cases, none twice
         assert {r[3] for r in mine} == {"ok"} and all(f"{name}/data" in r[4] for r in mine), name
 
 
@@ -190,7 +190,7 @@ def test_a_full_results_disk_stops_the_run_in_one_line_and_resume_continues(
     small.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k,mode=0700", "tmpfs", str(small)], check=True)
     try:
-        plan = write_plan(tmp_path, KILL_PLAN.replace("repeat: 1", "repeat: 2"))  # 6 cases x 2
+        plan = write_plan(tmp_path, KILL_PLAN)  # 6 cases
         db = small / "r.db"
         with inside(tmp_path):
             code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db))
@@ -198,13 +198,13 @@ def test_a_full_results_disk_stops_the_run_in_one_line_and_resume_continues(
         assert "results database" in err and "full" in err and "--resume" in err, err
         assert len(err.strip().splitlines()) == 1, err
         before = repetition_rows(db)
-        assert 0 < len(before) < 12 and {s for _, _, s in before} == {"ok"}, len(before)
+        assert 0 < len(before) < 6 and {s for _, _, s in before} == {"ok"}, len(before)
         subprocess.run(["mount", "-o", "remount,size=64m", str(small)], check=True)
         with inside(tmp_path):
             code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db), "--resume")
         assert code == 0, out + err
         after = repetition_rows(db)
-        assert after[: len(before)] == before and len(after) == 12 and len({(c, r) for c, r, _ in after}) == 12
+        assert after[: len(before)] == before and len(after) == 6 and len({(c, r) for c, r, _ in after}) == 6
     finally:
         subprocess.run(["umount", "-l", str(small)], check=False)
 
