@@ -46,7 +46,7 @@ workload:
   rw: [randwrite, randread]
   bs: [4k, 64k]
   iodepth: 4
-  runtime: 2s
+  runtime: 1s
 repeat: 2
 timeout_grace: 10s
 lab:
