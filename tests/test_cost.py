@@ -114,7 +114,7 @@ def test_show_cost_on_real_fio_runs_and_the_export_fields(tmp_path: Path, capsys
 name: cost
 targets:
   scratch: {{kind: path, path: {tmp_path / 'data'}, size: 16MiB}}
-workload: {{rw: [randread, randrw], bs: 4k, iodepth: 4, runtime: 2s, ioengine: psync, direct: false}}
+workload: {{rw: [randread, randrw], bs: 4k, iodepth: 4, runtime: 1s, ioengine: psync, direct: false}}
 repeat: 2
 telemetry: {{interval: 0.5s}}
 """)
