@@ -105,6 +105,7 @@ def run_plan(
     clock: Callable[[], float] = time.time,
     budget_s: float | None = None,
     cluster: ClusterAccess = DEFAULT_CLUSTER,
+    labels: Sequence[tuple[str, str]] = (),
 ) -> RunResult:
     config = loaded.config
     caps = checked.capabilities
@@ -133,7 +134,7 @@ def run_plan(
             source="run", storbench_version=__version__, fio_version=caps.version, host=platform.node(),
             kernel=platform.release(), run_order=run_order(config), seed=config.seed, tags=config.tags,
             started_at_s=clock(), mem_total_bytes=meminfo_bytes("MemTotal"), cpu_count=os.cpu_count(),
-            plan_path=loaded.source.path, design=design,
+            plan_path=loaded.source.path, design=design, labels=labels,
         )
         done = set()
     order = schedule(cases, repeat_bounds(config)[1], run_order(config), config.seed)

@@ -8,6 +8,7 @@ Mistakes are `UserError`s naming the flag that fixes them; nothing here prints.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -139,6 +140,28 @@ def parse_where(items: Sequence[str]) -> list[tuple[str, str]]:
                                 hint="e.g. --where rw=randread,bs=4k or --where rw=randread --where bs=4k")
             pairs.append((key.strip(), value.strip()))
     return pairs
+
+
+LABEL_KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+MAX_LABEL_CHARS = 200
+
+
+def parse_labels(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """`run --label KEY=VALUE` items (a build, a git sha, a firmware) as sorted pairs: a key of letters, digits,
+    '_', '.', '-'; a value of printable text up to MAX_LABEL_CHARS; each key once."""
+    labels: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not LABEL_KEY_RE.match(key):
+            raise UserError(f"--label {item[:80]!r} is not KEY=VALUE with a key of letters, digits, '_', '.' or '-'",
+                            hint="e.g. --label build=1234 --label sha=3f2c1e0")
+        if not value or len(value) > MAX_LABEL_CHARS or not value.isprintable():
+            raise UserError(f"--label {key}: the value must be 1 to {MAX_LABEL_CHARS} printable characters",
+                            hint="e.g. --label build=1234")
+        if key in labels:
+            raise UserError(f"--label {key} is given twice", hint="give each key once")
+        labels[key] = value
+    return tuple(sorted(labels.items()))
 
 
 def where_items(where: Sequence[str], targets: Sequence[str] = ()) -> list[str]:

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from storbench import __version__
-from storbench.cli import examples, image, imports, labs, results, run
+from storbench.cli import examples, history, image, imports, labs, results, run
 from storbench.cli.common import _console, _write_output
 from storbench.cli.run import plan_before_resume
 from storbench.errors import UserError
@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     examples.add_doctor(sub)
     examples.add_setup(sub)
     image.add_commands(sub)
+    history.add_commands(sub)
     return parser
 
 

@@ -271,14 +271,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     from storbench.execute.local import LocalExecutor
     from storbench.orchestrate import run_plan
     from storbench.plan import expand
+    from storbench.selection import parse_labels
     from storbench.store import open_store
 
+    labels = parse_labels(args.label)
     loaded = with_namespace(_read_plan(args.plan), args.namespace)
     cases = expand(loaded)
     from storbench.plan import MAX_HOURS, MAX_RUNS
 
     _check_size(loaded, cases, args.max_runs or MAX_RUNS, args.max_hours or MAX_HOURS)
     resume = args.resume is not None
+    if resume and labels:
+        raise UserError("--label is given when a run starts: a resumed run keeps the labels it started with",
+                        hint="drop --label, or run without --resume to start a new run")
     if resume and not Path(args.db).exists():  # refused before a database file is made
         raise UserError(f"nothing to resume: no results database {args.db}", hint=f"run `storbench run "
                         f"{args.plan} --db {args.db}` without --resume to start")
@@ -319,7 +324,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         result = run_plan(loaded, cases, checked, store, LocalExecutor(fio_binary), observer, resume=resume,
                           resume_run=args.resume or None, accept_changed_design=args.accept_changed_design,
-                          keep_lab=args.keep_lab, budget_s=args.budget, cluster=cluster_access(args))
+                          keep_lab=args.keep_lab, budget_s=args.budget, cluster=cluster_access(args),
+                          labels=labels)
     except KeyboardInterrupt:
         observer.close()
         which = f" {observer.run_id}" if observer.run_id is not None else ""
@@ -370,4 +376,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                    help=f"refuse a plan estimated to take longer than this (default {MAX_HOURS:g})")
     p.add_argument("--keep-lab", action="store_true",
                    help="leave the plan's last lab configuration up after the run (tear down with `storbench lab`)")
+    p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
+                   help="a label stored with the run (a build, a git sha, a firmware; repeatable): `storbench "
+                   "history` names it where a point's figures changed")
     p.set_defaults(func=cmd_run)

@@ -33,6 +33,7 @@ class RunInfo:
     cpu_count: int | None = None
     plan_path: str | None = None  # the plan file a `run` read (None: imports, and runs stored before it was kept)
     design: RunDesign = NO_DESIGN  # what its plan asked, stored when it was created (run_design.py)
+    labels: tuple[tuple[str, str], ...] = ()  # `run --label KEY=VALUE`, sorted by key
 
 
 @dataclass(frozen=True)

@@ -26,16 +26,7 @@ from storbench.model import (
     is_volume_operation,
 )
 from storbench.model.fault_record import WriteCheck
-from storbench.stats.cost import (
-    COMPONENTS,
-    HOST_KEY,
-    KERNEL,
-    OSD,
-    OTHER,
-    TOTAL_KEY,
-    RepetitionCost,
-    repetition_cost,
-)
+from storbench.stats.cost import COMPONENTS, HOST_KEY, KERNEL, OSD, OTHER, TOTAL_KEY, RepetitionCost, repetition_cost
 from storbench.stats.failover_points import RepetitionFailover, repetition_failover
 from storbench.stats.layers import StorageLatency, osd_latency_ns, storage_latency
 from storbench.stats.steady import SteadyState, SteadyStatus

@@ -301,6 +301,10 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
         error TEXT NOT NULL DEFAULT ''
     );
     """,
+    # 12: a run's labels given at run time (`run --label KEY=VALUE`: a build, a git sha), for its history (issue 36)
+    """
+    ALTER TABLE runs ADD COLUMN labels_json TEXT NOT NULL DEFAULT '{}';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

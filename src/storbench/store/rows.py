@@ -41,6 +41,7 @@ def run_info(row: sqlite3.Row) -> RunInfo:
         mem_total_bytes=row["mem_total_bytes"], cpu_count=row["cpu_count"],
         plan_path=row["plan_path"] if "plan_path" in row.keys() else None,  # noqa: SIM118 (Row's `in` is values)
         design=design_from_text(row["design_json"]),
+        labels=tuple(sorted(json.loads(row["labels_json"]).items())),
     )
 
 

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""The change-point rule of `storbench history` (`stats/history.py`) on simulated nightly series: runs of
+--reps repetitions with a run-to-run CV (--between) and a CV inside a run (--within), looked at after every run from
+the fourth. Prints the share of step-free series that ever raise an alarm over --runs looks, and for a 5 % and a 10 %
+drop half-way the share found (within a run of the step) and the runs after the step at the first look that found
+it. The figures docs/methodology.md#history-and-change-points states.
+
+    .venv/bin/python bench/history_simulation.py [--series 1000] [--runs 20] [--between 0.03] [--within 0.02]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+
+from storbench.stats.history import RunContext, RunLevel, change_points, last_run_check
+
+
+def series(runs: int, step_at: int | None, step: float, between: float, within: float, reps: int,
+           rng: random.Random) -> list[RunLevel]:
+    out = []
+    for i in range(runs):
+        mean = (1 + (step if step_at is not None and i >= step_at else 0.0)) * (1 + rng.gauss(0, between))
+        out.append(RunLevel(RunContext(i, float(i), (), ()), tuple(mean * (1 + rng.gauss(0, within))
+                                                                    for _ in range(reps))))
+    return out
+
+
+def first_alarm(levels: list[RunLevel], step_at: int | None) -> int | None:
+    for k in range(4, len(levels) + 1):
+        found = change_points(levels[:k])
+        if step_at is None and found:
+            return k
+        if step_at is not None and any(abs(c.at - step_at) <= 1 for c in found):
+            return k - step_at
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--series", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--between", type=float, default=0.03)
+    parser.add_argument("--within", type=float, default=0.02)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=36)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    alarms = sum(first_alarm(series(args.runs, None, 0.0, args.between, args.within, args.reps, rng), None)
+                 is not None for _ in range(args.series))
+    print(f"| series without a step: an alarm at some look over {args.runs} runs | "
+          f"{100 * alarms / args.series:.1f} % of {args.series} |")
+    half = args.runs // 2
+    for step in (-0.05, -0.10):
+        found = [r for _ in range(args.series)
+                 if (r := first_alarm(series(args.runs, half, step, args.between, args.within, args.reps, rng),
+                                      half)) is not None]
+        median = f"{statistics.median(found):g}" if found else "-"
+        print(f"| a {-100 * step:.0f} % drop at run {half + 1}: found by run {args.runs} | "
+              f"{100 * len(found) / args.series:.1f} %, median {median} runs after the step |")
+    for threshold in (0.0, 5.0):
+        gate_rates(args, rng, threshold)
+
+
+def gate(levels: list[RunLevel], threshold_pct: float) -> bool:
+    """`history --fail-on-regression PCT` on one point and metric (higher is better) at this look."""
+    check = last_run_check(levels, change_points(levels))
+    return check is not None and check.below(higher_is_better=True) and -check.change_pct >= threshold_pct
+
+
+def gate_rates(args: argparse.Namespace, rng: random.Random, threshold_pct: float) -> None:
+    looks = false = 0
+    for _ in range(args.series // 4):
+        levels = series(args.runs, None, 0.0, args.between, args.within, args.reps, rng)
+        for k in range(4, args.runs + 1):
+            looks += 1
+            false += gate(levels[:k], threshold_pct)
+    print(f"| --fail-on-regression {threshold_pct:g} on a series without a step: per look | "
+          f"{100 * false / looks:.1f} % of {looks} looks |")
+    for step in (-0.05, -0.10):
+        caught = sum(gate(series(11, 10, step, args.between, args.within, args.reps, rng), threshold_pct)
+                     for _ in range(args.series))
+        print(f"| --fail-on-regression {threshold_pct:g}: the first run of a {-100 * step:.0f} % drop after 10 "
+              f"runs | caught {100 * caught / args.series:.1f} % |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""`storbench history`: every point's figures run by run over all runs (or those chosen), the steps in them and
+what changed with each, and `--fail-on-regression` judged against the history."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from storbench.cli.common import _console, _write_output, db_option, filters
+from storbench.errors import UserError, did_you_mean
+from storbench.selection import select, where_items
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from storbench.report.history import METRICS, history_lines, history_records, regression_lines
+    from storbench.stats.history import RunContext, point_histories
+
+    metrics = [part for item in args.metric for part in item.split(",") if part] or ["iops"]
+    for metric in metrics:
+        if metric not in METRICS:
+            raise UserError(f"--metric {metric!r} is not a metric", hint=did_you_mean(metric, list(METRICS))
+                            or "e.g. iops, bw_bytes, lat_mean_ns, lat_p99_ns")
+    selection = select(args.db, args.run or "all", where_items(args.where, args.target), default_latest=False)
+    if not selection.observations:
+        raise UserError(selection.no_match or "no results match", hint="loosen --where/--target")
+    contexts = {run.run_id: RunContext(run.run_id, run.started_at_s, run.labels,
+                                       (("storbench", run.storbench_version), ("fio", run.fio_version),
+                                        ("kernel", run.kernel), ("host", run.host)))
+                for run in selection.runs}
+    histories = point_histories(selection.observations, contexts, metrics)
+    if args.format == "json":
+        _write_output(json.dumps(history_records(histories), indent=1) + "\n", args.output)
+    else:
+        _write_output("\n".join(history_lines(histories)) + "\n", args.output)
+    if args.fail_on_regression is not None:
+        # 5 % for every point and metric together: Bonferroni over the newest runs judged
+        judged = sum(1 for h in histories if h.last is not None)
+        if judged > 1:
+            histories = point_histories(selection.observations, contexts, metrics, last_confidence=1 - 0.05 / judged)
+        regressions = regression_lines(histories, args.fail_on_regression)
+        out = _console(stderr=True)
+        for line in regressions:
+            out.print(line, markup=False)
+        if regressions:
+            return 1
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("history", help="each point's figures run by run, the steps in them (change points) and "
+                       "what changed with each")
+    db_option(p)
+    filters(p, "run number(s) to include, e.g. 2,3 (default: all)")
+    p.add_argument("--metric", action="append", default=[], metavar="METRIC",
+                   help="a metric (repeatable or comma-separated; default iops), e.g. lat_p99_ns")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table (default), or one record per point, metric and run as json")
+    p.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
+    p.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
+                   help="exit 1 when a point's newest run is worse than the level since its last change point (out"
+                   "side one more run's 95%% interval) by at least PCT %%")
+    p.set_defaults(func=cmd_history)

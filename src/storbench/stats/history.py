@@ -1,0 +1,274 @@
+"""A point's figures run by run, the steps in them (change points), and the last run judged against its level
+(pure). docs/methodology.md#history-and-change-points says why each rule is what it is, with its simulated error
+rates.
+
+The sample unit across runs is the run: repetitions inside one run share its instance, its hour and its machine
+state, so the level's noise is the spread of the runs' means. A run's own repetitions still bound that noise from
+below (a few runs that happen to agree closely do not make a step inside one run's spread significant).
+
+A point across runs is its target, workload, clients and direction: lab settings, labels and versions are not part
+of it, they are what may have changed at a step, and each change point names them.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from storbench.model import Case
+from storbench.stats.estimate import t_quantile
+from storbench.stats.observations import Observation, metric_value
+
+ALPHA = 0.01  # a change point's p-value, Bonferroni over the splits it was chosen among
+MIN_SEGMENT_RUNS = 2  # a level is at least two runs: one run alone is not a level
+CONFIDENCE = 0.95  # the step's interval, and the last run's prediction interval
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a run says of itself besides its figures: a user's labels (`run --label`) and what storbench recorded.
+    Compared run to run, it names what else changed at a step."""
+
+    run_id: int
+    started_at_s: float
+    labels: tuple[tuple[str, str], ...]
+    recorded: tuple[tuple[str, str], ...]  # storbench, fio, kernel, host, and the case's lab settings
+
+    def items(self) -> dict[str, str]:
+        return {**{f"label {k}": v for k, v in self.labels}, **dict(self.recorded)}
+
+
+@dataclass(frozen=True)
+class RunLevel:
+    """One run's repetitions of a point and metric."""
+
+    context: RunContext
+    values: tuple[float, ...]
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.values)
+
+    @property
+    def within_variance_of_mean(self) -> float | None:
+        """The variance of this run's mean from its own repetitions (s² / n); None below two."""
+        return statistics.variance(self.values) / len(self.values) if len(self.values) >= 2 else None
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """A step: the level from ``at`` (the first run of the new level) differs from the level before it."""
+
+    at: int  # index into the series
+    run_id: int
+    before_mean: float
+    after_mean: float
+    change_pct: float
+    change_ci_pct: tuple[float, float]  # the change's 95 % interval, relative to the level before
+    p_value: float  # Bonferroni-adjusted over the splits considered
+    what_changed: tuple[str, ...]  # "label build: a1 -> b2", "lab volume iops: 2000 -> 1000", "kernel: ..."
+
+
+@dataclass(frozen=True)
+class LastRunCheck:
+    """The newest run against the level since the last change point: its mean and the prediction interval of one
+    more run at that level."""
+
+    run_id: int
+    mean: float
+    level_mean: float
+    level_runs: int
+    low: float
+    high: float
+    change_pct: float
+
+    def below(self, higher_is_better: bool) -> bool:
+        """Worse than any run at that level would be 95 % of the time."""
+        return self.mean < self.low if higher_is_better else self.mean > self.high
+
+
+@dataclass(frozen=True)
+class PointHistory:
+    case: Case  # the first run's case of the point (its lab settings are that run's)
+    direction: str
+    metric: str
+    runs: tuple[RunLevel, ...]
+    changes: tuple[ChangePoint, ...]
+    last: LastRunCheck | None
+    swept: tuple[tuple[str, str], ...] = ()  # lab settings a run swept: part of the point (`swept_lab_settings`)
+
+
+def history_key(case: Case, direction: str) -> tuple[object, ...]:
+    """A point across runs: everything of the case but its lab settings (and its id, which includes them)."""
+    return (case.target.name, case.target.kind, case.workload, case.clients, direction)
+
+
+def swept_lab_settings(observations: Sequence[Observation]) -> dict[tuple[object, ...], frozenset[str]]:
+    """For each point across runs, the lab settings some run swept (two values inside one run, as a pool_size
+    axis): those stay part of the point, each value its own history; the others may change only between runs."""
+    seen: dict[tuple[tuple[object, ...], int], dict[str, set[str]]] = {}
+    for o in observations:
+        if o.direction is not None:
+            values = seen.setdefault((history_key(o.case, o.direction.value), o.run_id), {})
+            for name, value in o.case.lab.pairs():
+                values.setdefault(name, set()).add(value)
+    swept: dict[tuple[object, ...], set[str]] = {}
+    for (key, _run), values in seen.items():
+        swept.setdefault(key, set()).update(name for name, found in values.items() if len(found) > 1)
+    return {key: frozenset(names) for key, names in swept.items()}
+
+
+def _noise_variance(levels: Sequence[RunLevel], segments: Sequence[tuple[int, int]]) -> tuple[float, int]:
+    """The variance of one run's mean: the runs' means around their segments' means (pooled, df = runs -
+    segments), never below the mean of the runs' own s² / n. (variance, df)."""
+    residual = 0.0
+    for start, end in segments:
+        means = [levels[i].mean for i in range(start, end)]
+        centre = statistics.fmean(means)
+        residual += sum((m - centre) ** 2 for m in means)
+    df = sum(end - start for start, end in segments) - len(segments)
+    between = residual / df if df > 0 else 0.0
+    within = [w for level in levels if (w := level.within_variance_of_mean) is not None]
+    return max(between, statistics.fmean(within) if within else 0.0), df
+
+
+def _t_sf(t: float, df: int) -> float:
+    from scipy.special import stdtr
+
+    return float(stdtr(df, -abs(t)))
+
+
+def _best_split(levels: Sequence[RunLevel], start: int, end: int) -> tuple[int, float] | None:
+    """The split of runs [start, end) into two levels of at least MIN_SEGMENT_RUNS with the largest pooled t, and
+    its two-sided p-value times the number of splits considered; None when no split is possible. Running sums make
+    each split O(1)."""
+    candidates = range(start + MIN_SEGMENT_RUNS, end - MIN_SEGMENT_RUNS + 1)
+    if not candidates:
+        return None
+    means = [level.mean for level in levels[start:end]]
+    within = [w for level in levels[start:end] if (w := level.within_variance_of_mean) is not None]
+    floor = statistics.fmean(within) if within else 0.0
+    total, total_sq = sum(means), sum(m * m for m in means)
+    count = len(means)
+    left_sum = left_sq = 0.0
+    best: tuple[int, float] | None = None
+    for i, mean in enumerate(means[:-MIN_SEGMENT_RUNS], start=1):
+        left_sum += mean
+        left_sq += mean * mean
+        if i < MIN_SEGMENT_RUNS:
+            continue
+        right_n = count - i
+        right_sum, right_sq = total - left_sum, total_sq - left_sq
+        residual = (left_sq - left_sum ** 2 / i) + (right_sq - right_sum ** 2 / right_n)
+        df = count - 2
+        variance = max(residual / df, floor)
+        if variance <= 0:
+            continue
+        t = (right_sum / right_n - left_sum / i) / math.sqrt(variance * (1 / i + 1 / right_n))
+        p = min(1.0, 2 * _t_sf(t, df) * len(candidates))
+        if best is None or p < best[1]:
+            best = (start + i, p)
+    return best
+
+
+def _segments(levels: Sequence[RunLevel], alpha: float) -> list[tuple[int, float]]:
+    """Binary segmentation: split where the step is most significant, then each side again. (split, p) sorted."""
+    found: list[tuple[int, float]] = []
+    pending = [(0, len(levels))]
+    while pending:
+        start, end = pending.pop()
+        best = _best_split(levels, start, end)
+        if best is not None and best[1] <= alpha:
+            found.append(best)
+            pending.extend([(start, best[0]), (best[0], end)])
+    return sorted(found)
+
+
+def _what_changed(before: RunContext, after: RunContext) -> tuple[str, ...]:
+    old, new = before.items(), after.items()
+    return tuple(f"{name}: {old.get(name, '-')} -> {new.get(name, '-')}" for name in sorted({*old, *new})
+                 if old.get(name) != new.get(name))
+
+
+def change_points(levels: Sequence[RunLevel], alpha: float = ALPHA) -> tuple[ChangePoint, ...]:
+    """The steps in a point's series of runs, each with its size, interval and what else changed at that run.
+    Deterministic: the same runs give the same answer, and a run added is judged with all before it."""
+    p_values = dict(_segments(levels, alpha))
+    splits = sorted(p_values)
+    bounds = [0, *splits, len(levels)]
+    changes = []
+    for i, split in enumerate(splits):
+        before, after = levels[bounds[i]:split], levels[split:bounds[i + 2]]
+        variance, df = _noise_variance([*before, *after], [(0, len(before)), (len(before), len(before) + len(after))])
+        before_mean = statistics.fmean(level.mean for level in before)
+        after_mean = statistics.fmean(level.mean for level in after)
+        half = t_quantile(CONFIDENCE, df) * math.sqrt(variance * (1 / len(before) + 1 / len(after)))
+        scale = 100.0 / before_mean if before_mean else 0.0
+        changes.append(ChangePoint(
+            at=split, run_id=levels[split].context.run_id, before_mean=before_mean, after_mean=after_mean,
+            change_pct=(after_mean - before_mean) * scale,
+            change_ci_pct=((after_mean - before_mean - half) * scale, (after_mean - before_mean + half) * scale),
+            p_value=p_values[split], what_changed=_what_changed(levels[split - 1].context, levels[split].context)))
+    return tuple(changes)
+
+
+def last_run_check(levels: Sequence[RunLevel], changes: Sequence[ChangePoint],
+                   confidence: float = CONFIDENCE) -> LastRunCheck | None:
+    """The newest run against the runs since the last change point before it (at least MIN_SEGMENT_RUNS of them):
+    the prediction interval (at ``confidence``) of one more run's mean at that level. None with too few runs."""
+    if len(levels) < MIN_SEGMENT_RUNS + 1:
+        return None
+    start = max((c.at for c in changes if c.at < len(levels) - 1), default=0)
+    level = levels[start:-1]
+    if len(level) < MIN_SEGMENT_RUNS:
+        return None
+    variance, df = _noise_variance(level, [(0, len(level))])
+    if df < 1:
+        return None
+    level_mean = statistics.fmean(run.mean for run in level)
+    last = levels[-1]
+    # one more run's mean: the level's noise of a run (its own repetitions' share included) plus the level's error
+    half = t_quantile(confidence, df) * math.sqrt(variance * (1 + 1 / len(level)))
+    return LastRunCheck(run_id=last.context.run_id, mean=last.mean, level_mean=level_mean, level_runs=len(level),
+                        low=level_mean - half, high=level_mean + half,
+                        change_pct=100.0 * (last.mean - level_mean) / level_mean if level_mean else 0.0)
+
+
+def point_histories(observations: Sequence[Observation], contexts: Mapping[int, RunContext],
+                    metrics: Sequence[str], alpha: float = ALPHA,
+                    last_confidence: float = CONFIDENCE) -> list[PointHistory]:
+    """Every point's history for each metric, over the runs that measured it (in run order), with its change
+    points and its last run judged. A run's value is its successful repetitions' (all clients merged)."""
+    by_point: dict[tuple[object, ...], dict[int, list[Observation]]] = {}
+    cases: dict[tuple[object, ...], tuple[Case, str]] = {}
+    measured = [o for o in observations if not o.client and o.direction is not None and o.measurement is not None]
+    swept = swept_lab_settings(measured)
+    for o in measured:
+        assert o.direction is not None
+        point = history_key(o.case, o.direction.value)
+        key = (*point, tuple(pair for pair in o.case.lab.pairs() if pair[0] in swept[point]))
+        by_point.setdefault(key, {}).setdefault(o.run_id, []).append(o)
+        cases.setdefault(key, (o.case, o.direction.value))
+    histories = []
+    for key, runs in by_point.items():
+        case, direction = cases[key]
+        for metric in metrics:
+            levels = []
+            for run_id in sorted(runs, key=lambda r: (contexts[r].started_at_s, r)):
+                values = tuple(float(v) for o in runs[run_id] if (v := metric_value(o, metric)) is not None)
+                if values:
+                    lab = tuple((f"lab {name}", value) for name, value in runs[run_id][0].case.lab.pairs()
+                                if name != "lab")
+                    base = contexts[run_id]
+                    levels.append(RunLevel(RunContext(base.run_id, base.started_at_s, base.labels,
+                                                      (*base.recorded, *lab)), values))
+            if not levels:
+                continue
+            changes = change_points(levels, alpha)
+            swept_pairs = key[-1]
+            assert isinstance(swept_pairs, tuple)
+            histories.append(PointHistory(case, direction, metric, tuple(levels), changes,
+                                          last_run_check(levels, changes, last_confidence), swept_pairs))
+    return histories
