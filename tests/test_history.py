@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import statistics
 from pathlib import Path
 
@@ -191,5 +192,10 @@ def _nightly_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert [r["run"] for r in iops] == [1, 2, 3, 4, 5] and [r["labels"]["build"] for r in iops][-1] == "b5"
     assert iops[3]["change_pct"] < -40 and iops[3]["change_ci_high_pct"] < 0
     assert len([r for r in records if r["metric"] == "lat_p99_ns"]) == 5
+    report = tmp_path / "r.html"
+    code, _, err = run_cli(capsys, "report", "--db", db, "--run", "all", "-o", str(report))
+    html = report.read_text()
+    assert code == 0 and "<h2>History</h2>" in html and "history-1-iops" in html and "history-1-lat_p99_ns" in html
+    assert re.search(r"-[45]\d\.\d% \[-\d+\.\d, -\d+\.\d\]", html), err  # the step's mark: about -50 % [..]
     code, _, err = run_cli(capsys, "run", str(plan), "--db", db, "--label", "build=b6", "--resume")
     assert code == 2 and "a resumed run keeps the labels it started with" in err, err

@@ -13,7 +13,7 @@ from storbench.selection import select, where_items
 
 def cmd_history(args: argparse.Namespace) -> int:
     from storbench.report.history import METRICS, history_lines, history_records, regression_lines
-    from storbench.stats.history import RunContext, point_histories
+    from storbench.stats.history import point_histories, run_context
 
     metrics = [part for item in args.metric for part in item.split(",") if part] or ["iops"]
     for metric in metrics:
@@ -23,10 +23,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     selection = select(args.db, args.run or "all", where_items(args.where, args.target), default_latest=False)
     if not selection.observations:
         raise UserError(selection.no_match or "no results match", hint="loosen --where/--target")
-    contexts = {run.run_id: RunContext(run.run_id, run.started_at_s, run.labels,
-                                       (("storbench", run.storbench_version), ("fio", run.fio_version),
-                                        ("kernel", run.kernel), ("host", run.host)))
-                for run in selection.runs}
+    contexts = {run.run_id: run_context(run) for run in selection.runs}
     histories = point_histories(selection.observations, contexts, metrics)
     if args.format == "json":
         _write_output(json.dumps(history_records(histories), indent=1) + "\n", args.output)

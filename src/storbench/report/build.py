@@ -10,6 +10,7 @@ from storbench.report.convergence import convergence_figures
 from storbench.report.cost import cost_figures
 from storbench.report.drift_figures import drift_figures
 from storbench.report.failover import failover_verdict, scorecard_rows, timeline_figures
+from storbench.report.history import HISTORY_METRICS, MIN_RUNS_DRAWN, history_figures
 from storbench.report.html import ReportDocument
 from storbench.report.labels import point_label, varying_lab_keys
 from storbench.report.point_figures import (
@@ -29,6 +30,7 @@ from storbench.stats.compare_cells import PointComparison
 from storbench.stats.curve import LOAD_AXES
 from storbench.stats.drift import run_drifts
 from storbench.stats.failover_points import point_failovers
+from storbench.stats.history import point_histories, run_context
 from storbench.stats.knee import curves
 from storbench.stats.observations import Observation
 from storbench.stats.run_questions import adaptive_questions, expectations, interval_levels
@@ -71,6 +73,8 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         *cdf_figures(points, merged_latency_histograms(repetitions)),
         *drift_figures([d for d in drifts if d.samples]),
         *timeline_figures(repetitions, labels, failovers),
+        *(history_figures(point_histories(observations, {r.run_id: run_context(r) for r in runs}, HISTORY_METRICS))
+          if len(runs) >= MIN_RUNS_DRAWN else ()),
     ]
     point_of_case = {p.case_id: p for p in reversed(points)}  # the first point of each case
     job_texts: dict[str, tuple[str, str]] = {}

@@ -3,6 +3,7 @@ labels, the change points with what else changed at them, and the newest run aga
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -11,6 +12,7 @@ from typing import Any
 
 from storbench.model import LabPoint
 from storbench.report.events import case_text
+from storbench.report.figures import FigureSpec, Mark, Series
 from storbench.stats.estimate import t_quantile
 from storbench.stats.history import PointHistory, RunLevel
 from storbench.stats.metrics import SUMMARY_METRICS, Metric
@@ -111,3 +113,42 @@ def regression_lines(histories: Sequence[PointHistory], threshold_pct: float) ->
                          f"the level of its {last.level_runs} runs before, outside the interval one more run there "
                          "falls in (5 % shared over every point and metric judged)")
     return lines
+
+
+HISTORY_SECTION = "History"
+HISTORY_METRICS = ("iops", "lat_p99_ns")  # the report's history figures; `storbench history --metric` for others
+MIN_RUNS_DRAWN = 3
+
+
+def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
+    """A figure per point and metric measured by at least MIN_RUNS_DRAWN runs: each run's mean with its own
+    repetitions' interval, each level between change points as a dashed line, each change point marked with its
+    size and interval."""
+    figures = []
+    for number, history in enumerate(h for h in histories if len(h.runs) >= MIN_RUNS_DRAWN):
+        metric = METRICS.get(history.metric, Metric(history.metric, history.metric, True, ""))
+        scale = 1e-6 if metric.unit == "ns" else 1.0  # latencies in ms
+        unit = "ms" if metric.unit == "ns" else metric.unit
+        x = tuple(float(level.context.run_id) for level in history.runs)
+        halves = [_half_width(level) for level in history.runs]
+        series = [Series("run mean (± its repetitions' 95 % CI)", x,
+                         tuple(level.mean * scale for level in history.runs),
+                         error_y=tuple((h or 0.0) * scale for h in halves), mode="markers",
+                         text=tuple(" ".join(f"{k}={v}" for k, v in level.context.labels) or f"run {int(v)}"
+                                    for level, v in zip(history.runs, x, strict=True)))]
+        bounds = [0, *(c.at for c in history.changes), len(history.runs)]
+        for start, end in itertools.pairwise(bounds):
+            level_mean = statistics.fmean(level.mean for level in history.runs[start:end]) * scale
+            series.append(Series("level", x[start:end], (level_mean,) * (end - start),
+                                 mode="lines", dash=True, color="#7f7f7f"))
+        marks = tuple(Mark((x[c.at - 1] + x[c.at]) / 2,
+                           f"{c.change_pct:+.1f}% [{c.change_ci_pct[0]:+.1f}, {c.change_ci_pct[1]:+.1f}]")
+                      for c in history.changes)
+        figures.append(FigureSpec(
+            figure_id=f"history-{number + 1}-{history.metric}", title=point_title(history),
+            x_label="run", y_label=f"{metric.label} ({unit})" if unit else metric.label, series=tuple(series),
+            x_tickvals=x, x_ticktext=tuple(f"run {int(v)}" for v in x), x_marks=marks, section=HISTORY_SECTION,
+            caption="each run's mean with its repetitions' interval; dashed: the level between change points; a "
+                    "vertical line: a change point with the step and its 95 % interval "
+                    "(docs/methodology.md#history-and-change-points)"))
+    return figures

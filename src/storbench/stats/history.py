@@ -17,7 +17,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from storbench.model import Case
+from storbench.model import Case, RunInfo
 from storbench.stats.estimate import t_quantile
 from storbench.stats.observations import Observation, metric_value
 
@@ -38,6 +38,13 @@ class RunContext:
 
     def items(self) -> dict[str, str]:
         return {**{f"label {k}": v for k, v in self.labels}, **dict(self.recorded)}
+
+
+def run_context(run: RunInfo) -> RunContext:
+    """What a stored run recorded of itself: its labels, storbench's and fio's versions, the kernel and the host."""
+    return RunContext(run.run_id, run.started_at_s, run.labels,
+                      (("storbench", run.storbench_version), ("fio", run.fio_version), ("kernel", run.kernel),
+                       ("host", run.host)))
 
 
 @dataclass(frozen=True)
