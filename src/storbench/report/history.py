@@ -125,7 +125,10 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
     repetitions' interval, each level between change points as a dashed line, each change point marked with its
     size and interval."""
     figures = []
-    for number, history in enumerate(h for h in histories if len(h.runs) >= MIN_RUNS_DRAWN):
+    numbers: dict[tuple[object, ...], int] = {}  # a number per point: its metrics' figures share it
+    for history in (h for h in histories if len(h.runs) >= MIN_RUNS_DRAWN):
+        number = numbers.setdefault((history.case.target.name, history.case.workload, history.case.clients,
+                                     history.direction, history.swept), len(numbers))
         metric = METRICS.get(history.metric, Metric(history.metric, history.metric, True, ""))
         scale = 1e-6 if metric.unit == "ns" else 1.0  # latencies in ms
         unit = "ms" if metric.unit == "ns" else metric.unit
