@@ -54,6 +54,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                    help="table (default), or one record per point, metric and run as json")
     p.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
     p.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
-                   help="exit 1 when a point's newest run is worse than the level since its last change point (out"
-                   "side one more run's 95%% interval) by at least PCT %%")
+                   help="exit 1 when a point's newest run is worse than the level before it (outside one more "
+                   "run's 95%% interval, Bonferroni over the points) or completes a change point worse by at least "
+                   "PCT %%")
     p.set_defaults(func=cmd_history)

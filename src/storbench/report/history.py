@@ -14,7 +14,7 @@ from storbench.model import LabPoint
 from storbench.report.events import case_text
 from storbench.report.figures import FigureSpec, Mark, Series
 from storbench.stats.estimate import t_quantile
-from storbench.stats.history import PointHistory, RunLevel
+from storbench.stats.history import PointHistory, RunLevel, new_step
 from storbench.stats.metrics import SUMMARY_METRICS, Metric
 from storbench.units import format_latency_ns
 
@@ -100,18 +100,26 @@ def history_records(histories: Sequence[PointHistory]) -> list[dict[str, Any]]:
 
 
 def regression_lines(histories: Sequence[PointHistory], threshold_pct: float) -> list[str]:
-    """The points whose newest run is worse than its level's prediction interval by at least ``threshold_pct``."""
+    """The points whose newest run is worse than its level's prediction interval by at least ``threshold_pct``, and
+    those whose newest run completes a change point that is worse by at least that much (the step's interval on the
+    worse side of zero)."""
     lines = []
     for history in histories:
-        last = history.last
         metric = METRICS.get(history.metric)
-        if last is None or metric is None or not last.below(metric.higher_is_better):
+        if metric is None:
             continue
-        worse_pct = -last.change_pct if metric.higher_is_better else last.change_pct
-        if worse_pct >= threshold_pct:
+        sign = -1.0 if metric.higher_is_better else 1.0
+        last = history.last
+        if last is not None and last.below(metric.higher_is_better) and sign * last.change_pct >= threshold_pct:
             lines.append(f"regression: {point_title(history)}: run {last.run_id} {last.change_pct:+.1f}% against "
                          f"the level of its {last.level_runs} runs before, outside the interval one more run there "
-                         "falls in (5 % shared over every point and metric judged)")
+                         "falls in 95 % of the time")
+        step = new_step(history)
+        if step is not None and sign * step.change_pct >= threshold_pct and min(
+                sign * step.change_ci_pct[0], sign * step.change_ci_pct[1]) > 0:
+            lines.append(f"regression: {point_title(history)}: a step at run {step.run_id}, {step.change_pct:+.1f}% "
+                         f"[{step.change_ci_pct[0]:+.1f}, {step.change_ci_pct[1]:+.1f}], its new level the last "
+                         f"{len(history.runs) - step.at} runs")
     return lines
 
 

@@ -171,10 +171,14 @@ def _best_split(levels: Sequence[RunLevel], start: int, end: int) -> tuple[int, 
         residual = (left_sq - left_sum ** 2 / i) + (right_sq - right_sum ** 2 / right_n)
         df = count - 2
         variance = max(residual / df, floor)
-        if variance <= 0:
-            continue
-        t = (right_sum / right_n - left_sum / i) / math.sqrt(variance * (1 / i + 1 / right_n))
-        p = min(1.0, 2 * _t_sf(t, df) * len(candidates))
+        step = right_sum / right_n - left_sum / i
+        if variance <= 0:  # runs that repeat exactly (a cap held to the I/O): any step is beyond their noise
+            if step == 0:
+                continue
+            p = 0.0
+        else:
+            t = step / math.sqrt(variance * (1 / i + 1 / right_n))
+            p = min(1.0, 2 * _t_sf(t, df) * len(candidates))
         if best is None or p < best[1]:
             best = (start + i, p)
     return best
@@ -221,13 +225,14 @@ def change_points(levels: Sequence[RunLevel], alpha: float = ALPHA) -> tuple[Cha
     return tuple(changes)
 
 
-def last_run_check(levels: Sequence[RunLevel], changes: Sequence[ChangePoint],
-                   confidence: float = CONFIDENCE) -> LastRunCheck | None:
-    """The newest run against the runs since the last change point before it (at least MIN_SEGMENT_RUNS of them):
-    the prediction interval (at ``confidence``) of one more run's mean at that level. None with too few runs."""
+def last_run_check(levels: Sequence[RunLevel], confidence: float = CONFIDENCE,
+                   alpha: float = ALPHA) -> LastRunCheck | None:
+    """The newest run against the level before it: the runs since the last change point found among the runs
+    before it (the newest run left out, so it cannot make its own level), at least MIN_SEGMENT_RUNS of them; the
+    prediction interval (at ``confidence``, two-sided) of one more run's mean at that level. None with too few."""
     if len(levels) < MIN_SEGMENT_RUNS + 1:
         return None
-    start = max((c.at for c in changes if c.at < len(levels) - 1), default=0)
+    start = max((c.at for c in change_points(levels[:-1], alpha)), default=0)
     level = levels[start:-1]
     if len(level) < MIN_SEGMENT_RUNS:
         return None
@@ -241,6 +246,12 @@ def last_run_check(levels: Sequence[RunLevel], changes: Sequence[ChangePoint],
     return LastRunCheck(run_id=last.context.run_id, mean=last.mean, level_mean=level_mean, level_runs=len(level),
                         low=level_mean - half, high=level_mean + half,
                         change_pct=100.0 * (last.mean - level_mean) / level_mean if level_mean else 0.0)
+
+
+def new_step(history: PointHistory) -> ChangePoint | None:
+    """The change point whose level the newest run completes (the level is MIN_SEGMENT_RUNS runs: found tonight
+    for the first time), if any: a regression the newest-run check no longer sees once the level is two runs."""
+    return next((c for c in history.changes if c.at == len(history.runs) - MIN_SEGMENT_RUNS), None)
 
 
 def point_histories(observations: Sequence[Observation], contexts: Mapping[int, RunContext],
@@ -277,5 +288,5 @@ def point_histories(observations: Sequence[Observation], contexts: Mapping[int, 
             swept_pairs = key[-1]
             assert isinstance(swept_pairs, tuple)
             histories.append(PointHistory(case, direction, metric, tuple(levels), changes,
-                                          last_run_check(levels, changes, last_confidence), swept_pairs))
+                                          last_run_check(levels, last_confidence, alpha), swept_pairs))
     return histories
