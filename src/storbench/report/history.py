@@ -4,7 +4,6 @@ labels, the change points with what else changed at them, and the newest run aga
 from __future__ import annotations
 
 import itertools
-import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import replace
@@ -13,7 +12,7 @@ from typing import Any
 from storbench.model import LabPoint
 from storbench.report.events import case_text
 from storbench.report.figures import FigureSpec, Mark, Series
-from storbench.stats.estimate import t_quantile
+from storbench.stats.estimate import estimate
 from storbench.stats.history import PointHistory, RunLevel, new_step
 from storbench.stats.metrics import SUMMARY_METRICS, Metric
 from storbench.units import format_latency_ns
@@ -30,8 +29,9 @@ def value_text(metric: Metric, value: float) -> str:
 
 
 def _half_width(level: RunLevel) -> float | None:
-    n = len(level.values)
-    return None if n < 2 else t_quantile(0.95, n - 1) * statistics.stdev(level.values) / math.sqrt(n)
+    """The t interval of the run's own repetitions (`stats.estimate`); None below two."""
+    found = estimate(level.values)
+    return None if found is None else found.half_width
 
 
 def point_title(history: PointHistory) -> str:

@@ -23,6 +23,7 @@ from storbench.telemetry.perf import (
     perf_stat_arguments,
 )
 from storbench.telemetry.series import TelemetrySeries
+from storbench.telemetry.sources import read_processes
 
 STOP_TIMEOUT_S = 5.0
 
@@ -37,15 +38,11 @@ def machine_cycles_unavailable() -> str | None:
 
 
 def pids_named(names: Sequence[str]) -> dict[str, list[int]]:
-    """The running processes of each name (as in /proc/PID/comm), names without one left out."""
+    """The running processes of each name (as in /proc/PID/comm; the sampler's own scan), names without one left
+    out."""
     found: dict[str, list[int]] = {}
-    wanted = set(names)
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError):
-                name = Path(f"/proc/{entry}/comm").read_text().strip()
-                if name in wanted:
-                    found.setdefault(name, []).append(int(entry))
+    for process in read_processes(frozenset(names), frozenset()):
+        found.setdefault(process.name, []).append(process.pid)
     return found
 
 
