@@ -267,7 +267,7 @@ def test_plotly_draws_a_link_in_a_label_as_text(db: Path, tmp_path: Path, capsys
 
 def test_run_progress_lines_show_a_failed_repetition_as_written(tmp_path: Path) -> None:
     from storbench.cli.common import SafeConsole
-    from storbench.cli.run import ConsoleObserver
+    from storbench.cli.progress import ConsoleObserver
     from storbench.model import RepetitionOutcome, ScheduledRepetition, Status
     from storbench.plan import expand
 

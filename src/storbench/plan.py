@@ -196,10 +196,8 @@ def _exclude_rules(loaded: LoadedPlan, axes: Sequence[Axis]) -> list[dict[str, s
 
 
 # The most points a plan's sweep may multiply to (before excludes): beyond it storbench refuses to expand it at
-# all. `run` has its own, lower limits that the user can raise (--max-runs, --max-hours).
+# all. `run` has its own, lower limits that the user can raise (cli.run's MAX_RUNS, MAX_HOURS).
 MAX_SWEEP_POINTS = 100_000
-MAX_RUNS = 10_000
-MAX_HOURS = 24.0
 
 
 def sweep_points(axes: Sequence[Axis]) -> int:

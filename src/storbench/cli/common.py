@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.text import Text
 
-from storbench.config import LoadedPlan, load_plan_text
 from storbench.errors import UserError
 from storbench.private_files import write_private
 from storbench.safe_text import safe_text
 
 if TYPE_CHECKING:
+    from storbench.config import LoadedPlan
     from storbench.execute.kubernetes import ClusterAccess
     from storbench.targets.s3 import S3Access
 
@@ -48,6 +48,8 @@ def _console(stderr: bool = False) -> Console:
 
 
 def _read_plan(path: str) -> LoadedPlan:
+    from storbench.config import load_plan_text  # pydantic's models: only for the commands that read a plan
+
     try:
         text = Path(path).read_text()
     except FileNotFoundError:

@@ -8,11 +8,11 @@ import json
 
 from storbench.cli.common import _console, _write_output, db_option, filters
 from storbench.errors import UserError, did_you_mean
-from storbench.selection import select, where_items
 
 
 def cmd_history(args: argparse.Namespace) -> int:
     from storbench.report.history import METRICS, history_lines, history_records, regression_lines
+    from storbench.selection import select, where_items
     from storbench.stats.history import point_histories, run_context
 
     metrics = [part for item in args.metric for part in item.split(",") if part] or ["iops"]

@@ -1,4 +1,5 @@
-"""`storbench import`: read fio json/json+ files and store them as one run (the logic is `storbench.importer`)."""
+"""`storbench import`: read fio json/json+ files and store them as one run (the logic is `storbench.importer`), or merge
+other storbench databases' runs (`storbench.store.merge`)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     from storbench.fio.parse import load_fio_json_lenient
     from storbench.importer import FioFile, file_sha256, prepare_import
     from storbench.store import open_store
+    from storbench.store.merge import is_sqlite_file
 
+    databases = [name for name in args.files if is_sqlite_file(name)]
+    if databases:
+        if len(databases) < len(args.files):
+            raise UserError("give storbench databases or fio output files to one import, not both",
+                            hint="import the databases, then the fio files, with two commands")
+        return _merge_databases(args, databases)
     files = []
     failed: list[str] = []
     err = _console(stderr=True)
@@ -72,9 +80,35 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 2 if failed else 0
 
 
+def _merge_databases(args: argparse.Namespace, databases: list[str]) -> int:
+    """`storbench import OTHER.db ...`: every run of each database not in --db yet, copied whole."""
+    from storbench.store import open_store
+    from storbench.store.merge import merge_database
+
+    out = _console()
+    store = open_store(args.db)
+    try:
+        for name in databases:
+            merged = merge_database(store, name, time.time)
+            new = [m for m in merged if not m.already_here]
+            here = [m for m in merged if m.already_here]
+            moved = ", ".join(f"{m.source_run_id} as {m.run_id}" for m in new)
+            out.print(f"{name}: {len(new)} runs merged into {args.db}"
+                      + (f" (run {moved}; {sum(m.repetitions for m in new)} repetitions)" if new else "")
+                      + (f"; {len(here)} already there (run " + ", ".join(f"{m.source_run_id} is {m.run_id}"
+                                                                          for m in here) + "), skipped"
+                         if here else ""), markup=False, soft_wrap=True)
+    finally:
+        store.close()
+    return 0
+
+
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("import", help="ingest existing fio json/json+ output files")
-    p.add_argument("files", nargs="+", metavar="FIO_JSON")
+    p = sub.add_parser("import", help="ingest existing fio json/json+ output files, or merge other storbench "
+                       "databases' runs")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="fio json/json+ output files (stored as one run), or storbench databases (each of their "
+                   "runs not in --db yet is copied whole, with the database it came from)")
     db_option(p)
     p.add_argument("--target", default="imported", help="target name to file the results under")
     p.add_argument("--name", default="import", help="plan name for the imported run")

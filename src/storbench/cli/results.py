@@ -16,14 +16,6 @@ from storbench.cli.common import SafeConsole, _console, _write_output, db_option
 from storbench.errors import UserError
 from storbench.private_files import write_private
 from storbench.safe_text import file_stems
-from storbench.selection import (
-    check_selector_keys,
-    design_changed_line,
-    parse_objective,
-    parse_selector_flag,
-    select,
-    where_items,
-)
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
     from rich.console import Console
@@ -35,6 +27,8 @@ if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands th
 
 def _print_results(db: str, run_ids: list[int], title: str) -> None:
     """A run's closing table: what `show` prints for that run, from one place."""
+    from storbench.selection import select
+
     selection = select(db, ",".join(str(r) for r in run_ids), [], default_latest=True)
     if selection.observations:
         _show_table(selection, title, db)
@@ -69,6 +63,7 @@ def _print_points(points: Sequence[PointSummary], title: str, out: Console | Non
 
 def cmd_show(args: argparse.Namespace) -> int:
     from storbench.report.show_export import drift_lines, show_text
+    from storbench.selection import select, where_items
     from storbench.stats.summary import summarize_points
 
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
@@ -114,7 +109,7 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
     from storbench.report.labels import point_label, varying_lab_keys
     from storbench.report.show_export import drift_lines, precondition_lines, steady_lines
     from storbench.report.tables import pooled_runs_line
-    from storbench.selection import incomplete_line
+    from storbench.selection import design_changed_line, incomplete_line
     from storbench.stats.failover_points import point_failovers
     from storbench.stats.run_questions import planned_repetitions
     from storbench.stats.summary import summarize_points
@@ -160,6 +155,7 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
 def cmd_export(args: argparse.Namespace) -> int:
     from storbench.records import export_records
     from storbench.report.export import export
+    from storbench.selection import select, where_items
 
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=False,
                        per_client=args.per_client)
@@ -177,6 +173,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     )
     from storbench.report.cost import cost_lines
     from storbench.report.labels import comparison_label
+    from storbench.selection import check_selector_keys, design_changed_line, parse_selector_flag, select
     from storbench.stats.compare import compare_observations
     from storbench.stats.compare_cells import regressions, stopping_rule_lines, tested_cells, ungated_cells
     from storbench.stats.compare_design import design_note
@@ -271,6 +268,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_saturation(args: argparse.Namespace) -> int:
     from storbench.report.saturation_tables import saturation_table
+    from storbench.selection import parse_objective, select, where_items
     from storbench.stats.curve import LOAD_AXES
     from storbench.stats.knee import curves
     from storbench.stats.summary import summarize_points
@@ -294,6 +292,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from storbench.report.build import build_report
     from storbench.report.html import render_html
     from storbench.report.images import render_image
+    from storbench.selection import (
+        check_selector_keys,
+        design_changed_line,
+        parse_objective,
+        parse_selector_flag,
+        select,
+        where_items,
+    )
     from storbench.stats.compare import compare_observations
 
     objective = parse_objective(args.slo)

@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from rich.console import Console, Group
-from rich.live import Live
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.text import Text
 
 from storbench.cli.common import (
     _console,
@@ -22,18 +17,18 @@ from storbench.cli.common import (
     s3_access,
     s3_options,
 )
-from storbench.cli.results import _print_results
-from storbench.config import with_namespace
 from storbench.errors import UserError
-from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status
-from storbench.safe_text import safe_text
-from storbench.units import format_block_size, format_duration, format_latency_ns
+from storbench.units import format_block_size, format_duration
 
 if TYPE_CHECKING:
     from storbench.checks import Checked
     from storbench.config import LoadedPlan
-    from storbench.events import RunEvent
+    from storbench.model import Case
 
+
+# `run`'s own limits on a plan's size, which --max-runs and --max-hours raise (plan.MAX_SWEEP_POINTS is the hard one)
+MAX_RUNS = 10_000
+MAX_HOURS = 24.0
 
 
 def _duration(text: str) -> float:
@@ -43,6 +38,7 @@ def _duration(text: str) -> float:
         return parse_duration_s(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{exc} (e.g. 20m, 90s)") from None
+
 
 def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> list[str]:
     """The plan's size, ETA and designs; for repetitions that stop when decided, the ETA of their most."""
@@ -112,6 +108,7 @@ def _check_size(loaded: LoadedPlan, cases: Sequence[Case], max_runs: int, max_ho
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from storbench.checks import check_everything
+    from storbench.config import with_namespace
     from storbench.execute.fio_binary import find_fio
     from storbench.lab.registry import check_faults
     from storbench.plan import expand
@@ -160,92 +157,6 @@ def _fault_lines(loaded: LoadedPlan, cases: Sequence[Case]) -> list[str]:
     return lines
 
 
-def _outcome_line(item: ScheduledRepetition, outcome: RepetitionOutcome, distinct: str = "") -> str:
-    from storbench.model import is_metadata, is_object, is_volume_operation
-    from storbench.report.labels import direction_label
-
-    w = item.case.workload
-    operations = is_metadata(w.rw) or is_object(w.rw)
-    shape = (f"files={w.files}" if is_metadata(w.rw) else f"bs={format_block_size(w.bs_bytes)} objects={w.files}"
-             if is_object(w.rw) else f"bs={format_block_size(w.bs_bytes)} qd={w.iodepth}")
-    jobs = f" jobs={w.numjobs}"
-    if is_volume_operation(w.rw):
-        shape, jobs = f"clients={item.case.clients}", ""
-    label = f"{item.case.target.name} {w.rw} {shape}{jobs}{' ' + distinct if distinct else ''} " \
-            f"#{item.rep_index + 1}"
-    if outcome.status != Status.OK:
-        return f"{label}: {outcome.status.value.upper()} {outcome.error}"
-    if is_volume_operation(w.rw):  # each client's operation: its time
-        times = sorted(m.lat.mean_ns for c in outcome.clients for m in c.directions)
-        shown = ", ".join(format_latency_ns(t) for t in times[:8]) + (" ..." if len(times) > 8 else "")
-        return f"{label}: {len(times)} done in {shown}"
-    from storbench.fio.parse import merge_clients
-
-    parts = []
-    for m in merge_clients(outcome.clients):  # all clients: I/O summed, latency bins added
-        p99 = m.lat.percentile_ns(99.0)
-        rate = (f"{direction_label(w.rw, m.direction.value)} {m.iops:,.0f} ops/s" if operations else
-                f"{m.direction.value} {m.iops:,.0f} IOPS")
-        bandwidth = "" if is_metadata(w.rw) or w.rw == "delete_object" else f" {m.bw_bytes / 1048576:,.1f} MiB/s"
-        parts.append(f"{rate}{bandwidth} mean {format_latency_ns(m.lat.mean_ns)} p99 {format_latency_ns(p99)}")
-    clients = f" ({len(outcome.clients)} clients)" if len(outcome.clients) > 1 else ""
-    return f"{label}: " + "; ".join(parts) + clients
-
-
-class ConsoleObserver:
-    """Progress bar with ETA and the last result, live on a terminal; one line per result otherwise."""
-
-    def __init__(self, console: Console, distinct: Mapping[str, str] | None = None) -> None:
-        self.run_id: int | None = None  # the run under way, once started (the advice after Ctrl-C names it)
-        self.distinct = distinct or {}  # case id -> the hidden fields that tell it from the plan's other cases
-        self.console = console
-        self.interactive = console.is_terminal
-        self.progress = Progress(
-            TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console,
-        )
-        self.last = Text("")
-        self.live: Live | None = None
-        self.task = self.progress.add_task("running", total=1)
-        self.failed = 0
-
-    def run_started(self, run_id: int, to_run: int, already_done: int, eta_s: float) -> None:
-        self.run_id = run_id
-        self.progress.update(self.task, total=to_run, description=f"run {run_id}")
-        note = f" ({already_done} already stored, skipped)" if already_done else ""
-        self.console.print(f"run {run_id}: {to_run} repetitions to go{note}, about {eta_s:.0f}s")
-        if self.interactive:
-            self.live = Live(Group(self.progress, self.last), console=self.console, refresh_per_second=4,
-                             transient=True)
-            self.live.start()
-
-    def repetition_started(self, item: ScheduledRepetition, position: int) -> None:
-        w = item.case.workload
-        self.progress.update(self.task, description=f"{w.rw} {format_block_size(w.bs_bytes)} qd{w.iodepth}")
-
-    def repetition_finished(self, item: ScheduledRepetition, position: int, outcome: RepetitionOutcome) -> None:
-        self.progress.advance(self.task)
-        line = _outcome_line(item, outcome, self.distinct.get(item.case.case_id, ""))
-        if outcome.status != Status.OK:
-            self.failed += 1
-        if self.live is not None:
-            self.last.plain = "last: " + safe_text(line)
-            if outcome.status != Status.OK:
-                self.console.print(Text(safe_text(line), style="red"))
-        else:
-            self.console.print(f"[{position + 1}/{self.progress.tasks[0].total:.0f}] {line}", markup=False)
-
-    def event(self, event: RunEvent) -> None:
-        from storbench.report.events import event_text
-
-        self.console.print(event_text(event), markup=False)
-
-    def close(self) -> None:
-        if self.live is not None:
-            self.live.stop()
-            self.live = None
-
-
 def plan_before_resume(argv: Sequence[str]) -> list[str]:
     """`storbench run --resume plan.yaml` read as the user meant it, `run plan.yaml --resume` (argparse would take
     the plan file for the run number): a YAML file name right after ``--resume`` is moved before it."""
@@ -267,6 +178,9 @@ def _run_number(text: str) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from storbench.checks import check_everything
+    from storbench.cli.progress import ConsoleObserver
+    from storbench.cli.results import _print_results
+    from storbench.config import with_namespace
     from storbench.execute.fio_binary import find_fio
     from storbench.execute.local import LocalExecutor
     from storbench.orchestrate import run_plan
@@ -277,8 +191,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     labels = parse_labels(args.label)
     loaded = with_namespace(_read_plan(args.plan), args.namespace)
     cases = expand(loaded)
-    from storbench.plan import MAX_HOURS, MAX_RUNS
-
     _check_size(loaded, cases, args.max_runs or MAX_RUNS, args.max_hours or MAX_HOURS)
     resume = args.resume is not None
     if resume and labels:
@@ -343,10 +255,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if result.failed else 0
 
 
-
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from storbench.plan import MAX_HOURS, MAX_RUNS
-
     p = sub.add_parser("plan", help="show the expanded cases, their count, data volume and ETA; no I/O")
     p.add_argument("plan", help="plan file (YAML)")
     db_option(p)  # accepted like every command's; plan reads and writes no database

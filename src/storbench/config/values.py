@@ -118,7 +118,7 @@ FioScalar = Union[str, int, float, bool]  # noqa: UP007  (pydantic needs the run
 
 
 class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False, defer_build=True)
 
 
 def _rate(value: object) -> int:

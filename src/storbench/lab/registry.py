@@ -10,14 +10,16 @@ case's turn in this order too (the hosts' links, then the OSD options)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from storbench.config import LoadedPlan
-from storbench.config.faults import fault_steps
 from storbench.errors import UserError
 from storbench.faults import FaultOffer, fault_problems
 from storbench.lab import ceph_kind, hosts, k8s_kind, nfs, volume
 from storbench.lab.base import LabKind
-from storbench.model import Case
+
+if TYPE_CHECKING:
+    from storbench.config import LoadedPlan
+    from storbench.model import Case
 
 KINDS: dict[str, LabKind] = {kind.name: kind for kind in (hosts.KIND, k8s_kind.KIND, volume.KIND, nfs.KIND,
                                                            ceph_kind.KIND)}
@@ -37,6 +39,8 @@ def check_faults(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
     """A plan's `faults:` only asks what its own labs offer, inside every case's measured section, one at a time
     per target; not with `steady_state` or `search`, whose rounds choose what to measure from figures a fault
     would distort."""
+    from storbench.config.faults import fault_steps  # the plan's models: not for `storbench lab`'s parser
+
     config = loaded.config
     if not config.faults:
         return

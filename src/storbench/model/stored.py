@@ -11,7 +11,16 @@ from storbench.model.operations import Status
 from storbench.run_design import NO_DESIGN, RunDesign
 from storbench.telemetry.series import RepetitionTelemetry
 
-__all__ = ["RunInfo", "StoredRepetition"]
+__all__ = ["MergedFrom", "RunInfo", "StoredRepetition"]
+
+
+@dataclass(frozen=True)
+class MergedFrom:
+    """Where a run merged from another storbench database came from: that file's name and the run's id there."""
+
+    database: str
+    run_id: int
+    merged_at_s: float
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,7 @@ class RunInfo:
     plan_path: str | None = None  # the plan file a `run` read (None: imports, and runs stored before it was kept)
     design: RunDesign = NO_DESIGN  # what its plan asked, stored when it was created (run_design.py)
     labels: tuple[tuple[str, str], ...] = ()  # `run --label KEY=VALUE`, sorted by key
+    merged_from: MergedFrom | None = None  # a run merged from another database (`storbench import OTHER.db`)
 
 
 @dataclass(frozen=True)

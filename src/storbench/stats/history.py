@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from storbench.model import Case, RunInfo
 from storbench.stats.estimate import t_quantile
 from storbench.stats.observations import Observation, metric_value
+from storbench.stats.special import t_sf
 
 ALPHA = 0.01  # a change point's p-value, Bonferroni over the splits it was chosen among
 MIN_SEGMENT_RUNS = 2  # a level is at least two runs: one run alone is not a level
@@ -142,9 +143,7 @@ def _noise_variance(levels: Sequence[RunLevel], segments: Sequence[tuple[int, in
 
 
 def _t_sf(t: float, df: int) -> float:
-    from scipy.special import stdtr
-
-    return float(stdtr(df, -abs(t)))
+    return t_sf(abs(t), df)
 
 
 def _best_split(levels: Sequence[RunLevel], start: int, end: int) -> tuple[int, float] | None:

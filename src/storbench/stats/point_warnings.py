@@ -12,6 +12,7 @@ from storbench.model import is_volume_operation
 from storbench.stats.bottleneck import configured_slots
 from storbench.stats.estimate import Estimate
 from storbench.stats.observations import METRIC_VALUES, Observation
+from storbench.stats.special import chi2_isf
 from storbench.stats.steady import SteadyStatus, what_would_show
 from storbench.stats.trend import FLAT_MARGIN, within_margin
 from storbench.units import format_bytes, format_latency_ns
@@ -61,11 +62,9 @@ PACING_P99_FACTOR = 3.0
 def cv_lower_bound_pct(value: Estimate) -> float | None:
     """The CV's one-sided lower confidence bound (CV_BOUND_CONFIDENCE), from the chi-square bound on the standard
     deviation of normal repetitions: the spread is shown to be at least this. None below 2 repetitions."""
-    from scipy.special import chdtri
-
     if value.n < 2 or value.cv_pct is None:
         return None
-    return value.cv_pct * math.sqrt((value.n - 1) / float(chdtri(value.n - 1, 1 - CV_BOUND_CONFIDENCE)))
+    return value.cv_pct * math.sqrt((value.n - 1) / chi2_isf(1 - CV_BOUND_CONFIDENCE, value.n - 1))
 
 
 @dataclass(frozen=True)

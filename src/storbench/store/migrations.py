@@ -305,6 +305,11 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """
     ALTER TABLE runs ADD COLUMN labels_json TEXT NOT NULL DEFAULT '{}';
     """,
+    # 13: where a run merged from another database came from (`storbench import OTHER.db`, issue 36): that
+    # database's file name, the run's id there, when it was merged; '{}' for a run made here
+    """
+    ALTER TABLE runs ADD COLUMN merged_from_json TEXT NOT NULL DEFAULT '{}';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

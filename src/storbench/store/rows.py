@@ -18,6 +18,7 @@ from storbench.model import (
     ImportedTarget,
     LabPoint,
     LatencySummary,
+    MergedFrom,
     NfsTarget,
     PathTarget,
     PvcTarget,
@@ -42,7 +43,15 @@ def run_info(row: sqlite3.Row) -> RunInfo:
         plan_path=row["plan_path"] if "plan_path" in row.keys() else None,  # noqa: SIM118 (Row's `in` is values)
         design=design_from_text(row["design_json"]),
         labels=tuple(sorted(json.loads(row["labels_json"]).items())),
+        merged_from=merged_from(json.loads(row["merged_from_json"])),
     )
+
+
+def merged_from(raw: dict[str, Any]) -> MergedFrom | None:
+    """runs.merged_from_json read back ('{}': a run made here)."""
+    if not raw:
+        return None
+    return MergedFrom(str(raw["database"]), int(raw["run_id"]), float(raw["merged_at_s"]))
 
 
 def design_text(design: RunDesign) -> str:

@@ -1,0 +1,174 @@
+"""Merging another storbench database into this one (shell): `storbench import OTHER.db` (issue 36), so results
+from many machines meet in one store.
+
+The other database is copied to a temporary file and upgraded there (it is never written), then read row by row
+through the read-only connection's limits; each of its runs not already here is copied whole -- its plan versions,
+preconditions, repetitions with their clients, measurements, telemetry, logs, faults and write checks -- under new
+ids, in one transaction per database, with where it came from (`runs.merged_from_json`). A run already here (the
+same plan, host, source and start time: merged before, from this database or another) is skipped, so merging
+again duplicates nothing. The copied runs are then read back through the store's own reader, which refuses what
+no storbench wrote, before the transaction commits.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from storbench.errors import UserError
+from storbench.store.db import Store, open_store
+from storbench.store.queries import NOT_OURS_HINT
+
+# The tables a run's rows live in, in the order they are copied, each with the column that points at its parent
+# and the table whose ids that column holds. A table with an integer `id` gets new ids (recorded for its children).
+CHILD_TABLES: tuple[tuple[str, str, str], ...] = (
+    ("plan_versions", "run_id", "runs"),
+    ("preconditions", "run_id", "runs"),
+    ("repetitions", "run_id", "runs"),
+    ("clients", "repetition_id", "repetitions"),
+    ("measurements", "client_id", "clients"),
+    ("disk_utils", "client_id", "clients"),
+    ("telemetry", "repetition_id", "repetitions"),
+    ("telemetry_samples", "repetition_id", "repetitions"),
+    ("repetition_logs", "repetition_id", "repetitions"),
+    ("repetition_faults", "repetition_id", "repetitions"),
+    ("repetition_write_checks", "repetition_id", "repetitions"),
+)
+# copied apart: runs (the unit merged), cases (shared by id), the schema's own record
+OWN_TABLES = ("runs", "cases", "schema_migrations")
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+@dataclass(frozen=True)
+class MergedRun:
+    """One run of the other database: its id there, and here (the new id, or the run already here)."""
+
+    source_run_id: int
+    run_id: int
+    repetitions: int
+    already_here: bool
+
+
+def is_sqlite_file(path: str) -> bool:
+    """Whether ``path`` starts as an SQLite database does (what `storbench import` merges rather than parses)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def _run_key(row: sqlite3.Row) -> tuple[object, ...]:
+    return (row["plan_name"], row["plan_sha256"], row["host"], row["source"], row["started_at_s"])
+
+
+def merge_database(store: Store, source_path: str, clock: Callable[[], float]) -> list[MergedRun]:
+    """Copy every run of the storbench database at ``source_path`` that is not in ``store`` yet (see the module's
+    text). Returns each of its runs, merged or already here."""
+    if Path(source_path).resolve() == Path(store.path).resolve():
+        raise UserError(f"{source_path} is the database being imported into", hint="pass another database")
+    with tempfile.TemporaryDirectory(prefix="storbench-merge-") as scratch:
+        copy = str(Path(scratch) / "source.db")
+        try:
+            shutil.copyfile(source_path, copy)
+            for suffix in ("-wal",):  # a database being written: its committed pages are in the WAL too
+                if Path(source_path + suffix).exists():
+                    shutil.copyfile(source_path + suffix, copy + suffix)
+        except OSError as exc:
+            raise UserError(f"cannot read {source_path}: {exc.strerror or exc}") from None
+        try:
+            open_store(copy).close()  # upgraded to this storbench's schema, in the copy
+        except UserError as exc:
+            raise UserError(exc.message.replace(copy, source_path), hint=exc.hint) from None
+        source = open_store(copy, read_only=True)
+        try:
+            return _merge(store, source, Path(source_path).name, clock)
+        finally:
+            source.close()
+
+
+def _merge(store: Store, source: Store, source_name: str, clock: Callable[[], float]) -> list[MergedRun]:
+    src, dst = source.conn, store.conn
+    here = {_run_key(row): row["id"] for row in dst.execute("SELECT * FROM runs")}
+    merged: list[MergedRun] = []
+    with store.transaction():
+        for run in src.execute("SELECT * FROM runs ORDER BY id").fetchall():
+            count = src.execute("SELECT COUNT(*) FROM repetitions WHERE run_id = ?", (run["id"],)).fetchone()[0]
+            if _run_key(run) in here:
+                merged.append(MergedRun(run["id"], here[_run_key(run)], count, already_here=True))
+                continue
+            run_id = _copy_run(src, dst, run, source_name, clock())
+            here[_run_key(run)] = run_id
+            merged.append(MergedRun(run["id"], run_id, count, already_here=False))
+        new = [m.run_id for m in merged if not m.already_here]
+        if new:
+            try:
+                store.repetitions(new)  # the store's own reader: refuses what no storbench wrote, before commit
+                store.runs()
+            except UserError as exc:
+                raise UserError(f"{source_name}: {exc.message}; nothing imported", hint=NOT_OURS_HINT) from None
+            except (ValueError, KeyError, TypeError) as exc:  # a row the readers cannot even take apart
+                raise UserError(f"{source_name}: a run's rows are not storbench's ({exc}); nothing imported",
+                                hint=NOT_OURS_HINT) from None
+    return merged
+
+
+def _copy_run(src: sqlite3.Connection, dst: sqlite3.Connection, run: sqlite3.Row, source_name: str,
+              now_s: float) -> int:
+    columns = [c for c in _columns(dst, "runs") if c not in ("id", "merged_from_json")]
+    values = [run[c] for c in columns]
+    origin = dict(json.loads(run["merged_from_json"] or "{}")) or {
+        "database": source_name, "run_id": run["id"], "merged_at_s": now_s}
+    cursor = dst.execute(f"INSERT INTO runs ({', '.join(columns)}, merged_from_json) VALUES "
+                         f"({', '.join('?' * len(columns))}, ?)", (*values, json.dumps(origin, sort_keys=True)))
+    assert cursor.lastrowid is not None
+    new_ids: dict[str, dict[int, int]] = {"runs": {run["id"]: cursor.lastrowid}}
+    _copy_cases(src, dst, run["id"])
+    for table, parent, parent_table in CHILD_TABLES:
+        new_ids[table] = _copy_children(src, dst, table, parent, new_ids[parent_table])
+    return cursor.lastrowid
+
+
+def _copy_cases(src: sqlite3.Connection, dst: sqlite3.Connection, run_id: int) -> None:
+    """The run's cases: a case id names its content, so one already here must be the same case."""
+    columns = _columns(dst, "cases")
+    for row in src.execute("SELECT * FROM cases WHERE id IN (SELECT case_id FROM repetitions WHERE run_id = ?)",
+                           (run_id,)).fetchall():
+        mine = dst.execute("SELECT * FROM cases WHERE id = ?", (row["id"],)).fetchone()
+        if mine is None:
+            dst.execute(f"INSERT INTO cases ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                        [row[c] for c in columns])
+        elif [mine[c] for c in columns] != [row[c] for c in columns]:
+            raise UserError(f"case {row['id']} differs between the two databases (a case id names one case)",
+                            hint=NOT_OURS_HINT)
+
+
+def _copy_children(src: sqlite3.Connection, dst: sqlite3.Connection, table: str, parent: str,
+                   parents: dict[int, int]) -> dict[int, int]:
+    """The rows of ``table`` under the copied ``parents`` (old id -> new id), their own ids renewed when they have
+    one; returns old id -> new id of the rows copied."""
+    columns = _columns(dst, table)
+    renewed = "id" in columns
+    kept = [c for c in columns if c != "id"]
+    insert = f"INSERT INTO {table} ({', '.join(kept)}) VALUES ({', '.join('?' * len(kept))})"
+    made: dict[int, int] = {}
+    for start in range(0, len(parents), 500):  # SQLite's bound parameters per statement
+        chunk: Sequence[int] = list(parents)[start:start + 500]
+        rows = src.execute(f"SELECT * FROM {table} WHERE {parent} IN ({', '.join('?' * len(chunk))})"
+                           + (" ORDER BY id" if renewed else ""), list(chunk)).fetchall()
+        for row in rows:
+            values = [parents[row[c]] if c == parent else row[c] for c in kept]
+            cursor = dst.execute(insert, values)
+            if renewed:
+                assert cursor.lastrowid is not None
+                made[row["id"]] = cursor.lastrowid
+    return made

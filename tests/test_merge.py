@@ -1,0 +1,143 @@
+"""`storbench import OTHER.db` (issue 36): runs from other machines' databases merged into one store, whole, with
+where they came from; nothing duplicated when merged again or by another path; an older database upgraded in a copy
+(never written); what no storbench wrote refused with nothing imported."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli, write_plan
+from storbench.store import open_store
+from storbench.store.merge import CHILD_TABLES, OWN_TABLES
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+PLAN = """
+name: nightly
+targets:
+  disk: {{kind: path, path: {data}, size: 8MiB}}
+workload: {{rw: randrw, bs: 4k, iodepth: 2, runtime: 1s, direct: false}}
+repeat: {repeat}
+"""
+
+
+def _tables(db: Path) -> dict[str, int]:
+    with sqlite3.connect(db) as conn:
+        names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {name: conn.execute(f'SELECT COUNT(*) FROM "{name}"').fetchone()[0] for name in names}
+
+
+def _records(capsys: pytest.CaptureFixture[str], db: Path, runs: str) -> list[dict[str, object]]:
+    code, out, err = run_cli(capsys, "export", "--db", str(db), "--run", runs, "--format", "json")
+    assert code == 0, err
+    return [{k: v for k, v in record.items() if k != "run_id"} for record in json.loads(out)]
+
+
+@pytest.fixture(scope="module")
+def two_machines(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """a.db with one run of the plan, b.db with two (labelled builds), each made by real fio runs."""
+    work = tmp_path_factory.mktemp("machines")
+    from storbench.cli import main
+
+    for db, repeat, builds in (("a.db", 2, ("a1",)), ("b.db", 1, ("b1", "b2"))):
+        plan = write_plan(work, PLAN.format(data=work / f"{db}.data", repeat=repeat), f"{db}.yaml")
+        for build in builds:
+            assert main(["run", str(plan), "--db", str(work / db), "--label", f"build={build}"]) == 0
+    return work / "a.db", work / "b.db"
+
+
+def test_every_table_is_copied_or_handled_apart(tmp_path: Path) -> None:
+    open_store(tmp_path / "new.db").close()
+    assert set(_tables(tmp_path / "new.db")) == {table for table, _, _ in CHILD_TABLES} | set(OWN_TABLES)
+
+
+def test_merged_runs_arrive_whole_and_merging_again_adds_nothing(
+        two_machines: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = (shutil.copy(path, tmp_path / path.name) for path in two_machines)
+    a, b = Path(a), Path(b)
+    b_sha = hashlib.sha256(b.read_bytes()).hexdigest()
+    before_a, before_b = _tables(a), _tables(b)
+    theirs = _records(capsys, b, "all")
+    code, out, err = run_cli(capsys, "import", str(b), "--db", str(a))
+    assert code == 0, err
+    assert "b.db: 2 runs merged into" in out and "(run 1 as 2, 2 as 3;" in out, out
+    after = _tables(a)
+    for table, count in before_b.items():  # every row of b, once more in a (the schema's record and the cases aside)
+        if table not in ("schema_migrations", "cases"):
+            assert after[table] == before_a[table] + count, table
+    assert after["telemetry_samples"] > before_a["telemetry_samples"] > 0  # telemetry came along
+    assert _records(capsys, a, "2,3") == theirs  # every exported field, as b had it
+    assert hashlib.sha256(b.read_bytes()).hexdigest() == b_sha  # b was only read
+    store = open_store(a, read_only=True)
+    runs = {run.run_id: run for run in store.runs()}
+    store.close()
+    assert runs[1].merged_from is None
+    assert runs[2].merged_from is not None and (runs[2].merged_from.database, runs[2].merged_from.run_id) == ("b.db", 1)
+    assert dict(runs[3].labels) == {"build": "b2"} and runs[3].host == runs[1].host
+    # history sees the three runs of the one point, with their builds
+    code, out, err = run_cli(capsys, "history", "--db", str(a), "--format", "json")
+    assert code == 0, err
+    records = json.loads(out)
+    for point in {r["point"] for r in records}:  # read and write: each a history of the three runs
+        assert [r["labels"]["build"] for r in records if r["point"] == point] == ["a1", "b1", "b2"], out
+    assert len(records) == 6, out
+
+    code, out, err = run_cli(capsys, "import", str(b), "--db", str(a))  # again: nothing new
+    assert code == 0 and "b.db: 0 runs merged" in out and "2 already there (run 1 is 2, 2 is 3)" in out, out
+    assert _tables(a) == after
+    # by another path: a (now holding b's runs) into c, then b into c: b's runs are there already, as they came
+    c = tmp_path / "c.db"
+    assert run_cli(capsys, "import", str(a), "--db", str(c))[0] == 0
+    code, out, _ = run_cli(capsys, "import", str(b), "--db", str(c))
+    assert "0 runs merged" in out and "2 already there" in out, out
+    assert _tables(c)["repetitions"] == after["repetitions"]
+    store = open_store(c, read_only=True)
+    origins = [run.merged_from for run in store.runs()]
+    store.close()
+    assert [(o.database, o.run_id) for o in origins if o is not None] == [("a.db", 1), ("b.db", 1), ("b.db", 2)]
+
+
+def test_an_older_database_is_upgraded_in_a_copy_and_merged(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    old = tmp_path / "schema7.db"
+    old.write_bytes((FIXTURES / "schema7.db").read_bytes())
+    sha = hashlib.sha256(old.read_bytes()).hexdigest()
+    code, out, err = run_cli(capsys, "import", str(old), "--db", str(tmp_path / "new.db"))
+    assert code == 0 and "schema7.db: " in out and " runs merged" in out, err
+    assert hashlib.sha256(old.read_bytes()).hexdigest() == sha  # never written, not even upgraded
+    with sqlite3.connect(FIXTURES / "schema7.db") as conn:
+        runs, repetitions = (conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("runs", "repetitions"))
+    counts = _tables(tmp_path / "new.db")
+    assert (counts["runs"], counts["repetitions"]) == (runs, repetitions)
+    code, out, err = run_cli(capsys, "show", "--db", str(tmp_path / "new.db"), "--run", "all")
+    assert code == 0, err
+
+
+def test_what_no_storbench_wrote_is_refused_and_nothing_imported(
+        two_machines: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = Path(shutil.copy(two_machines[0], tmp_path / "a.db"))
+    before = _tables(a)
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    code, _, err = run_cli(capsys, "import", str(other), "--db", str(a))
+    assert code == 2 and "other.db is not a storbench results database" in err and "hint:" in err, err
+    crafted = Path(shutil.copy(two_machines[1], tmp_path / "crafted.db"))
+    with sqlite3.connect(crafted) as conn:  # a histogram no storbench wrote
+        conn.execute("UPDATE measurements SET lat_bins_z = x'00010203'")
+    code, _, err = run_cli(capsys, "import", str(crafted), "--db", str(a))
+    assert code == 2 and "crafted.db" in err and "nothing imported" in err, err
+    assert _tables(a) == before
+    code, _, err = run_cli(capsys, "import", str(a), "--db", str(a))
+    assert code == 2 and "is the database being imported into" in err, err
+    plain = tmp_path / "fio.json"
+    plain.write_text("{}")
+    code, _, err = run_cli(capsys, "import", str(crafted), str(plain), "--db", str(a))
+    assert code == 2 and "not both" in err, err
+    assert _tables(a) == before
