@@ -48,11 +48,13 @@ fi
 # them), storbench itself without touching them
 lock=base
 ((${#extras[@]})) && lock=$(IFS=-; echo "${extras[*]}")
-.venv/bin/pip install -q --disable-pip-version-check --require-hashes -r "requirements/base.lock"
-.venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
-# the checkout's bytecode, written now: a machine with PYTHONDONTWRITEBYTECODE set would otherwise compile every module
-# on every command (0.4 s); a wheel's installer writes it for its own copy
-.venv/bin/python -m compileall -q -j 0 src > /dev/null
+# pip writes no bytecode (it compiles file by file on one core): compileall does, on every core, once all is in
+.venv/bin/pip install -q --no-compile --disable-pip-version-check --require-hashes -r "requirements/base.lock"
+.venv/bin/pip install -q --no-compile --disable-pip-version-check --no-deps -e .
 .venv/bin/storbench setup --system-only ${flags[@]+"${flags[@]}"}  # system packages: pyfuse3 needs libfuse3
-.venv/bin/pip install -q --disable-pip-version-check --require-hashes -r "requirements/$lock.lock"
+.venv/bin/pip install -q --no-compile --disable-pip-version-check --require-hashes -r "requirements/$lock.lock"
+# the bytecode of the dependencies and of the checkout, written now (also where PYTHONDONTWRITEBYTECODE is set,
+# which would otherwise have every command compile all it imports, 0.4 s for storbench alone)
+.venv/bin/python -m compileall -q -j 0 src "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
+  > /dev/null || true  # a file of a dependency that does not compile (a template, a test) is its own business
 echo "setup: $(.venv/bin/storbench --version); ready in $(pwd)/.venv"

@@ -43,6 +43,7 @@ def test_perf_stat_csv_known_answers() -> None:
     assert why is not None and "no cpu PMU" in why and "software, tracepoint" in why
 
 
+@pytest.mark.serial  # the machine's own task-clock: another test beside it would count too
 @pytest.mark.skipif(CANNOT_COUNT == "perf is not installed", reason="perf is not installed")
 def test_the_counter_runs_perf_beside_named_processes_and_the_machine() -> None:
     # task-clock (ms of CPU per second) is a software event every kernel counts: the same spawning, interrupting

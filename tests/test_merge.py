@@ -17,6 +17,7 @@ from storbench.store import open_store
 from storbench.store.merge import CHILD_TABLES, OWN_TABLES
 
 FIXTURES = Path(__file__).parent / "fixtures"
+pytestmark = pytest.mark.fio  # the databases come from real fio runs
 
 PLAN = """
 name: nightly

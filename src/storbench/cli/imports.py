@@ -48,7 +48,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                     duplicates += 1
                     where = f"run {known[sha]}" if known[sha] is not None else "this import"
                     err.print(f"storbench: skipped {name}: already imported ({where}); --again imports it anyway",
-                              markup=False)
+                              markup=False, soft_wrap=True)
                     continue
                 known[sha] = None
                 files.append(FioFile(name, text, load_fio_json_lenient(text, name)))
@@ -59,7 +59,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                     raise UserError(f"{refusal.message}; nothing imported", where=refusal.where,
                                     hint=refusal.hint) from None
                 failed.append(name)
-                err.print(f"storbench: skipped {refusal.one_line()}", markup=False)
+                err.print(f"storbench: skipped {refusal.one_line()}", markup=False, soft_wrap=True)  # a line each
         if not files and duplicates and not failed:
             _console().print(f"nothing new to import: all {duplicates} files were imported before", markup=False)
             return 0
