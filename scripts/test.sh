@@ -13,5 +13,7 @@ fi
 # The tests that need the machine to themselves -- real fio, the labs, whole-machine measurements -- one at a time;
 # the rest (pure code, parsers, the store, the CLI on stored data) first, on every core (pytest-xdist)
 alone="fio or ceph or nfs or k8s or serial"
-.venv/bin/pytest -q -n auto -m "not ($alone)"
-exec .venv/bin/pytest -q --durations=15 -m "$alone"
+status=0
+.venv/bin/pytest -q -n auto -m "not ($alone)" || status=$?
+.venv/bin/pytest -q --durations=15 -m "$alone" || status=$?  # run also after a failure above: all is reported
+exit "$status"

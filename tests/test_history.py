@@ -189,6 +189,7 @@ def _nightly_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 1 and "a step at run 4, -" in err, out + err
     change = next(line for line in out.splitlines() if "change at run 4" in line)
     assert "label build: b3 -> b4" in change and "lab volume_iops: 2000 -> 1000" in change, change
+    assert "not which of those caused it" in out  # co-occurrence, said as such
     # the cap halved; the 2,000-IOPS runs reached 1,570-1,930 on a busy machine: a step of -25 % or more
     assert float(change.split(", ")[1].split("%")[0]) <= -25, change
     code, out, err = run_cli(capsys, "history", "--db", db, "--format", "json", "--metric", "iops,lat_p99_ns")
@@ -201,6 +202,7 @@ def _nightly_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(capsys, "report", "--db", db, "--run", "all", "-o", str(report))
     html = report.read_text()
     assert code == 0 and "<h2>History</h2>" in html and "history-1-iops" in html and "history-1-lat_p99_ns" in html
+    assert "not which of those caused it" in html
     assert re.search(r"-[2-6]\d\.\d% \[-\d+\.\d, -\d+\.\d\]", html), err  # the step's mark: about -50 % [..]
     code, _, err = run_cli(capsys, "run", str(plan), "--db", db, "--label", "build=b6", "--resume")
     assert code == 2 and "a resumed run keeps the labels it started with" in err, err

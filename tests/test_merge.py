@@ -88,6 +88,10 @@ def test_merged_runs_arrive_whole_and_merging_again_adds_nothing(
     for point in {r["point"] for r in records}:  # read and write: each a history of the three runs
         assert [r["labels"]["build"] for r in records if r["point"] == point] == ["a1", "b1", "b2"], out
     assert len(records) == 6, out
+    report = tmp_path / "r.html"
+    code, _, err = run_cli(capsys, "report", "--db", str(a), "--run", "all", "-o", str(report))
+    html = report.read_text()
+    assert code == 0 and "<th>merged from</th><td>run 2 of b.db, " in html and "build=b2" in html, err
 
     code, out, err = run_cli(capsys, "import", str(b), "--db", str(a))  # again: nothing new
     assert code == 0 and "b.db: 0 runs merged" in out and "2 already there (run 1 is 2, 2 is 3)" in out, out

@@ -59,12 +59,19 @@ def _read_plan(path: str) -> LoadedPlan:
     return load_plan_text(text, path)
 
 
-def _write_output(text: str, output: str) -> None:
+def _write_output(text: str | bytes, output: str) -> None:
+    """``text`` to the file ``output`` (created 0600), or to standard output for "-"; a binary file (Parquet) only
+    to standard output when that is not a terminal."""
     if output and output != "-":
         try:
             write_private(output, text)
         except OSError as exc:
             raise UserError(f"cannot write {output}: {exc.strerror or exc}") from None
+    elif isinstance(text, bytes):
+        if sys.stdout.isatty():
+            raise UserError("a Parquet file is not for the terminal", hint="add -o FILE.parquet")
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text)
     else:
         sys.stdout.write(text)
 

@@ -27,6 +27,10 @@ def cmd_history(args: argparse.Namespace) -> int:
     histories = point_histories(selection.observations, contexts, metrics)
     if args.format == "json":
         _write_output(json.dumps(history_records(histories), indent=1) + "\n", args.output)
+    elif args.format == "parquet":
+        from storbench.report.parquet import history_parquet
+
+        _write_output(history_parquet(history_records(histories)), args.output)
     else:
         _write_output("\n".join(history_lines(histories)) + "\n", args.output)
     if args.fail_on_regression is not None:
@@ -50,8 +54,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     filters(p, "run number(s) to include, e.g. 2,3 (default: all)")
     p.add_argument("--metric", action="append", default=[], metavar="METRIC",
                    help="a metric (repeatable or comma-separated; default iops), e.g. lat_p99_ns")
-    p.add_argument("--format", choices=("table", "json"), default="table",
-                   help="table (default), or one record per point, metric and run as json")
+    p.add_argument("--format", choices=("table", "json", "parquet"), default="table",
+                   help="table (default), or one record per point, metric and run as json or parquet (typed "
+                   "columns, for dashboards: the parquet extra)")
     p.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
     p.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
                    help="exit 1 when a point's newest run is worse than the level before it (outside one more "

@@ -159,7 +159,13 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=False,
                        per_client=args.per_client)
-    _write_output(export(export_records(selection.observations, selection.expectations), args.format), args.output)
+    records = export_records(selection.observations, selection.expectations)
+    if args.format == "parquet":
+        from storbench.report.parquet import records_parquet
+
+        _write_output(records_parquet(records), args.output)
+    else:
+        _write_output(export(records, args.format), args.output)
     return 0
 
 
@@ -364,11 +370,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                    "radosgw, the kernel) with intervals, and IOPS per core")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("export", help="one record per repetition and direction as json, csv or markdown")
+    p = sub.add_parser("export", help="one record per repetition and direction as json, csv, markdown or parquet")
     db_option(p)
     filters(p, "run number(s), e.g. 3 or 2,3, or 'all' (default: all runs)")
-    p.add_argument("--format", choices=("json", "csv", "markdown"), default="json",
-                   help="json (default), csv or markdown: one record per repetition and direction")
+    p.add_argument("--format", choices=("json", "csv", "markdown", "parquet"), default="json",
+                   help="json (default), csv, markdown or parquet (typed columns, for dashboards and dataframes: "
+                   "the parquet extra): one record per repetition and direction")
     p.add_argument("--per-client", action="store_true",
                    help="also each client's own records (field `client`) after the merged ones")
     p.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")

@@ -18,6 +18,10 @@ from storbench.stats.metrics import SUMMARY_METRICS, Metric
 from storbench.units import format_latency_ns
 
 METRICS = {m.field: m for m in SUMMARY_METRICS}
+# what a change point can say: a history is observational (runs on different days, builds, kernels), so what else
+# changed at the step co-occurred with it; only the settings measured side by side in one run test a cause
+CAUSE_NOT_SHOWN = ("a change point says when the figures moved and what else changed at that run, not which of "
+                   "those caused it: to test one, compare its two values side by side in one run")
 
 
 def value_text(metric: Metric, value: float) -> str:
@@ -61,6 +65,8 @@ def history_lines(histories: Sequence[PointHistory]) -> list[str]:
             lines.append(f"  change at run {change.run_id}: {value_text(metric, change.before_mean)} -> "
                          f"{value_text(metric, change.after_mean)}, {change.change_pct:+.1f}% [{low:+.1f}, "
                          f"{high:+.1f}] (p {change.p_value:.2g}); changed with it: {what}")
+        if history.changes:
+            lines.append(f"  {CAUSE_NOT_SHOWN}")
         if not history.changes and len(history.runs) >= 4:
             lines.append("  no change point (each level at least 2 runs; p <= 0.01 over the splits)")
         last = history.last
@@ -83,13 +89,13 @@ def history_records(histories: Sequence[PointHistory]) -> list[dict[str, Any]]:
     for history in histories:
         starts = {c.at: c for c in history.changes}
         for i, level in enumerate(history.runs):
-            half = _half_width(level)
+            found = estimate(level.values)  # its interval as every table's: a lower bound cut at zero
             change = starts.get(i)
             records.append({
                 "point": point_title(history).rsplit(" — ", 1)[0], "metric": history.metric,
                 "run": level.context.run_id, "n": len(level.values), "mean": level.mean,
-                "ci_low": None if half is None else level.mean - half,
-                "ci_high": None if half is None else level.mean + half,
+                "ci_low": None if found is None else found.ci_low,
+                "ci_high": None if found is None else found.ci_high,
                 "labels": dict(level.context.labels),
                 "change_pct": None if change is None else change.change_pct,
                 "change_ci_low_pct": None if change is None else change.change_ci_pct[0],
@@ -161,5 +167,6 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
             x_tickvals=x, x_ticktext=tuple(f"run {int(v)}" for v in x), x_marks=marks, section=HISTORY_SECTION,
             caption="each run's mean with its repetitions' interval; dashed: the level between change points; a "
                     "vertical line: a change point with the step and its 95 % interval "
-                    "(docs/methodology.md#history-and-change-points)"))
+                    "(docs/methodology.md#history-and-change-points)"
+                    + (f". {CAUSE_NOT_SHOWN[0].upper()}{CAUSE_NOT_SHOWN[1:]}" if history.changes else "")))
     return figures

@@ -229,6 +229,9 @@ def _provenance(doc: ReportDocument) -> str:
                 ("host", run.host), ("kernel", run.kernel), ("CPUs", run.cpu_count or "?"),
                 ("memory", f"{run.mem_total_bytes / 2**30:.1f} GiB" if run.mem_total_bytes else "?"),
                 ("order", f"{run.run_order} (seed {run.seed})"), ("tags", ", ".join(run.tags) or "-"),
+                ("labels", " ".join(f"{k}={v}" for k, v in run.labels) or "-"),
+                *((("merged from", f"run {run.merged_from.run_id} of {run.merged_from.database}, "
+                                   f"{_time(run.merged_from.merged_at_s)}"),) if run.merged_from else ()),
                 ("started", _time(run.started_at_s)), ("finished", _time(run.finished_at_s))))
             + f"</table><details><summary>plan text</summary><pre>{_e(run.plan_text)}</pre></details>"
             + "".join(f"<p>{_e(said)}</p><details><summary>its fio job file</summary><pre>{_e(job)}</pre></details>"

@@ -37,6 +37,20 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
     raise ArithmeticError(f"incomplete beta ({a}, {b}, {x}) did not converge")
 
 
+def _stirling_tail(x: float) -> float:
+    """log Gamma(x) less Stirling's (x - 1/2) log x - x + log(2 pi) / 2: its asymptotic series, for x >= 10."""
+    x2 = x * x
+    return (1 / 12 - (1 / 360 - (1 / 1260 - 1 / (1680 * x2)) / x2) / x2) / x
+
+
+def _log_gamma_ratio(a: float, b: float) -> float:
+    """log Gamma(a + b) - log Gamma(a) without the cancellation of two large lgamma values when a is large (the
+    terms of Stirling's formula subtracted in closed form: (a - 1/2) log(1 + b/a) + b log(a + b) - b)."""
+    if a < 10:
+        return math.lgamma(a + b) - math.lgamma(a)
+    return (a - 0.5) * math.log1p(b / a) + b * math.log(a + b) - b + _stirling_tail(a + b) - _stirling_tail(a)
+
+
 def beta_regularized(a: float, b: float, x: float, complement: float | None = None) -> float:
     """I_x(a, b), the regularized incomplete beta function, for a, b > 0 and 0 <= x <= 1; ``complement`` is 1 - x
     when the caller knows it more exactly than 1 - x can be computed (x close to 1)."""
@@ -45,7 +59,12 @@ def beta_regularized(a: float, b: float, x: float, complement: float | None = No
         return 0.0
     if y <= 0:
         return 1.0
-    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(y)
+    # log x from its complement where x is near 1 (and the other way): a * log x is large when a is, and the last
+    # bits of x would be its error
+    log_x = math.log1p(-y) if x > 0.5 else math.log(x)
+    log_y = math.log1p(-x) if y > 0.5 else math.log(y)
+    big, small = max(a, b), min(a, b)
+    log_front = _log_gamma_ratio(big, small) - math.lgamma(small) + a * log_x + b * log_y
     if x < (a + 1) / (a + b + 2):
         return math.exp(log_front) * _beta_fraction(a, b, x) / a
     return 1 - math.exp(log_front) * _beta_fraction(b, a, y) / b
@@ -58,7 +77,7 @@ def t_sf(t: float, df: float) -> float:
 
 
 def _t_density(t: float, df: float) -> float:
-    log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    log_norm = _log_gamma_ratio(df / 2, 0.5) - 0.5 * math.log(df * math.pi)
     return math.exp(log_norm - (df + 1) / 2 * math.log1p(t * t / df))
 
 
