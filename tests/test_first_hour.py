@@ -28,7 +28,7 @@ def test_plan_counts_in_words_and_takes_db_like_every_command(tmp_path: Path,
 
 def test_export_says_its_formats_and_default(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "export", "--help")  # main turns argparse's exit into a status
-    assert code == 0 and "json (default), csv or markdown" in " ".join(out.split()), out
+    assert code == 0 and "json (default), csv, markdown or parquet" in " ".join(out.split()), out
 
 
 TWO = """
