@@ -48,6 +48,11 @@ def test_cost_per_io_by_component_known_answers() -> None:
     # 2 cores per 39.0625 MiB/s
     assert cost.us_per_mib("osd") == pytest.approx(2.0 * 1e6 / (10_000 * 4096 / 2**20))
     assert cost.us_per_io("mds") is None
+    # a fio server's job of a 1 s run that lived between two samples: the samples saw its idle parent only; fio's own
+    # accounting of its jobs is the more, and stands
+    missed = repetition_cost(10_000.0, 1.0, digest({"fio": 0.0, "ceph-osd": 2.0}), fio_cores=0.45, host_cpus=8,
+                             osd_cores_allocated=None)
+    assert missed is not None and missed.us_per_io("client") == pytest.approx(45.0)
     # fio not sampled: its own accounting; no quota: the machine's CPUs are the cores allocated
     unsampled = repetition_cost(1_000.0, 4096e3, digest({"ceph-osd": 1.0}), fio_cores=0.2, host_cpus=4,
                                 osd_cores_allocated=None)

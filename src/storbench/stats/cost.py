@@ -90,18 +90,19 @@ def repetition_cost(ios_per_s: float, bytes_per_s: float, telemetry: TelemetryDi
                     fio_cores: float | None, host_cpus: int | None,
                     osd_cores_allocated: float | None) -> RepetitionCost | None:
     """The repetition's cost; None without telemetry (nothing but fio's own CPU is known then) or without I/O.
-    The client is fio's processes as sampled (every fio process, its parent too), else fio's own accounting of
-    its jobs (``fio_cores``: usr + sys over the jobs' runtime) where telemetry did not list it."""
+    The client is fio's processes as sampled (every fio process, its parent too), or fio's own accounting of its
+    jobs (``fio_cores``: usr + sys over the jobs' runtime) where that is more: where telemetry did not list fio,
+    or its samples missed a job process that lived between two of them (a fio server's job of a short run)."""
     if telemetry is None or ios_per_s <= 0:
         return None
     sampled = dict(telemetry.process_cpu_cores)
     cores: list[tuple[str, float]] = []
     for component in COMPONENTS:
         found = [sampled[name] for name in component.processes if name in sampled]
-        if found:
-            cores.append((component.key, sum(found)))
-        elif component is CLIENT and fio_cores is not None:
+        if component is CLIENT and fio_cores is not None and (not found or sum(found) < fio_cores):
             cores.append((CLIENT.key, fio_cores))
+        elif found:
+            cores.append((component.key, sum(found)))
     modes = dict(telemetry.host_cpu_modes_pct)
     if host_cpus and ("softirq" in modes or "irq" in modes):
         cores.append((KERNEL.key, (modes.get("softirq", 0.0) + modes.get("irq", 0.0)) * host_cpus / 100.0))
