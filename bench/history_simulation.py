@@ -3,9 +3,12 @@
 --reps repetitions with a run-to-run CV (--between) and a CV inside a run (--within), looked at after every run from
 the fourth. Prints the share of step-free series that ever raise an alarm over --runs looks, and for a 5 % and a 10 %
 drop half-way the share found (within a run of the step) and the runs after the step at the first look that found
-it. The figures docs/methodology.md#history-and-change-points states.
+it; the gate's false alarms per look and its catch of a drop's first and second run; and, for a drop at the true run,
+how often the step's 95 % interval holds the true step and how often another change point is found besides it.
+The figures docs/methodology.md#history-and-change-points states.
 
     .venv/bin/python bench/history_simulation.py [--series 1000] [--runs 20] [--between 0.03] [--within 0.02]
+        [--steps-only]
 """
 
 from __future__ import annotations
@@ -45,8 +48,12 @@ def main() -> None:
     parser.add_argument("--within", type=float, default=0.02)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--seed", type=int, default=36)
+    parser.add_argument("--steps-only", action="store_true", help="only the step interval's rows")
     args = parser.parse_args()
     rng = random.Random(args.seed)
+    if args.steps_only:
+        step_interval_rates(args, rng)
+        return
     alarms = sum(first_alarm(series(args.runs, None, 0.0, args.between, args.within, args.reps, rng), None)
                  is not None for _ in range(args.series))
     print(f"| series without a step: an alarm at some look over {args.runs} runs | "
@@ -61,6 +68,28 @@ def main() -> None:
               f"{100 * len(found) / args.series:.1f} %, median {median} runs after the step |")
     for threshold in (0.0, 5.0):
         gate_rates(args, rng, threshold)
+    step_interval_rates(args, rng)
+
+
+def step_interval_rates(args: argparse.Namespace, rng: random.Random) -> None:
+    """Whole series with a drop half-way, judged once: of those whose change point is at the true run, the share
+    whose 95 % interval of the step holds the true step (the run-to-run noise has mean 0: the true step is the drop
+    itself), and the share of all with another change point more than a run away from the step."""
+    half = args.runs // 2
+    for step in (-0.05, -0.10, -0.20):
+        found = covered = extra = 0
+        for _ in range(args.series):
+            changes = change_points(series(args.runs, half, step, args.between, args.within, args.reps, rng))
+            at = [c for c in changes if c.at == half]
+            if at:
+                found += 1
+                low, high = at[0].change_ci_pct
+                covered += low <= 100 * step <= high
+            extra += any(abs(c.at - half) > 1 for c in changes)
+        print(f"| a {-100 * step:.0f} % drop at run {half + 1} of {args.runs}: its 95 % interval holds the true step "
+              f"| {100 * covered / max(found, 1):.1f} % of the {found} found at the true run |")
+        print(f"| a {-100 * step:.0f} % drop at run {half + 1} of {args.runs}: a change point more than a run from "
+              f"it | {100 * extra / args.series:.1f} % of {args.series} |")
 
 
 def gate(levels: list[RunLevel], threshold_pct: float) -> bool:
