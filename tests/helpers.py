@@ -43,6 +43,12 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     return code, captured.out, captured.err
 
 
+def labelled_runs(plan: Path, db: Path, builds: Sequence[str]) -> None:
+    """``plan`` run into ``db`` once per build, each labelled build=BUILD: a nightly series."""
+    for build in builds:
+        assert main(["run", str(plan), "--db", str(db), "--label", f"build={build}"]) == 0
+
+
 def storbench_process(*argv: str, cwd: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "storbench", *argv], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)

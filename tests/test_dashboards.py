@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import run_cli, write_plan
+from helpers import labelled_runs, run_cli, write_plan
 from storbench.records import RECORD_FIELDS
 from storbench.report.parquet import HISTORY_KINDS, record_kinds
 
@@ -28,12 +28,8 @@ repeat: 1
 
 @pytest.fixture(scope="module")
 def three_nights(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from storbench.cli import main
-
     work = tmp_path_factory.mktemp("nights")
-    plan = write_plan(work, PLAN.format(data=work / "data"))
-    for night in (1, 2, 3):
-        assert main(["run", str(plan), "--db", str(work / "r.db"), "--label", f"build=b{night}"]) == 0
+    labelled_runs(write_plan(work, PLAN.format(data=work / "data")), work / "r.db", ("b1", "b2", "b3"))
     return work / "r.db"
 
 

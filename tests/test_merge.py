@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli, write_plan
+from helpers import labelled_runs, run_cli, write_plan
 from storbench.store import open_store
 from storbench.store.merge import CHILD_TABLES, OWN_TABLES
 
@@ -44,12 +44,9 @@ def _records(capsys: pytest.CaptureFixture[str], db: Path, runs: str) -> list[di
 def two_machines(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """a.db with one run of the plan, b.db with two (labelled builds), each made by real fio runs."""
     work = tmp_path_factory.mktemp("machines")
-    from storbench.cli import main
-
     for db, repeat, builds in (("a.db", 2, ("a1",)), ("b.db", 1, ("b1", "b2"))):
         plan = write_plan(work, PLAN.format(data=work / f"{db}.data", repeat=repeat), f"{db}.yaml")
-        for build in builds:
-            assert main(["run", str(plan), "--db", str(work / db), "--label", f"build={build}"]) == 0
+        labelled_runs(plan, work / db, builds)
     return work / "a.db", work / "b.db"
 
 

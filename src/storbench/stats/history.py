@@ -142,10 +142,6 @@ def _noise_variance(levels: Sequence[RunLevel], segments: Sequence[tuple[int, in
     return max(between, statistics.fmean(within) if within else 0.0), df
 
 
-def _t_sf(t: float, df: int) -> float:
-    return t_sf(abs(t), df)
-
-
 def _best_split(levels: Sequence[RunLevel], start: int, end: int) -> tuple[int, float] | None:
     """The split of runs [start, end) into two levels of at least MIN_SEGMENT_RUNS with the largest pooled t, and
     its two-sided p-value times the number of splits considered; None when no split is possible. Running sums make
@@ -177,7 +173,7 @@ def _best_split(levels: Sequence[RunLevel], start: int, end: int) -> tuple[int, 
             p = 0.0
         else:
             t = step / math.sqrt(variance * (1 / i + 1 / right_n))
-            p = min(1.0, 2 * _t_sf(t, df) * len(candidates))
+            p = min(1.0, 2 * t_sf(abs(t), df) * len(candidates))
         if best is None or p < best[1]:
             best = (start + i, p)
     return best

@@ -39,6 +39,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from storbench.stats.special import t_quantile
+
 K = TypeVar("K", int, tuple[int, int])  # a round: its index, or (run id, index)
 
 CALIBRATION_SEED = 20_240_611
@@ -46,13 +48,6 @@ CALIBRATION_PATHS = 200_000  # simulated A/A comparisons: the A/A rate's Monte C
 CALIBRATION_VALUES = 6_000_000  # normals at most, so a schedule of many rounds simulates fewer paths
 CALIBRATION_MIN_PATHS = 20_000
 _CHUNK_VALUES = 500_000  # normals simulated at a time (bounded memory)
-
-
-@lru_cache(maxsize=4096)
-def _t_quantile(p: float, df: int) -> float:
-    from scipy.special import stdtrit  # on first use: see stats.estimate.t_quantile
-
-    return float(stdtrit(df, p))
 
 
 class Decision(StrEnum):
@@ -188,7 +183,7 @@ def paired_change(a: Sequence[float], b: Sequence[float], confidence: float = 0.
         return None
     mean = sum(logs) / n
     sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (n - 1))
-    half = _t_quantile(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
+    half = t_quantile(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
     # at a first look's tiny error rate with two pairs the t quantile is huge: the high end is then unbounded
     return PairedChange(n=n, estimate=math.expm1(mean), low=math.expm1(mean - half), high=_expm1_or_inf(mean + half),
                         confidence=confidence, log_sd=sd)
@@ -257,7 +252,7 @@ def rounds_to_decide(change: PairedChange, plan: SequentialPlan, rounds: int) ->
         return 1
     for later in range(max(rounds + 1, plan.min_rounds), plan.max_rounds + 1):
         alpha_k = plan.look_alpha(later)
-        half = _t_quantile(1 - alpha_k / 2, later - 1) * change.log_sd / math.sqrt(later)
+        half = t_quantile(1 - alpha_k / 2, later - 1) * change.log_sd / math.sqrt(later)
         if half < distance:
             return later - rounds
     return None

@@ -16,7 +16,7 @@ import json
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,8 +67,11 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
 
 
+RUN_KEY = ("plan_name", "plan_sha256", "host", "source", "started_at_s")  # one run, wherever it is stored
+
+
 def _run_key(row: sqlite3.Row) -> tuple[object, ...]:
-    return (row["plan_name"], row["plan_sha256"], row["host"], row["source"], row["started_at_s"])
+    return tuple(row[column] for column in RUN_KEY)
 
 
 def merge_database(store: Store, source_path: str, clock: Callable[[], float]) -> list[MergedRun]:
@@ -80,9 +83,8 @@ def merge_database(store: Store, source_path: str, clock: Callable[[], float]) -
         copy = str(Path(scratch) / "source.db")
         try:
             shutil.copyfile(source_path, copy)
-            for suffix in ("-wal",):  # a database being written: its committed pages are in the WAL too
-                if Path(source_path + suffix).exists():
-                    shutil.copyfile(source_path + suffix, copy + suffix)
+            if Path(source_path + "-wal").exists():  # a database being written: its committed pages are there too
+                shutil.copyfile(source_path + "-wal", copy + "-wal")
         except OSError as exc:
             raise UserError(f"cannot read {source_path}: {exc.strerror or exc}") from None
         try:
@@ -98,7 +100,7 @@ def merge_database(store: Store, source_path: str, clock: Callable[[], float]) -
 
 def _merge(store: Store, source: Store, source_name: str, clock: Callable[[], float]) -> list[MergedRun]:
     src, dst = source.conn, store.conn
-    here = {_run_key(row): row["id"] for row in dst.execute("SELECT * FROM runs")}
+    here = {_run_key(row): row["id"] for row in dst.execute(f"SELECT id, {', '.join(RUN_KEY)} FROM runs")}
     merged: list[MergedRun] = []
     with store.transaction():
         for run in src.execute("SELECT * FROM runs ORDER BY id").fetchall():
@@ -161,8 +163,9 @@ def _copy_children(src: sqlite3.Connection, dst: sqlite3.Connection, table: str,
     kept = [c for c in columns if c != "id"]
     insert = f"INSERT INTO {table} ({', '.join(kept)}) VALUES ({', '.join('?' * len(kept))})"
     made: dict[int, int] = {}
-    for start in range(0, len(parents), 500):  # SQLite's bound parameters per statement
-        chunk: Sequence[int] = list(parents)[start:start + 500]
+    old_ids = list(parents)
+    for start in range(0, len(old_ids), 500):  # SQLite's bound parameters per statement
+        chunk = old_ids[start:start + 500]
         rows = src.execute(f"SELECT * FROM {table} WHERE {parent} IN ({', '.join('?' * len(chunk))})"
                            + (" ORDER BY id" if renewed else ""), list(chunk)).fetchall()
         for row in rows:
