@@ -146,6 +146,7 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
         metric = METRICS.get(history.metric, Metric(history.metric, history.metric, True, ""))
         scale = 1e-6 if metric.unit == "ns" else 1.0  # latencies in ms
         unit = "ms" if metric.unit == "ns" else metric.unit
+        y_label = f"{metric.label} ({unit})" if unit and unit != metric.label else metric.label  # not "IOPS (IOPS)"
         x = tuple(float(level.context.run_id) for level in history.runs)
         halves = [_half_width(level) for level in history.runs]
         series = [Series("run mean (± its repetitions' 95 % CI)", x,
@@ -163,7 +164,7 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
                       for c in history.changes)
         figures.append(FigureSpec(
             figure_id=f"history-{number + 1}-{history.metric}", title=point_title(history),
-            x_label="run", y_label=f"{metric.label} ({unit})" if unit else metric.label, series=tuple(series),
+            x_label="run", y_label=y_label, series=tuple(series),
             x_tickvals=x, x_ticktext=tuple(f"run {int(v)}" for v in x), x_marks=marks, section=HISTORY_SECTION,
             caption="each run's mean with its repetitions' interval; dashed: the level between change points; a "
                     "vertical line: a change point with the step and its 95 % interval "
