@@ -16,6 +16,7 @@ Exit status: 0 success, 1 some repetitions failed, 2 a user error (one line, no 
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Sequence
 
@@ -70,6 +71,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Start-up and exit cost: the ~600 modules a command imports are kept for the whole process, so the cyclic
+    # collector need not walk them again (`gc.freeze`: at each full collection, and at interpreter exit, where
+    # walking them took ~0.15 s). Objects made later are collected as usual.
+    gc.freeze()
+    try:
+        return _main(argv)
+    finally:
+        gc.freeze()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(plan_before_resume(sys.argv[1:] if argv is None else argv))
