@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,3 +36,23 @@ def _no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
     """A terminal's COLUMNS (a developer's shell) would narrow the tables every test reads; tests that want a
     width set it themselves."""
     monkeypatch.delenv("COLUMNS", raising=False)
+
+
+_DATABASES = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> Iterator[str]:
+    """One PostgreSQL server for the session (each test gets a database of its own: `postgres_db`)."""
+    from postgres_server import postgres_server
+
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_db(postgres_server_url: str) -> str:
+    """The URL of a new, empty PostgreSQL database (`--db postgresql://...`)."""
+    from postgres_server import new_database
+
+    return new_database(postgres_server_url, f"test{next(_DATABASES)}")

@@ -172,24 +172,27 @@ lab:
 @pytest.mark.fio
 @pytest.mark.skipif(os.geteuid() != 0 or not Path("/dev/loop-control").exists(),
                     reason="needs root and loop devices (the volume lab)")
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
 def test_a_lab_setting_changed_half_way_shows_in_history_and_fails_the_gate(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+        store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        request: pytest.FixtureRequest) -> None:
     """Nightly runs of one plan on the volume lab, labelled by build: three at a 2,000 IOPS cap, then the cap
     halved. The newest run fails `--fail-on-regression` against the three before; once a second run shows the new
     level, history marks the change at the first of them, names the lab setting and the label that changed with
-    it, and the newest run is judged against the new level."""
+    it, and the newest run is judged against the new level. The same in an SQLite file and in a PostgreSQL
+    database a team would share."""
     from storbench.lab.volume import VolumeLab
 
+    db = str(tmp_path / "r.db") if store == "sqlite" else request.getfixturevalue("postgres_db")
     monkeypatch.setattr("storbench.lab.volume.DEFAULT_LAB_DIR", tmp_path / "lab")
     try:
-        _nightly_runs(tmp_path, capsys)
+        _nightly_runs(tmp_path, db, capsys)
     finally:
         VolumeLab(tmp_path / "lab" / "volume").down()
     assert not (tmp_path / "lab" / "volume").exists()
 
 
-def _nightly_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = str(tmp_path / "r.db")
+def _nightly_runs(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
     for night, iops in enumerate((2000, 2000, 2000, 1000), start=1):
         plan = write_plan(tmp_path, VOLUME_PLAN.format(iops=iops), f"night{night}.yaml")
         code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--label", f"build=b{night}")

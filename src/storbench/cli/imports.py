@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the importer and the store load only for the command that u
 def cmd_import(args: argparse.Namespace) -> int:
     from storbench.fio.parse import load_fio_json_lenient
     from storbench.importer import FioFile, file_sha256, prepare_import
-    from storbench.store import open_store
+    from storbench.store import open_store, store_exists
     from storbench.store.merge import is_sqlite_file
 
     databases = [name for name in args.files if is_sqlite_file(name)]
@@ -36,7 +36,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     err = _console(stderr=True)
     # an existing database is opened for writing at once (an older one is upgraded; one that is not storbench's is
     # refused untouched); a new one is made only when there is something to import
-    store = open_store(args.db) if Path(args.db).exists() else None
+    store = open_store(args.db) if store_exists(args.db) else None
     try:
         known: dict[str, int | None] = dict(store.imported_files()) if store is not None and not args.again else {}
         duplicates = 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench.cli.common import (
@@ -186,7 +185,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from storbench.orchestrate import run_plan
     from storbench.plan import expand
     from storbench.selection import parse_labels
-    from storbench.store import open_store
+    from storbench.store import open_store, store_exists
 
     labels = parse_labels(args.label)
     loaded = with_namespace(_read_plan(args.plan), args.namespace)
@@ -196,7 +195,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if resume and labels:
         raise UserError("--label is given when a run starts: a resumed run keeps the labels it started with",
                         hint="drop --label, or run without --resume to start a new run")
-    if resume and not Path(args.db).exists():  # refused before a database file is made
+    if resume and not store_exists(args.db):  # refused before a database file is made
         raise UserError(f"nothing to resume: no results database {args.db}", hint=f"run `storbench run "
                         f"{args.plan} --db {args.db}` without --resume to start")
     if resume:  # the run to continue, and its stopping rule, refused before anything is checked or laid out

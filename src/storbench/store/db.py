@@ -20,7 +20,7 @@ from storbench.private_files import create_private
 from storbench.store.migrations import SCHEMA_VERSION, migrate
 from storbench.store.queries import NOT_OURS_HINT, Store
 
-__all__ = ["READ_LIMIT_S", "SCHEMA_VERSION", "Store", "open_store"]
+__all__ = ["READ_LIMIT_S", "SCHEMA_VERSION", "Store", "open_store", "store_exists"]
 
 OPEN_RETRY_S = 60.0
 
@@ -143,10 +143,23 @@ def _open_read_only(path: str) -> Store:
     return Store(conn, path)
 
 
+def store_exists(path: str | Path) -> bool:
+    """Whether there is a results store at ``path`` to resume or add to: a file, or a PostgreSQL server (asked when
+    opened)."""
+    from storbench.store.postgres import is_postgres_url
+
+    return is_postgres_url(str(path)) or Path(path).exists()
+
+
 def open_store(path: str | Path, *, read_only: bool = False) -> Store:
-    """Open (and create or migrate) a results database. WAL mode, full sync: a finished repetition
-    survives a crash of storbench, a kill -9 or a power cut after its commit."""
+    """Open (and create or migrate) a results database: an SQLite file, or a PostgreSQL database for a ``postgresql://``
+    URL (`store.postgres`). SQLite: WAL mode, full sync: a finished repetition survives a crash of storbench, a
+    kill -9 or a power cut after its commit."""
     path = str(path)
+    from storbench.store.postgres import is_postgres_url, open_postgres
+
+    if is_postgres_url(path):
+        return Store(*open_postgres(path, read_only=read_only))
     if read_only:
         return _open_read_only(path)
     parent = Path(path).expanduser().resolve().parent

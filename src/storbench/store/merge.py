@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from pathlib import Path
 from storbench.errors import UserError
 from storbench.store.db import Store, open_store
 from storbench.store.queries import NOT_OURS_HINT
+from storbench.store.rows import Connection, Row
 
 # The tables a run's rows live in, in the order they are copied, each with the column that points at its parent
 # and the table whose ids that column holds. A table with an integer `id` gets new ids (recorded for its children).
@@ -63,14 +63,10 @@ def is_sqlite_file(path: str) -> bool:
         return False
 
 
-def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
-    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
-
-
 RUN_KEY = ("plan_name", "plan_sha256", "host", "source", "started_at_s")  # one run, wherever it is stored
 
 
-def _run_key(row: sqlite3.Row) -> tuple[object, ...]:
+def _run_key(row: Row) -> tuple[object, ...]:
     return tuple(row[column] for column in RUN_KEY)
 
 
@@ -108,7 +104,7 @@ def _merge(store: Store, source: Store, source_name: str, clock: Callable[[], fl
             if _run_key(run) in here:
                 merged.append(MergedRun(run["id"], here[_run_key(run)], count, already_here=True))
                 continue
-            run_id = _copy_run(src, dst, run, source_name, clock())
+            run_id = _copy_run(src, store, run, source_name, clock())
             here[_run_key(run)] = run_id
             merged.append(MergedRun(run["id"], run_id, count, already_here=False))
         new = [m.run_id for m in merged if not m.already_here]
@@ -124,9 +120,9 @@ def _merge(store: Store, source: Store, source_name: str, clock: Callable[[], fl
     return merged
 
 
-def _copy_run(src: sqlite3.Connection, dst: sqlite3.Connection, run: sqlite3.Row, source_name: str,
-              now_s: float) -> int:
-    columns = [c for c in _columns(dst, "runs") if c not in ("id", "merged_from_json")]
+def _copy_run(src: Connection, store: Store, run: Row, source_name: str, now_s: float) -> int:
+    dst = store.conn
+    columns = [c for c in store.columns("runs") if c not in ("id", "merged_from_json")]
     values = [run[c] for c in columns]
     origin = dict(json.loads(run["merged_from_json"] or "{}")) or {
         "database": source_name, "run_id": run["id"], "merged_at_s": now_s}
@@ -134,15 +130,15 @@ def _copy_run(src: sqlite3.Connection, dst: sqlite3.Connection, run: sqlite3.Row
                          f"({', '.join('?' * len(columns))}, ?)", (*values, json.dumps(origin, sort_keys=True)))
     assert cursor.lastrowid is not None
     new_ids: dict[str, dict[int, int]] = {"runs": {run["id"]: cursor.lastrowid}}
-    _copy_cases(src, dst, run["id"])
+    _copy_cases(src, store, run["id"])
     for table, parent, parent_table in CHILD_TABLES:
-        new_ids[table] = _copy_children(src, dst, table, parent, new_ids[parent_table])
+        new_ids[table] = _copy_children(src, store, table, parent, new_ids[parent_table])
     return cursor.lastrowid
 
 
-def _copy_cases(src: sqlite3.Connection, dst: sqlite3.Connection, run_id: int) -> None:
+def _copy_cases(src: Connection, store: Store, run_id: int) -> None:
     """The run's cases: a case id names its content, so one already here must be the same case."""
-    columns = _columns(dst, "cases")
+    dst, columns = store.conn, store.columns("cases")
     for row in src.execute("SELECT * FROM cases WHERE id IN (SELECT case_id FROM repetitions WHERE run_id = ?)",
                            (run_id,)).fetchall():
         mine = dst.execute("SELECT * FROM cases WHERE id = ?", (row["id"],)).fetchone()
@@ -154,11 +150,11 @@ def _copy_cases(src: sqlite3.Connection, dst: sqlite3.Connection, run_id: int) -
                             hint=NOT_OURS_HINT)
 
 
-def _copy_children(src: sqlite3.Connection, dst: sqlite3.Connection, table: str, parent: str,
+def _copy_children(src: Connection, store: Store, table: str, parent: str,
                    parents: dict[int, int]) -> dict[int, int]:
     """The rows of ``table`` under the copied ``parents`` (old id -> new id), their own ids renewed when they have
     one; returns old id -> new id of the rows copied."""
-    columns = _columns(dst, table)
+    dst, columns = store.conn, store.columns(table)
     renewed = "id" in columns
     kept = [c for c in columns if c != "id"]
     insert = f"INSERT INTO {table} ({', '.join(kept)}) VALUES ({', '.join('?' * len(kept))})"

@@ -31,22 +31,28 @@ from storbench.redact import redact_outcome
 from storbench.run_design import NO_DESIGN, RunDesign
 from storbench.store import rows
 from storbench.store.codec import compress_text, decompress_text
+from storbench.store.rows import Connection, Row
 from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
 
 NOT_OURS_HINT = "pass the --db a `storbench run` wrote"
 
 
 class Store:
-    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+    def __init__(self, conn: Connection, path: str) -> None:
         self.conn = conn
-        self.path = path
+        self.path = path  # what messages name it by: a file's path, or a PostgreSQL URL (never with a password)
         self._writing = False
 
     def close(self) -> None:
         self.conn.close()
 
+    def columns(self, table: str) -> list[str]:
+        """The columns of one of storbench's tables, in their order (not PostgreSQL's stored-order column)."""
+        cursor = self.conn.execute(f"SELECT * FROM {table} LIMIT 0")
+        return [column[0] for column in cursor.description if column[0] != "rowid"]
+
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[Connection]:
         """One atomic write; writes inside another one join it (an import's run and all its repetitions are one).
         A full disk or a failing device is the user's to fix: one line that says what was kept (every earlier
         transaction is committed; this one is rolled back whole)."""
@@ -129,14 +135,18 @@ class Store:
 
     def imported_files(self) -> dict[str, int]:
         """sha256 of each fio output file imported so far -> the run that holds it."""
-        return {row["sha"]: row["run_id"] for row in self.conn.execute(
-            "SELECT DISTINCT json_extract(r.target_json, '$.imported_sha256') AS sha, r.run_id FROM repetitions r"
-            " JOIN runs ON runs.id = r.run_id WHERE runs.source = 'import'"
-            " AND json_extract(r.target_json, '$.imported_sha256') IS NOT NULL")}
+        found: dict[str, int] = {}
+        for row in self.conn.execute("SELECT r.target_json, r.run_id FROM repetitions r JOIN runs ON runs.id ="
+                                     " r.run_id WHERE runs.source = 'import' ORDER BY r.id"):
+            sha = json.loads(row["target_json"]).get("imported_sha256")
+            if sha is not None:
+                found[str(sha)] = row["run_id"]
+        return found
 
     def repetition_counts(self, run_id: int) -> tuple[int, int]:
         """(repetitions stored ok, repetitions stored in all) of a run."""
-        row = self.conn.execute("SELECT COUNT(*) AS n, SUM(status = 'ok') AS ok FROM repetitions WHERE run_id = ?",
+        row = self.conn.execute("SELECT COUNT(*) AS n, SUM(CASE WHEN status = 'ok' THEN 1 ELSE 0 END) AS ok"
+                                " FROM repetitions WHERE run_id = ?",
                                 (run_id,)).fetchone()
         return int(row["ok"] or 0), int(row["n"] or 0)
 
@@ -153,7 +163,7 @@ class Store:
     def runs(self) -> list[RunInfo]:
         return [self._run_info(row) for row in self.conn.execute("SELECT * FROM runs ORDER BY id")]
 
-    def _run_info(self, row: sqlite3.Row) -> RunInfo:
+    def _run_info(self, row: Row) -> RunInfo:
         try:
             return rows.run_info(row)
         except ValueError as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from storbench.model import (
     BlockTarget,
@@ -32,8 +32,16 @@ from storbench.run_design import RunDesign, design_from_json, design_to_json
 from storbench.store.codec import decode_histogram, encode_histogram
 from storbench.telemetry.series import RepetitionTelemetry
 
+if TYPE_CHECKING:
+    from storbench.store.postgres import PgConnection
 
-def run_info(row: sqlite3.Row) -> RunInfo:
+# an SQLite connection, or a PostgreSQL one that speaks as it does (`store.postgres`): the store's statements are
+# written in the SQL both share
+Connection: TypeAlias = "sqlite3.Connection | PgConnection"
+Row: TypeAlias = Any  # sqlite3.Row or store.postgres.Row: read by column name or position
+
+
+def run_info(row: Row) -> RunInfo:
     return RunInfo(
         run_id=row["id"], plan_name=row["plan_name"], plan_text=row["plan_text"], source=row["source"],
         storbench_version=row["storbench_version"], fio_version=row["fio_version"], host=row["host"],
@@ -69,7 +77,7 @@ def design_from_text(text: object) -> RunDesign:
         raise ValueError(f"design stored in an unknown shape ({type(exc).__name__}: {exc})") from None
 
 
-def insert_case(conn: sqlite3.Connection, case: Case) -> None:
+def insert_case(conn: Connection, case: Case) -> None:
     conn.execute(
         "INSERT OR IGNORE INTO cases (id, target_json, workload_json, clients, lab_json) VALUES (?,?,?,?,?)",
         (case.case_id, json.dumps(target_to_json(case.target), sort_keys=True),
@@ -140,7 +148,7 @@ def _latency_columns(prefix: str, summary: LatencySummary) -> dict[str, object]:
     }
 
 
-def _latency_from_row(prefix: str, row: sqlite3.Row) -> LatencySummary:
+def _latency_from_row(prefix: str, row: Row) -> LatencySummary:
     return LatencySummary(
         samples=row[f"{prefix}_samples"],
         min_ns=row[f"{prefix}_min_ns"],
@@ -152,7 +160,7 @@ def _latency_from_row(prefix: str, row: sqlite3.Row) -> LatencySummary:
     )
 
 
-def insert_telemetry(conn: sqlite3.Connection, repetition_id: int, telemetry: RepetitionTelemetry) -> None:
+def insert_telemetry(conn: Connection, repetition_id: int, telemetry: RepetitionTelemetry) -> None:
     conn.execute("INSERT INTO telemetry (repetition_id, window_start_s, window_end_s, problems_json)"
                  " VALUES (?,?,?,?)", (repetition_id, telemetry.window_start_s, telemetry.window_end_s,
                                        json.dumps(list(telemetry.problems))))
@@ -163,7 +171,7 @@ def insert_telemetry(conn: sqlite3.Connection, repetition_id: int, telemetry: Re
          for s in telemetry.series for begin, end, value in zip(s.starts_s, s.times_s, s.values, strict=True)])
 
 
-def insert_client(conn: sqlite3.Connection, repetition_id: int, client: ClientMeasurement) -> None:
+def insert_client(conn: Connection, repetition_id: int, client: ClientMeasurement) -> None:
     cursor = conn.execute(
         "INSERT INTO clients (repetition_id, name, jobs, job_errors_json, cpu_usr_pct, cpu_sys_pct)"
         " VALUES (?,?,?,?,?,?)",
@@ -188,7 +196,7 @@ def insert_client(conn: sqlite3.Connection, repetition_id: int, client: ClientMe
         )
 
 
-def measurement_from_row(row: sqlite3.Row) -> DirectionMeasurement:
+def measurement_from_row(row: Row) -> DirectionMeasurement:
     return DirectionMeasurement(
         direction=Direction(row["direction"]), total_ios=row["total_ios"], io_bytes=row["io_bytes"],
         runtime_ms=row["runtime_ms"], iops=row["iops"], bw_bytes=row["bw_bytes"],

@@ -1,0 +1,244 @@
+"""The results store on PostgreSQL (shell): `--db postgresql://USER@HOST/DB` for a store a team shares (issue 36).
+
+The store's queries (`store.queries.Store`) run unchanged: this module gives them a connection that speaks as
+sqlite3's does (``execute`` with ``?`` placeholders, rows read by name or position, ``lastrowid``, ``with conn:`` for
+one transaction), turning each statement into PostgreSQL's (`store.dialect`). A new database gets the schema of this
+storbench's SQLite store, translated, recorded as the same schema version; opening one is serialised by an advisory
+lock, as SQLite's write lock serialises a new file's migration.
+
+The URL never holds a password (it is printed in messages and hashed into run labels): libpq reads one from
+``~/.pgpass`` or ``PGPASSWORD``. Reading (show, report, history) opens a read-only session whose statements stop
+after READ_LIMIT_S.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Any
+
+from storbench.errors import UserError
+from storbench.store.dialect import postgres_schema, postgres_statement
+from storbench.store.migrations import SCHEMA_VERSION, migrate
+
+__all__ = ["POSTGRES_SCHEMES", "PgConnection", "is_postgres_url", "open_postgres", "schema_statements"]
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+READ_LIMIT_S = 30.0
+LOCK_KEY = 0x5354_4F52_4245_4E43 & 0x7FFF_FFFF_FFFF_FFFF  # "STORBENC": storbench's advisory lock
+NOT_OURS_HINT = "pass a database of its own for storbench (`createdb storbench`), or one a `storbench run` wrote"
+PASSWORD_HINT = ("put the password in ~/.pgpass (HOST:PORT:DB:USER:PASSWORD, mode 0600) or PGPASSWORD, which "
+                 "libpq reads; the URL is printed in messages")
+
+
+def is_postgres_url(text: str) -> bool:
+    return text.startswith(POSTGRES_SCHEMES)
+
+
+def _conninfo(url: str) -> dict[str, Any]:
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(url)
+    except Exception as exc:  # psycopg's ProgrammingError: libpq's own words
+        raise UserError(f"--db {url.split('?')[0]!r} is not a PostgreSQL URL libpq reads: {exc}",
+                        hint="postgresql://USER@HOST:PORT/DB, or postgresql:///DB?host=/run/postgresql") from None
+    if parts.get("password"):
+        raise UserError("--db: the PostgreSQL URL holds a password; storbench takes none on its command line",
+                        hint=PASSWORD_HINT)
+    return parts
+
+
+class Row:
+    """One result row, read by column name or position, as sqlite3.Row is."""
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, index: dict[str, int], values: Sequence[Any]) -> None:
+        self._index = index
+        self._values = values
+
+    def __getitem__(self, key: str | int) -> Any:
+        return self._values[self._index[key]] if isinstance(key, str) else self._values[key]
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+class PgCursor:
+    """A statement's result as sqlite3's cursor offers it."""
+
+    def __init__(self, cursor: Any, lastrowid: int | None) -> None:
+        self._cursor = cursor
+        self.lastrowid = lastrowid
+        self.rowcount = cursor.rowcount
+        names = [column.name for column in cursor.description or ()]
+        self.description = [(name, None, None, None, None, None, None) for name in names]
+        self._index = {name: position for position, name in enumerate(names)}
+
+    def fetchone(self) -> Any:  # a Row, or None (typed as sqlite3's is)
+        values = self._cursor.fetchone()
+        return None if values is None else Row(self._index, values)
+
+    def fetchall(self) -> list[Row]:
+        return [Row(self._index, values) for values in self._cursor.fetchall()]
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self.fetchall())
+
+
+class PgConnection:
+    """A psycopg connection in autocommit (a read holds no transaction open); ``with conn:`` is one transaction."""
+
+    def __init__(self, raw: Any, label: str) -> None:
+        self.raw = raw
+        self.label = label
+        self._transactions: list[Any] = []
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> PgCursor:
+        text, returning = postgres_statement(sql)
+        with self._errors():
+            cursor = self.raw.execute(text, tuple(parameters))
+            if returning:
+                row = cursor.fetchone()
+                return PgCursor(cursor, int(row[0]))
+            return PgCursor(cursor, None)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        text, _ = postgres_statement(sql, many=True)
+        with self._errors():
+            self.raw.cursor().executemany(text, [tuple(row) for row in rows])
+
+    def __enter__(self) -> PgConnection:
+        transaction = self.raw.transaction()
+        transaction.__enter__()
+        self._transactions.append(transaction)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        with self._errors():
+            self._transactions.pop().__exit__(kind, exc, trace)
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def _errors(self) -> Any:
+        return _PgErrors(self.label)
+
+
+class _PgErrors:
+    """PostgreSQL's errors in storbench's words: a lost server or a full disk is one line (what was kept); a
+    statement stopped by the read limit, another."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        import psycopg
+
+        if exc is None or not isinstance(exc, psycopg.Error):
+            return
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, psycopg.errors.QueryCanceled):
+            raise UserError(f"{self.label}: a query ran past {READ_LIMIT_S:g} s and was stopped; no storbench results "
+                            "database needs that long", hint=NOT_OURS_HINT) from None
+        if isinstance(exc, (psycopg.OperationalError, psycopg.errors.DiskFull, psycopg.errors.ReadOnlySqlTransaction)):
+            raise UserError(f"results database {self.label}: {first}; everything stored before is intact, this write "
+                            "was rolled back", hint="fix the server (or its disk), then run the same command with "
+                            "--resume") from None
+
+
+def schema_statements() -> list[str]:
+    """PostgreSQL's statements for this storbench's schema: SQLite's, made by its migrations, translated."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        conn.execute("PRAGMA foreign_keys=ON")
+        migrate(conn, ":memory:")
+        entries = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+    return postgres_schema(entries)
+
+
+def _label(parts: dict[str, Any]) -> str:
+    """The URL as messages name it: user, host, port and database (a password is never in it: refused)."""
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    host, db = str(parts.get("host") or ""), parts.get("dbname") or ""
+    if host.startswith("/"):  # a local socket's directory
+        return f"postgresql://{user}/{db}?host={host}"
+    return f"postgresql://{user}{host}" + (f":{parts['port']}" if parts.get("port") else "") + f"/{db}"
+
+
+def _schema_version(conn: PgConnection) -> int | None:
+    """The store's schema version (None: no storbench tables yet); a database with tables named as storbench's
+    that storbench did not make is refused untouched."""
+    found = {row[0] for row in conn.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")}
+    if "schema_migrations" not in found:
+        if found & {"runs", "repetitions", "cases"}:
+            raise UserError(f"{conn.label} has tables named as storbench's but is not a storbench results database; "
+                            "left untouched", hint=NOT_OURS_HINT)
+        return None
+    version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    if version is None or not isinstance(version[0], int):
+        raise UserError(f"{conn.label} is not a storbench results database (no schema version)", hint=NOT_OURS_HINT)
+    if version[0] > SCHEMA_VERSION:
+        raise UserError(f"{conn.label} has schema version {version[0]}, newer than this storbench ({SCHEMA_VERSION})",
+                        hint="upgrade storbench")
+    if version[0] < SCHEMA_VERSION:
+        # PostgreSQL stores start at schema 13; every later migration must come with its PostgreSQL form
+        raise UserError(f"{conn.label} has schema version {version[0]}; this storbench ({SCHEMA_VERSION}) has no "
+                        "PostgreSQL upgrade for it", hint="use the storbench that made it")
+    return int(version[0])
+
+
+def open_postgres(url: str, *, read_only: bool = False) -> tuple[PgConnection, str]:
+    """A connection to the PostgreSQL store at ``url`` and the label messages name it by (no password: refused).
+    For writing, a database without storbench's tables gets them."""
+    parts = _conninfo(url)
+    label = _label(parts)
+    try:
+        import psycopg
+    except ImportError:
+        raise UserError(f"--db {label}: PostgreSQL needs the psycopg package, which is not installed",
+                        hint="pip install 'storbench[postgres]' (or psycopg[binary]) into storbench's environment"
+                        ) from None
+    options = f"-c statement_timeout={int(READ_LIMIT_S * 1000)} -c default_transaction_read_only=on" if read_only \
+        else ""
+    try:
+        raw = psycopg.connect(url, autocommit=True, connect_timeout=10, options=options,
+                              application_name="storbench")
+    except psycopg.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"cannot open {label}: {first}", hint="check the URL, that the server runs, and ~/.pgpass"
+                        ) from None
+    conn = PgConnection(raw, label)
+    try:
+        if read_only:
+            if _schema_version(conn) is None:
+                raise UserError(f"{label} is not a storbench results database (no storbench tables in it)",
+                                hint="run a plan first with this --db")
+            return conn, label
+        with conn:
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))  # two storbench making one store: once
+            if _schema_version(conn) is None:
+                for statement in schema_statements():
+                    conn.execute(statement)
+                conn.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, now()::text)",
+                             (SCHEMA_VERSION,))
+        return conn, label
+    except BaseException:
+        conn.close()
+        raise
