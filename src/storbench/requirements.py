@@ -59,6 +59,8 @@ REQUIREMENTS: tuple[Requirement, ...] = (
                 f"{APT} skopeo"),
     Requirement("docker-registry and htpasswd", "program", "docker-registry", "the Kubernetes lab's registry",
                 f"{APT} docker-registry apache2-utils"),
+    Requirement("psycopg", "module", "psycopg", "a PostgreSQL results store (--db postgresql://...)",
+                "pip install 'storbench[postgres]'"),
     Requirement("Kubernetes v1.33 binaries", "file", "kubernetes", "the Kubernetes lab",
                 "scripts/build-kubernetes.sh (from a clone; Go; about 10 minutes once)"),
     Requirement("the CSI driver and sidecars", "file", "csi", "the Kubernetes lab's storbench-csi (lab.k8s.csi)",
@@ -93,8 +95,8 @@ def doctor_lines(found: Mapping[Requirement, Found]) -> list[str]:
 SETUP_PACKAGES: Mapping[str, tuple[str, ...]] = {
     "base": ("fio", "python3", "python3-venv", "ca-certificates"),
     # the report test opens the report in Chromium; the telemetry test starts its own Prometheus pair;
-    # scripts/pipx-quickstart.sh installs the wheel with pipx
-    "dev": ("chromium", "fonts-dejavu-core", "prometheus", "prometheus-node-exporter", "pipx"),
+    # scripts/pipx-quickstart.sh installs the wheel with pipx; the store tests start their own PostgreSQL server
+    "dev": ("chromium", "fonts-dejavu-core", "prometheus", "prometheus-node-exporter", "pipx", "postgresql"),
     # the Kubernetes lab: its daemons, the fio and pause images, its registry
     "k8s": ("etcd-server", "containerd", "runc", "containernetworking-plugins", "busybox-static", "gcc", "libc6-dev",
             "iptables", "openssl", "util-linux", "iproute2", "skopeo", "docker-registry", "apache2-utils"),

@@ -1,0 +1,202 @@
+"""The results store on PostgreSQL (issue 36): the same schema as SQLite's (tables, columns, types, keys,
+references, checks); runs written, merged, resumed and read there exactly as in an SQLite file; a database that is
+not storbench's left untouched; reading never writes; two storbench making one new store make it once; a password
+in the URL refused. Each test gets a new database on one server the session starts (tests/postgres_server.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli, write_plan
+from storbench.errors import UserError
+from storbench.store import open_store
+from storbench.store.dialect import postgres_statement
+from storbench.store.migrations import SCHEMA_VERSION
+
+PG_TYPES = {"INTEGER": "bigint", "REAL": "double precision", "TEXT": "text", "BLOB": "bytea"}
+
+PLAN = """
+name: shared
+targets:
+  disk: {{kind: path, path: {data}, size: 8MiB}}
+workload: {{rw: randrw, bs: 4k, iodepth: [1, 2], runtime: 1s, direct: false}}
+repeat: 2
+"""
+
+
+def _sqlite_schema(db: Path) -> dict[str, tuple[object, ...]]:
+    """Each table: its columns (name, type, not null, in the primary key), its references and its number of checks."""
+    conn = sqlite3.connect(db)
+    found: dict[str, tuple[object, ...]] = {}
+    for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall():
+        columns = [(c[1], PG_TYPES[c[2]], bool(c[3]) or c[5] > 0, c[5] > 0)
+                   for c in conn.execute(f"PRAGMA table_info({name})")]
+        references = sorted(f"FOREIGN KEY ({f[3]}) REFERENCES {f[2]}({f[4]})"
+                            + ("" if f[6] == "NO ACTION" else f" ON DELETE {f[6]}")
+                            for f in conn.execute(f"PRAGMA foreign_key_list({name})"))
+        found[name] = (columns, references, sql.count("CHECK ("))
+    conn.close()
+    return found
+
+
+def _postgres_schema(url: str) -> dict[str, tuple[object, ...]]:
+    import psycopg
+
+    found: dict[str, tuple[object, ...]] = {}
+    with psycopg.connect(url) as conn:
+        tables = [row[0] for row in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema"
+                                                 " = 'public'")]
+        for table in tables:
+            keys = {row[0] for row in conn.execute(
+                "SELECT k.column_name FROM information_schema.table_constraints c JOIN"
+                " information_schema.key_column_usage k USING (constraint_name, table_name) WHERE c.table_name = %s"
+                " AND c.constraint_type = 'PRIMARY KEY'", (table,))}
+            columns = [(name, kind, nullable == "NO", name in keys) for name, kind, nullable in conn.execute(
+                "SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_name = %s"
+                " ORDER BY ordinal_position", (table,))]
+            constraints = [(kind, definition) for kind, definition in conn.execute(
+                "SELECT contype, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = %s::regclass",
+                (table,))]
+            found[table] = (columns, sorted(d for k, d in constraints if k == "f"),
+                            sum(1 for k, _ in constraints if k == "c"))
+    return found
+
+
+@pytest.mark.postgres
+def test_the_schema_is_sqlites_on_both(postgres_db: str, tmp_path: Path) -> None:
+    open_store(tmp_path / "s.db").close()
+    open_store(postgres_db).close()
+    sqlite, postgres = _sqlite_schema(tmp_path / "s.db"), _postgres_schema(postgres_db)
+    # SQLite's implicit rowid (the order samples were stored in) is a column of its own where it is read
+    samples = postgres["telemetry_samples"][0]
+    assert isinstance(samples, list) and samples[0] == ("rowid", "bigint", True, False)
+    postgres["telemetry_samples"] = ([column for column in samples if column[0] != "rowid"],
+                                     *postgres["telemetry_samples"][1:])
+    assert set(sqlite) == set(postgres)
+    for table in sqlite:
+        assert sqlite[table] == postgres[table], table
+    assert sum(checks for _, _, checks in sqlite.values()) == 3  # the checks are counted, not lost
+    store = open_store(postgres_db, read_only=True)
+    assert store.conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == SCHEMA_VERSION
+    store.close()
+
+
+def test_statements_in_postgresqls_words() -> None:
+    assert postgres_statement("SELECT * FROM runs WHERE plan_name = ? AND note = 'what?' AND x LIKE '5%'") == (
+        "SELECT * FROM runs WHERE plan_name = %s AND note = 'what?' AND x LIKE '5%%'", False)
+    assert postgres_statement("INSERT INTO runs (a, b) VALUES (?,?)") == (
+        "INSERT INTO runs (a, b) VALUES (%s,%s) RETURNING id", True)
+    assert postgres_statement("INSERT INTO runs (a) VALUES (?)", many=True) == ("INSERT INTO runs (a) VALUES (%s)",
+                                                                               False)
+    assert postgres_statement("INSERT OR IGNORE INTO cases (id) VALUES (?)") == (
+        "INSERT INTO cases (id) VALUES (%s) ON CONFLICT DO NOTHING", False)
+    assert postgres_statement("INSERT INTO plan_versions (run_id) VALUES (?)") == (
+        "INSERT INTO plan_versions (run_id) VALUES (%s)", False)  # no id of its own
+
+
+def _export(capsys: pytest.CaptureFixture[str], db: str, run: str) -> list[dict[str, object]]:
+    code, out, err = run_cli(capsys, "export", "--db", db, "--run", run, "--format", "json")
+    assert code == 0, err
+    return list(json.loads(out))
+
+
+@pytest.mark.postgres
+@pytest.mark.fio
+def test_runs_written_merged_and_read_in_postgres_are_the_sqlite_files_runs(
+        postgres_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A machine's SQLite file merged into the team's PostgreSQL store reads back the same, record for record;
+    merging again adds nothing; a run made straight into PostgreSQL reads in show, history and the report."""
+    plan = write_plan(tmp_path, PLAN.format(data=tmp_path / "data"))
+    db = str(tmp_path / "a.db")
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--label", "build=b1")
+    assert code == 0, out + err
+    code, out, err = run_cli(capsys, "import", db, "--db", postgres_db)
+    assert code == 0 and "1 runs merged into postgresql://storbench@/" in out, out + err
+    here, there = _export(capsys, db, "1"), _export(capsys, postgres_db, "1")
+    assert len(here) == 8 and here == there  # 2 points x 2 directions, every field: histograms, telemetry, provenance
+    code, out, err = run_cli(capsys, "import", db, "--db", postgres_db)
+    assert code == 0 and "0 runs merged" in out and "1 already there" in out, out + err
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", postgres_db, "--label", "build=b2")
+    assert code == 0 and "stored in postgresql://" in out, out + err
+    assert len(_export(capsys, postgres_db, "2")) == 8
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", postgres_db, "--resume")
+    assert code == 0 and "0 repetitions run, 4 already stored" in out, out + err
+    code, out, err = run_cli(capsys, "show", "--db", postgres_db, "--run", "2")
+    assert code == 0 and "qd2" in out and "qd1" in out, out + err
+    code, out, err = run_cli(capsys, "history", "--db", postgres_db, "--format", "json", "--metric", "iops")
+    records = json.loads(out)
+    assert code == 0 and {r["run"] for r in records} == {1, 2}, out + err
+    assert {r["labels"]["build"] for r in records} == {"b1", "b2"}
+    report = tmp_path / "r.html"
+    code, _, err = run_cli(capsys, "report", "--db", postgres_db, "--run", "all", "-o", str(report))
+    assert code == 0 and "<th>merged from</th><td>run 1 of a.db, " in report.read_text(), err
+
+
+@pytest.mark.postgres
+def test_a_database_with_tables_of_its_own_named_as_storbenchs_is_left_untouched(
+        postgres_db: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import psycopg
+
+    with psycopg.connect(postgres_db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE runs (x integer)")
+    plan = write_plan(tmp_path, PLAN.format(data=tmp_path / "data"))
+    code, _, err = run_cli(capsys, "run", str(plan), "--db", postgres_db)
+    assert code == 2 and "not a storbench results database; left untouched" in err, err
+    with psycopg.connect(postgres_db) as conn:
+        assert [row[0] for row in conn.execute("SELECT table_name FROM information_schema.tables WHERE"
+                                               " table_schema = 'public'")] == ["runs"]
+
+
+@pytest.mark.postgres
+def test_reading_never_writes(postgres_db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "show", "--db", postgres_db)
+    assert code == 2 and "is not a storbench results database (no storbench tables in it)" in err, err
+    import psycopg
+
+    with psycopg.connect(postgres_db) as conn:  # show made no tables
+        assert conn.execute("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'"
+                            ).fetchone() == (0,)
+    open_store(postgres_db).close()
+    store = open_store(postgres_db, read_only=True)
+    with pytest.raises(UserError, match="read-only transaction"):
+        store.conn.execute("DELETE FROM runs")
+    store.close()
+
+
+@pytest.mark.postgres
+def test_two_storbench_making_one_new_store_make_it_once(postgres_db: str) -> None:
+    errors: list[BaseException] = []
+
+    def open_it() -> None:
+        try:
+            open_store(postgres_db).close()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    store = open_store(postgres_db, read_only=True)
+    assert store.conn.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == 1
+    store.close()
+
+
+def test_a_password_in_the_url_is_refused_and_never_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "show", "--db", "postgresql://team:hunter2@db.example/results")
+    assert code == 2 and "holds a password" in err and "~/.pgpass" in err, err
+    assert "hunter2" not in out + err and len(err.strip().splitlines()) == 1
+
+
+def test_a_server_that_is_not_there_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run_cli(capsys, "show", "--db", f"postgresql://storbench@/results?host={tmp_path}")
+    assert code == 2 and re.match(r"storbench: error: cannot open postgresql://storbench@/results\?host=", err), err
+    assert len(err.strip().splitlines()) == 1
