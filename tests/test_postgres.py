@@ -136,6 +136,19 @@ def test_runs_written_merged_and_read_in_postgres_are_the_sqlite_files_runs(
     report = tmp_path / "r.html"
     code, _, err = run_cli(capsys, "report", "--db", postgres_db, "--run", "all", "-o", str(report))
     assert code == 0 and "<th>merged from</th><td>run 1 of a.db, " in report.read_text(), err
+    _readme_dashboard_query(postgres_db)
+
+
+def _readme_dashboard_query(url: str) -> None:
+    """The README's Grafana query, on this plan's workload, gives every repetition's read IOPS with its build."""
+    import psycopg
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    query = re.search(r"```sql\n(-- read IOPS of every repetition.*?)```", readme, re.S)
+    assert query is not None
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(query.group(1).replace("'randread'", "'randrw'").encode()).fetchall()
+    assert len(rows) == 8 and {row[2] for row in rows} == {"b1", "b2"} and all(row[3] > 0 for row in rows)
 
 
 @pytest.mark.postgres

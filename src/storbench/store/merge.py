@@ -133,7 +133,7 @@ def _copy_run(src: Connection, store: Store, run: Row, source_name: str, now_s: 
     _copy_cases(src, store, run["id"])
     for table, parent, parent_table in CHILD_TABLES:
         new_ids[table] = _copy_children(src, store, table, parent, new_ids[parent_table])
-    return cursor.lastrowid
+    return int(cursor.lastrowid)
 
 
 def _copy_cases(src: Connection, store: Store, run_id: int) -> None:

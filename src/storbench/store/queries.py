@@ -95,7 +95,7 @@ class Store:
             conn.execute("INSERT INTO plan_versions (run_id, version, plan_text, plan_sha256, added_at_s, design_json)"
                          " VALUES (?, 1, ?, ?, ?, ?)",
                          (cursor.lastrowid, plan_text, plan_sha256, started_at_s, stored_design))
-            return cursor.lastrowid
+            return int(cursor.lastrowid)
 
     def update_run_plan(self, run_id: int, plan_text: str, plan_sha256: str, *, design: RunDesign,
                         at_s: float = 0.0, plan_path: str | None = None) -> int:
@@ -199,7 +199,7 @@ class Store:
         returns how many went."""
         with self.transaction() as conn:
             cursor = conn.execute("DELETE FROM repetitions WHERE run_id = ? AND case_id = ?", (run_id, case_id))
-            return cursor.rowcount
+            return int(cursor.rowcount)
 
     def completed(self, run_id: int) -> set[tuple[str, int]]:
         """(case id, repetition index) pairs of the run that finished with status ok."""
@@ -251,7 +251,7 @@ class Store:
                               check.error))
             if telemetry is not None:
                 rows.insert_telemetry(conn, repetition_id, telemetry)
-            return repetition_id
+            return int(repetition_id)
 
     def repetitions(self, run_ids: Sequence[int] | None = None) -> list[StoredRepetition]:
         query = ("SELECT r.*, c.target_json AS case_target_json, c.workload_json, c.clients, c.lab_json"

@@ -4,9 +4,8 @@ versioned JSON), clients, measurements and telemetry. Pure conversions, but for 
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from storbench.model import (
     BlockTarget,
@@ -32,12 +31,22 @@ from storbench.run_design import RunDesign, design_from_json, design_to_json
 from storbench.store.codec import decode_histogram, encode_histogram
 from storbench.telemetry.series import RepetitionTelemetry
 
-if TYPE_CHECKING:
-    from storbench.store.postgres import PgConnection
 
-# an SQLite connection, or a PostgreSQL one that speaks as it does (`store.postgres`): the store's statements are
-# written in the SQL both share
-Connection: TypeAlias = "sqlite3.Connection | PgConnection"
+class Connection(Protocol):
+    """What the store asks of a connection: sqlite3's, or PostgreSQL's that speaks as it does (`store.postgres`);
+    the store's statements are written in the SQL both share. ``with conn:`` is one transaction."""
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Any: ...
+
+    def executemany(self, sql: str, parameters: Any, /) -> Any: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, kind: Any, value: Any, trace: Any, /) -> Any: ...
+
+
 Row: TypeAlias = Any  # sqlite3.Row or store.postgres.Row: read by column name or position
 
 
