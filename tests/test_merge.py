@@ -105,6 +105,33 @@ def test_merged_runs_arrive_whole_and_merging_again_adds_nothing(
     assert [(o.database, o.run_id) for o in origins if o is not None] == [("a.db", 1), ("b.db", 1), ("b.db", 2)]
 
 
+def test_each_machines_runs_are_a_history_of_their_own_unless_pooled(
+        two_machines: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Runs from two machines merged into one store: each machine's runs of a point are a history of their own (a
+    machine is another instance), named by its host; `--pool-hosts` makes one history of them, the host among what
+    may change at a step."""
+    a, b = (Path(shutil.copy(path, tmp_path / path.name)) for path in two_machines)
+    with sqlite3.connect(b) as conn:  # b's runs as another machine's
+        conn.execute("UPDATE runs SET host = 'lab-b'")
+    assert run_cli(capsys, "import", str(b), "--db", str(a))[0] == 0
+    here = open_store(a, read_only=True).runs()[0].host
+    code, out, err = run_cli(capsys, "history", "--db", str(a), "--format", "json")
+    assert code == 0, err
+    records = json.loads(out)
+    points = {r["point"] for r in records}
+    assert len(points) == 4 and {p.rsplit(" on ", 1)[1] for p in points} == {here, "lab-b"}, points
+    for point in points:
+        builds = [r["labels"]["build"] for r in records if r["point"] == point]
+        assert builds == (["b1", "b2"] if point.endswith(" on lab-b") else ["a1"]), (point, builds)
+        assert {r["host"] for r in records if r["point"] == point} == {point.rsplit(" on ", 1)[1]}
+    code, out, err = run_cli(capsys, "history", "--db", str(a))
+    assert code == 0 and f" read on {here} — IOPS" in out and " read on lab-b — IOPS" in out, out
+    code, out, err = run_cli(capsys, "history", "--db", str(a), "--format", "json", "--pool-hosts")
+    records = json.loads(out)
+    assert code == 0 and len({r["point"] for r in records}) == 2 and " on " not in records[0]["point"], out
+    assert [r["host"] for r in records if r["point"] == records[0]["point"]] == [here, "lab-b", "lab-b"]
+
+
 def test_an_older_database_is_upgraded_in_a_copy_and_merged(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     old = tmp_path / "schema7.db"

@@ -24,7 +24,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     if not selection.observations:
         raise UserError(selection.no_match or "no results match", hint="loosen --where/--target")
     contexts = {run.run_id: run_context(run) for run in selection.runs}
-    histories = point_histories(selection.observations, contexts, metrics)
+    histories = point_histories(selection.observations, contexts, metrics, pool_hosts=args.pool_hosts)
     if args.format == "json":
         _write_output(json.dumps(history_records(histories), indent=1) + "\n", args.output)
     elif args.format == "parquet":
@@ -37,7 +37,8 @@ def cmd_history(args: argparse.Namespace) -> int:
         # 5 % for every point and metric together: Bonferroni over the newest runs judged
         judged = sum(1 for h in histories if h.last is not None)
         if judged > 1:
-            histories = point_histories(selection.observations, contexts, metrics, last_confidence=1 - 0.05 / judged)
+            histories = point_histories(selection.observations, contexts, metrics, last_confidence=1 - 0.05 / judged,
+                                        pool_hosts=args.pool_hosts)
         regressions = regression_lines(histories, args.fail_on_regression)
         out = _console(stderr=True)
         for line in regressions:
@@ -58,6 +59,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                    help="table (default), or one record per point, metric and run as json or parquet (typed "
                    "columns, for dashboards: the parquet extra)")
     p.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
+    p.add_argument("--pool-hosts", action="store_true",
+                   help="one history per point over every machine's runs (default: each machine's runs apart, when "
+                   "the runs chosen come from several: merged stores)")
     p.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
                    help="exit 1 when a point's newest run is worse than the level before it (outside one more "
                    "run's 95%% interval, Bonferroni over the points) or completes a change point worse by at least "

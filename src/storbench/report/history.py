@@ -43,7 +43,8 @@ def point_title(history: PointHistory) -> str:
     metric = METRICS.get(history.metric)
     label = metric.label if metric else history.metric
     swept = "".join(f" {name}={value}" for name, value in history.swept)
-    return f"{case_text(replace(history.case, lab=LabPoint()))}{swept} {history.direction} — {label}"
+    host = f" on {history.host}" if history.host is not None else ""
+    return f"{case_text(replace(history.case, lab=LabPoint()))}{swept} {history.direction}{host} — {label}"
 
 
 def history_lines(histories: Sequence[PointHistory]) -> list[str]:
@@ -93,7 +94,7 @@ def history_records(histories: Sequence[PointHistory]) -> list[dict[str, Any]]:
             change = starts.get(i)
             records.append({
                 "point": point_title(history).rsplit(" — ", 1)[0], "metric": history.metric,
-                "run": level.context.run_id, "n": len(level.values), "mean": level.mean,
+                "run": level.context.run_id, "host": level.context.host, "n": len(level.values), "mean": level.mean,
                 "ci_low": None if found is None else found.ci_low,
                 "ci_high": None if found is None else found.ci_high,
                 "labels": dict(level.context.labels),
@@ -142,7 +143,7 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
     numbers: dict[tuple[object, ...], int] = {}  # a number per point: its metrics' figures share it
     for history in (h for h in histories if len(h.runs) >= MIN_RUNS_DRAWN):
         number = numbers.setdefault((history.case.target.name, history.case.workload, history.case.clients,
-                                     history.direction, history.swept), len(numbers))
+                                     history.direction, history.swept, history.host), len(numbers))
         metric = METRICS.get(history.metric, Metric(history.metric, history.metric, True, ""))
         scale = 1e-6 if metric.unit == "ns" else 1.0  # latencies in ms
         unit = "ms" if metric.unit == "ns" else metric.unit

@@ -40,6 +40,10 @@ class RunContext:
     def items(self) -> dict[str, str]:
         return {**{f"label {k}": v for k, v in self.labels}, **dict(self.recorded)}
 
+    @property
+    def host(self) -> str:
+        return dict(self.recorded).get("host", "")
+
 
 def run_context(run: RunInfo) -> RunContext:
     """What a stored run recorded of itself: its labels, storbench's and fio's versions, the kernel and the host."""
@@ -106,6 +110,7 @@ class PointHistory:
     changes: tuple[ChangePoint, ...]
     last: LastRunCheck | None
     swept: tuple[tuple[str, str], ...] = ()  # lab settings a run swept: part of the point (`swept_lab_settings`)
+    host: str | None = None  # the machine whose runs these are, when the runs chosen came from several (else None)
 
 
 def history_key(case: Case, direction: str) -> tuple[object, ...]:
@@ -250,18 +255,22 @@ def new_step(history: PointHistory) -> ChangePoint | None:
 
 
 def point_histories(observations: Sequence[Observation], contexts: Mapping[int, RunContext],
-                    metrics: Sequence[str], alpha: float = ALPHA,
-                    last_confidence: float = CONFIDENCE) -> list[PointHistory]:
+                    metrics: Sequence[str], alpha: float = ALPHA, last_confidence: float = CONFIDENCE,
+                    pool_hosts: bool = False) -> list[PointHistory]:
     """Every point's history for each metric, over the runs that measured it (in run order), with its change
-    points and its last run judged. A run's value is its successful repetitions' (all clients merged)."""
+    points and its last run judged. A run's value is its successful repetitions' (all clients merged). Runs of
+    different machines (merged stores) are different instances: each machine's runs are a history of their own,
+    unless ``pool_hosts`` (then a change of machine is one more thing that may change at a step)."""
     by_point: dict[tuple[object, ...], dict[int, list[Observation]]] = {}
     cases: dict[tuple[object, ...], tuple[Case, str]] = {}
     measured = [o for o in observations if not o.client and o.direction is not None and o.measurement is not None]
     swept = swept_lab_settings(measured)
+    several = not pool_hosts and len({contexts[o.run_id].host for o in measured}) > 1
     for o in measured:
         assert o.direction is not None
         point = history_key(o.case, o.direction.value)
-        key = (*point, tuple(pair for pair in o.case.lab.pairs() if pair[0] in swept[point]))
+        key = (*point, contexts[o.run_id].host if several else None,
+               tuple(pair for pair in o.case.lab.pairs() if pair[0] in swept[point]))
         by_point.setdefault(key, {}).setdefault(o.run_id, []).append(o)
         cases.setdefault(key, (o.case, o.direction.value))
     histories = []
@@ -282,6 +291,8 @@ def point_histories(observations: Sequence[Observation], contexts: Mapping[int, 
             changes = change_points(levels, alpha)
             swept_pairs = key[-1]
             assert isinstance(swept_pairs, tuple)
+            host = key[-2]
+            assert host is None or isinstance(host, str)
             histories.append(PointHistory(case, direction, metric, tuple(levels), changes,
-                                          last_run_check(levels, last_confidence, alpha), swept_pairs))
+                                          last_run_check(levels, last_confidence, alpha), swept_pairs, host))
     return histories
