@@ -321,3 +321,13 @@ def test_every_kind_of_run_event_has_words() -> None:
     assert {kind for kind in kinds if f"case {kind}():" not in source} == set()
     assert event_text(events.LabTornDown("ceph")) == "ceph lab: torn down"
     assert event_text(events.LabUp("hosts", seconds=1.25, servers=3)) == "hosts lab: 3 fio servers up in 1.2s"
+
+
+def test_lab_software_versions_are_read_from_what_the_programs_print() -> None:
+    from storbench.lab.registry import KINDS
+
+    probes = {probe.name: probe for kind in KINDS.values() for probe in kind.software}
+    ceph = "ceph version 16.2.15 (618f440892089921c3e944a991122ddc44e60516) pacific (stable)\n"
+    assert probes["ceph"].version(ceph) == "16.2.15"
+    assert probes["nfs-ganesha"].version("NFS-Ganesha Release = V4.3\n") == "4.3"
+    assert probes["ceph"].version("command not understood") is None

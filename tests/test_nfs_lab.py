@@ -4,7 +4,9 @@ Runs in CI (scripts/test.sh installs nfs-ganesha and builds a libnfs fio). Skipp
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -72,8 +74,11 @@ def test_nfs_export_end_to_end(lab_dir: Path, tmp_path: Path, capsys: pytest.Cap
     assert "removed 1 test files from nfs://" in out, out
     conn = sqlite3.connect(db)
     rows = conn.execute("SELECT case_id, status, job_text, error FROM repetitions").fetchall()
+    software = json.loads(conn.execute("SELECT software_json FROM runs").fetchone()[0])
     conn.close()
     assert len(rows) == 8
+    # the run records the server's version (history names it when a step comes with an upgrade)
+    assert re.fullmatch(r"\d+\.\d+(\.\d+)?", software["nfs-ganesha"]), software
     # fio 3.33's nfs engine sometimes hangs at exit: the watchdog must catch it (timeout), nothing else may fail
     assert {r[1] for r in rows} <= {"ok", "timeout"}, [r[3] for r in rows]
     assert all(any(r[1] == "ok" for r in rows if r[0] == case) for case in {r[0] for r in rows})

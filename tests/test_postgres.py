@@ -17,7 +17,7 @@ from helpers import run_cli, write_plan
 from storbench.errors import UserError
 from storbench.store import open_store
 from storbench.store.dialect import postgres_statement
-from storbench.store.migrations import SCHEMA_VERSION
+from storbench.store.migrations import MIGRATIONS, POSTGRES_FIRST_VERSION, SCHEMA_VERSION
 
 PG_TYPES = {"INTEGER": "bigint", "REAL": "double precision", "TEXT": "text", "BLOB": "bytea"}
 
@@ -98,6 +98,34 @@ def test_statements_in_postgresqls_words() -> None:
         "INSERT INTO cases (id) VALUES (%s) ON CONFLICT DO NOTHING", False)
     assert postgres_statement("INSERT INTO plan_versions (run_id) VALUES (?)") == (
         "INSERT INTO plan_versions (run_id) VALUES (%s)", False)  # no id of its own
+
+
+def test_every_migration_a_postgresql_store_may_need_is_sql_it_runs() -> None:
+    assert all(isinstance(step, str) for step in MIGRATIONS[POSTGRES_FIRST_VERSION:])
+
+
+@pytest.mark.postgres
+def test_an_older_postgresql_store_is_read_only_when_older_and_migrated_when_written(
+        postgres_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A store left at schema 13 (before runs recorded their labs' software): reading refuses it untouched, the next
+    write migrates it with the same SQL SQLite runs, and its runs keep everything."""
+    import psycopg
+
+    open_store(postgres_db).close()
+    with psycopg.connect(postgres_db, autocommit=True) as conn:  # as storbench 13 would have left it
+        conn.execute("ALTER TABLE runs DROP COLUMN software_json")
+        conn.execute("DELETE FROM schema_migrations")
+        conn.execute("INSERT INTO schema_migrations VALUES (13, 'then')")
+    code, _, err = run_cli(capsys, "show", "--db", postgres_db)
+    assert code == 2 and "written by an older storbench (schema version 13 of" in err, err
+    plan = write_plan(tmp_path, PLAN.format(data=tmp_path / "data").replace("iodepth: [1, 2]", "iodepth: 1")
+                      .replace("repeat: 2", "repeat: 1"))
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", postgres_db)
+    assert code == 0, out + err
+    store = open_store(postgres_db, read_only=True)
+    versions = [row[0] for row in store.conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+    assert versions == list(range(13, SCHEMA_VERSION + 1)) and store.runs()[0].software == ()
+    store.close()
 
 
 def _export(capsys: pytest.CaptureFixture[str], db: str, run: str) -> list[dict[str, object]]:

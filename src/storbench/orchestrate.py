@@ -30,6 +30,7 @@ from storbench.fault_driver import FaultDriver
 from storbench.faults import FaultStep
 from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job
 from storbench.fio.options import FioCapabilities
+from storbench.lab.registry import plan_software
 from storbench.model import Case, LabPoint, Precondition, PreconditionRecord, ScheduledRepetition, Status
 from storbench.plan import expand
 from storbench.redact import env_secrets, redact_outcome
@@ -134,7 +135,7 @@ def run_plan(
             source="run", storbench_version=__version__, fio_version=caps.version, host=platform.node(),
             kernel=platform.release(), run_order=run_order(config), seed=config.seed, tags=config.tags,
             started_at_s=clock(), mem_total_bytes=meminfo_bytes("MemTotal"), cpu_count=os.cpu_count(),
-            plan_path=loaded.source.path, design=design, labels=labels,
+            plan_path=loaded.source.path, design=design, labels=labels, software=plan_software(loaded),
         )
         done = set()
     order = schedule(cases, repeat_bounds(config)[1], run_order(config), config.seed)

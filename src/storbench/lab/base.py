@@ -17,6 +17,7 @@ Adding a kind touches its own module and the registry."""
 from __future__ import annotations
 
 import argparse
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -70,6 +71,20 @@ class CliOption:
 
     flags: tuple[str, ...]
     settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SoftwareProbe:
+    """How a lab kind's software tells its version, for the run's record (what may change between nightly runs):
+    the program and its arguments, and the pattern whose first group is the version in what it prints."""
+
+    name: str
+    argv: tuple[str, ...]
+    pattern: str
+
+    def version(self, printed: str) -> str | None:
+        found = re.search(self.pattern, printed)
+        return found.group(1) if found else None
 
 
 @dataclass(frozen=True)
@@ -144,6 +159,7 @@ class LabKind(Protocol):
     name: str
     command: LabCommand[Any]
     faults: tuple[FaultOffer, ...]
+    software: tuple[SoftwareProbe, ...]
 
     def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[Any] | None: ...
 
@@ -182,6 +198,7 @@ class LabKindBase:
     health to tell, no faults."""
 
     faults: tuple[FaultOffer, ...] = ()  # what `fault` can do (issue 32 adds them)
+    software: tuple[SoftwareProbe, ...] = ()  # the versions a run records when its plan has this lab
 
     def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[Any] | None:
         return None

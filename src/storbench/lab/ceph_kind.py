@@ -20,7 +20,16 @@ from storbench.demands import cluster_memory_needs
 from storbench.errors import UserError
 from storbench.events import LabBringingUp, LabHealed, LabUp, OsdCpusSet, OsdsRestarted, RunEvent
 from storbench.faults import PAST_TENSE, FaultOffer, FaultStep, find_offer
-from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs, StateWatch
+from storbench.lab.base import (
+    CliOption,
+    LabCommand,
+    LabGroup,
+    LabKindBase,
+    Say,
+    SessionLabs,
+    SoftwareProbe,
+    StateWatch,
+)
 from storbench.lab.ceph import CephLab
 from storbench.lab.ceph_conf import LOOPBACK, ceph_spec_for, clusters_of, host_osds, osd_options, rbd_pools
 from storbench.lab.ceph_daemons import RGW_USER, CephLabInfo, rgw_endpoint
@@ -134,6 +143,8 @@ class CephKind(LabKindBase):
     command: LabCommand[CephLab] = LabCommand(
         help="a Ceph cluster (mon, mgr, OSDs) from Debian's packages on this machine",
         open=lambda root: CephLab(root), up=_command_up, down=_command_down, options=_command_options)
+    # "ceph version 16.2.15 (618f...) pacific (stable)": the daemons the lab runs are these packages
+    software: tuple[SoftwareProbe, ...] = (SoftwareProbe("ceph", ("ceph-osd", "--version"), r"ceph version (\S+)"),)
 
     def wanted(self, group: LabGroup) -> bool:
         return group.lab.ceph is not None

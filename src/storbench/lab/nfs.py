@@ -25,7 +25,7 @@ from pathlib import Path
 from storbench.errors import UserError
 from storbench.events import LabUp
 from storbench.faults import FaultOffer, FaultStep, find_offer
-from storbench.lab.base import LabCommand, LabGroup, LabKindBase, Say, SessionLabs, status_line
+from storbench.lab.base import LabCommand, LabGroup, LabKindBase, Say, SessionLabs, SoftwareProbe, status_line
 from storbench.lab.hosts_conf import BRIDGE
 from storbench.lab.labdir import (
     LabRoot,
@@ -259,6 +259,8 @@ class NfsKind(LabKindBase):
         help="an NFS server (nfs-ganesha, VFS backend) in a network namespace",
         open=lambda root: NfsLab(root), up=_command_up, down=_command_down)
 
+    # "NFS-Ganesha Release = V4.3"
+    software: tuple[SoftwareProbe, ...] = (SoftwareProbe("nfs-ganesha", ("ganesha.nfsd", "-v"), r"Release = V?(\S+)"),)
     faults: tuple[FaultOffer, ...] = (
         FaultOffer("nfs", "cut", "server", "reconnect", "take the server's links down: every request goes "
                    "unanswered until they are up again (a network partition; TCP retries, nothing is refused)"),

@@ -35,6 +35,27 @@ def plan_fault_offers(loaded: LoadedPlan) -> tuple[FaultOffer, ...]:
                  for offer in kind.faults)  # a lab the plan has (`nfs: false` is none)
 
 
+def plan_software(loaded: LoadedPlan) -> tuple[tuple[str, str], ...]:
+    """The versions of the software this plan's labs run (Ceph, nfs-ganesha), for the run's record: what history
+    names when a step co-occurs with an upgrade. A program that is missing or says no version is left out (the lab's
+    own checks say what is missing)."""
+    from storbench.shell import run
+
+    lab = loaded.config.lab
+    found: dict[str, str] = {}
+    for name, kind in KINDS.items():
+        if lab is None or not getattr(lab, name, None):
+            continue
+        for probe in kind.software:
+            try:
+                version = probe.version(run(list(probe.argv), timeout_s=30))
+            except UserError:
+                continue
+            if version is not None:
+                found[probe.name] = version
+    return tuple(sorted(found.items()))
+
+
 def check_faults(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
     """A plan's `faults:` only asks what its own labs offer, inside every case's measured section, one at a time
     per target; not with `steady_state` or `search`, whose rounds choose what to measure from figures a fault

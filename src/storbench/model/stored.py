@@ -44,6 +44,7 @@ class RunInfo:
     design: RunDesign = NO_DESIGN  # what its plan asked, stored when it was created (run_design.py)
     labels: tuple[tuple[str, str], ...] = ()  # `run --label KEY=VALUE`, sorted by key
     merged_from: MergedFrom | None = None  # a run merged from another database (`storbench import OTHER.db`)
+    software: tuple[tuple[str, str], ...] = ()  # its labs' software versions (("ceph", "16.2.15")), sorted by name
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ class RunContext:
     run_id: int
     started_at_s: float
     labels: tuple[tuple[str, str], ...]
-    recorded: tuple[tuple[str, str], ...]  # storbench, fio, kernel, host, and the case's lab settings
+    recorded: tuple[tuple[str, str], ...]  # storbench, fio, kernel, host, lab software and the case's lab settings
 
     def items(self) -> dict[str, str]:
         return {**{f"label {k}": v for k, v in self.labels}, **dict(self.recorded)}
@@ -46,10 +46,11 @@ class RunContext:
 
 
 def run_context(run: RunInfo) -> RunContext:
-    """What a stored run recorded of itself: its labels, storbench's and fio's versions, the kernel and the host."""
+    """What a stored run recorded of itself: its labels, storbench's and fio's versions, the kernel, the host and its
+    labs' software (Ceph, nfs-ganesha)."""
     return RunContext(run.run_id, run.started_at_s, run.labels,
                       (("storbench", run.storbench_version), ("fio", run.fio_version), ("kernel", run.kernel),
-                       ("host", run.host)))
+                       ("host", run.host), *run.software))
 
 
 @dataclass(frozen=True)

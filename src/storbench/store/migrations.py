@@ -310,8 +310,15 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """
     ALTER TABLE runs ADD COLUMN merged_from_json TEXT NOT NULL DEFAULT '{}';
     """,
+    # 14: the versions of the software the run's labs ran (Ceph, nfs-ganesha), what history names at a step
+    # (issue 36); '{}' for runs stored before, imports and runs without a lab. From here on every migration is SQL
+    # that PostgreSQL runs too (`store.postgres`): its stores start at 13
+    """
+    ALTER TABLE runs ADD COLUMN software_json TEXT NOT NULL DEFAULT '{}';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+POSTGRES_FIRST_VERSION = 13  # a PostgreSQL store is made at this version or later, then migrated as SQLite's is
 
 
 def statements(script: str) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from storbench.errors import UserError
 from storbench.store.dialect import postgres_schema, postgres_statement
-from storbench.store.migrations import SCHEMA_VERSION, migrate
+from storbench.store.migrations import MIGRATIONS, POSTGRES_FIRST_VERSION, SCHEMA_VERSION, migrate, statements
 
 __all__ = ["POSTGRES_SCHEMES", "PgConnection", "is_postgres_url", "open_postgres", "schema_statements"]
 
@@ -197,11 +197,26 @@ def _schema_version(conn: PgConnection) -> int | None:
     if version[0] > SCHEMA_VERSION:
         raise UserError(f"{conn.label} has schema version {version[0]}, newer than this storbench ({SCHEMA_VERSION})",
                         hint="upgrade storbench")
-    if version[0] < SCHEMA_VERSION:
-        # PostgreSQL stores start at schema 13; every later migration must come with its PostgreSQL form
-        raise UserError(f"{conn.label} has schema version {version[0]}; this storbench ({SCHEMA_VERSION}) has no "
-                        "PostgreSQL upgrade for it", hint="use the storbench that made it")
+    if version[0] < POSTGRES_FIRST_VERSION:
+        raise UserError(f"{conn.label} has schema version {version[0]}, older than any PostgreSQL store storbench "
+                        "makes", hint=NOT_OURS_HINT)
     return int(version[0])
+
+
+def _migrate(conn: PgConnection, version: int | None) -> None:
+    """A new store gets this storbench's schema (SQLite's, translated) at its version; an older one the migrations
+    after its version, SQL both databases run (from POSTGRES_FIRST_VERSION on, every migration is)."""
+    if version is None:
+        for statement in schema_statements():
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, now()::text)", (SCHEMA_VERSION,))
+        return
+    for later in range(version + 1, SCHEMA_VERSION + 1):
+        step = MIGRATIONS[later - 1]
+        assert isinstance(step, str), f"migration {later} must be SQL that PostgreSQL runs too"
+        for statement in statements(step):
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, now()::text)", (later,))
 
 
 def open_postgres(url: str, *, read_only: bool = False) -> tuple[PgConnection, str]:
@@ -227,17 +242,18 @@ def open_postgres(url: str, *, read_only: bool = False) -> tuple[PgConnection, s
     conn = PgConnection(raw, label)
     try:
         if read_only:
-            if _schema_version(conn) is None:
+            version = _schema_version(conn)
+            if version is None:
                 raise UserError(f"{label} is not a storbench results database (no storbench tables in it)",
                                 hint="run a plan first with this --db")
+            if version < SCHEMA_VERSION:
+                raise UserError(f"{label} was written by an older storbench (schema version {version} of "
+                                f"{SCHEMA_VERSION}); reading does not upgrade it", hint="the next `storbench run` "
+                                "or `storbench import` with this --db upgrades it")
             return conn, label
         with conn:
             conn.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))  # two storbench making one store: once
-            if _schema_version(conn) is None:
-                for statement in schema_statements():
-                    conn.execute(statement)
-                conn.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, now()::text)",
-                             (SCHEMA_VERSION,))
+            _migrate(conn, _schema_version(conn))
         return conn, label
     except BaseException:
         conn.close()

@@ -78,7 +78,7 @@ class Store:
                    storbench_version: str, fio_version: str, host: str, kernel: str, run_order: str,
                    seed: int, tags: Sequence[str], started_at_s: float, mem_total_bytes: int | None = None,
                    cpu_count: int | None = None, plan_path: str | None = None, design: RunDesign = NO_DESIGN,
-                   labels: Sequence[tuple[str, str]] = ()) -> int:
+                   labels: Sequence[tuple[str, str]] = (), software: Sequence[tuple[str, str]] = ()) -> int:
         """A new run, its plan as version 1 and ``design``, what the plan asks (``config.plan_design``; an import
         has none): readers take the run's design from here and never from its plan text."""
         stored_design = rows.design_text(design)
@@ -86,10 +86,10 @@ class Store:
             cursor = conn.execute(
                 "INSERT INTO runs (plan_name, plan_text, plan_sha256, source, storbench_version, fio_version, host,"
                 " kernel, run_order, seed, tags_json, started_at_s, mem_total_bytes, cpu_count, plan_path,"
-                " design_json, labels_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " design_json, labels_json, software_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (plan_name, plan_text, plan_sha256, source, storbench_version, fio_version, host, kernel,
                  run_order, seed, json.dumps(list(tags)), started_at_s, mem_total_bytes, cpu_count, plan_path,
-                 stored_design, json.dumps(dict(sorted(labels)))),
+                 stored_design, json.dumps(dict(sorted(labels))), json.dumps(dict(sorted(software)))),
             )
             assert cursor.lastrowid is not None
             conn.execute("INSERT INTO plan_versions (run_id, version, plan_text, plan_sha256, added_at_s, design_json)"

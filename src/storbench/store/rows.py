@@ -61,6 +61,7 @@ def run_info(row: Row) -> RunInfo:
         design=design_from_text(row["design_json"]),
         labels=tuple(sorted(json.loads(row["labels_json"]).items())),
         merged_from=merged_from(json.loads(row["merged_from_json"])),
+        software=tuple(sorted((str(k), str(v)) for k, v in json.loads(row["software_json"]).items())),
     )
 
 
