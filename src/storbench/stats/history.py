@@ -186,16 +186,21 @@ def _best_split(levels: Sequence[RunLevel], start: int, end: int) -> tuple[int, 
 
 
 def _segments(levels: Sequence[RunLevel], alpha: float) -> list[tuple[int, float]]:
-    """Binary segmentation: split where the step is most significant, then each side again. (split, p) sorted."""
+    """The change points, found run by run as a nightly job adds runs: after each run, the runs since the last
+    change point are split where the step is most significant, when it is significant (p times the splits tried
+    <= ``alpha``). A change point once found keeps its place (later runs refine its size and interval, not where it
+    is), so the change points of the first k runs are always those of the whole series found by run k: deterministic
+    and incremental. (split, p at the run it was found)."""
     found: list[tuple[int, float]] = []
-    pending = [(0, len(levels))]
-    while pending:
-        start, end = pending.pop()
+    start = 0
+    for end in range(2 * MIN_SEGMENT_RUNS, len(levels) + 1):
+        if end - start < 2 * MIN_SEGMENT_RUNS:
+            continue
         best = _best_split(levels, start, end)
         if best is not None and best[1] <= alpha:
             found.append(best)
-            pending.extend([(start, best[0]), (best[0], end)])
-    return sorted(found)
+            start = best[0]
+    return found
 
 
 def _what_changed(before: RunContext, after: RunContext) -> tuple[str, ...]:
@@ -206,7 +211,8 @@ def _what_changed(before: RunContext, after: RunContext) -> tuple[str, ...]:
 
 def change_points(levels: Sequence[RunLevel], alpha: float = ALPHA) -> tuple[ChangePoint, ...]:
     """The steps in a point's series of runs, each with its size, interval and what else changed at that run.
-    Deterministic: the same runs give the same answer, and a run added is judged with all before it."""
+    Deterministic and incremental: a run added can add a change point after the last one, never move or remove
+    one (`_segments`); sizes and intervals use every run of the levels on either side."""
     p_values = dict(_segments(levels, alpha))
     splits = sorted(p_values)
     bounds = [0, *splits, len(levels)]
