@@ -165,6 +165,22 @@ def test_simulated_step_intervals_hold_the_true_step() -> None:
     assert found >= 150 and covered / found >= 0.90 and stray / 200 <= 0.10, (found, covered, stray)
 
 
+def test_the_figures_intervals_stop_at_zero() -> None:
+    """A run whose repetitions spread wider than its mean: its interval's lower arm ends at zero (as every table's
+    does), never at a negative IOPS."""
+    from storbench.report.history import history_figures
+    from storbench.stats.history import PointHistory
+    from synthetic import observation
+
+    case = observation(direction="read", iops=1.0).case
+    runs = (level(1, [100.0, 102.0]), level(2, [10.0, 190.0]), level(3, [99.0, 101.0]))
+    figure = history_figures([PointHistory(case, "read", "iops", runs, (), None)])[0]
+    means = figure.series[0]
+    assert means.error_y is not None and means.error_y[1] > 100.0  # the wide run's interval
+    assert means.error_y_minus is not None and means.error_y_minus[1] == means.y[1] == 100.0
+    assert means.error_y_minus[0] == means.error_y[0] < 100.0  # a narrow one keeps both arms
+
+
 def test_labels_are_key_value_pairs_of_printable_text() -> None:
     assert parse_labels(["sha=3f2c1e0", "build=12 34"]) == (("build", "12 34"), ("sha", "3f2c1e0"))
     for bad in (["sha"], ["=x"], ["a b=1"], ["k="], ["k=" + "x" * 201], ["k=a\nb"], ["k=1", "k=2"]):

@@ -153,6 +153,9 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
         series = [Series("run mean (± its repetitions' 95 % CI)", x,
                          tuple(level.mean * scale for level in history.runs),
                          error_y=tuple((h or 0.0) * scale for h in halves), mode="markers",
+                         # the lower arm cut at zero, as every table's interval (no negative IOPS or latency)
+                         error_y_minus=tuple(min(h or 0.0, level.mean) * scale
+                                             for h, level in zip(halves, history.runs, strict=True)),
                          text=tuple(" ".join(f"{k}={v}" for k, v in level.context.labels) or f"run {int(v)}"
                                     for level, v in zip(history.runs, x, strict=True)))]
         bounds = [0, *(c.at for c in history.changes), len(history.runs)]
