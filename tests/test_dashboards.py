@@ -72,7 +72,8 @@ def test_history_parquet_is_the_json_history_typed(three_nights: Path, tmp_path:
     rows = table.to_pylist()
     assert len(rows) == len(records) == 12  # 2 directions x 2 metrics x 3 runs
     for row, record in zip(rows, records, strict=True):
-        row["labels"], row["changed_with"] = json.loads(row["labels"]), json.loads(row["changed_with"])
+        for key in ("labels", "recorded", "changed_with"):  # objects and lists: JSON text
+            row[key] = json.loads(row[key])
         assert row.keys() == record.keys()
         for key, value in record.items():
             assert row[key] == (pytest.approx(value, rel=1e-5) if isinstance(value, float) else value), key

@@ -240,12 +240,16 @@ def _nightly_runs(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -
     change = next(line for line in out.splitlines() if "change at run 4" in line)
     assert "label build: b3 -> b4" in change and "lab volume_iops: 2000 -> 1000" in change, change
     assert "not which of those caused it" in out  # co-occurrence, said as such
+    assert "recorded: lab volume_iops 2000 -> 1000" in out  # what storbench recorded, where it changed
+    assert re.search(r"run +1 .*\n +recorded: storbench [^,]+, fio fio-\d", out), out  # all of it, first run
     # the cap halved; the 2,000-IOPS runs reached 1,570-1,930 on a busy machine: a step of -25 % or more
     assert float(change.split(", ")[1].split("%")[0]) <= -25, change
     code, out, err = run_cli(capsys, "history", "--db", db, "--format", "json", "--metric", "iops,lat_p99_ns")
     records = json.loads(out)
     iops = [r for r in records if r["metric"] == "iops"]
     assert [r["run"] for r in iops] == [1, 2, 3, 4, 5] and [r["labels"]["build"] for r in iops][-1] == "b5"
+    assert iops[3]["recorded"]["lab volume_iops"] == "1000" and iops[0]["recorded"]["kernel"] == os.uname().release
+    assert all(r["median"] == r["mean"] for r in iops)  # one repetition a run
     assert iops[3]["change_pct"] <= -25 and iops[3]["change_ci_high_pct"] < 0
     assert len([r for r in records if r["metric"] == "lat_p99_ns"]) == 5
     report = tmp_path / "r.html"

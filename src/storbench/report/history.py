@@ -13,7 +13,7 @@ from storbench.model import LabPoint
 from storbench.report.events import case_text
 from storbench.report.figures import FigureSpec, Mark, Series
 from storbench.stats.estimate import estimate
-from storbench.stats.history import PointHistory, RunLevel, new_step
+from storbench.stats.history import PointHistory, RunContext, RunLevel, new_step
 from storbench.stats.metrics import SUMMARY_METRICS, Metric
 from storbench.units import format_latency_ns
 
@@ -47,6 +47,16 @@ def point_title(history: PointHistory) -> str:
     return f"{case_text(replace(history.case, lab=LabPoint()))}{swept} {history.direction}{host} — {label}"
 
 
+def _recorded_text(before: RunContext | None, context: RunContext) -> str:
+    """What storbench recorded of a run (versions, kernel, host, lab settings): all of it for a history's first
+    run, then only what differs from the run before."""
+    if before is None:
+        return "recorded: " + ", ".join(f"{name} {value}" for name, value in context.recorded)
+    old = dict(before.recorded)
+    changed = [f"{name} {old.get(name, '-')} -> {value}" for name, value in context.recorded if old.get(name) != value]
+    return ("recorded: " + ", ".join(changed)) if changed else ""
+
+
 def history_lines(histories: Sequence[PointHistory]) -> list[str]:
     lines: list[str] = []
     for history in histories:
@@ -56,10 +66,15 @@ def history_lines(histories: Sequence[PointHistory]) -> list[str]:
         for i, level in enumerate(history.runs):
             half = _half_width(level)
             interval = "" if half is None else f" ± {value_text(metric, half)}"
+            median = f" (median {value_text(metric, level.median)})" if len(level.values) >= 3 else ""
             labels = " ".join(f"{k}={v}" for k, v in level.context.labels)
             marker = "  ◀ change" if i in starts else ""
             lines.append(f"  run {level.context.run_id:>4}  n={len(level.values):<3} "
-                         f"{value_text(metric, level.mean)}{interval}{('  ' + labels) if labels else ''}{marker}")
+                         f"{value_text(metric, level.mean)}{interval}{median}{('  ' + labels) if labels else ''}"
+                         f"{marker}")
+            recorded = _recorded_text(history.runs[i - 1].context if i else None, level.context)
+            if recorded:
+                lines.append(f"             {recorded}")
         for change in history.changes:
             low, high = change.change_ci_pct
             what = "; ".join(change.what_changed) or "nothing recorded changed"
@@ -95,9 +110,10 @@ def history_records(histories: Sequence[PointHistory]) -> list[dict[str, Any]]:
             records.append({
                 "point": point_title(history).rsplit(" — ", 1)[0], "metric": history.metric,
                 "run": level.context.run_id, "host": level.context.host, "n": len(level.values), "mean": level.mean,
+                "median": level.median,
                 "ci_low": None if found is None else found.ci_low,
                 "ci_high": None if found is None else found.ci_high,
-                "labels": dict(level.context.labels),
+                "labels": dict(level.context.labels), "recorded": dict(level.context.recorded),
                 "change_pct": None if change is None else change.change_pct,
                 "change_ci_low_pct": None if change is None else change.change_ci_pct[0],
                 "change_ci_high_pct": None if change is None else change.change_ci_pct[1],

@@ -65,6 +65,10 @@ class RunLevel:
         return statistics.fmean(self.values)
 
     @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    @property
     def within_variance_of_mean(self) -> float | None:
         """The variance of this run's mean from its own repetitions (s² / n); None below two."""
         return statistics.variance(self.values) / len(self.values) if len(self.values) >= 2 else None
