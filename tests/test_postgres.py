@@ -106,7 +106,7 @@ def test_every_migration_a_postgresql_store_may_need_is_sql_it_runs() -> None:
 
 @pytest.mark.postgres
 def test_an_older_postgresql_store_is_read_only_when_older_and_migrated_when_written(
-        postgres_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        postgres_db: str, postgres_server_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A store left at schema 13 (before runs recorded their labs' software): reading refuses it untouched, the next
     write migrates it with the same SQL SQLite runs, and its runs keep everything."""
     import psycopg
@@ -126,6 +126,11 @@ def test_an_older_postgresql_store_is_read_only_when_older_and_migrated_when_wri
     versions = [row[0] for row in store.conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
     assert versions == list(range(13, SCHEMA_VERSION + 1)) and store.runs()[0].software == ()
     store.close()
+    from postgres_server import new_database
+
+    fresh = new_database(postgres_server_url, "upgraded_against")
+    open_store(fresh).close()
+    assert _postgres_schema(postgres_db) == _postgres_schema(fresh)  # upgraded: the schema a new store gets
 
 
 def _export(capsys: pytest.CaptureFixture[str], db: str, run: str) -> list[dict[str, object]]:
@@ -231,10 +236,70 @@ def test_two_storbench_making_one_new_store_make_it_once(postgres_db: str) -> No
     store.close()
 
 
-def test_a_password_in_the_url_is_refused_and_never_printed(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(capsys, "show", "--db", "postgresql://team:hunter2@db.example/results")
-    assert code == 2 and "holds a password" in err and "~/.pgpass" in err, err
+@pytest.mark.parametrize("url", ["postgresql://team:hunter2@db.example/results",
+                                 "postgresql://team@db.example/results?password=hunter2",
+                                 "postgresql://team@db.example/results?sslpassword=hunter2",
+                                 "postgresql://team:hunter2@db.example/results?bogus=1"])
+def test_a_password_in_the_url_is_refused_and_never_printed(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "show", "--db", url)
+    assert code == 2 and ("holds a password" in err or "is not a PostgreSQL URL" in err), err
     assert "hunter2" not in out + err and len(err.strip().splitlines()) == 1
+
+
+def test_text_postgresql_cannot_hold_is_stored_as_a_replacement_character() -> None:
+    from storbench.store.postgres import _values
+
+    assert _values(("fio: \x00 in stderr", 3, b"\x00", None)) == ("fio: \ufffd in stderr", 3, b"\x00", None)
+
+
+@pytest.mark.postgres
+def test_a_store_whose_server_went_away_is_one_line(postgres_db: str) -> None:
+    import psycopg
+
+    store = open_store(postgres_db)
+    with psycopg.connect(postgres_db, autocommit=True) as admin:  # the server ends storbench's session
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'storbench'")
+    with pytest.raises(UserError, match="everything committed before is intact") as caught:
+        store.finish_run(1, 0.0)
+    assert "--resume" in (caught.value.hint or "")
+    store.close()
+
+
+@pytest.mark.postgres
+def test_another_tools_schema_migrations_is_not_taken_for_storbenchs(postgres_db: str) -> None:
+    import psycopg
+
+    with psycopg.connect(postgres_db, autocommit=True) as conn:  # golang-migrate's table
+        conn.execute("CREATE TABLE schema_migrations (version bigint PRIMARY KEY, dirty boolean NOT NULL)")
+        conn.execute("INSERT INTO schema_migrations VALUES (14, false)")
+    with pytest.raises(UserError, match=r"\(its schema_migrations is not storbench's\); left untouched"):
+        open_store(postgres_db)
+    with psycopg.connect(postgres_db, autocommit=True) as conn:
+        conn.execute("DROP TABLE schema_migrations")
+    open_store(postgres_db).close()
+    with psycopg.connect(postgres_db, autocommit=True) as conn:  # a trigger on one of storbench's tables
+        conn.execute("CREATE FUNCTION nothing() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NEW; END'")
+        conn.execute("CREATE TRIGGER hidden BEFORE INSERT ON repetitions FOR EACH ROW EXECUTE FUNCTION nothing()")
+    with pytest.raises(UserError, match="repetitions has a trigger or rule, which storbench never makes"):
+        open_store(postgres_db, read_only=True)
+
+
+@pytest.mark.postgres
+def test_the_urls_own_server_options_are_kept(postgres_db: str) -> None:
+    """`options=-csearch_path=team` in the URL: storbench's tables are made in that schema, and read from it."""
+    import psycopg
+
+    with psycopg.connect(postgres_db, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA team")
+    url = postgres_db + "&options=-csearch_path%3Dteam"
+    open_store(url).close()
+    store = open_store(url, read_only=True)
+    assert store.runs() == []
+    store.close()
+    with psycopg.connect(postgres_db) as conn:
+        schemas = {row[0] for row in conn.execute("SELECT table_schema FROM information_schema.tables WHERE"
+                                                  " table_name = 'runs'")}
+    assert schemas == {"team"}
 
 
 def test_a_server_that_is_not_there_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

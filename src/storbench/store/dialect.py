@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-__all__ = ["ID_TABLES", "ROWID_TABLES", "postgres_schema", "postgres_statement"]
+__all__ = ["ID_TABLES", "ROWID_TABLES", "postgres_migration", "postgres_schema", "postgres_statement"]
 
 # the tables whose rows have an integer id of their own (a new row's id is returned to the writer)
 ID_TABLES = frozenset({"runs", "repetitions", "clients", "measurements", "disk_utils", "preconditions"})
@@ -62,9 +62,22 @@ def postgres_statement(sql: str, *, many: bool = False) -> tuple[str, bool]:
     return (text + " RETURNING id" if returning else text), returning
 
 
-def _table_sql(name: str, sql: str) -> str:
+def _types(sql: str) -> str:
     for pattern, replacement in _TYPES:
         sql = pattern.sub(replacement, sql)
+    return sql
+
+
+def postgres_migration(sql: str) -> str:
+    """One statement of a migration (SQL both databases run) with PostgreSQL's column types: a column added as
+    INTEGER is a BIGINT there, as in the tables made whole. A new table with an ``id`` or one read in stored
+    order needs ``ID_TABLES`` or ``ROWID_TABLES`` too (`tests/test_postgres.py` compares an upgraded store's schema
+    with a new one's)."""
+    return _types(sql)
+
+
+def _table_sql(name: str, sql: str) -> str:
+    sql = _types(sql)
     if name in ROWID_TABLES:
         opening = sql.index("(") + 1
         sql = sql[:opening] + "\n        rowid BIGINT GENERATED ALWAYS AS IDENTITY," + sql[opening:]

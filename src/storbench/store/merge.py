@@ -95,10 +95,10 @@ def merge_database(store: Store, source_path: str, clock: Callable[[], float]) -
 
 
 def _merge(store: Store, source: Store, source_name: str, clock: Callable[[], float]) -> list[MergedRun]:
-    src, dst = source.conn, store.conn
-    here = {_run_key(row): row["id"] for row in dst.execute(f"SELECT id, {', '.join(RUN_KEY)} FROM runs")}
+    src = source.conn
     merged: list[MergedRun] = []
-    with store.transaction():
+    with store.exclusive() as dst:  # another import into this store waits: "already here" holds until commit
+        here = {_run_key(row): row["id"] for row in dst.execute(f"SELECT id, {', '.join(RUN_KEY)} FROM runs")}
         for run in src.execute("SELECT * FROM runs ORDER BY id").fetchall():
             count = src.execute("SELECT COUNT(*) FROM repetitions WHERE run_id = ?", (run["id"],)).fetchone()[0]
             if _run_key(run) in here:
@@ -163,7 +163,7 @@ def _copy_children(src: Connection, store: Store, table: str, parent: str,
     for start in range(0, len(old_ids), 500):  # SQLite's bound parameters per statement
         chunk = old_ids[start:start + 500]
         rows = src.execute(f"SELECT * FROM {table} WHERE {parent} IN ({', '.join('?' * len(chunk))})"
-                           + (" ORDER BY id" if renewed else ""), list(chunk)).fetchall()
+                           " ORDER BY rowid", list(chunk)).fetchall()  # as stored there (an id is its rowid)
         for row in rows:
             values = [parents[row[c]] if c == parent else row[c] for c in kept]
             cursor = dst.execute(insert, values)

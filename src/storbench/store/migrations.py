@@ -333,9 +333,9 @@ def statements(script: str) -> list[str]:
     return statements
 
 
-def migrate(conn: sqlite3.Connection, path: str) -> None:
-    """Bring the database to SCHEMA_VERSION under a write lock taken before the version is read: two storbench
-    processes opening one new database at once migrate it once (the second waits, then finds it done)."""
+def migrate(conn: sqlite3.Connection, path: str, until: int = SCHEMA_VERSION) -> None:
+    """Bring the database to SCHEMA_VERSION (or ``until``) under a write lock taken before the version is read: two
+    storbench processes opening one new database at once migrate it once (the second waits, then finds it done)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)")
@@ -343,7 +343,7 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
         if current > SCHEMA_VERSION:
             raise UserError(f"{path} has schema version {current}, newer than this storbench ({SCHEMA_VERSION})",
                             hint="upgrade storbench")
-        for version in range(current + 1, SCHEMA_VERSION + 1):
+        for version in range(current + 1, until + 1):
             step = MIGRATIONS[version - 1]
             if callable(step):
                 step(conn)

@@ -13,20 +13,22 @@ after READ_LIMIT_S.
 
 from __future__ import annotations
 
+import functools
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
 from storbench.errors import UserError
-from storbench.store.dialect import postgres_schema, postgres_statement
+from storbench.store.dialect import postgres_migration, postgres_schema, postgres_statement
 from storbench.store.migrations import MIGRATIONS, POSTGRES_FIRST_VERSION, SCHEMA_VERSION, migrate, statements
+from storbench.store.queries import WRITE_LOCK_KEY
 
 __all__ = ["POSTGRES_SCHEMES", "PgConnection", "is_postgres_url", "open_postgres", "schema_statements"]
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 READ_LIMIT_S = 30.0
-LOCK_KEY = 0x5354_4F52_4245_4E43 & 0x7FFF_FFFF_FFFF_FFFF  # "STORBENC": storbench's advisory lock
 NOT_OURS_HINT = "pass a database of its own for storbench (`createdb storbench`), or one a `storbench run` wrote"
 PASSWORD_HINT = ("put the password in ~/.pgpass (HOST:PORT:DB:USER:PASSWORD, mode 0600) or PGPASSWORD, which "
                  "libpq reads; the URL is printed in messages")
@@ -36,15 +38,19 @@ def is_postgres_url(text: str) -> bool:
     return text.startswith(POSTGRES_SCHEMES)
 
 
+SECRET_PARTS = ("password", "sslpassword")  # what libpq would read from the URL that storbench refuses there
+
+
 def _conninfo(url: str) -> dict[str, Any]:
     from psycopg.conninfo import conninfo_to_dict
 
     try:
         parts = conninfo_to_dict(url)
-    except Exception as exc:  # psycopg's ProgrammingError: libpq's own words
-        raise UserError(f"--db {url.split('?')[0]!r} is not a PostgreSQL URL libpq reads: {exc}",
+    except Exception as exc:  # psycopg's ProgrammingError: libpq's own words (the URL itself never echoed)
+        said = re.sub(r"//[^/?#]*@", "//", str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+        raise UserError(f"--db is not a PostgreSQL URL libpq reads: {said}",
                         hint="postgresql://USER@HOST:PORT/DB, or postgresql:///DB?host=/run/postgresql") from None
-    if parts.get("password"):
+    if any(parts.get(name) for name in SECRET_PARTS):
         raise UserError("--db: the PostgreSQL URL holds a password; storbench takes none on its command line",
                         hint=PASSWORD_HINT)
     return parts
@@ -94,6 +100,13 @@ class PgCursor:
         return iter(self.fetchall())
 
 
+def _values(parameters: Sequence[Any]) -> tuple[Any, ...]:
+    """A statement's values as PostgreSQL takes them: its text cannot hold a NUL character (SQLite's can: fio's
+    stderr may have one), stored as U+FFFD, as a text with an undecodable byte is."""
+    return tuple(value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+                 for value in parameters)
+
+
 class PgConnection:
     """A psycopg connection in autocommit (a read holds no transaction open); ``with conn:`` is one transaction."""
 
@@ -105,7 +118,7 @@ class PgConnection:
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> PgCursor:
         text, returning = postgres_statement(sql)
         with self._errors():
-            cursor = self.raw.execute(text, tuple(parameters))
+            cursor = self.raw.execute(text, _values(parameters))
             if returning:
                 row = cursor.fetchone()
                 return PgCursor(cursor, int(row[0]))
@@ -114,11 +127,12 @@ class PgConnection:
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         text, _ = postgres_statement(sql, many=True)
         with self._errors():
-            self.raw.cursor().executemany(text, [tuple(row) for row in rows])
+            self.raw.cursor().executemany(text, [_values(row) for row in rows])
 
     def __enter__(self) -> PgConnection:
-        transaction = self.raw.transaction()
-        transaction.__enter__()
+        with self._errors():  # BEGIN on a connection the server closed since the last write
+            transaction = self.raw.transaction()
+            transaction.__enter__()
         self._transactions.append(transaction)
         return self
 
@@ -154,22 +168,36 @@ class _PgErrors:
         if isinstance(exc, psycopg.errors.QueryCanceled):
             raise UserError(f"{self.label}: a query ran past {READ_LIMIT_S:g} s and was stopped; no storbench results "
                             "database needs that long", hint=NOT_OURS_HINT) from None
-        if isinstance(exc, (psycopg.OperationalError, psycopg.errors.DiskFull, psycopg.errors.ReadOnlySqlTransaction)):
-            raise UserError(f"results database {self.label}: {first}; everything stored before is intact, this write "
-                            "was rolled back", hint="fix the server (or its disk), then run the same command with "
+        if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+            raise UserError(f"results database {self.label}: {first}", hint="reading never writes") from None
+        if isinstance(exc, (psycopg.OperationalError, psycopg.errors.DiskFull)):
+            raise UserError(f"results database {self.label}: {first}; everything committed before is intact, this "
+                            "write was not kept", hint="fix the server (or its disk), then run the same command with "
                             "--resume") from None
+        raise UserError(f"results database {self.label}: {first}", hint="is it a storbench store this storbench's "
+                        "version wrote? (`storbench --version`)") from None
+
+
+@functools.cache
+def _sqlite_schema(version: int) -> tuple[tuple[str, str, str | None], ...]:
+    """``sqlite_master``'s (type, name, sql) of storbench's SQLite schema at ``version``, in the order made."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        conn.execute("PRAGMA foreign_keys=ON")
+        migrate(conn, ":memory:", until=version)
+        return tuple(conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY rowid").fetchall())
+    finally:
+        conn.close()
 
 
 def schema_statements() -> list[str]:
     """PostgreSQL's statements for this storbench's schema: SQLite's, made by its migrations, translated."""
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    try:
-        conn.execute("PRAGMA foreign_keys=ON")
-        migrate(conn, ":memory:")
-        entries = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY rowid").fetchall()
-    finally:
-        conn.close()
-    return postgres_schema(entries)
+    return postgres_schema(_sqlite_schema(SCHEMA_VERSION))
+
+
+def storbench_tables(version: int) -> frozenset[str]:
+    """The tables storbench's schema has at ``version``."""
+    return frozenset(name for kind, name, _ in _sqlite_schema(version) if kind == "table")
 
 
 def _label(parts: dict[str, Any]) -> str:
@@ -182,24 +210,41 @@ def _label(parts: dict[str, Any]) -> str:
 
 
 def _schema_version(conn: PgConnection) -> int | None:
-    """The store's schema version (None: no storbench tables yet); a database with tables named as storbench's
-    that storbench did not make is refused untouched."""
-    found = {row[0] for row in conn.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")}
+    """The store's schema version (None: no storbench tables yet). A database that is not storbench's -- tables
+    named as storbench's without its schema record, a schema record (another tool's `schema_migrations`) without
+    every table of that version as a plain table, a view, trigger or rule on one of them -- is refused untouched."""
+    found = {row[0]: row[1] for row in conn.execute(
+        "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = current_schema()")}
     if "schema_migrations" not in found:
-        if found & {"runs", "repetitions", "cases"}:
+        if set(found) & storbench_tables(SCHEMA_VERSION):
             raise UserError(f"{conn.label} has tables named as storbench's but is not a storbench results database; "
                             "left untouched", hint=NOT_OURS_HINT)
         return None
-    version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    columns = [row[0] for row in conn.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name ="
+        " 'schema_migrations' ORDER BY ordinal_position")]
+    version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone() \
+        if columns == ["version", "applied_at"] else None
     if version is None or not isinstance(version[0], int):
-        raise UserError(f"{conn.label} is not a storbench results database (no schema version)", hint=NOT_OURS_HINT)
+        raise UserError(f"{conn.label} is not a storbench results database (its schema_migrations is not "
+                        "storbench's); left untouched", hint=NOT_OURS_HINT)
     if version[0] > SCHEMA_VERSION:
         raise UserError(f"{conn.label} has schema version {version[0]}, newer than this storbench ({SCHEMA_VERSION})",
                         hint="upgrade storbench")
     if version[0] < POSTGRES_FIRST_VERSION:
         raise UserError(f"{conn.label} has schema version {version[0]}, older than any PostgreSQL store storbench "
-                        "makes", hint=NOT_OURS_HINT)
+                        "makes; left untouched", hint=NOT_OURS_HINT)
+    ours = storbench_tables(int(version[0]))
+    missing = sorted(name for name in ours if found.get(name) != "BASE TABLE")
+    hooked = sorted({row[0] for row in conn.execute(
+        "SELECT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON"
+        " n.oid = c.relnamespace WHERE NOT t.tgisinternal AND n.nspname = current_schema()")}
+        | {row[0] for row in conn.execute("SELECT tablename FROM pg_rules WHERE schemaname = current_schema()")})
+    if missing or set(hooked) & ours:
+        what = (f"{missing[0]} is not a plain table" if missing else f"{hooked[0]} has a trigger or rule, which "
+                "storbench never makes")
+        raise UserError(f"{conn.label} is not a storbench results database: {what}; left untouched",
+                        hint=NOT_OURS_HINT)
     return int(version[0])
 
 
@@ -215,7 +260,7 @@ def _migrate(conn: PgConnection, version: int | None) -> None:
         step = MIGRATIONS[later - 1]
         assert isinstance(step, str), f"migration {later} must be SQL that PostgreSQL runs too"
         for statement in statements(step):
-            conn.execute(statement)
+            conn.execute(postgres_migration(statement))
         conn.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, now()::text)", (later,))
 
 
@@ -230,11 +275,12 @@ def open_postgres(url: str, *, read_only: bool = False) -> tuple[PgConnection, s
         raise UserError(f"--db {label}: PostgreSQL needs the psycopg package, which is not installed",
                         hint="pip install 'storbench[postgres]' (or psycopg[binary]) into storbench's environment"
                         ) from None
-    options = f"-c statement_timeout={int(READ_LIMIT_S * 1000)} -c default_transaction_read_only=on" if read_only \
-        else ""
+    # the URL's own server options (a search_path) kept; reading adds its limits after them (the last one holds)
+    options = " ".join(filter(None, (str(parts.get("options") or ""), (
+        f"-c statement_timeout={int(READ_LIMIT_S * 1000)} -c default_transaction_read_only=on" if read_only else ""))))
     try:
-        raw = psycopg.connect(url, autocommit=True, connect_timeout=10, options=options,
-                              application_name="storbench")
+        extra: dict[str, Any] = {"options": options} if options else {}
+        raw = psycopg.connect(url, autocommit=True, connect_timeout=10, application_name="storbench", **extra)
     except psycopg.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"cannot open {label}: {first}", hint="check the URL, that the server runs, and ~/.pgpass"
@@ -252,7 +298,7 @@ def open_postgres(url: str, *, read_only: bool = False) -> tuple[PgConnection, s
                                 "or `storbench import` with this --db upgrades it")
             return conn, label
         with conn:
-            conn.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))  # two storbench making one store: once
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK_KEY,))  # two storbench making one store: once
             _migrate(conn, _schema_version(conn))
         return conn, label
     except BaseException:

@@ -35,6 +35,7 @@ from storbench.store.rows import Connection, Row
 from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
 
 NOT_OURS_HINT = "pass the --db a `storbench run` wrote"
+WRITE_LOCK_KEY = 0x5354_4F52_4245_4E43 & 0x7FFF_FFFF_FFFF_FFFF  # "STORBENC": storbench's advisory lock on PostgreSQL
 
 
 class Store:
@@ -72,6 +73,18 @@ class Store:
             raise
         finally:
             self._writing = False
+
+    @contextmanager
+    def exclusive(self) -> Iterator[Connection]:
+        """One transaction holding the store's write lock from its first statement (SQLite: BEGIN IMMEDIATE; a
+        PostgreSQL store: storbench's advisory lock), so what it reads stays true until it commits: a merge's
+        "already here", with two machines importing into one store at once."""
+        with self.transaction() as conn:
+            if isinstance(conn, sqlite3.Connection):
+                conn.execute("BEGIN IMMEDIATE")
+            else:
+                conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK_KEY,))
+            yield conn
 
     # ---- runs ------------------------------------------------------------------------------------
     def create_run(self, *, plan_name: str, plan_text: str, plan_sha256: str, source: str,
