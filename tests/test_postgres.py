@@ -200,9 +200,12 @@ def test_a_database_with_tables_of_its_own_named_as_storbenchs_is_left_untouched
 
 
 @pytest.mark.postgres
-def test_reading_never_writes(postgres_db: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reading_never_writes(postgres_db: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run_cli(capsys, "show", "--db", postgres_db)
     assert code == 2 and "is not a storbench results database (no storbench tables in it)" in err, err
+    plan = write_plan(tmp_path, PLAN.format(data=tmp_path / "data"))
+    code, _, err = run_cli(capsys, "run", str(plan), "--db", postgres_db, "--resume")
+    assert code == 2 and "nothing to resume" in err, err
     import psycopg
 
     with psycopg.connect(postgres_db) as conn:  # show made no tables

@@ -144,11 +144,11 @@ def _open_read_only(path: str) -> Store:
 
 
 def store_exists(path: str | Path) -> bool:
-    """Whether there is a results store at ``path`` to resume or add to: a file, or a PostgreSQL server (asked when
-    opened)."""
-    from storbench.store.postgres import is_postgres_url
+    """Whether there is a results store at ``path`` to resume or add to: a file, or storbench's tables in a
+    PostgreSQL database (asked; nothing made)."""
+    from storbench.store.postgres import is_postgres_url, postgres_store_exists
 
-    return is_postgres_url(str(path)) or Path(path).exists()
+    return postgres_store_exists(str(path)) if is_postgres_url(str(path)) else Path(path).exists()
 
 
 def open_store(path: str | Path, *, read_only: bool = False) -> Store:

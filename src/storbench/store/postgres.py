@@ -264,7 +264,16 @@ def _migrate(conn: PgConnection, version: int | None) -> None:
         conn.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, now()::text)", (later,))
 
 
-def open_postgres(url: str, *, read_only: bool = False) -> tuple[PgConnection, str]:
+def postgres_store_exists(url: str) -> bool:
+    """Whether the database at ``url`` holds a storbench store already (nothing is made to find out)."""
+    conn, _ = open_postgres(url, read_only=True, checked=False)
+    try:
+        return _schema_version(conn) is not None
+    finally:
+        conn.close()
+
+
+def open_postgres(url: str, *, read_only: bool = False, checked: bool = True) -> tuple[PgConnection, str]:
     """A connection to the PostgreSQL store at ``url`` and the label messages name it by (no password: refused).
     For writing, a database without storbench's tables gets them."""
     parts = _conninfo(url)
@@ -286,6 +295,8 @@ def open_postgres(url: str, *, read_only: bool = False) -> tuple[PgConnection, s
         raise UserError(f"cannot open {label}: {first}", hint="check the URL, that the server runs, and ~/.pgpass"
                         ) from None
     conn = PgConnection(raw, label)
+    if not checked:
+        return conn, label
     try:
         if read_only:
             version = _schema_version(conn)
@@ -296,6 +307,10 @@ def open_postgres(url: str, *, read_only: bool = False) -> tuple[PgConnection, s
                 raise UserError(f"{label} was written by an older storbench (schema version {version} of "
                                 f"{SCHEMA_VERSION}); reading does not upgrade it", hint="the next `storbench run` "
                                 "or `storbench import` with this --db upgrades it")
+            # one snapshot for the whole command: a report read while a run writes sees each repetition whole
+            raw.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            raw.read_only = True
+            raw.autocommit = False
             return conn, label
         with conn:
             conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK_KEY,))  # two storbench making one store: once
