@@ -4,6 +4,7 @@ labels, the change points with what else changed at them, and the newest run aga
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import replace
@@ -175,10 +176,17 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
                          text=tuple(" ".join(f"{k}={v}" for k, v in level.context.labels) or f"run {int(v)}"
                                     for level, v in zip(history.runs, x, strict=True)))]
         bounds = [0, *(c.at for c in history.changes), len(history.runs)]
-        for start, end in itertools.pairwise(bounds):
+        level_x: list[float | str] = []
+        level_y: list[float] = []
+        for start, end in itertools.pairwise(bounds):  # one legend entry: the levels as one line, broken between
+            if level_x:
+                level_x.append((x[start - 1] + x[start]) / 2)
+                level_y.append(math.nan)
             level_mean = statistics.fmean(level.mean for level in history.runs[start:end]) * scale
-            series.append(Series("level", x[start:end], (level_mean,) * (end - start),
-                                 mode="lines", dash=True, color="#7f7f7f"))
+            level_x.extend(x[start:end])
+            level_y.extend((level_mean,) * (end - start))
+        series.append(Series("level (between change points)", tuple(level_x), tuple(level_y), mode="lines",
+                             dash=True, color="#7f7f7f"))
         marks = tuple(Mark((x[c.at - 1] + x[c.at]) / 2,
                            f"{c.change_pct:+.1f}% [{c.change_ci_pct[0]:+.1f}, {c.change_ci_pct[1]:+.1f}]")
                       for c in history.changes)
