@@ -106,14 +106,17 @@ def test_a_kind_registered_gets_its_lab_command(monkeypatch: pytest.MonkeyPatch,
     calls: list[str] = []
     monkeypatch.setitem(KINDS, "fake", _fake_kind(calls))
     monkeypatch.setattr(registry, "COMMAND_ORDER", (*COMMAND_ORDER, "fake"))
+    monkeypatch.setattr("storbench.lab.COMMAND_ORDER", (*COMMAND_ORDER, "fake"))  # the names the help gives
     assert main(["lab", "fake", "up", "--size", "2GiB", "--dir", "/fake/here"]) == 0
     assert main(["lab", "fake", "status"]) == 0
     assert main(["lab", "fake", "down", "--dir", "/fake/here"]) == 0
     assert calls == ["up /fake/here size=2GiB", "down /fake/here"]
     assert capsys.readouterr().out.splitlines() == [
         "fake lab: up", "fake lab: down (/fake/default holds no lab)", "fake lab: down; /fake/here removed"]
-    assert main(["--help"]) == 0
+    assert main(["--help"]) == 0  # the kinds named without importing them
     assert "storbench lab ceph|nfs|volume|hosts|k8s|fake up|down|status" in " ".join(capsys.readouterr().out.split())
+    assert main(["lab", "--help"]) == 0  # the kinds' own commands
+    assert "a lab that brings nothing up" in capsys.readouterr().out
 
 
 # ---- the run's lab sessions are a loop over the registry ---------------------------------------------------------

@@ -50,7 +50,9 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line; given the ``argv`` it is for, `lab`'s kinds only when it is a `lab` command (their
+    options import every lab kind)."""
     parser = argparse.ArgumentParser(
         prog="storbench",
         description="Declarative, reproducible, statistically honest storage benchmarks on real fio.",
@@ -60,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     run.add_commands(sub)
     results.add_commands(sub)
-    labs.add_commands(sub)
+    command = next((arg for arg in argv if not arg.startswith("-")), None) if argv is not None else "lab"
+    labs.add_commands(sub, labs=command == "lab")
     imports.add_commands(sub)
     examples.add_commands(sub)
     examples.add_doctor(sub)
@@ -82,9 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    arguments = plan_before_resume(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(arguments)
     try:
-        args = parser.parse_args(plan_before_resume(sys.argv[1:] if argv is None else argv))
+        args = parser.parse_args(arguments)
     except SystemExit as exc:  # argparse already printed its one-line usage error
         return int(exc.code or 0)
     if not getattr(args, "command", None):

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
 from storbench.faults import FaultOffer, fault_problems
-from storbench.lab import ceph_kind, hosts, k8s_kind, nfs, volume
+from storbench.lab import COMMAND_ORDER, ceph_kind, hosts, k8s_kind, nfs, volume
 from storbench.lab.base import LabKind
+
+__all__ = ["COMMAND_ORDER", "KINDS", "check_faults", "plan_fault_offers", "plan_software"]
 
 if TYPE_CHECKING:
     from storbench.config import LoadedPlan
@@ -24,8 +26,6 @@ if TYPE_CHECKING:
 KINDS: dict[str, LabKind] = {kind.name: kind for kind in (hosts.KIND, k8s_kind.KIND, volume.KIND, nfs.KIND,
                                                            ceph_kind.KIND)}
 
-# the order `storbench lab` lists the kinds in (the order they were added)
-COMMAND_ORDER: tuple[str, ...] = ("ceph", "nfs", "volume", "hosts", "k8s")
 
 
 def plan_fault_offers(loaded: LoadedPlan) -> tuple[FaultOffer, ...]:
