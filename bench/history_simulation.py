@@ -97,7 +97,7 @@ def gate(levels: list[RunLevel], threshold_pct: float) -> bool:
     check = last_run_check(levels)
     if check is not None and check.below(higher_is_better=True) and -check.change_pct >= threshold_pct:
         return True
-    step = next((c for c in change_points(levels) if c.at == len(levels) - 2), None)  # `history.new_step`
+    step = next((c for c in change_points(levels) if c.found_with == len(levels)), None)  # `history.new_step`
     return step is not None and -step.change_pct >= threshold_pct and step.change_ci_pct[1] < 0
 
 
@@ -119,6 +119,12 @@ def gate_rates(args: argparse.Namespace, rng: random.Random, threshold_pct: floa
                      for _ in range(args.series))
         print(f"| --fail-on-regression {threshold_pct:g}: the second run of a {-100 * step:.0f} % drop after 10 "
               f"runs | caught {100 * second / args.series:.1f} % |")
+        within = 0
+        for _ in range(args.series):
+            levels = series(20, 10, step, args.between, args.within, args.reps, rng)
+            within += any(gate(levels[:k], threshold_pct) for k in range(11, 21))
+        print(f"| --fail-on-regression {threshold_pct:g}: a {-100 * step:.0f} % drop after 10 runs, on one of its "
+              f"first 10 nights | caught {100 * within / args.series:.1f} % |")
 
 
 if __name__ == "__main__":

@@ -105,31 +105,44 @@ def test_merged_runs_arrive_whole_and_merging_again_adds_nothing(
     assert [(o.database, o.run_id) for o in origins if o is not None] == [("a.db", 1), ("b.db", 1), ("b.db", 2)]
 
 
+def _as_other_nights(db: Path, copy: Path, host: str | None, shift_s: float) -> Path:
+    """A copy of ``db`` whose runs are other nights' (started ``shift_s`` later), on ``host`` when given."""
+    shutil.copy(db, copy)
+    with sqlite3.connect(copy) as conn:
+        conn.execute("UPDATE runs SET started_at_s = started_at_s + ?", (shift_s,))
+        if host is not None:
+            conn.execute("UPDATE runs SET host = ?", (host,))
+    return copy
+
+
 def test_each_machines_runs_are_a_history_of_their_own_unless_pooled(
         two_machines: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Runs from two machines merged into one store: each machine's runs of a point are a history of their own (a
-    machine is another instance), named by its host; `--pool-hosts` makes one history of them, the host among what
-    may change at a step."""
-    a, b = (Path(shutil.copy(path, tmp_path / path.name)) for path in two_machines)
-    with sqlite3.connect(b) as conn:  # b's runs as another machine's
-        conn.execute("UPDATE runs SET host = 'lab-b'")
-    assert run_cli(capsys, "import", str(b), "--db", str(a))[0] == 0
+    """Runs from two machines merged into one store: while a machine has fewer than 3 runs of a point (CI runners
+    named anew each night), one history, which says so; once each has 3, each machine's runs are a history of
+    their own (a machine is another instance), named by its host; `--pool-hosts` makes one history again."""
+    a = Path(shutil.copy(two_machines[0], tmp_path / "a.db"))
     here = open_store(a, read_only=True).runs()[0].host
+    b = _as_other_nights(two_machines[1], tmp_path / "b.db", "lab-b", 0.0)
+    assert run_cli(capsys, "import", str(b), "--db", str(a))[0] == 0
+    code, out, err = run_cli(capsys, "history", "--db", str(a))
+    assert code == 0 and " on lab-b" not in out and "runs of 2 machines in one history" in out, out + err
+    for n, (host, source) in enumerate(((here, two_machines[0]), (here, two_machines[0]), ("lab-b", b)), start=1):
+        night = _as_other_nights(source, tmp_path / f"night{n}.db", host, 1000.0 * n)
+        assert run_cli(capsys, "import", str(night), "--db", str(a))[0] == 0
     code, out, err = run_cli(capsys, "history", "--db", str(a), "--format", "json")
     assert code == 0, err
     records = json.loads(out)
-    points = {r["point"] for r in records}
-    assert len(points) == 4 and {p.rsplit(" on ", 1)[1] for p in points} == {here, "lab-b"}, points
-    for point in points:
-        builds = [r["labels"]["build"] for r in records if r["point"] == point]
-        assert builds == (["b1", "b2"] if point.endswith(" on lab-b") else ["a1"]), (point, builds)
-        assert {r["host"] for r in records if r["point"] == point} == {point.rsplit(" on ", 1)[1]}
+    assert {r["point"] for r in records} == {"disk randrw 4k qd=2 jobs=1 read", "disk randrw 4k qd=2 jobs=1 write"}
+    for point in {r["point"] for r in records}:
+        for host, builds in ((here, ["a1", "a1", "a1"]), ("lab-b", ["b1", "b2", "b1", "b2"])):
+            mine = [r for r in records if r["point"] == point and r["series_host"] == host]
+            assert [r["labels"]["build"] for r in mine] == builds and {r["host"] for r in mine} == {host}, mine
     code, out, err = run_cli(capsys, "history", "--db", str(a))
     assert code == 0 and f" read on {here} — IOPS" in out and " read on lab-b — IOPS" in out, out
+    assert "machines in one history" not in out
     code, out, err = run_cli(capsys, "history", "--db", str(a), "--format", "json", "--pool-hosts")
     records = json.loads(out)
-    assert code == 0 and len({r["point"] for r in records}) == 2 and " on " not in records[0]["point"], out
-    assert [r["host"] for r in records if r["point"] == records[0]["point"]] == [here, "lab-b", "lab-b"]
+    assert code == 0 and {r["series_host"] for r in records} == {None} and len(records) == 14, out
 
 
 def test_an_older_database_is_upgraded_in_a_copy_and_merged(tmp_path: Path,

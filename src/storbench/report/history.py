@@ -14,7 +14,7 @@ from storbench.model import LabPoint
 from storbench.report.events import case_text
 from storbench.report.figures import FigureSpec, Mark, Series
 from storbench.stats.estimate import estimate
-from storbench.stats.history import PointHistory, RunContext, RunLevel, new_step
+from storbench.stats.history import MIN_HOST_RUNS, PointHistory, RunContext, RunLevel, new_step
 from storbench.stats.metrics import SUMMARY_METRICS, Metric
 from storbench.units import format_latency_ns
 
@@ -39,13 +39,18 @@ def _half_width(level: RunLevel) -> float | None:
     return None if found is None else found.half_width
 
 
+def _point_name(history: PointHistory) -> str:
+    """The point as records name it: the same whichever machine's history it is (``series_host`` says)."""
+    swept = "".join(f" {name}={value}" for name, value in history.swept)
+    return f"{case_text(replace(history.case, lab=LabPoint()))}{swept} {history.direction}"
+
+
 def point_title(history: PointHistory) -> str:
     """The point without its lab settings (they may differ run to run), its direction and the metric."""
     metric = METRICS.get(history.metric)
     label = metric.label if metric else history.metric
-    swept = "".join(f" {name}={value}" for name, value in history.swept)
     host = f" on {history.host}" if history.host is not None else ""
-    return f"{case_text(replace(history.case, lab=LabPoint()))}{swept} {history.direction}{host} — {label}"
+    return f"{_point_name(history)}{host} — {label}"
 
 
 def _recorded_text(before: RunContext | None, context: RunContext) -> str:
@@ -53,8 +58,10 @@ def _recorded_text(before: RunContext | None, context: RunContext) -> str:
     run, then only what differs from the run before."""
     if before is None:
         return "recorded: " + ", ".join(f"{name} {value}" for name, value in context.recorded)
-    old = dict(before.recorded)
-    changed = [f"{name} {old.get(name, '-')} -> {value}" for name, value in context.recorded if old.get(name) != value]
+    old, new = dict(before.recorded), dict(context.recorded)
+    names = [*new, *(name for name in old if name not in new)]  # a version or setting gone is a change too
+    changed = [f"{name} {old.get(name, '-')} -> {new.get(name, '-')}" for name in names
+               if old.get(name) != new.get(name)]
     return ("recorded: " + ", ".join(changed)) if changed else ""
 
 
@@ -81,9 +88,13 @@ def history_lines(histories: Sequence[PointHistory]) -> list[str]:
             what = "; ".join(change.what_changed) or "nothing recorded changed"
             lines.append(f"  change at run {change.run_id}: {value_text(metric, change.before_mean)} -> "
                          f"{value_text(metric, change.after_mean)}, {change.change_pct:+.1f}% [{low:+.1f}, "
-                         f"{high:+.1f}] (p {change.p_value:.2g}); changed with it: {what}")
+                         f"{high:+.1f}] (p {change.p_value:.2g} when found, with "
+                         f"{change.found_with} runs); changed with it: {what}")
         if history.changes:
             lines.append(f"  {CAUSE_NOT_SHOWN}")
+        if history.hosts > 1:
+            lines.append(f"  runs of {history.hosts} machines in one history (fewer than {MIN_HOST_RUNS} runs of it "
+                         "on some, or --pool-hosts): a change of machine is among what may change at a step")
         if not history.changes and len(history.runs) >= 4:
             lines.append("  no change point (each level at least 2 runs; p <= 0.01 over the splits)")
         last = history.last
@@ -109,7 +120,7 @@ def history_records(histories: Sequence[PointHistory]) -> list[dict[str, Any]]:
             found = estimate(level.values)  # its interval as every table's: a lower bound cut at zero
             change = starts.get(i)
             records.append({
-                "point": point_title(history).rsplit(" — ", 1)[0], "metric": history.metric,
+                "point": _point_name(history), "series_host": history.host, "metric": history.metric,
                 "run": level.context.run_id, "host": level.context.host, "n": len(level.values), "mean": level.mean,
                 "median": level.median,
                 "ci_low": None if found is None else found.ci_low,
@@ -159,8 +170,9 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
     figures = []
     numbers: dict[tuple[object, ...], int] = {}  # a number per point: its metrics' figures share it
     for history in (h for h in histories if len(h.runs) >= MIN_RUNS_DRAWN):
-        number = numbers.setdefault((history.case.target.name, history.case.workload, history.case.clients,
-                                     history.direction, history.swept, history.host), len(numbers))
+        number = numbers.setdefault((history.case.target.name, history.case.target.kind, history.case.workload,
+                                     history.case.clients, history.direction, history.swept, history.host),
+                                    len(numbers))
         metric = METRICS.get(history.metric, Metric(history.metric, history.metric, True, ""))
         scale = 1e-6 if metric.unit == "ns" else 1.0  # latencies in ms
         unit = "ms" if metric.unit == "ns" else metric.unit

@@ -27,8 +27,8 @@ INT, FLOAT, BOOL, TEXT, OBJECT, LIST = "int64", "float64", "bool", "string", "js
 
 # `storbench history --format parquet`: each field of `report.history.history_records` and its type
 HISTORY_KINDS: Mapping[str, str] = {
-    "point": TEXT, "metric": TEXT, "run": INT, "host": TEXT, "n": INT, "mean": FLOAT, "median": FLOAT,
-    "ci_low": FLOAT, "ci_high": FLOAT, "labels": OBJECT, "recorded": OBJECT, "change_pct": FLOAT,
+    "point": TEXT, "series_host": TEXT, "metric": TEXT, "run": INT, "host": TEXT, "n": INT, "mean": FLOAT,
+    "median": FLOAT, "ci_low": FLOAT, "ci_high": FLOAT, "labels": OBJECT, "recorded": OBJECT, "change_pct": FLOAT,
     "change_ci_low_pct": FLOAT, "change_ci_high_pct": FLOAT, "changed_with": LIST,
 }
 

@@ -23,6 +23,7 @@ from storbench.stats.observations import Observation, metric_value
 from storbench.stats.special import t_sf
 
 ALPHA = 0.01  # a change point's p-value, Bonferroni over the splits it was chosen among
+MIN_HOST_RUNS = 3  # a machine's runs of a point are a history of their own from this many (each machine's)
 MIN_SEGMENT_RUNS = 2  # a level is at least two runs: one run alone is not a level
 CONFIDENCE = 0.95  # the step's interval, and the last run's prediction interval
 
@@ -84,8 +85,9 @@ class ChangePoint:
     after_mean: float
     change_pct: float
     change_ci_pct: tuple[float, float]  # the change's 95 % interval, relative to the level before
-    p_value: float  # Bonferroni-adjusted over the splits considered
+    p_value: float  # Bonferroni-adjusted over the splits considered, when it was found
     what_changed: tuple[str, ...]  # "label build: a1 -> b2", "lab volume iops: 2000 -> 1000", "kernel: ..."
+    found_with: int = 0  # how many runs the series had when it was found (its size and interval use every run)
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,8 @@ class PointHistory:
     changes: tuple[ChangePoint, ...]
     last: LastRunCheck | None
     swept: tuple[tuple[str, str], ...] = ()  # lab settings a run swept: part of the point (`swept_lab_settings`)
-    host: str | None = None  # the machine whose runs these are, when the runs chosen came from several (else None)
+    host: str | None = None  # the machine whose runs these are, when kept apart from other machines' (else None)
+    hosts: int = 1  # how many machines' runs it holds (several: pooled, too few runs on some to keep apart)
 
 
 def history_key(case: Case, direction: str) -> tuple[object, ...]:
@@ -164,6 +167,7 @@ def _best_split(levels: Sequence[RunLevel], start: int, end: int) -> tuple[int, 
     floor = statistics.fmean(within) if within else 0.0
     total, total_sq = sum(means), sum(m * m for m in means)
     count = len(means)
+    scale = max(abs(m) for m in means) or 1.0
     left_sum = left_sq = 0.0
     best: tuple[int, float] | None = None
     for i, mean in enumerate(means[:-MIN_SEGMENT_RUNS], start=1):
@@ -177,8 +181,8 @@ def _best_split(levels: Sequence[RunLevel], start: int, end: int) -> tuple[int, 
         df = count - 2
         variance = max(residual / df, floor)
         step = right_sum / right_n - left_sum / i
-        if variance <= 0:  # runs that repeat exactly (a cap held to the I/O): any step is beyond their noise
-            if step == 0:
+        if variance <= (1e-12 * scale) ** 2:  # runs that repeat exactly (a cap held to the I/O): any real step is
+            if abs(step) <= 1e-9 * scale:  # beyond their noise; what is left of rounding in the sums is none
                 continue
             p = 0.0
         else:
@@ -189,20 +193,21 @@ def _best_split(levels: Sequence[RunLevel], start: int, end: int) -> tuple[int, 
     return best
 
 
-def _segments(levels: Sequence[RunLevel], alpha: float) -> list[tuple[int, float]]:
+def _segments(levels: Sequence[RunLevel], alpha: float) -> list[tuple[int, float, int]]:
     """The change points, found run by run as a nightly job adds runs: after each run, the runs since the last
     change point are split where the step is most significant, when it is significant (p times the splits tried
-    <= ``alpha``). A change point once found keeps its place (later runs refine its size and interval, not where it
-    is), so the change points of the first k runs are always those of the whole series found by run k: deterministic
-    and incremental. (split, p at the run it was found)."""
-    found: list[tuple[int, float]] = []
+    <= ``alpha``), and the runs after a split found are searched again at once. A change point once found keeps its
+    place (later runs refine its size and interval, not where it is), so the change points of the first k runs are
+    always those of the whole series found by run k: deterministic and incremental. (split, p when found, runs
+    there were then)."""
+    found: list[tuple[int, float, int]] = []
     start = 0
     for end in range(2 * MIN_SEGMENT_RUNS, len(levels) + 1):
-        if end - start < 2 * MIN_SEGMENT_RUNS:
-            continue
-        best = _best_split(levels, start, end)
-        if best is not None and best[1] <= alpha:
-            found.append(best)
+        while end - start >= 2 * MIN_SEGMENT_RUNS:
+            best = _best_split(levels, start, end)
+            if best is None or best[1] > alpha:
+                break
+            found.append((*best, end))
             start = best[0]
     return found
 
@@ -217,8 +222,8 @@ def change_points(levels: Sequence[RunLevel], alpha: float = ALPHA) -> tuple[Cha
     """The steps in a point's series of runs, each with its size, interval and what else changed at that run.
     Deterministic and incremental: a run added can add a change point after the last one, never move or remove
     one (`_segments`); sizes and intervals use every run of the levels on either side."""
-    p_values = dict(_segments(levels, alpha))
-    splits = sorted(p_values)
+    segments = {split: (p, found_with) for split, p, found_with in _segments(levels, alpha)}
+    splits = sorted(segments)
     bounds = [0, *splits, len(levels)]
     changes = []
     for i, split in enumerate(splits):
@@ -232,7 +237,8 @@ def change_points(levels: Sequence[RunLevel], alpha: float = ALPHA) -> tuple[Cha
             at=split, run_id=levels[split].context.run_id, before_mean=before_mean, after_mean=after_mean,
             change_pct=(after_mean - before_mean) * scale,
             change_ci_pct=((after_mean - before_mean - half) * scale, (after_mean - before_mean + half) * scale),
-            p_value=p_values[split], what_changed=_what_changed(levels[split - 1].context, levels[split].context)))
+            p_value=segments[split][0], what_changed=_what_changed(levels[split - 1].context, levels[split].context),
+            found_with=segments[split][1]))
     return tuple(changes)
 
 
@@ -260,9 +266,9 @@ def last_run_check(levels: Sequence[RunLevel], confidence: float = CONFIDENCE,
 
 
 def new_step(history: PointHistory) -> ChangePoint | None:
-    """The change point whose level the newest run completes (the level is MIN_SEGMENT_RUNS runs: found tonight
-    for the first time), if any: a regression the newest-run check no longer sees once the level is two runs."""
-    return next((c for c in history.changes if c.at == len(history.runs) - MIN_SEGMENT_RUNS), None)
+    """The change point found with the newest run (not there without it), if any: a regression the newest-run
+    check no longer sees once its level is two runs, or a small step that took more runs to show."""
+    return next((c for c in history.changes if c.found_with == len(history.runs)), None)
 
 
 def point_histories(observations: Sequence[Observation], contexts: Mapping[int, RunContext],
@@ -270,18 +276,28 @@ def point_histories(observations: Sequence[Observation], contexts: Mapping[int, 
                     pool_hosts: bool = False) -> list[PointHistory]:
     """Every point's history for each metric, over the runs that measured it (in run order), with its change
     points and its last run judged. A run's value is its successful repetitions' (all clients merged). Runs of
-    different machines (merged stores) are different instances: each machine's runs are a history of their own,
-    unless ``pool_hosts`` (then a change of machine is one more thing that may change at a step)."""
+    different machines (merged stores) are different instances: a point measured by several machines, each with
+    at least MIN_HOST_RUNS runs of it, is a history per machine; otherwise (CI runners named anew each night), or
+    with ``pool_hosts``, one history, where a change of machine is one more thing that may change at a step."""
     by_point: dict[tuple[object, ...], dict[int, list[Observation]]] = {}
     cases: dict[tuple[object, ...], tuple[Case, str]] = {}
     measured = [o for o in observations if not o.client and o.direction is not None and o.measurement is not None]
     swept = swept_lab_settings(measured)
-    several = not pool_hosts and len({contexts[o.run_id].host for o in measured}) > 1
-    for o in measured:
+
+    def point_of(o: Observation) -> tuple[object, ...]:
         assert o.direction is not None
         point = history_key(o.case, o.direction.value)
-        key = (*point, contexts[o.run_id].host if several else None,
-               tuple(pair for pair in o.case.lab.pairs() if pair[0] in swept[point]))
+        return (*point, tuple(pair for pair in o.case.lab.pairs() if pair[0] in swept[point]))
+
+    hosts: dict[tuple[object, ...], dict[str, set[int]]] = {}
+    for o in measured:
+        hosts.setdefault(point_of(o), {}).setdefault(contexts[o.run_id].host, set()).add(o.run_id)
+    apart = {point for point, runs in hosts.items()
+             if not pool_hosts and len(runs) > 1 and all(len(ids) >= MIN_HOST_RUNS for ids in runs.values())}
+    for o in measured:
+        assert o.direction is not None
+        point = point_of(o)
+        key = (*point[:-1], contexts[o.run_id].host if point in apart else None, point[-1])
         by_point.setdefault(key, {}).setdefault(o.run_id, []).append(o)
         cases.setdefault(key, (o.case, o.direction.value))
     histories = []
@@ -305,5 +321,6 @@ def point_histories(observations: Sequence[Observation], contexts: Mapping[int, 
             host = key[-2]
             assert host is None or isinstance(host, str)
             histories.append(PointHistory(case, direction, metric, tuple(levels), changes,
-                                          last_run_check(levels, last_confidence, alpha), swept_pairs, host))
+                                          last_run_check(levels, last_confidence, alpha), swept_pairs, host,
+                                          len({level.context.host for level in levels})))
     return histories
