@@ -114,13 +114,11 @@ def _simulated(k: int, step_at: int | None, step: float, rng: random.Random) -> 
 def _first_alarm(runs: list[RunLevel], step_at: int | None) -> int | None:
     """Looked at after every run from the fourth, as a nightly job would: the first look that finds a change point
     (at the step, within a run, when there is one); runs after the step at that look."""
-    for k in range(4, len(runs) + 1):
-        found = change_points(runs[:k])
-        if step_at is None and found:
-            return k
-        if step_at is not None and any(abs(c.at - step_at) <= 1 for c in found):
-            return k - step_at
-    return None
+    # incremental (tested below): the change points of the first k runs are those found with at most k runs
+    looks = [c.found_with for c in change_points(runs) if step_at is None or abs(c.at - step_at) <= 1]
+    if not looks:
+        return None
+    return min(looks) if step_at is None else min(looks) - step_at
 
 
 def test_simulated_false_alarms_and_runs_to_detect() -> None:
@@ -158,16 +156,17 @@ def test_a_step_that_took_more_runs_to_show_is_judged_the_night_it_is_found() ->
     case = observation(direction="read", iops=1.0).case
     rng = random.Random(11)
     late = 0
-    for _ in range(200):
-        runs = _simulated(20, 8, -0.07, rng)
-        for k in range(4, 21):
+    for _ in range(60):
+        runs = _simulated(16, 8, -0.07, rng)
+        before: set[int] = set()
+        for k in range(4, 17):
             history = PointHistory(case, "read", "iops", tuple(runs[:k]), change_points(runs[:k]), None)
             step = new_step(history)
-            before = {c.at for c in change_points(runs[:k - 1])}
             assert (step is not None) == any(c.at not in before for c in history.changes), k  # new tonight
             if step is not None and step.at < k - 2:
                 late += 1
-    assert late >= 20, late  # found late is common for a 7 % step, and the gate sees it
+            before = {c.at for c in history.changes}
+    assert late >= 15, late  # (31 with this seed) found late is common for a 7 % step, and the gate sees it
 
 
 def test_runs_that_repeat_exactly_in_floating_point_make_no_step() -> None:
