@@ -41,9 +41,10 @@ def _no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
 _DATABASES = itertools.count(1)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def postgres_server_url() -> Iterator[str]:
-    """One PostgreSQL server for the session (each test gets a database of its own: `postgres_db`)."""
+    """One PostgreSQL server for a test module (each test gets a database of its own: `postgres_db`), stopped
+    with it: no server idles beside the lab tests that follow."""
     from postgres_server import postgres_server
 
     with postgres_server() as url:
