@@ -83,3 +83,20 @@ def test_setup_installs_nothing_that_is_there(capsys: pytest.CaptureFixture[str]
     monkeypatch.setattr("storbench.machine_setup._apt", lambda *args, **kwargs: ran.append(args))
     code, out, err = run_cli(capsys, "setup")
     assert code == 0 and ran == [] and "installing" not in out and "storbench doctor" in out, out + err
+
+
+def test_setup_for_scripts_builds_the_nfs_fio_but_leaves_python_to_the_lock(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`setup --labs --system-only` (what scripts/setup.sh runs, before it installs the lock): system packages and
+    the fio with the nfs and http engines, which the NFS and S3 tests need on a fresh machine; not pyfuse3."""
+    built: list[str] = []
+    modules: list[dict[str, str]] = []
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    monkeypatch.setattr("storbench.machine_setup.install_packages", lambda packages, say: [])
+    monkeypatch.setattr("storbench.machine_setup.build_fio_nfs", lambda say: built.append("fio") or "/cache/fio")
+    monkeypatch.setattr("storbench.machine_setup.python_modules", lambda wanted, say: modules.append(wanted))
+    code, out, err = run_cli(capsys, "setup", "--labs", "--system-only")
+    assert code == 0 and built == ["fio"] and modules == [], out + err
+    assert "fio with the nfs and http engines at /cache/fio" in out
+    code, out, err = run_cli(capsys, "setup", "--labs")
+    assert code == 0 and built == ["fio", "fio"] and len(modules) == 1, out + err
