@@ -247,7 +247,7 @@ lab:
 
 
 def _best_under_objective(db: Path) -> tuple[int | None, float | None, int]:
-    """(numjobs, IOPS) of the best point within p99<=16ms among a database's stored points, by the search's own
+    """(numjobs, IOPS) of the best point within p99<=18ms among a database's stored points, by the search's own
     rule, and how many points it holds."""
     from storbench.model.objective import parse_slo
     from storbench.stats.observations import Observation, observations
@@ -257,7 +257,7 @@ def _best_under_objective(db: Path) -> tuple[int | None, float | None, int]:
     store = open_store(db)
     repetitions = store.repetitions([r.run_id for r in store.runs()])
     store.close()
-    objective = parse_slo("p99<=16ms")
+    objective = parse_slo("p99<=18ms")
     found: dict[int, list[Observation]] = {}
     for o in observations(repetitions):
         found.setdefault(o.case.workload.numjobs, []).append(o)
@@ -273,14 +273,16 @@ def test_the_search_finds_the_grids_best_iops_within_the_objective_with_fewer_po
         lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Each fio job is held to 225 IOPS and the volume to 1,200: up to 4 jobs the volume keeps up (900 IOPS, three
     quarters of its cap: short queues), from 6 on more is asked than the cap and every job's 4 I/Os queue at it (24
-    or more in flight: 20 ms and up, above 16 ms). The search over numjobs 1..12 must give the full grid's best
-    IOPS within p99<=16ms — 4 jobs, 900 IOPS, as the whole grid gave when it was run beside it (1, 2, 3, 4, 6, 8
+    or more in flight: 20 ms and up by Little's law). The search over numjobs 1..12 must give the full grid's best
+    IOPS within p99<=18ms — 4 jobs, 900 IOPS, as the whole grid gave when it was run beside it (1, 2, 3, 4, 6, 8
     and 12 jobs: 27 s more of the suite) — from fewer points. (A paced volume queues like a real one: at 90 % of
     its cap the p99 came near the objective and the answer straddled it. Rates are half what they were: CI's
-    busy runner once served 4 jobs at 2,400 IOPS too slowly for 8 ms.)"""
+    busy runner once served 4 jobs at 2,400 IOPS too slowly for 8 ms. The objective sits between 4 jobs' worst
+    case, 16 in flight at the cap = 13.3 ms, and 6 jobs' 20 ms: at 16 ms a busy machine's jitter once took 4 jobs'
+    p99 interval across it.)"""
     search_db = tmp_path / "search.db"
     searched = SEARCH_PLAN.format(name="search", numjobs=1,
-                                  search="search: {axis: numjobs, range: [1, 12], slo: p99<=16ms}\n")
+                                  search="search: {axis: numjobs, range: [1, 12], slo: p99<=18ms}\n")
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, searched, "search.yaml")), "--db",
                              str(search_db))
     assert code == 0, out + err
