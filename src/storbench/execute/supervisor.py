@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import os
+import select
 import signal
 import subprocess
 import time
@@ -120,6 +122,26 @@ def _running(pid: int) -> bool:
     return state != "Z"
 
 
+def wait_exit(process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Wait until ``process`` ends, at most ``timeout_s`` (then `subprocess.TimeoutExpired`), and reap it. On a
+    pidfd, which is readable the moment the process ends; `Popen.wait` with a timeout polls instead, sleeping up to
+    50 ms between looks (about 25 ms late on average: 2.5 % of a 1 s fio run). Kernels before 5.3 poll."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except OSError:
+        process.wait(timeout=timeout_s)
+        return
+    try:
+        poller = select.poll()  # not select.select: it refuses a descriptor above 1023 (many clients, many files)
+        poller.register(pidfd, select.POLLIN)
+        ended = poller.poll(max(0, math.ceil(timeout_s * 1000)))
+    finally:
+        os.close(pidfd)
+    if not ended:
+        raise subprocess.TimeoutExpired(process.args, timeout_s)
+    process.wait()
+
+
 def tail(path: Path, limit: int = STDERR_TAIL_BYTES) -> str:
     try:
         data = path.read_bytes()
@@ -154,7 +176,7 @@ def supervise(command: Sequence[str], *, cwd: Path, timeout_s: float, term_grace
             assert process.stdout is not None
             stdout_reader.start(process.stdout)
         try:
-            process.wait(timeout=timeout_s)
+            wait_exit(process, timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
             kill_group(process, term_grace_s)

@@ -1,0 +1,47 @@
+"""The supervisor that starts every fio: it sees a process end the moment it does (on a pidfd, not by polling),
+keeps its exit status, and its watchdog stops a process that runs too long, with everything below it."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from storbench.execute import supervisor
+from storbench.execute.supervisor import supervise
+
+
+def _no_polling(_: float) -> None:
+    raise AssertionError("slept while waiting for the process: polled instead of waiting on its pidfd")
+
+
+def test_the_end_of_a_process_is_seen_without_polling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Popen.wait(timeout)` sleeps up to 50 ms between looks (a fio run's end seen about 25 ms late); the pidfd
+    wait does not sleep at all."""
+    monkeypatch.setattr(time, "sleep", _no_polling)
+    ended = supervise(["sh", "-c", "sleep 0.3; echo said >&2; exit 3"], cwd=tmp_path, timeout_s=30, term_grace_s=1)
+    assert ended.returncode == 3 and not ended.timed_out and ended.stderr_tail == "said\n"
+    assert ended.finished_at_s - ended.started_at_s >= 0.3
+
+
+def test_without_pidfds_it_polls_and_ends_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_pidfd(pid: int) -> int:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "pidfd_open", no_pidfd)
+    ended = supervise(["sh", "-c", "exit 4"], cwd=tmp_path, timeout_s=30, term_grace_s=1)
+    assert ended.returncode == 4 and not ended.timed_out
+
+
+@pytest.mark.parametrize("pidfds", [True, False])
+def test_the_watchdog_stops_a_process_that_runs_too_long_and_its_children(
+        pidfds: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not pidfds:
+        monkeypatch.setattr(os, "pidfd_open", lambda pid: (_ for _ in ()).throw(OSError(38, "no pidfd")))
+    ended = supervise(["sh", "-c", "sleep 60 & echo $! > child; wait"], cwd=tmp_path, timeout_s=0.5,
+                      term_grace_s=1)
+    assert ended.timed_out and ended.returncode is None
+    child = int((tmp_path / "child").read_text())
+    assert not supervisor._running(child)  # the sleep below the shell went with it
