@@ -13,7 +13,8 @@ fi
 # The tests that need the machine to themselves -- real fio, the labs, whole-machine measurements -- one at a time;
 # the rest (pure code, parsers, the store, the CLI on stored data) first, on every core (pytest-xdist)
 alone="fio or ceph or nfs or k8s or serial"
+export STORBENCH_SET_UP=1  # a test skipped for want of what the set-up above installs fails instead (tests/conftest.py)
 status=0
 .venv/bin/pytest -q -n auto -m "not ($alone)" || status=$?
-.venv/bin/pytest -q --durations=15 -m "$alone" || status=$?  # run also after a failure above: all is reported
+.venv/bin/pytest -q -rs --durations=15 -m "$alone" || status=$?  # run also after a failure above: all is reported
 exit "$status"
