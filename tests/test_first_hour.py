@@ -332,6 +332,34 @@ def test_columns_go_least_essential_first_until_the_table_fits() -> None:
     assert fit_columns(widths, priorities, 10) == [0, 2]  # the essential ones stay, whatever the width
 
 
+def test_a_million_iops_with_warnings_still_fits_80_columns_with_its_interval_as_a_share() -> None:
+    """The essential columns alone can be wider than 80 (a page-cache read at 1.3 M IOPS ± 758,917, and the
+    warning column): the interval is then given as a share of the mean and the warning beside the verdict, never
+    cut at the terminal's edge (a fresh-clone run once lost the table's right edge, and its warning marks)."""
+    from rich.console import Console
+
+    from storbench.report.tables import results_table
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    observations = [observation(case_id=f"c-{rw}", repeat=i, rw=rw, direction="write" if rw == "randwrite" else "read",
+                                iops=iops, target="target", lat_p99_ns=1_234_567)
+                    for rw in ("randwrite", "randread")
+                    for i, iops in enumerate((1_234_567.0, 1_634_567.0, 1_034_567.0))]
+    points = summarize_points(observations)
+    assert all(p.warnings for p in points)
+    narrow = Console(width=80, record=True)
+    narrow.print(results_table(points, "t", width=80))
+    lines = narrow.export_text().splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert all(line.endswith(("┓", "┃", "┩", "│", "┘")) for line in lines[1:])  # the right edge is there
+    assert " verdict " in lines[2] and "1,301,234 ± 58%" in lines[4] and lines[4].endswith("? ⚠     │")
+    wide = Console(width=200, record=True)
+    wide.print(results_table(points, "t", width=200))
+    text = wide.export_text()
+    assert "1,301,234 ± 758,917" in text and "┃ ! ┃" in text
+
+
 @pytest.mark.fio
 def test_show_fits_an_80_column_terminal_without_cutting_a_number(
         three_rw: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:

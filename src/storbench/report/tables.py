@@ -180,6 +180,13 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
              for i, (name, justify, priority, cell) in enumerate(specs)]
     widths = [max([len(name), *(len(row[i]) for row in cells)]) for i, (name, _, _, _) in enumerate(specs)]
     keep = fit_columns(widths, [priority for _, _, priority, _ in specs], width)
+    if width is not None and table_width([widths[i] for i in keep]) > width:
+        # the essential columns alone are too wide (a million IOPS with its interval): the interval as a share of
+        # the mean and the warning mark beside the verdict, rather than a table cut at the terminal's edge
+        specs = compact_specs(specs, rate=rate_header(points))
+        cells = [[safe_text(cell(p)) for _, _, _, cell in specs] for p in points]
+        widths = [max([len(name), *(len(row[i]) for row in cells)]) for i, (name, _, _, _) in enumerate(specs)]
+        keep = fit_columns(widths, [priority for _, _, priority, _ in specs], width)
     table = Table(title=plain_cell(title, "table.title"), title_justify="left", header_style="bold")
     for i in keep:
         name, justify, _, _ = specs[i]
@@ -195,6 +202,41 @@ NOT_FOR_OPERATIONS = frozenset({"bs", "qd", "dir", "CV", "MiB/s", "cpu %", "disk
 # (the rate column stays: each client's one operation over its time, summed; the time is the figure to read)
 
 
+def table_width(widths: Sequence[int]) -> int:
+    """The width of a rich table of these column widths: each with its border and padding (3), and the last
+    border."""
+    return sum(width + 3 for width in widths) + 1
+
+
+Spec = tuple[str, str, int, Callable[[PointSummary], str]]
+
+
+def compact_specs(specs: Sequence[Spec], *, rate: str) -> list[Spec]:
+    """``specs`` made narrower without cutting a number: the rate's interval as a percentage of its mean
+    (``1,234,567 ± 9.8%``) and the warning mark in the verdict's cell (``cpu ⚠``) instead of a column of its own."""
+    out: list[Spec] = []
+    for name, justify, priority, cell in specs:
+        if name == f"{rate} ± 95% CI":
+            out.append((name, justify, priority, lambda p: iops_with_relative_ci(p.metric("iops"))))
+        elif name == "verdict":
+            out.append((name, justify, priority,
+                        lambda p: p.bottleneck.short + (" ⚠" if p.warnings else "")))
+        elif name != "!":
+            out.append((name, justify, priority, cell))
+    return out
+
+
+def iops_with_relative_ci(estimate: Estimate | None) -> str:
+    """A rate with the half-width of its 95 % interval as a share of the mean: ``1,234,567 ± 9.8%``."""
+    if estimate is None:
+        return "-"
+    half = estimate.half_width
+    if half is None or not estimate.mean:
+        return iops_with_ci(estimate)
+    share = 100 * half / abs(estimate.mean)
+    return f"{estimate.mean:,.0f} ± {share:.1f}%" if share < 10 else f"{estimate.mean:,.0f} ± {share:.0f}%"
+
+
 def fit_columns(widths: Sequence[int], priorities: Sequence[int], width: int | None) -> list[int]:
     """The columns to keep (in order) so that a table of these column ``widths`` (each with rich's border and
     padding, 3 characters) fits ``width``: columns go least essential first (highest priority number, the
@@ -204,7 +246,7 @@ def fit_columns(widths: Sequence[int], priorities: Sequence[int], width: int | N
         return keep
     for rank in sorted({p for p in priorities if p > 0}, reverse=True):
         for index in sorted((i for i in keep if priorities[i] == rank), reverse=True):
-            if sum(widths[i] + 3 for i in keep) + 1 <= width:
+            if table_width([widths[i] for i in keep]) <= width:
                 return keep
             keep.remove(index)
     return keep
