@@ -32,8 +32,10 @@ LAB_PLAN = """
 name: rgw
 targets:
   objects: {kind: s3}
+# 4 GiB: at 1 GiB a fast run's PUTs filled the memstore OSD (HEALTH_ERR OSD_FULL) and the getput runs hung until
+# their watchdog; memstore holds in memory only what is written
 lab:
-  ceph: {osds: 1, osd_size: 1GiB, objectstore: memstore, pool_size: 1, rgw: true}
+  ceph: {osds: 1, osd_size: 4GiB, objectstore: memstore, pool_size: 1, rgw: true}
 workload:
   rw: [put, get, delete_object, getput]
   bs: [4k, 256k]
@@ -132,7 +134,7 @@ name: rgw-clients
 targets:
   objects: {kind: s3}
 lab:
-  ceph: {osds: 1, osd_size: 1GiB, objectstore: memstore, pool_size: 1, rgw: true}
+  ceph: {osds: 1, osd_size: 4GiB, objectstore: memstore, pool_size: 1, rgw: true}
   hosts: {count: 2}
 workload:
   rw: [put, get]
