@@ -115,6 +115,21 @@ def pooled_runs_line(points: Sequence[PointSummary]) -> str | None:
             "those runs: one mean and interval over runs made at different times")
 
 
+# a column of the results table: (header, justify, priority: 0 essential .. 4 first to go when narrow, its cell)
+Spec = tuple[str, str, int, Callable[[PointSummary], str]]
+
+
+def _cells(specs: Sequence[Spec], points: Sequence[PointSummary]) -> list[list[str]]:
+    """Each point's cells, as shown (and measured)."""
+    return [[safe_text(cell(p)) for _, _, _, cell in specs] for p in points]
+
+
+def _laid_out(specs: Sequence[Spec], cells: Sequence[Sequence[str]], width: int | None) -> tuple[list[int], list[int]]:
+    """Each column's width, and the columns kept at ``width``."""
+    widths = [max([len(name), *(len(row[i]) for row in cells)]) for i, (name, _, _, _) in enumerate(specs)]
+    return widths, fit_columns(widths, [priority for _, _, priority, _ in specs], width)
+
+
 def results_table(points: Sequence[PointSummary], title: str, width: int | None = None) -> Table:
     """One row per case and direction: mean over repetitions, IOPS with its 95 % confidence interval, the
     telemetry beside it and the bottleneck verdict (its evidence: ``verdict_lines``); "% exp" is the share of
@@ -145,7 +160,7 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
         return _mean(p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct"), ".0f")
 
     # (header, justify, priority: 0 essential .. 4 first to go when narrow, the cell of a point)
-    specs: list[tuple[str, str, int, Callable[[PointSummary], str]]] = [
+    specs: list[Spec] = [
         *((("run", "right", 0, lambda p: ",".join(map(str, p.run_ids))),) if with_runs else ()),
         ("target", "left", 0, lambda p: p.target), ("rw", "left", 0, lambda p: p.rw),
         ("bs", "right", 0, lambda p: block_size(p)), ("qd", "right", 1, lambda p: str(p.iodepth)),
@@ -173,20 +188,18 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
         specs = [("time ± 95% CI", "right", 0, lambda p: time_with_ci(p.metric("lat_mean_ns"))) if name == "lat mean"
                  else (name, justify, priority, cell)
                  for name, justify, priority, cell in specs if name not in NOT_FOR_OPERATIONS]
-    cells = [[safe_text(cell(p)) for _, _, _, cell in specs] for p in points]  # measured as shown
+    cells = _cells(specs, points)
     # a column that tells the rows apart (qd, jobs, clients, varies, lab with more than one value) is part of
     # the point: it stays however narrow the terminal
     specs = [(name, justify, 0 if priority == 1 and len({row[i] for row in cells}) > 1 else priority, cell)
              for i, (name, justify, priority, cell) in enumerate(specs)]
-    widths = [max([len(name), *(len(row[i]) for row in cells)]) for i, (name, _, _, _) in enumerate(specs)]
-    keep = fit_columns(widths, [priority for _, _, priority, _ in specs], width)
+    widths, keep = _laid_out(specs, cells, width)
     if width is not None and table_width([widths[i] for i in keep]) > width:
         # the essential columns alone are too wide (a million IOPS with its interval): the interval as a share of
         # the mean and the warning mark beside the verdict, rather than a table cut at the terminal's edge
         specs = compact_specs(specs, rate=rate_header(points))
-        cells = [[safe_text(cell(p)) for _, _, _, cell in specs] for p in points]
-        widths = [max([len(name), *(len(row[i]) for row in cells)]) for i, (name, _, _, _) in enumerate(specs)]
-        keep = fit_columns(widths, [priority for _, _, priority, _ in specs], width)
+        cells = _cells(specs, points)
+        widths, keep = _laid_out(specs, cells, width)
     table = Table(title=plain_cell(title, "table.title"), title_justify="left", header_style="bold")
     for i in keep:
         name, justify, _, _ = specs[i]
@@ -206,9 +219,6 @@ def table_width(widths: Sequence[int]) -> int:
     """The width of a rich table of these column widths: each with its border and padding (3), and the last
     border."""
     return sum(width + 3 for width in widths) + 1
-
-
-Spec = tuple[str, str, int, Callable[[PointSummary], str]]
 
 
 def compact_specs(specs: Sequence[Spec], *, rate: str) -> list[Spec]:

@@ -289,14 +289,14 @@ def point_histories(observations: Sequence[Observation], contexts: Mapping[int, 
         point = history_key(o.case, o.direction.value)
         return (*point, tuple(pair for pair in o.case.lab.pairs() if pair[0] in swept[point]))
 
+    points = [(o, point_of(o)) for o in measured]
     hosts: dict[tuple[object, ...], dict[str, set[int]]] = {}
-    for o in measured:
-        hosts.setdefault(point_of(o), {}).setdefault(contexts[o.run_id].host, set()).add(o.run_id)
+    for o, point in points:
+        hosts.setdefault(point, {}).setdefault(contexts[o.run_id].host, set()).add(o.run_id)
     apart = {point for point, runs in hosts.items()
              if not pool_hosts and len(runs) > 1 and all(len(ids) >= MIN_HOST_RUNS for ids in runs.values())}
-    for o in measured:
+    for o, point in points:
         assert o.direction is not None
-        point = point_of(o)
         key = (*point[:-1], contexts[o.run_id].host if point in apart else None, point[-1])
         by_point.setdefault(key, {}).setdefault(o.run_id, []).append(o)
         cases.setdefault(key, (o.case, o.direction.value))
