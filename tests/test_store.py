@@ -206,3 +206,23 @@ def test_many_processes_opening_one_new_database_at_once_all_get_it(tmp_path: Pa
     versions = [row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
     conn.close()
     assert versions == list(range(1, len(versions) + 1))  # each migration applied exactly once
+
+
+def test_a_reader_sees_one_snapshot_while_a_run_writes(tmp_path: Path) -> None:
+    """`show` or `report` reading while a run writes: every query of the command sees the database as it was at
+    the first, so a repetition is never read without its measurements or a run without its repetitions."""
+    db = tmp_path / "r.db"
+    writer = open_store(db)
+    first = _run(writer)
+    writer.save_repetition(first, _case(), 0, _outcome(), (("kind", "path"),))
+    reader = open_store(db, read_only=True)
+    assert [run.run_id for run in reader.runs()] == [first]
+    second = _run(writer)  # the run goes on: a new run and a repetition committed after the reader's first look
+    writer.save_repetition(second, _case(), 0, _outcome(), (("kind", "path"),))
+    assert [run.run_id for run in reader.runs()] == [first]
+    assert len(reader.repetitions()) == 1
+    reader.close()
+    again = open_store(db, read_only=True)  # the next command sees it all
+    assert [run.run_id for run in again.runs()] == [first, second] and len(again.repetitions()) == 2
+    again.close()
+    writer.close()

@@ -142,7 +142,7 @@ class CephKind(LabKindBase):
     name = "ceph"
     command: LabCommand[CephLab] = LabCommand(
         help="a Ceph cluster (mon, mgr, OSDs) from Debian's packages on this machine",
-        open=lambda root: CephLab(root), up=_command_up, down=_command_down, options=_command_options)
+        open=CephLab, up=_command_up, down=_command_down, options=_command_options)
     # "ceph version 16.2.15 (618f...) pacific (stable)": the daemons the lab runs are these packages
     software: tuple[SoftwareProbe, ...] = (SoftwareProbe("ceph", ("ceph-osd", "--version"), r"ceph version (\S+)"),)
 

@@ -299,7 +299,7 @@ class HostsKind(LabKindBase):
     name = "hosts"
     command: LabCommand[HostsLab] = LabCommand(
         help="client hosts: fio servers in network namespaces on a private bridge",
-        open=lambda root: HostsLab(root), up=_command_up, down=_command_down, options=_command_options)
+        open=HostsLab, up=_command_up, down=_command_down, options=_command_options)
 
     faults: tuple[FaultOffer, ...] = (
         FaultOffer("hosts", "cut", r"client\.[0-9]{1,4}", "reconnect", "take one client host's link down (client.1 "

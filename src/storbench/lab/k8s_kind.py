@@ -66,7 +66,7 @@ class K8sKind(LabKindBase):
     name = "k8s"
     command: LabCommand[K8sLab] = LabCommand(
         help="a Kubernetes cluster on this machine (scripts/build-kubernetes.sh first)",
-        open=lambda root: K8sLab(root), up=_command_up, down=_command_down, options=_command_options)
+        open=K8sLab, up=_command_up, down=_command_down, options=_command_options)
 
     faults: tuple[FaultOffer, ...] = (
         FaultOffer("k8s", "delete", r"client\.[0-9]+", "", "delete the client's fio pod (SIGTERM, then its grace "

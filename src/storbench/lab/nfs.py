@@ -257,7 +257,7 @@ class NfsKind(LabKindBase):
     name = "nfs"
     command: LabCommand[NfsLab] = LabCommand(
         help="an NFS server (nfs-ganesha, VFS backend) in a network namespace",
-        open=lambda root: NfsLab(root), up=_command_up, down=_command_down)
+        open=NfsLab, up=_command_up, down=_command_down)
 
     # "NFS-Ganesha Release = V4.3"
     software: tuple[SoftwareProbe, ...] = (SoftwareProbe("nfs-ganesha", ("ganesha.nfsd", "-v"), r"Release = V?(\S+)"),)

@@ -322,7 +322,7 @@ class VolumeKind(LabKindBase):
     name = "volume"
     command: LabCommand[VolumeLab] = LabCommand(
         help="a provisioned volume: a loop device paced at an IOPS or bandwidth cap",
-        open=lambda root: VolumeLab(root), up=_command_up, down=_command_down, options=_command_options)
+        open=VolumeLab, up=_command_up, down=_command_down, options=_command_options)
 
     faults: tuple[FaultOffer, ...] = (FaultOffer("volume", "freeze", "volume", "thaw",
                          "hold every I/O, as a volume that stalls (its I/O resumes at the thaw)"),

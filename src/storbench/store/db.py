@@ -140,6 +140,9 @@ def _open_read_only(path: str) -> Store:
         raise
     conn.row_factory = sqlite3.Row
     conn.isolation_level = "DEFERRED"
+    # one snapshot for the whole command, as PostgreSQL's reader has: a report read while a run writes sees each
+    # run and repetition whole (WAL: the snapshot is taken at the first read and held until the store closes)
+    conn.execute("BEGIN")
     return Store(conn, path)
 
 
