@@ -48,16 +48,23 @@ def test_each_finding() -> None:
     assert classify(1, 7, shuffled, acked) is Finding.CORRUPT  # a sector in the wrong place
 
 
-def test_a_write_in_flight_may_be_old_or_new_nothing_else() -> None:
+def test_a_write_in_flight_may_be_old_or_new_sector_by_sector_nothing_else() -> None:
+    """A write that never returned may have landed in part (a device writes sectors whole, not blocks): old and new
+    sectors of it are no acknowledged write lost. Anything older than the acknowledged write still is."""
     journal = Journal(acknowledged=3, in_flight=frozenset({4}))
     assert classify(1, 7, block_content(1, 7, 3, BLOCK), journal) is Finding.OK
     assert classify(1, 7, block_content(1, 7, 4, BLOCK), journal) is Finding.OK
     assert classify(1, 7, block_content(1, 7, 2, BLOCK), journal) is Finding.STALE
     half = block_content(1, 7, 4, BLOCK)[:512] + block_content(1, 7, 3, BLOCK)[512:]
-    assert classify(1, 7, half, journal) is Finding.TORN
+    assert classify(1, 7, half, journal) is Finding.OK
+    older = block_content(1, 7, 4, BLOCK)[:512] + block_content(1, 7, 2, BLOCK)[512:]
+    assert classify(1, 7, older, journal) is Finding.TORN  # the acknowledged write 3 is not there
     first = Journal(in_flight=frozenset({1}))  # the first write to it, never acknowledged
     assert classify(1, 7, bytes(BLOCK), first) is Finding.OK and classify(1, 7, block_content(1, 7, 1, BLOCK),
                                                                            first) is Finding.OK
+    landed_in_part = block_content(1, 7, 1, BLOCK)[:BLOCK // 2] + bytes(BLOCK // 2)
+    assert classify(1, 7, landed_in_part, first) is Finding.OK
+    assert classify(1, 7, landed_in_part, Journal(acknowledged=1)) is Finding.CORRUPT  # acknowledged, half zeros
 
 
 def test_verify_counts_and_keeps_the_first_bad_offsets() -> None:

@@ -272,12 +272,14 @@ def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_ze
     """The one-sentence verdict is built from the figures alone: a stall whose interval starts above zero is said
     as a stall, one whose interval reaches zero says it was not shown every time, none says so; clients stalled
     are counted; the level, the recovery, the cluster and the acknowledged writes follow."""
+    from types import SimpleNamespace
+
     from storbench.model.fault_record import WriteCheck
-    from storbench.report.failover import failover_verdict
+    from storbench.report.failover import failover_verdict, write_check_lines, write_check_text
     from storbench.stats.estimate import estimate
     from storbench.stats.failover_points import PointFailover, RepetitionFailover
     from storbench.stats.timeline import Failover, Recovery
-    from storbench.stats.write_checks import PointWriteCheck
+    from storbench.stats.write_checks import PointWriteCheck, point_write_checks
 
     def point(blackouts: list[float], **more: object) -> PointFailover:
         figures = Failover(pre_fault_iops=1000.0, blackout_s=1.0, client_blackouts_s=(), first_completion_s=1.0,
@@ -322,7 +324,22 @@ def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_ze
     assert "stopped on 2 of 2 clients after node.1 was powered off, never on all of them at once: " in apart
     assert "the others went on" not in apart
     lost = PointWriteCheck(1, "c", 3, WriteCheck(1024, 4096, 1_064, 0, lost=145, stale=44), 0, ())
-    assert "189 of 1,064 acknowledged writes lost or damaged" in failover_verdict(stalled, lost, "x")
+    assert failover_verdict(stalled, lost, "x").endswith(
+        "; acknowledged writes lost or damaged: 189 of the 3,072 blocks read back did not hold their last "
+        "acknowledged write (1,064 writes acknowledged).")
+    assert write_check_text(lost) == "145 lost, 44 stale (of 3,072 blocks)"
+    # two repetitions could not be read back (the storage stopped taking writes): what was read is not all there was
+    stuck = "its writes had not returned 60 s after the repetition ended: nothing read back"
+    reps = [SimpleNamespace(run_id=1, case=SimpleNamespace(case_id="c"), rep_index=i, write_check=check)
+            for i, check in enumerate((WriteCheck(1000, 4096, 0, 0, error=stuck),
+                                       WriteCheck(1000, 4096, 0, 0, error=stuck), WriteCheck(1000, 4096, 450, 0)))]
+    (partly,) = point_write_checks(reps)  # type: ignore[arg-type]
+    assert (partly.checked, partly.unchecked) == (1, 2)
+    assert write_check_text(partly) == "0 of 450 lost; 2 of 3 repetitions not checked"
+    assert failover_verdict(stalled, partly, "x").endswith(
+        "; 0 of 450 acknowledged writes lost in the 1 of 3 repetitions read back; the other 2 not checked.")
+    line = write_check_lines([partly], {})[-1]
+    assert "1 repetition read back" in line and "; 2 not checked: its writes" in line, line
     back = failover_verdict(point([4.9, 5.0, 4.9], degraded_pct=None, recovered=3, not_recovered=0), None, "x")
     assert back.endswith("; back to at least 90 % of the level before in every repetition.")  # nothing for "it"
     assert "after the server was stopped" in failover_verdict(

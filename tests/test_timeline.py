@@ -259,3 +259,73 @@ def test_kubernetes_events_are_kept_as_a_log_and_read_against_the_fault() -> Non
     assert [(round(s, 1), e.pod, e.reason) for s, e in found] == [
         (0.0, "sb-c1", "Killing"), (0.2, "sb-c1-2", "Scheduled"), (1.0, "sb-c1-2", "Started")]
     assert parse_log("t_ms,pod,reason,message\nnot,a,valid\n12,p,r,m\n") == [PodEvent(12, "p", "r", "m")]
+
+
+def _shifted(log: ClientLog, ms: int) -> ClientLog:
+    return ClientLog(log.client, tuple(LogRow(r.t_ms + ms, r.value, r.direction) for r in log.iops), log.max_lat)
+
+
+def test_a_fault_that_barely_touches_the_io_has_a_dip_near_the_level_not_zero() -> None:
+    """A fault with no stall whose I/O stays within the margin (a throttle above the rate, an idle OSD marked out):
+    recovered at once, and its dip is its lowest window after the fault, not 0 % as a full stall's."""
+    flat = failover([synthetic(lambda t: 1000, 30)], WINDOW, at(10), at(0), at(30))
+    assert flat.recovery is Recovery.RECOVERED and flat.blackout_s == 0.0
+    assert flat.dip_pct is not None and 85 <= flat.dip_pct <= 100, flat.dip_pct  # the noise's lowest window
+    small = failover([synthetic(lambda t: 700 if 10 <= t < 10.5 else 1000, 30, cv=0.01)], WINDOW, at(10), at(0),
+                     at(30))
+    assert small.dip_pct == pytest.approx(70, abs=3)  # half a second at 70 %: the blocks stay within the margin
+
+
+def test_clients_whose_logs_end_apart_have_no_stall_at_the_end() -> None:
+    """Two clients started 300 ms apart (their last rows 300 ms apart): the one that ends first did not stall, and
+    the end of the run, where only one client still logs, is no drop of the level."""
+    from storbench.stats.failover_points import logs_failover
+
+    h1 = synthetic(lambda t: 500, 30, client="h1", seed=2)
+    h2 = _shifted(synthetic(lambda t: 0 if 9.7 <= t < 11.7 else 500, 30, client="h2", seed=3), 300)
+    result = logs_failover([h1, h2], WINDOW, 30, at(10))
+    blackouts = dict(result.client_blackouts_s)
+    assert blackouts["h1"] == 0.0 and blackouts["h2"] == pytest.approx(2.0, abs=0.11)
+    for seed in range(10):  # both lose 20 % for good: the dip is about 80 %, not the one client of the last windows
+        rate = lambda t: 800 if t >= 10 else 1000  # noqa: E731
+        one = synthetic(rate, 30, client="h1", seed=seed)
+        two = _shifted(synthetic(rate, 30, client="h2", seed=seed + 50), 300)
+        lost = logs_failover([one, two], WINDOW, 30, at(10))
+        assert lost.recovery is Recovery.NOT_RECOVERED and dict(lost.client_blackouts_s) == {"h1": 0.0, "h2": 0.0}
+        assert lost.dip_pct is not None and lost.dip_pct > 60, (seed, lost.dip_pct)
+        assert lost.degraded_pct == pytest.approx(80, abs=3)
+
+
+@pytest.mark.parametrize("fault_s", [28.0, 29.0, 29.5])
+def test_io_that_stops_for_good_in_the_last_seconds_is_a_blackout_to_the_end(fault_s: float) -> None:
+    """The last row then comes within the slack of the planned end, but no later than the fault: the section runs
+    to the planned end, and the stall with it."""
+    from storbench.stats.failover_points import logs_failover
+
+    log = synthetic(lambda t: 0 if t >= fault_s else 1000, 30)
+    result = logs_failover([log], WINDOW, 30, at(fault_s))
+    assert result.blackout_s == pytest.approx(30 - fault_s, abs=0.11)
+    assert result.client_blackouts_s == (("c1", pytest.approx(30 - fault_s, abs=0.11)),)
+
+
+def test_a_client_that_logged_nothing_leaves_the_others_timeline() -> None:
+    """A repetition whose fio wrote an empty IOPS log for one client (a failed one, or a client that never started):
+    the others' timeline, and for none at all, no timeline, not a crash of `show` or the report."""
+    from dataclasses import replace
+
+    from storbench.model import Case, PathTarget, Status, StoredRepetition, WorkloadPoint
+    from storbench.model.fault_record import FaultRecord
+    from storbench.stats.failover_points import repetition_failover
+
+    workload = WorkloadPoint(rw="randwrite", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=30, ramp_s=0,
+                             direct=True, ioengine="libaio", size_bytes=1 << 20, timeline_window_ms=WINDOW)
+    case = Case(case_id="c", target=PathTarget(name="t", path="/x", size_bytes=1 << 20), workload=workload)
+    rows = "\n".join(f"{r.t_ms}, {r.value}, 1, 0" for r in synthetic(lambda t: 0 if 10 <= t < 12 else 1000, 30).iops)
+    repetition = StoredRepetition(repetition_id=1, run_id=1, case=case, rep_index=0, status=Status.FAILED,
+                                  started_at_s=T0 / 1000, finished_at_s=T0 / 1000 + 30, fio_version="fio-3.33",
+                                  error="", clients=(), faults=(FaultRecord("freeze", "volume", False, at(10) / 1000),),
+                                  logs=(("timeline_iops.1.log.h1", rows), ("timeline_iops.1.log.h2", "")))
+    found = repetition_failover(repetition)
+    assert found.figures is not None and [c for c, _ in found.figures.client_blackouts_s] == ["h1"]
+    empty = repetition_failover(replace(repetition, logs=(("timeline_iops.1.log", ""),)))
+    assert empty.figures is None and empty.problem == "no timeline logs"

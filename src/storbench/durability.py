@@ -7,13 +7,15 @@ did. The writer keeps, outside the storage under test, a `Journal` per block: th
 acknowledged and the generations issued but not acknowledged when the fault came (in flight). After recovery
 every block is read back and `classify` says what it holds against that:
 
-- **ok**: its newest acknowledged generation; or, if a write to it was in flight, that one (old or new, nothing
-  else); or, never written, its initial content (all zeros: the volume as the writer found it, or as the plan's
-  precondition left it unwritten by us);
+- **ok**: its newest acknowledged generation; or, if a write to it was in flight, that one: old or new, or sector
+  by sector a mix of the two (a device writes a sector whole, not a block: a write that never returned may have
+  landed in part, and no acknowledged write is lost by it); or, never written, its initial content (all zeros:
+  the volume as the writer found it, or as the plan's precondition left it unwritten by us);
 - **lost**: acknowledged at least once, but it reads as never written;
 - **stale**: a whole, valid older generation than the newest acknowledged one (an older but valid block: fio's
   verify passes it unless the write sequence is checked);
-- **torn**: every sector valid, but from different generations (a write landed in part);
+- **torn**: every sector valid, but from different generations that no write in flight explains (an acknowledged
+  write landed in part);
 - **corrupt**: anything else: a sector that no write of ours produced, a block index not its own (a misdirected
   write), a generation never issued.
 """
@@ -93,22 +95,24 @@ def classify(writer: int, index: int, data: bytes, journal: Journal) -> Finding:
     """What block ``index`` holds, read back as ``data``, against what the writer was told."""
     if not any(data):
         return Finding.OK if journal.acknowledged is None else Finding.LOST
+    newest = journal.acknowledged or 0
+    # what each sector may hold: the acknowledged write (never written: its zeros), or a write in flight after it
+    expected = {newest} | {g for g in journal.in_flight if g > newest}
     generations = set()
     for number, start in enumerate(range(0, len(data), SECTOR_BYTES)):
-        found = read_sector(data[start:start + SECTOR_BYTES])
+        sector = data[start:start + SECTOR_BYTES]
+        if newest == 0 and not any(sector):
+            generations.add(0)  # not yet reached by the write in flight
+            continue
+        found = read_sector(sector)
         if found is None or found[0] != writer or found[1] != index or found[3] != number:
             return Finding.CORRUPT
         generations.add(found[2])
-    newest = journal.acknowledged or 0
     if any(g > newest and g not in journal.in_flight for g in generations):
         return Finding.CORRUPT  # a generation this writer never issued for it
-    if len(generations) > 1:
-        return Finding.TORN
-    (generation,) = generations
-    if generation == journal.acknowledged or (generation in journal.in_flight
-                                              and generation > (journal.acknowledged or 0)):
+    if generations <= expected:
         return Finding.OK
-    return Finding.STALE
+    return Finding.TORN if len(generations) > 1 else Finding.STALE
 
 
 @dataclass(frozen=True)

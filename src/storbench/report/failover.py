@@ -133,8 +133,15 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
         parts.append(f"every PG active+clean {_figure(point.cluster_clean_s, ' s', 1)} after the fault")
     if check is not None and check.checked:
         bad = check.total.bad
-        parts.append(f"{bad:,} of {check.total.acknowledged:,} acknowledged writes lost or damaged" if bad
-                     else f"0 of {check.total.acknowledged:,} acknowledged writes lost")
+        said = (f"acknowledged writes lost or damaged: {bad:,} of the {check.blocks_read:,} blocks read back did "
+                f"not hold their last acknowledged write ({check.total.acknowledged:,} writes acknowledged)" if bad
+                else f"0 of {check.total.acknowledged:,} acknowledged writes lost")
+        if check.unchecked:  # what was not read back is no evidence either way
+            said += (f" in the {check.checked} of {check.checked + check.unchecked} repetitions read back; the "
+                     f"other {check.unchecked} not checked")
+        parts.append(said)
+    elif check is not None and check.unchecked:
+        parts.append(f"acknowledged writes not checked in any of {check.unchecked} repetitions")
     return f"{label}: " + "; ".join(parts) + "."
 
 
@@ -182,10 +189,12 @@ def write_check_text(check: PointWriteCheck | None) -> str:
     if check is None or check.checked == 0:
         return "-" if check is None else "not checked: " + "; ".join(check.errors)
     total = check.total
+    unchecked = (f"; {check.unchecked} of {check.checked + check.unchecked} repetitions not checked"
+                 if check.unchecked else "")
     if not total.bad:
-        return f"0 of {total.acknowledged:,} lost"
+        return f"0 of {total.acknowledged:,} lost{unchecked}"
     return ", ".join(f"{count:,} {name}" for name, count in _bad_counts(total) if count) + \
-        f" (of {total.acknowledged:,})"
+        f" (of {check.blocks_read:,} blocks){unchecked}"
 
 
 def write_check_lines(checks: Sequence[PointWriteCheck], labels: Mapping[str, str]) -> list[str]:
@@ -210,7 +219,7 @@ def write_check_lines(checks: Sequence[PointWriteCheck], labels: Mapping[str, st
         else:
             head += " — everything acknowledged is there" if c.checked else ""
         if c.errors:
-            head += f"; not checked: {'; '.join(c.errors)}"
+            head += f"; {c.unchecked} not checked: {'; '.join(c.errors)}"
         lines.append(head)
     return lines
 
@@ -259,10 +268,11 @@ def timeline_figure(repetition: StoredRepetition, figure_id: str, label: str) ->
     marked. None without a fault done or logs."""
     found = repetition_failover(repetition)
     window = repetition.case.workload.timeline_window_ms
-    logs = client_logs(repetition)
+    logs = [log for log in client_logs(repetition) if log.iops]
     if found.fault is None or window is None or not logs:
         return None
-    start_ms, end_ms = measured_section(logs, window, repetition.case.workload.runtime_s)
+    start_ms, end_ms = measured_section(logs, window, repetition.case.workload.runtime_s,
+                                        round(found.fault.at_s * 1000))
     iops = merged_iops(logs, window, start_ms, end_ms)
     xs = tuple((k + 0.5) * window / 1000 for k in range(len(iops)))
     lat = sorted((row for log in logs for row in log.max_lat if start_ms < row.t_ms <= end_ms), key=lambda r: r.t_ms)

@@ -69,13 +69,12 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
         problem = f"its fault was not done: {failed.error}" if failed else "no fault was done"
         return RepetitionFailover(repetition.repetition_id, repetition.rep_index, None, None, None, problem)
     window = repetition.case.workload.timeline_window_ms
-    logs = client_logs(repetition)
+    logs = [log for log in client_logs(repetition) if log.iops]  # a client that logged nothing: no timeline of it
     if window is None or not logs:
         return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, None,
                                   "no timeline logs")
-    start_ms, end_ms = measured_section(logs, window, repetition.case.workload.runtime_s)
-    figures = failover(logs, window, round(fault.at_s * 1000), start_ms, end_ms,
-                       round(restore.at_s * 1000) if restore is not None else None)
+    figures = logs_failover(logs, window, repetition.case.workload.runtime_s, round(fault.at_s * 1000),
+                            round(restore.at_s * 1000) if restore is not None else None)
     cluster_log = next((text for name, text in repetition.logs if name == LOG_NAME), None)
     cluster = cluster_recovery(parse_cluster_log(cluster_log), round(fault.at_s * 1000)) if cluster_log else None
     events_log = next((text for name, text in repetition.logs if name == EVENTS_LOG), None)
@@ -87,15 +86,30 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
 END_SLACK_MS = 1000  # the last row may come this much before the planned end of a run whose I/O never stopped
 
 
-def measured_section(logs: Sequence[ClientLog], window_ms: int, runtime_s: float) -> tuple[int, int]:
-    """(start, end) of the measured section in epoch ms, from fio's logs: one window before the first row, to the
-    last row (fio logs no partial last window, and its clients start a little apart: the last row comes up to a few
-    windows before the planned end), or for ``runtime_s`` when the last row is more than END_SLACK_MS (at least
-    three windows) short of it (I/O that never came back)."""
+def measured_section(logs: Sequence[ClientLog], window_ms: int, runtime_s: float, fault_ms: int | None = None,
+                     start_ms: int | None = None) -> tuple[int, int]:
+    """(start, end) of the measured section in epoch ms, from fio's logs (at least one row): one window before the
+    first row (or ``start_ms``), to the last row (fio logs no partial last window, and its clients start a little
+    apart: the last row comes up to a few windows before the planned end), or for ``runtime_s`` when the last row is
+    more than END_SLACK_MS (at least three windows) short of it, or no later than the window of the fault at
+    ``fault_ms`` (I/O that never came back, however late the fault)."""
     rows = [row.t_ms for log in logs for row in log.iops]
-    start, last = min(rows) - window_ms, max(rows)
+    start = min(rows) - window_ms if start_ms is None else start_ms
+    last = max(rows)
     planned_end = start + round(runtime_s * 1000)
-    return start, last if last >= planned_end - max(END_SLACK_MS, 3 * window_ms) else planned_end
+    stopped = last < planned_end - max(END_SLACK_MS, 3 * window_ms) or (
+        fault_ms is not None and last <= fault_ms + window_ms < planned_end)
+    return start, planned_end if stopped else last
+
+
+def logs_failover(logs: Sequence[ClientLog], window_ms: int, runtime_s: float, fault_ms: int,
+                  restore_ms: int | None = None) -> Failover:
+    """The failover figures of clients' logs (each with at least one row) of a run of ``runtime_s``: its measured
+    section, and each client's own end by the same rule (a client whose log ends a little before another's did not
+    stall at the end)."""
+    start_ms, end_ms = measured_section(logs, window_ms, runtime_s, fault_ms)
+    ends = {log.client: measured_section([log], window_ms, runtime_s, fault_ms, start_ms)[1] for log in logs}
+    return failover(logs, window_ms, fault_ms, start_ms, end_ms, restore_ms, ends)
 
 
 @dataclass(frozen=True)

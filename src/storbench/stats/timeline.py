@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -153,10 +153,15 @@ def recovery_index(windows: Sequence[float], start: int, per_block: int, level: 
 
 
 def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: int, to_ms: int,
-             restore_ms: int | None = None) -> Failover:
+             restore_ms: int | None = None, client_ends_ms: Mapping[str, int] | None = None) -> Failover:
     """The failover figures of one repetition whose fault happened at ``fault_ms`` (and was undone at
     ``restore_ms``, when it was within the run), measured from ``from_ms`` to ``to_ms`` (all epoch ms, the clients'
-    clocks taken as one). The recovery is judged after the later of the two stalls."""
+    clocks taken as one). ``client_ends_ms``: where each client's own measured section ends (its last row, when its
+    I/O did not stop for good; default ``to_ms``): a client whose log ends a little before another's has no stall
+    at the end. The level, dip and recovery read the windows all clients were measuring in (from the last one's
+    start to the first one's end), so that the start and end of a run are no drop. The recovery is judged after the
+    later of the two stalls."""
+    ends = {log.client: min(to_ms, (client_ends_ms or {}).get(log.client, to_ms)) for log in logs}
     everyone = sorted({t for log in logs for t in completion_times(log.iops) if from_ms < t <= to_ms})
     undone = restore_ms if restore_ms is not None and restore_ms < to_ms else None
     stall = longest_stall(everyone, window_ms, from_ms, fault_ms, to_ms, begins_before_ms=undone)
@@ -164,16 +169,20 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
              if undone is not None else None)
     per_client = []
     for log in logs:
-        mine = [t for t in completion_times(log.iops) if from_ms < t <= to_ms]
-        own = longest_stall(mine, window_ms, from_ms, fault_ms, to_ms, begins_before_ms=undone)
+        end = ends[log.client]
+        mine = [t for t in completion_times(log.iops) if from_ms < t <= end]
+        own = longest_stall(mine, window_ms, from_ms, fault_ms, end, begins_before_ms=undone)
         per_client.append((log.client, own.seconds if own else 0.0))
-    windows = merged_iops(logs, window_ms, from_ms, to_ms)
+    starts = [log.iops[0].t_ms - window_ms for log in logs if log.iops]
+    common_from = max(starts) if starts and from_ms <= max(starts) < fault_ms else from_ms
+    common_to = min(ends.values(), default=to_ms)
+    windows = merged_iops(logs, window_ms, common_from, common_to)
     per_block = max(1, round(BLOCK_MS / window_ms))
-    fault_index = max(0, min(len(windows), (fault_ms - from_ms) // window_ms))
+    fault_index = max(0, min(len(windows), (fault_ms - common_from) // window_ms))
     before = _blocks(windows[:fault_index], per_block)
     level = sum(before) / len(before) if len(before) >= 2 else None
     last_end = max((s.end_ms for s in (stall, again) if s is not None), default=None)
-    after_stall = fault_index if last_end is None else max(fault_index, -(-(last_end - from_ms) // window_ms))
+    after_stall = fault_index if last_end is None else max(fault_index, -(-(last_end - common_from) // window_ms))
     after = _blocks(windows[after_stall:], per_block)
     final = after[-max(HOLD_BLOCKS, math.floor(FINAL_SHARE * len(after))):]
     state = Recovery.UNTOLD if level is None or len(final) < HOLD_BLOCKS else judge_recovery(before, final)
@@ -183,7 +192,10 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
         back = found if found is not None else len(windows) - len(final) * per_block
     dip = None
     if level and fault_index < len(windows):
-        dip = 100 * min(windows[fault_index:back or len(windows)] or [0.0]) / level
+        # the lowest window from the fault until the I/O is shown back, or at least through the blocks that showed it
+        # back (a fault that never took the I/O below the margin: its lowest window there, not none)
+        until = len(windows) if back is None else max(back, fault_index + HOLD_BLOCKS * per_block)
+        dip = 100 * min(windows[fault_index:until]) / level
     degraded = None
     if level and back is not None and back > after_stall:
         degraded = 100 * sum(windows[after_stall:back]) / (back - after_stall) / level
@@ -194,6 +206,6 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
         pre_fault_iops=level, blackout_s=stall.seconds if stall else 0.0, client_blackouts_s=tuple(per_client),
         first_completion_s=max(0.0, (stall.end_ms - fault_ms) / 1000) if stall else 0.0, dip_pct=dip,
         degraded_pct=degraded, recovery=state,
-        recovery_s=(from_ms + back * window_ms - fault_ms) / 1000 if back is not None else None,
+        recovery_s=(common_from + back * window_ms - fault_ms) / 1000 if back is not None else None,
         longest_io_ns=max(lat) if lat else None,
         restore_blackout_s=(again.seconds if again else 0.0) if undone is not None else None)

@@ -22,6 +22,12 @@ class PointWriteCheck:
     total: WriteCheck
     first_bad_repetition: int | None  # its index, from 0
     errors: tuple[str, ...]
+    unchecked: int = 0  # repetitions that could not be read back (``errors`` says why): not in ``total``
+
+    @property
+    def blocks_read(self) -> int:
+        """Blocks read back over the repetitions checked."""
+        return self.total.blocks * self.checked
 
 
 def point_write_checks(repetitions: Sequence[StoredRepetition]) -> list[PointWriteCheck]:
@@ -44,5 +50,5 @@ def point_write_checks(repetitions: Sequence[StoredRepetition]) -> list[PointWri
                              torn=sum(c.torn for c in read), corrupt=sum(c.corrupt for c in read),
                              first_bad=bad.write_check.first_bad if bad is not None and bad.write_check else ()),
             first_bad_repetition=bad.rep_index if bad is not None else None,
-            errors=tuple(sorted({c.error for c in checks if c.error}))))
+            errors=tuple(sorted({c.error for c in checks if c.error})), unchecked=len(checks) - len(read)))
     return out
