@@ -19,6 +19,7 @@ from storbench.report.compare_tables import design_lines
 from storbench.report.html import ReportDocument, render_html
 from storbench.report.warning_text import points_text, warning_lines
 from storbench.stats.compare import compare_observations
+from storbench.stats.compare_cells import Verdict
 from storbench.stats.compare_design import AA_DIFFERENT_PCT
 from storbench.stats.observations import Observation
 from storbench.stats.point_summary import PointSummary
@@ -179,3 +180,56 @@ def test_the_reports_rows_carry_a_tag_and_the_advice_is_said_once_below(tmp_path
     assert found is not None, done.stderr[-500:]
     status = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
     assert status["overflow"] == [] and status["width"] == 1400, status
+
+
+def _runs(levels: dict[int, float], reps: int, rng: random.Random, case_id: str = "c1", lab: str = "",
+          within: float = 0.02) -> list[Observation]:
+    """``reps`` repetitions in each run at that run's level, with a spread of ``within`` among them."""
+    return [observation(run_id=run, repeat=rep, case_id=case_id, lab=lab,
+                        iops=level * rng.lognormvariate(0, within))
+            for run, level in levels.items() for rep in range(reps)]
+
+
+def test_sides_over_several_runs_take_the_run_as_the_sample() -> None:
+    """Three runs before, three after, no real change; runs differ 3 % from each other, repetitions 2 % inside one.
+    Pooled as 15 independent repetitions a side, an A/A compare said "different" about 43 % of the time; with each
+    run's mean one sample it holds its 5 %. A side of one run against several has no interval."""
+    rng = random.Random(7)
+    tags = {r: ("before",) if r <= 3 else ("after",) for r in range(1, 7)}
+    before, after = parse_selector("tag=before"), parse_selector("tag=after")
+    different = 0
+    trials = 200
+    for _ in range(trials):
+        observations = _runs({run: 1000 * rng.lognormvariate(0, 0.03) for run in range(1, 7)}, 5, rng)
+        (comparison,) = compare_observations(observations, before, after, tags)
+        cell = comparison.cell("iops")
+        assert cell is not None and cell.difference is not None and cell.baseline is not None
+        assert (cell.baseline.n, cell.difference.method, comparison.design) == (3, "welch over runs", "runs apart")
+        different += cell.verdict is not Verdict.SAME
+    assert different / trials <= 0.10, different  # 5 % expected: at most 10 % in 200 (the old pooling: 43 %)
+    observations = _runs({1: 1000, 2: 1020, 3: 990, 4: 1500}, 5, rng)
+    one = {1: ("before",), 2: ("before",), 3: ("before",), 4: ("after",)}
+    (comparison,) = compare_observations(observations, before, after, one)
+    cell = comparison.cell("iops")
+    assert cell is not None and cell.candidate is not None and cell.candidate.n == 1
+    assert cell.difference is not None and cell.difference.change_ci_low_pct is None
+    assert cell.verdict is Verdict.SAME  # +50 %, but one run: its run-to-run spread is unknown, so no verdict
+
+
+def test_both_sides_in_the_same_runs_are_paired_run_by_run() -> None:
+    """Replica 2 and 3 in each of four runs, the runs' levels 10 % apart: a 5 % fall shows in every run's pair,
+    though Welch over the run means could not see it through the runs' spread."""
+    rng = random.Random(3)
+    levels = {1: 1000.0, 2: 1100.0, 3: 900.0, 4: 1050.0}
+    observations = [*_runs(levels, 4, rng, "two", "lab=ceph pool_size=2", within=0.01),
+                    *_runs({r: v * 0.95 for r, v in levels.items()}, 4, rng, "three", "lab=ceph pool_size=3",
+                           within=0.01)]
+    tags = {r: () for r in levels}
+    (comparison,) = compare_observations(observations, parse_selector("pool_size=2"),
+                                         parse_selector("pool_size=3"), tags)
+    cell = comparison.cell("iops")
+    assert cell is not None and cell.difference is not None
+    assert (cell.difference.method, cell.difference.pairs, comparison.design) == ("paired by run", 4, "paired by run")
+    assert cell.verdict is Verdict.WORSE and cell.difference.change_pct == pytest.approx(-5, abs=1.5)
+    assert cell.difference.change_ci_low_pct is not None and cell.difference.change_ci_high_pct is not None
+    assert -8 < cell.difference.change_ci_low_pct < cell.difference.change_ci_high_pct < -2

@@ -387,6 +387,11 @@ def test_the_rules_answer_in_words_says_what_happened() -> None:
     change = PairedChange(n=7, estimate=-0.018, low=-0.093, high=0.063, confidence=0.99, log_sd=0.05)
     equivalent = RuleAnswer(Decision.EQUIVALENT, rounds=7, max_rounds=10, margin=0.1, change=change, minutes=12.5)
     assert equivalent.text() == "equivalent within ±10 % (-1.8 % [-9.3, +6.3]) after 7 of at most 10 rounds, 12.5 min"
+    # the question turned round: +0.0 % [-4.7, +5.2] is the inverse of a ratio inside +-5 %, and says so
+    turned = replace(equivalent, margin=0.05, turned=True,
+                     change=PairedChange(n=7, estimate=0.0, low=-0.047, high=0.052, confidence=0.99, log_sd=0.05))
+    assert turned.text().startswith("equivalent within ±5 % of the plan's question, asked the other way round "
+                                    "(+0.0 % [-4.7, +5.2])")
     at_max = replace(equivalent, decision=Decision.UNDECIDED, rounds=10)
     assert at_max.text() == "reached max 10 rounds undecided (-1.8 % [-9.3, +6.3]), 12.5 min"
     early = replace(at_max, rounds=6, minutes=None, change=None)

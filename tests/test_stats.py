@@ -1274,3 +1274,26 @@ def test_drift_of_a_run_of_seconds_does_not_overflow() -> None:
     assert change is not None and all(math.isfinite(v) or v == math.inf for v in change)
     assert -100 < change[1] <= change[0] and math.isfinite(change[0])
     assert d.trend_pct(0.0) is not None
+
+
+def test_a_percentile_in_one_histogram_bin_a_side_has_no_interval() -> None:
+    """Every repetition's p99 in the same fio bin on each side (2,015,232 against 2,031,616 ns): no spread below
+    the bins' resolution, so no zero-width interval that calls the next bin a change (`--fail-on-regression 0`
+    failed on it); unpaired and paired alike. IOPS with a spread keep theirs."""
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.compare_cells import Verdict
+    from storbench.stats.selectors import parse_selector
+    from synthetic import observation
+
+    observations = [observation(case_id=f"c{side}", target=side, repeat=rep, iops=1000.0 + rep * 7 + (side == "b"),
+                                lat_p99_ns=2_015_232 if side == "a" else 2_031_616,
+                                started_at_s=10.0 * (2 * rep + (side == "b")),
+                                finished_at_s=10.0 * (2 * rep + (side == "b")) + 9)
+                    for rep in range(4) for side in ("a", "b")]
+    for interleaved in (frozenset(), frozenset({1})):
+        (found,) = compare_observations(observations, parse_selector("target=a"), parse_selector("target=b"), {},
+                                        interleaved_runs=interleaved)
+        p99, iops = found.cell("lat_p99_ns"), found.cell("iops")
+        assert p99 is not None and p99.difference is not None and p99.difference.change_ci_low_pct is None
+        assert p99.verdict is Verdict.SAME and p99.difference.change_pct == pytest.approx(0.81, abs=0.01)
+        assert iops is not None and iops.difference is not None and iops.difference.change_ci_low_pct is not None

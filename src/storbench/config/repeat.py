@@ -87,7 +87,8 @@ class SearchConfig(StrictModel):
         description="Lowest and highest load, e.g. [1, 256].")
     slo: str = Field(description="The latency objective, e.g. `p99<=10ms` (mean, p50, p95, p99, p99.9).")
     tolerance: Annotated[float, BeforeValidator(_fraction), Field(ge=0, lt=1)] = Field(
-        0.05, description="Stop narrowing a bracket once its ends' IOPS differ by less than this, e.g. 5%.")
+        0.05, description="Stop narrowing a bracket once its ends' IOPS are shown within this of each other (the "
+        "90% interval of their ratio), e.g. 5%.")
 
     @field_validator("range")
     @classmethod

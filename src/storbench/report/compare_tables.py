@@ -151,7 +151,11 @@ def interval_caption(comparisons: Sequence[PointComparison]) -> str:
                       "it)",
         "paired": "paired: per-pair ratios of repetitions that alternated in one run (drift cancels)",
         "welch": "Welch: independent repetitions",
+        "paired by run": "paired by run: each run's two means one pair (sides that span several runs: the run is "
+                         "the sample)",
+        "welch over runs": "Welch over runs: each run's mean one sample (sides that span several runs)",
         "none": "none where a side has none (n < 2, or a steady-state window: rounds chosen for their small "
-                "spread)",
+                "spread), or where no repetition differs from another (a percentile in one histogram bin a side: "
+                "below its resolution)",
     }
     return "intervals " + "; ".join(text for method, text in names.items() if method in methods)

@@ -213,7 +213,8 @@ def _saturation_table(doc: ReportDocument) -> str:
                  f"{curve.axis}={peak.load}: {peak.iops:,.0f} IOPS, p99 {format_latency_ns(peak.lat_p99_ns)}"]
         if doc.objective:
             best = best_under_objective(curve, doc.objective)
-            cells.append("none meets it" if best is None else f"{curve.axis}={best.load}: {best.iops:,.0f} IOPS")
+            cells.append("none shown to meet it" if best is None
+                         else f"{curve.axis}={best.load}: {best.iops:,.0f} IOPS")
         rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
     return ("<table class='data saturation'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
             + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")

@@ -10,7 +10,7 @@ from rich.table import Table
 from storbench.model.objective import LatencyObjective
 from storbench.report.labels import curve_lab_keys, curve_label
 from storbench.report.tables import plain_cell, rate_unit
-from storbench.stats.knee import Curve, CurvePoint, Knee, KneeKind, best_under_objective
+from storbench.stats.knee import MIN_LATENCY_GROWTH, Curve, CurvePoint, Knee, KneeKind, best_under_objective
 from storbench.stats.trend import FLAT_MARGIN
 from storbench.units import format_latency_ns
 
@@ -57,6 +57,14 @@ def knee_text(curve: Curve) -> str:
         return undecided_text(curve.pending, curve.points, axis)
     if curve.knee_kind is KneeKind.LATENCY_FLAT:
         return f"none: IOPS stopped rising but latency did not grow (did more {axis} reach the storage?)"
+    if curve.knee_kind is KneeKind.LATENCY_SHORT and curve.pending is not None:
+        grown = curve.pending.latency_growth
+        shown = "" if grown is None else f" (x{grown.ratio:.2f}" + (
+            f" [{grown.low:.2f}, {grown.high:.2f}], 90 %)" if grown.low is not None and grown.high is not None
+            else ")")
+        return (f"none claimed: IOPS stopped rising while mean latency grew{shown}, less than the "
+                f"x{MIN_LATENCY_GROWTH:g} a knee needs and not shown flat (within +-{FLAT_MARGIN:.0%}); a wider "
+                f"sweep of {axis} would tell")
     if curve.knee_kind is KneeKind.TOO_FEW_POINTS:
         return "none: fewer than 2 load levels"
     return f"none in sweep: IOPS still rising at {axis} {curve.points[-1].load}"
@@ -78,6 +86,6 @@ def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | 
                _knee_text(peak, curve.axis)]
         if objective:
             best = best_under_objective(curve, objective)
-            row.append("none meets it" if best is None else _knee_text(best, curve.axis))
+            row.append("none shown to meet it" if best is None else _knee_text(best, curve.axis))
         table.add_row(*map(plain_cell, row))
     return table

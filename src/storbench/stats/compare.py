@@ -13,6 +13,7 @@ from storbench.stats.bottleneck import BottleneckVerdict
 from storbench.stats.compare_cells import PointComparison, RuleAnswer, StoppingRule, Verdict, verdict_of
 from storbench.stats.compare_design import design_of
 from storbench.stats.compare_match import compare_points
+from storbench.stats.compare_runs import run_level
 from storbench.stats.estimate import CONFIDENCE, Difference
 from storbench.stats.observations import Observation, alternated_rounds, metric_value
 from storbench.stats.point_summary import PointSummary
@@ -73,7 +74,8 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
     blocked = bool(blocked_settings(baseline, candidate))
     if blocked:  # pairs only where the clusters alternated (A B B A)
         interleaved_runs = frozenset(r for r in interleaved_runs if (bring_ups or {}).get(r, "once") != "once")
-    compared = paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {}, alpha)
+    compared = run_level(paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {}, alpha),
+                         observations, 1 - alpha)
     designed = [replace(c, design=design_of(c, interleaved_runs, blocked, bring_ups or {})) for c in compared]
     return stopping_rules(designed, observations, sequential_plans or {}, questions or {}, tags)
 
@@ -115,7 +117,7 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
             pairs = paired_values({r: metric_value(o, field) for r, o in a.items()},
                                   {r: metric_value(o, field) for r, o in b.items()})
             change = paired_change(*pairs, 1 - error) if pairs is not None else None
-            if change is None or cell.baseline is None:
+            if change is None or cell.baseline is None or (change.log_sd == 0 and cell.metric.quantised):
                 cells.append(cell)
                 continue
             mean = cell.baseline.mean
@@ -175,7 +177,7 @@ def rule_answer(observations: Sequence[Observation], baseline: PointSummary, can
     if observations:
         minutes = (max(o.finished_at_s for o in observations) - min(o.started_at_s for o in observations)) / 60
     return RuleAnswer(decision=decision, rounds=verdict.rounds, max_rounds=plan.max_rounds, margin=plan.margin,
-                      change=change, minutes=minutes)
+                      change=change, minutes=minutes, turned=not forward)
 
 
 def stopping_rules(comparisons: Sequence[PointComparison], observations: Sequence[Observation],

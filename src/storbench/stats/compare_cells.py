@@ -52,6 +52,7 @@ class RuleAnswer:
     margin: float | None
     change: PairedChange | None  # the candidate's change against the baseline; None below two pairs
     minutes: float | None  # the whole run, first repetition's start to the last one's end
+    turned: bool = False  # the comparison is the question the other way round: the margin is on the question's ratio
 
     @property
     def reached_max(self) -> bool:
@@ -71,6 +72,8 @@ class RuleAnswer:
         what = self.decision.value
         if self.decision == Decision.EQUIVALENT:
             what += f" within ±{100 * (self.margin or 0.0):g} %"
+            if self.turned:  # the inverse of a ratio inside 1 +- m may reach past +m: the margin is the question's
+                what += " of the plan's question, asked the other way round"
         return f"{what}{shown} after {self.rounds} of at most {self.max_rounds} rounds{took}"
 
 

@@ -1,13 +1,14 @@
 """How the two sides of a comparison ran (`DESIGNS`: paired, interleaved, a fresh instance per round, one instance
-per side, blocked, two runs; `design_of`), what a design that confounds the setting means for its verdicts
-(`DESIGN_CAVEATS`, with the A/A rates bench/instance_design.py measured), and the note for two sides that differ
-in a setting that needs a cluster per value (`design_note`)."""
+per side, blocked, two runs, paired by run, runs apart; `design_of`), what a design that confounds the setting
+means for its verdicts (`DESIGN_CAVEATS`, with the A/A rates bench/instance_design.py measured), and the note for
+two sides that differ in a setting that needs a cluster per value (`design_note`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from storbench.stats.compare_cells import PointComparison
+from storbench.stats.compare_runs import shared_runs, spans_runs
 from storbench.stats.selectors import Selector, blocked_settings
 
 # How the two sides of a comparison ran (said under every comparison, `report.compare_tables.design_lines`), and whether
@@ -24,8 +25,12 @@ DESIGNS = {
                "change)",
     "two runs": "separate runs (before/after): the change is confounded with everything else that changed between "
                 "them (time, the host's state, the instance where it differs)",
+    "paired by run": "both sides in each of several runs: each run's two means are one pair (what differs from run "
+                     "to run cancels); n is runs",
+    "runs apart": "each side over several runs of its own: each run's mean is one sample, n is runs (a side of one "
+                  "run has no interval)",
 }
-CONFOUNDED = frozenset({"one instance per side", "blocked", "two runs"})
+CONFOUNDED = frozenset({"one instance per side", "blocked", "two runs", "runs apart"})
 # The A/A rate of one instance per side that the caveat cites: instances whose level differs with a standard
 # deviation of INSTANCE_SPREAD_PCT, repetitions with run-to-run CV AA_CV_PCT (bench/instance_design.py, 10,000
 # compares a cell; docs/methodology.md, "Comparisons"). A fresh instance per round: 5 %.
@@ -42,6 +47,8 @@ DESIGN_CAVEATS = {
                "alternates the sides)",
     "two runs": f"read a verdict as about these runs, not the change alone; where they ran on different instances, "
                 f"{AA_RATE})",
+    "runs apart": "the runs' own spread is in the interval, but whatever else changed between the two sets of runs "
+                  "(a kernel, the instance) still reads as the change",
 }
 
 
@@ -49,6 +56,10 @@ def design_of(comparison: PointComparison, interleaved_runs: frozenset[int], blo
               bring_ups: Mapping[int, str]) -> str:
     """The design of one comparison (a key of DESIGNS)."""
     runs = {*comparison.baseline.run_ids, *comparison.candidate.run_ids}
+    if shared_runs(comparison):
+        return "paired by run"
+    if spans_runs(comparison):
+        return "runs apart"
     if len(runs) != 1:
         return "two runs"
     (run,) = runs

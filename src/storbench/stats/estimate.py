@@ -122,12 +122,12 @@ def welch_difference(baseline: Estimate, candidate: Estimate, confidence: float 
     vb = baseline.stddev**2 / baseline.n
     vc = candidate.stddev**2 / candidate.n
     se = math.sqrt(vb + vc)
-    if se == 0:
-        low = high = diff
-    else:
-        df = (vb + vc) ** 2 / ((vb**2 / (baseline.n - 1)) + (vc**2 / (candidate.n - 1)))
-        half = t_quantile(confidence, df) * se
-        low, high = diff - half, diff + half
+    if se == 0:  # every repetition of both sides the same value: a quantised figure (a percentile in one histogram
+        # bin a side), whose spread is below its resolution; a zero-width interval would call any step a change
+        return Difference(diff, None, None, pct, None, None, method="none")
+    df = (vb + vc) ** 2 / ((vb**2 / (baseline.n - 1)) + (vc**2 / (candidate.n - 1)))
+    half = t_quantile(confidence, df) * se
+    low, high = diff - half, diff + half
     if not base:
         return Difference(diff, low, high, pct, None, None)
     if base > 0 and candidate.mean > 0:

@@ -11,7 +11,8 @@ from storbench.stats.bottleneck import LATENCY_GROWTH
 from storbench.stats.curve import LOAD_AXES, CurveKey, LoadAxis, axis_value, outstanding_ios
 from storbench.stats.estimate import Estimate
 from storbench.stats.point_summary import PointSummary
-from storbench.stats.trend import Change, plateau
+from storbench.stats.slo import Verdict, verdict
+from storbench.stats.trend import FLAT_MARGIN, Change, judge_change, plateau
 
 # Whether more load raised IOPS is `stats.trend.judge_change`'s answer, the same for every section.
 # Latency "keeps growing" beyond the knee when the highest load's mean latency is at least this many times the
@@ -25,7 +26,8 @@ class KneeKind(Enum):
     WITHIN_SWEEP = "within the sweep"  # IOPS rose with load, then stopped while latency grew: the knee is inside
     AT_LOWEST_LOAD = "at the lowest load"  # IOPS flat from the first point while latency grew: already saturated
     STILL_RISING = "still rising"  # more load raised IOPS up to the highest load: no knee within the sweep
-    LATENCY_FLAT = "latency flat"  # IOPS stopped rising but latency did not grow: the load did not reach the storage
+    LATENCY_FLAT = "latency flat"  # IOPS stopped rising, latency shown not to grow: the load did not reach the storage
+    LATENCY_SHORT = "latency short"  # IOPS stopped rising, latency grew less than a knee's by its mean, not shown flat
     UNDECIDED = "undecided"  # nothing shown to rise further, nor shown flat: the repetitions cannot tell
     TOO_FEW_POINTS = "too few points"  # fewer than 2 load levels
 
@@ -40,6 +42,7 @@ class Knee:
     pending: Change | None = None
     pending_from: int | None = None
     pending_to: int | None = None
+    latency_growth: Change | None = None  # LATENCY_FLAT or LATENCY_SHORT: the mean latency at the top against k's
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ class Curve:
     points: tuple[CurvePoint, ...]
     knee_index: int | None
     knee_kind: KneeKind | None = None
-    pending: Knee | None = None  # for an undecided curve: the change that could not be told
+    pending: Knee | None = None  # for an undecided curve: the change that could not be told; LATENCY_SHORT: its growth
 
     def __post_init__(self) -> None:
         if self.knee_kind is None:
@@ -98,8 +101,11 @@ def locate_knee(iops: Sequence[Estimate], latency: Sequence[Estimate | None] | N
     - every point but the last is out-raised by some higher load: ``STILL_RISING`` (no knee within the sweep).
     - at the first point no higher load raises, but some change is neither a rise nor shown flat: ``UNDECIDED``
       (no knee is claimed; the knee says which change and how many repetitions would tell).
-    - IOPS stopped rising at k but latency did not grow: ``LATENCY_FLAT``, no knee (more load did not reach the
-      storage: a sync engine ignores iodepth, fio's rate limit holds I/Os back).
+    - IOPS stopped rising at k and latency is shown not to grow (the 90 % interval of its change at most +10 %):
+      ``LATENCY_FLAT``, no knee (more load did not reach the storage: a sync engine ignores iodepth, fio's rate
+      limit holds I/Os back).
+    - IOPS stopped rising at k, latency grew less than 1.5 times by its mean but is not shown flat:
+      ``LATENCY_SHORT``, no knee claimed either way (``latency_growth`` says by how much it grew).
     Missing latency (``latency`` None, or None at k or the last point) leaves the IOPS rule to decide alone.
     """
     if len(iops) < 2 or (latency is not None and len(latency) != len(iops)):
@@ -112,7 +118,10 @@ def locate_knee(iops: Sequence[Estimate], latency: Sequence[Estimate | None] | N
         return Knee(None, KneeKind.STILL_RISING)
     at_knee, at_end = (latency[k], latency[-1]) if latency is not None else (None, None)
     if at_knee is not None and at_end is not None and at_end.mean < MIN_LATENCY_GROWTH * at_knee.mean:
-        return Knee(None, KneeKind.LATENCY_FLAT)
+        # "did not grow" only where shown: the 90 % interval of the change (judge_change's) at most +10 %
+        grown = judge_change(at_knee, at_end)
+        flat = grown.high is not None and grown.high <= 1 + FLAT_MARGIN
+        return Knee(None, KneeKind.LATENCY_FLAT if flat else KneeKind.LATENCY_SHORT, latency_growth=grown)
     return Knee(k, KneeKind.AT_LOWEST_LOAD if k == 0 else KneeKind.WITHIN_SWEEP)
 
 
@@ -155,15 +164,12 @@ def curves(points: Sequence[PointSummary], axis: str) -> list[Curve]:
         knee = locate_knee([_metric(c.point, "iops") for c in curve_points],
                            [c.point.metric("lat_mean_ns") for c in curve_points])
         out.append(Curve(axis=axis, points=tuple(curve_points), knee_index=knee.index, knee_kind=knee.kind,
-                         pending=knee if knee.kind is KneeKind.UNDECIDED else None))
+                         pending=knee if knee.kind in (KneeKind.UNDECIDED, KneeKind.LATENCY_SHORT) else None))
     return out
 
 
 def best_under_objective(curve: Curve, objective: LatencyObjective) -> CurvePoint | None:
-    """The highest-IOPS point whose mean (over repetitions) latency figure meets the objective."""
-    meeting = []
-    for c in curve.points:
-        estimate = c.point.metric(objective.field)
-        if estimate is not None and estimate.mean <= objective.limit_ns:
-            meeting.append(c)
+    """The highest-IOPS point shown to meet the objective: its latency figure's whole interval at most the limit
+    (the mean when n < 2), the search's rule (`stats.slo`); a point whose interval straddles the limit does not."""
+    meeting = [c for c in curve.points if verdict(c.point.metric(objective.field), objective) is Verdict.MEETS]
     return max(meeting, key=lambda c: c.iops, default=None)

@@ -13,15 +13,18 @@ class Metric:
     label: str
     higher_is_better: bool
     unit: str
+    # read from histogram bins (a percentile): repetitions in the same bin are equal to the bin's resolution, so a
+    # side (or pairs) without spread gives no interval rather than a zero-width one
+    quantised: bool = False
 
 
 IOPS = Metric("iops", "IOPS", True, "IOPS")
 BANDWIDTH = Metric("bw_bytes", "bandwidth", True, "B/s")
 LAT_MEAN = Metric("lat_mean_ns", "mean latency", False, "ns")
-LAT_P50 = Metric("lat_p50_ns", "p50 latency", False, "ns")
-LAT_P95 = Metric("lat_p95_ns", "p95 latency", False, "ns")
-LAT_P99 = Metric("lat_p99_ns", "p99 latency", False, "ns")
-LAT_P999 = Metric("lat_p999_ns", "p99.9 latency", False, "ns")
+LAT_P50 = Metric("lat_p50_ns", "p50 latency", False, "ns", quantised=True)
+LAT_P95 = Metric("lat_p95_ns", "p95 latency", False, "ns", quantised=True)
+LAT_P99 = Metric("lat_p99_ns", "p99 latency", False, "ns", quantised=True)
+LAT_P999 = Metric("lat_p999_ns", "p99.9 latency", False, "ns", quantised=True)
 CPU_USR = Metric("cpu_usr", "fio usr CPU", False, "%")
 CPU_SYS = Metric("cpu_sys", "fio sys CPU", False, "%")
 DISK_UTIL = Metric("disk_util_pct", "disk utilisation", False, "%")

@@ -157,7 +157,8 @@ def sweep_reading(steps: Sequence[CurveStep], k: int) -> str | None:
     knee and the capped verdict judge a curve (`stats.trend.plateau`), so that no section says otherwise:
 
     - some higher load is shown to raise IOPS over it: "more load raises IOPS: <the lowest such load> gave ...";
-    - every higher load is shown flat or falling against it: "... gave no more IOPS ...: the limit is elsewhere";
+    - every higher load is shown flat or falling against it: "... gave the same IOPS within +-10 % ...: the limit is
+      elsewhere";
     - otherwise undecided: the first change that could not be told, and what would tell it.
 
     At the highest load, the change from the load below it, by the same words (when it still rose, a deeper sweep
@@ -178,8 +179,8 @@ def sweep_reading(steps: Sequence[CurveStep], k: int) -> str | None:
         if len(changes) > 1:
             return (f"yet no higher load gave more IOPS (the most, {there.label}: {change.text()}; each shown within "
                     f"+-{FLAT_MARGIN:.0%} or lower): the limit is elsewhere")
-        fewer = "fewer" if change.trend is Trend.FALLING else "no more"
-        return f"yet {there.label} gave {fewer} IOPS ({change.text()}): the limit is elsewhere"
+        fewer = "fewer IOPS" if change.trend is Trend.FALLING else f"the same IOPS within +-{FLAT_MARGIN:.0%}"
+        return f"yet {there.label} gave {fewer} ({change.text()}): the limit is elsewhere"
     if k == 0:
         return None
     below = steps[k - 1]
@@ -188,8 +189,8 @@ def sweep_reading(steps: Sequence[CurveStep], k: int) -> str | None:
         return (f"more load may raise IOPS: it still rose into {here.label} ({change.text()} from {below.label}); "
                 "a deeper sweep, or search:, would tell where it stops")
     if change.stopped:
-        fewer = "fewer" if change.trend is Trend.FALLING else "no more"
-        return f"yet it gave {fewer} IOPS than {below.label} ({change.text()}): the limit is elsewhere"
+        fewer = "fewer IOPS than" if change.trend is Trend.FALLING else f"the same IOPS within +-{FLAT_MARGIN:.0%} as"
+        return f"yet it gave {fewer} {below.label} ({change.text()}): the limit is elsewhere"
     return (f"more load may raise IOPS: it gave {change.text()} over {below.label}, which cannot tell yet "
             f"({what_would_tell(change, below.throughput, here.throughput)})")
 

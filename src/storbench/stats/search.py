@@ -20,9 +20,10 @@ The rules:
    points against 9 + 1 + 1), and below the knee a x4 step adds IOPS far beyond noise, so "no gain" is a clear
    sign.
 3. Refining the objective: bisect on grid indices between the highest measured meeting point and the lowest
-   measured point above it, until they are grid neighbours or their IOPS differ by less than ``tolerance`` of
-   the lower IOPS (IOPS do not fall with load, so the best IOPS within the objective is then known within
-   tolerance; past the knee IOPS are flat and refining there buys nothing). Refining the knee: when
+   measured point above it, until they are grid neighbours or their IOPS are shown within ``tolerance`` of each
+   other (the 90 % interval of their ratio inside 1 +- tolerance; means that are close, or points of one
+   repetition, are not enough) (IOPS do not fall with load, so the best IOPS within the objective is then known
+   within tolerance; past the knee IOPS are flat and refining there buys nothing). Refining the knee: when
    `locate_knee` over the measured points (in load order, with mean latency) puts it at a point k, the measured
    point below k is out-raised, so the grid's knee is above it and at most k: bisect between the two the same
    way. When every measured point but the highest is out-raised ("still rising"), a knee can only hide between
@@ -38,16 +39,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from itertools import pairwise
 
 from storbench.model.objective import LatencyObjective
-from storbench.stats.estimate import Estimate, estimate
+from storbench.stats.estimate import Estimate, estimate, ratio_interval
 from storbench.stats.knee import Knee, KneeKind, locate_knee
 from storbench.stats.observations import Observation, metric_value
+from storbench.stats.slo import Verdict, verdict
 from storbench.stats.trend import judge_change, round_pairs
 
 STEP = 4  # grid indices per bracketing step: two grid values per doubling, so about x4 load
+NARROW_CONFIDENCE = 0.90  # a bracket is narrow when its IOPS' ratio interval at this level is inside the tolerance
 
 
 @dataclass(frozen=True)
@@ -59,23 +61,6 @@ class SearchPoint:
     iops: Estimate
     latency: Estimate | None
     lat_mean: Estimate | None = None
-
-
-class Verdict(Enum):
-    MEETS = "meets"
-    FAILS = "fails"
-    UNCERTAIN = "uncertain"
-
-
-def verdict(latency: Estimate | None, objective: LatencyObjective) -> Verdict:
-    """Rule 1: the whole interval (the mean when n < 2) at most the limit meets, all of it above fails."""
-    if latency is None:
-        return Verdict.UNCERTAIN
-    high = latency.mean if latency.ci_high is None else latency.ci_high
-    low = latency.mean if latency.ci_low is None else latency.ci_low
-    if high <= objective.limit_ns:
-        return Verdict.MEETS
-    return Verdict.FAILS if low > objective.limit_ns else Verdict.UNCERTAIN
 
 
 def search_grid(low: int, high: int) -> tuple[int, ...]:
@@ -143,9 +128,16 @@ def _slo_bracket(state: _State) -> tuple[int | None, int | None]:
 
 
 def _narrow(state: _State, low: int, high: int, tolerance: float) -> bool:
-    """The bracket needs no more points: grid neighbours, or IOPS within ``tolerance`` of the lower IOPS."""
-    a, b = state.points[low].iops.mean, state.points[high].iops.mean
-    return high - low <= 1 or abs(b - a) < tolerance * min(a, b)
+    """The bracket needs no more points: grid neighbours, or IOPS shown within ``tolerance`` of each other (the 90 %
+    interval of their ratio inside 1 +- tolerance: two one-sided 5 % tests, as "flat" along a curve; means alone,
+    or points without an interval, are no evidence)."""
+    if high - low <= 1:
+        return True
+    a, b = state.points[low].iops, state.points[high].iops
+    if not (a.has_interval and b.has_interval) or a.mean <= 0 or b.mean <= 0:
+        return False
+    ratio_low, ratio_high = ratio_interval(a, b, NARROW_CONFIDENCE)
+    return 1 - tolerance < ratio_low and ratio_high < 1 + tolerance
 
 
 def _knee(state: _State) -> tuple[Knee, list[int]]:
@@ -211,7 +203,8 @@ def _reason(grid: Sequence[int], state: _State, bracket: tuple[int | None, int |
         if high - low <= 1:
             return f"{text} (neighbours on the grid)"
         if _narrow(state, low, high, tolerance):
-            return f"{text}; IOPS within {tolerance * 100:g} % across the bracket"
+            return (f"{text}; IOPS shown within {tolerance * 100:g} % across the bracket (the 90 % interval of "
+                    "their ratio)")
         return f"{text} (not narrowed yet)"
     if state.stop == "saturated" and state.previous_step is not None:
         return (f"IOPS saturated: {axis} {grid[state.previous_step]} to {grid[state.stop_at]} is shown to add "
