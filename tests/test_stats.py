@@ -1297,3 +1297,26 @@ def test_a_percentile_in_one_histogram_bin_a_side_has_no_interval() -> None:
         assert p99 is not None and p99.difference is not None and p99.difference.change_ci_low_pct is None
         assert p99.verdict is Verdict.SAME and p99.difference.change_pct == pytest.approx(0.81, abs=0.01)
         assert iops is not None and iops.difference is not None and iops.difference.change_ci_low_pct is not None
+
+
+def test_a_point_pooled_over_runs_takes_each_runs_mean_as_one_sample() -> None:
+    """`show --pool` and the report pool a point's runs: its interval is over the runs' means (the run is the thing
+    that varies: its repetitions share its time and instance), not over every repetition as if independent."""
+    import statistics
+
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    levels = {1: 1000.0, 2: 1060.0, 3: 970.0}
+    found = [observation(run_id=run, repeat=rep, iops=level + rep) for run, level in levels.items() for rep in range(5)]
+    (pooled,) = summarize_points(found)
+    iops = pooled.metric("iops")
+    assert iops is not None and pooled.repetitions_ok == 15 and iops.n == 3
+    means = [level + 2 for level in levels.values()]
+    assert iops.mean == pytest.approx(statistics.mean(means)) and iops.stddev == pytest.approx(statistics.stdev(means))
+    assert [w.code for w in pooled.warnings] == []
+    (two,) = summarize_points([o for o in found if o.run_id != 3])
+    few = next(w for w in two.warnings if w.code == "few_runs")  # (and a wide interval: t = 12.7 at n = 2)
+    assert "2 runs pooled" in few.message and "few_repetitions" not in [w.code for w in two.warnings]
+    apart = summarize_points(found, by_run=True)  # a row per run: its repetitions
+    assert [p.metric("iops").n for p in apart] == [5, 5, 5]  # type: ignore[union-attr]

@@ -112,7 +112,8 @@ def pooled_runs_line(points: Sequence[PointSummary]) -> str | None:
     if not pooled:
         return None
     return ("note: rows of run " + "; ".join(",".join(map(str, r)) for r in pooled) + " pool the repetitions of "
-            "those runs: one mean and interval over runs made at different times")
+            "those runs: each run's mean is one sample of the row's mean and interval (a run's repetitions share its "
+            "time and instance)")
 
 
 # a column of the results table: (header, justify, priority: 0 essential .. 4 first to go when narrow, its cell)

@@ -12,7 +12,8 @@ from storbench.stats.point_warnings import StatWarning, warning_title
 
 # A warning's short name, for a row that carries it (the HTML summary's column); its advice is said once, below.
 WARNING_TAGS = {
-    "failed_repetitions": "failed repetitions", "few_repetitions": "few repetitions", "high_cv": "high CV",
+    "failed_repetitions": "failed repetitions", "few_repetitions": "few repetitions", "few_runs": "few runs",
+    "high_cv": "high CV",
     "wide_interval": "wide interval", "runtime_shorter_than_ramp": "runtime < ramp", "page_cache": "page cache",
     "stragglers": "stragglers", "not_steady": "not steady", "steady_incomplete": "steady state unfinished",
     "steady_window": "steady window", "steady_unshown": "steadiness not shown",

@@ -26,6 +26,7 @@ MIN_REPETITIONS = 3
 WARNING_TITLES = {
     "failed_repetitions": "failed repetitions",
     "few_repetitions": f"fewer than {MIN_REPETITIONS} repetitions",
+    "few_runs": f"pooled over fewer than {MIN_REPETITIONS} runs",
     "high_cv": f"run-to-run spread (CV) shown above {CV_LIMIT_PCT:.0f} % (its lower bound at 90 % confidence)",
     "wide_interval": f"IOPS known only within more than +-{WIDE_INTERVAL_PCT:.0f} % (95 % interval)",
     "runtime_shorter_than_ramp": "runtime shorter than ramp",
@@ -90,7 +91,12 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
     if succeeded < total:
         warnings.append(StatWarning("failed_repetitions", f"{total - succeeded} of {total} repetitions failed",
                                     "see `storbench export` for their errors; rerun with --resume"))
-    if iops is not None and iops.n < MIN_REPETITIONS:
+    runs = len({o.run_id for o in observations})
+    if iops is not None and iops.n < MIN_REPETITIONS and runs > 1:  # pooled: each run's mean one sample
+        warnings.append(StatWarning(
+            "few_runs", f"{runs} runs pooled, each run's mean one sample of the interval: n={iops.n}, a wide "
+            "interval", f"run the plan {MIN_REPETITIONS} times or more, or read a row per run"))
+    elif iops is not None and iops.n < MIN_REPETITIONS:
         warnings.append(StatWarning(
             "few_repetitions", f"n={iops.n}" + (": no confidence interval" if iops.n < 2 else ": a wide interval"),
             f"set repeat: {MIN_REPETITIONS} or more"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from storbench.model import Direction, Expectation, is_metadata, is_object, is_volume_operation
@@ -89,6 +89,17 @@ def bottleneck_inputs(ok: Sequence[Observation]) -> BottleneckInputs | None:
     )
 
 
+def run_samples(rows: Sequence[Observation], read: Callable[[Observation], float | None]) -> list[float]:
+    """A point pooled over several runs: each run's mean of its repetitions' values, one sample a run. A run is one
+    stretch of time on one instance: its repetitions share both, so over several runs they are not independent
+    samples (pooled as if they were, the interval leaves the runs' own spread out)."""
+    by_run: dict[int, list[float]] = {}
+    for o in rows:
+        if (value := read(o)) is not None:
+            by_run.setdefault(o.run_id, []).append(float(value))
+    return [sum(values) / len(values) for values in by_run.values()]
+
+
 def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mapping[int, int | None] | None = None,
                      metrics: Sequence[str] = SUMMARY_FIELDS,
                      expectations: Mapping[tuple[int, str], Expectation] | None = None,
@@ -148,13 +159,16 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                                         "figures (blackout, level after, recovery)")
         level = max((run_levels.get(o.run_id, CONFIDENCE) for o in group), default=CONFIDENCE)
         window_only = any(o.window_only for o in group)  # a steady window's rounds: chosen for their spread
+        pooled = len({o.run_id for o in group}) > 1
         for direction in directions:
             rows = [o for o in ok if o.direction == direction]
-            rounds = by_round.get((case_id, direction.value)) if direction is not None else None
+            # pooled over runs, rounds pair nothing: each run's mean is one sample (`run_samples`)
+            rounds = by_round.get((case_id, direction.value)) if direction is not None and not pooled else None
             estimates = []
             for field in metrics:
                 read = METRIC_VALUES[field]
-                value = estimate([v for o in rows if (v := read(o)) is not None], level, interval=not window_only)
+                values = run_samples(rows, read) if pooled else [v for o in rows if (v := read(o)) is not None]
+                value = estimate(values, level, interval=not window_only)
                 if value is not None and rounds:
                     value = replace(value, rounds=tuple((r, float(v)) for r, o in sorted(rounds.items())
                                                         if (v := read(o)) is not None))
