@@ -17,7 +17,7 @@ import argparse
 import random
 import statistics
 
-from storbench.stats.history import RunContext, RunLevel, change_points, last_run_check
+from storbench.stats.history import ALPHA, RunContext, RunLevel, change_points, last_run_check
 
 
 def series(runs: int, step_at: int | None, step: float, between: float, within: float, reps: int,
@@ -49,10 +49,14 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--seed", type=int, default=36)
     parser.add_argument("--steps-only", action="store_true", help="only the step interval's rows")
+    parser.add_argument("--table-only", action="store_true", help="only the gate over tables of many points")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     if args.steps_only:
         step_interval_rates(args, rng)
+        return
+    if args.table_only:
+        table_gate_rates(args, rng)
         return
     alarms = sum(first_alarm(series(args.runs, None, 0.0, args.between, args.within, args.reps, rng), None)
                  is not None for _ in range(args.series))
@@ -68,6 +72,7 @@ def main() -> None:
               f"{100 * len(found) / args.series:.1f} %, median {median} runs after the step |")
     for threshold in (0.0, 5.0):
         gate_rates(args, rng, threshold)
+    table_gate_rates(args, rng)
     step_interval_rates(args, rng)
 
 
@@ -83,6 +88,7 @@ def step_interval_rates(args: argparse.Namespace, rng: random.Random) -> None:
             at = [c for c in changes if c.at == half]
             if at:
                 found += 1
+                assert at[0].change_ci_pct is not None
                 low, high = at[0].change_ci_pct
                 covered += low <= 100 * step <= high
             extra += any(abs(c.at - half) > 1 for c in changes)
@@ -92,13 +98,28 @@ def step_interval_rates(args: argparse.Namespace, rng: random.Random) -> None:
               f"it | {100 * extra / args.series:.1f} % of {args.series} |")
 
 
-def gate(levels: list[RunLevel], threshold_pct: float) -> bool:
-    """`history --fail-on-regression PCT` on one point and metric (higher is better) at this look."""
-    check = last_run_check(levels)
-    if check is not None and check.below(higher_is_better=True) and -check.change_pct >= threshold_pct:
+def gate(levels: list[RunLevel], threshold_pct: float, points: int = 1) -> bool:
+    """`history --fail-on-regression PCT` on one point and metric (higher is better) at this look, as one of
+    ``points`` judged together (the 5 % of the newest-run checks and the 1 % of the change points shared over them,
+    as `cli/history.py` shares them)."""
+    check = last_run_check(levels, 1 - 0.05 / points, ALPHA / points)
+    if check is not None and check.below(higher_is_better=True) and (
+            check.change_pct is None or -check.change_pct >= threshold_pct):
         return True
-    step = next((c for c in change_points(levels) if c.found_with == len(levels)), None)  # `history.new_step`
-    return step is not None and -step.change_pct >= threshold_pct and step.change_ci_pct[1] < 0
+    step = next((c for c in change_points(levels, ALPHA / points) if c.found_with == len(levels)), None)  # new_step
+    return (step is not None and step.change_pct is not None and step.change_ci_pct is not None
+            and -step.change_pct >= threshold_pct and step.change_ci_pct[1] < 0)
+
+
+def table_gate_rates(args: argparse.Namespace, rng: random.Random) -> None:
+    """Nights on which the gate fails a table of N points and metrics none of which changed: the newest of
+    --runs runs judged once a night, every point of the table together."""
+    nights = max(20, args.series // 10)
+    for points in (1, 10, 40, 100):
+        failed = sum(any(gate(series(args.runs, None, 0.0, args.between, args.within, args.reps, rng), 0.0, points)
+                         for _ in range(points)) for _ in range(nights))
+        print(f"| --fail-on-regression 0 over a table of {points} points without a step: nights failed | "
+              f"{100 * failed / nights:.1f} % of {nights} |")
 
 
 def gate_rates(args: argparse.Namespace, rng: random.Random, threshold_pct: float) -> None:

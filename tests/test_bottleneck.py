@@ -60,7 +60,9 @@ def test_under_driven_when_every_slot_is_busy_and_nothing_saturated() -> None:
     ({"busiest_interface": "eth0", "interface_util_pct": LINK_UTIL_PCT + 4, "interface_bytes_per_s": 1.1e9},
      Bottleneck.NETWORK, "eth0 at 94 % of its link rate"),
     ({"client_cpu_cores": 2 * 0.97, "jobs": 2}, Bottleneck.CLIENT, "fio uses 0.97 cores per job (2 jobs)"),
-    ({"ceiling_iops": 1100.0}, Bottleneck.CLIENT, "IOPS are 91% of what this client drives on fio's null engine"),
+    ({"ceiling_iops": 1100.0}, Bottleneck.CLIENT, "IOPS are 91% of what one client drives on fio's null engine"),
+    ({"ceiling_iops": 270.0, "clients": 4, "jobs": 4}, Bottleneck.CLIENT,
+     "each of the 4 clients' IOPS are 93% of what one client drives"),
     ({"process_cpu_cores": (("ceph-osd", 1.26), ("fio", 0.2)), "osd_quota_cores": 0.5, "osds": 3}, Bottleneck.CPU,
      "each OSD uses 0.42 of its 0.5-core CPU quota (84 %)"),
 ])
@@ -77,6 +79,8 @@ def test_each_rule_fires_with_its_evidence(changes: dict[str, object], kind: Bot
     ({"client_cpu_cores": CLIENT_CORES_PER_JOB - 0.01}, Bottleneck.NOT_SATURATED),
     ({"host_cpu_pressure_pct": CPU_PRESSURE_PCT - 0.1}, Bottleneck.NOT_SATURATED),
     ({"ceiling_iops": 1251.0}, Bottleneck.NOT_SATURATED),  # 1000 / 1251 < 80 %
+    # four clients at 250 IOPS each against one client's 1,100: each at 23 % (the summed 1,000 read as 91 %)
+    ({"ceiling_iops": 1100.0, "clients": 4, "jobs": 4}, Bottleneck.NOT_SATURATED),
     ({"process_cpu_cores": (("ceph-osd", 1.19),), "osd_quota_cores": 0.5, "osds": 3}, Bottleneck.NOT_SATURATED),
 ])
 def test_just_below_each_threshold_nothing_fires(changes: dict[str, object], kind: Bottleneck) -> None:
@@ -455,3 +459,83 @@ def test_a_file_operation_point_with_its_slot_full_names_the_resources_once_and_
     assert point.bottleneck.evidence.startswith("nothing saturated (host CPU 12 %): each job runs one file operation "
                                                 "at a time"), point.bottleneck.evidence
     assert UNDER_DRIVEN_UNTOLD not in point.bottleneck.evidence
+
+
+def test_a_curve_flat_along_iodepth_is_not_capped_when_more_jobs_raise_iops() -> None:
+    """One job tops out at 3,000 IOPS at any depth; four jobs give 12,000. Along iodepth at numjobs 1 the curve is
+    flat while latency grows, which alone reads "capped beyond this host": the jobs sweep of the same run shows the
+    limit is per job, and the verdict says so (and more jobs, not more depth, raise IOPS)."""
+    rows = [observation(case_id=f"j{jobs}d{depth}", numjobs=jobs, iodepth=depth, repeat=rep,
+                        iops=3000.0 * jobs * (1 + 0.002 * rep), lat_mean_ns=depth / 3000.0 * 1e9,
+                        host_cpu_busy_pct=30.0, client_cpu_cores=0.3 * jobs, disk_busiest_util_pct=40.0)
+            for jobs in (1, 4) for depth in (1, 4, 16) for rep in range(3)]
+    verdicts = {p.case_id: p.bottleneck for p in summarize_points(rows)}
+    assert verdicts["j1d16"].kind == Bottleneck.UNDER_DRIVEN, verdicts["j1d16"]
+    assert "yet iodepth 1, numjobs 4 gave +300 % [" in verdicts["j1d16"].evidence
+    assert "a limit per job or per client, not beyond this host" in verdicts["j1d16"].evidence
+    assert verdicts["j4d16"].kind == Bottleneck.CAPPED  # nothing measured above it says otherwise
+
+
+def test_a_declared_limit_explains_a_busy_device_not_a_saturated_cpu_beside_it() -> None:
+    """At its declared 3,000 IOPS a device busy all the time is explained by the cap ("capped"); a host CPU 86 %
+    busy with tasks waiting 31 % of the time is not, and stays in the verdict (it had gone with the device's)."""
+    from storbench.model import Expectation
+
+    def curve(cpu: float, pressure: float) -> list[PointSummary]:
+        rows = [observation(case_id=f"d{depth}", target="t", iodepth=depth, repeat=rep, iops=rate + rep,
+                            lat_mean_ns=lat * 1e6, host_cpu_busy_pct=cpu, host_cpu_pressure_pct=pressure,
+                            disk_busiest_util_pct=98.0, client_cpu_cores=0.3)
+                for depth, rate, lat in ((1, 2987.0, 0.333), (6, 2991.0, 2.0), (32, 2993.0, 10.7)) for rep in range(3)]
+        return summarize_points(rows, expectations={(1, "t"): Expectation(iops=3000)})
+
+    busy = curve(86.0, 31.0)
+    assert all(p.bottleneck.kind == Bottleneck.MEDIA and "host CPU 86 % busy" in p.bottleneck.evidence
+               for p in busy), [p.bottleneck for p in busy]
+    calm = curve(30.0, 1.0)
+    assert all(p.bottleneck.kind == Bottleneck.CAPPED and "but the device itself" in p.bottleneck.evidence
+               for p in calm), [p.bottleneck for p in calm]
+
+
+def test_a_sync_engine_on_an_iodepth_sweep_is_told_more_jobs_not_that_the_limit_is_elsewhere() -> None:
+    """psync at iodepth 1, 4 and 16 keeps one I/O in flight each time: along iodepth the load never changed, so
+    the sweep says nothing of "the limit is elsewhere"; the point says more jobs may raise IOPS."""
+    rows = [observation(case_id=f"d{depth}", iodepth=depth, ioengine="psync", repeat=rep, iops=5000.0 + rep,
+                        lat_mean_ns=0.2e6, host_cpu_busy_pct=15.0, disk_busiest_util_pct=40.0, client_cpu_cores=0.2)
+            for depth in (1, 4, 16) for rep in range(3)]
+    for point in summarize_points(rows):
+        assert point.bottleneck.kind == Bottleneck.UNDER_DRIVEN, point.bottleneck
+        assert "more jobs may raise IOPS (a sync engine keeps one I/O per job" in point.bottleneck.evidence
+        assert "the limit is elsewhere" not in point.bottleneck.evidence and "more iodepth" not in \
+            point.bottleneck.evidence
+
+
+def test_a_busy_disk_of_the_storage_nodes_is_named_with_its_own_node() -> None:
+    """osd1's CPU is the busiest (60 %), osd2's sdb is 97 % busy: the disk is osd2's, not the busiest-CPU node's."""
+    from storbench.stats.bottleneck import judge
+    from storbench.stats.summary import bottleneck_inputs
+    from storbench.telemetry.digest import RemoteDigest
+
+    o = observation(iops=1000.0, lat_mean_ns=1e6, host_cpu_busy_pct=20.0, node_cpu_busy_pct=30.0)
+    assert o.telemetry is not None
+    remote = (RemoteDigest("osd1:9100", "cpu_busy_pct", 60.0, 70.0),
+              RemoteDigest("osd2:9100", "cpu_busy_pct", 20.0, 25.0),
+              RemoteDigest("osd2:9100 device=sdb", "disk_util_pct", 97.0, 99.0),
+              RemoteDigest("osd1:9100 device=sda", "disk_util_pct", 10.0, 12.0))
+    verdict = judge(bottleneck_inputs([replace(o, telemetry=replace(o.telemetry, remote=remote))]))
+    assert verdict.kind == Bottleneck.MEDIA and verdict.evidence.startswith("sdb of node osd2:9100 busy 97 %")
+    assert [f.resource for f in verdict.findings] == ["sdb of node osd2:9100"]
+
+
+def test_client_stack_needs_the_storage_latency_shown_below_half_the_clients() -> None:
+    """A flat curve whose OSDs answered in 4.2, 16.8 and 9.9 ms of a 21 ms client mean at its top: half by the mean,
+    but the interval of the OSDs' latency reaches 26 ms, so "client stack" is not shown (it stays capped); with
+    the OSDs steady at 4.2 ms it is."""
+    def top(osd: tuple[float, float, float]) -> PointSummary:
+        rows = [observation(case_id=f"d{depth}", iodepth=depth, repeat=r, iops=3000.0 + r, lat_mean_ns=lat * 1e6,
+                            host_cpu_busy_pct=15.0, client_cpu_cores=0.2, disk_busiest_util_pct=20.0,
+                            osd_lat_ns=(osd if depth == 64 else (lat / 2, lat / 2, lat / 2))[r] * 1e6)
+                for depth, lat in ((1, 0.33), (16, 5.3), (64, 21.0)) for r in range(3)]
+        return summarize_points(rows)[-1]
+
+    assert top((4.2, 16.8, 9.87)).bottleneck.kind == Bottleneck.CAPPED
+    assert top((4.2, 4.3, 4.1)).bottleneck.kind == Bottleneck.CLIENT_STACK

@@ -297,3 +297,83 @@ def _nightly_runs(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -
     assert re.search(r"-[2-6]\d\.\d% \[-\d+\.\d, -\d+\.\d\]", html), err  # the step's mark: about -50 % [..]
     code, _, err = run_cli(capsys, "run", str(plan), "--db", db, "--label", "build=b6", "--resume")
     assert code == 2 and "a resumed run keeps the labels it started with" in err, err
+
+
+def test_one_run_on_a_new_machine_keeps_the_machines_histories_apart() -> None:
+    """A and B, 8 nights each (1,000 and 2,000 IOPS); tonight a runner never seen before runs once, and A falls
+    30 %. The runner's one run is a history of its own; A's stays A's, and the gate sees its fall (it had merged
+    every machine into one history whose interval hid it)."""
+    from storbench.report.history import regression_lines
+    from storbench.stats.history import point_histories
+    from synthetic import observation
+
+    found, contexts = [], {}
+
+    def run(host: str, at: float, iops: float) -> None:
+        run_id = len(contexts) + 1
+        contexts[run_id] = RunContext(run_id, at, (), (("host", host),))
+        found.extend(observation(run_id=run_id, repeat=r, direction="read", iops=iops + d)
+                     for r, d in enumerate((-4, 0, 4)))
+
+    for night in range(8):
+        run("A", night * 86400.0, 1000 + (night % 3) * 3)
+        run("B", night * 86400.0 + 3600, 2000 + (night % 2) * 5)
+    run("ci-runner-x", 8 * 86400.0, 1500)
+    run("A", 8 * 86400.0 + 7200, 700)
+    histories = point_histories(found, contexts, ["iops"])
+    assert sorted(str(h.host) for h in histories) == ["A", "B", "None"]
+    (regression,) = regression_lines(histories, 5.0)
+    assert "on A — IOPS: run 18 -30.2% against the level of its 8 runs before" in regression
+
+
+def test_a_step_from_a_level_of_zero_has_no_percent_and_fails_the_gate() -> None:
+    """A failover blackout of 0 s for six runs, then 30 s: no "+0.0% [+0.0, +0.0]" (a claim that nothing changed),
+    but "from a level of 0", and the gate fires whatever its threshold."""
+    from storbench.report.history import regression_lines, step_text
+    from storbench.stats.history import PointHistory
+
+    runs = [level(i, [0.0, 0.0, 0.0]) for i in range(1, 7)] + [level(i, [29.0, 30.0, 31.0]) for i in range(7, 9)]
+    (change,) = change_points(runs)
+    assert change.change_pct is None and step_text(change) == "from a level of 0"
+    last = last_run_check(runs[:7])
+    assert last is not None and last.change_pct is None and last.below(higher_is_better=False)
+    from synthetic import observation
+
+    history = PointHistory(observation(direction="write", iops=1.0).case, "write", "blackout_s", tuple(runs[:7]),
+                           change_points(runs[:7]), last)
+    (regression,) = regression_lines([history], 50.0)
+    assert "run 7 from a level of 0" in regression
+
+
+def test_the_history_figure_draws_runs_in_their_order_not_by_id() -> None:
+    """Runs 10-12 ran before runs 1-9 (an import numbers older runs anew): the figure's x follows the series'
+    order, each tick named by its run, and a step at run 1 is marked between runs 12 and 1."""
+    from storbench.report.history import history_figures
+    from storbench.stats.history import PointHistory
+    from synthetic import observation
+
+    ids = [10, 11, 12, *range(1, 10)]
+    runs = tuple(RunLevel(RunContext(run_id, float(i), (), ()), (1000.0 + d, 1002.0 + d) if i < 3 else
+                          (800.0 + d, 802.0 + d))
+                 for i, (run_id, d) in enumerate(zip(ids, (0, 3, -2, 1, 0, 2, -1, 3, 0, -2, 1, 2), strict=True)))
+    changes = change_points(runs)
+    assert [c.run_id for c in changes] == [1]
+    figure = history_figures([PointHistory(observation(direction="read", iops=1.0).case, "read", "iops", runs,
+                                           changes, None)])[0]
+    assert figure.x_tickvals == tuple(float(i) for i in range(1, 13))
+    assert figure.x_ticktext == tuple(f"run {run_id}" for run_id in ids)
+    assert [mark.value for mark in figure.x_marks] == [3.5]
+
+
+def test_a_newest_run_with_fewer_repetitions_is_judged_with_its_own_noise() -> None:
+    """Runs of 3 repetitions that differ only by their repetitions' 5 % noise; the newest run kept one (the others
+    failed): its mean is noisier than the level's runs', and it is judged worse about 2.5 % of the time, not 7 %."""
+    rng = random.Random(11)
+    worse = 0
+    for _ in range(600):
+        runs = [level(i, [1000 * (1 + rng.gauss(0, 0.05)) for _ in range(3)]) for i in range(10)]
+        runs.append(level(10, [1000 * (1 + rng.gauss(0, 0.05))]))
+        check = last_run_check(runs)
+        assert check is not None
+        worse += check.below(higher_is_better=True)
+    assert worse / 600 <= 0.045, worse

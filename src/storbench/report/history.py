@@ -14,7 +14,7 @@ from storbench.model import LabPoint
 from storbench.report.events import case_text
 from storbench.report.figures import FigureSpec, Mark, Series
 from storbench.stats.estimate import estimate
-from storbench.stats.history import MIN_HOST_RUNS, PointHistory, RunContext, RunLevel, new_step
+from storbench.stats.history import MIN_HOST_RUNS, ChangePoint, PointHistory, RunContext, RunLevel, new_step
 from storbench.stats.metrics import SUMMARY_METRICS, Metric
 from storbench.units import format_latency_ns
 
@@ -84,12 +84,10 @@ def history_lines(histories: Sequence[PointHistory]) -> list[str]:
             if recorded:
                 lines.append(f"             {recorded}")
         for change in history.changes:
-            low, high = change.change_ci_pct
             what = "; ".join(change.what_changed) or "nothing recorded changed"
             lines.append(f"  change at run {change.run_id}: {value_text(metric, change.before_mean)} -> "
-                         f"{value_text(metric, change.after_mean)}, {change.change_pct:+.1f}% [{low:+.1f}, "
-                         f"{high:+.1f}] (p {change.p_value:.2g} when found, with "
-                         f"{change.found_with} runs); changed with it: {what}")
+                         f"{value_text(metric, change.after_mean)}, {step_text(change)} (p {change.p_value:.2g} "
+                         f"when found, with {change.found_with} runs); changed with it: {what}")
         if history.changes:
             lines.append(f"  {CAUSE_NOT_SHOWN}")
         if history.hosts > 1:
@@ -103,7 +101,8 @@ def history_lines(histories: Sequence[PointHistory]) -> list[str]:
                          "before it, since the last change point)")
         if last is not None:
             worse = last.below(metric.higher_is_better)
-            lines.append(f"  last run {last.run_id}: {value_text(metric, last.mean)}, {last.change_pct:+.1f}% "
+            pct = "from a level of 0" if last.change_pct is None else f"{last.change_pct:+.1f}%"
+            lines.append(f"  last run {last.run_id}: {value_text(metric, last.mean)}, {pct} "
                          f"against the level of its {last.level_runs} runs before "
                          f"({value_text(metric, last.level_mean)}; one more run there: "
                          f"[{value_text(metric, last.low)}, {value_text(metric, last.high)}])"
@@ -127,8 +126,10 @@ def history_records(histories: Sequence[PointHistory]) -> list[dict[str, Any]]:
                 "ci_high": None if found is None else found.ci_high,
                 "labels": dict(level.context.labels), "recorded": dict(level.context.recorded),
                 "change_pct": None if change is None else change.change_pct,
-                "change_ci_low_pct": None if change is None else change.change_ci_pct[0],
-                "change_ci_high_pct": None if change is None else change.change_ci_pct[1],
+                "change_ci_low_pct": None if change is None or change.change_ci_pct is None
+                else change.change_ci_pct[0],
+                "change_ci_high_pct": None if change is None or change.change_ci_pct is None
+                else change.change_ci_pct[1],
                 "changed_with": [] if change is None else list(change.what_changed),
             })
     return records
@@ -145,17 +146,29 @@ def regression_lines(histories: Sequence[PointHistory], threshold_pct: float) ->
             continue
         sign = -1.0 if metric.higher_is_better else 1.0
         last = history.last
-        if last is not None and last.below(metric.higher_is_better) and sign * last.change_pct >= threshold_pct:
-            lines.append(f"regression: {point_title(history)}: run {last.run_id} {last.change_pct:+.1f}% against "
+        # from a level of 0 a change has no percent: any step away from it on the worse side is past the threshold
+        if last is not None and last.below(metric.higher_is_better) and (
+                last.change_pct is None or sign * last.change_pct >= threshold_pct):
+            pct = "from a level of 0" if last.change_pct is None else f"{last.change_pct:+.1f}%"
+            lines.append(f"regression: {point_title(history)}: run {last.run_id} {pct} against "
                          f"the level of its {last.level_runs} runs before, outside the interval one more run there "
                          "falls in 95 % of the time")
         step = new_step(history)
-        if step is not None and sign * step.change_pct >= threshold_pct and min(
-                sign * step.change_ci_pct[0], sign * step.change_ci_pct[1]) > 0:
-            lines.append(f"regression: {point_title(history)}: a step at run {step.run_id}, {step.change_pct:+.1f}% "
-                         f"[{step.change_ci_pct[0]:+.1f}, {step.change_ci_pct[1]:+.1f}], its new level the last "
-                         f"{len(history.runs) - step.at} runs")
+        if step is not None and (
+                sign * (step.after_mean - step.before_mean) > 0 if step.change_ci_pct is None or step.change_pct is None
+                else sign * step.change_pct >= threshold_pct
+                and min(sign * step.change_ci_pct[0], sign * step.change_ci_pct[1]) > 0):
+            lines.append(f"regression: {point_title(history)}: a step at run {step.run_id}, {step_text(step)}, its "
+                         f"new level the last {len(history.runs) - step.at} runs")
     return lines
+
+
+def step_text(change: ChangePoint) -> str:
+    """'+12.3% [+8.1, +16.5]', or 'from a level of 0' where the level before was 0 (no percent change)."""
+    if change.change_pct is None or change.change_ci_pct is None:
+        return "from a level of 0"
+    low, high = change.change_ci_pct
+    return f"{change.change_pct:+.1f}% [{low:+.1f}, {high:+.1f}]"
 
 
 HISTORY_SECTION = "History"
@@ -165,8 +178,8 @@ MIN_RUNS_DRAWN = 3
 
 def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
     """A figure per point and metric measured by at least MIN_RUNS_DRAWN runs: each run's mean with its own
-    repetitions' interval, each level between change points as a dashed line, each change point marked with its
-    size and interval."""
+    repetitions' interval, in the runs' order (start time, each named by its id), each level between change points
+    as a dashed line, each change point marked with its size and interval."""
     figures = []
     numbers: dict[tuple[object, ...], int] = {}  # a number per point: its metrics' figures share it
     for history in (h for h in histories if len(h.runs) >= MIN_RUNS_DRAWN):
@@ -177,7 +190,9 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
         scale = 1e-6 if metric.unit == "ns" else 1.0  # latencies in ms
         unit = "ms" if metric.unit == "ns" else metric.unit
         y_label = f"{metric.label} ({unit})" if unit and unit != metric.label else metric.label  # not "IOPS (IOPS)"
-        x = tuple(float(level.context.run_id) for level in history.runs)
+        # the runs in their order (by start time: an imported run's id need not follow it), each named by its id
+        x = tuple(float(i + 1) for i in range(len(history.runs)))
+        run_ids = [level.context.run_id for level in history.runs]
         halves = [_half_width(level) for level in history.runs]
         series = [Series("run mean (± its repetitions' 95 % CI)", x,
                          tuple(level.mean * scale for level in history.runs),
@@ -185,8 +200,8 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
                          # the lower arm cut at zero, as every table's interval (no negative IOPS or latency)
                          error_y_minus=tuple(min(h or 0.0, level.mean) * scale
                                              for h, level in zip(halves, history.runs, strict=True)),
-                         text=tuple(" ".join(f"{k}={v}" for k, v in level.context.labels) or f"run {int(v)}"
-                                    for level, v in zip(history.runs, x, strict=True)))]
+                         text=tuple(" ".join(f"{k}={v}" for k, v in level.context.labels) or f"run {run_id}"
+                                    for level, run_id in zip(history.runs, run_ids, strict=True)))]
         bounds = [0, *(c.at for c in history.changes), len(history.runs)]
         level_x: list[float | str] = []
         level_y: list[float] = []
@@ -199,13 +214,12 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
             level_y.extend((level_mean,) * (end - start))
         series.append(Series("level (between change points)", tuple(level_x), tuple(level_y), mode="lines",
                              dash=True, color="#7f7f7f"))
-        marks = tuple(Mark((x[c.at - 1] + x[c.at]) / 2,
-                           f"{c.change_pct:+.1f}% [{c.change_ci_pct[0]:+.1f}, {c.change_ci_pct[1]:+.1f}]")
-                      for c in history.changes)
+        marks = tuple(Mark((x[c.at - 1] + x[c.at]) / 2, step_text(c)) for c in history.changes)
         figures.append(FigureSpec(
             figure_id=f"history-{number + 1}-{history.metric}", title=point_title(history),
             x_label="run", y_label=y_label, series=tuple(series),
-            x_tickvals=x, x_ticktext=tuple(f"run {int(v)}" for v in x), x_marks=marks, section=HISTORY_SECTION,
+            x_tickvals=x, x_ticktext=tuple(f"run {run_id}" for run_id in run_ids), x_marks=marks,
+            section=HISTORY_SECTION,
             caption="each run's mean with its repetitions' interval; dashed: the level between change points; a "
                     "vertical line: a change point with the step and its 95 % interval "
                     "(docs/methodology.md#history-and-change-points)"

@@ -82,7 +82,7 @@ class BottleneckInputs:
     busiest_interface: str
     interface_util_pct: float | None
     interface_bytes_per_s: float | None
-    storage_node: str
+    storage_node: str  # the storage node whose CPU is busiest (else whose disk is)
     node_cpu_busy_pct: float | None
     node_disk_util_pct: float | None
     iops: float | None  # all directions together
@@ -93,6 +93,8 @@ class BottleneckInputs:
     ioengine: str
     osd_quota_cores: float | None = None  # lab.ceph.osd_cpus: each OSD's CPU quota
     osds: int | None = None
+    clients: int = 1  # fio clients (hosts or pods): the ceiling is one client's
+    storage_disk: str = ""  # the storage nodes' busiest disk, "sdb of node osd2:9100" ('' unknown)
     # what each I/O cost in CPU (`stats.cost`): (component, µs per I/O), the costliest first
     cost_us_per_io: tuple[tuple[str, float], ...] = ()
 
@@ -139,10 +141,11 @@ def findings_for(x: BottleneckInputs) -> list[Finding]:
                                  f"fio uses {per_job:.2f} cores per job ({x.jobs} job{'s' * (x.jobs > 1)}): the "
                                  "client process is saturated"))
     if x.ceiling_iops and x.iops is not None:
-        share = x.iops / x.ceiling_iops
+        share = x.iops / max(1, x.clients) / x.ceiling_iops  # the ceiling is one client's (fio on this host)
         if share >= CEILING_FRACTION:
+            whose = "IOPS are" if x.clients <= 1 else f"each of the {x.clients} clients' IOPS are"
             found.append(Finding(Bottleneck.CLIENT, share / CEILING_FRACTION,
-                                 f"IOPS are {share:.0%} of what this client drives on fio's null engine "
+                                 f"{whose} {share:.0%} of what one client drives on fio's null engine "
                                  f"({x.ceiling_iops:,.0f})"))
     busy_pressure = (x.host_cpu_busy_pct or 0.0) / HOST_CPU_BUSY_PCT
     wait_pressure = (x.host_cpu_pressure_pct or 0.0) / CPU_PRESSURE_PCT
@@ -173,9 +176,9 @@ def findings_for(x: BottleneckInputs) -> list[Finding]:
                              f"{x.busiest_device} busy {x.device_util_pct:.0f} % of the time{queue}",
                              x.busiest_device))
     if x.node_disk_util_pct is not None and x.node_disk_util_pct >= DEVICE_UTIL_PCT:
+        disk = x.storage_disk or f"a disk of node {x.storage_node}"
         found.append(Finding(Bottleneck.MEDIA, x.node_disk_util_pct / DEVICE_UTIL_PCT,
-                             f"a disk of node {x.storage_node} busy {x.node_disk_util_pct:.0f} %",
-                             f"a disk of node {x.storage_node}"))
+                             f"{disk} busy {x.node_disk_util_pct:.0f} %", disk))
     if x.interface_util_pct is not None and x.interface_util_pct >= LINK_UTIL_PCT:
         moved = "" if x.interface_bytes_per_s is None else f" ({format_bytes(x.interface_bytes_per_s)}/s)"
         found.append(Finding(Bottleneck.NETWORK, x.interface_util_pct / LINK_UTIL_PCT,
@@ -224,10 +227,11 @@ def judge(x: BottleneckInputs) -> BottleneckVerdict:
                                  tuple(found), in_flight, slots)
     busiest = _busiest_text(x)
     if in_flight is not None and slots > 0 and in_flight >= QUEUE_FULL_FRACTION * slots:
+        untold = UNDER_DRIVEN_SYNC_UNTOLD if x.ioengine in SYNC_ENGINES else UNDER_DRIVEN_UNTOLD
         return BottleneckVerdict(
             Bottleneck.UNDER_DRIVEN,
             f"{in_flight:.1f} of {slots} I/O slots busy (IOPS x mean latency) and nothing saturated "
-            f"({busiest}): {UNDER_DRIVEN_UNTOLD}", (), in_flight, slots, busiest)
+            f"({busiest}): {untold}", (), in_flight, slots, busiest)
     queue = (f"; {in_flight:.1f} of {slots} I/O slots busy: fio did not keep its queue full"
              if in_flight is not None and slots > 0 else "")
     return BottleneckVerdict(Bottleneck.NOT_SATURATED,
@@ -242,6 +246,9 @@ def judge(x: BottleneckInputs) -> BottleneckVerdict:
 # what a single under-driven point cannot show; a sweep replaces it with what it does show (stats.point_verdicts)
 UNDER_DRIVEN_UNTOLD = ("more iodepth or jobs may raise IOPS (one point cannot show it: a sweep of iodepth, or search:, "
                        "would tell)")
+# ... for a sync engine, whose iodepth keeps no more I/Os in flight (one per job)
+UNDER_DRIVEN_SYNC_UNTOLD = ("more jobs may raise IOPS (a sync engine keeps one I/O per job in flight whatever its "
+                            "iodepth; one point cannot show it: a sweep of numjobs would tell)")
 # ... and what a single point where nothing saturated cannot show either (replaced the same way on a sweep)
 NOT_SATURATED_UNTOLD = ("whether more load raises IOPS one point cannot show (a sweep of iodepth, or search:, would "
                         "tell)")
@@ -263,6 +270,10 @@ class CurveStep:
     storage_lat_ns: float | None = None  # the storage's own latency for the same I/O (`stats.layers`)
     storage_layer: str = ""  # where that latency was measured: "OSDs", "MDS", "radosgw"
     client_daemon: str = ""  # a client stack of its own that was busy on this host (ceph-fuse), '' none
+    # the high end of the storage latency's 95 % interval and the low end of the client mean's (their means when
+    # there is none): "client stack" needs the storage shown below STORAGE_SHARE of the client's latency
+    storage_lat_high_ns: float | None = None
+    lat_mean_low_ns: float | None = None
 
 
 def flat_from(steps: Sequence[CurveStep]) -> int | None:
@@ -303,7 +314,9 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
     # a device at a provisioned cap is busy all the time from inside (the cap queues the I/Os on it): at the
     # declared limit, the cap explains a busy device
     explained = {Bottleneck.MEDIA} if at_declared else set()
-    local = [s for s in stretch if s.verdict.kind not in OVERRULABLE | explained]
+    # a point busy in anything the cap does not explain (its CPU beside the device) stays as its own verdict says
+    local = [s for s in stretch if s.verdict.kind not in OVERRULABLE | explained
+             or any(f.kind not in explained for f in s.verdict.findings)]
     if local:  # something of this host saturated along the stretch: its own verdict explains it
         return out
     lowest, highest = min(s.throughput.mean for s in stretch), max(s.throughput.mean for s in stretch)
@@ -313,7 +326,9 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
     spread = (f"{lowest:,.0f} to {highest:,.0f}" if what == "IOPS"
               else f"{format_bytes(lowest)}/s to {format_bytes(highest)}/s")
     storage = last.storage_lat_ns
-    if storage is not None and storage < STORAGE_SHARE * last.lat_mean_ns:
+    storage_high = last.storage_lat_high_ns if last.storage_lat_high_ns is not None else storage
+    client_low = last.lat_mean_low_ns if last.lat_mean_low_ns is not None else last.lat_mean_ns
+    if storage is not None and storage_high is not None and storage_high < STORAGE_SHARE * client_low:
         kind, share = Bottleneck.CLIENT_STACK, storage / last.lat_mean_ns
         layer = last.storage_layer or "storage"
         stack = (f"{last.client_daemon} on this host" if last.client_daemon

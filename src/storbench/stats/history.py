@@ -83,8 +83,8 @@ class ChangePoint:
     run_id: int
     before_mean: float
     after_mean: float
-    change_pct: float
-    change_ci_pct: tuple[float, float]  # the change's 95 % interval, relative to the level before
+    change_pct: float | None  # None: from a level of 0, where no percent change exists
+    change_ci_pct: tuple[float, float] | None  # the change's 95 % interval, relative to the level before
     p_value: float  # Bonferroni-adjusted over the splits considered, when it was found
     what_changed: tuple[str, ...]  # "label build: a1 -> b2", "lab volume iops: 2000 -> 1000", "kernel: ..."
     found_with: int = 0  # how many runs the series had when it was found (its size and interval use every run)
@@ -101,7 +101,7 @@ class LastRunCheck:
     level_runs: int
     low: float
     high: float
-    change_pct: float
+    change_pct: float | None  # None: against a level of 0
 
     def below(self, higher_is_better: bool) -> bool:
         """Worse than any run at that level would be 95 % of the time."""
@@ -232,11 +232,12 @@ def change_points(levels: Sequence[RunLevel], alpha: float = ALPHA) -> tuple[Cha
         before_mean = statistics.fmean(level.mean for level in before)
         after_mean = statistics.fmean(level.mean for level in after)
         half = t_quantile(CONFIDENCE, df) * math.sqrt(variance * (1 / len(before) + 1 / len(after)))
-        scale = 100.0 / before_mean if before_mean else 0.0
+        scale = 100.0 / before_mean if before_mean else None  # from a level of 0: no percent
         changes.append(ChangePoint(
             at=split, run_id=levels[split].context.run_id, before_mean=before_mean, after_mean=after_mean,
-            change_pct=(after_mean - before_mean) * scale,
-            change_ci_pct=((after_mean - before_mean - half) * scale, (after_mean - before_mean + half) * scale),
+            change_pct=None if scale is None else (after_mean - before_mean) * scale,
+            change_ci_pct=None if scale is None else ((after_mean - before_mean - half) * scale,
+                                                      (after_mean - before_mean + half) * scale),
             p_value=segments[split][0], what_changed=_what_changed(levels[split - 1].context, levels[split].context),
             found_with=segments[split][1]))
     return tuple(changes)
@@ -258,11 +259,16 @@ def last_run_check(levels: Sequence[RunLevel], confidence: float = CONFIDENCE,
         return None
     level_mean = statistics.fmean(run.mean for run in level)
     last = levels[-1]
-    # one more run's mean: the level's noise of a run (its own repetitions' share included) plus the level's error
-    half = t_quantile(confidence, df) * math.sqrt(variance * (1 + 1 / len(level)))
+    # one more run's mean: the level's noise of a run (its own repetitions' share included) plus the level's error,
+    # and what the newest run's fewer repetitions add (its own mean is noisier than the level's runs' were)
+    spreads = [statistics.variance(run.values) for run in level if len(run.values) >= 2]
+    within = statistics.fmean(spreads) if spreads else 0.0
+    typical = len(level) / sum(1 / len(run.values) for run in level)  # the level's runs' repetitions (harmonic)
+    fewer = within * max(0.0, 1 / len(last.values) - 1 / typical)
+    half = t_quantile(confidence, df) * math.sqrt(variance * (1 + 1 / len(level)) + fewer)
     return LastRunCheck(run_id=last.context.run_id, mean=last.mean, level_mean=level_mean, level_runs=len(level),
                         low=level_mean - half, high=level_mean + half,
-                        change_pct=100.0 * (last.mean - level_mean) / level_mean if level_mean else 0.0)
+                        change_pct=100.0 * (last.mean - level_mean) / level_mean if level_mean else None)
 
 
 def new_step(history: PointHistory) -> ChangePoint | None:
@@ -277,8 +283,9 @@ def point_histories(observations: Sequence[Observation], contexts: Mapping[int, 
     """Every point's history for each metric, over the runs that measured it (in run order), with its change
     points and its last run judged. A run's value is its successful repetitions' (all clients merged). Runs of
     different machines (merged stores) are different instances: a point measured by several machines, each with
-    at least MIN_HOST_RUNS runs of it, is a history per machine; otherwise (CI runners named anew each night), or
-    with ``pool_hosts``, one history, where a change of machine is one more thing that may change at a step."""
+    at least MIN_HOST_RUNS runs of it, is a history per machine; the runs of machines with fewer (CI runners named
+    anew each night, a machine new to the point), or all with ``pool_hosts``, are one history, where a change of
+    machine is one more thing that may change at a step."""
     by_point: dict[tuple[object, ...], dict[int, list[Observation]]] = {}
     cases: dict[tuple[object, ...], tuple[Case, str]] = {}
     measured = [o for o in observations if not o.client and o.direction is not None and o.measurement is not None]
@@ -293,11 +300,14 @@ def point_histories(observations: Sequence[Observation], contexts: Mapping[int, 
     hosts: dict[tuple[object, ...], dict[str, set[int]]] = {}
     for o, point in points:
         hosts.setdefault(point, {}).setdefault(contexts[o.run_id].host, set()).add(o.run_id)
-    apart = {point for point, runs in hosts.items()
-             if not pool_hosts and len(runs) > 1 and all(len(ids) >= MIN_HOST_RUNS for ids in runs.values())}
+    # each machine with MIN_HOST_RUNS runs of the point a history of its own; the others' runs (a runner named
+    # anew each night, a machine new to it) one history together: one run elsewhere does not merge the machines'
+    apart = {(point, host) for point, runs in hosts.items() for host, ids in runs.items()
+             if not pool_hosts and len(runs) > 1 and len(ids) >= MIN_HOST_RUNS}
     for o, point in points:
         assert o.direction is not None
-        key = (*point[:-1], contexts[o.run_id].host if point in apart else None, point[-1])
+        host = contexts[o.run_id].host
+        key = (*point[:-1], host if (point, host) in apart else None, point[-1])
         by_point.setdefault(key, {}).setdefault(o.run_id, []).append(o)
         cases.setdefault(key, (o.case, o.direction.value))
     histories = []
@@ -318,9 +328,9 @@ def point_histories(observations: Sequence[Observation], contexts: Mapping[int, 
             changes = change_points(levels, alpha)
             swept_pairs = key[-1]
             assert isinstance(swept_pairs, tuple)
-            host = key[-2]
-            assert host is None or isinstance(host, str)
+            series_host = key[-2]
+            assert series_host is None or isinstance(series_host, str)
             histories.append(PointHistory(case, direction, metric, tuple(levels), changes,
-                                          last_run_check(levels, last_confidence, alpha), swept_pairs, host,
+                                          last_run_check(levels, last_confidence, alpha), swept_pairs, series_host,
                                           len({level.context.host for level in levels})))
     return histories

@@ -9,6 +9,8 @@ from dataclasses import replace
 
 from storbench.stats.bottleneck import (
     NOT_SATURATED_UNTOLD,
+    SYNC_ENGINES,
+    UNDER_DRIVEN_SYNC_UNTOLD,
     UNDER_DRIVEN_UNTOLD,
     Bottleneck,
     BottleneckVerdict,
@@ -47,7 +49,9 @@ def _step(point: PointSummary, load: float, label: str, field: str) -> CurveStep
     storage = point.metric("storage_lat_ns")
     return CurveStep(load=load, label=label, throughput=throughput, lat_mean_ns=latency.mean if latency else None,
                      verdict=point.bottleneck, storage_lat_ns=storage.mean if storage else None,
-                     storage_layer=point.storage_layer, client_daemon=client_daemon(point.process_cpu_cores))
+                     storage_layer=point.storage_layer, client_daemon=client_daemon(point.process_cpu_cores),
+                     storage_lat_high_ns=storage.ci_high if storage and storage.ci_high is not None else None,
+                     lat_mean_low_ns=latency.ci_low if latency and latency.ci_low is not None else None)
 
 
 def _remote_evidence(points: Sequence[PointSummary], members: Sequence[int]) -> str:
@@ -91,6 +95,8 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
     for members, axis, what in curves:
         if any(_self_limited(points[i]) for i in members):
             continue  # fio itself holds the rate: a flat curve is the plan's own limit, not the storage's
+        if axis == "iodepth" and any(points[i].case.workload.ioengine in SYNC_ENGINES for i in members):
+            continue  # a sync engine's iodepth keeps no more I/Os in flight: along it the load never changed
         steps = []
         for i in members:
             p = points[i]
@@ -109,6 +115,8 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
             judged = sweep_verdicts(steps, [out[i].bottleneck for i in members], what, declared,
                                     _remote_evidence(points, members))
             for i, verdict in zip(members, judged, strict=True):
+                if verdict.kind == Bottleneck.CAPPED and axis != BLOCK_SIZE:
+                    verdict = _cap_refuted(points, i, axis, verdict) or verdict
                 out[i] = replace(out[i], bottleneck=verdict)
             first = points[members[0]]
             since = (f"bs {format_block_size(first.bs_bytes)}" if axis == BLOCK_SIZE
@@ -119,6 +127,39 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
                     verdict = out[i].bottleneck
                     out[i] = replace(out[i], bottleneck=replace(verdict, evidence=f"{verdict.evidence}; {grew}"))
     return out
+
+
+def _loads_text(point: PointSummary) -> str:
+    w = point.case.workload
+    return f"iodepth {w.iodepth}, numjobs {w.numjobs}" + (f", {point.case.clients} clients" if point.case.clients > 1
+                                                           else "")
+
+
+def _cap_refuted(points: Sequence[PointSummary], i: int, axis: Axis, capped: BottleneckVerdict
+                 ) -> BottleneckVerdict | None:
+    """A point capped along one load axis whose IOPS another load of the same case (more jobs or clients at any
+    depth: everything but the three loads the same, in the same runs) is shown to raise (`judge_change`, rising):
+    the flat curve is a limit per job or per client, not one beyond this host. That verdict, or None."""
+    point = points[i]
+
+    def loads_apart(p: PointSummary) -> object:
+        return replace(p.curve_key("iodepth", pool_runs=False), numjobs=None, clients=None)
+
+    family = loads_apart(point)
+    here = point.metric("iops")
+    if here is None:
+        return None
+    for other in points:
+        there = other.metric("iops")
+        if other is point or there is None or loads_apart(other) != family:
+            continue
+        change = judge_change(here, there)
+        if change.trend is Trend.RISING:
+            return BottleneckVerdict(Bottleneck.UNDER_DRIVEN, (
+                f"IOPS flat along {axis} ({_loads_text(point)}), yet {_loads_text(other)} gave {change.text()}: the "
+                "flat curve is a limit per job or per client, not beyond this host; more jobs or clients, not more "
+                "of it, raise IOPS"))
+    return None
 
 
 def cost_growth(first: PointSummary, point: PointSummary, since: str) -> str:
@@ -144,8 +185,9 @@ def cost_growth(first: PointSummary, point: PointSummary, since: str) -> str:
 
 def left_untold(verdict: BottleneckVerdict) -> str | None:
     """What a point's verdict leaves for a sweep to tell (under-driven, not saturated), None if nothing."""
-    if verdict.kind == Bottleneck.UNDER_DRIVEN and UNDER_DRIVEN_UNTOLD in verdict.evidence:
-        return UNDER_DRIVEN_UNTOLD
+    for untold in (UNDER_DRIVEN_UNTOLD, UNDER_DRIVEN_SYNC_UNTOLD):
+        if verdict.kind == Bottleneck.UNDER_DRIVEN and untold in verdict.evidence:
+            return untold
     if verdict.kind == Bottleneck.NOT_SATURATED and NOT_SATURATED_UNTOLD in verdict.evidence:
         return NOT_SATURATED_UNTOLD
     return None
