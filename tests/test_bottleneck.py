@@ -539,3 +539,15 @@ def test_client_stack_needs_the_storage_latency_shown_below_half_the_clients() -
 
     assert top((4.2, 16.8, 9.87)).bottleneck.kind == Bottleneck.CAPPED
     assert top((4.2, 4.3, 4.1)).bottleneck.kind == Bottleneck.CLIENT_STACK
+
+
+def test_a_capped_curve_is_not_refuted_by_its_own_points_or_by_fewer_jobs() -> None:
+    """One job, iodepth 1/4/16/64 giving 1,000/3,000/3,000/2,700 IOPS: a capped curve that sags at its top. Its own
+    iodepth 4 point has more IOPS than iodepth 64, but it is not more jobs or clients: the cap stands."""
+    rows = [observation(case_id=f"d{depth}", iodepth=depth, repeat=rep, iops=iops * (1 + 0.002 * rep),
+                        lat_mean_ns=depth / iops * 1e9, host_cpu_busy_pct=30.0, client_cpu_cores=0.3,
+                        disk_busiest_util_pct=40.0)
+            for depth, iops in ((1, 1000.0), (4, 3000.0), (16, 3000.0), (64, 2700.0)) for rep in range(3)]
+    verdicts = {p.case_id: p.bottleneck for p in summarize_points(rows)}
+    assert verdicts["d64"].kind == Bottleneck.CAPPED, verdicts["d64"]
+    assert "per job" not in verdicts["d64"].evidence

@@ -233,3 +233,22 @@ def test_both_sides_in_the_same_runs_are_paired_run_by_run() -> None:
     assert cell.verdict is Verdict.WORSE and cell.difference.change_pct == pytest.approx(-5, abs=1.5)
     assert cell.difference.change_ci_low_pct is not None and cell.difference.change_ci_high_pct is not None
     assert -8 < cell.difference.change_ci_low_pct < cell.difference.change_ci_high_pct < -2
+
+
+def test_a_run_whose_repetitions_all_failed_is_no_sample() -> None:
+    """Baseline runs 1 and 2 (run 2's repetitions all failed), candidate run 3, 30 % lower: one run a side that
+    measured anything, so repetitions as before ("two runs", worse), not "runs apart" with no interval."""
+    rng = random.Random(5)
+    observations = [*_runs({1: 1000.0}, 3, rng), *_runs({3: 700.0}, 3, rng),
+                    *(observation(run_id=2, repeat=rep, case_id="c1", status="failed", direction="", iops=None)
+                      for rep in range(3))]
+    tags = {1: ("before",), 2: ("before",), 3: ("after",)}
+    (comparison,) = compare_observations(observations, parse_selector("tag=before"), parse_selector("tag=after"),
+                                         tags)
+    cell = comparison.cell("iops")
+    assert cell is not None and cell.difference is not None
+    assert (comparison.design, comparison.per_run, cell.difference.method) == ("two runs", False, "welch")
+    assert cell.verdict is Verdict.WORSE
+    (point,) = summarize_points([o for o in observations if tags[o.run_id] == ("before",)])
+    iops = point.metric("iops")
+    assert iops is not None and iops.n == 3 and not iops.per_run  # one run measured: its repetitions

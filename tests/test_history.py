@@ -377,3 +377,21 @@ def test_a_newest_run_with_fewer_repetitions_is_judged_with_its_own_noise() -> N
         assert check is not None
         worse += check.below(higher_is_better=True)
     assert worse / 600 <= 0.045, worse
+
+
+def test_a_percentile_in_one_histogram_bin_every_run_is_not_judged() -> None:
+    """Eight runs whose every p99 is fio's bin at 2,015,232 ns, then one in the next bin: no spread below the bins'
+    resolution, so no zero-width interval that calls the next bin a regression (`--fail-on-regression 0`)."""
+    from storbench.report.history import regression_lines
+    from storbench.stats.history import point_histories
+    from synthetic import observation
+
+    found, contexts = [], {}
+    for run_id in range(1, 10):
+        contexts[run_id] = RunContext(run_id, float(run_id), (), (("host", "h"),))
+        p99 = 2_015_232 if run_id < 9 else 2_031_616
+        found.extend(observation(run_id=run_id, repeat=r, direction="read", iops=1000.0 + r + run_id % 3,
+                                 lat_p99_ns=p99) for r in range(3))
+    histories = {h.metric: h for h in point_histories(found, contexts, ["iops", "lat_p99_ns"])}
+    assert histories["lat_p99_ns"].last is None and histories["iops"].last is not None
+    assert regression_lines(list(histories.values()), 0.0) == []

@@ -314,7 +314,7 @@ def test_a_paired_change_that_is_undecided_says_how_many_rounds_would_tell() -> 
     curve = curve_of({1: three(1000.0), 16: three(1150.0)}, {1: 0.3, 16: 4.0})
     knee = Knee(None, KneeKind.UNDECIDED, change, 0, 1)
     text = undecided_text(knee, curve.points, "iodepth")
-    assert "(90 %, paired over 4 rounds)" in text and f"about {change.repetitions_needed} repetitions" in text
+    assert "(90 %, paired over 4 rounds)" in text and f"about {change.repetitions_needed} rounds would tell" in text
 
 
 def _alternating(means: Sequence[float], rounds: int, cv: float, drift: float, shared: float,

@@ -75,6 +75,9 @@ def find_offer(step: FaultStep, offers: Sequence[FaultOffer]) -> FaultOffer | No
     return next((o for o in offers if o.action == step.action and re.fullmatch(o.targets, step.target)), None)
 
 
+LAST_SECOND_S = 1.0  # a fault this close to the end of the measured section cannot be read from fio's logs
+
+
 def fault_problems(steps: Sequence[FaultStep], measured_s: float, offers: Sequence[FaultOffer]) -> list[str]:
     """One line per problem, with the fix: a fault no lab of the plan offers, a time outside the measured
     section, a restore that cannot be done or falls outside it, two faults on one target at once."""
@@ -99,6 +102,9 @@ def fault_problems(steps: Sequence[FaultStep], measured_s: float, offers: Sequen
         if not 0 < step.at_s < measured_s:
             problems.append(f"{where}: outside the measured section (0 to {measured_s:g}s after the ramp); "
                             "give a time inside it, leaving time before it for the level to compare with")
+        elif step.at_s > measured_s - LAST_SECOND_S:  # fio's logs end up to a second early anyway
+            problems.append(f"{where}: in the last second of the measured section ({measured_s:g}s), too late to "
+                            "read what it did; give an earlier time, leaving time after it for the recovery")
         if step.restore_after_s is not None:
             if not offer.restore:
                 problems.append(f"{where}: {offer.lab} cannot undo '{step.action}' within a run; drop "

@@ -11,7 +11,7 @@ from storbench.model.objective import LatencyObjective
 from storbench.report.labels import curve_lab_keys, curve_label
 from storbench.report.tables import plain_cell, rate_unit
 from storbench.stats.knee import MIN_LATENCY_GROWTH, Curve, CurvePoint, Knee, KneeKind, best_under_objective
-from storbench.stats.trend import FLAT_MARGIN
+from storbench.stats.trend import FLAT_MARGIN, what_would_tell
 from storbench.units import format_latency_ns
 
 
@@ -30,15 +30,9 @@ def undecided_text(knee: Knee, points: Sequence[CurvePoint], axis: str) -> str:
         return "undecided"
     a, b = points[knee.pending_from].load, points[knee.pending_to].load
     shown = change.text()
-    single = any(e is not None and e.n < 2 for e in (points[knee.pending_from].point.metric("iops"),
-                                                      points[knee.pending_to].point.metric("iops")))
-    if change.low is None and single:
-        more = "a point of one repetition shows no flatness: repeat each point (repeat: 3 or more)"
-    elif change.low is None:  # a steady-state window's figures: chosen for their small spread
-        more = ("a steady-state window gives no interval and shows no flatness: measure rounds after it "
-                "(steady_state.confirm)")
-    elif change.repetitions_needed is not None:
-        more = f"about {change.repetitions_needed} repetitions per point would tell"
+    lower, higher = points[knee.pending_from].point.metric("iops"), points[knee.pending_to].point.metric("iops")
+    if lower is not None and higher is not None:
+        more = what_would_tell(change, lower, higher)  # the per-point verdicts' words (points pooled over runs: runs)
     else:
         more = "more repetitions, or a longer runtime for steadier points, would tell"
     return (f"undecided: IOPS from {axis} {a} to {b} changed {shown}, neither a rise nor shown within "

@@ -105,6 +105,7 @@ class PointComparison:
     cells: tuple[CellComparison, ...]
     design: str = ""  # how the two sides ran (DESIGNS); "" when not known (built outside compare_observations)
     question: Question | None = None  # both sides in one run that stopped when decided: what that run asked
+    per_run: bool = False  # a side spans several runs: its cells' samples are the runs' means (`stats.compare_runs`)
 
     def cell(self, field: str) -> CellComparison | None:
         return next((c for c in self.cells if c.metric.field == field), None)

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from storbench.stats.compare_cells import PointComparison
-from storbench.stats.compare_runs import shared_runs, spans_runs
 from storbench.stats.selectors import Selector, blocked_settings
 
 # How the two sides of a comparison ran (said under every comparison, `report.compare_tables.design_lines`), and whether
@@ -56,10 +55,10 @@ def design_of(comparison: PointComparison, interleaved_runs: frozenset[int], blo
               bring_ups: Mapping[int, str]) -> str:
     """The design of one comparison (a key of DESIGNS)."""
     runs = {*comparison.baseline.run_ids, *comparison.candidate.run_ids}
-    if shared_runs(comparison):
-        return "paired by run"
-    if spans_runs(comparison):
-        return "runs apart"
+    if comparison.per_run:  # each run's mean one sample (`stats.compare_runs`): paired where the sides share runs
+        paired = any(cell.difference is not None and cell.difference.method == "paired by run"
+                     for cell in comparison.cells)
+        return "paired by run" if paired else "runs apart"
     if len(runs) != 1:
         return "two runs"
     (run,) = runs

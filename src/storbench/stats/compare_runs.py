@@ -19,14 +19,11 @@ from storbench.stats.point_summary import PointSummary
 from storbench.stats.sequential import paired_change, paired_values
 
 
-def spans_runs(comparison: PointComparison) -> bool:
-    """Whether either side's point spans several runs (the run is then the sample unit)."""
-    return len(comparison.baseline.run_ids) > 1 or len(comparison.candidate.run_ids) > 1
-
-
-def shared_runs(comparison: PointComparison) -> bool:
-    """Both sides in the same several runs: paired run by run."""
-    return spans_runs(comparison) and comparison.baseline.run_ids == comparison.candidate.run_ids
+def ok_runs(point: PointSummary, observations: Sequence[Observation]) -> frozenset[int]:
+    """The runs with a successful repetition of the point (a run whose repetitions all failed gives no sample)."""
+    return frozenset(o.run_id for o in observations
+                     if o.run_id in point.run_ids and o.case.case_id == point.case_id and not o.client and o.ok
+                     and o.direction == point.direction)
 
 
 def run_means(point: PointSummary, observations: Sequence[Observation], field: str) -> dict[int, float]:
@@ -40,7 +37,7 @@ def run_means(point: PointSummary, observations: Sequence[Observation], field: s
 
 
 def _cell(cell: CellComparison, comparison: PointComparison, observations: Sequence[Observation],
-          confidence: float) -> CellComparison:
+          confidence: float, shared: bool) -> CellComparison:
     field = cell.metric.field
     a = run_means(comparison.baseline, observations, field)
     b = run_means(comparison.candidate, observations, field)
@@ -49,7 +46,7 @@ def _cell(cell: CellComparison, comparison: PointComparison, observations: Seque
         return replace(cell, baseline=base, candidate=cand, difference=None,
                        verdict=Verdict.SAME if comparison.comparable else Verdict.NOT_COMPARABLE)
     difference: Difference = welch_difference(base, cand, confidence)
-    pairs = paired_values(a, b) if shared_runs(comparison) else None
+    pairs = paired_values(a, b) if shared else None
     change = paired_change(*pairs, confidence) if pairs is not None else None
     if change is not None and not (change.log_sd == 0 and cell.metric.quantised):
         mean = base.mean
@@ -64,7 +61,16 @@ def _cell(cell: CellComparison, comparison: PointComparison, observations: Seque
 
 def run_level(comparisons: Sequence[PointComparison], observations: Sequence[Observation],
               confidence: float) -> list[PointComparison]:
-    """The comparisons whose sides span several runs with their cells on run means (``_cell``); others as they
-    are. Each side's figures are then its run means' (n: runs)."""
-    return [replace(c, cells=tuple(_cell(cell, c, observations, confidence) for cell in c.cells))
-            if spans_runs(c) else c for c in comparisons]
+    """The comparisons whose sides span several runs (with a successful repetition each: ``ok_runs``) with their
+    cells on run means (``_cell``), marked ``per_run``; others as they are. Each side's figures are then its run
+    means' (n: runs); both sides in the same runs are paired run by run."""
+    out = []
+    for c in comparisons:
+        a, b = ok_runs(c.baseline, observations), ok_runs(c.candidate, observations)
+        if len(a) <= 1 and len(b) <= 1:
+            out.append(c)
+            continue
+        shared = a == b
+        out.append(replace(c, per_run=True, cells=tuple(_cell(cell, c, observations, confidence, shared)
+                                                        for cell in c.cells)))
+    return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from storbench.faults import LAST_SECOND_S
 from storbench.fio.jobfile import TIMELINE_LOG, timeline_log_client
 from storbench.fio.logs import LogRow, parse_log
 from storbench.model import Status, StoredRepetition
@@ -75,6 +76,9 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
                                   "no timeline logs")
     figures = logs_failover(logs, window, repetition.case.workload.runtime_s, round(fault.at_s * 1000),
                             round(restore.at_s * 1000) if restore is not None else None)
+    if figures is None:
+        return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, None,
+                                  "its fault came in the last second of the run: too late to read what it did")
     cluster_log = next((text for name, text in repetition.logs if name == LOG_NAME), None)
     cluster = cluster_recovery(parse_cluster_log(cluster_log), round(fault.at_s * 1000)) if cluster_log else None
     events_log = next((text for name, text in repetition.logs if name == EVENTS_LOG), None)
@@ -83,7 +87,9 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
                               cluster=cluster, pod_events=events)
 
 
-END_SLACK_MS = 1000  # the last row may come this much before the planned end of a run whose I/O never stopped
+# the last row may come this much before the planned end of a run whose I/O never stopped (a plan's fault is
+# refused this close to the end: `faults.fault_problems`)
+END_SLACK_MS = round(LAST_SECOND_S * 1000)
 
 
 def measured_section(logs: Sequence[ClientLog], window_ms: int, runtime_s: float, fault_ms: int | None = None,
@@ -103,11 +109,14 @@ def measured_section(logs: Sequence[ClientLog], window_ms: int, runtime_s: float
 
 
 def logs_failover(logs: Sequence[ClientLog], window_ms: int, runtime_s: float, fault_ms: int,
-                  restore_ms: int | None = None) -> Failover:
+                  restore_ms: int | None = None) -> Failover | None:
     """The failover figures of clients' logs (each with at least one row) of a run of ``runtime_s``: its measured
     section, and each client's own end by the same rule (a client whose log ends a little before another's did not
-    stall at the end)."""
+    stall at the end). None for a fault within END_SLACK_MS of the planned end: there the logs end a little early
+    anyway, so no row after it is no evidence that the I/O stopped, and a row is none that it did not."""
     start_ms, end_ms = measured_section(logs, window_ms, runtime_s, fault_ms)
+    if fault_ms > start_ms + round(runtime_s * 1000) - max(END_SLACK_MS, 3 * window_ms):
+        return None
     ends = {log.client: measured_section([log], window_ms, runtime_s, fault_ms, start_ms)[1] for log in logs}
     return failover(logs, window_ms, fault_ms, start_ms, end_ms, restore_ms, ends)
 

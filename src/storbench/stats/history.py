@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from storbench.model import Case, RunInfo
 from storbench.stats.estimate import t_quantile
+from storbench.stats.metrics import QUANTISED_FIELDS
 from storbench.stats.observations import Observation, metric_value
 from storbench.stats.special import t_sf
 
@@ -244,7 +245,7 @@ def change_points(levels: Sequence[RunLevel], alpha: float = ALPHA) -> tuple[Cha
 
 
 def last_run_check(levels: Sequence[RunLevel], confidence: float = CONFIDENCE,
-                   alpha: float = ALPHA) -> LastRunCheck | None:
+                   alpha: float = ALPHA, *, quantised: bool = False) -> LastRunCheck | None:
     """The newest run against the level before it: the runs since the last change point found among the runs
     before it (the newest run left out, so it cannot make its own level), at least MIN_SEGMENT_RUNS of them; the
     prediction interval (at ``confidence``, two-sided) of one more run's mean at that level. None with too few."""
@@ -255,7 +256,7 @@ def last_run_check(levels: Sequence[RunLevel], confidence: float = CONFIDENCE,
     if len(level) < MIN_SEGMENT_RUNS:
         return None
     variance, df = _noise_variance(level, [(0, len(level))])
-    if df < 1:
+    if df < 1 or (quantised and variance == 0):  # a percentile in one histogram bin every run: below its resolution
         return None
     level_mean = statistics.fmean(run.mean for run in level)
     last = levels[-1]
@@ -330,7 +331,7 @@ def point_histories(observations: Sequence[Observation], contexts: Mapping[int, 
             assert isinstance(swept_pairs, tuple)
             series_host = key[-2]
             assert series_host is None or isinstance(series_host, str)
-            histories.append(PointHistory(case, direction, metric, tuple(levels), changes,
-                                          last_run_check(levels, last_confidence, alpha), swept_pairs, series_host,
-                                          len({level.context.host for level in levels})))
+            last = last_run_check(levels, last_confidence, alpha, quantised=metric in QUANTISED_FIELDS)
+            histories.append(PointHistory(case, direction, metric, tuple(levels), changes, last, swept_pairs,
+                                          series_host, len({level.context.host for level in levels})))
     return histories

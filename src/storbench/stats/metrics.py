@@ -25,6 +25,7 @@ LAT_P50 = Metric("lat_p50_ns", "p50 latency", False, "ns", quantised=True)
 LAT_P95 = Metric("lat_p95_ns", "p95 latency", False, "ns", quantised=True)
 LAT_P99 = Metric("lat_p99_ns", "p99 latency", False, "ns", quantised=True)
 LAT_P999 = Metric("lat_p999_ns", "p99.9 latency", False, "ns", quantised=True)
+QUANTISED_FIELDS = frozenset(m.field for m in (LAT_P50, LAT_P95, LAT_P99, LAT_P999))  # read from histogram bins
 CPU_USR = Metric("cpu_usr", "fio usr CPU", False, "%")
 CPU_SYS = Metric("cpu_sys", "fio sys CPU", False, "%")
 DISK_UTIL = Metric("disk_util_pct", "disk utilisation", False, "%")

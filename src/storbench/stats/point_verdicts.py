@@ -149,9 +149,13 @@ def _cap_refuted(points: Sequence[PointSummary], i: int, axis: Axis, capped: Bot
     here = point.metric("iops")
     if here is None:
         return None
+
+    def streams(p: PointSummary) -> int:  # the jobs submitting I/O, over every client
+        return p.case.workload.numjobs * p.case.clients
+
     for other in points:
         there = other.metric("iops")
-        if other is point or there is None or loads_apart(other) != family:
+        if other is point or there is None or loads_apart(other) != family or streams(other) <= streams(point):
             continue
         change = judge_change(here, there)
         if change.trend is Trend.RISING:

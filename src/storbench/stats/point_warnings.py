@@ -91,11 +91,11 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
     if succeeded < total:
         warnings.append(StatWarning("failed_repetitions", f"{total - succeeded} of {total} repetitions failed",
                                     "see `storbench export` for their errors; rerun with --resume"))
-    runs = len({o.run_id for o in observations})
-    if iops is not None and iops.n < MIN_REPETITIONS and runs > 1:  # pooled: each run's mean one sample
+    per_run = iops is not None and iops.per_run  # pooled over runs: each run's mean one sample, n counts runs
+    if iops is not None and iops.n < MIN_REPETITIONS and per_run:
         warnings.append(StatWarning(
-            "few_runs", f"{runs} runs pooled, each run's mean one sample of the interval: n={iops.n}, a wide "
-            "interval", f"run the plan {MIN_REPETITIONS} times or more, or read a row per run"))
+            "few_runs", f"{iops.n} runs pooled, each run's mean one sample of the interval: a wide interval",
+            f"run the plan {MIN_REPETITIONS} times or more, or read a row per run"))
     elif iops is not None and iops.n < MIN_REPETITIONS:
         warnings.append(StatWarning(
             "few_repetitions", f"n={iops.n}" + (": no confidence interval" if iops.n < 2 else ": a wide interval"),
@@ -123,14 +123,20 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
         steady = ("the time is the cluster's: its controllers' queues and resyncs vary between repetitions; read "
                   "the interval and the tail" if figure == "time" else
                   "steady the points: a longer runtime or ramp, or precondition")
-        warnings.append(StatWarning("high_cv", f"CV {iops.cv_pct:.0f} %, at least {cv_low:.0f} %",
-                                    f"{steady} (more repetitions narrow the interval, not the spread)"))
+        if per_run:  # the spread between the runs' means: what differs from run to run
+            warnings.append(StatWarning("high_cv", f"CV between runs {iops.cv_pct:.0f} %, at least {cv_low:.0f} %",
+                                        "the runs differ (their instance, their time, the host's state): read a row "
+                                        "per run (more runs narrow the interval, not the spread)"))
+        else:
+            warnings.append(StatWarning("high_cv", f"CV {iops.cv_pct:.0f} %, at least {cv_low:.0f} %",
+                                        f"{steady} (more repetitions narrow the interval, not the spread)"))
     half = iops.half_width_pct if iops else None
     if iops is not None and half is not None and half > WIDE_INTERVAL_PCT:
         needed = math.ceil(iops.n * (half / WIDE_INTERVAL_PCT) ** 2)
         warnings.append(StatWarning(
-            "wide_interval", f"{figure} +-{half:.0f} % at n={iops.n}",
-            f"about {needed} repetitions would give +-{WIDE_INTERVAL_PCT:.0f} % (repeat: {needed})"))
+            "wide_interval", f"{figure} +-{half:.0f} % at n={iops.n}" + (" runs" if per_run else ""),
+            f"about {needed} runs would give +-{WIDE_INTERVAL_PCT:.0f} % (more repetitions in each do not)"
+            if per_run else f"about {needed} repetitions would give +-{WIDE_INTERVAL_PCT:.0f} % (repeat: {needed})"))
     if case.lab.volume is not None and case.lab.volume.bursty:
         warnings.append(StatWarning(
             "throttle_latency", "measured on the volume lab's kernel block throttle (before its pacer): I/Os pass in "

@@ -91,7 +91,7 @@ def bottleneck_inputs(ok: Sequence[Observation]) -> BottleneckInputs | None:
     )
 
 
-def run_samples(rows: Sequence[Observation], read: Callable[[Observation], float | None]) -> list[float]:
+def run_samples(rows: Sequence[Observation], read: Callable[[Observation], float | None]) -> dict[int, float]:
     """A point pooled over several runs: each run's mean of its repetitions' values, one sample a run. A run is one
     stretch of time on one instance: its repetitions share both, so over several runs they are not independent
     samples (pooled as if they were, the interval leaves the runs' own spread out)."""
@@ -99,7 +99,7 @@ def run_samples(rows: Sequence[Observation], read: Callable[[Observation], float
     for o in rows:
         if (value := read(o)) is not None:
             by_run.setdefault(o.run_id, []).append(float(value))
-    return [sum(values) / len(values) for values in by_run.values()]
+    return {run: sum(values) / len(values) for run, values in sorted(by_run.items())}
 
 
 def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mapping[int, int | None] | None = None,
@@ -161,17 +161,21 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                                         "figures (blackout, level after, recovery)")
         level = max((run_levels.get(o.run_id, CONFIDENCE) for o in group), default=CONFIDENCE)
         window_only = any(o.window_only for o in group)  # a steady window's rounds: chosen for their spread
-        pooled = len({o.run_id for o in group}) > 1
         for direction in directions:
             rows = [o for o in ok if o.direction == direction]
-            # pooled over runs, rounds pair nothing: each run's mean is one sample (`run_samples`)
+            # over several runs (with a successful repetition each), each run's mean is one sample (`run_samples`)
+            pooled = len({o.run_id for o in rows}) > 1
             rounds = by_round.get((case_id, direction.value)) if direction is not None and not pooled else None
             estimates = []
             for field in metrics:
                 read = METRIC_VALUES[field]
-                values = run_samples(rows, read) if pooled else [v for o in rows if (v := read(o)) is not None]
+                run_means = run_samples(rows, read) if pooled else {}
+                values = list(run_means.values()) if pooled else [v for o in rows if (v := read(o)) is not None]
                 value = estimate(values, level, interval=not window_only)
-                if value is not None and rounds:
+                if value is not None and pooled:  # keyed by run: two points of the same runs pair run by run
+                    value = replace(value, per_run=True,
+                                    rounds=tuple(((run, -1), mean) for run, mean in run_means.items()))
+                elif value is not None and rounds:
                     value = replace(value, rounds=tuple((r, float(v)) for r, o in sorted(rounds.items())
                                                         if (v := read(o)) is not None))
                 if value is not None:

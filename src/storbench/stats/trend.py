@@ -147,6 +147,10 @@ def what_would_tell(change: Change, lower: Estimate, higher: Estimate) -> str:
     if change.low is None:  # a steady-state window's figures: chosen for their small spread
         return ("a steady-state window gives no interval and shows no flatness: measure rounds after it "
                 "(steady_state.confirm)")
+    if lower.per_run or higher.per_run:  # points pooled over runs: n counts runs
+        if change.repetitions_needed is not None:
+            return f"about {change.repetitions_needed} runs would tell"
+        return "more runs would tell"
     if change.repetitions_needed is not None:
         return f"about {change.repetitions_needed} {'rounds' if change.pairs else 'repetitions per point'} would tell"
     return "more repetitions, or a longer runtime for steadier points, would tell"
