@@ -399,3 +399,17 @@ def test_the_best_point_within_an_objective_is_one_shown_to_meet_it() -> None:
     best = best_under_objective(curve, parse_slo("p99<=10ms"))
     assert best is not None and best.load == 4
     assert best_under_objective(curve, parse_slo("p99<=2ms")) is None
+
+
+def test_a_curve_pooled_over_runs_pairs_its_points_run_by_run() -> None:
+    """The same sweep run three times, the runs 5 % apart (another instance, another hour): pooled, each run's mean
+    is one sample, and two loads of the same runs pair run by run, so the runs' offset cancels and the knee found in
+    each run is found over them (Welch over three run means could not tell it)."""
+    found = [observation(case_id=f"iodepth{q}", run_id=run, repeat=r, iodepth=q,
+                         iops=min(q, 4) * 1000.0 * offset * (1 + 0.002 * (r - 1)), lat_mean_ns=q / min(q, 4) * 1e6,
+                         lat_p99_ns=2 * q / min(q, 4) * 1e6)
+               for run, offset in ((1, 1.0), (2, 1.05), (3, 0.95)) for q in (1, 4, 16, 64) for r in range(3)]
+    (curve,) = curves(summarize_points(found), "iodepth")
+    assert curve.knee is not None and curve.knee.load == 4, curve.knee_kind
+    iops = curve.points[0].point.metric("iops")
+    assert iops is not None and iops.per_run and iops.n == 3
