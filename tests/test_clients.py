@@ -452,9 +452,15 @@ def test_real_servers_are_trusted_with_their_own_directories(tmp_path: Path, cap
         db = tmp_path / "r.db"
         good = write_plan(tmp_path, REMOTE_PLAN.format(directory=there), "good.yaml")
         bad = write_plan(tmp_path, REMOTE_PLAN.format(directory=missing), "bad.yaml")
-        code, out, err = run_cli(capsys, "run", str(good), "--db", str(db))
+        # fio's client trusts its servers (one can make it write files here): only servers the operator names
+        code, out, err = run_cli(capsys, "run", str(good), "--db", str(db), "--fio-server", "10.214.0.10")
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "fio server 10.214.0.11:8765 is not one the operator named" in err
+        assert "--fio-server 10.214.0.11:8765" in err and not db.exists()
+        trusted = ("--fio-server", "10.214.0.10:8765", "--fio-server", "10.214.0.11")
+        code, out, err = run_cli(capsys, "run", str(good), "--db", str(db), *trusted)
         assert code == 0, out + err
-        code, out, err = run_cli(capsys, "run", str(bad), "--db", str(db))
+        code, out, err = run_cli(capsys, "run", str(bad), "--db", str(db), *trusted)
         assert code != 0
         assert not missing.exists()  # not made here: the servers' filesystem is not ours
     finally:
@@ -469,3 +475,23 @@ def test_real_servers_are_trusted_with_their_own_directories(tmp_path: Path, cap
     # each server wrote its own file in the directory it was given
     assert sorted(p.name for p in there.iterdir()) == ["10.214.0.10.storbench.c1.0.0", "10.214.0.11.storbench.c2.0.0"]
     assert failed.status.value == "failed" and f"fio: {missing} is not a directory" in failed.error
+
+
+def test_run_drives_only_the_fio_servers_the_operator_names(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """fio's client trusts its servers (a server can make it write a file here, named as the server likes): a
+    plan's `hosts.servers` are driven only when the operator names each, on the command line or in
+    $STORBENCH_FIO_SERVERS; refused in one line before anything is sent or stored. `plan` connects to none."""
+    plan = write_plan(tmp_path, REMOTE_PLAN.format(directory=tmp_path / "there"))
+    db = tmp_path / "r.db"
+    monkeypatch.delenv("STORBENCH_FIO_SERVERS", raising=False)
+    code, _, err = run_cli(capsys, "run", str(plan), "--db", str(db))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "fio server 10.214.0.10:8765, 10.214.0.11:8765 is not one the operator named" in err
+    assert "--fio-server 10.214.0.10:8765 --fio-server 10.214.0.11:8765" in err and not db.exists()
+    monkeypatch.setenv("STORBENCH_FIO_SERVERS", "10.214.0.10")
+    code, _, err = run_cli(capsys, "run", str(plan), "--db", str(db), "--fio-server", "10.214.0.12")
+    assert code == 2 and "fio server 10.214.0.11:8765 is not" in err, err
+    code, _, err = run_cli(capsys, "run", str(plan), "--db", str(db), "--fio-server", "not a host")
+    assert code == 2 and "--fio-server: server 'not a host' must be host" in err, err
+    assert run_cli(capsys, "plan", str(plan))[0] == 0

@@ -145,3 +145,33 @@ def test_run_refuses_a_plan_above_its_limits_until_they_are_raised(tmp_path, cap
     code, _, err = run_cli(capsys, "run", plan, "--db", str(db), "--max-runs", "20000")
     assert code == 2 and "more than --max-hours 24" in err, err  # the runs limit was raised; 10,100 x 10 s is not
     assert not db.exists()
+
+
+@pytest.mark.parametrize("path", ["/tmp/victim/ ", " /tmp/victim", "/tmp/victim/\t"])
+def test_a_path_fio_would_read_otherwise_is_refused(path: str) -> None:
+    """fio strips blanks around a value: "/home/eve/ " would be checked here as one directory (its owner, its
+    files made safely) and opened by fio as another, where a planted symlink would take the writes."""
+    from storbench.fio.jobfile import job_line
+
+    with pytest.raises(UserError) as caught:
+        load_plan_text(VALID.replace("path: ./data", f"path: {path!r}"), "evil.yaml")
+    assert "characters storbench will not pass to fio" in caught.value.message, caught.value.message
+    with pytest.raises(ValueError, match="refusing fio value"):
+        job_line("directory", path)
+    assert job_line("directory", "/tmp/a dir") == "directory=/tmp/a dir"  # a space inside stays allowed
+
+
+@pytest.mark.parametrize(("pattern", "allowed"), [
+    ("/var/run/ceph/*.asok", True), ("/run/ceph/0b3e*/ceph-osd.*.asok", True),
+    ("/proc/*/root/proc/*/root/run/ceph/*-osd.*.asok", False), ("/run/ceph/../../etc/x.asok", False),
+    ("/home/eve/*.asok", False), ("/var/run/ceph/*", False),
+])
+def test_admin_sockets_a_plan_names_are_this_machines_cephs(pattern: str, allowed: bool) -> None:
+    """A plan's admin socket globs are read as root: only under /run/ceph or /var/run/ceph, not through another
+    container's /proc/PID/root (each level multiplying the search by the processes) nor out with '..'."""
+    text = VALID + f"telemetry: {{ceph_admin_sockets: [{pattern!r}]}}\n"
+    if allowed:
+        load_plan_text(text, "p.yaml")
+    else:
+        with pytest.raises(UserError, match="must be under /run/ceph or /var/run/ceph"):
+            load_plan_text(text, "evil.yaml")

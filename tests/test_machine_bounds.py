@@ -441,3 +441,26 @@ def test_nfs_lab_inodes_against_the_lab_directory(tmp_path: Path, monkeypatch: p
         assert caught.value.where.endswith("workload.files")
     else:
         checks._check_lab_inodes(loaded, expand(loaded), tmp_path)
+
+
+def test_offsets_count_in_the_files_fio_lays_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """fio extends each job's file to its offset (offset + its number x offset_increment) plus the size after it:
+    4 jobs of 4 MiB at offset 8t, 1t apart, lay out 38 TiB, which the free-space check now sees (it counted 16
+    MiB), and a day of watchdog grace to fill the disk with is refused."""
+    from storbench.schedule import working_set_bytes
+
+    text = textwrap.dedent(f"""\
+        name: x
+        targets:
+          d: {{kind: path, path: {tmp_path}/data, size: 4MiB}}
+        workload: {{rw: randread, numjobs: 4, fio: {{offset: 8t, offset_increment: 1t}}}}
+        """)
+    (case,) = expand(load_plan_text(text, "p.yaml"))
+    assert working_set_bytes(case) == 4 * (4 << 20) + (4 * 8 + 6) * (1 << 40)
+    halves = text.replace("offset: 8t, offset_increment: 1t", "offset: 50%")
+    (inside,) = expand(load_plan_text(halves, "p.yaml"))
+    assert working_set_bytes(inside) == 4 * (4 << 20)  # a share of the file lies inside it
+    code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, text)))
+    assert code == 2 and "needs 38TiB of test files" in err, err
+    with pytest.raises(UserError, match="less than or equal to 3600"):
+        load_plan_text(text + "timeout_grace: 24h\n", "p.yaml")

@@ -168,10 +168,27 @@ def _check_lab_inodes(loaded: LoadedPlan, cases: Sequence[Case], holder: Path) -
                         where=loaded.source.where(need.key), hint=need.hint)
 
 
+def check_fio_servers(loaded: LoadedPlan, allowed: frozenset[str]) -> None:
+    """The plan's fio servers (`hosts.servers`) must be ones the operator named (``allowed``, "host,port" in lower
+    case): fio's client trusts its servers (a server can make it write files on this machine, as root when
+    storbench is), so a plan from someone else never chooses them."""
+    if loaded.config.hosts is None:
+        return
+    missing = [server for server in loaded.config.hosts.servers if server.lower() not in allowed]
+    if missing:
+        shown = ", ".join(server.replace(",", ":") for server in missing)
+        raise UserError(f"{loaded.source.where(('hosts', 'servers'))}: fio server {shown} is not one the operator "
+                        "named: fio's client trusts its servers (one can write files on this machine)",
+                        hint="if you trust them: " + " ".join(f"--fio-server {s.replace(',', ':')}" for s in missing)
+                        + " (or $STORBENCH_FIO_SERVERS)")
+
+
 def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str, *, create: bool,
-                     dry_run: bool = False, s3: S3Access = NO_S3_ACCESS) -> Checked:
+                     dry_run: bool = False, s3: S3Access = NO_S3_ACCESS,
+                     fio_servers: frozenset[str] | None = None) -> Checked:
     """All checks that can fail, before anything runs: never a half-run on a bad plan. ``dry_run``
-    (`storbench plan`): no credential read, nothing sent over the network. ``s3``: the operator's S3 settings."""
+    (`storbench plan`): no credential read, nothing sent over the network. ``s3``: the operator's S3 settings.
+    ``fio_servers``: the fio servers the operator trusts (None: not checked, as `plan` connects to none)."""
     check_machine(loaded)
     check_plan_files(loaded)
     engines = tuple(sorted({case.workload.ioengine for case in cases}))
@@ -181,4 +198,6 @@ def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str,
     writes = precondition_cases(loaded, cases)  # checked like any case: their writes meet the same guards
     targets = check_targets([*cases, *writes], create=create, remote=loaded.config.hosts is not None,
                             where=lambda name: loaded.source.where(("targets", name)), dry_run=dry_run, s3=s3)
+    if fio_servers is not None:
+        check_fio_servers(loaded, fio_servers)
     return Checked(capabilities=caps, targets=targets)

@@ -4,7 +4,9 @@ a run takes.
 
 from __future__ import annotations
 
+import math
 import random
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -240,7 +242,27 @@ def working_set_bytes(case: Case) -> int:
         return 0
     if case.target.kind == "rbd":
         return size * case.clients
-    return size * case.workload.numjobs * case.clients
+    # fio lays a job's file out to its offset (offset + its number x offset_increment) plus the size after it
+    offset, step = (_absolute_size(dict(w.fio_options).get(name)) for name in ("offset", "offset_increment"))
+    extents = sum(size + offset + job * step for job in range(w.numjobs))
+    return extents * case.clients
+
+
+_FIO_SIZE_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([kmgtp]?)(?:i?b)?", re.IGNORECASE)
+
+
+def _absolute_size(value: str | None) -> int:
+    """An `offset` or `offset_increment` in bytes, as the allow-list's size grammar gives it, each unit taken as
+    a power of 1024 (the larger reading: this bounds what fio lays out); 0 when not given or a share of the file
+    (``50%``: inside it)."""
+    if value is None or value.endswith("%"):
+        return 0
+    found = _FIO_SIZE_RE.fullmatch(value.strip())
+    if found is None:
+        raise ValueError(f"{value!r} is not a size")
+    number, unit = found.groups()
+    scale: int = 1024 ** ("kmgtp".index(unit.lower()) + 1) if unit else 1
+    return math.ceil(float(number) * scale)
 
 
 def estimate(cases: Sequence[Case], repeat: int, *, bring_up: str = "once") -> PlanEstimate:

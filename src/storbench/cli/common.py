@@ -99,6 +99,28 @@ def s3_options(p: argparse.ArgumentParser) -> None:
                    help="the section of --s3-credentials-file (default: default)")
 
 
+FIO_SERVERS_ENV = "STORBENCH_FIO_SERVERS"
+
+
+def fio_server_options(p: argparse.ArgumentParser) -> None:
+    """The fio servers the operator trusts: a plan names its `hosts.servers`, but only these are driven."""
+    p.add_argument("--fio-server", action="append", default=[], metavar="HOST[:PORT]",
+                   help="a fio server the plan's hosts.servers may name (repeatable; also $STORBENCH_FIO_SERVERS, "
+                   "space-separated): fio's client trusts its servers, which can write files here")
+
+
+def fio_servers(args: argparse.Namespace) -> frozenset[str]:
+    """The operator's fio servers, as `fio --client` takes them ("host,port"), host names in lower case."""
+    from storbench.config.lab import server_address
+
+    named = [*args.fio_server, *os.environ.get(FIO_SERVERS_ENV, "").split()]
+    try:
+        return frozenset(server_address(server).lower() for server in named)
+    except ValueError as error:
+        raise UserError(f"--fio-server: {error}", hint="e.g. --fio-server node1 or --fio-server 10.0.0.7:8765"
+                        ) from None
+
+
 def cluster_options(p: argparse.ArgumentParser) -> None:
     """The operator's Kubernetes cluster for pvc targets, as kubectl takes it (a plan never names one)."""
     p.add_argument("--kubeconfig", default=None, metavar="FILE",

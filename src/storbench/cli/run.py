@@ -13,6 +13,8 @@ from storbench.cli.common import (
     cluster_options,
     db_option,
     fio_option,
+    fio_server_options,
+    fio_servers,
     s3_access,
     s3_options,
 )
@@ -215,7 +217,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from storbench.lab.registry import check_faults
 
     check_faults(loaded, cases)  # what the plan's labs offer (the labs' registry: checks stays below the labs)
-    checked = check_everything(loaded, cases, fio_binary, create=True, s3=s3_access(args))
+    checked = check_everything(loaded, cases, fio_binary, create=True, s3=s3_access(args),
+                               fio_servers=fio_servers(args))
     store = open_store(args.db)
     out = _console()
     for line in _summary(loaded, cases, checked):
@@ -267,6 +270,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("plan", help="plan file (YAML)")
     db_option(p)
     fio_option(p)
+    fio_server_options(p)
     s3_options(p)
     cluster_options(p)
     p.add_argument("--resume", nargs="?", type=_run_number, const=0, default=None, metavar="RUN",

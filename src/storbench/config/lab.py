@@ -27,6 +27,7 @@ from storbench.units import CPU_LIST_PATTERN, parse_duration_s
 
 __all__ = [
     "CephLabConfig", "HostsConfig", "HostsLabConfig", "K8sLabConfig", "LabConfig", "NfsLabConfig", "VolumeLabConfig",
+    "server_address",
 ]
 
 
@@ -154,6 +155,15 @@ class K8sLabConfig(StrictModel):
     block_size: Size = Field(512 * 1024**2, description="Size of each block volume.")
 
 
+def server_address(server: str) -> str:
+    """A fio server as `fio --client` takes it, "host,port" (default port 8765), from host, host:port or
+    [v6]:port; ValueError otherwise. The plan's `hosts.servers` and the operator's `--fio-server` alike."""
+    match = re.fullmatch(r"^(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9][A-Za-z0-9.\-]{0,252})(?::([0-9]{1,5}))?$", server)
+    if not match or (match.group(2) and not 0 < int(match.group(2)) < 65536):
+        raise ValueError(f"server {server!r} must be host, host:port or [v6]:port")
+    return f"{match.group(1)},{match.group(2) or 8765}"
+
+
 class HostsConfig(StrictModel):
     """fio servers to drive as clients (`fio --server` on each; see the README for a systemd unit). Targets are
     on those machines: a directory must be absolute and exist on every server; a raw device is only read."""
@@ -166,12 +176,7 @@ class HostsConfig(StrictModel):
     def _servers(cls, value: list[str]) -> list[str]:
         if not value:
             raise ValueError("give at least one server")
-        out = []
-        for server in value:
-            match = re.fullmatch(r"^(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9][A-Za-z0-9.\-]{0,252})(?::([0-9]{1,5}))?$", server)
-            if not match or (match.group(2) and not 0 < int(match.group(2)) < 65536):
-                raise ValueError(f"server {server!r} must be host, host:port or [v6]:port")
-            out.append(f"{match.group(1)},{match.group(2) or 8765}")
+        out = [server_address(server) for server in value]
         if len(set(out)) != len(out):
             raise ValueError("a server is listed twice")
         return out

@@ -22,6 +22,8 @@ from storbench.config.workload import WorkloadConfig
 __all__ = ["PlanConfig", "repeat_bounds", "run_order"]
 
 
+MAX_TIMEOUT_GRACE_S = 3600.0  # a plan's watchdog grace: never a fio left running for a day on a full disk
+
 class PlanConfig(StrictModel):
     """A storbench plan: targets x workload sweep, repeated."""
 
@@ -59,8 +61,8 @@ class PlanConfig(StrictModel):
         description="Rules removing points from the sweep: a point is dropped when it matches every key of a rule.",
     )
     timeout_grace: Duration = Field(
-        60.0,
-        description="The watchdog kills fio when a repetition takes longer than ramp + runtime + this.",
+        60.0, le=MAX_TIMEOUT_GRACE_S,
+        description="The watchdog kills fio when a repetition takes longer than ramp + runtime + this (at most 1h).",
     )
     tags: Annotated[list[str], matching(SAFE_NAME_RE, "tag {value!r} must be letters, digits, '_', '.' or '-'",
                                         each=True)] = Field(

@@ -17,6 +17,10 @@ METRIC_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 PROCESS_NAME_RE = re.compile(r"^[^/\x00-\x1f]{1,15}$")
 
 
+# where a plan may point telemetry at Ceph admin sockets: this machine's daemons' directory, one level of fsid
+# (cephadm's /var/run/ceph/<fsid>/), no '..' and no reaching through /proc/*/root into other containers
+ADMIN_SOCKET_RE = re.compile(r"^(?!.*\.\.)/(?:var/)?run/ceph/(?:[A-Za-z0-9_*?.-]+/)?[A-Za-z0-9_*?.-]+\.asok$")
+
 class PrometheusConfig(StrictModel):
     """A Prometheus server with node_exporter targets (the storage nodes): queried over each repetition's
     measured window once it ends."""
@@ -46,9 +50,12 @@ class TelemetryConfig(StrictModel):
         "processes of a name together, in cores.")
     pids: list[Annotated[int, Field(ge=1, le=PID_MAX)]] = Field(default_factory=list, description="Process ids "
                                                                 "to measure as well.")
-    ceph_admin_sockets: list[str] | None = Field(None, description="Glob patterns of Ceph OSD admin sockets "
-                                                 "whose counters are read; default: the Ceph lab's, else "
-                                                 "/var/run/ceph/*.asok for rbd and cephfs targets.")
+    ceph_admin_sockets: Annotated[list[str], matching(
+        ADMIN_SOCKET_RE, "admin socket pattern {value!r} must be under /run/ceph or /var/run/ceph, end in .asok and "
+        "hold no '..' (a socket of this machine's Ceph daemons, not any file another container shows)",
+        each=True)] | None = Field(None, description="Glob patterns of Ceph OSD admin sockets whose counters are "
+                                   "read, under /run/ceph or /var/run/ceph; default: the Ceph lab's, else "
+                                   "/var/run/ceph/*.asok for rbd and cephfs targets.")
     prometheus: PrometheusConfig | None = Field(None, description="Storage nodes' figures from Prometheus.")
     cycles: bool = Field(False, description="Count CPU cycles with `perf stat` beside every repetition (each "
                          "process name running when it starts, and the whole machine): cycles per I/O. Needs perf "

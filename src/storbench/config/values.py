@@ -23,7 +23,9 @@ PID_MAX = 2**22  # the kernel's PID_MAX_LIMIT
 # Characters a plan value may carry into a fio job file. Newlines, '$' (fio expands environment
 # variables), ';' and '#' (comments), '[' ']' (sections), quotes and backslashes are refused.
 SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-SAFE_PATH_RE = re.compile(r"^[A-Za-z0-9_./+@%,=~ -]+$")
+# a space inside a path, never at either end: fio strips blanks around a value, so "/home/eve " would be checked
+# here as one directory and opened by fio as another
+SAFE_PATH_RE = re.compile(r"^[A-Za-z0-9_./+@%,=~-](?:[A-Za-z0-9_./+@%,=~ -]*[A-Za-z0-9_./+@%,=~-])?$")
 FIO_OPTION_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 

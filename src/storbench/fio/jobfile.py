@@ -51,8 +51,9 @@ def escape_fio_path(path: str) -> str:
 
 
 def is_safe_job_value(value: str) -> bool:
-    """True when ``value`` cannot start a new line, section, comment or variable expansion in a job file."""
-    return _JOB_VALUE_RE.fullmatch(value) is not None
+    """True when ``value`` cannot start a new line, section, comment or variable expansion in a job file, and fio
+    reads it as written (fio strips blanks around a value: a path with one at its end would name another)."""
+    return _JOB_VALUE_RE.fullmatch(value) is not None and value == value.strip()
 
 
 def job_line(key: str, value: str) -> str:
