@@ -397,17 +397,6 @@ def metric_value(observation: Observation, field: str) -> float | int | None:
     return METRIC_VALUES[field](observation)
 
 
-def busiest_node_disk(observation: Observation) -> str:
-    """The storage nodes' busiest disk in words, "sdb of node osd2:9100" ('' unknown): the node whose CPU is
-    busiest (``busiest_names``) need not be the one whose disk is."""
-    d = observation.telemetry
-    found = d.remote_max("disk_util_pct") if d is not None else None
-    if found is None:
-        return ""
-    node, _, device = found.entity.partition(" device=")
-    return f"{device} of node {node}" if device else f"a disk of node {node}"
-
-
 def busiest_names(observation: Observation) -> tuple[str, str, str]:
     """(busiest device, busiest interface, busiest storage node) of the repetition's telemetry ('' unknown)."""
     d = observation.telemetry

@@ -15,7 +15,6 @@ from storbench.stats.observations import (
     Observation,
     alternated_rounds,
     busiest_names,
-    busiest_node_disk,
     lat_percentiles_from,
     metric_value,
     observed_storage,
@@ -79,7 +78,7 @@ def bottleneck_inputs(ok: Sequence[Observation]) -> BottleneckInputs | None:
         busiest_interface=_most_common([interface for _, interface, _ in names]),
         interface_util_pct=mean("net_busiest_util_pct"), interface_bytes_per_s=mean("net_busiest_bytes_per_s"),
         storage_node=_most_common([node for _, _, node in names]),
-        storage_disk=_most_common([busiest_node_disk(o) for o in one_per_repetition]),
+        storage_disk=_most_common([_busiest_node_disk(o) for o in one_per_repetition]),
         node_cpu_busy_pct=mean("node_cpu_busy_pct"), node_disk_util_pct=mean("node_disk_util_pct"),
         iops=_mean_of(iops_values), in_flight=_mean_of(in_flight_values), ceiling_iops=mean("client_ceiling_iops"),
         iodepth=case.workload.iodepth, jobs=case.workload.numjobs * case.clients, ioengine=case.workload.ioengine,
@@ -89,6 +88,17 @@ def bottleneck_inputs(ok: Sequence[Observation]) -> BottleneckInputs | None:
                                      if (us := mean(f"{c.key}_cpu_us_per_io")) is not None),
                                     key=lambda item: -item[1])),
     )
+
+
+def _busiest_node_disk(observation: Observation) -> str:
+    """The storage nodes' busiest disk in words, "sdb of node osd2:9100" ('' unknown): the node whose CPU is
+    busiest (``busiest_names``) need not be the one whose disk is."""
+    d = observation.telemetry
+    found = d.remote_max("disk_util_pct") if d is not None else None
+    if found is None:
+        return ""
+    node, _, device = found.entity.partition(" device=")
+    return f"{device} of node {node}" if device else f"a disk of node {node}"
 
 
 def run_samples(rows: Sequence[Observation], read: Callable[[Observation], float | None]) -> dict[int, float]:
