@@ -551,3 +551,23 @@ def test_a_capped_curve_is_not_refuted_by_its_own_points_or_by_fewer_jobs() -> N
     verdicts = {p.case_id: p.bottleneck for p in summarize_points(rows)}
     assert verdicts["d64"].kind == Bottleneck.CAPPED, verdicts["d64"]
     assert "per job" not in verdicts["d64"].evidence
+
+
+def test_a_mix_whose_directions_read_differently_says_each() -> None:
+    """A 70/30 mix whose reads the OSDs answered fast (client stack) and whose writes they did not (capped): the
+    bottleneck lines give each direction its own verdict, not the reads' for both."""
+    from storbench.report.tables import verdict_lines
+
+    rows = [observation(case_id=f"d{depth}", rw="randrw", rwmixread=70, iodepth=depth, repeat=r, direction=d,
+                        iops=iops + r, lat_mean_ns=lat * 1e6, host_cpu_busy_pct=15.0, client_cpu_cores=0.2,
+                        disk_busiest_util_pct=20.0, osd_lat_ns=share * lat * 1e6)
+            for depth, lat in ((1, 0.33), (16, 5.3), (64, 21.0)) for r in range(3)
+            for d, iops, share in (("read", 2100.0, 0.1), ("write", 900.0, 0.9))]
+    lines = [line for line in verdict_lines(summarize_points(rows)) if "qd64" in line]
+    assert len(lines) == 2, lines
+    assert " read: client stack" in lines[0] and " write: capped beyond this host" in lines[1], lines
+    one = [observation(case_id="d1", rw="randrw", rwmixread=70, iodepth=1, repeat=r, direction=d, iops=iops + r,
+                       lat_mean_ns=0.33e6, host_cpu_busy_pct=15.0, client_cpu_cores=0.2, disk_busiest_util_pct=20.0)
+           for r in range(3) for d, iops in (("read", 2100.0), ("write", 900.0))]
+    alone = verdict_lines(summarize_points(one))  # no sweep, the same reading for both: one line
+    assert len(alone) == 1 and " read:" not in alone[0], alone

@@ -264,14 +264,18 @@ def fit_columns(widths: Sequence[int], priorities: Sequence[int], width: int | N
 
 
 def case_verdicts(points: Sequence[PointSummary]) -> list[tuple[str, BottleneckVerdict]]:
-    """Each case once (its directions share one verdict): its label and its bottleneck verdict."""
+    """Each case once when its directions share one verdict (a point's own reading covers all of them), else each
+    direction (a sweep reads each direction's curve: a mix's reads may be capped where its writes are not): its
+    label and its bottleneck verdict."""
     lab_keys = varying_lab_keys(points)
-    seen: set[str] = set()
-    out = []
+    by_case: dict[str, list[PointSummary]] = {}
     for p in points:
-        if p.case_id not in seen:
-            seen.add(p.case_id)
-            out.append((point_label(p, lab_keys=lab_keys, direction=False, options=True), p.bottleneck))
+        by_case.setdefault(p.case_id, []).append(p)
+    out = []
+    for members in by_case.values():
+        verdicts = {(m.bottleneck.kind, m.bottleneck.evidence) for m in members}
+        for m in members if len(verdicts) > 1 else members[:1]:
+            out.append((point_label(m, lab_keys=lab_keys, direction=len(verdicts) > 1, options=True), m.bottleneck))
     return out
 
 
