@@ -4,9 +4,7 @@ a run takes.
 
 from __future__ import annotations
 
-import math
 import random
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +26,7 @@ from storbench.model import (
     is_volume_operation,
     rw_writes,
 )
+from storbench.units import MAX_SIZE_BYTES, parse_fio_size_bytes
 
 # Estimated fixed cost of one fio invocation (start, layout check, JSON) used for the ETA.
 FIO_STARTUP_S = 0.6
@@ -248,21 +247,15 @@ def working_set_bytes(case: Case) -> int:
     return extents * case.clients
 
 
-_FIO_SIZE_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([kmgtp]?)(?:i?b)?", re.IGNORECASE)
-
-
 def _absolute_size(value: str | None) -> int:
-    """An `offset` or `offset_increment` in bytes, as the allow-list's size grammar gives it, each unit taken as
-    a power of 1024 (the larger reading: this bounds what fio lays out); 0 when not given or a share of the file
-    (``50%``: inside it)."""
+    """An `offset` or `offset_increment` in bytes as fio reads it (`units.parse_fio_size_bytes`); 0 when not given
+    or a share of the file (``50%``: inside it); beyond the largest size, that largest (no disk holds it)."""
     if value is None or value.endswith("%"):
         return 0
-    found = _FIO_SIZE_RE.fullmatch(value.strip())
-    if found is None:
-        raise ValueError(f"{value!r} is not a size")
-    number, unit = found.groups()
-    scale: int = 1024 ** ("kmgtp".index(unit.lower()) + 1) if unit else 1
-    return math.ceil(float(number) * scale)
+    try:
+        return parse_fio_size_bytes(value)
+    except ValueError:
+        return MAX_SIZE_BYTES
 
 
 def estimate(cases: Sequence[Case], repeat: int, *, bring_up: str = "once") -> PlanEstimate:

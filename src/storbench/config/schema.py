@@ -24,6 +24,7 @@ __all__ = ["PlanConfig", "repeat_bounds", "run_order"]
 
 MAX_TIMEOUT_GRACE_S = 3600.0  # a plan's watchdog grace: never a fio left running for a day on a full disk
 
+
 class PlanConfig(StrictModel):
     """A storbench plan: targets x workload sweep, repeated."""
 

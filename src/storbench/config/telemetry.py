@@ -21,6 +21,7 @@ PROCESS_NAME_RE = re.compile(r"^[^/\x00-\x1f]{1,15}$")
 # (cephadm's /var/run/ceph/<fsid>/), no '..' and no reaching through /proc/*/root into other containers
 ADMIN_SOCKET_RE = re.compile(r"^(?!.*\.\.)/(?:var/)?run/ceph/(?:[A-Za-z0-9_*?.-]+/)?[A-Za-z0-9_*?.-]+\.asok$")
 
+
 class PrometheusConfig(StrictModel):
     """A Prometheus server with node_exporter targets (the storage nodes): queried over each repetition's
     measured window once it ends."""

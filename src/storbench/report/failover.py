@@ -268,7 +268,7 @@ def timeline_figure(repetition: StoredRepetition, figure_id: str, label: str) ->
     marked. None without a fault done or logs."""
     found = repetition_failover(repetition)
     window = repetition.case.workload.timeline_window_ms
-    logs = [log for log in client_logs(repetition) if log.iops]
+    logs = client_logs(repetition)
     if found.fault is None or window is None or not logs:
         return None
     start_ms, end_ms = measured_section(logs, window, repetition.case.workload.runtime_s,

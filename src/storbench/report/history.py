@@ -101,8 +101,7 @@ def history_lines(histories: Sequence[PointHistory]) -> list[str]:
                          "before it, since the last change point)")
         if last is not None:
             worse = last.below(metric.higher_is_better)
-            pct = "from a level of 0" if last.change_pct is None else f"{last.change_pct:+.1f}%"
-            lines.append(f"  last run {last.run_id}: {value_text(metric, last.mean)}, {pct} "
+            lines.append(f"  last run {last.run_id}: {value_text(metric, last.mean)}, {pct_text(last.change_pct)} "
                          f"against the level of its {last.level_runs} runs before "
                          f"({value_text(metric, last.level_mean)}; one more run there: "
                          f"[{value_text(metric, last.low)}, {value_text(metric, last.high)}])"
@@ -149,26 +148,35 @@ def regression_lines(histories: Sequence[PointHistory], threshold_pct: float) ->
         # from a level of 0 a change has no percent: any step away from it on the worse side is past the threshold
         if last is not None and last.below(metric.higher_is_better) and (
                 last.change_pct is None or sign * last.change_pct >= threshold_pct):
-            pct = "from a level of 0" if last.change_pct is None else f"{last.change_pct:+.1f}%"
-            lines.append(f"regression: {point_title(history)}: run {last.run_id} {pct} against "
-                         f"the level of its {last.level_runs} runs before, outside the interval one more run there "
-                         "falls in 95 % of the time")
+            lines.append(f"regression: {point_title(history)}: run {last.run_id} {pct_text(last.change_pct)} "
+                         f"against the level of its {last.level_runs} runs before, outside the interval one more run "
+                         "there falls in 95 % of the time")
         step = new_step(history)
-        if step is not None and (
-                sign * (step.after_mean - step.before_mean) > 0 if step.change_ci_pct is None or step.change_pct is None
-                else sign * step.change_pct >= threshold_pct
-                and min(sign * step.change_ci_pct[0], sign * step.change_ci_pct[1]) > 0):
+        if step is not None and _step_worse(step, sign, threshold_pct):
             lines.append(f"regression: {point_title(history)}: a step at run {step.run_id}, {step_text(step)}, its "
                          f"new level the last {len(history.runs) - step.at} runs")
     return lines
 
 
+def _step_worse(step: ChangePoint, sign: float, threshold_pct: float) -> bool:
+    """A step on the worse side (``sign`` -1 where higher is better) by at least the threshold, its interval too;
+    from a level of 0, any step to the worse side."""
+    if step.change_pct is None or step.change_ci_pct is None:
+        return sign * (step.after_mean - step.before_mean) > 0
+    return sign * step.change_pct >= threshold_pct and min(sign * end for end in step.change_ci_pct) > 0
+
+
+def pct_text(change_pct: float | None) -> str:
+    """'+12.3%', or 'from a level of 0' where there is no percent change."""
+    return "from a level of 0" if change_pct is None else f"{change_pct:+.1f}%"
+
+
 def step_text(change: ChangePoint) -> str:
     """'+12.3% [+8.1, +16.5]', or 'from a level of 0' where the level before was 0 (no percent change)."""
     if change.change_pct is None or change.change_ci_pct is None:
-        return "from a level of 0"
+        return pct_text(None)
     low, high = change.change_ci_pct
-    return f"{change.change_pct:+.1f}% [{low:+.1f}, {high:+.1f}]"
+    return f"{pct_text(change.change_pct)} [{low:+.1f}, {high:+.1f}]"
 
 
 HISTORY_SECTION = "History"

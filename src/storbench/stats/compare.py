@@ -14,7 +14,7 @@ from storbench.stats.compare_cells import PointComparison, RuleAnswer, StoppingR
 from storbench.stats.compare_design import design_of
 from storbench.stats.compare_match import compare_points
 from storbench.stats.compare_runs import run_level
-from storbench.stats.estimate import CONFIDENCE, Difference
+from storbench.stats.estimate import CONFIDENCE
 from storbench.stats.observations import Observation, alternated_rounds, metric_value
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.selectors import Question, Selector, blocked_settings, select
@@ -120,11 +120,7 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
             if change is None or cell.baseline is None or (change.log_sd == 0 and cell.metric.quantised):
                 cells.append(cell)
                 continue
-            mean = cell.baseline.mean
-            difference = Difference(diff=mean * change.estimate, ci_low=mean * change.low, ci_high=mean * change.high,
-                                    change_pct=100 * change.estimate, change_ci_low_pct=100 * change.low,
-                                    change_ci_high_pct=100 * change.high,
-                                    method="sequential" if sequential else "paired", pairs=change.n)
+            difference = change.difference(cell.baseline.mean, "sequential" if sequential else "paired")
             verdict = verdict_of(cell.metric, difference) if comparison.comparable else Verdict.NOT_COMPARABLE
             cells.append(replace(cell, difference=difference, verdict=verdict))
         out.append(replace(comparison, cells=tuple(cells)))

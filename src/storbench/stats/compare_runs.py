@@ -14,33 +14,22 @@ from dataclasses import replace
 
 from storbench.stats.compare_cells import CellComparison, PointComparison, Verdict, verdict_of
 from storbench.stats.estimate import Difference, estimate, welch_difference
-from storbench.stats.observations import Observation, metric_value
+from storbench.stats.observations import METRIC_VALUES, Observation
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.sequential import paired_change, paired_values
+from storbench.stats.summary import run_samples
 
 
-def ok_runs(point: PointSummary, observations: Sequence[Observation]) -> frozenset[int]:
-    """The runs with a successful repetition of the point (a run whose repetitions all failed gives no sample)."""
-    return frozenset(o.run_id for o in observations
-                     if o.run_id in point.run_ids and o.case.case_id == point.case_id and not o.client and o.ok
-                     and o.direction == point.direction)
+def _rows(point: PointSummary, observations: Sequence[Observation]) -> list[Observation]:
+    """The point's successful repetitions (all clients merged), in every run it spans."""
+    return [o for o in observations if o.run_id in point.run_ids and o.case.case_id == point.case_id
+            and not o.client and o.ok and o.direction == point.direction]
 
 
-def run_means(point: PointSummary, observations: Sequence[Observation], field: str) -> dict[int, float]:
-    """Each run's mean of ``field`` over the point's successful repetitions in it (runs without a value left out)."""
-    by_run: dict[int, list[float]] = {}
-    for o in observations:
-        if (o.run_id in point.run_ids and o.case.case_id == point.case_id and not o.client and o.ok
-                and o.direction == point.direction and (value := metric_value(o, field)) is not None):
-            by_run.setdefault(o.run_id, []).append(float(value))
-    return {run: sum(values) / len(values) for run, values in by_run.items()}
-
-
-def _cell(cell: CellComparison, comparison: PointComparison, observations: Sequence[Observation],
-          confidence: float, shared: bool) -> CellComparison:
-    field = cell.metric.field
-    a = run_means(comparison.baseline, observations, field)
-    b = run_means(comparison.candidate, observations, field)
+def _cell(cell: CellComparison, comparison: PointComparison, a_rows: Sequence[Observation],
+          b_rows: Sequence[Observation], confidence: float, shared: bool) -> CellComparison:
+    read = METRIC_VALUES[cell.metric.field]
+    a, b = run_samples(a_rows, read), run_samples(b_rows, read)  # each run's mean, one sample a run
     base, cand = estimate(list(a.values()), confidence), estimate(list(b.values()), confidence)
     if base is None or cand is None or not base.mean:
         return replace(cell, baseline=base, candidate=cand, difference=None,
@@ -49,10 +38,7 @@ def _cell(cell: CellComparison, comparison: PointComparison, observations: Seque
     pairs = paired_values(a, b) if shared else None
     change = paired_change(*pairs, confidence) if pairs is not None else None
     if change is not None and not (change.log_sd == 0 and cell.metric.quantised):
-        mean = base.mean
-        difference = Difference(diff=mean * change.estimate, ci_low=mean * change.low, ci_high=mean * change.high,
-                                change_pct=100 * change.estimate, change_ci_low_pct=100 * change.low,
-                                change_ci_high_pct=100 * change.high, method="paired by run", pairs=change.n)
+        difference = change.difference(base.mean, "paired by run")
     elif difference.method == "welch":
         difference = replace(difference, method="welch over runs")
     verdict = verdict_of(cell.metric, difference) if comparison.comparable else Verdict.NOT_COMPARABLE
@@ -61,16 +47,16 @@ def _cell(cell: CellComparison, comparison: PointComparison, observations: Seque
 
 def run_level(comparisons: Sequence[PointComparison], observations: Sequence[Observation],
               confidence: float) -> list[PointComparison]:
-    """The comparisons whose sides span several runs (with a successful repetition each: ``ok_runs``) with their
-    cells on run means (``_cell``), marked ``per_run``; others as they are. Each side's figures are then its run
-    means' (n: runs); both sides in the same runs are paired run by run."""
+    """The comparisons whose sides span several runs (with a successful repetition each) with their cells on run
+    means (``_cell``), marked ``per_run``; others as they are. Each side's figures are then its run means' (n:
+    runs); both sides in the same runs are paired run by run."""
     out = []
     for c in comparisons:
-        a, b = ok_runs(c.baseline, observations), ok_runs(c.candidate, observations)
+        a_rows, b_rows = _rows(c.baseline, observations), _rows(c.candidate, observations)
+        a, b = {o.run_id for o in a_rows}, {o.run_id for o in b_rows}
         if len(a) <= 1 and len(b) <= 1:
             out.append(c)
             continue
-        shared = a == b
-        out.append(replace(c, per_run=True, cells=tuple(_cell(cell, c, observations, confidence, shared)
+        out.append(replace(c, per_run=True, cells=tuple(_cell(cell, c, a_rows, b_rows, confidence, a == b)
                                                         for cell in c.cells)))
     return out

@@ -43,7 +43,8 @@ class RepetitionFailover:
 def client_logs(repetition: StoredRepetition) -> list[ClientLog]:
     """The repetition's logs as one client per fio client: every job's IOPS rows together, and their longest
     latencies (`fio.jobfile.timeline_logs` names them ``timeline_iops.<job>.log`` and ``timeline_clat.<job>.log``,
-    a fio server's with its name after them; a log that does not parse is left out)."""
+    a fio server's with its name after them; a log that does not parse is left out, and a client that logged no
+    IOPS row has no timeline)."""
     iops: dict[str, list[LogRow]] = {}
     lat: dict[str, list[LogRow]] = {}
     for name, text in repetition.logs:
@@ -56,7 +57,7 @@ def client_logs(repetition: StoredRepetition) -> list[ClientLog]:
         client = timeline_log_client(name) or (repetition.clients[0].client if repetition.clients else "local")
         (iops if "_iops." in name else lat).setdefault(client, []).extend(rows)
     return [ClientLog(client, tuple(sorted(rows, key=lambda r: r.t_ms)), tuple(lat.get(client, ())))
-            for client, rows in sorted(iops.items())]
+            for client, rows in sorted(iops.items()) if rows]
 
 
 def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
@@ -70,7 +71,7 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
         problem = f"its fault was not done: {failed.error}" if failed else "no fault was done"
         return RepetitionFailover(repetition.repetition_id, repetition.rep_index, None, None, None, problem)
     window = repetition.case.workload.timeline_window_ms
-    logs = [log for log in client_logs(repetition) if log.iops]  # a client that logged nothing: no timeline of it
+    logs = client_logs(repetition)
     if window is None or not logs:
         return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, None,
                                   "no timeline logs")

@@ -116,7 +116,7 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
                                     _remote_evidence(points, members))
             for i, verdict in zip(members, judged, strict=True):
                 if verdict.kind == Bottleneck.CAPPED and axis != BLOCK_SIZE:
-                    verdict = _cap_refuted(points, i, axis, verdict) or verdict
+                    verdict = _cap_refuted(points, i, axis) or verdict
                 out[i] = replace(out[i], bottleneck=verdict)
             first = points[members[0]]
             since = (f"bs {format_block_size(first.bs_bytes)}" if axis == BLOCK_SIZE
@@ -135,8 +135,7 @@ def _loads_text(point: PointSummary) -> str:
                                                            else "")
 
 
-def _cap_refuted(points: Sequence[PointSummary], i: int, axis: Axis, capped: BottleneckVerdict
-                 ) -> BottleneckVerdict | None:
+def _cap_refuted(points: Sequence[PointSummary], i: int, axis: Axis) -> BottleneckVerdict | None:
     """A point capped along one load axis whose IOPS another load of the same case (more jobs or clients at any
     depth: everything but the three loads the same, in the same runs) is shown to raise (`judge_change`, rising):
     the flat curve is a limit per job or per client, not one beyond this host. That verdict, or None."""

@@ -39,6 +39,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from storbench.stats.estimate import Difference
 from storbench.stats.special import t_quantile
 
 K = TypeVar("K", int, tuple[int, int])  # a round: its index, or (run id, index)
@@ -167,6 +168,13 @@ class PairedChange:
     high: float
     confidence: float
     log_sd: float  # standard deviation of the log ratios
+
+    def difference(self, mean: float, method: str) -> Difference:
+        """The change as a comparison's `Difference` against a baseline of ``mean`` (in the metric's unit and in %),
+        made by ``method`` ("paired", "sequential", "paired by run")."""
+        return Difference(diff=mean * self.estimate, ci_low=mean * self.low, ci_high=mean * self.high,
+                          change_pct=100 * self.estimate, change_ci_low_pct=100 * self.low,
+                          change_ci_high_pct=100 * self.high, method=method, pairs=self.n)
 
 
 def _expm1_or_inf(x: float) -> float:
