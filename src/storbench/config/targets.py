@@ -115,7 +115,8 @@ class PathTargetConfig(StrictModel):
 
     kind: Literal["path"] = Field(description="`path`")
     path: Annotated[str, matching(SAFE_PATH_RE, "path {value!r} has characters storbench will not pass to fio "
-                                  "(allowed: letters, digits, space and _ . / + @ % , = ~ -)")] = Field(
+                                  "(allowed: letters, digits, _ . / + @ % , = ~ - and a space, but not at "
+                                  "either end: fio would strip it)")] = Field(
         description="Directory for the test files; its last component is created if missing (its parent must "
         "exist). Relative to the current directory.")
     size: Size = Field(description="Size of each fio job's file (fio `size`), e.g. 256MiB.")
@@ -210,7 +211,7 @@ class CephfsTargetConfig(StrictModel):
 
     kind: Literal["cephfs"] = Field(description="`cephfs`")
     path: Annotated[str, matching(SAFE_PATH_RE, "path {value!r} has characters storbench will not pass "
-                                  "to fio")] | None = Field(
+                                  "to fio (or a space at either end)")] | None = Field(
         None, description="A directory on a mounted CephFS; default: the lab's mount.")
     size: Size = Field(description="Size of each fio job's file (fio `size`).")
     expect: ExpectConfig | None = EXPECT_FIELD
