@@ -15,7 +15,7 @@ from storbench import checks, orchestrate
 from storbench.checks import Checked, check_everything
 from storbench.config import LoadedPlan, load_plan_text
 from storbench.events import RunEvent
-from storbench.execute.fake import FakeCall, FakeExecutor, Hang, Raise, Replay, Step
+from storbench.execute.fake import FakeCall, FakeExecutor, Hang, Raise, Replay, Script, Step
 from storbench.fio.options import FioCapabilities
 from storbench.model import Case, RepetitionOutcome, ScheduledRepetition, Status, StoredRepetition
 from storbench.plan import expand
@@ -298,6 +298,65 @@ def test_a_budget_stops_the_rounds_with_the_answer_so_far(tmp_path: Path, store:
     assert (result.ran, result.not_needed) == (2 * 3, 2 * 7)
     assert "budget reached after 3 rounds: stopping with the answer so far" in observer.events
     assert any(e.startswith("after 3 rounds") and "undecided" in e for e in observer.events)
+
+
+def _adaptive_session(tmp_path: Path, store: Store, script: Script, *, resume: bool
+                      ) -> tuple[orchestrate.RunResult | None, Observer, FakeExecutor]:
+    loaded = load_plan_text(ADAPTIVE.format(data=tmp_path / "data", margin=""), "adaptive.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    observer, fake = Observer(), FakeExecutor(script)
+    try:
+        result = orchestrate.run_plan(loaded, cases, checked, store, fake, observer, resume=resume)
+    except KeyboardInterrupt:
+        return None, observer, fake
+    return result, observer, fake
+
+
+def _look_rounds(observer: Observer) -> list[int]:
+    return sorted({int(e.split()[1]) for e in observer.events if e.startswith("after ")})
+
+
+def test_a_run_stopped_halfway_through_a_round_finishes_it_before_its_next_look(tmp_path: Path,
+                                                                                 store: Store) -> None:
+    """Stopped after one side of round 4: the rule looked after 4 rounds before that round began. Its readers
+    count 4 rounds run (not 5, which would test 4 pairs at the 5th look's level), and the resume finishes round 4
+    first, then looks after 5 rounds: never again after 4."""
+    from storbench.stats.adaptive import paired_rounds
+    from storbench.stats.observations import observations
+    from storbench.stats.selectors import parse_selector
+
+    calls = []
+
+    def stop_at_tenth(call: FakeCall) -> Step:
+        calls.append(call)
+        return Raise(KeyboardInterrupt()) if len(calls) == 10 else Replay(RANDRW_OUTPUT)
+
+    _, first, _ = _adaptive_session(tmp_path, store, stop_at_tenth, resume=False)
+    assert len(store.repetitions()) == 9 and _look_rounds(first) == [3, 4]
+    seen = observations(store.repetitions())
+    pairs = paired_rounds(seen, parse_selector("bs=4k"), parse_selector("bs=8k"), ["iops"])
+    assert pairs and {(len(p.rounds), p.rounds_run) for p in pairs} == {(4, 4)}
+    result, resumed, fake = _adaptive_session(tmp_path, store, _ok, resume=True)
+    assert result is not None and result.ran == 11 and fake.calls[0].rep_index == 4
+    assert _look_rounds(resumed) == list(range(5, 11))
+
+
+def test_a_resumed_sequential_run_leaves_a_failed_repetition_of_a_round_looked_at(tmp_path: Path,
+                                                                                   store: Store) -> None:
+    """A failed repetition of round 4 was a look already: run again hours later it would not have run next to its
+    pair, and the rule would look a second time at a look it made. The resume leaves it (and looks at nothing
+    new); a plain `repeat: N` run still runs its failed repetitions again."""
+    def failing(call: FakeCall) -> Step:
+        if call.case.workload.bs_bytes == 8192 and call.rep_index == 4:
+            return Replay("", returncode=1, stderr="fio: error=Input/output error\n")
+        return Replay(RANDRW_OUTPUT)
+
+    result, first, _ = _adaptive_session(tmp_path, store, failing, resume=False)
+    assert result is not None and (result.ran, result.failed) == (20, 1) and _look_rounds(first) == list(range(3, 11))
+    result, resumed, fake = _adaptive_session(tmp_path, store, _ok, resume=True)
+    assert result is not None and result.ran == 0 and fake.calls == []
+    assert _look_rounds(resumed) == []
 
 
 STEADY = """

@@ -19,7 +19,7 @@ from functools import partial
 
 from storbench import __version__
 from storbench.checks import Checked, meminfo_bytes
-from storbench.config import LoadedPlan, plan_design, repeat_bounds, run_order
+from storbench.config import LoadedPlan, RepeatConfig, plan_design, repeat_bounds, run_order
 from storbench.config.faults import CheckWritesConfig
 from storbench.errors import UserError
 from storbench.events import PlanVersionAdded, PreconditionRan
@@ -128,7 +128,11 @@ def run_plan(
         if version > 1 and planned - stored:
             observer.event(PlanVersionAdded(run_id, version, len(planned - stored)))
         restart_unsettled_points(loaded, store, run_id, observer)
-        done = store.completed(run_id)
+        # `repeat: {until: ...}`: a failed repetition of a round already looked at stays failed (a round that
+        # failed on one side still was a look); run again now, it would not have run next to its pair, and the
+        # rule would look again at a look it has made
+        done = store.completed(run_id, failed_too=isinstance(config.repeat, RepeatConfig))
+        looked_at = max((index for _, index in store.completed(run_id, failed_too=True)), default=-1)
     else:
         run_id = store.create_run(
             plan_name=config.name, plan_text=loaded.source.text, plan_sha256=plan_sha256(loaded.source.text),
@@ -137,7 +141,7 @@ def run_plan(
             started_at_s=clock(), mem_total_bytes=meminfo_bytes("MemTotal"), cpu_count=os.cpu_count(),
             plan_path=loaded.source.path, design=design, labels=labels, software=plan_software(loaded),
         )
-        done = set()
+        done, looked_at = set(), -1
     order = schedule(cases, repeat_bounds(config)[1], run_order(config), config.seed)
     todo = [item for item in order if (item.case.case_id, item.rep_index) not in done]
     observer.run_started(run_id, len(todo), len(order) - len(todo), sum(repetition_seconds(i.case) for i in todo))
@@ -148,8 +152,9 @@ def run_plan(
         executors = Executors(executor, servers, caps.binary, run_label(run_id, platform.node(), store.path), k8s_lab,
                               lab_servers=config.hosts is None, cluster=cluster)
         deadline = None if budget_s is None else clock() + budget_s
+        # a round begun before the run was stopped was looked at before it began: it is finished before the next look
         run = RunState(loaded, checked, store, executors, observer, run_id, keep_lab, ceilings={}, clock=clock,
-                   deadline_s=deadline, cases=tuple(cases))
+                       deadline_s=deadline, cases=tuple(cases), looks={"looked_at": looked_at, "stopped": 0})
         bring_up = config.lab.ceph.bring_up if config.lab is not None and config.lab.ceph is not None else "once"
         try:
             claim_run_test_files(checked.targets, cases)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from storbench.config import CI_STOP_CONFIDENCE
 from storbench.stats.compare import compare_observations
 from storbench.stats.compare_cells import PointComparison
-from storbench.stats.observations import Observation, metric_value
+from storbench.stats.observations import Observation, attempted_rounds, metric_value
 from storbench.stats.selectors import Selector
 from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, decide, rounds_run
 from storbench.stats.summary import summarize_points
@@ -52,7 +52,7 @@ class PairedRounds:
     rounds: tuple[int, ...]
     baseline: tuple[float, ...]
     candidate: tuple[float, ...]
-    rounds_run: int = 0  # rounds run so far (the look's index): the highest round either side has, plus one
+    rounds_run: int = 0  # rounds run so far (the look's index): the rounds both sides reached, ok or failed
 
 
 def paired_rounds(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
@@ -66,7 +66,9 @@ def paired_rounds(observations: Sequence[Observation], baseline: Selector, candi
             b = _per_rep(observations, cand.case_id, cand.direction_name, metric)
             rounds = sorted(set(a) & set(b))
             found.append(PairedRounds(comparison, metric, tuple(rounds), tuple(a[i] for i in rounds),
-                                      tuple(b[i] for i in rounds), rounds_run=rounds_run(a, b)))
+                                      tuple(b[i] for i in rounds),
+                                      rounds_run=rounds_run(attempted_rounds(observations, base.case_id),
+                                                            attempted_rounds(observations, cand.case_id))))
     return found
 
 

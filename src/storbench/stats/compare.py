@@ -15,7 +15,7 @@ from storbench.stats.compare_design import design_of
 from storbench.stats.compare_match import compare_points
 from storbench.stats.compare_runs import run_level
 from storbench.stats.estimate import CONFIDENCE
-from storbench.stats.observations import Observation, alternated_rounds, metric_value
+from storbench.stats.observations import Observation, alternated_rounds, attempted_rounds, metric_value
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.selectors import Question, Selector, blocked_settings, select
 from storbench.stats.sequential import (
@@ -109,7 +109,8 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
         sequential = sequential_plans.get(base.run_ids[0])
         # the error rate of this comparison's intervals: ``alpha``, or the sequential rule's at its look after the
         # last round either side has, for a rule whose overall error rate is scaled as ``alpha`` is to 5 %
-        looked = rounds_run({i: o for (_, i), o in a.items()}, {i: o for (_, i), o in b.items()})
+        looked = rounds_run(attempted_rounds(by_run[base.run_ids[0]], base.case_id),
+                            attempted_rounds(by_run[base.run_ids[0]], cand.case_id))
         error = alpha if sequential is None else _look_alpha(sequential, looked, alpha)
         cells = []
         for cell in comparison.cells:
@@ -164,7 +165,9 @@ def rule_answer(observations: Sequence[Observation], baseline: PointSummary, can
     a, b = _by_round(observations, baseline, field), _by_round(observations, candidate, field)
     first, second = (a, b) if forward else (b, a)
     common = sorted(set(first) & set(second))
-    verdict = decide([first[i] for i in common], [second[i] for i in common], plan, rounds_run(first, second))
+    looks = rounds_run(attempted_rounds(observations, baseline.case_id),
+                       attempted_rounds(observations, candidate.case_id))
+    verdict = decide([first[i] for i in common], [second[i] for i in common], plan, looks)
     decision, change = verdict.decision, verdict.change
     if not forward:
         decision = {Decision.HIGHER: Decision.LOWER, Decision.LOWER: Decision.HIGHER}.get(decision, decision)

@@ -202,6 +202,12 @@ def alternated_rounds(observations: Iterable[Observation], runs: Container[int]
             if len(case_runs[key[0]]) == 1 and next(iter(case_runs[key[0]])) in runs}
 
 
+def attempted_rounds(observations: Iterable[Observation], case_id: str) -> frozenset[int]:
+    """The rounds (repetition indices) a case was run in, ok or failed (all clients merged): what the stopping
+    rule counts its looks by (`stats.sequential.rounds_run`)."""
+    return frozenset(o.rep_index for o in observations if not o.client and o.case.case_id == case_id)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Metric values: one accessor per metric field (stats.metrics names them; exports carry the same names)
 

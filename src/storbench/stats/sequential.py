@@ -31,7 +31,7 @@ more rounds would decide it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
@@ -211,10 +211,14 @@ def paired_values(a: Mapping[K, float | int | None], b: Mapping[K, float | int |
     return [float(x) for x, _ in pairs if x is not None], [float(y) for _, y in pairs if y is not None]
 
 
-def rounds_run(a: Mapping[int, object], b: Mapping[int, object]) -> int:
-    """The rounds run so far, as the rule counts its looks, from each side's values by round (repetition index):
-    the highest round either side has, plus one (a round that failed on one side still was a look)."""
-    return max((*a, *b), default=-1) + 1
+def rounds_run(a: Collection[int], b: Collection[int]) -> int:
+    """The rounds run so far, as the rule counts its looks, from the rounds each side attempted (repetition
+    indices, ok or failed: a round that failed on one side still was a look): the rounds both sides reached. A
+    round one side has not reached (a run stopped halfway through it) is not a look yet: counted, it would test
+    the pairs before it at a later look's level than the run loop did."""
+    if not a or not b:
+        return 0
+    return min(max(a), max(b)) + 1
 
 
 @dataclass(frozen=True)

@@ -214,13 +214,14 @@ class Store:
             cursor = conn.execute("DELETE FROM repetitions WHERE run_id = ? AND case_id = ?", (run_id, case_id))
             return int(cursor.rowcount)
 
-    def completed(self, run_id: int) -> set[tuple[str, int]]:
-        """(case id, repetition index) pairs of the run that finished with status ok."""
+    def completed(self, run_id: int, *, failed_too: bool = False) -> set[tuple[str, int]]:
+        """(case id, repetition index) pairs of the run that finished with status ok (``failed_too``: that ran,
+        ok or not)."""
+        where = "" if failed_too else " AND status = 'ok'"
         return {
             (row["case_id"], row["rep_index"])
-            for row in self.conn.execute(
-                "SELECT case_id, rep_index FROM repetitions WHERE run_id = ? AND status = 'ok'", (run_id,)
-            )
+            for row in self.conn.execute(f"SELECT case_id, rep_index FROM repetitions WHERE run_id = ?{where}",
+                                         (run_id,))
         }
 
     def save_repetition(self, run_id: int, case: Case, rep_index: int, outcome: RepetitionOutcome,
