@@ -91,10 +91,13 @@ def _merge_databases(args: argparse.Namespace, databases: list[str]) -> int:
         for name in databases:
             merged = merge_database(store, name, time.time)
             new = [m for m in merged if not m.already_here]
-            here = [m for m in merged if m.already_here]
+            here = [m for m in merged if m.already_here and not m.added]
+            grown = [m for m in merged if m.already_here and m.added]
             moved = ", ".join(f"{m.source_run_id} as {m.run_id}" for m in new)
             out.print(f"{name}: {len(new)} runs merged into {args.db}"
                       + (f" (run {moved}; {sum(m.repetitions for m in new)} repetitions)" if new else "")
+                      + "".join(f"; run {m.source_run_id}, there as {m.run_id}, brought up to date ({m.added} "
+                                "repetitions added)" for m in grown)
                       + (f"; {len(here)} already there (run " + ", ".join(f"{m.source_run_id} is {m.run_id}"
                                                                           for m in here) + "), skipped"
                          if here else ""), markup=False, soft_wrap=True)

@@ -5,9 +5,12 @@ The other database is copied to a temporary file and upgraded there (it is never
 through the read-only connection's limits; each of its runs not already here is copied whole -- its plan versions,
 preconditions, repetitions with their clients, measurements, telemetry, logs, faults and write checks -- under new
 ids, in one transaction per database, with where it came from (`runs.merged_from_json`). A run already here (the
-same plan, host, source and start time: merged before, from this database or another) is skipped, so merging
-again duplicates nothing. The copied runs are then read back through the store's own reader, which refuses what
-no storbench wrote, before the transaction commits.
+same plan name, host, source and start time: merged before, from this database or another) is brought up to date
+instead: the repetitions it lacks, or has an older attempt of (a resume replaces a failed one), and the plan
+versions it lacks are copied, and its plan, design and end taken over, so a database merged while its run went on
+(or before a `--resume`) loses nothing when merged again, and merging the same state again changes nothing. The
+copied runs are then read back through the store's own reader, which refuses what no storbench wrote, before the
+transaction commits.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storbench.errors import UserError
+from storbench.redact import redact_text
+from storbench.store.codec import compress_text, decompress_text
 from storbench.store.db import Store, open_store
 from storbench.store.queries import NOT_OURS_HINT
 from storbench.store.rows import Connection, Row
@@ -52,6 +57,7 @@ class MergedRun:
     run_id: int
     repetitions: int
     already_here: bool
+    added: int = 0  # for a run already here: the repetitions it lacked (or had an older attempt of), copied now
 
 
 def is_sqlite_file(path: str) -> bool:
@@ -63,7 +69,8 @@ def is_sqlite_file(path: str) -> bool:
         return False
 
 
-RUN_KEY = ("plan_name", "plan_sha256", "host", "source", "started_at_s")  # one run, wherever it is stored
+# one run, wherever it is stored (not its plan's hash: a resume that adds points changes it)
+RUN_KEY = ("plan_name", "host", "source", "started_at_s")
 
 
 def _run_key(row: Row) -> tuple[object, ...]:
@@ -102,12 +109,13 @@ def _merge(store: Store, source: Store, source_name: str, clock: Callable[[], fl
         for run in src.execute("SELECT * FROM runs ORDER BY id").fetchall():
             count = src.execute("SELECT COUNT(*) FROM repetitions WHERE run_id = ?", (run["id"],)).fetchone()[0]
             if _run_key(run) in here:
-                merged.append(MergedRun(run["id"], here[_run_key(run)], count, already_here=True))
+                added = _update_run(src, store, run, here[_run_key(run)])
+                merged.append(MergedRun(run["id"], here[_run_key(run)], count, already_here=True, added=added))
                 continue
             run_id = _copy_run(src, store, run, source_name, clock())
             here[_run_key(run)] = run_id
             merged.append(MergedRun(run["id"], run_id, count, already_here=False))
-        new = [m.run_id for m in merged if not m.already_here]
+        new = [m.run_id for m in merged if not m.already_here or m.added]
         if new:
             try:
                 store.repetitions(new)  # the store's own reader: refuses what no storbench wrote, before commit
@@ -136,6 +144,47 @@ def _copy_run(src: Connection, store: Store, run: Row, source_name: str, now_s: 
     return int(cursor.lastrowid)
 
 
+def _update_run(src: Connection, store: Store, run: Row, run_id: int) -> int:
+    """Bring run ``run_id`` here up to date with ``run`` of the other database (see the module's text); returns
+    how many repetitions were copied."""
+    dst = store.conn
+    mine = {(row["case_id"], row["rep_index"]): (row["id"], row["started_at_s"]) for row in dst.execute(
+        "SELECT id, case_id, rep_index, started_at_s FROM repetitions WHERE run_id = ?", (run_id,))}
+    newer = []
+    for row in src.execute("SELECT id, case_id, rep_index, started_at_s FROM repetitions WHERE run_id = ?",
+                           (run["id"],)).fetchall():
+        here = mine.get((row["case_id"], row["rep_index"]))
+        if here is None or row["started_at_s"] > here[1]:
+            if here is not None:
+                dst.execute("DELETE FROM repetitions WHERE id = ?", (here[0],))  # its rows below it go with it
+            newer.append(row["id"])
+    versions = {row[0] for row in dst.execute("SELECT version FROM plan_versions WHERE run_id = ?", (run_id,))}
+    theirs = [row["version"] for row in src.execute("SELECT version FROM plan_versions WHERE run_id = ?",
+                                                    (run["id"],))]
+    later_plan = max(theirs, default=0) > max(versions, default=0)
+    if not newer and not later_plan:
+        return 0
+    _copy_cases(src, store, run["id"])
+    ids: dict[str, dict[int, int]] = {"runs": {run["id"]: run_id}}
+    for table, parent, parent_table in CHILD_TABLES:
+        if table == "plan_versions":
+            where = f" AND version NOT IN ({', '.join(map(str, versions))})" if versions else ""
+            ids[table] = _copy_children(src, store, table, parent, ids["runs"], where)
+        elif table == "preconditions":
+            dst.execute("DELETE FROM preconditions WHERE run_id = ?", (run_id,))  # the other's: every one so far
+            ids[table] = _copy_children(src, store, table, parent, ids["runs"])
+        elif table == "repetitions":
+            ids[table] = _copy_children(src, store, table, parent, ids["runs"],
+                                        f" AND id IN ({', '.join(map(str, newer))})" if newer else " AND 0")
+        else:
+            ids[table] = _copy_children(src, store, table, parent, ids[parent_table])
+    if later_plan:
+        dst.execute("UPDATE runs SET plan_text = ?, plan_sha256 = ?, plan_path = ?, design_json = ? WHERE id = ?",
+                    (run["plan_text"], run["plan_sha256"], run["plan_path"], run["design_json"], run_id))
+    dst.execute("UPDATE runs SET finished_at_s = ? WHERE id = ?", (run["finished_at_s"], run_id))
+    return len(newer)
+
+
 def _copy_cases(src: Connection, store: Store, run_id: int) -> None:
     """The run's cases: a case id names its content, so one already here must be the same case."""
     dst, columns = store.conn, store.columns("cases")
@@ -150,10 +199,27 @@ def _copy_cases(src: Connection, store: Store, run_id: int) -> None:
                             hint=NOT_OURS_HINT)
 
 
+def _redacted(table: str, column: str, value: object) -> object:
+    """A column's value as copied: a repetition's fio output, job, command, stderr and error with every secret
+    option's value hidden (`redact.redact_text`), as the store hides them when it saves: a database written before
+    storbench did so, or by hand, brings no key in."""
+    if table != "repetitions" or value is None:
+        return value
+    if column == "fio_output_z":
+        try:
+            return compress_text(redact_text(decompress_text(value if isinstance(value, bytes) else None)))
+        except ValueError as exc:
+            raise UserError(f"a repetition's fio output is not storbench's ({exc}); nothing imported",
+                            hint=NOT_OURS_HINT) from None
+    if column in ("job_text", "command_json", "stderr_tail", "error"):
+        return redact_text(str(value))
+    return value
+
+
 def _copy_children(src: Connection, store: Store, table: str, parent: str,
-                   parents: dict[int, int]) -> dict[int, int]:
-    """The rows of ``table`` under the copied ``parents`` (old id -> new id), their own ids renewed when they have
-    one; returns old id -> new id of the rows copied."""
+                   parents: dict[int, int], where: str = "") -> dict[int, int]:
+    """The rows of ``table`` under the copied ``parents`` (old id -> new id) (``where``: only those that meet it
+    too), their own ids renewed when they have one; returns old id -> new id of the rows copied."""
     dst, columns = store.conn, store.columns(table)
     renewed = "id" in columns
     kept = [c for c in columns if c != "id"]
@@ -162,10 +228,10 @@ def _copy_children(src: Connection, store: Store, table: str, parent: str,
     old_ids = list(parents)
     for start in range(0, len(old_ids), 500):  # SQLite's bound parameters per statement
         chunk = old_ids[start:start + 500]
-        rows = src.execute(f"SELECT * FROM {table} WHERE {parent} IN ({', '.join('?' * len(chunk))})"
+        rows = src.execute(f"SELECT * FROM {table} WHERE {parent} IN ({', '.join('?' * len(chunk))}){where}"
                            " ORDER BY rowid", list(chunk)).fetchall()  # as stored there (an id is its rowid)
         for row in rows:
-            values = [parents[row[c]] if c == parent else row[c] for c in kept]
+            values = [parents[row[c]] if c == parent else _redacted(table, c, row[c]) for c in kept]
             cursor = dst.execute(insert, values)
             if renewed:
                 assert cursor.lastrowid is not None

@@ -1,0 +1,142 @@
+"""`storbench import OTHER.db` of a database whose run went on after it was merged (resumed, a failed repetition
+run again, points added): merged again, the run here is brought up to date, not skipped as "already there" with
+its later repetitions lost; merged again in the same state, or from an older copy, nothing changes."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli
+from storbench import checks, orchestrate
+from storbench.checks import check_everything
+from storbench.config import load_plan_text
+from storbench.execute.fake import FakeCall, FakeExecutor, Raise, Replay, Step
+from storbench.fio.options import FioCapabilities
+from storbench.model import Status
+from storbench.plan import expand
+from storbench.store import open_store
+from storbench.store.merge import merge_database
+
+FIXTURES = Path(__file__).parent / "fixtures"
+OUTPUT = (FIXTURES / "randrw-numjobs2.jsonplus.json").read_text()
+CAPS = FioCapabilities(binary="/usr/bin/fio", version="fio-3.33", options=frozenset(), engines=frozenset())
+PLAN = """
+name: grows
+targets:
+  t: {{kind: path, path: {data}, size: 4MiB}}
+workload: {{rw: randrw, rwmixread: 70, bs: {bs}, iodepth: 1, runtime: 1s, direct: false}}
+repeat: 3
+telemetry: {{enabled: false}}
+"""
+
+
+class Quiet:
+    def run_started(self, *args: object) -> None: ...
+    def repetition_started(self, *args: object) -> None: ...
+    def repetition_finished(self, *args: object) -> None: ...
+    def event(self, *args: object) -> None: ...
+
+
+def _session(db: Path, data: Path, bs: str, script: FakeExecutor, *, resume: bool) -> None:
+    loaded = load_plan_text(PLAN.format(data=data, bs=bs), "grows.yaml")
+    cases = expand(loaded)
+    store = open_store(db)
+    try:
+        orchestrate.run_plan(loaded, cases, check_everything(loaded, cases, CAPS.binary, create=True), store,
+                             script, Quiet(), resume=resume)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        store.close()
+
+
+def _state(db: Path) -> list[tuple[str, int, str, float]]:
+    with sqlite3.connect(db) as conn:
+        return sorted(conn.execute("SELECT case_id, rep_index, status, started_at_s FROM repetitions"))
+
+
+def _counts(db: Path) -> dict[str, int]:
+    with sqlite3.connect(db) as conn:
+        return {table: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                for table in ("runs", "plan_versions", "repetitions", "clients", "measurements")}
+
+
+def test_a_run_merged_while_it_went_on_is_brought_up_to_date_when_merged_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(checks, "fio_capabilities", lambda binary, engines=(): CAPS)
+    source, central, data = tmp_path / "source.db", tmp_path / "central.db", tmp_path / "data"
+    calls: list[FakeCall] = []
+
+    def first(call: FakeCall) -> Step:  # the second repetition fails, the fifth is cut short (Ctrl-C)
+        calls.append(call)
+        if len(calls) == 5:
+            return Raise(KeyboardInterrupt())
+        return Replay("", returncode=1, stderr="fio: error\n") if len(calls) == 2 else Replay(OUTPUT)
+
+    _session(source, data, "[4k, 8k]", FakeExecutor(first), resume=False)
+    assert [status for *_, status, _ in _state(source)].count("failed") == 1 and len(_state(source)) == 4
+    store = open_store(central)
+    try:
+        assert [m.already_here for m in merge_database(store, str(source), lambda: 0.0)] == [False]
+    finally:
+        store.close()
+    older = tmp_path / "older.db"
+    shutil.copy(source, older)
+    # resumed with a point more (the plan's hash changes, a second plan version): the failed one is run again
+    _session(source, data, "[4k, 8k, 16k]", FakeExecutor(lambda call: Replay(OUTPUT)), resume=True)
+    theirs = _state(source)
+    assert len(theirs) == 9 and all(status == Status.OK.value for _, _, status, _ in theirs)
+
+    code, out, err = run_cli(capsys, "import", str(source), "--db", str(central))
+    assert code == 0, err
+    assert "0 runs merged" in out and "run 1, there as 1, brought up to date (6 repetitions added)" in out, out
+    assert _state(central) == theirs  # every repetition, the failed one's later attempt in its place
+    counts = _counts(central)
+    assert counts == _counts(source)  # one run, both plan versions, each repetition's clients and measurements
+    store = open_store(central, read_only=True)
+    try:
+        (run,) = store.runs()
+        assert run.finished_at_s is not None and "16k" in run.plan_text
+        assert len(store.repetitions()) == 9
+    finally:
+        store.close()
+
+    for again in (source, older):  # the same state, then an older copy: nothing changes
+        code, out, err = run_cli(capsys, "import", str(again), "--db", str(central))
+        assert code == 0 and "1 already there (run 1 is 1), skipped" in out, out + err
+        assert _state(central) == theirs and _counts(central) == counts
+
+
+def test_a_key_in_a_merged_database_is_hidden_on_the_way_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A database from before the store hid fio's echoed options (or written by hand) brings no S3 key into
+    this one; a blob that is not zlib is refused in one line, nothing imported."""
+    from storbench.store.codec import compress_text, decompress_text
+
+    monkeypatch.setattr(checks, "fio_capabilities", lambda binary, engines=(): CAPS)
+    source, central = tmp_path / "old.db", tmp_path / "central.db"
+    _session(source, tmp_path / "data", "4k", FakeExecutor(lambda call: Replay(OUTPUT)), resume=False)
+    key = "oldSecretKeyValue"
+    with sqlite3.connect(source) as conn:
+        (raw,) = conn.execute("SELECT fio_output_z FROM repetitions WHERE id = 1").fetchone()
+        planted = decompress_text(raw).replace('"global options" : {', f'"global options" : {{"http_s3_key": "{key}",')
+        assert key in planted
+        conn.execute("UPDATE repetitions SET fio_output_z = ?, job_text = job_text || ? WHERE id = 1",
+                     (compress_text(planted), f"http_s3_key={key}\n"))
+    code, out, err = run_cli(capsys, "import", str(source), "--db", str(central))
+    assert code == 0, err
+    with sqlite3.connect(central) as conn:
+        job, blob = conn.execute("SELECT job_text, fio_output_z FROM repetitions WHERE id = 1").fetchone()
+    assert key not in job and "http_s3_key=<hidden>" in job
+    assert key not in decompress_text(blob) and '"http_s3_key": "<hidden>"' in decompress_text(blob)
+
+    with sqlite3.connect(source) as conn:
+        conn.execute("UPDATE repetitions SET fio_output_z = ? WHERE id = 2", (b"not zlib",))
+    before = _counts(central)
+    code, out, err = run_cli(capsys, "import", str(source), "--db", str(tmp_path / "third.db"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "nothing imported" in err, err
+    assert _counts(central) == before
