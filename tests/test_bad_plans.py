@@ -278,6 +278,14 @@ BAD_PLANS = [
                                                   "compare: {baseline: osds=3, candidate: osds=4}\n", 9,
                                                   "compare.baseline", ("needs a cluster per value",
                                                                        "lab.ceph.bring_up: each_repetition"))),
+    case("adaptive-across-a-blocked-setting-side-by-side", Bad(
+        BASE + "repeat: {min: 3, max: 9, until: decided}\ncompare: {baseline: osds=3, candidate: osds=4}\n"
+        "lab:\n  ceph: {osds: [3, 4], pool_size: 1, bring_up: side_by_side}\n", 9, "compare.baseline",
+        ("side by side, each side is one cluster", "lab.ceph.bring_up: each_repetition"), absent=("side_by_side)",))),
+    case("adaptive-across-labs-brought-up-once", Bad(
+        BASE + "repeat: {min: 3, max: 9, until: 'ci <= 5%'}\nlab:\n  ceph: {osds: [3, 4], pool_size: 1}\n", 8,
+        "repeat", ("until: looks after each round", "need 2 labs brought up one after another (the second: osds=4)",
+                   "lab.ceph.bring_up: each_repetition"))),
     case("steady-state-with-repeat", Bad(BASE + "steady_state: {window: 5}\nrepeat: 3\n", 9, "repeat",
                                          ("its rounds are the repetitions", "drop repeat"))),
     case("steady-state-window-above-max", Bad(BASE + "steady_state: {window: 8, max_rounds: 5}\n", 8,

@@ -127,7 +127,7 @@ def test_a_key_in_a_merged_database_is_hidden_on_the_way_in(
         assert key in planted
         conn.execute("UPDATE repetitions SET fio_output_z = ?, job_text = job_text || ? WHERE id = 1",
                      (compress_text(planted), f"http_s3_key={key}\n"))
-    code, out, err = run_cli(capsys, "import", str(source), "--db", str(central))
+    code, _, err = run_cli(capsys, "import", str(source), "--db", str(central))
     assert code == 0, err
     with sqlite3.connect(central) as conn:
         job, blob = conn.execute("SELECT job_text, fio_output_z FROM repetitions WHERE id = 1").fetchone()
@@ -136,7 +136,6 @@ def test_a_key_in_a_merged_database_is_hidden_on_the_way_in(
 
     with sqlite3.connect(source) as conn:
         conn.execute("UPDATE repetitions SET fio_output_z = ? WHERE id = 2", (b"not zlib",))
-    before = _counts(central)
-    code, out, err = run_cli(capsys, "import", str(source), "--db", str(tmp_path / "third.db"))
+    code, _, err = run_cli(capsys, "import", str(source), "--db", str(tmp_path / "third.db"))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "nothing imported" in err, err
-    assert _counts(central) == before
+    assert _counts(tmp_path / "third.db")["repetitions"] == 0

@@ -8,8 +8,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from storbench.config import LoadedPlan, RbdTargetConfig
-from storbench.demands import MACHINE_SHARE, Demand, inodes_need, lab_disk_demands, memory_demands, over_share
+from storbench.config import LoadedPlan, RbdTargetConfig, RepeatConfig
+from storbench.demands import (
+    MACHINE_SHARE,
+    Demand,
+    inodes_need,
+    lab_disk_demands,
+    lab_groups,
+    memory_demands,
+    over_share,
+)
 from storbench.errors import UserError, did_you_mean
 from storbench.execute.fio_binary import fio_capabilities
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
@@ -129,6 +137,25 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
+def check_rounds(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
+    """`repeat: {until: ...}` looks at the answer after each round of every point: refused when the points need
+    labs brought up one after another (a cluster per OSD count, brought up once), where the first lab's points run
+    every round before the next lab's run any, and a look would see only them."""
+    config = loaded.config
+    ceph = config.lab.ceph if config.lab is not None else None
+    if not isinstance(config.repeat, RepeatConfig) or (ceph is not None and ceph.bring_up == "each_repetition"):
+        return
+    groups = lab_groups(config, cases)
+    if len(groups) > 1:
+        first, second = (group[0].lab.pairs() for group in groups[:2])
+        differ = ", ".join(f"{k}={v}" for k, v in second if (k, v) not in first) or "another lab"
+        raise UserError(f"until: looks after each round of every point, but the plan's points need {len(groups)} "
+                        f"labs brought up one after another (the second: {differ}): every round of the first would "
+                        "run before the others ran any", where=loaded.source.where(("repeat",)),
+                        hint="set lab.ceph.bring_up: each_repetition (a fresh cluster per value and round, A B B A), "
+                             "or use a fixed repeat")
+
+
 def check_resources(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
     """What the plan's largest lab configuration and case need of this machine's memory (MemAvailable) and of
     the filesystem holding the lab directory (its sparse files, written), within MACHINE_SHARE of each."""
@@ -190,6 +217,7 @@ def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str,
     (`storbench plan`): no credential read, nothing sent over the network. ``s3``: the operator's S3 settings.
     ``fio_servers``: the fio servers the operator trusts (None: not checked, as `plan` connects to none)."""
     check_machine(loaded)
+    check_rounds(loaded, cases)
     check_plan_files(loaded)
     engines = tuple(sorted({case.workload.ioengine for case in cases}))
     caps = fio_capabilities(fio_binary, engines)

@@ -75,7 +75,7 @@ def lab_group_key(lab: LabPoint, bring_up: str) -> object:
     return ("side by side", cluster.nfs) if bring_up == "side_by_side" and cluster.ceph is not None else cluster
 
 
-def _lab_groups(config: PlanConfig, cases: Sequence[Case]) -> list[list[Case]]:
+def lab_groups(config: PlanConfig, cases: Sequence[Case]) -> list[list[Case]]:
     bring_up = config.lab.ceph.bring_up if config.lab and config.lab.ceph else "once"
     groups: dict[object, list[Case]] = {}
     for case in cases:
@@ -180,7 +180,7 @@ def memory_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:
     fio_here = config.hosts is None
     k8s_here = config.lab is not None and config.lab.k8s is not None
     out = []
-    for group in _lab_groups(config, cases):
+    for group in lab_groups(config, cases):
         needs: list[Need] = []
         clusters: dict[LabPoint, list[Case]] = {}
         for case in group:
@@ -202,7 +202,7 @@ def lab_disk_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:
     the k8s lab's block volumes (up for the whole run). Their sum must fit, since writes fill sparse files."""
     k8s = config.lab.k8s if config.lab is not None else None
     out = []
-    for group in _lab_groups(config, cases):
+    for group in lab_groups(config, cases):
         needs: list[Need] = []
         for cluster in dict.fromkeys(cluster_of(c.lab) for c in group):
             point = cluster.ceph

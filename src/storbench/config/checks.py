@@ -196,12 +196,15 @@ def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
             raise UserError(f"compare.{side}: {exc}", where=source.where(("compare", side)),
                             hint="KEY=VALUE[,KEY=VALUE], e.g. pool_size=2") from None
         blocked = blocked_settings(selector)
-        alternating = config.lab is not None and config.lab.ceph is not None and config.lab.ceph.bring_up != "once"
-        if blocked and isinstance(repeat, RepeatConfig) and not alternating:
-            raise UserError(f"compare.{side} names {', '.join(blocked)}, which needs a cluster per value: brought up "
-                            "once, its sides cannot alternate round by round", where=source.where(("compare", side)),
+        bring_up = config.lab.ceph.bring_up if config.lab is not None and config.lab.ceph is not None else "once"
+        if blocked and isinstance(repeat, RepeatConfig) and bring_up != "each_repetition":
+            # side by side, each side is one cluster: the rule would go on until the two instances differ
+            why = ("brought up once, its sides cannot alternate round by round" if bring_up == "once" else
+                   "side by side, each side is one cluster, and the rule would decide between those two instances")
+            raise UserError(f"compare.{side} names {', '.join(blocked)}, which needs a cluster per value: {why}",
+                            where=source.where(("compare", side)),
                             hint="set lab.ceph.bring_up: each_repetition (a fresh cluster per value and round, A B "
-                                 "B A) or side_by_side, or use a fixed repeat")
+                                 "B A), or use a fixed repeat")
 
 
 def _check_steady_state(config: PlanConfig, source: PlanSource) -> None:
