@@ -226,3 +226,26 @@ def test_a_reader_sees_one_snapshot_while_a_run_writes(tmp_path: Path) -> None:
     assert [run.run_id for run in again.runs()] == [first, second] and len(again.repetitions()) == 2
     again.close()
     writer.close()
+
+
+def test_a_reader_opened_while_no_one_writes_keeps_its_snapshot_when_a_run_starts(tmp_path: Path) -> None:
+    """No -wal beside the database when the reader opens (nothing was writing); then a run writes many pages and
+    ends (its checkpoint rewrites the database file): the reader still sees the database as at its first look,
+    whole and readable."""
+    db = tmp_path / "r.db"
+    writer = open_store(db)
+    first = _run(writer)
+    writer.save_repetition(first, _case(), 0, _outcome(), (("kind", "path"),))
+    writer.close()
+    assert not Path(f"{db}-wal").exists()
+    reader = open_store(db, read_only=True)
+    assert [run.run_id for run in reader.runs()] == [first]
+    writer = open_store(db)
+    for _ in range(30):
+        writer.save_repetition(_run(writer), _case(), 0, _outcome(), (("kind", "path"),))
+    writer.close()  # its last checkpoint moves every page into the database file
+    assert [run.run_id for run in reader.runs()] == [first]
+    assert len(reader.repetitions()) == 1
+    assert reader.conn.execute("SELECT COUNT(*) FROM plan_versions").fetchone()[0] == 1
+    assert reader.conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    reader.close()

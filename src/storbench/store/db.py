@@ -6,6 +6,7 @@ byte of it is written or a query of its own is run.
 from __future__ import annotations
 
 import math
+import os
 import random
 import sqlite3
 import time
@@ -112,11 +113,12 @@ def _open_read_only(path: str) -> Store:
     never migrated; a file that is not storbench's, or that an older storbench wrote, is refused untouched."""
     if not Path(path).is_file():
         raise UserError(f"no results database {path}", hint="run a plan first, or pass --db PATH")
-    # with no -wal beside it no one is writing: open it immutable, so SQLite makes no -wal or -shm of its own;
-    # while a run writes, read through the writer's WAL
-    live = Path(f"{path}-wal").exists()
+    # read through the WAL, which holds the reader's snapshot even when a run starts writing after it opened (a
+    # -wal and -shm may be left beside the file; the next writer takes them). Immutable (no locks, no snapshot held)
+    # only where SQLite could make neither: no -wal there and a directory this user cannot write
+    shared = Path(f"{path}-wal").exists() or os.access(Path(path).resolve().parent, os.W_OK)
     try:
-        conn = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro" + ("" if live else "&immutable=1"),
+        conn = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro" + ("" if shared else "&immutable=1"),
                                uri=True, timeout=30, isolation_level=None, factory=_LimitedConnection)
     except sqlite3.DatabaseError as exc:
         raise UserError(f"cannot open {path}: {exc}", hint="pass another --db") from None
