@@ -19,6 +19,7 @@ import argparse
 import gc
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from storbench import __version__
 from storbench.cli import examples, history, image, imports, labs, results, run
@@ -50,16 +51,24 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with storbench's one line for a bad command line: the error and a hint, not the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (hint: {self.prog} --help)\n")
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The whole command line; given the ``argv`` it is for, `lab`'s kinds only when it is a `lab` command (their
     options import every lab kind)."""
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="storbench",
         description="Declarative, reproducible, statistically honest storage benchmarks on real fio.",
     )
     parser.add_argument("--version", action=_Version, nargs=0,
                         help="show storbench's version, the fio it would run (and its version) and the Python")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(dest="command",
+                                                                                     metavar="COMMAND")
     run.add_commands(sub)
     results.add_commands(sub)
     command = next((arg for arg in argv if not arg.startswith("-")), None) if argv is not None else "lab"

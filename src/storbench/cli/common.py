@@ -4,6 +4,7 @@ commands take."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -66,7 +67,8 @@ def _write_output(text: str | bytes, output: str) -> None:
         try:
             write_private(output, text)
         except OSError as exc:
-            raise UserError(f"cannot write {output}: {exc.strerror or exc}") from None
+            raise UserError(f"cannot write {output}: {exc.strerror or exc}",
+                            hint="pass -o a path in a directory you can write") from None
     elif isinstance(text, bytes):
         if sys.stdout.isatty():
             raise UserError("a Parquet file is not for the terminal", hint="add -o FILE.parquet")
@@ -77,6 +79,35 @@ def _write_output(text: str | bytes, output: str) -> None:
 
 
 # ---- options shared by several commands ---------------------------------------------------------------
+
+
+def at_least_zero(text: str) -> float:
+    """An option's number that must be finite and not below 0 (a percent, a limit): `nan` would compare false
+    with everything and switch a gate off."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. 5)") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a finite number, 0 or more (e.g. 5)")
+    return value
+
+
+def above_zero(text: str) -> float:
+    value = at_least_zero(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number above 0 (e.g. 2)")
+    return value
+
+
+def whole_above_zero(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (e.g. 500)") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of 1 or more (e.g. 500)")
+    return value
 
 
 def db_option(p: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from storbench.cli.common import _console, _write_output, db_option, filters
+from storbench.cli.common import _console, _write_output, at_least_zero, db_option, filters
 from storbench.errors import UserError, did_you_mean
 
 
@@ -64,7 +64,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--pool-hosts", action="store_true",
                    help="one history per point over every machine's runs (default: each machine's runs apart, when "
                    "the runs chosen come from several: merged stores)")
-    p.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
+    p.add_argument("--fail-on-regression", type=at_least_zero, default=None, metavar="PCT",
                    help="exit 1 when a point's newest run is worse than the level before it (outside one more "
                    "run's 95%% interval, Bonferroni over the points) or completes a change point worse by at least "
                    "PCT %%")

@@ -18,12 +18,19 @@ def cmd_image_build(args: argparse.Namespace) -> int:
     if args.output and Path(args.output).exists():
         raise UserError(f"{args.output} exists; storbench image build does not write over a file",
                         hint="remove it, or pick another name with -o")
+    if args.output and not Path(args.output).resolve().parent.is_dir():
+        raise UserError(f"cannot write {args.output}: {Path(args.output).resolve().parent} is no directory",
+                        hint="create the directory first, or pick another path with -o")
     image = build_fio_image(find_fio(args.fio))
     path = Path(args.output or default_archive_name(image))
     if path.exists():
         raise UserError(f"{path} exists; storbench image build does not write over a file",
                         hint="remove it, or pick another name with -o")
-    path.write_bytes(image.archive)
+    try:
+        path.write_bytes(image.archive)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}",
+                        hint="pick a path in a directory you can write with -o") from None
     _console().print(f"wrote {path}: image {image.ref_name} ({len(image.archive) / 2**20:.1f} MiB, manifest "
                      f"{image.manifest_digest}); storbench image push REGISTRY/storbench/fio --archive {path}",
                      markup=False, soft_wrap=True)

@@ -12,7 +12,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from storbench.cli.common import SafeConsole, _console, _write_output, db_option, filters, where_option
+from storbench.cli.common import (
+    SafeConsole,
+    _console,
+    _write_output,
+    at_least_zero,
+    db_option,
+    filters,
+    where_option,
+)
 from storbench.errors import UserError
 from storbench.private_files import write_private
 from storbench.safe_text import file_stems
@@ -336,17 +344,28 @@ def cmd_report(args: argparse.Namespace) -> int:
                             steady=selection.steady, preconditions=selection.preconditions,
                             notes=[design_changed_line(run, what)
                                    for run, what in sorted(selection.design_changed.items())])
+    images = Path(args.images) if args.images else None
+    if images is not None:  # before the report is written: a bad --images leaves nothing half done
+        try:
+            images.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot write the images in {images}: {exc.strerror or exc}",
+                            hint="pass --images a directory you can write") from None
     _write_output(render_html(document, get_plotlyjs()), args.output)
     out = _console(stderr=args.output in ("", "-"))
     out.print(f"report: {args.output} ({len(document.figures)} figures, {len(document.points)} points)",
               markup=False)
-    if args.images:
-        directory = Path(args.images)
-        directory.mkdir(parents=True, exist_ok=True)
-        # ids hold target names, which an import or a database may choose
-        for figure, stem in zip(document.figures, file_stems([f.figure_id for f in document.figures]), strict=True):
-            for fmt in ("png", "svg"):
-                write_private(directory / f"{stem}.{fmt}", render_image(figure, fmt))
+    if images is not None:
+        directory = images
+        try:
+            # ids hold target names, which an import or a database may choose
+            for figure, stem in zip(document.figures, file_stems([f.figure_id for f in document.figures]),
+                                    strict=True):
+                for fmt in ("png", "svg"):
+                    write_private(directory / f"{stem}.{fmt}", render_image(figure, fmt))
+        except OSError as exc:
+            raise UserError(f"cannot write the images in {directory}: {exc.strerror or exc}",
+                            hint="pass --images a directory you can write") from None
         out.print(f"images: {len(document.figures)} figures as PNG and SVG in {directory}", markup=False)
     return 0
 
@@ -391,7 +410,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("-o", "--output", default="-", help="file to write, the table as plain text too (default: "
                    "standard output)")
     p.add_argument("--force", action="store_true", help="compare even when fio version, workload or target kind differ")
-    p.add_argument("--fail-on-regression", type=float, default=None, metavar="PCT",
+    p.add_argument("--fail-on-regression", type=at_least_zero, default=None, metavar="PCT",
                    help="exit 1 when any metric is significantly worse by PCT percent or more, at a 5 %% error rate "
                    "for the whole table (shared over its cells; not cells whose plain interval a stopping rule does "
                    "not cover)")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from storbench.cli.common import (
     _console,
     _read_plan,
+    above_zero,
     cluster_access,
     cluster_options,
     db_option,
@@ -17,6 +18,7 @@ from storbench.cli.common import (
     fio_servers,
     s3_access,
     s3_options,
+    whole_above_zero,
 )
 from storbench.errors import UserError
 from storbench.units import format_block_size, format_duration
@@ -192,7 +194,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     labels = parse_labels(args.label)
     loaded = with_namespace(_read_plan(args.plan), args.namespace)
     cases = expand(loaded)
-    _check_size(loaded, cases, args.max_runs or MAX_RUNS, args.max_hours or MAX_HOURS)
+    _check_size(loaded, cases, MAX_RUNS if args.max_runs is None else args.max_runs,
+                MAX_HOURS if args.max_hours is None else args.max_hours)
+    if args.budget is not None and isinstance(loaded.config.repeat, int):
+        raise UserError("--budget stops a run with repeat: {until: ...} between rounds; this plan has a fixed repeat",
+                        hint="drop --budget, or give the plan repeat: {min: 3, max: 10, until: decided}")
     resume = args.resume is not None
     if resume and labels:
         raise UserError("--label is given when a run starts: a resumed run keeps the labels it started with",
@@ -282,9 +288,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--budget", type=_duration, default=None, metavar="DURATION",
                    help="with repeat: {until: ...}, start no new round after this long (e.g. 20m); the answer so "
                    "far is printed")
-    p.add_argument("--max-runs", type=int, default=None, metavar="N",
+    p.add_argument("--max-runs", type=whole_above_zero, default=None, metavar="N",
                    help=f"refuse a plan of more fio runs than this (default {MAX_RUNS:,})")
-    p.add_argument("--max-hours", type=float, default=None, metavar="H",
+    p.add_argument("--max-hours", type=above_zero, default=None, metavar="H",
                    help=f"refuse a plan estimated to take longer than this (default {MAX_HOURS:g})")
     p.add_argument("--keep-lab", action="store_true",
                    help="leave the plan's last lab configuration up after the run (tear down with `storbench lab`)")

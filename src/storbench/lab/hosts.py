@@ -275,8 +275,14 @@ def _command_down(lab: HostsLab, say: Say) -> None:
 
 
 def _command_options() -> tuple[CliOption, ...]:
-    return (CliOption(("--count",), {"type": int, "default": 8, "choices": range(1, 251), "metavar": "N",
+    return (CliOption(("--count",), {"type": _host_count, "default": 8, "metavar": "N",
                                      "help": "how many hosts (1-250, default 8)"}),)
+
+
+def _host_count(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 250:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number from 1 to 250")
+    return int(text)
 
 
 def servers_fio(loaded: LoadedPlan, caps: FioCapabilities) -> str:

@@ -111,6 +111,8 @@ class _LimitedCursor(sqlite3.Cursor):
 def _open_read_only(path: str) -> Store:
     """A results database for reading (show, export, compare, report, saturation): opened read-only, never written,
     never migrated; a file that is not storbench's, or that an older storbench wrote, is refused untouched."""
+    if Path(path).is_dir():
+        raise UserError(f"{path} is a directory, not a results database", hint=f"pass --db {Path(path) / 'results.db'}")
     if not Path(path).is_file():
         raise UserError(f"no results database {path}", hint="run a plan first, or pass --db PATH")
     # read through the WAL, which holds the reader's snapshot even when a run starts writing after it opened (a
@@ -170,13 +172,18 @@ def open_store(path: str | Path, *, read_only: bool = False) -> Store:
     parent = Path(path).expanduser().resolve().parent
     if not parent.exists():
         raise UserError(f"cannot create {path}: {parent} does not exist", hint="create the directory first")
+    if Path(path).is_dir():
+        raise UserError(f"{path} is a directory, not a results database", hint=f"pass --db {Path(path) / 'results.db'}")
     try:
         create_private(path)  # 0600: results hold host names, paths and plan text
     except OSError as exc:
         raise UserError(f"cannot create {path}: {exc.strerror or exc}", hint="choose another --db") from None
     deadline = time.monotonic() + OPEN_RETRY_S
     while True:
-        conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+        try:
+            conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise UserError(f"cannot open {path}: {exc}", hint="pass a --db you can read and write") from None
         try:
             conn.execute("PRAGMA trusted_schema=OFF")
             _schema_version(conn, path)  # another program's file or a crafted one: refused before it is changed

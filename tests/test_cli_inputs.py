@@ -1,0 +1,71 @@
+"""Bad command lines and unwritable places: one line, with a hint, never a traceback, and never a value that
+quietly switches something off (`--fail-on-regression nan` compared false with every change: a gate that never
+failed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli, write_plan
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PLAN = """
+name: inputs
+targets:
+  t: {{kind: path, path: {data}, size: 1MiB}}
+workload: {{rw: randread, bs: 4k, runtime: 1s}}
+repeat: 2
+"""
+
+
+def _one_line(code: int, out: str, err: str) -> str:
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err, out + err
+    return err.strip()
+
+
+@pytest.fixture
+def imported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    db = tmp_path / "r.db"
+    assert run_cli(capsys, "import", str(FIXTURES / "randread-plain.json"), "--db", str(db))[0] == 0
+    return db
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "inf", "lots"])
+def test_a_regression_gate_takes_only_a_finite_percent(value: str, imported: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    for command in (["compare", "--baseline", "bs=4k", "--candidate", "bs=4k"], ["history"]):
+        line = _one_line(*run_cli(capsys, *command, "--db", str(imported), f"--fail-on-regression={value}"))
+        assert f"storbench {command[0]}: error: argument --fail-on-regression: '{value}'" in line, line
+        assert f"(hint: storbench {command[0]} --help)" in line
+
+
+@pytest.mark.parametrize(("option", "says"), [("--max-runs=0", "a whole number of 1 or more"),
+                                              ("--max-hours=nan", "a finite number"),
+                                              ("--max-hours=0", "above 0"),
+                                              ("--budget=5m", "this plan has a fixed repeat")])
+def test_run_limits_that_would_mean_nothing_are_refused(option: str, says: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, PLAN.format(data=tmp_path / "data"))
+    line = _one_line(*run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"), option))
+    assert says in line and "hint:" in line, line
+    assert not (tmp_path / "r.db").exists() and not (tmp_path / "data").exists()
+
+
+def test_a_bad_command_line_is_one_line_with_a_hint(capsys: pytest.CaptureFixture[str]) -> None:
+    line = _one_line(*run_cli(capsys, "run"))
+    assert line == "storbench run: error: the following arguments are required: plan (hint: storbench run --help)"
+    line = _one_line(*run_cli(capsys, "lab", "hosts", "status", "--count", "999"))
+    assert "'999': give a whole number from 1 to 250" in line and len(line) < 200, line
+
+
+def test_unwritable_places_and_a_directory_as_database_are_one_line(
+        imported: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    line = _one_line(*run_cli(capsys, "report", "--db", str(imported), "-o", str(tmp_path / "r.html"),
+                              "--images", "/proc/storbench-images"))
+    assert "cannot write the images in /proc/storbench-images" in line and "hint:" in line, line
+    for command in (["show"], ["import", str(FIXTURES / "randread-plain.json")]):
+        line = _one_line(*run_cli(capsys, *command, "--db", str(tmp_path)))
+        assert f"{tmp_path} is a directory, not a results database" in line, line
+        assert f"--db {tmp_path / 'results.db'}" in line
