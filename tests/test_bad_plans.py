@@ -282,6 +282,15 @@ BAD_PLANS = [
         BASE + "repeat: {min: 3, max: 9, until: decided}\ncompare: {baseline: osds=3, candidate: osds=4}\n"
         "lab:\n  ceph: {osds: [3, 4], pool_size: 1, bring_up: side_by_side}\n", 9, "compare.baseline",
         ("side by side, each side is one cluster", "lab.ceph.bring_up: each_repetition"), absent=("side_by_side)",))),
+    case("compare-side-selects-nothing", Bad(
+        BASE + "repeat: {min: 3, max: 9, until: decided}\ncompare: {baseline: rw=randread, candidate: rw=randred}\n",
+        9, "compare.candidate", ("no point of the plan has rw=randred; the plan's values: randread",))),
+    case("compare-side-unknown-key", Bad(
+        BASE + "repeat: {min: 3, max: 9, until: decided}\ncompare: {baseline: rww=randread, candidate: bs=4k}\n",
+        9, "compare.baseline", ("unknown key 'rww'", "did you mean 'rw'?"))),
+    case("compare-sides-the-same", Bad(
+        BASE + "repeat: {min: 3, max: 9, until: decided}\ncompare: {baseline: bs=4k, candidate: rw=randread}\n",
+        9, "compare.candidate", ("selects the same points as the baseline's 'bs=4k'",))),
     case("adaptive-across-labs-brought-up-once", Bad(
         BASE + "repeat: {min: 3, max: 9, until: 'ci <= 5%'}\nlab:\n  ceph: {osds: [3, 4], pool_size: 1}\n", 8,
         "repeat", ("until: looks after each round", "need 2 labs brought up one after another (the second: osds=4)",

@@ -156,6 +156,22 @@ def check_rounds(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
                              "or use a fixed repeat")
 
 
+def check_question(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
+    """A plan's `compare` (what `repeat: {until: decided}` decides) asks about the plan's own points: each side
+    selects some, not the same."""
+    config = loaded.config
+    if config.compare is None:
+        return
+    # here, not at the top: only plans with a question load the statistics' selectors
+    from storbench.stats.selectors import parse_selector, plan_side_refusal
+
+    refusal = plan_side_refusal(cases, parse_selector(config.compare.baseline),
+                                parse_selector(config.compare.candidate))
+    if refusal is not None:
+        raise UserError(refusal.message,
+                        where=loaded.source.where(("compare", refusal.side)), hint=refusal.hint)
+
+
 def check_resources(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
     """What the plan's largest lab configuration and case need of this machine's memory (MemAvailable) and of
     the filesystem holding the lab directory (its sparse files, written), within MACHINE_SHARE of each."""
@@ -218,6 +234,7 @@ def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str,
     ``fio_servers``: the fio servers the operator trusts (None: not checked, as `plan` connects to none)."""
     check_machine(loaded)
     check_rounds(loaded, cases)
+    check_question(loaded, cases)
     check_plan_files(loaded)
     engines = tuple(sorted({case.workload.ioengine for case in cases}))
     caps = fio_capabilities(fio_binary, engines)

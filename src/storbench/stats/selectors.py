@@ -7,11 +7,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from difflib import get_close_matches
 
-from storbench.model import CLUSTER_SETTINGS
+from storbench.model import CLUSTER_SETTINGS, Case, Status
 from storbench.stats import match
 from storbench.stats.metrics import COMPARE_METRICS
-from storbench.stats.observations import Observation
+from storbench.stats.observations import ClientFigures, Observation
 
 _SELECTOR_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*([^,]+?)\s*$")
 
@@ -76,3 +77,40 @@ def blocked_settings(*selectors: Selector) -> list[str]:
     """The Ceph settings the selectors name that need a cluster per value (so their sides cannot alternate)."""
     named = {k for selector in selectors for k, _ in selector.pairs}
     return sorted(named & CLUSTER_SETTINGS)
+
+
+@dataclass(frozen=True)
+class SideRefusal:
+    """Why a plan's `compare` cannot be asked of its own cases: the side (``compare.baseline``...), the reason,
+    and a hint."""
+
+    side: str
+    message: str
+    hint: str
+
+
+def plan_side_refusal(cases: Sequence[Case], baseline: Selector, candidate: Selector) -> SideRefusal | None:
+    """Whether the plan's two sides select its cases as `compare` would select their results: each side's keys
+    known, each side some cases, the two sides not the same cases. None when they do. (A run asked a question its
+    cases cannot answer would look after every round at nothing and run to `max`.)"""
+    planned = [Observation(run_id=0, case=case, rep_index=0, status=Status.OK, direction=None, measurement=None,
+                           started_at_s=0.0, finished_at_s=0.0, fio_version="", error="", fio=ClientFigures())
+               for case in cases]
+    chosen = []
+    for side, selector in (("baseline", baseline), ("candidate", candidate)):
+        unknown = unknown_keys(selector, planned)
+        if unknown:
+            close = get_close_matches(unknown[0], match.known_keys(planned), n=1)
+            return SideRefusal(side, f"unknown key {unknown[0]!r}", f"did you mean {close[0]!r}?" if close else
+                               "keys: the workload's and the lab's settings, target, rw, direction")
+        found = select(planned, selector, {})
+        if not found:
+            why = match.no_match_line(planned, selector.pairs, {})
+            return SideRefusal(side, why.replace("no results match", "no point of the plan has").replace(
+                "stored values", "the plan's values"), "select a value the plan sweeps")
+        chosen.append({o.case.case_id for o in found})
+    if chosen[0] == chosen[1]:
+        return SideRefusal("candidate", f"{candidate.text!r} selects the same points as the baseline's "
+                           f"{baseline.text!r}",
+                           "the two sides must differ in what the plan sweeps, e.g. pool_size=2 and pool_size=3")
+    return None
