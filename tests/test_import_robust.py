@@ -127,8 +127,8 @@ def test_the_same_output_imported_again_is_skipped_unless_asked(tmp_path: Path,
     copy = tmp_path / "renamed.json"
     sh.copy(GOOD, copy)
     code, out, err = run_cli(capsys, "import", str(GOOD), str(copy), "--db", db)  # one content, two names
-    assert code == 0 and "from 1 files as run 1" in out and "1 imported before, skipped" in out, out + err
-    assert f"skipped {copy}: already imported (this import)" in err
+    assert code == 0 and "from 1 files as run 1" in out and "1 skipped as imported already" in out, out + err
+    assert f"skipped {copy}: given twice in this import" in err and "--again" not in err, err
     code, out, err = run_cli(capsys, "import", str(GOOD), "--db", db)
     assert code == 0 and "nothing new to import" in out and "already imported (run 1)" in err, out + err
     code, out, err = run_cli(capsys, "import", str(GOOD), "--db", db, "--again")

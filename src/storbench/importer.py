@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from storbench.case_ids import case_id_for
-from storbench.fio.parse import client_measurement
+from storbench.errors import UserError
+from storbench.fio.parse import client_measurement, client_measurements_by_host
 from storbench.model import (
     MAX_COUNT,
     MIXED_RW,
     RW_DIRECTIONS,
     Case,
+    ClientMeasurement,
+    Direction,
     FioOutput,
     ImportedTarget,
+    JobOutput,
     RepetitionOutcome,
     Status,
     WorkloadPoint,
@@ -68,16 +72,31 @@ def _seconds(text: str | None) -> float:
         return 0.0
 
 
+def _block_size(text: str | None, rw: str) -> tuple[int, str | None]:
+    """(the block size of the pattern's I/O, the option as written when reads, writes and trims differ: kept with
+    the case, so `bs=4k,64k` is not the same point as `bs=4k`). fio's `bs=R,W,T`: a size left out is the read's."""
+    sizes = [part.split(":")[0] for part in (text or "").split(",")]
+    read = _size(sizes[0], 4096)
+    by_direction = {Direction.READ: read}
+    for direction, index in ((Direction.WRITE, 1), (Direction.TRIM, 2)):
+        by_direction[direction] = _size(sizes[index], read) if index < len(sizes) and sizes[index] else read
+    used = {by_direction[d] for d in RW_DIRECTIONS[rw] if d in by_direction}
+    differ = len(set(by_direction.values())) > 1
+    return (read if read in used or not used else min(used)), (text if differ else None)
+
+
 def _case(options: Mapping[str, str], target_name: str) -> Case:
     rw = options.get("rw", options.get("readwrite", "read")).split(":")[0]
     if rw not in RW_DIRECTIONS:
         rw = "read"
     location = options.get("filename") or options.get("directory") or ""
     target = ImportedTarget(name=target_name, location=location or None)
+    bs_bytes, bs_each = _block_size(options.get("bs", options.get("blocksize")), rw)
+    kept = [(k, HIDDEN if is_secret_option(k) else v) for k, v in options.items() if k not in _MAPPED]
     workload = WorkloadPoint(
         rw=rw,
         rwmixread=_int(options.get("rwmixread"), 50) if rw in MIXED_RW else None,
-        bs_bytes=_size(options.get("bs", options.get("blocksize")), 4096),
+        bs_bytes=bs_bytes,
         iodepth=_int(options.get("iodepth"), 1),
         numjobs=_int(options.get("numjobs"), 1),
         runtime_s=_seconds(options.get("runtime")),
@@ -85,37 +104,60 @@ def _case(options: Mapping[str, str], target_name: str) -> Case:
         direct=options.get("direct", "0") == "1",
         ioengine=options.get("ioengine", "psync"),
         size_bytes=_size(options.get("size"), 0) or None,
-        fio_options=tuple(sorted((k, HIDDEN if is_secret_option(k) else v) for k, v in options.items()
-                                 if k not in _MAPPED)),
+        fio_options=tuple(sorted([*kept, *([("bs", bs_each)] if bs_each else [])])),
     )
     return Case(case_id=case_id_for(target, workload), target=target, workload=workload)
 
 
+def _one_case(jobname: str, cases: Sequence[Case]) -> Case:
+    """The case the jobs of one name ran: the same for all of them, or the import is refused (merged, jobs run one
+    after another, or servers given other settings, would be summed as if one point ran at once)."""
+    first = cases[0]
+    for other in cases[1:]:
+        if other.case_id != first.case_id:
+            mine, theirs = first.parameters(), other.parameters()
+            key = next((k for k in sorted(mine.keys() | theirs.keys()) if mine.get(k) != theirs.get(k)), "options")
+            raise UserError(f"the jobs named '{jobname}' ran with different settings ({key}: {mine.get(key, '-')} "
+                            f"and {theirs.get(key, '-')}); storbench would sum them as one point",
+                            hint="give each job a name of its own (fio's name=), or import each setting's output as "
+                                 "its own file")
+    return first
+
+
 def import_fio_output(output: FioOutput, raw_text: str, target_name: str) -> list[ImportedRepetition]:
-    """One repetition per job name in the file (numjobs clones merged exactly)."""
-    by_name: dict[str, list[int]] = {}
-    for index, job in enumerate(output.jobs):
-        by_name.setdefault(job.jobname, []).append(index)
+    """One repetition per job name in the file: its jobs merged exactly (numjobs clones); in client/server output
+    each fio server a client of its own (the case then has that many clients). Times are fio's: it writes its
+    report when the run ends."""
+    by_name: dict[str, list[JobOutput]] = {}
+    for job in output.jobs:
+        by_name.setdefault(job.jobname, []).append(job)
     imported: list[ImportedRepetition] = []
     global_options = dict(output.global_options)
-    for jobname, indexes in by_name.items():
-        jobs = tuple(output.jobs[i] for i in indexes)
-        options = {**global_options, **dict(jobs[0].options)}
-        case = _case(options, target_name)
-        measurement = client_measurement(FioOutput(output.fio_version, output.timestamp_s, jobs, output.disks),
-                                         client="imported")
-        error = f"fio job error {measurement.job_errors[0]}" if measurement.job_errors else ""
-        if not measurement.directions and not error:
+    ended = output.timestamp_ms / 1000 if output.timestamp_ms else float(output.timestamp_s)
+    for jobname, jobs in by_name.items():
+        case = _one_case(jobname, [_case({**global_options, **dict(job.options)}, target_name) for job in jobs])
+        ran = replace(output, jobs=tuple(jobs))
+        hosts = list(dict.fromkeys(job.host for job in jobs))
+        clients: tuple[ClientMeasurement, ...]
+        if hosts == [""]:
+            clients = (client_measurement(ran, client="imported"),)
+        else:
+            clients = tuple(client_measurements_by_host(ran))
+            case = replace(case, clients=len(clients),
+                           case_id=case_id_for(case.target, case.workload, len(clients)))
+        errors = [e for c in clients for e in c.job_errors]
+        error = f"fio job error {errors[0]}" if errors else ""
+        if not any(c.directions for c in clients) and not error:
             error = f"job '{jobname}' did no I/O"
-        started = float(output.timestamp_s)
-        finished = started + max((d.runtime_ms for d in measurement.directions), default=0) / 1000
+        runtime_s = max((d.runtime_ms for c in clients for d in c.directions), default=0) / 1000
         imported.append(
             ImportedRepetition(
                 case=case,
                 outcome=RepetitionOutcome(
-                    status=Status.FAILED if error else Status.OK, started_at_s=started, finished_at_s=finished,
+                    status=Status.FAILED if error else Status.OK,
+                    started_at_s=ended - runtime_s - case.workload.ramp_s, finished_at_s=ended,
                     job_text="", command=(), fio_version=output.fio_version, raw_output=raw_text, stderr_tail="",
-                    error=error, clients=(measurement,),
+                    error=error, clients=clients,
                 ),
             )
         )

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the importer and the store load only for the command that u
 
 def cmd_import(args: argparse.Namespace) -> int:
     from storbench.fio.parse import load_fio_json_lenient
-    from storbench.importer import FioFile, file_sha256, prepare_import
+    from storbench.importer import FioFile, file_sha256, import_fio_output, prepare_import
     from storbench.store import open_store, store_exists
     from storbench.store.merge import is_sqlite_file
 
@@ -46,15 +46,21 @@ def cmd_import(args: argparse.Namespace) -> int:
                 sha = file_sha256(text)
                 if sha in known:
                     duplicates += 1
-                    where = f"run {known[sha]}" if known[sha] is not None else "this import"
-                    err.print(f"storbench: skipped {name}: already imported ({where}); --again imports it anyway",
-                              markup=False, soft_wrap=True)
+                    where = (f"already imported (run {known[sha]}); --again imports it anyway"
+                             if known[sha] is not None else "given twice in this import")
+                    err.print(f"storbench: skipped {name}: {where}", markup=False, soft_wrap=True)
                     continue
                 known[sha] = None
-                files.append(FioFile(name, text, load_fio_json_lenient(text, name)))
+                output = load_fio_json_lenient(text, name)
+                if not import_fio_output(output, text, args.target):  # and jobs of one name ran one setting
+                    raise UserError("fio output with no job in it", where=name,
+                                    hint="pass the output of a fio run that ran a job")
+                files.append(FioFile(name, text, output))
             except (OSError, UserError) as exc:
                 refusal = exc if isinstance(exc, UserError) else UserError(
                     f"cannot read it ({exc.strerror})", where=name)
+                if not refusal.where:
+                    refusal = UserError(refusal.message, where=name, hint=refusal.hint)
                 if len(args.files) == 1:  # the one file given: its refusal is the one line
                     raise UserError(f"{refusal.message}; nothing imported", where=refusal.where,
                                     hint=refusal.hint) from None
@@ -76,7 +82,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     _console().print(f"imported {len(prepared.repetitions)} repetitions of {prepared.cases} cases from {len(files)} "
                      f"files as run {run_id} in {args.db}" + (f"; {len(failed)} files skipped (above)" if failed
                                                              else "")
-                     + (f"; {duplicates} imported before, skipped" if duplicates else ""), markup=False)
+                     + (f"; {duplicates} skipped as imported already" if duplicates else ""), markup=False)
     return 2 if failed else 0
 
 

@@ -244,17 +244,24 @@ def check_mergeable(measurements: Iterable[DirectionMeasurement], what: str) -> 
                       f"{where}{name}.bins of all jobs")
 
 
-def embedded_fio_json(text: str) -> str | None:
+def embedded_fio_json(text: str, *, last: bool = False) -> str | None:
     """The JSON document inside fio output with text around it: `--output-format=normal,json` (the human
-    summary beside it), warnings before it, messages after it. None when there is none."""
+    summary beside it), warnings before it, messages after it. None when there is none. ``last``: of several
+    (`--status-interval` writes one each interval, the final report last), the last."""
     decoder = json.JSONDecoder()
+    found_text = None
+    position = 0
     for found in re.finditer(r"(?m)^\{[ \t]*$", text):  # fio starts its document on a line of its own
+        if found.start() < position:
+            continue  # a line inside the document just read
         try:
             _, end = decoder.raw_decode(text, found.start())
         except (ValueError, RecursionError):
             continue
-        return text[found.start():end]
-    return None
+        found_text, position = text[found.start():end], end
+        if not last:
+            break
+    return found_text
 
 
 def load_fio_json_lenient(text: str, where: str) -> FioOutput:
@@ -262,7 +269,7 @@ def load_fio_json_lenient(text: str, where: str) -> FioOutput:
     try:
         return parse_fio_json(text)
     except ValueError as first_error:
-        document = embedded_fio_json(text)
+        document = embedded_fio_json(text, last=True)
         if document is None or document == text:
             raise UserError(str(first_error), where=where, hint="pass fio --output-format=json+ output") from None
         try:

@@ -1,0 +1,118 @@
+"""`storbench import` keeps what each job ran: a client/server output's servers are its clients (not one client
+"imported"); jobs of one name that ran other settings are refused, not summed as one point; `bs=4k,64k` is its own
+point, at the size the pattern used; a file written with `--status-interval` gives its final report, not the first
+interval's; and times are fio's (its report is written when the run ends)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli
+from storbench.fio.parse import json_after_messages, parse_fio_json
+from storbench.store import open_store
+
+FIXTURES = Path(__file__).parent / "fixtures"
+THREE = FIXTURES / "clients3-randread.jsonplus.txt"  # three fio servers, one job 'j' each
+needs_fio = [pytest.mark.fio, pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio on PATH")]
+
+
+def _stored(db: Path):  # type: ignore[no-untyped-def]
+    store = open_store(db, read_only=True)
+    try:
+        return store.repetitions()
+    finally:
+        store.close()
+
+
+def test_client_server_output_keeps_each_server_as_a_client(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "import", str(THREE), "--db", str(db))
+    assert code == 0 and "imported 1 repetitions of 1 cases" in out, out + err
+    (rep,) = _stored(db)
+    document = parse_fio_json(json_after_messages(THREE.read_text()))
+    assert rep.case.clients == 3
+    assert sorted(c.client for c in rep.clients) == sorted(job.host for job in document.jobs)
+    assert [sum(d.total_ios for d in c.directions) for c in rep.clients] == [
+        sum(d.total_ios for d in job.directions) for job in document.jobs]
+    # fio's timestamp is when it wrote the report: the run ended then, and began its runtime before
+    runtime_s = max(d.runtime_ms for c in rep.clients for d in c.directions) / 1000
+    assert document.timestamp_s > 0 and rep.finished_at_s == pytest.approx(document.timestamp_s)
+    assert rep.started_at_s == pytest.approx(rep.finished_at_s - runtime_s)
+
+
+def test_jobs_of_one_name_that_ran_other_settings_are_refused(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    text = THREE.read_text()
+    document = json.loads(json_after_messages(text))
+    document["client_stats"][1]["job options"]["bs"] = "1m"  # one server given another block size
+    servers = tmp_path / "servers.json"
+    servers.write_text(json.dumps(document))
+    local = json.loads((FIXTURES / "randread-plain.json").read_text())
+    second = json.loads(json.dumps(local["jobs"][0]))
+    second["job options"]["bs"] = "64k"  # a second job of the same name, run after the first (stonewall)
+    local["jobs"].append(second)
+    one_after_another = tmp_path / "stonewall.json"
+    one_after_another.write_text(json.dumps(local))
+    for path, says in ((servers, "the jobs named 'j' ran with different settings (bs: 4k and 1m)"),
+                       (one_after_another, "the jobs named 'reads' ran with different settings (bs: 4k and 64k)")):
+        code, out, err = run_cli(capsys, "import", str(path), "--db", str(tmp_path / "r.db"))
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, out + err
+        assert f"{path}: {says}" in err and "nothing imported" in err and "name=" in err, err
+    assert not (tmp_path / "r.db").exists()
+    # beside a good file: that one is imported, the mixed one named
+    code, out, err = run_cli(capsys, "import", str(servers), str(FIXTURES / "randread-plain.json"), "--db",
+                             str(tmp_path / "r.db"))
+    assert code == 2 and "imported 1 repetitions" in out and f"skipped {servers}: the jobs named 'j'" in err, out + err
+
+
+def test_an_output_with_no_job_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    document = json.loads((FIXTURES / "randread-plain.json").read_text())
+    document["jobs"] = []
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps(document))
+    code, out, err = run_cli(capsys, "import", str(path), "--db", str(tmp_path / "r.db"))
+    assert code == 2 and "fio output with no job in it" in err and not (tmp_path / "r.db").exists(), out + err
+
+
+def _fio(tmp_path: Path, name: str, *options: str) -> Path:
+    out = tmp_path / f"{name}.json"
+    subprocess.run(["fio", f"--name={name}", f"--filename={tmp_path / 'data'}", "--size=4m", "--time_based",
+                    "--output-format=json+", f"--output={out}", *options], check=True, capture_output=True,
+                   timeout=60)
+    return out
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio on PATH")
+def test_a_status_interval_file_gives_its_final_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _fio(tmp_path, "si", "--rw=randread", "--runtime=3", "--status-interval=1")
+    text = path.read_text()
+    assert text.count('"fio version"') >= 3  # a report each second, the final one last
+    db = tmp_path / "r.db"
+    assert run_cli(capsys, "import", str(path), "--db", str(db))[0] == 0
+    (rep,) = _stored(db)
+    (reads,) = rep.clients[0].directions
+    assert reads.runtime_ms >= 2900, reads.runtime_ms  # the whole run, not its first second
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio on PATH")
+def test_read_and_write_block_sizes_apart_are_a_point_of_their_own(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    apart = _fio(tmp_path, "w", "--rw=write", "--bs=4k,64k", "--runtime=1")
+    same = _fio(tmp_path, "w2", "--rw=write", "--bs=64k", "--runtime=1")
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "import", str(apart), str(same), "--db", str(db))
+    assert code == 0 and "2 repetitions of 2 cases" in out, out + err
+    first, second = _stored(db)
+    (writes,) = first.clients[0].directions
+    assert writes.io_bytes // writes.total_ios == 65536
+    assert first.case.workload.bs_bytes == 65536  # the size the writes had, not the reads' 4k
+    assert ("bs", "4k,64k") in first.case.workload.fio_options
+    assert second.case.workload.bs_bytes == 65536 and first.case.case_id != second.case.case_id
