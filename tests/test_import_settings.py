@@ -116,3 +116,21 @@ def test_read_and_write_block_sizes_apart_are_a_point_of_their_own(tmp_path: Pat
     assert first.case.workload.bs_bytes == 65536  # the size the writes had, not the reads' 4k
     assert ("bs", "4k,64k") in first.case.workload.fio_options
     assert second.case.workload.bs_bytes == 65536 and first.case.case_id != second.case.case_id
+
+
+def test_a_clients_export_row_has_its_own_cpu_and_disk(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`export --per-client`: each server's row carries its own CPU and busiest device, not the repetition's
+    totals beside its own figures."""
+    db = tmp_path / "r.db"
+    assert run_cli(capsys, "import", str(THREE), "--db", str(db))[0] == 0
+    code, out, err = run_cli(capsys, "export", "--db", str(db), "--per-client", "--format", "json")
+    assert code == 0, err
+    rows = {row["client"]: row for row in json.loads(out)}
+    document = parse_fio_json(json_after_messages(THREE.read_text()))
+    for job in document.jobs:
+        mine = rows[job.host]
+        assert (mine["cpu_usr"], mine["cpu_sys"]) == pytest.approx((job.usr_cpu_pct, job.sys_cpu_pct), abs=0.01)
+        utils = [d.util_pct for d in document.disks if d.host == job.host]
+        assert mine["disk_util_pct"] == (pytest.approx(max(utils), abs=0.01) if utils else None)
+    merged = rows[""]
+    assert merged["cpu_usr"] == pytest.approx(sum(job.usr_cpu_pct for job in document.jobs), abs=0.01)

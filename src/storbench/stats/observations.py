@@ -139,6 +139,15 @@ def ran_here(clients: Sequence[ClientMeasurement], run_host: str | None, case: C
     return True
 
 
+def _client_figures(figures: ClientFigures, client: ClientMeasurement, case: Case) -> ClientFigures:
+    """One client's own figures (its CPU, its busiest device, its I/O rate), the repetition's for the rest."""
+    utils = [d.util_pct for d in client.disks]
+    return replace(figures, cpu_usr_pct=client.cpu_usr_pct, cpu_sys_pct=client.cpu_sys_pct,
+                   disk_util_pct=max(utils) if utils else None, fio_cores=fio_cores([client]), reporting=1,
+                   ios_per_s=sum(d.iops for d in client.directions),
+                   bytes_per_s=None if is_metadata(case.workload.rw) else sum(d.bw_bytes for d in client.directions))
+
+
 def observations(repetitions: Iterable[StoredRepetition], per_client: bool = False,
                  host_cpus: Mapping[int, int | None] | None = None,
                  run_hosts: Mapping[int, str] | None = None) -> list[Observation]:
@@ -166,8 +175,7 @@ def observations(repetitions: Iterable[StoredRepetition], per_client: bool = Fal
         groups: list[tuple[str, Sequence[DirectionMeasurement | None], ClientFigures]] = [
             ("", merged or [None], figures)]
         if per_client and ok and len(rep.clients) > 1:
-            groups += [(c.client, c.directions or [None],
-                        replace(figures, fio_cores=fio_cores([c])))
+            groups += [(c.client, c.directions or [None], _client_figures(figures, c, rep.case))
                        for c in rep.clients]
         for client, measured, own in groups:
             for m in measured:
