@@ -69,3 +69,37 @@ def test_unwritable_places_and_a_directory_as_database_are_one_line(
         line = _one_line(*run_cli(capsys, *command, "--db", str(tmp_path)))
         assert f"{tmp_path} is a directory, not a results database" in line, line
         assert f"--db {tmp_path / 'results.db'}" in line
+
+
+def test_report_sides_are_checked_as_compare_checks_them(imported: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    out_file = str(tmp_path / "r.html")
+    for sides, says in ((("bs=8k", "bs=4k"), "--baseline 'bs=8k' matches no results"),
+                        (("bs=4k", "rw=randread"), "select the same results")):
+        line = _one_line(*run_cli(capsys, "report", "--db", str(imported), "-o", out_file, "--baseline", sides[0],
+                                  "--candidate", sides[1]))
+        assert says in line and "hint:" in line, line
+    assert not Path(out_file).exists()
+
+
+def test_the_reports_figures_from_repetitions_take_only_those_where_kept(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The latency CDFs, timelines and convergence figures are drawn from the repetitions themselves: with
+    `--where repeat=1` only that repetition's bins, as the summary beside them."""
+    import storbench.report.build
+
+    db = tmp_path / "r.db"
+    for _ in range(3):
+        assert run_cli(capsys, "import", str(FIXTURES / "randread-plain.json"), "--db", str(db), "--again")[0] == 0
+    given: list[list[tuple[int, int]]] = []
+    real = storbench.report.build.build_report
+
+    def spy(title, runs, repetitions, *args, **kwargs):  # type: ignore[no-untyped-def]
+        given.append([(r.run_id, r.rep_index) for r in repetitions])
+        return real(title, runs, repetitions, *args, **kwargs)
+
+    monkeypatch.setattr(storbench.report.build, "build_report", spy)
+    code, _, err = run_cli(capsys, "report", "--db", str(db), "--run", "all", "--where", "run=2", "-o",
+                           str(tmp_path / "r.html"))
+    assert code == 0, err
+    assert given == [[(2, 0)]]

@@ -10,7 +10,7 @@ import argparse
 import io
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from storbench.cli.common import (
     SafeConsole,
@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands th
     from storbench.selection import Selection
     from storbench.stats.compare_cells import PointComparison
     from storbench.stats.point_summary import PointSummary
+    from storbench.stats.selectors import Selector
 
 
 def _print_results(db: str, run_ids: list[int], title: str) -> None:
@@ -187,12 +188,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     )
     from storbench.report.cost import cost_lines
     from storbench.report.labels import comparison_label
-    from storbench.selection import check_selector_keys, design_changed_line, parse_selector_flag, select
+    from storbench.selection import design_changed_line, parse_selector_flag, select
     from storbench.stats.compare import compare_observations
     from storbench.stats.compare_cells import regressions, stopping_rule_lines, tested_cells, ungated_cells
     from storbench.stats.compare_design import design_note
-    from storbench.stats.compare_match import no_common_point
-    from storbench.stats.selectors import select as select_side
 
     baseline = parse_selector_flag(args.baseline, "--baseline")
     candidate = parse_selector_flag(args.candidate, "--candidate")
@@ -200,17 +199,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.where and not selection.observations:
         raise UserError(f"--where {' '.join(args.where)} matches no results in {args.db}: {selection.no_match}",
                         hint="loosen --where; `storbench show --run all` lists what is stored")
-    check_selector_keys(selection, baseline, candidate)
-    sides = []
-    for side, selector in (("baseline", baseline), ("candidate", candidate)):
-        chosen = select_side(selection.observations, selector, selection.tags)
-        if not chosen:
-            raise UserError(f"--{side} {selector.text!r} matches no results in {args.db}",
-                            hint="see `storbench show --run all` for what is stored")
-        sides.append({(o.run_id, o.case.case_id, o.rep_index) for o in chosen})
-    if sides[0] == sides[1]:
-        raise UserError(f"--baseline {baseline.text!r} and --candidate {candidate.text!r} select the same results",
-                        hint="a comparison of results with themselves says nothing; select two different sides")
+    check_sides(selection, baseline, candidate, args.db)
     questions = selection.questions
     def compared(alpha: float = 0.05) -> list[PointComparison]:  # each interval's error rate
         return compare_observations(selection.observations, baseline, candidate, selection.tags, selection.memory,
@@ -220,11 +209,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     comparisons = compared()
     if not comparisons:
-        selected = sorted(baseline.keys | candidate.keys)
-        directions = " (rw changes the direction: reads and writes never compare)" if "rw" in selected else ""
-        raise UserError(no_common_point(selection.observations, baseline, candidate, selection.tags),
-                        hint="points match on target, rw, bs, iodepth, numjobs, clients and direction, except what "
-                        f"you select on ({', '.join(selected)}){directions}")
+        refuse_no_common_point(selection, baseline, candidate)
     ran_in = {run for c in comparisons for run in (*c.baseline.run_ids, *c.candidate.run_ids)}
     designs = {selection.bring_ups.get(run, "once") for run in ran_in}
     note = design_note(baseline, candidate, bring_up=designs.pop() if len(designs) == 1 else "once")
@@ -300,6 +285,34 @@ def cmd_saturation(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_sides(selection: Selection, baseline: Selector, candidate: Selector, db: str) -> None:
+    """`--baseline` and `--candidate` (compare, report): known keys, each side some results, not the same ones."""
+    from storbench.selection import check_selector_keys
+    from storbench.stats.selectors import select as select_side
+
+    check_selector_keys(selection, baseline, candidate)
+    sides = []
+    for side, selector in (("baseline", baseline), ("candidate", candidate)):
+        chosen = select_side(selection.observations, selector, selection.tags)
+        if not chosen:
+            raise UserError(f"--{side} {selector.text!r} matches no results in {db}",
+                            hint="see `storbench show --run all` for what is stored")
+        sides.append({(o.run_id, o.case.case_id, o.rep_index) for o in chosen})
+    if sides[0] == sides[1]:
+        raise UserError(f"--baseline {baseline.text!r} and --candidate {candidate.text!r} select the same results",
+                        hint="a comparison of results with themselves says nothing; select two different sides")
+
+
+def refuse_no_common_point(selection: Selection, baseline: Selector, candidate: Selector) -> NoReturn:
+    from storbench.stats.compare_match import no_common_point
+
+    selected = sorted(baseline.keys | candidate.keys)
+    directions = " (rw changes the direction: reads and writes never compare)" if "rw" in selected else ""
+    raise UserError(no_common_point(selection.observations, baseline, candidate, selection.tags),
+                    hint="points match on target, rw, bs, iodepth, numjobs, clients and direction, except what "
+                    f"you select on ({', '.join(selected)}){directions}")
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from plotly.offline import get_plotlyjs
 
@@ -307,7 +320,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     from storbench.report.html import render_html
     from storbench.report.images import render_image
     from storbench.selection import (
-        check_selector_keys,
         design_changed_line,
         parse_objective,
         parse_selector_flag,
@@ -330,14 +342,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.baseline:
         baseline = parse_selector_flag(args.baseline, "--baseline")
         candidate = parse_selector_flag(args.candidate, "--candidate")
-        check_selector_keys(selection, baseline, candidate)
+        check_sides(selection, baseline, candidate, args.db)
         comparisons = compare_observations(selection.observations, baseline, candidate, selection.tags,
                                            selection.memory, interleaved_runs=selection.interleaved_runs,
                                            sequential_plans=selection.sequential_plans,
                                            bring_ups=selection.bring_ups, questions=selection.questions,
                                            expectations=selection.expectations)
-    case_ids = selection.case_ids  # the store was read once, by select
-    repetitions = [r for r in selection.repetitions if r.case.case_id in case_ids]
+        if not comparisons:
+            refuse_no_common_point(selection, baseline, candidate)
+    # the store was read once, by select; the figures drawn from repetitions (latency CDFs, timelines, convergence)
+    # take those --where kept, as the summary does
+    chosen = {(o.run_id, o.case.case_id, o.rep_index) for o in selection.observations}
+    repetitions = [r for r in selection.repetitions if (r.run_id, r.case.case_id, r.rep_index) in chosen]
     title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))
     document = build_report(title, selection.runs, repetitions, selection.observations, comparisons=comparisons,
                             baseline=args.baseline or "", candidate=args.candidate or "", objective=objective,
