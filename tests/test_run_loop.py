@@ -342,6 +342,33 @@ def test_a_run_stopped_halfway_through_a_round_finishes_it_before_its_next_look(
     assert _look_rounds(resumed) == list(range(5, 11))
 
 
+def test_a_resume_that_changes_the_order_or_the_steady_rule_is_refused(tmp_path: Path, store: Store) -> None:
+    """Rounds run interleaved, the rest sequential, would be paired as if they had alternated; a loosened
+    steady-state rule, after seeing the rounds, would call steady what the first rule did not."""
+    from storbench.errors import UserError
+    from storbench.resume import check_design_unchanged
+
+    def stop_at_third(call: FakeCall) -> Step:
+        return Raise(KeyboardInterrupt()) if call.rep_index == 1 and call.case.workload.bs_bytes == 8192 \
+            else Replay(RANDRW_OUTPUT)
+
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, store, FakeExecutor(stop_at_third), extra="")
+    assert len(store.repetitions()) == 3  # order: sequential (PLAN's): 4k 0, 4k 1, 8k 0, then stopped
+    loaded = load_plan_text(PLAN.format(data=tmp_path / "data", extra="", telemetry="false", ceiling="")
+                            .replace("order: sequential", "order: interleaved"), "plan.yaml")
+    cases = expand(loaded)
+    with pytest.raises(UserError, match=r"changed its order since run 1 started \(sequential -> interleaved\)"):
+        orchestrate.run_plan(loaded, cases, check_everything(loaded, cases, CAPS.binary, create=True), store,
+                             FakeExecutor(_ok), Observer(), resume=True)
+    steady = STEADY.format(data=tmp_path / "data", most=8, confirm=0)
+    first = load_plan_text(steady, "steady.yaml")
+    store.update_run_plan(1, steady, "sha-steady", design=orchestrate.plan_design(first.config, None))
+    loosened = load_plan_text(steady.replace("range: 10%", "range: 40%"), "steady.yaml")
+    with pytest.raises(UserError, match=r"\(steady_state.range 10% -> 40%\)"):
+        check_design_unchanged(loosened, store, 1, accept=False, observer=None)
+
+
 def test_a_resumed_sequential_run_leaves_a_failed_repetition_of_a_round_looked_at(tmp_path: Path,
                                                                                    store: Store) -> None:
     """A failed repetition of round 4 was a look already: run again hours later it would not have run next to its

@@ -114,6 +114,10 @@ def run_plan(
     if resume:
         previous = resumed_run(store, config.name, resume_run)
         run_id = previous.run_id
+        if previous.run_order != run_order(config):  # the rounds left would not pair with those run
+            raise UserError(f"plan '{config.name}' changed its order since run {run_id} started ({previous.run_order} "
+                            f"-> {run_order(config)}): the repetitions left would not run as the ones stored did",
+                            hint=f"set order: {previous.run_order} to resume it, or run without --resume")
         check_design_unchanged(loaded, store, run_id, accept=accept_changed_design, observer=observer)
         stored = store.run_case_ids(run_id)
         planned = {c.case_id for c in cases}

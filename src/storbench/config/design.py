@@ -59,15 +59,34 @@ def stopping_rule_fields(design: RunDesign) -> dict[str, str] | None:
     return rule
 
 
+def _steady_fields(design: RunDesign) -> dict[str, str] | None:
+    """The steady-state rule's fields a resume may not change (its margins, window, metric and rounds after the
+    window); `max_rounds` it may raise: the points not yet steady go on, judged by the same rule."""
+    steady = design.steady
+    if steady is None:
+        return None
+    return {"metric": steady.metric, "window": str(steady.window), "range": _pct(steady.range_fraction),
+            "slope": _pct(steady.slope_fraction), "confirm": str(steady.confirm)}
+
+
 def design_changes(before: RunDesign, after: RunDesign) -> list[str]:
-    """What changed in the stopping rule from ``before`` to ``after``, one item a field ("margin 5% -> 10%");
-    empty when neither has a stopping rule or both have the same one."""
+    """What changed in the stopping rule (and the steady-state rule, which says when a point's rounds stop) from
+    ``before`` to ``after``, one item a field ("margin 5% -> 10%", "steady_state.range 10% -> 40%"); empty when
+    neither has such a rule or both have the same one."""
+    changed = []
     old, new = stopping_rule_fields(before), stopping_rule_fields(after)
-    if old == new:
-        return []
-    if old is None or new is None:
-        return [f"repeat {_repeat_text(before)} -> {_repeat_text(after)}"]
-    return [f"{key} {old[key]} -> {new[key]}" for key in old if old[key] != new[key]]
+    if old != new:
+        if old is None or new is None:
+            changed.append(f"repeat {_repeat_text(before)} -> {_repeat_text(after)}")
+        else:
+            changed += [f"{key} {old[key]} -> {new[key]}" for key in old if old[key] != new[key]]
+    old, new = _steady_fields(before), _steady_fields(after)
+    if old != new:
+        if old is None or new is None:
+            changed.append(f"steady_state {'none' if old is None else 'set'} -> {'none' if new is None else 'set'}")
+        else:
+            changed += [f"steady_state.{key} {old[key]} -> {new[key]}" for key in old if old[key] != new[key]]
+    return changed
 
 
 def _repeat_text(design: RunDesign) -> str:
