@@ -126,17 +126,16 @@ class SteadyState:
 
     @property
     def rounds_to_show(self) -> int | None:
-        """About how many rounds across the window and after it would show the change within +-FLAT_MARGIN, if
-        the change and the spread stayed as they are (the interval narrows as 1/sqrt(rounds)); None when it is
-        shown already, has no interval, or is itself beyond the margin."""
+        """About how many rounds across the window and after it would show the change within +-FLAT_MARGIN if the
+        level is flat (`rounds_to_show_flat`). None when it is shown already, has no interval, or the level is
+        shown still rising or falling: then more rounds grow its change as fast as they narrow its interval (the
+        advice is to precondition longer, `what_would_show`)."""
         change = self.change
-        if change is None or change.low is None or change.high is None or within_margin(change):
+        n = self.judged_rounds
+        if change is None or change.low is None or change.high is None or within_margin(change) or n < 3 \
+                or change.trend in (Trend.RISING, Trend.FALLING):
             return None
-        room = math.log1p(FLAT_MARGIN) - abs(math.log(change.ratio))
-        half = (math.log(change.high) - math.log(change.low)) / 2
-        if room <= 0 or half <= 0:
-            return None
-        return math.ceil(self.judged_rounds * (half / room) ** 2)
+        return rounds_to_show_flat((math.log(change.high) - math.log(change.low)) / 2, n)
 
     @property
     def figure_rounds(self) -> frozenset[int] | None:
@@ -145,6 +144,28 @@ class SteadyState:
         if self.status is SteadyStatus.STEADY and not self.window_only:
             return frozenset(index for index, _ in self.confirmation)
         return self.window_rounds if self.window is not None else None
+
+
+MAX_ROUNDS_ADVISED = 200  # beyond this many rounds no advice of a number
+POWER_Z = 1.2816  # the advice is for about 80 % power: the interval's half-width plus this many standard errors
+
+
+def rounds_to_show_flat(log_half: float, rounds: int) -> int | None:
+    """The fewest rounds (more than ``rounds``) over which a flat level, its rounds as spread as the ``rounds``
+    consecutive ones whose change's 90 % half-width (in log terms) is ``log_half``, would have its change shown
+    inside +-FLAT_MARGIN about 80 % of the time: its estimate wanders by a standard error, so the half-width plus
+    POWER_Z standard errors must fit; over m consecutive rounds the standard error is sd x (m - 1) / sqrt(the sum
+    of squares of the m positions about their mean). None when none up to MAX_ROUNDS_ADVISED."""
+
+    def spread(m: int) -> float:  # (m - 1) / sqrt(sxx) over m consecutive rounds
+        return (m - 1) / math.sqrt(m * (m * m - 1) / 12)
+
+    sd = log_half / (t_quantile(CONFIDENCE, rounds - 2) * spread(rounds))
+    limit = math.log1p(FLAT_MARGIN)
+    for m in range(rounds + 1, MAX_ROUNDS_ADVISED + 1):
+        if (t_quantile(CONFIDENCE, m - 2) + POWER_Z) * sd * spread(m) < limit:
+            return m
+    return None
 
 
 def check_window(rounds: Sequence[int], values: Sequence[float], rule: SteadyRule) -> WindowCheck:
@@ -215,7 +236,8 @@ def what_would_show(state: SteadyState) -> str:
     needed = state.rounds_to_show
     if needed is not None:
         extra = max(needed - state.rule.window, state.rule.confirm + 1)
-        more = f"about {needed} rounds would show it within +-{100 * FLAT_MARGIN:g} % (steady_state.confirm: {extra})"
+        more = (f"if its level is flat, about {needed} rounds would show it within +-{100 * FLAT_MARGIN:g} %, 4 "
+                f"times in 5 (steady_state.confirm: {extra})")
         return f"{moving}; {more}" if moving else more
     if moving:
         return f"{moving}: precondition longer, or raise max_rounds so the window comes later"
