@@ -2,7 +2,7 @@
 how often a curve that truly rises is called saturated, and how often a truly flat one is shown flat, at the
 run-to-run noise users meet. Prints a table for docs/methodology.md ("Saturation").
 
-    .venv/bin/python bench/curve_rule.py [--trials 4000]
+    .venv/bin/python bench/curve_rule.py [--trials 2000]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def rates(means: Sequence[float], cv: float, repetitions: int, trials: int, seed
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=4000)
+    parser.add_argument("--trials", type=int, default=2000)
     args = parser.parse_args()
     print("| curve (true IOPS) | CV | n | saturated at lowest | knee elsewhere | undecided | still rising |")
     print("|---|---:|---:|---:|---:|---:|---:|")

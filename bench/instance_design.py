@@ -14,7 +14,7 @@ around its level with the given run-to-run CV. Three designs of the same A/A com
 - fresh instance per round, paired: every round a fresh instance per side (`bring_up: each_repetition`);
   compare pairs the rounds, and the instance's variation is inside each pair's ratio.
 
-    .venv/bin/python bench/instance_design.py [--compares 4000]
+    .venv/bin/python bench/instance_design.py [--compares 10000]
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def different_rates(spread: float, cv: float, repetitions: int, compares: int, s
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compares", type=int, default=4000)
+    parser.add_argument("--compares", type=int, default=10000)
     args = parser.parse_args()
     print("A/A compares called different, at n = " + " / ".join(map(str, REPETITIONS)) + " repetitions a side:")
     print()
