@@ -103,3 +103,20 @@ def test_the_reports_figures_from_repetitions_take_only_those_where_kept(
                            str(tmp_path / "r.html"))
     assert code == 0, err
     assert given == [[(2, 0)]]
+
+
+def test_completion_latency_standing_in_is_said_in_the_report_and_shows_files(
+        imported: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An imported plain-json output has no total-latency bins: its percentiles are clat's. `show`'s table said so
+    in a note; its CSV and the HTML report now say it too."""
+    code, out, err = run_cli(capsys, "show", "--db", str(imported), "--format", "csv")
+    assert code == 0, err
+    import csv
+    import io
+
+    (row,) = [r for r in csv.DictReader(io.StringIO(out)) if r["direction"] == "read"]
+    assert row["lat_percentiles_from"] == "clat" and row["lat_p99_ns"]
+    report = tmp_path / "r.html"
+    assert run_cli(capsys, "report", "--db", str(imported), "-o", str(report))[0] == 0
+    html = report.read_text()
+    assert "Percentiles marked (clat) are completion latency" in html and html.count(" (clat)</td>") >= 4

@@ -91,6 +91,9 @@ def _warning_tags(point: PointSummary) -> str:
                     "</a>" for w in point.warnings)
 
 
+CLAT_MARK = " (clat)"  # after a percentile that is completion latency standing in for total latency
+
+
 def _summary_table(points: Sequence[PointSummary]) -> str:
     """The summary, made to fit a 1,400 px window without scrolling sideways: small type, headers and text
     columns that wrap (numbers never do)."""
@@ -113,7 +116,10 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
 
         def lat(field: str, point: PointSummary = p) -> str:
             estimate = point.metric(field)
-            return format_latency_ns(estimate.mean) if estimate else "-"
+            if not estimate:
+                return "-"
+            stand_in = field != "lat_mean_ns" and "clat" in point.lat_percentiles_from.split(",")
+            return format_latency_ns(estimate.mean) + (CLAT_MARK if stand_in else "")
 
         mix = p.case.workload.rwmixread
         cells = (p.target, p.rw + (f" {mix}%" if mix is not None else ""), block_size(p), p.iodepth,
@@ -132,8 +138,12 @@ def _summary_table(points: Sequence[PointSummary]) -> str:
         rows.append(f"<tr{css}>" + "".join(f"<td class='wrap'>{_e(c)}</td>" if h in WRAPPED else f"<td>{_e(c)}</td>"
                                            for h, c in zip(head[:-1], cells, strict=True))
                     + f"<td class='wrap'>{_warning_tags(p)}</td></tr>")  # tags; the advice once, below
+    clat = sum("clat" in p.lat_percentiles_from.split(",") for p in points)
+    note = (f"<p class='note'>Percentiles marked{CLAT_MARK} are completion latency, standing in for total latency: "
+            f"the fio output of {clat} point{'s' if clat > 1 else ''} has no total-latency bins (fio writes them "
+            "only with lat_percentiles=1)</p>") if clat else ""
     return ("<div class='wide'><table class='data summary'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
-            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>" + note)
 
 
 def _warnings(doc: ReportDocument) -> str:

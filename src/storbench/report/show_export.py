@@ -34,7 +34,7 @@ from storbench.units import format_bytes, format_latency_ns
 POINT_FIELDS = (
     "case_id", "run_ids", "target", "target_kind", "rw", "rwmixread", "bs", "bs_bytes", "iodepth", "numjobs",
     "clients", "direction", "ioengine", "direct", "runtime_s", "ramp_s", "fio_options", "lab", "fio_versions",
-    "repetitions_ok", "repetitions_total", "ci_confidence",
+    "repetitions_ok", "repetitions_total", "ci_confidence", "lat_percentiles_from",
 )
 ESTIMATE_SUFFIXES = ("", "_n", "_stddev", "_ci_low", "_ci_high", "_cv_pct")
 METRIC_FIELDS = tuple(f"{metric}{suffix}" for metric in SUMMARY_FIELDS for suffix in ESTIMATE_SUFFIXES)
@@ -68,6 +68,8 @@ def point_row(p: PointSummary) -> dict[str, object]:
         "fio_versions": list(p.fio_versions), "repetitions_ok": p.repetitions_ok,
         "repetitions_total": p.repetitions_total,
         "ci_confidence": next((e.confidence for _, e in p.estimates), CONFIDENCE),
+        # "lat", or "clat" where fio wrote no total-latency bins: what the lat_p*_ns percentiles are
+        "lat_percentiles_from": p.lat_percentiles_from,
     }
     for metric in SUMMARY_FIELDS:
         row.update(_estimate_fields(metric, p.metric(metric)))
