@@ -7,6 +7,7 @@ is wrong and, where it can, how to fix it ("did you mean 'iodepth'?"). Pure: tak
 from __future__ import annotations
 
 import re
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -76,17 +77,41 @@ _MODELS_AT: Mapping[KeyPath, type[BaseModel]] = {
 }
 
 
+def _model_in(annotation: object) -> type[BaseModel] | None:
+    """The one schema model an annotation holds (itself, or inside Optional, Annotated, a list or a mapping's
+    values); None for none, or several (a union of kinds)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    found = {m for arg in typing.get_args(annotation) if (m := _model_in(arg)) is not None}
+    return found.pop() if len(found) == 1 else None
+
+
 def _model_at(key_path: KeyPath, data: object) -> type[BaseModel] | None:
-    """The schema model that owns the mapping at ``key_path`` (for "did you mean")."""
+    """The schema model that owns the mapping at ``key_path`` (for "did you mean"): a target's by its kind, any
+    other found from PlanConfig down its fields' types."""
     if key_path in _MODELS_AT:
         return _MODELS_AT[key_path]
-    if len(key_path) == 2 and key_path[0] == "targets" and isinstance(data, Mapping):
+    if len(key_path) >= 2 and key_path[0] == "targets" and isinstance(data, Mapping):
         targets = data.get("targets")
         if isinstance(targets, Mapping):
             target = targets.get(key_path[1])
             if isinstance(target, Mapping) and target.get("kind") in TARGET_KINDS:
-                return TARGET_KINDS[str(target.get("kind"))]
-    return None
+                model: type[BaseModel] | None = TARGET_KINDS[str(target.get("kind"))]
+                for part in key_path[2:]:
+                    field = model.model_fields.get(str(part)) if model is not None else None
+                    model = _model_in(field.annotation) if field is not None else None
+                return model
+        return None
+    model = PlanConfig
+    for part in key_path:
+        if isinstance(part, int):
+            continue  # an item of a list: the list's own model
+        field = model.model_fields.get(part)
+        found = _model_in(field.annotation) if field is not None else None
+        if found is None:
+            return None
+        model = found
+    return model
 
 
 _PREFIXES = ("Value error, ", "Assertion failed, ")
@@ -108,14 +133,17 @@ def _translate(error: Mapping[str, object], data: object, source: PlanSource) ->
         parent, key = loc[:-1], str(loc[-1])
         model = _model_at(parent, data)
         message = f"unknown key '{key}'"
-        if model is not None:
+        if model is not None and model.model_fields:
             hint = did_you_mean(key, list(model.model_fields)) or "known keys: " + ", ".join(model.model_fields)
+        elif model is not None:
+            hint = "it takes no keys here"
     elif kind == "missing":
         message = f"required key '{loc[-1]}' is missing"
         model = _model_at(loc[:-1], data)
         field = model.model_fields.get(str(loc[-1])) if model else None
         if field is not None and field.description:
-            hint = f"add it: {field.description[0].lower()}{field.description[1:]}"
+            text = field.description
+            hint = "add it: " + (text[0].lower() + text[1:] if text[1:2].islower() else text)
     elif kind == "target_kind":
         tag = _target_tag(_lookup(data, loc))
         message = f"unknown target kind {tag!r}" if tag else "the target has no 'kind'"
