@@ -19,13 +19,13 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from storbench.config import CI_STOP_CONFIDENCE, CI_STOP_MIN_ROUNDS
+from storbench.config import CI_STOP_MIN_ROUNDS, ci_stop_confidence
 from storbench.stats.estimate import CONFIDENCE, estimate, t_quantile
 
 MAX_ROUNDS = 30
 TRUE_MEAN = 1000.0
-CVS = (0.05, 0.10, 0.15, 0.20, 0.25)
-TARGETS = (5.0, 10.0)
+CVS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.40)
+TARGETS = (5.0, 10.0, 20.0, 30.0)
 CHECKED = 300  # paths per setting whose interval is recomputed with `estimate`
 
 Values = npt.NDArray[np.float64]
@@ -66,16 +66,17 @@ def main() -> None:
     runs = {(ci, cv): simulate(cv, args.paths, seed) for seed, (ci, cv) in
             enumerate((ci, cv) for ci in TARGETS for cv in CVS)}
     mins = (2, 3, 4, 5, 6, 8, 10)
-    rule = f"the rule: {CI_STOP_CONFIDENCE:.1%}, from round {CI_STOP_MIN_ROUNDS}"
+    rule = f"the rule (its level), from round {CI_STOP_MIN_ROUNDS}"
     print("| N | CV | plain 95 %, min 2 | " + " | ".join(f"min {m}" for m in mins[1:])
           + f" | {rule} | its mean rounds (plain, min 3) |")
     print("|---|---|" + "---:|" * (len(mins) + 2))
     for (ci, cv), values in runs.items():
         plain = {m: coverage(values, ci, m, CONFIDENCE) for m in mins}
-        covered, rounds = coverage(values, ci, CI_STOP_MIN_ROUNDS, CI_STOP_CONFIDENCE)
+        level = ci_stop_confidence(ci)
+        covered, rounds = coverage(values, ci, CI_STOP_MIN_ROUNDS, level)
         cells = [f"{plain[m][0]:.1%}" for m in mins]
         print(f"| ±{ci:g} % | {cv:.0%} | " + " | ".join(cells)
-              + f" | {covered:.1%} | {rounds:.1f} ({plain[3][1]:.1f}) |")
+              + f" | {covered:.1%} ({level:.1%}) | {rounds:.1f} ({plain[3][1]:.1f}) |")
 
 if __name__ == "__main__":
     main()

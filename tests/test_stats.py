@@ -573,11 +573,12 @@ def test_parse_slo() -> None:
     assert p95.field == "lat_p95_ns" and p95.limit_ns == pytest.approx(5e5)
     assert parse_slo(" p99.9 <= 20ms ").field == "lat_p999_ns"
     assert parse_slo("mean<=1ms").field == "lat_mean_ns"
-    assert parse_slo("p50<=2").limit_ns == pytest.approx(2e9)
+    assert parse_slo("p50<=2s").limit_ns == pytest.approx(2e9)
 
 
 @pytest.mark.parametrize("text", ["", "p99", "p99<10ms", "p99>=10ms", "p99<=", "p99<=fast", "p98<=1ms", "p999<=1ms",
-                                  "max<=1ms", "99<=1ms", "p99<=10 ms extra", "p99<=-1ms"])
+                                  "max<=1ms", "99<=1ms", "p99<=10 ms extra", "p99<=-1ms",
+                                  "p99<=10", "p99<=0ms", "p99<=0"])  # a bare number was read as seconds
 def test_parse_slo_rejects(text: str) -> None:
     with pytest.raises(ValueError):
         parse_slo(text)

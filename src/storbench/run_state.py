@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from storbench.checks import Checked
-from storbench.config import CI_STOP_CONFIDENCE, LoadedPlan, RepeatConfig, repeat_bounds
+from storbench.config import LoadedPlan, RepeatConfig, ci_stop_confidence, repeat_bounds
 from storbench.config.faults import fault_steps
 from storbench.events import BudgetReached, CiLook, SequentialLook, SteadyProgress
 from storbench.execute.base import Executor
@@ -180,7 +180,7 @@ def answered(run: RunState, rounds: int) -> bool:
     ci_pct = repeat.ci_pct
     if ci_pct is not None:
         done = ci_reached(seen, ci_pct)
-        run.observer.event(CiLook(rounds, CI_STOP_CONFIDENCE, ci_pct, done))
+        run.observer.event(CiLook(rounds, ci_stop_confidence(ci_pct), ci_pct, done))
         return done
     assert config.compare is not None
     plan = SequentialPlan(min_rounds=repeat.min, max_rounds=repeat.max, margin=config.compare.margin)

@@ -291,7 +291,7 @@ def check_selector_keys(selection: Selection, *selectors: Selector) -> None:
 
 def parse_objective(text: str | None) -> LatencyObjective | None:
     """An `--slo` latency objective (None when not given); a malformed one is a UserError."""
-    if not text:
+    if text is None:
         return None
 
     try:

@@ -29,4 +29,9 @@ def parse_slo(text: str) -> LatencyObjective:
               "p99.9": "lat_p999_ns"}
     if which not in fields:
         raise ValueError(f"{which!r}: use one of {', '.join(fields)}")
-    return LatencyObjective(fields[which], which, parse_duration_s(limit) * 1e9)
+    if not re.search(r"[a-zµ]\s*$", limit, re.IGNORECASE):  # a bare number would be read as seconds
+        raise ValueError(f"{limit!r} has no unit: give one, e.g. {which}<={limit}ms")
+    limit_s = parse_duration_s(limit)
+    if not limit_s > 0:
+        raise ValueError(f"{which}<={limit}: no I/O takes no time; give a limit above 0")
+    return LatencyObjective(fields[which], which, limit_s * 1e9)
