@@ -306,6 +306,12 @@ BAD_PLANS = [
                                                  absent=("known keys: )",))),
     case("missing-key-hint-keeps-its-capitals", Bad(BASE.replace("  rw: randread\n", ""), 4, "workload.rw",
                                                     ("add it: I/O pattern(s)",))),
+    case("a-fraction-written-as-a-plain-percent", Bad(
+        BASE + "compare: {baseline: bs=4k, candidate: rw=randread, margin: 5}\n", 8, "compare.margin",
+        ("5 is not less than 100%", "write 5% for 5 percent: a plain number is a fraction"))),
+    case("a-duration-bound-said-as-a-duration", Bad(BASE + "timeout_grace: 2h\n", 8, "timeout_grace",
+                                                    ("'2h' is not at most 1h", "give at most 1h"),
+                                                    absent=("3600",))),
     case("steady-state-with-repeat", Bad(BASE + "steady_state: {window: 5}\nrepeat: 3\n", 9, "repeat",
                                          ("its rounds are the repetitions", "drop repeat"))),
     case("steady-state-window-above-max", Bad(BASE + "steady_state: {window: 8, max_rounds: 5}\n", 8,

@@ -38,6 +38,7 @@ from storbench.config.telemetry import PrometheusConfig, TelemetryConfig
 from storbench.config.values import SAFE_NAME_RE
 from storbench.config.workload import WorkloadConfig
 from storbench.errors import UserError, did_you_mean
+from storbench.units import format_bytes, format_duration
 
 __all__ = ["LoadedPlan", "load_plan_text", "with_namespace"]
 
@@ -164,13 +165,43 @@ def _translate(error: Mapping[str, object], data: object, source: PlanSource) ->
                   "float_type"):
         message = f"{message}, got {error.get('input')!r}"
     elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
-        message = f"{message}, got {error.get('input')!r}"
         ctx = error.get("ctx")
         bound = next(iter(ctx.values()), None) if isinstance(ctx, Mapping) and ctx else None
         where = {"greater_than_equal": "at least", "less_than_equal": "at most", "greater_than": "more than",
                  "less_than": "less than"}[kind]
-        hint = f"give {where} {bound}" if bound is not None else ""
+        written = _lookup(data, loc)
+        unit = _unit_of(loc, data)
+        if unit is not None and isinstance(bound, int | float):  # said as the plan writes it, not as stored
+            shown = unit(float(bound))
+            message = f"{written!r} is not {where} {shown}"
+            hint = f"give {where} {shown}"
+            if unit is _as_percent and isinstance(written, int | float) and written > 1:
+                hint = f"write {written:g}% for {written:g} percent: a plain number is a fraction"
+        else:
+            message = f"{message}, got {error.get('input')!r}"
+            hint = f"give {where} {bound}" if bound is not None else ""
     return UserError(message, where=source.where(loc), hint=hint)
+
+
+def _as_percent(fraction: float) -> str:
+    return f"{100 * fraction:g}%"
+
+
+def _unit_of(loc: KeyPath, data: object) -> typing.Callable[[float], str] | None:
+    """How the value at ``loc`` is written in a plan when its schema stores it in other units: a fraction as a
+    percent, seconds as a duration (1h), bytes as a size; None for a plain number."""
+    model = _model_at(loc[:-1], data) if loc else None
+    field = model.model_fields.get(str(loc[-1])) if model is not None and isinstance(loc[-1], str) else None
+    if field is None:
+        return None
+    found = repr(field.annotation) + repr(field.metadata)
+    if "_fraction" in found:
+        return _as_percent
+    if "_duration" in found:
+        return format_duration
+    if "_size" in found:
+        return format_bytes
+    return None
 
 
 def _written_location(data: object, loc: KeyPath, *, keep_missing_key: bool) -> KeyPath:
