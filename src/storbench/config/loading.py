@@ -146,8 +146,13 @@ def _translate(error: Mapping[str, object], data: object, source: PlanSource) ->
             text = field.description
             hint = "add it: " + (text[0].lower() + text[1:] if text[1:2].islower() else text)
     elif kind == "target_kind":
-        tag = _target_tag(_lookup(data, loc))
-        message = f"unknown target kind {tag!r}" if tag else "the target has no 'kind'"
+        target = _lookup(data, loc)
+        tag = _target_tag(target)
+        written = target.get("kind") if isinstance(target, Mapping) else None
+        message = (f"unknown target kind {tag!r}" if tag else
+                   "a target is a mapping with a kind, e.g. {kind: path, path: /mnt/test}" if not isinstance(
+                       target, Mapping) else
+                   "the target has no 'kind'" if written is None else f"kind {written!r} is not a target kind")
         hint = did_you_mean(tag or "", list(TARGET_KINDS)) or "kinds: " + ", ".join(TARGET_KINDS)
     elif kind == "literal_error":
         ctx = error.get("ctx")
@@ -161,8 +166,18 @@ def _translate(error: Mapping[str, object], data: object, source: PlanSource) ->
         model = _model_at(loc, data)
         if model is not None:
             hint = "keys: " + ", ".join(model.model_fields)
-    elif kind in ("int_parsing", "int_type", "bool_parsing", "bool_type", "string_type", "list_type", "float_parsing",
-                  "float_type"):
+    elif kind in ("int_parsing", "int_type", "int_from_float", "float_parsing", "float_type", "bool_parsing",
+                  "bool_type"):
+        given = _lookup(data, loc) if loc else error.get("input")
+        wanted = {"int": "a whole number", "float": "a number", "bool": "true or false"}[kind.split("_")[0]]
+        message = f"{given!r} is not {wanted}"
+        hint = "e.g. 4" if wanted == "a whole number" else "e.g. 0.5" if wanted == "a number" else "true or false"
+    elif kind == "string_type":
+        given = _lookup(data, loc) if loc else error.get("input")
+        message = f"expected text, got {given!r}" if not hasattr(given, "isoformat") else \
+            f"{given} was read as a date, not text"
+        hint = "quote it: '...'"
+    elif kind == "list_type":
         message = f"{message}, got {error.get('input')!r}"
     elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         ctx = error.get("ctx")
