@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers import run_cli, write_plan
+from storbench.store import open_store
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PLAN = """
@@ -120,3 +121,21 @@ def test_completion_latency_standing_in_is_said_in_the_report_and_shows_files(
     assert run_cli(capsys, "report", "--db", str(imported), "-o", str(report))[0] == 0
     html = report.read_text()
     assert "Percentiles marked (clat) are completion latency" in html and html.count(" (clat)</td>") >= 4
+
+
+def test_nothing_to_show_says_why(imported: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A --where that matches nothing names it (saturation said there was no curve); a run with no repetition
+    stored yet says so (show said to loosen a --where nobody gave)."""
+    line = _one_line(*run_cli(capsys, "saturation", "--db", str(imported), "--where", "rw=nope"))
+    assert "no results match rw=nope" in line and "no curve" not in line, line
+    store = open_store(imported)
+    try:
+        empty = store.create_run(plan_name="later", plan_text="", plan_sha256="x", source="run",
+                                 storbench_version="0", fio_version="fio-3.33", host="h", kernel="k",
+                                 run_order="interleaved", seed=0, tags=(), started_at_s=2e9)
+    finally:
+        store.close()
+    for command in ("show", "report", "saturation"):
+        line = _one_line(*run_cli(capsys, command, "--db", str(imported), "-o", str(tmp_path / "x.html"))
+                         if command == "report" else run_cli(capsys, command, "--db", str(imported)))
+        assert f"run {empty} in {imported}: no repetition stored yet" in line and "--where" not in line, line

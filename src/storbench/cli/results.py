@@ -70,14 +70,25 @@ def _print_points(points: Sequence[PointSummary], title: str, out: Console | Non
         out.print(line, markup=False)
 
 
+def require_results(selection: Selection, args: argparse.Namespace) -> None:
+    """Something to show: else why not, in one line: what --where/--target matched nothing of, or the chosen runs
+    that have no repetition stored yet."""
+    if selection.observations:
+        return
+    if args.where or args.target:
+        raise UserError(selection.no_match or "no results match", hint="loosen --where/--target, or try --run all")
+    runs = ", ".join(str(r.run_id) for r in selection.runs)
+    raise UserError(f"{'run ' + runs if runs else 'the runs chosen'} in {args.db}: no repetition stored yet",
+                    hint="run its plan (or --resume it), or pick another run with --run (--run all for every one)")
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     from storbench.report.show_export import drift_lines, show_text
     from storbench.selection import select, where_items
     from storbench.stats.summary import summarize_points
 
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
-    if not selection.observations:
-        raise UserError(selection.no_match or "no results match", hint="loosen --where/--target, or try --run all")
+    require_results(selection, args)
     title = f"{selection.label} — {args.db}"
     if args.format != "table":
         points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations,
@@ -274,6 +285,7 @@ def cmd_saturation(args: argparse.Namespace) -> int:
 
     objective = parse_objective(args.slo)
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
+    require_results(selection, args)
     points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations,
                               levels=selection.interval_levels)
     axes = [args.axis] if args.axis else list(LOAD_AXES)
@@ -336,8 +348,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                         hint="give a directory (made if missing) for the PNG and SVG files")
     run = "all" if args.baseline and not args.run else args.run
     selection = select(args.db, run, where_items(args.where, args.target), default_latest=True)
-    if not selection.observations:
-        raise UserError(selection.no_match or "no results match", hint="loosen --where/--target, or try --run all")
+    require_results(selection, args)
     comparisons = []
     if args.baseline:
         baseline = parse_selector_flag(args.baseline, "--baseline")
@@ -422,7 +433,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                    help="a run number, or KEY=VALUE[,KEY=VALUE]: run=3, target=a, tag=before, bs=4k ...")
     p.add_argument("--candidate", required=True, metavar="SELECTOR", help="same syntax as --baseline")
     where_option(p, "only points whose FIELD equals VALUE (repeatable)")
-    p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table")
+    p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table",
+                   help="table (default), markdown, or one record per point and metric as csv or json")
     p.add_argument("-o", "--output", default="-", help="file to write, the table as plain text too (default: "
                    "standard output)")
     p.add_argument("--force", action="store_true", help="compare even when fio version, workload or target kind differ")
