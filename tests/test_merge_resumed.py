@@ -109,6 +109,48 @@ def test_a_run_merged_while_it_went_on_is_brought_up_to_date_when_merged_again(
         code, out, err = run_cli(capsys, "import", str(again), "--db", str(central))
         assert code == 0 and "1 already there (run 1 is 1), skipped" in out, out + err
         assert _state(central) == theirs and _counts(central) == counts
+    finished = [run.finished_at_s for run in _runs(central)]
+    assert finished[0] is not None  # the older copy's unfinished run did not take the end away
+
+
+def _runs(db: Path):  # type: ignore[no-untyped-def]
+    store = open_store(db, read_only=True)
+    try:
+        return store.runs()
+    finally:
+        store.close()
+
+
+def test_a_newer_copy_whose_resume_dropped_rounds_drops_them_here_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resume may drop rounds (a steady-state point on a lab starts over): merged again, the run here is the
+    newer copy's, without them; the older copy merged after it brings none of them back."""
+    monkeypatch.setattr(checks, "fio_capabilities", lambda binary, engines=(): CAPS)
+    source, central, data = tmp_path / "source.db", tmp_path / "central.db", tmp_path / "data"
+    calls: list[FakeCall] = []
+
+    def first(call: FakeCall) -> Step:
+        calls.append(call)
+        return Raise(KeyboardInterrupt()) if len(calls) == 4 else Replay(OUTPUT)
+
+    _session(source, data, "[4k, 8k]", FakeExecutor(first), resume=False)
+    older = tmp_path / "older.db"
+    shutil.copy(source, older)
+    with sqlite3.connect(source) as conn:  # as restart_unsettled_points drops a point's rounds
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("DELETE FROM repetitions WHERE rep_index = 0")
+    _session(source, data, "[4k, 8k]", FakeExecutor(lambda call: Replay(OUTPUT)), resume=True)
+    for order in ((older, source), (source, older)):
+        db = tmp_path / f"central-{order[0].stem}.db"
+        for copy in order:
+            store = open_store(db)
+            try:
+                merge_database(store, str(copy), lambda: 0.0)
+            finally:
+                store.close()
+        assert _state(db) == _state(source), order
+        assert _counts(db) == _counts(source)
+        assert [run.finished_at_s is not None for run in _runs(db)] == [True]
 
 
 def test_a_key_in_a_merged_database_is_hidden_on_the_way_in(

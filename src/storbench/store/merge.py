@@ -6,9 +6,10 @@ through the read-only connection's limits; each of its runs not already here is 
 preconditions, repetitions with their clients, measurements, telemetry, logs, faults and write checks -- under new
 ids, in one transaction per database, with where it came from (`runs.merged_from_json`). A run already here (the
 same plan name, host, source and start time: merged before, from this database or another) is brought up to date
-instead: the repetitions it lacks, or has an older attempt of (a resume replaces a failed one), and the plan
-versions it lacks are copied, and its plan, design and end taken over, so a database merged while its run went on
-(or before a `--resume`) loses nothing when merged again, and merging the same state again changes nothing. The
+instead when the other copy got further (its last repetition, plan version or precondition later, or it finished):
+the run here becomes that copy's state (the repetitions it added or ran again, those a resume dropped gone, its
+plan versions, preconditions, plan and end), so a database merged while its run went on (or before a `--resume`)
+loses nothing when merged again, and merging the same or an older copy changes nothing. The
 copied runs are then read back through the store's own reader, which refuses what no storbench wrote, before the
 transaction commits.
 """
@@ -144,44 +145,47 @@ def _copy_run(src: Connection, store: Store, run: Row, source_name: str, now_s: 
     return int(cursor.lastrowid)
 
 
+# The last thing a copy of a run saw happen: its newest repetition, plan version or precondition.
+_ACTIVITY = ("SELECT MAX(t) FROM (SELECT MAX(started_at_s) AS t FROM repetitions WHERE run_id = :run"
+             " UNION ALL SELECT MAX(added_at_s) FROM plan_versions WHERE run_id = :run"
+             " UNION ALL SELECT MAX(started_at_s) FROM preconditions WHERE run_id = :run)")
+
+
+def _progress(conn: Connection, run: Row) -> tuple[float, bool]:
+    """How far a copy of a run had got: its last activity, then whether it had finished."""
+    last = conn.execute(_ACTIVITY, {"run": run["id"]}).fetchone()[0]
+    return float(last if last is not None else run["started_at_s"]), run["finished_at_s"] is not None
+
+
 def _update_run(src: Connection, store: Store, run: Row, run_id: int) -> int:
-    """Bring run ``run_id`` here up to date with ``run`` of the other database (see the module's text); returns
-    how many repetitions were copied."""
+    """Bring run ``run_id`` here up to date with ``run`` of the other database when that copy got further (see the
+    module's text): the run here becomes the other copy's state, its repetitions, plan versions, preconditions, plan
+    and end (a resume may also have dropped rounds: a steady-state point started over). An older or the same copy
+    changes nothing. Returns how many repetitions were copied."""
     dst = store.conn
+    here = dst.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+    if _progress(src, run) <= _progress(dst, here):
+        return 0
     mine = {(row["case_id"], row["rep_index"]): (row["id"], row["started_at_s"]) for row in dst.execute(
         "SELECT id, case_id, rep_index, started_at_s FROM repetitions WHERE run_id = ?", (run_id,))}
-    newer = []
-    for row in src.execute("SELECT id, case_id, rep_index, started_at_s FROM repetitions WHERE run_id = ?",
-                           (run["id"],)).fetchall():
-        here = mine.get((row["case_id"], row["rep_index"]))
-        if here is None or row["started_at_s"] > here[1]:
-            if here is not None:
-                dst.execute("DELETE FROM repetitions WHERE id = ?", (here[0],))  # its rows below it go with it
-            newer.append(row["id"])
-    versions = {row[0] for row in dst.execute("SELECT version FROM plan_versions WHERE run_id = ?", (run_id,))}
-    theirs = [row["version"] for row in src.execute("SELECT version FROM plan_versions WHERE run_id = ?",
-                                                    (run["id"],))]
-    later_plan = max(theirs, default=0) > max(versions, default=0)
-    if not newer and not later_plan:
-        return 0
+    theirs = {(row["case_id"], row["rep_index"]): (row["id"], row["started_at_s"]) for row in src.execute(
+        "SELECT id, case_id, rep_index, started_at_s FROM repetitions WHERE run_id = ?", (run["id"],))}
+    for key, (rep_id, started) in mine.items():
+        if key not in theirs or theirs[key][1] != started:
+            dst.execute("DELETE FROM repetitions WHERE id = ?", (rep_id,))  # its rows below it go with it
+    newer = [rep_id for key, (rep_id, started) in theirs.items() if key not in mine or mine[key][1] != started]
+    dst.execute("DELETE FROM plan_versions WHERE run_id = ?", (run_id,))
+    dst.execute("DELETE FROM preconditions WHERE run_id = ?", (run_id,))
     _copy_cases(src, store, run["id"])
     ids: dict[str, dict[int, int]] = {"runs": {run["id"]: run_id}}
     for table, parent, parent_table in CHILD_TABLES:
-        if table == "plan_versions":
-            where = f" AND version NOT IN ({', '.join(map(str, versions))})" if versions else ""
-            ids[table] = _copy_children(src, store, table, parent, ids["runs"], where)
-        elif table == "preconditions":
-            dst.execute("DELETE FROM preconditions WHERE run_id = ?", (run_id,))  # the other's: every one so far
-            ids[table] = _copy_children(src, store, table, parent, ids["runs"])
-        elif table == "repetitions":
-            ids[table] = _copy_children(src, store, table, parent, ids["runs"],
-                                        f" AND id IN ({', '.join(map(str, newer))})" if newer else " AND 0")
-        else:
-            ids[table] = _copy_children(src, store, table, parent, ids[parent_table])
-    if later_plan:
-        dst.execute("UPDATE runs SET plan_text = ?, plan_sha256 = ?, plan_path = ?, design_json = ? WHERE id = ?",
-                    (run["plan_text"], run["plan_sha256"], run["plan_path"], run["design_json"], run_id))
-    dst.execute("UPDATE runs SET finished_at_s = ? WHERE id = ?", (run["finished_at_s"], run_id))
+        where = ""
+        if table == "repetitions":
+            where = f" AND id IN ({', '.join(map(str, newer))})" if newer else " AND 0"
+        ids[table] = _copy_children(src, store, table, parent, ids[parent_table], where)
+    dst.execute("UPDATE runs SET plan_text = ?, plan_sha256 = ?, plan_path = ?, design_json = ?, finished_at_s = ?"
+                " WHERE id = ?", (run["plan_text"], run["plan_sha256"], run["plan_path"], run["design_json"],
+                                  run["finished_at_s"], run_id))
     return len(newer)
 
 
