@@ -41,8 +41,8 @@ class Quiet:
     def event(self, *args: object) -> None: ...
 
 
-def _session(db: Path, data: Path, bs: str, script: FakeExecutor, *, resume: bool) -> None:
-    loaded = load_plan_text(PLAN.format(data=data, bs=bs), "grows.yaml")
+def _session(db: Path, data: Path, bs: str, script: FakeExecutor, *, resume: bool, repeat: int = 3) -> None:
+    loaded = load_plan_text(PLAN.format(data=data, bs=bs).replace("repeat: 3", f"repeat: {repeat}"), "grows.yaml")
     cases = expand(loaded)
     store = open_store(db)
     try:
@@ -123,23 +123,20 @@ def _runs(db: Path):  # type: ignore[no-untyped-def]
 
 def test_a_newer_copy_whose_resume_dropped_rounds_drops_them_here_too(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A resume may drop rounds (a steady-state point on a lab starts over): merged again, the run here is the
-    newer copy's, without them; the older copy merged after it brings none of them back."""
+    """A resume may drop rounds (a steady-state point on a lab starts over, and settles on fewer): merged again,
+    the run here is the newer copy's, without them, whichever copy came first; the older copy merged after it brings
+    none of them back, nor takes its end away."""
     monkeypatch.setattr(checks, "fio_capabilities", lambda binary, engines=(): CAPS)
-    source, central, data = tmp_path / "source.db", tmp_path / "central.db", tmp_path / "data"
-    calls: list[FakeCall] = []
-
-    def first(call: FakeCall) -> Step:
-        calls.append(call)
-        return Raise(KeyboardInterrupt()) if len(calls) == 4 else Replay(OUTPUT)
-
-    _session(source, data, "[4k, 8k]", FakeExecutor(first), resume=False)
+    source, data = tmp_path / "source.db", tmp_path / "data"
+    _session(source, data, "[4k, 8k]", FakeExecutor(lambda call: Replay(OUTPUT)), resume=False)
     older = tmp_path / "older.db"
     shutil.copy(source, older)
     with sqlite3.connect(source) as conn:  # as restart_unsettled_points drops a point's rounds
         conn.execute("PRAGMA foreign_keys=ON")
-        conn.execute("DELETE FROM repetitions WHERE rep_index = 0")
-    _session(source, data, "[4k, 8k]", FakeExecutor(lambda call: Replay(OUTPUT)), resume=True)
+        conn.execute("DELETE FROM repetitions WHERE rep_index = 2")
+    # resumed with fewer rounds wanted: nothing runs again, a plan version is added
+    _session(source, data, "[4k, 8k]", FakeExecutor([]), resume=True, repeat=2)
+    assert len(_state(source)) == 4 and len(_state(older)) == 6
     for order in ((older, source), (source, older)):
         db = tmp_path / f"central-{order[0].stem}.db"
         for copy in order:
