@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -249,3 +250,38 @@ def test_a_reader_opened_while_no_one_writes_keeps_its_snapshot_when_a_run_start
     assert reader.conn.execute("SELECT COUNT(*) FROM plan_versions").fetchone()[0] == 1
     assert reader.conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
     reader.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to act as two other users")
+def test_another_users_reader_leaves_no_file_that_locks_the_owner_out(tmp_path: Path) -> None:
+    """A database in a shared directory (1777) read by another user: SQLite would make its -wal and -shm that
+    user's, and the owner could no longer write; such a reader opens it immutable and leaves nothing behind."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    shared = Path(tempfile.mkdtemp(prefix="storbench-shared-", dir="/tmp"))  # pytest's own is root's alone
+    shared.chmod(0o1777)
+    db = shared / "r.db"
+    write = ("import sys; from storbench.store import open_store; s = open_store(sys.argv[1]); "
+             "s.conn.execute('PRAGMA user_version = 7'); s.conn.commit(); s.close(); print('wrote')")
+    read = ("import sys; from storbench.store import open_store; s = open_store(sys.argv[1], read_only=True); "
+            "print(len(s.runs())); s.close()")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+
+    def as_user(user: str, code: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", code, str(db)], user=user, capture_output=True, text=True,
+                              env=env, cwd=shared, timeout=60)
+
+    try:
+        owner = as_user("nobody", write)
+        assert owner.returncode == 0 and "wrote" in owner.stdout, owner.stderr[-500:]
+        os.chmod(db, 0o644)
+        reader = as_user("daemon", read)
+        assert reader.returncode == 0 and reader.stdout.strip() == "0", reader.stderr[-500:]
+        assert sorted(p.name for p in shared.iterdir()) == ["r.db"]
+        again = as_user("nobody", write)
+        assert again.returncode == 0 and "wrote" in again.stdout, again.stderr[-500:]
+    finally:
+        shutil.rmtree(shared)

@@ -117,8 +117,11 @@ def _open_read_only(path: str) -> Store:
         raise UserError(f"no results database {path}", hint="run a plan first, or pass --db PATH")
     # read through the WAL, which holds the reader's snapshot even when a run starts writing after it opened (a
     # -wal and -shm may be left beside the file; the next writer takes them). Immutable (no locks, no snapshot held)
-    # only where SQLite could make neither: no -wal there and a directory this user cannot write
-    shared = Path(f"{path}-wal").exists() or os.access(Path(path).resolve().parent, os.W_OK)
+    # where SQLite would have to make them and could not, or would make them another user's than the database's
+    # owner, who could then no longer write it (root's are given to the owner by SQLite)
+    resolved = Path(path).resolve()
+    shared = Path(f"{path}-wal").exists() or (
+        os.access(resolved.parent, os.W_OK) and os.geteuid() in (0, resolved.stat().st_uid))
     try:
         conn = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro" + ("" if shared else "&immutable=1"),
                                uri=True, timeout=30, isolation_level=None, factory=_LimitedConnection)
@@ -201,6 +204,9 @@ def open_store(path: str | Path, *, read_only: bool = False) -> Store:
             if "locked" in str(exc) and time.monotonic() < deadline:
                 time.sleep(random.uniform(0.05, 0.25))
                 continue
+            if "readonly" in str(exc):
+                raise UserError(f"cannot write {path}: {exc}", hint="check who owns it and its -wal and -shm "
+                                "files beside it; pass a --db you can write") from None
             raise UserError(f"{path} is not a storbench results database: {exc}",
                             hint="pass another --db, or move the file away") from None
         except sqlite3.DatabaseError as exc:
