@@ -288,6 +288,10 @@ BAD_PLANS = [
     case("compare-side-unknown-key", Bad(
         BASE + "repeat: {min: 3, max: 9, until: decided}\ncompare: {baseline: rww=randread, candidate: bs=4k}\n",
         9, "compare.baseline", ("unknown key 'rww'", "did you mean 'rw'?"))),
+    case("compare-side-a-direction-the-pattern-has-not", Bad(
+        BASE + "repeat: {min: 3, max: 9, until: decided}\ncompare: {baseline: 'bs=4k,direction=read', "
+        "candidate: 'bs=4k,direction=write'}\n", 9, "compare.candidate",
+        ("no point of the plan has direction=write; the plan's values: read",))),
     case("compare-sides-the-same", Bad(
         BASE + "repeat: {min: 3, max: 9, until: decided}\ncompare: {baseline: bs=4k, candidate: rw=randread}\n",
         9, "compare.candidate", ("selects the same points as the baseline's 'bs=4k'",))),

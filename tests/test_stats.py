@@ -1321,3 +1321,19 @@ def test_a_point_pooled_over_runs_takes_each_runs_mean_as_one_sample() -> None:
     assert "2 runs pooled" in few.message and "few_repetitions" not in [w.code for w in two.warnings]
     apart = summarize_points(found, by_run=True)  # a row per run: its repetitions
     assert [p.metric("iops").n for p in apart] == [5, 5, 5]  # type: ignore[union-attr]
+
+
+def test_a_plans_compare_may_select_by_direction() -> None:
+    """A randrw plan's sides `bs=4k,direction=read` and `bs=8k,direction=read` select its points, as its results
+    will be selected (each direction its own); a direction the pattern has not is refused."""
+    from storbench.config import load_plan_text
+    from storbench.plan import expand
+    from storbench.stats.selectors import parse_selector, plan_side_refusal
+
+    loaded = load_plan_text("name: d\ntargets:\n  t: {kind: path, path: /tmp/x, size: 1MiB}\n"
+                            "workload: {rw: randrw, bs: [4k, 8k], runtime: 1s}\n", "d.yaml")
+    cases = expand(loaded)
+    assert plan_side_refusal(cases, parse_selector("bs=4k,direction=read"), parse_selector("bs=8k,direction=read")) \
+        is None
+    refusal = plan_side_refusal(cases, parse_selector("bs=4k,direction=trim"), parse_selector("bs=8k"))
+    assert refusal is not None and refusal.side == "baseline" and "direction=trim" in refusal.message

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from difflib import get_close_matches
 
-from storbench.model import CLUSTER_SETTINGS, Case, Status
+from storbench.model import CLUSTER_SETTINGS, RW_DIRECTIONS, Case, Status
 from storbench.stats import match
 from storbench.stats.metrics import COMPARE_METRICS
 from storbench.stats.observations import ClientFigures, Observation
@@ -93,9 +93,11 @@ def plan_side_refusal(cases: Sequence[Case], baseline: Selector, candidate: Sele
     """Whether the plan's two sides select its cases as `compare` would select their results: each side's keys
     known, each side some cases, the two sides not the same cases. None when they do. (A run asked a question its
     cases cannot answer would look after every round at nothing and run to `max`.)"""
-    planned = [Observation(run_id=0, case=case, rep_index=0, status=Status.OK, direction=None, measurement=None,
-                           started_at_s=0.0, finished_at_s=0.0, fio_version="", error="", fio=ClientFigures())
-               for case in cases]
+    # one per direction the case's pattern reports, as its results will be (a side may select direction=read)
+    planned = [Observation(run_id=0, case=case, rep_index=0, status=Status.OK, direction=direction,
+                           measurement=None, started_at_s=0.0, finished_at_s=0.0, fio_version="", error="",
+                           fio=ClientFigures())
+               for case in cases for direction in RW_DIRECTIONS.get(case.workload.rw, (None,))]
     chosen = []
     for side, selector in (("baseline", baseline), ("candidate", candidate)):
         unknown = unknown_keys(selector, planned)
