@@ -134,3 +134,14 @@ def test_a_clients_export_row_has_its_own_cpu_and_disk(tmp_path: Path, capsys: p
         assert mine["disk_util_pct"] == (pytest.approx(max(utils), abs=0.01) if utils else None)
     merged = rows[""]
     assert merged["cpu_usr"] == pytest.approx(sum(job.usr_cpu_pct for job in document.jobs), abs=0.01)
+
+
+@pytest.mark.parametrize(("bs", "rw", "size"), [("8k,32k", "randtrim", 32768), (",8k", "randtrim", 8192),
+                                                ("8k,32k,", "randtrim", 4096), ("8k,,16k", "randwrite", 4096),
+                                                ("4k,64k", "write", 65536), ("64k", "randtrim", 65536)])
+def test_block_sizes_per_direction_are_read_as_fio_reads_them(bs: str, rw: str, size: int) -> None:
+    """fio's manual: bs=R,W,T; a type left out after the last value takes that value, an empty one the default
+    (4k)."""
+    from storbench.importer import _block_size
+
+    assert _block_size(bs, rw)[0] == size

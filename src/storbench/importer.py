@@ -74,15 +74,19 @@ def _seconds(text: str | None) -> float:
 
 def _block_size(text: str | None, rw: str) -> tuple[int, str | None]:
     """(the block size of the pattern's I/O, the option as written when reads, writes and trims differ: kept with
-    the case, so `bs=4k,64k` is not the same point as `bs=4k`). fio's `bs=R,W,T`: a size left out is the read's."""
-    sizes = [part.split(":")[0] for part in (text or "").split(",")]
-    read = _size(sizes[0], 4096)
-    by_direction = {Direction.READ: read}
-    for direction, index in ((Direction.WRITE, 1), (Direction.TRIM, 2)):
-        by_direction[direction] = _size(sizes[index], read) if index < len(sizes) and sizes[index] else read
-    used = {by_direction[d] for d in RW_DIRECTIONS[rw] if d in by_direction}
-    differ = len(set(by_direction.values())) > 1
-    return (read if read in used or not used else min(used)), (text if differ else None)
+    the case, so `bs=4k,64k` is not the same point as `bs=4k`). fio's `bs=R,W,T`: a type left out after the last
+    value takes that value (`8k,32k`: trims 32k), an empty one fio's default 4k (`,8k`, `8k,32k,`)."""
+    fields = [part.split(":")[0].strip() for part in (text or "").split(",")][:3]
+    sizes: list[int] = []
+    for index in range(3):
+        if index < len(fields):
+            sizes.append(_size(fields[index], 4096) if fields[index] else 4096)
+        else:
+            sizes.append(sizes[-1])
+    by_direction = dict(zip((Direction.READ, Direction.WRITE, Direction.TRIM), sizes, strict=True))
+    used = [by_direction[d] for d in RW_DIRECTIONS[rw] if d in by_direction]
+    differ = len(set(sizes)) > 1
+    return (used[0] if used else sizes[0]), (text if differ else None)
 
 
 def _case(options: Mapping[str, str], target_name: str) -> Case:
