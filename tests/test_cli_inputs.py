@@ -45,7 +45,7 @@ def test_a_regression_gate_takes_only_a_finite_percent(value: str, imported: Pat
 @pytest.mark.parametrize(("option", "says"), [("--max-runs=0", "a whole number of 1 or more"),
                                               ("--max-hours=nan", "a finite number"),
                                               ("--max-hours=0", "above 0"),
-                                              ("--budget=5m", "this plan has a fixed repeat")])
+                                              ("--budget=5m", "this plan repeats a fixed number of times")])
 def test_run_limits_that_would_mean_nothing_are_refused(option: str, says: str, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     plan = write_plan(tmp_path, PLAN.format(data=tmp_path / "data"))
@@ -139,3 +139,21 @@ def test_nothing_to_show_says_why(imported: Path, tmp_path: Path, capsys: pytest
         line = _one_line(*run_cli(capsys, command, "--db", str(imported), "-o", str(tmp_path / "x.html"))
                          if command == "report" else run_cli(capsys, command, "--db", str(imported)))
         assert f"run {empty} in {imported}: no repetition stored yet" in line and "--where" not in line, line
+
+
+def test_a_steady_state_plan_takes_a_budget(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """steady_state decides its rounds too: --budget is not refused for it (the run is stopped before any fio)."""
+    import storbench.cli.run
+
+    plan = write_plan(tmp_path, PLAN.format(data=tmp_path / "data").replace("repeat: 2\n", "steady_state: {}\n"))
+
+    def stop(*args: object, **kwargs: object) -> None:
+        raise SystemExit(7)
+
+    import storbench.execute.fio_binary
+
+    monkeypatch.setattr(storbench.execute.fio_binary, "find_fio", stop)  # the step after the budget's check
+    with pytest.raises(SystemExit) as stopped:
+        run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"), "--budget=5m")
+    assert stopped.value.code == 7

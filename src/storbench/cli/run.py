@@ -196,9 +196,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     cases = expand(loaded)
     _check_size(loaded, cases, MAX_RUNS if args.max_runs is None else args.max_runs,
                 MAX_HOURS if args.max_hours is None else args.max_hours)
-    if args.budget is not None and isinstance(loaded.config.repeat, int):
-        raise UserError("--budget stops a run with repeat: {until: ...} between rounds; this plan has a fixed repeat",
-                        hint="drop --budget, or give the plan repeat: {min: 3, max: 10, until: decided}")
+    if args.budget is not None and isinstance(loaded.config.repeat, int) and loaded.config.steady_state is None:
+        raise UserError("--budget starts no new round once spent, in a run that decides its rounds (repeat: {until: "
+                        "...}, or steady_state); this plan " + ("searches its load with a fixed repeat"
+                                                              if loaded.config.search is not None else
+                                                              "repeats a fixed number of times"),
+                        hint="drop --budget, or give the plan repeat: {min: 3, max: 10, until: decided} or "
+                             "steady_state")
     resume = args.resume is not None
     if resume and labels:
         raise UserError("--label is given when a run starts: a resumed run keeps the labels it started with",
