@@ -48,7 +48,9 @@ def test_where_items_and_their_parsing() -> None:
 
 
 def test_one_slo_parser_for_saturation_and_report() -> None:
-    assert parse_objective(None) is None and parse_objective("") is None
+    assert parse_objective(None) is None
+    with pytest.raises(UserError):  # given, but empty: not silently no objective
+        parse_objective("")
     objective = parse_objective("p99<=10ms")
     assert objective is not None and objective.limit_ns == 10_000_000
     with pytest.raises(UserError) as bad:
