@@ -342,6 +342,28 @@ def test_a_run_stopped_halfway_through_a_round_finishes_it_before_its_next_look(
     assert _look_rounds(resumed) == list(range(5, 11))
 
 
+def test_a_where_that_drops_failed_repetitions_drops_no_look_of_the_rule(
+        tmp_path: Path, store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    """The baseline's last round failed: the rule still looked after all 10 rounds. `compare --where status=ok`
+    (or direction=read) leaves out the failed repetition's observation, but not its look: the answer is still
+    "reached max 10 rounds", not "undecided after 9 of at most 10 rounds" with a 9th look's interval."""
+    def failing(call: FakeCall) -> Step:
+        if call.case.workload.bs_bytes == 4096 and call.rep_index == 9:
+            return Replay("", returncode=1, stderr="fio: error\n")
+        return Replay(RANDRW_OUTPUT)
+
+    result, _, _ = _adaptive_session(tmp_path, store, failing, resume=False)
+    assert result is not None and result.failed == 1
+    answers = []
+    for where in ([], ["--where", "status=ok"], ["--where", "direction=read"]):
+        code, out, err = run_cli(capsys, "compare", "--db", str(tmp_path / "results.db"), "--baseline", "bs=4k",
+                                 "--candidate", "bs=8k", *where)
+        assert code == 0, err
+        answers.append(" ".join(out.split()))
+    for text in answers:
+        assert "reached max 10 rounds undecided" in text and "after 9 of at most 10" not in text, text
+
+
 def test_a_resume_that_changes_the_order_or_the_steady_rule_is_refused(tmp_path: Path, store: Store) -> None:
     """Rounds run interleaved, the rest sequential, would be paired as if they had alternated; a loosened
     steady-state rule, after seeing the rounds, would call steady what the first rule did not."""

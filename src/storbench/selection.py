@@ -18,7 +18,7 @@ from storbench.model import Expectation, PreconditionRecord, RunInfo, StoredRepe
 from storbench.model.objective import parse_slo
 from storbench.stats import match
 from storbench.stats.match import no_match_line
-from storbench.stats.observations import observations
+from storbench.stats.observations import attempts_of, observations
 from storbench.stats.run_questions import (
     adaptive_questions,
     bring_ups,
@@ -74,6 +74,12 @@ class Selection:
     design_changed: dict[int, list[str]] = field(default_factory=dict)
     # when --where matched nothing: which KEY=VALUE, and the values that field has ("no results match ...")
     no_match: str = ""
+
+    @property
+    def attempts(self) -> dict[tuple[int, str], frozenset[int]]:
+        """(run, case) -> the rounds it was run in, ok or failed, whatever --where kept: what a run's stopping rule
+        counts its looks by."""
+        return attempts_of(self.repetitions)
 
     @property
     def case_ids(self) -> set[str]:

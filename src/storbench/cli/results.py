@@ -211,9 +211,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UserError(f"--where {' '.join(args.where)} matches no results in {args.db}: {selection.no_match}",
                         hint="loosen --where; `storbench show --run all` lists what is stored")
     check_sides(selection, baseline, candidate, args.db)
-    questions = selection.questions
+    questions, attempts = selection.questions, selection.attempts
+
     def compared(alpha: float = 0.05) -> list[PointComparison]:  # each interval's error rate
         return compare_observations(selection.observations, baseline, candidate, selection.tags, selection.memory,
+                                    attempts=attempts,
                                     force=args.force, interleaved_runs=selection.interleaved_runs,
                                     sequential_plans=selection.sequential_plans, bring_ups=selection.bring_ups,
                                     alpha=alpha, questions=questions, expectations=selection.expectations)
@@ -356,6 +358,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         check_sides(selection, baseline, candidate, args.db)
         comparisons = compare_observations(selection.observations, baseline, candidate, selection.tags,
                                            selection.memory, interleaved_runs=selection.interleaved_runs,
+                                           attempts=selection.attempts,
                                            sequential_plans=selection.sequential_plans,
                                            bring_ups=selection.bring_ups, questions=selection.questions,
                                            expectations=selection.expectations)
@@ -370,7 +373,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                             baseline=args.baseline or "", candidate=args.candidate or "", objective=objective,
                             steady=selection.steady, preconditions=selection.preconditions,
                             notes=[design_changed_line(run, what)
-                                   for run, what in sorted(selection.design_changed.items())])
+                                   for run, what in sorted(selection.design_changed.items())],
+                            attempts=selection.attempts)
     images = Path(args.images) if args.images else None
     if images is not None:  # before the report is written: a bad --images leaves nothing half done
         try:

@@ -32,7 +32,7 @@ from storbench.stats.drift import run_drifts
 from storbench.stats.failover_points import point_failovers
 from storbench.stats.history import point_histories, run_context
 from storbench.stats.knee import curves
-from storbench.stats.observations import Observation
+from storbench.stats.observations import Attempts, Observation
 from storbench.stats.run_questions import adaptive_questions, expectations, interval_levels
 from storbench.stats.steady import SteadyState
 from storbench.stats.summary import summarize_points
@@ -44,10 +44,11 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
                  baseline: str = "", candidate: str = "", objective: LatencyObjective | None = None,
                  steady: Mapping[tuple[int, str], SteadyState] | None = None,
                  preconditions: Mapping[int, Sequence[PreconditionRecord]] | None = None,
-                 notes: Sequence[str] = ()) -> ReportDocument:
+                 notes: Sequence[str] = (), attempts: Attempts | None = None) -> ReportDocument:
     """``steady``: the judged rounds of each (run, case) measured until steady (selection.steady);
     ``preconditions``: what each run wrote to its targets first (selection.preconditions); ``notes``: lines shown
-    with the warnings (a run whose stopping rule changed on a resume)."""
+    with the warnings (a run whose stopping rule changed on a resume); ``attempts``: the rounds each (run, case) was run
+    in as stored (selection.attempts), which a stopping rule's replay counts its looks by."""
     memory = {r.run_id: r.mem_total_bytes for r in runs}
     points = summarize_points(observations, memory, expectations=expectations(runs), levels=interval_levels(runs))
     curve_list = [c for axis in LOAD_AXES for c in curves(points, axis)]
@@ -61,7 +62,7 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         *capped_figures(points),
         *steady_figures({k: v for k, v in (steady or {}).items() if k[1] in labels}, labels),
         *comparison_figures(comparisons, baseline, candidate),
-        *convergence_figures(adaptive_questions(runs), runs, repetitions, observations),
+        *convergence_figures(adaptive_questions(runs), runs, repetitions, observations, attempts),
         *block_size_figures(points),
         *latency_vs_iodepth_figures(points),
         *iops_vs_load_figures(points),

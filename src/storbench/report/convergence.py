@@ -17,7 +17,7 @@ from storbench.schedule import lab_designs
 from storbench.stats.compare_design import design_note
 from storbench.stats.convergence import Convergence, Look, convergence, stopping_rule
 from storbench.stats.metrics import COMPARE_METRICS, Metric
-from storbench.stats.observations import Observation
+from storbench.stats.observations import Attempts, Observation
 from storbench.stats.run_questions import AdaptiveQuestion
 from storbench.stats.sequential import Decision
 
@@ -173,8 +173,8 @@ def convergence_figure(item: Convergence, question: AdaptiveQuestion, figure_id:
 
 
 def convergence_figures(questions: Sequence[AdaptiveQuestion], runs: Sequence[RunInfo],
-                        repetitions: Sequence[StoredRepetition], observations: Sequence[Observation]
-                        ) -> list[FigureSpec]:
+                        repetitions: Sequence[StoredRepetition], observations: Sequence[Observation],
+                        attempts: Attempts | None = None) -> list[FigureSpec]:
     """Every compared point and metric of every run that stopped when decided, replayed on that run's
     observations (the ones its run loop looked at)."""
     order = {r.run_id: r.run_order for r in runs}
@@ -182,7 +182,7 @@ def convergence_figures(questions: Sequence[AdaptiveQuestion], runs: Sequence[Ru
     for question in questions:
         seen = [o for o in observations if o.run_id == question.run_id]
         reps = [r for r in repetitions if r.run_id == question.run_id]
-        items = convergence(seen, question.baseline, question.candidate, question.metrics, question.plan)
+        items = convergence(seen, question.baseline, question.candidate, question.metrics, question.plan, attempts)
         if not items:
             continue
         cases = list({r.case.case_id: r.case for r in reps}.values()) or \

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from storbench.config import ci_stop_confidence
 from storbench.stats.compare import compare_observations
 from storbench.stats.compare_cells import PointComparison
-from storbench.stats.observations import Observation, attempted_rounds, metric_value
+from storbench.stats.observations import Attempts, Observation, attempted_rounds, metric_value
 from storbench.stats.selectors import Selector
 from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, decide, rounds_run
 from storbench.stats.summary import summarize_points
@@ -57,8 +57,9 @@ class PairedRounds:
 
 
 def paired_rounds(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
-                  metrics: Sequence[str]) -> list[PairedRounds]:
-    """Every named metric at every matched point, as the pairs of rounds the sequential rule is given."""
+                  metrics: Sequence[str], attempts: Attempts | None = None) -> list[PairedRounds]:
+    """Every named metric at every matched point (``observations``: one run's), as the pairs of rounds the
+    sequential rule is given; its looks counted by the rounds each side was run in (``attempts``: as stored)."""
     found = []
     for comparison in compare_observations(observations, baseline, candidate, {}):
         base, cand = comparison.baseline, comparison.candidate
@@ -68,8 +69,9 @@ def paired_rounds(observations: Sequence[Observation], baseline: Selector, candi
             rounds = sorted(set(a) & set(b))
             found.append(PairedRounds(comparison, metric, tuple(rounds), tuple(a[i] for i in rounds),
                                       tuple(b[i] for i in rounds),
-                                      rounds_run=rounds_run(attempted_rounds(observations, base.case_id),
-                                                            attempted_rounds(observations, cand.case_id))))
+                                      rounds_run=rounds_run(
+                                          attempted_rounds(observations, base.run_ids[0], base.case_id, attempts),
+                                          attempted_rounds(observations, cand.run_ids[0], cand.case_id, attempts))))
     return found
 
 

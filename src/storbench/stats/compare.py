@@ -15,7 +15,7 @@ from storbench.stats.compare_design import design_of
 from storbench.stats.compare_match import compare_points
 from storbench.stats.compare_runs import run_level
 from storbench.stats.estimate import CONFIDENCE
-from storbench.stats.observations import Observation, alternated_rounds, attempted_rounds, metric_value
+from storbench.stats.observations import Attempts, Observation, alternated_rounds, attempted_rounds, metric_value
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.selectors import Question, Selector, blocked_settings, select
 from storbench.stats.sequential import (
@@ -58,7 +58,8 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
                          sequential_plans: Mapping[int, SequentialPlan] | None = None,
                          bring_ups: Mapping[int, str] | None = None, alpha: float = 1 - CONFIDENCE,
                          questions: Mapping[int, Question] | None = None,
-                         expectations: Mapping[tuple[int, str], Expectation] | None = None) -> list[PointComparison]:
+                         expectations: Mapping[tuple[int, str], Expectation] | None = None,
+                         attempts: Attempts | None = None) -> list[PointComparison]:
     """Match the two sides' points and compare every metric. Where the design pairs repetitions (both sides in
     one run whose order alternates them, ``interleaved_runs``, and not across a setting that needs a cluster per
     value) the change and its interval come from the per-pair ratios (``paired_differences``); else Welch.
@@ -66,7 +67,8 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
     On runs that stopped when decided (``sequential_plans``) each cell says whether it was that run's question
     (``questions``: run -> what its plan's `compare` asked; ``stopping_rules``). Each point's bottleneck verdict is
     the one `show` gives it (``with_run_verdicts``; ``expectations``: (run, target) -> `expect:`, as `show` reads
-    them)."""
+    them). ``attempts``: the rounds each (run, case) was run in as stored (`attempts_of`), which a stopping rule
+    counts its looks by whatever ``observations`` a `--where` kept."""
     ignore = baseline.keys | candidate.keys
     base, cand = (with_run_verdicts(summarize_points(select(observations, side, tags), mem_total_bytes), observations,
                                     mem_total_bytes, expectations) for side in (baseline, candidate))
@@ -74,15 +76,15 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
     blocked = bool(blocked_settings(baseline, candidate))
     if blocked:  # pairs only where the clusters alternated (A B B A)
         interleaved_runs = frozenset(r for r in interleaved_runs if (bring_ups or {}).get(r, "once") != "once")
-    compared = run_level(paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {}, alpha),
-                         observations, 1 - alpha)
+    compared = run_level(paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {}, alpha,
+                                            attempts), observations, 1 - alpha)
     designed = [replace(c, design=design_of(c, interleaved_runs, blocked, bring_ups or {})) for c in compared]
-    return stopping_rules(designed, observations, sequential_plans or {}, questions or {}, tags)
+    return stopping_rules(designed, observations, sequential_plans or {}, questions or {}, tags, attempts)
 
 
 def paired_differences(comparisons: Sequence[PointComparison], observations: Sequence[Observation],
                        interleaved_runs: frozenset[int], sequential_plans: Mapping[int, SequentialPlan] | None = None,
-                       alpha: float = 1 - CONFIDENCE) -> list[PointComparison]:
+                       alpha: float = 1 - CONFIDENCE, attempts: Attempts | None = None) -> list[PointComparison]:
     """Comparisons whose two points ran in one interleaved run, repetition for repetition, get paired intervals:
     repetition i of the baseline and repetition i of the candidate ran next to each other (A B, B A, ...), so
     their ratio cancels slow drift; a round that failed on one side leaves its pair out (the run loop pairs the
@@ -109,8 +111,9 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
         sequential = sequential_plans.get(base.run_ids[0])
         # the error rate of this comparison's intervals: ``alpha``, or the sequential rule's at its look after the
         # last round either side has, for a rule whose overall error rate is scaled as ``alpha`` is to 5 %
-        looked = rounds_run(attempted_rounds(by_run[base.run_ids[0]], base.case_id),
-                            attempted_rounds(by_run[base.run_ids[0]], cand.case_id))
+        run_id = base.run_ids[0]
+        looked = rounds_run(attempted_rounds(by_run[run_id], run_id, base.case_id, attempts),
+                            attempted_rounds(by_run[run_id], run_id, cand.case_id, attempts))
         error = alpha if sequential is None else _look_alpha(sequential, looked, alpha)
         cells = []
         for cell in comparison.cells:
@@ -156,7 +159,7 @@ def _inverse(change: PairedChange) -> PairedChange:
 
 
 def rule_answer(observations: Sequence[Observation], baseline: PointSummary, candidate: PointSummary, field: str,
-                plan: SequentialPlan, *, forward: bool = True) -> RuleAnswer:
+                plan: SequentialPlan, *, forward: bool = True, attempts: Attempts | None = None) -> RuleAnswer:
     """The stopping rule's final verdict on ``field`` of one run's question (``observations``: that run's), as
     its run loop gave it (`stats.adaptive.decided_verdicts`: the rule at the look after the rounds run, on the
     pairs of rounds both sides have), in the question's way round (``forward``: the comparison's baseline is the
@@ -165,8 +168,9 @@ def rule_answer(observations: Sequence[Observation], baseline: PointSummary, can
     a, b = _by_round(observations, baseline, field), _by_round(observations, candidate, field)
     first, second = (a, b) if forward else (b, a)
     common = sorted(set(first) & set(second))
-    looks = rounds_run(attempted_rounds(observations, baseline.case_id),
-                       attempted_rounds(observations, candidate.case_id))
+    run_id = baseline.run_ids[0]
+    looks = rounds_run(attempted_rounds(observations, run_id, baseline.case_id, attempts),
+                       attempted_rounds(observations, run_id, candidate.case_id, attempts))
     verdict = decide([first[i] for i in common], [second[i] for i in common], plan, looks)
     decision, change = verdict.decision, verdict.change
     if not forward:
@@ -181,7 +185,7 @@ def rule_answer(observations: Sequence[Observation], baseline: PointSummary, can
 
 def stopping_rules(comparisons: Sequence[PointComparison], observations: Sequence[Observation],
                    sequential_plans: Mapping[int, SequentialPlan], questions: Mapping[int, Question],
-                   tags: Mapping[int, tuple[str, ...]]) -> list[PointComparison]:
+                   tags: Mapping[int, tuple[str, ...]], attempts: Attempts | None = None) -> list[PointComparison]:
     """Each cell with data of a run that stopped when decided, marked with how it stands to that run's rule.
 
     The rule looked only at the metrics its plan's `compare` named, at the points its selectors matched: those
@@ -217,7 +221,7 @@ def stopping_rules(comparisons: Sequence[PointComparison], observations: Sequenc
                 rule = StoppingRule.IN
                 if run is not None:
                     answer = rule_answer([o for o in observations if o.run_id == run], base, cand,
-                                         cell.metric.field, sequential_plans[run], forward=forward)
+                                         cell.metric.field, sequential_plans[run], forward=forward, attempts=attempts)
             else:
                 rule = StoppingRule.OUTSIDE
             cells.append(replace(cell, stopping_rule=rule, answer=answer))

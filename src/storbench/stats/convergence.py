@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from storbench.stats.adaptive import paired_rounds
 from storbench.stats.compare_cells import PointComparison
-from storbench.stats.observations import Observation
+from storbench.stats.observations import Attempts, Observation
 from storbench.stats.selectors import Selector
 from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, decide
 
@@ -78,11 +78,11 @@ def replay(baseline: Sequence[float], candidate: Sequence[float], plan: Sequenti
 
 
 def convergence(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
-                metrics: Sequence[str], plan: SequentialPlan) -> list[Convergence]:
+                metrics: Sequence[str], plan: SequentialPlan, attempts: Attempts | None = None) -> list[Convergence]:
     """Every named metric at every matched point (as `decided_verdicts` sees them), replayed look by look."""
     return [Convergence(p.comparison, p.metric, plan, replay(p.baseline, p.candidate, plan, p.rounds, p.rounds_run),
                         decide(p.baseline, p.candidate, plan, p.rounds_run))
-            for p in paired_rounds(observations, baseline, candidate, metrics)]
+            for p in paired_rounds(observations, baseline, candidate, metrics, attempts)]
 
 
 def stopping_rule(plan: SequentialPlan) -> str:

@@ -210,10 +210,26 @@ def alternated_rounds(observations: Iterable[Observation], runs: Container[int]
             if len(case_runs[key[0]]) == 1 and next(iter(case_runs[key[0]])) in runs}
 
 
-def attempted_rounds(observations: Iterable[Observation], case_id: str) -> frozenset[int]:
-    """The rounds (repetition indices) a case was run in, ok or failed (all clients merged): what the stopping
-    rule counts its looks by (`stats.sequential.rounds_run`)."""
-    return frozenset(o.rep_index for o in observations if not o.client and o.case.case_id == case_id)
+Attempts = Mapping[tuple[int, str], frozenset[int]]  # (run, case) -> the rounds it was run in, ok or failed
+
+
+def attempts_of(repetitions: Iterable[StoredRepetition]) -> dict[tuple[int, str], frozenset[int]]:
+    """Each (run, case)'s rounds (repetition indices) as stored, ok or failed, whatever a `--where` keeps of them."""
+    found: dict[tuple[int, str], set[int]] = {}
+    for rep in repetitions:
+        found.setdefault((rep.run_id, rep.case.case_id), set()).add(rep.rep_index)
+    return {key: frozenset(value) for key, value in found.items()}
+
+
+def attempted_rounds(observations: Iterable[Observation], run_id: int, case_id: str,
+                     attempts: Attempts | None = None) -> frozenset[int]:
+    """The rounds (repetition indices) a case was run in in a run, ok or failed (all clients merged): what the
+    stopping rule counts its looks by (`stats.sequential.rounds_run`). ``attempts``: read from the stored
+    repetitions (`attempts_of`), so a `--where` that drops failed ones (status=ok, direction=read) drops no look."""
+    if attempts is not None and (run_id, case_id) in attempts:
+        return attempts[(run_id, case_id)]
+    return frozenset(o.rep_index for o in observations
+                     if not o.client and o.run_id == run_id and o.case.case_id == case_id)
 
 
 # ---------------------------------------------------------------------------------------------------------------
