@@ -95,6 +95,16 @@ def test_a_run_that_stopped_on_ci_shows_its_intervals_at_the_rules_level() -> No
 
     levels = interval_levels([run(1, "{until: 'ci <= 5%', min: 3, max: 9}"), run(2, "3")])
     assert levels == {1: CI_STOP_CONFIDENCE}
+    # a wide target: a run this storbench made keeps its level (99 %) with its design; one stored before the
+    # level was kept (its design read from its plan by a migration) was judged at 97.5 %, and is shown so
+    from dataclasses import replace
+
+    from storbench.config import load_plan_text, plan_design
+
+    wide = run(3, "{until: 'ci <= 20%', min: 3, max: 9}")
+    assert wide.design.stopping is not None and wide.design.stopping.ci_confidence is None
+    made = replace(wide, run_id=4, design=plan_design(load_plan_text(wide.plan_text, "p.yaml").config, 1))
+    assert interval_levels([wide, made]) == {3: CI_STOP_CONFIDENCE, 4: 0.99}
     observations = [observation(repeat=rep, iops=value) for rep, value in enumerate([1000.0, 1040.0, 960.0])]
     (shown,) = summarize_points(observations, levels=levels)  # synthetic observations are of run 1
     (plain,) = summarize_points(observations)

@@ -46,6 +46,8 @@ class StoppingRule:
     max_rounds: int
     until: str  # "decided", or "ci <= N%" as written
     ci_pct: float | None = None  # N of `until: ci <= N%`
+    # the level of the interval `until: ci` judged and shows (None: a run stored before it was kept, judged at 97.5 %)
+    ci_confidence: float | None = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ def design_to_json(design: RunDesign) -> dict[str, Any]:
         "repeat": design.repeat,
         "stopping": None if stopping is None else {
             "min_rounds": stopping.min_rounds, "max_rounds": stopping.max_rounds, "until": stopping.until,
-            "ci_pct": stopping.ci_pct},
+            "ci_pct": stopping.ci_pct, "ci_confidence": stopping.ci_confidence},
         "compare": None if compare is None else {
             "baseline": compare.baseline, "candidate": compare.candidate, "metrics": list(compare.metrics),
             "margin": compare.margin},
@@ -136,7 +138,8 @@ def design_from_json(raw: Any) -> RunDesign:
         repeat=_int_or_none(raw["repeat"]),
         stopping=None if stopping is None else StoppingRule(
             min_rounds=_int(stopping["min_rounds"]), max_rounds=_int(stopping["max_rounds"]),
-            until=_text(stopping["until"]), ci_pct=_number_or_none(stopping["ci_pct"])),
+            until=_text(stopping["until"]), ci_pct=_number_or_none(stopping["ci_pct"]),
+            ci_confidence=_number_or_none(stopping.get("ci_confidence"))),
         compare=None if compare is None else DesignQuestion(
             baseline=_text(compare["baseline"]), candidate=_text(compare["candidate"]),
             metrics=tuple(_text(m) for m in compare["metrics"]), margin=_number_or_none(compare["margin"])),

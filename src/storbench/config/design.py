@@ -6,7 +6,7 @@ answer is then marked. Pure."""
 
 from __future__ import annotations
 
-from storbench.config.repeat import RepeatConfig
+from storbench.config.repeat import RepeatConfig, ci_stop_confidence
 from storbench.config.schema import PlanConfig, repeat_bounds
 from storbench.run_design import DesignQuestion, RunDesign, SteadyDesign, StoppingRule, TargetExpectation
 
@@ -25,7 +25,9 @@ def plan_design(config: PlanConfig, case_count: int | None) -> RunDesign:
     return RunDesign(
         repeat=repeat if isinstance(repeat, int) else None,
         stopping=StoppingRule(min_rounds=repeat.min, max_rounds=repeat.max, until=repeat.until,
-                              ci_pct=repeat.ci_pct) if isinstance(repeat, RepeatConfig) else None,
+                              ci_pct=repeat.ci_pct,
+                              ci_confidence=None if repeat.ci_pct is None else ci_stop_confidence(repeat.ci_pct))
+        if isinstance(repeat, RepeatConfig) else None,
         compare=None if compare is None else DesignQuestion(
             baseline=compare.baseline, candidate=compare.candidate, metrics=tuple(compare.metrics),
             margin=compare.margin),

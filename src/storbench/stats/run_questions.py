@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from storbench.config import ci_stop_confidence, design_changes, plan_design
+from storbench.config import CI_STOP_CONFIDENCE, design_changes, plan_design
 from storbench.model import Expectation, RunInfo
 from storbench.run_design import RunDesign
 from storbench.stats.selectors import parse_selector
@@ -79,10 +79,11 @@ def expectations(runs: Sequence[RunInfo]) -> dict[tuple[int, str], Expectation]:
 
 def interval_levels(runs: Sequence[RunInfo]) -> dict[int, float]:
     """Runs repeated `until: "ci <= N%"` (whether they stopped early or reached `max`), with the t level their
-    intervals are shown at (`config.ci_stop_confidence`): the rule judged that interval, and it is the one that
-    covers 95 % after such a stop (a plain 95 % interval would cover less). Other runs are not listed (95 %)."""
+    intervals are shown at (the level stored with its design, `config.ci_stop_confidence`; 97.5 % for a run
+    stored before it was): the rule judged that interval, and it is the one that covers 95 % after such a stop
+    (a plain 95 % interval would cover less). Other runs are not listed (95 %)."""
 
-    return {run.run_id: ci_stop_confidence(run.design.stopping.ci_pct) for run in runs
+    return {run.run_id: run.design.stopping.ci_confidence or CI_STOP_CONFIDENCE for run in runs
             if run.design.stopping is not None and run.design.stopping.ci_pct is not None}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 
 from storbench.config import load_plan_text, plan_design
 from storbench.errors import UserError
@@ -46,7 +47,11 @@ def design_of_text(plan_text: str) -> RunDesign:
         cases: int | None = len(expand(loaded))
     except UserError:
         cases = None
-    return plan_design(loaded.config, cases)
+    design = plan_design(loaded.config, cases)
+    if design.stopping is not None and design.stopping.ci_confidence is not None:
+        # a run stored before this storbench was judged by the rule of its day: its level is not known here
+        design = replace(design, stopping=replace(design.stopping, ci_confidence=None))
+    return design
 
 
 def fill_designs(conn: sqlite3.Connection) -> None:
