@@ -321,3 +321,23 @@ def test_the_rounds_advised_for_a_level_not_shown_steady_show_it_when_it_is_flat
     # the half-width shrinks with the rounds: more spread, more rounds; none beyond what is worth advising
     assert rounds_to_show_flat(0.10, 10) < rounds_to_show_flat(0.15, 10) < rounds_to_show_flat(0.2, 10)
     assert rounds_to_show_flat(5.0, 10) is None
+
+
+def test_a_level_shown_to_move_a_little_gets_no_flat_advice() -> None:
+    """+3 % [+1, +12]: below the trend's floor, yet no flat level (its interval excludes no change): the advice
+    is about the level moving, not a number of rounds for a flat one."""
+    from storbench.stats.steady import what_would_show
+    from storbench.stats.trend import Change, Trend
+
+    state = judge(series([1000, 1080, 930, 1050, 960, 1070, 920, 1060, 940, 1000]), RULE)
+    moving = Change(ratio=1.03, low=1.01, high=1.12, trend=Trend.UNDECIDED)
+    import dataclasses
+
+    class Moving(type(state)):  # type: ignore[misc]
+        @property
+        def change(self) -> Change:
+            return moving
+
+    shown = Moving(**{f.name: getattr(state, f.name) for f in dataclasses.fields(state)})
+    assert shown.rounds_to_show is None
+    assert what_would_show(shown).startswith("its level is still rising")

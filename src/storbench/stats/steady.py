@@ -133,7 +133,7 @@ class SteadyState:
         change = self.change
         n = self.judged_rounds
         if change is None or change.low is None or change.high is None or within_margin(change) or n < 3 \
-                or change.trend in (Trend.RISING, Trend.FALLING):
+                or _moving(change):
             return None
         return rounds_to_show_flat((math.log(change.high) - math.log(change.low)) / 2, n)
 
@@ -227,12 +227,19 @@ def level_change(rounds: Sequence[tuple[int, float]]) -> Change | None:
                     len(rounds))
 
 
+def _moving(change: Change) -> bool:
+    """The level shown to move: rising or falling, or its interval excluding no change at all (+3 % [+1, +12] is
+    below the trend's floor, and no flat level)."""
+    return change.trend in (Trend.RISING, Trend.FALLING) or (
+        change.low is not None and change.high is not None and (change.low > 1 or change.high < 1))
+
+
 def what_would_show(state: SteadyState) -> str:
     """For a point steady by SNIA's rule whose level's change is not shown within the margin: a level still
     moving says so; else about how many rounds would show it (`SteadyState.rounds_to_show`)."""
     change = state.change
-    moving = ("its level is still " + ("rising" if change.trend is Trend.RISING else "falling")
-              if change is not None and change.trend in (Trend.RISING, Trend.FALLING) else "")
+    moving = ("its level is still " + ("rising" if change.ratio > 1 else "falling")
+              if change is not None and _moving(change) else "")
     needed = state.rounds_to_show
     if needed is not None:
         extra = max(needed - state.rule.window, state.rule.confirm + 1)
