@@ -12,11 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ValidationError,
-)
+from pydantic import BaseModel, BeforeValidator, ValidationError
 
+from storbench.config import values
 from storbench.config.checks import (
     _check_adaptive,
     _check_engines,
@@ -209,14 +207,21 @@ def _unit_of(loc: KeyPath, data: object) -> typing.Callable[[float], str] | None
     field = model.model_fields.get(str(loc[-1])) if model is not None and isinstance(loc[-1], str) else None
     if field is None:
         return None
-    found = repr(field.annotation) + repr(field.metadata)
-    if "_fraction" in found:
-        return _as_percent
-    if "_duration" in found:
-        return format_duration
-    if "_size" in found:
-        return format_bytes
-    return None
+    found = _validators(field.annotation) | _validators(field.metadata)
+    units: dict[typing.Callable[[object], object], typing.Callable[[float], str]] = {
+        values._fraction: _as_percent, values._duration: format_duration, values._size: format_bytes}
+    return next((unit for validator, unit in units.items() if validator in found), None)
+
+
+def _validators(annotation: object) -> set[object]:
+    """The functions of every BeforeValidator inside an annotation (Annotated, Optional, unions, lists)."""
+    found: set[object] = set()
+    for part in (annotation if isinstance(annotation, list) else [annotation]):
+        if isinstance(part, BeforeValidator):
+            found.add(part.func)
+        for arg in (*typing.get_args(part), *getattr(part, "__metadata__", ())):
+            found |= _validators(arg)
+    return found
 
 
 def _written_location(data: object, loc: KeyPath, *, keep_missing_key: bool) -> KeyPath:
