@@ -217,6 +217,42 @@ def test_a_kind_that_fails_to_come_up_stops_the_rest_and_what_came_up_is_torn_do
     assert calls == ["up a (nfs_url None)"]  # --keep-lab: left up
 
 
+def test_a_teardown_step_that_fails_does_not_leave_the_labs_after_it_up(
+        planned: tuple[LoadedPlan, list[Case], Checked], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test files' removal (an S3 listing on an unhealthy cluster) and one lab's `down` (an unmount) raise:
+    every other lab still goes down; the first error is raised after, or the session's own when it failed."""
+    loaded, cases, checked = planned
+    calls: list[str] = []
+
+    class Stuck(_SessionKind):
+        def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:
+            super().bring_up(group, labs)
+
+            def stuck() -> None:
+                calls.append(f"down {self.name} failed")
+                raise UserError(f"{self.name} lab: umount failed")
+
+            labs.downs[-1] = stuck
+
+    monkeypatch.setattr(sessions, "KINDS", {"a": _SessionKind("a", calls), "b": Stuck("b", calls),
+                                            "c": _SessionKind("c", calls)})
+
+    def unreachable(targets: object, observer: object) -> None:
+        calls.append("files")
+        raise UserError("s3: listing the bucket failed")
+
+    monkeypatch.setattr(sessions, "remove_run_test_files", unreachable)
+    with pytest.raises(UserError, match="s3: listing the bucket failed"), \
+            sessions.lab_session(loaded, NO_LAB, cases, checked, _Observer(), keep=False):
+        pass
+    assert calls[3:] == ["files", "down c", "down b failed", "down a"]
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt), \
+            sessions.lab_session(loaded, NO_LAB, cases, checked, _Observer(), keep=False):
+        raise KeyboardInterrupt  # the session's own error is the one told
+    assert calls[3:] == ["files", "down c", "down b failed", "down a"]
+
+
 def test_a_lab_for_the_whole_run_is_torn_down_after_it_also_when_it_fails() -> None:
     from storbench.lab.base import RunLab
 

@@ -4,7 +4,8 @@ starts and removed when it ends."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -192,14 +193,26 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         yield LabContext(targets=prepared.targets, ceph_socket_patterns=sockets, per_case=prepared.per_case,
                          ceph_labs=labs.running, sockets_by_cluster=labs.sockets_by_cluster)
     finally:
+        # every step of the clean-up runs, whichever of them fails (an S3 listing on an unhealthy cluster, an
+        # unmount): one error must not leave the labs after it up; the first is raised once all have run, unless
+        # the session is ending on an error of its own, which is the one to tell
+        errors: list[BaseException] = []
+        steps: list[Callable[[], None]] = []
         if not loaded.config.keep_files:
-            remove_run_test_files([t for name, t in prepared.targets.items() if name not in checked.targets],
-                                  observer)
+            steps.append(lambda: remove_run_test_files(
+                [t for name, t in prepared.targets.items() if name not in checked.targets], observer))
         if not keep:
-            for down in reversed(labs.downs):
-                down()
+            steps += reversed(labs.downs)
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:
+                errors.append(exc)
+        if not keep:
             for name in sorted(kind.name for kind in wanted):
                 observer.event(LabTornDown(name))
+        if errors and sys.exc_info()[0] is None:
+            raise errors[0]
 
 
 def claim_run_test_files(targets: Mapping[str, PreparedTarget], cases: Sequence[Case]) -> None:
