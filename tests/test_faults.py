@@ -344,3 +344,47 @@ def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_ze
     assert back.endswith("; back to at least 90 % of the level before in every repetition.")  # nothing for "it"
     assert "after the server was stopped" in failover_verdict(
         point([4.9, 5.0, 4.9], action="stop", target="server"), None, "x")
+
+
+def test_a_repetition_that_does_not_end_removes_its_checking_writers_file(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Interrupted mid-repetition (Ctrl-C, or the lab's settling failing), the writer's region is released there
+    and then: an rbd image `<image>.check` left behind had refused every later check."""
+    from storbench import checks, orchestrate
+    from storbench.checks import check_everything
+    from storbench.config import load_plan_text
+    from storbench.execute import checker
+    from storbench.execute.fake import FakeExecutor, Raise
+    from storbench.fio.options import FioCapabilities
+    from storbench.plan import expand
+    from storbench.store import open_store
+
+    caps = FioCapabilities(binary="/usr/bin/fio", version="fio-3.33", options=frozenset(), engines=frozenset())
+    monkeypatch.setattr(checks, "fio_capabilities", lambda binary, engines=(): caps)
+    monkeypatch.chdir(tmp_path)
+    released: list[str] = []
+    real = checker.CheckingWriter._release
+
+    def release(self: checker.CheckingWriter) -> None:
+        released.append("released")
+        real(self)
+
+    monkeypatch.setattr(checker.CheckingWriter, "_release", release)
+    loaded = load_plan_text(CHECK_PLAN, "checked.yaml")
+    cases = expand(loaded)
+    store = open_store(tmp_path / "r.db")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            orchestrate.run_plan(loaded, cases, check_everything(loaded, cases, caps.binary, create=True), store,
+                                 FakeExecutor([Raise(KeyboardInterrupt())]), _Quiet(), resume=False)
+    finally:
+        store.close()
+    assert released == ["released"]
+    assert not (tmp_path / "data" / "storbench.check").exists()
+
+
+class _Quiet:
+    def run_started(self, *args: object) -> None: ...
+    def repetition_started(self, *args: object) -> None: ...
+    def repetition_finished(self, *args: object) -> None: ...
+    def event(self, *args: object) -> None: ...

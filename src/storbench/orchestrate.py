@@ -289,6 +289,8 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             except BaseException:
                 if recorder is not None:
                     recorder.stop()
+                if checking is not None:  # its image or file would be left, and refuse every later check
+                    checking.abandon()
                 raise
             if watch is not None:
                 outcome = replace(outcome, logs=(*outcome.logs, watch.log()))

@@ -167,6 +167,12 @@ class CheckingWriter(Beside):
         bounded(self._release, RELEASE_S)
         return found
 
+    def abandon(self) -> None:
+        """The repetition did not end (interrupted, or the lab's settling failed): nothing is read back, and what
+        the writer made is removed (unless its calls are stuck: the lab's teardown removes it then)."""
+        if not self._stuck:
+            bounded(self._release, RELEASE_S)
+
     def _release(self) -> None:
         self.region.close()
         self.region.discard()

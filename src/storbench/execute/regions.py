@@ -135,6 +135,9 @@ class RbdRegion:
 
     def prepare(self, size_bytes: int) -> None:
         client = self._connect()
+        # a run killed before removing it left it: ours by its name (as a file region's); one still open elsewhere
+        # is not removed, and the create below says so
+        client.rbd.rbd_remove(self._ioctx, self.image.encode())
         order = ctypes.c_int(0)
         checked(client.rbd.rbd_create(self._ioctx, self.image.encode(), size_bytes, ctypes.byref(order)),
                 f"creating image {self.pool}/{self.image}")

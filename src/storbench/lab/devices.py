@@ -2,7 +2,9 @@
 ``parts`` equal slices — a loop device over each slice's byte range of the file — one OSD per slice, so the
 device count and total capacity stay fixed while OSDs per device change (`lab.ceph.devices`,
 `osds_per_device`). (Loop devices over offsets need nothing but the loop driver: no device-mapper, no partition
-table.) Recorded in the lab directory before they exist, so a half-made lab is removed as cleanly as a whole one.
+table.) Each recorded in the lab directory as soon as it is made, so a half-made lab is removed as cleanly as a
+whole one; removed only while it still reads one of the lab's files (after a reboot a recorded name may be
+another's device).
 """
 
 from __future__ import annotations
@@ -68,7 +70,8 @@ def remove(root: Path) -> None:
         state = json.loads(record.read_text())
     except (OSError, ValueError):
         return
-    loops = state.get("loops", [])
+    # only a device that still reads one of this lab's files: after a reboot the recorded names may be another's
+    loops = [loop for loop in state.get("loops", []) if _backs_onto(loop, root)]
     for loop in loops:
         with contextlib.suppress(UserError):
             run(["losetup", "-d", loop], timeout_s=30)
@@ -81,6 +84,19 @@ def remove(root: Path) -> None:
 
 def _attached(loop: str) -> bool:
     return Path(f"/sys/block/{Path(loop).name}/loop/backing_file").exists()
+
+
+def _backs_onto(loop: object, root: Path) -> bool:
+    """Whether loop device ``loop`` (as recorded) reads one of the lab's device files under ``root`` now."""
+    if not isinstance(loop, str) or not loop.startswith("/dev/loop"):
+        return False
+    try:
+        backing = Path(f"/sys/block/{Path(loop).name}/loop/backing_file").read_text().strip()
+    except OSError:
+        return False
+    backing = backing.removesuffix(" (deleted)")
+    return Path(backing).parent == root.resolve() and Path(backing).name.startswith("device") \
+        and Path(backing).name.endswith(".img")
 
 
 def slices_of(root: Path, device: int) -> list[str]:
