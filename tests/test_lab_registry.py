@@ -370,3 +370,31 @@ def test_lab_software_versions_are_read_from_what_the_programs_print() -> None:
     assert probes["ceph"].version(ceph) == "16.2.15"
     assert probes["nfs-ganesha"].version("NFS-Ganesha Release = V4.3\n") == "4.3"
     assert probes["ceph"].version("command not understood") is None
+
+
+def test_a_kept_hosts_lab_with_shaped_links_is_unshaped_for_a_case_without_a_link(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--keep-lab` after a run that shaped the links to 10Mbit: the next plan's cases, with no `link`, must not
+    run at 10Mbit unsaid; their lab lifts the shaping (and leaves an unshaped lab alone)."""
+    from storbench.lab import hosts
+
+    calls: list[tuple[object, object]] = []
+
+    class FakeLab:
+        shaped = True
+
+        def link_shaped(self) -> bool:
+            return FakeLab.shaped
+
+        def set_link(self, rate: object, delay: object) -> bool:
+            calls.append((rate, delay))
+            FakeLab.shaped = rate is not None
+            return True
+
+    monkeypatch.setattr(hosts, "HostsLab", FakeLab)
+    case = Case(case_id="c", target=PathTarget(name="t", path="/x"), workload=WorkloadPoint(
+        rw="randread", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=1.0, ramp_s=0.0, direct=False,
+        ioengine="psync"))
+    assert hosts.KIND.enter(case, {}) is None
+    assert hosts.KIND.enter(case, {}) is None
+    assert calls == [(None, None)]  # lifted once; then nothing to lift

@@ -177,6 +177,13 @@ class HostsLab(LabRoot):
         self.state.write_text(json.dumps(raw))
         return True
 
+    def link_shaped(self) -> bool:
+        """Whether the hosts' links are shaped now (a rate or a delay set and not lifted since)."""
+        if self.info() is None:
+            return False
+        link = json.loads(self.state.read_text()).get("link")
+        return isinstance(link, list) and any(value is not None for value in link)
+
     def shape_host(self, index: int, rate_bits_per_s: int | None, delay_s: float | None) -> None:
         """Shape one host's link (both ends) to ``rate`` and ``delay``, the others left as they are; None for both
         lifts its shaping."""
@@ -339,6 +346,9 @@ class HostsKind(LabKindBase):
 
     def enter(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
         if case.lab.link_bits_per_s is None:
+            lab = HostsLab()
+            if lab.link_shaped():  # a lab kept from a run that shaped its links: this case wants them as they are
+                lab.set_link(None, None)
             return None
         if HostsLab().set_link(case.lab.link_bits_per_s, case.lab.link_delay_s):
             return LinksShaped("hosts", case.lab.link_bits_per_s, case.lab.link_delay_s)
