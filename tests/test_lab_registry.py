@@ -392,7 +392,7 @@ def test_a_kept_hosts_lab_with_shaped_links_is_unshaped_for_a_case_without_a_lin
             return True
 
     monkeypatch.setattr(hosts, "HostsLab", FakeLab)
-    case = Case(case_id="c", target=PathTarget(name="t", path="/x"), workload=WorkloadPoint(
+    case = Case(case_id="c", target=PathTarget(name="t", path="/x", size_bytes=1 << 20), workload=WorkloadPoint(
         rw="randread", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=1.0, ramp_s=0.0, direct=False,
         ioengine="psync"))
     assert hosts.KIND.enter(case, {}) is None
