@@ -313,6 +313,14 @@ def _abc() -> list[Case]:
     return cases
 
 
+def _n_cases(n: int) -> list[Case]:
+    depths = ", ".join(str(2 ** i) for i in range(n))
+    cases = cases_of(SWEEP.replace("rw: [randread, randwrite, randrw]", "rw: randread")
+                     .replace("bs: [4k, 64k, 1m]", "bs: 4k").replace("iodepth: [1, 16]", f"iodepth: [{depths}]"))
+    assert len(cases) == n
+    return cases
+
+
 def _order(items: list[ScheduledRepetition]) -> list[tuple[str, int]]:
     return [(item.case.case_id, item.rep_index) for item in items]
 
@@ -323,18 +331,32 @@ def test_schedule_sequential() -> None:
     assert got == [(a.case_id, 0), (a.case_id, 1), (b.case_id, 0), (b.case_id, 1), (c.case_id, 0), (c.case_id, 1)]
 
 
-def test_schedule_interleaved_goes_back_and_forth() -> None:
+def test_schedule_interleaved_goes_back_and_forth_and_turns() -> None:
+    """Rounds in mirrored pairs (A B C, C B A), the cases turned for the next pair (B C A, A C B): the case that
+    ends one round and begins the next, right after itself, is C, then A, then B."""
     a, b, c = _abc()
-    got = _order(schedule([a, b, c], 4, "interleaved", 0))
+    got = _order(schedule([a, b, c], 6, "interleaved", 0))
     names = {a.case_id: "A", b.case_id: "B", c.case_id: "C"}
-    assert "".join(names[case_id] for case_id, _ in got) == "ABCCBAABCCBA"
-    assert [rep for _, rep in got] == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert "".join(names[case_id] for case_id, _ in got) == "ABCCBA" "BCAACB" "CABBAC"
+    assert [rep for _, rep in got] == [r for r in range(6) for _ in range(3)]
+    assert "".join(names[i] for i, _ in _order(schedule([a, b, c], 3, "interleaved", 0))) == "ABCCBABCA"
+    two = _order(schedule([a, b], 4, "interleaved", 0))
+    assert "".join(names[i] for i, _ in two) == "ABBAABBA"  # two cases: A B B A, as always
 
 
-def test_schedule_interleaved_odd_repeat() -> None:
-    a, b, c = _abc()
-    names = {a.case_id: "A", b.case_id: "B", c.case_id: "C"}
-    assert "".join(names[i] for i, _ in _order(schedule([a, b, c], 3, "interleaved", 0))) == "ABCCBAABC"
+@pytest.mark.parametrize("n", [3, 4, 5, 6])
+def test_interleaved_rounds_cancel_drift_and_share_the_carry_over(n: int) -> None:
+    """Over 2 x n rounds of n cases: within every pair of rounds each case's positions add up to n - 1 (linear
+    drift cancels pair by pair), and each case follows itself at a round's boundary exactly once (before, the
+    round's last case did every other round and the others never)."""
+    cases = _n_cases(n)
+    order = schedule(cases, 2 * n, "interleaved", 0)
+    rounds = [[i.case.case_id for i in order if i.rep_index == r] for r in range(2 * n)]
+    for first, second in zip(rounds[::2], rounds[1::2], strict=True):
+        for case in cases:
+            assert first.index(case.case_id) + second.index(case.case_id) == n - 1
+    after_itself = [after[0] for before, after in itertools.pairwise(rounds) if before[-1] == after[0]]
+    assert sorted(after_itself) == sorted(c.case_id for c in cases)
 
 
 def test_schedule_shuffled_is_seeded_and_complete() -> None:

@@ -4,9 +4,11 @@ a run takes.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from storbench.case_ids import case_id_for
 from storbench.config import (
@@ -38,6 +40,7 @@ LAB_SECONDS = {"ceph": 20.0, "nfs": 2.0}
 # Applying OSD options to a running cluster: set, restart the OSDs, wait for active+clean (measured: about 15 s).
 OSD_RESTART_S = 20.0
 LAB_LAYOUT_BYTES_PER_S = 150 * 1024 * 1024
+T = TypeVar("T")
 
 
 def live_settings_together(cases: Sequence[Case]) -> list[Case]:
@@ -52,22 +55,53 @@ def live_settings_together(cases: Sequence[Case]) -> list[Case]:
     return [case for _, case in sorted(zip(keys, cases, strict=True), key=lambda item: first[item[0]])]
 
 
+def _option_blocks(cases: Sequence[Case]) -> list[list[Case]]:
+    """``live_settings_together``'s order cut where the live OSD options change: the cases one restart serves."""
+    blocks: list[list[Case]] = []
+    last: object = None
+    for case in live_settings_together(cases):
+        key = osd_options(case.lab.ceph) if case.lab.ceph is not None else ()
+        if not blocks or key != last:
+            blocks.append([])
+        blocks[-1].append(case)
+        last = key
+    return blocks
+
+
+def _rotated(items: Sequence[T], by: int) -> list[T]:
+    by %= len(items)
+    return [*items[by:], *items[:by]]
+
+
+def interleaved_round(cases: Sequence[Case], rep: int) -> list[Case]:
+    """Round ``rep`` of the interleaved order: rounds in mirrored pairs, P_k then P_k reversed (k = rep // 2), so
+    every case's positions in a pair of rounds add up alike and linear drift cancels pair by pair; P_k turns the
+    cases (the option blocks first, then the cases within them), so the case that ends one round and begins the
+    next, running right after itself, is each case in turn, and so is each block's first case after an OSD restart,
+    meeting a cold cache (over 2 x cases rounds each case gets each handicap equally often). Two cases keep
+    A B B A."""
+    blocks = _option_blocks(cases)
+    k = rep // 2 if len(cases) >= 3 else 0
+    turned = _rotated(blocks, k % len(blocks))
+    ordered = [case for block in turned for case in _rotated(block, k // len(blocks))]
+    return ordered if rep % 2 == 0 else ordered[::-1]
+
+
 def schedule(cases: Sequence[Case], repeat: int, order: str, seed: int) -> list[ScheduledRepetition]:
     """The order repetitions run in.
 
-    interleaved: every case once, then every case again in reverse order (A B C C B A A B C ...), so slow
-    drift and "the second run is slower" effects spread evenly over the cases instead of biasing one; cases
-    whose live OSD options differ are grouped within a round (``live_settings_together``).
+    interleaved: every case once per round, rounds in mirrored pairs (`interleaved_round`: A B C, C B A, then the
+    cases turned: B C A, A C B, ...), so slow drift and "the second run is slower" effects spread evenly over the
+    cases, and so do carry-over at a round's ends and the cold cache after an OSD restart; cases whose live OSD
+    options differ are grouped within a round (``live_settings_together``).
     sequential: each case's repetitions back to back. shuffled: a random order from ``seed``.
     """
     if order == "sequential":
         return [ScheduledRepetition(case, rep) for case in cases for rep in range(repeat)]
     if order == "interleaved":
-        cases = live_settings_together(cases)
         out: list[ScheduledRepetition] = []
         for rep in range(repeat):
-            sweep = cases if rep % 2 == 0 else list(reversed(cases))
-            out.extend(ScheduledRepetition(case, rep) for case in sweep)
+            out.extend(ScheduledRepetition(case, rep) for case in interleaved_round(cases, rep))
         return out
     if order == "shuffled":
         items = [ScheduledRepetition(case, rep) for rep in range(repeat) for case in cases]
@@ -258,6 +292,15 @@ def _absolute_size(value: str | None) -> int:
         return MAX_SIZE_BYTES
 
 
+def _restarts(cases: Sequence[Case], repeat: int) -> int:
+    """How often the OSDs restart for their live options over ``repeat`` interleaved rounds of ``cases``."""
+    if not cases:
+        return 0
+    keys = [osd_options(c.lab.ceph) for rep in range(repeat) for c in interleaved_round(cases, rep)
+            if c.lab.ceph is not None]
+    return sum(1 for a, b in itertools.pairwise(keys) if a != b)
+
+
 def estimate(cases: Sequence[Case], repeat: int, *, bring_up: str = "once") -> PlanEstimate:
     """Duration and data volume before anything runs.
 
@@ -279,9 +322,9 @@ def estimate(cases: Sequence[Case], repeat: int, *, bring_up: str = "once") -> P
         laid_out = {(c.target, c.lab.ceph.pool_size if c.lab.ceph and c.target.kind == "rbd" else 0)
                     for c in cases if cluster_of(c.lab) == cluster and c.target.kind in ("rbd", "nfs")}
         seconds += sum((t.size_bytes or 0) for t, _ in laid_out) / LAB_LAYOUT_BYTES_PER_S * bring_ups
-        # live settings alternate A B B A: a restart at each change, k - 1 per round
-        live = {osd_options(c.lab.ceph) for c in cases if cluster_of(c.lab) == cluster and c.lab.ceph is not None}
-        seconds += max(len(live) - 1, 0) * repeat * OSD_RESTART_S
+        # live settings: a restart at each change of the OSDs' options in the interleaved order
+        seconds += _restarts([c for c in cases if cluster_of(c.lab) == cluster and c.lab.ceph is not None],
+                             repeat) * OSD_RESTART_S
     return PlanEstimate(
         cases=len(cases),
         repetitions=len(cases) * repeat,

@@ -52,8 +52,9 @@ class PlanConfig(StrictModel):
         "the knee, e.g. `{axis: iodepth, range: [1, 256], slo: p99<=10ms}` (see `search`).")
     order: Literal["interleaved", "sequential", "shuffled"] = Field(
         "interleaved",
-        description="Order of repetitions: interleaved (all cases once, then again in reverse order: A B B A), "
-        "sequential (each case's repetitions back to back), or shuffled (random, with `seed`).",
+        description="Order of repetitions: interleaved (all cases once, then again in reverse order: A B B A; the "
+        "cases turned every two rounds, so each runs right after itself, or first after an OSD restart, as often as "
+        "the others), sequential (each case's repetitions back to back), or shuffled (random, with `seed`).",
     )
     seed: int = Field(0, ge=-MAX_COUNT - 1, le=MAX_COUNT,
                       description="Seed for `order: shuffled`; recorded with the run.")
