@@ -383,6 +383,17 @@ def test_a_resume_that_changes_the_order_or_the_steady_rule_is_refused(tmp_path:
     with pytest.raises(UserError, match=r"changed its order since run 1 started \(sequential -> interleaved\)"):
         orchestrate.run_plan(loaded, cases, check_everything(loaded, cases, CAPS.binary, create=True), store,
                              FakeExecutor(_ok), Observer(), resume=True)
+    shuffled = PLAN.format(data=tmp_path / "data", extra="", telemetry="false", ceiling="").replace(
+        "order: sequential", "order: shuffled\nseed: 1").replace("name: loop", "name: shuffled")
+    first_shuffle = load_plan_text(shuffled, "s.yaml")
+    with pytest.raises(KeyboardInterrupt):
+        orchestrate.run_plan(first_shuffle, expand(first_shuffle), check_everything(
+            first_shuffle, expand(first_shuffle), CAPS.binary, create=True), store,
+            FakeExecutor([Replay(RANDRW_OUTPUT), Raise(KeyboardInterrupt())]), Observer(), resume=False)
+    reseeded = load_plan_text(shuffled.replace("seed: 1", "seed: 2"), "s.yaml")
+    with pytest.raises(UserError, match=r"changed its seed since run 2 started \(1 -> 2\)"):
+        orchestrate.run_plan(reseeded, expand(reseeded), check_everything(reseeded, expand(reseeded), CAPS.binary,
+                             create=True), store, FakeExecutor(_ok), Observer(), resume=True)
     steady = STEADY.format(data=tmp_path / "data", most=8, confirm=0)
     first = load_plan_text(steady, "steady.yaml")
     store.update_run_plan(1, steady, "sha-steady", design=orchestrate.plan_design(first.config, None))

@@ -56,8 +56,9 @@ class PlanConfig(StrictModel):
         "cases turned every two rounds, so each runs right after itself, or first after an OSD restart, as often as "
         "the others), sequential (each case's repetitions back to back), or shuffled (random, with `seed`).",
     )
-    seed: int = Field(0, ge=-MAX_COUNT - 1, le=MAX_COUNT,
-                      description="Seed for `order: shuffled`; recorded with the run.")
+    seed: int = Field(0, ge=0, le=MAX_COUNT,
+                      description="Seed for `order: shuffled` (0 or more: a negative one shuffles as its opposite "
+                      "does); recorded with the run, and kept by a resume.")
     exclude: list[dict[str, FioScalar | list[FioScalar]]] = Field(
         default_factory=list,
         description="Rules removing points from the sweep: a point is dropped when it matches every key of a rule.",
