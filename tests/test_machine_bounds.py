@@ -464,3 +464,24 @@ def test_offsets_count_in_the_files_fio_lays_out(tmp_path: Path, capsys: pytest.
     assert code == 2 and "needs 38TiB of test files" in err, err
     with pytest.raises(UserError, match="is not at most 1h"):
         load_plan_text(text + "timeout_grace: 24h\n", "p.yaml")
+
+
+def test_a_precondition_writes_where_its_cases_do(tmp_path: Path) -> None:
+    """Cases at offset 4g, 2g apart per job: their precondition writes there too (it had written from byte 0 and
+    left the measured region unwritten); cases of one target at different offsets are refused."""
+    from storbench.schedule import precondition_case, preconditions
+
+    text = textwrap.dedent(f"""\
+        name: x
+        targets:
+          d: {{kind: path, path: {tmp_path}/data, size: 4MiB, precondition: {{fill: 1x}}}}
+        workload: {{rw: randread, numjobs: 4, fio: {{offset: 4g, offset_increment: 2g}}}}
+        """)
+    loaded = load_plan_text(text, "p.yaml")
+    cases = expand(loaded)
+    job = precondition_case(preconditions(loaded.config)["d"], cases)
+    assert ("offset", "4g") in job.workload.fio_options and ("offset_increment", "2g") in job.workload.fio_options
+    assert job.workload.numjobs == 4
+    mixed = expand(load_plan_text(text.replace("offset: 4g", "offset: [4g, 8g]"), "p.yaml"))
+    with pytest.raises(UserError, match="its cases write at different offsets"):
+        precondition_case(preconditions(loaded.config)["d"], mixed)

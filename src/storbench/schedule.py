@@ -7,13 +7,14 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from storbench.case_ids import case_id_for
 from storbench.config import (
     PlanConfig,
 )
+from storbench.errors import UserError
 from storbench.lab.ceph_conf import osd_options
 from storbench.model import (
     SIDE_BY_SIDE_SETTINGS,
@@ -235,6 +236,14 @@ def precondition_case(pre: Precondition, cases: Sequence[Case]) -> Case:
                              ramp_s=0.0, direct=w.direct if w else True, ioengine=w.ioengine if w else "libaio",
                              size_bytes=max(sizes, default=None),
                              fio_options=(("nrfiles", str(max(nrfiles))),) if nrfiles else ())
+    # where the cases write (`offset`, `offset_increment`): the precondition writes there too, not from byte 0
+    regions = {tuple((k, v) for k, v in c.workload.fio_options if k in ("offset", "offset_increment")) for c in cases}
+    if len(regions) > 1:
+        raise UserError(f"target '{first.target.name}': its cases write at different offsets "
+                        f"({'; '.join(' '.join(f'{k}={v}' for k, v in r) or 'from 0' for r in sorted(regions))}), "
+                        "and a precondition writes one region before them",
+                        hint="give the target's cases one offset, or drop its precondition")
+    workload = replace(workload, fio_options=tuple(sorted((*workload.fio_options, *next(iter(regions))))))
     clients = max(c.clients for c in cases)
     return Case(case_id=case_id_for(first.target, workload, clients, first.lab), target=first.target,
                 workload=workload, clients=clients, lab=first.lab)
