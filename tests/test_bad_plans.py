@@ -322,6 +322,9 @@ BAD_PLANS = [
                                   ("2024-01-01 was read as a date, not text", "quote it"))),
     case("a-number-for-a-kind", Bad(BASE.replace("kind: path, ", "kind: 5, "), 3, "targets.scratch",
                                     ("kind 5 is not a target kind", "kinds: path"), absent=("has no 'kind'",))),
+    case("too-many-exclude-rules", Bad(BASE.replace("bs: 4k\n", "bs: [4k, 8k]\n") + "exclude:\n"
+                                       + "  - {bs: 8k}\n" * 201, 8,
+                                       "exclude", ("201 exclude rules; storbench takes at most 200",))),
     case("steady-state-with-repeat", Bad(BASE + "steady_state: {window: 5}\nrepeat: 3\n", 9, "repeat",
                                          ("its rounds are the repetitions", "drop repeat"))),
     case("steady-state-window-above-max", Bad(BASE + "steady_state: {window: 8, max_rounds: 5}\n", 8,

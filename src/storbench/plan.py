@@ -197,6 +197,7 @@ def _exclude_rules(loaded: LoadedPlan, axes: Sequence[Axis]) -> list[dict[str, s
 
 # The most points a plan's sweep may multiply to (before excludes): beyond it storbench refuses to expand it at
 # all. `run` has its own, lower limits that the user can raise (cli.run's MAX_RUNS, MAX_HOURS).
+MAX_EXCLUDE_RULES = 200  # rules a plan's `exclude` may list (each point meets every one)
 MAX_SWEEP_POINTS = 100_000
 
 
@@ -219,18 +220,16 @@ def expand(loaded: LoadedPlan) -> list[Case]:
                         f"{MAX_SWEEP_POINTS:,}", where=loaded.source.where(("workload",)),
                         hint="sweep fewer values per axis, or split the study into several plans")
     rules = _exclude_rules(loaded, axes)
+    if len(rules) > MAX_EXCLUDE_RULES:  # each point meets every rule: a plan of many would expand for minutes
+        raise UserError(f"the plan has {len(rules):,} exclude rules; storbench takes at most {MAX_EXCLUDE_RULES:,}",
+                        where=loaded.source.where(("exclude",)),
+                        hint="a rule may list several values per key: {bs: [4k, 8k], iodepth: 64}")
     cases: list[Case] = []
     seen: set[str] = set()
-    matched_rules: set[int] = set()
     names = [axis.name for axis in axes]
     for combination in itertools.product(*(axis.values for axis in axes)):
         values = dict(zip(names, combination, strict=True))
-        excluded = False
-        for index, rule in enumerate(rules):
-            if all(values[key] in wanted for key, wanted in rule.items()):
-                matched_rules.add(index)
-                excluded = True
-        if excluded:
+        if any(all(values[key] in wanted for key, wanted in rule.items()) for rule in rules):
             continue
         case = _case(config, SweepPoint(values))
         _check_size_fits_block(loaded, case)
