@@ -485,3 +485,27 @@ def test_a_precondition_writes_where_its_cases_do(tmp_path: Path) -> None:
     mixed = expand(load_plan_text(text.replace("offset: 4g", "offset: [4g, 8g]"), "p.yaml"))
     with pytest.raises(UserError, match="its cases write at different offsets"):
         precondition_case(preconditions(loaded.config)["d"], mixed)
+
+
+def test_the_estimate_counts_preconditions_and_pods_start_budget(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A precondition of 100 hours made a plan of 17 seconds, under --max-hours; now its time is in the estimate
+    and the refusal. A pvc target's pods get their start budget before each fio starts: in the ETA too."""
+    from storbench.schedule import estimate, repetition_seconds
+
+    text = textwrap.dedent(f"""\
+        name: x
+        targets:
+          d: {{kind: path, path: {tmp_path}/data, size: 4MiB, precondition: {{workload: randwrite 4k, for: 100h}}}}
+        workload: {{rw: randread, runtime: 1s}}
+        repeat: 2
+        """)
+    from storbench.cli.run import _check_size
+
+    loaded = load_plan_text(text, "p.yaml")
+    with pytest.raises(UserError, match=r"the plan would take about 100\.0 h, more than --max-hours 24"):
+        _check_size(loaded, expand(loaded), 10_000, 24.0)
+    pvc = expand(load_plan_text("name: k\ntargets:\n  v: {kind: pvc, storage_class: fast, size: 1GiB}\n"
+                                "workload: {rw: randread, runtime: 10s, ramp: 2s}\n", "k.yaml"))
+    assert repetition_seconds(pvc[0]) >= 10 + 2 + 30
+    assert estimate(pvc, 5).seconds >= 5 * 42

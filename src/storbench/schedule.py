@@ -193,6 +193,11 @@ ESTIMATE_VOLUME_OPERATION_S = 10.0  # a Kubernetes volume operation with what it
 
 
 def repetition_seconds(case: Case) -> float:
+    """A repetition's time for the ETA: its fio's, and a pod's start budget (a pvc target's pods start first)."""
+    return _fio_seconds(case) + float(getattr(case.target, "start_budget_s", 0.0))
+
+
+def _fio_seconds(case: Case) -> float:
     w = case.workload
     if is_volume_operation(w.rw):  # runtime is only the time an operation may take
         return min(w.runtime_s, ESTIMATE_VOLUME_OPERATION_S)
@@ -310,8 +315,22 @@ def _restarts(cases: Sequence[Case], repeat: int) -> int:
     return sum(1 for a, b in itertools.pairwise(keys) if a != b)
 
 
-def estimate(cases: Sequence[Case], repeat: int, *, bring_up: str = "once") -> PlanEstimate:
-    """Duration and data volume before anything runs.
+def preconditions_seconds(config: PlanConfig, cases: Sequence[Case], repeat: int, *, bring_up: str = "once"
+                          ) -> float:
+    """The preconditions' time for the ETA: each target's on each lab configuration, once per bring-up (a fresh
+    cluster per round with `each_repetition`); a fill of a raw device of unknown size counts nothing."""
+    wanted = preconditions(config)
+    total = 0.0
+    for job in precondition_jobs(wanted, cases):
+        seconds = precondition_seconds(wanted[job.target.name], job)
+        if seconds is not None:
+            total += seconds * (repeat if bring_up == "each_repetition" and job.lab.ceph is not None else 1)
+    return total
+
+
+def estimate(cases: Sequence[Case], repeat: int, *, bring_up: str = "once", preconditions_s: float = 0.0
+             ) -> PlanEstimate:
+    """Duration and data volume before anything runs (``preconditions_s``: `preconditions_seconds`).
 
     Files are laid out once per target (fio reuses them), so layout cost is the largest working set per
     target. Writes during measurement are time based; their volume depends on the storage's speed.
@@ -322,7 +341,7 @@ def estimate(cases: Sequence[Case], repeat: int, *, bring_up: str = "once") -> P
     for case in cases:
         largest[case.target.name] = max(largest.get(case.target.name, 0), working_set_bytes(case))
     layout = sum(largest.values())
-    seconds = sum(repetition_seconds(case) for case in cases) * repeat + layout / LAYOUT_BYTES_PER_S
+    seconds = sum(repetition_seconds(case) for case in cases) * repeat + layout / LAYOUT_BYTES_PER_S + preconditions_s
     clusters = {cluster_of(case.lab) for case in cases if case.lab}  # each brought up once (or once per round)
     for cluster in clusters:
         bring_ups = repeat if bring_up == "each_repetition" and cluster.ceph is not None else 1

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from storbench.checks import Checked
     from storbench.config import LoadedPlan
     from storbench.model import Case
+    from storbench.schedule import PlanEstimate
 
 
 # `run`'s own limits on a plan's size, which --max-runs and --max-hours raise (plan.MAX_SWEEP_POINTS is the hard one)
@@ -47,12 +48,9 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
     """The plan's size, ETA and designs; for repetitions that stop when decided, the ETA of their most."""
     from storbench.config import RepeatConfig, repeat_bounds
     from storbench.report.plan_tables import plan_summary_lines
-    from storbench.schedule import estimate
-
     least, most = repeat_bounds(loaded.config)
-    ceph = loaded.config.lab.ceph if loaded.config.lab else None
-    lines = plan_summary_lines(estimate(cases, most, bring_up=ceph.bring_up if ceph else "once"), most,
-                               checked.capabilities.version, checked.capabilities.binary)
+    lines = plan_summary_lines(_estimate(loaded, cases, most), most, checked.capabilities.version,
+                               checked.capabilities.binary)
     repeat = loaded.config.repeat
     if isinstance(repeat, RepeatConfig):
         what = f"{loaded.config.compare.baseline} vs {loaded.config.compare.candidate} decided" if (
@@ -75,7 +73,7 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
         seconds = precondition_seconds(pre, job, int(device) if device and str(device).isdigit() else None)
         took = f"about {format_duration(seconds)} each" if seconds is not None else "time unknown"
         lines.append(f"precondition {name}: {pre.text()} before its first measurement on each lab bring-up, "
-                     f"{took} (not in the time above)")
+                     f"{took}" + (" (in the time above)" if seconds is not None else " (not in the time above)"))
     for name, prepared in checked.targets.items():  # where each directory really lands
         details = dict(prepared.details)
         if details.get("directory") and details.get("filesystem"):
@@ -96,14 +94,22 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
     return lines
 
 
+def _estimate(loaded: LoadedPlan, cases: Sequence[Case], most: int) -> PlanEstimate:
+    """The run's estimate at its most repetitions, its preconditions' time in it."""
+    from storbench.schedule import estimate, preconditions_seconds
+
+    ceph = loaded.config.lab.ceph if loaded.config.lab else None
+    bring_up = ceph.bring_up if ceph else "once"
+    return estimate(cases, most, bring_up=bring_up,
+                    preconditions_s=preconditions_seconds(loaded.config, cases, most, bring_up=bring_up))
+
+
 def _check_size(loaded: LoadedPlan, cases: Sequence[Case], max_runs: int, max_hours: float) -> None:
     """A plan above the run limits is refused before anything starts, with its numbers."""
     from storbench.config import repeat_bounds
-    from storbench.schedule import estimate, size_refusal
+    from storbench.schedule import size_refusal
 
-    ceph = loaded.config.lab.ceph if loaded.config.lab else None
-    most = repeat_bounds(loaded.config)[1]
-    refusal = size_refusal(estimate(cases, most, bring_up=ceph.bring_up if ceph else "once"), max_runs, max_hours)
+    refusal = size_refusal(_estimate(loaded, cases, repeat_bounds(loaded.config)[1]), max_runs, max_hours)
     if refusal:
         raise UserError(refusal, hint="raise the limit (--max-runs N, --max-hours H) if you mean it, or sweep "
                         "fewer values")
