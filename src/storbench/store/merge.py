@@ -146,14 +146,14 @@ def _copy_run(src: Connection, store: Store, run: Row, source_name: str, now_s: 
 
 
 # The last thing a copy of a run saw happen: its newest repetition, plan version or precondition.
-_ACTIVITY = ("SELECT MAX(t) FROM (SELECT MAX(started_at_s) AS t FROM repetitions WHERE run_id = :run"
-             " UNION ALL SELECT MAX(added_at_s) FROM plan_versions WHERE run_id = :run"
-             " UNION ALL SELECT MAX(started_at_s) FROM preconditions WHERE run_id = :run)")
+_ACTIVITY = ("SELECT MAX(t) FROM (SELECT MAX(started_at_s) AS t FROM repetitions WHERE run_id = ?"
+             " UNION ALL SELECT MAX(added_at_s) AS t FROM plan_versions WHERE run_id = ?"
+             " UNION ALL SELECT MAX(started_at_s) AS t FROM preconditions WHERE run_id = ?) AS activity")
 
 
 def _progress(conn: Connection, run: Row) -> tuple[float, bool]:
     """How far a copy of a run had got: its last activity, then whether it had finished."""
-    last = conn.execute(_ACTIVITY, {"run": run["id"]}).fetchone()[0]
+    last = conn.execute(_ACTIVITY, (run["id"],) * 3).fetchone()[0]  # positional: PostgreSQL's dialect too
     return float(last if last is not None else run["started_at_s"]), run["finished_at_s"] is not None
 
 
