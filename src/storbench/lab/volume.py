@@ -130,7 +130,9 @@ class VolumeLab(LabRoot):
         self.mount = self.root / "mnt"  # the pacer's FUSE mount
         self.paced = self.mount / FILE_NAME  # what the loop device reads: the data, paced
         self.rates = self.root / "rates.json"  # the pacer's control file (`lab.pacer.Control`)
-        self.copy = self.root / "copy.img"  # a copy of the data a lying volume serves (`keep_copy`)
+        # copies of the data a lying volume serves (`keep_copy`), in two slots: the one kept now is never the one
+        # served (a second repetition's copy, written over the file being served, had truncated it under fio)
+        self.copies = (self.root / "copy-1.img", self.root / "copy-2.img")
         self.log = self.root / "pacer.log"
 
     def info(self) -> VolumeInfo | None:
@@ -246,16 +248,28 @@ class VolumeLab(LabRoot):
         """Hold every new I/O until thawed (a stalled volume), or thaw it."""
         self._control(frozen=frozen)
 
+    def _served(self) -> Path:
+        """The file the pacer serves now: the volume's own, or the copy a lying volume switched to."""
+        served = json.loads(self.rates.read_text()).get("backing")
+        return Path(served) if isinstance(served, str) and served else self.backing
+
+    def _spare(self) -> Path:
+        """The copy slot not being served."""
+        served = self._served()
+        return next(copy for copy in self.copies if copy != served)
+
     def keep_copy(self) -> None:
-        """Copy the volume's data as it is now (the copy a lying volume will later serve)."""
-        run(["cp", "--sparse=always", str(self.backing), str(self.copy)], timeout_s=300)
+        """Copy the volume's data as it is now, from the file served, into the slot not served (the copy a lying
+        volume will later serve)."""
+        run(["cp", "--sparse=always", str(self._served()), str(self._spare())], timeout_s=300)
 
     def serve_copy(self) -> None:
         """Serve the copy kept earlier from now on: every write acknowledged since it was taken is gone, as on a
         volume that lies — the test bed a durability check must catch."""
-        if not self.copy.exists():
+        kept = self._spare()
+        if not kept.exists():
             raise UserError("volume lab: no copy kept to serve", hint="keep a copy at the fault first")
-        self._control(backing=str(self.copy))
+        self._control(backing=str(kept))
 
     def down(self) -> str:
         """Detach the loop devices reading the lab's own file (also of a half-made lab), stop the pacer (it
