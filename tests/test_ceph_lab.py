@@ -781,3 +781,21 @@ def test_a_frozen_host_stalls_io_for_about_the_heartbeat_grace_it_was_given(
     assert repetition.write_check is not None and repetition.write_check.bad == 0, repetition.write_check
     assert repetition.write_check.acknowledged > 100, repetition.write_check
     assert pids_with(str(lab_dir) + "/") == [], "a lab daemon was left behind"
+
+
+def test_an_osd_started_again_after_a_fault_is_back_in_its_cpu_quota(lab_dir: Path) -> None:
+    """A fault's restore starts the OSD again outside its quota cgroup; it is put back at once, not when the next
+    case's settings are applied (its recovery was measured with no quota)."""
+    from storbench.lab.ceph import CephLab
+    from storbench.lab.ceph_conf import CephLabSpec
+
+    lab = CephLab(lab_dir / "ceph")
+    try:
+        lab.up(CephLabSpec(osds=1, osd_size_bytes=1 << 30, objectstore="memstore", pools=(("bench", 1),)))
+        assert lab.limit_osd_cpus(0.5) and lab.osd_cpu_limits() == {"osd.0": 0.5}
+        lab.stop_osd("osd.0")
+        lab.start_osd("osd.0")
+        assert lab._osd_groups_hold_osds()
+        assert lab.osd_cpu_limits() == {"osd.0": 0.5}
+    finally:
+        lab.down()

@@ -13,6 +13,7 @@ before the next one starts, so each repetition's fault meets a healthy cluster.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -61,6 +62,11 @@ class CephFaults(CephLiveSettings):
         with_reaped(daemon)
         self.dir.forget([name])
         self._start(name, ["ceph-osd", "-f", "-c", str(self.conf), "-i", name.removeprefix("osd.")])
+        # back in its CPU quota and cpuset at once: started outside them, its recovery would be measured unlimited
+        # until the next case's settings were applied
+        cpuset = json.loads(self.state.read_text()).get("osd_cpuset")
+        self.limit_osd_cpus(self.osd_cpus())
+        self.pin_osds(cpuset if isinstance(cpuset, str) else None)
 
     def mark_osd(self, name: str, *, out: bool) -> None:
         self._osd(name)
