@@ -1,7 +1,8 @@
 """A plan's faults during one repetition (shell; issue 32): each fault done at its time into the measured section
 and undone at its restore time, on a timer beside the running fio; what was done recorded with its wall-clock
-time. Whatever happens to the repetition (fio fails, times out, is interrupted), a fault that was done and has a
-restore is undone before the next repetition starts: nothing stays broken.
+time. Whatever happens to the repetition (fio fails, times out, is interrupted), a fault that was done (or tried
+and failed: it may have done part of itself) and has a restore is undone before the next repetition starts: nothing
+stays broken.
 
 The measured section is taken to start ``ramp_s`` after the driver starts (right before fio is started); the
 timeline's figures are read against the recorded times (`stats.timeline.failover`), not against the plan's.
@@ -52,7 +53,7 @@ class FaultDriver(Beside):
             if self.stopping.wait(max(0.0, self.measure_start_s + planned - self.clock())):
                 return
             if restore and index not in self._open:
-                continue  # its fault could not be done: nothing to undo
+                continue  # its fault was not done: nothing to undo
             self._do(index, restore, planned)
 
     def _do(self, index: int, restore: bool, planned: float) -> None:
@@ -61,10 +62,10 @@ class FaultDriver(Beside):
             said, error = self.act(step, restore), ""
         except Exception as exc:  # a fault that fails leaves the repetition running, and says so
             said, error = "", str(getattr(exc, "message", exc)) or type(exc).__name__
-        if restore or error:
+        if restore:
             self._open.pop(index, None)
-        elif step.restore_after_s is not None:
-            self._open[index] = step
+        elif step.restore_after_s is not None:  # also a fault that failed: it may have done part of itself (a
+            self._open[index] = step  # rule inserted, then a signal that failed), which its undoing reverts
         self.records.append(FaultRecord(step.action, step.target, restore, self.clock(), said, error, planned,
                                         self.measure_start_s))
 
