@@ -6,6 +6,7 @@ without the CLI or the session naming them."""
 from __future__ import annotations
 
 import argparse
+import types
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -251,6 +252,12 @@ def test_a_teardown_step_that_fails_does_not_leave_the_labs_after_it_up(
             sessions.lab_session(loaded, NO_LAB, cases, checked, _Observer(), keep=False):
         raise KeyboardInterrupt  # the session's own error is the one told
     assert calls[3:] == ["files", "down c", "down b failed", "down a"]
+    try:  # a session that ends well inside a caller's own except block still raises its clean-up's error
+        raise ValueError("the caller's")
+    except ValueError:
+        with pytest.raises(UserError, match="s3: listing the bucket failed"), \
+                sessions.lab_session(loaded, NO_LAB, cases, checked, _Observer(), keep=False):
+            pass
 
 
 def test_a_lab_for_the_whole_run_is_torn_down_after_it_also_when_it_fails() -> None:
@@ -372,16 +379,23 @@ def test_lab_software_versions_are_read_from_what_the_programs_print() -> None:
     assert probes["ceph"].version("command not understood") is None
 
 
-def test_a_kept_hosts_lab_with_shaped_links_is_unshaped_for_a_case_without_a_link(
+def test_a_kept_hosts_lab_with_shaped_links_is_unshaped_for_a_plan_without_a_link(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """`--keep-lab` after a run that shaped the links to 10Mbit: the next plan's cases, with no `link`, must not
-    run at 10Mbit unsaid; their lab lifts the shaping (and leaves an unshaped lab alone)."""
+    """`--keep-lab` after a run that shaped the links to 10Mbit: the next plan on the hosts lab, with no `link`,
+    must not run at 10Mbit unsaid; its run lifts the shaping when the lab comes up. A plan that does not use the
+    hosts lab never touches it (another run may be shaping it)."""
+    from storbench.fio.options import FioCapabilities
     from storbench.lab import hosts
 
     calls: list[tuple[object, object]] = []
 
     class FakeLab:
         shaped = True
+
+        def up(self, count: int, fio: str) -> object:
+            return types.SimpleNamespace(count=count)
+
+        def down(self) -> None: ...
 
         def link_shaped(self) -> bool:
             return FakeLab.shaped
@@ -392,9 +406,21 @@ def test_a_kept_hosts_lab_with_shaped_links_is_unshaped_for_a_case_without_a_lin
             return True
 
     monkeypatch.setattr(hosts, "HostsLab", FakeLab)
+    monkeypatch.setattr(hosts, "servers_fio", lambda loaded, caps: "/usr/bin/fio")
+    caps = FioCapabilities(binary="/usr/bin/fio", version="fio-3.33", options=frozenset(), engines=frozenset())
+    text = "name: h\ntargets:\n  t: {kind: path, path: /tmp/x, size: 1MiB}\nworkload: {rw: randread}\n"
+    assert hosts.KIND.for_run(load_plan_text(text, "p.yaml"), caps) is None  # no hosts lab: left alone
+    run_lab = hosts.KIND.for_run(load_plan_text(text + "lab: {hosts: {count: 2}}\n", "p.yaml"), caps)
+    assert run_lab is not None
+    run_lab.up()
+    run_lab.up()
+    assert calls == [(None, None)]  # lifted once; then nothing to lift
+    shaped = hosts.KIND.for_run(load_plan_text(text + "lab: {hosts: {count: 2, link: 1Gbit}}\n", "p.yaml"), caps)
+    FakeLab.shaped = True
+    assert shaped is not None
+    shaped.up()
+    assert calls == [(None, None)]  # a plan that shapes the links sets them per case
     case = Case(case_id="c", target=PathTarget(name="t", path="/x", size_bytes=1 << 20), workload=WorkloadPoint(
         rw="randread", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=1.0, ramp_s=0.0, direct=False,
         ioengine="psync"))
-    assert hosts.KIND.enter(case, {}) is None
-    assert hosts.KIND.enter(case, {}) is None
-    assert calls == [(None, None)]  # lifted once; then nothing to lift
+    assert hosts.KIND.enter(case, {}) is None and calls == [(None, None)]  # a case of another plan: untouched

@@ -509,3 +509,30 @@ def test_the_estimate_counts_preconditions_and_pods_start_budget(tmp_path: Path,
                                 "workload: {rw: randread, runtime: 10s, ramp: 2s}\n", "k.yaml"))
     assert repetition_seconds(pvc[0]) >= 10 + 2 + 30
     assert estimate(pvc, 5).seconds >= 5 * 42
+
+
+def test_a_precondition_on_an_image_refuses_jobs_that_each_write_their_own_region(tmp_path: Path) -> None:
+    """On an image or a device the precondition is one job: with numjobs 4 and offset_increment 1g the cases
+    measure [0, 4g) while it would fill [0, 1g): refused."""
+    from storbench.schedule import precondition_case, preconditions
+
+    text = textwrap.dedent("""\
+        name: x
+        targets:
+          img: {kind: rbd, pool: bench, image: img, size: 1GiB, precondition: {fill: 1x}}
+        workload: {rw: randread, numjobs: 4, fio: {offset_increment: 1g}}
+        """)
+    loaded = load_plan_text(text, "p.yaml")
+    with pytest.raises(UserError, match="each write their own region"):
+        precondition_case(preconditions(loaded.config)["img"], expand(loaded))
+    one = load_plan_text(text.replace("numjobs: 4", "numjobs: 1"), "p.yaml")
+    assert ("offset_increment", "1g") in precondition_case(preconditions(one.config)["img"],
+                                                           expand(one)).workload.fio_options
+
+
+def test_a_volume_operation_waits_for_no_pod_start_in_the_estimate() -> None:
+    from storbench.schedule import ESTIMATE_VOLUME_OPERATION_S, repetition_seconds
+
+    (case,) = expand(load_plan_text("name: k\ntargets:\n  v: {kind: pvc, storage_class: fast, size: 1GiB}\n"
+                                    "workload: {rw: provision, runtime: 60s}\n", "k.yaml"))
+    assert repetition_seconds(case) == ESTIMATE_VOLUME_OPERATION_S

@@ -394,6 +394,12 @@ def test_a_resume_that_changes_the_order_or_the_steady_rule_is_refused(tmp_path:
     with pytest.raises(UserError, match=r"changed its seed since run 2 started \(1 -> 2\)"):
         orchestrate.run_plan(reseeded, expand(reseeded), check_everything(reseeded, expand(reseeded), CAPS.binary,
                              create=True), store, FakeExecutor(_ok), Observer(), resume=True)
+    # a run stored with seed -1 (accepted before seeds were 0 or more) shuffled as 1 does: it resumes with 1
+    store.conn.execute("UPDATE runs SET seed = -1 WHERE id = 2")
+    store.conn.commit()
+    orchestrate.run_plan(first_shuffle, expand(first_shuffle), check_everything(
+        first_shuffle, expand(first_shuffle), CAPS.binary, create=True), store, FakeExecutor(_ok), Observer(),
+        resume=True)
     steady = STEADY.format(data=tmp_path / "data", most=8, confirm=0)
     first = load_plan_text(steady, "steady.yaml")
     store.update_run_plan(1, steady, "sha-steady", design=orchestrate.plan_design(first.config, None))

@@ -341,3 +341,26 @@ def test_a_client_that_logged_nothing_leaves_the_others_timeline() -> None:
     assert found.figures is not None and [c for c, _ in found.figures.client_blackouts_s] == ["h1"]
     empty = repetition_failover(replace(repetition, logs=(("timeline_iops.1.log", ""),)))
     assert empty.figures is None and empty.problem == "no timeline logs"
+
+
+def test_a_fault_is_read_against_its_own_restore_not_an_earlier_failed_faults() -> None:
+    """Two kills of osd.0, the first failed (and is now undone all the same at its restore time): the second is
+    read against its own restore (25 s), not the first's (10 s), which had made its restore blackout 2 s."""
+    from storbench.model import Case, PathTarget, Status, StoredRepetition, WorkloadPoint
+    from storbench.model.fault_record import FaultRecord
+    from storbench.stats.failover_points import repetition_failover
+
+    workload = WorkloadPoint(rw="randwrite", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=30, ramp_s=0,
+                             direct=True, ioengine="libaio", size_bytes=1 << 20, timeline_window_ms=WINDOW)
+    case = Case(case_id="c", target=PathTarget(name="t", path="/x", size_bytes=1 << 20), workload=workload)
+    rows = "\n".join(f"{r.t_ms}, {r.value}, 1, 0" for r in synthetic(
+        lambda t: 0 if 20 <= t < 22 or 25 <= t < 25.5 else 1000, 30).iops)
+    faults = (FaultRecord("kill", "osd.0", False, at(5) / 1000, error="no such OSD"),
+              FaultRecord("kill", "osd.0", True, at(10) / 1000),
+              FaultRecord("kill", "osd.0", False, at(20) / 1000),
+              FaultRecord("kill", "osd.0", True, at(25) / 1000))
+    repetition = StoredRepetition(repetition_id=1, run_id=1, case=case, rep_index=0, status=Status.OK,
+                                  started_at_s=T0 / 1000, finished_at_s=T0 / 1000 + 30, fio_version="fio-3.33",
+                                  error="", clients=(), faults=faults, logs=(("timeline_iops.1.log", rows),))
+    found = repetition_failover(repetition)
+    assert found.fault is faults[2] and found.restore is faults[3]

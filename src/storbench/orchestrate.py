@@ -118,10 +118,11 @@ def run_plan(
             raise UserError(f"plan '{config.name}' changed its order since run {run_id} started ({previous.run_order} "
                             f"-> {run_order(config)}): the repetitions left would not run as the ones stored did",
                             hint=f"set order: {previous.run_order} to resume it, or run without --resume")
-        if previous.run_order == "shuffled" and previous.seed != config.seed:  # the order left is the seed's
+        # the order left is the seed's (Random(-5) shuffles as Random(5): a run stored with -5 resumes with 5)
+        if previous.run_order == "shuffled" and abs(previous.seed) != config.seed:
             raise UserError(f"plan '{config.name}' changed its seed since run {run_id} started ({previous.seed} -> "
                             f"{config.seed}): the repetitions left would run in another order than the one stored",
-                            hint=f"set seed: {previous.seed} to resume it, or run without --resume")
+                            hint=f"set seed: {abs(previous.seed)} to resume it, or run without --resume")
         check_design_unchanged(loaded, store, run_id, accept=accept_changed_design, observer=observer)
         stored = store.run_case_ids(run_id)
         planned = {c.case_id for c in cases}

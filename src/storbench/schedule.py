@@ -79,8 +79,8 @@ def interleaved_round(cases: Sequence[Case], rep: int) -> list[Case]:
     every case's positions in a pair of rounds add up alike and linear drift cancels pair by pair; P_k turns the
     cases (the option blocks first, then the cases within them), so the case that ends one round and begins the
     next, running right after itself, is each case in turn, and so is each block's first case after an OSD restart,
-    meeting a cold cache (over 2 x cases rounds each case gets each handicap equally often). Two cases keep
-    A B B A."""
+    meeting a cold cache (over 2 x cases rounds each case gets each handicap equally often, when the blocks hold as
+    many cases each). Two cases keep A B B A."""
     blocks = _option_blocks(cases)
     k = rep // 2 if len(cases) >= 3 else 0
     turned = _rotated(blocks, k % len(blocks))
@@ -194,6 +194,8 @@ ESTIMATE_VOLUME_OPERATION_S = 10.0  # a Kubernetes volume operation with what it
 
 def repetition_seconds(case: Case) -> float:
     """A repetition's time for the ETA: its fio's, and a pod's start budget (a pvc target's pods start first)."""
+    if is_volume_operation(case.workload.rw):  # no fio pods to start: the operation's own time
+        return _fio_seconds(case)
     return _fio_seconds(case) + float(getattr(case.target, "start_budget_s", 0.0))
 
 
@@ -248,7 +250,12 @@ def precondition_case(pre: Precondition, cases: Sequence[Case]) -> Case:
                         f"({'; '.join(' '.join(f'{k}={v}' for k, v in r) or 'from 0' for r in sorted(regions))}), "
                         "and a precondition writes one region before them",
                         hint="give the target's cases one offset, or drop its precondition")
-    workload = replace(workload, fio_options=tuple(sorted((*workload.fio_options, *next(iter(regions))))))
+    region = next(iter(regions))
+    if whole and any(k == "offset_increment" for k, _ in region) and max(c.workload.numjobs for c in cases) > 1:
+        raise UserError(f"target '{first.target.name}': its cases' jobs each write their own region "
+                        "(offset_increment), and a precondition on an image or a device runs one job over one region",
+                        hint="drop offset_increment, or the target's precondition")
+    workload = replace(workload, fio_options=tuple(sorted((*workload.fio_options, *region))))
     clients = max(c.clients for c in cases)
     return Case(case_id=case_id_for(first.target, workload, clients, first.lab), target=first.target,
                 workload=workload, clients=clients, lab=first.lab)

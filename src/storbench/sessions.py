@@ -4,7 +4,6 @@ starts and removed when it ends."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -178,6 +177,7 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         _prepare(grouped, env, prepared, suffix, several=several)
 
     labs = SessionLabs(LabEnvironment(fio_binary=checked.capabilities.binary, servers=tuple(servers)), prepare)
+    failing = False
     try:
         for kind in wanted:
             kind.bring_up(group, labs)
@@ -192,6 +192,9 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         _prepare(rest, labs.environment, prepared, "", several=False)
         yield LabContext(targets=prepared.targets, ceph_socket_patterns=sockets, per_case=prepared.per_case,
                          ceph_labs=labs.running, sockets_by_cluster=labs.sockets_by_cluster)
+    except BaseException:
+        failing = True
+        raise
     finally:
         # every step of the clean-up runs, whichever of them fails (an S3 listing on an unhealthy cluster, an
         # unmount): one error must not leave the labs after it up; the first is raised once all have run, unless
@@ -211,7 +214,7 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         if not keep:
             for name in sorted(kind.name for kind in wanted):
                 observer.event(LabTornDown(name))
-        if errors and sys.exc_info()[0] is None:
+        if errors and not failing:
             raise errors[0]
 
 

@@ -72,8 +72,9 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
         device = dict(prepared.details).get("device_size_bytes") if prepared is not None else None
         seconds = precondition_seconds(pre, job, int(device) if device and str(device).isdigit() else None)
         took = f"about {format_duration(seconds)} each" if seconds is not None else "time unknown"
+        counted = precondition_seconds(pre, job) is not None  # as the estimate has it (a device's size unknown there)
         lines.append(f"precondition {name}: {pre.text()} before its first measurement on each lab bring-up, "
-                     f"{took}" + (" (in the time above)" if seconds is not None else " (not in the time above)"))
+                     f"{took}" + (" (in the time above)" if counted else " (not in the time above)"))
     for name, prepared in checked.targets.items():  # where each directory really lands
         details = dict(prepared.details)
         if details.get("directory") and details.get("filesystem"):

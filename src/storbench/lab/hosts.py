@@ -341,14 +341,17 @@ class HostsKind(LabKindBase):
         if lab_hosts is None:
             return None
         lab = HostsLab()
-        return timed_run_lab(lambda: lab.up(lab_hosts.count, servers_fio(loaded, caps)), lab.down,
-                             lambda info, seconds: LabUp("hosts", seconds=seconds, servers=info.count))
+
+        def up() -> HostsLabInfo:
+            info = lab.up(lab_hosts.count, servers_fio(loaded, caps))
+            if lab_hosts.link is None and lab_hosts.link_delay is None and lab.link_shaped():  # a kept lab shaped
+                lab.set_link(None, None)
+            return info
+
+        return timed_run_lab(up, lab.down, lambda info, seconds: LabUp("hosts", seconds=seconds, servers=info.count))
 
     def enter(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
-        if case.lab.link_bits_per_s is None:
-            lab = HostsLab()
-            if lab.link_shaped():  # a lab kept from a run that shaped its links: this case wants them as they are
-                lab.set_link(None, None)
+        if case.lab.link_bits_per_s is None:  # not this kind's case (its run lifts a kept lab's shaping: for_run)
             return None
         if HostsLab().set_link(case.lab.link_bits_per_s, case.lab.link_delay_s):
             return LinksShaped("hosts", case.lab.link_bits_per_s, case.lab.link_delay_s)

@@ -260,8 +260,18 @@ class VolumeLab(LabRoot):
 
     def keep_copy(self) -> None:
         """Copy the volume's data as it is now, from the file served, into the slot not served (the copy a lying
-        volume will later serve)."""
-        run(["cp", "--sparse=always", str(self._served()), str(self._spare())], timeout_s=300)
+        volume will later serve): the slot's earlier copy removed first and the new one renamed in whole, so a copy
+        that fails (no room, too slow) leaves nothing a later `serve_copy` could serve."""
+        spare = self._spare()
+        partial = spare.with_suffix(".partial")
+        spare.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
+        try:
+            run(["cp", "--sparse=always", str(self._served()), str(partial)], timeout_s=300)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        partial.rename(spare)
 
     def serve_copy(self) -> None:
         """Serve the copy kept earlier from now on: every write acknowledged since it was taken is gone, as on a

@@ -64,8 +64,10 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
     """One repetition read against its first fault done."""
     done = [f for f in repetition.faults if not f.restore and not f.error]
     fault = done[0] if done else None
-    restore = next((f for f in repetition.faults if f.restore and fault is not None and f.target == fault.target
-                    and f.action == fault.action and not f.error), None)
+    # its own restore: the first after it (an earlier fault of the same action and target that failed is undone too)
+    after = repetition.faults[repetition.faults.index(fault) + 1:] if fault is not None else ()
+    restore = next((f for f in after if f.restore and f.target == fault.target and f.action == fault.action
+                    and not f.error), None) if fault is not None else None
     if fault is None:
         failed = next((f for f in repetition.faults if f.error), None)
         problem = f"its fault was not done: {failed.error}" if failed else "no fault was done"
