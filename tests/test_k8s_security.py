@@ -470,3 +470,35 @@ def test_a_followed_log_cut_before_the_scripts_last_line_is_read_again_whole() -
                       "full": Follower(whole, said_end=True)}
     assert pods.log_of("cut", ended=True) == whole and Core.reads == 1
     assert pods.log_of("full", ended=True) == whole and Core.reads == 1  # to its last line: not read again
+
+
+def test_an_ended_pods_log_read_short_or_failing_is_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The follower cut mid-JSON and the one read after the pod ended timing out or coming short (seen once under
+    load: 'fio output unreadable' on a block claim): the log is read again, a second apart, until it holds the
+    script's last line."""
+    import threading
+
+    from storbench.execute import kubernetes
+    from storbench.execute.k8s_manifests import EXIT_MARKER
+    from storbench.execute.kubernetes import _Pods
+
+    whole = f"STORBENCH-START 1\nSTORBENCH-FIO-JSON\n{{}}\n{EXIT_MARKER} 0\n"
+    answers: list[object] = [TimeoutError("read timed out"), whole[:25], whole]
+
+    class Follower:
+        def __init__(self) -> None:
+            self.text, self.ended, self.said_end = whole[:20], threading.Event(), threading.Event()
+            self.ended.set()
+
+    class Core:
+        def read_namespaced_pod_log(self, name: str, namespace: str, **_: object) -> str:
+            answer = answers.pop(0)
+            if isinstance(answer, BaseException):
+                raise answer
+            return str(answer)
+
+    monkeypatch.setattr(kubernetes.time, "sleep", lambda seconds: None)
+    pods = _Pods.__new__(_Pods)
+    pods.executor = SimpleNamespace(core=Core(), namespace="bench")  # type: ignore[assignment]
+    pods.followers = {"cut": Follower()}  # type: ignore[dict-item]
+    assert pods.log_of("cut", ended=True) == whole and answers == []

@@ -52,6 +52,7 @@ POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"  # a namespace's Pod
 NAMESPACE_READY_S = 30.0  # how long a namespace storbench made gets to take pods
 MIN_CONTINUED_S = 2.0  # a client's pod deleted with less of the measured section left is not made again
 LOG_READ_TIMEOUT_S = 10.0  # a pod's log read at the end of a repetition
+LOG_READS = 3  # reads of an ended pod's log, a second apart, until one holds its last line
 MAX_INCARNATIONS = 4  # at most this many pods a client per repetition (its first and those made again)
 NEVER_RAN_S = 5.0  # a pod made again still pending this long after the measured section: it never ran in it
 LOST_S = 5.0  # a pod whose script printed its end and that the API shows running this long after: lost with its node
@@ -363,9 +364,16 @@ class _Pods:
             if whole and followed and follower.said_end.is_set():  # to the script's last line: nothing more
                 return followed
         now = ""
-        with contextlib.suppress(Exception):  # a deleted pod's is gone: 404; a failed node's does not answer
-            now = self.executor.core.read_namespaced_pod_log(  # type: ignore[attr-defined]
-                name, self.executor.namespace, _request_timeout=LOG_READ_TIMEOUT_S)
+        # a pod that ended: its log read again (up to LOG_READS times) until it holds the script's last line; a read
+        # that failed or came short under load had left the follower's cut text (fio's JSON cut mid-way)
+        for attempt in range(LOG_READS if ended else 1):
+            with contextlib.suppress(Exception):  # a deleted pod's is gone: 404; a failed node's does not answer
+                read = self.executor.core.read_namespaced_pod_log(  # type: ignore[attr-defined]
+                    name, self.executor.namespace, _request_timeout=LOG_READ_TIMEOUT_S)
+                now = read if len(str(read)) > len(now) else now
+            if f"{EXIT_MARKER} " in now or attempt + 1 == (LOG_READS if ended else 1):
+                break
+            time.sleep(1.0)
         return followed if len(followed) >= len(now) else now
 
     def stop_following(self) -> None:
