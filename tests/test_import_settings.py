@@ -12,21 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
+from helpers import run_cli, stored_repetitions
 from storbench.fio.parse import json_after_messages, parse_fio_json
-from storbench.store import open_store
 
 FIXTURES = Path(__file__).parent / "fixtures"
 THREE = FIXTURES / "clients3-randread.jsonplus.txt"  # three fio servers, one job 'j' each
-needs_fio = [pytest.mark.fio, pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio on PATH")]
-
-
-def _stored(db: Path):  # type: ignore[no-untyped-def]
-    store = open_store(db, read_only=True)
-    try:
-        return store.repetitions()
-    finally:
-        store.close()
 
 
 def test_client_server_output_keeps_each_server_as_a_client(tmp_path: Path,
@@ -34,7 +24,7 @@ def test_client_server_output_keeps_each_server_as_a_client(tmp_path: Path,
     db = tmp_path / "r.db"
     code, out, err = run_cli(capsys, "import", str(THREE), "--db", str(db))
     assert code == 0 and "imported 1 repetitions of 1 cases" in out, out + err
-    (rep,) = _stored(db)
+    (rep,) = stored_repetitions(db)
     document = parse_fio_json(json_after_messages(THREE.read_text()))
     assert rep.case.clients == 3
     assert sorted(c.client for c in rep.clients) == sorted(job.host for job in document.jobs)
@@ -96,7 +86,7 @@ def test_a_status_interval_file_gives_its_final_report(tmp_path: Path, capsys: p
     assert text.count('"fio version"') >= 3  # a report each second, the final one last
     db = tmp_path / "r.db"
     assert run_cli(capsys, "import", str(path), "--db", str(db))[0] == 0
-    (rep,) = _stored(db)
+    (rep,) = stored_repetitions(db)
     (reads,) = rep.clients[0].directions
     assert reads.runtime_ms >= 2900, reads.runtime_ms  # the whole run, not its first second
 
@@ -110,7 +100,7 @@ def test_read_and_write_block_sizes_apart_are_a_point_of_their_own(tmp_path: Pat
     db = tmp_path / "r.db"
     code, out, err = run_cli(capsys, "import", str(apart), str(same), "--db", str(db))
     assert code == 0 and "2 repetitions of 2 cases" in out, out + err
-    first, second = _stored(db)
+    first, second = stored_repetitions(db)
     (writes,) = first.clients[0].directions
     assert writes.io_bytes // writes.total_ios == 65536
     assert first.case.workload.bs_bytes == 65536  # the size the writes had, not the reads' 4k

@@ -81,8 +81,14 @@ def interleaved_round(cases: Sequence[Case], rep: int) -> list[Case]:
     next, running right after itself, is each case in turn, and so is each block's first case after an OSD restart,
     meeting a cold cache (over 2 x cases rounds each case gets each handicap equally often, when the blocks hold as
     many cases each). Two cases keep A B B A."""
-    blocks = _option_blocks(cases)
-    k = rep // 2 if len(cases) >= 3 else 0
+    return _round(_option_blocks(cases), rep)
+
+
+def _round(blocks: Sequence[Sequence[Case]], rep: int) -> list[Case]:
+    """`interleaved_round` of the option blocks (`_option_blocks`, worked out once per order)."""
+    if not blocks:
+        return []
+    k = rep // 2 if sum(len(block) for block in blocks) >= 3 else 0
     turned = _rotated(blocks, k % len(blocks))
     ordered = [case for block in turned for case in _rotated(block, k // len(blocks))]
     return ordered if rep % 2 == 0 else ordered[::-1]
@@ -101,8 +107,9 @@ def schedule(cases: Sequence[Case], repeat: int, order: str, seed: int) -> list[
         return [ScheduledRepetition(case, rep) for case in cases for rep in range(repeat)]
     if order == "interleaved":
         out: list[ScheduledRepetition] = []
+        blocks = _option_blocks(cases)
         for rep in range(repeat):
-            out.extend(ScheduledRepetition(case, rep) for case in interleaved_round(cases, rep))
+            out.extend(ScheduledRepetition(case, rep) for case in _round(blocks, rep))
         return out
     if order == "shuffled":
         items = [ScheduledRepetition(case, rep) for rep in range(repeat) for case in cases]
@@ -317,8 +324,8 @@ def _restarts(cases: Sequence[Case], repeat: int) -> int:
     """How often the OSDs restart for their live options over ``repeat`` interleaved rounds of ``cases``."""
     if not cases:
         return 0
-    keys = [osd_options(c.lab.ceph) for rep in range(repeat) for c in interleaved_round(cases, rep)
-            if c.lab.ceph is not None]
+    blocks = _option_blocks(cases)
+    keys = [osd_options(c.lab.ceph) for rep in range(repeat) for c in _round(blocks, rep) if c.lab.ceph is not None]
     return sum(1 for a, b in itertools.pairwise(keys) if a != b)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError, did_you_mean
@@ -75,7 +76,7 @@ class Selection:
     # when --where matched nothing: which KEY=VALUE, and the values that field has ("no results match ...")
     no_match: str = ""
 
-    @property
+    @cached_property  # read by compare's cells and the report's replay alike: counted once
     def attempts(self) -> dict[tuple[int, str], frozenset[int]]:
         """(run, case) -> the rounds it was run in, ok or failed, whatever --where kept: what a run's stopping rule
         counts its looks by."""

@@ -75,20 +75,20 @@ def design_changes(before: RunDesign, after: RunDesign) -> list[str]:
     """What changed in the stopping rule (and the steady-state rule, which says when a point's rounds stop) from
     ``before`` to ``after``, one item a field ("margin 5% -> 10%", "steady_state.range 10% -> 40%"); empty when
     neither has such a rule or both have the same one."""
-    changed = []
-    old, new = stopping_rule_fields(before), stopping_rule_fields(after)
-    if old != new:
-        if old is None or new is None:
-            changed.append(f"repeat {_repeat_text(before)} -> {_repeat_text(after)}")
-        else:
-            changed += [f"{key} {old[key]} -> {new[key]}" for key in old if old[key] != new[key]]
-    old, new = _steady_fields(before), _steady_fields(after)
-    if old != new:
-        if old is None or new is None:
-            changed.append(f"steady_state {'none' if old is None else 'set'} -> {'none' if new is None else 'set'}")
-        else:
-            changed += [f"steady_state.{key} {old[key]} -> {new[key]}" for key in old if old[key] != new[key]]
-    return changed
+    steady = _steady_fields(before), _steady_fields(after)
+    return [*_field_changes("", stopping_rule_fields(before), stopping_rule_fields(after),
+                            f"repeat {_repeat_text(before)} -> {_repeat_text(after)}"),
+            *_field_changes("steady_state.", *steady, f"steady_state {'none' if steady[0] is None else 'set'} -> "
+                            f"{'none' if steady[1] is None else 'set'}")]
+
+
+def _field_changes(prefix: str, old: dict[str, str] | None, new: dict[str, str] | None, whole: str) -> list[str]:
+    """Each field that changed ("<prefix>margin 5% -> 10%"), or ``whole`` when the rule came or went."""
+    if old == new:
+        return []
+    if old is None or new is None:
+        return [whole]
+    return [f"{prefix}{key} {old[key]} -> {new[key]}" for key in old if old[key] != new[key]]
 
 
 def _repeat_text(design: RunDesign) -> str:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from difflib import get_close_matches
 
+from storbench.errors import did_you_mean
 from storbench.model import CLUSTER_SETTINGS, RW_DIRECTIONS, Case, Status
 from storbench.stats import match
 from storbench.stats.metrics import COMPARE_METRICS
@@ -102,9 +102,8 @@ def plan_side_refusal(cases: Sequence[Case], baseline: Selector, candidate: Sele
     for side, selector in (("baseline", baseline), ("candidate", candidate)):
         unknown = unknown_keys(selector, planned)
         if unknown:
-            close = get_close_matches(unknown[0], match.known_keys(planned), n=1)
-            return SideRefusal(side, f"unknown key {unknown[0]!r}", f"did you mean {close[0]!r}?" if close else
-                               "keys: the workload's and the lab's settings, target, rw, direction")
+            return SideRefusal(side, f"unknown key {unknown[0]!r}", did_you_mean(unknown[0], match.known_keys(planned))
+                               or "keys: the workload's and the lab's settings, target, rw, direction")
         found = select(planned, selector, {})
         if not found:
             why = match.no_match_line(planned, selector.pairs, {})

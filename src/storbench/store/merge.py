@@ -58,7 +58,7 @@ class MergedRun:
     run_id: int
     repetitions: int
     already_here: bool
-    added: int = 0  # for a run already here: the repetitions it lacked (or had an older attempt of), copied now
+    added: int = 0  # for a run already here that the other copy got further in: the repetitions copied now
 
 
 def is_sqlite_file(path: str) -> bool:
@@ -157,6 +157,12 @@ def _progress(conn: Connection, run: Row) -> tuple[float, bool]:
     return float(last if last is not None else run["started_at_s"]), run["finished_at_s"] is not None
 
 
+def _attempts(conn: Connection, run_id: int) -> dict[tuple[str, int], tuple[int, float]]:
+    """A copy's repetitions of one run: (case, repetition index) -> (its row id, when it started)."""
+    return {(row["case_id"], row["rep_index"]): (row["id"], row["started_at_s"]) for row in conn.execute(
+        "SELECT id, case_id, rep_index, started_at_s FROM repetitions WHERE run_id = ?", (run_id,))}
+
+
 def _update_run(src: Connection, store: Store, run: Row, run_id: int) -> int:
     """Bring run ``run_id`` here up to date with ``run`` of the other database when that copy got further (see the
     module's text): the run here becomes the other copy's state, its repetitions, plan versions, preconditions, plan
@@ -166,10 +172,7 @@ def _update_run(src: Connection, store: Store, run: Row, run_id: int) -> int:
     here = dst.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
     if _progress(src, run) <= _progress(dst, here):
         return 0
-    mine = {(row["case_id"], row["rep_index"]): (row["id"], row["started_at_s"]) for row in dst.execute(
-        "SELECT id, case_id, rep_index, started_at_s FROM repetitions WHERE run_id = ?", (run_id,))}
-    theirs = {(row["case_id"], row["rep_index"]): (row["id"], row["started_at_s"]) for row in src.execute(
-        "SELECT id, case_id, rep_index, started_at_s FROM repetitions WHERE run_id = ?", (run["id"],))}
+    mine, theirs = _attempts(dst, run_id), _attempts(src, run["id"])
     for key, (rep_id, started) in mine.items():
         if key not in theirs or theirs[key][1] != started:
             dst.execute("DELETE FROM repetitions WHERE id = ?", (rep_id,))  # its rows below it go with it
@@ -181,7 +184,7 @@ def _update_run(src: Connection, store: Store, run: Row, run_id: int) -> int:
     for table, parent, parent_table in CHILD_TABLES:
         where = ""
         if table == "repetitions":
-            where = f" AND id IN ({', '.join(map(str, newer))})" if newer else " AND 0"
+            where = f" AND id IN ({', '.join(map(str, newer))})" if newer else " AND 1 = 0"  # PostgreSQL's too
         ids[table] = _copy_children(src, store, table, parent, ids[parent_table], where)
     dst.execute("UPDATE runs SET plan_text = ?, plan_sha256 = ?, plan_path = ?, design_json = ?, finished_at_s = ?"
                 " WHERE id = ?", (run["plan_text"], run["plan_sha256"], run["plan_path"], run["design_json"],
