@@ -659,7 +659,8 @@ def test_a_plan_runs_with_exactly_the_identity_k8s_rbac_prints_through_kubectls_
         assert kubectl.is_file(), f"{kubectl} is missing: run scripts/build-kubernetes.sh"
         plugin_path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
         done = subprocess.run([str(kubectl), "storbench", "--kubeconfig", str(kubeconfig), "-n", "bench", "run",
-                               str(write_plan(tmp_path, RBAC_PLAN.replace("IMAGE", image))), "--db", str(db)],
+                               str(write_plan(tmp_path, RBAC_PLAN.replace("IMAGE", image))), "--db", str(db),
+                               "--image", image],
                               cwd=tmp_path, env={**os.environ, "PATH": plugin_path}, capture_output=True, text=True,
                               timeout=900)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -967,3 +968,33 @@ def test_on_the_default_path_a_failed_nodes_pod_is_not_back_within_the_run_and_t
     assert blackouts[0] < 5 and 40 <= blackouts[-1] <= 55, blackouts  # from the failure (~11 s in) to the end
     assert "not recovered 1" in " ".join(out.split()), out
     _nothing_left()
+
+
+def test_a_plan_runs_only_the_container_images_the_operator_allows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A container image runs any program in the operator's cluster (with the claim, on the cluster's network): a
+    plan from someone else names storbench's own fio image, or one the operator allows with --image or
+    $STORBENCH_IMAGES; any other is refused in one line, by `plan` as by `run`, before anything is made."""
+    monkeypatch.delenv("STORBENCH_IMAGES", raising=False)
+    theirs = "registry.example/fio:3.33"
+    plan = write_plan(tmp_path, "name: k\ntargets:\n  sc: {kind: pvc, size: 1GiB, image: " + theirs + "}\n"
+                      "workload:\n  rw: randwrite\n")
+    own = write_plan(tmp_path, "name: k\ntargets:\n  sc: {kind: pvc, size: 1GiB}\nworkload:\n  rw: randwrite\n",
+                     "own.yaml")
+    for command in ("plan", "run"):
+        code, _, err = run_cli(capsys, command, str(plan), "--db", str(tmp_path / "r.db"))
+        assert code == 2 and f"image {theirs} is not one the operator allows" in err, err
+        assert f"--image {theirs}" in err and len(err.strip().splitlines()) == 1, err
+        assert not (tmp_path / "r.db").exists()
+    code, _, err = run_cli(capsys, "plan", str(plan), "--image", "registry.example/other:1")
+    assert code == 2 and "is not one the operator allows" in err, err
+    code, _, err = run_cli(capsys, "plan", str(plan), "--image", theirs)
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "plan", str(own))  # storbench's own image needs nothing
+    assert code == 0, err
+    monkeypatch.setenv("STORBENCH_IMAGES", f"a/b:1 {theirs}")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "plan", str(own), "--image", "x; rm -rf /")
+    assert code == 2 and "--image: 'x; rm -rf /' is not an image reference" in err, err
+    assert len(err.strip().splitlines()) == 1

@@ -228,10 +228,11 @@ def check_fio_servers(loaded: LoadedPlan, allowed: frozenset[str]) -> None:
 
 def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str, *, create: bool,
                      dry_run: bool = False, s3: S3Access = NO_S3_ACCESS,
-                     fio_servers: frozenset[str] | None = None) -> Checked:
+                     fio_servers: frozenset[str] | None = None, images: frozenset[str] = frozenset()) -> Checked:
     """All checks that can fail, before anything runs: never a half-run on a bad plan. ``dry_run``
     (`storbench plan`): no credential read, nothing sent over the network. ``s3``: the operator's S3 settings.
-    ``fio_servers``: the fio servers the operator trusts (None: not checked, as `plan` connects to none)."""
+    ``fio_servers``: the fio servers the operator trusts (None: not checked, as `plan` connects to none).
+    ``images``: the container images the operator lets pvc targets run (besides storbench's own)."""
     check_machine(loaded)
     check_rounds(loaded, cases)
     check_question(loaded, cases)
@@ -242,7 +243,8 @@ def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str,
     check_resources(loaded, cases)  # memory and lab disk: after the cheaper checks, before any target is touched
     writes = precondition_cases(loaded, cases)  # checked like any case: their writes meet the same guards
     targets = check_targets([*cases, *writes], create=create, remote=loaded.config.hosts is not None,
-                            where=lambda name: loaded.source.where(("targets", name)), dry_run=dry_run, s3=s3)
+                            where=lambda name: loaded.source.where(("targets", name)), dry_run=dry_run, s3=s3,
+                            images=images)
     if fio_servers is not None:
         check_fio_servers(loaded, fio_servers)
     return Checked(capabilities=caps, targets=targets)

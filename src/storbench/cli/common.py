@@ -153,13 +153,33 @@ def fio_servers(args: argparse.Namespace) -> frozenset[str]:
 
 
 def cluster_options(p: argparse.ArgumentParser) -> None:
-    """The operator's Kubernetes cluster for pvc targets, as kubectl takes it (a plan never names one)."""
+    """The operator's Kubernetes cluster for pvc targets, as kubectl takes it (a plan never names one), and the
+    container images it lets them run."""
     p.add_argument("--kubeconfig", default=None, metavar="FILE",
                    help="kubeconfig of the cluster pvc targets run on (default: the k8s lab's, else $KUBECONFIG or "
                    "~/.kube/config)")
     p.add_argument("--context", default=None, metavar="NAME", help="its context (default: its current one)")
     p.add_argument("-n", "--namespace", default=None, metavar="NS",
                    help="namespace of every pvc target's pods, claims and config maps (overrides the plan's)")
+    p.add_argument("--image", action="append", default=[], metavar="REF",
+                   help="a container image the plan's pvc targets may name (repeatable; also $STORBENCH_IMAGES, "
+                   "space-separated): an image runs any program in the cluster; storbench's own fio image is always "
+                   "allowed")
+
+
+IMAGES_ENV = "STORBENCH_IMAGES"
+
+
+def allowed_images(args: argparse.Namespace) -> frozenset[str]:
+    """The container images the operator lets pvc targets run (`--image`, $STORBENCH_IMAGES)."""
+    from storbench.config.targets import IMAGE_RE
+
+    named = [*args.image, *os.environ.get(IMAGES_ENV, "").split()]
+    for image in named:
+        if not IMAGE_RE.fullmatch(image):
+            raise UserError(f"--image: {image!r} is not an image reference",
+                            hint="e.g. --image registry.internal:5000/storbench/fio:fio-3.33")
+    return frozenset(named)
 
 
 def cluster_access(args: argparse.Namespace) -> ClusterAccess:

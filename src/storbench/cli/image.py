@@ -55,7 +55,7 @@ def cmd_image_push(args: argparse.Namespace) -> int:
         dest = destination(args.destination, tag)
         pushed = push(archive, dest, authfile=args.authfile, cert_dir=args.cert_dir)
     _console().print(f"pushed {pushed.destination} ({pushed.digest}); pods pull it with target image: "
-                     f"{pushed.destination}", markup=False, soft_wrap=True)
+                     f"{pushed.destination}, run with --image {pushed.destination}", markup=False, soft_wrap=True)
     return 0
 
 

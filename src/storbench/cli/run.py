@@ -10,6 +10,7 @@ from storbench.cli.common import (
     _console,
     _read_plan,
     above_zero,
+    allowed_images,
     cluster_access,
     cluster_options,
     db_option,
@@ -127,7 +128,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     loaded = with_namespace(_read_plan(args.plan), args.namespace)
     cases = expand(loaded)
     check_faults(loaded, cases)
-    checked = check_everything(loaded, cases, find_fio(args.fio), create=False, dry_run=True, s3=s3_access(args))
+    checked = check_everything(loaded, cases, find_fio(args.fio), create=False, dry_run=True, s3=s3_access(args),
+                               images=allowed_images(args))
     out = _console()
     table, constants = plan_table(cases, f"plan '{loaded.config.name}' ({args.plan})")
     out.print(table)
@@ -235,7 +237,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     check_faults(loaded, cases)  # what the plan's labs offer (the labs' registry: checks stays below the labs)
     checked = check_everything(loaded, cases, fio_binary, create=True, s3=s3_access(args),
-                               fio_servers=fio_servers(args))
+                               fio_servers=fio_servers(args), images=allowed_images(args))
     store = open_store(args.db)
     out = _console()
     for line in _summary(loaded, cases, checked):

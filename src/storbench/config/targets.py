@@ -288,7 +288,8 @@ class PvcTargetConfig(StrictModel):
     image: Annotated[str, matching(IMAGE_RE, "image {value!r} is not an image reference")] = Field(
         DEFAULT_FIO_IMAGE, description="Image with fio (the same version as this machine's) and a POSIX sh: "
         "`storbench image push REGISTRY/storbench/fio` puts one in your registry. The default is the k8s lab's "
-        "(its own registry serves it).")
+        "(its own registry serves it); any other runs only if the operator allows it (`run --image REF`): an "
+        "image runs any program in the cluster.")
     image_pull_policy: Literal["Never", "IfNotPresent", "Always"] = Field("IfNotPresent", description="")
     node_selector: dict[str, str] = Field(default_factory=dict, description="Pods run only on nodes with "
                                           "these labels.")

@@ -11,6 +11,7 @@ from storbench.errors import UserError
 from storbench.execute.k8s_manifests import pod_job_binding
 from storbench.fio.jobfile import JobBinding, escape_fio_path
 from storbench.model import (
+    DEFAULT_FIO_IMAGE,
     BlockTarget,
     Case,
     CephfsTarget,
@@ -51,11 +52,12 @@ class LabEnvironment:
 class CheckContext:
     """How targets are checked before any I/O. ``create``: make missing directories (a run, not a dry run).
     ``dry_run`` (`storbench plan`): read no credential and send nothing over the network. ``s3``: what the operator
-    (never the plan) lets S3 targets use."""
+    (never the plan) lets S3 targets use; ``images``: the container images it lets pvc targets run."""
 
     create: bool
     dry_run: bool = False
     s3: S3Access = NO_S3_ACCESS
+    images: frozenset[str] = frozenset()  # container images the operator lets pvc targets run (`--image`)
 
 
 # check(spec, cases, context, where) -> the prepared target, or None when it is prepared once its lab is up
@@ -172,7 +174,14 @@ def _s3_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) ->
 
 
 def _pvc_check(spec: TargetSpec, cases: Sequence[Case], context: CheckContext, where: str) -> None:
-    return None  # claims are made by the Kubernetes executor
+    """A container image runs what it likes in the operator's cluster (with the claim, on the cluster's network,
+    beside the nodes' metadata services): a plan from someone else names only storbench's own fio image, or one the
+    operator allows. Claims are made by the Kubernetes executor."""
+    spec = _as(spec, PvcTarget)
+    if spec.container_image != DEFAULT_FIO_IMAGE and spec.container_image not in context.images:
+        raise UserError(f"target '{spec.name}': image {spec.container_image} is not one the operator allows to "
+                        "run in the cluster (an image runs any program, not only fio)", where=where,
+                        hint=f"if you trust it, run with --image {spec.container_image} (or set STORBENCH_IMAGES)")
 
 
 def _pvc_prepare(spec: TargetSpec, cases: Sequence[Case], env: LabEnvironment) -> PreparedTarget:
@@ -212,15 +221,16 @@ def by_target(cases: Sequence[Case]) -> dict[str, list[Case]]:
 
 def check_targets(cases: Sequence[Case], *, create: bool, remote: bool = False,
                   where: Callable[[str], str] = lambda name: "", dry_run: bool = False,
-                  s3: S3Access = NO_S3_ACCESS) -> dict[str, PreparedTarget]:
+                  s3: S3Access = NO_S3_ACCESS, images: frozenset[str] = frozenset()) -> dict[str, PreparedTarget]:
     """Check every target of a plan before any I/O; ``create`` makes missing directories; ``dry_run`` reads no
-    credential and sends nothing; ``s3`` is what the operator lets S3 targets use.
+    credential and sends nothing; ``s3`` is what the operator lets S3 targets use, ``images`` the container images
+    it lets pvc targets run.
     ``where`` turns a target name into its place in the plan file, for messages. Targets that need a lab
     (rbd, nfs, the lab's CephFS) or a cluster (pvc) are only checked here and prepared by the run once it is up.
     ``remote``: the I/O runs on other machines (the plan's fio servers), so their directories and devices are not
     looked at here."""
     prepared: dict[str, PreparedTarget] = {}
-    context = CheckContext(create=create, dry_run=dry_run, s3=s3)
+    context = CheckContext(create=create, dry_run=dry_run, s3=s3, images=images)
     for name, target_cases in by_target(cases).items():
         spec = target_cases[0].target
         kind = _kind(spec)
