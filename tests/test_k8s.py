@@ -998,3 +998,20 @@ def test_a_plan_runs_only_the_container_images_the_operator_allows(
     code, _, err = run_cli(capsys, "plan", str(own), "--image", "x; rm -rf /")
     assert code == 2 and "--image: 'x; rm -rf /' is not an image reference" in err, err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_volume_operation_is_one_case_whatever_the_io_axes_sweep() -> None:
+    """A Kubernetes volume operation is timed whole (attach's first I/O is a fixed 4 KiB write): a plan that sweeps
+    bs, iodepth, numjobs, ramp, direct or the engine beside `provision` runs the operation once, not once per value,
+    and its case id is the one a plan that sets none of them gives (stored runs keep their ids)."""
+    from storbench.config import load_plan_text
+    from storbench.plan import expand
+
+    body = ("name: vo\ntargets:\n  csi: {kind: pvc, size: 64MiB}\nworkload:\n  rw: [provision, randwrite]\n"
+            "  runtime: 10s\n")
+    swept = expand(load_plan_text(body + "  bs: [4k, 64k]\n  iodepth: [1, 8]\n  numjobs: [1, 2]\n  ramp: [0s, 1s]\n"
+                                  "  direct: [true, false]\n  ioengine: [libaio, psync]\n", "swept.yaml"))
+    plain = expand(load_plan_text(body, "plain.yaml"))
+    provision = [case for case in swept if case.workload.rw == "provision"]
+    assert len(provision) == 1 and len(swept) == 1 + 64
+    assert provision[0].case_id == plain[0].case_id and plain[0].workload.rw == "provision"

@@ -31,6 +31,7 @@ from storbench.model import (
     WorkloadPoint,
     is_metadata,
     is_object,
+    is_volume_operation,
 )
 from storbench.model.ceph_options import option_value
 from storbench.stats.search import search_grid
@@ -314,6 +315,15 @@ def _case(config: PlanConfig, point: SweepPoint) -> Case:
             rw=rw, rwmixread=rwmixread, bs_bytes=point.whole("bs"), iodepth=1, numjobs=point.whole("numjobs"),
             runtime_s=point.number("runtime"), ramp_s=0.0 if rw == "delete_object" else point.number("ramp"),
             direct=False, ioengine="http", fio_options=fio_options, files=point.whole("objects"))
+    elif is_volume_operation(rw):
+        # a Kubernetes operation is timed whole (attach's first I/O is a fixed 4 KiB write): bs, iodepth, numjobs,
+        # ramp, direct and the engine do not apply, so points that differ only there collapse into one case, at the
+        # plan's defaults (a plan that sets none of them keeps its case ids)
+        workload = WorkloadPoint(
+            rw=rw, bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=point.number("runtime"), ramp_s=0.0, direct=True,
+            ioengine="libaio",
+            size_bytes=config.workload.size if config.workload.size is not None else target.size_bytes,
+            fio_options=fio_options)
     else:
         # fio's rbd and nfs engines are the only ways to those targets
         ioengine = {"rbd": "rbd", "nfs": "nfs"}.get(target.kind, point.text("ioengine"))

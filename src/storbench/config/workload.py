@@ -29,7 +29,8 @@ class WorkloadConfig(StrictModel):
                                  "s3 target: put, get, delete_object, getput (GETs and PUTs mixed, rwmixread of "
                                  "them GETs); or Kubernetes volume operations on a pvc target: provision, attach, "
                                  "snapshot, restore, clone, expand (one per client, each timed from its request "
-                                 "to what a user waits for; runtime is the longest one may take).")
+                                 "to what a user waits for; runtime is the longest one may take; bs, iodepth, "
+                                 "numjobs, ramp, direct and ioengine do not apply to them).")
     rwmixread: Sweep[Annotated[int, Field(ge=0, le=100)]] = Field(
         [50], description="Percent reads for mixed patterns (rw, randrw); ignored for the others."
     )
