@@ -389,3 +389,33 @@ class _Quiet:
     def repetition_started(self, *args: object) -> None: ...
     def repetition_finished(self, *args: object) -> None: ...
     def event(self, *args: object) -> None: ...
+
+
+def test_the_longest_io_shown_is_the_longest_of_all_repetitions_not_a_mean_of_each_ones_longest(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """"longest I/O" reads as the worst I/O seen: over repetitions whose longest I/Os were 1 s, 2 s and 6 s it is
+    6 s, with the mean of each repetition's longest (3 s) said as that; one repetition gives its own."""
+    from types import SimpleNamespace
+
+    from storbench.model import Status
+    from storbench.report.failover import failover_line, scorecard_rows
+    from storbench.stats import failover_points
+    from storbench.stats.timeline import Failover, Recovery
+
+    def figures(longest_s: float) -> Failover:
+        return Failover(pre_fault_iops=1000.0, blackout_s=1.0, client_blackouts_s=(), first_completion_s=1.0,
+                        dip_pct=0.0, degraded_pct=90.0, recovery=Recovery.RECOVERED, recovery_s=2.0,
+                        longest_io_ns=int(longest_s * 1e9))
+
+    longest = iter([1.0, 2.0, 6.0])
+    monkeypatch.setattr(failover_points, "repetition_failover", lambda r: failover_points.RepetitionFailover(
+        r.rep_index, r.rep_index, None, None, figures(next(longest))))
+    reps = [SimpleNamespace(faults=("x",), status=Status.OK, run_id=1, rep_index=i,
+                            case=SimpleNamespace(case_id="c")) for i in range(3)]
+    (point,) = failover_points.point_failovers(reps)  # type: ignore[arg-type]
+    assert failover_line(point, "x").endswith("; longest I/O 6s (each repetition's: mean 3s)")
+    (row,) = scorecard_rows([point], {})
+    assert "6s (each repetition's: mean 3s)" in row
+    longest = iter([1.5])
+    (alone,) = failover_points.point_failovers(reps[:1])  # type: ignore[arg-type]
+    assert failover_line(alone, "x").endswith("; longest I/O 1.5s")

@@ -32,6 +32,18 @@ def _figure(value: Estimate | None, unit: str, digits: int = 2) -> str:
     return shown
 
 
+def longest_io_text(point: PointFailover) -> str:
+    """The longest I/O of all the repetitions and, over several, the mean of each one's longest (a typical
+    repetition's worst I/O, not the worst seen)."""
+    longest = point.longest_io_ns
+    if longest is None or point.longest_io_max_ns is None:
+        return "-"
+    shown = format_latency_ns(point.longest_io_max_ns)
+    if longest.n > 1:
+        shown += f" (each repetition's: mean {format_latency_ns(longest.mean)})"
+    return shown
+
+
 def failover_line(point: PointFailover, label: str) -> str:
     """One point's failover figures over its repetitions, each a fault: blackout, first I/O after the fault, dip,
     degraded level, recovery, the longest I/O; intervals are 95 % t intervals over the repetitions."""
@@ -57,7 +69,7 @@ def failover_line(point: PointFailover, label: str) -> str:
         recovery += f", undecided or too short to tell {point.undecided}"
     parts.append(recovery)
     if longest is not None:
-        parts.append(f"longest I/O {format_latency_ns(longest.mean)}")
+        parts.append(f"longest I/O {longest_io_text(point)}")
     if point.client_blackouts_s:
         shown = point.client_blackouts_s[:CLIENTS_SHOWN]
         parts.append("each client's blackout: " + ", ".join(f"{client} {_figure(seconds, ' s')}"
@@ -236,7 +248,7 @@ def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[str, str],
         rows.append((labels.get(p.case_id, p.case_id), f"{p.action} {p.target}", str(n),
                      _figure(p.blackout_s, ""), _figure(p.first_completion_s, ""), _figure(p.restore_blackout_s, ""),
                      _figure(p.dip_pct, "", 0), _figure(p.degraded_pct, "", 0), recovered if n else "-",
-                     format_latency_ns(p.longest_io_ns.mean) if p.longest_io_ns else "-", cluster_cell(p),
+                     longest_io_text(p) if p.longest_io_ns else "-", cluster_cell(p),
                      write_check_text(checked.get((p.run_id, p.case_id)))))
     return rows
 

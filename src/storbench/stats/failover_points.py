@@ -139,7 +139,7 @@ class PointFailover:
     dip_pct: Estimate | None
     degraded_pct: Estimate | None
     recovery_s: Estimate | None  # over the repetitions that recovered
-    longest_io_ns: Estimate | None
+    longest_io_ns: Estimate | None  # each repetition's longest I/O, over the repetitions
     recovered: int
     not_recovered: int
     undecided: int  # undecided or too short to tell
@@ -151,6 +151,7 @@ class PointFailover:
     cluster_disturbed: int = 0
     cluster_never_clean: int = 0
     degraded_objects_max: int | None = None
+    longest_io_max_ns: int | None = None  # the longest I/O of all the repetitions
 
     @property
     def measured(self) -> int:
@@ -202,5 +203,6 @@ def point_failovers(repetitions: Sequence[StoredRepetition]) -> list[PointFailov
             cluster_clean_s=_estimate([c.clean_after_s for c in clusters]),
             cluster_disturbed=sum(1 for c in clusters if c.disturbed),
             cluster_never_clean=sum(1 for c in clusters if c.disturbed and c.clean_after_s is None),
-            degraded_objects_max=max((c.degraded_objects_max for c in clusters), default=None)))
+            degraded_objects_max=max((c.degraded_objects_max for c in clusters), default=None),
+            longest_io_max_ns=max((f.longest_io_ns for f in figures if f.longest_io_ns is not None), default=None)))
     return out
