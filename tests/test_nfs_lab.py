@@ -435,3 +435,27 @@ def test_one_clients_link_cut_for_two_seconds_stalls_that_client_only(
     finally:
         NfsLab(lab_dir / "nfs").down()
         HostsLab(lab_dir / "hosts").down()
+
+
+def test_settling_after_faults_brings_back_a_server_a_failed_restore_left_down(lab_dir: Path) -> None:
+    """Between repetitions with faults the NFS lab is made whole, as the Ceph lab is: a server whose restore
+    failed (killed, or its links left down) listens again before the next repetition meets it; a whole lab is left
+    alone (nothing said)."""
+    from storbench.config import load_plan_text
+    from storbench.events import LabHealed
+    from storbench.lab.nfs import KIND
+    from storbench.plan import expand
+
+    (case,) = expand(load_plan_text("name: s\ntargets:\n  export: {kind: nfs, size: 8MiB}\nworkload: {rw: read}\n"
+                                    "lab:\n  nfs: {}\n", "s.yaml"))
+    lab = NfsLab()
+    lab.up()
+    assert KIND.settle(case, {}) is None
+    lab.crash_server()
+    assert not lab.running()
+    healed = KIND.settle(case, {})
+    assert isinstance(healed, LabHealed) and healed.lab == "nfs" and lab.running()
+    lab.set_links(up=False)
+    assert lab.links_down()
+    assert isinstance(KIND.settle(case, {}), LabHealed) and lab.running() and not lab.links_down()
+    assert KIND.settle(case, {}) is None

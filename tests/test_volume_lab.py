@@ -552,3 +552,29 @@ def test_a_volume_throttled_mid_run_dips_to_its_new_cap_and_comes_back(
     assert point.dip_pct is not None and 10 <= point.dip_pct.mean <= 40, out  # 500 of 2,000 IOPS, window by window
     assert point.not_recovered == 0, out
     assert not (lab_dir / "volume").exists()
+
+
+@needs_root
+def test_settling_after_faults_thaws_the_volume_and_gives_back_its_own_caps(lab_dir: Path) -> None:
+    """Between repetitions with faults the volume lab is made whole: a volume a failed restore left frozen (the
+    next repetition would hang) or at the fault's cap (it would run slower) is thawed and at its plan's caps again;
+    a whole lab is left alone."""
+    from storbench.config import load_plan_text
+    from storbench.events import LabHealed
+    from storbench.lab.volume import KIND, VolumeLab
+    from storbench.plan import expand
+
+    (case,) = expand(load_plan_text("name: s\ntargets:\n  v: {kind: block}\nworkload: {rw: randread}\n"
+                                    "lab:\n  volume: {size: 16MiB, iops: 500}\n", "s.yaml"))
+    assert case.lab.volume is not None and case.lab.volume.iops == 500
+    lab = VolumeLab()
+    lab.up(VolumeSpec(case.lab.volume.size_bytes, 500, None))
+    assert KIND.settle(case, {}) is None
+    lab.freeze(True)
+    lab.set_caps(100, None)
+    healed = KIND.settle(case, {})
+    assert isinstance(healed, LabHealed) and healed.lab == "volume"
+    assert not json.loads(lab.rates.read_text())["frozen"] and read_rates(lab.rates.read_text()) == (500, None)
+    info = lab.info()
+    assert info is not None and info.spec.iops == 500
+    assert KIND.settle(case, {}) is None

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from storbench.errors import UserError
-from storbench.events import LabUp
+from storbench.events import LabHealed, LabUp, RunEvent
 from storbench.faults import FaultOffer, FaultStep, find_offer
 from storbench.lab.base import LabCommand, LabGroup, LabKindBase, Say, SessionLabs, SoftwareProbe, status_line
 from storbench.lab.hosts_conf import BRIDGE
@@ -192,6 +192,15 @@ class NfsLab(LabRoot):
             if f" {link}@" in present or f" {link}:" in present:
                 run(["ip", "link", "set", link, "up" if up else "down"])
 
+    def links_down(self) -> list[str]:
+        """The host ends of the server's links that are set down (a `cut` not undone)."""
+        down = []
+        for link in (HOST_VETH, BRIDGE_HOST_VETH):
+            with contextlib.suppress(OSError, ValueError):  # absent: no such link
+                if not int((Path("/sys/class/net") / link / "flags").read_text(), 16) & 0x1:  # IFF_UP
+                    down.append(link)
+        return down
+
     def _network(self, bridge: str | None) -> None:
         """The veth pair to this host; with ``bridge``, a second one whose host end joins that bridge (the hosts
         lab's), so its namespaces reach the server without routing."""
@@ -288,6 +297,18 @@ class NfsKind(LabKindBase):
             return f"nfs lab: server stopped (ganesha exited after {lab.stop_server():.1f}s)"
         lab.set_links(up=restore)
         return "nfs lab: server links up again" if restore else "nfs lab: server links down"
+
+    def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
+        """After a repetition with faults: the server's links up and nfs-ganesha listening again, should a restore
+        have failed (the next repetition would meet a dead server); None when it already was."""
+        lab = NfsLab()
+        if not case.lab.nfs or lab.info() is None or (not lab.links_down() and lab.running()):
+            return None
+        started = time.time()
+        lab.set_links(up=True)
+        if not lab.running():
+            lab.restart_server()
+        return LabHealed("nfs", time.time() - started)
 
     def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:
 

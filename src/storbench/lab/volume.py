@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
-from storbench.events import LabLeftAlone, LabUp
+from storbench.events import LabHealed, LabLeftAlone, LabUp, RunEvent
 from storbench.faults import FaultOffer, FaultStep, find_offer, level_of
 from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
 from storbench.lab.labdir import (
@@ -382,6 +382,20 @@ class VolumeKind(LabKindBase):
             lab.set_caps(level, own.bw_bytes_per_s)
             return f"volume lab: capped at {caps_words(level, own.bw_bytes_per_s)}"
         return super().fault(step, case, running, restore=restore)
+
+    def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
+        """After a repetition with faults: the volume thawed and at its own caps again, should a restore have
+        failed (the next repetition would hang, or run at the fault's cap); None when it already was."""
+        lab, own = VolumeLab(), case.lab.volume
+        if own is None or (info := lab.info()) is None:
+            return None
+        control = json.loads(lab.rates.read_text())
+        if not control.get("frozen") and (info.spec.iops, info.spec.bw_bytes_per_s) == (own.iops, own.bw_bytes_per_s):
+            return None
+        started = time.time()
+        lab.freeze(False)
+        lab.set_caps(own.iops, own.bw_bytes_per_s)
+        return LabHealed("volume", time.time() - started)
 
     def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:
         point, observer = group.lab.volume, group.observer
