@@ -1015,3 +1015,20 @@ def test_a_volume_operation_is_one_case_whatever_the_io_axes_sweep() -> None:
     provision = [case for case in swept if case.workload.rw == "provision"]
     assert len(provision) == 1 and len(swept) == 1 + 64
     assert provision[0].case_id == plain[0].case_id and plain[0].workload.rw == "provision"
+
+
+def test_the_lab_removes_only_its_own_pods_network_namespaces() -> None:
+    """Tearing down (and coming up) the k8s lab removes the CNI network namespaces of its own pods: one holding an
+    address of the lab's pod range, or one left empty that was not there at `up`. Another runtime's pods on this
+    machine (other addresses, or empty before the lab came up) are left alone; before, every cni-* went."""
+    import ipaddress
+
+    from storbench.lab.k8s_conf import POD_RANGE, lab_nodes, lab_pod_namespaces
+
+    found = {"cni-ours-1": ["10.216.1.7"], "cni-ours-2": ["10.216.2.9"], "cni-theirs": ["10.244.0.12"],
+             "cni-empty-new": [], "cni-empty-old": [], "cni-theirs-too": ["192.168.5.3", "10.217.0.3"]}
+    assert lab_pod_namespaces(found, {"cni-empty-old", "cni-theirs"}) == ["cni-empty-new", "cni-ours-1",
+                                                                          "cni-ours-2"]
+    assert lab_pod_namespaces(found, set(found)) == ["cni-ours-1", "cni-ours-2"]  # at up: only addresses say
+    for node in lab_nodes(8):  # every node's pods are in the range the check reads
+        assert ipaddress.ip_network(node.pod_subnet).subnet_of(ipaddress.ip_network(POD_RANGE))  # type: ignore[arg-type]

@@ -262,7 +262,7 @@ class K8sLab(LabRoot):
                 str(self.pki / f"kubelet-{node.index}.key")))
 
     def _network(self, nodes: tuple[LabNode, ...]) -> None:
-        delete_network()
+        delete_network(self.root)
         run(["ip", "-batch", "-"], input_text=network_batch(nodes), timeout_s=30)
         for node in nodes:
             run(["ip", "-n", node.namespace, "-batch", "-"], input_text=inner_batch(node), timeout_s=30)
@@ -357,7 +357,7 @@ class K8sLab(LabRoot):
             kill_all(shims(str(address)))
         unmount_all(self.root)
         detach_loop_devices(self.root)
-        delete_network()
+        delete_network(self.root)
         restore_host_state(self.root)
         self.dir.remove()
 

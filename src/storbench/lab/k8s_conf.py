@@ -11,8 +11,10 @@ hosts.toml, its credentials in the kubelet's config.json).
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
 import json
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 BRIDGE = "sbk8s0"
@@ -21,6 +23,7 @@ NODE_PREFIX = 24
 POD_BRIDGE = "sbk8spods0"  # inside each node's namespace
 MAX_NODES = 8
 SERVICE_RANGE = "10.217.0.0/24"
+POD_RANGE = "10.216.0.0/16"  # every node's pod subnet
 SERVICE_ADDRESS = "10.217.0.1"
 ETCD_CLIENT_PORT = 12379
 ETCD_PEER_PORT = 12380
@@ -37,6 +40,19 @@ CSI_STORAGE_CLASS = "storbench-csi"
 CSI_SNAPSHOT_CLASS = "storbench-csi-snapshots"
 CSI_SIDECARS = ("csi-provisioner", "csi-attacher", "csi-snapshotter", "csi-resizer", "snapshot-controller")
 CSI_BINARIES = ("storbench-csi", *CSI_SIDECARS)
+
+
+def lab_pod_namespaces(found: Mapping[str, Sequence[str]], before_up: Collection[str]) -> list[str]:
+    """Which of the CNI network namespaces ``found`` on this machine (name -> its IPv4 addresses, loopback left
+    out) are the lab's pods': one holding an address of the lab's pod range, or one left empty (its pod's link
+    went with its node) that was not there when the lab came up. Another runtime's pods are left alone. Pure."""
+    pods = ipaddress.ip_network(POD_RANGE)
+    ours = []
+    for name, addresses in sorted(found.items()):
+        inside = any(ipaddress.ip_address(address) in pods for address in addresses)
+        if inside or (not addresses and name not in before_up):
+            ours.append(name)
+    return ours
 
 
 @dataclass(frozen=True)
@@ -64,7 +80,7 @@ class LabNode:
 
     @property
     def pod_subnet(self) -> str:
-        return f"10.216.{self.index}.0/24"
+        return f"10.216.{self.index}.0/24"  # inside POD_RANGE
 
     def dir(self, root: str) -> str:
         """The node's own directory under the lab's."""

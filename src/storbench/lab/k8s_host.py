@@ -17,7 +17,7 @@ from pathlib import Path
 
 from storbench.errors import UserError
 from storbench.execute.supervisor import process_dirs
-from storbench.lab.k8s_conf import BRIDGE, POD_BRIDGE, shim_of
+from storbench.lab.k8s_conf import BRIDGE, POD_BRIDGE, lab_pod_namespaces, shim_of
 from storbench.lab.process import alive
 from storbench.shell import run
 
@@ -64,7 +64,8 @@ def save_host_state(root: Path) -> None:
     if shutil.which("iptables-save"):
         with contextlib.suppress(UserError):
             chains = [line for line in run(["iptables-save"], timeout_s=30).splitlines() if line.startswith(":")]
-    (root / "host-state.json").write_text(json.dumps({"sysctls": saved, "chains": chains}))
+    (root / "host-state.json").write_text(json.dumps({"sysctls": saved, "chains": chains,
+                                                      "netns": sorted(cni_namespaces())}))
 
 
 def restore_host_state(root: Path) -> None:
@@ -130,9 +131,28 @@ def unmount_all(root: Path) -> None:
             subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
 
 
-def delete_network() -> None:
-    for path in Path("/var/run/netns").glob("cni-*") if Path("/var/run/netns").exists() else []:
-        subprocess.run(["ip", "netns", "delete", path.name], capture_output=True, check=False)
+def cni_namespaces() -> dict[str, list[str]]:
+    """The CNI network namespaces on this machine (containerd names them cni-...) and each one's IPv4 addresses,
+    loopback left out."""
+    netns = Path("/var/run/netns")
+    found: dict[str, list[str]] = {}
+    for path in sorted(netns.glob("cni-*")) if netns.exists() and shutil.which("ip") else []:
+        listed = subprocess.run(["ip", "-n", path.name, "-o", "-4", "addr", "show"], capture_output=True, text=True,
+                                check=False, timeout=30).stdout
+        found[path.name] = [address for address in re.findall(r" inet ([0-9.]+)/", listed)
+                            if not address.startswith("127.")]
+    return found
+
+
+def delete_network(root: Path) -> None:
+    """The lab's node namespaces, links and bridges, and its pods' network namespaces (`lab_pod_namespaces`:
+    another runtime's pods on this machine are left alone)."""
+    try:
+        before_up = json.loads((root / "host-state.json").read_text()).get("netns", [])
+    except (OSError, ValueError, AttributeError):
+        before_up = []
+    for name in lab_pod_namespaces(cni_namespaces(), frozenset(before_up)):
+        subprocess.run(["ip", "netns", "delete", name], capture_output=True, check=False)
     for path in Path("/var/run/netns").glob("sbk8s-node-*") if Path("/var/run/netns").exists() else []:
         subprocess.run(["ip", "netns", "delete", path.name], capture_output=True, check=False)
     links = run(["ip", "-o", "link", "show"], timeout_s=30) if shutil.which("ip") else ""
