@@ -8,7 +8,8 @@
 #     plan run with exactly the identity `storbench k8s rbac` prints, called as kubectl calls its plugin;
 #   - the examples k8s-volume-ops and k8s-node-failure (the default path of a node failure lasts
 #     to the end of a repetition: about 40 minutes in all) into out/, unless --tests-only;
-#   - and checks that no lab namespace, bridge, loop device, mount or daemon is left.
+#   - and checks that no lab namespace (a node's, or a pod's made since), bridge, loop device, mount or daemon is
+#     left.
 # About 30 min the first time without the examples (the builds), about 10 min afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,7 @@ if [ "${1:-}" = "--tests-only" ]; then
   shift
 fi
 ./scripts/setup.sh --dev --k8s --labs
+cni_before=$(ls /run/netns 2>/dev/null | grep '^cni-' | sort || true)  # another runtime's pods: not the lab's
 echo "k8s-e2e: Kubernetes binaries in $(./scripts/build-kubernetes.sh)"
 echo "k8s-e2e: CSI driver and sidecars in $(./scripts/build-csi.sh)"
 STORBENCH_K8S=1 .venv/bin/pytest -q -m k8s tests/test_k8s.py "$@"
@@ -32,7 +34,8 @@ fi
 left=$( { ls /run/netns 2>/dev/null | grep '^sbk8s' || true; ip -o link show | grep -o 'sbk8s[^:@ ]*' || true;
           losetup --list --noheadings 2>/dev/null | grep /lab/k8s || true;
           grep ' /var/lib/storbench/lab/k8s' /proc/self/mounts || true;
-          pgrep -af 'storbench/lab/k8s|kubernetes-v|storbench/csi' || true; } )
+          pgrep -af 'storbench/lab/k8s|kubernetes-v|storbench/csi' || true;
+          comm -13 <(echo "$cni_before") <(ls /run/netns 2>/dev/null | grep '^cni-' | sort || true); } )
 if [ -n "$left" ]; then
   echo "k8s-e2e: left behind:" >&2
   echo "$left" >&2
