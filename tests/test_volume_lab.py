@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -578,3 +579,24 @@ def test_settling_after_faults_thaws_the_volume_and_gives_back_its_own_caps(lab_
     info = lab.info()
     assert info is not None and info.spec.iops == 500
     assert KIND.settle(case, {}) is None
+
+
+@needs_root
+def test_the_pacer_survives_changes_sent_one_after_another_from_the_moment_the_lab_is_up(lab_dir: Path) -> None:
+    """Changes sent back to back (a fault and its restore, then a settle) right after `up`: the control file was
+    rewritten in place, so the pacer, woken by the first SIGHUP, could read it half written and die (and a SIGHUP
+    before it listened would end it too). Now the file is renamed over whole and the pacer ignores SIGHUP until it
+    listens: every bring-up stays up, with the last change."""
+    from storbench.lab.volume import VolumeLab
+
+    lab = VolumeLab()
+    for attempt in range(10):
+        lab.up(VolumeSpec(16 << 20, 500 + attempt, None))
+        lab.freeze(True)
+        lab.set_caps(100, None)
+        lab.freeze(False)
+        lab.set_caps(900, None)
+        time.sleep(0.2)
+        assert lab.status().startswith("volume lab: up"), (attempt, lab.status(), lab.log.read_text()[-500:])
+        assert read_rates(lab.rates.read_text()) == (900, None)
+        lab.down()

@@ -230,7 +230,9 @@ class VolumeLab(LabRoot):
         if self.info() is None or not daemons:
             raise UserError("volume lab: not up", hint="storbench lab volume up")
         control = json.loads(self.rates.read_text())
-        self.rates.write_text(json.dumps({**control, **changes}))
+        written = self.rates.with_suffix(".new")  # renamed over it whole: the pacer never reads half a file
+        written.write_text(json.dumps({**control, **changes}))
+        os.replace(written, self.rates)
         for daemon in daemons:
             os.kill(daemon.pid, signal.SIGHUP)
 
