@@ -40,6 +40,7 @@ from storbench.run_search import in_order
 from storbench.run_state import Executors, RunObserver, RunState, answered, run_label
 from storbench.schedule import (
     FILL_RUNTIME_CAP_S,
+    fio_seconds,
     precondition_case,
     precondition_jobs,
     preconditions,
@@ -74,7 +75,7 @@ class RunResult:
 
 
 def watchdog_seconds(case: Case, grace_s: float) -> float:
-    return repetition_seconds(case) + working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + grace_s
+    return fio_seconds(case) + working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + grace_s
 
 
 def measure_client_ceiling(local: Executor, case: Case, caps: FioCapabilities) -> float | None:

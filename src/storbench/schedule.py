@@ -202,11 +202,13 @@ ESTIMATE_VOLUME_OPERATION_S = 10.0  # a Kubernetes volume operation with what it
 def repetition_seconds(case: Case) -> float:
     """A repetition's time for the ETA: its fio's, and a pod's start budget (a pvc target's pods start first)."""
     if is_volume_operation(case.workload.rw):  # no fio pods to start: the operation's own time
-        return _fio_seconds(case)
-    return _fio_seconds(case) + float(getattr(case.target, "start_budget_s", 0.0))
+        return fio_seconds(case)
+    return fio_seconds(case) + float(getattr(case.target, "start_budget_s", 0.0))
 
 
-def _fio_seconds(case: Case) -> float:
+def fio_seconds(case: Case) -> float:
+    """A repetition's own time, without its pods' start budget (the Kubernetes executor adds that to its
+    timeout itself)."""
     w = case.workload
     if is_volume_operation(w.rw):  # runtime is only the time an operation may take
         return min(w.runtime_s, ESTIMATE_VOLUME_OPERATION_S)
