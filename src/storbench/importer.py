@@ -80,13 +80,11 @@ def _block_size(text: str | None, rw: str) -> tuple[int, str | None]:
     sizes: list[int] = []
     for index in range(3):
         if index < len(fields):
-            sizes.append(_size(fields[index], 4096) if fields[index] else 4096)
+            sizes.append(_size(fields[index], 4096))
         else:
             sizes.append(sizes[-1])
     by_direction = dict(zip((Direction.READ, Direction.WRITE, Direction.TRIM), sizes, strict=True))
-    used = [by_direction[d] for d in RW_DIRECTIONS[rw] if d in by_direction]
-    differ = len(set(sizes)) > 1
-    return (used[0] if used else sizes[0]), (text if differ else None)
+    return by_direction[RW_DIRECTIONS[rw][0]], (text if len(set(sizes)) > 1 else None)
 
 
 def _case(options: Mapping[str, str], target_name: str) -> Case:

@@ -141,8 +141,9 @@ def run_plan(
         # `repeat: {until: ...}`: a failed repetition of a round already looked at stays failed (a round that
         # failed on one side still was a look); run again now, it would not have run next to its pair, and the
         # rule would look again at a look it has made
-        done = store.completed(run_id, failed_too=isinstance(config.repeat, RepeatConfig))
-        looked_at = max((index for _, index in store.completed(run_id, failed_too=True)), default=-1)
+        attempted = store.completed(run_id, failed_too=True)
+        done = attempted if isinstance(config.repeat, RepeatConfig) else store.completed(run_id)
+        looked_at = max((index for _, index in attempted), default=-1)
     else:
         run_id = store.create_run(
             plan_name=config.name, plan_text=loaded.source.text, plan_sha256=plan_sha256(loaded.source.text),

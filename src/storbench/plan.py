@@ -16,6 +16,7 @@ from storbench.config import (
     fio_value_text,
 )
 from storbench.config.faults import FAULT_TIMELINE_WINDOW_MS
+from storbench.config.workload import WorkloadConfig
 from storbench.errors import UserError, did_you_mean
 from storbench.model import (
     CEPH_SETTINGS,
@@ -297,6 +298,7 @@ def _case(config: PlanConfig, point: SweepPoint) -> Case:
     fio_options = tuple(sorted((k, point.text(k)) for k in config.workload.fio))
     lab = _lab_point(config, point)
     rwmixread = point.whole("rwmixread") if rw in MIXED_RW else None
+    size_bytes = config.workload.size if config.workload.size is not None else target.size_bytes
     if is_metadata(rw):
         # one operation per file: bs, iodepth, direct, ramp and the engine follow from the operation, so points
         # that differ only there collapse into one case (as rwmixread does for unmixed patterns)
@@ -319,11 +321,12 @@ def _case(config: PlanConfig, point: SweepPoint) -> Case:
         # a Kubernetes operation is timed whole (attach's first I/O is a fixed 4 KiB write): bs, iodepth, numjobs,
         # ramp, direct and the engine do not apply, so points that differ only there collapse into one case, at the
         # plan's defaults (a plan that sets none of them keeps its case ids)
+        (bs,), (iodepth,), (numjobs,), (ramp,), (direct,), (ioengine,) = (
+            WorkloadConfig.model_fields[name].default for name in ("bs", "iodepth", "numjobs", "ramp", "direct",
+                                                                    "ioengine"))
         workload = WorkloadPoint(
-            rw=rw, bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=point.number("runtime"), ramp_s=0.0, direct=True,
-            ioengine="libaio",
-            size_bytes=config.workload.size if config.workload.size is not None else target.size_bytes,
-            fio_options=fio_options)
+            rw=rw, bs_bytes=bs, iodepth=iodepth, numjobs=numjobs, runtime_s=point.number("runtime"), ramp_s=ramp,
+            direct=direct, ioengine=ioengine, size_bytes=size_bytes, fio_options=fio_options)
     else:
         # fio's rbd and nfs engines are the only ways to those targets
         ioengine = {"rbd": "rbd", "nfs": "nfs"}.get(target.kind, point.text("ioengine"))
@@ -337,7 +340,7 @@ def _case(config: PlanConfig, point: SweepPoint) -> Case:
             ramp_s=point.number("ramp"),
             direct=point.flag("direct"),
             ioengine=ioengine,
-            size_bytes=config.workload.size if config.workload.size is not None else target.size_bytes,
+            size_bytes=size_bytes,
             fio_options=fio_options,
             # a plan with faults: fio logs the I/O window by window, read for the blackout, dip and recovery
             timeline_window_ms=FAULT_TIMELINE_WINDOW_MS if config.faults else None,

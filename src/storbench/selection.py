@@ -9,7 +9,7 @@ Mistakes are `UserError`s naming the flag that fixes them; nothing here prints.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -59,6 +59,11 @@ def incomplete_line(run: RunInfo, done: int, planned: int | None, db: str) -> st
     return None
 
 
+def repetition_keys(found: Iterable[Observation]) -> set[tuple[int, str, int]]:
+    """(run, case, repetition index) of each observation: which stored repetitions they come from."""
+    return {(o.run_id, o.case.case_id, o.rep_index) for o in found}
+
+
 @dataclass(frozen=True)
 class Selection:
     """What one read of the results database gave: the observations matching ``--where`` of the chosen runs,
@@ -81,10 +86,6 @@ class Selection:
         """(run, case) -> the rounds it was run in, ok or failed, whatever --where kept: what a run's stopping rule
         counts its looks by."""
         return attempts_of(self.repetitions)
-
-    @property
-    def case_ids(self) -> set[str]:
-        return {o.case.case_id for o in self.observations}
 
     @property
     def tags(self) -> dict[int, tuple[str, ...]]:

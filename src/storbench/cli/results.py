@@ -301,7 +301,7 @@ def cmd_saturation(args: argparse.Namespace) -> int:
 
 def check_sides(selection: Selection, baseline: Selector, candidate: Selector, db: str) -> None:
     """`--baseline` and `--candidate` (compare, report): known keys, each side some results, not the same ones."""
-    from storbench.selection import check_selector_keys
+    from storbench.selection import check_selector_keys, repetition_keys
     from storbench.stats.selectors import select as select_side
 
     check_selector_keys(selection, baseline, candidate)
@@ -311,7 +311,7 @@ def check_sides(selection: Selection, baseline: Selector, candidate: Selector, d
         if not chosen:
             raise UserError(f"--{side} {selector.text!r} matches no results in {db}",
                             hint="see `storbench show --run all` for what is stored")
-        sides.append({(o.run_id, o.case.case_id, o.rep_index) for o in chosen})
+        sides.append(repetition_keys(chosen))
     if sides[0] == sides[1]:
         raise UserError(f"--baseline {baseline.text!r} and --candidate {candidate.text!r} select the same results",
                         hint="a comparison of results with themselves says nothing; select two different sides")
@@ -337,6 +337,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         design_changed_line,
         parse_objective,
         parse_selector_flag,
+        repetition_keys,
         select,
         where_items,
     )
@@ -366,7 +367,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             refuse_no_common_point(selection, baseline, candidate)
     # the store was read once, by select; the figures drawn from repetitions (latency CDFs, timelines, convergence)
     # take those --where kept, as the summary does
-    chosen = {(o.run_id, o.case.case_id, o.rep_index) for o in selection.observations}
+    chosen = repetition_keys(selection.observations)
     repetitions = [r for r in selection.repetitions if (r.run_id, r.case.case_id, r.rep_index) in chosen]
     title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))
     document = build_report(title, selection.runs, repetitions, selection.observations, comparisons=comparisons,
@@ -387,17 +388,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     out.print(f"report: {args.output} ({len(document.figures)} figures, {len(document.points)} points)",
               markup=False)
     if images is not None:
-        directory = images
         try:
             # ids hold target names, which an import or a database may choose
             for figure, stem in zip(document.figures, file_stems([f.figure_id for f in document.figures]),
                                     strict=True):
                 for fmt in ("png", "svg"):
-                    write_private(directory / f"{stem}.{fmt}", render_image(figure, fmt))
+                    write_private(images / f"{stem}.{fmt}", render_image(figure, fmt))
         except OSError as exc:
-            raise UserError(f"cannot write the images in {directory}: {exc.strerror or exc}",
+            raise UserError(f"cannot write the images in {images}: {exc.strerror or exc}",
                             hint="pass --images a directory you can write") from None
-        out.print(f"images: {len(document.figures)} figures as PNG and SVG in {directory}", markup=False)
+        out.print(f"images: {len(document.figures)} figures as PNG and SVG in {images}", markup=False)
     return 0
 
 

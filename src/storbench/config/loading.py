@@ -28,13 +28,10 @@ from storbench.config.checks import (
     _check_writes,
 )
 from storbench.config.fio_checks import check_fio_options
-from storbench.config.lab import CephLabConfig, HostsConfig, HostsLabConfig, K8sLabConfig, LabConfig, NfsLabConfig
 from storbench.config.schema import PlanConfig
 from storbench.config.source import KeyPath, PlanSource, format_key_path
 from storbench.config.targets import DNS_LABEL_RE, TARGET_KINDS, PvcTargetConfig, _target_tag
-from storbench.config.telemetry import PrometheusConfig, TelemetryConfig
 from storbench.config.values import SAFE_NAME_RE
-from storbench.config.workload import WorkloadConfig
 from storbench.errors import UserError, did_you_mean
 from storbench.units import format_bytes, format_duration
 
@@ -68,14 +65,6 @@ def _key_lines(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], source
             _key_lines(item, (*path, index), lines, source)
 
 
-# The schema model of each mapping a plan may hold, by its key path (targets by their kind: _model_at).
-_MODELS_AT: Mapping[KeyPath, type[BaseModel]] = {
-    (): PlanConfig, ("workload",): WorkloadConfig, ("lab",): LabConfig, ("lab", "ceph"): CephLabConfig,
-    ("lab", "nfs"): NfsLabConfig, ("hosts",): HostsConfig, ("lab", "hosts"): HostsLabConfig,
-    ("lab", "k8s"): K8sLabConfig, ("telemetry",): TelemetryConfig, ("telemetry", "prometheus"): PrometheusConfig,
-}
-
-
 def _model_in(annotation: object) -> type[BaseModel] | None:
     """The one schema model an annotation holds (itself, or inside Optional, Annotated, a list or a mapping's
     values); None for none, or several (a union of kinds)."""
@@ -88,8 +77,6 @@ def _model_in(annotation: object) -> type[BaseModel] | None:
 def _model_at(key_path: KeyPath, data: object) -> type[BaseModel] | None:
     """The schema model that owns the mapping at ``key_path`` (for "did you mean"): a target's by its kind, any
     other found from PlanConfig down its fields' types."""
-    if key_path in _MODELS_AT:
-        return _MODELS_AT[key_path]
     if len(key_path) >= 2 and key_path[0] == "targets" and isinstance(data, Mapping):
         targets = data.get("targets")
         if isinstance(targets, Mapping):

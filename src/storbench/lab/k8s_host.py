@@ -65,7 +65,7 @@ def save_host_state(root: Path) -> None:
         with contextlib.suppress(UserError):
             chains = [line for line in run(["iptables-save"], timeout_s=30).splitlines() if line.startswith(":")]
     (root / "host-state.json").write_text(json.dumps({"sysctls": saved, "chains": chains,
-                                                      "netns": sorted(cni_namespaces())}))
+                                                      "netns": _cni_names()}))
 
 
 def restore_host_state(root: Path) -> None:
@@ -131,16 +131,20 @@ def unmount_all(root: Path) -> None:
             subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
 
 
-def cni_namespaces() -> dict[str, list[str]]:
-    """The CNI network namespaces on this machine (containerd names them cni-...) and each one's IPv4 addresses,
-    loopback left out."""
+def _cni_names() -> list[str]:
+    """The CNI network namespaces on this machine (containerd names them cni-...)."""
     netns = Path("/var/run/netns")
+    return sorted(path.name for path in netns.glob("cni-*")) if netns.exists() else []
+
+
+def cni_namespaces() -> dict[str, list[str]]:
+    """The CNI network namespaces on this machine and each one's IPv4 addresses, loopback left out."""
     found: dict[str, list[str]] = {}
-    for path in sorted(netns.glob("cni-*")) if netns.exists() and shutil.which("ip") else []:
-        listed = subprocess.run(["ip", "-n", path.name, "-o", "-4", "addr", "show"], capture_output=True, text=True,
+    for name in _cni_names() if shutil.which("ip") else []:
+        listed = subprocess.run(["ip", "-n", name, "-o", "-4", "addr", "show"], capture_output=True, text=True,
                                 check=False, timeout=30).stdout
-        found[path.name] = [address for address in re.findall(r" inet ([0-9.]+)/", listed)
-                            if not address.startswith("127.")]
+        found[name] = [address for address in re.findall(r" inet ([0-9.]+)/", listed)
+                       if not address.startswith("127.")]
     return found
 
 

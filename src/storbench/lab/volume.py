@@ -37,7 +37,7 @@ from storbench.lab.labdir import (
     LabRoot,
     default_lab_dir,
 )
-from storbench.lab.pacer import FILE_NAME
+from storbench.lab.pacer import FILE_NAME, read_control
 from storbench.lab.process import alive, start_daemon
 from storbench.shell import run
 from storbench.units import format_bytes, parse_size_bytes
@@ -250,26 +250,23 @@ class VolumeLab(LabRoot):
         """Hold every new I/O until thawed (a stalled volume), or thaw it."""
         self._control(frozen=frozen)
 
-    def _served(self) -> Path:
-        """The file the pacer serves now: the volume's own, or the copy a lying volume switched to."""
-        served = json.loads(self.rates.read_text()).get("backing")
-        return Path(served) if isinstance(served, str) and served else self.backing
-
-    def _spare(self) -> Path:
-        """The copy slot not being served."""
-        served = self._served()
-        return next(copy for copy in self.copies if copy != served)
+    def _slots(self) -> tuple[Path, Path]:
+        """The file the pacer serves now (the volume's own, or the copy a lying volume switched to), and the copy
+        slot not being served."""
+        backing = read_control(self.rates.read_text()).backing
+        served = Path(backing) if backing is not None else self.backing
+        return served, next(copy for copy in self.copies if copy != served)
 
     def keep_copy(self) -> None:
         """Copy the volume's data as it is now, from the file served, into the slot not served (the copy a lying
         volume will later serve): the slot's earlier copy removed first and the new one renamed in whole, so a copy
         that fails (no room, too slow) leaves nothing a later `serve_copy` could serve."""
-        spare = self._spare()
+        served, spare = self._slots()
         partial = spare.with_suffix(".partial")
         spare.unlink(missing_ok=True)
         partial.unlink(missing_ok=True)
         try:
-            run(["cp", "--sparse=always", str(self._served()), str(partial)], timeout_s=300)
+            run(["cp", "--sparse=always", str(served), str(partial)], timeout_s=300)
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
@@ -278,7 +275,7 @@ class VolumeLab(LabRoot):
     def serve_copy(self) -> None:
         """Serve the copy kept earlier from now on: every write acknowledged since it was taken is gone, as on a
         volume that lies — the test bed a durability check must catch."""
-        kept = self._spare()
+        _, kept = self._slots()
         if not kept.exists():
             raise UserError("volume lab: no copy kept to serve", hint="keep a copy at the fault first")
         self._control(backing=str(kept))
@@ -389,10 +386,10 @@ class VolumeKind(LabKindBase):
         """After a repetition with faults: the volume thawed and at its own caps again, should a restore have
         failed (the next repetition would hang, or run at the fault's cap); None when it already was."""
         lab, own = VolumeLab(), case.lab.volume
-        if own is None or (info := lab.info()) is None:
+        if own is None or lab.info() is None:
             return None
-        control = json.loads(lab.rates.read_text())
-        if not control.get("frozen") and (info.spec.iops, info.spec.bw_bytes_per_s) == (own.iops, own.bw_bytes_per_s):
+        control = read_control(lab.rates.read_text())  # what the pacer obeys
+        if not control.frozen and (control.iops, control.bw_bytes_per_s) == (own.iops, own.bw_bytes_per_s):
             return None
         started = time.time()
         lab.freeze(False)

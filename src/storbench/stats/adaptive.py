@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from storbench.config import ci_stop_confidence
 from storbench.stats.compare import compare_observations
 from storbench.stats.compare_cells import PointComparison
-from storbench.stats.observations import Attempts, Observation, attempted_rounds, metric_value
+from storbench.stats.observations import Attempts, Observation, looks_made, metric_value
 from storbench.stats.selectors import Selector
-from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, decide, rounds_run
+from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, decide
 from storbench.stats.summary import summarize_points
 
 
@@ -63,15 +63,13 @@ def paired_rounds(observations: Sequence[Observation], baseline: Selector, candi
     found = []
     for comparison in compare_observations(observations, baseline, candidate, {}):
         base, cand = comparison.baseline, comparison.candidate
+        looks = looks_made(observations, base.run_ids[0], base.case_id, cand.case_id, attempts)  # one run's
         for metric in metrics:
             a = _per_rep(observations, base.case_id, base.direction_name, metric)
             b = _per_rep(observations, cand.case_id, cand.direction_name, metric)
             rounds = sorted(set(a) & set(b))
             found.append(PairedRounds(comparison, metric, tuple(rounds), tuple(a[i] for i in rounds),
-                                      tuple(b[i] for i in rounds),
-                                      rounds_run=rounds_run(
-                                          attempted_rounds(observations, base.run_ids[0], base.case_id, attempts),
-                                          attempted_rounds(observations, cand.run_ids[0], cand.case_id, attempts))))
+                                      tuple(b[i] for i in rounds), rounds_run=looks))
     return found
 
 

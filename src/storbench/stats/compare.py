@@ -15,7 +15,7 @@ from storbench.stats.compare_design import design_of
 from storbench.stats.compare_match import compare_points
 from storbench.stats.compare_runs import run_level
 from storbench.stats.estimate import CONFIDENCE
-from storbench.stats.observations import Attempts, Observation, alternated_rounds, attempted_rounds, metric_value
+from storbench.stats.observations import Attempts, Observation, alternated_rounds, looks_made, metric_value
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.selectors import Question, Selector, blocked_settings, select
 from storbench.stats.sequential import (
@@ -25,7 +25,6 @@ from storbench.stats.sequential import (
     decide,
     paired_change,
     paired_values,
-    rounds_run,
 )
 from storbench.stats.summary import summarize_points
 
@@ -112,8 +111,7 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
         # the error rate of this comparison's intervals: ``alpha``, or the sequential rule's at its look after the
         # last round either side has, for a rule whose overall error rate is scaled as ``alpha`` is to 5 %
         run_id = base.run_ids[0]
-        looked = rounds_run(attempted_rounds(by_run[run_id], run_id, base.case_id, attempts),
-                            attempted_rounds(by_run[run_id], run_id, cand.case_id, attempts))
+        looked = looks_made(by_run[run_id], run_id, base.case_id, cand.case_id, attempts)
         error = alpha if sequential is None else _look_alpha(sequential, looked, alpha)
         cells = []
         for cell in comparison.cells:
@@ -169,8 +167,7 @@ def rule_answer(observations: Sequence[Observation], baseline: PointSummary, can
     first, second = (a, b) if forward else (b, a)
     common = sorted(set(first) & set(second))
     run_id = baseline.run_ids[0]
-    looks = rounds_run(attempted_rounds(observations, run_id, baseline.case_id, attempts),
-                       attempted_rounds(observations, run_id, candidate.case_id, attempts))
+    looks = looks_made(observations, run_id, baseline.case_id, candidate.case_id, attempts)
     verdict = decide([first[i] for i in common], [second[i] for i in common], plan, looks)
     decision, change = verdict.decision, verdict.change
     if not forward:

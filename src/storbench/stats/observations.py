@@ -29,6 +29,7 @@ from storbench.model.fault_record import WriteCheck
 from storbench.stats.cost import COMPONENTS, HOST_KEY, KERNEL, OSD, OTHER, TOTAL_KEY, RepetitionCost, repetition_cost
 from storbench.stats.failover_points import RepetitionFailover, repetition_failover
 from storbench.stats.layers import StorageLatency, osd_latency_ns, storage_latency
+from storbench.stats.sequential import rounds_run
 from storbench.stats.steady import SteadyState, SteadyStatus
 from storbench.telemetry.digest import CEPH_OSD_PROCESS, TelemetryDigest, digest
 
@@ -230,6 +231,14 @@ def attempted_rounds(observations: Iterable[Observation], run_id: int, case_id: 
         return attempts[(run_id, case_id)]
     return frozenset(o.rep_index for o in observations
                      if not o.client and o.run_id == run_id and o.case.case_id == case_id)
+
+
+def looks_made(observations: Sequence[Observation], run_id: int, baseline_case: str, candidate_case: str,
+               attempts: Attempts | None = None) -> int:
+    """The looks the stopping rule of run ``run_id`` made at one pair of its cases (`stats.sequential.rounds_run`
+    of the rounds each was run in, `attempted_rounds`)."""
+    return rounds_run(attempted_rounds(observations, run_id, baseline_case, attempts),
+                      attempted_rounds(observations, run_id, candidate_case, attempts))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -245,7 +245,7 @@ def what_would_show(state: SteadyState) -> str:
         extra = max(needed - state.rule.window, state.rule.confirm + 1)
         more = (f"if its level is flat, about {needed} rounds would show it within +-{100 * FLAT_MARGIN:g} %, 4 "
                 f"times in 5 (steady_state.confirm: {extra})")
-        return f"{moving}; {more}" if moving else more
+        return more  # none is worked out for a level shown to move
     if moving:
         return f"{moving}: precondition longer, or raise max_rounds so the window comes later"
     return "steadier rounds would tell (a longer runtime or ramp, or precondition)"

@@ -138,11 +138,18 @@ def _copy_run(src: Connection, store: Store, run: Row, source_name: str, now_s: 
     cursor = dst.execute(f"INSERT INTO runs ({', '.join(columns)}, merged_from_json) VALUES "
                          f"({', '.join('?' * len(columns))}, ?)", (*values, json.dumps(origin, sort_keys=True)))
     assert cursor.lastrowid is not None
-    new_ids: dict[str, dict[int, int]] = {"runs": {run["id"]: cursor.lastrowid}}
-    _copy_cases(src, store, run["id"])
-    for table, parent, parent_table in CHILD_TABLES:
-        new_ids[table] = _copy_children(src, store, table, parent, new_ids[parent_table])
+    _copy_tree(src, store, run["id"], int(cursor.lastrowid))
     return int(cursor.lastrowid)
+
+
+def _copy_tree(src: Connection, store: Store, their_run: int, run_id: int, repetitions: str = "") -> None:
+    """The run's cases and the rows below it (`CHILD_TABLES`) copied from ``their_run`` there to ``run_id`` here;
+    ``repetitions``: an SQL condition on which repetitions (all when empty)."""
+    ids: dict[str, dict[int, int]] = {"runs": {their_run: run_id}}
+    _copy_cases(src, store, their_run)
+    for table, parent, parent_table in CHILD_TABLES:
+        where = repetitions if table == "repetitions" else ""
+        ids[table] = _copy_children(src, store, table, parent, ids[parent_table], where)
 
 
 # The last thing a copy of a run saw happen: its newest repetition, plan version or precondition.
@@ -179,13 +186,8 @@ def _update_run(src: Connection, store: Store, run: Row, run_id: int) -> int:
     newer = [rep_id for key, (rep_id, started) in theirs.items() if key not in mine or mine[key][1] != started]
     dst.execute("DELETE FROM plan_versions WHERE run_id = ?", (run_id,))
     dst.execute("DELETE FROM preconditions WHERE run_id = ?", (run_id,))
-    _copy_cases(src, store, run["id"])
-    ids: dict[str, dict[int, int]] = {"runs": {run["id"]: run_id}}
-    for table, parent, parent_table in CHILD_TABLES:
-        where = ""
-        if table == "repetitions":
-            where = f" AND id IN ({', '.join(map(str, newer))})" if newer else " AND 1 = 0"  # PostgreSQL's too
-        ids[table] = _copy_children(src, store, table, parent, ids[parent_table], where)
+    _copy_tree(src, store, run["id"], run_id,  # '1 = 0': PostgreSQL takes no integer for a condition
+               f" AND id IN ({', '.join(map(str, newer))})" if newer else " AND 1 = 0")
     dst.execute("UPDATE runs SET plan_text = ?, plan_sha256 = ?, plan_path = ?, design_json = ?, finished_at_s = ?"
                 " WHERE id = ?", (run["plan_text"], run["plan_sha256"], run["plan_path"], run["design_json"],
                                   run["finished_at_s"], run_id))
