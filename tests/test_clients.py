@@ -421,6 +421,54 @@ def test_eight_namespace_hosts_merged_exactly(tmp_path: Path, capsys: pytest.Cap
     assert {f"10.214.0.{i}:8765" for i in range(10, 18)} <= names
 
 
+@pytest.mark.fio
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("fio") is None,
+                    reason="needs root, iproute2 and fio (network namespaces)")
+def test_settling_after_faults_reconnects_and_reshapes_the_hosts_a_failed_restore_left(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between repetitions with faults the hosts lab is made whole, as the other labs are: a client a failed
+    restore left cut off is reconnected and one left at a fault's rate is shaped as the others again; a whole
+    lab is left alone (nothing said)."""
+    from storbench.config import load_plan_text
+    from storbench.events import LabHealed
+    from storbench.lab.hosts import KIND, HostsLab
+    from storbench.lab.hosts_conf import lab_host
+    from storbench.plan import expand
+
+    monkeypatch.setattr("storbench.lab.hosts.DEFAULT_LAB_DIR", tmp_path / "lab")
+    (case,) = expand(load_plan_text(HOSTS_SETTLE_PLAN, "s.yaml"))
+    lab = HostsLab()
+    try:
+        lab.up(2, "fio")
+        lab.set_link(100_000_000, None)  # as `enter` sets a plan's lab.hosts.link
+        assert KIND.settle(case, {}) is None
+        lab.set_host_link(2, up=False)
+        assert lab.unsettled() == ([2], [])
+        healed = KIND.settle(case, {})
+        assert isinstance(healed, LabHealed) and healed.lab == "hosts" and lab.running(2)
+        lab.shape_host(1, 8_000_000, None)
+        assert lab.unsettled() == ([], [1]) and "8Mbit" in lab.shaping(1)
+        assert isinstance(KIND.settle(case, {}), LabHealed)
+        assert lab.shaping(1).split(" root ")[1] == lab.shaping(2).split(" root ")[1]  # but for the qdisc's handle
+        assert "100Mbit" in lab.shaping(1)
+        lab.shape_host(2, 100_000_000, None)  # a restore that worked: shaped as the others, nothing to settle
+        assert lab.unsettled() == ([], []) and KIND.settle(case, {}) is None
+        assert lab_host(2).host_veth in lab.link_rates()
+    finally:
+        lab.down()
+
+
+HOSTS_SETTLE_PLAN = """
+name: settle
+targets:
+  scratch: {kind: path, path: /tmp/settle, size: 4MiB}
+workload: {rw: read}
+clients: 2
+lab:
+  hosts: {count: 2, link: 100Mbit}
+"""
+
+
 REMOTE_PLAN = """
 name: remote
 targets:

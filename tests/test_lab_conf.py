@@ -468,3 +468,14 @@ def test_emulated_hosts_spread_the_osds_and_make_the_host_the_failure_domain() -
     without = next(c for c in expand(load_plan_text(plan.replace(", hosts: 2", ""), "p.yaml"))
                    if c.workload.rw == "randread")
     assert "hosts" not in dict(without.lab.pairs()) and without.case_id != case.case_id
+
+
+def test_hosts_whose_link_is_down_are_those_without_the_up_flag() -> None:
+    from storbench.lab.hosts_conf import hosts_down
+
+    listing = ("1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536\n"
+               "4703: sbh1a@if4702: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 state UP\n"
+               "4705: sbh12a@if4704: <BROADCAST,MULTICAST> mtu 1500 state DOWN\n"
+               "4707: sbh3a@if4706: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 1500 state LOWERLAYERDOWN\n"
+               "9: sbhosts0: <BROADCAST,MULTICAST> mtu 1500\n11: sbh4b: <BROADCAST> mtu 1500\n")
+    assert hosts_down(listing) == [12]  # up but its peer down is not a cut; the bridge and inner ends are not hosts

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from storbench.config import NfsTargetConfig, S3TargetConfig
 from storbench.errors import UserError
-from storbench.events import LabUp, LinksShaped, RunEvent
+from storbench.events import LabHealed, LabUp, LinksShaped, RunEvent
 from storbench.execute.fio_binary import find_fio
 from storbench.faults import FaultOffer, FaultStep, find_offer, level_of
 from storbench.lab.base import CliOption, LabCommand, LabKindBase, RunLab, Say, status_line, timed_run_lab
@@ -36,6 +36,7 @@ from storbench.lab.hosts_conf import (
     LabHost,
     firewall_delete,
     firewall_rules,
+    hosts_down,
     inner_batch,
     lab_host,
     lab_veths,
@@ -169,11 +170,12 @@ class HostsLab(LabRoot):
             raise UserError("hosts lab: not up, cannot shape its links", hint="bring it up first")
         raw = json.loads(self.state.read_text())
         wanted = [rate_bits_per_s, delay_s]
-        if raw.get("link") == wanted:
+        if raw.get("link") == wanted and not raw.get("host_links"):
             return False
         for index in range(1, info.count + 1):
             _shape(index, rate_bits_per_s, delay_s)
         raw["link"] = wanted
+        raw.pop("host_links", None)
         self.state.write_text(json.dumps(raw))
         return True
 
@@ -193,6 +195,31 @@ class HostsLab(LabRoot):
         if not 1 <= index <= info.count:
             raise UserError(f"hosts lab: no client.{index} (its hosts are client.1 to client.{info.count})")
         _shape(index, rate_bits_per_s, delay_s)
+        raw = json.loads(self.state.read_text())  # which hosts are not at the lab's own shaping (for settle)
+        own = {str(i): shaping for i, shaping in raw.get("host_links", {}).items() if i != str(index)}
+        if [rate_bits_per_s, delay_s] != raw.get("link", [None, None]):
+            own[str(index)] = [rate_bits_per_s, delay_s]
+        raw["host_links"] = own
+        self.state.write_text(json.dumps(raw))
+
+    def unsettled(self) -> tuple[list[int], list[int]]:
+        """The hosts whose link is down, and those shaped apart from the others (a fault's restore that failed):
+        what `settle` puts back."""
+        if self.info() is None:
+            return [], []
+        shaped = json.loads(self.state.read_text()).get("host_links", {})
+        return hosts_down(run(["ip", "-o", "link", "show"], timeout_s=30)), sorted(int(i) for i in shaped)
+
+    def settle(self) -> bool:
+        """Every host's link up and shaped as the lab's links are; False when they already were."""
+        down, shaped = self.unsettled()
+        for index in down:
+            self.set_host_link(index, up=True)
+        if shaped:
+            rate, delay = json.loads(self.state.read_text()).get("link", [None, None])
+            for index in shaped:
+                self.shape_host(index, rate, delay)
+        return bool(down or shaped)
 
     def set_host_link(self, index: int, *, up: bool) -> None:
         """Take one host's link down (its end on the bridge: every packet to and from it goes nowhere) or up."""
@@ -361,6 +388,13 @@ class HostsKind(LabKindBase):
         if case.lab.link_bits_per_s is None:
             return {}
         return HostsLab().link_rates()
+
+    def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
+        """After a repetition with faults: every client host's link up and at the lab's shaping, should a restore
+        have failed (the next repetition would meet a client cut off, or one left at the fault's rate); None when
+        they already were."""
+        started = time.time()
+        return LabHealed("hosts", time.time() - started) if HostsLab().settle() else None
 
 
 KIND = HostsKind()

@@ -66,6 +66,21 @@ def lab_veths(link_listing: str) -> list[str]:
     return names
 
 
+def hosts_down(link_listing: str) -> list[int]:
+    """The lab hosts whose host end of the link is down (``ip -o link show`` output; ``<...,UP,...>`` missing from
+    its flags): the hosts a `cut` fault took off the bridge and nothing put back."""
+    down = []
+    for line in link_listing.splitlines():
+        fields = line.split(":", 2)
+        if len(fields) < 3:
+            continue
+        found = re.fullmatch(r"sbh([0-9]+)a", fields[1].strip().split("@", 1)[0])
+        flags = re.match(r"\s*<([^>]*)>", fields[2])
+        if found and flags and "UP" not in flags.group(1).split(","):
+            down.append(int(found.group(1)))
+    return down
+
+
 def network_batch(hosts: list[LabHost]) -> str:
     """`ip -batch` commands that build the bridge and every namespace's link (one ip process for all)."""
     lines = [f"link add {BRIDGE} type bridge", f"addr add {BRIDGE_ADDRESS}/{PREFIX_LENGTH} dev {BRIDGE}",
