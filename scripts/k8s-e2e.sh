@@ -20,6 +20,7 @@ if [ "${1:-}" = "--tests-only" ]; then
 fi
 ./scripts/setup.sh --dev --k8s --labs
 cni_before=$(ls /run/netns 2>/dev/null | grep '^cni-' | sort || true)  # another runtime's pods: not the lab's
+kube_before=$(iptables-save 2>/dev/null | grep '^:KUBE-' | cut -d' ' -f1 | sort || true)  # the same
 echo "k8s-e2e: Kubernetes binaries in $(./scripts/build-kubernetes.sh)"
 echo "k8s-e2e: CSI driver and sidecars in $(./scripts/build-csi.sh)"
 STORBENCH_K8S=1 .venv/bin/pytest -q -m k8s tests/test_k8s.py "$@"
@@ -35,7 +36,9 @@ left=$( { ls /run/netns 2>/dev/null | grep '^sbk8s' || true; ip -o link show | g
           losetup --list --noheadings 2>/dev/null | grep /lab/k8s || true;
           grep ' /var/lib/storbench/lab/k8s' /proc/self/mounts || true;
           pgrep -af 'storbench/lab/k8s|kubernetes-v|storbench/csi' || true;
-          comm -13 <(echo "$cni_before") <(ls /run/netns 2>/dev/null | grep '^cni-' | sort || true); } )
+          comm -13 <(echo "$cni_before") <(ls /run/netns 2>/dev/null | grep '^cni-' | sort || true)
+          comm -13 <(echo "$kube_before") <(iptables-save 2>/dev/null | grep '^:KUBE-' | cut -d' ' -f1 | sort || true)
+        } )
 if [ -n "$left" ]; then
   echo "k8s-e2e: left behind:" >&2
   echo "$left" >&2

@@ -2,13 +2,14 @@
 kube-scheduler on the lab's bridge, and N nodes, each a kubelet with its own containerd in a network namespace of
 its own; locally built images, a dynamic host-path StorageClass and local block volumes.
 
-`up` is a no-op when the lab answers; `down` removes every pod, daemon, mount, network namespace, bridge and
-iptables chain it made, restores the sysctls the kubelet changes, and deletes the lab directory.
+`up` is a no-op when the lab answers; `down` removes every pod, daemon, mount, network namespace (with the
+iptables rules in its nodes' namespaces) and bridge it made, restores the sysctls the kubelet changes, and deletes
+the lab directory.
 
 The lab directory is root's and 0700 (lab.labdir); etcd answers only TLS clients with a certificate from the
 lab's CA (k8s_conf.etcd_command). `down` kills the daemons it recorded when it started them, and the containerd
 shims that serve this lab's containerd sockets (`lab.k8s_host.shims`): never a process picked by its command line
-alone. What the lab does to the machine outside its daemons (loop devices, sysctls, iptables chains, namespaces,
+alone. What the lab does to the machine outside its daemons (loop devices, sysctls, namespaces,
 mounts) is `lab.k8s_host`'s.
 """
 

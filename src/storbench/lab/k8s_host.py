@@ -1,5 +1,5 @@
 """What the Kubernetes lab does to this machine outside its own daemons (shell): the loop devices of its local
-volumes, the sysctls and iptables chains the kubelet changes (saved at `up`, put back at `down`), the node namespaces
+volumes, the sysctls the kubelet changes (saved at `up`, put back at `down`), the node namespaces
 and links, the mounts under its directory, and a node's containers and containerd shims (signalled, killed). Used by
 `lab.k8s.K8sLab` to bring a lab up, fail a node and tear it all down."""
 
@@ -56,16 +56,15 @@ def detach_loop_devices(root: Path) -> None:
 
 
 def save_host_state(root: Path) -> None:
+    """What `restore_host_state` puts back at `down`: the sysctls the kubelets change (they are the machine's:
+    a namespace has none of its own), and the CNI namespaces there before (`lab_pod_namespaces`). The lab makes no
+    iptables chain in the machine's own namespace (its kubelets and their pods' CNI run in the nodes'), so it saves
+    none and deletes none: a chain there is somebody else's."""
     saved = {}
     for name in KUBELET_SYSCTLS:
         with contextlib.suppress(OSError):
             saved[name] = Path(f"/proc/sys/{name}").read_text().strip()
-    chains = []
-    if shutil.which("iptables-save"):
-        with contextlib.suppress(UserError):
-            chains = [line for line in run(["iptables-save"], timeout_s=30).splitlines() if line.startswith(":")]
-    (root / "host-state.json").write_text(json.dumps({"sysctls": saved, "chains": chains,
-                                                      "netns": _cni_names()}))
+    (root / "host-state.json").write_text(json.dumps({"sysctls": saved, "netns": _cni_names()}))
 
 
 def restore_host_state(root: Path) -> None:
@@ -76,20 +75,6 @@ def restore_host_state(root: Path) -> None:
     for name, value in state.get("sysctls", {}).items():
         with contextlib.suppress(OSError):
             Path(f"/proc/sys/{name}").write_text(value)
-    if not shutil.which("iptables-save"):
-        return
-    before = {line.split()[0][1:] for line in state.get("chains", [])}
-    with contextlib.suppress(UserError):
-        current = run(["iptables-save"], timeout_s=30)
-        table = "filter"
-        for line in current.splitlines():
-            if line.startswith("*"):
-                table = line[1:]
-            elif line.startswith(":"):
-                chain = line.split()[0][1:]
-                if chain.startswith("KUBE-") and chain not in before:
-                    subprocess.run(["iptables", "-t", table, "-F", chain], capture_output=True, check=False)
-                    subprocess.run(["iptables", "-t", table, "-X", chain], capture_output=True, check=False)
 
 
 def signal_containers(address: Path, signal_name: str, *, wait_s: float) -> int:
