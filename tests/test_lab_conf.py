@@ -18,7 +18,7 @@ from storbench.lab.nfs_conf import (
     nfs_url,
     render_ganesha_conf,
 )
-from storbench.model import CephLabPoint, LabPoint, cluster_of
+from storbench.model import CephLabPoint, LabPoint, ScheduledRepetition, cluster_of
 
 
 def _spec(**changes: object) -> CephLabSpec:
@@ -173,6 +173,43 @@ def test_live_settings_switch_once_per_round_and_alternate() -> None:
             if a.case.lab.ceph.cache_size_bytes != b.case.lab.ceph.cache_size_bytes]  # type: ignore[union-attr]
     counts = collections.Counter([eight[0].case.case_id, *cold])
     assert len(counts) == 4 and len(set(counts.values())) == 1, counts
+
+
+def test_each_cluster_is_interleaved_on_its_own_so_its_balance_and_restarts_are_the_estimates() -> None:
+    """Two clusters (brought up once each) with a live OSD option: each cluster's cases take their rounds among
+    themselves, so over 2 x cases rounds each meets the cold cache after a restart equally often, and the OSDs
+    restart as often as the estimate counts. Interleaved over both clusters' cases at once (as before), one
+    cluster's cases met it 1, 1, 4, 4, 4 and 4 times."""
+    from storbench.config import load_plan_text
+    from storbench.demands import lab_group_key
+    from storbench.lab.ceph_conf import osd_options
+    from storbench.plan import expand
+    from storbench.schedule import _restarts, schedule
+    from storbench.sessions import group_by_lab
+
+    plan = REPLICA_PLAN.replace("workload: {rw: [randwrite, randread], bs: 4k}",
+                                "workload: {rw: [randwrite, randread, read], bs: 4k}").replace(
+        "osds: [3, 4], pool_size: [2, 3]}", "osds: [3, 4], cache_size: [64MiB, 1GiB]}")
+    cases = expand(load_plan_text(plan, "two.yaml"))
+
+    def cold_and_restarts(order: list[ScheduledRepetition]) -> list[tuple[list[int], int, int]]:
+        out = []
+        for cluster, items in group_by_lab(order):
+            keys = [osd_options(i.case.lab.ceph) for i in items]  # type: ignore[arg-type]
+            cold = collections.Counter([items[0].case.case_id] + [
+                b.case.case_id for (a, b), (ka, kb) in zip(itertools.pairwise(items), itertools.pairwise(keys),
+                                                           strict=True) if ka != kb])
+            restarts = sum(1 for a, b in itertools.pairwise(keys) if a != b)
+            on_it = [c for c in cases if cluster_of(c.lab) == cluster]
+            out.append((sorted(cold.values()), restarts, _restarts(on_it, 12)))
+        return out
+
+    per_cluster = cold_and_restarts(schedule(cases, 12, "interleaved", 0, lambda c: lab_group_key(c.lab, "once")))
+    assert len(per_cluster) == 2
+    for cold, restarts, estimated in per_cluster:
+        assert cold == [3] * 6 and restarts == estimated
+    together = cold_and_restarts(schedule(cases, 12, "interleaved", 0))
+    assert any(len(set(cold)) > 1 for cold, _, _ in together)  # the balance lost, which this test would see
 
 
 def test_a_fresh_cluster_per_round_brings_osd_counts_up_a_b_b_a() -> None:

@@ -21,6 +21,7 @@ from storbench import __version__
 from storbench.checks import Checked, meminfo_bytes
 from storbench.config import LoadedPlan, RepeatConfig, plan_design, repeat_bounds, run_order
 from storbench.config.faults import CheckWritesConfig
+from storbench.demands import lab_group_key
 from storbench.errors import UserError
 from storbench.events import PlanVersionAdded, PreconditionRan
 from storbench.execute.base import Executor, FioSetup, stored_job_text
@@ -153,7 +154,9 @@ def run_plan(
             plan_path=loaded.source.path, design=design, labels=labels, software=plan_software(loaded),
         )
         done, looked_at = set(), -1
-    order = schedule(cases, repeat_bounds(config)[1], run_order(config), config.seed)
+    bring_up = config.lab.ceph.bring_up if config.lab is not None and config.lab.ceph is not None else "once"
+    order = schedule(cases, repeat_bounds(config)[1], run_order(config), config.seed,
+                     lambda case: lab_group_key(case.lab, bring_up))
     todo = [item for item in order if (item.case.case_id, item.rep_index) not in done]
     observer.run_started(run_id, len(todo), len(order) - len(todo), sum(repetition_seconds(i.case) for i in todo))
     failed = ran = 0
@@ -166,7 +169,6 @@ def run_plan(
         # a round begun before the run was stopped was looked at before it began: it is finished before the next look
         run = RunState(loaded, checked, store, executors, observer, run_id, keep_lab, ceilings={}, clock=clock,
                        deadline_s=deadline, cases=tuple(cases), looks={"looked_at": looked_at, "stopped": 0})
-        bring_up = config.lab.ceph.bring_up if config.lab is not None and config.lab.ceph is not None else "once"
         try:
             claim_run_test_files(checked.targets, cases)
             for lab, items in group_by_lab(todo, bring_up=bring_up):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -84,32 +84,40 @@ def interleaved_round(cases: Sequence[Case], rep: int) -> list[Case]:
     return _round(_option_blocks(cases), rep)
 
 
-def _round(blocks: Sequence[Sequence[Case]], rep: int) -> list[Case]:
-    """`interleaved_round` of the option blocks (`_option_blocks`, worked out once per order)."""
+def _round(blocks: Sequence[Sequence[T]], rep: int) -> list[T]:
+    """`interleaved_round` of the option blocks (`_option_blocks`, worked out once per order); of any blocks of
+    items alike (the lab groups, each a block of one, take turns so)."""
     if not blocks:
         return []
     k = rep // 2 if sum(len(block) for block in blocks) >= 3 else 0
     turned = _rotated(blocks, k % len(blocks))
-    ordered = [case for block in turned for case in _rotated(block, k // len(blocks))]
+    ordered = [item for block in turned for item in _rotated(block, k // len(blocks))]
     return ordered if rep % 2 == 0 else ordered[::-1]
 
 
-def schedule(cases: Sequence[Case], repeat: int, order: str, seed: int) -> list[ScheduledRepetition]:
+def schedule(cases: Sequence[Case], repeat: int, order: str, seed: int,
+             group: Callable[[Case], object] = lambda case: None) -> list[ScheduledRepetition]:
     """The order repetitions run in.
 
     interleaved: every case once per round, rounds in mirrored pairs (`interleaved_round`: A B C, C B A, then the
     cases turned: B C A, A C B, ...), so slow drift and "the second run is slower" effects spread evenly over the
     cases, and so do carry-over at a round's ends and the cold cache after an OSD restart; cases whose live OSD
-    options differ are grouped within a round (``live_settings_together``).
+    options differ are grouped within a round (``live_settings_together``). Cases on different labs (``group``:
+    `demands.lab_group_key`, the cases that share a running cluster) are interleaved each group on its own, so the
+    balance holds on every cluster, and the groups take turns the same way (a fresh cluster per round: A B B A).
     sequential: each case's repetitions back to back. shuffled: a random order from ``seed``.
     """
     if order == "sequential":
         return [ScheduledRepetition(case, rep) for case in cases for rep in range(repeat)]
     if order == "interleaved":
+        groups: dict[object, list[Case]] = {}
+        for case in cases:
+            groups.setdefault(group(case), []).append(case)
+        blocks = [_option_blocks(members) for members in groups.values()]
         out: list[ScheduledRepetition] = []
-        blocks = _option_blocks(cases)
         for rep in range(repeat):
-            out.extend(ScheduledRepetition(case, rep) for case in _round(blocks, rep))
+            for index in _round([[i] for i in range(len(blocks))], rep):
+                out.extend(ScheduledRepetition(case, rep) for case in _round(blocks[index], rep))
         return out
     if order == "shuffled":
         items = [ScheduledRepetition(case, rep) for rep in range(repeat) for case in cases]
