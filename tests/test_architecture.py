@@ -405,3 +405,54 @@ print("\\n".join(failed))
         out, err = worker.communicate(timeout=300)
         assert worker.returncode == 0, err
         assert out.strip() == "", out
+
+
+# Function-level imports load a module only when it is needed: start-up (`storbench run` imports about 600
+# modules before its first fio) and optional dependencies. In `storbench.cli` that is the rule, said once in its
+# docstring: each command imports what it uses when it runs, so the parser, `--help` and every other command do
+# not pay for it. Elsewhere each says why, in a comment on it or on the line just above its block of imports.
+LAZY_BY_RULE: tuple[str, ...] = ("storbench.cli.*",)
+
+
+def lazy_imports_without_reason(package_dir: Path = PACKAGE_DIR) -> list[str]:
+    """``module:line`` of each import inside a function (not under ``TYPE_CHECKING``) that gives no reason."""
+    found = []
+    for module, path in _modules(package_dir).items():
+        if any(_covers(entry, module) for entry in LAZY_BY_RULE):
+            continue
+        lines = path.read_text().splitlines()
+        tree = ast.parse("\n".join(lines), str(path))
+        checking = [(node.lineno, node.end_lineno or node.lineno) for node in ast.walk(tree)
+                    if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)]
+        inside = {node for function in ast.walk(tree) if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  for node in ast.walk(function) if isinstance(node, (ast.Import, ast.ImportFrom))}
+        for node in sorted(inside, key=lambda n: n.lineno):
+            if any(low <= node.lineno <= high for low, high in checking):
+                continue
+            if any("#" in line for line in lines[node.lineno - 1:node.end_lineno]):
+                continue
+            above = node.lineno - 2
+            while above >= 0 and lines[above].strip().startswith(("import ", "from ")) and "#" not in lines[above]:
+                above -= 1
+            if above < 0 or "#" not in lines[above]:
+                found.append(f"{module}:{node.lineno}")
+    return found
+
+
+def test_function_level_imports_say_why() -> None:
+    found = lazy_imports_without_reason()
+    assert not found, "import these at the top of the module, or say why not in a comment (start-up time, an " \
+        f"optional dependency): {found}"
+
+
+def test_the_lazy_import_check_sees_one_without_a_reason(tmp_path: Path) -> None:
+    package = tmp_path / "storbench"
+    (package / "cli").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "cli" / "__init__.py").write_text("def main():\n    import json\n")  # the rule in cli
+    (package / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import json\n\n"
+        "def f():\n    # lazy: a reason above the block\n    import json\n    import csv\n\n"
+        "def g():\n    import json  # lazy: a reason on the line\n\n"
+        "def h():\n    x = 1\n    import json\n    return x\n")
+    assert lazy_imports_without_reason(package) == ["storbench.a:15"]

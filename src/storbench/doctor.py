@@ -12,8 +12,11 @@ from collections.abc import Callable
 from storbench.errors import UserError
 from storbench.execute.fio_binary import fio_version
 from storbench.fio.options import parse_engines
+from storbench.lab.cpu_quota import controller
+from storbench.lab.k8s import binaries_dir, csi_dir
 from storbench.requirements import REQUIREMENTS, Found, Requirement
 from storbench.shell import run
+from storbench.targets.s3 import http_fio_binary
 
 
 def _program(name: str) -> Found:
@@ -23,21 +26,15 @@ def _program(name: str) -> Found:
 
 def _file(name: str) -> Found:
     if name == "fio-nfs":
-        from storbench.targets.s3 import http_fio_binary
-
         try:
             return Found(True, http_fio_binary())  # the nfs engine's fio, with the http engine too
         except UserError as error:
             return Found(False, error.message)
-    from storbench.lab.k8s import binaries_dir, csi_dir
-
     path = binaries_dir() / "kubelet" if name == "kubernetes" else csi_dir() / "storbench-csi"
     return Found(path.is_file(), str(path.parent))
 
 
 def _cgroup(_: str) -> Found:
-    from storbench.lab.cpu_quota import controller
-
     found = controller()
     return Found(found is not None, "" if found is None else str(found.root))
 

@@ -28,7 +28,7 @@ class UserError(Exception):
 
 def did_you_mean(word: str, choices: list[str] | tuple[str, ...] | set[str] | frozenset[str]) -> str:
     """A "did you mean 'x'?" hint for a misspelt ``word``, or "" when nothing is close."""
-    import difflib
+    import difflib  # lazy: every module imports errors; only a misspelt word needs difflib
 
     close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else ""

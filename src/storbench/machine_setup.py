@@ -7,9 +7,11 @@ named here. Safe to run again: what is there is left alone."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from importlib.resources import files
@@ -136,9 +138,6 @@ def build_fio_nfs(say: Say) -> Path:
 def python_modules(modules: dict[str, str], say: Say) -> None:
     """Python packages the labs import (pyfuse3 for the volume lab's pacer), into the environment storbench runs
     in, when missing (built against the system's libfuse3, installed just before)."""
-    import importlib.util
-    import sys
-
     wanted = [spec for module, spec in modules.items() if importlib.util.find_spec(module) is None]
     if wanted:
         say(f"setup: installing {' '.join(wanted)} into {sys.prefix}")

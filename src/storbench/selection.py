@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -253,8 +253,6 @@ def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition]
     window, or its window), every observation marked with its point's steady state and whether its figures are a
     window chosen for its small spread (no interval); the observations of runs that alternated their cases round
     by round marked ``alternated`` (their points pair along a curve). Pure."""
-    from dataclasses import replace
-
 
     rules = {}
     for run in runs:

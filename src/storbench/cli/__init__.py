@@ -5,9 +5,9 @@ One module per command group: `run` (plan, run), `results` (show, export, compar
 what they share. Which results a command reads is decided in `storbench.selection`, importing in
 `storbench.importer`.
 
-Each command imports what it uses inside its handler, the one place storbench imports inside functions (besides
-type-only imports): `storbench --help` and a command's start load only that command's modules, not numpy, scipy,
-plotly, the store or the labs of every other command.
+Each command imports what it uses inside its handler: `storbench --help` and a command's start load only that
+command's modules, not numpy, scipy, plotly, the store or the labs of every other command. That is the rule here;
+elsewhere an import inside a function says why on the spot (`tests/test_architecture.py` holds both).
 
 Exit status: 0 success, 1 some repetitions failed, 2 a user error (one line, no traceback),
 130 interrupted (everything finished so far is stored; continue with --resume).

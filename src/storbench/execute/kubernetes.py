@@ -73,7 +73,7 @@ def core_api(kubeconfig: str | None, context: str | None = None, *, retries: boo
     """The Kubernetes core API through ``kubeconfig`` (None: the default one) and ``context`` (None: its
     current one); ``retries``: urllib3's own retries of a request (off for readings that are taken again anyway:
     each would wait, and warn, three times for a node that does not answer)."""
-    from kubernetes import client, config
+    from kubernetes import client, config  # lazy: 0.24 s, for pvc targets only
 
     settings = client.Configuration()
     if not retries:
@@ -107,7 +107,7 @@ class KubernetesExecutor:
         self.created_claims: set[str] = set()  # claims created by this executor: deleted at close
 
     def ensure_namespace(self) -> None:
-        from kubernetes.client.exceptions import ApiException
+        from kubernetes.client.exceptions import ApiException  # lazy: 0.24 s, for pvc targets only
 
         core = self.core
         try:
@@ -136,7 +136,7 @@ class KubernetesExecutor:
                 time.sleep(0.2)
 
     def ensure_claims(self, case: Case) -> None:
-        from kubernetes.client.exceptions import ApiException
+        from kubernetes.client.exceptions import ApiException  # lazy: 0.24 s, for pvc targets only
 
         target = pvc_of(case)
         for name in dict.fromkeys(claim_names(target, case.clients)):
@@ -156,7 +156,7 @@ class KubernetesExecutor:
 
     def _adopt_claim(self, name: str) -> None:
         """A claim of this name exists: use it only if storbench made it for this run."""
-        from kubernetes.client.exceptions import ApiException
+        from kubernetes.client.exceptions import ApiException  # lazy: 0.24 s, for pvc targets only
 
         try:
             claim = self.core.read_namespaced_persistent_volume_claim(name, self.namespace)  # type: ignore[attr-defined]
@@ -233,7 +233,7 @@ class KubernetesExecutor:
 
     def _create(self, kind: str, name: str, created: list[tuple[str, str]], creator: Callable[..., object],
                 manifest: dict[str, object]) -> None:
-        from kubernetes.client.exceptions import ApiException
+        from kubernetes.client.exceptions import ApiException  # lazy: 0.24 s, for pvc targets only
 
         try:
             creator(self.namespace, manifest)

@@ -44,7 +44,7 @@ class VolumeOperations:
 
     def __init__(self, core: Any, namespace: str, run_label: str, default_class: str | None, case: Case,
                  rep_index: int, timeout_s: float) -> None:
-        from kubernetes import client
+        from kubernetes import client  # lazy: 0.24 s, for pvc targets only
 
         self.core = core
         self.custom = client.CustomObjectsApi(core.api_client)
@@ -216,7 +216,7 @@ class VolumeOperations:
 
     def _watch(self, read: Callable[[], Any], listing: Callable[..., Any], args: tuple[object, ...], name: str,
                done: Done, what: str, requested: float) -> float:
-        from kubernetes import watch
+        from kubernetes import watch  # lazy: 0.24 s, for pvc targets only
 
         deadline = self._deadline(requested)
         current = read()
@@ -318,7 +318,7 @@ def _bound(claim: Any) -> bool:
 
 
 def _capacity_bytes(claim: Any) -> int:
-    from kubernetes.utils import parse_quantity
+    from kubernetes.utils import parse_quantity  # lazy: 0.24 s, for pvc targets only
 
     capacity = (getattr(claim.status, "capacity", None) or {}).get("storage")
     try:

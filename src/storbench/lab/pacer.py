@@ -121,6 +121,7 @@ class _Open:
 def serve(backing: str, mount: str, rates: str) -> None:
     """Mount ``backing`` as ``mount``/volume, paced at the caps in the ``rates`` file (read again on SIGHUP), until
     SIGTERM or SIGINT; then unmount."""
+    # lazy: FUSE and trio (0.17 s) only in the pacer's own process; the volume lab reads its control file
     import pyfuse3
     import trio
 

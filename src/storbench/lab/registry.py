@@ -16,6 +16,7 @@ from storbench.errors import UserError
 from storbench.faults import FaultOffer, fault_problems
 from storbench.lab import COMMAND_ORDER, ceph_kind, hosts, k8s_kind, nfs, volume
 from storbench.lab.base import LabKind
+from storbench.shell import run
 
 __all__ = ["COMMAND_ORDER", "KINDS", "check_faults", "plan_fault_offers", "plan_software"]
 
@@ -39,8 +40,6 @@ def plan_software(loaded: LoadedPlan) -> tuple[tuple[str, str], ...]:
     """The versions of the software this plan's labs run (Ceph, nfs-ganesha), for the run's record: what history
     names when a step co-occurs with an upgrade. A program that is missing or says no version is left out (the lab's
     own checks say what is missing)."""
-    from storbench.shell import run
-
     lab = loaded.config.lab
     found: dict[str, str] = {}
     for name, kind in KINDS.items():

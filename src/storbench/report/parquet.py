@@ -71,7 +71,7 @@ def columns(rows: Sequence[Mapping[str, object]], kinds: Mapping[str, str]) -> d
 
 def to_parquet(rows: Sequence[Mapping[str, object]], kinds: Mapping[str, str]) -> bytes:
     """The rows as a Parquet file of the columns ``kinds`` names, in that order and of those types."""
-    try:
+    try:  # lazy: pyarrow is optional (the `parquet` extra) and takes 0.1 s to import
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:

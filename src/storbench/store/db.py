@@ -19,6 +19,7 @@ from urllib.parse import quote
 from storbench.errors import UserError
 from storbench.private_files import create_private
 from storbench.store.migrations import SCHEMA_VERSION, migrate
+from storbench.store.postgres import is_postgres_url, open_postgres, postgres_store_exists
 from storbench.store.queries import NOT_OURS_HINT, Store
 
 __all__ = ["READ_LIMIT_S", "SCHEMA_VERSION", "Store", "open_store", "store_exists"]
@@ -156,8 +157,6 @@ def _open_read_only(path: str) -> Store:
 def store_exists(path: str | Path) -> bool:
     """Whether there is a results store at ``path`` to resume or add to: a file, or storbench's tables in a
     PostgreSQL database (asked; nothing made)."""
-    from storbench.store.postgres import is_postgres_url, postgres_store_exists
-
     return postgres_store_exists(str(path)) if is_postgres_url(str(path)) else Path(path).exists()
 
 
@@ -166,8 +165,6 @@ def open_store(path: str | Path, *, read_only: bool = False) -> Store:
     URL (`store.postgres`). SQLite: WAL mode, full sync: a finished repetition survives a crash of storbench, a
     kill -9 or a power cut after its commit."""
     path = str(path)
-    from storbench.store.postgres import is_postgres_url, open_postgres
-
     if is_postgres_url(path):
         return Store(*open_postgres(path, read_only=read_only))
     if read_only:

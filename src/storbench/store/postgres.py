@@ -42,7 +42,7 @@ SECRET_PARTS = ("password", "sslpassword")  # what libpq would read from the URL
 
 
 def _conninfo(url: str) -> dict[str, Any]:
-    from psycopg.conninfo import conninfo_to_dict
+    from psycopg.conninfo import conninfo_to_dict  # lazy: psycopg is for a postgresql:// store only (0.1 s to import)
 
     try:
         parts = conninfo_to_dict(url)
@@ -160,7 +160,7 @@ class _PgErrors:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  trace: TracebackType | None) -> None:
-        import psycopg
+        import psycopg  # lazy: psycopg is for a postgresql:// store only (0.1 s to import)
 
         if exc is None or not isinstance(exc, psycopg.Error):
             return
@@ -279,7 +279,7 @@ def open_postgres(url: str, *, read_only: bool = False, checked: bool = True) ->
     parts = _conninfo(url)
     label = _label(parts)
     try:
-        import psycopg
+        import psycopg  # lazy: psycopg is for a postgresql:// store only (0.1 s to import)
     except ImportError:
         raise UserError(f"--db {label}: PostgreSQL needs the psycopg package, which is not installed",
                         hint="pip install 'storbench[postgres]' (or psycopg[binary]) into storbench's environment"
