@@ -150,9 +150,12 @@ static int nfsmeta_open(struct thread_data *td, struct fio_file *f)
 	switch (o->op) {
 	case OP_CREATE:
 		ret = nfs_creat(data->nfs, f->file_name, 0600, &fh);
-		if (ret == -ENOENT) {
+		for (int again = 0; again < 3 && (ret == -ENOENT || ret == -ESTALE); again++) {
 			/* another job (or client) removed the shared directory after it emptied it, between our
-			 * mkdir and this create: make it again (untimed) and time the create anew */
+			 * mkdir and this create: ENOENT when it went before our lookup, ESTALE (the server's
+			 * NFS3ERR_STALE) when it went between the lookup and the create, whose directory handle is
+			 * then gone. Make it again (untimed) and time the create anew; a few times, as the other's
+			 * cleanup can race the retry too */
 			data->made[0] = '\0';
 			make_parents(data, f->file_name);
 			fio_gettime(&start, NULL);
