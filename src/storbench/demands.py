@@ -22,7 +22,7 @@ from storbench.model import (
     cluster_of,
     is_metadata,
 )
-from storbench.schedule import working_set_bytes
+from storbench.schedule import grouped, working_set_bytes
 from storbench.units import MAX_SIZE_BYTES, format_bytes
 
 MACHINE_SHARE = 0.9  # a plan may use at most this share of the memory, lab disk or inodes available
@@ -77,10 +77,7 @@ def lab_group_key(lab: LabPoint, bring_up: str) -> object:
 
 def lab_groups(config: PlanConfig, cases: Sequence[Case]) -> list[list[Case]]:
     bring_up = config.lab.ceph.bring_up if config.lab and config.lab.ceph else "once"
-    groups: dict[object, list[Case]] = {}
-    for case in cases:
-        groups.setdefault(lab_group_key(case.lab, bring_up), []).append(case)
-    return list(groups.values())
+    return grouped(cases, lambda case: lab_group_key(case.lab, bring_up))
 
 
 def _times(count: int, what: str, each: int) -> str:

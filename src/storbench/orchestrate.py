@@ -154,7 +154,7 @@ def run_plan(
             plan_path=loaded.source.path, design=design, labels=labels, software=plan_software(loaded),
         )
         done, looked_at = set(), -1
-    bring_up = config.lab.ceph.bring_up if config.lab is not None and config.lab.ceph is not None else "once"
+    bring_up = design.bring_up
     order = schedule(cases, repeat_bounds(config)[1], run_order(config), config.seed,
                      lambda case: lab_group_key(case.lab, bring_up))
     todo = [item for item in order if (item.case.case_id, item.rep_index) not in done]

@@ -95,6 +95,14 @@ def _round(blocks: Sequence[Sequence[T]], rep: int) -> list[T]:
     return ordered if rep % 2 == 0 else ordered[::-1]
 
 
+def grouped(cases: Sequence[Case], key: Callable[[Case], object]) -> list[list[Case]]:
+    """``cases`` grouped by ``key``, groups in order of their first case, the cases' order kept within each."""
+    groups: dict[object, list[Case]] = {}
+    for case in cases:
+        groups.setdefault(key(case), []).append(case)
+    return list(groups.values())
+
+
 def schedule(cases: Sequence[Case], repeat: int, order: str, seed: int,
              group: Callable[[Case], object] = lambda case: None) -> list[ScheduledRepetition]:
     """The order repetitions run in.
@@ -110,10 +118,7 @@ def schedule(cases: Sequence[Case], repeat: int, order: str, seed: int,
     if order == "sequential":
         return [ScheduledRepetition(case, rep) for case in cases for rep in range(repeat)]
     if order == "interleaved":
-        groups: dict[object, list[Case]] = {}
-        for case in cases:
-            groups.setdefault(group(case), []).append(case)
-        blocks = [_option_blocks(members) for members in groups.values()]
+        blocks = [_option_blocks(members) for members in grouped(cases, group)]
         out: list[ScheduledRepetition] = []
         for rep in range(repeat):
             for index in _round([[i] for i in range(len(blocks))], rep):

@@ -301,7 +301,8 @@ class KubernetesExecutor:
                 phase = ("Deleted" if name in gone else "Unschedulable" if name in stuck
                          else "NeverStarted" if name in never_ran else "Lost" if name in lost
                          else phases.get(name, "Missing"))
-                log = (pods.log_of(name, ended=phase in ("Succeeded", "Failed", "Deleted", "Lost"))
+                log = (pods.log_of(name, ended=phase in ("Succeeded", "Failed", "Deleted", "Lost"),
+                                   again=phase in ("Succeeded", "Failed"))
                        if name not in stuck and name not in never_ran else "")
                 if phase not in ("Succeeded", "Failed", "Deleted", "Unschedulable", "NeverStarted", "Lost"):
                     phase = f"{phase} (watchdog)"
@@ -352,10 +353,12 @@ class _Pods:
         self.followers[plan.name] = LogFollower(ex.core, plan.name, ex.namespace,
                                                 end_marker=f"{EXIT_MARKER} ".encode())
 
-    def log_of(self, name: str, *, ended: bool) -> str:
+    def log_of(self, name: str, *, ended: bool, again: bool = True) -> str:
         """What the pod printed: its follower's text once its container has ended (a deleted pod's too), or the
         log read now if that is longer (a pod still running when the watchdog fired, a follower cut short or left
-        hanging by a node that failed, a stream that ended with its container before its last lines came)."""
+        hanging by a node that failed, a stream that ended with its container before its last lines came).
+        ``again``: read an ended pod's log again until it is whole (not for a deleted pod or one lost with its
+        node: a read of theirs fails the same each time, 404 or the timeout)."""
         follower = self.followers.get(name)
         followed = ""
         if follower is not None:
@@ -366,12 +369,13 @@ class _Pods:
         now = ""
         # a pod that ended: its log read again (up to LOG_READS times) until it holds the script's last line; a read
         # that failed or came short under load had left the follower's cut text (fio's JSON cut mid-way)
-        for attempt in range(LOG_READS if ended else 1):
+        reads = LOG_READS if ended and again else 1
+        for attempt in range(reads):
             with contextlib.suppress(Exception):  # a deleted pod's is gone: 404; a failed node's does not answer
                 read = self.executor.core.read_namespaced_pod_log(  # type: ignore[attr-defined]
                     name, self.executor.namespace, _request_timeout=LOG_READ_TIMEOUT_S)
                 now = read if len(str(read)) > len(now) else now
-            if f"{EXIT_MARKER} " in now or attempt + 1 == (LOG_READS if ended else 1):
+            if f"{EXIT_MARKER} " in now or attempt + 1 == reads:
                 break
             time.sleep(1.0)
         return followed if len(followed) >= len(now) else now

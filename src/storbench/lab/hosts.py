@@ -170,12 +170,12 @@ class HostsLab(LabRoot):
             raise UserError("hosts lab: not up, cannot shape its links", hint="bring it up first")
         raw = json.loads(self.state.read_text())
         wanted = [rate_bits_per_s, delay_s]
-        if raw.get("link") == wanted and not raw.get("host_links"):
+        if raw.get("link") == wanted and not raw.get("shaped_apart"):
             return False
         for index in range(1, info.count + 1):
             _shape(index, rate_bits_per_s, delay_s)
         raw["link"] = wanted
-        raw.pop("host_links", None)
+        raw.pop("shaped_apart", None)
         self.state.write_text(json.dumps(raw))
         return True
 
@@ -196,10 +196,10 @@ class HostsLab(LabRoot):
             raise UserError(f"hosts lab: no client.{index} (its hosts are client.1 to client.{info.count})")
         _shape(index, rate_bits_per_s, delay_s)
         raw = json.loads(self.state.read_text())  # which hosts are not at the lab's own shaping (for settle)
-        own = {str(i): shaping for i, shaping in raw.get("host_links", {}).items() if i != str(index)}
+        apart = set(raw.get("shaped_apart", [])) - {index}
         if [rate_bits_per_s, delay_s] != raw.get("link", [None, None]):
-            own[str(index)] = [rate_bits_per_s, delay_s]
-        raw["host_links"] = own
+            apart.add(index)
+        raw["shaped_apart"] = sorted(apart)
         self.state.write_text(json.dumps(raw))
 
     def unsettled(self) -> tuple[list[int], list[int]]:
@@ -207,18 +207,16 @@ class HostsLab(LabRoot):
         what `settle` puts back."""
         if self.info() is None:
             return [], []
-        shaped = json.loads(self.state.read_text()).get("host_links", {})
-        return hosts_down(run(["ip", "-o", "link", "show"], timeout_s=30)), sorted(int(i) for i in shaped)
+        shaped = json.loads(self.state.read_text()).get("shaped_apart", [])
+        return hosts_down(run(["ip", "-o", "link", "show"], timeout_s=30)), shaped
 
     def settle(self) -> bool:
         """Every host's link up and shaped as the lab's links are; False when they already were."""
         down, shaped = self.unsettled()
         for index in down:
             self.set_host_link(index, up=True)
-        if shaped:
-            rate, delay = json.loads(self.state.read_text()).get("link", [None, None])
-            for index in shaped:
-                self.shape_host(index, rate, delay)
+        if shaped:  # every host shaped as the lab's links again (which forgets who was apart)
+            self.set_link(*json.loads(self.state.read_text()).get("link", [None, None]))
         return bool(down or shaped)
 
     def set_host_link(self, index: int, *, up: bool) -> None:

@@ -51,34 +51,32 @@ def lab_host(index: int) -> LabHost:
                    address=f"10.214.{third}.{fourth + 10}", host_veth=f"sbh{index}a", inner_veth=f"sbh{index}b")
 
 
-def lab_veths(link_listing: str) -> list[str]:
-    """The host ends of lab hosts' veth pairs in ``ip -o link show`` output (``sbh<N>a``). Deleting a namespace
-    removes its pair only once nothing holds the namespace: a connection it still has open (an NFS client's, when
-    the server went first) keeps the pair, and a name in use, until the kernel gives the connection up."""
-    names = []
+def _host_links(link_listing: str) -> list[tuple[int, str, set[str]]]:
+    """The host ends of lab hosts' veth pairs (``sbh<N>a``) in ``ip -o link show`` output: (N, name, flags)."""
+    found = []
     for line in link_listing.splitlines():
         fields = line.split(":", 2)
         if len(fields) < 3:
             continue
         name = fields[1].strip().split("@", 1)[0]
-        if re.fullmatch(r"sbh[0-9]+a", name):
-            names.append(name)
-    return names
+        index = re.fullmatch(r"sbh([0-9]+)a", name)
+        if index:
+            flags = re.match(r"\s*<([^>]*)>", fields[2])
+            found.append((int(index.group(1)), name, set(flags.group(1).split(",")) if flags else set()))
+    return found
+
+
+def lab_veths(link_listing: str) -> list[str]:
+    """The host ends of lab hosts' veth pairs in ``ip -o link show`` output (``sbh<N>a``). Deleting a namespace
+    removes its pair only once nothing holds the namespace: a connection it still has open (an NFS client's, when
+    the server went first) keeps the pair, and a name in use, until the kernel gives the connection up."""
+    return [name for _, name, _ in _host_links(link_listing)]
 
 
 def hosts_down(link_listing: str) -> list[int]:
     """The lab hosts whose host end of the link is down (``ip -o link show`` output; ``<...,UP,...>`` missing from
     its flags): the hosts a `cut` fault took off the bridge and nothing put back."""
-    down = []
-    for line in link_listing.splitlines():
-        fields = line.split(":", 2)
-        if len(fields) < 3:
-            continue
-        found = re.fullmatch(r"sbh([0-9]+)a", fields[1].strip().split("@", 1)[0])
-        flags = re.match(r"\s*<([^>]*)>", fields[2])
-        if found and flags and "UP" not in flags.group(1).split(","):
-            down.append(int(found.group(1)))
-    return down
+    return [index for index, _, flags in _host_links(link_listing) if flags and "UP" not in flags]
 
 
 def network_batch(hosts: list[LabHost]) -> str:

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from storbench.errors import UserError
 from storbench.execute.supervisor import process_dirs
@@ -67,12 +68,17 @@ def save_host_state(root: Path) -> None:
     (root / "host-state.json").write_text(json.dumps({"sysctls": saved, "netns": _cni_names()}))
 
 
-def restore_host_state(root: Path) -> None:
+def _saved_state(root: Path) -> dict[str, Any]:
+    """What `save_host_state` wrote at `up` ({} when there is none, or it is not ours to read)."""
     try:
         state = json.loads((root / "host-state.json").read_text())
     except (OSError, ValueError):
-        return
-    for name, value in state.get("sysctls", {}).items():
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def restore_host_state(root: Path) -> None:
+    for name, value in _saved_state(root).get("sysctls", {}).items():
         with contextlib.suppress(OSError):
             Path(f"/proc/sys/{name}").write_text(value)
 
@@ -116,18 +122,26 @@ def unmount_all(root: Path) -> None:
             subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
 
 
+def _netns(pattern: str) -> list[str]:
+    """The named network namespaces on this machine whose names match ``pattern`` (a glob)."""
+    netns = Path("/var/run/netns")
+    return sorted(path.name for path in netns.glob(pattern)) if netns.exists() else []
+
+
 def _cni_names() -> list[str]:
     """The CNI network namespaces on this machine (containerd names them cni-...)."""
-    netns = Path("/var/run/netns")
-    return sorted(path.name for path in netns.glob("cni-*")) if netns.exists() else []
+    return _netns("cni-*")
 
 
 def cni_namespaces() -> dict[str, list[str]]:
     """The CNI network namespaces on this machine and each one's IPv4 addresses, loopback left out."""
     found: dict[str, list[str]] = {}
     for name in _cni_names() if shutil.which("ip") else []:
-        listed = subprocess.run(["ip", "-n", name, "-o", "-4", "addr", "show"], capture_output=True, text=True,
-                                check=False, timeout=30).stdout
+        try:
+            listed = subprocess.run(["ip", "-n", name, "-o", "-4", "addr", "show"], capture_output=True, text=True,
+                                    check=False, timeout=30).stdout
+        except subprocess.TimeoutExpired:  # not read: not known as the lab's, so left alone
+            continue
         found[name] = [address for address in re.findall(r" inet ([0-9.]+)/", listed)
                        if not address.startswith("127.")]
     return found
@@ -136,14 +150,9 @@ def cni_namespaces() -> dict[str, list[str]]:
 def delete_network(root: Path) -> None:
     """The lab's node namespaces, links and bridges, and its pods' network namespaces (`lab_pod_namespaces`:
     another runtime's pods on this machine are left alone)."""
-    try:
-        before_up = json.loads((root / "host-state.json").read_text()).get("netns", [])
-    except (OSError, ValueError, AttributeError):
-        before_up = []
-    for name in lab_pod_namespaces(cni_namespaces(), frozenset(before_up)):
+    before_up = _saved_state(root).get("netns", [])
+    for name in (*lab_pod_namespaces(cni_namespaces(), frozenset(before_up)), *_netns("sbk8s-node-*")):
         subprocess.run(["ip", "netns", "delete", name], capture_output=True, check=False)
-    for path in Path("/var/run/netns").glob("sbk8s-node-*") if Path("/var/run/netns").exists() else []:
-        subprocess.run(["ip", "netns", "delete", path.name], capture_output=True, check=False)
     links = run(["ip", "-o", "link", "show"], timeout_s=30) if shutil.which("ip") else ""
     # a node's link goes with its namespace, but only once the kernel has torn that down (later, on its own
     # time): deleted here, with its peer, at once

@@ -129,7 +129,11 @@ def serve(backing: str, mount: str, rates: str) -> None:
     # then a SIGHUP is ignored (its default would end the pacer), and the control file is read again once it is open
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     libc = ctypes.CDLL(None, use_errno=True)
-    control = read_control(Path(rates).read_text())
+
+    def current() -> Control:
+        return read_control(Path(rates).read_text())
+
+    control = current()
     bucket = Bucket(control.iops, control.bw_bytes_per_s)
     thawed = trio.Event()
     if not control.frozen:
@@ -222,10 +226,10 @@ def serve(backing: str, mount: str, rates: str) -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(pyfuse3.main, 1, 4096)
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-                apply(read_control(Path(rates).read_text()))  # a change sent while SIGHUP was ignored
+                apply(current())  # a change sent while SIGHUP was ignored
                 async for signum in signals:
                     if signum == signal.SIGHUP:
-                        apply(read_control(Path(rates).read_text()))
+                        apply(current())
                         continue
                     nursery.cancel_scope.cancel()
                     break

@@ -236,12 +236,13 @@ class VolumeLab(LabRoot):
         for daemon in daemons:
             os.kill(daemon.pid, signal.SIGHUP)
 
-    def set_caps(self, iops: int | None, bw_bytes_per_s: int | None) -> VolumeInfo:
-        """Change the caps of the running lab from its next I/O on (as a burst credit running out would)."""
+    def set_caps(self, iops: int | None, bw_bytes_per_s: int | None, *, thaw: bool = False) -> VolumeInfo:
+        """Change the caps of the running lab from its next I/O on (as a burst credit running out would); with
+        ``thaw``, thaw it in the same change."""
         info = self.info()
         if info is None:
             raise UserError("volume lab: not up", hint="storbench lab volume up")
-        self._control(iops=iops, bw_bytes_per_s=bw_bytes_per_s)
+        self._control(iops=iops, bw_bytes_per_s=bw_bytes_per_s, **({"frozen": False} if thaw else {}))
         info = replace(info, spec=replace(info.spec, iops=iops, bw_bytes_per_s=bw_bytes_per_s))
         self.state.write_text(json.dumps(asdict(info)))
         return info
@@ -392,8 +393,7 @@ class VolumeKind(LabKindBase):
         if not control.frozen and (control.iops, control.bw_bytes_per_s) == (own.iops, own.bw_bytes_per_s):
             return None
         started = time.time()
-        lab.freeze(False)
-        lab.set_caps(own.iops, own.bw_bytes_per_s)
+        lab.set_caps(own.iops, own.bw_bytes_per_s, thaw=True)
         return LabHealed("volume", time.time() - started)
 
     def bring_up(self, group: LabGroup, labs: SessionLabs) -> None:

@@ -248,7 +248,7 @@ def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[str, str],
         rows.append((labels.get(p.case_id, p.case_id), f"{p.action} {p.target}", str(n),
                      _figure(p.blackout_s, ""), _figure(p.first_completion_s, ""), _figure(p.restore_blackout_s, ""),
                      _figure(p.dip_pct, "", 0), _figure(p.degraded_pct, "", 0), recovered if n else "-",
-                     longest_io_text(p) if p.longest_io_ns else "-", cluster_cell(p),
+                     longest_io_text(p), cluster_cell(p),
                      write_check_text(checked.get((p.run_id, p.case_id)))))
     return rows
 

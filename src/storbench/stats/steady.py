@@ -237,15 +237,14 @@ def _moving(change: Change) -> bool:
 def what_would_show(state: SteadyState) -> str:
     """For a point steady by SNIA's rule whose level's change is not shown within the margin: a level still
     moving says so; else about how many rounds would show it (`SteadyState.rounds_to_show`)."""
+    needed = state.rounds_to_show
+    if needed is not None:  # none is worked out for a level shown to move
+        extra = max(needed - state.rule.window, state.rule.confirm + 1)
+        return (f"if its level is flat, about {needed} rounds would show it within +-{100 * FLAT_MARGIN:g} %, 4 "
+                f"times in 5 (steady_state.confirm: {extra})")
     change = state.change
     moving = ("its level is still " + ("rising" if change.ratio > 1 else "falling")
               if change is not None and _moving(change) else "")
-    needed = state.rounds_to_show
-    if needed is not None:
-        extra = max(needed - state.rule.window, state.rule.confirm + 1)
-        more = (f"if its level is flat, about {needed} rounds would show it within +-{100 * FLAT_MARGIN:g} %, 4 "
-                f"times in 5 (steady_state.confirm: {extra})")
-        return more  # none is worked out for a level shown to move
     if moving:
         return f"{moving}: precondition longer, or raise max_rounds so the window comes later"
     return "steadier rounds would tell (a longer runtime or ramp, or precondition)"
