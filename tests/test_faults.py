@@ -145,6 +145,28 @@ def test_the_driver_does_each_fault_at_its_time_and_always_undoes_it() -> None:
     assert done == [] and never.records == []
 
 
+def test_a_fault_is_stamped_when_it_is_started_not_when_the_lab_returns() -> None:
+    """A fault's effect on the I/O begins as the lab is asked (a daemon killed, a rule inserted), and some labs take
+    a while to return (a daemon waited for, a pod deleted): the record's time is the moment the action started, so
+    the time to the first completion and the level before the fault are read against when the fault began."""
+    import time
+
+    from storbench.fault_driver import FaultDriver
+
+    started: list[float] = []
+
+    def slow_act(step: FaultStep, restore: bool) -> str:
+        started.append(time.time())
+        time.sleep(0.2)  # the lab takes its time to say it is done
+        return "done"
+
+    with FaultDriver([FaultStep(0.02, "stop", "a", 0.3)], 0.0, slow_act) as driver:
+        time.sleep(0.6)
+    fault, undone = driver.records
+    assert len(started) == 2
+    assert abs(fault.at_s - started[0]) < 0.05 and abs(undone.at_s - started[1]) < 0.05
+
+
 def test_compare_judges_what_the_faults_did_where_both_sides_had_them() -> None:
     """Two settings under the same fault (a heartbeat grace of 20 s against 6 s, say), each repetition one fault:
     compare gives the blackout's change with its interval and a verdict (shorter is better), beside IOPS; points

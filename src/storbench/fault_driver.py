@@ -58,6 +58,7 @@ class FaultDriver(Beside):
 
     def _do(self, index: int, restore: bool, planned: float) -> None:
         step = self.steps[index]
+        started_s = self.clock()  # the fault acts on the I/O as the lab is asked; the lab may take a while to return
         try:
             said, error = self.act(step, restore), ""
         except Exception as exc:  # a fault that fails leaves the repetition running, and says so
@@ -66,7 +67,7 @@ class FaultDriver(Beside):
             self._open.pop(index, None)
         elif step.restore_after_s is not None:  # also a fault that failed: it may have done part of itself (a
             self._open[index] = step  # rule inserted, then a signal that failed), which its undoing reverts
-        self.records.append(FaultRecord(step.action, step.target, restore, self.clock(), said, error, planned,
+        self.records.append(FaultRecord(step.action, step.target, restore, started_s, said, error, planned,
                                         self.measure_start_s))
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class FaultRecord:
     """One action of a plan's fault during a repetition: the fault itself or its undoing (``restore``), when it
-    was done on the wall clock (epoch seconds, taken right after the lab returned), what the lab said, and the
+    was started on the wall clock (epoch seconds, taken right before the lab was asked: a daemon killed or a rule
+    inserted acts on the I/O at once, whatever the lab does after), what the lab said, and the
     error when it could not be done (its figures are then not a fault's)."""
 
     action: str
