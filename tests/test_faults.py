@@ -298,7 +298,7 @@ def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_ze
     from types import SimpleNamespace
 
     from storbench.model.fault_record import WriteCheck
-    from storbench.report.failover import failover_verdict, write_check_lines, write_check_text
+    from storbench.report.failover import failover_line, failover_verdict, write_check_lines, write_check_text
     from storbench.stats.estimate import estimate
     from storbench.stats.failover_points import PointFailover, RepetitionFailover
     from storbench.stats.timeline import Failover, Recovery
@@ -363,6 +363,14 @@ def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_ze
         "; 0 of 450 acknowledged writes lost in the 1 of 3 repetitions read back; the other 2 not checked.")
     line = write_check_lines([partly], {})[-1]
     assert "1 repetition read back" in line and "; 2 not checked: its writes" in line, line
+    # two back (one of them after a degraded stretch), one not: each figure says which repetitions it is of
+    mixed = point([4.9, 5.0, 4.9], degraded_pct=estimate([61.0]), end_pct=estimate([99.0, 101.0, 58.0]),
+                  recovered=2, not_recovered=1)
+    assert ": I/O stopped for 4.9 s [" in failover_verdict(mixed, None, "x") and failover_verdict(mixed, None, "x") \
+        .endswith("; then 61 % of the level before until it was back (in 1 of 3); at the end 86 % [26, 146] of it; "
+                  "shown below it to the end in 1 of 3.")
+    line = failover_line(mixed, "x")
+    assert "then 61 % of it until back (in 1 of 3); at the end 86 % [26, 146] of it; recovered 2 of 3" in line, line
     back = failover_verdict(point([4.9, 5.0, 4.9], degraded_pct=None, recovered=3, not_recovered=0), None, "x")
     assert back.endswith("; back to at least 90 % of the level before in every repetition.")  # nothing for "it"
     assert "after the server was stopped" in failover_verdict(

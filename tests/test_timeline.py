@@ -86,6 +86,7 @@ def test_degraded_without_a_stall_recovers_when_the_level_is_shown_back() -> Non
     assert result.blackout_s == 0.0 and result.first_completion_s == 0.0
     assert result.dip_pct is not None and 45 <= result.dip_pct <= 60  # the lowest 100 ms window of a 60 % stretch
     assert result.degraded_pct == pytest.approx(60, abs=3)
+    assert result.end_pct == pytest.approx(100, abs=5)  # back: the seconds the test read are at the level before
     # at 8 s, or up to a few windows before it (the first block of the hold may start in the last of the 60 %)
     assert result.recovery_s is not None and 7.7 <= result.recovery_s <= 9.0, result.recovery_s
 
@@ -93,13 +94,14 @@ def test_degraded_without_a_stall_recovers_when_the_level_is_shown_back() -> Non
 def test_a_run_that_never_recovers_says_so() -> None:
     degraded = failover([synthetic(lambda t: 600 if t >= 10 else 1000, 30)], WINDOW, at(10), at(0), at(30))
     assert degraded.recovery is Recovery.NOT_RECOVERED and degraded.recovery_s is None
-    assert degraded.degraded_pct == pytest.approx(60, abs=3)
+    # one quantity each: the level until back is a recovered run's; a run not back has the level it was left at
+    assert degraded.degraded_pct is None and degraded.end_pct == pytest.approx(60, abs=3)
     # a client that stops at the fault and never completes again: its stall lasts to the end of the run
     stopped = failover([synthetic(lambda t: 0 if t >= 10 else 1000, 30)], WINDOW, at(10), at(0), at(30))
     assert stopped.blackout_s == pytest.approx(20.0, abs=0.11) and stopped.recovery is Recovery.UNTOLD
     # back 2 s before the end: too short to tell (5 one-second blocks are the test)
     late = failover([synthetic(lambda t: 0 if 10 <= t < 28 else 1000, 30)], WINDOW, at(10), at(0), at(30))
-    assert late.recovery is Recovery.UNTOLD and late.recovery_s is None
+    assert late.recovery is Recovery.UNTOLD and late.recovery_s is None and late.end_pct is None
 
 
 def test_eighty_five_percent_is_not_called_recovered() -> None:
@@ -295,7 +297,7 @@ def test_clients_whose_logs_end_apart_have_no_stall_at_the_end() -> None:
         assert lost is not None and lost.recovery is Recovery.NOT_RECOVERED
         assert dict(lost.client_blackouts_s) == {"h1": 0.0, "h2": 0.0}
         assert lost.dip_pct is not None and lost.dip_pct > 60, (seed, lost.dip_pct)
-        assert lost.degraded_pct == pytest.approx(80, abs=3)
+        assert lost.degraded_pct is None and lost.end_pct == pytest.approx(80, abs=3)
 
 
 @pytest.mark.parametrize("fault_s", [28.0, 28.5, 29.0])

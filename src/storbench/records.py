@@ -124,13 +124,15 @@ class Record:
     pct_of_expected: float | None = None
     # A plan with faults: the repetition's fault ("kill osd.1") and what it did (docs/methodology.md#failover):
     # the blackout (longest time no I/O completed), the first completion after the fault, the stall when it was
-    # undone, the lowest window and the mean until recovery as % of the level before, the recovery's verdict and time.
+    # undone, the lowest window and the mean until recovery (of a recovered run) as % of the level before, the level
+    # at the end (the seconds the recovery test read) as % of it, the recovery's verdict and time.
     fault: str = ""
     blackout_s: float | None = None
     first_io_after_fault_s: float | None = None
     undo_blackout_s: float | None = None
     dip_pct: float | None = None
     degraded_pct: float | None = None
+    end_pct: float | None = None
     recovery: str = ""
     recovery_s: float | None = None
     cluster_clean_s: float | None = None  # a lab Ceph cluster: fault to every PG active+clean again
@@ -259,7 +261,7 @@ def record(o: Observation, expected: Expectation | None = None) -> Record:
         fault=f"{fault.action} {fault.target}" if (fault := o.failover.fault if o.failover else None) else "",
         blackout_s=_metric(o, "blackout_s"), first_io_after_fault_s=_metric(o, "first_io_after_fault_s"),
         undo_blackout_s=_metric(o, "undo_blackout_s"), dip_pct=_metric(o, "dip_pct"),
-        degraded_pct=_metric(o, "degraded_pct"),
+        degraded_pct=_metric(o, "degraded_pct"), end_pct=_metric(o, "end_pct"),
         recovery=f.recovery.value if (f := o.failover.figures if o.failover else None) else "",
         recovery_s=_metric(o, "recovery_s"), cluster_clean_s=_metric(o, "cluster_clean_s"),
         **_write_check_fields(o.write_check),

@@ -32,6 +32,11 @@ def _figure(value: Estimate | None, unit: str, digits: int = 2) -> str:
     return shown
 
 
+def _in_some(value: Estimate, n: int) -> str:
+    """' (in 2 of 3)' when a figure stands for some of a point's repetitions only; '' when for all."""
+    return "" if value.n == n else f" (in {value.n} of {n})"
+
+
 def longest_io_text(point: PointFailover) -> str:
     """The longest I/O of all the repetitions and, over several, the mean of each one's longest (a typical
     repetition's worst I/O, not the worst seen)."""
@@ -59,7 +64,9 @@ def failover_line(point: PointFailover, label: str) -> str:
     parts += [
              f"dip to {_figure(point.dip_pct, ' %', 0)} of the level before"]
     if point.degraded_pct is not None:
-        parts.append(f"then {_figure(point.degraded_pct, ' %', 0)} of it to the recovery or the end")
+        parts.append(f"then {_figure(point.degraded_pct, ' %', 0)} of it until back{_in_some(point.degraded_pct, n)}")
+    if point.end_pct is not None:
+        parts.append(f"at the end {_figure(point.end_pct, ' %', 0)} of it{_in_some(point.end_pct, n)}")
     recovery = f"recovered {point.recovered} of {n}"
     if point.recovery_s is not None:
         recovery += f" (back {_figure(point.recovery_s, ' s', 1)} after the fault)"
@@ -131,13 +138,17 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
         total = len(point.client_blackouts_s)
         said += " on every client" if stalled == total else f" on {stalled} of {total} clients"
     parts = [said]
-    level = "the level before"  # named once: "it" after the degraded level's part
+    level = "the level before"  # named once: "it" after the first part that names it
     if point.degraded_pct is not None:
-        parts.append(f"then {_figure(point.degraded_pct, ' %', 0)} of {level}")
+        parts.append(f"then {_figure(point.degraded_pct, ' %', 0)} of {level} until it was back"
+                     f"{_in_some(point.degraded_pct, n)}")
         level = "it"
     if point.recovered == n:
         parts.append(f"back to at least 90 % of {level} in every repetition")
     elif point.not_recovered:
+        if point.end_pct is not None:  # what the ones not back were left at: the level at the end, all tested
+            parts.append(f"at the end {_figure(point.end_pct, ' %', 0)} of {level}{_in_some(point.end_pct, n)}")
+            level = "it"
         parts.append(f"shown below {level} to the end in {point.not_recovered} of {n}")
     else:
         parts.append(f"back to at least 90 % of {level} in {point.recovered} of {n}, the rest undecided")

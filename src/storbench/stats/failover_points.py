@@ -137,7 +137,7 @@ class PointFailover:
     restore_blackout_s: Estimate | None  # at the undoing (None: nothing undone within the runs)
     first_completion_s: Estimate | None
     dip_pct: Estimate | None
-    degraded_pct: Estimate | None
+    degraded_pct: Estimate | None  # over the repetitions that recovered after a degraded stretch
     recovery_s: Estimate | None  # over the repetitions that recovered
     longest_io_ns: Estimate | None  # each repetition's longest I/O, over the repetitions
     recovered: int
@@ -152,6 +152,7 @@ class PointFailover:
     cluster_never_clean: int = 0
     degraded_objects_max: int | None = None
     longest_io_max_ns: int | None = None  # the longest I/O of all the repetitions
+    end_pct: Estimate | None = None  # the level at the end, over the repetitions the recovery test could read
 
     @property
     def measured(self) -> int:
@@ -204,5 +205,6 @@ def point_failovers(repetitions: Sequence[StoredRepetition]) -> list[PointFailov
             cluster_disturbed=sum(1 for c in clusters if c.disturbed),
             cluster_never_clean=sum(1 for c in clusters if c.disturbed and c.clean_after_s is None),
             degraded_objects_max=max((c.degraded_objects_max for c in clusters), default=None),
-            longest_io_max_ns=max((f.longest_io_ns for f in figures if f.longest_io_ns is not None), default=None)))
+            longest_io_max_ns=max((f.longest_io_ns for f in figures if f.longest_io_ns is not None), default=None),
+            end_pct=_estimate([f.end_pct for f in figures])))
     return out

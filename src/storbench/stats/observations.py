@@ -425,7 +425,7 @@ METRIC_VALUES: Mapping[str, MetricValue] = {
     **{name: _failover(attribute) for name, attribute in (
         ("blackout_s", "blackout_s"), ("first_io_after_fault_s", "first_completion_s"),
         ("undo_blackout_s", "restore_blackout_s"), ("dip_pct", "dip_pct"), ("degraded_pct", "degraded_pct"),
-        ("recovery_s", "recovery_s"))},
+        ("end_pct", "end_pct"), ("recovery_s", "recovery_s"))},
     "cluster_clean_s": _cluster_clean,
     **_cost_values(),
 }

@@ -18,7 +18,10 @@ on the wall clock, read against the moment of the fault.
   run that stays 10 % down recovered three times in four;
 - **recovery time** (of a recovered run only, an estimate, not a test): the first moment after the stall from
   which HOLD_BLOCKS blocks in a row are each at least 1 - RECOVERY_MARGIN of the level;
-- **degraded level**: IOPS from the end of the stall to the recovery, as % of the level before;
+- **degraded level** (of a recovered run only): IOPS from the end of the stall to the recovery, as % of the level
+  before;
+- **level at the end**: the mean of the blocks the recovery test reads, as % of the level before (every run that
+  could be tested: what a run that did not recover was left at);
 - **longest I/O**: the longest completion latency logged in the measured section.
 
 One-second blocks, not the windows, are the samples: windows of 100 ms next to each other are correlated. The
@@ -71,11 +74,12 @@ class Failover:
     client_blackouts_s: tuple[tuple[str, float], ...]
     first_completion_s: float
     dip_pct: float | None
-    degraded_pct: float | None  # None: recovered right after the stall, or nothing between
+    degraded_pct: float | None  # to the recovery; None: not recovered, recovered right after the stall
     recovery: Recovery
     recovery_s: float | None  # when a recovered run got back; None unless recovered
     longest_io_ns: int | None
     restore_blackout_s: float | None = None  # None: nothing undone during the measured section
+    end_pct: float | None = None  # the blocks the recovery test read, % of the level before; None: too short to tell
 
 
 def completion_times(rows: Sequence[LogRow]) -> list[int]:
@@ -196,11 +200,10 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
         # back (a fault that never took the I/O below the margin: its lowest window there, not none)
         until = len(windows) if back is None else max(back, fault_index + HOLD_BLOCKS * per_block)
         dip = 100 * min(windows[fault_index:until]) / level
-    degraded = None
+    degraded = None  # one quantity: the level until it was shown back (a run not back has its level at the end)
     if level and back is not None and back > after_stall:
         degraded = 100 * sum(windows[after_stall:back]) / (back - after_stall) / level
-    elif level and state is Recovery.NOT_RECOVERED and after_stall < len(windows):
-        degraded = 100 * sum(windows[after_stall:]) / (len(windows) - after_stall) / level
+    end_level = 100 * sum(final) / len(final) / level if level and state is not Recovery.UNTOLD else None
     lat = [row.value for log in logs for row in log.max_lat if from_ms < row.t_ms <= to_ms]
     return Failover(
         pre_fault_iops=level, blackout_s=stall.seconds if stall else 0.0, client_blackouts_s=tuple(per_client),
@@ -208,4 +211,4 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
         degraded_pct=degraded, recovery=state,
         recovery_s=(common_from + back * window_ms - fault_ms) / 1000 if back is not None else None,
         longest_io_ns=max(lat) if lat else None,
-        restore_blackout_s=(again.seconds if again else 0.0) if undone is not None else None)
+        restore_blackout_s=(again.seconds if again else 0.0) if undone is not None else None, end_pct=end_level)
