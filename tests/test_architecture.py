@@ -456,3 +456,25 @@ def test_the_lazy_import_check_sees_one_without_a_reason(tmp_path: Path) -> None
         "def g():\n    import json  # lazy: a reason on the line\n\n"
         "def h():\n    x = 1\n    import json\n    return x\n")
     assert lazy_imports_without_reason(package) == ["storbench.a:15"]
+
+
+# The most lines a module of storbench may have (issue 31: "no module over ~400 lines"). Past it, split the module
+# where its parts are apart (commands by group, a model's values from their readers), not by line count alone.
+MAX_MODULE_LINES = 420
+
+
+def long_modules(package: Path, limit: int = MAX_MODULE_LINES) -> list[tuple[str, int]]:
+    """(module path relative to ``package``, its line count) of each module over ``limit`` lines."""
+    found = [(str(path.relative_to(package)), len(path.read_text().splitlines())) for path in package.rglob("*.py")]
+    return sorted((name, lines) for name, lines in found if lines > limit)
+
+
+def test_no_module_is_over_about_400_lines() -> None:
+    assert long_modules(PACKAGE_DIR) == [], "split these modules (see MAX_MODULE_LINES)"
+
+
+def test_the_module_size_check_sees_a_long_module(tmp_path: Path) -> None:
+    (tmp_path / "short.py").write_text("x = 1\n" * 10)
+    (tmp_path / "long.py").write_text("x = 1\n" * 11)
+    assert long_modules(tmp_path, 10) == [("long.py", 11)]
+    assert long_modules(PACKAGE_DIR, 300)  # the package's own long modules are seen at a lower limit

@@ -353,7 +353,7 @@ def test_a_flat_curve_whose_storage_answers_fast_is_limited_in_the_client_stack(
 def test_the_storage_layer_is_the_outermost_that_served_the_io() -> None:
     """radosgw in front of the OSDs answers an S3 GET; an MDS answers metadata operations; writes read the OSDs'
     write counter; the share outside the storage is the client's mean beyond it."""
-    from storbench.stats.observations import metric_value, observed_storage
+    from storbench.stats.metric_values import metric_value, observed_storage
 
     s3 = observation(direction="read", iops=500.0, lat_mean_ns=4e6,
                      ceph_counters=(("rgw_get", 500.0, 3e6), ("op_r", 1500.0, 0.5e6)))
@@ -405,7 +405,7 @@ def test_a_storage_holding_more_in_flight_than_the_client_was_not_in_its_path() 
     """librbd's writeback cache (Ceph lab, rbd-cephfs-nfs example): the client saw 1.9 ms at 4,886 writes/s (9 in
     flight) while the OSDs took 80 ms for each of 5,500 writes/s (440 in flight): acknowledged by the cache, written
     back later; the OSDs' latency is not part of the client's, and no storage latency is given."""
-    from storbench.stats.observations import observed_storage
+    from storbench.stats.metric_values import observed_storage
 
     cached = observation(direction="write", iops=4886.0, lat_mean_ns=1.89e6, ceph_counters=(("op_w", 5519.0, 78.7e6),))
     assert observed_storage(cached) is None

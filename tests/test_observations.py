@@ -17,7 +17,7 @@ from storbench.selection import filter_where
 from storbench.stats import match
 from storbench.stats.compare import compare_observations
 from storbench.stats.knee import curves
-from storbench.stats.observations import METRIC_VALUES, metric_value
+from storbench.stats.metric_values import METRIC_VALUES, metric_value
 from storbench.stats.selectors import parse_selector, select
 from storbench.stats.summary import summarize_points
 from synthetic import observation

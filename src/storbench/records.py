@@ -11,15 +11,15 @@ from typing import Any
 
 from storbench.model import DirectionMeasurement, Expectation, LatencySummary
 from storbench.model.fault_record import WriteCheck
-from storbench.stats.metrics import COST_METRICS
-from storbench.stats.observations import (
-    Observation,
+from storbench.stats.metric_values import (
     busiest_names,
     lat_percentile_ns,
     lat_percentiles_from,
     metric_value,
     observed_storage,
 )
+from storbench.stats.metrics import COST_METRICS
+from storbench.stats.observations import Observation
 from storbench.units import format_block_size
 
 

@@ -1,6 +1,6 @@
 """The command line: the only place that reads argv, prints, and turns errors into exit codes.
 
-One module per command group: `run` (plan, run), `results` (show, export, compare, saturation, report),
+One module per command group: `run` (plan, run), `results` (show, export, saturation), `compare` (compare, report),
 `labs` (lab, k8s), `imports` (import), `examples` (example, doctor, setup), `image` (image build, push); `common` holds
 what they share. Which results a command reads is decided in `storbench.selection`, importing in
 `storbench.importer`.
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from storbench import __version__
-from storbench.cli import examples, history, image, imports, labs, results, run
+from storbench.cli import compare, examples, history, image, imports, labs, results, run
 from storbench.cli.common import _console, _write_output
 from storbench.cli.run import plan_before_resume
 from storbench.errors import UserError
@@ -71,6 +71,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                                                                                      metavar="COMMAND")
     run.add_commands(sub)
     results.add_commands(sub)
+    compare.add_commands(sub)
     command = next((arg for arg in argv if not arg.startswith("-")), None) if argv is not None else "lab"
     labs.add_commands(sub, labs=command == "lab")
     imports.add_commands(sub)

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from storbench.config import ci_stop_confidence
 from storbench.stats.compare import compare_observations
 from storbench.stats.compare_cells import PointComparison
-from storbench.stats.observations import Attempts, Observation, looks_made, metric_value
+from storbench.stats.metric_values import metric_value
+from storbench.stats.observations import Attempts, Observation, looks_made
 from storbench.stats.selectors import Selector
 from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, decide
 from storbench.stats.summary import summarize_points

@@ -15,7 +15,8 @@ from storbench.stats.compare_design import design_of
 from storbench.stats.compare_match import compare_points
 from storbench.stats.compare_runs import run_level
 from storbench.stats.estimate import CONFIDENCE
-from storbench.stats.observations import Attempts, Observation, alternated_rounds, looks_made, metric_value
+from storbench.stats.metric_values import metric_value
+from storbench.stats.observations import Attempts, Observation, alternated_rounds, looks_made
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.selectors import Question, Selector, blocked_settings, select
 from storbench.stats.sequential import (

@@ -14,7 +14,8 @@ from dataclasses import replace
 
 from storbench.stats.compare_cells import CellComparison, PointComparison, Verdict, verdict_of
 from storbench.stats.estimate import Difference, estimate, welch_difference
-from storbench.stats.observations import METRIC_VALUES, Observation
+from storbench.stats.metric_values import METRIC_VALUES
+from storbench.stats.observations import Observation
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.sequential import paired_change, paired_values
 from storbench.stats.summary import run_samples

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from storbench.model import operation_of, rate_name
 from storbench.stats.estimate import t_quantile
-from storbench.stats.observations import METRIC_VALUES, Observation
+from storbench.stats.metric_values import METRIC_VALUES
+from storbench.stats.observations import Observation
 
 MIN_SAMPLES = 6
 

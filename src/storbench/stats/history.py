@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 from storbench.model import Case, RunInfo
 from storbench.stats.estimate import t_quantile
+from storbench.stats.metric_values import metric_value
 from storbench.stats.metrics import QUANTISED_FIELDS
-from storbench.stats.observations import Observation, metric_value
+from storbench.stats.observations import Observation
 from storbench.stats.special import t_sf
 
 ALPHA = 0.01  # a change point's p-value, Bonferroni over the splits it was chosen among

@@ -13,14 +13,8 @@ from enum import StrEnum
 
 from storbench.model import K8S_SETTINGS, NEVER, is_object, size_setting
 from storbench.model.ceph_options import CEPH_OPTIONS
-from storbench.stats.observations import (
-    METRIC_VALUES,
-    PERCENTILES,
-    Observation,
-    busiest_names,
-    lat_percentiles_from,
-    observed_storage,
-)
+from storbench.stats.metric_values import METRIC_VALUES, busiest_names, lat_percentiles_from, observed_storage
+from storbench.stats.observations import PERCENTILES, Observation
 from storbench.units import format_block_size, format_link_rate, link_rate_bits, parse_duration_s, parse_size_bytes
 
 

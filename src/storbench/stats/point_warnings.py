@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from storbench.model import is_volume_operation
 from storbench.stats.bottleneck import configured_slots
 from storbench.stats.estimate import Estimate
-from storbench.stats.observations import METRIC_VALUES, Observation
+from storbench.stats.metric_values import METRIC_VALUES
+from storbench.stats.observations import Observation
 from storbench.stats.special import chi2_isf
 from storbench.stats.steady import SteadyStatus, what_would_show
 from storbench.stats.trend import FLAT_MARGIN, within_margin

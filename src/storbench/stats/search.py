@@ -44,7 +44,8 @@ from itertools import pairwise
 from storbench.model.objective import LatencyObjective
 from storbench.stats.estimate import Estimate, estimate, ratio_interval
 from storbench.stats.knee import Knee, KneeKind, locate_knee
-from storbench.stats.observations import Observation, metric_value
+from storbench.stats.metric_values import metric_value
+from storbench.stats.observations import Observation
 from storbench.stats.slo import Verdict, verdict
 from storbench.stats.trend import judge_change, round_pairs
 

@@ -9,17 +9,16 @@ from storbench.model import Direction, Expectation, is_metadata, is_object, is_v
 from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, judge
 from storbench.stats.cost import COMPONENTS, KERNEL
 from storbench.stats.estimate import CONFIDENCE, estimate
-from storbench.stats.metrics import SUMMARY_METRICS
-from storbench.stats.observations import (
+from storbench.stats.metric_values import (
     METRIC_VALUES,
-    Observation,
-    alternated_rounds,
     busiest_names,
     lat_percentiles_from,
     metric_value,
     observed_storage,
     unseparated_storage,
 )
+from storbench.stats.metrics import SUMMARY_METRICS
+from storbench.stats.observations import Observation, alternated_rounds
 from storbench.stats.point_summary import PointSummary, distinct_fields
 from storbench.stats.point_verdicts import RATE_OPTIONS, left_untold, with_sweep_verdicts, with_time_split
 from storbench.stats.point_warnings import point_warnings

@@ -1,0 +1,244 @@
+"""Commands that set results side by side: `compare` (baseline against candidate, a table) and `report` (one HTML
+file with figures, and the comparison when asked).
+
+Which results they read is decided in `storbench.selection`; the numbers come from `stats`, the text and the
+figures from `report`. Here: arguments in, printing and exit codes out.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from storbench.cli.common import _console, _write_output, at_least_zero, db_option, filters, where_option
+from storbench.cli.results import _file_console, require_results
+from storbench.errors import UserError
+from storbench.private_files import write_private
+from storbench.safe_text import file_stems
+
+if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
+    from storbench.selection import Selection
+    from storbench.stats.compare_cells import PointComparison
+    from storbench.stats.selectors import Selector
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
+    from storbench.report.compare_tables import (
+        bottleneck_evidence_lines,
+        compare_table,
+        design_lines,
+        rule_answer_lines,
+    )
+    from storbench.report.cost import cost_lines
+    from storbench.report.labels import comparison_label
+    from storbench.selection import design_changed_line, parse_selector_flag, select
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.compare_cells import regressions, stopping_rule_lines, tested_cells, ungated_cells
+    from storbench.stats.compare_design import design_note
+
+    baseline = parse_selector_flag(args.baseline, "--baseline")
+    candidate = parse_selector_flag(args.candidate, "--candidate")
+    selection = select(args.db, "all", args.where, default_latest=False)
+    if args.where and not selection.observations:
+        raise UserError(f"--where {' '.join(args.where)} matches no results in {args.db}: {selection.no_match}",
+                        hint="loosen --where; `storbench show --run all` lists what is stored")
+    check_sides(selection, baseline, candidate, args.db)
+    questions, attempts = selection.questions, selection.attempts
+
+    def compared(alpha: float = 0.05) -> list[PointComparison]:  # each interval's error rate
+        return compare_observations(selection.observations, baseline, candidate, selection.tags, selection.memory,
+                                    attempts=attempts,
+                                    force=args.force, interleaved_runs=selection.interleaved_runs,
+                                    sequential_plans=selection.sequential_plans, bring_ups=selection.bring_ups,
+                                    alpha=alpha, questions=questions, expectations=selection.expectations)
+
+    comparisons = compared()
+    if not comparisons:
+        refuse_no_common_point(selection, baseline, candidate)
+    ran_in = {run for c in comparisons for run in (*c.baseline.run_ids, *c.candidate.run_ids)}
+    designs = {selection.bring_ups.get(run, "once") for run in ran_in}
+    note = design_note(baseline, candidate, bring_up=designs.pop() if len(designs) == 1 else "once")
+    if note and args.format in ("table", "markdown"):
+        _console(stderr=args.format != "table" and args.output in ("", "-")).print(note, markup=False)
+    changed = {run: what for run, what in selection.design_changed.items() if run in ran_in}
+    changed_lines = [design_changed_line(run, what) for run, what in sorted(changed.items())]
+    if args.format == "table":
+        out = _console() if args.output in ("", "-") else _file_console()
+        out.print(compare_table(comparisons, baseline.text, candidate.text,
+                                None if args.output not in ("", "-") else out.width))
+        for line in [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_lines(comparisons),
+                     *changed_lines, *cost_lines(comparisons)]:
+            out.print(line, markup=False)
+        evidence = bottleneck_evidence_lines(comparisons)
+        if evidence:
+            out.print("bottlenecks (rules: docs/methodology.md#bottleneck-verdicts):", markup=False)
+            for line in evidence:
+                out.print(f"  {line}", markup=False)
+        if args.output not in ("", "-"):
+            _write_output(out.export_text(), args.output)
+    elif args.format == "markdown":
+        _write_output(comparison_markdown(comparisons, baseline.text, candidate.text,
+                                          [*changed_lines, *cost_lines(comparisons)]), args.output)
+    elif args.format == "csv":
+        _write_output(comparison_csv(comparisons, changed), args.output)
+    else:
+        _write_output(comparison_json(comparisons, changed), args.output)
+    if args.fail_on_regression is not None:
+        # the gate's error rate is 5 % for the whole table, not per cell: Bonferroni over the cells it tests
+        cells = tested_cells(comparisons)
+        family = comparisons if cells <= 1 else compared(0.05 / cells)
+        found = regressions(family, args.fail_on_regression)
+        shared = f"the 5 % error rate shared over {cells} cells (Bonferroni)" if cells > 1 else "at 5 %"
+        left_out = ungated_cells(comparisons)
+        if left_out:
+            _console(stderr=True).print(
+                f"--fail-on-regression leaves out {left_out} cells (‡): plain intervals on repetitions whose number "
+                "a stopping rule chose, not covered by its error rate", markup=False)
+        if found:
+            worst = max(found, key=lambda r: abs(r.cell.difference.change_pct if r.cell.difference else 0))
+            change = worst.cell.difference.change_pct if worst.cell.difference else 0.0
+            _console(stderr=True).print(
+                f"regression: {len(found)} significantly worse cells beyond {args.fail_on_regression:g} % ({shared}); "
+                f"worst {worst.cell.metric.label} {change:+.1f} % at {comparison_label(worst.comparison)}",
+                markup=False)
+            return 1
+        single = regressions(comparisons, args.fail_on_regression)
+        if single:
+            _console(stderr=True).print(
+                f"no regression with {shared}: {len(single)} cells look worse beyond {args.fail_on_regression:g} % at "
+                "5 % each, as some of many cells do by chance", markup=False)
+    return 0
+
+
+def check_sides(selection: Selection, baseline: Selector, candidate: Selector, db: str) -> None:
+    """`--baseline` and `--candidate` (compare, report): known keys, each side some results, not the same ones."""
+    from storbench.selection import check_selector_keys, repetition_keys
+    from storbench.stats.selectors import select as select_side
+
+    check_selector_keys(selection, baseline, candidate)
+    sides = []
+    for side, selector in (("baseline", baseline), ("candidate", candidate)):
+        chosen = select_side(selection.observations, selector, selection.tags)
+        if not chosen:
+            raise UserError(f"--{side} {selector.text!r} matches no results in {db}",
+                            hint="see `storbench show --run all` for what is stored")
+        sides.append(repetition_keys(chosen))
+    if sides[0] == sides[1]:
+        raise UserError(f"--baseline {baseline.text!r} and --candidate {candidate.text!r} select the same results",
+                        hint="a comparison of results with themselves says nothing; select two different sides")
+
+
+def refuse_no_common_point(selection: Selection, baseline: Selector, candidate: Selector) -> NoReturn:
+    from storbench.stats.compare_match import no_common_point
+
+    selected = sorted(baseline.keys | candidate.keys)
+    directions = " (rw changes the direction: reads and writes never compare)" if "rw" in selected else ""
+    raise UserError(no_common_point(selection.observations, baseline, candidate, selection.tags),
+                    hint="points match on target, rw, bs, iodepth, numjobs, clients and direction, except what "
+                    f"you select on ({', '.join(selected)}){directions}")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from plotly.offline import get_plotlyjs
+
+    from storbench.report.build import build_report
+    from storbench.report.html import render_html
+    from storbench.report.images import render_image
+    from storbench.selection import (
+        design_changed_line,
+        parse_objective,
+        parse_selector_flag,
+        repetition_keys,
+        select,
+        where_items,
+    )
+    from storbench.stats.compare import compare_observations
+
+    objective = parse_objective(args.slo)
+    if bool(args.baseline) != bool(args.candidate):
+        raise UserError("--baseline and --candidate go together", hint="give both, or neither")
+    if args.images and Path(args.images).exists() and not Path(args.images).is_dir():
+        raise UserError(f"--images {args.images}: exists and is not a directory",
+                        hint="give a directory (made if missing) for the PNG and SVG files")
+    run = "all" if args.baseline and not args.run else args.run
+    selection = select(args.db, run, where_items(args.where, args.target), default_latest=True)
+    require_results(selection, args)
+    comparisons = []
+    if args.baseline:
+        baseline = parse_selector_flag(args.baseline, "--baseline")
+        candidate = parse_selector_flag(args.candidate, "--candidate")
+        check_sides(selection, baseline, candidate, args.db)
+        comparisons = compare_observations(selection.observations, baseline, candidate, selection.tags,
+                                           selection.memory, interleaved_runs=selection.interleaved_runs,
+                                           attempts=selection.attempts,
+                                           sequential_plans=selection.sequential_plans,
+                                           bring_ups=selection.bring_ups, questions=selection.questions,
+                                           expectations=selection.expectations)
+        if not comparisons:
+            refuse_no_common_point(selection, baseline, candidate)
+    # the store was read once, by select; the figures drawn from repetitions (latency CDFs, timelines, convergence)
+    # take those --where kept, as the summary does
+    chosen = repetition_keys(selection.observations)
+    repetitions = [r for r in selection.repetitions if (r.run_id, r.case.case_id, r.rep_index) in chosen]
+    title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))
+    document = build_report(title, selection.runs, repetitions, selection.observations, comparisons=comparisons,
+                            baseline=args.baseline or "", candidate=args.candidate or "", objective=objective,
+                            steady=selection.steady, preconditions=selection.preconditions,
+                            notes=[design_changed_line(run, what)
+                                   for run, what in sorted(selection.design_changed.items())],
+                            attempts=selection.attempts)
+    images = Path(args.images) if args.images else None
+    if images is not None:  # before the report is written: a bad --images leaves nothing half done
+        try:
+            images.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot write the images in {images}: {exc.strerror or exc}",
+                            hint="pass --images a directory you can write") from None
+    _write_output(render_html(document, get_plotlyjs()), args.output)
+    out = _console(stderr=args.output in ("", "-"))
+    out.print(f"report: {args.output} ({len(document.figures)} figures, {len(document.points)} points)",
+              markup=False)
+    if images is not None:
+        try:
+            # ids hold target names, which an import or a database may choose
+            for figure, stem in zip(document.figures, file_stems([f.figure_id for f in document.figures]),
+                                    strict=True):
+                for fmt in ("png", "svg"):
+                    write_private(images / f"{stem}.{fmt}", render_image(figure, fmt))
+        except OSError as exc:
+            raise UserError(f"cannot write the images in {images}: {exc.strerror or exc}",
+                            hint="pass --images a directory you can write") from None
+        out.print(f"images: {len(document.figures)} figures as PNG and SVG in {images}", markup=False)
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("compare", help="baseline vs candidate per matching point: change with 95%% CI and a verdict")
+    db_option(p)
+    p.add_argument("--baseline", required=True, metavar="SELECTOR",
+                   help="a run number, or KEY=VALUE[,KEY=VALUE]: run=3, target=a, tag=before, bs=4k ...")
+    p.add_argument("--candidate", required=True, metavar="SELECTOR", help="same syntax as --baseline")
+    where_option(p, "only points whose FIELD equals VALUE (repeatable)")
+    p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table",
+                   help="table (default), markdown, or one record per point and metric as csv or json")
+    p.add_argument("-o", "--output", default="-", help="file to write, the table as plain text too (default: "
+                   "standard output)")
+    p.add_argument("--force", action="store_true", help="compare even when fio version, workload or target kind differ")
+    p.add_argument("--fail-on-regression", type=at_least_zero, default=None, metavar="PCT",
+                   help="exit 1 when any metric is significantly worse by PCT percent or more, at a 5 %% error rate "
+                   "for the whole table (shared over its cells; not cells whose plain interval a stopping rule does "
+                   "not cover)")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("report", help="one self-contained HTML report (figures, comparisons, provenance)")
+    db_option(p)
+    filters(p, "run number(s), e.g. 3 or 2,3, or 'all' (default: the latest run; all runs with --baseline)")
+    p.add_argument("-o", "--output", default="report.html", help="HTML file to write (default report.html)")
+    p.add_argument("--images", default=None, metavar="DIR", help="also write every figure as PNG and SVG into DIR")
+    p.add_argument("--baseline", default=None, metavar="SELECTOR", help="add a comparison: baseline selector")
+    p.add_argument("--candidate", default=None, metavar="SELECTOR", help="add a comparison: candidate selector")
+    p.add_argument("--slo", default=None, metavar="OBJECTIVE", help="latency objective for the saturation table")
+    p.add_argument("--title", default=None, help="report title")
+    p.set_defaults(func=cmd_report)
