@@ -516,3 +516,17 @@ def test_hosts_whose_link_is_down_are_those_without_the_up_flag() -> None:
                "4707: sbh3a@if4706: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 1500 state LOWERLAYERDOWN\n"
                "9: sbhosts0: <BROADCAST,MULTICAST> mtu 1500\n11: sbh4b: <BROADCAST> mtu 1500\n")
     assert hosts_down(listing) == [12]  # up but its peer down is not a cut; the bridge and inner ends are not hosts
+
+
+def test_link_flags_read_each_links_flags_by_its_name_for_both_labs() -> None:
+    """The NFS lab's server links and the hosts lab's client links are read from one parse of `ip -o link show`:
+    the name without its peer, the flags; a link set down has no UP (LOWER_UP is another flag)."""
+    from storbench.lab.hosts_conf import link_flags
+
+    listing = ("1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536\n"
+               "52: sbnfs0@if51: <BROADCAST,MULTICAST,LOWER_UP> mtu 1500 state DOWN\n"
+               "54: sbnfs2@if53: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 master sbhosts0 state UP\n"
+               "not a link line\n")
+    flags = link_flags(listing)
+    assert set(flags) == {"lo", "sbnfs0", "sbnfs2"}
+    assert "UP" not in flags["sbnfs0"] and "LOWER_UP" in flags["sbnfs0"] and "UP" in flags["sbnfs2"]

@@ -51,19 +51,23 @@ def lab_host(index: int) -> LabHost:
                    address=f"10.214.{third}.{fourth + 10}", host_veth=f"sbh{index}a", inner_veth=f"sbh{index}b")
 
 
-def _host_links(link_listing: str) -> list[tuple[int, str, set[str]]]:
-    """The host ends of lab hosts' veth pairs (``sbh<N>a``) in ``ip -o link show`` output: (N, name, flags)."""
-    found = []
+def link_flags(link_listing: str) -> dict[str, set[str]]:
+    """Each link's flags in ``ip -o link show`` output (``2: sbh1a@if3: <BROADCAST,MULTICAST,UP,...> ...``), by its
+    name without the peer (``sbh1a``); a link set down has no ``UP``. The one reading of it for the labs' links."""
+    found = {}
     for line in link_listing.splitlines():
         fields = line.split(":", 2)
         if len(fields) < 3:
             continue
-        name = fields[1].strip().split("@", 1)[0]
-        index = re.fullmatch(r"sbh([0-9]+)a", name)
-        if index:
-            flags = re.match(r"\s*<([^>]*)>", fields[2])
-            found.append((int(index.group(1)), name, set(flags.group(1).split(",")) if flags else set()))
+        flags = re.match(r"\s*<([^>]*)>", fields[2])
+        found[fields[1].strip().split("@", 1)[0]] = set(flags.group(1).split(",")) if flags else set()
     return found
+
+
+def _host_links(link_listing: str) -> list[tuple[int, str, set[str]]]:
+    """The host ends of lab hosts' veth pairs (``sbh<N>a``) in ``ip -o link show`` output: (N, name, flags)."""
+    return [(int(index.group(1)), name, flags) for name, flags in link_flags(link_listing).items()
+            if (index := re.fullmatch(r"sbh([0-9]+)a", name))]
 
 
 def lab_veths(link_listing: str) -> list[str]:
