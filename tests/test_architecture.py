@@ -477,4 +477,5 @@ def test_the_module_size_check_sees_a_long_module(tmp_path: Path) -> None:
     (tmp_path / "short.py").write_text("x = 1\n" * 10)
     (tmp_path / "long.py").write_text("x = 1\n" * 11)
     assert long_modules(tmp_path, 10) == [("long.py", 11)]
-    assert long_modules(PACKAGE_DIR, 300)  # the package's own long modules are seen at a lower limit
+    assert ("cli/__init__.py", len((PACKAGE_DIR / "cli" / "__init__.py").read_text().splitlines())) in \
+        long_modules(PACKAGE_DIR, 1)  # it reads the package's own modules

@@ -298,7 +298,13 @@ def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_ze
     from types import SimpleNamespace
 
     from storbench.model.fault_record import WriteCheck
-    from storbench.report.failover import failover_line, failover_verdict, write_check_lines, write_check_text
+    from storbench.report.failover import (
+        failover_line,
+        failover_verdict,
+        scorecard_rows,
+        write_check_lines,
+        write_check_text,
+    )
     from storbench.stats.estimate import estimate
     from storbench.stats.failover_points import PointFailover, RepetitionFailover
     from storbench.stats.timeline import Failover, Recovery
@@ -306,14 +312,14 @@ def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_ze
 
     def point(blackouts: list[float], **more: object) -> PointFailover:
         figures = Failover(pre_fault_iops=1000.0, blackout_s=1.0, client_blackouts_s=(), first_completion_s=1.0,
-                           dip_pct=0.0, degraded_pct=90.0, recovery=Recovery.NOT_RECOVERED, recovery_s=None,
-                           longest_io_ns=None)
+                           dip_pct=0.0, degraded_pct=None, recovery=Recovery.NOT_RECOVERED, recovery_s=None,
+                           longest_io_ns=None, end_pct=90.0)
         fields: dict[str, object] = dict(
             case_id="c", run_id=1, action="freeze", target="osd.1",
             repetitions=tuple(RepetitionFailover(i, i, None, None, figures) for i in range(len(blackouts))),
             blackout_s=estimate(blackouts), restore_blackout_s=None, first_completion_s=estimate(blackouts),
-            dip_pct=estimate([0, 0, 0]), degraded_pct=estimate([90, 92, 94]), recovery_s=None, longest_io_ns=None,
-            recovered=0, not_recovered=3, undecided=0)
+            dip_pct=estimate([0, 0, 0]), degraded_pct=None, recovery_s=None, longest_io_ns=None,
+            recovered=0, not_recovered=3, undecided=0, end_pct=estimate([90, 92, 94]), left_pct=estimate([90, 92, 94]))
         fields.update(more)
         return PointFailover(**fields)  # type: ignore[arg-type]
 
@@ -321,7 +327,8 @@ def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_ze
     checked = PointWriteCheck(1, "c", 3, WriteCheck(4096, 4096, 14_122, 0), None, ())
     said = failover_verdict(stalled, checked, "rbd randwrite 4k qd8")
     assert said.startswith("rbd randwrite 4k qd8: I/O stopped for 27.5 s [") and "after osd.1 was frozen" in said
-    assert "shown below it to the end in 3 of 3" in said and said.endswith("0 of 14,122 acknowledged writes lost.")
+    assert "; shown below the level before to the end in 3 of 3, left at 92 % [87, 97];" in said, said
+    assert said.endswith("0 of 14,122 acknowledged writes lost.")
     unsure = failover_verdict(point([0.0, 0.0, 1.8]), None, "x")
     assert "(not shown to stop every time)" in unsure and "acknowledged" not in unsure
     assert "never stopped" in failover_verdict(point([0.0, 0.0, 0.0]), None, "x")
@@ -365,12 +372,14 @@ def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_ze
     assert "1 repetition read back" in line and "; 2 not checked: its writes" in line, line
     # two back (one of them after a degraded stretch), one not: each figure says which repetitions it is of
     mixed = point([4.9, 5.0, 4.9], degraded_pct=estimate([61.0]), end_pct=estimate([99.0, 101.0, 58.0]),
-                  recovered=2, not_recovered=1)
+                  recovered=2, not_recovered=1, left_pct=estimate([58.0]))
     assert ": I/O stopped for 4.9 s [" in failover_verdict(mixed, None, "x") and failover_verdict(mixed, None, "x") \
-        .endswith("; then 61 % of the level before until it was back (in 1 of 3); at the end 86 % [26, 146] of it; "
-                  "shown below it to the end in 1 of 3.")
+        .endswith("; then 61 % of the level before until it was back (in 1 of 3); shown below it to the end in 1 "
+                  "of 3, left at 58 %.")  # the level at the end of all three (86 %) is not what the one was left at
     line = failover_line(mixed, "x")
     assert "then 61 % of it until back (in 1 of 3); at the end 86 % [26, 146] of it; recovered 2 of 3" in line, line
+    (row,) = scorecard_rows([mixed], {})
+    assert row[7:9] == ("61 (in 1 of 3)", "86 [26, 146]"), row
     back = failover_verdict(point([4.9, 5.0, 4.9], degraded_pct=None, recovered=3, not_recovered=0), None, "x")
     assert back.endswith("; back to at least 90 % of the level before in every repetition.")  # nothing for "it"
     assert "after the server was stopped" in failover_verdict(

@@ -521,7 +521,7 @@ def test_hosts_whose_link_is_down_are_those_without_the_up_flag() -> None:
 def test_link_flags_read_each_links_flags_by_its_name_for_both_labs() -> None:
     """The NFS lab's server links and the hosts lab's client links are read from one parse of `ip -o link show`:
     the name without its peer, the flags; a link set down has no UP (LOWER_UP is another flag)."""
-    from storbench.lab.hosts_conf import link_flags
+    from storbench.lab.hosts_conf import is_down, link_flags
 
     listing = ("1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536\n"
                "52: sbnfs0@if51: <BROADCAST,MULTICAST,LOWER_UP> mtu 1500 state DOWN\n"
@@ -530,3 +530,4 @@ def test_link_flags_read_each_links_flags_by_its_name_for_both_labs() -> None:
     flags = link_flags(listing)
     assert set(flags) == {"lo", "sbnfs0", "sbnfs2"}
     assert "UP" not in flags["sbnfs0"] and "LOWER_UP" in flags["sbnfs0"] and "UP" in flags["sbnfs2"]
+    assert is_down(flags["sbnfs0"]) and not is_down(flags["sbnfs2"]) and not is_down(set())  # unread: not down

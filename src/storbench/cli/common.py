@@ -4,6 +4,7 @@ commands take."""
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import os
 import sys
@@ -37,6 +38,11 @@ class SafeConsole(Console):
 
     def render_str(self, text: str, **options: Any) -> Text:
         return super().render_str(safe_text(text, multiline=True), **options)
+
+
+def file_console() -> Console:
+    """A console that records what is printed, as plain text at a fixed width, for `-o FILE`."""
+    return SafeConsole(record=True, width=1000, file=io.StringIO(), color_system=None)
 
 
 def _console(stderr: bool = False) -> Console:

@@ -11,8 +11,16 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from storbench.cli.common import _console, _write_output, at_least_zero, db_option, filters, where_option
-from storbench.cli.results import _file_console, require_results
+from storbench.cli.common import (
+    _console,
+    _write_output,
+    at_least_zero,
+    db_option,
+    file_console,
+    filters,
+    where_option,
+)
+from storbench.cli.results import require_results
 from storbench.errors import UserError
 from storbench.private_files import write_private
 from storbench.safe_text import file_stems
@@ -65,7 +73,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     changed = {run: what for run, what in selection.design_changed.items() if run in ran_in}
     changed_lines = [design_changed_line(run, what) for run, what in sorted(changed.items())]
     if args.format == "table":
-        out = _console() if args.output in ("", "-") else _file_console()
+        out = _console() if args.output in ("", "-") else file_console()
         out.print(compare_table(comparisons, baseline.text, candidate.text,
                                 None if args.output not in ("", "-") else out.width))
         for line in [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_lines(comparisons),

@@ -7,7 +7,6 @@ Which results they read is decided in `storbench.selection`; the numbers come fr
 from __future__ import annotations
 
 import argparse
-import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -16,6 +15,7 @@ from storbench.cli.common import (
     _console,
     _write_output,
     db_option,
+    file_console,
     filters,
 )
 from storbench.errors import UserError
@@ -34,11 +34,6 @@ def _print_results(db: str, run_ids: list[int], title: str) -> None:
     selection = select(db, ",".join(str(r) for r in run_ids), [], default_latest=True)
     if selection.observations:
         _show_table(selection, title, db)
-
-
-def _file_console() -> Console:
-    """A console that records what is printed, as plain text at a fixed width, for `-o FILE`."""
-    return SafeConsole(record=True, width=1000, file=io.StringIO(), color_system=None)
 
 
 def _print_points(points: Sequence[PointSummary], title: str, out: Console | None = None, *,
@@ -97,7 +92,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         if not cost_points(points):
             raise UserError("no point has a CPU cost: it needs telemetry (host CPU and processes) beside its runs",
                             hint="keep `telemetry: {enabled: true}` (the default) in the plan and run it again")
-        out = _console() if args.output in ("", "-") else _file_console()
+        out = _console() if args.output in ("", "-") else file_console()
         out.print(cost_table(points, title))
         for line in cost_notes(points):
             out.print(line, markup=False)
@@ -107,7 +102,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.output in ("", "-"):
         _show_table(selection, title, args.db, wide=args.wide, pool=args.pool)
     else:
-        recorder = _file_console()
+        recorder = file_console()
         _show_table(selection, title, args.db, recorder, wide=True, pool=args.pool)
         _write_output(recorder.export_text(), args.output)
     return 0

@@ -64,6 +64,11 @@ def link_flags(link_listing: str) -> dict[str, set[str]]:
     return found
 
 
+def is_down(flags: set[str]) -> bool:
+    """A link set down: flags read and no ``UP`` among them (flags not read say nothing)."""
+    return bool(flags) and "UP" not in flags
+
+
 def _host_links(link_listing: str) -> list[tuple[int, str, set[str]]]:
     """The host ends of lab hosts' veth pairs (``sbh<N>a``) in ``ip -o link show`` output: (N, name, flags)."""
     return [(int(index.group(1)), name, flags) for name, flags in link_flags(link_listing).items()
@@ -80,7 +85,7 @@ def lab_veths(link_listing: str) -> list[str]:
 def hosts_down(link_listing: str) -> list[int]:
     """The lab hosts whose host end of the link is down (``ip -o link show`` output; ``<...,UP,...>`` missing from
     its flags): the hosts a `cut` fault took off the bridge and nothing put back."""
-    return [index for index, _, flags in _host_links(link_listing) if flags and "UP" not in flags]
+    return [index for index, _, flags in _host_links(link_listing) if is_down(flags)]
 
 
 def network_batch(hosts: list[LabHost]) -> str:

@@ -26,7 +26,7 @@ from storbench.errors import UserError
 from storbench.events import LabHealed, LabUp, RunEvent
 from storbench.faults import FaultOffer, FaultStep, find_offer
 from storbench.lab.base import LabCommand, LabGroup, LabKindBase, Say, SessionLabs, SoftwareProbe, status_line
-from storbench.lab.hosts_conf import BRIDGE, link_flags
+from storbench.lab.hosts_conf import BRIDGE, is_down, link_flags
 from storbench.lab.labdir import (
     LabRoot,
     default_lab_dir,
@@ -187,15 +187,15 @@ class NfsLab(LabRoot):
         """Take the host ends of the server's links down (a partition: its clients' packets go nowhere) or up."""
         if self.info() is None:
             raise UserError("nfs lab: not up", hint="storbench lab nfs up")
-        present = link_flags(run(["ip", "-o", "link", "show"]))
+        present = link_flags(run(["ip", "-o", "link", "show"], timeout_s=30))
         for link in (HOST_VETH, BRIDGE_HOST_VETH):
             if link in present:
                 run(["ip", "link", "set", link, "up" if up else "down"])
 
     def links_down(self) -> list[str]:
         """The host ends of the server's links that are set down (a `cut` not undone); an absent one is not."""
-        present = link_flags(run(["ip", "-o", "link", "show"]))
-        return [link for link in (HOST_VETH, BRIDGE_HOST_VETH) if link in present and "UP" not in present[link]]
+        present = link_flags(run(["ip", "-o", "link", "show"], timeout_s=30))
+        return [link for link in (HOST_VETH, BRIDGE_HOST_VETH) if is_down(present.get(link, set()))]
 
     def _network(self, bridge: str | None) -> None:
         """The veth pair to this host; with ``bridge``, a second one whose host end joins that bridge (the hosts

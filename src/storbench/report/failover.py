@@ -37,6 +37,11 @@ def _in_some(value: Estimate, n: int) -> str:
     return "" if value.n == n else f" (in {value.n} of {n})"
 
 
+def _some_figure(value: Estimate | None, n: int) -> str:
+    """A scorecard cell of a figure some repetitions may not have: '23 (in 1 of 3)'."""
+    return _figure(value, "", 0) + (_in_some(value, n) if value is not None else "")
+
+
 def longest_io_text(point: PointFailover) -> str:
     """The longest I/O of all the repetitions and, over several, the mean of each one's longest (a typical
     repetition's worst I/O, not the worst seen)."""
@@ -51,7 +56,8 @@ def longest_io_text(point: PointFailover) -> str:
 
 def failover_line(point: PointFailover, label: str) -> str:
     """One point's failover figures over its repetitions, each a fault: blackout, first I/O after the fault, dip,
-    degraded level, recovery, the longest I/O; intervals are 95 % t intervals over the repetitions."""
+    degraded level until back, level at the end, recovery, the longest I/O; intervals are 95 % t intervals over the
+    repetitions (a figure of some of them says of how many)."""
     n = point.measured
     if n == 0:
         problems = sorted({r.problem for r in point.repetitions if r.problem})
@@ -146,10 +152,8 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
     if point.recovered == n:
         parts.append(f"back to at least 90 % of {level} in every repetition")
     elif point.not_recovered:
-        if point.end_pct is not None:  # what the ones not back were left at: the level at the end, all tested
-            parts.append(f"at the end {_figure(point.end_pct, ' %', 0)} of {level}{_in_some(point.end_pct, n)}")
-            level = "it"
-        parts.append(f"shown below {level} to the end in {point.not_recovered} of {n}")
+        left = f", left at {_figure(point.left_pct, ' %', 0)}" if point.left_pct is not None else ""
+        parts.append(f"shown below {level} to the end in {point.not_recovered} of {n}{left}")
     else:
         parts.append(f"back to at least 90 % of {level} in {point.recovered} of {n}, the rest undecided")
     if point.cluster_disturbed and point.cluster_clean_s is not None:
@@ -198,8 +202,14 @@ def cluster_cell(point: PointFailover) -> str:
     return cell + (f"; {point.degraded_objects_max:,} objects degraded at most" if point.degraded_objects_max else "")
 
 
+SCORECARD_CAPTION = ("Each repetition is one fault; figures are means with 95 % intervals over the repetitions (a "
+                     "figure of some of them says of how many). Blackout: the longest time no I/O completed (fio's "
+                     "100 ms logs); recovered: the run's last third shown at least 90 % of the level before the "
+                     "fault; until back: a recovered run's level from the stall to then; at the end: the seconds "
+                     "that test read (docs/methodology.md, \"Failover\").")
 SCORECARD_HEAD = ("point", "fault", "n", "blackout (s)", "first I/O after (s)", "blackout when undone (s)",
-                  "dip (% of before)", "then (% of before)", "recovered", "longest I/O",
+                  "dip (% of before)", "until back (% of before)", "at the end (% of before)", "recovered",
+                  "longest I/O",
                   "every PG active+clean after (s)", "acknowledged writes")
 
 def _bad_counts(total: WriteCheck) -> list[tuple[str, int]]:
@@ -258,7 +268,8 @@ def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[str, str],
         recovered = f"{p.recovered} of {n}" + (f" ({p.not_recovered} not)" if p.not_recovered else "")
         rows.append((labels.get(p.case_id, p.case_id), f"{p.action} {p.target}", str(n),
                      _figure(p.blackout_s, ""), _figure(p.first_completion_s, ""), _figure(p.restore_blackout_s, ""),
-                     _figure(p.dip_pct, "", 0), _figure(p.degraded_pct, "", 0), recovered if n else "-",
+                     _figure(p.dip_pct, "", 0), _some_figure(p.degraded_pct, n), _some_figure(p.end_pct, n),
+                     recovered if n else "-",
                      longest_io_text(p), cluster_cell(p),
                      write_check_text(checked.get((p.run_id, p.case_id)))))
     return rows

@@ -26,7 +26,7 @@ from storbench.report.compare_tables import (
     rule_answer_lines,
 )
 from storbench.report.cost import COST_SECTION, cost_lines, cost_table_html
-from storbench.report.failover import SCORECARD_HEAD
+from storbench.report.failover import SCORECARD_CAPTION, SCORECARD_HEAD
 from storbench.report.failover import SECTION as FAILOVER_SECTION
 from storbench.report.figures import BOTTLENECK_SECTION, FigureSpec
 from storbench.report.labels import (
@@ -176,9 +176,7 @@ def _failover_table(rows: Sequence[tuple[str, ...]]) -> str:
     """What each point's faults did: its scorecard row (`report.failover.scorecard_rows`)."""
     head = "".join(f"<th>{_e(name)}</th>" for name in SCORECARD_HEAD)
     body = "".join("<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>" for row in rows)
-    return ("<p>Each repetition is one fault; figures are means with 95 % intervals over the repetitions. Blackout: "
-            "the longest time no I/O completed (fio's 100 ms logs); recovered: the run's last third shown at "
-            "least 90 % of the level before the fault (docs/methodology.md, \"Failover\").</p>"
+    return (f"<p>{_e(SCORECARD_CAPTION)}</p>"
             f"<table class='data failover'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 

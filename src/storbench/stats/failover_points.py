@@ -153,6 +153,7 @@ class PointFailover:
     degraded_objects_max: int | None = None
     longest_io_max_ns: int | None = None  # the longest I/O of all the repetitions
     end_pct: Estimate | None = None  # the level at the end, over the repetitions the recovery test could read
+    left_pct: Estimate | None = None  # the level at the end of the repetitions shown not back (what they were left at)
 
     @property
     def measured(self) -> int:
@@ -206,5 +207,6 @@ def point_failovers(repetitions: Sequence[StoredRepetition]) -> list[PointFailov
             cluster_never_clean=sum(1 for c in clusters if c.disturbed and c.clean_after_s is None),
             degraded_objects_max=max((c.degraded_objects_max for c in clusters), default=None),
             longest_io_max_ns=max((f.longest_io_ns for f in figures if f.longest_io_ns is not None), default=None),
-            end_pct=_estimate([f.end_pct for f in figures])))
+            end_pct=_estimate([f.end_pct for f in figures]),
+            left_pct=_estimate([f.end_pct for f in figures if f.recovery is Recovery.NOT_RECOVERED])))
     return out

@@ -68,7 +68,7 @@ class PointSummary:
     # points summarised together; every label adds them
     distinct: tuple[str, ...] = ()
     # what its latency percentiles are: "lat" (total latency), "clat" (completion latency stands in, an import
-    # without total-latency bins: `observations.lat_percentiles_from`), "clat,lat" (both among its repetitions)
+    # without total-latency bins: `metric_values.lat_percentiles_from`), "clat,lat" (both among its repetitions)
     # or "" (none)
     lat_percentiles_from: str = ""
 

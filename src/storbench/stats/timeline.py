@@ -74,7 +74,7 @@ class Failover:
     client_blackouts_s: tuple[tuple[str, float], ...]
     first_completion_s: float
     dip_pct: float | None
-    degraded_pct: float | None  # to the recovery; None: not recovered, recovered right after the stall
+    degraded_pct: float | None  # to the recovery; None unless recovered after a degraded stretch
     recovery: Recovery
     recovery_s: float | None  # when a recovered run got back; None unless recovered
     longest_io_ns: int | None
