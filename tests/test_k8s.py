@@ -11,6 +11,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -459,6 +460,86 @@ def test_volume_operations_make_their_objects_from_constants_and_measure_one_tim
     assert direction.total_ios == 1 and direction.lat.mean_ns == 2.5e9 and direction.runtime_ms == 2500
     assert direction.lat.histogram is not None and direction.lat.histogram.bins == ((2_500_000_000, 1),)
     assert OperationResult(1, "attach", 100.0, None, error="x").seconds is None
+
+
+class _SlowCluster:
+    """Enough of the Kubernetes API for volume operations: claims bound once made, pods ended at once; a claim's
+    request takes ``claim_s`` to return. ``objects``: what exists now."""
+
+    def __init__(self, claim_s: float) -> None:
+        import threading
+
+        self.claim_s, self.api_client = claim_s, None
+        self.objects: set[tuple[str, str]] = set()
+        self.lock = threading.Lock()
+
+    def create_namespaced_persistent_volume_claim(self, namespace: str, manifest: dict[str, Any]) -> None:
+        import time
+
+        time.sleep(self.claim_s)  # an API server slow to answer: the claim exists once it has
+        with self.lock:
+            self.objects.add(("claim", manifest["metadata"]["name"]))
+
+    def create_namespaced_pod(self, namespace: str, manifest: dict[str, Any]) -> None:
+        with self.lock:
+            self.objects.add(("pod", manifest["metadata"]["name"]))
+
+    def read_namespaced_persistent_volume_claim(self, name: str, namespace: str) -> Any:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(status=SimpleNamespace(phase="Bound"), metadata=SimpleNamespace(resource_version="1"))
+
+    def read_namespaced_pod(self, name: str, namespace: str) -> Any:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(status=SimpleNamespace(phase="Succeeded"), spec=SimpleNamespace(node_name="n1"),
+                               metadata=SimpleNamespace(resource_version="1"))
+
+    def read_namespaced_pod_log(self, name: str, namespace: str) -> str:
+        return '{"fio version": "fio-3.33", "timestamp_ms": 1800000000250}'
+
+    def list_namespaced_persistent_volume_claim(self, namespace: str, **_: object) -> Any:
+        raise AssertionError("watched: the object read first was already there")
+
+    list_namespaced_pod = list_namespaced_persistent_volume_claim
+
+    def delete_namespaced_pod(self, name: str, namespace: str, **_: object) -> None:
+        with self.lock:
+            self.objects.remove(("pod", name))  # a KeyError (404) is what deleting a missing one gives
+
+    def delete_namespaced_persistent_volume_claim(self, name: str, namespace: str) -> None:
+        with self.lock:
+            self.objects.remove(("claim", name))
+
+
+def test_volume_operations_interrupted_make_nothing_more_and_leave_nothing_behind(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while a client's request to make a claim is under way (the API server slow to answer): the claim it
+    asked for is deleted once the request returns, and no client makes anything after (the pod that would have
+    followed is never made). Before, the deletion ran at once, missed the claim made a moment later, and the
+    client went on to make its pod: both were left in the user's namespace."""
+    import threading
+    import time
+
+    from storbench.execute.volume_operations import VolumeOperations
+
+    def interrupted(thread: threading.Thread, timeout: float | None = None) -> None:
+        time.sleep(0.1)
+        raise KeyboardInterrupt  # the user's Ctrl-C while the run waits for its clients, mid-request
+
+    case = Case("c0ffee123456", pvc_case().target, WorkloadPoint("attach", 4096, 1, 1, 60.0, 0.0, True, "libaio"),
+                clients=2)
+    cluster = _SlowCluster(claim_s=0.5)
+    operations = VolumeOperations(cluster, "bench", "run7", None, case, 0, timeout_s=60.0)
+    with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
+        patched.setattr(threading.Thread, "join", interrupted)
+        operations.run()
+    time.sleep(0.7)  # a client left running would make its pod by now
+    assert cluster.objects == set()
+    assert not [t for t in threading.enumerate() if t.name.startswith("storbench-op-")]
+    cluster.claim_s = 0.0  # uninterrupted: each client's claim and pod made, measured, then deleted
+    done = VolumeOperations(cluster, "bench", "run7", None, case, 1, timeout_s=60.0).run()
+    assert done.status is Status.OK and cluster.objects == set(), done.error
 
 
 @pytest.mark.parametrize(("body", "says"), [

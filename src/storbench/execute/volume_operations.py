@@ -1,7 +1,9 @@
 """Kubernetes volume operations run and timed through the API (shell; issue 33): one operation per client, the
 clients' in parallel, each from its request to the state a user waits for, seen on a watch of that object (not
-polled: the moment the API server tells it). Everything an operation made is deleted after the repetition.
-The operations, their objects and their measurements: `execute.k8s_operations`."""
+polled: the moment the API server tells it). Everything an operation made is deleted after the repetition, also
+one that ends early (Ctrl-C, a client past its deadline): the clients are told to stop, make nothing more, and what
+they asked for is deleted once their requests have returned. The operations, their objects and their measurements:
+`execute.k8s_operations`."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from storbench.errors import UserError
@@ -37,6 +39,7 @@ from storbench.execute.k8s_operations import (
 from storbench.model import Case, RepetitionOutcome, Status
 
 Done = Callable[[Any], bool]
+STOP_WAIT_S = 30.0  # how long an ending repetition waits for its clients' requests to make an object to return
 
 
 class VolumeOperations:
@@ -51,9 +54,11 @@ class VolumeOperations:
         self.namespace, self.run_label, self.default_class = namespace, run_label, default_class
         self.case, self.rep_index, self.timeout_s = case, rep_index, timeout_s
         self.target = pvc_of(case)
-        self.made: list[tuple[str, str]] = []  # (kind, name), deleted after the repetition in reverse
+        self.made: list[tuple[str, str]] = []  # (kind, name) asked for, deleted after the repetition in reverse
         self.texts: dict[int, list[dict[str, object]]] = {}
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
+        self.stopping = threading.Event()  # the repetition is ending: no client makes anything more
+        self.asking = 0  # requests to make an object sent and not yet returned
 
     # ---------------------------------------------------------------------------------------------------------
     def run(self) -> RepetitionOutcome:
@@ -67,6 +72,11 @@ class VolumeOperations:
             for thread in threads:
                 thread.join(self.timeout_s * 3 + 120)  # each client keeps to its own deadlines
         finally:
+            # interrupted, or a client past every deadline: no new object from here; a request already sent is
+            # waited for (a client then stops at its next one), so what it makes is on the list before the deletion
+            self.stopping.set()
+            with self.lock:
+                self.lock.wait_for(lambda: self.asking == 0, STOP_WAIT_S)
             self._delete_all()
         finished = time.time()
         ordered = [results.get(client) or OperationResult(client, self.case.workload.rw, started, None,
@@ -178,35 +188,47 @@ class VolumeOperations:
 
     def _create_claim(self, client: int, manifest: dict[str, object], *, timed: bool = False) -> float:
         self._note(client, manifest, timed)
-        name = str(manifest["metadata"]["name"])  # type: ignore[index]
-        requested = time.time()
-        self.core.create_namespaced_persistent_volume_claim(self.namespace, manifest)
-        self._made("claim", name)
+        with self._asking("claim", str(manifest["metadata"]["name"])):  # type: ignore[index]
+            requested = time.time()
+            self.core.create_namespaced_persistent_volume_claim(self.namespace, manifest)
         return requested
 
     def _create_pod(self, client: int, manifest: dict[str, object], *, timed: bool = False) -> float:
         self._note(client, manifest, timed)
-        requested = time.time()
-        self.core.create_namespaced_pod(self.namespace, manifest)
-        self._made("pod", str(manifest["metadata"]["name"]))  # type: ignore[index]
+        with self._asking("pod", str(manifest["metadata"]["name"])):  # type: ignore[index]
+            requested = time.time()
+            self.core.create_namespaced_pod(self.namespace, manifest)
         return requested
 
     def _create_snapshot(self, client: int, names: OperationNames) -> float:
         manifest = snapshot_manifest(names.snapshot, names.source, self.run_label)
         self._note(client, manifest, self.case.workload.rw == "snapshot")
-        requested = time.time()
-        self.custom.create_namespaced_custom_object(SNAPSHOT_GROUP, SNAPSHOT_VERSION, self.namespace,
-                                                    SNAPSHOT_PLURAL, manifest)
-        self._made("snapshot", names.snapshot)
+        with self._asking("snapshot", names.snapshot):
+            requested = time.time()
+            self.custom.create_namespaced_custom_object(SNAPSHOT_GROUP, SNAPSHOT_VERSION, self.namespace,
+                                                        SNAPSHOT_PLURAL, manifest)
         return requested
 
     def _note(self, client: int, manifest: dict[str, object], timed: bool = False) -> None:
         with self.lock:
             self.texts.setdefault(client, []).append({**manifest, "timed": True} if timed else manifest)
 
-    def _made(self, kind: str, name: str) -> None:
+    @contextlib.contextmanager
+    def _asking(self, kind: str, name: str) -> Iterator[None]:
+        """Around a request that makes an object: on the list to delete before it is sent, counted while it is
+        under way (an ending repetition waits for it to return before deleting); refused once the repetition is
+        ending."""
         with self.lock:
+            if self.stopping.is_set():
+                raise _Failed(f"{kind} {name} not made: the repetition was ending")
             self.made.append((kind, name))
+            self.asking += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.asking -= 1
+                self.lock.notify_all()
 
     # ---------------------------------------------------------------------------------------------------------
     # waits: a watch on the one object, from the version read first (nothing in between is missed)
