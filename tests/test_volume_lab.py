@@ -600,3 +600,68 @@ def test_the_pacer_survives_changes_sent_one_after_another_from_the_moment_the_l
         assert lab.status().startswith("volume lab: up"), (attempt, lab.status(), lab.log.read_text()[-500:])
         assert read_rates(lab.rates.read_text()) == (900, None)
         lab.down()
+
+
+INTERRUPT_PLAN = """
+name: interrupted
+targets:
+  volume: {kind: block}
+workload: {rw: randread, bs: 4k, iodepth: 4, runtime: 30s}
+repeat: 1
+lab:
+  volume: {size: 256MiB, iops: 2000}
+"""
+
+
+@pytest.mark.fio
+@needs_root
+def test_ctrl_c_pressed_again_and_again_still_tears_the_lab_down(tmp_path: Path) -> None:
+    """An impatient user: Ctrl-C mid-run, then again every 10 ms while storbench stops fio and tears the volume lab
+    down. The first interrupts; the others are held (one line says so) until the lab is down: no loop device on
+    its file, no pacer, no mount, no directory, exit 130 with the resume hint. Before, a second Ctrl-C stopped fio's
+    kill or the teardown halfway and left the lab up."""
+    import signal
+    import sys
+    import threading
+
+    lab = tmp_path / "lab"
+    env = {**os.environ, "STORBENCH_LAB_DIR": str(lab), "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "storbench", "run", str(write_plan(tmp_path, INTERRUPT_PLAN)),
+               "--db", str(tmp_path / "r.db")]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines: list[str] = []
+    up, down = threading.Event(), threading.Event()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("volume lab: up"):
+                up.set()
+            if "volume lab: torn down" in line:
+                down.set()
+        down.set()  # ended without saying so: stop pressing
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert up.wait(60), "".join(lines)
+        time.sleep(1.5)  # fio under way
+        pressed = 0
+        while not down.is_set() and process.poll() is None and pressed < 3000:
+            process.send_signal(signal.SIGINT)
+            pressed += 1
+            time.sleep(0.01)
+        err = process.communicate(timeout=120)[1]
+        reader.join(10)
+        out = "".join(lines)
+        assert process.returncode == 130, out + err
+        assert pressed >= 2 and "Ctrl-C is held until that is done" in err, (pressed, err)
+        assert "interrupted: every finished repetition is stored" in err and "volume lab: torn down" in out, out + err
+        assert not (lab / "volume").exists(), out + err
+        assert str(lab) not in os.popen("losetup -a").read() and str(lab) not in Path("/proc/mounts").read_text()
+        assert not pids_with(str(lab))
+    finally:
+        if process.poll() is None:
+            process.kill()
+        VolumeLab(lab / "volume").down()  # whatever happened: nothing left for the next test

@@ -25,6 +25,7 @@ from storbench.lab.hosts import KIND as HOSTS
 from storbench.lab.k8s_kind import KIND as K8S
 from storbench.lab.registry import KINDS
 from storbench.model import Case, LabPoint, RbdTarget, ScheduledRepetition, cluster_of, is_metadata
+from storbench.shell import interrupts_held
 from storbench.targets.base import PreparedTarget
 from storbench.targets.local import (
     claim_metadata_dir,
@@ -206,14 +207,15 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
                 [t for name, t in prepared.targets.items() if name not in checked.targets], observer))
         if not keep:
             steps += reversed(labs.downs)
-        for step in steps:
-            try:
-                step()
-            except Exception as exc:
-                errors.append(exc)
-        if not keep:
-            for name in sorted(kind.name for kind in wanted):
-                observer.event(LabTornDown(name))
+        with interrupts_held():  # a Ctrl-C meanwhile waits for the last step: a lab half torn down stays up
+            for step in steps:
+                try:
+                    step()
+                except Exception as exc:
+                    errors.append(exc)
+            if not keep:
+                for name in sorted(kind.name for kind in wanted):
+                    observer.event(LabTornDown(name))
         if errors and not failing:
             raise errors[0]
 
@@ -275,8 +277,9 @@ def run_lab(lab: RunLab[T] | None, name: str, observer: LabObserver, *, keep: bo
         yield info
     finally:
         if not keep:
-            lab.down()
-            observer.event(LabTornDown(name))
+            with interrupts_held():  # a Ctrl-C meanwhile waits for the lab to be down
+                lab.down()
+                observer.event(LabTornDown(name))
 
 
 @contextmanager

@@ -7,8 +7,13 @@ import argparse
 import io
 import math
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -38,6 +43,31 @@ class SafeConsole(Console):
 
     def render_str(self, text: str, **options: Any) -> Text:
         return super().render_str(safe_text(text, multiline=True), **options)
+
+
+@contextmanager
+def interrupted_once(cleaning: str) -> Iterator[None]:
+    """Around a command that cleans up after itself: its first Ctrl-C interrupts it (KeyboardInterrupt, as by
+    default); one pressed after that, while it stops fio and does ``cleaning``, is held, and the first of them says
+    so in one line: a second Ctrl-C must not leave fio running on a lab being torn down. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed = 0
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        nonlocal pressed
+        pressed += 1
+        if pressed == 1:
+            raise KeyboardInterrupt
+        if pressed == 2:  # os.write: safe in a signal handler, unlike a console that may be printing
+            os.write(2, f"storbench: {cleaning} first; Ctrl-C is held until that is done\n".encode())
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def file_console() -> Console:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from storbench.cli.common import _console
 from storbench.lab.base import LabKind, lab_dir_help
+from storbench.shell import interrupts_held
 
 
 def lab_handler(kind: LabKind) -> Callable[[argparse.Namespace], int]:
@@ -25,7 +26,8 @@ def lab_handler(kind: LabKind) -> Callable[[argparse.Namespace], int]:
         if args.action == "status":
             say(lab.status())
         elif args.action == "down":
-            kind.command.down(lab, say)
+            with interrupts_held():  # a lab half torn down is worse than one up or down: Ctrl-C waits for the end
+                kind.command.down(lab, say)
         else:
             kind.command.up(lab, args, say)
         return 0

@@ -17,6 +17,7 @@ from storbench.cli.common import (
     fio_option,
     fio_server_options,
     fio_servers,
+    interrupted_once,
     s3_access,
     s3_options,
     whole_above_zero,
@@ -255,10 +256,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     observer = ConsoleObserver(out, varying_case_texts(cases))
     try:
-        result = run_plan(loaded, cases, checked, store, LocalExecutor(fio_binary), observer, resume=resume,
-                          resume_run=args.resume or None, accept_changed_design=args.accept_changed_design,
-                          keep_lab=args.keep_lab, budget_s=args.budget, cluster=cluster_access(args),
-                          labels=labels)
+        with interrupted_once("stopping fio, tearing down the labs and removing the test files"):
+            result = run_plan(loaded, cases, checked, store, LocalExecutor(fio_binary), observer, resume=resume,
+                              resume_run=args.resume or None, accept_changed_design=args.accept_changed_design,
+                              keep_lab=args.keep_lab, budget_s=args.budget, cluster=cluster_access(args),
+                              labels=labels)
     except KeyboardInterrupt:
         observer.close()
         which = f" {observer.run_id}" if observer.run_id is not None else ""

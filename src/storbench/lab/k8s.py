@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -80,7 +79,7 @@ from storbench.lab.labdir import (
     require_tools,
 )
 from storbench.lab.process import kill_all, start_daemon
-from storbench.shell import run
+from storbench.shell import attempt, run
 from storbench.trusted_files import trusted_program
 
 DEFAULT_LAB_DIR = default_lab_dir()
@@ -320,7 +319,7 @@ class K8sLab(LabRoot):
         """Power back: its link up, its containerd, kubelet (and CSI node plugin) started again; what the node held
         (images, pod directories) is still there, as on a disk."""
         run(["ip", "link", "set", node.host_veth, "up"], timeout_s=30)
-        subprocess.run([*node.enter(), "iptables", "-w", "-D", "OUTPUT", *API_DROP], capture_output=True, check=False)
+        attempt([*node.enter(), "iptables", "-w", "-D", "OUTPUT", *API_DROP])
         info = self.info()
         self.start_node(node, str(binaries_dir()), csi=info is not None and info.csi)
         self._wait(lambda: self.api.node_ready(node.name), f"node {node.name} Ready", 120)

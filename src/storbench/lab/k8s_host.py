@@ -20,7 +20,7 @@ from storbench.errors import UserError
 from storbench.execute.supervisor import process_dirs
 from storbench.lab.k8s_conf import BRIDGE, POD_BRIDGE, lab_pod_namespaces, shim_of
 from storbench.lab.process import alive
-from storbench.shell import run
+from storbench.shell import attempt, run
 
 # Sysctls the kubelet sets on start (protectKernelDefaults: false); `down` puts the old values back.
 KUBELET_SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
@@ -53,7 +53,7 @@ def detach_loop_devices(root: Path) -> None:
                 nodes.add((f"{os.major(found.st_dev)}:{os.minor(found.st_dev)}", str(found.st_ino)))
         over = [fields[0] for fields in listed if len(fields) >= 3 and (fields[1], fields[2]) in nodes]
         for name in (*over, *ours):
-            subprocess.run(["losetup", "--detach", name], capture_output=True, check=False)
+            attempt(["losetup", "--detach", name])
 
 
 def save_host_state(root: Path) -> None:
@@ -89,8 +89,7 @@ def signal_containers(address: Path, signal_name: str, *, wait_s: float) -> int:
     listed = run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "ls"], timeout_s=30).splitlines()[1:]
     running = [line.split()[0] for line in listed if line.split()[-1:] == ["RUNNING"]]
     for task in running:
-        subprocess.run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "kill", "-s", signal_name, task],
-                       capture_output=True, check=False)
+        attempt(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "kill", "-s", signal_name, task])
     deadline = time.time() + wait_s
     while time.time() < deadline:
         listed = run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "ls"], timeout_s=30).splitlines()[1:]
@@ -119,7 +118,7 @@ def unmount_all(root: Path) -> None:
         if not mounts:
             return
         for mount in sorted(mounts, key=len, reverse=True):
-            subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+            attempt(["umount", "-l", mount])
 
 
 def _netns(pattern: str) -> list[str]:
@@ -139,7 +138,7 @@ def cni_namespaces() -> dict[str, list[str]]:
     for name in _cni_names() if shutil.which("ip") else []:
         try:
             listed = subprocess.run(["ip", "-n", name, "-o", "-4", "addr", "show"], capture_output=True, text=True,
-                                    check=False, timeout=30).stdout
+                                    check=False, timeout=30, start_new_session=True).stdout
         except subprocess.TimeoutExpired:  # not read: not known as the lab's, so left alone
             continue
         found[name] = [address for address in re.findall(r" inet ([0-9.]+)/", listed)
@@ -152,14 +151,14 @@ def delete_network(root: Path) -> None:
     another runtime's pods on this machine are left alone)."""
     before_up = _saved_state(root).get("netns", [])
     for name in (*lab_pod_namespaces(cni_namespaces(), frozenset(before_up)), *_netns("sbk8s-node-*")):
-        subprocess.run(["ip", "netns", "delete", name], capture_output=True, check=False)
+        attempt(["ip", "netns", "delete", name])
     links = run(["ip", "-o", "link", "show"], timeout_s=30) if shutil.which("ip") else ""
     # a node's link goes with its namespace, but only once the kernel has torn that down (later, on its own
     # time): deleted here, with its peer, at once
     veths = sorted(set(re.findall(r" (sbk8s-v[0-9]+)@", links)))
     for link in (*veths, POD_BRIDGE, BRIDGE):
         if f" {link}:" in links or f" {link}@" in links:
-            subprocess.run(["ip", "link", "delete", link], capture_output=True, check=False)
+            attempt(["ip", "link", "delete", link])
 
 
 def shims(socket_path: str) -> list[int]:
