@@ -7,10 +7,12 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
 from storbench.cli.common import interrupted_once
+from storbench.errors import UserError
 from storbench.shell import interrupts_held, run
 
 pytestmark = pytest.mark.serial
@@ -55,3 +57,33 @@ def test_a_labs_commands_do_not_get_the_terminals_ctrl_c() -> None:
     """A command storbench runs (an unmount, `ip link del`) is in a session of its own: the terminal's Ctrl-C goes
     to the process group storbench leads there, not to the command in the middle of a clean-up."""
     assert run(["ps", "-o", "sid=", "-p", str(os.getpid())]).strip() != run(["sh", "-c", "ps -o sid= -p $$"]).strip()
+
+
+def test_a_press_held_in_a_teardown_is_the_commands_first_and_the_next_is_held(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """A run that ended well, the first Ctrl-C pressed during its last teardown: held until the lab is down, then
+    it interrupts the command as its first press; one pressed in the clean-up after that (the test files removed)
+    is held as a second press is, so that clean-up runs to its end too."""
+    steps: list[str] = []
+    with pytest.raises(KeyboardInterrupt), interrupted_once("cleaning up"):
+        try:
+            with interrupts_held():
+                _press()
+                steps.append("lab down")
+        finally:
+            _press()
+            steps.append("test files removed")
+    assert steps == ["lab down", "test files removed"]
+    assert "Ctrl-C is held until that is done" in capfd.readouterr().err
+
+
+def test_a_command_given_up_takes_what_it_started_with_it(tmp_path: Path) -> None:
+    """Past its time (or interrupted while storbench waits), a command's whole session is killed: a process it
+    started in the background does not live on, as it did when only the command itself was killed."""
+    pid_file = tmp_path / "pid"
+    with pytest.raises(UserError, match="did not finish in 1s"):
+        run(["sh", "-c", f"sleep 60 & echo $! > {pid_file}; wait"], timeout_s=1)
+    stat = Path(f"/proc/{int(pid_file.read_text())}/stat")
+    time.sleep(0.2)
+    # gone, or dead and not yet reaped by whichever process took it in (a zombie: state Z)
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"

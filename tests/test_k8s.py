@@ -471,18 +471,25 @@ class _SlowCluster:
 
         self.claim_s, self.api_client = claim_s, None
         self.objects: set[tuple[str, str]] = set()
+        self.ever: list[tuple[str, str]] = []  # everything made, in order
+        self.asked = threading.Event()  # a request to make a claim has come in
         self.lock = threading.Lock()
 
-    def create_namespaced_persistent_volume_claim(self, namespace: str, manifest: dict[str, Any]) -> None:
+    def create_namespaced_persistent_volume_claim(self, namespace: str, manifest: dict[str, Any],
+                                                  **_: object) -> None:
         import time
 
+        self.asked.set()
         time.sleep(self.claim_s)  # an API server slow to answer: the claim exists once it has
-        with self.lock:
-            self.objects.add(("claim", manifest["metadata"]["name"]))
+        self._add(("claim", manifest["metadata"]["name"]))
 
-    def create_namespaced_pod(self, namespace: str, manifest: dict[str, Any]) -> None:
+    def create_namespaced_pod(self, namespace: str, manifest: dict[str, Any], **_: object) -> None:
+        self._add(("pod", manifest["metadata"]["name"]))
+
+    def _add(self, made: tuple[str, str]) -> None:
         with self.lock:
-            self.objects.add(("pod", manifest["metadata"]["name"]))
+            self.objects.add(made)
+            self.ever.append(made)
 
     def read_namespaced_persistent_volume_claim(self, name: str, namespace: str) -> Any:
         from types import SimpleNamespace
@@ -524,7 +531,7 @@ def test_volume_operations_interrupted_make_nothing_more_and_leave_nothing_behin
     from storbench.execute.volume_operations import VolumeOperations
 
     def interrupted(thread: threading.Thread, timeout: float | None = None) -> None:
-        time.sleep(0.1)
+        assert cluster.asked.wait(10)
         raise KeyboardInterrupt  # the user's Ctrl-C while the run waits for its clients, mid-request
 
     case = Case("c0ffee123456", pvc_case().target, WorkloadPoint("attach", 4096, 1, 1, 60.0, 0.0, True, "libaio"),
@@ -535,7 +542,7 @@ def test_volume_operations_interrupted_make_nothing_more_and_leave_nothing_behin
         patched.setattr(threading.Thread, "join", interrupted)
         operations.run()
     time.sleep(0.7)  # a client left running would make its pod by now
-    assert cluster.objects == set()
+    assert cluster.objects == set() and cluster.ever and all(kind == "claim" for kind, _ in cluster.ever), cluster.ever
     assert not [t for t in threading.enumerate() if t.name.startswith("storbench-op-")]
     cluster.claim_s = 0.0  # uninterrupted: each client's claim and pod made, measured, then deleted
     done = VolumeOperations(cluster, "bench", "run7", None, case, 1, timeout_s=60.0).run()

@@ -630,6 +630,7 @@ def test_ctrl_c_pressed_again_and_again_still_tears_the_lab_down(tmp_path: Path)
                "--db", str(tmp_path / "r.db")]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines: list[str] = []
+    errors: list[str] = []
     up, down = threading.Event(), threading.Event()
 
     def read() -> None:
@@ -642,8 +643,13 @@ def test_ctrl_c_pressed_again_and_again_still_tears_the_lab_down(tmp_path: Path)
                 down.set()
         down.set()  # ended without saying so: stop pressing
 
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    def read_errors() -> None:
+        assert process.stderr is not None
+        errors.extend(process.stderr)
+
+    readers = [threading.Thread(target=read, daemon=True), threading.Thread(target=read_errors, daemon=True)]
+    for reader in readers:
+        reader.start()
     try:
         assert up.wait(60), "".join(lines)
         time.sleep(1.5)  # fio under way
@@ -652,9 +658,10 @@ def test_ctrl_c_pressed_again_and_again_still_tears_the_lab_down(tmp_path: Path)
             process.send_signal(signal.SIGINT)
             pressed += 1
             time.sleep(0.01)
-        err = process.communicate(timeout=120)[1]
-        reader.join(10)
-        out = "".join(lines)
+        process.wait(timeout=120)
+        for reader in readers:
+            reader.join(10)
+        out, err = "".join(lines), "".join(errors)
         assert process.returncode == 130, out + err
         assert pressed >= 2 and "Ctrl-C is held until that is done" in err, (pressed, err)
         assert "interrupted: every finished repetition is stored" in err and "volume lab: torn down" in out, out + err

@@ -58,6 +58,7 @@ from storbench.sessions import (
     lab_session,
     remove_run_test_files,
 )
+from storbench.shell import interrupts_held
 from storbench.store import Store
 from storbench.targets.base import CheckPlace, PreparedTarget
 from storbench.telemetry.recorder import TelemetryRecorder
@@ -183,9 +184,10 @@ def run_plan(
                 if todo and not isinstance(config.repeat, int) and todo[-1].rep_index + 1 >= repeat_bounds(config)[0]:
                     answered(run, todo[-1].rep_index + 1)
         finally:
-            executors.close()
-            if not config.keep_files:
-                remove_run_test_files(checked.targets.values(), observer)
+            with interrupts_held():  # fio's servers and pods stopped, the test files removed, whatever is pressed
+                executors.close()
+                if not config.keep_files:
+                    remove_run_test_files(checked.targets.values(), observer)
     store.finish_run(run_id, clock())
     return RunResult(run_id=run_id, ran=ran, skipped=len(order) - len(todo), failed=failed,
                      not_needed=len(todo) - ran)

@@ -2,11 +2,13 @@
 a clean-up runs to its end.
 
 A command runs in a session of its own: the terminal's Ctrl-C goes to storbench, not to it, and storbench decides
-(an interrupted wait kills the command, as `subprocess.run` does; a clean-up's commands run to their end).
+(an interrupted wait kills the command's whole session; a clean-up's commands run to their end).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import threading
@@ -17,11 +19,27 @@ from types import FrameType
 from storbench.errors import UserError
 
 
+def _finished(argv: Sequence[str], timeout_s: float, input_text: str | None) -> subprocess.CompletedProcess[str]:
+    """The command run to its end in a session of its own. Past ``timeout_s``, or when storbench is interrupted
+    while waiting, the whole session is killed (what the command started too), then TimeoutExpired or the
+    interrupt goes on."""
+    with subprocess.Popen(list(argv), stdin=subprocess.PIPE if input_text is not None else None,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as process:
+        try:
+            out, err = process.communicate(input_text, timeout=timeout_s)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+        return subprocess.CompletedProcess(list(argv), process.returncode, out, err)
+
+
 def run(argv: Sequence[str], *, timeout_s: float = 120, input_text: str | None = None) -> str:
     """Run a command; a failure is a UserError carrying the tail of its output."""
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, input=input_text,
-                              check=False, start_new_session=True)
+        done = _finished(argv, timeout_s, input_text)
     except FileNotFoundError:
         raise UserError(f"{argv[0]} is not installed", hint="run scripts/setup.sh --labs") from None
     except subprocess.TimeoutExpired:
@@ -33,11 +51,10 @@ def run(argv: Sequence[str], *, timeout_s: float = 120, input_text: str | None =
 
 
 def attempt(argv: Sequence[str], *, timeout_s: float = 60) -> bool:
-    """Run a command whose failure is no error (a clean-up's step: what it removes may be gone already), in a
-    session of its own as `run`; whether it succeeded."""
+    """Run a command whose failure is no error (a clean-up's step: what it removes may be gone already), as `run`
+    does; whether it succeeded."""
     try:
-        return subprocess.run(list(argv), capture_output=True, timeout=timeout_s, check=False,
-                              start_new_session=True).returncode == 0
+        return _finished(argv, timeout_s, None).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -45,8 +62,9 @@ def attempt(argv: Sequence[str], *, timeout_s: float = 60) -> bool:
 @contextmanager
 def interrupts_held() -> Iterator[None]:
     """Around a clean-up that must run to its end (labs torn down, test files removed): a Ctrl-C (SIGINT) that
-    comes meanwhile is held, and raised as KeyboardInterrupt once the block has ended, unless the block ends on
-    an exception of its own, which goes on. Signals reach the main thread only: elsewhere nothing is held."""
+    comes meanwhile is held, and given to the handler before once the block has ended (Python's own raises
+    KeyboardInterrupt; a command's may hold it too: `cli.common.interrupted_once`), unless the block ends on an
+    exception of its own, which goes on. Signals reach the main thread only: elsewhere nothing is held."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -60,5 +78,8 @@ def interrupts_held() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-    if held:  # the block ended well: the interrupt it held is the caller's now
-        raise KeyboardInterrupt
+    if held:  # the block ended well: the interrupt it held is the handler's before it now
+        if callable(previous):
+            previous(signal.SIGINT, None)
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt

@@ -255,21 +255,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     from storbench.report.labels import varying_case_texts
 
     observer = ConsoleObserver(out, varying_case_texts(cases))
-    try:
-        with interrupted_once("stopping fio, tearing down the labs and removing the test files"):
+    # held until the line that says how to go on is out: a press after the first must not cut that short either
+    with interrupted_once("stopping fio, tearing down the labs and removing the test files"):
+        try:
             result = run_plan(loaded, cases, checked, store, LocalExecutor(fio_binary), observer, resume=resume,
                               resume_run=args.resume or None, accept_changed_design=args.accept_changed_design,
                               keep_lab=args.keep_lab, budget_s=args.budget, cluster=cluster_access(args),
                               labels=labels)
-    except KeyboardInterrupt:
-        observer.close()
-        which = f" {observer.run_id}" if observer.run_id is not None else ""
-        _console(stderr=True).print(
-            f"interrupted: every finished repetition is stored in {args.db}; continue with "
-            f"`storbench run {args.plan} --db {args.db} --resume{which}`", markup=False)
-        return 130
-    finally:
-        observer.close()
+        except KeyboardInterrupt:
+            observer.close()
+            which = f" {observer.run_id}" if observer.run_id is not None else ""
+            _console(stderr=True).print(
+                f"interrupted: every finished repetition is stored in {args.db}; continue with "
+                f"`storbench run {args.plan} --db {args.db} --resume{which}`", markup=False)
+            return 130
+        finally:
+            observer.close()
     store.close()
     _print_results(args.db, [result.run_id], title=f"results of run {result.run_id} ({args.db})")
     not_needed = f", {result.not_needed} not needed (answer known)" if result.not_needed else ""

@@ -44,6 +44,7 @@ from storbench.execute.pod_results import PodResult, bound_elsewhere, judge_pods
 from storbench.execute.volume_operations import VolumeOperations
 from storbench.fio.jobfile import JobBinding, continued_job
 from storbench.model import Case, PvcTarget, RepetitionOutcome, is_volume_operation
+from storbench.shell import interrupts_held
 from storbench.telemetry.series import TelemetrySource
 
 POLL_S = 0.25
@@ -212,8 +213,9 @@ class KubernetesExecutor:
             results = self._wait(pods, plans, job_texts, measured_end,
                                  deadline=started + start_budget + timeout_s)
         finally:
-            pods.stop_following()
-            self._delete(created)
+            with interrupts_held():  # the pods deleted, whatever is pressed meanwhile
+                pods.stop_following()
+                self._delete(created)
         finished = time.time()
         return judge_pods(case, results, len(plans), job_text=stored_job_text(job_texts), started_at_s=started,
                           finished_at_s=finished, timeout_s=start_budget + timeout_s, measured_end_s=measured_end)

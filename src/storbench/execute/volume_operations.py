@@ -37,8 +37,12 @@ from storbench.execute.k8s_operations import (
     source_claim,
 )
 from storbench.model import Case, RepetitionOutcome, Status
+from storbench.shell import interrupts_held
 
 Done = Callable[[Any], bool]
+ENDING = "the repetition was ending"
+CONFLICT = 409  # the API's answer to a create whose name is taken
+REQUEST_TIMEOUT_S = 20.0  # a create request given up after this: none outlives an ending repetition's wait
 STOP_WAIT_S = 30.0  # how long an ending repetition waits for its clients' requests to make an object to return
 
 
@@ -74,15 +78,18 @@ class VolumeOperations:
         finally:
             # interrupted, or a client past every deadline: no new object from here; a request already sent is
             # waited for (a client then stops at its next one), so what it makes is on the list before the deletion
-            self.stopping.set()
-            with self.lock:
-                self.lock.wait_for(lambda: self.asking == 0, STOP_WAIT_S)
-            self._delete_all()
+            with interrupts_held():  # a Ctrl-C meanwhile waits for the deletion
+                self.stopping.set()
+                with self.lock:
+                    self.lock.wait_for(lambda: self.asking == 0, STOP_WAIT_S)
+                self._delete_all()
         finished = time.time()
         ordered = [results.get(client) or OperationResult(client, self.case.workload.rw, started, None,
                                                           error="did not finish")
                    for client in range(1, self.case.clients + 1)]
-        failed = [r for r in ordered if r.done_s is None or r.checked is False]
+        # a client refused once the repetition was ending comes after the one whose failure ended it
+        failed = sorted((r for r in ordered if r.done_s is None or r.checked is False),
+                        key=lambda r: r.error.endswith(ENDING))
         job_text = "\n".join(operation_text(self.case, OperationNames.of(self.case, self.run_label, self.rep_index,
                                                                          r.client), self.texts.get(r.client, []))
                              for r in ordered)
@@ -190,14 +197,15 @@ class VolumeOperations:
         self._note(client, manifest, timed)
         with self._asking("claim", str(manifest["metadata"]["name"])):  # type: ignore[index]
             requested = time.time()
-            self.core.create_namespaced_persistent_volume_claim(self.namespace, manifest)
+            self.core.create_namespaced_persistent_volume_claim(self.namespace, manifest,
+                                                             _request_timeout=REQUEST_TIMEOUT_S)
         return requested
 
     def _create_pod(self, client: int, manifest: dict[str, object], *, timed: bool = False) -> float:
         self._note(client, manifest, timed)
         with self._asking("pod", str(manifest["metadata"]["name"])):  # type: ignore[index]
             requested = time.time()
-            self.core.create_namespaced_pod(self.namespace, manifest)
+            self.core.create_namespaced_pod(self.namespace, manifest, _request_timeout=REQUEST_TIMEOUT_S)
         return requested
 
     def _create_snapshot(self, client: int, names: OperationNames) -> float:
@@ -206,7 +214,7 @@ class VolumeOperations:
         with self._asking("snapshot", names.snapshot):
             requested = time.time()
             self.custom.create_namespaced_custom_object(SNAPSHOT_GROUP, SNAPSHOT_VERSION, self.namespace,
-                                                        SNAPSHOT_PLURAL, manifest)
+                                                        SNAPSHOT_PLURAL, manifest, _request_timeout=REQUEST_TIMEOUT_S)
         return requested
 
     def _note(self, client: int, manifest: dict[str, object], timed: bool = False) -> None:
@@ -220,11 +228,16 @@ class VolumeOperations:
         ending."""
         with self.lock:
             if self.stopping.is_set():
-                raise _Failed(f"{kind} {name} not made: the repetition was ending")
+                raise _Failed(f"{kind} {name} not made: {ENDING}")
             self.made.append((kind, name))
             self.asking += 1
         try:
             yield
+        except Exception as error:
+            if getattr(error, "status", None) == CONFLICT:  # already there, and not made by this request: not ours
+                with self.lock:
+                    self.made.remove((kind, name))
+            raise
         finally:
             with self.lock:
                 self.asking -= 1
