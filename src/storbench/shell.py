@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 
@@ -60,24 +60,32 @@ def attempt(argv: Sequence[str], *, timeout_s: float = 60) -> bool:
 
 
 @contextmanager
+def sigint_handled(handler: Callable[[int, FrameType | None], None]) -> Iterator[object]:
+    """SIGINT (Ctrl-C) given to ``handler`` around the block; the handler before it, yielded, is back after. Signals
+    reach the main thread only: elsewhere nothing changes (None is yielded)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield None
+        return
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield previous
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
 def interrupts_held() -> Iterator[None]:
     """Around a clean-up that must run to its end (labs torn down, test files removed): a Ctrl-C (SIGINT) that
     comes meanwhile is held, and given to the handler before once the block has ended (Python's own raises
     KeyboardInterrupt; a command's may hold it too: `cli.common.interrupted_once`), unless the block ends on an
     exception of its own, which goes on. Signals reach the main thread only: elsewhere nothing is held."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     held: list[int] = []
 
     def hold(signum: int, frame: FrameType | None) -> None:
         held.append(signum)
 
-    previous = signal.signal(signal.SIGINT, hold)
-    try:
+    with sigint_handled(hold) as previous:
         yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
     if held:  # the block ended well: the interrupt it held is the handler's before it now
         if callable(previous):
             previous(signal.SIGINT, None)

@@ -7,9 +7,7 @@ import argparse
 import io
 import math
 import os
-import signal
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +20,7 @@ from rich.text import Text
 from storbench.errors import UserError
 from storbench.private_files import write_private
 from storbench.safe_text import safe_text
+from storbench.shell import sigint_handled
 
 if TYPE_CHECKING:
     from storbench.config import LoadedPlan
@@ -50,9 +49,6 @@ def interrupted_once(cleaning: str) -> Iterator[None]:
     """Around a command that cleans up after itself: its first Ctrl-C interrupts it (KeyboardInterrupt, as by
     default); one pressed after that, while it stops fio and does ``cleaning``, is held, and the first of them says
     so in one line: a second Ctrl-C must not leave fio running on a lab being torn down. Main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     pressed = 0
 
     def handler(signum: int, frame: FrameType | None) -> None:
@@ -63,11 +59,8 @@ def interrupted_once(cleaning: str) -> Iterator[None]:
         if pressed == 2:  # os.write: safe in a signal handler, unlike a console that may be printing
             os.write(2, f"storbench: {cleaning} first; Ctrl-C is held until that is done\n".encode())
 
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
+    with sigint_handled(handler):
         yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def file_console() -> Console:

@@ -183,18 +183,23 @@ class NfsLab(LabRoot):
         kill_all(_namespace_pids())  # nothing left of the crashed one
         return self._start_server()
 
-    def set_links(self, *, up: bool) -> None:
-        """Take the host ends of the server's links down (a partition: its clients' packets go nowhere) or up."""
+    def link_state(self) -> dict[str, set[str]]:
+        """This machine's links and their flags, read once (`hosts_conf.link_flags`)."""
+        return link_flags(run(["ip", "-o", "link", "show"], timeout_s=30))
+
+    def set_links(self, *, up: bool, present: dict[str, set[str]] | None = None) -> None:
+        """Take the host ends of the server's links down (a partition: its clients' packets go nowhere) or up;
+        ``present``: `link_state` already read."""
         if self.info() is None:
             raise UserError("nfs lab: not up", hint="storbench lab nfs up")
-        present = link_flags(run(["ip", "-o", "link", "show"], timeout_s=30))
+        present = self.link_state() if present is None else present
         for link in (HOST_VETH, BRIDGE_HOST_VETH):
             if link in present:
                 run(["ip", "link", "set", link, "up" if up else "down"])
 
-    def links_down(self) -> list[str]:
+    def links_down(self, present: dict[str, set[str]] | None = None) -> list[str]:
         """The host ends of the server's links that are set down (a `cut` not undone); an absent one is not."""
-        present = link_flags(run(["ip", "-o", "link", "show"], timeout_s=30))
+        present = self.link_state() if present is None else present
         return [link for link in (HOST_VETH, BRIDGE_HOST_VETH) if is_down(present.get(link, set()))]
 
     def _network(self, bridge: str | None) -> None:
@@ -298,10 +303,13 @@ class NfsKind(LabKindBase):
         """After a repetition with faults: the server's links up and nfs-ganesha listening again, should a restore
         have failed (the next repetition would meet a dead server); None when it already was."""
         lab = NfsLab()
-        if not case.lab.nfs or lab.info() is None or (not lab.links_down() and lab.running()):
+        if not case.lab.nfs or lab.info() is None:
+            return None
+        present = lab.link_state()  # one listing for the check and the repair
+        if not lab.links_down(present) and lab.running():
             return None
         started = time.time()
-        lab.set_links(up=True)
+        lab.set_links(up=True, present=present)
         if not lab.running():
             lab.restart_server()
         return LabHealed("nfs", time.time() - started)
