@@ -162,7 +162,7 @@ def check_question(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
     config = loaded.config
     if config.compare is None:
         return
-    # here, not at the top: only plans with a question load the statistics' selectors
+    # lazy: only plans with a question load the statistics' selectors
     from storbench.stats.selectors import parse_selector, plan_side_refusal
 
     refusal = plan_side_refusal(cases, parse_selector(config.compare.baseline),

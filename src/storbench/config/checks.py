@@ -172,9 +172,6 @@ def _check_engines(config: PlanConfig, source: PlanSource) -> None:
 
 def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
     """`repeat: {until: decided}` needs a `compare` whose sides run on one cluster, alternating."""
-    # here, not at the top: config sits below stats (an upward import, listed in KNOWN_LAYER_EDGES of
-    # tests/test_architecture.py), and only plans that use it load stats
-
     repeat = config.repeat
     if isinstance(repeat, RepeatConfig):
         if repeat.max < repeat.min:

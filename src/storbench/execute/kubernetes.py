@@ -223,7 +223,7 @@ class KubernetesExecutor:
     def placement(self, target: PvcTarget, clients: int) -> tuple[str, ...]:
         """The node each client's pod prefers (`k8s_manifests.placement`); none when the nodes cannot be listed
         (a user's cluster may not let storbench read them)."""
-        from kubernetes.client.exceptions import ApiException  # start-up time: the client loads only here
+        from kubernetes.client.exceptions import ApiException  # lazy: start-up time, the client loads only here
 
         try:
             listed = self.core.list_node().items  # type: ignore[attr-defined]

@@ -59,7 +59,7 @@ def check_faults(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
     """A plan's `faults:` only asks what its own labs offer, inside every case's measured section, one at a time
     per target; not with `steady_state` or `search`, whose rounds choose what to measure from figures a fault
     would distort."""
-    from storbench.config.faults import fault_steps  # the plan's models: not for `storbench lab`'s parser
+    from storbench.config.faults import fault_steps  # lazy: the plan's models, not for `storbench lab`'s parser
 
     config = loaded.config
     if not config.faults:

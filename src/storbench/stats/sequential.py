@@ -127,7 +127,7 @@ def calibrate(min_rounds: int, max_rounds: int, rho: float, alpha: float) -> Cal
     some look exactly when c > min_n p_n / alpha_n. c is the alpha-quantile of that minimum over simulated
     paths, kept within [1, alpha / max(alpha_n)]: at least the union bound's, and no look's error rate above
     alpha (each look alone is an exact t test, so a larger c could not keep the overall rate at alpha)."""
-    from scipy.special import stdtr, stdtrit  # on first use: see stats.estimate.t_quantile
+    from scipy.special import stdtr, stdtrit  # lazy: on first use, see stats.estimate.t_quantile
 
     looks = max_rounds - min_rounds + 1
     shares = np.array([_share(k, looks, rho, alpha) for k in range(1, looks + 1)])
