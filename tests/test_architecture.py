@@ -411,7 +411,7 @@ print("\\n".join(failed))
 # modules before its first fio) and optional dependencies. In `storbench.cli` that is the rule, said once in its
 # docstring: each command imports what it uses when it runs, so the parser, `--help` and every other command do
 # not pay for it. Elsewhere each says why, in a comment that starts ``# lazy:`` on it or on the line just above its
-# block of imports (a tool's pragma, ``# noqa``, is no reason).
+# block of imports (a tool's pragma is no reason).
 LAZY_BY_RULE: tuple[str, ...] = ("storbench.cli.*",)
 LAZY_REASON = "# lazy:"
 
