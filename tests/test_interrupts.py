@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from storbench.cli.common import interrupted_once
+from storbench.cli.common import held_saying, interrupted_once
 from storbench.errors import UserError
 from storbench.shell import interrupts_held, run
 
@@ -51,6 +51,22 @@ def test_a_commands_first_ctrl_c_interrupts_and_the_next_ones_are_held(capfd: py
     assert cleaned == ["lab down"] and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     err = capfd.readouterr().err
     assert err.count("storbench: tearing down the labs first; Ctrl-C is held until that is done") == 1, err
+
+
+def test_lab_down_holds_every_ctrl_c_and_says_so_once(capfd: pytest.CaptureFixture[str]) -> None:
+    """`storbench lab KIND down`: no press stops a teardown, and the user is told why the first did nothing."""
+    steps: list[str] = []
+    with pytest.raises(KeyboardInterrupt), held_saying("tearing the nfs lab down"):
+        _press()
+        steps.append("ganesha stopped")
+        _press()
+        steps.append("export removed")
+    assert steps == ["ganesha stopped", "export removed"]
+    err = capfd.readouterr().err
+    assert err.count("storbench: tearing the nfs lab down first; Ctrl-C is held until that is done") == 1, err
+    with held_saying("tearing the nfs lab down"):  # nothing pressed: nothing said, nothing raised
+        steps.append("done")
+    assert capfd.readouterr().err == ""
 
 
 def test_a_labs_commands_do_not_get_the_terminals_ctrl_c() -> None:

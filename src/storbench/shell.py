@@ -74,15 +74,18 @@ def sigint_handled(handler: Callable[[int, FrameType | None], None]) -> Iterator
 
 
 @contextmanager
-def interrupts_held() -> Iterator[None]:
+def interrupts_held(first_held: Callable[[], None] | None = None) -> Iterator[None]:
     """Around a clean-up that must run to its end (labs torn down, test files removed): a Ctrl-C (SIGINT) that
     comes meanwhile is held, and given to the handler before once the block has ended (Python's own raises
     KeyboardInterrupt; a command's may hold it too: `cli.common.interrupted_once`), unless the block ends on an
-    exception of its own, which goes on. Signals reach the main thread only: elsewhere nothing is held."""
+    exception of its own, which goes on. ``first_held`` is called at the first press held (the CLI says so there;
+    it runs in a signal handler). Signals reach the main thread only: elsewhere nothing is held."""
     held: list[int] = []
 
     def hold(signum: int, frame: FrameType | None) -> None:
         held.append(signum)
+        if first_held is not None and len(held) == 1:
+            first_held()
 
     with sigint_handled(hold) as previous:
         yield

@@ -9,7 +9,7 @@ import math
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,7 @@ from rich.text import Text
 from storbench.errors import UserError
 from storbench.private_files import write_private
 from storbench.safe_text import safe_text
-from storbench.shell import sigint_handled
+from storbench.shell import interrupts_held, sigint_handled
 
 if TYPE_CHECKING:
     from storbench.config import LoadedPlan
@@ -56,11 +56,22 @@ def interrupted_once(cleaning: str) -> Iterator[None]:
         pressed += 1
         if pressed == 1:
             raise KeyboardInterrupt
-        if pressed == 2:  # os.write: safe in a signal handler, unlike a console that may be printing
-            os.write(2, f"storbench: {cleaning} first; Ctrl-C is held until that is done\n".encode())
+        if pressed == 2:
+            _say_held(cleaning)
 
     with sigint_handled(handler):
         yield
+
+
+def held_saying(cleaning: str) -> AbstractContextManager[None]:
+    """Around a command's clean-up that must run to its end (`lab KIND down`): every Ctrl-C is held until it is
+    done, and the first says so in one line. Main thread only."""
+    return interrupts_held(lambda: _say_held(cleaning))
+
+
+def _say_held(cleaning: str) -> None:
+    """The one line for a Ctrl-C held (os.write: safe in a signal handler, unlike a console that may be printing)."""
+    os.write(2, f"storbench: {cleaning} first; Ctrl-C is held until that is done\n".encode())
 
 
 def file_console() -> Console:

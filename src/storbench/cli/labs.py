@@ -8,9 +8,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from storbench.cli.common import _console
+from storbench.cli.common import _console, held_saying
 from storbench.lab.base import LabKind, lab_dir_help
-from storbench.shell import interrupts_held
 
 
 def lab_handler(kind: LabKind) -> Callable[[argparse.Namespace], int]:
@@ -26,7 +25,8 @@ def lab_handler(kind: LabKind) -> Callable[[argparse.Namespace], int]:
         if args.action == "status":
             say(lab.status())
         elif args.action == "down":
-            with interrupts_held():  # a lab half torn down is worse than one up or down: Ctrl-C waits for the end
+            # a lab half torn down is worse than one up or down: Ctrl-C waits for the end
+            with held_saying(f"tearing the {kind.name} lab down"):
                 kind.command.down(lab, say)
         else:
             kind.command.up(lab, args, say)
