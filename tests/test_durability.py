@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from hypothesis import given
@@ -112,6 +113,24 @@ def test_the_checking_writer_on_a_file_finds_nothing_lost_and_catches_a_lying_on
     bad = result.count(Finding.LOST) + result.count(Finding.STALE)
     assert bad > 0 and result.count(Finding.CORRUPT) == 0, result
     assert all(offset % block == 0 for _, offsets in result.first_bad for offset in offsets)
+
+
+def test_a_block_that_cannot_be_read_back_is_no_lost_write(tmp_path: Path) -> None:
+    """Storage that fails reads after a fault (EIO, ESTALE on NFS): the check says it could not read back (no
+    evidence either way), never that acknowledged writes were lost."""
+    from storbench.execute.checker import CheckingWriter
+    from storbench.execute.regions import FileRegion
+
+    data = tmp_path / "check.img"
+    data.write_bytes(bytes(64 * 4096))
+    region = FileRegion(str(data), direct=False)
+    with CheckingWriter(region, blocks=64, block_bytes=4096, depth=2, iops=2000, writer=1) as writer:
+        time.sleep(0.2)
+    region.close()
+    region.path = str(tmp_path)  # reading it now fails (EISDIR), as a read from failed storage does
+    found = writer.result()
+    assert found.error.startswith("reading back: "), found
+    assert found.lost == 0, found
 
 
 def test_a_writer_whose_writes_never_return_says_so_and_does_not_hang_the_run() -> None:

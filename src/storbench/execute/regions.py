@@ -94,9 +94,9 @@ class FileRegion:
             self._read_fd = self._open(os.O_RDONLY)
             if not self.direct:  # the page cache's copy dropped: the storage answers
                 os.posix_fadvise(self._read_fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        buffer[:] = bytes(len(buffer))
-        with contextlib.suppress(OSError):  # a short read leaves zeros: never written
-            os.preadv(self._read_fd, [buffer], self.offset_bytes + offset)
+        buffer[:] = bytes(len(buffer))  # a short read (past the file's end) leaves zeros: never written
+        # a read that fails raises: the block is unread, not lost (the check then says it could not read back)
+        os.preadv(self._read_fd, [buffer], self.offset_bytes + offset)
 
     def close(self) -> None:
         for fd in (self._write_fd, self._read_fd):
