@@ -291,10 +291,11 @@ def test_check_writes_beside_real_fio_finds_every_acknowledged_write_and_leaves_
     assert all(r["writes_acknowledged"] > 50 and r["writes_stale"] == r["writes_torn"] == 0 for r in records)
 
 
-def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_zero() -> None:
-    """The one-sentence verdict is built from the figures alone: a stall whose interval starts above zero is said
-    as a stall, one whose interval reaches zero says it was not shown every time, none says so; clients stalled
-    are counted; the level, the recovery, the cluster and the acknowledged writes follow."""
+def test_the_failover_verdict_counts_the_repetitions_a_stall_happened_in() -> None:
+    """The one-sentence verdict is built from the figures alone: a stall is said with the repetitions it happened
+    in counted ("in 1 of 3"), none says so, one that lasted to the end is a lower bound; clients stalled are
+    counted, and the repetitions all stalled at once; the level, the recovery, the cluster and the acknowledged
+    writes follow."""
     from types import SimpleNamespace
 
     from storbench.model.fault_record import WriteCheck
@@ -310,14 +311,21 @@ def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_ze
     from storbench.stats.timeline import Failover, Recovery
     from storbench.stats.write_checks import PointWriteCheck, point_write_checks
 
-    def point(blackouts: list[float], **more: object) -> PointFailover:
-        figures = Failover(pre_fault_iops=1000.0, blackout_s=1.0, client_blackouts_s=(), first_completion_s=1.0,
-                           dip_pct=0.0, degraded_pct=None, recovery=Recovery.NOT_RECOVERED, recovery_s=None,
-                           longest_io_ns=None, end_pct=90.0)
+    def point(blackouts: list[float], clients: dict[str, list[float]] | None = None,
+              first: list[float | None] | None = None, **more: object) -> PointFailover:
+        """A point whose repetitions had these blackouts (all clients together, and each client's own)."""
+        clients = clients or {}
+        firsts = first if first is not None else list(blackouts)
+        figures = [Failover(pre_fault_iops=1000.0, blackout_s=b, first_completion_s=firsts[i], dip_pct=0.0,
+                            client_blackouts_s=tuple((c, v[i]) for c, v in clients.items()), degraded_pct=None,
+                            recovery=Recovery.NOT_RECOVERED, recovery_s=None, longest_io_ns=None, end_pct=90.0)
+                   for i, b in enumerate(blackouts)]
         fields: dict[str, object] = dict(
             case_id="c", run_id=1, action="freeze", target="osd.1",
-            repetitions=tuple(RepetitionFailover(i, i, None, None, figures) for i in range(len(blackouts))),
-            blackout_s=estimate(blackouts), restore_blackout_s=None, first_completion_s=estimate(blackouts),
+            repetitions=tuple(RepetitionFailover(i, i, None, None, f) for i, f in enumerate(figures)),
+            blackout_s=estimate(blackouts), restore_blackout_s=None,
+            first_completion_s=estimate([f for f in firsts if f is not None]),
+            client_blackouts_s=tuple((c, estimate(v)) for c, v in clients.items()),
             dip_pct=estimate([0, 0, 0]), degraded_pct=None, recovery_s=None, longest_io_ns=None,
             recovered=0, not_recovered=3, undecided=0, end_pct=estimate([90, 92, 94]), left_pct=estimate([90, 92, 94]))
         fields.update(more)
@@ -326,33 +334,48 @@ def test_the_failover_verdict_claims_a_stall_only_where_its_interval_is_above_ze
     stalled = point([27.0, 27.5, 28.0])
     checked = PointWriteCheck(1, "c", 3, WriteCheck(4096, 4096, 14_122, 0), None, ())
     said = failover_verdict(stalled, checked, "rbd randwrite 4k qd8")
-    assert said.startswith("rbd randwrite 4k qd8: I/O stopped for 27.5 s [") and "after osd.1 was frozen" in said
+    assert said.startswith("rbd randwrite 4k qd8: I/O stopped for 27.5 s [") and "after osd.1 was frozen;" in said
     assert "; shown below the level before to the end in 3 of 3, left at 92 % [87, 97];" in said, said
     assert said.endswith("0 of 14,122 acknowledged writes lost.")
+    # what happened is counted repetition by repetition: stopped in 1 of 3 (not "not shown every time")
     unsure = failover_verdict(point([0.0, 0.0, 1.8]), None, "x")
-    assert "(not shown to stop every time)" in unsure and "acknowledged" not in unsure
+    assert "I/O stopped for 0.6 s [0.0, 3.2] after osd.1 was frozen (in 1 of 3);" in unsure, unsure
+    assert "acknowledged" not in unsure
+    # stopped every time, a wide interval reaching zero: said as it is, with no "not every time"
+    wide = failover_verdict(point([0.5, 3.0]), None, "x")
+    assert "I/O stopped for 1.8 s [0.0, 17.6] after osd.1 was frozen;" in wide, wide
     assert "never stopped" in failover_verdict(point([0.0, 0.0, 0.0]), None, "x")
-    one_of_two = point([2.0, 2.2, 2.1], client_blackouts_s=(("a", estimate([0.0, 0.0, 0.1])),
-                                                              ("b", estimate([2.0, 2.2, 2.1]))))
+    # never back in 2 of 3: the blackout there is a lower bound, the first I/O is of the one that came back
+    gone = point([20.0, 20.0, 3.0], first=[None, None, 3.0])
+    assert "I/O stopped for 14.3 s [" in failover_verdict(gone, None, "x")
+    assert ", to the end of the run in 2 of 3 (there a lower bound);" in failover_verdict(gone, None, "x")
+    line = failover_line(gone, "x")
+    assert "(to the end in 2 of 3: there a lower bound); first I/O 3.00 s after the fault (in 1 of 3);" in line, line
+    assert "no I/O after the fault to the end;" in failover_line(point([20.0], first=[None]), "x")
+    one_of_two = point([2.0, 2.2, 2.1], {"a": [0.0, 0.0, 0.1], "b": [2.0, 2.2, 2.1]})
     assert "on 1 of 2 clients" in failover_verdict(one_of_two, None, "x")
-    only_one = point([0.0, 0.0, 0.0], action="delete", target="client.1",
-                     client_blackouts_s=(("client.1", estimate([1.0, 1.2, 1.1])), ("client.2", estimate([0.0] * 3))))
+    only_one = point([0.0, 0.0, 0.0], {"client.1": [1.0, 1.2, 1.1], "client.2": [0.0] * 3}, action="delete",
+                     target="client.1")
     alone = failover_verdict(only_one, None, "x")
     assert "I/O stopped on 1 of 2 clients after client.1 was deleted, the others went on: client.1 for 1.1 s [" in alone
     assert "never stopped" not in alone and "every client" not in alone
-    both = failover_verdict(point([0.0, 0.0, 0.0], action="fail", target="node.1", client_blackouts_s=(
-        ("client.1", estimate([20.0, 21.0, 22.0])), ("client.2", estimate([0.0, 0.0, 3.0])))), None, "x")
-    assert "I/O stopped on 1 of 2 clients after node.1 was powered off, the others went on: client.1" in both
-    # all clients together stalled for one 100 ms window now and then (not shown above zero), one client for minutes:
-    # that client's stall is the answer, not "0.1 s on every client"
-    hiccup = failover_verdict(point([0.0, 0.1, 0.3], action="fail", target="node.1", client_blackouts_s=(
-        ("client.1", estimate([280.8, 281.1, 281.4])), ("client.2", estimate([0.0, 0.1, 0.3])))), None, "x")
-    assert "I/O stopped on 1 of 2 clients after node.1 was powered off, the others went on: client.1 for 281.1 s" \
-        in hiccup and "every client" not in hiccup, hiccup
-    apart = failover_verdict(point([0.0, 0.0, 0.0], action="fail", target="node.1", client_blackouts_s=(
-        ("client.1", estimate([20.0, 21.0, 22.0])), ("client.2", estimate([5.0, 6.0, 7.0])))), None, "x")
+    both = failover_verdict(point([0.0, 0.0, 0.0], {"client.1": [20.0, 21.0, 22.0], "client.2": [0.0, 0.0, 3.0]},
+                                  action="fail", target="node.1"), None, "x")
+    assert "I/O stopped on 2 of 2 clients after node.1 was powered off, never on all of them at once: client.1 " \
+        "for 21.0 s [" in both and "; client.2 for 1.0 s [0.0, 5.3] (in 1 of 3);" in both, both
+    # all clients together stalled for one 100 ms window now and then, one client for minutes: that client's stall
+    # is the answer, and the moments all stopped at once are counted, not called "never"
+    hiccup = failover_verdict(point([0.0, 0.1, 0.3], {"client.1": [280.8, 281.1, 281.4], "client.2": [0.0, 0.1, 0.3]},
+                                    action="fail", target="node.1"), None, "x")
+    assert "I/O stopped on 2 of 2 clients after node.1 was powered off, on all of them at once in 2 of 3: client.1 " \
+        "for 281.1 s" in hiccup and "every client" not in hiccup and "never" not in hiccup, hiccup
+    apart = failover_verdict(point([0.0, 0.0, 0.0], {"client.1": [20.0, 21.0, 22.0], "client.2": [5.0, 6.0, 7.0]},
+                                   action="fail", target="node.1"), None, "x")
     assert "stopped on 2 of 2 clients after node.1 was powered off, never on all of them at once: " in apart
     assert "the others went on" not in apart
+    # both clients stopped together in one repetition, apart in the two others: not "never at once"
+    once = failover_verdict(point([2.0, 0.0, 0.0], {"a": [2.0, 1.0, 0.0], "b": [2.0, 0.0, 1.5]}), None, "x")
+    assert "I/O stopped on 2 of 2 clients after osd.1 was frozen, on all of them at once in 1 of 3: " in once, once
     lost = PointWriteCheck(1, "c", 3, WriteCheck(1024, 4096, 1_064, 0, lost=145, stale=44), 0, ())
     assert failover_verdict(stalled, lost, "x").endswith(
         "; acknowledged writes lost or damaged: 189 of the 3,072 blocks read back did not hold their last "

@@ -96,9 +96,15 @@ def test_a_run_that_never_recovers_says_so() -> None:
     assert degraded.recovery is Recovery.NOT_RECOVERED and degraded.recovery_s is None
     # one quantity each: the level until back is a recovered run's; a run not back has the level it was left at
     assert degraded.degraded_pct is None and degraded.end_pct == pytest.approx(60, abs=3)
-    # a client that stops at the fault and never completes again: its stall lasts to the end of the run
+    # a client that stops at the fault and never completes again: its stall lasts to the end of the run (a lower
+    # bound), no first I/O after the fault, and the run is not back: its level at the end is nothing
     stopped = failover([synthetic(lambda t: 0 if t >= 10 else 1000, 30)], WINDOW, at(10), at(0), at(30))
-    assert stopped.blackout_s == pytest.approx(20.0, abs=0.11) and stopped.recovery is Recovery.UNTOLD
+    assert stopped.blackout_s == pytest.approx(20.0, abs=0.11) and stopped.recovery is Recovery.NOT_RECOVERED
+    assert stopped.first_completion_s is None and stopped.end_pct == 0.0 and stopped.recovery_s is None
+    # stopped again at the undoing, for good
+    undone = failover([synthetic(lambda t: 0 if 10 <= t < 12 or t >= 15 else 1000, 30)], WINDOW, at(10), at(0),
+                      at(30), restore_ms=at(15))
+    assert undone.first_completion_s == pytest.approx(2.0, abs=0.11) and undone.recovery is Recovery.NOT_RECOVERED
     # back 2 s before the end: too short to tell (5 one-second blocks are the test)
     late = failover([synthetic(lambda t: 0 if 10 <= t < 28 else 1000, 30)], WINDOW, at(10), at(0), at(30))
     assert late.recovery is Recovery.UNTOLD and late.recovery_s is None and late.end_pct is None

@@ -37,6 +37,11 @@ def _in_some(value: Estimate, n: int) -> str:
     return "" if value.n == n else f" (in {value.n} of {n})"
 
 
+def _times(k: int, n: int) -> str:
+    """' (in 2 of 3)' when something happened in some of a point's repetitions only; '' when in all."""
+    return "" if k == n else f" (in {k} of {n})"
+
+
 def _some_figure(value: Estimate | None, n: int) -> str:
     """A scorecard cell of a figure some repetitions may not have: '23 (in 1 of 3)'."""
     return _figure(value, "", 0) + (_in_some(value, n) if value is not None else "")
@@ -63,8 +68,12 @@ def failover_line(point: PointFailover, label: str) -> str:
         problems = sorted({r.problem for r in point.repetitions if r.problem})
         return f"  run {point.run_id} {label}: no failover figures ({'; '.join(problems)})"
     longest = point.longest_io_ns
-    parts = [f"blackout {_figure(point.blackout_s, ' s')}",
-             f"first I/O {_figure(point.first_completion_s, ' s')} after the fault"]
+    first = point.first_completion_s
+    parts = [f"blackout {_figure(point.blackout_s, ' s')}" + (
+                 f" (to the end in {point.stopped_for_good} of {n}: there a lower bound)"
+                 if point.stopped_for_good else ""),
+             "no I/O after the fault to the end" if first is None else
+             f"first I/O {_figure(first, ' s')} after the fault{_in_some(first, n)}"]
     if point.restore_blackout_s is not None:
         parts.append(f"blackout {_figure(point.restore_blackout_s, ' s')} when undone")
     parts += [
@@ -120,26 +129,27 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
         return ""
     named = point.target if "." in point.target else f"the {point.target}"  # osd.1, client.2; the server, the volume
     what = f"{named} was {PAST_TENSE.get(point.action, point.action)}"
-    blackout = point.blackout_s
-    own = [(client, seconds) for client, seconds in point.client_blackouts_s if seconds.mean > 0]
-    shown = [(client, seconds) for client, seconds in own if seconds.ci_low is not None and seconds.ci_low > 0]
-    merged_shown = blackout.ci_low is not None and blackout.ci_low > 0
-    # the others went on (all clients together never stopped, or not shown to: a window's hiccup), while a client
-    # is shown to have stalled: each stalled client's own stall
-    per_client = bool(own) and (blackout.mean == 0 or (bool(shown) and not merged_shown))
+    blackout, stopped = point.blackout_s, point.stopped
+    # counted repetition by repetition: "in 2 of 3" is what happened, an interval reaching zero is not "not every
+    # time"
+    own = [(client, seconds, point.client_stopped(client)) for client, seconds in point.client_blackouts_s
+           if seconds.mean > 0]
+    # a client stopped in a repetition where the others went on: each stalled client's own stall
+    per_client = bool(own) and max(times for _, _, times in own) > stopped
     if per_client:
-        listed = "; ".join(f"{client} for {_figure(seconds, ' s', 1)}" for client, seconds in (shown or own))
-        total, stopped = len(point.client_blackouts_s), len(shown or own)
-        others = ", the others went on" if stopped < total else ", never on all of them at once"
-        said = (f"I/O stopped on {stopped} of {total} clients after {what}{others}: {listed}"
-                + ("" if shown else " (not shown to stop every time)"))
-    elif blackout.mean == 0:
+        listed = "; ".join(f"{client} for {_figure(seconds, ' s', 1)}{_times(times, n)}"
+                           for client, seconds, times in own)
+        total = len(point.client_blackouts_s)
+        others = (f", on all of them at once in {stopped} of {n}" if stopped else
+                  ", the others went on" if len(own) < total else ", never on all of them at once")
+        said = f"I/O stopped on {len(own)} of {total} clients after {what}{others}: {listed}"
+    elif stopped == 0:
         said = f"I/O never stopped for a whole window after {what}"
-    elif blackout.ci_low is not None and blackout.ci_low > 0:
-        said = f"I/O stopped for {_figure(blackout, ' s', 1)} after {what}"
     else:
-        said = f"I/O stopped for {_figure(blackout, ' s', 1)} after {what} (not shown to stop every time)"
-    if point.client_blackouts_s and blackout.mean > 0 and not per_client:
+        said = f"I/O stopped for {_figure(blackout, ' s', 1)} after {what}{_times(stopped, n)}"
+        if point.stopped_for_good:
+            said += f", to the end of the run in {point.stopped_for_good} of {n} (there a lower bound)"
+    if point.client_blackouts_s and stopped and not per_client:
         stalled = sum(1 for _, seconds in point.client_blackouts_s if seconds.mean >= blackout.mean / 2)
         total = len(point.client_blackouts_s)
         said += " on every client" if stalled == total else f" on {stalled} of {total} clients"
@@ -267,7 +277,8 @@ def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[str, str],
         n = p.measured
         recovered = f"{p.recovered} of {n}" + (f" ({p.not_recovered} not)" if p.not_recovered else "")
         rows.append((labels.get(p.case_id, p.case_id), f"{p.action} {p.target}", str(n),
-                     _figure(p.blackout_s, ""), _figure(p.first_completion_s, ""), _figure(p.restore_blackout_s, ""),
+                     _figure(p.blackout_s, ""), _some_figure(p.first_completion_s, n),
+                     _figure(p.restore_blackout_s, ""),
                      _figure(p.dip_pct, "", 0), _some_figure(p.degraded_pct, n), _some_figure(p.end_pct, n),
                      recovered if n else "-",
                      longest_io_text(p), cluster_cell(p),

@@ -159,6 +159,24 @@ class PointFailover:
     def measured(self) -> int:
         return sum(1 for r in self.repetitions if r.figures is not None)
 
+    @property
+    def figures(self) -> tuple[Failover, ...]:
+        return tuple(r.figures for r in self.repetitions if r.figures is not None)
+
+    @property
+    def stopped(self) -> int:
+        """In how many repetitions the I/O of all clients together stopped for a whole window or more."""
+        return sum(1 for f in self.figures if f.blackout_s > 0)
+
+    @property
+    def stopped_for_good(self) -> int:
+        """In how many repetitions no I/O completed after the fault to the end of the run."""
+        return sum(1 for f in self.figures if f.first_completion_s is None)
+
+    def client_stopped(self, client: str) -> int:
+        """In how many repetitions ``client``'s own I/O stopped for a whole window or more."""
+        return sum(1 for f in self.figures if dict(f.client_blackouts_s).get(client, 0.0) > 0)
+
 
 def _estimate(values: Sequence[float | None]) -> Estimate | None:
     return estimate([v for v in values if v is not None])

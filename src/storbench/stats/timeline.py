@@ -6,7 +6,9 @@ on the wall clock, read against the moment of the fault.
   (t - window, t], so between rows at t1 and t2 nothing completed for t2 - t1 - window); for all clients together
   and for each client; **blackout at the undoing**: the same among the stretches that begin after it (an OSD
   started again makes its placement groups peer: I/O to them waits once more);
-- **first completion**: from the fault to the end of that stall (0 when I/O never stopped for a whole window);
+- **first completion**: from the fault to the end of that stall (0 when I/O never stopped for a whole window;
+  None when nothing completed after it to the end of the run: the blackout is then a lower bound, and the run is
+  not recovered, its level at the end 0);
 - **dip**: the lowest window's IOPS after the fault, as % of the level before it;
 - **recovered** is one test per repetition, on the last third of the run after the stall (at least HOLD_BLOCKS
   one-second blocks), fixed before looking: the 90 % interval of
@@ -58,7 +60,8 @@ class ClientLog:
 @dataclass(frozen=True)
 class Stall:
     start_ms: int  # the last completion before it (epoch ms)
-    end_ms: int  # the first completion after it
+    end_ms: int  # the first completion after it, or the end of the run (``open``)
+    open: bool = False  # nothing completed after it: it lasted to the end of the run (its length a lower bound)
 
     @property
     def seconds(self) -> float:
@@ -72,7 +75,7 @@ class Failover:
     pre_fault_iops: float | None  # mean IOPS before the fault (None: less than two seconds before it)
     blackout_s: float  # all clients together (0: I/O never stopped for a whole window)
     client_blackouts_s: tuple[tuple[str, float], ...]
-    first_completion_s: float
+    first_completion_s: float | None  # None: no I/O completed after the fault to the end of the run
     dip_pct: float | None
     degraded_pct: float | None  # to the recovery; None unless recovered after a degraded stretch
     recovery: Recovery
@@ -93,7 +96,8 @@ def longest_stall(times: Sequence[int], window_ms: int, from_ms: int, after_ms: 
     never completes again ends its stall at ``until_ms``), and begins before ``begins_before_ms`` or at or after
     ``begins_from_ms`` when given; None when nothing stopped for a whole window."""
     best: Stall | None = None
-    ends = [from_ms, *times, until_ms + window_ms]  # a stall still open at the end of the run is closed there
+    closing = until_ms + window_ms
+    ends = [from_ms, *(t for t in times if t < closing), closing]  # one still open at the end is closed there
     for previous, current in itertools.pairwise(ends):
         end = min(current - window_ms, until_ms)  # the first completion after the gap, at the earliest
         if end <= after_ms or end - previous < window_ms:
@@ -102,7 +106,7 @@ def longest_stall(times: Sequence[int], window_ms: int, from_ms: int, after_ms: 
                 begins_from_ms is not None and previous < begins_from_ms):
             continue
         if best is None or end - previous > best.end_ms - best.start_ms:
-            best = Stall(previous, end)
+            best = Stall(previous, end, open=current == closing)
     return best
 
 
@@ -189,7 +193,11 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
     after_stall = fault_index if last_end is None else max(fault_index, -(-(last_end - common_from) // window_ms))
     after = _blocks(windows[after_stall:], per_block)
     final = after[-max(HOLD_BLOCKS, math.floor(FINAL_SHARE * len(after))):]
-    state = Recovery.UNTOLD if level is None or len(final) < HOLD_BLOCKS else judge_recovery(before, final)
+    gone = any(s is not None and s.open for s in (stall, again))  # no I/O after it to the end
+    if gone:
+        state = Recovery.UNTOLD if level is None else Recovery.NOT_RECOVERED
+    else:
+        state = Recovery.UNTOLD if level is None or len(final) < HOLD_BLOCKS else judge_recovery(before, final)
     back = None
     if level is not None and state is Recovery.RECOVERED:
         found = recovery_index(windows, after_stall, per_block, level)
@@ -203,11 +211,13 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
     degraded = None  # one quantity: the level until it was shown back (a run not back has its level at the end)
     if level and back is not None and back > after_stall:
         degraded = 100 * sum(windows[after_stall:back]) / (back - after_stall) / level
-    end_level = 100 * sum(final) / len(final) / level if level and state is not Recovery.UNTOLD else None
+    end_level = 0.0 if gone and level else (
+        100 * sum(final) / len(final) / level if level and state is not Recovery.UNTOLD else None)
     lat = [row.value for log in logs for row in log.max_lat if from_ms < row.t_ms <= to_ms]
     return Failover(
         pre_fault_iops=level, blackout_s=stall.seconds if stall else 0.0, client_blackouts_s=tuple(per_client),
-        first_completion_s=max(0.0, (stall.end_ms - fault_ms) / 1000) if stall else 0.0, dip_pct=dip,
+        first_completion_s=(None if stall.open else max(0.0, (stall.end_ms - fault_ms) / 1000)) if stall else 0.0,
+        dip_pct=dip,
         degraded_pct=degraded, recovery=state,
         recovery_s=(common_from + back * window_ms - fault_ms) / 1000 if back is not None else None,
         longest_io_ns=max(lat) if lat else None,
