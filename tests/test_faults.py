@@ -206,6 +206,52 @@ def test_compare_judges_what_the_faults_did_where_both_sides_had_them() -> None:
     assert plain.cell("blackout_s") is None  # no faults: no failover cells
 
 
+def test_a_blackout_from_none_to_some_is_judged_in_seconds() -> None:
+    """A setting under which the I/O never stopped against one under which it stopped for seconds: a baseline of 0
+    has no percent change, so the change is given in seconds with its interval and judged (worse), paired where
+    the repetitions alternated (a pair with a 0 has no ratio: the pairs' differences, none left out), Welch
+    otherwise; it is in exports, and a regression gate sees it."""
+    from dataclasses import replace
+
+    from storbench.model.fault_record import FaultRecord
+    from storbench.report.compare_export import comparison_rows
+    from storbench.report.compare_tables import change_text
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.compare_cells import Verdict, regressions
+    from storbench.stats.failover_points import RepetitionFailover
+    from storbench.stats.selectors import parse_selector
+    from storbench.stats.timeline import Failover, Recovery
+    from synthetic import observation
+
+    def seen(grace: str, blackouts: list[float]) -> list[object]:
+        out = []
+        for index, blackout in enumerate(blackouts):
+            o = observation(case_id=f"c{grace}", lab=f"lab=ceph grace={grace}", repeat=index, iops=1000.0 + index)
+            figures = Failover(1000.0, blackout, (("local", blackout),), blackout, 0.0, 90.0, Recovery.RECOVERED,
+                               blackout + 5, int(blackout * 1e9) + 1)
+            fault = FaultRecord("freeze", "osd.1", False, 100.0 + index)
+            out.append(replace(o, failover=RepetitionFailover(index, index, fault, None, figures)))
+        return out
+
+    data = [*seen("20", [0.0, 0.0, 0.0, 0.0]), *seen("6", [4.0, 5.0, 6.0, 5.0])]
+    for interleaved, method in ((frozenset(), "welch"), (frozenset({1}), "paired")):
+        (c,) = compare_observations(data, parse_selector("grace=20"), parse_selector("grace=6"), {},
+                                    interleaved_runs=interleaved)
+        cell = c.cell("blackout_s")
+        assert cell is not None and cell.difference is not None, method  # was left out: no cell at all
+        d = cell.difference
+        assert d.method == method and d.diff == pytest.approx(5.0) and d.ci_low is not None and d.ci_low > 0, d
+        assert cell.verdict is Verdict.WORSE
+        assert change_text(c, "blackout_s")[0].startswith("+5.00 s [+") and " from 0 ▼" in change_text(
+            c, "blackout_s")[0]
+        row = next(r for r in comparison_rows([c]) if r["metric"] == "blackout_s")
+        assert row["change_pct"] is None and row["change"] == pytest.approx(5.0), row
+        assert any(r.cell.metric.field == "blackout_s" for r in regressions([c], 10.0))
+    (same,) = compare_observations([*seen("20", [0.0] * 3), *seen("6", [0.0] * 3)], parse_selector("grace=20"),
+                                   parse_selector("grace=6"), {})
+    assert same.cell("blackout_s") is None  # no stall on either side: nothing to judge
+
+
 def test_a_client_a_fault_stopped_is_not_called_a_straggler() -> None:
     from dataclasses import replace
 

@@ -27,7 +27,8 @@ from storbench.stats.metrics import FAILOVER_METRICS, LAYER_METRICS
 COMPARE_FIELDS = (
     "point", "direction", "metric", "baseline_n", "baseline_mean", "baseline_ci_low", "baseline_ci_high",
     "candidate_n", "candidate_mean", "candidate_ci_low", "candidate_ci_high", "change_pct", "change_ci_low_pct",
-    "change_ci_high_pct", "interval", "pairs", "stopping_rule", "rule_verdict", "rule_change_pct",
+    "change_ci_high_pct", "change", "change_ci_low", "change_ci_high", "interval", "pairs", "stopping_rule",
+    "rule_verdict", "rule_change_pct",
     "rule_change_ci_low_pct", "rule_change_ci_high_pct", "rule_rounds", "rule_max_rounds", "rule_minutes",
     "rule_answer", "design", "design_confounds", "verdict", "comparable",
     "reason", "design_changed",
@@ -76,9 +77,12 @@ def comparison_rows(comparisons: Sequence[PointComparison], changed_runs: Collec
                 "baseline_ci_low": b.ci_low if b else None, "baseline_ci_high": b.ci_high if b else None,
                 "candidate_n": k.n if k else None, "candidate_mean": k.mean if k else None,
                 "candidate_ci_low": k.ci_low if k else None, "candidate_ci_high": k.ci_high if k else None,
-                "change_pct": d.change_pct if d else None,
+                "change_pct": _finite(d.change_pct) if d else None,  # from a mean of 0: None, see change
                 "change_ci_low_pct": _finite(d.change_ci_low_pct) if d else None,
                 "change_ci_high_pct": _finite(d.change_ci_high_pct) if d else None,  # unbounded: None
+                # candidate - baseline in the metric's unit, with its interval (the one change from a mean of 0)
+                "change": d.diff if d else None,
+                "change_ci_low": d.ci_low if d else None, "change_ci_high": d.ci_high if d else None,
                 "interval": d.method if d else None,
                 "pairs": d.pairs if d and d.method in ("paired", "sequential") else None,
                 "stopping_rule": cell.stopping_rule.value if cell.stopping_rule is not None else None,

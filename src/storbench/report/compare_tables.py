@@ -4,6 +4,7 @@ caption. Pure."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from rich.table import Table
@@ -47,6 +48,11 @@ def change_text(comparison: PointComparison, field: str) -> tuple[str, Verdict]:
     mark = {Verdict.BETTER: "▲", Verdict.WORSE: "▼", Verdict.SAME: "~", Verdict.NOT_COMPARABLE: "x"}[cell.verdict]
     if cell.stopping_rule is not None:  # outside the question a run stopped on (stopping_rule_lines)
         mark += STOPPING_RULE_MARKS[cell.stopping_rule]
+    if math.isnan(d.change_pct):  # from a baseline of 0 (no stall): no percent, the change in the metric's unit
+        unit = "pt" if cell.metric.unit == "%" else cell.metric.unit
+        if d.ci_low is None or d.ci_high is None:
+            return f"{d.diff:+.2f} {unit} from 0 {mark}", cell.verdict
+        return f"{d.diff:+.2f} {unit} [{d.ci_low:+.2f}, {d.ci_high:+.2f}] from 0 {mark}", cell.verdict
     if d.change_ci_low_pct is None or d.change_ci_high_pct is None:
         sides = [e for e in (cell.baseline, cell.candidate) if e is not None]
         why = "n<2" if any(e.n < 2 for e in sides) else "no interval"  # else a steady-state window

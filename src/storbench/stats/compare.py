@@ -14,8 +14,9 @@ from storbench.stats.compare_cells import PointComparison, RuleAnswer, StoppingR
 from storbench.stats.compare_design import design_of
 from storbench.stats.compare_match import compare_points
 from storbench.stats.compare_runs import run_level
-from storbench.stats.estimate import CONFIDENCE
+from storbench.stats.estimate import CONFIDENCE, paired_shift
 from storbench.stats.metric_values import metric_value
+from storbench.stats.metrics import FAILOVER_METRICS
 from storbench.stats.observations import Attempts, Observation, alternated_rounds, looks_made
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.selectors import Question, Selector, blocked_settings, select
@@ -117,13 +118,25 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
         cells = []
         for cell in comparison.cells:
             field = cell.metric.field
-            pairs = paired_values({r: metric_value(o, field) for r, o in a.items()},
-                                  {r: metric_value(o, field) for r, o in b.items()})
+            values_a = {r: metric_value(o, field) for r, o in a.items()}
+            values_b = {r: metric_value(o, field) for r, o in b.items()}
+            pairs = paired_values(values_a, values_b)
+            method = "sequential" if sequential else "paired"
+            shifts = paired_values(values_a, values_b, positive=False) if cell.metric in FAILOVER_METRICS else None
+            if pairs is None and shifts is not None:
+                # a fault's figure of 0 in a pair (no stall) has no ratio: the pairs' differences, none left out
+                shift = paired_shift(*shifts, 1 - error, method=method)
+                if shift is not None and cell.difference is not None:
+                    verdict = verdict_of(cell.metric, shift) if comparison.comparable else Verdict.NOT_COMPARABLE
+                    cells.append(replace(cell, difference=shift, verdict=verdict))
+                else:
+                    cells.append(cell)
+                continue
             change = paired_change(*pairs, 1 - error) if pairs is not None else None
             if change is None or cell.baseline is None or (change.log_sd == 0 and cell.metric.quantised):
                 cells.append(cell)
                 continue
-            difference = change.difference(cell.baseline.mean, "sequential" if sequential else "paired")
+            difference = change.difference(cell.baseline.mean, method)
             verdict = verdict_of(cell.metric, difference) if comparison.comparable else Verdict.NOT_COMPARABLE
             cells.append(replace(cell, difference=difference, verdict=verdict))
         out.append(replace(comparison, cells=tuple(cells)))

@@ -151,7 +151,8 @@ def regressions(comparisons: Sequence[PointComparison], threshold_pct: float) ->
         for cell in comparison.cells:
             if cell.verdict != Verdict.WORSE or cell.difference is None or not cell.gated:
                 continue
-            if abs(cell.difference.change_pct) >= threshold_pct:
+            pct = cell.difference.change_pct  # NaN: worse than a baseline of 0, by any percent
+            if math.isnan(pct) or abs(pct) >= threshold_pct:
                 found.append(Regression(comparison, cell))
     return found
 

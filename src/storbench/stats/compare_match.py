@@ -153,7 +153,9 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
             if metric.field == "bw_bytes" and is_metadata(point.rw):
                 continue  # a create, stat or delete moves no data: its "bandwidth" is operations x bs
             b, c = base.metric(metric.field), point.metric(metric.field)
-            difference = welch_difference(b, c, confidence) if b is not None and c is not None and b.mean else None
+            # a fault's figure may be 0 on the baseline's side (no stall): its change is then in seconds or points
+            judged = b is not None and c is not None and (b.mean or (metric in FAILOVER_METRICS and c.mean))
+            difference = welch_difference(b, c, confidence) if judged and b is not None and c is not None else None
             if metric in (*DESCRIPTIVE_METRICS, *FAILOVER_METRICS) and difference is None:
                 continue  # where the time goes, what an I/O costs, what a fault did: only where both sides have it
             verdict = verdict_of(metric, difference) if comparable else Verdict.NOT_COMPARABLE

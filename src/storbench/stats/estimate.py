@@ -89,7 +89,7 @@ class Difference:
     diff: float
     ci_low: float | None
     ci_high: float | None
-    change_pct: float
+    change_pct: float  # NaN against a baseline mean of 0 (a failover figure): the change is then ``diff`` alone
     change_ci_low_pct: float | None
     change_ci_high_pct: float | None
     # "welch": independent samples; "paired": per-pair ratios of alternating repetitions; "none": a side has no
@@ -106,6 +106,29 @@ class Difference:
         if self.ci_low is None or self.ci_high is None:
             return False
         return self.ci_low > 0 or self.ci_high < 0
+
+
+def paired_shift(baseline: Sequence[float], candidate: Sequence[float], confidence: float = CONFIDENCE, *,
+                 method: str = "paired") -> Difference | None:
+    """The mean of paired differences candidate_i - baseline_i with its t interval: for figures that can be 0 (a
+    blackout of none, a dip to nothing), where no ratio of a pair exists. Its percent is over the baseline's mean
+    (NaN, with no percent interval, from a mean of 0). None below two pairs, or when every pair differs alike."""
+    n = len(baseline)
+    if n != len(candidate):
+        raise ValueError("paired samples differ in length")
+    if n < 2:
+        return None
+    shifts = [c - b for b, c in zip(baseline, candidate, strict=True)]
+    mean = sum(shifts) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in shifts) / (n - 1))
+    if sd == 0:
+        return None
+    half = t_quantile(confidence, n - 1) * sd / math.sqrt(n)
+    base = sum(baseline) / n
+    if not base:
+        return Difference(mean, mean - half, mean + half, math.nan, None, None, method=method, pairs=n)
+    return Difference(mean, mean - half, mean + half, 100 * mean / base, 100 * (mean - half) / base,
+                      100 * (mean + half) / base, method=method, pairs=n)
 
 
 def welch_difference(baseline: Estimate, candidate: Estimate, confidence: float = CONFIDENCE) -> Difference:

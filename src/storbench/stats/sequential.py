@@ -200,13 +200,14 @@ def paired_change(a: Sequence[float], b: Sequence[float], confidence: float = 0.
 PairedValues = tuple[list[float], list[float]]  # (a_i, b_i) of the rounds both sides have, in round order
 
 
-def paired_values(a: Mapping[K, float | int | None], b: Mapping[K, float | int | None]) -> PairedValues | None:
+def paired_values(a: Mapping[K, float | int | None], b: Mapping[K, float | int | None], *,
+                  positive: bool = True) -> PairedValues | None:
     """Two sides' values by round (a[i] and b[i] ran next to each other), paired: the rounds both have, in order.
-    None when fewer than two, or when a round both have lacks a positive value on either side (a ratio needs
-    both): then the interval is the unpaired one."""
+    None when fewer than two, or when a round both have lacks a value (``positive``: a positive one, as a ratio
+    needs) on either side: then the interval is the unpaired one."""
     common = sorted(set(a) & set(b))
     pairs = [(a[k], b[k]) for k in common]
-    if len(pairs) < 2 or any(x is None or y is None or x <= 0 or y <= 0 for x, y in pairs):
+    if len(pairs) < 2 or any(x is None or y is None or (positive and (x <= 0 or y <= 0)) for x, y in pairs):
         return None
     return [float(x) for x, _ in pairs if x is not None], [float(y) for _, y in pairs if y is not None]
 
