@@ -372,3 +372,27 @@ def test_a_fault_is_read_against_its_own_restore_not_an_earlier_failed_faults() 
                                   error="", clients=(), faults=faults, logs=(("timeline_iops.1.log", rows),))
     found = repetition_failover(repetition)
     assert found.fault is faults[2] and found.restore is faults[3]
+
+
+def test_clients_out_of_step_by_part_of_a_window_make_no_dip() -> None:
+    """Two clients whose 100 ms logs run out of step (started some milliseconds apart, each row a millisecond early
+    or late): a fault that did nothing to either has no dip, whatever the offset. Rows placed whole in one window
+    put two of a client half a window off in one window and none in the next: a dip to half the level (and, at the
+    end, a last window missing a client's share)."""
+
+    def logged(name: str, offset_ms: int, seed: int, after: float) -> ClientLog:
+        rng = random.Random(seed)
+        rows = tuple(LogRow(T0 + offset_ms + k * WINDOW + rng.randint(-1, 1),
+                            round((500 if k < 100 else after) * rng.gauss(1, 0.02)), "write") for k in range(1, 301))
+        return ClientLog(name, rows)
+
+    for offset_ms, seed in itertools.product(range(0, 100, 7), range(3)):
+        a, b = logged("a", 0, seed, 500), logged("b", offset_ms, seed + 100, 500)
+        result = failover([a, b], WINDOW, at(10), at(0), at(30) + offset_ms)
+        assert result.dip_pct is not None and result.dip_pct > 85, (offset_ms, seed, result.dip_pct)
+        # down to 80 % for good: the dip to the end is about 80 %, not a last window missing one client's rows
+        a, b = logged("a", 0, seed, 400), logged("b", offset_ms, seed + 100, 400)
+        down = failover([a, b], WINDOW, at(10), at(0), at(30) + offset_ms,
+                        client_ends_ms={"a": a.iops[-1].t_ms, "b": b.iops[-1].t_ms})
+        assert down.recovery is Recovery.NOT_RECOVERED and down.dip_pct is not None and down.dip_pct > 70, (
+            offset_ms, seed, down.dip_pct)

@@ -287,10 +287,12 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             watch = session.watch(case) if run.faults else None  # the lab's own state, through its settling
             try:
                 with watch or nullcontext():
-                    with (FaultDriver(session.faults_for(case, run.faults),
+                    # the checking writer outside the faults: a fault still on when fio ends (its undoing planned
+                    # later) is undone before the writer waits for its writes in flight, which it would stall
+                    with (checking or nullcontext(),
+                          FaultDriver(session.faults_for(case, run.faults),
                                       executor.start_delay_s(case) + case.workload.ramp_s,
-                                      partial(_fault, session, case)) as faults,
-                          checking or nullcontext()):
+                                      partial(_fault, session, case)) as faults):
                         outcome = redact_outcome(executor.run_case(case, job_texts, item.rep_index, timeout_s, fio),
                                                  env_secrets(fio.env))
                     outcome = replace(outcome, faults=tuple(faults.records))

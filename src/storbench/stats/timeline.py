@@ -111,16 +111,23 @@ def longest_stall(times: Sequence[int], window_ms: int, from_ms: int, after_ms: 
 
 
 def merged_iops(logs: Sequence[ClientLog], window_ms: int, from_ms: int, to_ms: int) -> list[float]:
-    """IOPS of all clients per window of ``window_ms`` from ``from_ms`` (wall clock), each row counted in the
-    window its middle falls in; a window without rows is 0. The windows end where the last whole one does: a row
-    closing at ``to_ms`` counts in the last window, not a window of what is left after it."""
-    count = max(0, (to_ms - from_ms + window_ms // 2) // window_ms)
+    """IOPS of all clients per window of ``window_ms`` from ``from_ms`` (wall clock); a window without rows is 0. A
+    row closing at t covers (t - window, t] and is shared among the windows it overlaps, by how much: clients (and
+    jobs) whose logs run out of step by part of a window add up evenly, where placing each row whole in one window
+    put two rows of a client half a window off in one window and none in the next (a dip to half the level where
+    nothing happened). The windows end where the last whole one does (to within a tenth of a window: a log's rows
+    come a millisecond early or late), so that no client's share of the last one is missing."""
+    count = max(0, (to_ms - from_ms + window_ms // 10) // window_ms)
     out = [0.0] * count
     for log in logs:
         for row in log.iops:
-            index = (row.t_ms - window_ms // 2 - from_ms) // window_ms
-            if 0 <= index < count:
-                out[index] += row.value
+            start = row.t_ms - window_ms - from_ms  # the row's window, from ``from_ms``
+            first = start // window_ms
+            for index in (first, first + 1):
+                if 0 <= index < count:
+                    low, high = max(start, index * window_ms), min(start + window_ms, (index + 1) * window_ms)
+                    if high > low:
+                        out[index] += row.value * (high - low) / window_ms
     return out
 
 
