@@ -292,7 +292,7 @@ def test_clients_whose_logs_end_apart_have_no_stall_at_the_end() -> None:
     h1 = synthetic(lambda t: 500, 30, client="h1", seed=2)
     h2 = _shifted(synthetic(lambda t: 0 if 9.7 <= t < 11.7 else 500, 30, client="h2", seed=3), 300)
     result = logs_failover([h1, h2], WINDOW, 30, at(10))
-    assert result is not None
+    assert not isinstance(result, str)
     blackouts = dict(result.client_blackouts_s)
     assert blackouts["h1"] == 0.0 and blackouts["h2"] == pytest.approx(2.0, abs=0.11)
     for seed in range(10):  # both lose 20 % for good: the dip is about 80 %, not the one client of the last windows
@@ -300,7 +300,7 @@ def test_clients_whose_logs_end_apart_have_no_stall_at_the_end() -> None:
         one = synthetic(rate, 30, client="h1", seed=seed)
         two = _shifted(synthetic(rate, 30, client="h2", seed=seed + 50), 300)
         lost = logs_failover([one, two], WINDOW, 30, at(10))
-        assert lost is not None and lost.recovery is Recovery.NOT_RECOVERED
+        assert not isinstance(lost, str) and lost.recovery is Recovery.NOT_RECOVERED
         assert dict(lost.client_blackouts_s) == {"h1": 0.0, "h2": 0.0}
         assert lost.dip_pct is not None and lost.dip_pct > 60, (seed, lost.dip_pct)
         assert lost.degraded_pct is None and lost.end_pct == pytest.approx(80, abs=3)
@@ -314,7 +314,7 @@ def test_io_that_stops_for_good_in_the_last_seconds_is_a_blackout_to_the_end(fau
 
     log = synthetic(lambda t: 0 if t >= fault_s else 1000, 30)
     result = logs_failover([log], WINDOW, 30, at(fault_s))
-    assert result is not None and result.blackout_s == pytest.approx(30 - fault_s, abs=0.11)
+    assert not isinstance(result, str) and result.blackout_s == pytest.approx(30 - fault_s, abs=0.11)
     assert result.client_blackouts_s == (("c1", pytest.approx(30 - fault_s, abs=0.11)),)
 
 
@@ -322,10 +322,19 @@ def test_io_that_stops_for_good_in_the_last_seconds_is_a_blackout_to_the_end(fau
 def test_a_fault_in_the_last_second_is_too_late_to_read(stops: bool) -> None:
     """Logs end up to a second early anyway (fio logs no partial window; clients start apart): a fault 0.5 s before
     the end, whether the I/O stopped at it or the rows just ended, gives no figures (neither a blackout nor none)."""
-    from storbench.stats.failover_points import logs_failover
+    from storbench.stats.failover_points import TOO_LATE, logs_failover
 
     log = synthetic((lambda t: 0 if t >= 29.5 else 1000) if stops else (lambda t: 1000 if t < 29.2 else 0), 30)
-    assert logs_failover([log], WINDOW, 30, at(29.5 if stops else 29.12)) is None
+    assert logs_failover([log], WINDOW, 30, at(29.5 if stops else 29.12)) == TOO_LATE
+
+
+def test_a_fault_before_fios_first_logged_io_is_not_read() -> None:
+    """A volume frozen 0.3 s before fio's first row and thawed 2 s later: its stall is fio's start to the logs, not a
+    stall that I/O came out of. No figures, and why (not "never stopped" and a stall at the thaw)."""
+    from storbench.stats.failover_points import TOO_EARLY, logs_failover
+
+    log = _shifted(synthetic(lambda t: 1000, 28), 2000)  # first row 2.1 s after T0
+    assert logs_failover([log], WINDOW, 30, at(-0.3), at(2.0)) == TOO_EARLY
 
 
 def test_a_client_that_logged_nothing_leaves_the_others_timeline() -> None:
@@ -396,3 +405,8 @@ def test_clients_out_of_step_by_part_of_a_window_make_no_dip() -> None:
                         client_ends_ms={"a": a.iops[-1].t_ms, "b": b.iops[-1].t_ms})
         assert down.recovery is Recovery.NOT_RECOVERED and down.dip_pct is not None and down.dip_pct > 70, (
             offset_ms, seed, down.dip_pct)
+
+
+def test_a_fault_that_did_nothing_mid_window_recovers_at_zero_seconds_not_before_it() -> None:
+    result = failover([synthetic(lambda t: 1000, 30)], WINDOW, at(10.09), at(0), at(30))
+    assert result.recovery is Recovery.RECOVERED and result.recovery_s == 0.0

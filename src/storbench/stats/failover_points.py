@@ -79,9 +79,8 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
                                   "no timeline logs")
     figures = logs_failover(logs, window, repetition.case.workload.runtime_s, round(fault.at_s * 1000),
                             round(restore.at_s * 1000) if restore is not None else None)
-    if figures is None:
-        return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, None,
-                                  "its fault came in the last second of the run: too late to read what it did")
+    if isinstance(figures, str):
+        return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, None, figures)
     cluster_log = next((text for name, text in repetition.logs if name == LOG_NAME), None)
     cluster = cluster_recovery(parse_cluster_log(cluster_log), round(fault.at_s * 1000)) if cluster_log else None
     events_log = next((text for name, text in repetition.logs if name == EVENTS_LOG), None)
@@ -111,15 +110,22 @@ def measured_section(logs: Sequence[ClientLog], window_ms: int, runtime_s: float
     return start, planned_end if stopped else last
 
 
+TOO_LATE = "its fault came in the last second of the run: too late to read what it did"
+TOO_EARLY = "its fault came before fio's first I/O was logged: no I/O before it to read it against"
+
+
 def logs_failover(logs: Sequence[ClientLog], window_ms: int, runtime_s: float, fault_ms: int,
-                  restore_ms: int | None = None) -> Failover | None:
+                  restore_ms: int | None = None) -> Failover | str:
     """The failover figures of clients' logs (each with at least one row) of a run of ``runtime_s``: its measured
     section, and each client's own end by the same rule (a client whose log ends a little before another's did not
-    stall at the end). None for a fault within END_SLACK_MS of the planned end: there the logs end a little early
-    anyway, so no row after it is no evidence that the I/O stopped, and a row is none that it did not."""
+    stall at the end). Why there are none instead: a fault within END_SLACK_MS of the planned end (there the logs
+    end a little early anyway, so no row after it is no evidence that the I/O stopped, and a row is none that it did
+    not), or before the section's start (fio not yet doing I/O: a stall from it would be taken for fio's start)."""
     start_ms, end_ms = measured_section(logs, window_ms, runtime_s, fault_ms)
     if fault_ms > start_ms + round(runtime_s * 1000) - max(END_SLACK_MS, 3 * window_ms):
-        return None
+        return TOO_LATE
+    if fault_ms < start_ms:
+        return TOO_EARLY
     ends = {log.client: measured_section([log], window_ms, runtime_s, fault_ms, start_ms)[1] for log in logs}
     return failover(logs, window_ms, fault_ms, start_ms, end_ms, restore_ms, ends)
 

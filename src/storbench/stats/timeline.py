@@ -226,6 +226,7 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
         first_completion_s=(None if stall.open else max(0.0, (stall.end_ms - fault_ms) / 1000)) if stall else 0.0,
         dip_pct=dip,
         degraded_pct=degraded, recovery=state,
-        recovery_s=(common_from + back * window_ms - fault_ms) / 1000 if back is not None else None,
+        # from the fault (back may be the window the fault fell in, which starts before it)
+        recovery_s=max(0.0, (common_from + back * window_ms - fault_ms) / 1000) if back is not None else None,
         longest_io_ns=max(lat) if lat else None,
         restore_blackout_s=(again.seconds if again else 0.0) if undone is not None else None, end_pct=end_level)
