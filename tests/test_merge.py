@@ -183,3 +183,28 @@ def test_what_no_storbench_wrote_is_refused_and_nothing_imported(
     code, _, err = run_cli(capsys, "import", str(crafted), str(plain), "--db", str(a))
     assert code == 2 and "not both" in err, err
     assert _tables(a) == before
+
+
+def test_one_case_stored_by_two_storbench_versions_merges_and_another_is_refused(
+        two_machines: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A case id names one case, but two storbench versions store it as other JSON text (keys in another order, an
+    optional field added later as null): read back, it is the same case, and the run merges. A case whose content
+    differs under the same id is still refused, with nothing imported."""
+    a = Path(shutil.copy(two_machines[0], tmp_path / "a.db"))
+    later = Path(shutil.copy(two_machines[0], tmp_path / "later.db"))
+    with sqlite3.connect(later) as conn:  # the same machine's run again, its cases written by another version
+        conn.execute("UPDATE runs SET started_at_s = started_at_s + 3600")
+        for case_id, target, workload in conn.execute("SELECT id, target_json, workload_json FROM cases").fetchall():
+            conn.execute("UPDATE cases SET target_json = ?, workload_json = ? WHERE id = ?",
+                         (json.dumps(dict(reversed(json.loads(target).items()))),
+                          json.dumps(dict(reversed(json.loads(workload).items()))), case_id))
+    code, out, err = run_cli(capsys, "import", str(later), "--db", str(a))
+    assert code == 0 and "1 runs merged" in out, out + err
+    changed = Path(shutil.copy(two_machines[0], tmp_path / "changed.db"))
+    with sqlite3.connect(changed) as conn:  # same id, another block size: not the same case
+        conn.execute("UPDATE runs SET started_at_s = started_at_s + 7200")
+        conn.execute("UPDATE cases SET workload_json = json_set(workload_json, '$.bs_bytes', 8192)")
+    before = _tables(a)
+    code, _, err = run_cli(capsys, "import", str(changed), "--db", str(a))
+    assert code == 2 and "differs between the two databases" in err, err
+    assert _tables(a) == before

@@ -178,3 +178,36 @@ def test_a_key_in_a_merged_database_is_hidden_on_the_way_in(
     code, _, err = run_cli(capsys, "import", str(source), "--db", str(tmp_path / "third.db"))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "nothing imported" in err, err
     assert _counts(tmp_path / "third.db")["repetitions"] == 0
+
+
+def test_a_run_merged_from_another_database_is_never_resumed_here(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another machine's run of the plan, merged here, interrupted there: `--resume` here continues this database's
+    own run, never the merged one (its host would describe repetitions run here, and its next merge would replace
+    them); named, it is refused in one line that says where it goes on."""
+    from storbench.errors import UserError
+    from storbench.resume import resumed_run
+
+    monkeypatch.setattr(checks, "fio_capabilities", lambda binary, engines=(): CAPS)
+    theirs, ours, data = tmp_path / "theirs.db", tmp_path / "ours.db", tmp_path / "data"
+    cut = FakeExecutor(lambda call: Raise(KeyboardInterrupt()) if call.rep_index == 1 else Replay(OUTPUT))
+    _session(ours, data, "[4k]", cut, resume=False)  # run 1 here, interrupted
+    _session(theirs, data, "[4k]", FakeExecutor(lambda call: Raise(KeyboardInterrupt()) if call.rep_index == 1
+                                                else Replay(OUTPUT)), resume=False)
+    store = open_store(ours)
+    try:
+        merge_database(store, str(theirs), lambda: 0.0)  # their run is run 2 here, the latest of the plan
+        assert [r.run_id for r in store.runs()] == [1, 2]
+        assert resumed_run(store, "grows", None).run_id == 1
+        with pytest.raises(UserError, match=r"cannot resume run 2: it was merged from .*theirs\.db") as refused:
+            resumed_run(store, "grows", 2)
+        assert "resume it in" in (refused.value.hint or "") and "made here: 1" in (refused.value.hint or "")
+    finally:
+        store.close()
+    _session(ours, data, "[4k]", FakeExecutor(lambda call: Replay(OUTPUT)), resume=True)
+    assert {(run_id, n) for run_id, n in _per_run(ours)} == {(1, 3), (2, 1)}  # ours finished, theirs untouched
+
+
+def _per_run(db: Path) -> list[tuple[int, int]]:
+    with sqlite3.connect(db) as conn:
+        return list(conn.execute("SELECT run_id, COUNT(*) FROM repetitions GROUP BY run_id"))

@@ -940,3 +940,28 @@ def test_show_run_all_keeps_two_runs_of_one_plan_apart_unless_pooled(
     assert "rows of run 1,2 pool the repetitions of those runs" in report.read_text()
     code, out, err = run_cli(capsys, "show", "--db", db)  # one run: no run column
     assert "run" not in next(line for line in out.splitlines() if " rw " in line), out
+
+
+def test_a_resume_that_changes_what_repetitions_run_under_is_refused(tmp_path: Path, store: Store) -> None:
+    """Faults, the checking writer, client hosts and preconditions are in no case id: a resume that changed one
+    would pool repetitions run under two conditions as one point. Refused in one line, --accept-changed-design or
+    not (it is not a stopping rule's change); the same plan, or one that only adds points, resumes."""
+    from storbench.errors import UserError
+    from storbench.resume import check_design_unchanged
+
+    plan = PLAN.format(data=tmp_path / "data", extra="check_writes: {blocks: 256, iops: 300}\n", telemetry="false",
+                       ceiling="")
+    first = load_plan_text(plan, "plan.yaml")
+    run_id = store.create_run(plan_name="loop", plan_text=plan, plan_sha256="0", source="run",
+                              storbench_version="0", fio_version="fio-3.33", host="h", kernel="k",
+                              run_order="sequential", seed=0, tags=[], started_at_s=1.0,
+                              design=orchestrate.plan_design(first.config, None))
+    check_design_unchanged(first, store, run_id, accept=False, observer=None)  # unchanged: resumes
+    more = load_plan_text(plan.replace("bs: [4k, 8k]", "bs: [4k, 8k, 16k]"), "plan.yaml")
+    check_design_unchanged(more, store, run_id, accept=False, observer=None)  # a point more: resumes
+    for changed, section in (("iops: 300", "iops: 600"), ("check_writes: {blocks: 256, iops: 300}\n", "")):
+        other = load_plan_text(plan.replace(changed, section), "plan.yaml")
+        with pytest.raises(UserError, match=r"changed what run 1's repetitions run under since it started "
+                                            r"\(check_writes\)") as refused:
+            check_design_unchanged(other, store, run_id, accept=True, observer=None)
+        assert "a resume may only add points" in refused.value.hint

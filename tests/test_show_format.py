@@ -284,6 +284,7 @@ def test_export_number_keeps_integers_and_rounds_by_field() -> None:
 
     assert export_number("iops", 12962.185574000001) == 12962.2
     assert export_number("iops", 0.123456789) == 0.123457  # few IOPS (creates/s): six significant digits
+    assert export_number("ios_per_s", 0.00042) == 0.00042  # a rate per second below 1, not seconds (was 0.0)
     assert export_number("lat_mean_ns", 333123.6) == 333124 and export_number("total_ios", 2**62 + 1) == 2**62 + 1
     assert export_number("change_ci_low_pct", -9.345678) == -9.35
     assert export_number("started_at_s", 1764081234.123456) == 1764081234.123

@@ -285,3 +285,20 @@ def test_another_users_reader_leaves_no_file_that_locks_the_owner_out(tmp_path: 
         assert again.returncode == 0 and "wrote" in again.stdout, again.stderr[-500:]
     finally:
         shutil.rmtree(shared)
+
+
+def test_reading_many_repetitions_stays_within_the_bound_parameter_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shared store grows past any database's limit on bound parameters (SQLite's default 32,766, PostgreSQL's
+    65,535): every query by repetition reads in chunks, the clients' too. Here the limit is 10 and a chunk 4."""
+    from storbench.store import queries
+
+    store = open_store(tmp_path / "r.db")
+    run_id = _run(store)
+    for index in range(12):
+        store.save_repetition(run_id, _case(), index, _outcome(), (("kind", "path"),))
+    monkeypatch.setattr(queries, "CHUNK", 4)
+    store.conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 10)
+    reps = store.repetitions([run_id])
+    assert len(reps) == 12 and all(len(r.clients) == 1 for r in reps)
+    store.close()

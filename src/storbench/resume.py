@@ -4,7 +4,7 @@ steady-state points that start over (their lab or precondition is new).
 
 from __future__ import annotations
 
-from storbench.config import LoadedPlan, design_changes, plan_design
+from storbench.config import LoadedPlan, condition_changes, design_changes, plan_design
 from storbench.errors import UserError
 from storbench.events import PointRestarted, StoppingRuleChanged
 from storbench.model import RunInfo, StoredRepetition
@@ -16,8 +16,9 @@ from storbench.store import Store
 
 
 def resumed_run(store: Store, plan_name: str, run_id: int | None) -> RunInfo:
-    """The run a `--resume` continues: the latest run of the plan, or run ``run_id`` when named (one of this
-    plan's, stored by `run`)."""
+    """The run a `--resume` continues: the latest run of the plan made here, or run ``run_id`` when named (one of
+    this plan's, stored by `run`). Never a run merged from another database: it goes on where it was made (its
+    host, kernel and machine describe its repetitions, and a later merge of it replaces what it has here)."""
     if run_id is None:
         previous = store.latest_run_of_plan(plan_name)
         if previous is None:
@@ -25,8 +26,14 @@ def resumed_run(store: Store, plan_name: str, run_id: int | None) -> RunInfo:
                             hint="run without --resume to start one")
         return previous
     runs = {r.run_id: r for r in store.runs()}
-    ours = sorted(r.run_id for r in runs.values() if r.plan_name == plan_name and r.source == "run")
+    ours = sorted(r.run_id for r in runs.values()
+                  if r.plan_name == plan_name and r.source == "run" and r.merged_from is None)
     found = runs.get(run_id)
+    if found is not None and found.merged_from is not None:
+        raise UserError(f"cannot resume run {run_id}: it was merged from {found.merged_from.database} (its run "
+                        f"{found.merged_from.run_id}, on host {found.host}), and goes on there",
+                        hint=f"resume it in {found.merged_from.database} and import that again"
+                        + (f"; runs of plan '{plan_name}' made here: {', '.join(map(str, ours))}" if ours else ""))
     if found is None or found.plan_name != plan_name or found.source != "run":
         what = (f"no run {run_id} in {store.path}" if found is None else
                 f"run {run_id} is {'an import' if found.source != 'run' else f'of plan {found.plan_name!r}'}, "
@@ -50,7 +57,15 @@ def check_design_unchanged(loaded: LoadedPlan, store: Store, run_id: int, *, acc
     version, before = versions[-1]
     if not before.from_plan:
         return  # a stored plan no storbench read a design in: nothing to compare the rule with
-    changed = design_changes(before, plan_design(loaded.config, None))
+    now = plan_design(loaded.config, None)
+    conditions = condition_changes(before, now)
+    if conditions:  # the repetitions left would measure something else, pooled with those stored as one point
+        raise UserError(f"plan '{loaded.config.name}' changed what run {run_id}'s repetitions run under since "
+                        f"{'it started' if version == 1 else f'plan version {version}'} ({', '.join(conditions)}): "
+                        "the repetitions left would not measure what the stored ones did",
+                        hint="run without --resume to start a new run with it, or undo the change to resume; a "
+                        "resume may only add points")
+    changed = design_changes(before, now)
     if not changed:
         return
     since = "it started" if version == 1 else f"plan version {version}"

@@ -73,6 +73,9 @@ class RunDesign:
     bring_up: str = "once"  # lab.ceph.bring_up ("once" without a Ceph lab)
     # repetitions the plan needs in all; None when it decides as it goes (search, `until`, steady state)
     planned_repetitions: int | None = None
+    # what the repetitions run under besides their case (faults, check_writes, client hosts, preconditions), each
+    # as canonical text: a resume may not change it. None: not recorded (a run stored before it was)
+    conditions: tuple[tuple[str, str], ...] | None = None
 
     @property
     def from_plan(self) -> bool:
@@ -100,6 +103,7 @@ def design_to_json(design: RunDesign) -> dict[str, Any]:
                          for e in design.expectations],
         "bring_up": design.bring_up,
         "planned_repetitions": design.planned_repetitions,
+        "conditions": None if design.conditions is None else [list(pair) for pair in design.conditions],
     }
 
 
@@ -152,4 +156,6 @@ def design_from_json(raw: Any) -> RunDesign:
                            for e in raw["expectations"]),
         bring_up=_text(raw["bring_up"]),
         planned_repetitions=_int_or_none(raw["planned_repetitions"]),
+        conditions=None if raw.get("conditions") is None else tuple(
+            (_text(name), _text(text)) for name, text in raw["conditions"]),
     )

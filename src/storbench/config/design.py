@@ -6,11 +6,14 @@ answer is then marked. Pure."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from storbench.config.repeat import RepeatConfig, ci_stop_confidence
 from storbench.config.schema import PlanConfig, repeat_bounds
 from storbench.run_design import DesignQuestion, RunDesign, SteadyDesign, StoppingRule, TargetExpectation
 
-__all__ = ["design_changes", "plan_design", "stopping_rule_fields"]
+__all__ = ["condition_changes", "design_changes", "plan_design", "run_conditions", "stopping_rule_fields"]
 
 
 def plan_design(config: PlanConfig, case_count: int | None) -> RunDesign:
@@ -40,7 +43,30 @@ def plan_design(config: PlanConfig, case_count: int | None) -> RunDesign:
                            and (target.expect.iops is not None or target.expect.bw is not None)),
         bring_up=ceph.bring_up if ceph is not None else "once",
         planned_repetitions=None if decides or case_count is None else case_count * high,
+        conditions=run_conditions(config),
     )
+
+
+def run_conditions(config: PlanConfig) -> tuple[tuple[str, str], ...]:
+    """What a plan's repetitions run under besides their case, each section as canonical JSON: its faults, the
+    checking writer, the client hosts, the targets' preconditions (none of them in a case id)."""
+    preconditions = {name: pre.model_dump(mode="json") for name, target in config.targets.items()
+                     if (pre := getattr(target, "precondition", None)) is not None}
+    sections: dict[str, Any] = {
+        "faults": [fault.model_dump(mode="json") for fault in config.faults],
+        "check_writes": config.check_writes.model_dump(mode="json") if config.check_writes else None,
+        "hosts": config.hosts.model_dump(mode="json") if config.hosts else None,
+        "precondition": preconditions,
+    }
+    return tuple((name, json.dumps(value, sort_keys=True)) for name, value in sections.items())
+
+
+def condition_changes(before: RunDesign, after: RunDesign) -> list[str]:
+    """The sections of ``run_conditions`` that differ (none when either was not recorded)."""
+    if before.conditions is None or after.conditions is None:
+        return []
+    old = dict(before.conditions)
+    return [name for name, text in after.conditions if old.get(name, text) != text]
 
 
 def _pct(value: float | None) -> str:

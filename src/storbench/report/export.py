@@ -32,8 +32,8 @@ def export_number(field: str, value: object) -> object:
         return round(value, 2)
     if name.endswith(("_ns", "_bytes", "_bytes_per_s")) or name == "bw_bytes":
         return float(round(value)) if abs(value) >= 2**53 else round(value)
-    if name.endswith(("iops", "_per_s")) and abs(value) >= 1:  # rates: operations per second (ios_per_s)
-        return round(value, 1)
+    if name.endswith(("iops", "_per_s")):  # rates: operations per second (ios_per_s); below 1 not seconds
+        return round(value, 1) if abs(value) >= 1 else float(f"{value:.6g}")
     if name.endswith("_s"):
         return round(value, 3)
     return float(f"{value:.6g}")

@@ -19,16 +19,17 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from storbench.errors import UserError
+from storbench.model import Case
 from storbench.redact import redact_text
 from storbench.store.codec import compress_text, decompress_text
 from storbench.store.db import Store, open_store
 from storbench.store.queries import NOT_OURS_HINT
-from storbench.store.rows import Connection, Row
+from storbench.store.rows import Connection, Row, case_from_row
 
 # The tables a run's rows live in, in the order they are copied, each with the column that points at its parent
 # and the table whose ids that column holds. A table with an integer `id` gets new ids (recorded for its children).
@@ -203,9 +204,22 @@ def _copy_cases(src: Connection, store: Store, run_id: int) -> None:
         if mine is None:
             dst.execute(f"INSERT INTO cases ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                         [row[c] for c in columns])
-        elif [mine[c] for c in columns] != [row[c] for c in columns]:
+        elif not _same_case(mine, row, columns):
             raise UserError(f"case {row['id']} differs between the two databases (a case id names one case)",
                             hint=NOT_OURS_HINT)
+
+
+def _same_case(mine: Row, theirs: Row, columns: Sequence[str]) -> bool:
+    """Whether two stored cases are one: read back (the same case stored by two storbench versions has other
+    JSON text: keys in another order, optional fields added later as null), else their text."""
+    try:
+        return bool(_case(mine) == _case(theirs))
+    except (ValueError, KeyError, TypeError):  # not a case storbench reads: only the same text is the same
+        return [mine[c] for c in columns] == [theirs[c] for c in columns]
+
+
+def _case(row: Row) -> Case:
+    return case_from_row(row["id"], row["target_json"], row["workload_json"], row["clients"], row["lab_json"])
 
 
 def _redacted(table: str, column: str, value: object) -> object:

@@ -34,6 +34,7 @@ from storbench.store.codec import compress_text, decompress_text
 from storbench.store.rows import Connection, Row
 from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
 
+CHUNK = 500  # ids bound in one query: within any database's limit on bound parameters
 NOT_OURS_HINT = "pass the --db a `storbench run` wrote"
 WRITE_LOCK_KEY = 0x5354_4F52_4245_4E43 & 0x7FFF_FFFF_FFFF_FFFF  # "STORBENC": storbench's advisory lock on PostgreSQL
 
@@ -168,8 +169,10 @@ class Store:
             conn.execute("UPDATE runs SET finished_at_s = ? WHERE id = ?", (finished_at_s, run_id))
 
     def latest_run_of_plan(self, plan_name: str) -> RunInfo | None:
+        """The latest run of the plan made here (by `run`, not merged from another database)."""
         row = self.conn.execute(
-            "SELECT * FROM runs WHERE plan_name = ? AND source = 'run' ORDER BY id DESC LIMIT 1", (plan_name,)
+            "SELECT * FROM runs WHERE plan_name = ? AND source = 'run' AND merged_from_json = '{}' "
+            "ORDER BY id DESC LIMIT 1", (plan_name,)
         ).fetchone()
         return self._run_info(row) if row else None
 
@@ -339,8 +342,8 @@ class Store:
     def _telemetry_by_repetition(self, repetition_ids: Sequence[int]) -> dict[int, RepetitionTelemetry]:
         windows: dict[int, tuple[float, float]] = {}
         samples: dict[tuple[int, str, str, str], list[tuple[float, float, float]]] = {}
-        for chunk_start in range(0, len(repetition_ids), 500):
-            chunk = list(repetition_ids[chunk_start:chunk_start + 500])
+        for chunk_start in range(0, len(repetition_ids), CHUNK):
+            chunk = list(repetition_ids[chunk_start:chunk_start + CHUNK])
             marks = ",".join("?" * len(chunk))
             for row in self.conn.execute(f"SELECT * FROM telemetry WHERE repetition_id IN ({marks})", chunk):
                 windows[row["repetition_id"]] = (row["window_start_s"], row["window_end_s"])
@@ -379,15 +382,17 @@ class Store:
     def _clients_by_repetition(self, repetition_ids: Sequence[int]) -> dict[int, list[ClientMeasurement]]:
         if not repetition_ids:
             return {}
-        marks = ",".join("?" * len(repetition_ids))
-        client_rows = self.conn.execute(
-            f"SELECT * FROM clients WHERE repetition_id IN ({marks}) ORDER BY id", list(repetition_ids)
-        ).fetchall()
+        client_rows = []
+        for chunk_start in range(0, len(repetition_ids), CHUNK):  # within any database's bound-parameter limit
+            chunk = list(repetition_ids[chunk_start:chunk_start + CHUNK])
+            marks = ",".join("?" * len(chunk))
+            client_rows += self.conn.execute(
+                f"SELECT * FROM clients WHERE repetition_id IN ({marks}) ORDER BY id", chunk).fetchall()
         client_ids = [row["id"] for row in client_rows]
         measurements: dict[int, list[DirectionMeasurement]] = {}
         disks: dict[int, list[DiskUtil]] = {}
-        for chunk_start in range(0, len(client_ids), 500):
-            chunk = client_ids[chunk_start:chunk_start + 500]
+        for chunk_start in range(0, len(client_ids), CHUNK):
+            chunk = client_ids[chunk_start:chunk_start + CHUNK]
             cmarks = ",".join("?" * len(chunk))
             for row in self.conn.execute(f"SELECT * FROM measurements WHERE client_id IN ({cmarks}) ORDER BY id",
                                          chunk):
