@@ -252,3 +252,24 @@ def test_a_run_whose_repetitions_all_failed_is_no_sample() -> None:
     (point,) = summarize_points([o for o in observations if tags[o.run_id] == ("before",)])
     iops = point.metric("iops")
     assert iops is not None and iops.n == 3 and not iops.per_run  # one run measured: its repetitions
+
+
+def test_sides_on_labs_up_one_after_the_other_are_not_paired_whatever_the_order() -> None:
+    """A volume capped at 1,000 IOPS against one at 2,000, in one run with order: interleaved: each cap is a lab of
+    its own, brought up and torn down in turn, so the repetitions never alternated. Not "paired … drift cancels":
+    each side is one lab instance at its own time (Welch, the confounding said)."""
+    rng = random.Random(3)
+    seen = []
+    for cap, first in ((1000, 0.0), (2000, 600.0)):  # all of one lab, then all of the other
+        for i in range(4):
+            start = first + i * 60.0
+            seen.append(observation(case_id=f"cap{cap}", run_id=1, target="volume", target_kind="block",
+                                    rw="randread", direction="read", lab=f"lab=volume volume_size=67108864 "
+                                    f"volume_iops={cap}", repeat=i, iops=cap * (1 + rng.gauss(0, 0.03)),
+                                    started_at_s=start, finished_at_s=start + 12.0))
+    (c,) = compare_observations(seen, parse_selector("volume_iops=1000"), parse_selector("volume_iops=2000"), {},
+                                interleaved_runs=frozenset({1}))
+    assert c.design == "one instance per side", c.design
+    cell = c.cell("iops")
+    assert cell is not None and cell.difference is not None and cell.difference.method == "welch"
+    assert design_lines([c])[0].startswith("⚠ design: one instance per side")

@@ -21,6 +21,7 @@ from storbench.model import (
     NfsTarget,
     cluster_of,
     is_metadata,
+    lab_group_key,
 )
 from storbench.schedule import grouped, working_set_bytes
 from storbench.units import MAX_SIZE_BYTES, format_bytes
@@ -66,13 +67,6 @@ def over_share(demand: Demand, available: int, where: str) -> str | None:
     return (f"needs {format_bytes(demand.total)} of {demand.resource}: {parts}; {where} has "
             f"{format_bytes(available)} available and a plan may use {MACHINE_SHARE:.0%} of it "
             f"({format_bytes(limit)})")
-
-
-def lab_group_key(lab: LabPoint, bring_up: str) -> object:
-    """Which labs are up at the same time: each cluster on its own (brought up once, or once per round), or with
-    `bring_up: side_by_side` every Ceph cluster of the plan at once."""
-    cluster = cluster_of(lab)
-    return ("side by side", cluster.nfs) if bring_up == "side_by_side" and cluster.ceph is not None else cluster
 
 
 def lab_groups(config: PlanConfig, cases: Sequence[Case]) -> list[list[Case]]:

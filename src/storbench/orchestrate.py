@@ -21,7 +21,6 @@ from storbench import __version__
 from storbench.checks import Checked, meminfo_bytes
 from storbench.config import LoadedPlan, RepeatConfig, plan_design, repeat_bounds, run_order
 from storbench.config.faults import CheckWritesConfig
-from storbench.demands import lab_group_key
 from storbench.errors import UserError
 from storbench.events import PlanVersionAdded, PreconditionRan
 from storbench.execute.base import Executor, FioSetup, stored_job_text
@@ -32,7 +31,7 @@ from storbench.faults import FaultStep
 from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job
 from storbench.fio.options import FioCapabilities
 from storbench.lab.registry import plan_software
-from storbench.model import Case, LabPoint, Precondition, PreconditionRecord, ScheduledRepetition, Status
+from storbench.model import Case, LabPoint, Precondition, PreconditionRecord, ScheduledRepetition, Status, lab_group_key
 from storbench.plan import expand
 from storbench.redact import env_secrets, redact_outcome
 from storbench.report.events import case_text

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, TypeVar
 
 from storbench.checks import Checked
 from storbench.config import LoadedPlan
-from storbench.demands import lab_group_key
 from storbench.errors import UserError
 from storbench.events import LabTornDown, RunEvent, TestDataCleaned
 from storbench.faults import FaultStep, find_offer
@@ -24,7 +23,7 @@ from storbench.lab.ceph_conf import rbd_pools as rbd_pools
 from storbench.lab.hosts import KIND as HOSTS
 from storbench.lab.k8s_kind import KIND as K8S
 from storbench.lab.registry import KINDS
-from storbench.model import Case, LabPoint, RbdTarget, ScheduledRepetition, cluster_of, is_metadata
+from storbench.model import Case, LabPoint, RbdTarget, ScheduledRepetition, cluster_of, is_metadata, lab_group_key
 from storbench.shell import interrupts_held
 from storbench.targets.base import PreparedTarget
 from storbench.targets.local import (

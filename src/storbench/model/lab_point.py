@@ -10,10 +10,26 @@ from storbench.model.ceph_options import CEPH_OPTIONS
 from storbench.units import format_bytes, format_link_rate, parse_cpu_list
 
 __all__ = [
-    "CEPH_SETTINGS", "CEPH_SIZE_SETTINGS", "CLUSTER_SETTINGS", "K8S_SETTINGS", "LINK_SETTINGS", "LIVE_SETTINGS",
-    "NEVER", "NO_LAB", "SIDE_BY_SIDE_SETTINGS", "VOLUME_SETTINGS", "CephLabPoint", "K8sLabPoint", "LabPoint",
-    "VolumeLabPoint", "cluster_of",
-    "interleaved_setting", "rbd_pool_name", "setting_text", "size_setting",
+    "CEPH_SETTINGS",
+    "CEPH_SIZE_SETTINGS",
+    "CLUSTER_SETTINGS",
+    "K8S_SETTINGS",
+    "LINK_SETTINGS",
+    "LIVE_SETTINGS",
+    "NEVER",
+    "NO_LAB",
+    "SIDE_BY_SIDE_SETTINGS",
+    "VOLUME_SETTINGS",
+    "CephLabPoint",
+    "K8sLabPoint",
+    "LabPoint",
+    "VolumeLabPoint",
+    "cluster_of",
+    "interleaved_setting",
+    "lab_group_key",
+    "rbd_pool_name",
+    "setting_text",
+    "size_setting",
 ]
 
 # Ceph lab settings as plans name them, and which of them are sizes in bytes (shown with units, matched as sizes).
@@ -247,6 +263,14 @@ def cluster_of(lab: LabPoint) -> LabPoint:
         return lab
     return replace(lab, ceph=replace(lab.ceph, pool_size=0, cache_size_bytes=None, osd_memory_target_bytes=None,
                                      config=(), osd_cpus=None, osd_cpuset=None))
+
+
+def lab_group_key(lab: LabPoint, bring_up: str) -> object:
+    """Which labs are up at the same time: each cluster on its own (brought up once, or once per round), or with
+    `bring_up: side_by_side` every Ceph cluster of the plan at once. Points of two keys run one after the other
+    (unless ``bring_up`` is ``each_repetition``: a fresh cluster per value and round, A B B A)."""
+    cluster = cluster_of(lab)
+    return ("side by side", cluster.nfs) if bring_up == "side_by_side" and cluster.ceph is not None else cluster
 
 
 def interleaved_setting(name: str) -> bool:

@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from storbench.model import Expectation
+from storbench.model import Expectation, lab_group_key
 from storbench.stats.bottleneck import BottleneckVerdict
 from storbench.stats.compare_cells import PointComparison, RuleAnswer, StoppingRule, Verdict, verdict_of
 from storbench.stats.compare_design import design_of
@@ -74,18 +74,43 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
     base, cand = (with_run_verdicts(summarize_points(select(observations, side, tags), mem_total_bytes), observations,
                                     mem_total_bytes, expectations) for side in (baseline, candidate))
     comparisons = compare_points(base, cand, ignore, force=force, confidence=1 - alpha)
-    blocked = bool(blocked_settings(baseline, candidate))
-    if blocked:  # pairs only where the clusters alternated (A B B A)
-        interleaved_runs = frozenset(r for r in interleaved_runs if (bring_ups or {}).get(r, "once") != "once")
+    bring_ups = bring_ups or {}
+    named = bool(blocked_settings(baseline, candidate))  # a Ceph setting that needs a cluster per value
+    blocked = {(c.baseline.case_id, c.candidate.case_id) for c in comparisons if named or labs_apart(c, bring_ups)}
+    # pairs only where the labs alternated round by round (A B B A): not between labs run one after the other
+    unpaired = frozenset(key for key in blocked if not _each_repetition(comparisons, key, bring_ups))
     compared = run_level(paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {}, alpha,
-                                            attempts), observations, 1 - alpha)
-    designed = [replace(c, design=design_of(c, interleaved_runs, blocked, bring_ups or {})) for c in compared]
+                                            attempts, unpaired), observations, 1 - alpha)
+    designed = [replace(c, design=design_of(c, interleaved_runs, (c.baseline.case_id, c.candidate.case_id) in blocked,
+                                            bring_ups)) for c in compared]
     return stopping_rules(designed, observations, sequential_plans or {}, questions or {}, tags, attempts)
+
+
+def labs_apart(comparison: PointComparison, bring_ups: Mapping[int, str]) -> bool:
+    """Whether the two sides ran on labs up at different times (`model.lab_group_key`: a volume of another cap, a
+    Kubernetes cluster of other nodes, a Ceph cluster per value): their repetitions never alternated, whatever the
+    run's order, so each side is one lab instance at its own time."""
+    runs = {*comparison.baseline.run_ids, *comparison.candidate.run_ids}
+    bring_up = bring_ups.get(next(iter(runs)), "once") if len(runs) == 1 else "once"
+    return lab_group_key(comparison.baseline.case.lab, bring_up) != lab_group_key(comparison.candidate.case.lab,
+                                                                                  bring_up)
+
+
+def _each_repetition(comparisons: Sequence[PointComparison], key: tuple[str, str], bring_ups: Mapping[int, str]
+                     ) -> bool:
+    """Whether the run of the comparison ``key`` brought a fresh cluster up per value and round (A B B A): its
+    sides alternated, one instance a round."""
+    for c in comparisons:
+        if (c.baseline.case_id, c.candidate.case_id) == key:
+            runs = {*c.baseline.run_ids, *c.candidate.run_ids}
+            return len(runs) == 1 and bring_ups.get(next(iter(runs)), "once") != "once"
+    return False
 
 
 def paired_differences(comparisons: Sequence[PointComparison], observations: Sequence[Observation],
                        interleaved_runs: frozenset[int], sequential_plans: Mapping[int, SequentialPlan] | None = None,
-                       alpha: float = 1 - CONFIDENCE, attempts: Attempts | None = None) -> list[PointComparison]:
+                       alpha: float = 1 - CONFIDENCE, attempts: Attempts | None = None,
+                       unpaired: frozenset[tuple[str, str]] = frozenset()) -> list[PointComparison]:
     """Comparisons whose two points ran in one interleaved run, repetition for repetition, get paired intervals:
     repetition i of the baseline and repetition i of the candidate ran next to each other (A B, B A, ...), so
     their ratio cancels slow drift; a round that failed on one side leaves its pair out (the run loop pairs the
@@ -106,7 +131,8 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
         run_rounds = rounds[base.run_ids[0]] if same_run else {}
         a = run_rounds.get((base.case_id, base.direction_name), {})
         b = run_rounds.get((cand.case_id, cand.direction_name), {})
-        if base.case_id == cand.case_id or len(set(a) & set(b)) < 2:  # rounds of one run both sides have
+        if (base.case_id == cand.case_id or len(set(a) & set(b)) < 2  # rounds of one run both sides have
+                or (base.case_id, cand.case_id) in unpaired):  # labs run one after the other: never alternated
             out.append(comparison)
             continue
         sequential = sequential_plans.get(base.run_ids[0])
