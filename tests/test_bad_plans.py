@@ -265,6 +265,15 @@ BAD_PLANS = [
                                  ("ioengine 'libaoi' cannot drive", "did you mean 'libaio'?"))),
     case("ioengine-not-a-name", Bad(BASE + "  ioengine: 'lib aio'\n", 8, "workload.ioengine",
                                     ("not an engine name",))),
+    # ---- what fio lays out -------------------------------------------------------------------------
+    case("offset-increment-share-of-a-file", Bad(BASE + "  numjobs: 16\n  fio: {offset_increment: 100%}\n", 9,
+                                                  "workload.fio.offset_increment",
+                                                  ("100% is a share of a file", "grows with every repetition",
+                                                   "as a size"))),
+    case("offset-share-of-a-file-in-a-sweep", Bad(BASE + "  fio: {offset: [0, 50%]}\n", 8, "workload.fio.offset",
+                                                   ("50% is a share of a file",))),
+    case("verify-async-threads-beyond-reason", Bad(BASE + "  fio: {verify_async: 1000000}\n", 8,
+                                                    "workload.fio.verify_async", ("a whole number 0-64",))),
     # ---- repetitions that stop when decided ---------------------------------------------------------
     case("until-decided-without-compare", Bad(BASE + "repeat: {min: 3, max: 10, until: decided}\n", 8,
                                               "repeat.until", ("needs the comparison to decide", "compare:"))),

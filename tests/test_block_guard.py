@@ -118,6 +118,11 @@ def test_mounted_device_is_refused_even_when_destructive(loop_device: str, tmp_p
         plan = write_plan(tmp_path, _plan(loop_device, "randwrite", ", destructive: true"))
         code, _, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"))
         assert code == 2 and "mounted" in err and len(err.strip().splitlines()) == 1
+        # fio only reads, but the checking writer writes past its region: the device is as much in use
+        checked = write_plan(tmp_path, _plan(loop_device, "randread", ", size: 1MiB, destructive: true")
+                             + "check_writes: {blocks: 64}\n", "checked.yaml")
+        code, _, err = run_cli(capsys, "run", str(checked), "--db", str(tmp_path / "r.db"))
+        assert code == 2 and "cannot be written to while in use" in err and "mounted" in err, err
     finally:
         subprocess.run(["umount", str(mount_point)], check=False)
 
@@ -201,3 +206,21 @@ def test_a_mounted_device_is_told_it_cannot_be_used_not_to_add_destructive(
         assert code == 2 and len(err.strip().splitlines()) == 1, err
         assert f"{device} cannot be written to while in use: it (or one of its partitions) is mounted" in err
         assert "add 'destructive: true'" not in err and "destructive: true does not change this" in err
+
+
+def test_no_test_file_goes_into_the_systems_own_directories(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A plan's bytes (`buffer_pattern`) written as a file where programs read files (/etc/cron.d, completion
+    scripts, systemd units) could be run as root: a path target there is refused in one line, whatever its
+    owner and mode; storbench's lab directory and /var/tmp are not the system's."""
+    from storbench.targets.guards import system_directory
+
+    assert system_directory("/etc/cron.d") == "/etc" and system_directory("/usr/share/bash-completion") == "/usr"
+    assert system_directory("/") == "/" and system_directory("/var/spool/cron") == "/var"
+    assert system_directory("/var/lib/storbench/lab/nfs/mnt") is None and system_directory("/var/tmp/x") is None
+    assert system_directory("/etcetera") is None and system_directory(str(tmp_path)) is None
+    plan = write_plan(tmp_path, "name: planted\ntargets:\n  d: {kind: path, path: /etc/cron.d, size: 4k}\n"
+                      "workload: {rw: write, bs: 4k, runtime: 1s, fio: {buffer_pattern: '0x2a'}}\nkeep_files: true\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "/etc/cron.d is in the system's own directory /etc" in err, err
+    assert len(err.strip().splitlines()) == 1 and "hint:" in err

@@ -168,6 +168,19 @@ def _check_engines(config: PlanConfig, source: PlanSource) -> None:
                 if refusal:
                     raise UserError(f"target '{name}': {refusal}", where=source.where(("workload", "fio", option)),
                                     hint="drop it, or sweep only that ioengine")
+        if target.kind in FILE_KINDS:
+            for option in SHARE_OFFSETS:
+                values = config.workload.fio.get(option)
+                shares = [v for v in (values if isinstance(values, list) else [values]) if str(v).endswith("%")]
+                if shares:  # fio takes the share of the file's size then: each repetition lays the file out longer
+                    raise UserError(f"target '{name}': {option}: {shares[0]} is a share of a file that fio lays out "
+                                    "to it: the file grows with every repetition, past the size the plan was "
+                                    "checked for", where=source.where(("workload", "fio", option)),
+                                    hint=f"give {option} as a size (e.g. 64MiB), or a share on a block device")
+
+
+FILE_KINDS = frozenset({"path", "cephfs", "nfs"})  # targets whose test files fio lays out
+SHARE_OFFSETS = ("offset", "offset_increment")
 
 
 def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:

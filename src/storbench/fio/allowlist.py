@@ -177,7 +177,8 @@ ALLOWED_FIO_OPTIONS: dict[str, AllowedOption] = {
     "verify_offset": AllowedOption(SIZE, "verify header offset"),
     "verify_pattern": AllowedOption(PATTERN, "verify pattern"),
     "verify_fatal": AllowedOption(BOOL, "stop at the first verify failure"),
-    "verify_async": AllowedOption(UINT, "verify threads"),
+    "verify_async": AllowedOption(Grammar("a whole number 0-64", r"(?:[0-9]|[1-5][0-9]|6[0-4])", "4"),
+                                  "verify threads (fio makes as many per job)"),
     "verify_backlog": AllowedOption(UINT, "verify after this many writes"),
     "verify_backlog_batch": AllowedOption(UINT, "blocks verified per backlog"),
     # where fio's own threads run (fio only, not the host's settings)

@@ -6,6 +6,27 @@ from collections.abc import Iterable
 
 from storbench.model import Case, rw_writes
 
+# The system's own directories: programs read what lies in them (cron, systemd, shells' completion, the boot
+# loader), so test files there, written with a plan's bytes (`buffer_pattern`), could be run as root. A path target
+# may not be in them (storbench's own lab directory under /var/lib/storbench aside).
+SYSTEM_DIRECTORIES = ("/etc", "/usr", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
+                      "/sys", "/dev", "/run", "/var")
+SYSTEM_EXCEPTIONS = ("/var/tmp", "/var/lib/storbench")
+
+
+def _under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def system_directory(path: str) -> str | None:
+    """The system directory an absolute, resolved ``path`` is (or is in), where a test file may not go; None
+    elsewhere. The root directory itself is one."""
+    if path == "/":
+        return "/"
+    if any(_under(path, allowed) for allowed in SYSTEM_EXCEPTIONS):
+        return None
+    return next((d for d in SYSTEM_DIRECTORIES if _under(path, d)), None)
+
 
 def parse_mounted_devices(mountinfo_text: str) -> frozenset[tuple[int, int]]:
     """(major, minor) of every mounted filesystem's device, from /proc/self/mountinfo."""

@@ -22,6 +22,7 @@ from storbench.targets.guards import (
     device_in_use,
     parse_mounted_devices,
     parse_swap_devices,
+    system_directory,
 )
 from storbench.units import format_bytes
 
@@ -73,6 +74,11 @@ def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *,
     if not is_safe_job_value(escape_fio_path(str(directory))):
         raise UserError(f"target '{spec.name}': the directory {str(directory)!r} has characters that cannot go into "
                         "a fio job file", where=where, hint="use a directory without quotes, '$', '#', ';' or brackets")
+    system = system_directory(str(directory))
+    if system is not None:  # programs read what lies there: a plan's bytes could be run as root
+        raise UserError(f"target '{spec.name}': {directory} is in the system's own directory {system}, where "
+                        "storbench writes no test files", where=where,
+                        hint="point path at a directory of its own on the filesystem to measure, e.g. /mnt/nvme/bench")
     if directory.exists() and not directory.is_dir():
         raise UserError(f"target '{spec.name}': {directory} exists and is not a directory", where=where,
                         hint="point path at a directory")
@@ -340,7 +346,8 @@ def check_block_target(spec: BlockTarget, cases: Sequence[Case], *, where: str =
         raise UserError(f"target '{spec.name}': {device} is not a block device", where=where,
                         hint="use kind: path for a directory or a file system")
     numbers, paths, holders, size = _device_numbers(device)
-    if any(rw_writes(c.workload.rw) for c in cases):
+    # written by a case, or by the checking writer past fio's region (check_writes needs destructive: true there)
+    if spec.destructive or any(rw_writes(c.workload.rw) for c in cases):
         reason = device_in_use(numbers, _mounted_everywhere(), paths, parse_swap_devices(_read("/proc/swaps")),
                                holders, open_by=_open_by(set(numbers)), loop_backing=_loop_backing(device),
                                lab_roots=_lab_roots(), backs_loops=_loops_backed_by(paths))
