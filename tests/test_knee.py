@@ -413,3 +413,18 @@ def test_a_curve_pooled_over_runs_pairs_its_points_run_by_run() -> None:
     assert curve.knee is not None and curve.knee.load == 4, curve.knee_kind
     iops = curve.points[0].point.metric("iops")
     assert iops is not None and iops.per_run and iops.n == 3
+
+
+def test_the_best_point_under_an_objective_of_one_repetition_says_it_was_not_shown() -> None:
+    """Three repetitions at 9.77 ms against p99<=10ms are uncertain (the interval straddles it); one repetition at
+    9.9 ms meets by its mean alone, which the table says: less data is not the stronger claim."""
+    from storbench.model.objective import parse_slo
+    from storbench.stats.knee import best_under_objective
+
+    objective = parse_slo("p99<=10ms")
+    curve = curve_of({1: [1000.0], 2: [1800.0], 4: [2000.0]}, {1: 1.0, 2: 2.0, 4: 4.95})  # p99 2, 4, 9.9 ms
+    best = best_under_objective(curve, objective)
+    assert best is not None
+    console = Console(record=True, width=400)
+    console.print(saturation_table([curve], objective))
+    assert "(by its mean: no interval, not shown)" in console.export_text()

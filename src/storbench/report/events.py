@@ -27,6 +27,7 @@ from storbench.events import (
 from storbench.model import Case, is_volume_operation, setting_text
 from storbench.report.labels import comparison_label
 from storbench.report.steady import change_words
+from storbench.stats.slo import Verdict, verdict
 from storbench.stats.steady import SteadyStatus
 from storbench.units import format_block_size, format_bytes, format_latency_ns, format_link_rate
 
@@ -104,6 +105,8 @@ def _search(e: SearchAnswered) -> str:
     answer, best = e.answer, e.answer.best
     said = (f"best {best.iops.mean:,.0f} IOPS at {e.axis}={best.load} within {e.objective.label}<="
             f"{format_latency_ns(e.objective.limit_ns)}" if best is not None else "no load meets the objective")
+    if best is not None and verdict(best.latency, e.objective) is Verdict.MEAN_MEETS:
+        said += " (by its mean: no interval, not shown)"
     knee = f"; knee at {e.axis}={answer.knee}" if answer.knee is not None else f"; knee: {answer.knee_kind.value}"
     return (f"search {case_text(e.case, leave_out=e.axis)}: {said}{knee} ({answer.reason}); measured "
             f"{answer.measured} of {answer.grid_size} grid values: {', '.join(str(v) for v in sorted(e.measured))}")

@@ -11,6 +11,7 @@ from storbench.model.objective import LatencyObjective
 from storbench.report.labels import curve_lab_keys, curve_label
 from storbench.report.tables import plain_cell, rate_unit
 from storbench.stats.knee import MIN_LATENCY_GROWTH, Curve, CurvePoint, Knee, KneeKind, best_under_objective
+from storbench.stats.slo import Verdict, verdict
 from storbench.stats.trend import FLAT_MARGIN, what_would_tell
 from storbench.units import format_latency_ns
 
@@ -80,6 +81,9 @@ def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | 
                _knee_text(peak, curve.axis)]
         if objective:
             best = best_under_objective(curve, objective)
-            row.append("none shown to meet it" if best is None else _knee_text(best, curve.axis))
+            unshown = best is not None and verdict(best.point.metric(objective.field), objective) is \
+                Verdict.MEAN_MEETS
+            row.append("none shown to meet it" if best is None else _knee_text(best, curve.axis) + (
+                " (by its mean: no interval, not shown)" if unshown else ""))
         table.add_row(*map(plain_cell, row))
     return table

@@ -11,7 +11,7 @@ from storbench.stats.bottleneck import LATENCY_GROWTH
 from storbench.stats.curve import LOAD_AXES, CurveKey, LoadAxis, axis_value, outstanding_ios
 from storbench.stats.estimate import Estimate
 from storbench.stats.point_summary import PointSummary
-from storbench.stats.slo import Verdict, verdict
+from storbench.stats.slo import verdict
 from storbench.stats.trend import FLAT_MARGIN, Change, judge_change, plateau
 
 # Whether more load raised IOPS is `stats.trend.judge_change`'s answer, the same for every section.
@@ -169,7 +169,8 @@ def curves(points: Sequence[PointSummary], axis: str) -> list[Curve]:
 
 
 def best_under_objective(curve: Curve, objective: LatencyObjective) -> CurvePoint | None:
-    """The highest-IOPS point shown to meet the objective: its latency figure's whole interval at most the limit
-    (the mean when n < 2), the search's rule (`stats.slo`); a point whose interval straddles the limit does not."""
-    meeting = [c for c in curve.points if verdict(c.point.metric(objective.field), objective) is Verdict.MEETS]
+    """The highest-IOPS point that meets the objective: its latency figure's whole interval at most the limit, or
+    without an interval its mean (`Verdict.MEAN_MEETS`: say so where it is shown), the search's rule
+    (`stats.slo`); a point whose interval straddles the limit does not."""
+    meeting = [c for c in curve.points if verdict(c.point.metric(objective.field), objective).met]
     return max(meeting, key=lambda c: c.iops, default=None)

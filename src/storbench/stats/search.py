@@ -111,7 +111,7 @@ def _state(grid: Sequence[int], measured: Mapping[int, SearchPoint], objective: 
     for step in [*range(0, last, STEP), last]:
         if step not in points:
             return _State(points, verdicts, step, "", step, previous)
-        if verdicts[step] is not Verdict.MEETS:
+        if not verdicts[step].met:
             return _State(points, verdicts, None, "missed", step, previous)
         if previous is not None and not _rises(points[previous], points[step]):
             return _State(points, verdicts, None, "saturated", step, previous)
@@ -121,7 +121,7 @@ def _state(grid: Sequence[int], measured: Mapping[int, SearchPoint], objective: 
 
 def _slo_bracket(state: _State) -> tuple[int | None, int | None]:
     """(highest measured meeting index, lowest measured index above it), None where there is none."""
-    meeting = [i for i, v in state.verdicts.items() if v is Verdict.MEETS]
+    meeting = [i for i, v in state.verdicts.items() if v.met]
     if not meeting:
         return None, min(state.points, default=None)
     low = max(meeting)
@@ -223,7 +223,7 @@ def search_answer(grid: Sequence[int], measured: Mapping[int, SearchPoint], obje
     """The answer from the measured points: the best meeting point (uncertain ones excluded), the objective's
     bracket, the knee over the measured points, and why the search stopped (``axis`` names the load in it)."""
     state = _state(grid, measured, objective)
-    meeting = [p for i, p in state.points.items() if state.verdicts[i] is Verdict.MEETS]
+    meeting = [p for i, p in state.points.items() if state.verdicts[i].met]
     best = max(meeting, key=lambda p: p.iops.mean, default=None)
     low, high = _slo_bracket(state)
     knee, order = _knee(state)
