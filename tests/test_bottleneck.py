@@ -263,6 +263,14 @@ def test_a_capped_curve_at_its_declared_limit_says_so() -> None:
     assert all("at its declared 3,000 IOPS (100 % of expected)" in p.bottleneck.evidence for p in points)
     share = points[0].share_of_expected()
     assert share is not None and share[1] == "IOPS" and abs(share[0] - 0.9997) < 1e-3
+    # 2,900 to 3,000 a point: the mean is 98 % of the limit, but the interval reaches 6 % below it: near, not at
+    spread = [observation(**{**_BASE, "case_id": f"d{depth}", "iodepth": depth, "repeat": rep, "direction": "read",
+                             "rw": "randread", "iops": rate, "lat_mean_ns": lat * 1e6 * (1 + rep / 100),
+                             "host_cpu_busy_pct": 10.0, "disk_busiest_util_pct": 20.0})
+              for depth, lat in ((1, 0.33), (16, 5.5), (64, 22.0)) for rep, rate in enumerate((2900.0, 2950.0, 3000.0))]
+    near = summarize_points(spread, expectations=declared)
+    assert all("near its declared 3,000 IOPS (its mean 98 % of it, not shown within 5%)" in p.bottleneck.evidence
+               for p in near), [p.bottleneck.evidence for p in near]
     far = summarize_points(rows, expectations={(1, "t"): Expectation(iops=6000)})
     assert all("declared" not in p.bottleneck.evidence for p in far)  # capped, but not at what was sold
     assert summarize_points(rows)[0].share_of_expected() is None
