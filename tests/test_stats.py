@@ -757,7 +757,8 @@ def test_cv_warning_rates_at_three_repetitions() -> None:
 def test_a_wide_interval_says_how_many_repetitions_would_narrow_it() -> None:
     point = only(summarize_points(reps([1000.0, 1120.0, 880.0])))  # +-30 % at n=3
     warning = next(w for w in point.warnings if w.code == "wide_interval")
-    assert warning.message == "IOPS +-30 % at n=3" and "about 7 repetitions would give +-20 %" in warning.fix
+    # at this spread (sd 120) four give t(3) 3.18 x 120 / 2 = +-19 %: the t quantile falls too (not 3 x 1.5^2 = 7)
+    assert warning.message == "IOPS +-30 % at n=3" and "about 4 repetitions would give +-20 %" in warning.fix
     assert "wide_interval" not in codes(only(summarize_points(reps([1000.0, 1040.0, 960.0]))))  # +-10 %
     from storbench.report.warning_text import warning_lines
 
@@ -1337,3 +1338,17 @@ def test_a_plans_compare_may_select_by_direction() -> None:
         is None
     refusal = plan_side_refusal(cases, parse_selector("bs=4k,direction=trim"), parse_selector("bs=8k"))
     assert refusal is not None and refusal.side == "baseline" and "direction=trim" in refusal.message
+
+
+def test_the_samples_advised_are_the_fewest_whose_t_interval_is_narrow_enough() -> None:
+    """"About N repetitions would give +-20 %" counts the t quantile falling with more samples, not only sqrt(n):
+    N is the fewest at which the same spread gives the target, and one fewer does not."""
+    from storbench.stats.estimate import samples_for_half_width, t_quantile
+
+    for n, sd, target in ((2, 30.0, 5.0), (3, 120.0, 200.0), (5, 10.0, 3.0), (2, 92.0, 20.0)):
+        half = t_quantile(0.95, n - 1) * sd / n**0.5
+        m = samples_for_half_width(half, n, target, 0.95, 1000)
+        assert m is not None and m > n
+        assert t_quantile(0.95, m - 1) * sd / m**0.5 <= target + 1e-9
+        assert m - 1 == n or t_quantile(0.95, m - 2) * sd / (m - 1) ** 0.5 > target
+    assert samples_for_half_width(1000.0, 2, 0.001, 0.95, 50) is None  # beyond the most advised

@@ -62,6 +62,19 @@ def t_quantile(confidence: float, df: float) -> float:
     return special.t_quantile(0.5 + confidence / 2, df)
 
 
+def samples_for_half_width(half: float, n: int, target: float, confidence: float, most: int) -> int | None:
+    """The fewest samples (more than ``n``) whose t interval would be ``target`` wide or less, if the spread stayed
+    as it is now, when ``n`` samples give ``half`` (both half-widths in one unit): t(m-1) s / sqrt(m) falls
+    with the t quantile as well as with sqrt(m). None beyond ``most``, or without a spread."""
+    if n < 2 or half <= 0 or target <= 0:
+        return None
+    sd = half * math.sqrt(n) / t_quantile(confidence, n - 1)
+    for m in range(n + 1, most + 1):
+        if t_quantile(confidence, m - 1) * sd / math.sqrt(m) <= target:
+            return m
+    return None
+
+
 def estimate(values: Sequence[float], confidence: float = CONFIDENCE, *, interval: bool = True) -> Estimate | None:
     """Student-t interval for the mean of independent repetitions: mean ± t(n-1) · s / sqrt(n), its lower bound
     cut at zero when no value is negative. ``interval=False``: the mean and spread alone, for values chosen for

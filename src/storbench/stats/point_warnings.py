@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from storbench.model import is_volume_operation
 from storbench.stats.bottleneck import configured_slots
-from storbench.stats.estimate import Estimate
+from storbench.stats.estimate import Estimate, samples_for_half_width
 from storbench.stats.metric_values import METRIC_VALUES
 from storbench.stats.observations import Observation
 from storbench.stats.special import chi2_isf
@@ -21,6 +21,7 @@ from storbench.units import format_bytes, format_latency_ns
 CV_LIMIT_PCT = 5.0
 CV_BOUND_CONFIDENCE = 0.90  # the CV warning fires when the CV's lower 90 % bound is above CV_LIMIT_PCT
 WIDE_INTERVAL_PCT = 20.0  # the IOPS warning fires when the 95 % interval's half-width is above this share
+MOST_ADVISED = 1000  # "about N repetitions would give ..." is not said beyond this
 MIN_REPETITIONS = 3
 
 
@@ -133,11 +134,13 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
                                         f"{steady} (more repetitions narrow the interval, not the spread)"))
     half = iops.half_width_pct if iops else None
     if iops is not None and half is not None and half > WIDE_INTERVAL_PCT:
-        needed = math.ceil(iops.n * (half / WIDE_INTERVAL_PCT) ** 2)
+        needed = samples_for_half_width(half, iops.n, WIDE_INTERVAL_PCT, iops.confidence, MOST_ADVISED)
+        more = (f"more than {MOST_ADVISED}" if needed is None else f"about {needed}")
         warnings.append(StatWarning(
             "wide_interval", f"{figure} +-{half:.0f} % at n={iops.n}" + (" runs" if per_run else ""),
-            f"about {needed} runs would give +-{WIDE_INTERVAL_PCT:.0f} % (more repetitions in each do not)"
-            if per_run else f"about {needed} repetitions would give +-{WIDE_INTERVAL_PCT:.0f} % (repeat: {needed})"))
+            f"{more} runs would give +-{WIDE_INTERVAL_PCT:.0f} % (more repetitions in each do not)"
+            if per_run else f"{more} repetitions would give +-{WIDE_INTERVAL_PCT:.0f} %"
+            + ("" if needed is None else f" (repeat: {needed})")))
     if case.lab.volume is not None and case.lab.volume.bursty:
         warnings.append(StatWarning(
             "throttle_latency", "measured on the volume lab's kernel block throttle (before its pacer): I/Os pass in "

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from storbench.stats.estimate import Estimate, ratio_interval
+from storbench.stats.estimate import Estimate, ratio_interval, samples_for_half_width
 from storbench.stats.sequential import PairedValues, paired_change, paired_values
 
 CONFIDENCE = 0.90  # TOST at 5 %: flat when the 90 % interval is inside the margin; rising: its one-sided 5 %
@@ -91,8 +91,7 @@ def _needed(ratio: float, low: float, high: float, n: int) -> int | None:
     room = max(math.log(1 + FLAT_MARGIN) - log_change, log_change if abs(ratio - 1) >= RISE_FLOOR else 0.0)
     if room <= 0 or half <= 0:
         return None
-    needed = math.ceil(n * (half / room) ** 2)
-    return needed if needed <= MAX_REPETITIONS else None
+    return samples_for_half_width(half, n, room, CONFIDENCE, MAX_REPETITIONS)
 
 
 def round_pairs(lower: Estimate, higher: Estimate) -> PairedValues | None:
