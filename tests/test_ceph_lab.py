@@ -799,3 +799,37 @@ def test_an_osd_started_again_after_a_fault_is_back_in_its_cpu_quota(lab_dir: Pa
         assert lab.osd_cpu_limits() == {"osd.0": 0.5}
     finally:
         lab.down()
+
+
+def test_the_checking_writers_image_is_removed_only_when_storbench_made_it(lab_dir: Path) -> None:
+    """`check_writes` on an rbd target writes an image of its own, `<image>.check`, and removes one a killed run
+    left: only when it carries storbench's mark. An image of that name the operator made is left alone, and the
+    writer says why."""
+    import errno
+    import subprocess
+
+    from storbench.execute.regions import RbdRegion
+    from storbench.lab.ceph import CephLab
+    from storbench.lab.ceph_conf import CephLabSpec
+
+    lab = CephLab(lab_dir / "ceph")
+    try:
+        lab.up(CephLabSpec(osds=1, osd_size_bytes=1 << 30, objectstore="memstore", pools=(("bench", 1),)))
+        conf = str(lab.conf)
+        subprocess.run(["rbd", "-c", conf, "create", "--size", "4M", "bench/theirs.check"], check=True)
+        theirs = RbdRegion(conf, "admin", "bench", "theirs.check")
+        with pytest.raises(OSError) as refused:
+            theirs.prepare(1 << 20)
+        assert refused.value.errno == errno.EEXIST and "storbench did not make it" in str(refused.value)
+        theirs.discard()
+        ours = RbdRegion(conf, "admin", "bench", "ours.check")
+        ours.prepare(1 << 20)  # made and marked
+        again = RbdRegion(conf, "admin", "bench", "ours.check")
+        again.prepare(1 << 20)  # as a killed run's leftover: removed and made again
+        again.discard()
+        ours.discard()  # its image is gone already: nothing more
+        listed = subprocess.run(["rbd", "-c", conf, "ls", "bench"], capture_output=True, text=True,
+                                check=True).stdout.split()
+        assert listed == ["theirs.check"], listed  # the operator's image is still there
+    finally:
+        lab.down()

@@ -11,6 +11,9 @@ import os
 from typing import Any
 
 _handle, _text, _size = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t
+# Image metadata storbench sets on the images it creates: only those are written without `destructive: true`, and
+# only those are removed
+CREATED_BY_KEY = "storbench.created"
 
 
 def _libraries() -> tuple[ctypes.CDLL, ctypes.CDLL]:
@@ -34,6 +37,8 @@ def _libraries() -> tuple[ctypes.CDLL, ctypes.CDLL]:
     rbd.rbd_open.argtypes = [_handle, _text, ctypes.POINTER(_handle), _text]
     rbd.rbd_close.argtypes = [_handle]
     rbd.rbd_remove.argtypes = [_handle, _text]
+    rbd.rbd_metadata_get.argtypes = [_handle, _text, ctypes.c_char_p, ctypes.POINTER(_size)]
+    rbd.rbd_metadata_set.argtypes = [_handle, _text, _text]
     for call in (rbd.rbd_write, rbd.rbd_read):
         call.argtypes = [_handle, ctypes.c_uint64, _size, ctypes.c_char_p]
         call.restype = ctypes.c_ssize_t

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import mmap
 import os
 from typing import Protocol
 
-from storbench.ceph_client import RadosClient, checked
+from storbench.ceph_client import CREATED_BY_KEY, RadosClient, checked
 
 
 class Region(Protocol):
@@ -135,13 +136,33 @@ class RbdRegion:
 
     def prepare(self, size_bytes: int) -> None:
         client = self._connect()
-        # a run killed before removing it left it: ours by its name (as a file region's); one still open elsewhere
-        # is not removed, and the create below says so
-        client.rbd.rbd_remove(self._ioctx, self.image.encode())
+        name = self.image.encode()
+        # a run killed before removing it left it: removed when it carries storbench's mark (one still open
+        # elsewhere is not, and the create below says so); an image of that name storbench did not make is left
+        existing = ctypes.c_void_p()
+        if client.rbd.rbd_open(self._ioctx, name, ctypes.byref(existing), None) == 0:
+            try:
+                value, length = ctypes.create_string_buffer(64), ctypes.c_size_t(64)
+                ours = client.rbd.rbd_metadata_get(existing, CREATED_BY_KEY.encode(), value, ctypes.byref(length)) in (
+                    0, -errno.ERANGE)
+            finally:
+                client.rbd.rbd_close(existing)
+            if not ours:
+                raise OSError(errno.EEXIST, f"image {self.pool}/{self.image} exists and storbench did not make it "
+                              "(no storbench.created mark): left alone")
+            client.rbd.rbd_remove(self._ioctx, name)
         order = ctypes.c_int(0)
-        checked(client.rbd.rbd_create(self._ioctx, self.image.encode(), size_bytes, ctypes.byref(order)),
+        checked(client.rbd.rbd_create(self._ioctx, name, size_bytes, ctypes.byref(order)),
                 f"creating image {self.pool}/{self.image}")
         self._made = True
+        made = ctypes.c_void_p()
+        checked(client.rbd.rbd_open(self._ioctx, name, ctypes.byref(made), None),
+                f"opening image {self.pool}/{self.image}")
+        try:
+            checked(client.rbd.rbd_metadata_set(made, CREATED_BY_KEY.encode(), b"1"),
+                    f"marking image {self.pool}/{self.image} as storbench's")
+        finally:
+            client.rbd.rbd_close(made)
 
     def open(self) -> None:
         client = self._connect()

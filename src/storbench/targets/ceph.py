@@ -6,6 +6,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from storbench.ceph_client import CREATED_BY_KEY
 from storbench.errors import UserError
 from storbench.execute.local import LocalExecutor
 from storbench.fio.jobfile import JobBinding, client_image, render_layout_job
@@ -32,10 +33,6 @@ def check_rbd_target(spec: RbdTarget, cases: Sequence[Case], *, where: str = "")
 def _rbd_binding(spec: RbdTarget, image: str, conf: str) -> JobBinding:
     return JobBinding(options=(("clientname", spec.client), ("pool", spec.pool), ("rbdname", image)),
                       env=(("CEPH_CONF", conf),))
-
-
-# Image metadata storbench sets on the images it creates: only those are written without `destructive: true`.
-CREATED_BY_KEY = "storbench.created"
 
 
 def _created_by_storbench(conf: str, client: str, pool: str, image: str) -> bool:
