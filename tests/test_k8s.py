@@ -53,6 +53,20 @@ def test_claims_per_pod_or_shared() -> None:
     assert claim["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "storbench"  # type: ignore[index]
 
 
+def test_two_pvc_targets_never_share_claims(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Claims are named after the target as Kubernetes takes names (lower case, '-' for '_', at most 50
+    characters): two targets that come out as one name would use the same volumes, so the plan is refused; a name
+    cut at 50 characters ends in a letter or digit (Kubernetes refuses one ending in '-')."""
+    from storbench.execute.k8s_manifests import claim_base
+
+    assert claim_base("a_b") == claim_base("a-b") == claim_base("A-B") == "sb-a-b"
+    assert claim_base("x" * 46 + "-y" * 4) == "sb-" + "x" * 46 and claim_base("fast.") == "sb-fast"
+    plan = write_plan(tmp_path, "name: twins\ntargets:\n  a_b: {kind: pvc, size: 1GiB}\n"
+                      "  a-b: {kind: pvc, size: 1GiB, volume_mode: Block}\nworkload: {rw: randread, runtime: 1s}\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "targets 'a_b' and 'a-b' would share Kubernetes claims (sb-a-b-N)" in err, err
+
+
 def test_pods_spread_wait_for_a_common_start_and_take_no_plan_text_in_their_script() -> None:
     case = pvc_case()
     plans = pod_plans(case, "run7", 2)

@@ -18,6 +18,7 @@ from storbench.config.targets import (
     S3TargetConfig,
 )
 from storbench.errors import UserError, did_you_mean
+from storbench.execute.k8s_manifests import claim_base
 from storbench.fio.allowlist import (
     ENGINES_BY_TARGET_KIND,
     engine_option_refusal,
@@ -39,7 +40,14 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
     most = config.search.range[1] if config.search is not None and config.search.axis == "clients" \
         else max(config.clients)
     pods_only = all(isinstance(t, PvcTargetConfig) for t in config.targets.values())
+    claimed: dict[str, str] = {}
     for name, target in config.targets.items():
+        if isinstance(target, PvcTargetConfig):
+            other = claimed.setdefault(claim_base(name), name)
+            if other != name:  # one claim name for two targets: the second would use the first's volumes
+                raise UserError(f"targets '{other}' and '{name}' would share Kubernetes claims ({claim_base(name)}"
+                                "-N): Kubernetes names are lower case, with '-' for '_', at most 50 characters",
+                                where=source.where(("targets", name)), hint=f"rename target '{name}'")
         if isinstance(target, PvcTargetConfig):
             if config.hosts is not None or lab_hosts is not None:
                 raise UserError(f"target '{name}' runs in pods: it takes no hosts", where=source.where(("hosts",)),

@@ -108,9 +108,16 @@ def placement(nodes: Sequence[NodeView], node_selector: Mapping[str, str], clien
     return tuple(usable[:clients]) if clients <= len(usable) else ()
 
 
+def claim_base(target_name: str) -> str:
+    """The name a pvc target's claims start with: ``sb-`` and the target's name as Kubernetes takes it (lower
+    case, ``_`` as ``-``, at most 50 characters, ending in a letter or digit). Two targets whose bases are one are
+    refused by the plan check (they would share claims)."""
+    return f"sb-{target_name.lower().replace('_', '-')}"[:50].rstrip("-.")
+
+
 def claim_names(target: PvcTarget, clients: int) -> list[str]:
     """ReadWriteOnce: one claim per client; ReadWriteMany: one claim for all."""
-    base = f"sb-{target.name.lower().replace('_', '-')}"[:50]
+    base = claim_base(target.name)
     if target.access_mode == "ReadWriteMany":
         return [base] * clients
     return [f"{base}-{index}" for index in range(1, clients + 1)]
