@@ -157,10 +157,12 @@ def _noise_variance(levels: Sequence[RunLevel], segments: Sequence[tuple[int, in
     return max(between, statistics.fmean(within) if within else 0.0), df
 
 
-def _best_split(levels: Sequence[RunLevel], start: int, end: int) -> tuple[int, float] | None:
+def _best_split(levels: Sequence[RunLevel], start: int, end: int, quantised: bool = False
+                ) -> tuple[int, float] | None:
     """The split of runs [start, end) into two levels of at least MIN_SEGMENT_RUNS with the largest pooled t, and
     its two-sided p-value times the number of splits considered; None when no split is possible. Running sums make
-    each split O(1)."""
+    each split O(1). ``quantised``: a percentile read from histogram bins, whose runs without spread sit in one
+    bin each: a step between bins is below its resolution, not a change shown."""
     candidates = range(start + MIN_SEGMENT_RUNS, end - MIN_SEGMENT_RUNS + 1)
     if not candidates:
         return None
@@ -184,8 +186,8 @@ def _best_split(levels: Sequence[RunLevel], start: int, end: int) -> tuple[int, 
         variance = max(residual / df, floor)
         step = right_sum / right_n - left_sum / i
         if variance <= (1e-12 * scale) ** 2:  # runs that repeat exactly (a cap held to the I/O): any real step is
-            if abs(step) <= 1e-9 * scale:  # beyond their noise; what is left of rounding in the sums is none
-                continue
+            if abs(step) <= 1e-9 * scale or quantised:  # beyond their noise; what is left of rounding in the sums is
+                continue  # none; a percentile's bins repeat exactly, and a step between them is its resolution
             p = 0.0
         else:
             t = step / math.sqrt(variance * (1 / i + 1 / right_n))
@@ -195,7 +197,7 @@ def _best_split(levels: Sequence[RunLevel], start: int, end: int) -> tuple[int, 
     return best
 
 
-def _segments(levels: Sequence[RunLevel], alpha: float) -> list[tuple[int, float, int]]:
+def _segments(levels: Sequence[RunLevel], alpha: float, quantised: bool = False) -> list[tuple[int, float, int]]:
     """The change points, found run by run as a nightly job adds runs: after each run, the runs since the last
     change point are split where the step is most significant, when it is significant (p times the splits tried
     <= ``alpha``), and the runs after a split found are searched again at once. A change point once found keeps its
@@ -206,7 +208,7 @@ def _segments(levels: Sequence[RunLevel], alpha: float) -> list[tuple[int, float
     start = 0
     for end in range(2 * MIN_SEGMENT_RUNS, len(levels) + 1):
         while end - start >= 2 * MIN_SEGMENT_RUNS:
-            best = _best_split(levels, start, end)
+            best = _best_split(levels, start, end, quantised)
             if best is None or best[1] > alpha:
                 break
             found.append((*best, end))
@@ -220,11 +222,12 @@ def _what_changed(before: RunContext, after: RunContext) -> tuple[str, ...]:
                  if old.get(name) != new.get(name))
 
 
-def change_points(levels: Sequence[RunLevel], alpha: float = ALPHA) -> tuple[ChangePoint, ...]:
+def change_points(levels: Sequence[RunLevel], alpha: float = ALPHA, *, quantised: bool = False
+                  ) -> tuple[ChangePoint, ...]:
     """The steps in a point's series of runs, each with its size, interval and what else changed at that run.
     Deterministic and incremental: a run added can add a change point after the last one, never move or remove
     one (`_segments`); sizes and intervals use every run of the levels on either side."""
-    segments = {split: (p, found_with) for split, p, found_with in _segments(levels, alpha)}
+    segments = {split: (p, found_with) for split, p, found_with in _segments(levels, alpha, quantised)}
     splits = sorted(segments)
     bounds = [0, *splits, len(levels)]
     changes = []
@@ -252,7 +255,7 @@ def last_run_check(levels: Sequence[RunLevel], confidence: float = CONFIDENCE,
     prediction interval (at ``confidence``, two-sided) of one more run's mean at that level. None with too few."""
     if len(levels) < MIN_SEGMENT_RUNS + 1:
         return None
-    start = max((c.at for c in change_points(levels[:-1], alpha)), default=0)
+    start = max((c.at for c in change_points(levels[:-1], alpha, quantised=quantised)), default=0)
     level = levels[start:-1]
     if len(level) < MIN_SEGMENT_RUNS:
         return None
@@ -327,7 +330,7 @@ def point_histories(observations: Sequence[Observation], contexts: Mapping[int, 
                                                       (*base.recorded, *lab)), values))
             if not levels:
                 continue
-            changes = change_points(levels, alpha)
+            changes = change_points(levels, alpha, quantised=metric in QUANTISED_FIELDS)
             swept_pairs = key[-1]
             assert isinstance(swept_pairs, tuple)
             series_host = key[-2]
