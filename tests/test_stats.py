@@ -1352,3 +1352,17 @@ def test_the_samples_advised_are_the_fewest_whose_t_interval_is_narrow_enough() 
         assert t_quantile(0.95, m - 1) * sd / m**0.5 <= target + 1e-9
         assert m - 1 == n or t_quantile(0.95, m - 2) * sd / (m - 1) ** 0.5 > target
     assert samples_for_half_width(1000.0, 2, 0.001, 0.95, 50) is None  # beyond the most advised
+
+
+def test_tail_percentiles_from_too_few_ios_say_so() -> None:
+    """p99 of 50 I/Os is their largest (a metadata run of 50 files, a rate-limited second): a warning names the
+    percentiles that rest on fewer than about 10 I/Os beyond them; enough I/Os, or a count not known, none."""
+    few = only(summarize_points(reps([1000.0, 1010.0, 990.0], total_ios=50)))
+    warning = next(w for w in few.warnings if w.code == "few_ios_for_tail")
+    assert warning.message.startswith("p95, p99, p99.9 from 50 I/Os in a repetition") and "p95 needs 200" in \
+        warning.message, warning.message
+    some = only(summarize_points(reps([1000.0, 1010.0, 990.0], total_ios=5000)))
+    assert next(w for w in some.warnings if w.code == "few_ios_for_tail").message.startswith("p99.9 from 5,000")
+    for enough in (20_000, None):
+        assert "few_ios_for_tail" not in codes(only(summarize_points(reps([1000.0, 1010.0, 990.0],
+                                                                          total_ios=enough))))

@@ -29,6 +29,7 @@ WARNING_TITLES = {
     "failed_repetitions": "failed repetitions",
     "few_repetitions": f"fewer than {MIN_REPETITIONS} repetitions",
     "few_runs": f"pooled over fewer than {MIN_REPETITIONS} runs",
+    "few_ios_for_tail": "tail percentiles from too few I/Os a repetition (about its largest few)",
     "high_cv": f"run-to-run spread (CV) shown above {CV_LIMIT_PCT:.0f} % (its lower bound at 90 % confidence)",
     "wide_interval": f"IOPS known only within more than +-{WIDE_INTERVAL_PCT:.0f} % (95 % interval)",
     "runtime_shorter_than_ramp": "runtime shorter than ramp",
@@ -54,6 +55,9 @@ def warning_title(code: str, rws: Sequence[str]) -> str:
         return f"IOPS or a volume operation's {VOLUME_OPERATION_TITLES[code]}"
     return WARNING_TITLES.get(code, code)
 
+
+# I/Os a repetition needs for each tail percentile to rest on about 10 I/Os beyond it: 10 / (1 - x)
+TAIL_IOS = (("p95", 200), ("p99", 1_000), ("p99.9", 10_000))
 
 STRAGGLER_PCT_OF_MEDIAN = 50.0
 # The volume lab's pacer at its IOPS cap (a repetition at this share of it or more) starts each I/O iodepth / cap
@@ -102,6 +106,15 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
         warnings.append(StatWarning(
             "few_repetitions", f"n={iops.n}" + (": no confidence interval" if iops.n < 2 else ": a wide interval"),
             f"set repeat: {MIN_REPETITIONS} or more"))
+    counted = [o.measurement.total_ios for o in ok if o.measurement is not None and o.measurement.total_ios > 0]
+    fewest = min(counted, default=None)
+    if fewest is not None and fewest < TAIL_IOS[-1][1] and not is_volume_operation(workload.rw):
+        # p_x of fewer than 10 / (1 - x) I/Os is one of the largest few: p99 of 50 I/Os is their maximum
+        short = [name for name, needed in TAIL_IOS if fewest < needed]
+        warnings.append(StatWarning(
+            "few_ios_for_tail", f"{', '.join(short)} from {fewest:,} I/Os in a repetition: each is about its largest "
+            f"few ({short[0]} needs {dict(TAIL_IOS)[short[0]]:,})",
+            "a longer runtime (or more files or objects) gives the tail enough I/Os; read the mean and p50 meanwhile"))
     states = {o.steady for o in observations if o.steady is not None}
     if SteadyStatus.NOT_STEADY in states:
         warnings.append(StatWarning("not_steady", "not steady within steady_state.max_rounds: its figures are its "
