@@ -103,3 +103,48 @@ def test_a_command_given_up_takes_what_it_started_with_it(tmp_path: Path) -> Non
     time.sleep(0.2)
     # gone, or dead and not yet reaped by whichever process took it in (a zombie: state Z)
     assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def _signal(signum: int) -> None:
+    os.kill(os.getpid(), signum)
+    time.sleep(0.05)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_sigterm_or_sighup_is_a_ctrl_c(signum: int) -> None:
+    """`timeout`, `kill` or a closed SSH session end a run as Ctrl-C does (left to their defaults they ended Python
+    at once: no teardown ran): the first interrupts, one during a clean-up is held to its end; the handlers
+    before are back after."""
+    before = signal.getsignal(signum)
+    cleaned: list[str] = []
+    with pytest.raises(KeyboardInterrupt), interrupted_once("tearing down the labs"):
+        try:
+            _signal(signum)
+            raise AssertionError("the first signal interrupts")
+        finally:
+            with interrupts_held():
+                _signal(signum)
+                cleaned.append("lab down")
+    assert cleaned == ["lab down"] and signal.getsignal(signum) == before
+
+
+@pytest.mark.fio
+def test_a_run_ended_by_sigterm_removes_its_test_files_and_says_how_to_go_on(tmp_path: Path) -> None:
+    """A real `storbench run` given SIGTERM mid-repetition (a CI job's `timeout`): fio is stopped, the test files are
+    removed, the finished repetitions are stored, and the line says how to resume; exit 130."""
+    import subprocess
+    import sys
+
+    data = tmp_path / "data"
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(f"name: termed\ntargets:\n  d: {{kind: path, path: {data}, size: 8MiB}}\n"
+                    "workload: {rw: randread, bs: 4k, runtime: 2s, direct: false}\nrepeat: 4\n"
+                    "telemetry: {enabled: false}\n")
+    process = subprocess.Popen([sys.executable, "-m", "storbench", "run", str(plan), "--db", str(tmp_path / "r.db")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4.0)  # into the second or third repetition
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, out + err
+    assert "interrupted: every finished repetition is stored" in err and "--resume" in err, err
+    assert not list(data.glob("storbench.*")), list(data.iterdir())

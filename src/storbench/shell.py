@@ -59,27 +59,34 @@ def attempt(argv: Sequence[str], *, timeout_s: float = 60) -> bool:
         return False
 
 
+# What stops a command as Ctrl-C does: SIGINT, SIGTERM (`timeout`, `kill`, a CI job's end) and SIGHUP (a closed
+# terminal or SSH session). Left to their defaults, the last two ended Python at once: no teardown, no clean-up.
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 @contextmanager
-def sigint_handled(handler: Callable[[int, FrameType | None], None]) -> Iterator[object]:
-    """SIGINT (Ctrl-C) given to ``handler`` around the block; the handler before it, yielded, is back after. Signals
-    reach the main thread only: elsewhere nothing changes (None is yielded)."""
+def interrupts_handled(handler: Callable[[int, FrameType | None], None]) -> Iterator[dict[int, object] | None]:
+    """SIGINT, SIGTERM and SIGHUP (``INTERRUPTS``) given to ``handler`` around the block; the handlers before it,
+    yielded by signal, are back after. Signals reach the main thread only: elsewhere nothing changes (None is
+    yielded)."""
     if threading.current_thread() is not threading.main_thread():
         yield None
         return
-    previous = signal.signal(signal.SIGINT, handler)
+    previous: dict[int, object] = {signum: signal.signal(signum, handler) for signum in INTERRUPTS}
     try:
         yield previous
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, before in previous.items():
+            signal.signal(signum, before)  # type: ignore[arg-type]
 
 
 @contextmanager
 def interrupts_held(first_held: Callable[[], None] | None = None) -> Iterator[None]:
-    """Around a clean-up that must run to its end (labs torn down, test files removed): a Ctrl-C (SIGINT) that
-    comes meanwhile is held, and given to the handler before once the block has ended (Python's own raises
-    KeyboardInterrupt; a command's may hold it too: `cli.common.interrupted_once`), unless the block ends on an
-    exception of its own, which goes on. ``first_held`` is called at the first press held (the CLI says so there;
-    it runs in a signal handler). Signals reach the main thread only: elsewhere nothing is held."""
+    """Around a clean-up that must run to its end (labs torn down, test files removed): a Ctrl-C (SIGINT), or a
+    SIGTERM or SIGHUP, that comes meanwhile is held, and given to the handler before once the block has ended
+    (Python's own raises KeyboardInterrupt; a command's may hold it too: `cli.common.interrupted_once`), unless the
+    block ends on an exception of its own, which goes on. ``first_held`` is called at the first press held (the CLI
+    says so there; it runs in a signal handler). Signals reach the main thread only: elsewhere nothing is held."""
     held: list[int] = []
 
     def hold(signum: int, frame: FrameType | None) -> None:
@@ -87,10 +94,11 @@ def interrupts_held(first_held: Callable[[], None] | None = None) -> Iterator[No
         if first_held is not None and len(held) == 1:
             first_held()
 
-    with sigint_handled(hold) as previous:
+    with interrupts_handled(hold) as previous:
         yield
-    if held:  # the block ended well: the interrupt it held is the handler's before it now
-        if callable(previous):
-            previous(signal.SIGINT, None)
-        elif previous != signal.SIG_IGN:
+    if held and previous is not None:  # the block ended well: the interrupt it held is the handler's before it now
+        before = previous[held[0]]
+        if callable(before):
+            before(held[0], None)
+        elif before != signal.SIG_IGN:  # Python's default for SIGINT, and SIGTERM's or SIGHUP's end: interrupted
             raise KeyboardInterrupt

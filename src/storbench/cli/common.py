@@ -20,7 +20,7 @@ from rich.text import Text
 from storbench.errors import UserError
 from storbench.private_files import write_private
 from storbench.safe_text import safe_text
-from storbench.shell import interrupts_held, sigint_handled
+from storbench.shell import interrupts_handled, interrupts_held
 
 if TYPE_CHECKING:
     from storbench.config import LoadedPlan
@@ -59,7 +59,7 @@ def interrupted_once(cleaning: str) -> Iterator[None]:
         if pressed == 2:
             _say_held(cleaning)
 
-    with sigint_handled(handler):
+    with interrupts_handled(handler):  # a SIGTERM or SIGHUP (`timeout`, a closed terminal) as Ctrl-C
         yield
 
 
