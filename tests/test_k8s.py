@@ -186,6 +186,40 @@ def test_a_deleted_pod_and_the_one_made_again_are_one_client_with_one_timeline()
     assert silent.status == Status.OK and silent.clients[0].client == "p1-2@n"  # a deleted pod that said nothing
 
 
+def test_a_pod_that_will_not_start_is_said_so_not_waited_for() -> None:
+    """A wrong image, a missing ConfigMap, or no node that fits within the start budget: the pod waits for ever, and
+    the repetition said only "timeout" after its watchdog (hours on a grid). The reason is read from the pod: at
+    once for a container that never starts by itself, after the start budget for a pull that fails (a registry may
+    be slow) or a pod not scheduled; the repetition fails with it."""
+    from types import SimpleNamespace
+
+    from storbench.execute.pod_results import cannot_start
+
+    def pod(reason: str | None = None, message: str = "", scheduled: str | None = None) -> object:
+        waiting = SimpleNamespace(state=SimpleNamespace(waiting=SimpleNamespace(reason=reason, message=message)))
+        conditions = [SimpleNamespace(type="PodScheduled", status="False", reason="Unschedulable",
+                                      message=scheduled)] if scheduled else []
+        return SimpleNamespace(status=SimpleNamespace(phase="Pending", container_statuses=[waiting] if reason else [],
+                                                      conditions=conditions))
+
+    missing = pod("CreateContainerConfigError", 'configmap "sb-x" not found')
+    assert cannot_start(missing, past_budget=False) == 'CreateContainerConfigError: configmap "sb-x" not found'
+    pull = pod("ImagePullBackOff", 'Back-off pulling image "registry.example/fio:3.33"')
+    assert cannot_start(pull, past_budget=False) is None  # a slow registry gets its start budget
+    assert (cannot_start(pull, past_budget=True) or "").startswith("ImagePullBackOff: Back-off pulling image")
+    nowhere = pod(scheduled="0/2 nodes are available: 2 Insufficient memory.")
+    assert cannot_start(nowhere, past_budget=False) is None
+    assert cannot_start(nowhere, past_budget=True) == ("not scheduled within its start budget: 0/2 nodes are "
+                                                       "available: 2 Insufficient memory.")
+    assert cannot_start(pod("ContainerCreating"), past_budget=True) is None  # on its way
+    case = Case("c1", pvc_case().target, WorkloadPoint("randwrite", 4096, 8, 2, 10.0, 0.0, True, "libaio"),
+                clients=1)
+    outcome = judge_pods(case, [PodResult("p1", "", "CannotStart", "", why=cannot_start(pull, True) or "")], 1,
+                         job_text="x", started_at_s=0.0, finished_at_s=1.0, timeout_s=30)
+    assert outcome.status == Status.FAILED and outcome.error.startswith("pod p1 cannot start: ImagePullBackOff")
+    assert "node-bound" not in outcome.error and "watchdog" not in outcome.error
+
+
 def test_a_pod_whose_node_bound_volume_rules_out_every_node_is_said_so_not_waited_for() -> None:
     """Node-bound storage after a node failure: the pod made again can run nowhere (its local volume's node is
     gone); storbench says so, and the repetition fails with that reason rather than a watchdog's."""

@@ -40,7 +40,7 @@ from storbench.execute.k8s_manifests import (
 )
 from storbench.execute.kubelet_stats import KubeletSampler
 from storbench.execute.pod_logs import FOLLOW_END_S, LogFollower
-from storbench.execute.pod_results import PodResult, bound_elsewhere, judge_pods
+from storbench.execute.pod_results import PodResult, bound_elsewhere, cannot_start, judge_pods
 from storbench.execute.volume_operations import VolumeOperations
 from storbench.fio.jobfile import JobBinding, continued_job
 from storbench.model import Case, PvcTarget, RepetitionOutcome, is_volume_operation
@@ -211,7 +211,7 @@ class KubernetesExecutor:
             for plan, job_text in zip(plans, job_texts, strict=True):
                 pods.create(plan, job_text, start_at)
             results = self._wait(pods, plans, job_texts, measured_end,
-                                 deadline=started + start_budget + timeout_s)
+                                 deadline=started + start_budget + timeout_s, start_at_s=start_at)
         finally:
             with interrupts_held():  # the pods deleted, whatever is pressed meanwhile
                 pods.stop_following()
@@ -246,13 +246,14 @@ class KubernetesExecutor:
         created.append((kind, name))
 
     def _wait(self, pods: _Pods, plans: Sequence[PodPlan], job_texts: Sequence[str], measured_end_s: float,
-              deadline: float) -> list[PodResult]:
+              deadline: float, start_at_s: float) -> list[PodResult]:
         """Until every client's newest pod has ended (or the deadline): a pod deleted before it ended is made again
         with the rest of its job while enough of the measured section is left."""
         current = {plan.client: plan for plan in plans}  # the pod running each client's job now
         runs: dict[int, list[PodPlan]] = {plan.client: [plan] for plan in plans}
         gone: set[str] = set()  # pods deleted while they ran
         stuck: dict[str, str] = {}  # pods that can never be scheduled, and why
+        cannot: set[str] = set()  # of those, pods that will not start (an image, a config, no node within budget)
         never_ran: set[str] = set()  # pods made again that had not started when the measured section ended
         lost_since: dict[str, float] = {}  # pods whose fio ended that the API still shows running: their node failed
         nodes: dict[str, str] = {}
@@ -266,6 +267,9 @@ class KubernetesExecutor:
                 phases[name] = pod.status.phase
                 if (why := bound_elsewhere(pod)) is not None:
                     stuck[name] = why
+                elif (why := cannot_start(pod, time.time() > start_at_s)) is not None:
+                    stuck[name] = why
+                    cannot.add(name)
             for plan in current.values():
                 follower = pods.followers.get(plan.name)
                 if (follower is not None and follower.said_end.is_set() and plan.name not in gone
@@ -300,13 +304,15 @@ class KubernetesExecutor:
         for client in sorted(runs):
             for plan in runs[client]:
                 name = plan.name
-                phase = ("Deleted" if name in gone else "Unschedulable" if name in stuck
+                phase = ("Deleted" if name in gone else "CannotStart" if name in cannot
+                         else "Unschedulable" if name in stuck
                          else "NeverStarted" if name in never_ran else "Lost" if name in lost
                          else phases.get(name, "Missing"))
                 log = (pods.log_of(name, ended=phase in ("Succeeded", "Failed", "Deleted", "Lost"),
                                    again=phase in ("Succeeded", "Failed"))
                        if name not in stuck and name not in never_ran else "")
-                if phase not in ("Succeeded", "Failed", "Deleted", "Unschedulable", "NeverStarted", "Lost"):
+                if phase not in ("Succeeded", "Failed", "Deleted", "Unschedulable", "CannotStart", "NeverStarted",
+                                 "Lost"):
                     phase = f"{phase} (watchdog)"
                 # a pod lost with its node ended by a fault, as a deleted one: its I/O until then counts
                 results.append(PodResult(pod=name, node=nodes.get(name, ""), phase=phase, log=log, client=client,

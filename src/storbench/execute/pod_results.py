@@ -51,7 +51,9 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
             for name, text in said.logs:  # at most MAX_LOG_CHARS a log, as fio's own on this machine
                 logs[f"{name}.client.{client}"] = (logs.get(f"{name}.client.{client}", "") + text)[:MAX_LOG_CHARS]
             problem = ""
-            if result.why:
+            if result.why and result.phase == "CannotStart":
+                problem = f"pod {result.pod} cannot start: {result.why}"
+            elif result.why:
                 problem = (f"pod {result.pod} cannot run anywhere: {result.why} (node-bound storage: the pod cannot "
                            "move to another node)")
             elif said.unwritable:
@@ -116,6 +118,33 @@ def unwritable_problem(pod: str, path: str, pod_security: str) -> str:
 
 # what the scheduler says when a node-bound volume rules a node out (Kubernetes 1.33; earlier versions)
 NODE_AFFINITY_CONFLICT = ("didn't match PersistentVolume's node affinity", "volume node affinity conflict")
+
+
+# a container that waits for one of these never starts by itself (an image name that cannot be, a pull the
+# policy forbids, a ConfigMap or Secret it needs missing); these two, once the start budget has passed
+NEVER_STARTS = frozenset({"InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError",
+                          "CreateContainerError"})
+PULL_FAILING = frozenset({"ErrImagePull", "ImagePullBackOff"})
+
+
+def cannot_start(pod: object, past_budget: bool) -> str | None:
+    """Why a pending pod will not start within the repetition, from its container's waiting reason (an image that
+    cannot be pulled, once the start budget has passed: a registry may be slow) or, past the budget, the
+    scheduler's word that no node fits; None while it may yet start. Its watchdog would say only "timeout", hours
+    later on a grid."""
+    status = getattr(pod, "status", None)
+    if getattr(status, "phase", None) != "Pending":
+        return None
+    for container in getattr(status, "container_statuses", None) or []:
+        waiting = getattr(getattr(container, "state", None), "waiting", None)
+        reason = getattr(waiting, "reason", None)
+        if reason in NEVER_STARTS or (past_budget and reason in PULL_FAILING):
+            return f"{reason}: {getattr(waiting, 'message', None) or 'no message'}"
+    if past_budget:
+        for condition in getattr(status, "conditions", None) or []:
+            if condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable":
+                return f"not scheduled within its start budget: {condition.message or 'no message'}"
+    return None
 
 
 def bound_elsewhere(pod: object) -> str | None:
