@@ -201,6 +201,15 @@ def test_compare_judges_what_the_faults_did_where_both_sides_had_them() -> None:
     assert cell.verdict is Verdict.BETTER  # a shorter blackout
     assert c.cell("recovery_s") is not None and c.cell("iops") is not None
     assert "| blackout |" in comparison_markdown([c], "grace=20", "grace=6")
+    from rich.console import Console
+
+    from storbench.report.compare_tables import compare_table
+
+    for width in (200, 100):  # the terminal's table too, its blackout kept when columns must go
+        console = Console(record=True, width=width)
+        console.print(compare_table([c], "grace=20", "grace=6", width=width))
+        text = console.export_text()
+        assert "blackout" in text and "-60.8%" in text, text
     (plain,) = compare_observations([*seen("20", [1.0, 2.0], False), *seen("6", [1.0, 2.0], False)],
                                     parse_selector("grace=20"), parse_selector("grace=6"), {})
     assert plain.cell("blackout_s") is None  # no faults: no failover cells

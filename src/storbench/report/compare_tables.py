@@ -85,6 +85,11 @@ def bottleneck_evidence_lines(comparisons: Sequence[PointComparison]) -> list[st
     return lines
 
 
+# failover figures the terminal's comparison shows where both sides had faults: (field, header, priority)
+TERMINAL_FAILOVER_COLUMNS = (("blackout_s", "blackout", 0), ("first_io_after_fault_s", "first I/O", 2),
+                             ("end_pct", "level at end", 2))
+
+
 def compare_table(comparisons: Sequence[PointComparison], baseline: str, candidate: str,
                   width: int | None = None) -> Table:
     """One row per matched point: both sides' IOPS and each metric's change with its interval. With ``width``
@@ -96,12 +101,17 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
     lab_keys = varying_comparison_lab(comparisons)
     # (header, priority: 0 essential .. 3 first to go; the point label wraps instead of going)
     rate = rate_unit([c.baseline for c in comparisons])  # ops/s for creates, stats, deletes and S3 requests
+    # what a fault did, where the points had faults: the blackout essential, the others before bandwidth goes
+    faulted = [(field, header, priority) for field, header, priority in TERMINAL_FAILOVER_COLUMNS
+               if any(c.cell(field) is not None for c in comparisons)]
+    fields = ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns", *(field for field, _, _ in faulted))
     columns = (("point", 0), (f"{rate} base", 2), (f"{rate} cand", 2), (rate, 0), ("bandwidth", 3), ("mean lat", 2),
-               ("p95", 3), ("p99", 0), ("bottleneck", 1))
+               ("p95", 3), ("p99", 0), *((header, priority) for _, header, priority in faulted), ("bottleneck", 1))
+    changing = range(3, 3 + len(fields))  # the change columns: they wrap between words, never inside a number
     rows: list[list[tuple[str, Verdict | None]]] = []
     for c in comparisons:
         label = safe_text(comparison_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})"))
-        changes = [change_text(c, f) for f in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns")]
+        changes = [change_text(c, f) for f in fields]
         row: list[tuple[str, Verdict | None]] = [(label, None), (iops_with_ci(c.baseline.metric("iops")), None),
                                                  (iops_with_ci(c.candidate.metric("iops")), None)]
         row += [(text, verdict) for text, verdict in changes]
@@ -118,9 +128,9 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
         left = name in ("point", "bottleneck")
         # a change wraps between its words ("+10.5%" / "[-11.5, +37.9] ~") when even the essential columns are
         # too wide: never inside a number
-        words = max([len(word) for r in rows for word in r[i][0].split()] or [1]) if 3 <= i <= 7 else widths[i]
-        table.add_column(name, justify="left" if left else "right", no_wrap=not (i == 0 or 3 <= i <= 7),
-                         min_width=words if 3 <= i <= 7 and width is not None else widths[i],
+        words = max([len(word) for r in rows for word in r[i][0].split()] or [1]) if i in changing else widths[i]
+        table.add_column(name, justify="left" if left else "right", no_wrap=not (i == 0 or i in changing),
+                         min_width=words if i in changing and width is not None else widths[i],
                          overflow="fold" if i == 0 else "ellipsis")
     for c, row in zip(comparisons, rows, strict=True):
         cells = [plain_cell(text, "" if verdict is None else VERDICT_STYLE[verdict])
