@@ -30,7 +30,7 @@ def test_each_refusal_is_one_line_with_the_fix() -> None:
         return fault_problems(list(steps), measured_s=60, offers=OFFERS)
 
     [line] = problems(FaultStep(10, "kill", "mds.a"))
-    assert "no lab of this plan can do it" in line and "kill osd\\.[0-9]+ (ceph)" in line
+    assert "no lab of this plan can do it" in line and "kill osd.N (ceph)" in line
     [line] = problems(FaultStep(0, "kill", "osd.1"))
     assert "outside the measured section (0 to 60s" in line
     [line] = problems(FaultStep(70, "kill", "osd.1"))
@@ -97,6 +97,7 @@ def test_plan_shows_when_each_fault_happens_and_refuses_what_no_lab_of_the_plan_
                             "section ends (20s) (hint: shorten restore_after or lengthen runtime)"),
                            (("do: freeze", "do: kill"), "no lab of this plan can do it (hint: the plan's labs "
                             "offer: freeze volume (volume), lose-writes volume (volume), throttle volume (volume))"),
+                           (("do: freeze", "do: freez"), "no lab of this plan can do it (did you mean 'freeze'?)"),
                            (("vol: {kind: block, destructive: true}\nlab:\n  volume: {size: 256MiB, iops: 2000}",
                              "vol: {kind: path, path: ./data, size: 16MiB}"), "the plan's labs offer: none"),
                            (("repeat: 3", "steady_state: {window: 3}"), "faults cannot be combined with "
@@ -105,6 +106,13 @@ def test_plan_shows_when_each_fault_happens_and_refuses_what_no_lab_of_the_plan_
         plan = write_plan(tmp_path, FAULT_PLAN.replace(*change), "bad.yaml")
         code, out, err = run_cli(capsys, "plan", str(plan))
         assert code == 2 and wanted in err and len(err.strip().splitlines()) == 1, (change, err)
+
+
+def test_fault_targets_are_said_as_a_plan_names_them() -> None:
+    from storbench.faults import targets_text
+
+    assert [targets_text(p) for p in (r"osd\.[0-9]{1,4}", r"client\.[0-9]+", "volume")] == ["osd.N", "client.N",
+                                                                                            "volume"]
 
 
 def test_the_driver_does_each_fault_at_its_time_and_always_undoes_it() -> None:

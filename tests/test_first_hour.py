@@ -31,6 +31,19 @@ def test_export_says_its_formats_and_default(capsys: pytest.CaptureFixture[str])
     assert code == 0 and "json (default), csv, markdown or parquet" in " ".join(out.split()), out
 
 
+def test_a_misspelt_option_is_named_by_its_command_with_the_option_meant(capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse's top-level parser said "unrecognized arguments: --formt json (hint: storbench --help)"; the
+    command's own parser says it, with its --help and the option that was meant."""
+    code, _, err = run_cli(capsys, "show", "--formt", "json")
+    assert code == 2 and err.strip() == ("storbench show: error: unrecognized arguments: --formt json; did you mean "
+                                         "'--format'? (hint: storbench show --help)"), err
+    code, _, err = run_cli(capsys, "export", "--formt=csv")
+    assert code == 2 and "did you mean '--format'? (hint: storbench export --help)" in err, err
+    code, _, err = run_cli(capsys, "show", "--bogus")  # nothing close: no guess (the dashes alone matched '--cost')
+    assert code == 2 and err.strip() == "storbench show: error: unrecognized arguments: --bogus (hint: storbench " \
+        "show --help)", err
+
+
 TWO = """
 name: two
 targets:
@@ -116,7 +129,8 @@ def test_an_interrupted_run_says_it_is_incomplete_and_how_to_finish_it(
     finish = f"finish it with `storbench run {plan} --db r.db --resume 1`"
     code, out, err = run_cli(capsys, "show", "--db", "r.db")
     assert code == 0, err
-    assert f"run 1 is incomplete: 1 of 4 repetitions done (it was interrupted); {finish}" in " ".join(out.split())
+    said = " ".join(out.split())
+    assert f"run 1 is incomplete: 1 of 4 repetitions done (interrupted, or still running); {finish}" in said
     # running the plan again without --resume says so before starting another run
     code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
     assert code == 0 and "run 1 is incomplete: 1 of 4 repetitions done" in out and "starting a new run" in out

@@ -74,3 +74,13 @@ def test_version_names_storbench_the_fio_a_run_would_use_and_python(capsys: pyte
     monkeypatch.setenv("STORBENCH_FIO", "/nonexistent/fio")
     assert main(["--version"]) == 0
     assert "fio not found ('/nonexistent/fio')" in capsys.readouterr().out
+
+
+def test_doctor_with_a_wrong_fio_path_says_the_path_not_install_fio(capsys: pytest.CaptureFixture[str]) -> None:
+    """`doctor --fio /nonexistent` listed fio as missing with `apt-get install -y fio`, though fio is installed:
+    the path given is wrong, said in one line as `plan --fio` says it."""
+    from storbench.cli import main
+
+    assert main(["doctor", "--fio", "/nonexistent"]) == 2
+    err = capsys.readouterr().err
+    assert "fio not found ('/nonexistent')" in err and "check the path --fio names" in err and "apt-get" not in err

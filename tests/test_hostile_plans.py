@@ -145,6 +145,8 @@ def test_run_refuses_a_plan_above_its_limits_until_they_are_raised(tmp_path, cap
     code, _, err = run_cli(capsys, "run", plan, "--db", str(db), "--max-runs", "20000")
     assert code == 2 and "more than --max-hours 24" in err, err  # the runs limit was raised; 10,100 x 10 s is not
     assert not db.exists()
+    code, out, err = run_cli(capsys, "plan", plan)  # the dry run shows its ETA, and says what run would refuse
+    assert code == 0 and "⚠ run would refuse it: " in out and "more than --max-runs 10,000" in " ".join(out.split())
 
 
 @pytest.mark.parametrize("path", ["/tmp/victim/ ", " /tmp/victim", "/tmp/victim/\t"])

@@ -864,7 +864,7 @@ def test_resume_run_continues_the_named_run_and_the_advice_names_each(
     code, out, err = run_cli(capsys, "show", "--db", db, "--run", "all")
     text = " ".join(out.split())
     for run_id in (1, 2):
-        assert f"run {run_id} is incomplete: 1 of 4 repetitions done (it was interrupted); finish it with " \
+        assert f"run {run_id} is incomplete: 1 of 4 repetitions done (interrupted, or still running); finish it with " \
                f"`storbench run {plan} --db {db} --resume {run_id}`" in text, text
     interrupt_at[0] = 0
     code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--resume", "1")

@@ -26,9 +26,15 @@ class UserError(Exception):
         return safe_text(" ".join(text.split()))
 
 
-def did_you_mean(word: str, choices: list[str] | tuple[str, ...] | set[str] | frozenset[str]) -> str:
-    """A "did you mean 'x'?" hint for a misspelt ``word``, or "" when nothing is close."""
+def closest(word: str, choices: list[str] | tuple[str, ...] | set[str] | frozenset[str]) -> str | None:
+    """The choice a misspelt ``word`` most likely meant, or None when nothing is close."""
     import difflib  # lazy: every module imports errors; only a misspelt word needs difflib
 
     close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'?" if close else ""
+    return close[0] if close else None
+
+
+def did_you_mean(word: str, choices: list[str] | tuple[str, ...] | set[str] | frozenset[str]) -> str:
+    """A "did you mean 'x'?" hint for a misspelt ``word``, or "" when nothing is close."""
+    close = closest(word, choices)
+    return f"did you mean '{close}'?" if close else ""

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from storbench.errors import closest
 from storbench.units import link_rate_bits
 
 
@@ -78,6 +79,11 @@ def find_offer(step: FaultStep, offers: Sequence[FaultOffer]) -> FaultOffer | No
 LAST_SECOND_S = 1.0  # a fault this close to the end of the measured section cannot be read from fio's logs
 
 
+def targets_text(pattern: str) -> str:
+    """A fault offer's targets as a plan names them: ``osd\\.[0-9]{1,4}`` is ``osd.N``."""
+    return re.sub(r"\[0-9\](?:\{[0-9,]+\}|\+)", "N", pattern).replace("\\.", ".")
+
+
 def fault_problems(steps: Sequence[FaultStep], measured_s: float, offers: Sequence[FaultOffer]) -> list[str]:
     """One line per problem, with the fix: a fault no lab of the plan offers, a time outside the measured
     section, a restore that cannot be done or falls outside it, two faults on one target at once."""
@@ -86,8 +92,11 @@ def fault_problems(steps: Sequence[FaultStep], measured_s: float, offers: Sequen
         where = f"faults[{number}] ({step.action} {step.target} at {step.at_s:g}s)"
         offer = find_offer(step, offers)
         if offer is None:
-            known = ", ".join(sorted({f"{o.action} {o.targets} ({o.lab})" for o in offers})) or "none"
-            problems.append(f"{where}: no lab of this plan can do it; the plan's labs offer: {known}")
+            known = ", ".join(sorted({f"{o.action} {targets_text(o.targets)} ({o.lab})" for o in offers})) or "none"
+            meant = closest(step.action, {o.action for o in offers})
+            problems.append(f"{where}: no lab of this plan can do it" + (f" (did you mean '{meant}'?)" if meant
+                                                                          and meant != step.action else "")
+                            + f"; the plan's labs offer: {known}")
             continue
         if offer.takes and step.to is None:
             problems.append(f"{where}: '{step.action}' needs the level it sets; give to: (a {offer.takes}, e.g. "

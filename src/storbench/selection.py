@@ -52,8 +52,8 @@ def incomplete_line(run: RunInfo, done: int, planned: int | None, db: str) -> st
     finish = f"`storbench run {run.plan_path or 'PLAN.yaml'} --db {db} --resume {run.run_id}`"
     if planned is not None and done < planned:
         return (f"run {run.run_id} is incomplete: {done} of {planned} repetitions done"
-                f"{' (it was interrupted)' if run.finished_at_s is None else ' (the others failed)'}; finish it "
-                f"with {finish}")
+                f"{' (interrupted, or still running)' if run.finished_at_s is None else ' (the others failed)'}; "
+                f"finish it with {finish}")
     if planned is None and run.finished_at_s is None:
         return f"run {run.run_id} did not finish (interrupted, or still running); finish it with {finish}"
     return None

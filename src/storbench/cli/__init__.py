@@ -25,7 +25,7 @@ from storbench import __version__
 from storbench.cli import compare, examples, history, image, imports, labs, results, run
 from storbench.cli.common import _console, _write_output
 from storbench.cli.run import plan_before_resume
-from storbench.errors import UserError
+from storbench.errors import UserError, closest
 
 __all__ = ["_write_output", "build_parser", "main"]
 
@@ -83,6 +83,23 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    """The parser of ``command`` (`storbench show`), or the whole command line's."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]  # type: ignore[no-any-return]
+    return parser
+
+
+def _unknown_text(unknown: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """'unrecognized arguments: --formt json', with the option meant when one is close."""
+    options = {option.lstrip("-"): option for action in parser._actions for option in action.option_strings
+               if option.startswith("--")}
+    flag = next((word.split("=", 1)[0].lstrip("-") for word in unknown if word.startswith("--")), None)
+    close = closest(flag, set(options)) if flag else None  # the names without their dashes, which match anything
+    return f"unrecognized arguments: {' '.join(unknown)}" + (f"; did you mean '{options[close]}'?" if close else "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # Start-up and exit cost: the ~600 modules a command imports are kept for the whole process, so the cyclic
     # collector need not walk them again (`gc.freeze`: at each full collection, and at interpreter exit, where
@@ -98,7 +115,10 @@ def _main(argv: Sequence[str] | None) -> int:
     arguments = plan_before_resume(sys.argv[1:] if argv is None else argv)
     parser = build_parser(arguments)
     try:
-        args = parser.parse_args(arguments)
+        args, unknown = parser.parse_known_args(arguments)
+        if unknown:  # said by the command's own parser: its --help, and the option meant
+            _command_parser(parser, getattr(args, "command", None)).error(_unknown_text(
+                unknown, _command_parser(parser, getattr(args, "command", None))))
     except SystemExit as exc:  # argparse already printed its one-line usage error
         return int(exc.code or 0)
     if not getattr(args, "command", None):

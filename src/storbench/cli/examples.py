@@ -64,6 +64,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     try:
         fio: str | None = find_fio(args.fio)
     except UserError:
+        if args.fio:  # the path given is wrong, not fio missing: said as `plan --fio` says it
+            raise
         fio = None
     found = examine(fio)
     out = _console()

@@ -167,6 +167,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=False,
                        per_client=args.per_client)
+    if args.where or args.target:  # a filter that matched nothing is a mistake to say, as show says it
+        require_results(selection, args)
     records = export_records(selection.observations, selection.expectations)
     if args.format == "parquet":
         from storbench.report.parquet import records_parquet

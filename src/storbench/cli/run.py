@@ -139,6 +139,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         out.print(line)
     for line in _fault_lines(loaded, cases):
         out.print(line)
+    try:  # what `run` would refuse at its default limits: said here, where the plan is still cheap to change
+        _check_size(loaded, cases, MAX_RUNS, MAX_HOURS)
+    except UserError as exc:
+        out.print(f"⚠ run would refuse it: {exc.message} (hint: {exc.hint})", markup=False)
     return 0
 
 

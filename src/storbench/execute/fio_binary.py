@@ -21,12 +21,15 @@ CACHE_FORMAT = 1
 
 
 def find_fio(explicit: str | None = None) -> str:
-    candidate = explicit or os.environ.get("STORBENCH_FIO") or "fio"
+    named = explicit or os.environ.get("STORBENCH_FIO")
+    candidate = named or "fio"
     path = shutil.which(candidate)
     if path is None:
+        given = "--fio" if explicit else "STORBENCH_FIO"
         raise UserError(
             f"fio not found ({candidate!r})",
-            hint="install it (Debian: apt-get install fio) or pass --fio PATH / set STORBENCH_FIO",
+            hint=f"no such program: check the path {given} names" if named else
+            "install it (Debian: apt-get install fio) or pass --fio PATH / set STORBENCH_FIO",
         )
     return path
 
