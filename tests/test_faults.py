@@ -402,7 +402,7 @@ def test_the_failover_verdict_counts_the_repetitions_a_stall_happened_in() -> No
     assert said.endswith("0 of 14,122 acknowledged writes lost.")
     # what happened is counted repetition by repetition: stopped in 1 of 3 (not "not shown every time")
     unsure = failover_verdict(point([0.0, 0.0, 1.8]), None, "x")
-    assert "I/O stopped for 0.6 s [0.0, 3.2] after osd.1 was frozen (in 1 of 3);" in unsure, unsure
+    assert "I/O stopped for 0.60 s [0.00, 3.18] after osd.1 was frozen (in 1 of 3);" in unsure, unsure
     assert "acknowledged" not in unsure
     # stopped every time, a wide interval reaching zero: said as it is, with no "not every time"
     wide = failover_verdict(point([0.5, 3.0]), None, "x")

@@ -128,6 +128,7 @@ class Record:
     # at the end (the seconds the recovery test read) as % of it, the recovery's verdict and time.
     fault: str = ""
     blackout_s: float | None = None
+    client_blackout_s: float | None = None  # the longest any one client waited (its own blackout)
     first_io_after_fault_s: float | None = None
     undo_blackout_s: float | None = None
     dip_pct: float | None = None
@@ -259,7 +260,8 @@ def record(o: Observation, expected: Expectation | None = None) -> Record:
         slowest_client=o.fio.slowest, slowest_client_pct_of_median=o.fio.slowest_pct_of_median,
         pct_of_expected=pct_of_expected(o, expected),
         fault=f"{fault.action} {fault.target}" if (fault := o.failover.fault if o.failover else None) else "",
-        blackout_s=_metric(o, "blackout_s"), first_io_after_fault_s=_metric(o, "first_io_after_fault_s"),
+        blackout_s=_metric(o, "blackout_s"), client_blackout_s=_metric(o, "client_blackout_s"),
+        first_io_after_fault_s=_metric(o, "first_io_after_fault_s"),
         undo_blackout_s=_metric(o, "undo_blackout_s"), dip_pct=_metric(o, "dip_pct"),
         degraded_pct=_metric(o, "degraded_pct"), end_pct=_metric(o, "end_pct"),
         recovery=f.recovery.value if (f := o.failover.figures if o.failover else None) else "",

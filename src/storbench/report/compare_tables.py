@@ -86,7 +86,8 @@ def bottleneck_evidence_lines(comparisons: Sequence[PointComparison]) -> list[st
 
 
 # failover figures the terminal's comparison shows where both sides had faults: (field, header, priority)
-TERMINAL_FAILOVER_COLUMNS = (("blackout_s", "blackout", 0), ("first_io_after_fault_s", "first I/O", 2),
+TERMINAL_FAILOVER_COLUMNS = (("blackout_s", "blackout", 0), ("client_blackout_s", "a client's blackout", 1),
+                             ("first_io_after_fault_s", "first I/O", 2),
                              ("end_pct", "level at end", 2))
 
 

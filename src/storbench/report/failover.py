@@ -37,6 +37,11 @@ def _in_some(value: Estimate, n: int) -> str:
     return "" if value.n == n else f" (in {value.n} of {n})"
 
 
+def _digits(seconds: Estimate) -> int:
+    """Tenths of a second for a stall of a second or more, hundredths below (a 100 ms window's: not "0.0 s")."""
+    return 1 if seconds.mean >= 1 else 2
+
+
 def _times(k: int, n: int) -> str:
     """' (in 2 of 3)' when something happened in some of a point's repetitions only; '' when in all."""
     return "" if k == n else f" (in {k} of {n})"
@@ -137,7 +142,7 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
     # a client stopped in a repetition where the others went on: each stalled client's own stall
     per_client = bool(own) and max(times for _, _, times in own) > stopped
     if per_client:
-        listed = "; ".join(f"{client} for {_figure(seconds, ' s', 1)}{_times(times, n)}"
+        listed = "; ".join(f"{client} for {_figure(seconds, ' s', _digits(seconds))}{_times(times, n)}"
                            for client, seconds, times in own)
         total = len(point.client_blackouts_s)
         others = (f", on all of them at once in {stopped} of {n}" if stopped else
@@ -146,7 +151,7 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
     elif stopped == 0:
         said = f"I/O never stopped for a whole window after {what}"
     else:
-        said = f"I/O stopped for {_figure(blackout, ' s', 1)} after {what}{_times(stopped, n)}"
+        said = f"I/O stopped for {_figure(blackout, ' s', _digits(blackout))} after {what}{_times(stopped, n)}"
         if point.stopped_for_good:
             said += f", to the end of the run in {point.stopped_for_good} of {n} (there a lower bound)"
     if point.client_blackouts_s and stopped and not per_client:

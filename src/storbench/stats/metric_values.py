@@ -193,7 +193,8 @@ METRIC_VALUES: Mapping[str, MetricValue] = {
     "start_skew_s": lambda o: o.fio.start_skew_s,
     "slowest_client_pct_of_median": lambda o: o.fio.slowest_pct_of_median,
     **{name: _failover(attribute) for name, attribute in (
-        ("blackout_s", "blackout_s"), ("first_io_after_fault_s", "first_completion_s"),
+        ("blackout_s", "blackout_s"), ("client_blackout_s", "client_blackout_s"),
+        ("first_io_after_fault_s", "first_completion_s"),
         ("undo_blackout_s", "restore_blackout_s"), ("dip_pct", "dip_pct"), ("degraded_pct", "degraded_pct"),
         ("end_pct", "end_pct"), ("recovery_s", "recovery_s"))},
     "cluster_clean_s": _cluster_clean,

@@ -55,6 +55,7 @@ SLOWEST_CLIENT = Metric("slowest_client_pct_of_median", "slowest client, % of th
 # what a plan's fault did, per repetition (each repetition one fault: docs/methodology.md#failover); `compare`
 # judges them like any metric where both sides had faults (never gating the stopping rule)
 BLACKOUT = Metric("blackout_s", "blackout", False, "s")
+CLIENT_BLACKOUT = Metric("client_blackout_s", "longest blackout of one client", False, "s")
 FIRST_IO = Metric("first_io_after_fault_s", "first I/O after the fault", False, "s")
 UNDO_BLACKOUT = Metric("undo_blackout_s", "blackout when undone", False, "s")
 DIP = Metric("dip_pct", "lowest window, % of the level before", True, "%")
@@ -62,7 +63,8 @@ DEGRADED = Metric("degraded_pct", "level until back, % of before", True, "%")
 END_LEVEL = Metric("end_pct", "level at the end, % of before", True, "%")
 RECOVERY_TIME = Metric("recovery_s", "time to recover", False, "s")
 CLUSTER_CLEAN = Metric("cluster_clean_s", "time to every PG active+clean", False, "s")
-FAILOVER_METRICS = (BLACKOUT, FIRST_IO, UNDO_BLACKOUT, DIP, DEGRADED, END_LEVEL, RECOVERY_TIME, CLUSTER_CLEAN)
+FAILOVER_METRICS = (BLACKOUT, CLIENT_BLACKOUT, FIRST_IO, UNDO_BLACKOUT, DIP, DEGRADED, END_LEVEL, RECOVERY_TIME,
+                    CLUSTER_CLEAN)
 
 # what each I/O costs in CPU (`stats.cost`): per component and in all, per I/O and per MiB; IOPS per core; the
 # share of the host's CPUs each took

@@ -84,6 +84,12 @@ class Failover:
     restore_blackout_s: float | None = None  # None: nothing undone during the measured section
     end_pct: float | None = None  # the blocks the recovery test read, % of the level before; None: too short to tell
 
+    @property
+    def client_blackout_s(self) -> float:
+        """The longest any one client waited (its own blackout): the answer where the others went on (a node
+        failure takes one client's pod); the blackout of all clients together with one client."""
+        return max((seconds for _, seconds in self.client_blackouts_s), default=self.blackout_s)
+
 
 def completion_times(rows: Sequence[LogRow]) -> list[int]:
     """The times of the windows in which something completed, sorted, each once (directions together)."""
