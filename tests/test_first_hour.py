@@ -389,3 +389,23 @@ def test_show_fits_an_80_column_terminal_without_cutting_a_number(
     assert "…" not in shown  # nothing cut
     code, wide, err = run_cli(capsys, "show", "--db", "r.db", "--wide")
     assert "p99.9" in wide and "p99.9" not in header
+
+
+def test_a_long_lab_label_wraps_at_80_columns_rather_than_push_numbers_off() -> None:
+    """A sweep of a lab setting (osd_heartbeat_grace, out_of_service_after) makes the lab label essential (it tells
+    the rows apart) and long: at 80 columns it wraps in its cell, and every number and the verdict stay on screen
+    (the table had been cut at the terminal's edge, p99 and the verdict gone)."""
+    from rich.console import Console
+
+    from storbench.report.tables import results_table
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    seen = [observation(case_id=f"c{grace}", lab=f"lab=ceph osd_heartbeat_grace={grace}", repeat=r,
+                        iops=800.0 + 10 * r + grace) for grace in (20, 6) for r in range(3)]
+    console = Console(record=True, width=80)
+    console.print(results_table(summarize_points(seen), "grace", width=80))
+    lines = [line.rstrip() for line in console.export_text().splitlines() if line[:1] in "┏┃┡│└"]
+    assert max(len(line) for line in lines) <= 80 and lines[0].endswith("┓"), "\n".join(lines)
+    text = "\n".join(lines)
+    assert "830 ± 3.0%" in text and "816 ± 3.0%" in text and " verdict " in text, text

@@ -201,14 +201,41 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
         specs = compact_specs(specs, rate=rate_header(points))
         cells = _cells(specs, points)
         widths, keep = _laid_out(specs, cells, width)
+    wrapped = _wrap_to_fit(specs, widths, keep, width)
     table = Table(title=plain_cell(title, "table.title"), title_justify="left", header_style="bold")
     for i in keep:
         name, justify, _, _ = specs[i]
-        table.add_column(name, justify=justify, no_wrap=True, min_width=widths[i])  # type: ignore[arg-type]
+        if i in wrapped:  # a long label (a lab's settings) wraps between its words rather than push numbers off
+            table.add_column(name, justify=justify, width=widths[i], overflow="fold")  # type: ignore[arg-type]
+        else:
+            table.add_column(name, justify=justify, no_wrap=True, min_width=widths[i])  # type: ignore[arg-type]
     for p, row in zip(points, cells, strict=True):
         table.add_row(*(plain_cell(row[i]) for i in keep),
                       style="red" if p.repetitions_ok < p.repetitions_total else None)
     return table
+
+
+WRAPPABLE = frozenset({"lab", "varies", "fio options"})  # text that tells rows apart, wrapped when it must be
+WRAPPED_MIN = 6  # the narrowest a wrapped column gets
+
+
+def _wrap_to_fit(specs: Sequence[Spec], widths: list[int], keep: Sequence[int], width: int | None) -> set[int]:
+    """Where the columns kept are still wider than ``width`` (the essential ones alone: a long lab label), the
+    widest label columns (``WRAPPABLE``) are narrowed, widest first, to what fits: their text wraps. Changes
+    ``widths``; the columns narrowed."""
+    wrapped: set[int] = set()
+    if width is None:
+        return wrapped
+    excess = table_width([widths[i] for i in keep]) - width
+    for i in sorted((i for i in keep if specs[i][0] in WRAPPABLE), key=lambda i: -widths[i]):
+        if excess <= 0:
+            break
+        cut = min(excess, widths[i] - WRAPPED_MIN)
+        if cut > 0:
+            widths[i] -= cut
+            excess -= cut
+            wrapped.add(i)
+    return wrapped
 
 
 # columns that say nothing of a Kubernetes volume operation (no blocks, queue, data moved or machine load measured)
