@@ -291,7 +291,7 @@ class FakeCore:
     def delete_namespaced_pod(self, name: str, namespace: str, grace_period_seconds: int = 30) -> None:
         self._remove(self.pods, "delete_pod", name)
 
-    def list_namespaced_pod(self, namespace: str, label_selector: str = "") -> object:
+    def list_namespaced_pod(self, namespace: str, label_selector: str = "", **_: object) -> object:
         return SimpleNamespace(items=[
             SimpleNamespace(metadata=SimpleNamespace(name=name), status=SimpleNamespace(phase="Succeeded"),
                             spec=SimpleNamespace(node_name="node-a")) for name in self.pods])
@@ -380,6 +380,38 @@ def test_a_repetition_deletes_its_own_pods_and_config_maps(executor: Make) -> No
     assert sorted(kind for kind, _ in core.deleted()) == ["delete_configmap"] * 2 + ["delete_pod"] * 2
     pods.close()
     assert core.claims == {}
+
+
+def test_a_busy_api_server_is_asked_again_not_the_end_of_the_run(executor: Make) -> None:
+    """A real cluster's API server answers 429 (too many requests) or a 5xx now and then, or a poll times out: the
+    repetition polls again within its deadline; it had raised, the run stopped, the repetition unstored."""
+    from urllib3.exceptions import ReadTimeoutError
+
+    fio_json = (FIXTURES / "randrw-numjobs2.jsonplus.json").read_text()
+    log = f"STORBENCH-START 1\nSTORBENCH-FIO-JSON\n{fio_json}\nSTORBENCH-EXIT 0\n"
+
+    class Busy(FakeCore):
+        def __init__(self, **given: object) -> None:
+            super().__init__(**given)  # type: ignore[arg-type]
+            self.answers: list[Exception] = [ApiException(status=429, reason="Too Many Requests"),
+                                             ApiException(status=503, reason="Busy"),
+                                             ReadTimeoutError(None, "/api/v1/pods", "read timed out")]  # type: ignore[arg-type]
+
+        def list_namespaced_pod(self, namespace: str, label_selector: str = "", **options: object) -> object:
+            assert options.get("_request_timeout"), options  # never a poll without a time limit
+            if self.answers:
+                raise self.answers.pop(0)
+            return super().list_namespaced_pod(namespace, label_selector)
+
+    core = Busy(namespaces={"bench": {}}, log=log)
+    case = Case("c1", pvc_case().target, WorkloadPoint("randrw", 4096, 8, 2, 1.0, 0.0, True, "libaio", 70),
+                clients=2)
+    outcome = executor(core).run_case(case, ["[a]\n", "[b]\n"], 1, timeout_s=5.0)
+    assert outcome.status == Status.OK and not core.answers, outcome.error
+    forbidden = Busy(namespaces={"bench": {}}, log=log)
+    forbidden.answers = [ApiException(status=403, reason="Forbidden")]  # not transient: said, not retried
+    with pytest.raises(UserError, match="cannot list the run's pods in bench: Forbidden"):
+        executor(forbidden).run_case(case, ["[a]\n", "[b]\n"], 1, timeout_s=5.0)
 
 
 def test_a_config_map_of_the_same_name_is_not_replaced_or_deleted(executor: Make) -> None:

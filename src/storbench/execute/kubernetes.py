@@ -17,6 +17,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from storbench.errors import UserError
 from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_text
@@ -53,6 +54,7 @@ POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"  # a namespace's Pod
 NAMESPACE_READY_S = 30.0  # how long a namespace storbench made gets to take pods
 MIN_CONTINUED_S = 2.0  # a client's pod deleted with less of the measured section left is not made again
 LOG_READ_TIMEOUT_S = 10.0  # a pod's log read at the end of a repetition
+LIST_TIMEOUT_S = 10.0  # a poll of the run's pods: given up (and taken again) after this
 LOG_READS = 3  # reads of an ended pod's log, a second apart, until one holds its last line
 MAX_INCARNATIONS = 4  # at most this many pods a client per repetition (its first and those made again)
 NEVER_RAN_S = 5.0  # a pod made again still pending this long after the measured section: it never ran in it
@@ -259,8 +261,12 @@ class KubernetesExecutor:
         nodes: dict[str, str] = {}
         phases: dict[str, str] = {}
         while True:
-            listed = self.core.list_namespaced_pod(  # type: ignore[attr-defined]
-                self.namespace, label_selector=f"storbench/run={self.run_label}").items
+            listed = self._pods_listed()
+            if listed is None:  # the API did not answer this time: asked again, within the repetition's deadline
+                if time.time() > deadline:
+                    break
+                time.sleep(POLL_S)
+                continue
             by_name = {p.metadata.name: p for p in listed}
             for name, pod in by_name.items():
                 nodes[name] = pod.spec.node_name or nodes.get(name, "")
@@ -319,6 +325,25 @@ class KubernetesExecutor:
                                          deleted=name in gone or name in lost, why=stuck.get(name, ""),
                                          never_ran=name in never_ran and name not in stuck))
         return results
+
+    def _pods_listed(self) -> list[Any] | None:
+        """This run's pods, or None when the API did not answer within LIST_TIMEOUT_S or answered that it could
+        not now (429 too many requests, a 5xx): a poll taken again, not the end of the run (it had raised, the
+        repetition unstored, on one busy moment of a real cluster's API server)."""
+        from kubernetes.client.exceptions import ApiException  # lazy: start-up time, the client loads only here
+        from urllib3.exceptions import HTTPError  # lazy: as the client it comes with
+
+        try:
+            return list(self.core.list_namespaced_pod(  # type: ignore[attr-defined]
+                self.namespace, label_selector=f"storbench/run={self.run_label}",
+                _request_timeout=LIST_TIMEOUT_S).items)
+        except ApiException as error:
+            if error.status == 429 or (error.status or 0) >= 500:
+                return None
+            raise UserError(f"kubernetes: cannot list the run's pods in {self.namespace}: {error.reason}",
+                            hint="check the RBAC rules in the README (`storbench k8s rbac`)") from None
+        except (HTTPError, OSError):  # no answer in time, a connection dropped
+            return None
 
     def _delete(self, created: Sequence[tuple[str, str]]) -> None:
         """Delete the pods and config maps this repetition created (and nothing else)."""
