@@ -399,3 +399,13 @@ def test_a_percentile_in_one_histogram_bin_every_run_is_not_judged() -> None:
     histories = {h.metric: h for h in point_histories(found, contexts, ["iops", "lat_p99_ns"])}
     assert histories["lat_p99_ns"].last is None and histories["iops"].last is not None
     assert regression_lines(list(histories.values()), 0.0) == []
+
+
+def test_history_says_each_value_in_its_unit() -> None:
+    """`history` printed bandwidth as 57,283,562 and a blackout as 5.04: each figure now carries its unit."""
+    from storbench.report.history import value_text
+    from storbench.stats.metrics import BANDWIDTH, BLACKOUT, CLIENT_CORES, IOPS, LAT_P99
+
+    assert value_text(BANDWIDTH, 57_283_562.0) == "54.6MiB/s" and value_text(BLACKOUT, 5.04) == "5.04 s"
+    assert value_text(CLIENT_CORES, 0.661) == "0.661 cores" and value_text(IOPS, 12_345.0) == "12,345"
+    assert value_text(LAT_P99, 1_530_000.0) == "1.53ms"

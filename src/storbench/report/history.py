@@ -16,7 +16,7 @@ from storbench.report.figures import FigureSpec, Mark, Series
 from storbench.stats.estimate import estimate
 from storbench.stats.history import MIN_HOST_RUNS, ChangePoint, PointHistory, RunContext, RunLevel, new_step
 from storbench.stats.metrics import SUMMARY_METRICS, Metric
-from storbench.units import format_latency_ns
+from storbench.units import format_bytes, format_latency_ns
 
 METRICS = {m.field: m for m in SUMMARY_METRICS}
 # what a change point can say: a history is observational (runs on different days, builds, kernels), so what else
@@ -26,11 +26,16 @@ CAUSE_NOT_SHOWN = ("a change point says when the figures moved and what else cha
 
 
 def value_text(metric: Metric, value: float) -> str:
+    """A value in its metric's unit: latencies in their own, bytes per second in MiB/s and the like, seconds,
+    cores and µs with their names; counts (IOPS) as they are."""
     if metric.unit == "ns":
         return format_latency_ns(value)
     if metric.unit == "%":
         return f"{value:.1f}%"
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}"
+    if metric.unit == "B/s":
+        return f"{format_bytes(value)}/s"
+    number = f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}"
+    return number if metric.unit in ("IOPS", "") else f"{number} {metric.unit}"
 
 
 def _half_width(level: RunLevel) -> float | None:
