@@ -534,3 +534,54 @@ def test_an_ended_pods_log_read_short_or_failing_is_read_again(monkeypatch: pyte
     pods.executor = SimpleNamespace(core=Core(), namespace="bench")  # type: ignore[assignment]
     pods.followers = {"cut": Follower()}  # type: ignore[dict-item]
     assert pods.log_of("cut", ended=True) == whole and answers == []
+
+
+def test_cleanup_takes_snapshots_too_and_works_in_one_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`storbench k8s cleanup` left a crashed run's VolumeSnapshots (and their billed content); with the least
+    identity (`k8s rbac`: no cluster-wide reads) it failed with a raw 403 traceback. Now snapshots go first, -n
+    cleans one namespace, and a refused list is one line."""
+    from storbench.execute.kubernetes import cleanup
+
+    calls: list[str] = []
+
+    class Core:
+        def list_namespace(self) -> object:
+            raise ApiException(status=403, reason="Forbidden")
+
+        def read_namespace(self, name: str) -> object:
+            return SimpleNamespace(metadata=SimpleNamespace(name=name, labels=None))
+
+        def _items(self, kind: str) -> object:
+            return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name=f"sb-{kind}"))])
+
+        def list_namespaced_pod(self, namespace: str, label_selector: str) -> object:
+            return self._items("pod")
+
+        def list_namespaced_config_map(self, namespace: str, label_selector: str) -> object:
+            return self._items("cm")
+
+        def list_namespaced_persistent_volume_claim(self, namespace: str, label_selector: str) -> object:
+            return self._items("claim")
+
+        def __getattr__(self, name: str) -> object:  # the deletions: recorded
+            assert name.startswith("delete_"), name
+            return lambda item, namespace, **_: calls.append(f"{name} {namespace}/{item}")
+
+    class Custom:
+        def list_namespaced_custom_object(self, group: str, version: str, namespace: str, plural: str,
+                                          label_selector: str) -> dict[str, object]:
+            assert plural == "volumesnapshots" and "storbench" in label_selector
+            return {"items": [{"metadata": {"name": "sb-snap"}}]}
+
+        def delete_namespaced_custom_object(self, group: str, version: str, namespace: str, plural: str,
+                                            name: str) -> None:
+            calls.append(f"delete_snapshot {namespace}/{name}")
+
+    monkeypatch.setattr("storbench.execute.kubernetes.core_api", lambda kubeconfig, context=None, **_: Core())
+    with pytest.raises(UserError, match="cannot list namespaces: Forbidden") as refused:
+        cleanup(None, custom=Custom())
+    assert "-n NAMESPACE" in refused.value.hint
+    deleted = cleanup(None, namespace="bench", custom=Custom())
+    assert deleted == ["volumesnapshot bench/sb-snap", "pod bench/sb-pod", "configmap bench/sb-cm",
+                       "persistentvolumeclaim bench/sb-claim"], deleted
+    assert calls[0] == "delete_snapshot bench/sb-snap"  # before its claim

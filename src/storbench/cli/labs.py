@@ -44,7 +44,7 @@ def cmd_k8s_cleanup(args: argparse.Namespace) -> int:
 
         info = K8sLab().info()
         kubeconfig = info.kubeconfig if info is not None and not os.environ.get("KUBECONFIG") else None
-    deleted = cleanup(kubeconfig, args.context)
+    deleted = cleanup(kubeconfig, args.context, args.namespace)
     out = _console()
     for line in deleted:
         out.print(f"deleted {line}", markup=False)
@@ -112,7 +112,10 @@ def _add_labs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _add_k8s(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("k8s", help="Kubernetes housekeeping")
     k8s_sub = p.add_subparsers(dest="k8s_command", required=True)
-    clean = k8s_sub.add_parser("cleanup", help="delete every pod, claim, config map and namespace storbench made")
+    clean = k8s_sub.add_parser("cleanup", help="delete every pod, config map, volume snapshot, claim and namespace "
+                               "storbench made")
+    clean.add_argument("-n", "--namespace", default=None, metavar="NS",
+                       help="only in this namespace (default: every namespace, which needs the right to list them)")
     clean.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG, the k8s lab's, ~/.kube/config")
     clean.add_argument("--context", default=None, metavar="NAME", help="its context (default: its current one)")
     clean.set_defaults(func=cmd_k8s_cleanup)

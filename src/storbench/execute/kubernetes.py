@@ -17,6 +17,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from storbench.errors import UserError
@@ -39,6 +40,7 @@ from storbench.execute.k8s_manifests import (
     pvc_of,
     with_image,
 )
+from storbench.execute.k8s_operations import SNAPSHOT_GROUP, SNAPSHOT_PLURAL, SNAPSHOT_VERSION
 from storbench.execute.kubelet_stats import KubeletSampler
 from storbench.execute.pod_logs import FOLLOW_END_S, LogFollower
 from storbench.execute.pod_results import PodResult, bound_elsewhere, cannot_start, judge_pods
@@ -418,23 +420,61 @@ class _Pods:
             follower.stop()
 
 
-def cleanup(kubeconfig: str | None, context: str | None = None) -> list[str]:
-    """Delete everything labelled app.kubernetes.io/managed-by=storbench; returns what was deleted."""
+def cleanup(kubeconfig: str | None, context: str | None = None, namespace: str | None = None,
+            custom: object | None = None) -> list[str]:
+    """Delete everything labelled app.kubernetes.io/managed-by=storbench — pods, config maps, volume snapshots,
+    claims, and the namespaces storbench made — in every namespace, or in ``namespace`` alone (what an identity
+    without cluster-wide reads can clean: `storbench k8s rbac`'s); returns what was deleted."""
+    from kubernetes.client.exceptions import ApiException  # lazy: start-up time, the client loads only here
+
     core = core_api(kubeconfig, context)
+    if custom is None:
+        from kubernetes import client  # lazy: as above
+
+        custom = client.CustomObjectsApi(core.api_client)  # type: ignore[attr-defined]
+    if namespace is not None:
+        try:
+            namespaces = [core.read_namespace(namespace)]  # type: ignore[attr-defined]
+        except ApiException as error:
+            if error.status == 404:
+                return []
+            namespaces = [SimpleNamespace(metadata=SimpleNamespace(name=namespace, labels=None))]  # may not read it
+    else:
+        try:
+            namespaces = core.list_namespace().items  # type: ignore[attr-defined]
+        except ApiException as error:
+            raise UserError(f"kubernetes: cannot list namespaces: {error.reason}",
+                            hint="clean one namespace with -n NAMESPACE (an identity without cluster-wide reads, as "
+                            "`storbench k8s rbac` makes, can)") from None
     deleted = []
-    for namespace in core.list_namespace().items:  # type: ignore[attr-defined]
-        name = namespace.metadata.name
+    for found in namespaces:
+        name = found.metadata.name
+        try:  # before their claims: a snapshot taken of a claim holds its content (and its bill)
+            snapshots = custom.list_namespaced_custom_object(  # type: ignore[attr-defined]
+                SNAPSHOT_GROUP, SNAPSHOT_VERSION, name, SNAPSHOT_PLURAL, label_selector=SELECTOR)["items"]
+        except ApiException:  # no snapshot API on this cluster, or no right to list them
+            snapshots = []
+        for item in snapshots:
+            with contextlib.suppress(Exception):
+                custom.delete_namespaced_custom_object(  # type: ignore[attr-defined]
+                    SNAPSHOT_GROUP, SNAPSHOT_VERSION, name, SNAPSHOT_PLURAL, item["metadata"]["name"])
+                deleted.append(f"volumesnapshot {name}/{item['metadata']['name']}")
         for kind, lister, deleter in (
                 ("pod", core.list_namespaced_pod, core.delete_namespaced_pod),  # type: ignore[attr-defined]
                 ("configmap", core.list_namespaced_config_map,  # type: ignore[attr-defined]
                  core.delete_namespaced_config_map),  # type: ignore[attr-defined]
                 ("persistentvolumeclaim", core.list_namespaced_persistent_volume_claim,  # type: ignore[attr-defined]
                  core.delete_namespaced_persistent_volume_claim)):  # type: ignore[attr-defined]
-            for item in lister(name, label_selector=SELECTOR).items:
+            try:
+                items = lister(name, label_selector=SELECTOR).items
+            except ApiException as error:
+                raise UserError(f"kubernetes: cannot list {kind}s in {name}: {error.reason}",
+                                hint="check the RBAC rules in the README (`storbench k8s rbac`)") from None
+            for item in items:
                 with contextlib.suppress(Exception):
                     deleter(item.metadata.name, name)
                     deleted.append(f"{kind} {name}/{item.metadata.name}")
-        if (namespace.metadata.labels or {}).get("app.kubernetes.io/managed-by") == "storbench":
+        if (found.metadata.labels or {}).get("app.kubernetes.io/managed-by") == "storbench":
             with contextlib.suppress(Exception):
                 core.delete_namespace(name)  # type: ignore[attr-defined]
                 deleted.append(f"namespace {name}")
