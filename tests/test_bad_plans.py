@@ -370,7 +370,7 @@ BAD_PLANS = [
     case("exclude-unknown-axis", Bad(BASE + "exclude:\n  - {rw: randread, bss: 4k}\n", 9, "exclude[0].bss",
                                      ("'bss' is not a sweep parameter", "did you mean 'bs'?"))),
     case("exclude-value-never-occurs", Bad(BASE + "exclude:\n  - {rw: randread, bs: 8k}\n", 9, "exclude[0].bs",
-                                           ("never occurs in the sweep of 'bs'", "values in the plan"))),
+                                           ("8k never occurs in the sweep of 'bs'", "values in the plan: 4k"))),
     case("exclude-value-never-occurs-second-rule", Bad(
         BASE + "exclude:\n  - {rw: randread}\n  - rw: randwrite\n", 10, "exclude[1].rw",
         ("never occurs in the sweep of 'rw'",))),

@@ -36,7 +36,14 @@ from storbench.model import (
 )
 from storbench.model.ceph_options import option_value
 from storbench.stats.search import search_grid
-from storbench.units import format_bytes, link_rate_bits, parse_duration_s, parse_size_bytes
+from storbench.units import (
+    format_block_size,
+    format_bytes,
+    format_duration,
+    link_rate_bits,
+    parse_duration_s,
+    parse_size_bytes,
+)
 
 
 def _flag(value: FioScalar) -> bool:
@@ -55,6 +62,15 @@ class Axis:
     name: str
     values: tuple[object, ...]
     parse: Callable[[FioScalar], object] = fio_value_text
+
+
+def _value_text(axis: Axis, value: object) -> str:
+    """A swept value as a plan writes it: a block size as fio's 8k, other sizes as 64MiB, durations as 1m30s."""
+    if axis.parse is parse_size_bytes and isinstance(value, int):
+        return format_block_size(value) if axis.name == "bs" else format_bytes(value)
+    if axis.parse is parse_duration_s and isinstance(value, int | float):
+        return format_duration(value)
+    return str(value)
 
 
 # How each Ceph lab setting's value is read from an exclude rule (as `config.lab` types its sweep).
@@ -188,9 +204,11 @@ def _exclude_rules(loaded: LoadedPlan, axes: Sequence[Axis]) -> list[dict[str, s
                 raise UserError(str(exc), where=where) from None
             unknown = wanted - set(axis_names[key].values)
             if unknown:
+                axis = axis_names[key]
                 raise UserError(
-                    f"{sorted(map(str, unknown))} never occurs in the sweep of '{key}'", where=where,
-                    hint="values in the plan: " + ", ".join(map(str, axis_names[key].values)),
+                    f"{', '.join(sorted(_value_text(axis, v) for v in unknown))} never occurs in the sweep of "
+                    f"'{key}'", where=where,
+                    hint="values in the plan: " + ", ".join(_value_text(axis, v) for v in axis.values),
                 )
             normalised[key] = wanted
         rules.append(normalised)
