@@ -259,7 +259,9 @@ def test_where_takes_commas_column_names_durations_and_names_unknown_targets(
 
     assert [r["bs_bytes"] for r in exported("--where", "bs=8k,qd=1")] == [8192]  # commas, a column name
     assert len(exported("--where", "runtime_s=1s", "--where", "size_bytes=1MiB")) == 2  # durations, sizes
-    assert len(exported("--where", "runtime=1000ms")) == 2 and len(exported("--where", "runtime_s=2s")) == 0
+    assert len(exported("--where", "runtime=1000ms")) == 2
+    code, _, err = run_cli(capsys, "export", "--db", "r.db", "--where", "runtime_s=2s")  # none: said, as show says
+    assert code == 2 and "no results match runtime_s=2s; stored values: 1s" in err, err
     code, _, err = run_cli(capsys, "export", "--db", "r.db", "--where", "iodeptj=1")
     assert code == 2 and "did you mean 'iodepth'?" in err and err.count(",") < 5, err  # no list of 60 fields
     code, _, err = run_cli(capsys, "show", "--db", "r.db", "--target", "nvme")

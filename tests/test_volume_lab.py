@@ -183,7 +183,7 @@ def test_a_bandwidth_throttle_is_capped_across_block_sizes(lab_dir: Path, tmp_pa
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, BW_PLAN)), "--db", str(db))
     assert code == 0, out + err
     code, out, err = run_cli(capsys, "show", "--db", str(db))
-    verdicts = [line for line in out.splitlines() if line.strip().startswith("volume read")]
+    verdicts = [line for line in out.splitlines() if line.strip().startswith("volume read") and " — " in line]
     assert len(verdicts) == 3 and all("capped beyond this host" in line for line in verdicts), out
     assert "MiB/s flat at" in out
 
