@@ -215,7 +215,7 @@ class KubernetesExecutor:
             for plan, job_text in zip(plans, job_texts, strict=True):
                 pods.create(plan, job_text, start_at)
             results = self._wait(pods, plans, job_texts, measured_end,
-                                 deadline=started + start_budget + timeout_s, start_at_s=start_at)
+                                 deadline=started + start_budget + timeout_s, budget_s=start_budget)
         finally:
             with interrupts_held():  # the pods deleted, whatever is pressed meanwhile
                 pods.stop_following()
@@ -250,13 +250,14 @@ class KubernetesExecutor:
         created.append((kind, name))
 
     def _wait(self, pods: _Pods, plans: Sequence[PodPlan], job_texts: Sequence[str], measured_end_s: float,
-              deadline: float, start_at_s: float) -> list[PodResult]:
+              deadline: float, budget_s: float) -> list[PodResult]:
         """Until every client's newest pod has ended (or the deadline): a pod deleted before it ended is made again
         with the rest of its job while enough of the measured section is left."""
         current = {plan.client: plan for plan in plans}  # the pod running each client's job now
         runs: dict[int, list[PodPlan]] = {plan.client: [plan] for plan in plans}
         gone: set[str] = set()  # pods deleted while they ran
         stuck: dict[str, str] = {}  # pods that can never be scheduled, and why
+        first_seen: dict[str, float] = {}  # when each pod was first listed
         cannot: set[str] = set()  # of those, pods that will not start (an image, a config, no node within budget)
         never_ran: set[str] = set()  # pods made again that had not started when the measured section ended
         lost_since: dict[str, float] = {}  # pods whose fio ended that the API still shows running: their node failed
@@ -275,7 +276,9 @@ class KubernetesExecutor:
                 phases[name] = pod.status.phase
                 if (why := bound_elsewhere(pod)) is not None:
                     stuck[name] = why
-                elif (why := cannot_start(pod, time.time() > start_at_s)) is not None:
+                # each pod's start budget from when it was first seen (a pod made again mid-run gets its own)
+                elif (why := cannot_start(pod, time.time() - first_seen.setdefault(name, time.time()) > budget_s)
+                      ) is not None:
                     stuck[name] = why
                     cannot.add(name)
             for plan in current.values():
