@@ -743,8 +743,8 @@ def test_a_plan_runs_with_exactly_the_identity_k8s_rbac_prints_through_kubectls_
 
     from helpers import stored_repetitions
     from storbench.execute.fio_binary import find_fio
+    from storbench.execute.k8s_access import core_api
     from storbench.execute.k8s_rbac import rbac_manifests
-    from storbench.execute.kubernetes import core_api
     from storbench.lab.k8s import KUBERNETES_VERSION, K8sLab, binaries_dir
 
     monkeypatch.delenv("KUBECONFIG", raising=False)

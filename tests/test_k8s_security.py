@@ -540,7 +540,7 @@ def test_cleanup_takes_snapshots_too_and_works_in_one_namespace(monkeypatch: pyt
     """`storbench k8s cleanup` left a crashed run's VolumeSnapshots (and their billed content); with the least
     identity (`k8s rbac`: no cluster-wide reads) it failed with a raw 403 traceback. Now snapshots go first, -n
     cleans one namespace, and a refused list is one line."""
-    from storbench.execute.kubernetes import cleanup
+    from storbench.execute.k8s_access import cleanup
 
     calls: list[str] = []
 
@@ -577,7 +577,7 @@ def test_cleanup_takes_snapshots_too_and_works_in_one_namespace(monkeypatch: pyt
                                             name: str) -> None:
             calls.append(f"delete_snapshot {namespace}/{name}")
 
-    monkeypatch.setattr("storbench.execute.kubernetes.core_api", lambda kubeconfig, context=None, **_: Core())
+    monkeypatch.setattr("storbench.execute.k8s_access.core_api", lambda kubeconfig, context=None, **_: Core())
     with pytest.raises(UserError, match="cannot list namespaces: Forbidden") as refused:
         cleanup(None, custom=Custom())
     assert "-n NAMESPACE" in refused.value.hint

@@ -25,7 +25,7 @@ from storbench.errors import UserError
 from storbench.events import PlanVersionAdded, PreconditionRan
 from storbench.execute.base import Executor, FioSetup, stored_job_text
 from storbench.execute.checker import CheckingWriter
-from storbench.execute.kubernetes import DEFAULT_CLUSTER, ClusterAccess
+from storbench.execute.k8s_access import DEFAULT_CLUSTER, ClusterAccess
 from storbench.fault_driver import FaultDriver
 from storbench.faults import FaultStep
 from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job

@@ -18,7 +18,8 @@ from storbench.config.faults import fault_steps
 from storbench.events import BudgetReached, CiLook, SequentialLook, SteadyProgress
 from storbench.execute.base import Executor
 from storbench.execute.hosts import HostsExecutor
-from storbench.execute.kubernetes import DEFAULT_CLUSTER, ClusterAccess, KubernetesExecutor
+from storbench.execute.k8s_access import DEFAULT_CLUSTER, ClusterAccess
+from storbench.execute.kubernetes import KubernetesExecutor
 from storbench.faults import FaultStep
 from storbench.lab.hosts_conf import is_lab_server
 from storbench.model import Case, PvcTarget, RepetitionOutcome, ScheduledRepetition, TargetSpec

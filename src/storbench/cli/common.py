@@ -24,7 +24,7 @@ from storbench.shell import interrupts_handled, interrupts_held
 
 if TYPE_CHECKING:
     from storbench.config import LoadedPlan
-    from storbench.execute.kubernetes import ClusterAccess
+    from storbench.execute.k8s_access import ClusterAccess
     from storbench.targets.s3 import S3Access
 
 DEFAULT_DB = "results.db"
@@ -223,7 +223,7 @@ def allowed_images(args: argparse.Namespace) -> frozenset[str]:
 
 
 def cluster_access(args: argparse.Namespace) -> ClusterAccess:
-    from storbench.execute.kubernetes import ClusterAccess
+    from storbench.execute.k8s_access import ClusterAccess
 
     return ClusterAccess(args.kubeconfig, args.context)
 

@@ -36,7 +36,7 @@ def lab_handler(kind: LabKind) -> Callable[[argparse.Namespace], int]:
 
 
 def cmd_k8s_cleanup(args: argparse.Namespace) -> int:
-    from storbench.execute.kubernetes import cleanup
+    from storbench.execute.k8s_access import cleanup
 
     kubeconfig = args.kubeconfig
     if kubeconfig is None:

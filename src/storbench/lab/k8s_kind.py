@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from storbench.errors import UserError
 from storbench.events import LabHealed, LabUp, RunEvent
 from storbench.execute.fio_binary import find_fio
+from storbench.execute.k8s_access import SELECTOR, core_api
 from storbench.execute.k8s_manifests import CLIENT_LABEL, pvc_of
-from storbench.execute.kubernetes import SELECTOR, core_api
 from storbench.faults import FaultOffer, FaultStep, find_offer
 from storbench.lab.base import CliOption, LabCommand, LabKindBase, RunLab, Say, StateWatch, timed_run_lab
 from storbench.lab.k8s import K8sLab, K8sLabInfo

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 
-from storbench.execute.kubernetes import core_api
+from storbench.execute.k8s_access import core_api
 from storbench.telemetry.k8s_events import LOG_NAME, MAX_EVENTS, PodEvent, render_log
 
 POD_PREFIX = "sb-"  # storbench's pods (`execute.k8s_manifests.pod_plans`)
