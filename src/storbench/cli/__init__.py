@@ -117,8 +117,8 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         args, unknown = parser.parse_known_args(arguments)
         if unknown:  # said by the command's own parser: its --help, and the option meant
-            _command_parser(parser, getattr(args, "command", None)).error(_unknown_text(
-                unknown, _command_parser(parser, getattr(args, "command", None))))
+            command = _command_parser(parser, getattr(args, "command", None))
+            command.error(_unknown_text(unknown, command))
     except SystemExit as exc:  # argparse already printed its one-line usage error
         return int(exc.code or 0)
     if not getattr(args, "command", None):

@@ -78,7 +78,8 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
     named = bool(blocked_settings(baseline, candidate))  # a Ceph setting that needs a cluster per value
     blocked = {(c.baseline.case_id, c.candidate.case_id) for c in comparisons if named or labs_apart(c, bring_ups)}
     # pairs only where the labs alternated round by round (A B B A): not between labs run one after the other
-    unpaired = frozenset(key for key in blocked if not _each_repetition(comparisons, key, bring_ups))
+    unpaired = frozenset((c.baseline.case_id, c.candidate.case_id) for c in comparisons
+                         if (c.baseline.case_id, c.candidate.case_id) in blocked and _bring_up(c, bring_ups) == "once")
     compared = run_level(paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {}, alpha,
                                             attempts, unpaired), observations, 1 - alpha)
     designed = [replace(c, design=design_of(c, interleaved_runs, (c.baseline.case_id, c.candidate.case_id) in blocked,
@@ -90,21 +91,16 @@ def labs_apart(comparison: PointComparison, bring_ups: Mapping[int, str]) -> boo
     """Whether the two sides ran on labs up at different times (`model.lab_group_key`: a volume of another cap, a
     Kubernetes cluster of other nodes, a Ceph cluster per value): their repetitions never alternated, whatever the
     run's order, so each side is one lab instance at its own time."""
-    runs = {*comparison.baseline.run_ids, *comparison.candidate.run_ids}
-    bring_up = bring_ups.get(next(iter(runs)), "once") if len(runs) == 1 else "once"
+    bring_up = _bring_up(comparison, bring_ups)
     return lab_group_key(comparison.baseline.case.lab, bring_up) != lab_group_key(comparison.candidate.case.lab,
                                                                                   bring_up)
 
 
-def _each_repetition(comparisons: Sequence[PointComparison], key: tuple[str, str], bring_ups: Mapping[int, str]
-                     ) -> bool:
-    """Whether the run of the comparison ``key`` brought a fresh cluster up per value and round (A B B A): its
-    sides alternated, one instance a round."""
-    for c in comparisons:
-        if (c.baseline.case_id, c.candidate.case_id) == key:
-            runs = {*c.baseline.run_ids, *c.candidate.run_ids}
-            return len(runs) == 1 and bring_ups.get(next(iter(runs)), "once") != "once"
-    return False
+def _bring_up(comparison: PointComparison, bring_ups: Mapping[int, str]) -> str:
+    """The Ceph lab's bring_up of the one run both sides are from ("once" otherwise): other than "once", the
+    sides' clusters alternated round by round (side by side, or a fresh one per value and round)."""
+    runs = {*comparison.baseline.run_ids, *comparison.candidate.run_ids}
+    return bring_ups.get(next(iter(runs)), "once") if len(runs) == 1 else "once"
 
 
 def paired_differences(comparisons: Sequence[PointComparison], observations: Sequence[Observation],
