@@ -411,3 +411,14 @@ def test_a_long_lab_label_wraps_at_80_columns_rather_than_push_numbers_off() -> 
     assert max(len(line) for line in lines) <= 80 and lines[0].endswith("┓"), "\n".join(lines)
     text = "\n".join(lines)
     assert "830 ± 3.0%" in text and "816 ± 3.0%" in text and " verdict " in text, text
+
+
+def test_a_plan_path_that_is_a_directory_or_not_utf8_says_what_to_give(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "plan", str(tmp_path))
+    assert code == 2 and "is a directory, not a plan file" in err and "example quickstart" in err, err
+    latin = tmp_path / "latin1.yaml"
+    latin.write_bytes("name: caf\xe9\n".encode("latin-1"))
+    code, _, err = run_cli(capsys, "plan", str(latin))
+    assert code == 2 and "not UTF-8 text (byte 9)" in err and "hint: save the plan as UTF-8" in err, err
+    assert len(err.strip().splitlines()) == 1 and "codec" not in err

@@ -332,3 +332,25 @@ def test_the_compare_table_counts_file_creates_as_operations() -> None:
     console.print(compare_table(comparisons, "run=1", "run=2"))
     header = next(line for line in console.export_text().splitlines() if "cand" in line and "candidate" not in line)
     assert "ops/s base" in header and "ops/s cand" in header and "IOPS" not in header
+
+
+def test_a_column_of_unknown_verdicts_says_why_once() -> None:
+    """Points without telemetry of the machines all read "?": one line under the table says what it means (the
+    verdict lines only spoke when some point had a verdict)."""
+    from rich.console import Console
+
+    from storbench.cli.results import _print_points
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    def shown(**telemetry: object) -> str:
+        points = summarize_points([observation(repeat=i, iops=1000.0 + i, lat_mean_ns=1e6, **telemetry)
+                                   for i in range(3)])
+        console = Console(width=200, record=True, file=io.StringIO(), color_system=None)
+        _print_points(points, "t", console)
+        return console.export_text()
+
+    blind = shown()
+    assert "│ ?" in blind and blind.count("verdict ?: no telemetry of the machines") == 1, blind
+    seen = shown(host_cpu_busy_pct=20.0, host_cpu_iowait_pct=0.0, host_cpu_pressure_pct=0.0)
+    assert "verdict ?:" not in seen and "bottlenecks (rules" in seen, seen

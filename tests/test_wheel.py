@@ -103,6 +103,8 @@ def test_example_plans_come_with_storbench_and_none_is_written_over(tmp_path: Pa
     assert code == 2 and "does not write over a file" in err and target.read_text() == "mine\n"
     code, _, err = run_cli(capsys, "example", "ceph-replika")
     assert code == 2 and "did you mean ceph-replica" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run_cli(capsys, "example", "-o", str(tmp_path / "unnamed.yaml"))
+    assert code == 2 and "name it" in err and out == "" and not (tmp_path / "unnamed.yaml").exists()
 
 
 def test_kubectl_flags_before_the_command_go_to_it_and_a_plan_never_names_the_cluster(

@@ -95,7 +95,14 @@ def _read_plan(path: str) -> LoadedPlan:
         text = Path(path).read_text()
     except FileNotFoundError:
         raise UserError(f"plan file {path} does not exist", hint="storbench example quickstart shows one") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except IsADirectoryError:
+        raise UserError(f"{path} is a directory, not a plan file",
+                        hint="give the plan's YAML file (storbench example quickstart -o plan.yaml writes "
+                        "one)") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"plan file {path} is not UTF-8 text (byte {exc.start})",
+                        hint="save the plan as UTF-8 (iconv -t utf-8 FILE)") from None
+    except OSError as exc:
         raise UserError(f"cannot read plan file {path}: {exc}") from None
     return load_plan_text(text, path)
 

@@ -29,6 +29,8 @@ def _description(text: str) -> str:
 def cmd_example(args: argparse.Namespace) -> int:
     examples = _examples()
     if not args.name:
+        if args.output != "-":
+            raise UserError("-o writes one example: name it", hint=f"storbench example quickstart -o {args.output}")
         console = _console()
         for name in sorted(examples):
             console.print(f"{name:<24} {_description(examples[name].read_text())}", markup=False, soft_wrap=True)
