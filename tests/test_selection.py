@@ -97,6 +97,8 @@ def test_a_where_that_matches_nothing_lists_the_stored_values_of_its_field() -> 
     assert no_match_line(seen, [("direct", "1"), ("ioengine", "io_uring")], {}) == (
         "no results match direct=1 ioengine=io_uring: each matches some results, but none all of them together")
     assert no_match_line(seen, [("iops", "5")], {}) == "no results match iops=5"  # a metric: no list of values
+    # a field the points' results have no value of (a client's name, on results summed over the clients)
+    assert no_match_line(seen, [("client", "2")], {}) == "no results match client=2; no stored result has a client"
 
 
 def test_the_readers_take_a_runs_design_and_never_its_plan_text() -> None:

@@ -272,11 +272,14 @@ def no_match_line(observations: Sequence[Observation], pairs: Sequence[tuple[str
         if select(observations, [(key, value)], tags):
             continue
         line = f"no results match {key}={value}"
-        values = stored_values(observations, key)
+        listed = stored_values(observations, key)  # None: a metric, whose values are no list to choose from
+        values = [v for v in listed or () if v]
         if values:
             more = len(values) - STORED_VALUES_SHOWN
             shown = ", ".join(values[:STORED_VALUES_SHOWN]) + (f" and {more} more" if more > 0 else "")
             line += f"; stored values: {shown}"
+        elif listed is not None:  # a field no result has a value of ("client" of results summed over the clients)
+            line += f"; no stored result has a {key}"
         return line
     together = " ".join(f"{k}={v}" for k, v in pairs)
     return f"no results match {together}: each matches some results, but none all of them together"
