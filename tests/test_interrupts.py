@@ -148,3 +148,53 @@ def test_a_run_ended_by_sigterm_removes_its_test_files_and_says_how_to_go_on(tmp
     assert process.returncode == 130, out + err
     assert "interrupted: every finished repetition is stored" in err and "--resume" in err, err
     assert not list(data.glob("storbench.*")), list(data.iterdir())
+
+
+def test_a_ctrl_c_in_the_clean_up_after_the_last_repetition_leaves_the_run_finished(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every repetition stored, then Ctrl-C while the test files go: the press is held to the clean-up's end and
+    interrupts after it, and the run is finished (it had been left "interrupted, or still running", all there)."""
+    from storbench import orchestrate
+    from storbench.checks import check_everything
+    from storbench.config import load_plan_text
+    from storbench.execute.fake import FakeExecutor, Replay
+    from storbench.plan import expand
+    from storbench.store import open_store
+
+    output = (Path(__file__).parent / "fixtures" / "randrw-numjobs2.jsonplus.json").read_text()
+    loaded = load_plan_text(f"name: held\ntargets:\n  t: {{kind: path, path: {tmp_path / 'data'}, size: 1MiB}}\n"
+                            "workload: {rw: randrw, bs: 4k, runtime: 1s, direct: false}\nrepeat: 2\n"
+                            "telemetry: {enabled: false}\n", "plan.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, "/usr/bin/fio", create=True)
+    removed: list[str] = []
+
+    def remove_pressed(*args: object) -> None:
+        _press()
+        removed.append("test files")  # reached: held
+
+    monkeypatch.setattr(orchestrate, "remove_run_test_files", remove_pressed)
+    store = open_store(tmp_path / "r.db")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(lambda call: Replay(output)),
+                                 _Quiet(), resume=False)
+        (run,) = store.runs()
+        assert removed == ["test files"] and len(store.repetitions()) == 2
+        assert run.finished_at_s is not None
+    finally:
+        store.close()
+
+
+class _Quiet:
+    def run_started(self, *args: object) -> None:
+        pass
+
+    def repetition_started(self, *args: object) -> None:
+        pass
+
+    def repetition_finished(self, *args: object) -> None:
+        pass
+
+    def event(self, *args: object) -> None:
+        pass

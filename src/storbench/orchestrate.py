@@ -182,12 +182,13 @@ def run_plan(
             else:  # every round ran: say how the answer stands at the end
                 if todo and not isinstance(config.repeat, int) and todo[-1].rep_index + 1 >= repeat_bounds(config)[0]:
                     answered(run, todo[-1].rep_index + 1)
+            # finished before the clean-up: a Ctrl-C held in it, given back after it, leaves the run whole
+            store.finish_run(run_id, clock())
         finally:
             with interrupts_held():  # fio's servers and pods stopped, the test files removed, whatever is pressed
                 executors.close()
                 if not config.keep_files:
                     remove_run_test_files(checked.targets.values(), observer)
-    store.finish_run(run_id, clock())
     return RunResult(run_id=run_id, ran=ran, skipped=len(order) - len(todo), failed=failed,
                      not_needed=len(todo) - ran)
 
