@@ -298,10 +298,11 @@ def test_fios_echo_of_a_key_option_is_redacted_by_name_and_by_value() -> None:
 
 
 def test_a_prometheus_url_on_a_metadata_address_is_a_problem_not_a_request() -> None:
-    from storbench.telemetry.prometheus import PrometheusQuery
+    from storbench.telemetry.prometheus import PrometheusQuery, QueryWindow
     from storbench.telemetry.sources import fetch_prometheus_series
 
-    series, problems = fetch_prometheus_series("http://169.254.169.254", [PrometheusQuery("m", "up")], 0, 10, 1)
+    series, problems = fetch_prometheus_series("http://169.254.169.254", [PrometheusQuery("m", "up")],
+                                               QueryWindow(10, 10, 1, 10))
     assert series == [] and len(problems) == 1 and "metadata address" in problems[0], problems
 
 

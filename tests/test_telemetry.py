@@ -281,10 +281,42 @@ def test_prometheus_range_answer_to_series() -> None:
 
 
 def test_builtin_queries_take_the_rate_window_and_can_be_replaced() -> None:
-    queries = {q.metric: q.promql for q in queries_for({"disk_util_pct": "my_util[$rate]"}, "3000ms")}
-    assert "[3000ms]" in queries["cpu_busy_pct"] and "$rate" not in queries["cpu_busy_pct"]
-    assert queries["disk_util_pct"] == "my_util[3000ms]"
-    assert [q.metric for q in queries_for({"x": "up"}, "1m", use_defaults=False)] == ["x"]
+    queries = {q.metric: q for q in queries_for({"disk_util_pct": "my_util[$rate]", "up": "up"})}
+    assert "[3000ms]" in queries["cpu_busy_pct"].text(3.0) and "$rate" not in queries["cpu_busy_pct"].text(3.0)
+    assert queries["disk_util_pct"].text(4.25) == "my_util[4250ms]" and queries["disk_util_pct"].rates
+    assert not queries["up"].rates and not queries["memory_used_bytes"].rates  # gauges, of their moment
+    assert [q.metric for q in queries_for({"x": "up"}, use_defaults=False)] == ["x"]
+
+
+def test_prometheus_values_lie_inside_the_measured_window() -> None:
+    """A rate over the minute before a 5 s repetition had stood for its last second: it described the idle gap
+    and the case before it (a node busy only inside the window read 5 % busy). Without a rate window there is one
+    value over the window itself; with one, values from that long after the window's start, none if it is
+    longer than the window."""
+    from storbench.telemetry.prometheus import QueryWindow, query_window
+    from storbench.telemetry.series import window_mean
+
+    assert query_window(100.0, 105.0, None, 1.0) == QueryWindow(105.0, 105.0, 1.0, 5.0)
+    assert query_window(100.0, 130.0, 10.0, 1.0) == QueryWindow(110.0, 130.0, 1.0, 10.0)
+    refused = query_window(100.0, 105.0, 60.0, 1.0)
+    assert isinstance(refused, str) and "shorter than telemetry.prometheus.rate_window (60 s)" in refused
+    one = parse_range_response("cpu_busy_pct", json.dumps({"status": "success", "data": {"result": [
+        {"metric": {"instance": "n:9100"}, "values": [[105, "100"]]}]}}), 5.0)
+    (series,) = one
+    assert series.starts_s == (100.0,) and series.times_s == (105.0,)
+    assert window_mean(series, 100.0, 105.0) == 100.0
+
+
+@pytest.mark.parametrize("data", [
+    None, {"result": None}, {"result": ["x"]}, {"result": [{"metric": None, "values": []}]},
+    {"result": [{"metric": {}, "values": [[1, None]]}]}, {"result": [{"metric": {}, "values": [[1, "x"]]}]},
+    {"result": [{"metric": {}, "values": [1, "2"]}]},
+])
+def test_a_prometheus_answer_of_another_shape_is_a_problem_not_a_crash(data: object) -> None:
+    """A proxy's or another server's JSON had raised AttributeError or TypeError past the recorder, losing the
+    repetition fio had measured: it is a ValueError, which the recorder keeps as a problem."""
+    with pytest.raises(ValueError, match=r"Prometheus answered|could not convert"):
+        parse_range_response("m", json.dumps({"status": "success", "data": data}), 1.0)
 
 
 # ---------------------------------------------------------------------------------------------------------------

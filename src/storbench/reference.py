@@ -247,7 +247,7 @@ def plan_reference_markdown() -> str:
         "### `telemetry.prometheus`",
         "",
         PrometheusConfig.__doc__ or "",
-        "Built-in queries (`$rate` is `rate_window`): "
+        "Built-in queries (`$rate` is the window each value is a rate over: see `rate_window`): "
         + "; ".join(f"`{name}`: `{query}`" for name, query in DEFAULT_QUERIES).replace("|", "\\|") + ".",
         "",
         *table(PrometheusConfig),
@@ -256,7 +256,7 @@ def plan_reference_markdown() -> str:
         "telemetry:",
         "  processes: [fio, ceph-osd, ganesha.nfsd]",
         "  client_ceiling: true",
-        "  prometheus: {url: http://prometheus.example:9090, rate_window: 1m}",
+        "  prometheus: {url: http://prometheus.example:9090}",
         "```",
         "",
         "## `faults`: a part fails during the measured section",

@@ -29,9 +29,12 @@ class PrometheusConfig(StrictModel):
     url: Annotated[str, matching(r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/\-]*)?$", "url must be "
                                  "http(s)://host[:port][/path]")] = Field(
         description="Base URL of the Prometheus server, e.g. http://prometheus:9090.")
-    rate_window: Duration = Field(60.0, description="Window of `rate()` in the built-in queries ($rate): at "
-                                  "least 4 scrape intervals.")
-    step: Duration = Field(1.0, description="Resolution of the range queries.")
+    rate_window: Duration | None = Field(None, description="Window of `rate()` ($rate): by default each "
+                                         "repetition's measured window (one value over all of it; it needs 2 "
+                                         "scrapes inside it); given (at least 4 scrape intervals, at most the "
+                                         "runtime), a value every `step` from that long after the window's start, "
+                                         "each the rate over the `rate_window` before it.")
+    step: Duration = Field(1.0, description="Resolution of the range queries (with `rate_window`).")
     queries: Annotated[dict[str, str], matching(METRIC_NAME_RE, "query name {value!r} must be lowercase letters, "
                                                 "digits and '_'", each=True)] = Field(
         default_factory=dict, description="More queries, name -> PromQL (may use $rate); a name of a built-in "

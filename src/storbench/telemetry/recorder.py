@@ -10,7 +10,7 @@ from storbench.config import TelemetryConfig
 from storbench.model import Case, RepetitionOutcome
 from storbench.telemetry.collect import measured_window, repetition_telemetry
 from storbench.telemetry.cycles import CycleCounter
-from storbench.telemetry.prometheus import queries_for
+from storbench.telemetry.prometheus import queries_for, query_window
 from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries, TelemetrySource
 from storbench.telemetry.sources import (
     Sampler,
@@ -34,8 +34,8 @@ class TelemetryRecorder:
         self.clock_ticks = clock_ticks_per_s()
         self.links = link_speeds_bits_per_s()
         self.link_overrides: dict[str, int] = {}  # interfaces whose rate the lab set (a shaped veth)
-        self.queries = (queries_for(config.prometheus.queries, f"{round(config.prometheus.rate_window * 1000)}ms",
-                                    config.prometheus.builtin_queries) if config.prometheus else [])
+        self.queries = (queries_for(config.prometheus.queries, config.prometheus.builtin_queries)
+                        if config.prometheus else [])
         self._sampler: Sampler | None = None
         self._beside: TelemetrySource | None = None
         self._cycles = CycleCounter(config.processes) if config.cycles else None
@@ -79,9 +79,12 @@ class TelemetryRecorder:
             problems.extend(beside_problems)
         if self.config.prometheus is not None:
             prometheus = self.config.prometheus
-            queried, failed = fetch_prometheus_series(prometheus.url, self.queries, window[0], window[1],
-                                                      prometheus.step)
-            remote.extend(queried)
-            problems.extend(failed)
+            evaluated = query_window(window[0], window[1], prometheus.rate_window, prometheus.step)
+            if isinstance(evaluated, str):
+                problems.append(evaluated)
+            else:
+                queried, failed = fetch_prometheus_series(prometheus.url, self.queries, evaluated)
+                remote.extend(queried)
+                problems.extend(failed)
         return repetition_telemetry(window, readings.proc, readings.ceph, remote, ceiling_iops, self.clock_ticks,
                                     {**self.links, **self.link_overrides}, problems)

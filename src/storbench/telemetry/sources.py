@@ -37,7 +37,7 @@ from storbench.telemetry.proc import (
     parse_pressure_some_us,
     parse_proc_stat,
 )
-from storbench.telemetry.prometheus import PrometheusQuery, parse_range_response, range_parameters
+from storbench.telemetry.prometheus import PrometheusQuery, QueryWindow, parse_range_response, range_parameters
 from storbench.telemetry.series import TelemetrySeries
 
 ADMIN_SOCKET_TIMEOUT_S = 2.0
@@ -142,27 +142,25 @@ def read_ceph_snapshot(sockets: Sequence[str], problems: list[str]) -> CephSnaps
     return CephSnapshot(t_s=t_s, daemons=tuple(daemons))
 
 
-def fetch_range(base_url: str, query: PrometheusQuery, start_s: float, end_s: float, step_s: float,
-                timeout_s: float = 10.0) -> str:
+def fetch_range(base_url: str, query: PrometheusQuery, window: QueryWindow, timeout_s: float = 10.0) -> str:
     """GET /api/v1/query_range (no redirect followed, the answer capped). Raises OSError when the server cannot
     be reached or is refused."""
-    url = base_url.rstrip("/") + "/api/v1/query_range?" + urllib.parse.urlencode(
-        range_parameters(query, start_s, end_s, step_s))
+    url = base_url.rstrip("/") + "/api/v1/query_range?" + urllib.parse.urlencode(range_parameters(query, window))
     try:  # Prometheus answers bad queries with 400 and a JSON error: that body is read like any other
         return request(url, timeout_s=timeout_s).body.decode(errors="replace")
     except OSError as error:
         raise OSError(f"cannot reach Prometheus at {base_url}: {error}") from error
 
 
-def fetch_prometheus_series(base_url: str, queries: Sequence[PrometheusQuery], start_s: float, end_s: float,
-                            step_s: float) -> tuple[list[TelemetrySeries], list[str]]:
+def fetch_prometheus_series(base_url: str, queries: Sequence[PrometheusQuery],
+                            window: QueryWindow) -> tuple[list[TelemetrySeries], list[str]]:
     """All queries over the window; (series, problems): a failing query is a problem, not a failed run."""
     series: list[TelemetrySeries] = []
     problems: list[str] = []
     for query in queries:
         try:
-            series.extend(parse_range_response(query.metric, fetch_range(base_url, query, start_s, end_s, step_s),
-                                               step_s))
+            series.extend(parse_range_response(query.metric, fetch_range(base_url, query, window),
+                                               window.rate_s if query.rates else 0.0))
         except (OSError, ValueError) as error:
             problems.append(str(error))
     return series, problems
