@@ -43,6 +43,20 @@ def table_text(curve: Curve) -> str:
     return console.export_text()
 
 
+def test_a_sweep_of_ramp_beside_iodepth_is_two_curves_each_with_its_own_knee() -> None:
+    """A curve's key had left ramp (size, files, file size, dirs) out: ramp 0 and 5 s over iodepth 1, 4, 16 were
+    one curve with two points at each load, its knee read from the mixture."""
+    levels = {0.0: {1: 1000.0, 4: 2000.0, 16: 2000.0}, 5.0: {1: 2100.0, 4: 2100.0, 16: 2100.0}}
+    found = [observation(case_id=f"r{ramp}d{depth}", repeat=r, iops=value, lat_mean_ns=depth * 1e6 / value * 1e3,
+                         iodepth=depth, ramp_s=ramp)
+             for ramp, by_depth in levels.items() for depth, mean in by_depth.items()
+             for r, value in enumerate(three(mean))]
+    found_curves = sorted(curves(summarize_points(found), "iodepth"),
+                          key=lambda c: c.points[0].point.case.workload.ramp_s)
+    assert [[p.load for p in c.points] for c in found_curves] == [[1, 4, 16], [1, 4, 16]]
+    assert [c.points[c.knee_index].load if c.knee_index is not None else None for c in found_curves] == [4, 1]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The rule on one step
 

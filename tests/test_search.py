@@ -240,8 +240,8 @@ def test_random_curves(knee_load: float, max_iops: float, limit_factor: float, t
 
 
 def test_a_search_group_is_the_whole_case_but_its_load_stricter_than_a_curve() -> None:
-    """`stats.curve.search_key`: the cases one search measures differ only in the searched load; a ramp (which a
-    curve's key leaves out, as it always has) parts searches."""
+    """`stats.curve.search_key`: the cases one search measures differ only in the searched load; a ramp parts
+    searches, and curves too (a curve's key had left it out: two points at each load on one curve)."""
     from dataclasses import replace
 
     from storbench.model import Case, PathTarget, WorkloadPoint
@@ -255,7 +255,8 @@ def test_a_search_group_is_the_whole_case_but_its_load_stricter_than_a_curve() -
     assert search_key(low, "iodepth") == search_key(high, "iodepth") != search_key(ramped, "iodepth")
     assert search_key(low, "numjobs") != search_key(high, "numjobs")
     assert search_key(low, "clients") != search_key(high, "clients")
-    assert curve_key(high, None, "iodepth", None) == curve_key(ramped, None, "iodepth", None)
+    assert curve_key(low, None, "iodepth", None) == curve_key(high, None, "iodepth", None)
+    assert curve_key(high, None, "iodepth", None) != curve_key(ramped, None, "iodepth", None)
     assert [axis_value(c, "iodepth") for c in (low, high)] == [1, 8]
 
 

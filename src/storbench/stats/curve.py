@@ -27,19 +27,14 @@ class CurveKey:
     runs a point was measured in do not part curves (the knee pools them); else only points of the same runs share
     a curve (the sweep verdicts: a verdict is read from one run's points, whose rounds can pair).
 
-    The fields are the ones points have always been grouped on: the target's name (not its location), the pattern
-    and its read share, the block size, the direction, the engine, direct, the runtime, the fio options, the lab
-    point and the three loads. Ramp, size, file counts and a target's location do not part curves (as before)."""
+    Everything of the workload parts curves but the loads, which are fields of their own (and its block size on a
+    block-size curve): a sweep of ramp, size, files, file size or directories beside iodepth had been put on one
+    curve with two points at each load, its knee read from the mixture. The target by name: runs of one plan on
+    other machines (another path) pool."""
 
     target: str
-    rw: str
-    rwmixread: int | None
-    bs_bytes: int | None
+    workload: WorkloadPoint  # its iodepth and numjobs 0 (they are the fields below), its bs 0 on a block-size curve
     direction: Direction | None
-    ioengine: str
-    direct: bool
-    runtime_s: float
-    fio_options: tuple[tuple[str, str], ...]
     lab: LabPoint
     iodepth: int | None
     numjobs: int | None
@@ -63,9 +58,9 @@ def curve_key(case: Case, direction: Direction | None, axis: Axis, run_ids: tupl
     ``run_ids`` to keep runs apart, None to pool them (see ``CurveKey``)."""
     w = case.workload
     return CurveKey(
-        target=case.target.name, rw=w.rw, rwmixread=w.rwmixread,
-        bs_bytes=None if axis == "bs_bytes" else w.bs_bytes, direction=direction, ioengine=w.ioengine,
-        direct=w.direct, runtime_s=w.runtime_s, fio_options=w.fio_options, lab=case.lab,
+        target=case.target.name,
+        workload=replace(w, iodepth=0, numjobs=0, bs_bytes=0 if axis == "bs_bytes" else w.bs_bytes),
+        direction=direction, lab=case.lab,
         iodepth=None if axis == "iodepth" else w.iodepth, numjobs=None if axis == "numjobs" else w.numjobs,
         clients=None if axis == "clients" else case.clients, run_ids=run_ids)
 
