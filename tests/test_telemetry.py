@@ -256,6 +256,27 @@ def test_ceph_rates_latency_and_cache_hit_ratio() -> None:
     assert d.ceph_ops_per_s == pytest.approx(400.0)
 
 
+def test_a_daemon_started_again_leaves_out_the_interval_its_counters_went_back_in() -> None:
+    """A `restart` fault sets a daemon's counters back to 0: that interval had a rate of minus all the ops it had
+    ever done, and the window's op rate and latency came out wrong."""
+    dumps = [_dump(20_000, 20_000, 20.0, 0, 0), _dump(21_000, 21_000, 21.0, 0, 0), _dump(500, 500, 0.5, 0, 0),
+             _dump(1_500, 1_500, 1.5, 0, 0)]
+    snapshots = [CephSnapshot(float(t), (parse_perf_dump("osd.0", dump),)) for t, dump in enumerate(dumps)]
+    ops = next(s for s in ceph_series(snapshots) if s.metric == "ops_per_s")
+    assert ops.values == (1000.0, 1000.0) and ops.starts_s == (0.0, 2.0)  # the interval 1-2 is not known
+    d = digest(RepetitionTelemetry(0.0, 3.0, tuple(ceph_series(snapshots))))
+    assert d.ceph_ops_per_s == pytest.approx(1000.0) and d.ceph_op_latency_ns == pytest.approx(1e6)
+
+
+def test_a_counters_rate_is_over_the_intervals_read_not_the_windows_length() -> None:
+    """An OSD at 1,000 ops/s read every 5 s over a 5 s window that two intervals overlap by half: their total
+    over the window's 5 s had said 2,000 ops/s."""
+    snapshots = [CephSnapshot(t, (parse_perf_dump("osd.0", _dump(1000 * int(t), 1000 * int(t), t, 0, 0)),))
+                 for t in (0.0, 5.0, 10.0)]
+    d = digest(RepetitionTelemetry(2.5, 7.5, tuple(ceph_series(snapshots))))
+    assert d.ceph_ops_per_s == pytest.approx(1000.0)
+
+
 def test_daemon_names_from_socket_paths() -> None:
     assert daemon_name_from_socket("/run/ceph/ceph-osd.12.asok") == "osd.12"
     assert daemon_name_from_socket("/x/run/mycluster-osd.0.asok") == "osd.0"

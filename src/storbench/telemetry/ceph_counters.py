@@ -109,7 +109,9 @@ def daemon_name_from_socket(path: str) -> str:
 
 
 def _delta(after: int | None, before: int | None) -> int | None:
-    return None if after is None or before is None else after - before
+    """The counter's change over an interval; None when it went down: the daemon started again (a `restart`
+    fault) and counts from 0, so the interval's change is not known (it had been a large negative rate)."""
+    return None if after is None or before is None or after < before else after - before
 
 
 def _mean_latency_ns(after: LatencyCounter | None, before: LatencyCounter | None) -> float | None:

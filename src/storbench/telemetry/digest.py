@@ -136,13 +136,16 @@ def _counter(telemetry: RepetitionTelemetry, name: str) -> CounterDigest | None:
     if not rates:
         return None
     start, end = telemetry.window_start_s, telemetry.window_end_s
-    count = weighted = 0.0
+    count = weighted = per_s = 0.0
     for rate in rates:
         count += _window_total(telemetry, rate)
+        # the rate over the intervals read (which may reach an interval past the window either side), not their
+        # total over the window's length: a 5 s interval on a 5 s window had counted two intervals as one
+        per_s += window_mean(rate, start, end) or 0.0
         latency = _one(telemetry, "ceph", f"{name}_latency_ns", rate.entity)
         if latency is not None:
             weighted += _ops_times_latency(rate, latency, start, end)
-    return CounterDigest(name, count / max(end - start, 1e-9), weighted / count if count > 0 else None)
+    return CounterDigest(name, per_s, weighted / count if count > 0 else None)
 
 
 COUNTERS = ("op_r", "op_w", "op_r_process", "op_w_process", "mds_reply", "rgw_get", "rgw_put")
@@ -198,11 +201,12 @@ def digest(telemetry: RepetitionTelemetry) -> TelemetryDigest:
             util_pct=_mean(telemetry, link_util)))
     interfaces.sort(key=lambda i: (-(i.util_pct or 0.0), -(i.rx_bytes_per_s + i.tx_bytes_per_s), i.name))
 
-    ceph_ops = ceph_latency_weighted = 0.0
+    ceph_ops = ceph_ops_per_s = ceph_latency_weighted = 0.0
     hits = misses = onode_hits = onode_misses = 0.0
     for ops in telemetry.find("ceph", "ops_per_s"):
         latency = _one(telemetry, "ceph", "op_latency_ns", ops.entity)
         ceph_ops += _window_total(telemetry, ops)
+        ceph_ops_per_s += window_mean(ops, start, end) or 0.0
         if latency is not None:
             ceph_latency_weighted += _ops_times_latency(ops, latency, start, end)
     for metric, series_list in (("hit", telemetry.find("ceph", "cache_hit_bytes_per_s")),
@@ -219,7 +223,6 @@ def digest(telemetry: RepetitionTelemetry) -> TelemetryDigest:
         else:
             onode_misses = total
     has_ceph = bool(telemetry.find("ceph", "ops_per_s"))
-    duration = max(end - start, 1e-9)
 
     remote = []
     for series in telemetry.series:
@@ -242,7 +245,7 @@ def digest(telemetry: RepetitionTelemetry) -> TelemetryDigest:
         interfaces=tuple(interfaces),
         mem_used_bytes=_mean(telemetry, _one(telemetry, "memory", "used_bytes")),
         page_cache_bytes=_mean(telemetry, _one(telemetry, "memory", "page_cache_bytes")),
-        ceph_ops_per_s=ceph_ops / duration if has_ceph else None,
+        ceph_ops_per_s=ceph_ops_per_s if has_ceph else None,
         ceph_op_latency_ns=ceph_latency_weighted / ceph_ops if ceph_ops > 0 else None,
         ceph_cache_hit_pct=_ratio_pct(hits, misses),
         ceph_onode_hit_pct=_ratio_pct(onode_hits, onode_misses),
