@@ -272,3 +272,21 @@ def test_close_means_with_wide_intervals_do_not_end_the_bisection() -> None:
     assert next_values(grid, measured, objective) == (8,)  # between 6 (meets) and 16 (misses)
     answer = search_answer(grid, measured, objective)
     assert "not narrowed yet" in answer.reason and "within 5 %" not in answer.reason
+
+
+def test_a_mixed_point_meets_the_objective_only_when_every_direction_does() -> None:
+    """The search took the direction with the worst mean p99: reads at 9.1 ms [8.85, 9.35] stood for writes at
+    8.8 ms whose interval reaches 21 ms, and the point met p99 <= 10 ms. The worst verdict stands for the point."""
+    from storbench.stats.search import search_point
+    from synthetic import observation
+
+    reads, writes = (9.0, 9.1, 9.2), (4.0, 8.5, 14.0)
+    found = [observation(case_id="mix", rw="randrw", rwmixread=50, repeat=r, direction=d, iops=1000.0,
+                         lat_mean_ns=1e6, lat_p99_ns=int(ms * 1e6))
+             for d, values in (("read", reads), ("write", writes)) for r, ms in enumerate(values)]
+    objective = parse_slo("p99 <= 10ms")
+    point = search_point(4, found, objective)
+    assert point is not None and point.latency is not None
+    assert verdict(point.latency, objective) == Verdict.UNCERTAIN
+    assert point.latency.mean == pytest.approx(sum(writes) / 3 * 1e6)
+    assert point.iops.mean == pytest.approx(2000.0)  # both directions' IOPS, summed per repetition
