@@ -198,22 +198,28 @@ def _lat(m: DirectionMeasurement | None, percent: float) -> int | None:
     return lat_percentile_ns(m, percent) if m else None
 
 
-def pct_of_expected(o: Observation, expected: Expectation | None) -> float | None:
+def pct_of_expected(o: Observation, expected: Expectation | None,
+                    case_total: tuple[float, float] | None = None) -> float | None:
     """The observation's IOPS as a percentage of the declared IOPS, else its throughput of the declared
-    throughput (the rule of `PointSummary.share_of_expected`); None when nothing was declared or measured."""
+    throughput (the rule of `PointSummary.share_of_expected`); None when nothing was declared or measured.
+    ``case_total``: (IOPS, throughput) of its repetition over all its directions, for a mixed case (a declared
+    limit is of all directions)."""
     m = o.measurement
     if expected is None or m is None:
         return None
+    iops, bw = case_total or (m.iops, m.bw_bytes)
     if expected.iops:
-        return 100 * m.iops / expected.iops
+        return 100 * iops / expected.iops
     if expected.bw_bytes_per_s:
-        return 100 * m.bw_bytes / expected.bw_bytes_per_s
+        return 100 * bw / expected.bw_bytes_per_s
     return None
 
 
-def record(o: Observation, expected: Expectation | None = None) -> Record:
+def record(o: Observation, expected: Expectation | None = None,
+           case_total: tuple[float, float] | None = None) -> Record:
     """One observation as the flat export record: the case's parameters as text, every number by name;
-    ``expected`` is what its target was declared to deliver (`expect:`)."""
+    ``expected`` is what its target was declared to deliver (`expect:`), ``case_total`` its repetition's IOPS and
+    throughput over all directions where it has several."""
     case, w, m = o.case, o.case.workload, o.measurement
     device, interface, node = busiest_names(o)
     d = o.telemetry
@@ -258,7 +264,7 @@ def record(o: Observation, expected: Expectation | None = None) -> Record:
         client_ceiling_iops=_metric(o, "client_ceiling_iops"),
         client=o.client, clients_reporting=o.fio.reporting, start_skew_s=o.fio.start_skew_s,
         slowest_client=o.fio.slowest, slowest_client_pct_of_median=o.fio.slowest_pct_of_median,
-        pct_of_expected=pct_of_expected(o, expected),
+        pct_of_expected=pct_of_expected(o, expected, case_total),
         fault=f"{fault.action} {fault.target}" if (fault := o.failover.fault if o.failover else None) else "",
         blackout_s=_metric(o, "blackout_s"), client_blackout_s=_metric(o, "client_blackout_s"),
         first_io_after_fault_s=_metric(o, "first_io_after_fault_s"),
@@ -292,5 +298,14 @@ def export_records(items: Iterable[Observation],
     """The flat records of observations, in their order; ``expectations`` ((run, target) -> `expect:`,
     `stats.run_questions.expectations`) gives each its ``pct_of_expected``."""
     declared = expectations or {}
-    return [record(o, declared.get((o.run_id, o.case.target.name))) for o in items]
+    chosen = list(items)
+    directions: dict[tuple[int, str, int, str], list[Observation]] = {}
+    for o in chosen:
+        if o.measurement is not None:
+            directions.setdefault((o.run_id, o.case.case_id, o.rep_index, o.client), []).append(o)
+    totals = {key: (sum(o.measurement.iops for o in found if o.measurement),
+                    sum(o.measurement.bw_bytes for o in found if o.measurement))
+              for key, found in directions.items() if len(found) > 1}
+    return [record(o, declared.get((o.run_id, o.case.target.name)),
+                   totals.get((o.run_id, o.case.case_id, o.rep_index, o.client))) for o in chosen]
 

@@ -50,10 +50,12 @@ def expected_marks(points: Sequence[PointSummary], field: str) -> tuple[Mark, ..
         if value is not None:
             limits.setdefault(value, {})[p.target] = None
     marks = []
+    # the figure's points are each one direction: a limit of all of them is said so where a case has several
+    every = ", all directions" if any(p.case_totals for p in points) else ""
     for value, declaring in limits.items():
         shown = f"{value:,.0f} IOPS" if field == "iops" else f"{format_bytes(value * MIB)}/s"
         names = f" ({', '.join(declaring)})" if len(targets) > 1 else ""
-        marks.append(Mark(value, f"expected{names}: {shown}"))
+        marks.append(Mark(value, f"expected{names}: {shown}{every}"))
     return tuple(marks)
 
 

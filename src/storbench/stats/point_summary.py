@@ -71,13 +71,18 @@ class PointSummary:
     # without total-latency bins: `metric_values.lat_percentiles_from`), "clat,lat" (both among its repetitions)
     # or "" (none)
     lat_percentiles_from: str = ""
+    # a case of several directions (randrw): its IOPS and throughput summed over them, repetition by repetition
+    # ("iops", "bw_bytes"): what a declared limit (`expect:`, all directions) is measured against
+    case_totals: tuple[tuple[str, Estimate], ...] = ()
 
     def share_of_expected(self) -> tuple[float, str] | None:
         """(measured / expected, "IOPS" or "throughput") when the target declared what it should do: IOPS
-        where declared, else throughput."""
+        where declared, else throughput. A direction of a mixed case is measured by its case's total (the
+        declared limit is of all directions: 2,100 reads and 900 writes at a 3,000 IOPS limit had been 70 %)."""
         if self.expected is None:
             return None
-        iops, bw = self.metric("iops"), self.metric("bw_bytes")
+        totals = dict(self.case_totals)
+        iops, bw = totals.get("iops", self.metric("iops")), totals.get("bw_bytes", self.metric("bw_bytes"))
         if self.expected.iops and iops is not None:
             return iops.mean / self.expected.iops, "IOPS"
         if self.expected.bw_bytes_per_s and bw is not None:

@@ -110,7 +110,8 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
         else:
             expected = points[members[0]].expected
             declared = None
-            if expected is not None:
+            # a declared limit is of all directions: a direction of a mixed case is not held against it alone
+            if expected is not None and not points[members[0]].case_totals:
                 declared = expected.bw_bytes_per_s if axis == BLOCK_SIZE else expected.iops
             judged = sweep_verdicts(steps, [out[i].bottleneck for i in members], what, declared,
                                     _remote_evidence(points, members))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from storbench.model import Direction, Expectation, is_metadata, is_object, is_volume_operation
 from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, judge
 from storbench.stats.cost import COMPONENTS, KERNEL
-from storbench.stats.estimate import CONFIDENCE, estimate
+from storbench.stats.estimate import CONFIDENCE, Estimate, estimate
 from storbench.stats.metric_values import (
     METRIC_VALUES,
     busiest_names,
@@ -111,6 +112,26 @@ def run_samples(rows: Sequence[Observation], read: Callable[[Observation], float
     return {run: sum(values) / len(values) for run, values in sorted(by_run.items())}
 
 
+def _case_totals(ok: Sequence[Observation], directions: Sequence[Direction | None], level: float,
+                 window_only: bool) -> tuple[tuple[str, Estimate], ...]:
+    """IOPS and throughput of a case of several directions, summed over them in each repetition that measured
+    all of them, estimated over those repetitions (each run's mean one sample where several runs pool)."""
+    out = []
+    for field in ("iops", "bw_bytes"):
+        read = METRIC_VALUES[field]
+        by_repetition: dict[tuple[int, int], dict[Direction | None, float]] = {}
+        for o in ok:
+            if (v := read(o)) is not None:
+                by_repetition.setdefault(o.repetition, {})[o.direction] = float(v)
+        sums = {rep: sum(found.values()) for rep, found in by_repetition.items() if len(found) == len(directions)}
+        runs = {run for run, _ in sums}
+        values = ([statistics.fmean([v for (r, _), v in sums.items() if r == run]) for run in sorted(runs)]
+                  if len(runs) > 1 else list(sums.values()))
+        if (value := estimate(values, level, interval=not window_only)) is not None:
+            out.append((field, value))
+    return tuple(out)
+
+
 def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mapping[int, int | None] | None = None,
                      metrics: Sequence[str] = SUMMARY_FIELDS,
                      expectations: Mapping[tuple[int, str], Expectation] | None = None,
@@ -170,6 +191,7 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                                         "figures (blackout, level after, recovery)")
         level = max((run_levels.get(o.run_id, CONFIDENCE) for o in group), default=CONFIDENCE)
         window_only = any(o.window_only for o in group)  # a steady window's rounds: chosen for their spread
+        totals = _case_totals(ok, directions, level, window_only) if len(directions) > 1 else ()
         for direction in directions:
             rows = [o for o in ok if o.direction == direction]
             # over several runs (with a successful repetition each), each run's mean is one sample (`run_samples`)
@@ -210,6 +232,7 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                 storage_layer=layer,
                 lat_percentiles_from=",".join(sorted({kind for o in rows
                                                       if (kind := lat_percentiles_from(o.measurement))})),
+                case_totals=totals,
             ))
     told_apart = distinct_fields([p.case.workload for p in out])
     out = [replace(p, distinct=d) for p, d in zip(out, told_apart, strict=True)]
