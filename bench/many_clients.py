@@ -148,7 +148,7 @@ def main() -> int:
 
     if not args.repeat:
         return 0
-    from storbench.fio.parse import merge_clients
+    from storbench.fio.merge import merge_clients
     from storbench.records import record
     from storbench.stats.observations import observations
     from storbench.store import open_store

@@ -20,7 +20,8 @@ import numpy as np
 from plotly.offline import get_plotlyjs
 
 from storbench.case_ids import case_id_for
-from storbench.fio.parse import client_measurement, parse_fio_json
+from storbench.fio.merge import client_measurement
+from storbench.fio.parse import parse_fio_json
 from storbench.model import (
     Case,
     ClientMeasurement,

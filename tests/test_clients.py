@@ -17,8 +17,9 @@ from helpers import inside, run_cli, write_plan
 from storbench.execute.hosts import BARRIER_MAX_S, BARRIER_MIN_S, barrier_lead_s, drop_page_cache, with_server_env
 from storbench.fio.barrier import CachedFiles, cached_files, start_barrier_line, with_start_barrier
 from storbench.fio.jobfile import JobBinding, render_client_jobs, render_job
+from storbench.fio.merge import client_measurements_by_host, merge_clients
 from storbench.fio.outcome import judge_clients, start_skew_s
-from storbench.fio.parse import client_measurements_by_host, json_after_messages, merge_clients, parse_fio_json
+from storbench.fio.parse import json_after_messages, parse_fio_json
 from storbench.lab.hosts_conf import is_lab_server
 from storbench.model import Case, Direction, LatencyHistogram, PathTarget, RbdTarget, WorkloadPoint
 

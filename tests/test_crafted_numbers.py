@@ -17,7 +17,8 @@ import pytest
 
 from helpers import run_cli
 from storbench.errors import UserError
-from storbench.fio.parse import merge_directions, parse_fio_json
+from storbench.fio.merge import merge_directions
+from storbench.fio.parse import parse_fio_json
 from storbench.model import (
     MAX_COUNT,
     ClientMeasurement,

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from storbench.errors import UserError
+from storbench.fio.merge import client_measurement
 from storbench.fio.outcome import judge_repetition
-from storbench.fio.parse import client_measurement, load_fio_json_lenient, parse_fio_json
+from storbench.fio.parse import load_fio_json_lenient, parse_fio_json
 from storbench.importer import import_fio_output
 from storbench.model import Direction, Status
 
@@ -96,3 +97,23 @@ def test_job_error_is_a_failure(fixtures: Path) -> None:
     raw["jobs"][0]["error"] = 5
     judged = _judge(json.dumps(raw), rw="randread")
     assert judged.status == Status.FAILED and "error 5" in judged.error
+
+
+def test_a_clients_cpu_adds_jobs_that_ran_together_and_weighs_sections_run_in_turn() -> None:
+    """rw: metadata's create, stat and delete are stonewalled sections: their CPU figures (each over its own
+    runtime) had been added as if at once, three phases at 0.35 cores making 1.05 cores a job ("client-bound")."""
+    from storbench.fio.merge import client_cpu_pct
+    from storbench.model import JobOutput
+
+    def job(name: str, runtime_ms: int, usr: float) -> JobOutput:
+        return JobOutput(jobname=name, error=0, usr_cpu_pct=usr, sys_cpu_pct=usr / 5, directions=(),
+                         runtime_ms=runtime_ms)
+
+    phases = [job(f"c.{phase}", ms, 35.0) for phase, ms in (("create", 4000), ("stat", 1000), ("delete", 3000))
+              for _ in range(2)]  # numjobs 2: two clones of each section at once
+    usr, system = client_cpu_pct(phases)
+    assert usr == pytest.approx(70.0) and system == pytest.approx(14.0)
+    busy_create = [job("c.create", 4000, 80.0), job("c.stat", 1000, 20.0), job("c.delete", 3000, 40.0)]
+    assert client_cpu_pct(busy_create)[0] == pytest.approx((4 * 80 + 20 + 3 * 40) / 8)
+    one_section = [job("c", 1000, 30.0), job("c", 1000, 40.0)]
+    assert client_cpu_pct(one_section) == (70.0, 14.0)

@@ -9,7 +9,8 @@ import statistics
 
 import pytest
 
-from storbench.fio.parse import merge_latency, parse_fio_json
+from storbench.fio.merge import merge_latency
+from storbench.fio.parse import parse_fio_json
 from storbench.model import LatencyHistogram, LatencySummary
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from helpers import run_cli
 from storbench.errors import UserError
-from storbench.fio.parse import client_measurements_by_host, json_after_messages, merge_clients, parse_fio_json
+from storbench.fio.merge import client_measurements_by_host, merge_clients
+from storbench.fio.parse import json_after_messages, parse_fio_json
 from storbench.model import Status
 from storbench.records import PLAN_FIELDS, RECORD_FIELDS, export_records
 from storbench.report.labels import comparison_label, curve_label, point_label

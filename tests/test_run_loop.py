@@ -612,7 +612,8 @@ def test_a_search_measures_a_few_depths_and_finds_the_grids_best_point_within_th
     """On the simulated storage the worst direction's p99 at depth <= 8 is P; past 8 it grows as qd / IOPS. With
     the limit at 2.6 P the highest-IOPS depth within it on the grid 1..64 is 24 (p99 2.5 P; 32 has 3.1 P): the
     search must say 24, measure each chosen depth's repetitions back to back, and run far fewer than 12."""
-    from storbench.fio.parse import client_measurement, parse_fio_json
+    from storbench.fio.merge import client_measurement
+    from storbench.fio.parse import parse_fio_json
 
     merged = client_measurement(parse_fio_json(RANDRW_OUTPUT)).directions
     p99 = max(d.lat.percentile_ns(99.0) or 0 for d in merged)
@@ -638,7 +639,8 @@ def test_a_resumed_search_finishes_the_point_it_had_begun_and_gives_the_same_ans
         tmp_path: Path, store: Store) -> None:
     """Interrupted in the second repetition of its third depth, the search resumes there: that depth gets its
     second repetition, the search goes on as if never stopped, and nothing runs twice."""
-    from storbench.fio.parse import client_measurement, parse_fio_json
+    from storbench.fio.merge import client_measurement
+    from storbench.fio.parse import parse_fio_json
 
     merged = client_measurement(parse_fio_json(RANDRW_OUTPUT)).directions
     limit_us = int(2.6 * max(d.lat.percentile_ns(99.0) or 0 for d in merged) / 1000)

@@ -12,7 +12,8 @@ import pytest
 from helpers import run_cli, write_plan
 from storbench.config import load_plan_text
 from storbench.fio.jobfile import FILL_JOB, JobBinding, render_job
-from storbench.fio.parse import client_measurement, parse_fio_json
+from storbench.fio.merge import client_measurement
+from storbench.fio.parse import parse_fio_json
 from storbench.plan import expand
 from storbench.s3sign import EMPTY_SHA256, S3Credentials, signed_headers
 from storbench.targets.s3 import S3Access, S3Service, load_credentials, s3_binding

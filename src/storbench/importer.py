@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from storbench.case_ids import case_id_for
 from storbench.errors import UserError
-from storbench.fio.parse import client_measurement, client_measurements_by_host
+from storbench.fio.merge import client_measurement, client_measurements_by_host
 from storbench.model import (
     MAX_COUNT,
     MIXED_RW,

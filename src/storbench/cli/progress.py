@@ -11,7 +11,7 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
-from storbench.fio.parse import merge_clients
+from storbench.fio.merge import merge_clients
 from storbench.model import RepetitionOutcome, ScheduledRepetition, Status, is_metadata, is_object, is_volume_operation
 from storbench.report.events import event_text
 from storbench.report.labels import direction_label

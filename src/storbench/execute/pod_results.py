@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from storbench.execute.k8s_manifests import BLOCK_DEVICE, FIO_USER, pvc_of, split_pod_log, without_logs
 from storbench.fio.jobfile import MAX_LOG_CHARS
+from storbench.fio.merge import client_measurement, merge_in_sequence
 from storbench.fio.outcome import client_fault
-from storbench.fio.parse import client_measurement, merge_in_sequence, parse_fio_json
+from storbench.fio.parse import parse_fio_json
 from storbench.model import Case, ClientMeasurement, RepetitionOutcome, Status
 
 
@@ -30,7 +31,7 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
                finished_at_s: float, timeout_s: float, measured_end_s: float = 0.0) -> RepetitionOutcome:
     """Pods' logs -> one client measurement per client; a missing, failed or silent pod fails the repetition,
     unless it was deleted while it ran (a fault) and a pod made again went on with its job: a client's pods one
-    after the other are one client (`fio.parse.merge_in_sequence`), their timeline logs one log per client
+    after the other are one client (`fio.merge.merge_in_sequence`), their timeline logs one log per client
     (``timeline_iops.1.log.client.2``: fio's name, then the client's). A client whose last pod was ended by a
     fault with nothing after it (lost with its node, or its successor never ran) did no I/O from then to the
     measured section's end (``measured_end_s``, epoch s; 0 unknown): its rates span to it."""

@@ -10,7 +10,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from storbench.fio.parse import client_measurement, client_measurements_by_host, json_after_messages, parse_fio_json
+from storbench.fio.merge import client_measurement, client_measurements_by_host
+from storbench.fio.parse import json_after_messages, parse_fio_json
 from storbench.model import RW_DIRECTIONS, ClientMeasurement, RepetitionOutcome, Status
 
 

@@ -175,6 +175,7 @@ class JobOutput:
     directions: tuple[DirectionMeasurement, ...]
     options: tuple[tuple[str, str], ...] = ()
     host: str = ""  # "address:port" of the fio server that ran it (client/server mode); "" for a local run
+    runtime_ms: int = 0  # fio's job_runtime: the time its CPU percentages are of (0: not reported)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from storbench.fio.parse import merge_clients
+from storbench.fio.merge import merge_clients
 from storbench.lab.hosts_conf import is_lab_server
 from storbench.model import (
     Case,
