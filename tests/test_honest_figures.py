@@ -199,3 +199,46 @@ def test_a_log_axis_within_one_decade_still_has_plain_labels() -> None:
         plt.close(figure)
     assert labels and all("times" not in t and "^" not in t and "e" not in t for t in labels), labels
     assert "0.4" in labels or "0.5" in labels, labels
+
+
+def test_a_lone_block_size_joins_the_group_beside_it() -> None:
+    """4k, 16k and 64k: 64k, alone in its size group, had been in no block-size figure."""
+    one = [[o for o in _flat(bs_bytes=size) if o.case.workload.iodepth == 1] for size in (4096, 16384, 65536)]
+    figures = block_size_figures(_points(*one))
+    assert [f.figure_id for f in figures] == ["iops-vs-bs-small-medium", "bw_bytes-vs-bs-small-medium"]
+    assert figures[0].x_categories == ("4k", "16k", "64k") and "(4k-64k)" in figures[0].title
+
+
+def test_images_write_the_ticks_own_words_and_hover_boxes_no_doubled_percent() -> None:
+    """A history's x ticks are "run 4", "run 7", "run 12": the PNG had numbered them 1, 2, 3. plotly.js has no
+    "%%": a series named "all (95 % CI)" had been "all (95 %% CI)" in its hover box."""
+    spec = FigureSpec(figure_id="h", title="t", x_label="run", y_label="IOPS", x_tickvals=(1.0, 2.0, 3.0),
+                      x_ticktext=("run 4", "run 7", "run 12"),
+                      series=(Series(name="all (95 % CI) %{x}", x=(1.0, 2.0, 3.0), y=(5.0, 6.0, 7.0)),))
+    figure = draw_figure(spec)
+    try:
+        figure.canvas.draw()
+        assert [t.get_text() for t in figure.axes[0].get_xticklabels()] == ["run 4", "run 7", "run 12"]
+    finally:
+        plt.close(figure)
+    hover = plotly_figure(spec).data[0].hovertemplate
+    assert "all (95 % CI)" in hover and "%%" not in hover and "%{x}</extra>" not in hover
+
+
+def test_a_clients_blackout_bar_is_not_drawn_below_zero_and_slow_rates_keep_their_digits() -> None:
+    """The per-client blackout figure used its upper arm both ways (0.04 s [0.00, 0.19] drawn down to -0.12 s);
+    volume operations at 0.45 ops/s were "0 ± 0" in tables."""
+    from storbench.report.failover import client_blackout_figure
+    from storbench.report.tables import iops_with_ci
+    from storbench.stats.estimate import Estimate
+    from storbench.stats.failover_points import PointFailover
+
+    short = Estimate(n=3, mean=0.0353, stddev=0.06, ci_low=-0.117, ci_high=0.187)
+    point = PointFailover("c", 1, "fail", "node.1", (), *(None,) * 7, 3, 0, 0,
+                          client_blackouts_s=(("client.1", short), ("client.2", short)))
+    spec = client_blackout_figure(point, "x")
+    assert spec is not None
+    (series,) = spec.series
+    assert series.error_y_minus == pytest.approx((0.0353, 0.0353)) and series.error_y == pytest.approx((0.1517,) * 2)
+    assert iops_with_ci(Estimate(n=4, mean=0.4512, stddev=0.05, ci_low=0.37, ci_high=0.53)) == "0.451 ± 0.079"
+    assert iops_with_ci(Estimate(n=4, mean=2993.4, stddev=10.0, ci_low=2969.0, ci_high=3017.8)) == "2,993 ± 24"

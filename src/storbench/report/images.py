@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, Formatter, LogFormatter
+from matplotlib.ticker import FixedLocator, Formatter, LogFormatter, NullFormatter
 
 from storbench.report.figures import FigureSpec, x_error_arms, y_error_arms
 from storbench.report.plotly_render import COLORS
@@ -155,7 +155,10 @@ def draw_figure(spec: FigureSpec) -> Figure:
                                  ha="right" if rotated else "center")
         if spec.x_log and not categories:
             axes.set_xscale("log", base=2 if spec.x_tickvals else 10)
-        if spec.x_tickvals:
+        if spec.x_tickvals and len(spec.x_ticktext) == len(spec.x_tickvals):  # the ticks' own words ("run 4", "4k")
+            axes.set_xticks(list(spec.x_tickvals), [_m(t) for t in spec.x_ticktext])
+            axes.xaxis.set_minor_formatter(NullFormatter())
+        elif spec.x_tickvals:
             axes.xaxis.set_major_locator(FixedLocator(list(spec.x_tickvals)))
             axes.xaxis.set_major_formatter(PlainFormatter(log=True))  # each tick its own decimals
         if spec.y_log:

@@ -30,7 +30,9 @@ def _xs(values: tuple[float | str, ...]) -> list[float | str]:
 
 def _trace(series: Series, color: str, y_log: bool) -> go.BaseTraceType:
     name = plotly_text(series.name)
-    extra = "<extra>" + name.replace("%", "%%") + "</extra>"
+    # plotly.js has no "%%": only "%{" starts a substitution, so only that is broken (by a zero-width space); the
+    # doubled signs had been shown as they were ("all (95 %% CI)")
+    extra = "<extra>" + name.replace("%{", "%\u200b{") + "</extra>"
     y_arms, x_arms = y_error_arms(series, y_log), x_error_arms(series)
     error_y = None if y_arms is None else dict(type="data", array=y_arms[1], arrayminus=y_arms[0], symmetric=False,
                                                visible=True)

@@ -29,7 +29,7 @@ def size_group(bs_bytes: int) -> str:
 def _size_groups(points: Sequence[PointSummary]) -> list[tuple[str, str, list[PointSummary]]]:
     """(group, its label, its points) for the block-size figures, each with at least two block sizes: a figure
     "vs block size" over a single size is no curve. Groups of a single size each are drawn together when there are
-    several (4k and 1m: one figure of both); a lone size is left out."""
+    several (4k and 1m: one figure of both); a lone size beside drawn groups joins the nearest of them."""
     groups = [(group, label, [p for p in points if size_group(p.bs_bytes) == group]) for group, label in SIZE_GROUPS]
     groups = [g for g in groups if g[2]]
     drawn = [g for g in groups if len({p.bs_bytes for p in g[2]}) >= 2]
@@ -38,6 +38,15 @@ def _size_groups(points: Sequence[PointSummary]) -> list[tuple[str, str, list[Po
         members = [p for g in singles for p in g[2]]
         label = ", ".join(format_block_size(b) for b in sorted({p.bs_bytes for p in members}))
         drawn.append(("-".join(g[0] for g in singles), label, members))
+    elif singles and drawn:  # a lone size joins the group beside it (4k, 16k and 64k: it had been in no figure)
+        order = [group for group, _ in SIZE_GROUPS]
+        (lone, _, members), = singles
+        near = min(range(len(drawn)), key=lambda i: abs(order.index(drawn[i][0]) - order.index(lone)))
+        group, _, joined = drawn[near]
+        joined = sorted([*joined, *members], key=lambda p: p.bs_bytes)
+        sizes = sorted({p.bs_bytes for p in joined})
+        drawn[near] = (f"{group}-{lone}" if order.index(group) < order.index(lone) else f"{lone}-{group}",
+                       f"{format_block_size(sizes[0])}-{format_block_size(sizes[-1])}", joined)
     return drawn
 
 

@@ -41,11 +41,18 @@ def _lat(estimate: Estimate | None) -> str:
     return "-" if estimate is None else format_latency_ns(estimate.mean)
 
 
+def _rate_text(value: float) -> str:
+    """A rate: whole numbers from 100 on, 3 significant digits below (0.45 ops/s had been "0")."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def iops_with_ci(estimate: Estimate | None) -> str:
     if estimate is None:
         return "-"
     half = estimate.half_width
-    return f"{estimate.mean:,.0f}" + ("" if half is None else f" ± {half:,.0f}")
+    if half is None:
+        return _rate_text(estimate.mean)
+    return _rate_text(estimate.mean) + (f" ± {half:,.0f}" if abs(estimate.mean) >= 100 else f" ± {half:.2g}")
 
 
 def time_with_ci(estimate: Estimate | None) -> str:
