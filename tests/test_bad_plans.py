@@ -75,6 +75,18 @@ BAD_PLANS = [
         workload:
           rw: read
         """), 7, "targets.scratch.sise", ("unknown key 'sise'", "did you mean 'size'?"))),
+    # ---- sweeps and counts that say nothing, or something else than meant (a review) -------------------
+    case("clients-empty", Bad(BASE + "clients: []\n", 8, "clients", ("an empty list sweeps nothing",))),
+    case("clients-twice", Bad(BASE + "clients: [1, 1]\n", 8, "clients", ("1 is listed twice",))),
+    case("repeat-true", Bad(BASE + "repeat: true\n", 8, "repeat", ("not a whole number",))),
+    case("exclude-empty-list", Bad(BASE.replace("bs: 4k", "bs: [4k, 8k]") + "exclude: [{bs: []}]\n", 8,
+                                   "exclude[0].bs", ("an empty list excludes nothing",))),
+    case("exclude-hint-in-the-plans-units", Bad(BASE.replace("runtime: 1s", "runtime: [90s, 2m]")
+                                                + "exclude: [{runtime: 1m}]\n", 8, "exclude[0].runtime",
+                                                ("values in the plan: 90s, 2m",), absent=("1m30s",))),
+    case("precondition-bs-not-sectors", Bad(BASE.replace("size: 1MiB}", "size: 1MiB, precondition: "
+                                                         "{fill: 1x, bs: 1000}}"), 3, "targets.scratch.precondition",
+                                            ("bs 1000 is not a positive multiple of 512 bytes",))),
     # ---- targets -----------------------------------------------------------------------------------
     case("unknown-target-kind", Bad(_plan("""\
         name: bad

@@ -583,3 +583,20 @@ def test_plan_states_the_design_of_each_swept_lab_setting() -> None:
     assert any(d.startswith("pool_size: interleaved on one cluster") for d in designs)
     assert any(d.startswith("osds: blocked") for d in designs)
     assert not any("objectstore" in d for d in designs)  # not swept
+
+
+def test_create_has_no_file_size_and_more_directories_than_jobs_are_as_many_as_the_jobs() -> None:
+    """create makes empty files: a file_size sweep had doubled its cases (the same measurement, other ids). Job N
+    works in directory N mod dirs: dirs 4 of 1 job had been a case labelled dirs=4 that used one directory."""
+    loaded = load_plan_text(textwrap.dedent("""\
+        name: m
+        targets:
+          t: {kind: path, path: /tmp/m, size: 1MiB}
+        workload: {rw: [create, stat], file_size: [4k, 8k], dirs: [1, 4], numjobs: [1, 4]}
+        """), "m.yaml")
+    cases = expand(loaded)
+    shapes = sorted((c.workload.rw, c.workload.file_size_bytes, c.workload.numjobs, c.workload.dirs or 1)
+                    for c in cases)
+    assert shapes == [("create", 4096, 1, 1), ("create", 4096, 4, 1), ("create", 4096, 4, 4),
+                      *[("stat", size, jobs, dirs) for size in (4096, 8192) for jobs, dirs in ((1, 1), (4, 1), (4, 4))]]
+    assert len({c.case_id for c in cases}) == len(cases)

@@ -39,7 +39,6 @@ from storbench.stats.search import search_grid
 from storbench.units import (
     format_block_size,
     format_bytes,
-    format_duration,
     link_rate_bits,
     parse_duration_s,
     parse_size_bytes,
@@ -65,11 +64,15 @@ class Axis:
 
 
 def _value_text(axis: Axis, value: object) -> str:
-    """A swept value as a plan writes it: a block size as fio's 8k, other sizes as 64MiB, durations as 1m30s."""
+    """A swept value as a plan writes it: a block size as fio's 8k, other sizes as 64MiB, durations in one unit
+    (90s, 2m, 1h: "1m30s", which the plan's durations do not take, had been offered in a hint)."""
     if axis.parse is parse_size_bytes and isinstance(value, int):
         return format_block_size(value) if axis.name == "bs" else format_bytes(value)
     if axis.parse is parse_duration_s and isinstance(value, int | float):
-        return format_duration(value)
+        for unit, seconds in (("h", 3600), ("m", 60)):
+            if value >= seconds and value % seconds == 0:
+                return f"{int(value // seconds)}{unit}"
+        return f"{value:g}s"
     return str(value)
 
 
@@ -198,6 +201,9 @@ def _exclude_rules(loaded: LoadedPlan, axes: Sequence[Axis]) -> list[dict[str, s
                 raise UserError(f"'{key}' is not a sweep parameter of this plan", where=where,
                                 hint=did_you_mean(key, list(axis_names)) or "keys: " + ", ".join(axis_names))
             values = value if isinstance(value, list) else [value]
+            if not values:
+                raise UserError(f"exclude '{key}': an empty list excludes nothing", where=where,
+                                hint="give the values to leave out, or drop the key")
             try:
                 wanted = {axis_names[key].parse(v) for v in values}
             except ValueError as exc:
@@ -309,6 +315,9 @@ def _lab_point(config: PlanConfig, point: SweepPoint) -> LabPoint:
                     link_delay_s=hosts.link_delay if hosts is not None and link is not None else None, k8s=k8s)
 
 
+CREATE_FILE_SIZE = 4096  # the file size a create case carries (the default's): it writes nothing into its files
+
+
 def _case(config: PlanConfig, point: SweepPoint) -> Case:
     target_name = point.text("target")
     target = target_spec(target_name, config.targets[target_name])
@@ -319,9 +328,11 @@ def _case(config: PlanConfig, point: SweepPoint) -> Case:
     size_bytes = config.workload.size if config.workload.size is not None else target.size_bytes
     if is_metadata(rw):
         # one operation per file: bs, iodepth, direct, ramp and the engine follow from the operation, so points
-        # that differ only there collapse into one case (as rwmixread does for unmixed patterns)
-        file_size = point.whole("file_size")
-        dirs = point.whole("dirs")
+        # that differ only there collapse into one case (as rwmixread does for unmixed patterns); create makes
+        # empty files, so its file size is none of its own; job N works in directory N mod dirs, so more
+        # directories than jobs are as many as the jobs (dirs 4 of 1 job had been labelled dirs=4, one used)
+        file_size = CREATE_FILE_SIZE if rw == "create" else point.whole("file_size")
+        dirs = min(point.whole("dirs"), point.whole("numjobs"))
         workload = WorkloadPoint(
             rw=rw, bs_bytes=file_size or 4096, iodepth=1, numjobs=point.whole("numjobs"),
             runtime_s=point.number("runtime"), ramp_s=0.0, direct=False,

@@ -154,6 +154,11 @@ class K8sLabConfig(StrictModel):
     block_volumes: int = Field(3, ge=0, le=16, description="Local block PersistentVolumes (loop devices).")
     block_size: Size = Field(512 * 1024**2, description="Size of each block volume.")
 
+    @field_validator("out_of_service_after")
+    @classmethod
+    def _distinct(cls, values: list[float | str]) -> list[float | str]:
+        return _no_duplicates(values)
+
 
 def server_address(server: str) -> str:
     """A fio server as `fio --client` takes it, "host,port" (default port 8765), from host, host:port or

@@ -16,7 +16,16 @@ from storbench.config.lab import HostsConfig, LabConfig
 from storbench.config.repeat import CompareConfig, RepeatConfig, SearchConfig, SteadyStateConfig
 from storbench.config.targets import TargetConfig
 from storbench.config.telemetry import TelemetryConfig
-from storbench.config.values import MAX_COUNT, SAFE_NAME_RE, Duration, FioScalar, StrictModel, Sweep, matching
+from storbench.config.values import (
+    MAX_COUNT,
+    SAFE_NAME_RE,
+    Duration,
+    FioScalar,
+    StrictModel,
+    Sweep,
+    _no_duplicates,
+    matching,
+)
 from storbench.config.workload import WorkloadConfig
 
 __all__ = ["PlanConfig", "repeat_bounds", "run_order"]
@@ -36,7 +45,8 @@ class PlanConfig(StrictModel):
     workload: WorkloadConfig = Field(description="What fio does: rw, bs, iodepth, numjobs, runtime, ... "
                                      "(see docs/plan-reference.md).")
     repeat: Annotated[
-        Annotated[Annotated[int, Field(ge=1, le=1000)], Tag("count")] | Annotated[RepeatConfig, Tag("rounds")],
+        Annotated[Annotated[int, Field(ge=1, le=1000, strict=True)], Tag("count")]  # true is no count
+        | Annotated[RepeatConfig, Tag("rounds")],
         Discriminator(lambda value: "rounds" if isinstance(value, Mapping) else "count"),
     ] = Field(
         3, description="Repetitions per case (the statistical sample unit), or `{min, max, until}` to stop when the "
@@ -87,6 +97,11 @@ class PlanConfig(StrictModel):
                                                    "checking writer beside fio, its blocks read back after each "
                                                    "repetition (see `check_writes`; path, cephfs, block and rbd "
                                                    "targets).")
+
+    @field_validator("clients")
+    @classmethod
+    def _distinct_clients(cls, values: list[int]) -> list[int]:
+        return _no_duplicates(values)
 
     @field_validator("targets")
     @classmethod

@@ -83,10 +83,12 @@ class PreconditionConfig(StrictModel):
                 bs = parse_size_bytes(parts[1])
             except ValueError as exc:
                 raise ValueError(f"workload {self.workload!r}: {exc}") from None
-            if bs <= 0:
-                raise ValueError("the workload's block size must be larger than 0")
-        if self.bs is not None and self.bs <= 0:
-            raise ValueError("bs must be larger than 0")
+            if bs <= 0 or bs % 512:
+                raise ValueError(f"the workload's block size {bs} is not a positive multiple of 512 bytes (it "
+                                 "writes with the cases' O_DIRECT)")
+        if self.bs is not None and (self.bs <= 0 or self.bs % 512):
+            raise ValueError(f"bs {self.bs} is not a positive multiple of 512 bytes (the precondition writes "
+                             "with the cases' O_DIRECT)")
         return self
 
     @property
