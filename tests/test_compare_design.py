@@ -273,3 +273,25 @@ def test_sides_on_labs_up_one_after_the_other_are_not_paired_whatever_the_order(
     cell = c.cell("iops")
     assert cell is not None and cell.difference is not None and cell.difference.method == "welch"
     assert design_lines([c])[0].startswith("⚠ design: one instance per side")
+
+
+def test_points_a_resume_added_are_not_paired_with_the_rounds_run_before() -> None:
+    """An interleaved run of iodepth 1 and 4, resumed with iodepth 16 added: 16's repetitions ran after every
+    round (an hour later), and had been paired round by round with 4's ("paired: drift cancels"). Only repetitions
+    that ran in one stretch of the run pair; 1 and 4, which alternated, still do."""
+    rng = random.Random(5)
+    seen = []
+    for depth, starts in ((1, (0.0, 25.0, 30.0)), (4, (5.0, 20.0, 35.0)), (16, (3600.0, 3605.0, 3610.0))):
+        for i, start in enumerate(starts):
+            seen.append(observation(case_id=f"qd{depth}", run_id=1, iodepth=depth, repeat=i, direction="read",
+                                    iops=1000.0 * (1 + depth / 100) * (1 + rng.gauss(0, 0.02)),
+                                    started_at_s=start, finished_at_s=start + 5.0))
+    interleaved = frozenset({1})
+    (alternated,) = compare_observations(seen, parse_selector("iodepth=1"), parse_selector("iodepth=4"), {},
+                                         interleaved_runs=interleaved)
+    (added,) = compare_observations(seen, parse_selector("iodepth=4"), parse_selector("iodepth=16"), {},
+                                    interleaved_runs=interleaved)
+    assert alternated.design == "paired", alternated.design
+    assert added.design != "paired", added.design
+    cell = added.cell("iops")
+    assert cell is not None and cell.difference is not None and cell.difference.method == "welch"

@@ -747,7 +747,7 @@ def test_points_of_a_run_that_alternated_its_cases_carry_their_values_by_round(t
     for point in summarize_points(selection.observations):
         iops = point.metric("iops")
         assert iops is not None
-        assert [r for r, _ in iops.rounds] == ([(1, 0), (1, 1)] if order == "interleaved" else [])
+        assert [r for r, _ in iops.rounds] == ([(1, 0, 0), (1, 1, 1)] if order == "interleaved" else [])
 
 
 def _fake_cli(monkeypatch: pytest.MonkeyPatch, step: Step | None = None) -> list[FakeExecutor]:

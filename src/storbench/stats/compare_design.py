@@ -15,8 +15,8 @@ from storbench.stats.selectors import Selector, blocked_settings
 DESIGNS = {
     "paired": "both sides in one run, repetitions alternating (A B B A); intervals from the pairs: time drift "
               "cancels",
-    "interleaved": "both sides in one run, repetitions alternating, but the rounds did not match: unpaired (Welch) "
-                   "intervals",
+    "interleaved": "both sides in one run of alternating order, but fewer than two of their rounds ran together (a "
+                   "point a resume added, or repetitions run again, ran apart): unpaired (Welch) intervals",
     "fresh instance per round": "a fresh cluster per side and round (A B B A); intervals from the pairs: the "
                                 "instance is sampled, its variation inside the interval",
     "one instance per side": "each side ran on one cluster instance: the setting is confounded with the instance",

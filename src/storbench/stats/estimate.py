@@ -23,10 +23,10 @@ class Estimate:
     ci_low: float | None
     ci_high: float | None
     confidence: float = CONFIDENCE
-    # each repetition's value by round, (run id, repetition index) -> value, when the point's repetitions all ran
-    # in one run that alternated its cases round by round (`stats.observations.alternated_rounds`): what pairs it
-    # with another point of that run; () otherwise
-    rounds: tuple[tuple[tuple[int, int], float], ...] = field(default=(), compare=False, repr=False)
+    # each repetition's value by round, (run id, repetition index, stretch) -> value, when the point's repetitions
+    # all ran in one run that alternated its cases round by round (`stats.observations.alternated_rounds`): what
+    # pairs it with another point of that run; () otherwise
+    rounds: tuple[tuple[tuple[int, ...], float], ...] = field(default=(), compare=False, repr=False)
     # n counts runs, not repetitions: a point pooled over several runs, each run's mean one sample (its rounds then
     # keyed (run, -1): what pairs two points of the same runs run by run)
     per_run: bool = field(default=False, compare=False)

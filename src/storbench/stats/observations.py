@@ -185,7 +185,31 @@ def observations(repetitions: Iterable[StoredRepetition], per_client: bool = Fal
     return out
 
 
-Round = tuple[int, int]  # (run id, repetition index): repetition i of a run that alternated its cases is round i
+# (run id, repetition index, stretch): repetition i of a run that alternated its cases is round i, run in one
+# stretch of the run's order (``_stretches``)
+Round = tuple[int, ...]
+
+
+def _stretches(observations: Iterable[Observation]) -> dict[tuple[int, str, int], int]:
+    """(run, case id, repetition index) -> the stretch of its run it ran in: the run's repetitions in the order they
+    started, a new stretch wherever the repetition index changes. Round i of an interleaved run is one stretch (a
+    lab group's, a resumed run's rest of it); repetitions that ran apart from their round (points a resume added,
+    run after every round; a failed repetition run again) are in another: two repetitions pair only within one,
+    else "paired, drift cancels" would be said of points measured an hour apart."""
+    by_run: dict[int, dict[tuple[str, int], float]] = {}
+    for o in observations:
+        found = by_run.setdefault(o.run_id, {})
+        key = (o.case.case_id, o.rep_index)
+        found[key] = min(found.get(key, o.started_at_s), o.started_at_s)
+    out: dict[tuple[int, str, int], int] = {}
+    for run, started in by_run.items():
+        stretch, previous = -1, None
+        # repetitions that started at one time (imported, or made up) in round order: nothing says they ran apart
+        for (case_id, rep_index), _ in sorted(started.items(), key=lambda item: (item[1], item[0][1], item[0][0])):
+            if rep_index != previous:
+                stretch, previous = stretch + 1, rep_index
+            out[(run, case_id, rep_index)] = stretch
+    return out
 
 
 def alternated_rounds(observations: Iterable[Observation], runs: Container[int]
@@ -193,16 +217,18 @@ def alternated_rounds(observations: Iterable[Observation], runs: Container[int]
     """Each point's (case id, direction) ok observations (all clients merged) by round, for the points whose
     repetitions all ran in one run of ``runs`` (runs that alternated their cases round by round): repetition i of
     two such points of one run ran in the same round, next to each other in a balanced order, so their ratio
-    cancels slow drift and carry-over. The one pairing rule of `compare` and of the curves (`stats.trend`);
+    cancels slow drift and carry-over; a round is keyed by its stretch of the run too (``_stretches``), so only
+    repetitions that ran together pair. The one pairing rule of `compare` and of the curves (`stats.trend`);
     `stats.sequential.paired_values` pairs two points' values from it."""
+    chosen = [o for o in observations if not o.client]
+    stretches = _stretches(chosen)
     found: dict[tuple[str, str], dict[Round, Observation]] = {}
     case_runs: dict[str, set[int]] = {}
-    for o in observations:
-        if o.client:
-            continue
+    for o in chosen:
         case_runs.setdefault(o.case.case_id, set()).add(o.run_id)
         if o.ok and o.direction is not None:
-            found.setdefault((o.case.case_id, o.direction.value), {})[o.repetition] = o
+            stretch = stretches[(o.run_id, o.case.case_id, o.rep_index)]
+            found.setdefault((o.case.case_id, o.direction.value), {})[(*o.repetition, stretch)] = o
     return {key: rounds for key, rounds in found.items()
             if len(case_runs[key[0]]) == 1 and next(iter(case_runs[key[0]])) in runs}
 

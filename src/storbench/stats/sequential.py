@@ -42,7 +42,7 @@ import numpy as np
 from storbench.stats.estimate import Difference
 from storbench.stats.special import t_quantile
 
-K = TypeVar("K", int, tuple[int, int])  # a round: its index, or (run id, index)
+K = TypeVar("K", int, tuple[int, ...])  # a round: its index, or (run id, index, stretch)
 
 CALIBRATION_SEED = 20_240_611
 CALIBRATION_PATHS = 200_000  # simulated A/A comparisons: the A/A rate's Monte Carlo error is about +-0.1 % (2 SE)
