@@ -213,6 +213,16 @@ def test_rising_then_flat_is_capped_only_where_it_is_flat() -> None:
     assert kinds[0] != Bottleneck.CAPPED and kinds[1:] == [Bottleneck.CAPPED] * 3
 
 
+def test_a_curve_that_falls_is_said_to_fall_not_to_be_flat() -> None:
+    """5,000, 5,000 and 2,550 IOPS at iodepth 4, 16 and 64 had been "IOPS flat at 5,017 ... (-49.2 %)": a curve
+    shown to fall is said so, from where."""
+    points = _sweep("iodepth", [4, 16, 64], [[4990, 5010, 5000], [5005, 4995, 5002], [2540, 2560, 2550]],
+                    [0.8, 3.2, 25.0])
+    evidence = points[0].bottleneck.evidence
+    assert "flat at" not in evidence and "IOPS stop rising at 5,000 at iodepth 4 and fall by iodepth 64" in evidence
+    assert "shown lower from iodepth 64" in evidence, evidence
+
+
 def test_a_curve_that_keeps_rising_or_a_saturated_resource_is_not_capped() -> None:
     rising = _sweep("iodepth", [1, 4, 16], [[1000, 1010], [3000, 3050], [9000, 9100]], [1.0, 1.3, 1.8])
     assert Bottleneck.CAPPED not in [p.bottleneck.kind for p in rising]

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from storbench.stats.estimate import Estimate
-from storbench.stats.trend import plateau
+from storbench.stats.trend import Trend, judge_change, plateau, round_pairs
 from storbench.units import format_bytes
 
 HOST_CPU_BUSY_PCT = 80.0
@@ -303,6 +303,10 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
         return out
     stretch = steps[start:]
     first, last = stretch[0], stretch[-1]
+    # a later load shown below it is no flat stretch: said as a fall (5,000, 5,000 and 2,550 IOPS had been "flat at
+    # 5,017 (-49.2 %)"), the cap a limit the throughput then drops from, not a fixed service rate
+    falls = [s for s in stretch[1:] if judge_change(first.throughput, s.throughput,
+                                                   round_pairs(first.throughput, s.throughput)).trend is Trend.FALLING]
     if first.lat_mean_ns is None or last.lat_mean_ns is None or first.lat_mean_ns <= 0 or first.load <= 0:
         return out
     latency_growth = last.lat_mean_ns / first.lat_mean_ns
@@ -345,8 +349,10 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
                      else "the storage's latency")
             cause += (f"; {whose} went {first.storage_lat_ns / 1e6:.2f} ms to {storage / 1e6:.2f} ms "
                       f"({storage / first.storage_lat_ns:.1f}x), {storage / last.lat_mean_ns:.0%} of the client's mean")
-    evidence = (f"{what} flat at {shown} from {first.label} to {last.label} ({change:+.1f} %, {spread}) while mean "
-                f"latency grew {latency_growth:.1f}x, and nothing of this host saturated{cause}")
+    course = (f"{what} stop rising at {shown} at {first.label} and fall by {last.label} ({change:+.1f} %, {spread}; "
+              f"shown lower from {falls[0].label})" if falls else
+              f"{what} flat at {shown} from {first.label} to {last.label} ({change:+.1f} %, {spread})")
+    evidence = f"{course} while mean latency grew {latency_growth:.1f}x, and nothing of this host saturated{cause}"
     if declared and at_declared:
         limit = f"{declared:,.0f} IOPS" if what == "IOPS" else f"{format_bytes(declared)}/s"
         # "at" is an equivalence: every point's interval within the margin of the limit; else its mean is near it
