@@ -889,6 +889,7 @@ needs_csi_lab = pytest.mark.skipif(
 def _nothing_left() -> None:
     """No node namespaces, lab bridges, lab loop devices or mounts, lab daemons or fio left."""
     from storbench.lab.k8s import DEFAULT_LAB_DIR
+    from storbench.lab.k8s_conf import HOSTPATH_ROOT
     from storbench.lab.process import pids_with
 
     root = str(DEFAULT_LAB_DIR / "k8s")
@@ -899,6 +900,8 @@ def _nothing_left() -> None:
     assert root not in Path("/proc/self/mounts").read_text()
     assert pids_with(root) == [] and pids_with("fio --output-format=json+") == []
     assert not Path(root).exists()
+    hostpath = Path(HOSTPATH_ROOT)  # the provisioner's volumes, outside the lab's directory
+    assert not hostpath.exists() or not any(hostpath.iterdir()), sorted(p.name for p in hostpath.iterdir())
 
 
 CSI_OPS_PLAN = """

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from storbench.lab.k8s_conf import (
     csi_manifests,
     csi_node_command,
     daemon_commands,
+    hostpath_leftovers,
     inner_batch,
     kubeconfig,
     kubelet_config,
@@ -60,8 +62,10 @@ from storbench.lab.k8s_conf import (
 from storbench.lab.k8s_host import (
     delete_network,
     detach_loop_devices,
+    hostpath_root_names,
     kill_containers,
     loop_device,
+    remove_hostpath_volumes,
     restore_host_state,
     save_host_state,
     shims,
@@ -158,7 +162,9 @@ class K8sLab(LabRoot):
                               "docker-registry", "htpasswd", "busybox"),
                       hint="run scripts/setup.sh --k8s")
         members = lab_nodes(nodes)
+        before = hostpath_root_names()  # refused here when it is not root's own
         self.dir.ensure()
+        self._hostpath_before.write_text(json.dumps({"made_root": before is None, "names": before or []}))
         for directory in ("pki", "log", "etcd", "images"):
             (self.root / directory).mkdir(parents=True, exist_ok=True)
         for node in members:
@@ -342,9 +348,26 @@ class K8sLab(LabRoot):
     # -----------------------------------------------------------------------------------------------------------
     # down
 
+    @property
+    def _hostpath_before(self) -> Path:
+        return self.root / "hostpath-before.json"
+
+    def _hostpath_volumes(self) -> list[str]:
+        """The host paths of the PersistentVolumes of the lab's host-path StorageClass, while its API server
+        answers ([] when it does not)."""
+        try:
+            listed = self.api.request("/api/v1/persistentvolumes")
+        except (OSError, ValueError, ssl.SSLError):
+            return []
+        items = listed.get("items", []) if isinstance(listed, dict) else []
+        return [str(path) for item in items if isinstance(item, dict)
+                if (spec := item.get("spec", {})).get("storageClassName") == STORAGE_CLASS
+                and isinstance(path := (spec.get("hostPath") or {}).get("path"), str)]
+
     def down(self) -> None:
         if not self.dir.exists():
             return
+        of_volumes = self._hostpath_volumes() if self.dir.daemons() else []
         sockets = sorted(self.root.glob("nodes/*/containerd/containerd.sock"))
         for address in sockets:
             kill_containers(address)
@@ -359,7 +382,25 @@ class K8sLab(LabRoot):
         detach_loop_devices(self.root)
         delete_network(self.root)
         restore_host_state(self.root)
+        self._remove_hostpath_volumes(of_volumes)
         self.dir.remove()
+
+    def _remove_hostpath_volumes(self, of_volumes: list[str]) -> None:
+        """The volumes its provisioner made under HOSTPATH_ROOT, outside the lab's directory: those its API server
+        listed, and those that appeared there since `up` (a claim deleted while the controller was stopped)."""
+        try:
+            recorded = json.loads(self._hostpath_before.read_text())
+        except (OSError, ValueError):
+            recorded = None
+        try:
+            now = hostpath_root_names()
+        except UserError:  # not root's own now: nothing in it is touched
+            return
+        if now is None:
+            return
+        before = recorded["names"] if isinstance(recorded, dict) else now  # unknown: only what the API listed
+        remove_hostpath_volumes(hostpath_leftovers(before, now, of_volumes),
+                                made_root=isinstance(recorded, dict) and bool(recorded.get("made_root")))
 
 def _check_built(path: Path, build: str) -> None:
     if not path.exists():

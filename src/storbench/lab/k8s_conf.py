@@ -33,6 +33,9 @@ PAUSE_IMAGE = "storbench.local/pause:1"
 REGISTRY_PORT = 15000  # the lab's registry, on NODE_ADDRESS
 FIO_REPOSITORY = "storbench/fio"  # the fio image's, in the lab's registry
 STORAGE_CLASS = "storbench-hostpath"
+# where kube-controller-manager's host-path provisioner (the StorageClass above) makes each volume, /tmp/hostpath_pv/
+# <uuid>: fixed in Kubernetes (`pkg/volume/hostpath`), outside the lab's directory, so `down` removes the lab's
+HOSTPATH_ROOT = "/tmp/hostpath_pv"
 CNI_BIN_DIR = "/usr/lib/cni"
 NODE_TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 CSI_DRIVER = "csi.storbench.local"
@@ -386,3 +389,12 @@ def shim_of(argv: list[str], exe_name: str, owner_uid: int, socket_path: str, eu
     flags = ("-address", "--address")
     return (any(a in flags and b == socket_path for a, b in itertools.pairwise(argv))
             or any(f"{flag}={socket_path}" in argv for flag in flags))
+
+
+def hostpath_leftovers(before: Collection[str], now: Collection[str], of_volumes: Collection[str]) -> list[str]:
+    """The lab's volumes under HOSTPATH_ROOT to remove at `down`: the directories its volumes name (the
+    PersistentVolumes of its StorageClass the API server still lists), and those that appeared since `up`
+    (``before``: the names there then; ``now``: the names there at `down`), each a name directly under it."""
+    listed = {path.removeprefix(HOSTPATH_ROOT + "/") for path in of_volumes if path.startswith(HOSTPATH_ROOT + "/")}
+    names = (listed & set(now)) | (set(now) - set(before))
+    return sorted(name for name in names if name and "/" not in name and name not in (".", ".."))

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 from storbench.errors import UserError
 from storbench.execute.supervisor import process_dirs
-from storbench.lab.k8s_conf import BRIDGE, POD_BRIDGE, lab_pod_namespaces, shim_of
+from storbench.lab.k8s_conf import BRIDGE, HOSTPATH_ROOT, POD_BRIDGE, lab_pod_namespaces, shim_of
 from storbench.lab.process import alive
 from storbench.shell import attempt, run
 
@@ -188,3 +189,32 @@ def unix_socket_answers(path: Path) -> bool:
         except OSError:
             return False
     return True
+
+
+def hostpath_root_names() -> list[str] | None:
+    """The names under HOSTPATH_ROOT (None: not there). Refused when it is not root's own directory (a symbolic
+    link, another owner, or writable by others without the sticky bit): a local user who made it first would own
+    the parent of every volume the lab's provisioner makes there."""
+    try:
+        found = os.lstat(HOSTPATH_ROOT)
+    except FileNotFoundError:
+        return None
+    if (not stat.S_ISDIR(found.st_mode) or found.st_uid != 0
+            or (found.st_mode & 0o022 and not found.st_mode & stat.S_ISVTX)):
+        raise UserError(f"k8s lab: {HOSTPATH_ROOT} is not root's own directory; the lab's host-path volumes would be "
+                        "made in it", hint=f"look at what made it, then remove it (rm -r {HOSTPATH_ROOT})")
+    return sorted(os.listdir(HOSTPATH_ROOT))
+
+
+def remove_hostpath_volumes(names: list[str], *, made_root: bool) -> None:
+    """Remove the lab's volumes ``names`` under HOSTPATH_ROOT (each a directory of root's, never through a link),
+    and the directory itself when the lab made it and it is empty then."""
+    for name in names:
+        path = os.path.join(HOSTPATH_ROOT, name)
+        with contextlib.suppress(FileNotFoundError):
+            found = os.lstat(path)
+            if stat.S_ISDIR(found.st_mode) and found.st_uid == 0:
+                shutil.rmtree(path)
+    if made_root:
+        with contextlib.suppress(OSError):  # not empty (someone else's), or gone
+            os.rmdir(HOSTPATH_ROOT)
