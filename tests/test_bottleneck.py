@@ -163,7 +163,7 @@ def test_figures_keep_client_counts_apart_and_leave_out_lab_settings_shared_by_a
 
 
 def test_report_summary_tells_apart_points_that_differ_in_clients_or_lab() -> None:
-    from storbench.report.html import _summary_table
+    from storbench.report.summary_table import summary_table as _summary_table
 
     records = [observation(**{**_BASE, "case_id": f"c{clients}-{size}", "clients": clients, "rw": "randread",
                               "rwmixread": None, "repeat": repeat, "iops": 1000.0 + repeat, "lat_mean_ns": 1e6,

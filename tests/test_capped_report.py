@@ -19,12 +19,13 @@ from storbench.model import Expectation
 from storbench.records import RECORD_FIELDS, export_records
 from storbench.report.export import export
 from storbench.report.figures import BOTTLENECK_SECTION, FigureSpec, Mark
-from storbench.report.html import ReportDocument, _summary_table, render_html
+from storbench.report.html import ReportDocument, render_html
 from storbench.report.images import render_image
 from storbench.report.plotly_render import plotly_figure
 from storbench.report.point_figures import block_size_figures
 from storbench.report.saturation_figures import capped_figures, curve_figures, iops_vs_load_figures
 from storbench.report.show_export import points_csv, points_json, points_markdown
+from storbench.report.summary_table import summary_table as _summary_table
 from storbench.report.tables import results_table
 from storbench.stats.bottleneck import Bottleneck
 from storbench.stats.knee import curves
@@ -235,3 +236,15 @@ def test_a_mixed_workload_is_measured_against_its_declared_limit_by_all_its_dire
     one_way = summarize_points([observation(case_id="r", target="vol", repeat=r, iops=2100.0) for r in range(3)],
                                expectations={(1, "vol"): SOLD_AS})
     assert one_way[0].share_of_expected() == (0.7, "IOPS") and not one_way[0].case_totals
+
+
+def test_the_html_summary_tells_rows_apart_by_what_varies() -> None:
+    """An ioengine sweep: two HTML rows had read the same but for their numbers (the terminal table has a
+    "varies" column; the HTML summary had none)."""
+    rows = [observation(case_id=f"e-{engine}", target="vol", ioengine=engine, repeat=r, iops=iops + r)
+            for engine, iops in (("libaio", 40_000.0), ("io_uring", 52_000.0)) for r in range(3)]
+    table = _summary_table(summarize_points(rows))
+    assert "<th>varies</th>" in table
+    assert "ioengine=libaio" in table and "ioengine=io_uring" in table
+    plain = _summary_table(summarize_points([o for o in rows if o.case.workload.ioengine == "libaio"]))
+    assert "<th>varies</th>" not in plain

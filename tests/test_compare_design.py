@@ -295,3 +295,16 @@ def test_points_a_resume_added_are_not_paired_with_the_rounds_run_before() -> No
     assert added.design != "paired", added.design
     cell = added.cell("iops")
     assert cell is not None and cell.difference is not None and cell.difference.method == "welch"
+
+
+def test_compare_exports_tell_points_apart_by_the_lab_setting_that_varies() -> None:
+    """Two runs that each swept pool_size 2 and 3, compared: the CSV/JSON rows were both "a randread 4k qd1 read"
+    (the terminal said pool_size=2 and pool_size=3)."""
+    from storbench.report.compare_export import comparison_rows
+
+    seen = [observation(case_id=f"p{size}", run_id=run, repeat=r, direction="read", iops=1000.0 * run + size + r,
+                        lab=f"lab=ceph pool_size={size}")
+            for run in (1, 2) for size in (2, 3) for r in range(3)]
+    comparisons = compare_observations(seen, parse_selector("run=1"), parse_selector("run=2"), {})
+    points = sorted({row["point"] for row in comparison_rows(comparisons)})
+    assert len(points) == 2 and any("pool_size=2" in p for p in points) and any("pool_size=3" in p for p in points)

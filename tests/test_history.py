@@ -409,3 +409,25 @@ def test_history_says_each_value_in_its_unit() -> None:
     assert value_text(BANDWIDTH, 57_283_562.0) == "54.6MiB/s" and value_text(BLACKOUT, 5.04) == "5.04 s"
     assert value_text(CLIENT_CORES, 0.661) == "0.661 cores" and value_text(IOPS, 12_345.0) == "12,345"
     assert value_text(LAT_P99, 1_530_000.0) == "1.53ms"
+
+
+def test_histories_of_points_that_differ_in_their_mix_or_engine_have_names_of_their_own() -> None:
+    """randrw 70 % and 30 %, libaio and io_uring: two histories each had one name in records, titles and the
+    regression gate's lines (a dashboard keyed on it merged them)."""
+    from storbench.report.history import history_lines, history_records
+    from storbench.stats.history import point_histories
+    from synthetic import observation
+
+    seen = []
+    for run in range(1, 4):
+        for name, fields in (("m70", {"rwmixread": 70}), ("m30", {"rwmixread": 30}),
+                             ("uring", {"rwmixread": 70, "ioengine": "io_uring"})):
+            seen += [observation(run_id=run, case_id=f"{name}-{run}", repeat=i, rw="randrw", direction="read",
+                                 iops=1000.0 + i, **fields) for i in range(3)]
+    contexts = {run: RunContext(run, float(run), (), (("fio", "fio-3.33"),)) for run in range(1, 4)}
+    histories = point_histories(seen, contexts, ["iops"])
+    names = {record["point"] for record in history_records(histories)}
+    assert len(names) == 3, names
+    assert any("randrw 30%" in n for n in names) and any("ioengine=io_uring" in n for n in names), names
+    titles = [line for line in history_lines(histories) if line.endswith("IOPS")]
+    assert len(set(titles)) == 3, titles

@@ -66,12 +66,13 @@ def comparison_rows(comparisons: Sequence[PointComparison], changed_runs: Collec
     """One row per point and metric; ``design_changed`` is true where a run of either side had its stopping rule
     changed on a resume (its sequential answer no longer holds its error rates)."""
     rows: list[dict[str, object]] = []
+    lab_keys = varying_comparison_lab(comparisons)  # as the tables: rows of a pool_size sweep had read alike
     for c in comparisons:
         changed = any(run in changed_runs for run in (*c.baseline.run_ids, *c.candidate.run_ids))
         for cell in c.cells:
             b, k, d = cell.baseline, cell.candidate, cell.difference
             rows.append(export_row({
-                "point": comparison_label(c), "direction": c.candidate.direction_name,
+                "point": comparison_label(c, lab_keys), "direction": c.candidate.direction_name,
                 "metric": cell.metric.field,
                 "baseline_n": b.n if b else None, "baseline_mean": b.mean if b else None,
                 "baseline_ci_low": b.ci_low if b else None, "baseline_ci_high": b.ci_high if b else None,

@@ -13,6 +13,7 @@ from typing import Any
 from storbench.model import LabPoint
 from storbench.report.events import case_text
 from storbench.report.figures import FigureSpec, Mark, Series
+from storbench.report.labels import distinct_texts, hidden_texts
 from storbench.stats.estimate import estimate
 from storbench.stats.history import MIN_HOST_RUNS, ChangePoint, PointHistory, RunContext, RunLevel, new_step
 from storbench.stats.metrics import SUMMARY_METRICS, Metric
@@ -44,18 +45,30 @@ def _half_width(level: RunLevel) -> float | None:
     return None if found is None else found.half_width
 
 
-def _point_name(history: PointHistory) -> str:
-    """The point as records name it: the same whichever machine's history it is (``series_host`` says)."""
+def told_apart(histories: Sequence[PointHistory]) -> dict[int, str]:
+    """Each history (by id) -> the workload fields labels do not show that differ between them ("ioengine=io_uring"):
+    what tells two points' names apart where the case text alone is the same."""
+    texts = distinct_texts([hidden_texts(h.case.workload) for h in histories])
+    return {id(h): "".join(f" {text}" for _, text in found) for h, found in zip(histories, texts, strict=True)}
+
+
+def _point_name(history: PointHistory, apart: str = "") -> str:
+    """The point as records name it: the same whichever machine's history it is (``series_host`` says); its read
+    share (randrw 70 %) and ``apart`` (`told_apart`) in it: two histories had had one name."""
     swept = "".join(f" {name}={value}" for name, value in history.swept)
-    return f"{case_text(replace(history.case, lab=LabPoint()))}{swept} {history.direction}"
+    w = history.case.workload
+    text = case_text(replace(history.case, lab=LabPoint()))
+    if w.rwmixread is not None:
+        text = text.replace(f" {w.rw} ", f" {w.rw} {w.rwmixread}% ", 1)
+    return f"{text}{apart}{swept} {history.direction}"
 
 
-def point_title(history: PointHistory) -> str:
+def point_title(history: PointHistory, apart: str = "") -> str:
     """The point without its lab settings (they may differ run to run), its direction and the metric."""
     metric = METRICS.get(history.metric)
     label = metric.label if metric else history.metric
     host = f" on {history.host}" if history.host is not None else ""
-    return f"{_point_name(history)}{host} — {label}"
+    return f"{_point_name(history, apart)}{host} — {label}"
 
 
 def _recorded_text(before: RunContext | None, context: RunContext) -> str:
@@ -72,9 +85,10 @@ def _recorded_text(before: RunContext | None, context: RunContext) -> str:
 
 def history_lines(histories: Sequence[PointHistory]) -> list[str]:
     lines: list[str] = []
+    apart = told_apart(histories)
     for history in histories:
         metric = METRICS.get(history.metric, Metric(history.metric, history.metric, True, ""))
-        lines.append(point_title(history))
+        lines.append(point_title(history, apart[id(history)]))
         starts = {c.at: c for c in history.changes}
         for i, level in enumerate(history.runs):
             half = _half_width(level)
@@ -117,13 +131,15 @@ def history_lines(histories: Sequence[PointHistory]) -> list[str]:
 def history_records(histories: Sequence[PointHistory]) -> list[dict[str, Any]]:
     """One record per point, metric and run (json): its mean, interval and labels, and the change it starts."""
     records = []
+    apart = told_apart(histories)
     for history in histories:
         starts = {c.at: c for c in history.changes}
         for i, level in enumerate(history.runs):
             found = estimate(level.values)  # its interval as every table's: a lower bound cut at zero
             change = starts.get(i)
             records.append({
-                "point": _point_name(history), "series_host": history.host, "metric": history.metric,
+                "point": _point_name(history, apart[id(history)]),
+                "series_host": history.host, "metric": history.metric,
                 "run": level.context.run_id, "host": level.context.host, "n": len(level.values), "mean": level.mean,
                 "median": level.median,
                 "ci_low": None if found is None else found.ci_low,
@@ -144,8 +160,9 @@ def regression_lines(histories: Sequence[PointHistory], threshold_pct: float) ->
     those whose newest run completes a change point that is worse by at least that much (the step's interval on the
     worse side of zero)."""
     lines = []
+    apart = told_apart(histories)
     for history in histories:
-        metric = METRICS.get(history.metric)
+        metric, title = METRICS.get(history.metric), point_title(history, apart[id(history)])
         if metric is None:
             continue
         sign = -1.0 if metric.higher_is_better else 1.0
@@ -153,12 +170,12 @@ def regression_lines(histories: Sequence[PointHistory], threshold_pct: float) ->
         # from a level of 0 a change has no percent: any step away from it on the worse side is past the threshold
         if last is not None and last.below(metric.higher_is_better) and (
                 last.change_pct is None or sign * last.change_pct >= threshold_pct):
-            lines.append(f"regression: {point_title(history)}: run {last.run_id} {pct_text(last.change_pct)} "
+            lines.append(f"regression: {title}: run {last.run_id} {pct_text(last.change_pct)} "
                          f"against the level of its {last.level_runs} runs before, outside the interval one more run "
                          "there falls in 95 % of the time")
         step = new_step(history)
         if step is not None and _step_worse(step, sign, threshold_pct):
-            lines.append(f"regression: {point_title(history)}: a step at run {step.run_id}, {step_text(step)}, its "
+            lines.append(f"regression: {title}: a step at run {step.run_id}, {step_text(step)}, its "
                          f"new level the last {len(history.runs) - step.at} runs")
     return lines
 
@@ -194,6 +211,7 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
     repetitions' interval, in the runs' order (start time, each named by its id), each level between change points
     as a dashed line, each change point marked with its size and interval."""
     figures = []
+    apart = told_apart(histories)
     numbers: dict[tuple[object, ...], int] = {}  # a number per point: its metrics' figures share it
     for history in (h for h in histories if len(h.runs) >= MIN_RUNS_DRAWN):
         number = numbers.setdefault((history.case.target.name, history.case.target.kind, history.case.workload,
@@ -229,7 +247,7 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
                              dash=True, color="#7f7f7f"))
         marks = tuple(Mark((x[c.at - 1] + x[c.at]) / 2, step_text(c)) for c in history.changes)
         figures.append(FigureSpec(
-            figure_id=f"history-{number + 1}-{history.metric}", title=point_title(history),
+            figure_id=f"history-{number + 1}-{history.metric}", title=point_title(history, apart[id(history)]),
             x_label="run", y_label=y_label, series=tuple(series),
             x_tickvals=x, x_ticktext=tuple(f"run {run_id}" for run_id in run_ids), x_marks=marks,
             section=HISTORY_SECTION,

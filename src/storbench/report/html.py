@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import gzip
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,22 +29,17 @@ from storbench.report.failover import SCORECARD_CAPTION, SCORECARD_HEAD
 from storbench.report.failover import SECTION as FAILOVER_SECTION
 from storbench.report.figures import BOTTLENECK_SECTION, FigureSpec
 from storbench.report.labels import (
-    block_size,
     comparison_label,
     curve_lab_keys,
     curve_label,
-    direction_label,
-    lab_text,
-    options_text,
-    rate_header,
     varying_comparison_lab,
-    varying_lab_keys,
 )
 from storbench.report.plotly_render import plotly_json, template_json
 from storbench.report.saturation_tables import knee_text
-from storbench.report.tables import case_verdicts, expected_cell, iops_with_ci, telemetry_cell, telemetry_columns
+from storbench.report.summary_table import escaped as _e
+from storbench.report.summary_table import summary_table
+from storbench.report.tables import case_verdicts, iops_with_ci
 from storbench.report.warning_text import warning_groups, warning_tag
-from storbench.safe_text import safe_text
 from storbench.stats.compare_cells import PointComparison, stopping_rule_lines
 from storbench.stats.knee import Curve, best_under_objective
 from storbench.stats.point_summary import PointSummary
@@ -70,80 +64,10 @@ class ReportDocument:
     failover_verdicts: tuple[str, ...] = ()  # each point's verdict in a sentence (`report.failover.failover_verdict`)
 
 
-def _e(value: object) -> str:
-    """Text for HTML: markup escaped, control characters shown escaped (``safe_text``; lines stay lines)."""
-    return html.escape(safe_text(str(value), multiline=True), quote=True)
-
-
 def _time(seconds: float | None) -> str:
     if seconds is None:
         return "unfinished"
     return dt.datetime.fromtimestamp(seconds, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-WRAPPED = ("target", "fio options", "lab", "verdict", "warnings")  # the summary's text columns: they wrap
-
-
-def _warning_tags(point: PointSummary) -> str:
-    """A row's warnings as short tags, each linked to its advice under the table (said once there) and
-    carrying the point's own figures as its tooltip."""
-    return " ".join(f"<a class='tag' href='#warning-{_e(w.code)}' title='{_e(w.message)}'>{_e(warning_tag(w.code))}"
-                    "</a>" for w in point.warnings)
-
-
-CLAT_MARK = " (clat)"  # after a percentile that is completion latency standing in for total latency
-
-
-def _summary_table(points: Sequence[PointSummary]) -> str:
-    """The summary, made to fit a 1,400 px window without scrolling sideways: small type, headers and text
-    columns that wrap (numbers never do)."""
-    with_options = any(p.case.workload.fio_options for p in points)
-    with_clients = any(p.clients != 1 for p in points)
-    lab_keys = varying_lab_keys(points)
-    extra = telemetry_columns(points)
-    with_expected = any(p.expected is not None for p in points)
-    head = ("target", "rw", "bs", "iodepth", "jobs", *(("clients",) if with_clients else ()),
-            *(("fio options",) if with_options else ()), *(("lab",) if lab_keys else ()), "dir", "n",
-            f"{rate_header(points)} ± 95% CI", "CV", "MiB/s", *(("% exp",) if with_expected else ()), "mean", "p50",
-            "p95", "p99",
-            "p99.9", "cpu %", "disk %",
-            *(name for name, _, _ in extra), "verdict", "warnings")
-    rows = []
-    for p in points:
-        iops = p.metric("iops")
-        bw = p.metric("bw_bytes")
-        cv = iops.cv_pct if iops else None
-
-        def lat(field: str, point: PointSummary = p) -> str:
-            estimate = point.metric(field)
-            if not estimate:
-                return "-"
-            stand_in = field != "lat_mean_ns" and "clat" in point.lat_percentiles_from.split(",")
-            return format_latency_ns(estimate.mean) + (CLAT_MARK if stand_in else "")
-
-        mix = p.case.workload.rwmixread
-        cells = (p.target, p.rw + (f" {mix}%" if mix is not None else ""), block_size(p), p.iodepth,
-                 p.numjobs, *((p.clients,) if with_clients else ()),
-                 *((options_text(p.case.workload),) if with_options else ()),
-                 *((lab_text(p, lab_keys),) if lab_keys else ()), direction_label(p.rw, p.direction_name),
-                 f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops),
-                 "-" if cv is None else f"{cv:.1f}%", "-" if bw is None else f"{bw.mean / 1048576:,.1f}",
-                 *((expected_cell(p),) if with_expected else ()), lat("lat_mean_ns"), lat("lat_p50_ns"),
-                 lat("lat_p95_ns"), lat("lat_p99_ns"), lat("lat_p999_ns"),
-                 telemetry_cell(p.metric("host_cpu_busy_pct"), ".0f"),
-                 telemetry_cell(p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct"), ".0f"),
-                 *(telemetry_cell(p.metric(field), fmt) for _, field, fmt in extra),
-                 p.bottleneck.kind.value)
-        css = ' class="failed"' if p.repetitions_ok < p.repetitions_total else ""
-        rows.append(f"<tr{css}>" + "".join(f"<td class='wrap'>{_e(c)}</td>" if h in WRAPPED else f"<td>{_e(c)}</td>"
-                                           for h, c in zip(head[:-1], cells, strict=True))
-                    + f"<td class='wrap'>{_warning_tags(p)}</td></tr>")  # tags; the advice once, below
-    clat = sum("clat" in p.lat_percentiles_from.split(",") for p in points)
-    note = (f"<p class='note'>Percentiles marked{CLAT_MARK} are completion latency, standing in for total latency: "
-            f"the fio output of {clat} point{'s' if clat > 1 else ''} has no total-latency bins (fio writes them "
-            "only with lat_percentiles=1)</p>") if clat else ""
-    return ("<div class='wide'><table class='data summary'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
-            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>" + note)
 
 
 def _warnings(doc: ReportDocument) -> str:
@@ -374,7 +298,7 @@ def render_html(doc: ReportDocument, plotly_js: str) -> str:
     """The whole report as one HTML string; ``plotly_js`` is the plotly.js source to embed."""
     sections: list[str] = []
     warnings = _warnings(doc)
-    sections.append(f"<section><h2>Summary</h2>{_summary_table(doc.points)}{warnings}</section>")
+    sections.append(f"<section><h2>Summary</h2>{summary_table(doc.points)}{warnings}</section>")
     tabled: dict[str, int] = {}  # sections that open with a table: their figures go under it, one heading
     if any(p.bottleneck.kind != "unknown" for p in doc.points):
         tabled[BOTTLENECK_SECTION] = len(sections)
