@@ -236,3 +236,17 @@ def test_the_report_has_a_cost_section_with_its_table_figures_and_comparisons_co
     assert "cpu-cost" in section and "iops-per-core" in section  # its figures under its table
     compared = page.split("<h2>Comparison</h2>")[1].split("</section>")[0]
     assert "ceph-osd CPU per I/O 200 µs -&gt; 300 µs, +50.0% [" in compared
+
+
+def test_repetitions_with_the_checking_writer_beside_fio_have_no_cost_per_io() -> None:
+    """`check_writes` writes up to 200 synced blocks a second on the same storage: the OSDs' CPU counted them,
+    fio's I/Os did not, and the cost per I/O came out up to two thirds too high at 300 IOPS."""
+    from dataclasses import replace
+
+    from storbench.model.fault_record import WriteCheck
+    from storbench.stats.metric_values import observation_cost
+
+    (plain, *_) = _osd_reps("a", 2, [1.9, 2.0, 2.1])
+    assert observation_cost(plain) is not None
+    checked = replace(plain, write_check=WriteCheck(blocks=64, block_bytes=4096, acknowledged=600, failed=0))
+    assert observation_cost(checked) is None

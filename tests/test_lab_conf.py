@@ -201,7 +201,7 @@ def test_each_cluster_is_interleaved_on_its_own_so_its_balance_and_restarts_are_
                                                            strict=True) if ka != kb])
             restarts = sum(1 for a, b in itertools.pairwise(keys) if a != b)
             on_it = [c for c in cases if cluster_of(c.lab) == cluster]
-            out.append((sorted(cold.values()), restarts, _restarts(on_it, 12)))
+            out.append((sorted(cold.values()), restarts, _restarts(on_it, 12, "interleaved", 0)))
         return out
 
     per_cluster = cold_and_restarts(schedule(cases, 12, "interleaved", 0, lambda c: lab_group_key(c.lab, "once")))
@@ -545,3 +545,21 @@ def test_the_k8s_labs_host_path_volumes_are_found_for_down() -> None:
         "a1", "b2", "c3"]
     assert hostpath_leftovers(now, now, [f"{HOSTPATH_ROOT}/a1", f"{HOSTPATH_ROOT}/../etc"]) == ["a1"]
     assert hostpath_leftovers(now, now, ["/srv/x/b2", f"{HOSTPATH_ROOT}/theirs/../a1"]) == []
+
+
+def test_a_tear_down_runs_every_step_and_raises_the_first_error_after() -> None:
+    """The hosts, NFS and Ceph labs' `down` stopped at their first failing step: a namespace that would not go left
+    the bridge, the firewall tables and the directory; an unmount that failed left the loop devices and cgroups."""
+    from storbench.lab.labdir import every_step
+
+    ran: list[str] = []
+
+    def fails(name: str) -> None:
+        ran.append(name)
+        raise UserError(f"{name} would not go")
+
+    with pytest.raises(UserError, match="namespace would not go"):
+        every_step(lambda: ran.append("servers"), lambda: fails("namespace"), lambda: ran.append("bridge"),
+                   lambda: fails("firewall"), lambda: ran.append("directory"))
+    assert ran == ["servers", "namespace", "bridge", "firewall", "directory"]
+    every_step(lambda: ran.append("again"))  # nothing failing: nothing raised

@@ -585,6 +585,51 @@ def test_plan_states_the_design_of_each_swept_lab_setting() -> None:
     assert not any("objectstore" in d for d in designs)  # not swept
 
 
+def test_plan_says_the_design_and_counts_the_restarts_of_the_order_the_run_takes() -> None:
+    """order: sequential with a cache_size sweep: `plan` had said "interleaved on one cluster ... A B B A" (the run
+    blocks the values in time) and counted the restarts of the interleaved order (14) for the 1 the run makes."""
+    from storbench.schedule import OSD_RESTART_S, estimate
+
+    text = textwrap.dedent("""\
+        name: orders
+        targets:
+          rbd: {kind: rbd, pool: bench, image: img, size: 64MiB}
+        workload: {rw: randwrite, runtime: 1s}
+        lab:
+          ceph: {cache_size: [64MiB, 1GiB]}
+        """)
+    cases = cases_of(text)
+    interleaved = estimate(cases, 10)
+    sequential = estimate(cases, 10, order="sequential")
+    assert interleaved.lab_designs[0].startswith("cache_size: interleaved on one cluster")
+    assert sequential.lab_designs[0].startswith("cache_size: blocked in time on one cluster")
+    assert "confounded with time" in sequential.lab_designs[0] and "A B B A" not in sequential.lab_designs[0]
+    assert "in random order" in estimate(cases, 10, order="shuffled", seed=1).lab_designs[0]
+    # 10 interleaved rounds of two option blocks turn 10 times (A B, B A, ...); sequential once
+    assert interleaved.seconds - sequential.seconds == pytest.approx((10 - 1) * OSD_RESTART_S)
+
+
+def test_the_eta_counts_a_precondition_once_per_image_as_the_run_writes_it() -> None:
+    """A 10 min precondition of an rbd image with osd_recovery_sleep swept over 3 values on one cluster had been
+    counted 3 times (once per lab point); the run writes the image once. A pool_size sweep is an image per pool."""
+    from storbench.config import load_plan_text
+    from storbench.schedule import preconditions_seconds
+
+    def seconds(lab: str) -> float:
+        loaded = load_plan_text(textwrap.dedent(f"""\
+            name: pre
+            targets:
+              rbd: {{kind: rbd, pool: bench, image: img, size: 64MiB,
+                     precondition: {{workload: randwrite 4k, for: 10m}}}}
+            workload: {{rw: randwrite, runtime: 1s}}
+            lab: {{ceph: {lab}}}
+            """), "pre.yaml")
+        return preconditions_seconds(loaded.config, expand(loaded), 3)
+
+    assert seconds("{config: {osd_recovery_sleep: [0, 0.05, 0.1]}}") == pytest.approx(600.0)
+    assert seconds("{pool_size: [2, 3]}") == pytest.approx(1200.0)
+
+
 def test_create_has_no_file_size_and_more_directories_than_jobs_are_as_many_as_the_jobs() -> None:
     """create makes empty files: a file_size sweep had doubled its cases (the same measurement, other ids). Job N
     works in directory N mod dirs: dirs 4 of 1 job had been a case labelled dirs=4 that used one directory."""

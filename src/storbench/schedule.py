@@ -152,11 +152,23 @@ def size_refusal(estimate: PlanEstimate, max_runs: int, max_hours: float) -> str
     return None
 
 
-def lab_designs(cases: Sequence[Case], *, bring_up: str = "once", rounds: int = 0) -> tuple[str, ...]:
-    """How each swept Ceph setting is run: interleaved on one cluster, or, for settings that need a cluster per
-    value, by `lab.ceph.bring_up`: brought up once (which confounds the setting with the cluster instance and
+# how a setting's values take their turns on one cluster (or the same hosts) by the plan's order, and what that
+# order means for it: `plan` had said "interleaved ... A B B A" whatever the order
+SHARED = {"interleaved": ("interleaved", ", repetitions A B B A"),
+          "shuffled": ("in random order", "; order: shuffled"),
+          "sequential": ("blocked in time", "; order: sequential runs each value's repetitions together, so the "
+                                            "setting is confounded with time")}
+
+
+def lab_designs(cases: Sequence[Case], *, bring_up: str = "once", rounds: int = 0,
+                order: str = "interleaved") -> tuple[str, ...]:
+    """How each swept Ceph setting is run: on one cluster, its values taking turns as the plan's ``order`` has
+    them (A B B A when interleaved; `plan` had said so whatever the order), or, for settings that need a cluster
+    per value, by `lab.ceph.bring_up`: brought up once (which confounds the setting with the cluster instance and
     with time), a fresh cluster per value and round, A B B A (``rounds`` of them: bring-ups per arm), or the
     clusters side by side with their repetitions alternating (time cancels, the instance does not)."""
+    how, turns = SHARED.get(order, SHARED["interleaved"])
+    cluster = f"{how} on one cluster"
     values: dict[str, set[object]] = {}
     for case in cases:
         if case.lab.ceph is not None:
@@ -168,26 +180,26 @@ def lab_designs(cases: Sequence[Case], *, bring_up: str = "once", rounds: int = 
     lines = []
     delays = {case.lab.k8s.out_of_service_after_s for case in cases if case.lab.k8s is not None}
     if len(delays) > 1:
-        lines.append("out_of_service_after: interleaved on one cluster (the taint's delay after a node fails; "
-                     "repetitions A B B A)")
+        lines.append(f"out_of_service_after: {cluster} (the taint's delay after a node fails"
+                     f"{turns.replace(', r', '; r')})")
     links = {case.lab.link_bits_per_s for case in cases}
     if len(links) > 1:
-        lines.append("link: interleaved (each client host's link shaped with traffic control before each value's "
-                     "turn, repetitions A B B A)")
+        lines.append(f"link: {how} (each client host's link shaped with traffic control before each value's "
+                     f"turn{turns})")
     for name, seen in values.items():
         if len(seen) < 2:
             continue
         if name in SIDE_BY_SIDE_SETTINGS:
-            lines.append(f"{name}: interleaved on one cluster (a pool per value, repetitions A B B A)")
+            lines.append(f"{name}: {cluster} (a pool per value{turns})")
         elif name == "osd_cpuset":
-            lines.append(f"{name}: interleaved on one cluster (a cpuset per OSD, changed live without a restart "
-                         "before each value's turn, repetitions A B B A)")
+            lines.append(f"{name}: {cluster} (a cpuset per OSD, changed live without a restart before each "
+                         f"value's turn{turns})")
         elif name == "osd_cpus":
-            lines.append(f"{name}: interleaved on one cluster (a cgroup CPU quota per OSD, changed live without a "
-                         "restart before each value's turn, repetitions A B B A)")
+            lines.append(f"{name}: {cluster} (a cgroup CPU quota per OSD, changed live without a restart "
+                         f"before each value's turn{turns})")
         elif interleaved_setting(name):
-            lines.append(f"{name}: interleaved on one cluster (applied with `ceph config set` and an OSD restart "
-                         "before each value's turn, repetitions A B B A)")
+            lines.append(f"{name}: {cluster} (applied with `ceph config set` and an OSD restart before each "
+                         f"value's turn{turns})")
         elif bring_up == "side_by_side":
             lines.append(f"{name}: clusters side by side, one per value, up at once on their own ports, repetitions "
                          "A B B A (time drift cancels; each value is still one cluster instance)")
@@ -335,12 +347,13 @@ def _absolute_size(value: str | None) -> int:
         return MAX_SIZE_BYTES
 
 
-def _restarts(cases: Sequence[Case], repeat: int) -> int:
-    """How often the OSDs restart for their live options over ``repeat`` interleaved rounds of ``cases``."""
+def _restarts(cases: Sequence[Case], repeat: int, order: str, seed: int) -> int:
+    """How often the OSDs restart for their live options over ``repeat`` rounds of ``cases`` in the run's
+    ``order`` (the interleaved one had been counted whatever the order: 14 restarts for a sequential run's 3)."""
     if not cases:
         return 0
-    blocks = _option_blocks(cases)
-    keys = [osd_options(c.lab.ceph) for rep in range(repeat) for c in _round(blocks, rep) if c.lab.ceph is not None]
+    keys = [osd_options(item.case.lab.ceph) for item in schedule(cases, repeat, order, seed)
+            if item.case.lab.ceph is not None]
     return sum(1 for a, b in itertools.pairwise(keys) if a != b)
 
 
@@ -350,15 +363,22 @@ def preconditions_seconds(config: PlanConfig, cases: Sequence[Case], repeat: int
     cluster per round with `each_repetition`); a fill of a raw device of unknown size counts nothing."""
     wanted = preconditions(config)
     total = 0.0
+    # once per target on a cluster (and pool, for rbd), as the run writes them: one per lab point had counted a
+    # 10 min fill three times for a sweep of osd_recovery_sleep on one cluster
+    once: dict[tuple[object, ...], Case] = {}
     for job in precondition_jobs(wanted, cases):
+        lab = job.lab
+        pool = lab.ceph.pool_size if lab.ceph is not None and job.target.kind == "rbd" else 0
+        once.setdefault((job.target.name, cluster_of(lab), pool), job)
+    for job in once.values():
         seconds = precondition_seconds(wanted[job.target.name], job)
         if seconds is not None:
             total += seconds * (repeat if bring_up == "each_repetition" and job.lab.ceph is not None else 1)
     return total
 
 
-def estimate(cases: Sequence[Case], repeat: int, *, bring_up: str = "once", preconditions_s: float = 0.0
-             ) -> PlanEstimate:
+def estimate(cases: Sequence[Case], repeat: int, *, bring_up: str = "once", preconditions_s: float = 0.0,
+             order: str = "interleaved", seed: int = 0) -> PlanEstimate:
     """Duration and data volume before anything runs (``preconditions_s``: `preconditions_seconds`).
 
     Files are laid out once per target (fio reuses them), so layout cost is the largest working set per
@@ -379,16 +399,16 @@ def estimate(cases: Sequence[Case], repeat: int, *, bring_up: str = "once", prec
         laid_out = {(c.target, c.lab.ceph.pool_size if c.lab.ceph and c.target.kind == "rbd" else 0)
                     for c in cases if cluster_of(c.lab) == cluster and c.target.kind in ("rbd", "nfs")}
         seconds += sum((t.size_bytes or 0) for t, _ in laid_out) / LAB_LAYOUT_BYTES_PER_S * bring_ups
-        # live settings: a restart at each change of the OSDs' options in the interleaved order
+        # live settings: a restart at each change of the OSDs' options in the run's order
         seconds += _restarts([c for c in cases if cluster_of(c.lab) == cluster and c.lab.ceph is not None],
-                             repeat) * OSD_RESTART_S
+                             repeat, order, seed) * OSD_RESTART_S
     return PlanEstimate(
         cases=len(cases),
         repetitions=len(cases) * repeat,
         seconds=seconds,
         layout_bytes=layout,
         destructive_cases=sum(1 for c in cases if c.target.kind == "block" and rw_writes(c.workload.rw)),
-        lab_designs=lab_designs(cases, bring_up=bring_up, rounds=repeat),
+        lab_designs=lab_designs(cases, bring_up=bring_up, rounds=repeat, order=order),
         metadata_cases=sum(1 for c in cases if is_metadata(c.workload.rw)),
     )
 

@@ -99,11 +99,12 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
 
 def _estimate(loaded: LoadedPlan, cases: Sequence[Case], most: int) -> PlanEstimate:
     """The run's estimate at its most repetitions, its preconditions' time in it."""
+    from storbench.config import run_order
     from storbench.schedule import estimate, preconditions_seconds
 
     ceph = loaded.config.lab.ceph if loaded.config.lab else None
     bring_up = ceph.bring_up if ceph else "once"
-    return estimate(cases, most, bring_up=bring_up,
+    return estimate(cases, most, bring_up=bring_up, order=run_order(loaded.config), seed=loaded.config.seed,
                     preconditions_s=preconditions_seconds(loaded.config, cases, most, bring_up=bring_up))
 
 

@@ -81,7 +81,7 @@ def design_text(question: AdaptiveQuestion, cases: Sequence[Case], run_order: st
     if note is not None:
         return note
     named = {k for selector in (question.baseline, question.candidate) for k, _ in selector.pairs}
-    lines = [line for line in lab_designs(cases, bring_up=question.bring_up)
+    lines = [line for line in lab_designs(cases, bring_up=question.bring_up, order=run_order)
              if line.split(":", 1)[0] in named]
     if lines:
         return "; ".join(lines) + "; each round gives one pair"

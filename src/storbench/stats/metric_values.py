@@ -131,8 +131,11 @@ def observation_cost(o: Observation) -> RepetitionCost | None:
     """What the repetition's I/O cost in CPU by component (`stats.cost`); None for one client's own observation
     (the host's CPU is every client's), without telemetry, without I/O, or where fio ran on other machines (this
     machine's CPU is not theirs: real fio servers, a cluster's nodes); a Kubernetes volume operation has none
-    (one operation per client, timed whole: its host's CPU is the cluster's controllers' and not per operation)."""
-    if o.client or o.fio.ios_per_s is None or not o.fio.ran_here or is_volume_operation(o.case.workload.rw):
+    (one operation per client, timed whole: its host's CPU is the cluster's controllers' and not per operation),
+    nor one with the checking writer beside fio (`check_writes`: its writes cost the storage CPU that fio's I/Os
+    do not count, up to two thirds more per I/O at 300 IOPS)."""
+    if (o.client or o.fio.ios_per_s is None or not o.fio.ran_here or is_volume_operation(o.case.workload.rw)
+            or o.write_check is not None):
         return None
     ceph = o.case.lab.ceph
     return repetition_cost(o.fio.ios_per_s, o.fio.bytes_per_s or 0.0, o.telemetry, o.fio.fio_cores, o.host_cpus,
