@@ -39,7 +39,8 @@ PURE_LAYERS: tuple[tuple[str, ...], ...] = (
      "storbench.telemetry.prometheus", "storbench.telemetry.digest", "storbench.telemetry.collect",
      "storbench.telemetry.cluster_state", "storbench.telemetry.k8s_events", "storbench.telemetry.kubelet",
      "storbench.lab.ceph_conf", "storbench.lab.nfs_conf", "storbench.lab.hosts_conf",
-     "storbench.lab.k8s_conf", "storbench.execute.k8s_manifests", "storbench.execute.k8s_operations",
+     "storbench.lab.k8s_conf", "storbench.lab.volume_conf", "storbench.execute.k8s_manifests",
+     "storbench.execute.k8s_operations",
      "storbench.execute.pod_results", "storbench.execute.k8s_rbac",
      "storbench.redact", "storbench.s3sign", "storbench.targets.guards", "storbench.oci"),
     # the plan file: schema, loading, checks across keys; the fault steps a plan may ask of its labs
@@ -307,7 +308,8 @@ PURE_IN_SHELL_PACKAGES = frozenset({
     "storbench.telemetry.prometheus", "storbench.telemetry.digest", "storbench.telemetry.collect",
      "storbench.telemetry.cluster_state", "storbench.telemetry.k8s_events", "storbench.telemetry.kubelet",
     "storbench.lab.ceph_conf", "storbench.lab.nfs_conf", "storbench.lab.hosts_conf",
-    "storbench.lab.k8s_conf", "storbench.execute.k8s_manifests", "storbench.execute.k8s_operations",
+    "storbench.lab.k8s_conf", "storbench.lab.volume_conf", "storbench.execute.k8s_manifests",
+    "storbench.execute.k8s_operations",
     "storbench.execute.pod_results", "storbench.execute.k8s_rbac",
     "storbench.targets.guards",
 })

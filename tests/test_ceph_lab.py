@@ -833,3 +833,22 @@ def test_the_checking_writers_image_is_removed_only_when_storbench_made_it(lab_d
         assert listed == ["theirs.check"], listed  # the operator's image is still there
     finally:
         lab.down()
+
+
+def test_a_monitor_port_another_process_holds_is_refused_and_nothing_is_left(lab_dir: Path) -> None:
+    """A local user's process on the monitor's (or radosgw's) port: the daemon failed to bind and exited, yet its
+    port answered and the lab went on with someone else's server. Refused before the daemon starts."""
+    import socket
+
+    from storbench.errors import UserError
+    from storbench.lab.ceph import CephLab
+    from storbench.lab.ceph_conf import LOOPBACK, CephLabSpec, mon_ports
+
+    lab = CephLab(lab_dir / "ceph")
+    with socket.socket() as theirs:
+        theirs.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        theirs.bind((LOOPBACK, mon_ports(0)[0]))
+        theirs.listen()
+        with pytest.raises(UserError, match="is in use by another process"):
+            lab.up(CephLabSpec(osds=1, osd_size_bytes=1 << 30, objectstore="memstore", pools=(("bench", 1),)))
+    assert not (lab_dir / "ceph").exists() and pids_with(str(lab_dir)) == []

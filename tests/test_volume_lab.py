@@ -21,14 +21,15 @@ from hypothesis import strategies as st
 from helpers import run_cli, stored_repetitions, write_plan
 from storbench.lab.pacer import Bucket, Control, read_control, read_rates
 from storbench.lab.process import pids_with
-from storbench.lab.volume import (
+from storbench.lab.volume import VolumeLab
+from storbench.lab.volume_conf import (
     LOSETUP_COLUMNS,
     LoopBacking,
-    VolumeLab,
     VolumeSpec,
     caps_text,
     clearing_line,
     loop_backings,
+    mount_points,
     rates_json,
 )
 
@@ -306,6 +307,16 @@ def test_loop_backings_reads_losetups_json() -> None:
     assert loop_backings(listing) == {"/dev/loop0": LoopBacking(os.makedev(254, 0), 9978966, "/lab/mnt/volume"),
                                       "/dev/loop1": LoopBacking(os.makedev(8, 17), 12, "")}
     assert loop_backings('{"loopdevices": []}') == {} and loop_backings("") == {}
+    # a dead pacer's file cannot be reached: losetup gives no inode, and the device is known by its path alone
+    dead = '{"loopdevices": [{"name": "/dev/loop3", "back-ino": null, "back-maj:min": null, "back-file": "/l/v"}]}'
+    assert loop_backings(dead) == {"/dev/loop3": LoopBacking(None, None, "/l/v")}
+
+
+def test_mount_points_include_a_dead_fuse_mount_and_undo_escapes() -> None:
+    mountinfo = ("36 25 0:32 / / rw - ext4 /dev/vda rw\n"
+                 "90 36 0:55 / /var/lib/storbench/lab/volume/mnt rw,nosuid - fuse.pacer pacer rw\n"
+                 "91 36 0:56 / /tmp/with\\040space rw - tmpfs tmpfs rw\n")
+    assert mount_points(mountinfo) == {"/", "/var/lib/storbench/lab/volume/mnt", "/tmp/with space"}
 
 
 def _backing(device: str) -> tuple[int, int] | None:
@@ -672,3 +683,42 @@ def test_ctrl_c_pressed_again_and_again_still_tears_the_lab_down(tmp_path: Path)
         if process.poll() is None:
             process.kill()
         VolumeLab(lab / "volume").down()  # whatever happened: nothing left for the next test
+
+
+@needs_root
+def test_down_after_the_pacer_died_detaches_its_device_and_unmounts(lab_dir: Path) -> None:
+    """The pacer killed (OOM, a crash): its file could not be reached, so losetup gave no inode and the device was
+    passed over, and os.path.ismount said no to the dead mount: down left the device attached for good and the
+    directory half removed, and the next up failed. Both are found now."""
+    import signal
+
+    lab = VolumeLab(lab_dir / "volume")
+    info, _ = lab.up(VolumeSpec(size_bytes=16 << 20))
+    for daemon in lab.dir.live():
+        os.kill(daemon.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while lab.dir.live() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert str(lab.mount) in mount_points(Path("/proc/self/mountinfo").read_text())  # dead, still mounted
+    lab.down()
+    assert not (lab_dir / "volume").exists()
+    assert str(lab.mount) not in mount_points(Path("/proc/self/mountinfo").read_text())
+    assert not Path(f"/sys/block/{Path(info.device).name}/loop/backing_file").exists() or str(lab_dir) not in \
+        Path(f"/sys/block/{Path(info.device).name}/loop/backing_file").read_text()
+    again, _ = lab.up(VolumeSpec(size_bytes=16 << 20))  # and the next up works
+    assert again.device.startswith("/dev/loop")
+
+
+@needs_root
+def test_a_kept_lab_left_frozen_is_not_taken_again_as_it_is(lab_dir: Path) -> None:
+    """`--keep-lab` and a Ctrl-C during a `freeze volume` fault: the next run's `up` had reused the frozen volume,
+    every repetition hanging until the watchdog. A lab with a fault still on is brought up anew."""
+    from storbench.lab.pacer import read_control
+
+    lab = VolumeLab(lab_dir / "volume")
+    spec = VolumeSpec(size_bytes=16 << 20)
+    lab.up(spec)
+    lab.freeze(True)
+    assert read_control(lab.rates.read_text()).frozen
+    lab.up(spec)
+    assert not read_control(lab.rates.read_text()).frozen

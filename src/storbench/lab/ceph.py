@@ -13,6 +13,7 @@ import os
 import time
 import uuid
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 from storbench.errors import UserError
@@ -20,7 +21,7 @@ from storbench.lab import cpu_quota, devices
 from storbench.lab.ceph_conf import LOOPBACK, SIDE_BY_SIDE_MAX, CephLabSpec, render_ceph_conf
 from storbench.lab.ceph_daemons import READY_TIMEOUT_S, CephLabInfo, rgw_endpoint
 from storbench.lab.ceph_faults import CephFaults
-from storbench.lab.labdir import default_lab_dir
+from storbench.lab.labdir import default_lab_dir, every_step
 from storbench.shell import run
 
 DEFAULT_LAB_DIR = default_lab_dir()
@@ -115,11 +116,10 @@ class CephLab(CephFaults):
                     continue
         self.dir.kill()
         fast = self.root / "fastdb"
-        if os.path.ismount(fast):
-            run(["umount", "-l", str(fast)], timeout_s=30)
 
-        devices.remove(self.root)
+        def unmount_fast() -> None:
+            if os.path.ismount(fast):
+                run(["umount", "-l", str(fast)], timeout_s=30)
 
-        cpu_quota.remove_groups(self.root.name)
-        cpu_quota.remove_cpusets(self.root.name)
-        self.dir.remove()
+        every_step(unmount_fast, partial(devices.remove, self.root), partial(cpu_quota.remove_groups, self.root.name),
+                   partial(cpu_quota.remove_cpusets, self.root.name), self.dir.remove)

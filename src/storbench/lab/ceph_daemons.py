@@ -33,7 +33,7 @@ from storbench.lab.ceph_conf import (
     rgw_port,
 )
 from storbench.lab.labdir import LabRoot, port_open
-from storbench.lab.process import start_daemon
+from storbench.lab.process import alive
 from storbench.shell import run
 
 RGW_USER = "storbench"
@@ -124,9 +124,22 @@ class CephDaemons(LabRoot):
         return self.dir.exists() and bool(self.dir.live())
 
     # ---- steps ------------------------------------------------------------------------------------------
-    def _start(self, name: str, argv: list[str]) -> None:
+    def _start(self, name: str, argv: list[str]) -> int:
         """A daemon in the foreground of its own session; its pid and start time go to the lab's pids.json."""
-        self.dir.record(name, start_daemon(argv, self.root / "log" / f"{name}.out"))
+        return self.dir.start(name, argv, self.root / "log" / f"{name}.out").pid
+
+    def _serving(self, name: str, argv: list[str], address: str, port: int, what: str, timeout_s: float) -> None:
+        """Start ``name`` to listen on ``address``:``port`` and wait until it does. A port another process holds is
+        refused first, and the daemon must still be alive when the port answers: one that failed to bind had been
+        taken as up while a local user's process answered (and got the lab's signed requests and test data)."""
+        if port_open(address, port, timeout_s=1):
+            raise UserError(f"ceph lab: {address}:{port} is in use by another process; {name} would not listen there",
+                            hint=f"see what listens there (ss -ltnp 'sport = :{port}'), or bring the lab up on "
+                            "another slot")
+        pid = self._start(name, argv)
+        self._wait(lambda: alive(pid) and port_open(address, port, timeout_s=2), what, timeout_s)
+        if not alive(pid):
+            raise UserError(f"ceph lab: {name} exited after its port opened", hint=f"see {self.root / 'log'}")
 
     def _create_mon(self, fsid: str, address: str, slot: int) -> None:
         mon_keyring = self.root / "mon.keyring"
@@ -142,8 +155,8 @@ class CephDaemons(LabRoot):
         (self.root / "mon.a").mkdir()
         run(["ceph-mon", "-c", str(self.conf), "--mkfs", "-i", "a", "--monmap", str(monmap), "--keyring",
              str(mon_keyring)])
-        self._start("mon.a", ["ceph-mon", "-f", "-c", str(self.conf), "-i", "a"])
-        self._wait(lambda: port_open(address, mon_ports(slot)[0]), "the monitor to listen", 60)
+        self._serving("mon.a", ["ceph-mon", "-f", "-c", str(self.conf), "-i", "a"], address, mon_ports(slot)[0],
+                      "the monitor to listen", 60)
 
     def _create_mgr(self) -> None:
         directory = self.root / "mgr.x"
@@ -257,13 +270,12 @@ class CephDaemons(LabRoot):
         self._keyring("client.rgw.a", ["mon", "allow rw", "osd", "allow rwx", "mgr", "allow rw"],
                       directory / "keyring")
         port = rgw_port(spec.slot)
-        self._start("rgw.a", ["radosgw", "-f", "-c", str(self.conf), "-n", "client.rgw.a",
-                              "--keyring", str(directory / "keyring"), "--rgw-data", str(directory),
-                              "--rgw-frontends", f"beast endpoint={address}:{port} tcp_nodelay=1",
-                              "--admin-socket", str(self.root / "run" / "ceph-client.rgw.a.asok"),
-                              "--log-file", str(self.root / "log" / "rgw.a.log"),
-                              "--rgw-enable-usage-log", "false"])
-        self._wait(lambda: port_open(address, port, timeout_s=2), "radosgw to answer on S3", 120)
+        self._serving("rgw.a", ["radosgw", "-f", "-c", str(self.conf), "-n", "client.rgw.a",
+                                "--keyring", str(directory / "keyring"), "--rgw-data", str(directory),
+                                "--rgw-frontends", f"beast endpoint={address}:{port} tcp_nodelay=1",
+                                "--admin-socket", str(self.root / "run" / "ceph-client.rgw.a.asok"),
+                                "--log-file", str(self.root / "log" / "rgw.a.log"),
+                                "--rgw-enable-usage-log", "false"], address, port, "radosgw to answer on S3", 120)
 
     def s3_credentials(self) -> tuple[str, str]:
         """The lab's S3 user (made on first use): (access key, secret key), from radosgw-admin, never written to

@@ -47,10 +47,11 @@ from storbench.lab.hosts_conf import (
 from storbench.lab.labdir import (
     LabRoot,
     default_lab_dir,
+    every_step,
     port_open,
     require_tools,
 )
-from storbench.lab.process import kill_all, start_daemon
+from storbench.lab.process import kill_all
 from storbench.shell import run
 from storbench.targets.nfs import nfs_fio_binary
 from storbench.targets.s3 import http_fio_binary
@@ -152,8 +153,8 @@ class HostsLab(LabRoot):
                 inner.write_text(inner_batch(host))
                 run(["ip", "-n", host.namespace, "-batch", str(inner)], timeout_s=60)
             for host in hosts:
-                self.dir.record(host.hostname, start_daemon(
-                    server_command(host, fio_binary, str(self.ceph_conf)), self.root / "log" / f"{host.hostname}.log"))
+                self.dir.start(host.hostname, server_command(host, fio_binary, str(self.ceph_conf)),
+                               self.root / "log" / f"{host.hostname}.log")
             self._wait(hosts)
         except BaseException:
             self.down()
@@ -259,21 +260,27 @@ class HostsLab(LabRoot):
     def down(self) -> None:
         """Kill every server, delete the namespaces (their veths go with them), the bridge, the firewall tables and
         the directory."""
-        present = self.dir.exists()
-        if present:
+        if self.dir.exists():
             self.dir.kill()
         namespaces = _namespaces()
-        pids = [int(p) for ns in namespaces for p in run(["ip", "netns", "pids", ns], timeout_s=30).split()]
-        kill_all(pids)
-        if namespaces:
-            run(["ip", "-batch", "-"], timeout_s=300, input_text="".join(f"netns delete {ns}\n" for ns in namespaces))
-        if BRIDGE in run(["ip", "-o", "link", "show"], timeout_s=30):
-            run(["ip", "link", "delete", BRIDGE], timeout_s=30)
-        _delete_lab_veths()
-        tables = _firewall_tables()
-        if tables:
-            run(["nft", "-f", "-"], timeout_s=30, input_text=firewall_delete(tables))
-        self.dir.remove()
+
+        def servers() -> None:
+            kill_all([int(p) for ns in namespaces for p in run(["ip", "netns", "pids", ns], timeout_s=30).split()])
+
+        def delete_namespaces() -> None:
+            if namespaces:  # -force: on past one that will not go, to the others
+                run(["ip", "-force", "-batch", "-"], timeout_s=300,
+                    input_text="".join(f"netns delete {ns}\n" for ns in namespaces))
+
+        def bridge() -> None:
+            if BRIDGE in run(["ip", "-o", "link", "show"], timeout_s=30):
+                run(["ip", "link", "delete", BRIDGE], timeout_s=30)
+
+        def firewall() -> None:
+            if tables := _firewall_tables():
+                run(["nft", "-f", "-"], timeout_s=30, input_text=firewall_delete(tables))
+
+        every_step(servers, delete_namespaces, bridge, _delete_lab_veths, firewall, self.dir.remove)
 
 
 # ---- the client hosts as a lab kind (lab.registry) --------------------------------------------------------------

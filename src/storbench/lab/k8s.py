@@ -82,7 +82,7 @@ from storbench.lab.labdir import (
     port_open,
     require_tools,
 )
-from storbench.lab.process import kill_all, start_daemon
+from storbench.lab.process import kill_all
 from storbench.shell import attempt, run
 from storbench.trusted_files import trusted_program
 
@@ -274,7 +274,7 @@ class K8sLab(LabRoot):
             run(["ip", "-n", node.namespace, "-batch", "-"], input_text=inner_batch(node), timeout_s=30)
 
     def _start(self, name: str, argv: list[str]) -> None:
-        self.dir.record(name, start_daemon(argv, self.root / "log" / f"{name}.log"))
+        self.dir.start(name, argv, self.root / "log" / f"{name}.log")
 
     def _wait(self, ready: Callable[[], bool], what: str, timeout_s: float) -> None:
         deadline = time.time() + timeout_s

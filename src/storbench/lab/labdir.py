@@ -27,12 +27,14 @@ import signal
 import socket
 import stat
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from storbench.errors import UserError
+from storbench.lab.process import start_daemon
+from storbench.shell import interrupts_held
 
 DEFAULT_LAB_ROOT = Path("/var/lib/storbench/lab")
 PIDS_FILE = "pids.json"
@@ -138,6 +140,19 @@ def lab_dir_exists(path: Path) -> bool:
     return True
 
 
+def every_step(*steps: Callable[[], object]) -> None:
+    """A tear-down's steps, every one whatever another raises; the first error raised once all have run (a step
+    that stopped the rest had left the namespaces, the firewall tables or the directory after it up)."""
+    errors: list[Exception] = []
+    for step in steps:
+        try:
+            step()
+        except Exception as exc:
+            errors.append(exc)
+    if errors:
+        raise errors[0]
+
+
 def remove_lab_dir(path: Path) -> None:
     """Delete a checked lab directory. shutil.rmtree works through file descriptors and never follows a
     symbolic link inside; the directory itself was just checked not to be one."""
@@ -175,7 +190,9 @@ def record_daemon(lab_dir: Path, name: str, pid: int) -> Daemon:
     daemon = Daemon(name=name, pid=pid, start=started)
     file = lab_dir / PIDS_FILE
     known = recorded_daemons(lab_dir)
-    file.write_text(json.dumps([d.__dict__ for d in [*known, daemon]]))
+    written = file.with_suffix(".new")  # renamed over it whole: an interrupt mid-write had emptied the record
+    written.write_text(json.dumps([d.__dict__ for d in [*known, daemon]]))
+    os.replace(written, file)
     return daemon
 
 
@@ -281,6 +298,12 @@ class LabDir:
 
     def record(self, name: str, pid: int) -> Daemon:
         return record_daemon(self.root, name, pid)
+
+    def start(self, name: str, argv: Sequence[str], log: Path) -> Daemon:
+        """Start a daemon and record it, a Ctrl-C meanwhile held to the end: one between the two had left it
+        running, unknown to `down`."""
+        with interrupts_held():
+            return self.record(name, start_daemon(argv, log))
 
     def daemons(self) -> list[Daemon]:
         return recorded_daemons(self.root)

@@ -20,6 +20,7 @@ import signal
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from storbench.errors import UserError
@@ -30,6 +31,7 @@ from storbench.lab.hosts_conf import BRIDGE, is_down, link_flags
 from storbench.lab.labdir import (
     LabRoot,
     default_lab_dir,
+    every_step,
     port_open,
     require_tools,
 )
@@ -49,7 +51,7 @@ from storbench.lab.nfs_conf import (
     nfs_url,
     render_ganesha_conf,
 )
-from storbench.lab.process import alive, kill_all, start_daemon
+from storbench.lab.process import alive, kill_all
 from storbench.model import Case, LabPoint
 from storbench.shell import run
 
@@ -141,9 +143,8 @@ class NfsLab(LabRoot):
         script = (f"mount -t tmpfs storbench-nfs-run /run && mkdir -p /run/ganesha && rpcbind -w && "
                   f"exec ganesha.nfsd -F -f {conf} -L {self.root / 'log' / 'ganesha.log'} "
                   f"-p /run/ganesha/ganesha.pid")
-        self.dir.record("ganesha", start_daemon(
-            ["ip", "netns", "exec", NAMESPACE, "unshare", "--mount", "--propagation", "private", "sh", "-c",
-             script], self.root / "log" / "ganesha.out"))
+        self.dir.start("ganesha", ["ip", "netns", "exec", NAMESPACE, "unshare", "--mount", "--propagation", "private",
+                                   "sh", "-c", script], self.root / "log" / "ganesha.out")
         deadline = time.time() + 60
         while time.time() < deadline and not port_open(SERVER_ADDRESS, 2049):
             time.sleep(0.1)
@@ -227,12 +228,14 @@ class NfsLab(LabRoot):
         """Kill the daemons, remove the namespace and the veth pair, delete the lab directory."""
         if self.dir.exists():
             self.dir.kill()
-        kill_all(_namespace_pids())
-        if _namespace_exists():
-            run(["ip", "netns", "delete", NAMESPACE], timeout_s=20)
-        _delete_link(HOST_VETH)
-        _delete_link(BRIDGE_HOST_VETH)
-        self.dir.remove()
+
+        def namespace() -> None:
+            kill_all(_namespace_pids())
+            if _namespace_exists():
+                run(["ip", "netns", "delete", NAMESPACE], timeout_s=20)
+
+        every_step(namespace, partial(_delete_link, HOST_VETH), partial(_delete_link, BRIDGE_HOST_VETH),
+                   self.dir.remove)
 
 
 def _delete_link(name: str) -> None:

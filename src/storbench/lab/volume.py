@@ -25,7 +25,7 @@ import signal
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,7 +38,19 @@ from storbench.lab.labdir import (
     default_lab_dir,
 )
 from storbench.lab.pacer import FILE_NAME, read_control
-from storbench.lab.process import alive, start_daemon
+from storbench.lab.process import alive
+from storbench.lab.volume_conf import (
+    LOSETUP_COLUMNS,
+    LoopBacking,
+    VolumeInfo,
+    VolumeSpec,
+    caps_text,
+    caps_words,
+    clearing_line,
+    loop_backings,
+    mount_points,
+    rates_json,
+)
 from storbench.shell import run
 from storbench.units import format_bytes, parse_size_bytes
 
@@ -46,78 +58,6 @@ if TYPE_CHECKING:
     from storbench.model import Case, LabPoint
 
 DEFAULT_LAB_DIR = default_lab_dir()
-
-
-@dataclass(frozen=True)
-class VolumeSpec:
-    size_bytes: int
-    iops: int | None = None  # reads and writes together, as a provisioned volume counts them
-    bw_bytes_per_s: int | None = None  # reads and writes together
-
-
-@dataclass(frozen=True)
-class VolumeInfo:
-    root: str
-    device: str
-    major_minor: str
-    spec: VolumeSpec
-    backing_dev: int  # st_dev and st_ino of the loop device's backing file when the loop device was made over it
-    backing_ino: int
-    rules: tuple[tuple[str, str], ...] = ()  # a lab from before the pacer: (throttle file, the line written to it)
-
-
-@dataclass(frozen=True)
-class LoopBacking:
-    dev: int  # st_dev and st_ino of the file behind a loop device, and its path as the kernel gives it
-    ino: int
-    file: str
-
-
-def caps_text(spec: VolumeSpec, device: str) -> str:
-    """The caps in plain words: "loop7 paced at 3,000 IOPS and 100MiB/s, reads and writes together", or "loop7
-    not capped". Pure."""
-    name = device.removeprefix("/dev/")
-    caps = caps_words(spec.iops, spec.bw_bytes_per_s)
-    return f"{name} paced at {caps}, reads and writes together" if caps else f"{name} not capped"
-
-
-def caps_words(iops: int | None, bw_bytes_per_s: int | None) -> str:
-    """The caps in a few words, "3,000 IOPS and 100MiB/s"; "" for none. Pure."""
-    caps = []
-    if iops is not None:
-        caps.append(f"{iops:,} IOPS")
-    if bw_bytes_per_s is not None:
-        caps.append(f"{format_bytes(bw_bytes_per_s)}/s")
-    return " and ".join(caps)
-
-
-def rates_json(spec: VolumeSpec) -> str:
-    """The pacer's rates file for ``spec`` (`lab.pacer.read_rates`). Pure."""
-    return json.dumps({"iops": spec.iops, "bw_bytes_per_s": spec.bw_bytes_per_s})
-
-
-def clearing_line(file_name: str, major_minor: str) -> str:
-    """The line that removes a device's block-throttle rule (a lab made before the pacer). Pure."""
-    if file_name == "io.max":
-        return f"{major_minor} riops=max wiops=max rbps=max wbps=max"
-    return f"{major_minor} 0"
-
-
-LOSETUP_COLUMNS = "NAME,BACK-INO,BACK-MAJ:MIN,BACK-FILE"
-
-
-def loop_backings(listing_json: str) -> dict[str, LoopBacking]:
-    """Each attached loop device -> the file behind it, from the output of
-    ``losetup --json --list --output NAME,BACK-INO,BACK-MAJ:MIN,BACK-FILE``. Pure."""
-    devices = json.loads(listing_json or "{}").get("loopdevices", [])
-    found = {}
-    for device in devices:
-        numbers, inode = str(device.get("back-maj:min") or ""), device.get("back-ino")  # int() drops the spaces
-        if ":" in numbers and isinstance(inode, int):
-            major, minor = numbers.split(":")
-            found[str(device["name"])] = LoopBacking(os.makedev(int(major), int(minor)), inode,
-                                                     str(device.get("back-file") or ""))
-    return found
 
 
 PACER_START_S = 20  # the pacer's mount appears within this
@@ -153,9 +93,16 @@ class VolumeLab(LabRoot):
         loop device -> its backing file)."""
         attached = loop_backings(run(["losetup", "--json", "--list", "--output", LOSETUP_COLUMNS], timeout_s=10))
         files = {str(self.paced), str(self.backing)}
+        # a device whose file cannot be reached (its pacer dead) is known by the lab's own path alone; had been
+        # passed over, and left attached for good once the lab's directory went
         ours = [device for device, backing in attached.items() if backing.file in files
-                and (info is None or (backing.dev, backing.ino) == (info.backing_dev, info.backing_ino))]
+                and (info is None or backing.ino is None
+                     or (backing.dev, backing.ino) == (info.backing_dev, info.backing_ino))]
         return ours, attached
+
+    def _mounted(self) -> bool:
+        """The pacer's mount is there, alive or not (os.path.ismount says no to a dead FUSE daemon's)."""
+        return str(self.mount) in mount_points(Path("/proc/self/mountinfo").read_text())
 
     def _left_alone(self, info: VolumeInfo) -> str:
         return (f"volume lab: {info.device} no longer reads the file the lab made it over ({self.paced}): its "
@@ -180,7 +127,7 @@ class VolumeLab(LabRoot):
         a recorded device it left alone ("" if none)."""
         current = self.info()
         if (current is not None and current.spec == spec and current.device in self._our_devices(current)[0]
-                and self._pacer_running()):
+                and self._pacer_running() and self._whole()):
             return current, ""
         left_alone = self.down()
         self.dir.ensure()
@@ -189,9 +136,9 @@ class VolumeLab(LabRoot):
                 handle.truncate(spec.size_bytes)
             self.mount.mkdir(mode=0o700)
             self.rates.write_text(rates_json(spec))
-            pid = start_daemon([sys.executable, "-m", "storbench.lab.pacer", "--backing", str(self.backing),
-                                "--mount", str(self.mount), "--rates", str(self.rates)], self.log)
-            self.dir.record("pacer", pid)
+            pid = self.dir.start("pacer", [sys.executable, "-m", "storbench.lab.pacer", "--backing",
+                                           str(self.backing), "--mount", str(self.mount), "--rates", str(self.rates)],
+                                 self.log).pid
             self._wait_for_pacer(pid)
             try:
                 device = run(["losetup", "--find", "--show", "--direct-io=on", str(self.paced)], timeout_s=30).strip()
@@ -211,6 +158,15 @@ class VolumeLab(LabRoot):
             self.down()
             raise
         return info, left_alone
+
+    def _whole(self) -> bool:
+        """No fault left on it: not frozen, serving its own file (a kept lab interrupted mid-fault had been taken
+        again frozen, every repetition hanging to the watchdog)."""
+        try:
+            control = read_control(self.rates.read_text())
+        except (OSError, ValueError):
+            return False
+        return not control.frozen and control.backing is None
 
     def _wait_for_pacer(self, pid: int) -> None:
         deadline = time.monotonic() + PACER_START_S
@@ -298,10 +254,10 @@ class VolumeLab(LabRoot):
             with contextlib.suppress(UserError):
                 run(["losetup", "-d", device], timeout_s=30)
         self.dir.kill(graceful_s=5)
-        if os.path.ismount(self.mount):  # the pacer was killed, or a loop device left alone still holds the file
+        if self._mounted():  # the pacer was killed, or a loop device left alone still holds the file
             with contextlib.suppress(UserError):
                 run(["umount", "--lazy", str(self.mount)], timeout_s=30)
-        if os.path.ismount(self.mount):
+        if self._mounted():
             raise UserError(f"volume lab: {self.mount} is still mounted; not deleting the lab directory under it",
                             hint=f"umount {self.mount}, then storbench lab volume down")
         self.dir.remove()
