@@ -292,3 +292,16 @@ def test_real_etcd_refuses_clients_without_a_certificate(tmp_path: Path) -> None
         etcd.kill()
         etcd.wait()
         log.close()
+
+
+def test_a_lab_directory_path_with_characters_daemons_configuration_cannot_hold_is_refused(tmp_path: Path) -> None:
+    """The lab's path goes into ganesha.conf, ceph.conf and a shell line of the NFS lab: a space or a quote in
+    --dir had broken them (or run a command of the path's making). Refused before anything is made."""
+    from storbench.errors import UserError
+    from storbench.lab.labdir import ensure_lab_dir
+
+    for name in ("with space", 'quo"te', "semi;colon", "dollar$x"):
+        with pytest.raises(UserError, match="a lab's path holds only letters"):
+            ensure_lab_dir(tmp_path / name / "lab")
+        assert not (tmp_path / name).exists()
+    assert ensure_lab_dir(tmp_path / "fine-1.2_x+y").is_dir()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -114,9 +115,17 @@ def _check_ancestors(path: Path, *, create: bool) -> None:
             raise _refuse(here, problem)
 
 
+LAB_PATH_RE = re.compile(r"[A-Za-z0-9._/+-]+")  # what a lab's path may hold: it goes into daemons' configuration files
+
+
 def ensure_lab_dir(path: Path) -> Path:
-    """Create (0700) or check the lab directory ``path`` and everything above it; returns it absolute."""
+    """Create (0700) or check the lab directory ``path`` and everything above it; returns it absolute. A path of
+    other characters is refused: it is written into daemons' configuration (ganesha.conf, ceph.conf) and their
+    command lines, where a space or a quote had broken them."""
     path = _absolute(path)
+    if not LAB_PATH_RE.fullmatch(str(path)):
+        raise UserError(f"lab directory {str(path)!r}: a lab's path holds only letters, digits and . _ + - /",
+                        hint="give another --dir (or STORBENCH_LAB_DIR)")
     _check_ancestors(path, create=True)
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)

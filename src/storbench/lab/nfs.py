@@ -140,11 +140,11 @@ class NfsLab(LabRoot):
         their sockets."""
         started = time.time()
         conf = self.root / "ganesha.conf"
-        script = (f"mount -t tmpfs storbench-nfs-run /run && mkdir -p /run/ganesha && rpcbind -w && "
-                  f"exec ganesha.nfsd -F -f {conf} -L {self.root / 'log' / 'ganesha.log'} "
-                  f"-p /run/ganesha/ganesha.pid")
+        script = ('mount -t tmpfs storbench-nfs-run /run && mkdir -p /run/ganesha && rpcbind -w && '
+                  'exec ganesha.nfsd -F -f "$1" -L "$2" -p /run/ganesha/ganesha.pid')  # paths as arguments
         self.dir.start("ganesha", ["ip", "netns", "exec", NAMESPACE, "unshare", "--mount", "--propagation", "private",
-                                   "sh", "-c", script], self.root / "log" / "ganesha.out")
+                                   "sh", "-c", script, "sh", str(conf), str(self.root / "log" / "ganesha.log")],
+                       self.root / "log" / "ganesha.out")
         deadline = time.time() + 60
         while time.time() < deadline and not port_open(SERVER_ADDRESS, 2049):
             time.sleep(0.1)
