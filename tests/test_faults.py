@@ -544,3 +544,28 @@ def test_the_longest_io_shown_is_the_longest_of_all_repetitions_not_a_mean_of_ea
     longest = iter([1.5])
     (alone,) = failover_points.point_failovers(reps[:1])  # type: ignore[arg-type]
     assert failover_line(alone, "x").endswith("; longest I/O 1.5s")
+
+
+def test_a_report_over_two_runs_of_one_plan_says_each_failover_rows_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs of one faulted plan in one report: their failover rows and verdicts had read the same (the case's
+    label only); each says its run now, as `show` does."""
+    from storbench.model import RunInfo
+    from storbench.report import build
+    from storbench.stats import failover_points
+    from storbench.stats.estimate import Estimate
+    from synthetic import observation
+
+    def point(run_id: int, blackout_s: float) -> failover_points.PointFailover:
+        figure = Estimate(n=3, mean=blackout_s, stddev=0.1, ci_low=blackout_s - 0.2, ci_high=blackout_s + 0.2)
+        return failover_points.PointFailover("c", run_id, "stop", "nfs", (), figure, *(None,) * 6, 3, 0, 0)
+
+    monkeypatch.setattr(build, "point_failovers", lambda repetitions: [point(1, 5.0), point(2, 2.0)])
+    runs = [RunInfo(run_id=r, plan_name="p", plan_text="", source="run", storbench_version="0", fio_version="",
+                    host="h", kernel="k", run_order="interleaved", seed=0, tags=(), started_at_s=0.0,
+                    finished_at_s=1.0) for r in (1, 2)]
+    seen = [observation(case_id="c", run_id=r, repeat=i, iops=1000.0) for r in (1, 2) for i in range(3)]
+    doc = build.build_report("t", runs, [], seen)
+    assert [row[0].split(":")[0] for row in doc.failover] == ["run 1", "run 2"]
+    monkeypatch.setattr(build, "point_failovers", lambda repetitions: [point(1, 5.0)])
+    one = build.build_report("t", runs[:1], [], [o for o in seen if o.run_id == 1])
+    assert len(one.failover) == 1 and not one.failover[0][0].startswith("run ")

@@ -56,6 +56,10 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
     varying = varying_lab_keys(points)
     labels = {p.case_id: point_label(p, direction=False, lab_keys=varying) for p in reversed(points)}
     failovers = [p for p in point_failovers(repetitions) if p.case_id in labels]  # each fault's logs read once
+    # a report over several runs of one plan: each row says its run (they had read the same)
+    several = len({p.run_id for p in failovers}) > 1
+    fault_labels = {(p.case_id, p.run_id): (f"run {p.run_id}: " if several else "") + labels[p.case_id]
+                    for p in failovers}
     checks = point_write_checks(repetitions)
     checked = {(c.run_id, c.case_id): c for c in checks}
     figures = [
@@ -91,7 +95,7 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         job_texts=tuple((case_id, label, text) for case_id, (label, text) in job_texts.items()),
         preconditions=tuple((run_id, precondition_text(record), record.job_text)
                             for run_id, records in sorted((preconditions or {}).items()) for record in records),
-        failover=tuple(scorecard_rows(failovers, labels, checks)),
+        failover=tuple(scorecard_rows(failovers, fault_labels, checks)),
         failover_verdicts=tuple(v for p in failovers if (v := failover_verdict(
-            p, checked.get((p.run_id, p.case_id)), labels[p.case_id]))),
+            p, checked.get((p.run_id, p.case_id)), fault_labels[p.case_id, p.run_id]))),
     )

@@ -272,16 +272,16 @@ def write_check_lines(checks: Sequence[PointWriteCheck], labels: Mapping[str, st
     return lines
 
 
-def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[str, str],
+def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[tuple[str, int], str],
                    checks: Sequence[PointWriteCheck] = ()) -> list[tuple[str, ...]]:
     """The report's failover table: one row per point, its figures with 95 % intervals over its repetitions
-    (``SCORECARD_HEAD``), and what `check_writes` found."""
+    (``SCORECARD_HEAD``), and what `check_writes` found. ``labels``: (case id, run) -> the point's label."""
     checked = {(c.run_id, c.case_id): c for c in checks}
     rows: list[tuple[str, ...]] = []
     for p in points:
         n = p.measured
         recovered = f"{p.recovered} of {n}" + (f" ({p.not_recovered} not)" if p.not_recovered else "")
-        rows.append((labels.get(p.case_id, p.case_id), f"{p.action} {p.target}", str(n),
+        rows.append((labels.get((p.case_id, p.run_id), p.case_id), f"{p.action} {p.target}", str(n),
                      _figure(p.blackout_s, ""), _some_figure(p.first_completion_s, n),
                      _figure(p.restore_blackout_s, ""),
                      _figure(p.dip_pct, "", 0), _some_figure(p.degraded_pct, n), _some_figure(p.end_pct, n),
