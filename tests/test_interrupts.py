@@ -198,3 +198,29 @@ class _Quiet:
 
     def event(self, *args: object) -> None:
         pass
+
+
+def test_after_the_command_every_press_is_ignored_to_the_process_end() -> None:
+    """An impatient user pressing on: a Ctrl-C after an interrupted command had said how to go on, landing on the
+    way out, turned its exit 130 into a traceback and -2 (seen in CI). The process's entry ignores them from there;
+    one that lands as the command returns is exit 130."""
+    from storbench.cli import entry
+    from storbench.shell import INTERRUPTS
+
+    before = {signum: signal.getsignal(signum) for signum in INTERRUPTS}
+    try:
+        with pytest.raises(SystemExit) as ended:
+            entry(lambda: 130)
+        assert ended.value.code == 130
+        assert all(signal.getsignal(signum) is signal.SIG_IGN for signum in INTERRUPTS)
+        _press()  # ignored: nothing raised
+
+        def pressed_on_return() -> int:
+            raise KeyboardInterrupt
+
+        with pytest.raises(SystemExit) as ended:
+            entry(pressed_on_return)
+        assert ended.value.code == 130
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)

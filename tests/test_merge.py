@@ -132,7 +132,8 @@ def test_each_machines_runs_are_a_history_of_their_own_unless_pooled(
     code, out, err = run_cli(capsys, "history", "--db", str(a), "--format", "json")
     assert code == 0, err
     records = json.loads(out)
-    assert {r["point"] for r in records} == {"disk randrw 4k qd=2 jobs=1 read", "disk randrw 4k qd=2 jobs=1 write"}
+    assert {r["point"] for r in records} == {"disk randrw 50% 4k qd=2 jobs=1 read",
+                                               "disk randrw 50% 4k qd=2 jobs=1 write"}
     for point in {r["point"] for r in records}:
         for host, builds in ((here, ["a1", "a1", "a1"]), ("lab-b", ["b1", "b2", "b1", "b2"])):
             mine = [r for r in records if r["point"] == point and r["series_host"] == host]

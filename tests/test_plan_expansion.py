@@ -630,18 +630,17 @@ def test_the_eta_counts_a_precondition_once_per_image_as_the_run_writes_it() -> 
     assert seconds("{pool_size: [2, 3]}") == pytest.approx(1200.0)
 
 
-def test_create_has_no_file_size_and_more_directories_than_jobs_are_as_many_as_the_jobs() -> None:
-    """create makes empty files: a file_size sweep had doubled its cases (the same measurement, other ids). Job N
-    works in directory N mod dirs: dirs 4 of 1 job had been a case labelled dirs=4 that used one directory."""
+def test_create_has_no_file_size_of_its_own() -> None:
+    """create makes empty files: a file_size sweep had doubled its cases (the same measurement, other ids); stat's
+    file size stays its own."""
     loaded = load_plan_text(textwrap.dedent("""\
         name: m
         targets:
           t: {kind: path, path: /tmp/m, size: 1MiB}
-        workload: {rw: [create, stat], file_size: [4k, 8k], dirs: [1, 4], numjobs: [1, 4]}
+        workload: {rw: [create, stat], file_size: [4k, 8k], numjobs: [1, 4]}
         """), "m.yaml")
     cases = expand(loaded)
-    shapes = sorted((c.workload.rw, c.workload.file_size_bytes, c.workload.numjobs, c.workload.dirs or 1)
-                    for c in cases)
-    assert shapes == [("create", 4096, 1, 1), ("create", 4096, 4, 1), ("create", 4096, 4, 4),
-                      *[("stat", size, jobs, dirs) for size in (4096, 8192) for jobs, dirs in ((1, 1), (4, 1), (4, 4))]]
+    shapes = sorted((c.workload.rw, c.workload.file_size_bytes, c.workload.numjobs) for c in cases)
+    assert shapes == [("create", 4096, 1), ("create", 4096, 4),
+                      *[("stat", size, jobs) for size in (4096, 8192) for jobs in (1, 4)]]
     assert len({c.case_id for c in cases}) == len(cases)

@@ -1,3 +1,3 @@
-from storbench.cli import main
+from storbench.cli import entry
 
-raise SystemExit(main())
+entry()

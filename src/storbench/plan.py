@@ -329,10 +329,10 @@ def _case(config: PlanConfig, point: SweepPoint) -> Case:
     if is_metadata(rw):
         # one operation per file: bs, iodepth, direct, ramp and the engine follow from the operation, so points
         # that differ only there collapse into one case (as rwmixread does for unmixed patterns); create makes
-        # empty files, so its file size is none of its own; job N works in directory N mod dirs, so more
-        # directories than jobs are as many as the jobs (dirs 4 of 1 job had been labelled dirs=4, one used)
+        # empty files, so its file size is none of its own (a file_size sweep had doubled its cases); more dirs
+        # than jobs are refused with the fio checks (`checks.check_fio_against_plan`)
         file_size = CREATE_FILE_SIZE if rw == "create" else point.whole("file_size")
-        dirs = min(point.whole("dirs"), point.whole("numjobs"))
+        dirs = point.whole("dirs")
         workload = WorkloadPoint(
             rw=rw, bs_bytes=file_size or 4096, iodepth=1, numjobs=point.whole("numjobs"),
             runtime_s=point.number("runtime"), ramp_s=0.0, direct=False,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from storbench import __version__
@@ -132,3 +132,22 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         _console(stderr=True).print("interrupted", markup=False)
         return 130
+
+
+def entry(command: Callable[[], int] | None = None) -> NoReturn:
+    """The `storbench` process (its console script and `python -m storbench`; `kubectl storbench` gives its own
+    ``command``): ``main``, then every later Ctrl-C,
+    SIGTERM or SIGHUP ignored to the process's end. An interrupted command has said how to go on: a press after its
+    clean-up had turned its exit 130 into a traceback and -2 on the way out (an impatient user, pressing on)."""
+    import signal  # lazy: the process's end only
+
+    from storbench.shell import INTERRUPTS  # lazy: with it
+
+    try:
+        code = (command or main)()
+    except KeyboardInterrupt:  # pressed after the command returned, before the line below
+        code = 130
+    finally:
+        for signum in INTERRUPTS:
+            signal.signal(signum, signal.SIG_IGN)
+    raise SystemExit(code)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from storbench.cli import entry as storbench_entry
 from storbench.cli import main as storbench_main
 
 KUBECTL_FLAGS = ("--kubeconfig", "--context", "-n", "--namespace")
@@ -38,5 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return storbench_main(kubectl_argv(sys.argv[1:] if argv is None else argv))
 
 
+def entry() -> None:
+    """The `kubectl-storbench` process: as `storbench`'s (`cli.entry`)."""
+    storbench_entry(main)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -51,7 +51,7 @@ class WorkloadConfig(StrictModel):
     dirs: Sweep[Annotated[int, Field(ge=1, le=4096)]] = Field(
         [1], description="Metadata operations: directories the jobs' files are spread over, job by job (fio's "
         "directory list: job N works in directory N mod dirs); 1: every job in one shared directory, numjobs: "
-        "each job in its own; more than numjobs are numjobs (a job per directory).")
+        "each job in its own. At most numjobs.")
     objects: Sweep[Annotated[int, Field(ge=1, le=1_000_000)]] = Field(
         [64], description="Object operations (s3 targets): objects per job, each of size bs (put overwrites them "
         "in turn for runtime; get and delete_object find them PUT just before, unmeasured).")
