@@ -335,8 +335,8 @@ def test_the_compare_table_counts_file_creates_as_operations() -> None:
 
 
 def test_a_column_of_unknown_verdicts_says_why_once() -> None:
-    """Points without telemetry of the machines all read "?": one line under the table says what it means (the
-    verdict lines only spoke when some point had a verdict)."""
+    """Points without telemetry of the machines all read "?": one line under the table says why, once (the verdict
+    lines only spoke when some point had a verdict); a point "?" for a fault in every repetition says that."""
     from rich.console import Console
 
     from storbench.cli.results import _print_points
@@ -351,6 +351,7 @@ def test_a_column_of_unknown_verdicts_says_why_once() -> None:
         return console.export_text()
 
     blind = shown()
-    assert "│ ?" in blind and blind.count("verdict ?: no telemetry of the machines") == 1, blind
+    assert "│ ?" in blind and blind.count("verdict ?: no telemetry for this point (imported, or telemetry off)") == 1, \
+        blind
     seen = shown(host_cpu_busy_pct=20.0, host_cpu_iowait_pct=0.0, host_cpu_pressure_pct=0.0)
     assert "verdict ?:" not in seen and "bottlenecks (rules" in seen, seen

@@ -54,9 +54,9 @@ def _print_points(points: Sequence[PointSummary], title: str, out: Console | Non
         out.print("bottlenecks (rules: docs/methodology.md#bottleneck-verdicts):", markup=False)
         for line in verdict_lines(points):
             out.print(f"  {line}", markup=False)
-    elif points:  # a column of "?" and nothing under it had said why
-        out.print("verdict ?: no telemetry of the machines for these points (imported, or telemetry off), so no "
-                  "bottleneck is named", markup=False)
+    elif points:  # a column of "?" and nothing under it had said why: each reason once (no telemetry, a fault)
+        for evidence in dict.fromkeys(p.bottleneck.evidence for p in points if p.bottleneck.evidence):
+            out.print(f"verdict ?: {evidence}", markup=False)
     for line in warning_lines(points):
         out.print(line, markup=False)
 
