@@ -589,3 +589,18 @@ def test_a_mix_whose_directions_read_differently_says_each() -> None:
            for r in range(3) for d, iops in (("read", 2100.0), ("write", 900.0))]
     alone = verdict_lines(summarize_points(one))  # no sweep, the same reading for both: one line
     assert len(alone) == 1 and " read:" not in alone[0], alone
+
+
+def test_process_cores_are_a_mean_over_the_repetitions_that_sampled_them() -> None:
+    """Runs pooled where one had telemetry off: its repetitions knew nothing of the processes, yet counted in the
+    mean, halving fio's cores (and the OSD-quota rule's); a sampled repetition without a process counts it as 0."""
+    from storbench.stats.summary import bottleneck_inputs
+
+    sampled = [observation(case_id="c", run_id=1, repeat=i, iops=1000.0, process_cpu_cores=(("fio", 0.5),),
+                           host_cpu_busy_pct=20.0) for i in range(2)]
+    blind = [observation(case_id="c", run_id=2, repeat=i, iops=1000.0) for i in range(2)]
+    inputs = bottleneck_inputs([*sampled, *blind])
+    assert inputs is not None and dict(inputs.process_cpu_cores) == {"fio": 0.5}
+    idle = observation(case_id="c", run_id=3, repeat=0, iops=1000.0, host_cpu_busy_pct=20.0)  # sampled, no fio seen
+    inputs = bottleneck_inputs([*sampled, idle])
+    assert inputs is not None and dict(inputs.process_cpu_cores)["fio"] == pytest.approx(1.0 / 3)

@@ -61,7 +61,9 @@ def bottleneck_inputs(ok: Sequence[Observation]) -> BottleneckInputs | None:
     for o in one_per_repetition:
         for name, cores in (o.telemetry.process_cpu_cores if o.telemetry else ()):
             processes.setdefault(name, []).append(cores)
-    n = len(one_per_repetition)
+    # over the repetitions that sampled processes (one without telemetry, pooled from another run, knows nothing
+    # of them: counted, it had halved the cores); one that sampled and did not see a name counts it as 0
+    n = sum(1 for o in one_per_repetition if o.telemetry is not None) or 1
     process_means = sorted(((name, sum(v) / n) for name, v in processes.items()), key=lambda item: -item[1])
     names = [busiest_names(o) for o in one_per_repetition]
     case = ok[0].case
