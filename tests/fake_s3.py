@@ -24,6 +24,7 @@ class FakeS3State:
     redirect_to: str | None = None  # every request answered 307 to this URL
     listing: str = "honest"  # or "same-token", "endless" (a new token every page), "no-token"
     ignore_max_keys: bool = False  # an honest listing pages by max-keys (1,000 unless asked) unless this is set
+    refuse_deletes: bool = False  # every DELETE answered 403 (a bucket policy without s3:DeleteObject)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -64,6 +65,8 @@ class _Handler(BaseHTTPRequestHandler):
             elif self.command in ("GET", "HEAD") and key:
                 found = state.objects.get((bucket, key))
                 self._answer(200, found) if found is not None else self._answer(404)
+            elif self.command == "DELETE" and key and state.refuse_deletes:
+                self._answer(403, b"<Error><Code>AccessDenied</Code></Error>")
             elif self.command == "DELETE" and key:
                 state.objects.pop((bucket, key), None)
                 self._answer(204)

@@ -56,7 +56,8 @@ def test_object_cases_render_the_http_engine_with_keys_only_in_the_environment()
     assert len(cases) == 8 and {c.workload.iodepth for c in cases} == {1}
     service = S3Service("http://127.0.0.1:9", "us-east-1", S3Credentials("KEYID123", "sEcReT/KEY"))
     binding = s3_binding(service, "bench", "/opt/fio", "storbench.0123456789ab.")
-    assert dict(binding.env) == {"STORBENCH_S3_KEY_ID": "KEYID123", "STORBENCH_S3_KEY": "sEcReT/KEY"}
+    assert dict(binding.env) == {"STORBENCH_S3_KEY_ID": "KEYID123", "STORBENCH_S3_KEY": "sEcReT/KEY",
+                                 "no_proxy": "*", "NO_PROXY": "*"}
     texts = {(c.workload.rw, c.workload.bs_bytes): render_job(c, binding, 0) for c in cases}
     for text in texts.values():
         assert "sEcReT" not in text and "KEYID123" not in text
@@ -137,6 +138,32 @@ def test_object_operations_and_s3_targets_only_go_together(tmp_path: Path, capsy
     text = f"name: x\ntargets:\n  t: {target}\nworkload: {{rw: {rw}, runtime: 1s}}\n"
     code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, text)))
     assert code == 2 and message in err, out + err
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("  numjobs: 2", "  numjobs: 4\n  fio: {offset: 1k}", "workload.fio.offset with rw: put: fio names each object "
+     "by its offset and size: GETs and DELETEs would go to objects never written"),
+    ("  numjobs: 2", "  numjobs: 4\n  fio: {bssplit: 4k/50:64k/50}", "workload.fio.bssplit with rw: put"),
+    ("  objects: 8\n  numjobs: 2", "  objects: 300000\n  numjobs: 4", "name up to 2,400,000 objects (bs values x "
+     "objects x numjobs x clients), more than the 1,000,000 storbench removes after a run"),
+    ("http://127.0.0.1:9", "http://127.0.0.1:99999", "(a port from 1 to 65535)"),
+    ("http://127.0.0.1:9", "http://127.0.0.1:09", "(a port from 1 to 65535)"),
+    ("bucket: bench}", "bucket: bench, region: EU_WEST}", "'EU_WEST' is not a region name"),
+])
+def test_object_plans_that_would_measure_missing_objects_or_leave_them_are_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, message: str) -> None:
+    text = PLAN.format(extra="")
+    assert old in text
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, text.replace(old, new))))
+    assert code == 2 and message in err and len(err.strip().splitlines()) <= 2, out + err
+
+
+def test_an_operator_endpoint_that_is_not_one_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for endpoint in ("http://127.0.0.1:99999", "s3.example.com:9000", "ftp://h"):
+        code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, PLAN.format(extra=""))), "--db",
+                                 str(tmp_path / "r.db"), "--s3-endpoint", endpoint)
+        assert code == 2 and f"S3 endpoint {endpoint!r} is not http(s)://host[:port]" in err, out + err
+        assert "Traceback" not in err
 
 
 def test_binding_refuses_a_region_that_could_change_the_job_file() -> None:

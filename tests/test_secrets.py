@@ -227,7 +227,7 @@ def test_an_honest_listing_of_several_pages_is_read_whole_and_removed() -> None:
         service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
         assert len(list_objects(service, "bench", "storbench.abc.")) == 2100
         assert sum(method == "GET" for method, _, _ in state.requests) == 3  # 1,000 a page
-        assert remove_objects(service, "bench", "storbench.abc.") == 2100
+        assert remove_objects(service, "bench", "storbench.abc.").removed == 2100
         assert list(state.objects) == [("bench", "storbench.other.0")]
 
 
@@ -320,3 +320,68 @@ def test_an_imported_fio_output_keeps_no_key_option_value(tmp_path: Path, capsys
     stored = every_stored_text(db)
     assert '"http_s3_key": "<hidden>"' in stored
     _assert_no_key(stored, "the database")
+
+
+def test_the_host_fio_and_storbench_sign_is_the_host_the_request_names() -> None:
+    """curl leaves a scheme's default port out of the Host header and reads a port as a number: an endpoint written
+    with either signs what is sent (a signature over "h:443" or "h:09000" fails every request)."""
+    from datetime import datetime
+
+    from storbench.s3sign import EMPTY_SHA256, signed_headers
+    from storbench.targets.s3 import s3_binding
+
+    with fake_s3() as (endpoint, state):
+        port = int(endpoint.rpartition(":")[2])
+        service = S3Service(f"HTTP://127.0.0.1:0{port}/", "us-east-1", S3Credentials(KEY_ID, SECRET))
+        assert service.request("HEAD", "bench")[0] == 200
+        _, _, headers = state.requests[-1]
+        assert headers["host"] == f"127.0.0.1:{port}"
+        now = datetime.strptime(headers["x-amz-date"], "%Y%m%dT%H%M%SZ")
+        again = signed_headers("HEAD", headers["host"], "/bench", {}, EMPTY_SHA256, S3Credentials(KEY_ID, SECRET),
+                               "us-east-1", now)
+        assert again["authorization"] == headers["authorization"]  # what was signed is what was sent
+        binding = s3_binding(service, "bench", "/opt/fio", "storbench.0123456789ab.")
+        assert dict(binding.options)["http_host"] == f"127.0.0.1:{port}"
+        assert dict(binding.env)["no_proxy"] == "*"  # fio's libcurl takes no proxy of the operator's
+    for written, host in (("https://S3.example.com:443", "s3.example.com"), ("http://rgw:80", "rgw"),
+                          ("https://rgw:80", "rgw:80")):
+        service = S3Service(written, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        assert service.host == host and dict(s3_binding(service, "b1", "/opt/fio", "storbench.0123456789ab.")
+                                             .options)["http_host"] == host
+
+
+def test_objects_the_service_will_not_delete_are_said_and_one_targets_failure_leaves_the_others_cleaned() -> None:
+    from storbench.model import S3Target
+    from storbench.sessions import remove_run_test_files
+    from storbench.targets.base import PreparedTarget
+    from storbench.targets.s3 import Removal, s3_binding
+
+    def prepared(name: str, endpoint: str, prefix: str) -> PreparedTarget:
+        service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        return PreparedTarget(spec=S3Target(name, endpoint, "bench", "us-east-1"),
+                              binding=s3_binding(service, "bench", "/opt/fio", prefix),
+                              details=(("kind", "s3"), ("endpoint", service.endpoint), ("bucket", "bench"),
+                                       ("region", "us-east-1"), ("object_prefix", prefix)))
+
+    with fake_s3(FakeS3State(refuse_deletes=True)) as (endpoint, state):
+        for index in range(3):
+            state.objects[("bench", f"storbench.aaaaaaaaaaaa.{index}")] = b""
+        service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        assert remove_objects(service, "bench", "storbench.aaaaaaaaaaaa.") == Removal(0, 3, "DELETE answered HTTP 403")
+    events: list[object] = []
+
+    class Observer:
+        def event(self, event: object) -> None:
+            events.append(event)
+
+    with fake_s3(FakeS3State(listing="same-token")) as (broken, _), fake_s3() as (endpoint, state):
+        state.objects[("bench", "storbench.bbbbbbbbbbbb.0")] = b""
+        remove_run_test_files([prepared("first", broken, "storbench.aaaaaaaaaaaa."),
+                               prepared("second", endpoint, "storbench.bbbbbbbbbbbb.")], Observer())
+        assert state.objects == {}  # the second target cleaned although the first one's listing failed
+    from storbench.report.events import event_text
+
+    said = [event_text(e) for e in events]
+    assert "target first: objects may stay on bucket bench: listing bucket 'bench'" in said[0], said
+    assert "(objects storbench.aaaaaaaaaaaa.*)" in said[0] and said[1] == \
+        "target second: removed 1 objects from bucket bench", said

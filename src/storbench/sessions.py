@@ -35,7 +35,7 @@ from storbench.targets.local import (
 )
 from storbench.targets.nfs import remove_laid_out
 from storbench.targets.registry import LabEnvironment, by_target, prepare_target
-from storbench.targets.s3 import remove_objects, service_of
+from storbench.targets.s3 import Removal, remove_objects, service_of
 from storbench.telemetry.recorder import SYSTEM_CEPH_SOCKETS
 
 if TYPE_CHECKING:
@@ -244,9 +244,13 @@ def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserv
         directory = details.get("directory")
         objects = service_of(prepared)
         if objects is not None:
-            removed = remove_objects(objects.service, objects.bucket, objects.prefix)
-            if removed:
-                observer.event(TestDataCleaned(prepared.spec.name, objects.bucket, "objects", removed))
+            try:  # one target's failure leaves the others' clean-up, and the run's own error, as they are
+                removal = remove_objects(objects.service, objects.bucket, objects.prefix)
+            except UserError as exc:
+                removal = Removal(0, 0, f"{exc.message} (objects {objects.prefix}*)")
+            if removal.removed or removal.why:
+                observer.event(TestDataCleaned(prepared.spec.name, objects.bucket, "objects", removal.removed,
+                                               removal.refused, removal.why))
             continue
         if prepared.laid_out:  # an NFS export: no directory of ours, the files by name
 

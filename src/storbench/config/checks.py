@@ -26,7 +26,7 @@ from storbench.fio.allowlist import (
 )
 from storbench.lab.k8s_conf import CSI_STORAGE_CLASS as LAB_CSI_STORAGE_CLASS
 from storbench.lab.k8s_conf import STORAGE_CLASS as LAB_STORAGE_CLASS
-from storbench.model import is_metadata, is_object, is_volume_operation, rw_writes
+from storbench.model import rw_writes
 from storbench.stats.selectors import blocked_settings, parse_selector
 from storbench.units import format_bytes
 
@@ -274,94 +274,6 @@ def _check_search(config: PlanConfig, source: PlanSource) -> None:
     if ceph is not None and ceph.bring_up == "each_repetition":
         raise UserError("search needs its points on one cluster; bring_up: each_repetition starts a fresh one "
                         "every round", where=where, hint="use bring_up: once or side_by_side")
-
-
-OBJECT_FIO_OPTIONS = frozenset({"http_mode", "http_host", "http_s3_key", "http_s3_keyid", "http_s3_region",
-                                "https", "http_user", "http_pass", "filename", "filename_format", "size", "nrfiles"})
-
-
-def _check_objects(config: PlanConfig, source: PlanSource) -> None:
-    """Object operations (put, get, delete_object, getput) go to s3 targets, and s3 targets take nothing else."""
-    ops = [rw for rw in config.workload.rw if is_object(rw)]
-    others = [rw for rw in config.workload.rw if not is_object(rw)]
-    s3 = [name for name, target in config.targets.items() if isinstance(target, S3TargetConfig)]
-    if not ops and not s3:
-        return
-    where = source.where(("workload", "rw"))
-    if ops and len(s3) < len(config.targets):
-        name = next(n for n in config.targets if n not in s3)
-        raise UserError(f"rw: {ops[0]} on target '{name}' ({config.targets[name].kind}): object operations go to "
-                        "s3 targets", where=where, hint="use an s3 target for them, in a plan of their own")
-    if s3 and config.hosts is not None:
-        raise UserError(f"target '{s3[0]}' (s3) on the plan's fio servers: its S3 keys would go to them in the job "
-                        "text (fio's client expands them before sending, over an unauthenticated, unencrypted "
-                        "protocol)", where=source.where(("hosts",)),
-                        hint="measure S3 from this machine, or from many clients with lab.hosts")
-    if s3 and others:
-        raise UserError(f"rw: {others[0]} on target '{s3[0]}' (s3): an s3 target takes object operations "
-                        "(put, get, delete_object, getput)", where=where,
-                        hint="measure block or file workloads in a plan of their own")
-    _local_and_own_options(config, source, ops[0], OBJECT_FIO_OPTIONS, "object",
-                           "use the target's endpoint, bucket and region, and workload.objects and bs")
-
-
-def _local_and_own_options(config: PlanConfig, source: PlanSource, rw: str, own: frozenset[str], what: str,
-                           hint: str) -> None:
-    """The fio options storbench sets for metadata and object operations (``own``) are not the plan's. Metadata
-    operations run on this machine or its namespace hosts (lab.hosts), whose files storbench can remove; on
-    real servers the file set would stay behind."""
-    if config.hosts is not None and what == "metadata":
-        raise UserError(f"rw: {rw} on real fio servers would leave its file set on them",
-                        where=source.where(("workload", "rw")),
-                        hint="run metadata workloads here or on namespace hosts (lab: {hosts: {count: N}}); "
-                        "numjobs sets the concurrency")
-    clash = sorted(own & set(config.workload.fio))
-    if clash:
-        raise UserError(f"workload.fio.{clash[0]} is set by storbench for rw: {rw}",
-                        where=source.where(("workload", "fio", clash[0])), hint=hint)
-
-
-METADATA_FIO_OPTIONS = frozenset({"nrfiles", "filesize", "openfiles", "fallocate", "create_on_open", "unlink",
-                                  "file_service_type"})
-
-
-def _check_volume_operations(config: PlanConfig, source: PlanSource) -> None:
-    """Kubernetes volume operations (provision, attach, snapshot, restore, clone, expand) go to pvc targets with
-    Filesystem claims (restore and clone check the data on a mounted claim), without faults."""
-    ops = [rw for rw in config.workload.rw if is_volume_operation(rw)]
-    if not ops:
-        return
-    where = source.where(("workload", "rw"))
-    for name, target in config.targets.items():
-        if not isinstance(target, PvcTargetConfig):
-            raise UserError(f"rw: {ops[0]} on target '{name}' ({target.kind}): volume operations go to pvc "
-                            "targets", where=where, hint="use a pvc target (its StorageClass) for them")
-        if target.volume_mode == "Block":
-            raise UserError(f"rw: {ops[0]} on target '{name}': volume operations use Filesystem claims (their "
-                            "data is written and checked through a mount)", where=source.where(
-                                ("targets", name, "volume_mode")), hint="drop volume_mode: Block")
-    if config.faults:
-        raise UserError(f"rw: {ops[0]} with faults: an operation is timed whole, not on a timeline",
-                        where=source.where(("faults",)), hint="time the operations in a plan of their own")
-
-
-def _check_metadata(config: PlanConfig, source: PlanSource) -> None:
-    """Metadata operations (rw: create, stat, delete) work on files in a local directory storbench owns."""
-    ops = [rw for rw in config.workload.rw if is_metadata(rw)]
-    if not ops:
-        return
-    where = source.where(("workload", "rw"))
-    for name, target in config.targets.items():
-        if isinstance(target, NfsTargetConfig) and max(config.workload.dirs) > 1:
-            raise UserError(f"rw: {ops[0]} on target '{name}': dirs is not supported on nfs targets yet",
-                            where=source.where(("workload", "dirs")),
-                            hint="drop dirs, or mount the export and give it as kind: path")
-        if not isinstance(target, PathTargetConfig | CephfsTargetConfig | NfsTargetConfig):
-            raise UserError(f"rw: {ops[0]} on target '{name}' ({target.kind}): metadata operations work on files "
-                            "in a directory", where=where, hint="use a path, cephfs or nfs target for them")
-    _local_and_own_options(config, source, ops[0], METADATA_FIO_OPTIONS, "metadata",
-                           "use workload.files and workload.file_size, or run the metadata workloads in a plan "
-                           "of their own")
 
 
 def _check_shared_directories(config: PlanConfig, source: PlanSource) -> None:

@@ -19,15 +19,13 @@ from storbench.config.checks import (
     _check_adaptive,
     _check_engines,
     _check_lab,
-    _check_metadata,
-    _check_objects,
     _check_search,
     _check_shared_directories,
     _check_steady_state,
-    _check_volume_operations,
     _check_writes,
 )
 from storbench.config.fio_checks import check_fio_options
+from storbench.config.operation_checks import _check_metadata, _check_objects, _check_volume_operations
 from storbench.config.schema import PlanConfig
 from storbench.config.source import KeyPath, PlanSource, format_key_path
 from storbench.config.targets import DNS_LABEL_RE, TARGET_KINDS, PvcTargetConfig, _target_tag

@@ -224,6 +224,8 @@ class CephfsTargetConfig(StrictModel):
 
 
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+REGION_RE = re.compile(r"^[a-z0-9-]{1,40}$")  # as S3 signs it (the binding refuses others too)
+PORT_RE = "(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"  # 1-65535
 
 
 class S3TargetConfig(StrictModel):
@@ -235,13 +237,14 @@ class S3TargetConfig(StrictModel):
     after the run."""
 
     kind: Literal["s3"] = Field(description="`s3`")
-    endpoint: Annotated[str, matching(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?/?$", "{value!r} is not an "
-                                      "http(s)://host[:port] endpoint")] | None = Field(
+    endpoint: Annotated[str, matching(rf"^https?://[A-Za-z0-9.-]+(:{PORT_RE})?/?$", "{value!r} is not an "
+                                      "http(s)://host[:port] endpoint (a port from 1 to 65535)")] | None = Field(
         None, description="http(s)://host[:port]; default: the plan's Ceph lab's radosgw.")
     bucket: Annotated[str, matching(BUCKET_RE, "{value!r} is not an S3 bucket name (3-63 lowercase letters, digits, "
                                     "'.', '-')")] | None = Field(
         None, description="An existing bucket; default on the lab: `storbench`, made for the run.")
-    region: Annotated[str, matching(r"^[A-Za-z0-9_-]{1,40}$", "{value!r} is not a region name")] = Field(
+    region: Annotated[str, matching(REGION_RE, "{value!r} is not a region name (lowercase letters, digits, "
+                                    "'-')")] = Field(
         "us-east-1", description="The region requests are signed for.")
     expect: ExpectConfig | None = EXPECT_FIELD
 

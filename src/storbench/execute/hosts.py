@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO
 
+from storbench.errors import UserError
 from storbench.execute.base import PLAIN_FIO, FioSetup, StartsAtOnce, client_jobs, stored_job_text
 from storbench.execute.jobdirs import job_dir
 from storbench.execute.supervisor import FioProcessResult, supervise
@@ -120,7 +121,9 @@ def with_server_env(job_text: str, env: Sequence[tuple[str, str]]) -> str:
     for name in SERVER_ENV_VALUES:
         if name in values:
             if not values[name] or not is_safe_job_value(values[name]):
-                raise ValueError(f"{name} holds characters a job file cannot carry")
+                raise UserError(f"an S3 key ({name}) holds characters a job file sent to fio's servers cannot carry",
+                                hint="keys of letters, digits and + / = . _ - go; or measure from this machine "
+                                "(without lab.hosts)")
             job_text = job_text.replace(f"${{{name}}}", values[name])
     return job_text
 

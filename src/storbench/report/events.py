@@ -66,6 +66,8 @@ def _cleaned(e: TestDataCleaned) -> str:
         said.append(f"removed {e.removed} {e.unit} from {'bucket ' if e.unit == 'objects' else ''}{e.place}{kept}")
     if e.left:
         said.append(f"{e.left} {e.unit} stay on {e.place} (storbench.*): {e.why}")
+    elif e.why:
+        said.append(f"{e.unit} may stay on {'bucket ' if e.unit == 'objects' else ''}{e.place}: {e.why}")
     return f"target {e.target}: " + "; ".join(said)
 
 

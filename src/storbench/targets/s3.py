@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
 from xml.etree import ElementTree
 
+from storbench.config.operation_checks import MAX_RUN_OBJECTS
+from storbench.config.targets import REGION_RE
 from storbench.errors import UserError
 from storbench.fio.jobfile import S3_KEY_ENV, S3_KEY_ID_ENV, JobBinding
 from storbench.fio.options import parse_engines
@@ -35,16 +37,37 @@ MAX_CREDENTIALS_BYTES = 1024 * 1024
 MAX_LIST_PAGES = 1000  # 1,000 keys a page: a run's own objects are far fewer
 MAX_KEYS_PER_PAGE = 1000  # asked for (max-keys), and S3's own largest page
 MAX_LIST_KEYS = 100_000  # keys a listing returns at most (held in memory)
-MAX_REMOVED_KEYS = MAX_LIST_PAGES * MAX_KEYS_PER_PAGE  # keys a run's removal goes through at most, a page at a time
+MAX_REMOVED_KEYS = MAX_RUN_OBJECTS  # keys a run's removal goes through at most, a page at a time
 _NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+
+
+def _scheme_host_port(endpoint: str) -> tuple[str, str, int]:
+    """An endpoint's scheme, lower-case host and port (the scheme's default when not given); a UserError for
+    anything but http(s)://host[:port]."""
+    try:
+        parts = urlsplit(endpoint.strip())
+        port = parts.port
+    except ValueError:
+        port, parts = -1, None
+    if parts is None or port == 0 or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise UserError(f"S3 endpoint {endpoint!r} is not http(s)://host[:port] (a port from 1 to 65535)",
+                        hint="e.g. --s3-endpoint http://10.0.0.5:7480")
+    scheme = parts.scheme.lower()
+    return scheme, parts.hostname.lower(), port or (443 if scheme == "https" else 80)
 
 
 def endpoint_key(endpoint: str) -> str:
     """An endpoint as compared: scheme, lower-case host and port (the scheme's default when not given)."""
-    parts = urlsplit(endpoint.strip())
-    host = (parts.hostname or "").lower()
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return f"{parts.scheme.lower()}://{host}:{port}"
+    scheme, host, port = _scheme_host_port(endpoint)
+    return f"{scheme}://{host}:{port}"
+
+
+def canonical_endpoint(endpoint: str) -> str:
+    """An endpoint as requests go to it and as fio's http engine signs it: lower-case host, the port as a number
+    and left out when it is the scheme's default, as curl writes the Host header (``https://h:443`` and
+    ``https://H`` both sign ``h``; ``http://h:09000`` signs ``h:9000``)."""
+    scheme, host, port = _scheme_host_port(endpoint)
+    return f"{scheme}://{host}" + ("" if port == (443 if scheme == "https" else 80) else f":{port}")
 
 
 @dataclass(frozen=True)
@@ -79,6 +102,9 @@ class S3Service:
     region: str
     credentials: S3Credentials
     allowed: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "endpoint", canonical_endpoint(self.endpoint))
 
     @property
     def host(self) -> str:
@@ -210,21 +236,33 @@ def list_objects(service: S3Service, bucket: str, prefix: str, max_keys: int = M
     return [key for page in object_pages(service, bucket, prefix, max_keys) for key in page]
 
 
-def remove_objects(service: S3Service, bucket: str, prefix: str, max_keys: int = MAX_REMOVED_KEYS) -> int:
+@dataclass(frozen=True)
+class Removal:
+    """What removing a run's objects did: ``removed`` of them; ``refused`` the service would not delete, the
+    first refusal's status in ``why``."""
+
+    removed: int
+    refused: int = 0
+    why: str = ""
+
+
+def remove_objects(service: S3Service, bucket: str, prefix: str, max_keys: int = MAX_REMOVED_KEYS) -> Removal:
     """Delete every object whose name starts with ``prefix`` (one run's own), a listing page at a time (the keys
-    are not all held at once); how many were deleted. A listing of more than ``max_keys`` keys is stopped."""
+    are not all held at once). A listing of more than ``max_keys`` keys is stopped (a UserError)."""
     if not prefix.startswith(OBJECT_PREFIX) or prefix == OBJECT_PREFIX:
         raise ValueError(f"{prefix!r} is not one run's object prefix")
-    removed = 0
+    removed, refused, why = 0, 0, ""
     for page in object_pages(service, bucket, prefix, max_keys):
         for key in page:
             status, _ = service.request("DELETE", bucket, key)
             if status < 300 or status == 404:
                 removed += 1
-    return removed
+            else:
+                refused += 1
+                why = why or f"DELETE answered HTTP {status}"
+    return Removal(removed, refused, why)
 
 
-_REGION_RE = re.compile(r"[a-z0-9-]{1,40}")
 _PREFIX_RE = re.compile(r"storbench\.[0-9a-f]{8,32}\.")
 
 
@@ -237,16 +275,19 @@ def s3_binding(service: S3Service, bucket: str, fio_binary: str, prefix: str) ->
     """How an S3 bucket appears in a job file: fio's http engine in S3 mode, its objects under
     /<bucket>/<prefix><job>.<file>_<offset>_<size>, its keys as environment variables fio expands."""
     url = urlsplit(service.endpoint)
-    if not _REGION_RE.fullmatch(service.region):
+    if not REGION_RE.fullmatch(service.region):
         raise UserError(f"region {service.region!r} is not a region name", hint="e.g. us-east-1")
     if not _PREFIX_RE.fullmatch(prefix):
         raise ValueError(f"{prefix!r} is not an object prefix of storbench's")
-    options = (("http_mode", "s3"), ("https", "on" if url.scheme == "https" else "off"), ("http_host", url.netloc),
+    options = (("http_mode", "s3"), ("https", "on" if url.scheme == "https" else "off"), ("http_host", service.host),
                ("http_s3_region", service.region), ("http_s3_keyid", f"${{{S3_KEY_ID_ENV}}}"),
                ("http_s3_key", f"${{{S3_KEY_ENV}}}"),
                ("filename_format", f"/{bucket}/{prefix}$jobnum.$filenum"))
+    # no_proxy: fio's libcurl would send the signed requests through the operator's http(s)_proxy; storbench's
+    # own requests never take a proxy either
     return JobBinding(options=options, env=((S3_KEY_ID_ENV, service.credentials.access_key),
-                                            (S3_KEY_ENV, service.credentials.secret_key)), fio_binary=fio_binary)
+                                            (S3_KEY_ENV, service.credentials.secret_key), ("no_proxy", "*"),
+                                            ("NO_PROXY", "*")), fio_binary=fio_binary)
 
 
 def http_fio_binary() -> str:
@@ -263,14 +304,15 @@ def prepare_s3_target(spec: S3Target, service: S3Service, bucket: str, cases: Se
                       where: str = "") -> PreparedTarget:
     """The bucket checked (it exists, the keys may use it), the fio with the http engine found, and a prefix of
     this run's own for the objects."""
+    prefix = run_object_prefix()
     try:
         binary = http_fio_binary()
+        binding = s3_binding(service, bucket, binary, prefix)
         check_bucket(service, bucket, spec.name)
     except UserError as exc:
         raise UserError(exc.message if exc.message.startswith("target") else f"target '{spec.name}': {exc.message}",
                         where=where, hint=exc.hint) from None
-    prefix = run_object_prefix()
-    return PreparedTarget(spec=spec, binding=s3_binding(service, bucket, binary, prefix),
+    return PreparedTarget(spec=spec, binding=binding,
                           details=(("kind", "s3"), ("endpoint", service.endpoint), ("bucket", bucket),
                                    ("region", service.region), ("object_prefix", prefix), ("fio", binary)))
 
