@@ -133,3 +133,39 @@ def test_the_same_output_imported_again_is_skipped_unless_asked(tmp_path: Path,
     assert code == 0 and "nothing new to import" in out and "already imported (run 1)" in err, out + err
     code, out, err = run_cli(capsys, "import", str(GOOD), "--db", db, "--again")
     assert code == 0 and "as run 2" in out, out + err
+
+
+def test_fio_output_from_a_pipe_is_read_whole_and_a_name_is_checked(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """`storbench import <(fio ...)` or /dev/stdin: the output is read once (sniffing it for a database had eaten
+    its first 16 bytes); --target and --name are names, as a plan's are."""
+    import os
+    import threading
+
+    read_end, write_end = os.pipe()
+
+    def feed() -> None:
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(GOOD.read_bytes())
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        code, out, err = run_cli(capsys, "import", f"/dev/fd/{read_end}", "--db", str(tmp_path / "r.db"))
+    finally:
+        feeder.join()
+        os.close(read_end)
+    assert code == 0 and "imported" in out, out + err
+    for option, value in (("--target", ""), ("--name", "../x"), ("--target", "a b")):
+        code, out, err = run_cli(capsys, "import", str(GOOD), "--db", str(tmp_path / "s.db"), option, value)
+        assert code == 2 and f"{option} {value!r} is not a name" in err, out + err
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_settings_fio_never_takes_are_read_as_their_defaults(tmp_path: Path) -> None:
+    from storbench.importer import _case
+
+    case = _case({"rw": "randrw", "iodepth": "-5", "numjobs": "0", "rwmixread": "1000"}, "t")
+    assert (case.workload.iodepth, case.workload.numjobs, case.workload.rwmixread) == (1, 1, 50)
+    case = _case({"rw": "randrw", "iodepth": "32", "numjobs": "4", "rwmixread": "0"}, "t")
+    assert (case.workload.iodepth, case.workload.numjobs, case.workload.rwmixread) == (32, 4, 0)

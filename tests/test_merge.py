@@ -209,3 +209,44 @@ def test_one_case_stored_by_two_storbench_versions_merges_and_another_is_refused
     code, _, err = run_cli(capsys, "import", str(changed), "--db", str(a))
     assert code == 2 and "differs between the two databases" in err, err
     assert _tables(a) == before
+
+
+def test_rows_that_point_nowhere_or_that_a_newer_storbench_wrote_are_one_line(
+        two_machines: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = Path(shutil.copy(two_machines[0], tmp_path / "a.db"))
+    before = _tables(a)
+    orphans = Path(shutil.copy(two_machines[1], tmp_path / "orphans.db"))
+    with sqlite3.connect(orphans) as conn:  # repetitions whose case is gone (foreign keys off, as a hand edit)
+        conn.execute("DELETE FROM cases")
+    code, _, err = run_cli(capsys, "import", str(orphans), "--db", str(a))
+    assert code == 2 and "orphans.db: run 1's rows are not storbench's" in err and "nothing imported" in err, err
+    assert "Traceback" not in err and _tables(a) == before
+    for column, change, said in (
+            ("target_json", lambda raw: {**raw, "kind": "zzz"}, "a stored target of kind 'zzz', which this "
+             "storbench does not know"),
+            ("workload_json", lambda raw: {**raw, "queue_pairs": 8}, "a stored workload has fields this storbench "
+             "does not know (queue_pairs)")):
+        newer = Path(shutil.copy(two_machines[0], tmp_path / f"newer-{column}.db"))
+        with sqlite3.connect(newer) as conn:
+            for case_id, text in conn.execute(f"SELECT id, {column} FROM cases").fetchall():
+                conn.execute(f"UPDATE cases SET {column} = ? WHERE id = ?", (json.dumps(change(json.loads(text))),
+                                                                             case_id))
+        code, _, err = run_cli(capsys, "show", "--db", str(newer))
+        assert code == 2 and said in err and "upgrade storbench" in err, err
+
+
+def test_telemetry_samples_that_are_not_numbers_are_left_out_not_the_repetition(tmp_path: Path) -> None:
+    from storbench.store.rows import insert_telemetry
+    from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
+
+    store = open_store(tmp_path / "r.db")
+    try:
+        conn = store.conn
+        conn.execute("PRAGMA foreign_keys=OFF")
+        series = TelemetrySeries(source="kubelet", entity="node-1", metric="cpu_cores", starts_s=(0.0, 1.0, 2.0),
+                                 times_s=(1.0, 2.0, 3.0), values=(0.5, float("nan"), 0.7))
+        insert_telemetry(conn, 1, RepetitionTelemetry(window_start_s=0.0, window_end_s=3.0, series=(series,),
+                                                      problems=()))
+        assert [row[0] for row in conn.execute("SELECT value FROM telemetry_samples ORDER BY t_s")] == [0.5, 0.7]
+    finally:
+        store.close()

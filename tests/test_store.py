@@ -302,3 +302,21 @@ def test_reading_many_repetitions_stays_within_the_bound_parameter_limit(
     reps = store.repetitions([run_id])
     assert len(reps) == 12 and all(len(r.clients) == 1 for r in reps)
     store.close()
+
+
+def test_a_write_lock_held_past_the_wait_is_one_line_that_says_resume(tmp_path: Path) -> None:
+    """A long `storbench import` into the database a run writes holds its write lock: the run's write that waited
+    it out is one line with what was kept and how to go on, not a traceback."""
+    store = open_store(tmp_path / "r.db")
+    other = sqlite3.connect(tmp_path / "r.db", isolation_level=None)
+    try:
+        store.conn.execute("PRAGMA busy_timeout = 50")  # (30 s in use)
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(UserError, match="database is locked; everything stored before is intact") as caught:
+            store.create_run(plan_name="p", plan_text="name: p\n", plan_sha256="1", source="run",
+                             storbench_version="0", fio_version="fio-3.36", host="h", kernel="k",
+                             run_order="interleaved", seed=0, tags=(), started_at_s=0.0)
+        assert caught.value.hint is not None and "--resume" in caught.value.hint
+    finally:
+        other.close()
+        store.close()

@@ -56,11 +56,13 @@ def _size(text: str | None, default: int) -> int:
         return default
 
 
-def _int(text: str | None, default: int) -> int:
+def _int(text: str | None, default: int, low: int = 1, high: int = MAX_COUNT) -> int:
+    """A count fio was given, or its default when it is not one fio takes (below ``low`` or above ``high``)."""
     try:
-        return _bounded(int(text), default) if text else default
+        value = int(text) if text else default
     except ValueError:
         return default
+    return value if low <= value <= high else default
 
 
 def _seconds(text: str | None) -> float:
@@ -97,7 +99,7 @@ def _case(options: Mapping[str, str], target_name: str) -> Case:
     kept = [(k, HIDDEN if is_secret_option(k) else v) for k, v in options.items() if k not in _MAPPED]
     workload = WorkloadPoint(
         rw=rw,
-        rwmixread=_int(options.get("rwmixread"), 50) if rw in MIXED_RW else None,
+        rwmixread=_int(options.get("rwmixread"), 50, low=0, high=100) if rw in MIXED_RW else None,
         bs_bytes=bs_bytes,
         iodepth=_int(options.get("iodepth"), 1),
         numjobs=_int(options.get("numjobs"), 1),

@@ -7,7 +7,6 @@ import argparse
 import platform
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench import __version__
@@ -20,11 +19,16 @@ if TYPE_CHECKING:  # the importer and the store load only for the command that u
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from storbench.config.values import SAFE_NAME_RE
     from storbench.fio.parse import load_fio_json_lenient
     from storbench.importer import FioFile, file_sha256, import_fio_output, prepare_import
     from storbench.store import open_store, store_exists
     from storbench.store.merge import is_sqlite_file
 
+    for option, value in (("--target", args.target), ("--name", args.name)):
+        if not SAFE_NAME_RE.fullmatch(value):  # as a plan's names: selected, shown and exported as they are
+            raise UserError(f"{option} {value!r} is not a name", hint="letters, digits, '_', '.' or '-' (at most 64; "
+                            "a plan's target and plan names are the same)")
     databases = [name for name in args.files if is_sqlite_file(name)]
     if databases:
         if len(databases) < len(args.files):
@@ -42,7 +46,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         duplicates = 0
         for name in args.files:  # every file is tried; each bad one gets its line
             try:
-                text = Path(name).read_text(errors="replace")
+                text = _read_output(name)
                 sha = file_sha256(text)
                 if sha in known:
                     duplicates += 1
@@ -86,6 +90,19 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 2 if failed else 0
 
 
+MAX_OUTPUT_BYTES = 1 << 30  # one fio output file at most (json+ of a long run with many jobs is tens of MB)
+
+
+def _read_output(name: str) -> str:
+    """A fio output file's text, read once (a pipe, `<(...)` or /dev/stdin too), at most MAX_OUTPUT_BYTES."""
+    with open(name, "rb") as f:
+        data = f.read(MAX_OUTPUT_BYTES + 1)
+    if len(data) > MAX_OUTPUT_BYTES:
+        raise UserError(f"more than {MAX_OUTPUT_BYTES >> 20:,} MiB: not one fio output", where=name,
+                        hint="pass fio --output-format=json+ (or json) output files")
+    return data.decode(errors="replace")
+
+
 def _merge_databases(args: argparse.Namespace, databases: list[str]) -> int:
     """`storbench import OTHER.db ...`: every run of each database not in --db yet, copied whole."""
     from storbench.store import open_store
@@ -97,8 +114,8 @@ def _merge_databases(args: argparse.Namespace, databases: list[str]) -> int:
         for name in databases:
             merged = merge_database(store, name, time.time)
             new = [m for m in merged if not m.already_here]
-            here = [m for m in merged if m.already_here and not m.added]
-            grown = [m for m in merged if m.already_here and m.added]
+            here = [m for m in merged if m.already_here and not m.updated]
+            grown = [m for m in merged if m.updated]
             moved = ", ".join(f"{m.source_run_id} as {m.run_id}" for m in new)
             out.print(f"{name}: {len(new)} runs merged into {args.db}"
                       + (f" (run {moved}; {sum(m.repetitions for m in new)} repetitions)" if new else "")

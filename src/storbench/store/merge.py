@@ -17,7 +17,9 @@ transaction commits.
 from __future__ import annotations
 
 import json
-import shutil
+import os
+import sqlite3
+import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -60,15 +62,41 @@ class MergedRun:
     repetitions: int
     already_here: bool
     added: int = 0  # for a run already here that the other copy got further in: the repetitions copied now
+    updated: bool = False  # that run here became the other copy's state (also when no repetition was added)
 
 
 def is_sqlite_file(path: str) -> bool:
-    """Whether ``path`` starts as an SQLite database does (what `storbench import` merges rather than parses)."""
+    """Whether ``path`` is a regular file that starts as an SQLite database does (what `storbench import` merges
+    rather than parses). A pipe is never read here: what it gives is read once, as fio output."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         with open(path, "rb") as f:
             return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
     except OSError:
         return False
+
+
+def snapshot(source_path: str, copy: str) -> None:
+    """A consistent copy of the SQLite database at ``source_path`` (also while a run writes it: SQLite's backup
+    reads one snapshot, its committed pages wherever they are; copying the file, then its WAL, could pair a WAL
+    with a main file checkpointed in between). The source is opened read-only and never written."""
+    try:
+        with open(source_path, "rb"):  # the plain reason (missing, a directory, no permission) before SQLite's
+            pass
+        source = sqlite3.connect(f"{Path(source_path).absolute().as_uri()}?mode=ro", uri=True)
+        try:
+            target = sqlite3.connect(copy)
+            try:
+                source.backup(target)
+            finally:
+                target.close()
+        finally:
+            source.close()
+    except OSError as exc:
+        raise UserError(f"cannot read {source_path}: {exc.strerror or exc}") from None
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"{source_path} is not a storbench results database ({exc})", hint=NOT_OURS_HINT) from None
 
 
 # one run, wherever it is stored (not its plan's hash: a resume that adds points changes it)
@@ -86,12 +114,7 @@ def merge_database(store: Store, source_path: str, clock: Callable[[], float]) -
         raise UserError(f"{source_path} is the database being imported into", hint="pass another database")
     with tempfile.TemporaryDirectory(prefix="storbench-merge-") as scratch:
         copy = str(Path(scratch) / "source.db")
-        try:
-            shutil.copyfile(source_path, copy)
-            if Path(source_path + "-wal").exists():  # a database being written: its committed pages are there too
-                shutil.copyfile(source_path + "-wal", copy + "-wal")
-        except OSError as exc:
-            raise UserError(f"cannot read {source_path}: {exc.strerror or exc}") from None
+        snapshot(source_path, copy)
         try:
             open_store(copy).close()  # upgraded to this storbench's schema, in the copy
         except UserError as exc:
@@ -110,14 +133,19 @@ def _merge(store: Store, source: Store, source_name: str, clock: Callable[[], fl
         here = {_run_key(row): row["id"] for row in dst.execute(f"SELECT id, {', '.join(RUN_KEY)} FROM runs")}
         for run in src.execute("SELECT * FROM runs ORDER BY id").fetchall():
             count = src.execute("SELECT COUNT(*) FROM repetitions WHERE run_id = ?", (run["id"],)).fetchone()[0]
-            if _run_key(run) in here:
-                added = _update_run(src, store, run, here[_run_key(run)])
-                merged.append(MergedRun(run["id"], here[_run_key(run)], count, already_here=True, added=added))
-                continue
-            run_id = _copy_run(src, store, run, source_name, clock())
+            try:
+                if _run_key(run) in here:
+                    added = _update_run(src, store, run, here[_run_key(run)])
+                    merged.append(MergedRun(run["id"], here[_run_key(run)], count, already_here=True,
+                                            added=added or 0, updated=added is not None))
+                    continue
+                run_id = _copy_run(src, store, run, source_name, clock())
+            except sqlite3.IntegrityError as exc:  # rows that point nowhere, or values no storbench writes
+                raise UserError(f"{source_name}: run {run['id']}'s rows are not storbench's ({exc}); nothing "
+                                "imported", hint=NOT_OURS_HINT) from None
             here[_run_key(run)] = run_id
             merged.append(MergedRun(run["id"], run_id, count, already_here=False))
-        new = [m.run_id for m in merged if not m.already_here or m.added]
+        new = [m.run_id for m in merged if not m.already_here or m.updated]
         if new:
             try:
                 store.repetitions(new)  # the store's own reader: refuses what no storbench wrote, before commit
@@ -171,15 +199,15 @@ def _attempts(conn: Connection, run_id: int) -> dict[tuple[str, int], tuple[int,
         "SELECT id, case_id, rep_index, started_at_s FROM repetitions WHERE run_id = ?", (run_id,))}
 
 
-def _update_run(src: Connection, store: Store, run: Row, run_id: int) -> int:
+def _update_run(src: Connection, store: Store, run: Row, run_id: int) -> int | None:
     """Bring run ``run_id`` here up to date with ``run`` of the other database when that copy got further (see the
     module's text): the run here becomes the other copy's state, its repetitions, plan versions, preconditions, plan
     and end (a resume may also have dropped rounds: a steady-state point started over). An older or the same copy
-    changes nothing. Returns how many repetitions were copied."""
+    changes nothing (None). Returns how many repetitions were copied."""
     dst = store.conn
     here = dst.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
     if _progress(src, run) <= _progress(dst, here):
-        return 0
+        return None
     mine, theirs = _attempts(dst, run_id), _attempts(src, run["id"])
     for key, (rep_id, started) in mine.items():
         if key not in theirs or theirs[key][1] != started:
@@ -253,10 +281,13 @@ def _copy_children(src: Connection, store: Store, table: str, parent: str,
         chunk = old_ids[start:start + 500]
         rows = src.execute(f"SELECT * FROM {table} WHERE {parent} IN ({', '.join('?' * len(chunk))}){where}"
                            " ORDER BY rowid", list(chunk)).fetchall()  # as stored there (an id is its rowid)
+        if not renewed:  # no ids to renew (telemetry samples, logs): the rows in one statement, far faster
+            dst.executemany(insert, [[parents[row[c]] if c == parent else _redacted(table, c, row[c]) for c in kept]
+                                     for row in rows])
+            continue
         for row in rows:
             values = [parents[row[c]] if c == parent else _redacted(table, c, row[c]) for c in kept]
             cursor = dst.execute(insert, values)
-            if renewed:
-                assert cursor.lastrowid is not None
-                made[row["id"]] = cursor.lastrowid
+            assert cursor.lastrowid is not None
+            made[row["id"]] = cursor.lastrowid
     return made

@@ -56,8 +56,7 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
         """One atomic write; writes inside another one join it (an import's run and all its repetitions are one).
-        A full disk or a failing device is the user's to fix: one line that says what was kept (every earlier
-        transaction is committed; this one is rolled back whole)."""
+        A full disk, a failing device or a lock held too long: one line that says what was kept."""
         if self._writing:
             yield self.conn
             return
@@ -67,19 +66,20 @@ class Store:
                 yield self.conn
         except sqlite3.OperationalError as exc:
             text = str(exc)
-            if "full" in text or "disk I/O error" in text or "readonly" in text or "read-only" in text:
+            if any(word in text for word in ("full", "disk I/O error", "readonly", "read-only", "locked")):
+                busy = "locked" in text  # another storbench held the write lock past the busy timeout (an import)
                 raise UserError(f"results database {self.path}: {text}; everything stored before is intact, this "
-                                "write was rolled back", hint="free space (or fix the device), then run the same "
-                                "command with --resume") from None
+                                "write was rolled back", hint=("wait for the other storbench command" if busy else
+                                "free space (or fix the device)") + ", then run the same command with --resume") \
+                    from None
             raise
         finally:
             self._writing = False
 
     @contextmanager
     def exclusive(self) -> Iterator[Connection]:
-        """One transaction holding the store's write lock from its first statement (SQLite: BEGIN IMMEDIATE; a
-        PostgreSQL store: storbench's advisory lock), so what it reads stays true until it commits: a merge's
-        "already here", with two machines importing into one store at once."""
+        """One transaction holding the store's write lock from its first statement (SQLite's BEGIN IMMEDIATE, or
+        an advisory lock): what it reads stays true until it commits (a merge's "already here")."""
         with self.transaction() as conn:
             if isinstance(conn, sqlite3.Connection):
                 conn.execute("BEGIN IMMEDIATE")
@@ -93,8 +93,8 @@ class Store:
                    seed: int, tags: Sequence[str], started_at_s: float, mem_total_bytes: int | None = None,
                    cpu_count: int | None = None, plan_path: str | None = None, design: RunDesign = NO_DESIGN,
                    labels: Sequence[tuple[str, str]] = (), software: Sequence[tuple[str, str]] = ()) -> int:
-        """A new run, its plan as version 1 and ``design``, what the plan asks (``config.plan_design``; an import
-        has none): readers take the run's design from here and never from its plan text."""
+        """A new run, its plan as version 1 and ``design`` (`config.plan_design`; none for an import): readers
+        take the run's design from here, never from its plan text."""
         stored_design = rows.design_text(design)
         with self.transaction() as conn:
             cursor = conn.execute(
@@ -280,8 +280,12 @@ class Store:
         query += " ORDER BY r.run_id, r.started_at_s, r.id"
         found = self.conn.execute(query, params).fetchall()
         try:
+            cases = {row["id"]: rows.case_from_row(row["case_id"], row["case_target_json"], row["workload_json"],
+                                                   row["clients"], row["lab_json"]) for row in found}
             clients = self._clients_by_repetition([row["id"] for row in found])
             check_mergeable((m for found in clients.values() for c in found for m in c.directions), self.path)
+        except rows.NewerShape as exc:
+            raise UserError(f"{self.path}: {exc}", hint=rows.NEWER_HINT) from None
         except (ValueError, TypeError) as exc:
             raise UserError(f"{exc}; no storbench wrote that", hint=NOT_OURS_HINT) from None
         telemetry = self._telemetry_by_repetition([row["id"] for row in found])
@@ -291,8 +295,7 @@ class Store:
             StoredRepetition(
                 repetition_id=row["id"],
                 run_id=row["run_id"],
-                case=rows.case_from_row(row["case_id"], row["case_target_json"], row["workload_json"], row["clients"],
-                                    row["lab_json"]),
+                case=cases[row["id"]],
                 rep_index=row["rep_index"],
                 status=Status(row["status"]),
                 started_at_s=row["started_at_s"],
@@ -405,14 +408,9 @@ class Store:
         out: dict[int, list[ClientMeasurement]] = {}
         for row in client_rows:
             out.setdefault(row["repetition_id"], []).append(
-                ClientMeasurement(
-                    client=row["name"],
-                    jobs=row["jobs"],
-                    job_errors=tuple(json.loads(row["job_errors_json"])),
-                    cpu_usr_pct=row["cpu_usr_pct"],
-                    cpu_sys_pct=row["cpu_sys_pct"],
-                    directions=tuple(measurements.get(row["id"], ())),
-                    disks=tuple(disks.get(row["id"], ())),
-                )
-            )
+                ClientMeasurement(client=row["name"], jobs=row["jobs"],
+                                  job_errors=tuple(json.loads(row["job_errors_json"])),
+                                  cpu_usr_pct=row["cpu_usr_pct"], cpu_sys_pct=row["cpu_sys_pct"],
+                                  directions=tuple(measurements.get(row["id"], ())),
+                                  disks=tuple(disks.get(row["id"], ()))))
         return out

@@ -3,9 +3,11 @@ versioned JSON), clients, measurements and telemetry. Pure conversions, but for 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from dataclasses import asdict
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from storbench.model import (
     BlockTarget,
@@ -105,13 +107,31 @@ def workload_to_json(workload: WorkloadPoint) -> dict[str, object]:
     return {"schema": WORKLOAD_SCHEMA, **asdict(workload)}
 
 
+T = TypeVar("T")
+
+
+class NewerShape(ValueError):
+    """A stored value this storbench cannot read, as a newer one writes them: a target kind or a field it does not
+    know (stored shapes grow without a schema migration when what is added has a default)."""
+
+
+NEWER_HINT = "a newer storbench wrote it: upgrade storbench to read it"
+
+
+def _made(kind: type[T], fields: dict[str, Any], what: str) -> T:
+    unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(kind)})  # type: ignore[arg-type]
+    if unknown:
+        raise NewerShape(f"a stored {what} has fields this storbench does not know ({', '.join(unknown)})")
+    return kind(**fields)
+
+
 def workload_from_json(raw: dict[str, Any]) -> WorkloadPoint:
     """A stored workload (schema 2; migration 8 converted older rows)."""
     if raw.get("schema") != WORKLOAD_SCHEMA:
         raise ValueError(f"workload stored in an unknown shape: {raw!r}")
     fields = {k: v for k, v in raw.items() if k != "schema"}
     fields["fio_options"] = tuple(tuple(pair) for pair in fields.get("fio_options", ()))
-    return WorkloadPoint(**fields)
+    return _made(WorkloadPoint, fields, "workload")
 
 
 # The JSON shape of a target in cases.target_json: {"schema": 2, "kind": ..., and the fields of that kind}. Shape 1
@@ -137,7 +157,10 @@ def target_from_json(raw: dict[str, Any]) -> TargetSpec:
     fields = {k: v for k, v in raw.items() if k not in ("schema", "kind", *_DROPPED_TARGET_FIELDS)}
     if "node_selector" in fields:
         fields["node_selector"] = tuple((str(key), str(label)) for key, label in fields["node_selector"])
-    return _TARGET_TYPES[str(raw["kind"])](**fields)
+    kind = _TARGET_TYPES.get(str(raw.get("kind")))
+    if kind is None:
+        raise NewerShape(f"a stored target of kind {raw.get('kind')!r}, which this storbench does not know")
+    return _made(kind, fields, f"{raw['kind']} target")
 
 
 def case_from_row(case_id: str, target_json: str, workload_json: str, clients: int, lab_json: str) -> Case:
@@ -178,7 +201,8 @@ def insert_telemetry(conn: Connection, repetition_id: int, telemetry: Repetition
         "INSERT INTO telemetry_samples (repetition_id, source, entity, metric, start_s, t_s, value)"
         " VALUES (?,?,?,?,?,?,?)",
         [(repetition_id, s.source, s.entity, s.metric, begin, end, value)
-         for s in telemetry.series for begin, end, value in zip(s.starts_s, s.times_s, s.values, strict=True)])
+         for s in telemetry.series for begin, end, value in zip(s.starts_s, s.times_s, s.values, strict=True)
+         if math.isfinite(value)])  # a NaN (a source's JSON may hold one) is no sample; SQLite would store NULL
 
 
 def insert_client(conn: Connection, repetition_id: int, client: ClientMeasurement) -> None:
