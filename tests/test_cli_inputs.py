@@ -157,3 +157,14 @@ def test_a_steady_state_plan_takes_a_budget(tmp_path: Path, capsys: pytest.Captu
     with pytest.raises(SystemExit) as stopped:
         run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"), "--budget=5m")
     assert stopped.value.code == 7
+
+
+def test_options_that_would_be_ignored_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "show", "--db", str(tmp_path / "none.db"), "--cost", "--format", "csv")
+    assert code == 2 and "--cost is a table of its own" in err, out + err
+    plan = tmp_path / "k.yaml"
+    plan.write_text("name: k\nlab: {k8s: {}}\ntargets:\n  v: {kind: pvc, size: 1GiB, pod_security: baseline}\n"
+                    "workload: {rw: randread, runtime: 1s}\n")
+    code, out, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"), "--kubeconfig", "/k")
+    assert code == 2 and "lab.k8s runs its pvc targets on the lab's own cluster" in err, out + err
+    assert not (tmp_path / "r.db").exists()

@@ -64,3 +64,22 @@ def test_what_a_fio_binary_supports_is_asked_once_per_binary_content(tmp_path: P
     fio.write_text(fio.read_text() + "# rebuilt\n")  # new content, new hash: asked again
     fio_capabilities(str(fio), ())
     assert len(calls.read_text().splitlines()) == 9 + 3
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
+def test_a_wrong_fio_given_is_said_as_such_not_install_fio(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STORBENCH_FIO", str(tmp_path / "fio-typo"))
+    code, out, err = run_cli(capsys, "doctor")
+    assert code == 2 and "fio-typo" in err and "apt-get install -y fio" not in out + err, out + err
+    monkeypatch.delenv("STORBENCH_FIO")
+    code, out, err = run_cli(capsys, "doctor", "--fio", "/bin/true")
+    assert code == 2 and "/bin/true" in err and "does not look like fio" in err, out + err
+    assert "apt-get install -y fio" not in out + err
+
+
+def test_the_install_advice_is_a_command_that_works_here() -> None:
+    """storbench is not on a package index: no `pip install 'storbench[...]'`; losetup is Debian's mount package."""
+    for requirement in REQUIREMENTS:
+        assert "storbench[" not in requirement.install, requirement
+    assert next(r for r in REQUIREMENTS if r.name == "losetup").install == "apt-get install -y mount"

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpers import run_cli
+from storbench.errors import UserError
 from storbench.lab.image_registry import start_registry
 from storbench.lab.labdir import kill_daemons, record_daemon, recorded_daemons
 from storbench.lab.process import alive
@@ -114,7 +115,9 @@ def test_the_fio_image_is_pushed_to_a_private_registry_with_tls_and_basic_auth(
         # without credentials, and without trusting the registry's CA: refused, in one line with a hint
         code, out, err = run_cli(capsys, "image", "push", dest, "--archive", str(archive), "--cert-dir",
                                  registry.ca_dir, "--authfile", str(tmp_path / "none.json"))
-        assert code == 2 and "does not exist" in err, err
+        assert code == 2 and "--authfile" in err and "is not a file" in err, err
+        code, out, err = run_cli(capsys, "image", "push", dest, "--cert-dir", str(archive))  # said before building
+        assert code == 2 and "is not a directory" in err, err
         empty = tmp_path / "empty.json"
         empty.write_text('{"auths": {}}')
         code, out, err = run_cli(capsys, "image", "push", dest, "--archive", str(archive), "--cert-dir",
@@ -127,6 +130,7 @@ def test_the_fio_image_is_pushed_to_a_private_registry_with_tls_and_basic_auth(
                                  registry.ca_dir, "--authfile", registry.authfile)
         assert code == 0, err
         assert f"pushed {dest}:{tag} ({digest})" in " ".join(out.split()), out
+        assert f"--image {dest}@{digest}" in " ".join(out.split()), out  # the digest, which a push again cannot move
         # what the registry holds is the archive's manifest, byte for byte
         inspected = subprocess.run(["skopeo", "inspect", "--raw", "--cert-dir", registry.ca_dir, "--authfile",
                                     registry.authfile, f"docker://{dest}:{tag}"], capture_output=True, check=True)
@@ -136,3 +140,22 @@ def test_the_fio_image_is_pushed_to_a_private_registry_with_tls_and_basic_auth(
     finally:
         kill_daemons(recorded_daemons(lab))
     assert not alive(pid)
+
+
+def test_the_image_names_the_architecture_of_the_machine_its_fio_came_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An arm64 machine's fio in an image that says amd64 is refused by arm64 nodes (and run by amd64 ones)."""
+    from storbench.fio_image import build_fio_image
+    from storbench.oci import oci_architecture
+
+    assert [oci_architecture(m) for m in ("x86_64", "aarch64", "ppc64le")] == ["amd64", "arm64", "ppc64le"]
+    monkeypatch.setattr("storbench.fio_image.fio_layer", lambda binary: _layer(b"fio"))
+    monkeypatch.setattr("storbench.fio_image.fio_version", lambda binary: "fio-3.33")
+    for machine, architecture in (("aarch64", "arm64"), ("x86_64", "amd64")):
+        monkeypatch.setattr("platform.machine", lambda machine=machine: machine)
+        files = _members(build_fio_image("/usr/bin/fio").archive)
+        manifest = json.loads(files[f"blobs/sha256/{json.loads(files['index.json'])['manifests'][0]['digest'][7:]}"])
+        config = json.loads(files[f"blobs/sha256/{manifest['config']['digest'].removeprefix('sha256:')}"])
+        assert config["architecture"] == architecture
+    monkeypatch.setattr("platform.machine", lambda: "vax")
+    with pytest.raises(UserError, match="no OCI architecture for a 'vax' machine"):
+        build_fio_image("/usr/bin/fio")

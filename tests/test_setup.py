@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import subprocess
 from importlib.resources import files
+from pathlib import Path
 
 import pytest
 
 from helpers import run_cli
 from storbench.apt_sources import configured_entries, deb_src_text, has_sources
+from storbench.errors import UserError
 from storbench.requirements import SETUP_PACKAGES, setup_packages
 
 INTERNAL_DEB822 = """Types: deb
@@ -117,3 +119,36 @@ def test_a_skip_for_want_of_what_the_test_set_up_installs_fails_the_suite() -> N
                       "needs skopeo, docker-registry, apache2-utils and busybox (scripts/setup.sh --labs --k8s)",
                       "a long scenario: scripts/ceph-e2e.sh runs it (STORBENCH_LONG=1)", "needs root"):
         assert not skip_is_a_setup_failure(elsewhere, set_up=True), elsewhere
+
+
+def test_a_fio_build_that_fails_or_needs_root_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not root, every package there and no deb-src entry: writing one needs root (it had been a PermissionError
+    traceback); a build step that fails says which, with its last lines."""
+    from storbench import machine_setup
+
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    monkeypatch.setattr(machine_setup, "missing_packages", lambda packages: [])
+    monkeypatch.setattr(machine_setup, "_source_files", lambda: {"/etc/apt/sources.list": "deb http://m/debian "
+                                                                 "bookworm main\n"})
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # no cached fio
+    code, _, err = run_cli(capsys, "setup", "--labs", "--system-only")
+    assert code == 2 and "needs root" in err and "sudo storbench setup --labs" in err and "Traceback" not in err, err
+    with pytest.raises(UserError, match=r"building fio: make failed: .*No rule to make target"):
+        machine_setup._step(["make", "no-such-target"], tmp_path, 60, "make")
+    with pytest.raises(UserError, match=r"building fio: ./configure failed \("):
+        machine_setup._step(["./configure"], tmp_path, 60, "./configure")  # no such program here
+
+
+def test_a_package_dpkg_removed_but_remembers_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from storbench import machine_setup
+
+    answers = {"fio": (0, "install ok installed"), "ceph-osd": (0, "deinstall ok config-files"), "nope": (1, "")}
+
+    def dpkg_query(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        code, status = answers[argv[-1]]
+        return subprocess.CompletedProcess(argv, code, status, "")
+
+    monkeypatch.setattr(machine_setup.subprocess, "run", dpkg_query)
+    monkeypatch.setattr(machine_setup.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert machine_setup.missing_packages(("fio", "ceph-osd", "nope")) == ["ceph-osd", "nope"]

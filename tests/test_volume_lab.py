@@ -409,7 +409,7 @@ def test_a_pacer_that_cannot_start_is_one_line_with_the_fix_and_leaves_nothing(
     root = lab_dir / "volume"
     code, out, err = run_cli(capsys, "lab", "volume", "up", "--iops", "2000", "--size", "64MiB", "--dir", str(root))
     assert code != 0 and "the pacer did not mount its file" in err and "No module named 'pyfuse3'" in err, out + err
-    assert "scripts/setup.sh --labs installs pyfuse3" in err, err
+    assert "sudo storbench setup --labs installs pyfuse3" in err, err
     assert not root.exists()
 
 

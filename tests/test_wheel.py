@@ -119,6 +119,7 @@ def test_kubectl_flags_before_the_command_go_to_it_and_a_plan_never_names_the_cl
         "k8s", "cleanup", "--kubeconfig=/k", "--context", "c"]
     assert kubectl_argv(["run", "p.yaml", "--namespace", "x"]) == ["run", "p.yaml", "--namespace", "x"]
     assert kubectl_argv(["--help"]) == ["--help"] and kubectl_argv([]) == []
+    assert kubectl_argv(["-nbench", "plan", "p.yaml"]) == ["plan", "-nbench", "p.yaml"]  # as kubectl -nbench
     plan = write_plan(tmp_path, "name: k\ntargets:\n  gp3: {kind: pvc, size: 1GiB, namespace: theirs}\n"
                                 "workload: {rw: randread, runtime: 1s}\n")
     loaded = with_namespace(_read_plan(str(plan)), "bench")

@@ -55,18 +55,19 @@ def examine(fio: str | None) -> dict[Requirement, Found]:
     """Every requirement probed; ``fio``: the fio a run would use (None: not found); its engines are its own."""
     engines: frozenset[str] = frozenset()
     version = ""
+    said = ""
     if fio is not None:
         try:
             version = fio_version(fio)
             engines = parse_engines(run([fio, "--enghelp"], timeout_s=30))
-        except UserError:
-            fio = None
+        except UserError as error:
+            said, version = error.message, ""
     found: dict[Requirement, Found] = {}
     for requirement in REQUIREMENTS:
         if requirement.probe == "engine":
             found[requirement] = Found(requirement.name in engines)
         elif requirement.name == "fio":
-            found[requirement] = Found(fio is not None, f"{version} at {fio}" if fio else "")
+            found[requirement] = Found(bool(version), f"{version} at {fio}" if version else said)
         else:
             found[requirement] = PROBES[requirement.probe](requirement.name)
     return found

@@ -6,6 +6,7 @@ prints or stores them."""
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from pathlib import Path
 from storbench.errors import UserError
 from storbench.execute.fio_binary import fio_version
 from storbench.lab.k8s_images import FIO_ENTRYPOINT, fio_layer
-from storbench.oci import OciImage, fio_tag, oci_archive, parse_image_ref
+from storbench.oci import OciImage, fio_tag, oci_architecture, oci_archive, parse_image_ref
 from storbench.shell import run
 
 REPOSITORY = "storbench/fio"
@@ -28,8 +29,14 @@ class Pushed:
 
 
 def build_fio_image(fio_binary: str) -> OciImage:
-    """The fio image of ``fio_binary`` as an oci-archive tagged with its fio version."""
-    return oci_archive(fio_layer(fio_binary), fio_tag(fio_version(fio_binary)), FIO_ENTRYPOINT)
+    """The fio image of ``fio_binary`` as an oci-archive tagged with its fio version, for this machine's
+    architecture (its fio and libraries are this machine's)."""
+    try:
+        architecture = oci_architecture(platform.machine())
+    except ValueError as error:
+        raise UserError(str(error), hint="build the image on a machine of the cluster's architecture") from None
+    return oci_archive(fio_layer(fio_binary), fio_tag(fio_version(fio_binary)), FIO_ENTRYPOINT,
+                       architecture=architecture)
 
 
 def default_archive_name(image: OciImage) -> str:
@@ -48,14 +55,20 @@ def destination(text: str, tag: str) -> str:
     return f"{registry}/{path}:{given or tag}"
 
 
+def check_push_files(authfile: str | None, cert_dir: str | None) -> None:
+    """--authfile a file and --cert-dir a directory, said before anything is built."""
+    if authfile is not None and not os.path.isfile(authfile):
+        raise UserError(f"--authfile {authfile} is not a file", hint="skopeo login REGISTRY writes one")
+    if cert_dir is not None and not os.path.isdir(cert_dir):
+        raise UserError(f"--cert-dir {cert_dir} is not a directory", hint="a directory of the CA's *.crt files")
+
+
 def push(archive: Path, dest: str, *, authfile: str | None = None, cert_dir: str | None = None) -> Pushed:
     """Copy the oci-archive ``archive`` to ``dest`` with `skopeo copy`; TLS verified always (``cert_dir``: a
     directory of *.crt that signs the registry's certificate, as for a private registry)."""
     if shutil.which("skopeo") is None:
         raise UserError("skopeo is not installed", hint="apt-get install skopeo (storbench doctor lists it)")
-    for given, what in ((authfile, "--authfile"), (cert_dir, "--cert-dir")):
-        if given is not None and not os.path.exists(given):
-            raise UserError(f"{what} {given} does not exist")
+    check_push_files(authfile, cert_dir)
     with tempfile.TemporaryDirectory(prefix="storbench-push-") as work:
         digest_file = Path(work) / "digest"
         argv = ["skopeo", "copy", "--quiet", "--dest-tls-verify=true", "--digestfile", str(digest_file)]

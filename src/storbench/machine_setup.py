@@ -30,7 +30,7 @@ ENGINE_SOURCE = "storbench_nfsmeta.c"
 
 
 def fio_nfs_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "storbench" / "fio-nfs"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "storbench" / "fio-nfs"
 
 
 def _apt(*args: str, timeout_s: float = 1800) -> None:
@@ -42,8 +42,31 @@ def _apt(*args: str, timeout_s: float = 1800) -> None:
                         "root on Debian 12")
 
 
+def _installed(package: str) -> bool:
+    """Whether dpkg has ``package`` installed (not merely known: a removed package's configuration stays)."""
+    done = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True, check=False)
+    return done.returncode == 0 and done.stdout.strip().endswith(" installed")
+
+
 def missing_packages(packages: tuple[str, ...]) -> list[str]:
-    return [p for p in packages if subprocess.run(["dpkg", "-s", p], capture_output=True, check=False).returncode]
+    if shutil.which("dpkg-query") is None:
+        raise UserError("storbench setup installs Debian's packages, and this machine has no dpkg",
+                        hint="install what `storbench doctor` lists with this system's own package manager")
+    return [p for p in packages if not _installed(p)]
+
+
+def _step(argv: list[str], cwd: Path, timeout_s: float, what: str) -> str:
+    """One step of the fio build; its output, or a UserError with the last lines of what it said."""
+    try:
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UserError(f"building fio: {what} failed ({exc})", hint="storbench setup --labs runs as root on Debian "
+                        "12 and installs the build's packages first") from None
+    if done.returncode != 0:
+        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+        raise UserError(f"building fio: {what} failed: {tail}", hint="see its message; storbench setup --labs "
+                        "installs the build's packages first")
+    return done.stdout
 
 
 def install_packages(packages: tuple[str, ...], say: Say) -> list[str]:
@@ -76,6 +99,9 @@ def ensure_source_packages(say: Say) -> None:
     entries = configured_entries(_source_files())
     if has_sources(entries):
         return
+    if os.geteuid() != 0:
+        raise UserError("building fio needs Debian's source package, and this machine has no deb-src entry: "
+                        f"writing one to {APT_DIR / 'sources.list.d'} needs root", hint="sudo storbench setup --labs")
     text = deb_src_text(entries)
     if not text:
         raise UserError("no apt sources with Debian's packages on this machine",
@@ -112,19 +138,20 @@ def build_fio_nfs(say: Say) -> Path:
             raise UserError(f"apt-get source fio failed: {_apt_source.stderr.strip()[-300:]}",
                             hint="the machine's sources need deb-src entries for Debian's main component")
         dsc = sorted(Path(work).glob("fio_*.dsc"))
-        run(["dpkg-source", "-x", str(dsc[-1]), f"{work}/src"], timeout_s=300)
+        if not dsc:
+            raise UserError("apt-get source fio gave no fio_*.dsc", hint="the machine's deb-src entries need "
+                            "Debian's main component")
+        _step(["dpkg-source", "-x", str(dsc[-1]), f"{work}/src"], Path(work), 300, "dpkg-source -x")
         src = Path(work) / "src"
-        configured = subprocess.run(["./configure", "--disable-native"], cwd=src, capture_output=True, text=True,
-                                    check=True, timeout=600).stdout
+        configured = _step(["./configure", "--disable-native"], src, 600, "./configure")
         for engine in ("NFS engine", "http engine"):
             if not any(line.startswith(engine) and line.split()[-1] == "yes" for line in configured.splitlines()):
                 raise UserError(f"fio's configure found no {engine} (libnfs-dev, libcurl4-openssl-dev)")
-        subprocess.run(["make", f"-j{os.cpu_count() or 1}", "fio"], cwd=src, capture_output=True, check=True,
-                       timeout=3600)
+        _step(["make", f"-j{os.cpu_count() or 1}", "fio"], src, 3600, "make")
         (src / ENGINE_SOURCE).write_text(source)
-        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", "-D_GNU_SOURCE", "-D_LARGEFILE_SOURCE",
-                        "-D_FILE_OFFSET_BITS=64", "-include", "config-host.h", "-I.", "-o", "storbench-nfsmeta.so",
-                        ENGINE_SOURCE, "-lnfs"], cwd=src, capture_output=True, check=True, timeout=600)
+        _step(["gcc", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", "-D_GNU_SOURCE", "-D_LARGEFILE_SOURCE",
+               "-D_FILE_OFFSET_BITS=64", "-include", "config-host.h", "-I.", "-o", "storbench-nfsmeta.so",
+               ENGINE_SOURCE, "-lnfs"], src, 600, "the metadata engine's gcc")
         cache.mkdir(parents=True, exist_ok=True)
         for name, mode in (("fio", 0o755), ("storbench-nfsmeta.so", 0o755), (ENGINE_SOURCE, 0o644)):
             shutil.copyfile(src / name, cache / f".{name}.new")

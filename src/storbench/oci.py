@@ -40,6 +40,19 @@ def _descriptor(media_type: str, data: bytes, **extra: object) -> dict[str, obje
     return {"mediaType": media_type, "digest": _digest(data), "size": len(data), **extra}
 
 
+# platform.machine() -> the architecture an image's config names (what a node's runtime matches against its own)
+_ARCHITECTURES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "ppc64le": "ppc64le",
+                  "s390x": "s390x", "riscv64": "riscv64"}
+
+
+def oci_architecture(machine: str) -> str:
+    """The OCI architecture of a machine (``platform.machine()``); ValueError for one it has no name for."""
+    try:
+        return _ARCHITECTURES[machine.lower()]
+    except KeyError:
+        raise ValueError(f"no OCI architecture for a {machine!r} machine") from None
+
+
 def oci_archive(layer_tar: bytes, ref_name: str, entrypoint: list[str], *, architecture: str = "amd64") -> OciImage:
     """One image of one layer (``layer_tar``, an uncompressed tar) as an oci-archive whose index names it
     ``ref_name`` (a tag such as `fio-3.33`)."""

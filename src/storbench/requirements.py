@@ -49,9 +49,9 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     Requirement("nfs-ganesha", "program", "ganesha.nfsd", "the NFS lab",
                 f"{APT} nfs-ganesha nfs-ganesha-vfs rpcbind"),
     Requirement("losetup", "program", "losetup", "the volume lab and the Kubernetes lab's local volumes",
-                f"{APT} util-linux"),
+                f"{APT} mount"),
     Requirement("pyfuse3", "module", "pyfuse3", "the volume lab's pacer (an even IOPS cap)",
-                f"{APT} fuse3 libfuse3-dev pkg-config gcc python3-dev, then pip install 'storbench[labs]'"),
+                "sudo storbench setup --labs (fuse3 from apt, then pyfuse3 into storbench's own environment)"),
     Requirement("etcd", "program", "etcd", "the Kubernetes lab", f"{APT} etcd-server"),
     Requirement("containerd and runc", "program", "containerd", "the Kubernetes lab",
                 f"{APT} containerd runc containernetworking-plugins busybox-static"),
@@ -60,7 +60,8 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     Requirement("docker-registry and htpasswd", "program", "docker-registry", "the Kubernetes lab's registry",
                 f"{APT} docker-registry apache2-utils"),
     Requirement("psycopg", "module", "psycopg", "a PostgreSQL results store (--db postgresql://...)",
-                "pip install 'storbench[postgres]'"),
+                "pip install 'psycopg[binary]>=3.1' into storbench's environment (pipx: pipx inject storbench "
+                "'psycopg[binary]>=3.1')"),
     Requirement("Kubernetes v1.33 binaries", "file", "kubernetes", "the Kubernetes lab",
                 "scripts/build-kubernetes.sh (from a clone; Go; about 10 minutes once)"),
     Requirement("the CSI driver and sidecars", "file", "csi", "the Kubernetes lab's storbench-csi (lab.k8s.csi)",
@@ -99,7 +100,7 @@ SETUP_PACKAGES: Mapping[str, tuple[str, ...]] = {
     "dev": ("chromium", "fonts-dejavu-core", "prometheus", "prometheus-node-exporter", "pipx", "postgresql"),
     # the Kubernetes lab: its daemons, the fio and pause images, its registry
     "k8s": ("etcd-server", "containerd", "runc", "containernetworking-plugins", "busybox-static", "gcc", "libc6-dev",
-            "iptables", "openssl", "util-linux", "iproute2", "skopeo", "docker-registry", "apache2-utils"),
+            "iptables", "openssl", "util-linux", "mount", "iproute2", "skopeo", "docker-registry", "apache2-utils"),
     # Ceph, nfs-ganesha, the hosts lab's firewall, the volume lab's pacer (FUSE), the fio image and a registry
     "labs": ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "ceph-fuse", "ceph-common", "radosgw", "nfs-ganesha",
              "nfs-ganesha-vfs", "rpcbind", "iproute2", "nftables", "fuse3", "libfuse3-dev", "pkg-config", "gcc",

@@ -41,7 +41,8 @@ def run(argv: Sequence[str], *, timeout_s: float = 120, input_text: str | None =
     try:
         done = _finished(argv, timeout_s, input_text)
     except FileNotFoundError:
-        raise UserError(f"{argv[0]} is not installed", hint="run scripts/setup.sh --labs") from None
+        raise UserError(f"{argv[0]} is not installed", hint="storbench doctor says what installs it (sudo "
+                        "storbench setup --labs installs what the labs run)") from None
     except subprocess.TimeoutExpired:
         raise UserError(f"`{' '.join(argv[:4])} ...` did not finish in {timeout_s:g}s") from None
     if done.returncode != 0:

@@ -59,6 +59,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    import os
+
     from storbench.doctor import examine
     from storbench.execute.fio_binary import find_fio
     from storbench.requirements import REQUIREMENTS, doctor_lines
@@ -66,10 +68,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     try:
         fio: str | None = find_fio(args.fio)
     except UserError:
-        if args.fio:  # the path given is wrong, not fio missing: said as `plan --fio` says it
+        if args.fio or os.environ.get("STORBENCH_FIO"):  # the path given is wrong, not fio missing: as `plan` says
             raise
         fio = None
     found = examine(fio)
+    if fio is not None and not found[REQUIREMENTS[0]].present:  # it ran, but is no fio: what it said, not "install"
+        raise UserError(f"{fio} does not look like fio ({found[REQUIREMENTS[0]].detail})",
+                        hint="pass --fio with the path of a fio binary, or unset STORBENCH_FIO")
     out = _console()
     out.print("storbench doctor: what this machine has for each target kind and lab", markup=False)
     for line in doctor_lines(found):
@@ -100,7 +105,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
         missing = missing_packages(packages)
         if missing:
             raise UserError(f"storbench setup installs system packages ({' '.join(missing)}) and runs as root",
-                            hint="run it with sudo")
+                            hint="run it with sudo: sudo storbench setup" + " --labs" * args.labs + " --k8s" * args.k8s
+                            + " --dev" * args.dev)
     install_packages(packages, say)
     if args.labs and not args.system_only:
         python_modules({"pyfuse3": "pyfuse3>=3.2", "trio": "trio>=0.22"}, say)

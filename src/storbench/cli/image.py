@@ -39,10 +39,11 @@ def cmd_image_build(args: argparse.Namespace) -> int:
 
 def cmd_image_push(args: argparse.Namespace) -> int:
     from storbench.execute.fio_binary import find_fio
-    from storbench.fio_image import build_fio_image, destination, push
+    from storbench.fio_image import build_fio_image, check_push_files, destination, push
     from storbench.oci import REF_NAME
 
     destination(args.destination, "latest")  # a bad destination is refused before anything is built
+    check_push_files(args.authfile, args.cert_dir)
     with tempfile.TemporaryDirectory(prefix="storbench-image-") as work:
         if args.archive:
             archive = Path(args.archive)
@@ -54,8 +55,9 @@ def cmd_image_push(args: argparse.Namespace) -> int:
             tag = image.ref_name
         dest = destination(args.destination, tag)
         pushed = push(archive, dest, authfile=args.authfile, cert_dir=args.cert_dir)
-    _console().print(f"pushed {pushed.destination} ({pushed.digest}); pods pull it with target image: "
-                     f"{pushed.destination}, run with --image {pushed.destination}", markup=False, soft_wrap=True)
+    pinned = f"{pushed.destination.rpartition(':')[0]}@{pushed.digest}"  # a tag moves when pushed again; this not
+    _console().print(f"pushed {pushed.destination} ({pushed.digest}); pods pull it with target image: {pinned}, "
+                     f"run with --image {pinned}", markup=False, soft_wrap=True)
     return 0
 
 

@@ -21,9 +21,10 @@ def kubectl_argv(argv: Sequence[str]) -> list[str]:
     words = list(argv)
     while words and words[0].startswith("-"):
         flag = words[0].split("=", 1)[0]
-        if flag not in KUBECTL_FLAGS:
+        attached = words[0].startswith("-n") and not words[0].startswith("--") and len(words[0]) > 2  # -nbench
+        if flag not in KUBECTL_FLAGS and not attached:
             break  # --help, --version: storbench's own
-        if "=" in words[0] or len(words) < 2:
+        if "=" in words[0] or attached or len(words) < 2:
             before.append(words.pop(0))
         else:
             before += [words.pop(0), words.pop(0)]

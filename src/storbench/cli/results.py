@@ -78,6 +78,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     from storbench.selection import select, where_items
     from storbench.stats.summary import summarize_points
 
+    if args.cost and args.format != "table":
+        raise UserError(f"--cost is a table of its own; --format {args.format} gives each point's summary without it",
+                        hint="drop --format for the cost table (-o FILE writes it), or drop --cost")
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
     require_results(selection, args)
     title = f"{selection.label} — {args.db}"

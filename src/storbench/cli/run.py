@@ -218,6 +218,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                               "repeats a fixed number of times"),
                         hint="drop --budget, or give the plan repeat: {min: 3, max: 10, until: decided} or "
                              "steady_state")
+    if loaded.config.lab is not None and loaded.config.lab.k8s is not None and (args.kubeconfig or args.context):
+        raise UserError("the plan's lab.k8s runs its pvc targets on the lab's own cluster; --kubeconfig and "
+                        "--context name another one", hint="drop --kubeconfig/--context, or drop lab.k8s to "
+                        "measure your cluster")
     resume = args.resume is not None
     if resume and labels:
         raise UserError("--label is given when a run starts: a resumed run keeps the labels it started with",
@@ -291,6 +295,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     fio_option(p)
     s3_options(p)  # checked as run checks them, but plan reads no key and sends nothing
     cluster_options(p)
+    for action in p._actions:  # taken so that run's command line works here too; said so in the help
+        if action.dest in ("db", "s3_credentials_file", "s3_profile", "kubeconfig", "context"):
+            action.help = f"{action.help}; taken as run takes it: plan opens no database, reads no key and " \
+                          "connects nowhere"
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("run", help="run a plan with fio, storing each repetition as it finishes")

@@ -138,7 +138,7 @@ class HostsLab(LabRoot):
             assert info is not None
             return info
         self.down()
-        require_tools("hosts", ("ip", "unshare", "nft"), hint="run scripts/setup.sh --labs")
+        require_tools("hosts", ("ip", "unshare", "nft"), hint="run sudo storbench setup --labs")
         hosts = [lab_host(i) for i in range(1, count + 1)]
         self.dir.ensure()
         try:

@@ -77,7 +77,7 @@ def start_registry(directory: Path, host: str, port: int = PORT) -> tuple[int, R
                           ("openssl", "openssl")):
         if shutil.which(tool) is None:
             raise UserError(f"image registry: {tool} is not installed", hint=f"apt-get install {package} "
-                            "(scripts/setup.sh --k8s installs it)")
+                            "(sudo storbench setup --k8s installs it)")
     if port_open(host, port):
         raise UserError(f"image registry: {host}:{port} is taken", hint="another registry or lab is running there")
     (directory / "ca").mkdir(parents=True, exist_ok=True)

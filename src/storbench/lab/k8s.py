@@ -160,7 +160,7 @@ class K8sLab(LabRoot):
             _check_built(csi_dir() / name, "scripts/build-csi.sh (about 8 min once; cached)")
         require_tools("k8s", ("etcd", "containerd", "runc", "ctr", "openssl", "ip", "nsenter", "skopeo",
                               "docker-registry", "htpasswd", "busybox"),
-                      hint="run scripts/setup.sh --k8s")
+                      hint="run sudo storbench setup --k8s")
         members = lab_nodes(nodes)
         before = hostpath_root_names()  # refused here when it is not root's own
         self.dir.ensure()

@@ -82,7 +82,7 @@ def fio_layer(fio_binary: str) -> bytes:
     Every entry has mtime 0 and owner root, so the same files give the same bytes (and digest)."""
     busybox = shutil.which("busybox")
     if busybox is None:
-        raise UserError("the fio image: busybox is not installed", hint="run scripts/setup.sh --k8s "
+        raise UserError("the fio image: busybox is not installed", hint="run sudo storbench setup --k8s "
                         "(or apt-get install busybox-static)")
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:

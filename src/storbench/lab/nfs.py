@@ -116,7 +116,7 @@ class NfsLab(LabRoot):
                 run(["ip", "link", "set", BRIDGE_HOST_VETH, "up"])
             return current
         self.down()
-        require_tools("nfs", ("ganesha.nfsd", "rpcbind", "ip", "unshare"), hint="run scripts/setup.sh --labs")
+        require_tools("nfs", ("ganesha.nfsd", "rpcbind", "ip", "unshare"), hint="run sudo storbench setup --labs")
         self.dir.ensure()
         self.export.mkdir(mode=0o700)
         os.chown(self.export, ANONYMOUS_UID, ANONYMOUS_GID)  # squashed root writes as this uid

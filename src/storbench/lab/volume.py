@@ -174,7 +174,7 @@ class VolumeLab(LabRoot):
             if not alive(pid) or time.monotonic() > deadline:
                 said = self.log.read_text(errors="replace").strip().splitlines() if self.log.exists() else []
                 last = said[-1] if said else "no output"
-                hint = ("scripts/setup.sh --labs installs pyfuse3 (and libfuse3) for the pacer"
+                hint = ("sudo storbench setup --labs installs pyfuse3 (and libfuse3) for the pacer"
                         if "No module named" in last else "see " + str(self.log))
                 raise UserError(f"volume lab: the pacer did not mount its file within {PACER_START_S}s: {last}",
                                 hint=hint)

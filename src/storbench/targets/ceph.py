@@ -21,7 +21,7 @@ def check_rbd_target(spec: RbdTarget, cases: Sequence[Case], *, where: str = "")
     """What can be checked before a cluster exists: the tools, and an explicit conf file."""
     if shutil.which("rbd") is None:
         raise UserError(f"target '{spec.name}': the rbd tool is not installed", where=where,
-                        hint="install ceph-common (scripts/setup.sh --labs)")
+                        hint="install ceph-common (sudo storbench setup --labs)")
     uses_lab = any(case.lab for case in cases)
     if not uses_lab:
         conf = spec.conf or DEFAULT_CEPH_CONF

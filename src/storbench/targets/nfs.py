@@ -26,7 +26,7 @@ def nfs_fio_binary() -> str:
     """A fio with the nfs engine: $STORBENCH_FIO_NFS, or the one storbench setup --labs cached (in
     $XDG_CACHE_HOME or ~/.cache of whoever runs storbench: root's own under plain sudo). Used only when it and
     every directory above it are root's or ours and closed to group and others (trusted_files)."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "storbench" / "fio-nfs" / "fio"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "storbench" / "fio-nfs" / "fio"
     binary = os.environ.get("STORBENCH_FIO_NFS") or str(cache)
     if not Path(binary).is_file():
         raise UserError(f"no fio with the nfs engine at {binary} (Debian's fio is built without libnfs)",
