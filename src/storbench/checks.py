@@ -86,7 +86,7 @@ def check_machine(loaded: LoadedPlan) -> None:
     """What the plan asks of this machine: an OSD CPU quota within its cores; cycles counted where it can."""
     telemetry = loaded.config.telemetry
     if telemetry.enabled and telemetry.cycles and (why := machine_cycles_unavailable()) is not None:
-        raise UserError(f"telemetry.cycles: cannot count CPU cycles here: {why}",
+        raise UserError(f"cannot count CPU cycles here: {why}",
                         where=loaded.source.where(("telemetry", "cycles")),
                         hint="apt-get install -y linux-perf" if why.startswith("perf is not") else
                         "remove telemetry.cycles (CPU time per I/O is measured without it), or run where "

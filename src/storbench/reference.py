@@ -186,7 +186,7 @@ def plan_reference_markdown() -> str:
         "- `cache_size`, `osd_memory_target` and every `config` option: applied to the running cluster with `ceph "
         "config set` and an OSD restart before each value's turn (waiting for all PGs active+clean, then read back "
         "from every OSD's admin socket); the values alternate on one cluster (A B B A).",
-        "- `osds`, `osd_size`, `objectstore`: each value needs a cluster of its own (a bring-up takes about 15 s "
+        "- `osds`, `osd_size`, `objectstore`: each value needs a cluster of its own (a bring-up takes about 6 s "
         "for 3 OSDs). With `bring_up: once` each is brought up once and measured: the setting is confounded with "
         "that cluster instance and with time, and `compare` says so. With `bring_up: each_repetition` a fresh "
         "cluster per value and round, in the order A B B A: the instance is sampled, `compare` pairs the rounds, "

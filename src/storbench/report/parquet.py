@@ -6,7 +6,7 @@ Every column has its type from the model, also where no row has a value (an all-
 integer column, so a dashboard's query does not change type from one export to the next): integers as int64,
 measurements as float64, flags as bool, text as UTF-8; name/value pairs (per-process CPU) and lists (labels, what
 changed with a step) as JSON text. Numbers are rounded as in every other export (`report.export.export_number`).
-pyarrow writes the file; it is the `parquet` extra (`pip install 'storbench[parquet]'`), imported only here.
+pyarrow writes the file; it is the `parquet` extra (pyarrow in storbench's environment), imported only here.
 """
 
 from __future__ import annotations
@@ -76,7 +76,8 @@ def to_parquet(rows: Sequence[Mapping[str, object]], kinds: Mapping[str, str]) -
         import pyarrow.parquet as pq
     except ImportError:
         raise UserError("Parquet needs pyarrow, which is not installed",
-                        hint="pip install 'storbench[parquet]' (or use --format csv or json)") from None
+                        hint="install pyarrow into storbench's environment (pipx inject storbench 'pyarrow>=14'), "
+                        "or use --format csv or json") from None
     types_of: dict[str, Any] = {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_(), TEXT: pa.string(),
                                 OBJECT: pa.string(), LIST: pa.string()}
     schema = pa.schema([(name, types_of[kind]) for name, kind in kinds.items()])

@@ -282,8 +282,8 @@ def open_postgres(url: str, *, read_only: bool = False, checked: bool = True) ->
         import psycopg  # lazy: psycopg is for a postgresql:// store only (0.1 s to import)
     except ImportError:
         raise UserError(f"--db {label}: PostgreSQL needs the psycopg package, which is not installed",
-                        hint="pip install 'storbench[postgres]' (or psycopg[binary]) into storbench's environment"
-                        ) from None
+                        hint="install psycopg into storbench's environment (pipx inject storbench "
+                        "'psycopg[binary]>=3.1')") from None
     # the URL's own server options (a search_path) kept; reading adds its limits after them (the last one holds)
     options = " ".join(filter(None, (str(parts.get("options") or ""), (
         f"-c statement_timeout={int(READ_LIMIT_S * 1000)} -c default_transaction_read_only=on" if read_only else ""))))
