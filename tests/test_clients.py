@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -546,3 +547,18 @@ def test_run_drives_only_the_fio_servers_the_operator_names(tmp_path: Path, caps
     code, _, err = run_cli(capsys, "run", str(plan), "--db", str(db), "--fio-server", "not a host")
     assert code == 2 and "--fio-server: server 'not a host' must be host" in err, err
     assert run_cli(capsys, "plan", str(plan))[0] == 0
+
+
+def test_faults_on_many_clients_are_timed_from_the_barrier_not_the_launch() -> None:
+    """Behind the start barrier the servers' I/O begins the lead after `run_case` is called (12 s for 140 clients
+    the first time): a fault at 10 s had struck before any I/O."""
+    from storbench.execute.hosts import HostsExecutor
+
+    servers = [f"10.214.0.{n}" for n in range(2, 142)]
+    executor = HostsExecutor("/usr/bin/fio", servers)
+    case = Case("abc123", PathTarget("t", path="/d", size_bytes=1 << 20),
+                WorkloadPoint("randread", 4096, 4, 1, 1.0, 0.0, True, "libaio", size_bytes=1 << 20), clients=140)
+    assert executor.start_delay_s(case) == barrier_lead_s(140, None) > 10
+    assert executor.start_delay_s(replace(case, clients=1)) == 0.0  # one client: no barrier
+    executor._reached_s[140] = 2.0  # reached in 2 s the last time
+    assert executor.start_delay_s(case) == barrier_lead_s(140, 2.0) == 2.75

@@ -315,11 +315,18 @@ def test_check_writes_refuses_what_it_cannot_write_beside_fio_in_one_line(
         ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: block, device: /dev/vdz, size: 8MiB}",
          "without destructive: true"),
         ("check_writes: {blocks: 256, iops: 300}", "check_writes: {bs: 1000}", "multiple of 512"),
+        ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: block, size: 8MiB}\nlab: {volume: {size: "
+         "64MiB}}", "check_writes writes just past the size of block target 'here'; workload.size (16MiB) moves fio's "
+         "I/O there"),
+        ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: block, size: 8000001}\nlab: {volume: {size: "
+         "64MiB}}", "not a multiple of 4 KiB"),
         ("telemetry: {enabled: false}", "telemetry: {enabled: false}\nhosts: {servers: [10.0.0.1]}",
          "not on fio servers"),
     ]
     for old, new, says in refusals:
         text = CHECK_PLAN.replace(old, new).replace("path: ./data", f"path: {tmp_path}/data")
+        if "workload.size" in says:
+            text = text.replace("runtime: 2s,", "runtime: 2s, size: 16MiB,")
         code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, text, "bad.yaml")))
         fix = "hint:" in err or "e.g." in err
         assert code == 2 and says in err and fix and len(err.strip().splitlines()) == 1, (new, err)

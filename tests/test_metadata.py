@@ -386,3 +386,22 @@ def test_metadata_operations_on_real_servers_are_refused(tmp_path: Path, capsys:
         "lab:\n  hosts: {count: 3}", "hosts: {servers: [a, b, c]}"))
     code, _, err = run_cli(capsys, "plan", str(plan))
     assert code == 2 and "would leave its file set on them" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(("workload", "at_least_s"), [
+    ("{rw: metadata, files: 100000, runtime: 120s}", 360),  # create, stat and delete, each up to the runtime
+    ("{rw: stat, files: 100000, runtime: 120s}", 240),  # its fill, then the measured stat
+    ("{rw: randread, runtime: 10s, fio: {startdelay: 90s}}", 100),
+    ("{rw: randread, runtime: 10s, ramp: 5s, fio: {startdelay: 10-30s}}", 45),
+])
+def test_the_watchdog_gives_every_section_its_runtime(workload: str, at_least_s: float) -> None:
+    """The ETA guesses how soon a size-based section ends (500 operations a second a job); the watchdog may not:
+    a healthy run of 100,000 files on a slow export had been killed at 200 s."""
+    from storbench.config import load_plan_text
+    from storbench.orchestrate import watchdog_seconds
+    from storbench.plan import expand
+
+    text = f"name: w\ntargets:\n  d: {{kind: path, path: /tmp/w, size: 8MiB}}\nworkload: {workload}\n"
+    [case] = expand(load_plan_text(text, "p.yaml"))
+    limit = watchdog_seconds(case, 0.0)
+    assert at_least_s <= limit <= at_least_s + 30, limit

@@ -176,3 +176,29 @@ def test_import_round_trip(finished_run: tuple[Path, Path], fixtures: Path, tmp_
     assert plain[0]["clat_p99_ns"] == raw["jobs"][0]["read"]["clat_ns"]["percentile"]["99.000000"]
     mixed = [r for r in records if r["rw"] == "randrw"]
     assert len(mixed) == 2 and all(r["lat_p99_ns"] for r in mixed)
+
+
+def test_fio_notes_before_its_document_leave_the_repetition_ok(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """fio writes its notes to --output too ("note: both iodepth >= 1 and synchronous I/O engine ..." with
+    thread=1; every job on fio 3.42 and later): the repetition is read, not judged unreadable."""
+    plan = write_plan(tmp_path, "name: notes\ntargets:\n  d: {kind: path, path: ./d, size: 4MiB}\nworkload: {rw: "
+                                "randread, ioengine: psync, iodepth: 4, runtime: 1s, direct: false,\n"
+                                "  fio: {thread: 1}}\n")
+    with inside(tmp_path):
+        code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
+    assert code == 0 and "3 repetitions run, 0 already stored, 0 failed" in out, out + err
+    raw = zlib.decompress(sqlite3.connect(tmp_path / "r.db").execute(
+        "SELECT fio_output_z FROM repetitions").fetchone()[0]).decode()
+    assert raw.startswith("note: both iodepth >= 1 and synchronous I/O engine"), raw[:200]  # what fio wrote, kept
+
+
+def test_a_failed_fio_says_what_it_wrote_before_its_document() -> None:
+    from storbench.fio.outcome import judge_repetition
+
+    said = judge_repetition(rw="randread", returncode=1, timed_out=False, timeout_s=10, stderr_tail="",
+                            output_text="fio: pid=12, err=5/file:io_u.c:1889, func=io_u error, error=Input/output "
+                            "error\n", started_at_s=0, finished_at_s=1, job_text="", command=("fio",),
+                            fio_version="fio-3.33")
+    assert said.error == "fio exited with status 1: fio: pid=12, err=5/file:io_u.c:1889, func=io_u error, " \
+        "error=Input/output error", said.error

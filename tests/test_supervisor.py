@@ -45,3 +45,23 @@ def test_the_watchdog_stops_a_process_that_runs_too_long_and_its_children(
     assert ended.timed_out and ended.returncode is None
     child = int((tmp_path / "child").read_text())
     assert not supervisor._running(child)  # the sleep below the shell went with it
+
+
+def test_a_watchdog_longer_than_poll_takes_still_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A precondition's fill of a huge image gets a watchdog above 2^31-1 ms (24.8 days), the most one poll() takes:
+    it waits in steps, rather than raising OverflowError and killing fio at once."""
+    import subprocess
+
+    from storbench.execute import supervisor
+
+    process = subprocess.Popen(["sleep", "0.2"])
+    supervisor.wait_exit(process, 50 * 86400.0)
+    assert process.returncode == 0
+    monkeypatch.setattr(supervisor, "POLL_MAX_MS", 50)  # steps of 50 ms: the deadline still holds
+    process = subprocess.Popen(["sleep", "5"])
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            supervisor.wait_exit(process, 0.3)
+    finally:
+        process.kill()
+        process.wait()

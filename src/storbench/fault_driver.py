@@ -17,6 +17,7 @@ from types import TracebackType
 from storbench.beside import Beside
 from storbench.faults import FaultStep
 from storbench.model.fault_record import FaultRecord
+from storbench.shell import interrupts_held
 
 Act = Callable[[FaultStep, bool], str]  # do (False) or undo (True) one step on the running lab; says what it did
 
@@ -73,5 +74,6 @@ class FaultDriver(Beside):
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:
         self.stop_beside()
-        for index in sorted(self._open):  # the repetition ended before a restore: undo it now
-            self._do(index, True, self.clock() - self.measure_start_s)
+        with interrupts_held():  # a Ctrl-C meanwhile waits: every fault still on is undone first
+            for index in sorted(self._open):  # the repetition ended before a restore: undo it now
+                self._do(index, True, self.clock() - self.measure_start_s)

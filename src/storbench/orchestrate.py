@@ -31,7 +31,18 @@ from storbench.faults import FaultStep
 from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job
 from storbench.fio.options import FioCapabilities
 from storbench.lab.registry import plan_software
-from storbench.model import Case, LabPoint, Precondition, PreconditionRecord, ScheduledRepetition, Status, lab_group_key
+from storbench.model import (
+    Case,
+    LabPoint,
+    Precondition,
+    PreconditionRecord,
+    ScheduledRepetition,
+    Status,
+    is_metadata,
+    is_object,
+    is_volume_operation,
+    lab_group_key,
+)
 from storbench.plan import expand
 from storbench.redact import env_secrets, redact_outcome
 from storbench.report.events import case_text
@@ -40,7 +51,7 @@ from storbench.run_search import in_order
 from storbench.run_state import Executors, RunObserver, RunState, answered, run_label
 from storbench.schedule import (
     FILL_RUNTIME_CAP_S,
-    fio_seconds,
+    FIO_STARTUP_S,
     precondition_case,
     precondition_jobs,
     preconditions,
@@ -61,6 +72,7 @@ from storbench.shell import interrupts_held
 from storbench.store import Store
 from storbench.targets.base import CheckPlace, PreparedTarget
 from storbench.telemetry.recorder import TelemetryRecorder
+from storbench.units import parse_duration_s
 
 # Slowest layout speed the watchdog allows for before calling fio hung.
 WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
@@ -75,8 +87,24 @@ class RunResult:
     not_needed: int = 0  # rounds left out because the answer was known (repeat: {until: ...})
 
 
+def fio_limit_s(case: Case) -> float:
+    """The longest a case's fio may rightly take: each section it runs in turn up to the runtime (the ETA's
+    `fio_seconds` guesses how soon a size-based one ends; a watchdog must not), its ramp and `startdelay`."""
+    w = case.workload
+    if is_volume_operation(w.rw):
+        return w.runtime_s
+    sections = (3 if w.rw == "metadata" else 1 if w.rw in ("create", "put") else  # create, stat, delete in turn
+                2 if is_metadata(w.rw) or is_object(w.rw) else 1)  # a fill first (files, objects), then the measured
+    delays = [v for k, v in w.fio_options if k == "startdelay"]
+    try:
+        delay_s = max((parse_duration_s(part) for part in delays[-1].split("-")), default=0.0) if delays else 0.0
+    except ValueError:
+        delay_s = 0.0
+    return sections * w.runtime_s + w.ramp_s + delay_s + FIO_STARTUP_S
+
+
 def watchdog_seconds(case: Case, grace_s: float) -> float:
-    return fio_seconds(case) + working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + grace_s
+    return fio_limit_s(case) + working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + grace_s
 
 
 def measure_client_ceiling(local: Executor, case: Case, caps: FioCapabilities) -> float | None:
@@ -305,10 +333,15 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 if checking is not None:  # its image or file would be left, and refuse every later check
                     checking.abandon()
                 raise
-            if watch is not None:
-                outcome = replace(outcome, logs=(*outcome.logs, watch.log()))
-            if checking is not None:  # read back once the faults are undone and the lab is whole
-                outcome = replace(outcome, write_check=checking.result())
+            try:
+                if watch is not None:
+                    outcome = replace(outcome, logs=(*outcome.logs, watch.log()))
+                if checking is not None:  # read back once the faults are undone and the lab is whole
+                    outcome = replace(outcome, write_check=checking.result())
+            except BaseException:
+                if recorder is not None:  # its perf stat runs in a session of its own: it would outlive us
+                    recorder.stop()
+                raise
             telemetry = (recorder.finish(outcome, item.case, ceilings.get(item.case.case_id))
                          if recorder is not None else None)
             if outcome.status != Status.OK and (health := session.health_for(item.case)):

@@ -311,6 +311,17 @@ def _check_writes(config: PlanConfig, source: PlanSource) -> None:
                                 "size (fio uses the whole device)", where=at,
                                 hint=f"give it size: (at most the device's size less "
                                 f"{format_bytes(check.region_bytes())})")
+            beyond = [f"workload.fio.{k}" for k in ("offset", "offset_increment") if k in config.workload.fio]
+            if config.workload.size is not None and config.workload.size > target.size:
+                beyond.insert(0, f"workload.size ({format_bytes(config.workload.size)})")
+            if beyond:
+                raise UserError(f"check_writes writes just past the size of block target '{name}'; {beyond[0]} moves "
+                                "fio's I/O there, over the checked blocks (a false loss)", where=at,
+                                hint="drop it, or give the target a size that holds fio's region")
+            if target.size % 4096:
+                raise UserError(f"check_writes writes with direct I/O just past the size of block target '{name}', "
+                                f"{target.size:,} bytes: not a multiple of 4 KiB", where=at,
+                                hint="give the target a size that is a multiple of 4KiB")
             if target.device is not None and not target.destructive:
                 raise UserError(f"check_writes would write to {target.device} (target '{name}') without "
                                 "destructive: true", where=at,

@@ -197,6 +197,12 @@ class HostsExecutor(StartsAtOnce):
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return client_jobs(case, binding, rep_index)
 
+    def start_delay_s(self, case: Case) -> float:
+        """With two clients or more the servers' I/O starts at the barrier, the lead `run_case` takes after it is
+        called: a plan's faults are timed from there."""
+        clients = len(self.servers[:case.clients])
+        return barrier_lead_s(clients, self._reached_s.get(clients)) if clients >= 2 else 0.0
+
     def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
                  fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:
         """The servers run their own fio: ``fio.binary`` stays on this machine, and of ``fio.env`` only the S3

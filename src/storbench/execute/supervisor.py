@@ -23,6 +23,7 @@ from storbench.redact import without_secrets
 
 _PR_SET_PDEATHSIG = 1
 STDERR_TAIL_BYTES = 4000
+POLL_MAX_MS = 2**31 - 1  # the longest wait poll() takes
 INTERRUPT_GRACE_S = 0.5  # storbench itself is being stopped: fio gets little time to go
 
 
@@ -134,7 +135,10 @@ def wait_exit(process: subprocess.Popen[bytes], timeout_s: float) -> None:
     try:
         poller = select.poll()  # not select.select: it refuses a descriptor above 1023 (many clients, many files)
         poller.register(pidfd, select.POLLIN)
-        ended = poller.poll(max(0, math.ceil(timeout_s * 1000)))
+        deadline = time.monotonic() + timeout_s
+        ended = poller.poll(min(POLL_MAX_MS, max(0, math.ceil(timeout_s * 1000))))
+        while not ended and (left_s := deadline - time.monotonic()) > 0:  # poll takes at most 2^31-1 ms (24 days)
+            ended = poller.poll(min(POLL_MAX_MS, math.ceil(left_s * 1000)))
     finally:
         os.close(pidfd)
     if not ended:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from storbench.fio.merge import client_measurement, client_measurements_by_host
-from storbench.fio.parse import json_after_messages, parse_fio_json
+from storbench.fio.parse import embedded_fio_json, json_after_messages, parse_fio_json
 from storbench.model import RW_DIRECTIONS, ClientMeasurement, RepetitionOutcome, Status
 
 
@@ -53,8 +53,8 @@ def judge_client(output_text: str, rw: str, client: str) -> tuple[ClientMeasurem
     """Parse one client's fio JSON. Returns the measurement and an error ("" when it is a success)."""
     if not output_text.strip():
         return None, "fio wrote no output"
-    try:
-        output = parse_fio_json(output_text)
+    try:  # fio writes its notes and errors to --output too, before the document (with thread=1, or fio >= 3.42)
+        output = parse_fio_json(embedded_fio_json(output_text) or output_text)
     except ValueError as exc:
         return None, f"fio output unreadable: {exc}"
     measurement = client_measurement(output, client)
@@ -92,8 +92,9 @@ def judge_repetition(
     if timed_out:
         return replace(base, status=Status.TIMEOUT, error=killed_error(timeout_s))
     measurement, error = judge_client(output_text, rw, client)
-    if returncode != 0:
-        error = exit_error(returncode, stderr_tail)
+    if returncode != 0:  # what fio said: on stderr, or in the output file before its document
+        said = stderr_tail if stderr_tail.strip() else output_text.partition("\n{")[0][-4000:]
+        error = exit_error(returncode, said)
     clients = (measurement,) if measurement is not None else ()
     return replace(base, status=Status.FAILED if error else Status.OK, error=error, clients=clients)
 
