@@ -149,6 +149,8 @@ def test_object_operations_and_s3_targets_only_go_together(tmp_path: Path, capsy
     ("http://127.0.0.1:9", "http://127.0.0.1:99999", "(a port from 1 to 65535)"),
     ("http://127.0.0.1:9", "http://127.0.0.1:09", "(a port from 1 to 65535)"),
     ("bucket: bench}", "bucket: bench, region: EU_WEST}", "'EU_WEST' is not a region name"),
+    ('{kind: s3, endpoint: "http://127.0.0.1:9", bucket: bench}', "{kind: s3, bucket: bench}\nlab: {ceph: {rgw: "
+     "true}}", "bucket 'bench' on the lab's radosgw, which has only the bucket storbench makes"),
 ])
 def test_object_plans_that_would_measure_missing_objects_or_leave_them_are_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, message: str) -> None:

@@ -142,6 +142,10 @@ def _check_lab(config: PlanConfig, source: PlanSource) -> None:
         if isinstance(target, S3TargetConfig) and target.endpoint is not None and target.bucket is None:
             raise UserError(f"target '{name}' has an endpoint but no bucket", where=source.where(("targets", name)),
                             hint="name an existing bucket: storbench makes one only on its Ceph lab")
+        if isinstance(target, S3TargetConfig) and target.endpoint is None and target.bucket not in (None, "storbench"):
+            raise UserError(f"target '{name}': bucket '{target.bucket}' on the lab's radosgw, which has only the "
+                            "bucket storbench makes, 'storbench'", where=source.where(("targets", name, "bucket")),
+                            hint="drop bucket: (the lab's is used), or give the endpoint: of a service that has it")
         if isinstance(target, CephfsTargetConfig) and target.path is None and not (ceph and ceph.cephfs):
             raise UserError(f"target '{name}' has no path and the plan's Ceph lab mounts no CephFS",
                             where=source.where(("targets", name)),
