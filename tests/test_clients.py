@@ -562,3 +562,21 @@ def test_faults_on_many_clients_are_timed_from_the_barrier_not_the_launch() -> N
     assert executor.start_delay_s(replace(case, clients=1)) == 0.0  # one client: no barrier
     executor._reached_s[140] = 2.0  # reached in 2 s the last time
     assert executor.start_delay_s(case) == barrier_lead_s(140, 2.0) == 2.75
+
+
+def test_a_link_rate_in_bytes_is_refused_not_read_as_bits() -> None:
+    """tc reads `mbps` as megabytes and people write 100MB for bytes: a capital B would shape 8 times off."""
+    from storbench.units import link_rate_bits
+
+    assert [link_rate_bits(v) for v in ("1Gbit", "100Mbit", "10gbps", "100Mb", "1GBit")] == [
+        10**9, 10**8, 10**10, 10**8, 10**9]
+    for value in ("100MB", "100MBps", "1GB", "800kB"):
+        with pytest.raises(ValueError, match="B is bytes: a link rate is in bits"):
+            link_rate_bits(value)
+
+
+def test_a_link_delay_without_a_link_is_refused_not_dropped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path, "name: d\ntargets:\n  t: {kind: path, path: ./d, size: 1MiB}\nworkload: {rw: randread, "
+                                "runtime: 1s}\nclients: 2\nlab: {hosts: {count: 2, link_delay: 5ms}}\n")
+    code, out, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "link_delay needs link:" in err, out + err

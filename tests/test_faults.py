@@ -576,3 +576,29 @@ def test_a_report_over_two_runs_of_one_plan_says_each_failover_rows_run(monkeypa
     monkeypatch.setattr(build, "point_failovers", lambda repetitions: [point(1, 5.0)])
     one = build.build_report("t", runs[:1], [], [o for o in seen if o.run_id == 1])
     assert len(one.failover) == 1 and not one.failover[0][0].startswith("run ")
+
+
+def test_a_fault_that_holds_the_io_needs_its_restore() -> None:
+    """A frozen volume holds fio's last I/Os: without restore_after fio could not end, and every repetition would be
+    a watchdog timeout."""
+    offers = (FaultOffer("volume", "freeze", "volume", "thaw", "hold every I/O", holds_io=True),)
+    [line] = fault_problems([FaultStep(10, "freeze", "volume")], measured_s=60, offers=offers)
+    assert "'freeze' holds every I/O until it is undone" in line and "give restore_after, a time to thaw" in line
+    assert fault_problems([FaultStep(10, "freeze", "volume", 5)], measured_s=60, offers=offers) == []
+    from storbench.lab.volume import VolumeKind
+
+    assert next(o for o in VolumeKind.faults if o.action == "freeze").holds_io
+
+
+def test_lose_writes_counts_the_volumes_copies_on_the_lab_disk() -> None:
+    from storbench.config import load_plan_text
+    from storbench.demands import lab_disk_demands
+    from storbench.plan import expand
+
+    text = ("name: lw\ntargets:\n  vol: {kind: block}\nworkload: {rw: randwrite, runtime: 30s}\nlab: {volume: "
+            "{size: 1GiB}}\n")
+    for faults, copies in (("", 1), ("faults: [{at: 10s, do: lose-writes, on: volume}]\n", 3)):
+        loaded = load_plan_text(text + faults, "p.yaml")
+        [demand] = [d for d in lab_disk_demands(loaded.config, expand(loaded)) if d.resource.startswith("disk")]
+        [need] = [n for n in demand.needs if n.key == ("lab", "volume", "size")]
+        assert need.amount == copies << 30, need

@@ -250,3 +250,18 @@ def test_telemetry_samples_that_are_not_numbers_are_left_out_not_the_repetition(
         assert [row[0] for row in conn.execute("SELECT value FROM telemetry_samples ORDER BY t_s")] == [0.5, 0.7]
     finally:
         store.close()
+
+
+def test_the_latest_run_is_the_one_started_last_not_the_one_merged_last(
+        two_machines: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """a.db's run started before b.db's two: merged into b.db it gets the highest id, yet `show` without --run
+    still shows b.db's own newest run (a colleague's older run is not "latest" because it arrived last)."""
+    a, b = (Path(shutil.copy(path, tmp_path / path.name)) for path in two_machines)
+    code, _, err = run_cli(capsys, "import", str(a), "--db", str(b))
+    assert code == 0, err
+    with sqlite3.connect(b) as conn:
+        newest = conn.execute("SELECT id FROM runs ORDER BY started_at_s DESC LIMIT 1").fetchone()[0]
+        merged = conn.execute("SELECT MAX(id) FROM runs").fetchone()[0]
+    assert newest != merged
+    code, out, err = run_cli(capsys, "show", "--db", str(b))
+    assert code == 0 and f"run {newest} (latest" in " ".join(out.split()), out + err

@@ -207,9 +207,12 @@ def lab_disk_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:
                                                                           point.osd_size_bytes),
                                       point.osds * point.osd_size_bytes, "lower osd_size or osds"))
         volume = group[0].lab.volume
-        if volume is not None:
-            needs.append(Need(("lab", "volume", "size"), f"volume device {format_bytes(volume.size_bytes)}",
-                              volume.size_bytes, "lower lab.volume.size"))
+        if volume is not None:  # and lose-writes' two copies of it (the one served, the one kept for the next)
+            copies = 3 if any(f.do == "lose-writes" for f in config.faults) else 1
+            needs.append(Need(("lab", "volume", "size"), _times(copies, "volume device and copies",
+                                                                volume.size_bytes) if copies > 1 else
+                              f"volume device {format_bytes(volume.size_bytes)}", copies * volume.size_bytes,
+                              "lower lab.volume.size"))
         exported: dict[str, int] = {}  # NFS lab targets: files in the export, in the lab directory
         for case in group:
             if case.lab.nfs and isinstance(case.target, NfsTarget) and case.target.url is None:

@@ -73,7 +73,7 @@ class FaultDriver(Beside):
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        self.stop_beside()
-        with interrupts_held():  # a Ctrl-C meanwhile waits: every fault still on is undone first
+        with interrupts_held():  # a Ctrl-C meanwhile waits: the action under way ends, every fault still on is
+            self.stop_beside()  # undone, and no fault acts on a lab being torn down
             for index in sorted(self._open):  # the repetition ended before a restore: undo it now
                 self._do(index, True, self.clock() - self.measure_start_s)

@@ -46,6 +46,7 @@ class FaultOffer:
     restore: str
     what: str  # one line for `plan` and the docs, e.g. "SIGKILL an OSD, as a crashed host"
     takes: str = ""  # the kind of level its `to:` gives (LEVELS: "link rate", "IOPS"); "" takes none
+    holds_io: bool = False  # fio's I/O waits until it is undone: without restore_after fio could not end
 
 
 def _iops(value: object) -> int:
@@ -114,6 +115,9 @@ def fault_problems(steps: Sequence[FaultStep], measured_s: float, offers: Sequen
         elif step.at_s > measured_s - LAST_SECOND_S:  # fio's logs end up to a second early anyway
             problems.append(f"{where}: in the last second of the measured section ({measured_s:g}s), too late to "
                             "read what it did; give an earlier time, leaving time after it for the recovery")
+        if offer.holds_io and step.restore_after_s is None:
+            problems.append(f"{where}: '{step.action}' holds every I/O until it is undone, so fio could not end its "
+                            f"repetition (its watchdog would kill it); give restore_after, a time to {offer.restore}")
         if step.restore_after_s is not None:
             if not offer.restore:
                 problems.append(f"{where}: {offer.lab} cannot undo '{step.action}' within a run; drop "

@@ -181,8 +181,8 @@ def resolve_runs(runs: Sequence[RunInfo], run: str, db: str, *, default_latest: 
     """`--run` text ('', 'all', '3', '2,3') against the stored runs: (run ids, a label for titles)."""
     if run == "all" or (not run and not default_latest):
         return [r.run_id for r in runs], "all runs"
-    if not run:
-        latest = runs[-1].run_id
+    if not run:  # the run started last (a run merged from another database has a higher id, not a later start)
+        latest = max(runs, key=lambda r: (r.started_at_s, r.run_id)).run_id
         return [latest], f"run {latest} (latest; --run all for every run)"
     try:
         wanted = [int(part) for part in run.split(",")]

@@ -158,7 +158,8 @@ def format_link_rate(bits_per_s: int) -> str:
     return f"{bits_per_s}bit"
 
 
-_LINK_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(?:bit|bps|b)(?:/s)?\s*$", re.IGNORECASE)
+# bits only: a capital B is bytes (tc's `mbps` too), a rate 8 times off, so it is refused rather than guessed
+_LINK_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]?)(?:bit|Bit|bps|b)(?:/s)?\s*$")
 
 
 def link_rate_bits(value: object) -> int:
@@ -171,7 +172,8 @@ def link_rate_bits(value: object) -> int:
     else:
         match = _LINK_RE.match(str(value))
         if not match:
-            raise ValueError(f"{value!r} is not a link rate like 100Mbit or 10Gbit")
+            said = " (B is bytes: a link rate is in bits)" if re.search(r"[0-9\s][kKmMgGtT]?B", str(value)) else ""
+            raise ValueError(f"{value!r} is not a link rate like 100Mbit or 10Gbit{said}")
         number, unit = float(match.group(1)), match.group(2).lower()
     bits = int(number * {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[unit])
     if not 10**6 <= bits <= 400 * 10**9:

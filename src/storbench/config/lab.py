@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from storbench.config.values import (
     Duration,
@@ -114,12 +114,19 @@ class HostsLabConfig(StrictModel):
     link: Sweep[LinkRate] | None = Field(None, description="Each host's link rate, e.g. `[1Gbit, 10Gbit]` "
                                          "(a token bucket on both ends of its veth pair; changed live, A B B A).")
     link_delay: Duration | None = Field(None, description="Added one-way delay on each host's link, e.g. `0.5ms` "
-                                        "(needs the kernel's netem).")
+                                        "(with `link`; needs the kernel's netem).")
 
     @field_validator("link")
     @classmethod
     def _distinct_links(cls, values: list[int] | None) -> list[int] | None:
         return None if values is None else _no_duplicates(values)
+
+    @model_validator(mode="after")
+    def _delay_on_a_link(self) -> HostsLabConfig:
+        if self.link_delay is not None and self.link is None:  # the delay rides on the link's shaping
+            raise ValueError("link_delay needs link: (the delay is added to each host's shaped link); give link: "
+                             "e.g. 10Gbit with it")
+        return self
 
 
 def _never_or_duration(value: object) -> float | str:

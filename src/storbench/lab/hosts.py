@@ -195,9 +195,11 @@ class HostsLab(LabRoot):
             raise UserError("hosts lab: not up", hint="storbench lab hosts up")
         if not 1 <= index <= info.count:
             raise UserError(f"hosts lab: no client.{index} (its hosts are client.1 to client.{info.count})")
-        _shape(index, rate_bits_per_s, delay_s)
         raw = json.loads(self.state.read_text())  # which hosts are not at the lab's own shaping (for settle)
-        apart = set(raw.get("shaped_apart", [])) - {index}
+        raw["shaped_apart"] = sorted({*raw.get("shaped_apart", []), index})  # until done: half a change is settled
+        self.state.write_text(json.dumps(raw))
+        _shape(index, rate_bits_per_s, delay_s)
+        apart = set(raw["shaped_apart"]) - {index}
         if [rate_bits_per_s, delay_s] != raw.get("link", [None, None]):
             apart.add(index)
         raw["shaped_apart"] = sorted(apart)

@@ -305,7 +305,7 @@ class VolumeKind(LabKindBase):
         open=VolumeLab, up=_command_up, down=_command_down, options=_command_options)
 
     faults: tuple[FaultOffer, ...] = (FaultOffer("volume", "freeze", "volume", "thaw",
-                         "hold every I/O, as a volume that stalls (its I/O resumes at the thaw)"),
+                         "hold every I/O, as a volume that stalls (its I/O resumes at the thaw)", holds_io=True),
               FaultOffer("volume", "lose-writes", "volume", "serve the copy of",
                          "keep a copy of the volume's data; at the restore serve it: writes acknowledged in between "
                          "vanish, as on a volume that lies"),
