@@ -442,3 +442,19 @@ def test_the_best_point_under_an_objective_of_one_repetition_says_it_was_not_sho
     console = Console(record=True, width=400)
     console.print(saturation_table([curve], objective))
     assert "(by its mean: no interval, not shown)" in console.export_text()
+
+
+def test_a_curve_whose_points_ran_in_different_runs_says_its_intervals_leave_that_out() -> None:
+    """iodepth 1-8 in run 1, 16-64 in run 2: each point's interval is its own run's repetitions, so a shift between
+    the runs can read as a knee or a flat curve; the table says so (one run: nothing said)."""
+    lat = {1: 0.1, 2: 0.1, 4: 0.1, 8: 0.2, 16: 0.4, 32: 0.8, 64: 1.6}
+    iops = {1: 10_000, 2: 20_000, 4: 40_000, 8: 40_000, 16: 40_000, 32: 40_000, 64: 40_000}
+    found = [observation(case_id=f"iodepth{load}", repeat=r, iops=value, lat_mean_ns=lat[load] * 1e6,
+                         lat_p99_ns=2 * lat[load] * 1e6, iodepth=load, run_id=1 if load <= 8 else 2)
+             for load in lat for r, value in enumerate(three(iops[load]))]
+    (curve,) = curves(summarize_points(found), "iodepth")
+    assert "its points ran in different runs; each interval leaves out what changed between them" in " ".join(
+        table_text(curve).split())
+    one_run = [replace(o, run_id=1) for o in found]
+    (curve,) = curves(summarize_points(one_run), "iodepth")
+    assert "different runs" not in table_text(curve)

@@ -1192,6 +1192,11 @@ def test_every_comparison_carries_its_design_and_the_confounded_ones_say_so() ->
     base, cand = parse_selector("target=a"), parse_selector("target=b")
     assert compare_observations(sides(), base, cand, {}, interleaved_runs=frozenset({1}))[0].design == "paired"
     assert compare_observations(sides(), base, cand, {})[0].design == "blocked"  # one run, sequential order
+    # a random order is not blocked: drift widens the interval but favours neither side (no ⚠)
+    (shuffled,) = compare_observations(sides(), base, cand, {}, shuffled_runs=frozenset({1}))
+    assert shuffled.design == "shuffled"
+    assert {(r["design"], r["design_confounds"]) for r in json_module.loads(comparison_json([shuffled]))} == {
+        ("shuffled", False)}
     before_after = [*[o for o in sides() if o.case.target.name == "a"],
                     *[replace(o, run_id=2) for o in sides() if o.case.target.name == "b"]]
     (two,) = compare_observations(before_after, base, cand, {})
@@ -1366,3 +1371,24 @@ def test_tail_percentiles_from_too_few_ios_say_so() -> None:
     for enough in (20_000, None):
         assert "few_ios_for_tail" not in codes(only(summarize_points(reps([1000.0, 1010.0, 990.0],
                                                                           total_ios=enough))))
+
+
+def test_a_change_to_zero_is_judged_in_its_unit_and_no_spread_says_it_cannot_judge() -> None:
+    """A blackout of 5, 3 and 7 s against none: the change interval over the baseline's mean as if exact had read
+    -100 % [-199.4, -0.6]. Repetitions all alike (1000, 1000, 1000 against 500, 500, 500) give no interval: said,
+    not a bare "~"."""
+    from storbench.stats.estimate import estimate, welch_difference
+
+    gone = welch_difference(estimate([5.0, 3.0, 7.0]), estimate([0.0, 0.0, 0.0]))
+    assert gone.change_pct == -100.0 and gone.change_ci_low_pct is None and gone.change_ci_high_pct is None
+    assert gone.ci_low is not None and gone.ci_high is not None and gone.ci_high < 0 and gone.significant
+    from storbench.report.compare_tables import change_text
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.selectors import parse_selector
+    from synthetic import observation
+
+    flat = [observation(case_id=t, target=t, repeat=r, iops=1000.0 if t == "a" else 500.0)
+            for t in "ab" for r in range(3)]
+    (c,) = compare_observations(flat, parse_selector("target=a"), parse_selector("target=b"), {})
+    text, _ = change_text(c, "iops")
+    assert text == "-50.0% ~ (no spread: cannot judge)", text

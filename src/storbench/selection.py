@@ -29,6 +29,7 @@ from storbench.stats.run_questions import (
     interval_levels,
     run_design_changes,
     sequential_plan,
+    shuffled_runs,
 )
 from storbench.stats.selectors import Question, parse_selector
 from storbench.stats.sequential import SequentialPlan
@@ -133,6 +134,11 @@ class Selection:
     def interleaved_runs(self) -> frozenset[int]:
         """Runs whose repetitions alternate between cases (order: interleaved): their cases pair up."""
         return interleaved_runs(self.runs)
+
+    @property
+    def shuffled_runs(self) -> frozenset[int]:
+        """Runs whose repetitions ran in random order (order: shuffled)."""
+        return shuffled_runs(self.runs)
 
 
 def parse_where(items: Sequence[str]) -> list[tuple[str, str]]:

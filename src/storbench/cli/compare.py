@@ -59,6 +59,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return compare_observations(selection.observations, baseline, candidate, selection.tags, selection.memory,
                                     attempts=attempts,
                                     force=args.force, interleaved_runs=selection.interleaved_runs,
+                                    shuffled_runs=selection.shuffled_runs,
                                     sequential_plans=selection.sequential_plans, bring_ups=selection.bring_ups,
                                     alpha=alpha, questions=questions, expectations=selection.expectations)
 
@@ -180,7 +181,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         check_sides(selection, baseline, candidate, args.db)
         comparisons = compare_observations(selection.observations, baseline, candidate, selection.tags,
                                            selection.memory, interleaved_runs=selection.interleaved_runs,
-                                           attempts=selection.attempts,
+                                           shuffled_runs=selection.shuffled_runs, attempts=selection.attempts,
                                            sequential_plans=selection.sequential_plans,
                                            bring_ups=selection.bring_ups, questions=selection.questions,
                                            expectations=selection.expectations)

@@ -53,9 +53,14 @@ def change_text(comparison: PointComparison, field: str) -> tuple[str, Verdict]:
         if d.ci_low is None or d.ci_high is None:
             return f"{d.diff:+.2f} {unit} from 0 {mark}", cell.verdict
         return f"{d.diff:+.2f} {unit} [{d.ci_low:+.2f}, {d.ci_high:+.2f}] from 0 {mark}", cell.verdict
+    if (d.change_ci_low_pct is None or d.change_ci_high_pct is None) and d.ci_low is not None \
+            and d.ci_high is not None:  # to 0 (a stall gone): judged in the metric's unit
+        unit = "pt" if cell.metric.unit == "%" else cell.metric.unit
+        return f"{d.change_pct:+.1f}% ({d.diff:+.2f} {unit} [{d.ci_low:+.2f}, {d.ci_high:+.2f}]) {mark}", cell.verdict
     if d.change_ci_low_pct is None or d.change_ci_high_pct is None:
         sides = [e for e in (cell.baseline, cell.candidate) if e is not None]
-        why = "n<2" if any(e.n < 2 for e in sides) else "no interval"  # else a steady-state window
+        why = ("n<2" if any(e.n < 2 for e in sides) else  # else every repetition alike, or a steady-state window
+               "no spread: cannot judge" if sides and all(e.stddev == 0 for e in sides) else "no interval")
         return f"{d.change_pct:+.1f}% {mark} ({why})", cell.verdict
     return f"{d.change_pct:+.1f}% [{d.change_ci_low_pct:+.1f}, {d.change_ci_high_pct:+.1f}] {mark}", cell.verdict
 

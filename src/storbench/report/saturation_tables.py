@@ -86,4 +86,10 @@ def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | 
             row.append("none shown to meet it" if best is None else _knee_text(best, curve.axis) + (
                 " (by its mean: no interval, not shown)" if unshown else ""))
         table.add_row(*map(plain_cell, row))
+    apart = [curve_label(c, lab_keys) for c in curve_list if len({p.point.run_ids for p in c.points}) > 1]
+    if apart:  # each point's interval is its own runs' spread: what changed between the runs is in no interval
+        table.caption = plain_cell("⚠ " + "; ".join(apart) + ": its points ran in different runs; each interval "
+                                   "leaves out what changed between them, so read the knee and a flat or capped "
+                                   "curve as about these runs, not the storage alone")
+        table.caption_justify = "left"
     return table

@@ -60,7 +60,8 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
                          bring_ups: Mapping[int, str] | None = None, alpha: float = 1 - CONFIDENCE,
                          questions: Mapping[int, Question] | None = None,
                          expectations: Mapping[tuple[int, str], Expectation] | None = None,
-                         attempts: Attempts | None = None) -> list[PointComparison]:
+                         attempts: Attempts | None = None,
+                         shuffled_runs: frozenset[int] = frozenset()) -> list[PointComparison]:
     """Match the two sides' points and compare every metric. Where the design pairs repetitions (both sides in
     one run whose order alternates them, ``interleaved_runs``, and not across a setting that needs a cluster per
     value) the change and its interval come from the per-pair ratios (``paired_differences``); else Welch.
@@ -83,7 +84,7 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
     compared = run_level(paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {}, alpha,
                                             attempts, unpaired), observations, 1 - alpha)
     designed = [replace(c, design=design_of(c, interleaved_runs, (c.baseline.case_id, c.candidate.case_id) in blocked,
-                                            bring_ups)) for c in compared]
+                                            bring_ups, shuffled_runs)) for c in compared]
     return stopping_rules(designed, observations, sequential_plans or {}, questions or {}, tags, attempts)
 
 

@@ -1,5 +1,5 @@
 """How the two sides of a comparison ran (`DESIGNS`: paired, interleaved, a fresh instance per round, one instance
-per side, blocked, two runs, paired by run, runs apart; `design_of`), what a design that confounds the setting
+per side, blocked, shuffled, two runs, paired by run, runs apart; `design_of`), what a design that confounds the setting
 means for its verdicts (`DESIGN_CAVEATS`, with the A/A rates bench/instance_design.py measured), and the note for
 two sides that differ in a setting that needs a cluster per value (`design_note`)."""
 
@@ -22,6 +22,8 @@ DESIGNS = {
     "one instance per side": "each side ran on one cluster instance: the setting is confounded with the instance",
     "blocked": "one run, all of one side before the other: the setting is confounded with time (drift reads as a "
                "change)",
+    "shuffled": "one run, its repetitions in random order: drift widens the interval but favours neither side "
+                "(unpaired Welch intervals)",
     "two runs": "separate runs (before/after): the change is confounded with everything else that changed between "
                 "them (time, the host's state, the instance where it differs)",
     "paired by run": "both sides in each of several runs: each run's two means are one pair (what differs from run "
@@ -52,7 +54,7 @@ DESIGN_CAVEATS = {
 
 
 def design_of(comparison: PointComparison, interleaved_runs: frozenset[int], blocked: bool,
-              bring_ups: Mapping[int, str]) -> str:
+              bring_ups: Mapping[int, str], shuffled_runs: frozenset[int] = frozenset()) -> str:
     """The design of one comparison (a key of DESIGNS)."""
     runs = {*comparison.baseline.run_ids, *comparison.candidate.run_ids}
     if comparison.per_run:  # each run's mean one sample (`stats.compare_runs`): paired where the sides share runs
@@ -66,7 +68,7 @@ def design_of(comparison: PointComparison, interleaved_runs: frozenset[int], blo
         fresh = bring_ups.get(run, "once") == "each_repetition"
         return "fresh instance per round" if fresh else "one instance per side"
     if run not in interleaved_runs:
-        return "blocked"
+        return "shuffled" if run in shuffled_runs else "blocked"
     paired = any(cell.difference is not None and cell.difference.method in ("paired", "sequential")
                  for cell in comparison.cells)
     return "paired" if paired else "interleaved"

@@ -172,7 +172,9 @@ def welch_difference(baseline: Estimate, candidate: Estimate, confidence: float 
     if base > 0 and candidate.mean > 0:
         ratio_low, ratio_high = ratio_interval(baseline, candidate, confidence)
         return Difference(diff, low, high, pct, 100.0 * (ratio_low - 1), 100.0 * (ratio_high - 1))
-    return Difference(diff, low, high, pct, 100.0 * low / base, 100.0 * high / base)
+    # a candidate of 0 (no stall any more): the change in the figure's own unit, with its interval; over the
+    # baseline's mean, as if that were exact, it would reach below -100 %
+    return Difference(diff, low, high, pct, None, None)
 
 
 def ratio_interval(baseline: Estimate, candidate: Estimate, confidence: float) -> tuple[float, float]:

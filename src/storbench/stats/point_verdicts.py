@@ -157,7 +157,7 @@ def _cap_refuted(points: Sequence[PointSummary], i: int, axis: Axis) -> Bottlene
         there = other.metric("iops")
         if other is point or there is None or loads_apart(other) != family or streams(other) <= streams(point):
             continue
-        change = judge_change(here, there)
+        change = judge_change(here, there, round_pairs(here, there))  # paired where the two alternated
         if change.trend is Trend.RISING:
             return BottleneckVerdict(Bottleneck.UNDER_DRIVEN, (
                 f"IOPS flat along {axis} ({_loads_text(point)}), yet {_loads_text(other)} gave {change.text()}: the "

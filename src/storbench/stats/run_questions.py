@@ -71,6 +71,11 @@ def interleaved_runs(runs: Sequence[RunInfo]) -> frozenset[int]:
     return frozenset(r.run_id for r in runs if r.run_order == "interleaved")
 
 
+def shuffled_runs(runs: Sequence[RunInfo]) -> frozenset[int]:
+    """Runs whose repetitions ran in random order (order: shuffled): not blocked, not paired."""
+    return frozenset(r.run_id for r in runs if r.run_order == "shuffled")
+
+
 def expectations(runs: Sequence[RunInfo]) -> dict[tuple[int, str], Expectation]:
     """(run, target name) -> what the target was declared as (`expect:` in the run's stored design)."""
     return {(run.run_id, e.target): Expectation(iops=e.iops, bw_bytes_per_s=e.bw_bytes_per_s)
