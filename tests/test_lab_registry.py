@@ -388,6 +388,7 @@ def test_a_kept_hosts_lab_with_shaped_links_is_unshaped_for_a_plan_without_a_lin
     from storbench.lab import hosts
 
     calls: list[tuple[object, object]] = []
+    settled: list[bool] = []
 
     class FakeLab:
         shaped = True
@@ -399,6 +400,10 @@ def test_a_kept_hosts_lab_with_shaped_links_is_unshaped_for_a_plan_without_a_lin
 
         def link_shaped(self) -> bool:
             return FakeLab.shaped
+
+        def settle(self) -> bool:  # a kept lab with a host cut or slowed is made whole before the run uses it
+            settled.append(True)
+            return False
 
         def set_link(self, rate: object, delay: object) -> bool:
             calls.append((rate, delay))
@@ -415,6 +420,7 @@ def test_a_kept_hosts_lab_with_shaped_links_is_unshaped_for_a_plan_without_a_lin
     run_lab.up()
     run_lab.up()
     assert calls == [(None, None)]  # lifted once; then nothing to lift
+    assert settled == [True, True]
     shaped = hosts.KIND.for_run(load_plan_text(text + "lab: {hosts: {count: 2, link: 1Gbit}}\n", "p.yaml"), caps)
     FakeLab.shaped = True
     assert shaped is not None

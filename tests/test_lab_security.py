@@ -305,3 +305,51 @@ def test_a_lab_directory_path_with_characters_daemons_configuration_cannot_hold_
             ensure_lab_dir(tmp_path / name / "lab")
         assert not (tmp_path / name).exists()
     assert ensure_lab_dir(tmp_path / "fine-1.2_x+y").is_dir()
+
+
+def test_a_lab_in_use_by_one_storbench_is_refused_to_another(tmp_path: Path) -> None:
+    """Two runs (or a run and `storbench lab ... down`) on one lab directory had torn each other's lab down: the
+    lab is claimed from its up to the end of its down, and another process is refused in one line."""
+    import subprocess
+    import sys
+
+    from storbench.lab.lab_claim import hold_lab, release_lab
+
+    root = tmp_path / "lab"
+    other = [sys.executable, "-c", "import sys\nfrom pathlib import Path\n"
+             "from storbench.lab.lab_claim import hold_lab\nfrom storbench.errors import UserError\n"
+             "try:\n    hold_lab(Path(sys.argv[1]))\nexcept UserError as e:\n"
+             "    print(e.message); sys.exit(2)\n", str(root)]
+    hold_lab(root)
+    hold_lab(root)  # this process's own claim again: nothing to do
+    try:
+        refused = subprocess.run(other, capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 2 and f"the lab at {root} is in use by another storbench" in refused.stdout
+    finally:
+        release_lab(root)
+    assert subprocess.run(other, capture_output=True, text=True, timeout=60).returncode == 0  # given up: free
+
+
+def test_a_lab_is_claimed_by_its_up_and_given_up_by_its_down(tmp_path: Path) -> None:
+    from storbench.lab import lab_claim as labdir
+
+    class Lab:
+        def __init__(self, root: Path) -> None:
+            self.root = root
+
+        @labdir.claims_lab
+        def up(self, stale: bool) -> None:
+            if stale:
+                self.down()  # a stale lab torn down inside up: the claim is kept for what up makes next
+            assert labdir._absolute(self.root) in labdir._HELD
+
+        @labdir.frees_lab
+        def down(self) -> None:
+            assert labdir._absolute(self.root) in labdir._HELD
+
+    lab = Lab(tmp_path / "lab")
+    lab.up(stale=True)
+    assert labdir._absolute(lab.root) in labdir._HELD
+    lab.down()
+    assert labdir._absolute(lab.root) not in labdir._HELD
+    assert not (tmp_path / ".lab.lock").exists()  # given up with its down: nothing left beside the lab

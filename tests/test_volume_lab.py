@@ -67,6 +67,20 @@ def test_the_bucket_keeps_no_credit_while_idle_and_takes_new_caps() -> None:
     assert Bucket().admit(1.0, 1 << 20) == 1.0  # no caps: never waits
 
 
+def test_a_restored_cap_applies_to_the_ios_already_waiting() -> None:
+    """64 I/Os queued behind a throttle of 1 IOPS had kept their starts (the last 64 s away) after the restore: the
+    recovery read as 64 s late while the fault's record said the restore was on time. New caps start the spacing
+    over; the serving loop admits the waiting I/Os again."""
+    bucket = Bucket(iops=1)
+    starts = [bucket.admit(0.0, 4096) for _ in range(64)]
+    assert starts[-1] == pytest.approx(63.0)
+    assert bucket.set_rates(3000, None) is True
+    again = [bucket.admit(1.0, 4096) for _ in range(63)]  # the 63 still waiting, admitted again at the restore
+    assert again[0] == 1.0 and again[-1] == pytest.approx(1.0 + 62 / 3000)
+    assert bucket.set_rates(3000, None) is False  # the same caps: the spacing goes on (no extra I/O let through)
+    assert bucket.admit(1.0, 4096) == pytest.approx(1.0 + 63 / 3000)
+
+
 def test_rates_and_caps_in_words() -> None:
     spec = VolumeSpec(size_bytes=1 << 30, iops=3000, bw_bytes_per_s=100 << 20)
     assert read_rates(rates_json(spec)) == (3000.0, float(100 << 20))

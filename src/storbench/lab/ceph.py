@@ -21,6 +21,7 @@ from storbench.lab import cpu_quota, devices
 from storbench.lab.ceph_conf import LOOPBACK, SIDE_BY_SIDE_MAX, CephLabSpec, render_ceph_conf
 from storbench.lab.ceph_daemons import READY_TIMEOUT_S, CephLabInfo, rgw_endpoint
 from storbench.lab.ceph_faults import CephFaults
+from storbench.lab.lab_claim import claims_lab, frees_lab
 from storbench.lab.labdir import default_lab_dir, every_step
 from storbench.shell import run
 
@@ -58,6 +59,7 @@ class CephLab(CephFaults):
                 + (f"; S3 (radosgw) at {rgw_endpoint(info)}" if info.spec.rgw else ""))
 
     # ---- lifecycle --------------------------------------------------------------------------------------
+    @claims_lab
     def up(self, spec: CephLabSpec, address: str = LOOPBACK) -> CephLabInfo:
         """Bring the cluster up with its daemons on ``address`` (reused when one like it is running)."""
         current = self.info()
@@ -102,6 +104,7 @@ class CephLab(CephFaults):
                                           "osd_config": spec.osd_config}))
         return info
 
+    @frees_lab
     def down(self) -> None:
         """Unmount, kill the daemons this lab recorded, remove the directory. Safe when nothing is up."""
         if not self.dir.exists():

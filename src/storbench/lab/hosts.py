@@ -44,6 +44,7 @@ from storbench.lab.hosts_conf import (
     network_batch,
     server_command,
 )
+from storbench.lab.lab_claim import claims_lab, frees_lab, holds_lab
 from storbench.lab.labdir import (
     LabRoot,
     default_lab_dir,
@@ -132,6 +133,7 @@ class HostsLab(LabRoot):
             f"{info.count} fio servers in network namespaces {NAMESPACE_PREFIX}1..{info.count}, "
             f"{info.servers[0]} .. {info.servers[-1]}"))
 
+    @claims_lab
     def up(self, count: int, fio_binary: str) -> HostsLabInfo:
         if self.running(count):
             info = self.info()
@@ -259,6 +261,7 @@ class HostsLab(LabRoot):
             raise UserError(f"hosts lab: {len(waiting)} fio servers did not answer (first: {waiting[0].server})",
                             hint=" ".join(log.split()) or f"see {self.root / 'log'}")
 
+    @frees_lab
     def down(self) -> None:
         """Kill every server, delete the namespaces (their veths go with them), the bridge, the firewall tables and
         the directory."""
@@ -378,6 +381,7 @@ class HostsKind(LabKindBase):
 
         def up() -> HostsLabInfo:
             info = lab.up(lab_hosts.count, servers_fio(loaded, caps))
+            lab.settle()  # a kept lab left with a host cut or slowed (a run killed during its fault): whole again
             if lab_hosts.link is None and lab_hosts.link_delay is None and lab.link_shaped():  # a kept lab shaped
                 lab.set_link(None, None)
             return info
@@ -400,8 +404,10 @@ class HostsKind(LabKindBase):
         """After a repetition with faults: every client host's link up and at the lab's shaping, should a restore
         have failed (the next repetition would meet a client cut off, or one left at the fault's rate); None when
         they already were."""
-        started = time.time()
-        return LabHealed("hosts", time.time() - started) if HostsLab().settle() else None
+        lab, started = HostsLab(), time.time()
+        if not holds_lab(lab.root):  # not this run's (its plan has no lab.hosts): someone's kept lab, left alone
+            return None
+        return LabHealed("hosts", time.time() - started) if lab.settle() else None
 
 
 KIND = HostsKind()

@@ -75,6 +75,7 @@ from storbench.lab.k8s_host import (
 )
 from storbench.lab.k8s_images import pause_image
 from storbench.lab.k8s_registry import pull_everywhere, serve_fio_image
+from storbench.lab.lab_claim import claims_lab, frees_lab
 from storbench.lab.labdir import (
     LabRoot,
     default_lab_dir,
@@ -147,6 +148,7 @@ class K8sLab(LabRoot):
     # -----------------------------------------------------------------------------------------------------------
     # up
 
+    @claims_lab
     def up(self, fio_binary: str, *, nodes: int = 1, block_volumes: int = 3,
            block_size_bytes: int = 512 * 1024**2, csi: bool = False) -> K8sLabInfo:
         current = self.info()
@@ -364,6 +366,7 @@ class K8sLab(LabRoot):
                 if (spec := item.get("spec", {})).get("storageClassName") == STORAGE_CLASS
                 and isinstance(path := (spec.get("hostPath") or {}).get("path"), str)]
 
+    @frees_lab
     def down(self) -> None:
         if not self.dir.exists():
             return

@@ -28,6 +28,7 @@ from storbench.events import LabHealed, LabUp, RunEvent
 from storbench.faults import FaultOffer, FaultStep, find_offer
 from storbench.lab.base import LabCommand, LabGroup, LabKindBase, Say, SessionLabs, SoftwareProbe, status_line
 from storbench.lab.hosts_conf import BRIDGE, is_down, link_flags
+from storbench.lab.lab_claim import claims_lab, frees_lab
 from storbench.lab.labdir import (
     LabRoot,
     default_lab_dir,
@@ -107,6 +108,7 @@ class NfsLab(LabRoot):
     def status(self) -> str:
         return status_line("nfs", self.root, self.info(), self.running, _described)
 
+    @claims_lab
     def up(self, spec: NfsLabSpec | None = None) -> NfsLabInfo:
         spec = spec or NfsLabSpec()
         current = self.info()
@@ -224,6 +226,7 @@ class NfsLab(LabRoot):
                         ["ip", "link", "set", BRIDGE_SERVER_VETH, "up"]):
             run(["ip", "netns", "exec", NAMESPACE, *command])
 
+    @frees_lab
     def down(self) -> None:
         """Kill the daemons, remove the namespace and the veth pair, delete the lab directory."""
         if self.dir.exists():

@@ -42,9 +42,15 @@ class Bucket:
     _next_io_s: float = field(default=float("-inf"), repr=False)
     _next_byte_s: float = field(default=float("-inf"), repr=False)
 
-    def set_rates(self, iops: float | None, bw_bytes_per_s: float | None) -> None:
-        """New caps from the next I/O on (an I/O already admitted keeps its start)."""
+    def set_rates(self, iops: float | None, bw_bytes_per_s: float | None) -> bool:
+        """New caps; True when they differ from the old. Then the spacing starts over at the new caps: the I/Os
+        waiting for a start the old caps gave are admitted again (`serve` wakes them), so a throttle's restore
+        acts at once, not depth / old cap seconds later (64 s for 64 I/Os queued behind a cap of 1)."""
+        if (iops, bw_bytes_per_s) == (self.iops, self.bw_bytes_per_s):
+            return False
         self.iops, self.bw_bytes_per_s = iops, bw_bytes_per_s
+        self._next_io_s = self._next_byte_s = float("-inf")
+        return True
 
     def admit(self, now_s: float, size_bytes: int) -> float:
         """The start time of an I/O of ``size_bytes`` that arrives at ``now_s``; the bucket is charged for it."""
@@ -139,14 +145,30 @@ def serve(backing: str, mount: str, rates: str) -> None:
     if not control.frozen:
         thawed.set()
 
-    async def start_at(due_s: float) -> None:
+    waiting: set[trio.CancelScope] = set()  # I/Os waiting for their start: woken when the caps change or it freezes
+
+    async def start_at(due_s: float) -> bool:
+        """Wait until ``due_s``; False when the caps changed (or the volume froze) first: admit it again."""
         if due_s <= time.monotonic():
-            return
+            return True
         timer = timer_at(libc, due_s)
         try:
-            await trio.lowlevel.wait_readable(timer)
+            with trio.CancelScope() as scope:
+                waiting.add(scope)
+                try:
+                    await trio.lowlevel.wait_readable(timer)
+                finally:
+                    waiting.discard(scope)
+            return not scope.cancelled_caught
         finally:
             os.close(timer)
+
+    async def paced(size_bytes: int) -> None:
+        """Until this I/O may start: the volume thawed, and its turn at the caps in force."""
+        while True:
+            await thawed.wait()
+            if await start_at(bucket.admit(time.monotonic(), size_bytes)):
+                return
 
     files = _Open(os.open(control.backing or backing, os.O_RDWR), control.backing or backing)
     size = os.fstat(files.fd).st_size
@@ -190,13 +212,11 @@ def serve(backing: str, mount: str, rates: str) -> None:
             return pyfuse3.FileInfo(fh=inode, direct_io=True, keep_cache=False)  # no page cache above the pacer
 
         async def read(self, fh: int, off: int, size_bytes: int) -> bytes:
-            await thawed.wait()
-            await start_at(bucket.admit(time.monotonic(), size_bytes))
+            await paced(size_bytes)
             return os.pread(files.fd, size_bytes, off)
 
         async def write(self, fh: int, off: int, buf: bytes) -> int:
-            await thawed.wait()
-            await start_at(bucket.admit(time.monotonic(), len(buf)))
+            await paced(len(buf))
             return os.pwrite(files.fd, buf, off)
 
         async def fsync(self, fh: int, datasync: bool) -> None:
@@ -212,7 +232,9 @@ def serve(backing: str, mount: str, rates: str) -> None:
 
     def apply(new: Control) -> None:
         nonlocal thawed
-        bucket.set_rates(new.iops, new.bw_bytes_per_s)
+        if bucket.set_rates(new.iops, new.bw_bytes_per_s) or new.frozen:  # waiting I/Os take the new caps, or wait
+            for scope in list(waiting):  # for the thaw
+                scope.cancel()
         if new.backing and new.backing != files.path:
             old = files.fd
             files.fd, files.path = os.open(new.backing, os.O_RDWR), new.backing

@@ -33,6 +33,7 @@ from storbench.errors import UserError
 from storbench.events import LabHealed, LabLeftAlone, LabUp, RunEvent
 from storbench.faults import FaultOffer, FaultStep, find_offer, level_of
 from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
+from storbench.lab.lab_claim import claims_lab, frees_lab
 from storbench.lab.labdir import (
     LabRoot,
     default_lab_dir,
@@ -122,6 +123,7 @@ class VolumeLab(LabRoot):
         return (f"volume lab: up, {info.device} ({format_bytes(info.spec.size_bytes)}): "
                 f"{caps_text(info.spec, info.device)}")
 
+    @claims_lab
     def up(self, spec: VolumeSpec) -> tuple[VolumeInfo, str]:
         """The lab with ``spec`` (kept if it is up already on its own device), and the line ``down`` said about
         a recorded device it left alone ("" if none)."""
@@ -237,6 +239,7 @@ class VolumeLab(LabRoot):
             raise UserError("volume lab: no copy kept to serve", hint="keep a copy at the fault first")
         self._control(backing=str(kept))
 
+    @frees_lab
     def down(self) -> str:
         """Detach the loop devices reading the lab's own file (also of a half-made lab), stop the pacer (it
         unmounts; a mount it left is unmounted lazily), clear the throttle rules of a lab from before the pacer,
