@@ -602,3 +602,27 @@ def test_lose_writes_counts_the_volumes_copies_on_the_lab_disk() -> None:
         [demand] = [d for d in lab_disk_demands(loaded.config, expand(loaded)) if d.resource.startswith("disk")]
         [need] = [n for n in demand.needs if n.key == ("lab", "volume", "size")]
         assert need.amount == copies << 30, need
+
+
+@pytest.mark.parametrize(("lab", "fault", "says"), [
+    ("hosts: {count: 2}", "{at: 5s, do: cut, on: client.9, restore_after: 2s}",
+     "the plan's hosts lab has client.1 to client.2"),
+    ("hosts: {count: 2}", "{at: 5s, do: cut, on: client.0, restore_after: 2s}",
+     "the plan's hosts lab has client.1 to client.2"),
+])
+def test_a_fault_on_a_target_the_plans_lab_does_not_have_is_refused_by_plan(lab: str, fault: str,
+                                                                              says: str) -> None:
+    """`client\\.[0-9]{1,4}` took client.9 on a two-host lab: every repetition was stored "with faults" where none
+    happened, said only at run time."""
+    from storbench.config import load_plan_text
+    from storbench.errors import UserError
+    from storbench.lab.registry import check_faults
+    from storbench.plan import expand
+
+    text = (f"name: f\ntargets:\n  t: {{kind: path, path: /tmp/f, size: 1MiB}}\nworkload: {{rw: randwrite, "
+            f"runtime: 20s}}\nlab: {{{lab}}}\nfaults: [{fault}]\n")
+    loaded = load_plan_text(text, "p.yaml")
+    with pytest.raises(UserError, match=says):
+        check_faults(loaded, expand(loaded))
+    fine = load_plan_text(text.replace("client.9", "client.2").replace("client.0", "client.1"), "p.yaml")
+    check_faults(fine, expand(fine))

@@ -181,6 +181,8 @@ class LabKind(Protocol):
 
     def watch(self, case: Case, running: Mapping[LabPoint, object]) -> StateWatch | None: ...
 
+    def fault_targets(self, loaded: LoadedPlan) -> dict[str, range]: ...
+
 
 class StateWatch(Protocol):
     """What a lab kind watches of its own state through a repetition with faults and its settling (a Ceph
@@ -235,6 +237,11 @@ class LabKindBase:
     def watch(self, case: Case, running: Mapping[LabPoint, object]) -> StateWatch | None:
         """What of the lab ``case`` runs on to watch through a repetition with faults; None: nothing."""
         return None
+
+    def fault_targets(self, loaded: LoadedPlan) -> dict[str, range]:
+        """The numbers this plan's lab has of each numbered fault target ("client" -> 1..count): a fault on
+        another is refused by `plan`; a kind not here is not checked."""
+        return {}
 
 
 def lab_dir_help(name: str) -> str:

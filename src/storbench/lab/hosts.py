@@ -373,6 +373,10 @@ class HostsKind(LabKindBase):
         HostsLab().set_host_link(index, up=restore)
         return f"hosts lab: {step.target}'s link {'up again' if restore else 'down'}"
 
+    def fault_targets(self, loaded: LoadedPlan) -> dict[str, range]:
+        hosts = loaded.config.lab.hosts if loaded.config.lab else None
+        return {"client": range(1, hosts.count + 1)} if hosts is not None else {}
+
     def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[HostsLabInfo] | None:
         lab_hosts = loaded.config.lab.hosts if loaded.config.lab else None
         if lab_hosts is None:

@@ -80,6 +80,10 @@ class K8sKind(LabKindBase):
                    "once it is NotReady, their volumes detached at once"),
     )
 
+    def fault_targets(self, loaded: LoadedPlan) -> dict[str, range]:
+        k8s = loaded.config.lab.k8s if loaded.config.lab else None
+        return {"node": range(1, k8s.nodes + 1), "client": range(1, max(loaded.config.clients) + 1)} if k8s else {}
+
     def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[K8sLabInfo] | None:
         lab_config = loaded.config.lab.k8s if loaded.config.lab else None
         if lab_config is None:

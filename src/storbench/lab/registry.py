@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
-from storbench.faults import FaultOffer, fault_problems
+from storbench.faults import FaultOffer, fault_problems, find_offer
 from storbench.lab import COMMAND_ORDER, ceph_kind, hosts, k8s_kind, nfs, volume
 from storbench.lab.base import LabKind
 from storbench.shell import run
@@ -70,7 +70,15 @@ def check_faults(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
             raise UserError(f"faults cannot be combined with {name}: its rounds choose what to measure from the "
                             "figures a fault would change", where=where, hint="use a fixed repeat, or drop faults")
     measured_s = min(case.workload.runtime_s for case in cases)
-    problems = fault_problems(fault_steps(config.faults), measured_s, plan_fault_offers(loaded))
+    steps = fault_steps(config.faults)
+    problems = fault_problems(steps, measured_s, plan_fault_offers(loaded))
+    for number, step in enumerate(steps):  # a numbered target the plan's lab does not have (client.9 of 2 hosts)
+        for kind in KINDS.values():
+            name, _, index = step.target.partition(".")
+            have = kind.fault_targets(loaded).get(name) if find_offer(step, kind.faults) else None
+            if have is not None and index.isdigit() and int(index) not in have:
+                problems.append(f"faults[{number}] ({step.action} {step.target} at {step.at_s:g}s): the plan's "
+                                f"{kind.name} lab has {name}.{have.start} to {name}.{have.stop - 1}; name one of them")
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         problem, _, hint = problems[0].partition("; ")
