@@ -398,3 +398,27 @@ def test_the_rules_answer_in_words_says_what_happened() -> None:
     assert early.text() == ("undecided after 6 of at most 10 rounds (no pairs): the run ended before max (a --budget, "
                             "or interrupted; --resume goes on)")
     assert "stopped when decided" not in at_max.text() + early.text()
+
+
+def test_a_run_stopped_before_its_first_look_shows_one_interval_not_two() -> None:
+    """Stopped (Ctrl-C, --budget) after 2 rounds of `min: 5`: no look was made. The rule's answer had a plain 95 %
+    interval while the table's cell, on the same pairs, had the first look's wider one; both are the first look's."""
+    from storbench.stats.sequential import paired_change
+
+    plan = SequentialPlan(min_rounds=5, max_rounds=12, margin=0.1)
+    seen = _with_latency(_rounds(0.9, 3))
+    question = Question(BASELINE, CANDIDATE, ("iops",))
+    [c] = compare_observations(seen, BASELINE, CANDIDATE, {}, interleaved_runs=frozenset({1}),
+                               sequential_plans={1: plan}, questions={1: question})
+    cell = c.cell("iops")
+    assert cell is not None and cell.answer is not None and cell.answer.change is not None
+    assert cell.answer.decision == Decision.UNDECIDED
+    def side(size: int) -> list[float]:
+        return [o.measurement.iops for o in sorted(seen, key=lambda o: o.rep_index)
+                if o.measurement is not None and o.case.lab.ceph is not None and o.case.lab.ceph.pool_size == size]
+
+    a, b = side(2), side(3)
+    plain = paired_change(a, b)
+    assert plain is not None and cell.answer.change.high - cell.answer.change.low > plain.high - plain.low
+    assert cell.difference is not None and cell.difference.change_ci_low_pct == pytest.approx(
+        100 * cell.answer.change.low, rel=1e-6)

@@ -207,6 +207,10 @@ def rule_answer(observations: Sequence[Observation], baseline: PointSummary, can
     looks = looks_made(observations, run_id, baseline.case_id, candidate.case_id, attempts)
     verdict = decide([first[i] for i in common], [second[i] for i in common], plan, looks)
     decision, change = verdict.decision, verdict.change
+    if looks < plan.min_rounds and len(common) >= 2:  # stopped before its first look: no look's interval exists;
+        # the first look's level, as the table's cell gives it (`_look_alpha`), not a plain 95 % one beside it
+        change = paired_change([first[i] for i in common], [second[i] for i in common],
+                               1 - plan.look_alpha(plan.min_rounds))
     if not forward:
         decision = {Decision.HIGHER: Decision.LOWER, Decision.LOWER: Decision.HIGHER}.get(decision, decision)
         change = _inverse(change) if change is not None else None
