@@ -626,3 +626,20 @@ def test_a_fault_on_a_target_the_plans_lab_does_not_have_is_refused_by_plan(lab:
         check_faults(loaded, expand(loaded))
     fine = load_plan_text(text.replace("client.9", "client.2").replace("client.0", "client.1"), "p.yaml")
     check_faults(fine, expand(fine))
+
+
+def test_a_startdelay_is_counted_before_the_faults_and_one_drawn_at_random_is_refused() -> None:
+    from storbench.config import load_plan_text
+    from storbench.errors import UserError
+    from storbench.lab.registry import check_faults
+    from storbench.plan import expand
+
+    text = ("name: f\ntargets:\n  t: {kind: path, path: /tmp/f, size: 1MiB}\nworkload: {rw: randwrite, runtime: 20s, "
+            "fio: {startdelay: DELAY}}\nlab: {hosts: {count: 2}}\nfaults: [{at: 5s, do: cut, on: client.1, "
+            "restore_after: 2s}]\nclients: 2\n")
+    loaded = load_plan_text(text.replace("DELAY", "10-30s"), "p.yaml")
+    with pytest.raises(UserError, match="startdelay draws the jobs' start between 10s and 30s"):
+        check_faults(loaded, expand(loaded))
+    fixed = load_plan_text(text.replace("DELAY", "15s"), "p.yaml")
+    check_faults(fixed, expand(fixed))
+    assert {c.workload.start_delay_s for c in expand(fixed)} == {(15.0, 15.0)}  # the faults wait for it

@@ -72,7 +72,6 @@ from storbench.shell import interrupts_held
 from storbench.store import Store
 from storbench.targets.base import CheckPlace, PreparedTarget
 from storbench.telemetry.recorder import TelemetryRecorder
-from storbench.units import parse_duration_s
 
 # Slowest layout speed the watchdog allows for before calling fio hung.
 WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
@@ -95,12 +94,7 @@ def fio_limit_s(case: Case) -> float:
         return w.runtime_s
     sections = (3 if w.rw == "metadata" else 1 if w.rw in ("create", "put") else  # create, stat, delete in turn
                 2 if is_metadata(w.rw) or is_object(w.rw) else 1)  # a fill first (files, objects), then the measured
-    delays = [v for k, v in w.fio_options if k == "startdelay"]
-    try:
-        delay_s = max((parse_duration_s(part) for part in delays[-1].split("-")), default=0.0) if delays else 0.0
-    except ValueError:
-        delay_s = 0.0
-    return sections * w.runtime_s + w.ramp_s + delay_s + FIO_STARTUP_S
+    return sections * w.runtime_s + w.ramp_s + w.start_delay_s[1] + FIO_STARTUP_S
 
 
 def watchdog_seconds(case: Case, grace_s: float) -> float:
@@ -319,7 +313,8 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                     # later) is undone before the writer waits for its writes in flight, which it would stall
                     with (checking or nullcontext(),
                           FaultDriver(session.faults_for(case, run.faults),
-                                      executor.start_delay_s(case) + case.workload.ramp_s,
+                                      executor.start_delay_s(case) + case.workload.start_delay_s[0]
+                                      + case.workload.ramp_s,
                                       partial(_fault, session, case)) as faults):
                         outcome = redact_outcome(executor.run_case(case, job_texts, item.rep_index, timeout_s, fio),
                                                  env_secrets(fio.env))

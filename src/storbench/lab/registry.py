@@ -72,6 +72,11 @@ def check_faults(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
     measured_s = min(case.workload.runtime_s for case in cases)
     steps = fault_steps(config.faults)
     problems = fault_problems(steps, measured_s, plan_fault_offers(loaded))
+    drawn = next((c.workload for c in cases if len(set(c.workload.start_delay_s)) > 1), None)
+    if drawn is not None:  # faults are timed from the start of the measured section, which fio draws at random
+        low, high = drawn.start_delay_s
+        problems.append(f"workload.fio.startdelay draws the jobs' start between {low:g}s and {high:g}s, so a fault "
+                        "could not be timed into the measured section; give one startdelay, or none")
     for number, step in enumerate(steps):  # a numbered target the plan's lab does not have (client.9 of 2 hosts)
         for kind in KINDS.values():
             name, _, index = step.target.partition(".")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from storbench.model.lab_point import NO_LAB, LabPoint, setting_text
 from storbench.model.operations import Status, is_object
 from storbench.model.target import TargetSpec
-from storbench.units import format_block_size, format_duration
+from storbench.units import format_block_size, format_duration, parse_duration_s
 
 __all__ = [
     "OPTIONAL_WORKLOAD_FIELDS", "Case", "Precondition", "PreconditionRecord", "ScheduledRepetition", "WorkloadPoint",
@@ -38,6 +38,17 @@ class WorkloadPoint:
     # fio logs the I/O window by window (ms; a plan with faults: the blackout, dip and recovery are read from them);
     # None: no logs
     timeline_window_ms: int | None = None
+
+    @property
+    def start_delay_s(self) -> tuple[float, float]:
+        """fio's `startdelay` as the plan passes it through: (least, most) seconds before the jobs start (a range
+        `10-30s` draws one in between); (0, 0) without one or one that does not read."""
+        given = [value for key, value in self.fio_options if key == "startdelay"]
+        try:
+            parts = [parse_duration_s(part) for part in given[-1].split("-")] if given else [0.0]
+        except ValueError:
+            return 0.0, 0.0
+        return min(parts), max(parts)
 
 
 # Fields of WorkloadPoint a case id leaves out while they are None (added after ids were pinned).
