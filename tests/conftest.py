@@ -64,6 +64,28 @@ def _no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
 
 
+ALONE = ("fio", "ceph", "nfs", "k8s", "serial")  # scripts/test.sh runs these one at a time, the rest on every core
+
+
+@pytest.fixture(autouse=True)
+def _fio_only_where_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test not marked to run alone runs beside others on every core: real fio there would measure (and be seen
+    by) the others, as a k8s test's "no fio left running" once saw one. It fails at the fio it starts instead."""
+    if any(request.node.get_closest_marker(name) for name in ALONE):
+        return
+    from storbench.execute import hosts, local, supervisor
+
+    def refuse_fio(command: object, **kwargs: object) -> object:
+        argv = list(command)  # type: ignore[call-overload]
+        if argv and Path(str(argv[0])).name.startswith("fio"):
+            raise AssertionError(f"{request.node.nodeid} runs fio ({' '.join(map(str, argv[:2]))} ...): mark it "
+                                 "@pytest.mark.fio (it then runs alone)")
+        return supervisor.supervise(argv, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(local, "supervise", refuse_fio)
+    monkeypatch.setattr(hosts, "supervise", refuse_fio)
+
+
 _DATABASES = itertools.count(1)
 
 

@@ -105,6 +105,7 @@ def test_every_migration_a_postgresql_store_may_need_is_sql_it_runs() -> None:
 
 
 @pytest.mark.postgres
+@pytest.mark.fio  # its run is real fio: alone, not beside the others
 def test_an_older_postgresql_store_is_read_only_when_older_and_migrated_when_written(
         postgres_db: str, postgres_server_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A store left at schema 13 (before runs recorded their labs' software): reading refuses it untouched, the next
