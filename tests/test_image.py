@@ -89,7 +89,7 @@ def _free_port() -> int:
 
 needs_registry = pytest.mark.skipif(
     not all(shutil.which(t) for t in ("skopeo", "docker-registry", "htpasswd", "busybox")),
-    reason="needs skopeo, docker-registry, apache2-utils and busybox (scripts/setup.sh --labs --k8s)")
+    reason="needs skopeo, docker-registry, apache2-utils and busybox (scripts/setup.sh --labs)")
 
 
 @needs_registry

@@ -52,6 +52,7 @@ def test_job_files_match_golden() -> None:
     if os.environ.get("STORBENCH_UPDATE_GOLDEN"):
         for name, text in rendered.items():
             (GOLDEN / name).write_text(text)
+        pytest.fail("golden files rewritten: review the diff, then run again without STORBENCH_UPDATE_GOLDEN")
     for name, text in rendered.items():
         assert (GOLDEN / name).read_text() == text, f"{name} differs from its golden file"
     assert sorted(p.name for p in GOLDEN.glob("*.fio")) == sorted(rendered)

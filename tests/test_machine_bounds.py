@@ -240,7 +240,10 @@ def test_schema_numbers_are_bounded(extra: str, key: str, says: str) -> None:
 
 
 def test_fio_sizes_just_below_two_to_the_63_pass() -> None:
-    load_plan_text(BASE + "  fio: {io_size: 8191p, rate: '1.5k,7.99999p', bssplit: '4k/50:8191p/50'}\n", "p.yaml")
+    loaded = load_plan_text(BASE + "  fio: {io_size: 8191p, rate: '1.5k,7.99999p', bssplit: '4k/50:8191p/50'}\n",
+                            "p.yaml")
+    assert dict(loaded.config.workload.fio) == {"io_size": "8191p", "rate": "1.5k,7.99999p",
+                                                "bssplit": "4k/50:8191p/50"}  # taken as written, not clamped
 
 
 def test_expected_iops_must_be_finite() -> None:
