@@ -135,9 +135,10 @@ def test_a_fio_build_that_fails_or_needs_root_is_one_line(tmp_path: Path, capsys
     code, _, err = run_cli(capsys, "setup", "--labs", "--system-only")
     assert code == 2 and "needs root" in err and "sudo storbench setup --labs" in err and "Traceback" not in err, err
     with pytest.raises(UserError, match=r"building fio: make failed: .*No rule to make target"):
-        machine_setup._step(["make", "no-such-target"], tmp_path, 60, "make")
+        machine_setup._step(["make", "no-such-target"], "building fio: make", timeout_s=60, hint="h", cwd=tmp_path)
     with pytest.raises(UserError, match=r"building fio: ./configure failed \("):
-        machine_setup._step(["./configure"], tmp_path, 60, "./configure")  # no such program here
+        machine_setup._step(["./configure"], "building fio: ./configure", timeout_s=60, hint="h",
+                            cwd=tmp_path)  # no such program here
 
 
 def test_a_package_dpkg_removed_but_remembers_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:

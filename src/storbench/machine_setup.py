@@ -34,12 +34,8 @@ def fio_nfs_dir() -> Path:
 
 
 def _apt(*args: str, timeout_s: float = 1800) -> None:
-    done = subprocess.run(["apt-get", *args], env=APT_ENV, capture_output=True, text=True, timeout=timeout_s,
-                          check=False)
-    if done.returncode != 0:
-        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
-        raise UserError(f"apt-get {args[0]} failed: {tail}", hint="see apt's own message; storbench setup runs as "
-                        "root on Debian 12")
+    _step(["apt-get", *args], f"apt-get {args[0]}", timeout_s=timeout_s, env=APT_ENV,
+          hint="see apt's own message; storbench setup runs as root on Debian 12")
 
 
 def _installed(package: str) -> bool:
@@ -55,18 +51,21 @@ def missing_packages(packages: tuple[str, ...]) -> list[str]:
     return [p for p in packages if not _installed(p)]
 
 
-def _step(argv: list[str], cwd: Path, timeout_s: float, what: str) -> str:
-    """One step of the fio build; its output, or a UserError with the last lines of what it said."""
+def _step(argv: list[str], what: str, *, timeout_s: float, hint: str, cwd: Path | None = None,
+          env: dict[str, str] | None = None) -> str:
+    """One step of the set-up (apt-get, the fio build); its output, or a UserError saying ``what`` failed with the
+    last lines of what it said."""
     try:
-        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False, timeout=timeout_s)
+        done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=timeout_s)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise UserError(f"building fio: {what} failed ({exc})", hint="storbench setup --labs runs as root on Debian "
-                        "12 and installs the build's packages first") from None
+        raise UserError(f"{what} failed ({exc})", hint=hint) from None
     if done.returncode != 0:
         tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
-        raise UserError(f"building fio: {what} failed: {tail}", hint="see its message; storbench setup --labs "
-                        "installs the build's packages first")
+        raise UserError(f"{what} failed: {tail}", hint=hint)
     return done.stdout
+
+
+BUILD_HINT = "see its message; storbench setup --labs runs as root on Debian 12 and installs the build's packages first"
 
 
 def install_packages(packages: tuple[str, ...], say: Say) -> list[str]:
@@ -132,26 +131,28 @@ def build_fio_nfs(say: Say) -> Path:
     ensure_source_packages(say)
     say("setup: building fio with the nfs and http engines from Debian's source package (about a minute)")
     with tempfile.TemporaryDirectory(prefix="storbench-fio-") as work:
-        _apt_source = subprocess.run(["apt-get", "source", "-qq", "--download-only", "fio"], cwd=work, env=APT_ENV,
-                                     capture_output=True, text=True, check=False)
-        if _apt_source.returncode != 0:
-            raise UserError(f"apt-get source fio failed: {_apt_source.stderr.strip()[-300:]}",
-                            hint="the machine's sources need deb-src entries for Debian's main component")
+        _step(["apt-get", "source", "-qq", "--download-only", "fio"], "apt-get source fio", timeout_s=1800,
+              hint="the machine's sources need deb-src entries for Debian's main component", cwd=Path(work),
+              env=APT_ENV)
         dsc = sorted(Path(work).glob("fio_*.dsc"))
         if not dsc:
             raise UserError("apt-get source fio gave no fio_*.dsc", hint="the machine's deb-src entries need "
                             "Debian's main component")
-        _step(["dpkg-source", "-x", str(dsc[-1]), f"{work}/src"], Path(work), 300, "dpkg-source -x")
+        _step(["dpkg-source", "-x", str(dsc[-1]), f"{work}/src"], "building fio: dpkg-source -x", timeout_s=300,
+              hint=BUILD_HINT, cwd=Path(work))
         src = Path(work) / "src"
-        configured = _step(["./configure", "--disable-native"], src, 600, "./configure")
+        configured = _step(["./configure", "--disable-native"], "building fio: ./configure", timeout_s=600,
+                           hint=BUILD_HINT, cwd=src)
         for engine in ("NFS engine", "http engine"):
             if not any(line.startswith(engine) and line.split()[-1] == "yes" for line in configured.splitlines()):
                 raise UserError(f"fio's configure found no {engine} (libnfs-dev, libcurl4-openssl-dev)")
-        _step(["make", f"-j{os.cpu_count() or 1}", "fio"], src, 3600, "make")
+        _step(["make", f"-j{os.cpu_count() or 1}", "fio"], "building fio: make", timeout_s=3600, hint=BUILD_HINT,
+              cwd=src)
         (src / ENGINE_SOURCE).write_text(source)
         _step(["gcc", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", "-D_GNU_SOURCE", "-D_LARGEFILE_SOURCE",
                "-D_FILE_OFFSET_BITS=64", "-include", "config-host.h", "-I.", "-o", "storbench-nfsmeta.so",
-               ENGINE_SOURCE, "-lnfs"], src, 600, "the metadata engine's gcc")
+               ENGINE_SOURCE, "-lnfs"], "building fio: the metadata engine's gcc", timeout_s=600, hint=BUILD_HINT,
+              cwd=src)
         cache.mkdir(parents=True, exist_ok=True)
         for name, mode in (("fio", 0o755), ("storbench-nfsmeta.so", 0o755), (ENGINE_SOURCE, 0o644)):
             shutil.copyfile(src / name, cache / f".{name}.new")

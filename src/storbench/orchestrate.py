@@ -92,8 +92,12 @@ def fio_limit_s(case: Case) -> float:
     w = case.workload
     if is_volume_operation(w.rw):
         return w.runtime_s
-    sections = (3 if w.rw == "metadata" else 1 if w.rw in ("create", "put") else  # create, stat, delete in turn
-                2 if is_metadata(w.rw) or is_object(w.rw) else 1)  # a fill first (files, objects), then the measured
+    if w.rw == "metadata":  # create, stat and delete in turn
+        sections = 3
+    elif (is_metadata(w.rw) or is_object(w.rw)) and w.rw not in ("create", "put"):  # a fill first, then measured
+        sections = 2
+    else:
+        sections = 1
     return sections * w.runtime_s + w.ramp_s + w.start_delay_s[1] + FIO_STARTUP_S
 
 

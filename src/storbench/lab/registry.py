@@ -77,10 +77,11 @@ def check_faults(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
         low, high = drawn.start_delay_s
         problems.append(f"workload.fio.startdelay draws the jobs' start between {low:g}s and {high:g}s, so a fault "
                         "could not be timed into the measured section; give one startdelay, or none")
+    numbered = [(kind, kind.fault_targets(loaded)) for kind in KINDS.values()]
     for number, step in enumerate(steps):  # a numbered target the plan's lab does not have (client.9 of 2 hosts)
-        for kind in KINDS.values():
-            name, _, index = step.target.partition(".")
-            have = kind.fault_targets(loaded).get(name) if find_offer(step, kind.faults) else None
+        name, _, index = step.target.partition(".")
+        for kind, targets in numbered:
+            have = targets.get(name) if find_offer(step, kind.faults) else None
             if have is not None and index.isdigit() and int(index) not in have:
                 problems.append(f"faults[{number}] ({step.action} {step.target} at {step.at_s:g}s): the plan's "
                                 f"{kind.name} lab has {name}.{have.start} to {name}.{have.stop - 1}; name one of them")

@@ -48,16 +48,13 @@ def change_text(comparison: PointComparison, field: str) -> tuple[str, Verdict]:
     mark = {Verdict.BETTER: "▲", Verdict.WORSE: "▼", Verdict.SAME: "~", Verdict.NOT_COMPARABLE: "x"}[cell.verdict]
     if cell.stopping_rule is not None:  # outside the question a run stopped on (stopping_rule_lines)
         mark += STOPPING_RULE_MARKS[cell.stopping_rule]
+    unit = "pt" if cell.metric.unit == "%" else cell.metric.unit
+    interval = "" if d.ci_low is None or d.ci_high is None else f" [{d.ci_low:+.2f}, {d.ci_high:+.2f}]"
     if math.isnan(d.change_pct):  # from a baseline of 0 (no stall): no percent, the change in the metric's unit
-        unit = "pt" if cell.metric.unit == "%" else cell.metric.unit
-        if d.ci_low is None or d.ci_high is None:
-            return f"{d.diff:+.2f} {unit} from 0 {mark}", cell.verdict
-        return f"{d.diff:+.2f} {unit} [{d.ci_low:+.2f}, {d.ci_high:+.2f}] from 0 {mark}", cell.verdict
-    if (d.change_ci_low_pct is None or d.change_ci_high_pct is None) and d.ci_low is not None \
-            and d.ci_high is not None:  # to 0 (a stall gone): judged in the metric's unit
-        unit = "pt" if cell.metric.unit == "%" else cell.metric.unit
-        return f"{d.change_pct:+.1f}% ({d.diff:+.2f} {unit} [{d.ci_low:+.2f}, {d.ci_high:+.2f}]) {mark}", cell.verdict
+        return f"{d.diff:+.2f} {unit}{interval} from 0 {mark}", cell.verdict
     if d.change_ci_low_pct is None or d.change_ci_high_pct is None:
+        if interval:  # to 0 (a stall gone): judged in the metric's unit
+            return f"{d.change_pct:+.1f}% ({d.diff:+.2f} {unit}{interval}) {mark}", cell.verdict
         sides = [e for e in (cell.baseline, cell.candidate) if e is not None]
         why = ("n<2" if any(e.n < 2 for e in sides) else  # else every repetition alike, or a steady-state window
                "no spread: cannot judge" if sides and all(e.stddev == 0 for e in sides) else "no interval")

@@ -276,18 +276,20 @@ def _copy_children(src: Connection, store: Store, table: str, parent: str,
     kept = [c for c in columns if c != "id"]
     insert = f"INSERT INTO {table} ({', '.join(kept)}) VALUES ({', '.join('?' * len(kept))})"
     made: dict[int, int] = {}
+
+    def values(row: Row) -> list[object]:
+        return [parents[row[c]] if c == parent else _redacted(table, c, row[c]) for c in kept]
+
     old_ids = list(parents)
     for start in range(0, len(old_ids), 500):  # SQLite's bound parameters per statement
         chunk = old_ids[start:start + 500]
         rows = src.execute(f"SELECT * FROM {table} WHERE {parent} IN ({', '.join('?' * len(chunk))}){where}"
                            " ORDER BY rowid", list(chunk)).fetchall()  # as stored there (an id is its rowid)
         if not renewed:  # no ids to renew (telemetry samples, logs): the rows in one statement, far faster
-            dst.executemany(insert, [[parents[row[c]] if c == parent else _redacted(table, c, row[c]) for c in kept]
-                                     for row in rows])
+            dst.executemany(insert, [values(row) for row in rows])
             continue
         for row in rows:
-            values = [parents[row[c]] if c == parent else _redacted(table, c, row[c]) for c in kept]
-            cursor = dst.execute(insert, values)
+            cursor = dst.execute(insert, values(row))
             assert cursor.lastrowid is not None
             made[row["id"]] = cursor.lastrowid
     return made

@@ -41,19 +41,21 @@ MAX_REMOVED_KEYS = MAX_RUN_OBJECTS  # keys a run's removal goes through at most,
 _NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 def _scheme_host_port(endpoint: str) -> tuple[str, str, int]:
     """An endpoint's scheme, lower-case host and port (the scheme's default when not given); a UserError for
     anything but http(s)://host[:port]."""
     try:
         parts = urlsplit(endpoint.strip())
-        port = parts.port
-    except ValueError:
-        port, parts = -1, None
-    if parts is None or port == 0 or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        scheme, host, port = parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+    except ValueError:  # a port that is no number from 0 to 65535
+        scheme, host, port = "", "", None
+    if scheme not in _DEFAULT_PORTS or not host or port == 0:
         raise UserError(f"S3 endpoint {endpoint!r} is not http(s)://host[:port] (a port from 1 to 65535)",
                         hint="e.g. --s3-endpoint http://10.0.0.5:7480")
-    scheme = parts.scheme.lower()
-    return scheme, parts.hostname.lower(), port or (443 if scheme == "https" else 80)
+    return scheme, host, port or _DEFAULT_PORTS[scheme]
 
 
 def endpoint_key(endpoint: str) -> str:
@@ -67,7 +69,7 @@ def canonical_endpoint(endpoint: str) -> str:
     and left out when it is the scheme's default, as curl writes the Host header (``https://h:443`` and
     ``https://H`` both sign ``h``; ``http://h:09000`` signs ``h:9000``)."""
     scheme, host, port = _scheme_host_port(endpoint)
-    return f"{scheme}://{host}" + ("" if port == (443 if scheme == "https" else 80) else f":{port}")
+    return f"{scheme}://{host}" + ("" if port == _DEFAULT_PORTS[scheme] else f":{port}")
 
 
 @dataclass(frozen=True)
