@@ -37,6 +37,16 @@ order: sequential
 """
 
 
+def compile_storbench() -> None:
+    """Byte-compile storbench as an install does (pip and pipx write every module's .pyc): a checkout run with
+    PYTHONDONTWRITEBYTECODE set would otherwise compile each module again on every start."""
+    import compileall
+
+    import storbench
+
+    compileall.compile_dir(Path(storbench.__file__).parent, quiet=1)
+
+
 def storbench_arm(plan: Path, db: Path) -> tuple[float, float]:
     """(wall time, seconds inside fio's repetitions) of one `storbench run` of the grid."""
     db.unlink(missing_ok=True)
@@ -79,6 +89,7 @@ def main() -> int:
         plan = work / "plan.yaml"
         plan.write_text(PLAN.format(data=work / "data", depths=list(DEPTHS), runtime=args.runtime))
         db = work / "r.db"
+        compile_storbench()
         storbench_arm(plan, db)  # warm-up: lays the file out, gives the exact job texts
         conn = sqlite3.connect(db)
         jobs = []

@@ -58,7 +58,7 @@ FIO_BINS = fio_bin_values()
 def _shift(summary: LatencySummary, factor: float) -> LatencySummary:
     """Every latency scaled by ``factor``, snapped back onto fio's bin grid as fio would have binned it."""
     assert summary.histogram is not None
-    scaled = summary.histogram.values_ns * factor
+    scaled = np.asarray(summary.histogram.values_ns) * factor
     snapped = FIO_BINS[np.clip(np.searchsorted(FIO_BINS, scaled), 0, FIO_BINS.size - 1)]
     bins = LatencyHistogram.from_arrays(snapped, summary.histogram.counts)
     return replace(summary, histogram=bins, mean_ns=summary.mean_ns * factor, min_ns=int(summary.min_ns * factor),

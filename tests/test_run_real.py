@@ -202,3 +202,32 @@ def test_a_failed_fio_says_what_it_wrote_before_its_document() -> None:
                             fio_version="fio-3.33")
     assert said.error == "fio exited with status 1: fio: pid=12, err=5/file:io_u.c:1889, func=io_u error, " \
         "error=Input/output error", said.error
+
+
+# What a plain `run` on a path must never load: each costs every run a tenth of a second or more (numpy 0.07-0.13 s,
+# scipy 0.3 s, plotly and matplotlib more); histograms, statistics and the closing table do without them.
+HEAVY_MODULES = ("numpy", "scipy", "plotly", "matplotlib")
+MODULES_LOADED_BY_RUN = """
+import runpy, sys
+sys.argv = ["storbench", *sys.argv[1:]]
+try:
+    runpy.run_module("storbench", run_name="__main__")
+except SystemExit as exc:
+    code = exc.code
+print("exit", code)
+print(" ".join(sorted({name.split(".")[0] for name in sys.modules})))
+"""
+
+
+def test_a_run_loads_no_heavy_module(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    plan = write_plan(tmp_path, PLAN.split("exclude:")[0].replace("repeat: 2", "repeat: 1")
+                      .replace("bs: [4k, 64k]", "bs: 4k").replace("rw: [randread, randrw]", "rw: randread"))
+    done = subprocess.run([sys.executable, "-c", MODULES_LOADED_BY_RUN, "run", str(plan), "--db",
+                           str(tmp_path / "r.db")], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    exit_line, modules = done.stdout.strip().splitlines()[-2:]
+    assert exit_line == "exit 0", done.stdout + done.stderr
+    assert "storbench" in modules.split() and "rich" in modules.split()  # the run did import and print
+    assert sorted(set(modules.split()) & set(HEAVY_MODULES)) == []

@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-import numpy as np
-
 from storbench.execute.k8s_manifests import (
     CONTAINER_SECURITY,
     DATA_DIR,
@@ -158,7 +156,7 @@ def operation_measurement(result: OperationResult, name: str) -> ClientMeasureme
     state), its time as the latency, exact (a histogram of one value)."""
     seconds = result.seconds or 0.0
     ns = max(1, round(seconds * 1e9))
-    histogram = LatencyHistogram.from_arrays(np.array([ns]), np.array([1]))
+    histogram = LatencyHistogram.from_arrays([ns], [1])
     latency = LatencySummary(samples=1, min_ns=ns, max_ns=ns, mean_ns=float(ns), stddev_ns=0.0, histogram=histogram)
     runtime_ms = max(1, round(seconds * 1000))
     direction = DirectionMeasurement(Direction.WRITE, total_ios=1, io_bytes=0, runtime_ms=runtime_ms,

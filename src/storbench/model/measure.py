@@ -3,11 +3,10 @@ measurement and one repetition's judged outcome. Counts are exact integers. Pure
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
-import numpy.typing as npt
+from itertools import accumulate
 
 from storbench.model.fault_record import FaultRecord, WriteCheck
 from storbench.model.operations import Direction, Status
@@ -17,7 +16,7 @@ __all__ = [
     "LatencySummary", "RepetitionOutcome", "count_sum",
 ]
 
-# The most a count (I/Os, bytes, samples, a latency bin) can be: SQLite's INTEGER and numpy's int64 hold no more.
+# The most a count (I/Os, bytes, samples, a latency bin) can be: SQLite's INTEGER (int64) holds no more.
 MAX_COUNT = 2**63 - 1
 
 
@@ -34,37 +33,38 @@ def count_sum(counts: Iterable[int], what: str) -> int:
     return total
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class LatencyHistogram:
     """fio's json+ latency bins: bin values in ns (sorted, unique) and the number of I/Os in each.
 
-    fio's bins are the same for every job and client, so merging is adding counts per bin. Arrays keep
-    merging thousands of clients fast; ``bins`` gives the (value, count) pairs. Counts are added as integers,
-    never through floats; a negative count, or a histogram of more than MAX_COUNT I/Os, is refused (ValueError).
+    fio's bins are the same for every job and client, so merging is adding counts per bin (a dict of at most
+    fio's 1,856 bins per direction: no array library, which would cost every `run` a tenth of a second to load).
+    ``bins`` gives the (value, count) pairs. Counts are added as integers, never through floats; a negative count,
+    a value or count past MAX_COUNT, or a histogram of more than MAX_COUNT I/Os is refused (ValueError).
     """
 
-    values_ns: npt.NDArray[np.int64]
-    counts: npt.NDArray[np.int64]
+    values_ns: tuple[int, ...]
+    counts: tuple[int, ...]
 
     @staticmethod
-    def from_arrays(values_ns: npt.ArrayLike, counts: npt.ArrayLike) -> LatencyHistogram:
-        try:
-            values = np.asarray(values_ns, dtype=np.int64)
-            weights = np.asarray(counts, dtype=np.int64)
-        except OverflowError:
-            raise ValueError(f"bins hold a value or count past {MAX_COUNT}") from None
-        if values.size == 0:
-            return LatencyHistogram(np.zeros(0, np.int64), np.zeros(0, np.int64))
-        if weights.min() < 0:
-            raise ValueError(f"bins hold a count of {int(weights.min())} I/Os")
-        if int(weights.max()) * weights.size > MAX_COUNT:  # int64 sums could wrap: add them exactly first
-            count_sum(weights.tolist(), "bins")
-        order = np.argsort(values, kind="stable")
-        ordered = values[order]
-        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-        summed = np.add.reduceat(weights[order], starts)
-        keep = summed != 0
-        return LatencyHistogram(ordered[starts][keep], summed[keep])
+    def from_arrays(values_ns: Iterable[int], counts: Iterable[int]) -> LatencyHistogram:
+        summed: dict[int, int] = {}
+        for value, count in zip(values_ns, counts, strict=True):
+            value, count = int(value), int(count)
+            if count < 0:
+                raise ValueError(f"bins hold a count of {count} I/Os")
+            if not 0 <= value <= MAX_COUNT:
+                raise ValueError(f"bins hold a value of {value} ns, outside 0..{MAX_COUNT}")
+            if count > MAX_COUNT:
+                raise ValueError(f"bins hold a count past {MAX_COUNT}")
+            summed[value] = summed.get(value, 0) + count
+        return LatencyHistogram._sorted(summed)
+
+    @staticmethod
+    def _sorted(summed: dict[int, int]) -> LatencyHistogram:
+        count_sum(summed.values(), "bins")
+        values = sorted(value for value, count in summed.items() if count)
+        return LatencyHistogram(tuple(values), tuple(summed[value] for value in values))
 
     @staticmethod
     def from_counts(pairs: Iterable[tuple[int, int]]) -> LatencyHistogram:
@@ -73,48 +73,41 @@ class LatencyHistogram:
 
     @staticmethod
     def merge_all(histograms: Sequence[LatencyHistogram]) -> LatencyHistogram:
-        if not histograms:
-            return LatencyHistogram.from_arrays([], [])
         if len(histograms) == 1:
             return histograms[0]
-        return LatencyHistogram.from_arrays(np.concatenate([h.values_ns for h in histograms]),
-                                            np.concatenate([h.counts for h in histograms]))
+        summed: dict[int, int] = {}  # their bins are checked already: only the sum can go past MAX_COUNT
+        get = summed.get
+        for histogram in histograms:
+            for value, count in zip(histogram.values_ns, histogram.counts, strict=True):
+                summed[value] = get(value, 0) + count
+        return LatencyHistogram._sorted(summed)
 
     @property
     def bins(self) -> tuple[tuple[int, int], ...]:
-        return tuple(zip(self.values_ns.tolist(), self.counts.tolist(), strict=True))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, LatencyHistogram):
-            return NotImplemented
-        return bool(np.array_equal(self.values_ns, other.values_ns) and np.array_equal(self.counts, other.counts))
-
-    def __hash__(self) -> int:
-        return hash((self.values_ns.tobytes(), self.counts.tobytes()))
+        return tuple(zip(self.values_ns, self.counts, strict=True))
 
     @property
     def total(self) -> int:
-        return int(self.counts.sum())
+        return sum(self.counts)
 
     def merged(self, *others: LatencyHistogram) -> LatencyHistogram:
         return LatencyHistogram.merge_all([self, *others])
 
     def percentile_ns(self, percent: float) -> int | None:
         """fio's own rule: the first bin whose cumulative count reaches percent/100 of all I/Os."""
-        total = self.total
-        if total == 0:
+        cumulative = list(accumulate(self.counts))
+        if not cumulative or cumulative[-1] == 0:
             return None
-        cumulative = np.cumsum(self.counts)
-        index = int(np.searchsorted(cumulative, percent / 100.0 * total, side="left"))
-        return int(self.values_ns[min(index, self.values_ns.size - 1)])
+        index = bisect_left(cumulative, percent / 100.0 * cumulative[-1])
+        return self.values_ns[min(index, len(self.values_ns) - 1)]
 
     def cdf(self) -> tuple[tuple[int, float], ...]:
         """(value ns, fraction of I/Os at or below it) per bin."""
         total = self.total
         if total == 0:
             return ()
-        fractions = np.cumsum(self.counts) / total
-        return tuple(zip(self.values_ns.tolist(), fractions.tolist(), strict=True))
+        return tuple((value, below / total) for value, below in zip(self.values_ns, accumulate(self.counts),
+                                                                      strict=True))
 
 
 @dataclass(frozen=True)

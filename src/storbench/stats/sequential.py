@@ -37,8 +37,6 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import TypeVar
 
-import numpy as np
-
 from storbench.stats.estimate import Difference
 from storbench.stats.special import t_quantile
 
@@ -127,6 +125,7 @@ def calibrate(min_rounds: int, max_rounds: int, rho: float, alpha: float) -> Cal
     some look exactly when c > min_n p_n / alpha_n. c is the alpha-quantile of that minimum over simulated
     paths, kept within [1, alpha / max(alpha_n)]: at least the union bound's, and no look's error rate above
     alpha (each look alone is an exact t test, so a larger c could not keep the overall rate at alpha)."""
+    import numpy as np  # lazy: only the calibration simulates; loading numpy costs every `run` a tenth of a second
     from scipy.special import stdtr, stdtrit  # lazy: on first use, see stats.estimate.t_quantile
 
     looks = max_rounds - min_rounds + 1
