@@ -5,7 +5,7 @@
 #   --dev    adds the test tools: Chromium (the report test opens the report in it), Prometheus with
 #            node_exporter (the telemetry test starts its own pair on loopback ports; on a systemd host Debian
 #            also enables their services), PostgreSQL (the store tests start their own server on a socket in a
-#            temporary directory), and pytest, ruff, mypy, Hypothesis, build, psycopg
+#            temporary directory), perf (the cycles tests), and pytest, ruff, mypy, Hypothesis, build, psycopg
 #   --k8s    adds what the Kubernetes lab runs on: etcd, containerd, runc, CNI plugins, busybox (the fio image),
 #            gcc (the pause image), docker-registry, apache2-utils and skopeo (its registry); the Kubernetes
 #            binaries come from scripts/build-kubernetes.sh, the CSI driver and sidecars from scripts/build-csi.sh

@@ -44,7 +44,8 @@ def test_perf_stat_csv_known_answers() -> None:
 
 
 @pytest.mark.serial  # the machine's own task-clock: another test beside it would count too
-@pytest.mark.skipif(CANNOT_COUNT == "perf is not installed", reason="perf is not installed")
+@pytest.mark.skipif(CANNOT_COUNT == "perf is not installed",
+                    reason="perf is not installed (storbench setup --dev installs linux-perf)")
 def test_the_counter_runs_perf_beside_named_processes_and_the_machine() -> None:
     # task-clock (ms of CPU per second) is a software event every kernel counts: the same spawning, interrupting
     # and reading as cycles, with an answer known here: a spinning process is about one CPU

@@ -96,8 +96,10 @@ def doctor_lines(found: Mapping[Requirement, Found]) -> list[str]:
 SETUP_PACKAGES: Mapping[str, tuple[str, ...]] = {
     "base": ("fio", "python3", "python3-venv", "ca-certificates"),
     # the report test opens the report in Chromium; the telemetry test starts its own Prometheus pair;
-    # scripts/pipx-quickstart.sh installs the wheel with pipx; the store tests start their own PostgreSQL server
-    "dev": ("chromium", "fonts-dejavu-core", "prometheus", "prometheus-node-exporter", "pipx", "postgresql"),
+    # scripts/pipx-quickstart.sh installs the wheel with pipx; the store tests start their own PostgreSQL server;
+    # the cycles tests run perf (a machine without CPU counters counts its task-clock)
+    "dev": ("chromium", "fonts-dejavu-core", "prometheus", "prometheus-node-exporter", "pipx", "postgresql",
+            "linux-perf"),
     # the Kubernetes lab: its daemons, the fio and pause images, its registry
     "k8s": ("etcd-server", "containerd", "runc", "containernetworking-plugins", "busybox-static", "gcc", "libc6-dev",
             "iptables", "openssl", "util-linux", "mount", "iproute2", "skopeo", "docker-registry", "apache2-utils"),

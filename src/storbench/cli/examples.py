@@ -124,7 +124,8 @@ def add_setup(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "`storbench image`, and fio with the nfs and http engines (built once, cached)")
     p.add_argument("--k8s", action="store_true", help="what the Kubernetes lab runs on (its Kubernetes binaries "
                    "come from scripts/build-kubernetes.sh in a clone)")
-    p.add_argument("--dev", action="store_true", help="the test tools: Chromium, a Prometheus pair and PostgreSQL")
+    p.add_argument("--dev", action="store_true",
+                   help="the test tools: Chromium, a Prometheus pair, PostgreSQL and perf")
     p.add_argument("--system-only", action="store_true", help="system packages and the fio build only, not the "
                    "Python modules the labs import (scripts/setup.sh installs those from its lock file)")
     p.set_defaults(func=cmd_setup)
