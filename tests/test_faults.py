@@ -609,6 +609,11 @@ def test_lose_writes_counts_the_volumes_copies_on_the_lab_disk() -> None:
      "the plan's hosts lab has client.1 to client.2"),
     ("hosts: {count: 2}", "{at: 5s, do: cut, on: client.0, restore_after: 2s}",
      "the plan's hosts lab has client.1 to client.2"),
+    ("ceph: {osds: [3, 6]}", "{at: 5s, do: kill, on: osd.3, restore_after: 2s}",  # osd.3 only in the larger
+     "faults\\[0\\] acts on osd.3, and the Ceph lab's smallest cluster has osd.0 to osd.2"),
+    ("ceph: {osds_per_device: [1, 2], devices: 2, pool_size: 2}", "{at: 5s, do: kill, on: osd.3, restore_after: 2s}",
+     "the Ceph lab's smallest cluster has osd.0 to osd.1"),
+    ("ceph: {osds: 3}", "{at: 5s, do: kill, on: osd.3, restore_after: 2s}", "the Ceph lab has osd.0 to osd.2"),
 ])
 def test_a_fault_on_a_target_the_plans_lab_does_not_have_is_refused_by_plan(lab: str, fault: str,
                                                                               says: str) -> None:
@@ -621,10 +626,11 @@ def test_a_fault_on_a_target_the_plans_lab_does_not_have_is_refused_by_plan(lab:
 
     text = (f"name: f\ntargets:\n  t: {{kind: path, path: /tmp/f, size: 1MiB}}\nworkload: {{rw: randwrite, "
             f"runtime: 20s}}\nlab: {{{lab}}}\nfaults: [{fault}]\n")
-    loaded = load_plan_text(text, "p.yaml")
-    with pytest.raises(UserError, match=says):
+    with pytest.raises(UserError, match=says):  # by the plan's own checks (the lab's settings) or the labs'
+        loaded = load_plan_text(text, "p.yaml")
         check_faults(loaded, expand(loaded))
-    fine = load_plan_text(text.replace("client.9", "client.2").replace("client.0", "client.1"), "p.yaml")
+    fine = load_plan_text(text.replace("client.9", "client.2").replace("client.0", "client.1")
+                          .replace("osd.3", "osd.1"), "p.yaml")
     check_faults(fine, expand(fine))
 
 

@@ -43,15 +43,20 @@ def check_ceph_lab(config: PlanConfig, source: PlanSource) -> None:
         if min(ceph.pool_size) > ceph.devices * min(ceph.osds_per_device):
             raise UserError(f"pool_size {min(ceph.pool_size)} needs more OSDs than devices x osds_per_device "
                             f"({ceph.devices * min(ceph.osds_per_device)})", where=where, hint="raise devices")
-    for index, fault in enumerate(config.faults or []):  # a fault on an emulated host names one the lab has
+    osds = [ceph.devices * n for n in ceph.osds_per_device] if ceph.osds_per_device else ceph.osds
+    for index, fault in enumerate(config.faults or []):  # a fault on an OSD or emulated host names one the lab has
         if fault.on.startswith("host.") and fault.on[5:].isdigit() and not 1 <= int(fault.on[5:]) <= (ceph.hosts or 0):
             raise UserError(f"faults[{index}] acts on {fault.on}, and the Ceph lab has "
                             + (f"hosts 1 to {ceph.hosts}" if ceph.hosts else "no emulated hosts"),
                             where=source.where(("faults", index, "on")),
                             hint="set lab.ceph.hosts (the OSDs spread over that many hosts), and name one from 1")
+        if fault.on.startswith("osd.") and fault.on[4:].isdigit() and int(fault.on[4:]) >= min(osds):
+            raise UserError(f"faults[{index}] acts on {fault.on}, and the Ceph lab"
+                            + ("'s smallest cluster" if len(osds) > 1 else "") + f" has osd.0 to osd.{min(osds) - 1}",
+                            where=source.where(("faults", index, "on")),
+                            hint="name an OSD every cluster of the plan has, from osd.0")
     if ceph.hosts is not None:
         where = source.where(("lab", "ceph", "hosts"))
-        osds = [ceph.devices * n for n in ceph.osds_per_device] if ceph.osds_per_device else ceph.osds
         if ceph.hosts > min(osds):
             raise UserError(f"{ceph.hosts} hosts need at least as many OSDs (the smallest osds is {min(osds)})",
                             where=where, hint="lower hosts or raise osds")
