@@ -1,9 +1,11 @@
-"""Peers on loopback for the S3 security tests: a small S3 service (path-style buckets; PUT, GET, HEAD, DELETE and
-ListObjectsV2, no signature check) that can misbehave on purpose, and a TCP listener that keeps every byte sent to
-it. Each records what it received."""
+"""Peers on loopback for the S3 security tests: a small S3 service (path-style buckets; PUT, GET, HEAD, DELETE,
+ListObjectsV2 and DeleteObjects with its Content-MD5 checked, no signature check) that can misbehave on purpose,
+and a TCP listener that keeps every byte sent to it. Each records what it received."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -11,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
+from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
 NS = "http://s3.amazonaws.com/doc/2006-03-01/"
@@ -25,6 +28,7 @@ class FakeS3State:
     listing: str = "honest"  # or "same-token", "endless" (a new token every page), "no-token"
     ignore_max_keys: bool = False  # an honest listing pages by max-keys (1,000 unless asked) unless this is set
     refuse_deletes: bool = False  # every DELETE answered 403 (a bucket policy without s3:DeleteObject)
+    multi_delete: bool = True  # False: DeleteObjects (POST ?delete) answered 501, as a service without it
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -70,12 +74,32 @@ class _Handler(BaseHTTPRequestHandler):
             elif self.command == "DELETE" and key:
                 state.objects.pop((bucket, key), None)
                 self._answer(204)
+            elif self.command == "POST" and "delete" in parse_qs(parts.query, keep_blank_values=True):
+                self._answer(*self._delete_objects(bucket, body))
             elif self.command == "HEAD":
                 self._answer(200)
             elif self.command == "GET":
                 self._answer(200, self._listing(bucket, parse_qs(parts.query)), {"Content-Type": "application/xml"})
             else:
                 self._answer(405)
+
+    def _delete_objects(self, bucket: str, body: bytes) -> tuple[int, bytes]:
+        """S3's DeleteObjects: its Content-MD5 must be the body's, at most 1,000 keys; quiet: only the errors."""
+        state = self.state
+        if not state.multi_delete:
+            return 501, b"<Error><Code>NotImplemented</Code></Error>"
+        if self.headers.get("Content-MD5") != base64.b64encode(hashlib.md5(body).digest()).decode():
+            return 400, b"<Error><Code>InvalidDigest</Code></Error>"
+        keys = [key.text or "" for key in ElementTree.fromstring(body).iter(f"{{{NS}}}Key")]
+        if len(keys) > 1000:
+            return 400, b"<Error><Code>MalformedXML</Code></Error>"
+        errors = ""
+        for key in keys:
+            if state.refuse_deletes:
+                errors += f"<Error><Key>{escape(key)}</Key><Code>AccessDenied</Code></Error>"
+            else:
+                state.objects.pop((bucket, key), None)
+        return 200, f'<?xml version="1.0"?><DeleteResult xmlns="{NS}">{errors}</DeleteResult>'.encode()
 
     def _listing(self, bucket: str, query: dict[str, list[str]]) -> bytes:
         prefix = query.get("prefix", [""])[0]

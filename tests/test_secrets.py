@@ -24,7 +24,7 @@ from storbench.errors import UserError
 from storbench.netclient import RequestRefused, check_destination, request
 from storbench.redact import HIDDEN, redact_text
 from storbench.s3sign import S3Credentials
-from storbench.targets.s3 import S3Access, S3Service, list_objects, load_credentials, remove_objects
+from storbench.targets.s3 import Removal, S3Access, S3Service, list_objects, load_credentials, remove_objects
 
 KEY_ID = "AKIDSTORBENCHTEST1"
 SECRET = "s3cr3t/Key+With=Signs"
@@ -210,7 +210,9 @@ def test_a_listing_is_capped_in_keys_in_all_and_per_page() -> None:
         service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
         with pytest.raises(UserError, match=r"more than 1,200 keys under"):
             remove_objects(service, "bench", "storbench.abc.", max_keys=1200)
-        assert [method for method, _, _ in state.requests].count("DELETE") == 1000  # the first page, then stopped
+        methods = [method for method, _, _ in state.requests]
+        assert (methods.count("POST"), methods.count("DELETE")) == (1, 0)  # the first page at once, then stopped
+        assert len(state.objects) == 500
     with fake_s3(FakeS3State(ignore_max_keys=True)) as (endpoint, state):
         for index in range(1001):
             state.objects[("bench", f"storbench.abc.{index:04d}")] = b""
@@ -219,16 +221,24 @@ def test_a_listing_is_capped_in_keys_in_all_and_per_page() -> None:
             list_objects(service, "bench", "storbench.abc.")
 
 
-def test_an_honest_listing_of_several_pages_is_read_whole_and_removed() -> None:
-    with fake_s3() as (endpoint, state):
-        for index in range(2100):
+@pytest.mark.parametrize("multi_delete", [True, False])
+def test_an_honest_listing_of_several_pages_is_read_whole_and_removed(multi_delete: bool) -> None:
+    """A page of keys in one DeleteObjects request (its Content-MD5 checked by the fake service, a key with XML's
+    own characters escaped); key by key where the service has no such request (a 501)."""
+    with fake_s3(FakeS3State(multi_delete=multi_delete)) as (endpoint, state):
+        for index in range(2099):
             state.objects[("bench", f"storbench.abc.{index:04d}")] = b""
+        state.objects[("bench", "storbench.abc.<a&b>")] = b""
         state.objects[("bench", "storbench.other.0")] = b""
         service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
         assert len(list_objects(service, "bench", "storbench.abc.")) == 2100
         assert sum(method == "GET" for method, _, _ in state.requests) == 3  # 1,000 a page
-        assert remove_objects(service, "bench", "storbench.abc.").removed == 2100
+        del state.requests[:]
+        assert remove_objects(service, "bench", "storbench.abc.") == Removal(2100)
         assert list(state.objects) == [("bench", "storbench.other.0")]
+        methods = [method for method, _, _ in state.requests]
+        # three pages: a DeleteObjects each, or (refused once with a 501) a DELETE per key
+        assert (methods.count("POST"), methods.count("DELETE")) == ((3, 0) if multi_delete else (1, 2100))
 
 
 def test_answers_are_capped_and_metadata_addresses_refused() -> None:
@@ -354,7 +364,7 @@ def test_objects_the_service_will_not_delete_are_said_and_one_targets_failure_le
     from storbench.model import S3Target
     from storbench.sessions import remove_run_test_files
     from storbench.targets.base import PreparedTarget
-    from storbench.targets.s3 import Removal, s3_binding
+    from storbench.targets.s3 import s3_binding
 
     def prepared(name: str, endpoint: str, prefix: str) -> PreparedTarget:
         service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
@@ -367,6 +377,9 @@ def test_objects_the_service_will_not_delete_are_said_and_one_targets_failure_le
         for index in range(3):
             state.objects[("bench", f"storbench.aaaaaaaaaaaa.{index}")] = b""
         service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        assert remove_objects(service, "bench", "storbench.aaaaaaaaaaaa.") == Removal(
+            0, 3, "DeleteObjects answered AccessDenied")
+        state.multi_delete = False
         assert remove_objects(service, "bench", "storbench.aaaaaaaaaaaa.") == Removal(0, 3, "DELETE answered HTTP 403")
     events: list[object] = []
 

@@ -174,12 +174,13 @@ def _read_capped(response: http.client.HTTPResponse, max_bytes: int, url: str, d
 
 
 def request(url: str, method: str = "GET", headers: Mapping[str, str] | None = None, *, timeout_s: float = 30.0,
-            deadline_s: float = DEADLINE_S, max_body_bytes: int = MAX_BODY_BYTES, allowed: bool = False) -> Answer:
-    """One request; its status and body. The host is resolved once and checked (resolve_destination), and the
-    connection goes to the address checked. ``timeout_s`` bounds each connect and read; ``deadline_s`` the whole
-    request. A 3xx answer raises RequestRefused (redirects are not followed), so do an answer longer than
-    ``max_body_bytes``, a refused destination and a request past its deadline; an unreachable one raises OSError.
-    Other HTTP statuses are returned as they are."""
+            deadline_s: float = DEADLINE_S, max_body_bytes: int = MAX_BODY_BYTES, allowed: bool = False,
+            body: bytes = b"") -> Answer:
+    """One request (with ``body``, if any); its status and body. The host is resolved once and checked
+    (resolve_destination), and the connection goes to the address checked. ``timeout_s`` bounds each connect and
+    read; ``deadline_s`` the whole request. A 3xx answer raises RequestRefused (redirects are not followed), so do an
+    answer longer than ``max_body_bytes``, a refused destination and a request past its deadline; an unreachable one
+    raises OSError. Other HTTP statuses are returned as they are."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise RequestRefused(f"{url}: only http:// and https:// URLs with a host are requested")
@@ -201,7 +202,7 @@ def request(url: str, method: str = "GET", headers: Mapping[str, str] | None = N
             last = exc
             continue
         try:
-            return _exchange(connection, method, target, sent, url, max_body_bytes, deadline)
+            return _exchange(connection, method, target, sent, body, url, max_body_bytes, deadline)
         finally:
             connection.close()
     if deadline.left_s() <= 0:
@@ -209,15 +210,15 @@ def request(url: str, method: str = "GET", headers: Mapping[str, str] | None = N
     raise OSError(str(last) if last else f"cannot connect to {parts.netloc}")
 
 
-def _exchange(connection: _PinnedConnection, method: str, target: str, headers: dict[str, str], url: str,
-              max_body_bytes: int, deadline: _Deadline) -> Answer:
+def _exchange(connection: _PinnedConnection, method: str, target: str, headers: dict[str, str], body: bytes,
+              url: str, max_body_bytes: int, deadline: _Deadline) -> Answer:
     sock = connection.sock
     assert sock is not None
     timeout_s = float(connection.timeout or DEADLINE_S)
     connection.response_class = lambda _sock, **kwargs: http.client.HTTPResponse(  # type: ignore[assignment]
         _DeadlineSocket(sock, deadline, timeout_s), **kwargs)  # type: ignore[arg-type]
     try:
-        connection.request(method, target, headers=headers)
+        connection.request(method, target, body=body or None, headers=headers)
         response = connection.getresponse()
         status = int(response.status)
         if 300 <= status < 400:

@@ -4,7 +4,9 @@ run; the keys go to fio through its environment and never into a job text, a res
 
 from __future__ import annotations
 
+import base64
 import configparser
+import hashlib
 import os
 import re
 import secrets
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
 from xml.etree import ElementTree
+from xml.sax.saxutils import escape as xml_escape
 
 from storbench.config.operation_checks import MAX_RUN_OBJECTS
 from storbench.config.targets import REGION_RE
@@ -113,17 +116,21 @@ class S3Service:
         return urlsplit(self.endpoint).netloc
 
     def request(self, method: str, bucket: str, key: str = "", query: dict[str, str] | None = None,
-                timeout_s: float = 30) -> tuple[int, bytes]:
-        """One signed request (no body); (HTTP status, response body). Redirects are refused, answers capped;
-        network failures are UserErrors."""
+                timeout_s: float = 30, body: bytes = b"") -> tuple[int, bytes]:
+        """One signed request; (HTTP status, response body). A ``body`` is signed by its hash and sent with its
+        Content-MD5 (which S3 asks of a multi-object delete). Redirects are refused, answers capped; network
+        failures are UserErrors."""
         query = query or {}
         path = "/" + quote(bucket, safe="") + ("/" + quote(key, safe="/-_.~") if key else "")
-        headers = signed_headers(method, self.host, path, query, EMPTY_SHA256, self.credentials, self.region,
+        payload = hashlib.sha256(body).hexdigest() if body else EMPTY_SHA256
+        headers = signed_headers(method, self.host, path, query, payload, self.credentials, self.region,
                                  datetime.now(UTC))
+        sent = {k: v for k, v in headers.items() if k != "host"}
+        if body:
+            sent["content-md5"] = base64.b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode()
         url = self.endpoint.rstrip("/") + path + (f"?{canonical_query(query)}" if query else "")
         try:
-            answer = request(url, method, {k: v for k, v in headers.items() if k != "host"}, timeout_s=timeout_s,
-                             allowed=self.allowed)
+            answer = request(url, method, sent, timeout_s=timeout_s, allowed=self.allowed, body=body)
         except OSError as exc:
             raise UserError(f"S3 endpoint {self.endpoint}: {exc}",
                             hint="check the endpoint URL and that the service is up") from None
@@ -250,18 +257,58 @@ class Removal:
 
 def remove_objects(service: S3Service, bucket: str, prefix: str, max_keys: int = MAX_REMOVED_KEYS) -> Removal:
     """Delete every object whose name starts with ``prefix`` (one run's own), a listing page at a time (the keys
-    are not all held at once). A listing of more than ``max_keys`` keys is stopped (a UserError)."""
+    are not all held at once): each page in one multi-object delete (S3's DeleteObjects, 1,000 keys a request;
+    one request per key took an hour for a million objects 4 ms away), or key by key where the service answers
+    that request with anything but its result. A listing of more than ``max_keys`` keys is stopped (a
+    UserError)."""
     if not prefix.startswith(OBJECT_PREFIX) or prefix == OBJECT_PREFIX:
         raise ValueError(f"{prefix!r} is not one run's object prefix")
     removed, refused, why = 0, 0, ""
+    batches = True
     for page in object_pages(service, bucket, prefix, max_keys):
-        for key in page:
-            status, _ = service.request("DELETE", bucket, key)
-            if status < 300 or status == 404:
-                removed += 1
-            else:
-                refused += 1
-                why = why or f"DELETE answered HTTP {status}"
+        for start in range(0, len(page), MAX_KEYS_PER_PAGE):
+            keys = page[start:start + MAX_KEYS_PER_PAGE]
+            done = _delete_batch(service, bucket, keys) if batches else None
+            if done is None:  # no multi-object delete here (a 501, a 405, an answer that is not its result)
+                batches = False
+                done = _delete_each(service, bucket, keys)
+            removed, refused, why = removed + done.removed, refused + done.refused, why or done.why
+    return Removal(removed, refused, why)
+
+
+def _delete_batch(service: S3Service, bucket: str, keys: Sequence[str]) -> Removal | None:
+    """``keys`` in one DeleteObjects request (quiet: only the keys it could not delete come back); None when the
+    service answers anything but a DeleteResult."""
+    body = ('<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+            "<Quiet>true</Quiet>" + "".join(f"<Object><Key>{xml_escape(key)}</Key></Object>" for key in keys)
+            + "</Delete>").encode()
+    status, answer = service.request("POST", bucket, query={"delete": ""}, body=body)
+    if status in (401, 403):  # these keys may not delete here (key by key would be refused as well)
+        return Removal(0, len(keys), f"DeleteObjects answered HTTP {status}")
+    if status != 200:
+        return None
+    try:
+        root = ElementTree.fromstring(answer)
+    except ElementTree.ParseError:
+        return None
+    if root.tag not in ("DeleteResult", f"{_NS}DeleteResult"):
+        return None
+    codes = [error.findtext(f"{_NS}Code") or error.findtext("Code") or "an error"
+             for error in [*root.iter(f"{_NS}Error"), *root.iter("Error")]]
+    refusals = [code for code in codes if code != "NoSuchKey"]  # gone already: removed, as a DELETE's 404 is
+    return Removal(len(keys) - len(refusals), len(refusals),
+                   f"DeleteObjects answered {refusals[0]}" if refusals else "")
+
+
+def _delete_each(service: S3Service, bucket: str, keys: Sequence[str]) -> Removal:
+    removed, refused, why = 0, 0, ""
+    for key in keys:
+        status, _ = service.request("DELETE", bucket, key)
+        if status < 300 or status == 404:
+            removed += 1
+        else:
+            refused += 1
+            why = why or f"DELETE answered HTTP {status}"
     return Removal(removed, refused, why)
 
 
