@@ -51,8 +51,9 @@ PURE_LAYERS: tuple[tuple[str, ...], ...] = (
     ("storbench.stats.*", "storbench.events"),
     # rendering: tables, figures, exports, the HTML report; the flat export record
     ("storbench.report.*", "storbench.records"),
-    # plan -> cases (asks stats for a search's grid); imported results; the plan reference
-    ("storbench.plan", "storbench.importer", "storbench.reference", "storbench.reference_tables"),
+    # plan -> cases (asks stats for a search's grid); imported results; the plan reference and the documents
+    # `storbench docs` prints
+    ("storbench.plan", "storbench.importer", "storbench.reference", "storbench.reference_tables", "storbench.manual"),
 )
 SHELL: tuple[str, ...] = (
     "storbench.__main__", "storbench.cli.*", "storbench.checks", "storbench.orchestrate", "storbench.run_state",

@@ -231,7 +231,7 @@ BAD_PLANS = [
                                                     absent=("not allowed",))),
     case("fio-unknown-option-nothing-close", Bad(BASE + "  fio: {qqqzzz: 1}\n", 8, "workload.fio.qqqzzz",
                                                  ("'qqqzzz' is not on storbench's list", "not allowed in a plan",
-                                                  "docs/plan-reference.md"))),
+                                                  "storbench docs plan-reference workload.fio"))),
     case("fio-unknown-option-run", Bad(BASE + "  fio:\n    iodepht_batch: 4\n", 9, "workload.fio.iodepht_batch",
                                        ("did you mean 'iodepth_batch'?",), command="run")),
     # ---- pass-through options that write files or devices (security review) -------------------------

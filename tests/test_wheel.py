@@ -45,6 +45,7 @@ def test_the_wheel_installed_outside_the_clone_runs_a_plan_show_compare_and_repo
     (wheel,) = (tmp_path / "dist").glob("storbench-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "storbench/examples/quickstart.yaml" in names and "storbench/py.typed" in names
+    assert {"storbench/docs/methodology.md", "storbench/docs/security.md"} <= set(names)  # what messages cite
     assert not [n for n in names if n.startswith(("tests/", "scripts/", "docs/"))], names
 
     venv = tmp_path / "venv"
@@ -69,6 +70,8 @@ def test_the_wheel_installed_outside_the_clone_runs_a_plan_show_compare_and_repo
     wrote = _run(["storbench", "example", "quickstart", "-o", "quickstart.yaml"], work, env)
     assert wrote.returncode == 0 and "name: quickstart" in (work / "quickstart.yaml").read_text()
     assert _run(["storbench", "plan", "quickstart.yaml"], work, env).returncode == 0
+    cited = _run(["storbench", "docs", "methodology", "bottleneck-verdicts"], work, env)  # as `show` cites it
+    assert cited.returncode == 0 and cited.stdout.startswith("## Bottleneck verdicts\n"), cited.stdout + cited.stderr
     # kubectl's plugin is the same program: `kubectl storbench -n NS plan ...` (kubectl runs kubectl-storbench)
     plugin = _run(["kubectl-storbench", "-n", "bench", "plan", "quickstart.yaml"], work, env)
     assert plugin.returncode == 0 and "plan 'quickstart'" in plugin.stdout, plugin.stdout + plugin.stderr

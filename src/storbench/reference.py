@@ -293,7 +293,8 @@ def plan_reference_markdown() -> str:
         "past it on the device, which the writer zeroes before each repetition; an rbd target gets an image of "
         "its own, `<image>.check` in its pool (through librbd), removed after each repetition. `show` and the "
         "report's failover table say how many writes were acknowledged and how many blocks were lost, stale, torn "
-        "or corrupt, with the first bad offsets (definitions: docs/methodology.md, \"Nothing acknowledged lost\").",
+        "or corrupt, with the first bad offsets (definitions: "
+        "`storbench docs methodology \"nothing acknowledged lost\"`).",
         "",
         *table(CheckWritesConfig),
         "",
@@ -311,7 +312,7 @@ def plan_reference_markdown() -> str:
         "",
         "`repeat: N` runs every case N times. `repeat: {min, max, until}` runs balanced rounds instead (every case "
         "once per round, the order alternating round by round) and looks after each round from `min` on, with a "
-        "stopping rule that stays valid however often it looks (docs/methodology.md).",
+        "stopping rule that stays valid however often it looks (`storbench docs methodology paired-changes`).",
         "",
         RepeatConfig.__doc__ or "",
         "",

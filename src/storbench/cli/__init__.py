@@ -1,8 +1,8 @@
 """The command line: the only place that reads argv, prints, and turns errors into exit codes.
 
 One module per command group: `run` (plan, run), `results` (show, export, saturation), `compare` (compare, report),
-`labs` (lab, k8s), `imports` (import), `examples` (example, doctor, setup), `image` (image build, push); `common` holds
-what they share. Which results a command reads is decided in `storbench.selection`, importing in
+`labs` (lab, k8s), `imports` (import), `examples` (example, doctor, setup), `docs` (docs), `image` (image build,
+push); `common` holds what they share. Which results a command reads is decided in `storbench.selection`, importing in
 `storbench.importer`.
 
 Each command imports what it uses inside its handler: `storbench --help` and a command's start load only that
@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from storbench import __version__
-from storbench.cli import compare, examples, history, image, imports, labs, results, run
+from storbench.cli import compare, docs, examples, history, image, imports, labs, results, run
 from storbench.cli.common import _console, _write_output
 from storbench.cli.run import plan_before_resume
 from storbench.errors import UserError, closest
@@ -76,6 +76,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     labs.add_commands(sub, labs=command == "lab")
     imports.add_commands(sub)
     examples.add_commands(sub)
+    docs.add_commands(sub)
     examples.add_doctor(sub)
     examples.add_setup(sub)
     image.add_commands(sub)

@@ -82,7 +82,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             out.print(line, markup=False)
         evidence = bottleneck_evidence_lines(comparisons)
         if evidence:
-            out.print("bottlenecks (rules: docs/methodology.md#bottleneck-verdicts):", markup=False)
+            out.print("bottlenecks (rules: storbench docs methodology bottleneck-verdicts):", markup=False)
             for line in evidence:
                 out.print(f"  {line}", markup=False)
         if args.output not in ("", "-"):

@@ -51,7 +51,7 @@ def _print_points(points: Sequence[PointSummary], title: str, out: Console | Non
     else:
         out.print(table)
     if any(p.bottleneck.kind != "unknown" for p in points):
-        out.print("bottlenecks (rules: docs/methodology.md#bottleneck-verdicts):", markup=False)
+        out.print("bottlenecks (rules: storbench docs methodology bottleneck-verdicts):", markup=False)
         for line in verdict_lines(points):
             out.print(f"  {line}", markup=False)
     elif points:  # a column of "?" and nothing under it had said why: each reason once (no telemetry, a fault)

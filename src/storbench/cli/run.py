@@ -58,7 +58,7 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
         what = f"{loaded.config.compare.baseline} vs {loaded.config.compare.candidate} decided" if (
             repeat.until == "decided" and loaded.config.compare) else repeat.until
         raised = (f" (`min: {repeat.min}` raised: `until: ci` looks from round {least} on, see "
-                  "docs/methodology.md)" if least > repeat.min else "")
+                  "storbench docs methodology paired-changes)" if least > repeat.min else "")
         lines.insert(1, f"repetitions: balanced rounds until {what}, at least {least}{raised}, at most {most} (the "
                      "time below is for the most)")
     from storbench.schedule import precondition_jobs, precondition_seconds, preconditions

@@ -35,7 +35,7 @@ def fio_option_refusal(name: str, where: str) -> UserError:
     """Why a pass-through option not on the allow-list is refused, with a hint that leads somewhere: a name close
     to an allowed option is a typo ("did you mean 'rate_iops'? 'rate_iops' is allowed"), a refused fio option
     says why."""
-    reference = "the allowed options are in docs/plan-reference.md (`workload.fio`)"
+    reference = "the allowed options: storbench docs plan-reference workload.fio"
     if not is_refused(name):
         close = difflib.get_close_matches(name, sorted(ALLOWED_FIO_OPTIONS), n=1, cutoff=0.6)
         if close:
@@ -73,7 +73,7 @@ def check_fio_options(options: Mapping[str, FioScalar | list[FioScalar]], source
                 )
             refusal = value_refusal(name, text) or fio_size_refusal(name, text)
             if refusal:
-                raise UserError(refusal, where=where, hint="see docs/plan-reference.md, `workload.fio`")
+                raise UserError(refusal, where=where, hint="storbench docs plan-reference workload.fio")
 
 
 _SIZED_GRAMMARS = (SIZE, SIZE_OR_PCT, RATE, BSSPLIT, BSRANGE, DISTRIBUTION)  # values that hold sizes

@@ -38,7 +38,7 @@ def ci_stop_confidence(ci_pct: float) -> float:
 class RepeatConfig(StrictModel):
     """Repetitions that stop when the answer is known: balanced rounds (every case once, the order alternating
     round by round), at least `min` and at most `max` of them. The stopping rule stays valid however often it
-    looks (docs/methodology.md)."""
+    looks (`storbench docs methodology paired-changes`)."""
 
     min: int = Field(3, ge=2, le=1000, description="Rounds before the first look.")
     max: int = Field(ge=2, le=1000, description="Rounds at most.")
@@ -72,10 +72,11 @@ class RepeatConfig(StrictModel):
 
 
 class SteadyStateConfig(StrictModel):
-    """Measure each point round by round until it is steady, the SNIA way (docs/methodology.md): over the last
-    `window` rounds, max - min within `range` of their mean and the fitted line's excursion within `slope` of it.
-    Then `confirm` rounds more: the point's figures (means, intervals) come from them, since the window, chosen for
-    its small spread, would give too narrow an interval. One that never gets steady is marked "not steady"."""
+    """Measure each point round by round until it is steady, the SNIA way
+    (`storbench docs methodology preconditioning`): over the last `window` rounds, max - min within `range` of
+    their mean and the fitted line's excursion within `slope` of it. Then `confirm` rounds more: the point's
+    figures (means, intervals) come from them, since the window, chosen for its small spread, would give too narrow
+    an interval. One that never gets steady is marked "not steady"."""
 
     metric: Literal["iops", "bw_bytes", "lat_mean_ns"] = Field("iops", description="The figure tracked round by "
                                                                "round.")
@@ -91,9 +92,10 @@ class SteadyStateConfig(StrictModel):
 
 
 class SearchConfig(StrictModel):
-    """Find the saturation point without running the whole load grid (docs/methodology.md): the load axis runs
-    over a grid from `range` (powers of two and the 1.5x steps between them), and storbench measures only the
-    values that bracket the highest IOPS meeting `slo` and the knee, each with the plan's `repeat`."""
+    """Find the saturation point without running the whole load grid
+    (`storbench docs methodology saturation-search`): the load axis runs over a grid from `range` (powers of two
+    and the 1.5x steps between them), and storbench measures only the values that bracket the highest IOPS meeting
+    `slo` and the knee, each with the plan's `repeat`."""
 
     axis: Literal["iodepth", "numjobs", "clients"] = Field("iodepth", description="The load axis searched.")
     range: tuple[Annotated[int, Field(ge=1, le=4096)], Annotated[int, Field(ge=1, le=4096)]] = Field(

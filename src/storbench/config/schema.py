@@ -43,7 +43,7 @@ class PlanConfig(StrictModel):
     description: str = Field("", description="Free text, kept with the results.")
     targets: dict[str, TargetConfig] = Field(description="Named targets; every case runs on each of them.")
     workload: WorkloadConfig = Field(description="What fio does: rw, bs, iodepth, numjobs, runtime, ... "
-                                     "(see docs/plan-reference.md).")
+                                     "(see `storbench docs plan-reference workload`).")
     repeat: Annotated[
         Annotated[Annotated[int, Field(ge=1, le=1000, strict=True)], Tag("count")]  # true is no count
         | Annotated[RepeatConfig, Tag("rounds")],

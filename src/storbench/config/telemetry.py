@@ -44,7 +44,7 @@ class PrometheusConfig(StrictModel):
 
 
 class TelemetryConfig(StrictModel):
-    """What is sampled beside every repetition (see docs/methodology.md, "Telemetry")."""
+    """What is sampled beside every repetition (see `storbench docs methodology telemetry`)."""
 
     enabled: bool = Field(True, description="Sample host CPU, processes, devices, network and memory.")
     interval: Duration = Field(1.0, description="Sampling interval (0.2s .. 60s).")

@@ -138,7 +138,7 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
         lines += ["", *(f"- {markdown_cell(line)}" for line in caveats)]
     evidence = bottleneck_evidence_lines(comparisons)
     if evidence:
-        lines += ["", "Bottlenecks (rules: docs/methodology.md, \"Bottleneck verdicts\"):", ""]
+        lines += ["", "Bottlenecks (rules: storbench docs methodology bottleneck-verdicts):", ""]
         lines += [f"- {markdown_cell(line)}" for line in evidence]  # process names are anyone's to choose
     return safe_text("\n".join(lines) + "\n", multiline=True)
 

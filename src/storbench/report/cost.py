@@ -97,7 +97,7 @@ def cost_notes(points: Sequence[PointSummary]) -> list[str]:
     if rows:
         notes.append("cost: each process name's CPU over fio's measured window divided by the I/Os per second of "
                      "every direction; kernel = the host's irq and softirq time; the host's other busy time (kernel "
-                     "threads, other processes) is not counted (docs/methodology.md#cpu-cost-per-io)")
+                     "threads, other processes) is not counted (storbench docs methodology cpu-cost-per-io)")
     polling = [point_label(p, direction=False) for p in rows if polls(p.case.workload.fio_options)]
     if polling:
         notes.append(f"⚠ fio polls at {', '.join(polling)} (hipri or sqthread_poll): its CPU includes waiting, not "
@@ -168,7 +168,7 @@ def cost_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         caption="Each bar: the CPU each component used over the measured window per I/O of every direction "
         "(µs), means over repetitions; the dot is their sum with its 95 % interval. Kernel: the host's irq and "
         "softirq time; the host's other busy time (kernel threads, other processes) is left out "
-        "(docs/methodology.md#cpu-cost-per-io).")]
+        "(storbench docs methodology cpu-cost-per-io).")]
     per_core = [p for p in members if p.metric("iops_per_core_used") is not None]
     if len(per_core) >= 2:
         figures.append(FigureSpec(

@@ -221,7 +221,7 @@ SCORECARD_CAPTION = ("Each repetition is one fault; figures are means with 95 % 
                      "figure of some of them says of how many). Blackout: the longest time no I/O completed (fio's "
                      "100 ms logs); recovered: the run's last third shown at least 90 % of the level before the "
                      "fault; until back: a recovered run's level from the stall to then; at the end: the seconds "
-                     "that test read (docs/methodology.md, \"Failover\").")
+                     "that test read (storbench docs methodology failover).")
 SCORECARD_HEAD = ("point", "fault", "n", "blackout (s)", "first I/O after (s)", "blackout when undone (s)",
                   "dip (% of before)", "until back (% of before)", "at the end (% of before)", "recovered",
                   "longest I/O",
@@ -251,7 +251,7 @@ def write_check_lines(checks: Sequence[PointWriteCheck], labels: Mapping[str, st
     if not checks:
         return []
     lines = ["acknowledged writes (check_writes: stamped blocks written beside fio, every block read back after each "
-             "repetition once its faults were undone; docs/methodology.md, \"Nothing acknowledged lost\"):"]
+             "repetition once its faults were undone; storbench docs methodology \"nothing acknowledged lost\"):"]
     for c in checks:
         total = c.total
         head = (f"  run {c.run_id} {labels.get(c.case_id, c.case_id)}: {c.checked} repetition"
@@ -303,7 +303,7 @@ def failover_lines(points: Sequence[PointFailover], labels: Mapping[str, str],
                                                 f"run {p.run_id} {labels.get(p.case_id, p.case_id)}"))]
     return ["failover (each repetition one fault; 95 % intervals over the repetitions; blackout: the longest time "
             "no I/O completed, from fio's 100 ms logs; recovered: the run's last third shown at least 90 % of the "
-            "level before the fault; docs/methodology.md#failover):",
+            "level before the fault; storbench docs methodology failover):",
             *(failover_line(p, labels.get(p.case_id, p.case_id)) for p in points),
             *(f"  in short: {verdict}" for verdict in verdicts)]
 

@@ -253,6 +253,6 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
             section=HISTORY_SECTION,
             caption="each run's mean with its repetitions' interval; dashed: the level between change points; a "
                     "vertical line: a change point with the step and its 95 % interval "
-                    "(docs/methodology.md#history-and-change-points)"
+                    "(storbench docs methodology history-and-change-points)"
                     + (f". {CAUSE_NOT_SHOWN[0].upper()}{CAUSE_NOT_SHOWN[1:]}" if history.changes else "")))
     return figures

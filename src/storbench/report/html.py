@@ -89,8 +89,8 @@ def _bottleneck_table(points: Sequence[PointSummary]) -> str:
         rows.append(f"<tr><td>{_e(label)}</td><td class='bottleneck-{_e(kind.split()[0])}'>"
                     f"{_e(kind)}</td><td>{_e(verdict.evidence)}</td></tr>")
     return ("<p>Each point's bottleneck, from CPU, device, network and client figures sampled during its "
-            "measured window (rules and thresholds: docs/methodology.md, "
-            "\"Bottleneck verdicts\").</p>"
+            "measured window (rules and thresholds: "
+            "storbench docs methodology bottleneck-verdicts).</p>"
             "<table class='data bottlenecks'><thead><tr><th>point</th><th>verdict</th><th>evidence</th></tr>"
             "</thead><tbody>"
             + "".join(rows) + "</tbody></table>")

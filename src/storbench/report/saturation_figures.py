@@ -110,7 +110,8 @@ def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
             + ("(on hover: several lines share each x) " if hover_only else "")
             + "is its verdict (cpu-, media-, net-, "
             "client-bound; depth = under-driven; capped = capped beyond this host; - = not saturated); a "
-            "horizontal line: the IOPS the target was declared to deliver (expect). Rules: docs/methodology.md."))
+            "horizontal line: the IOPS the target was declared to deliver (expect). Rules: "
+            "storbench docs methodology bottleneck-verdicts."))
     return figures
 
 
@@ -178,5 +179,5 @@ def capped_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
             f"covers); right axis: mean total latency with its 95 % CI. {what} that stays flat while latency grows "
             "with the load is Little's law at a fixed service rate: a limit outside this host (a provisioned limit, "
             "a throttle, the remote storage). A horizontal line: what the target was declared to deliver (expect). "
-            "Rules: docs/methodology.md, \"Bottleneck verdicts\"."))
+            "Rules: storbench docs methodology bottleneck-verdicts."))
     return figures

@@ -155,7 +155,7 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
         lines.append("| " + " | ".join(markdown_cell(c) for c in cells) + " |")
     verdicts = verdict_lines(points) if any(p.bottleneck.kind != "unknown" for p in points) else []
     if verdicts:
-        lines += ["", "Bottlenecks (rules: docs/methodology.md, \"Bottleneck verdicts\"):", ""]
+        lines += ["", "Bottlenecks (rules: storbench docs methodology bottleneck-verdicts):", ""]
         lines += [f"- {markdown_cell(line)}" for line in verdicts]
     warnings = warning_lines(points)
     if warnings or notes:  # they name points by their labels, which carry plan text: escaped as the cells are

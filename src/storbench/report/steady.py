@@ -105,7 +105,7 @@ def steady_figure(state: SteadyState, figure_id: str, label: str) -> FigureSpec 
         "window (its excursion is the slope "
         "criterion); band: a spread of ± half the allowed range around the window's mean (the range criterion "
         "asks max - min within the whole range, so a window inside the band meets it). The rule is the SNIA "
-        "PTS steady-state rule (docs/methodology.md).")
+        "PTS steady-state rule (storbench docs methodology preconditioning).")
 
 
 def steady_figures(states: Mapping[tuple[int, str], SteadyState], labels: Mapping[str, str]

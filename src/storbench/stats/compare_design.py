@@ -42,8 +42,8 @@ AA_RATE = (f"with a {INSTANCE_SPREAD_PCT} % spread between instances an A/A comp
            f"{AA_DIFFERENT_PCT[10]} % of the time (n=10, CV {AA_CV_PCT} %")
 DESIGN_CAVEATS = {
     "one instance per side": f"{AA_RATE}; {AA_DIFFERENT_PCT[30]} % at n=30: more repetitions do not help, a fresh "
-                             "instance per round does, 5 %; docs/methodology.md); read a verdict as about these two "
-                             "instances, not the setting",
+                             "instance per round does, 5 %; storbench docs methodology comparisons); read a verdict "
+                             "as about these two instances, not the setting",
     "blocked": "read a verdict as about these two stretches of time, not the setting alone (order: interleaved "
                "alternates the sides)",
     "two runs": f"read a verdict as about these runs, not the change alone; where they ran on different instances, "
