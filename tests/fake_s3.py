@@ -28,6 +28,7 @@ class FakeS3State:
     listing: str = "honest"  # or "same-token", "endless" (a new token every page), "no-token"
     ignore_max_keys: bool = False  # an honest listing pages by max-keys (1,000 unless asked) unless this is set
     refuse_deletes: bool = False  # every DELETE answered 403 (a bucket policy without s3:DeleteObject)
+    refuse_puts: bool = False  # every PUT of an object answered 403 (a read-only key)
     multi_delete: bool = True  # False: DeleteObjects (POST ?delete) answered 501, as a service without it
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -63,7 +64,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(404, b"<Error><Code>NoSuchBucket</Code></Error>")
             return
         with state.lock:
-            if self.command == "PUT" and key:
+            if self.command == "PUT" and key and state.refuse_puts:
+                self._answer(403, b"<Error><Code>AccessDenied</Code></Error>")
+            elif self.command == "PUT" and key:
                 state.objects[(bucket, key)] = body
                 self._answer(200)
             elif self.command in ("GET", "HEAD") and key:

@@ -398,3 +398,26 @@ def test_objects_the_service_will_not_delete_are_said_and_one_targets_failure_le
     assert "target first: objects may stay on bucket bench: listing bucket 'bench'" in said[0], said
     assert "(objects storbench.aaaaaaaaaaaa.*)" in said[0] and said[1] == \
         "target second: removed 1 objects from bucket bench", said
+
+
+def test_a_bucket_the_keys_may_not_write_or_delete_in_is_refused_before_any_repetition() -> None:
+    """A bucket HEAD answers 200 to a read-only key: every PUT of the run would fail, or its objects would stay."""
+    from storbench.targets.s3 import check_rights
+
+    prefix = "storbench.aaaaaaaaaaaa."
+    with fake_s3() as (endpoint, state):
+        service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        check_rights(service, "bench", prefix, "objects")
+        assert [(method, path) for method, path, _ in state.requests] == [
+            ("PUT", f"/bench/{prefix}probe"), ("DELETE", f"/bench/{prefix}probe")]
+        assert state.objects == {}  # the test object is gone again
+        state.refuse_puts = True
+        with pytest.raises(UserError, match=r"target 'objects': the credentials may not write objects to bucket "
+                                            r"'bench' at http://127\.0\.0\.1:\d+ \(HTTP 403\)") as refused:
+            check_rights(service, "bench", prefix, "objects")
+        assert refused.value.hint == "grant s3:PutObject and s3:DeleteObject on the bucket"
+        state.refuse_puts, state.refuse_deletes = False, True
+        with pytest.raises(UserError, match=rf"may write objects to bucket 'bench' at .* but not delete them \(HTTP "
+                                            rf"403\), so the run's objects would stay; its test object {prefix}probe "
+                                            "stays"):
+            check_rights(service, "bench", prefix, "objects")

@@ -197,6 +197,27 @@ def check_bucket(service: S3Service, bucket: str, name: str) -> None:
         raise UserError(f"target '{name}': bucket '{bucket}' at {service.endpoint} answered HTTP {status}")
 
 
+def check_rights(service: S3Service, bucket: str, prefix: str, name: str) -> None:
+    """These keys may write and delete objects in the bucket (every object operation writes, and the run's clean-up
+    deletes; a bucket HEAD says neither): an empty object under the run's own prefix is put and removed again, or
+    one line says which right is missing, before any repetition runs."""
+    key, where = f"{prefix}probe", f"bucket '{bucket}' at {service.endpoint}"
+    status, _ = service.request("PUT", bucket, key)
+    if status in (401, 403):
+        raise UserError(f"target '{name}': the credentials may not write objects to {where} (HTTP {status})",
+                        hint="grant s3:PutObject and s3:DeleteObject on the bucket")
+    if status >= 300:
+        raise UserError(f"target '{name}': writing a test object to {where} answered HTTP {status}")
+    status, _ = service.request("DELETE", bucket, key)
+    if status in (401, 403):
+        raise UserError(f"target '{name}': the credentials may write objects to {where} but not delete them (HTTP "
+                        f"{status}), so the run's objects would stay; its test object {key} stays",
+                        hint="grant s3:DeleteObject on the bucket")
+    if status >= 300 and status != 404:
+        raise UserError(f"target '{name}': deleting a test object from {where} answered HTTP {status}; {key} "
+                        "may stay")
+
+
 def create_bucket(service: S3Service, bucket: str) -> None:
     status, body = service.request("PUT", bucket)
     if status >= 300 and b"BucketAlreadyOwnedByYou" not in body:
@@ -351,13 +372,14 @@ def http_fio_binary() -> str:
 
 def prepare_s3_target(spec: S3Target, service: S3Service, bucket: str, cases: Sequence[Case],
                       where: str = "") -> PreparedTarget:
-    """The bucket checked (it exists, the keys may use it), the fio with the http engine found, and a prefix of
-    this run's own for the objects."""
+    """The bucket checked (it exists, the keys may write and delete objects in it), the fio with the http engine
+    found, and a prefix of this run's own for the objects."""
     prefix = run_object_prefix()
     try:
         binary = http_fio_binary()
         binding = s3_binding(service, bucket, binary, prefix)
         check_bucket(service, bucket, spec.name)
+        check_rights(service, bucket, prefix, spec.name)
     except UserError as exc:
         raise UserError(exc.message if exc.message.startswith("target") else f"target '{spec.name}': {exc.message}",
                         where=where, hint=exc.hint) from None
