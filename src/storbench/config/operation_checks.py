@@ -51,7 +51,7 @@ def _check_objects(config: PlanConfig, source: PlanSource) -> None:
                            "use the target's endpoint, bucket and region, and workload.objects and bs")
     moved = sorted(OBJECT_SHAPE_OPTIONS & set(config.workload.fio))
     if moved:
-        raise UserError(f"workload.fio.{moved[0]} with rw: {ops[0]}: fio names each object by its offset and size: "
+        raise UserError(f"not with rw: {ops[0]}: fio names each object by its offset and size: "
                         "GETs and DELETEs would go to objects never written (fio's http engine counts HTTP 404 as "
                         "done) and PUTs would write objects of other sizes than bs",
                         where=source.where(("workload", "fio", moved[0])),
