@@ -141,8 +141,8 @@ def test_object_operations_and_s3_targets_only_go_together(tmp_path: Path, capsy
 
 
 @pytest.mark.parametrize(("old", "new", "message"), [
-    ("  numjobs: 2", "  numjobs: 4\n  fio: {offset: 1k}", "workload.fio.offset: not with rw: put: fio names each object "
-     "by its offset and size: GETs and DELETEs would go to objects never written"),
+    ("  numjobs: 2", "  numjobs: 4\n  fio: {offset: 1k}", "workload.fio.offset: not with rw: put: fio names each "
+     "object by its offset and size: GETs and DELETEs would go to objects never written"),
     ("  numjobs: 2", "  numjobs: 4\n  fio: {bssplit: 4k/50:64k/50}", "workload.fio.bssplit: not with rw: put"),
     ("  objects: 8\n  numjobs: 2", "  objects: 300000\n  numjobs: 4", "name up to 2,400,000 objects (bs values x "
      "objects x numjobs x clients), more than the 1,000,000 storbench removes after a run"),
