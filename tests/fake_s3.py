@@ -29,7 +29,9 @@ class FakeS3State:
     ignore_max_keys: bool = False  # an honest listing pages by max-keys (1,000 unless asked) unless this is set
     refuse_deletes: bool = False  # every DELETE answered 403 (a bucket policy without s3:DeleteObject)
     refuse_puts: bool = False  # every PUT of an object answered 403 (a read-only key)
-    multi_delete: bool = True  # False: DeleteObjects (POST ?delete) answered 501, as a service without it
+    # DeleteObjects (POST ?delete): "yes"; "no" answers 501 (a service without it), "forbidden" 403 (a proxy that
+    # refuses the request), "busy" 503, "garbage" 200 with no DeleteResult
+    multi_delete: str = "yes"
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -89,8 +91,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _delete_objects(self, bucket: str, body: bytes) -> tuple[int, bytes]:
         """S3's DeleteObjects: its Content-MD5 must be the body's, at most 1,000 keys; quiet: only the errors."""
         state = self.state
-        if not state.multi_delete:
-            return 501, b"<Error><Code>NotImplemented</Code></Error>"
+        refused = {"no": (501, b"<Error><Code>NotImplemented</Code></Error>"),
+                   "forbidden": (403, b"<Error><Code>SignatureDoesNotMatch</Code></Error>"),
+                   "busy": (503, b"<Error><Code>SlowDown</Code></Error>"), "garbage": (200, b"<html>hello</html>")}
+        if state.multi_delete in refused:
+            return refused[state.multi_delete]
         if self.headers.get("Content-MD5") != base64.b64encode(hashlib.md5(body).digest()).decode():
             return 400, b"<Error><Code>InvalidDigest</Code></Error>"
         keys = [key.text or "" for key in ElementTree.fromstring(body).iter(f"{{{NS}}}Key")]
@@ -100,9 +105,9 @@ class _Handler(BaseHTTPRequestHandler):
         for key in keys:
             if state.refuse_deletes:
                 errors += f"<Error><Key>{escape(key)}</Key><Code>AccessDenied</Code></Error>"
-            else:
-                state.objects.pop((bucket, key), None)
-        return 200, f'<?xml version="1.0"?><DeleteResult xmlns="{NS}">{errors}</DeleteResult>'.encode()
+            elif state.objects.pop((bucket, key), None) is None:  # as some services say it (AWS does not)
+                errors += f"<Error><Key>{escape(key)}</Key><Code>NoSuchKey</Code></Error>"
+        return 200, f'\n<?xml version="1.0"?><DeleteResult xmlns="{NS}">{errors}</DeleteResult>'.encode()
 
     def _listing(self, bucket: str, query: dict[str, list[str]]) -> bytes:
         prefix = query.get("prefix", [""])[0]

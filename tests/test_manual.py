@@ -45,6 +45,10 @@ def test_a_section_runs_from_its_heading_to_the_next_of_its_level_or_above() -> 
     assert find_section(DOC, "one-firstpy")[0] == find_section(DOC, "ONE")[0]  # GitHub's anchor
     assert find_section(DOC, "not a heading") == (None, [])
     assert find_section(DOC, "tw0")[1] == ["two"]  # the headings close to it, for the hint
+    fenced = "# A\n~~~\n## Fake\n~~~\n  ````md\n## Also fake\n```\n## Still inside\n````\n## Real\n"
+    assert find_section(fenced, "fake")[0] is None  # tildes, an indented fence, a longer one closed by its length
+    assert find_section(fenced, "still inside")[0] is None
+    assert find_section(fenced, "real")[0] == "## Real\n"
 
 
 def test_heading_slugs_are_githubs_anchors() -> None:
@@ -63,6 +67,7 @@ def test_docs_lists_prints_and_refuses_in_one_line(capsys: pytest.CaptureFixture
     assert code == 0 and out.rstrip("\n") == (ROOT / "docs" / "plan-reference.md").read_text().rstrip("\n")
     code, out, _ = run_cli(capsys, "docs", "security", "threat model")
     assert code == 0 and out.startswith("## Threat model\n") and "\n## " not in out
+    assert run_cli(capsys, "docs", "security", "threat", "model")[1] == out  # the words unquoted
     code, _, err = run_cli(capsys, "docs", "methodology", "botleneck")
     assert code == 2 and err.strip() == ("storbench: error: methodology has no section 'botleneck' (hint: did you "
                                          "mean bottleneck-verdicts?)")
@@ -73,12 +78,12 @@ def test_docs_lists_prints_and_refuses_in_one_line(capsys: pytest.CaptureFixture
 # `storbench docs NAME SECTION` as messages, reports and the plan reference write it: SECTION a word with hyphens,
 # or quoted words
 CITED_RE = re.compile(r"storbench docs (" + "|".join(d.name for d in DOCUMENTS)
-                      + r")(?: ([\w.-]+|\\?\"[^\"\\]+\\?\"))?")
+                      + r")(?: ([\w.-]+|\\?\"[^\"\\]+\\?\"|'[^']+'))?")
 
 
 def test_every_section_storbench_cites_is_there() -> None:
-    cited = {(m.group(1), m.group(2)) for path in (ROOT / "src" / "storbench").rglob("*.py")
-             for m in CITED_RE.finditer(path.read_text())}
+    texts = [*(ROOT / "src" / "storbench").rglob("*.py"), ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    cited = {(m.group(1), m.group(2)) for path in texts for m in CITED_RE.finditer(path.read_text())}
     assert len(cited) >= 10  # the messages, reports and plan reference that cite one
     missing = []
     for name, section in sorted(cited, key=str):

@@ -221,10 +221,17 @@ def test_a_listing_is_capped_in_keys_in_all_and_per_page() -> None:
             list_objects(service, "bench", "storbench.abc.")
 
 
-@pytest.mark.parametrize("multi_delete", [True, False])
-def test_an_honest_listing_of_several_pages_is_read_whole_and_removed(multi_delete: bool) -> None:
+@pytest.mark.parametrize(("multi_delete", "requests"), [
+    ("yes", (3, 0)),  # three pages: a DeleteObjects each
+    ("no", (1, 2100)),  # a 501: key by key from then on
+    ("garbage", (1, 2100)),  # a 200 that is no DeleteResult: the same
+    ("forbidden", (3, 2100)),  # a 403 for the request (a proxy, a signature it reads otherwise): each page key by key
+    ("busy", (3, 2100)),  # a 503: that page key by key, the next one tried whole again
+])
+def test_an_honest_listing_of_several_pages_is_read_whole_and_removed(multi_delete: str,
+                                                                      requests: tuple[int, int]) -> None:
     """A page of keys in one DeleteObjects request (its Content-MD5 checked by the fake service, a key with XML's
-    own characters escaped); key by key where the service has no such request (a 501)."""
+    own characters escaped; its answer led by a blank line); key by key where that request did not delete them."""
     with fake_s3(FakeS3State(multi_delete=multi_delete)) as (endpoint, state):
         for index in range(2099):
             state.objects[("bench", f"storbench.abc.{index:04d}")] = b""
@@ -237,8 +244,7 @@ def test_an_honest_listing_of_several_pages_is_read_whole_and_removed(multi_dele
         assert remove_objects(service, "bench", "storbench.abc.") == Removal(2100)
         assert list(state.objects) == [("bench", "storbench.other.0")]
         methods = [method for method, _, _ in state.requests]
-        # three pages: a DeleteObjects each, or (refused once with a 501) a DELETE per key
-        assert (methods.count("POST"), methods.count("DELETE")) == ((3, 0) if multi_delete else (1, 2100))
+        assert (methods.count("POST"), methods.count("DELETE")) == requests
 
 
 def test_answers_are_capped_and_metadata_addresses_refused() -> None:
@@ -379,7 +385,7 @@ def test_objects_the_service_will_not_delete_are_said_and_one_targets_failure_le
         service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
         assert remove_objects(service, "bench", "storbench.aaaaaaaaaaaa.") == Removal(
             0, 3, "DeleteObjects answered AccessDenied")
-        state.multi_delete = False
+        state.multi_delete = "no"
         assert remove_objects(service, "bench", "storbench.aaaaaaaaaaaa.") == Removal(0, 3, "DELETE answered HTTP 403")
     events: list[object] = []
 
@@ -421,3 +427,20 @@ def test_a_bucket_the_keys_may_not_write_or_delete_in_is_refused_before_any_repe
                                             rf"403\), so the run's objects would stay; its test object {prefix}probe "
                                             "stays"):
             check_rights(service, "bench", prefix, "objects")
+
+
+def test_keys_a_multi_object_delete_finds_gone_count_as_removed_and_its_codes_are_shown_only_as_codes() -> None:
+    from storbench.targets.s3 import _delete_batch
+
+    with fake_s3() as (endpoint, state):
+        state.objects[("bench", "storbench.abc.1")] = b""
+        service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        assert _delete_batch(service, "bench", ["storbench.abc.1", "storbench.abc.gone"]) == Removal(2)  # NoSuchKey
+    answer = (b'<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Error><Key>k</Key><Code>[link=http:/'
+              b'/x.test]click here[/link]</Code></Error></DeleteResult>')  # a code that is no code: not shown
+
+    class Service:
+        def request(self, *args: object, **kwargs: object) -> tuple[int, bytes]:
+            return 200, answer
+
+    assert _delete_batch(Service(), "bench", ["k"]) == Removal(0, 1, "DeleteObjects answered an error")  # type: ignore[arg-type]

@@ -38,13 +38,19 @@ def heading_slug(text: str) -> str:
     return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
 
 
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
 def _headings(markdown: str) -> list[tuple[int, int, str]]:
-    """(line index, level, text) of each heading outside code blocks."""
-    found, fenced = [], False
+    """(line index, level, text) of each heading outside code blocks (fenced by three or more backticks or tildes,
+    closed by at least as many of the same)."""
+    found: list[tuple[int, int, str]] = []
+    fence = ""
     for index, line in enumerate(markdown.splitlines()):
-        if line.startswith("```"):
-            fenced = not fenced
-        elif not fenced and (match := _HEADING_RE.match(line)):
+        if (opening := _FENCE_RE.match(line)) and (not fence or (opening.group(1).startswith(fence)
+                                                                  and not line.strip().strip(fence[0]))):
+            fence = "" if fence else opening.group(1)
+        elif not fence and (match := _HEADING_RE.match(line)):
             found.append((index, len(match.group(1)), match.group(2)))
     return found
 

@@ -38,10 +38,11 @@ def cmd_docs(args: argparse.Namespace) -> int:
                       "(storbench docs methodology 'bottleneck verdicts')", markup=False, soft_wrap=True)
         return 0
     text = document_text(args.name)
-    if args.section:
-        found, close = find_section(text, args.section)
+    section = " ".join(args.section)  # the words of a heading, quoted or not
+    if section:
+        found, close = find_section(text, section)
         if found is None:
-            raise UserError(f"{args.name} has no section {args.section!r}",
+            raise UserError(f"{args.name} has no section {section!r}",
                             hint=f"did you mean {' or '.join(close)}?" if close else
                             f"storbench docs {args.name} | grep '^#' lists its headings")
         text = found
@@ -53,6 +54,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p = sub.add_parser("docs", help="print the methodology, the plan reference or the security notes (what "
                        "storbench's messages cite), whole or one section")
     p.add_argument("name", nargs="?", metavar="NAME", help="the document (none: list them)")
-    p.add_argument("section", nargs="?", metavar="SECTION", help="one section, by its heading or its start "
-                   "('bottleneck verdicts', workload.fio)")
+    p.add_argument("section", nargs="*", metavar="SECTION", help="one section, by its heading or its start "
+                   "(bottleneck verdicts, workload.fio)")
     p.set_defaults(func=cmd_docs)

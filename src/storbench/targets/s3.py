@@ -279,9 +279,10 @@ class Removal:
 def remove_objects(service: S3Service, bucket: str, prefix: str, max_keys: int = MAX_REMOVED_KEYS) -> Removal:
     """Delete every object whose name starts with ``prefix`` (one run's own), a listing page at a time (the keys
     are not all held at once): each page in one multi-object delete (S3's DeleteObjects, 1,000 keys a request;
-    one request per key took an hour for a million objects 4 ms away), or key by key where the service answers
-    that request with anything but its result. A listing of more than ``max_keys`` keys is stopped (a
-    UserError)."""
+    one request per key took an hour for a million objects 4 ms away). A page that request does not delete (a
+    refusal, a busy service, a lost answer) is deleted key by key; a service without the request (501, 405, an
+    answer that is not its result) is cleaned key by key from then on. A listing of more than ``max_keys`` keys is
+    stopped (a UserError)."""
     if not prefix.startswith(OBJECT_PREFIX) or prefix == OBJECT_PREFIX:
         raise ValueError(f"{prefix!r} is not one run's object prefix")
     removed, refused, why = 0, 0, ""
@@ -290,34 +291,45 @@ def remove_objects(service: S3Service, bucket: str, prefix: str, max_keys: int =
         for start in range(0, len(page), MAX_KEYS_PER_PAGE):
             keys = page[start:start + MAX_KEYS_PER_PAGE]
             done = _delete_batch(service, bucket, keys) if batches else None
-            if done is None:  # no multi-object delete here (a 501, a 405, an answer that is not its result)
-                batches = False
+            if done is None or isinstance(done, Unsupported):
+                batches = batches and done is None
                 done = _delete_each(service, bucket, keys)
             removed, refused, why = removed + done.removed, refused + done.refused, why or done.why
     return Removal(removed, refused, why)
 
 
-def _delete_batch(service: S3Service, bucket: str, keys: Sequence[str]) -> Removal | None:
-    """``keys`` in one DeleteObjects request (quiet: only the keys it could not delete come back); None when the
-    service answers anything but a DeleteResult."""
+class Unsupported:
+    """The service has no multi-object delete."""
+
+
+BATCH_TIMEOUT_S = 120  # a thousand deletes in one request: a slow cluster takes its time before answering
+_CODE_RE = re.compile(r"[A-Za-z]{1,64}")  # an S3 error code (AccessDenied): what of the answer is shown
+
+
+def _delete_batch(service: S3Service, bucket: str, keys: Sequence[str]) -> Removal | Unsupported | None:
+    """``keys`` in one DeleteObjects request (quiet: only the keys it could not delete come back); Unsupported when
+    the service has no such request, None when this one did not delete them (refused whole, busy, no answer)."""
     body = ('<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
             "<Quiet>true</Quiet>" + "".join(f"<Object><Key>{xml_escape(key)}</Key></Object>" for key in keys)
             + "</Delete>").encode()
-    status, answer = service.request("POST", bucket, query={"delete": ""}, body=body)
-    if status in (401, 403):  # these keys may not delete here (key by key would be refused as well)
-        return Removal(0, len(keys), f"DeleteObjects answered HTTP {status}")
+    try:
+        status, answer = service.request("POST", bucket, query={"delete": ""}, body=body, timeout_s=BATCH_TIMEOUT_S)
+    except UserError:
+        return None  # key by key says whether the service is there at all
+    if status in (405, 501):
+        return Unsupported()
     if status != 200:
         return None
     try:
-        root = ElementTree.fromstring(answer)
+        root = ElementTree.fromstring(answer.lstrip())
     except ElementTree.ParseError:
-        return None
+        return Unsupported()
     if root.tag not in ("DeleteResult", f"{_NS}DeleteResult"):
-        return None
-    codes = [error.findtext(f"{_NS}Code") or error.findtext("Code") or "an error"
+        return Unsupported()
+    codes = [error.findtext(f"{_NS}Code") or error.findtext("Code") or ""
              for error in [*root.iter(f"{_NS}Error"), *root.iter("Error")]]
-    refusals = [code for code in codes if code != "NoSuchKey"]  # gone already: removed, as a DELETE's 404 is
-    return Removal(len(keys) - len(refusals), len(refusals),
+    refusals = [code if _CODE_RE.fullmatch(code) else "an error" for code in codes if code != "NoSuchKey"]
+    return Removal(len(keys) - len(refusals), len(refusals),  # NoSuchKey: gone already, as a DELETE's 404 is
                    f"DeleteObjects answered {refusals[0]}" if refusals else "")
 
 
