@@ -118,3 +118,19 @@ def test_the_nfs_removal_job_deletes_only_storbench_files() -> None:
     for bad in (["../etc/passwd"], ["storbench.0.0:x"], ["data.db"], []):
         with pytest.raises(ValueError):
             render_nfs_removal_job("nfs://10.213.7.2/export", "/e.so", bad)
+
+
+def test_a_create_only_job_is_the_same_job_with_its_set_up_alone() -> None:
+    from storbench.fio.jobfile import create_only_job, lays_out_at_start
+
+    disk, nvme = (next(c for c in expand(load_plan_text(PLAN, "golden.yaml")) if c.target.name == name)
+                  for name in ("disk", "nvme"))
+    case = disk
+    text = render_job(case, BINDINGS["disk"])
+    laid = create_only_job(text)
+    assert laid.replace("create_only=1\n", "", 1) == text and "[global]\ncreate_only=1\n" in laid
+    with pytest.raises(ValueError):
+        create_only_job("[job]\nrw=read\n")
+    assert lays_out_at_start(case)
+    assert not lays_out_at_start(replace(case, workload=replace(case.workload, rw="stat")))  # the files are measured
+    assert not lays_out_at_start(nvme)  # a block device: nothing to lay out

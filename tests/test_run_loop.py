@@ -967,3 +967,22 @@ def test_a_resume_that_changes_what_repetitions_run_under_is_refused(tmp_path: P
                                             r"\(check_writes\)") as refused:
             check_design_unchanged(other, store, run_id, accept=True, observer=None)
         assert "a resume may only add points" in refused.value.hint
+
+
+def test_a_case_with_faults_has_its_files_laid_out_before_its_first_repetition(tmp_path: Path, store: Store,
+                                                                                monkeypatch: pytest.MonkeyPatch
+                                                                                ) -> None:
+    """fio lays a path target's files out after its launch, the moment the faults are timed from: a fault at 5 s
+    could land before the first I/O. So the case's files are laid out first, once, and only where faults are."""
+    from storbench.faults import FaultStep
+    from storbench.sessions import LabContext
+
+    fake = FakeExecutor(_ok)
+    _run(tmp_path, store, fake)
+    assert fake.laid_out == []  # no faults: fio lays them out in the first repetition, as ever
+    monkeypatch.setattr(LabContext, "faults_for", lambda self, case, steps: (FaultStep(0.0, "stop", "server"),))
+    fake = FakeExecutor(_ok)
+    result, _ = _run(tmp_path, store, fake)
+    assert result.ran == 4  # the fault (no lab offers it) is recorded as failed; the repetitions run
+    assert fake.laid_out == list(dict.fromkeys(call.case.case_id for call in fake.calls))  # each case once
+    assert len(fake.laid_out) == 2

@@ -231,3 +231,35 @@ def test_a_run_loads_no_heavy_module(tmp_path: Path) -> None:
     assert exit_line == "exit 0", done.stdout + done.stderr
     assert "storbench" in modules.split() and "rich" in modules.split()  # the run did import and print
     assert sorted(set(modules.split()) & set(HEAVY_MODULES)) == []
+
+
+def test_the_local_executor_lays_files_out_without_any_io(tmp_path: Path) -> None:
+    """`lay_out` before a repetition with faults: fio's set-up alone (create_only) makes the files the job would
+    make at its start, full size, and runs no I/O."""
+    from storbench.config import load_plan_text
+    from storbench.execute.base import FioSetup
+    from storbench.execute.local import LocalExecutor
+    from storbench.execute.supervisor import FioProcessResult
+    from storbench.fio.jobfile import JobBinding, render_job
+    from storbench.plan import expand
+
+    data = tmp_path / "data"
+    data.mkdir()
+    text = PLAN.split("exclude:")[0].replace("bs: [4k, 64k]", "bs: 4k").replace("rw: [randread, randrw]",
+                                                                                "rw: randread")
+    (case,) = expand(load_plan_text(text, "p.yaml"))
+    binding = JobBinding(options=(("directory", str(data)), ("filename_format", "storbench.$jobnum.$filenum")))
+    ran: list[FioProcessResult] = []
+
+    class Recording(LocalExecutor):
+        def run(self, *args: object, **kwargs: object) -> FioProcessResult:
+            ran.append(super().run(*args, **kwargs))  # type: ignore[arg-type]
+            return ran[-1]
+
+    Recording("fio").lay_out(case, [render_job(case, binding, 0)], 60, FioSetup())
+    assert sorted(p.name for p in data.iterdir()) == ["storbench.0.0", "storbench.1.0"]  # numjobs: 2
+    assert all(p.stat().st_size == 8 << 20 for p in data.iterdir())
+    (result,) = ran
+    jobs = json.loads(result.output_text[result.output_text.index("{"):])["jobs"]
+    assert result.returncode == 0 and len(jobs) == 2
+    assert [(job["read"]["io_bytes"], job["write"]["io_bytes"]) for job in jobs] == [(0, 0), (0, 0)]

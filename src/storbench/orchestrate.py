@@ -28,7 +28,7 @@ from storbench.execute.checker import CheckingWriter
 from storbench.execute.k8s_access import DEFAULT_CLUSTER, ClusterAccess
 from storbench.fault_driver import FaultDriver
 from storbench.faults import FaultStep
-from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job
+from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, lays_out_at_start, render_ceiling_job
 from storbench.fio.options import FioCapabilities
 from storbench.lab.registry import plan_software
 from storbench.model import (
@@ -278,6 +278,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                      keep=run.keep_lab, servers=servers) as session:
         recorders: dict[tuple[str, ...], TelemetryRecorder] = {}  # per cluster: its own OSDs' sockets
         written: set[tuple[str, tuple[tuple[str, str], ...]]] = set()  # (target, its prepared details) written
+        laid_out: set[str] = set()  # cases whose files were laid out before their first repetition with faults
         for item in in_order(run, items):
             if run.stop_before(item.rep_index):  # a round has ended: is the answer known?
                 break
@@ -306,6 +307,11 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             job_texts = executor.job_texts(item.case, prepared.binding, item.rep_index)
             timeout_s = watchdog_seconds(item.case, config.timeout_grace)
             fio = FioSetup(version=caps.version, binary=prepared.binding.fio_binary, env=prepared.binding.env)
+            steps = session.faults_for(item.case, run.faults)
+            if steps and item.case.case_id not in laid_out and lays_out_at_start(item.case):
+                # fio would lay the files out after its launch, the moment the faults are timed from
+                executor.lay_out(item.case, job_texts, timeout_s, fio)
+                laid_out.add(item.case.case_id)
             if recorder is not None:
                 recorder.start(executor.telemetry(item.case, config.telemetry.interval))
             case = item.case
@@ -316,7 +322,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                     # the checking writer outside the faults: a fault still on when fio ends (its undoing planned
                     # later) is undone before the writer waits for its writes in flight, which it would stall
                     with (checking or nullcontext(),
-                          FaultDriver(session.faults_for(case, run.faults),
+                          FaultDriver(steps,
                                       executor.start_delay_s(case) + case.workload.start_delay_s[0]
                                       + case.workload.ramp_s,
                                       partial(_fault, session, case)) as faults):

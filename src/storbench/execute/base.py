@@ -49,6 +49,11 @@ class Executor(Protocol):
         outcome is a timeout) and judge what came back."""
         ...
 
+    def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> None:
+        """Lay out the files the jobs would lay out at their start, and nothing more (before a repetition whose
+        faults are timed from its start). Where the clients' start waits for their set-up (a barrier), nothing."""
+        ...
+
     def telemetry(self, case: Case, interval_s: float) -> TelemetrySource | None:
         """What the machines ``case``'s clients run on report beside this host's own sampling, every
         ``interval_s`` (a Kubernetes cluster's nodes); None: nothing more."""
@@ -63,6 +68,9 @@ class StartsAtOnce:
         return 0.0
 
     def telemetry(self, case: Case, interval_s: float) -> TelemetrySource | None:
+        return None
+
+    def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> None:
         return None
 
 

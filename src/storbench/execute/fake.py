@@ -59,6 +59,7 @@ class FakeExecutor(StartsAtOnce):
         self.name = name
         self.clock = clock
         self.calls: list[FakeCall] = []
+        self.laid_out: list[str] = []  # the cases whose files it was asked to lay out, by id
 
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return one_job(case, binding, rep_index)
@@ -70,6 +71,9 @@ class FakeExecutor(StartsAtOnce):
         if index >= len(self.script):
             raise AssertionError(f"the fake executor's script has {len(self.script)} steps; run {index + 1} asked")
         return self.script[index]
+
+    def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> None:
+        self.laid_out.append(case.case_id)
 
     def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
                  fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:

@@ -156,6 +156,10 @@ class KubernetesExecutor:
         """fio starts in the pods this long after `run_case` is called (they wait for a common start)."""
         return pvc_of(case).start_budget_s
 
+    def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> None:
+        """Nothing: each pod's fio lays its files out before it waits for the common start."""
+        return None
+
     def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
                  fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:
         """One pod per client, all starting at a common time; the watchdog counts from then. The pods' image

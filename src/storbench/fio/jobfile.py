@@ -17,6 +17,7 @@ from storbench.model import (
     Case,
     is_metadata,
     is_object,
+    is_volume_operation,
 )
 from storbench.units import format_block_size
 
@@ -242,6 +243,26 @@ def timeline_log_client(name: str) -> str:
     """The fio server a timeline log came from (the name `fio --client` put after it); "" for local fio's."""
     _, _, server = name.partition(".log.")
     return server
+
+
+# Targets whose files fio lays out itself, in its set-up before the job's first I/O (rbd and nfs targets are laid
+# out when they are prepared; a block device has nothing to lay out).
+LAID_OUT_BY_FIO = frozenset({"path", "cephfs"})
+
+
+def lays_out_at_start(case: Case) -> bool:
+    """Whether fio lays ``case``'s files out at its start, before any I/O: block I/O (not metadata, object or volume
+    operations, whose files are the measurement) on a file target."""
+    rw = case.workload.rw
+    return case.target.kind in LAID_OUT_BY_FIO and not (is_metadata(rw) or is_object(rw) or is_volume_operation(rw))
+
+
+def create_only_job(job_text: str) -> str:
+    """The same job with fio's ``create_only``: its set-up alone (the files laid out), no I/O."""
+    head, global_line, rest = job_text.partition("[global]\n")
+    if not global_line:
+        raise ValueError("a job storbench renders has a [global] section")
+    return f"{head}{global_line}{job_line('create_only', '1')}\n{rest}"
 
 
 def render_job(case: Case, binding: JobBinding, repetition: int | None = None, client: int = 0) -> str:
