@@ -602,3 +602,37 @@ def test_a_link_delay_without_a_link_is_refused_not_dropped(tmp_path: Path, caps
                                 "runtime: 1s}\nclients: 2\nlab: {hosts: {count: 2, link_delay: 5ms}}\n")
     code, out, err = run_cli(capsys, "plan", str(plan))
     assert code == 2 and "link_delay needs link:" in err, out + err
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("fio") is None,
+                    reason="needs root, iproute2 and fio (network namespaces)")
+def test_fio_servers_lay_their_files_out_without_any_io(tmp_path: Path) -> None:
+    """Before a repetition with faults each server runs its job's set-up alone (create_only): a server's layout
+    can outlast the start barrier's lead, and one client has no barrier at all."""
+    from storbench.execute.base import FioSetup
+    from storbench.execute.hosts import HostsExecutor
+    from storbench.lab.hosts import HostsLab
+
+    there = tmp_path / "files"
+    there.mkdir()
+    case = Case("abc123", PathTarget("t", path=str(there), size_bytes=4 << 20),
+                WorkloadPoint("randread", 4096, 4, 1, 1.0, 0.0, False, "psync", size_bytes=4 << 20), clients=2)
+    lab = HostsLab(tmp_path / "lab")
+    info = lab.up(2, shutil.which("fio") or "fio")
+    try:
+        executor = HostsExecutor(shutil.which("fio") or "fio", info.servers, lab_servers=True)
+        binding = JobBinding(options=(("directory", str(there)), ("filename_format", "storbench.$jobnum.$filenum")))
+        texts = render_client_jobs(case, binding, 0)
+        ran = []
+        real = executor.run_clients
+        executor.run_clients = lambda *a: ran.append(real(*a)) or ran[-1]  # type: ignore[method-assign]
+        executor.lay_out(case, texts, 60, FioSetup())
+    finally:
+        lab.down()
+    files = sorted(p.name for p in there.iterdir())
+    assert len(files) == 2 and all(p.stat().st_size == 4 << 20 for p in there.iterdir()), files
+    (result,) = ran
+    assert result.returncode == 0
+    jobs = json.loads(json_after_messages(result.output_text))["client_stats"]
+    assert {job["read"]["io_bytes"] for job in jobs} == {0}

@@ -40,6 +40,7 @@ from storbench.fio.jobfile import (
     S3_KEY_ENV,
     S3_KEY_ID_ENV,
     JobBinding,
+    create_only_job,
     is_safe_job_value,
     timeline_logs,
 )
@@ -202,6 +203,13 @@ class HostsExecutor(StartsAtOnce):
         called: a plan's faults are timed from there."""
         clients = len(self.servers[:case.clients])
         return barrier_lead_s(clients, self._reached_s.get(clients)) if clients >= 2 else 0.0
+
+    def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> None:
+        """Each client's set-up alone (``create_only``) on its server: a layout can outlast the start barrier's
+        lead, and one client has no barrier. A failure is left for the repetition itself to meet and say."""
+        laid = [create_only_job(text) for text in job_texts]
+        self.run_clients([with_server_env(text, fio.env) for text in laid] if self.lab_servers else laid,
+                         list(self.servers[:case.clients]), timeout_s)
 
     def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
                  fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:
