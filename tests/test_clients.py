@@ -627,7 +627,7 @@ def test_fio_servers_lay_their_files_out_without_any_io(tmp_path: Path) -> None:
         ran = []
         real = executor.run_clients
         executor.run_clients = lambda *a: ran.append(real(*a)) or ran[-1]  # type: ignore[method-assign]
-        executor.lay_out(case, texts, 60, FioSetup())
+        assert executor.lay_out(case, texts, 60, FioSetup()) == ""
     finally:
         lab.down()
     files = sorted(p.name for p in there.iterdir())

@@ -10,6 +10,7 @@ import pytest
 
 from storbench.config import load_plan_text
 from storbench.fio.jobfile import JobBinding, escape_fio_path, render_job
+from storbench.model import CephfsTarget, RbdTarget
 from storbench.plan import expand
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -134,3 +135,18 @@ def test_a_create_only_job_is_the_same_job_with_its_set_up_alone() -> None:
     assert lays_out_at_start(case)
     assert not lays_out_at_start(replace(case, workload=replace(case.workload, rw="stat")))  # the files are measured
     assert not lays_out_at_start(nvme)  # a block device: nothing to lay out
+    assert lays_out_at_start(replace(case, target=CephfsTarget(name="fs", size_bytes=1 << 30)))
+    image = RbdTarget(name="img", size_bytes=1 << 30, pool="rbd", image="i", client="admin")
+    assert not lays_out_at_start(replace(case, target=image))  # laid out when it is prepared
+    assert not lays_out_at_start(replace(case, workload=replace(case.workload, rw="get")))  # objects: measured
+
+
+def test_a_failed_layout_says_why_in_a_few_words() -> None:
+    from storbench.execute.base import layout_failure
+
+    assert layout_failure(0, False, "anything") == ""
+    assert layout_failure(None, True, "") == "fio did not finish it within its time"
+    assert layout_failure(1, False, "fio: pid=0, err=28/file:filesetup.c:240, func=write, error=No space left on "
+                                    "device\n") == ("fio exited 1: fio: pid=0, err=28/file:filesetup.c:240, "
+                                                     "func=write, error=No space left on device")
+    assert layout_failure(1, False, "") == "fio exited 1"

@@ -982,7 +982,16 @@ def test_a_case_with_faults_has_its_files_laid_out_before_its_first_repetition(t
     assert fake.laid_out == []  # no faults: fio lays them out in the first repetition, as ever
     monkeypatch.setattr(LabContext, "faults_for", lambda self, case, steps: (FaultStep(0.0, "stop", "server"),))
     fake = FakeExecutor(_ok)
-    result, _ = _run(tmp_path, store, fake)
+    result, observer = _run(tmp_path, store, fake)
     assert result.ran == 4  # the fault (no lab offers it) is recorded as failed; the repetitions run
-    assert fake.laid_out == list(dict.fromkeys(call.case.case_id for call in fake.calls))  # each case once
-    assert len(fake.laid_out) == 2
+    first, second = dict.fromkeys(call.case.case_id for call in fake.calls)
+    # each case once, before its first repetition (order: sequential, repeat: 2)
+    assert fake.asked == [("lay_out", first), ("run", first), ("run", first), ("lay_out", second), ("run", second),
+                          ("run", second)]
+    assert not any("laying its files out" in line for line in observer.events)
+    fake = FakeExecutor(_ok)
+    fake.layout_failure = "fio exited 1: No space left on device"
+    _, observer = _run(tmp_path, store, fake)
+    assert "target t: laying its files out before the faults failed (fio exited 1: No space left on device); fio " \
+           "lays them out in the repetition, across the faults' times" in observer.events
+    assert len(fake.calls) == 4  # the repetitions run all the same

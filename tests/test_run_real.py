@@ -256,7 +256,7 @@ def test_the_local_executor_lays_files_out_without_any_io(tmp_path: Path) -> Non
             ran.append(super().run(*args, **kwargs))  # type: ignore[arg-type]
             return ran[-1]
 
-    Recording("fio").lay_out(case, [render_job(case, binding, 0)], 60, FioSetup())
+    assert Recording("fio").lay_out(case, [render_job(case, binding, 0)], 60, FioSetup()) == ""
     assert sorted(p.name for p in data.iterdir()) == ["storbench.0.0", "storbench.1.0"]  # numjobs: 2
     assert all(p.stat().st_size == 8 << 20 for p in data.iterdir())
     (result,) = ran

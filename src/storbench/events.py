@@ -117,6 +117,15 @@ class TestDataCleaned:
 
 
 @dataclass(frozen=True)
+class LayoutFailed:
+    """A case's files could not be laid out before its first repetition with faults: that repetition's faults are
+    timed across fio's own layout (its failover figures may have no level before the fault)."""
+
+    target: str
+    why: str
+
+
+@dataclass(frozen=True)
 class PreconditionRan:
     """A target's precondition: starting (no ``written_bytes`` yet), then done with what it wrote and how long it
     took."""
@@ -215,5 +224,5 @@ class SearchAnswered:
 
 
 RunEvent = (LabBringingUp | LabUp | LabTornDown | LabHealed | LabLeftAlone | OsdsRestarted | OsdCpusSet | LinksShaped
-            | TestDataCleaned | PreconditionRan | PlanVersionAdded | StoppingRuleChanged | PointRestarted
+            | TestDataCleaned | LayoutFailed | PreconditionRan | PlanVersionAdded | StoppingRuleChanged | PointRestarted
             | SteadyProgress | BudgetReached | CiLook | SequentialLook | SearchStopped | SearchAnswered)

@@ -22,7 +22,7 @@ from storbench.checks import Checked, meminfo_bytes
 from storbench.config import LoadedPlan, RepeatConfig, plan_design, repeat_bounds, run_order
 from storbench.config.faults import CheckWritesConfig
 from storbench.errors import UserError
-from storbench.events import PlanVersionAdded, PreconditionRan
+from storbench.events import LayoutFailed, PlanVersionAdded, PreconditionRan
 from storbench.execute.base import Executor, FioSetup, stored_job_text
 from storbench.execute.checker import CheckingWriter
 from storbench.execute.k8s_access import DEFAULT_CLUSTER, ClusterAccess
@@ -103,6 +103,13 @@ def fio_limit_s(case: Case) -> float:
 
 def watchdog_seconds(case: Case, grace_s: float) -> float:
     return fio_limit_s(case) + working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + grace_s
+
+
+def layout_seconds(case: Case, grace_s: float) -> float:
+    """The watchdog of a case's layout alone (`Executor.lay_out`): its files at the slowest layout speed allowed,
+    fio's start-up and a plan's startdelay, which fio sleeps through first."""
+    return working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + case.workload.start_delay_s[1] + FIO_STARTUP_S \
+        + grace_s
 
 
 def measure_client_ceiling(local: Executor, case: Case, caps: FioCapabilities) -> float | None:
@@ -291,8 +298,18 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 written.add((name, details))
                 same = [c for c in cases if c.target.name == name and session.for_case(c).details == details]
                 _precondition(run, wanted[name], same, session.for_case(item.case))
-            observer.repetition_started(item, position)
             prepared = session.for_case(item.case)
+            executor = run.executors.for_target(item.case.target)
+            job_texts = executor.job_texts(item.case, prepared.binding, item.rep_index)
+            fio = FioSetup(version=caps.version, binary=prepared.binding.fio_binary, env=prepared.binding.env)
+            steps = session.faults_for(item.case, run.faults)
+            if steps and item.case.case_id not in laid_out and lays_out_at_start(item.case):
+                # fio would lay the files out after its launch, the moment the faults are timed from
+                laid_out.add(item.case.case_id)
+                why = executor.lay_out(item.case, job_texts, layout_seconds(item.case, config.timeout_grace), fio)
+                if why:
+                    observer.event(LayoutFailed(item.case.target.name, why))
+            observer.repetition_started(item, position)
             recorder = None
             if config.telemetry.enabled:
 
@@ -303,15 +320,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 recorder.link_overrides = session.link_rates(item.case)  # shaped veths have no speed of their own
             if recorder is not None and config.telemetry.client_ceiling and item.case.case_id not in ceilings:
                 ceilings[item.case.case_id] = measure_client_ceiling(run.executors.local, item.case, caps)
-            executor = run.executors.for_target(item.case.target)
-            job_texts = executor.job_texts(item.case, prepared.binding, item.rep_index)
             timeout_s = watchdog_seconds(item.case, config.timeout_grace)
-            fio = FioSetup(version=caps.version, binary=prepared.binding.fio_binary, env=prepared.binding.env)
-            steps = session.faults_for(item.case, run.faults)
-            if steps and item.case.case_id not in laid_out and lays_out_at_start(item.case):
-                # fio would lay the files out after its launch, the moment the faults are timed from
-                executor.lay_out(item.case, job_texts, timeout_s, fio)
-                laid_out.add(item.case.case_id)
             if recorder is not None:
                 recorder.start(executor.telemetry(item.case, config.telemetry.interval))
             case = item.case

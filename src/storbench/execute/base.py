@@ -49,9 +49,9 @@ class Executor(Protocol):
         outcome is a timeout) and judge what came back."""
         ...
 
-    def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> None:
+    def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> str:
         """Lay out the files the jobs would lay out at their start, and nothing more (before a repetition whose
-        faults are timed from its start). Where the clients' start waits for their set-up (a barrier), nothing."""
+        faults are timed from its start); "" when done, else why not."""
         ...
 
     def telemetry(self, case: Case, interval_s: float) -> TelemetrySource | None:
@@ -70,8 +70,17 @@ class StartsAtOnce:
     def telemetry(self, case: Case, interval_s: float) -> TelemetrySource | None:
         return None
 
-    def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> None:
-        return None
+    def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> str:
+        return ""
+
+
+def layout_failure(returncode: int | None, timed_out: bool, stderr_tail: str) -> str:
+    """Why a layout-only fio run failed ("" when it did not)."""
+    if timed_out:
+        return "fio did not finish it within its time"
+    if returncode != 0:
+        return f"fio exited {returncode}: {' '.join(stderr_tail.split()[-12:])}".rstrip(": ")
+    return ""
 
 
 def one_job(case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:

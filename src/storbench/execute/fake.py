@@ -60,6 +60,8 @@ class FakeExecutor(StartsAtOnce):
         self.clock = clock
         self.calls: list[FakeCall] = []
         self.laid_out: list[str] = []  # the cases whose files it was asked to lay out, by id
+        self.asked: list[tuple[str, str]] = []  # ("lay_out" or "run", case id), in the order asked
+        self.layout_failure = ""  # what lay_out answers
 
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return one_job(case, binding, rep_index)
@@ -72,13 +74,16 @@ class FakeExecutor(StartsAtOnce):
             raise AssertionError(f"the fake executor's script has {len(self.script)} steps; run {index + 1} asked")
         return self.script[index]
 
-    def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> None:
+    def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> str:
         self.laid_out.append(case.case_id)
+        self.asked.append(("lay_out", case.case_id))
+        return self.layout_failure
 
     def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
                  fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:
         call = FakeCall(case=case, job_texts=tuple(job_texts), rep_index=rep_index, timeout_s=timeout_s, fio=fio)
         self.calls.append(call)
+        self.asked.append(("run", case.case_id))
         step = self._next_step(call)
         if isinstance(step, Raise):
             raise step.error

@@ -31,7 +31,14 @@ from pathlib import Path
 from typing import IO
 
 from storbench.errors import UserError
-from storbench.execute.base import PLAIN_FIO, FioSetup, StartsAtOnce, client_jobs, stored_job_text
+from storbench.execute.base import (
+    PLAIN_FIO,
+    FioSetup,
+    StartsAtOnce,
+    client_jobs,
+    layout_failure,
+    stored_job_text,
+)
 from storbench.execute.jobdirs import job_dir
 from storbench.execute.supervisor import FioProcessResult, supervise
 from storbench.fio.barrier import CachedFiles, cached_files, with_start_barrier
@@ -204,12 +211,13 @@ class HostsExecutor(StartsAtOnce):
         clients = len(self.servers[:case.clients])
         return barrier_lead_s(clients, self._reached_s.get(clients)) if clients >= 2 else 0.0
 
-    def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> None:
+    def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> str:
         """Each client's set-up alone (``create_only``) on its server: a layout can outlast the start barrier's
-        lead, and one client has no barrier. A failure is left for the repetition itself to meet and say."""
+        lead, and one client has no barrier."""
         laid = [create_only_job(text) for text in job_texts]
-        self.run_clients([with_server_env(text, fio.env) for text in laid] if self.lab_servers else laid,
-                         list(self.servers[:case.clients]), timeout_s)
+        result = self.run_clients([with_server_env(text, fio.env) for text in laid] if self.lab_servers else laid,
+                                  list(self.servers[:case.clients]), timeout_s)
+        return layout_failure(result.returncode, result.timed_out, result.stderr_tail)
 
     def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
                  fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:

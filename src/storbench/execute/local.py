@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from storbench.execute.base import PLAIN_FIO, FioSetup, StartsAtOnce, one_job
+from storbench.execute.base import PLAIN_FIO, FioSetup, StartsAtOnce, layout_failure, one_job
 from storbench.execute.jobdirs import job_dir
 from storbench.execute.supervisor import FioProcessResult, supervise
 from storbench.fio.jobfile import MAX_LOG_CHARS, JobBinding, create_only_job, fio_command, timeline_logs
@@ -43,10 +43,13 @@ class LocalExecutor(StartsAtOnce):
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return one_job(case, binding, rep_index)
 
-    def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> None:
-        """fio's set-up alone (``create_only``): a failure is left for the repetition itself to meet and say."""
+    def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> str:
+        """fio's set-up alone (``create_only``)."""
         for job_text in job_texts:
-            self.run(create_only_job(job_text), timeout_s, fio.env, fio.binary)
+            result = self.run(create_only_job(job_text), timeout_s, fio.env, fio.binary)
+            if why := layout_failure(result.returncode, result.timed_out, result.stderr_tail):
+                return why
+        return ""
 
     def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
                  fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:

@@ -10,6 +10,7 @@ from storbench.events import (
     LabLeftAlone,
     LabTornDown,
     LabUp,
+    LayoutFailed,
     LinksShaped,
     OsdCpusSet,
     OsdsRestarted,
@@ -145,6 +146,9 @@ def event_text(event: RunEvent) -> str:
                     + (f", {event.delay_s * 1e3:g} ms delay" if event.delay_s else ""))
         case TestDataCleaned():
             return _cleaned(event)
+        case LayoutFailed():
+            return (f"target {event.target}: laying its files out before the faults failed ({event.why}); fio lays "
+                    "them out in the repetition, across the faults' times")
         case PreconditionRan():
             if event.written_bytes is None:
                 return f"precondition {event.target}: {event.precondition.text()}"
