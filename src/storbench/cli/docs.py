@@ -4,11 +4,10 @@ security), printed from the installed package, whole or one section found by its
 from __future__ import annotations
 
 import argparse
-import difflib
 from importlib.resources import files
 
 from storbench.cli.common import _console, _write_output
-from storbench.errors import UserError
+from storbench.errors import UserError, closest
 
 
 def document_text(name: str) -> str:
@@ -17,9 +16,9 @@ def document_text(name: str) -> str:
 
     document = next((d for d in DOCUMENTS if d.name == name), None)
     if document is None:
-        close = difflib.get_close_matches(name, [d.name for d in DOCUMENTS], n=3)
+        close = closest(name, [d.name for d in DOCUMENTS])
         raise UserError(f"no document named {name!r}",
-                        hint=f"did you mean {' or '.join(close)}?" if close else "storbench docs lists them")
+                        hint=f"did you mean {close}?" if close else "storbench docs lists them")
     if document.file is None:
         from storbench.reference import plan_reference_markdown
 

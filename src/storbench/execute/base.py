@@ -79,7 +79,8 @@ def layout_failure(returncode: int | None, timed_out: bool, stderr_tail: str) ->
     if timed_out:
         return "fio did not finish it within its time"
     if returncode != 0:
-        return f"fio exited {returncode}: {' '.join(stderr_tail.split()[-12:])}".rstrip(": ")
+        tail = " ".join(stderr_tail.split()[-12:])
+        return f"fio exited {returncode}" + (f": {tail}" if tail else "")
     return ""
 
 

@@ -59,7 +59,6 @@ class FakeExecutor(StartsAtOnce):
         self.name = name
         self.clock = clock
         self.calls: list[FakeCall] = []
-        self.laid_out: list[str] = []  # the cases whose files it was asked to lay out, by id
         self.asked: list[tuple[str, str]] = []  # ("lay_out" or "run", case id), in the order asked
         self.layout_failure = ""  # what lay_out answers
 
@@ -74,8 +73,12 @@ class FakeExecutor(StartsAtOnce):
             raise AssertionError(f"the fake executor's script has {len(self.script)} steps; run {index + 1} asked")
         return self.script[index]
 
+    @property
+    def laid_out(self) -> list[str]:
+        """The cases whose files it was asked to lay out, by id."""
+        return [case_id for what, case_id in self.asked if what == "lay_out"]
+
     def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> str:
-        self.laid_out.append(case.case_id)
         self.asked.append(("lay_out", case.case_id))
         return self.layout_failure
 

@@ -41,7 +41,8 @@ MAX_LIST_PAGES = 1000  # 1,000 keys a page: a run's own objects are far fewer
 MAX_KEYS_PER_PAGE = 1000  # asked for (max-keys), and S3's own largest page
 MAX_LIST_KEYS = 100_000  # keys a listing returns at most (held in memory)
 MAX_REMOVED_KEYS = MAX_RUN_OBJECTS  # keys a run's removal goes through at most, a page at a time
-_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+S3_XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"  # S3's XML namespace, of its answers and a delete's request
+_NS = f"{{{S3_XMLNS}}}"
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -287,14 +288,12 @@ def remove_objects(service: S3Service, bucket: str, prefix: str, max_keys: int =
         raise ValueError(f"{prefix!r} is not one run's object prefix")
     removed, refused, why = 0, 0, ""
     batches = True
-    for page in object_pages(service, bucket, prefix, max_keys):
-        for start in range(0, len(page), MAX_KEYS_PER_PAGE):
-            keys = page[start:start + MAX_KEYS_PER_PAGE]
-            done = _delete_batch(service, bucket, keys) if batches else None
-            if done is None or isinstance(done, Unsupported):
-                batches = batches and done is None
-                done = _delete_each(service, bucket, keys)
-            removed, refused, why = removed + done.removed, refused + done.refused, why or done.why
+    for keys in object_pages(service, bucket, prefix, max_keys):  # at most 1,000: what one DeleteObjects takes
+        done = _delete_batch(service, bucket, keys) if batches else None
+        if done is None or isinstance(done, Unsupported):
+            batches = batches and done is None
+            done = _delete_each(service, bucket, keys)
+        removed, refused, why = removed + done.removed, refused + done.refused, why or done.why
     return Removal(removed, refused, why)
 
 
@@ -309,7 +308,7 @@ _CODE_RE = re.compile(r"[A-Za-z]{1,64}")  # an S3 error code (AccessDenied): wha
 def _delete_batch(service: S3Service, bucket: str, keys: Sequence[str]) -> Removal | Unsupported | None:
     """``keys`` in one DeleteObjects request (quiet: only the keys it could not delete come back); Unsupported when
     the service has no such request, None when this one did not delete them (refused whole, busy, no answer)."""
-    body = ('<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+    body = (f'<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="{S3_XMLNS}">'
             "<Quiet>true</Quiet>" + "".join(f"<Object><Key>{xml_escape(key)}</Key></Object>" for key in keys)
             + "</Delete>").encode()
     try:
