@@ -882,36 +882,6 @@ def test_resume_run_continues_the_named_run_and_the_advice_names_each(
     assert code == 0 and "run 2: 3 repetitions to go (1 already stored, skipped)" in out, out + err
 
 
-def test_job_directories_of_a_killed_storbench_are_removed_at_the_next_start(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
-    from storbench.execute.jobdirs import job_dir, remove_stale_job_dirs
-
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True)
-    dead_pid = int(gone.stdout)
-    stale = tmp_path / f"storbench-{dead_pid}-abcd_123"
-    (stale / "sub").mkdir(parents=True)
-    (stale / "job.fio").write_text("[job]\n")
-    stale_clients = tmp_path / f"storbench-clients-{dead_pid}-zzzzzzzz"
-    stale_clients.mkdir()
-    alive = tmp_path / f"storbench-{os.getppid()}-abcdefgh"  # its process runs: in use
-    alive.mkdir()
-    other = tmp_path / "storbench-pause-abcdefgh"  # not a job directory
-    other.mkdir()
-    target = tmp_path / "elsewhere"
-    target.mkdir()
-    link = tmp_path / f"storbench-{dead_pid}-linklink"  # a link is never followed nor removed
-    link.symlink_to(target)
-    assert sorted(remove_stale_job_dirs(tmp_path)) == sorted([stale, stale_clients])
-    assert alive.exists() and other.exists() and link.is_symlink() and target.exists()
-    with job_dir() as made:
-        assert Path(made).name.startswith(f"storbench-{os.getpid()}-")
-        assert remove_stale_job_dirs(Path(made).parent) == [] or Path(made).exists()
-
-
 def test_show_run_all_keeps_two_runs_of_one_plan_apart_unless_pooled(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """Two runs of one plan measure cases with the same ids: `show --run all` gives each run its own rows (a run

@@ -1,24 +1,41 @@
 """The private directories fio's job and output files live in while a repetition runs (shell). Each is named
 after the storbench process that made it (``storbench-<pid>-…``, ``storbench-clients-<pid>-…`` in the system's
-temporary directory) and removed when the repetition ends; one a killed storbench (``kill -9``) left behind is
-removed at the next start: ``remove_stale_job_dirs``."""
+temporary directory), held by that process with a lock on the directory (flock) while it is used, and removed
+when the repetition ends; one a killed storbench (``kill -9``) left behind is removed at the next start:
+``remove_stale_job_dirs``. The lock, not the pid, says a directory is in use: a storbench in another PID
+namespace sharing the temporary directory (a container, a pod with the host's /tmp) has a pid this one cannot
+see."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shutil
 import stat
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 # tempfile's names: the prefix, then 8 characters of [a-z0-9_]
 _JOB_DIR_RE = re.compile(r"storbench-(?:clients-)?([0-9]{1,10})-[a-z0-9_]{8}")
+# a directory made this recently may not be locked yet by its maker (mkdtemp, then the lock): never removed
+FRESH_S = 60.0
 
 
-def job_dir(kind: str = "") -> tempfile.TemporaryDirectory[str]:
-    """A new private (0700) directory for one repetition's files, named after this process."""
-    return tempfile.TemporaryDirectory(prefix=f"storbench-{kind + '-' if kind else ''}{os.getpid()}-")
+@contextlib.contextmanager
+def job_dir(kind: str = "") -> Iterator[str]:
+    """A new private (0700) directory for one repetition's files, named after this process and locked by it
+    until the block ends, then removed."""
+    with tempfile.TemporaryDirectory(prefix=f"storbench-{kind + '-' if kind else ''}{os.getpid()}-") as made:
+        held = os.open(made, os.O_RDONLY | os.O_DIRECTORY)  # close-on-exec: fio does not inherit the lock
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            yield made
+        finally:
+            os.close(held)
 
 
 def _alive(pid: int) -> bool:
@@ -31,16 +48,33 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _in_use(path: str) -> bool:
+    """Whether a storbench holds the directory at ``path`` (its lock), in any PID namespace. A directory that
+    cannot be opened counts as in use."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # the lock, if taken, goes with it
+    return False
+
+
 def remove_stale_job_dirs(parent: str | Path | None = None) -> list[Path]:
-    """Remove the job directories in ``parent`` (the temporary directory) whose storbench process is gone: ours
-    (same user), real directories (never a link), named by ``job_dir``. A directory whose pid is alive is kept,
-    even if another program now has that pid. Returns what was removed."""
+    """Remove the job directories in ``parent`` (the temporary directory) that no storbench holds: ours (same
+    user), real directories (never a link), named by ``job_dir``, older than a minute, whose lock is free and
+    whose pid is not alive here (a storbench before the lock held none). Returns what was removed."""
     root = Path(parent or tempfile.gettempdir())
     removed = []
     try:
         entries = list(os.scandir(root))
     except OSError:
         return []
+    now_s = time.time()
     for entry in entries:
         match = _JOB_DIR_RE.fullmatch(entry.name)
         if match is None or int(match.group(1)) == os.getpid():
@@ -49,7 +83,8 @@ def remove_stale_job_dirs(parent: str | Path | None = None) -> list[Path]:
             info = entry.stat(follow_symlinks=False)
         except OSError:
             continue
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or _alive(int(match.group(1))):
+        if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or now_s - info.st_mtime < FRESH_S
+                or _alive(int(match.group(1))) or _in_use(entry.path)):
             continue
         shutil.rmtree(entry.path, ignore_errors=True)
         if not os.path.lexists(entry.path):

@@ -1,0 +1,68 @@
+"""The private directories of a repetition's job and output files (`execute/jobdirs.py`): removed when the
+storbench that made them is gone, kept while one holds them, in whatever PID namespace."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+from storbench.execute import jobdirs
+from storbench.execute.jobdirs import job_dir, remove_stale_job_dirs
+
+
+def test_job_directories_of_a_killed_storbench_are_removed_at_the_next_start(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    dead_pid = int(gone.stdout)
+    stale = tmp_path / f"storbench-{dead_pid}-abcd_123"
+    (stale / "sub").mkdir(parents=True)
+    (stale / "job.fio").write_text("[job]\n")
+    stale_clients = tmp_path / f"storbench-clients-{dead_pid}-zzzzzzzz"
+    stale_clients.mkdir()
+    alive = tmp_path / f"storbench-{os.getppid()}-abcdefgh"  # its process runs: in use
+    alive.mkdir()
+    other = tmp_path / "storbench-pause-abcdefgh"  # not a job directory
+    other.mkdir()
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    link = tmp_path / f"storbench-{dead_pid}-linklink"  # a link is never followed nor removed
+    link.symlink_to(target)
+    fresh = tmp_path / f"storbench-{dead_pid}-freshnew"  # made a moment ago: its maker may not hold it yet
+    fresh.mkdir()
+    for old in (stale, stale_clients, alive, other):
+        os.utime(old, (time.time() - 120, time.time() - 120))
+    assert sorted(remove_stale_job_dirs(tmp_path)) == sorted([stale, stale_clients])
+    assert alive.exists() and other.exists() and link.is_symlink() and target.exists() and fresh.exists()
+    with job_dir() as made:
+        assert Path(made).name.startswith(f"storbench-{os.getpid()}-")
+        assert remove_stale_job_dirs(Path(made).parent) == [] or Path(made).exists()
+
+
+def test_a_job_directory_held_in_another_pid_namespace_is_kept(tmp_path: Path) -> None:
+    """A storbench in another PID namespace sharing the temporary directory (a container) cannot see this
+    process's pid: the directory's lock, not the pid, keeps a repetition's files from it; an unlocked one it
+    removes."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare (a PID namespace)")
+    long_ago = time.time() - 2 * jobdirs.FRESH_S
+    left = tmp_path / f"storbench-{os.getpid()}-leftleft"  # this pid, unheld: as a storbench without the lock
+    left.mkdir()
+    os.utime(left, (long_ago, long_ago))
+    script = ("import sys; from storbench.execute.jobdirs import remove_stale_job_dirs; "
+              "print(sorted(p.name for p in remove_stale_job_dirs(sys.argv[1])))")
+    with mock.patch.object(tempfile, "tempdir", str(tmp_path)), jobdirs.job_dir() as made:
+        os.utime(made, (long_ago, long_ago))
+        inside = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", script,
+                                 str(tmp_path)], capture_output=True, text=True, timeout=60, check=False)
+        assert inside.returncode == 0, inside.stderr
+        assert inside.stdout.split("\n")[0] == repr([left.name])  # this pid is not alive in there
+        assert Path(made).is_dir()  # held: kept
+    assert not Path(made).exists() and not left.exists()
