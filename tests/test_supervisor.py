@@ -40,11 +40,46 @@ def test_the_watchdog_stops_a_process_that_runs_too_long_and_its_children(
         pidfds: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if not pidfds:
         monkeypatch.setattr(os, "pidfd_open", lambda pid: (_ for _ in ()).throw(OSError(38, "no pidfd")))
-    ended = supervise(["sh", "-c", "sleep 60 & echo $! > child; wait"], cwd=tmp_path, timeout_s=0.5,
+    # a session of its own, as fio's jobs are: the group's signal does not reach it
+    ended = supervise(["sh", "-c", "setsid sleep 60 & echo $! > child; wait"], cwd=tmp_path, timeout_s=0.5,
                       term_grace_s=1)
     assert ended.timed_out and ended.returncode is None
     child = int((tmp_path / "child").read_text())
     assert not supervisor._running(child)  # the sleep below the shell went with it
+
+
+# Run as pid 1 of a PID namespace of its own: a process held, ended and reaped; the next pid set to its pid (the
+# namespace's ns_last_pid), so another program gets it; the held one signalled.
+_REUSED_PID = """
+import signal, subprocess
+from storbench.execute import supervisor
+first = subprocess.Popen(["sleep", "60"])
+(held,) = supervisor._held([first.pid])
+first.kill(); first.wait()
+with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+    f.write(str(first.pid - 1))
+other = subprocess.Popen(["sleep", "60"])
+assert other.pid == first.pid, (other.pid, first.pid)
+assert not held.running()
+held.signal(signal.SIGKILL)
+print("other still running" if other.poll() is None else "other killed")
+other.kill(); other.wait(); held.close()
+"""
+
+
+def test_a_process_held_is_not_mistaken_for_one_that_got_its_pid_later() -> None:
+    """The watchdog lists the processes below fio, then signals them twice, seconds apart: one that ended in between
+    and whose pid another program got must not be killed in its place (pidfds)."""
+    import shutil
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare (a PID namespace)")
+    done = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", _REUSED_PID],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "other still running"
 
 
 def test_a_watchdog_longer_than_poll_takes_still_waits(monkeypatch: pytest.MonkeyPatch) -> None:

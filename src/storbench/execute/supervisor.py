@@ -95,23 +95,55 @@ def descendants(pid: int) -> list[int]:
 
 def kill_group(process: subprocess.Popen[bytes], grace_s: float) -> None:
     """SIGTERM the whole process group and every process below it (fio's jobs are sessions of their own),
-    then SIGKILL them if they have not gone after ``grace_s``."""
-    below = descendants(process.pid)  # before the parent dies and its jobs are reparented
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        for pid in below:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        try:
-            process.wait(timeout=wait_s)
-        except subprocess.TimeoutExpired:
-            continue
-        deadline = time.time() + wait_s  # and the jobs below it (a job stuck in a library may ignore SIGTERM)
-        while time.time() < deadline and any(_running(pid) for pid in below):
-            time.sleep(0.05)
-        if not any(_running(pid) for pid in below):
-            return
+    then SIGKILL them if they have not gone after ``grace_s``. The processes below are held by pidfds from the
+    moment they are listed: one that ends meanwhile and whose pid another program then gets is not signalled."""
+    below = _held(descendants(process.pid))  # before the parent dies and its jobs are reparented
+    try:
+        for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, sig)
+            for held in below:
+                held.signal(sig)
+            try:
+                process.wait(timeout=wait_s)
+            except subprocess.TimeoutExpired:
+                continue
+            deadline = time.time() + wait_s  # and the jobs below it (a job stuck in a library may ignore SIGTERM)
+            while time.time() < deadline and any(held.running() for held in below):
+                time.sleep(0.05)
+            if not any(held.running() for held in below):
+                return
+    finally:
+        for held in below:
+            held.close()
+
+
+@dataclass
+class _Held:
+    """A process by its pid and, where the kernel has them (5.3 on), a pidfd that stays its own after it ends."""
+
+    pid: int
+    pidfd: int | None
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if self.pidfd is None:
+                os.kill(self.pid, sig)
+            else:
+                signal.pidfd_send_signal(self.pidfd, sig)
+
+    def running(self) -> bool:
+        """Alive and not a zombie (a zombie's parent, init once it is reparented, reaps it)."""
+        if self.pidfd is None:
+            return _running(self.pid)
+        poller = select.poll()  # not select.select: it refuses a descriptor above 1023
+        poller.register(self.pidfd, select.POLLIN)
+        return not poller.poll(0)  # a pidfd reads ready once its process has ended
+
+    def close(self) -> None:
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
 
 
 def _running(pid: int) -> bool:
@@ -121,6 +153,19 @@ def _running(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+def _held(pids: Sequence[int]) -> list[_Held]:
+    """Each of ``pids`` held (`_Held`); one that has already ended is left out."""
+    held = []
+    for pid in pids:
+        try:
+            held.append(_Held(pid, os.pidfd_open(pid)))
+        except ProcessLookupError:
+            continue
+        except OSError:  # no pidfds here
+            held.append(_Held(pid, None))
+    return held
 
 
 def wait_exit(process: subprocess.Popen[bytes], timeout_s: float) -> None:
