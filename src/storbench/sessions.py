@@ -22,6 +22,7 @@ from storbench.lab.ceph_conf import clusters_of as clusters_of
 from storbench.lab.ceph_conf import rbd_pools as rbd_pools
 from storbench.lab.hosts import KIND as HOSTS
 from storbench.lab.k8s_kind import KIND as K8S
+from storbench.lab.labdir import each_step
 from storbench.lab.registry import KINDS
 from storbench.model import Case, LabPoint, RbdTarget, ScheduledRepetition, cluster_of, is_metadata, lab_group_key
 from storbench.shell import interrupts_held
@@ -199,7 +200,6 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         # every step of the clean-up runs, whichever of them fails (an S3 listing on an unhealthy cluster, an
         # unmount): one error must not leave the labs after it up; the first is raised once all have run, unless
         # the session is ending on an error of its own, which is the one to tell
-        errors: list[BaseException] = []
         steps: list[Callable[[], None]] = []
         if not loaded.config.keep_files:
             steps.append(lambda: remove_run_test_files(
@@ -207,11 +207,7 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         if not keep:
             steps += reversed(labs.downs)
         with interrupts_held():  # a Ctrl-C meanwhile waits for the last step: a lab half torn down stays up
-            for step in steps:
-                try:
-                    step()
-                except Exception as exc:
-                    errors.append(exc)
+            errors = each_step(steps)
             if not keep:
                 for name in sorted(kind.name for kind in wanted):
                     observer.event(LabTornDown(name))

@@ -28,7 +28,7 @@ import signal
 import socket
 import stat
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,14 +152,19 @@ def lab_dir_exists(path: Path) -> bool:
 def every_step(*steps: Callable[[], object]) -> None:
     """A tear-down's steps, every one whatever another raises; the first error raised once all have run (a step
     that stopped the rest had left the namespaces, the firewall tables or the directory after it up)."""
+    if errors := each_step(steps):
+        raise errors[0]
+
+
+def each_step(steps: Iterable[Callable[[], object]]) -> list[Exception]:
+    """Run every one of ``steps`` whatever another raises; what they raised, in order."""
     errors: list[Exception] = []
     for step in steps:
         try:
             step()
         except Exception as exc:
             errors.append(exc)
-    if errors:
-        raise errors[0]
+    return errors
 
 
 def remove_lab_dir(path: Path) -> None:
