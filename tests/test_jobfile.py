@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from storbench.config import load_plan_text
+from storbench.execute.k8s_manifests import pod_job_binding
 from storbench.fio.jobfile import JobBinding, escape_fio_path, render_job
-from storbench.model import CephfsTarget, RbdTarget
+from storbench.model import CephfsTarget, NfsTarget, PvcTarget, RbdTarget
 from storbench.plan import expand
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -132,13 +133,27 @@ def test_a_create_only_job_is_the_same_job_with_its_set_up_alone() -> None:
     assert laid.replace("create_only=1\n", "", 1) == text and "[global]\ncreate_only=1\n" in laid
     with pytest.raises(ValueError):
         create_only_job("[job]\nrw=read\n")
-    assert lays_out_at_start(case)
-    assert not lays_out_at_start(replace(case, workload=replace(case.workload, rw="stat")))  # the files are measured
-    assert not lays_out_at_start(nvme)  # a block device: nothing to lay out
-    assert lays_out_at_start(replace(case, target=CephfsTarget(name="fs", size_bytes=1 << 30)))
-    image = RbdTarget(name="img", size_bytes=1 << 30, pool="rbd", image="i", client="admin")
-    assert not lays_out_at_start(replace(case, target=image))  # laid out when it is prepared
-    assert not lays_out_at_start(replace(case, workload=replace(case.workload, rw="get")))  # objects: measured
+    disk_files, device = BINDINGS["disk"], BINDINGS["nvme"]
+    assert lays_out_at_start(case, disk_files)
+    # the files are measured
+    assert not lays_out_at_start(replace(case, workload=replace(case.workload, rw="stat")), disk_files)
+    assert not lays_out_at_start(replace(case, workload=replace(case.workload, rw="get")), disk_files)
+    assert not lays_out_at_start(nvme, device)  # a block device: nothing to lay out
+    for target in (CephfsTarget(name="fs", size_bytes=1 << 30),  # a mounted claim, a CephFS mount: files in it
+                   PvcTarget(name="c", size_bytes=1 << 30, storage_class=None, access_mode="ReadWriteOnce",
+                             volume_mode="Filesystem", namespace="n", container_image="i", image_pull_policy="Never",
+                             node_selector=(), destructive=False, start_budget_s=10.0)):
+        binding = pod_job_binding(target) if isinstance(target, PvcTarget) else disk_files
+        assert lays_out_at_start(replace(case, target=target), binding)
+    claim = PvcTarget(name="c", size_bytes=1 << 30, storage_class=None, access_mode="ReadWriteOnce",
+                      volume_mode="Block", namespace="n", container_image="i", image_pull_policy="Never",
+                      node_selector=(), destructive=False, start_budget_s=10.0)
+    assert not lays_out_at_start(replace(case, target=claim), pod_job_binding(claim))  # the claim is the device
+    image = JobBinding(options=(("clientname", "admin"), ("pool", "rbd"), ("rbdname", "i")))
+    assert not lays_out_at_start(replace(case, target=RbdTarget(name="img", size_bytes=1 << 30, pool="rbd",
+                                                                image="i", client="admin")), image)  # when prepared
+    export = JobBinding(options=(("nfs_url", "nfs://10.0.0.1/e"), ("filename_format", "f.$jobnum")))
+    assert not lays_out_at_start(replace(case, target=NfsTarget(name="e", size_bytes=1 << 30)), export)  # with its lab
 
 
 def test_a_failed_layout_says_why_in_a_few_words() -> None:

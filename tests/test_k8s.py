@@ -186,6 +186,31 @@ def test_a_deleted_pod_and_the_one_made_again_are_one_client_with_one_timeline()
     assert silent.status == Status.OK and silent.clients[0].client == "p1-2@n"  # a deleted pod that said nothing
 
 
+def test_layout_pods_are_named_apart_and_judged_by_fio_ending_cleanly() -> None:
+    """Before a case's first repetition with faults each client's files are laid out by a pod of its own (fio's
+    set-up alone): same claim and preferred node as the repetition's pod, another name (the repetition's pod may be
+    made while it is deleted); it is judged by fio's exit alone (a set-up makes no I/O to judge)."""
+    from storbench.execute.k8s_manifests import laying_out
+    from storbench.execute.pod_results import layout_problem
+
+    case = pvc_case(clients=2)
+    plans = pod_plans(case, "run7", 0, ("n1", "n2"))
+    laid = [laying_out(plan) for plan in plans]
+    assert [(p.claim, p.client, p.node) for p in laid] == [(p.claim, p.client, p.node) for p in plans]
+    assert not {p.name for p in laid} & {p.name for p in plans + pod_plans(case, "run7", 1)}
+    assert not {p.config_map for p in laid} & {p.config_map for p in plans}
+    done = [PodResult(p.name, "n1", "Succeeded", _log(1.0, "{}", 0), client=p.client) for p in laid]
+    assert layout_problem(case, done) == ""
+    full = replace(done[1], phase="Failed", log=_log(1.0, "{}", 1))
+    assert layout_problem(case, [done[0], full]) == f"pod {laid[1].name} Failed, fio exit status 1"
+    late = replace(done[0], phase="Pending (watchdog)", log="")
+    assert layout_problem(case, [late]) == f"pod {laid[0].name} Pending (watchdog), fio exit status unknown"
+    nowhere = replace(done[0], phase="CannotStart", log="", why="ErrImagePull: no such image")
+    assert layout_problem(case, [nowhere]) == f"pod {laid[0].name} cannot start: ErrImagePull: no such image"
+    locked = replace(done[0], log="STORBENCH-UNWRITABLE /data\n")
+    assert "/data is not writable by fio's user" in layout_problem(case, [locked])
+
+
 def test_a_pod_that_will_not_start_is_said_so_not_waited_for() -> None:
     """A wrong image, a missing ConfigMap, or no node that fits within the start budget: the pod waits for ever, and
     the repetition said only "timeout" after its watchdog (hours on a grid). The reason is read from the pod: at
@@ -870,6 +895,8 @@ def test_a_deleted_fio_pod_is_made_again_on_its_claim_and_its_time_to_first_io_m
     started = next(seconds for seconds, event in found.pod_events if event.reason == "Started")
     assert 0 <= started <= 12, found.pod_events
     assert "Kubernetes (repetition " in " ".join(out.split()), out
+    # the claims' files laid out by pods of their own before the first repetition, its fault timed from the I/O
+    assert "target rwo: files laid out before its faults in " in " ".join((out + err).split()), out + err
     assert pids_with("fio --output-format=json+") == [] and "k8s lab: torn down" in out
 
 

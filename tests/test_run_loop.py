@@ -959,6 +959,9 @@ def test_a_case_with_faults_has_its_files_laid_out_before_its_first_repetition(t
     assert fake.asked == [("lay_out", first), ("run", first), ("run", first), ("lay_out", second), ("run", second),
                           ("run", second)]
     assert not any("laying its files out" in line for line in observer.events)
+    laid = [line for line in observer.events if "files laid out before its faults in" in line]
+    assert len(laid) == 2 and all(line.startswith("target t: ") and line.endswith(" s (fio's set-up alone, not "
+                                                                                  "measured)") for line in laid), laid
     fake = FakeExecutor(_ok)
     fake.layout_failure = "fio exited 1: No space left on device"
     _, observer = _run(tmp_path, store, fake)

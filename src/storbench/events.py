@@ -117,6 +117,15 @@ class TestDataCleaned:
 
 
 @dataclass(frozen=True)
+class LaidOut:
+    """A case's files laid out before its first repetition with faults (fio's set-up alone, not measured), so its
+    faults are timed from the I/O."""
+
+    target: str
+    seconds: float
+
+
+@dataclass(frozen=True)
 class LayoutFailed:
     """A case's files could not be laid out before its first repetition with faults: that repetition's faults are
     timed across fio's own layout (its failover figures may have no level before the fault)."""
@@ -224,5 +233,6 @@ class SearchAnswered:
 
 
 RunEvent = (LabBringingUp | LabUp | LabTornDown | LabHealed | LabLeftAlone | OsdsRestarted | OsdCpusSet | LinksShaped
-            | TestDataCleaned | LayoutFailed | PreconditionRan | PlanVersionAdded | StoppingRuleChanged | PointRestarted
-            | SteadyProgress | BudgetReached | CiLook | SequentialLook | SearchStopped | SearchAnswered)
+            | TestDataCleaned | LaidOut | LayoutFailed | PreconditionRan | PlanVersionAdded | StoppingRuleChanged
+            | PointRestarted | SteadyProgress | BudgetReached | CiLook | SequentialLook | SearchStopped
+            | SearchAnswered)

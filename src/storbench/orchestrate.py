@@ -22,7 +22,7 @@ from storbench.checks import Checked, meminfo_bytes
 from storbench.config import LoadedPlan, RepeatConfig, plan_design, repeat_bounds, run_order
 from storbench.config.faults import CheckWritesConfig
 from storbench.errors import UserError
-from storbench.events import LayoutFailed, PlanVersionAdded, PreconditionRan
+from storbench.events import LaidOut, LayoutFailed, PlanVersionAdded, PreconditionRan
 from storbench.execute.base import Executor, FioSetup, stored_job_text
 from storbench.execute.checker import CheckingWriter
 from storbench.execute.k8s_access import DEFAULT_CLUSTER, ClusterAccess
@@ -303,12 +303,14 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             job_texts = executor.job_texts(item.case, prepared.binding, item.rep_index)
             fio = FioSetup(version=caps.version, binary=prepared.binding.fio_binary, env=prepared.binding.env)
             steps = session.faults_for(item.case, run.faults)
-            if steps and item.case.case_id not in laid_out and lays_out_at_start(item.case):
+            if (steps and item.case.case_id not in laid_out
+                    and lays_out_at_start(item.case, prepared.binding)):
                 # fio would lay the files out after its launch, the moment the faults are timed from
                 laid_out.add(item.case.case_id)
+                began_s = time.monotonic()
                 why = executor.lay_out(item.case, job_texts, layout_seconds(item.case, config.timeout_grace), fio)
-                if why:
-                    observer.event(LayoutFailed(item.case.target.name, why))
+                observer.event(LayoutFailed(item.case.target.name, why) if why
+                               else LaidOut(item.case.target.name, time.monotonic() - began_s))
             observer.repetition_started(item, position)
             recorder = None
             if config.telemetry.enabled:

@@ -225,6 +225,12 @@ def made_again(plan: PodPlan, incarnation: int) -> PodPlan:
     return replace(plan, name=f"{plan.name}-{incarnation}", config_map=f"{plan.config_map}-{incarnation}")
 
 
+def laying_out(plan: PodPlan) -> PodPlan:
+    """The pod (and its config map) that lays a client's files out on its claim before its case's first repetition
+    with faults: same claim, same client, same preferred node."""
+    return replace(plan, name=f"{plan.name}-layout", config_map=f"{plan.config_map}-layout")
+
+
 @dataclass(frozen=True)
 class PodLog:
     """What a pod's log says: when fio started (epoch s), fio's JSON text, fio's exit status, its timeline logs."""

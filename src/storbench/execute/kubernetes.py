@@ -31,6 +31,7 @@ from storbench.execute.k8s_manifests import (
     claim_manifest,
     claim_names,
     config_map_manifest,
+    laying_out,
     made_again,
     made_for_run,
     placement,
@@ -41,9 +42,9 @@ from storbench.execute.k8s_manifests import (
 )
 from storbench.execute.kubelet_stats import KubeletSampler
 from storbench.execute.pod_logs import FOLLOW_END_S, LogFollower
-from storbench.execute.pod_results import PodResult, bound_elsewhere, cannot_start, judge_pods
+from storbench.execute.pod_results import PodResult, bound_elsewhere, cannot_start, judge_pods, layout_problem
 from storbench.execute.volume_operations import VolumeOperations
-from storbench.fio.jobfile import JobBinding, continued_job
+from storbench.fio.jobfile import JobBinding, continued_job, create_only_job
 from storbench.model import Case, PvcTarget, RepetitionOutcome, is_volume_operation
 from storbench.shell import interrupts_held
 from storbench.telemetry.series import TelemetrySource
@@ -157,9 +158,29 @@ class KubernetesExecutor:
         return pvc_of(case).start_budget_s
 
     def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> str:
-        """Nothing yet (pvc targets are not among `jobfile.LAID_OUT_BY_FIO`): a pod's fio lays its files out after
-        the common start, so a first repetition's faults are timed across that layout."""
-        return ""
+        """Each client's set-up alone (fio's ``create_only``) in a pod of its own on its claim, all at once, each
+        on the node its repetition's pod prefers: a pod's fio would lay its files out after the common start,
+        across the faults' times. The claims keep the files for the repetitions after."""
+        case = with_image(case, self.default_image)
+        self.ensure_namespace()
+        self.ensure_claims(case)
+        target = pvc_of(case)
+        plans = [laying_out(plan) for plan in pod_plans(case, self.run_label, 0, self.placement(target, case.clients))]
+        laid = [create_only_job(text) for text in job_texts]
+        started = time.time()
+        created: list[tuple[str, str]] = []
+        pods = _Pods(self, target, f"{case.case_id}-{self.run_label}-layout", created)
+        results: list[PodResult] = []
+        try:
+            for plan, job_text in zip(plans, laid, strict=True):
+                pods.create(plan, job_text, math.floor(started))
+            results = self._wait(pods, plans, laid, started, deadline=started + target.start_budget_s + timeout_s,
+                                 budget_s=target.start_budget_s)
+        finally:
+            with interrupts_held():
+                pods.stop_following()
+                self._delete(created)
+        return layout_problem(case, results)
 
     def run_case(self, case: Case, job_texts: Sequence[str], rep_index: int, timeout_s: float,
                  fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:

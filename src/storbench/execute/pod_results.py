@@ -105,6 +105,20 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
         logs=tuple(sorted(logs.items())), measured_end_s=measured_end_s or None)
 
 
+def layout_problem(case: Case, results: Sequence[PodResult]) -> str:
+    """Why the pods that lay a case's files out (fio's set-up alone) did not: "" when each ran fio to a clean end."""
+    for result in results:
+        said = split_pod_log(result.log)
+        if result.why:
+            return f"pod {result.pod} cannot {'start' if result.phase == 'CannotStart' else 'run'}: {result.why}"
+        if said.unwritable:
+            return unwritable_problem(result.pod, said.unwritable, pvc_of(case).pod_security)
+        if result.phase != "Succeeded" or said.exit_status != 0:
+            status = "unknown" if said.exit_status is None else said.exit_status
+            return f"pod {result.pod} {result.phase}, fio exit status {status}"
+    return ""
+
+
 def unwritable_problem(pod: str, path: str, pod_security: str) -> str:
     """Why fio never started: its user could not write the claim's directory or device, and what to change."""
     if pod_security == "restricted":

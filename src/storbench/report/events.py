@@ -10,6 +10,7 @@ from storbench.events import (
     LabLeftAlone,
     LabTornDown,
     LabUp,
+    LaidOut,
     LayoutFailed,
     LinksShaped,
     OsdCpusSet,
@@ -146,6 +147,9 @@ def event_text(event: RunEvent) -> str:
                     + (f", {event.delay_s * 1e3:g} ms delay" if event.delay_s else ""))
         case TestDataCleaned():
             return _cleaned(event)
+        case LaidOut():
+            return (f"target {event.target}: files laid out before its faults in {event.seconds:.1f} s (fio's set-up "
+                    "alone, not measured)")
         case LayoutFailed():
             return (f"target {event.target}: laying its files out before the faults failed ({event.why}); fio lays "
                     "them out in the repetition, across the faults' times")
