@@ -41,9 +41,10 @@ def test_job_directories_of_a_killed_storbench_are_removed_at_the_next_start(tmp
         os.utime(old, (time.time() - 120, time.time() - 120))
     assert sorted(remove_stale_job_dirs(tmp_path)) == sorted([stale, stale_clients])
     assert alive.exists() and other.exists() and link.is_symlink() and target.exists() and fresh.exists()
-    with job_dir() as made:
-        assert Path(made).name.startswith(f"storbench-{os.getpid()}-")
-        assert remove_stale_job_dirs(Path(made).parent) == [] or Path(made).exists()
+    with mock.patch.object(tempfile, "tempdir", str(tmp_path)), job_dir() as made:
+        assert Path(made).parent == tmp_path and Path(made).name.startswith(f"storbench-{os.getpid()}-")
+        assert (Path(made).stat().st_mode & 0o777) == 0o700
+    assert not Path(made).exists()
 
 
 def test_a_job_directory_held_in_another_pid_namespace_is_kept(tmp_path: Path) -> None:

@@ -29,13 +29,18 @@ FRESH_S = 60.0
 def job_dir(kind: str = "") -> Iterator[str]:
     """A new private (0700) directory for one repetition's files, named after this process and locked by it
     until the block ends, then removed."""
-    with tempfile.TemporaryDirectory(prefix=f"storbench-{kind + '-' if kind else ''}{os.getpid()}-") as made:
+    made = tempfile.mkdtemp(prefix=f"storbench-{kind + '-' if kind else ''}{os.getpid()}-")
+    try:
         held = os.open(made, os.O_RDONLY | os.O_DIRECTORY)  # close-on-exec: fio does not inherit the lock
-        try:
-            fcntl.flock(held, fcntl.LOCK_EX)
-            yield made
-        finally:
-            os.close(held)
+    except OSError:
+        shutil.rmtree(made, ignore_errors=True)
+        raise
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        yield made
+    finally:
+        shutil.rmtree(made, ignore_errors=True)  # still held: no cleaner takes it half removed
+        os.close(held)
 
 
 def _alive(pid: int) -> bool:

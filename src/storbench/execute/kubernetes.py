@@ -176,6 +176,8 @@ class KubernetesExecutor:
                 pods.create(plan, job_text, math.floor(started))
             results = self._wait(pods, plans, laid, started, deadline=started + target.start_budget_s + timeout_s,
                                  budget_s=target.start_budget_s)
+        except UserError as error:  # a pod or config map that cannot be made: the repetition lays out itself
+            return error.message
         finally:
             with interrupts_held():
                 pods.stop_following()
