@@ -135,8 +135,10 @@ def test_a_create_only_job_is_the_same_job_with_its_set_up_alone() -> None:
         create_only_job("[job]\nrw=read\n")
     disk_files, device = BINDINGS["disk"], BINDINGS["nvme"]
     assert lays_out_at_start(case, disk_files)
-    # the files are measured
-    assert not lays_out_at_start(replace(case, workload=replace(case.workload, rw="stat")), disk_files)
+    # the files are made or removed by what is measured
+    for rw in ("create", "delete", "metadata"):
+        assert not lays_out_at_start(replace(case, workload=replace(case.workload, rw=rw)), disk_files)
+    assert lays_out_at_start(replace(case, workload=replace(case.workload, rw="stat")), disk_files)  # laid out first
     assert not lays_out_at_start(replace(case, workload=replace(case.workload, rw="get")), disk_files)
     assert not lays_out_at_start(nvme, device)  # a block device: nothing to lay out
     for target in (CephfsTarget(name="fs", size_bytes=1 << 30),  # a mounted claim, a CephFS mount: files in it

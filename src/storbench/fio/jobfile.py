@@ -248,12 +248,13 @@ def timeline_log_client(name: str) -> str:
 # Targets whose files fio lays out itself, in its set-up before the job's first I/O (rbd and nfs targets are laid
 # out when they are prepared; a block device has nothing to lay out).
 def lays_out_at_start(case: Case, binding: JobBinding) -> bool:
-    """Whether fio lays ``case``'s files out at its start, before any I/O: block I/O (not metadata, object or volume
-    operations, whose files are the measurement) on files in a directory (a path, a CephFS mount, a pvc's mounted
-    claim; a device, an RBD image and an NFS export, laid out with its lab, have none to lay out)."""
+    """Whether fio lays ``case``'s files out at its start, before any I/O: block I/O and stat (not the other metadata,
+    object or volume operations, whose files are made or removed by what they measure) on files in a directory (a
+    path, a CephFS mount, a pvc's mounted claim; a device, an RBD image and an NFS export, laid out with its lab,
+    have none to lay out)."""
     rw = case.workload.rw
     return (any(key == "directory" for key, _ in binding.options)
-            and not (is_metadata(rw) or is_object(rw) or is_volume_operation(rw)))
+            and not ((is_metadata(rw) and rw != "stat") or is_object(rw) or is_volume_operation(rw)))
 
 
 def create_only_job(job_text: str) -> str:
