@@ -15,14 +15,11 @@ import re
 import shutil
 import stat
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 # tempfile's names: the prefix, then 8 characters of [a-z0-9_]
 _JOB_DIR_RE = re.compile(r"storbench-(?:clients-)?([0-9]{1,10})-[a-z0-9_]{8}")
-# a directory made this recently may not be locked yet by its maker (mkdtemp, then the lock): never removed
-FRESH_S = 60.0
 
 
 @contextlib.contextmanager
@@ -71,15 +68,15 @@ def _in_use(path: str) -> bool:
 
 def remove_stale_job_dirs(parent: str | Path | None = None) -> list[Path]:
     """Remove the job directories in ``parent`` (the temporary directory) that no storbench holds: ours (same
-    user), real directories (never a link), named by ``job_dir``, older than a minute, whose lock is free and
-    whose pid is not alive here (a storbench before the lock held none). Returns what was removed."""
+    user), real directories (never a link), named by ``job_dir``, whose lock is free and whose pid is not alive
+    here (a storbench before the lock held none). Left open: the moment between a directory's making and its lock
+    (one system call), in which a storbench in another PID namespace could take it for stale."""
     root = Path(parent or tempfile.gettempdir())
     removed = []
     try:
         entries = list(os.scandir(root))
     except OSError:
         return []
-    now_s = time.time()
     for entry in entries:
         match = _JOB_DIR_RE.fullmatch(entry.name)
         if match is None or int(match.group(1)) == os.getpid():
@@ -88,8 +85,8 @@ def remove_stale_job_dirs(parent: str | Path | None = None) -> list[Path]:
             info = entry.stat(follow_symlinks=False)
         except OSError:
             continue
-        if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or now_s - info.st_mtime < FRESH_S
-                or _alive(int(match.group(1))) or _in_use(entry.path)):
+        if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or _alive(int(match.group(1)))
+                or _in_use(entry.path)):
             continue
         shutil.rmtree(entry.path, ignore_errors=True)
         if not os.path.lexists(entry.path):
