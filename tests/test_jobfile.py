@@ -133,6 +133,10 @@ def test_a_create_only_job_is_the_same_job_with_its_set_up_alone() -> None:
     assert laid.replace("create_only=1\n", "", 1) == text and "[global]\ncreate_only=1\n" in laid
     with pytest.raises(ValueError):
         create_only_job("[job]\nrw=read\n")
+    # a plan's startdelay and pre_read would delay or follow the layout: set back at the section's end
+    delayed = render_job(replace(case, workload=replace(case.workload, fio_options=(
+        *case.workload.fio_options, ("startdelay", "30s"), ("pre_read", "1")))), BINDINGS["disk"])
+    assert create_only_job(delayed).endswith("startdelay=30s\npre_read=1\nstartdelay=0\npre_read=0\n")
     disk_files, device = BINDINGS["disk"], BINDINGS["nvme"]
     assert lays_out_at_start(case, disk_files)
     # the files are made or removed by what is measured

@@ -261,6 +261,8 @@ workload: {{rw: stat, files: 30, file_size: 8k, numjobs: 2, runtime: 5s}}
 def test_the_local_executor_lays_files_out_without_any_io(tmp_path: Path) -> None:
     """`lay_out` before a repetition with faults: fio's set-up alone (create_only) makes the files the job would
     make at its start, full size, and runs no I/O."""
+    from dataclasses import replace
+
     from storbench.config import load_plan_text
     from storbench.execute.base import FioSetup
     from storbench.execute.local import LocalExecutor
@@ -281,7 +283,9 @@ def test_the_local_executor_lays_files_out_without_any_io(tmp_path: Path) -> Non
             ran.append(super().run(*args, **kwargs))  # type: ignore[arg-type]
             return ran[-1]
 
-    assert Recording("fio").lay_out(case, [render_job(case, binding, 0)], 60, FioSetup()) == ""
+    # the plan's startdelay does not hold the layout up (it would outlast the layout's 20 s watchdog)
+    delayed = replace(case, workload=replace(case.workload, fio_options=(("startdelay", "40s"),)))
+    assert Recording("fio").lay_out(delayed, [render_job(delayed, binding, 0)], 20, FioSetup()) == ""
     assert sorted(p.name for p in data.iterdir()) == ["storbench.0.0", "storbench.1.0"]  # numjobs: 2
     assert all(p.stat().st_size == 8 << 20 for p in data.iterdir())
     (result,) = ran

@@ -258,11 +258,15 @@ def lays_out_at_start(case: Case, binding: JobBinding) -> bool:
 
 
 def create_only_job(job_text: str) -> str:
-    """The same job with fio's ``create_only``: its set-up alone (the files laid out), no I/O."""
+    """The same job with fio's ``create_only``: its set-up alone (the files laid out), no I/O; a plan's
+    ``startdelay`` and ``pre_read`` (pass-through options, in the job's section) set back at its end, where they
+    would otherwise delay or follow the layout (a job of one section: what `lays_out_at_start` takes)."""
     head, global_line, rest = job_text.partition("[global]\n")
-    if not global_line:
-        raise ValueError("a job storbench renders has a [global] section")
-    return f"{head}{global_line}{job_line('create_only', '1')}\n{rest}"
+    if not global_line or not rest.endswith("\n"):
+        raise ValueError("a job storbench renders has a [global] section and ends with a line")
+    undone = "".join(f"{job_line(key, '0')}\n" for key in ("startdelay", "pre_read")
+                     if any(line.startswith(f"{key}=") for line in rest.split("\n")))
+    return f"{head}{global_line}{job_line('create_only', '1')}\n{rest}{undone}"
 
 
 def render_job(case: Case, binding: JobBinding, repetition: int | None = None, client: int = 0) -> str:
