@@ -962,6 +962,15 @@ def test_a_case_with_faults_has_its_files_laid_out_before_its_first_repetition(t
     laid = [line for line in observer.events if "files laid out before its faults in" in line]
     assert len(laid) == 2 and all(line.startswith("target t: ") and line.endswith(" s (fio's set-up alone, not "
                                                                                   "measured)") for line in laid), laid
+    # a case whose measurement removes its files (delete) has them laid out before each repetition, said once
+    monkeypatch.setattr(orchestrate, "consumes_its_files", lambda case: True)
+    fake = FakeExecutor(_ok)
+    _, observer = _run(tmp_path, store, fake)
+    assert fake.asked == [("lay_out", first), ("run", first), ("lay_out", first), ("run", first),
+                          ("lay_out", second), ("run", second), ("lay_out", second), ("run", second)]
+    assert len([line for line in observer.events if "files laid out before its faults in" in line]) == 2
+    monkeypatch.undo()
+    monkeypatch.setattr(LabContext, "faults_for", lambda self, case, steps: (FaultStep(0.0, "stop", "server"),))
     fake = FakeExecutor(_ok)
     fake.layout_failure = "fio exited 1: No space left on device"
     _, observer = _run(tmp_path, store, fake)

@@ -233,9 +233,10 @@ def test_a_run_loads_no_heavy_module(tmp_path: Path) -> None:
     assert sorted(set(modules.split()) & set(HEAVY_MODULES)) == []
 
 
-def test_a_stat_case_has_its_files_laid_out_without_a_stat(tmp_path: Path) -> None:
-    """stat measures files fio lays out before it measures: a stat case with faults has them laid out first, as
-    block I/O does (create and delete make or remove their files as they measure: not)."""
+@pytest.mark.parametrize("rw", ["stat", "delete"])
+def test_stat_and_delete_cases_have_their_files_laid_out_without_an_operation(rw: str, tmp_path: Path) -> None:
+    """stat and delete work on files fio lays out before it measures: a case with faults has them laid out first,
+    as block I/O does (create and the metadata cycle make their files as they measure: not)."""
     from storbench.config import load_plan_text
     from storbench.execute.base import FioSetup
     from storbench.execute.local import LocalExecutor
@@ -248,14 +249,16 @@ def test_a_stat_case_has_its_files_laid_out_without_a_stat(tmp_path: Path) -> No
 name: stat
 targets:
   d: {{kind: path, path: {data}, size: 1MiB}}
-workload: {{rw: stat, files: 30, file_size: 8k, numjobs: 2, runtime: 5s}}
+workload: {{rw: {rw}, files: 30, file_size: 8k, numjobs: 2, runtime: 5s}}
 """, "p.yaml"))
-    (data / METADATA_DIR / "stat").mkdir(parents=True)  # made by the run's claim on its directory
+    (data / METADATA_DIR / rw).mkdir(parents=True)  # made by the run's claim on its directory
     binding = JobBinding(options=(("directory", str(data)), ("filename_format", "storbench.$jobnum.$filenum")))
     assert lays_out_at_start(case, binding)
     assert LocalExecutor("fio").lay_out(case, [render_job(case, binding, 0)], 60, FioSetup()) == ""
     made = [p for p in data.rglob("*") if p.is_file()]
-    assert len(made) == 60 and all(p.stat().st_size == 8 << 10 for p in made), made
+    # stat's at file_size; delete's empty (its job writes, and fio lays a written file out empty, as it would
+    # at the repetition's start)
+    assert len(made) == 60 and {p.stat().st_size for p in made} == {8 << 10 if rw == "stat" else 0}, made
 
 
 def test_the_local_executor_lays_files_out_without_any_io(tmp_path: Path) -> None:

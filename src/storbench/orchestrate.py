@@ -28,7 +28,13 @@ from storbench.execute.checker import CheckingWriter
 from storbench.execute.k8s_access import DEFAULT_CLUSTER, ClusterAccess
 from storbench.fault_driver import FaultDriver
 from storbench.faults import FaultStep
-from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, lays_out_at_start, render_ceiling_job
+from storbench.fio.jobfile import (
+    CEILING_RUNTIME_S,
+    consumes_its_files,
+    fill_job,
+    lays_out_at_start,
+    render_ceiling_job,
+)
 from storbench.fio.options import FioCapabilities
 from storbench.lab.registry import plan_software
 from storbench.model import (
@@ -303,14 +309,16 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             job_texts = executor.job_texts(item.case, prepared.binding, item.rep_index)
             fio = FioSetup(version=caps.version, binary=prepared.binding.fio_binary, env=prepared.binding.env)
             steps = session.faults_for(item.case, run.faults)
-            if (steps and item.case.case_id not in laid_out
+            first = item.case.case_id not in laid_out
+            if (steps and (first or consumes_its_files(item.case))
                     and lays_out_at_start(item.case, prepared.binding)):
                 # fio would lay the files out after its launch, the moment the faults are timed from
                 laid_out.add(item.case.case_id)
                 began_s = time.monotonic()
                 why = executor.lay_out(item.case, job_texts, layout_seconds(item.case, config.timeout_grace), fio)
-                observer.event(LayoutFailed(item.case.target.name, why) if why
-                               else LaidOut(item.case.target.name, time.monotonic() - began_s))
+                if why or first:
+                    observer.event(LayoutFailed(item.case.target.name, why) if why
+                                   else LaidOut(item.case.target.name, time.monotonic() - began_s))
             observer.repetition_started(item, position)
             recorder = None
             if config.telemetry.enabled:

@@ -140,8 +140,9 @@ def plan_reference_markdown() -> str:
         "once per repetition (size based; `runtime` only caps it), and every operation's latency is recorded, so "
         "IOPS are operations per second and the percentiles are exact as for block I/O. They work in a private "
         "directory storbench makes in the target (`storbench-files/<operation>`, mode 0700) and removes after the "
-        "run; `create` makes empty files and removes them after each repetition, `stat` and `delete` find files of "
-        "`file_size` laid out before fio measures. `bs`, `iodepth`, `direct` and `ramp` do not apply (points that "
+        "run; `create` makes empty files and removes them after each repetition, `stat` finds files of `file_size` "
+        "laid out before fio measures, `delete` empty ones (its job writes: fio lays a written file out empty). "
+        "`bs`, `iodepth`, `direct` and `ramp` do not apply (points that "
         "differ only there are one case); load them with `numjobs` (or `clients`). Give enough files that a job "
         "runs for a second or more: fio times a job in whole milliseconds.",
         "",

@@ -184,7 +184,8 @@ def _phase_lines(case: Case, nfs: bool) -> list[str]:
 def _metadata_lines(case: Case) -> list[str]:
     """The job section of a metadata operation: each file of each job created, stat'ed or deleted once (size
     based; runtime only caps it). create makes empty files and unlinks them after the job (so every repetition
-    creates anew); stat and delete find files of file_size that fio lays out before it measures."""
+    creates anew); stat finds files of file_size that fio lays out before it measures, delete empty ones (its
+    job writes: fio lays a written file out empty)."""
     w = case.workload
     assert w.files is not None and w.file_size_bytes is not None
     lines = [job_line("rw", METADATA_RW[w.rw][1]), job_line("bs", format_block_size(w.bs_bytes)),
@@ -248,13 +249,19 @@ def timeline_log_client(name: str) -> str:
 # Targets whose files fio lays out itself, in its set-up before the job's first I/O (rbd and nfs targets are laid
 # out when they are prepared; a block device has nothing to lay out).
 def lays_out_at_start(case: Case, binding: JobBinding) -> bool:
-    """Whether fio lays ``case``'s files out at its start, before any I/O: block I/O and stat (not the other metadata,
-    object or volume operations, whose files are made or removed by what they measure) on files in a directory (a
-    path, a CephFS mount, a pvc's mounted claim; a device, an RBD image and an NFS export, laid out with its lab,
-    have none to lay out)."""
+    """Whether fio lays ``case``'s files out at its start, before any I/O: block I/O, stat and delete (not create
+    and the metadata cycle, whose files the measurement makes, nor object or volume operations) on files in a
+    directory (a path, a CephFS mount, a pvc's mounted claim; a device, an RBD image and an NFS export, laid out
+    with its lab, have none to lay out)."""
     rw = case.workload.rw
     return (any(key == "directory" for key, _ in binding.options)
-            and not ((is_metadata(rw) and rw != "stat") or is_object(rw) or is_volume_operation(rw)))
+            and not ((is_metadata(rw) and rw not in ("stat", "delete")) or is_object(rw) or is_volume_operation(rw)))
+
+
+def consumes_its_files(case: Case) -> bool:
+    """Whether ``case``'s measurement removes the files laid out for it (delete): laid out again before each
+    repetition that needs them laid out first."""
+    return case.workload.rw == "delete"
 
 
 def create_only_job(job_text: str) -> str:
