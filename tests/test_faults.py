@@ -649,3 +649,66 @@ def test_a_startdelay_is_counted_before_the_faults_and_one_drawn_at_random_is_re
     fixed = load_plan_text(text.replace("DELAY", "15s"), "p.yaml")
     check_faults(fixed, expand(fixed))
     assert {c.workload.start_delay_s for c in expand(fixed)} == {(15.0, 15.0)}  # the faults wait for it
+
+
+def test_a_cluster_that_did_not_heal_in_time_says_what_its_pgs_were_doing() -> None:
+    """A memstore OSD killed and started again comes back empty: with CephFS's thousands of small objects the
+    recovery (paced by Ceph's recovery sleep) outlasted the heal's wait, and the run ended on "timed out waiting
+    for 3 OSDs up and in and all PGs active+clean" alone. The monitor's `pg stat` (as the lab's answered) says why."""
+    from storbench.lab.ceph_faults import recovery_note
+
+    stat = {"pg_ready": True, "pg_summary": {
+        "num_pg_by_state": [{"name": "active+recovering+undersized+degraded+remapped", "num": 1},
+                            {"name": "active+recovery_wait+undersized+degraded+remapped", "num": 28},
+                            {"name": "active+clean", "num": 20}],
+        "num_pgs": 49, "degraded_objects": 3568, "degraded_total": 12081, "recovering_objects_per_sec": 9}}
+    assert recovery_note(stat, "memstore") == (
+        "29 of 49 PGs not active+clean, 3,568 objects degraded, recovered at 9 objects/s (about 7 min to go); a "
+        "memstore OSD started again comes back empty, so every object it held is recovered (bluestore keeps its "
+        "data)")
+    assert recovery_note(stat, "bluestore").endswith("(about 7 min to go)")
+    stuck = {"pg_summary": {"num_pg_by_state": [{"name": "peering", "num": 3}], "num_pgs": 3}}
+    assert recovery_note(stuck, "bluestore") == "3 of 3 PGs not active+clean"
+    clean = {"pg_summary": {"num_pg_by_state": [{"name": "active+clean", "num": 3}], "num_pgs": 3}}
+    assert recovery_note(clean, "bluestore") == "" and recovery_note({}, "memstore") == ""
+
+
+def test_a_heal_that_times_out_says_what_the_pgs_were_doing() -> None:
+    """The heal's own error carries the PGs' state (the monitor's `pg stat`), and only its own words when the
+    monitor does not answer."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from storbench.errors import UserError
+    from storbench.lab.ceph_faults import CephFaults
+
+    stat = {"pg_summary": {"num_pg_by_state": [{"name": "active+recovery_wait+degraded", "num": 2}], "num_pgs": 2,
+                           "degraded_objects": 1200, "recovering_objects_per_sec": 10}}
+
+    class Lab:
+        dir = SimpleNamespace(daemons=lambda: [])
+        answers = True
+
+        def connected(self) -> contextlib.AbstractContextManager[None]:
+            return contextlib.nullcontext()
+
+        def mon(self, prefix: str, **arguments: object) -> object:
+            if prefix == "pg stat" and not self.answers:
+                raise UserError("ceph lab: `pg stat` failed: timed out")
+            return {"osds": []} if prefix == "osd dump" else stat
+
+        def _wait(self, check: object, what: str, timeout_s: float) -> None:
+            raise UserError(f"ceph lab: timed out after 180s waiting for {what}", hint="see the daemon logs")
+
+    spec = SimpleNamespace(osds=3, objectstore="memstore")
+    lab = Lab()
+    with pytest.raises(UserError) as said:
+        CephFaults.heal(lab, spec)  # type: ignore[arg-type]
+    assert said.value.message.startswith("ceph lab: timed out after 180s waiting for 3 OSDs up and in and all PGs "
+                                         "active+clean; 2 of 2 PGs not active+clean, 1,200 objects degraded, "
+                                         "recovered at 10 objects/s (about 2 min to go); a memstore OSD"), said.value
+    assert said.value.hint == "see the daemon logs"
+    lab.answers = False
+    with pytest.raises(UserError) as plain:
+        CephFaults.heal(lab, spec)  # type: ignore[arg-type]
+    assert plain.value.message == "ceph lab: timed out after 180s waiting for 3 OSDs up and in and all PGs active+clean"

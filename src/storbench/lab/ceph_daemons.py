@@ -88,7 +88,11 @@ class CephDaemons(LabRoot):
             return RadosClient(str(self.conf), "admin", op_timeout_s=60)
         except OSError as error:
             raise UserError(f"ceph lab: cannot reach its monitor ({error})",
-                            hint=f"see the daemon logs in {self.root / 'log'}") from None
+                            hint=self._logs_hint()) from None
+
+    def _logs_hint(self, which: str = "") -> str:
+        return (f"see the daemon logs in {self.root / 'log'}{which} (a run tears its lab down, logs and all, unless "
+                "given --keep-lab)")
 
     def mon(self, prefix: str, **arguments: object) -> Any:
         """A monitor command's JSON answer (the manager's commands too: the monitor passes them on); None for
@@ -98,7 +102,7 @@ class CephDaemons(LabRoot):
             return client.mon_command({"prefix": prefix, **arguments})
         except OSError as error:
             raise UserError(f"ceph lab: `{prefix}` failed: {error}",
-                            hint=f"see the daemon logs in {self.root / 'log'}") from None
+                            hint=self._logs_hint()) from None
         finally:
             if client is not self._rados:
                 client.close()
@@ -253,7 +257,7 @@ class CephDaemons(LabRoot):
         logs = ", ".join(sorted(p.name for p in (self.root / "log").glob("*.log")))
         raise UserError(f"ceph lab: timed out after {timeout_s:g}s waiting for {what}"
                         + (f" (last error: {last_error})" if last_error else ""),
-                        hint=f"see the daemon logs in {self.root / 'log'} ({logs})")
+                        hint=self._logs_hint(f" ({logs})"))
 
     def _create_pools(self, spec: CephLabSpec) -> None:
         """The plan's pools, made while the OSDs boot (their PGs become active+clean with the rest: `_ready`)."""

@@ -87,8 +87,17 @@ class CephFaults(CephLiveSettings):
             # an OSD marked in again takes its PGs back (backfill): until the PGs' reports name it in their up
             # sets, the PG map still says what it said before (all clean, without it), which would end the wait
             # too soon
-            self._wait(lambda: self._healthy(spec) and self._in_up_sets(out),
-                       f"{spec.osds} OSDs up and in and all PGs active+clean", READY_TIMEOUT_S)
+            try:
+                self._wait(lambda: self._healthy(spec) and self._in_up_sets(out),
+                           f"{spec.osds} OSDs up and in and all PGs active+clean", READY_TIMEOUT_S)
+            except UserError as exc:
+                note = ""
+                with contextlib.suppress(UserError):  # what the PGs were doing, when the monitor still answers
+                    stat = self.mon("pg stat")
+                    note = recovery_note(stat if isinstance(stat, dict) else {}, spec.objectstore)
+                if note:
+                    raise UserError(f"{exc.message}; {note}", hint=exc.hint) from None
+                raise
         return time.time() - started
 
     def _in_up_sets(self, osds: list[int]) -> bool:
@@ -114,3 +123,26 @@ def with_reaped(daemon: Daemon) -> None:
     """A killed OSD this process started stays a zombie until reaped."""
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(daemon.pid, os.WNOHANG)
+
+
+def recovery_note(pg_stat: dict[str, object], objectstore: str) -> str:
+    """What a cluster that did not heal in time was doing, from the monitor's `pg stat` (pure): its PGs not
+    active+clean, the objects still degraded and how fast they were recovered; "" when it says none of that."""
+    summary = pg_stat.get("pg_summary", pg_stat)
+    if not isinstance(summary, dict):
+        return ""
+    states = summary.get("num_pg_by_state")
+    unclean = sum(int(s.get("num", 0)) for s in states if isinstance(s, dict) and s.get("name") != "active+clean") \
+        if isinstance(states, list) else 0
+    degraded, rate = int(summary.get("degraded_objects") or 0), int(summary.get("recovering_objects_per_sec") or 0)
+    if not unclean and not degraded:
+        return ""
+    note = f"{unclean} of {int(summary.get('num_pgs') or 0)} PGs not active+clean"
+    if degraded:
+        note += f", {degraded:,} objects degraded, recovered at {rate:,} objects/s"
+        if rate:
+            note += f" (about {degraded / rate / 60:.0f} min to go)"
+    if objectstore == "memstore":
+        note += ("; a memstore OSD started again comes back empty, so every object it held is recovered (bluestore "
+                 "keeps its data)")
+    return note
