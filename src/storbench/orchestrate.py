@@ -112,10 +112,9 @@ def watchdog_seconds(case: Case, grace_s: float) -> float:
 
 
 def layout_seconds(case: Case, grace_s: float) -> float:
-    """The watchdog of a case's layout alone (`Executor.lay_out`): its files at the slowest layout speed allowed,
-    fio's start-up and a plan's startdelay, which fio sleeps through first."""
-    return working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + case.workload.start_delay_s[1] + FIO_STARTUP_S \
-        + grace_s
+    """The watchdog of a case's layout alone (`Executor.lay_out`): its files at the slowest layout speed allowed
+    and fio's start-up (the layout job sets a plan's startdelay back: `jobfile.create_only_job`)."""
+    return working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + FIO_STARTUP_S + grace_s
 
 
 def measure_client_ceiling(local: Executor, case: Case, caps: FioCapabilities) -> float | None:

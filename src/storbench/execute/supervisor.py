@@ -134,11 +134,7 @@ class _Held:
 
     def running(self) -> bool:
         """Alive and not a zombie (a zombie's parent, init once it is reparented, reaps it)."""
-        if self.pidfd is None:
-            return _running(self.pid)
-        poller = select.poll()  # not select.select: it refuses a descriptor above 1023
-        poller.register(self.pidfd, select.POLLIN)
-        return not poller.poll(0)  # a pidfd reads ready once its process has ended
+        return _running(self.pid) if self.pidfd is None else not _pidfd_ended(self.pidfd, 0)
 
     def close(self) -> None:
         if self.pidfd is not None:
@@ -168,6 +164,18 @@ def _held(pids: Sequence[int]) -> list[_Held]:
     return held
 
 
+def _pidfd_ended(pidfd: int, timeout_s: float) -> bool:
+    """Whether the process behind ``pidfd`` ends within ``timeout_s`` (0: has ended): a pidfd reads ready once its
+    process has ended."""
+    poller = select.poll()  # not select.select: it refuses a descriptor above 1023 (many clients, many files)
+    poller.register(pidfd, select.POLLIN)
+    deadline = time.monotonic() + timeout_s
+    ended = poller.poll(min(POLL_MAX_MS, max(0, math.ceil(timeout_s * 1000))))
+    while not ended and (left_s := deadline - time.monotonic()) > 0:  # poll takes at most 2^31-1 ms (24 days)
+        ended = poller.poll(min(POLL_MAX_MS, math.ceil(left_s * 1000)))
+    return bool(ended)
+
+
 def wait_exit(process: subprocess.Popen[bytes], timeout_s: float) -> None:
     """Wait until ``process`` ends, at most ``timeout_s`` (then `subprocess.TimeoutExpired`), and reap it. On a
     pidfd, which is readable the moment the process ends; `Popen.wait` with a timeout polls instead, sleeping up to
@@ -178,12 +186,7 @@ def wait_exit(process: subprocess.Popen[bytes], timeout_s: float) -> None:
         process.wait(timeout=timeout_s)
         return
     try:
-        poller = select.poll()  # not select.select: it refuses a descriptor above 1023 (many clients, many files)
-        poller.register(pidfd, select.POLLIN)
-        deadline = time.monotonic() + timeout_s
-        ended = poller.poll(min(POLL_MAX_MS, max(0, math.ceil(timeout_s * 1000))))
-        while not ended and (left_s := deadline - time.monotonic()) > 0:  # poll takes at most 2^31-1 ms (24 days)
-            ended = poller.poll(min(POLL_MAX_MS, math.ceil(left_s * 1000)))
+        ended = _pidfd_ended(pidfd, timeout_s)
     finally:
         os.close(pidfd)
     if not ended:

@@ -246,8 +246,6 @@ def timeline_log_client(name: str) -> str:
     return server
 
 
-# Targets whose files fio lays out itself, in its set-up before the job's first I/O (rbd and nfs targets are laid
-# out when they are prepared; a block device has nothing to lay out).
 def lays_out_at_start(case: Case, binding: JobBinding) -> bool:
     """Whether fio lays ``case``'s files out at its start, before any I/O: block I/O, stat and delete (not create
     and the metadata cycle, whose files the measurement makes, nor object or volume operations) on files in a

@@ -235,10 +235,7 @@ class CephDaemons(LabRoot):
     def _pgs_clean(self) -> bool:
         stat = self.mon("pg stat")
         assert isinstance(stat, dict)
-        summary = stat.get("pg_summary", stat)
-        total = int(summary.get("num_pgs", 0))
-        by_state = summary.get("num_pg_by_state", [])
-        clean = sum(int(s.get("num", 0)) for s in by_state if s.get("name") == "active+clean")
+        clean, total = pg_tally(stat)
         return total > 0 and clean == total
 
     def _wait_ready(self, spec: CephLabSpec, timeout_s: float) -> None:
@@ -312,3 +309,14 @@ class CephDaemons(LabRoot):
 
 
 # ---- Ceph as a lab kind (lab.registry) --------------------------------------------------------------------------
+
+
+def pg_tally(pg_stat: dict[str, Any]) -> tuple[int, int]:
+    """(PGs active+clean, all PGs) from the monitor's `pg stat` answer (pure)."""
+    summary = pg_stat.get("pg_summary", pg_stat)
+    if not isinstance(summary, dict):
+        return 0, 0
+    states = summary.get("num_pg_by_state")
+    clean = sum(int(state.get("num", 0)) for state in states if isinstance(state, dict)
+                and state.get("name") == "active+clean") if isinstance(states, list) else 0
+    return clean, int(summary.get("num_pgs") or 0)

@@ -21,7 +21,7 @@ import time
 
 from storbench.errors import UserError
 from storbench.lab.ceph_conf import CephLabSpec
-from storbench.lab.ceph_daemons import READY_TIMEOUT_S
+from storbench.lab.ceph_daemons import READY_TIMEOUT_S, pg_tally
 from storbench.lab.ceph_live import CephLiveSettings
 from storbench.lab.labdir import Daemon, kill_daemons, live
 
@@ -131,13 +131,11 @@ def recovery_note(pg_stat: dict[str, object], objectstore: str) -> str:
     summary = pg_stat.get("pg_summary", pg_stat)
     if not isinstance(summary, dict):
         return ""
-    states = summary.get("num_pg_by_state")
-    unclean = sum(int(s.get("num", 0)) for s in states if isinstance(s, dict) and s.get("name") != "active+clean") \
-        if isinstance(states, list) else 0
+    clean, total = pg_tally(pg_stat)
     degraded, rate = int(summary.get("degraded_objects") or 0), int(summary.get("recovering_objects_per_sec") or 0)
-    if not unclean and not degraded:
+    if clean == total and not degraded:
         return ""
-    note = f"{unclean} of {int(summary.get('num_pgs') or 0)} PGs not active+clean"
+    note = f"{total - clean} of {total} PGs not active+clean"
     if degraded:
         note += f", {degraded:,} objects degraded, recovered at {rate:,} objects/s"
         if rate:
