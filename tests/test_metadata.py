@@ -405,3 +405,43 @@ def test_the_watchdog_gives_every_section_its_runtime(workload: str, at_least_s:
     [case] = expand(load_plan_text(text, "p.yaml"))
     limit = watchdog_seconds(case, 0.0)
     assert at_least_s <= limit <= at_least_s + 30, limit
+
+
+
+FAULTED_FILES = """
+name: faulted
+targets:
+  export: {kind: nfs, size: 1MiB}
+workload: {rw: [create, stat, delete, metadata], files: 50, runtime: 30s}
+lab:
+  nfs: {}
+faults:
+  - {at: 2s, do: cut, on: server, restore_after: 1s}
+"""
+FAULTED_OBJECTS = """
+name: faulted
+targets:
+  store: {kind: s3}
+workload: {rw: [put, get, delete_object], objects: 20, runtime: 30s}
+lab:
+  ceph: {osds: 3, rgw: true}
+faults:
+  - {at: 2s, do: kill, on: osd.1, restore_after: 1s}
+"""
+
+
+def test_a_faulted_file_or_object_operation_logs_its_measured_section_window_by_window() -> None:
+    """With faults, fio logs each file or object operation's measured section window by window (the failover
+    figures' timeline), not the unmeasured section that makes its files or objects first; the metadata cycle's
+    phases, each at a rate of its own, make no single timeline and log nothing."""
+    files = JobBinding(options=(("nfs_url", "nfs://10.0.0.1/export"),
+                                ("filename_format", "storbench.$jobnum.$filenum")),
+                       external_engine="/opt/storbench-nfsmeta.so")
+    objects = JobBinding(options=(("http_host", "127.0.0.1:9"), ("filename", "/bench/x")))
+    jobs = {c.workload.rw: render_job(c, files, 0) for c in expand(load_plan_text(FAULTED_FILES, "plan.yaml"))}
+    jobs |= {c.workload.rw: render_job(c, objects, 0) for c in expand(load_plan_text(FAULTED_OBJECTS, "plan.yaml"))}
+    assert sorted(jobs) == ["create", "delete", "delete_object", "get", "metadata", "put", "stat"]
+    for rw, text in jobs.items():
+        measured = text.rsplit("\n[", 1)[1]
+        assert ("write_iops_log=timeline\n" in measured and "log_avg_msec=100\n" in measured) == (rw != "metadata")
+        assert text.count("write_iops_log=") == (rw != "metadata"), text  # the fill section logs nothing

@@ -411,3 +411,56 @@ def test_clients_out_of_step_by_part_of_a_window_make_no_dip() -> None:
 def test_a_fault_that_did_nothing_mid_window_recovers_at_zero_seconds_not_before_it() -> None:
     result = failover([synthetic(lambda t: 1000, 30)], WINDOW, at(10.09), at(0), at(30))
     assert result.recovery is Recovery.RECOVERED and result.recovery_s == 0.0
+
+
+def test_a_size_based_job_that_ended_on_its_own_is_read_to_its_last_operation() -> None:
+    """A file-create case (size based: each file once, its 30 s runtime only a cap) whose fio did its files in 12 s
+    with a 1 s stall at 4 s: its measured section ends with its last operation, so the I/O is not taken to have
+    stopped at 12 s for the 18 s left of the cap (which read it as not recovered); a fault after its last
+    operation says that more files make a run long enough; a job that ran to its cap is read to the cap (its I/O
+    stopped for good there)."""
+    from storbench.model import (
+        Case,
+        ClientMeasurement,
+        DirectionMeasurement,
+        LatencySummary,
+        PathTarget,
+        Status,
+        StoredRepetition,
+        WorkloadPoint,
+    )
+    from storbench.model.fault_record import FaultRecord
+    from storbench.model.operations import Direction
+    from storbench.stats.failover_points import repetition_failover, run_length_s
+
+    def repetition(ran_s: float, fault_s: float, stall: tuple[float, float]) -> StoredRepetition:
+        workload = WorkloadPoint(rw="create", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=30, ramp_s=0,
+                                 direct=False, ioengine="filecreate", files=20_000, file_size_bytes=4096,
+                                 timeline_window_ms=WINDOW)
+        case = Case(case_id="c", target=PathTarget(name="t", path="/x", size_bytes=1 << 20), workload=workload)
+        log = synthetic(lambda t: 0 if stall[0] <= t < stall[1] else 2000, ran_s)
+        rows = "\n".join(f"{r.t_ms}, {r.value}, 1, 0" for r in log.iops)
+        latency = LatencySummary(samples=1, min_ns=1, max_ns=1, mean_ns=1.0, stddev_ns=0.0)
+        made = DirectionMeasurement(direction=Direction.WRITE, total_ios=20_000, io_bytes=0,
+                                    runtime_ms=round(ran_s * 1000), iops=2000.0, bw_bytes=0.0, clat=latency,
+                                    lat=latency)
+        client = ClientMeasurement(client="local", jobs=1, job_errors=(0,), cpu_usr_pct=0.0, cpu_sys_pct=0.0,
+                                   directions=(made,))
+        return StoredRepetition(repetition_id=1, run_id=1, case=case, rep_index=0, status=Status.OK,
+                                started_at_s=T0 / 1000, finished_at_s=T0 / 1000 + ran_s, fio_version="fio-3.33",
+                                error="", clients=(client,), logs=(("timeline_iops.1.log", rows),),
+                                faults=(FaultRecord("cut", "server", False, at(fault_s) / 1000),
+                                        FaultRecord("cut", "server", True, at(fault_s + 1) / 1000)))
+
+    done = repetition(12, 4, (4, 5))
+    assert run_length_s(done) == 12
+    found = repetition_failover(done)
+    assert found.figures is not None, found.problem
+    assert 0.9 <= found.figures.blackout_s <= 1.1 and found.figures.first_completion_s is not None
+    assert found.figures.recovery == Recovery.RECOVERED, found.figures
+    late = repetition_failover(repetition(12, 13, (13, 14)))
+    assert late.figures is None and "after fio had done its 20,000 files a job" in late.problem, late.problem
+    capped = repetition(30, 4, (4, 31))  # nothing completed after the fault to the cap
+    assert run_length_s(capped) == 30
+    stuck = repetition_failover(capped)
+    assert stuck.figures is not None and stuck.figures.first_completion_s is None

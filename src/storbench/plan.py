@@ -326,6 +326,9 @@ def _case(config: PlanConfig, point: SweepPoint) -> Case:
     lab = _lab_point(config, point)
     rwmixread = point.whole("rwmixread") if rw in MIXED_RW else None
     size_bytes = config.workload.size if config.workload.size is not None else target.size_bytes
+    # a plan with faults: fio logs the I/O window by window, read for the blackout, dip and recovery (not the
+    # metadata cycle's phases, each at a rate of its own)
+    timeline_window_ms = FAULT_TIMELINE_WINDOW_MS if config.faults else None
     if is_metadata(rw):
         # one operation per file: bs, iodepth, direct, ramp and the engine follow from the operation, so points
         # that differ only there collapse into one case (as rwmixread does for unmixed patterns); create makes
@@ -338,14 +341,15 @@ def _case(config: PlanConfig, point: SweepPoint) -> Case:
             runtime_s=point.number("runtime"), ramp_s=0.0, direct=False,
             ioengine=NFS_METADATA_ENGINE if target.kind == "nfs" else METADATA_RW[rw][0],
             fio_options=fio_options, files=point.whole("files"), file_size_bytes=file_size,
-            dirs=dirs if dirs > 1 else None)
+            dirs=dirs if dirs > 1 else None, timeline_window_ms=timeline_window_ms if rw != "metadata" else None)
     elif is_object(rw):
         # one whole object of bs per operation through fio's http engine, which runs one request at a time per
         # job: concurrency is numjobs; iodepth and direct do not apply; a delete removes each object once
         workload = WorkloadPoint(
             rw=rw, rwmixread=rwmixread, bs_bytes=point.whole("bs"), iodepth=1, numjobs=point.whole("numjobs"),
             runtime_s=point.number("runtime"), ramp_s=0.0 if rw == "delete_object" else point.number("ramp"),
-            direct=False, ioengine="http", fio_options=fio_options, files=point.whole("objects"))
+            direct=False, ioengine="http", fio_options=fio_options, files=point.whole("objects"),
+            timeline_window_ms=timeline_window_ms)
     elif is_volume_operation(rw):
         # a Kubernetes operation is timed whole (attach's first I/O is a fixed 4 KiB write): bs, iodepth, numjobs,
         # ramp, direct and the engine do not apply, so points that differ only there collapse into one case, at the
@@ -371,8 +375,7 @@ def _case(config: PlanConfig, point: SweepPoint) -> Case:
             ioengine=ioengine,
             size_bytes=size_bytes,
             fio_options=fio_options,
-            # a plan with faults: fio logs the I/O window by window, read for the blackout, dip and recovery
-            timeline_window_ms=FAULT_TIMELINE_WINDOW_MS if config.faults else None,
+            timeline_window_ms=timeline_window_ms,
         )
     clients = point.whole("clients")
     return Case(case_id=case_id_for(target, workload, clients, lab=lab), target=target, workload=workload,

@@ -26,6 +26,7 @@ from storbench.model import (
     interleaved_setting,
     is_metadata,
     is_object,
+    is_size_based,
     is_volume_operation,
     rw_writes,
 )
@@ -237,7 +238,7 @@ def fio_seconds(case: Case) -> float:
     w = case.workload
     if is_volume_operation(w.rw):  # runtime is only the time an operation may take
         return min(w.runtime_s, ESTIMATE_VOLUME_OPERATION_S)
-    if (is_metadata(w.rw) or w.rw == "delete_object") and w.files is not None:
+    if is_size_based(w.rw) and w.files is not None:
         operations_s = w.files / ESTIMATE_OPS_PER_JOB_S * (1 if w.rw == "create" else 3 if w.rw == "metadata"
                                                             else 2)  # and their fill, or all phases
         return min(w.runtime_s, operations_s) + FIO_STARTUP_S

@@ -17,6 +17,7 @@ from storbench.model import (
     Case,
     is_metadata,
     is_object,
+    is_size_based,
     is_volume_operation,
 )
 from storbench.units import format_block_size
@@ -88,7 +89,7 @@ def job_options(case: Case, binding: JobBinding) -> list[tuple[str, str]]:
     options: list[tuple[str, str]] = [
         ("ioengine", engine),
         ("direct", "1" if w.direct else "0"),
-        ("time_based", "0" if is_metadata(w.rw) or w.rw == "delete_object" else "1"),
+        ("time_based", "0" if is_size_based(w.rw) else "1"),
         ("runtime", fio_seconds(w.runtime_s)),
         ("ramp_time", fio_seconds(w.ramp_s)),
     ]
@@ -303,8 +304,8 @@ def render_job(case: Case, binding: JobBinding, repetition: int | None = None, c
             job_line("iodepth", str(w.iodepth)),
             job_line("numjobs", str(w.numjobs)),
         ]
-        if w.timeline_window_ms is not None:
-            lines += timeline_lines(w.timeline_window_ms)
+    if w.timeline_window_ms is not None and w.rw != "metadata":  # in the measured section (the last)
+        lines += timeline_lines(w.timeline_window_ms)
     for key, value in w.fio_options:
         if not is_allowed(key, value):
             raise ValueError(f"refusing pass-through fio option {key}={value!r}: not on the allow-list")

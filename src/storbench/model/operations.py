@@ -8,7 +8,7 @@ from enum import StrEnum
 __all__ = [
     "FILL_JOB", "METADATA_PHASES", "METADATA_RW", "MIXED_RW", "NFS_METADATA_ENGINE", "OBJECT_REQUESTS", "OBJECT_RW",
     "PHASE_AS_TRIM", "RW_DIRECTIONS", "VOLUME_OPERATIONS", "Direction", "Status", "is_metadata", "is_object",
-    "is_volume_operation", "operation_of", "rate_name", "rw_writes",
+    "is_size_based", "is_volume_operation", "operation_of", "rate_name", "rw_writes",
 ]
 
 
@@ -89,6 +89,12 @@ def is_metadata(rw: str) -> bool:
 def is_object(rw: str) -> bool:
     """True for the S3 object operations (put, get, delete_object, getput)."""
     return rw in OBJECT_RW
+
+
+def is_size_based(rw: str) -> bool:
+    """True for the operations done once per file or object, whose runtime only caps them: the metadata
+    operations and S3 deletes (an object deleted is gone). Every other job is time based."""
+    return is_metadata(rw) or rw == "delete_object"
 
 
 # Object operations by the direction fio accounts them in.

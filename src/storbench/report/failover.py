@@ -8,11 +8,17 @@ from collections.abc import Mapping, Sequence
 
 from storbench.faults import PAST_TENSE
 from storbench.fio.logs import LogRow
-from storbench.model import StoredRepetition
+from storbench.model import StoredRepetition, is_metadata, is_object
 from storbench.model.fault_record import WriteCheck
 from storbench.report.figures import LATENCY_COLOR, THROUGHPUT_COLOR, FigureSpec, Mark, Series
 from storbench.stats.estimate import Estimate
-from storbench.stats.failover_points import PointFailover, client_logs, measured_section, repetition_failover
+from storbench.stats.failover_points import (
+    PointFailover,
+    client_logs,
+    measured_section,
+    repetition_failover,
+    run_length_s,
+)
 from storbench.stats.timeline import merged_iops
 from storbench.stats.write_checks import PointWriteCheck
 from storbench.units import format_latency_ns
@@ -321,12 +327,12 @@ def timeline_figure(repetition: StoredRepetition, figure_id: str, label: str) ->
     logs = client_logs(repetition)
     if found.fault is None or window is None or not logs:
         return None
-    start_ms, end_ms = measured_section(logs, window, repetition.case.workload.runtime_s,
-                                        round(found.fault.at_s * 1000))
+    start_ms, end_ms = measured_section(logs, window, run_length_s(repetition), round(found.fault.at_s * 1000))
+    rate = "ops/s" if is_metadata(repetition.case.workload.rw) or is_object(repetition.case.workload.rw) else "IOPS"
     iops = merged_iops(logs, window, start_ms, end_ms)
     xs = tuple((k + 0.5) * window / 1000 for k in range(len(iops)))
     lat = sorted((row for log in logs for row in log.max_lat if start_ms < row.t_ms <= end_ms), key=lambda r: r.t_ms)
-    series = [Series(name="IOPS, all clients", x=xs, y=tuple(iops), mode="lines", color=THROUGHPUT_COLOR),
+    series = [Series(name=f"{rate}, all clients", x=xs, y=tuple(iops), mode="lines", color=THROUGHPUT_COLOR),
               Series(name="longest I/O in the window (ms)", x=_seconds(lat, start_ms),
                      y=tuple(row.value / 1e6 for row in lat), mode="markers", marker_size=4, color=LATENCY_COLOR,
                      y2=True)]
@@ -348,7 +354,7 @@ def timeline_figure(repetition: StoredRepetition, figure_id: str, label: str) ->
         notes = (("blackout", f"{figures.blackout_s:.2f} s"), ("recovery", figures.recovery.value))
     return FigureSpec(
         figure_id=figure_id, title=f"{label}: I/O through the fault (repetition {repetition.rep_index + 1})",
-        x_label="seconds into the measured section", y_label="IOPS", y2_label="longest I/O (ms)",
+        x_label="seconds into the measured section", y_label=rate, y2_label="longest I/O (ms)",
         series=tuple(series), section=SECTION, x_marks=tuple(marks), notes=notes,
         y_range=(0.0, max(iops, default=1.0) * 1.15 or 1.0), x_range=(0.0, (end_ms - start_ms) / 1000),
         caption=f"fio's IOPS log in {window} ms windows on the wall clock, all clients summed (a window in which "

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from storbench.faults import LAST_SECOND_S
 from storbench.fio.jobfile import TIMELINE_LOG, timeline_log_client
 from storbench.fio.logs import LogRow, parse_log
-from storbench.model import Status, StoredRepetition
+from storbench.model import Status, StoredRepetition, is_size_based
 from storbench.model.fault_record import FaultRecord
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.timeline import ClientLog, Failover, Recovery, failover
@@ -76,9 +76,13 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
     logs = client_logs(repetition)
     if window is None or not logs:
         return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, None,
-                                  "no timeline logs")
-    figures = logs_failover(logs, window, repetition.case.workload.runtime_s, round(fault.at_s * 1000),
-                            round(restore.at_s * 1000) if restore is not None else None)
+                                  NO_CYCLE_TIMELINE if repetition.case.workload.rw == "metadata"
+                                  else "no timeline logs")
+    ran_s = run_length_s(repetition)
+    figures = logs_failover(logs, window, ran_s, round(fault.at_s * 1000),
+                            round(restore.at_s * 1000) if restore is not None else None,
+                            too_late=TOO_LATE if ran_s == repetition.case.workload.runtime_s
+                            else done_before(repetition, ran_s))
     if isinstance(figures, str):
         return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, None, figures)
     cluster_log = next((text for name, text in repetition.logs if name == LOG_NAME), None)
@@ -111,19 +115,42 @@ def measured_section(logs: Sequence[ClientLog], window_ms: int, runtime_s: float
 
 
 TOO_LATE = "its fault came in the last second of the run: too late to read what it did"
+NO_CYCLE_TIMELINE = ("no timeline: the metadata cycle's phases (create, stat, delete) run one after another at "
+                     "rates of their own; give a fault to one operation at a time (rw: [create, stat, delete])")
+
+
+def run_length_s(repetition: StoredRepetition) -> float:
+    """How long the measured section was to run: the runtime of a time-based job, or of a size-based one (metadata
+    operations, S3 deletes: each file or object once, the runtime only a cap) that fio did not end before its cap;
+    a size-based job's own time (fio's, its longest job's) when fio ended it sooner: its files done, so its logs
+    stop there and the I/O did not stop for good."""
+    w = repetition.case.workload
+    if not is_size_based(w.rw) or w.timeline_window_ms is None:
+        return w.runtime_s
+    ran_ms = max((d.runtime_ms for c in repetition.clients for d in c.directions), default=0)
+    cap_ms = round(w.runtime_s * 1000) - max(END_SLACK_MS, 3 * w.timeline_window_ms)
+    return ran_ms / 1000 if 0 < ran_ms < cap_ms else w.runtime_s
+
+
+def done_before(repetition: StoredRepetition, ran_s: float) -> str:
+    """Why a size-based repetition that ended before its cap has no figures for a fault in its last second or
+    after it."""
+    return (f"its fault came after fio had done its {repetition.case.workload.files:,} files a job (size based: "
+            f"{ran_s:.1f} s, its runtime only a cap): more files make a run long enough to read the fault in")
 TOO_EARLY = "its fault came before fio's first I/O was logged: no I/O before it to read it against"
 
 
 def logs_failover(logs: Sequence[ClientLog], window_ms: int, runtime_s: float, fault_ms: int,
-                  restore_ms: int | None = None) -> Failover | str:
+                  restore_ms: int | None = None, too_late: str = TOO_LATE) -> Failover | str:
     """The failover figures of clients' logs (each with at least one row) of a run of ``runtime_s``: its measured
     section, and each client's own end by the same rule (a client whose log ends a little before another's did not
     stall at the end). Why there are none instead: a fault within END_SLACK_MS of the planned end (there the logs
     end a little early anyway, so no row after it is no evidence that the I/O stopped, and a row is none that it did
-    not), or before the section's start (fio not yet doing I/O: a stall from it would be taken for fio's start)."""
+    not), or before the section's start (fio not yet doing I/O: a stall from it would be taken for fio's start);
+    ``too_late`` says the first."""
     start_ms, end_ms = measured_section(logs, window_ms, runtime_s, fault_ms)
     if fault_ms > start_ms + round(runtime_s * 1000) - max(END_SLACK_MS, 3 * window_ms):
-        return TOO_LATE
+        return too_late
     if fault_ms < start_ms:
         return TOO_EARLY
     ends = {log.client: measured_section([log], window_ms, runtime_s, fault_ms, start_ms)[1] for log in logs}
