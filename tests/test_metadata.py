@@ -430,10 +430,16 @@ faults:
 """
 
 
-def test_a_faulted_file_or_object_operation_logs_its_measured_section_window_by_window() -> None:
+def test_a_faulted_file_or_object_operation_logs_its_measured_section_window_by_window(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """With faults, fio logs each file or object operation's measured section window by window (the failover
     figures' timeline), not the unmeasured section that makes its files or objects first; the metadata cycle's
-    phases, each at a rate of its own, make no single timeline and log nothing."""
+    phases, each at a rate of its own, make no single timeline and log nothing. `plan` says that such a case's
+    runtime is a cap, a fault after its last operation reading nothing."""
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, FAULTED_FILES)))
+    assert code == 0, err
+    assert "30.0s  measuring ends at the latest (the runtime caps a case that does each file or object once: it " \
+           "ends with the last" in out, out
     files = JobBinding(options=(("nfs_url", "nfs://10.0.0.1/export"),
                                 ("filename_format", "storbench.$jobnum.$filenum")),
                        external_engine="/opt/storbench-nfsmeta.so")

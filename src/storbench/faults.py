@@ -142,9 +142,9 @@ class TimelineEvent:
 
 
 def fault_timeline(steps: Sequence[FaultStep], ramp_s: float, runtime_s: float,
-                   offers: Sequence[FaultOffer]) -> tuple[TimelineEvent, ...]:
+                   offers: Sequence[FaultOffer], end: str = "measuring ends") -> tuple[TimelineEvent, ...]:
     """What happens when in one repetition, for `plan`: measuring starts, each fault and its undoing, the end."""
-    events = [TimelineEvent(ramp_s, "measuring starts"), TimelineEvent(ramp_s + runtime_s, "measuring ends")]
+    events = [TimelineEvent(ramp_s, "measuring starts"), TimelineEvent(ramp_s + runtime_s, end)]
     for step in steps:
         offer = find_offer(step, offers)
         what = f" ({offer.what})" if offer else ""

@@ -152,6 +152,7 @@ def _fault_lines(loaded: LoadedPlan, cases: Sequence[Case]) -> list[str]:
     from storbench.config.faults import fault_steps
     from storbench.faults import fault_timeline
     from storbench.lab.registry import plan_fault_offers
+    from storbench.model import is_size_based
 
     lines = []
     if (check := loaded.config.check_writes) is not None:
@@ -164,7 +165,11 @@ def _fault_lines(loaded: LoadedPlan, cases: Sequence[Case]) -> list[str]:
 
     w = cases[0].workload
     steps = fault_steps(loaded.config.faults)
-    events = fault_timeline(steps, w.ramp_s, w.runtime_s, plan_fault_offers(loaded))
+    sized = sum(1 for c in cases if is_size_based(c.workload.rw))
+    end = ("measuring ends" if not sized else "measuring ends at the latest (the runtime caps a case that does each "
+           f"file or object once: {'it ends' if sized == len(cases) else 'those end'} with the last, and a fault after "
+           "it reads nothing)")
+    events = fault_timeline(steps, w.ramp_s, w.runtime_s, plan_fault_offers(loaded), end)
     lines += ["faults in every repetition (seconds from its start; fio's logs give the I/O second by second):",
               *(f"  {event.at_s:7.1f}s  {event.text}" for event in events)]
     added: dict[str, list[str]] = {}  # what the labs add from a case's settings, and the cases' settings that do
