@@ -419,6 +419,8 @@ def test_a_size_based_job_that_ended_on_its_own_is_read_to_its_last_operation() 
     stopped at 12 s for the 18 s left of the cap (which read it as not recovered); a fault after its last
     operation says that more files make a run long enough; a job that ran to its cap is read to the cap (its I/O
     stopped for good there)."""
+    from dataclasses import replace
+
     from storbench.model import (
         Case,
         ClientMeasurement,
@@ -464,3 +466,6 @@ def test_a_size_based_job_that_ended_on_its_own_is_read_to_its_last_operation() 
     assert run_length_s(capped) == 30
     stuck = repetition_failover(capped)
     assert stuck.figures is not None and stuck.figures.first_completion_s is None
+    cycle = replace(done, case=replace(done.case, workload=replace(done.case.workload, rw="metadata",
+                                                                   timeline_window_ms=None)), logs=())
+    assert "give a fault to one operation at a time" in repetition_failover(cycle).problem
