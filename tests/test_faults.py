@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -473,6 +474,7 @@ def test_the_failover_verdict_counts_the_repetitions_a_stall_happened_in() -> No
     assert "then 61 % of it until back (in 1 of 3); at the end 86 % [26, 146] of it; recovered 2 of 3" in line, line
     (row,) = scorecard_rows([mixed], {})
     assert row[7:9] == ("61 (in 1 of 3)", "86 [26, 146]"), row
+    assert re.fullmatch(r"\d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\]", row[4]), row  # seconds to the first I/O: not whole
     back = failover_verdict(point([4.9, 5.0, 4.9], degraded_pct=None, recovered=3, not_recovered=0), None, "x")
     assert back.endswith("; back to at least 90 % of the level before in every repetition.")  # nothing for "it"
     assert "after the server was stopped" in failover_verdict(

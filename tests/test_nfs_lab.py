@@ -370,7 +370,12 @@ def test_files_created_through_a_cut_stall_for_the_cut_and_go_on_to_the_last(
     assert record["recovery"] != "not recovered", record
     code, out, err = run_cli(capsys, "report", "--db", str(db), "-o", str(tmp_path / "r.html"))
     assert code == 0, err
-    assert '"ops/s, all clients"' in (tmp_path / "r.html").read_text()
+    html = (tmp_path / "r.html").read_text()
+    assert '"ops/s, all clients"' in html
+    summary = html.split("<table class='data summary'>")[1].split("</table>")[0]
+    head = re.findall(r"<th[^>]*>([^<]*)</th>", summary)
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", summary)
+    assert cells[head.index("MiB/s")] == "-", cells  # a file created moves no data (as `show` says)
     assert not (lab_dir / "nfs").exists()
 
 

@@ -53,9 +53,9 @@ def _times(k: int, n: int) -> str:
     return "" if k == n else f" (in {k} of {n})"
 
 
-def _some_figure(value: Estimate | None, n: int) -> str:
+def _some_figure(value: Estimate | None, n: int, digits: int = 0) -> str:
     """A scorecard cell of a figure some repetitions may not have: '23 (in 1 of 3)'."""
-    return _figure(value, "", 0) + (_in_some(value, n) if value is not None else "")
+    return _figure(value, "", digits) + (_in_some(value, n) if value is not None else "")
 
 
 def longest_io_text(point: PointFailover) -> str:
@@ -288,7 +288,7 @@ def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[tuple[str, i
         n = p.measured
         recovered = f"{p.recovered} of {n}" + (f" ({p.not_recovered} not)" if p.not_recovered else "")
         rows.append((labels.get((p.case_id, p.run_id), p.case_id), f"{p.action} {p.target}", str(n),
-                     _figure(p.blackout_s, ""), _some_figure(p.first_completion_s, n),
+                     _figure(p.blackout_s, ""), _some_figure(p.first_completion_s, n, 2),
                      _figure(p.restore_blackout_s, ""),
                      _figure(p.dip_pct, "", 0), _some_figure(p.degraded_pct, n), _some_figure(p.end_pct, n),
                      recovered if n else "-",
