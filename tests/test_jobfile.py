@@ -123,7 +123,7 @@ def test_the_nfs_removal_job_deletes_only_storbench_files() -> None:
 
 
 def test_a_create_only_job_is_the_same_job_with_its_set_up_alone() -> None:
-    from storbench.fio.jobfile import consumes_its_files, create_only_job, lays_out_at_start
+    from storbench.fio.layout import consumes_its_files, create_only_job, lays_out_at_start
 
     disk, nvme = (next(c for c in expand(load_plan_text(PLAN, "golden.yaml")) if c.target.name == name)
                   for name in ("disk", "nvme"))
@@ -146,7 +146,9 @@ def test_a_create_only_job_is_the_same_job_with_its_set_up_alone() -> None:
         laid_first = replace(case, workload=replace(case.workload, rw=rw))
         assert lays_out_at_start(laid_first, disk_files) and consumes_its_files(laid_first) == (rw == "delete")
     assert not consumes_its_files(case)
-    assert not lays_out_at_start(replace(case, workload=replace(case.workload, rw="get")), disk_files)
+    # objects PUT by a fill section first: laid out too (`fio.layout.layout_job` runs the fill alone)
+    assert lays_out_at_start(replace(case, workload=replace(case.workload, rw="get")), disk_files)
+    assert not lays_out_at_start(replace(case, workload=replace(case.workload, rw="put")), disk_files)
     assert not lays_out_at_start(nvme, device)  # a block device: nothing to lay out
     for target in (CephfsTarget(name="fs", size_bytes=1 << 30),  # a mounted claim, a CephFS mount: files in it
                    PvcTarget(name="c", size_bytes=1 << 30, storage_class=None, access_mode="ReadWriteOnce",

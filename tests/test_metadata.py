@@ -13,6 +13,8 @@ import pytest
 from helpers import inside, run_cli, write_plan
 from storbench.config import load_plan_text
 from storbench.fio.jobfile import METADATA_DIR, JobBinding, render_job
+from storbench.fio.layout import consumes_its_files, has_fill_section, layout_job, without_fill
+from storbench.model import FILL_JOB
 from storbench.plan import expand
 
 PLAN = """
@@ -451,3 +453,18 @@ def test_a_faulted_file_or_object_operation_logs_its_measured_section_window_by_
         measured = text.rsplit("\n[", 1)[1]
         assert ("write_iops_log=timeline\n" in measured and "log_avg_msec=100\n" in measured) == (rw != "metadata")
         assert text.count("write_iops_log=") == (rw != "metadata"), text  # the fill section logs nothing
+    # laid out before the faults: the fill section alone, then the job without it (its measured section whole)
+    cases = {c.workload.rw: c for plan in (FAULTED_FILES, FAULTED_OBJECTS) for c in expand(load_plan_text(plan, "p"))}
+    for rw, text in jobs.items():
+        fill = f"[{FILL_JOB}]"
+        assert has_fill_section(cases[rw]) == (fill in text.split("\n")) == (rw in ("stat", "delete", "get",
+                                                                                     "delete_object")), rw
+        if not has_fill_section(cases[rw]):
+            assert without_fill(text) == text
+            continue
+        head, _, rest = text.partition(fill)
+        fill_lines, _, measured = rest.partition(f"\n[{cases[rw].case_id}]\n")
+        assert layout_job(text) == head + fill + fill_lines + "\n", rw  # nothing measured
+        assert without_fill(text) == head + f"[{cases[rw].case_id}]\n" + measured, rw
+        assert "write_iops_log=timeline\n" in without_fill(text)
+        assert consumes_its_files(cases[rw]) == (rw != "get"), rw  # deleted, or unlinked after an NFS stat

@@ -338,7 +338,7 @@ CREATE_CUT_PLAN = """
 name: nfs-create-cut
 targets:
   export: {kind: nfs, size: 16MiB}
-workload: {rw: create, files: 20000, numjobs: 2, runtime: 60s}
+workload: {rw: [create, stat], files: 20000, numjobs: 2, runtime: 60s}
 repeat: 1
 timeout_grace: 30s
 telemetry: {enabled: false}
@@ -349,25 +349,32 @@ faults:
 """
 
 
-def test_files_created_through_a_cut_stall_for_the_cut_and_go_on_to_the_last(
+def test_files_created_or_stat_ed_through_a_cut_stall_for_the_cut_and_go_on_to_the_last(
         lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A file-create run (size based: 20,000 files a job, the 60 s runtime only a cap) whose server's link is cut
-    1.5 s in for a second: fio's logs give its failover figures (a blackout of the cut and TCP's retry, creates
-    going on after it), read to the last file created, not to the cap (which had read the run as stopped for good
-    and not recovered); the report's timeline counts operations a second."""
+    """File-create and stat runs (size based: 20,000 files a job, the 60 s runtime only a cap) whose server's link
+    is cut 1.5 s in for a second: fio's logs give their failover figures (a blackout of the cut and TCP's retry,
+    operations going on after it), read to the last file, not to the cap (which had read the run as stopped for
+    good and not recovered). stat's files, made by its job's fill section, are made by that section alone first,
+    so the fault is timed from the stats (it had fallen in the fill); the report's timeline counts operations a
+    second."""
     import json
 
     db = tmp_path / "r.db"
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, CREATE_CUT_PLAN)), "--db", str(db))
     assert code == 0, out + err
-    line = next((x for x in out.splitlines() if "cut server, 1 repetition" in x), "")
-    assert line, out
+    assert "target export: files laid out before its faults in " in out and \
+           " s (its job's fill section alone, not measured)" in out, out
+    assert len([x for x in out.splitlines() if "cut server, 1 repetition" in x]) == 2, out
     code, exported, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
     assert code == 0, err
-    (record,) = json.loads(exported)
-    assert record["fault"] == "cut server" and record["total_ios"] == 40_000, record
-    assert 0.8 <= record["blackout_s"] <= 4.0 and record["first_io_after_fault_s"] >= 0.8, record
-    assert record["recovery"] != "not recovered", record
+    records = {r["rw"]: r for r in json.loads(exported)}
+    assert sorted(records) == ["create", "stat"], records
+    for record in records.values():
+        assert record["fault"] == "cut server" and record["total_ios"] == 40_000, record
+        assert 0.8 <= record["blackout_s"] <= 4.0 and record["first_io_after_fault_s"] >= 0.8, record
+        assert record["recovery"] != "not recovered", record
+    stat = next(r for r in stored_repetitions(db) if r.case.workload.rw == "stat")
+    assert "[storbench-fill]" not in stat.job_text and "nfsmeta_op=stat" in stat.job_text, stat.job_text
     code, out, err = run_cli(capsys, "report", "--db", str(db), "-o", str(tmp_path / "r.html"))
     assert code == 0, err
     html = (tmp_path / "r.html").read_text()
@@ -376,6 +383,7 @@ def test_files_created_through_a_cut_stall_for_the_cut_and_go_on_to_the_last(
     head = re.findall(r"<th[^>]*>([^<]*)</th>", summary)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", summary)
     assert cells[head.index("MiB/s")] == "-", cells  # a file created moves no data (as `show` says)
+    assert html.count('"ops/s, all clients"') == 2
     assert not (lab_dir / "nfs").exists()
 
 

@@ -240,7 +240,8 @@ def test_stat_and_delete_cases_have_their_files_laid_out_without_an_operation(rw
     from storbench.config import load_plan_text
     from storbench.execute.base import FioSetup
     from storbench.execute.local import LocalExecutor
-    from storbench.fio.jobfile import METADATA_DIR, JobBinding, lays_out_at_start, render_job
+    from storbench.fio.jobfile import METADATA_DIR, JobBinding, render_job
+    from storbench.fio.layout import lays_out_at_start
     from storbench.plan import expand
 
     data = tmp_path / "data"

@@ -123,6 +123,7 @@ class LaidOut:
 
     target: str
     seconds: float
+    by_fill: bool = False  # made by the job's fill section run alone (an S3 GET's objects), not fio's set-up
 
 
 @dataclass(frozen=True)

@@ -28,13 +28,8 @@ from storbench.execute.checker import CheckingWriter
 from storbench.execute.k8s_access import DEFAULT_CLUSTER, ClusterAccess
 from storbench.fault_driver import FaultDriver
 from storbench.faults import FaultStep
-from storbench.fio.jobfile import (
-    CEILING_RUNTIME_S,
-    consumes_its_files,
-    fill_job,
-    lays_out_at_start,
-    render_ceiling_job,
-)
+from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job
+from storbench.fio.layout import consumes_its_files, has_fill_section, lays_out_at_start, without_fill
 from storbench.fio.options import FioCapabilities
 from storbench.lab.registry import plan_software
 from storbench.model import (
@@ -113,8 +108,10 @@ def watchdog_seconds(case: Case, grace_s: float) -> float:
 
 def layout_seconds(case: Case, grace_s: float) -> float:
     """The watchdog of a case's layout alone (`Executor.lay_out`): its files at the slowest layout speed allowed
-    and fio's start-up (the layout job sets a plan's startdelay back: `jobfile.create_only_job`)."""
-    return working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + FIO_STARTUP_S + grace_s
+    and fio's start-up (the layout job sets a plan's startdelay back: `layout.create_only_job`), or a fill
+    section's run (capped by the runtime)."""
+    fill_s = case.workload.runtime_s if has_fill_section(case) else 0.0
+    return working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + fill_s + FIO_STARTUP_S + grace_s
 
 
 def measure_client_ceiling(local: Executor, case: Case, caps: FioCapabilities) -> float | None:
@@ -291,6 +288,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
         recorders: dict[tuple[str, ...], TelemetryRecorder] = {}  # per cluster: its own OSDs' sockets
         written: set[tuple[str, tuple[tuple[str, str], ...]]] = set()  # (target, its prepared details) written
         laid_out: set[str] = set()  # cases whose files were laid out before their first repetition with faults
+        filled: set[str] = set()  # of those, the ones whose fill section did it (their jobs then run without it)
         for item in in_order(run, items):
             if run.stop_before(item.rep_index):  # a round has ended: is the answer known?
                 break
@@ -317,7 +315,12 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 why = executor.lay_out(item.case, job_texts, layout_seconds(item.case, config.timeout_grace), fio)
                 if why or first:
                     observer.event(LayoutFailed(item.case.target.name, why) if why
-                                   else LaidOut(item.case.target.name, time.monotonic() - began_s))
+                                   else LaidOut(item.case.target.name, time.monotonic() - began_s,
+                                                has_fill_section(item.case)))
+                if has_fill_section(item.case):
+                    (filled.discard if why else filled.add)(item.case.case_id)
+            if steps and item.case.case_id in filled:  # its files or objects made: the job without its fill
+                job_texts = tuple(without_fill(text) for text in job_texts)
             observer.repetition_started(item, position)
             recorder = None
             if config.telemetry.enabled:

@@ -47,10 +47,10 @@ from storbench.fio.jobfile import (
     S3_KEY_ENV,
     S3_KEY_ID_ENV,
     JobBinding,
-    create_only_job,
     is_safe_job_value,
     timeline_logs,
 )
+from storbench.fio.layout import layout_job
 from storbench.fio.outcome import barrier_arrivals_s, judge_clients_repetition
 from storbench.model import Case, RepetitionOutcome
 
@@ -214,7 +214,7 @@ class HostsExecutor(StartsAtOnce):
     def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> str:
         """Each client's set-up alone (``create_only``) on its server: a layout can outlast the start barrier's
         lead, and one client has no barrier."""
-        laid = [create_only_job(text) for text in job_texts]
+        laid = [layout_job(text) for text in job_texts]
         result = self.run_clients([with_server_env(text, fio.env) for text in laid] if self.lab_servers else laid,
                                   list(self.servers[:case.clients]), timeout_s)
         return layout_failure(result.returncode, result.timed_out, result.stderr_tail)

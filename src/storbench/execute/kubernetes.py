@@ -44,7 +44,8 @@ from storbench.execute.kubelet_stats import KubeletSampler
 from storbench.execute.pod_logs import FOLLOW_END_S, LogFollower
 from storbench.execute.pod_results import PodResult, bound_elsewhere, cannot_start, judge_pods, layout_problem
 from storbench.execute.volume_operations import VolumeOperations
-from storbench.fio.jobfile import JobBinding, continued_job, create_only_job
+from storbench.fio.jobfile import JobBinding, continued_job
+from storbench.fio.layout import layout_job
 from storbench.model import Case, PvcTarget, RepetitionOutcome, is_volume_operation
 from storbench.shell import interrupts_held
 from storbench.telemetry.series import TelemetrySource
@@ -166,7 +167,7 @@ class KubernetesExecutor:
         self.ensure_claims(case)
         target = pvc_of(case)
         plans = [laying_out(plan) for plan in pod_plans(case, self.run_label, 0, self.placement(target, case.clients))]
-        laid = [create_only_job(text) for text in job_texts]
+        laid = [layout_job(text) for text in job_texts]
         started = time.time()
         created: list[tuple[str, str]] = []
         pods = _Pods(self, target, f"{case.case_id}-{self.run_label}-layout", created)

@@ -10,7 +10,8 @@ from pathlib import Path
 from storbench.execute.base import PLAIN_FIO, FioSetup, StartsAtOnce, layout_failure, one_job
 from storbench.execute.jobdirs import job_dir
 from storbench.execute.supervisor import FioProcessResult, supervise
-from storbench.fio.jobfile import MAX_LOG_CHARS, JobBinding, create_only_job, fio_command, timeline_logs
+from storbench.fio.jobfile import MAX_LOG_CHARS, JobBinding, fio_command, timeline_logs
+from storbench.fio.layout import layout_job
 from storbench.fio.outcome import judge_repetition
 from storbench.model import Case, RepetitionOutcome
 
@@ -46,7 +47,7 @@ class LocalExecutor(StartsAtOnce):
     def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> str:
         """fio's set-up alone (``create_only``)."""
         for job_text in job_texts:
-            result = self.run(create_only_job(job_text), timeout_s, fio.env, fio.binary)
+            result = self.run(layout_job(job_text), timeout_s, fio.env, fio.binary)
             if why := layout_failure(result.returncode, result.timed_out, result.stderr_tail):
                 return why
         return ""

@@ -18,7 +18,6 @@ from storbench.model import (
     is_metadata,
     is_object,
     is_size_based,
-    is_volume_operation,
 )
 from storbench.units import format_block_size
 
@@ -245,34 +244,6 @@ def timeline_log_client(name: str) -> str:
     """The fio server a timeline log came from (the name `fio --client` put after it); "" for local fio's."""
     _, _, server = name.partition(".log.")
     return server
-
-
-def lays_out_at_start(case: Case, binding: JobBinding) -> bool:
-    """Whether fio lays ``case``'s files out at its start, before any I/O: block I/O, stat and delete (not create
-    and the metadata cycle, whose files the measurement makes, nor object or volume operations) on files in a
-    directory (a path, a CephFS mount, a pvc's mounted claim; a device, an RBD image and an NFS export, laid out
-    with its lab, have none to lay out)."""
-    rw = case.workload.rw
-    return (any(key == "directory" for key, _ in binding.options)
-            and not ((is_metadata(rw) and rw not in ("stat", "delete")) or is_object(rw) or is_volume_operation(rw)))
-
-
-def consumes_its_files(case: Case) -> bool:
-    """Whether ``case``'s measurement removes the files laid out for it (delete): laid out again before each
-    repetition that needs them laid out first."""
-    return case.workload.rw == "delete"
-
-
-def create_only_job(job_text: str) -> str:
-    """The same job with fio's ``create_only``: its set-up alone (the files laid out), no I/O; a plan's
-    ``startdelay`` and ``pre_read`` (pass-through options, in the job's section) set back at its end, where they
-    would otherwise delay or follow the layout (a job of one section: what `lays_out_at_start` takes)."""
-    head, global_line, rest = job_text.partition("[global]\n")
-    if not global_line or not rest.endswith("\n"):
-        raise ValueError("a job storbench renders has a [global] section and ends with a line")
-    undone = "".join(f"{job_line(key, '0')}\n" for key in ("startdelay", "pre_read")
-                     if any(line.startswith(f"{key}=") for line in rest.split("\n")))
-    return f"{head}{global_line}{job_line('create_only', '1')}\n{rest}{undone}"
 
 
 def render_job(case: Case, binding: JobBinding, repetition: int | None = None, client: int = 0) -> str:

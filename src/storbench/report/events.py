@@ -148,8 +148,9 @@ def event_text(event: RunEvent) -> str:
         case TestDataCleaned():
             return _cleaned(event)
         case LaidOut():
-            return (f"target {event.target}: files laid out before its faults in {event.seconds:.1f} s (fio's set-up "
-                    "alone, not measured)")
+            how = "its job's fill section alone" if event.by_fill else "fio's set-up alone"
+            return f"target {event.target}: files laid out before its faults in {event.seconds:.1f} s ({how}, not " \
+                   "measured)"
         case LayoutFailed():
             return (f"target {event.target}: laying its files out before the faults failed ({event.why}); fio lays "
                     "them out in the repetition, across the faults' times")
