@@ -362,7 +362,7 @@ def test_files_created_or_stat_ed_through_a_cut_stall_for_the_cut_and_go_on_to_t
     db = tmp_path / "r.db"
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, CREATE_CUT_PLAN)), "--db", str(db))
     assert code == 0, out + err
-    assert "target export: files laid out before its faults in " in out and \
+    assert "target export: its files or objects made before its faults in " in out and \
            " s (its job's fill section alone, not measured)" in out, out
     assert len([x for x in out.splitlines() if "cut server, 1 repetition" in x]) == 2, out
     code, exported, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")

@@ -986,7 +986,7 @@ def test_a_case_with_faults_has_its_files_laid_out_before_its_first_repetition(t
         fake.layout_failure = failure
         _, observer = _run(tmp_path, store, fake)
         assert fake.laid_out == [first, second] and len(fake.calls) == 4
-        assert sum("files laid out before its faults in" in line and line.endswith(
+        assert sum("its files or objects made before its faults in" in line and line.endswith(
             " s (its job's fill section alone, not measured)") for line in observer.events) == (2 if stripped else 0)
         assert all(text.endswith("; without its fill\n") == stripped for call in fake.calls
                    for text in call.job_texts), (failure, fake.calls[0].job_texts)

@@ -148,9 +148,11 @@ def event_text(event: RunEvent) -> str:
         case TestDataCleaned():
             return _cleaned(event)
         case LaidOut():
-            how = "its job's fill section alone" if event.by_fill else "fio's set-up alone"
-            return f"target {event.target}: files laid out before its faults in {event.seconds:.1f} s ({how}, not " \
-                   "measured)"
+            if event.by_fill:
+                return (f"target {event.target}: its files or objects made before its faults in "
+                        f"{event.seconds:.1f} s (its job's fill section alone, not measured)")
+            return (f"target {event.target}: files laid out before its faults in {event.seconds:.1f} s (fio's set-up "
+                    "alone, not measured)")
         case LayoutFailed():
             return (f"target {event.target}: laying its files out before the faults failed ({event.why}); fio lays "
                     "them out in the repetition, across the faults' times")
