@@ -334,19 +334,11 @@ def test_the_nfs_servers_link_cut_for_a_second_stops_io_until_tcp_retries_after_
 
 
 
-CREATE_CUT_PLAN = """
-name: nfs-create-cut
-targets:
-  export: {kind: nfs, size: 16MiB}
-workload: {rw: [create, stat], files: 20000, numjobs: 2, runtime: 60s}
-repeat: 1
-timeout_grace: 30s
-telemetry: {enabled: false}
-lab:
-  nfs: {}
-faults:
-  - {at: 1.5s, do: cut, on: server, restore_after: 1s}
-"""
+# the same cut 1.5 s into file creates and stats, 20,000 files a job, once each
+CREATE_CUT_PLAN = (CUT_PLAN.replace("workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 7s, ramp: 1s}",
+                                    "workload: {rw: [create, stat], files: 20000, numjobs: 2, runtime: 60s}")
+                   .replace("repeat: 2", "repeat: 1").replace("timeout_grace: 20s", "timeout_grace: 30s")
+                   .replace("{at: 3s, do: cut", "{at: 1.5s, do: cut"))
 
 
 def test_files_created_or_stat_ed_through_a_cut_stall_for_the_cut_and_go_on_to_the_last(

@@ -14,6 +14,8 @@ from storbench.fio.jobfile import JobBinding, job_line
 from storbench.model import FILL_JOB, NFS_METADATA_ENGINE, Case, is_metadata, is_object, is_volume_operation
 
 FILL_HEADER = f"[{FILL_JOB}]"
+# where a job run without its fill had it: said in the job text stored with the result
+FILLED_NOTE = f"; [{FILL_JOB}] ran alone before this job: its files or objects were made first, before the faults"
 
 
 def has_fill_section(case: Case) -> bool:
@@ -37,10 +39,12 @@ def lays_out_at_start(case: Case, binding: JobBinding) -> bool:
 
 
 def consumes_its_files(case: Case) -> bool:
-    """Whether ``case``'s measurement removes the files or objects laid out for it (a delete; a stat through the
-    NFS engine, which unlinks its files after the job): laid out again before each repetition that needs them."""
-    w = case.workload
-    return w.rw in ("delete", "delete_object") or (w.ioengine == NFS_METADATA_ENGINE and w.rw == "stat")
+    """Whether the files or objects laid out for ``case`` are laid out again before each repetition that needs
+    them: its measurement removes them (a delete; a stat through the NFS engine unlinks its files after the job),
+    or another case's may (an S3 get's objects are the same as a delete_object's of the same size on the target,
+    and a GET of a deleted object reads as zeroes, not an error), as its fill section had made them anew in each
+    repetition."""
+    return case.workload.rw == "delete" or has_fill_section(case)
 
 
 def create_only_job(job_text: str) -> str:
@@ -78,10 +82,10 @@ def layout_job(job_text: str) -> str:
 
 
 def without_fill(job_text: str) -> str:
-    """The job with its fill section left out (its files or objects laid out before it); a job without one as
-    it is."""
+    """The job with its fill section left out (its files or objects laid out before it), a comment line in its
+    place (`FILLED_NOTE`); a job without one as it is."""
     if FILL_HEADER not in job_text.split("\n"):
         return job_text
     lines = job_text.split("\n")
     start, end = _fill_bounds(lines)
-    return "\n".join(lines[:start] + lines[end:])
+    return "\n".join([*lines[:start], FILLED_NOTE, *lines[end:]])
