@@ -366,7 +366,8 @@ def test_files_created_or_stat_ed_through_a_cut_stall_for_the_cut_and_go_on_to_t
         assert 0.8 <= record["blackout_s"] <= 4.0 and record["first_io_after_fault_s"] >= 0.8, record
         assert record["recovery"] != "not recovered", record
     stat = next(r for r in stored_repetitions(db) if r.case.workload.rw == "stat")
-    assert "[storbench-fill]" not in stat.job_text and "nfsmeta_op=stat" in stat.job_text, stat.job_text
+    assert "[storbench-fill]" not in stat.job_text.split("\n") and "nfsmeta_op=stat" in stat.job_text, stat.job_text
+    assert "; [storbench-fill] ran alone before this job" in stat.job_text, stat.job_text
     code, out, err = run_cli(capsys, "report", "--db", str(db), "-o", str(tmp_path / "r.html"))
     assert code == 0, err
     html = (tmp_path / "r.html").read_text()
