@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -690,6 +692,7 @@ def test_a_heal_that_times_out_says_what_the_pgs_were_doing() -> None:
     class Lab:
         dir = SimpleNamespace(daemons=lambda: [])
         answers = True
+        _pg_stat = CephFaults._pg_stat
 
         def connected(self) -> contextlib.AbstractContextManager[None]:
             return contextlib.nullcontext()
@@ -699,7 +702,8 @@ def test_a_heal_that_times_out_says_what_the_pgs_were_doing() -> None:
                 raise UserError("ceph lab: `pg stat` failed: timed out")
             return {"osds": []} if prefix == "osd dump" else stat
 
-        def _wait(self, check: object, what: str, timeout_s: float) -> None:
+        def _wait(self, check: object, what: str, timeout_s: float, **progress: object) -> None:
+            assert set(progress) == {"left", "ceiling_s"}  # the recovery's progress extends the wait
             raise UserError(f"ceph lab: timed out after 180s waiting for {what}", hint="see the daemon logs")
 
     spec = SimpleNamespace(osds=3, objectstore="memstore")
@@ -714,3 +718,50 @@ def test_a_heal_that_times_out_says_what_the_pgs_were_doing() -> None:
     with pytest.raises(UserError) as plain:
         CephFaults.heal(lab, spec)  # type: ignore[arg-type]
     assert plain.value.message == "ceph lab: timed out after 180s waiting for 3 OSDs up and in and all PGs active+clean"
+
+
+def test_a_heal_waits_while_the_recovery_makes_progress_and_no_longer() -> None:
+    """The heal's wait (180 s) moves on while the work left (objects degraded or misplaced, PGs not clean) goes
+    down, up to a ceiling; a recovery that stalls ends it 180 s after its last progress. Before, a recovery going
+    at 8 objects a second was cut off at 180 s."""
+    from storbench.errors import UserError
+    from storbench.lab import ceph_daemons
+    from storbench.lab.ceph_daemons import CephDaemons, recovery_left, waited_enough
+
+    # pure: the first look sets the measure; less than ever moves the deadline, never past the ceiling
+    assert waited_enough(0, 180, None, 500, 10, 180, 1800) == (180, 500)
+    assert waited_enough(0, 180, 500, 490, 100, 180, 1800) == (280, 490)
+    assert waited_enough(0, 280, 490, 495, 150, 180, 1800) == (280, 490)  # up again: no progress
+    assert waited_enough(0, 1750, 10, 5, 1700, 180, 1800) == (1800, 5)
+    assert waited_enough(0, 180, 500, None, 100, 180, 1800) == (180, 500)  # the cluster did not say
+    stat = {"pg_summary": {"num_pg_by_state": [{"name": "active+clean", "num": 40},
+                                               {"name": "active+recovery_wait+degraded", "num": 9}],
+                           "num_pgs": 49, "degraded_objects": 300, "misplaced_objects": 7}}
+    assert recovery_left(stat) == 9 + 300 + 7 and recovery_left({}) is None
+
+    class Clock:
+        now = 1000.0
+
+        def time(self) -> float:
+            return self.now
+
+        def sleep(self, seconds: float) -> None:
+            self.now += seconds
+
+    def waited(work: Callable[[float], int | None] | None) -> tuple[float, str]:
+        clock = Clock()
+        lab = SimpleNamespace(root=Path("/nonexistent"), _logs_hint=lambda logs: "see the logs")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ceph_daemons, "time", clock)
+            with pytest.raises(UserError) as said:
+                CephDaemons._wait(lab, lambda: False, "all PGs active+clean", 180.0,  # type: ignore[arg-type]
+                                  left=None if work is None else lambda: work(clock.now - 1000.0), ceiling_s=1800.0)
+        return clock.now - 1000.0, said.value.message
+
+    seconds, message = waited(None)
+    assert 180 <= seconds < 181 and message == "ceph lab: timed out after 180s waiting for all PGs active+clean"
+    seconds, message = waited(lambda t: max(0, 3000 - round(8 * t)) if t < 300 else 600)  # stalls at 300 s
+    assert 479 < seconds < 481 and message.endswith("waiting for all PGs active+clean (no progress in the last "
+                                                    "180s)"), (seconds, message)
+    seconds, message = waited(lambda t: 100_000 - round(8 * t))  # slow but steady: to the ceiling
+    assert 1800 <= seconds < 1801 and "(still recovering at the 1800s ceiling)" in message, (seconds, message)

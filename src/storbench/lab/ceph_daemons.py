@@ -241,18 +241,29 @@ class CephDaemons(LabRoot):
     def _wait_ready(self, spec: CephLabSpec, timeout_s: float) -> None:
         self._wait(lambda: self._ready(spec), f"{spec.osds} OSDs up, the mgr and all PGs active+clean", timeout_s)
 
-    def _wait(self, check: Callable[[], bool], what: str, timeout_s: float) -> None:
-        deadline = time.time() + timeout_s
+    def _wait(self, check: Callable[[], bool], what: str, timeout_s: float,
+              left: Callable[[], int | None] | None = None, ceiling_s: float = 0.0) -> None:
+        """Until ``check()`` holds, for ``timeout_s``; with ``left`` (the work still to do, as the cluster says),
+        for ``timeout_s`` after it last went down, up to ``ceiling_s`` in all (`waited_enough`)."""
+        started = time.time()
+        deadline, fewest = started + timeout_s, None
         last_error = ""
         while time.time() < deadline:
             try:
                 if check():
                     return
+                if left is not None:
+                    deadline, fewest = waited_enough(started, deadline, fewest, left(), time.time(), timeout_s,
+                                                     ceiling_s)
             except UserError as exc:
                 last_error = exc.message
             time.sleep(POLL_S)
         logs = ", ".join(sorted(p.name for p in (self.root / "log").glob("*.log")))
-        raise UserError(f"ceph lab: timed out after {timeout_s:g}s waiting for {what}"
+        waited = time.time() - started
+        why = "" if waited < timeout_s + 1 else (
+            f" (still recovering at the {ceiling_s:g}s ceiling)" if deadline >= started + ceiling_s
+            else f" (no progress in the last {timeout_s:g}s)")
+        raise UserError(f"ceph lab: timed out after {waited if why else timeout_s:.0f}s waiting for {what}{why}"
                         + (f" (last error: {last_error})" if last_error else ""),
                         hint=self._logs_hint(f" ({logs})"))
 
@@ -309,6 +320,28 @@ class CephDaemons(LabRoot):
 
 
 # ---- Ceph as a lab kind (lab.registry) --------------------------------------------------------------------------
+
+
+def waited_enough(started_s: float, deadline_s: float, fewest: int | None, left: int | None, now_s: float,
+                  stall_s: float, ceiling_s: float) -> tuple[float, int | None]:
+    """A wait's (deadline, least work left seen) after one more look at the work left (pure): each time it is
+    less than ever before, the deadline moves to ``stall_s`` from now, never past ``ceiling_s`` from the start (a
+    recovery that goes on is waited for; one that stalls is not). None: the cluster did not say."""
+    if left is None or (fewest is not None and left >= fewest):
+        return deadline_s, fewest
+    if fewest is None:  # the first look: the measure of progress, nothing gained yet
+        return deadline_s, left
+    return max(deadline_s, min(now_s + stall_s, started_s + ceiling_s)), left
+
+
+def recovery_left(pg_stat: dict[str, Any]) -> int | None:
+    """The recovery work a cluster still has (pure), from the monitor's `pg stat`: objects degraded and misplaced,
+    and PGs not active+clean; None when it says none of that."""
+    summary = pg_stat.get("pg_summary", pg_stat)
+    if not isinstance(summary, dict) or "num_pgs" not in summary:
+        return None
+    clean, total = pg_tally(pg_stat)
+    return (total - clean) + int(summary.get("degraded_objects") or 0) + int(summary.get("misplaced_objects") or 0)
 
 
 def pg_tally(pg_stat: dict[str, Any]) -> tuple[int, int]:

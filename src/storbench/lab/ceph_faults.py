@@ -21,12 +21,15 @@ import time
 
 from storbench.errors import UserError
 from storbench.lab.ceph_conf import CephLabSpec
-from storbench.lab.ceph_daemons import READY_TIMEOUT_S, pg_tally
+from storbench.lab.ceph_daemons import READY_TIMEOUT_S, pg_tally, recovery_left
 from storbench.lab.ceph_live import CephLiveSettings
 from storbench.lab.labdir import Daemon, kill_daemons, live
 
 OSD_NAME = r"osd\.[0-9]{1,4}"
 HOST_NAME = r"host\.[0-9]{1,2}"  # an emulated CRUSH host (lab.ceph.hosts), from 1
+# the longest a heal waits for a recovery that keeps going (one that stalls for READY_TIMEOUT_S ends it sooner): a
+# memstore OSD started again comes back empty, and Ceph recovers a CephFS's thousands of objects at ~10 a second
+HEAL_CEILING_S = 1800.0
 
 
 class CephFaults(CephLiveSettings):
@@ -74,7 +77,7 @@ class CephFaults(CephLiveSettings):
 
     def heal(self, spec: CephLabSpec) -> float:
         """Every OSD running (thawed, started again), marked in, up, and every PG active+clean; the seconds it
-        took (waiting for recovery and backfill too)."""
+        took (waiting for recovery and backfill too, as long as they make progress: `ceph_daemons.waited_enough`)."""
         started = time.time()
         for daemon in [d for d in self.dir.daemons() if d.name.startswith("osd.")]:
             self.start_osd(daemon.name)
@@ -89,16 +92,20 @@ class CephFaults(CephLiveSettings):
             # too soon
             try:
                 self._wait(lambda: self._healthy(spec) and self._in_up_sets(out),
-                           f"{spec.osds} OSDs up and in and all PGs active+clean", READY_TIMEOUT_S)
+                           f"{spec.osds} OSDs up and in and all PGs active+clean", READY_TIMEOUT_S,
+                           left=lambda: recovery_left(self._pg_stat()), ceiling_s=HEAL_CEILING_S)
             except UserError as exc:
                 note = ""
                 with contextlib.suppress(UserError):  # what the PGs were doing, when the monitor still answers
-                    stat = self.mon("pg stat")
-                    note = recovery_note(stat if isinstance(stat, dict) else {}, spec.objectstore)
+                    note = recovery_note(self._pg_stat(), spec.objectstore)
                 if note:
                     raise UserError(f"{exc.message}; {note}", hint=exc.hint) from None
                 raise
         return time.time() - started
+
+    def _pg_stat(self) -> dict[str, object]:
+        stat = self.mon("pg stat")
+        return stat if isinstance(stat, dict) else {}
 
     def _in_up_sets(self, osds: list[int]) -> bool:
         """Every one of ``osds`` is in some PG's up set, and every PG is where it should be (up = acting)."""
