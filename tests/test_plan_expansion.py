@@ -630,17 +630,17 @@ def test_the_eta_counts_a_precondition_once_per_image_as_the_run_writes_it() -> 
     assert seconds("{pool_size: [2, 3]}") == pytest.approx(1200.0)
 
 
-def test_create_has_no_file_size_of_its_own() -> None:
-    """create makes empty files: a file_size sweep had doubled its cases (the same measurement, other ids); stat's
-    file size stays its own."""
+def test_create_and_delete_have_no_file_size_of_their_own() -> None:
+    """create makes empty files and delete removes empty ones: a file_size sweep had doubled their cases (the same
+    measurement, other ids); stat's file size stays its own."""
     loaded = load_plan_text(textwrap.dedent("""\
         name: m
         targets:
           t: {kind: path, path: /tmp/m, size: 1MiB}
-        workload: {rw: [create, stat], file_size: [4k, 8k], numjobs: [1, 4]}
+        workload: {rw: [create, stat, delete], file_size: [4k, 8k], numjobs: [1, 4]}
         """), "m.yaml")
     cases = expand(loaded)
     shapes = sorted((c.workload.rw, c.workload.file_size_bytes, c.workload.numjobs) for c in cases)
-    assert shapes == [("create", 4096, 1), ("create", 4096, 4),
+    assert shapes == [("create", 4096, 1), ("create", 4096, 4), ("delete", 4096, 1), ("delete", 4096, 4),
                       *[("stat", size, jobs) for size in (4096, 8192) for jobs in (1, 4)]]
     assert len({c.case_id for c in cases}) == len(cases)

@@ -315,7 +315,7 @@ def _lab_point(config: PlanConfig, point: SweepPoint) -> LabPoint:
                     link_delay_s=hosts.link_delay if hosts is not None and link is not None else None, k8s=k8s)
 
 
-CREATE_FILE_SIZE = 4096  # the file size a create case carries (the default's): it writes nothing into its files
+EMPTY_FILE_SIZE = 4096  # the file size a create or delete case carries (the default's): its files are empty
 
 
 def _case(config: PlanConfig, point: SweepPoint) -> Case:
@@ -332,9 +332,10 @@ def _case(config: PlanConfig, point: SweepPoint) -> Case:
     if is_metadata(rw):
         # one operation per file: bs, iodepth, direct, ramp and the engine follow from the operation, so points
         # that differ only there collapse into one case (as rwmixread does for unmixed patterns); create makes
-        # empty files, so its file size is none of its own (a file_size sweep had doubled its cases); more dirs
-        # than jobs are refused with the fio checks (`checks.check_fio_against_plan`)
-        file_size = CREATE_FILE_SIZE if rw == "create" else point.whole("file_size")
+        # empty files and delete removes empty ones (fio lays a job's files out empty when it writes), so their file
+        # size is none of their own (a file_size sweep had doubled their cases); more dirs than jobs are refused
+        # with the fio checks (`checks.check_fio_against_plan`)
+        file_size = EMPTY_FILE_SIZE if rw in ("create", "delete") else point.whole("file_size")
         dirs = point.whole("dirs")
         workload = WorkloadPoint(
             rw=rw, bs_bytes=file_size or 4096, iodepth=1, numjobs=point.whole("numjobs"),

@@ -48,7 +48,7 @@ class WorkloadConfig(StrictModel):
     file_size: Sweep[Size] = Field(
         [4096], description="Metadata operations: the size of each file stat finds laid out, and of the files the "
         "metadata cycle makes for its stat and delete (create makes empty files; delete alone removes files fio "
-        "lays out empty, as its job writes).")
+        "lays out empty, as its job writes: neither case is swept by it).")
     dirs: Sweep[Annotated[int, Field(ge=1, le=4096)]] = Field(
         [1], description="Metadata operations: directories the jobs' files are spread over, job by job (fio's "
         "directory list: job N works in directory N mod dirs); 1: every job in one shared directory, numjobs: "
