@@ -137,7 +137,12 @@ def done_before(repetition: StoredRepetition, ran_s: float) -> str:
     after it."""
     return (f"its fault came after fio had done its {repetition.case.workload.files:,} files a job (size based: "
             f"{ran_s:.1f} s, its runtime only a cap): more files make a run long enough to read the fault in")
-TOO_EARLY = "its fault came before fio's first I/O was logged: no I/O before it to read it against"
+
+
+def too_early(gap_s: float) -> str:
+    """Why a fault ``gap_s`` before fio's first logged I/O is not read."""
+    return (f"its fault came {gap_s:.1f} s before fio's first I/O was logged (fio still starting: opening or making "
+            "its files): no I/O before it to read it against; a later `at` leaves room for the start")
 
 
 def logs_failover(logs: Sequence[ClientLog], window_ms: int, runtime_s: float, fault_ms: int,
@@ -152,7 +157,7 @@ def logs_failover(logs: Sequence[ClientLog], window_ms: int, runtime_s: float, f
     if fault_ms > start_ms + round(runtime_s * 1000) - max(END_SLACK_MS, 3 * window_ms):
         return too_late
     if fault_ms < start_ms:
-        return TOO_EARLY
+        return too_early((min(row.t_ms for log in logs for row in log.iops) - fault_ms) / 1000)
     ends = {log.client: measured_section([log], window_ms, runtime_s, fault_ms, start_ms)[1] for log in logs}
     return failover(logs, window_ms, fault_ms, start_ms, end_ms, restore_ms, ends)
 
