@@ -612,6 +612,7 @@ def test_fio_servers_lay_their_files_out_without_any_io(tmp_path: Path) -> None:
     can outlast the start barrier's lead, and one client has no barrier at all."""
     from storbench.execute.base import FioSetup
     from storbench.execute.hosts import HostsExecutor
+    from storbench.fio.layout import layout_job
     from storbench.lab.hosts import HostsLab
 
     there = tmp_path / "files"
@@ -627,7 +628,7 @@ def test_fio_servers_lay_their_files_out_without_any_io(tmp_path: Path) -> None:
         ran = []
         real = executor.run_clients
         executor.run_clients = lambda *a: ran.append(real(*a)) or ran[-1]  # type: ignore[method-assign]
-        assert executor.lay_out(case, texts, 60, FioSetup()) == ""
+        assert executor.lay_out(case, [layout_job(text) for text in texts], 60, FioSetup()) == ""
     finally:
         lab.down()
     files = sorted(p.name for p in there.iterdir())

@@ -241,7 +241,7 @@ def test_stat_and_delete_cases_have_their_files_laid_out_without_an_operation(rw
     from storbench.execute.base import FioSetup
     from storbench.execute.local import LocalExecutor
     from storbench.fio.jobfile import METADATA_DIR, JobBinding, render_job
-    from storbench.fio.layout import lays_out_at_start
+    from storbench.fio.layout import layout_job, lays_out_at_start
     from storbench.plan import expand
 
     data = tmp_path / "data"
@@ -255,7 +255,7 @@ workload: {{rw: {rw}, files: 30, file_size: 8k, numjobs: 2, runtime: 5s}}
     (data / METADATA_DIR / rw).mkdir(parents=True)  # made by the run's claim on its directory
     binding = JobBinding(options=(("directory", str(data)), ("filename_format", "storbench.$jobnum.$filenum")))
     assert lays_out_at_start(case, binding)
-    assert LocalExecutor("fio").lay_out(case, [render_job(case, binding, 0)], 60, FioSetup()) == ""
+    assert LocalExecutor("fio").lay_out(case, [layout_job(render_job(case, binding, 0))], 60, FioSetup()) == ""
     made = [p for p in data.rglob("*") if p.is_file()]
     # stat's at file_size; delete's empty (its job writes, and fio lays a written file out empty, as it would
     # at the repetition's start)
@@ -272,6 +272,7 @@ def test_the_local_executor_lays_files_out_without_any_io(tmp_path: Path) -> Non
     from storbench.execute.local import LocalExecutor
     from storbench.execute.supervisor import FioProcessResult
     from storbench.fio.jobfile import JobBinding, render_job
+    from storbench.fio.layout import layout_job
     from storbench.plan import expand
 
     data = tmp_path / "data"
@@ -289,7 +290,7 @@ def test_the_local_executor_lays_files_out_without_any_io(tmp_path: Path) -> Non
 
     # the plan's startdelay does not hold the layout up (it would outlast the layout's 20 s watchdog)
     delayed = replace(case, workload=replace(case.workload, fio_options=(("startdelay", "40s"),)))
-    assert Recording("fio").lay_out(delayed, [render_job(delayed, binding, 0)], 20, FioSetup()) == ""
+    assert Recording("fio").lay_out(delayed, [layout_job(render_job(delayed, binding, 0))], 20, FioSetup()) == ""
     assert sorted(p.name for p in data.iterdir()) == ["storbench.0.0", "storbench.1.0"]  # numjobs: 2
     assert all(p.stat().st_size == 8 << 20 for p in data.iterdir())
     (result,) = ran

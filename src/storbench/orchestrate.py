@@ -29,7 +29,7 @@ from storbench.execute.k8s_access import DEFAULT_CLUSTER, ClusterAccess
 from storbench.fault_driver import FaultDriver
 from storbench.faults import FaultStep
 from storbench.fio.jobfile import CEILING_RUNTIME_S, fill_job, render_ceiling_job
-from storbench.fio.layout import consumes_its_files, has_fill_section, lays_out_at_start, without_fill
+from storbench.fio.layout import consumes_its_files, has_fill_section, layout_job, lays_out_at_start, without_fill
 from storbench.fio.options import FioCapabilities
 from storbench.lab.registry import plan_software
 from storbench.model import (
@@ -312,7 +312,8 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 # fio would lay the files out after its launch, the moment the faults are timed from
                 laid_out.add(item.case.case_id)
                 began_s = time.monotonic()
-                why = executor.lay_out(item.case, job_texts, layout_seconds(item.case, config.timeout_grace), fio)
+                why = executor.lay_out(item.case, tuple(layout_job(text) for text in job_texts),
+                                       layout_seconds(item.case, config.timeout_grace), fio)
                 if why or first:
                     observer.event(LayoutFailed(item.case.target.name, why) if why
                                    else LaidOut(item.case.target.name, time.monotonic() - began_s,

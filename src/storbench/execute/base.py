@@ -50,8 +50,9 @@ class Executor(Protocol):
         ...
 
     def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> str:
-        """Lay out the files the jobs would lay out at their start, and nothing more (before a repetition whose
-        faults are timed from its start); "" when done, else why not."""
+        """Run the case's layout jobs (`fio.layout.layout_job` of each client's: fio's set-up alone, or the fill
+        section alone), as its clients would run its jobs, before a repetition whose faults are timed from its
+        start; "" when done, else why not."""
         ...
 
     def telemetry(self, case: Case, interval_s: float) -> TelemetrySource | None:

@@ -50,7 +50,6 @@ from storbench.fio.jobfile import (
     is_safe_job_value,
     timeline_logs,
 )
-from storbench.fio.layout import layout_job
 from storbench.fio.outcome import barrier_arrivals_s, judge_clients_repetition
 from storbench.model import Case, RepetitionOutcome
 
@@ -212,9 +211,9 @@ class HostsExecutor(StartsAtOnce):
         return barrier_lead_s(clients, self._reached_s.get(clients)) if clients >= 2 else 0.0
 
     def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> str:
-        """Each client's set-up alone (``create_only``) on its server: a layout can outlast the start barrier's
-        lead, and one client has no barrier."""
-        laid = [layout_job(text) for text in job_texts]
+        """Each client's layout job on its server: a layout can outlast the start barrier's lead, and one client
+        has no barrier."""
+        laid = list(job_texts)
         result = self.run_clients([with_server_env(text, fio.env) for text in laid] if self.lab_servers else laid,
                                   list(self.servers[:case.clients]), timeout_s)
         return layout_failure(result.returncode, result.timed_out, result.stderr_tail)

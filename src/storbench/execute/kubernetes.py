@@ -45,7 +45,6 @@ from storbench.execute.pod_logs import FOLLOW_END_S, LogFollower
 from storbench.execute.pod_results import PodResult, bound_elsewhere, cannot_start, judge_pods, layout_problem
 from storbench.execute.volume_operations import VolumeOperations
 from storbench.fio.jobfile import JobBinding, continued_job
-from storbench.fio.layout import layout_job
 from storbench.model import Case, PvcTarget, RepetitionOutcome, is_volume_operation
 from storbench.shell import interrupts_held
 from storbench.telemetry.series import TelemetrySource
@@ -159,15 +158,15 @@ class KubernetesExecutor:
         return pvc_of(case).start_budget_s
 
     def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> str:
-        """Each client's set-up alone (fio's ``create_only``) in a pod of its own on its claim, all at once, each
-        on the node its repetition's pod prefers: a pod's fio would lay its files out after the common start,
-        across the faults' times. The claims keep the files for the repetitions after."""
+        """Each client's layout job (fio's set-up alone: ``create_only``) in a pod of its own on its claim, all at
+        once, each on the node its repetition's pod prefers: a pod's fio would lay its files out after the common
+        start, across the faults' times. The claims keep the files for the repetitions after."""
         case = with_image(case, self.default_image)
         self.ensure_namespace()
         self.ensure_claims(case)
         target = pvc_of(case)
         plans = [laying_out(plan) for plan in pod_plans(case, self.run_label, 0, self.placement(target, case.clients))]
-        laid = [layout_job(text) for text in job_texts]
+        laid = list(job_texts)
         started = time.time()
         created: list[tuple[str, str]] = []
         pods = _Pods(self, target, f"{case.case_id}-{self.run_label}-layout", created)

@@ -11,7 +11,6 @@ from storbench.execute.base import PLAIN_FIO, FioSetup, StartsAtOnce, layout_fai
 from storbench.execute.jobdirs import job_dir
 from storbench.execute.supervisor import FioProcessResult, supervise
 from storbench.fio.jobfile import MAX_LOG_CHARS, JobBinding, fio_command, timeline_logs
-from storbench.fio.layout import layout_job
 from storbench.fio.outcome import judge_repetition
 from storbench.model import Case, RepetitionOutcome
 
@@ -45,9 +44,9 @@ class LocalExecutor(StartsAtOnce):
         return one_job(case, binding, rep_index)
 
     def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> str:
-        """fio's set-up alone (``create_only``)."""
+        """The layout jobs run here, one after another."""
         for job_text in job_texts:
-            result = self.run(layout_job(job_text), timeout_s, fio.env, fio.binary)
+            result = self.run(job_text, timeout_s, fio.env, fio.binary)
             if why := layout_failure(result.returncode, result.timed_out, result.stderr_tail):
                 return why
         return ""
