@@ -731,9 +731,10 @@ def test_a_heal_waits_while_the_recovery_makes_progress_and_no_longer() -> None:
     # pure: the first look sets the measure; less than ever moves the deadline, never past the ceiling
     assert waited_enough(0, 180, None, 500, 10, 180, 1800) == (180, 500)
     assert waited_enough(0, 180, 500, 490, 100, 180, 1800) == (280, 490)
-    assert waited_enough(0, 280, 490, 495, 150, 180, 1800) == (280, 490)  # up again: no progress
+    assert waited_enough(0, 280, 490, 495, 150, 180, 1800) == (280, 495)  # up again: a new measure, no gain
     assert waited_enough(0, 1750, 10, 5, 1700, 180, 1800) == (1800, 5)
     assert waited_enough(0, 180, 500, None, 100, 180, 1800) == (180, 500)  # the cluster did not say
+    assert waited_enough(0, 180, 0, 3000, 20, 180, 1800) == (180, 3000)  # work showing up: the new measure
     stat = {"pg_summary": {"num_pg_by_state": [{"name": "active+clean", "num": 40},
                                                {"name": "active+recovery_wait+degraded", "num": 9}],
                            "num_pgs": 49, "degraded_objects": 300, "misplaced_objects": 7}}
@@ -748,20 +749,26 @@ def test_a_heal_waits_while_the_recovery_makes_progress_and_no_longer() -> None:
         def sleep(self, seconds: float) -> None:
             self.now += seconds
 
-    def waited(work: Callable[[float], int | None] | None) -> tuple[float, str]:
+    def waited(work: Callable[[float], int | None] | None, look_s: float = 0.0) -> tuple[float, str]:
         clock = Clock()
         lab = SimpleNamespace(root=Path("/nonexistent"), _logs_hint=lambda logs: "see the logs")
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(ceph_daemons, "time", clock)
             with pytest.raises(UserError) as said:
-                CephDaemons._wait(lab, lambda: False, "all PGs active+clean", 180.0,  # type: ignore[arg-type]
+                CephDaemons._wait(lab, lambda: bool(clock.sleep(look_s)), "all PGs active+clean",  # type: ignore
+                                  180.0,
                                   left=None if work is None else lambda: work(clock.now - 1000.0), ceiling_s=1800.0)
         return clock.now - 1000.0, said.value.message
 
     seconds, message = waited(None)
     assert 180 <= seconds < 181 and message == "ceph lab: timed out after 180s waiting for all PGs active+clean"
+    seconds, message = waited(None, look_s=60)  # a look that takes the monitor's whole minute: no reason made up
+    assert seconds > 180 and message == "ceph lab: timed out after 180s waiting for all PGs active+clean", message
     seconds, message = waited(lambda t: max(0, 3000 - round(8 * t)) if t < 300 else 600)  # stalls at 300 s
     assert 479 < seconds < 481 and message.endswith("waiting for all PGs active+clean (no progress in the last "
                                                     "180s)"), (seconds, message)
     seconds, message = waited(lambda t: 100_000 - round(8 * t))  # slow but steady: to the ceiling
     assert 1800 <= seconds < 1801 and "(still recovering at the 1800s ceiling)" in message, (seconds, message)
+    # an OSD marked in again: the PG map says all clean at first, then its backfill shows and goes down
+    seconds, message = waited(lambda t: 0 if t < 10 else max(1, 3000 - round(8 * (t - 10))))
+    assert seconds > 300 and "no progress" in message, (seconds, message)

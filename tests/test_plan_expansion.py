@@ -643,4 +643,12 @@ def test_create_and_delete_have_no_file_size_of_their_own() -> None:
     shapes = sorted((c.workload.rw, c.workload.file_size_bytes, c.workload.numjobs) for c in cases)
     assert shapes == [("create", 4096, 1), ("create", 4096, 4), ("delete", 4096, 1), ("delete", 4096, 4),
                       *[("stat", size, jobs) for size in (4096, 8192) for jobs in (1, 4)]]
+    # a plan's overwrite has fio write a delete's files out to file_size: then it is the delete's own
+    written = load_plan_text(textwrap.dedent("""\
+        name: m
+        targets:
+          t: {kind: path, path: /tmp/m, size: 1MiB}
+        workload: {rw: delete, file_size: [4k, 8k], fio: {overwrite: 1}}
+        """), "m.yaml")
+    assert sorted(c.workload.file_size_bytes for c in expand(written)) == [4096, 8192]
     assert len({c.case_id for c in cases}) == len(cases)

@@ -332,10 +332,12 @@ def _case(config: PlanConfig, point: SweepPoint) -> Case:
     if is_metadata(rw):
         # one operation per file: bs, iodepth, direct, ramp and the engine follow from the operation, so points
         # that differ only there collapse into one case (as rwmixread does for unmixed patterns); create makes
-        # empty files and delete removes empty ones (fio lays a job's files out empty when it writes), so their file
-        # size is none of their own (a file_size sweep had doubled their cases); more dirs than jobs are refused
-        # with the fio checks (`checks.check_fio_against_plan`)
-        file_size = EMPTY_FILE_SIZE if rw in ("create", "delete") else point.whole("file_size")
+        # empty files and delete removes empty ones (fio lays a job's files out empty when it writes, unless a
+        # plan's `overwrite` has it write them out), so their file size is none of their own (a file_size sweep had
+        # doubled their cases); more dirs than jobs are refused with the fio checks (`checks.check_fio_against_plan`)
+        empty = rw == "create" or (rw == "delete" and dict(fio_options).get("overwrite", "0").lower() in
+                                   ("0", "false", "no", "off"))
+        file_size = EMPTY_FILE_SIZE if empty else point.whole("file_size")
         dirs = point.whole("dirs")
         workload = WorkloadPoint(
             rw=rw, bs_bytes=file_size or 4096, iodepth=1, numjobs=point.whole("numjobs"),

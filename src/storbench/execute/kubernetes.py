@@ -158,7 +158,7 @@ class KubernetesExecutor:
         return pvc_of(case).start_budget_s
 
     def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> str:
-        """Each client's layout job (fio's set-up alone: ``create_only``) in a pod of its own on its claim, all at
+        """Each client's layout job (`fio.layout.layout_job`) in a pod of its own on its claim, all at
         once, each on the node its repetition's pod prefers: a pod's fio would lay its files out after the common
         start, across the faults' times. The claims keep the files for the repetitions after."""
         case = with_image(case, self.default_image)

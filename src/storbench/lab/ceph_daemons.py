@@ -260,7 +260,7 @@ class CephDaemons(LabRoot):
             time.sleep(POLL_S)
         logs = ", ".join(sorted(p.name for p in (self.root / "log").glob("*.log")))
         waited = time.time() - started
-        why = "" if waited < timeout_s + 1 else (
+        why = "" if left is None or ceiling_s <= 0 or waited < timeout_s + 1 else (
             f" (still recovering at the {ceiling_s:g}s ceiling)" if deadline >= started + ceiling_s
             else f" (no progress in the last {timeout_s:g}s)")
         raise UserError(f"ceph lab: timed out after {waited if why else timeout_s:.0f}s waiting for {what}{why}"
@@ -324,12 +324,14 @@ class CephDaemons(LabRoot):
 
 def waited_enough(started_s: float, deadline_s: float, fewest: int | None, left: int | None, now_s: float,
                   stall_s: float, ceiling_s: float) -> tuple[float, int | None]:
-    """A wait's (deadline, least work left seen) after one more look at the work left (pure): each time it is
-    less than ever before, the deadline moves to ``stall_s`` from now, never past ``ceiling_s`` from the start (a
-    recovery that goes on is waited for; one that stalls is not). None: the cluster did not say."""
-    if left is None or (fewest is not None and left >= fewest):
+    """A wait's (deadline, least work left seen since it last grew) after one more look at the work left (pure):
+    each time it is less than that, the deadline moves to ``stall_s`` from now, never past ``ceiling_s`` from the
+    start (a recovery that goes on is waited for; one that stalls is not). Work that grows (an OSD marked in again:
+    the PG map said all clean until its backfill showed) is the new measure, nothing gained yet. None: the cluster
+    did not say."""
+    if left is None or left == fewest:
         return deadline_s, fewest
-    if fewest is None:  # the first look: the measure of progress, nothing gained yet
+    if fewest is None or left > fewest:
         return deadline_s, left
     return max(deadline_s, min(now_s + stall_s, started_s + ceiling_s)), left
 
