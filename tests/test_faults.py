@@ -726,7 +726,7 @@ def test_a_heal_waits_while_the_recovery_makes_progress_and_no_longer() -> None:
     at 8 objects a second was cut off at 180 s."""
     from storbench.errors import UserError
     from storbench.lab import ceph_daemons
-    from storbench.lab.ceph_daemons import CephDaemons, recovery_left, waited_enough
+    from storbench.lab.ceph_daemons import CephDaemons, pg_tally, recovery_left, waited_enough
 
     # pure: the first look sets the measure; less than ever moves the deadline, never past the ceiling
     assert waited_enough(0, 180, None, 500, 10, 180, 1800) == (180, 500)
@@ -739,6 +739,11 @@ def test_a_heal_waits_while_the_recovery_makes_progress_and_no_longer() -> None:
                                                {"name": "active+recovery_wait+degraded", "num": 9}],
                            "num_pgs": 49, "degraded_objects": 300, "misplaced_objects": 7}}
     assert recovery_left(stat) == 9 + 300 + 7 and recovery_left({}) is None
+    # routine work beside active+clean is clean (a kept lab's PGs scrub); an inconsistency a scrub found is not
+    scrubbing = {"num_pg_by_state": [{"name": "active+clean+scrubbing+deep", "num": 2},
+                                     {"name": "active+clean+snaptrim", "num": 1},
+                                     {"name": "active+clean+inconsistent", "num": 1}], "num_pgs": 4}
+    assert recovery_left(scrubbing) == 1 and pg_tally(scrubbing) == (3, 4)
 
     class Clock:
         now = 1000.0

@@ -35,6 +35,7 @@ from storbench.lab.ceph_conf import (
 from storbench.lab.labdir import LabRoot, port_open
 from storbench.lab.process import alive
 from storbench.shell import run
+from storbench.telemetry.cluster_state import pg_stat_sample
 
 RGW_USER = "storbench"
 READY_TIMEOUT_S = 180.0
@@ -339,19 +340,11 @@ def waited_enough(started_s: float, deadline_s: float, fewest: int | None, left:
 def recovery_left(pg_stat: dict[str, Any]) -> int | None:
     """The recovery work a cluster still has (pure), from the monitor's `pg stat`: objects degraded and misplaced,
     and PGs not active+clean; None when it says none of that."""
-    summary = pg_stat.get("pg_summary", pg_stat)
-    if not isinstance(summary, dict) or "num_pgs" not in summary:
-        return None
-    clean, total = pg_tally(pg_stat)
-    return (total - clean) + int(summary.get("degraded_objects") or 0) + int(summary.get("misplaced_objects") or 0)
+    sample = pg_stat_sample(pg_stat, 0)
+    return None if sample is None else sample.not_clean_pgs + sample.degraded_objects + sample.misplaced_objects
 
 
 def pg_tally(pg_stat: dict[str, Any]) -> tuple[int, int]:
-    """(PGs active+clean, all PGs) from the monitor's `pg stat` answer (pure)."""
-    summary = pg_stat.get("pg_summary", pg_stat)
-    if not isinstance(summary, dict):
-        return 0, 0
-    states = summary.get("num_pg_by_state")
-    clean = sum(int(state.get("num", 0)) for state in states if isinstance(state, dict)
-                and state.get("name") == "active+clean") if isinstance(states, list) else 0
-    return clean, int(summary.get("num_pgs") or 0)
+    """(PGs active+clean, all PGs) from the monitor's `pg stat` answer (pure; `cluster_state.is_clean`)."""
+    sample = pg_stat_sample(pg_stat, 0)
+    return (0, 0) if sample is None else (sample.pgs - sample.not_clean_pgs, sample.pgs)

@@ -27,6 +27,14 @@ def _count(value: object) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else 0
 
 
+def is_clean(state: object) -> bool:
+    """Whether PGs in ``state`` (a `pg stat` state name, "active+clean+scrubbing") are active+clean: all their
+    copies in place and served, whatever routine work they do beside (a scrub, a snapshot trim); not when a scrub
+    found them inconsistent."""
+    parts = set(state.split("+")) if isinstance(state, str) else set()
+    return {"active", "clean"} <= parts and "inconsistent" not in parts
+
+
 def pg_stat_sample(answer: object, t_ms: int) -> ClusterSample | None:
     """``pg stat``'s JSON (Ceph 16: ``{"pg_summary": {"num_pgs", "num_pg_by_state", "degraded_objects", ...}}``;
     older: the summary at the top) as a sample; None when it is not that."""
@@ -36,7 +44,7 @@ def pg_stat_sample(answer: object, t_ms: int) -> ClusterSample | None:
     if not isinstance(summary, dict) or "num_pgs" not in summary:
         return None
     by_state = summary.get("num_pg_by_state", [])
-    clean = sum(_count(s.get("num")) for s in by_state if isinstance(s, dict) and s.get("name") == "active+clean") \
+    clean = sum(_count(s.get("num")) for s in by_state if isinstance(s, dict) and is_clean(s.get("name"))) \
         if isinstance(by_state, list) else 0
     pgs = _count(summary.get("num_pgs"))
     return ClusterSample(t_ms, pgs, max(0, pgs - clean), _count(summary.get("degraded_objects")),
