@@ -17,6 +17,7 @@ from storbench.config import (
 from storbench.errors import UserError
 from storbench.lab.ceph_conf import osd_options
 from storbench.model import (
+    NFS_METADATA_ENGINE,
     SIDE_BY_SIDE_SETTINGS,
     Case,
     Precondition,
@@ -322,8 +323,10 @@ def working_set_bytes(case: Case) -> int:
     """Bytes written before this case can measure: one file of ``size`` per job and client (files, NFS, pods'
     volumes), one image of ``size`` per client (RBD, written once when created), nothing for a raw device."""
     w = case.workload
-    if is_metadata(w.rw):  # stat and delete find their files laid out by fio (create makes them empty)
-        return 0 if w.rw == "create" else (w.files or 0) * (w.file_size_bytes or 0) * w.numjobs * case.clients
+    if is_metadata(w.rw):  # stat and delete find their files laid out by fio (create makes them empty, and so does
+        # storbench's NFS engine every file it makes)
+        return 0 if w.rw == "create" or w.ioengine == NFS_METADATA_ENGINE else (
+            (w.files or 0) * (w.file_size_bytes or 0) * w.numjobs * case.clients)
     if is_object(w.rw) or is_volume_operation(w.rw):  # objects PUT every repetition; volume operations write none
         return 0
     size = case.workload.size_bytes or case.target.size_bytes or 0
