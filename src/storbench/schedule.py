@@ -234,8 +234,7 @@ def repetition_seconds(case: Case) -> float:
 
 
 def fio_seconds(case: Case) -> float:
-    """A repetition's own time, without its pods' start budget (the Kubernetes executor adds that to its
-    timeout itself)."""
+    """A repetition's own time, without its pods' start budget (the Kubernetes executor adds it to its timeout)."""
     w = case.workload
     if is_volume_operation(w.rw):  # runtime is only the time an operation may take
         return min(w.runtime_s, ESTIMATE_VOLUME_OPERATION_S)
@@ -323,10 +322,9 @@ def working_set_bytes(case: Case) -> int:
     """Bytes written before this case can measure: one file of ``size`` per job and client (files, NFS, pods'
     volumes), one image of ``size`` per client (RBD, written once when created), nothing for a raw device."""
     w = case.workload
-    if is_metadata(w.rw):  # stat and delete find their files laid out by fio (create makes them empty, and so does
-        # storbench's NFS engine every file it makes)
-        return 0 if w.rw == "create" or w.ioengine == NFS_METADATA_ENGINE else (
-            (w.files or 0) * (w.file_size_bytes or 0) * w.numjobs * case.clients)
+    if is_metadata(w.rw):  # stat and delete find files fio laid out (create's are empty, as the NFS engine's all are)
+        empty = w.rw == "create" or w.ioengine == NFS_METADATA_ENGINE
+        return 0 if empty else (w.files or 0) * (w.file_size_bytes or 0) * w.numjobs * case.clients
     if is_object(w.rw) or is_volume_operation(w.rw):  # objects PUT every repetition; volume operations write none
         return 0
     size = case.workload.size_bytes or case.target.size_bytes or 0
