@@ -288,7 +288,6 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
         recorders: dict[tuple[str, ...], TelemetryRecorder] = {}  # per cluster: its own OSDs' sockets
         written: set[tuple[str, tuple[tuple[str, str], ...]]] = set()  # (target, its prepared details) written
         laid_out: set[str] = set()  # cases whose files were laid out before their first repetition with faults
-        filled: set[str] = set()  # of those, the ones whose fill section did it (their jobs then run without it)
         for item in in_order(run, items):
             if run.stop_before(item.rep_index):  # a round has ended: is the answer known?
                 break
@@ -307,6 +306,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             fio = FioSetup(version=caps.version, binary=prepared.binding.fio_binary, env=prepared.binding.env)
             steps = session.faults_for(item.case, run.faults)
             first = item.case.case_id not in laid_out
+            filled = False  # its files or objects made by its fill section alone (a fill case's, each repetition)
             if (steps and (first or consumes_its_files(item.case))
                     and lays_out_at_start(item.case, prepared.binding)):
                 # fio would lay the files out after its launch, the moment the faults are timed from
@@ -318,9 +318,8 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                     observer.event(LayoutFailed(item.case.target.name, why) if why
                                    else LaidOut(item.case.target.name, time.monotonic() - began_s,
                                                 has_fill_section(item.case)))
-                if has_fill_section(item.case):
-                    (filled.discard if why else filled.add)(item.case.case_id)
-            if steps and item.case.case_id in filled:  # its files or objects made: the job without its fill
+                filled = not why and has_fill_section(item.case)
+            if filled:  # the job without its fill
                 job_texts = tuple(without_fill(text) for text in job_texts)
             observer.repetition_started(item, position)
             recorder = None
