@@ -11,14 +11,14 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-FIGURES = {"ceph-block-size": ["iops-vs-bs-small", "bw_bytes-vs-bs-large"],
+FIGURES = {"ceph-block-size": ["iops-vs-bs-small", "bw_bytes_per_s-vs-bs-large"],
            "throttled-volume": ["iops-latency-iodepth"],
            "ceph-rbd-clients": ["iops-vs-clients", "iops-latency-clients", "process-cpu"],
            "ceph-search": ["iops-latency-iodepth"], "ceph-steady-state": [], "ceph-osd-failure": [],
            "ceph-heartbeat-grace": [], "nfs-restart": [], "k8s-node-failure": [], "k8s-volume-ops": [],
            "metadata-cephfs-nfs": ["iops-vs-numjobs", "compare-iops", "compare-lat_p99_ns"],
            "nfs-clients": ["iops-vs-clients", "iops-latency-clients", "process-cpu"],
-           "rgw-objects": ["bw_bytes-vs-bs-small-medium", "bw_bytes-vs-bs-large", "process-cpu"],
+           "rgw-objects": ["bw_bytes_per_s-vs-bs-small-medium", "bw_bytes_per_s-vs-bs-large", "process-cpu"],
            "rbd-cephfs-nfs": ["compare-iops", "compare-lat_p99_ns", "latency-layers"]}
 DEFAULT_FIGURES = ["compare-iops", "compare-lat_p99_ns"]
 # the examples whose cost per I/O the page shows (issue 35's seed experiments), with its figure

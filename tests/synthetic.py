@@ -38,9 +38,9 @@ DEFAULTS: dict[str, object] = dict(
     case_id="case-a", run_id=1, target="a", target_kind="path", rw="randread", rwmixread=None, bs_bytes=4096,
     iodepth=1, numjobs=1, clients=1, ioengine="libaio", direct=True, runtime_s=30.0, ramp_s=5.0, size_bytes=GIB,
     fio_options="", lab="", repeat=0, direction="read", status="ok", started_at_s=0.0, finished_at_s=35.0,
-    fio_version="fio-3.36", iops=1000.0, bw_bytes=None, total_ios=None, io_bytes=None, lat_mean_ns=1e6,
+    fio_version="fio-3.36", iops=1000.0, bw_bytes_per_s=None, total_ios=None, io_bytes=None, lat_mean_ns=1e6,
     lat_p50_ns=None, lat_p90_ns=None, lat_p95_ns=None, lat_p99_ns=None, lat_p999_ns=None, lat_p9999_ns=None,
-    cpu_usr=None, cpu_sys=None, disk_util_pct=None, error="", client_cpu_cores=None, start_skew_s=None,
+    cpu_usr_pct=None, cpu_sys_pct=None, disk_util_pct=None, error="", client_cpu_cores=None, start_skew_s=None,
     slowest_client="", slowest_client_pct_of_median=None, clients_reporting=1, client="",
     host_cpu_busy_pct=None, host_cpu_iowait_pct=None, host_cpu_pressure_pct=None, process_cpu_cores=(),
     disk_busiest="", disk_busiest_util_pct=None, disk_busiest_queue_depth=None, net_busiest="",
@@ -134,13 +134,14 @@ def observation(**fields: object) -> Observation:
         measurement = DirectionMeasurement(
             direction=Direction(v["direction"]), total_ios=int(v["total_ios"] or 0), io_bytes=int(v["io_bytes"] or 0),
             runtime_ms=0, iops=iops,
-            bw_bytes=float(v["bw_bytes"]) if v["bw_bytes"] is not None else iops * int(v["bs_bytes"]),
+            bw_bytes_per_s=float(v["bw_bytes_per_s"]) if v["bw_bytes_per_s"] is not None else iops * int(v["bs_bytes"]),
             clat=replace(lat), lat=lat)
     figures = ClientFigures(
-        cpu_usr_pct=v["cpu_usr"], cpu_sys_pct=v["cpu_sys"], disk_util_pct=v["disk_util_pct"],
+        cpu_usr_pct=v["cpu_usr_pct"], cpu_sys_pct=v["cpu_sys_pct"], disk_util_pct=v["disk_util_pct"],
         fio_cores=v["client_cpu_cores"], reporting=int(v["clients_reporting"]), start_skew_s=v["start_skew_s"],
         slowest=str(v["slowest_client"]), slowest_pct_of_median=v["slowest_client_pct_of_median"],
-        ios_per_s=measurement.iops if measurement else None, bytes_per_s=measurement.bw_bytes if measurement else None)
+        ios_per_s=measurement.iops if measurement else None,
+        bytes_per_s=measurement.bw_bytes_per_s if measurement else None)
     return Observation(
         run_id=int(v["run_id"]), case=case, rep_index=int(v["repeat"]), status=Status(v["status"]),
         direction=measurement.direction if measurement else None, measurement=measurement,

@@ -189,7 +189,7 @@ def _sweep(axis: str, values: list[int], iops: list[list[float]], lat_ms: list[f
                                          "lat_mean_ns": lat * 1e6, "host_cpu_busy_pct": 10.0,
                                          "disk_busiest_util_pct": 20.0}
             if axis == "bs_bytes":
-                fields["bw_bytes"] = rate * value
+                fields["bw_bytes_per_s"] = rate * value
             fields.update(extra)
             rows.append(fields)
     return summarize_points([observation(**r) for r in rows])

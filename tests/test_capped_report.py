@@ -52,7 +52,7 @@ def _observations(axis: str, values: list[int], iops: list[list[float]], lat_ms:
                 "repeat": rep, "iops": rate, "lat_mean_ns": lat * 1e6, "lat_p99_ns": int(lat * 3e6),
                 "host_cpu_busy_pct": 10.0, "disk_busiest_util_pct": 20.0, "client_cpu_cores": 0.1}
             if axis == "bs_bytes":
-                fields["bw_bytes"] = rate * value
+                fields["bw_bytes_per_s"] = rate * value
             fields.update(extra)
             rows.append(observation(**fields))
     return rows
@@ -158,7 +158,7 @@ def test_saturation_and_iops_figures_draw_the_declared_limit() -> None:
     two_sizes = summarize_points([*_observations("iodepth", DEPTHS, THROTTLED, THROTTLED_LAT_MS), *eight_k],
                                  expectations={(1, "vol"): SOLD_AS})
     by_bs = {f.figure_id: f.y_marks for f in block_size_figures(two_sizes)}
-    assert by_bs == {"iops-vs-bs-small": (Mark(3000.0, "expected: 3,000 IOPS"),), "bw_bytes-vs-bs-small": ()}
+    assert by_bs == {"iops-vs-bs-small": (Mark(3000.0, "expected: 3,000 IOPS"),), "bw_bytes_per_s-vs-bs-small": ()}
     undeclared = summarize_points(_rising())
     (plain,) = iops_vs_load_figures(undeclared)
     assert plain.y_marks == ()

@@ -493,7 +493,7 @@ def test_a_shaped_client_link_makes_large_reads_network_bound(lab_dir: Path, tmp
     assert code == 0, err
     for record in json.loads(out):
         rate_bytes = int(dict(kv.split("=", 1) for kv in record["lab"].split())["link"]) / 8
-        assert 0.6 * rate_bytes <= record["bw_bytes"] <= 1.05 * rate_bytes, (record["bw_bytes"], rate_bytes)
+        assert 0.6 * rate_bytes <= record["bw_bytes_per_s"] <= 1.05 * rate_bytes, (record["bw_bytes_per_s"], rate_bytes)
     code, out, err = run_cli(capsys, "show", "--db", str(db))
     slow = next(line for line in out.splitlines() if "link=" in line and "50" in line and "network-bound" in line)
     assert "sbh1a at" in slow, out

@@ -244,7 +244,7 @@ def test_compare_marks_what_the_run_did_not_stop_on(tmp_path: Path, capsys: pyte
     code, out, err = run_cli(capsys, "compare", *sides, "--format", "json")
     assert code == 0, err
     rules = {row["metric"]: row["stopping_rule"] for row in json.loads(out)}
-    assert rules == ({"iops": "in", "bw_bytes": "outside", "lat_mean_ns": "outside", "lat_p95_ns": "outside",
+    assert rules == ({"iops": "in", "bw_bytes_per_s": "outside", "lat_mean_ns": "outside", "lat_p95_ns": "outside",
                       "lat_p99_ns": "outside"} if adaptive else dict.fromkeys(rules, None))
     assert len(rules) == 5
     code, out, err = run_cli(capsys, "compare", *sides, "--format", "csv")

@@ -76,7 +76,7 @@ def test_bins_are_added_as_integers_and_a_sum_past_the_store_is_refused() -> Non
 def _direction(ios: int) -> DirectionMeasurement:
     latency = LatencySummary(samples=ios, min_ns=1, max_ns=1, mean_ns=1.0, stddev_ns=0.0)
     return DirectionMeasurement(direction=Direction.READ, total_ios=ios, io_bytes=ios, runtime_ms=1, iops=1.0,
-                                bw_bytes=1.0, clat=latency, lat=latency)
+                                bw_bytes_per_s=1.0, clat=latency, lat=latency)
 
 
 def test_merging_io_counts_refuses_a_sum_the_store_cannot_hold() -> None:
@@ -233,7 +233,7 @@ def test_stored_counts_that_cannot_be_merged_are_refused_in_one_line(
     assert read is not None
     crafted = ClientMeasurement(client="c", jobs=1, job_errors=(), cpu_usr_pct=0.0, cpu_sys_pct=0.0, directions=(
         DirectionMeasurement(direction=Direction.READ, total_ios=1, io_bytes=4096, runtime_ms=1000, iops=1.0,
-                             bw_bytes=4096.0, clat=read.clat, lat=LatencySummary(
+                             bw_bytes_per_s=4096.0, clat=read.clat, lat=LatencySummary(
                                  samples=1, min_ns=1000, max_ns=1000, mean_ns=1000.0, stddev_ns=0.0, histogram=half)),))
     outcome = RepetitionOutcome(status=Status.OK, started_at_s=1.0, finished_at_s=2.0, job_text="", command=(),
                                 fio_version="fio-3.33", raw_output="", stderr_tail="", clients=(crafted, crafted))

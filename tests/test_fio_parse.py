@@ -28,7 +28,7 @@ def test_json_plus_two_jobs_merge_to_one_client(fixtures: Path) -> None:
     assert read is not None and write is not None
     assert read.total_ios == sum(j["read"]["total_ios"] for j in raw["jobs"])
     assert read.iops == pytest.approx(sum(j["read"]["iops"] for j in raw["jobs"]))
-    assert write.bw_bytes == pytest.approx(sum(j["write"]["bw_bytes"] for j in raw["jobs"]))
+    assert write.bw_bytes_per_s == pytest.approx(sum(j["write"]["bw_bytes"] for j in raw["jobs"]))
     # every I/O is in the merged bins, for completion and total latency
     assert read.clat.histogram is not None and read.clat.histogram.total == read.total_ios
     assert read.lat.histogram is not None and read.lat.histogram.total == read.total_ios

@@ -117,7 +117,7 @@ def test_no_curve_figure_over_a_single_x_value() -> None:
     assert {f.figure_id for f in utilisation_figures(swept)} == {"utilisation-vs-iodepth"}
     small_and_large = _points(one_depth, [o for o in _flat(bs_bytes=1 << 20) if o.case.workload.iodepth == 1])
     figures = block_size_figures(small_and_large)
-    assert [f.figure_id for f in figures] == ["iops-vs-bs-small-large", "bw_bytes-vs-bs-small-large"]
+    assert [f.figure_id for f in figures] == ["iops-vs-bs-small-large", "bw_bytes_per_s-vs-bs-small-large"]
     assert figures[0].x_categories == ("4k", "1m") and "small and large blocks (4k, 1m)" in figures[0].title
     for spec in [*figures, *iops_vs_load_figures(swept), *utilisation_figures(swept)]:
         assert all(len(set(s.x)) >= 2 for s in spec.series), spec.figure_id
@@ -205,7 +205,7 @@ def test_a_lone_block_size_joins_the_group_beside_it() -> None:
     """4k, 16k and 64k: 64k, alone in its size group, had been in no block-size figure."""
     one = [[o for o in _flat(bs_bytes=size) if o.case.workload.iodepth == 1] for size in (4096, 16384, 65536)]
     figures = block_size_figures(_points(*one))
-    assert [f.figure_id for f in figures] == ["iops-vs-bs-small-medium", "bw_bytes-vs-bs-small-medium"]
+    assert [f.figure_id for f in figures] == ["iops-vs-bs-small-medium", "bw_bytes_per_s-vs-bs-small-medium"]
     assert figures[0].x_categories == ("4k", "16k", "64k") and "(4k-64k)" in figures[0].title
 
 

@@ -119,11 +119,11 @@ def test_a_clients_export_row_has_its_own_cpu_and_disk(tmp_path: Path, capsys: p
     document = parse_fio_json(json_after_messages(THREE.read_text()))
     for job in document.jobs:
         mine = rows[job.host]
-        assert (mine["cpu_usr"], mine["cpu_sys"]) == pytest.approx((job.usr_cpu_pct, job.sys_cpu_pct), abs=0.01)
+        assert (mine["cpu_usr_pct"], mine["cpu_sys_pct"]) == pytest.approx((job.usr_cpu_pct, job.sys_cpu_pct), abs=0.01)
         utils = [d.util_pct for d in document.disks if d.host == job.host]
         assert mine["disk_util_pct"] == (pytest.approx(max(utils), abs=0.01) if utils else None)
     merged = rows[""]
-    assert merged["cpu_usr"] == pytest.approx(sum(job.usr_cpu_pct for job in document.jobs), abs=0.01)
+    assert merged["cpu_usr_pct"] == pytest.approx(sum(job.usr_cpu_pct for job in document.jobs), abs=0.01)
 
 
 @pytest.mark.parametrize(("bs", "rw", "size"), [("8k,32k", "randtrim", 32768), (",8k", "randtrim", 8192),

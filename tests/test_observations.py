@@ -130,8 +130,8 @@ def test_curve_label_is_the_point_without_its_load_axis() -> None:
 
 
 def test_metric_accessors_agree_with_the_export_record() -> None:
-    o = observation(iops=1234.0, bw_bytes=5e6, lat_mean_ns=2e6, lat_p50_ns=1_000_000, lat_p99_ns=9_000_000,
-                    cpu_usr=3.0, cpu_sys=4.0, disk_util_pct=55.0, host_cpu_busy_pct=40.0, disk_busiest="vdb",
+    o = observation(iops=1234.0, bw_bytes_per_s=5e6, lat_mean_ns=2e6, lat_p50_ns=1_000_000, lat_p99_ns=9_000_000,
+                    cpu_usr_pct=3.0, cpu_sys_pct=4.0, disk_util_pct=55.0, host_cpu_busy_pct=40.0, disk_busiest="vdb",
                     disk_busiest_util_pct=80.0, disk_busiest_queue_depth=3.0, net_busiest_util_pct=12.0,
                     net_busiest_bytes_per_s=1e6, ceph_osd_cpu_cores=0.7, ceph_op_latency_ns=5e5,
                     node_cpu_busy_pct=33.0, node_busiest="node1", client_ceiling_iops=9e5, start_skew_s=0.01,

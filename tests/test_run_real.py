@@ -33,8 +33,8 @@ exclude:
   - {rw: randrw, bs: 64k}
 """
 REQUIRED = ["case_id", "run_id", "target", "rw", "bs", "iodepth", "numjobs", "repeat", "direction", "status",
-            "iops", "bw_bytes", "lat_mean_ns", "lat_p50_ns", "lat_p95_ns", "lat_p99_ns", "lat_p999_ns", "cpu_usr",
-            "cpu_sys"]
+            "iops", "bw_bytes_per_s", "lat_mean_ns", "lat_p50_ns", "lat_p95_ns", "lat_p99_ns", "lat_p999_ns",
+            "cpu_usr_pct", "cpu_sys_pct"]
 
 
 @pytest.fixture(scope="module")
@@ -93,14 +93,14 @@ def test_export_json_has_the_stable_fields(finished_run: tuple[Path, Path], caps
     for record in records:
         for name in REQUIRED:
             assert name in record
-        assert record["status"] == "ok" and record["iops"] > 0 and record["bw_bytes"] > 0
+        assert record["status"] == "ok" and record["iops"] > 0 and record["bw_bytes_per_s"] > 0
         assert record["lat_p50_ns"] <= record["lat_p95_ns"] <= record["lat_p99_ns"] <= record["lat_p999_ns"]
         assert record["lat_min_ns"] <= record["lat_mean_ns"] <= record["lat_max_ns"]
     mixed = [r for r in records if r["rw"] == "randrw"]
     assert {r["direction"] for r in mixed} == {"read", "write"}
     bw_check = [r for r in records if r["rw"] == "randread"]
     for r in bw_check:
-        assert r["bw_bytes"] == pytest.approx(r["iops"] * r["bs_bytes"], rel=0.02)
+        assert r["bw_bytes_per_s"] == pytest.approx(r["iops"] * r["bs_bytes"], rel=0.02)
 
 
 def test_export_csv_and_markdown_and_filters(finished_run: tuple[Path, Path],
@@ -139,7 +139,8 @@ def test_telemetry_beside_every_number(finished_run: tuple[Path, Path], capsys: 
         assert 0 < record["host_cpu_busy_pct"] <= 100
         # fio's own accounting of its two jobs, exact however short the run; /proc sampling saw the processes.
         # Every exported figure is rounded to six significant digits, the three here each on its own: 1e-5
-        assert record["client_cpu_cores"] == pytest.approx((record["cpu_usr"] + record["cpu_sys"]) / 100, rel=1e-5)
+        assert record["client_cpu_cores"] == pytest.approx((record["cpu_usr_pct"] + record["cpu_sys_pct"]) / 100,
+                                                           rel=1e-5)
         assert record["client_cpu_cores"] > 0
         assert "fio" in record["process_cpu_cores"]
         assert record["disk_busiest"] and record["disk_busiest_util_pct"] > 0

@@ -34,7 +34,7 @@ def _point(direction: str = "read", warnings: tuple[StatWarning, ...] = ()) -> P
         fio_versions=("fio-3.33",), repetitions_ok=3, repetitions_total=3,
         estimates=(
             ("iops", Estimate(n=3, mean=1000.0, stddev=50.0, ci_low=875.8, ci_high=1124.2)),
-            ("bw_bytes", Estimate(n=3, mean=4096000.0, stddev=204800.0, ci_low=3587000.0, ci_high=4605000.0)),
+            ("bw_bytes_per_s", Estimate(n=3, mean=4096000.0, stddev=204800.0, ci_low=3587000.0, ci_high=4605000.0)),
             ("lat_mean_ns", Estimate(n=3, mean=16000.0, stddev=800.0, ci_low=14000.0, ci_high=18000.0)),
             ("lat_p99_ns", Estimate(n=3, mean=50000.0, stddev=2500.0, ci_low=43800.0, ci_high=56200.0)),
             ("disk_util_pct", Estimate(n=1, mean=97.0, stddev=0.0, ci_low=None, ci_high=None)),
@@ -154,7 +154,7 @@ def _export_means(capsys: pytest.CaptureFixture[str], db: Path) -> dict[tuple[st
     means: dict[tuple[str, str], dict[str, object]] = {}
     for key, records in by_point.items():
         means[key] = {"n": len(records)}
-        for field in ("iops", "bw_bytes", "lat_mean_ns", "lat_p50_ns", "lat_p99_ns", "cpu_usr"):
+        for field in ("iops", "bw_bytes_per_s", "lat_mean_ns", "lat_p50_ns", "lat_p99_ns", "cpu_usr_pct"):
             values = [float(r[field]) for r in records]  # type: ignore[arg-type]
             means[key][field] = sum(values) / len(values)
     return means
@@ -170,7 +170,7 @@ def test_show_json_agrees_with_export(stored_run: Path, capsys: pytest.CaptureFi
     for row in rows:
         want = expected[(row["case_id"], row["direction"])]
         assert row["iops_n"] == want["n"] == 2
-        for field in ("iops", "bw_bytes", "lat_mean_ns", "lat_p50_ns", "lat_p99_ns", "cpu_usr"):
+        for field in ("iops", "bw_bytes_per_s", "lat_mean_ns", "lat_p50_ns", "lat_p99_ns", "cpu_usr_pct"):
             # both rounded to what they mean (export_number): IOPS to 0.1, ns to integers
             assert math.isclose(row[field], want[field], rel_tol=1e-5, abs_tol=1.0), field
         assert row["iops_ci_low"] <= row["iops"] <= row["iops_ci_high"]
@@ -233,7 +233,7 @@ def test_the_compare_table_fits_a_narrow_terminal_without_cutting_a_number() -> 
     def side(run_id: int, iops: tuple[float, ...], lat: tuple[float, ...]) -> list[PointSummary]:
         return summarize_points([observation(run_id=run_id, target="a-rather-long-target-name", case_id=f"c{run_id}",
                                              repeat=i, iops=v, lat_mean_ns=m, lat_p99_ns=int(3 * m),
-                                             lat_p95_ns=int(2 * m), bw_bytes=v * 4096)
+                                             lat_p95_ns=int(2 * m), bw_bytes_per_s=v * 4096)
                                  for i, (v, m) in enumerate(zip(iops, lat, strict=True))])
 
     comparisons = compare_points(side(1, (1000.0, 1300.0, 700.0), (1.1e6, 0.9e6, 1.4e6)),
@@ -258,7 +258,8 @@ def _noisy_point() -> PointSummary:
     noisy = (
         ("iops", Estimate(n=3, mean=12962.185574000001, stddev=50.123456789, ci_low=12837.000000000002,
                           ci_high=13087.371148)),
-        ("bw_bytes", Estimate(n=3, mean=53093112.1234567, stddev=204800.4, ci_low=52000000.6, ci_high=54186224.9)),
+        ("bw_bytes_per_s", Estimate(n=3, mean=53093112.1234567, stddev=204800.4, ci_low=52000000.6,
+                                    ci_high=54186224.9)),
         ("lat_p99_ns", Estimate(n=3, mean=50000.33333333333, stddev=2500.1, ci_low=43800.7, ci_high=56200.2)),
         ("disk_util_pct", Estimate(n=3, mean=97.12345678, stddev=0.3, ci_low=96.4, ci_high=97.8)),
     )
@@ -270,7 +271,7 @@ def test_exports_round_numbers_to_what_they_mean() -> None:
     integers exact (12962.185574000001 was in the CSV)."""
     row = json.loads(points_json([_noisy_point()]))[0]
     assert row["iops"] == 12962.2 and row["iops_ci_low"] == 12837.0 and row["iops_stddev"] == 50.1
-    assert row["bw_bytes"] == 53093112 and isinstance(row["bw_bytes"], int)
+    assert row["bw_bytes_per_s"] == 53093112 and isinstance(row["bw_bytes_per_s"], int)
     assert row["lat_p99_ns"] == 50000 and row["lat_p99_ns_ci_high"] == 56200
     assert row["disk_util_pct"] == 97.12 and row["iops_n"] == 3 and row["bottleneck_slots"] == 16
     text = points_csv([_noisy_point()])
@@ -288,7 +289,8 @@ def test_export_number_keeps_integers_and_rounds_by_field() -> None:
     assert export_number("lat_mean_ns", 333123.6) == 333124 and export_number("total_ios", 2**62 + 1) == 2**62 + 1
     assert export_number("change_ci_low_pct", -9.345678) == -9.35
     assert export_number("started_at_s", 1764081234.123456) == 1764081234.123
-    assert export_number("cpu_usr", 12.3456789012) == 12.3457
+    assert export_number("disk_busiest_queue_depth", 12.3456789012) == 12.3457  # no unit: six significant digits
+    assert export_number("cpu_usr_pct", 12.3456789012) == 12.35  # fio's CPU percentages as every other percentage
     assert math.isnan(export_number("iops", math.nan))  # type: ignore[arg-type]
     row = export_row({"metric": "lat_p99_ns", "baseline_mean": 1234.5678, "baseline_ci_low": 1000.4,
                       "baseline_n": 3, "change_pct": 1.23456}, metric="lat_p99_ns")

@@ -35,9 +35,9 @@ _BASE = dict(
     case_id="case-a", run_id=1, target="a", target_kind="path", rw="randread", rwmixread=None, bs="4k",
     bs_bytes=4096, iodepth=1, numjobs=1, clients=1, ioengine="libaio", direct=True, runtime_s=30.0, ramp_s=5.0,
     size_bytes=1 << 30, fio_options="", lab="", repeat=0, direction="read", status="ok", started_at_s=0.0,
-    finished_at_s=35.0, fio_version="fio-3.36", iops=1000.0, bw_bytes=1000.0 * 4096, total_ios=30000,
+    finished_at_s=35.0, fio_version="fio-3.36", iops=1000.0, bw_bytes_per_s=1000.0 * 4096, total_ios=30000,
     io_bytes=30000 * 4096, lat_mean_ns=1e6, lat_p50_ns=900_000, lat_p95_ns=1_500_000, lat_p99_ns=2_000_000,
-    lat_p999_ns=3_000_000, cpu_usr=1.0, cpu_sys=2.0, disk_util_pct=50.0, error="", process_cpu_cores=(),
+    lat_p999_ns=3_000_000, cpu_usr_pct=1.0, cpu_sys_pct=2.0, disk_util_pct=50.0, error="", process_cpu_cores=(),
     disk_busiest="", net_busiest="", node_busiest="",
 )
 
@@ -448,7 +448,7 @@ def test_regressions_threshold() -> None:
                              enumerate([(800, 2.24e6, 0.8e6), (808, 2.26e6, 0.81e6), (792, 2.22e6, 0.79e6)])])
     comparisons = compare_points(base, cand, frozenset())
     assert comparisons[0].cell("lat_mean_ns").verdict == Verdict.BETTER  # type: ignore[union-attr]
-    assert comparisons[0].cell("bw_bytes").verdict == Verdict.SAME  # type: ignore[union-attr]
+    assert comparisons[0].cell("bw_bytes_per_s").verdict == Verdict.SAME  # type: ignore[union-attr]
 
     def fields(threshold: float) -> list[str]:
         return sorted(r.cell.metric.field for r in regressions(comparisons, threshold))
@@ -777,7 +777,7 @@ def test_few_repetitions_warning() -> None:
 
 def test_failed_repetitions_warning() -> None:
     records = [*reps([1000.0, 1010.0, 990.0]),
-               rec(repeat=3, status="failed", direction="", iops=None, bw_bytes=None, lat_p99_ns=None,
+               rec(repeat=3, status="failed", direction="", iops=None, bw_bytes_per_s=None, lat_p99_ns=None,
                    lat_mean_ns=None, error="fio exited with status 1")]
     point = only(summarize_points(records))
     assert "failed_repetitions" in codes(point)
@@ -1016,7 +1016,7 @@ def test_a_metric_or_point_the_plan_did_not_ask_about_is_outside_the_stopping_ru
     assert len(found) == 2
     for c in found:
         rules = {cell.metric.field: cell.stopping_rule for cell in c.cells}
-        assert rules == {"iops": StoppingRule.IN, "bw_bytes": StoppingRule.OUTSIDE,
+        assert rules == {"iops": StoppingRule.IN, "bw_bytes_per_s": StoppingRule.OUTSIDE,
                          "lat_mean_ns": StoppingRule.OUTSIDE, "lat_p95_ns": StoppingRule.OUTSIDE,
                          "lat_p99_ns": StoppingRule.OUTSIDE}
         assert {cell.difference.method for cell in c.cells if cell.difference} == {"sequential"}
@@ -1137,13 +1137,13 @@ def test_an_interval_of_non_negative_values_stops_at_zero() -> None:
 
 def test_metadata_operations_compare_no_bandwidth() -> None:
     """A create moves no data: its compare row has IOPS and latency, and no bandwidth cell."""
-    base = _summaries([1000.0, 1010.0, 990.0], run_id=1, rw="create", bw_bytes=4096e3, direction="write")
-    cand = _summaries([1500.0, 1490.0, 1510.0], run_id=2, rw="create", bw_bytes=6144e3, direction="write")
+    base = _summaries([1000.0, 1010.0, 990.0], run_id=1, rw="create", bw_bytes_per_s=4096e3, direction="write")
+    cand = _summaries([1500.0, 1490.0, 1510.0], run_id=2, rw="create", bw_bytes_per_s=6144e3, direction="write")
     row = only(compare_points(base, cand, frozenset()))
-    assert row.cell("bw_bytes") is None and row.cell("iops") is not None
-    block = only(compare_points(_summaries([1000.0, 1010.0], run_id=1, bw_bytes=4096e3),
-                                _summaries([1500.0, 1490.0], run_id=2, bw_bytes=6144e3), frozenset()))
-    assert block.cell("bw_bytes") is not None
+    assert row.cell("bw_bytes_per_s") is None and row.cell("iops") is not None
+    block = only(compare_points(_summaries([1000.0, 1010.0], run_id=1, bw_bytes_per_s=4096e3),
+                                _summaries([1500.0, 1490.0], run_id=2, bw_bytes_per_s=6144e3), frozenset()))
+    assert block.cell("bw_bytes_per_s") is not None
 
 
 def _aa_false_fail_rates(points: int, trials: int = 120, seed: int = 29) -> tuple[float, float]:

@@ -39,7 +39,7 @@ def _outcome(status: Status = Status.OK) -> RepetitionOutcome:
     histogram = LatencyHistogram.from_counts(((1000, 3), (2000, 1)))
     latency = LatencySummary(samples=4, min_ns=900, max_ns=2100, mean_ns=1250.0, stddev_ns=400.0, histogram=histogram)
     measurement = DirectionMeasurement(direction=Direction.READ, total_ios=4, io_bytes=16384, runtime_ms=1000,
-                                       iops=4.0, bw_bytes=16384.0, clat=latency, lat=latency)
+                                       iops=4.0, bw_bytes_per_s=16384.0, clat=latency, lat=latency)
     client = ClientMeasurement(client="local", jobs=1, job_errors=(), cpu_usr_pct=1.5, cpu_sys_pct=2.5,
                                directions=(measurement,))
     return RepetitionOutcome(status=status, started_at_s=10.0, finished_at_s=11.0, job_text="[global]\n",

@@ -446,7 +446,7 @@ def test_a_size_based_job_that_ended_on_its_own_is_read_to_its_last_operation() 
         rows = "\n".join(f"{r.t_ms}, {r.value}, 1, 0" for r in log.iops)
         latency = LatencySummary(samples=1, min_ns=1, max_ns=1, mean_ns=1.0, stddev_ns=0.0)
         made = DirectionMeasurement(direction=Direction.WRITE, total_ios=20_000, io_bytes=0,
-                                    runtime_ms=round(ran_s * 1000), iops=2000.0, bw_bytes=0.0, clat=latency,
+                                    runtime_ms=round(ran_s * 1000), iops=2000.0, bw_bytes_per_s=0.0, clat=latency,
                                     lat=latency)
         client = ClientMeasurement(client="local", jobs=1, job_errors=(0,), cpu_usr_pct=0.0, cpu_sys_pct=0.0,
                                    directions=(made,))

@@ -54,7 +54,7 @@ class Record:
     finished_at_s: float
     fio_version: str
     iops: float | None
-    bw_bytes: float | None
+    bw_bytes_per_s: float | None
     total_ios: int | None
     io_bytes: int | None
     lat_mean_ns: float | None
@@ -78,8 +78,8 @@ class Record:
     clat_p99_ns: int | None
     clat_p999_ns: int | None
     clat_p9999_ns: int | None
-    cpu_usr: float | None
-    cpu_sys: float | None
+    cpu_usr_pct: float | None
+    cpu_sys_pct: float | None
     disk_util_pct: float | None
     error: str
     # Telemetry over fio's measured window (see docs/methodology.md, "Telemetry"); None when not sampled.
@@ -207,7 +207,7 @@ def pct_of_expected(o: Observation, expected: Expectation | None,
     m = o.measurement
     if expected is None or m is None:
         return None
-    iops, bw = case_total or (m.iops, m.bw_bytes)
+    iops, bw = case_total or (m.iops, m.bw_bytes_per_s)
     if expected.iops:
         return 100 * iops / expected.iops
     if expected.bw_bytes_per_s:
@@ -234,7 +234,7 @@ def record(o: Observation, expected: Expectation | None = None,
         lab=" ".join(f"{k}={v}" for k, v in case.lab.pairs()), repeat=o.rep_index + 1,
         direction=o.direction_name, status=o.status.value,
         started_at_s=o.started_at_s, finished_at_s=o.finished_at_s, fio_version=o.fio_version,
-        iops=m.iops if m else None, bw_bytes=m.bw_bytes if m else None,
+        iops=m.iops if m else None, bw_bytes_per_s=m.bw_bytes_per_s if m else None,
         total_ios=m.total_ios if m else None, io_bytes=m.io_bytes if m else None,
         lat_mean_ns=m.lat.mean_ns if m else None, lat_stddev_ns=m.lat.stddev_ns if m else None,
         lat_min_ns=m.lat.min_ns if m else None, lat_max_ns=m.lat.max_ns if m else None,
@@ -245,7 +245,7 @@ def record(o: Observation, expected: Expectation | None = None,
         clat_p50_ns=_percentile(clat, 50.0), clat_p90_ns=_percentile(clat, 90.0),
         clat_p95_ns=_percentile(clat, 95.0), clat_p99_ns=_percentile(clat, 99.0),
         clat_p999_ns=_percentile(clat, 99.9), clat_p9999_ns=_percentile(clat, 99.99),
-        cpu_usr=o.fio.cpu_usr_pct, cpu_sys=o.fio.cpu_sys_pct, disk_util_pct=o.fio.disk_util_pct, error=o.error,
+        cpu_usr_pct=o.fio.cpu_usr_pct, cpu_sys_pct=o.fio.cpu_sys_pct, disk_util_pct=o.fio.disk_util_pct, error=o.error,
         host_cpu_busy_pct=_metric(o, "host_cpu_busy_pct"), host_cpu_iowait_pct=_metric(o, "host_cpu_iowait_pct"),
         host_cpu_pressure_pct=_metric(o, "host_cpu_pressure_pct"), client_cpu_cores=o.fio.fio_cores,
         process_cpu_cores=d.process_cpu_cores if d else (), disk_busiest=device,
@@ -304,7 +304,7 @@ def export_records(items: Iterable[Observation],
         if o.measurement is not None:
             directions.setdefault((o.run_id, o.case.case_id, o.rep_index, o.client), []).append(o)
     totals = {key: (sum(o.measurement.iops for o in found if o.measurement),
-                    sum(o.measurement.bw_bytes for o in found if o.measurement))
+                    sum(o.measurement.bw_bytes_per_s for o in found if o.measurement))
               for key, found in directions.items() if len(found) > 1}
     return [record(o, declared.get((o.run_id, o.case.target.name)),
                    totals.get((o.run_id, o.case.case_id, o.rep_index, o.client))) for o in chosen]

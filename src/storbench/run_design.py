@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from storbench.units import current_metric_name
+
 # The JSON shape of a design: {"schema": 1, ...design_to_json's fields}. A new shape gets a new number and a
 # migration (store/migrations.py) that converts the stored ones.
 DESIGN_SCHEMA = 1
@@ -146,9 +148,10 @@ def design_from_json(raw: Any) -> RunDesign:
             ci_confidence=_number_or_none(stopping.get("ci_confidence"))),
         compare=None if compare is None else DesignQuestion(
             baseline=_text(compare["baseline"]), candidate=_text(compare["candidate"]),
-            metrics=tuple(_text(m) for m in compare["metrics"]), margin=_number_or_none(compare["margin"])),
+            metrics=tuple(current_metric_name(_text(m)) for m in compare["metrics"]),
+            margin=_number_or_none(compare["margin"])),
         steady=None if steady is None else SteadyDesign(
-            metric=_text(steady["metric"]), window=_int(steady["window"]),
+            metric=current_metric_name(_text(steady["metric"])), window=_int(steady["window"]),
             range_fraction=_number(steady["range_fraction"]), slope_fraction=_number(steady["slope_fraction"]),
             max_rounds=_int(steady["max_rounds"]), confirm=_int(steady["confirm"])),
         expectations=tuple(TargetExpectation(target=_text(e["target"]), iops=_number_or_none(e["iops"]),

@@ -196,3 +196,13 @@ def parse_cpu_list(text: str) -> list[int]:
             raise ValueError(f"{part!r}: a range goes up")
         cpus.update(range(first, last + 1))
     return sorted(cpus)
+
+
+# Metric and export names that gained their unit after 0.1.0: a plan, selector or stored design written with the
+# old name still means the same figure.
+RENAMED_METRICS: dict[str, str] = {"bw_bytes": "bw_bytes_per_s", "cpu_usr": "cpu_usr_pct", "cpu_sys": "cpu_sys_pct"}
+
+
+def current_metric_name(name: str) -> str:
+    """``name`` as storbench calls the figure now: ``bw_bytes`` is ``bw_bytes_per_s``; any other name as given."""
+    return RENAMED_METRICS.get(name, name)

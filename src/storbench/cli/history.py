@@ -8,6 +8,7 @@ import json
 
 from storbench.cli.common import _console, _write_output, at_least_zero, db_option, filters
 from storbench.errors import UserError, did_you_mean
+from storbench.units import current_metric_name
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -15,11 +16,11 @@ def cmd_history(args: argparse.Namespace) -> int:
     from storbench.selection import select, where_items
     from storbench.stats.history import ALPHA, point_histories, run_context
 
-    metrics = [part for item in args.metric for part in item.split(",") if part] or ["iops"]
+    metrics = [current_metric_name(part) for item in args.metric for part in item.split(",") if part] or ["iops"]
     for metric in metrics:
         if metric not in METRICS:
             raise UserError(f"--metric {metric!r} is not a metric", hint=did_you_mean(metric, list(METRICS))
-                            or "e.g. iops, bw_bytes, lat_mean_ns, lat_p99_ns")
+                            or "e.g. iops, bw_bytes_per_s, lat_mean_ns, lat_p99_ns")
     selection = select(args.db, args.run or "all", where_items(args.where, args.target), default_latest=False)
     if not selection.observations:
         raise UserError(selection.no_match or "no results match", hint="loosen --where/--target")

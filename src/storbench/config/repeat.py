@@ -10,6 +10,7 @@ from pydantic import BeforeValidator, Field, field_validator
 
 from storbench.config.values import StrictModel, _fraction
 from storbench.model.objective import parse_slo
+from storbench.units import current_metric_name
 
 __all__ = [
     "CI_STOP_CONFIDENCE", "CI_STOP_CONFIDENCE_WIDE", "CI_STOP_MIN_ROUNDS", "CI_STOP_WIDE_PCT", "CompareConfig",
@@ -28,6 +29,11 @@ CI_STOP_MIN_ROUNDS = 4
 # at 97.5 % the interval then covered 93.7-94.6 % (N = 15-30 %, CV 30-40 %); at 99 % it covers 96.6 % or more.
 CI_STOP_WIDE_PCT = 10.0
 CI_STOP_CONFIDENCE_WIDE = 0.99
+
+
+def _metric_now(value: object) -> object:
+    """A metric's name as storbench calls it now (a plan may still say ``bw_bytes``)."""
+    return current_metric_name(value) if isinstance(value, str) else value
 
 
 def ci_stop_confidence(ci_pct: float) -> float:
@@ -78,8 +84,8 @@ class SteadyStateConfig(StrictModel):
     figures (means, intervals) come from them, since the window, chosen for its small spread, would give too narrow
     an interval. One that never gets steady is marked "not steady"."""
 
-    metric: Literal["iops", "bw_bytes", "lat_mean_ns"] = Field("iops", description="The figure tracked round by "
-                                                               "round.")
+    metric: Annotated[Literal["iops", "bw_bytes_per_s", "lat_mean_ns"], BeforeValidator(_metric_now)] = Field(
+        "iops", description="The figure tracked round by round.")
     window: int = Field(5, ge=3, le=100, description="Rounds in the measurement window.")
     range: Annotated[float, BeforeValidator(_fraction), Field(gt=0, lt=1)] = Field(
         0.20, description="Largest max - min within the window, as a share of its mean, e.g. 20%.")
@@ -124,7 +130,8 @@ class CompareConfig(StrictModel):
 
     baseline: str = Field(description="Selector of the baseline side, as in `storbench compare`, e.g. pool_size=2.")
     candidate: str = Field(description="Selector of the candidate side, e.g. pool_size=3.")
-    metrics: list[Literal["iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns"]] = Field(
+    metrics: list[Annotated[Literal["iops", "bw_bytes_per_s", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns"],
+                            BeforeValidator(_metric_now)]] = Field(
         ["iops"], description="Metrics that must be decided.")
     margin: Annotated[float, BeforeValidator(_fraction), Field(gt=0, lt=1)] | None = Field(
         None, description="Equivalence margin, e.g. 5%: a change inside ±margin is decided as equivalent.")

@@ -160,6 +160,6 @@ def operation_measurement(result: OperationResult, name: str) -> ClientMeasureme
     latency = LatencySummary(samples=1, min_ns=ns, max_ns=ns, mean_ns=float(ns), stddev_ns=0.0, histogram=histogram)
     runtime_ms = max(1, round(seconds * 1000))
     direction = DirectionMeasurement(Direction.WRITE, total_ios=1, io_bytes=0, runtime_ms=runtime_ms,
-                                     iops=1000 / runtime_ms, bw_bytes=0.0, clat=latency, lat=latency)
+                                     iops=1000 / runtime_ms, bw_bytes_per_s=0.0, clat=latency, lat=latency)
     return ClientMeasurement(client=name, jobs=1, job_errors=(0,), cpu_usr_pct=0.0, cpu_sys_pct=0.0,
                              directions=(direction,))

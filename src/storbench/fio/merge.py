@@ -64,7 +64,7 @@ def merge_directions(parts: Sequence[DirectionMeasurement]) -> DirectionMeasurem
         io_bytes=count_sum((p.io_bytes for p in parts), f"{direction.value} bytes"),
         runtime_ms=max(p.runtime_ms for p in parts),
         iops=sum(p.iops for p in parts),
-        bw_bytes=sum(p.bw_bytes for p in parts),
+        bw_bytes_per_s=sum(p.bw_bytes_per_s for p in parts),
         clat=merge_latency([p.clat for p in parts]),
         lat=merge_latency([p.lat for p in parts]),
     )
@@ -161,7 +161,7 @@ def merge_in_sequence(parts: Sequence[tuple[ClientMeasurement, int]], client: st
         span_ms = max(span_ms, 1)
         total = merge_directions([d for d, _ in present])
         merged.append(replace(total, runtime_ms=span_ms, iops=total.total_ios * 1000 / span_ms,
-                              bw_bytes=total.io_bytes * 1000 / span_ms))
+                              bw_bytes_per_s=total.io_bytes * 1000 / span_ms))
     weights = [max((d.runtime_ms for d in m.directions), default=0) for m, _ in parts]
     whole = sum(weights) or 1
     return ClientMeasurement(

@@ -127,7 +127,7 @@ def _direction(direction: Dir, block: JsonObject) -> DirectionMeasurement:
         io_bytes=_int(block, "io_bytes", where=where),
         runtime_ms=_int(block, "runtime", where=where),
         iops=_num(block, "iops", where=where),
-        bw_bytes=_num(block, "bw_bytes", where=where),
+        bw_bytes_per_s=_num(block, "bw_bytes", where=where),
         clat=clat,
         lat=lat,
     )

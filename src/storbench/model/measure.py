@@ -141,7 +141,7 @@ class DirectionMeasurement:
     io_bytes: int
     runtime_ms: int
     iops: float
-    bw_bytes: float
+    bw_bytes_per_s: float
     clat: LatencySummary
     lat: LatencySummary
 

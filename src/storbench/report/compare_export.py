@@ -125,7 +125,7 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
         "|---|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(layers) + "---|",
     ]
     lab_keys = varying_comparison_lab(comparisons)
-    fields = ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns", *(m.field for m in layers))
+    fields = ("iops", "bw_bytes_per_s", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns", *(m.field for m in layers))
     for c in comparisons:
         label = comparison_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")
         cells = [change_text(c, f)[0] for f in fields]

@@ -107,7 +107,7 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
     # what a fault did, where the points had faults: the blackout essential, the others before bandwidth goes
     faulted = [(field, header, priority) for field, header, priority in TERMINAL_FAILOVER_COLUMNS
                if any(c.cell(field) is not None for c in comparisons)]
-    fields = ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns", *(field for field, _, _ in faulted))
+    fields = ("iops", "bw_bytes_per_s", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns", *(field for field, _, _ in faulted))
     columns = (("point", 0), (f"{rate} base", 2), (f"{rate} cand", 2), (rate, 0), ("bandwidth", 3), ("mean lat", 2),
                ("p95", 3), ("p99", 0), *((header, priority) for _, header, priority in faulted), ("bottleneck", 1))
     changing = range(3, 3 + len(fields))  # the change columns: they wrap between words, never inside a number

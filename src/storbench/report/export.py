@@ -30,7 +30,7 @@ def export_number(field: str, value: object) -> object:
         name = name.removesuffix(part)
     if name.endswith("_pct"):
         return round(value, 2)
-    if name.endswith(("_ns", "_bytes", "_bytes_per_s")) or name == "bw_bytes":
+    if name.endswith(("_ns", "_bytes", "_bytes_per_s")):
         return float(round(value)) if abs(value) >= 2**53 else round(value)
     if name.endswith(("iops", "_per_s")):  # rates: operations per second (ios_per_s); below 1 not seconds
         return round(value, 1) if abs(value) >= 1 else float(f"{value:.6g}")

@@ -32,7 +32,7 @@ def scaled_mean(point: PointSummary, field: str, scale: float = 1.0) -> float | 
 
 
 def _declared(expected: Expectation | None, field: str) -> float | None:
-    """The declared limit in a figure's unit: IOPS for ``iops``, MiB/s for ``bw_bytes`` (None: not declared)."""
+    """The declared limit in a figure's unit: IOPS for ``iops``, MiB/s for ``bw_bytes_per_s`` (None: not declared)."""
     if expected is None:
         return None
     if field == "iops":

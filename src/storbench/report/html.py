@@ -115,7 +115,7 @@ def _comparison_table(doc: ReportDocument) -> str:
     lab_keys = varying_comparison_lab(doc.comparisons)
     for c in doc.comparisons:
         cells = []
-        for field in ("iops", "bw_bytes", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns"):
+        for field in ("iops", "bw_bytes_per_s", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns"):
             text, verdict = change_text(c, field)
             cells.append(f"<td class='verdict-{_e(verdict.name.lower())}'>{_e(text)}</td>")
         label = comparison_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")

@@ -57,7 +57,8 @@ def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     for group, group_label, members in _size_groups([p for p in points if p.metric("iops") is not None]):
         sizes = sorted({p.bs_bytes for p in members})
         categories = tuple(format_block_size(b) for b in sizes)
-        for field, label, scale, unit in (("iops", "IOPS", 1.0, "IOPS"), ("bw_bytes", "bandwidth", 1048576.0, "MiB/s")):
+        for field, label, scale, unit in (("iops", "IOPS", 1.0, "IOPS"),
+                                          ("bw_bytes_per_s", "bandwidth", 1048576.0, "MiB/s")):
             series_points: dict[str, dict[str, PointSummary]] = {}
             for p in members:
                 series_points.setdefault(point_label(p, omit=("bs",), lab_keys=lab_keys), {})[block_size(p)] = p

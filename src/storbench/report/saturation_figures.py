@@ -144,7 +144,7 @@ def capped_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     lab_keys = varying_lab_keys(points)
     for index, (axis, line, evidence) in enumerate(capped_curves(points)):
         by_bs = axis == "bs_bytes"
-        field, what = ("bw_bytes", "MiB/s") if by_bs else ("iops", "IOPS")
+        field, what = ("bw_bytes_per_s", "MiB/s") if by_bs else ("iops", "IOPS")
         scale = MIB if by_bs else 1.0
         latencies = [scaled_mean(p, "lat_mean_ns") for p in line]
         lat_scale, lat_unit = latency_unit(latencies)

@@ -1,6 +1,6 @@
 """`storbench show` as JSON, CSV or Markdown: one row per point (case and direction). Pure.
 
-Field names carry their units like `export`'s (`iops`, `bw_bytes`, `lat_p99_ns`, `disk_util_pct`). Each metric
+Field names carry their units like `export`'s (`iops`, `bw_bytes_per_s`, `lat_p99_ns`, `disk_util_pct`). Each metric
 `M` of the summary gives `M` (the mean over ok repetitions, so it equals the mean of `export`'s `M` over
 that point's repetitions), `M_n`, `M_stddev`, `M_ci_low`, `M_ci_high` (Student t, `ci_confidence`) and
 `M_cv_pct`; empty (null) where nothing was measured or n < 2. Then `pct_of_expected` (the mean as a percentage
@@ -146,7 +146,7 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
         cells = [
             point_label(p, lab_keys=lab_keys, direction=False, options=True), p.direction_name or "-",
             f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
-            _number(p.metric("bw_bytes"), ",.1f", 1048576), *((expected_cell(p),) if with_expected else ()),
+            _number(p.metric("bw_bytes_per_s"), ",.1f", 1048576), *((expected_cell(p),) if with_expected else ()),
             _lat(p.metric("lat_mean_ns")),
             _lat(p.metric("lat_p50_ns")), _lat(p.metric("lat_p95_ns")), _lat(p.metric("lat_p99_ns")),
             _lat(p.metric("lat_p999_ns")), _number(p.metric("host_cpu_busy_pct"), ".0f"), _number(disk, ".0f"),

@@ -15,7 +15,7 @@ ROUND_COLOR = "#5b6673"
 WINDOW_COLOR = "#1f77b4"
 FIT_COLOR = "#ff7f0e"
 CONFIRM_COLOR = "#2ca02c"
-METRIC_LABELS = {"iops": ("IOPS", 1.0), "bw_bytes": ("MiB/s", 1.0 / (1024 * 1024)),
+METRIC_LABELS = {"iops": ("IOPS", 1.0), "bw_bytes_per_s": ("MiB/s", 1.0 / (1024 * 1024)),
                  "lat_mean_ns": ("mean latency (µs)", 1e-3)}
 
 

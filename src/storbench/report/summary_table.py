@@ -59,7 +59,7 @@ def summary_table(points: Sequence[PointSummary]) -> str:
     rows = []
     for p in points:
         iops = p.metric("iops")
-        bw = None if is_metadata(p.rw) else p.metric("bw_bytes")  # a file created moves no data
+        bw = None if is_metadata(p.rw) else p.metric("bw_bytes_per_s")  # a file created moves no data
         cv = iops.cv_pct if iops else None
 
         def lat(field: str, point: PointSummary = p) -> str:

@@ -181,7 +181,7 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
         ("n", "right", 0, lambda p: f"{p.repetitions_ok}/{p.repetitions_total}"),
         (f"{rate_header(points)} ± 95% CI", "right", 0, lambda p: iops_with_ci(p.metric("iops"))),
         ("CV", "right", 3, iops_cv), ("MiB/s", "right", 2, lambda p: "-" if is_metadata(p.rw)  # no data moved
-                                         else _mean(p.metric("bw_bytes"), ",.1f", 1048576)),
+                                         else _mean(p.metric("bw_bytes_per_s"), ",.1f", 1048576)),
         *((("% exp", "right", 2, expected_cell),) if with_expected else ()),
         ("lat mean", "right", 2, lambda p: _lat(p.metric("lat_mean_ns"))),
         ("p95", "right", 3, lambda p: _lat(p.metric("lat_p95_ns"))),

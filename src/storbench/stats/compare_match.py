@@ -150,7 +150,7 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
         reason = _reason(base, point, differing)
         cells = []
         for metric in (*metrics, *DESCRIPTIVE_METRICS, *FAILOVER_METRICS):
-            if metric.field == "bw_bytes" and is_metadata(point.rw):
+            if metric.field == "bw_bytes_per_s" and is_metadata(point.rw):
                 continue  # a create, stat or delete moves no data: its "bandwidth" is operations x bs
             b, c = base.metric(metric.field), point.metric(metric.field)
             # a fault's figure may be 0 on the baseline's side (no stall): its change is then in seconds or points

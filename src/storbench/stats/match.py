@@ -15,7 +15,14 @@ from storbench.model import K8S_SETTINGS, NEVER, is_object, size_setting
 from storbench.model.ceph_options import CEPH_OPTIONS
 from storbench.stats.metric_values import METRIC_VALUES, busiest_names, lat_percentiles_from, observed_storage
 from storbench.stats.observations import PERCENTILES, Observation
-from storbench.units import format_block_size, format_link_rate, link_rate_bits, parse_duration_s, parse_size_bytes
+from storbench.units import (
+    RENAMED_METRICS,
+    format_block_size,
+    format_link_rate,
+    link_rate_bits,
+    parse_duration_s,
+    parse_size_bytes,
+)
 
 
 class Kind(StrEnum):
@@ -114,7 +121,8 @@ FIELDS: Mapping[str, tuple[Kind, Callable[[Observation], object]]] = {
 RUN_KEYS = ("run", "tag")
 # The column names tables show, and the plan's own words, for the fields they stand for.
 ALIASES: Mapping[str, str] = {"qd": "iodepth", "jobs": "numjobs", "dir": "direction", "runtime": "runtime_s",
-                              "ramp": "ramp_s", "size": "size_bytes", "engine": "ioengine"}
+                              "ramp": "ramp_s", "size": "size_bytes", "engine": "ioengine",
+                              **RENAMED_METRICS}
 
 
 def canonical_key(key: str) -> str:

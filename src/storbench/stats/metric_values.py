@@ -168,11 +168,11 @@ def _cost_values() -> dict[str, MetricValue]:
 
 METRIC_VALUES: Mapping[str, MetricValue] = {
     "iops": lambda o: o.measurement.iops if o.measurement else None,
-    "bw_bytes": lambda o: o.measurement.bw_bytes if o.measurement else None,
+    "bw_bytes_per_s": lambda o: o.measurement.bw_bytes_per_s if o.measurement else None,
     "lat_mean_ns": lambda o: o.measurement.lat.mean_ns if o.measurement else None,
     **{f"lat_{suffix}_ns": _lat_percentile(percent) for percent, suffix in PERCENTILES},
-    "cpu_usr": lambda o: o.fio.cpu_usr_pct,
-    "cpu_sys": lambda o: o.fio.cpu_sys_pct,
+    "cpu_usr_pct": lambda o: o.fio.cpu_usr_pct,
+    "cpu_sys_pct": lambda o: o.fio.cpu_sys_pct,
     "disk_util_pct": lambda o: o.fio.disk_util_pct,
     "host_cpu_busy_pct": _telemetry(lambda d: d.host_cpu_busy_pct),
     "host_cpu_iowait_pct": _telemetry(lambda d: d.host_cpu_iowait_pct),

@@ -19,15 +19,15 @@ class Metric:
 
 
 IOPS = Metric("iops", "IOPS", True, "IOPS")
-BANDWIDTH = Metric("bw_bytes", "bandwidth", True, "B/s")
+BANDWIDTH = Metric("bw_bytes_per_s", "bandwidth", True, "B/s")
 LAT_MEAN = Metric("lat_mean_ns", "mean latency", False, "ns")
 LAT_P50 = Metric("lat_p50_ns", "p50 latency", False, "ns", quantised=True)
 LAT_P95 = Metric("lat_p95_ns", "p95 latency", False, "ns", quantised=True)
 LAT_P99 = Metric("lat_p99_ns", "p99 latency", False, "ns", quantised=True)
 LAT_P999 = Metric("lat_p999_ns", "p99.9 latency", False, "ns", quantised=True)
 QUANTISED_FIELDS = frozenset(m.field for m in (LAT_P50, LAT_P95, LAT_P99, LAT_P999))  # read from histogram bins
-CPU_USR = Metric("cpu_usr", "fio usr CPU", False, "%")
-CPU_SYS = Metric("cpu_sys", "fio sys CPU", False, "%")
+CPU_USR = Metric("cpu_usr_pct", "fio usr CPU", False, "%")
+CPU_SYS = Metric("cpu_sys_pct", "fio sys CPU", False, "%")
 DISK_UTIL = Metric("disk_util_pct", "disk utilisation", False, "%")
 
 HOST_CPU = Metric("host_cpu_busy_pct", "host CPU busy", False, "%")

@@ -72,7 +72,7 @@ class PointSummary:
     # or "" (none)
     lat_percentiles_from: str = ""
     # a case of several directions (randrw): its IOPS and throughput summed over them, repetition by repetition
-    # ("iops", "bw_bytes"): what a declared limit (`expect:`, all directions) is measured against
+    # ("iops", "bw_bytes_per_s"): what a declared limit (`expect:`, all directions) is measured against
     case_totals: tuple[tuple[str, Estimate], ...] = ()
 
     def share_of_expected(self) -> tuple[float, str] | None:
@@ -82,7 +82,7 @@ class PointSummary:
         if self.expected is None:
             return None
         totals = dict(self.case_totals)
-        iops, bw = totals.get("iops", self.metric("iops")), totals.get("bw_bytes", self.metric("bw_bytes"))
+        iops, bw = totals.get("iops", self.metric("iops")), totals.get("bw_bytes_per_s", self.metric("bw_bytes_per_s"))
         if self.expected.iops and iops is not None:
             return iops.mean / self.expected.iops, "IOPS"
         if self.expected.bw_bytes_per_s and bw is not None:

@@ -101,7 +101,7 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
         for i in members:
             p = points[i]
             if axis == BLOCK_SIZE:
-                step = _step(p, p.bs_bytes, f"bs {format_block_size(p.bs_bytes)}", "bw_bytes")
+                step = _step(p, p.bs_bytes, f"bs {format_block_size(p.bs_bytes)}", "bw_bytes_per_s")
             else:
                 step = _step(p, outstanding_ios(p.case), f"{axis} {axis_value(p.case, axis)}", "iops")
             if step is None:

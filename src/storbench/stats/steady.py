@@ -32,7 +32,7 @@ from storbench.stats.estimate import t_quantile
 from storbench.stats.trend import CONFIDENCE, FLAT_MARGIN, Change, Trend, classify, within_margin
 
 # Metrics a steady-state rule may track, and how a round's value is read.
-STEADY_METRICS = ("iops", "bw_bytes", "lat_mean_ns")
+STEADY_METRICS = ("iops", "bw_bytes_per_s", "lat_mean_ns")
 MIN_CONFIRMATION = 2  # rounds after the window needed for an interval (below: the window's mean, no interval)
 
 
@@ -260,8 +260,8 @@ def round_value(repetition: StoredRepetition, metric: str) -> float | None:
         return None
     if metric == "iops":
         return sum(d.iops for d in directions)
-    if metric == "bw_bytes":
-        return sum(d.bw_bytes for d in directions)
+    if metric == "bw_bytes_per_s":
+        return sum(d.bw_bytes_per_s for d in directions)
     samples = sum(d.lat.samples for d in directions)
     return sum(d.lat.mean_ns * d.lat.samples for d in directions) / samples if samples else None
 

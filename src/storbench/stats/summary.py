@@ -119,7 +119,7 @@ def _case_totals(ok: Sequence[Observation], directions: Sequence[Direction | Non
     """IOPS and throughput of a case of several directions, summed over them in each repetition that measured
     all of them, estimated over those repetitions (each run's mean one sample where several runs pool)."""
     out = []
-    for field in ("iops", "bw_bytes"):
+    for field in ("iops", "bw_bytes_per_s"):
         read = METRIC_VALUES[field]
         by_repetition: dict[tuple[int, int], dict[Direction | None, float]] = {}
         for o in ok:

@@ -321,6 +321,10 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """
     ALTER TABLE runs ADD COLUMN software_json TEXT NOT NULL DEFAULT '{}';
     """,
+    # 15: a direction's bandwidth named with its unit, as the export names it
+    """
+    ALTER TABLE measurements RENAME COLUMN bw_bytes TO bw_bytes_per_s;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 POSTGRES_FIRST_VERSION = 13  # a PostgreSQL store is made at this version or later, then migrated as SQLite's is

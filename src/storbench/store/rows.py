@@ -216,7 +216,7 @@ def insert_client(conn: Connection, repetition_id: int, client: ClientMeasuremen
     for m in client.directions:
         columns: dict[str, object] = {
             "client_id": client_id, "direction": m.direction.value, "total_ios": m.total_ios,
-            "io_bytes": m.io_bytes, "runtime_ms": m.runtime_ms, "iops": m.iops, "bw_bytes": m.bw_bytes,
+            "io_bytes": m.io_bytes, "runtime_ms": m.runtime_ms, "iops": m.iops, "bw_bytes_per_s": m.bw_bytes_per_s,
             **_latency_columns("clat", m.clat), **_latency_columns("lat", m.lat),
         }
         conn.execute(
@@ -233,6 +233,6 @@ def insert_client(conn: Connection, repetition_id: int, client: ClientMeasuremen
 def measurement_from_row(row: Row) -> DirectionMeasurement:
     return DirectionMeasurement(
         direction=Direction(row["direction"]), total_ios=row["total_ios"], io_bytes=row["io_bytes"],
-        runtime_ms=row["runtime_ms"], iops=row["iops"], bw_bytes=row["bw_bytes"],
+        runtime_ms=row["runtime_ms"], iops=row["iops"], bw_bytes_per_s=row["bw_bytes_per_s"],
         clat=_latency_from_row("clat", row), lat=_latency_from_row("lat", row),
     )
