@@ -336,6 +336,29 @@ def test_the_compare_table_counts_file_creates_as_operations() -> None:
     assert "ops/s base" in header and "ops/s cand" in header and "IOPS" not in header
 
 
+@pytest.mark.parametrize(("patterns", "unit"), [(("create", "stat"), "ops/s"), (("randread",), "IOPS"),
+                                                 (("create", "randread"), "IOPS/ops/s")])
+def test_the_terminal_table_and_the_reports_summary_name_one_rate_unit(patterns: tuple[str, ...], unit: str) -> None:
+    """Points of file operations only are ops/s in `show`'s table as in the report's summary and its compare and
+    saturation tables (`show` had said IOPS/ops/s for creates alone); a mix with block I/O names both."""
+    from rich.console import Console
+
+    from storbench.report.labels import rate_unit
+    from storbench.report.summary_table import summary_table
+    from storbench.report.tables import results_table
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    points = summarize_points([observation(case_id=rw, rw=rw, direction="read", repeat=i, iops=100.0 + i)
+                               for rw in patterns for i in range(3)])
+    console = Console(width=400, record=True, file=io.StringIO(), color_system=None)
+    console.print(results_table(points, "t"))
+    shown, summary = console.export_text(), summary_table(points)
+    assert rate_unit(p.rw for p in points) == unit
+    for text in (shown, summary):
+        assert f"{unit} ± 95% CI" in text and (unit == "IOPS/ops/s" or "IOPS/ops/s" not in text), text
+
+
 def test_a_column_of_unknown_verdicts_says_why_once() -> None:
     """Points without telemetry of the machines all read "?": one line under the table says why, once (the verdict
     lines only spoke when some point had a verdict); a point "?" for a fault in every repetition says that."""

@@ -7,8 +7,8 @@ from enum import StrEnum
 
 __all__ = [
     "FILL_JOB", "METADATA_PHASES", "METADATA_RW", "MIXED_RW", "NFS_METADATA_ENGINE", "OBJECT_REQUESTS", "OBJECT_RW",
-    "PHASE_AS_TRIM", "RW_DIRECTIONS", "VOLUME_OPERATIONS", "Direction", "Status", "is_metadata", "is_object",
-    "is_size_based", "is_volume_operation", "operation_of", "rate_name", "rw_writes",
+    "PHASE_AS_TRIM", "RW_DIRECTIONS", "VOLUME_OPERATIONS", "Direction", "Status", "counts_operations", "is_metadata",
+    "is_object", "is_size_based", "is_volume_operation", "operation_of", "rate_name", "rw_writes",
 ]
 
 
@@ -104,6 +104,12 @@ OBJECT_REQUESTS = {"read": "GET", "write": "PUT", "trim": "DELETE"}
 def is_volume_operation(rw: str) -> bool:
     """True for the Kubernetes volume operations (provision, attach, snapshot, restore, clone, expand)."""
     return rw in VOLUME_OPERATIONS
+
+
+def counts_operations(rw: str) -> bool:
+    """True when the point's rate counts operations (a file created, stat'ed or deleted, an object request, a volume
+    operation) rather than I/Os: ops/s, not IOPS."""
+    return is_metadata(rw) or is_object(rw) or is_volume_operation(rw)
 
 
 def operation_of(rw: str, direction: str) -> str:

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from rich.table import Table
 from rich.text import Text
 
-from storbench.report.labels import comparison_label, varying_comparison_lab
-from storbench.report.tables import fit_columns, iops_with_ci, plain_cell, rate_unit
+from storbench.report.labels import comparison_label, rate_unit, varying_comparison_lab
+from storbench.report.tables import fit_columns, iops_with_ci, plain_cell
 from storbench.report.warning_text import points_text
 from storbench.safe_text import safe_text
 from storbench.stats.compare_cells import STOPPING_RULE_MARKS, PointComparison, Verdict
@@ -103,7 +103,7 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
                   title_justify="left", header_style="bold")
     lab_keys = varying_comparison_lab(comparisons)
     # (header, priority: 0 essential .. 3 first to go; the point label wraps instead of going)
-    rate = rate_unit([c.baseline for c in comparisons])  # ops/s for creates, stats, deletes and S3 requests
+    rate = rate_unit(c.baseline.rw for c in comparisons)  # ops/s for creates, stats, deletes and S3 requests
     # what a fault did, where the points had faults: the blackout essential, the others before bandwidth goes
     faulted = [(field, header, priority) for field, header, priority in TERMINAL_FAILOVER_COLUMNS
                if any(c.cell(field) is not None for c in comparisons)]

@@ -8,9 +8,10 @@ from collections.abc import Mapping, Sequence
 
 from storbench.faults import PAST_TENSE
 from storbench.fio.logs import LogRow
-from storbench.model import StoredRepetition, is_metadata, is_object
+from storbench.model import StoredRepetition
 from storbench.model.fault_record import WriteCheck
 from storbench.report.figures import LATENCY_COLOR, THROUGHPUT_COLOR, FigureSpec, Mark, Series
+from storbench.report.labels import rate_unit
 from storbench.stats.estimate import Estimate
 from storbench.stats.failover_points import (
     PointFailover,
@@ -328,7 +329,7 @@ def timeline_figure(repetition: StoredRepetition, figure_id: str, label: str) ->
     if found.fault is None or window is None or not logs:
         return None
     start_ms, end_ms = measured_section(logs, window, run_length_s(repetition), round(found.fault.at_s * 1000))
-    rate = "ops/s" if is_metadata(repetition.case.workload.rw) or is_object(repetition.case.workload.rw) else "IOPS"
+    rate = rate_unit([repetition.case.workload.rw])
     iops = merged_iops(logs, window, start_ms, end_ms)
     xs = tuple((k + 0.5) * window / 1000 for k in range(len(iops)))
     lat = sorted((row for log in logs for row in log.max_lat if start_ms < row.t_ms <= end_ms), key=lambda r: r.t_ms)

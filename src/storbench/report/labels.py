@@ -7,11 +7,12 @@ asked for, and the lab settings that tell the labelled points apart.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from storbench.model import (
     Case,
     WorkloadPoint,
+    counts_operations,
     is_metadata,
     is_object,
     is_volume_operation,
@@ -34,13 +35,11 @@ def direction_label(rw: str, direction: str) -> str:
     return operation_of(rw, direction)
 
 
-def rate_header(points: Sequence[PointSummary]) -> str:
-    """The rate column's name: IOPS, or IOPS/ops/s when metadata or object operations are among the rows (each
-    is one timed operation: a file created, stat'ed or deleted, or one whole-object request)."""
-    if points and all(is_volume_operation(p.rw) for p in points):
-        return "ops/s"
-    return "IOPS/ops/s" if any(is_metadata(p.rw) or is_object(p.rw) or is_volume_operation(p.rw)
-                               for p in points) else "IOPS"
+def rate_unit(rws: Iterable[str]) -> str:
+    """A rate's unit for points of these patterns: IOPS for block I/O, ops/s for operations (a file created,
+    stat'ed or deleted, an object request, a volume operation: each one timed operation, no I/O), both for a mix."""
+    operations = [counts_operations(rw) for rw in rws]
+    return "IOPS" if not any(operations) else "ops/s" if all(operations) else "IOPS/ops/s"
 
 
 def hidden_text(w: WorkloadPoint, field: str) -> str:

@@ -17,7 +17,7 @@ from storbench.report.figures import (
     log2_ticks,
     spread_labels,
 )
-from storbench.report.labels import block_size, curve_lab_keys, curve_label, point_label, rate_header, varying_lab_keys
+from storbench.report.labels import block_size, curve_lab_keys, curve_label, point_label, rate_unit, varying_lab_keys
 from storbench.report.saturation_tables import knee_text
 from storbench.stats.bottleneck import Bottleneck
 from storbench.stats.curve import BLOCK_SIZE, LOAD_AXES, Axis, CurveKey, axis_value
@@ -101,9 +101,10 @@ def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         marks = expected_marks([p for v in lines.values() for p in v], "iops")
         top = max([y + e for s in series for y, e in zip(s.y, s.error_y or [0.0] * len(s.y), strict=True)]
                   + [m.value for m in marks])  # headroom above the highest point for its verdict
+        rate = rate_unit(p.rw for p in points)
         figures.append(FigureSpec(
-            figure_id=f"iops-vs-{axis}", title=f"{rate_header(points)} vs {axis}, with bottleneck verdicts",
-            x_label=axis, y_label=rate_header(points), series=tuple(series), x_log=True, x_tickvals=tickvals,
+            figure_id=f"iops-vs-{axis}", title=f"{rate} vs {axis}, with bottleneck verdicts",
+            x_label=axis, y_label=rate, series=tuple(series), x_log=True, x_tickvals=tickvals,
             x_ticktext=ticktext,
             section="Utilisation and bottlenecks", y_marks=marks, y_range=(0.0, 1.15 * top) if top > 0 else None,
             caption="Mean IOPS with 95 % CI; the label at each point "

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from storbench.model.objective import LatencyObjective
-from storbench.report.labels import curve_lab_keys, curve_label
-from storbench.report.tables import plain_cell, rate_unit
+from storbench.report.labels import curve_lab_keys, curve_label, rate_unit
+from storbench.report.tables import plain_cell
 from storbench.stats.knee import MIN_LATENCY_GROWTH, Curve, CurvePoint, Knee, KneeKind, best_under_objective
 from storbench.stats.slo import Verdict, verdict
 from storbench.stats.trend import FLAT_MARGIN, what_would_tell
@@ -17,7 +17,7 @@ from storbench.units import format_latency_ns
 
 
 def _point_figures(point: CurvePoint) -> str:
-    return f"{point.iops:,.0f} {rate_unit([point.point])}, p99 {format_latency_ns(point.lat_p99_ns)}"
+    return f"{point.iops:,.0f} {rate_unit([point.point.rw])}, p99 {format_latency_ns(point.lat_p99_ns)}"
 
 
 def _knee_text(point: CurvePoint, axis: str) -> str:
@@ -66,7 +66,7 @@ def knee_text(curve: Curve) -> str:
 
 
 def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | None) -> Table:
-    rate = rate_unit([p.point for curve in curve_list for p in curve.points])
+    rate = rate_unit(p.point.rw for curve in curve_list for p in curve.points)
     table = Table(title=f"saturation: {rate} against load", title_justify="left", header_style="bold")
     table.add_column("curve")
     table.add_column("points", justify="right")

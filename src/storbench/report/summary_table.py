@@ -12,7 +12,7 @@ from storbench.report.labels import (
     distinct_text,
     lab_text,
     options_text,
-    rate_header,
+    rate_unit,
     varying_lab_keys,
 )
 from storbench.report.tables import expected_cell, iops_with_ci, telemetry_cell, telemetry_columns
@@ -51,10 +51,11 @@ def summary_table(points: Sequence[PointSummary]) -> str:
     # hidden fields that tell rows apart (an ioengine sweep), as in the terminal: rows had read the same but numbers
     varies = {id(p): " ".join(distinct_text(p, options=with_options)) for p in points}
     with_varies = any(varies.values())
+    rate = rate_unit(p.rw for p in points)
     head = ("target", "rw", "bs", "iodepth", "jobs", *(("clients",) if with_clients else ()),
             *(("varies",) if with_varies else ()),
             *(("fio options",) if with_options else ()), *(("lab",) if lab_keys else ()), "dir", "n",
-            f"{rate_header(points)} ± 95% CI", "CV", "MiB/s", *(("% exp",) if with_expected else ()), "mean", "p50",
+            f"{rate} ± 95% CI", "CV", "MiB/s", *(("% exp",) if with_expected else ()), "mean", "p50",
             "p95", "p99", "p99.9", "cpu %", "disk %", *(name for name, _, _ in extra), "verdict", "warnings")
     rows = []
     for p in points:

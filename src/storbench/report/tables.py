@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from rich.table import Table
 from rich.text import Text
 
-from storbench.model import is_metadata, is_object, is_volume_operation
+from storbench.model import is_metadata, is_volume_operation
 from storbench.report.labels import (
     block_size,
     direction_label,
@@ -17,7 +17,7 @@ from storbench.report.labels import (
     lab_text,
     options_text,
     point_label,
-    rate_header,
+    rate_unit,
     varying_lab_keys,
 )
 from storbench.safe_text import safe_text
@@ -179,7 +179,7 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
         *((("lab", "left", 1, lambda p: lab_text(p, lab_keys)),) if lab_keys else ()),
         ("dir", "left", 0, lambda p: direction_label(p.rw, p.direction_name) or "-"),
         ("n", "right", 0, lambda p: f"{p.repetitions_ok}/{p.repetitions_total}"),
-        (f"{rate_header(points)} ± 95% CI", "right", 0, lambda p: iops_with_ci(p.metric("iops"))),
+        (f"{rate_unit(p.rw for p in points)} ± 95% CI", "right", 0, lambda p: iops_with_ci(p.metric("iops"))),
         ("CV", "right", 3, iops_cv), ("MiB/s", "right", 2, lambda p: "-" if is_metadata(p.rw)  # no data moved
                                          else _mean(p.metric("bw_bytes_per_s"), ",.1f", 1048576)),
         *((("% exp", "right", 2, expected_cell),) if with_expected else ()),
@@ -205,7 +205,7 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
     if width is not None and table_width([widths[i] for i in keep]) > width:
         # the essential columns alone are too wide (a million IOPS with its interval): the interval as a share of
         # the mean and the warning mark beside the verdict, rather than a table cut at the terminal's edge
-        specs = compact_specs(specs, rate=rate_header(points))
+        specs = compact_specs(specs, rate=rate_unit(p.rw for p in points))
         cells = _cells(specs, points)
         widths, keep = _laid_out(specs, cells, width)
     wrapped = _wrap_to_fit(specs, widths, keep, width)
@@ -317,9 +317,3 @@ def verdict_lines(points: Sequence[PointSummary]) -> list[str]:
     """One line per case: the bottleneck and its evidence."""
     return [f"{label}: {verdict.kind.value} — {verdict.evidence}" for label, verdict in case_verdicts(points)]
 
-
-def rate_unit(points: Sequence[PointSummary]) -> str:
-    """IOPS for block I/O, ops/s for file operations and object requests (a file created is no I/O), both for a
-    mix."""
-    operations = [is_metadata(p.rw) or is_object(p.rw) or is_volume_operation(p.rw) for p in points]
-    return "IOPS" if not any(operations) else "ops/s" if all(operations) else "IOPS/ops/s"
