@@ -79,3 +79,17 @@ def test_history_takes_the_old_name(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code == 0, err
     new = run_cli(capsys, "history", "--db", str(db), "--metric", "bw_bytes_per_s", "--format", "json")[1]
     assert json.loads(old) == json.loads(new) and "bw_bytes_per_s" in old
+
+
+def test_a_mistyped_field_is_pointed_at_the_name_with_its_unit() -> None:
+    from storbench.errors import UserError
+    from storbench.selection import filter_where
+
+    o = observation(bw_bytes_per_s=5e6, cpu_usr_pct=3.0)
+    for typo, now in (("cpu_usrr", "cpu_usr_pct"), ("bw_bytes_per_sec", "bw_bytes_per_s")):
+        try:
+            filter_where([o], [f"{typo}=1"])
+        except UserError as error:
+            assert error.hint == f"did you mean {now!r}?", error.hint  # not the old name, still taken
+        else:
+            raise AssertionError("a mistyped field was taken")

@@ -35,6 +35,7 @@ from storbench.stats.selectors import Question, parse_selector
 from storbench.stats.sequential import SequentialPlan
 from storbench.stats.steady import steady_windows
 from storbench.store import open_store
+from storbench.units import RENAMED_METRICS
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
     from storbench.model.objective import LatencyObjective
@@ -209,7 +210,7 @@ def filter_where(observations: Sequence[Observation], where: Sequence[str],
     pairs = parse_where(where)
     unknown = match.unknown_keys([k for k, _ in pairs], observations)
     if unknown:
-        known = [*match.known_keys(observations), *match.ALIASES]
+        known = [*match.known_keys(observations), *(a for a in match.ALIASES if a not in RENAMED_METRICS)]
         raise UserError(f"--where: unknown field {unknown[0]!r}",
                         hint=did_you_mean(unknown[0], known) or "fields are the export's (`storbench export "
                         "--format json` shows them), the table's column names (qd, jobs, dir), lab settings, run "

@@ -1,5 +1,5 @@
 """rich tables for the terminal: the results table of points, its cells and the verdict lines under it; the cells
-the other tables share (``plain_cell``, ``iops_with_ci``, ``fit_columns``, ``rate_unit``). Pure: data in, a
+the other tables share (``plain_cell``, ``iops_with_ci``, ``fit_columns``). Pure: data in, a
 renderable out (the CLI prints it)."""
 
 from __future__ import annotations

@@ -262,6 +262,8 @@ def round_value(repetition: StoredRepetition, metric: str) -> float | None:
         return sum(d.iops for d in directions)
     if metric == "bw_bytes_per_s":
         return sum(d.bw_bytes_per_s for d in directions)
+    if metric != "lat_mean_ns":
+        raise ValueError(f"steady state tracks iops, bw_bytes_per_s or lat_mean_ns, not {metric!r}")
     samples = sum(d.lat.samples for d in directions)
     return sum(d.lat.mean_ns * d.lat.samples for d in directions) / samples if samples else None
 
