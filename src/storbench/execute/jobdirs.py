@@ -15,11 +15,14 @@ import re
 import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 # tempfile's names: the prefix, then 8 characters of [a-z0-9_]
 _JOB_DIR_RE = re.compile(r"storbench-(?:clients-)?([0-9]{1,10})-[a-z0-9_]{8}")
+# a directory changed this recently is never taken for stale: it may be between its making and its lock
+FRESH_S = 60.0
 
 
 @contextlib.contextmanager
@@ -66,12 +69,13 @@ def _in_use(path: str) -> bool:
     return False
 
 
-def remove_stale_job_dirs(parent: str | Path | None = None) -> list[Path]:
+def remove_stale_job_dirs(parent: str | Path | None = None, now_s: float | None = None) -> list[Path]:
     """Remove the job directories in ``parent`` (the temporary directory) that no storbench holds: ours (same
-    user), real directories (never a link), named by ``job_dir``, whose lock is free and whose pid is not alive
-    here (a storbench before the lock held none). Left open: the moment between a directory's making and its lock
-    (one system call), in which a storbench in another PID namespace could take it for stale."""
+    user), real directories (never a link), named by ``job_dir``, unchanged for `FRESH_S` (one just made may not
+    be locked yet: a storbench in another PID namespace has a pid this one cannot see), whose lock is free and
+    whose pid is not alive here (a storbench before the lock held none)."""
     root = Path(parent or tempfile.gettempdir())
+    now_s = time.time() if now_s is None else now_s
     removed = []
     try:
         entries = list(os.scandir(root))
@@ -85,8 +89,8 @@ def remove_stale_job_dirs(parent: str | Path | None = None) -> list[Path]:
             info = entry.stat(follow_symlinks=False)
         except OSError:
             continue
-        if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or _alive(int(match.group(1)))
-                or _in_use(entry.path)):
+        if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or now_s - info.st_mtime < FRESH_S
+                or _alive(int(match.group(1))) or _in_use(entry.path)):
             continue
         shutil.rmtree(entry.path, ignore_errors=True)
         if not os.path.lexists(entry.path):
