@@ -49,21 +49,36 @@ def test_the_watchdog_stops_a_process_that_runs_too_long_and_its_children(
 
 
 # Run as pid 1 of a PID namespace of its own: a process held, ended and reaped; the next pid set to its pid (the
-# namespace's ns_last_pid), so another program gets it; the held one signalled.
+# namespace's ns_last_pid), so another program gets it; the held one signalled. Then a process listed, ended and its
+# pid given to another program before it is held: that one is not held.
 _REUSED_PID = """
-import signal, subprocess
+import os, signal, subprocess, time
 from storbench.execute import supervisor
+
+def reuse(pid):
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(pid - 1))
+    other = subprocess.Popen(["sleep", "60"])
+    assert other.pid == pid, (other.pid, pid)
+    return other
+
 first = subprocess.Popen(["sleep", "60"])
-(held,) = supervisor._held([first.pid])
+listed = [child for child in supervisor.descendants(os.getpid()) if child[0] == first.pid]
+(held,) = supervisor._held(listed)
 first.kill(); first.wait()
-with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-    f.write(str(first.pid - 1))
-other = subprocess.Popen(["sleep", "60"])
-assert other.pid == first.pid, (other.pid, first.pid)
+other = reuse(first.pid)
 assert not held.running()
 held.signal(signal.SIGKILL)
 print("other still running" if other.poll() is None else "other killed")
 other.kill(); other.wait(); held.close()
+
+second = subprocess.Popen(["sleep", "60"])
+listed = [child for child in supervisor.descendants(os.getpid()) if child[0] == second.pid]
+second.kill(); second.wait()
+time.sleep(0.05)  # start times count clock ticks (10 ms): the other program starts in a later one
+other = reuse(second.pid)
+print("listed, then its pid another's: held" if supervisor._held(listed) else "listed, then its pid another's: not held")
+other.kill(); other.wait()
 """
 
 
@@ -83,7 +98,7 @@ def test_a_process_held_is_not_mistaken_for_one_that_got_its_pid_later() -> None
     done = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", _REUSED_PID],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "other still running"
+    assert done.stdout.split("\n")[:2] == ["other still running", "listed, then its pid another's: not held"], done.stdout
 
 
 def test_a_watchdog_longer_than_poll_takes_still_waits(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -71,32 +71,37 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         pass
 
 
-def descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (children, theirs, ...), read from /proc. fio's job processes call setsid(),
-    so they are in neither fio's process group nor its session: killing the group alone leaves a job stuck in
-    libnfs or librbd running, reparented to init."""
-    children: dict[int, list[int]] = {}
+def _stat_fields(pid: int | str) -> list[str]:
+    """/proc/PID/stat's fields from the third (state) on ([] when gone): the command name may hold ')'."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return []
+
+
+def descendants(pid: int) -> list[tuple[int, str]]:
+    """Every process below ``pid`` (children, theirs, ...), read from /proc, with its start time (field 22, to
+    know it again). fio's job processes call setsid(), so they are in neither fio's process group nor its
+    session: killing the group alone leaves a job stuck in libnfs or librbd running, reparented to init."""
+    children: dict[int, list[tuple[int, str]]] = {}
     for entry in process_dirs():
-        try:
-            stat_text = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat_text.rsplit(")", 1)[-1].split()
-        if len(fields) > 1 and fields[1].isdigit():
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found: list[int] = []
+        fields = _stat_fields(entry.name)
+        if len(fields) > 19 and fields[1].isdigit():
+            children.setdefault(int(fields[1]), []).append((int(entry.name), fields[19]))
+    found: list[tuple[int, str]] = []
     todo = [pid]
     while todo:
         for child in children.get(todo.pop(), []):
             found.append(child)
-            todo.append(child)
+            todo.append(child[0])
     return found
 
 
 def kill_group(process: subprocess.Popen[bytes], grace_s: float) -> None:
     """SIGTERM the whole process group and every process below it (fio's jobs are sessions of their own),
     then SIGKILL them if they have not gone after ``grace_s``. The processes below are held by pidfds from the
-    moment they are listed: one that ends meanwhile and whose pid another program then gets is not signalled."""
+    moment they are listed (their start times checked): one that ends meanwhile and whose pid another program then
+    gets is not signalled."""
     below = _held(descendants(process.pid))  # before the parent dies and its jobs are reparented
     try:
         for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
@@ -144,23 +149,27 @@ class _Held:
 
 def _running(pid: int) -> bool:
     """Alive and not a zombie (a zombie's parent, init once it is reparented, reaps it)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+    fields = _stat_fields(pid)
+    return bool(fields) and fields[0] != "Z"
 
 
-def _held(pids: Sequence[int]) -> list[_Held]:
-    """Each of ``pids`` held (`_Held`); one that has already ended is left out."""
+def _held(processes: Sequence[tuple[int, str]]) -> list[_Held]:
+    """Each of ``processes`` (pid, start time as listed) held (`_Held`); one that has already ended is left out,
+    as is a pid that another program got between the listing and its pidfd (its start time is another)."""
     held = []
-    for pid in pids:
+    for pid, started in processes:
         try:
-            held.append(_Held(pid, os.pidfd_open(pid)))
+            pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
             continue
         except OSError:  # no pidfds here
             held.append(_Held(pid, None))
+            continue
+        fields = _stat_fields(pid)  # read after the pidfd: the same start time, the same process
+        if len(fields) > 19 and fields[19] == started:
+            held.append(_Held(pid, pidfd))
+        else:
+            os.close(pidfd)
     return held
 
 
