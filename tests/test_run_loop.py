@@ -977,6 +977,12 @@ def test_a_case_with_faults_has_its_files_laid_out_before_its_first_repetition(t
     assert "target t: laying its files out before the faults failed (fio exited 1: No space left on device); fio " \
            "lays them out in the repetition, across the faults' times" in observer.events
     assert len(fake.calls) == 4  # the repetitions run all the same
+    monkeypatch.setattr(orchestrate, "env_secrets", lambda env: ("s3cr3t-key-value",))  # as an S3 target's keys
+    fake = FakeExecutor(_ok)
+    fake.layout_failure = "fio exited 1: http_s3_key=s3cr3t-key-value refused"
+    _, observer = _run(tmp_path, store, fake)
+    assert any("laying its files out before the faults failed" in line for line in observer.events)
+    assert not any("s3cr3t" in line for line in observer.events), observer.events  # fio's complaint, key hidden
     # a case whose job makes its objects or files in a fill section (an S3 GET): after the fill ran alone, its
     # repetitions run without it; after a failed one, with it (fio makes them in the repetition)
     from storbench.fio import layout

@@ -128,6 +128,35 @@ def test_fio_runs_without_the_operators_credentials_in_its_environment(tmp_path:
     _assert_no_key((tmp_path / "env.txt").read_text(), "fio's environment")
 
 
+def test_lab_daemons_and_tools_run_without_the_operators_credentials(tmp_path: Path, keys: None) -> None:
+    """A lab's daemons (radosgw, the registry, the Kubernetes control plane: network-facing, kept with --keep-lab)
+    and the tools labs and targets run (rbd, skopeo, ip) never hold the operator's keys in their environment."""
+    from storbench.lab.process import start_daemon
+    from storbench.shell import run
+
+    seen = run(["env"], timeout_s=10)
+    assert "PATH=" in seen and "AWS_" not in seen
+    _assert_no_key(seen, "a tool's environment")
+    pid = start_daemon(["sleep", "30"], tmp_path / "daemon.log")
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        assert b"PATH=" in environ and b"AWS_" not in environ
+        _assert_no_key(environ, "a daemon's environment")
+    finally:
+        os.kill(pid, 9)
+
+
+def test_a_binding_never_prints_its_keys() -> None:
+    """The S3 keys a target's binding carries for fio's environment are left out of its printed form (a log line,
+    an exception's locals)."""
+    from storbench.execute.base import FioSetup
+    from storbench.fio.jobfile import JobBinding
+
+    env = (("STORBENCH_S3_KEY_ID", KEY_ID), ("STORBENCH_S3_KEY", SECRET))
+    for shown in (repr(JobBinding(options=(("http_host", "h"),), env=env)), repr(FioSetup(env=env))):
+        _assert_no_key(shown, "a printed binding")
+
+
 def test_plan_reads_no_credential_and_sends_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                      keys: None) -> None:
     fifo = tmp_path / "credentials"

@@ -77,7 +77,7 @@ listed = [child for child in supervisor.descendants(os.getpid()) if child[0] == 
 second.kill(); second.wait()
 time.sleep(0.05)  # start times count clock ticks (10 ms): the other program starts in a later one
 other = reuse(second.pid)
-print("listed, then its pid another's: held" if supervisor._held(listed) else "listed, then its pid another's: not held")
+print("listed, then its pid another's:", "held" if supervisor._held(listed) else "not held")
 other.kill(); other.wait()
 """
 
@@ -98,7 +98,8 @@ def test_a_process_held_is_not_mistaken_for_one_that_got_its_pid_later() -> None
     done = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", _REUSED_PID],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[:2] == ["other still running", "listed, then its pid another's: not held"], done.stdout
+    lines = done.stdout.split("\n")
+    assert lines[:2] == ["other still running", "listed, then its pid another's: not held"], done.stdout
 
 
 def test_a_watchdog_longer_than_poll_takes_still_waits(monkeypatch: pytest.MonkeyPatch) -> None:

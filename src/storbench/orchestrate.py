@@ -45,7 +45,7 @@ from storbench.model import (
     lab_group_key,
 )
 from storbench.plan import expand
-from storbench.redact import env_secrets, redact_outcome
+from storbench.redact import env_secrets, redact_outcome, redact_text
 from storbench.report.events import case_text
 from storbench.resume import check_design_unchanged, restart_unsettled_points, resumed_run
 from storbench.run_search import in_order
@@ -312,8 +312,9 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 # fio would lay the files out after its launch, the moment the faults are timed from
                 laid_out.add(item.case.case_id)
                 began_s = time.monotonic()
-                why = executor.lay_out(item.case, tuple(layout_job(text) for text in job_texts),
-                                       layout_seconds(item.case, config.timeout_grace), fio)
+                why = redact_text(executor.lay_out(item.case, tuple(layout_job(text) for text in job_texts),
+                                                   layout_seconds(item.case, config.timeout_grace), fio),
+                                  env_secrets(fio.env))  # fio's complaint may echo a key (shown, never stored)
                 if why or first:
                     observer.event(LayoutFailed(item.case.target.name, why) if why
                                    else LaidOut(item.case.target.name, time.monotonic() - began_s,

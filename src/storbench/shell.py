@@ -17,15 +17,17 @@ from contextlib import contextmanager
 from types import FrameType
 
 from storbench.errors import UserError
+from storbench.redact import without_secrets
 
 
 def _finished(argv: Sequence[str], timeout_s: float, input_text: str | None) -> subprocess.CompletedProcess[str]:
     """The command run to its end in a session of its own. Past ``timeout_s``, or when storbench is interrupted
     while waiting, the whole session is killed (what the command started too), then TimeoutExpired or the
-    interrupt goes on."""
+    interrupt goes on. It gets storbench's environment less its credentials (`redact.without_secrets`): no tool a
+    lab or target runs needs the operator's keys."""
     with subprocess.Popen(list(argv), stdin=subprocess.PIPE if input_text is not None else None,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          start_new_session=True) as process:
+                          start_new_session=True, env=without_secrets(os.environ)) as process:
         try:
             out, err = process.communicate(input_text, timeout=timeout_s)
         except BaseException:

@@ -9,7 +9,7 @@ the clients' files one after the other (`stored_job_text`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from storbench.fio.jobfile import JobBinding, render_client_jobs, render_job
@@ -25,7 +25,7 @@ class FioSetup:
 
     version: str = ""
     binary: str | None = None
-    env: tuple[tuple[str, str], ...] = ()
+    env: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # may hold the S3 keys: never printed
 
 
 PLAIN_FIO = FioSetup()

@@ -222,8 +222,9 @@ class HostsExecutor(StartsAtOnce):
                  fio: FioSetup = PLAIN_FIO) -> RepetitionOutcome:
         """The servers run their own fio: ``fio.binary`` stays on this machine, and of ``fio.env`` only the S3
         keys go, inside the job texts sent (never stored), and only to the hosts lab's servers on this machine: a
-        plan's own servers expand ``${STORBENCH_S3_KEY_ID}`` and ``${STORBENCH_S3_KEY}`` in their own environment
-        (the operator's keys never leave this machine). With more than one client the job texts gain the start
+        plan's own servers are refused for S3 targets (`config.operation_checks`), since fio's client expands
+        ``${...}`` from its own environment before it sends a job file (the operator's keys never leave this
+        machine). With more than one client the job texts gain the start
         barrier (and are stored with it: what ran)."""
         chosen = list(self.servers[:case.clients])
         barrier_at_s: float | None = None

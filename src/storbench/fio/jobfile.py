@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from storbench.fio.allowlist import is_allowed
 from storbench.model import (
@@ -41,7 +41,7 @@ class JobBinding:
     environment fio needs for it (CEPH_CONF for the rbd engine)."""
 
     options: tuple[tuple[str, str], ...]
-    env: tuple[tuple[str, str], ...] = ()
+    env: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # may hold the S3 keys: never printed
     fio_binary: str | None = None  # a target that needs a special fio (the nfs engine)
     external_engine: str | None = None  # the shared object of storbench's NFS metadata engine
 

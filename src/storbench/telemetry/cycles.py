@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from storbench.redact import without_secrets
 from storbench.telemetry.perf import (
     CYCLES_EVENT,
     HOST_ENTITY,
@@ -68,7 +69,8 @@ class CycleCounter:
             try:
                 process = subprocess.Popen(perf_stat_arguments(self._perf, self.event, pids, str(output)),
                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.DEVNULL, start_new_session=True)
+                                           stderr=subprocess.DEVNULL, start_new_session=True,
+                                           env=without_secrets(os.environ))
             except OSError as error:
                 self._problems.append(f"perf stat for {entity}: {error}")
                 continue
