@@ -146,6 +146,17 @@ def test_lab_daemons_and_tools_run_without_the_operators_credentials(tmp_path: P
         os.kill(pid, 9)
 
 
+def test_the_environment_programs_get_keeps_no_credential_of_any_common_shape() -> None:
+    from storbench.redact import without_secrets
+
+    secret = {"AWS_SESSION_TOKEN": "t", "SMTP_PASS": "p", "DATADOG_APIKEY": "k", "GITHUB_PAT": "g",
+              "RCLONE_CONFIG_PASS": "r", "MC_HOST_play": "https://id:key@play.min.io", "DB_PASSWORD": "d",
+              "https_proxy": "http://user:pw@proxy:3128", "CEPH_SECRET": "c", "VAULT_TOKEN": "v", "API_KEY": "a"}
+    kept = {"PATH": "/usr/bin", "HOME": "/root", "http_proxy": "http://proxy:3128", "KUBECONFIG": "/k",
+            "REGISTRY_AUTH_FILE": "/run/containers/auth.json", "CEPH_CONF": "/etc/ceph/ceph.conf", "LANG": "C.UTF-8"}
+    assert without_secrets({**secret, **kept}) == kept
+
+
 def test_a_binding_never_prints_its_keys() -> None:
     """The S3 keys a target's binding carries for fio's environment are left out of its printed form (a log line,
     an exception's locals)."""

@@ -31,14 +31,19 @@ def env_secrets(env: Sequence[tuple[str, str]]) -> tuple[str, ...]:
     return tuple(value for name, value in env if name in SECRET_ENV)
 
 
-_SECRET_VARIABLE = re.compile(r"AWS_.*|.*(?:SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL).*|.*_KEY(?:_ID)?",
+# Variables that may hold a credential, by name: AWS_*, MinIO's MC_HOST_* (a URL with its keys), anything named like
+# a secret, token, password (PASS, PASSWD), credential, key or API key, a personal access token (GITHUB_PAT)
+_SECRET_VARIABLE = re.compile(r"AWS_.*|MC_HOST_.*|.*(?:SECRET|TOKEN|PASS|CREDENTIAL|APIKEY).*|.*_KEY(?:_ID)?|.*_PAT",
                               re.IGNORECASE)
+_URL_WITH_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/@\s]+:[^/@\s]*@")  # https_proxy=http://u:p@host
 
 
 def without_secrets(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment fio runs with: storbench's, less every variable that may hold a credential (the operator's
-    AWS_* keys among them); what fio needs for a target is added back by name."""
-    return {name: value for name, value in environ.items() if not _SECRET_VARIABLE.fullmatch(name)}
+    """The environment every program storbench starts runs with (fio, lab daemons, tools): storbench's, less every
+    variable that may hold a credential (named like one, or a URL with a user and password in it, as a proxy's may
+    be); what fio needs for a target is added back by name."""
+    return {name: value for name, value in environ.items()
+            if not _SECRET_VARIABLE.fullmatch(name) and not _URL_WITH_CREDENTIALS.search(value)}
 
 
 def is_secret_option(name: str) -> bool:
