@@ -115,6 +115,36 @@ def test_the_checking_writer_on_a_file_finds_nothing_lost_and_catches_a_lying_on
     assert all(offset % block == 0 for _, offsets in result.first_bad for offset in offsets)
 
 
+def test_the_writer_writes_each_block_once_before_any_again_so_every_write_is_read_back(tmp_path: Path) -> None:
+    """Each thread visits its blocks in a shuffled order, each once before any again: with more blocks than writes
+    no block is written twice, so each acknowledged write is its block's last and is read back (a block written
+    again hides an earlier write's loss: bench/write_check_power.py). With fewer, every block of a thread is one
+    pass ahead of the others at most."""
+    from storbench.execute.checker import check, write_blocks, write_check
+    from storbench.execute.regions import FileRegion
+
+    block = 4096
+    for blocks, iops, seconds in ((512, 400.0, 0.3), (64, None, 0.3)):
+        data = tmp_path / f"{blocks}.img"
+        data.write_bytes(bytes(blocks * block))
+        region = FileRegion(str(data), direct=False)
+        region.open()
+        record = write_blocks(region, writer=3, block_bytes=block, blocks=blocks, seconds=seconds, depth=4, iops=iops)
+        found = write_check(check(region, record, writer=3, block_bytes=block, blocks=blocks), record)
+        region.close()
+        generations = {index: journal.acknowledged or 0 for index, journal in record.journals.items()}
+        assert not found.bad and record.errors == 0, found
+        if blocks > record.writes:  # the region outlasts the writes: none written twice, all read back
+            assert record.writes > 20 and set(generations.values()) == {1}, generations
+            assert found.read_back == found.acknowledged == record.writes
+        else:  # passes over each thread's blocks: written n or n + 1 times, never n + 2
+            assert record.writes > 4 * blocks, record.writes
+            for thread in range(4):
+                mine = [generations.get(i, 0) for i in range(thread, blocks, 4)]
+                assert max(mine) - min(mine) <= 1, (thread, mine)
+            assert found.read_back == blocks < found.acknowledged
+
+
 def test_a_block_that_cannot_be_read_back_is_no_lost_write(tmp_path: Path) -> None:
     """Storage that fails reads after a fault (EIO, ESTALE on NFS): the check says it could not read back (no
     evidence either way), never that acknowledged writes were lost."""

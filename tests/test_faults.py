@@ -310,6 +310,15 @@ def test_check_writes_refuses_what_it_cannot_write_beside_fio_in_one_line(
     `plan`, each in one line with the fix."""
     code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, CHECK_PLAN)))
     assert code == 0 and "check_writes: beside fio, 256 stamped blocks of 4k written at 300 a second" in out, out + err
+    # 256 blocks for about 300 x (2 s + 10 s) writes: only each block's last is read back, and plan says so
+    said = " ".join(out.split())
+    assert "a repetition may write about 3,600: a block is written again after about 1 s and only its last write " \
+        "is read back, so a write lost and then replaced goes unseen (blocks: 3,600 reads back each)" in said, said
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, CHECK_PLAN.replace("blocks: 256, ", ""),
+                                                            "default.yaml")))
+    said = " ".join(out.split())
+    assert code == 0 and "check_writes: beside fio, 3,600 stamped blocks of 4k" in said, out + err  # one a write
+    assert "each acknowledged write is read back" in said and "only its last" not in said, said
     refusals = [
         ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: nfs, url: 'nfs://10.0.0.1/x', size: 8MiB}",
          "cannot write beside fio on nfs target 'here'"),
@@ -318,6 +327,7 @@ def test_check_writes_refuses_what_it_cannot_write_beside_fio_in_one_line(
         ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: block, device: /dev/vdz, size: 8MiB}",
          "without destructive: true"),
         ("check_writes: {blocks: 256, iops: 300}", "check_writes: {bs: 1000}", "multiple of 512"),
+        ("check_writes: {blocks: 256, iops: 300}", "check_writes: {blocks: 300000}", "at most 1GiB"),
         ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: block, size: 8MiB}\nlab: {volume: {size: "
          "64MiB}}", "check_writes writes just past the size of block target 'here'; workload.size (16MiB) moves fio's "
          "I/O there"),
@@ -343,25 +353,26 @@ def test_check_writes_beside_real_fio_finds_every_acknowledged_write_and_leaves_
     from storbench.store import open_store
 
     monkeypatch.chdir(tmp_path)
-    plan = write_plan(tmp_path, CHECK_PLAN)
+    plan = write_plan(tmp_path, CHECK_PLAN.replace("blocks: 256, ", ""))  # a block for each write: all read back
     code, out, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"))
     assert code == 0, out + err
-    line = next((x for x in out.splitlines() if "writes acknowledged" in x), "")
+    line = " ".join(out.split()).split("run 1 here randwrite 4k qd4: ")[-1]
     assert "2 repetitions read back" in line and "0 lost, 0 stale, 0 torn, 0 corrupt" in line, out
-    assert "everything acknowledged is there" in line, line
+    assert "— every acknowledged write is there" in line, line
     store = open_store(tmp_path / "r.db", read_only=True)
     try:
         checks = [r.write_check for r in store.repetitions()]
     finally:
         store.close()
-    assert all(c is not None and c.blocks == 256 and c.block_bytes == 4096 and c.acknowledged > 50 and c.bad == 0
-               for c in checks), checks
+    assert all(c is not None and c.blocks == 3600 and c.block_bytes == 4096 and c.acknowledged > 50 and c.bad == 0
+               and c.read_back == c.acknowledged for c in checks), checks
     assert not (tmp_path / "data" / "storbench.check").exists()
     code, out, err = run_cli(capsys, "export", "--db", str(tmp_path / "r.db"), "--format", "json", "--where",
                              "writes_lost=0")
     records = json.loads(out)
     assert code == 0 and len(records) == 2, out + err
-    assert all(r["writes_acknowledged"] > 50 and r["writes_stale"] == r["writes_torn"] == 0 for r in records)
+    assert all(r["writes_acknowledged"] > 50 and r["writes_stale"] == r["writes_torn"] == 0
+               and r["writes_read_back"] == r["writes_acknowledged"] for r in records)
 
 
 def test_the_failover_verdict_counts_the_repetitions_a_stall_happened_in() -> None:
@@ -372,13 +383,8 @@ def test_the_failover_verdict_counts_the_repetitions_a_stall_happened_in() -> No
     from types import SimpleNamespace
 
     from storbench.model.fault_record import WriteCheck
-    from storbench.report.failover import (
-        failover_line,
-        failover_verdict,
-        scorecard_rows,
-        write_check_lines,
-        write_check_text,
-    )
+    from storbench.report.failover import failover_line, failover_verdict, scorecard_rows
+    from storbench.report.write_checks import write_check_lines, write_check_text
     from storbench.stats.estimate import estimate
     from storbench.stats.failover_points import PointFailover, RepetitionFailover
     from storbench.stats.timeline import Failover, Recovery
@@ -405,11 +411,26 @@ def test_the_failover_verdict_counts_the_repetitions_a_stall_happened_in() -> No
         return PointFailover(**fields)  # type: ignore[arg-type]
 
     stalled = point([27.0, 27.5, 28.0])
-    checked = PointWriteCheck(1, "c", 3, WriteCheck(4096, 4096, 14_122, 0), None, ())
+    checked = PointWriteCheck(1, "c", 3, WriteCheck(16384, 4096, 14_122, 0, read_back=14_122), None, ())
     said = failover_verdict(stalled, checked, "rbd randwrite 4k qd8")
     assert said.startswith("rbd randwrite 4k qd8: I/O stopped for 27.5 s [") and "after osd.1 was frozen;" in said
     assert "; shown below the level before to the end in 3 of 3, left at 92 % [87, 97];" in said, said
-    assert said.endswith("0 of 14,122 acknowledged writes lost.")
+    assert said.endswith("0 of 14,122 acknowledged writes lost (each read back).")
+    # a region with fewer blocks than writes: only each block's last write was read back, and that is all it says
+    replaced = PointWriteCheck(1, "c", 3, WriteCheck(2048, 4096, 14_122, 0, read_back=6_144), None, ())
+    assert failover_verdict(stalled, replaced, "x").endswith(
+        "0 lost of the 6,144 acknowledged writes read back, each block's last (7,978 of the 14,122 were replaced by a "
+        "later write to their block and not checked: a larger check_writes.blocks reads back each).")
+    assert write_check_text(replaced) == "0 of 6,144 read back lost (14,122 acknowledged)"
+    assert "each block's last acknowledged write is there (7,978 earlier writes replaced before the read-back, not " \
+        "checked)" in write_check_lines([replaced], {})[-1]
+    assert "every acknowledged write is there" in write_check_lines([checked], {})[-1]
+    # stored before the writes read back were counted: the claim a clean read-back supports, no more
+    older = PointWriteCheck(1, "c", 3, WriteCheck(2048, 4096, 14_122, 0), None, ())
+    assert failover_verdict(stalled, older, "x").endswith("0 lost: every block held its last acknowledged write "
+                                                          "(14,122 acknowledged; a write replaced by a later one to "
+                                                          "its block is not checked).")
+    assert write_check_text(older) == "0 lost (each block's last of 14,122 acknowledged)"
     # what happened is counted repetition by repetition: stopped in 1 of 3 (not "not shown every time")
     unsure = failover_verdict(point([0.0, 0.0, 1.8]), None, "x")
     assert "I/O stopped for 0.60 s [0.00, 3.18] after osd.1 was frozen (in 1 of 3);" in unsure, unsure
@@ -458,12 +479,14 @@ def test_the_failover_verdict_counts_the_repetitions_a_stall_happened_in() -> No
     stuck = "its writes had not returned 60 s after the repetition ended: nothing read back"
     reps = [SimpleNamespace(run_id=1, case=SimpleNamespace(case_id="c"), rep_index=i, write_check=check)
             for i, check in enumerate((WriteCheck(1000, 4096, 0, 0, error=stuck),
-                                       WriteCheck(1000, 4096, 0, 0, error=stuck), WriteCheck(1000, 4096, 450, 0)))]
+                                       WriteCheck(1000, 4096, 0, 0, error=stuck),
+                                       WriteCheck(1000, 4096, 450, 0, read_back=450)))]
     (partly,) = point_write_checks(reps)  # type: ignore[arg-type]
     assert (partly.checked, partly.unchecked) == (1, 2)
     assert write_check_text(partly) == "0 of 450 lost; 2 of 3 repetitions not checked"
     assert failover_verdict(stalled, partly, "x").endswith(
-        "; 0 of 450 acknowledged writes lost in the 1 of 3 repetitions read back; the other 2 not checked.")
+        "; 0 of 450 acknowledged writes lost (each read back) in the 1 of 3 repetitions read back; the other 2 not "
+        "checked.")
     line = write_check_lines([partly], {})[-1]
     assert "1 repetition read back" in line and "; 2 not checked: its writes" in line, line
     # two back (one of them after a degraded stretch), one not: each figure says which repetitions it is of

@@ -20,7 +20,8 @@ from functools import partial
 from storbench import __version__
 from storbench.checks import Checked, meminfo_bytes
 from storbench.config import LoadedPlan, RepeatConfig, plan_design, repeat_bounds, run_order
-from storbench.config.faults import CheckWritesConfig
+from storbench.config.faults import longest_repetition_s
+from storbench.config.schema import PlanConfig
 from storbench.errors import UserError
 from storbench.events import LaidOut, LayoutFailed, PlanVersionAdded, PreconditionRan
 from storbench.execute.base import Executor, FioSetup, stored_job_text
@@ -257,13 +258,14 @@ def _precondition(run: RunState, pre: Precondition, cases: Sequence[Case], prepa
     run.observer.event(PreconditionRan(case.target.name, pre, written, outcome.finished_at_s - outcome.started_at_s))
 
 
-def _checking_writer(check: CheckWritesConfig | None, place: CheckPlace | None, writer: int) -> CheckingWriter | None:
+def _checking_writer(config: PlanConfig, place: CheckPlace | None, writer: int) -> CheckingWriter | None:
     """`check_writes`' writer for one repetition, where the target has a place for it (the plan check refuses
     targets that have none)."""
+    check = config.check_writes
     if check is None or place is None:
         return None
-    return CheckingWriter(place.region(), blocks=check.blocks, block_bytes=check.bs, depth=check.depth,
-                          iops=check.iops, writer=writer)
+    return CheckingWriter(place.region(), blocks=check.region_blocks(longest_repetition_s(config.workload)),
+                          block_bytes=check.bs, depth=check.depth, iops=check.iops, writer=writer)
 
 
 def _fault(session: LabContext, case: Case, step: FaultStep, restore: bool) -> str:
@@ -337,7 +339,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             if recorder is not None:
                 recorder.start(executor.telemetry(item.case, config.telemetry.interval))
             case = item.case
-            checking = _checking_writer(config.check_writes, prepared.check_place, writer=position + 1)
+            checking = _checking_writer(config, prepared.check_place, writer=position + 1)
             watch = session.watch(case) if run.faults else None  # the lab's own state, through its settling
             try:
                 with watch or nullcontext():

@@ -137,9 +137,11 @@ class Record:
     recovery: str = ""
     recovery_s: float | None = None
     cluster_clean_s: float | None = None  # a lab Ceph cluster: fault to every PG active+clean again
-    # A plan with `check_writes`: what its writer beside fio had acknowledged, and the blocks read back lost,
-    # stale, torn or corrupt after the repetition (docs/methodology.md, "Nothing acknowledged lost").
+    # A plan with `check_writes`: what its writer beside fio had acknowledged, how many of those were read back
+    # (each block's last), and the blocks read back lost, stale, torn or corrupt after the repetition
+    # (docs/methodology.md, "Nothing acknowledged lost").
     writes_acknowledged: int | None = None
+    writes_read_back: int | None = None
     writes_lost: int | None = None
     writes_stale: int | None = None
     writes_torn: int | None = None
@@ -280,8 +282,8 @@ def record(o: Observation, expected: Expectation | None = None,
 def _write_check_fields(check: WriteCheck | None) -> dict[str, int | None]:
     if check is None or check.error:
         return {}
-    return {"writes_acknowledged": check.acknowledged, "writes_lost": check.lost, "writes_stale": check.stale,
-            "writes_torn": check.torn, "writes_corrupt": check.corrupt}
+    return {"writes_acknowledged": check.acknowledged, "writes_read_back": check.read_back, "writes_lost": check.lost,
+            "writes_stale": check.stale, "writes_torn": check.torn, "writes_corrupt": check.corrupt}
 
 
 def _cost_fields(o: Observation) -> dict[str, Any]:

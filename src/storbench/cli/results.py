@@ -119,10 +119,11 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
     """The results table with everything said under it: verdicts, warnings, drift, incomplete runs, what ran
     first and steady states. `show` and the end of `run` both print it. Each run's points are its own (a case
     several runs measured is a row per run, with a run column) unless ``pool``."""
-    from storbench.report.failover import failover_lines, write_check_lines
+    from storbench.report.failover import failover_lines
     from storbench.report.labels import point_label, varying_lab_keys
     from storbench.report.show_export import drift_lines, precondition_lines, steady_lines
     from storbench.report.tables import pooled_runs_line
+    from storbench.report.write_checks import write_check_lines
     from storbench.selection import design_changed_line, incomplete_line
     from storbench.stats.failover_points import point_failovers
     from storbench.stats.run_questions import planned_repetitions

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,7 @@ from storbench.units import format_block_size, format_duration
 if TYPE_CHECKING:
     from storbench.checks import Checked
     from storbench.config import LoadedPlan
+    from storbench.config.faults import CheckWritesConfig
     from storbench.model import Case
     from storbench.schedule import PlanEstimate
 
@@ -147,18 +149,36 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_writes_line(check: CheckWritesConfig, repetition_s: float) -> str:
+    """What `check_writes` does in a repetition, and whether each acknowledged write is read back (its region holds
+    a block for each write of the longest repetition) or only each block's last."""
+    from storbench.config.faults import CHECK_MARGIN_S, MAX_CHECK_BYTES  # lazy: the plan schema (pydantic)
+
+    blocks = check.region_blocks(repetition_s)
+    writes = math.ceil(check.iops * (repetition_s + CHECK_MARGIN_S))
+    line = (f"check_writes: beside fio, {blocks:,} stamped blocks of {format_block_size(check.bs)} written at "
+            f"{check.iops:,} a second at most ({check.depth} at a time, each synchronous, each block once before any "
+            "again) on each target's storage, every block read back after each repetition")
+    if writes <= blocks:
+        return line + ": each acknowledged write is read back"
+    most = MAX_CHECK_BYTES // check.bs // math.ceil(repetition_s + CHECK_MARGIN_S)  # writes/s a 1GiB region holds
+    fix = (f"blocks: {writes:,} reads back each" if writes * check.bs <= MAX_CHECK_BYTES else
+           f"its region is at most 1GiB: iops: {most:,} reads back each")
+    return (line + f"; a repetition may write about {writes:,}: a block is written again after about "
+            f"{blocks / check.iops:,.0f} s and only its last write is read back, so a write lost and then replaced "
+            f"goes unseen ({fix})")
+
+
 def _fault_lines(loaded: LoadedPlan, cases: Sequence[Case]) -> list[str]:
     """What happens when in one repetition of a plan with `faults:` (its first case's ramp and runtime)."""
-    from storbench.config.faults import fault_steps
+    from storbench.config.faults import fault_steps, longest_repetition_s
     from storbench.faults import fault_timeline
     from storbench.lab.registry import plan_fault_offers
     from storbench.model import is_size_based
 
     lines = []
     if (check := loaded.config.check_writes) is not None:
-        lines.append(f"check_writes: beside fio, {check.blocks:,} stamped blocks of {format_block_size(check.bs)} "
-                     f"written at {check.iops:,} a second at most ({check.depth} at a time, each synchronous) on each "
-                     "target's storage, every block read back after each repetition")
+        lines.append(check_writes_line(check, longest_repetition_s(loaded.config.workload)))
     if not loaded.config.faults:
         return lines
     from storbench.lab.registry import KINDS

@@ -5,6 +5,7 @@ against the lab, fio options against the allow-list and the engine). Pure: each 
 from __future__ import annotations
 
 from storbench.config.ceph_checks import check_ceph_lab
+from storbench.config.faults import longest_repetition_s
 from storbench.config.repeat import RepeatConfig
 from storbench.config.schema import PlanConfig
 from storbench.config.source import PlanSource
@@ -314,7 +315,7 @@ def _check_writes(config: PlanConfig, source: PlanSource) -> None:
                 raise UserError(f"check_writes writes past fio's region of block target '{name}', which has no "
                                 "size (fio uses the whole device)", where=at,
                                 hint=f"give it size: (at most the device's size less "
-                                f"{format_bytes(check.region_bytes())})")
+                                f"{format_bytes(check.region_bytes(longest_repetition_s(config.workload)))})")
             beyond = [f"workload.fio.{k}" for k in ("offset", "offset_increment") if k in config.workload.fio]
             if config.workload.size is not None and config.workload.size > target.size:
                 beyond.insert(0, f"workload.size ({format_bytes(config.workload.size)})")

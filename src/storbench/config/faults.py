@@ -3,9 +3,12 @@ Pure: declares data; which lab offers what is the lab registry's (`checks.check_
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+import math
+
+from pydantic import Field, field_validator, model_validator
 
 from storbench.config.values import Duration, Size, StrictModel
+from storbench.config.workload import WorkloadConfig
 from storbench.faults import FaultStep
 
 MAX_FAULTS = 16
@@ -40,15 +43,22 @@ def fault_steps(faults: list[FaultConfig]) -> tuple[FaultStep, ...]:
 
 
 MAX_CHECK_BYTES = 1 << 30  # the checking writer's region at the most (it is read back whole after every repetition)
+MIN_CHECK_BLOCKS = 2048
+# the writer's time beyond fio's ramp and runtime in a repetition: fio's start and layout, its end, the read-back
+CHECK_MARGIN_S = 10.0
 
 
 class CheckWritesConfig(StrictModel):
-    """`check_writes:` beside fio, a checking writer on the same storage: stamped blocks written at random for the
-    whole repetition, what the storage acknowledged kept in storbench's memory, every block read back once the
-    faults are undone and the lab settled, and each one classified (lost, stale, torn, corrupt or ok)."""
+    """`check_writes:` beside fio, a checking writer on the same storage: stamped blocks written for the whole
+    repetition, each block once in a shuffled order before any again, what the storage acknowledged kept in
+    storbench's memory, every block read back once the faults are undone and the lab settled, and each one
+    classified (lost, stale, torn, corrupt or ok)."""
 
-    blocks: int = Field(2048, ge=16, le=1 << 20, description="How many blocks it writes over (its region: blocks x "
-                        "bs; on a block target, right after fio's `size`).")
+    blocks: int | None = Field(None, ge=16, le=1 << 20, description="How many blocks it writes over (its region: "
+                               "blocks x bs; on a block target, right after fio's `size`). Default: one for each "
+                               "write of the plan's longest repetition (`iops` x (ramp + runtime + 10 s)), at least "
+                               "2,048, within 1 GiB, so that every acknowledged write is read back; with fewer, a "
+                               "block is written again and only its last write is checked.")
     bs: Size = Field(4096, description="Its block size: a multiple of 512 bytes (every 512-byte sector carries "
                      "its own stamp, so a write that lands in part is seen).")
     depth: int = Field(4, ge=1, le=64, description="Writes in flight at once (each of its threads owns its blocks, "
@@ -64,5 +74,26 @@ class CheckWritesConfig(StrictModel):
             raise ValueError("bs must be a multiple of 512 bytes, at most 1MiB, e.g. 4k")
         return value
 
-    def region_bytes(self) -> int:
-        return self.blocks * self.bs
+    @model_validator(mode="after")
+    def _bounded(self) -> CheckWritesConfig:
+        if self.blocks is not None and self.blocks * self.bs > MAX_CHECK_BYTES:
+            raise ValueError(f"blocks x bs is {self.blocks * self.bs:,} bytes: at most 1GiB (it is read back whole "
+                             f"after every repetition), e.g. blocks: {MAX_CHECK_BYTES // self.bs}")
+        return self
+
+    def region_blocks(self, repetition_s: float) -> int:
+        """The blocks it writes over in repetitions of at most ``repetition_s`` (ramp + runtime): the plan's, or
+        one a write (`iops` over the repetition and `CHECK_MARGIN_S`), at least `MIN_CHECK_BLOCKS`, within
+        `MAX_CHECK_BYTES`."""
+        if self.blocks is not None:
+            return self.blocks
+        wanted = math.ceil(self.iops * (repetition_s + CHECK_MARGIN_S))
+        return max(MIN_CHECK_BLOCKS, min(wanted, MAX_CHECK_BYTES // self.bs))
+
+    def region_bytes(self, repetition_s: float) -> int:
+        return self.region_blocks(repetition_s) * self.bs
+
+
+def longest_repetition_s(workload: WorkloadConfig) -> float:
+    """A plan's longest repetition: its longest ramp and runtime (the values of their sweeps)."""
+    return max(workload.ramp) + max(workload.runtime)

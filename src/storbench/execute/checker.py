@@ -4,8 +4,10 @@ storage under test — which generation of each block the storage acknowledged a
 every block back and classifies it (`durability.verify`).
 
 Each of ``depth`` threads owns the blocks whose index is its number modulo ``depth``, so writes to one block never
-overlap and its journal is exact. A write that fails (an I/O error during a fault) stays "in flight": its outcome
-is unknown, so old or new are both right afterwards.
+overlap and its journal is exact, and writes each of its blocks once, in a shuffled order, before it writes any
+again: a write is then read back unless the region ran out of blocks and its block was written again (a write a
+later one replaced cannot be checked: bench/write_check_power.py). A write that fails (an I/O error during a
+fault) stays "in flight": its outcome is unknown, so old or new are both right afterwards.
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ class WriteRecord:
 def write_blocks(region: Region, *, writer: int, block_bytes: int, blocks: int, seconds: float, depth: int = 4,
                  seed: int = 0, stop: Callable[[], bool] = lambda: False, after: WriteRecord | None = None,
                  iops: float | None = None) -> WriteRecord:
-    """Random writes of stamped blocks to the first ``blocks`` blocks of the open ``region`` for ``seconds`` (or
-    until ``stop()``), ``depth`` at a time (``iops`` in all at the most); returns what was acknowledged and what was
-    in flight, per block (going on from the record ``after`` of an earlier stretch, when given)."""
+    """Writes of stamped blocks to the first ``blocks`` blocks of the open ``region`` for ``seconds`` (or until
+    ``stop()``), ``depth`` at a time (``iops`` in all at the most), each block once in a shuffled order before any
+    again; returns what was acknowledged and what was in flight, per block (going on from the record ``after`` of an
+    earlier stretch, when given)."""
     journals: dict[int, Journal] = dict(after.journals) if after else {}
     lock = threading.Lock()
     counts = {"writes": 0, "errors": 0}
@@ -43,16 +46,19 @@ def write_blocks(region: Region, *, writer: int, block_bytes: int, blocks: int, 
 
     def worker(number: int) -> None:
         rng = random.Random(seed * 1000 + number)
-        mine = range(number, blocks, depth)
+        mine = list(range(number, blocks, depth))
         if not mine:
             return
+        order: list[int] = []
         buffer = mmap.mmap(-1, block_bytes)  # page-aligned, as O_DIRECT wants
         pause = depth / iops if iops else 0.0
         try:
             while time.monotonic() < deadline and not stop():
                 if pause:
                     time.sleep(pause)
-                index = rng.choice(mine)
+                if not order:  # a new pass over its blocks
+                    order = rng.sample(mine, len(mine))
+                index = order.pop()
                 with lock:
                     journal = journals.get(index, Journal())
                     generation = max([journal.acknowledged or 0, *journal.in_flight]) + 1
@@ -179,9 +185,11 @@ class CheckingWriter(Beside):
 
 
 def write_check(verification: Verification, record: WriteRecord) -> WriteCheck:
-    """What was checked, as the model stores it."""
+    """What was checked, as the model stores it: the acknowledged writes read back are each block's last one (an
+    earlier write to a block, replaced, is not)."""
     first = {finding: offsets for finding, offsets in verification.first_bad}
+    read_back = sum(1 for journal in record.journals.values() if journal.acknowledged is not None)
     return WriteCheck(verification.blocks, verification.block_bytes, record.writes, record.errors,
                       lost=verification.count(Finding.LOST), stale=verification.count(Finding.STALE),
                       torn=verification.count(Finding.TORN), corrupt=verification.count(Finding.CORRUPT),
-                      first_bad=tuple((str(f), first[f]) for f in Finding if f in first))
+                      first_bad=tuple((str(f), first[f]) for f in Finding if f in first), read_back=read_back)

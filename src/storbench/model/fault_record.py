@@ -39,6 +39,9 @@ class WriteCheck:
     corrupt: int = 0
     first_bad: tuple[tuple[str, tuple[int, ...]], ...] = ()
     error: str = ""
+    # acknowledged writes read back: each block's last (one a written block); fewer than ``acknowledged`` when a
+    # block was written again, which replaced an earlier write unseen. None: stored before it was counted
+    read_back: int | None = None
 
     @property
     def bad(self) -> int:

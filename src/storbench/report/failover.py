@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from storbench.faults import PAST_TENSE
 from storbench.fio.logs import LogRow
 from storbench.model import StoredRepetition
-from storbench.model.fault_record import WriteCheck
 from storbench.report.figures import LATENCY_COLOR, THROUGHPUT_COLOR, FigureSpec, Mark, Series
 from storbench.report.labels import rate_unit
+from storbench.report.write_checks import none_lost_text, write_check_text
 from storbench.stats.estimate import Estimate
 from storbench.stats.failover_points import (
     PointFailover,
@@ -184,7 +184,7 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
         bad = check.total.bad
         said = (f"acknowledged writes lost or damaged: {bad:,} of the {check.blocks_read:,} blocks read back did "
                 f"not hold their last acknowledged write ({check.total.acknowledged:,} writes acknowledged)" if bad
-                else f"0 of {check.total.acknowledged:,} acknowledged writes lost")
+                else none_lost_text(check.total))
         if check.unchecked:  # what was not read back is no evidence either way
             said += (f" in the {check.checked} of {check.checked + check.unchecked} repetitions read back; the "
                      f"other {check.unchecked} not checked")
@@ -233,51 +233,6 @@ SCORECARD_HEAD = ("point", "fault", "n", "blackout (s)", "first I/O after (s)", 
                   "dip (% of before)", "until back (% of before)", "at the end (% of before)", "recovered",
                   "longest I/O",
                   "every PG active+clean after (s)", "acknowledged writes")
-
-def _bad_counts(total: WriteCheck) -> list[tuple[str, int]]:
-    return [("lost", total.lost), ("stale", total.stale), ("torn", total.torn), ("corrupt", total.corrupt)]
-
-
-def write_check_text(check: PointWriteCheck | None) -> str:
-    """'0 of 1,234 lost' when every block read back held what it should; else the count of each kind of bad block;
-    '-' unchecked."""
-    if check is None or check.checked == 0:
-        return "-" if check is None else "not checked: " + "; ".join(check.errors)
-    total = check.total
-    unchecked = (f"; {check.unchecked} of {check.checked + check.unchecked} repetitions not checked"
-                 if check.unchecked else "")
-    if not total.bad:
-        return f"0 of {total.acknowledged:,} lost{unchecked}"
-    return ", ".join(f"{count:,} {name}" for name, count in _bad_counts(total) if count) + \
-        f" (of {check.blocks_read:,} blocks){unchecked}"
-
-
-def write_check_lines(checks: Sequence[PointWriteCheck], labels: Mapping[str, str]) -> list[str]:
-    """`check_writes`' findings, one line per point: writes acknowledged, blocks lost / stale / torn / corrupt and
-    the first bad offsets."""
-    if not checks:
-        return []
-    lines = ["acknowledged writes (check_writes: stamped blocks written beside fio, every block read back after each "
-             "repetition once its faults were undone; storbench docs methodology \"nothing acknowledged lost\"):"]
-    for c in checks:
-        total = c.total
-        head = (f"  run {c.run_id} {labels.get(c.case_id, c.case_id)}: {c.checked} repetition"
-                f"{'s' if c.checked != 1 else ''} read back, {total.acknowledged:,} writes acknowledged"
-                f" ({total.failed:,} failed, their outcome unknown), {total.blocks:,} blocks of "
-                f"{total.block_bytes:,} bytes each time: ")
-        head += ", ".join(f"{count:,} {name}" for name, count in _bad_counts(total))
-        if total.bad:
-            first = "; ".join(f"{finding} at {', '.join(f'{o:,}' for o in offsets)}"
-                              for finding, offsets in total.first_bad)
-            head += (f" — NOT everything acknowledged is there (repetition {(c.first_bad_repetition or 0) + 1}: "
-                     f"{first} bytes into its region)")
-        else:
-            head += " — everything acknowledged is there" if c.checked else ""
-        if c.errors:
-            head += f"; {c.unchecked} not checked: {'; '.join(c.errors)}"
-        lines.append(head)
-    return lines
-
 
 def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[tuple[str, int], str],
                    checks: Sequence[PointWriteCheck] = ()) -> list[tuple[str, ...]]:

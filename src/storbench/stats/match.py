@@ -115,8 +115,8 @@ FIELDS: Mapping[str, tuple[Kind, Callable[[Observation], object]]] = {
     "fault": (Kind.TEXT, lambda o: f"{f.action} {f.target}" if o.failover and (f := o.failover.fault) else ""),
     "recovery": (Kind.TEXT, lambda o: f.recovery.value if o.failover and (f := o.failover.figures) else ""),
     # a plan with `check_writes`: what its writer had acknowledged and the blocks found bad after the repetition
-    **{f"writes_{name}": (Kind.INT, _write_check(name)) for name in ("acknowledged", "lost", "stale", "torn",
-                                                                      "corrupt")},
+    **{f"writes_{name}": (Kind.INT, _write_check(name)) for name in ("acknowledged", "read_back", "lost", "stale",
+                                                                      "torn", "corrupt")},
 }
 RUN_KEYS = ("run", "tag")
 # The column names tables show, and the plan's own words, for the fields they stand for.

@@ -42,13 +42,15 @@ def point_write_checks(repetitions: Sequence[StoredRepetition]) -> list[PointWri
         read = [c for c in checks if not c.error]
         bad = next((r for r in found if r.write_check is not None and r.write_check.bad), None)
         first = checks[0]
+        counted = [c.read_back for c in read]
         out.append(PointWriteCheck(
             run_id=run_id, case_id=case_id, checked=len(read),
             total=WriteCheck(blocks=first.blocks, block_bytes=first.block_bytes,
                              acknowledged=sum(c.acknowledged for c in read), failed=sum(c.failed for c in read),
                              lost=sum(c.lost for c in read), stale=sum(c.stale for c in read),
                              torn=sum(c.torn for c in read), corrupt=sum(c.corrupt for c in read),
-                             first_bad=bad.write_check.first_bad if bad is not None and bad.write_check else ()),
+                             first_bad=bad.write_check.first_bad if bad is not None and bad.write_check else (),
+                             read_back=None if None in counted else sum(c for c in counted if c is not None)),
             first_bad_repetition=bad.rep_index if bad is not None else None,
             errors=tuple(sorted({c.error for c in checks if c.error})), unchecked=len(checks) - len(read)))
     return out

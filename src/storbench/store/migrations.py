@@ -325,6 +325,10 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """
     ALTER TABLE measurements RENAME COLUMN bw_bytes TO bw_bytes_per_s;
     """,
+    # 16: how many acknowledged writes the checking writer read back (each block's last; NULL: not counted then)
+    """
+    ALTER TABLE repetition_write_checks ADD COLUMN read_back INTEGER;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 POSTGRES_FIRST_VERSION = 13  # a PostgreSQL store is made at this version or later, then migrated as SQLite's is

@@ -260,12 +260,12 @@ class Store:
                   f.said, f.error) for seq, f in enumerate(outcome.faults)])
             if (check := outcome.write_check) is not None:
                 conn.execute("INSERT INTO repetition_write_checks (repetition_id, blocks, block_bytes, acknowledged,"
-                             " failed, lost, stale, torn, corrupt, first_bad_json, error)"
-                             " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                             " failed, lost, stale, torn, corrupt, first_bad_json, error, read_back)"
+                             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                              (repetition_id, check.blocks, check.block_bytes, check.acknowledged, check.failed,
                               check.lost, check.stale, check.torn, check.corrupt,
                               json.dumps([[finding, list(offsets)] for finding, offsets in check.first_bad]),
-                              check.error))
+                              check.error, check.read_back))
             if telemetry is not None:
                 rows.insert_telemetry(conn, repetition_id, telemetry)
             return int(repetition_id)
@@ -339,7 +339,8 @@ class Store:
             failed=row["failed"], lost=row["lost"], stale=row["stale"], torn=row["torn"], corrupt=row["corrupt"],
             first_bad=tuple((str(finding), tuple(int(o) for o in offsets))
                             for finding, offsets in json.loads(row["first_bad_json"])),
-            error=row["error"]) for row in self.conn.execute("SELECT * FROM repetition_write_checks")
+            error=row["error"], read_back=row["read_back"])
+            for row in self.conn.execute("SELECT * FROM repetition_write_checks")
             if row["repetition_id"] in repetition_ids}
 
     def _telemetry_by_repetition(self, repetition_ids: Sequence[int]) -> dict[int, RepetitionTelemetry]:
