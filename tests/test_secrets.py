@@ -135,12 +135,12 @@ def test_lab_daemons_and_tools_run_without_the_operators_credentials(tmp_path: P
     from storbench.shell import run
 
     seen = run(["env"], timeout_s=10)
-    assert "PATH=" in seen and "AWS_" not in seen
+    assert "PATH=" in seen and "AWS_" not in seen, seen
     _assert_no_key(seen, "a tool's environment")
     pid = start_daemon(["sleep", "30"], tmp_path / "daemon.log")
     try:
         environ = Path(f"/proc/{pid}/environ").read_bytes()
-        assert b"PATH=" in environ and b"AWS_" not in environ
+        assert b"PATH=" in environ and b"AWS_" not in environ, environ
         _assert_no_key(environ, "a daemon's environment")
     finally:
         os.kill(pid, 9)
