@@ -721,8 +721,8 @@ def test_a_point_interrupted_between_its_steady_window_and_the_rounds_after_it_s
         orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(first), Observer(), resume=False)
     observer, again = Observer(), FakeExecutor(lambda call: Replay(RANDRW_OUTPUT))
     orchestrate.run_plan(loaded, cases, checked, store, again, observer, resume=True)
-    assert any("steady but its rounds after the window not all measured when interrupted; starts over (3 earlier "
-               "rounds dropped" in e for e in observer.events), observer.events
+    assert any("steady by SNIA's rule but its rounds after the window not all measured when interrupted; starts over "
+               "(3 earlier rounds dropped" in e for e in observer.events), observer.events
     measured = [(c.case.workload.bs_bytes, c.rep_index) for c in again.calls if c.case.workload.rw == "randrw"]
     assert measured == [*((4096, i) for i in range(5)), *((8192, i) for i in range(5))], measured
 
