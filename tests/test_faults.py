@@ -313,7 +313,8 @@ def test_check_writes_refuses_what_it_cannot_write_beside_fio_in_one_line(
     # 256 blocks for about 300 x (2 s + 10 s) writes: only each block's last is read back, and plan says so
     said = " ".join(out.split())
     assert "a repetition may write about 3,600: a block is written again after about 1 s and only its last write " \
-        "is read back, so a write lost and then replaced goes unseen (blocks: 3,600 reads back each)" in said, said
+        "is read back, so a write lost and then replaced goes unseen (with blocks: 3600 each is read back)" in said, \
+        said
     code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, CHECK_PLAN.replace("blocks: 256, ", ""),
                                                             "default.yaml")))
     said = " ".join(out.split())
@@ -333,6 +334,9 @@ def test_check_writes_refuses_what_it_cannot_write_beside_fio_in_one_line(
          "I/O there"),
         ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: block, size: 8000001}\nlab: {volume: {size: "
          "64MiB}}", "not a multiple of 4 KiB"),
+        ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: block, size: 63.5MiB}\nlab: {volume: {size: "
+         "64MiB}}", "check_writes writes 1MiB just past the 63.5MiB of block target 'here', more than the volume "
+         "lab's 64MiB holds"),
         ("telemetry: {enabled: false}", "telemetry: {enabled: false}\nhosts: {servers: [10.0.0.1]}",
          "not on fio servers"),
     ]
@@ -419,8 +423,9 @@ def test_the_failover_verdict_counts_the_repetitions_a_stall_happened_in() -> No
     # a region with fewer blocks than writes: only each block's last write was read back, and that is all it says
     replaced = PointWriteCheck(1, "c", 3, WriteCheck(2048, 4096, 14_122, 0, read_back=6_144), None, ())
     assert failover_verdict(stalled, replaced, "x").endswith(
-        "0 lost of the 6,144 acknowledged writes read back, each block's last (7,978 of the 14,122 were replaced by a "
-        "later write to their block and not checked: a larger check_writes.blocks reads back each).")
+        "0 lost of the 6,144 acknowledged writes read back, each block's last (7,978 of the 14,122 were followed by "
+        "another write to their block and not checked: check_writes with more blocks, or fewer writes a second, reads "
+        "back each).")
     assert write_check_text(replaced) == "0 of 6,144 read back lost (14,122 acknowledged)"
     assert "each block's last acknowledged write is there (7,978 earlier writes replaced before the read-back, not " \
         "checked)" in write_check_lines([replaced], {})[-1]

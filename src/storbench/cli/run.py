@@ -152,7 +152,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def check_writes_line(check: CheckWritesConfig, repetition_s: float) -> str:
     """What `check_writes` does in a repetition, and whether each acknowledged write is read back (its region holds
     a block for each write of the longest repetition) or only each block's last."""
-    from storbench.config.faults import CHECK_MARGIN_S, MAX_CHECK_BYTES  # lazy: the plan schema (pydantic)
+    from storbench.config.faults import (  # lazy: the plan schema (pydantic)
+        CHECK_MARGIN_S,
+        MAX_CHECK_BLOCKS,
+        MAX_CHECK_BYTES,
+    )
 
     blocks = check.region_blocks(repetition_s)
     writes = math.ceil(check.iops * (repetition_s + CHECK_MARGIN_S))
@@ -161,9 +165,11 @@ def check_writes_line(check: CheckWritesConfig, repetition_s: float) -> str:
             "again) on each target's storage, every block read back after each repetition")
     if writes <= blocks:
         return line + ": each acknowledged write is read back"
-    most = MAX_CHECK_BYTES // check.bs // math.ceil(repetition_s + CHECK_MARGIN_S)  # writes/s a 1GiB region holds
-    fix = (f"blocks: {writes:,} reads back each" if writes * check.bs <= MAX_CHECK_BYTES else
-           f"its region is at most 1GiB: iops: {most:,} reads back each")
+    room = min(MAX_CHECK_BYTES // check.bs, MAX_CHECK_BLOCKS)  # the most blocks a region may have
+    most = room // math.ceil(repetition_s + CHECK_MARGIN_S)  # writes a second that many blocks hold
+    fix = (f"with blocks: {writes} each is read back" if writes <= room else
+           f"at most {room:,} blocks: with iops: {most} each is read back" if most >= 1 else
+           "no region holds a block for each: a shorter runtime")
     return (line + f"; a repetition may write about {writes:,}: a block is written again after about "
             f"{blocks / check.iops:,.0f} s and only its last write is read back, so a write lost and then replaced "
             f"goes unseen ({fix})")

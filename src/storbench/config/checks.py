@@ -323,6 +323,13 @@ def _check_writes(config: PlanConfig, source: PlanSource) -> None:
                 raise UserError(f"check_writes writes just past the size of block target '{name}'; {beyond[0]} moves "
                                 "fio's I/O there, over the checked blocks (a false loss)", where=at,
                                 hint="drop it, or give the target a size that holds fio's region")
+            region = check.region_bytes(longest_repetition_s(config.workload))
+            volume = config.lab.volume if config.lab is not None and target.device is None else None
+            if volume is not None and target.size + region > volume.size:
+                raise UserError(f"check_writes writes {format_bytes(region)} just past the {format_bytes(target.size)} "
+                                f"of block target '{name}', more than the volume lab's {format_bytes(volume.size)} "
+                                "holds", where=at, hint=f"give lab.volume a size of at least "
+                                f"{format_bytes(target.size + region)}, or check_writes fewer blocks")
             if target.size % 4096:
                 raise UserError(f"check_writes writes with direct I/O just past the size of block target '{name}', "
                                 f"{target.size:,} bytes: not a multiple of 4 KiB", where=at,

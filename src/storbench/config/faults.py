@@ -44,6 +44,7 @@ def fault_steps(faults: list[FaultConfig]) -> tuple[FaultStep, ...]:
 
 MAX_CHECK_BYTES = 1 << 30  # the checking writer's region at the most (it is read back whole after every repetition)
 MIN_CHECK_BLOCKS = 2048
+MAX_CHECK_BLOCKS = 1 << 20
 # the writer's time beyond fio's ramp and runtime in a repetition: fio's start and layout, its end, the read-back
 CHECK_MARGIN_S = 10.0
 
@@ -54,11 +55,11 @@ class CheckWritesConfig(StrictModel):
     storbench's memory, every block read back once the faults are undone and the lab settled, and each one
     classified (lost, stale, torn, corrupt or ok)."""
 
-    blocks: int | None = Field(None, ge=16, le=1 << 20, description="How many blocks it writes over (its region: "
-                               "blocks x bs; on a block target, right after fio's `size`). Default: one for each "
-                               "write of the plan's longest repetition (`iops` x (ramp + runtime + 10 s)), at least "
-                               "2,048, within 1 GiB, so that every acknowledged write is read back; with fewer, a "
-                               "block is written again and only its last write is checked.")
+    blocks: int | None = Field(
+        None, ge=16, le=MAX_CHECK_BLOCKS, description="How many blocks it writes over (its region: blocks x bs; on a "
+        "block target, right after fio's `size`). Default: one for each write of the plan's longest repetition "
+        "(`iops` x (ramp + runtime + 10 s)), at least 2,048, within 1 GiB, so that every acknowledged write is read "
+        "back; with fewer, a block is written again and only its last write is checked.")
     bs: Size = Field(4096, description="Its block size: a multiple of 512 bytes (every 512-byte sector carries "
                      "its own stamp, so a write that lands in part is seen).")
     depth: int = Field(4, ge=1, le=64, description="Writes in flight at once (each of its threads owns its blocks, "
@@ -88,7 +89,7 @@ class CheckWritesConfig(StrictModel):
         if self.blocks is not None:
             return self.blocks
         wanted = math.ceil(self.iops * (repetition_s + CHECK_MARGIN_S))
-        return max(MIN_CHECK_BLOCKS, min(wanted, MAX_CHECK_BYTES // self.bs))
+        return max(MIN_CHECK_BLOCKS, min(wanted, MAX_CHECK_BYTES // self.bs, MAX_CHECK_BLOCKS))
 
     def region_bytes(self, repetition_s: float) -> int:
         return self.region_blocks(repetition_s) * self.bs

@@ -159,6 +159,8 @@ class CheckingWriter(Beside):
         if self._stuck:
             return found
         record = self._record
+        if record is None and not self.error:  # its thread ended without a record (not an I/O error)
+            return replace(found, error="the writer stopped before it had written anything it could read back")
         try:
             if record is not None and not self.error:
                 done, verification = bounded(lambda: check(self.region, record, writer=self.writer,
@@ -185,10 +187,12 @@ class CheckingWriter(Beside):
 
 
 def write_check(verification: Verification, record: WriteRecord) -> WriteCheck:
-    """What was checked, as the model stores it: the acknowledged writes read back are each block's last one (an
-    earlier write to a block, replaced, is not)."""
+    """What was checked, as the model stores it: the acknowledged writes read back are each block's last one,
+    where no write to it failed after it (an earlier write to a block, replaced, is not)."""
     first = {finding: offsets for finding, offsets in verification.first_bad}
-    read_back = sum(1 for journal in record.journals.values() if journal.acknowledged is not None)
+    # a block whose later write failed may hold that write, which hides the acknowledged one: not counted
+    read_back = sum(1 for journal in record.journals.values()
+                    if journal.acknowledged is not None and not journal.in_flight)
     return WriteCheck(verification.blocks, verification.block_bytes, record.writes, record.errors,
                       lost=verification.count(Finding.LOST), stale=verification.count(Finding.STALE),
                       torn=verification.count(Finding.TORN), corrupt=verification.count(Finding.CORRUPT),

@@ -25,8 +25,8 @@ def none_lost_text(total: WriteCheck) -> str:
     if total.read_back >= n:
         return f"0 of {n:,} acknowledged writes lost (each read back)"
     return (f"0 lost of the {total.read_back:,} acknowledged writes read back, each block's last "
-            f"({n - total.read_back:,} of the {n:,} were replaced by a later write to their block and not checked: a "
-            "larger check_writes.blocks reads back each)")
+            f"({n - total.read_back:,} of the {n:,} were followed by another write to their block and not checked: "
+            "check_writes with more blocks, or fewer writes a second, reads back each)")
 
 
 def write_check_text(check: PointWriteCheck | None) -> str:
