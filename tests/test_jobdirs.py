@@ -34,17 +34,17 @@ def test_job_directories_of_a_killed_storbench_are_removed_at_the_next_start(tmp
     target.mkdir()
     link = tmp_path / f"storbench-{dead_pid}-linklink"  # a link is never followed nor removed
     link.symlink_to(target)
-    fresh = tmp_path / f"storbench-{dead_pid}-freshnow"  # made a moment ago: perhaps not locked yet
+    fresh = tmp_path / f".storbench-{dead_pid}-freshnow"  # still under its "." name: perhaps not locked yet
     fresh.mkdir()
     later = fresh.stat().st_mtime + jobdirs.FRESH_S - 1
-    for old in (stale, stale_clients):
-        os.utime(old, (later - jobdirs.FRESH_S - 1,) * 2)
-    assert sorted(remove_stale_job_dirs(tmp_path, now_s=later)) == sorted([stale, stale_clients])
+    assert sorted(remove_stale_job_dirs(tmp_path, now_s=later)) == sorted([stale, stale_clients])  # however new
     assert alive.exists() and other.exists() and link.is_symlink() and target.exists() and fresh.exists()
     assert remove_stale_job_dirs(tmp_path, now_s=later + 2) == [fresh]  # a minute on, it is stale
     with mock.patch.object(tempfile, "tempdir", str(tmp_path)), job_dir() as made:
         assert Path(made).parent == tmp_path and Path(made).name.startswith(f"storbench-{os.getpid()}-")
         assert (Path(made).stat().st_mode & 0o777) == 0o700
+        # under its name only once locked (made under a "." name, renamed): no cleaner can take it before
+        assert jobdirs._in_use(made) and not list(tmp_path.glob(".storbench-*"))
     assert not Path(made).exists()
 
 
@@ -56,11 +56,9 @@ def test_a_job_directory_held_in_another_pid_namespace_is_kept(tmp_path: Path) -
         pytest.skip("needs root and unshare (a PID namespace)")
     left = tmp_path / f"storbench-{os.getpid()}-leftleft"  # this pid, unheld: as a storbench without the lock
     left.mkdir()
-    os.utime(left, (0, 0))  # left long ago
     script = ("import sys; from storbench.execute.jobdirs import remove_stale_job_dirs; "
               "print(sorted(p.name for p in remove_stale_job_dirs(sys.argv[1])))")
     with mock.patch.object(tempfile, "tempdir", str(tmp_path)), jobdirs.job_dir() as made:
-        os.utime(made, (0, 0))  # not fresh: only its lock keeps it
         inside = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", script,
                                  str(tmp_path)], capture_output=True, text=True, timeout=60, check=False)
         assert inside.returncode == 0, inside.stderr

@@ -19,9 +19,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-# tempfile's names: the prefix, then 8 characters of [a-z0-9_]
-_JOB_DIR_RE = re.compile(r"storbench-(?:clients-)?([0-9]{1,10})-[a-z0-9_]{8}")
-# a directory changed this recently is never taken for stale: it may be between its making and its lock
+# tempfile's names: the prefix, then 8 characters of [a-z0-9_]; made with a leading "." and renamed to it once
+# locked, so a cleaner never sees a directory under its name before its lock
+_JOB_DIR_RE = re.compile(r"(\.?)storbench-(?:clients-)?([0-9]{1,10})-[a-z0-9_]{8}")
+# one still under its "." name (its maker killed between making and renaming it, a moment) is taken for stale only
+# once unchanged this long: it may be between its making and its lock
 FRESH_S = 60.0
 
 
@@ -29,7 +31,7 @@ FRESH_S = 60.0
 def job_dir(kind: str = "") -> Iterator[str]:
     """A new private (0700) directory for one repetition's files, named after this process and locked by it
     until the block ends, then removed."""
-    made = tempfile.mkdtemp(prefix=f"storbench-{kind + '-' if kind else ''}{os.getpid()}-")
+    made = tempfile.mkdtemp(prefix=f".storbench-{kind + '-' if kind else ''}{os.getpid()}-")
     try:
         held = os.open(made, os.O_RDONLY | os.O_DIRECTORY)  # close-on-exec: fio does not inherit the lock
     except OSError:
@@ -37,6 +39,9 @@ def job_dir(kind: str = "") -> Iterator[str]:
         raise
     try:
         fcntl.flock(held, fcntl.LOCK_EX)
+        named = os.path.join(os.path.dirname(made), os.path.basename(made)[1:])
+        os.rename(made, named)  # the lock is the directory's: it goes with it
+        made = named
         yield made
     finally:
         shutil.rmtree(made, ignore_errors=True)  # still held: no cleaner takes it half removed
@@ -71,9 +76,10 @@ def _in_use(path: str) -> bool:
 
 def remove_stale_job_dirs(parent: str | Path | None = None, now_s: float | None = None) -> list[Path]:
     """Remove the job directories in ``parent`` (the temporary directory) that no storbench holds: ours (same
-    user), real directories (never a link), named by ``job_dir``, unchanged for `FRESH_S` (one just made may not
-    be locked yet: a storbench in another PID namespace has a pid this one cannot see), whose lock is free and
-    whose pid is not alive here (a storbench before the lock held none)."""
+    user), real directories (never a link), named by ``job_dir``, whose lock is free and whose pid is not alive here
+    (a storbench before the lock held none). One still under its "." name is removed only once unchanged for
+    `FRESH_S`: it may be one just made and not yet locked (a storbench in another PID namespace has a pid this one
+    cannot see); under its own name a directory is locked from the start."""
     root = Path(parent or tempfile.gettempdir())
     now_s = time.time() if now_s is None else now_s
     removed = []
@@ -83,14 +89,16 @@ def remove_stale_job_dirs(parent: str | Path | None = None, now_s: float | None 
         return []
     for entry in entries:
         match = _JOB_DIR_RE.fullmatch(entry.name)
-        if match is None or int(match.group(1)) == os.getpid():
+        if match is None or int(match.group(2)) == os.getpid():
             continue
         try:
             info = entry.stat(follow_symlinks=False)
         except OSError:
             continue
-        if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or now_s - info.st_mtime < FRESH_S
-                or _alive(int(match.group(1))) or _in_use(entry.path)):
+        unnamed = bool(match.group(1))
+        if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid()
+                or (unnamed and now_s - info.st_mtime < FRESH_S)
+                or _alive(int(match.group(2))) or _in_use(entry.path)):
             continue
         shutil.rmtree(entry.path, ignore_errors=True)
         if not os.path.lexists(entry.path):
