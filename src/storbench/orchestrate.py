@@ -20,7 +20,6 @@ from functools import partial
 from storbench import __version__
 from storbench.checks import Checked, meminfo_bytes
 from storbench.config import LoadedPlan, RepeatConfig, plan_design, repeat_bounds, run_order
-from storbench.config.faults import longest_repetition_s
 from storbench.config.schema import PlanConfig
 from storbench.errors import UserError
 from storbench.events import LaidOut, LayoutFailed, PlanVersionAdded, PreconditionRan
@@ -264,7 +263,7 @@ def _checking_writer(config: PlanConfig, place: CheckPlace | None, writer: int) 
     check = config.check_writes
     if check is None or place is None:
         return None
-    return CheckingWriter(place.region(), blocks=check.region_blocks(longest_repetition_s(config.workload)),
+    return CheckingWriter(place.region(), blocks=check.region_blocks(config.workload),
                           block_bytes=check.bs, depth=check.depth, iops=check.iops, writer=writer)
 
 

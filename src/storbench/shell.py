@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import FrameType
 
@@ -20,14 +20,21 @@ from storbench.errors import UserError
 from storbench.redact import without_secrets
 
 
+def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment every program storbench starts runs with (fio, lab daemons, tools, perf): storbench's, less
+    every variable that may hold a credential (`redact.without_secrets`), and ``extra`` (what fio needs for a
+    target: CEPH_CONF, the S3 keys named for it)."""
+    return {**without_secrets(os.environ), **(extra or {})}
+
+
 def _finished(argv: Sequence[str], timeout_s: float, input_text: str | None) -> subprocess.CompletedProcess[str]:
     """The command run to its end in a session of its own. Past ``timeout_s``, or when storbench is interrupted
     while waiting, the whole session is killed (what the command started too), then TimeoutExpired or the
-    interrupt goes on. It gets storbench's environment less its credentials (`redact.without_secrets`): no tool a
+    interrupt goes on. It gets storbench's environment less its credentials (`child_environment`): no tool a
     lab or target runs needs the operator's keys."""
     with subprocess.Popen(list(argv), stdin=subprocess.PIPE if input_text is not None else None,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          start_new_session=True, env=without_secrets(os.environ)) as process:
+                          start_new_session=True, env=child_environment()) as process:
         try:
             out, err = process.communicate(input_text, timeout=timeout_s)
         except BaseException:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from storbench.checks import Checked
     from storbench.config import LoadedPlan
     from storbench.config.faults import CheckWritesConfig
+    from storbench.config.workload import WorkloadConfig
     from storbench.model import Case
     from storbench.schedule import PlanEstimate
 
@@ -149,24 +150,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_writes_line(check: CheckWritesConfig, repetition_s: float) -> str:
+def check_writes_line(check: CheckWritesConfig, workload: WorkloadConfig) -> str:
     """What `check_writes` does in a repetition, and whether each acknowledged write is read back (its region holds
     a block for each write of the longest repetition) or only each block's last."""
-    from storbench.config.faults import (  # lazy: the plan schema (pydantic)
-        CHECK_MARGIN_S,
-        MAX_CHECK_BLOCKS,
-        MAX_CHECK_BYTES,
-    )
-
-    blocks = check.region_blocks(repetition_s)
-    writes = math.ceil(check.iops * (repetition_s + CHECK_MARGIN_S))
+    blocks, writes = check.region_blocks(workload), check.writes_in(workload)
     line = (f"check_writes: beside fio, {blocks:,} stamped blocks of {format_block_size(check.bs)} written at "
             f"{check.iops:,} a second at most ({check.depth} at a time, each synchronous, each block once before any "
             "again) on each target's storage, every block read back after each repetition")
     if writes <= blocks:
         return line + ": each acknowledged write is read back"
-    room = min(MAX_CHECK_BYTES // check.bs, MAX_CHECK_BLOCKS)  # the most blocks a region may have
-    most = room // math.ceil(repetition_s + CHECK_MARGIN_S)  # writes a second that many blocks hold
+    room = check.most_blocks
+    most = room // math.ceil(writes / check.iops)  # writes a second that many blocks hold over a repetition
     fix = (f"with blocks: {writes} each is read back" if writes <= room else
            f"at most {room:,} blocks: with iops: {most} each is read back" if most >= 1 else
            "no region holds a block for each: a shorter runtime")
@@ -177,14 +171,14 @@ def check_writes_line(check: CheckWritesConfig, repetition_s: float) -> str:
 
 def _fault_lines(loaded: LoadedPlan, cases: Sequence[Case]) -> list[str]:
     """What happens when in one repetition of a plan with `faults:` (its first case's ramp and runtime)."""
-    from storbench.config.faults import fault_steps, longest_repetition_s
+    from storbench.config.faults import fault_steps
     from storbench.faults import fault_timeline
     from storbench.lab.registry import plan_fault_offers
     from storbench.model import is_size_based
 
     lines = []
     if (check := loaded.config.check_writes) is not None:
-        lines.append(check_writes_line(check, longest_repetition_s(loaded.config.workload)))
+        lines.append(check_writes_line(check, loaded.config.workload))
     if not loaded.config.faults:
         return lines
     from storbench.lab.registry import KINDS

@@ -5,7 +5,6 @@ against the lab, fio options against the allow-list and the engine). Pure: each 
 from __future__ import annotations
 
 from storbench.config.ceph_checks import check_ceph_lab
-from storbench.config.faults import longest_repetition_s
 from storbench.config.repeat import RepeatConfig
 from storbench.config.schema import PlanConfig
 from storbench.config.source import PlanSource
@@ -315,7 +314,7 @@ def _check_writes(config: PlanConfig, source: PlanSource) -> None:
                 raise UserError(f"check_writes writes past fio's region of block target '{name}', which has no "
                                 "size (fio uses the whole device)", where=at,
                                 hint=f"give it size: (at most the device's size less "
-                                f"{format_bytes(check.region_bytes(longest_repetition_s(config.workload)))})")
+                                f"{format_bytes(check.region_bytes(config.workload))})")
             beyond = [f"workload.fio.{k}" for k in ("offset", "offset_increment") if k in config.workload.fio]
             if config.workload.size is not None and config.workload.size > target.size:
                 beyond.insert(0, f"workload.size ({format_bytes(config.workload.size)})")
@@ -323,7 +322,7 @@ def _check_writes(config: PlanConfig, source: PlanSource) -> None:
                 raise UserError(f"check_writes writes just past the size of block target '{name}'; {beyond[0]} moves "
                                 "fio's I/O there, over the checked blocks (a false loss)", where=at,
                                 hint="drop it, or give the target a size that holds fio's region")
-            region = check.region_bytes(longest_repetition_s(config.workload))
+            region = check.region_bytes(config.workload)
             volume = config.lab.volume if config.lab is not None and target.device is None else None
             if volume is not None and target.size + region > volume.size:
                 raise UserError(f"check_writes writes {format_bytes(region)} just past the {format_bytes(target.size)} "

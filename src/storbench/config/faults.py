@@ -82,19 +82,22 @@ class CheckWritesConfig(StrictModel):
                              f"after every repetition), e.g. blocks: {MAX_CHECK_BYTES // self.bs}")
         return self
 
-    def region_blocks(self, repetition_s: float) -> int:
-        """The blocks it writes over in repetitions of at most ``repetition_s`` (ramp + runtime): the plan's, or
-        one a write (`iops` over the repetition and `CHECK_MARGIN_S`), at least `MIN_CHECK_BLOCKS`, within
-        `MAX_CHECK_BYTES`."""
+    def writes_in(self, workload: WorkloadConfig) -> int:
+        """About how many writes it makes in the plan's longest repetition: `iops` over its longest ramp and runtime
+        (the values of their sweeps) and `CHECK_MARGIN_S`."""
+        return math.ceil(self.iops * (max(workload.ramp) + max(workload.runtime) + CHECK_MARGIN_S))
+
+    @property
+    def most_blocks(self) -> int:
+        """The most blocks its region may have (`MAX_CHECK_BYTES`, `MAX_CHECK_BLOCKS`)."""
+        return min(MAX_CHECK_BYTES // self.bs, MAX_CHECK_BLOCKS)
+
+    def region_blocks(self, workload: WorkloadConfig) -> int:
+        """The blocks it writes over in the plan's repetitions: the plan's, or one a write (`writes_in`), at least
+        `MIN_CHECK_BLOCKS`, within `most_blocks`."""
         if self.blocks is not None:
             return self.blocks
-        wanted = math.ceil(self.iops * (repetition_s + CHECK_MARGIN_S))
-        return max(MIN_CHECK_BLOCKS, min(wanted, MAX_CHECK_BYTES // self.bs, MAX_CHECK_BLOCKS))
+        return max(MIN_CHECK_BLOCKS, min(self.writes_in(workload), self.most_blocks))
 
-    def region_bytes(self, repetition_s: float) -> int:
-        return self.region_blocks(repetition_s) * self.bs
-
-
-def longest_repetition_s(workload: WorkloadConfig) -> float:
-    """A plan's longest repetition: its longest ramp and runtime (the values of their sweeps)."""
-    return max(workload.ramp) + max(workload.runtime)
+    def region_bytes(self, workload: WorkloadConfig) -> int:
+        return self.region_blocks(workload) * self.bs

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
-from storbench.redact import without_secrets
+from storbench.shell import child_environment
 
 _PR_SET_PDEATHSIG = 1
 STDERR_TAIL_BYTES = 4000
@@ -216,7 +216,7 @@ def supervise(command: Sequence[str], *, cwd: Path, timeout_s: float, term_grace
     """Run ``command`` in ``cwd`` (a private directory) until it ends or ``timeout_s`` passes.
 
     Standard error goes to ``cwd/stderr.txt``, and so does standard output unless ``stdout_reader`` reads it.
-    ``env`` is added to storbench's environment less its credentials (``redact.without_secrets``). When storbench
+    ``env`` is added to storbench's environment less its credentials (``shell.child_environment``). When storbench
     itself is interrupted (KeyboardInterrupt, any exception while waiting), the process group is killed before the
     exception goes on."""
     stderr_path = cwd / "stderr.txt"
@@ -229,7 +229,7 @@ def supervise(command: Sequence[str], *, cwd: Path, timeout_s: float, term_grace
             stdout=subprocess.PIPE if stdout_reader is not None else stderr_file,
             stderr=stderr_file,
             cwd=cwd,
-            env={**without_secrets(os.environ), **(env or {})},
+            env=child_environment(env),
             process_group=0,
             preexec_fn=_die_with_parent,
         )

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from storbench.execute.supervisor import process_dirs
-from storbench.redact import without_secrets
+from storbench.shell import child_environment
 
 # Every daemon started, kept referenced: a Popen object dropped while its process runs is reaped by the next
 # Popen anywhere in storbench (subprocess._cleanup), and a daemon that exited at once would vanish before its start
@@ -22,12 +22,12 @@ _STARTED: dict[int, subprocess.Popen[bytes]] = {}
 def start_daemon(argv: Sequence[str], log: Path, *, env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
     """Start a long-running process in its own session (it outlives storbench); returns its pid. It runs in
     ``cwd``, by default its log's directory (inside the lab), never where storbench was started, with ``env`` or
-    else storbench's environment less its credentials (`redact.without_secrets`): a lab's daemons, network-facing
+    else storbench's environment less its credentials (`shell.child_environment`): a lab's daemons, network-facing
     ones among them, never hold the operator's keys."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         process = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True, env=without_secrets(os.environ) if env is None else env,
+                                   start_new_session=True, env=child_environment() if env is None else env,
                                    cwd=cwd or log.parent)
     for pid, earlier in list(_STARTED.items()):  # the ones that have ended since (recorded long ago): reaped now
         if earlier.poll() is not None:

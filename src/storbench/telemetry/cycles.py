@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from storbench.redact import without_secrets
+from storbench.shell import child_environment
 from storbench.telemetry.perf import (
     CYCLES_EVENT,
     HOST_ENTITY,
@@ -70,7 +70,7 @@ class CycleCounter:
                 process = subprocess.Popen(perf_stat_arguments(self._perf, self.event, pids, str(output)),
                                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                            stderr=subprocess.DEVNULL, start_new_session=True,
-                                           env=without_secrets(os.environ))
+                                           env=child_environment())
             except OSError as error:
                 self._problems.append(f"perf stat for {entity}: {error}")
                 continue
