@@ -320,6 +320,10 @@ def test_check_writes_refuses_what_it_cannot_write_beside_fio_in_one_line(
     said = " ".join(out.split())
     assert code == 0 and "check_writes: beside fio, 3,600 stamped blocks of 4k" in said, out + err  # one a write
     assert "each acknowledged write is read back" in said and "only its last" not in said, said
+    # it writes while fio waits out a startdelay too (the longest of a sweep, the top of a range)
+    delayed = CHECK_PLAN.replace("blocks: 256, ", "").replace("ramp: 0s}", "ramp: 0s, fio: {startdelay: [1s, 2-4s]}}")
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, delayed, "delayed.yaml")))
+    assert code == 0 and "check_writes: beside fio, 4,800 stamped blocks of 4k" in " ".join(out.split()), out + err
     refusals = [
         ("here: {kind: path, path: ./data, size: 8MiB}", "here: {kind: nfs, url: 'nfs://10.0.0.1/x', size: 8MiB}",
          "cannot write beside fio on nfs target 'here'"),

@@ -936,7 +936,47 @@ def test_a_resume_that_changes_what_repetitions_run_under_is_refused(tmp_path: P
         with pytest.raises(UserError, match=r"changed what run 1's repetitions run under since it started "
                                             r"\(check_writes\)") as refused:
             check_design_unchanged(other, store, run_id, accept=True, observer=None)
-        assert "a resume may only add points" in refused.value.hint
+        assert "a resume may only add points" in refused.value.hint and "keeps that region" not in refused.value.hint
+
+
+def test_a_resume_keeps_the_checking_writers_region_or_names_it(tmp_path: Path, store: Store) -> None:
+    """check_writes' default region has a block for each write of the longest repetition: a resume that adds a
+    longer runtime would write the repetitions left over a larger region than the stored ones. Refused, with the
+    `blocks` that keeps the stored region; a run stored when the default was 2,048 blocks likewise."""
+    import dataclasses
+    import json
+
+    from storbench.errors import UserError
+    from storbench.resume import check_design_unchanged
+
+    plan = PLAN.format(data=tmp_path / "data", extra="check_writes: {iops: 300}\n", telemetry="false", ceiling="")
+    first = load_plan_text(plan, "plan.yaml")
+    design = orchestrate.plan_design(first.config, None)
+
+    def stored(with_design: object) -> int:
+        return store.create_run(plan_name="loop", plan_text=plan, plan_sha256="0", source="run",
+                                storbench_version="0", fio_version="fio-3.33", host="h", kernel="k",
+                                run_order="sequential", seed=0, tags=[], started_at_s=1.0, design=with_design)
+
+    run_id = stored(design)
+    check_design_unchanged(first, store, run_id, accept=False, observer=None)
+    longer = plan.replace("runtime: 1s", "runtime: [1s, 5s]")  # 300 x (5 + 10) writes, no longer 300 x (1 + 10)
+    with pytest.raises(UserError, match=r"run under since it started \(check_writes\)") as refused:
+        check_design_unchanged(load_plan_text(longer, "plan.yaml"), store, run_id, accept=False, observer=None)
+    assert "check_writes wrote over 3,300 blocks" in refused.value.hint
+    assert "check_writes: {blocks: 3300} keeps that region" in refused.value.hint
+    kept = longer.replace("check_writes: {iops: 300}", "check_writes: {iops: 300, blocks: 3300}")
+    check_design_unchanged(load_plan_text(kept, "plan.yaml"), store, run_id, accept=False, observer=None)
+    # stored with `blocks: 2048` written out, as the default was: the hint names it, and giving it resumes
+    conditions = dict(design.conditions or ())
+    old = json.loads(conditions["check_writes"]) | {"blocks": 2048}
+    then = dataclasses.replace(design, conditions=tuple({**conditions, "check_writes": json.dumps(old)}.items()))
+    old_run = stored(then)
+    with pytest.raises(UserError, match=r"\(check_writes\)") as refused:
+        check_design_unchanged(first, store, old_run, accept=False, observer=None)
+    assert "check_writes: {blocks: 2048} keeps that region" in refused.value.hint
+    check_design_unchanged(load_plan_text(plan.replace("{iops: 300}", "{iops: 300, blocks: 2048}"), "plan.yaml"),
+                           store, old_run, accept=False, observer=None)
 
 
 def test_a_case_with_faults_has_its_files_laid_out_before_its_first_repetition(tmp_path: Path, store: Store,

@@ -4,7 +4,7 @@ steady-state points that start over (their lab or precondition is new).
 
 from __future__ import annotations
 
-from storbench.config import LoadedPlan, condition_changes, design_changes, plan_design
+from storbench.config import LoadedPlan, check_writes_blocks, condition_changes, design_changes, plan_design
 from storbench.errors import UserError
 from storbench.events import PointRestarted, StoppingRuleChanged
 from storbench.model import RunInfo, StoredRepetition
@@ -60,11 +60,15 @@ def check_design_unchanged(loaded: LoadedPlan, store: Store, run_id: int, *, acc
     now = plan_design(loaded.config, None)
     conditions = condition_changes(before, now)
     if conditions:  # the repetitions left would measure something else, pooled with those stored as one point
+        blocks, now_blocks = check_writes_blocks(before), check_writes_blocks(now)
+        region = (f"; check_writes wrote over {blocks:,} blocks (its default follows the longest repetition): "
+                  f"check_writes: {{blocks: {blocks}}} keeps that region" if "check_writes" in conditions
+                  and blocks is not None and now_blocks is not None and blocks != now_blocks else "")
         raise UserError(f"plan '{loaded.config.name}' changed what run {run_id}'s repetitions run under since "
                         f"{'it started' if version == 1 else f'plan version {version}'} ({', '.join(conditions)}): "
                         "the repetitions left would not measure what the stored ones did",
                         hint="run without --resume to start a new run with it, or undo the change to resume; a "
-                        "resume may only add points")
+                        f"resume may only add points{region}")
     changed = design_changes(before, now)
     if not changed:
         return

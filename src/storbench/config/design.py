@@ -13,7 +13,8 @@ from storbench.config.repeat import RepeatConfig, ci_stop_confidence
 from storbench.config.schema import PlanConfig, repeat_bounds
 from storbench.run_design import DesignQuestion, RunDesign, SteadyDesign, StoppingRule, TargetExpectation
 
-__all__ = ["condition_changes", "design_changes", "plan_design", "run_conditions", "stopping_rule_fields"]
+__all__ = ["check_writes_blocks", "condition_changes", "design_changes", "plan_design", "run_conditions",
+           "stopping_rule_fields"]
 
 
 def plan_design(config: PlanConfig, case_count: int | None) -> RunDesign:
@@ -52,9 +53,13 @@ def run_conditions(config: PlanConfig) -> tuple[tuple[str, str], ...]:
     checking writer, the client hosts, the targets' preconditions (none of them in a case id)."""
     preconditions = {name: pre.model_dump(mode="json") for name, target in config.targets.items()
                      if (pre := getattr(target, "precondition", None)) is not None}
+    check = config.check_writes
     sections: dict[str, Any] = {
         "faults": [fault.model_dump(mode="json") for fault in config.faults],
-        "check_writes": config.check_writes.model_dump(mode="json") if config.check_writes else None,
+        # its region as the writer has it (the default follows the longest repetition: a resume adding a longer
+        # runtime would change it)
+        "check_writes": None if check is None else {**check.model_dump(mode="json"),
+                                                    "blocks": check.region_blocks(config.workload)},
         "hosts": config.hosts.model_dump(mode="json") if config.hosts else None,
         "precondition": preconditions,
     }
@@ -62,11 +67,29 @@ def run_conditions(config: PlanConfig) -> tuple[tuple[str, str], ...]:
 
 
 def condition_changes(before: RunDesign, after: RunDesign) -> list[str]:
-    """The sections of ``run_conditions`` that differ (none when either was not recorded)."""
+    """The sections of ``run_conditions`` that differ (none when either was not recorded). A checking writer
+    stored with no region (a run stored between `blocks` becoming optional and its region being recorded) is
+    taken to have had the region it has now."""
     if before.conditions is None or after.conditions is None:
         return []
     old = dict(before.conditions)
-    return [name for name, text in after.conditions if old.get(name, text) != text]
+    new = dict(after.conditions)
+    if (stored := _check_writes(before)) is not None and stored.get("blocks") is None \
+            and (now := _check_writes(after)) is not None:
+        old["check_writes"] = json.dumps({**stored, "blocks": now.get("blocks")}, sort_keys=True)
+    return [name for name, text in new.items() if old.get(name, text) != text]
+
+
+def _check_writes(design: RunDesign) -> dict[str, Any] | None:
+    found = json.loads(dict(design.conditions or ()).get("check_writes") or "null")
+    return found if isinstance(found, dict) else None
+
+
+def check_writes_blocks(design: RunDesign) -> int | None:
+    """The region, in blocks, of the checking writer a run's repetitions ran beside (None: none, or not
+    recorded)."""
+    blocks = (_check_writes(design) or {}).get("blocks")
+    return blocks if type(blocks) is int else None
 
 
 def _pct(value: float | None) -> str:

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from storbench.config.values import Duration, Size, StrictModel
 from storbench.config.workload import WorkloadConfig
 from storbench.faults import FaultStep
+from storbench.units import parse_duration_s
 
 MAX_FAULTS = 16
 FAULT_TIMELINE_WINDOW_MS = 100  # a plan with faults: fio logs its I/O in windows of this many ms (`fio.logs`)
@@ -49,6 +50,19 @@ MAX_CHECK_BLOCKS = 1 << 20
 CHECK_MARGIN_S = 10.0
 
 
+def most_start_delay_s(workload: WorkloadConfig) -> float:
+    """The longest wait fio's `startdelay` (passed through `workload.fio`, a sweep or a range `10-30s`) may put
+    before the jobs start; 0 without one (a value that does not read is the fio check's to refuse)."""
+    given = workload.fio.get("startdelay")
+    most = 0.0
+    for value in given if isinstance(given, list) else [] if given is None else [given]:
+        try:
+            most = max([most, *(parse_duration_s(part) for part in str(value).split("-"))])
+        except ValueError:
+            continue
+    return most
+
+
 class CheckWritesConfig(StrictModel):
     """`check_writes:` beside fio, a checking writer on the same storage: stamped blocks written for the whole
     repetition, each block once in a shuffled order before any again, what the storage acknowledged kept in
@@ -58,8 +72,8 @@ class CheckWritesConfig(StrictModel):
     blocks: int | None = Field(
         None, ge=16, le=MAX_CHECK_BLOCKS, description="How many blocks it writes over (its region: blocks x bs; on a "
         "block target, right after fio's `size`). Default: one for each write of the plan's longest repetition "
-        "(`iops` x (ramp + runtime + 10 s)), at least 2,048, within 1 GiB, so that every acknowledged write is read "
-        "back; with fewer, a block is written again and only its last write is checked.")
+        "(`iops` x (ramp + runtime + fio's startdelay + 10 s)), at least 2,048, within 1 GiB, so that every "
+        "acknowledged write is read back; with fewer, a block is written again and only its last write is checked.")
     bs: Size = Field(4096, description="Its block size: a multiple of 512 bytes (every 512-byte sector carries "
                      "its own stamp, so a write that lands in part is seen).")
     depth: int = Field(4, ge=1, le=64, description="Writes in flight at once (each of its threads owns its blocks, "
@@ -83,9 +97,10 @@ class CheckWritesConfig(StrictModel):
         return self
 
     def writes_in(self, workload: WorkloadConfig) -> int:
-        """About how many writes it makes in the plan's longest repetition: `iops` over its longest ramp and runtime
-        (the values of their sweeps) and `CHECK_MARGIN_S`."""
-        return math.ceil(self.iops * (max(workload.ramp) + max(workload.runtime) + CHECK_MARGIN_S))
+        """About how many writes it makes in the plan's longest repetition: `iops` over its longest ramp, runtime
+        and fio `startdelay` (the values of their sweeps; it writes while fio waits too) and `CHECK_MARGIN_S`."""
+        longest_s = max(workload.ramp) + max(workload.runtime) + most_start_delay_s(workload)
+        return math.ceil(self.iops * (longest_s + CHECK_MARGIN_S))
 
     @property
     def most_blocks(self) -> int:
