@@ -1,6 +1,9 @@
 """Error rates of the one rule that reads a curve (`stats.trend.judge_change`, through `stats.knee.locate_knee`):
 how often a curve that truly rises is called saturated, and how often a truly flat one is shown flat, at the
-run-to-run noise users meet. Prints a table for docs/methodology.md ("Saturation").
+run-to-run noise users meet; then, on curves whose IOPS are flat, what the knee's latency conditions say as the
+mean latency at the highest load grows by a given factor over the lowest's (a knee needs 1.5x by the mean; "latency
+did not grow" needs the 90 % interval of the growth at most +10 %). Prints two tables for docs/methodology.md
+("Saturation").
 
     .venv/bin/python bench/curve_rule.py [--trials 2000]
 """
@@ -30,6 +33,18 @@ def rates(means: Sequence[float], cv: float, repetitions: int, trials: int, seed
     return {key: count / trials for key, count in counts.items()}
 
 
+def latency_rates(growth: float, cv: float, repetitions: int, trials: int, seed: int) -> dict[KneeKind, float]:
+    """What `locate_knee` says of 4 points of flat IOPS (CV 2 %) whose mean latency grows evenly (on the log scale)
+    to ``growth`` times the first's, each repetition's varying with ``cv``."""
+    rng = random.Random(seed)
+    counts = dict.fromkeys(KneeKind, 0)
+    for _ in range(trials):
+        iops = [estimate([rng.gauss(3000.0, 60.0) for _ in range(repetitions)]) for _ in range(4)]
+        lat = [estimate([1e6 * growth ** (i / 3) * rng.gauss(1.0, cv) for _ in range(repetitions)]) for i in range(4)]
+        counts[locate_knee([e for e in iops if e is not None], lat).kind] += 1
+    return {kind: count / trials for kind, count in counts.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=2000)
@@ -43,6 +58,15 @@ def main() -> None:
         r = rates(means, cv, n, args.trials, seed)
         print(f"| {name} | {cv:.0%} | {n} | {r['saturated at the lowest load']:.1%} | {r['knee elsewhere']:.1%} | "
               f"{r['undecided']:.1%} | {r['still rising']:.1%} |")
+    print()
+    print("| flat IOPS (CV 2 %), mean latency at the highest load (true) | latency CV | n | knee (saturated at the "
+          "lowest load) | latency did not grow | none claimed (grew less than 1.5x, not shown flat) | undecided |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for seed, (growth, cv, n) in enumerate([(g, cv, n) for g in (1.0, 1.1, 1.2, 1.3, 1.5, 2.0) for cv in (0.05, 0.15)
+                                            for n in (3, 5)]):
+        r = latency_rates(growth, cv, n, args.trials, 100 + seed)
+        print(f"| x{growth:g} | {cv:.0%} | {n} | {r[KneeKind.AT_LOWEST_LOAD] + r[KneeKind.WITHIN_SWEEP]:.1%} | "
+              f"{r[KneeKind.LATENCY_FLAT]:.1%} | {r[KneeKind.LATENCY_SHORT]:.1%} | {r[KneeKind.UNDECIDED]:.1%} |")
 
 
 if __name__ == "__main__":

@@ -458,3 +458,24 @@ def test_a_curve_whose_points_ran_in_different_runs_says_its_intervals_leave_tha
     one_run = [replace(o, run_id=1) for o in found]
     (curve,) = curves(summarize_points(one_run), "iodepth")
     assert "different runs" not in table_text(curve)
+
+
+def test_latency_is_said_not_to_grow_only_where_shown_within_the_margin() -> None:
+    """bench/curve_rule.py's second table: flat IOPS, mean latency grown +10 % (the margin) at the highest load,
+    latency varying 5 %, 5 repetitions: "latency did not grow" in about 5 % of curves (the one-sided test); where it
+    truly stayed put, in most. A rule reading the means alone would say it of every +10 % curve."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "curve_rule.py"
+    spec = importlib.util.spec_from_file_location("curve_rule", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["curve_rule"] = bench
+    spec.loader.exec_module(bench)
+    at_margin = bench.latency_rates(1.1, 0.05, 5, 400, 3)
+    put = bench.latency_rates(1.0, 0.05, 5, 400, 4)
+    assert at_margin[KneeKind.LATENCY_FLAT] <= 0.09, at_margin
+    assert put[KneeKind.LATENCY_FLAT] >= 0.6, put
+    assert at_margin[KneeKind.AT_LOWEST_LOAD] + at_margin[KneeKind.WITHIN_SWEEP] <= 0.02, at_margin

@@ -290,3 +290,26 @@ def test_a_mixed_point_meets_the_objective_only_when_every_direction_does() -> N
     assert verdict(point.latency, objective) == Verdict.UNCERTAIN
     assert point.latency.mean == pytest.approx(sum(writes) / 3 * 1e6)
     assert point.iops.mean == pytest.approx(2000.0)  # both directions' IOPS, summed per repetition
+
+
+def test_the_answer_is_seldom_a_point_whose_p99_is_above_the_limit() -> None:
+    """bench/slo_rule.py (the methodology's table): the first load whose true p99 is 2 % above the limit, p99 varying
+    15 % from repetition to repetition, 3 repetitions. The saturation table's best point and the search's answer
+    have a true p99 above the limit in about 2 % of curves (one-sided 2.5 % at the limit); the same draws read by the
+    p99's mean alone name such a point in about a third: the check can fail."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "slo_rule.py"
+    spec = importlib.util.spec_from_file_location("slo_rule", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["slo_rule"] = bench
+    spec.loader.exec_module(bench)
+    trials = 400
+    grid, search = (bench.rates(0.02, 0.15, 3, trials, 11, how) for how in ("grid", "search"))
+    means = bench.rates(0.02, 0.15, 3, trials, 11, "means")
+    assert grid["false"] <= 0.06 and search["false"] <= 0.06, (grid, search)
+    assert means["false"] >= 0.2, means
+    assert grid["none"] == 0 and search["measured"] <= MOST_POINTS
