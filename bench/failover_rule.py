@@ -3,7 +3,9 @@
 per-window noise (CV) correlated from window to window (AR(1), rho), 20 s before the fault, then a stall, a
 degraded stretch and the level again (or not). Prints, per noise level: how late or early the recovery is found,
 how often a recovered run is called "never recovered", how often a run that stays 10 % or 15 % down is called
-recovered, how often a run that comes back 20 % higher is, and the blackout's error.
+recovered, how often a run that comes back 20 % higher is, and the blackout's error. Then the dip: of a fault
+that does nothing, and of one that takes the I/O to 60 % for 8 s, each beside the lowest of as many windows before
+the fault (the noise's own dip, shown with it).
 Usage: .venv/bin/python bench/failover_rule.py [runs]"""
 
 from __future__ import annotations
@@ -59,6 +61,19 @@ def main() -> int:
               f"{spread[0]:+.2f} to {spread[-1]:+.2f} | {100 * missed / runs:5.1f} % ({100 * wrong / runs:.1f} %) | "
               f"{blackout:.2f} s | "
               f"{false[0]:5.1f} % | {false[1]:5.1f} % | {false[2]:5.1f} %")
+    print()
+    print("CV/window rho | a fault that does nothing: dip, median (5-95 %) | lowest of as many windows before it | "
+          "a fall to 60 % for 8 s: dip | lowest before it")
+    for cv, rho in ((0.05, 0.0), (0.10, 0.0), (0.10, 0.5), (0.20, 0.5), (0.30, 0.7)):
+        cells = []
+        for stall, level, seconds in ((0.0, 1.0, 0.0), (0.0, 0.6, 8.0)):
+            found = [failover([run(seed, cv, rho, stall, level, seconds, 71.0)], WINDOW, T0 + 20_000, T0,
+                              T0 + 71_000) for seed in range(runs)]
+            for values in ([f.dip_pct for f in found], [f.dip_before_pct for f in found]):
+                kept = [v for v in values if v is not None]
+                q = statistics.quantiles(kept, n=20)
+                cells.append(f"{statistics.median(kept):.0f} % ({q[0]:.0f}-{q[-1]:.0f})")
+        print(f"{cv:>4.0%} {rho:.1f}      | " + " | ".join(cells))
     return 0
 
 

@@ -573,7 +573,7 @@ def test_the_longest_io_shown_is_the_longest_of_all_repetitions_not_a_mean_of_ea
     def figures(longest_s: float) -> Failover:
         return Failover(pre_fault_iops=1000.0, blackout_s=1.0, client_blackouts_s=(), first_completion_s=1.0,
                         dip_pct=0.0, degraded_pct=90.0, recovery=Recovery.RECOVERED, recovery_s=2.0,
-                        longest_io_ns=int(longest_s * 1e9))
+                        longest_io_ns=int(longest_s * 1e9), dip_before_pct=70.0 + longest_s)
 
     longest = iter([1.0, 2.0, 6.0])
     monkeypatch.setattr(failover_points, "repetition_failover", lambda r: failover_points.RepetitionFailover(
@@ -584,6 +584,9 @@ def test_the_longest_io_shown_is_the_longest_of_all_repetitions_not_a_mean_of_ea
     assert failover_line(point, "x").endswith("; longest I/O 6s (each repetition's: mean 3s)")
     (row,) = scorecard_rows([point], {})
     assert "6s (each repetition's: mean 3s)" in row
+    # the dip beside the noise's own low before the fault (the mean of 71, 72 and 76)
+    assert "dip to 0 % [0, 0] of the level before (the noise alone: as low as 73 % [" in failover_line(point, "x")
+    assert "0 [0, 0]; before the fault 73" in row
     longest = iter([1.5])
     (alone,) = failover_points.point_failovers(reps[:1])  # type: ignore[arg-type]
     assert failover_line(alone, "x").endswith("; longest I/O 1.5s")

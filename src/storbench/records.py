@@ -132,6 +132,7 @@ class Record:
     first_io_after_fault_s: float | None = None
     undo_blackout_s: float | None = None
     dip_pct: float | None = None
+    dip_before_fault_pct: float | None = None  # the lowest of as many windows before the fault: the noise's own dip
     degraded_pct: float | None = None
     end_pct: float | None = None
     recovery: str = ""
@@ -271,6 +272,7 @@ def record(o: Observation, expected: Expectation | None = None,
         blackout_s=_metric(o, "blackout_s"), client_blackout_s=_metric(o, "client_blackout_s"),
         first_io_after_fault_s=_metric(o, "first_io_after_fault_s"),
         undo_blackout_s=_metric(o, "undo_blackout_s"), dip_pct=_metric(o, "dip_pct"),
+        dip_before_fault_pct=_metric(o, "dip_before_fault_pct"),
         degraded_pct=_metric(o, "degraded_pct"), end_pct=_metric(o, "end_pct"),
         recovery=f.recovery.value if (f := o.failover.figures if o.failover else None) else "",
         recovery_s=_metric(o, "recovery_s"), cluster_clean_s=_metric(o, "cluster_clean_s"),

@@ -88,8 +88,9 @@ def failover_line(point: PointFailover, label: str) -> str:
              f"first I/O {_figure(first, ' s')} after the fault{_in_some(first, n)}"]
     if point.restore_blackout_s is not None:
         parts.append(f"blackout {_figure(point.restore_blackout_s, ' s')} when undone")
-    parts += [
-             f"dip to {_figure(point.dip_pct, ' %', 0)} of the level before"]
+    parts.append(f"dip to {_figure(point.dip_pct, ' %', 0)} of the level before" + (
+        "" if point.dip_before_pct is None else
+        f" (the noise alone: as low as {_figure(point.dip_before_pct, ' %', 0)} in as many windows before the fault)"))
     if point.degraded_pct is not None:
         parts.append(f"then {_figure(point.degraded_pct, ' %', 0)} of it until back{_in_some(point.degraded_pct, n)}")
     if point.end_pct is not None:
@@ -227,12 +228,19 @@ def cluster_cell(point: PointFailover) -> str:
 SCORECARD_CAPTION = ("Each repetition is one fault; figures are means with 95 % intervals over the repetitions (a "
                      "figure of some of them says of how many). Blackout: the longest time no I/O completed (fio's "
                      "100 ms logs); recovered: the run's last third shown at least 90 % of the level before the "
-                     "fault; until back: a recovered run's level from the stall to then; at the end: the seconds "
-                     "that test read (storbench docs methodology failover).")
+                     "fault; dip: the lowest 100 ms window after the fault, beside the lowest of as many before it "
+                     "(what the noise alone gives); until back: a recovered run's level from the stall to then; at "
+                     "the end: the seconds that test read (storbench docs methodology failover).")
 SCORECARD_HEAD = ("point", "fault", "n", "blackout (s)", "first I/O after (s)", "blackout when undone (s)",
                   "dip (% of before)", "until back (% of before)", "at the end (% of before)", "recovered",
                   "longest I/O",
                   "every PG active+clean after (s)", "acknowledged writes")
+
+def _dip_cell(point: PointFailover) -> str:
+    """'21 [18, 24]; before the fault 66': the dip beside the lowest of as many windows before the fault."""
+    before = point.dip_before_pct
+    return _figure(point.dip_pct, "", 0) + ("" if before is None else f"; before the fault {before.mean:.0f}")
+
 
 def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[tuple[str, int], str],
                    checks: Sequence[PointWriteCheck] = ()) -> list[tuple[str, ...]]:
@@ -246,7 +254,7 @@ def scorecard_rows(points: Sequence[PointFailover], labels: Mapping[tuple[str, i
         rows.append((labels.get((p.case_id, p.run_id), p.case_id), f"{p.action} {p.target}", str(n),
                      _figure(p.blackout_s, ""), _some_figure(p.first_completion_s, n, 2),
                      _figure(p.restore_blackout_s, ""),
-                     _figure(p.dip_pct, "", 0), _some_figure(p.degraded_pct, n), _some_figure(p.end_pct, n),
+                     _dip_cell(p), _some_figure(p.degraded_pct, n), _some_figure(p.end_pct, n),
                      recovered if n else "-",
                      longest_io_text(p), cluster_cell(p),
                      write_check_text(checked.get((p.run_id, p.case_id)))))

@@ -192,6 +192,7 @@ class PointFailover:
     longest_io_max_ns: int | None = None  # the longest I/O of all the repetitions
     end_pct: Estimate | None = None  # the level at the end, over the repetitions the recovery test could read
     left_pct: Estimate | None = None  # the level at the end of the repetitions shown not back (what they were left at)
+    dip_before_pct: Estimate | None = None  # the lowest of as many windows before the fault: the noise's own dip
 
     @property
     def measured(self) -> int:
@@ -252,6 +253,7 @@ def point_failovers(repetitions: Sequence[StoredRepetition]) -> list[PointFailov
             restore_blackout_s=_estimate([f.restore_blackout_s for f in figures]),
             first_completion_s=_estimate([f.first_completion_s for f in figures]),
             dip_pct=_estimate([f.dip_pct for f in figures]),
+            dip_before_pct=_estimate([f.dip_before_pct for f in figures]),
             degraded_pct=_estimate([f.degraded_pct for f in figures]),
             recovery_s=_estimate([f.recovery_s for f in figures]),
             longest_io_ns=_estimate([f.longest_io_ns for f in figures]),

@@ -198,7 +198,8 @@ METRIC_VALUES: Mapping[str, MetricValue] = {
     **{name: _failover(attribute) for name, attribute in (
         ("blackout_s", "blackout_s"), ("client_blackout_s", "client_blackout_s"),
         ("first_io_after_fault_s", "first_completion_s"),
-        ("undo_blackout_s", "restore_blackout_s"), ("dip_pct", "dip_pct"), ("degraded_pct", "degraded_pct"),
+        ("undo_blackout_s", "restore_blackout_s"), ("dip_pct", "dip_pct"), ("dip_before_fault_pct", "dip_before_pct"),
+        ("degraded_pct", "degraded_pct"),
         ("end_pct", "end_pct"), ("recovery_s", "recovery_s"))},
     "cluster_clean_s": _cluster_clean,
     **_cost_values(),

@@ -9,7 +9,10 @@ on the wall clock, read against the moment of the fault.
 - **first completion**: from the fault to the end of that stall (0 when I/O never stopped for a whole window;
   None when nothing completed after it to the end of the run: the blackout is then a lower bound, and the run is
   not recovered, its level at the end 0);
-- **dip**: the lowest window's IOPS after the fault, as % of the level before it;
+- **dip**: the lowest window's IOPS after the fault, as % of the level before it; **dip before the fault**: the
+  lowest of as many windows just before the fault (all of them, when fewer), as % of the same level: how low the
+  windows go with no fault at all (the lowest of fifty noisy windows is far below their mean: a fault that did
+  nothing still "dips"), so a dip is evidence of the fault only well below it;
 - **recovered** is one test per repetition, on the last third of the run after the stall (at least HOLD_BLOCKS
   one-second blocks), fixed before looking: the 90 % interval of
   their mean's ratio to the level before the fault (Welch on the blocks' means, log scale, as `stats.trend`
@@ -83,6 +86,7 @@ class Failover:
     longest_io_ns: int | None
     restore_blackout_s: float | None = None  # None: nothing undone during the measured section
     end_pct: float | None = None  # the blocks the recovery test read, % of the level before; None: too short to tell
+    dip_before_pct: float | None = None  # the lowest of as many windows before the fault, % of the level before
 
     @property
     def client_blackout_s(self) -> float:
@@ -215,12 +219,15 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
     if level is not None and state is Recovery.RECOVERED:
         found = recovery_index(windows, after_stall, per_block, level)
         back = found if found is not None else len(windows) - len(final) * per_block
-    dip = None
+    dip = dip_before = None
     if level and fault_index < len(windows):
         # the lowest window from the fault until the I/O is shown back, or at least through the blocks that showed it
         # back (a fault that never took the I/O below the margin: its lowest window there, not none)
         until = len(windows) if back is None else max(back, fault_index + HOLD_BLOCKS * per_block)
         dip = 100 * min(windows[fault_index:until]) / level
+        # the same over as many windows where no fault acted: the noise's own low
+        quiet = windows[max(0, fault_index - (until - fault_index)):fault_index]
+        dip_before = 100 * min(quiet) / level if quiet else None
     degraded = None  # one quantity: the level until it was shown back (a run not back has its level at the end)
     if level and back is not None and back > after_stall:
         degraded = 100 * sum(windows[after_stall:back]) / (back - after_stall) / level
@@ -230,7 +237,7 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
     return Failover(
         pre_fault_iops=level, blackout_s=stall.seconds if stall else 0.0, client_blackouts_s=tuple(per_client),
         first_completion_s=(None if stall.open else max(0.0, (stall.end_ms - fault_ms) / 1000)) if stall else 0.0,
-        dip_pct=dip,
+        dip_pct=dip, dip_before_pct=dip_before,
         degraded_pct=degraded, recovery=state,
         # from the fault (back may be the window the fault fell in, which starts before it)
         recovery_s=max(0.0, (common_from + back * window_ms - fault_ms) / 1000) if back is not None else None,
