@@ -5,7 +5,10 @@ degraded stretch and the level again (or not). Prints, per noise level: how late
 how often a recovered run is called "never recovered", how often a run that stays 10 % or 15 % down is called
 recovered, how often a run that comes back 20 % higher is, and the blackout's error. Then the dip: of a fault
 that does nothing, and of one that takes the I/O to 60 % for 8 s, each beside the lowest of as many windows before
-the fault (the noise's own dip, shown with it).
+the fault (the noise's own dip, shown with it). Last, stalls of slow clients (completions at random, a Poisson
+stream): how often a fault that does nothing is said to have stopped the I/O, before (any stretch of a whole
+window without a completion) and now (one beyond what the empty windows before the fault make likely), and how
+often real stalls of a given length are said.
 Usage: .venv/bin/python bench/failover_rule.py [runs]"""
 
 from __future__ import annotations
@@ -33,6 +36,34 @@ def run(seed: int, cv: float, rho: float, stall_s: float, degraded: float, degra
         level = degraded if 20 + stall_s <= t < 20 + stall_s + degraded_s else (1.0 if t < 20 else after)
         rows.append(LogRow(T0 + k * WINDOW, max(1, round(1000 * level * (1 + noise))), "write"))
     return ClientLog("c", tuple(rows))
+
+
+def poisson_run(seed: int, iops: float, stall_s: float, total_s: float = 60.0) -> ClientLog:
+    """Completions at random at ``iops`` a second, none for ``stall_s`` from the fault at 20 s."""
+    rng = random.Random(seed)
+    rows = []
+    for k in range(1, int(total_s * 10) + 1):
+        count, t = 0, rng.expovariate(iops)
+        while t < 0.1:
+            count, t = count + 1, t + rng.expovariate(iops)
+        if count and not 20 <= k / 10 - 0.05 < 20 + stall_s:
+            rows.append(LogRow(T0 + k * WINDOW, count * 10, "write"))
+    return ClientLog("c", tuple(rows))
+
+
+def stall_table(runs: int) -> None:
+    print()
+    print("I/Os a second (at random) | no fault's effect: said stopped before | now | a stall of 0.2 s said | "
+          "0.5 s | 1 s")
+    for iops in (10, 20, 50, 100, 1000):
+        cells = []
+        for stall_s in (0.0, 0.2, 0.5, 1.0):
+            found = [failover([poisson_run(seed, iops, stall_s)], WINDOW, T0 + 20_000, T0, T0 + 60_000)
+                     for seed in range(runs)]
+            if stall_s == 0:
+                cells.append(f"{100 * sum(f.blackout_s > 0 for f in found) / runs:5.1f} %")
+            cells.append(f"{100 * sum(f.stalled for f in found) / runs:5.1f} %")
+        print(f"{iops:>5} | " + " | ".join(cells))
 
 
 def main() -> int:
@@ -74,6 +105,7 @@ def main() -> int:
                 q = statistics.quantiles(kept, n=20)
                 cells.append(f"{statistics.median(kept):.0f} % ({q[0]:.0f}-{q[-1]:.0f})")
         print(f"{cv:>4.0%} {rho:.1f}      | " + " | ".join(cells))
+    stall_table(runs)
     return 0
 
 

@@ -485,3 +485,68 @@ def test_a_size_based_job_that_ended_on_its_own_is_read_to_its_last_operation() 
     cycle = replace(done, case=replace(done.case, workload=replace(done.case.workload, rw="metadata",
                                                                    timeline_window_ms=None)), logs=())
     assert "give a fault to one operation at a time" in repetition_failover(cycle).problem
+
+
+def _poisson_log(iops: float, seconds: float, seed: int, stall: tuple[float, float] | None = None) -> ClientLog:
+    """A slow client's 100 ms log: completions at random at ``iops`` a second (none in ``stall``)."""
+    rng = random.Random(seed)
+    rows = []
+    for k in range(1, int(seconds * 10) + 1):
+        count, t = 0, 0.0
+        while (t := t + rng.expovariate(iops)) < 0.1:
+            count += 1
+        if stall is not None and stall[0] <= k / 10 - 0.05 < stall[1]:
+            count = 0
+        if count:
+            rows.append(LogRow(T0 + k * WINDOW, count * 10, "write"))
+    return ClientLog("c1", tuple(rows))
+
+
+def test_a_slow_clients_own_gaps_are_no_stall_of_the_fault() -> None:
+    """A client doing 20 I/Os a second has no completion in one 100 ms window in seven: over 40 s after a fault that
+    does nothing its longest gap is about 0.3 s, which had read "I/O stopped for 0.3 s" in every repetition. Such a
+    gap is within chance (the share of empty windows before the fault); a real stall of a second is not, nor one of
+    0.3 s at 1,000 I/Os a second."""
+    claimed = 0
+    for seed in range(30):
+        nothing = failover([_poisson_log(20, 60, seed)], WINDOW, at(20), at(0), at(60))
+        assert nothing.blackout_s > 0, seed  # the gap is there, and kept as the figure
+        claimed += nothing.stalled
+        if not nothing.stalled:
+            assert nothing.by_chance and nothing.first_completion_s == 0.0 and nothing.gap_before_s > 0, nothing
+        real = failover([_poisson_log(20, 60, seed, stall=(20.0, 21.5))], WINDOW, at(20), at(0), at(60))
+        assert real.stalled and real.blackout_s >= 1.4 and real.first_completion_s is not None, (seed, real)
+        fast = failover([_poisson_log(1000, 60, seed, stall=(20.0, 20.3))], WINDOW, at(20), at(0), at(60))
+        assert fast.stalled and fast.blackout_s == pytest.approx(0.3, abs=0.01), (seed, fast)
+    assert claimed <= 2, claimed
+
+
+def test_show_says_a_gap_within_chance_is_no_stall(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verdict of three repetitions whose only gaps are a slow client's own: no "I/O stopped", the longest gap
+    and the gaps before the fault said instead; the line keeps the blackout's figure and says it is within
+    chance. A real stall of 1.5 s is said as ever."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from storbench.model import Status
+    from storbench.report.failover import failover_line, failover_verdict
+    from storbench.stats import failover_points
+
+    def verdict_and_line(stall: tuple[float, float] | None) -> tuple[str, str]:
+        found = iter([failover([_poisson_log(20, 60, seed, stall)], WINDOW, at(20), at(0), at(60))
+                      for seed in (3, 4, 5)])
+        monkeypatch.setattr(failover_points, "repetition_failover", lambda r: failover_points.RepetitionFailover(
+            r.rep_index, r.rep_index, None, None, next(found)))
+        reps = [SimpleNamespace(faults=("x",), status=Status.OK, run_id=1, rep_index=i,
+                                case=SimpleNamespace(case_id="c")) for i in range(3)]
+        (point,) = failover_points.point_failovers(reps)  # type: ignore[arg-type]
+        point = dataclasses.replace(point, action="freeze", target="osd.1")
+        return failover_verdict(point, None, "x"), failover_line(point, "x")
+
+    said, line = verdict_and_line(None)
+    assert said.startswith("x: I/O never stopped for longer than chance allows after osd.1 was frozen (the longest "
+                           "stretch without a completion 0."), said
+    assert "I/O stopped" not in said and "; before the fault, up to 0." in said, said
+    assert "(no longer than chance allows: gaps before the fault up to 0." in line, line
+    said, line = verdict_and_line((20.0, 21.5))
+    assert said.startswith("x: I/O stopped for 1.5 s [") and "chance" not in said + line, (said, line)

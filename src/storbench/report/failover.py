@@ -83,7 +83,9 @@ def failover_line(point: PointFailover, label: str) -> str:
     first = point.first_completion_s
     parts = [f"blackout {_figure(point.blackout_s, ' s')}" + (
                  f" (to the end in {point.stopped_for_good} of {n}: there a lower bound)"
-                 if point.stopped_for_good else ""),
+                 if point.stopped_for_good else "") + (
+                 f" (no longer than chance allows{_times(point.by_chance, n)}: gaps before the fault up to "
+                 f"{point.gap_before_s:.1f} s)" if point.by_chance else ""),
              "no I/O after the fault to the end" if first is None else
              f"first I/O {_figure(first, ' s')} after the fault{_in_some(first, n)}"]
     if point.restore_blackout_s is not None:
@@ -145,8 +147,8 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
     blackout, stopped = point.blackout_s, point.stopped
     # counted repetition by repetition: "in 2 of 3" is what happened, an interval reaching zero is not "not every
     # time"
-    own = [(client, seconds, point.client_stopped(client)) for client, seconds in point.client_blackouts_s
-           if seconds.mean > 0]
+    own = [(client, seconds, times) for client, seconds in point.client_blackouts_s
+           if seconds.mean > 0 and (times := point.client_stopped(client))]
     # a client stopped in a repetition where the others went on: each stalled client's own stall
     per_client = bool(own) and max(times for _, _, times in own) > stopped
     if per_client:
@@ -156,6 +158,10 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
         others = (f", on all of them at once in {stopped} of {n}" if stopped else
                   ", the others went on" if len(own) < total else ", never on all of them at once")
         said = f"I/O stopped on {len(own)} of {total} clients after {what}{others}: {listed}"
+    elif stopped == 0 and point.by_chance:  # gaps as long as those the I/O had anyway: no evidence of a stall
+        said = (f"I/O never stopped for longer than chance allows after {what} (the longest stretch without a "
+                f"completion {_figure(blackout, ' s', _digits(blackout))}; before the fault, up to "
+                f"{point.gap_before_s:.1f} s)")
     elif stopped == 0:
         said = f"I/O never stopped for a whole window after {what}"
     else:

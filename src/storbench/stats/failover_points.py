@@ -204,8 +204,19 @@ class PointFailover:
 
     @property
     def stopped(self) -> int:
-        """In how many repetitions the I/O of all clients together stopped for a whole window or more."""
-        return sum(1 for f in self.figures if f.blackout_s > 0)
+        """In how many repetitions the I/O of all clients together stopped for a whole window or more, beyond what
+        the gaps before the fault make likely by chance (`Failover.stalled`)."""
+        return sum(1 for f in self.figures if f.stalled)
+
+    @property
+    def by_chance(self) -> int:
+        """In how many repetitions the blackout was no longer than chance allows (a stall that is no evidence)."""
+        return sum(1 for f in self.figures if f.blackout_s > 0 and f.by_chance)
+
+    @property
+    def gap_before_s(self) -> float:
+        """The longest stretch without a completion before the fault, over the repetitions."""
+        return max((f.gap_before_s for f in self.figures), default=0.0)
 
     @property
     def stopped_for_good(self) -> int:
@@ -213,8 +224,8 @@ class PointFailover:
         return sum(1 for f in self.figures if f.first_completion_s is None)
 
     def client_stopped(self, client: str) -> int:
-        """In how many repetitions ``client``'s own I/O stopped for a whole window or more."""
-        return sum(1 for f in self.figures if dict(f.client_blackouts_s).get(client, 0.0) > 0)
+        """In how many repetitions ``client``'s own I/O stopped for a whole window or more, beyond chance."""
+        return sum(1 for f in self.figures if f.client_stalled(client))
 
 
 def _estimate(values: Sequence[float | None]) -> Estimate | None:

@@ -6,9 +6,14 @@ on the wall clock, read against the moment of the fault.
   (t - window, t], so between rows at t1 and t2 nothing completed for t2 - t1 - window); for all clients together
   and for each client; **blackout at the undoing**: the same among the stretches that begin after it (an OSD
   started again makes its placement groups peer: I/O to them waits once more);
-- **first completion**: from the fault to the end of that stall (0 when I/O never stopped for a whole window;
-  None when nothing completed after it to the end of the run: the blackout is then a lower bound, and the run is
-  not recovered, its level at the end 0);
+- **a stall beyond chance**: a client doing 20 I/Os a second has no completion in one 100 ms window in seven, and
+  runs of three such windows in a minute by chance: a stall is the fault's only when a run of empty windows that
+  long would arise by chance in fewer than STALL_ALPHA of runs, empty windows independent at the share seen before
+  the fault (its gaps; (k + 1/2) / (n + 1), so that a series with none before still allows for some). Figures keep
+  the longest stall; the stall's count, the first completion and the verdict take a stall within chance as none;
+- **first completion**: from the fault to the end of that stall (0 when I/O never stopped for a whole window, or
+  no longer than chance allows; None when nothing completed after it to the end of the run: the blackout is then a
+  lower bound, and the run is not recovered, its level at the end 0);
 - **dip**: the lowest window's IOPS after the fault, as % of the level before it; **dip before the fault**: the
   lowest of as many windows just before the fault (all of them, when fewer), as % of the same level: how low the
   windows go with no fault at all (the lowest of fifty noisy windows is far below their mean: a fault that did
@@ -49,6 +54,7 @@ HOLD_BLOCKS = 5  # recovered: this many blocks in a row shown equal to the level
 RECOVERY_MARGIN = 0.10  # "back": the ratio's 90 % interval at or above -10 %
 RECOVERY_CONFIDENCE = 0.90  # two one-sided 5 % tests, as "flat" along a curve
 FINAL_SHARE = 1 / 3  # the test reads the last third of the run after the stall (at least HOLD_BLOCKS seconds)
+STALL_ALPHA = 0.01  # a stall is the fault's when one as long would arise by chance in fewer than this share of runs
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,19 @@ class Failover:
     restore_blackout_s: float | None = None  # None: nothing undone during the measured section
     end_pct: float | None = None  # the blocks the recovery test read, % of the level before; None: too short to tell
     dip_before_pct: float | None = None  # the lowest of as many windows before the fault, % of the level before
+    # the blackout no longer than the gaps before the fault make likely by chance (all clients together; and the
+    # clients whose own is): no stall of the fault's
+    by_chance: bool = False
+    clients_by_chance: tuple[str, ...] = ()
+    gap_before_s: float = 0.0  # the longest stretch without a completion before the fault, all clients together
+
+    @property
+    def stalled(self) -> bool:
+        """I/O of all clients together stopped for a whole window or more, beyond what chance allows."""
+        return self.blackout_s > 0 and not self.by_chance
+
+    def client_stalled(self, client: str) -> bool:
+        return dict(self.client_blackouts_s).get(client, 0.0) > 0 and client not in self.clients_by_chance
 
     @property
     def client_blackout_s(self) -> float:
@@ -118,6 +137,26 @@ def longest_stall(times: Sequence[int], window_ms: int, from_ms: int, after_ms: 
         if best is None or end - previous > best.end_ms - best.start_ms:
             best = Stall(previous, end, open=current == closing)
     return best
+
+
+def empty_share(times: Sequence[int], window_ms: int, start_ms: int, end_ms: int) -> tuple[float, float]:
+    """(windows without a completion, windows) from ``start_ms`` to ``end_ms`` of a series of completion times
+    (rows closing at t cover (t - window, t]; the windows of several clients' rows are counted by the time between
+    completions)."""
+    windows = max(0.0, (end_ms - start_ms) / window_ms)
+    inside = [t for t in times if start_ms < t <= end_ms]
+    edges = [start_ms + window_ms, *inside, end_ms + window_ms]  # a completion just after start_ms, and after end_ms
+    empty = sum(max(0, later - earlier - window_ms) for earlier, later in itertools.pairwise(edges)) / window_ms
+    return min(empty, windows), windows
+
+
+def stall_chance(stall: Stall, window_ms: int, empty: float, windows_before: float, windows_after: float) -> float:
+    """How likely a run of empty windows at least as long as ``stall`` is somewhere among ``windows_after`` windows
+    by chance, windows empty independently at the share seen before the fault (``empty`` of ``windows_before``,
+    as (k + 1/2) / (n + 1))."""
+    share = (empty + 0.5) / (windows_before + 1)
+    run = (stall.end_ms - stall.start_ms) / window_ms
+    return 1 - math.exp(-max(windows_after, 1.0) * (1 - share) * share ** run)
 
 
 def merged_iops(logs: Sequence[ClientLog], window_ms: int, from_ms: int, to_ms: int) -> list[float]:
@@ -192,13 +231,25 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
     stall = longest_stall(everyone, window_ms, from_ms, fault_ms, to_ms, begins_before_ms=undone)
     again = (longest_stall(everyone, window_ms, from_ms, undone, to_ms, begins_from_ms=undone)
              if undone is not None else None)
-    per_client = []
+    starts = [log.iops[0].t_ms - window_ms for log in logs if log.iops]
+
+    def by_chance(found: Stall | None, times: Sequence[int], start_ms: int, end_ms: int) -> bool:
+        if found is None or found.open:
+            return False
+        empty, before = empty_share(times, window_ms, start_ms, fault_ms)
+        return stall_chance(found, window_ms, empty, before, (end_ms - fault_ms) / window_ms) >= STALL_ALPHA
+
+    per_client, clients_by_chance = [], []
     for log in logs:
         end = ends[log.client]
         mine = [t for t in completion_times(log.iops) if from_ms < t <= end]
         own = longest_stall(mine, window_ms, from_ms, fault_ms, end, begins_before_ms=undone)
         per_client.append((log.client, own.seconds if own else 0.0))
-    starts = [log.iops[0].t_ms - window_ms for log in logs if log.iops]
+        if by_chance(own, mine, max(from_ms, log.iops[0].t_ms - window_ms) if log.iops else from_ms, end):
+            clients_by_chance.append(log.client)
+    first_start = max(from_ms, min(starts)) if starts else from_ms
+    chance = by_chance(stall, everyone, first_start, to_ms)
+    gap_before = longest_stall(everyone, window_ms, first_start, first_start, fault_ms, begins_before_ms=fault_ms)
     common_from = max(starts) if starts and from_ms <= max(starts) < fault_ms else from_ms
     common_to = min(ends.values(), default=to_ms)
     windows = merged_iops(logs, window_ms, common_from, common_to)
@@ -206,7 +257,8 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
     fault_index = max(0, min(len(windows), (fault_ms - common_from) // window_ms))
     before = _blocks(windows[:fault_index], per_block)
     level = sum(before) / len(before) if len(before) >= 2 else None
-    last_end = max((s.end_ms for s in (stall, again) if s is not None), default=None)
+    # the level after the fault is read from the end of its stall (one within chance is no stall of the fault's)
+    last_end = max((s.end_ms for s in (None if chance else stall, again) if s is not None), default=None)
     after_stall = fault_index if last_end is None else max(fault_index, -(-(last_end - common_from) // window_ms))
     after = _blocks(windows[after_stall:], per_block)
     final = after[-max(HOLD_BLOCKS, math.floor(FINAL_SHARE * len(after))):]
@@ -228,16 +280,20 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
         # the same over as many windows where no fault acted: the noise's own low
         quiet = windows[max(0, fault_index - (until - fault_index)):fault_index]
         dip_before = 100 * min(quiet) / level if quiet else None
-    degraded = None  # one quantity: the level until it was shown back (a run not back has its level at the end)
-    if level and back is not None and back > after_stall:
+    # one quantity: the level until it was shown back (a run not back has its level at the end), over a second at
+    # least (the level before is of one-second blocks: a few noisy windows before the I/O is shown back are none)
+    degraded = None
+    if level and back is not None and back - after_stall >= per_block:
         degraded = 100 * sum(windows[after_stall:back]) / (back - after_stall) / level
     end_level = 0.0 if gone and level else (
         100 * sum(final) / len(final) / level if level and state is not Recovery.UNTOLD else None)
     lat = [row.value for log in logs for row in log.max_lat if from_ms < row.t_ms <= to_ms]
     return Failover(
         pre_fault_iops=level, blackout_s=stall.seconds if stall else 0.0, client_blackouts_s=tuple(per_client),
-        first_completion_s=(None if stall.open else max(0.0, (stall.end_ms - fault_ms) / 1000)) if stall else 0.0,
-        dip_pct=dip, dip_before_pct=dip_before,
+        first_completion_s=(None if stall.open else max(0.0, (stall.end_ms - fault_ms) / 1000))
+        if stall and not chance else 0.0,
+        dip_pct=dip, dip_before_pct=dip_before, by_chance=chance and stall is not None,
+        clients_by_chance=tuple(clients_by_chance), gap_before_s=gap_before.seconds if gap_before else 0.0,
         degraded_pct=degraded, recovery=state,
         # from the fault (back may be the window the fault fell in, which starts before it)
         recovery_s=max(0.0, (common_from + back * window_ms - fault_ms) / 1000) if back is not None else None,
