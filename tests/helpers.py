@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sqlite3
 import subprocess
@@ -10,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -18,6 +20,17 @@ from storbench.model import ClientMeasurement, RepetitionOutcome, Status, Stored
 from storbench.stats.observations import Observation
 from storbench.store import open_store
 from storbench.store.migrations import design_of_text
+
+
+def bench_module(name: str) -> ModuleType:
+    """A script of bench/ as a module (the simulations whose figures docs/methodology.md gives, run by the tests
+    that check those figures), registered under its name (dataclasses look their module up)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @contextmanager

@@ -5,14 +5,12 @@ what `show` says of it."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from helpers import bench_module
 from storbench.model import Expectation
 from storbench.stats.bottleneck import Bottleneck
 from storbench.stats.compare import compare_observations
@@ -20,17 +18,10 @@ from storbench.stats.selectors import parse_selector
 from storbench.stats.summary import summarize_points
 from synthetic import observation
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "curve_sections.py"
-
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("curve_sections", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["curve_sections"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("curve_sections")
 
 
 @pytest.mark.parametrize("shape", range(7))

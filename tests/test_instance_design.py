@@ -4,7 +4,6 @@ simulated figure and docs/methodology.md carries it."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
 from pathlib import Path
@@ -12,6 +11,7 @@ from types import ModuleType
 
 import pytest
 
+from helpers import bench_module
 from storbench.stats.compare_design import AA_CV_PCT, AA_DIFFERENT_PCT, DESIGN_CAVEATS, INSTANCE_SPREAD_PCT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,11 +19,7 @@ COMPARES = 2000  # per design: 4 standard errors of a rate of 5 % are 2 points, 
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("instance_design", ROOT / "bench" / "instance_design.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("instance_design")
 
 
 def _tolerance(rate: float, compares: int = COMPARES) -> float:

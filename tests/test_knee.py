@@ -464,16 +464,9 @@ def test_latency_is_said_not_to_grow_only_where_shown_within_the_margin() -> Non
     """bench/curve_rule.py's second table: flat IOPS, mean latency grown +10 % (the margin) at the highest load,
     latency varying 5 %, 5 repetitions: "latency did not grow" in about 5 % of curves (the one-sided test); where it
     truly stayed put, in most. A rule reading the means alone would say it of every +10 % curve."""
-    import importlib.util
-    import sys
-    from pathlib import Path
+    from helpers import bench_module
 
-    path = Path(__file__).resolve().parent.parent / "bench" / "curve_rule.py"
-    spec = importlib.util.spec_from_file_location("curve_rule", path)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules["curve_rule"] = bench
-    spec.loader.exec_module(bench)
+    bench = bench_module("curve_rule")
     at_margin = bench.latency_rates(1.1, 0.05, 5, 400, 3)
     put = bench.latency_rates(1.0, 0.05, 5, 400, 4)
     assert at_margin[KneeKind.LATENCY_FLAT] <= 0.09, at_margin

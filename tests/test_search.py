@@ -297,16 +297,9 @@ def test_the_answer_is_seldom_a_point_whose_p99_is_above_the_limit() -> None:
     15 % from repetition to repetition, 3 repetitions. The saturation table's best point and the search's answer
     have a true p99 above the limit in about 2 % of curves (one-sided 2.5 % at the limit); the same draws read by the
     p99's mean alone name such a point in about a third: the check can fail."""
-    import importlib.util
-    import sys
-    from pathlib import Path
+    from helpers import bench_module
 
-    path = Path(__file__).resolve().parent.parent / "bench" / "slo_rule.py"
-    spec = importlib.util.spec_from_file_location("slo_rule", path)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules["slo_rule"] = bench
-    spec.loader.exec_module(bench)
+    bench = bench_module("slo_rule")
     trials = 400
     grid, search = (bench.rates(0.02, 0.15, 3, trials, 11, how) for how in ("grid", "search"))
     means = bench.rates(0.02, 0.15, 3, trials, 11, "means")
