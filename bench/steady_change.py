@@ -83,6 +83,8 @@ SCENARIOS = (
              rule=SteadyRule(confirm=10)),
     *(Scenario(f"+10 % across the judged rounds, rounds correlated {rho:g}", cv, change=0.10, rho=rho)
       for rho in (0.3, 0.6) for cv in (0.02, 0.05)),
+    # a flat level whose rounds vary more than SNIA's 20 % range allows: "not steady" though nothing moves
+    *(Scenario("flat, noisier than the range allows", cv) for cv in (0.15, 0.20)),
 )
 
 

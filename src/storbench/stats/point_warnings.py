@@ -35,7 +35,7 @@ WARNING_TITLES = {
     "runtime_shorter_than_ramp": "runtime shorter than ramp",
     "page_cache": "working set fits in the page cache",
     "stragglers": "straggling clients",
-    "not_steady": "never reached steady state",
+    "not_steady": "SNIA's steady-state rule never met",
     "steady_incomplete": "steady state not reached yet",
     "steady_window": "steady-state window: rounds of one instance chosen for small spread; no interval",
     "faulted": "figures span a fault",
@@ -117,8 +117,11 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
             "a longer runtime (or more files or objects) gives the tail enough I/Os; read the mean and p50 meanwhile"))
     states = {o.steady for o in observations if o.steady is not None}
     if SteadyStatus.NOT_STEADY in states:
-        warnings.append(StatWarning("not_steady", "not steady within steady_state.max_rounds: its figures are its "
-                                    "last window's", "precondition it, or raise max_rounds"))
+        warnings.append(StatWarning("not_steady", "SNIA's range and slope rule not met within "
+                                    "steady_state.max_rounds (a level still moving, or rounds noisier than its range "
+                                    "allows): its figures are its last window's",
+                                    "precondition it, or raise max_rounds; rounds that vary more than the range "
+                                    "allows: a longer runtime a round"))
     elif SteadyStatus.MEASURING in states:
         warnings.append(StatWarning("steady_incomplete", "stopped before it was steady or out of rounds",
                                     "run the plan again with --resume"))
