@@ -2,8 +2,9 @@
 how often a curve that truly rises is called saturated, and how often a truly flat one is shown flat, at the
 run-to-run noise users meet; then, on curves whose IOPS are flat, what the knee's latency conditions say as the
 mean latency at the highest load grows by a given factor over the lowest's (a knee needs 1.5x by the mean; "latency
-did not grow" needs the 90 % interval of the growth at most +10 %). Prints two tables for docs/methodology.md
-("Saturation").
+did not grow" needs the 90 % interval of the growth at most +10 %); last, how often the lowest point of a flat curve
+is told "more load raises IOPS" by its reading of the sweep (a rise over any of the higher loads). Prints three
+tables for docs/methodology.md ("Saturation").
 
     .venv/bin/python bench/curve_rule.py [--trials 2000]
 """
@@ -14,8 +15,10 @@ import argparse
 import random
 from collections.abc import Sequence
 
+from storbench.stats.bottleneck import Bottleneck, BottleneckVerdict, CurveStep
 from storbench.stats.estimate import estimate
 from storbench.stats.knee import KneeKind, locate_knee
+from storbench.stats.point_verdicts import sweep_reading
 
 
 def rates(means: Sequence[float], cv: float, repetitions: int, trials: int, seed: int) -> dict[str, float]:
@@ -45,6 +48,23 @@ def latency_rates(growth: float, cv: float, repetitions: int, trials: int, seed:
     return {kind: count / trials for kind, count in counts.items()}
 
 
+def rise_rates(points: int, cv: float, repetitions: int, trials: int, seed: int) -> float:
+    """How often the lowest of ``points`` points of a truly flat curve (IOPS CV ``cv``) is told "more load raises
+    IOPS" by its reading of the sweep (`stats.point_verdicts.sweep_reading`: a rise over any higher load)."""
+    rng = random.Random(seed)
+    verdict = BottleneckVerdict(Bottleneck.UNDER_DRIVEN, "")
+    said = 0
+    for _ in range(trials):
+        steps = []
+        for i in range(points):
+            found = estimate([rng.gauss(3000.0, 3000.0 * cv) for _ in range(repetitions)])
+            assert found is not None
+            steps.append(CurveStep(load=2 ** i, label=f"iodepth {2 ** i}", throughput=found, lat_mean_ns=None,
+                                   verdict=verdict))
+        said += (sweep_reading(steps, 0) or "").startswith("more load raises IOPS")
+    return said / trials
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=2000)
@@ -67,6 +87,12 @@ def main() -> None:
         r = latency_rates(growth, cv, n, args.trials, 100 + seed)
         print(f"| x{growth:g} | {cv:.0%} | {n} | {r[KneeKind.AT_LOWEST_LOAD] + r[KneeKind.WITHIN_SWEEP]:.1%} | "
               f"{r[KneeKind.LATENCY_FLAT]:.1%} | {r[KneeKind.LATENCY_SHORT]:.1%} | {r[KneeKind.UNDECIDED]:.1%} |")
+    print()
+    print("| flat curve (true IOPS), points | CV | n | the lowest point told \"more load raises IOPS\" |")
+    print("|---|---:|---:|---:|")
+    for seed, (points, cv, n) in enumerate([(p, cv, n) for p in (2, 4, 6) for cv in (0.05, 0.10, 0.15)
+                                            for n in (1, 3, 5)]):
+        print(f"| flat, {points} points | {cv:.0%} | {n} | {rise_rates(points, cv, n, args.trials, 200 + seed):.1%} |")
 
 
 if __name__ == "__main__":

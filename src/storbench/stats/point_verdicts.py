@@ -153,11 +153,12 @@ def _cap_refuted(points: Sequence[PointSummary], i: int, axis: Axis) -> Bottlene
     def streams(p: PointSummary) -> int:  # the jobs submitting I/O, over every client
         return p.case.workload.numjobs * p.case.clients
 
-    for other in points:
-        there = other.metric("iops")
-        if other is point or there is None or loads_apart(other) != family or streams(other) <= streams(point):
-            continue
-        change = judge_change(here, there, round_pairs(here, there))  # paired where the two alternated
+    others = [(other, there) for other in points
+              if other is not point and (there := other.metric("iops")) is not None
+              and loads_apart(other) == family and streams(other) > streams(point)]
+    for other, there in others:
+        # paired where the two alternated; a rise over any of the others: the 5 % shared among them
+        change = judge_change(here, there, round_pairs(here, there), len(others))
         if change.trend is Trend.RISING:
             return BottleneckVerdict(Bottleneck.UNDER_DRIVEN, (
                 f"IOPS flat along {axis} ({_loads_text(point)}), yet {_loads_text(other)} gave {change.text()}: the "
@@ -212,7 +213,8 @@ def sweep_reading(steps: Sequence[CurveStep], k: int) -> str | None:
     here = steps[k]
     if k + 1 < len(steps):
         changes = [(there, judge_change(here.throughput, there.throughput,
-                                        round_pairs(here.throughput, there.throughput))) for there in steps[k + 1:]]
+                                        round_pairs(here.throughput, there.throughput), len(steps) - 1 - k))
+                   for there in steps[k + 1:]]  # a rise over any higher load: the 5 % shared among them
         rising = next(((there, change) for there, change in changes if change.trend is Trend.RISING), None)
         if rising is not None:
             return f"more load raises IOPS: {rising[0].label} gave {rising[1].text()}"

@@ -10,7 +10,11 @@ with `order: interleaved`, repetition i of each in round i: `round_pairs`, the r
 change is the paired one instead, exp(mean(log higher_i / lower_i)) with a t interval on the per-round log
 ratios (`stats.sequential.paired_change`), so drift shared by the round cancels:
 
-- rising: the interval's low end is above no change and the mean gain is at least RISE_FLOOR;
+- rising: the interval's low end is above no change and the mean gain is at least RISE_FLOOR; where a point is
+  judged against several higher loads at once ("more load raises IOPS" is a rise over any of them: ``among``),
+  the one-sided 5 % is shared among them (Bonferroni: the interval at 1 - 10 % / among), so that a flat curve of
+  six points does not tell its lowest point "more load raises IOPS" in 12-16 % of curves (a flat or falling
+  judgement needs every higher load, and keeps its 90 %);
 - falling: the interval's high end is below no change and the mean loss is at least RISE_FLOOR;
 - flat: the whole interval inside +-FLAT_MARGIN (equivalence);
 - undecided: anything else, with about how many repetitions per point would decide it.
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from storbench.stats.estimate import Estimate, ratio_interval, samples_for_half_width
@@ -56,6 +60,8 @@ class Change:
     trend: Trend
     repetitions_needed: int | None = None
     pairs: int = 0
+    confidence: float = CONFIDENCE  # of ``low``/``high``: a rise among several higher loads is shown at more
+    among: int = 1  # the higher loads the lower point was judged against at once (a rise over any of them)
 
     @property
     def stopped(self) -> bool:
@@ -64,14 +70,25 @@ class Change:
 
     def text(self) -> str:
         """'+89 % [+61, +122] (90 %)' (', paired over 3 rounds' inside the brackets' note when paired); whole
-        percents, never '-0'."""
+        percents, never '-0'; '+25 % (no interval)' where a point had none (one repetition, a steady-state window:
+        a change beyond +-NO_INTERVAL_CHANGE counts, read from the means alone)."""
         def pct(ratio: float) -> str:
             return f"{round(100 * (ratio - 1)):+d}"
 
+        if math.isinf(self.ratio):
+            return "a rise from none"
         shown = f"{pct(self.ratio)} %"
         if self.low is not None and self.high is not None:
             paired = f", paired over {self.pairs} rounds" if self.pairs else ""
-            shown += f" [{pct(self.low)}, {pct(self.high)}] (90 %{paired})"
+            level = f"{100 * self.confidence:.1f}".removesuffix(".0")
+            if self.among > 1 and self.confidence != CONFIDENCE:  # a rise shown among several loads
+                paired += f"; one of {self.among} higher loads"
+            elif self.among > 1 and self.trend is Trend.UNDECIDED and self.low > 1:
+                paired += (f"; a rise over any of {self.among} higher loads needs "
+                           f"{100 * shared_confidence(self.among):.1f} %")
+            shown += f" [{pct(self.low)}, {pct(self.high)}] ({level} %{paired})"
+        else:  # one repetition a point, or a steady-state window: a rise or fall read from two means alone
+            shown += " (no interval)"
         return shown
 
 
@@ -80,6 +97,11 @@ def within_margin(change: Change) -> bool:
     equivalence test, whatever else the change is called: +6 % [+5, +7] is a rise and within it)."""
     return (change.low is not None and change.high is not None and change.low >= 1 / (1 + FLAT_MARGIN)
             and change.high <= 1 + FLAT_MARGIN)
+
+
+def shared_confidence(among: int) -> float:
+    """The interval's confidence at which a rise over any of ``among`` higher loads keeps a one-sided 5 %."""
+    return 1 - (1 - CONFIDENCE) / max(1, among)
 
 
 def _needed(ratio: float, low: float, high: float, n: int) -> int | None:
@@ -102,28 +124,48 @@ def round_pairs(lower: Estimate, higher: Estimate) -> PairedValues | None:
     return paired_values(dict(lower.rounds), dict(higher.rounds))
 
 
-def judge_change(lower: Estimate, higher: Estimate, paired: PairedValues | None = None) -> Change:
+def _interval(lower: Estimate, higher: Estimate, paired: PairedValues | None,
+              confidence: float) -> tuple[float, float, float, int, int] | None:
+    """(ratio, low, high, n, pairs) of higher / lower at ``confidence``: paired where given, else Welch's; None
+    without an interval (n < 2, a steady-state window)."""
+    change = paired_change(*paired, confidence) if paired is not None else None
+    if change is not None:
+        return 1 + change.estimate, 1 + change.low, 1 + change.high, change.n, change.n
+    if not (lower.has_interval and higher.has_interval):
+        return None
+    low, high = ratio_interval(lower, higher, confidence)
+    return higher.mean / lower.mean, low, high, min(lower.n, higher.n), 0
+
+
+def judge_change(lower: Estimate, higher: Estimate, paired: PairedValues | None = None, among: int = 1) -> Change:
     """How ``higher`` (more load) compares with ``lower``: see the module's rules. ``paired``: the two points'
     values of the rounds both ran in (``round_pairs``), when their repetitions alternated round by round; the
-    change and its interval are then the per-round ratios' (paired), else Welch's over the two estimates."""
+    change and its interval are then the per-round ratios' (paired), else Welch's over the two estimates.
+    ``among``: how many higher loads ``lower`` is judged against at once, a rise over any of them counting (a rise
+    is then shown at ``shared_confidence``)."""
     if lower.mean <= 0 or higher.mean <= 0:
         ratio = math.inf if higher.mean > 0 else 1.0
         trend = Trend.RISING if higher.mean > 0 else Trend.UNDECIDED
         return Change(ratio, None, None, trend)
-    change = paired_change(*paired, CONFIDENCE) if paired is not None else None
-    pairs = 0
-    if change is not None:
-        ratio, low, high, n, pairs = 1 + change.estimate, 1 + change.low, 1 + change.high, change.n, change.n
-    elif not (lower.has_interval and higher.has_interval):  # n < 2, or a steady-state window
+    found = _interval(lower, higher, paired, CONFIDENCE)
+    if found is None:  # n < 2, or a steady-state window
         ratio = higher.mean / lower.mean
         trend = (Trend.RISING if ratio > 1 + NO_INTERVAL_CHANGE else
                  Trend.FALLING if ratio < 1 / (1 + NO_INTERVAL_CHANGE) else Trend.UNDECIDED)
-        return Change(ratio, None, None, trend)
-    else:
-        ratio = higher.mean / lower.mean
-        low, high = ratio_interval(lower, higher, CONFIDENCE)
-        n = min(lower.n, higher.n)
-    return classify(ratio, low, high, n, pairs)
+        return Change(ratio, None, None, trend, among=among)
+    change = classify(*found)
+    if among <= 1 or change.trend is not Trend.RISING:
+        return replace(change, among=among)
+    confidence = shared_confidence(among)
+    shared = _interval(lower, higher, paired, confidence)
+    assert shared is not None
+    ratio, low, high, n, pairs = shared
+    if low > 1:
+        return Change(ratio, low, high, Trend.RISING, pairs=pairs, confidence=confidence, among=among)
+    # a rise at 90 % alone, not at the share of the 5 % one of ``among`` loads may spend: not told yet
+    half = (math.log(high) - math.log(low)) / 2
+    needed = samples_for_half_width(half, n, math.log(ratio), confidence, MAX_REPETITIONS)
+    return replace(change, trend=Trend.UNDECIDED, repetitions_needed=needed, among=among)
 
 
 def classify(ratio: float, low: float, high: float, n: int, pairs: int = 0) -> Change:
@@ -173,7 +215,8 @@ def plateau(throughput: Sequence[Estimate]) -> Plateau:
     each point is compared with every higher one, so a noisy dip cannot end a rise early and a slow creep counts
     once it adds up; paired where the two points alternated round by round (``round_pairs``), else Welch."""
     for k in range(len(throughput) - 1):
-        changes = [(j, judge_change(throughput[k], throughput[j], round_pairs(throughput[k], throughput[j])))
+        among = len(throughput) - 1 - k  # a rise over any higher load: the 5 % shared among them
+        changes = [(j, judge_change(throughput[k], throughput[j], round_pairs(throughput[k], throughput[j]), among))
                    for j in range(k + 1, len(throughput))]
         if any(change.trend is Trend.RISING for _, change in changes):
             continue
