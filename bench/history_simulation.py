@@ -4,7 +4,9 @@
 the fourth. Prints the share of step-free series that ever raise an alarm over --runs looks, and for a 5 % and a 10 %
 drop half-way the share found (within a run of the step) and the runs after the step at the first look that found
 it; the gate's false alarms per look and its catch of a drop's first and second run; and, for a drop at the true run,
-how often the step's 95 % interval holds the true step and how often another change point is found besides it.
+how often the step's 95 % interval holds the true step and how often another change point is found besides it;
+and over tables of many points, how often a change point is shown where nothing changed (each history's 1 %, or
+shared among the table's histories as `history` and the report share it).
 The figures docs/methodology.md#history-and-change-points states.
 
     .venv/bin/python bench/history_simulation.py [--series 1000] [--runs 20] [--between 0.03] [--within 0.02]
@@ -50,8 +52,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=36)
     parser.add_argument("--steps-only", action="store_true", help="only the step interval's rows")
     parser.add_argument("--table-only", action="store_true", help="only the gate over tables of many points")
+    parser.add_argument("--display-only", action="store_true",
+                        help="only the change points shown over tables of many points")
     args = parser.parse_args()
     rng = random.Random(args.seed)
+    if args.display_only:
+        display_rates(args, rng)
+        return
     if args.steps_only:
         step_interval_rates(args, rng)
         return
@@ -74,6 +81,30 @@ def main() -> None:
         gate_rates(args, rng, threshold)
     table_gate_rates(args, rng)
     step_interval_rates(args, rng)
+    display_rates(args, rng)
+
+
+def display_rates(args: argparse.Namespace, rng: random.Random) -> None:
+    """What `history` and the report show after --runs nights over a table of N points and metrics: the share of
+    tables without any step that show a change point, with each history's 1 % (the rule before) and with the 1 %
+    shared among the table's histories (`stats.history.point_histories`); and, where one history has a 10 % drop
+    half-way, how often its step is shown (within a run)."""
+    tables = max(20, args.series // 10)
+    half = args.runs // 2
+    for points in (1, 10, 40):
+        shown = {1.0: 0, 1.0 / points: 0}
+        found = dict.fromkeys(shown, 0)
+        for _ in range(tables):
+            flat = [series(args.runs, None, 0.0, args.between, args.within, args.reps, rng) for _ in range(points)]
+            dropped = series(args.runs, half, -0.10, args.between, args.within, args.reps, rng)
+            for share in shown:
+                shown[share] += any(change_points(levels, ALPHA * share) for levels in flat)
+                found[share] += any(abs(c.at - half) <= 1 for c in change_points(dropped, ALPHA * share))
+        print(f"| a table of {points} points and metrics without a step, after {args.runs} runs: tables showing a "
+              f"change point, 1 % each / shared | {100 * shown[1.0] / tables:.1f} % / "
+              f"{100 * shown[1.0 / points] / tables:.1f} % of {tables} |")
+        print(f"| a 10 % drop at run {half + 1} in one of a table's {points} histories: shown by run {args.runs}, "
+              f"1 % each / shared | {100 * found[1.0] / tables:.1f} % / {100 * found[1.0 / points] / tables:.1f} % |")
 
 
 def step_interval_rates(args: argparse.Namespace, rng: random.Random) -> None:

@@ -14,7 +14,7 @@ from storbench.units import current_metric_name
 def cmd_history(args: argparse.Namespace) -> int:
     from storbench.report.history import METRICS, history_lines, history_records, regression_lines
     from storbench.selection import select, where_items
-    from storbench.stats.history import ALPHA, point_histories, run_context
+    from storbench.stats.history import point_histories, run_context
 
     metrics = [current_metric_name(part) for item in args.metric for part in item.split(",") if part] or ["iops"]
     for metric in metrics:
@@ -35,13 +35,12 @@ def cmd_history(args: argparse.Namespace) -> int:
     else:
         _write_output("\n".join(history_lines(histories)) + "\n", args.output)
     if args.fail_on_regression is not None:
-        # 5 % for every point and metric together: Bonferroni over the newest runs judged, and the change points'
-        # 1 % over every history a new step is looked for in (a step found with the newest run fails the gate too)
+        # 5 % for every point and metric together: Bonferroni over the newest runs judged (the change points' 1 %
+        # is shared among the histories already: a step found with the newest run fails the gate too)
         judged = sum(1 for h in histories if h.last is not None)
-        if len(histories) > 1:
+        if judged > 1:
             histories = point_histories(selection.observations, contexts, metrics,
-                                        alpha=ALPHA / len(histories), last_confidence=1 - 0.05 / max(1, judged),
-                                        pool_hosts=args.pool_hosts)
+                                        last_confidence=1 - 0.05 / judged, pool_hosts=args.pool_hosts)
         regressions = regression_lines(histories, args.fail_on_regression)
         out = _console(stderr=True)
         for line in regressions:

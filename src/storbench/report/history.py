@@ -113,7 +113,9 @@ def history_lines(histories: Sequence[PointHistory]) -> list[str]:
             lines.append(f"  runs of {history.hosts} machines in one history (fewer than {MIN_HOST_RUNS} runs of it "
                          "on some, or --pool-hosts): a change of machine is among what may change at a step")
         if not history.changes and len(history.runs) >= 4:
-            lines.append("  no change point (each level at least 2 runs; p <= 0.01 over the splits)")
+            shared = f", shared among {history.among} histories" if history.among > 1 else ""
+            lines.append(f"  no change point found (each level at least 2 runs; p <= 0.01 over the splits{shared}: "
+                         "a step of the runs' own noise takes many runs to show)")
         last = history.last
         if last is None and len(history.runs) >= 3:
             lines.append(f"  last run {history.runs[-1].context.run_id}: not judged (fewer than 2 runs at its level "
