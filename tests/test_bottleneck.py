@@ -604,3 +604,25 @@ def test_process_cores_are_a_mean_over_the_repetitions_that_sampled_them() -> No
     idle = observation(case_id="c", run_id=3, repeat=0, iops=1000.0, host_cpu_busy_pct=20.0)  # sampled, no fio seen
     inputs = bottleneck_inputs([*sampled, idle])
     assert inputs is not None and dict(inputs.process_cpu_cores)["fio"] == pytest.approx(1.0 / 3)
+
+
+def test_more_jobs_refute_a_cap_by_the_rule_the_jobs_curve_reads_itself_with() -> None:
+    """One curve, one answer: at iodepth 16 two jobs give +9 % [+2, +17] (90 %) over one, shown at 90 % (the jobs
+    curve through the point has that one higher load) but not at 96.7 % (a rise over any of the three other loads
+    with more jobs). The cap along iodepth is refuted, as the jobs curve's own reading says more load raises IOPS:
+    the 5 % shared among every other load had left it capped beside that reading."""
+    from storbench.stats.bottleneck import CurveStep
+    from storbench.stats.point_verdicts import sweep_reading
+
+    one, two = (3000.0, 3090.0, 2910.0), (3270.0, 3120.0, 3420.0)
+    rows = [observation(case_id=f"j{jobs}d{depth}", numjobs=jobs, iodepth=depth, repeat=rep,
+                        iops=(one if jobs == 1 else two)[rep], lat_mean_ns=depth * jobs / 3000.0 * 1e9,
+                        host_cpu_busy_pct=30.0, client_cpu_cores=0.3 * jobs, disk_busiest_util_pct=40.0)
+            for jobs in (1, 2) for depth in (1, 4, 16) for rep in range(3)]
+    points = {p.case_id: p for p in summarize_points(rows)}
+    steps = [CurveStep(load=jobs * 16, label=f"numjobs {jobs}", throughput=points[f"j{jobs}d16"].metric("iops"),
+                       lat_mean_ns=None, verdict=points[f"j{jobs}d16"].bottleneck) for jobs in (1, 2)]
+    assert (sweep_reading(steps, 0) or "").startswith("more load raises IOPS: numjobs 2 gave +9 % [+2, +17] (90 %")
+    verdict = points["j1d16"].bottleneck
+    assert verdict.kind == Bottleneck.UNDER_DRIVEN, verdict
+    assert "iodepth 16, numjobs 2 gave +9 % [+2, +17] (90 %)" in verdict.evidence, verdict.evidence

@@ -547,6 +547,24 @@ def test_show_says_a_gap_within_chance_is_no_stall(monkeypatch: pytest.MonkeyPat
     assert said.startswith("x: I/O never stopped for longer than chance allows after osd.1 was frozen (the longest "
                            "stretch without a completion 0."), said
     assert "I/O stopped" not in said and "; before the fault, up to 0." in said, said
-    assert "(no longer than chance allows: gaps before the fault up to 0." in line, line
+    assert "(within chance: gaps before the fault up to 0." in line, line
     said, line = verdict_and_line((20.0, 21.5))
     assert said.startswith("x: I/O stopped for 1.5 s [") and "chance" not in said + line, (said, line)
+
+
+def test_no_stall_is_called_within_chance_without_two_seconds_before_the_fault() -> None:
+    """A fault 0.5 s into the run has too few windows before it to tell a share of empty ones from: its 1.3 s stall
+    at 1,000 I/Os a second is the fault's, not "within chance" of an invented share."""
+    early = failover([_poisson_log(1000, 30, 1, stall=(0.5, 1.8))], WINDOW, at(0.5), at(0), at(30))
+    assert early.stalled and not early.by_chance and early.first_completion_s is not None, early
+
+
+def test_the_stall_after_the_undoing_is_judged_against_chance_too() -> None:
+    """A slow client (20 I/Os a second), a fault at 20 s undone at 30 s that did nothing: the longest gap after the
+    undoing is the client's own, said within chance, and the level after the fault is not read from after it; a
+    real 1.5 s stall at the undoing is not within chance."""
+    quiet = [failover([_poisson_log(20, 60, seed)], WINDOW, at(20), at(0), at(60), restore_ms=at(30))
+             for seed in range(20)]
+    assert sum(f.restore_by_chance for f in quiet) >= 18, [f.restore_blackout_s for f in quiet]
+    real = failover([_poisson_log(20, 60, 3, stall=(30.0, 31.5))], WINDOW, at(20), at(0), at(60), restore_ms=at(30))
+    assert real.restore_blackout_s is not None and real.restore_blackout_s >= 1.4 and not real.restore_by_chance

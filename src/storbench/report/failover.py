@@ -54,6 +54,11 @@ def _times(k: int, n: int) -> str:
     return "" if k == n else f" (in {k} of {n})"
 
 
+def _ones(k: int, n: int) -> str:
+    """' in 2 of 3' where something held in some of a point's repetitions only; '' in all."""
+    return "" if k == n else f" in {k} of {n}"
+
+
 def _some_figure(value: Estimate | None, n: int, digits: int = 0) -> str:
     """A scorecard cell of a figure some repetitions may not have: '23 (in 1 of 3)'."""
     return _figure(value, "", digits) + (_in_some(value, n) if value is not None else "")
@@ -84,15 +89,16 @@ def failover_line(point: PointFailover, label: str) -> str:
     parts = [f"blackout {_figure(point.blackout_s, ' s')}" + (
                  f" (to the end in {point.stopped_for_good} of {n}: there a lower bound)"
                  if point.stopped_for_good else "") + (
-                 f" (no longer than chance allows{_times(point.by_chance, n)}: gaps before the fault up to "
-                 f"{point.gap_before_s:.1f} s)" if point.by_chance else ""),
+                 f" (within chance{_ones(point.by_chance, n)}: gaps before the fault up to {point.gap_before_s:.1f}"
+                 " s)" if point.by_chance else ""),
              "no I/O after the fault to the end" if first is None else
              f"first I/O {_figure(first, ' s')} after the fault{_in_some(first, n)}"]
     if point.restore_blackout_s is not None:
-        parts.append(f"blackout {_figure(point.restore_blackout_s, ' s')} when undone")
+        parts.append(f"blackout {_figure(point.restore_blackout_s, ' s')} when undone" + (
+            f" (within chance{_ones(point.restore_by_chance, n)})" if point.restore_by_chance else ""))
     parts.append(f"dip to {_figure(point.dip_pct, ' %', 0)} of the level before" + (
         "" if point.dip_before_pct is None else
-        f" (the noise alone: as low as {_figure(point.dip_before_pct, ' %', 0)} in as many windows before the fault)"))
+        f" (the noise alone: as low as {_figure(point.dip_before_pct, ' %', 0)} in the windows before the fault)"))
     if point.degraded_pct is not None:
         parts.append(f"then {_figure(point.degraded_pct, ' %', 0)} of it until back{_in_some(point.degraded_pct, n)}")
     if point.end_pct is not None:

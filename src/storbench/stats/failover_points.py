@@ -214,6 +214,11 @@ class PointFailover:
         return sum(1 for f in self.figures if f.blackout_s > 0 and f.by_chance)
 
     @property
+    def restore_by_chance(self) -> int:
+        """In how many repetitions the stall after the undoing was no longer than chance allows."""
+        return sum(1 for f in self.figures if (f.restore_blackout_s or 0) > 0 and f.restore_by_chance)
+
+    @property
     def gap_before_s(self) -> float:
         """The longest stretch without a completion before the fault, over the repetitions."""
         return max((f.gap_before_s for f in self.figures), default=0.0)

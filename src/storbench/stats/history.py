@@ -226,8 +226,8 @@ def _what_changed(before: RunContext, after: RunContext) -> tuple[str, ...]:
 def change_points(levels: Sequence[RunLevel], alpha: float = ALPHA, *, quantised: bool = False
                   ) -> tuple[ChangePoint, ...]:
     """The steps in a point's series of runs, each with its size, interval and what else changed at that run.
-    Deterministic and incremental: a run added can add a change point after the last one, never move or remove
-    one (`_segments`); sizes and intervals use every run of the levels on either side."""
+    Deterministic and incremental (for one ``alpha``): a run added can add a change point after the last one,
+    never move or remove one (`_segments`); sizes and intervals use every run of the levels on either side."""
     segments = {split: (p, found_with) for split, p, found_with in _segments(levels, alpha, quantised)}
     splits = sorted(segments)
     bounds = [0, *splits, len(levels)]

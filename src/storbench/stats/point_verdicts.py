@@ -156,9 +156,23 @@ def _cap_refuted(points: Sequence[PointSummary], i: int, axis: Axis) -> Bottlene
     others = [(other, there) for other in points
               if other is not point and (there := other.metric("iops")) is not None
               and loads_apart(other) == family and streams(other) > streams(point)]
+    w = point.case.workload
+
+    def among(other: PointSummary) -> int:
+        """The loads a rise over ``other`` is one of: the higher loads of the numjobs or clients curve through this
+        point when ``other`` is on it (as the knee and the sweep reading of that curve count them, so that they
+        and this check never disagree), else every other load (a rise over any of them)."""
+        on_jobs = [o for o, _ in others if (o.case.workload.iodepth, o.case.clients) == (w.iodepth, point.case.clients)]
+        on_clients = [o for o, _ in others
+                      if (o.case.workload.iodepth, o.case.workload.numjobs) == (w.iodepth, w.numjobs)]
+        for curve in (on_jobs, on_clients):
+            if any(o is other for o in curve):
+                return len(curve)
+        return len(others)
+
     for other, there in others:
         # paired where the two alternated; a rise over any of the others: the 5 % shared among them
-        change = judge_change(here, there, round_pairs(here, there), len(others))
+        change = judge_change(here, there, round_pairs(here, there), among(other))
         if change.trend is Trend.RISING:
             return BottleneckVerdict(Bottleneck.UNDER_DRIVEN, (
                 f"IOPS flat along {axis} ({_loads_text(point)}), yet {_loads_text(other)} gave {change.text()}: the "

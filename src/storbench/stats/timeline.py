@@ -9,8 +9,10 @@ on the wall clock, read against the moment of the fault.
 - **a stall beyond chance**: a client doing 20 I/Os a second has no completion in one 100 ms window in seven, and
   runs of three such windows in a minute by chance: a stall is the fault's only when a run of empty windows that
   long would arise by chance in fewer than STALL_ALPHA of runs, empty windows independent at the share seen before
-  the fault (its gaps; (k + 1/2) / (n + 1), so that a series with none before still allows for some). Figures keep
-  the longest stall; the stall's count, the first completion and the verdict take a stall within chance as none;
+  the fault (its gaps; (k + 1/2) / (n + 1), so that a series with none before still allows for some; never with
+  fewer than two seconds of windows before the fault). The stall after the undoing is judged the same way.
+  Figures keep the longest stall; the stall's count, the first completion, the verdict and where the level after
+  the fault is read from take a stall within chance as none;
 - **first completion**: from the fault to the end of that stall (0 when I/O never stopped for a whole window, or
   no longer than chance allows; None when nothing completed after it to the end of the run: the blackout is then a
   lower bound, and the run is not recovered, its level at the end 0);
@@ -55,6 +57,7 @@ RECOVERY_MARGIN = 0.10  # "back": the ratio's 90 % interval at or above -10 %
 RECOVERY_CONFIDENCE = 0.90  # two one-sided 5 % tests, as "flat" along a curve
 FINAL_SHARE = 1 / 3  # the test reads the last third of the run after the stall (at least HOLD_BLOCKS seconds)
 STALL_ALPHA = 0.01  # a stall is the fault's when one as long would arise by chance in fewer than this share of runs
+CHANCE_FROM_MS = 2 * BLOCK_MS  # no stall is called within chance on fewer than this many ms of windows before it
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ class Failover:
     # clients whose own is): no stall of the fault's
     by_chance: bool = False
     clients_by_chance: tuple[str, ...] = ()
+    restore_by_chance: bool = False  # the stall after the undoing, likewise (no stall of the undoing's)
     gap_before_s: float = 0.0  # the longest stretch without a completion before the fault, all clients together
 
     @property
@@ -145,7 +149,7 @@ def empty_share(times: Sequence[int], window_ms: int, start_ms: int, end_ms: int
     completions)."""
     windows = max(0.0, (end_ms - start_ms) / window_ms)
     inside = [t for t in times if start_ms < t <= end_ms]
-    edges = [start_ms + window_ms, *inside, end_ms + window_ms]  # a completion just after start_ms, and after end_ms
+    edges = [start_ms, *inside, end_ms + window_ms]  # as if completions closed a window at start_ms and after end_ms
     empty = sum(max(0, later - earlier - window_ms) for earlier, later in itertools.pairwise(edges)) / window_ms
     return min(empty, windows), windows
 
@@ -233,11 +237,14 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
              if undone is not None else None)
     starts = [log.iops[0].t_ms - window_ms for log in logs if log.iops]
 
-    def by_chance(found: Stall | None, times: Sequence[int], start_ms: int, end_ms: int) -> bool:
-        if found is None or found.open:
+    def by_chance(found: Stall | None, times: Sequence[int], start_ms: int, end_ms: int, after_ms: int = fault_ms
+                  ) -> bool:
+        """``found`` (a stall after ``after_ms``: the fault, or its undoing) no longer than the series' own empty
+        windows before the fault make likely; never on fewer than CHANCE_FROM_MS of them (no share to tell from)."""
+        if found is None or found.open or fault_ms - start_ms < CHANCE_FROM_MS:
             return False
         empty, before = empty_share(times, window_ms, start_ms, fault_ms)
-        return stall_chance(found, window_ms, empty, before, (end_ms - fault_ms) / window_ms) >= STALL_ALPHA
+        return stall_chance(found, window_ms, empty, before, (end_ms - after_ms) / window_ms) >= STALL_ALPHA
 
     per_client, clients_by_chance = [], []
     for log in logs:
@@ -249,6 +256,7 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
             clients_by_chance.append(log.client)
     first_start = max(from_ms, min(starts)) if starts else from_ms
     chance = by_chance(stall, everyone, first_start, to_ms)
+    again_chance = undone is not None and by_chance(again, everyone, first_start, to_ms, undone)
     gap_before = longest_stall(everyone, window_ms, first_start, first_start, fault_ms, begins_before_ms=fault_ms)
     common_from = max(starts) if starts and from_ms <= max(starts) < fault_ms else from_ms
     common_to = min(ends.values(), default=to_ms)
@@ -258,7 +266,8 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
     before = _blocks(windows[:fault_index], per_block)
     level = sum(before) / len(before) if len(before) >= 2 else None
     # the level after the fault is read from the end of its stall (one within chance is no stall of the fault's)
-    last_end = max((s.end_ms for s in (None if chance else stall, again) if s is not None), default=None)
+    last_end = max((s.end_ms for s in (None if chance else stall, None if again_chance else again) if s is not None),
+                   default=None)
     after_stall = fault_index if last_end is None else max(fault_index, -(-(last_end - common_from) // window_ms))
     after = _blocks(windows[after_stall:], per_block)
     final = after[-max(HOLD_BLOCKS, math.floor(FINAL_SHARE * len(after))):]
@@ -277,7 +286,7 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
         # back (a fault that never took the I/O below the margin: its lowest window there, not none)
         until = len(windows) if back is None else max(back, fault_index + HOLD_BLOCKS * per_block)
         dip = 100 * min(windows[fault_index:until]) / level
-        # the same over as many windows where no fault acted: the noise's own low
+        # the same over as many windows where no fault acted (all of them, when fewer): the noise's own low
         quiet = windows[max(0, fault_index - (until - fault_index)):fault_index]
         dip_before = 100 * min(quiet) / level if quiet else None
     # one quantity: the level until it was shown back (a run not back has its level at the end), over a second at
@@ -292,7 +301,7 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
         pre_fault_iops=level, blackout_s=stall.seconds if stall else 0.0, client_blackouts_s=tuple(per_client),
         first_completion_s=(None if stall.open else max(0.0, (stall.end_ms - fault_ms) / 1000))
         if stall and not chance else 0.0,
-        dip_pct=dip, dip_before_pct=dip_before, by_chance=chance and stall is not None,
+        dip_pct=dip, dip_before_pct=dip_before, by_chance=chance and stall is not None, restore_by_chance=again_chance,
         clients_by_chance=tuple(clients_by_chance), gap_before_s=gap_before.seconds if gap_before else 0.0,
         degraded_pct=degraded, recovery=state,
         # from the fault (back may be the window the fault fell in, which starts before it)

@@ -49,10 +49,11 @@ class Trend(StrEnum):
 
 @dataclass(frozen=True)
 class Change:
-    """higher / lower: the ratio of the means (paired: the geometric mean of the per-round ratios), its 90 %
-    interval (None without one), the judgement, and for an undecided one about how many repetitions per point would
-    decide it (None: not within MAX_REPETITIONS, or no interval to tell from). ``pairs``: the rounds a paired
-    change is over (0: Welch's, unpaired)."""
+    """higher / lower: the ratio of the means (paired: the geometric mean of the per-round ratios), its interval at
+    ``confidence`` (90 %; a rise shown among several higher loads at its share; None without one), the judgement,
+    and for an undecided one about how many repetitions per point would decide it (None: not within
+    MAX_REPETITIONS, or no interval to tell from). ``pairs``: the rounds a paired change is over (0: Welch's,
+    unpaired)."""
 
     ratio: float
     low: float | None
