@@ -20,7 +20,7 @@ from storbench.report.html import ReportDocument, render_html
 from storbench.report.warning_text import points_text, warning_lines
 from storbench.stats.compare import compare_observations
 from storbench.stats.compare_cells import Verdict
-from storbench.stats.compare_design import AA_DIFFERENT_PCT
+from storbench.stats.compare_design import AA_DIFFERENT_PCT, CONFOUNDED
 from storbench.stats.observations import Observation
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.selectors import parse_selector
@@ -38,8 +38,9 @@ lab:
 """
 
 
-def _rounds(run_id: int, seed: int, rounds: int = 6) -> list[Observation]:
-    """Balanced rounds of replica 2 vs 3 at iodepth 1 and 16, no difference, alternating A B, B A."""
+def _rounds(run_id: int, seed: int, rounds: int = 6, factor: float = 1.0) -> list[Observation]:
+    """Balanced rounds of replica 2 vs 3 at iodepth 1 and 16, no difference, alternating A B, B A (the IOPS times
+    ``factor``)."""
     rng = random.Random(seed)
     found = []
     for i in range(rounds):
@@ -50,7 +51,7 @@ def _rounds(run_id: int, seed: int, rounds: int = 6) -> list[Observation]:
                 found.append(observation(case_id=f"size{size}-qd{depth}", run_id=run_id, target="rbd",
                                          target_kind="rbd", rw="randwrite", direction="write", iodepth=depth,
                                          lab=f"lab=ceph pool_size={size}", repeat=i,
-                                         iops=1000.0 * depth ** 0.5 * (1 + rng.gauss(0, 0.04)),
+                                         iops=factor * 1000.0 * depth ** 0.5 * (1 + rng.gauss(0, 0.04)),
                                          started_at_s=start, finished_at_s=start + 12.0))
     return found
 
@@ -111,6 +112,21 @@ def test_a_before_after_compare_is_marked_with_its_caveat_and_figure(db: Path, t
     assert code == 0, err
     comparison = report.read_text().split("<h2>Comparison</h2>")[1].split("</section>")[0]
     assert f"<p class='warn'>{html.escape(TWO_RUNS)}" in comparison and html.escape(figure) in comparison
+    # the gate's 5 % is of the two runs' repetitions: a run 30 % lower fails it, and its verdict says the design
+    # confounds the change; a paired compare's says nothing of it
+    gated = tmp_path / "gate.db"
+    _store(gated, _rounds(1, 1))
+    _store(gated, _rounds(2, 2, factor=0.7))
+    code, _, err = run_cli(capsys, "compare", "--db", str(gated), "--baseline", "run=1", "--candidate", "run=2",
+                           "--where", "pool_size=3", "--fail-on-regression", "0")
+    said = " ".join(err.split())
+    assert code == 1 and "⚠ two runs: of these runs' repetitions, not of the setting alone" in said, said
+    code, _, err = run_cli(capsys, "compare", "--db", str(gated), "--baseline", "run=2,pool_size=2",
+                           "--candidate", "run=1,pool_size=2", "--fail-on-regression", "0")
+    assert code == 0
+    code, _, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "run=1,pool_size=2", "--candidate",
+                           "run=1,pool_size=3", "--fail-on-regression", "0")
+    assert "not of the setting alone" not in err, err
 
 
 def test_design_lines_group_the_designs_and_name_the_points_they_concern() -> None:
@@ -226,10 +242,16 @@ def test_both_sides_in_the_same_runs_are_paired_run_by_run() -> None:
                            within=0.01)]
     tags = {r: () for r in levels}
     (comparison,) = compare_observations(observations, parse_selector("pool_size=2"),
-                                         parse_selector("pool_size=3"), tags)
+                                         parse_selector("pool_size=3"), tags, interleaved_runs=frozenset(levels))
     cell = comparison.cell("iops")
     assert cell is not None and cell.difference is not None
     assert (cell.difference.method, cell.difference.pairs, comparison.design) == ("paired by run", 4, "paired by run")
+    # the same runs, each measuring one side before the other (order: sequential): drift inside a run is in every
+    # pair alike, and the design says so
+    (blocked,) = compare_observations(observations, parse_selector("pool_size=2"), parse_selector("pool_size=3"),
+                                      tags, interleaved_runs=frozenset({1, 2, 3}))
+    assert blocked.design == "paired by run, blocked" and blocked.design in CONFOUNDED
+    assert design_lines([blocked])[0].startswith("⚠ design: paired by run, blocked (")
     assert cell.verdict is Verdict.WORSE and cell.difference.change_pct == pytest.approx(-5, abs=1.5)
     assert cell.difference.change_ci_low_pct is not None and cell.difference.change_ci_high_pct is not None
     assert -8 < cell.difference.change_ci_low_pct < cell.difference.change_ci_high_pct < -2

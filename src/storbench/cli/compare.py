@@ -44,7 +44,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from storbench.selection import design_changed_line, parse_selector_flag, select
     from storbench.stats.compare import compare_observations
     from storbench.stats.compare_cells import regressions, stopping_rule_lines, tested_cells, ungated_cells
-    from storbench.stats.compare_design import design_note
+    from storbench.stats.compare_design import CONFOUNDED, design_note
 
     baseline = parse_selector_flag(args.baseline, "--baseline")
     candidate = parse_selector_flag(args.candidate, "--candidate")
@@ -100,6 +100,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         family = comparisons if cells <= 1 else compared(0.05 / cells)
         found = regressions(family, args.fail_on_regression)
         shared = f"the 5 % error rate shared over {cells} cells (Bonferroni)" if cells > 1 else "at 5 %"
+        confounded = sorted({c.design for c in comparisons if c.design in CONFOUNDED})
+        if confounded:  # the error rate is of the repetitions compared, not of the setting
+            shared += (f"; ⚠ {', '.join(confounded)}: of these runs' repetitions, not of the setting alone (the "
+                       "design lines say what else is in the change)")
         left_out = ungated_cells(comparisons)
         if left_out:
             _console(stderr=True).print(
@@ -238,7 +242,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--fail-on-regression", type=at_least_zero, default=None, metavar="PCT",
                    help="exit 1 when any metric is significantly worse by PCT percent or more, at a 5 %% error rate "
                    "for the whole table (shared over its cells; not cells whose plain interval a stopping rule does "
-                   "not cover)")
+                   "not cover), of the repetitions compared: between two runs or instances, what else differs is in "
+                   "the change, and the verdict says so")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("report", help="one self-contained HTML report (figures, comparisons, provenance)")

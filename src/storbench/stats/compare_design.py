@@ -1,5 +1,6 @@
 """How the two sides of a comparison ran (`DESIGNS`: paired, interleaved, a fresh instance per round, one instance
-per side, blocked, shuffled, two runs, paired by run, runs apart; `design_of`), what a design that confounds the setting
+per side, blocked, shuffled, two runs, paired by run (interleaved or blocked inside the runs), runs apart;
+`design_of`), what a design that confounds the setting
 means for its verdicts (`DESIGN_CAVEATS`, with the A/A rates bench/instance_design.py measured), and the note for
 two sides that differ in a setting that needs a cluster per value (`design_note`)."""
 
@@ -28,10 +29,13 @@ DESIGNS = {
                 "them (time, the host's state, the instance where it differs)",
     "paired by run": "both sides in each of several runs: each run's two means are one pair (what differs from run "
                      "to run cancels); n is runs",
+    "paired by run, blocked": "both sides in each of several runs, but one side measured before the other inside a "
+                              "run (order: sequential, a search's or steady state's points): each run's two means "
+                              "are one pair, n is runs, and drift inside a run reads as a change in every pair alike",
     "runs apart": "each side over several runs of its own: each run's mean is one sample, n is runs (a side of one "
                   "run has no interval)",
 }
-CONFOUNDED = frozenset({"one instance per side", "blocked", "two runs", "runs apart"})
+CONFOUNDED = frozenset({"one instance per side", "blocked", "two runs", "runs apart", "paired by run, blocked"})
 # The A/A rate of one instance per side that the caveat cites: instances whose level differs with a standard
 # deviation of INSTANCE_SPREAD_PCT, repetitions with run-to-run CV AA_CV_PCT (bench/instance_design.py, 10,000
 # compares a cell; docs/methodology.md, "Comparisons"). A fresh instance per round: 5 %.
@@ -50,6 +54,8 @@ DESIGN_CAVEATS = {
                 f"{AA_RATE})",
     "runs apart": "the runs' own spread is in the interval, but whatever else changed between the two sets of runs "
                   "(a kernel, the instance) still reads as the change",
+    "paired by run, blocked": "read a verdict as about the order inside the runs as well as the setting (order: "
+                              "interleaved alternates the sides in each run)",
 }
 
 
@@ -60,7 +66,10 @@ def design_of(comparison: PointComparison, interleaved_runs: frozenset[int], blo
     if comparison.per_run:  # each run's mean one sample (`stats.compare_runs`): paired where the sides share runs
         paired = any(cell.difference is not None and cell.difference.method == "paired by run"
                      for cell in comparison.cells)
-        return "paired by run" if paired else "runs apart"
+        if not paired:
+            return "runs apart"
+        # each run's pair cancels what differs from run to run, not what one order inside every run adds
+        return "paired by run" if runs <= interleaved_runs | shuffled_runs else "paired by run, blocked"
     if len(runs) != 1:
         return "two runs"
     (run,) = runs
