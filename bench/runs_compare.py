@@ -7,7 +7,10 @@ Each run's level is 1000 x log-normal(0, spread between runs); its repetitions a
 run-to-run CV. Two designs of k runs a side, n repetitions a run:
 
 - runs apart: the baseline's k runs, then the candidate's own k runs (a before/after over several nights);
-- shared runs: both sides in each of the same k runs (a plan run k times with both settings).
+- shared runs: both sides in each of the same k runs (a plan run k times with both settings);
+- shared runs, blocked inside each: as shared runs, but every run measures the baseline first and the candidate
+  after it, while the run's level drifts down by `drift` between the two halves (a sequential order, a search's or
+  a steady state's points): the pairs all carry the drift, which reads as a change ("paired by run, blocked").
 
     .venv/bin/python bench/runs_compare.py [--compares 1000]
 """
@@ -35,13 +38,14 @@ def _side(levels: dict[int, float], reps: int, cv: float, rng: random.Random, ca
             for run, level in levels.items() for rep in range(reps)]
 
 
-def trial(shared: bool, k: int, reps: int, spread: float, cv: float, change: float, rng: random.Random
-          ) -> tuple[bool, bool]:
-    """(run as the unit called it different, pooled repetitions called it different) for one compare."""
+def trial(shared: bool, k: int, reps: int, spread: float, cv: float, change: float, rng: random.Random,
+          drift: float = 0.0) -> tuple[bool, bool]:
+    """(run as the unit called it different, pooled repetitions called it different) for one compare; ``drift``:
+    the share a shared run's level falls from its first half (the baseline) to its second (the candidate)."""
     if shared:
         levels = {run: 1000 * rng.lognormvariate(0, spread) for run in range(1, k + 1)}
         observations = [*_side(levels, reps, cv, rng, "a", "lab=ceph pool_size=2"),
-                        *_side({r: v * (1 + change) for r, v in levels.items()}, reps, cv, rng, "b",
+                        *_side({r: v * (1 + change) * (1 - drift) for r, v in levels.items()}, reps, cv, rng, "b",
                                "lab=ceph pool_size=3")]
         sides = parse_selector("pool_size=2"), parse_selector("pool_size=3")
         tags: dict[int, tuple[str, ...]] = {run: () for run in levels}
@@ -78,6 +82,15 @@ def main() -> None:
                 print(f"| {'shared runs, paired by run' if shared else 'runs apart, Welch over runs'} | {k} | "
                       f"{spread:.0%} | {cv:.0%} | {100 * sum(r for r, _ in aa) / len(aa):.1f} % | "
                       f"{100 * sum(p for _, p in aa) / len(aa):.1f} % | {100 * sum(fall) / len(fall):.1f} % |")
+    print()
+    print("| shared runs, blocked inside each (baseline first), drift between the halves | runs a side | CV in a run | "
+          "A/A different: runs as the unit |")
+    print("|---|---:|---:|---:|")
+    for drift in (0.01, 0.02, 0.03):
+        for k in (3, 5):
+            for cv in (0.02, 0.05):
+                aa = [trial(True, k, 5, 0.03, cv, 0.0, rng, drift)[0] for _ in range(args.compares)]
+                print(f"| -{drift:.0%} | {k} | {cv:.0%} | {100 * sum(aa) / len(aa):.1f} % |")
 
 
 if __name__ == "__main__":
