@@ -94,6 +94,13 @@ def parse_duration_s(value: object) -> float:
     return _bounded_duration(float(number) * _DURATION_FACTORS[(unit or "s").lower()], value)
 
 
+def duration_range_s(value: object) -> tuple[float, float]:
+    """A fio duration or range (``10s``, ``10-30s``: fio draws one in between) as (least, most) seconds; ValueError
+    when a part is no duration."""
+    parts = [parse_duration_s(part) for part in str(value).split("-")]
+    return min(parts), max(parts)
+
+
 def _bounded_duration(seconds: float, written: object) -> float:
     if not math.isfinite(seconds):
         raise ValueError(f"{written!r} is not a duration (write e.g. 5s, 500ms, 2m)")

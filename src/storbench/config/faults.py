@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from storbench.config.values import Duration, Size, StrictModel
 from storbench.config.workload import WorkloadConfig
 from storbench.faults import FaultStep
-from storbench.units import parse_duration_s
+from storbench.units import duration_range_s
 
 MAX_FAULTS = 16
 FAULT_TIMELINE_WINDOW_MS = 100  # a plan with faults: fio logs its I/O in windows of this many ms (`fio.logs`)
@@ -57,7 +57,7 @@ def most_start_delay_s(workload: WorkloadConfig) -> float:
     most = 0.0
     for value in given if isinstance(given, list) else [] if given is None else [given]:
         try:
-            most = max([most, *(parse_duration_s(part) for part in str(value).split("-"))])
+            most = max(most, duration_range_s(value)[1])
         except ValueError:
             continue
     return most

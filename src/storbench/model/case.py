@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from storbench.model.lab_point import NO_LAB, LabPoint, setting_text
 from storbench.model.operations import Status, is_object
 from storbench.model.target import TargetSpec
-from storbench.units import format_block_size, format_duration, parse_duration_s
+from storbench.units import duration_range_s, format_block_size, format_duration
 
 __all__ = [
     "OPTIONAL_WORKLOAD_FIELDS", "Case", "Precondition", "PreconditionRecord", "ScheduledRepetition", "WorkloadPoint",
@@ -45,10 +45,9 @@ class WorkloadPoint:
         `10-30s` draws one in between); (0, 0) without one or one that does not read."""
         given = [value for key, value in self.fio_options if key == "startdelay"]
         try:
-            parts = [parse_duration_s(part) for part in given[-1].split("-")] if given else [0.0]
+            return duration_range_s(given[-1]) if given else (0.0, 0.0)
         except ValueError:
             return 0.0, 0.0
-        return min(parts), max(parts)
 
 
 # Fields of WorkloadPoint a case id leaves out while they are None (added after ids were pinned).

@@ -49,14 +49,14 @@ def _digits(seconds: Estimate) -> int:
     return 1 if seconds.mean >= 1 else 2
 
 
-def _times(k: int, n: int) -> str:
-    """' (in 2 of 3)' when something happened in some of a point's repetitions only; '' when in all."""
-    return "" if k == n else f" (in {k} of {n})"
-
-
 def _ones(k: int, n: int) -> str:
     """' in 2 of 3' where something held in some of a point's repetitions only; '' in all."""
     return "" if k == n else f" in {k} of {n}"
+
+
+def _times(k: int, n: int) -> str:
+    """' (in 2 of 3)' when something happened in some of a point's repetitions only; '' when in all."""
+    return f" ({_ones(k, n).lstrip()})" if k != n else ""
 
 
 def _some_figure(value: Estimate | None, n: int, digits: int = 0) -> str:

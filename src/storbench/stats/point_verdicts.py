@@ -22,7 +22,7 @@ from storbench.stats.curve import BLOCK_SIZE, LOAD_AXES, Axis, CurveKey, axis_va
 from storbench.stats.estimate import CONFIDENCE, Estimate, welch_difference
 from storbench.stats.layers import client_daemon
 from storbench.stats.point_summary import PointSummary
-from storbench.stats.trend import FLAT_MARGIN, Trend, judge_change, round_pairs, what_would_tell
+from storbench.stats.trend import FLAT_MARGIN, Trend, changes_above, judge_change, round_pairs, what_would_tell
 from storbench.units import format_block_size
 
 
@@ -157,18 +157,15 @@ def _cap_refuted(points: Sequence[PointSummary], i: int, axis: Axis) -> Bottlene
               if other is not point and (there := other.metric("iops")) is not None
               and loads_apart(other) == family and streams(other) > streams(point)]
     w = point.case.workload
+    # the higher loads of the numjobs and of the clients curve through this point
+    on_jobs = [o for o, _ in others if (o.case.workload.iodepth, o.case.clients) == (w.iodepth, point.case.clients)]
+    on_clients = [o for o, _ in others if (o.case.workload.iodepth, o.case.workload.numjobs) == (w.iodepth, w.numjobs)]
 
     def among(other: PointSummary) -> int:
-        """The loads a rise over ``other`` is one of: the higher loads of the numjobs or clients curve through this
-        point when ``other`` is on it (as the knee and the sweep reading of that curve count them, so that they
-        and this check never disagree), else every other load (a rise over any of them)."""
-        on_jobs = [o for o, _ in others if (o.case.workload.iodepth, o.case.clients) == (w.iodepth, point.case.clients)]
-        on_clients = [o for o, _ in others
-                      if (o.case.workload.iodepth, o.case.workload.numjobs) == (w.iodepth, w.numjobs)]
-        for curve in (on_jobs, on_clients):
-            if any(o is other for o in curve):
-                return len(curve)
-        return len(others)
+        """The loads a rise over ``other`` is one of: those of the numjobs or clients curve through this point when
+        ``other`` is on it (as the knee and the sweep reading of that curve count them, so that they and this check
+        never disagree), else every other load (a rise over any of them)."""
+        return next((len(curve) for curve in (on_jobs, on_clients) if any(o is other for o in curve)), len(others))
 
     for other, there in others:
         # paired where the two alternated; a rise over any of the others: the 5 % shared among them
@@ -226,9 +223,7 @@ def sweep_reading(steps: Sequence[CurveStep], k: int) -> str | None:
     would tell where it stops). None: a single point (the sweep tells nothing more)."""
     here = steps[k]
     if k + 1 < len(steps):
-        changes = [(there, judge_change(here.throughput, there.throughput,
-                                        round_pairs(here.throughput, there.throughput), len(steps) - 1 - k))
-                   for there in steps[k + 1:]]  # a rise over any higher load: the 5 % shared among them
+        changes = [(steps[j], change) for j, change in changes_above([s.throughput for s in steps], k)]
         rising = next(((there, change) for there, change in changes if change.trend is Trend.RISING), None)
         if rising is not None:
             return f"more load raises IOPS: {rising[0].label} gave {rising[1].text()}"

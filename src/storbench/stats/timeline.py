@@ -301,7 +301,7 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
         pre_fault_iops=level, blackout_s=stall.seconds if stall else 0.0, client_blackouts_s=tuple(per_client),
         first_completion_s=(None if stall.open else max(0.0, (stall.end_ms - fault_ms) / 1000))
         if stall and not chance else 0.0,
-        dip_pct=dip, dip_before_pct=dip_before, by_chance=chance and stall is not None, restore_by_chance=again_chance,
+        dip_pct=dip, dip_before_pct=dip_before, by_chance=chance, restore_by_chance=again_chance,
         clients_by_chance=tuple(clients_by_chance), gap_before_s=gap_before.seconds if gap_before else 0.0,
         degraded_pct=degraded, recovery=state,
         # from the fault (back may be the window the fault fell in, which starts before it)

@@ -211,14 +211,21 @@ class Plateau:
     pending_to: int | None = None
 
 
+def changes_above(throughput: Sequence[Estimate], k: int) -> list[tuple[int, Change]]:
+    """Point ``k`` of a curve (points in increasing load) judged against every higher one, paired where the two
+    alternated round by round: a rise over any of them shares the 5 % among them (``among``). The one comparison
+    the knee's plateau and each point's reading of its sweep make, so that they cannot disagree."""
+    among = len(throughput) - 1 - k
+    return [(j, judge_change(throughput[k], throughput[j], round_pairs(throughput[k], throughput[j]), among))
+            for j in range(k + 1, len(throughput))]
+
+
 def plateau(throughput: Sequence[Estimate]) -> Plateau:
     """The plateau of a curve whose points are in increasing load (the knee's and the capped verdict's rule):
     each point is compared with every higher one, so a noisy dip cannot end a rise early and a slow creep counts
     once it adds up; paired where the two points alternated round by round (``round_pairs``), else Welch."""
     for k in range(len(throughput) - 1):
-        among = len(throughput) - 1 - k  # a rise over any higher load: the 5 % shared among them
-        changes = [(j, judge_change(throughput[k], throughput[j], round_pairs(throughput[k], throughput[j]), among))
-                   for j in range(k + 1, len(throughput))]
+        changes = changes_above(throughput, k)
         if any(change.trend is Trend.RISING for _, change in changes):
             continue
         undecided = next(((j, change) for j, change in changes if not change.stopped), None)
