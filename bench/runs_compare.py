@@ -58,7 +58,7 @@ def trial(shared: bool, k: int, reps: int, spread: float, cv: float, change: flo
     (comparison,) = compare_observations(observations, *sides, tags)
     cell = comparison.cell("iops")
     assert cell is not None
-    run_unit = cell.verdict is not Verdict.SAME
+    run_unit = cell.verdict is not Verdict.UNDECIDED
     half = k * reps  # the baseline's repetitions come first, the candidate's after them
     a = estimate([o.measurement.iops for o in observations[:half] if o.measurement is not None])
     b = estimate([o.measurement.iops for o in observations[half:] if o.measurement is not None])

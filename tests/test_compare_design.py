@@ -221,7 +221,7 @@ def test_sides_over_several_runs_take_the_run_as_the_sample() -> None:
         cell = comparison.cell("iops")
         assert cell is not None and cell.difference is not None and cell.baseline is not None
         assert (cell.baseline.n, cell.difference.method, comparison.design) == (3, "welch over runs", "runs apart")
-        different += cell.verdict is not Verdict.SAME
+        different += cell.verdict is not Verdict.UNDECIDED
     assert different / trials <= 0.10, different  # 5 % expected: at most 10 % in 200 (the old pooling: 43 %)
     observations = _runs({1: 1000, 2: 1020, 3: 990, 4: 1500}, 5, rng)
     one = {1: ("before",), 2: ("before",), 3: ("before",), 4: ("after",)}
@@ -229,7 +229,7 @@ def test_sides_over_several_runs_take_the_run_as_the_sample() -> None:
     cell = comparison.cell("iops")
     assert cell is not None and cell.candidate is not None and cell.candidate.n == 1
     assert cell.difference is not None and cell.difference.change_ci_low_pct is None
-    assert cell.verdict is Verdict.SAME  # +50 %, but one run: its run-to-run spread is unknown, so no verdict
+    assert cell.verdict is Verdict.UNDECIDED  # +50 %, but one run: its run-to-run spread is unknown, so no verdict
 
 
 def test_both_sides_in_the_same_runs_are_paired_run_by_run() -> None:

@@ -190,8 +190,8 @@ def test_same_distribution_is_mostly_no_difference() -> None:
         base = _summaries([rng.gauss(1000, 50) for _ in range(5)], run_id=1)
         cand = _summaries([rng.gauss(1000, 50) for _ in range(5)], run_id=2)
         cell = only(compare_points(base, cand, frozenset())).cell("iops")
-        assert cell is not None and cell.verdict in (Verdict.SAME, Verdict.BETTER, Verdict.WORSE)
-        same += cell.verdict == Verdict.SAME
+        assert cell is not None and cell.verdict in (Verdict.UNDECIDED, Verdict.BETTER, Verdict.WORSE)
+        same += cell.verdict == Verdict.UNDECIDED
     assert same / trials >= 0.90  # ≈ 0.95 expected
 
 
@@ -230,7 +230,7 @@ def test_single_repetition_verdict_is_same() -> None:
     base = _summaries([1000], run_id=1)
     cand = _summaries([500], run_id=2)
     cell = only(compare_points(base, cand, frozenset())).cell("iops")
-    assert cell is not None and cell.verdict == Verdict.SAME
+    assert cell is not None and cell.verdict == Verdict.UNDECIDED
     assert cell.difference is not None and cell.difference.change_pct == pytest.approx(-50.0)
 
 
@@ -269,7 +269,7 @@ def test_points_pair_by_key() -> None:
     pairs = compare_points(base, cand, frozenset())
     assert [(p.baseline.iodepth, p.candidate.iodepth) for p in pairs] == [(8, 8), (1, 1)]
     verdicts = [p.cell("iops").verdict for p in pairs]  # type: ignore[union-attr]
-    assert verdicts == [Verdict.WORSE, Verdict.SAME]
+    assert verdicts == [Verdict.WORSE, Verdict.UNDECIDED]
 
 
 @pytest.mark.parametrize(
@@ -448,7 +448,7 @@ def test_regressions_threshold() -> None:
                              enumerate([(800, 2.24e6, 0.8e6), (808, 2.26e6, 0.81e6), (792, 2.22e6, 0.79e6)])])
     comparisons = compare_points(base, cand, frozenset())
     assert comparisons[0].cell("lat_mean_ns").verdict == Verdict.BETTER  # type: ignore[union-attr]
-    assert comparisons[0].cell("bw_bytes_per_s").verdict == Verdict.SAME  # type: ignore[union-attr]
+    assert comparisons[0].cell("bw_bytes_per_s").verdict == Verdict.UNDECIDED  # type: ignore[union-attr]
 
     def fields(threshold: float) -> list[str]:
         return sorted(r.cell.metric.field for r in regressions(comparisons, threshold))
@@ -878,7 +878,7 @@ def test_alternating_repetitions_of_one_run_are_compared_pair_by_pair() -> None:
     welch_iops, paired_iops = welch[0].cell("iops"), paired[0].cell("iops")
     assert welch_iops is not None and paired_iops is not None
     assert welch_iops.difference is not None and welch_iops.difference.method == "welch"
-    assert welch_iops.verdict == Verdict.SAME  # drift swamps the effect
+    assert welch_iops.verdict == Verdict.UNDECIDED  # drift swamps the effect
     assert paired_iops.difference is not None and paired_iops.difference.method == "paired"
     assert paired_iops.difference.pairs == 6
     assert paired_iops.difference.change_pct == pytest.approx(5.0)
@@ -1302,7 +1302,7 @@ def test_a_percentile_in_one_histogram_bin_a_side_has_no_interval() -> None:
                                         interleaved_runs=interleaved)
         p99, iops = found.cell("lat_p99_ns"), found.cell("iops")
         assert p99 is not None and p99.difference is not None and p99.difference.change_ci_low_pct is None
-        assert p99.verdict is Verdict.SAME and p99.difference.change_pct == pytest.approx(0.81, abs=0.01)
+        assert p99.verdict is Verdict.UNDECIDED and p99.difference.change_pct == pytest.approx(0.81, abs=0.01)
         assert iops is not None and iops.difference is not None and iops.difference.change_ci_low_pct is not None
 
 
@@ -1413,3 +1413,34 @@ def test_the_drift_rule_does_not_take_repetitions_sharing_their_luck_for_a_trend
     independent = sum(one_run(8, 3, 0.05, 0.0, 0.0, rng) for _ in range(trials)) / trials
     drifted = sum(one_run(8, 3, 0.05, math.log1p(-0.05) / 10, 0.0, rng) for _ in range(trials)) / trials
     assert shared < 0.17 and independent < 0.08 and drifted > 0.7, (shared, independent, drifted)
+
+
+def test_an_interval_that_includes_no_change_is_called_undecided_not_no_difference() -> None:
+    """`~` is an interval around 0 %: the data did not show a change, which is no evidence that nothing changed
+    (that needs an interval inside a margin). Every view says "undecided", and the report styles the cell."""
+    import re
+
+    from rich.console import Console
+
+    from storbench.report.compare_export import comparison_markdown
+    from storbench.report.compare_tables import compare_table
+    from storbench.report.html import ReportDocument, render_html
+
+    wide = [observation(case_id=t, target=t, repeat=r, iops=iops) for t, values in
+            (("a", (900.0, 1300.0, 1000.0)), ("b", (1250.0, 850.0, 1100.0))) for r, iops in enumerate(values)]
+    (c,) = compare_observations(wide, parse_selector("target=a"), parse_selector("target=b"), {},
+                                interleaved_runs=frozenset({1}))
+    cell = c.cell("iops")
+    assert cell is not None and cell.verdict is Verdict.UNDECIDED and cell.difference is not None
+    low, high = cell.difference.change_ci_low_pct, cell.difference.change_ci_high_pct
+    assert low is not None and high is not None and low < -10 and high > 10  # wide: "no difference" would claim what these data cannot show
+    markdown = comparison_markdown([c], "target=a", "target=b")
+    console = Console(width=200, record=True)
+    console.print(compare_table([c], "target=a", "target=b"))
+    html = render_html(ReportDocument(title="t", runs=(), points=(), figures=(), comparisons=(c,),
+                                      baseline="target=a", candidate="target=b"), "")
+    for text in (markdown, console.export_text(), html):
+        assert "~ undecided" in text and "no detectable difference" not in text
+    assert "includes 0 %" in markdown and "includes 0 %" in html
+    cls = re.search(r"<td class='verdict-([a-z_]+)'>[^<]*~<", html)
+    assert cls is not None and f"td.verdict-{cls.group(1)}{{" in html  # the cell's class has a style

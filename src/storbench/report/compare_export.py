@@ -9,6 +9,7 @@ import math
 from collections.abc import Collection, Sequence
 
 from storbench.report.compare_tables import (
+    VERDICT_LEGEND,
     bottleneck_change,
     bottleneck_evidence_lines,
     change_text,
@@ -118,7 +119,7 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
     layers = [m for m in (*LAYER_METRICS, *FAILOVER_METRICS) if any(c.cell(m.field) is not None for c in comparisons)]
     lines = [
         f"Baseline `{_code(baseline)}` vs candidate `{_code(candidate)}`: change of the candidate's mean, with its "
-        f"interval ({interval_caption(comparisons)}). ▲ better, ▼ worse, ~ no detectable difference, x not comparable.",
+        f"interval ({interval_caption(comparisons)}). {VERDICT_LEGEND}",
         "",
         "| point | IOPS baseline | IOPS candidate | IOPS | bandwidth | mean latency | p95 | p99 | "
         + "".join(f"{m.label} | " for m in layers) + "bottleneck |",

@@ -17,7 +17,8 @@ from storbench.safe_text import safe_text
 from storbench.stats.compare_cells import STOPPING_RULE_MARKS, PointComparison, Verdict
 from storbench.stats.compare_design import CONFOUNDED, DESIGN_CAVEATS, DESIGNS
 
-VERDICT_STYLE = {Verdict.BETTER: "green", Verdict.WORSE: "red", Verdict.SAME: "dim", Verdict.NOT_COMPARABLE: "yellow"}
+VERDICT_STYLE = {Verdict.BETTER: "green", Verdict.WORSE: "red", Verdict.UNDECIDED: "dim",
+                 Verdict.NOT_COMPARABLE: "yellow"}
 
 
 def design_lines(comparisons: Sequence[PointComparison]) -> list[str]:
@@ -43,9 +44,9 @@ def design_lines(comparisons: Sequence[PointComparison]) -> list[str]:
 def change_text(comparison: PointComparison, field: str) -> tuple[str, Verdict]:
     cell = comparison.cell(field)
     if cell is None or cell.difference is None:
-        return "-", Verdict.SAME
+        return "-", Verdict.UNDECIDED
     d = cell.difference
-    mark = {Verdict.BETTER: "▲", Verdict.WORSE: "▼", Verdict.SAME: "~", Verdict.NOT_COMPARABLE: "x"}[cell.verdict]
+    mark = {Verdict.BETTER: "▲", Verdict.WORSE: "▼", Verdict.UNDECIDED: "~", Verdict.NOT_COMPARABLE: "x"}[cell.verdict]
     if cell.stopping_rule is not None:  # outside the question a run stopped on (stopping_rule_lines)
         mark += STOPPING_RULE_MARKS[cell.stopping_rule]
     unit = "pt" if cell.metric.unit == "%" else cell.metric.unit
@@ -87,6 +88,10 @@ def bottleneck_evidence_lines(comparisons: Sequence[PointComparison]) -> list[st
     return lines
 
 
+# what the marks mean, under a comparison in Markdown and the report (the terminal's title says it shorter): `~` is
+# an interval that includes no change, which is no evidence that nothing changed
+VERDICT_LEGEND = "▲ better, ▼ worse, ~ undecided (the interval includes 0 %), x not comparable."
+
 # failover figures the terminal's comparison shows where both sides had faults: (field, header, priority)
 TERMINAL_FAILOVER_COLUMNS = (("blackout_s", "blackout", 0), ("client_blackout_s", "a client's blackout", 1),
                              ("first_io_after_fault_s", "first I/O", 2),
@@ -99,7 +104,7 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
     (a terminal's columns) the least essential columns go first (``fit_columns``) and the point label wraps:
     a number is never cut."""
     table = Table(title=plain_cell(f"baseline {baseline}  vs  candidate {candidate}   (change [interval, below]; ▲ "
-                                   "better ▼ worse ~ no detectable difference x not comparable)", "table.title"),
+                                   "better ▼ worse ~ undecided x not comparable)", "table.title"),
                   title_justify="left", header_style="bold")
     lab_keys = varying_comparison_lab(comparisons)
     # (header, priority: 0 essential .. 3 first to go; the point label wraps instead of going)

@@ -18,6 +18,7 @@ from storbench import __version__
 from storbench.model import RunInfo
 from storbench.model.objective import LatencyObjective
 from storbench.report.compare_tables import (
+    VERDICT_LEGEND,
     bottleneck_change,
     change_text,
     design_lines,
@@ -123,8 +124,8 @@ def _comparison_table(doc: ReportDocument) -> str:
                     f"<td>{_e(iops_with_ci(c.candidate.metric('iops')))}</td>" + "".join(cells)
                     + f"<td title='{_e(_evidence_title(c))}'>{_e(bottleneck_change(c))}</td></tr>")
     return (f"<p>Baseline <code>{_e(doc.baseline)}</code> vs candidate <code>{_e(doc.candidate)}</code>: change of the "
-            f"candidate's mean with its interval ({_e(interval_caption(doc.comparisons))}). ▲ better, ▼ worse, ~ no "
-            "detectable difference, x not comparable.</p><table class='data compare'><thead><tr>"
+            f"candidate's mean with its interval ({_e(interval_caption(doc.comparisons))}). "
+            f"{_e(VERDICT_LEGEND)}</p><table class='data compare'><thead><tr>"
             + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
             + "</tbody></table>" + "".join(f"<p>{_e(line)}</p>" for line in [
                 *rule_answer_lines(doc.comparisons), *stopping_rule_lines(doc.comparisons)])
@@ -197,7 +198,7 @@ td.bottleneck-cpu-bound,td.bottleneck-media-bound,td.bottleneck-network-bound,td
 td.bottleneck-under-driven{color:#1f5fa8}td.bottleneck-capped{color:#7a3fa8}
 table.bottlenecks td,table.bottlenecks th{text-align:left}table.bottlenecks td:last-child{white-space:normal}
 table.bottlenecks+div.grid{margin-top:14px}td.verdict-worse{color:#b00020;font-weight:600}
-td.verdict-same{color:#6b7785}td.verdict-not_comparable{color:#a66a00}
+td.verdict-undecided{color:#6b7785}td.verdict-not_comparable{color:#a66a00}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(640px,1fr));gap:12px}
 .figure{border:1px solid #e3e6ea;border-radius:4px;padding:4px}.figure p{font-size:12px;color:#5b6673;margin:2px 8px}
 pre{background:#f3f4f6;padding:8px;font-size:12px;overflow:auto}table.kv th{text-align:left;padding-right:12px}

@@ -19,7 +19,7 @@ from storbench.stats.sequential import Decision, PairedChange
 class Verdict(StrEnum):
     BETTER = "better"
     WORSE = "worse"
-    SAME = "~"
+    UNDECIDED = "~"  # the interval includes no change: not shown different, which is no evidence of no difference
     NOT_COMPARABLE = "x"
 
 
@@ -113,7 +113,7 @@ class PointComparison:
 
 def verdict_of(metric: Metric, difference: Difference | None) -> Verdict:
     if difference is None or not difference.significant:
-        return Verdict.SAME
+        return Verdict.UNDECIDED
     improved = difference.diff > 0 if metric.higher_is_better else difference.diff < 0
     return Verdict.BETTER if improved else Verdict.WORSE
 

@@ -34,7 +34,7 @@ def _cell(cell: CellComparison, comparison: PointComparison, a_rows: Sequence[Ob
     base, cand = estimate(list(a.values()), confidence), estimate(list(b.values()), confidence)
     if base is None or cand is None or not base.mean:
         return replace(cell, baseline=base, candidate=cand, difference=None,
-                       verdict=Verdict.SAME if comparison.comparable else Verdict.NOT_COMPARABLE)
+                       verdict=Verdict.UNDECIDED if comparison.comparable else Verdict.NOT_COMPARABLE)
     difference: Difference = welch_difference(base, cand, confidence)
     pairs = paired_values(a, b) if shared else None
     change = paired_change(*pairs, confidence) if pairs is not None else None
