@@ -8,6 +8,11 @@ with the project's t quantile (`stats.estimate.t_quantile`, the interval `stats.
 every look at once; the interval at the stop is then computed by `estimate` itself for the first paths of every
 setting, and must agree.
 
+The second table: two points with the same truth in one such run (their repetitions alternating, so compared on
+the ratios of their pairs, `stats.sequential.paired_change`), the run stopping when both intervals are narrow: how
+often the comparison's interval calls them different, at a plain 95 % and at the run's level (what `compare`
+judges such a run's comparisons at, `stats.compare_cells.stopped_alpha`).
+
     .venv/bin/python bench/ci_stop.py [--paths 20000]
 """
 
@@ -21,6 +26,7 @@ import numpy.typing as npt
 
 from storbench.config import CI_STOP_MIN_ROUNDS, ci_stop_confidence
 from storbench.stats.estimate import CONFIDENCE, estimate, t_quantile
+from storbench.stats.sequential import paired_change
 
 MAX_ROUNDS = 30
 TRUE_MEAN = 1000.0
@@ -59,6 +65,35 @@ def coverage(values: Values, ci_pct: float, least: int, confidence: float) -> tu
     return float(covered.mean()), float(stop.mean() + 1)
 
 
+def stops(values: Values, ci_pct: float, confidence: float) -> npt.NDArray[np.int64]:
+    """Each path's stop (rounds run) for the rule: the first look from CI_STOP_MIN_ROUNDS on whose interval at
+    ``confidence`` is within +-``ci_pct`` % of its mean on every point (``values``: points x paths x rounds)."""
+    n = np.arange(1, MAX_ROUNDS + 1, dtype=float)
+    mean = np.cumsum(values, axis=2) / n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.sqrt(np.maximum(np.cumsum(values * values, axis=2) - n * mean * mean, 0) / (n - 1))
+        t = np.array([math.inf] + [t_quantile(confidence, k - 1) for k in range(2, MAX_ROUNDS + 1)])
+        narrow = ((100 * t * sd / np.sqrt(n) / mean <= ci_pct).all(axis=0)) & (n >= CI_STOP_MIN_ROUNDS)
+    narrow[:, -1] = True
+    return np.asarray(narrow.argmax(axis=1) + 1, dtype=np.int64)
+
+
+def called_different(a: Values, b: Values, stop: npt.NDArray[np.int64], confidence: float) -> float:
+    """The share of paths whose paired interval (at ``confidence``, on the log ratios of the first ``stop`` pairs)
+    excludes no change; `paired_change` itself says the same for the first paths."""
+    different = 0
+    for i in range(len(a)):
+        k = int(stop[i])
+        logs = np.log(b[i, :k] / a[i, :k])
+        half = t_quantile(confidence, k - 1) * logs.std(ddof=1) / math.sqrt(k)
+        found = abs(float(logs.mean())) > half
+        if i < CHECKED:
+            change = paired_change(list(a[i, :k]), list(b[i, :k]), confidence)
+            assert change is not None and found == (change.low > 0 or change.high < 0), (i, change)
+        different += found
+    return different / len(a)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paths", type=int, default=20000)
@@ -77,6 +112,15 @@ def main() -> None:
         cells = [f"{plain[m][0]:.1%}" for m in mins]
         print(f"| ±{ci:g} % | {cv:.0%} | " + " | ".join(cells)
               + f" | {covered:.1%} ({level:.1%}) | {rounds:.1f} ({plain[3][1]:.1f}) |")
+    print()
+    print("| N | CV | its mean rounds | called different at 95 % | at the run's level |")
+    print("|---|---|---:|---:|---:|")
+    for seed, (ci, cv) in enumerate((ci, cv) for ci in (5.0, 10.0, 20.0) for cv in (0.05, 0.10, 0.20)):
+        a, b = simulate(cv, args.paths, 1000 + 2 * seed), simulate(cv, args.paths, 1001 + 2 * seed)
+        level = ci_stop_confidence(ci)
+        stop = stops(np.stack([a, b]), ci, level)
+        print(f"| ±{ci:g} % | {cv:.0%} | {stop.mean():.1f} | {called_different(a, b, stop, CONFIDENCE):.1%} | "
+              f"{called_different(a, b, stop, level):.1%} ({level:.1%}) |")
 
 if __name__ == "__main__":
     main()

@@ -1433,7 +1433,8 @@ def test_an_interval_that_includes_no_change_is_called_undecided_not_no_differen
     cell = c.cell("iops")
     assert cell is not None and cell.verdict is Verdict.UNDECIDED and cell.difference is not None
     low, high = cell.difference.change_ci_low_pct, cell.difference.change_ci_high_pct
-    assert low is not None and high is not None and low < -10 and high > 10  # wide: "no difference" would claim what these data cannot show
+    # wide: "no difference" would claim what these data cannot show
+    assert low is not None and high is not None and low < -10 and high > 10
     markdown = comparison_markdown([c], "target=a", "target=b")
     console = Console(width=200, record=True)
     console.print(compare_table([c], "target=a", "target=b"))

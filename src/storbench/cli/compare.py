@@ -61,7 +61,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                     force=args.force, interleaved_runs=selection.interleaved_runs,
                                     shuffled_runs=selection.shuffled_runs,
                                     sequential_plans=selection.sequential_plans, bring_ups=selection.bring_ups,
-                                    alpha=alpha, questions=questions, expectations=selection.expectations)
+                                    alpha=alpha, questions=questions, expectations=selection.expectations,
+                                    levels=selection.interval_levels)
 
     comparisons = compared()
     if not comparisons:
@@ -188,7 +189,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                                            shuffled_runs=selection.shuffled_runs, attempts=selection.attempts,
                                            sequential_plans=selection.sequential_plans,
                                            bring_ups=selection.bring_ups, questions=selection.questions,
-                                           expectations=selection.expectations)
+                                           expectations=selection.expectations, levels=selection.interval_levels)
         if not comparisons:
             refuse_no_common_point(selection, baseline, candidate)
     # the store was read once, by select; the figures drawn from repetitions (latency CDFs, timelines, convergence)

@@ -10,7 +10,14 @@ from dataclasses import replace
 
 from storbench.model import Expectation, lab_group_key
 from storbench.stats.bottleneck import BottleneckVerdict
-from storbench.stats.compare_cells import PointComparison, RuleAnswer, StoppingRule, Verdict, verdict_of
+from storbench.stats.compare_cells import (
+    PointComparison,
+    RuleAnswer,
+    StoppingRule,
+    Verdict,
+    stopped_alpha,
+    verdict_of,
+)
 from storbench.stats.compare_design import design_of
 from storbench.stats.compare_match import compare_points
 from storbench.stats.compare_runs import run_level
@@ -61,7 +68,8 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
                          questions: Mapping[int, Question] | None = None,
                          expectations: Mapping[tuple[int, str], Expectation] | None = None,
                          attempts: Attempts | None = None,
-                         shuffled_runs: frozenset[int] = frozenset()) -> list[PointComparison]:
+                         shuffled_runs: frozenset[int] = frozenset(),
+                         levels: Mapping[int, float] | None = None) -> list[PointComparison]:
     """Match the two sides' points and compare every metric. Where the design pairs repetitions (both sides in
     one run whose order alternates them, ``interleaved_runs``, and not across a setting that needs a cluster per
     value) the change and its interval come from the per-pair ratios (``paired_differences``); else Welch.
@@ -70,11 +78,19 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
     (``questions``: run -> what its plan's `compare` asked; ``stopping_rules``). Each point's bottleneck verdict is
     the one `show` gives it (``with_run_verdicts``; ``expectations``: (run, target) -> `expect:`, as `show` reads
     them). ``attempts``: the rounds each (run, case) was run in as stored (`attempts_of`), which a stopping rule
-    counts its looks by whatever ``observations`` a `--where` kept."""
+    counts its looks by whatever ``observations`` a `--where` kept. ``levels``: the runs repeated `until: "ci <=
+    N%"`, with the level their points are shown at (`run_questions.interval_levels`): a comparison inside one
+    such run is judged at an error rate scaled alike (`compare_cells.stopped_alpha`)."""
     ignore = baseline.keys | candidate.keys
-    base, cand = (with_run_verdicts(summarize_points(select(observations, side, tags), mem_total_bytes), observations,
-                                    mem_total_bytes, expectations) for side in (baseline, candidate))
-    comparisons = compare_points(base, cand, ignore, force=force, confidence=1 - alpha)
+    levels = levels or {}
+    base, cand = (with_run_verdicts(summarize_points(select(observations, side, tags), mem_total_bytes,
+                                                     levels=levels), observations, mem_total_bytes, expectations)
+                  for side in (baseline, candidate))
+    comparisons = [c if (level := _ci_level(c, levels)) is None else
+                   replace(compare_points([c.baseline], [c.candidate], ignore, force=force,
+                                          confidence=1 - stopped_alpha(replace(c, ci_level=level), alpha))[0],
+                           ci_level=level)
+                   for c in compare_points(base, cand, ignore, force=force, confidence=1 - alpha)]
     bring_ups = bring_ups or {}
     named = bool(blocked_settings(baseline, candidate))  # a Ceph setting that needs a cluster per value
     blocked = {(c.baseline.case_id, c.candidate.case_id) for c in comparisons if named or labs_apart(c, bring_ups)}
@@ -86,6 +102,13 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
     designed = [replace(c, design=design_of(c, interleaved_runs, (c.baseline.case_id, c.candidate.case_id) in blocked,
                                             bring_ups, shuffled_runs)) for c in compared]
     return stopping_rules(designed, observations, sequential_plans or {}, questions or {}, tags, attempts)
+
+
+def _ci_level(comparison: PointComparison, levels: Mapping[int, float]) -> float | None:
+    """The level of the one run both sides are from, where it was repeated `until: "ci <= N%"` (``levels``); sides
+    over several runs take the run as the sample, whose number no rule chose: None."""
+    runs = {*comparison.baseline.run_ids, *comparison.candidate.run_ids}
+    return levels.get(next(iter(runs))) if len(runs) == 1 else None
 
 
 def labs_apart(comparison: PointComparison, bring_ups: Mapping[int, str]) -> bool:
@@ -137,7 +160,7 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
         # last round either side has, for a rule whose overall error rate is scaled as ``alpha`` is to 5 %
         run_id = base.run_ids[0]
         looked = looks_made(by_run[run_id], run_id, base.case_id, cand.case_id, attempts)
-        error = alpha if sequential is None else _look_alpha(sequential, looked, alpha)
+        error = stopped_alpha(comparison, alpha) if sequential is None else _look_alpha(sequential, looked, alpha)
         cells = []
         for cell in comparison.cells:
             field = cell.metric.field
