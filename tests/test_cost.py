@@ -66,6 +66,9 @@ def test_cost_per_io_by_component_known_answers() -> None:
     assert blind is not None and blind.us_per_io("kernel") is None and blind.host_pct("osd") is None
     assert blind.us_per_io("osd") == pytest.approx(200.0)
     assert polls((("hipri", "1"),)) and polls((("sqthread_poll", "1"),)) and not polls((("nice", "1"),))
+    # librbd's busy polling and libaio reaping its ring from user space poll too; an option set to 0 does not
+    assert polls((("busy_poll", "1"),)) and polls((("userspace_reap", "1"),))
+    assert not polls((("hipri", "0"),)) and not polls((("busy_poll", "false"),))
 
 
 def _osd_reps(case_id: str, pool_size: int, osd_cores: list[float], iops: float = 10_000.0,
@@ -250,3 +253,42 @@ def test_repetitions_with_the_checking_writer_beside_fio_have_no_cost_per_io() -
     assert observation_cost(plain) is not None
     checked = replace(plain, write_check=WriteCheck(blocks=64, block_bytes=4096, acknowledged=600, failed=0))
     assert observation_cost(checked) is None
+
+
+def test_compare_shares_the_cost_lines_error_rate_among_its_cells() -> None:
+    """A line of cost cells each at 95 % marks some change between sides with the same truth in 16-23 % of points
+    (bench/cost_compare.py); its 5 % is shared among the cells (Bonferroni): a step shown at a plain 95 % but not at
+    the shared level stays ~, and the line says the error rate is shared."""
+    from helpers import bench_module
+    from storbench.report.cost import cost_lines
+    from storbench.stats.compare_cells import Verdict, cost_cells
+    from storbench.stats.estimate import welch_difference
+
+    seen = [*_osd_reps("r2", 2, [1.9, 2.0, 2.1]), *_osd_reps("r3", 3, [2.185, 2.285, 2.385])]
+    (c,) = compare_observations(seen, parse_selector("pool_size=2"), parse_selector("pool_size=3"), {})
+    cell = c.cell("osd_cpu_us_per_io")
+    assert cell is not None and cell.baseline is not None and cell.candidate is not None
+    assert welch_difference(cell.baseline, cell.candidate, 0.95).significant  # a plain 95 % would mark it
+    assert cell.verdict is Verdict.UNDECIDED and cost_cells(c) >= 4
+    (line,) = cost_lines([c])
+    assert f"shared among its {cost_cells(c)} cells" in line
+    bench = bench_module("cost_compare")
+    plain, shared = bench.rate(600, 5, 0.12, False, seed=5)
+    assert plain > 0.12 and shared <= 0.06, (plain, shared)
+
+
+def test_a_repetition_with_a_fault_in_it_has_no_cost_per_io() -> None:
+    """Its I/Os per second span the blackout while the daemons' CPU goes on: its µs per I/O would read how long the
+    blackout lasted, not what an I/O costs. One whose fault was never done keeps its cost."""
+    from dataclasses import replace
+
+    from storbench.model.fault_record import FaultRecord
+    from storbench.stats.failover_points import RepetitionFailover
+    from storbench.stats.metric_values import observation_cost
+
+    (plain, *_) = _osd_reps("a", 2, [1.9, 2.0, 2.1])
+    fault = FaultRecord("stop", "osd.0", False, 100.0)
+    assert observation_cost(replace(plain, failover=RepetitionFailover(1, 0, None, None, None))) is not None
+    assert observation_cost(replace(plain, failover=RepetitionFailover(1, 0, fault, None, None))) is None
+    failed = replace(fault, error="no such daemon")  # could not be done: the I/O ran as without it
+    assert observation_cost(replace(plain, failover=RepetitionFailover(1, 0, failed, None, None))) is not None

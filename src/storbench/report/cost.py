@@ -15,7 +15,7 @@ from storbench.report.figures import FigureSpec, Series
 from storbench.report.labels import comparison_label, point_label, varying_comparison_lab, varying_lab_keys
 from storbench.report.tables import iops_with_ci, plain_cell
 from storbench.safe_text import safe_text
-from storbench.stats.compare_cells import PointComparison
+from storbench.stats.compare_cells import PointComparison, cost_cells
 from storbench.stats.cost import COMPONENTS, KERNEL, TOTAL_KEY, polls
 from storbench.stats.estimate import Estimate
 from storbench.stats.metrics import COST_COMPARED, CYCLES_PER_IO
@@ -100,8 +100,8 @@ def cost_notes(points: Sequence[PointSummary]) -> list[str]:
                      "threads, other processes) is not counted (storbench docs methodology cpu-cost-per-io)")
     polling = [point_label(p, direction=False) for p in rows if polls(p.case.workload.fio_options)]
     if polling:
-        notes.append(f"⚠ fio polls at {', '.join(polling)} (hipri or sqthread_poll): its CPU includes waiting, not "
-                     "only work")
+        notes.append(f"⚠ fio polls at {', '.join(polling)} (hipri, sqthread_poll, userspace_reap or busy_poll): its "
+                     "CPU includes waiting, not only work")
     return notes
 
 
@@ -133,7 +133,8 @@ def cost_lines(comparisons: Sequence[PointComparison]) -> list[str]:
             parts.append(f"{metric.label} {values}, {change_text(c, metric.field)[0]}")
         if one_sided:
             parts.append("the kernel's part measured on one side only: totals not compared")
-        lines.append(f"cost at {comparison_label(c, lab_keys, direction=False)}: " + "; ".join(parts))
+        shared = f" (the 5 % of its intervals shared among its {cells} cells)" if (cells := cost_cells(c)) > 1 else ""
+        lines.append(f"cost at {comparison_label(c, lab_keys, direction=False)}{shared}: " + "; ".join(parts))
     return lines
 
 

@@ -15,6 +15,8 @@ from storbench.stats.compare_cells import (
     RuleAnswer,
     StoppingRule,
     Verdict,
+    cell_level,
+    cost_cells,
     stopped_alpha,
     verdict_of,
 )
@@ -162,8 +164,10 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
         looked = looks_made(by_run[run_id], run_id, base.case_id, cand.case_id, attempts)
         error = stopped_alpha(comparison, alpha) if sequential is None else _look_alpha(sequential, looked, alpha)
         cells = []
+        costs = cost_cells(comparison)
         for cell in comparison.cells:
             field = cell.metric.field
+            level = cell_level(cell.metric, 1 - error, costs)
             values_a = {r: metric_value(o, field) for r, o in a.items()}
             values_b = {r: metric_value(o, field) for r, o in b.items()}
             pairs = paired_values(values_a, values_b)
@@ -171,14 +175,14 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
             shifts = paired_values(values_a, values_b, positive=False) if cell.metric in FAILOVER_METRICS else None
             if pairs is None and shifts is not None:
                 # a fault's figure of 0 in a pair (no stall) has no ratio: the pairs' differences, none left out
-                shift = paired_shift(*shifts, 1 - error, method=method)
+                shift = paired_shift(*shifts, level, method=method)
                 if shift is not None and cell.difference is not None:
                     verdict = verdict_of(cell.metric, shift) if comparison.comparable else Verdict.NOT_COMPARABLE
                     cells.append(replace(cell, difference=shift, verdict=verdict))
                 else:
                     cells.append(cell)
                 continue
-            change = paired_change(*pairs, 1 - error) if pairs is not None else None
+            change = paired_change(*pairs, level) if pairs is not None else None
             if change is None or cell.baseline is None or (change.log_sd == 0 and cell.metric.quantised):
                 cells.append(cell)
                 continue

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from storbench.stats.estimate import CONFIDENCE, Difference, Estimate
-from storbench.stats.metrics import DESCRIPTIVE_METRICS, Metric
+from storbench.stats.metrics import COST_COMPARED, DESCRIPTIVE_METRICS, Metric
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.selectors import Question
 from storbench.stats.sequential import Decision, PairedChange
@@ -120,6 +120,25 @@ def stopped_alpha(comparison: PointComparison, alpha: float) -> float:
     to look small, and a plain 95 % interval on its pairs then calls no change different in up to 6.3 % of
     comparisons; at the run's level in 1.0-3.1 % (bench/ci_stop.py's second table)."""
     return alpha if comparison.ci_level is None else alpha * (1 - comparison.ci_level) / (1 - CONFIDENCE)
+
+
+def cost_level(confidence: float, cells: int) -> float:
+    """The level of each cell of a comparison's cost line (each component's CPU per I/O, in all, IOPS per core):
+    ``confidence``'s error rate shared among its ``cells`` (Bonferroni). At 95 % a cell, a Ceph line of eight cells
+    marked a change (▲ or ▼) between sides with the same truth in 16-23 % of points; shared, in 1.1-3.5 %
+    (bench/cost_compare.py)."""
+    return 1 - (1 - confidence) / max(cells, 1)
+
+
+def cell_level(metric: Metric, confidence: float, cost_cells: int) -> float:
+    """The level of a cell's interval: a cost cell's shared among the ``cost_cells`` of its line (``cost_level``),
+    any other cell's ``confidence``."""
+    return cost_level(confidence, cost_cells) if metric in COST_COMPARED else confidence
+
+
+def cost_cells(comparison: PointComparison) -> int:
+    """How many cells of the comparison's cost line have a change (those ``cost_level`` shares the error among)."""
+    return sum(1 for cell in comparison.cells if cell.metric in COST_COMPARED and cell.difference is not None)
 
 
 def verdict_of(metric: Metric, difference: Difference | None) -> Verdict:

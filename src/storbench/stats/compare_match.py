@@ -10,9 +10,9 @@ from collections.abc import Callable, Mapping, Sequence
 from storbench.fio.allowlist import ENGINES_BY_TARGET_KIND
 from storbench.model import is_metadata
 from storbench.stats import match
-from storbench.stats.compare_cells import CellComparison, PointComparison, Verdict, verdict_of
+from storbench.stats.compare_cells import CellComparison, PointComparison, Verdict, cell_level, verdict_of
 from storbench.stats.estimate import CONFIDENCE, welch_difference
-from storbench.stats.metrics import COMPARE_METRICS, DESCRIPTIVE_METRICS, FAILOVER_METRICS, Metric
+from storbench.stats.metrics import COMPARE_METRICS, COST_COMPARED, DESCRIPTIVE_METRICS, FAILOVER_METRICS, Metric
 from storbench.stats.observations import Observation
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.selectors import Selector, select
@@ -149,13 +149,16 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
         comparable = force or not differing
         reason = _reason(base, point, differing)
         cells = []
+        costs = sum(1 for m in COST_COMPARED if (b := base.metric(m.field)) is not None and b.mean
+                    and point.metric(m.field) is not None)  # the cost line's cells: its error rate shared
         for metric in (*metrics, *DESCRIPTIVE_METRICS, *FAILOVER_METRICS):
             if metric.field == "bw_bytes_per_s" and is_metadata(point.rw):
                 continue  # a create, stat or delete moves no data: its "bandwidth" is operations x bs
             b, c = base.metric(metric.field), point.metric(metric.field)
             # a fault's figure may be 0 on the baseline's side (no stall): its change is then in seconds or points
             judged = b is not None and c is not None and (b.mean or (metric in FAILOVER_METRICS and c.mean))
-            difference = welch_difference(b, c, confidence) if judged and b is not None and c is not None else None
+            difference = (welch_difference(b, c, cell_level(metric, confidence, costs))
+                          if judged and b is not None and c is not None else None)
             if metric in (*DESCRIPTIVE_METRICS, *FAILOVER_METRICS) and difference is None:
                 continue  # where the time goes, what an I/O costs, what a fault did: only where both sides have it
             verdict = verdict_of(metric, difference) if comparable else Verdict.NOT_COMPARABLE

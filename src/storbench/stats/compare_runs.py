@@ -12,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from storbench.stats.compare_cells import CellComparison, PointComparison, Verdict, verdict_of
+from storbench.stats.compare_cells import (
+    CellComparison,
+    PointComparison,
+    Verdict,
+    cell_level,
+    cost_cells,
+    verdict_of,
+)
 from storbench.stats.estimate import Difference, estimate, welch_difference
 from storbench.stats.metric_values import METRIC_VALUES
 from storbench.stats.observations import Observation
@@ -28,16 +35,17 @@ def _rows(point: PointSummary, observations: Sequence[Observation]) -> list[Obse
 
 
 def _cell(cell: CellComparison, comparison: PointComparison, a_rows: Sequence[Observation],
-          b_rows: Sequence[Observation], confidence: float, shared: bool) -> CellComparison:
+          b_rows: Sequence[Observation], confidence: float, shared: bool, costs: int) -> CellComparison:
     read = METRIC_VALUES[cell.metric.field]
     a, b = run_samples(a_rows, read), run_samples(b_rows, read)  # each run's mean, one sample a run
     base, cand = estimate(list(a.values()), confidence), estimate(list(b.values()), confidence)
     if base is None or cand is None or not base.mean:
         return replace(cell, baseline=base, candidate=cand, difference=None,
                        verdict=Verdict.UNDECIDED if comparison.comparable else Verdict.NOT_COMPARABLE)
-    difference: Difference = welch_difference(base, cand, confidence)
+    level = cell_level(cell.metric, confidence, costs)  # a cost cell's: shared along its line
+    difference: Difference = welch_difference(base, cand, level)
     pairs = paired_values(a, b) if shared else None
-    change = paired_change(*pairs, confidence) if pairs is not None else None
+    change = paired_change(*pairs, level) if pairs is not None else None
     if change is not None and not (change.log_sd == 0 and cell.metric.quantised):
         difference = change.difference(base.mean, "paired by run")
     elif difference.method == "welch":
@@ -58,6 +66,6 @@ def run_level(comparisons: Sequence[PointComparison], observations: Sequence[Obs
         if len(a) <= 1 and len(b) <= 1:
             out.append(c)
             continue
-        out.append(replace(c, per_run=True, cells=tuple(_cell(cell, c, a_rows, b_rows, confidence, a == b)
-                                                        for cell in c.cells)))
+        out.append(replace(c, per_run=True, cells=tuple(_cell(cell, c, a_rows, b_rows, confidence, a == b,
+                                                              cost_cells(c)) for cell in c.cells)))
     return out

@@ -38,8 +38,9 @@ KERNEL = Component("kernel", "kernel (irq, softirq)", ())
 OTHER = Component("other", "other (host busy beyond these)", ())
 TOTAL_KEY = "total"  # every component and the kernel: the I/O's cost on this machine (other left out)
 HOST_KEY = "host"  # cycles counted on every CPU of the machine (`telemetry.cycles`): everything, other included
-# fio options with which the client polls for completions or submissions: its CPU is not all work
-POLLING_OPTIONS = ("hipri", "sqthread_poll")
+# fio options with which the client polls for completions or submissions: its CPU is not all work (io_uring's polled
+# completions and submission thread, libaio reaping its ring from user space, librbd's busy polling)
+POLLING_OPTIONS = ("hipri", "sqthread_poll", "userspace_reap", "busy_poll")
 
 
 @dataclass(frozen=True)
@@ -120,5 +121,6 @@ def repetition_cost(ios_per_s: float, bytes_per_s: float, telemetry: TelemetryDi
 
 
 def polls(fio_options: Sequence[tuple[str, object]]) -> bool:
-    """Whether fio polls (``POLLING_OPTIONS``): its CPU then includes waiting, not only work."""
-    return any(name in POLLING_OPTIONS for name, _ in fio_options)
+    """Whether fio polls (``POLLING_OPTIONS`` set, not to 0 or false): its CPU then includes waiting, not only work."""
+    return any(name in POLLING_OPTIONS and str(value).strip().lower() not in ("0", "false", "no", "off")
+               for name, value in fio_options)
