@@ -160,6 +160,44 @@ def test_recorded_daemons_are_killed_and_a_reused_pid_is_not(tmp_path: Path, sle
     assert not alive(pid) and alive(sleeper)
 
 
+def test_a_ceph_daemon_that_stopped_during_a_run_is_told_with_the_cause_its_log_gives(tmp_path: Path) -> None:
+    """The OSDs of a too small lab filled their devices (`bluefs enospc`) and exited; the run went on measuring
+    the one left. `CephLab.lost` names the daemons recorded that no longer run (an unreaped zombie too) and the
+    cause in the first one's log, with what to do."""
+    import time
+
+    from storbench.lab.ceph_conf import abort_cause, lost_hint
+    from storbench.lab.labdir import LabDir
+
+    lab = ensure_lab_dir(tmp_path / "lab")
+    (lab / "log").mkdir()
+    whole = CephLab(lab)
+    assert whole.lost() is None
+    osd0 = LabDir(lab).start("osd.0", ["sh", "-c", "exit 1"], lab / "log" / "osd.0.out")  # exits: a zombie
+    osd1 = LabDir(lab).start("osd.1", ["sleep", "60"], lab / "log" / "osd.1.out")
+    (lab / "log" / "osd.0.log").write_text(
+        "2026-11-30T14:12:43 ./src/os/bluestore/BlueFS.cc: 3293: ceph_abort_msg(\"bluefs enospc\")\n"
+        " 1: (ceph::__ceph_abort(char const*, int, char const*, std::string const&)+0xd4)\n"
+        "2026-11-30T14:12:43 -1 *** Caught signal (Aborted) **\n")
+    try:
+        for _ in range(50):
+            if whole.lost() is not None:
+                break
+            time.sleep(0.1)
+        said = whole.lost()
+        assert said is not None
+        line, hint = said
+        assert line.startswith("ceph lab: osd.0 stopped during the run (osd.0's log: bluefs enospc)")
+        assert "osd.1" not in line and "lab.ceph.osd_size" in hint
+    finally:
+        kill_daemons([osd0, osd1], timeout_s=5)
+    # the abort message before the signal it raised; an assertion; a signal alone; nothing
+    assert abort_cause("FAILED ceph_assert(r == 0)\n*** Caught signal (Aborted) **") == "r == 0"
+    assert abort_cause("*** Caught signal (Segmentation fault) **") == "Segmentation fault"
+    assert abort_cause("all is well") is None
+    assert "--resume" in lost_hint(None) and "osd_size" not in lost_hint("r == 0")
+
+
 # ---- the hosts lab's fio servers ------------------------------------------------------------------------------
 
 

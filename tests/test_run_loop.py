@@ -1042,3 +1042,44 @@ def test_a_case_with_faults_has_its_files_laid_out_before_its_first_repetition(t
             " s (its job's fill section alone, not measured)") for line in observer.events) == (2 if stripped else 0)
         assert all(text.endswith("; without its fill\n") == stripped for call in fake.calls
                    for text in call.job_texts), (failure, fake.calls[0].job_texts)
+
+
+def test_a_lab_daemon_that_stops_with_no_fault_asking_fails_its_repetition_and_stops_the_run(
+        tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ceph lab whose OSDs filled their devices went on measuring one OSD as if it were three, the repetitions
+    stored as ok. A daemon gone after a repetition (`LabKind.lost`) fails that repetition, stops the run with
+    what to do, keeps what was stored and tears the lab down."""
+    import storbench.lab.nfs
+    from storbench.errors import UserError
+    from storbench.lab.registry import KINDS
+
+    lab_calls: list[str] = []
+
+    class FakeNfsLab:
+        def up(self, spec: object = None) -> object:
+            lab_calls.append("up")
+            return types.SimpleNamespace(url="nfs://127.0.0.1/export", export="/export", root="/lab", servers_url=None)
+
+        def down(self) -> None:
+            lab_calls.append("down")
+
+    monkeypatch.setattr(storbench.lab.nfs, "NfsLab", FakeNfsLab)
+
+    def script(call: FakeCall) -> Step:
+        lab_calls.append(f"rep {call.rep_index}")
+        return Replay(RANDRW_OUTPUT)
+
+    def lost(case: Case, running: object) -> tuple[str, str] | None:
+        return ("nfs lab: ganesha stopped during the run", "see its log") if "rep 1" in lab_calls else None
+
+    monkeypatch.setattr(KINDS["nfs"], "lost", lost)
+    loaded = _plan(tmp_path, extra="lab: {nfs: {}}\n")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    with pytest.raises(UserError, match="ganesha stopped during the run: the run stops") as raised:
+        orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(script), Observer(), resume=False)
+    assert raised.value.hint == "see its log"
+    assert lab_calls == ["up", "rep 0", "rep 1", "down"]
+    stored: list[StoredRepetition] = store.repetitions()
+    assert [(r.rep_index, r.status) for r in stored] == [(0, Status.OK), (1, Status.FAILED)]
+    assert "ganesha stopped during the run" in stored[1].error

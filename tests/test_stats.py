@@ -1445,3 +1445,34 @@ def test_an_interval_that_includes_no_change_is_called_undecided_not_no_differen
     assert "includes 0 %" in markdown and "includes 0 %" in html
     cls = re.search(r"<td class='verdict-([a-z_]+)'>[^<]*~<", html)
     assert cls is not None and f"td.verdict-{cls.group(1)}{{" in html  # the cell's class has a style
+
+
+def test_points_of_a_sweep_over_files_dirs_or_objects_pair_value_with_value() -> None:
+    """A metadata cycle swept over `dirs` (or an S3 workload over `objects`): `compare` pairs dirs=8 with dirs=8,
+    not every candidate point with the first baseline point (which read "+300 % better" of two identical runs);
+    named in the selectors, the counts compare across."""
+    def sweep(pool: int, count: str) -> list[Observation]:
+        out = []
+        for value, iops in ((1, 1000.0), (8, 4000.0)):
+            for r in range(3):
+                o = observation(case_id=f"p{pool}-{value}", lab=f"lab=ceph pool_size={pool}", repeat=r,
+                                iops=iops + 10 * r)
+                out.append(replace(o, case=replace(o.case, workload=replace(o.case.workload, **{count: value}))))
+        return out
+
+    for count in ("dirs", "files"):
+        seen = [*sweep(2, count), *sweep(3, count)]
+        found = compare_observations(seen, parse_selector("pool_size=2"), parse_selector("pool_size=3"), {})
+        assert len(found) == 2 and all(c.comparable for c in found)
+        for c in found:
+            assert getattr(c.baseline.case.workload, count) == getattr(c.candidate.case.workload, count)
+            cell = c.cell("iops")
+            assert cell is not None and cell.difference is not None and abs(cell.difference.change_pct) < 1
+        across = compare_observations(seen, parse_selector(f"pool_size=2,{count}=1"),
+                                      parse_selector(f"pool_size=2,{count}=8"), {})
+        assert len(across) == 1 and across[0].comparable  # named: compared across the counts
+    # S3 objects are the workload's files: a selector naming `objects` compares across them too
+    objects = [replace(o, case=replace(o.case, workload=replace(o.case.workload, rw="get")))
+               for o in sweep(2, "files")]
+    named = compare_observations(objects, parse_selector("objects=1"), parse_selector("objects=8"), {})
+    assert len(named) == 1 and named[0].comparable

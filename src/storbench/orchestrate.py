@@ -372,10 +372,19 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 raise
             telemetry = (recorder.finish(outcome, item.case, ceilings.get(item.case.case_id))
                          if recorder is not None else None)
+            # a daemon of the lab that stopped with no fault asking: this repetition measured a broken lab, and so
+            # would every one after it
+            lost = session.lost_for(item.case)
+            if lost is not None:
+                outcome = replace(outcome, status=Status.FAILED, error="; ".join(
+                    part for part in (outcome.error, lost[0]) if part))
             if outcome.status != Status.OK and (health := session.health_for(item.case)):
                 outcome = replace(outcome, error=f"{outcome.error}; cluster health: {health}")
             run.store.save_repetition(run.run_id, item.case, item.rep_index, outcome,
                                       (*prepared.details, *item.case.lab.pairs()), telemetry)
+            if lost is not None:
+                observer.repetition_finished(item, position, outcome)
+                raise UserError(f"{lost[0]}: the run stops rather than measure a broken lab", hint=lost[1])
             if outcome.status != Status.OK:
                 failed += 1
             observer.repetition_finished(item, position, outcome)

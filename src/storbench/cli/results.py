@@ -100,7 +100,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                             hint="keep `telemetry: {enabled: true}` (the default) in the plan and run it again")
         out = _console() if args.output in ("", "-") else file_console()
         out.print(cost_table(points, title))
-        for line in cost_notes(points):
+        for line in [*cost_notes(points), *_interval_notes(selection, points)]:
             out.print(line, markup=False)
         if args.output not in ("", "-"):
             _write_output(out.export_text(), args.output)
@@ -114,6 +114,20 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _interval_notes(selection: Selection, points: Sequence[PointSummary]) -> list[str]:
+    """What a table's intervals are, said under `show`'s and `show --cost`'s alike: points pooled over runs (the
+    run the sample), each run's drift, and the level of a run repeated `until: ci`."""
+    from storbench.report.show_export import drift_lines
+    from storbench.report.tables import pooled_runs_line
+
+    pooled = pooled_runs_line(points)
+    return [*([pooled] if pooled else []),
+            *drift_lines(selection.observations, [run.run_id for run in selection.runs]),
+            *(f"note: run {run_id} repeated `until: ci`: its intervals are t intervals at {100 * level:g} %, the "
+              "level that covers 95 % after such a stop (a plain 95 % one would cover less)"
+              for run_id, level in sorted(selection.interval_levels.items()))]
+
+
 def _show_table(selection: Selection, title: str, db: str, out: Console | None = None, *,
                 wide: bool = False, pool: bool = False) -> None:
     """The results table with everything said under it: verdicts, warnings, drift, incomplete runs, what ran
@@ -121,8 +135,7 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
     several runs measured is a row per run, with a run column) unless ``pool``."""
     from storbench.report.failover import failover_lines
     from storbench.report.labels import point_label, varying_lab_keys
-    from storbench.report.show_export import drift_lines, precondition_lines, steady_lines
-    from storbench.report.tables import pooled_runs_line
+    from storbench.report.show_export import precondition_lines, steady_lines
     from storbench.report.write_checks import write_check_lines
     from storbench.selection import design_changed_line, incomplete_line
     from storbench.stats.failover_points import point_failovers
@@ -134,14 +147,8 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
                               levels=selection.interval_levels, by_run=not pool)
     out = out or _console()
     _print_points(points, title, out, wide=wide)
-    pooled = pooled_runs_line(points)
-    if pooled:
-        out.print(pooled, markup=False)
-    for line in drift_lines(selection.observations, [run.run_id for run in selection.runs]):
+    for line in _interval_notes(selection, points):
         out.print(line, markup=False)
-    for run_id, level in sorted(selection.interval_levels.items()):
-        out.print(f"note: run {run_id} repeated `until: ci`: its intervals are t intervals at {100 * level:g} %, "
-                  "the level that covers 95 % after such a stop (a plain 95 % one would cover less)", markup=False)
     from storbench.stats.metric_values import lat_percentiles_from
 
     stand_in = {o.case.case_id for o in selection.observations if lat_percentiles_from(o.measurement) == "clat"}

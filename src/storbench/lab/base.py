@@ -173,6 +173,8 @@ class LabKind(Protocol):
 
     def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None: ...
 
+    def lost(self, case: Case, running: Mapping[LabPoint, object]) -> tuple[str, str] | None: ...
+
     def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str: ...
 
     def timed_faults(self, case: Case, steps: Sequence[FaultStep]) -> tuple[FaultStep, ...]: ...
@@ -224,6 +226,12 @@ class LabKindBase:
         """Do (or with ``restore`` undo) one of the kind's ``faults`` on the running lab ``case`` is on, and say
         what was done. No kind offers one yet."""
         raise AssertionError(f"the {type(self).__name__} offers no faults")
+
+    def lost(self, case: Case, running: Mapping[LabPoint, object]) -> tuple[str, str] | None:
+        """What of the lab ``case`` runs on stopped with no fault asking (a daemon that exited: a full device, a
+        crash), in one line, and what to do about it; None when it is whole (checked after every repetition and
+        its settling: the run stops rather than measure a broken lab)."""
+        return None
 
     def timed_faults(self, case: Case, steps: Sequence[FaultStep]) -> tuple[FaultStep, ...]:
         """Faults the kind adds to a plan's ``steps`` for ``case``, from its lab settings (none by default)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -244,3 +245,27 @@ def rbd_pools(cases: Sequence[Case]) -> dict[str, tuple[str, int]]:
 def clusters_of(cases: Sequence[Case]) -> list[LabPoint]:
     """The Ceph clusters the cases run on, in order of first appearance (several when side by side)."""
     return list(dict.fromkeys(cluster_of(c.lab) for c in cases if c.lab.ceph is not None))
+
+
+_ABORTS = (re.compile(r'ceph_abort_msg\("([^"\n]{1,200})"\)'), re.compile(r"FAILED ceph_assert\(([^\n]{1,200})\)"),
+           re.compile(r"\*\*\* Caught signal \(([^)\n]{1,80})\)"))
+
+
+def abort_cause(log_tail: str) -> str | None:
+    """Why a Ceph daemon stopped, as the end of its log says (its abort message, failed assertion or the signal it
+    caught, the last one written), or None. Pure."""
+    for pattern in _ABORTS:
+        found = pattern.findall(log_tail)
+        if found:
+            return str(found[-1]).strip()
+    return None
+
+
+def lost_hint(cause: str | None) -> str:
+    """What to do about a lab whose daemons stopped during a run, for the cause their log gave."""
+    if cause is not None and "enospc" in cause.lower():
+        return ("the OSDs' devices filled up: raise lab.ceph.osd_size (or write a smaller image), then run the plan "
+                "again with --resume: the repetitions stored so far are kept")
+    return ("see the daemon's log; once the cause is fixed, run the plan again with --resume: the repetitions stored "
+            "so far are kept")
+

@@ -28,6 +28,8 @@ from storbench.lab.ceph_conf import (
     MGR_MODULES,
     MGR_SHARED,
     CephLabSpec,
+    abort_cause,
+    lost_hint,
     mon_address,
     mon_ports,
     rgw_port,
@@ -127,6 +129,23 @@ class CephDaemons(LabRoot):
 
     def running(self) -> bool:
         return self.dir.exists() and bool(self.dir.live())
+
+    def lost(self) -> tuple[str, str] | None:
+        """The daemons that stopped while the lab was up, and why the first one's log says it did, in one line,
+        with what to do about it; None when every daemon recorded runs."""
+        gone = self.dir.lost()
+        if not gone:
+            return None
+        log = self.root / "log" / f"{gone[0]}.log"
+        try:
+            with log.open("rb") as f:
+                f.seek(max(0, log.stat().st_size - 256 * 1024))
+                cause = abort_cause(f.read().decode(errors="replace"))
+        except OSError:
+            cause = None
+        said = f" ({gone[0]}'s log: {cause})" if cause else ""
+        return (f"ceph lab: {', '.join(gone)} stopped during the run{said}; logs in {self.root / 'log'}",
+                lost_hint(cause))
 
     # ---- steps ------------------------------------------------------------------------------------------
     def _start(self, name: str, argv: list[str]) -> int:

@@ -270,6 +270,10 @@ class CephKind(LabKindBase):
                      if name != "lab" and interleaved_setting(name) and name not in ("pool_size", "cephfs"))
         return OsdsRestarted("ceph", live, seconds)
 
+    def lost(self, case: Case, running: Mapping[LabPoint, object]) -> tuple[str, str] | None:
+        lab = running.get(cluster_of(case.lab))
+        return lab.lost() if isinstance(lab, CephLab) else None
+
     def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
         """The health of the lab cluster ``case`` runs on, in one line (`ceph health detail`'s summary and its
         first checks); None off a lab cluster or when the cluster does not answer."""

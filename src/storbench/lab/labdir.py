@@ -328,6 +328,11 @@ class LabDir:
     def forget(self, names: Sequence[str]) -> None:
         forget_daemons(self.root, names)
 
+    def lost(self) -> list[str]:
+        """The daemons recorded that no longer run (exited, or a zombie nobody reaped), by name."""
+        running = {(d.name, d.pid) for d in self.live()}
+        return [d.name for d in self.daemons() if (d.name, d.pid) not in running]
+
     def kill(self, *, graceful_s: float = 0) -> None:
         """Stop every daemon recorded (see ``kill_daemons``)."""
         kill_daemons(recorded_daemons(self.root), graceful_s=graceful_s)

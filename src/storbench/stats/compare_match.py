@@ -24,8 +24,12 @@ MATCH_FIELDS = ("target", "rw", "rwmixread", "bs", "iodepth", "numjobs", "client
 # Fields that must be equal for a comparison to mean anything (unless forced or named by a selector).
 # ``lat_percentiles_from``: what p95 and p99 are, total latency or completion latency standing in for it (an import
 # whose fio output has no total-latency bins); a point with no percentiles differs from neither.
+# ``files``, ``file_size`` and ``dirs``: a metadata cycle's or an S3 workload's counts (objects are files), which a
+# plan sweeps like any other workload field: points of a sweep over them pair value with value.
 COMPARABLE_FIELDS = ("target_kind", "ioengine", "direct", "runtime_s", "ramp_s", "fio_options",
-                     "lat_percentiles_from", "fio_versions")
+                     "lat_percentiles_from", "fio_versions", "files", "file_size", "dirs")
+# selector keys that name a field above by another of its names
+_SAME_FIELD = {"objects": "files", "file_size_bytes": "file_size"}
 _REASON_NAMES = {"lat_percentiles_from": "latency kind"}
 
 
@@ -48,6 +52,9 @@ POINT_VALUES: Mapping[str, Callable[[PointSummary], object]] = {
     "fio_options": lambda p: p.case.workload.fio_options,
     "lat_percentiles_from": lambda p: p.lat_percentiles_from,
     "fio_versions": lambda p: p.fio_versions,
+    "files": lambda p: p.case.workload.files,
+    "file_size": lambda p: p.case.workload.file_size_bytes,
+    "dirs": lambda p: p.case.workload.dirs,
 }
 
 
@@ -119,6 +126,7 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
     names its kind too, and an engine only where the kinds dictate it (``engine_follows_from_kind``): libaio on
     one local disk against io_uring on another, or on an imported target, stays not comparable.
     """
+    ignore = ignore | {_SAME_FIELD[k] for k in ignore if k in _SAME_FIELD}
     match_fields = [f for f in MATCH_FIELDS if f not in ignore]
     if "target" in ignore:  # comparing targets: their kind (and the engine a kind dictates) is the question
         ignore = ignore | {"target_kind"}
@@ -172,6 +180,7 @@ def side_differences(baseline: Sequence[PointSummary], candidate: Sequence[Point
     """(field, the baseline's values, the candidate's) for every field points match on or must agree in whose
     values on one side are none of the other side's, the selectors' fields left out (``ignore``): what keeps
     the two sides' points apart, or makes them not comparable, everywhere."""
+    ignore = ignore | {_SAME_FIELD[k] for k in ignore if k in _SAME_FIELD}
     fields = [f for f in (*MATCH_FIELDS, *COMPARABLE_FIELDS) if f not in ignore and f != "fio_versions"]
     if "target" in ignore:
         fields = [f for f in fields if f != "target_kind"]

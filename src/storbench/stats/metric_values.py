@@ -139,11 +139,13 @@ def observation_cost(o: Observation) -> RepetitionCost | None:
     machine's CPU is not theirs: real fio servers, a cluster's nodes); a Kubernetes volume operation has none
     (one operation per client, timed whole: its host's CPU is the cluster's controllers' and not per operation),
     nor one with the checking writer beside fio (`check_writes`: its writes cost the storage CPU that fio's I/Os
-    do not count, up to two thirds more per I/O at 300 IOPS), nor one with a fault in it (its I/Os per second span
+    do not count, up to two thirds more per I/O at 300 IOPS), nor `rw: metadata`'s cycle (its phases run one after
+    another, each rate over its own time: their sum is no rate of the whole, and the CPU sampled is mostly the last
+    phase's), nor one with a fault in it (its I/Os per second span
     the blackout while the daemons' CPU, peering and recovery go on: a 30 s blackout against 13 s in a 60 s window
     reads as a 36 % change of every constant CPU's µs per I/O, with no change of the work an I/O takes)."""
     if (o.client or o.fio.ios_per_s is None or not o.fio.ran_here or is_volume_operation(o.case.workload.rw)
-            or o.write_check is not None or _faulted(o)):
+            or o.case.workload.rw == "metadata" or o.write_check is not None or _faulted(o)):
         return None
     ceph = o.case.lab.ceph
     return repetition_cost(o.fio.ios_per_s, o.fio.bytes_per_s or 0.0, o.telemetry, o.fio.fio_cores, o.host_cpus,
