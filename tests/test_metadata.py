@@ -334,6 +334,20 @@ telemetry: {enabled: false}
     sections = [line for line in text.splitlines() if line.startswith("[") and line != "[global]"]
     assert [s.rsplit(".", 1)[1] for s in sections] == ["create]", "stat]", "delete]"]
     assert text.count("stonewall=1\n") == 2 and "directory=" in text and f"/{METADATA_DIR}/metadata\n" in text
+    # each section lays its own files out when it starts: fio's default lays out every section's files before the
+    # first runs, and the stat section's made the files the create phase then only opened (twice the create rate)
+    import subprocess
+
+    directory = Path(re.search(r"^directory=(.+)$", text, re.MULTILINE).group(1))  # type: ignore[union-attr]
+    directory.mkdir(parents=True)
+    job = tmp_path / "cycle.fio"
+    job.write_text(text)
+    debug = subprocess.run(["fio", "--debug=file", "--output-format=json", str(job)], capture_output=True,
+                           text=True, timeout=60, check=True).stdout
+    main_pid = re.search(r"^file\s+(\d+) add file", debug, re.MULTILINE).group(1)  # type: ignore[union-attr]
+    layouts = re.findall(r"^file\s+(\d+) layout unlink", debug, re.MULTILINE)
+    assert layouts and main_pid not in layouts, (main_pid, layouts)
+    shutil.rmtree(tmp_path / "data" / directory.relative_to(tmp_path / "data").parts[0])
 
 
 CLIENTS_PLAN = """
