@@ -1476,3 +1476,24 @@ def test_points_of_a_sweep_over_files_dirs_or_objects_pair_value_with_value() ->
                for o in sweep(2, "files")]
     named = compare_observations(objects, parse_selector("objects=1"), parse_selector("objects=8"), {})
     assert len(named) == 1 and named[0].comparable
+
+
+def test_operations_that_move_no_data_have_no_bandwidth_anywhere() -> None:
+    """A file created, stat'ed or deleted, an object deleted: fio's bytes are operations x a size, which means
+    nothing. Their points have no bandwidth (so no MiB/s cell, figure or compare cell), their records none and no
+    bytes; the Markdown table names their rate ops/s. A PUT keeps its bandwidth."""
+    from storbench.records import record
+    from storbench.report.show_export import points_markdown
+
+    for rw, direction, moving in (("create", "write", False), ("delete_object", "trim", False),
+                                  ("put", "write", True)):
+        seen = [observation(rw=rw, direction=direction, repeat=r, iops=500.0 + r) for r in range(3)]
+        (point,) = summarize_points(seen)
+        assert (point.metric("bw_bytes_per_s") is not None) == moving, rw
+        row = record(seen[0])
+        assert (row.bw_bytes_per_s is not None and row.io_bytes is not None) == moving, rw
+        (c,) = compare_observations([*seen, *[replace(o, run_id=2) for o in seen]], parse_selector("run=1"),
+                                    parse_selector("run=2"), {})
+        assert (c.cell("bw_bytes_per_s") is not None) == moving, rw
+        assert "| ops/s ± 95% CI |" in points_markdown([point], "t"), rw  # each one timed operation
+    assert "| IOPS ± 95% CI |" in points_markdown(summarize_points([observation(iops=500.0)]), "t")

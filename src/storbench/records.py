@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from storbench.model import DirectionMeasurement, Expectation, LatencySummary
+from storbench.model import DirectionMeasurement, Expectation, LatencySummary, moves_data
 from storbench.model.fault_record import WriteCheck
 from storbench.stats.metric_values import (
     busiest_names,
@@ -224,6 +224,7 @@ def record(o: Observation, expected: Expectation | None = None,
     ``expected`` is what its target was declared to deliver (`expect:`), ``case_total`` its repetition's IOPS and
     throughput over all directions where it has several."""
     case, w, m = o.case, o.case.workload, o.measurement
+    moving = moves_data(w.rw)  # a file created, an object deleted: no bandwidth, no bytes
     device, interface, node = busiest_names(o)
     d = o.telemetry
     clat = m.clat if m else None
@@ -237,8 +238,8 @@ def record(o: Observation, expected: Expectation | None = None,
         lab=" ".join(f"{k}={v}" for k, v in case.lab.pairs()), repeat=o.rep_index + 1,
         direction=o.direction_name, status=o.status.value,
         started_at_s=o.started_at_s, finished_at_s=o.finished_at_s, fio_version=o.fio_version,
-        iops=m.iops if m else None, bw_bytes_per_s=m.bw_bytes_per_s if m else None,
-        total_ios=m.total_ios if m else None, io_bytes=m.io_bytes if m else None,
+        iops=m.iops if m else None, bw_bytes_per_s=m.bw_bytes_per_s if m and moving else None,
+        total_ios=m.total_ios if m else None, io_bytes=m.io_bytes if m and moving else None,
         lat_mean_ns=m.lat.mean_ns if m else None, lat_stddev_ns=m.lat.stddev_ns if m else None,
         lat_min_ns=m.lat.min_ns if m else None, lat_max_ns=m.lat.max_ns if m else None,
         lat_p50_ns=_lat(m, 50.0), lat_p90_ns=_lat(m, 90.0), lat_p95_ns=_lat(m, 95.0), lat_p99_ns=_lat(m, 99.0),

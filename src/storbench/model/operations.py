@@ -8,7 +8,7 @@ from enum import StrEnum
 __all__ = [
     "FILL_JOB", "METADATA_PHASES", "METADATA_RW", "MIXED_RW", "NFS_METADATA_ENGINE", "OBJECT_REQUESTS", "OBJECT_RW",
     "PHASE_AS_TRIM", "RW_DIRECTIONS", "VOLUME_OPERATIONS", "Direction", "Status", "counts_operations", "is_metadata",
-    "is_object", "is_size_based", "is_volume_operation", "operation_of", "rate_name", "rw_writes",
+    "is_object", "is_size_based", "is_volume_operation", "moves_data", "operation_of", "rate_name", "rw_writes",
 ]
 
 
@@ -104,6 +104,12 @@ OBJECT_REQUESTS = {"read": "GET", "write": "PUT", "trim": "DELETE"}
 def is_volume_operation(rw: str) -> bool:
     """True for the Kubernetes volume operations (provision, attach, snapshot, restore, clone, expand)."""
     return rw in VOLUME_OPERATIONS
+
+
+def moves_data(rw: str) -> bool:
+    """False where an operation moves no data (a file created, stat'ed or deleted, an object deleted, a volume
+    operation): its "bandwidth" would be operations x a size, which means nothing, and is not given."""
+    return not (is_metadata(rw) or rw == "delete_object" or is_volume_operation(rw))
 
 
 def counts_operations(rw: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from storbench.model import is_metadata
+from storbench.model import moves_data
 from storbench.report.labels import (
     block_size,
     direction_label,
@@ -60,7 +60,7 @@ def summary_table(points: Sequence[PointSummary]) -> str:
     rows = []
     for p in points:
         iops = p.metric("iops")
-        bw = None if is_metadata(p.rw) else p.metric("bw_bytes_per_s")  # a file created moves no data
+        bw = p.metric("bw_bytes_per_s") if moves_data(p.rw) else None  # a file created moves no data
         cv = iops.cv_pct if iops else None
 
         def lat(field: str, point: PointSummary = p) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from rich.table import Table
 from rich.text import Text
 
-from storbench.model import is_metadata, is_volume_operation
+from storbench.model import is_volume_operation, moves_data
 from storbench.report.labels import (
     block_size,
     direction_label,
@@ -180,7 +180,7 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
         ("dir", "left", 0, lambda p: direction_label(p.rw, p.direction_name) or "-"),
         ("n", "right", 0, lambda p: f"{p.repetitions_ok}/{p.repetitions_total}"),
         (f"{rate_unit(p.rw for p in points)} ± 95% CI", "right", 0, lambda p: iops_with_ci(p.metric("iops"))),
-        ("CV", "right", 3, iops_cv), ("MiB/s", "right", 2, lambda p: "-" if is_metadata(p.rw)  # no data moved
+        ("CV", "right", 3, iops_cv), ("MiB/s", "right", 2, lambda p: "-" if not moves_data(p.rw)  # no data moved
                                          else _mean(p.metric("bw_bytes_per_s"), ",.1f", 1048576)),
         *((("% exp", "right", 2, expected_cell),) if with_expected else ()),
         ("lat mean", "right", 2, lambda p: _lat(p.metric("lat_mean_ns"))),

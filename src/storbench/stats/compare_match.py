@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from storbench.fio.allowlist import ENGINES_BY_TARGET_KIND
-from storbench.model import is_metadata
+from storbench.model import moves_data
 from storbench.stats import match
 from storbench.stats.compare_cells import CellComparison, PointComparison, Verdict, cell_level, verdict_of
 from storbench.stats.estimate import CONFIDENCE, welch_difference
@@ -160,7 +160,7 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
         costs = sum(1 for m in COST_COMPARED if (b := base.metric(m.field)) is not None and b.mean
                     and point.metric(m.field) is not None)  # the cost line's cells: its error rate shared
         for metric in (*metrics, *DESCRIPTIVE_METRICS, *FAILOVER_METRICS):
-            if metric.field == "bw_bytes_per_s" and is_metadata(point.rw):
+            if metric.field == "bw_bytes_per_s" and not moves_data(point.rw):
                 continue  # a create, stat or delete moves no data: its "bandwidth" is operations x bs
             b, c = base.metric(metric.field), point.metric(metric.field)
             # a fault's figure may be 0 on the baseline's side (no stall): its change is then in seconds or points

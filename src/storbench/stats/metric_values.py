@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import partial
 
-from storbench.model import DirectionMeasurement, is_volume_operation
+from storbench.model import DirectionMeasurement, is_volume_operation, moves_data
 from storbench.stats.cost import COMPONENTS, HOST_KEY, KERNEL, OSD, OTHER, TOTAL_KEY, RepetitionCost, repetition_cost
 from storbench.stats.layers import StorageLatency, osd_latency_ns, storage_latency
 from storbench.stats.observations import PERCENTILES, Observation
@@ -178,7 +178,9 @@ def _cost_values() -> dict[str, MetricValue]:
 
 METRIC_VALUES: Mapping[str, MetricValue] = {
     "iops": lambda o: o.measurement.iops if o.measurement else None,
-    "bw_bytes_per_s": lambda o: o.measurement.bw_bytes_per_s if o.measurement else None,
+    # none where no data moves (a file created, an object deleted): operations x a size means nothing
+    "bw_bytes_per_s": lambda o: (o.measurement.bw_bytes_per_s if o.measurement and moves_data(o.case.workload.rw)
+                                 else None),
     "lat_mean_ns": lambda o: o.measurement.lat.mean_ns if o.measurement else None,
     **{f"lat_{suffix}_ns": _lat_percentile(percent) for percent, suffix in PERCENTILES},
     "cpu_usr_pct": lambda o: o.fio.cpu_usr_pct,
