@@ -175,6 +175,7 @@ def test_a_ceph_daemon_that_stopped_during_a_run_is_told_with_the_cause_its_log_
     assert whole.lost() is None
     osd0 = LabDir(lab).start("osd.0", ["sh", "-c", "exit 1"], lab / "log" / "osd.0.out")  # exits: a zombie
     osd1 = LabDir(lab).start("osd.1", ["sleep", "60"], lab / "log" / "osd.1.out")
+    started = [osd0, osd1]
     (lab / "log" / "osd.0.log").write_text(
         "2026-11-30T14:12:43 ./src/os/bluestore/BlueFS.cc: 3293: ceph_abort_msg(\"bluefs enospc\")\n"
         " 1: (ceph::__ceph_abort(char const*, int, char const*, std::string const&)+0xd4)\n"
@@ -189,8 +190,11 @@ def test_a_ceph_daemon_that_stopped_during_a_run_is_told_with_the_cause_its_log_
         line, hint = said
         assert line.startswith("ceph lab: osd.0 stopped during the run (osd.0's log: bluefs enospc)")
         assert "osd.1" not in line and "lab.ceph.osd_size" in hint
+        # a daemon started again is recorded again: its latest record is the one that counts
+        started.append(LabDir(lab).start("osd.0", ["sleep", "60"], lab / "log" / "osd.0.out"))
+        assert whole.lost() is None
     finally:
-        kill_daemons([osd0, osd1], timeout_s=5)
+        kill_daemons(started, timeout_s=5)
     # the abort message before the signal it raised; an assertion; a signal alone; nothing
     assert abort_cause("FAILED ceph_assert(r == 0)\n*** Caught signal (Aborted) **") == "r == 0"
     assert abort_cause("*** Caught signal (Segmentation fault) **") == "Segmentation fault"

@@ -329,9 +329,11 @@ class LabDir:
         forget_daemons(self.root, names)
 
     def lost(self) -> list[str]:
-        """The daemons recorded that no longer run (exited, or a zombie nobody reaped), by name."""
-        running = {(d.name, d.pid) for d in self.live()}
-        return [d.name for d in self.daemons() if (d.name, d.pid) not in running]
+        """The daemons recorded that no longer run (exited, or a zombie nobody reaped), by name: each name's latest
+        record (a daemon started again is recorded again)."""
+        latest = {d.name: d for d in self.daemons()}
+        running = set(live(list(latest.values())))
+        return [name for name, d in latest.items() if d not in running]
 
     def kill(self, *, graceful_s: float = 0) -> None:
         """Stop every daemon recorded (see ``kill_daemons``)."""
