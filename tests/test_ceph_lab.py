@@ -644,9 +644,10 @@ lab:
 
 def test_an_osd_killed_mid_run_is_recorded_with_the_clusters_health(lab_dir: Path, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    """One of two OSDs killed during the first repetition (replica 1: its PGs go down, I/O to them blocks):
-    the watchdog stops fio, the repetition is recorded with the cluster's health in its error, the run ends
-    with its failures counted, and the lab leaves no daemon, mount or directory."""
+    """One of two OSDs killed during the first repetition with no fault asking (replica 1: its PGs go down, I/O
+    to them blocks): the watchdog stops fio, the repetition is recorded with the OSD that stopped and the
+    cluster's health in its error, the run stops there rather than measure the broken cluster (it had gone on,
+    every later repetition measuring one OSD), and the lab leaves no daemon, mount or directory."""
     import signal
     import threading
     import time
@@ -675,11 +676,12 @@ def test_an_osd_killed_mid_run_is_recorded_with_the_clusters_health(lab_dir: Pat
     db = tmp_path / "r.db"
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, OSD_FAULT_PLAN)), "--db", str(db))
     killer.join()
-    assert code == 1, out + err
+    assert code == 2 and "stopped during the run" in err and "the run stops" in err, out + err
     conn = sqlite3.connect(db)
     rows = conn.execute("SELECT status, error FROM repetitions ORDER BY id").fetchall()
     conn.close()
-    assert rows[0][0] in ("timeout", "failed"), rows
+    assert len(rows) == 1 and rows[0][0] in ("timeout", "failed"), rows
+    assert "stopped during the run" in rows[0][1], rows[0][1]
     assert "cluster health: HEALTH_" in rows[0][1] and "osd" in rows[0][1].lower(), rows[0][1]
     assert pids_with(str(lab_dir)) == [] and not (lab_dir / "ceph").exists()
     assert str(lab_dir) not in Path("/proc/self/mounts").read_text()
