@@ -1497,3 +1497,21 @@ def test_operations_that_move_no_data_have_no_bandwidth_anywhere() -> None:
         assert (c.cell("bw_bytes_per_s") is not None) == moving, rw
         assert "| ops/s ± 95% CI |" in points_markdown([point], "t"), rw  # each one timed operation
     assert "| IOPS ± 95% CI |" in points_markdown(summarize_points([observation(iops=500.0)]), "t")
+
+
+def test_a_rate_from_a_phase_of_a_few_milliseconds_is_warned_about() -> None:
+    """4,000 stats in 8 ms: fio's runtime is whole milliseconds, so the rate may be 12 % off. A size-based phase
+    under 0.1 s says so; one of a second, or a time-based job however short its runtime field, does not."""
+    def point(rw: str, runtime_ms: int) -> PointSummary:
+        seen = []
+        for r in range(3):
+            o = observation(rw=rw, direction="read", repeat=r, iops=500_000.0, total_ios=4000)
+            assert o.measurement is not None
+            seen.append(replace(o, measurement=replace(o.measurement, runtime_ms=runtime_ms + r)))
+        (found,) = summarize_points(seen)
+        return found
+
+    (short,) = [w for w in point("stat", 8).warnings if w.code == "short_phase"]
+    assert "took 8 ms" in short.message and "up to 12 %" in short.message and "more files" in short.fix
+    assert not [w for w in point("stat", 1000).warnings if w.code == "short_phase"]
+    assert not [w for w in point("randread", 8).warnings if w.code == "short_phase"]

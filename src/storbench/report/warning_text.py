@@ -18,7 +18,7 @@ WARNING_TAGS = {
     "stragglers": "stragglers", "not_steady": "not steady", "steady_incomplete": "steady state unfinished",
     "steady_window": "steady window", "steady_unshown": "steadiness not shown",
     "faulted": "a fault in the run", "throttle_latency": "block throttle",
-    "uneven_pacing": "uneven pacing",
+    "uneven_pacing": "uneven pacing", "short_phase": "short phase",
 }
 LISTED_POINTS = 8  # a line that names the points it concerns names this many, then "and N more"
 

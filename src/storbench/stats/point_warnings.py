@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storbench.model import is_volume_operation
+from storbench.model import is_size_based, is_volume_operation
 from storbench.stats.bottleneck import configured_slots
 from storbench.stats.estimate import Estimate, samples_for_half_width
 from storbench.stats.metric_values import METRIC_VALUES
@@ -30,6 +30,7 @@ WARNING_TITLES = {
     "few_repetitions": f"fewer than {MIN_REPETITIONS} repetitions",
     "few_runs": f"pooled over fewer than {MIN_REPETITIONS} runs",
     "few_ios_for_tail": "tail percentiles from too few I/Os a repetition (about its largest few)",
+    "short_phase": "a rate from a phase of under 0.1 s (fio times it to the millisecond)",
     "high_cv": f"run-to-run spread (CV) shown above {CV_LIMIT_PCT:.0f} % (its lower bound at 90 % confidence)",
     "wide_interval": f"IOPS known only within more than +-{WIDE_INTERVAL_PCT:.0f} % (95 % interval)",
     "runtime_shorter_than_ramp": "runtime shorter than ramp",
@@ -55,6 +56,10 @@ def warning_title(code: str, rws: Sequence[str]) -> str:
         return f"IOPS or a volume operation's {VOLUME_OPERATION_TITLES[code]}"
     return WARNING_TITLES.get(code, code)
 
+
+# a size-based phase (files or objects done once each) shorter than this: fio's runtime is whole milliseconds, so its
+# rate may be off by up to 1 ms / runtime (1 % at 100 ms, 12 % at 8 ms)
+SHORT_PHASE_MS = 100
 
 # I/Os a repetition needs for each tail percentile to rest on about 10 I/Os beyond it: 10 / (1 - x)
 TAIL_IOS = (("p95", 200), ("p99", 1_000), ("p99.9", 10_000))
@@ -115,6 +120,13 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
             "few_ios_for_tail", f"{', '.join(short)} from {fewest:,} I/Os in a repetition: each is about its largest "
             f"few ({short[0]} needs {dict(TAIL_IOS)[short[0]]:,})",
             "a longer runtime (or more files or objects) gives the tail enough I/Os; read the mean and p50 meanwhile"))
+    timed = [o.measurement.runtime_ms for o in ok if o.measurement is not None and o.measurement.total_ios > 0]
+    if is_size_based(workload.rw) and timed and min(timed) < SHORT_PHASE_MS:
+        briefest = min(timed)
+        warnings.append(StatWarning(
+            "short_phase", f"its shortest repetition took {briefest} ms: fio times it to the whole millisecond, so its "
+            f"rate may be off by up to {100 / max(briefest, 1):.0f} %",
+            "more files or objects give the phase the time to be timed"))
     states = {o.steady for o in observations if o.steady is not None}
     if SteadyStatus.NOT_STEADY in states:
         warnings.append(StatWarning("not_steady", "SNIA's range and slope rule not met within "
