@@ -153,21 +153,27 @@ def test_a_hung_fio_is_stored_as_a_timeout_and_the_run_goes_on(tmp_path: Path, s
     assert [e for e in observer.events if e.startswith("end")] == ["end 0 ok", "end 1 timeout", "end 2 ok", "end 3 ok"]
 
 
-def test_a_repetition_that_raises_still_tears_the_lab_down_and_keeps_what_finished(
-        tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+def _fake_nfs_lab(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The NFS lab as a stand-in that brings nothing up: what the run asked of it, in order."""
     import storbench.lab.nfs
 
-    lab_calls: list[str] = []
+    calls: list[str] = []
 
     class FakeNfsLab:
         def up(self, spec: object = None) -> object:
-            lab_calls.append("up")
+            calls.append("up")
             return types.SimpleNamespace(url="nfs://127.0.0.1/export", export="/export", root="/lab", servers_url=None)
 
         def down(self) -> None:
-            lab_calls.append("down")
+            calls.append("down")
 
     monkeypatch.setattr(storbench.lab.nfs, "NfsLab", FakeNfsLab)
+    return calls
+
+
+def test_a_repetition_that_raises_still_tears_the_lab_down_and_keeps_what_finished(
+        tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    lab_calls = _fake_nfs_lab(monkeypatch)
     data = tmp_path / "data"
 
     def script(call: FakeCall) -> Step:
@@ -1049,21 +1055,10 @@ def test_a_lab_daemon_that_stops_with_no_fault_asking_fails_its_repetition_and_s
     """A Ceph lab whose OSDs filled their devices went on measuring one OSD as if it were three, the repetitions
     stored as ok. A daemon gone after a repetition (`LabKind.lost`) fails that repetition, stops the run with
     what to do, keeps what was stored and tears the lab down."""
-    import storbench.lab.nfs
     from storbench.errors import UserError
     from storbench.lab.registry import KINDS
 
-    lab_calls: list[str] = []
-
-    class FakeNfsLab:
-        def up(self, spec: object = None) -> object:
-            lab_calls.append("up")
-            return types.SimpleNamespace(url="nfs://127.0.0.1/export", export="/export", root="/lab", servers_url=None)
-
-        def down(self) -> None:
-            lab_calls.append("down")
-
-    monkeypatch.setattr(storbench.lab.nfs, "NfsLab", FakeNfsLab)
+    lab_calls = _fake_nfs_lab(monkeypatch)
 
     def script(call: FakeCall) -> Step:
         lab_calls.append(f"rep {call.rep_index}")
