@@ -179,9 +179,9 @@ lab:
 
 def test_the_nfs_server_stopped_mid_run_is_a_recorded_failure_not_a_hang(
         lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """ganesha killed during the first repetition: fio (stuck in libnfs) is stopped by the watchdog, every
-    repetition is recorded (the rest fail fast: no server), the run ends with its count of failures, and the
-    lab leaves no process, namespace or directory."""
+    """ganesha killed during the first repetition with no fault asking: fio (stuck in libnfs) is stopped by the
+    watchdog, the repetition is recorded as failed with the server named, the run stops there (it had gone on, every
+    later repetition failing against no server), and the lab leaves no process, namespace or directory."""
     import signal
     import threading
     import time
@@ -201,13 +201,13 @@ def test_the_nfs_server_stopped_mid_run_is_a_recorded_failure_not_a_hang(
     db = tmp_path / "r.db"
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, FAULT_PLAN)), "--db", str(db))
     killer.join()
-    assert code == 1, out + err  # finished, with failures counted
+    assert code == 2 and "nfs-ganesha stopped during the run" in err and "--resume" in err, out + err
     assert time.time() - started < 120  # the watchdog, not a hang
     conn = sqlite3.connect(db)
-    statuses = [row[0] for row in conn.execute("SELECT status FROM repetitions ORDER BY id")]
+    rows = conn.execute("SELECT status, error FROM repetitions ORDER BY id").fetchall()
     conn.close()
-    assert len(statuses) == 4 and statuses[0] in ("timeout", "failed") and "ok" not in statuses[1:], statuses
-    assert "4 repetitions run" in out and "failed" in out
+    assert len(rows) == 1 and rows[0][0] in ("timeout", "failed"), rows
+    assert "nfs-ganesha stopped during the run" in rows[0][1], rows
     assert pids_with("ganesha.nfsd") == [] and NAMESPACE not in run(["ip", "netns", "list"])
     assert not (lab_dir / "nfs").exists()
     # fio's job processes are sessions of their own: the watchdog kills them too, none is left stuck in libnfs
@@ -498,8 +498,12 @@ def test_settling_after_faults_brings_back_a_server_a_failed_restore_left_down(l
     lab = NfsLab()
     lab.up()
     assert KIND.settle(case, {}) is None
+    assert KIND.lost(case, {}) is None
     lab.crash_server()
     assert not lab.running()
+    said = KIND.lost(case, {})  # crashed with no fault asking: a run stops there
+    assert said is not None and said[0].startswith("nfs lab: nfs-ganesha stopped during the run")
+    assert "--resume" in said[1]
     healed = KIND.settle(case, {})
     assert isinstance(healed, LabHealed) and healed.lab == "nfs" and lab.running()
     lab.set_links(up=False)

@@ -305,6 +305,16 @@ class NfsKind(LabKindBase):
         lab.set_links(up=restore)
         return "nfs lab: server links up again" if restore else "nfs lab: server links down"
 
+    def lost(self, case: Case, running: Mapping[LabPoint, object]) -> tuple[str, str] | None:
+        """nfs-ganesha not listening after a repetition (and its settling, where it had faults): it crashed or
+        was stopped with no fault asking."""
+        lab = NfsLab()
+        if not case.lab.nfs or lab.info() is None or lab.running():
+            return None
+        return (f"nfs lab: nfs-ganesha stopped during the run; its log in {lab.root / 'log'}",
+                "see ganesha.log there; once the cause is fixed, run the plan again with --resume: the repetitions "
+                "stored so far are kept")
+
     def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
         """After a repetition with faults: the server's links up and nfs-ganesha listening again, should a restore
         have failed (the next repetition would meet a dead server); None when it already was."""
