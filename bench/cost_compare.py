@@ -3,8 +3,8 @@ component's CPU per I/O, in all, and IOPS per core, each cell with its own inter
 docs/methodology.md ("CPU cost per I/O", comparing).
 
 Each simulated repetition has IOPS with run-to-run CV ``iops_cv`` and, per component, CPU cores that follow the
-I/O (fio, ceph-osd, the kernel: cores = work per I/O x IOPS, the work per I/O varying 5-30 % from repetition to
-repetition) or that do not (ceph-mon, ceph-mgr: background, a constant with 10-20 % noise); CPU per I/O is cores /
+I/O (fio, ceph-osd, the kernel: cores = work per I/O x IOPS, the work per I/O varying 5-15 % from repetition to
+repetition) or that do not (ceph-mon, ceph-mgr: background, a constant with 20 % noise); CPU per I/O is cores /
 IOPS, as `stats.cost` computes it. Sides of n repetitions are compared unpaired (Welch, the ratio of the means:
 `stats.estimate.welch_difference`) or paired (the ratios of alternating repetitions, sharing their round's IOPS
 drift: `stats.sequential.paired_change`), at a 95 % interval per cell and at the 5 % shared among the cells of the

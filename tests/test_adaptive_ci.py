@@ -169,3 +169,31 @@ def test_a_comparison_after_a_ci_stop_keeps_its_error_rate_at_the_runs_level() -
     plain = bench.called_different(a, b, stop, CONFIDENCE)
     assert ruled <= 0.04, ruled
     assert plain > ruled + 0.02, (plain, ruled)  # what it replaced: this test can fail
+
+
+def test_two_runs_one_repeated_until_ci_are_compared_at_its_level_and_several_runs_at_95() -> None:
+    """A before/after of two runs (Welch on their repetitions), one of them repeated `until: ci`: the change's
+    interval at that run's level, as its points are shown; sides spanning several runs take the run as the sample
+    and keep 95 %."""
+    from dataclasses import replace
+
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.estimate import welch_difference
+    from storbench.stats.selectors import parse_selector
+
+    one = [observation(case_id="c", repeat=r, iops=x) for r, x in enumerate([1000.0, 1040.0, 980.0, 1010.0])]
+    two = [replace(o, run_id=2, measurement=replace(o.measurement, iops=o.measurement.iops * 1.04))  # type: ignore
+           for o in one]
+    (c,) = compare_observations([*one, *two], parse_selector("run=1"), parse_selector("run=2"), {},
+                                levels={2: CI_STOP_CONFIDENCE})
+    cell = c.cell("iops")
+    assert c.ci_level == CI_STOP_CONFIDENCE and cell is not None and cell.difference is not None
+    assert cell.baseline is not None and cell.candidate is not None
+    expected = welch_difference(cell.baseline, cell.candidate, CI_STOP_CONFIDENCE)
+    assert cell.difference.change_ci_low_pct == pytest.approx(expected.change_ci_low_pct)
+    plain = welch_difference(cell.baseline, cell.candidate, CONFIDENCE)
+    assert (plain.change_ci_low_pct or 0) > (cell.difference.change_ci_low_pct or 0)  # wider than a plain 95 %
+    three = [replace(o, run_id=3) for o in two]
+    (several,) = compare_observations([*one, *two, *three], parse_selector("run=1"),
+                                      parse_selector("tag=x"), {2: ("x",), 3: ("x",)}, levels={2: CI_STOP_CONFIDENCE})
+    assert several.ci_level is None

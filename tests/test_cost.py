@@ -272,7 +272,7 @@ def test_compare_shares_the_cost_lines_error_rate_among_its_cells() -> None:
     assert welch_difference(cell.baseline, cell.candidate, 0.95).significant  # a plain 95 % would mark it
     assert cell.verdict is Verdict.UNDECIDED and cost_cells(c) >= 4
     (line,) = cost_lines([c])
-    assert f"shared among its {cost_cells(c)} cells" in line
+    assert f"error rate shared among its {cost_cells(c)} cells" in line
     bench = bench_module("cost_compare")
     plain, shared = bench.rate(600, 5, 0.12, False, seed=5)
     assert plain > 0.12 and shared <= 0.06, (plain, shared)

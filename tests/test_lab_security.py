@@ -189,7 +189,18 @@ def test_a_ceph_daemon_that_stopped_during_a_run_is_told_with_the_cause_its_log_
         assert said is not None
         line, hint = said
         assert line.startswith("ceph lab: osd.0 stopped during the run (osd.0's log: bluefs enospc)")
-        assert "osd.1" not in line and "lab.ceph.osd_size" in hint
+        assert "osd.1" not in line and "lab.ceph.osd_size" in hint and "a new run" in hint
+        # a daemon a fault of the repetition stopped on purpose is not lost: its settling starts it again
+        from storbench.config import load_plan_text
+        from storbench.lab.ceph_kind import KIND
+        from storbench.model import cluster_of
+        from storbench.plan import expand
+
+        (case,) = expand(load_plan_text("name: l\ntargets:\n  rbd: {kind: rbd, pool: bench, image: i, size: 16MiB}\n"
+                                        "workload: {rw: read}\nlab:\n  ceph: {osds: 2, pool_size: 2}\n", "l.yaml"))
+        running = {cluster_of(case.lab): whole}
+        assert KIND.lost(case, running) is not None
+        assert KIND.lost(case, running, frozenset({"osd.0"})) is None
         # a daemon started again is recorded again: its latest record is the one that counts
         started.append(LabDir(lab).start("osd.0", ["sleep", "60"], lab / "log" / "osd.0.out"))
         assert whole.lost() is None

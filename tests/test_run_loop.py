@@ -167,6 +167,9 @@ def _fake_nfs_lab(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         def down(self) -> None:
             calls.append("down")
 
+        def info(self) -> None:  # nothing up for the kind to look at
+            return None
+
     monkeypatch.setattr(storbench.lab.nfs, "NfsLab", FakeNfsLab)
     return calls
 
@@ -1064,7 +1067,7 @@ def test_a_lab_daemon_that_stops_with_no_fault_asking_fails_its_repetition_and_s
         lab_calls.append(f"rep {call.rep_index}")
         return Replay(RANDRW_OUTPUT)
 
-    def lost(case: Case, running: object) -> tuple[str, str] | None:
+    def lost(case: Case, running: object, faulted: frozenset[str] = frozenset()) -> tuple[str, str] | None:
         return ("nfs lab: ganesha stopped during the run", "see its log") if "rep 1" in lab_calls else None
 
     monkeypatch.setattr(KINDS["nfs"], "lost", lost)

@@ -352,7 +352,11 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                         outcome = redact_outcome(executor.run_case(case, job_texts, item.rep_index, timeout_s, fio),
                                                  env_secrets(fio.env))
                     outcome = replace(outcome, faults=tuple(faults.records))
-                    if run.faults:  # the next repetition's fault meets a whole lab
+                    # a daemon of the lab that stopped with no fault asking: this repetition measured a broken lab,
+                    # and so would every one after it (checked before the settling, which would start it again)
+                    lost = session.lost_for(item.case, frozenset(
+                        r.target for r in faults.records if not r.restore and not r.error))
+                    if run.faults and lost is None:  # the next repetition's fault meets a whole lab
                         for healed in session.settle(case):
                             observer.event(healed)
             except BaseException:
@@ -364,7 +368,9 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             try:
                 if watch is not None:
                     outcome = replace(outcome, logs=(*outcome.logs, watch.log()))
-                if checking is not None:  # read back once the faults are undone and the lab is whole
+                if checking is not None and lost is not None:  # a broken lab: no read-back, its image removed
+                    checking.abandon()
+                elif checking is not None:  # read back once the faults are undone and the lab is whole
                     outcome = replace(outcome, write_check=checking.result())
             except BaseException:
                 if recorder is not None:  # its perf stat runs in a session of its own: it would outlive us
@@ -372,12 +378,9 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 raise
             telemetry = (recorder.finish(outcome, item.case, ceilings.get(item.case.case_id))
                          if recorder is not None else None)
-            # a daemon of the lab that stopped with no fault asking: this repetition measured a broken lab, and so
-            # would every one after it
-            lost = session.lost_for(item.case)
             if lost is not None:
-                outcome = replace(outcome, status=Status.FAILED, error="; ".join(
-                    part for part in (outcome.error, lost[0]) if part))
+                outcome = replace(outcome, status=Status.FAILED if outcome.status == Status.OK else outcome.status,
+                                  error="; ".join(part for part in (outcome.error, lost[0]) if part))
             if outcome.status != Status.OK and (health := session.health_for(item.case)):
                 outcome = replace(outcome, error=f"{outcome.error}; cluster health: {health}")
             run.store.save_repetition(run.run_id, item.case, item.rep_index, outcome,

@@ -94,9 +94,11 @@ class LabContext:
                 return said
         return None
 
-    def lost_for(self, case: Case) -> tuple[str, str] | None:
-        """What of the lab ``case`` runs on stopped with no fault asking, and what to do (`LabKind.lost`)."""
-        return next((said for kind in KINDS.values() if (said := kind.lost(case, self.ceph_labs)) is not None), None)
+    def lost_for(self, case: Case, faulted: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+        """What of the lab ``case`` runs on stopped with no fault asking, and what to do (`LabKind.lost`;
+        ``faulted``: the targets of the faults done in the repetition)."""
+        return next((said for kind in KINDS.values() if (said := kind.lost(case, self.ceph_labs, faulted)) is not None),
+                    None)
 
     def link_rates(self, case: Case) -> dict[str, int]:
         """Interface -> bits/s of the shaped links while ``case`` runs (telemetry's link speeds: the hosts lab's)."""

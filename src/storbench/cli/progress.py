@@ -12,7 +12,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from storbench.fio.merge import merge_clients
-from storbench.model import RepetitionOutcome, ScheduledRepetition, Status, is_metadata, is_object, is_volume_operation
+from storbench.model import (
+    RepetitionOutcome,
+    ScheduledRepetition,
+    Status,
+    is_metadata,
+    is_object,
+    is_volume_operation,
+    moves_data,
+)
 from storbench.report.events import event_text
 from storbench.report.labels import direction_label
 from storbench.safe_text import safe_text
@@ -43,7 +51,7 @@ def _outcome_line(item: ScheduledRepetition, outcome: RepetitionOutcome, distinc
         p99 = m.lat.percentile_ns(99.0)
         rate = (f"{direction_label(w.rw, m.direction.value)} {m.iops:,.0f} ops/s" if operations else
                 f"{m.direction.value} {m.iops:,.0f} IOPS")
-        bandwidth = "" if is_metadata(w.rw) or w.rw == "delete_object" else f" {m.bw_bytes_per_s / 1048576:,.1f} MiB/s"
+        bandwidth = "" if not moves_data(w.rw) else f" {m.bw_bytes_per_s / 1048576:,.1f} MiB/s"
         parts.append(f"{rate}{bandwidth} mean {format_latency_ns(m.lat.mean_ns)} p99 {format_latency_ns(p99)}")
     clients = f" ({len(outcome.clients)} clients)" if len(outcome.clients) > 1 else ""
     return f"{label}: " + "; ".join(parts) + clients

@@ -173,7 +173,8 @@ class LabKind(Protocol):
 
     def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None: ...
 
-    def lost(self, case: Case, running: Mapping[LabPoint, object]) -> tuple[str, str] | None: ...
+    def lost(self, case: Case, running: Mapping[LabPoint, object], faulted: frozenset[str] = frozenset()
+             ) -> tuple[str, str] | None: ...
 
     def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str: ...
 
@@ -227,10 +228,12 @@ class LabKindBase:
         what was done. No kind offers one yet."""
         raise AssertionError(f"the {type(self).__name__} offers no faults")
 
-    def lost(self, case: Case, running: Mapping[LabPoint, object]) -> tuple[str, str] | None:
+    def lost(self, case: Case, running: Mapping[LabPoint, object], faulted: frozenset[str] = frozenset()
+             ) -> tuple[str, str] | None:
         """What of the lab ``case`` runs on stopped with no fault asking (a daemon that exited: a full device, a
-        crash), in one line, and what to do about it; None when it is whole (checked after every repetition and
-        its settling: the run stops rather than measure a broken lab)."""
+        crash), in one line, and what to do about it; None when it is whole. Checked after every repetition, before
+        the settling of its faults (which would start such a daemon again unsaid); ``faulted``: the targets of the
+        faults done in it (``osd.1``, ``host.2``, ``server``), stopped on purpose."""
         return None
 
     def timed_faults(self, case: Case, steps: Sequence[FaultStep]) -> tuple[FaultStep, ...]:

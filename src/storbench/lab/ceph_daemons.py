@@ -130,10 +130,10 @@ class CephDaemons(LabRoot):
     def running(self) -> bool:
         return self.dir.exists() and bool(self.dir.live())
 
-    def lost(self) -> tuple[str, str] | None:
-        """The daemons that stopped while the lab was up, and why the first one's log says it did, in one line,
-        with what to do about it; None when every daemon recorded runs."""
-        gone = self.dir.lost()
+    def lost(self, stopped: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+        """The daemons that stopped while the lab was up, but those a fault ``stopped`` on purpose, and why the
+        first one's log says it did, in one line, with what to do about it; None when every other daemon runs."""
+        gone = [name for name in self.dir.lost() if name not in stopped]
         if not gone:
             return None
         log = self.root / "log" / f"{gone[0]}.log"

@@ -270,9 +270,16 @@ class CephKind(LabKindBase):
                      if name != "lab" and interleaved_setting(name) and name not in ("pool_size", "cephfs"))
         return OsdsRestarted("ceph", live, seconds)
 
-    def lost(self, case: Case, running: Mapping[LabPoint, object]) -> tuple[str, str] | None:
+    def lost(self, case: Case, running: Mapping[LabPoint, object], faulted: frozenset[str] = frozenset()
+             ) -> tuple[str, str] | None:
         lab = running.get(cluster_of(case.lab))
-        return lab.lost() if isinstance(lab, CephLab) else None
+        if not isinstance(lab, CephLab):
+            return None
+        info = lab.info()
+        stopped = {osd for target in faulted for osd in (
+            host_osds(info.spec, int(target.partition(".")[2])) if info is not None and re.fullmatch(HOST_NAME, target)
+            else [target])}
+        return lab.lost(frozenset(stopped))
 
     def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
         """The health of the lab cluster ``case`` runs on, in one line (`ceph health detail`'s summary and its

@@ -305,11 +305,12 @@ class NfsKind(LabKindBase):
         lab.set_links(up=restore)
         return "nfs lab: server links up again" if restore else "nfs lab: server links down"
 
-    def lost(self, case: Case, running: Mapping[LabPoint, object]) -> tuple[str, str] | None:
-        """nfs-ganesha not listening after a repetition (and its settling, where it had faults): it crashed or
-        was stopped with no fault asking."""
+    def lost(self, case: Case, running: Mapping[LabPoint, object], faulted: frozenset[str] = frozenset()
+             ) -> tuple[str, str] | None:
+        """nfs-ganesha not listening after a repetition with no fault on the server (one with a fault is settled
+        after): it crashed or was stopped with no fault asking."""
         lab = NfsLab()
-        if not case.lab.nfs or lab.info() is None or lab.running():
+        if not case.lab.nfs or "server" in faulted or lab.info() is None or lab.running():
             return None
         return (f"nfs lab: nfs-ganesha stopped during the run; its log in {lab.root / 'log'}",
                 "see ganesha.log there; once the cause is fixed, run the plan again with --resume: the repetitions "

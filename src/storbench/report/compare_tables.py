@@ -183,7 +183,7 @@ def interval_caption(comparisons: Sequence[PointComparison]) -> str:
                 "below its resolution)",
     }
     levels = sorted({c.ci_level for c in comparisons if c.ci_level is not None})
-    stopped = ([f"at {' or '.join(f'{100 * level:g} %' for level in levels)} where both sides are in a run repeated "
+    stopped = ([f"at {' or '.join(f'{100 * level:g} %' for level in levels)} where a side's run was repeated "
                 "until its intervals were narrow (`until: ci`: the level its points are shown at; a plain 95 % "
                 "interval after such a stop calls no change different more often than 5 %)"] if levels else [])
     return "intervals " + "; ".join([*(text for method, text in names.items() if method in methods), *stopped])

@@ -133,7 +133,7 @@ def cost_lines(comparisons: Sequence[PointComparison]) -> list[str]:
             parts.append(f"{metric.label} {values}, {change_text(c, metric.field)[0]}")
         if one_sided:
             parts.append("the kernel's part measured on one side only: totals not compared")
-        shared = f" (the 5 % of its intervals shared among its {cells} cells)" if (cells := cost_cells(c)) > 1 else ""
+        shared = f" (its intervals' error rate shared among its {cells} cells)" if (cells := cost_cells(c)) > 1 else ""
         lines.append(f"cost at {comparison_label(c, lab_keys, direction=False)}{shared}: " + "; ".join(parts))
     return lines
 

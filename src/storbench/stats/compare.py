@@ -107,10 +107,13 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
 
 
 def _ci_level(comparison: PointComparison, levels: Mapping[int, float]) -> float | None:
-    """The level of the one run both sides are from, where it was repeated `until: "ci <= N%"` (``levels``); sides
-    over several runs take the run as the sample, whose number no rule chose: None."""
-    runs = {*comparison.baseline.run_ids, *comparison.candidate.run_ids}
-    return levels.get(next(iter(runs))) if len(runs) == 1 else None
+    """Where each side is one run and a run was repeated `until: "ci <= N%"` (``levels``): the highest such run's
+    level (one run, or a before/after of two, each stopped when its spreads looked small). Sides over several runs
+    take the run as the sample, whose number no rule chose: None."""
+    sides = (comparison.baseline.run_ids, comparison.candidate.run_ids)
+    if any(len(runs) != 1 for runs in sides):
+        return None
+    return max((levels[runs[0]] for runs in sides if runs[0] in levels), default=None)
 
 
 def labs_apart(comparison: PointComparison, bring_ups: Mapping[int, str]) -> bool:

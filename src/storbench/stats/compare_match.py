@@ -54,7 +54,7 @@ POINT_VALUES: Mapping[str, Callable[[PointSummary], object]] = {
     "fio_versions": lambda p: p.fio_versions,
     "files": lambda p: p.case.workload.files,
     "file_size": lambda p: p.case.workload.file_size_bytes,
-    "dirs": lambda p: p.case.workload.dirs,
+    "dirs": lambda p: p.case.workload.dirs or (1 if p.case.workload.file_size_bytes else None),  # as `match` reads it
 }
 
 

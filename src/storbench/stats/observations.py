@@ -21,7 +21,7 @@ from storbench.model import (
     PvcTarget,
     Status,
     StoredRepetition,
-    is_metadata,
+    moves_data,
 )
 from storbench.model.fault_record import WriteCheck
 from storbench.stats.failover_points import RepetitionFailover, repetition_failover
@@ -142,7 +142,7 @@ def _client_figures(figures: ClientFigures, client: ClientMeasurement, case: Cas
     return replace(figures, cpu_usr_pct=client.cpu_usr_pct, cpu_sys_pct=client.cpu_sys_pct,
                    disk_util_pct=max(utils) if utils else None, fio_cores=fio_cores([client]), reporting=1,
                    ios_per_s=sum(d.iops for d in client.directions),
-                   bytes_per_s=None if is_metadata(case.workload.rw)
+                   bytes_per_s=None if not moves_data(case.workload.rw)
                    else sum(d.bw_bytes_per_s for d in client.directions))
 
 
@@ -165,8 +165,8 @@ def observations(repetitions: Iterable[StoredRepetition], per_client: bool = Fal
             reporting=len(rep.clients), start_skew_s=rep.start_skew_s, slowest=slowest,
             slowest_pct_of_median=slowest_pct,
             ios_per_s=sum(m.iops for m in merged) if merged else None,
-            # a create, stat or delete moves no data: its "bandwidth" is operations x bs
-            bytes_per_s=(sum(m.bw_bytes_per_s for m in merged) if merged and not is_metadata(rep.case.workload.rw)
+            # a create, stat or delete, an object deleted, moves no data: its "bandwidth" is operations x bs
+            bytes_per_s=(sum(m.bw_bytes_per_s for m in merged) if merged and moves_data(rep.case.workload.rw)
                          else None),
             ran_here=ran_here(rep.clients, (run_hosts or {}).get(rep.run_id), rep.case))
         telemetry = digest(rep.telemetry) if ok and rep.telemetry is not None else None

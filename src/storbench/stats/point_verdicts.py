@@ -17,6 +17,7 @@ from storbench.stats.bottleneck import (
     CurveStep,
     judge_curve,
 )
+from storbench.stats.compare_cells import cost_level
 from storbench.stats.cost import COMPONENTS, KERNEL
 from storbench.stats.curve import BLOCK_SIZE, LOAD_AXES, Axis, CurveKey, axis_value, outstanding_ios
 from storbench.stats.estimate import CONFIDENCE, Estimate, welch_difference
@@ -187,7 +188,7 @@ def cost_growth(first: PointSummary, point: PointSummary, since: str) -> str:
              and (c := point.metric(f"{component.key}_cpu_us_per_io")) is not None and b.mean > 0]
     if not pairs:
         return ""
-    level = 1 - (1 - CONFIDENCE) / len(pairs)
+    level = cost_level(CONFIDENCE, len(pairs))
     grown = [(c.mean - b.mean, component, b, c, difference) for component, b, c in pairs
              if (difference := welch_difference(b, c, level)).change_ci_low_pct is not None
              and difference.change_ci_low_pct > 0]
