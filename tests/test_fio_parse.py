@@ -117,3 +117,28 @@ def test_a_clients_cpu_adds_jobs_that_ran_together_and_weighs_sections_run_in_tu
     assert client_cpu_pct(busy_create)[0] == pytest.approx((4 * 80 + 20 + 3 * 40) / 8)
     one_section = [job("c", 1000, 30.0), job("c", 1000, 40.0)]
     assert client_cpu_pct(one_section) == (70.0, 14.0)
+
+
+def test_clones_of_a_size_based_job_are_one_rate_over_the_longest_runtime(fixtures: Path) -> None:
+    """Each clone of a create, stat or delete job (or an object deletion) does its own files and stops: one that took
+    twice as long. Their rates summed count the early one as still working; every operation over the longest
+    runtime is the rate (fio's own group report). A time-based job keeps the sum: its clones ran alike."""
+    data = json.loads((fixtures / "randrw-numjobs2.jsonplus.json").read_text())
+    for job, runtime_ms in zip(data["jobs"], (1000, 2000), strict=True):
+        for direction in ("read", "write"):
+            job[direction]["runtime"] = runtime_ms
+            job[direction]["iops"] = job[direction]["total_ios"] * 1000 / runtime_ms
+    output = parse_fio_json(json.dumps(data))
+    total = sum(j["read"]["total_ios"] for j in data["jobs"])
+    summed = client_measurement(output).direction(Direction.READ)
+    spanned = client_measurement(output, size_based=True).direction(Direction.READ)
+    assert summed is not None and spanned is not None
+    assert summed.iops == pytest.approx(sum(j["read"]["iops"] for j in data["jobs"]))
+    assert spanned.iops == pytest.approx(total * 1000 / 2000) and spanned.iops < summed.iops
+    assert spanned.total_ios == summed.total_ios == total
+    judged = judge_repetition(rw="delete", returncode=0, timed_out=False, timeout_s=10, output_text=json.dumps(data),
+                              stderr_tail="", started_at_s=0, finished_at_s=1, job_text="", command=(),
+                              fio_version="fio-3.33")
+    written = client_measurement(output, size_based=True).direction(Direction.WRITE)
+    (client,) = judged.clients
+    assert written is not None and client.direction(Direction.WRITE) == written  # a delete job is size based

@@ -344,8 +344,8 @@ telemetry: {enabled: false}
     job.write_text(text)
     debug = subprocess.run(["fio", "--debug=file", "--output-format=json", str(job)], capture_output=True,
                            text=True, timeout=60, check=True).stdout
-    main_pid = re.search(r"^file\s+(\d+) add file", debug, re.MULTILINE).group(1)  # type: ignore[union-attr]
-    layouts = re.findall(r"^file\s+(\d+) layout unlink", debug, re.MULTILINE)
+    main_pid = re.search(r"^file\s+(\d+)\s+add file", debug, re.MULTILINE).group(1)  # type: ignore[union-attr]
+    layouts = re.findall(r"^file\s+(\d+)\s+layout unlink", debug, re.MULTILINE)
     assert layouts and main_pid not in layouts, (main_pid, layouts)
     shutil.rmtree(tmp_path / "data" / directory.relative_to(tmp_path / "data").parts[0])
 

@@ -12,7 +12,7 @@ from storbench.fio.jobfile import MAX_LOG_CHARS
 from storbench.fio.merge import client_measurement, merge_in_sequence
 from storbench.fio.outcome import client_fault
 from storbench.fio.parse import parse_fio_json
-from storbench.model import Case, ClientMeasurement, RepetitionOutcome, Status
+from storbench.model import Case, ClientMeasurement, RepetitionOutcome, Status, is_size_based
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,8 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
             if problem:
                 error = error or ("" if result.deleted else problem)
                 continue
-            measurement = client_measurement(output, f"{result.pod}@{result.node}" if result.node else result.pod)
+            measurement = client_measurement(output, f"{result.pod}@{result.node}" if result.node else result.pod,
+                                             size_based=is_size_based(case.workload.rw))
             parts.append((measurement, output.timestamp_ms))
             versions.append(output.fio_version)
             if result.deleted:  # ended by its deletion: its I/O until then counts, its exit does not

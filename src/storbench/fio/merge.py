@@ -51,31 +51,39 @@ def merge_latency(parts: Sequence[LatencySummary]) -> LatencySummary:
     )
 
 
-def merge_directions(parts: Sequence[DirectionMeasurement]) -> DirectionMeasurement:
-    """Jobs or clients that ran concurrently: I/Os, bytes, IOPS and bandwidth add up."""
+def merge_directions(parts: Sequence[DirectionMeasurement], *, over_span: bool = False) -> DirectionMeasurement:
+    """Jobs or clients that ran concurrently: I/Os, bytes, IOPS and bandwidth add up. ``over_span``: clones of one
+    size-based job (each file or object done once), which started together but finish each when its share is done:
+    the rate is every I/O over the longest one's runtime, as fio's own group report gives it (their rates summed
+    would count a clone that finished early as still working: two clones at R and 0.6 R read 1.6 R for 1.2 R)."""
     if not parts:
         raise ValueError("nothing to merge")
     direction = parts[0].direction
     if any(p.direction != direction for p in parts):
         raise ValueError("cannot merge different directions")
+    total_ios = count_sum((p.total_ios for p in parts), f"{direction.value} I/Os")
+    io_bytes = count_sum((p.io_bytes for p in parts), f"{direction.value} bytes")
+    runtime_ms = max(p.runtime_ms for p in parts)
+    spanned = over_span and len(parts) > 1 and runtime_ms > 0
     return DirectionMeasurement(
         direction=direction,
-        total_ios=count_sum((p.total_ios for p in parts), f"{direction.value} I/Os"),
-        io_bytes=count_sum((p.io_bytes for p in parts), f"{direction.value} bytes"),
-        runtime_ms=max(p.runtime_ms for p in parts),
-        iops=sum(p.iops for p in parts),
-        bw_bytes_per_s=sum(p.bw_bytes_per_s for p in parts),
+        total_ios=total_ios,
+        io_bytes=io_bytes,
+        runtime_ms=runtime_ms,
+        iops=total_ios * 1000 / runtime_ms if spanned else sum(p.iops for p in parts),
+        bw_bytes_per_s=io_bytes * 1000 / runtime_ms if spanned else sum(p.bw_bytes_per_s for p in parts),
         clat=merge_latency([p.clat for p in parts]),
         lat=merge_latency([p.lat for p in parts]),
     )
 
 
-def _merge_by_direction(groups: Sequence[Sequence[DirectionMeasurement]]) -> tuple[DirectionMeasurement, ...]:
+def _merge_by_direction(groups: Sequence[Sequence[DirectionMeasurement]], *, over_span: bool = False
+                        ) -> tuple[DirectionMeasurement, ...]:
     merged: list[DirectionMeasurement] = []
     for direction in Dir:
         parts = [m for group in groups for m in group if m.direction == direction and m.total_ios > 0]
         if parts:
-            merged.append(merge_directions(parts))
+            merged.append(merge_directions(parts, over_span=over_span))
     return tuple(merged)
 
 
@@ -99,9 +107,10 @@ def client_cpu_pct(jobs: Sequence[JobOutput]) -> tuple[float, float]:
     return sum(ms * u for ms, u, _ in sums) / total_ms, sum(ms * s for ms, _, s in sums) / total_ms
 
 
-def client_measurement(output: FioOutput, client: str = "local") -> ClientMeasurement:
+def client_measurement(output: FioOutput, client: str = "local", *, size_based: bool = False) -> ClientMeasurement:
     """All jobs of one fio invocation merged into one client measurement (its CPU: ``client_cpu_pct``).
-    Directions that moved no I/O are dropped.
+    Directions that moved no I/O are dropped. ``size_based`` (`model.is_size_based`): the clones' rate over the
+    longest one's runtime (``merge_directions``).
     """
     usr, system = client_cpu_pct(output.jobs)
     return ClientMeasurement(
@@ -110,13 +119,14 @@ def client_measurement(output: FioOutput, client: str = "local") -> ClientMeasur
         job_errors=tuple(job.error for job in output.jobs if job.error),
         cpu_usr_pct=usr,
         cpu_sys_pct=system,
-        directions=_merge_by_direction([job.directions for job in output.jobs]),
+        directions=_merge_by_direction([job.directions for job in output.jobs], over_span=size_based),
         disks=output.disks,
     )
 
 
-def client_measurements_by_host(output: FioOutput) -> list[ClientMeasurement]:
-    """Client/server output: one measurement per fio server, its jobs merged, in order of first appearance."""
+def client_measurements_by_host(output: FioOutput, *, size_based: bool = False) -> list[ClientMeasurement]:
+    """Client/server output: one measurement per fio server, its jobs merged (``size_based``: as in
+    ``client_measurement``), in order of first appearance."""
     hosts = list(dict.fromkeys(job.host for job in output.jobs))
     out = []
     for host in hosts:
@@ -125,7 +135,7 @@ def client_measurements_by_host(output: FioOutput) -> list[ClientMeasurement]:
         out.append(ClientMeasurement(
             client=host, jobs=len(jobs), job_errors=tuple(job.error for job in jobs if job.error),
             cpu_usr_pct=usr, cpu_sys_pct=system,
-            directions=_merge_by_direction([job.directions for job in jobs]),
+            directions=_merge_by_direction([job.directions for job in jobs], over_span=size_based),
             disks=tuple(d for d in output.disks if d.host == host)))
     return out
 

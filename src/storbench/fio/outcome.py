@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from storbench.fio.merge import client_measurement, client_measurements_by_host
 from storbench.fio.parse import embedded_fio_json, json_after_messages, parse_fio_json
-from storbench.model import RW_DIRECTIONS, ClientMeasurement, RepetitionOutcome, Status
+from storbench.model import RW_DIRECTIONS, ClientMeasurement, RepetitionOutcome, Status, is_size_based
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def judge_client(output_text: str, rw: str, client: str) -> tuple[ClientMeasurem
         output = parse_fio_json(embedded_fio_json(output_text) or output_text)
     except ValueError as exc:
         return None, f"fio output unreadable: {exc}"
-    measurement = client_measurement(output, client)
+    measurement = client_measurement(output, client, size_based=is_size_based(rw))
     fault = client_fault(measurement, rw)
     return measurement, fault.describe("fio") if fault else ""
 
@@ -144,7 +144,7 @@ def judge_clients(output_text: str, rw: str, servers: Sequence[str]) -> tuple[tu
         output = parse_fio_json(json_after_messages(output_text))
     except ValueError as exc:
         return (), f"fio output unreadable: {exc}"
-    clients = tuple(client_measurements_by_host(output))
+    clients = tuple(client_measurements_by_host(output, size_based=is_size_based(rw)))
     expected = [server.replace(",", ":") for server in servers]
     missing = [server for server in expected if server not in {c.client for c in clients}]
     if missing:
