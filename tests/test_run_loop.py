@@ -167,8 +167,7 @@ def _fake_nfs_lab(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         def down(self) -> None:
             calls.append("down")
 
-        def info(self) -> None:  # nothing up for the kind to look at
-            return None
+        dir = types.SimpleNamespace(lost=lambda: [])  # no daemon of its own to lose
 
     monkeypatch.setattr(storbench.lab.nfs, "NfsLab", FakeNfsLab)
     return calls
@@ -1059,6 +1058,7 @@ def test_a_lab_daemon_that_stops_with_no_fault_asking_fails_its_repetition_and_s
     stored as ok. A daemon gone after a repetition (`LabKind.lost`) fails that repetition, stops the run with
     what to do, keeps what was stored and tears the lab down."""
     from storbench.errors import UserError
+    from storbench.lab.base import LabLost
     from storbench.lab.registry import KINDS
 
     lab_calls = _fake_nfs_lab(monkeypatch)
@@ -1067,8 +1067,8 @@ def test_a_lab_daemon_that_stops_with_no_fault_asking_fails_its_repetition_and_s
         lab_calls.append(f"rep {call.rep_index}")
         return Replay(RANDRW_OUTPUT)
 
-    def lost(case: Case, running: object, faulted: frozenset[str] = frozenset()) -> tuple[str, str] | None:
-        return ("nfs lab: ganesha stopped during the run", "see its log") if "rep 1" in lab_calls else None
+    def lost(case: Case, running: object, faulted: frozenset[str] = frozenset()) -> LabLost | None:
+        return LabLost("nfs lab: ganesha stopped during the run", "see its log") if "rep 1" in lab_calls else None
 
     monkeypatch.setattr(KINDS["nfs"], "lost", lost)
     loaded = _plan(tmp_path, extra="lab: {nfs: {}}\n")

@@ -380,14 +380,14 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                          if recorder is not None else None)
             if lost is not None:
                 outcome = replace(outcome, status=Status.FAILED if outcome.status == Status.OK else outcome.status,
-                                  error="; ".join(part for part in (outcome.error, lost[0]) if part))
+                                  error="; ".join(part for part in (outcome.error, lost.said) if part))
             if outcome.status != Status.OK and (health := session.health_for(item.case)):
                 outcome = replace(outcome, error=f"{outcome.error}; cluster health: {health}")
             run.store.save_repetition(run.run_id, item.case, item.rep_index, outcome,
                                       (*prepared.details, *item.case.lab.pairs()), telemetry)
             if lost is not None:
                 observer.repetition_finished(item, position, outcome)
-                raise UserError(f"{lost[0]}: the run stops rather than measure a broken lab", hint=lost[1])
+                raise UserError(f"{lost.said}: the run stops rather than measure a broken lab", hint=lost.hint)
             if outcome.status != Status.OK:
                 failed += 1
             observer.repetition_finished(item, position, outcome)

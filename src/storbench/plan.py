@@ -37,6 +37,7 @@ from storbench.model import (
 from storbench.model.ceph_options import option_value
 from storbench.stats.search import search_grid
 from storbench.units import (
+    fio_flag_set,
     format_block_size,
     format_bytes,
     link_rate_bits,
@@ -335,8 +336,7 @@ def _case(config: PlanConfig, point: SweepPoint) -> Case:
         # empty files and delete removes empty ones (fio lays a job's files out empty when it writes, unless a
         # plan's `overwrite` has it write them out), so their file size is none of their own (a file_size sweep had
         # doubled their cases); more dirs than jobs are refused with the fio checks (`checks.check_fio_against_plan`)
-        empty = rw == "create" or (rw == "delete" and dict(fio_options).get("overwrite", "0").lower() in
-                                   ("0", "false", "no", "off"))
+        empty = rw == "create" or (rw == "delete" and not fio_flag_set(dict(fio_options).get("overwrite", "0")))
         file_size = EMPTY_FILE_SIZE if empty else point.whole("file_size")
         dirs = point.whole("dirs")
         workload = WorkloadPoint(

@@ -16,7 +16,7 @@ from storbench.errors import UserError
 from storbench.events import LabTornDown, RunEvent, TestDataCleaned
 from storbench.faults import FaultStep, find_offer
 from storbench.fio.options import FioCapabilities
-from storbench.lab.base import LabGroup, RunLab, SessionLabs, StateWatch
+from storbench.lab.base import LabGroup, LabLost, RunLab, SessionLabs, StateWatch
 from storbench.lab.base import LabObserver as LabObserver
 from storbench.lab.ceph_conf import clusters_of as clusters_of
 from storbench.lab.ceph_conf import rbd_pools as rbd_pools
@@ -94,7 +94,7 @@ class LabContext:
                 return said
         return None
 
-    def lost_for(self, case: Case, faulted: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+    def lost_for(self, case: Case, faulted: frozenset[str] = frozenset()) -> LabLost | None:
         """What of the lab ``case`` runs on stopped with no fault asking, and what to do (`LabKind.lost`;
         ``faulted``: the targets of the faults done in the repetition)."""
         return next((said for kind in KINDS.values() if (said := kind.lost(case, self.ceph_labs, faulted)) is not None),

@@ -77,6 +77,11 @@ _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|m|h)?\s*$", re.IGNORE
 _DURATION_FACTORS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
+def fio_flag_set(value: object) -> bool:
+    """Whether a fio boolean option's value turns it on (anything but 0, false, no or off)."""
+    return str(value).strip().lower() not in ("0", "false", "no", "off")
+
+
 def parse_duration_s(value: object) -> float:
     """``5s`` -> 5.0, ``500ms`` -> 0.5, ``2m`` -> 120.0, a bare number is seconds."""
     if isinstance(value, bool):

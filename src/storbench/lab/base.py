@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
 from storbench.events import LabUp, RunEvent
 from storbench.faults import FaultOffer, FaultStep
@@ -153,6 +153,13 @@ class SessionLabs:
     sockets_by_cluster: dict[LabPoint, tuple[str, ...]] = field(default_factory=dict)
 
 
+class LabLost(NamedTuple):
+    """What of a lab stopped with no fault asking (`LabKind.lost`), in one line, and what to do about it."""
+
+    said: str
+    hint: str
+
+
 class LabKind(Protocol):
     """One kind of lab. `LabKindBase` gives every hook a default that does nothing."""
 
@@ -174,7 +181,7 @@ class LabKind(Protocol):
     def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None: ...
 
     def lost(self, case: Case, running: Mapping[LabPoint, object], faulted: frozenset[str] = frozenset()
-             ) -> tuple[str, str] | None: ...
+             ) -> LabLost | None: ...
 
     def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str: ...
 
@@ -229,7 +236,7 @@ class LabKindBase:
         raise AssertionError(f"the {type(self).__name__} offers no faults")
 
     def lost(self, case: Case, running: Mapping[LabPoint, object], faulted: frozenset[str] = frozenset()
-             ) -> tuple[str, str] | None:
+             ) -> LabLost | None:
         """What of the lab ``case`` runs on stopped with no fault asking (a daemon that exited: a full device, a
         crash), in one line, and what to do about it; None when it is whole. Checked after every repetition, before
         the settling of its faults (which would start such a daemon again unsaid); ``faulted``: the targets of the

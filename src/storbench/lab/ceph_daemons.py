@@ -23,6 +23,7 @@ from typing import Any
 
 from storbench.ceph_client import RadosClient
 from storbench.errors import UserError
+from storbench.lab.base import LabLost
 from storbench.lab.ceph_conf import (
     LOOPBACK,
     MGR_MODULES,
@@ -130,7 +131,7 @@ class CephDaemons(LabRoot):
     def running(self) -> bool:
         return self.dir.exists() and bool(self.dir.live())
 
-    def lost(self, stopped: frozenset[str] = frozenset()) -> tuple[str, str] | None:
+    def lost(self, stopped: frozenset[str] = frozenset()) -> LabLost | None:
         """The daemons that stopped while the lab was up, but those a fault ``stopped`` on purpose, and why the
         first one's log says it did, in one line, with what to do about it; None when every other daemon runs."""
         gone = [name for name in self.dir.lost() if name not in stopped]
@@ -144,8 +145,8 @@ class CephDaemons(LabRoot):
         except OSError:
             cause = None
         said = f" ({gone[0]}'s log: {cause})" if cause else ""
-        return (f"ceph lab: {', '.join(gone)} stopped during the run{said}; logs in {self.root / 'log'}",
-                lost_hint(cause))
+        return LabLost(f"ceph lab: {', '.join(gone)} stopped during the run{said}; logs in {self.root / 'log'}",
+                       lost_hint(cause))
 
     # ---- steps ------------------------------------------------------------------------------------------
     def _start(self, name: str, argv: list[str]) -> int:

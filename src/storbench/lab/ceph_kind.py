@@ -25,13 +25,22 @@ from storbench.lab.base import (
     LabCommand,
     LabGroup,
     LabKindBase,
+    LabLost,
     Say,
     SessionLabs,
     SoftwareProbe,
     StateWatch,
 )
 from storbench.lab.ceph import CephLab
-from storbench.lab.ceph_conf import LOOPBACK, ceph_spec_for, clusters_of, host_osds, osd_options, rbd_pools
+from storbench.lab.ceph_conf import (
+    LOOPBACK,
+    CephLabSpec,
+    ceph_spec_for,
+    clusters_of,
+    host_osds,
+    osd_options,
+    rbd_pools,
+)
 from storbench.lab.ceph_daemons import RGW_USER, CephLabInfo, rgw_endpoint
 from storbench.lab.ceph_faults import HOST_NAME, OSD_NAME
 from storbench.lab.ceph_watch import PgWatch
@@ -219,13 +228,11 @@ class CephKind(LabKindBase):
         lab = running.get(cluster_of(case.lab))
         if not isinstance(lab, CephLab) or (info := lab.info()) is None:
             raise UserError(f"ceph lab: no lab cluster under this case for {step.action} {step.target}")
-        osds = [step.target]
-        if re.fullmatch(HOST_NAME, step.target):
-            osds = host_osds(info.spec, int(step.target.partition(".")[2]))
-            if not osds:
-                raise UserError(f"ceph lab: no {step.target}: the cluster has "
-                                + (f"hosts 1 to {info.spec.hosts}" if info.spec.hosts else "no emulated hosts"),
-                                hint="set lab.ceph.hosts, and name a host from 1")
+        osds = _osds_of(step.target, info.spec)
+        if not osds:
+            raise UserError(f"ceph lab: no {step.target}: the cluster has "
+                            + (f"hosts 1 to {info.spec.hosts}" if info.spec.hosts else "no emulated hosts"),
+                            hint="set lab.ceph.hosts, and name a host from 1")
         named = step.target if osds == [step.target] else f"{step.target} ({', '.join(osds)})"
         for osd in osds:
             if step.action == "out":
@@ -271,15 +278,13 @@ class CephKind(LabKindBase):
         return OsdsRestarted("ceph", live, seconds)
 
     def lost(self, case: Case, running: Mapping[LabPoint, object], faulted: frozenset[str] = frozenset()
-             ) -> tuple[str, str] | None:
+             ) -> LabLost | None:
         lab = running.get(cluster_of(case.lab))
         if not isinstance(lab, CephLab):
             return None
-        info = lab.info()
-        stopped = {osd for target in faulted for osd in (
-            host_osds(info.spec, int(target.partition(".")[2])) if info is not None and re.fullmatch(HOST_NAME, target)
-            else [target])}
-        return lab.lost(frozenset(stopped))
+        info = lab.info() if faulted else None  # the lab's spec only where a fault may name an emulated host
+        return lab.lost(frozenset(osd for target in faulted
+                                  for osd in (_osds_of(target, info.spec) if info is not None else [target])))
 
     def health(self, case: Case, running: Mapping[LabPoint, object]) -> str | None:
         """The health of the lab cluster ``case`` runs on, in one line (`ceph health detail`'s summary and its
@@ -293,6 +298,11 @@ class CephKind(LabKindBase):
         except UserError as exc:
             return f"the cluster did not answer `ceph health` ({exc.message})"
         return "; ".join(lines[:4]) or None
+
+
+def _osds_of(target: str, spec: CephLabSpec) -> list[str]:
+    """The OSDs a fault's target names: itself (``osd.1``), or every OSD of an emulated host (``host.2``)."""
+    return host_osds(spec, int(target.partition(".")[2])) if re.fullmatch(HOST_NAME, target) else [target]
 
 
 KIND = CephKind()

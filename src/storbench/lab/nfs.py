@@ -26,7 +26,16 @@ from pathlib import Path
 from storbench.errors import UserError
 from storbench.events import LabHealed, LabUp, RunEvent
 from storbench.faults import FaultOffer, FaultStep, find_offer
-from storbench.lab.base import LabCommand, LabGroup, LabKindBase, Say, SessionLabs, SoftwareProbe, status_line
+from storbench.lab.base import (
+    LabCommand,
+    LabGroup,
+    LabKindBase,
+    LabLost,
+    Say,
+    SessionLabs,
+    SoftwareProbe,
+    status_line,
+)
 from storbench.lab.hosts_conf import BRIDGE, is_down, link_flags
 from storbench.lab.lab_claim import claims_lab, frees_lab
 from storbench.lab.labdir import (
@@ -306,15 +315,16 @@ class NfsKind(LabKindBase):
         return "nfs lab: server links up again" if restore else "nfs lab: server links down"
 
     def lost(self, case: Case, running: Mapping[LabPoint, object], faulted: frozenset[str] = frozenset()
-             ) -> tuple[str, str] | None:
-        """nfs-ganesha not listening after a repetition with no fault on the server (one with a fault is settled
-        after): it crashed or was stopped with no fault asking."""
+             ) -> LabLost | None:
+        """nfs-ganesha gone after a repetition with no fault on the server (one with a fault is settled after): it
+        crashed or was stopped with no fault asking. Its recorded process, as the Ceph lab's daemons (`LabDir.lost`):
+        no command run between repetitions."""
         lab = NfsLab()
-        if not case.lab.nfs or "server" in faulted or lab.info() is None or lab.running():
+        if not case.lab.nfs or "server" in faulted or not lab.dir.lost():
             return None
-        return (f"nfs lab: nfs-ganesha stopped during the run; its log in {lab.root / 'log'}",
-                "see ganesha.log there; once the cause is fixed, run the plan again with --resume: the repetitions "
-                "stored so far are kept")
+        return LabLost(f"nfs lab: nfs-ganesha stopped during the run; its log in {lab.root / 'log'}",
+                       "see ganesha.log there; once the cause is fixed, run the plan again with --resume: the "
+                       "repetitions stored so far are kept")
 
     def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
         """After a repetition with faults: the server's links up and nfs-ganesha listening again, should a restore

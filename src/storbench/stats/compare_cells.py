@@ -137,8 +137,14 @@ def cell_level(metric: Metric, confidence: float, cost_cells: int) -> float:
 
 
 def cost_cells(comparison: PointComparison) -> int:
-    """How many cells of the comparison's cost line have a change (those ``cost_level`` shares the error among)."""
-    return sum(1 for cell in comparison.cells if cell.metric in COST_COMPARED and cell.difference is not None)
+    """How many cells the comparison's cost line has (those ``cost_level`` shares the error among)."""
+    return cost_cell_count(comparison.baseline, comparison.candidate)
+
+
+def cost_cell_count(baseline: PointSummary, candidate: PointSummary) -> int:
+    """How many cost cells two points compare: each figure of COST_COMPARED both have, the baseline's not 0."""
+    return sum(1 for m in COST_COMPARED if (b := baseline.metric(m.field)) is not None and b.mean
+               and candidate.metric(m.field) is not None)
 
 
 def verdict_of(metric: Metric, difference: Difference | None) -> Verdict:

@@ -10,9 +10,16 @@ from collections.abc import Callable, Mapping, Sequence
 from storbench.fio.allowlist import ENGINES_BY_TARGET_KIND
 from storbench.model import moves_data
 from storbench.stats import match
-from storbench.stats.compare_cells import CellComparison, PointComparison, Verdict, cell_level, verdict_of
+from storbench.stats.compare_cells import (
+    CellComparison,
+    PointComparison,
+    Verdict,
+    cell_level,
+    cost_cell_count,
+    verdict_of,
+)
 from storbench.stats.estimate import CONFIDENCE, welch_difference
-from storbench.stats.metrics import COMPARE_METRICS, COST_COMPARED, DESCRIPTIVE_METRICS, FAILOVER_METRICS, Metric
+from storbench.stats.metrics import COMPARE_METRICS, DESCRIPTIVE_METRICS, FAILOVER_METRICS, Metric
 from storbench.stats.observations import Observation
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.selectors import Selector, select
@@ -157,8 +164,7 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
         comparable = force or not differing
         reason = _reason(base, point, differing)
         cells = []
-        costs = sum(1 for m in COST_COMPARED if (b := base.metric(m.field)) is not None and b.mean
-                    and point.metric(m.field) is not None)  # the cost line's cells: its error rate shared
+        costs = cost_cell_count(base, point)  # the cost line's cells: its error rate shared
         for metric in (*metrics, *DESCRIPTIVE_METRICS, *FAILOVER_METRICS):
             if metric.field == "bw_bytes_per_s" and not moves_data(point.rw):
                 continue  # a create, stat or delete moves no data: its "bandwidth" is operations x bs

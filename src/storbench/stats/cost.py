@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from storbench.telemetry.digest import TelemetryDigest
+from storbench.units import fio_flag_set
 
 MIB = 1024 * 1024
 
@@ -122,5 +123,4 @@ def repetition_cost(ios_per_s: float, bytes_per_s: float, telemetry: TelemetryDi
 
 def polls(fio_options: Sequence[tuple[str, object]]) -> bool:
     """Whether fio polls (``POLLING_OPTIONS`` set, not to 0 or false): its CPU then includes waiting, not only work."""
-    return any(name in POLLING_OPTIONS and str(value).strip().lower() not in ("0", "false", "no", "off")
-               for name, value in fio_options)
+    return any(name in POLLING_OPTIONS and fio_flag_set(value) for name, value in fio_options)
