@@ -180,6 +180,23 @@ def test_runs_that_repeat_exactly_in_floating_point_make_no_step() -> None:
     assert change_points(binned, quantised=True) == () and [c.at for c in change_points(binned)] == [2]
 
 
+def test_a_percentile_step_of_many_bins_is_a_change_at_its_run_and_the_newest_run_is_judged() -> None:
+    """A p99 in one bin every run, doubled from run 6: found at run 6 (not skipped as a step of its resolution, then
+    found a run early once the level had a spread), and the newest run judged against a level in one bin."""
+    p99 = [level(i, [1_000_000.0] * 3, {"build": "a1"}) for i in range(6)] + [
+        level(i, [2_000_000.0] * 3, {"build": "b2"}) for i in range(6, 12)]
+    for k in range(8, 13):
+        (change,) = change_points(p99[:k], quantised=True)
+        assert change.at == 6 and change.what_changed == ("label build: a1 -> b2",) and change.found_with == 8
+        assert change.change_pct == pytest.approx(100.0)
+        assert change.change_ci_pct == pytest.approx((100 - 300 / 64, 100 + 300 / 64))  # known to a bin each side
+    first = last_run_check(p99[:7], quantised=True)
+    assert first is not None and first.run_id == 6 and not first.low <= first.mean <= first.high
+    assert first.low == pytest.approx(1_000_000 * (1 - 1 / 64))  # one bin either side of a level in one bin
+    same_bin = last_run_check([*p99[:6], level(6, [1_015_000.0] * 3)], quantised=True)
+    assert same_bin is not None and same_bin.low <= same_bin.mean <= same_bin.high
+
+
 def test_recorded_text_names_what_changed_or_went() -> None:
     from storbench.report.history import _recorded_text
 
@@ -383,9 +400,10 @@ def test_a_newest_run_with_fewer_repetitions_is_judged_with_its_own_noise() -> N
     assert worse / 600 <= 0.045, worse
 
 
-def test_a_percentile_in_one_histogram_bin_every_run_is_not_judged() -> None:
+def test_a_percentile_in_one_histogram_bin_every_run_is_judged_to_its_resolution() -> None:
     """Eight runs whose every p99 is fio's bin at 2,015,232 ns, then one in the next bin: no spread below the bins'
-    resolution, so no zero-width interval that calls the next bin a regression (`--fail-on-regression 0`)."""
+    resolution, so the level is known to a bin, not by a zero-width interval that calls the next bin a regression
+    (`--fail-on-regression 0`)."""
     from storbench.report.history import regression_lines
     from storbench.stats.history import point_histories
     from synthetic import observation
@@ -397,7 +415,9 @@ def test_a_percentile_in_one_histogram_bin_every_run_is_not_judged() -> None:
         found.extend(observation(run_id=run_id, repeat=r, direction="read", iops=1000.0 + r + run_id % 3,
                                  lat_p99_ns=p99) for r in range(3))
     histories = {h.metric: h for h in point_histories(found, contexts, ["iops", "lat_p99_ns"])}
-    assert histories["lat_p99_ns"].last is None and histories["iops"].last is not None
+    last = histories["lat_p99_ns"].last
+    assert last is not None and last.low <= last.mean <= last.high and last.mean > last.level_mean
+    assert histories["iops"].last is not None
     assert regression_lines(list(histories.values()), 0.0) == []
 
 

@@ -27,6 +27,9 @@ from storbench.stats.special import t_sf
 ALPHA = 0.01  # a change point's p-value, Bonferroni over the splits it was chosen among
 MIN_HOST_RUNS = 3  # a machine's runs of a point are a history of their own from this many (each machine's)
 MIN_SEGMENT_RUNS = 2  # a level is at least two runs: one run alone is not a level
+# fio's latency bins: 64 to each power of two (FIO_IO_U_PLAT_BITS 6), so neighbouring bins are at most 1/64 of the
+# larger value apart: the resolution of a percentile read from them
+BIN_RESOLUTION = 1 / 64
 CONFIDENCE = 0.95  # the step's interval, and the last run's prediction interval
 
 
@@ -187,8 +190,10 @@ def _best_split(levels: Sequence[RunLevel], start: int, end: int, quantised: boo
         variance = max(residual / df, floor)
         step = right_sum / right_n - left_sum / i
         if variance <= (1e-12 * scale) ** 2:  # runs that repeat exactly (a cap held to the I/O): any real step is
-            if abs(step) <= 1e-9 * scale or quantised:  # beyond their noise; what is left of rounding in the sums is
-                continue  # none; a percentile's bins repeat exactly, and a step between them is its resolution
+            # beyond their noise; what is left of rounding in the sums is none; a percentile's runs each in one bin:
+            # a step to the next bin is its resolution, a step of more bins a change
+            if abs(step) <= 1e-9 * scale or (quantised and within_a_bin(left_sum / i, right_sum / right_n)):
+                continue
             p = 0.0
         else:
             t = step / math.sqrt(variance * (1 / i + 1 / right_n))
@@ -196,6 +201,11 @@ def _best_split(levels: Sequence[RunLevel], start: int, end: int, quantised: boo
         if best is None or p < best[1]:
             best = (start + i, p)
     return best
+
+
+def within_a_bin(a: float, b: float) -> bool:
+    """Whether two values of a percentile read from fio's bins are at most a bin apart (its resolution)."""
+    return abs(a - b) <= BIN_RESOLUTION * max(abs(a), abs(b)) * (1 + 1e-9)
 
 
 def _segments(levels: Sequence[RunLevel], alpha: float, quantised: bool = False) -> list[tuple[int, float, int]]:
@@ -238,6 +248,8 @@ def change_points(levels: Sequence[RunLevel], alpha: float = ALPHA, *, quantised
         before_mean = statistics.fmean(level.mean for level in before)
         after_mean = statistics.fmean(level.mean for level in after)
         half = t_quantile(CONFIDENCE, df) * math.sqrt(variance * (1 / len(before) + 1 / len(after)))
+        if quantised:  # each level's percentile is known to a bin: the step to the two bins' widths
+            half = max(half, BIN_RESOLUTION * (abs(before_mean) + abs(after_mean)))
         scale = 100.0 / before_mean if before_mean else None  # from a level of 0: no percent
         changes.append(ChangePoint(
             at=split, run_id=levels[split].context.run_id, before_mean=before_mean, after_mean=after_mean,
@@ -261,10 +273,15 @@ def last_run_check(levels: Sequence[RunLevel], confidence: float = CONFIDENCE,
     if len(level) < MIN_SEGMENT_RUNS:
         return None
     variance, df = _noise_variance(level, [(0, len(level))])
-    if df < 1 or (quantised and variance == 0):  # a percentile in one histogram bin every run: below its resolution
+    if df < 1:
         return None
     level_mean = statistics.fmean(run.mean for run in level)
     last = levels[-1]
+    if quantised and variance == 0:  # a percentile in one bin every run: one more run there is within a bin of it
+        half = BIN_RESOLUTION * abs(level_mean)
+        return LastRunCheck(run_id=last.context.run_id, mean=last.mean, level_mean=level_mean,
+                            level_runs=len(level), low=level_mean - half, high=level_mean + half,
+                            change_pct=100.0 * (last.mean - level_mean) / level_mean if level_mean else None)
     # one more run's mean: the level's noise of a run (its own repetitions' share included) plus the level's error,
     # and what the newest run's fewer repetitions add (its own mean is noisier than the level's runs' were)
     spreads = [statistics.variance(run.values) for run in level if len(run.values) >= 2]
