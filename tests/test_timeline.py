@@ -80,6 +80,23 @@ def test_the_stall_at_the_undoing_is_its_own_not_the_faults() -> None:
     assert failover([log], WINDOW, at(10), at(0), at(30)).restore_blackout_s is None  # nothing undone
 
 
+def test_a_later_faults_stall_is_its_own_and_the_first_io_ends_the_first_stall() -> None:
+    """A fault at 10 s stalls the I/O 0.5 s; a second at 30 s stalls it 5 s. The first fault's blackout and first I/O
+    are its 0.5 s (they were the second's 5 s, and the first I/O 24.9 s after the fault); with no next fault told,
+    the blackout stays the longest stall after it, but the first I/O after the fault still ends the first stall."""
+    log = synthetic(lambda t: 0 if 10 <= t < 10.5 or 30 <= t < 35 else 1000, 60)
+    first = failover([log], WINDOW, at(10), at(0), at(60), next_fault_ms=at(30))
+    assert first.blackout_s == pytest.approx(0.5, abs=0.11)
+    assert first.first_completion_s == pytest.approx(0.5, abs=0.11)
+    assert first.client_blackouts_s == (("c1", first.blackout_s),)
+    alone = failover([log], WINDOW, at(10), at(0), at(60))
+    assert alone.blackout_s == pytest.approx(5.0, abs=0.11)
+    assert alone.first_completion_s == pytest.approx(0.5, abs=0.11)
+    # undone after the next fault: no stall is read as the undoing's
+    late = failover([log], WINDOW, at(10), at(0), at(60), restore_ms=at(40), next_fault_ms=at(30))
+    assert late.restore_blackout_s is None and late.blackout_s == pytest.approx(0.5, abs=0.11)
+
+
 def test_degraded_without_a_stall_recovers_when_the_level_is_shown_back() -> None:
     log = synthetic(lambda t: 600 if 10 <= t < 18 else 1000, 40)
     result = failover([log], WINDOW, at(10), at(0), at(40))
@@ -398,6 +415,27 @@ def test_a_fault_is_read_against_its_own_restore_not_an_earlier_failed_faults() 
                                   error="", clients=(), faults=faults, logs=(("timeline_iops.1.log", rows),))
     found = repetition_failover(repetition)
     assert found.fault is faults[2] and found.restore is faults[3]
+
+
+def test_a_repetitions_second_fault_bounds_the_first_ones_stalls() -> None:
+    """Two faults in one repetition (osd.0 at 10 s, osd.1 at 30 s): the figures are the first's, and the 5 s stall
+    after the second is not its blackout."""
+    from storbench.model import Case, PathTarget, Status, StoredRepetition, WorkloadPoint
+    from storbench.model.fault_record import FaultRecord
+    from storbench.stats.failover_points import repetition_failover
+
+    workload = WorkloadPoint(rw="randwrite", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=60, ramp_s=0,
+                             direct=True, ioengine="libaio", size_bytes=1 << 20, timeline_window_ms=WINDOW)
+    case = Case(case_id="c", target=PathTarget(name="t", path="/x", size_bytes=1 << 20), workload=workload)
+    rows = "\n".join(f"{r.t_ms}, {r.value}, 1, 0" for r in synthetic(
+        lambda t: 0 if 10 <= t < 10.5 or 30 <= t < 35 else 1000, 60).iops)
+    faults = (FaultRecord("kill", "osd.0", False, at(10) / 1000), FaultRecord("kill", "osd.1", False, at(30) / 1000))
+    repetition = StoredRepetition(repetition_id=1, run_id=1, case=case, rep_index=0, status=Status.OK,
+                                  started_at_s=T0 / 1000, finished_at_s=T0 / 1000 + 60, fio_version="fio-3.33",
+                                  error="", clients=(), faults=faults, logs=(("timeline_iops.1.log", rows),))
+    found = repetition_failover(repetition)
+    assert found.fault is faults[0] and found.figures is not None
+    assert found.figures.blackout_s == pytest.approx(0.5, abs=0.11)
 
 
 def test_clients_out_of_step_by_part_of_a_window_make_no_dip() -> None:

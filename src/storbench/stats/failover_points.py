@@ -2,7 +2,8 @@
 fio timeline logs and the fault's recorded time (`stats.timeline.failover`); a point's figures are their means with
 t intervals over its repetitions (the repetition, one fault on one instance of the lab, is the sample unit).
 
-The first fault a repetition did is the one its timeline is read against; a repetition whose fault could not be
+The first fault a repetition did is the one its timeline is read against (a stall that begins from its next fault
+is that one's); a repetition whose fault could not be
 done (its record carries an error) or that has no logs gives no failover figures, and says so. The measured
 section is where fio's logs say it was (fio logs after its ramp: from one window before the first row, for the
 runtime, or to the last row when later), not where the run loop expected it: fio's own start-up (0.1-0.5 s on the
@@ -79,10 +80,12 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
                                   NO_CYCLE_TIMELINE if repetition.case.workload.rw == "metadata"
                                   else "no timeline logs")
     ran_s = run_length_s(repetition)
+    later = [f.at_s for f in done[1:] if f.at_s >= fault.at_s]  # the next fault's stalls are its own
     figures = logs_failover(logs, window, ran_s, round(fault.at_s * 1000),
                             round(restore.at_s * 1000) if restore is not None else None,
                             too_late=TOO_LATE if ran_s == repetition.case.workload.runtime_s
-                            else done_before(repetition, ran_s))
+                            else done_before(repetition, ran_s),
+                            next_fault_ms=round(min(later) * 1000) if later else None)
     if isinstance(figures, str):
         return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, None, figures)
     cluster_log = next((text for name, text in repetition.logs if name == LOG_NAME), None)
@@ -146,7 +149,8 @@ def too_early(gap_s: float) -> str:
 
 
 def logs_failover(logs: Sequence[ClientLog], window_ms: int, runtime_s: float, fault_ms: int,
-                  restore_ms: int | None = None, too_late: str = TOO_LATE) -> Failover | str:
+                  restore_ms: int | None = None, too_late: str = TOO_LATE, next_fault_ms: int | None = None
+                  ) -> Failover | str:
     """The failover figures of clients' logs (each with at least one row) of a run of ``runtime_s``: its measured
     section, and each client's own end by the same rule (a client whose log ends a little before another's did not
     stall at the end). Why there are none instead: a fault within END_SLACK_MS of the planned end (there the logs
@@ -159,7 +163,7 @@ def logs_failover(logs: Sequence[ClientLog], window_ms: int, runtime_s: float, f
     if fault_ms < start_ms:
         return too_early((min(row.t_ms for log in logs for row in log.iops) - fault_ms) / 1000)
     ends = {log.client: measured_section([log], window_ms, runtime_s, fault_ms, start_ms)[1] for log in logs}
-    return failover(logs, window_ms, fault_ms, start_ms, end_ms, restore_ms, ends)
+    return failover(logs, window_ms, fault_ms, start_ms, end_ms, restore_ms, ends, next_fault_ms)
 
 
 @dataclass(frozen=True)

@@ -123,12 +123,12 @@ def completion_times(rows: Sequence[LogRow]) -> list[int]:
     return sorted({row.t_ms for row in rows if row.value > 0})
 
 
-def longest_stall(times: Sequence[int], window_ms: int, from_ms: int, after_ms: int, until_ms: int, *,
-                  begins_before_ms: int | None = None, begins_from_ms: int | None = None) -> Stall | None:
-    """The longest stretch without a completion, measured from ``from_ms``, that ends after ``after_ms`` (a run that
-    never completes again ends its stall at ``until_ms``), and begins before ``begins_before_ms`` or at or after
-    ``begins_from_ms`` when given; None when nothing stopped for a whole window."""
-    best: Stall | None = None
+def stalls(times: Sequence[int], window_ms: int, from_ms: int, after_ms: int, until_ms: int, *,
+           begins_before_ms: int | None = None, begins_from_ms: int | None = None) -> list[Stall]:
+    """Every stretch without a completion for a whole window or more, measured from ``from_ms``, that ends after
+    ``after_ms`` (a run that never completes again ends its stall at ``until_ms``), and begins before
+    ``begins_before_ms`` and at or after ``begins_from_ms`` when given; in time order."""
+    found = []
     closing = until_ms + window_ms
     ends = [from_ms, *(t for t in times if t < closing), closing]  # one still open at the end is closed there
     for previous, current in itertools.pairwise(ends):
@@ -138,8 +138,18 @@ def longest_stall(times: Sequence[int], window_ms: int, from_ms: int, after_ms: 
         if (begins_before_ms is not None and previous >= begins_before_ms) or (
                 begins_from_ms is not None and previous < begins_from_ms):
             continue
-        if best is None or end - previous > best.end_ms - best.start_ms:
-            best = Stall(previous, end, open=current == closing)
+        found.append(Stall(previous, end, open=current == closing))
+    return found
+
+
+def longest_stall(times: Sequence[int], window_ms: int, from_ms: int, after_ms: int, until_ms: int, *,
+                  begins_before_ms: int | None = None, begins_from_ms: int | None = None) -> Stall | None:
+    """The longest of `stalls` (the first of equals); None when nothing stopped for a whole window."""
+    best: Stall | None = None
+    for stall in stalls(times, window_ms, from_ms, after_ms, until_ms, begins_before_ms=begins_before_ms,
+                        begins_from_ms=begins_from_ms):
+        if best is None or stall.end_ms - stall.start_ms > best.end_ms - best.start_ms:
+            best = stall
     return best
 
 
@@ -221,20 +231,27 @@ def recovery_index(windows: Sequence[float], start: int, per_block: int, level: 
 
 
 def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: int, to_ms: int,
-             restore_ms: int | None = None, client_ends_ms: Mapping[str, int] | None = None) -> Failover:
+             restore_ms: int | None = None, client_ends_ms: Mapping[str, int] | None = None,
+             next_fault_ms: int | None = None) -> Failover:
     """The failover figures of one repetition whose fault happened at ``fault_ms`` (and was undone at
     ``restore_ms``, when it was within the run), measured from ``from_ms`` to ``to_ms`` (all epoch ms, the clients'
     clocks taken as one). ``client_ends_ms``: where each client's own measured section ends (its last row, when its
     I/O did not stop for good; default ``to_ms``): a client whose log ends a little before another's has no stall
     at the end. The level, dip and recovery read the windows all clients were measuring in (from the last one's
     start to the first one's end), so that the start and end of a run are no drop. The recovery is judged after the
-    later of the two stalls."""
+    later of the two stalls. ``next_fault_ms``: when the repetition's next fault was done; a stall that begins from
+    then is that fault's, not this one's (nor its undoing's, when the undoing came later still: then none is read).
+    The first completion after the fault ends the first stall beyond chance, which need not be the longest."""
     ends = {log.client: min(to_ms, (client_ends_ms or {}).get(log.client, to_ms)) for log in logs}
     everyone = sorted({t for log in logs for t in completion_times(log.iops) if from_ms < t <= to_ms})
     undone = restore_ms if restore_ms is not None and restore_ms < to_ms else None
-    stall = longest_stall(everyone, window_ms, from_ms, fault_ms, to_ms, begins_before_ms=undone)
-    again = (longest_stall(everyone, window_ms, from_ms, undone, to_ms, begins_from_ms=undone)
-             if undone is not None else None)
+    if undone is not None and next_fault_ms is not None and undone >= next_fault_ms:
+        undone = None  # undone after the next fault: what follows the undoing cannot be told apart from that one
+    bound = min((t for t in (undone, next_fault_ms) if t is not None), default=None)
+    ours = stalls(everyone, window_ms, from_ms, fault_ms, to_ms, begins_before_ms=bound)
+    stall = max(ours, key=lambda s: s.end_ms - s.start_ms, default=None)
+    again = (longest_stall(everyone, window_ms, from_ms, undone, to_ms, begins_from_ms=undone,
+                           begins_before_ms=next_fault_ms) if undone is not None else None)
     starts = [log.iops[0].t_ms - window_ms for log in logs if log.iops]
 
     def by_chance(found: Stall | None, times: Sequence[int], start_ms: int, end_ms: int, after_ms: int = fault_ms
@@ -250,7 +267,7 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
     for log in logs:
         end = ends[log.client]
         mine = [t for t in completion_times(log.iops) if from_ms < t <= end]
-        own = longest_stall(mine, window_ms, from_ms, fault_ms, end, begins_before_ms=undone)
+        own = longest_stall(mine, window_ms, from_ms, fault_ms, end, begins_before_ms=bound)
         per_client.append((log.client, own.seconds if own else 0.0))
         if by_chance(own, mine, max(from_ms, log.iops[0].t_ms - window_ms) if log.iops else from_ms, end):
             clients_by_chance.append(log.client)
@@ -297,10 +314,11 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
     end_level = 0.0 if gone and level else (
         100 * sum(final) / len(final) / level if level and state is not Recovery.UNTOLD else None)
     lat = [row.value for log in logs for row in log.max_lat if from_ms < row.t_ms <= to_ms]
+    # the first stall beyond chance (the longest is, when any is: chance only grows shorter ones' odds)
+    first = None if chance else next((s for s in ours if not by_chance(s, everyone, first_start, to_ms)), None)
     return Failover(
         pre_fault_iops=level, blackout_s=stall.seconds if stall else 0.0, client_blackouts_s=tuple(per_client),
-        first_completion_s=(None if stall.open else max(0.0, (stall.end_ms - fault_ms) / 1000))
-        if stall and not chance else 0.0,
+        first_completion_s=(None if first.open else max(0.0, (first.end_ms - fault_ms) / 1000)) if first else 0.0,
         dip_pct=dip, dip_before_pct=dip_before, by_chance=chance, restore_by_chance=again_chance,
         clients_by_chance=tuple(clients_by_chance), gap_before_s=gap_before.seconds if gap_before else 0.0,
         degraded_pct=degraded, recovery=state,
