@@ -156,6 +156,18 @@ def test_the_driver_does_each_fault_at_its_time_and_always_undoes_it() -> None:
     assert done == [] and never.records == []
 
 
+def test_an_undoing_comes_before_another_fault_at_the_same_moment() -> None:
+    """`kill osd.1` at 5 s undone after 5 s, and again at 10 s: the undo at 10 s first (the second kill came first,
+    found the OSD dead, and the undo then started it again at once: the planned second fault never happened)."""
+    from storbench.fault_driver import FaultDriver
+
+    steps = [FaultStep(5.0, "kill", "osd.1", 5.0), FaultStep(10.0, "kill", "osd.1", 5.0)]
+    assert FaultDriver(steps, 0.0, lambda step, restore: "").schedule() == [
+        (5.0, 0, False), (10.0, 0, True), (10.0, 1, False), (15.0, 1, True)]
+    at_once = [FaultStep(3.0, "freeze", "a", 0.0)]  # a fault undone the moment it is done: the fault first
+    assert FaultDriver(at_once, 0.0, lambda step, restore: "").schedule() == [(3.0, 0, False), (3.0, 0, True)]
+
+
 def test_a_fault_is_stamped_when_it_is_started_not_when_the_lab_returns() -> None:
     """A fault's effect on the I/O begins as the lab is asked (a daemon killed, a rule inserted), and some labs take
     a while to return (a daemon waited for, a pod deleted): the record's time is the moment the action started, so
@@ -224,6 +236,14 @@ def test_compare_judges_what_the_faults_did_where_both_sides_had_them() -> None:
     (plain,) = compare_observations([*seen("20", [1.0, 2.0], False), *seen("6", [1.0, 2.0], False)],
                                     parse_selector("grace=20"), parse_selector("grace=6"), {})
     assert plain.cell("blackout_s") is None  # no faults: no failover cells
+    # a side whose I/O never came back in 3 of 5: its first I/O after the fault is of the 2 that came back (0.5 s,
+    # 0.6 s), not a sample of its faults: not judged (it had read -82 % [-94, -46], better), the blackout still is
+    steady = seen("20", [3.0, 3.1, 2.9, 3.0, 3.05])
+    broken = seen("6", [0.5, 0.6, 25.0, 25.0, 25.0])
+    broken = [replace(o, failover=replace(o.failover, figures=replace(o.failover.figures, first_completion_s=None)))
+              if o.failover.figures.blackout_s == 25.0 else o for o in broken]  # type: ignore[union-attr]
+    (censored,) = compare_observations([*steady, *broken], parse_selector("grace=20"), parse_selector("grace=6"), {})
+    assert censored.cell("first_io_after_fault_s") is None and censored.cell("blackout_s") is not None
 
 
 def test_a_blackout_from_none_to_some_is_judged_in_seconds() -> None:
@@ -440,6 +460,11 @@ def test_the_failover_verdict_counts_the_repetitions_a_stall_happened_in() -> No
                                                           "(14,122 acknowledged; a write replaced by a later one to "
                                                           "its block is not checked).")
     assert write_check_text(older) == "0 lost (each block's last of 14,122 acknowledged)"
+    # the cluster clean again in 1 of 3, the others not within the watch: said, not "every PG active+clean" alone
+    unclean = failover_verdict(point([27.0, 27.5, 28.0], cluster_disturbed=3, cluster_never_clean=2,
+                                     cluster_clean_s=estimate([38.0])), None, "x")
+    assert "; every PG active+clean 38.0 s after the fault (in 1 of 3); a PG not active+clean again within the " \
+        "watch in 2 of 3." in unclean, unclean
     # what happened is counted repetition by repetition: stopped in 1 of 3 (not "not shown every time")
     unsure = failover_verdict(point([0.0, 0.0, 1.8]), None, "x")
     assert "I/O stopped for 0.60 s [0.00, 3.18] after osd.1 was frozen (in 1 of 3);" in unsure, unsure

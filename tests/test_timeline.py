@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,32 @@ def test_parse_log_reads_fio_rows_and_names_a_bad_line() -> None:
         parse_log("1, 2, 7\n")  # no such direction
     with pytest.raises(ValueError, match="negative"):
         parse_log("1, -2, 0\n")
+    # a log cut short mid-row (a pod's stream that ended, a log kept to its first characters): the rows before it
+    assert parse_log("1795692180698, 503, 1, 0, 0\n1795692180798, 4") == (LogRow(1795692180698, 503, "write"),)
+    with pytest.raises(ValueError, match="line 2"):  # a whole bad line is no log cut short
+        parse_log("1795692180698, 503, 1, 0, 0\n1795692180798, 4\n")
+
+
+def test_a_repetition_with_a_log_that_does_not_read_has_no_figures_and_says_why() -> None:
+    """Two clients, one log unreadable: its figures are not read from the other client alone (whose I/O never
+    stopped: the stall of the client on the failed node would go unseen); the problem names the log."""
+    from storbench.model import Case, PathTarget, Status, StoredRepetition, WorkloadPoint
+    from storbench.model.fault_record import FaultRecord
+    from storbench.stats.failover_points import repetition_failover
+
+    workload = WorkloadPoint(rw="randwrite", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=30, ramp_s=0,
+                             direct=True, ioengine="libaio", size_bytes=1 << 20, timeline_window_ms=WINDOW)
+    case = Case(case_id="c", target=PathTarget(name="t", path="/x", size_bytes=1 << 20), workload=workload)
+    rows = "\n".join(f"{r.t_ms}, {r.value}, 1, 0" for r in synthetic(lambda t: 1000, 30).iops) + "\n"
+    logs = (("timeline_iops.1.log.client.1", rows), ("timeline_iops.1.log.client.2", "garbled\n" + rows))
+    repetition = StoredRepetition(repetition_id=1, run_id=1, case=case, rep_index=0, status=Status.OK,
+                                  started_at_s=T0 / 1000, finished_at_s=T0 / 1000 + 30, fio_version="fio-3.33",
+                                  error="", clients=(), faults=(FaultRecord("kill", "osd.0", False, at(10) / 1000),),
+                                  logs=logs)
+    found = repetition_failover(repetition)
+    assert found.figures is None and "timeline_iops.1.log.client.2" in found.problem and "line 1" in found.problem
+    readable = repetition_failover(replace(repetition, logs=logs[:1]))
+    assert readable.figures is not None and readable.problem == ""
 
 
 def test_a_three_second_blackout_at_the_fault_then_back_to_the_level() -> None:

@@ -39,10 +39,17 @@ class FaultDriver(Beside):
         self._open: dict[int, FaultStep] = {}  # faults done and not yet undone, by their index in the plan
 
     def schedule(self) -> list[tuple[float, int, bool]]:
-        """(seconds into the measured section, step index, restore) in time order; a restore after its fault."""
+        """(seconds into the measured section, step index, restore) in time order; a restore after its fault, and
+        before another fault at the same moment (`kill osd.1` undone at 10 s as the next `kill osd.1` comes: the undo
+        first, or the second kill found the OSD dead and the undo started it again at once)."""
         when = [(step.at_s, index, False) for index, step in enumerate(self.steps)]
         when += [(at, index, True) for index, step in enumerate(self.steps) if (at := step.restore_at_s) is not None]
-        return sorted(when, key=lambda item: (item[0], item[2], item[1]))
+
+        def order(item: tuple[float, int, bool]) -> tuple[float, int, int]:
+            at, index, restore = item
+            return at, (2 if self.steps[index].at_s == at else 0) if restore else 1, index
+
+        return sorted(when, key=order)
 
     def __enter__(self) -> FaultDriver:
         self.measure_start_s = self.clock() + self.ramp_s

@@ -23,11 +23,17 @@ class LogRow:
 
 
 def parse_log(text: str) -> tuple[LogRow, ...]:
-    """The rows of one fio log, in file order. ValueError names the first line that is not a fio log row."""
+    """The rows of one fio log, in file order. ValueError names the first line that is not a fio log row; a last
+    line without its newline that is none is a log cut short (a stream that ended, a log kept to its first
+    characters): the rows before it are the log."""
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    cut_short = bool(text) and not text.endswith("\n")
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        if cut_short and number == len(lines) and not _is_row(line):
+            break
         fields = [field.strip() for field in line.split(",")]
         try:
             if len(fields) < 3:
@@ -41,3 +47,11 @@ def parse_log(text: str) -> tuple[LogRow, ...]:
             raise ValueError(f"line {number} has a negative time or value: {line[:80]!r}")
         rows.append(LogRow(t_ms, value, direction))
     return tuple(rows)
+
+
+def _is_row(line: str) -> bool:
+    try:
+        parse_log(line + "\n")
+    except ValueError:
+        return False
+    return True

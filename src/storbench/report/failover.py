@@ -191,8 +191,11 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
         parts.append(f"shown below {level} to the end in {point.not_recovered} of {n}{left}")
     else:
         parts.append(f"back to at least 90 % of {level} in {point.recovered} of {n}, the rest undecided")
-    if point.cluster_disturbed and point.cluster_clean_s is not None:
-        parts.append(f"every PG active+clean {_figure(point.cluster_clean_s, ' s', 1)} after the fault")
+    if point.cluster_disturbed and point.cluster_clean_s is not None:  # the repetitions whose PGs were clean again
+        parts.append(f"every PG active+clean {_figure(point.cluster_clean_s, ' s', 1)} after the fault"
+                     f"{_in_some(point.cluster_clean_s, n)}")
+    if point.cluster_never_clean:
+        parts.append(f"a PG not active+clean again within the watch in {point.cluster_never_clean} of {n}")
     if check is not None and check.checked:
         bad = check.total.bad
         said = (f"acknowledged writes lost or damaged: {bad:,} of the {check.blocks_read:,} blocks read back did "

@@ -18,8 +18,8 @@ from storbench.stats.compare_cells import (
     cost_cell_count,
     verdict_of,
 )
-from storbench.stats.estimate import CONFIDENCE, welch_difference
-from storbench.stats.metrics import COMPARE_METRICS, DESCRIPTIVE_METRICS, FAILOVER_METRICS, Metric
+from storbench.stats.estimate import CONFIDENCE, Estimate, welch_difference
+from storbench.stats.metrics import BLACKOUT, COMPARE_METRICS, DESCRIPTIVE_METRICS, FAILOVER_METRICS, Metric
 from storbench.stats.observations import Observation
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.selectors import Selector, select
@@ -171,6 +171,8 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
             b, c = base.metric(metric.field), point.metric(metric.field)
             # a fault's figure may be 0 on the baseline's side (no stall): its change is then in seconds or points
             judged = b is not None and c is not None and (b.mean or (metric in FAILOVER_METRICS and c.mean))
+            if judged and metric in FAILOVER_METRICS and not (_every_fault(base, b) and _every_fault(point, c)):
+                judged = False  # a figure some faults did not give (I/O never back, not recovered): not a sample
             difference = (welch_difference(b, c, cell_level(metric, confidence, costs))
                           if judged and b is not None and c is not None else None)
             if metric in (*DESCRIPTIVE_METRICS, *FAILOVER_METRICS) and difference is None:
@@ -179,6 +181,14 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
             cells.append(CellComparison(metric, b, c, difference, verdict))
         out.append(PointComparison(key, base, point, comparable, reason, tuple(cells)))
     return out
+
+
+def _every_fault(point: PointSummary, figure: Estimate | None) -> bool:
+    """Whether a failover figure stands for every repetition of the point that has failover figures (the blackout
+    has one in each): where the I/O never came back or was not shown back, the first I/O or the recovery time of
+    the others is the best of them, and judged against another side it calls the worse setting better."""
+    every = point.metric(BLACKOUT.field)
+    return figure is not None and every is not None and figure.n == every.n
 
 
 def side_differences(baseline: Sequence[PointSummary], candidate: Sequence[PointSummary], ignore: frozenset[str]

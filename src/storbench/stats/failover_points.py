@@ -44,8 +44,8 @@ class RepetitionFailover:
 def client_logs(repetition: StoredRepetition) -> list[ClientLog]:
     """The repetition's logs as one client per fio client: every job's IOPS rows together, and their longest
     latencies (`fio.jobfile.timeline_logs` names them ``timeline_iops.<job>.log`` and ``timeline_clat.<job>.log``,
-    a fio server's with its name after them; a log that does not parse is left out, and a client that logged no
-    IOPS row has no timeline)."""
+    a fio server's with its name after them; a log that does not parse is left out (`unreadable_log` says which
+    for a repetition's figures), and a client that logged no IOPS row has no timeline)."""
     iops: dict[str, list[LogRow]] = {}
     lat: dict[str, list[LogRow]] = {}
     for name, text in repetition.logs:
@@ -59,6 +59,17 @@ def client_logs(repetition: StoredRepetition) -> list[ClientLog]:
         (iops if "_iops." in name else lat).setdefault(client, []).extend(rows)
     return [ClientLog(client, tuple(sorted(rows, key=lambda r: r.t_ms)), tuple(lat.get(client, ())))
             for client, rows in sorted(iops.items()) if rows]
+
+
+def unreadable_log(repetition: StoredRepetition) -> str | None:
+    """The first of a repetition's fio timeline logs that does not parse, with why; None when all do."""
+    for name, text in repetition.logs:
+        if name.startswith(f"{TIMELINE_LOG}_"):
+            try:
+                parse_log(text)
+            except ValueError as exc:
+                return f"{name}: {exc}"
+    return None
 
 
 def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
@@ -75,6 +86,9 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
         return RepetitionFailover(repetition.repetition_id, repetition.rep_index, None, None, None, problem)
     window = repetition.case.workload.timeline_window_ms
     logs = client_logs(repetition)
+    if (bad := unreadable_log(repetition)) is not None:  # read without that client, its stall would go unseen
+        return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, None,
+                                  f"a timeline log does not read ({bad})")
     if window is None or not logs:
         return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, None,
                                   NO_CYCLE_TIMELINE if repetition.case.workload.rw == "metadata"
