@@ -211,6 +211,9 @@ def test_a_ceph_daemon_that_stopped_during_a_run_is_told_with_the_cause_its_log_
     assert abort_cause("*** Caught signal (Segmentation fault) **") == "Segmentation fault"
     assert abort_cause("all is well") is None
     assert "--resume" in lost_hint(None) and "osd_size" not in lost_hint("r == 0")
+    # BlueFS full under RocksDB (BlueRocksEnv's err_to_status has no case for ENOSPC): seen in ceph-osd-cpus at 2 GiB
+    unnamed = abort_cause('./src/os/bluestore/BlueRocksEnv.cc: 52: ceph_abort_msg("unrecognized error code")\n')
+    assert unnamed == "unrecognized error code" and "ENOSPC" in lost_hint(unnamed) and "a new run" in lost_hint(unnamed)
 
 
 # ---- the hosts lab's fio servers ------------------------------------------------------------------------------

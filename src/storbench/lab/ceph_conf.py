@@ -263,9 +263,13 @@ def abort_cause(log_tail: str) -> str | None:
 
 def lost_hint(cause: str | None) -> str:
     """What to do about a lab whose daemons stopped during a run, for the cause their log gave."""
+    again = ("raise lab.ceph.osd_size (or write a smaller image) and run the plan again, a new run (its cases change "
+             "with the lab's size: --resume cannot continue this one)")
     if cause is not None and "enospc" in cause.lower():
-        return ("the OSDs' devices filled up: raise lab.ceph.osd_size (or write a smaller image) and run the plan "
-                "again, a new run (its cases change with the lab's size: --resume cannot continue this one)")
+        return f"the OSDs' devices filled up: {again}"
+    if cause == "unrecognized error code":  # BlueRocksEnv: an error of BlueFS's RocksDB has no name for
+        return (f"BlueFS gave RocksDB an error it has no name for, most often a full device (ENOSPC; the log's lines "
+                f"before it say): {again}")
     return ("see the daemon's log; once the cause is fixed, run the plan again with --resume: the repetitions stored "
             "so far are kept")
 
