@@ -206,6 +206,17 @@ def test_a_throttled_device_is_capped_beyond_this_host_at_every_depth() -> None:
     assert "more iodepth" not in evidence
 
 
+def test_a_fall_between_points_of_one_repetition_is_no_cap() -> None:
+    """One repetition a point, 1,000 then 820 and 830 IOPS as latency grows 1 -> 4 -> 16 ms: the fall is read from
+    means alone, no evidence that the curve stopped ("capped beyond this host ... shown lower from iodepth 4")."""
+    single = _sweep("iodepth", [1, 4, 16], [[1000], [820], [830]], [1.0, 4.0, 16.0])
+    assert Bottleneck.CAPPED not in [p.bottleneck.kind for p in single]
+    repeated = _sweep("iodepth", [1, 4, 16], [[1000, 1005, 995], [820, 822, 818], [830, 832, 828]],
+                      [1.0, 4.0, 16.0])  # the same fall shown: capped, and said as a fall
+    assert [p.bottleneck.kind for p in repeated] == [Bottleneck.CAPPED] * 3
+    assert "shown lower from iodepth 4" in repeated[0].bottleneck.evidence
+
+
 def test_rising_then_flat_is_capped_only_where_it_is_flat() -> None:
     points = _sweep("iodepth", [1, 4, 16, 64], [[1000, 1010], [3900, 3950], [4000, 4020], [4010, 4000]],
                     [1.0, 1.0, 4.0, 16.0])

@@ -507,3 +507,28 @@ def test_a_rise_among_several_loads_says_its_share_and_one_without_an_interval_s
     one, two = estimate([1000.0]), estimate([1300.0])
     assert one is not None and two is not None
     assert judge_change(one, two).text() == "+30 % (no interval)"
+
+
+def test_a_fall_between_points_of_one_repetition_is_no_knee() -> None:
+    """1,000 then 820 and 830 IOPS, one repetition a point, latency 1 -> 2 -> 4 ms: a fall read from three means
+    (noise at a CV of 10-15 % falls 17 % often) had made "already saturated at the lowest load"; now undecided."""
+    points = [estimate([v]) for v in (1000.0, 820.0, 830.0)]
+    lat = [estimate([v]) for v in (1e6, 2e6, 4e6)]
+    fall = judge_change(points[0], points[1])  # type: ignore[arg-type]
+    assert fall.trend is Trend.FALLING and not fall.stopped
+    knee = locate_knee(points, lat)  # type: ignore[arg-type]
+    assert knee.kind is KneeKind.UNDECIDED and knee.index is None
+
+
+def test_a_paired_change_too_wide_for_floating_point_is_undecided_not_a_crash() -> None:
+    """Two alternated rounds whose ratios are 10^6 and 10^-6 (a repetition whose IOPS collapsed under a fault): the
+    paired interval's low end rounds to no change at all (-100 %); judging it had raised a math domain error."""
+    from dataclasses import replace as with_
+
+    lower, higher = estimate([50000.0, 0.05]), estimate([0.05, 50000.0])
+    assert lower is not None and higher is not None
+    lower = with_(lower, rounds=(((1, 0), 50000.0), ((1, 1), 0.05)))
+    higher = with_(higher, rounds=(((1, 0), 0.05), ((1, 1), 50000.0)))
+    change = judge_change(lower, higher, round_pairs(lower, higher))
+    assert change.trend is Trend.UNDECIDED and change.repetitions_needed is None
+    assert change.text() == "+0 % [-100, +inf] (90 %, paired over 2 rounds)"

@@ -305,8 +305,8 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
     first, last = stretch[0], stretch[-1]
     # a later load shown below it is no flat stretch: said as a fall (5,000, 5,000 and 2,550 IOPS had been "flat at
     # 5,017 (-49.2 %)"), the cap a limit the throughput then drops from, not a fixed service rate
-    falls = [s for s in stretch[1:] if judge_change(first.throughput, s.throughput,
-                                                   round_pairs(first.throughput, s.throughput)).trend is Trend.FALLING]
+    falls = [s for s in stretch[1:] if (fall := judge_change(first.throughput, s.throughput, round_pairs(
+        first.throughput, s.throughput))).trend is Trend.FALLING and fall.stopped]  # shown lower: with its interval
     if first.lat_mean_ns is None or last.lat_mean_ns is None or first.lat_mean_ns <= 0 or first.load <= 0:
         return out
     latency_growth = last.lat_mean_ns / first.lat_mean_ns

@@ -20,7 +20,8 @@ ratios (`stats.sequential.paired_change`), so drift shared by the round cancels:
 - undecided: anything else, with about how many repetitions per point would decide it.
 
 A point of one repetition has no interval: a gain or loss beyond NO_INTERVAL_CHANGE is still called a rise or a
-fall, but nothing is ever called flat from it.
+fall, but nothing is ever called flat from it, and its fall does not stop a curve (`Change.stopped`): a saturated,
+capped or knee answer needs the change shown.
 """
 
 from __future__ import annotations
@@ -66,15 +67,16 @@ class Change:
 
     @property
     def stopped(self) -> bool:
-        """More load is shown not to raise throughput (flat or falling)."""
-        return self.trend in (Trend.FLAT, Trend.FALLING)
+        """More load is shown not to raise throughput (flat or falling, with an interval: a fall read from two means
+        of one repetition each is no evidence that the curve stopped, where a noisy point falls 20 % often)."""
+        return self.trend in (Trend.FLAT, Trend.FALLING) and self.low is not None
 
     def text(self) -> str:
         """'+89 % [+61, +122] (90 %)' (', paired over 3 rounds' inside the brackets' note when paired); whole
         percents, never '-0'; '+25 % (no interval)' where a point had none (one repetition, a steady-state window:
         a change beyond +-NO_INTERVAL_CHANGE counts, read from the means alone)."""
         def pct(ratio: float) -> str:
-            return f"{round(100 * (ratio - 1)):+d}"
+            return "+inf" if ratio > 1e6 else f"{round(100 * (ratio - 1)):+d}"  # a paired interval as wide as floats
 
         if math.isinf(self.ratio):
             return "a rise from none"
@@ -109,6 +111,8 @@ def _needed(ratio: float, low: float, high: float, n: int) -> int | None:
     """Repetitions per point (paired: rounds) at which the interval would be narrow enough for either answer, if
     the change and the spread stayed as they are (the half-width shrinks as 1/sqrt(n); ``n``: repetitions per
     point now, or pairs)."""
+    if low <= 0 or not math.isfinite(high):  # a paired interval too wide to hold in floating point: no estimate
+        return None
     half = (math.log(high) - math.log(low)) / 2
     log_change = abs(math.log(ratio))
     room = max(math.log(1 + FLAT_MARGIN) - log_change, log_change if abs(ratio - 1) >= RISE_FLOOR else 0.0)
