@@ -139,6 +139,12 @@ def test_meeting_uses_the_interval_not_one_run() -> None:
     assert verdict(est([9.9e6]), objective) is Verdict.MEAN_MEETS and Verdict.MEAN_MEETS.met
     assert verdict(est([10.1e6]), objective) is Verdict.FAILS
     assert verdict(None, objective) is Verdict.UNCERTAIN
+    # every repetition in one histogram bin: no zero-width interval, the percentile known to its bin either side
+    assert verdict(est([9.98e6, 9.98e6]), objective) is Verdict.UNCERTAIN  # within a bin of the limit
+    assert verdict(est([9.0e6, 9.0e6, 9.0e6]), objective) is Verdict.MEETS
+    assert verdict(est([10.1e6, 10.1e6]), objective) is Verdict.UNCERTAIN
+    assert verdict(est([10.2e6, 10.2e6]), objective) is Verdict.FAILS  # more than a bin above
+    assert verdict(est([9.98e6, 9.98e6]), parse_slo("mean<=10ms")) is Verdict.MEETS  # a mean is not binned
 
 
 @pytest.mark.parametrize("tolerance", [0.0, 0.05])

@@ -20,16 +20,13 @@ from dataclasses import dataclass
 from storbench.model import Case, RunInfo
 from storbench.stats.estimate import t_quantile
 from storbench.stats.metric_values import metric_value
-from storbench.stats.metrics import QUANTISED_FIELDS
+from storbench.stats.metrics import BIN_RESOLUTION, QUANTISED_FIELDS
 from storbench.stats.observations import Observation
 from storbench.stats.special import t_sf
 
 ALPHA = 0.01  # a change point's p-value, Bonferroni over the splits it was chosen among
 MIN_HOST_RUNS = 3  # a machine's runs of a point are a history of their own from this many (each machine's)
 MIN_SEGMENT_RUNS = 2  # a level is at least two runs: one run alone is not a level
-# fio's latency bins: 64 to each power of two (FIO_IO_U_PLAT_BITS 6), so neighbouring bins are at most 1/64 of the
-# larger value apart: the resolution of a percentile read from them
-BIN_RESOLUTION = 1 / 64
 CONFIDENCE = 0.95  # the step's interval, and the last run's prediction interval
 
 

@@ -26,6 +26,9 @@ LAT_P95 = Metric("lat_p95_ns", "p95 latency", False, "ns", quantised=True)
 LAT_P99 = Metric("lat_p99_ns", "p99 latency", False, "ns", quantised=True)
 LAT_P999 = Metric("lat_p999_ns", "p99.9 latency", False, "ns", quantised=True)
 QUANTISED_FIELDS = frozenset(m.field for m in (LAT_P50, LAT_P95, LAT_P99, LAT_P999))  # read from histogram bins
+# fio's latency bins: 64 to each power of two (FIO_IO_U_PLAT_BITS 6), so neighbouring bins are at most 1/64 of the
+# larger value apart: the resolution of a percentile read from them
+BIN_RESOLUTION = 1 / 64
 CPU_USR = Metric("cpu_usr_pct", "fio usr CPU", False, "%")
 CPU_SYS = Metric("cpu_sys_pct", "fio sys CPU", False, "%")
 DISK_UTIL = Metric("disk_util_pct", "disk utilisation", False, "%")

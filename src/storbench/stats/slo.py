@@ -9,6 +9,7 @@ from enum import Enum
 
 from storbench.model.objective import LatencyObjective
 from storbench.stats.estimate import Estimate
+from storbench.stats.metrics import BIN_RESOLUTION, QUANTISED_FIELDS
 
 __all__ = ["Verdict", "verdict"]
 
@@ -27,11 +28,15 @@ class Verdict(Enum):
 
 def verdict(latency: Estimate | None, objective: LatencyObjective) -> Verdict:
     """The whole interval at most the limit meets, all of it above fails; without an interval the mean decides
-    (MEAN_MEETS, or FAILS)."""
+    (MEAN_MEETS, or FAILS). A percentile's interval is at least its bin either side: repetitions all in one bin
+    have none narrower (9.98 ms in every repetition against p99<=10ms had met it on a zero-width interval)."""
     if latency is None:
         return Verdict.UNCERTAIN
     if latency.ci_low is None or latency.ci_high is None:
         return Verdict.MEAN_MEETS if latency.mean <= objective.limit_ns else Verdict.FAILS
-    if latency.ci_high <= objective.limit_ns:
+    low, high = latency.ci_low, latency.ci_high
+    if objective.field in QUANTISED_FIELDS:
+        low, high = min(low, latency.mean * (1 - BIN_RESOLUTION)), max(high, latency.mean * (1 + BIN_RESOLUTION))
+    if high <= objective.limit_ns:
         return Verdict.MEETS
-    return Verdict.FAILS if latency.ci_low > objective.limit_ns else Verdict.UNCERTAIN
+    return Verdict.FAILS if low > objective.limit_ns else Verdict.UNCERTAIN
