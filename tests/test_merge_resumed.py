@@ -4,6 +4,7 @@ its later repetitions lost; merged again in the same state, or from an older cop
 
 from __future__ import annotations
 
+import platform
 import shutil
 import sqlite3
 from pathlib import Path
@@ -198,9 +199,9 @@ def test_a_run_merged_from_another_database_is_never_resumed_here(
     try:
         merge_database(store, str(theirs), lambda: 0.0)  # their run is run 2 here, the latest of the plan
         assert [r.run_id for r in store.runs()] == [1, 2]
-        assert resumed_run(store, "grows", None).run_id == 1
+        assert resumed_run(store, "grows", None, platform.node()).run_id == 1
         with pytest.raises(UserError, match=r"cannot resume run 2: it was merged from .*theirs\.db") as refused:
-            resumed_run(store, "grows", 2)
+            resumed_run(store, "grows", 2, platform.node())
         assert "resume it in" in (refused.value.hint or "") and "made here: 1" in (refused.value.hint or "")
     finally:
         store.close()
@@ -211,3 +212,77 @@ def test_a_run_merged_from_another_database_is_never_resumed_here(
 def _per_run(db: Path) -> list[tuple[int, int]]:
     with sqlite3.connect(db) as conn:
         return list(conn.execute("SELECT run_id, COUNT(*) FROM repetitions GROUP BY run_id"))
+
+
+def test_in_a_store_machines_share_a_resume_continues_this_machines_run_never_anothers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two machines write one store (a PostgreSQL store a nightly job shares): runner-b's run of the plan is the
+    latest. `--resume` on runner-a had continued it, storing runner-a's repetitions under runner-b's run and host;
+    now it continues runner-a's own, and naming runner-b's run is refused in one line."""
+    from storbench.errors import UserError
+    from storbench.resume import resumed_run
+
+    monkeypatch.setattr(checks, "fio_capabilities", lambda binary, engines=(): CAPS)
+    shared, data = tmp_path / "shared.db", tmp_path / "data"
+    for _ in range(2):
+        _session(shared, data, "[4k]", FakeExecutor(lambda call: Raise(KeyboardInterrupt()) if call.rep_index == 1
+                                                    else Replay(OUTPUT)), resume=False)
+    store = open_store(shared)
+    try:
+        with store.transaction() as conn:
+            conn.execute("UPDATE runs SET host = 'runner-b' WHERE id = 2")
+        assert resumed_run(store, "grows", None, platform.node()).run_id == 1
+        with pytest.raises(UserError, match="cannot resume run 2: runner-b made it") as refused:
+            resumed_run(store, "grows", 2, platform.node())
+        assert "resume it on runner-b" in (refused.value.hint or "")
+        with pytest.raises(UserError, match=r"no earlier run of plan 'grows' made on runner-c .*run 2 is runner-b's"):
+            resumed_run(store, "grows", None, "runner-c")
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_run_another_storbench_is_running_is_not_resumed_until_it_ends(
+        kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Run 1 interrupted here; another storbench (a process of its own) is running it again: a `--resume` now had
+    run the same repetitions at once on one target, and its saves replaced the other's. It is refused in one line
+    until that process ends (however it ends: the lease goes with it); then the resume goes on."""
+    import subprocess
+    import sys
+
+    from storbench.errors import UserError
+
+    monkeypatch.setattr(checks, "fio_capabilities", lambda binary, engines=(): CAPS)
+    db = tmp_path / "r.db" if kind == "sqlite" else request.getfixturevalue("postgres_db")
+    data = tmp_path / "data"
+    _session(db, data, "[4k]", FakeExecutor(lambda call: Raise(KeyboardInterrupt()) if call.rep_index == 1
+                                            else Replay(OUTPUT)), resume=False)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from storbench.store import open_store\n"
+         f"store = open_store({str(db)!r}); print(store.leases.claim(1), flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "True"
+        store = open_store(db)
+        try:
+            assert store.leases.held_elsewhere(1) and not store.leases.held_elsewhere(2)
+        finally:
+            store.close()
+        with pytest.raises(UserError, match="cannot resume run 1: another storbench is running it"):
+            _session(db, data, "[4k]", FakeExecutor(lambda call: Replay(OUTPUT)), resume=True)
+        plan = tmp_path / "grows.yaml"
+        plan.write_text(PLAN.format(data=data, bs="[4k]"))
+        before = sorted(p.name for p in data.iterdir())
+        code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db), "--resume")  # before its target is touched
+        assert code == 2 and "cannot resume run 1: another storbench is running it" in err, out + err
+        assert sorted(p.name for p in data.iterdir()) == before
+    finally:
+        holder.kill()  # ended without a word: its lease goes with it
+        holder.wait()
+    _session(db, data, "[4k]", FakeExecutor(lambda call: Replay(OUTPUT)), resume=True)
+    store = open_store(db)
+    try:
+        assert store.repetition_counts(1) == (3, 3) and not store.leases.held_elsewhere(1)
+    finally:
+        store.close()

@@ -47,7 +47,7 @@ from storbench.model import (
 from storbench.plan import expand
 from storbench.redact import env_secrets, redact_outcome, redact_text
 from storbench.report.events import case_text
-from storbench.resume import check_design_unchanged, restart_unsettled_points, resumed_run
+from storbench.resume import check_design_unchanged, restart_unsettled_points, resumed_run, running_elsewhere
 from storbench.run_search import in_order
 from storbench.run_state import Executors, RunObserver, RunState, answered, run_label
 from storbench.schedule import (
@@ -149,8 +149,10 @@ def run_plan(
     caps = checked.capabilities
     design = plan_design(config, len(expand(loaded)))  # stored with the run: its readers never parse the plan again
     if resume:
-        previous = resumed_run(store, config.name, resume_run)
+        previous = resumed_run(store, config.name, resume_run, platform.node())
         run_id = previous.run_id
+        if not store.leases.claim(run_id):  # before anything of it changes
+            raise running_elsewhere(run_id)
         if previous.run_order != run_order(config):  # the rounds left would not pair with those run
             raise UserError(f"plan '{config.name}' changed its order since run {run_id} started ({previous.run_order} "
                             f"-> {run_order(config)}): the repetitions left would not run as the ones stored did",
@@ -188,6 +190,7 @@ def run_plan(
             started_at_s=clock(), mem_total_bytes=meminfo_bytes("MemTotal"), cpu_count=os.cpu_count(),
             plan_path=loaded.source.path, design=design, labels=labels, software=plan_software(loaded),
         )
+        store.leases.claim(run_id)  # a --resume of it from elsewhere is refused while this one runs it
         done, looked_at = set(), -1
     bring_up = design.bring_up
     order = schedule(cases, repeat_bounds(config)[1], run_order(config), config.seed,

@@ -15,14 +15,18 @@ from storbench.stats.steady import SteadyStatus, judge_repetitions
 from storbench.store import Store
 
 
-def resumed_run(store: Store, plan_name: str, run_id: int | None) -> RunInfo:
-    """The run a `--resume` continues: the latest run of the plan made here, or run ``run_id`` when named (one of
-    this plan's, stored by `run`). Never a run merged from another database: it goes on where it was made (its
-    host, kernel and machine describe its repetitions, and a later merge of it replaces what it has here)."""
+def resumed_run(store: Store, plan_name: str, run_id: int | None, host: str) -> RunInfo:
+    """The run a `--resume` continues: the latest run of the plan made here, on this ``host``, or run ``run_id``
+    when named (one of this plan's, stored by `run` on this host). Never a run merged from another database, nor
+    one another machine made in a store they share: it goes on where it was made (its host, kernel and machine
+    describe its repetitions; a later merge of it replaces what it has here; the other machine may still be
+    running it)."""
     if run_id is None:
-        previous = store.latest_run_of_plan(plan_name)
+        previous = store.latest_run_of_plan(plan_name, host)
         if previous is None:
-            raise UserError(f"nothing to resume: no earlier run of plan '{plan_name}' in {store.path}",
+            elsewhere = store.latest_run_of_plan(plan_name)
+            raise UserError(f"nothing to resume: no earlier run of plan '{plan_name}' made on {host} in {store.path}"
+                            + (f" (run {elsewhere.run_id} is {elsewhere.host}'s)" if elsewhere else ""),
                             hint="run without --resume to start one")
         return previous
     runs = {r.run_id: r for r in store.runs()}
@@ -41,6 +45,10 @@ def resumed_run(store: Store, plan_name: str, run_id: int | None) -> RunInfo:
         raise UserError(f"cannot resume: {what}",
                         hint=(f"runs of plan '{plan_name}': {', '.join(map(str, ours))}" if ours else
                               "run without --resume to start one"))
+    if found.host != host:
+        raise UserError(f"cannot resume run {run_id}: {found.host} made it, this is {host} (its repetitions describe "
+                        f"that machine, which may still be running it)",
+                        hint=f"resume it on {found.host}, or run without --resume to start a run here")
     return found
 
 
@@ -104,3 +112,10 @@ def restart_unsettled_points(loaded: LoadedPlan, store: Store, run_id: int, obse
         if not state.settled:
             dropped = store.drop_case_repetitions(run_id, case_id)
             observer.event(PointRestarted(case, state.status is not SteadyStatus.MEASURING, dropped))
+
+
+def running_elsewhere(run_id: int) -> UserError:
+    """The refusal of a resume of a run another storbench is running (it holds the run's lease)."""
+    return UserError(f"cannot resume run {run_id}: another storbench is running it on this store (resumed now, its "
+                     "repetitions would run twice at once, on one target)",
+                     hint="let it end (or stop it), then --resume; or run without --resume to start a new run")

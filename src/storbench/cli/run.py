@@ -255,11 +255,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError(f"nothing to resume: no results database {args.db}", hint=f"run `storbench run "
                         f"{args.plan} --db {args.db}` without --resume to start")
     if resume:  # the run to continue, and its stopping rule, refused before anything is checked or laid out
-        from storbench.resume import check_design_unchanged, resumed_run
+        import platform
+
+        from storbench.resume import check_design_unchanged, resumed_run, running_elsewhere
 
         stored = open_store(args.db)  # for writing: a database an older storbench wrote is migrated first
         try:
-            resuming = resumed_run(stored, loaded.config.name, args.resume or None)
+            resuming = resumed_run(stored, loaded.config.name, args.resume or None, platform.node())
+            if stored.leases.held_elsewhere(resuming.run_id):  # refused before its target is touched
+                raise running_elsewhere(resuming.run_id)
             if not args.accept_changed_design:
                 check_design_unchanged(loaded, stored, resuming.run_id, accept=False, observer=None)
         finally:
@@ -305,7 +309,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 130
         finally:
             observer.close()
-    store.close()
+            store.close()  # and the run's lease with it (`store.run_lease`), however the run ended
     _print_results(args.db, [result.run_id], title=f"results of run {result.run_id} ({args.db})")
     not_needed = f", {result.not_needed} not needed (answer known)" if result.not_needed else ""
     out.print(f"{result.ran} repetitions run, {result.skipped} already stored, {result.failed} failed{not_needed}; "
@@ -334,8 +338,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s3_options(p)
     cluster_options(p)
     p.add_argument("--resume", nargs="?", type=_run_number, const=0, default=None, metavar="RUN",
-                   help="continue run RUN of this plan (without RUN: its latest run): run only repetitions not yet "
-                   "stored as ok")
+                   help="continue run RUN of this plan (without RUN: its latest run made on this machine): run only "
+                   "repetitions not yet stored as ok")
     p.add_argument("--accept-changed-design", action="store_true",
                    help="with --resume, continue although the plan changed its stopping rule (repeat: {min, max, "
                    "until}, compare); the run's answer is then marked as not holding its error rates")

@@ -32,6 +32,7 @@ from storbench.run_design import NO_DESIGN, RunDesign
 from storbench.store import rows
 from storbench.store.codec import compress_text, decompress_text
 from storbench.store.rows import Connection, Row
+from storbench.store.run_lease import RunLeases
 from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
 
 CHUNK = 500  # ids bound in one query: within any database's limit on bound parameters
@@ -44,9 +45,11 @@ class Store:
         self.conn = conn
         self.path = path  # what messages name it by: a file's path, or a PostgreSQL URL (never with a password)
         self._writing = False
+        self.leases = RunLeases(conn, path)  # the runs this process is running (`store.run_lease`)
 
     def close(self) -> None:
         self.conn.close()
+        self.leases.release()  # after the connection: see `store.run_lease`
 
     def columns(self, table: str) -> list[str]:
         """The columns of one of storbench's tables, in their order (not PostgreSQL's stored-order column)."""
@@ -160,19 +163,19 @@ class Store:
     def repetition_counts(self, run_id: int) -> tuple[int, int]:
         """(repetitions stored ok, repetitions stored in all) of a run."""
         row = self.conn.execute("SELECT COUNT(*) AS n, SUM(CASE WHEN status = 'ok' THEN 1 ELSE 0 END) AS ok"
-                                " FROM repetitions WHERE run_id = ?",
-                                (run_id,)).fetchone()
+                                " FROM repetitions WHERE run_id = ?", (run_id,)).fetchone()
         return int(row["ok"] or 0), int(row["n"] or 0)
 
     def finish_run(self, run_id: int, finished_at_s: float) -> None:
         with self.transaction() as conn:
             conn.execute("UPDATE runs SET finished_at_s = ? WHERE id = ?", (finished_at_s, run_id))
 
-    def latest_run_of_plan(self, plan_name: str) -> RunInfo | None:
-        """The latest run of the plan made here (by `run`, not merged from another database)."""
+    def latest_run_of_plan(self, plan_name: str, host: str | None = None) -> RunInfo | None:
+        """The latest run of the plan made here (by `run`, not merged from another database), on ``host`` if given."""
+        on_host = " AND host = ?" if host is not None else ""  # a NULL parameter has no type for PostgreSQL
         row = self.conn.execute(
-            "SELECT * FROM runs WHERE plan_name = ? AND source = 'run' AND merged_from_json = '{}' "
-            "ORDER BY id DESC LIMIT 1", (plan_name,)
+            "SELECT * FROM runs WHERE plan_name = ? AND source = 'run' AND merged_from_json = '{}'" + on_host
+            + " ORDER BY id DESC LIMIT 1", (plan_name, *(() if host is None else (host,)))
         ).fetchone()
         return self._run_info(row) if row else None
 
