@@ -532,3 +532,42 @@ def test_a_paired_change_too_wide_for_floating_point_is_undecided_not_a_crash() 
     change = judge_change(lower, higher, round_pairs(lower, higher))
     assert change.trend is Trend.UNDECIDED and change.repetitions_needed is None
     assert change.text() == "+0 % [-100, +inf] (90 %, paired over 2 rounds)"
+
+
+def test_two_runs_of_one_target_name_on_other_paths_are_two_curves_not_two_points_at_each_load() -> None:
+    """Run 1 on /a gives 10k, 20k, 20k IOPS at iodepth 1, 4, 16; run 2 on /b (another machine, the same plan)
+    20k at every depth. They are other cases; keyed by the target's name they had been one curve with two points
+    at each load, and a rise from load 1 to load 1 had made a knee at the lowest load."""
+    from storbench.model import PathTarget
+
+    found = []
+    for run_id, path, levels in ((1, "/a", (10_000.0, 20_000.0, 20_000.0)), (2, "/b", (20_000.0,) * 3)):
+        for depth, mean in zip((1, 4, 16), levels, strict=True):
+            for r, value in enumerate(three(mean)):
+                o = observation(case_id=f"{path}{depth}", run_id=run_id, repeat=r, iops=value, iodepth=depth,
+                                lat_mean_ns=depth * 1e9 / value)
+                found.append(replace(o, case=replace(o.case, target=PathTarget("disk", path=path,
+                                                                                size_bytes=1 << 20))))
+    by_path = {c.points[0].point.case.target.path: c for c in curves(summarize_points(found), "iodepth")}
+    assert {path: [p.load for p in c.points] for path, c in by_path.items()} == {"/a": [1, 4, 16], "/b": [1, 4, 16]}
+    assert by_path["/a"].knee_index == 1 and by_path["/b"].knee_index == 0
+
+
+@pytest.mark.parametrize("alternated", [False, True])
+def test_points_pooled_over_runs_pair_run_by_run_only_where_the_runs_alternated_their_cases(alternated: bool) -> None:
+    """Three runs at levels x0.8, x1.0, x1.25, iodepth 4 always 7 % above iodepth 1. Runs that measured their points
+    one after another (sequential) have that order in every run alike: pairing them by run had read a confident
+    "rising +7 % [+7, +7] (paired over 3 rounds)"; they keep Welch's interval over the run means. Runs that
+    alternated their cases pair run by run, and say runs."""
+    found = [o for run_id, level in ((1, 0.8), (2, 1.0), (3, 1.25)) for depth, gain in ((1, 1.0), (4, 1.07))
+             for r, value in enumerate(three(10_000.0 * level * gain))
+             for o in [observation(case_id=f"d{depth}", run_id=run_id, repeat=r, iops=value, iodepth=depth,
+                                   lat_mean_ns=depth * 1e9 / value)]]
+    found = [replace(o, alternated=alternated) for o in found]
+    low, high = (p.metric("iops") for p in sorted(summarize_points(found), key=lambda p: p.case.workload.iodepth))
+    assert low is not None and high is not None and low.per_run and low.n == 3
+    change = judge_change(low, high, round_pairs(low, high))
+    if alternated:
+        assert change.trend is Trend.RISING and change.text().endswith("(90 %, paired over 3 runs)"), change.text()
+    else:
+        assert change.pairs == 0 and change.trend is Trend.UNDECIDED, change.text()

@@ -29,10 +29,11 @@ class CurveKey:
 
     Everything of the workload parts curves but the loads, which are fields of their own (and its block size on a
     block-size curve): a sweep of ramp, size, files, file size or directories beside iodepth had been put on one
-    curve with two points at each load, its knee read from the mixture. The target by name: runs of one plan on
-    other machines (another path) pool."""
+    curve with two points at each load, its knee read from the mixture. The target as specified, not by name: runs
+    of one plan on another path or with another size are other cases, each a point of its own, and keyed by name
+    they had been two points at each load of one curve (a rise from load 1 to load 1 read as a knee)."""
 
-    target: str
+    target: TargetSpec
     workload: WorkloadPoint  # its iodepth and numjobs 0 (they are the fields below), its bs 0 on a block-size curve
     direction: Direction | None
     lab: LabPoint
@@ -58,7 +59,7 @@ def curve_key(case: Case, direction: Direction | None, axis: Axis, run_ids: tupl
     ``run_ids`` to keep runs apart, None to pool them (see ``CurveKey``)."""
     w = case.workload
     return CurveKey(
-        target=case.target.name,
+        target=case.target,
         workload=replace(w, iodepth=0, numjobs=0, bs_bytes=0 if axis == "bs_bytes" else w.bs_bytes),
         direction=direction, lab=case.lab,
         iodepth=None if axis == "iodepth" else w.iodepth, numjobs=None if axis == "numjobs" else w.numjobs,

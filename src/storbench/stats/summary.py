@@ -198,6 +198,7 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
             rows = [o for o in ok if o.direction == direction]
             # over several runs (with a successful repetition each), each run's mean is one sample (`run_samples`)
             pooled = len({o.run_id for o in rows}) > 1
+            alternated = all(o.alternated for o in rows)
             rounds = by_round.get((case_id, direction.value)) if direction is not None and not pooled else None
             estimates = []
             for field in metrics:
@@ -205,9 +206,11 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                 run_means = run_samples(rows, read) if pooled else {}
                 values = list(run_means.values()) if pooled else [v for o in rows if (v := read(o)) is not None]
                 value = estimate(values, level, interval=not window_only)
-                if value is not None and pooled:  # keyed by run: two points of the same runs pair run by run
-                    value = replace(value, per_run=True,
-                                    rounds=tuple(((run, -1), mean) for run, mean in run_means.items()))
+                if value is not None and pooled:  # n counts runs; keyed by run where every run alternated its
+                    # cases (two points of the same such runs pair run by run); a run that measured its points one
+                    # after another (sequential, a search) has the order in every pair alike: Welch over run means
+                    value = replace(value, per_run=True, rounds=tuple(
+                        ((run, -1), mean) for run, mean in run_means.items()) if alternated else ())
                 elif value is not None and rounds:
                     value = replace(value, rounds=tuple((r, float(v)) for r, o in sorted(rounds.items())
                                                         if (v := read(o)) is not None))

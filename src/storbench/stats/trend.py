@@ -64,6 +64,7 @@ class Change:
     pairs: int = 0
     confidence: float = CONFIDENCE  # of ``low``/``high``: a rise among several higher loads is shown at more
     among: int = 1  # the higher loads the lower point was judged against at once (a rise over any of them)
+    by_run: bool = False  # paired run by run (points pooled over runs that alternated their cases), not by round
 
     @property
     def stopped(self) -> bool:
@@ -82,7 +83,7 @@ class Change:
             return "a rise from none"
         shown = f"{pct(self.ratio)} %"
         if self.low is not None and self.high is not None:
-            paired = f", paired over {self.pairs} rounds" if self.pairs else ""
+            paired = f", paired over {self.pairs} {'runs' if self.by_run else 'rounds'}" if self.pairs else ""
             level = f"{100 * self.confidence:.1f}".removesuffix(".0")
             if self.among > 1 and self.confidence != CONFIDENCE:  # a rise shown among several loads
                 paired += f"; one of {self.among} higher loads"
@@ -158,7 +159,7 @@ def judge_change(lower: Estimate, higher: Estimate, paired: PairedValues | None 
         trend = (Trend.RISING if ratio > 1 + NO_INTERVAL_CHANGE else
                  Trend.FALLING if ratio < 1 / (1 + NO_INTERVAL_CHANGE) else Trend.UNDECIDED)
         return Change(ratio, None, None, trend, among=among)
-    change = classify(*found)
+    change = replace(classify(*found), by_run=bool(found[4]) and lower.per_run and higher.per_run)
     if among <= 1 or change.trend is not Trend.RISING:
         return replace(change, among=among)
     confidence = shared_confidence(among)
@@ -166,7 +167,8 @@ def judge_change(lower: Estimate, higher: Estimate, paired: PairedValues | None 
     assert shared is not None
     ratio, low, high, n, pairs = shared
     if low > 1:
-        return Change(ratio, low, high, Trend.RISING, pairs=pairs, confidence=confidence, among=among)
+        return Change(ratio, low, high, Trend.RISING, pairs=pairs, confidence=confidence, among=among,
+                      by_run=change.by_run)
     # a rise at 90 % alone, not at the share of the 5 % one of ``among`` loads may spend: not told yet
     half = (math.log(high) - math.log(low)) / 2
     needed = samples_for_half_width(half, n, math.log(ratio), confidence, MAX_REPETITIONS)
