@@ -39,6 +39,9 @@ def test_each_finding() -> None:
     assert classify(1, 7, block_content(1, 7, 2, BLOCK), acked) is Finding.STALE  # an older valid version
     torn = block_content(1, 7, 3, BLOCK)[:2048] + block_content(1, 7, 2, BLOCK)[2048:]
     assert classify(1, 7, torn, acked) is Finding.TORN
+    # the acknowledged write's first half there, its second half zeros (never written): part of it lost, torn (it
+    # had read corrupt, as if something else had written there)
+    assert classify(1, 7, block_content(1, 7, 3, BLOCK)[:2048] + bytes(BLOCK - 2048), acked) is Finding.TORN
     assert classify(1, 7, block_content(1, 8, 3, BLOCK), acked) is Finding.CORRUPT  # another block's write
     assert classify(1, 7, block_content(2, 7, 3, BLOCK), acked) is Finding.CORRUPT  # another writer's
     assert classify(1, 7, block_content(1, 7, 9, BLOCK), acked) is Finding.CORRUPT  # a generation never issued
@@ -65,7 +68,7 @@ def test_a_write_in_flight_may_be_old_or_new_sector_by_sector_nothing_else() -> 
                                                                            first) is Finding.OK
     landed_in_part = block_content(1, 7, 1, BLOCK)[:BLOCK // 2] + bytes(BLOCK // 2)
     assert classify(1, 7, landed_in_part, first) is Finding.OK
-    assert classify(1, 7, landed_in_part, Journal(acknowledged=1)) is Finding.CORRUPT  # acknowledged, half zeros
+    assert classify(1, 7, landed_in_part, Journal(acknowledged=1)) is Finding.TORN  # acknowledged, half never landed
 
 
 def test_verify_counts_and_keeps_the_first_bad_offsets() -> None:

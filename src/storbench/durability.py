@@ -101,8 +101,8 @@ def classify(writer: int, index: int, data: bytes, journal: Journal) -> Finding:
     generations = set()
     for number, start in enumerate(range(0, len(data), SECTOR_BYTES)):
         sector = data[start:start + SECTOR_BYTES]
-        if newest == 0 and not any(sector):
-            generations.add(0)  # not yet reached by the write in flight
+        if not any(sector):  # not yet reached by the write in flight; or, acknowledged, part of it lost (torn)
+            generations.add(0)
             continue
         found = read_sector(sector)
         if found is None or found[0] != writer or found[1] != index or found[3] != number:
