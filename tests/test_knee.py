@@ -571,3 +571,20 @@ def test_points_pooled_over_runs_pair_run_by_run_only_where_the_runs_alternated_
         assert change.trend is Trend.RISING and change.text().endswith("(90 %, paired over 3 runs)"), change.text()
     else:
         assert change.pairs == 0 and change.trend is Trend.UNDECIDED, change.text()
+
+
+def test_latency_that_did_not_grow_is_judged_paired_where_the_points_alternated() -> None:
+    """IOPS flat from the first point, and latency round by round 1.0, 1.2, 1.4 ms at the first and 2 % above each
+    at the last, the rounds drifting alike: paired, the growth is shown within +10 % (no knee: latency flat); Welch
+    over the two points' spreads could not show it (it had said latency short of growth, not shown flat)."""
+    from dataclasses import replace as with_
+
+    def rounds(values: Sequence[float]) -> Estimate:
+        found = estimate(list(values))
+        assert found is not None
+        return with_(found, rounds=tuple(((1, i, 0), v) for i, v in enumerate(values)))
+
+    iops = [rounds([1000.0, 1001.0, 999.0]), rounds([1000.5, 1000.0, 999.5])]
+    lat = [rounds([1.0e6, 1.2e6, 1.4e6]), rounds([1.02e6, 1.224e6, 1.428e6])]
+    knee = locate_knee(iops, lat)
+    assert knee.kind is KneeKind.LATENCY_FLAT and knee.latency_growth is not None and knee.latency_growth.pairs == 3

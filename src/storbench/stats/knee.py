@@ -12,7 +12,7 @@ from storbench.stats.curve import LOAD_AXES, CurveKey, LoadAxis, axis_value, out
 from storbench.stats.estimate import Estimate
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.slo import verdict
-from storbench.stats.trend import FLAT_MARGIN, Change, judge_change, plateau
+from storbench.stats.trend import FLAT_MARGIN, Change, judge_change, plateau, round_pairs
 
 # Whether more load raised IOPS is `stats.trend.judge_change`'s answer, the same for every section.
 # Latency "keeps growing" beyond the knee when the highest load's mean latency is at least this many times the
@@ -119,7 +119,7 @@ def locate_knee(iops: Sequence[Estimate], latency: Sequence[Estimate | None] | N
     at_knee, at_end = (latency[k], latency[-1]) if latency is not None else (None, None)
     if at_knee is not None and at_end is not None and at_end.mean < MIN_LATENCY_GROWTH * at_knee.mean:
         # "did not grow" only where shown: the 90 % interval of the change (judge_change's) at most +10 %
-        grown = judge_change(at_knee, at_end)
+        grown = judge_change(at_knee, at_end, round_pairs(at_knee, at_end))  # paired where they alternated
         flat = grown.high is not None and grown.high <= 1 + FLAT_MARGIN
         return Knee(None, KneeKind.LATENCY_FLAT if flat else KneeKind.LATENCY_SHORT, latency_growth=grown)
     return Knee(k, KneeKind.AT_LOWEST_LOAD if k == 0 else KneeKind.WITHIN_SWEEP)
