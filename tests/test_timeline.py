@@ -465,6 +465,31 @@ def test_a_repetitions_second_fault_bounds_the_first_ones_stalls() -> None:
     assert found.figures.blackout_s == pytest.approx(0.5, abs=0.11)
 
 
+def test_a_failed_undoing_is_said_and_the_figures_read_as_never_undone() -> None:
+    """The lab could not undo the fault (its restore record carries the error): the repetition says so, its figures
+    are read as never undone (no blackout when undone), and the point's line and verdict say it failed."""
+    from storbench.model import Case, PathTarget, Status, StoredRepetition, WorkloadPoint
+    from storbench.model.fault_record import FaultRecord
+    from storbench.report.failover import failover_line, failover_verdict
+    from storbench.stats.failover_points import point_failovers
+
+    workload = WorkloadPoint(rw="randwrite", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=30, ramp_s=0,
+                             direct=True, ioengine="libaio", size_bytes=1 << 20, timeline_window_ms=WINDOW)
+    case = Case(case_id="c", target=PathTarget(name="t", path="/x", size_bytes=1 << 20), workload=workload)
+    rows = "\n".join(f"{r.t_ms}, {r.value}, 1, 0" for r in synthetic(lambda t: 0 if 10 <= t < 12 else 1000, 30).iops)
+    faults = (FaultRecord("freeze", "volume", False, at(10) / 1000),
+              FaultRecord("freeze", "volume", True, at(15) / 1000, error="the lab said no"))
+    repetition = StoredRepetition(repetition_id=1, run_id=1, case=case, rep_index=0, status=Status.OK,
+                                  started_at_s=T0 / 1000, finished_at_s=T0 / 1000 + 30, fio_version="fio-3.33",
+                                  error="", clients=(), faults=faults, logs=(("timeline_iops.1.log", rows),))
+    (point,) = point_failovers([repetition])
+    (found,) = point.repetitions
+    assert found.restore is None and found.undo_error == "the lab said no" and found.figures is not None
+    assert found.figures.restore_blackout_s is None
+    assert "its undoing failed in 1 of 1 (the lab said no): read as never undone there" in failover_line(point, "x")
+    assert "its undoing failed in 1 of 1" in failover_verdict(point, None, "x")
+
+
 def test_clients_out_of_step_by_part_of_a_window_make_no_dip() -> None:
     """Two clients whose 100 ms logs run out of step (started some milliseconds apart, each row a millisecond early
     or late): a fault that did nothing to either has no dip, whatever the offset. Rows placed whole in one window

@@ -96,6 +96,8 @@ def failover_line(point: PointFailover, label: str) -> str:
     if point.restore_blackout_s is not None:
         parts.append(f"blackout {_figure(point.restore_blackout_s, ' s')} when undone" + (
             f" (within chance{_ones(point.restore_by_chance, n)})" if point.restore_by_chance else ""))
+    if errors := point.undo_errors:  # read as never undone: what follows is the fault's still
+        parts.append(f"its undoing failed in {len(errors)} of {n} ({errors[0]}): read as never undone there")
     parts.append(f"dip to {_figure(point.dip_pct, ' %', 0)} of the level before" + (
         "" if point.dip_before_pct is None else
         f" (the noise alone: as low as {_figure(point.dip_before_pct, ' %', 0)} in the windows before the fault)"))
@@ -196,6 +198,8 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
                      f"{_in_some(point.cluster_clean_s, n)}")
     if point.cluster_never_clean:
         parts.append(f"a PG not active+clean again within the watch in {point.cluster_never_clean} of {n}")
+    if errors := point.undo_errors:
+        parts.append(f"its undoing failed in {len(errors)} of {n}")
     if check is not None and check.checked:
         bad = check.total.bad
         said = (f"acknowledged writes lost or damaged: {bad:,} of the {check.blocks_read:,} blocks read back did "

@@ -39,6 +39,7 @@ class RepetitionFailover:
     problem: str = ""  # why there are no figures
     cluster: ClusterRecovery | None = None  # the lab cluster's PGs after the fault (a Ceph lab's, watched)
     pod_events: tuple[tuple[float, PodEvent], ...] = ()  # Kubernetes' events about the pods from the fault on
+    undo_error: str = ""  # its undoing was tried and failed (the lab's error): its figures read as never undone
 
 
 def client_logs(repetition: StoredRepetition) -> list[ClientLog]:
@@ -78,8 +79,10 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
     fault = done[0] if done else None
     # its own restore: the first after it (an earlier fault of the same action and target that failed is undone too)
     after = repetition.faults[repetition.faults.index(fault) + 1:] if fault is not None else ()
-    restore = next((f for f in after if f.restore and f.target == fault.target and f.action == fault.action
-                    and not f.error), None) if fault is not None else None
+    own = next((f for f in after if f.restore and f.target == fault.target and f.action == fault.action),
+               None) if fault is not None else None
+    restore = own if own is not None and not own.error else None
+    undo_error = own.error if own is not None else ""
     if fault is None:
         failed = next((f for f in repetition.faults if f.error), None)
         problem = f"its fault was not done: {failed.error}" if failed else "no fault was done"
@@ -107,7 +110,7 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
     events_log = next((text for name, text in repetition.logs if name == EVENTS_LOG), None)
     events = tuple(after_fault(parse_events_log(events_log), round(fault.at_s * 1000))) if events_log else ()
     return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, figures,
-                              cluster=cluster, pod_events=events)
+                              cluster=cluster, pod_events=events, undo_error=undo_error)
 
 
 # the last row may come this much before the planned end of a run whose I/O never stopped (a plan's fault is
@@ -245,6 +248,11 @@ class PointFailover:
     def stopped_for_good(self) -> int:
         """In how many repetitions no I/O completed after the fault to the end of the run."""
         return sum(1 for f in self.figures if f.first_completion_s is None)
+
+    @property
+    def undo_errors(self) -> tuple[str, ...]:
+        """The errors of the undoings that failed, one per repetition with figures whose undoing failed."""
+        return tuple(r.undo_error for r in self.repetitions if r.undo_error and r.figures is not None)
 
     def client_stopped(self, client: str) -> int:
         """In how many repetitions ``client``'s own I/O stopped for a whole window or more, beyond chance."""
