@@ -120,6 +120,22 @@ _BASE: dict[str, object] = dict(
 )
 
 
+def test_fio_on_other_machines_is_not_judged_from_this_machines_figures() -> None:
+    """fio ran on real hosts elsewhere: this machine's host CPU (idle, or busy with something else) and its devices
+    are none of theirs. Read as theirs, an idle orchestrator had made the point "under-driven ... nothing saturated
+    (host CPU 4 %)" and a busy one cpu-bound; now it is unknown, saying why, unless fio's own figures show more."""
+    rows = [{**_BASE, "repeat": r, "direction": "read", "iops": 1000.0, "lat_mean_ns": 8e6, "host_cpu_busy_pct": h,
+             "disk_busiest_util_pct": 2.0} for r in range(3) for h in (4.0,)]
+    here = summarize_points([observation(**r) for r in rows])[0].bottleneck
+    assert here.kind == Bottleneck.UNDER_DRIVEN and "host CPU 4 %" in here.evidence
+    elsewhere = [replace(o, fio=replace(o.fio, ran_here=False)) for o in (observation(**r) for r in rows)]
+    remote = summarize_points(elsewhere)[0].bottleneck
+    assert remote.kind == Bottleneck.UNKNOWN and "fio ran on other machines" in remote.evidence, remote
+    busy = [replace(o, fio=replace(o.fio, ran_here=False)) for o in (observation(**{**r, "host_cpu_busy_pct": 97.0})
+                                                                      for r in rows)]
+    assert summarize_points(busy)[0].bottleneck.kind == Bottleneck.UNKNOWN  # this machine's CPU is not theirs
+
+
 def test_summary_judges_each_case_from_its_repetitions() -> None:
     rows: list[dict[str, object]] = []
     for repeat, (read_iops, write_iops) in enumerate(((700.0, 300.0), (1400.0, 600.0))):

@@ -97,6 +97,9 @@ class BottleneckInputs:
     storage_disk: str = ""  # the storage nodes' busiest disk, "sdb of node osd2:9100" ('' unknown)
     # what each I/O cost in CPU (`stats.cost`): (component, µs per I/O), the costliest first
     cost_us_per_io: tuple[tuple[str, float], ...] = ()
+    # fio ran on other machines (real hosts, a cluster's pods): this machine's figures are none of theirs and are
+    # left out above; the verdict reads fio's own and the storage nodes' (Prometheus) figures only
+    clients_elsewhere: bool = False
 
 
 @dataclass(frozen=True)
@@ -218,8 +221,9 @@ def judge(x: BottleneckInputs) -> BottleneckVerdict:
     if not found and not telemetry:
         fio = ("" if x.client_cpu_cores is None else
                f"; fio used {x.client_cpu_cores:.2f} cores, not enough to bind the client")
-        return BottleneckVerdict(Bottleneck.UNKNOWN, f"no telemetry for this point (imported, or telemetry off){fio}",
-                                 (), in_flight, slots)
+        why = ("fio ran on other machines, whose host figures this machine's are not, and no storage node was "
+               "sampled (telemetry.prometheus)" if x.clients_elsewhere else "imported, or telemetry off")
+        return BottleneckVerdict(Bottleneck.UNKNOWN, f"no telemetry for this point ({why}){fio}", (), in_flight, slots)
     if found:
         primary = found[0]
         others = "; ".join(f.evidence for f in found[1:])

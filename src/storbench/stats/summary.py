@@ -71,24 +71,32 @@ def bottleneck_inputs(ok: Sequence[Observation]) -> BottleneckInputs | None:
     def mean(field: str) -> float | None:
         return _mean_of([metric_value(o, field) for o in one_per_repetition])
 
+    # fio on other machines: this machine's CPU, devices, links and its null-engine ceiling are not theirs (a busy
+    # orchestrator had made their point cpu-bound, an idle one "nothing saturated")
+    here = all(o.fio.ran_here for o in ok)
+
+    def local(field: str) -> float | None:
+        return mean(field) if here else None
+
     return BottleneckInputs(
-        host_cpu_busy_pct=mean("host_cpu_busy_pct"), host_cpu_pressure_pct=mean("host_cpu_pressure_pct"),
-        process_cpu_cores=tuple(process_means),
+        host_cpu_busy_pct=local("host_cpu_busy_pct"), host_cpu_pressure_pct=local("host_cpu_pressure_pct"),
+        process_cpu_cores=tuple(process_means) if here else (),
         client_cpu_cores=mean("client_cpu_cores"),
-        busiest_device=_most_common([device for device, _, _ in names]),
-        device_util_pct=mean("disk_busiest_util_pct"), device_queue_depth=mean("disk_busiest_queue_depth"),
-        busiest_interface=_most_common([interface for _, interface, _ in names]),
-        interface_util_pct=mean("net_busiest_util_pct"), interface_bytes_per_s=mean("net_busiest_bytes_per_s"),
+        busiest_device=_most_common([device for device, _, _ in names]) if here else "",
+        device_util_pct=local("disk_busiest_util_pct"), device_queue_depth=local("disk_busiest_queue_depth"),
+        busiest_interface=_most_common([interface for _, interface, _ in names]) if here else "",
+        interface_util_pct=local("net_busiest_util_pct"), interface_bytes_per_s=local("net_busiest_bytes_per_s"),
         storage_node=_most_common([node for _, _, node in names]),
         storage_disk=_most_common([_busiest_node_disk(o) for o in one_per_repetition]),
         node_cpu_busy_pct=mean("node_cpu_busy_pct"), node_disk_util_pct=mean("node_disk_util_pct"),
-        iops=_mean_of(iops_values), in_flight=_mean_of(in_flight_values), ceiling_iops=mean("client_ceiling_iops"),
+        iops=_mean_of(iops_values), in_flight=_mean_of(in_flight_values), ceiling_iops=local("client_ceiling_iops"),
         iodepth=case.workload.iodepth, jobs=case.workload.numjobs * case.clients, ioengine=case.workload.ioengine,
         osd_quota_cores=case.lab.ceph.osd_cpus if case.lab.ceph is not None else None,
         osds=case.lab.ceph.osds if case.lab.ceph is not None else None, clients=case.clients,
         cost_us_per_io=tuple(sorted(((c.label, us) for c in (*COMPONENTS, KERNEL)
                                      if (us := mean(f"{c.key}_cpu_us_per_io")) is not None),
                                     key=lambda item: -item[1])),
+        clients_elsewhere=not here,
     )
 
 
