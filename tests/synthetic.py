@@ -115,6 +115,8 @@ def observation(**fields: object) -> Observation:
     unknown = set(fields) - set(DEFAULTS) - {"bs"}
     assert not unknown, f"no such record field in the synthetic observation: {unknown}"
     v = {**DEFAULTS, **fields}
+    if "clients_reporting" not in fields:  # every client reported, unless a test says otherwise
+        v["clients_reporting"] = v["clients"]
     options = tuple(tuple(part.split("=", 1)) for part in str(v["fio_options"]).split())
     workload = WorkloadPoint(
         rw=str(v["rw"]), bs_bytes=int(v["bs_bytes"]), iodepth=int(v["iodepth"]), numjobs=int(v["numjobs"]),

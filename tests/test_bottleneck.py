@@ -653,3 +653,15 @@ def test_more_jobs_refute_a_cap_by_the_rule_the_jobs_curve_reads_itself_with() -
     verdict = points["j1d16"].bottleneck
     assert verdict.kind == Bottleneck.UNDER_DRIVEN, verdict
     assert "iodepth 16, numjobs 2 gave +9 % [+2, +17] (90 %)" in verdict.evidence, verdict.evidence
+
+
+def test_a_point_whose_clients_did_not_all_report_says_so() -> None:
+    """clients: 2, one pod's output lost with its node in one repetition: the repetition is one client's figures
+    under a point of two; the point warns, naming how many clients and repetitions."""
+    rows = [{**_BASE, "repeat": r, "clients": 2, "clients_reporting": 1 if r == 1 else 2, "iops": 1000.0,
+             "lat_mean_ns": 8e6} for r in range(3)]
+    (point,) = [p for p in summarize_points([observation(**r) for r in rows]) if p.direction == "read"]
+    (warning,) = [w for w in point.warnings if w.code == "missing_clients"]
+    assert warning.message.startswith("1 of 2 clients returned no fio output (repetition 2; 1 repetitions short)")
+    full = [{**r, "clients_reporting": 2} for r in rows]
+    assert "missing_clients" not in {w.code for w in summarize_points([observation(**r) for r in full])[0].warnings}

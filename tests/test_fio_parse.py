@@ -142,3 +142,24 @@ def test_clones_of_a_size_based_job_are_one_rate_over_the_longest_runtime(fixtur
     written = client_measurement(output, size_based=True).direction(Direction.WRITE)
     (client,) = judged.clients
     assert written is not None and client.direction(Direction.WRITE) == written  # a delete job is size based
+
+
+def test_clients_of_a_size_based_job_are_one_rate_over_the_longest_client() -> None:
+    """Two clients (fio servers, pods) of 1,000 creates each, in 1 s and 2 s: 2,000 creates over 2 s is 1,000/s (their
+    rates summed had read 1,500/s, beside a stored runtime of 2 s and 2,000 I/Os); a time-based job keeps the sum."""
+    from storbench.fio.merge import merge_clients
+    from storbench.model import ClientMeasurement, DirectionMeasurement, LatencyHistogram, LatencySummary
+
+    def client(name: str, runtime_ms: int) -> ClientMeasurement:
+        lat = LatencySummary(samples=1000, min_ns=1, max_ns=2, mean_ns=1.5, stddev_ns=0.0,
+                             histogram=LatencyHistogram.from_counts(((1000, 1000),)))
+        write = DirectionMeasurement(direction=Direction.WRITE, total_ios=1000, io_bytes=0, runtime_ms=runtime_ms,
+                                     iops=1000 * 1000 / runtime_ms, bw_bytes_per_s=0.0, clat=lat, lat=lat)
+        return ClientMeasurement(client=name, jobs=1, job_errors=(), cpu_usr_pct=0.0, cpu_sys_pct=0.0,
+                                 directions=(write,))
+
+    clients = [client("a", 1000), client("b", 2000)]
+    (spanned,) = merge_clients(clients, size_based=True)
+    (summed,) = merge_clients(clients)
+    assert spanned.iops == pytest.approx(1000.0) and summed.iops == pytest.approx(1500.0)
+    assert spanned.total_ios == 2000 and spanned.runtime_ms == 2000

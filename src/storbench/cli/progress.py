@@ -18,6 +18,7 @@ from storbench.model import (
     Status,
     is_metadata,
     is_object,
+    is_size_based,
     is_volume_operation,
     moves_data,
 )
@@ -47,7 +48,7 @@ def _outcome_line(item: ScheduledRepetition, outcome: RepetitionOutcome, distinc
         shown = ", ".join(format_latency_ns(t) for t in times[:8]) + (" ..." if len(times) > 8 else "")
         return f"{label}: {len(times)} done in {shown}"
     parts = []
-    for m in merge_clients(outcome.clients):  # all clients: I/O summed, latency bins added
+    for m in merge_clients(outcome.clients, size_based=is_size_based(w.rw)):  # all clients: I/O summed, bins added
         p99 = m.lat.percentile_ns(99.0)
         rate = (f"{direction_label(w.rw, m.direction.value)} {m.iops:,.0f} ops/s" if operations else
                 f"{m.direction.value} {m.iops:,.0f} IOPS")

@@ -21,6 +21,7 @@ from storbench.model import (
     PvcTarget,
     Status,
     StoredRepetition,
+    is_size_based,
     moves_data,
 )
 from storbench.model.fault_record import WriteCheck
@@ -155,7 +156,7 @@ def observations(repetitions: Iterable[StoredRepetition], per_client: bool = Fal
     out: list[Observation] = []
     for rep in repetitions:
         ok = rep.status == Status.OK
-        merged = merge_clients(rep.clients) if ok else ()
+        merged = merge_clients(rep.clients, size_based=is_size_based(rep.case.workload.rw)) if ok else ()
         utils = [d.util_pct for c in rep.clients for d in c.disks]
         slowest, slowest_pct = slowest_client(rep.clients)
         figures = ClientFigures(

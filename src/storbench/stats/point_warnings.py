@@ -36,6 +36,7 @@ WARNING_TITLES = {
     "runtime_shorter_than_ramp": "runtime shorter than ramp",
     "page_cache": "working set fits in the page cache",
     "stragglers": "straggling clients",
+    "missing_clients": "clients that returned no fio output",
     "not_steady": "SNIA's steady-state rule never met",
     "steady_incomplete": "steady state not reached yet",
     "steady_window": "steady-state window: rounds of one instance chosen for small spread; no interval",
@@ -194,6 +195,15 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
             "stragglers", f"client {worst.fio.slowest} did {worst.fio.slowest_pct_of_median:.0f} % of the "
             f"median client's IOPS (repetition {worst.rep_index + 1})",
             "see `storbench export --per-client`; check that host's load, network and storage path"))
+    missing = [o for o in ok if not o.client and 0 < o.fio.reporting < case.clients]
+    if missing:  # a pod whose log was lost with its node: the figures are the other clients' alone
+        worst = min(missing, key=lambda o: o.fio.reporting)
+        warnings.append(StatWarning(
+            "missing_clients", f"{case.clients - worst.fio.reporting} of {case.clients} clients returned no fio "
+            f"output (repetition {worst.rep_index + 1}; {len({o.repetition for o in missing})} repetitions short): "
+            "its figures are the others' alone",
+            "see the repetition's raw output (`storbench export`): a client's pod on a failed node may have lost its "
+            "log"))
     volume = case.lab.volume
     if volume is not None and volume.iops and not volume.bursty:
         slots = configured_slots(workload.iodepth, workload.numjobs * case.clients, workload.ioengine)
