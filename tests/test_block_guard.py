@@ -35,6 +35,9 @@ def test_device_in_use_rules() -> None:
     assert device_in_use([(8, 0), (254, 1)], mounted, ["/dev/sda", "/dev/sda1"], frozenset(), []) is not None
     assert device_in_use([(8, 16)], frozenset(), ["/dev/sdb", "/dev/sdb2"], frozenset({"/dev/sdb2"}), []) is not None
     assert "dm-0" in (device_in_use([(8, 32)], frozenset(), ["/dev/sdc"], frozenset(), ["dm-0"]) or "")
+    # an active swap area /proc/swaps names /dev/dm-1, the plan by another name: its device number tells
+    assert "swap" in (device_in_use([(253, 1)], frozenset(), ["/dev/mapper/rhel-swap"], frozenset({"/dev/dm-1"}), [],
+                                    swap_numbers=frozenset({(253, 1)})) or "")
 
 
 @pytest.fixture
@@ -224,3 +227,22 @@ def test_no_test_file_goes_into_the_systems_own_directories(tmp_path: Path,
     code, _, err = run_cli(capsys, "plan", str(plan))
     assert code == 2 and "/etc/cron.d is in the system's own directory /etc" in err, err
     assert len(err.strip().splitlines()) == 1 and "hint:" in err
+
+
+def test_a_device_is_written_through_its_own_node_not_a_name_for_it(loop_device: str, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A link to the device: checked and written as the node it names now (fio had been given the link, which its
+    owner could point elsewhere after the checks); a path out of /dev through '..' is refused when the plan loads."""
+    from storbench.model import BlockTarget
+    from storbench.targets.local import check_block_target
+
+    alias = Path(f"/dev/storbench-test-{os.getpid()}")
+    alias.symlink_to(loop_device)
+    try:
+        prepared = check_block_target(BlockTarget("dev", device=str(alias)), [])
+        assert dict(prepared.binding.options)["filename"] == loop_device
+    finally:
+        alias.unlink()
+    plan = write_plan(tmp_path, _plan("/dev/../tmp/disk", "randread", ""))
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "without '.' or '..'" in err, err

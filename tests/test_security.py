@@ -187,7 +187,14 @@ def test_a_directory_another_user_controls_is_refused(tmp_path: Path, capsys: py
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)  # writable by all, no sticky bit: files can be swapped under storbench
-    for directory, says in ((other, "belongs to uid 4242"), (shared, "writable by other users")):
+    # the test directory is root's own, but the directory above it another user's: they could rename it away and put
+    # a link to any directory in its place, for fio to reopen its files through (it had been accepted)
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, 4242, 4242)
+    (home / "bench").mkdir()
+    for directory, says in ((other, "belongs to uid 4242"), (shared, "writable by other users"),
+                            (home / "bench", f"{home}, above {home / 'bench'}, is owned by uid 4242")):
         plan = write_plan(tmp_path, PLAN.format(engine="psync", name="thinktime", value="0").replace(
             "/tmp/storbench-sec-unused", str(directory)), f"{directory.name}.yaml")
         code, out, err = run_cli(capsys, "plan", str(plan))

@@ -158,6 +158,8 @@ class BlockTargetConfig(StrictModel):
             return None
         if not value.startswith("/dev/") or not SAFE_PATH_RE.fullmatch(value) or " " in value:
             raise ValueError(f"device {value!r} must be a /dev/ path of letters, digits and _ . / -")
+        if any(part in (".", "..") for part in value.split("/")):  # /dev/../home/x is no device in /dev
+            raise ValueError(f"device {value!r} must name a device in /dev, without '.' or '..'")
         return value
 
     def spec(self, name: str) -> BlockTarget:

@@ -69,15 +69,17 @@ def device_in_use(
     loop_backing: str = "",
     lab_roots: Iterable[str] = (),
     backs_loops: Iterable[str] = (),
+    swap_numbers: frozenset[tuple[int, int]] = frozenset(),
 ) -> str | None:
     """Why a device (with its partitions) is in use, or None. Used for any write to a raw device.
 
     ``mounted``: devices mounted in any mount namespace; ``open_by``: (pid, command) of processes that have it
     open (a Ceph OSD, a database, a VM); ``loop_backing``: the file behind it when it is a loop device, refused
-    when it lies in a storbench lab; ``backs_loops``: loop devices whose backing file is this device."""
+    when it lies in a storbench lab; ``backs_loops``: loop devices whose backing file is this device;
+    ``swap_numbers``: the active swap areas' device numbers (whatever name /proc/swaps gives them)."""
     if any(number in mounted for number in device_numbers):
         return "it (or one of its partitions) is mounted (in this or another mount namespace)"
-    if any(path in swaps for path in device_paths):
+    if any(path in swaps for path in device_paths) or any(number in swap_numbers for number in device_numbers):
         return "it (or one of its partitions) is an active swap area"
     holder_list = sorted(holders)
     if holder_list:

@@ -6,14 +6,14 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from storbench.demands import MACHINE_SHARE, inodes_need
 from storbench.errors import UserError
 from storbench.execute.supervisor import process_dirs
 from storbench.fio.jobfile import METADATA_DIR, JobBinding, escape_fio_path, is_safe_job_value, metadata_dir_names
-from storbench.lab.labdir import DEFAULT_LAB_ROOT, default_lab_dir
+from storbench.lab.labdir import DEFAULT_LAB_ROOT, ancestor_problem, default_lab_dir
 from storbench.model import METADATA_RW, BlockTarget, Case, CephfsTarget, PathTarget, is_metadata, rw_writes
 from storbench.schedule import working_set_bytes
 from storbench.targets.base import CHECK_FILE, FILENAME_FORMAT, FileCheckPlace, PreparedTarget
@@ -24,6 +24,7 @@ from storbench.targets.guards import (
     parse_swap_devices,
     system_directory,
 )
+from storbench.trusted_files import invoking_uids
 from storbench.units import format_bytes
 
 # Every test file storbench's jobs make: its own (storbench.J.F), a client's (storbench.cN.J.F), and a fio
@@ -112,7 +113,8 @@ def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *,
         refusal = directory_refusal(directory)
         if refusal:
             raise UserError(f"target '{spec.name}': {refusal}", where=where,
-                            hint="use a directory owned by you (or root) that only its owner can write")
+                            hint="use a directory owned by you (or root) that only its owner can write, as is "
+                            "every directory above it")
     if directory.exists():
         refusal = claim_test_files(directory, test_file_names(cases), create=claim)
         if refusal is None and claim and any(is_metadata(c.workload.rw) for c in cases):
@@ -156,6 +158,15 @@ def directory_refusal(directory: Path) -> str | None:
         return f"{directory} belongs to uid {st.st_uid}, not to the user running storbench"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
         return f"{directory} is writable by other users (mode {stat.S_IMODE(st.st_mode):o}, no sticky bit)"
+    # a directory above it that another user may write: they could rename the test directory away and put a link
+    # to any directory in its place, for fio (root's) to reopen its files through on every repetition
+    trusted = invoking_uids()
+    for above in reversed(directory.parents):
+        found = os.lstat(above)
+        problem = ancestor_problem(found.st_mode, found.st_uid, os.geteuid(), also=trusted)
+        if problem:
+            return (f"{above}, above {directory}, {problem}: another user could swap the test directory for a link "
+                    "between storbench's check and fio's open")
     return None
 
 
@@ -256,6 +267,33 @@ def remove_test_files(directory: Path) -> int:
     return removed
 
 
+def untrusted_device(device: Path) -> str | None:
+    """Why the canonical path of a device a plan names cannot be written through (None: it can): not in /dev, or a
+    directory on the way another user may write (they could put another node there)."""
+    if device.parts[:2] != ("/", "dev"):
+        return "is not in /dev"
+    for above in reversed(device.parents):
+        found = os.lstat(above)
+        problem = ancestor_problem(found.st_mode, found.st_uid, os.geteuid())
+        if problem:
+            return f"lies below {above}, which {problem}"
+    return None
+
+
+def _block_numbers(paths: Iterable[str]) -> frozenset[tuple[int, int]]:
+    """The (major, minor) of the block devices among ``paths`` (a path that is gone, or a swap file, left out): an
+    active swap area named /dev/mapper/rhel-swap or by its UUID is /dev/dm-1 all the same."""
+    found = set()
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if stat.S_ISBLK(st.st_mode):
+            found.add((os.major(st.st_rdev), os.minor(st.st_rdev)))
+    return frozenset(found)
+
+
 def _device_numbers(device: Path) -> tuple[list[tuple[int, int]], list[str], list[str], str]:
     """The device's and its partitions' (major, minor), their /dev paths, holders, and size in bytes."""
     st = device.stat()
@@ -336,7 +374,13 @@ def check_block_target(spec: BlockTarget, cases: Sequence[Case], *, where: str =
     ``destructive: true`` and then refused anyway."""
     if spec.device is None:
         raise AssertionError("the volume lab's device is prepared with its lab, not checked here")
-    device = Path(spec.device)
+    # the device itself, not a name for it: fio is given the node the checks looked at, so a link repointed after
+    # them (one another user owns) writes nowhere else, and the swap and in-use checks see every alias of it
+    device = Path(os.path.realpath(spec.device))
+    problem = untrusted_device(device)
+    if problem:
+        raise UserError(f"target '{spec.name}': {spec.device} is {device}, which {problem}", where=where,
+                        hint="name the device node in /dev (or a link root owns to it, as /dev/disk/by-id/...)")
     try:
         mode = device.stat().st_mode
     except OSError as exc:
@@ -348,9 +392,10 @@ def check_block_target(spec: BlockTarget, cases: Sequence[Case], *, where: str =
     numbers, paths, holders, size = _device_numbers(device)
     # written by a case, or by the checking writer past fio's region (check_writes needs destructive: true there)
     if spec.destructive or any(rw_writes(c.workload.rw) for c in cases):
-        reason = device_in_use(numbers, _mounted_everywhere(), paths, parse_swap_devices(_read("/proc/swaps")),
-                               holders, open_by=_open_by(set(numbers)), loop_backing=_loop_backing(device),
-                               lab_roots=_lab_roots(), backs_loops=_loops_backed_by(paths))
+        swaps = parse_swap_devices(_read("/proc/swaps"))
+        reason = device_in_use(numbers, _mounted_everywhere(), paths, swaps, holders, open_by=_open_by(set(numbers)),
+                               loop_backing=_loop_backing(device), lab_roots=_lab_roots(),
+                               backs_loops=_loops_backed_by(paths), swap_numbers=_block_numbers(swaps))
         if reason:
             raise UserError(f"target '{spec.name}': {device} cannot be written to while in use: {reason}",
                             where=where, hint="unmount it (or stop what uses it) first, or pick another device; "
