@@ -460,6 +460,10 @@ def test_offsets_count_in_the_files_fio_lays_out(tmp_path: Path, capsys: pytest.
         """)
     (case,) = expand(load_plan_text(text, "p.yaml"))
     assert working_set_bytes(case) == 4 * (4 << 20) + (4 * 8 + 6) * (1 << 40)
+    # each of a job's nrfiles files begins at its offset: 4,096 files at 1 GiB lay out 4 TiB (it counted 1 GiB)
+    many = text.replace("numjobs: 4, fio: {offset: 8t, offset_increment: 1t}", "fio: {nrfiles: 4096, offset: 1g}")
+    (case,) = expand(load_plan_text(many, "p.yaml"))
+    assert working_set_bytes(case) == (4 << 20) + 4096 * (1 << 30)
     # a share is of the file's size when fio opens it: a file laid out longer each repetition (real fio: 1, 3, 7
     # MiB for the third job at offset_increment: 100%), refused on file targets
     halves = text.replace("offset: 8t, offset_increment: 1t", "offset: 50%")
@@ -541,3 +545,26 @@ def test_a_volume_operation_waits_for_no_pod_start_in_the_estimate() -> None:
     (case,) = expand(load_plan_text("name: k\ntargets:\n  v: {kind: pvc, storage_class: fast, size: 1GiB}\n"
                                     "workload: {rw: provision, runtime: 60s}\n", "k.yaml"))
     assert repetition_seconds(case) == ESTIMATE_VOLUME_OPERATION_S
+
+
+def test_a_plan_that_would_run_more_processes_than_the_machine_has_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """4,096 jobs with 64 verify threads each are 266,241 fio tasks: a machine of pid_max 32,768 (this VM's) would
+    have every fork on it fail; refused by `plan`, naming numjobs. A plan within it passes."""
+    from storbench import checks
+
+    available = checks.free_tasks()  # this machine's, read from /proc
+    assert available is not None and 0 < available <= 4_194_304
+    monkeypatch.setattr(checks, "free_tasks", lambda: 32_768 - 452)
+    text = textwrap.dedent(f"""\
+        name: x
+        targets:
+          d: {{kind: path, path: {tmp_path}/data, size: 4MiB}}
+        workload: {{rw: randwrite, numjobs: 4096, fio: {{verify: crc32c, verify_async: 64}}}}
+        """)
+    code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, text)))
+    assert code == 2 and "needs 266,241 processes and threads: fio's 266,241 (numjobs 4096 x (1 + verify_async 64) " \
+        "+ 1, x clients 1); this machine has 32,316 available" in " ".join(err.split()), err
+    fits = text.replace("numjobs: 4096", "numjobs: 4").replace("verify_async: 64", "verify_async: 2")
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, fits, "fits.yaml")))
+    assert code == 0, out + err

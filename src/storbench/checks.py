@@ -4,6 +4,7 @@ then every target through its kind. Never a half-run on a bad plan."""
 from __future__ import annotations
 
 import os
+import resource
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from storbench.demands import (
     lab_groups,
     memory_demands,
     over_share,
+    task_demands,
 )
 from storbench.errors import UserError, did_you_mean
 from storbench.execute.fio_binary import fio_capabilities
@@ -184,12 +186,27 @@ def check_resources(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
                 raise UserError(refusal, where=loaded.source.where(largest.key), hint=largest.hint)
 
     refuse(memory_demands(loaded.config, cases), meminfo_bytes("MemAvailable"), "this machine")
+    refuse(task_demands(loaded.config, cases), free_tasks(), "this machine")
     disks = lab_disk_demands(loaded.config, cases)
     holder = _nearest_existing(Path(os.path.abspath(default_lab_dir())))
     if disks:
         stats = os.statvfs(holder)
         refuse(disks, stats.f_bavail * stats.f_frsize, f"the filesystem of the lab directory ({holder})")
     _check_lab_inodes(loaded, cases, holder)
+
+
+def free_tasks() -> int | None:
+    """How many more processes and threads this machine can run: the least of pid_max, threads-max and this user's
+    RLIMIT_NPROC, less the tasks that run now (/proc/loadavg's count); None when it cannot tell."""
+    try:
+        limits = [int(Path(f"/proc/sys/kernel/{name}").read_text()) for name in ("pid_max", "threads-max")]
+        running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
+    if soft != resource.RLIM_INFINITY:
+        limits.append(soft)
+    return max(0, min(limits) - running)
 
 
 def _check_lab_inodes(loaded: LoadedPlan, cases: Sequence[Case], holder: Path) -> None:

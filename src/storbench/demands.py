@@ -46,8 +46,9 @@ class Need:
 class Demand:
     """Everything a plan needs of one resource at the same time (one lab configuration, its largest case)."""
 
-    resource: str  # "memory", "disk in the lab directory"
+    resource: str  # "memory", "disk in the lab directory", "processes and threads"
     needs: tuple[Need, ...]
+    counted: bool = False  # a number of things (tasks), not bytes
 
     @property
     def total(self) -> int:
@@ -64,9 +65,9 @@ def over_share(demand: Demand, available: int, where: str) -> str | None:
     if demand.total <= limit:
         return None
     parts = " + ".join(need.text for need in demand.needs if need.amount)
-    return (f"needs {format_bytes(demand.total)} of {demand.resource}: {parts}; {where} has "
-            f"{format_bytes(available)} available and a plan may use {MACHINE_SHARE:.0%} of it "
-            f"({format_bytes(limit)})")
+    amount = (lambda n: f"{n:,}") if demand.counted else format_bytes
+    return (f"needs {amount(demand.total)} {'' if demand.counted else 'of '}{demand.resource}: {parts}; {where} has "
+            f"{amount(available)} available and a plan may use {MACHINE_SHARE:.0%} of it ({amount(limit)})")
 
 
 def lab_groups(config: PlanConfig, cases: Sequence[Case]) -> list[list[Case]]:
@@ -185,6 +186,29 @@ def memory_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:
         if needs:
             out.append(Demand("memory", tuple(needs)))
     return out
+
+
+def fio_tasks(case: Case) -> int:
+    """The processes and threads fio runs for a case: each job (numjobs) with its verify_async threads, and fio's
+    own, per client."""
+    asynchronous = int(dict(case.workload.fio_options).get("verify_async", "0"))
+    return (case.workload.numjobs * (1 + asynchronous) + 1) * case.clients
+
+
+def task_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:
+    """fio's processes and threads where they run on this machine (locally, the hosts lab's servers, the k8s lab's
+    pods), for its largest case: a plan of 4,096 jobs with 64 verify threads each would exhaust the machine's pids."""
+    k8s_here = config.lab is not None and config.lab.k8s is not None
+    local = [c for c in cases if config.hosts is None and (c.target.kind != "pvc" or k8s_here)]
+    if not local:
+        return []
+    case = max(local, key=fio_tasks)
+    w = case.workload
+    asynchronous = dict(w.fio_options).get("verify_async", "0")
+    return [Demand("processes and threads", (Need(
+        ("workload", "numjobs"), f"fio's {fio_tasks(case):,} (numjobs {w.numjobs} x (1 + verify_async "
+        f"{asynchronous}) + 1, x clients {case.clients})", fio_tasks(case), "lower numjobs, clients or verify_async"),),
+        counted=True)]
 
 
 def lab_disk_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:

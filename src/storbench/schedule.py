@@ -332,9 +332,12 @@ def working_set_bytes(case: Case) -> int:
         return 0
     if case.target.kind == "rbd":
         return size * case.clients
-    # fio lays a job's file out to its offset (offset + its number x offset_increment) plus the size after it
-    offset, step = (_absolute_size(dict(w.fio_options).get(name)) for name in ("offset", "offset_increment"))
-    extents = sum(size + offset + job * step for job in range(w.numjobs))
+    # fio lays each of a job's files out to its offset (offset + its number x offset_increment) plus its share of
+    # the size after it: nrfiles files of a job each begin at that offset
+    options = dict(w.fio_options)
+    offset, step = (_absolute_size(options.get(name)) for name in ("offset", "offset_increment"))
+    files = int(options.get("nrfiles", "1"))
+    extents = sum(size + files * (offset + job * step) for job in range(w.numjobs))
     return extents * case.clients
 
 
