@@ -222,6 +222,10 @@ def test_no_test_file_goes_into_the_systems_own_directories(tmp_path: Path,
     assert system_directory("/") == "/" and system_directory("/var/spool/cron") == "/var"
     assert system_directory("/var/lib/storbench/lab/nfs/mnt") is None and system_directory("/var/tmp/x") is None
     assert system_directory("/etcetera") is None and system_directory(str(tmp_path)) is None
+    # a home's dot-directories, read at login (Fedora's ~/.bashrc sources ~/.bashrc.d/*); its other directories not
+    assert system_directory("/root/.bashrc.d") == "/root/.bashrc.d"
+    assert system_directory("/home/bob/.config/autostart") == "/home/bob/.config"
+    assert system_directory("/root/bench") is None and system_directory("/home/bob/data/.x") is None
     plan = write_plan(tmp_path, "name: planted\ntargets:\n  d: {kind: path, path: /etc/cron.d, size: 4k}\n"
                       "workload: {rw: write, bs: 4k, runtime: 1s, fio: {buffer_pattern: '0x2a'}}\nkeep_files: true\n")
     code, _, err = run_cli(capsys, "plan", str(plan))

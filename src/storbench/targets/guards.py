@@ -25,6 +25,12 @@ def system_directory(path: str) -> str | None:
         return "/"
     if any(_under(path, allowed) for allowed in SYSTEM_EXCEPTIONS):
         return None
+    parts = path.split("/")
+    # a home's dot-directories: a shell, a desktop or a completion reads what lies there at login (~/.bashrc.d,
+    # ~/.config/autostart, ~/.local/share/bash-completion), as root's own for /root
+    home = 2 if parts[1:2] == ["root"] else 3 if parts[1:2] == ["home"] and len(parts) > 2 else None
+    if home is not None and len(parts) > home and parts[home].startswith("."):
+        return "/".join(parts[:home + 1])
     return next((d for d in SYSTEM_DIRECTORIES if _under(path, d)), None)
 
 

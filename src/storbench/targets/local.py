@@ -77,8 +77,9 @@ def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *,
                         "a fio job file", where=where, hint="use a directory without quotes, '$', '#', ';' or brackets")
     system = system_directory(str(directory))
     if system is not None:  # programs read what lies there: a plan's bytes could be run as root
-        raise UserError(f"target '{spec.name}': {directory} is in the system's own directory {system}, where "
-                        "storbench writes no test files", where=where,
+        whose = "a home's dot-directory" if "/." in system else "the system's own directory"
+        raise UserError(f"target '{spec.name}': {directory} is in {whose} {system}, where storbench writes no test "
+                        "files", where=where,
                         hint="point path at a directory of its own on the filesystem to measure, e.g. /mnt/nvme/bench")
     if directory.exists() and not directory.is_dir():
         raise UserError(f"target '{spec.name}': {directory} exists and is not a directory", where=where,
