@@ -238,7 +238,7 @@ def test_a_device_is_written_through_its_own_node_not_a_name_for_it(loop_device:
     """A link to the device: checked and written as the node it names now (fio had been given the link, which its
     owner could point elsewhere after the checks); a path out of /dev through '..' is refused when the plan loads."""
     from storbench.model import BlockTarget
-    from storbench.targets.local import check_block_target
+    from storbench.targets.block import check_block_target
 
     alias = Path(f"/dev/storbench-test-{os.getpid()}")
     alias.symlink_to(loop_device)

@@ -568,3 +568,21 @@ def test_a_plan_that_would_run_more_processes_than_the_machine_has_is_refused(
     fits = text.replace("numjobs: 4096", "numjobs: 4").replace("verify_async: 64", "verify_async: 2")
     code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, fits, "fits.yaml")))
     assert code == 0, out + err
+
+
+def test_the_k8s_labs_host_path_volumes_count_against_the_disk_they_are_made_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The k8s lab's provisioner makes each claim a directory under /tmp/hostpath_pv whatever its size: 4 clients
+    of 8 TiB each would fill that filesystem; `plan` refuses it, naming the target. Another StorageClass (a real
+    driver's) is not counted here."""
+    from storbench.demands import k8s_volume_demands
+
+    text = ("name: k\nlab: {k8s: {}}\nclients: 4\ntargets:\n  v: {kind: pvc, size: 8TiB, pod_security: baseline}\n"
+            "workload: {rw: randwrite, runtime: 1s}\n")
+    loaded = load_plan_text(text, "k.yaml")
+    (demand,) = k8s_volume_demands(loaded.config, expand(loaded), "storbench-hostpath")
+    assert demand.total == 4 * (8 << 40) and demand.needs[0].key == ("targets", "v", "size")
+    other = load_plan_text(text.replace("pod_security: baseline", "pod_security: baseline, storage_class: fast"), "o")
+    assert k8s_volume_demands(other.config, expand(other), "storbench-hostpath") == []
+    code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, text)))
+    assert code == 2 and "needs 32TiB of disk of the k8s lab's volumes: k8s lab volumes of 'v' 32TiB" in err, err

@@ -14,6 +14,7 @@ from storbench.demands import (
     MACHINE_SHARE,
     Demand,
     inodes_need,
+    k8s_volume_demands,
     lab_disk_demands,
     lab_groups,
     memory_demands,
@@ -23,6 +24,7 @@ from storbench.demands import (
 from storbench.errors import UserError, did_you_mean
 from storbench.execute.fio_binary import fio_capabilities
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
+from storbench.lab.k8s_conf import HOSTPATH_ROOT, STORAGE_CLASS
 from storbench.lab.labdir import default_lab_dir
 from storbench.model import BlockTarget, Case, NfsTarget
 from storbench.schedule import precondition_jobs, preconditions
@@ -187,6 +189,11 @@ def check_resources(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
 
     refuse(memory_demands(loaded.config, cases), meminfo_bytes("MemAvailable"), "this machine")
     refuse(task_demands(loaded.config, cases), free_tasks(), "this machine")
+    volumes = k8s_volume_demands(loaded.config, cases, STORAGE_CLASS)
+    if volumes:  # the host-path provisioner's directory, on this machine
+        place = _nearest_existing(Path(HOSTPATH_ROOT))
+        stats = os.statvfs(place)
+        refuse(volumes, stats.f_bavail * stats.f_frsize, f"the filesystem of {HOSTPATH_ROOT} ({place})")
     disks = lab_disk_demands(loaded.config, cases)
     holder = _nearest_existing(Path(os.path.abspath(default_lab_dir())))
     if disks:

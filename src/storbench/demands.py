@@ -19,6 +19,7 @@ from storbench.model import (
     CephLabPoint,
     LabPoint,
     NfsTarget,
+    PvcTarget,
     cluster_of,
     is_metadata,
     lab_group_key,
@@ -209,6 +210,25 @@ def task_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:
         ("workload", "numjobs"), f"fio's {fio_tasks(case):,} (numjobs {w.numjobs} x (1 + verify_async "
         f"{asynchronous}) + 1, x clients {case.clients})", fio_tasks(case), "lower numjobs, clients or verify_async"),),
         counted=True)]
+
+
+def k8s_volume_demands(config: PlanConfig, cases: Sequence[Case], host_path_class: str) -> list[Demand]:
+    """Per lab configuration, what the k8s lab's host-path volumes hold once written (its provisioner ignores a
+    claim's size: fio in the pods would fill the filesystem they are made on): each pvc target of the lab's own
+    StorageClass (none named, or ``host_path_class``), its largest case's files."""
+    if config.lab is None or config.lab.k8s is None:
+        return []
+    out = []
+    for group in lab_groups(config, cases):
+        written: dict[str, int] = {}
+        for case in group:
+            if isinstance(case.target, PvcTarget) and case.target.storage_class in (None, host_path_class):
+                written[case.target.name] = max(written.get(case.target.name, 0), working_set_bytes(case))
+        needs = [Need(("targets", name, "size"), f"k8s lab volumes of '{name}' {format_bytes(size)}", size,
+                      "lower the target's size, numjobs or clients") for name, size in written.items() if size]
+        if needs:
+            out.append(Demand("disk of the k8s lab's volumes", tuple(needs)))
+    return out
 
 
 def lab_disk_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:

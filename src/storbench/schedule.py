@@ -328,17 +328,14 @@ def working_set_bytes(case: Case) -> int:
     if is_object(w.rw) or is_volume_operation(w.rw):  # objects PUT every repetition; volume operations write none
         return 0
     size = case.workload.size_bytes or case.target.size_bytes or 0
-    if case.target.kind == "block":
-        return 0
-    if case.target.kind == "rbd":
-        return size * case.clients
-    # fio lays each of a job's files out to its offset (offset + its number x offset_increment) plus its share of
-    # the size after it: nrfiles files of a job each begin at that offset
+    if case.target.kind in ("block", "rbd"):
+        return 0 if case.target.kind == "block" else size * case.clients
+    # fio lays each of a job's nrfiles files out to its offset (offset + its number x offset_increment) plus its
+    # share of the size after it
     options = dict(w.fio_options)
     offset, step = (_absolute_size(options.get(name)) for name in ("offset", "offset_increment"))
     files = int(options.get("nrfiles", "1"))
-    extents = sum(size + files * (offset + job * step) for job in range(w.numjobs))
-    return extents * case.clients
+    return sum(size + files * (offset + job * step) for job in range(w.numjobs)) * case.clients
 
 
 def _absolute_size(value: str | None) -> int:

@@ -24,8 +24,9 @@ from storbench.model import (
     rw_writes,
 )
 from storbench.targets.base import FileCheckPlace, PreparedTarget
+from storbench.targets.block import check_block_target
 from storbench.targets.ceph import DEFAULT_CEPH_CONF, check_rbd_target, prepare_rbd_target
-from storbench.targets.local import check_block_target, check_path_target, remote_target
+from storbench.targets.local import check_path_target, remote_target
 from storbench.targets.nfs import check_nfs_target, prepare_nfs_target
 from storbench.targets.s3 import LAB_BUCKET, NO_S3_ACCESS, S3Access, S3Service, load_credentials, prepare_s3_target
 
