@@ -213,3 +213,22 @@ def test_every_export_field_is_a_where_key() -> None:
         pairs = isinstance(value, tuple)
         text = "" if value is None else " ".join(f"{k}={v}" for k, v in value) if pairs else str(value)
         assert match.matches(o, field, text, {}), (field, text)
+
+
+def test_the_slowest_client_is_measured_against_the_others() -> None:
+    """Two clients at 40 and 100 IOPS: the slow one did 40 % of the other's (counted in its own median, 57 %, it was
+    never a straggler of two unless the other was three times as fast); of three, against the others' median."""
+    from storbench.model import ClientMeasurement, Direction, DirectionMeasurement, LatencySummary
+    from storbench.stats.observations import slowest_client
+
+    def client(name: str, iops: float) -> ClientMeasurement:
+        lat = LatencySummary(samples=1, min_ns=1, max_ns=1, mean_ns=1.0, stddev_ns=0.0)
+        read = DirectionMeasurement(direction=Direction.READ, total_ios=int(iops), io_bytes=0, runtime_ms=1000,
+                                    iops=iops, bw_bytes_per_s=0.0, clat=lat, lat=lat)
+        return ClientMeasurement(client=name, jobs=1, job_errors=(), cpu_usr_pct=0.0, cpu_sys_pct=0.0,
+                                 directions=(read,))
+
+    name, pct = slowest_client([client("a", 40.0), client("b", 100.0)])
+    assert name == "a" and pct == pytest.approx(40.0)
+    name, pct = slowest_client([client("a", 100.0), client("b", 50.0), client("c", 120.0)])
+    assert name == "b" and pct == pytest.approx(50.0 / 110.0 * 100)
