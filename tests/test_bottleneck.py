@@ -395,6 +395,21 @@ def test_a_flat_curve_whose_storage_answers_fast_is_limited_in_the_client_stack(
     assert cached[-1].metric("storage_lat_ns") is None and cached[-1].storage_layer == ""
 
 
+def test_a_client_stack_verdict_needs_the_storage_latency_shown_not_one_repetitions_mean() -> None:
+    """The same flat curve, the OSDs' latency known from one repetition at the highest load only (7.5 ms of a 26 ms
+    mean, no interval): means alone had made "client stack ... 71% outside the OSDs"; now capped as the curve is."""
+    flat = [[2440, 2450, 2460], [2500, 2480, 2490], [2470, 2510, 2490]]
+    rows = [observation(**{**_BASE, "case_id": f"d{depth}", "iodepth": depth, "repeat": rep, "direction": "read",
+                           "rw": "randread", "iops": rate, "lat_mean_ns": lat * 1e6, "host_cpu_busy_pct": 10.0,
+                           "disk_busiest_util_pct": 20.0,
+                           "osd_lat_ns": 7.5e6 if depth == 64 and rep == 0 else None})
+            for depth, per_rep, lat in zip([4, 16, 64], flat, [1.6, 6.4, 26.0], strict=True)
+            for rep, rate in enumerate(per_rep)]
+    points = summarize_points(rows)
+    assert Bottleneck.CLIENT_STACK not in [p.bottleneck.kind for p in points]
+    assert [p.bottleneck.kind for p in points] == [Bottleneck.CAPPED] * 3
+
+
 def test_the_storage_layer_is_the_outermost_that_served_the_io() -> None:
     """radosgw in front of the OSDs answers an S3 GET; an MDS answers metadata operations; writes read the OSDs'
     write counter; the share outside the storage is the client's mean beyond it."""
@@ -665,3 +680,13 @@ def test_a_point_whose_clients_did_not_all_report_says_so() -> None:
     assert warning.message.startswith("1 of 2 clients returned no fio output (repetition 2; 1 repetitions short)")
     full = [{**r, "clients_reporting": 2} for r in rows]
     assert "missing_clients" not in {w.code for w in summarize_points([observation(**r) for r in full])[0].warnings}
+
+
+def test_osds_pinned_to_a_cpuset_are_cpu_bound_at_it() -> None:
+    """`osd_cpuset: 1`: three OSDs at 0.97 cores on their one CPU, the host 55 % busy: the OSDs are CPU-bound on their
+    CPUs (it had read under-driven, nothing saturated); at 0.5 of it, not."""
+    pinned = replace(IDLE, process_cpu_cores=(("ceph-osd", 0.97),), osds=3, osd_cpuset_cores=1.0)
+    verdict = judge(pinned)
+    assert verdict.kind == Bottleneck.CPU and "the OSDs use 0.97 of the 1 CPUs they are pinned to (97 %)" in \
+        verdict.evidence, verdict.evidence
+    assert judge(replace(pinned, process_cpu_cores=(("ceph-osd", 0.5),))).kind != Bottleneck.CPU

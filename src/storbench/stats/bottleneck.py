@@ -100,6 +100,7 @@ class BottleneckInputs:
     # fio ran on other machines (real hosts, a cluster's pods): this machine's figures are none of theirs and are
     # left out above; the verdict reads fio's own and the storage nodes' (Prometheus) figures only
     clients_elsewhere: bool = False
+    osd_cpuset_cores: float | None = None  # lab.ceph.osd_cpuset: the CPUs all OSDs are pinned to
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,10 @@ def findings_for(x: BottleneckInputs) -> list[Finding]:
                                  f"each OSD uses {per_osd:.2f} of its {x.osd_quota_cores:g}-core CPU quota "
                                  f"({100 * per_osd / x.osd_quota_cores:.0f} %): the OSDs are CPU-bound at their "
                                  "quota"))
+    elif x.osd_cpuset_cores and osd_cores is not None and osd_cores >= QUOTA_FRACTION * x.osd_cpuset_cores:
+        found.append(Finding(Bottleneck.CPU, osd_cores / (QUOTA_FRACTION * x.osd_cpuset_cores),
+                             f"the OSDs use {osd_cores:.2f} of the {x.osd_cpuset_cores:g} CPUs they are pinned to "
+                             f"({100 * osd_cores / x.osd_cpuset_cores:.0f} %): the OSDs are CPU-bound on their CPUs"))
     if x.node_cpu_busy_pct is not None and x.node_cpu_busy_pct >= HOST_CPU_BUSY_PCT:
         found.append(Finding(Bottleneck.CPU, x.node_cpu_busy_pct / HOST_CPU_BUSY_PCT,
                              f"node {x.storage_node} CPU {x.node_cpu_busy_pct:.0f} % busy"))
@@ -334,9 +339,11 @@ def judge_curve(steps: Sequence[CurveStep], what: str, declared: float | None = 
     spread = (f"{lowest:,.0f} to {highest:,.0f}" if what == "IOPS"
               else f"{format_bytes(lowest)}/s to {format_bytes(highest)}/s")
     storage = last.storage_lat_ns
-    storage_high = last.storage_lat_high_ns if last.storage_lat_high_ns is not None else storage
-    client_low = last.lat_mean_low_ns if last.lat_mean_low_ns is not None else last.lat_mean_ns
-    if storage is not None and storage_high is not None and storage_high < STORAGE_SHARE * client_low:
+    # shown, not read from means: the storage's interval below the share of the client mean's (a storage latency of
+    # one repetition, no interval, had made a client-stack verdict)
+    storage_high, client_low = last.storage_lat_high_ns, last.lat_mean_low_ns
+    if storage is not None and storage_high is not None and client_low is not None and \
+            storage_high < STORAGE_SHARE * client_low:
         kind, share = Bottleneck.CLIENT_STACK, storage / last.lat_mean_ns
         layer = last.storage_layer or "storage"
         stack = (f"{last.client_daemon} on this host" if last.client_daemon

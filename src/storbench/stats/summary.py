@@ -23,6 +23,7 @@ from storbench.stats.observations import Observation, alternated_rounds
 from storbench.stats.point_summary import PointSummary, distinct_fields
 from storbench.stats.point_verdicts import RATE_OPTIONS, left_untold, with_sweep_verdicts, with_time_split
 from storbench.stats.point_warnings import point_warnings
+from storbench.units import parse_cpu_list
 
 SUMMARY_FIELDS = tuple(metric.field for metric in SUMMARY_METRICS)
 
@@ -93,6 +94,8 @@ def bottleneck_inputs(ok: Sequence[Observation]) -> BottleneckInputs | None:
         iodepth=case.workload.iodepth, jobs=case.workload.numjobs * case.clients, ioengine=case.workload.ioengine,
         osd_quota_cores=case.lab.ceph.osd_cpus if case.lab.ceph is not None else None,
         osds=case.lab.ceph.osds if case.lab.ceph is not None else None, clients=case.clients,
+        osd_cpuset_cores=(float(len(parse_cpu_list(case.lab.ceph.osd_cpuset)))
+                          if case.lab.ceph is not None and case.lab.ceph.osd_cpuset is not None else None),
         cost_us_per_io=tuple(sorted(((c.label, us) for c in (*COMPONENTS, KERNEL)
                                      if (us := mean(f"{c.key}_cpu_us_per_io")) is not None),
                                     key=lambda item: -item[1])),
