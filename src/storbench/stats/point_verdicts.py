@@ -37,6 +37,10 @@ def with_time_split(verdict: BottleneckVerdict, estimates: Mapping[str, Estimate
         return replace(verdict, evidence=f"{verdict.evidence}; by layer: not split ({unseparated})")
     if storage is None or client is None or client.mean <= 0 or not layer:
         return verdict
+    if storage.n < client.n:  # the two means over other repetitions: a cache answered some, or no counters
+        whose = "the OSDs'" if layer == "OSDs" else f"the {layer}'s"
+        return replace(verdict, evidence=f"{verdict.evidence}; by layer: not split ({whose} latency known in "
+                       f"{storage.n} of {client.n} repetitions)")
     share = min(storage.mean / client.mean, 1.0)
     split = (f"; by layer: the {layer} answered in {storage.mean / 1e6:.2f} ms of the {client.mean / 1e6:.2f} ms "
              f"mean ({share:.0%}), {1 - share:.0%} outside the {layer} (client stack, network)")
@@ -48,6 +52,8 @@ def _step(point: PointSummary, load: float, label: str, field: str) -> CurveStep
     if throughput is None:
         return None
     storage = point.metric("storage_lat_ns")
+    if storage is not None and latency is not None and storage.n < latency.n:
+        storage = None  # known in some repetitions only: set against the mean of all of them it splits nothing
     return CurveStep(load=load, label=label, throughput=throughput, lat_mean_ns=latency.mean if latency else None,
                      verdict=point.bottleneck, storage_lat_ns=storage.mean if storage else None,
                      storage_layer=point.storage_layer, client_daemon=client_daemon(point.process_cpu_cores),
