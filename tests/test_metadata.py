@@ -485,3 +485,36 @@ def test_a_faulted_file_or_object_operation_logs_its_measured_section_window_by_
         # made before each repetition: deleted, unlinked after an NFS stat, or a get's objects, which a delete_object
         # case of the same objects on the target removes (a GET of a deleted object reads zeroes, no error)
         assert consumes_its_files(cases[rw]), rw
+
+
+def test_the_cycles_telemetry_window_spans_its_phases_and_its_time_is_not_split_by_layer() -> None:
+    """create 8 s, stat 2 s, delete 6 s, fio ending at 130: the window is the 16 s of all three (it was the longest
+    phase's 8 s before the end: the delete and the stat, no create); and each direction's MDS counters there span
+    the other phases' operations too, so the cycle's time is not split by layer."""
+    from dataclasses import replace as with_
+
+    from storbench.model import (
+        ClientMeasurement,
+        Direction,
+        DirectionMeasurement,
+        LatencySummary,
+        RepetitionOutcome,
+        Status,
+    )
+    from storbench.stats.metric_values import unseparated_storage
+    from storbench.telemetry.collect import measured_window
+    from synthetic import observation
+
+    lat = LatencySummary(samples=1, min_ns=1, max_ns=1, mean_ns=1.0, stddev_ns=0.0)
+    phases = tuple(DirectionMeasurement(direction=d, total_ios=100, io_bytes=0, runtime_ms=ms, iops=100 / ms * 1000,
+                                        bw_bytes_per_s=0.0, clat=lat, lat=lat)
+                   for d, ms in ((Direction.WRITE, 8000), (Direction.READ, 2000), (Direction.TRIM, 6000)))
+    outcome = RepetitionOutcome(status=Status.OK, started_at_s=100.0, finished_at_s=130.0, job_text="", command=(),
+                                fio_version="fio-3.33", raw_output="", stderr_tail="", error="", clients=(
+                                    ClientMeasurement("local", 1, (), 0.0, 0.0, phases),))
+    (case,) = expand(load_plan_text("name: m\ntargets:\n  d: {kind: path, path: /tmp/x, size: 1MiB}\n"
+                                    "workload: {rw: metadata, files: 100}\n", "m.yaml"))
+    assert measured_window(outcome, case) == (114.0, 130.0)
+    o = observation(rw="metadata", direction="write", iops=12.5, lat_mean_ns=1e6, osd_lat_ns=1e6)
+    assert unseparated_storage(with_(o, case=with_(o.case, workload=case.workload))) == \
+        "the cycle's phases share one telemetry window"

@@ -85,6 +85,8 @@ def unseparated_storage(o: Observation) -> str:
 def _storage(o: Observation) -> StorageLatency | str | None:
     if o.telemetry is None or o.measurement is None or o.direction is None:
         return None
+    if o.case.workload.rw == "metadata":  # its phases ran one after another over one window: each direction's
+        return "the cycle's phases share one telemetry window"  # counters span the others' operations too
     return storage_latency(o.telemetry, o.direction.value, o.measurement.iops, o.measurement.lat.mean_ns)
 
 
