@@ -58,7 +58,7 @@ def test_under_driven_when_every_slot_is_busy_and_nothing_saturated() -> None:
      "vda busy 98 % of the time, average queue 12.0"),
     ({"node_disk_util_pct": 95.0, "storage_node": "osd2:9100"}, Bottleneck.MEDIA, "node osd2:9100 busy 95 %"),
     ({"busiest_interface": "eth0", "interface_util_pct": LINK_UTIL_PCT + 4, "interface_bytes_per_s": 1.1e9},
-     Bottleneck.NETWORK, "eth0 at 94 % of its link rate"),
+     Bottleneck.NETWORK, "eth0 at 94 % of its link rate in its busier direction; 1.02GiB/s both ways"),
     ({"client_cpu_cores": 2 * 0.97, "jobs": 2}, Bottleneck.CLIENT, "fio uses 0.97 cores per job (2 jobs)"),
     ({"ceiling_iops": 1100.0}, Bottleneck.CLIENT, "IOPS are 91% of what one client drives on fio's null engine"),
     ({"ceiling_iops": 270.0, "clients": 4, "jobs": 4}, Bottleneck.CLIENT,

@@ -188,9 +188,11 @@ def findings_for(x: BottleneckInputs) -> list[Finding]:
         found.append(Finding(Bottleneck.MEDIA, x.node_disk_util_pct / DEVICE_UTIL_PCT,
                              f"{disk} busy {x.node_disk_util_pct:.0f} %", disk))
     if x.interface_util_pct is not None and x.interface_util_pct >= LINK_UTIL_PCT:
-        moved = "" if x.interface_bytes_per_s is None else f" ({format_bytes(x.interface_bytes_per_s)}/s)"
+        # the rate in its busier direction; the traffic both ways beside it (alone it had read more than the link)
+        moved = "" if x.interface_bytes_per_s is None else f"; {format_bytes(x.interface_bytes_per_s)}/s both ways"
         found.append(Finding(Bottleneck.NETWORK, x.interface_util_pct / LINK_UTIL_PCT,
-                             f"{x.busiest_interface} at {x.interface_util_pct:.0f} % of its link rate{moved}"))
+                             f"{x.busiest_interface} at {x.interface_util_pct:.0f} % of its link rate in its busier "
+                             f"direction{moved}"))
     return sorted(found, key=lambda f: -f.pressure)
 
 
