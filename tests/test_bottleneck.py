@@ -703,3 +703,16 @@ def test_the_time_split_by_layer_is_over_the_same_repetitions() -> None:
     (point,) = summarize_points(rows)
     assert "by layer: not split (the OSDs' latency known in 1 of 3 repetitions)" in point.bottleneck.evidence
     assert "0% outside" not in point.bottleneck.evidence
+
+
+def test_clients_that_started_far_apart_are_warned_of() -> None:
+    """Two clients of a 10 s run, one 8 s late (a pod pulled after its start time): each client's rate is over its
+    own window, so their sum counts 8 s in which one of them did not run; the point says so. 0.2 s apart it does
+    not."""
+    rows = [{**_BASE, "repeat": r, "clients": 2, "runtime_s": 10.0, "start_skew_s": 8.0 if r == 2 else 0.2,
+             "iops": 1000.0, "lat_mean_ns": 8e6} for r in range(3)]
+    (point,) = [p for p in summarize_points([observation(**r) for r in rows]) if p.direction == "read"]
+    (warning,) = [w for w in point.warnings if w.code == "start_skew"]
+    assert warning.message.startswith("clients started up to 8.0 s apart (repetition 3), 80% of the 10 s runtime")
+    close = [{**r, "start_skew_s": 0.2} for r in rows]
+    assert "start_skew" not in {w.code for w in summarize_points([observation(**r) for r in close])[0].warnings}

@@ -23,6 +23,7 @@ CV_BOUND_CONFIDENCE = 0.90  # the CV warning fires when the CV's lower 90 % boun
 WIDE_INTERVAL_PCT = 20.0  # the IOPS warning fires when the 95 % interval's half-width is above this share
 MOST_ADVISED = 1000  # "about N repetitions would give ..." is not said beyond this
 MIN_REPETITIONS = 3
+START_SKEW_SHARE = 0.05  # clients that started further apart than this share of the runtime are warned of
 
 
 WARNING_TITLES = {
@@ -37,6 +38,7 @@ WARNING_TITLES = {
     "page_cache": "working set fits in the page cache",
     "stragglers": "straggling clients",
     "missing_clients": "clients that returned no fio output",
+    "start_skew": "clients that started apart",
     "not_steady": "SNIA's steady-state rule never met",
     "steady_incomplete": "steady state not reached yet",
     "steady_window": "steady-state window: rounds of one instance chosen for small spread; no interval",
@@ -195,6 +197,16 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
             "stragglers", f"client {worst.fio.slowest} did {worst.fio.slowest_pct_of_median:.0f} % of the "
             f"median client's IOPS (repetition {worst.rep_index + 1})",
             "see `storbench export --per-client`; check that host's load, network and storage path"))
+    skewed = [o for o in ok if o.fio.start_skew_s is not None and not is_size_based(workload.rw)
+              and o.fio.start_skew_s > START_SKEW_SHARE * workload.runtime_s > 0]
+    if skewed:  # each client's rate is over its own window: summed, they count time not all of them ran
+        worst = max(skewed, key=lambda o: o.fio.start_skew_s or 0.0)
+        skew = worst.fio.start_skew_s or 0.0
+        warnings.append(StatWarning(
+            "start_skew", f"clients started up to {skew:.1f} s apart (repetition {worst.rep_index + 1}), "
+            f"{skew / workload.runtime_s:.0%} of the {workload.runtime_s:g} s runtime: their summed IOPS count "
+            "stretches in which not all of them ran", "a longer runtime; see why a client started late (its "
+            "host's load, an image pull)"))
     missing = [o for o in ok if not o.client and 0 < o.fio.reporting < case.clients]
     if missing:  # a pod whose log was lost with its node: the figures are the other clients' alone
         worst = min(missing, key=lambda o: o.fio.reporting)
