@@ -91,10 +91,12 @@ def test_a_missing_server_fails_the_repetition() -> None:
     assert error == "1 of 4 clients returned no result (first: 10.214.0.13:8765)"
     _, error = judge_clients(THREE, "randwrite", SERVERS)
     assert "did no write I/O" in error
-    # a mix (randrw) whose clients read only: rwmixread 100, or a client whose few I/Os all went one way, is no
-    # failure (it had failed every repetition of a rwmixread: [0, 50, 100] sweep at 0 and 100)
-    _, error = judge_clients(THREE, "randrw", SERVERS)
+    # a mix (randrw) whose clients read only: at rwmixread 100 no failure (it had failed every repetition of a
+    # rwmixread: [0, 50, 100] sweep at 0 and 100); at 50, with their many reads, a failure still
+    _, error = judge_clients(THREE, "randrw", SERVERS, rwmixread=100)
     assert error == ""
+    _, error = judge_clients(THREE, "randrw", SERVERS)
+    assert "did no write I/O" in error
 
 
 def test_start_skew_is_the_spread_of_the_servers_starting_messages() -> None:
@@ -641,3 +643,23 @@ def test_fio_servers_lay_their_files_out_without_any_io(tmp_path: Path) -> None:
     assert result.returncode == 0
     jobs = json.loads(json_after_messages(result.output_text))["client_stats"]
     assert {job["read"]["io_bytes"] for job in jobs} == {0}
+
+
+def test_a_mixed_clients_missing_direction_is_a_fault_only_where_chance_cannot_explain_it() -> None:
+    """rwmixread: 95: a client of 60 I/Os, all reads, drew no write by chance 4.6 % of the time (a hundred clients:
+    nearly every repetition had failed); of 1,000 reads and no write it is a fault. rwmixread 0: no read is asked."""
+    from storbench.fio.outcome import client_fault
+    from storbench.model import ClientMeasurement, Direction, DirectionMeasurement, LatencySummary
+
+    def reads(n: int, direction: Direction = Direction.READ) -> ClientMeasurement:
+        lat = LatencySummary(samples=n, min_ns=1, max_ns=1, mean_ns=1.0, stddev_ns=0.0)
+        done = DirectionMeasurement(direction=direction, total_ios=n, io_bytes=0, runtime_ms=1000, iops=float(n),
+                                    bw_bytes_per_s=0.0, clat=lat, lat=lat)
+        return ClientMeasurement(client="c", jobs=1, job_errors=(), cpu_usr_pct=0.0, cpu_sys_pct=0.0,
+                                 directions=(done,))
+
+    assert client_fault(reads(60), "randrw", 95) is None
+    fault = client_fault(reads(1000), "randrw", 95)
+    assert fault is not None and fault.missing == ("write",)
+    assert client_fault(reads(1000, Direction.WRITE), "randrw", 0) is None
+    assert client_fault(reads(1000), "randwrite") is not None  # not a mix: its one direction is asked

@@ -97,4 +97,4 @@ class FakeExecutor(StartsAtOnce):
             rw=case.workload.rw, returncode=returncode, timed_out=isinstance(step, Hang), timeout_s=timeout_s,
             output_text=output, stderr_tail=stderr, started_at_s=started, finished_at_s=self.clock(),
             job_text=stored_job_text(job_texts), command=("fake-fio", fio.binary or "fio"),
-            fio_version=fio.version, client=self.name)
+            fio_version=fio.version, client=self.name, rwmixread=case.workload.rwmixread)

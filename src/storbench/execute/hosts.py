@@ -247,5 +247,5 @@ class HostsExecutor(StartsAtOnce):
             timeout_s=timeout_s, output_text=result.output_text, stderr_tail=result.stderr_tail,
             started_at_s=result.started_at_s, finished_at_s=result.finished_at_s,
             job_text=stored_job_text(job_texts), command=result.command, fio_version=fio.version,
-            stamped_lines=result.stamped_lines, barrier_at_s=barrier_at_s)
+            stamped_lines=result.stamped_lines, barrier_at_s=barrier_at_s, rwmixread=case.workload.rwmixread)
         return replace(judged, logs=result.logs)

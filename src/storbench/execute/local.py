@@ -59,4 +59,4 @@ class LocalExecutor(StartsAtOnce):
             rw=case.workload.rw, returncode=result.returncode, timed_out=result.timed_out, timeout_s=timeout_s,
             output_text=result.output_text, stderr_tail=result.stderr_tail, started_at_s=result.started_at_s,
             finished_at_s=result.finished_at_s, job_text=job_text, command=result.command, fio_version=fio.version,
-            client=self.name, logs=result.logs)
+            client=self.name, logs=result.logs, rwmixread=case.workload.rwmixread)

@@ -75,7 +75,7 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
             versions.append(output.fio_version)
             if result.deleted:  # ended by its deletion: its I/O until then counts, its exit does not
                 continue
-            fault = client_fault(measurement, case.workload.rw)
+            fault = client_fault(measurement, case.workload.rw, case.workload.rwmixread)
             if said.exit_status not in (0, None) or result.phase != "Succeeded":
                 error = error or f"pod {result.pod} {result.phase}, fio exit status {said.exit_status}"
             elif fault:

@@ -32,15 +32,19 @@ class ClientFault:
 MIXED_RW = frozenset({"rw", "readwrite", "randrw"})  # patterns whose directions `rwmixread` shares out
 
 
-def client_fault(measurement: ClientMeasurement, rw: str) -> ClientFault | None:
+def client_fault(measurement: ClientMeasurement, rw: str, rwmixread: int | None = None) -> ClientFault | None:
     """The failure rule, for every executor: a client whose jobs report an error, or that moved no I/O in a
     direction its pattern asks for, failed, even when fio exits 0 (fio's nfs engine, for one, reports error 0
     with zero I/Os). None: the measurement stands."""
     if measurement.job_errors:
         return ClientFault(job_error=measurement.job_errors[0], missing=())
     missing = tuple(d.value for d in RW_DIRECTIONS.get(rw, ()) if measurement.direction(d) is None)
-    if rw in MIXED_RW and len(missing) < len(RW_DIRECTIONS[rw]):
-        return None  # a mix moves what rwmixread asks: all reads at 100, and a few I/Os of a client may be all one way
+    if rw in MIXED_RW and missing:  # a mix moves what rwmixread asks: none of a direction at 0 % of it, and a
+        # client's few I/Os may all go one way by chance; missing is a fault where that chance is below one in a million
+        reads = (50 if rwmixread is None else rwmixread) / 100
+        done = sum(d.total_ios for d in measurement.directions)
+        share = {"read": reads, "write": 1 - reads}
+        missing = tuple(d for d in missing if share.get(d, 1.0) > 0 and (1 - share.get(d, 1.0)) ** done < 1e-6)
     return ClientFault(job_error=None, missing=missing) if missing else None
 
 
@@ -54,7 +58,8 @@ def killed_error(timeout_s: float) -> str:
     return f"watchdog: fio ran longer than {timeout_s:g}s and was killed"
 
 
-def judge_client(output_text: str, rw: str, client: str) -> tuple[ClientMeasurement | None, str]:
+def judge_client(output_text: str, rw: str, client: str, rwmixread: int | None = None
+                 ) -> tuple[ClientMeasurement | None, str]:
     """Parse one client's fio JSON. Returns the measurement and an error ("" when it is a success)."""
     if not output_text.strip():
         return None, "fio wrote no output"
@@ -63,7 +68,7 @@ def judge_client(output_text: str, rw: str, client: str) -> tuple[ClientMeasurem
     except ValueError as exc:
         return None, f"fio output unreadable: {exc}"
     measurement = client_measurement(output, client, size_based=is_size_based(rw))
-    fault = client_fault(measurement, rw)
+    fault = client_fault(measurement, rw, rwmixread)
     return measurement, fault.describe("fio") if fault else ""
 
 
@@ -82,6 +87,7 @@ def judge_repetition(
     fio_version: str,
     client: str = "local",
     logs: tuple[tuple[str, str], ...] = (),
+    rwmixread: int | None = None,
 ) -> RepetitionOutcome:
     base = RepetitionOutcome(
         status=Status.OK,
@@ -96,7 +102,7 @@ def judge_repetition(
     )
     if timed_out:
         return replace(base, status=Status.TIMEOUT, error=killed_error(timeout_s))
-    measurement, error = judge_client(output_text, rw, client)
+    measurement, error = judge_client(output_text, rw, client, rwmixread)
     if returncode != 0:  # what fio said: on stderr, or in the output file before its document
         said = stderr_tail if stderr_tail.strip() else output_text.partition("\n{")[0][-4000:]
         error = exit_error(returncode, said)
@@ -140,7 +146,8 @@ def start_skew_s(stamped_lines: Sequence[tuple[float, str]], barrier_at_s: float
     return max(first.values()) - min(first.values()) if len(first) >= 2 else None
 
 
-def judge_clients(output_text: str, rw: str, servers: Sequence[str]) -> tuple[tuple[ClientMeasurement, ...], str]:
+def judge_clients(output_text: str, rw: str, servers: Sequence[str], rwmixread: int | None = None
+                  ) -> tuple[tuple[ClientMeasurement, ...], str]:
     """Client/server output of ``servers`` ("address,port"): one measurement per server that answered,
     and an error when any server is missing, reports a job error or moved no I/O it should have."""
     if not output_text.strip():
@@ -155,7 +162,7 @@ def judge_clients(output_text: str, rw: str, servers: Sequence[str]) -> tuple[tu
     if missing:
         return clients, f"{len(missing)} of {len(expected)} clients returned no result (first: {missing[0]})"
     for client in clients:
-        fault = client_fault(client, rw)
+        fault = client_fault(client, rw, rwmixread)
         if fault:
             return clients, fault.describe(client.client, f" on {client.client}")
     return clients, ""
@@ -165,7 +172,7 @@ def judge_clients_repetition(
     *, rw: str, servers: Sequence[str], returncode: int | None, timed_out: bool, timeout_s: float,
     output_text: str, stderr_tail: str, started_at_s: float, finished_at_s: float, job_text: str,
     command: tuple[str, ...], fio_version: str, stamped_lines: Sequence[tuple[float, str]] = (),
-    barrier_at_s: float | None = None,
+    barrier_at_s: float | None = None, rwmixread: int | None = None,
 ) -> RepetitionOutcome:
     # the servers' own complaints ("<host> fio: ... is not a directory") come on standard output, before the JSON
     complaints = [line.strip() for _, line in stamped_lines if "fio: " in line]
@@ -175,7 +182,7 @@ def judge_clients_repetition(
                              stderr_tail=tail, start_skew_s=start_skew_s(stamped_lines, barrier_at_s))
     if timed_out:
         return replace(base, status=Status.TIMEOUT, error=killed_error(timeout_s))
-    clients, error = judge_clients(output_text, rw, servers)
+    clients, error = judge_clients(output_text, rw, servers, rwmixread)
     if returncode != 0:
         error = exit_error(returncode, stderr_tail)
     if error and complaints:
