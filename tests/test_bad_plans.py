@@ -366,6 +366,8 @@ BAD_PLANS = [
                                       ("low below high",))),
     case("search-bad-objective", Bad(BASE + "search: {range: [1, 64], slo: p98 under 1ms}\n", 8, "search.slo",
                                      ("is not an objective like p99<=10ms",))),
+    case("search-objective-in-minutes", Bad(BASE + "search: {range: [1, 64], slo: p99<=10m}\n", 8, "search.slo",
+                                            ("is 10 minutes: did you mean p99<=10ms?",))),
     case("search-unknown-axis", Bad(BASE + "search: {axis: bs, range: [1, 64], slo: p99<=1ms}\n", 8,
                                     "search.axis", ("'bs' is not allowed",))),
     case("search-with-steady-state", Bad(BASE + "search: {range: [1, 8], slo: p99<=1ms}\nsteady_state: {}\n", 8,

@@ -132,6 +132,7 @@ def test_grid_has_powers_of_two_and_their_midpoints() -> None:
 
 def test_meeting_uses_the_interval_not_one_run() -> None:
     objective = parse_slo("p99<=10ms")
+    assert parse_slo("p99<=500µs").limit_ns == 500_000  # the micro sign the grammar shows is read, not refused
     assert verdict(est([9.4e6, 9.5e6, 9.6e6]), objective) is Verdict.MEETS
     assert verdict(est([10.4e6, 10.5e6, 10.6e6]), objective) is Verdict.FAILS
     assert verdict(est([8e6, 10e6, 12e6]), objective) is Verdict.UNCERTAIN  # mean 10 ms, interval straddles

@@ -31,7 +31,9 @@ def parse_slo(text: str) -> LatencyObjective:
         raise ValueError(f"{which!r}: use one of {', '.join(fields)}")
     if not re.search(r"[a-zµ]\s*$", limit, re.IGNORECASE):  # a bare number would be read as seconds
         raise ValueError(f"{limit!r} has no unit: give one, e.g. {which}<={limit}ms")
-    limit_s = parse_duration_s(limit)
+    if re.fullmatch(r"[0-9.]+\s*m", limit, re.IGNORECASE):  # minutes in the durations' grammar: a typo of ms here
+        raise ValueError(f"{which}<={limit} is {limit[:-1].strip()} minutes: did you mean {which}<={limit}s?")
+    limit_s = parse_duration_s(limit.replace("µ", "u"))
     if not limit_s > 0:
         raise ValueError(f"{which}<={limit}: no I/O takes no time; give a limit above 0")
     return LatencyObjective(fields[which], which, limit_s * 1e9)
