@@ -473,6 +473,13 @@ def test_a_storage_holding_more_in_flight_than_the_client_was_not_in_its_path() 
                               ceph_counters=(("op_w", 5100.0, 1.6e6),))
     found = observed_storage(synchronous)
     assert found is not None and found.lat_ns == 1.6e6
+    # 16 MiB writes on RBD's 4 MiB objects: each is 4 OSD ops at once, more in flight than the client's, no cache
+    from storbench.stats.metric_values import unseparated_storage
+
+    spanning = observation(direction="write", iops=50.0, lat_mean_ns=100e6, ceph_counters=(("op_w", 200.0, 60e6),))
+    assert observed_storage(spanning) is None
+    said = unseparated_storage(spanning)
+    assert said.startswith("the OSDs did 4.0 writes for each of the client's") and "cache" not in said, said
 
 
 def test_a_verdict_says_why_its_time_is_not_split_by_layer() -> None:

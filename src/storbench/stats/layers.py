@@ -67,6 +67,9 @@ def storage_latency(digest: TelemetryDigest, direction: str, client_ops_per_s: f
             reason = reason or (f"the {layer.name} saw {counter.per_s / client_ops_per_s:.0%} of the client's {noun}: "
                                 "a cache in front answered the rest, so their latency is not this I/O's")
             continue
+        if counter.per_s > IN_FLIGHT_SLACK * client_ops_per_s:  # one I/O, several ops (beyond an object's size):
+            return (f"the {layer.name} did {counter.per_s / client_ops_per_s:.1f} {noun} for each of the client's: "
+                    "an I/O spans several of them, whose latency is not the I/O's")  # nor a cache's sign
         if counter.per_s * counter.latency_ns > IN_FLIGHT_SLACK * client_in_flight:
             return (f"the {layer.name} held {counter.per_s * counter.latency_ns / 1e9:.0f} {noun} in flight against "
                     f"the client's {client_in_flight / 1e9:.0f}: a writeback cache acknowledged them and wrote them "
