@@ -490,6 +490,24 @@ def test_a_failed_undoing_is_said_and_the_figures_read_as_never_undone() -> None
     assert "its undoing failed in 1 of 1" in failover_verdict(point, None, "x")
 
 
+def test_a_stall_after_the_undoing_that_lasts_to_the_end_is_a_lower_bound() -> None:
+    """The fault stalls 0.5 s; its undoing at 14 s stops the I/O for good: the blackout when undone lasts to the end
+    of the run, a lower bound, and the line says so (it had given the figure alone)."""
+    from storbench.report.failover import failover_line
+    from storbench.stats.estimate import estimate
+    from storbench.stats.failover_points import PointFailover, RepetitionFailover
+
+    log = synthetic(lambda t: 0 if 10 <= t < 10.5 or t >= 14.1 else 1000, 30)
+    found = failover([log], WINDOW, at(10), at(0), at(30), restore_ms=at(14))
+    assert found.restore_open and found.restore_blackout_s is not None and found.restore_blackout_s > 15
+    point = PointFailover(case_id="c", run_id=1, action="freeze", target="volume",
+                          repetitions=(RepetitionFailover(1, 0, None, None, found),),
+                          blackout_s=estimate([found.blackout_s]), restore_blackout_s=estimate([found.restore_blackout_s]),
+                          first_completion_s=estimate([0.5]), dip_pct=None, degraded_pct=None, recovery_s=None,
+                          longest_io_ns=None, recovered=0, not_recovered=1, undecided=0)
+    assert "when undone (to the end in 1 of 1: there a lower bound)" in failover_line(point, "x")
+
+
 def test_clients_out_of_step_by_part_of_a_window_make_no_dip() -> None:
     """Two clients whose 100 ms logs run out of step (started some milliseconds apart, each row a millisecond early
     or late): a fault that did nothing to either has no dip, whatever the offset. Rows placed whole in one window

@@ -95,6 +95,8 @@ def failover_line(point: PointFailover, label: str) -> str:
              f"first I/O {_figure(first, ' s')} after the fault{_in_some(first, n)}"]
     if point.restore_blackout_s is not None:
         parts.append(f"blackout {_figure(point.restore_blackout_s, ' s')} when undone" + (
+            f" (to the end in {point.undo_stopped_for_good} of {n}: there a lower bound)"
+            if point.undo_stopped_for_good else "") + (
             f" (within chance{_ones(point.restore_by_chance, n)})" if point.restore_by_chance else ""))
     if errors := point.undo_errors:  # read as never undone: what follows is the fault's still
         parts.append(f"its undoing failed in {len(errors)} of {n} ({errors[0]}): read as never undone there")

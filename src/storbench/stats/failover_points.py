@@ -250,6 +250,11 @@ class PointFailover:
         return sum(1 for f in self.figures if f.first_completion_s is None)
 
     @property
+    def undo_stopped_for_good(self) -> int:
+        """In how many repetitions no I/O completed after the undoing to the end of the run."""
+        return sum(1 for f in self.figures if f.restore_open)
+
+    @property
     def undo_errors(self) -> tuple[str, ...]:
         """The errors of the undoings that failed, one per repetition with figures whose undoing failed."""
         return tuple(r.undo_error for r in self.repetitions if r.undo_error and r.figures is not None)

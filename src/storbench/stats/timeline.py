@@ -94,6 +94,7 @@ class Failover:
     recovery_s: float | None  # when a recovered run got back; None unless recovered
     longest_io_ns: int | None
     restore_blackout_s: float | None = None  # None: nothing undone during the measured section
+    restore_open: bool = False  # the stall after the undoing lasted to the end of the run: its blackout a lower bound
     end_pct: float | None = None  # the blocks the recovery test read, % of the level before; None: too short to tell
     dip_before_pct: float | None = None  # the lowest of as many windows before the fault, % of the level before
     # the blackout no longer than the gaps before the fault make likely by chance (all clients together; and the
@@ -325,4 +326,5 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
         # from the fault (back may be the window the fault fell in, which starts before it)
         recovery_s=max(0.0, (common_from + back * window_ms - fault_ms) / 1000) if back is not None else None,
         longest_io_ns=max(lat) if lat else None,
-        restore_blackout_s=(again.seconds if again else 0.0) if undone is not None else None, end_pct=end_level)
+        restore_blackout_s=(again.seconds if again else 0.0) if undone is not None else None, end_pct=end_level,
+        restore_open=again is not None and again.open)
