@@ -502,7 +502,8 @@ def test_a_stall_after_the_undoing_that_lasts_to_the_end_is_a_lower_bound() -> N
     assert found.restore_open and found.restore_blackout_s is not None and found.restore_blackout_s > 15
     point = PointFailover(case_id="c", run_id=1, action="freeze", target="volume",
                           repetitions=(RepetitionFailover(1, 0, None, None, found),),
-                          blackout_s=estimate([found.blackout_s]), restore_blackout_s=estimate([found.restore_blackout_s]),
+                          blackout_s=estimate([found.blackout_s]),
+                          restore_blackout_s=estimate([found.restore_blackout_s]),
                           first_completion_s=estimate([0.5]), dip_pct=None, degraded_pct=None, recovery_s=None,
                           longest_io_ns=None, recovered=0, not_recovered=1, undecided=0)
     assert "when undone (to the end in 1 of 1: there a lower bound)" in failover_line(point, "x")
