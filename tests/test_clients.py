@@ -663,3 +663,6 @@ def test_a_mixed_clients_missing_direction_is_a_fault_only_where_chance_cannot_e
     assert fault is not None and fault.missing == ("write",)
     assert client_fault(reads(1000, Direction.WRITE), "randrw", 0) is None
     assert client_fault(reads(1000), "randwrite") is not None  # not a mix: its one direction is asked
+    nothing = ClientMeasurement(client="c", jobs=1, job_errors=(), cpu_usr_pct=0.0, cpu_sys_pct=0.0, directions=())
+    none_at_all = client_fault(nothing, "randrw", 70)  # fio's nfs engine: error 0 and no I/O: a failure, however mixed
+    assert none_at_all is not None and none_at_all.missing == ("read", "write")

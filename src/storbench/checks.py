@@ -203,17 +203,32 @@ def check_resources(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
 
 
 def free_tasks() -> int | None:
-    """How many more processes and threads this machine can run: the least of pid_max, threads-max and this user's
-    RLIMIT_NPROC, less the tasks that run now (/proc/loadavg's count); None when it cannot tell."""
+    """How many more processes and threads this machine can run: the least of pid_max and threads-max less the tasks
+    that run now (/proc/loadavg's count), and for a user other than root their RLIMIT_NPROC less their own tasks
+    (the kernel does not hold root to it; it counts a user's own); None when it cannot tell."""
     try:
-        limits = [int(Path(f"/proc/sys/kernel/{name}").read_text()) for name in ("pid_max", "threads-max")]
+        limit = min(int(Path(f"/proc/sys/kernel/{name}").read_text()) for name in ("pid_max", "threads-max"))
         running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[1])
     except (OSError, ValueError, IndexError):
         return None
+    free = limit - running
     soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
-    if soft != resource.RLIM_INFINITY:
-        limits.append(soft)
-    return max(0, min(limits) - running)
+    if os.geteuid() != 0 and soft != resource.RLIM_INFINITY:
+        free = min(free, soft - _own_tasks())
+    return max(0, free)
+
+
+def _own_tasks() -> int:
+    """The tasks (threads) of this real uid, which RLIMIT_NPROC counts."""
+    uid, count = os.getuid(), 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if int(fields.get("Uid", "-1").split()[0]) == uid:
+            count += int(fields.get("Threads", "1").strip() or 1)
+    return count
 
 
 def _check_lab_inodes(loaded: LoadedPlan, cases: Sequence[Case], holder: Path) -> None:

@@ -190,7 +190,8 @@ def run_plan(
             started_at_s=clock(), mem_total_bytes=meminfo_bytes("MemTotal"), cpu_count=os.cpu_count(),
             plan_path=loaded.source.path, design=design, labels=labels, software=plan_software(loaded),
         )
-        store.leases.claim(run_id)  # a --resume of it from elsewhere is refused while this one runs it
+        if not store.leases.claim(run_id):  # a --resume of it from elsewhere is refused while this one runs it
+            raise running_elsewhere(run_id)  # (one that took it in the moment since it was made)
         done, looked_at = set(), -1
     bring_up = design.bring_up
     order = schedule(cases, repeat_bounds(config)[1], run_order(config), config.seed,

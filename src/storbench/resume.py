@@ -16,11 +16,11 @@ from storbench.store import Store
 
 
 def resumed_run(store: Store, plan_name: str, run_id: int | None, host: str) -> RunInfo:
-    """The run a `--resume` continues: the latest run of the plan made here, on this ``host``, or run ``run_id``
-    when named (one of this plan's, stored by `run` on this host). Never a run merged from another database, nor
-    one another machine made in a store they share: it goes on where it was made (its host, kernel and machine
-    describe its repetitions; a later merge of it replaces what it has here; the other machine may still be
-    running it)."""
+    """The run a `--resume` continues: the latest run of the plan made here on this ``host`` (never another
+    machine's in a store they share: its host, kernel and machine describe its repetitions), or run ``run_id`` when
+    named (one of this plan's, stored by `run`: another machine's only when named, as a container renamed on a
+    restart needs; whether that machine still runs it is its lease's to say). Never a run merged from another
+    database: it goes on where it was made (a later merge of it replaces what it has here)."""
     if run_id is None:
         previous = store.latest_run_of_plan(plan_name, host)
         if previous is None:
@@ -45,11 +45,7 @@ def resumed_run(store: Store, plan_name: str, run_id: int | None, host: str) -> 
         raise UserError(f"cannot resume: {what}",
                         hint=(f"runs of plan '{plan_name}': {', '.join(map(str, ours))}" if ours else
                               "run without --resume to start one"))
-    if found.host != host:
-        raise UserError(f"cannot resume run {run_id}: {found.host} made it, this is {host} (its repetitions describe "
-                        f"that machine, which may still be running it)",
-                        hint=f"resume it on {found.host}, or run without --resume to start a run here")
-    return found
+    return found  # named: another machine's too (a container whose name changed); its lease says if it still runs
 
 
 def check_design_unchanged(loaded: LoadedPlan, store: Store, run_id: int, *, accept: bool,

@@ -282,10 +282,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     for line in _summary(loaded, cases, checked):
         out.print(line)
     if not resume:
+        import platform
+
         from storbench.selection import incomplete_line
         from storbench.stats.run_questions import planned_repetitions
 
-        previous = store.latest_run_of_plan(loaded.config.name)
+        previous = store.latest_run_of_plan(loaded.config.name, platform.node())  # this machine's, which it resumes
         unfinished = previous and incomplete_line(previous, store.repetition_counts(previous.run_id)[0],
                                                   planned_repetitions(previous), args.db)
         if unfinished:

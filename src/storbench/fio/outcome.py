@@ -44,7 +44,8 @@ def client_fault(measurement: ClientMeasurement, rw: str, rwmixread: int | None 
         reads = (50 if rwmixread is None else rwmixread) / 100
         done = sum(d.total_ios for d in measurement.directions)
         share = {"read": reads, "write": 1 - reads}
-        missing = tuple(d for d in missing if share.get(d, 1.0) > 0 and (1 - share.get(d, 1.0)) ** done < 1e-6)
+        missing = tuple(d for d in missing if share.get(d, 1.0) > 0
+                        and (done == 0 or (1 - share.get(d, 1.0)) ** done < 1e-6))  # no I/O at all: every one
     return ClientFault(job_error=None, missing=missing) if missing else None
 
 

@@ -12,6 +12,7 @@ Where the file system offers no locks, no lease is taken (the run goes on as bef
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import sqlite3
@@ -45,10 +46,9 @@ class RunLeases:
         if isinstance(self.conn, sqlite3.Connection):
             try:
                 self._lock(fcntl.F_OFD_SETLK, fcntl.F_WRLCK, run_id)
-            except BlockingIOError:
-                return False
-            except OSError:  # no such file (a store in memory), or no locks on this file system: no lease
-                return True
+            except OSError as exc:  # held (POSIX allows EAGAIN or EACCES for a conflict); else no such file (a
+                # store in memory) or no locks on this file system: no lease, and the run goes on
+                return exc.errno not in (errno.EAGAIN, errno.EACCES)
         else:
             row = self.conn.execute("SELECT pg_try_advisory_lock(?, ?) AS got", (LEASE_CLASS, run_id)).fetchone()
             if not row["got"]:

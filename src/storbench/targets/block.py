@@ -30,7 +30,10 @@ def untrusted_device(device: Path) -> str | None:
     if device.parts[:2] != ("/", "dev"):
         return "is not in /dev"
     for above in reversed(device.parents):
-        found = os.lstat(above)
+        try:
+            found = os.lstat(above)
+        except OSError:  # /dev/vg0 of a volume group not active: the device's own stat says it is not there
+            return None
         problem = ancestor_problem(found.st_mode, found.st_uid, os.geteuid())
         if problem:
             return f"lies below {above}, which {problem}"
