@@ -250,3 +250,7 @@ def test_a_device_is_written_through_its_own_node_not_a_name_for_it(loop_device:
     plan = write_plan(tmp_path, _plan("/dev/../tmp/disk", "randread", ""))
     code, _, err = run_cli(capsys, "plan", str(plan))
     assert code == 2 and "without '.' or '..'" in err, err
+    # a logical volume of a volume group not active: its directory in /dev is not there either (it had raised)
+    plan = write_plan(tmp_path, _plan("/dev/storbench-no-vg/lv0", "randread", ""), "novg.yaml")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "cannot stat /dev/storbench-no-vg/lv0" in err, err
