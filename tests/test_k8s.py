@@ -130,6 +130,10 @@ def test_pod_logs_give_clients_skew_and_failures() -> None:
     outcome = judge_pods(case, results, 2, job_text="x", started_at_s=0.0, finished_at_s=1.0, timeout_s=10)
     assert outcome.status == Status.OK and [c.client for c in outcome.clients] == ["p1@node-a", "p2@node-b"]
     assert outcome.start_skew_s == pytest.approx(0.4)
+    # a size-based job's pods end when their share is done: their ends say nothing of their starts
+    sized = judge_pods(replace(case, workload=replace(case.workload, rw="create")), results, 2, job_text="x",
+                       started_at_s=0.0, finished_at_s=1.0, timeout_s=10)
+    assert sized.start_skew_s is None
     failed = judge_pods(case, [results[0], PodResult("p2", "node-b", "Failed", "exec format error\n", client=2)], 2,
                         job_text="x", started_at_s=0.0, finished_at_s=1.0, timeout_s=10)
     assert failed.status == Status.FAILED and "pod p2 (Failed) returned no fio output" in failed.error

@@ -409,3 +409,27 @@ def test_a_lab_is_claimed_by_its_up_and_given_up_by_its_down(tmp_path: Path) -> 
     lab.down()
     assert labdir._absolute(lab.root) not in labdir._HELD
     assert not (tmp_path / ".lab.lock").exists()  # given up with its down: nothing left beside the lab
+
+
+def test_the_hosts_labs_servers_are_found_by_their_address_when_their_namespace_is_gone() -> None:
+    """Two storbench processes on the hosts lab at once (a test run beside CI's) left two `fio --server=10.214.0.x`
+    running in namespaces already deleted: no namespace name finds them. `down` kills the lab's servers by the
+    address they serve; a server of another address is not the lab's."""
+    import subprocess
+    import sys
+
+    from storbench.lab.hosts_conf import is_lab_server
+    from storbench.lab.process import kill_all, pids_serving
+
+    sleep = "import time; time.sleep(60)"
+    ours = subprocess.Popen([sys.executable, "-c", sleep, "--server=10.214.0.250,8765"])
+    theirs = subprocess.Popen([sys.executable, "-c", sleep, "--server=192.0.2.7,8765"])
+    try:
+        found = pids_serving(is_lab_server)
+        assert ours.pid in found and theirs.pid not in found
+        kill_all([ours.pid])  # only this test's own: a real lab's servers on this machine are left alone
+        assert ours.wait(timeout=5) != 0 and theirs.poll() is None
+    finally:
+        for process in (ours, theirs):
+            process.kill()
+            process.wait()

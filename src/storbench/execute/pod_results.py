@@ -101,8 +101,9 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
         error=error, clients=tuple(clients),
         # time-based jobs all run ramp + runtime: the spread of their end times (fio's timestamp_ms, on each
         # node's clock) is the spread of their starts, to the millisecond (the pods' shell clock has seconds);
-        # a client whose pod was made again ends at its own time, so only clients with one pod count
-        start_skew_s=(max(ends_s) - min(ends_s)) if len(ends_s) >= 2 else None,
+        # a client whose pod was made again ends at its own time, so only clients with one pod count; a size-based
+        # job's pods end when their share is done, which says nothing of when they started
+        start_skew_s=(max(ends_s) - min(ends_s)) if len(ends_s) >= 2 and not is_size_based(case.workload.rw) else None,
         logs=tuple(sorted(logs.items())), measured_end_s=measured_end_s or None)
 
 

@@ -38,6 +38,7 @@ from storbench.lab.hosts_conf import (
     firewall_rules,
     hosts_down,
     inner_batch,
+    is_lab_server,
     lab_host,
     lab_veths,
     link_commands,
@@ -52,7 +53,7 @@ from storbench.lab.labdir import (
     port_open,
     require_tools,
 )
-from storbench.lab.process import kill_all
+from storbench.lab.process import kill_all, pids_serving
 from storbench.shell import run
 from storbench.targets.nfs import nfs_fio_binary
 from storbench.targets.s3 import http_fio_binary
@@ -285,7 +286,9 @@ class HostsLab(LabRoot):
             if tables := _firewall_tables():
                 run(["nft", "-f", "-"], timeout_s=30, input_text=firewall_delete(tables))
 
-        every_step(servers, delete_namespaces, bridge, _delete_lab_veths, firewall, self.dir.remove)
+        # the lab's servers by their addresses first: one whose namespace went (a teardown that raced) is in none
+        every_step(lambda: kill_all(pids_serving(is_lab_server)), servers, delete_namespaces, bridge, _delete_lab_veths,
+                   firewall, self.dir.remove)
 
 
 # ---- the client hosts as a lab kind (lab.registry) --------------------------------------------------------------

@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from storbench.execute.supervisor import process_dirs
@@ -68,3 +68,18 @@ def kill_all(pids: Sequence[int], *, timeout_s: float = 15) -> None:
     deadline = time.time() + timeout_s
     while time.time() < deadline and any(alive(p) for p in pids):
         time.sleep(0.1)
+
+
+def pids_serving(accept: Callable[[str], bool]) -> list[int]:
+    """The processes given ``--server=ADDRESS,PORT`` for an address ``accept`` takes (fio servers), from /proc: a
+    server whose network namespace was deleted under it runs on with no namespace name to find it by."""
+    found = []
+    for entry in process_dirs(others=True):
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(arg.startswith(b"--server=") and accept(arg[len(b"--server="):].decode(errors="replace"))
+               for arg in argv):
+            found.append(int(entry.name))
+    return found
