@@ -45,6 +45,15 @@ def _finished(argv: Sequence[str], timeout_s: float, input_text: str | None) -> 
         return subprocess.CompletedProcess(list(argv), process.returncode, out, err)
 
 
+def read_text(path: str) -> str:
+    """A file of the kernel's (/proc, /sys) as text; '' when it cannot be read (gone, not there on this kernel)."""
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
 def run(argv: Sequence[str], *, timeout_s: float = 120, input_text: str | None = None) -> str:
     """Run a command; a failure is a UserError carrying the tail of its output."""
     try:

@@ -51,21 +51,35 @@ def untrusted(path: str | Path, owners: Collection[int]) -> str | None:
     """Why ``path`` (relative: to the current directory) or a directory above it could have been written by a
     user not in ``owners`` — "<path> <problem>" — or None when it could not."""
     absolute = Path(os.path.abspath(path))  # not resolve(): that would follow the links refused here
+    found = untrusted_above(absolute, owners)
+    if found is not None:
+        return f"{found[0]} {found[1]}"
+    try:
+        st = os.lstat(absolute)
+    except FileNotFoundError:
+        return f"{absolute} does not exist"
+    except OSError as exc:
+        return f"{absolute} cannot be looked at ({exc.strerror})"
+    problem = file_problem(st.st_mode, st.st_uid, owners)
+    return f"{absolute} {problem}" if problem else None
+
+
+def untrusted_above(path: Path, owners: Collection[int] = ()) -> tuple[Path, str] | None:
+    """The first directory above the absolute ``path`` that a user other than root, the effective uid and
+    ``owners`` could have written, with why (`labdir.ancestor_problem`: a link, another's, writable by group or
+    others without the sticky bit, not there); None when none could. Whoever can write one can swap what ``path``
+    names between a check and its use."""
     euid = os.geteuid()
-    for depth in range(1, len(absolute.parts) + 1):
-        here = Path(*absolute.parts[:depth])
+    for here in reversed(path.parents):
         try:
             st = os.lstat(here)
         except FileNotFoundError:
-            return f"{here} does not exist"
+            return here, "does not exist"
         except OSError as exc:  # a name too long, a directory we may not search
-            return f"{here} cannot be looked at ({exc.strerror})"
-        if here == absolute:
-            problem = file_problem(st.st_mode, st.st_uid, owners)
-        else:
-            problem = ancestor_problem(st.st_mode, st.st_uid, euid, also=owners)
+            return here, f"cannot be looked at ({exc.strerror})"
+        problem = ancestor_problem(st.st_mode, st.st_uid, euid, also=owners)
         if problem:
-            return f"{here} {problem}"
+            return here, problem
     return None
 
 

@@ -45,32 +45,28 @@ class RepetitionFailover:
 def client_logs(repetition: StoredRepetition) -> list[ClientLog]:
     """The repetition's logs as one client per fio client: every job's IOPS rows together, and their longest
     latencies (`fio.jobfile.timeline_logs` names them ``timeline_iops.<job>.log`` and ``timeline_clat.<job>.log``,
-    a fio server's with its name after them; a log that does not parse is left out (`unreadable_log` says which
+    a fio server's with its name after them; a log that does not parse is left out (`timeline_logs` says which
     for a repetition's figures), and a client that logged no IOPS row has no timeline)."""
+    return timeline_logs(repetition)[0]
+
+
+def timeline_logs(repetition: StoredRepetition) -> tuple[list[ClientLog], str | None]:
+    """`client_logs`, and the first of the logs that does not parse, with why (None when all do): each read once."""
     iops: dict[str, list[LogRow]] = {}
     lat: dict[str, list[LogRow]] = {}
+    bad: str | None = None
     for name, text in repetition.logs:
         if not name.startswith(f"{TIMELINE_LOG}_"):  # a lab's own log (the cluster's PGs), not fio's
             continue
         try:
             rows = parse_log(text)
-        except ValueError:
+        except ValueError as exc:
+            bad = bad or f"{name}: {exc}"
             continue
         client = timeline_log_client(name) or (repetition.clients[0].client if repetition.clients else "local")
         (iops if "_iops." in name else lat).setdefault(client, []).extend(rows)
     return [ClientLog(client, tuple(sorted(rows, key=lambda r: r.t_ms)), tuple(lat.get(client, ())))
-            for client, rows in sorted(iops.items()) if rows]
-
-
-def unreadable_log(repetition: StoredRepetition) -> str | None:
-    """The first of a repetition's fio timeline logs that does not parse, with why; None when all do."""
-    for name, text in repetition.logs:
-        if name.startswith(f"{TIMELINE_LOG}_"):
-            try:
-                parse_log(text)
-            except ValueError as exc:
-                return f"{name}: {exc}"
-    return None
+            for client, rows in sorted(iops.items()) if rows], bad
 
 
 def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
@@ -88,8 +84,8 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
         problem = f"its fault was not done: {failed.error}" if failed else "no fault was done"
         return RepetitionFailover(repetition.repetition_id, repetition.rep_index, None, None, None, problem)
     window = repetition.case.workload.timeline_window_ms
-    logs = client_logs(repetition)
-    if (bad := unreadable_log(repetition)) is not None:  # read without that client, its stall would go unseen
+    logs, bad = timeline_logs(repetition)
+    if bad is not None:  # read without that client, its stall would go unseen
         return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, None,
                                   f"a timeline log does not read ({bad})")
     if window is None or not logs:

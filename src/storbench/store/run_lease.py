@@ -49,12 +49,14 @@ class RunLeases:
             except OSError as exc:  # held (POSIX allows EAGAIN or EACCES for a conflict); else no such file (a
                 # store in memory) or no locks on this file system: no lease, and the run goes on
                 return exc.errno not in (errno.EAGAIN, errno.EACCES)
-        else:
-            row = self.conn.execute("SELECT pg_try_advisory_lock(?, ?) AS got", (LEASE_CLASS, run_id)).fetchone()
-            if not row["got"]:
-                return False
+        elif not self._pg_try(run_id):
+            return False
         self.held.add(run_id)
         return True
+
+    def _pg_try(self, run_id: int) -> bool:
+        return bool(self.conn.execute("SELECT pg_try_advisory_lock(?, ?) AS got", (LEASE_CLASS, run_id)).fetchone()
+                    ["got"])
 
     def held_elsewhere(self, run_id: int) -> bool:
         """Whether another process holds run ``run_id``'s lease (it is running it), without taking it."""
@@ -66,10 +68,10 @@ class RunLeases:
             except OSError:
                 return False
             return bool(struct.unpack(_FLOCK, found)[0] != fcntl.F_UNLCK)
-        row = self.conn.execute("SELECT pg_try_advisory_lock(?, ?) AS got", (LEASE_CLASS, run_id)).fetchone()
-        if row["got"]:
-            self.conn.execute("SELECT pg_advisory_unlock(?, ?)", (LEASE_CLASS, run_id))
-        return not row["got"]
+        if not self._pg_try(run_id):
+            return True
+        self.conn.execute("SELECT pg_advisory_unlock(?, ?)", (LEASE_CLASS, run_id))
+        return False
 
     def release(self) -> None:
         """Drop every lease (after the store's connection is closed: see the module)."""

@@ -11,17 +11,12 @@ from pathlib import Path
 from storbench.errors import UserError
 from storbench.execute.supervisor import process_dirs
 from storbench.fio.jobfile import JobBinding, escape_fio_path
-from storbench.lab.labdir import DEFAULT_LAB_ROOT, ancestor_problem, default_lab_dir
+from storbench.lab.labdir import DEFAULT_LAB_ROOT, default_lab_dir
 from storbench.model import BlockTarget, Case, rw_writes
+from storbench.shell import read_text
 from storbench.targets.base import FileCheckPlace, PreparedTarget
 from storbench.targets.guards import block_write_refusal, device_in_use, parse_mounted_devices, parse_swap_devices
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
+from storbench.trusted_files import untrusted_above
 
 
 def untrusted_device(device: Path) -> str | None:
@@ -29,15 +24,10 @@ def untrusted_device(device: Path) -> str | None:
     directory on the way another user may write (they could put another node there)."""
     if device.parts[:2] != ("/", "dev"):
         return "is not in /dev"
-    for above in reversed(device.parents):
-        try:
-            found = os.lstat(above)
-        except OSError:  # /dev/vg0 of a volume group not active: the device's own stat says it is not there
-            return None
-        problem = ancestor_problem(found.st_mode, found.st_uid, os.geteuid())
-        if problem:
-            return f"lies below {above}, which {problem}"
-    return None
+    if not os.path.lexists(device):  # /dev/vg0/lv0 of a volume group not active: its stat says it is not there
+        return None
+    found = untrusted_above(device)
+    return None if found is None else f"lies below {found[0]}, which {found[1]}"
 
 
 def _block_numbers(paths: Iterable[str]) -> frozenset[tuple[int, int]]:
@@ -66,13 +56,13 @@ def _device_numbers(device: Path) -> tuple[list[tuple[int, int]], list[str], lis
         holders.append(holder.name)
     for child in sys_dir.glob("*/partition"):
         part_dir = child.parent
-        dev_text = _read(str(part_dir / "dev")).strip()
+        dev_text = read_text(str(part_dir / "dev")).strip()
         if ":" in dev_text:
             a, b = dev_text.split(":")
             numbers.append((int(a), int(b)))
         paths.append(f"/dev/{part_dir.name}")
         holders.extend(h.name for h in (part_dir / "holders").glob("*"))
-    sectors = _read(str(sys_dir / "size")).strip()
+    sectors = read_text(str(sys_dir / "size")).strip()
     size = str(int(sectors) * 512) if sectors.isdigit() else ""
     return numbers, paths, holders, size
 
@@ -80,7 +70,7 @@ def _device_numbers(device: Path) -> tuple[list[tuple[int, int]], list[str], lis
 def _mounted_everywhere() -> frozenset[tuple[int, int]]:
     """Devices mounted in any mount namespace on this machine (a container's or a lab's mounts are invisible in
     /proc/self/mountinfo): each namespace's mountinfo, read once through one of its processes."""
-    devices: set[tuple[int, int]] = set(parse_mounted_devices(_read("/proc/self/mountinfo")))
+    devices: set[tuple[int, int]] = set(parse_mounted_devices(read_text("/proc/self/mountinfo")))
     seen: set[str] = set()
     for entry in process_dirs():
         try:
@@ -90,7 +80,7 @@ def _mounted_everywhere() -> frozenset[tuple[int, int]]:
         if namespace in seen:
             continue
         seen.add(namespace)
-        devices |= parse_mounted_devices(_read(str(entry / "mountinfo")))
+        devices |= parse_mounted_devices(read_text(str(entry / "mountinfo")))
     return frozenset(devices)
 
 
@@ -108,19 +98,19 @@ def _open_by(numbers: set[tuple[int, int]]) -> list[tuple[int, str]]:
             except OSError:
                 continue
             if stat.S_ISBLK(st.st_mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) in numbers:
-                users.append((int(entry.name), _read(str(entry / "comm")).strip()))
+                users.append((int(entry.name), read_text(str(entry / "comm")).strip()))
                 break
     return users
 
 
 def _loop_backing(device: Path) -> str:
     """The backing file of a loop device, or ''."""
-    return _read(f"/sys/block/{device.resolve().name}/loop/backing_file").strip()
+    return read_text(f"/sys/block/{device.resolve().name}/loop/backing_file").strip()
 
 
 def _loops_backed_by(paths: Sequence[str]) -> list[str]:
     return [loop.parent.parent.name for loop in Path("/sys/block").glob("loop*/loop/backing_file")
-            if _read(str(loop)).strip() in paths]
+            if read_text(str(loop)).strip() in paths]
 
 
 def _lab_roots() -> list[str]:
@@ -152,7 +142,7 @@ def check_block_target(spec: BlockTarget, cases: Sequence[Case], *, where: str =
     numbers, paths, holders, size = _device_numbers(device)
     # written by a case, or by the checking writer past fio's region (check_writes needs destructive: true there)
     if spec.destructive or any(rw_writes(c.workload.rw) for c in cases):
-        swaps = parse_swap_devices(_read("/proc/swaps"))
+        swaps = parse_swap_devices(read_text("/proc/swaps"))
         reason = device_in_use(numbers, _mounted_everywhere(), paths, swaps, holders, open_by=_open_by(set(numbers)),
                                loop_backing=_loop_backing(device), lab_roots=_lab_roots(),
                                backs_loops=_loops_backed_by(paths), swap_numbers=_block_numbers(swaps))

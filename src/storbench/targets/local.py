@@ -13,14 +13,14 @@ from pathlib import Path
 from storbench.demands import MACHINE_SHARE, inodes_need
 from storbench.errors import UserError
 from storbench.fio.jobfile import METADATA_DIR, JobBinding, escape_fio_path, is_safe_job_value, metadata_dir_names
-from storbench.lab.labdir import ancestor_problem
 from storbench.model import METADATA_RW, BlockTarget, Case, CephfsTarget, PathTarget, is_metadata
 from storbench.schedule import working_set_bytes
+from storbench.shell import read_text
 from storbench.targets.base import CHECK_FILE, FILENAME_FORMAT, FileCheckPlace, PreparedTarget
 from storbench.targets.guards import (
     system_directory,
 )
-from storbench.trusted_files import invoking_uids
+from storbench.trusted_files import invoking_uids, untrusted_above
 from storbench.units import format_bytes
 
 # Every test file storbench's jobs make: its own (storbench.J.F), a client's (storbench.cN.J.F), and a fio
@@ -28,18 +28,11 @@ from storbench.units import format_bytes
 TEST_FILE_RE = re.compile(r"(?:[0-9A-Fa-f.:\[\]]{1,64}\.)?storbench\.(?:c[0-9]{1,5}\.)?[0-9]{1,6}\.[0-9]{1,6}")
 
 
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
-
-
 def filesystem_of(path: Path, mounts_text: str | None = None) -> tuple[str, str, str]:
     """(mount point, filesystem type, source device or server) holding ``path``: the longest matching mount (the
     last one mounted there when several are)."""
     best = ("", "", "")
-    text = _read("/proc/self/mounts") if mounts_text is None else mounts_text
+    text = read_text("/proc/self/mounts") if mounts_text is None else mounts_text
     for line in text.splitlines():
         fields = line.split()
         if len(fields) >= 3:
@@ -157,13 +150,10 @@ def directory_refusal(directory: Path) -> str | None:
         return f"{directory} is writable by other users (mode {stat.S_IMODE(st.st_mode):o}, no sticky bit)"
     # a directory above it that another user may write: they could rename the test directory away and put a link
     # to any directory in its place, for fio (root's) to reopen its files through on every repetition
-    trusted = invoking_uids()
-    for above in reversed(directory.parents):
-        found = os.lstat(above)
-        problem = ancestor_problem(found.st_mode, found.st_uid, os.geteuid(), also=trusted)
-        if problem:
-            return (f"{above}, above {directory}, {problem}: another user could swap the test directory for a link "
-                    "between storbench's check and fio's open")
+    found = untrusted_above(directory, invoking_uids())
+    if found is not None:
+        return (f"{found[0]}, above {directory}, {found[1]}: another user could swap the test directory for a link "
+                "between storbench's check and fio's open")
     return None
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from storbench.netclient import request
+from storbench.shell import read_text
 from storbench.telemetry.ceph_counters import (
     COUNTED_DAEMONS,
     CephDaemonCounters,
@@ -43,14 +44,6 @@ from storbench.telemetry.series import TelemetrySeries
 ADMIN_SOCKET_TIMEOUT_S = 2.0
 
 
-def _read(path: str) -> str:
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except OSError:
-        return ""
-
-
 def whole_block_devices() -> frozenset[str]:
     try:
         return frozenset(os.listdir("/sys/block"))
@@ -62,7 +55,7 @@ def link_speeds_bits_per_s() -> dict[str, int]:
     """Link rates the kernel knows (physical NICs); virtual interfaces report none."""
     speeds: dict[str, int] = {}
     for path in glob.glob("/sys/class/net/*/speed"):
-        text = _read(path).strip()
+        text = read_text(path).strip()
         with contextlib.suppress(ValueError):
             megabits = int(text)
             if megabits > 0:
@@ -80,9 +73,9 @@ def read_processes(names: frozenset[str], pids: frozenset[int]) -> tuple[Process
         if not entry.isdigit():
             continue
         pid = int(entry)
-        if pid not in pids and _read(f"/proc/{entry}/comm").strip() not in names:
+        if pid not in pids and read_text(f"/proc/{entry}/comm").strip() not in names:
             continue
-        ticks = parse_pid_stat(pid, _read(f"/proc/{entry}/stat"))
+        ticks = parse_pid_stat(pid, read_text(f"/proc/{entry}/stat"))
         if ticks is not None:
             if pid in pids:  # a pid the plan names is reported under its pid, whatever it is called
                 ticks = ProcessTicks(pid=pid, name=f"pid {pid}", ticks=ticks.ticks)
@@ -92,12 +85,12 @@ def read_processes(names: frozenset[str], pids: frozenset[int]) -> tuple[Process
 
 def read_proc_snapshot(names: frozenset[str], pids: frozenset[int], devices: frozenset[str]) -> ProcSnapshot:
     t_s = time.time()
-    used, cache = parse_meminfo(_read("/proc/meminfo"))
-    return ProcSnapshot(t_s=t_s, cpu=parse_proc_stat(_read("/proc/stat")),
-                        disks=parse_diskstats(_read("/proc/diskstats"), devices or None),
-                        nets=parse_net_dev(_read("/proc/net/dev")), mem_used_bytes=used, page_cache_bytes=cache,
+    used, cache = parse_meminfo(read_text("/proc/meminfo"))
+    return ProcSnapshot(t_s=t_s, cpu=parse_proc_stat(read_text("/proc/stat")),
+                        disks=parse_diskstats(read_text("/proc/diskstats"), devices or None),
+                        nets=parse_net_dev(read_text("/proc/net/dev")), mem_used_bytes=used, page_cache_bytes=cache,
                         processes=read_processes(names, pids),
-                        cpu_pressure_us=parse_pressure_some_us(_read("/proc/pressure/cpu")))
+                        cpu_pressure_us=parse_pressure_some_us(read_text("/proc/pressure/cpu")))
 
 
 def admin_socket_command(path: str, prefix: str, timeout_s: float = ADMIN_SOCKET_TIMEOUT_S,
