@@ -320,3 +320,20 @@ def test_a_write_lock_held_past_the_wait_is_one_line_that_says_resume(tmp_path: 
     finally:
         other.close()
         store.close()
+
+
+def test_a_precondition_a_newer_storbench_stored_is_one_line(tmp_path: Path) -> None:
+    from storbench.model import Precondition, PreconditionRecord
+
+    store = open_store(tmp_path / "r.db")
+    run_id = _run(store)
+    store.save_precondition(run_id, PreconditionRecord(
+        target="t", lab=(), precondition=Precondition(rw="write", bs_bytes=1 << 20, iodepth=8, passes=1),
+        status=Status.OK, started_at_s=1.0, finished_at_s=2.0, written_bytes=4096, job_text="[fill]\n"))
+    assert store.preconditions([run_id])[run_id][0].precondition.passes == 1
+    with store.transaction() as conn:  # a field a later storbench added to the precondition
+        conn.execute("UPDATE preconditions SET precondition_json = json_set(precondition_json, '$.pattern', 'x')")
+    with pytest.raises(UserError, match=r"precondition has fields this storbench does not know \(pattern\)") as got:
+        store.preconditions([run_id])
+    assert "upgrade storbench" in (got.value.hint or "")
+    store.close()

@@ -19,7 +19,6 @@ from storbench.model import (
     ClientMeasurement,
     DirectionMeasurement,
     DiskUtil,
-    Precondition,
     PreconditionRecord,
     RepetitionOutcome,
     RunInfo,
@@ -205,11 +204,10 @@ class Store:
         marks = ",".join("?" * len(run_ids))
         for row in self.conn.execute(f"SELECT * FROM preconditions WHERE run_id IN ({marks}) ORDER BY id",
                                      tuple(run_ids)):
-            found[row["run_id"]].append(PreconditionRecord(
-                target=row["target"], lab=tuple((k, v) for k, v in json.loads(row["lab_json"])),
-                precondition=Precondition(**json.loads(row["precondition_json"])), status=Status(row["status"]),
-                started_at_s=row["started_at_s"], finished_at_s=row["finished_at_s"],
-                written_bytes=row["written_bytes"], job_text=row["job_text"], error=row["error"]))
+            try:
+                found[row["run_id"]].append(rows.precondition_record(row))
+            except rows.NewerShape as exc:
+                raise UserError(f"{self.path}: {exc}", hint=rows.NEWER_HINT) from None
         return found
 
     # ---- repetitions -----------------------------------------------------------------------------
@@ -316,6 +314,16 @@ class Store:
             for row in found
         ]
 
+    def _where_in(self, select: str, column: str, ids: Sequence[int], order: str) -> list[Row]:
+        """``select`` of the rows whose ``column`` is one of ``ids``, a chunk of ids at a time (within any database's
+        limit on bound parameters), each chunk in ``order``."""
+        found: list[Row] = []
+        for start in range(0, len(ids), CHUNK):
+            chunk = list(ids[start:start + CHUNK])
+            found += self.conn.execute(f"{select} WHERE {column} IN ({','.join('?' * len(chunk))}) ORDER BY {order}",
+                                       chunk).fetchall()
+        return found
+
     def _faults_by_repetition(self, repetition_ids: Sequence[int]
                               ) -> tuple[dict[int, list[tuple[str, str]]], dict[int, list[FaultRecord]]]:
         """The timeline logs and fault records of repetitions that had faults (most have none)."""
@@ -323,16 +331,15 @@ class Store:
         faults: dict[int, list[FaultRecord]] = {}
         if not repetition_ids:
             return logs, faults
-        for row in self.conn.execute("SELECT * FROM repetition_faults ORDER BY repetition_id, seq"):
+        for row in self._where_in("SELECT * FROM repetition_faults", "repetition_id", repetition_ids,
+                                  "repetition_id, seq"):
             faults.setdefault(row["repetition_id"], []).append(FaultRecord(
                 action=row["action"], target=row["target"], restore=bool(row["restore"]), at_s=row["at_s"],
                 said=row["said"], error=row["error"], planned_at_s=row["planned_at_s"],
                 measure_start_s=row["measure_start_s"]))
-        wanted = set(repetition_ids) & set(faults)
-        for row in self.conn.execute("SELECT repetition_id, name, text_z FROM repetition_logs ORDER BY repetition_id, "
-                                     "name"):
-            if row["repetition_id"] in wanted:
-                logs.setdefault(row["repetition_id"], []).append((row["name"], decompress_text(row["text_z"])))
+        for row in self._where_in("SELECT repetition_id, name, text_z FROM repetition_logs", "repetition_id",
+                                  sorted(faults), "repetition_id, name"):
+            logs.setdefault(row["repetition_id"], []).append((row["name"], decompress_text(row["text_z"])))
         return logs, faults
 
     def _write_checks(self, repetition_ids: set[int]) -> dict[int, WriteCheck]:
@@ -343,21 +350,17 @@ class Store:
             first_bad=tuple((str(finding), tuple(int(o) for o in offsets))
                             for finding, offsets in json.loads(row["first_bad_json"])),
             error=row["error"], read_back=row["read_back"])
-            for row in self.conn.execute("SELECT * FROM repetition_write_checks")
-            if row["repetition_id"] in repetition_ids}
+            for row in self._where_in("SELECT * FROM repetition_write_checks", "repetition_id",
+                                      sorted(repetition_ids), "repetition_id")}
 
     def _telemetry_by_repetition(self, repetition_ids: Sequence[int]) -> dict[int, RepetitionTelemetry]:
         windows: dict[int, tuple[float, float]] = {}
         samples: dict[tuple[int, str, str, str], list[tuple[float, float, float]]] = {}
-        for chunk_start in range(0, len(repetition_ids), CHUNK):
-            chunk = list(repetition_ids[chunk_start:chunk_start + CHUNK])
-            marks = ",".join("?" * len(chunk))
-            for row in self.conn.execute(f"SELECT * FROM telemetry WHERE repetition_id IN ({marks})", chunk):
-                windows[row["repetition_id"]] = (row["window_start_s"], row["window_end_s"])
-            for row in self.conn.execute(
-                    "SELECT repetition_id, source, entity, metric, start_s, t_s, value FROM telemetry_samples"
-                    f" WHERE repetition_id IN ({marks}) ORDER BY rowid", chunk):
-                samples.setdefault((row[0], row[1], row[2], row[3]), []).append((row[4], row[5], row[6]))
+        for row in self._where_in("SELECT * FROM telemetry", "repetition_id", repetition_ids, "repetition_id"):
+            windows[row["repetition_id"]] = (row["window_start_s"], row["window_end_s"])
+        for row in self._where_in("SELECT repetition_id, source, entity, metric, start_s, t_s, value FROM "
+                                  "telemetry_samples", "repetition_id", repetition_ids, "rowid"):
+            samples.setdefault((row[0], row[1], row[2], row[3]), []).append((row[4], row[5], row[6]))
         series: dict[int, list[TelemetrySeries]] = {}
         for (repetition_id, source, entity, metric), values in samples.items():
             series.setdefault(repetition_id, []).append(TelemetrySeries(
@@ -389,26 +392,16 @@ class Store:
     def _clients_by_repetition(self, repetition_ids: Sequence[int]) -> dict[int, list[ClientMeasurement]]:
         if not repetition_ids:
             return {}
-        client_rows = []
-        for chunk_start in range(0, len(repetition_ids), CHUNK):  # within any database's bound-parameter limit
-            chunk = list(repetition_ids[chunk_start:chunk_start + CHUNK])
-            marks = ",".join("?" * len(chunk))
-            client_rows += self.conn.execute(
-                f"SELECT * FROM clients WHERE repetition_id IN ({marks}) ORDER BY id", chunk).fetchall()
+        client_rows = self._where_in("SELECT * FROM clients", "repetition_id", repetition_ids, "id")
         client_ids = [row["id"] for row in client_rows]
         measurements: dict[int, list[DirectionMeasurement]] = {}
         disks: dict[int, list[DiskUtil]] = {}
-        for chunk_start in range(0, len(client_ids), CHUNK):
-            chunk = client_ids[chunk_start:chunk_start + CHUNK]
-            cmarks = ",".join("?" * len(chunk))
-            for row in self.conn.execute(f"SELECT * FROM measurements WHERE client_id IN ({cmarks}) ORDER BY id",
-                                         chunk):
-                measurements.setdefault(row["client_id"], []).append(rows.measurement_from_row(row))
-            for row in self.conn.execute(f"SELECT * FROM disk_utils WHERE client_id IN ({cmarks}) ORDER BY id",
-                                         chunk):
-                disks.setdefault(row["client_id"], []).append(
-                    DiskUtil(name=row["name"], read_ios=row["read_ios"], write_ios=row["write_ios"],
-                             util_pct=row["util_pct"]))
+        for row in self._where_in("SELECT * FROM measurements", "client_id", client_ids, "id"):
+            measurements.setdefault(row["client_id"], []).append(rows.measurement_from_row(row))
+        for row in self._where_in("SELECT * FROM disk_utils", "client_id", client_ids, "id"):
+            disks.setdefault(row["client_id"], []).append(
+                DiskUtil(name=row["name"], read_ios=row["read_ios"], write_ios=row["write_ios"],
+                         util_pct=row["util_pct"]))
         out: dict[int, list[ClientMeasurement]] = {}
         for row in client_rows:
             out.setdefault(row["repetition_id"], []).append(

@@ -22,10 +22,13 @@ from storbench.model import (
     MergedFrom,
     NfsTarget,
     PathTarget,
+    Precondition,
+    PreconditionRecord,
     PvcTarget,
     RbdTarget,
     RunInfo,
     S3Target,
+    Status,
     TargetSpec,
     WorkloadPoint,
 )
@@ -118,7 +121,7 @@ class NewerShape(ValueError):
 NEWER_HINT = "a newer storbench wrote it: upgrade storbench to read it"
 
 
-def _made(kind: type[T], fields: dict[str, Any], what: str) -> T:
+def made(kind: type[T], fields: dict[str, Any], what: str) -> T:
     unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(kind)})  # type: ignore[arg-type]
     if unknown:
         raise NewerShape(f"a stored {what} has fields this storbench does not know ({', '.join(unknown)})")
@@ -131,7 +134,7 @@ def workload_from_json(raw: dict[str, Any]) -> WorkloadPoint:
         raise ValueError(f"workload stored in an unknown shape: {raw!r}")
     fields = {k: v for k, v in raw.items() if k != "schema"}
     fields["fio_options"] = tuple(tuple(pair) for pair in fields.get("fio_options", ()))
-    return _made(WorkloadPoint, fields, "workload")
+    return made(WorkloadPoint, fields, "workload")
 
 
 # The JSON shape of a target in cases.target_json: {"schema": 2, "kind": ..., and the fields of that kind}. Shape 1
@@ -160,7 +163,16 @@ def target_from_json(raw: dict[str, Any]) -> TargetSpec:
     kind = _TARGET_TYPES.get(str(raw.get("kind")))
     if kind is None:
         raise NewerShape(f"a stored target of kind {raw.get('kind')!r}, which this storbench does not know")
-    return _made(kind, fields, f"{raw['kind']} target")
+    return made(kind, fields, f"{raw['kind']} target")
+
+
+def precondition_record(row: Row) -> PreconditionRecord:
+    """A stored precondition as it ran (a field a newer storbench added: NewerShape)."""
+    return PreconditionRecord(
+        target=row["target"], lab=tuple((k, v) for k, v in json.loads(row["lab_json"])),
+        precondition=made(Precondition, json.loads(row["precondition_json"]), "precondition"),
+        status=Status(row["status"]), started_at_s=row["started_at_s"], finished_at_s=row["finished_at_s"],
+        written_bytes=row["written_bytes"], job_text=row["job_text"], error=row["error"])
 
 
 def case_from_row(case_id: str, target_json: str, workload_json: str, clients: int, lab_json: str) -> Case:
