@@ -340,6 +340,18 @@ def test_bad_client_plans_are_one_line(extra: str, says: str, tmp_path: Path,
     assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, err
 
 
+def test_faults_need_one_fio_server_per_host(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`fio --client` names a server's timeline log after its host alone: a second server on that host would
+    overwrite the first's log, and a client's stall would go unseen."""
+    plan = BASE.replace("./data", "/srv/data") + "clients: 2\nlab: {volume: {iops: 500}}\n" \
+        "faults: [{at: 1s, do: freeze, on: volume, restore_after: 1s}]\nhosts: {servers: ['a:8765', 'A:8766']}\n"
+    code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, plan)))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "the plan's faults need each fio server on its own host; a serves two" in err, err
+    code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, plan.replace("'A:8766'", "b"))))
+    assert code == 0, err
+
+
 def test_nfs_targets_on_real_servers_need_a_url_they_reach(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """An export named by url runs on real fio servers (their own nfs-capable fio); the NFS lab, reachable from
     this machine's namespaces only, is refused with them in one line."""
