@@ -96,6 +96,23 @@ def test_the_resource_furthest_past_its_threshold_wins_and_the_others_are_listed
     assert verdict.kind == Bottleneck.CPU
 
 
+def test_a_busy_device_is_fios_limit_only_where_fio_saw_its_files_there_or_its_own_devices_busy() -> None:
+    """A tmpfs or sdb target beside a busy vda (a backup, a log) had read media-bound on vda."""
+    busy = replace(IDLE, device_util_pct=98.0)
+    elsewhere = judge(replace(busy, fio_disks=("sdb",), fio_disk_util_pct=40.0))
+    assert elsewhere.kind == Bottleneck.NOT_SATURATED and "vda 98 %" in elsewhere.evidence, elsewhere
+    for fio_saw in ({"fio_disks": ("vda", "dm-0"), "fio_disk_util_pct": 40.0},  # its files are on vda
+                    {"fio_disks": ("loop0",), "fio_disk_util_pct": 95.0},  # a loop device whose file is on vda
+                    {}):  # fio saw no device of its own (rbd, NFS): the busy device may be the storage's
+        assert judge(replace(busy, **fio_saw)).kind == Bottleneck.MEDIA, fio_saw  # type: ignore[arg-type]
+    rows = [{**_BASE, "repeat": r, "direction": "read", "iops": 1000.0, "lat_mean_ns": 1e6,
+             "disk_busiest_util_pct": 97.0} for r in range(3)]
+    fio_saw = [replace(o, fio=replace(o.fio, disks=("sdb",), disk_util_pct=30.0)) for o in
+               (observation(**r) for r in rows)]
+    assert summarize_points(fio_saw)[0].bottleneck.kind != Bottleneck.MEDIA
+    assert summarize_points([observation(**r) for r in rows])[0].bottleneck.kind == Bottleneck.MEDIA
+
+
 def test_no_telemetry_is_unknown_not_a_guess() -> None:
     blank = replace(IDLE, host_cpu_busy_pct=None, host_cpu_pressure_pct=None, client_cpu_cores=None,
                     device_util_pct=None)

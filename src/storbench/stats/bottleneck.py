@@ -8,7 +8,8 @@ Every rule and threshold is stated (and defended) in docs/methodology.md, "Bottl
                 busy over the window, or runnable tasks waited for a CPU >= 30 % of the window (Linux PSI,
                 /proc/pressure/cpu "some"), or the lab's OSDs use >= 80 % of their CPU quota
                 (`lab.ceph.osd_cpus`) even with the host idle;
-- media-bound   a block device (here or on a node) is busy >= 90 % of the window;
+- media-bound   a block device (here or on a node) is busy >= 90 % of the window (one of the devices fio saw
+                its files on, or with one of those as busy, where fio saw any);
 - network-bound an interface moves >= 90 % of its link rate (in its busier direction);
 - under-driven  none of the above, and Little's law says every configured I/O slot was occupied
                 (IOPS x mean latency >= 80 % of iodepth x jobs): more depth may raise IOPS (a sweep tells; on a
@@ -101,6 +102,10 @@ class BottleneckInputs:
     # left out above; the verdict reads fio's own and the storage nodes' (Prometheus) figures only
     clients_elsewhere: bool = False
     osd_cpuset_cores: float | None = None  # lab.ceph.osd_cpuset: the CPUs all OSDs are pinned to
+    # fio's own `disk_util`: the devices it saw its files on and the busiest one's share of time (none where it saw
+    # none: rbd, tmpfs, NFS)
+    fio_disks: tuple[str, ...] = ()
+    fio_disk_util_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -178,7 +183,11 @@ def findings_for(x: BottleneckInputs) -> list[Finding]:
     if x.node_cpu_busy_pct is not None and x.node_cpu_busy_pct >= HOST_CPU_BUSY_PCT:
         found.append(Finding(Bottleneck.CPU, x.node_cpu_busy_pct / HOST_CPU_BUSY_PCT,
                              f"node {x.storage_node} CPU {x.node_cpu_busy_pct:.0f} % busy"))
-    if x.device_util_pct is not None and x.device_util_pct >= DEVICE_UTIL_PCT:
+    # a busy device is fio's limit if fio saw its files there, or saw its own devices busy too (a loop device's
+    # file on it); fio's devices idle more than 10 % of the time: another load keeps that one busy (a backup)
+    fios = (not x.fio_disks or x.busiest_device in x.fio_disks
+            or (x.fio_disk_util_pct is not None and x.fio_disk_util_pct >= DEVICE_UTIL_PCT))
+    if x.device_util_pct is not None and x.device_util_pct >= DEVICE_UTIL_PCT and fios:
         queue = "" if x.device_queue_depth is None else f", average queue {x.device_queue_depth:.1f}"
         found.append(Finding(Bottleneck.MEDIA, x.device_util_pct / DEVICE_UTIL_PCT,
                              f"{x.busiest_device} busy {x.device_util_pct:.0f} % of the time{queue}",

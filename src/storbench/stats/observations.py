@@ -44,6 +44,7 @@ class ClientFigures:
     cpu_usr_pct: float | None = None  # summed over the clients; None without clients
     cpu_sys_pct: float | None = None
     disk_util_pct: float | None = None  # the busiest device fio reported
+    disks: tuple[str, ...] = ()  # the devices fio reported (its files'), by name: "sda", "dm-0"
     fio_cores: float | None = None  # the observation's clients' fio jobs in cores; None unless ok
     reporting: int = 0  # clients that reported
     start_skew_s: float | None = None
@@ -142,7 +143,8 @@ def _client_figures(figures: ClientFigures, client: ClientMeasurement, case: Cas
     """One client's own figures (its CPU, its busiest device, its I/O rate), the repetition's for the rest."""
     utils = [d.util_pct for d in client.disks]
     return replace(figures, cpu_usr_pct=client.cpu_usr_pct, cpu_sys_pct=client.cpu_sys_pct,
-                   disk_util_pct=max(utils) if utils else None, fio_cores=fio_cores([client]), reporting=1,
+                   disk_util_pct=max(utils) if utils else None, disks=tuple(sorted({d.name for d in client.disks})),
+                   fio_cores=fio_cores([client]), reporting=1,
                    ios_per_s=sum(d.iops for d in client.directions),
                    bytes_per_s=None if not moves_data(case.workload.rw)
                    else sum(d.bw_bytes_per_s for d in client.directions))
@@ -164,6 +166,7 @@ def observations(repetitions: Iterable[StoredRepetition], per_client: bool = Fal
             cpu_usr_pct=sum(c.cpu_usr_pct for c in rep.clients) if rep.clients else None,
             cpu_sys_pct=sum(c.cpu_sys_pct for c in rep.clients) if rep.clients else None,
             disk_util_pct=max(utils) if utils else None, fio_cores=fio_cores(rep.clients) if ok else None,
+            disks=tuple(sorted({d.name for c in rep.clients for d in c.disks})),
             reporting=len(rep.clients), start_skew_s=rep.start_skew_s, slowest=slowest,
             slowest_pct_of_median=slowest_pct,
             ios_per_s=sum(m.iops for m in merged) if merged else None,

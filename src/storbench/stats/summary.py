@@ -90,6 +90,8 @@ def bottleneck_inputs(ok: Sequence[Observation]) -> BottleneckInputs | None:
         storage_node=_most_common([node for _, _, node in names]),
         storage_disk=_most_common([_busiest_node_disk(o) for o in one_per_repetition]),
         node_cpu_busy_pct=mean("node_cpu_busy_pct"), node_disk_util_pct=mean("node_disk_util_pct"),
+        fio_disks=tuple(sorted({name for o in one_per_repetition for name in o.fio.disks})),
+        fio_disk_util_pct=mean("disk_util_pct"),
         iops=_mean_of(iops_values), in_flight=_mean_of(in_flight_values), ceiling_iops=local("client_ceiling_iops"),
         iodepth=case.workload.iodepth, jobs=case.workload.numjobs * case.clients, ioengine=case.workload.ioengine,
         osd_quota_cores=case.lab.ceph.osd_cpus if case.lab.ceph is not None else None,
