@@ -411,6 +411,52 @@ def test_a_lab_is_claimed_by_its_up_and_given_up_by_its_down(tmp_path: Path) -> 
     assert not (tmp_path / ".lab.lock").exists()  # given up with its down: nothing left beside the lab
 
 
+def test_a_lab_whose_names_are_the_machines_is_one_per_machine(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hosts, NFS and k8s labs name their namespaces, bridges and firewall tables alike at every directory: a
+    second lab at another --dir (as a busy lab's hint offered) had torn the first one's down at its up, and a down
+    at a directory with no lab had done the same. Both are refused while the first lab is there."""
+    from storbench.lab import lab_claim
+
+    monkeypatch.setattr(lab_claim, "OWNERS", tmp_path / "owners")
+    torn: list[Path] = []
+
+    class Lab:
+        def __init__(self, root: Path) -> None:
+            self.root = root
+
+        @lab_claim.claims_lab
+        @lab_claim.owns_names("hosts")
+        def up(self) -> None:
+            self.down()  # as the kinds do: what a crashed lab left, by name
+            self.root.mkdir()
+
+        @lab_claim.frees_lab
+        @lab_claim.frees_names("hosts")
+        def down(self) -> None:
+            torn.append(self.root)
+            if self.root.exists():
+                self.root.rmdir()
+
+    first, second = Lab(tmp_path / "a"), Lab(tmp_path / "b")
+    first.up()
+    for step in (second.up, second.down):
+        with pytest.raises(UserError, match=f"a hosts lab of {first.root} is up on this machine") as refused:
+            step()
+        assert f"storbench lab hosts down --dir {first.root}" in (refused.value.hint or "")
+    assert torn == [first.root] and first.root.is_dir()  # the first lab's objects untouched
+    first.up()  # the owner's own up again: its lab is reused or rebuilt
+    first.down()
+    assert not (tmp_path / "owners").exists()
+    (tmp_path / "owners").mkdir(mode=0o700)
+    (tmp_path / "owners" / "hosts.owner").write_text(f"{tmp_path / 'gone'}\n")  # a crashed lab's, its directory gone
+    second.up()  # the names are free: another directory may take them
+    with pytest.raises(UserError, match=f"a hosts lab of {second.root} is up"):
+        first.up()
+    second.down()
+    assert torn[-1] == second.root and not (tmp_path / "owners").exists()  # nothing of the labs left behind
+
+
 def test_the_hosts_labs_servers_are_found_by_their_address_when_their_namespace_is_gone() -> None:
     """Two storbench processes on the hosts lab at once (a test run beside CI's) left two `fio --server=10.214.0.x`
     running in namespaces already deleted: no namespace name finds them. `down` kills the lab's servers by the

@@ -45,14 +45,8 @@ from storbench.lab.hosts_conf import (
     network_batch,
     server_command,
 )
-from storbench.lab.lab_claim import claims_lab, frees_lab, holds_lab
-from storbench.lab.labdir import (
-    LabRoot,
-    default_lab_dir,
-    every_step,
-    port_open,
-    require_tools,
-)
+from storbench.lab.lab_claim import claims_lab, frees_lab, frees_names, holds_lab, owns_names
+from storbench.lab.labdir import LabRoot, default_lab_dir, every_step, port_open, require_tools
 from storbench.lab.process import kill_all, pids_serving
 from storbench.shell import run
 from storbench.targets.nfs import nfs_fio_binary
@@ -135,6 +129,7 @@ class HostsLab(LabRoot):
             f"{info.servers[0]} .. {info.servers[-1]}"))
 
     @claims_lab
+    @owns_names("hosts")
     def up(self, count: int, fio_binary: str) -> HostsLabInfo:
         if self.running(count):
             info = self.info()
@@ -263,6 +258,7 @@ class HostsLab(LabRoot):
                             hint=" ".join(log.split()) or f"see {self.root / 'log'}")
 
     @frees_lab
+    @frees_names("hosts")
     def down(self) -> None:
         """Kill every server, delete the namespaces (their veths go with them), the bridge, the firewall tables and
         the directory."""

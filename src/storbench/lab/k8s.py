@@ -75,14 +75,8 @@ from storbench.lab.k8s_host import (
 )
 from storbench.lab.k8s_images import pause_image
 from storbench.lab.k8s_registry import pull_everywhere, serve_fio_image
-from storbench.lab.lab_claim import claims_lab, frees_lab
-from storbench.lab.labdir import (
-    LabRoot,
-    default_lab_dir,
-    kill_daemons,
-    port_open,
-    require_tools,
-)
+from storbench.lab.lab_claim import claims_lab, frees_lab, frees_names, owns_names
+from storbench.lab.labdir import LabRoot, default_lab_dir, kill_daemons, port_open, require_tools
 from storbench.lab.process import kill_all
 from storbench.shell import attempt, run
 from storbench.trusted_files import trusted_program
@@ -149,6 +143,7 @@ class K8sLab(LabRoot):
     # up
 
     @claims_lab
+    @owns_names("k8s")
     def up(self, fio_binary: str, *, nodes: int = 1, block_volumes: int = 3,
            block_size_bytes: int = 512 * 1024**2, csi: bool = False) -> K8sLabInfo:
         current = self.info()
@@ -367,6 +362,7 @@ class K8sLab(LabRoot):
                 and isinstance(path := (spec.get("hostPath") or {}).get("path"), str)]
 
     @frees_lab
+    @frees_names("k8s")
     def down(self) -> None:
         if not self.dir.exists():
             return

@@ -9,7 +9,7 @@ import contextlib
 import fcntl
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
@@ -38,7 +38,7 @@ def hold_lab(root: Path) -> None:
             os.close(fd)
             raise UserError(f"the lab at {root} is in use by another storbench (a run, or a `storbench lab` "
                             "command)", hint="wait for it to end, or give this one another --dir (or "
-                            "STORBENCH_LAB_DIR)") from None
+                            "STORBENCH_LAB_DIR; a hosts, NFS or k8s lab is one per machine)") from None
         held, now = os.fstat(fd), _lstat(lock)
         if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
             _HELD[root] = fd
@@ -108,3 +108,110 @@ def frees_lab(down: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P
             if _absolute(self.root) not in _BRINGING_UP:
                 release_lab(self.root)
     return freed
+
+
+# ---- labs whose names are the machine's ------------------------------------------------------------------------
+# The hosts, NFS and k8s labs name their network namespaces, bridges, firewall tables and veths the same whatever
+# their directory, and find them by name at down: one such lab per kind on a machine. Its owner (the directory of
+# the lab up now) is recorded in OWNERS, so an up or a down at another directory is refused instead of tearing that
+# lab's objects down under it (the "another --dir" a busy lab's hint offers).
+OWNERS = Path("/run/storbench-labs")
+
+
+def _owner_file(kind: str) -> Path:
+    return OWNERS / f"{kind}.owner"
+
+
+def _in_use(root: Path) -> bool:
+    """Whether the lab at ``root`` is there (its directory) or being brought up or down (its claim held)."""
+    if _lstat(root) is not None:
+        return True
+    try:
+        fd = os.open(_lock_file(root), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+@contextlib.contextmanager
+def _owners_locked(kind: str) -> Iterator[Path | None]:
+    """The owner of ``kind``'s machine-wide names (None: none, or one whose lab is gone), read under a lock so that
+    two processes do not both take them."""
+    lock = OWNERS / f"{kind}.lock"
+    for _attempt in range(10):
+        _check_ancestors(lock, create=True)
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:  # its directory went with the last owner's down: made again above
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held, now = os.fstat(fd), _lstat(lock)
+            if now is None or (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+                continue  # removed by the last owner's down as this process waited: take the one there now
+            try:
+                named = Path(_owner_file(kind).read_text().strip())
+            except (OSError, ValueError):
+                named = None
+            yield named if named is not None and named.is_absolute() and _in_use(named) else None
+            return
+        finally:
+            os.close(fd)
+    raise UserError(f"{OWNERS}: the {kind} lab's lock file keeps changing", hint="try again")
+
+
+def _forget_owner(kind: str) -> None:
+    """The names free again (under `_owners_locked`): the owner record and the lock removed, and their directory when
+    no other kind's are in it; nothing of the lab left in /run."""
+    for file in (_owner_file(kind), OWNERS / f"{kind}.lock"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(file)
+    with contextlib.suppress(OSError):
+        os.rmdir(OWNERS)
+
+
+def _refuse_other(kind: str, root: Path, owner: Path | None) -> None:
+    if owner is not None and owner != root:
+        raise UserError(f"a {kind} lab of {owner} is up on this machine: its network names are the machine's, one "
+                        f"{kind} lab at a time", hint=f"use it (--dir {owner}), or take it down first: storbench lab "
+                        f"{kind} down --dir {owner}")
+
+
+def owns_names(kind: str) -> Callable[[Callable[Concatenate[S, P], R]], Callable[Concatenate[S, P], R]]:
+    """For the ``up`` of a kind whose names are the machine's (below `claims_lab`): refused while another
+    directory's lab of the kind is there, else the lab at ``self.root`` recorded as their owner."""
+    def wrap(up: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+        @functools.wraps(up)
+        def owned(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            root = _absolute(self.root)
+            with _owners_locked(kind) as owner:
+                _refuse_other(kind, root, owner)
+                _owner_file(kind).write_text(f"{root}\n")
+            return up(self, *args, **kwargs)
+        return owned
+    return wrap
+
+
+def frees_names(kind: str) -> Callable[[Callable[Concatenate[S, P], R]], Callable[Concatenate[S, P], R]]:
+    """For the ``down`` of such a kind (below `frees_lab`): refused while another directory's lab owns the names
+    (a down at a directory with no lab had deleted them); its record dropped once this lab is down."""
+    def wrap(down: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+        @functools.wraps(down)
+        def freed(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            root = _absolute(self.root)
+            with _owners_locked(kind) as owner:
+                _refuse_other(kind, root, owner)
+            result = down(self, *args, **kwargs)
+            if root not in _BRINGING_UP:
+                with _owners_locked(kind) as owner:
+                    if owner is None or owner == root:
+                        _forget_owner(kind)
+            return result
+        return freed
+    return wrap

@@ -37,7 +37,7 @@ from storbench.lab.base import (
     status_line,
 )
 from storbench.lab.hosts_conf import BRIDGE, is_down, link_flags
-from storbench.lab.lab_claim import claims_lab, frees_lab
+from storbench.lab.lab_claim import claims_lab, frees_lab, frees_names, owns_names
 from storbench.lab.labdir import (
     LabRoot,
     default_lab_dir,
@@ -118,6 +118,7 @@ class NfsLab(LabRoot):
         return status_line("nfs", self.root, self.info(), self.running, _described)
 
     @claims_lab
+    @owns_names("nfs")
     def up(self, spec: NfsLabSpec | None = None) -> NfsLabInfo:
         spec = spec or NfsLabSpec()
         current = self.info()
@@ -236,6 +237,7 @@ class NfsLab(LabRoot):
             run(["ip", "netns", "exec", NAMESPACE, *command])
 
     @frees_lab
+    @frees_names("nfs")
     def down(self) -> None:
         """Kill the daemons, remove the namespace and the veth pair, delete the lab directory."""
         if self.dir.exists():
