@@ -460,22 +460,54 @@ def test_a_lab_whose_names_are_the_machines_is_one_per_machine(tmp_path: Path,
 def test_the_hosts_labs_servers_are_found_by_their_address_when_their_namespace_is_gone() -> None:
     """Two storbench processes on the hosts lab at once (a test run beside CI's) left two `fio --server=10.214.0.x`
     running in namespaces already deleted: no namespace name finds them. `down` kills the lab's servers by the
-    address they serve; a server of another address is not the lab's."""
+    address and port they serve, in a network namespace of their own (unnamed); a server of the same address on
+    the machine's own network (a site network in 10.214/16), or of another port or address, is not the lab's."""
     import subprocess
     import sys
 
-    from storbench.lab.hosts_conf import is_lab_server
+    from storbench.lab.hosts_conf import lab_host, serves_lab_host
     from storbench.lab.process import kill_all, pids_serving
 
-    sleep = "import time; time.sleep(60)"
-    ours = subprocess.Popen([sys.executable, "-c", sleep, "--server=10.214.0.250,8765"])
-    theirs = subprocess.Popen([sys.executable, "-c", sleep, "--server=192.0.2.7,8765"])
+    sleep = ["-c", "import time; time.sleep(60)"]
+    lab = lab_host(241).server
+    ours = subprocess.Popen(["unshare", "--net", sys.executable, *sleep, f"--server={lab}"])
+    theirs = [subprocess.Popen([*prefix, sys.executable, *sleep, f"--server={server}"])
+              for prefix, server in ((["unshare", "--net"], "10.214.1.50,9999"), ([], lab), ([], "192.0.2.7,8765"))]
     try:
-        found = pids_serving(is_lab_server)
-        assert ours.pid in found and theirs.pid not in found
+        deadline = time.monotonic() + 10
+        while ours.pid not in (found := pids_serving(serves_lab_host)) and time.monotonic() < deadline:
+            time.sleep(0.05)  # unshare execs python once the namespace is made
+        assert ours.pid in found and not {process.pid for process in theirs} & set(found), found
         kill_all([ours.pid])  # only this test's own: a real lab's servers on this machine are left alone
-        assert ours.wait(timeout=5) != 0 and theirs.poll() is None
+        assert ours.wait(timeout=5) != 0 and all(process.poll() is None for process in theirs)
     finally:
-        for process in (ours, theirs):
+        for process in (ours, *theirs):
+            process.kill()
+            process.wait()
+
+def test_a_daemon_record_cut_short_by_a_full_disk_keeps_the_one_before(tmp_path: Path) -> None:
+    """`forget_daemons` (an OSD restarted by a fault's undoing or a live setting) wrote the record in place: a write
+    cut short (a full disk, an interrupt) left half a record, read as none, and `down` then killed no daemon."""
+    import subprocess
+    import sys
+
+    from storbench.lab.labdir import record_daemon, recorded_daemons
+
+    sleepers = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(3)]
+    try:
+        for index, process in enumerate(sleepers):
+            record_daemon(tmp_path, f"osd.{index}", process.pid)
+        before = recorded_daemons(tmp_path)
+        assert [d.name for d in before] == ["osd.0", "osd.1", "osd.2"]
+        full_disk = ("import resource, signal, sys\nfrom pathlib import Path\n"
+                     "from storbench.lab.labdir import forget_daemons\n"
+                     "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+                     "resource.setrlimit(resource.RLIMIT_FSIZE, (40, 40))\n"
+                     "try:\n    forget_daemons(Path(sys.argv[1]), ['osd.1'])\nexcept OSError:\n    sys.exit(3)\n")
+        done = subprocess.run([sys.executable, "-c", full_disk, str(tmp_path)], timeout=60)
+        assert done.returncode == 3  # the write failed, as on a full disk
+        assert recorded_daemons(tmp_path) == before  # the record as it was: down still finds every daemon
+    finally:
+        for process in sleepers:
             process.kill()
             process.wait()

@@ -38,12 +38,12 @@ from storbench.lab.hosts_conf import (
     firewall_rules,
     hosts_down,
     inner_batch,
-    is_lab_server,
     lab_host,
     lab_veths,
     link_commands,
     network_batch,
     server_command,
+    serves_lab_host,
 )
 from storbench.lab.lab_claim import claims_lab, frees_lab, frees_names, holds_lab, owns_names
 from storbench.lab.labdir import LabRoot, default_lab_dir, every_step, port_open, require_tools
@@ -283,8 +283,8 @@ class HostsLab(LabRoot):
                 run(["nft", "-f", "-"], timeout_s=30, input_text=firewall_delete(tables))
 
         # the lab's servers by their addresses first: one whose namespace went (a teardown that raced) is in none
-        every_step(lambda: kill_all(pids_serving(is_lab_server)), servers, delete_namespaces, bridge, _delete_lab_veths,
-                   firewall, self.dir.remove)
+        every_step(lambda: kill_all(pids_serving(serves_lab_host)), servers, delete_namespaces, bridge,
+                   _delete_lab_veths, firewall, self.dir.remove)
 
 
 # ---- the client hosts as a lab kind (lab.registry) --------------------------------------------------------------

@@ -42,6 +42,16 @@ def is_lab_server(server: str) -> bool:
         return False
 
 
+def serves_lab_host(server: str) -> bool:
+    """Whether ``server`` ("address,port") is exactly one of the hosts lab's fio servers (`lab_host`, its port)."""
+    address, _, port = server.partition(",")
+    match = re.fullmatch(r"10\.214\.([0-9]{1,3})\.([0-9]{1,3})", address)
+    if match is None or port != str(FIO_SERVER_PORT):
+        return False
+    third, fourth = int(match.group(1)), int(match.group(2))
+    return 10 <= fourth <= 209 and 1 <= third * 200 + fourth - 9 <= MAX_HOSTS and address == f"10.214.{third}.{fourth}"
+
+
 def lab_host(index: int) -> LabHost:
     """Host ``index`` (1-based): 10.214.X.Y with Y in 10..209, so no address is the bridge's."""
     if not 1 <= index <= MAX_HOSTS:

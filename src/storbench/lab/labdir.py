@@ -202,12 +202,17 @@ def record_daemon(lab_dir: Path, name: str, pid: int) -> Daemon:
     if started is None:
         raise UserError(f"lab: {name} exited at once", hint=f"see the logs in {lab_dir / 'log'}")
     daemon = Daemon(name=name, pid=pid, start=started)
-    file = lab_dir / PIDS_FILE
-    known = recorded_daemons(lab_dir)
-    written = file.with_suffix(".new")  # renamed over it whole: an interrupt mid-write had emptied the record
-    written.write_text(json.dumps([d.__dict__ for d in [*known, daemon]]))
-    os.replace(written, file)
+    _write_daemons(lab_dir, [*recorded_daemons(lab_dir), daemon])
     return daemon
+
+
+def _write_daemons(lab_dir: Path, daemons: Sequence[Daemon]) -> None:
+    """The record of the lab's daemons, renamed over the last one whole: written in place, an interrupt or a full
+    disk mid-write had left half a record, read as none, and `down` then killed nothing."""
+    file = lab_dir / PIDS_FILE
+    written = file.with_suffix(".new")
+    written.write_text(json.dumps([d.__dict__ for d in daemons]))
+    os.replace(written, file)
 
 
 def recorded_daemons(lab_dir: Path) -> list[Daemon]:
@@ -233,8 +238,7 @@ def live(daemons: Sequence[Daemon]) -> list[Daemon]:
 
 def forget_daemons(lab_dir: Path, names: Sequence[str]) -> None:
     """Drop daemons from the record (after stopping them, before starting them again)."""
-    kept = [d for d in recorded_daemons(lab_dir) if d.name not in names]
-    (lab_dir / PIDS_FILE).write_text(json.dumps([d.__dict__ for d in kept]))
+    _write_daemons(lab_dir, [d for d in recorded_daemons(lab_dir) if d.name not in names])
 
 
 def kill_daemons(daemons: Sequence[Daemon], *, timeout_s: float = 15, graceful_s: float = 0) -> None:

@@ -71,15 +71,21 @@ def kill_all(pids: Sequence[int], *, timeout_s: float = 15) -> None:
 
 
 def pids_serving(accept: Callable[[str], bool]) -> list[int]:
-    """The processes given ``--server=ADDRESS,PORT`` for an address ``accept`` takes (fio servers), from /proc: a
-    server whose network namespace was deleted under it runs on with no namespace name to find it by."""
+    """This user's processes given ``--server=ADDRESS,PORT`` for an address ``accept`` takes (fio servers), in a
+    network namespace other than this process's, from /proc: a lab's server whose namespace was deleted under it
+    runs on with no namespace name to find it by. One on the machine's own network, or another user's, is not the
+    lab's (a site network may use the same addresses)."""
     found = []
+    euid, own_network = os.geteuid(), os.stat("/proc/self/ns/net").st_ino
     for entry in process_dirs(others=True):
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if not any(arg.startswith(b"--server=") and accept(arg[len(b"--server="):].decode(errors="replace"))
+                       for arg in argv):
+                continue
+            owner, network = entry.stat().st_uid, (entry / "ns" / "net").stat().st_ino
         except OSError:
             continue
-        if any(arg.startswith(b"--server=") and accept(arg[len(b"--server="):].decode(errors="replace"))
-               for arg in argv):
+        if owner == euid and network != own_network:
             found.append(int(entry.name))
     return found
