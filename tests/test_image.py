@@ -97,8 +97,9 @@ def test_the_fio_image_is_pushed_to_a_private_registry_with_tls_and_basic_auth(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     lab = tmp_path / "lab"
     lab.mkdir(mode=0o700)
-    pid, registry = start_registry(lab / "registry", "127.0.0.1", _free_port())
-    record_daemon(lab, "registry", pid)
+    registry = start_registry(lab / "registry", "127.0.0.1", _free_port(),
+                              lambda started: record_daemon(lab, "registry", started))
+    (pid,) = [daemon.pid for daemon in recorded_daemons(lab)]  # recorded as it started
     try:
         assert oct(os.stat(registry.authfile).st_mode & 0o777) == "0o600"
         archive = tmp_path / "fio.oci.tar"

@@ -16,6 +16,7 @@ import json
 import secrets
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from storbench.errors import UserError
 from storbench.lab.labdir import port_open
 from storbench.lab.process import start_daemon
 from storbench.private_files import write_private
-from storbench.shell import run
+from storbench.shell import interrupts_held, run
 
 USER = "storbench"
 PORT = 15000
@@ -70,9 +71,11 @@ def openssl_commands(directory: str, host: str) -> list[list[str]]:
     ]
 
 
-def start_registry(directory: Path, host: str, port: int = PORT) -> tuple[int, RegistryInfo]:
-    """Start a registry on ``host``:``port`` with everything in ``directory`` (made here); returns its pid (for
-    the caller to record) and how to reach it. Needs docker-registry, htpasswd (apache2-utils) and openssl."""
+def start_registry(directory: Path, host: str, port: int, record: Callable[[int], object]) -> RegistryInfo:
+    """Start a registry on ``host``:``port`` with everything in ``directory`` (made here), its pid given to
+    ``record`` as it starts (a Ctrl-C held meanwhile: one during the wait for its port, before it was recorded, had
+    left it running unknown to `down`); returns how to reach it. Needs docker-registry, htpasswd (apache2-utils) and
+    openssl."""
     for tool, package in (("docker-registry", "docker-registry"), ("htpasswd", "apache2-utils"),
                           ("openssl", "openssl")):
         if shutil.which(tool) is None:
@@ -93,7 +96,8 @@ def start_registry(directory: Path, host: str, port: int = PORT) -> tuple[int, R
     (directory / "config.yml").write_text(registry_config(
         address, str(directory / "data"), str(directory / "server.crt"), str(directory / "server.key"),
         str(directory / "htpasswd")))
-    pid = start_daemon(["docker-registry", "serve", str(directory / "config.yml")], directory / "registry.log")
+    with interrupts_held():
+        record(start_daemon(["docker-registry", "serve", str(directory / "config.yml")], directory / "registry.log"))
     deadline = time.monotonic() + 30
     while not port_open(host, port):
         if time.monotonic() > deadline:
@@ -101,4 +105,4 @@ def start_registry(directory: Path, host: str, port: int = PORT) -> tuple[int, R
             raise UserError(f"image registry: not listening on {address} within 30s",
                             hint=f"see {directory / 'registry.log'}: {' | '.join(tail)[:300]}")
         time.sleep(0.2)
-    return pid, RegistryInfo(address, str(directory / "ca"), str(directory / "auth.json"))
+    return RegistryInfo(address, str(directory / "ca"), str(directory / "auth.json"))

@@ -23,8 +23,8 @@ def serve_fio_image(root: Path, lab_dir: LabDir, fio_binary: str, nodes: tuple[L
     """The lab's registry on the bridge (TLS, basic auth), the fio image pushed to it with skopeo as a user would
     (`storbench image push`), and every node set to pull from it: its CA in containerd's hosts.toml, its
     credentials in the kubelet's config.json (read from its root directory). Returns the fio image's reference."""
-    pid, registry = start_registry(root / "registry", NODE_ADDRESS, REGISTRY_PORT)
-    lab_dir.record("registry", pid)
+    registry = start_registry(root / "registry", NODE_ADDRESS, REGISTRY_PORT,
+                              lambda pid: lab_dir.record("registry", pid))
     image = build_fio_image(fio_binary)
     archive = root / "images" / "fio.oci.tar"
     archive.write_bytes(image.archive)
