@@ -738,3 +738,28 @@ def test_a_kept_lab_left_frozen_is_not_taken_again_as_it_is(lab_dir: Path) -> No
     assert read_control(lab.rates.read_text()).frozen
     lab.up(spec)
     assert not read_control(lab.rates.read_text()).frozen
+
+
+@needs_root
+def test_the_ceph_labs_down_unmounts_a_mount_os_path_ismount_does_not_see(tmp_path: Path) -> None:
+    """ceph-fuse killed (OOM, a crash) leaves its mount, where os.path.ismount says no (its stat fails): the Ceph
+    lab's down had skipped the unmount, and the directory stayed with the mount in it. A bind mount within one
+    filesystem, which ismount does not see either, stands in for it at the CephFS mount point: down unmounts it
+    (read from the kernel's table) and removes the lab, leaving what was mounted there alone."""
+    from storbench.lab.ceph import CephLab
+
+    lab = CephLab(tmp_path / "ceph")
+    lab.dir.ensure()
+    mount, elsewhere = lab.root / "mnt" / "cephfs", tmp_path / "elsewhere"
+    mount.mkdir(parents=True, mode=0o700)
+    elsewhere.mkdir()
+    (elsewhere / "kept").write_text("not the lab's")
+    subprocess.run(["mount", "--bind", str(elsewhere), str(mount)], check=True)
+    assert str(mount) in mount_points(Path("/proc/self/mountinfo").read_text()) and not os.path.ismount(mount)
+    try:
+        lab.down()
+        assert str(mount) not in mount_points(Path("/proc/self/mountinfo").read_text())
+        assert not lab.root.exists() and (elsewhere / "kept").read_text() == "not the lab's"
+    finally:
+        if str(mount) in mount_points(Path("/proc/self/mountinfo").read_text()):
+            subprocess.run(["umount", "-l", str(mount)], check=False)

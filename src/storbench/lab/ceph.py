@@ -23,6 +23,7 @@ from storbench.lab.ceph_daemons import READY_TIMEOUT_S, CephLabInfo, rgw_endpoin
 from storbench.lab.ceph_faults import CephFaults
 from storbench.lab.lab_claim import claims_lab, frees_lab
 from storbench.lab.labdir import default_lab_dir, every_step
+from storbench.lab.volume_conf import mount_points
 from storbench.shell import run
 
 DEFAULT_LAB_DIR = default_lab_dir()
@@ -109,20 +110,21 @@ class CephLab(CephFaults):
         """Unmount, kill the daemons this lab recorded, remove the directory. Safe when nothing is up."""
         if not self.dir.exists():
             return
-        mount = self.root / "mnt" / "cephfs"
-        if os.path.ismount(mount):
-            for command in (["fusermount", "-uz", str(mount)], ["umount", "-l", str(mount)]):
-                try:
-                    run(command, timeout_s=20)
-                    break
-                except UserError:
-                    continue
+        self._unmount(("cephfs",))
         self.dir.kill()
-        fast = self.root / "fastdb"
+        every_step(partial(self._unmount, ("fastdb", "cephfs")), partial(devices.remove, self.root),
+                   partial(cpu_quota.remove_groups, self.root.name), partial(cpu_quota.remove_cpusets, self.root.name),
+                   self.dir.remove)
 
-        def unmount_fast() -> None:
-            if os.path.ismount(fast):
-                run(["umount", "-l", str(fast)], timeout_s=30)
-
-        every_step(unmount_fast, partial(devices.remove, self.root), partial(cpu_quota.remove_groups, self.root.name),
-                   partial(cpu_quota.remove_cpusets, self.root.name), self.dir.remove)
+    def _unmount(self, names: tuple[str, ...]) -> None:
+        """Lazily unmount the lab's mounts (its CephFS, its fast DB device's tmpfs), read from the kernel's mount
+        table: os.path.ismount says no to a dead ceph-fuse's mount, which had stayed, the lab directory with it."""
+        mounted = mount_points(Path("/proc/self/mountinfo").read_text())
+        for name, mount in (("cephfs", self.root / "mnt" / "cephfs"), ("fastdb", self.root / "fastdb")):
+            if name in names and str(mount) in mounted:
+                for command in (["fusermount", "-uz", str(mount)], ["umount", "-l", str(mount)]):
+                    try:
+                        run(command, timeout_s=30)
+                        break
+                    except UserError:
+                        continue

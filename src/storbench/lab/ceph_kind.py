@@ -115,12 +115,10 @@ def _command_up(lab: CephLab, args: argparse.Namespace, say: Say) -> None:
 
 
 def _command_down(lab: CephLab, say: Say) -> None:
-    lab.down()
-    say(f"ceph lab: down; {lab.root} removed")
-    for beside in CephLab.side_by_side(lab.root):  # clusters a side-by-side run left behind
-        if beside.root.exists():
-            beside.down()
-            say(f"ceph lab: down; {beside.root} removed")
+    for one in (lab, *(beside for beside in CephLab.side_by_side(lab.root) if beside.root.exists())):
+        one.down()  # and clusters a side-by-side run left behind
+        say(f"ceph lab: down; {one.root} removed" if not one.root.exists() else
+            f"ceph lab: down, but {one.root} is still there (something in it is busy: see `findmnt -R {one.root}`)")
 
 
 def _lab_s3(ceph_lab: CephLab, info: CephLabInfo) -> S3Service:
