@@ -422,3 +422,21 @@ def test_a_plan_path_that_is_a_directory_or_not_utf8_says_what_to_give(tmp_path:
     code, _, err = run_cli(capsys, "plan", str(latin))
     assert code == 2 and "not UTF-8 text (byte 9)" in err and "hint: save the plan as UTF-8" in err, err
     assert len(err.strip().splitlines()) == 1 and "codec" not in err
+
+
+def test_a_plan_path_that_is_no_regular_file_is_refused_without_reading_it(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """`storbench plan /dev/zero` had read on until memory ran out, a FIFO had hung it, a disk would be read
+    whole: only a regular file is a plan, and no more of it than a plan may hold is read."""
+    import os
+
+    fifo = tmp_path / "plan.fifo"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        code, _, err = run_cli(capsys, "plan", path)
+        assert code == 2 and f"{path} is not a plan file (not a regular file)" in err, err
+    huge = tmp_path / "huge.yaml"
+    with huge.open("wb") as handle:
+        handle.truncate(1 << 40)  # sparse: 1 TiB that reads as zeros
+    code, _, err = run_cli(capsys, "plan", str(huge))
+    assert code == 2 and "plan refused: it is larger than 256 KiB" in err, err

@@ -7,10 +7,10 @@ import argparse
 import io
 import math
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -90,9 +90,19 @@ def _console(stderr: bool = False) -> Console:
 
 def _read_plan(path: str) -> LoadedPlan:
     from storbench.config import load_plan_text  # pydantic's models: only for the commands that read a plan
+    from storbench.config.loading import MAX_PLAN_BYTES
 
-    try:
-        text = Path(path).read_text()
+    try:  # a regular file, and no more of it than a plan may hold: /dev/zero, a disk or a FIFO had been read on
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
+                    raise IsADirectoryError(path)
+                raise UserError(f"{path} is not a plan file (not a regular file)",
+                                hint="give the plan's YAML file (storbench example quickstart -o plan.yaml writes "
+                                "one)")
+            data = handle.read(MAX_PLAN_BYTES + 1)  # one byte over: the loader's size limit says so
+        text = data.decode("utf-8", errors="replace" if len(data) > MAX_PLAN_BYTES else "strict")
     except FileNotFoundError:
         raise UserError(f"plan file {path} does not exist", hint="storbench example quickstart shows one") from None
     except IsADirectoryError:
