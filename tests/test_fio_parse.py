@@ -99,6 +99,21 @@ def test_job_error_is_a_failure(fixtures: Path) -> None:
     assert judged.status == Status.FAILED and "error 5" in judged.error
 
 
+def test_a_failed_fio_says_what_went_wrong_not_what_it_did_about_it(fixtures: Path) -> None:
+    """fio's first error line says what went wrong, its last only "job global dropped" (all a user had seen); a fio
+    that said nothing and exited 1 with its document (randtrim on a file: error 25) had read "status 1: }"."""
+    said = "fio: CPU 999 too large (max=1)\nfio: failed parsing cpus_allowed=999\nfio: job global dropped\n"
+    failed = _judge("", returncode=1, stderr=said)
+    assert failed.error == ("fio exited with status 1: fio: CPU 999 too large (max=1); fio: failed parsing "
+                            "cpus_allowed=999; fio: job global dropped"), failed.error
+    raw = json.loads((fixtures / "randread-plain.json").read_text())
+    raw["jobs"][0]["error"] = 25
+    quiet = _judge(json.dumps(raw, indent=2), returncode=1, rw="randread")
+    assert quiet.error == "fio exited with status 1: fio job error 25 (ENOTTY)", quiet.error
+    noted = _judge("note: a warning\n" + json.dumps(raw, indent=2), returncode=1, rw="randread")
+    assert noted.error == "fio exited with status 1: note: a warning", noted.error  # what it wrote before its report
+
+
 def test_a_clients_cpu_adds_jobs_that_ran_together_and_weighs_sections_run_in_turn() -> None:
     """rw: metadata's create, stat and delete are stonewalled sections: their CPU figures (each over its own
     runtime) had been added as if at once, three phases at 0.35 cores making 1.05 cores a job ("client-bound")."""

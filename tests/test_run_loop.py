@@ -128,7 +128,7 @@ def test_failures_are_counted_and_resume_runs_only_the_missing_repetitions(tmp_p
     assert (result.ran, result.skipped, result.failed) == (4, 0, 2)
     stored = store.repetitions()
     assert [r.status for r in stored] == [Status.FAILED, Status.OK, Status.OK, Status.FAILED]
-    assert stored[0].error == "fio job error 5"
+    assert stored[0].error == "fio job error 5 (EIO)"
     assert stored[3].error == "fio exited with status 1: fio: pid=0, err=28/file:io_u.c:1889, error=No space left"
 
     again = FakeExecutor(_ok)

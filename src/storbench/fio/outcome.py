@@ -6,6 +6,7 @@ written once, in `client_fault`.
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -24,8 +25,9 @@ class ClientFault:
 
     def describe(self, subject: str, where: str = "") -> str:
         """``subject`` did no read I/O / fio job error 5``where`` (the executors' wording)."""
-        if self.job_error is not None:
-            return f"fio job error {self.job_error}{where}"
+        if self.job_error is not None:  # fio's error is an errno: its name says what it was
+            named = f" ({errno.errorcode[self.job_error]})" if self.job_error in errno.errorcode else ""
+            return f"fio job error {self.job_error}{named}{where}"
         return f"{subject} did no {'/'.join(self.missing)} I/O"
 
 
@@ -50,9 +52,12 @@ def client_fault(measurement: ClientMeasurement, rw: str, rwmixread: int | None 
 
 
 def exit_error(returncode: int | None, stderr_tail: str) -> str:
-    """fio exited non-zero: the status and the last thing it said."""
-    last_line = next((line for line in reversed(stderr_tail.strip().splitlines()) if line.strip()), "")
-    return f"fio exited with status {returncode}" + (f": {last_line.strip()}" if last_line else "")
+    """fio exited non-zero: the status and what it said, its own `fio: ...` lines (the first says what went wrong,
+    the last only what it did about it: "fio: job global dropped"), else its last line."""
+    lines = [line.strip() for line in stderr_tail.strip().splitlines() if line.strip()]
+    said = "; ".join(line for line in lines if line.startswith("fio: ")) or (lines[-1] if lines else "")
+    said = said if len(said) <= 500 else said[:499] + "…"
+    return f"fio exited with status {returncode}" + (f": {said}" if said else "")
 
 
 def killed_error(timeout_s: float) -> str:
@@ -104,9 +109,12 @@ def judge_repetition(
     if timed_out:
         return replace(base, status=Status.TIMEOUT, error=killed_error(timeout_s))
     measurement, error = judge_client(output_text, rw, client, rwmixread)
-    if returncode != 0:  # what fio said: on stderr, or in the output file before its document
-        said = stderr_tail if stderr_tail.strip() else output_text.partition("\n{")[0][-4000:]
-        error = exit_error(returncode, said)
+    if returncode != 0:  # what fio said: on stderr, or in the output file before its document, else its job's error
+        document = embedded_fio_json(output_text)
+        said = stderr_tail if stderr_tail.strip() else (
+            output_text[:output_text.find(document)] if document else output_text)[-4000:]
+        error = exit_error(returncode, said) if said.strip() or not error else f"fio exited with status " \
+            f"{returncode}: {error}"
     clients = (measurement,) if measurement is not None else ()
     return replace(base, status=Status.FAILED if error else Status.OK, error=error, clients=clients)
 
