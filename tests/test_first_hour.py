@@ -440,3 +440,19 @@ def test_a_plan_path_that_is_no_regular_file_is_refused_without_reading_it(tmp_p
         handle.truncate(1 << 40)  # sparse: 1 TiB that reads as zeros
     code, _, err = run_cli(capsys, "plan", str(huge))
     assert code == 2 and "plan refused: it is larger than 256 KiB" in err, err
+
+
+@pytest.mark.parametrize(("target", "refused"), [
+    ("{kind: path, path: ./data, size: 1MiB}", True),
+    ("{kind: nfs, size: 1GiB, url: 'nfs://server/export'}", True),
+    ("{kind: block, device: /dev/nvme0n1, destructive: true}", False),
+])
+def test_trims_go_to_block_devices_not_files(target: str, refused: bool, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """`rw: randtrim` on a file had passed `plan`, then failed every repetition (fio's discard is a block
+    device's ioctl: error 25)."""
+    plan = write_plan(tmp_path, f"name: t\ntargets:\n  d: {target}\nworkload: {{rw: [read, randtrim]}}\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    said = "rw: randtrim on target 'd'"
+    assert (code == 2 and said in err and "fio trims a block device or an RBD image" in err) if refused \
+        else said not in err, err

@@ -25,7 +25,7 @@ from storbench.config.checks import (
     _check_writes,
 )
 from storbench.config.fio_checks import check_fio_options
-from storbench.config.operation_checks import _check_metadata, _check_objects, _check_volume_operations
+from storbench.config.operation_checks import _check_metadata, _check_objects, _check_trim, _check_volume_operations
 from storbench.config.schema import PlanConfig
 from storbench.config.source import KeyPath, PlanSource, format_key_path
 from storbench.config.targets import DNS_LABEL_RE, TARGET_KINDS, PvcTargetConfig, _target_tag
@@ -406,6 +406,7 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
     _check_steady_state(config, source)
     _check_search(config, source)
     _check_metadata(config, source)
+    _check_trim(config, source)
     _check_objects(config, source)
     _check_volume_operations(config, source)
     _check_shared_directories(config, source)

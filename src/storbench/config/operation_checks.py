@@ -121,3 +121,16 @@ def _check_metadata(config: PlanConfig, source: PlanSource) -> None:
     _local_and_own_options(config, source, ops[0], METADATA_FIO_OPTIONS, "metadata",
                            "use workload.files and workload.file_size, or run the metadata workloads in a plan "
                            "of their own")
+
+
+def _check_trim(config: PlanConfig, source: PlanSource) -> None:
+    """fio trims (discards) a block device or an RBD image; on a file it fails every repetition (error 25, ENOTTY:
+    the discard ioctl is a block device's)."""
+    trims = [rw for rw in config.workload.rw if "trim" in rw]
+    for name, target in config.targets.items():
+        files = isinstance(target, PathTargetConfig | CephfsTargetConfig | NfsTargetConfig) or (
+            isinstance(target, PvcTargetConfig) and target.volume_mode == "Filesystem")
+        if trims and files:
+            raise UserError(f"rw: {trims[0]} on target '{name}' ({target.kind}): fio trims a block device or an "
+                            "RBD image, not a file", where=source.where(("workload", "rw")),
+                            hint="use a block or rbd target (or a pvc with volume_mode: Block) for trims")
