@@ -153,6 +153,37 @@ def test_a_hung_fio_is_stored_as_a_timeout_and_the_run_goes_on(tmp_path: Path, s
     assert [e for e in observer.events if e.startswith("end")] == ["end 0 ok", "end 1 timeout", "end 2 ok", "end 3 ok"]
 
 
+def test_a_repetition_whose_lab_does_not_heal_after_its_faults_is_kept_and_the_run_stops(
+        tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lab's settling after a repetition with faults (a Ceph cluster's PGs clean again, up to 30 minutes) ran
+    before the save: when it failed, or a Ctrl-C came in its wait, the measured repetition (the cluster that did
+    not recover, the interesting one) was dropped. It is saved, then the run stops with the settling's error."""
+    from storbench.errors import UserError
+    from storbench.lab.registry import KINDS
+
+    lab_calls = _fake_nfs_lab(monkeypatch)
+    faults: list[str] = []
+    monkeypatch.setattr(KINDS["nfs"], "fault", lambda step, case, running, *, restore: faults.append(
+        f"{step.action} {restore}") or "done")
+    for failure in (UserError("nfs lab: the server did not listen again within 60s"), KeyboardInterrupt()):
+        def settle(case: Case, running: object, failure: BaseException = failure) -> None:
+            lab_calls.append("settle")
+            raise failure
+
+        monkeypatch.setattr(KINDS["nfs"], "settle", settle)
+        lab_calls.clear()
+        fresh = open_store(tmp_path / f"{type(failure).__name__}.db")
+        loaded = _plan(tmp_path, extra="lab: {nfs: {}}\nfaults: [{at: 0s, do: cut, on: server, restore_after: 0s}]\n")
+        cases = expand(loaded)
+        checked = check_everything(loaded, cases, CAPS.binary, create=True)
+        with pytest.raises(type(failure)):
+            orchestrate.run_plan(loaded, cases, checked, fresh, FakeExecutor(lambda call: Replay(RANDRW_OUTPUT)),
+                                 Observer(), resume=False)
+        assert lab_calls == ["up", "settle", "down"], lab_calls
+        assert [(r.rep_index, r.status) for r in fresh.repetitions()] == [(0, Status.OK)]  # measured, kept
+        fresh.close()
+
+
 def _fake_nfs_lab(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The NFS lab as a stand-in that brings nothing up: what the run asked of it, in order."""
     import storbench.lab.nfs

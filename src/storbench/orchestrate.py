@@ -360,9 +360,13 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                     # and so would every one after it (checked before the settling, which would start it again)
                     lost = session.lost_for(item.case, frozenset(
                         r.target for r in faults.records if not r.restore and not r.error))
+                    unsettled: BaseException | None = None
                     if run.faults and lost is None:  # the next repetition's fault meets a whole lab
-                        for healed in session.settle(case):
-                            observer.event(healed)
+                        try:
+                            for healed in session.settle(case):
+                                observer.event(healed)
+                        except BaseException as exc:  # a lab that did not heal, or a Ctrl-C in its long wait: the
+                            unsettled = exc  # repetition was measured whole; it is saved, then the run stops
             except BaseException:
                 if recorder is not None:
                     recorder.stop()
@@ -372,7 +376,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             try:
                 if watch is not None:
                     outcome = replace(outcome, logs=(*outcome.logs, watch.log()))
-                if checking is not None and lost is not None:  # a broken lab: no read-back, its image removed
+                if checking is not None and (lost is not None or unsettled is not None):  # a broken lab: none read
                     checking.abandon()
                 elif checking is not None:  # read back once the faults are undone and the lab is whole
                     outcome = replace(outcome, write_check=checking.result())
@@ -392,6 +396,9 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             if lost is not None:
                 observer.repetition_finished(item, position, outcome)
                 raise UserError(f"{lost.said}: the run stops rather than measure a broken lab", hint=lost.hint)
+            if unsettled is not None:
+                observer.repetition_finished(item, position, outcome)
+                raise unsettled
             if outcome.status != Status.OK:
                 failed += 1
             observer.repetition_finished(item, position, outcome)
