@@ -763,7 +763,7 @@ def test_a_wide_interval_says_how_many_repetitions_would_narrow_it() -> None:
     from storbench.report.warning_text import warning_lines
 
     line = next(line for line in warning_lines([point]) if "known only within" in line)
-    assert line.startswith("⚠ IOPS known only within more than +-20 % (95 % interval) at "), line
+    assert line.startswith("⚠ IOPS known only within more than +-20 % (its confidence interval) at "), line
     assert "volume operation" not in line  # an I/O point's warning in I/O words only
 
 
@@ -1515,3 +1515,21 @@ def test_a_rate_from_a_phase_of_a_few_milliseconds_is_warned_about() -> None:
     assert "took 8 ms" in short.message and "up to 12 %" in short.message and "more files" in short.fix
     assert not [w for w in point("stat", 1000).warnings if w.code == "short_phase"]
     assert not [w for w in point("randread", 8).warnings if w.code == "short_phase"]
+
+
+def test_a_run_repeated_until_ci_says_its_intervals_level_in_every_header_and_caption() -> None:
+    """A run repeated `until: ci` shows its intervals at 99 % (the level that covers 95 % after such a stop); the
+    report's and the Markdown's headers and captions had called them 95 %, and only the terminal said otherwise."""
+    from storbench.report.point_figures import block_size_figures
+    from storbench.report.show_export import points_markdown
+    from storbench.report.summary_table import summary_table
+
+    seen = [observation(repeat=r, iops=500.0 + 9 * r, bs_bytes=bs) for r in range(4) for bs in (4096, 8192)]
+    plain, at_99 = summarize_points(seen), summarize_points(seen, levels={1: 0.99})
+    assert "| IOPS ± 95% CI |" in points_markdown(plain, "t")
+    assert "| IOPS ± 99% CI |" in points_markdown(at_99, "t") and "its 99% confidence interval" in \
+        points_markdown(at_99, "t")
+    assert "IOPS ± 99% CI" in summary_table(at_99) and "IOPS ± 95% CI" in summary_table(plain)
+    assert all("error bars: 99% confidence interval" in f.caption for f in block_size_figures(at_99))
+    assert at_99[0].metric("iops").ci_high - at_99[0].metric("iops").mean > \
+        plain[0].metric("iops").ci_high - plain[0].metric("iops").mean  # wider: the level is the interval's own

@@ -118,14 +118,12 @@ def _interval_notes(selection: Selection, points: Sequence[PointSummary]) -> lis
     """What a table's intervals are, said under `show`'s and `show --cost`'s alike: points pooled over runs (the
     run the sample), each run's drift, and the level of a run repeated `until: ci`."""
     from storbench.report.show_export import drift_lines
-    from storbench.report.tables import pooled_runs_line
+    from storbench.report.tables import interval_level_lines, pooled_runs_line
 
     pooled = pooled_runs_line(points)
     return [*([pooled] if pooled else []),
             *drift_lines(selection.observations, [run.run_id for run in selection.runs]),
-            *(f"note: run {run_id} repeated `until: ci`: its intervals are t intervals at {100 * level:g} %, the "
-              "level that covers 95 % after such a stop (a plain 95 % one would cover less)"
-              for run_id, level in sorted(selection.interval_levels.items()))]
+            *interval_level_lines(selection.interval_levels)]
 
 
 def _show_table(selection: Selection, title: str, db: str, out: Console | None = None, *,

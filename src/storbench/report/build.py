@@ -23,7 +23,7 @@ from storbench.report.point_figures import (
 from storbench.report.saturation_figures import capped_figures, curve_figures, iops_vs_load_figures
 from storbench.report.show_export import precondition_text
 from storbench.report.steady import steady_figures
-from storbench.report.tables import pooled_runs_line
+from storbench.report.tables import interval_level_lines, pooled_runs_line
 from storbench.report.utilisation_figures import latency_layer_figures, process_cpu_figures, utilisation_figures
 from storbench.report.warning_text import warning_lines
 from storbench.stats.compare_cells import PointComparison
@@ -89,7 +89,8 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
             job_texts[case_id] = (point_label(point_of_case[case_id], direction=False), rep.job_text)
     return ReportDocument(
         title=title, runs=tuple(runs), points=tuple(points), figures=tuple(figures),
-        warnings=(*warning_lines(points), *filter(None, [pooled_runs_line(points)]), *notes),
+        warnings=(*warning_lines(points), *filter(None, [pooled_runs_line(points)]),
+                  *interval_level_lines(interval_levels(runs)), *notes),
         comparisons=tuple(comparisons), baseline=baseline,
         candidate=candidate, curves=tuple(curve_list), objective=objective,
         job_texts=tuple((case_id, label, text) for case_id, (label, text) in job_texts.items()),

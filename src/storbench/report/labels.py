@@ -42,6 +42,16 @@ def rate_unit(rws: Iterable[str]) -> str:
     return "IOPS" if not any(operations) else "ops/s" if all(operations) else "IOPS/ops/s"
 
 
+def interval_level(points: Iterable[PointSummary]) -> str:
+    """The confidence of the points' intervals in a header or caption: "95%", or a run repeated `until: ci`'s own
+    ("99%"; "95-99%" for points at several), which a header saying 95 % had misstated."""
+    levels = sorted({e.confidence for p in points if (e := p.metric("iops")) is not None and e.has_interval})
+    if not levels:
+        return "95%"
+    low, high = (f"{100 * level:g}" for level in (levels[0], levels[-1]))
+    return f"{low}%" if low == high else f"{low}-{high}%"
+
+
 def hidden_text(w: WorkloadPoint, field: str) -> str:
     """A field labels do not show by default (`stats.point_summary.HIDDEN_FIELDS`) as "name=value": ``size=1m``,
     ``runtime=10s``, ``direct=1``, the fio options as ``rate_iops=100 thinktime=5``."""

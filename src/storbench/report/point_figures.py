@@ -8,7 +8,14 @@ from collections.abc import Mapping, Sequence
 from storbench.model import LatencyHistogram, Status, StoredRepetition
 from storbench.report.figure_values import below_mean, expected_marks, half_width, scaled_mean, verdict_mark
 from storbench.report.figures import FigureSpec, Series, latency_unit, log2_ticks
-from storbench.report.labels import block_size, comparison_label, point_label, varying_comparison_lab, varying_lab_keys
+from storbench.report.labels import (
+    block_size,
+    comparison_label,
+    interval_level,
+    point_label,
+    varying_comparison_lab,
+    varying_lab_keys,
+)
 from storbench.stats.compare_cells import PointComparison
 from storbench.stats.point_summary import PointSummary
 from storbench.units import format_block_size
@@ -76,7 +83,8 @@ def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                 title=f"{label} vs block size — {group.replace('-', ' and ')} blocks ({group_label})",
                 x_label="block size", y_label=unit, series=tuple(series), x_categories=categories,
                 y_marks=expected_marks(members, field), section="Block size",
-                caption="Bars: mean over repetitions; error bars: 95 % confidence interval. Above each IOPS bar: its "
+                caption=f"Bars: mean over repetitions; error bars: {interval_level(members)} confidence interval. "
+                "Above each IOPS bar: its "
                 "bottleneck verdict (cpu, media, net, client, depth = under-driven, capped = capped beyond this "
                 "host). A horizontal line: what the target was declared to deliver (expect)."))
     return figures
@@ -115,7 +123,7 @@ def latency_vs_iodepth_figures(points: Sequence[PointSummary]) -> list[FigureSpe
             title=f"Latency vs iodepth — {target} {rw} {direction}", x_label="iodepth", y_label=f"latency ({unit})",
             series=tuple(series), x_log=True, y_log=True, x_tickvals=tickvals, x_ticktext=ticktext,
             section="Latency", caption="Total latency (submission to completion); percentiles from merged "
-            "latency histograms; error bars: 95 % CI over repetitions."))
+            f"latency histograms; error bars: {interval_level(members)} CI over repetitions."))
     return figures
 
 
@@ -125,6 +133,7 @@ def comparison_figures(comparisons: Sequence[PointComparison], baseline: str, ca
         return []
     lab_keys = varying_comparison_lab(comparisons)
     labels = tuple(comparison_label(c, lab_keys) for c in comparisons)
+    sides = [p for c in comparisons for p in (c.baseline, c.candidate)]
     figures = []
     lat_scale, lat_unit = latency_unit(scaled_mean(p, "lat_p99_ns")
                                        for c in comparisons for p in (c.baseline, c.candidate))
@@ -143,7 +152,7 @@ def comparison_figures(comparisons: Sequence[PointComparison], baseline: str, ca
         figures.append(FigureSpec(
             figure_id=f"compare-{field}", title=f"{title}: {baseline} vs {candidate}", x_label="point",
             y_label=unit, series=tuple(series), x_categories=labels, section="Comparison",
-            caption="Mean over repetitions with 95 % confidence intervals."))
+            caption=f"Mean over repetitions with {interval_level(sides)} confidence intervals."))
     return figures
 
 

@@ -18,7 +18,14 @@ from collections.abc import Mapping, Sequence
 
 from storbench.model import LabPoint, PreconditionRecord, Status
 from storbench.report.export import export_row, markdown_cell
-from storbench.report.labels import block_size, options_text, point_label, rate_unit, varying_lab_keys
+from storbench.report.labels import (
+    block_size,
+    interval_level,
+    options_text,
+    point_label,
+    rate_unit,
+    varying_lab_keys,
+)
 from storbench.report.steady import change_words, status_word
 from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected, verdict_lines
 from storbench.report.warning_text import warning_lines
@@ -130,12 +137,14 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
     lab_keys = varying_lab_keys(points)
     with_expected = any(p.expected is not None for p in points)
     rate = rate_unit(p.rw for p in points)  # ops/s for files, objects and volume operations
+    level = interval_level(points)
     lines = [
-        f"Results: {title}. Means over repetitions; {rate} with its 95 % confidence interval (Student t); CV is the "
+        f"Results: {title}. Means over repetitions; {rate} with its {level} confidence interval "
+        f"(Student t); CV is the "
         f"run-to-run spread of {rate}" + ("; % exp is the share of what the target was declared to deliver "
                                           "(expect)." if with_expected else "."),
         "",
-        f"| point | dir | n | {rate} ± 95% CI | CV | MiB/s | " + ("% exp | " if with_expected else "")
+        f"| point | dir | n | {rate} ± {level} CI | CV | MiB/s | " + ("% exp | " if with_expected else "")
         + "lat mean | p50 | p95 | p99 | p99.9 | cpu % | disk % | bottleneck | warnings |",
         "|---|---|---:|---:|---:|---:|" + ("---:|" if with_expected else "")
         + "---:|---:|---:|---:|---:|---:|---:|---|---|",

@@ -10,6 +10,7 @@ from storbench.report.labels import (
     block_size,
     direction_label,
     distinct_text,
+    interval_level,
     lab_text,
     options_text,
     rate_unit,
@@ -51,11 +52,11 @@ def summary_table(points: Sequence[PointSummary]) -> str:
     # hidden fields that tell rows apart (an ioengine sweep), as in the terminal: rows had read the same but numbers
     varies = {id(p): " ".join(distinct_text(p, options=with_options)) for p in points}
     with_varies = any(varies.values())
-    rate = rate_unit(p.rw for p in points)
+    rate, level = rate_unit(p.rw for p in points), interval_level(points)
     head = ("target", "rw", "bs", "iodepth", "jobs", *(("clients",) if with_clients else ()),
             *(("varies",) if with_varies else ()),
             *(("fio options",) if with_options else ()), *(("lab",) if lab_keys else ()), "dir", "n",
-            f"{rate} ± 95% CI", "CV", "MiB/s", *(("% exp",) if with_expected else ()), "mean", "p50",
+            f"{rate} ± {level} CI", "CV", "MiB/s", *(("% exp",) if with_expected else ()), "mean", "p50",
             "p95", "p99", "p99.9", "cpu %", "disk %", *(name for name, _, _ in extra), "verdict", "warnings")
     rows = []
     for p in points:

@@ -4,7 +4,7 @@ renderable out (the CLI prints it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from rich.table import Table
 from rich.text import Text
@@ -121,6 +121,13 @@ def pooled_runs_line(points: Sequence[PointSummary]) -> str | None:
     return ("note: rows of run " + "; ".join(",".join(map(str, r)) for r in pooled) + " pool the repetitions of "
             "those runs: each run's mean is one sample of the row's mean and interval (a run's repetitions share its "
             "time and instance)")
+
+
+def interval_level_lines(levels: Mapping[int, float]) -> list[str]:
+    """A line for each run repeated `until: ci` (``stats.run_questions.interval_levels``): its intervals' level."""
+    return [f"note: run {run_id} repeated `until: ci`: its intervals are t intervals at {100 * level:g} %, the level "
+            "that covers 95 % after such a stop (a plain 95 % one would cover less)"
+            for run_id, level in sorted(levels.items())]
 
 
 # a column of the results table: (header, justify, priority: 0 essential .. 4 first to go when narrow, its cell)

@@ -33,7 +33,7 @@ WARNING_TITLES = {
     "few_ios_for_tail": "tail percentiles from too few I/Os a repetition (about its largest few)",
     "short_phase": "a rate from a phase of under 0.1 s (fio times it to the millisecond)",
     "high_cv": f"run-to-run spread (CV) shown above {CV_LIMIT_PCT:.0f} % (its lower bound at 90 % confidence)",
-    "wide_interval": f"IOPS known only within more than +-{WIDE_INTERVAL_PCT:.0f} % (95 % interval)",
+    "wide_interval": f"IOPS known only within more than +-{WIDE_INTERVAL_PCT:.0f} % (its confidence interval)",
     "runtime_shorter_than_ramp": "runtime shorter than ramp",
     "page_cache": "working set fits in the page cache",
     "stragglers": "straggling clients",
@@ -47,7 +47,7 @@ WARNING_TITLES = {
 }
 # a volume operation's main figure is its time, not IOPS
 VOLUME_OPERATION_TITLES = {
-    "wide_interval": f"time known only within more than +-{WIDE_INTERVAL_PCT:.0f} % (95 % interval)",
+    "wide_interval": f"time known only within more than +-{WIDE_INTERVAL_PCT:.0f} % (its confidence interval)",
 }
 
 
