@@ -677,3 +677,25 @@ def test_the_stall_after_the_undoing_is_judged_against_chance_too() -> None:
     assert sum(f.restore_by_chance for f in quiet) >= 18, [f.restore_blackout_s for f in quiet]
     real = failover([_poisson_log(20, 60, 3, stall=(30.0, 31.5))], WINDOW, at(20), at(0), at(60), restore_ms=at(30))
     assert real.restore_blackout_s is not None and real.restore_blackout_s >= 1.4 and not real.restore_by_chance
+
+
+def test_the_reports_timeline_is_a_repetition_that_succeeded() -> None:
+    """The report drew the first repetition with faults, a failed one too: its "not recovered" sat beside a
+    scorecard of the others ("recovered 2 of 2") with nothing to say it had failed."""
+    from storbench.model import Case, PathTarget, Status, StoredRepetition, WorkloadPoint
+    from storbench.model.fault_record import FaultRecord
+    from storbench.report.failover import timeline_figures
+
+    workload = WorkloadPoint(rw="randwrite", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=30, ramp_s=0,
+                             direct=True, ioengine="libaio", size_bytes=1 << 20, timeline_window_ms=WINDOW)
+    case = Case(case_id="c", target=PathTarget(name="t", path="/x", size_bytes=1 << 20), workload=workload)
+    rows = "\n".join(f"{r.t_ms}, {r.value}, 1, 0" for r in synthetic(lambda t: 0 if 10 <= t < 12 else 1000,
+                                                                      30).iops) + "\n"
+    reps = [StoredRepetition(repetition_id=i + 1, run_id=1, case=case, rep_index=i, status=status,
+                             started_at_s=T0 / 1000, finished_at_s=T0 / 1000 + 30, fio_version="fio-3.33", error="",
+                             clients=(), faults=(FaultRecord("kill", "osd.0", False, at(10) / 1000),),
+                             logs=(("timeline_iops.1.log", rows),))
+            for i, status in enumerate((Status.FAILED, Status.OK))]
+    (figure,) = timeline_figures(reps, {"c": "t randwrite"})
+    assert "repetition 2" in figure.title, figure.title
+    assert timeline_figures(reps[:1], {"c": "t randwrite"}) == []

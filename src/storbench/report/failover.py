@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from storbench.faults import PAST_TENSE
 from storbench.fio.logs import LogRow
-from storbench.model import StoredRepetition
+from storbench.model import Status, StoredRepetition
 from storbench.report.figures import LATENCY_COLOR, THROUGHPUT_COLOR, FigureSpec, Mark, Series
 from storbench.report.labels import rate_unit
 from storbench.report.write_checks import none_lost_text, write_check_text
@@ -373,14 +373,14 @@ def client_blackout_figure(point: PointFailover, label: str) -> FigureSpec | Non
 
 def timeline_figures(repetitions: Sequence[StoredRepetition], labels: Mapping[str, str],
                      points: Sequence[PointFailover] = ()) -> list[FigureSpec]:
-    """One timeline per point with faults (its first repetition that did its fault), and with several clients
-    each client's blackout."""
+    """One timeline per point with faults (its first repetition that did its fault and succeeded: a failed one's is
+    none of the figures beside it), and with several clients each client's blackout."""
     figures: list[FigureSpec] = [figure for p in points if p.case_id in labels
                                  and (figure := client_blackout_figure(p, labels[p.case_id])) is not None]
     seen: set[tuple[int, str]] = set()
     for r in repetitions:
         key = (r.run_id, r.case.case_id)
-        if key in seen or not r.faults or r.case.case_id not in labels:
+        if key in seen or not r.faults or r.case.case_id not in labels or r.status != Status.OK:
             continue
         figure = timeline_figure(r, f"failover-run{r.run_id}-{r.case.case_id}", labels[r.case.case_id])
         if figure is not None:
