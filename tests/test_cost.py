@@ -161,6 +161,11 @@ def test_the_report_draws_cpu_per_io_stacked_by_component_and_iops_per_core() ->
     assert per_core.figure_id == "iops-per-core" and {s.name for s in per_core.series} == {"every component",
                                                                                           "ceph-osd"}
     assert cost_figures(summarize_points([observation()])) == []  # no telemetry: no cost figure
+    # two repetitions far apart (t = 12.7): the arm below stops at zero, as the interval does (it drew -3,000 µs)
+    wide = summarize_points([*_osd_reps("r2", 2, [0.5, 3.5])])
+    (total_wide,) = [s for s in cost_figures(wide)[0].series if s.name.startswith("all")]
+    assert total_wide.error_y_minus is not None and total_wide.y[0] - total_wide.error_y_minus[0] >= 0.0
+    assert total_wide.error_y is not None and total_wide.error_y[0] > total_wide.y[0]  # the arm above is whole
 
 
 def test_a_cpu_bound_point_names_the_component_whose_cost_per_io_grew_along_its_curve() -> None:

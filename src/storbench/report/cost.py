@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from storbench.report.compare_tables import change_text
+from storbench.report.figure_values import below_mean
 from storbench.report.figures import FigureSpec, Series
 from storbench.report.labels import comparison_label, point_label, varying_comparison_lab, varying_lab_keys
 from storbench.report.tables import iops_with_ci, plain_cell
@@ -160,7 +161,9 @@ def cost_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                              mode="bar", color=COMPONENT_COLOURS.get(component.key, "")))
     totals = [p.metric(f"{TOTAL_KEY}_cpu_us_per_io") for p in members]
     series.append(Series(name="all (95 % CI)", x=tuple(labels), y=tuple(t.mean if t else 0.0 for t in totals),
-                         error_y=tuple((t.half_width or 0.0) if t else 0.0 for t in totals), mode="markers",
+                         error_y=tuple((t.half_width or 0.0) if t else 0.0 for t in totals),
+                         error_y_minus=tuple(below_mean(p, f"{TOTAL_KEY}_cpu_us_per_io") for p in members),
+                         mode="markers",
                          color="#000000", text=tuple(f"{t.mean:,.0f} µs" if t else "" for t in totals),
                          show_text=True))
     figures = [FigureSpec(
@@ -178,7 +181,8 @@ def cost_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                                                    for p in per_core),
                                 y=tuple(e.mean if (e := p.metric(field)) else 0.0 for p in per_core),
                                 error_y=tuple((e.half_width or 0.0) if (e := p.metric(field)) else 0.0
-                                              for p in per_core), mode="bar")
+                                              for p in per_core),
+                                error_y_minus=tuple(below_mean(p, field) for p in per_core), mode="bar")
                          for name, field in (("every component", "iops_per_core_used"),
                                              ("ceph-osd", "iops_per_osd_core"))
                          if any(p.metric(field) is not None for p in per_core)),
