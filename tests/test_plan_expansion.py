@@ -396,6 +396,16 @@ def test_estimate_quickstart_shape() -> None:
     assert (est.cases, est.repetitions, est.layout_bytes, est.destructive_cases) == (18, 54, 256 * MIB, 0)
 
 
+def test_estimate_counts_fios_startdelay_at_its_longest() -> None:
+    """fio's `startdelay` (a range draws one in between) is waited out before the jobs start: the estimate had
+    left it out (1.65 s estimated, 6.7 s taken), and a delay of three years had passed --max-hours."""
+    cases = cases_of(SWEEP)
+    delayed = [replace(c, workload=replace(c.workload, fio_options=(*c.workload.fio_options, ("startdelay",
+                                                                                              "2-5s"))))
+               for c in cases]
+    assert estimate(delayed, 3).seconds == pytest.approx(estimate(cases, 3).seconds + 18 * 3 * 5.0)
+
+
 def test_estimate_layout_is_the_largest_working_set_per_target() -> None:
     text = textwrap.dedent(
         """\

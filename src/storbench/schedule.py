@@ -234,17 +234,17 @@ def repetition_seconds(case: Case) -> float:
 
 
 def fio_seconds(case: Case) -> float:
-    """A repetition's own time, without its pods' start budget (the Kubernetes executor adds it to its timeout)."""
+    """A repetition's own time, without its pods' start budget (the Kubernetes executor adds it to its timeout),
+    with fio's `startdelay` at its longest (the jobs wait it out; the watchdog counts it too)."""
     w = case.workload
     if is_volume_operation(w.rw):  # runtime is only the time an operation may take
         return min(w.runtime_s, ESTIMATE_VOLUME_OPERATION_S)
     if is_size_based(w.rw) and w.files is not None:
         operations_s = w.files / ESTIMATE_OPS_PER_JOB_S * (1 if w.rw == "create" else 3 if w.rw == "metadata"
                                                             else 2)  # and their fill, or all phases
-        return min(w.runtime_s, operations_s) + FIO_STARTUP_S
-    if w.rw in ("get", "getput") and w.files is not None:  # a time-based GET after its unmeasured PUT
-        return w.ramp_s + w.runtime_s + w.files / ESTIMATE_OPS_PER_JOB_S + FIO_STARTUP_S
-    return w.ramp_s + w.runtime_s + FIO_STARTUP_S
+        return min(w.runtime_s, operations_s) + FIO_STARTUP_S + w.start_delay_s[1]
+    put_s = w.files / ESTIMATE_OPS_PER_JOB_S if w.rw in ("get", "getput") and w.files is not None else 0.0
+    return w.ramp_s + w.runtime_s + put_s + FIO_STARTUP_S + w.start_delay_s[1]  # a GET after its unmeasured PUT
 
 
 # A fill is size based; its runtime only caps it.
