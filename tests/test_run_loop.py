@@ -980,6 +980,21 @@ def test_a_resume_that_changes_what_repetitions_run_under_is_refused(tmp_path: P
         assert "a resume may only add points" in refused.value.hint and "keeps that region" not in refused.value.hint
 
 
+def test_a_resume_that_changes_the_ceph_labs_bring_up_is_refused() -> None:
+    """`lab.ceph.bring_up` is in no case id: a resume from a cluster per round to one cluster had passed, and the
+    whole run was then described by the new value ("one instance per side"), its earlier rounds included."""
+    from storbench.config import condition_changes
+
+    text = (Path(__file__).parent.parent / "examples" / "ceph-osd-count.yaml").read_text().replace(
+        "repeat: {min: 3, max: 8, until: decided}", "repeat: 4")  # a fixed count: either bring-up may run it
+    assert "bring_up: each_repetition" in text and "repeat: 4" in text
+    before = orchestrate.plan_design(load_plan_text(text, "plan.yaml").config, None)
+    after = orchestrate.plan_design(load_plan_text(text.replace("bring_up: each_repetition", "bring_up: once"),
+                                                   "plan.yaml").config, None)
+    assert condition_changes(before, after) == ["bring_up"]
+    assert condition_changes(before, before) == []
+
+
 def test_a_resume_keeps_the_checking_writers_region_or_names_it(tmp_path: Path, store: Store) -> None:
     """check_writes' default region has a block for each write of the longest repetition: a resume that adds a
     longer runtime would write the repetitions left over a larger region than the stored ones. Refused, with the

@@ -50,7 +50,8 @@ def plan_design(config: PlanConfig, case_count: int | None) -> RunDesign:
 
 def run_conditions(config: PlanConfig) -> tuple[tuple[str, str], ...]:
     """What a plan's repetitions run under besides their case, each section as canonical JSON: its faults, the
-    checking writer, the client hosts, the targets' preconditions (none of them in a case id)."""
+    checking writer, the client hosts, the targets' preconditions, the Ceph lab's bring-up (a cluster per round or
+    one: what `compare` says of the run's design) (none of them in a case id)."""
     preconditions = {name: pre.model_dump(mode="json") for name, target in config.targets.items()
                      if (pre := getattr(target, "precondition", None)) is not None}
     check = config.check_writes
@@ -62,6 +63,7 @@ def run_conditions(config: PlanConfig) -> tuple[tuple[str, str], ...]:
                                                     "blocks": check.region_blocks(config.workload)},
         "hosts": config.hosts.model_dump(mode="json") if config.hosts else None,
         "precondition": preconditions,
+        "bring_up": config.lab.ceph.bring_up if config.lab is not None and config.lab.ceph is not None else "once",
     }
     return tuple((name, json.dumps(value, sort_keys=True)) for name, value in sections.items())
 
