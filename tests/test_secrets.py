@@ -351,6 +351,11 @@ def test_fios_echo_of_a_key_option_is_redacted_by_name_and_by_value() -> None:
     escaped = SECRET.replace("/", "\\/")  # fio's JSON writer escapes '/'
     assert redact_text(f'"note": "{escaped}"', [SECRET]) == f'"note": "{HIDDEN}"'
     assert redact_text("http_s3_key=${STORBENCH_S3_KEY}\n") == "http_s3_key=${STORBENCH_S3_KEY}\n"
+    # a path is kept as written: its directories' names are no options (the stored exact job text had changed)
+    for kept in ("filename=/mnt/partition=1/passes=3\n", '"filename" : "/srv/keyspace=a"'):
+        assert redact_text(kept) == kept
+    assert redact_text(f"[s3]\n  http_pass = {SECRET}\n--token={SECRET}") == \
+        f"[s3]\n  http_pass = {HIDDEN}\n--token={HIDDEN}"
 
 
 def test_a_prometheus_url_on_a_metadata_address_is_a_problem_not_a_request() -> None:
