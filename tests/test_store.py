@@ -310,7 +310,9 @@ def test_a_write_lock_held_past_the_wait_is_one_line_that_says_resume(tmp_path: 
     store = open_store(tmp_path / "r.db")
     other = sqlite3.connect(tmp_path / "r.db", isolation_level=None)
     try:
-        store.conn.execute("PRAGMA busy_timeout = 50")  # (30 s in use)
+        # a run's write waits 10 minutes for an import's lock (it had waited 30 s, then lost its repetition)
+        assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 600_000
+        store.conn.execute("PRAGMA busy_timeout = 50")
         other.execute("BEGIN IMMEDIATE")
         with pytest.raises(UserError, match="database is locked; everything stored before is intact") as caught:
             store.create_run(plan_name="p", plan_text="name: p\n", plan_sha256="1", source="run",

@@ -34,6 +34,11 @@ TABLES = ("schema_migrations", "runs", "cases", "repetitions", "clients", "measu
 READ_LIMIT_S = 30.0  # the longest one statement may take on a database opened for reading
 
 
+
+# How long a write waits for another storbench's write lock (an import holds it for its whole copy: 6 s for 40 MB):
+# a run's measured repetition waits it out rather than be lost at the 30 s it had waited
+WRITE_WAIT_S = 600.0
+
 def _schema_version(conn: sqlite3.Connection, path: str) -> int | None:
     """The schema version of storbench's database at ``path`` (None: an empty file, a new database). Anything that
     is not storbench's is refused before a byte of it is written or a query of its own is run. SQLite's own errors
@@ -181,7 +186,7 @@ def open_store(path: str | Path, *, read_only: bool = False) -> Store:
     deadline = time.monotonic() + OPEN_RETRY_S
     while True:
         try:
-            conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+            conn = sqlite3.connect(path, timeout=WRITE_WAIT_S, isolation_level=None)
         except sqlite3.Error as exc:
             raise UserError(f"cannot open {path}: {exc}", hint="pass a --db you can read and write") from None
         try:
