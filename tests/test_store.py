@@ -339,3 +339,26 @@ def test_a_precondition_a_newer_storbench_stored_is_one_line(tmp_path: Path) -> 
         store.preconditions([run_id])
     assert "upgrade storbench" in (got.value.hint or "")
     store.close()
+
+
+def test_a_repetition_reads_back_the_filesystem_its_target_was_on(tmp_path: Path) -> None:
+    """A target in memory (tmpfs) measured RAM, and nothing said so after `plan`: the filesystem the run found is
+    read back with each repetition, and its points are warned of."""
+    from storbench.stats.observations import observations
+    from storbench.stats.summary import summarize_points
+
+    store = open_store(tmp_path / "r.db")
+    run_id = _run(store)
+    for index, filesystem in enumerate(("tmpfs", "tmpfs", "tmpfs")):
+        store.save_repetition(run_id, _case(), index, _outcome(), (("kind", "path"), ("filesystem", filesystem)))
+    reps = store.repetitions([run_id])
+    assert [r.filesystem for r in reps] == ["tmpfs"] * 3
+    (point,) = summarize_points(observations(reps))
+    assert [w.message for w in point.warnings if w.code == "in_memory"] == [
+        "the target's directory is on tmpfs (memory): its figures are RAM's and this host's CPU's, not a storage "
+        "device's"]
+    store.save_repetition(run_id, _case(), 0, _outcome(), (("kind", "path"), ("filesystem", "ext4")))
+    store.save_repetition(run_id, _case(), 1, _outcome(), (("kind", "path"),))  # a device, or no details
+    (point,) = summarize_points(observations(store.repetitions([run_id])))
+    assert "in_memory" in [w.code for w in point.warnings]  # one repetition on tmpfs is enough to say so
+    store.close()

@@ -67,3 +67,4 @@ class StoredRepetition:
     logs: tuple[tuple[str, str], ...] = ()  # fio's timeline logs, (file name, text): a plan with faults
     faults: tuple[FaultRecord, ...] = ()  # what its faults did, in order
     write_check: WriteCheck | None = None  # what `check_writes` read back after it
+    filesystem: str = ""  # the filesystem its target's directory was on, as the run found it ('' unknown, a device)

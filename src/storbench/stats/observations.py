@@ -84,6 +84,7 @@ class Observation:
     failover: RepetitionFailover | None = None
     # what `check_writes` read back after its repetition
     write_check: WriteCheck | None = None
+    filesystem: str = ""  # its target's filesystem as the run found it ('' unknown): tmpfs measures memory
     # its run alternated the cases' repetitions round by round (order: interleaved): repetition i of every case
     # of the run ran in round i, so two cases' repetitions i pair up (`alternated_rounds`)
     alternated: bool = False
@@ -188,7 +189,8 @@ def observations(repetitions: Iterable[StoredRepetition], per_client: bool = Fal
                     direction=m.direction if m else None, measurement=m, started_at_s=rep.started_at_s,
                     finished_at_s=rep.finished_at_s, fio_version=rep.fio_version, error=rep.error, fio=own,
                     telemetry=telemetry, client=client, failover=failover,
-                    write_check=rep.write_check, host_cpus=(host_cpus or {}).get(rep.run_id)))
+                    write_check=rep.write_check, host_cpus=(host_cpus or {}).get(rep.run_id),
+                    filesystem=rep.filesystem))
     return out
 
 

@@ -36,6 +36,7 @@ WARNING_TITLES = {
     "wide_interval": f"IOPS known only within more than +-{WIDE_INTERVAL_PCT:.0f} % (its confidence interval)",
     "runtime_shorter_than_ramp": "runtime shorter than ramp",
     "page_cache": "working set fits in the page cache",
+    "in_memory": "the target is in memory (tmpfs): its figures are RAM's, not a storage device's",
     "stragglers": "straggling clients",
     "missing_clients": "clients that returned no fio output",
     "start_skew": "clients that started apart",
@@ -63,6 +64,7 @@ def warning_title(code: str, rws: Sequence[str]) -> str:
 # a size-based phase (files or objects done once each) shorter than this: fio's runtime is whole milliseconds, so its
 # rate may be off by up to 1 ms / runtime (1 % at 100 ms, 12 % at 8 ms)
 SHORT_PHASE_MS = 100
+MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs"})  # a target on these measures memory
 
 # I/Os a repetition needs for each tail percentile to rest on about 10 I/Os beyond it: 10 / (1 - x)
 TAIL_IOS = (("p95", 200), ("p99", 1_000), ("p99.9", 10_000))
@@ -228,6 +230,10 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
                 f"volume lab's {volume.iops:,} IOPS: its pacer did not start I/Os evenly on this machine (busy CPUs "
                 "delay its timers), so the percentiles are not all the volume's", "read IOPS and mean latency; "
                 "rerun with the machine otherwise idle, or a lower cap"))
+    if memory := sorted({o.filesystem for o in observations} & MEMORY_FILESYSTEMS):
+        warnings.append(StatWarning("in_memory", f"the target's directory is on {memory[0]} (memory): its figures "
+                                    "are RAM's and this host's CPU's, not a storage device's",
+                                    "give the target a directory on the storage to measure"))
     working_set = (workload.size_bytes or 0) * workload.numjobs * case.clients
     buffered_file_io = case.target.kind in ("path", "cephfs") and not workload.direct
     if buffered_file_io and mem_total_bytes and 0 < working_set <= mem_total_bytes:

@@ -310,6 +310,7 @@ class Store:
                 logs=tuple(logs.get(row["id"], ())),
                 faults=tuple(faults.get(row["id"], ())),
                 write_check=checks.get(row["id"]),
+                filesystem=rows.target_filesystem(row["target_json"]),
             )
             for row in found
         ]

@@ -166,6 +166,15 @@ def target_from_json(raw: dict[str, Any]) -> TargetSpec:
     return made(kind, fields, f"{raw['kind']} target")
 
 
+def target_filesystem(details_json: str | None) -> str:
+    """The filesystem a repetition's target was on, from the details the run stored with it ('' when none)."""
+    try:
+        details = json.loads(details_json or "{}")
+    except ValueError:
+        return ""
+    return str(details.get("filesystem", "")) if isinstance(details, dict) else ""
+
+
 def precondition_record(row: Row) -> PreconditionRecord:
     """A stored precondition as it ran (a field a newer storbench added: NewerShape)."""
     return PreconditionRecord(
