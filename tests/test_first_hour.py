@@ -456,3 +456,20 @@ def test_trims_go_to_block_devices_not_files(target: str, refused: bool, tmp_pat
     said = "rw: randtrim on target 'd'"
     assert (code == 2 and said in err and "fio trims a block device or an RBD image" in err) if refused \
         else said not in err, err
+
+
+@pytest.mark.parametrize(("written", "hint"), [
+    ("workload: {rw: read, blocksize: 8k}", "did you mean 'bs'? (blocksize is workload.bs here)"),
+    ("workload: {rw: read, block_size: 8k}", "did you mean 'bs'? (block_size is workload.bs here)"),
+    ("workload: {rw: read, ramp_time: 2s}", "did you mean 'ramp'? (ramp_time is workload.ramp here)"),
+    ("workload: {rw: read, qd: 4}", "did you mean 'iodepth'? (qd is workload.iodepth here)"),
+    ("workload: {rw: read, iodepht: 4}", "did you mean 'iodepth'?"),
+    ("iodepth: 4\nworkload: {rw: read}", "it belongs under workload: workload.iodepth"),
+])
+def test_a_workload_key_under_fios_name_is_pointed_to_storbenchs(written: str, hint: str, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """`blocksize` had been pointed to `size` (taken, a 64 KiB file at the default block size), `ramp_time` to
+    `runtime`, `qd` to nothing: fio's names and a table's lead to the key storbench has for them."""
+    plan = write_plan(tmp_path, f"name: t\ntargets:\n  d: {{kind: path, path: ./data, size: 1MiB}}\n{written}\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and f"(hint: {hint})" in err and len(err.strip().splitlines()) == 1, err

@@ -30,6 +30,7 @@ from storbench.config.schema import PlanConfig
 from storbench.config.source import KeyPath, PlanSource, format_key_path
 from storbench.config.targets import DNS_LABEL_RE, TARGET_KINDS, PvcTargetConfig, _target_tag
 from storbench.config.values import SAFE_NAME_RE
+from storbench.config.workload import workload_key_hint
 from storbench.errors import UserError, did_you_mean
 from storbench.units import format_bytes, format_duration
 
@@ -118,7 +119,8 @@ def _translate(error: Mapping[str, object], data: object, source: PlanSource) ->
         model = _model_at(parent, data)
         message = f"unknown key '{key}'"
         if model is not None and model.model_fields:
-            hint = did_you_mean(key, list(model.model_fields)) or "known keys: " + ", ".join(model.model_fields)
+            hint = (workload_key_hint(parent, key) or did_you_mean(key, list(model.model_fields))
+                    or "known keys: " + ", ".join(model.model_fields))
         elif model is not None:
             hint = "it takes no keys here"
     elif kind == "missing":

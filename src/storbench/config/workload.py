@@ -8,6 +8,7 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from storbench.config.values import (
     FIO_OPTION_NAME_RE,
+    MANAGED_FIO_OPTIONS,
     Duration,
     FioScalar,
     RwPattern,
@@ -18,7 +19,7 @@ from storbench.config.values import (
     _no_duplicates,
 )
 
-__all__ = ["WorkloadConfig", "fio_value_text"]
+__all__ = ["WorkloadConfig", "fio_value_text", "workload_key_hint"]
 
 
 class WorkloadConfig(StrictModel):
@@ -106,3 +107,20 @@ def fio_value_text(value: FioScalar) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     return str(value)
+
+
+# what people write for a workload key, from fio's option names and tables (difflib's guess had turned `blocksize`
+# into `size`: a 64 KiB file at the default block size)
+_WORKLOAD_SYNONYMS = {"block_size": "bs", "bsize": "bs", "ramptime": "ramp", "qd": "iodepth", "queue_depth": "iodepth",
+                      "jobs": "numjobs", "engine": "ioengine", "pattern": "rw"}
+
+
+def workload_key_hint(parent: tuple[str | int, ...], key: str) -> str:
+    """The workload key meant by an unknown key under `workload` (fio's name for it, or a table's), or at the top
+    of a plan by one of `workload`'s own keys; '' when none is."""
+    meant = MANAGED_FIO_OPTIONS.get(key, "").removeprefix("workload.") or _WORKLOAD_SYNONYMS.get(key, "")
+    if parent == ("workload",) and meant in WorkloadConfig.model_fields:
+        return f"did you mean '{meant}'? ({key} is workload.{meant} here)"
+    if parent == () and (key in WorkloadConfig.model_fields or meant in WorkloadConfig.model_fields):
+        return f"it belongs under workload: workload.{key if key in WorkloadConfig.model_fields else meant}"
+    return ""
