@@ -763,3 +763,31 @@ def test_the_ceph_labs_down_unmounts_a_mount_os_path_ismount_does_not_see(tmp_pa
     finally:
         if str(mount) in mount_points(Path("/proc/self/mountinfo").read_text()):
             subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@needs_root
+def test_a_sigterm_during_lab_up_undoes_the_bring_up(tmp_path: Path) -> None:
+    """`timeout 5 storbench lab volume up` (or a closed terminal) during its bring-up: SIGTERM ended Python at
+    once, leaving the pacer, its mount and the directory, and `status` then said "down". Now it is a Ctrl-C: the
+    kind's up tears down what it made."""
+    import signal
+    import sys
+
+    root = tmp_path / "lab" / "volume"
+    process = subprocess.Popen([sys.executable, "-m", "storbench", "lab", "volume", "up", "--iops", "2000", "--size",
+                                "64MiB", "--dir", str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (root / "pids.json").exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        assert process.poll() is None, process.communicate()  # the pacer is starting: up is under way
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 130, (process.returncode, out, err)
+        assert not root.exists() and not pids_with(str(root)), out + err
+        assert str(root) not in os.popen("losetup -a").read() and str(root) not in Path("/proc/mounts").read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        VolumeLab(root).down()  # whatever happened: nothing left for the next test

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from storbench.cli.common import _console, held_saying
+from storbench.cli.common import _console, held_saying, interrupted_once
 from storbench.lab.base import LabKind, lab_dir_help
 
 
@@ -28,8 +28,10 @@ def lab_handler(kind: LabKind) -> Callable[[argparse.Namespace], int]:
             # a lab half torn down is worse than one up or down: Ctrl-C waits for the end
             with held_saying(f"tearing the {kind.name} lab down"):
                 kind.command.down(lab, say)
-        else:
-            kind.command.up(lab, args, say)
+        else:  # a SIGTERM or a closed terminal as Ctrl-C: the kind's up tears down what it made (the default
+            # action had ended Python at once, leaving namespaces or daemons that status then called down)
+            with interrupted_once(f"undoing the {kind.name} lab's bring-up"):
+                kind.command.up(lab, args, say)
         return 0
 
     return handler
