@@ -45,3 +45,22 @@ def test_a_recorded_loop_device_that_reads_another_file_is_left_alone(tmp_path: 
         for loop in (ours, theirs):
             if _attached(loop):
                 subprocess.run(["losetup", "-d", loop], check=False)
+
+
+def test_a_loop_device_the_record_missed_is_found_by_its_file(tmp_path: Path) -> None:
+    """A Ctrl-C while losetup attached a device (it is attached, never recorded), or a record cut short: the lab's
+    down had detached only what was recorded, then deleted the device files under the devices still reading them,
+    attached until a reboot. A device reading one of the lab's files is found by that file."""
+    lab, elsewhere = tmp_path / "lab", tmp_path / "elsewhere"
+    lab.mkdir()
+    elsewhere.mkdir()
+    recorded, missed = _attach(lab / "device0.img"), _attach(lab / "device1.img")
+    theirs = _attach(elsewhere / "device0.img")  # another directory's file of the same name
+    try:
+        (lab / devices.STATE_FILE).write_text('{"loops": ["' + recorded + '"')  # cut short
+        devices.remove(lab)
+        assert not _attached(recorded) and not _attached(missed) and _attached(theirs)
+    finally:
+        for loop in (recorded, missed, theirs):
+            if _attached(loop):
+                subprocess.run(["losetup", "-d", loop], check=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +50,7 @@ def create(root: Path, count: int, parts: int, device_bytes: int) -> list[str]:
     slices = layout(count, parts, device_bytes)
     state: dict[str, list[str]] = {"loops": []}
     record = root / STATE_FILE
-    record.write_text(json.dumps(state))
+    _write_record(record, state)
     for index in range(count):
         with open(backing_file(root, index), "xb") as handle:
             handle.truncate(device_bytes)
@@ -58,20 +59,29 @@ def create(root: Path, count: int, parts: int, device_bytes: int) -> list[str]:
         loop = run(["losetup", "--find", "--show", "--offset", str(piece.offset_bytes), "--sizelimit",
                     str(piece.size_bytes), str(backing_file(root, piece.device))], timeout_s=30).strip()
         state["loops"].append(loop)
-        record.write_text(json.dumps(state))
+        _write_record(record, state)
         out.append(loop)
     return out
 
 
+def _write_record(record: Path, state: dict[str, list[str]]) -> None:
+    """The record renamed over the last one whole (written in place, an interrupt had emptied it)."""
+    written = record.with_suffix(".new")
+    written.write_text(json.dumps(state))
+    os.replace(written, record)
+
+
 def remove(root: Path) -> None:
-    """Detach the loop devices this lab recorded (safe when there are none)."""
+    """Detach the loop devices that read this lab's device files (safe when there are none): those it recorded, and
+    any the record missed (a Ctrl-C while losetup attached one, a record cut short), found by the file they read."""
     record = root / STATE_FILE
     try:
-        state = json.loads(record.read_text())
-    except (OSError, ValueError):
-        return
+        recorded = json.loads(record.read_text()).get("loops", [])
+    except (OSError, ValueError, AttributeError):
+        recorded = []
+    attached = [f"/dev/{device.name}" for device in Path("/sys/block").glob("loop*")]
     # only a device that still reads one of this lab's files: after a reboot the recorded names may be another's
-    loops = [loop for loop in state.get("loops", []) if _backs_onto(loop, root)]
+    loops = sorted({loop for loop in [*recorded, *attached] if _backs_onto(loop, root)})
     for loop in loops:
         with contextlib.suppress(UserError):
             run(["losetup", "-d", loop], timeout_s=30)
