@@ -45,15 +45,17 @@ CSI_SIDECARS = ("csi-provisioner", "csi-attacher", "csi-snapshotter", "csi-resiz
 CSI_BINARIES = ("storbench-csi", *CSI_SIDECARS)
 
 
-def lab_pod_namespaces(found: Mapping[str, Sequence[str]], before_up: Collection[str]) -> list[str]:
+def lab_pod_namespaces(found: Mapping[str, Sequence[str]], before_up: Collection[str] | None) -> list[str]:
     """Which of the CNI network namespaces ``found`` on this machine (name -> its IPv4 addresses, loopback left
     out) are the lab's pods': one holding an address of the lab's pod range, or one left empty (its pod's link
-    went with its node) that was not there when the lab came up. Another runtime's pods are left alone. Pure."""
+    went with its node) that was not there when the lab came up (``before_up``; None: not known, as when the lab's
+    record is gone, and then no empty one is taken: another runtime's pod being set up is empty too). Another
+    runtime's pods are left alone. Pure."""
     pods = ipaddress.ip_network(POD_RANGE)
     ours = []
     for name, addresses in sorted(found.items()):
         inside = any(ipaddress.ip_address(address) in pods for address in addresses)
-        if inside or (not addresses and name not in before_up):
+        if inside or (not addresses and before_up is not None and name not in before_up):
             ours.append(name)
     return ours
 

@@ -150,8 +150,9 @@ def cni_namespaces() -> dict[str, list[str]]:
 def delete_network(root: Path) -> None:
     """The lab's node namespaces, links and bridges, and its pods' network namespaces (`lab_pod_namespaces`:
     another runtime's pods on this machine are left alone)."""
-    before_up = _saved_state(root).get("netns", [])
-    for name in (*lab_pod_namespaces(cni_namespaces(), frozenset(before_up)), *_netns("sbk8s-node-*")):
+    before_up = _saved_state(root).get("netns")
+    known = frozenset(before_up) if isinstance(before_up, list) else None  # no record: only the lab's addresses
+    for name in (*lab_pod_namespaces(cni_namespaces(), known), *_netns("sbk8s-node-*")):
         attempt(["ip", "netns", "delete", name])
     links = run(["ip", "-o", "link", "show"], timeout_s=30) if shutil.which("ip") else ""
     # a node's link goes with its namespace, but only once the kernel has torn that down (later, on its own
