@@ -86,6 +86,19 @@ def _fio_only_where_marked(request: pytest.FixtureRequest, monkeypatch: pytest.M
     monkeypatch.setattr(hosts, "supervise", refuse_fio)
 
 
+@pytest.fixture(autouse=True)
+def _lab_owners_apart(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                      tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A test beside others (on every core) records a hosts, NFS or k8s lab's owner in a directory of its own: two
+    tests' lab ups at once (one refused early) would otherwise refuse each other as two users' would. A test run
+    alone uses the machine's, as a user does."""
+    if any(request.node.get_closest_marker(name) for name in ALONE):
+        return
+    from storbench.lab import lab_claim
+
+    monkeypatch.setattr(lab_claim, "OWNERS", tmp_path_factory.mktemp("lab-owners") / "owners")
+
+
 _DATABASES = itertools.count(1)
 
 

@@ -563,3 +563,20 @@ def test_a_tear_down_runs_every_step_and_raises_the_first_error_after() -> None:
                    lambda: fails("firewall"), lambda: ran.append("directory"))
     assert ran == ["servers", "namespace", "bridge", "firewall", "directory"]
     every_step(lambda: ran.append("again"))  # nothing failing: nothing raised
+
+
+def test_a_kept_cluster_with_an_osd_marked_out_is_not_ready() -> None:
+    """A run killed while an `out osd.N` fault was on, its lab kept: the OSD is up, its PGs clean again on the
+    others, and the next run had reused the cluster as whole. Ready means every OSD up and in."""
+    from pathlib import Path
+
+    from storbench.lab.ceph_daemons import CephDaemons
+
+    answers = {"osd stat": {"num_osds": 3, "num_up_osds": 3, "num_in_osds": 2}, "mgr stat": {"available": True},
+               "osd pool ls": ["device_health_metrics", "rbd"],
+               "pg stat": {"num_pgs": 33, "num_pg_by_state": [{"name": "active+clean", "num": 33}]}}
+    daemons = CephDaemons(None, Path("/nonexistent"))
+    daemons.mon = lambda prefix, **arguments: answers[prefix]  # type: ignore[method-assign]
+    assert not daemons._ready(_spec(osds=3))
+    answers["osd stat"]["num_in_osds"] = 3
+    assert daemons._ready(_spec(osds=3))

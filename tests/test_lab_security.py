@@ -456,6 +456,16 @@ def test_a_lab_whose_names_are_the_machines_is_one_per_machine(tmp_path: Path,
     second.down()
     assert torn[-1] == second.root and not (tmp_path / "owners").exists()  # nothing of the labs left behind
 
+    class Refused(Lab):
+        @lab_claim.claims_lab
+        @lab_claim.owns_names("hosts")
+        def up(self) -> None:
+            raise UserError("hosts lab: nft is not installed")
+
+    with pytest.raises(UserError, match="nft is not installed"):
+        Refused(tmp_path / "c").up()
+    assert not (tmp_path / "owners").exists()  # an up that made nothing leaves no record in /run either
+
 
 def test_the_hosts_labs_servers_are_found_by_their_address_when_their_namespace_is_gone() -> None:
     """Two storbench processes on the hosts lab at once (a test run beside CI's) left two `fio --server=10.214.0.x`

@@ -243,7 +243,9 @@ class CephDaemons(LabRoot):
     def _ready(self, spec: CephLabSpec) -> bool:
         osd_stat = self.mon("osd stat")
         assert isinstance(osd_stat, dict)
-        if int(osd_stat.get("num_up_osds", 0)) < spec.osds:
+        # up and in: a kept cluster whose run ended with an OSD marked out (a fault never undone) had been reused,
+        # its PGs clean again on the others, and measured as if whole
+        if min(int(osd_stat.get("num_up_osds", 0)), int(osd_stat.get("num_in_osds", 0))) < spec.osds:
             return False
         mgr = self.mon("mgr stat")
         if not (isinstance(mgr, dict) and mgr.get("available")):
@@ -260,7 +262,8 @@ class CephDaemons(LabRoot):
         return total > 0 and clean == total
 
     def _wait_ready(self, spec: CephLabSpec, timeout_s: float) -> None:
-        self._wait(lambda: self._ready(spec), f"{spec.osds} OSDs up, the mgr and all PGs active+clean", timeout_s)
+        self._wait(lambda: self._ready(spec), f"{spec.osds} OSDs up and in, the mgr and all PGs active+clean",
+                   timeout_s)
 
     def _wait(self, check: Callable[[], bool], what: str, timeout_s: float,
               left: Callable[[], int | None] | None = None, ceiling_s: float = 0.0) -> None:

@@ -193,7 +193,13 @@ def owns_names(kind: str) -> Callable[[Callable[Concatenate[S, P], R]], Callable
             with _owners_locked(kind) as owner:
                 _refuse_other(kind, root, owner)
                 _owner_file(kind).write_text(f"{root}\n")
-            return up(self, *args, **kwargs)
+            try:
+                return up(self, *args, **kwargs)
+            except BaseException:
+                if _lstat(root) is None:  # an up refused or undone leaves no lab: nor its record in /run
+                    with _owners_locked(kind) as owner:
+                        _forget_owner(kind)
+                raise
         return owned
     return wrap
 
