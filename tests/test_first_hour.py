@@ -473,3 +473,12 @@ def test_a_workload_key_under_fios_name_is_pointed_to_storbenchs(written: str, h
     plan = write_plan(tmp_path, f"name: t\ntargets:\n  d: {{kind: path, path: ./data, size: 1MiB}}\n{written}\n")
     code, _, err = run_cli(capsys, "plan", str(plan))
     assert code == 2 and f"(hint: {hint})" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_an_empty_storbench_db_is_as_unset(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """`STORBENCH_DB=` (set, empty) had read "error:  is a directory, not a results database"."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STORBENCH_DB", "")
+    code, _, err = run_cli(capsys, "show")
+    assert code == 2 and "no results database results.db" in err, err

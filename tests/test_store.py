@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from pathlib import Path
 
@@ -362,3 +363,29 @@ def test_a_repetition_reads_back_the_filesystem_its_target_was_on(tmp_path: Path
     (point,) = summarize_points(observations(store.repetitions([run_id])))
     assert "in_memory" in [w.code for w in point.warnings]  # one repetition on tmpfs is enough to say so
     store.close()
+
+
+def test_a_database_that_cannot_be_written_says_so_not_free_space(tmp_path: Path) -> None:
+    """A results database on a read-only mount: the hint had said to free space."""
+    store = open_store(tmp_path / "r.db")
+    try:
+        store.conn.execute("PRAGMA query_only = 1")  # as a read-only mount answers a write
+        with pytest.raises(UserError, match="readonly database; everything stored before is intact") as caught:
+            _run(store)
+        assert caught.value.hint is not None and caught.value.hint.startswith("pass a --db you may write")
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(("given", "said"), [
+    ("mysql://db.example/results", "--db mysql://...: storbench keeps results in an SQLite file or a PostgreSQL"),
+    ("sqlite:///tmp/r.db", "--db sqlite://...: storbench keeps results"),
+    ("", "the results database's name is empty"),
+])
+def test_a_database_location_of_another_kind_is_one_line(given: str, said: str) -> None:
+    """`--db mysql://x/y` had read "no results database ... run a plan first", or "mysql:/x does not exist"."""
+    from storbench.store import store_exists
+
+    for step in (lambda: open_store(given), lambda: store_exists(given)):
+        with pytest.raises(UserError, match=re.escape(said)):
+            step()

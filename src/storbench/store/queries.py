@@ -70,9 +70,11 @@ class Store:
             text = str(exc)
             if any(word in text for word in ("full", "disk I/O error", "readonly", "read-only", "locked")):
                 busy = "locked" in text  # another storbench held the write lock past the busy timeout (an import)
+                fix = ("wait for the other storbench command" if busy else "pass a --db you may write (or copy the "
+                       "file somewhere writable)" if "readonly" in text or "read-only" in text else
+                       "free space (or fix the device)")
                 raise UserError(f"results database {self.path}: {text}; everything stored before is intact, this "
-                                "write was rolled back", hint=("wait for the other storbench command" if busy else
-                                "free space (or fix the device)") + ", then run the same command with --resume") \
+                                "write was rolled back", hint=f"{fix}, then run the same command with --resume") \
                     from None
             raise
         finally:
