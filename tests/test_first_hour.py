@@ -482,3 +482,12 @@ def test_an_empty_storbench_db_is_as_unset(tmp_path: Path, capsys: pytest.Captur
     monkeypatch.setenv("STORBENCH_DB", "")
     code, _, err = run_cli(capsys, "show")
     assert code == 2 and "no results database results.db" in err, err
+
+
+@pytest.mark.parametrize("written", ["iodepth: true", "iodepth: [1, true]", "numjobs: false"])
+def test_yaml_yes_or_no_is_no_number(written: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """pydantic's lax mode had read `iodepth: true` as 1 and run it; a flag (`direct: false`) still reads."""
+    plan = write_plan(tmp_path, f"name: t\ntargets:\n  d: {{kind: path, path: ./data, size: 1MiB}}\n"
+                                f"workload: {{rw: read, direct: false, {written}}}\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "is not a whole number" in err and len(err.strip().splitlines()) == 1, err

@@ -5,10 +5,12 @@ Pure: declares data, reads nothing."""
 
 from __future__ import annotations
 
+import functools
 import re
+import typing
 from typing import Annotated, Any, Literal, TypeVar, Union
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, model_validator
 
 from storbench.units import MAX_SIZE_BYTES, link_rate_bits, parse_duration_s, parse_size_bytes
 
@@ -121,6 +123,32 @@ FioScalar = Union[str, int, float, bool]  # noqa: UP007  (pydantic needs the run
 
 class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=False, defer_build=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_yes_for_a_number(cls, data: Any) -> Any:
+        """YAML's true and false are no numbers: pydantic's lax mode read `iodepth: true` as 1. A field that takes no
+        bool gets them as the words YAML read, which its own validation refuses at its own line."""
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for name, value in data.items():
+            field = cls.model_fields.get(name) if isinstance(name, str) else None
+            kind: Any = field.annotation if field is not None else None
+            if kind is None or _takes(kind, bool) or _takes(kind, str):
+                continue  # a flag, or text (pydantic refuses a bool for it as it is)
+            if isinstance(value, bool):
+                out[name] = str(value).lower()
+            elif isinstance(value, list) and any(isinstance(v, bool) for v in value):
+                out[name] = [str(v).lower() if isinstance(v, bool) else v for v in value]
+        return out
+
+
+@functools.cache
+def _takes(annotation: Any, kind: type) -> bool:
+    """Whether a field's type takes ``kind`` anywhere in it (a union with it, a list of it, fio's scalars)."""
+    return annotation is kind or any(_takes(arg, kind) for arg in typing.get_args(annotation)
+                                     if isinstance(arg, type) or typing.get_args(arg))
 
 
 def _rate(value: object) -> int:
