@@ -197,3 +197,17 @@ def test_error_bars_never_reach_below_zero() -> None:
     bar = plotly_figure(FigureSpec(figure_id="g", title="t", x_label="x", y_label="y", series=(bars,),
                                    x_categories=("p",)))
     assert list(bar.data[0].error_y.arrayminus) == [100.0] and list(bar.data[0].error_y.array) == [300.0]
+
+
+def test_labels_of_marks_close_together_go_to_other_corners() -> None:
+    """'undone' and 'every PG active+clean' a few seconds apart had run into each other ("un-every PG ..."): a
+    mark whose label would reach the one before it takes another corner; marks far apart keep the top left."""
+    from storbench.report.figures import Mark
+    from storbench.report.plotly_render import _mark_positions
+
+    series = (Series(name="IOPS", x=tuple(float(t) for t in range(61)), y=(1.0,) * 61),)
+    marks = (Mark(10.0, "freeze osd.1"), Mark(39.7, "undone"), Mark(52.0, "every PG active+clean"))
+    spec = FigureSpec(figure_id="t", title="t", x_label="s", y_label="IOPS", series=series, x_marks=marks)
+    assert _mark_positions(spec) == ["top left", "top left", "bottom right"]
+    far = replace(spec, x_marks=(marks[0], replace(marks[2], value=58.0), marks[1]))
+    assert _mark_positions(far) == ["top left", "top left", "top left"]

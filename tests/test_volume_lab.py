@@ -543,6 +543,9 @@ def test_a_volume_frozen_for_a_second_mid_run_shows_a_one_second_blackout_and_re
     scorecard = html.split("<table class='data failover'>")[1].split("</table>")[0]  # the point's row
     assert re.search(r"<td>freeze volume</td><td>2</td><td>(0\.[7-9]\d|1\.[0-2]\d) \[", scorecard), scorecard
     assert re.search(r"<td>0 of [\d,]+ lost</td>", scorecard), scorecard
+    # under it, the figures as `show` says them (the recovery time, what was undecided: no column for them)
+    assert re.search(r"<p class='note'>run 1 [^<]*: freeze volume, 2 repetitions: [^<]*recovered \d of 2",
+                     html), html.split("<table class='data failover'>")[1][:3000]
     assert not (lab_dir / "volume").exists()
 
 

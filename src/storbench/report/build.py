@@ -9,7 +9,7 @@ from storbench.model.objective import LatencyObjective
 from storbench.report.convergence import convergence_figures
 from storbench.report.cost import cost_figures
 from storbench.report.drift_figures import drift_figures
-from storbench.report.failover import failover_verdict, scorecard_rows, timeline_figures
+from storbench.report.failover import failover_line, failover_verdict, scorecard_rows, timeline_figures
 from storbench.report.history import HISTORY_METRICS, MIN_RUNS_DRAWN, history_figures
 from storbench.report.html import ReportDocument
 from storbench.report.labels import point_label, varying_lab_keys
@@ -97,6 +97,7 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         preconditions=tuple((run_id, precondition_text(record), record.job_text)
                             for run_id, records in sorted((preconditions or {}).items()) for record in records),
         failover=tuple(scorecard_rows(failovers, fault_labels, checks)),
+        failover_details=tuple(failover_line(p, labels[p.case_id]) for p in failovers),
         failover_verdicts=tuple(v for p in failovers if (v := failover_verdict(
             p, checked.get((p.run_id, p.case_id)), fault_labels[p.case_id, p.run_id]))),
     )

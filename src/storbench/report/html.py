@@ -63,6 +63,9 @@ class ReportDocument:
     preconditions: tuple[tuple[int, str, str], ...] = ()  # (run id, what ran in words, its job file)
     failover: tuple[tuple[str, ...], ...] = ()  # the failover scorecard's rows (`report.failover.scorecard_rows`)
     failover_verdicts: tuple[str, ...] = ()  # each point's verdict in a sentence (`report.failover.failover_verdict`)
+    # each point's figures in full, as `show` says them (`report.failover.failover_line`): the recovery time, what was
+    # within chance, what was undecided, an undoing's error, which the table has no room for
+    failover_details: tuple[str, ...] = ()
 
 
 def _time(seconds: float | None) -> str:
@@ -209,6 +212,7 @@ table.notes td{padding:2px 0}
 .tag{display:inline-block;font-size:10.5px;color:#8a5a00;background:#fff4dc;border:1px solid #f0d9a8;
 border-radius:3px;padding:0 4px;margin:1px 2px 1px 0;white-space:nowrap;text-decoration:none}
 #report-status{font-size:12px;color:#5b6673}#report-status.bad{color:#b00020}
+p.note{font-size:12px;color:#3d4752;margin:6px 0}
 """
 
 _STATUS_JS = """
@@ -318,7 +322,9 @@ def render_html(doc: ReportDocument, plotly_js: str) -> str:
         verdicts = "".join(f"<li>{_e(v)}</li>" for v in doc.failover_verdicts)
         sections.append(f"<section><h2>{FAILOVER_SECTION}</h2>"
                         + (f"<ul class='verdicts'>{verdicts}</ul>" if verdicts else "")
-                        + f"{_failover_table(doc.failover)}</section>")
+                        + _failover_table(doc.failover)
+                        + "".join(f"<p class='note'>{_e(line.strip())}</p>" for line in doc.failover_details)
+                        + "</section>")
     by_section: dict[str, list[FigureSpec]] = {}
     for figure in doc.figures:
         by_section.setdefault(figure.section or "Figures", []).append(figure)

@@ -20,6 +20,28 @@ COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e3
 TOP_MARGIN = 96  # px above the plot: a two-line title (about 40 px) and, above it, the toolbar (about 30 px)
 
 
+
+_MARK_POSITIONS = ("top left", "bottom right", "bottom left", "top right")
+# a label at a mark's top left runs left from its line, about this many px a character (11 px type) on a plot about
+# this wide (a figure in a two-column grid): nearer to the mark before it than that, it would run over its label
+MARK_CHAR_PX, PLOT_PX = 6.5, 560.0
+
+
+def _mark_positions(spec: FigureSpec) -> list[str]:
+    """Where each vertical mark's label sits: top left, and for a mark close to the one before it the next corner
+    ("undone" and "every PG active+clean" a second apart had read as one word)."""
+    xs = [float(x) for series in spec.series for x in series.x if isinstance(x, int | float)]
+    values = [m.value for m in spec.x_marks]
+    span = (max(xs + values) - min(xs + values)) if xs or values else 0.0
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    found = ["top left"] * len(values)
+    corner, previous = 0, None
+    for i in order:
+        width = (len(spec.x_marks[i].label) * MARK_CHAR_PX + 12) / PLOT_PX * span
+        corner = (corner + 1) % len(_MARK_POSITIONS) if previous is not None and values[i] - previous < width else 0
+        found[i], previous = _MARK_POSITIONS[corner], values[i]
+    return found
+
 def _texts(values: tuple[str, ...] | None) -> list[str] | None:
     return None if values is None else [plotly_text(v) for v in values]
 
@@ -72,11 +94,11 @@ def plotly_figure(spec: FigureSpec) -> go.Figure:
                          annotation=dict(text=plotly_text(mark.label), font=dict(size=11, color=mark.color),
                                          bgcolor="rgba(255,255,255,0.85)"),
                          annotation_position="bottom left")
-    for mark in spec.x_marks:
+    for mark, position in zip(spec.x_marks, _mark_positions(spec), strict=True):
         figure.add_vline(x=mark.value, line=dict(color=mark.color, width=1.6, dash="dash"), layer="below",
                          annotation=dict(text=plotly_text(mark.label), font=dict(size=11, color=mark.color),
                                          bgcolor="rgba(255,255,255,0.85)"),
-                         annotation_position="top left")
+                         annotation_position=position)
     # a rate's axis from zero (rangemode): a flat cap at 2,999-3,000 IOPS looks flat, not steep
     # plain numbers on the ticks ("3,000", not "3×10^3"): the axis title carries the unit
     plain = {"exponentformat": "none", "separatethousands": True}
