@@ -211,3 +211,14 @@ def test_labels_of_marks_close_together_go_to_other_corners() -> None:
     assert _mark_positions(spec) == ["top left", "top left", "bottom right"]
     far = replace(spec, x_marks=(marks[0], replace(marks[2], value=58.0), marks[1]))
     assert _mark_positions(far) == ["top left", "top left", "top left"]
+
+
+def test_no_two_series_of_a_figure_look_alike() -> None:
+    """Ten colours for 56 lines had drawn "rbd qd1" and "nvme qd8" in one blue: past the colours, each round of
+    series has its own marker, so colour and marker together tell every series apart."""
+    from storbench.report.plotly_render import plotly_figure
+
+    series = tuple(Series(name=f"s{i}", x=(1.0, 2.0), y=(float(i), float(i) + 1)) for i in range(56))
+    figure = plotly_figure(FigureSpec(figure_id="many", title="many", x_label="x", y_label="y", series=series))
+    looks = [(trace.line.color, trace.marker.symbol) for trace in figure.data]
+    assert len(set(looks)) == 56, looks

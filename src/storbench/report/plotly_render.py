@@ -14,7 +14,11 @@ from storbench.report.figures import FigureSpec, Series, x_error_arms, y_error_a
 from storbench.safe_text import plotly_text
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-          "#17becf")
+          "#17becf", "#393b79", "#ad494a", "#637939", "#e7ba52", "#7b4173", "#3182bd", "#e6550d", "#31a354",
+          "#756bb1", "#636363")
+# past as many series as colours, each round of them its own marker: two series never share both (a figure of 56
+# lines had drawn "rbd qd1" and "nvme qd8" alike)
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "triangle-down", "pentagon")
 
 
 TOP_MARGIN = 96  # px above the plot: a two-line title (about 40 px) and, above it, the toolbar (about 30 px)
@@ -50,7 +54,7 @@ def _xs(values: tuple[float | str, ...]) -> list[float | str]:
     return [plotly_text(v) if isinstance(v, str) else v for v in values]
 
 
-def _trace(series: Series, color: str, y_log: bool) -> go.BaseTraceType:
+def _trace(series: Series, color: str, y_log: bool, symbol: str = "circle") -> go.BaseTraceType:
     name = plotly_text(series.name)
     # plotly.js has no "%%": only "%{" starts a substitution, so only that is broken (by a zero-width space); the
     # doubled signs had been shown as they were ("all (95 %% CI)")
@@ -73,7 +77,7 @@ def _trace(series: Series, color: str, y_log: bool) -> go.BaseTraceType:
         textfont=dict(size=11, color=color),
         line=dict(color=color, dash="dash" if series.dash else "solid"),
         marker=dict(size=series.marker_size, color=color,
-                    symbol="star" if series.marker_size > 10 else "circle"),
+                    symbol="star" if series.marker_size > 10 else symbol),
         hovertemplate=("%{text}<br>" if series.text else "") + "x=%{x:,.4g}<br>y=%{y:,.4g}" + extra,
     )
 
@@ -82,7 +86,7 @@ def plotly_figure(spec: FigureSpec) -> go.Figure:
     figure = go.Figure()
     for index, series in enumerate(spec.series):
         color = series.color or ("#000000" if series.name == "knee" else COLORS[index % len(COLORS)])
-        figure.add_trace(_trace(series, color, spec.y_log))
+        figure.add_trace(_trace(series, color, spec.y_log, SYMBOLS[index // len(COLORS) % len(SYMBOLS)]))
     for band in spec.y_bands:
         figure.add_hrect(y0=band.low, y1=band.high, fillcolor="#2ca02c", opacity=0.12, line_width=0, layer="below",
                          annotation=dict(text=plotly_text(band.label), font=dict(size=11, color="#2b6b2b")),
