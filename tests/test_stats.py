@@ -1533,3 +1533,18 @@ def test_a_run_repeated_until_ci_says_its_intervals_level_in_every_header_and_ca
     assert all("error bars: 99% confidence interval" in f.caption for f in block_size_figures(at_99))
     assert at_99[0].metric("iops").ci_high - at_99[0].metric("iops").mean > \
         plain[0].metric("iops").ci_high - plain[0].metric("iops").mean  # wider: the level is the interval's own
+
+
+def test_an_interval_beyond_a_hundred_times_the_baseline_says_only_that() -> None:
+    """Two repetitions far apart (t = 12.7, on the log scale) had printed "[-100.0, +32014955800813912064.0]"."""
+    import re
+
+    from storbench.report.compare_tables import change_text
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.selectors import parse_selector
+
+    wild = [observation(case_id=t, target=t, repeat=r, iops=iops)
+            for t, values in (("a", (1000.0, 1010.0)), ("b", (20.0, 9000.0))) for r, iops in enumerate(values)]
+    (c,) = compare_observations(wild, parse_selector("target=a"), parse_selector("target=b"), {})
+    text, _ = change_text(c, "iops")
+    assert re.fullmatch(r"[+-]\d+\.\d% \[[+-]\d+\.\d, >\+10,000\] ~", text), text

@@ -60,7 +60,17 @@ def change_text(comparison: PointComparison, field: str) -> tuple[str, Verdict]:
         why = ("n<2" if any(e.n < 2 for e in sides) else  # else every repetition alike, or a steady-state window
                "no spread: cannot judge" if sides and all(e.stddev == 0 for e in sides) else "no interval")
         return f"{d.change_pct:+.1f}% {mark} ({why})", cell.verdict
-    return f"{d.change_pct:+.1f}% [{d.change_ci_low_pct:+.1f}, {d.change_ci_high_pct:+.1f}] {mark}", cell.verdict
+    return (f"{d.change_pct:+.1f}% [{_bound(d.change_ci_low_pct)}, {_bound(d.change_ci_high_pct)}] {mark}",
+            cell.verdict)
+
+
+LARGEST_PCT_SHOWN = 10_000.0
+
+
+def _bound(pct: float) -> str:
+    """An interval's bound in %: beyond 100 times the baseline it says only that (two repetitions far apart had
+    printed "+32014955800813912064.0")."""
+    return f">+{LARGEST_PCT_SHOWN:,.0f}" if pct > LARGEST_PCT_SHOWN else f"{pct:+.1f}"
 
 
 def bottleneck_change(c: PointComparison, short: bool = False) -> str:
