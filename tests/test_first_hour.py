@@ -123,9 +123,10 @@ def test_an_interrupted_run_says_it_is_incomplete_and_how_to_finish_it(
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(LocalExecutor, "run_case", interrupted)
-    code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
+    code, out, err = run_cli(capsys, "run", plan.name, "--db", "r.db")  # the plan as given: relative
     assert code == 130, out + err
     monkeypatch.setattr(LocalExecutor, "run_case", original)
+    # the plan's whole path: the hint is read from wherever `show` runs
     finish = f"finish it with `storbench run {plan} --db r.db --resume 1`"
     code, out, err = run_cli(capsys, "show", "--db", "r.db")
     assert code == 0, err

@@ -87,6 +87,12 @@ class RunResult:
     not_needed: int = 0  # rounds left out because the answer was known (repeat: {until: ...})
 
 
+
+def _absolute(path: str | None) -> str | None:
+    """The plan's path as the resume hint shows it, from wherever it is read later (`show` in another directory had
+    said `storbench run m11.yaml`, a file not there)."""
+    return None if path is None else os.path.abspath(path)
+
 def fio_limit_s(case: Case) -> float:
     """The longest a case's fio may rightly take: each section it runs in turn up to the runtime (the ETA's
     `fio_seconds` guesses how soon a size-based one ends; a watchdog must not), its ramp and `startdelay`."""
@@ -172,7 +178,7 @@ def run_plan(
                             f"cases it stored are not in this plan (first: {case_text(first)})",
                             hint="run without --resume to start a new run of it; a resume may only add points")
         version = store.update_run_plan(run_id, loaded.source.text, plan_sha256(loaded.source.text), design=design,
-                                        at_s=clock(), plan_path=loaded.source.path)
+                                        at_s=clock(), plan_path=_absolute(loaded.source.path))
         if version > 1 and planned - stored:
             observer.event(PlanVersionAdded(run_id, version, len(planned - stored)))
         restart_unsettled_points(loaded, store, run_id, observer)
@@ -188,7 +194,7 @@ def run_plan(
             source="run", storbench_version=__version__, fio_version=caps.version, host=platform.node(),
             kernel=platform.release(), run_order=run_order(config), seed=config.seed, tags=config.tags,
             started_at_s=clock(), mem_total_bytes=meminfo_bytes("MemTotal"), cpu_count=os.cpu_count(),
-            plan_path=loaded.source.path, design=design, labels=labels, software=plan_software(loaded),
+            plan_path=_absolute(loaded.source.path), design=design, labels=labels, software=plan_software(loaded),
         )
         if not store.leases.claim(run_id):  # a --resume of it from elsewhere is refused while this one runs it
             raise running_elsewhere(run_id)  # (one that took it in the moment since it was made)
