@@ -492,3 +492,25 @@ def test_yaml_yes_or_no_is_no_number(written: str, tmp_path: Path, capsys: pytes
                                 f"workload: {{rw: read, direct: false, {written}}}\n")
     code, _, err = run_cli(capsys, "plan", str(plan))
     assert code == 2 and "is not a whole number" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(("written", "said"), [
+    ("  d: {kind: path, path: '', size: 1MiB}\nworkload: {rw: read}", "targets.d.path: it is empty: give a value"),
+    ("  1: {kind: path, path: ./data, size: 1MiB}\nworkload: {rw: read}",
+     "targets[1]: the name 1 is a number, and a name is text (hint: quote it: '1')"),
+    ("  d: {kind: path, path: ./data, size: 1MiB}\nworkload: {rw: read, runtime: 2024-01-01}",
+     "expected a duration such as 5s or 500ms, got '2024-01-01'"),
+    ("  d: {kind: path, path: ./data, size: 1MiB}\nworkload: {rw: read}\nexclude: {rw: read}",
+     "(hint: make it a list: exclude: [{rw: read}])"),
+    ("  d: {kind: path, path: ./data, size: 1MiB}\nworkload: {rw: read}\ntags: nightly",
+     "(hint: make it a list: tags: [nightly])"),
+    ("  d: {kind: path, path: ./data, size: 1MiB}\nworkload: {rw: read, bs: [4k, 4k]}",
+     "4096 is listed twice (hint: list each value once)"),
+    ("  d: {kind: path, path: ./data, size: 1MiB}\nworkload: {rw: read, iodepth: .inf}", "(hint: e.g. 4)"),
+])
+def test_a_bad_value_is_said_as_written_with_a_hint(written: str, said: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty path had "characters storbench will not pass to fio", a numeric target name "expected text, got
+    {'kind': ...}" with a wrong hint, a date "datetime.date(2024, 1, 1)"; a list, a duplicate and .inf no hint."""
+    code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, f"name: t\ntargets:\n{written}\n")))
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storbench.config import load_plan_text
-from storbench.config.loading import MAX_PLAN_ALIASES, MAX_PLAN_BYTES, MAX_PLAN_DEPTH
+from storbench.config.plan_yaml import MAX_PLAN_ALIASES, MAX_PLAN_BYTES, MAX_PLAN_DEPTH
 from storbench.errors import UserError
 
 VALID = """

@@ -90,8 +90,8 @@ def parse_duration_s(value: object) -> float:
         if value < 0:
             raise ValueError(f"a duration cannot be negative: {value}")
         return _bounded_duration(float(value), value)
-    if not isinstance(value, str):
-        raise ValueError(f"expected a duration such as 5s or 500ms, got {value!r}")
+    if not isinstance(value, str):  # a date YAML read (runtime: 2024-01-01) as written, not as Python's repr
+        raise ValueError(f"expected a duration such as 5s or 500ms, got {str(value)!r}")
     match = _DURATION_RE.match(value)
     if not match:
         raise ValueError(f"not a duration: {value!r} (write e.g. 5s, 500ms, 2m)")

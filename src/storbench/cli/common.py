@@ -90,7 +90,7 @@ def _console(stderr: bool = False) -> Console:
 
 def _read_plan(path: str) -> LoadedPlan:
     from storbench.config import load_plan_text  # pydantic's models: only for the commands that read a plan
-    from storbench.config.loading import MAX_PLAN_BYTES
+    from storbench.config.plan_yaml import MAX_PLAN_BYTES
 
     try:  # a regular file, and no more of it than a plan may hold: /dev/zero, a disk or a FIFO had been read on
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)

@@ -26,6 +26,7 @@ from storbench.config.checks import (
 )
 from storbench.config.fio_checks import check_fio_options
 from storbench.config.operation_checks import _check_metadata, _check_objects, _check_trim, _check_volume_operations
+from storbench.config.plan_yaml import PlanLoader, check_yaml_limits
 from storbench.config.schema import PlanConfig
 from storbench.config.source import KeyPath, PlanSource, format_key_path
 from storbench.config.targets import DNS_LABEL_RE, TARGET_KINDS, PvcTargetConfig, _target_tag
@@ -157,13 +158,24 @@ def _translate(error: Mapping[str, object], data: object, source: PlanSource) ->
         wanted = {"int": "a whole number", "float": "a number", "bool": "true or false"}[kind.split("_")[0]]
         message = f"{given!r} is not {wanted}"
         hint = "e.g. 4" if wanted == "a whole number" else "e.g. 0.5" if wanted == "a number" else "true or false"
+    elif kind == "string_type" and loc and isinstance(loc[-1], int) and isinstance(_lookup(data, loc), Mapping):
+        message = f"the name {loc[-1]} is a number, and a name is text"  # a mapping's key, as `targets: {1: ...}`
+        hint = f"quote it: '{loc[-1]}'"
     elif kind == "string_type":
         given = _lookup(data, loc) if loc else error.get("input")
         message = f"expected text, got {given!r}" if not hasattr(given, "isoformat") else \
             f"{given} was read as a date, not text"
         hint = "quote it: '...'"
     elif kind == "list_type":
-        message = f"{message}, got {error.get('input')!r}"
+        given = error.get("input")
+        message = f"{message}, got {given!r}"
+        if loc and isinstance(given, str | int | float | Mapping):
+            shown = yaml.safe_dump(given, default_flow_style=True, width=1000).strip().removesuffix("\n...")
+            hint = f"make it a list: {loc[-1]}: [{shown.removesuffix('...').strip()}]"
+    elif kind == "finite_number":
+        hint = "e.g. 4"
+    elif kind == "value_error" and message.endswith(" is listed twice"):
+        hint = "list each value once"
     elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         ctx = error.get("ctx")
         bound = next(iter(ctx.values()), None) if isinstance(ctx, Mapping) and ctx else None
@@ -238,97 +250,6 @@ def _lookup(data: object, loc: KeyPath) -> object:
         else:
             return None
     return node
-
-
-# Limits on a plan file, checked before it is built (a hostile plan could otherwise make the loader run for
-# minutes or exhaust memory with a "billion laughs" of aliases, or crash it with nesting): real plans are a few
-# kilobytes, a few levels deep, with a handful of aliases.
-MAX_PLAN_BYTES = 256 * 1024
-MAX_PLAN_DEPTH = 32
-MAX_PLAN_ALIASES = 200
-MAX_PLAN_NODES = 50_000  # with every alias expanded
-
-
-def _limit(source_name: str, line: int, what: str, hint: str) -> UserError:
-    return UserError(f"plan refused: {what}", where=f"{source_name}:{line}", hint=hint)
-
-
-def check_yaml_limits(text: str, source_name: str) -> None:
-    """Refuse, in one line and in milliseconds, a plan that is too large, too deep, has too many aliases or
-    documents, or expands to too many nodes; checked on the YAML event stream (libyaml where present) before
-    anything is built from it."""
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_PLAN_BYTES:
-        raise _limit(source_name, 1, f"it is larger than {MAX_PLAN_BYTES // 1024} KiB",
-                     "a plan is a few kilobytes: sweep with lists, not by repeating cases")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    depth = aliases = documents = nodes = 0
-    anchors: dict[str, int] = {}  # anchor -> nodes it stands for, aliases expanded
-    open_nodes: list[tuple[str | None, int]] = []  # (anchor, nodes so far) of each open collection
-    try:
-        for event in yaml.parse(text, Loader=loader):
-            line = event.start_mark.line + 1 if event.start_mark else 1
-            if isinstance(event, yaml.DocumentStartEvent):
-                documents += 1
-                if documents > 1:
-                    raise _limit(source_name, line, "it holds more than one YAML document ('---')",
-                                 "one plan per file")
-            elif isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_PLAN_DEPTH:
-                    raise _limit(source_name, line, f"it nests deeper than {MAX_PLAN_DEPTH} levels",
-                                 "plans are a few levels deep")
-                open_nodes.append((event.anchor, 1))
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-                anchor, count = open_nodes.pop()
-                if anchor is not None:
-                    anchors[anchor] = count
-                if open_nodes:
-                    parent_anchor, parent_count = open_nodes[-1]
-                    open_nodes[-1] = (parent_anchor, parent_count + count)
-                nodes = max(nodes, count)
-            elif isinstance(event, yaml.ScalarEvent | yaml.AliasEvent):
-                if isinstance(event, yaml.AliasEvent):
-                    aliases += 1
-                    if aliases > MAX_PLAN_ALIASES:
-                        raise _limit(source_name, line, f"it uses more than {MAX_PLAN_ALIASES} aliases (*name)",
-                                     "write the values out, or sweep with lists")
-                    if event.anchor not in anchors:  # undefined, or the collection it sits in (recursive)
-                        raise _limit(source_name, line, f"alias *{event.anchor} refers to no finished anchor "
-                                     "(undefined or recursive)", "define &name before using *name, outside it")
-                    count = anchors[event.anchor]
-                else:
-                    count = 1
-                    if event.anchor is not None:
-                        anchors[event.anchor] = 1
-                if open_nodes:
-                    parent_anchor, parent_count = open_nodes[-1]
-                    open_nodes[-1] = (parent_anchor, parent_count + count)
-                nodes = max(nodes, count)
-            if (open_nodes and open_nodes[0][1] > MAX_PLAN_NODES) or nodes > MAX_PLAN_NODES:
-                raise _limit(source_name, line, f"it expands to more than {MAX_PLAN_NODES:,} values once its "
-                             "aliases are expanded", "write the plan without nested aliases")
-    except yaml.MarkedYAMLError as exc:
-        if "nesting depth" in str(exc):  # libyaml's own limit (1000), hit while it reads ahead of its events
-            mark = exc.problem_mark or exc.context_mark
-            raise _limit(source_name, mark.line + 1 if mark else 1,
-                         f"it nests deeper than {MAX_PLAN_DEPTH} levels", "plans are a few levels deep") from None
-        return  # a syntax error: the loader says where, with its hint
-    except yaml.YAMLError as exc:  # not even YAML text (control characters, ...)
-        raise UserError(f"not a YAML text: {exc}".splitlines()[0], where=f"{source_name}:1",
-                        hint="a plan is a UTF-8 YAML file") from None
-
-
-class PlanLoader(yaml.SafeLoader):
-    """YAML as plans are read: true and false are the only booleans (YAML 1.2), so `on:` (a fault's key), `no` or
-    `off` stay words instead of turning into booleans as YAML 1.1 would have them."""
-
-
-PlanLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-PlanLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-                                 list("tTfF"))
 
 
 def with_namespace(loaded: LoadedPlan, namespace: str | None) -> LoadedPlan:

@@ -39,6 +39,8 @@ def matching(pattern: str | re.Pattern[str], refusal: str, *, each: bool = False
 
     def check(value: Any) -> Any:
         for text in value if each else [value]:
+            if text == "":
+                raise ValueError("it is empty: give a value")  # "path '' has characters ..." had said otherwise
             if not compiled.fullmatch(text):
                 raise ValueError(refusal.format(value=text))
         return value
