@@ -380,3 +380,22 @@ def test_a_column_of_unknown_verdicts_says_why_once() -> None:
         blind
     seen = shown(host_cpu_busy_pct=20.0, host_cpu_iowait_pct=0.0, host_cpu_pressure_pct=0.0)
     assert "verdict ?:" not in seen and "bottlenecks (rules" in seen, seen
+
+
+def test_rows_of_several_runs_say_their_run_under_the_table() -> None:
+    """`show --run all` has a row per run: the lines under the table had named two runs' rows of one case alike
+    ("rbd randwrite 4k qd16 ...: cpu-bound" twice, with other figures) and counted "4 points" of 8 rows."""
+    from storbench.report.tables import verdict_lines
+    from storbench.report.warning_text import warning_lines
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    seen = [observation(run_id=run, repeat=r, iops=1000.0 * run + 400 * r, host_cpu_busy_pct=95.0 if run == 1
+                        else 10.0) for run in (1, 2) for r in range(3)]
+    rows = summarize_points(seen, by_run=True)
+    assert [p.run_ids for p in rows] == [(1,), (2,)]
+    verdicts = verdict_lines(rows)
+    assert [line.split(":")[0] for line in verdicts] == ["run 1", "run 2"], verdicts
+    assert "cpu-bound" in verdicts[0] and "cpu-bound" not in verdicts[1], verdicts
+    assert any("at 2 points (worst run " in line for line in warning_lines(rows)), warning_lines(rows)
+    assert not verdict_lines(summarize_points(seen, by_run=True)[:1])[0].startswith("run ")  # one run: no prefix

@@ -131,6 +131,12 @@ def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequen
     return " ".join(part for part in parts if part)
 
 
+def run_prefix(p: PointSummary, points: Sequence[PointSummary]) -> str:
+    """'run 2: ' where ``points`` are rows of several runs (`show --run all`): two rows of one case had read alike
+    in the lines under the table; '' where they are one run's, or pooled."""
+    return f"run {','.join(map(str, p.run_ids))}: " if len({q.run_ids for q in points}) > 1 else ""
+
+
 def varying_lab_keys(points: Sequence[PointSummary]) -> list[str]:
     """Lab parameters whose value differs between the points (the ones worth a column)."""
     keys: dict[str, set[str]] = {}

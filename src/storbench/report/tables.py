@@ -18,6 +18,7 @@ from storbench.report.labels import (
     options_text,
     point_label,
     rate_unit,
+    run_prefix,
     varying_lab_keys,
 )
 from storbench.safe_text import safe_text
@@ -309,14 +310,15 @@ def case_verdicts(points: Sequence[PointSummary]) -> list[tuple[str, BottleneckV
     direction (a sweep reads each direction's curve: a mix's reads may be capped where its writes are not): its
     label and its bottleneck verdict."""
     lab_keys = varying_lab_keys(points)
-    by_case: dict[str, list[PointSummary]] = {}
-    for p in points:
-        by_case.setdefault(p.case_id, []).append(p)
+    by_case: dict[tuple[tuple[int, ...], str], list[PointSummary]] = {}
+    for p in points:  # a case of each run its own (`show --run all`: rows per run)
+        by_case.setdefault((p.run_ids, p.case_id), []).append(p)
     out = []
     for members in by_case.values():
         verdicts = {(m.bottleneck.kind, m.bottleneck.evidence) for m in members}
         for m in members if len(verdicts) > 1 else members[:1]:
-            out.append((point_label(m, lab_keys=lab_keys, direction=len(verdicts) > 1, options=True), m.bottleneck))
+            out.append((run_prefix(m, points) + point_label(m, lab_keys=lab_keys, direction=len(verdicts) > 1,
+                                                            options=True), m.bottleneck))
     return out
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from storbench.model import is_volume_operation
-from storbench.report.labels import point_label, varying_lab_keys
+from storbench.report.labels import point_label, run_prefix, varying_lab_keys
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.point_warnings import StatWarning, warning_title
 
@@ -51,7 +51,7 @@ def warning_groups(points: Sequence[PointSummary]) -> list[tuple[str, str]]:
             # the warning is of each point's main figure: IOPS, or a volume operation's time
             members.sort(key=lambda m: -(getattr(m[0].metric("lat_mean_ns" if is_volume_operation(m[0].case.workload.rw)
                                                              else "iops"), field, None) or 0))
-        labels = list(dict.fromkeys(point_label(p, lab_keys=lab_keys) for p, _ in members))
+        labels = list(dict.fromkeys(run_prefix(p, points) + point_label(p, lab_keys=lab_keys) for p, _ in members))
         warning = members[0][1]
         title = warning_title(code, [p.case.workload.rw for p, _ in members])
         if len(labels) == 1:
