@@ -132,6 +132,12 @@ def test_an_interrupted_run_says_it_is_incomplete_and_how_to_finish_it(
     assert code == 0, err
     said = " ".join(out.split())
     assert f"run 1 is incomplete: 1 of 4 repetitions done (interrupted, or still running); {finish}" in said
+    # the Markdown and the report say it too (they had left it out)
+    code, out, err = run_cli(capsys, "show", "--db", "r.db", "--format", "markdown")
+    assert code == 0 and "run 1 is incomplete: 1 of 4 repetitions done" in out, out + err
+    assert f"storbench run {plan} --db r.db --resume 1" in out, out  # (its backquotes escaped for Markdown)
+    code, out, err = run_cli(capsys, "report", "--db", "r.db", "-o", "r.html")
+    assert code == 0 and "run 1 is incomplete: 1 of 4 repetitions done" in Path("r.html").read_text(), err
     # running the plan again without --resume says so before starting another run
     code, out, err = run_cli(capsys, "run", str(plan), "--db", "r.db")
     assert code == 0 and "run 1 is incomplete: 1 of 4 repetitions done" in out and "starting a new run" in out

@@ -19,6 +19,7 @@ from storbench.model import Expectation, PreconditionRecord, RunInfo, StoredRepe
 from storbench.model.objective import parse_slo
 from storbench.stats import match
 from storbench.stats.match import no_match_line
+from storbench.stats.metric_values import lat_percentiles_from
 from storbench.stats.observations import attempts_of, observations
 from storbench.stats.run_questions import (
     adaptive_questions,
@@ -27,6 +28,7 @@ from storbench.stats.run_questions import (
     expectations,
     interleaved_runs,
     interval_levels,
+    planned_repetitions,
     run_design_changes,
     sequential_plan,
     shuffled_runs,
@@ -251,6 +253,19 @@ def design_changed_line(run_id: int, changes: Sequence[str]) -> str:
     """The line under a table for a run whose stopping rule was changed on a resume. Pure."""
     return (f"run {run_id}: stopping rule changed after it started ({', '.join(changes)}; --accept-changed-design): "
             "its sequential answer does not hold the design's error rates")
+
+
+def run_notes(selection: Selection, db: str) -> list[str]:
+    """What every view of a selection says of its runs under its table (`show`, its Markdown and the report alike):
+    p95 and p99 that are completion latency, a run not finished and how to finish it, a stopping rule changed on a
+    resume. The Markdown and the report had left these out."""
+    stand_in = {o.case.case_id for o in selection.observations if lat_percentiles_from(o.measurement) == "clat"}
+    lines = [f"note: p95 and p99 of {len(stand_in)} point{'s' if len(stand_in) > 1 else ''} are completion latency "
+             "(clat): their fio output has no total-latency bins (fio writes them only with lat_percentiles=1)"
+             ] if stand_in else []
+    lines += [line for run in selection.runs if (line := incomplete_line(run, selection.done.get(run.run_id, 0),
+                                                                          planned_repetitions(run), db))]
+    return lines + [design_changed_line(run_id, what) for run_id, what in sorted(selection.design_changed.items())]
 
 
 def steady_view(runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition], *, per_client: bool = False

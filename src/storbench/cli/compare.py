@@ -161,10 +161,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     from storbench.report.html import render_html
     from storbench.report.images import render_image
     from storbench.selection import (
-        design_changed_line,
         parse_objective,
         parse_selector_flag,
         repetition_keys,
+        run_notes,
         select,
         where_items,
     )
@@ -200,8 +200,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     document = build_report(title, selection.runs, repetitions, selection.observations, comparisons=comparisons,
                             baseline=args.baseline or "", candidate=args.candidate or "", objective=objective,
                             steady=selection.steady, preconditions=selection.preconditions,
-                            notes=[design_changed_line(run, what)
-                                   for run, what in sorted(selection.design_changed.items())],
+                            notes=run_notes(selection, args.db),
                             attempts=selection.attempts)
     images = Path(args.images) if args.images else None
     if images is not None:  # before the report is written: a bad --images leaves nothing half done

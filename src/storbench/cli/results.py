@@ -74,8 +74,8 @@ def require_results(selection: Selection, args: argparse.Namespace) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from storbench.report.show_export import drift_lines, show_text
-    from storbench.selection import select, where_items
+    from storbench.report.show_export import show_text
+    from storbench.selection import run_notes, select, where_items
     from storbench.stats.summary import summarize_points
 
     if args.cost and args.format != "table":
@@ -87,7 +87,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.format != "table":
         points = summarize_points(selection.observations, selection.memory, expectations=selection.expectations,
                                   levels=selection.interval_levels, by_run=not args.pool)
-        notes = drift_lines(selection.observations, [run.run_id for run in selection.runs])
+        notes = [*_interval_notes(selection, points), *run_notes(selection, args.db)]  # what the table says
         _write_output(show_text(points, args.format, title, notes), args.output)
         return 0
     if args.cost:
@@ -135,9 +135,8 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
     from storbench.report.labels import point_label, varying_lab_keys
     from storbench.report.show_export import precondition_lines, steady_lines
     from storbench.report.write_checks import write_check_lines
-    from storbench.selection import design_changed_line, incomplete_line
+    from storbench.selection import run_notes
     from storbench.stats.failover_points import point_failovers
-    from storbench.stats.run_questions import planned_repetitions
     from storbench.stats.summary import summarize_points
     from storbench.stats.write_checks import point_write_checks
 
@@ -147,19 +146,8 @@ def _show_table(selection: Selection, title: str, db: str, out: Console | None =
     _print_points(points, title, out, wide=wide)
     for line in _interval_notes(selection, points):
         out.print(line, markup=False)
-    from storbench.stats.metric_values import lat_percentiles_from
-
-    stand_in = {o.case.case_id for o in selection.observations if lat_percentiles_from(o.measurement) == "clat"}
-    if stand_in:
-        out.print(f"note: p95 and p99 of {len(stand_in)} point{'s' if len(stand_in) > 1 else ''} are completion "
-                  "latency (clat): their fio output has no total-latency bins (fio writes them only with "
-                  "lat_percentiles=1)", markup=False)
-    for run in selection.runs:
-        unfinished = incomplete_line(run, selection.done.get(run.run_id, 0), planned_repetitions(run), db)
-        if unfinished:
-            out.print(unfinished, markup=False)
-    for run_id, what in sorted(selection.design_changed.items()):
-        out.print(design_changed_line(run_id, what), markup=False)
+    for line in run_notes(selection, db):
+        out.print(line, markup=False)
     shown = {p.case_id for p in points}
     varying = varying_lab_keys(points)
     labels = {p.case_id: point_label(p, direction=False, lab_keys=varying) for p in points}
