@@ -32,10 +32,14 @@ DESIGNS = {
     "paired by run, blocked": "both sides in each of several runs, but one side measured before the other inside a "
                               "run (order: sequential, a search's or steady state's points): each run's two means "
                               "are one pair, n is runs, and drift inside a run reads as a change in every pair alike",
+    "paired by run, labs apart": "both sides in each of several runs, but each side on a lab of its own brought up "
+                                 "in turn inside a run (all of one side, then the other): each run's two means are "
+                                 "one pair, n is runs, and drift inside a run reads as a change in every pair alike",
     "runs apart": "each side over several runs of its own: each run's mean is one sample, n is runs (a side of one "
                   "run has no interval)",
 }
-CONFOUNDED = frozenset({"one instance per side", "blocked", "two runs", "runs apart", "paired by run, blocked"})
+CONFOUNDED = frozenset({"one instance per side", "blocked", "two runs", "runs apart", "paired by run, blocked",
+                        "paired by run, labs apart"})
 # The A/A rate of one instance per side that the caveat cites: instances whose level differs with a standard
 # deviation of INSTANCE_SPREAD_PCT, repetitions with run-to-run CV AA_CV_PCT (bench/instance_design.py, 10,000
 # compares a cell; docs/methodology.md, "Comparisons"). A fresh instance per round: 5 %.
@@ -56,6 +60,8 @@ DESIGN_CAVEATS = {
                   "(a kernel, the instance) still reads as the change",
     "paired by run, blocked": "read a verdict as about the order inside the runs as well as the setting (order: "
                               "interleaved alternates the sides in each run)",
+    "paired by run, labs apart": "read a verdict as about the order inside the runs as well as the setting (a Ceph "
+                                 "setting alternates cluster by cluster with lab.ceph.bring_up: each_repetition)",
 }
 
 
@@ -68,7 +74,11 @@ def design_of(comparison: PointComparison, interleaved_runs: frozenset[int], blo
                      for cell in comparison.cells)
         if not paired:
             return "runs apart"
-        # each run's pair cancels what differs from run to run, not what one order inside every run adds
+        # each run's pair cancels what differs from run to run, not what one order inside every run adds: labs
+        # brought up in turn inside each run (a cluster per value brought up once, a volume per cap) are in one order
+        # whatever the run's (it had read "paired by run" with no caveat)
+        if blocked and not all(bring_ups.get(run, "once") in ("each_repetition", "side_by_side") for run in runs):
+            return "paired by run, labs apart"
         return "paired by run" if runs <= interleaved_runs | shuffled_runs else "paired by run, blocked"
     if len(runs) != 1:
         return "two runs"
