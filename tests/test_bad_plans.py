@@ -356,6 +356,11 @@ BAD_PLANS = [
                                              ("gives no interval", "confirm: 5"))),
     case("steady-state-bad-range", Bad(BASE + "steady_state: {range: 120%}\n", 8, "steady_state.range",
                                        ("less than 1",))),
+    # a cluster per value and round alternates only in interleaved rounds: sequential had run every osds=3 cluster
+    # before any osds=4 one, and was described as "A B B A, paired"
+    case("fresh-cluster-each-round-in-blocks", Bad(
+        BASE + "order: sequential\nlab:\n  ceph: {osds: [3, 4], pool_size: 1, bring_up: each_repetition}\n", 8,
+        "order", ("needs order: interleaved", "drop order"))),
     case("steady-state-fresh-cluster-each-round", Bad(
         BASE + "steady_state: {window: 3}\nlab:\n  ceph: {osds: [3, 4], bring_up: each_repetition}\n", 8,
         "steady_state", ("fresh one every round",))),

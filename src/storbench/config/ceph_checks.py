@@ -63,6 +63,12 @@ def check_ceph_lab(config: PlanConfig, source: PlanSource) -> None:
         if max(ceph.pool_size) > ceph.hosts:
             raise UserError(f"a pool of size {max(ceph.pool_size)} keeps its copies on as many hosts; hosts is "
                             f"{ceph.hosts}", where=where, hint="raise hosts or lower pool_size")
+    if ceph.bring_up in ("each_repetition", "side_by_side") and config.order != "interleaved":
+        # each_repetition brings the clusters up in the order the rounds give: sequential, every cluster of one value
+        # before any of the other's, yet said "A B B A, paired"
+        raise UserError(f"bring_up: {ceph.bring_up} alternates the clusters round by round, which needs order: "
+                        f"interleaved (order: {config.order} runs them in blocks)",
+                        where=source.where(("order",)), hint="drop order (interleaved is the default)")
     if ceph.bring_up == "side_by_side":
         clusters = len(ceph.osds) * len(ceph.osd_size) * len(ceph.objectstore)
         where = source.where(("lab", "ceph", "bring_up"))
