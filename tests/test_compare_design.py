@@ -354,3 +354,23 @@ def test_runs_whose_labs_came_up_in_turn_are_not_called_paired_without_a_caveat(
         assert c.design == design, (bring_up, c.design)
         assert (c.design in CONFOUNDED) == (bring_up == "once")
         assert design_lines([c])[0].startswith("⚠ " if bring_up == "once" else "design:"), design_lines([c])
+
+
+def test_a_point_a_resume_added_is_blocked_against_the_points_it_ran_after() -> None:
+    """iodepth 1 and 4 alternated over four rounds; a day later `run --resume` added iodepth 16, its repetitions
+    back to back on a cluster reading 12 % lower. It had read "interleaved" (unpaired, no caveat); its repetitions
+    all ran after the others': blocked, confounded with time. Two sides that ran together stay interleaved."""
+    from synthetic import observation
+
+    rng = random.Random(6)
+    seen = [observation(case_id=f"qd{depth}", run_id=1, iodepth=depth, repeat=i, iops=1000 * rng.gauss(1, 0.01),
+                        started_at_s=i * 100 + k * 50, finished_at_s=i * 100 + k * 50 + 40)
+            for i in range(4) for k, depth in enumerate((1, 4) if i % 2 == 0 else (4, 1))]
+    seen += [observation(case_id="qd16", run_id=1, iodepth=16, repeat=i, iops=880 * rng.gauss(1, 0.01),
+                         started_at_s=86_400 + i * 50, finished_at_s=86_400 + i * 50 + 40) for i in range(4)]
+    (added,) = compare_observations(seen, parse_selector("iodepth=4"), parse_selector("iodepth=16"), {},
+                                    interleaved_runs=frozenset({1}))
+    assert added.design == "blocked" and added.design in CONFOUNDED, added.design
+    (together,) = compare_observations(seen, parse_selector("iodepth=1"), parse_selector("iodepth=4"), {},
+                                       interleaved_runs=frozenset({1}))
+    assert together.design == "paired", together.design

@@ -16,8 +16,9 @@ from storbench.stats.selectors import Selector, blocked_settings
 DESIGNS = {
     "paired": "both sides in one run, repetitions alternating (A B B A); intervals from the pairs: time drift "
               "cancels",
-    "interleaved": "both sides in one run of alternating order, but fewer than two of their rounds ran together (a "
-                   "point a resume added, or repetitions run again, ran apart): unpaired (Welch) intervals",
+    "interleaved": "both sides in one run of alternating order, their repetitions in one stretch of time, but fewer "
+                   "than two of their rounds ran together (repetitions run again ran apart): unpaired (Welch) "
+                   "intervals",
     "fresh instance per round": "a fresh cluster per side and round (A B B A); intervals from the pairs: the "
                                 "instance is sampled, its variation inside the interval",
     "one instance per side": "each side ran on one cluster instance: the setting is confounded with the instance",
@@ -66,8 +67,9 @@ DESIGN_CAVEATS = {
 
 
 def design_of(comparison: PointComparison, interleaved_runs: frozenset[int], blocked: bool,
-              bring_ups: Mapping[int, str], shuffled_runs: frozenset[int] = frozenset()) -> str:
-    """The design of one comparison (a key of DESIGNS)."""
+              bring_ups: Mapping[int, str], shuffled_runs: frozenset[int] = frozenset(), *, apart: bool = False) -> str:
+    """The design of one comparison (a key of DESIGNS); ``apart``: one side's repetitions all ran before the
+    other's began."""
     runs = {*comparison.baseline.run_ids, *comparison.candidate.run_ids}
     if comparison.per_run:  # each run's mean one sample (`stats.compare_runs`): paired where the sides share runs
         paired = any(cell.difference is not None and cell.difference.method == "paired by run"
@@ -90,7 +92,8 @@ def design_of(comparison: PointComparison, interleaved_runs: frozenset[int], blo
         return "shuffled" if run in shuffled_runs else "blocked"
     paired = any(cell.difference is not None and cell.difference.method in ("paired", "sequential")
                  for cell in comparison.cells)
-    return "paired" if paired else "interleaved"
+    # a point a resume added ran after all the others: in an alternating run, but blocked against them in time
+    return "paired" if paired else "blocked" if apart else "interleaved"
 
 
 def design_note(baseline: Selector, candidate: Selector, *, bring_up: str = "once") -> str | None:
