@@ -470,6 +470,11 @@ def test_out_of_service_after_alternates_on_one_cluster_and_adds_the_taint_after
     assert (taint.action, taint.target, taint.at_s) == ("taint", "node.1", 30.0)
     late = steps[0].__class__(55.0, "fail", "node.2")  # a taint that would fall after the measured section: none
     assert KIND.timed_faults(tainted, (late,)) == ()
+    # a node restored before the taint's moment is healthy again: no taint (it had evicted a Ready node's pods)
+    back = steps[0].__class__(10.0, "fail", "node.1", restore_after_s=15.0)
+    assert KIND.timed_faults(tainted, (back,)) == ()
+    (still,) = KIND.timed_faults(tainted, (steps[0].__class__(10.0, "fail", "node.1", restore_after_s=25.0),))
+    assert (still.at_s, still.restore_after_s) == (30.0, 5.0)
 
     class Seen:
         case = tainted

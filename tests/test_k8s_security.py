@@ -464,6 +464,7 @@ def test_k8s_rbac_grants_what_storbench_calls_and_nothing_wider() -> None:
         verb for rule in rules if "namespaces" in rule["resources"] for verb in rule["verbs"]]
     granted = {(resource, verb) for rule in rules for resource in rule["resources"] for verb in rule["verbs"]}
     for call in [("pods", "create"), ("pods", "watch"), ("pods/log", "get"), ("configmaps", "create"),
+                 ("configmaps", "list"), ("pods", "list"), ("persistentvolumeclaims", "list"),  # k8s cleanup's lists
                  ("persistentvolumeclaims", "patch"), ("volumesnapshots", "create"), ("nodes", "list"),
                  ("nodes/proxy", "get"), ("namespaces", "get"), ("serviceaccounts", "get")]:
         assert call in granted, call

@@ -18,7 +18,8 @@ CLUSTER_ROLE = "storbench-reader"
 NAMESPACED_RULES: tuple[dict[str, object], ...] = (
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get", "list", "watch", "delete"]},
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
-    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "delete"]},
+    # list: `storbench k8s cleanup -n NS` finds what a run left (it had stopped at them, before the claims)
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list", "delete"]},
     {"apiGroups": [""], "resources": ["persistentvolumeclaims"],
      "verbs": ["create", "get", "list", "watch", "patch", "delete"]},
     {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["get"]},

@@ -105,14 +105,16 @@ class K8sKind(LabKindBase):
 
     def timed_faults(self, case: Case, steps: Sequence[FaultStep]) -> tuple[FaultStep, ...]:
         """With lab.k8s.out_of_service_after: each `fail node.N` followed by `taint node.N` that long after (within
-        the measured section), undone with it."""
+        the measured section, and while the node is still failed: a node restored before then is healthy, and a
+        taint on it had evicted its pods, a second fault), undone with it."""
         after = case.lab.k8s.out_of_service_after_s if case.lab.k8s is not None else None
         if after is None:
             return ()
         end_s = case.workload.runtime_s
         return tuple(FaultStep(step.at_s + after, "taint", step.target, step.restore_after_s - after
-                               if step.restore_after_s is not None and step.restore_after_s > after else None)
-                     for step in steps if step.action == "fail" and step.at_s + after < end_s)
+                               if step.restore_after_s is not None else None)
+                     for step in steps if step.action == "fail" and step.at_s + after < end_s
+                     and (step.restore_after_s is None or step.restore_after_s > after))
 
     def fault(self, step: FaultStep, case: Case, running: Mapping[LabPoint, object], *, restore: bool) -> str:
         if find_offer(step, self.faults) is None:
