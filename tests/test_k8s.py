@@ -633,6 +633,58 @@ def test_volume_operations_interrupted_make_nothing_more_and_leave_nothing_behin
     assert done.status is Status.OK and cluster.objects == set(), done.error
 
 
+def test_volume_operations_of_many_clients_start_their_timed_requests_together() -> None:
+    """Four clients clone a claim each; their seed pods (the preparation) take 0.1 to 0.9 s. Each had then sent
+    its timed request at once, one after another, and the point's ops/s (summed over clients) counted four
+    operations in turn as four at once. They start together, each one's preparation done; a client whose
+    preparation fails lets the others go (no wait to the deadline) and fails the repetition."""
+    import json
+    import time
+
+    from storbench.execute import volume_operations
+    from storbench.execute.volume_operations import VolumeOperations
+
+    class Seeding(_SlowCluster):
+        def __init__(self, fail_client: int | None = None) -> None:
+            super().__init__(claim_s=0.0)
+            self.fail_client = fail_client
+
+        def create_namespaced_pod(self, namespace: str, manifest: dict[str, Any], **_: object) -> None:
+            name = manifest["metadata"]["name"]
+            if name.endswith("-seed"):
+                client = int(name.rsplit("-c", 1)[1].split("-")[0])
+                if client == self.fail_client:
+                    raise RuntimeError("no node has room for the seed pod")
+                time.sleep(0.2 * client)
+            super().create_namespaced_pod(namespace, manifest)
+
+        def read_namespaced_pod_log(self, name: str, namespace: str) -> str:
+            return "token\n"
+
+    class Snapshots:
+        def create_namespaced_custom_object(self, *_: object, **__: object) -> None: ...
+        def get_namespaced_custom_object(self, *_: object, **__: object) -> dict[str, object]:
+            return {"status": {"readyToUse": True}}
+        def delete_namespaced_custom_object(self, *_: object, **__: object) -> None: ...
+
+    case = Case("c0ffee123456", pvc_case().target, WorkloadPoint("clone", 4096, 1, 1, 60.0, 0.0, True, "libaio"),
+                clients=4)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(volume_operations.secrets, "token_hex", lambda n: "token")
+        operations = VolumeOperations(Seeding(), "bench", "run7", None, case, 0, timeout_s=60.0)
+        operations.custom = Snapshots()
+        done = operations.run()
+        assert done.status is Status.OK, done.error
+        starts = [json.loads(line)["requested_s"] for line in done.raw_output.splitlines()]
+        assert max(starts) - min(starts) < 0.1, starts  # they had been 0.2 s apart each
+        failing = VolumeOperations(Seeding(fail_client=2), "bench", "run7", None, case, 1, timeout_s=60.0)
+        failing.custom = Snapshots()
+        began = time.time()
+        failed = failing.run()
+    assert failed.status is Status.FAILED and "client 2: RuntimeError" in failed.error, failed.error
+    assert time.time() - began < 10  # the others did not wait for client 2 to their deadline
+
+
 @pytest.mark.parametrize(("body", "says"), [
     ("targets:\n  d: {kind: path, path: /tmp, size: 1MiB}\nworkload: {rw: provision}\n", "go to pvc targets"),
     ("targets:\n  p: {kind: pvc, size: 1GiB, volume_mode: Block, destructive: true}\nworkload: {rw: snapshot}\n",

@@ -63,6 +63,11 @@ class VolumeOperations:
         self.lock = threading.Condition()
         self.stopping = threading.Event()  # the repetition is ending: no client makes anything more
         self.asking = 0  # requests to make an object sent and not yet returned
+        # every client's timed request starts at once, each one's preparation done (its source claim, its seeded
+        # data): without it clients whose seed pods took longer had timed theirs seconds apart, one after another,
+        # and "N at once" (the point's ops/s summed over clients) was N operations in turn
+        self.together = threading.Barrier(case.clients, timeout=timeout_s * 2 + 60)
+        self.started: set[int] = set()  # clients past the barrier
 
     # ---------------------------------------------------------------------------------------------------------
     def run(self) -> RepetitionOutcome:
@@ -80,6 +85,7 @@ class VolumeOperations:
             # waited for (a client then stops at its next one), so what it makes is on the list before the deletion
             with interrupts_held():  # a Ctrl-C meanwhile waits for the deletion
                 self.stopping.set()
+                self.together.abort()  # a client still waiting at the start waits no more
                 with self.lock:
                     self.lock.wait_for(lambda: self.asking == 0, STOP_WAIT_S)
                 self._delete_all()
@@ -115,7 +121,11 @@ class VolumeOperations:
         operation = self.case.workload.rw
         requested = time.time()
         try:
-            result = getattr(self, f"_{operation}")(client, names)
+            try:
+                result = getattr(self, f"_{operation}")(client, names)
+            finally:
+                if client not in self.started:  # failed before its timed request: the others stop waiting for it
+                    self.together.abort()
         except _Failed as failure:
             result = OperationResult(client, operation, failure.requested_s or requested, None, error=str(failure))
         except Exception as error:  # an API error: this client's operation failed, the others go on
@@ -165,6 +175,7 @@ class VolumeOperations:
         wanted = expanded_bytes(self.target)
         patch = {"spec": {"resources": {"requests": {"storage": str(wanted)}}}}
         self._note(client, {"patch": names.source, "timed": True, **patch})
+        self._start_together(client)
         requested = time.time()
         self.core.patch_namespaced_persistent_volume_claim(names.source, self.namespace, patch)
         done = self._wait_claim(names.source, lambda claim: _capacity_bytes(claim) >= wanted,
@@ -193,8 +204,18 @@ class VolumeOperations:
         log, node = self._pod_output(f"{names.pod}-check", self._create_pod(client, check))
         return OperationResult(client, operation, requested, done, node=node, checked=log.strip() == token)
 
+    def _start_together(self, client: int) -> None:
+        """Wait for every client's preparation (``together``); a client whose preparation failed breaks it."""
+        try:
+            self.together.wait()
+        except threading.BrokenBarrierError:
+            raise _Failed(f"another client's preparation failed: {ENDING}") from None
+        self.started.add(client)
+
     def _create_claim(self, client: int, manifest: dict[str, object], *, timed: bool = False) -> float:
         self._note(client, manifest, timed)
+        if timed:
+            self._start_together(client)
         with self._asking("claim", str(manifest["metadata"]["name"])):  # type: ignore[index]
             requested = time.time()
             self.core.create_namespaced_persistent_volume_claim(self.namespace, manifest,
@@ -203,6 +224,8 @@ class VolumeOperations:
 
     def _create_pod(self, client: int, manifest: dict[str, object], *, timed: bool = False) -> float:
         self._note(client, manifest, timed)
+        if timed:
+            self._start_together(client)
         with self._asking("pod", str(manifest["metadata"]["name"])):  # type: ignore[index]
             requested = time.time()
             self.core.create_namespaced_pod(self.namespace, manifest, _request_timeout=REQUEST_TIMEOUT_S)
@@ -211,6 +234,8 @@ class VolumeOperations:
     def _create_snapshot(self, client: int, names: OperationNames) -> float:
         manifest = snapshot_manifest(names.snapshot, names.source, self.run_label)
         self._note(client, manifest, self.case.workload.rw == "snapshot")
+        if self.case.workload.rw == "snapshot":
+            self._start_together(client)
         with self._asking("snapshot", names.snapshot):
             requested = time.time()
             self.custom.create_namespaced_custom_object(SNAPSHOT_GROUP, SNAPSHOT_VERSION, self.namespace,
