@@ -93,6 +93,7 @@ def _absolute(path: str | None) -> str | None:
     said `storbench run m11.yaml`, a file not there)."""
     return None if path is None else os.path.abspath(path)
 
+
 def fio_limit_s(case: Case) -> float:
     """The longest a case's fio may rightly take: each section it runs in turn up to the runtime (the ETA's
     `fio_seconds` guesses how soon a size-based one ends; a watchdog must not), its ramp and `startdelay`."""

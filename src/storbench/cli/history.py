@@ -65,7 +65,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                    help="one history per point over every machine's runs (default: each machine's runs apart, when "
                    "the runs chosen come from several: merged stores)")
     p.add_argument("--fail-on-regression", type=at_least_zero, default=None, metavar="PCT",
-                   help="exit 1 when a point's newest run is worse than the level before it (outside one more "
-                   "run's 95%% interval, Bonferroni over the points) or completes a change point worse by at least "
-                   "PCT %%")
+                   help="exit 1 when a point's newest run is worse by at least PCT %% than the level before it "
+                   "(and outside one more run's 95%% interval, Bonferroni over the points), or completes a change "
+                   "point worse by at least PCT %%")
     p.set_defaults(func=cmd_history)

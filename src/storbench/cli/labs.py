@@ -104,8 +104,9 @@ def _add_labs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         kind = KINDS[name]
         command = lab_sub.add_parser(name, help=kind.command.help)
         command.add_argument("action", choices=("up", "down", "status"))
+        sizing = command.add_argument_group("what up brings up (down and status take the lab as it is)")
         for option in kind.command.options():
-            command.add_argument(*option.flags, **option.settings)
+            sizing.add_argument(*option.flags, **option.settings)
         command.add_argument("--dir", default=None, help=lab_dir_help(name))
         command.set_defaults(func=lab_handler(kind))
     _name_the_labs(sub, lab_sub)
