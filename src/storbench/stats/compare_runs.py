@@ -66,6 +66,8 @@ def run_level(comparisons: Sequence[PointComparison], observations: Sequence[Obs
         if len(a) <= 1 and len(b) <= 1:
             out.append(c)
             continue
-        out.append(replace(c, per_run=True, cells=tuple(_cell(cell, c, a_rows, b_rows, confidence, a == b,
+        # paired on the runs both sides have, when two or more (a side missing from one run had made the whole
+        # comparison "runs apart": its run's cluster level in one side's mean, the answer lost)
+        out.append(replace(c, per_run=True, cells=tuple(_cell(cell, c, a_rows, b_rows, confidence, len(a & b) >= 2,
                                                               cost_cells(c)) for cell in c.cells)))
     return out
