@@ -203,6 +203,8 @@ def test_layout_pods_are_named_apart_and_judged_by_fio_ending_cleanly() -> None:
     assert [(p.claim, p.client, p.node) for p in laid] == [(p.claim, p.client, p.node) for p in plans]
     assert not {p.name for p in laid} & {p.name for p in plans + pod_plans(case, "run7", 1)}
     assert not {p.config_map for p in laid} & {p.config_map for p in plans}
+    # each repetition's config maps its own: one a failed repetition left had made the next one's create a 409
+    assert not {p.config_map for p in plans} & {p.config_map for p in pod_plans(case, "run7", 1)}
     done = [PodResult(p.name, "n1", "Succeeded", _log(1.0, "{}", 0), client=p.client) for p in laid]
     assert layout_problem(case, done) == ""
     # its fio said it ended cleanly; the API shows it running still (a busy node's kubelet is late): laid out

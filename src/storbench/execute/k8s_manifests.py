@@ -212,8 +212,11 @@ def with_image(case: Case, image: str | None) -> Case:
 def pod_plans(case: Case, run_label: str, rep_index: int, nodes: Sequence[str] = ()) -> list[PodPlan]:
     """One pod per client; with ``nodes`` (`placement`), client N prefers the N-th."""
     claims = claim_names(pvc_of(case), case.clients)
+    # the config map named by its repetition as the pod is: one a crashed or failed repetition left (a delete that
+    # did not go through) had made the next repetition's create answer 409, and the run stop
     return [PodPlan(name=f"sb-{case.case_id}-{run_label}-r{rep_index}-c{index}",
-                    claim=claims[index - 1], config_map=f"sb-{case.case_id}-{run_label}-c{index}", client=index,
+                    claim=claims[index - 1], config_map=f"sb-{case.case_id}-{run_label}-r{rep_index}-c{index}",
+                    client=index,
                     node=nodes[index - 1] if len(nodes) >= case.clients else "")
             for index in range(1, case.clients + 1)]
 
