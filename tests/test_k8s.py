@@ -635,6 +635,20 @@ def test_volume_operations_interrupted_make_nothing_more_and_leave_nothing_behin
     assert done.status is Status.OK and cluster.objects == set(), done.error
 
 
+def test_an_attach_that_ends_before_it_was_asked_for_is_a_clock_problem_not_a_nanosecond() -> None:
+    """The attach's end is fio's timestamp in the pod: the node's clock. Behind this machine's, the operation had
+    read as 1 ns (1,000 ops/s) with no error."""
+    from storbench.execute.volume_operations import VolumeOperations
+
+    class Behind(_SlowCluster):
+        def read_namespaced_pod_log(self, name: str, namespace: str) -> str:
+            return '{"fio version": "fio-3.33", "timestamp_ms": 1000000000000}'  # 2001
+
+    case = Case("c0ffee123456", pvc_case().target, WorkloadPoint("attach", 4096, 1, 1, 60.0, 0.0, True, "libaio"))
+    done = VolumeOperations(Behind(claim_s=0.0), "bench", "run7", None, case, 0, timeout_s=60.0).run()
+    assert done.status is Status.FAILED and "n1's clock is" in done.error and "behind" in done.error, done.error
+
+
 def test_volume_operations_of_many_clients_start_their_timed_requests_together() -> None:
     """Four clients clone a claim each; their seed pods (the preparation) take 0.1 to 0.9 s. Each had then sent
     its timed request at once, one after another, and the point's ops/s (summed over clients) counted four

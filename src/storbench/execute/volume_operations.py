@@ -152,6 +152,10 @@ class VolumeOperations:
         done = first_io_done_s(log)
         if done is None:
             raise _Failed(f"pod {names.pod} gave no fio report: {log.strip()[-200:]}", requested)
+        if done < requested:  # fio's end is the node's clock: behind this machine's, it had read as 1 ns
+            raise _Failed(f"node {node or '?'}'s clock is {requested - done:.2f} s behind this machine's: the attach's "
+                          "end (fio's timestamp in the pod) came before its request (sync the clocks, chrony)",
+                          requested)
         return OperationResult(client, "attach", requested, done, node=node)
 
     def _snapshot(self, client: int, names: OperationNames) -> OperationResult:
