@@ -171,6 +171,7 @@ def test_what_no_storbench_wrote_is_refused_and_nothing_imported(
         conn.execute("CREATE TABLE t (x)")
     code, _, err = run_cli(capsys, "import", str(other), "--db", str(a))
     assert code == 2 and "other.db is not a storbench results database" in err and "hint:" in err, err
+    assert "--db" not in err.split("hint:")[1] and "import takes results databases" in err, err  # the argument's
     crafted = Path(shutil.copy(two_machines[1], tmp_path / "crafted.db"))
     with sqlite3.connect(crafted) as conn:  # a histogram no storbench wrote
         conn.execute("UPDATE measurements SET lat_bins_z = x'00010203'")

@@ -30,8 +30,10 @@ from storbench.model import Case
 from storbench.redact import redact_text
 from storbench.store.codec import compress_text, decompress_text
 from storbench.store.db import Store, open_store
-from storbench.store.queries import NOT_OURS_HINT
 from storbench.store.rows import Connection, Row, case_from_row
+
+# what an import's argument must be (the store's own hint names --db, which is the other database here)
+NOT_OURS_HINT = "import takes results databases a `storbench run` wrote, or fio output files"
 
 # The tables a run's rows live in, in the order they are copied, each with the column that points at its parent
 # and the table whose ids that column holds. A table with an integer `id` gets new ids (recorded for its children).
@@ -118,7 +120,7 @@ def merge_database(store: Store, source_path: str, clock: Callable[[], float]) -
         try:
             open_store(copy).close()  # upgraded to this storbench's schema, in the copy
         except UserError as exc:
-            raise UserError(exc.message.replace(copy, source_path), hint=exc.hint) from None
+            raise UserError(exc.message.replace(copy, source_path), hint=NOT_OURS_HINT) from None
         source = open_store(copy, read_only=True)
         try:
             return _merge(store, source, Path(source_path).name, clock)
