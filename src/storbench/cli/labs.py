@@ -103,7 +103,7 @@ def _add_labs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for name in COMMAND_ORDER:
         kind = KINDS[name]
         command = lab_sub.add_parser(name, help=kind.command.help)
-        command.add_argument("action", choices=("up", "down", "status"))
+        command.add_argument("action", choices=("up", "down", "status"), metavar="{up,down,status}")
         sizing = command.add_argument_group("what up brings up (down and status take the lab as it is)")
         for option in kind.command.options():
             sizing.add_argument(*option.flags, **option.settings)
@@ -114,7 +114,7 @@ def _add_labs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _add_k8s(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("k8s", help="Kubernetes housekeeping")
-    k8s_sub = p.add_subparsers(dest="k8s_command", required=True)
+    k8s_sub = p.add_subparsers(dest="k8s_command", required=True, metavar="{cleanup,rbac}")
     clean = k8s_sub.add_parser("cleanup", help="delete every pod, config map, volume snapshot, claim and namespace "
                                "storbench made")
     clean.add_argument("-n", "--namespace", default=None, metavar="NS",
