@@ -202,7 +202,7 @@ td.bottleneck-under-driven{color:#1f5fa8}td.bottleneck-capped{color:#7a3fa8}
 table.bottlenecks td,table.bottlenecks th{text-align:left}table.bottlenecks td:last-child{white-space:normal}
 table.bottlenecks+div.grid{margin-top:14px}td.verdict-worse{color:#b00020;font-weight:600}
 td.verdict-undecided{color:#6b7785}td.verdict-not_comparable{color:#a66a00}
-.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(640px,1fr));gap:12px}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(640px,100%),1fr));gap:12px}
 .figure{border:1px solid #e3e6ea;border-radius:4px;padding:4px}.figure p{font-size:12px;color:#5b6673;margin:2px 8px}
 pre{background:#f3f4f6;padding:8px;font-size:12px;overflow:auto}table.kv th{text-align:left;padding-right:12px}
 table.notes{font-size:12.5px;margin:4px 8px;border-collapse:collapse}table.notes th{text-align:left;
@@ -313,7 +313,8 @@ def render_html(doc: ReportDocument, plotly_js: str) -> str:
         sections.append(f"<section><h2>Comparison</h2>{_comparison_table(doc)}</section>")
     if cost := cost_table_html(doc.points):
         tabled[COST_SECTION] = len(sections)
-        sections.append(f"<section><h2>{COST_SECTION}</h2>{cost}</section>")
+        # its own scroll when wider than the page (it had run out of its section)
+        sections.append(f"<section><h2>{COST_SECTION}</h2><div class='wide'>{cost}</div></section>")
     if doc.curves:
         tabled["Saturation"] = len(sections)
         sections.append(f"<section><h2>Saturation</h2>{_saturation_table(doc)}</section>")
