@@ -350,6 +350,9 @@ def test_faults_need_one_fio_server_per_host(tmp_path: Path, capsys: pytest.Capt
     assert "the plan's faults need each fio server on its own host; a serves two" in err, err
     code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, plan.replace("'A:8766'", "b"))))
     assert code == 0, err
+    # a third server on a's host that no case uses (clients: 2 takes the first two): no refusal
+    code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, plan.replace("'A:8766'", "b, 'a:8767'"))))
+    assert code == 0, err
 
 
 def test_nfs_targets_on_real_servers_need_a_url_they_reach(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

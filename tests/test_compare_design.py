@@ -10,6 +10,7 @@ import random
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -371,6 +372,12 @@ def test_a_point_a_resume_added_is_blocked_against_the_points_it_ran_after() -> 
     (added,) = compare_observations(seen, parse_selector("iodepth=4"), parse_selector("iodepth=16"), {},
                                     interleaved_runs=frozenset({1}))
     assert added.design == "blocked" and added.design in CONFOUNDED, added.design
+    # another run of the plan in the same store, its cases spanning both (the same case ids): still run 1's design
+    other = [replace(o, run_id=2, started_at_s=o.started_at_s - 1e6, finished_at_s=o.finished_at_s + 1e6)
+             for o in seen]
+    (again,) = compare_observations([*seen, *other], parse_selector("run=1,iodepth=4"),
+                                    parse_selector("run=1,iodepth=16"), {}, interleaved_runs=frozenset({1, 2}))
+    assert again.design == "blocked", again.design
     (together,) = compare_observations(seen, parse_selector("iodepth=1"), parse_selector("iodepth=4"), {},
                                        interleaved_runs=frozenset({1}))
     assert together.design == "paired", together.design

@@ -520,3 +520,12 @@ def test_a_bad_value_is_said_as_written_with_a_hint(written: str, said: str, tmp
     {'kind': ...}" with a wrong hint, a date "datetime.date(2024, 1, 1)"; a list, a duplicate and .inf no hint."""
     code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, f"name: t\ntargets:\n{written}\n")))
     assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_trims_a_plan_excludes_from_its_file_target_are_no_refusal(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The trim rule had ignored `exclude`: a plan whose randtrim on its file target is excluded was refused."""
+    plan = write_plan(tmp_path, "name: t\ntargets:\n  d: {kind: path, path: ./data, size: 1MiB}\n"
+                                "workload: {rw: [read, randtrim]}\nexclude: [{target: d, rw: randtrim}]\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert "fio trims a block device" not in err and code == 0, err

@@ -467,6 +467,7 @@ def test_a_lab_whose_names_are_the_machines_is_one_per_machine(tmp_path: Path,
     assert not (tmp_path / "owners").exists()  # an up that made nothing leaves no record in /run either
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root and unshare")
 def test_the_hosts_labs_servers_are_found_by_their_address_when_their_namespace_is_gone() -> None:
     """Two storbench processes on the hosts lab at once (a test run beside CI's) left two `fio --server=10.214.0.x`
     running in namespaces already deleted: no namespace name finds them. `down` kills the lab's servers by the

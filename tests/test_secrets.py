@@ -356,6 +356,11 @@ def test_fios_echo_of_a_key_option_is_redacted_by_name_and_by_value() -> None:
         assert redact_text(kept) == kept
     assert redact_text(f"[s3]\n  http_pass = {SECRET}\n--token={SECRET}") == \
         f"[s3]\n  http_pass = {HIDDEN}\n--token={HIDDEN}"
+    # fio's "Bad option <name=value>", a command's quoted argument, a key after ':' or '=' (no value known)
+    for said, hidden in ((f"Bad option <http_s3_key={SECRET}>", f"Bad option <http_s3_key={HIDDEN}>"),
+                         (f"['fio', 'http_pass={SECRET}']", f"['fio', 'http_pass={HIDDEN}']"),
+                         (f"job:http_pass={SECRET}", f"job:http_pass={HIDDEN}")):
+        assert redact_text(said) == hidden, said
 
 
 def test_a_prometheus_url_on_a_metadata_address_is_a_problem_not_a_request() -> None:

@@ -21,8 +21,9 @@ MIN_SECRET_CHARS = 4  # shorter values are not searched for (they would hide ord
 _SECRET_NAME = r"[A-Za-z0-9_]*(?:key|pass|passwd|password|secret|token|credential)[A-Za-z0-9_]*"
 _JSON_PAIR = re.compile(r'("' + _SECRET_NAME + r'"\s*:\s*)"(?:[^"\\]|\\.)*"', re.IGNORECASE)
 # an option as a job file, a command line or fio's messages write it: at a line's start or after a space, "--", a
-# comma, ";" or "(", never inside a path (/mnt/partition=1/passes=3 is a directory's name, kept as written)
-_OPTION_PAIR = re.compile(r"((?:^|(?<=[\s,;(-]))" + _SECRET_NAME + r"\s*=\s*)[^\s<>\"']+",
+# comma, ";", "(", "<" (fio's "Bad option <name=value>"), a quote, ":" or "=", never after "/" inside a path
+# (/mnt/partition=1/passes=3 is a directory's name, kept as written)
+_OPTION_PAIR = re.compile(r"((?:^|(?<=[\s,;(<\"':=-]))" + _SECRET_NAME + r"\s*=\s*)[^\s<>\"']+",
                           re.IGNORECASE | re.MULTILINE)
 
 

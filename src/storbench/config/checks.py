@@ -84,7 +84,8 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
                         "target's conf at a real cluster")
     if config.hosts is not None:
         _check_remote_targets(config, source)
-        hosts = [server.rpartition(",")[0].lower() for server in config.hosts.servers]
+        # the servers cases use: the first N for clients: N
+        hosts = [server.rpartition(",")[0].lower() for server in config.hosts.servers[:most]]
         shared = sorted({host for host in hosts if hosts.count(host) > 1})
         if config.faults and shared:  # `fio --client` names a server's timeline logs by its host, not its port
             raise UserError(f"the plan's faults need each fio server on its own host; {shared[0]} serves two",

@@ -126,10 +126,15 @@ def _check_metadata(config: PlanConfig, source: PlanSource) -> None:
 def _check_trim(config: PlanConfig, source: PlanSource) -> None:
     """fio trims (discards) a block device or an RBD image; on a file it fails every repetition (error 25, ENOTTY:
     the discard ioctl is a block device's)."""
-    trims = [rw for rw in config.workload.rw if "trim" in rw]
+    def excluded(name: str, rw: str) -> bool:  # a rule of only target and rw that drops every such case
+        return any(set(rule) <= {"target", "rw"} and all(
+            given in (value if isinstance(value, list) else [value]) for key, given in (("target", name), ("rw", rw))
+            if (value := rule.get(key)) is not None) for rule in config.exclude)
+
     for name, target in config.targets.items():
         files = isinstance(target, PathTargetConfig | CephfsTargetConfig | NfsTargetConfig) or (
             isinstance(target, PvcTargetConfig) and target.volume_mode == "Filesystem")
+        trims = [rw for rw in config.workload.rw if "trim" in rw and not excluded(name, rw)]
         if trims and files:
             raise UserError(f"rw: {trims[0]} on target '{name}' ({target.kind}): fio trims a block device or an "
                             "RBD image, not a file", where=source.where(("workload", "rw")),

@@ -66,7 +66,8 @@ class VolumeOperations:
         # every client's timed request starts at once, each one's preparation done (its source claim, its seeded
         # data): without it clients whose seed pods took longer had timed theirs seconds apart, one after another,
         # and "N at once" (the point's ops/s summed over clients) was N operations in turn
-        self.together = threading.Barrier(case.clients, timeout=timeout_s * 2 + 60)
+        # (a client's preparation is up to three waits of timeout_s each: a claim bound, a seed pod, a snapshot)
+        self.together = threading.Barrier(case.clients, timeout=timeout_s * 3 + 120)
         self.started: set[int] = set()  # clients past the barrier
 
     # ---------------------------------------------------------------------------------------------------------
@@ -213,7 +214,7 @@ class VolumeOperations:
         try:
             self.together.wait()
         except threading.BrokenBarrierError:
-            raise _Failed(f"another client's preparation failed: {ENDING}") from None
+            raise _Failed(f"another client's preparation failed or took too long: {ENDING}") from None
         self.started.add(client)
 
     def _create_claim(self, client: int, manifest: dict[str, object], *, timed: bool = False) -> float:

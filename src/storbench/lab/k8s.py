@@ -148,6 +148,11 @@ class K8sLab(LabRoot):
            block_size_bytes: int = 512 * 1024**2, csi: bool = False) -> K8sLabInfo:
         current = self.info()
         if current is not None and (current.nodes, current.csi) == (nodes, csi) and self.running():
+            for node in current.lab_nodes:  # a kept lab a killed run left with a node failed or tainted: whole first
+                if self.node_failed(node):
+                    self.restore_node(node)
+                if self.tainted_out_of_service(node):
+                    self.taint_out_of_service(node, on=False)
             return current
         self.down()
         binaries = binaries_dir()

@@ -101,19 +101,25 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
                          if (c.baseline.case_id, c.candidate.case_id) in blocked and _bring_up(c, bring_ups) == "once")
     compared = run_level(paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {}, alpha,
                                             attempts, unpaired), observations, 1 - alpha)
-    spans: dict[str, tuple[float, float]] = {}  # each case's repetitions from the first start to the last end
+    # each case's repetitions in each run, from the first start to the last end (another run of the same plan,
+    # also selected, had stretched both sides' spans over each other)
+    spans: dict[tuple[int, str], tuple[float, float]] = {}
     for o in observations:
-        low, high = spans.get(o.case.case_id, (o.started_at_s, o.finished_at_s))
-        spans[o.case.case_id] = (min(low, o.started_at_s), max(high, o.finished_at_s))
+        low, high = spans.get((o.run_id, o.case.case_id), (o.started_at_s, o.finished_at_s))
+        spans[o.run_id, o.case.case_id] = (min(low, o.started_at_s), max(high, o.finished_at_s))
     designed = [replace(c, design=design_of(c, interleaved_runs, (c.baseline.case_id, c.candidate.case_id) in blocked,
                                             bring_ups, shuffled_runs, apart=_apart(c, spans))) for c in compared]
     return stopping_rules(designed, observations, sequential_plans or {}, questions or {}, tags, attempts)
 
 
-def _apart(comparison: PointComparison, spans: Mapping[str, tuple[float, float]]) -> bool:
+def _apart(comparison: PointComparison, spans: Mapping[tuple[int, str], tuple[float, float]]) -> bool:
     """Whether one side's repetitions all ran before the other's began (a point a resume added, run after every
-    round of the others): a run of alternating order, but these two in blocks."""
-    a, b = spans.get(comparison.baseline.case_id), spans.get(comparison.candidate.case_id)
+    round of the others), in the side's own runs: a run of alternating order, but these two in blocks."""
+    def span(point: PointSummary) -> tuple[float, float] | None:
+        found = [spans[run, point.case_id] for run in point.run_ids if (run, point.case_id) in spans]
+        return (min(s[0] for s in found), max(s[1] for s in found)) if found else None
+
+    a, b = span(comparison.baseline), span(comparison.candidate)
     return a is not None and b is not None and (a[1] <= b[0] or b[1] <= a[0])
 
 
