@@ -201,7 +201,7 @@ def test_one_case_stored_by_two_storbench_versions_merges_and_another_is_refused
                          (json.dumps(dict(reversed(json.loads(target).items()))),
                           json.dumps(dict(reversed(json.loads(workload).items()))), case_id))
     code, out, err = run_cli(capsys, "import", str(later), "--db", str(a))
-    assert code == 0 and "1 runs merged" in out, out + err
+    assert code == 0 and "1 run merged" in out, out + err
     changed = Path(shutil.copy(two_machines[0], tmp_path / "changed.db"))
     with sqlite3.connect(changed) as conn:  # same id, another block size: not the same case
         conn.execute("UPDATE runs SET started_at_s = started_at_s + 7200")

@@ -153,7 +153,7 @@ def test_runs_written_merged_and_read_in_postgres_are_the_sqlite_files_runs(
     code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--label", "build=b1")
     assert code == 0, out + err
     code, out, err = run_cli(capsys, "import", db, "--db", postgres_db)
-    assert code == 0 and "1 runs merged into postgresql://storbench@/" in out, out + err
+    assert code == 0 and "1 run merged into postgresql://storbench@/" in out, out + err
     here, there = _export(capsys, db, "1"), _export(capsys, postgres_db, "1")
     assert len(here) == 8 and here == there  # 2 points x 2 directions, every field: histograms, telemetry, provenance
     code, out, err = run_cli(capsys, "import", db, "--db", postgres_db)

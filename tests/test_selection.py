@@ -97,6 +97,11 @@ def test_a_where_that_matches_nothing_lists_the_stored_values_of_its_field() -> 
     assert no_match_line(seen, [("direct", "1"), ("ioengine", "io_uring")], {}) == (
         "no results match direct=1 ioengine=io_uring: each matches some results, but none all of them together")
     assert no_match_line(seen, [("iops", "5")], {}) == "no results match iops=5"  # a metric: no list of values
+    # a value that is none of its field's: said so (it had read "no results match" alone)
+    assert no_match_line(seen, [("bs", "4kb")], {}) == (
+        "no results match bs=4kb: ambiguous size '4kb': write 4KiB (2^10 bytes a KiB) or 4kB (10^3 bytes a kB)")
+    assert no_match_line(seen, [("qd", "abc")], {}) == "no results match qd=abc: abc is not a whole number"
+    assert no_match_line(seen, [("direct", "maybe")], {}) == "no results match direct=maybe: maybe is not true or false"
     # a field the points' results have no value of (a client's name, on results summed over the clients)
     assert no_match_line(seen, [("client", "2")], {}) == "no results match client=2; no stored result has a client"
 

@@ -399,3 +399,22 @@ def test_rows_of_several_runs_say_their_run_under_the_table() -> None:
     assert "cpu-bound" in verdicts[0] and "cpu-bound" not in verdicts[1], verdicts
     assert any("at 2 points (worst run " in line for line in warning_lines(rows)), warning_lines(rows)
     assert not verdict_lines(summarize_points(seen, by_run=True)[:1])[0].startswith("run ")  # one run: no prefix
+
+
+def test_the_report_says_when_its_rows_pool_runs_of_several_machines() -> None:
+    """The report pools a point's runs; runs of two machines (a merged store) had been pooled with nothing said."""
+    from storbench.model import RunInfo
+    from storbench.report.build import _hosts_line
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    def run(run_id: int, host: str) -> RunInfo:
+        return RunInfo(run_id=run_id, plan_name="p", plan_text="", source="run", storbench_version="0",
+                       fio_version="", host=host, kernel="k", run_order="interleaved", seed=0, tags=(),
+                       started_at_s=0.0, finished_at_s=1.0)
+
+    pooled = summarize_points([observation(run_id=r, repeat=i, iops=1000.0 + i) for r in (1, 2) for i in range(3)])
+    assert _hosts_line(pooled, [run(1, "vm"), run(2, "vm2")]) == (
+        "note: rows pool runs of 2 machines (vm, vm2): each machine's level is in the row's interval; `storbench "
+        "show --run all` gives a row per run")
+    assert _hosts_line(pooled, [run(1, "vm"), run(2, "vm")]) is None

@@ -115,6 +115,11 @@ def _bounded_duration(seconds: float, written: object) -> float:
     return seconds
 
 
+def count_of(n: int, word: str) -> str:
+    """'1 repetition', '3 repetitions' (a word whose plural takes an s)."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
 def format_bytes(n_bytes: float) -> str:
     """4096 -> '4KiB', 1048576 -> '1MiB', 1536 -> '1.5KiB'."""
     value = float(n_bytes)

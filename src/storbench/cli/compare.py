@@ -24,6 +24,7 @@ from storbench.cli.results import require_results
 from storbench.errors import UserError
 from storbench.private_files import write_private
 from storbench.safe_text import file_stems
+from storbench.units import count_of
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
     from storbench.selection import Selection
@@ -211,7 +212,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                             hint="pass --images a directory you can write") from None
     _write_output(render_html(document, get_plotlyjs()), args.output)
     out = _console(stderr=args.output in ("", "-"))
-    out.print(f"report: {args.output} ({len(document.figures)} figures, {len(document.points)} points)",
+    out.print(f"report: {args.output} ({count_of(len(document.figures), 'figure')}, "
+              f"{count_of(len(document.points), 'point')})",
               markup=False)
     if images is not None:
         try:

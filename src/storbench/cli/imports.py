@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from storbench import __version__
 from storbench.cli.common import _console, db_option
 from storbench.errors import UserError
+from storbench.units import count_of
 
 if TYPE_CHECKING:  # the importer and the store load only for the command that uses them
     from storbench.importer import PreparedImport
@@ -117,8 +118,8 @@ def _merge_databases(args: argparse.Namespace, databases: list[str]) -> int:
             here = [m for m in merged if m.already_here and not m.updated]
             grown = [m for m in merged if m.updated]
             moved = ", ".join(f"{m.source_run_id} as {m.run_id}" for m in new)
-            out.print(f"{name}: {len(new)} runs merged into {args.db}"
-                      + (f" (run {moved}; {sum(m.repetitions for m in new)} repetitions)" if new else "")
+            out.print(f"{name}: {count_of(len(new), 'run')} merged into {args.db}"
+                      + (f" (run {moved}; {count_of(sum(m.repetitions for m in new), 'repetition')})" if new else "")
                       + "".join(f"; run {m.source_run_id}, there as {m.run_id}, brought up to date ({m.added} "
                                 "repetitions added)" for m in grown)
                       + (f"; {len(here)} already there (run " + ", ".join(f"{m.source_run_id} is {m.run_id}"

@@ -25,7 +25,7 @@ from storbench.model import (
 from storbench.report.events import event_text
 from storbench.report.labels import direction_label
 from storbench.safe_text import safe_text
-from storbench.units import format_block_size, format_latency_ns
+from storbench.units import count_of, format_block_size, format_latency_ns
 
 if TYPE_CHECKING:
     from storbench.events import RunEvent
@@ -79,7 +79,7 @@ class ConsoleObserver:
         self.run_id = run_id
         self.progress.update(self.task, total=to_run, description=f"run {run_id}")
         note = f" ({already_done} already stored, skipped)" if already_done else ""
-        self.console.print(f"run {run_id}: {to_run} repetitions to go{note}, about {eta_s:.0f}s")
+        self.console.print(f"run {run_id}: {count_of(to_run, 'repetition')} to go{note}, about {eta_s:.0f}s")
         if self.interactive:
             self.live = Live(Group(self.progress, self.last), console=self.console, refresh_per_second=4,
                              transient=True)

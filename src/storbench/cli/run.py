@@ -24,7 +24,7 @@ from storbench.cli.common import (
     whole_above_zero,
 )
 from storbench.errors import UserError
-from storbench.units import format_block_size, format_duration
+from storbench.units import count_of, format_block_size, format_duration
 
 if TYPE_CHECKING:
     from storbench.checks import Checked
@@ -314,7 +314,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             store.close()  # and the run's lease with it (`store.run_lease`), however the run ended
     _print_results(args.db, [result.run_id], title=f"results of run {result.run_id} ({args.db})")
     not_needed = f", {result.not_needed} not needed (answer known)" if result.not_needed else ""
-    out.print(f"{result.ran} repetitions run, {result.skipped} already stored, {result.failed} failed{not_needed}; "
+    out.print(f"{count_of(result.ran, 'repetition')} run, {result.skipped} already stored, {result.failed} failed"
+              f"{not_needed}; "
               f"stored in {args.db}")
     return 1 if result.failed else 0
 

@@ -33,6 +33,7 @@ from storbench.stats.failover_points import point_failovers
 from storbench.stats.history import point_histories, run_context
 from storbench.stats.knee import curves
 from storbench.stats.observations import Attempts, Observation
+from storbench.stats.point_summary import PointSummary
 from storbench.stats.run_questions import adaptive_questions, expectations, interval_levels
 from storbench.stats.steady import SteadyState
 from storbench.stats.summary import summarize_points
@@ -89,7 +90,7 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
             job_texts[case_id] = (point_label(point_of_case[case_id], direction=False), rep.job_text)
     return ReportDocument(
         title=title, runs=tuple(runs), points=tuple(points), figures=tuple(figures),
-        warnings=(*warning_lines(points), *filter(None, [pooled_runs_line(points)]),
+        warnings=(*warning_lines(points), *filter(None, [pooled_runs_line(points), _hosts_line(points, runs)]),
                   *interval_level_lines(interval_levels(runs)), *notes),
         comparisons=tuple(comparisons), baseline=baseline,
         candidate=candidate, curves=tuple(curve_list), objective=objective,
@@ -101,3 +102,14 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         failover_verdicts=tuple(v for p in failovers if (v := failover_verdict(
             p, checked.get((p.run_id, p.case_id)), fault_labels[p.case_id, p.run_id]))),
     )
+
+
+def _hosts_line(points: Sequence[PointSummary], runs: Sequence[RunInfo]) -> str | None:
+    """A line for rows that pool runs of several machines (a merged store): the report pools a point's runs, and
+    had said nothing of their being other machines."""
+    host = {r.run_id: r.host for r in runs}
+    mixed = sorted({host.get(run, "") for p in points if len(p.run_ids) > 1 for run in p.run_ids})
+    if len(mixed) < 2:
+        return None
+    return (f"note: rows pool runs of {len(mixed)} machines ({', '.join(mixed)}): each machine's level is in the "
+            "row's interval; `storbench show --run all` gives a row per run")

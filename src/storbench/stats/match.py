@@ -271,6 +271,33 @@ def stored_values(observations: Sequence[Observation], key: str) -> list[str] | 
     return [found[v] for v in sorted(found, key=lambda v: (v is None, str(type(v)), v))]
 
 
+# what a value of each kind is, for one that does not read as one
+_KIND_WORDS = {Kind.SIZE: "a size (e.g. 4k, 64KiB, 1m)", Kind.INT: "a whole number", Kind.FLOAT: "a number",
+               Kind.DURATION: "a duration (e.g. 30s, 500ms)", Kind.BOOL: "true or false"}
+
+
+def _unread(key: str, value: str) -> str | None:
+    """Why ``value`` cannot be a value of the field ``key`` ("4kb" for bs: the size parser's words); None when it
+    reads."""
+    kind = FIELDS.get(canonical_key(key), (Kind.TEXT, None))[0]
+    if kind not in _KIND_WORDS or value.strip().lower() in ("", "none"):
+        return None
+    try:  # read as value_matches reads it
+        if kind == Kind.SIZE:
+            parse_size_bytes(value)
+        elif kind == Kind.INT:
+            int(value)
+        elif kind == Kind.FLOAT:
+            float(value)
+        elif kind == Kind.DURATION:
+            parse_duration_s(value)
+        elif value.strip().lower() not in (*TRUE, *FALSE):
+            return f"{value} is not {_KIND_WORDS[kind]}"
+    except ValueError as exc:
+        return str(exc) if kind in (Kind.SIZE, Kind.DURATION) else f"{value} is not {_KIND_WORDS[kind]}"
+    return None
+
+
 def no_match_line(observations: Sequence[Observation], pairs: Sequence[tuple[str, str]],
                   tags: Mapping[int, tuple[str, ...]]) -> str:
     """Why ``pairs`` select nothing of ``observations``, in a line that leads somewhere: the first KEY=VALUE that
@@ -280,6 +307,8 @@ def no_match_line(observations: Sequence[Observation], pairs: Sequence[tuple[str
         if select(observations, [(key, value)], tags):
             continue
         line = f"no results match {key}={value}"
+        if (unread := _unread(key, value)) is not None:  # `bs=4kb`, `iodepth=abc`: no value of the field at all
+            return f"{line}: {unread}"
         listed = stored_values(observations, key)  # None: a metric, whose values are no list to choose from
         values = [v for v in listed or () if v]
         if values:
