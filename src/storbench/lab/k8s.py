@@ -148,11 +148,7 @@ class K8sLab(LabRoot):
            block_size_bytes: int = 512 * 1024**2, csi: bool = False) -> K8sLabInfo:
         current = self.info()
         if current is not None and (current.nodes, current.csi) == (nodes, csi) and self.running():
-            for node in current.lab_nodes:  # a kept lab a killed run left with a node failed or tainted: whole first
-                if self.node_failed(node):
-                    self.restore_node(node)
-                if self.tainted_out_of_service(node):
-                    self.taint_out_of_service(node, on=False)
+            self.heal(current)  # a kept lab a killed run left with a node failed or tainted: whole first
             return current
         self.down()
         binaries = binaries_dir()
@@ -323,13 +319,17 @@ class K8sLab(LabRoot):
         run(["ip", "link", "set", node.host_veth, "down"], timeout_s=30)
         return f"{node.name} powered off ({stopped} container(s) stopped, kubelet and containerd killed, link cut)"
 
+    def heal(self, info: K8sLabInfo) -> list[str]:
+        """Every failed node powered on again and Ready, then every out-of-service taint removed: what each said."""
+        return [*(self.restore_node(n) for n in info.lab_nodes if self.node_failed(n)),
+                *(self.taint_out_of_service(n, on=False) for n in info.lab_nodes if self.tainted_out_of_service(n))]
+
     def restore_node(self, node: LabNode) -> str:
         """Power back: its link up, its containerd, kubelet (and CSI node plugin) started again; what the node held
         (images, pod directories) is still there, as on a disk."""
         run(["ip", "link", "set", node.host_veth, "up"], timeout_s=30)
         attempt([*node.enter(), "iptables", "-w", "-D", "OUTPUT", *API_DROP])
-        info = self.info()
-        self.start_node(node, str(binaries_dir()), csi=info is not None and info.csi)
+        self.start_node(node, str(binaries_dir()), csi=(info := self.info()) is not None and info.csi)
         self._wait(lambda: self.api.node_ready(node.name), f"node {node.name} Ready", 120)
         return f"{node.name} powered on and Ready"
 

@@ -146,10 +146,7 @@ class K8sKind(LabKindBase):
         if info is None or case.lab.k8s is None:
             return None
         started = time.time()
-        healed = [lab.restore_node(node) for node in info.lab_nodes if lab.node_failed(node)]
-        healed += [lab.taint_out_of_service(node, on=False) for node in info.lab_nodes
-                   if lab.tainted_out_of_service(node)]
-        return LabHealed("k8s", time.time() - started) if healed else None
+        return LabHealed("k8s", time.time() - started) if lab.heal(info) else None
 
 
 KIND = K8sKind()

@@ -184,29 +184,31 @@ def _lab_setting(o: Observation, key: str) -> tuple[Kind, object] | None:
     return kind, value
 
 
+def _read(kind: Kind, text: str) -> object:
+    """``text`` (as people write it) as a value of a field of this kind; ValueError when it is none."""
+    if kind == Kind.BOOL:
+        if text.lower() not in (*TRUE, *FALSE):
+            raise ValueError(f"{text} is not true or false")
+        return text.lower() in TRUE
+    readers: dict[Kind, Callable[[str], object]] = {Kind.SIZE: parse_size_bytes, Kind.INT: int, Kind.FLOAT: float,
+                                                    Kind.DURATION: parse_duration_s, Kind.LINK: link_rate_bits}
+    return readers[kind](text) if kind in readers else text
+
+
 def value_matches(kind: Kind, actual: object, text: str) -> bool:
     """Whether ``text`` (as people write it) names the value ``actual`` of a field of this kind."""
     text = text.strip()
     if actual is None:
         return text.lower() in ("", "none")
     try:
-        if kind == Kind.BOOL:
-            return text.lower() in (TRUE if actual else FALSE)
-        if kind == Kind.SIZE:
-            return actual == parse_size_bytes(text)
-        if kind == Kind.INT:
-            return actual == int(text)
-        if kind == Kind.FLOAT:
-            return actual == float(text)
-        if kind == Kind.DURATION:
-
-            return isinstance(actual, int | float) and abs(actual - parse_duration_s(text)) < 1e-9
-        if kind == Kind.LINK:
-
-            return actual == link_rate_bits(text)
+        wanted = _read(kind, text)
     except ValueError:
         return False
-    return str(actual) == text
+    if kind == Kind.BOOL:
+        return wanted == bool(actual)
+    if kind == Kind.DURATION:
+        return isinstance(actual, int | float) and isinstance(wanted, float) and abs(actual - wanted) < 1e-9
+    return actual == wanted if kind in (Kind.SIZE, Kind.INT, Kind.FLOAT, Kind.LINK) else str(actual) == text
 
 
 def matches(o: Observation, key: str, value: str, tags: Mapping[int, tuple[str, ...]]) -> bool:
@@ -283,16 +285,7 @@ def _unread(key: str, value: str) -> str | None:
     if kind not in _KIND_WORDS or value.strip().lower() in ("", "none"):
         return None
     try:  # read as value_matches reads it
-        if kind == Kind.SIZE:
-            parse_size_bytes(value)
-        elif kind == Kind.INT:
-            int(value)
-        elif kind == Kind.FLOAT:
-            float(value)
-        elif kind == Kind.DURATION:
-            parse_duration_s(value)
-        elif value.strip().lower() not in (*TRUE, *FALSE):
-            return f"{value} is not {_KIND_WORDS[kind]}"
+        _read(kind, value.strip())
     except ValueError as exc:
         return str(exc) if kind in (Kind.SIZE, Kind.DURATION) else f"{value} is not {_KIND_WORDS[kind]}"
     return None
