@@ -2,12 +2,12 @@
 """How often `show`'s drift warning fires, with and without drift: the rule itself (`stats.drift.fit_drift`: the
 within-case slope of each repetition's log rate on time, a 95 % t interval that excludes zero) on simulated runs.
 
-A run: `cases` points, `repeat` rounds, interleaved as storbench runs them (A B C, C B A, ...), one repetition a
-`minutes` apart; each repetition's rate is its case's level times a drift (a share a minute) times noise (CV, on
-the log scale). Noise either independent from repetition to repetition, or AR(1) in run order (a repetition
-shares part of its luck with the one before it: caches, background work). Prints, per setting, how often one
-operation's warning fires, and how often a run with two operations (reads and writes) warns for any. Asserts
-nothing.
+A run: `cases` points, `repeat` rounds, interleaved as storbench runs them (A B C, C B A, B C A, A C B, ...), one
+repetition a `minutes` apart; each repetition's rate is its case's level times a drift (a share a minute) times
+noise (CV, on the log scale). Noise either independent from repetition to repetition, or AR(1) in run order
+(a repetition shares part of its luck with the one before it: caches, background work). Prints, per setting,
+how often one operation's warning fires, and how often a run with two operations (reads and writes) warns for any.
+Asserts nothing.
 
     .venv/bin/python bench/drift_rule.py [--trials 4000]
 """
@@ -18,15 +18,13 @@ import argparse
 import math
 import random
 
+from storbench.schedule import round_order
 from storbench.stats.drift import DriftSample, fit_drift
 
 
 def interleaved(cases: int, rounds: int) -> list[int]:
-    """The cases in run order: each round all of them, every other round reversed."""
-    order: list[int] = []
-    for r in range(rounds):
-        order += list(range(cases)) if r % 2 == 0 else list(reversed(range(cases)))
-    return order
+    """The cases in run order, as storbench runs them (`schedule.round_order`)."""
+    return [case for r in range(rounds) for case in round_order(range(cases), r)]
 
 
 def one_run(cases: int, rounds: int, cv: float, drift_per_min: float, rho: float, rng: random.Random) -> bool:

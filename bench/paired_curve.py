@@ -3,7 +3,8 @@ round by round (`order: interleaved`), judged with Welch's interval and with the
 `stats.trend.round_pairs`): how often a truly flat curve is shown flat, and how often a rising one is wrongly
 called saturated. Prints a table for docs/methodology.md ("Saturation").
 
-Each round visits every point once, the order reversed every other round (A B C D, D C B A, ...). A repetition's
+Each round visits every point once in storbench's interleaved order (`schedule.round_order`: rounds in mirrored
+pairs, the points turned every pair: A B C D, D C B A, B C D A, A D C B, ...). A repetition's
 IOPS is the point's true level x a drift over the run's time (the share lost per repetition slot) x a factor
 shared by the round (the cache, the instance's state at that moment) x its own log-normal noise.
 
@@ -18,6 +19,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from storbench.schedule import round_order
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.knee import KneeKind, locate_knee
 
@@ -38,7 +40,7 @@ def measured(curve: Curve, rounds: int, rng: random.Random) -> list[list[float]]
     slot = 0
     for r in range(rounds):
         shared = rng.gauss(0.0, curve.shared)
-        for i in (range(k) if r % 2 == 0 else reversed(range(k))):
+        for i in round_order(range(k), r):
             level = curve.means[i] * (1 - curve.drift) ** slot * math.exp(shared + rng.gauss(0.0, curve.cv))
             values[i].append(level)
             slot += 1

@@ -86,6 +86,12 @@ def interleaved_round(cases: Sequence[Case], rep: int) -> list[Case]:
     return _round(_option_blocks(cases), rep)
 
 
+def round_order(items: Sequence[T], rep: int) -> list[T]:
+    """Round ``rep`` of items with no live settings between them (one block), as `interleaved_round` orders them:
+    what the simulations in bench/ run."""
+    return _round([list(items)], rep)
+
+
 def _round(blocks: Sequence[Sequence[T]], rep: int) -> list[T]:
     """`interleaved_round` of the option blocks (`_option_blocks`, worked out once per order); of any blocks of
     items alike (the lab groups, each a block of one, take turns so)."""
