@@ -14,6 +14,7 @@ from rich.console import Console
 from storbench.report.html import ReportDocument, render_html
 from storbench.report.saturation_figures import curve_figures
 from storbench.report.saturation_tables import knee_text, saturation_table
+from storbench.schedule import round_order
 from storbench.stats.bottleneck import Bottleneck
 from storbench.stats.estimate import Estimate, estimate
 from storbench.stats.knee import Curve, KneeKind, curves, locate_knee
@@ -263,13 +264,13 @@ def test_the_reports_saturation_table_wraps_its_knee_column() -> None:
 
 def drifting_curve(alternated: bool, loads: Sequence[int] = (1, 4, 16, 64), rounds: int = 6,
                    drift: float = 0.015, **telemetry: float) -> list[Observation]:
-    """A truly flat curve (3,000 IOPS at every depth) measured in interleaved rounds (A B C D, D C B A, ...) while
-    the storage loses ``drift`` of its speed every repetition (a filling cache): each repetition's IOPS is the
-    level at its moment, +-0.5 %. Latency grows with the depth."""
+    """A truly flat curve (3,000 IOPS at every depth) measured in storbench's interleaved rounds (A B C D, D C B A,
+    B C D A, ...) while the storage loses ``drift`` of its speed every repetition (a filling cache): each
+    repetition's IOPS is the level at its moment, +-0.5 %. Latency grows with the depth."""
     found = []
     slot = 0
     for r in range(rounds):
-        for i in (range(len(loads)) if r % 2 == 0 else reversed(range(len(loads)))):
+        for i in round_order(range(len(loads)), r):
             iops = 3000.0 * (1 - drift) ** slot * (1.005 if (r + i) % 2 else 0.995)
             o = observation(case_id=f"iodepth{loads[i]}", repeat=r, iops=iops, iodepth=loads[i],
                             lat_mean_ns=0.3e6 * loads[i], lat_p99_ns=0.6e6 * loads[i], **telemetry)
@@ -337,7 +338,7 @@ def _alternating(means: Sequence[float], rounds: int, cv: float, drift: float, s
     slot = 0
     for r in range(rounds):
         common = rng.gauss(0.0, shared)
-        for i in (range(len(means)) if r % 2 == 0 else reversed(range(len(means)))):
+        for i in round_order(range(len(means)), r):
             values[i].append(means[i] * (1 - drift) ** slot * math.exp(common + rng.gauss(0.0, cv)))
             slot += 1
     out = []

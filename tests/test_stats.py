@@ -15,6 +15,7 @@ from scipy import stats as scipy_stats
 from storbench.model.objective import parse_slo
 from storbench.report.labels import curve_label
 from storbench.report.show_export import drift_lines
+from storbench.schedule import round_order
 from storbench.stats.compare import compare_observations
 from storbench.stats.compare_cells import Verdict, regressions
 from storbench.stats.compare_match import compare_points, no_common_point, side_differences
@@ -596,8 +597,8 @@ def _drift_records(order: str, decline_per_minute: float, noise: float = 0.0, se
     cases = list(CASE_IOPS)
     if order == "sequential":
         schedule = [(c, r) for c in cases for r in range(repeats)]
-    else:  # interleaved, as storbench runs by default: A B C D D C B A A B C D
-        schedule = [(c, r) for r in range(repeats) for c in (cases if r % 2 == 0 else cases[::-1])]
+    else:  # interleaved, as storbench runs by default: A B C D, D C B A, B C D A
+        schedule = [(c, r) for r in range(repeats) for c in round_order(cases, r)]
     rng = random.Random(seed)
     out = []
     for minute, (case, r) in enumerate(schedule):
