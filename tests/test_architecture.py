@@ -45,8 +45,10 @@ PURE_LAYERS: tuple[tuple[str, ...], ...] = (
      "storbench.redact", "storbench.s3sign", "storbench.targets.guards", "storbench.oci"),
     # the plan file: schema, loading, checks across keys; the fault steps a plan may ask of its labs
     ("storbench.config.*", "storbench.faults"),
-    # a plan's cases: their ids, their order and lab designs in time, what they need of the machine
-    ("storbench.case_ids", "storbench.schedule", "storbench.demands"),
+    # a plan's cases: their ids, their order and lab designs in time, what they need of the machine and how long
+    # they may take
+    ("storbench.case_ids", "storbench.schedule", "storbench.demands", "storbench.watchdog",
+     "storbench.working_set"),
     # statistics over the model
     ("storbench.stats.*", "storbench.events"),
     # rendering: tables, figures, exports, the HTML report; the flat export record

@@ -450,7 +450,7 @@ def test_offsets_count_in_the_files_fio_lays_out(tmp_path: Path, capsys: pytest.
     """fio extends each job's file to its offset (offset + its number x offset_increment) plus the size after it:
     4 jobs of 4 MiB at offset 8t, 1t apart, lay out 38 TiB, which the free-space check now sees (it counted 16
     MiB), and a day of watchdog grace to fill the disk with is refused."""
-    from storbench.schedule import working_set_bytes
+    from storbench.working_set import working_set_bytes
 
     text = textwrap.dedent(f"""\
         name: x

@@ -297,6 +297,8 @@ def test_nfs_metadata_jobs_use_storbenchs_libnfs_engine_inside_the_export() -> N
         assert ("unlink=1\n" in measured) == (rw != "delete")
         # stat and delete find their files made by an unmeasured create first; create starts from none
         assert ("[storbench-fill]\nnfsmeta_op=create\n" in text) == (rw != "create")
+        if rw != "create":  # every file made, the runtime capping only the measured section
+            assert "\nruntime=0" in text.split("[storbench-fill]")[1].split("\n[")[0] and "runtime=0" not in measured
     with pytest.raises(ValueError):
         render_job(cases[0], JobBinding(options=binding.options), 0)  # no engine object: refused, not guessed
 
@@ -414,8 +416,8 @@ def test_the_watchdog_gives_every_section_its_runtime(workload: str, at_least_s:
     """The ETA guesses how soon a size-based section ends (500 operations a second a job); the watchdog may not:
     a healthy run of 100,000 files on a slow export had been killed at 200 s."""
     from storbench.config import load_plan_text
-    from storbench.orchestrate import watchdog_seconds
     from storbench.plan import expand
+    from storbench.watchdog import watchdog_seconds
 
     text = f"name: w\ntargets:\n  d: {{kind: path, path: /tmp/w, size: 8MiB}}\nworkload: {workload}\n"
     [case] = expand(load_plan_text(text, "p.yaml"))

@@ -68,9 +68,12 @@ def test_object_cases_render_the_http_engine_with_keys_only_in_the_environment()
     # get PUTs its objects first (same geometry: the same object names), then reads them for runtime
     fill, measured = get.split(f"[{FILL_JOB}]")[1].split("\n[", 1)
     assert "rw=write\n" in fill and "time_based=0\n" in fill and "size=8m\n" in fill and "numjobs=2\n" in fill
+    # every object PUT, however long it takes: fio's http engine reads a missing object as zeros (a fast "success")
+    assert "\nruntime=0" in fill and "runtime=0" not in measured
     assert "stonewall=1\n" in measured and "rw=read\n" in measured and "size=8m\n" in measured
     delete = texts[("delete_object", 4096)]
     assert "rw=trim\n" in delete.split(f"[{FILL_JOB}]")[1].split("\n[", 1)[1]
+    assert "\nruntime=0" in delete.split(f"[{FILL_JOB}]")[1].split("\n[", 1)[0]
     assert "time_based=0\n" in delete.split("[", 2)[1]  # each object deleted once, not for a runtime
     mixed = texts[("getput", 4096)]
     assert "rw=randrw\n" in mixed and "rwmixread=70\n" in mixed
@@ -188,6 +191,19 @@ def test_plan_estimates_size_based_operations_from_their_count_not_their_runtime
     assert repetition_seconds(cases["delete_object"]) < 5 + FIO_STARTUP_S  # 8 objects, not a 10 minute cap
     assert repetition_seconds(cases["put"]) == 600 + FIO_STARTUP_S  # time based
     assert repetition_seconds(cases["get"]) > 600 + FIO_STARTUP_S  # its PUT of the objects first
+
+
+def test_the_watchdog_waits_for_an_unmeasured_put_of_every_object_whatever_the_runtime() -> None:
+    """The fill before a GET or delete is no longer cut at the runtime: the watchdog gives it its bytes at the
+    slowest layout speed (20 MiB/s) and its requests at 10 a second, beside the measured section's runtime."""
+    from storbench.watchdog import watchdog_seconds
+
+    text = PLAN.format(extra="").replace("objects: 8", "objects: 1000").replace("bs: [4k, 1m]", "bs: 4m")
+    cases = {c.workload.rw: c for c in expand(load_plan_text(text, "p.yaml")) if c.workload.iodepth == 1}
+    fill_s = 1000 * 4 * 2 / 20 + 1000 / 10  # 8,000 MiB at 20 MiB/s, 1,000 PUTs a job at 10/s
+    for rw in ("get", "getput", "delete_object"):
+        assert fill_s + 2 <= watchdog_seconds(cases[rw], 0.0) <= fill_s + 2 + 5, rw
+    assert watchdog_seconds(cases["put"], 0.0) <= 2 + 5  # no fill: its runtime
 
 
 def test_each_clients_objects_stay_under_the_runs_prefix() -> None:

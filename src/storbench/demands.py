@@ -24,8 +24,9 @@ from storbench.model import (
     is_metadata,
     lab_group_key,
 )
-from storbench.schedule import grouped, working_set_bytes
+from storbench.schedule import grouped
 from storbench.units import MAX_SIZE_BYTES, format_bytes
+from storbench.working_set import working_set_bytes
 
 MACHINE_SHARE = 0.9  # a plan may use at most this share of the memory, lab disk or inodes available
 MON_MGR_BYTES = 1024**3  # a lab cluster's monitor and manager

@@ -39,9 +39,6 @@ from storbench.model import (
     PreconditionRecord,
     ScheduledRepetition,
     Status,
-    is_metadata,
-    is_object,
-    is_volume_operation,
     lab_group_key,
 )
 from storbench.plan import expand
@@ -52,13 +49,11 @@ from storbench.run_search import in_order
 from storbench.run_state import Executors, RunObserver, RunState, answered, run_label
 from storbench.schedule import (
     FILL_RUNTIME_CAP_S,
-    FIO_STARTUP_S,
     precondition_case,
     precondition_jobs,
     preconditions,
     repetition_seconds,
     schedule,
-    working_set_bytes,
 )
 from storbench.sessions import (
     LabContext,
@@ -73,9 +68,8 @@ from storbench.shell import interrupts_held
 from storbench.store import Store
 from storbench.targets.base import CheckPlace, PreparedTarget
 from storbench.telemetry.recorder import TelemetryRecorder
-
-# Slowest layout speed the watchdog allows for before calling fio hung.
-WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
+from storbench.watchdog import WATCHDOG_LAYOUT_BYTES_PER_S, layout_seconds, watchdog_seconds
+from storbench.working_set import working_set_bytes
 
 
 @dataclass(frozen=True)
@@ -92,33 +86,6 @@ def _absolute(path: str | None) -> str | None:
     """The plan's path as the resume hint shows it, from wherever it is read later (`show` in another directory had
     said `storbench run m11.yaml`, a file not there)."""
     return None if path is None else os.path.abspath(path)
-
-
-def fio_limit_s(case: Case) -> float:
-    """The longest a case's fio may rightly take: each section it runs in turn up to the runtime (the ETA's
-    `fio_seconds` guesses how soon a size-based one ends; a watchdog must not), its ramp and `startdelay`."""
-    w = case.workload
-    if is_volume_operation(w.rw):
-        return w.runtime_s
-    if w.rw == "metadata":  # create, stat and delete in turn
-        sections = 3
-    elif (is_metadata(w.rw) or is_object(w.rw)) and w.rw not in ("create", "put"):  # a fill first, then measured
-        sections = 2
-    else:
-        sections = 1
-    return sections * w.runtime_s + w.ramp_s + w.start_delay_s[1] + FIO_STARTUP_S
-
-
-def watchdog_seconds(case: Case, grace_s: float) -> float:
-    return fio_limit_s(case) + working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + grace_s
-
-
-def layout_seconds(case: Case, grace_s: float) -> float:
-    """The watchdog of a case's layout alone (`Executor.lay_out`): its files at the slowest layout speed allowed
-    and fio's start-up (the layout job sets a plan's startdelay back: `layout.create_only_job`), or a fill
-    section's run (capped by the runtime)."""
-    fill_s = case.workload.runtime_s if has_fill_section(case) else 0.0
-    return working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + fill_s + FIO_STARTUP_S + grace_s
 
 
 def measure_client_ceiling(local: Executor, case: Case, caps: FioCapabilities) -> float | None:

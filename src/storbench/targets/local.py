@@ -14,7 +14,6 @@ from storbench.demands import MACHINE_SHARE, inodes_need
 from storbench.errors import UserError
 from storbench.fio.jobfile import METADATA_DIR, JobBinding, escape_fio_path, is_safe_job_value, metadata_dir_names
 from storbench.model import METADATA_RW, BlockTarget, Case, CephfsTarget, PathTarget, is_metadata
-from storbench.schedule import working_set_bytes
 from storbench.shell import read_text
 from storbench.targets.base import CHECK_FILE, FILENAME_FORMAT, FileCheckPlace, PreparedTarget
 from storbench.targets.guards import (
@@ -22,6 +21,7 @@ from storbench.targets.guards import (
 )
 from storbench.trusted_files import invoking_uids, untrusted_above
 from storbench.units import format_bytes
+from storbench.working_set import working_set_bytes
 
 # Every test file storbench's jobs make: its own (storbench.J.F), a client's (storbench.cN.J.F), and a fio
 # server's, which prefixes the client's file with its address (10.214.0.10.storbench.c1.0.0).

@@ -1,0 +1,55 @@
+"""The watchdog (pure): the longest a case's fio, or its layout alone, may rightly take before storbench calls it
+hung and stops it. Generous on purpose: the ETA (`schedule.fio_seconds`) guesses how soon a size-based section ends;
+a watchdog must not."""
+
+from __future__ import annotations
+
+from storbench.fio.layout import has_fill_section
+from storbench.model import Case, is_metadata, is_object, is_volume_operation
+from storbench.schedule import FIO_STARTUP_S
+from storbench.working_set import working_set_bytes
+
+__all__ = ["fill_limit_s", "fio_limit_s", "layout_seconds", "watchdog_seconds"]
+
+# Slowest layout speed the watchdog allows for before calling fio hung.
+WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
+# Slowest rate of an unmeasured fill's requests (PUTs, NFS creates) a job, before calling fio hung.
+WATCHDOG_FILL_REQUESTS_PER_S = 10.0
+
+
+def fio_limit_s(case: Case) -> float:
+    """The longest a case's fio may rightly take: each section it runs in turn up to the runtime (the ETA's
+    `fio_seconds` guesses how soon a size-based one ends; a watchdog must not), its ramp and `startdelay`."""
+    w = case.workload
+    if is_volume_operation(w.rw):
+        return w.runtime_s
+    if w.rw == "metadata":  # create, stat and delete in turn
+        sections = 3
+    elif is_metadata(w.rw) and w.rw != "create" and not has_fill_section(case):  # fio lays the files out first
+        sections = 2
+    else:
+        sections = 1
+    return sections * w.runtime_s + fill_limit_s(case) + w.ramp_s + w.start_delay_s[1] + FIO_STARTUP_S
+
+
+def fill_limit_s(case: Case) -> float:
+    """The longest an unmeasured fill section may rightly take (`has_fill_section`; no runtime caps it, whose end
+    had left the measured GETs and deletes meeting objects never PUT): its bytes at the slowest layout speed
+    allowed, and each job's requests at the slowest request rate allowed."""
+    if not has_fill_section(case):
+        return 0.0
+    w = case.workload
+    files = w.files or 0
+    written = files * w.bs_bytes * w.numjobs * case.clients if is_object(w.rw) else 0  # NFS: empty files
+    return written / WATCHDOG_LAYOUT_BYTES_PER_S + files / WATCHDOG_FILL_REQUESTS_PER_S
+
+
+def watchdog_seconds(case: Case, grace_s: float) -> float:
+    return fio_limit_s(case) + working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + grace_s
+
+
+def layout_seconds(case: Case, grace_s: float) -> float:
+    """The watchdog of a case's layout alone (`Executor.lay_out`): its files at the slowest layout speed allowed
+    and fio's start-up (the layout job sets a plan's startdelay back: `layout.create_only_job`), or a fill
+    section's run (`fill_limit_s`)."""
+    return working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + fill_limit_s(case) + FIO_STARTUP_S + grace_s
