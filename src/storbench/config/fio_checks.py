@@ -15,12 +15,7 @@ from storbench.config.workload import fio_value_text
 from storbench.errors import UserError
 from storbench.fio.allowlist import (
     ALLOWED_FIO_OPTIONS,
-    BSRANGE,
-    BSSPLIT,
-    DISTRIBUTION,
-    RATE,
-    SIZE,
-    SIZE_OR_PCT,
+    SIZED_GRAMMARS,
     is_refused,
     refusal_reason,
     value_refusal,
@@ -76,7 +71,6 @@ def check_fio_options(options: Mapping[str, FioScalar | list[FioScalar]], source
                 raise UserError(refusal, where=where, hint="storbench docs plan-reference workload.fio")
 
 
-_SIZED_GRAMMARS = (SIZE, SIZE_OR_PCT, RATE, BSSPLIT, BSRANGE, DISTRIBUTION)  # values that hold sizes
 _SIZE_WITH_UNIT_RE = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)?)([kKmMgGtTpP])")
 _UNIT_POWERS = {"k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 
@@ -85,7 +79,7 @@ def fio_size_refusal(name: str, text: str) -> str | None:
     """Why a size in an allowed option's value is too large, or None: every size (``io_size``, ``rate``, a
     ``bssplit`` block, ...) below 2^63, as fio reads it (a unit letter is a power of 1024), like the plan's own
     sizes. Pure."""
-    if ALLOWED_FIO_OPTIONS[name].grammar not in _SIZED_GRAMMARS:
+    if ALLOWED_FIO_OPTIONS[name].grammar not in SIZED_GRAMMARS:
         return None
     for number, unit in _SIZE_WITH_UNIT_RE.findall(text):
         if Fraction(number) * 1024 ** _UNIT_POWERS[unit.lower()] > MAX_SIZE_BYTES:

@@ -258,6 +258,20 @@ def value_refusal(name: str, text: str) -> str | None:
     return f"value {text!r} is not allowed for '{name}': expected {option.grammar.name}"
 
 
+SIZED_GRAMMARS = (SIZE, SIZE_OR_PCT, RATE, BSSPLIT, BSRANGE, DISTRIBUTION)  # values that hold sizes
+_IEC_SIZE_RE = re.compile(r"(?<![0-9A-Za-z.])([0-9]{1,15}(?:\.[0-9]{1,6})?[kKmMgGtTpP])i[bB]")
+
+
+def fio_text(name: str, text: str) -> str:
+    """An allowed option's value as its job line writes it, so that fio reads the sizes storbench reads: an IEC unit
+    (``64MiB``) as its bare letter (``64m``). fio's default ``kb_base=1024`` reads IEC units as powers of 1000 (its
+    compatibility mode: ``bs=4KiB`` was 4,000 bytes, ``rate=100MiB`` 100,000,000 bytes a second), storbench every
+    unit letter as a power of 1024; plans may not set ``kb_base``."""
+    if ALLOWED_FIO_OPTIONS[name].grammar not in SIZED_GRAMMARS:
+        return text
+    return _IEC_SIZE_RE.sub(lambda match: match[1].lower(), text)
+
+
 def is_allowed(name: str, text: str) -> bool:
     """True when ``name=text`` may go into a job file from a plan."""
     return name in ALLOWED_FIO_OPTIONS and value_refusal(name, text) is None

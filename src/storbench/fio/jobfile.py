@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from storbench.fio.allowlist import is_allowed
+from storbench.fio.allowlist import fio_text, is_allowed
 from storbench.model import (
     FILL_JOB,
     METADATA_PHASES,
@@ -285,7 +285,7 @@ def render_job(case: Case, binding: JobBinding, repetition: int | None = None, c
     for key, value in w.fio_options:
         if not is_allowed(key, value):
             raise ValueError(f"refusing pass-through fio option {key}={value!r}: not on the allow-list")
-        lines.append(job_line(key, value))
+        lines.append(job_line(key, fio_text(key, value)))  # 64MiB as 64m: fio reads IEC units as powers of 1000
     return "\n".join(lines) + "\n"
 
 
