@@ -520,3 +520,21 @@ def test_the_cycles_telemetry_window_spans_its_phases_and_its_time_is_not_split_
     o = observation(rw="metadata", direction="write", iops=12.5, lat_mean_ns=1e6, osd_lat_ns=1e6)
     assert unseparated_storage(with_(o, case=with_(o.case, workload=case.workload))) == \
         "the cycle's phases share one telemetry window"
+
+
+@pytest.mark.parametrize("engine", ["files", "nfs"])
+def test_the_plans_fio_options_apply_to_every_phase_of_the_metadata_cycle(engine: str) -> None:
+    """They had been written after the last section only: create and stat ran without `fsync_on_close`, while `plan`
+    said it held for every case."""
+    target = ("{kind: nfs, url: 'nfs://10.0.0.1/export', size: 1MiB}" if engine == "nfs"
+              else "{kind: path, path: /tmp/never, size: 1MiB}")
+    text = (f"name: m\ntargets:\n  d: {target}\n"
+            "workload: {rw: metadata, files: 10, fio: {fsync_on_close: 1, thread: 1}}\n")
+    [case] = expand(load_plan_text(text, "p.yaml"))
+    binding = (JobBinding(options=(("nfs_url", "nfs://10.0.0.1/export"),
+                                   ("filename_format", "storbench.$jobnum.$filenum")), external_engine="/opt/e.so")
+               if engine == "nfs" else JobBinding(options=(("directory", "/tmp/never"),)))
+    sections = render_job(case, binding, 0).split("\n[")[2:]  # after [global]
+    assert [s.split("]")[0].rsplit(".", 1)[1] for s in sections] == ["create", "stat", "delete"]
+    for section in sections:
+        assert "\nfsync_on_close=1\n" in section + "\n" and "\nthread=1" in section, section

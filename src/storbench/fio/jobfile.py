@@ -182,6 +182,7 @@ def _phase_lines(case: Case, nfs: bool) -> list[str]:
         lines += [job_line("rw", METADATA_RW[phase][1]), *shape]
         if phase == "create" and not nfs:
             lines.append(job_line("create_on_open", "1"))
+        lines += passthrough_lines(case)  # every phase: after the last only, create and stat had run without them
     return lines
 
 
@@ -282,11 +283,19 @@ def render_job(case: Case, binding: JobBinding, repetition: int | None = None, c
         ]
     if w.timeline_window_ms is not None and w.rw != "metadata":  # in the measured section (the last)
         lines += timeline_lines(w.timeline_window_ms)
-    for key, value in w.fio_options:
+    if w.rw != "metadata":  # in the measured section (the last); the metadata cycle's in each of its phases
+        lines += passthrough_lines(case)
+    return "\n".join(lines) + "\n"
+
+
+def passthrough_lines(case: Case) -> list[str]:
+    """The plan's `workload.fio` options as job lines, each checked against the allow-list again."""
+    lines = []
+    for key, value in case.workload.fio_options:
         if not is_allowed(key, value):
             raise ValueError(f"refusing pass-through fio option {key}={value!r}: not on the allow-list")
         lines.append(job_line(key, fio_text(key, value)))  # 64MiB as 64m: fio reads IEC units as powers of 1000
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def fill_job(job_text: str, passes: int) -> str:
