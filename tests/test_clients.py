@@ -681,3 +681,6 @@ def test_a_mixed_clients_missing_direction_is_a_fault_only_where_chance_cannot_e
     nothing = ClientMeasurement(client="c", jobs=1, job_errors=(), cpu_usr_pct=0.0, cpu_sys_pct=0.0, directions=())
     none_at_all = client_fault(nothing, "randrw", 70)  # fio's nfs engine: error 0 and no I/O: a failure, however mixed
     assert none_at_all is not None and none_at_all.missing == ("read", "write")
+    # S3's getput is a mix too: at rwmixread 100 it PUTs nothing, and 30 GETs of a 99/1 mix may PUT none by chance
+    assert client_fault(reads(1000), "getput", 100) is None and client_fault(reads(30), "getput", 99) is None
+    assert client_fault(reads(1000), "getput", 70) is not None

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from storbench.fio.merge import client_measurement, client_measurements_by_host
 from storbench.fio.parse import embedded_fio_json, json_after_messages, parse_fio_json
-from storbench.model import RW_DIRECTIONS, ClientMeasurement, RepetitionOutcome, Status, is_size_based
+from storbench.model import MIXED_RW, RW_DIRECTIONS, ClientMeasurement, RepetitionOutcome, Status, is_size_based
 
 
 @dataclass(frozen=True)
@@ -31,9 +31,6 @@ class ClientFault:
         return f"{subject} did no {'/'.join(self.missing)} I/O"
 
 
-MIXED_RW = frozenset({"rw", "readwrite", "randrw"})  # patterns whose directions `rwmixread` shares out
-
-
 def client_fault(measurement: ClientMeasurement, rw: str, rwmixread: int | None = None) -> ClientFault | None:
     """The failure rule, for every executor: a client whose jobs report an error, or that moved no I/O in a
     direction its pattern asks for, failed, even when fio exits 0 (fio's nfs engine, for one, reports error 0
@@ -41,7 +38,7 @@ def client_fault(measurement: ClientMeasurement, rw: str, rwmixread: int | None 
     if measurement.job_errors:
         return ClientFault(job_error=measurement.job_errors[0], missing=())
     missing = tuple(d.value for d in RW_DIRECTIONS.get(rw, ()) if measurement.direction(d) is None)
-    if rw in MIXED_RW and missing:  # a mix moves what rwmixread asks: none of a direction at 0 % of it, and a
+    if rw in MIXED_RW and missing:  # a mix (getput too) moves what rwmixread asks: none of a direction at 0 %, and a
         # client's few I/Os may all go one way by chance; missing is a fault where that chance is below one in a million
         reads = (50 if rwmixread is None else rwmixread) / 100
         done = sum(d.total_ios for d in measurement.directions)
