@@ -330,13 +330,48 @@ def test_a_budget_stops_the_rounds_with_the_answer_so_far(tmp_path: Path, store:
     loaded = load_plan_text(ADAPTIVE.format(data=tmp_path / "data", margin=""), "adaptive.yaml")
     cases = expand(loaded)
     checked = check_everything(loaded, cases, CAPS.binary, create=True)
-    ticks = iter(range(0, 10_000, 60))  # every look at the clock is a minute later
+    now, fake = _minute_each(_ok)
     observer = Observer()
-    result = orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(_ok), observer, resume=False,
-                                  clock=lambda: float(next(ticks)), budget_s=30.0)
+    result = orchestrate.run_plan(loaded, cases, checked, store, fake, observer, resume=False,
+                                  clock=lambda: now[0], budget_s=300.0)  # spent in the third round, looked after it
     assert (result.ran, result.not_needed) == (2 * 3, 2 * 7)
     assert "budget reached after 3 rounds: stopping with the answer so far" in observer.events
     assert any(e.startswith("after 3 rounds") and "undecided" in e for e in observer.events)
+
+
+def _minute_each(script: Script) -> tuple[list[float], FakeExecutor]:
+    """A clock that each repetition moves a minute on, and the executor that moves it."""
+    now = [0.0]
+
+    def step(call: FakeCall) -> Step:
+        now[0] += 60.0
+        return script(call)
+
+    return now, FakeExecutor(step)
+
+
+def test_a_budget_stops_a_steady_state_run_at_any_point_and_an_until_run_before_min(tmp_path: Path,
+                                                                                    store: Store) -> None:
+    """A steady-state run measures each point's rounds back to back: the budget had been looked at only when the run's
+    rounds grew past the first point's, so every point after it ran all its rounds. An `until:` run had not looked
+    at it before `min` rounds."""
+    loaded = load_plan_text(STEADY.format(data=tmp_path / "data", most=8, confirm=2), "steady.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    now, fake = _minute_each(lambda call: Replay(_scaled(1.3 if call.rep_index % 2 else 0.7)))
+    observer = Observer()
+    orchestrate.run_plan(loaded, cases, checked, store, fake, observer, resume=False, clock=lambda: now[0],
+                         budget_s=150.0)  # spent after the third repetition
+    assert [c.case.workload.bs_bytes for c in fake.calls] == [4096] * 3, fake.calls  # 8k never starts
+    assert "budget reached after 3 rounds: stopping with the answer so far" in observer.events
+
+    loaded = load_plan_text(ADAPTIVE.format(data=tmp_path / "data2", margin=""), "adaptive.yaml")
+    cases = expand(loaded)
+    now, fake = _minute_each(_ok)
+    observer = Observer()
+    result = orchestrate.run_plan(loaded, cases, check_everything(loaded, cases, CAPS.binary, create=True), store,
+                                  fake, observer, resume=False, clock=lambda: now[0], budget_s=150.0)
+    assert result.ran == 2 * 2 and "budget reached after 2 rounds: stopping with the answer so far" in observer.events
 
 
 def _adaptive_session(tmp_path: Path, store: Store, script: Script, *, resume: bool

@@ -153,17 +153,24 @@ class RunState:
         return bool(self.looks["stopped"])
 
     def stop_before(self, rep_index: int) -> bool:
-        """Before a repetition of round ``rep_index``: when it starts a new round from `repeat.min` on, look at
-        the answer so far (once per round) and at the budget; True when the run should stop here."""
+        """Before a repetition of round ``rep_index``: when it starts a new round, look at the budget, and from
+        `repeat.min` on at the answer so far (once per round); True when the run should stop here. A steady-state
+        point runs its rounds back to back, each repetition its next: the budget is looked at before every one
+        (another point's first too).
+        (The rounds of the run's order only grow: a second point's had never passed the first's, and a budget
+        had stopped nothing after the first steady-state point; nor before `min`, which only the answer waits
+        for.)"""
         if self.stopped:
             return True
-        least = repeat_bounds(self.loaded.config)[0]
-        if rep_index < least or rep_index <= self.looks["looked_at"]:
+        new_round = rep_index > self.looks["looked_at"]
+        if not new_round and self.loaded.config.steady_state is None:
             return False
-        self.looks["looked_at"] = rep_index
-        if answered(self, rep_index):
+        if new_round:
+            self.looks["looked_at"] = rep_index
+        if new_round and rep_index >= repeat_bounds(self.loaded.config)[0] and answered(self, rep_index):
             self.looks["stopped"] = 1
-        elif self.deadline_s is not None and self.clock() >= self.deadline_s:
+        elif (self.deadline_s is not None and (rep_index > 0 or self.loaded.config.steady_state is not None)
+              and self.clock() >= self.deadline_s):  # the run's first round runs whatever came before it
             self.observer.event(BudgetReached(rep_index))
             self.looks["stopped"] = 1
         return self.stopped
