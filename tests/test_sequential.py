@@ -292,3 +292,21 @@ def test_an_aa_comparison_whose_repetitions_fail_keeps_about_the_rules_error_rat
                 break
         different += verdict.decision in (Decision.HIGHER, Decision.LOWER)
     assert 0.03 * runs <= different <= 0.07 * runs, different
+
+
+def test_a_percentile_without_spread_decides_nothing_as_compare_judges_it() -> None:
+    """p99s read from histogram bins often sit in one bin round after round: every pair's ratio the same, an
+    interval of width zero. `compare` calls that "cannot judge"; the stopping rule had stopped the run on it
+    (higher at +1.45 % [+1.45, +1.45] after 3 rounds). IOPS without spread is a number, and decides."""
+    from storbench.stats.sequential import decide_metric
+
+    plan = SequentialPlan(3, 20, margin=0.05)
+    a, b = [1130496.0] * 3, [1146880.0] * 3
+    assert decide(a, b, plan).decision == Decision.HIGHER  # the rule on its own
+    for field in ("lat_p99_ns", "lat_p95_ns", "lat_p50_ns", "lat_p999_ns"):
+        held = decide_metric(field, a, b, plan, 3)
+        assert held.decision == Decision.UNDECIDED and not held.final and held.more_rounds is None, field
+        assert decide_metric(field, a, a, plan, 3).decision == Decision.UNDECIDED
+        assert decide_metric(field, a, b, plan, 20).final  # at max_rounds the run ends undecided
+    assert decide_metric("iops", a, b, plan, 3).decision == Decision.HIGHER
+    assert decide_metric("lat_p99_ns", a, [1146880.0, 1146880.0, 1163264.0], plan, 3).change is not None

@@ -22,7 +22,7 @@ from storbench.stats.compare_cells import PointComparison
 from storbench.stats.metric_values import metric_value
 from storbench.stats.observations import Attempts, Observation, looks_made
 from storbench.stats.selectors import Selector
-from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, decide
+from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, decide_metric
 from storbench.stats.summary import summarize_points
 
 
@@ -77,8 +77,9 @@ def paired_rounds(observations: Sequence[Observation], baseline: Selector, candi
 def decided_verdicts(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
                      metrics: Sequence[str], plan: SequentialPlan) -> list[MetricVerdict]:
     """The sequential verdict of every named metric at every matched point, on the rounds both sides have."""
-    return [MetricVerdict(p.comparison, p.metric, decide(p.baseline, p.candidate, plan, p.rounds_run))
+    return [MetricVerdict(p.comparison, p.metric, decide_metric(p.metric, p.baseline, p.candidate, plan, p.rounds_run))
             for p in paired_rounds(observations, baseline, candidate, metrics)]
+
 
 
 def all_decided(verdicts: Sequence[MetricVerdict]) -> bool:

@@ -33,7 +33,7 @@ from storbench.stats.sequential import (
     Decision,
     PairedChange,
     SequentialPlan,
-    decide,
+    decide_metric,
     paired_change,
     paired_values,
 )
@@ -252,7 +252,7 @@ def rule_answer(observations: Sequence[Observation], baseline: PointSummary, can
     common = sorted(set(first) & set(second))
     run_id = baseline.run_ids[0]
     looks = looks_made(observations, run_id, baseline.case_id, candidate.case_id, attempts)
-    verdict = decide([first[i] for i in common], [second[i] for i in common], plan, looks)
+    verdict = decide_metric(field, [first[i] for i in common], [second[i] for i in common], plan, looks)
     decision, change = verdict.decision, verdict.change
     if looks < plan.min_rounds and len(common) >= 2:  # stopped before its first look: no look's interval exists;
         # the first look's level, as the table's cell gives it (`_look_alpha`), not a plain 95 % one beside it

@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
 from typing import TypeVar
 
 from storbench.stats.estimate import Difference
+from storbench.stats.metrics import QUANTISED_FIELDS
 from storbench.stats.special import t_quantile
 
 K = TypeVar("K", int, tuple[int, ...])  # a round: its index, or (run id, index, stretch)
@@ -250,6 +251,18 @@ def decide(a: Sequence[float], b: Sequence[float], plan: SequentialPlan, rounds:
     final = decision != Decision.UNDECIDED or rounds >= plan.max_rounds
     more = None if final or change is None else rounds_to_decide(change, plan, rounds)
     return SequentialVerdict(decision=decision, rounds=rounds, change=change, more_rounds=more, final=final)
+
+
+def decide_metric(metric: str, a: Sequence[float], b: Sequence[float], plan: SequentialPlan, rounds: int
+                  ) -> SequentialVerdict:
+    """`sequential.decide` for one metric: a percentile read from histogram bins whose pairs all have one ratio (no
+    spread: each side's rounds in one bin) decides nothing, as `compare` judges it (its interval of width zero had
+    stopped the run on a claim `compare` then would not make)."""
+    verdict = decide(a, b, plan, rounds)
+    change = verdict.change
+    if metric in QUANTISED_FIELDS and change is not None and change.log_sd == 0:
+        return replace(verdict, decision=Decision.UNDECIDED, more_rounds=None, final=rounds >= plan.max_rounds)
+    return verdict
 
 
 def rounds_to_decide(change: PairedChange, plan: SequentialPlan, rounds: int) -> int | None:
