@@ -135,3 +135,79 @@ def test_block_sizes_per_direction_are_read_as_fio_reads_them(bs: str, rw: str, 
     from storbench.importer import _block_size
 
     assert _block_size(bs, rw)[0] == size
+
+
+def _rewritten(tmp_path: Path, name: str, change) -> Path:  # type: ignore[no-untyped-def]
+    document = json.loads((FIXTURES / "randrw-numjobs2.jsonplus.json").read_text())
+    change(document)
+    path = tmp_path / name
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_fios_other_spellings_of_an_option_import_as_what_fio_ran(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """rwmixwrite=30 is 70 % reads (it had been stored as fio's default 50), buffered=0 is direct I/O, timeout= is
+    the runtime, a job's readwrite= overrides the global rw=, and a size in KiB is what fio read: 1,000 bytes a KiB
+    under fio's default kb_base (powers of 1024 under kb_base=1000)."""
+    def spelled(document: dict) -> None:  # type: ignore[type-arg]
+        document["global options"] = {**{k: v for k, v in document["global options"].items()
+                                         if k not in ("direct", "runtime", "size")},
+                                      "buffered": "0", "timeout": "1", "rw": "read", "size": "16MiB"}
+        for job in document["jobs"]:
+            options = job["job options"]
+            del options["rwmixread"], options["rw"]
+            options.update(rwmixwrite="30", readwrite="randrw", bs="4KiB")
+
+    def kb_base(document: dict) -> None:  # type: ignore[type-arg]
+        spelled(document)
+        document["global options"]["kb_base"] = "1000"
+        for job in document["jobs"]:
+            job["jobname"] = job["job options"]["name"] = "other"
+
+    db = tmp_path / "r.db"
+    for path in (_rewritten(tmp_path, "spelled.json", spelled), _rewritten(tmp_path, "kb.json", kb_base)):
+        code, out, err = run_cli(capsys, "import", str(path), "--db", str(db))
+        assert code == 0, out + err
+    by_name = {rep.case.workload.size_bytes: rep.case.workload for rep in stored_repetitions(db)}
+    assert set(by_name) == {16_000_000, 16 << 20}, by_name
+    default, kb1000 = by_name[16_000_000], by_name[16 << 20]
+    assert (default.rw, default.rwmixread, default.direct, default.runtime_s) == ("randrw", 70, True, 1.0)
+    assert default.bs_bytes == 4000 and kb1000.bs_bytes == 4096
+
+
+def test_an_imported_job_named_like_a_delete_phase_keeps_its_writes(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    def renamed(document: dict) -> None:  # type: ignore[type-arg]
+        for job in document["jobs"]:
+            job["jobname"] = job["job options"]["name"] = "nightly.delete"
+
+    db = tmp_path / "r.db"
+    code, out, err = run_cli(capsys, "import", str(_rewritten(tmp_path, "d.json", renamed)), "--db", str(db))
+    assert code == 0, out + err
+    (rep,) = stored_repetitions(db)
+    assert sorted(d.direction.value for c in rep.clients for d in c.directions) == ["read", "write"]
+
+
+def test_size_based_clones_that_end_apart_import_over_the_longest_ones_runtime(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """fio's default is size based: a clone that finished first was counted as still working when the clones'
+    rates were added. Their I/O over the longest runtime, as fio's group report gives it."""
+    def size_based(document: dict) -> None:  # type: ignore[type-arg]
+        del document["global options"]["time_based"]
+        slow = document["jobs"][1]
+        slow["job_runtime"] = 2000
+        for direction in ("read", "write"):
+            slow[direction]["runtime"] = 2000
+            slow[direction]["iops"] /= 2
+            slow[direction]["bw_bytes"] //= 2
+
+    db = tmp_path / "r.db"
+    path = _rewritten(tmp_path, "s.json", size_based)
+    code, out, err = run_cli(capsys, "import", str(path), "--db", str(db))
+    assert code == 0, out + err
+    (rep,) = stored_repetitions(db)
+    document = json.loads(path.read_text())
+    reads = sum(job["read"]["total_ios"] for job in document["jobs"])
+    (read,) = [d for c in rep.clients for d in c.directions if d.direction.value == "read"]
+    assert read.iops == pytest.approx(reads / 2.0, rel=1e-6), (read.iops, reads)

@@ -26,14 +26,32 @@ from storbench.model import (
     WorkloadPoint,
 )
 from storbench.redact import HIDDEN, is_secret_option
-from storbench.units import parse_duration_s, parse_fio_size_bytes
+from storbench.units import fio_flag_set, parse_duration_s, parse_fio_size_bytes
 
 if TYPE_CHECKING:
     pass
 
-_MAPPED = {"rw", "readwrite", "bs", "blocksize", "iodepth", "numjobs", "runtime", "ramp_time", "direct", "ioengine",
-           "rwmixread", "size", "filename", "directory", "name", "time_based", "group_reporting", "output-format",
-           "percentile_list", "lat_percentiles", "clat_percentiles"}
+_MAPPED = {"rw", "readwrite", "bs", "blocksize", "iodepth", "numjobs", "runtime", "timeout", "ramp_time", "direct",
+           "buffered", "ioengine", "rwmixread", "rwmixwrite", "size", "filename", "directory", "name", "time_based",
+           "group_reporting", "output-format", "percentile_list", "lat_percentiles", "clat_percentiles"}
+# fio's other names of the options storbench reads, and their meaning in the name read
+_ALIASES = {"readwrite": "rw", "blocksize": "bs", "timeout": "runtime"}
+
+
+def job_options(global_options: Mapping[str, str], options: Mapping[str, str]) -> dict[str, str]:
+    """A job's options over the file's global ones, each under the name storbench reads (fio's aliases, and
+    ``rwmixwrite``/``buffered`` as the ``rwmixread``/``direct`` they set): a job's ``readwrite=`` overrides a global
+    ``rw=``, and ``rwmixwrite=30`` is 70 % reads (it had been read as fio's default 50, ``buffered=0`` as buffered,
+    ``timeout=`` as no runtime)."""
+    merged: dict[str, str] = {}
+    for source in (global_options, options):
+        for key, value in source.items():
+            if key == "rwmixwrite" and value.strip().isdigit() and int(value) <= 100:
+                merged["rwmixread"] = str(100 - int(value))
+            elif key == "buffered":
+                merged["direct"] = "0" if fio_flag_set(value) else "1"
+            merged[_ALIASES.get(key, key)] = value
+    return merged
 
 
 @dataclass(frozen=True)
@@ -47,13 +65,18 @@ def _bounded(value: int, default: int) -> int:
     return value if abs(value) <= MAX_COUNT else default
 
 
-def _size(text: str | None, default: int) -> int:
+def _size(text: str | None, default: int, kb_base: int = 1024) -> int:
     if not text:
         return default
     try:
-        return _bounded(parse_fio_size_bytes(text.split(",")[0].split(":")[0]), default)
+        return _bounded(parse_fio_size_bytes(text.split(",")[0].split(":")[0], kb_base), default)
     except ValueError:
         return default
+
+
+def _kb_base(options: Mapping[str, str]) -> int:
+    """The job's kb_base, which decides what its units meant to fio (1024 unless it says 1000)."""
+    return 1000 if options.get("kb_base", "").strip() == "1000" else 1024
 
 
 def _int(text: str | None, default: int, low: int = 1, high: int = MAX_COUNT) -> int:
@@ -74,7 +97,7 @@ def _seconds(text: str | None) -> float:
         return 0.0
 
 
-def _block_size(text: str | None, rw: str) -> tuple[int, str | None]:
+def _block_size(text: str | None, rw: str, kb_base: int = 1024) -> tuple[int, str | None]:
     """(the block size of the pattern's I/O, the option as written when reads, writes and trims differ: kept with
     the case, so `bs=4k,64k` is not the same point as `bs=4k`). fio's `bs=R,W,T`: a type left out after the last
     value takes that value (`8k,32k`: trims 32k), an empty one fio's default 4k (`,8k`, `8k,32k,`)."""
@@ -82,7 +105,7 @@ def _block_size(text: str | None, rw: str) -> tuple[int, str | None]:
     sizes: list[int] = []
     for index in range(3):
         if index < len(fields):
-            sizes.append(_size(fields[index], 4096))
+            sizes.append(_size(fields[index], 4096, kb_base))
         else:
             sizes.append(sizes[-1])
     by_direction = dict(zip((Direction.READ, Direction.WRITE, Direction.TRIM), sizes, strict=True))
@@ -90,12 +113,12 @@ def _block_size(text: str | None, rw: str) -> tuple[int, str | None]:
 
 
 def _case(options: Mapping[str, str], target_name: str) -> Case:
-    rw = options.get("rw", options.get("readwrite", "read")).split(":")[0]
+    rw = options.get("rw", "read").split(":")[0]
     if rw not in RW_DIRECTIONS:
         rw = "read"
     location = options.get("filename") or options.get("directory") or ""
     target = ImportedTarget(name=target_name, location=location or None)
-    bs_bytes, bs_each = _block_size(options.get("bs", options.get("blocksize")), rw)
+    bs_bytes, bs_each = _block_size(options.get("bs"), rw, _kb_base(options))
     kept = [(k, HIDDEN if is_secret_option(k) else v) for k, v in options.items() if k not in _MAPPED]
     workload = WorkloadPoint(
         rw=rw,
@@ -107,7 +130,7 @@ def _case(options: Mapping[str, str], target_name: str) -> Case:
         ramp_s=_seconds(options.get("ramp_time")),
         direct=options.get("direct", "0") == "1",
         ioengine=options.get("ioengine", "psync"),
-        size_bytes=_size(options.get("size"), 0) or None,
+        size_bytes=_size(options.get("size"), 0, _kb_base(options)) or None,
         fio_options=tuple(sorted([*kept, *([("bs", bs_each)] if bs_each else [])])),
     )
     return Case(case_id=case_id_for(target, workload), target=target, workload=workload)
@@ -139,14 +162,18 @@ def import_fio_output(output: FioOutput, raw_text: str, target_name: str) -> lis
     global_options = dict(output.global_options)
     ended = output.timestamp_ms / 1000 if output.timestamp_ms else float(output.timestamp_s)
     for jobname, jobs in by_name.items():
-        case = _one_case(jobname, [_case({**global_options, **dict(job.options)}, target_name) for job in jobs])
+        options = [job_options(global_options, dict(job.options)) for job in jobs]
+        case = _one_case(jobname, [_case(one, target_name) for one in options])
         ran = replace(output, jobs=tuple(jobs))
         hosts = list(dict.fromkeys(job.host for job in jobs))
+        # a size-based job's clones end apart: their I/O over the longest one's runtime, as fio's group report (their
+        # rates added had counted a clone that had finished as still working)
+        size_based = not fio_flag_set(options[0].get("time_based", "0"))
         clients: tuple[ClientMeasurement, ...]
         if hosts == [""]:
-            clients = (client_measurement(ran, client="imported"),)
+            clients = (client_measurement(ran, client="imported", size_based=size_based),)
         else:
-            clients = tuple(client_measurements_by_host(ran))
+            clients = tuple(client_measurements_by_host(ran, size_based=size_based))
             case = replace(case, clients=len(clients),
                            case_id=case_id_for(case.target, case.workload, len(clients)))
         errors = [e for c in clients for e in c.job_errors]

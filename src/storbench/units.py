@@ -26,15 +26,22 @@ def parse_size_bytes(value: object) -> int:
     return _parse_size(value, si=True)
 
 
-def parse_fio_size_bytes(value: object) -> int:
-    """A size as fio read it from a job file (its default ``kb_base=1024``): ``4k``, ``4KB`` and ``4KiB`` all 4096.
-
-    For fio's own job options (imported outputs), where fio, not storbench, decided what the unit meant.
-    """
+def parse_job_size_bytes(value: object) -> int:
+    """A size of a `workload.fio` option as storbench writes it into a job (`fio.allowlist.fio_text`): every unit
+    letter, however written (``4k``, ``4KB``, ``4KiB``), a power of 1024."""
     return _parse_size(value, si=False)
 
 
-def _parse_size(value: object, *, si: bool) -> int:
+def parse_fio_size_bytes(value: object, kb_base: int = 1024) -> int:
+    """A size as fio read it from a job file (imported outputs, where fio, not storbench, decided what the unit
+    meant): with its default ``kb_base=1024`` a unit letter or an SI unit (``4k``, ``4KB``) is a power of 1024 and an
+    IEC unit (``4KiB``) a power of 1000 (fio's compatibility mode); with ``kb_base=1000`` the other way round."""
+    if kb_base not in (1000, 1024):
+        raise ValueError(f"fio's kb_base is 1000 or 1024, not {kb_base}")
+    return _parse_size(value, si=False, kb_base=kb_base)
+
+
+def _parse_size(value: object, *, si: bool, kb_base: int | None = None) -> int:
     if isinstance(value, bool):
         raise ValueError(f"expected a size such as 4k or 256MiB, got {value!r}")
     if isinstance(value, int):
@@ -50,6 +57,8 @@ def _parse_size(value: object, *, si: bool) -> int:
     base = 1024
     if si and prefix and b and not binary:
         base = _si_base(value, number, prefix, b)
+    elif kb_base is not None and prefix:  # as fio reads it: an IEC unit the opposite of its kb_base
+        base = (1000 if kb_base == 1024 else 1024) if binary else kb_base
     result = Fraction(number) * (base ** _POWERS[prefix.lower()])  # exact: no float rounding near 2^63
     if result.denominator != 1:
         raise ValueError(f"not a whole number of bytes: {value!r}")

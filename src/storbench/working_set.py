@@ -4,7 +4,7 @@ disk-space checks, the ETA's layout time and the watchdog."""
 from __future__ import annotations
 
 from storbench.model import NFS_METADATA_ENGINE, Case, is_metadata, is_object, is_volume_operation
-from storbench.units import MAX_SIZE_BYTES, parse_fio_size_bytes
+from storbench.units import MAX_SIZE_BYTES, parse_job_size_bytes
 
 __all__ = ["working_set_bytes"]
 
@@ -30,11 +30,11 @@ def working_set_bytes(case: Case) -> int:
 
 
 def _absolute_size(value: str | None) -> int:
-    """An `offset` or `offset_increment` in bytes as fio reads it (`units.parse_fio_size_bytes`); 0 when not given
+    """An `offset` or `offset_increment` in bytes as fio reads it (`units.parse_job_size_bytes`); 0 when not given
     or a share of the file (``50%``: inside it); beyond the largest size, that largest (no disk holds it)."""
     if value is None or value.endswith("%"):
         return 0
     try:
-        return parse_fio_size_bytes(value)
+        return parse_job_size_bytes(value)
     except ValueError:
         return MAX_SIZE_BYTES

@@ -26,6 +26,9 @@ from storbench.model import Direction as Dir
 
 JsonObject = Mapping[str, object]
 
+# the delete phase of rw: metadata: its section is named after the 12 hex digits of its case id
+PHASE_JOB_RE = r"[0-9a-f]{12}" + re.escape(PHASE_AS_TRIM)
+
 
 def _obj(value: object, what: str) -> JsonObject:
     if not isinstance(value, Mapping):
@@ -184,7 +187,8 @@ def parse_fio_json(text: str) -> FioOutput:
             for direction in Dir
             if isinstance(job.get(direction.value), Mapping)
         )
-        if str(job.get("jobname", "")).endswith(PHASE_AS_TRIM):  # the delete phase of rw: metadata
+        if re.fullmatch(PHASE_JOB_RE, str(job.get("jobname", ""))):  # the delete phase of storbench's rw: metadata
+            # (its section `<case id>.delete`; an imported job of the user's named `nightly.delete` writes)
             directions = tuple(replace(d, direction=Dir.TRIM) if d.direction == Dir.WRITE else d
                                for d in directions)
         jobs.append(
