@@ -169,3 +169,54 @@ def test_settings_fio_never_takes_are_read_as_their_defaults(tmp_path: Path) -> 
     assert (case.workload.iodepth, case.workload.numjobs, case.workload.rwmixread) == (1, 1, 50)
     case = _case({"rw": "randrw", "iodepth": "32", "numjobs": "4", "rwmixread": "0"}, "t")
     assert (case.workload.iodepth, case.workload.numjobs, case.workload.rwmixread) == (32, 4, 0)
+
+
+def test_one_fio_report_is_known_however_its_file_differs(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A newline more, or fio's messages before the JSON: one report, one import (its bytes' hash had imported it
+    again, and `show` gave one run as two repetitions with no spread). An import made before keeps being known by its
+    file's bytes."""
+    import sqlite3
+
+    db = str(tmp_path / "r.db")
+    text = GOOD.read_text()
+    newline, messages = tmp_path / "newline.json", tmp_path / "messages.txt"
+    newline.write_text(text + "\n")
+    messages.write_text("fio: note: both iodepth >= 1 and synchronous I/O engine are selected\n" + text)
+    code, out, err = run_cli(capsys, "import", str(GOOD), "--db", db)
+    assert code == 0, out + err
+    code, out, err = run_cli(capsys, "import", str(newline), str(messages), "--db", db)
+    assert code == 0 and "nothing new to import: all 2 files" in out, out + err
+    assert f"skipped {newline}: already imported (run 1)" in err and f"skipped {messages}: already" in err, err
+    from storbench.importer import file_sha256
+
+    conn = sqlite3.connect(db)  # as an older storbench stored it: the hash of the file's bytes
+    conn.execute("UPDATE repetitions SET target_json = json_set(target_json, '$.imported_sha256', ?)",
+                 (file_sha256(text),))
+    conn.commit()
+    conn.close()
+    code, out, err = run_cli(capsys, "import", str(GOOD), "--db", db)
+    assert code == 0 and "nothing new to import" in out, out + err
+
+
+def test_json_that_is_not_fio_3s_output_is_refused_in_one_line(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """`{"jobs": [{}]}` had become a failed repetition of 1970, and fio 2.x's output (latency in µs under other
+    names) one of 0 ns and 0 MiB/s, both with exit 0."""
+    other = tmp_path / "other.json"
+    other.write_text('{"jobs": [{}]}')
+    old = json.loads(GOOD.read_text())
+    old["fio version"] = "fio-2.2.10"
+    two = tmp_path / "fio2.json"
+    two.write_text(json.dumps(old))
+    db = tmp_path / "r.db"
+    for path, says in ((other, "no 'fio version' in it: not fio's JSON output"),
+                       (two, "fio-2.2.10's output (latency in µs, no histograms): storbench reads fio 3.0 or later")):
+        code, out, err = run_cli(capsys, "import", str(path), "--db", str(db))
+        assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, out + err
+    assert not db.exists()
+    code, out, err = run_cli(capsys, "import", str(GOOD), "--db", str(db))
+    assert code == 0, out + err
+    code, out, err = run_cli(capsys, "import", str(other), str(GOOD), "--db", str(db))  # one bad, one before
+    assert code == 2 and ("none of the 2 files could be imported (1 not fio output storbench can import, 1 imported "
+                          "before); nothing imported") in err, out + err

@@ -4,6 +4,7 @@ as one run."""
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -151,6 +152,20 @@ def _one_case(jobname: str, cases: Sequence[Case]) -> Case:
     return first
 
 
+def not_importable(output: FioOutput) -> UserError | None:
+    """Why a parsed document is no fio output storbench can import, or None: no fio version (a JSON document of
+    something else, `{"jobs": [{}]}` had become a failed repetition of 1970), or fio before 3.0 (latency in µs under
+    other names, no histograms: its figures had read 0 ns and 0 MiB/s)."""
+    version = re.fullmatch(r"fio-([0-9]+)\.[0-9]+.*", output.fio_version.strip())
+    if version is None:
+        return UserError("no 'fio version' in it: not fio's JSON output",
+                         hint="pass fio --output-format=json+ (or json) output files")
+    if int(version[1]) < 3:
+        return UserError(f"{output.fio_version.strip()}'s output (latency in µs, no histograms): storbench reads "
+                         "fio 3.0 or later", hint="run the job again with fio 3.x (--output-format=json+)")
+    return None
+
+
 def import_fio_output(output: FioOutput, raw_text: str, target_name: str) -> list[ImportedRepetition]:
     """One repetition per job name in the file: its jobs merged exactly (numjobs clones); in client/server output
     each fio server a client of its own (the case then has that many clients). Times are fio's: it writes its
@@ -212,7 +227,7 @@ class NumberedRepetition:
     rep_index: int
     outcome: RepetitionOutcome
     source: str
-    source_sha256: str = ""  # of the file's text: the same output imported again is recognised
+    source_sha256: str = ""  # of the fio report in the file (`report_sha256`): imported again, it is recognised
 
 
 @dataclass(frozen=True)
@@ -229,7 +244,18 @@ class PreparedImport:
 
 
 def file_sha256(text: str) -> str:
+    """Of a file's whole text: how imports before this version knew a file (`report_sha256` now)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def report_sha256(output: FioOutput) -> str:
+    """Of the fio report a file holds, not of its bytes: the same run saved with a newline more, with fio's
+    messages before it, or as json and json+ (one run: fio's version, its report's time, each job's I/O) is
+    known as imported (its bytes' hash had imported it again, and `show` gave one run twice as two repetitions)."""
+    jobs = sorted((job.host, job.jobname, tuple((d.direction.value, d.total_ios, d.io_bytes, d.runtime_ms)
+                                                 for d in job.directions)) for job in output.jobs)
+    report = (output.fio_version, output.timestamp_s, output.timestamp_ms, jobs)
+    return hashlib.sha256(repr(report).encode()).hexdigest()
 
 
 def prepare_import(files: Sequence[FioFile], target_name: str) -> PreparedImport:
@@ -241,7 +267,7 @@ def prepare_import(files: Sequence[FioFile], target_name: str) -> PreparedImport
             rep_index = counts.get(item.case.case_id, 0)
             counts[item.case.case_id] = rep_index + 1
             repetitions.append(NumberedRepetition(item.case, rep_index, item.outcome, file.name,
-                                                  file_sha256(file.text)))
+                                                  report_sha256(file.output)))
     return PreparedImport(
         plan_text="# imported from:\n" + "\n".join(f"# {f.name}" for f in files) + "\n",
         fio_version=",".join(sorted({f.output.fio_version for f in files})),

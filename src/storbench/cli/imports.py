@@ -22,7 +22,14 @@ if TYPE_CHECKING:  # the importer and the store load only for the command that u
 def cmd_import(args: argparse.Namespace) -> int:
     from storbench.config.values import SAFE_NAME_RE
     from storbench.fio.parse import load_fio_json_lenient
-    from storbench.importer import FioFile, file_sha256, import_fio_output, prepare_import
+    from storbench.importer import (
+        FioFile,
+        file_sha256,
+        import_fio_output,
+        not_importable,
+        prepare_import,
+        report_sha256,
+    )
     from storbench.store import open_store, store_exists
     from storbench.store.merge import is_sqlite_file
 
@@ -48,15 +55,18 @@ def cmd_import(args: argparse.Namespace) -> int:
         for name in args.files:  # every file is tried; each bad one gets its line
             try:
                 text = _read_output(name)
-                sha = file_sha256(text)
-                if sha in known:
+                output = load_fio_json_lenient(text, name)
+                if (refused := not_importable(output)) is not None:
+                    raise refused
+                sha = report_sha256(output)
+                seen = next((key for key in (sha, file_sha256(text)) if key in known), None)  # older imports: bytes
+                if seen is not None:
                     duplicates += 1
-                    where = (f"already imported (run {known[sha]}); --again imports it anyway"
-                             if known[sha] is not None else "given twice in this import")
+                    where = (f"already imported (run {known[seen]}); --again imports it anyway"
+                             if known[seen] is not None else "given twice in this import (the same fio report)")
                     err.print(f"storbench: skipped {name}: {where}", markup=False, soft_wrap=True)
                     continue
                 known[sha] = None
-                output = load_fio_json_lenient(text, name)
                 if not import_fio_output(output, text, args.target):  # and jobs of one name ran one setting
                     raise UserError("fio output with no job in it", where=name,
                                     hint="pass the output of a fio run that ran a job")
@@ -75,7 +85,9 @@ def cmd_import(args: argparse.Namespace) -> int:
             _console().print(f"nothing new to import: all {duplicates} files were imported before", markup=False)
             return 0
         if not files:
-            raise UserError(f"none of the {len(failed)} files is fio output storbench can import; nothing imported",
+            before = f", {duplicates} imported before" if duplicates else ""
+            raise UserError(f"none of the {count_of(len(args.files), 'file')} could be imported ({len(failed)} not "
+                            f"fio output storbench can import{before}); nothing imported",
                             hint="pass fio --output-format=json+ (or json) output files")
         prepared = prepare_import(files, args.target)
         store = store or open_store(args.db)
