@@ -169,7 +169,7 @@ def test_a_ctrl_c_in_the_clean_up_after_the_last_repetition_leaves_the_run_finis
     checked = check_everything(loaded, cases, "/usr/bin/fio", create=True)
     removed: list[str] = []
 
-    def remove_pressed(*args: object) -> None:
+    def remove_pressed(*args: object, **kwargs: object) -> None:
         _press()
         removed.append("test files")  # reached: held
 

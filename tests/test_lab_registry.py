@@ -238,7 +238,7 @@ def test_a_teardown_step_that_fails_does_not_leave_the_labs_after_it_up(
     monkeypatch.setattr(sessions, "KINDS", {"a": _SessionKind("a", calls), "b": Stuck("b", calls),
                                             "c": _SessionKind("c", calls)})
 
-    def unreachable(targets: object, observer: object) -> None:
+    def unreachable(targets: object, observer: object, **kwargs: object) -> None:
         calls.append("files")
         raise UserError("s3: listing the bucket failed")
 

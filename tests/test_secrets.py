@@ -448,6 +448,10 @@ def test_objects_the_service_will_not_delete_are_said_and_one_targets_failure_le
         remove_run_test_files([prepared("first", broken, "storbench.aaaaaaaaaaaa."),
                                prepared("second", endpoint, "storbench.bbbbbbbbbbbb.")], Observer())
         assert state.objects == {}  # the second target cleaned although the first one's listing failed
+        state.objects[("bench", "storbench.bbbbbbbbbbbb.1")] = b""
+        remove_run_test_files([prepared("second", endpoint, "storbench.bbbbbbbbbbbb.")], Observer(), keep_files=True)
+        assert state.objects == {}  # keep_files keeps directories' test files: objects are PUT every repetition
+        events.pop()
     from storbench.report.events import event_text
 
     said = [event_text(e) for e in events]

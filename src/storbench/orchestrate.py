@@ -200,8 +200,7 @@ def run_plan(
         finally:
             with interrupts_held():  # fio's servers and pods stopped, the test files removed, whatever is pressed
                 executors.close()
-                if not config.keep_files:
-                    remove_run_test_files(checked.targets.values(), observer)
+                remove_run_test_files(checked.targets.values(), observer, keep_files=config.keep_files)
     return RunResult(run_id=run_id, ran=ran, skipped=len(order) - len(todo), failed=failed,
                      not_needed=len(todo) - ran)
 

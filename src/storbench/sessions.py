@@ -207,9 +207,9 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         # unmount): one error must not leave the labs after it up; the first is raised once all have run, unless
         # the session is ending on an error of its own, which is the one to tell
         steps: list[Callable[[], None]] = []
-        if not loaded.config.keep_files:
-            steps.append(lambda: remove_run_test_files(
-                [t for name, t in prepared.targets.items() if name not in checked.targets], observer))
+        steps.append(lambda: remove_run_test_files(
+            [t for name, t in prepared.targets.items() if name not in checked.targets], observer,
+            keep_files=loaded.config.keep_files))
         if not keep:
             steps += reversed(labs.downs)
         with interrupts_held():  # a Ctrl-C meanwhile waits for the last step: a lab half torn down stays up
@@ -238,9 +238,11 @@ def claim_run_test_files(targets: Mapping[str, PreparedTarget], cases: Sequence[
                             hint="remove it; storbench only writes test files it created itself")
 
 
-def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserver) -> None:
-    """Test files in local directories go when the run ends (also when it fails or is interrupted), unless the
-    plan says keep_files; directories on fio servers are theirs."""
+def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserver, *, keep_files: bool = False
+                          ) -> None:
+    """Test files go when the run ends (also when it fails or is interrupted), unless the plan says keep_files;
+    directories on fio servers are theirs. An S3 target's objects go whatever keep_files says: they are PUT again
+    every repetition (kept, they had stayed in the operator's bucket with nothing said and nothing to remove them)."""
     for prepared in targets:
         details = dict(prepared.details)
         directory = details.get("directory")
@@ -253,6 +255,8 @@ def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserv
             if removal.removed or removal.why:
                 observer.event(TestDataCleaned(prepared.spec.name, objects.bucket, "objects", removal.removed,
                                                removal.refused, removal.why))
+            continue
+        if keep_files:
             continue
         if prepared.laid_out:  # an NFS export: no directory of ours, the files by name
 

@@ -80,9 +80,10 @@ class PlanConfig(StrictModel):
     tags: Annotated[list[str], matching(SAFE_NAME_RE, "tag {value!r} must be letters, digits, '_', '.' or '-'",
                                         each=True)] = Field(
         default_factory=list, description="Labels stored with the run, for selecting it later.")
-    keep_files: bool = Field(False, description="Leave the test files in path and cephfs directories after the "
-                             "run (default: removed when the run ends, fails or is interrupted; a later run lays "
-                             "them out again).")
+    keep_files: bool = Field(False, description="Leave the test files in path, cephfs and NFS directories after "
+                             "the run (default: removed when the run ends, fails or is interrupted; a later run lays "
+                             "them out again). An S3 target's objects are removed either way: they are PUT again "
+                             "every repetition.")
     lab: LabConfig | None = Field(None, description="Test beds to bring up for the run (see `lab`).")
     clients: Sweep[Annotated[int, Field(ge=1, le=4096)]] = Field(
         [1], description="fio clients running each case at once, one per server (needs `hosts` or "
