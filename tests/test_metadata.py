@@ -538,3 +538,23 @@ def test_the_plans_fio_options_apply_to_every_phase_of_the_metadata_cycle(engine
     assert [s.split("]")[0].rsplit(".", 1)[1] for s in sections] == ["create", "stat", "delete"]
     for section in sections:
         assert "\nfsync_on_close=1\n" in section + "\n" and "\nthread=1" in section, section
+
+
+@pytest.mark.parametrize(("rw", "ioengine", "own_window"), [
+    ("create", "filecreate", False), ("stat", "storbench_nfsmeta", False), ("create", "storbench_nfsmeta", False),
+    ("stat", "filestat", True), ("delete", "storbench_nfsmeta", True),
+])
+def test_a_job_that_deletes_its_files_after_measuring_has_no_cpu_cost_or_layers(rw: str, ioengine: str,
+                                                                                own_window: bool) -> None:
+    """A create (and an NFS stat) unlinks its files after its measured section, before fio ends: the window counted
+    back from fio's end had been the deleting, its CPU divided by the creates' rate."""
+    from dataclasses import replace as with_
+
+    from storbench.stats.metric_values import DELETES_AFTER, observation_cost, unseparated_storage
+    from synthetic import observation
+
+    o = observation(rw=rw, direction="write", iops=1000.0, host_cpus=8, process_cpu_cores=(("fio", 0.5),),
+                    host_cpu_busy_pct=60.0, lat_mean_ns=1e6, osd_lat_ns=1e6)
+    o = with_(o, case=with_(o.case, workload=with_(o.case.workload, ioengine=ioengine)))
+    assert (observation_cost(o) is not None) == own_window
+    assert (unseparated_storage(o) == DELETES_AFTER) != own_window

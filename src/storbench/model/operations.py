@@ -7,8 +7,9 @@ from enum import StrEnum
 
 __all__ = [
     "FILL_JOB", "METADATA_PHASES", "METADATA_RW", "MIXED_RW", "NFS_METADATA_ENGINE", "OBJECT_REQUESTS", "OBJECT_RW",
-    "PHASE_AS_TRIM", "RW_DIRECTIONS", "VOLUME_OPERATIONS", "Direction", "Status", "counts_operations", "is_metadata",
-    "is_object", "is_size_based", "is_volume_operation", "moves_data", "operation_of", "rate_name", "rw_writes",
+    "PHASE_AS_TRIM", "RW_DIRECTIONS", "VOLUME_OPERATIONS", "Direction", "Status", "counts_operations", "deletes_after",
+    "is_metadata", "is_object", "is_size_based", "is_volume_operation", "moves_data", "operation_of", "rate_name",
+    "rw_writes",
 ]
 
 
@@ -84,6 +85,12 @@ NFS_METADATA_ENGINE = "storbench_nfsmeta"
 def is_metadata(rw: str) -> bool:
     """True for the file operations (create, stat, delete) rather than block I/O."""
     return rw in METADATA_RW
+
+
+def deletes_after(rw: str, ioengine: str) -> bool:
+    """True for the metadata operations whose job removes its files after its measured section and before fio exits
+    (fio's ``unlink``: create, and stat through storbench's NFS engine): fio's end is not the measured section's."""
+    return rw == "create" or (rw == "stat" and ioengine == NFS_METADATA_ENGINE)
 
 
 def is_object(rw: str) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import partial
 
-from storbench.model import DirectionMeasurement, is_volume_operation, moves_data
+from storbench.model import DirectionMeasurement, deletes_after, is_volume_operation, moves_data
 from storbench.stats.cost import COMPONENTS, HOST_KEY, KERNEL, OSD, OTHER, TOTAL_KEY, RepetitionCost, repetition_cost
 from storbench.stats.layers import StorageLatency, osd_latency_ns, storage_latency
 from storbench.stats.observations import PERCENTILES, Observation
@@ -82,11 +82,16 @@ def unseparated_storage(o: Observation) -> str:
     return found if isinstance(found, str) else ""
 
 
+# why a create's counters are not its operations' (`model.deletes_after`)
+DELETES_AFTER = "its files are deleted after its measured section, inside fio's run: no telemetry window is its own"
+
 def _storage(o: Observation) -> StorageLatency | str | None:
     if o.telemetry is None or o.measurement is None or o.direction is None:
         return None
     if o.case.workload.rw == "metadata":  # its phases ran one after another over one window: each direction's
         return "the cycle's phases share one telemetry window"  # counters span the others' operations too
+    if deletes_after(o.case.workload.rw, o.case.workload.ioengine):
+        return DELETES_AFTER
     return storage_latency(o.telemetry, o.direction.value, o.measurement.iops, o.measurement.lat.mean_ns)
 
 
@@ -143,11 +148,14 @@ def observation_cost(o: Observation) -> RepetitionCost | None:
     nor one with the checking writer beside fio (`check_writes`: its writes cost the storage CPU that fio's I/Os
     do not count, up to two thirds more per I/O at 300 IOPS), nor `rw: metadata`'s cycle (its phases run one after
     another, each rate over its own time: their sum is no rate of the whole, and the CPU sampled is mostly the last
-    phase's), nor one with a fault in it (its I/Os per second span
+    phase's), nor a create (or an NFS stat), whose job deletes its files after its measured section and before fio
+    ends (`model.deletes_after`: the window counted back from fio's end had been the deleting), nor one with a fault
+    in it (its I/Os per second span
     the blackout while the daemons' CPU, peering and recovery go on: a 30 s blackout against 13 s in a 60 s window
     reads as a 36 % change of every constant CPU's µs per I/O, with no change of the work an I/O takes)."""
     if (o.client or o.fio.ios_per_s is None or not o.fio.ran_here or is_volume_operation(o.case.workload.rw)
-            or o.case.workload.rw == "metadata" or o.write_check is not None or _faulted(o)):
+            or o.case.workload.rw == "metadata" or deletes_after(o.case.workload.rw, o.case.workload.ioengine)
+            or o.write_check is not None or _faulted(o)):
         return None
     ceph = o.case.lab.ceph
     return repetition_cost(o.fio.ios_per_s, o.fio.bytes_per_s or 0.0, o.telemetry, o.fio.fio_cores, o.host_cpus,
