@@ -92,3 +92,16 @@ def test_our_percentiles_from_bins_match_fios_own_for_one_job(fixtures) -> None:
                     assert summary.histogram.percentile_ns(float(pct_text)) == value, (block_name, pct_text)
                     checked += 1
     assert checked > 50
+
+
+@pytest.mark.parametrize(("counts", "percent", "fios_bin"), [
+    ((32967, 33), 99.9, 200),  # 99.9 % of 33,000 is 32,967.000...002 in fio's long double: the next bin
+    ((263736, 264), 99.9, 200),
+    ((19, 1), 95.0, 100),  # exactly 19 of 20 both ways
+    ((989, 11), 99.0, 200),
+])
+def test_the_rank_a_percentile_must_reach_is_fios_own_in_long_double(counts: tuple[int, int], percent: float,
+                                                                    fios_bin: int) -> None:
+    """fio compares each cumulative count with ``(long double) p / 100.0 * N``; in double arithmetic p99.9 had been a
+    bin below fio's for 17 totals up to 2,000,000 (33,000 among them)."""
+    assert LatencyHistogram((100, 200), counts).percentile_ns(percent) == fios_bin
