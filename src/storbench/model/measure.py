@@ -3,6 +3,7 @@ measurement and one repetition's judged outcome. Counts are exact integers. Pure
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -112,11 +113,16 @@ class LatencyHistogram:
                                                                       strict=True))
 
 
-def fio_rank(percent: float, total: int) -> Fraction:
-    """The count fio's percentile must reach: ``(long double) percent / 100.0 * total`` (stat.c), each step rounded as
-    x86-64's long double rounds (a 64-bit significand, to nearest). In double arithmetic p99.9 had been a bin below
-    fio's for some totals (33,000 I/Os: 32,967.000...002 rounded to 32,967)."""
-    return _long_double(_long_double(Fraction(percent) / 100) * total)
+def fio_rank(percent: float, total: int) -> int:
+    """The least cumulative count that reaches fio's ``(long double) percent / 100.0 * total`` (stat.c), each step
+    rounded as x86-64's long double rounds (a 64-bit significand, to nearest). In double arithmetic p99.9 had been a
+    bin below fio's for some totals (33,000 I/Os: 32,967.000...002 rounded to 32,967). Worked out exactly only where
+    the double is within rounding of a whole count (elsewhere both round up to the same count)."""
+    share = percent / 100.0 * total
+    above = math.ceil(share)
+    if min(above - share, share - (above - 1)) > 1e-9 * max(1.0, share):
+        return above
+    return math.ceil(_long_double(_long_double(Fraction(percent) / 100) * total))
 
 
 def _long_double(value: Fraction) -> Fraction:
