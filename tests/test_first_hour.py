@@ -194,6 +194,7 @@ def test_exports_write_numbers_people_can_read() -> None:
     assert markdown_number(0.000123456) == "0.000123456"
     assert csv_number(0.37699999999999995) == "0.377" and csv_number(1e-9) == "1e-09"
     assert float(csv_number(123456.789012345)) == pytest.approx(123456.789012345, rel=1e-11)
+    assert csv_number(1796028036.946) == "1796028036.946"  # an epoch time keeps its milliseconds (12 digits: .95)
 
 
 @pytest.mark.fio

@@ -79,9 +79,10 @@ def to_json(records: Sequence[Record]) -> str:
 
 
 def csv_number(value: float) -> str:
-    """A float for CSV: 12 significant digits, so arithmetic's last-bit noise (0.37699999999999995) goes and
-    nothing a measurement carries is lost."""
-    return f"{value:.12g}"
+    """A float for CSV: 15 significant digits, so arithmetic's last-bit noise (0.37699999999999995) goes and
+    nothing a measurement carries is lost: an epoch time keeps its milliseconds (12 digits had written
+    1796028036.946 as 1796028036.95)."""
+    return f"{value:.15g}"
 
 
 def to_csv(records: Sequence[Record]) -> str:
