@@ -178,6 +178,14 @@ def test_what_no_storbench_wrote_is_refused_and_nothing_imported(
     code, _, err = run_cli(capsys, "import", str(crafted), "--db", str(a))
     assert code == 2 and "crafted.db" in err and "nothing imported" in err, err
     assert _tables(a) == before
+    # into a new --db: no empty database is left behind
+    code, _, err = run_cli(capsys, "import", str(other), "--db", str(tmp_path / "new.db"))
+    assert code == 2 and not (tmp_path / "new.db").exists() and not list(tmp_path.glob("new.db*")), err
+    newer = Path(shutil.copy(two_machines[1], tmp_path / "newer.db"))
+    with sqlite3.connect(newer) as conn:  # a newer storbench's: upgrade, not "import takes ..."
+        conn.execute("INSERT INTO schema_migrations (version) SELECT MAX(version) + 1 FROM schema_migrations")
+    code, _, err = run_cli(capsys, "import", str(newer), "--db", str(a))
+    assert code == 2 and "newer than this storbench" in err and "hint: upgrade storbench" in err, err
     code, _, err = run_cli(capsys, "import", str(a), "--db", str(a))
     assert code == 2 and "is the database being imported into" in err, err
     plain = tmp_path / "fio.json"

@@ -7,6 +7,7 @@ import argparse
 import platform
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storbench import __version__
@@ -118,14 +119,22 @@ def _read_output(name: str) -> str:
 
 def _merge_databases(args: argparse.Namespace, databases: list[str]) -> int:
     """`storbench import OTHER.db ...`: every run of each database not in --db yet, copied whole."""
-    from storbench.store import open_store
+    from storbench.store import open_store, store_exists
     from storbench.store.merge import merge_database
 
     out = _console()
+    made = not store_exists(args.db)
     store = open_store(args.db)
     try:
         for name in databases:
-            merged = merge_database(store, name, time.time)
+            try:
+                merged = merge_database(store, name, time.time)
+            except UserError:
+                if made and not store.runs():  # a refused first merge leaves no empty database behind
+                    store.close()
+                    for leftover in (args.db, f"{args.db}-wal", f"{args.db}-shm"):
+                        Path(leftover).unlink(missing_ok=True)
+                raise
             new = [m for m in merged if not m.already_here]
             here = [m for m in merged if m.already_here and not m.updated]
             grown = [m for m in merged if m.updated]

@@ -119,8 +119,9 @@ def merge_database(store: Store, source_path: str, clock: Callable[[], float]) -
         snapshot(source_path, copy)
         try:
             open_store(copy).close()  # upgraded to this storbench's schema, in the copy
-        except UserError as exc:
-            raise UserError(exc.message.replace(copy, source_path), hint=NOT_OURS_HINT) from None
+        except UserError as exc:  # a newer storbench's database keeps its hint (upgrade), anything else is not ours
+            newer = "newer than this storbench" in exc.message
+            raise UserError(exc.message.replace(copy, source_path), hint=exc.hint if newer else NOT_OURS_HINT) from None
         source = open_store(copy, read_only=True)
         try:
             return _merge(store, source, Path(source_path).name, clock)
