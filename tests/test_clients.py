@@ -146,6 +146,9 @@ def test_the_files_whose_cache_is_dropped_before_the_moment_are_each_clients_own
     texts = render_client_jobs(case, binding)
     files = cached_files(texts[1])
     assert files is not None and files.directories == ("/d", "/e")
+    colon = JobBinding(options=(("directory", "/mnt/a\\:b:/e"), ("filename_format", "storbench.$jobnum.$filenum")))
+    colon_files = cached_files(render_client_jobs(case, colon)[1])  # a ':' in a path, escaped for fio: one path
+    assert colon_files is not None and colon_files.directories == ("/mnt/a:b", "/e"), colon_files
     import re
     named = [name for name in ("10.214.0.1.storbench.c2.0.0", "storbench.c2.1.3", "10.214.0.1.storbench.c12.0.0",
                                "storbench.c2.0.0.tmp", "storbench.c20.0.0", "other")

@@ -101,7 +101,8 @@ def cached_files(job_text: str) -> CachedFiles | None:
             pattern += re.escape(part)
     if not pattern or "/" in options["filename_format"]:
         return None
-    directories = tuple(d for d in options["directory"].split(":") if d)
+    # fio's list of directories: ':' apart, a ':' inside a path written '\\:' (`jobfile.escape_fio_path`)
+    directories = tuple(d.replace("\\:", ":") for d in re.split(r"(?<!\\):", options["directory"]) if d)
     return CachedFiles(directories, rf"(?:[^/]*\.)?{pattern}") if directories else None
 
 
