@@ -177,3 +177,11 @@ def test_admin_sockets_a_plan_names_are_this_machines_cephs(pattern: str, allowe
     else:
         with pytest.raises(UserError, match="must be under /run/ceph or /var/run/ceph"):
             load_plan_text(text, "evil.yaml")
+
+
+def test_an_nfs_url_fios_job_could_not_carry_is_refused_by_plan() -> None:
+    """An IPv6 address in brackets had passed the plan and failed every repetition when the job was written."""
+    text = "name: v6\ntargets:\n  e: {kind: nfs, url: 'nfs://[fd00::5]/export', size: 1MiB}\nworkload: {rw: randread}\n"
+    with pytest.raises(UserError, match=r"an IPv6 address in brackets cannot be written into fio's job"):
+        load_plan_text(text, "v6.yaml")
+    load_plan_text(text.replace("[fd00::5]", "nfs.example:2049"), "v6.yaml")

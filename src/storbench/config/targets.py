@@ -198,8 +198,9 @@ class NfsTargetConfig(StrictModel):
     kernel-mounted NFS directory is simply a `path` target."""
 
     kind: Literal["nfs"] = Field(description="`nfs`")
-    url: Annotated[str, matching(r"^nfs://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9_.,/+@%=~-]*)?$", "{value!r} is not an "
-                                 "nfs://server/export URL storbench can pass on")] | None = Field(
+    url: Annotated[str, matching(r"^nfs://[A-Za-z0-9.:-]+(/[A-Za-z0-9_.,/+@%=~-]*)?$", "{value!r} is not an "
+                                 "nfs://server/export URL storbench can pass on (a host name or an IPv4 address: "
+                                 "an IPv6 address in brackets cannot be written into fio's job)")] | None = Field(
         None, description="nfs://server/export; default: the plan's NFS lab.")
     size: Size = Field(description="Size of each fio job's file, laid out before the first case.")
     expect: ExpectConfig | None = EXPECT_FIELD
