@@ -236,6 +236,14 @@ def test_a_mixed_workload_is_measured_against_its_declared_limit_by_all_its_dire
     one_way = summarize_points([observation(case_id="r", target="vol", repeat=r, iops=2100.0) for r in range(3)],
                                expectations={(1, "vol"): SOLD_AS})
     assert one_way[0].share_of_expected() == (0.7, "IOPS") and not one_way[0].case_totals
+    # rw: metadata's phases (create, stat, delete) ran one after another: their rates have no sum (1,000 + 5,000 +
+    # 1,000 a second had read 233 % of a 3,000 IOPS limit)
+    cycle = [observation(case_id="cycle", target="vol", rw="metadata", repeat=r, direction=d, iops=rate)
+             for r in range(3) for d, rate in (("write", 1000.0), ("read", 5000.0), ("trim", 1000.0))]
+    points = summarize_points(cycle, expectations={(1, "vol"): SOLD_AS})
+    assert all(not p.case_totals for p in points)
+    assert sorted(round(p.share_of_expected()[0], 3) for p in points) == [0.333, 0.333, 1.667]  # type: ignore[index]
+    assert {round(r.pct_of_expected or 0) for r in export_records(cycle, {(1, "vol"): SOLD_AS})} == {33, 167}
 
 
 def test_the_html_summary_tells_rows_apart_by_what_varies() -> None:

@@ -310,7 +310,8 @@ def export_records(items: Iterable[Observation],
             directions.setdefault((o.run_id, o.case.case_id, o.rep_index, o.client), []).append(o)
     totals = {key: (sum(o.measurement.iops for o in found if o.measurement),
                     sum(o.measurement.bw_bytes_per_s for o in found if o.measurement))
-              for key, found in directions.items() if len(found) > 1}
+              for key, found in directions.items()
+              if len(found) > 1 and found[0].case.workload.rw != "metadata"}  # its phases ran in turn: no sum
     return [record(o, declared.get((o.run_id, o.case.target.name)),
                    totals.get((o.run_id, o.case.case_id, o.rep_index, o.client))) for o in chosen]
 

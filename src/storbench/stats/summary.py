@@ -206,7 +206,10 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                                         "figures (blackout, level after, recovery)")
         level = max((run_levels.get(o.run_id, CONFIDENCE) for o in group), default=CONFIDENCE)
         window_only = any(o.window_only for o in group)  # a steady window's rounds: chosen for their spread
-        totals = _case_totals(ok, directions, level, window_only) if len(directions) > 1 else ()
+        # the metadata cycle's directions are phases run one after another, each a rate over its own time: their
+        # sum is the rate of no stretch of time (it had been weighed against an `expect:` as one)
+        totals = (_case_totals(ok, directions, level, window_only) if len(directions) > 1 and w.rw != "metadata"
+                  else ())
         for direction in directions:
             rows = [o for o in ok if o.direction == direction]
             # over several runs (with a successful repetition each), each run's mean is one sample (`run_samples`)
