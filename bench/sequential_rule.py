@@ -4,9 +4,10 @@ the looks, which the rule used before) and a plain 95 % interval at every look. 
 some look schedules and the table in docs/methodology.md ("Paired changes and stopping when the answer is
 known").
 
-Each comparison runs balanced rounds of log-normal repetitions with the given run-to-run CV under a drift of -1 %
-per round shared by both arms, looks after every round from ``min`` on, and stops at the first decision or at
-``max``.
+Each comparison runs rounds of log-normal repetitions with the given run-to-run CV in storbench's interleaved order
+(`schedule.round_order`: two sides keep A B, B A, ...) under a drift of -0.5 % per repetition (-1 % per round),
+so the side that runs second in a round is a little slower there (the drift had been applied to both sides alike,
+where it cancels); looks after every round from ``min`` on, and stops at the first decision or at ``max``.
 
     .venv/bin/python bench/sequential_rule.py [--comparisons 4000]
 """
@@ -20,6 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from storbench.schedule import round_order
 from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, calibrate, decide, paired_change
 
 
@@ -42,6 +44,16 @@ def plain_verdict(a: list[float], b: list[float], plan: SequentialPlan) -> Seque
     return SequentialVerdict(decision, len(a), change, None, final)
 
 
+def drifts(rounds: int, per_repetition: float = 0.005) -> tuple[np.ndarray, np.ndarray]:
+    """Each side's drift factor round by round: its repetition's slot in the run, in the order storbench runs two
+    sides (`schedule.round_order`), losing ``per_repetition`` of the level per slot."""
+    slot = {side: np.zeros(rounds) for side in "AB"}
+    for r in range(rounds):
+        for position, side in enumerate(round_order("AB", r)):
+            slot[side][r] = 2 * r + position
+    return 1 - per_repetition * slot["A"], 1 - per_repetition * slot["B"]
+
+
 def pct(fraction: float) -> str:
     """One decimal, two where one would round a few comparisons away (99.95 %, not 100.0 %)."""
     return f"{fraction:.2%}" if 0 < fraction < 0.001 or 0.999 < fraction < 1 else f"{fraction:.1%}"
@@ -57,10 +69,10 @@ def simulate(true_change: float, cv: float, plan: SequentialPlan, comparisons: i
     sigma = math.sqrt(math.log1p(cv * cv))
     counts = dict.fromkeys(Decision, 0)
     rounds_taken = []
-    drift = 1 - 0.01 * np.arange(plan.max_rounds)  # -1 % per round, both arms
+    drift_a, drift_b = drifts(plan.max_rounds)
     for _ in range(comparisons):
-        a = list(1000 * drift * rng.lognormal(0, sigma, plan.max_rounds))
-        b = list(1000 * (1 + true_change) * drift * rng.lognormal(0, sigma, plan.max_rounds))
+        a = list(1000 * drift_a * rng.lognormal(0, sigma, plan.max_rounds))
+        b = list(1000 * (1 + true_change) * drift_b * rng.lognormal(0, sigma, plan.max_rounds))
         for n in range(plan.min_rounds, plan.max_rounds + 1):
             verdict = rule(a[:n], b[:n], plan)
             if verdict.final:
@@ -79,10 +91,10 @@ def simulate_failures(failure_rate: float, cv: float, plan: SequentialPlan, comp
     sigma = math.sqrt(math.log1p(cv * cv))
     counts = dict.fromkeys(Decision, 0)
     rounds_taken = []
-    drift = 1 - 0.01 * np.arange(plan.max_rounds)
+    drift_a, drift_b = drifts(plan.max_rounds)
     for _ in range(comparisons):
-        a = 1000 * drift * rng.lognormal(0, sigma, plan.max_rounds)
-        b = 1000 * drift * rng.lognormal(0, sigma, plan.max_rounds)
+        a = 1000 * drift_a * rng.lognormal(0, sigma, plan.max_rounds)
+        b = 1000 * drift_b * rng.lognormal(0, sigma, plan.max_rounds)
         both = (rng.random(plan.max_rounds) >= failure_rate) & (rng.random(plan.max_rounds) >= failure_rate)
         for n in range(plan.min_rounds, plan.max_rounds + 1):
             kept = [i for i in range(n) if both[i]]
