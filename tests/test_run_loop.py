@@ -1162,3 +1162,28 @@ def test_a_lab_daemon_that_stops_with_no_fault_asking_fails_its_repetition_and_s
     stored: list[StoredRepetition] = store.repetitions()
     assert [(r.rep_index, r.status) for r in stored] == [(0, Status.OK), (1, Status.FAILED)]
     assert "ganesha stopped during the run" in stored[1].error
+
+
+def test_each_create_repetition_starts_with_no_files_an_earlier_one_left(tmp_path: Path, store: Store) -> None:
+    """A create killed before fio's unlink, or a metadata cycle whose delete phase the runtime cut, had left files
+    that the next repetition's create only opened (twice the rate of real creates). Before each repetition of a
+    create or the cycle, its operation's directory is emptied; a stat's laid-out files stay."""
+    text = (f"name: files\ntargets:\n  d: {{kind: path, path: {tmp_path / 'data'}, size: 1MiB}}\n"
+            "workload: {rw: [create, metadata, stat], files: 10, runtime: 1s}\nrepeat: 2\ntelemetry: {enabled: false}\n")
+    loaded = load_plan_text(text, "files.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    found: list[tuple[str, int, list[str]]] = []
+
+    def step(call: FakeCall) -> Step:
+        rw = call.case.workload.rw
+        where = tmp_path / "data" / "storbench-files" / rw
+        found.append((rw, call.rep_index, sorted(p.name for p in where.rglob("*") if p.is_file())))
+        for n in range(3):  # as a killed create or a cut delete phase leaves them
+            (where / f"storbench.0.{n}").write_text("")
+        return Replay(RANDRW_OUTPUT)
+
+    orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(step), Observer(), resume=False)
+    left = {(rw, rep): names for rw, rep, names in found}
+    assert left[("create", 0)] == left[("create", 1)] == [] and left[("metadata", 1)] == []
+    assert len(left[("stat", 1)]) == 3  # a stat's files are fio's to lay out and keep

@@ -58,6 +58,7 @@ from storbench.schedule import (
 from storbench.sessions import (
     LabContext,
     claim_run_test_files,
+    clear_left_files,
     client_hosts,
     group_by_lab,
     kubernetes_lab,
@@ -279,6 +280,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 same = [c for c in cases if c.target.name == name and session.for_case(c).details == details]
                 _precondition(run, wanted[name], same, session.for_case(item.case))
             prepared = session.for_case(item.case)
+            clear_left_files(prepared, item.case)  # a create makes its files, none left by a repetition before
             executor = run.executors.for_target(item.case.target)
             job_texts = executor.job_texts(item.case, prepared.binding, item.rep_index)
             fio = FioSetup(version=caps.version, binary=prepared.binding.fio_binary, env=prepared.binding.env)

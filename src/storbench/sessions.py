@@ -30,6 +30,7 @@ from storbench.targets.base import PreparedTarget
 from storbench.targets.local import (
     claim_metadata_dir,
     claim_test_files,
+    empty_operation_dir,
     remove_metadata_dir,
     remove_test_files,
     test_file_names,
@@ -236,6 +237,17 @@ def claim_run_test_files(targets: Mapping[str, PreparedTarget], cases: Sequence[
         if refusal:
             raise UserError(f"target '{name}': {refusal}",
                             hint="remove it; storbench only writes test files it created itself")
+
+
+def clear_left_files(prepared: PreparedTarget, case: Case) -> int:
+    """Before a repetition of a create or of the metadata cycle on a directory of this machine: the files an earlier
+    repetition left in its operation's directory removed (`targets.local.empty_operation_dir`), so every create
+    makes its files. On fio servers and NFS exports they are not reached from here."""
+    directory = dict(prepared.details).get("directory")
+    if (case.workload.rw not in ("create", "metadata") or directory is None or prepared.laid_out
+            or dict(prepared.details).get("checked") == "on the fio servers"):
+        return 0
+    return empty_operation_dir(Path(directory), case.workload.rw)
 
 
 def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserver, *, keep_files: bool = False
