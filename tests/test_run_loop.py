@@ -1169,7 +1169,8 @@ def test_each_create_repetition_starts_with_no_files_an_earlier_one_left(tmp_pat
     that the next repetition's create only opened (twice the rate of real creates). Before each repetition of a
     create or the cycle, its operation's directory is emptied; a stat's laid-out files stay."""
     text = (f"name: files\ntargets:\n  d: {{kind: path, path: {tmp_path / 'data'}, size: 1MiB}}\n"
-            "workload: {rw: [create, metadata, stat], files: 10, runtime: 1s}\nrepeat: 2\ntelemetry: {enabled: false}\n")
+            "workload: {rw: [create, metadata, stat], files: 10, runtime: 1s}\nrepeat: 2\n"
+            "telemetry: {enabled: false}\n")
     loaded = load_plan_text(text, "files.yaml")
     cases = expand(loaded)
     checked = check_everything(loaded, cases, CAPS.binary, create=True)
