@@ -580,3 +580,33 @@ def test_a_kept_cluster_with_an_osd_marked_out_is_not_ready() -> None:
     assert not daemons._ready(_spec(osds=3))
     answers["osd stat"]["num_in_osds"] = 3
     assert daemons._ready(_spec(osds=3))
+
+
+@pytest.mark.parametrize(("targets", "lab", "extra", "refused"), [
+    ("fs: {kind: cephfs, size: 4MiB}", "osds: 3, pool_size: [1, 3], cephfs: true", "", "asks for pool_size 1"),
+    ("fs: {kind: cephfs, size: 4MiB}", "osds: 3, pool_size: [2], cephfs: true", "", "keep 3 copies"),
+    ("o: {kind: s3}", "osds: 3, pool_size: [2, 3], rgw: true", "", "runs on the lab's radosgw pools"),
+    ("fs: {kind: cephfs, size: 4MiB}\n  img: {kind: rbd, pool: b, image: i, size: 64MiB}",
+     "osds: 3, pool_size: [2, 3], cephfs: true", "", "asks for pool_size 2"),
+    ("fs: {kind: cephfs, size: 4MiB}\n  img: {kind: rbd, pool: b, image: i, size: 64MiB}",
+     "osds: 3, pool_size: [2, 3], cephfs: true", "exclude: [{target: fs, pool_size: 2}]\n", None),
+    ("fs: {kind: cephfs, size: 4MiB}", "osds: 3, pool_size: [3], cephfs: true", "", None),
+    ("fs: {kind: cephfs, path: /mnt/own, size: 4MiB}", "osds: 3, pool_size: [1, 3]", "", None),  # the user's own
+])
+def test_pool_size_is_refused_where_the_lab_does_not_apply_it(targets: str, lab: str, extra: str,
+                                                             refused: str | None) -> None:
+    """The lab's CephFS and radosgw pools keep the cluster's default size (its largest rbd pool's, else min(3,
+    osds)): a pool_size sweep on them had measured one size twice, and compare had judged it as two."""
+    from storbench.checks import check_pool_sizes
+    from storbench.config import load_plan_text
+    from storbench.plan import expand
+
+    rw = "get" if "s3" in targets else "randread"
+    loaded = load_plan_text(f"name: p\ntargets:\n  {targets}\nworkload: {{rw: {rw}}}\nlab:\n  ceph: {{{lab}}}\n"
+                            + extra, "p.yaml")
+    if refused is None:
+        check_pool_sizes(loaded, expand(loaded))
+        return
+    with pytest.raises(UserError, match=refused) as caught:
+        check_pool_sizes(loaded, expand(loaded))
+    assert "pool_size sets the rbd targets' pools only" in caught.value.message and caught.value.hint

@@ -24,6 +24,7 @@ from storbench.demands import (
 from storbench.errors import UserError, did_you_mean
 from storbench.execute.fio_binary import fio_capabilities
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
+from storbench.lab.ceph_conf import unapplied_pool_size
 from storbench.lab.k8s_conf import HOSTPATH_ROOT, STORAGE_CLASS
 from storbench.lab.labdir import default_lab_dir
 from storbench.model import BlockTarget, Case, NfsTarget
@@ -108,6 +109,21 @@ def check_machine(loaded: LoadedPlan) -> None:
         raise UserError(f"osd_cpus {max(ceph.osd_cpus):g} is more than this machine's {cores} cores",
                         where=loaded.source.where(("lab", "ceph", "osd_cpus")),
                         hint=f"give each OSD at most {cores} cores")
+
+
+def check_pool_sizes(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
+    """`pool_size` is the replica count of the rbd targets' pools: a case on the lab's CephFS or radosgw must ask
+    for the size those pools keep (`lab.ceph_conf.unapplied_pool_size`)."""
+    found = unapplied_pool_size(cases)
+    if found is None:
+        return
+    case, kept = found
+    service = "CephFS" if case.target.kind == "cephfs" else "radosgw"
+    raise UserError(f"target '{case.target.name}' runs on the lab's {service} pools, which keep {kept} copies, but "
+                    f"its case asks for pool_size {case.lab.ceph.pool_size if case.lab.ceph else '-'}: pool_size sets "
+                    "the rbd targets' pools only", where=loaded.source.where(("lab", "ceph", "pool_size")),
+                    hint=f"sweep pool_size with rbd targets only, or exclude {case.target.name} from every "
+                         f"pool_size but {kept} (exclude: [{{target: {case.target.name}, pool_size: N}}])")
 
 
 def check_plan_files(loaded: LoadedPlan) -> None:
@@ -273,6 +289,7 @@ def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str,
     ``fio_servers``: the fio servers the operator trusts (None: not checked, as `plan` connects to none).
     ``images``: the container images the operator lets pvc targets run (besides storbench's own)."""
     check_machine(loaded)
+    check_pool_sizes(loaded, cases)
     check_rounds(loaded, cases)
     check_question(loaded, cases)
     check_plan_files(loaded)

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storbench.model import Case, CephLabPoint, LabPoint, RbdTarget, cluster_of, rbd_pool_name
+from storbench.model import Case, CephfsTarget, CephLabPoint, LabPoint, RbdTarget, S3Target, cluster_of, rbd_pool_name
 
 GiB = 1024**3
 MIN_OSD_MEMORY_TARGET = 896 * 1024 * 1024
@@ -240,6 +240,27 @@ def rbd_pools(cases: Sequence[Case]) -> dict[str, tuple[str, int]]:
     return {case.case_id: (rbd_pool_name(case.target.pool, case.lab.ceph.pool_size, sizes[case.target.pool]),
                            case.lab.ceph.pool_size)
             for case in cases if isinstance(case.target, RbdTarget) and case.lab.ceph is not None}
+
+
+def unapplied_pool_size(cases: Sequence[Case]) -> tuple[Case, int] | None:
+    """A case on the lab's CephFS or radosgw (a cephfs target without a path, an s3 target without an endpoint)
+    whose recorded ``pool_size`` is not the size its pools keep, with that size, or None. Those pools are the
+    cluster's own, at its default size (`render_ceph_conf`: its largest rbd pool's, else min(3, osds)): a
+    `pool_size` sweep had measured them all at one size, and compare had judged two configurations that were one."""
+    rbd: dict[LabPoint, list[int]] = {}
+    for case in cases:
+        if isinstance(case.target, RbdTarget) and case.lab.ceph is not None:
+            rbd.setdefault(cluster_of(case.lab), []).append(case.lab.ceph.pool_size)
+    for case in cases:
+        ceph = case.lab.ceph
+        on_lab = ((isinstance(case.target, CephfsTarget) and case.target.path is None)
+                  or (isinstance(case.target, S3Target) and case.target.endpoint is None))
+        if ceph is None or not on_lab:
+            continue
+        kept = max(rbd.get(cluster_of(case.lab), []), default=min(3, ceph.osds))
+        if ceph.pool_size != kept:
+            return case, kept
+    return None
 
 
 def clusters_of(cases: Sequence[Case]) -> list[LabPoint]:
