@@ -610,3 +610,17 @@ def test_pool_size_is_refused_where_the_lab_does_not_apply_it(targets: str, lab:
     with pytest.raises(UserError, match=refused) as caught:
         check_pool_sizes(loaded, expand(loaded))
     assert "pool_size sets the rbd targets' pools only" in caught.value.message and caught.value.hint
+
+
+def test_an_osd_memory_target_below_cephs_least_is_refused_not_raised(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Ceph runs anything below 896MiB at 896MiB: 256MiB and 512MiB had run as one setting and been compared as two."""
+    from helpers import run_cli
+    from storbench.config import load_plan_text
+
+    text = ("name: p\ntargets:\n  img: {kind: rbd, pool: b, image: i, size: 64MiB}\nworkload: {rw: randread}\n"
+            "lab:\n  ceph: {osds: 3, osd_memory_target: [VALUES]}\n")
+    with pytest.raises(UserError, match="osd_memory_target 256MiB is below Ceph's least, 896MiB"):
+        load_plan_text(text.replace("VALUES", "256MiB, 1GiB"), "p.yaml")
+    load_plan_text(text.replace("VALUES", "896MiB, 2GiB"), "p.yaml")
+    code, out, err = run_cli(capsys, "lab", "ceph", "up", "--osd-memory-target", "512MiB", "--dir", str(tmp_path / "l"))
+    assert code == 2 and "is below Ceph's least, 896MiB" in err and not (tmp_path / "l").exists(), out + err

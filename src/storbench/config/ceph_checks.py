@@ -8,7 +8,7 @@ from storbench.config.schema import PlanConfig
 from storbench.config.source import PlanSource
 from storbench.config.targets import RbdTargetConfig
 from storbench.errors import UserError
-from storbench.lab.ceph_conf import SIDE_BY_SIDE_MAX
+from storbench.lab.ceph_conf import MIN_OSD_MEMORY_TARGET, SIDE_BY_SIDE_MAX
 from storbench.units import format_bytes
 
 
@@ -81,6 +81,12 @@ def check_ceph_lab(config: PlanConfig, source: PlanSource) -> None:
     if ceph.cache_size is not None and "bluestore_cache_size" in ceph.config:
         raise UserError("the plan sets the BlueStore cache twice (cache_size and config.bluestore_cache_size)",
                         where=source.where(("lab", "ceph", "config", "bluestore_cache_size")), hint="keep one")
+    if ceph.osd_memory_target is not None and min(ceph.osd_memory_target) < MIN_OSD_MEMORY_TARGET:
+        # Ceph raises it to its least itself: two values below it had run as one and been compared as two
+        raise UserError(f"osd_memory_target {format_bytes(min(ceph.osd_memory_target))} is below Ceph's least, "
+                        f"{format_bytes(MIN_OSD_MEMORY_TARGET)}, which it would run at instead",
+                        where=source.where(("lab", "ceph", "osd_memory_target")),
+                        hint=f"give {format_bytes(MIN_OSD_MEMORY_TARGET)} or more (a smaller cache: cache_size)")
     for size in ceph.pool_size:
         if size > min(ceph.osds):
             raise UserError(f"pool_size {size} needs at least {size} OSDs, the sweep has {min(ceph.osds)}",

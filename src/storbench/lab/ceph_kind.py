@@ -34,6 +34,7 @@ from storbench.lab.base import (
 from storbench.lab.ceph import CephLab
 from storbench.lab.ceph_conf import (
     LOOPBACK,
+    MIN_OSD_MEMORY_TARGET,
     CephLabSpec,
     ceph_spec_for,
     clusters_of,
@@ -101,6 +102,10 @@ def _command_up(lab: CephLab, args: argparse.Namespace, say: Say) -> None:
         spec = ceph_spec_for(point, tuple(pools))
     except ValueError as exc:
         raise UserError(str(exc), hint="sizes look like 2GiB, 512MiB") from None
+    if point.osd_memory_target_bytes is not None and point.osd_memory_target_bytes < MIN_OSD_MEMORY_TARGET:
+        raise UserError(f"--osd-memory-target {args.osd_memory_target} is below Ceph's least, "
+                        f"{format_bytes(MIN_OSD_MEMORY_TARGET)}, which it would run at instead",
+                        hint=f"give {format_bytes(MIN_OSD_MEMORY_TARGET)} or more, or --cache-size for a smaller cache")
     if any(size > spec.osds for _, size in spec.pools):
         raise UserError(f"a pool of size {max(s for _, s in spec.pools)} needs as many OSDs, --osds is {spec.osds}")
     say(f"ceph lab: bringing up {spec.osds} OSDs ({spec.objectstore}) in {lab.root} ...")
