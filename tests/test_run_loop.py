@@ -1188,3 +1188,26 @@ def test_each_create_repetition_starts_with_no_files_an_earlier_one_left(tmp_pat
     left = {(rw, rep): names for rw, rep, names in found}
     assert left[("create", 0)] == left[("create", 1)] == [] and left[("metadata", 1)] == []
     assert len(left[("stat", 1)]) == 3  # a stat's files are fio's to lay out and keep
+
+
+@pytest.mark.parametrize(("bring_up", "kept"), [("each_repetition", [False, False, False, True]),
+                                                ("once", [True, True])])
+def test_keep_lab_keeps_the_last_lab_configuration_not_a_fresh_rounds_cluster(
+        tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch, bring_up: str, kept: list[bool]) -> None:
+    """A fresh cluster a round, with --keep-lab: every group's had been kept, and the next round's cluster of the
+    same settings (A0 B0 B1 A1: B1 on B0's) reused it, images and all, while compare said "fresh instance"."""
+    text = (f"name: keep\ntargets:\n  img: {{kind: rbd, pool: b, image: i, size: 64MiB}}\n"
+            f"workload: {{rw: randread, runtime: 1s}}\nrepeat: 2\norder: interleaved\n"
+            f"lab:\n  ceph: {{osds: [3, 4], pool_size: 3, bring_up: {bring_up}}}\n")
+    loaded = load_plan_text(text, "keep.yaml")
+    cases = expand(loaded)
+    groups: list[tuple[int, bool]] = []
+
+    def group(run, lab, items, position, *, keep):  # type: ignore[no-untyped-def]
+        groups.append((lab.ceph.osds, keep))
+        return 0, len(items)
+
+    monkeypatch.setattr(orchestrate, "_run_group", group)
+    checked = Checked(capabilities=CAPS, targets={})
+    orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(_ok), Observer(), resume=False, keep_lab=True)
+    assert [keep for _, keep in groups] == kept, groups

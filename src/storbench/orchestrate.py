@@ -185,10 +185,14 @@ def run_plan(
                        deadline_s=deadline, cases=tuple(cases), looks={"looked_at": looked_at, "stopped": 0})
         try:
             claim_run_test_files(checked.targets, cases)
-            for lab, items in group_by_lab(todo, bring_up=bring_up):
+            groups = list(group_by_lab(todo, bring_up=bring_up))
+            for index, (lab, items) in enumerate(groups):
                 if run.stop_before(items[0].rep_index):  # a round ended with the previous cluster
                     break
-                group_failed, group_ran = _run_group(run, lab, items, position)
+                # --keep-lab keeps the last lab configuration: a fresh cluster a round (each_repetition, side by
+                # side) is torn down after its round, or the next round's would have reused it, data and all
+                keep = run.keep_lab and (bring_up == "once" or index == len(groups) - 1)
+                group_failed, group_ran = _run_group(run, lab, items, position, keep=keep)
                 failed, ran = failed + group_failed, ran + group_ran
                 position += len(items)
                 if run.stopped:
@@ -249,8 +253,8 @@ def _fault(session: LabContext, case: Case, step: FaultStep, restore: bool) -> s
     return session.fault(step, case, restore=restore)
 
 
-def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition], first_position: int
-               ) -> tuple[int, int]:
+def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition], first_position: int, *,
+               keep: bool) -> tuple[int, int]:
     """Run one lab configuration's repetitions, round by round; returns how many failed and how many ran. With
     `repeat: {until: ...}` the rounds stop once the answer is known (looked at after each round from `min`)."""
     config = run.loaded.config
@@ -263,7 +267,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
     # the precondition jobs go to the session too: an image they write meets the write guard like any case's
     servers = run.executors.hosts.servers if run.executors.hosts is not None else ()
     with lab_session(run.loaded, lab, [*cases, *precondition_jobs(wanted, cases)], run.checked, observer,
-                     keep=run.keep_lab, servers=servers) as session:
+                     keep=keep, servers=servers) as session:
         recorders: dict[tuple[str, ...], TelemetryRecorder] = {}  # per cluster: its own OSDs' sockets
         written: set[tuple[str, tuple[tuple[str, str], ...]]] = set()  # (target, its prepared details) written
         laid_out: set[str] = set()  # cases whose files were laid out before their first repetition with faults
