@@ -58,6 +58,10 @@ def test_cost_per_io_by_component_known_answers() -> None:
                                 osd_cores_allocated=None)
     assert unsampled is not None and unsampled.us_per_io("client") == pytest.approx(200.0)
     assert unsampled.iops_per_core_allocated == pytest.approx(250.0)
+    # 3 OSDs of 2 cores each on a 4-CPU machine have 4 cores, not 6
+    capped = repetition_cost(1_000.0, 4096e3, digest({"ceph-osd": 1.0}), fio_cores=0.2, host_cpus=4,
+                             osd_cores_allocated=6.0)
+    assert capped is not None and capped.iops_per_core_allocated == pytest.approx(250.0)
     # without telemetry, or without I/O, nothing is said
     assert repetition_cost(1_000.0, 1.0, None, 0.2, 4, None) is None
     assert repetition_cost(0.0, 0.0, telemetry, 0.2, 4, None) is None

@@ -624,3 +624,14 @@ def test_an_osd_memory_target_below_cephs_least_is_refused_not_raised(tmp_path, 
     load_plan_text(text.replace("VALUES", "896MiB, 2GiB"), "p.yaml")
     code, out, err = run_cli(capsys, "lab", "ceph", "up", "--osd-memory-target", "512MiB", "--dir", str(tmp_path / "l"))
     assert code == 2 and "is below Ceph's least, 896MiB" in err and not (tmp_path / "l").exists(), out + err
+
+
+def test_an_osd_cpu_quota_below_the_least_a_cgroup_takes_is_refused() -> None:
+    """A quota below 1 ms a 100 ms period (0.01 cores) is written as 0.01: 0.001 and 0.005 had run as one."""
+    from storbench.config import load_plan_text
+
+    text = ("name: p\ntargets:\n  img: {kind: rbd, pool: b, image: i, size: 64MiB}\nworkload: {rw: randread}\n"
+            "lab:\n  ceph: {osds: 3, osd_cpus: [VALUES]}\n")
+    with pytest.raises(UserError, match="osd_cpus"):
+        load_plan_text(text.replace("VALUES", "0.001, 0.5"), "p.yaml")
+    load_plan_text(text.replace("VALUES", "0.01, 0.5"), "p.yaml")

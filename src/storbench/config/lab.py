@@ -59,7 +59,7 @@ class CephLabConfig(StrictModel):
     osd_cpuset: Sweep[Annotated[str, BeforeValidator(_cpu_list_text), Field(pattern=CPU_LIST_PATTERN)]] | None = Field(
         None, description="The CPUs the OSD daemons are pinned to, e.g. `[\"1\", \"0-1\"]` (a cpuset each; "
         "changed on the running cluster, no restart).")
-    osd_cpus: Sweep[Annotated[float, Field(gt=0, le=256)]] | None = Field(
+    osd_cpus: Sweep[Annotated[float, Field(ge=0.01, le=256)]] | None = Field(
         None, description="A CPU quota per OSD daemon in cores, e.g. `[0.5, 1, 2]` (a cgroup each; changed on the "
         "running cluster, no restart).")
     hosts: Annotated[int, Field(ge=1, le=16)] | None = Field(

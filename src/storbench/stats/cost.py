@@ -116,6 +116,8 @@ def repetition_cost(ios_per_s: float, bytes_per_s: float, telemetry: TelemetryDi
               for c in COMPONENTS if any(n in counted for n in c.processes)]
     if HOST_KEY in counted:
         cycles.append((HOST_KEY, counted[HOST_KEY]))
+    if osd_cores_allocated is not None and host_cpus:  # no more cores than the machine has: 3 OSDs of 2 cores each
+        osd_cores_allocated = min(osd_cores_allocated, float(host_cpus))  # on 2 CPUs had divided by 6
     return RepetitionCost(ios_per_s, bytes_per_s, tuple(cores), host_cpus,
                           osd_cores_allocated if osd_cores_allocated is not None else (
                               float(host_cpus) if host_cpus else None), tuple(cycles))
