@@ -140,6 +140,13 @@ def test_pod_logs_give_clients_skew_and_failures() -> None:
     stuck = judge_pods(case, [results[0], PodResult("p2", "", "Pending (watchdog)", "", client=2)], 2, job_text="x",
                        started_at_s=0.0, finished_at_s=1.0, timeout_s=10)
     assert stuck.status == Status.TIMEOUT and "watchdog" in stuck.error
+    # a client whose pod was deleted (or lost with its node) before fio wrote anything, nothing made again after it:
+    # its I/O is unknown, the sum without it too low (it had been OK with one client)
+    for gone in (PodResult("p2", "node-b", "Deleted", "", client=2, deleted=True),
+                 PodResult("p2", "node-b", "Lost", "", client=2, deleted=True)):
+        vanished = judge_pods(case, [results[0], gone], 2, job_text="x", started_at_s=0.0, finished_at_s=1.0,
+                              timeout_s=10)
+        assert vanished.status == Status.FAILED and "client 2: no fio output from its pod p2" in vanished.error
 
 
 def _fio_json(runtime_ms: int, ios: int, end_ms: int) -> str:

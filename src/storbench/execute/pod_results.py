@@ -80,7 +80,9 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
                 error = error or f"pod {result.pod} {result.phase}, fio exit status {said.exit_status}"
             elif fault:
                 error = error or fault.describe(f"pod {result.pod}", f" in pod {result.pod}")
-        if not parts:
+        if not parts:  # none of its pods said what it did: its I/O is unknown, and the sum without it too low
+            error = error or (f"client {client}: no fio output from its pod" + ("s " if len(pods) > 1 else " ")
+                              + ", ".join(f"{r.pod} ({r.phase}{', deleted' if r.deleted else ''})" for r in pods))
             continue
         cut_short = pods[-1].deleted or pods[-1].never_ran
         if len(pods) == 1 and parts[0][1] > 0 and not cut_short:
