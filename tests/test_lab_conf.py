@@ -632,7 +632,7 @@ def test_an_osd_cpu_quota_below_the_least_a_cgroup_takes_is_refused() -> None:
 
     text = ("name: p\ntargets:\n  img: {kind: rbd, pool: b, image: i, size: 64MiB}\nworkload: {rw: randread}\n"
             "lab:\n  ceph: {osds: 3, osd_cpus: [VALUES]}\n")
-    with pytest.raises(UserError, match="greater than or equal to 0.01") as caught:
+    with pytest.raises(UserError, match=r"greater than or equal to 0\.01") as caught:
         load_plan_text(text.replace("VALUES", "0.001, 0.5"), "p.yaml")
     assert "lab.ceph.osd_cpus" in (caught.value.where or ""), caught.value.where
     load_plan_text(text.replace("VALUES", "0.01, 0.5"), "p.yaml")
