@@ -687,3 +687,35 @@ def test_a_mixed_clients_missing_direction_is_a_fault_only_where_chance_cannot_e
     # S3's getput is a mix too: at rwmixread 100 it PUTs nothing, and 30 GETs of a 99/1 mix may PUT none by chance
     assert client_fault(reads(1000), "getput", 100) is None and client_fault(reads(30), "getput", 99) is None
     assert client_fault(reads(1000), "getput", 70) is not None
+
+
+def test_a_startdelay_on_many_clients_is_waited_after_the_barrier_not_swallowed_by_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """fio counts startdelay from its own start, before the barrier's wait: a delay shorter than the lead did
+    nothing, and faults were timed lead + delay after the launch. The delay moves into the barrier's moment; a
+    range, which draws each job's start, is refused with several clients on fio servers."""
+    from storbench.execute.hosts import ClientsProcessResult, HostsExecutor
+
+    executor = HostsExecutor("/usr/bin/fio", ["10.214.0.2", "10.214.0.3"])
+    sent: list[list[str]] = []
+
+    def clients(texts, servers, timeout_s):  # type: ignore[no-untyped-def]
+        sent.append(list(texts))
+        return ClientsProcessResult(returncode=1, timed_out=False, stderr_tail="x", started_at_s=0.0,
+                                    finished_at_s=1.0, command=(), output_text="")
+
+    monkeypatch.setattr(executor, "run_clients", clients)
+    monkeypatch.setattr("storbench.execute.hosts.time.time", lambda: 1_000.0)
+    case = Case("abc123", PathTarget("t", path="/d", size_bytes=1 << 20),
+                WorkloadPoint("randread", 4096, 4, 1, 1.0, 0.0, True, "libaio", size_bytes=1 << 20,
+                              fio_options=(("startdelay", "20s"),)), clients=2)
+    binding = JobBinding(options=(("directory", "/d"), ("filename_format", "storbench.$jobnum.$filenum")))
+    executor.run_case(case, render_client_jobs(case, binding), 0, 60.0)
+    lead_s = executor.start_delay_s(case)
+    for text in sent[0]:
+        assert "startdelay=" not in text, text
+        assert start_barrier_line(int((1_000.0 + lead_s + 20.0) * 1e9)) in text.split("\n"), text
+    plan = write_plan(tmp_path, "name: d\ntargets:\n  t: {kind: path, path: ./d, size: 1MiB}\nworkload: {rw: randread, "
+                                "runtime: 1s, fio: {startdelay: 1s-5s}}\nclients: 2\nlab: {hosts: {count: 2}}\n")
+    code, out, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "startdelay 1s-5s draws each job's start, and 2 clients on fio servers" in err, out + err

@@ -28,7 +28,7 @@ from storbench.lab.k8s_conf import CSI_STORAGE_CLASS as LAB_CSI_STORAGE_CLASS
 from storbench.lab.k8s_conf import STORAGE_CLASS as LAB_STORAGE_CLASS
 from storbench.model import rw_writes
 from storbench.stats.selectors import blocked_settings, parse_selector
-from storbench.units import format_bytes
+from storbench.units import duration_range_s, format_bytes
 
 
 def _check_clients(config: PlanConfig, source: PlanSource) -> None:
@@ -74,6 +74,17 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
                 raise UserError(f"target '{name}' ({target.kind}) cannot run on fio servers yet",
                                 where=source.where(("targets", name)),
                                 hint="use a path, block, cephfs, rbd, nfs or s3 target")
+    if (config.hosts is not None or lab_hosts is not None) and most >= 2:
+        given = config.workload.fio.get("startdelay")
+        for value in given if isinstance(given, list) else [] if given is None else [given]:
+            try:
+                low, high = duration_range_s(value)
+            except ValueError:
+                continue
+            if low != high:  # the servers start together at the barrier, then wait one startdelay
+                raise UserError(f"startdelay {value} draws each job's start, and {most} clients on fio servers start "
+                                "together", where=source.where(("workload", "fio", "startdelay")),
+                                hint="give one startdelay (e.g. 10s), or run one client")
     if config.hosts is not None and config.lab is not None and config.lab.nfs is not None:
         raise UserError("the plan's NFS lab cannot be reached from real fio servers", where=source.where(("hosts",)),
                         hint="use `lab: {hosts: {count: N}}` for clients beside an NFS lab, or give the nfs "

@@ -41,7 +41,7 @@ from storbench.execute.base import (
 )
 from storbench.execute.jobdirs import job_dir
 from storbench.execute.supervisor import FioProcessResult, supervise
-from storbench.fio.barrier import CachedFiles, cached_files, with_start_barrier
+from storbench.fio.barrier import CachedFiles, cached_files, with_start_barrier, without_start_delay
 from storbench.fio.jobfile import (
     MAX_LOG_CHARS,
     S3_KEY_ENV,
@@ -232,8 +232,9 @@ class HostsExecutor(StartsAtOnce):
             dropped = [self.lab_servers and _cache_dropped(text) for text in job_texts]
             lead_s = barrier_lead_s(len(chosen), self._reached_s.get(len(chosen)))
             launch_s = time.time()
-            barrier_at_s = launch_s + lead_s
-            job_texts = [with_start_barrier(text, int(barrier_at_s * 1e9), cache_dropped=done)
+            # one startdelay (a range is refused with several clients), waited after the lead, as faults are timed
+            barrier_at_s = launch_s + lead_s + case.workload.start_delay_s[0]
+            job_texts = [with_start_barrier(without_start_delay(text), int(barrier_at_s * 1e9), cache_dropped=done)
                          for text, done in zip(job_texts, dropped, strict=True)]
             timeout_s += lead_s
         sent = [with_server_env(text, fio.env) for text in job_texts] if self.lab_servers else list(job_texts)

@@ -106,6 +106,13 @@ def cached_files(job_text: str) -> CachedFiles | None:
     return CachedFiles(directories, rf"(?:[^/]*\.)?{pattern}") if directories else None
 
 
+def without_start_delay(job_text: str) -> str:
+    """``job_text`` without fio's ``startdelay``: with the start barrier, the delay is added to the barrier's moment
+    instead. fio counts a startdelay from its own start, before the barrier's wait, which then swallowed a delay
+    shorter than its lead and started I/O at max(lead, delay) while faults were timed at lead + delay."""
+    return "\n".join(line for line in job_text.split("\n") if not line.startswith("startdelay="))
+
+
 def with_start_barrier(job_text: str, start_at_ns: int, *, cache_dropped: bool = False) -> str:
     """``job_text`` with the start barrier in its first measured section (not [global], not the unmeasured
     fill before it); sections after a stonewall start when the one before ends, as they always do.
