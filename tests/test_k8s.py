@@ -329,6 +329,13 @@ def test_a_continued_job_runs_the_time_left_and_size_based_jobs_are_not_continue
                                                        "ramp_time=0\n[c]\nrw=randwrite\n")
     assert continued_job(job.replace("time_based=1", "time_based=0"), "STORBENCH_RUNTIME") is None
     assert continued_job(job, "x; rm") is None  # only a variable name
+    from storbench.execute.k8s_manifests import measured_end_at
+
+    delayed = Case("c1", pvc_case().target, WorkloadPoint("randwrite", 4096, 8, 1, 30.0, 2.0, True, "libaio",
+                                                          fio_options=(("startdelay", "20s"),)))
+    assert measured_end_at(delayed, 1_000.0) == 1_000.0 + 20 + 2 + 30  # the delay had been left out
+    # its startdelay was waited by the first pod: the one made again goes on at once (it had waited it again)
+    assert "startdelay=0\n" in (continued_job(job + "startdelay=20s\n", "STORBENCH_RUNTIME") or "")
 
 
 @pytest.mark.fio

@@ -306,3 +306,11 @@ def pod_job_binding(target: PvcTarget) -> JobBinding:
     if target.volume_mode == "Block":
         return JobBinding(options=(("filename", BLOCK_DEVICE),))
     return JobBinding(options=(("directory", DATA_DIR), ("filename_format", "storbench.$jobnum.$filenum")))
+
+
+def measured_end_at(case: Case, start_at_s: float) -> float:
+    """When the pods' measured section ends: fio waits its startdelay after their common start, then its ramp, then
+    runs its runtime (the delay had been left out: the telemetry window, a cut-short client's stall and a pod made
+    again's end were that much early)."""
+    w = case.workload
+    return start_at_s + w.start_delay_s[1] + w.ramp_s + w.runtime_s

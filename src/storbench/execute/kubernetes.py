@@ -34,6 +34,7 @@ from storbench.execute.k8s_manifests import (
     laying_out,
     made_again,
     made_for_run,
+    measured_end_at,
     placement,
     pod_manifest,
     pod_plans,
@@ -205,7 +206,7 @@ class KubernetesExecutor:
         results: list[PodResult] = []
         created: list[tuple[str, str]] = []  # (kind, name) made for this repetition, deleted after it
         pods = _Pods(self, target, repetition_label, created)
-        measured_end = start_at + case.workload.ramp_s + case.workload.runtime_s
+        measured_end = measured_end_at(case, start_at)
         try:
             for plan, job_text in zip(plans, job_texts, strict=True):
                 pods.create(plan, job_text, start_at)

@@ -307,14 +307,15 @@ def fill_job(job_text: str, passes: int) -> str:
 
 
 def continued_job(job_text: str, runtime_variable: str) -> str | None:
-    """A time-based job text continued by a new fio for what is left of its measured section, with no ramp (a pod
-    deleted mid-run and made again: its I/O goes on where it stopped): its runtime is the environment variable
-    ``runtime_variable`` (fio expands ``${NAME}`` in a job file), which the one who starts fio sets to the seconds
-    left. None for a job that is not time based (a size-based job cannot be split)."""
+    """A time-based job text continued by a new fio for what is left of its measured section, with no ramp nor
+    startdelay (a pod deleted mid-run and made again: its I/O goes on where it stopped): its runtime is the
+    environment variable ``runtime_variable`` (fio expands ``${NAME}`` in a job file), which the one who starts fio
+    sets to the seconds left. None for a job that is not time based (a size-based job cannot be split)."""
     lines = job_text.split("\n")
     if lines.count("time_based=1") != 1 or not re.fullmatch(r"[A-Z][A-Z0-9_]{0,63}", runtime_variable):
         return None
-    changed = {"runtime": f"runtime=${{{runtime_variable}}}", "ramp_time": "ramp_time=0"}
+    changed = {"runtime": f"runtime=${{{runtime_variable}}}", "ramp_time": "ramp_time=0",
+               "startdelay": "startdelay=0"}  # it goes on at once: the delay was waited by the pod before it
     return "\n".join(changed.get(line.partition("=")[0], line) for line in lines)
 
 
