@@ -65,3 +65,25 @@ def test_a_job_directory_held_in_another_pid_namespace_is_kept(tmp_path: Path) -
         assert inside.stdout.split("\n")[0] == repr([left.name])  # this pid is not alive in there
         assert Path(made).is_dir()  # held: kept
     assert not Path(made).exists() and not left.exists()
+
+
+def test_fio_jobs_a_killed_storbench_left_working_are_killed_with_their_directory(tmp_path: Path) -> None:
+    """Its main fio dies with storbench; the job processes, each in a session of its own, had gone on doing I/O
+    (a hung one for ever). A process named fio working in the stale directory is killed; others are not."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    stale = tmp_path / f"storbench-{int(gone.stdout)}-abcd_123"
+    stale.mkdir()
+    fio = tmp_path / "bin" / "fio"  # stands in for a fio job process: only its name and working directory count
+    fio.parent.mkdir()
+    shutil.copy(shutil.which("sleep") or "/bin/sleep", fio)
+    job = subprocess.Popen([str(fio), "300"], cwd=stale, start_new_session=True)
+    other = subprocess.Popen([shutil.which("sleep") or "/bin/sleep", "300"], cwd=stale, start_new_session=True)
+    try:
+        assert remove_stale_job_dirs(tmp_path) == [stale]
+        assert job.wait(timeout=10) == -9  # SIGKILL
+        assert other.poll() is None  # not fio: left alone
+    finally:
+        for process in (job, other):
+            process.kill()
+            process.wait()

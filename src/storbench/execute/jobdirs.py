@@ -1,10 +1,10 @@
 """The private directories fio's job and output files live in while a repetition runs (shell). Each is named
 after the storbench process that made it (``storbench-<pid>-…``, ``storbench-clients-<pid>-…`` in the system's
 temporary directory), held by that process with a lock on the directory (flock) while it is used, and removed
-when the repetition ends; one a killed storbench (``kill -9``) left behind is removed at the next start:
-``remove_stale_job_dirs``. The lock, not the pid, says a directory is in use: a storbench in another PID
-namespace sharing the temporary directory (a container, a pod with the host's /tmp) has a pid this one cannot
-see."""
+when the repetition ends; one a killed storbench (``kill -9``) left behind is removed at the next start, with the
+fio job processes still working in it: ``remove_stale_job_dirs``. The lock, not the pid, says a directory is in
+use: a storbench in another PID namespace sharing the temporary directory (a container, a pod with the host's
+/tmp) has a pid this one cannot see."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import fcntl
 import os
 import re
 import shutil
+import signal
 import stat
 import tempfile
 import time
@@ -100,7 +101,24 @@ def remove_stale_job_dirs(parent: str | Path | None = None, now_s: float | None 
                 or (unnamed and now_s - info.st_mtime < FRESH_S)
                 or _alive(int(match.group(2))) or _in_use(entry.path)):
             continue
+        _kill_fio_in(entry.path)
         shutil.rmtree(entry.path, ignore_errors=True)
         if not os.path.lexists(entry.path):
             removed.append(Path(entry.path))
     return removed
+
+
+def _kill_fio_in(path: str) -> None:
+    """SIGKILL this user's fio processes working in ``path``: the jobs of a fio whose storbench was killed (kill -9).
+    Its main process dies with storbench (`supervisor`), but the job processes, each in a session of its own, do not,
+    and went on doing I/O until their runtime ended (a hung one for ever)."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if (os.readlink(proc / "cwd") != path or proc.stat().st_uid != os.getuid()
+                    or (proc / "comm").read_text().strip() != "fio"):
+                continue
+            os.kill(int(proc.name), signal.SIGKILL)
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
