@@ -479,7 +479,7 @@ def test_a_followed_log_cut_before_the_scripts_last_line_is_read_again_whole() -
     import threading
 
     from storbench.execute.k8s_manifests import EXIT_MARKER
-    from storbench.execute.kubernetes import _Pods
+    from storbench.execute.k8s_pods import RepetitionPods
 
     whole = f"STORBENCH-START 1\nSTORBENCH-FIO-JSON\n{{}}\n{EXIT_MARKER} 0\n"
 
@@ -497,7 +497,7 @@ def test_a_followed_log_cut_before_the_scripts_last_line_is_read_again_whole() -
             Core.reads += 1
             return whole
 
-    pods = _Pods.__new__(_Pods)
+    pods = RepetitionPods.__new__(RepetitionPods)
     pods.executor = SimpleNamespace(core=Core(), namespace="bench")  # type: ignore[assignment]
     pods.followers = {"cut": Follower(whole[:30], said_end=False),  # type: ignore[dict-item]
                       "full": Follower(whole, said_end=True)}
@@ -511,9 +511,9 @@ def test_an_ended_pods_log_read_short_or_failing_is_read_again(monkeypatch: pyte
     script's last line."""
     import threading
 
-    from storbench.execute import kubernetes
+    from storbench.execute import k8s_pods
     from storbench.execute.k8s_manifests import EXIT_MARKER
-    from storbench.execute.kubernetes import _Pods
+    from storbench.execute.k8s_pods import RepetitionPods
 
     whole = f"STORBENCH-START 1\nSTORBENCH-FIO-JSON\n{{}}\n{EXIT_MARKER} 0\n"
     answers: list[object] = [TimeoutError("read timed out"), whole[:25], whole]
@@ -530,8 +530,8 @@ def test_an_ended_pods_log_read_short_or_failing_is_read_again(monkeypatch: pyte
                 raise answer
             return str(answer)
 
-    monkeypatch.setattr(kubernetes.time, "sleep", lambda seconds: None)
-    pods = _Pods.__new__(_Pods)
+    monkeypatch.setattr(k8s_pods.time, "sleep", lambda seconds: None)
+    pods = RepetitionPods.__new__(RepetitionPods)
     pods.executor = SimpleNamespace(core=Core(), namespace="bench")  # type: ignore[assignment]
     pods.followers = {"cut": Follower()}  # type: ignore[dict-item]
     assert pods.log_of("cut", ended=True) == whole and answers == []
@@ -586,3 +586,31 @@ def test_cleanup_takes_snapshots_too_and_works_in_one_namespace(monkeypatch: pyt
     assert deleted == ["volumesnapshot bench/sb-snap", "pod bench/sb-pod", "configmap bench/sb-cm",
                        "persistentvolumeclaim bench/sb-claim"], deleted
     assert calls[0] == "delete_snapshot bench/sb-snap"  # before its claim
+
+
+def test_a_create_the_api_server_answers_429_or_5xx_is_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A busy API server (429) or a webhook's timeout (5xx) had stopped the whole run at a pod's create; it is asked
+    again a while on. A refusal (403, 409) is said at once."""
+    from storbench.execute import kubernetes
+
+    monkeypatch.setattr(kubernetes.time, "sleep", lambda seconds: None)
+    executor = KubernetesExecutor.__new__(KubernetesExecutor)
+    executor.namespace = "bench"
+    answers: list[int] = [503, 429]
+    made: list[dict[str, object]] = []
+
+    def creator(namespace: str, manifest: dict[str, object]) -> None:
+        if answers:
+            raise ApiException(status=answers.pop(0), reason="busy")
+        made.append(manifest)
+
+    created: list[tuple[str, str]] = []
+    executor._create("pod", "p1", created, creator, {"kind": "Pod"})
+    assert made == [{"kind": "Pod"}] and created == [("pod", "p1")]
+    answers[:] = [503, 503, 503]
+    with pytest.raises(UserError, match="cannot create pod bench/p2: busy"):
+        executor._create("pod", "p2", created, creator, {"kind": "Pod"})
+    answers[:] = [403]
+    with pytest.raises(UserError, match="cannot create pod bench/p3"):
+        executor._create("pod", "p3", created, creator, {"kind": "Pod"})
+    assert answers == [] and created == [("pod", "p1")]

@@ -22,7 +22,6 @@ from storbench.errors import UserError
 from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_text
 from storbench.execute.k8s_access import ClusterAccess, core_api
 from storbench.execute.k8s_manifests import (
-    EXIT_MARKER,
     MANAGED_BY,
     RUN_LABEL,
     RUNTIME_VARIABLE,
@@ -30,19 +29,17 @@ from storbench.execute.k8s_manifests import (
     PodPlan,
     claim_manifest,
     claim_names,
-    config_map_manifest,
     laying_out,
     made_again,
     made_for_run,
     measured_end_at,
     placement,
-    pod_manifest,
     pod_plans,
     pvc_of,
     with_image,
 )
+from storbench.execute.k8s_pods import RepetitionPods
 from storbench.execute.kubelet_stats import KubeletSampler
-from storbench.execute.pod_logs import FOLLOW_END_S, LogFollower
 from storbench.execute.pod_results import PodResult, bound_elsewhere, cannot_start, judge_pods, layout_problem
 from storbench.execute.volume_operations import VolumeOperations
 from storbench.fio.jobfile import JobBinding, continued_job
@@ -54,11 +51,10 @@ POLL_S = 0.25
 POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"  # a namespace's Pod Security admission level
 NAMESPACE_READY_S = 30.0  # how long a namespace storbench made gets to take pods
 MIN_CONTINUED_S = 2.0  # a client's pod deleted with less of the measured section left is not made again
-LOG_READ_TIMEOUT_S = 10.0  # a pod's log read at the end of a repetition
 LIST_TIMEOUT_S = 10.0  # a poll of the run's pods: given up (and taken again) after this
-LOG_READS = 3  # reads of an ended pod's log, a second apart, until one holds its last line
 MAX_INCARNATIONS = 4  # at most this many pods a client per repetition (its first and those made again)
 NEVER_RAN_S = 5.0  # a pod made again still pending this long after the measured section: it never ran in it
+CREATE_ATTEMPTS = 3  # a create answered 429 or 5xx (a busy API server, a webhook's timeout) is asked this often
 LOST_S = 5.0  # a pod whose script printed its end and that the API shows running this long after: lost with its node
 
 
@@ -170,7 +166,7 @@ class KubernetesExecutor:
         laid = list(job_texts)
         started = time.time()
         created: list[tuple[str, str]] = []
-        pods = _Pods(self, target, f"{case.case_id}-{self.run_label}-layout", created)
+        pods = RepetitionPods(self, target, f"{case.case_id}-{self.run_label}-layout", created)
         results: list[PodResult] = []
         try:
             for plan, job_text in zip(plans, laid, strict=True):
@@ -205,7 +201,7 @@ class KubernetesExecutor:
         repetition_label = f"{case.case_id}-{self.run_label}-r{rep_index}"
         results: list[PodResult] = []
         created: list[tuple[str, str]] = []  # (kind, name) made for this repetition, deleted after it
-        pods = _Pods(self, target, repetition_label, created)
+        pods = RepetitionPods(self, target, repetition_label, created)
         measured_end = measured_end_at(case, start_at)
         try:
             for plan, job_text in zip(plans, job_texts, strict=True):
@@ -237,15 +233,21 @@ class KubernetesExecutor:
                 manifest: dict[str, object]) -> None:
         from kubernetes.client.exceptions import ApiException  # lazy: 0.24 s, for pvc targets only
 
-        try:
-            creator(self.namespace, manifest)
-        except ApiException as error:
-            already = " (one of that name exists and is not storbench's to replace)" if error.status == 409 else ""
-            raise UserError(f"kubernetes: cannot create {kind} {self.namespace}/{name}: {error.reason}{already}",
-                            hint="check the RBAC rules in the README, or run `storbench k8s cleanup`") from None
+        for attempt in range(CREATE_ATTEMPTS):
+            try:
+                creator(self.namespace, manifest)
+                break
+            except ApiException as error:  # 429, or the server's own trouble (a webhook's timeout): asked again
+                if (error.status == 429 or (error.status or 0) >= 500) and attempt + 1 < CREATE_ATTEMPTS:
+                    time.sleep(2.0 ** attempt)
+                    continue
+                already = " (one of that name exists and is not storbench's to replace)" if error.status == 409 else ""
+                raise UserError(f"kubernetes: cannot create {kind} {self.namespace}/{name}: {error.reason}{already}",
+                                hint="check the RBAC rules (`storbench k8s rbac`), or run `storbench k8s cleanup`"
+                                ) from None
         created.append((kind, name))
 
-    def _wait(self, pods: _Pods, plans: Sequence[PodPlan], job_texts: Sequence[str], measured_end_s: float,
+    def _wait(self, pods: RepetitionPods, plans: Sequence[PodPlan], job_texts: Sequence[str], measured_end_s: float,
               deadline: float, budget_s: float) -> list[PodResult]:
         """Until every client's newest pod has ended (or the deadline): a pod deleted before it ended is made again
         with the rest of its job while enough of the measured section is left."""
@@ -368,52 +370,3 @@ class KubernetesExecutor:
         self.created_claims.clear()
         self.created_namespace = False
 
-
-class _Pods:
-    """The pods and config maps of one repetition: made (recorded for deletion), their logs followed."""
-
-    def __init__(self, executor: KubernetesExecutor, target: object, repetition_label: str,
-                 created: list[tuple[str, str]]) -> None:
-        self.executor, self.target, self.repetition_label, self.created = executor, target, repetition_label, created
-        self.followers: dict[str, LogFollower] = {}
-
-    def create(self, plan: PodPlan, job_text: str, start_at: int, end_at: int | None = None) -> None:
-        ex = self.executor
-        ex._create("configmap", plan.config_map, self.created, ex.core.create_namespaced_config_map,  # type: ignore[attr-defined]
-                   config_map_manifest(plan.config_map, job_text, ex.run_label))
-        ex._create("pod", plan.name, self.created, ex.core.create_namespaced_pod,  # type: ignore[attr-defined]
-                   pod_manifest(plan, self.target, start_at, ex.run_label, self.repetition_label,  # type: ignore[arg-type]
-                                end_at_s=end_at))
-        self.followers[plan.name] = LogFollower(ex.core, plan.name, ex.namespace,
-                                                end_marker=f"{EXIT_MARKER} ".encode())
-
-    def log_of(self, name: str, *, ended: bool, again: bool = True) -> str:
-        """What the pod printed: its follower's text once its container has ended (a deleted pod's too), or the
-        log read now if that is longer (a pod still running when the watchdog fired, a follower cut short or left
-        hanging by a node that failed, a stream that ended with its container before its last lines came).
-        ``again``: read an ended pod's log again until it is whole (not for a deleted pod or one lost with its
-        node: a read of theirs fails the same each time, 404 or the timeout)."""
-        follower = self.followers.get(name)
-        followed = ""
-        if follower is not None:
-            whole = follower.ended.wait(FOLLOW_END_S if ended else 0)
-            followed = follower.text
-            if whole and followed and follower.said_end.is_set():  # to the script's last line: nothing more
-                return followed
-        now = ""
-        # a pod that ended: its log read again (up to LOG_READS times) until it holds the script's last line; a read
-        # that failed or came short under load had left the follower's cut text (fio's JSON cut mid-way)
-        reads = LOG_READS if ended and again else 1
-        for attempt in range(reads):
-            with contextlib.suppress(Exception):  # a deleted pod's is gone: 404; a failed node's does not answer
-                read = self.executor.core.read_namespaced_pod_log(  # type: ignore[attr-defined]
-                    name, self.executor.namespace, _request_timeout=LOG_READ_TIMEOUT_S)
-                now = read if len(str(read)) > len(now) else now
-            if f"{EXIT_MARKER} " in now or attempt + 1 == reads:
-                break
-            time.sleep(1.0)
-        return followed if len(followed) >= len(now) else now
-
-    def stop_following(self) -> None:
-        for follower in self.followers.values():
-            follower.stop()
