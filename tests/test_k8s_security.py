@@ -3,6 +3,7 @@ storbench's own objects used or deleted. The cluster is a fake CoreV1Api (the re
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -614,3 +615,16 @@ def test_a_create_the_api_server_answers_429_or_5xx_is_asked_again(monkeypatch: 
     with pytest.raises(UserError, match="cannot create pod bench/p3"):
         executor._create("pod", "p3", created, creator, {"kind": "Pod"})
     assert answers == [] and created == [("pod", "p1")]
+
+
+def test_a_statically_linked_fio_has_no_libraries_to_copy(tmp_path: Path) -> None:
+    """`ldd` says "not a dynamic executable" and exits 1 for a static binary: `image build` had ended in a
+    traceback. Anything else ldd cannot read is one line."""
+    from storbench.lab.k8s_images import shared_libraries
+
+    static = tmp_path / "fio"
+    static.write_bytes(b"\x7fELF not really\n")  # ldd reads no dynamic section in it
+    assert shared_libraries(str(static)) == []
+    assert any(path.endswith(".so.6") for path in shared_libraries(shutil.which("ls") or "/bin/ls"))
+    with pytest.raises(UserError, match=r"ldd .*missing"):
+        shared_libraries(str(tmp_path / "missing"))

@@ -35,9 +35,15 @@ BUSYBOX_APPLETS = ("sh", "cat", "sleep", "date", "mkdir", "ls", "echo", "test", 
 
 
 def shared_libraries(binary: str) -> list[str]:
-    """Absolute paths of the libraries `ldd` says ``binary`` loads (the dynamic loader included)."""
-    out = subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout
-    return sorted({match for match in re.findall(r"(/[^\s)]+)", out) if os.path.exists(match)})
+    """Absolute paths of the libraries `ldd` says ``binary`` loads (the dynamic loader included); none for a
+    statically linked one (ldd says "not a dynamic executable" and exits 1: that had ended in a traceback)."""
+    done = subprocess.run(["ldd", binary], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        if "not a dynamic executable" in done.stdout + done.stderr:
+            return []
+        said = (done.stderr or done.stdout).strip()[:300] or f"exit status {done.returncode}"
+        raise UserError(f"ldd {binary}: {said}", hint="give a fio binary of this machine's architecture (--fio PATH)")
+    return sorted({match for match in re.findall(r"(/[^\s)]+)", done.stdout) if os.path.exists(match)})
 
 
 def _add_file(tar: tarfile.TarFile, source: str, name: str, mode: int = 0o755) -> None:
