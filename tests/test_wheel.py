@@ -123,6 +123,11 @@ def test_kubectl_flags_before_the_command_go_to_it_and_a_plan_never_names_the_cl
     assert kubectl_argv(["run", "p.yaml", "--namespace", "x"]) == ["run", "p.yaml", "--namespace", "x"]
     assert kubectl_argv(["--help"]) == ["--help"] and kubectl_argv([]) == []
     assert kubectl_argv(["-nbench", "plan", "p.yaml"]) == ["plan", "-nbench", "p.yaml"]  # as kubectl -nbench
+    from storbench.cli.kubectl import main as kubectl_main
+
+    for flags in (["-n", "bench"], ["--namespace=bench"], ["-nbench"], ["--context", "c", "-n", "bench"]):
+        assert kubectl_main(flags) == 2, flags  # argparse had read the namespace as the command
+        assert "no command after the flags" in capsys.readouterr().err
     plan = write_plan(tmp_path, "name: k\ntargets:\n  gp3: {kind: pvc, size: 1GiB, namespace: theirs}\n"
                                 "workload: {rw: randread, runtime: 1s}\n")
     loaded = with_namespace(_read_plan(str(plan)), "bench")

@@ -37,7 +37,19 @@ def kubectl_argv(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return storbench_main(kubectl_argv(sys.argv[1:] if argv is None else argv))
+    words = kubectl_argv(sys.argv[1:] if argv is None else argv)
+    if words and all(word.startswith("-") or word in _values(words) for word in words) and any(
+            word.split("=", 1)[0] in KUBECTL_FLAGS or (word.startswith("-n") and len(word) > 2) for word in words):
+        # kubectl's flags and no command: argparse had taken the namespace for one ("invalid choice: 'bench'")
+        print("kubectl-storbench: error: no command after the flags (e.g. kubectl storbench -n bench run plan.yaml) "
+              "(hint: kubectl storbench --help)", file=sys.stderr)
+        return 2
+    return storbench_main(words)
+
+
+def _values(words: Sequence[str]) -> set[str]:
+    """The words that are the values of kubectl's flags given apart (``-n bench``)."""
+    return {words[i + 1] for i, word in enumerate(words[:-1]) if word in KUBECTL_FLAGS}
 
 
 def entry() -> None:
