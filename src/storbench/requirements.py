@@ -33,7 +33,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     Requirement("fio's rbd engine", "engine", "rbd", "rbd targets", f"{APT} fio (Debian's fio has it)"),
     Requirement("fio with libnfs and libcurl (nfs and http engines)", "file", "fio-nfs",
                 "nfs and s3 targets, metadata on NFS (Debian's fio has neither engine)",
-                "storbench setup --labs (builds it from Debian's source package; about a minute)"),
+                "sudo storbench setup --labs (builds it from Debian's source package; about a minute)"),
     Requirement("root", "root", "", "every lab (namespaces, loop devices, daemons)", "run storbench as root"),
     Requirement("ip (iproute2)", "program", "ip", "the hosts, NFS and Kubernetes labs", f"{APT} iproute2"),
     Requirement("nft (nftables)", "program", "nft", "the hosts lab's firewall", f"{APT} nftables"),

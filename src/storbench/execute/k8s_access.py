@@ -94,7 +94,7 @@ def cleanup(kubeconfig: str | None, context: str | None = None, namespace: str |
                 items = lister(name, label_selector=SELECTOR).items
             except ApiException as error:
                 raise UserError(f"kubernetes: cannot list {kind}s in {name}: {error.reason}",
-                                hint="check the RBAC rules in the README (`storbench k8s rbac`)") from None
+                                hint="grant the rules `storbench k8s rbac` prints") from None
             for item in items:
                 with contextlib.suppress(Exception):
                     deleter(item.metadata.name, name)

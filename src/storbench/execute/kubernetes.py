@@ -118,7 +118,7 @@ class KubernetesExecutor:
             except ApiException as error:
                 if error.status != 409:
                     raise UserError(f"kubernetes: cannot create claim {name}: {error.reason}",
-                                    hint="check the StorageClass and the RBAC rules in the README") from None
+                                    hint="check the StorageClass, and the rules `storbench k8s rbac` prints") from None
                 self._adopt_claim(name)
             else:
                 self.created_claims.add(name)
@@ -344,7 +344,7 @@ class KubernetesExecutor:
             if error.status == 429 or (error.status or 0) >= 500:
                 return None
             raise UserError(f"kubernetes: cannot list the run's pods in {self.namespace}: {error.reason}",
-                            hint="check the RBAC rules in the README (`storbench k8s rbac`)") from None
+                            hint="grant the rules `storbench k8s rbac` prints") from None
         except (HTTPError, OSError):  # no answer in time, a connection dropped
             return None
 
