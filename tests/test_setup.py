@@ -52,6 +52,17 @@ def test_source_entries_are_derived_from_the_machines_own_binary_entries() -> No
     assert not has_sources(configured_entries({"/etc/apt/sources.list.d/storbench-deb-src.sources":
                                                "Types: deb-src\nURIs: http://x/debian\nSuites: bookworm\n"}))
     assert deb_src_text(configured_entries({})) == ""
+    # a deb-src of another repository (or of the security suite alone) is not Debian main's: derived for the rest
+    other_src = configured_entries({"/etc/apt/sources.list": ONE_LINE + "deb-src http://other.example/x stable main\n",
+                                    "/etc/apt/sources.list.d/internal.sources": INTERNAL_DEB822})
+    assert not has_sources(other_src) and "apt.internal.example" in deb_src_text(other_src)
+    covered = configured_entries({"/etc/apt/sources.list": ONE_LINE + "deb-src http://apt.internal.example/debian "
+                                                           "bookworm main\n"})
+    assert deb_src_text(covered) == ""  # nothing missing, nothing written
+    # deb822 field names in any case, as apt reads them
+    lower = configured_entries({"/etc/apt/sources.list.d/x.sources": "types: deb\nuris: http://m/debian\n"
+                                                                     "suites: bookworm\ncomponents: main\n"})
+    assert lower and lower[0].uris == ("http://m/debian",) and not has_sources(lower)
 
 
 def test_each_option_adds_its_packages_once() -> None:

@@ -48,6 +48,9 @@ def one_line_entries(text: str) -> list[Entry]:
     return entries
 
 
+_FIELDS = {name.lower(): name for name in ("Types", "URIs", "Suites", "Components", "Enabled")}
+
+
 def deb822_entries(text: str) -> list[Entry]:
     entries = []
     for stanza in re.split(r"\n\s*\n", text):
@@ -60,8 +63,8 @@ def deb822_entries(text: str) -> list[Entry]:
                 fields[last] += "\n" + raw
                 continue
             name, sep, value = raw.partition(":")
-            if sep:
-                last = name.strip()
+            if sep:  # apt takes field names in any case
+                last = _FIELDS.get(name.strip().lower(), name.strip())
                 fields[last] = value.strip()
         if "Types" not in fields or "URIs" not in fields:
             continue
@@ -84,16 +87,26 @@ def configured_entries(files: Mapping[str, str]) -> list[Entry]:
     return entries
 
 
+def _covered(entry: Entry, entries: list[Entry]) -> bool:
+    """Whether a `deb-src` entry has the sources of the `deb` ``entry``: its URIs, suites and components."""
+    return any(e.enabled and "deb-src" in e.types and set(entry.uris) <= set(e.uris)
+               and set(entry.suites) <= set(e.suites) and set(entry.components) <= set(e.components)
+               for e in entries)
+
+
 def has_sources(entries: list[Entry]) -> bool:
-    return any(e.enabled and "deb-src" in e.types for e in entries)
+    """Whether every enabled `deb` entry has its `deb-src` (a third party's, or bookworm-security's alone, is not
+    Debian main's: it had kept storbench from writing the one `apt-get source fio` needs)."""
+    binary = [e for e in entries if e.enabled and "deb" in e.types]
+    return bool(binary) and all(_covered(e, entries) for e in binary)
 
 
 def deb_src_text(entries: list[Entry]) -> str:
-    """A deb822 file with a `deb-src` stanza for each enabled `deb` entry (same URIs, suites, components and
-    options); "" when there is none."""
+    """A deb822 file with a `deb-src` stanza for each enabled `deb` entry that has none (same URIs, suites,
+    components and options); "" when there is none."""
     stanzas = []
     for entry in entries:
-        if not entry.enabled or "deb" not in entry.types or not entry.suites:
+        if not entry.enabled or "deb" not in entry.types or not entry.suites or _covered(entry, entries):
             continue
         lines = ["Types: deb-src", f"URIs: {' '.join(entry.uris)}", f"Suites: {' '.join(entry.suites)}"]
         if entry.components:
