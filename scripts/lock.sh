@@ -20,3 +20,12 @@ for set in base dev labs dev-labs; do
     ${extras[@]+"${extras[@]}"} -o "requirements/$set.lock" pyproject.toml
   echo "lock: requirements/$set.lock"
 done
+# the labs' Python packages an installed storbench installs itself (`storbench setup --labs`), from labs.lock
+.venv/bin/python - <<'PY'
+from storbench.machine_setup import LOCKED_MODULES, locked_blocks
+from pathlib import Path
+blocks = locked_blocks(Path("requirements/labs.lock").read_text())
+head = [line for line in Path("src/storbench/labs-modules.lock").read_text().splitlines() if line.startswith("#")]
+Path("src/storbench/labs-modules.lock").write_text("\n".join([*head, *(blocks[name] for name in LOCKED_MODULES)]) + "\n")
+print("lock: src/storbench/labs-modules.lock")
+PY

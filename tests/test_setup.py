@@ -103,16 +103,39 @@ def test_setup_for_scripts_builds_the_nfs_fio_but_leaves_python_to_the_lock(
     """`setup --labs --system-only` (what scripts/setup.sh runs, before it installs the lock): system packages and
     the fio with the nfs and http engines, which the NFS and S3 tests need on a fresh machine; not pyfuse3."""
     built: list[str] = []
-    modules: list[dict[str, str]] = []
+    modules: list[str] = []
     monkeypatch.setattr("os.geteuid", lambda: 0)
     monkeypatch.setattr("storbench.machine_setup.install_packages", lambda packages, say: [])
     monkeypatch.setattr("storbench.machine_setup.build_fio_nfs", lambda say: built.append("fio") or "/cache/fio")
-    monkeypatch.setattr("storbench.machine_setup.python_modules", lambda wanted, say: modules.append(wanted))
+    monkeypatch.setattr("storbench.machine_setup.python_modules", lambda say: modules.append("asked"))
     code, out, err = run_cli(capsys, "setup", "--labs", "--system-only")
     assert code == 0 and built == ["fio"] and modules == [], out + err
     assert "fio with the nfs and http engines at /cache/fio" in out
     code, out, err = run_cli(capsys, "setup", "--labs")
     assert code == 0 and built == ["fio", "fio"] and len(modules) == 1, out + err
+
+
+def test_the_labs_python_packages_are_installed_at_the_locks_versions_and_hashes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`setup --labs` of an installed copy had installed `pyfuse3>=3.2 trio>=0.22`, whatever the index served. The
+    lock it ships is requirements/labs.lock's own blocks, and only the missing packages go to pip, with
+    --require-hashes and --no-deps."""
+    from importlib.resources import files
+
+    from storbench import machine_setup
+
+    shipped = machine_setup.locked_blocks(files("storbench").joinpath(machine_setup.LAB_MODULES_LOCK).read_text())
+    project = machine_setup.locked_blocks((Path(__file__).parents[1] / "requirements" / "labs.lock").read_text())
+    assert set(shipped) == set(machine_setup.LOCKED_MODULES)
+    assert all(shipped[name] == project[name] and "--hash=sha256:" in shipped[name] for name in shipped)
+    asked: list[list[str]] = []
+    monkeypatch.setattr(machine_setup.importlib.util, "find_spec", lambda module: None if module == "trio" else 1)
+    monkeypatch.setattr(machine_setup, "run", lambda argv, **_: asked.append(
+        [*argv, Path(argv[-1]).read_text()]) or "")
+    machine_setup.python_modules(lambda line: None)
+    (argv,) = asked
+    assert "--require-hashes" in argv and "--no-deps" in argv
+    assert argv[-1].startswith("trio==") and argv[-1].count("==") == 1  # only what is missing
 
 
 def test_a_skip_for_want_of_what_the_test_set_up_installs_fails_the_suite() -> None:

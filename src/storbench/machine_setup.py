@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -163,10 +164,34 @@ def build_fio_nfs(say: Say) -> Path:
     return cache / "fio"
 
 
-def python_modules(modules: dict[str, str], say: Say) -> None:
-    """Python packages the labs import (pyfuse3 for the volume lab's pacer), into the environment storbench runs
-    in, when missing (built against the system's libfuse3, installed just before)."""
-    wanted = [spec for module, spec in modules.items() if importlib.util.find_spec(module) is None]
-    if wanted:
-        say(f"setup: installing {' '.join(wanted)} into {sys.prefix}")
-        run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", *wanted], timeout_s=1800)
+LAB_MODULES_LOCK = "labs-modules.lock"  # package data: the labs' Python packages, pinned with hashes
+# each package of that lock by the module it gives
+LOCKED_MODULES = {"attrs": "attr", "idna": "idna", "outcome": "outcome", "pyfuse3": "pyfuse3", "sniffio": "sniffio",
+                  "sortedcontainers": "sortedcontainers", "trio": "trio"}
+
+
+def locked_blocks(text: str) -> dict[str, str]:
+    """A lock file's requirement blocks (``name==version`` and its hash lines) by package name."""
+    blocks: dict[str, str] = {}
+    for block in re.split(r"\n(?=[a-z0-9][a-z0-9._-]*==)", text):
+        lines = [line for line in block.strip("\n").splitlines() if not line.strip().startswith("#")]
+        if lines and "==" in lines[0]:
+            blocks[lines[0].split("==")[0].strip()] = "\n".join(lines)
+    return blocks
+
+
+def python_modules(say: Say) -> None:
+    """The Python packages the labs import (pyfuse3 for the volume lab's pacer), into the environment storbench
+    runs in, the ones missing, at the versions and hashes storbench's lock names (`LAB_MODULES_LOCK`; unpinned, an
+    installed copy had taken whatever the index served); pyfuse3 built against the system's libfuse3, installed
+    just before."""
+    blocks = locked_blocks(files("storbench").joinpath(LAB_MODULES_LOCK).read_text())
+    wanted = [blocks[name] for name, module in LOCKED_MODULES.items() if importlib.util.find_spec(module) is None]
+    if not wanted:
+        return
+    say(f"setup: installing {' '.join(block.split(' ')[0] for block in wanted)} into {sys.prefix}")
+    with tempfile.NamedTemporaryFile("w", suffix=".lock", prefix="storbench-") as lock:
+        lock.write("\n".join(wanted) + "\n")
+        lock.flush()
+        run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--require-hashes",
+             "--no-deps", "-r", lock.name], timeout_s=1800)

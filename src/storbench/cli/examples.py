@@ -109,7 +109,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
                             + " --dev" * args.dev)
     install_packages(packages, say)
     if args.labs and not args.system_only:
-        python_modules({"pyfuse3": "pyfuse3>=3.2", "trio": "trio>=0.22"}, say)
+        python_modules(say)
     if args.labs:
         say(f"setup: fio with the nfs and http engines at {build_fio_nfs(say)}")
     say("setup: done; storbench doctor says what each target kind and lab has now")
