@@ -45,6 +45,7 @@ def test_the_wheel_installed_outside_the_clone_runs_a_plan_show_compare_and_repo
     (wheel,) = (tmp_path / "dist").glob("storbench-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "storbench/examples/quickstart.yaml" in names and "storbench/py.typed" in names
+    assert "storbench/labs-modules.lock" in names  # what `setup --labs` installs the labs' Python packages from
     assert {"storbench/docs/methodology.md", "storbench/docs/security.md"} <= set(names)  # what messages cite
     assert not [n for n in names if n.startswith(("tests/", "scripts/", "docs/"))], names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), names  # Apache-2.0 asks for its text
