@@ -65,6 +65,24 @@ def coverage(values: Values, ci_pct: float, least: int, confidence: float) -> tu
     return float(covered.mean()), float(stop.mean() + 1)
 
 
+def misses(values: Values, ci_pct: float, confidence: float) -> tuple[float, float, float]:
+    """For the rule (from CI_STOP_MIN_ROUNDS, at ``confidence``): the share of paths whose interval at the stop lies
+    wholly below the true mean, wholly above it, and the mean's relative bias at the stop."""
+    n = np.arange(1, MAX_ROUNDS + 1, dtype=float)
+    mean = np.cumsum(values, axis=1) / n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.sqrt(np.maximum(np.cumsum(values * values, axis=1) - n * mean * mean, 0) / (n - 1))
+        t = np.array([math.inf] + [t_quantile(confidence, k - 1) for k in range(2, MAX_ROUNDS + 1)])
+        half = t * sd / np.sqrt(n)
+        narrow = (100 * half / mean <= ci_pct) & (n >= CI_STOP_MIN_ROUNDS)
+    narrow[:, -1] = True
+    stop = narrow.argmax(axis=1)
+    rows = np.arange(len(values))
+    at, width = mean[rows, stop], half[rows, stop]
+    return (float((at + width < TRUE_MEAN).mean()), float((at - width > TRUE_MEAN).mean()),
+            float(at.mean() / TRUE_MEAN - 1))
+
+
 def stops(values: Values, ci_pct: float, confidence: float) -> npt.NDArray[np.int64]:
     """Each path's stop (rounds run) for the rule: the first look from CI_STOP_MIN_ROUNDS on whose interval at
     ``confidence`` is within +-``ci_pct`` % of its mean on every point (``values``: points x paths x rounds)."""
@@ -112,6 +130,14 @@ def main() -> None:
         cells = [f"{plain[m][0]:.1%}" for m in mins]
         print(f"| ±{ci:g} % | {cv:.0%} | " + " | ".join(cells)
               + f" | {covered:.1%} ({level:.1%}) | {rounds:.1f} ({plain[3][1]:.1f}) |")
+    print()
+    print("| N | CV | the rule's level | interval below the true mean | above it | mean at the stop |")
+    print("|---|---|---:|---:|---:|---:|")
+    for ci in TARGETS:
+        for cv in (0.10, 0.20, 0.40):
+            level = ci_stop_confidence(ci)
+            below, above, bias = misses(runs[(ci, cv)], ci, level)
+            print(f"| ±{ci:g} % | {cv:.0%} | {level:.1%} | {below:.1%} | {above:.1%} | {bias:+.2%} |")
     print()
     print("| N | CV | its mean rounds | called different at 95 % | at the run's level |")
     print("|---|---|---:|---:|---:|")
