@@ -721,5 +721,5 @@ def test_a_startdelay_on_many_clients_is_waited_after_the_barrier_not_swallowed_
         plan = write_plan(tmp_path, "name: d\ntargets:\n  t: {kind: path, path: ./d, size: 1MiB}\nworkload: {rw: "
                                     f"randread, runtime: 1s, fio: {{startdelay: {delay}}}}}\nclients: 2\n"
                                     "lab: {hosts: {count: 2}}\n")
-        code, out, err = run_cli(capsys, "plan", str(plan))
+        code, _, err = run_cli(capsys, "plan", str(plan))
         assert code == 2 and f"startdelay {delay} draws each job's start, and 2 clients on fio servers" in err, err
