@@ -1190,24 +1190,30 @@ def test_each_create_repetition_starts_with_no_files_an_earlier_one_left(tmp_pat
     assert len(left[("stat", 1)]) == 3  # a stat's files are fio's to lay out and keep
 
 
-@pytest.mark.parametrize(("bring_up", "kept"), [("each_repetition", [False, False, False, True]),
-                                                ("once", [True, True])])
+@pytest.mark.parametrize(("bring_up", "budget_s", "kept"), [("each_repetition", None, [False, False, False, True]),
+                                                           ("each_repetition", 150.0, [False, True]),
+                                                           ("once", None, [True, True])])
 def test_keep_lab_keeps_the_last_lab_configuration_not_a_fresh_rounds_cluster(
-        tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch, bring_up: str, kept: list[bool]) -> None:
+        tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch, bring_up: str, budget_s: float | None,
+        kept: list[bool]) -> None:
     """A fresh cluster a round, with --keep-lab: every group's had been kept, and the next round's cluster of the
-    same settings (A0 B0 B1 A1: B1 on B0's) reused it, images and all, while compare said "fresh instance"."""
+    same settings (A0 B0 B1 A1: B1 on B0's) reused it, images and all, while compare said "fresh instance". The
+    one that ran last stays up, also when the run stops early (a budget spent after the second round)."""
     text = (f"name: keep\ntargets:\n  img: {{kind: rbd, pool: b, image: i, size: 64MiB}}\n"
             f"workload: {{rw: randread, runtime: 1s}}\nrepeat: 2\norder: interleaved\n"
             f"lab:\n  ceph: {{osds: [3, 4], pool_size: 3, bring_up: {bring_up}}}\n")
     loaded = load_plan_text(text, "keep.yaml")
     cases = expand(loaded)
     groups: list[tuple[int, bool]] = []
+    now = [0.0]
 
     def group(run, lab, items, position, *, keep):  # type: ignore[no-untyped-def]
-        groups.append((lab.ceph.osds, keep))
+        now[0] += 100.0  # each group's repetitions take 100 s
+        groups.append((lab.ceph.osds, keep(False)))  # asked as the group ends
         return 0, len(items)
 
     monkeypatch.setattr(orchestrate, "_run_group", group)
     checked = Checked(capabilities=CAPS, targets={})
-    orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(_ok), Observer(), resume=False, keep_lab=True)
+    orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(_ok), Observer(), resume=False, keep_lab=True,
+                         clock=lambda: now[0], budget_s=budget_s)
     assert [keep for _, keep in groups] == kept, groups

@@ -189,10 +189,8 @@ def run_plan(
             for index, (lab, items) in enumerate(groups):
                 if run.stop_before(items[0].rep_index):  # a round ended with the previous cluster
                     break
-                # --keep-lab keeps the last lab configuration: a fresh cluster a round (each_repetition, side by
-                # side) is torn down after its round, or the next round's would have reused it, data and all
-                keep = run.keep_lab and (bring_up == "once" or index == len(groups) - 1)
-                group_failed, group_ran = _run_group(run, lab, items, position, keep=keep)
+                group_failed, group_ran = _run_group(run, lab, items, position,
+                                                     keep=partial(_keeps, run, bring_up, groups, index))
                 failed, ran = failed + group_failed, ran + group_ran
                 position += len(items)
                 if run.stopped:
@@ -253,8 +251,21 @@ def _fault(session: LabContext, case: Case, step: FaultStep, restore: bool) -> s
     return session.fault(step, case, restore=restore)
 
 
+def _keeps(run: RunState, bring_up: str, groups: Sequence[tuple[LabPoint, Sequence[ScheduledRepetition]]],
+           index: int, failing: bool) -> bool:
+    """--keep-lab, as group ``index`` ends: the last lab configuration stays up. A fresh cluster a round
+    (`each_repetition`) is torn down after its round unless the run ends there (its last round, a stopping rule or
+    a budget that stops before the next, an error), or the next round's cluster of the same settings would reuse
+    it, data and all."""
+    if not run.keep_lab:
+        return False
+    if bring_up == "once" or index == len(groups) - 1 or failing:
+        return True
+    return run.stop_before(groups[index + 1][1][0].rep_index)  # asked once: the loop's own ask gets the same
+
+
 def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition], first_position: int, *,
-               keep: bool) -> tuple[int, int]:
+               keep: Callable[[bool], bool]) -> tuple[int, int]:
     """Run one lab configuration's repetitions, round by round; returns how many failed and how many ran. With
     `repeat: {until: ...}` the rounds stop once the answer is known (looked at after each round from `min`)."""
     config = run.loaded.config

@@ -167,12 +167,14 @@ def _prepare(grouped: Mapping[str, Sequence[Case]], env: LabEnvironment, prepare
 
 @contextmanager
 def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checked: Checked,
-                observer: LabObserver, *, keep: bool, servers: Sequence[str] = ()) -> Iterator[LabContext]:
+                observer: LabObserver, *, keep: bool | Callable[[bool], bool],
+                servers: Sequence[str] = ()) -> Iterator[LabContext]:
     """Bring up the labs this group needs (if any), each kind in the registry's order (`lab.registry`): the
     volume, the NFS server, its Ceph cluster or its clusters side by side, each on its own ports and directory;
     prepare the targets that live on them (rbd images, NFS files, CephFS directories, the volume's device), and
-    tear the labs down afterwards, in reverse — also when the run fails or is interrupted. ``servers``: the fio
-    servers the cases run on (empty: this machine)."""
+    tear the labs down afterwards, in reverse — also when the run fails or is interrupted. ``keep``: leave them up
+    (asked when the group ends, told whether it is failing). ``servers``: the fio servers the cases run on (empty:
+    this machine)."""
     group = LabGroup(loaded, lab, cases, checked, tuple(servers), observer)
     wanted = [kind for kind in KINDS.values() if kind.wanted(group)]
     prepared = _Prepared(dict(checked.targets), {})
@@ -211,11 +213,12 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         steps.append(lambda: remove_run_test_files(
             [t for name, t in prepared.targets.items() if name not in checked.targets], observer,
             keep_files=loaded.config.keep_files))
-        if not keep:
+        kept = keep(failing) if callable(keep) else keep  # asked now: whether a later group runs is known now
+        if not kept:
             steps += reversed(labs.downs)
         with interrupts_held():  # a Ctrl-C meanwhile waits for the last step: a lab half torn down stays up
             errors = each_step(steps)
-            if not keep:
+            if not kept:
                 for name in sorted(kind.name for kind in wanted):
                     observer.event(LabTornDown(name))
             if errors and not failing:  # inside: a step's error goes on, not a press held meanwhile
