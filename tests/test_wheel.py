@@ -130,6 +130,10 @@ def test_kubectl_flags_before_the_command_go_to_it_and_a_plan_never_names_the_cl
     for flags in (["-n", "bench"], ["--namespace=bench"], ["-nbench"], ["--context", "c", "-n", "bench"]):
         assert kubectl_main(flags) == 2, flags  # argparse had read the namespace as the command
         assert "no command after the flags" in capsys.readouterr().err
+    for asked in (["-n", "bench", "--help"], ["-n", "bench", "--version"]):  # storbench's own, as before
+        assert kubectl_main(asked) == 0, asked
+        said = capsys.readouterr()
+        assert "no command" not in said.err and ("usage: storbench" in said.out or "storbench 0" in said.out), said
     plan = write_plan(tmp_path, "name: k\ntargets:\n  gp3: {kind: pvc, size: 1GiB, namespace: theirs}\n"
                                 "workload: {rw: randread, runtime: 1s}\n")
     loaded = with_namespace(_read_plan(str(plan)), "bench")

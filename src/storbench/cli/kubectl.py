@@ -38,7 +38,8 @@ def kubectl_argv(argv: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = kubectl_argv(sys.argv[1:] if argv is None else argv)
-    if words and all(word.startswith("-") or word in _values(words) for word in words) and any(
+    if words and not {"-h", "--help", "--version"} & set(words) and all(
+            word.startswith("-") or word in _values(words) for word in words) and any(
             word.split("=", 1)[0] in KUBECTL_FLAGS or (word.startswith("-n") and len(word) > 2) for word in words):
         # kubectl's flags and no command: argparse had taken the namespace for one ("invalid choice: 'bench'")
         print("kubectl-storbench: error: no command after the flags (e.g. kubectl storbench -n bench run plan.yaml) "
