@@ -59,6 +59,11 @@ def test_source_entries_are_derived_from_the_machines_own_binary_entries() -> No
     covered = configured_entries({"/etc/apt/sources.list": ONE_LINE + "deb-src http://apt.internal.example/debian "
                                                            "bookworm main\n"})
     assert deb_src_text(covered) == ""  # nothing missing, nothing written
+    # a third party's own repository (Docker's `stable`) has no source packages: none derived for it
+    docker = configured_entries({"/etc/apt/sources.list": "deb-src http://apt.internal.example/debian bookworm main\n"
+                                 "deb http://apt.internal.example/debian bookworm main\n"
+                                 "deb [arch=amd64] https://download.docker.example/linux/debian bookworm stable\n"})
+    assert has_sources(docker) and deb_src_text(docker) == ""
     # deb822 field names in any case, as apt reads them
     lower = configured_entries({"/etc/apt/sources.list.d/x.sources": "types: deb\nuris: http://m/debian\n"
                                                                      "suites: bookworm\ncomponents: main\n"})

@@ -94,19 +94,25 @@ def _covered(entry: Entry, entries: list[Entry]) -> bool:
                for e in entries)
 
 
+def _wanted(entry: Entry) -> bool:
+    """An enabled `deb` entry with a `main` component: Debian's archive, or a mirror of it (a third party's own
+    repository, Docker's `stable`, say, publishes no source packages, and a `deb-src` for it would only fail)."""
+    return entry.enabled and "deb" in entry.types and "main" in entry.components and bool(entry.suites)
+
+
 def has_sources(entries: list[Entry]) -> bool:
-    """Whether every enabled `deb` entry has its `deb-src` (a third party's, or bookworm-security's alone, is not
-    Debian main's: it had kept storbench from writing the one `apt-get source fio` needs)."""
-    binary = [e for e in entries if e.enabled and "deb" in e.types]
+    """Whether every `deb` entry of a `main` component has its `deb-src` (a third party's, or bookworm-security's
+    alone, is not Debian main's: it had kept storbench from writing the one `apt-get source fio` needs)."""
+    binary = [e for e in entries if _wanted(e)]
     return bool(binary) and all(_covered(e, entries) for e in binary)
 
 
 def deb_src_text(entries: list[Entry]) -> str:
-    """A deb822 file with a `deb-src` stanza for each enabled `deb` entry that has none (same URIs, suites,
-    components and options); "" when there is none."""
+    """A deb822 file with a `deb-src` stanza for each `deb` entry of a `main` component that has none (same URIs,
+    suites, components and options); "" when there is none."""
     stanzas = []
     for entry in entries:
-        if not entry.enabled or "deb" not in entry.types or not entry.suites or _covered(entry, entries):
+        if not _wanted(entry) or _covered(entry, entries):
             continue
         lines = ["Types: deb-src", f"URIs: {' '.join(entry.uris)}", f"Suites: {' '.join(entry.suites)}"]
         if entry.components:

@@ -100,7 +100,8 @@ def ensure_source_packages(say: Say) -> None:
     if has_sources(entries):
         return
     if os.geteuid() != 0:
-        raise UserError("building fio needs Debian's source package, and this machine has no deb-src entry: "
+        raise UserError("building fio needs Debian's source package, and this machine has no deb-src entry for "
+                        "Debian's main packages: "
                         f"writing one to {APT_DIR / 'sources.list.d'} needs root", hint="sudo storbench setup --labs")
     text = deb_src_text(entries)
     if not text:
