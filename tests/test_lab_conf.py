@@ -584,7 +584,7 @@ def test_a_kept_cluster_with_an_osd_marked_out_is_not_ready() -> None:
 
 @pytest.mark.parametrize(("targets", "lab", "extra", "refused"), [
     ("fs: {kind: cephfs, size: 4MiB}", "osds: 3, pool_size: [1, 3], cephfs: true", "", "asks for pool_size 1"),
-    ("fs: {kind: cephfs, size: 4MiB}", "osds: 3, pool_size: [2], cephfs: true", "", "keep 3 copies"),
+    ("fs: {kind: cephfs, size: 4MiB}", "osds: 4, pool_size: [2], cephfs: true", "", None),  # its pools keep 2
     ("o: {kind: s3}", "osds: 3, pool_size: [2, 3], rgw: true", "", "runs on the lab's radosgw pools"),
     ("fs: {kind: cephfs, size: 4MiB}\n  img: {kind: rbd, pool: b, image: i, size: 64MiB}",
      "osds: 3, pool_size: [2, 3], cephfs: true", "", "asks for pool_size 2"),
@@ -636,3 +636,23 @@ def test_an_osd_cpu_quota_below_the_least_a_cgroup_takes_is_refused() -> None:
         load_plan_text(text.replace("VALUES", "0.001, 0.5"), "p.yaml")
     assert "lab.ceph.osd_cpus" in (caught.value.where or ""), caught.value.where
     load_plan_text(text.replace("VALUES", "0.01, 0.5"), "p.yaml")
+
+
+def test_a_clusters_own_pools_keep_the_one_size_its_cephfs_cases_ask() -> None:
+    """A CephFS-only plan at 2 copies on 4 OSDs: the cluster's own pools were made at min(3, osds) = 3 and the plan
+    refused; they keep the one size the cases ask, with rbd pools their largest."""
+    from storbench.config import load_plan_text
+    from storbench.lab.ceph_conf import own_pools_size
+    from storbench.plan import expand
+
+    text = ("name: p\ntargets:\n  TARGETS\nworkload: {rw: randread}\n"
+            "lab:\n  ceph: {osds: 4, pool_size: SIZES, cephfs: true}\n")
+    fs = "fs: {kind: cephfs, size: 4MiB}"
+    cases = expand(load_plan_text(text.replace("TARGETS", fs).replace("SIZES", "2"), "p.yaml"))
+    assert own_pools_size(cases) == 2
+    spec = CephLabSpec(osds=4, osd_size_bytes=1 << 30, objectstore="bluestore", pools=(), default_size=2)
+    assert "osd pool default size = 2" in render_ceph_conf(spec, "f" * 36, "/tmp/lab")
+    assert "osd pool default size = 3" in render_ceph_conf(replace(spec, default_size=None), "f" * 36, "/tmp/lab")
+    rbd = "\n  img: {kind: rbd, pool: b, image: i, size: 64MiB}"
+    with_rbd = expand(load_plan_text(text.replace("TARGETS", fs + rbd).replace("SIZES", "2"), "p.yaml"))
+    assert own_pools_size(with_rbd) is None  # the rbd pools' largest sets it

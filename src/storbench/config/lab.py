@@ -40,9 +40,9 @@ class CephLabConfig(StrictModel):
     objectstore: Sweep[Literal["bluestore", "memstore"]] = Field(["bluestore"], description="bluestore (on "
                                                                  "sparse files) or memstore.")
     pool_size: Sweep[Annotated[int, Field(ge=1, le=16)]] = Field([3], description="Replica count of the "
-                                                                 "pools the rbd targets use (the lab's CephFS and "
-                                                                 "radosgw pools keep the largest of them, else min(3, "
-                                                                 "osds); a case on those must ask for that size).")
+                                                                 "pools the rbd targets use; the lab's CephFS and "
+                                                                 "radosgw pools keep the largest of them, or with no "
+                                                                 "rbd target the one size their cases ask.")
     cache_size: Sweep[Size] | None = Field(None, description="BlueStore cache per OSD (autotune off).")
     osd_memory_target: Sweep[Size] | None = Field(None, description="osd_memory_target per OSD (>= 896MiB).")
     db_device: Sweep[Literal["none", "fast"]] | None = Field(

@@ -58,6 +58,7 @@ class CephLabSpec:
     osds_per_device: int | None = None  # ... this many per device ...
     device_size_bytes: int | None = None  # ... each of this size
     hosts: int | None = None  # emulated CRUSH hosts (host_of), the pools' failure domain; None: each OSD its own
+    default_size: int | None = None  # copies of its own pools (CephFS, radosgw) with no rbd pool; None: min(3, osds)
 
 
 # OSD options every lab cluster starts with: small, for a 2-core machine. They live in the monitors' config
@@ -108,7 +109,7 @@ def render_ceph_conf(spec: CephLabSpec, fsid: str, root: str, address: str = LOO
     Admin socket, pid and log file settings live in the daemon sections only: clients (fio's rbd engine,
     the ceph CLI) would otherwise collide on one admin socket.
     """
-    default_size = max((size for _, size in spec.pools), default=min(3, spec.osds))
+    default_size = max((size for _, size in spec.pools), default=spec.default_size or min(3, spec.osds))
     lines = [
         "[global]",
         f"fsid = {fsid}",
@@ -242,24 +243,40 @@ def rbd_pools(cases: Sequence[Case]) -> dict[str, tuple[str, int]]:
             for case in cases if isinstance(case.target, RbdTarget) and case.lab.ceph is not None}
 
 
+def _on_lab_pools(case: Case) -> bool:
+    """A case on the lab's own pools: a cephfs target without a path, an s3 target without an endpoint."""
+    return ((isinstance(case.target, CephfsTarget) and case.target.path is None)
+            or (isinstance(case.target, S3Target) and case.target.endpoint is None))
+
+
+def own_pools_size(cases: Sequence[Case]) -> int | None:
+    """The copies a cluster's own pools (CephFS, radosgw) keep for ``cases`` (one cluster's): with no rbd pool, the
+    one `pool_size` its cases on those pools ask (a CephFS at 2 copies on 4 OSDs had been refused: the default was
+    min(3, osds)); None where rbd pools set it (their largest) or the cases ask several."""
+    if any(isinstance(case.target, RbdTarget) for case in cases):
+        return None
+    asked = {case.lab.ceph.pool_size for case in cases if case.lab.ceph is not None and _on_lab_pools(case)}
+    return asked.pop() if len(asked) == 1 else None
+
+
 def unapplied_pool_size(cases: Sequence[Case]) -> tuple[Case, int] | None:
-    """A case on the lab's CephFS or radosgw (a cephfs target without a path, an s3 target without an endpoint)
-    whose recorded ``pool_size`` is not the size its pools keep, with that size, or None. Those pools are the
-    cluster's own, at its default size (`render_ceph_conf`: its largest rbd pool's, else min(3, osds)): a
-    `pool_size` sweep had measured them all at one size, and compare had judged two configurations that were one."""
-    rbd: dict[LabPoint, list[int]] = {}
+    """A case on the lab's CephFS or radosgw whose recorded ``pool_size`` is not the size its pools keep, with that
+    size, or None. Those pools are the cluster's own, at its default size (`render_ceph_conf`: its largest rbd
+    pool's, else the one size its cases ask, else min(3, osds)): a `pool_size` sweep had measured them all at one
+    size, and compare had judged two configurations that were one."""
+    by_cluster: dict[LabPoint, list[Case]] = {}
     for case in cases:
-        if isinstance(case.target, RbdTarget) and case.lab.ceph is not None:
-            rbd.setdefault(cluster_of(case.lab), []).append(case.lab.ceph.pool_size)
-    for case in cases:
-        ceph = case.lab.ceph
-        on_lab = ((isinstance(case.target, CephfsTarget) and case.target.path is None)
-                  or (isinstance(case.target, S3Target) and case.target.endpoint is None))
-        if ceph is None or not on_lab:
-            continue
-        kept = max(rbd.get(cluster_of(case.lab), []), default=min(3, ceph.osds))
-        if ceph.pool_size != kept:
-            return case, kept
+        if case.lab.ceph is not None:
+            by_cluster.setdefault(cluster_of(case.lab), []).append(case)
+    for on_cluster in by_cluster.values():
+        rbd = [c.lab.ceph.pool_size for c in on_cluster if isinstance(c.target, RbdTarget) and c.lab.ceph]
+        for case in on_cluster:
+            ceph = case.lab.ceph
+            if ceph is None or not _on_lab_pools(case):
+                continue
+            kept = max(rbd, default=own_pools_size(on_cluster) or min(3, ceph.osds))
+            if ceph.pool_size != kept:
+                return case, kept
     return None
 
 

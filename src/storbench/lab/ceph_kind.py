@@ -40,6 +40,7 @@ from storbench.lab.ceph_conf import (
     clusters_of,
     host_osds,
     osd_options,
+    own_pools_size,
     rbd_pools,
 )
 from storbench.lab.ceph_daemons import RGW_USER, CephLabInfo, rgw_endpoint
@@ -183,7 +184,7 @@ class CephKind(LabKindBase):
             # the OSDs start with the first case's options: no restart before the first repetition
             first = next(c.lab.ceph for c in on_cluster if c.lab.ceph is not None)
             lab_spec = replace(ceph_spec_for(cluster.ceph, tuple(pools.values())), osd_config=osd_options(first),
-                               slot=slot)
+                               slot=slot, default_size=own_pools_size(on_cluster))
             settings = tuple((name, value) for name, value in cluster.pairs() if name not in ("lab", "pool_size"))
             observer.event(LabBringingUp("ceph", settings, slot, len(clusters), tuple(lab_spec.pools)))
             ceph_lab = CephLab.for_slot(slot)
