@@ -204,6 +204,11 @@ def test_the_watchdog_waits_for_an_unmeasured_put_of_every_object_whatever_the_r
     for rw in ("get", "getput", "delete_object"):
         assert fill_s + 2 <= watchdog_seconds(cases[rw], 0.0) <= fill_s + 2 + 5, rw
     assert watchdog_seconds(cases["put"], 0.0) <= 2 + 5  # no fill: its runtime
+    # 16 clients of 32 jobs: their 512,000 PUTs reach one radosgw, at 50 a second together, not 10 a job at once
+    from dataclasses import replace
+
+    many = replace(cases["get"], clients=16, workload=replace(cases["get"].workload, numjobs=32, bs_bytes=4096))
+    assert watchdog_seconds(many, 0.0) >= 1000 * 32 * 16 / 50
 
 
 def test_each_clients_objects_stay_under_the_runs_prefix() -> None:

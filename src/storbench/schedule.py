@@ -15,6 +15,7 @@ from storbench.config import (
     PlanConfig,
 )
 from storbench.errors import UserError
+from storbench.fio.layout import has_fill_section
 from storbench.lab.ceph_conf import osd_options
 from storbench.model import (
     SIDE_BY_SIDE_SETTINGS,
@@ -244,8 +245,10 @@ def fio_seconds(case: Case) -> float:
     if is_volume_operation(w.rw):  # runtime is only the time an operation may take
         return min(w.runtime_s, ESTIMATE_VOLUME_OPERATION_S)
     if is_size_based(w.rw) and w.files is not None:
-        operations_s = w.files / ESTIMATE_OPS_PER_JOB_S * (1 if w.rw == "create" else 3 if w.rw == "metadata"
-                                                            else 2)  # and their fill, or all phases
+        per_s = w.files / ESTIMATE_OPS_PER_JOB_S
+        if has_fill_section(case):  # a fill no runtime caps (an NFS stat or delete's creates, a delete's PUTs)
+            return per_s + min(w.runtime_s, per_s) + FIO_STARTUP_S + w.start_delay_s[1]
+        operations_s = per_s * (1 if w.rw == "create" else 3 if w.rw == "metadata" else 2)  # fio's layout, phases
         return min(w.runtime_s, operations_s) + FIO_STARTUP_S + w.start_delay_s[1]
     put_s = w.files / ESTIMATE_OPS_PER_JOB_S if w.rw in ("get", "getput") and w.files is not None else 0.0
     return w.ramp_s + w.runtime_s + put_s + FIO_STARTUP_S + w.start_delay_s[1]  # a GET after its unmeasured PUT

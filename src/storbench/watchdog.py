@@ -15,6 +15,8 @@ __all__ = ["fill_limit_s", "fio_limit_s", "layout_seconds", "watchdog_seconds"]
 WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
 # Slowest rate of an unmeasured fill's requests (PUTs, NFS creates) a job, before calling fio hung.
 WATCHDOG_FILL_REQUESTS_PER_S = 10.0
+# ... and of all the jobs' requests together, on the one server they all reach
+WATCHDOG_FILL_TOTAL_REQUESTS_PER_S = 50.0
 
 
 def fio_limit_s(case: Case) -> float:
@@ -35,13 +37,17 @@ def fio_limit_s(case: Case) -> float:
 def fill_limit_s(case: Case) -> float:
     """The longest an unmeasured fill section may rightly take (`has_fill_section`; no runtime caps it, whose end
     had left the measured GETs and deletes meeting objects never PUT): its bytes at the slowest layout speed
-    allowed, and each job's requests at the slowest request rate allowed."""
+    allowed, and its requests at the slowest rates allowed, a job's and all jobs' together."""
     if not has_fill_section(case):
         return 0.0
     w = case.workload
     files = w.files or 0
     written = files * w.bs_bytes * w.numjobs * case.clients if is_object(w.rw) else 0  # NFS: empty files
-    return written / WATCHDOG_LAYOUT_BYTES_PER_S + files / WATCHDOG_FILL_REQUESTS_PER_S
+    # each job's requests, and all of them at once on one server (16 clients of 32 jobs: 512 jobs one NFS server or
+    # radosgw answers)
+    requests_s = max(files / WATCHDOG_FILL_REQUESTS_PER_S,
+                     files * w.numjobs * case.clients / WATCHDOG_FILL_TOTAL_REQUESTS_PER_S)
+    return written / WATCHDOG_LAYOUT_BYTES_PER_S + requests_s
 
 
 def watchdog_seconds(case: Case, grace_s: float) -> float:
