@@ -615,6 +615,22 @@ def test_a_create_the_api_server_answers_429_or_5xx_is_asked_again(monkeypatch: 
     with pytest.raises(UserError, match="cannot create pod bench/p3"):
         executor._create("pod", "p3", created, creator, {"kind": "Pod"})
     assert answers == [] and created == [("pod", "p1")]
+    # a 5xx whose create was stored after all: asked again, it meets 409 from its own pod, which is this run's and
+    # recorded for deletion (it had stopped the run, the pod left behind)
+    labels = {"storbench/run": "r1"}
+
+    class Core:
+        def read_namespaced_pod(self, name: str, namespace: str) -> object:
+            return SimpleNamespace(metadata=SimpleNamespace(labels=labels))
+
+    executor.core, executor.run_label = Core(), "r1"
+    answers[:] = [504, 409]
+    executor._create("pod", "p4", created, creator, {"kind": "Pod"})
+    assert created[-1] == ("pod", "p4") and answers == []
+    labels["storbench/run"] = "someone-else"
+    answers[:] = [504, 409]
+    with pytest.raises(UserError, match="one of that name exists and is not storbench's"):
+        executor._create("pod", "p5", created, creator, {"kind": "Pod"})
 
 
 def test_a_statically_linked_fio_has_no_libraries_to_copy(tmp_path: Path) -> None:

@@ -241,11 +241,20 @@ class KubernetesExecutor:
                 if (error.status == 429 or (error.status or 0) >= 500) and attempt + 1 < CREATE_ATTEMPTS:
                     time.sleep(2.0 ** attempt)
                     continue
+                if error.status == 409 and attempt > 0 and self._this_runs(kind, name):
+                    break  # the answer lost, the object stored: the create asked again meets its own
                 already = " (one of that name exists and is not storbench's to replace)" if error.status == 409 else ""
                 raise UserError(f"kubernetes: cannot create {kind} {self.namespace}/{name}: {error.reason}{already}",
                                 hint="check the RBAC rules (`storbench k8s rbac`), or run `storbench k8s cleanup`"
                                 ) from None
         created.append((kind, name))
+
+    def _this_runs(self, kind: str, name: str) -> bool:
+        """Whether the pod or config map ``name`` carries this run's label (it may be read: `k8s rbac`'s get)."""
+        reader = self.core.read_namespaced_pod if kind == "pod" else self.core.read_namespaced_config_map  # type: ignore[attr-defined]
+        with contextlib.suppress(Exception):
+            return bool((reader(name, self.namespace).metadata.labels or {}).get(RUN_LABEL) == self.run_label)
+        return False
 
     def _wait(self, pods: RepetitionPods, plans: Sequence[PodPlan], job_texts: Sequence[str], measured_end_s: float,
               deadline: float, budget_s: float) -> list[PodResult]:
