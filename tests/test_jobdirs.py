@@ -72,7 +72,11 @@ def test_fio_jobs_a_killed_storbench_left_working_are_killed_with_their_director
     (a hung one for ever). A process named fio working in the stale directory is killed; others are not."""
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)
-    stale = tmp_path / f"storbench-{int(gone.stdout)}-abcd_123"
+    real = tmp_path / "real"
+    real.mkdir()
+    linked = tmp_path / "tmp"  # a TMPDIR that is a link: the kernel gives a working directory resolved
+    linked.symlink_to(real)
+    stale = linked / f"storbench-{int(gone.stdout)}-abcd_123"
     stale.mkdir()
     fio = tmp_path / "bin" / "fio"  # stands in for a fio job process: only its name and working directory count
     fio.parent.mkdir()
@@ -80,7 +84,7 @@ def test_fio_jobs_a_killed_storbench_left_working_are_killed_with_their_director
     job = subprocess.Popen([str(fio), "300"], cwd=stale, start_new_session=True)
     other = subprocess.Popen([shutil.which("sleep") or "/bin/sleep", "300"], cwd=stale, start_new_session=True)
     try:
-        assert remove_stale_job_dirs(tmp_path) == [stale]
+        assert remove_stale_job_dirs(linked) == [stale]
         assert job.wait(timeout=10) == -9  # SIGKILL
         assert other.poll() is None  # not fio: left alone
     finally:

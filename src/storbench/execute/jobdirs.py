@@ -112,11 +112,12 @@ def _kill_fio_in(path: str) -> None:
     """SIGKILL this user's fio processes working in ``path``: the jobs of a fio whose storbench was killed (kill -9).
     Its main process dies with storbench (`supervisor`), but the job processes, each in a session of its own, do not,
     and went on doing I/O until their runtime ended (a hung one for ever)."""
+    resolved = os.path.realpath(path)  # the kernel gives a process's working directory resolved (a linked TMPDIR)
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
-            if (os.readlink(proc / "cwd") != path or proc.stat().st_uid != os.getuid()
+            if (os.readlink(proc / "cwd") != resolved or proc.stat().st_uid != os.getuid()
                     or (proc / "comm").read_text().strip() != "fio"):
                 continue
             os.kill(int(proc.name), signal.SIGKILL)
