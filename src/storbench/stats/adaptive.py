@@ -81,7 +81,6 @@ def decided_verdicts(observations: Sequence[Observation], baseline: Selector, ca
             for p in paired_rounds(observations, baseline, candidate, metrics)]
 
 
-
 def all_decided(verdicts: Sequence[MetricVerdict]) -> bool:
     return bool(verdicts) and all(v.verdict.decision != Decision.UNDECIDED for v in verdicts)
 

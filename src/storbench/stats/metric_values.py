@@ -85,6 +85,7 @@ def unseparated_storage(o: Observation) -> str:
 # why a create's counters are not its operations' (`model.deletes_after`)
 DELETES_AFTER = "its files are deleted after its measured section, inside fio's run: no telemetry window is its own"
 
+
 def _storage(o: Observation) -> StorageLatency | str | None:
     if o.telemetry is None or o.measurement is None or o.direction is None:
         return None
