@@ -571,3 +571,18 @@ def test_the_kubelet_sampler_reads_every_node_and_says_a_silent_one_once() -> No
     listless = KubeletSampler(SimpleNamespace(list_node=lambda **_: (_ for _ in ()).throw(_retry())), 1.0)
     listless.start()
     assert listless.stop() == ([], ("kubelets: cannot list the nodes (Timeout)",))
+
+
+def test_only_interfaces_with_a_device_below_them_have_a_link_rate(tmp_path: Path) -> None:
+    """A veth reports 10 Gbit whatever carries it and a bridge its fastest port's: judged against those, the hosts
+    lab's bridge read "network-bound at 128 %" while its shaped links ran at 64 %. A NIC's rate stands."""
+    from storbench.telemetry.sources import link_speeds_bits_per_s
+
+    devices = tmp_path / "devices"
+    for where, name, speed in (("pci0000:00/0000:00:03.0/net", "eth0", "1000"), ("virtual/net", "sbhosts0", "10000"),
+                               ("virtual/net", "sbh1a", "10000"), ("pci0000:00/0000:00:04.0/net", "eth1", "-1")):
+        (devices / where / name).mkdir(parents=True)
+        (devices / where / name / "speed").write_text(speed + "\n")
+        (tmp_path / "class").mkdir(exist_ok=True)
+        (tmp_path / "class" / name).symlink_to(devices / where / name)
+    assert link_speeds_bits_per_s(str(tmp_path / "class")) == {"eth0": 1_000_000_000}
