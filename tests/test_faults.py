@@ -838,3 +838,20 @@ def test_a_heal_waits_while_the_recovery_makes_progress_and_no_longer() -> None:
     # an OSD marked in again: the PG map says all clean at first, then its backfill shows and goes down
     seconds, message = waited(lambda t: 0 if t < 10 else max(1, 3000 - round(8 * (t - 10))))
     assert seconds > 300 and "no progress" in message, (seconds, message)
+
+
+def test_lose_writes_without_a_restore_is_refused_it_would_lose_nothing() -> None:
+    """The copy is served at the restore: without restore_after nothing is lost, and a write check beside it had read
+    "0 of N acknowledged writes lost" next to "made to lose writes"."""
+    from storbench.config import load_plan_text
+    from storbench.errors import UserError
+    from storbench.lab.registry import check_faults
+    from storbench.plan import expand
+
+    text = ("name: lw\ntargets:\n  vol: {kind: block}\nworkload: {rw: randwrite, runtime: 30s}\nlab: {volume: "
+            "{size: 1GiB}}\nfaults: [FAULT]\n")
+    loaded = load_plan_text(text.replace("FAULT", "{at: 10s, do: lose-writes, on: volume}"), "p.yaml")
+    with pytest.raises(UserError, match="'lose-writes' acts at its restore"):
+        check_faults(loaded, expand(loaded))
+    kept = load_plan_text(text.replace("FAULT", "{at: 10s, do: lose-writes, on: volume, restore_after: 5s}"), "p.yaml")
+    check_faults(kept, expand(kept))

@@ -47,6 +47,7 @@ class FaultOffer:
     what: str  # one line for `plan` and the docs, e.g. "SIGKILL an OSD, as a crashed host"
     takes: str = ""  # the kind of level its `to:` gives (LEVELS: "link rate", "IOPS"); "" takes none
     holds_io: bool = False  # fio's I/O waits until it is undone: without restore_after fio could not end
+    acts_at_restore: bool = False  # what it does happens at its restore: without restore_after it does nothing
 
 
 def _iops(value: object) -> int:
@@ -115,6 +116,10 @@ def fault_problems(steps: Sequence[FaultStep], measured_s: float, offers: Sequen
         elif step.at_s > measured_s - LAST_SECOND_S:  # fio's logs end up to a second early anyway
             problems.append(f"{where}: in the last second of the measured section ({measured_s:g}s), too late to "
                             "read what it did; give an earlier time, leaving time after it for the recovery")
+        if offer.acts_at_restore and step.restore_after_s is None:
+            problems.append(f"{where}: '{step.action}' acts at its restore (it would {offer.restore} the volume "
+                            "then), so without restore_after it does nothing, and a write check would find no loss "
+                            "of a fault that never happened; give restore_after")
         if offer.holds_io and step.restore_after_s is None:
             problems.append(f"{where}: '{step.action}' holds every I/O until it is undone, so fio could not end its "
                             f"repetition (its watchdog would kill it); give restore_after, a time to {offer.restore}")

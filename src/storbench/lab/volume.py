@@ -311,7 +311,7 @@ class VolumeKind(LabKindBase):
                          "hold every I/O, as a volume that stalls (its I/O resumes at the thaw)", holds_io=True),
               FaultOffer("volume", "lose-writes", "volume", "serve the copy of",
                          "keep a copy of the volume's data; at the restore serve it: writes acknowledged in between "
-                         "vanish, as on a volume that lies"),
+                         "vanish, as on a volume that lies", acts_at_restore=True),
               FaultOffer("volume", "throttle", "volume", "lift the throttle on",
                          "cap the volume at `to:` IOPS (its bandwidth cap kept), as a cloud volume whose burst "
                          "credit runs out; at the restore its own caps again", takes="IOPS"))
