@@ -855,3 +855,26 @@ def test_lose_writes_without_a_restore_is_refused_it_would_lose_nothing() -> Non
         check_faults(loaded, expand(loaded))
     kept = load_plan_text(text.replace("FAULT", "{at: 10s, do: lose-writes, on: volume, restore_after: 5s}"), "p.yaml")
     check_faults(kept, expand(kept))
+
+
+@pytest.mark.parametrize(("volume", "check", "says"), [
+    ("iops: 150", "{}", "check_writes writes 200 a second, more than 10% of the volume lab's cap of 150 IOPS"),
+    ("iops: 3000", "{iops: 301}", "more than 10% of the volume lab's cap of 3000 IOPS"),
+    ("iops: 100", "{iops: 10, blocks: 62000}", "62,000 blocks back at the volume lab's cap of 100 IOPS: 620 s"),
+    ("iops: 3000", "{}", None),
+    ("bw: 100MiB/s", "{}", None),  # no IOPS cap
+])
+def test_a_checking_writer_must_stay_a_small_share_of_the_volumes_cap(volume: str, check: str, says: str | None
+                                                                      ) -> None:
+    """The volume's cap counts the writer's writes: 150 IOPS with its default 200 a second had left fio nothing,
+    said nowhere; a region read back at a low cap outlasted the read-back's 600 s and was blamed on the storage."""
+    from storbench.config import load_plan_text
+    from storbench.errors import UserError
+
+    text = (f"name: cw\ntargets:\n  vol: {{kind: block, size: 32MiB}}\nworkload: {{rw: randwrite, runtime: 30s}}\n"
+            f"lab: {{volume: {{size: 1GiB, {volume}}}}}\ncheck_writes: {check}\n")
+    if says is None:
+        load_plan_text(text, "p.yaml")
+        return
+    with pytest.raises(UserError, match=re.escape(says)):
+        load_plan_text(text, "p.yaml")

@@ -438,7 +438,7 @@ lab:
   volume: {size: 64MiB, iops: 2000}
 faults:
   - {at: 1s, do: lose-writes, on: volume, restore_after: 1.5s}
-check_writes: {blocks: 1024, iops: 400}
+check_writes: {blocks: 1024, iops: 200}
 """
 
 
@@ -464,7 +464,7 @@ def test_a_volume_that_loses_acknowledged_writes_is_caught_by_check_writes(
     for repetition in repetitions:
         check = repetition.write_check
         assert check is not None and not check.error and check.acknowledged > 500, check
-        assert check.lost + check.stale > 20 and check.torn == check.corrupt == 0, check  # ~1.5 s at 400 writes/s
+        assert check.lost + check.stale > 20 and check.torn == check.corrupt == 0, check  # ~1.5 s at 200 writes/s
         assert check.first_bad and all(0 <= o < 1024 * 4096 for _, offsets in check.first_bad for o in offsets)
     code, out, err = run_cli(capsys, "report", "--db", str(db), "-o", str(tmp_path / "r.html"))
     assert code == 0, err

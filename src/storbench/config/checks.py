@@ -5,6 +5,7 @@ against the lab, fio options against the allow-list and the engine). Pure: each 
 from __future__ import annotations
 
 from storbench.config.ceph_checks import check_ceph_lab
+from storbench.config.faults import CHECK_SHARE, READ_BACK_S, CheckWritesConfig
 from storbench.config.repeat import RepeatConfig
 from storbench.config.schema import PlanConfig
 from storbench.config.source import PlanSource
@@ -315,6 +316,20 @@ def _check_shared_directories(config: PlanConfig, source: PlanSource) -> None:
             seen[key] = name
 
 
+def _check_writes_on_cap(check: CheckWritesConfig, blocks: int, cap_iops: int, where: str) -> None:
+    """The checking writer on the volume lab, whose IOPS cap counts its writes and reads too: its writes a small
+    share of the cap (150 IOPS with the writer's 200 a second had left fio nothing, said nowhere), and every block
+    read back at the cap within `READ_BACK_S` (else "not checked", blamed on the storage)."""
+    if check.iops > CHECK_SHARE * cap_iops:
+        raise UserError(f"check_writes writes {check.iops} a second, more than {CHECK_SHARE:.0%} of the volume lab's "
+                        f"cap of {cap_iops} IOPS, which counts them: fio would measure what is left",
+                        where=where, hint=f"give check_writes iops: {max(1, int(CHECK_SHARE * cap_iops))} or less")
+    if blocks / cap_iops > READ_BACK_S:
+        raise UserError(f"check_writes reads its {blocks:,} blocks back at the volume lab's cap of {cap_iops} IOPS: "
+                        f"{blocks / cap_iops:,.0f} s, more than the {READ_BACK_S:g} s a read-back may take",
+                        where=where, hint=f"give check_writes blocks: {int(READ_BACK_S * cap_iops):,} or fewer")
+
+
 def _check_writes(config: PlanConfig, source: PlanSource) -> None:
     """`check_writes` runs a checking writer on this machine, on the storage a target puts fio's files on: a
     directory (path, cephfs), a block device past fio's `size` (written, so `destructive` or the volume lab's), or
@@ -348,6 +363,8 @@ def _check_writes(config: PlanConfig, source: PlanSource) -> None:
                                 f"of block target '{name}', more than the volume lab's {format_bytes(volume.size)} "
                                 "holds", where=at, hint=f"give lab.volume a size of at least "
                                 f"{format_bytes(target.size + region)}, or check_writes fewer blocks")
+            if volume is not None and volume.iops is not None:
+                _check_writes_on_cap(check, check.region_blocks(config.workload), volume.iops, where)
             if target.size % 4096:
                 raise UserError(f"check_writes writes with direct I/O just past the size of block target '{name}', "
                                 f"{target.size:,} bytes: not a multiple of 4 KiB", where=at,

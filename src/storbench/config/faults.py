@@ -48,6 +48,8 @@ MIN_CHECK_BLOCKS = 2048
 MAX_CHECK_BLOCKS = 1 << 20
 # the writer's time beyond fio's ramp and runtime in a repetition: fio's start and layout, its end, the read-back
 CHECK_MARGIN_S = 10.0
+READ_BACK_S = 600.0  # how long reading every block back may take
+CHECK_SHARE = 0.1  # the most of a volume's IOPS cap the checking writer may take (its writes are the cap's too)
 
 
 def most_start_delay_s(workload: WorkloadConfig) -> float:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from storbench.beside import Beside, bounded
+from storbench.config.faults import READ_BACK_S
 from storbench.durability import Finding, Journal, Verification, block_content, verify
 from storbench.execute.regions import Region
 from storbench.model.fault_record import WriteCheck
@@ -106,7 +107,6 @@ def check(region: Region, record: WriteRecord, *, writer: int, block_bytes: int,
 
 
 WRITES_RETURN_S = 60.0  # after the repetition, how long the writer's writes in flight get to return
-READ_BACK_S = 600.0  # how long reading every block back may take
 RELEASE_S = 60.0  # how long closing and removing the writer's file or image may take
 
 
