@@ -523,6 +523,11 @@ def test_the_failover_verdict_counts_the_repetitions_a_stall_happened_in() -> No
         "checked.")
     line = write_check_lines([partly], {})[-1]
     assert "1 repetition read back" in line and "; 2 not checked: its writes" in line, line
+    # every checking write failed: "0 of 0 lost" had counted as a check, clean
+    failed_all = [SimpleNamespace(run_id=1, case=SimpleNamespace(case_id="c"), rep_index=0,
+                                  write_check=WriteCheck(1000, 4096, 0, 800, read_back=0))]
+    (none,) = point_write_checks(failed_all)  # type: ignore[arg-type]
+    assert (none.checked, none.unchecked) == (0, 1) and write_check_text(none).startswith("not checked: no checking")
     # two back (one of them after a degraded stretch), one not: each figure says which repetitions it is of
     mixed = point([4.9, 5.0, 4.9], degraded_pct=estimate([61.0]), end_pct=estimate([99.0, 101.0, 58.0]),
                   recovered=2, not_recovered=1, left_pct=estimate([58.0]))

@@ -4,7 +4,7 @@ summed over the point's repetitions, with the first bad offsets of the first rep
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from storbench.model import StoredRepetition
 from storbench.model.fault_record import WriteCheck
@@ -30,6 +30,9 @@ class PointWriteCheck:
         return self.total.blocks * self.checked
 
 
+NONE_ACKNOWLEDGED = "no checking write was acknowledged (every one failed): nothing was read back against"
+
+
 def point_write_checks(repetitions: Sequence[StoredRepetition]) -> list[PointWriteCheck]:
     """One entry per (run, case) with write checks, in the order first seen."""
     groups: dict[tuple[int, str], list[StoredRepetition]] = {}
@@ -39,6 +42,8 @@ def point_write_checks(repetitions: Sequence[StoredRepetition]) -> list[PointWri
     out = []
     for (run_id, case_id), found in groups.items():
         checks = [r.write_check for r in found if r.write_check is not None]
+        # a repetition none of whose checking writes was acknowledged checked nothing: "0 of 0 lost" is no evidence
+        checks = [replace(c, error=NONE_ACKNOWLEDGED) if not c.error and c.acknowledged == 0 else c for c in checks]
         read = [c for c in checks if not c.error]
         bad = next((r for r in found if r.write_check is not None and r.write_check.bad), None)
         first = checks[0]
