@@ -723,3 +723,33 @@ def test_a_startdelay_on_many_clients_is_waited_after_the_barrier_not_swallowed_
                                     "lab: {hosts: {count: 2}}\n")
         code, _, err = run_cli(capsys, "plan", str(plan))
         assert code == 2 and f"startdelay {delay} draws each job's start, and 2 clients on fio servers" in err, err
+
+
+def test_a_link_change_cut_short_leaves_every_host_to_be_reshaped(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tc that fails at host 2 of 3 had left host 1 at the new rate under the old rate's record: the next run at
+    the old value took the lab for whole. Every host stays marked apart until all are shaped."""
+    import json
+
+    from storbench.errors import UserError
+    from storbench.lab import hosts
+    from storbench.lab.hosts import HostsLab
+
+    lab = HostsLab(tmp_path)
+    lab.state.parent.mkdir(parents=True, exist_ok=True)
+    lab.state.write_text(json.dumps({"root": str(tmp_path), "count": 3, "servers": ["a", "b", "c"],
+                                     "link": [100_000_000, None]}))
+    shaped: list[int] = []
+
+    def shape(index: int, rate: object, delay: object) -> None:
+        if index == 2:
+            raise UserError("tc: RTNETLINK answers: No buffer space available")
+        shaped.append(index)
+
+    monkeypatch.setattr(hosts, "_shape", shape)
+    with pytest.raises(UserError):
+        lab.set_link(1_000_000_000, None)
+    state = json.loads(lab.state.read_text())
+    assert shaped == [1] and state["link"] == [100_000_000, None] and state["shaped_apart"] == [1, 2, 3]
+    monkeypatch.setattr(hosts, "run", lambda argv, **_: "")  # no link is down
+    assert lab.unsettled() == ([], [1, 2, 3])  # settled back to the recorded rate before the next value
