@@ -794,3 +794,19 @@ def test_a_sigterm_during_lab_up_undoes_the_bring_up(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
         VolumeLab(root).down()  # whatever happened: nothing left for the next test
+
+
+def test_a_pacer_that_stopped_is_a_lost_lab_not_a_whole_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settling compared the control file only: a pacer gone (its process or its mount) had left every later
+    repetition measuring a dead device, a write check reading "0 of 0 lost"."""
+    from types import SimpleNamespace
+
+    from storbench.lab.volume import KIND, VolumeLab
+
+    case = SimpleNamespace(lab=SimpleNamespace(volume=object()))
+    monkeypatch.setattr(VolumeLab, "info", lambda self: object())
+    monkeypatch.setattr(VolumeLab, "_pacer_running", lambda self: True)
+    assert KIND.lost(case, {}) is None  # type: ignore[arg-type]
+    monkeypatch.setattr(VolumeLab, "_pacer_running", lambda self: False)
+    lost = KIND.lost(case, {})  # type: ignore[arg-type]
+    assert lost is not None and "its pacer stopped during the run" in lost.said and "--resume" in lost.hint

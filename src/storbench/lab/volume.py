@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from storbench.errors import UserError
 from storbench.events import LabHealed, LabLeftAlone, LabUp, RunEvent
 from storbench.faults import FaultOffer, FaultStep, find_offer, level_of
-from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, Say, SessionLabs
+from storbench.lab.base import CliOption, LabCommand, LabGroup, LabKindBase, LabLost, Say, SessionLabs
 from storbench.lab.lab_claim import claims_lab, frees_lab
 from storbench.lab.labdir import (
     LabRoot,
@@ -341,6 +341,17 @@ class VolumeKind(LabKindBase):
             lab.set_caps(level, own.bw_bytes_per_s)
             return f"volume lab: capped at {caps_words(level, own.bw_bytes_per_s)}"
         return super().fault(step, case, running, restore=restore)
+
+    def lost(self, case: Case, running: Mapping[LabPoint, object], faulted: frozenset[str] = frozenset()
+             ) -> LabLost | None:
+        """The pacer gone after a repetition (its recorded process, or its mount): the device no longer answers, and
+        every repetition after it would measure errors (a write check reading "0 of 0"). No command is run."""
+        lab = VolumeLab()
+        if case.lab.volume is None or lab.info() is None or lab._pacer_running():
+            return None
+        return LabLost(f"volume lab: its pacer stopped during the run; its log {lab.log}",
+                       "once the cause is fixed, run the plan again with --resume: the repetitions stored so far "
+                       "are kept")
 
     def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
         """After a repetition with faults: the volume thawed and at its own caps again, should a restore have
