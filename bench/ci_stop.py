@@ -43,10 +43,10 @@ def simulate(cv: float, paths: int, seed: int) -> Values:
     return TRUE_MEAN * rng.lognormal(-sigma * sigma / 2, sigma, (paths, MAX_ROUNDS))
 
 
-def coverage(values: Values, ci_pct: float, least: int, confidence: float) -> tuple[float, float]:
-    """The share of paths whose interval at ``confidence`` contains the true mean at the stop, and the mean rounds
-    run, for a run that stops at the first look from round ``least`` on whose interval at ``confidence`` is within
-    +-``ci_pct`` % of its mean (or at MAX_ROUNDS)."""
+def stopped(values: Values, ci_pct: float, least: int, confidence: float
+            ) -> tuple[Values, Values, npt.NDArray[np.int64]]:
+    """Each path's mean and interval half-width (at ``confidence``) at its stop, and the stop's index: the first
+    look from round ``least`` on whose interval is within +-``ci_pct`` % of its mean (or MAX_ROUNDS)."""
     n = np.arange(1, MAX_ROUNDS + 1, dtype=float)
     mean = np.cumsum(values, axis=1) / n
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -55,9 +55,17 @@ def coverage(values: Values, ci_pct: float, least: int, confidence: float) -> tu
         half = t * sd / np.sqrt(n)
         narrow = (100 * half / mean <= ci_pct) & (n >= least)
     narrow[:, -1] = True
-    stop = narrow.argmax(axis=1)
+    stop = np.asarray(narrow.argmax(axis=1), dtype=np.int64)
     rows = np.arange(len(values))
-    covered = np.abs(mean[rows, stop] - TRUE_MEAN) <= half[rows, stop]
+    return mean[rows, stop], half[rows, stop], stop
+
+
+def coverage(values: Values, ci_pct: float, least: int, confidence: float) -> tuple[float, float]:
+    """The share of paths whose interval at ``confidence`` contains the true mean at the stop, and the mean rounds
+    run, for a run that stops at the first look from round ``least`` on whose interval at ``confidence`` is within
+    +-``ci_pct`` % of its mean (or at MAX_ROUNDS)."""
+    at, width, stop = stopped(values, ci_pct, least, confidence)
+    covered = np.abs(at - TRUE_MEAN) <= width
     for i in range(min(CHECKED, len(values))):  # the project's own interval at the stop says the same
         found = estimate(list(values[i, : stop[i] + 1]), confidence)
         assert found is not None and found.ci_low is not None and found.ci_high is not None
@@ -68,17 +76,7 @@ def coverage(values: Values, ci_pct: float, least: int, confidence: float) -> tu
 def misses(values: Values, ci_pct: float, confidence: float) -> tuple[float, float, float]:
     """For the rule (from CI_STOP_MIN_ROUNDS, at ``confidence``): the share of paths whose interval at the stop lies
     wholly below the true mean, wholly above it, and the mean's relative bias at the stop."""
-    n = np.arange(1, MAX_ROUNDS + 1, dtype=float)
-    mean = np.cumsum(values, axis=1) / n
-    with np.errstate(invalid="ignore", divide="ignore"):
-        sd = np.sqrt(np.maximum(np.cumsum(values * values, axis=1) - n * mean * mean, 0) / (n - 1))
-        t = np.array([math.inf] + [t_quantile(confidence, k - 1) for k in range(2, MAX_ROUNDS + 1)])
-        half = t * sd / np.sqrt(n)
-        narrow = (100 * half / mean <= ci_pct) & (n >= CI_STOP_MIN_ROUNDS)
-    narrow[:, -1] = True
-    stop = narrow.argmax(axis=1)
-    rows = np.arange(len(values))
-    at, width = mean[rows, stop], half[rows, stop]
+    at, width, _ = stopped(values, ci_pct, CI_STOP_MIN_ROUNDS, confidence)
     return (float((at + width < TRUE_MEAN).mean()), float((at - width > TRUE_MEAN).mean()),
             float(at.mean() / TRUE_MEAN - 1))
 

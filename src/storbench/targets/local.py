@@ -189,15 +189,20 @@ def claim_metadata_dir(directory: Path, dirs: int | None = None) -> str | None:
     return None
 
 
+def _own_directory(path: Path) -> bool:
+    """Whether ``path`` is a real directory (no link followed) of this user."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+
+
 def remove_metadata_dir(directory: Path) -> int:
     """Remove the private directory of metadata operations and the files in it (never following a link).
     Returns how many files were removed."""
     path = directory / METADATA_DIR
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return 0
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+    if not _own_directory(path):
         return 0
     count = sum(len(files) for _, _, files in os.walk(path))
     shutil.rmtree(path, ignore_errors=True)
@@ -210,11 +215,7 @@ def empty_operation_dir(directory: Path, rw: str) -> int:
     killed before fio's `unlink`, or a cycle whose delete phase the runtime cut, had left files that the next
     create then only opened, twice as fast as a create. Returns how many were removed."""
     path = directory / METADATA_DIR / rw
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return 0
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+    if not _own_directory(path):
         return 0
     removed = 0
     for parent, _, files in os.walk(path):
