@@ -20,6 +20,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from storbench.execute.supervisor import process_dirs
+
 # tempfile's names: the prefix, then 8 characters of [a-z0-9_]; made with a leading "." and renamed to it once
 # locked, so a cleaner never sees a directory under its name before its lock
 _JOB_DIR_RE = re.compile(r"(\.?)storbench-(?:clients-)?([0-9]{1,10})-[a-z0-9_]{8}")
@@ -113,9 +115,7 @@ def _kill_fio_in(path: str) -> None:
     Its main process dies with storbench (`supervisor`), but the job processes, each in a session of its own, do not,
     and went on doing I/O until their runtime ended (a hung one for ever)."""
     resolved = os.path.realpath(path)  # the kernel gives a process's working directory resolved (a linked TMPDIR)
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+    for proc in process_dirs(others=True):
         try:
             if (os.readlink(proc / "cwd") != resolved or proc.stat().st_uid != os.getuid()
                     or (proc / "comm").read_text().strip() != "fio"):
