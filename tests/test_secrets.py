@@ -139,7 +139,14 @@ def test_lab_daemons_and_tools_run_without_the_operators_credentials(tmp_path: P
     _assert_no_key(seen, "a tool's environment")
     pid = start_daemon(["sleep", "30"], tmp_path / "daemon.log")
     try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        # Popen returns once exec has closed the pipe it watches, before the kernel has laid out the new
+        # program's environment: /proc/<pid>/environ reads empty for that moment.
+        environ = b""
+        for _ in range(200):
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            if environ:
+                break
+            time.sleep(0.01)
         assert b"PATH=" in environ and b"AWS_" not in environ, environ
         _assert_no_key(environ, "a daemon's environment")
     finally:
