@@ -12,7 +12,7 @@ from storbench.execute.k8s_manifests import EXIT_MARKER, PodPlan, config_map_man
 from storbench.execute.pod_logs import FOLLOW_END_S, LogFollower
 
 LOG_READ_TIMEOUT_S = 10.0  # a pod's log read at the end of a repetition
-LOG_READS = 3  # reads of an ended pod's log, a second apart, until one holds its last line
+LOG_READS = 6  # reads of an ended pod's log, 1, 2, ... 5 s apart (15 s in all), until one holds its last line
 
 
 class PodMaker(Protocol):
@@ -58,8 +58,9 @@ class RepetitionPods:
             if whole and followed and follower.said_end.is_set():  # to the script's last line: nothing more
                 return followed
         now = ""
-        # a pod that ended: its log read again (up to LOG_READS times) until it holds the script's last line; a read
-        # that failed or came short under load had left the follower's cut text (fio's JSON cut mid-way)
+        # a pod that ended: its log read again (up to LOG_READS times, waiting longer each time) until it holds the
+        # script's last line; a read that failed or came short under load had left the follower's cut text (fio's
+        # JSON cut mid-way), and three reads a second apart once came short too (the node's log written late)
         reads = LOG_READS if ended and again else 1
         for attempt in range(reads):
             with contextlib.suppress(Exception):  # a deleted pod's is gone: 404; a failed node's does not answer
@@ -68,7 +69,7 @@ class RepetitionPods:
                 now = read if len(str(read)) > len(now) else now
             if f"{EXIT_MARKER} " in now or attempt + 1 == reads:
                 break
-            time.sleep(1.0)
+            time.sleep(1.0 + attempt)
         return followed if len(followed) >= len(now) else now
 
     def stop_following(self) -> None:
