@@ -19,6 +19,7 @@ from helpers import inside, run_cli, write_plan
 from storbench.execute.k8s_manifests import (
     BLOCK_DEVICE,
     POD_SCRIPT,
+    RUNTIME_VARIABLE,
     NodeView,
     claim_manifest,
     claim_names,
@@ -109,6 +110,38 @@ def test_client_n_prefers_the_nth_usable_node_in_every_repetition_when_there_are
     assert (again.node, again.claim, again.client) == ("storbench-node-1", plans[0].claim, 1)
     assert again.name == f"{plans[0].name}-2"
     assert "affinity" not in pod_manifest(pod_plans(case, "run7", 1)[0], case.target, 1, "run7", "rep")["spec"]  # type: ignore[operator]
+
+
+def test_the_job_a_pod_made_again_ran_is_stored_with_the_repetitions() -> None:
+    """The exact job fio ran is kept with every result: a client's pod made again mid-run (its first deleted) runs
+    a job of its own (the rest of the measured section, no ramp nor start delay), stored after the clients' jobs."""
+    from types import SimpleNamespace
+
+    from storbench.execute.base import stored_job_text
+    from storbench.execute.k8s_pods import RepetitionPods
+    from storbench.fio.jobfile import continued_job
+
+    made: list[tuple[str, str]] = []
+    executor = SimpleNamespace(core=SimpleNamespace(create_namespaced_config_map=None, create_namespaced_pod=None),
+                               namespace="bench", run_label="run7",
+                               _create=lambda kind, name, created, creator, manifest: made.append((kind, name)))
+    case = pvc_case(clients=2)
+    plans = pod_plans(case, "run7", 1)
+    first = "[global]\ntime_based=1\nruntime=10\nramp_time=2\n[client1]\n"
+    rest = continued_job(first, RUNTIME_VARIABLE)
+    assert rest is not None
+    pods = RepetitionPods(executor, case.target, "rep", [])  # type: ignore[arg-type]
+    try:
+        for plan in plans:
+            pods.create(plan, first.replace("client1", f"client{plan.client}"), 100)
+        pods.create(made_again(plans[0], 2), rest, 0, end_at=110)
+    finally:
+        pods.stop_following()
+    assert [name for kind, name in made if kind == "pod"] == [plans[0].name, plans[1].name, f"{plans[0].name}-2"]
+    stored = stored_job_text([first, first.replace("client1", "client2")], pods.made_again)
+    assert pods.made_again == [(1, rest)] and stored.endswith(rest)
+    assert "; client.1: its pod made again mid-run" in stored and "runtime=${STORBENCH_RUNTIME}" in stored
+    assert stored_job_text(["a", "b"]) == "a\nb"
 
 
 def _log(started: float, json_text: str, status: int) -> str:
@@ -974,6 +1007,8 @@ def test_a_deleted_fio_pod_is_made_again_on_its_claim_and_its_time_to_first_io_m
         assert deleted.said.startswith("k8s lab: pod sb-") and deleted.said.endswith(" deleted"), deleted
         one, two = repetition.clients
         assert ", then " in one.client and ", then " not in two.client, (one.client, two.client)
+        assert "; client.1: its pod made again mid-run" in repetition.job_text, repetition.job_text
+        assert f"runtime=${{{RUNTIME_VARIABLE}}}" in repetition.job_text, repetition.job_text
     (point,) = point_failovers(repetitions)
     blackouts = {client: seconds.mean for client, seconds in point.client_blackouts_s}
     assert set(blackouts) == {"client.1", "client.2"}, blackouts

@@ -95,6 +95,10 @@ def client_jobs(case: Case, binding: JobBinding, rep_index: int) -> tuple[str, .
     return tuple(render_client_jobs(case, binding, rep_index))
 
 
-def stored_job_text(job_texts: Sequence[str]) -> str:
-    """A repetition's job text as stored: its clients' job files one after the other."""
-    return "\n".join(job_texts)
+def stored_job_text(job_texts: Sequence[str], made_again: Sequence[tuple[int, str]] = ()) -> str:
+    """A repetition's job text as stored: its clients' job files one after the other, then the job of each pod made
+    again mid-run for a client (``made_again``: (client, job text), a fault or anyone deleted its pod), which ran the
+    rest of the measured section."""
+    again = [f"; client.{client}: its pod made again mid-run, this job for the rest of the measured section\n{text}"
+             for client, text in made_again]
+    return "\n".join([*job_texts, *again])

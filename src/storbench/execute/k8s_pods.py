@@ -33,14 +33,19 @@ class RepetitionPods:
                  created: list[tuple[str, str]]) -> None:
         self.executor, self.target, self.repetition_label, self.created = executor, target, repetition_label, created
         self.followers: dict[str, LogFollower] = {}
+        self.made_again: list[tuple[int, str]] = []  # (client, job text) of each pod made again mid-run
 
     def create(self, plan: PodPlan, job_text: str, start_at: int, end_at: int | None = None) -> None:
+        """The pod of ``plan`` with its job; one with ``end_at`` is a client's pod made again mid-run, which runs
+        until then (its job is stored with the repetition's)."""
         ex = self.executor
         ex._create("configmap", plan.config_map, self.created, ex.core.create_namespaced_config_map,
                    config_map_manifest(plan.config_map, job_text, ex.run_label))
         ex._create("pod", plan.name, self.created, ex.core.create_namespaced_pod,
                    pod_manifest(plan, self.target, start_at, ex.run_label, self.repetition_label,  # type: ignore[arg-type]
                                 end_at_s=end_at))
+        if end_at is not None:
+            self.made_again.append((plan.client, job_text))
         self.followers[plan.name] = LogFollower(ex.core, plan.name, ex.namespace,
                                                 end_marker=f"{EXIT_MARKER} ".encode())
 

@@ -213,8 +213,9 @@ class KubernetesExecutor:
                 pods.stop_following()
                 self._delete(created)
         finished = time.time()
-        return judge_pods(case, results, len(plans), job_text=stored_job_text(job_texts), started_at_s=started,
-                          finished_at_s=finished, timeout_s=start_budget + timeout_s, measured_end_s=measured_end)
+        return judge_pods(case, results, len(plans), job_text=stored_job_text(job_texts, pods.made_again),
+                          started_at_s=started, finished_at_s=finished, timeout_s=start_budget + timeout_s,
+                          measured_end_s=measured_end)
 
     def placement(self, target: PvcTarget, clients: int) -> tuple[str, ...]:
         """The node each client's pod prefers (`k8s_manifests.placement`); none when the nodes cannot be listed
