@@ -723,6 +723,13 @@ def test_a_startdelay_on_many_clients_is_waited_after_the_barrier_not_swallowed_
                                     "lab: {hosts: {count: 2}}\n")
         code, _, err = run_cli(capsys, "plan", str(plan))
         assert code == 2 and f"startdelay {delay} draws each job's start, and 2 clients on fio servers" in err, err
+    # each pod's fio would draw its own start too: the clients' sum would add sections that did not overlap
+    plan = write_plan(tmp_path, "name: d\ntargets:\n  t: {kind: pvc, size: 1GiB}\nworkload: {rw: randread, "
+                                "runtime: 1s, fio: {startdelay: 1s-5s}}\nclients: 2\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "startdelay 1s-5s draws each job's start, and 2 clients in pods" in err, err
+    code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, plan.read_text().replace("1s-5s", "5s"))))
+    assert code == 0, err
 
 
 def test_a_link_change_cut_short_leaves_every_host_to_be_reshaped(tmp_path: Path,

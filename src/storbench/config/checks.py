@@ -58,6 +58,9 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
                 raise UserError(f"target '{name}' writes to a raw Block volume", where=source.where(
                     ("targets", name)), hint="set destructive: true if the volume's data may be destroyed")
             _check_pod_security(config, source, name, target)
+    pods = any(isinstance(target, PvcTargetConfig) for target in config.targets.values())
+    if (config.hosts is not None or lab_hosts is not None or pods) and most >= 2:
+        _check_one_start_delay(config, source, most, "in pods" if pods else "on fio servers")
     if pods_only:
         return
     if most > available:
@@ -75,17 +78,6 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
                 raise UserError(f"target '{name}' ({target.kind}) cannot run on fio servers yet",
                                 where=source.where(("targets", name)),
                                 hint="use a path, block, cephfs, rbd, nfs or s3 target")
-    if (config.hosts is not None or lab_hosts is not None) and most >= 2:
-        given = config.workload.fio.get("startdelay")
-        for value in given if isinstance(given, list) else [] if given is None else [given]:
-            try:
-                low, high = duration_range_s(value)
-            except ValueError:
-                continue
-            if low != high:  # the servers start together at the barrier, then wait one startdelay
-                raise UserError(f"startdelay {value} draws each job's start, and {most} clients on fio servers start "
-                                "together", where=source.where(("workload", "fio", "startdelay")),
-                                hint="give one startdelay (e.g. 10s), or run one client")
     if config.hosts is not None and config.lab is not None and config.lab.nfs is not None:
         raise UserError("the plan's NFS lab cannot be reached from real fio servers", where=source.where(("hosts",)),
                         hint="use `lab: {hosts: {count: N}}` for clients beside an NFS lab, or give the nfs "
@@ -104,6 +96,22 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
                             where=source.where(("hosts", "servers")),
                             hint="fio names each server's timeline log after its host: the second would overwrite "
                             "the first's; list one server per host")
+
+
+def _check_one_start_delay(config: PlanConfig, source: PlanSource, most: int, clients: str) -> None:
+    """Several clients on fio servers or in pods start together (at the barrier, or at the pods' common moment), then
+    wait one startdelay: a range (`10-30s`) would draw each client's start apart, and their sum would add measured
+    sections that did not overlap."""
+    given = config.workload.fio.get("startdelay")
+    for value in given if isinstance(given, list) else [] if given is None else [given]:
+        try:
+            low, high = duration_range_s(value)
+        except ValueError:
+            continue
+        if low != high:
+            raise UserError(f"startdelay {value} draws each job's start, and {most} clients {clients} start "
+                            "together", where=source.where(("workload", "fio", "startdelay")),
+                            hint="give one startdelay (e.g. 10s), or run one client")
 
 
 def _check_pod_security(config: PlanConfig, source: PlanSource, name: str, target: PvcTargetConfig) -> None:
