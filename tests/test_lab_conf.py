@@ -612,6 +612,36 @@ def test_pool_size_is_refused_where_the_lab_does_not_apply_it(targets: str, lab:
     assert "pool_size sets the rbd targets' pools only" in caught.value.message and caught.value.hint
 
 
+@pytest.mark.parametrize(("targets", "rw", "config", "refused"), [
+    ("img: {kind: rbd, pool: b, image: i, size: 64MiB}", "randread", "bluestore_compression_mode: [none, force]",
+     "bluestore_compression_mode"),
+    ("img: {kind: rbd, pool: b, image: i, size: 64MiB}", "[randwrite, randrw]", "bluestore_csum_type: [none, crc32c]",
+     "bluestore_csum_type"),  # the mixed case reads what the lab wrote once
+    ("fs: {kind: cephfs, size: 4MiB}", "read", "bluestore_compression_algorithm: [lz4, zstd]",
+     "bluestore_compression_algorithm"),
+    ("img: {kind: rbd, pool: b, image: i, size: 64MiB}", "randwrite", "bluestore_compression_mode: [none, force]",
+     None),  # each value's writes are its own
+    ("img: {kind: rbd, pool: b, image: i, size: 64MiB}", "randread", "bluestore_compression_mode: force", None),
+    ("img: {kind: rbd, pool: b, image: i, size: 64MiB}", "randread", "osd_op_num_shards: [1, 2]", None),  # live
+])
+def test_an_option_bluestore_applies_as_it_writes_is_not_swept_under_reads(targets: str, rw: str, config: str,
+                                                                          refused: str | None) -> None:
+    """Compression and checksums take effect as BlueStore writes a block, and the lab writes a target once, under
+    its first case's options: reads under each value of a sweep had read the same data and been compared as two."""
+    from storbench.checks import check_write_time_options
+    from storbench.config import load_plan_text
+    from storbench.plan import expand
+
+    loaded = load_plan_text(f"name: p\ntargets:\n  {targets}\nworkload: {{rw: {rw}}}\n"
+                            f"lab:\n  ceph: {{osds: 3, cephfs: true, config: {{{config}}}}}\n", "p.yaml")
+    if refused is None:
+        check_write_time_options(loaded, expand(loaded))
+        return
+    with pytest.raises(UserError, match=f"BlueStore applies {refused} as it writes") as caught:
+        check_write_time_options(loaded, expand(loaded))
+    assert "with writes only" in caught.value.hint and "config" in (caught.value.where or ""), caught.value
+
+
 def test_an_osd_memory_target_below_cephs_least_is_refused_not_raised(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     """Ceph runs anything below 896MiB at 896MiB: 256MiB and 512MiB had run as one setting and been compared as two."""
     from helpers import run_cli

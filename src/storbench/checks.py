@@ -24,7 +24,7 @@ from storbench.demands import (
 from storbench.errors import UserError, did_you_mean
 from storbench.execute.fio_binary import fio_capabilities
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
-from storbench.lab.ceph_conf import unapplied_pool_size
+from storbench.lab.ceph_conf import read_under_another_write_setting, unapplied_pool_size
 from storbench.lab.k8s_conf import HOSTPATH_ROOT, STORAGE_CLASS
 from storbench.lab.labdir import default_lab_dir
 from storbench.model import BlockTarget, Case, NfsTarget
@@ -124,6 +124,20 @@ def check_pool_sizes(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
                     "the rbd targets' pools only", where=loaded.source.where(("lab", "ceph", "pool_size")),
                     hint=f"sweep pool_size with rbd targets only, or exclude {case.target.name} from every "
                          f"pool_size but {kept} (exclude: [{{target: {case.target.name}, pool_size: N}}])")
+
+
+def check_write_time_options(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
+    """An option BlueStore applies as it writes (compression, checksums) swept on one target with reads
+    (`lab.ceph_conf.read_under_another_write_setting`): each value's reads would read blocks written under one."""
+    found = read_under_another_write_setting(cases)
+    if found is None:
+        return
+    case, name = found
+    raise UserError(f"target '{case.target.name}' is written once on its cluster, and BlueStore applies {name} as "
+                    f"it writes: the {case.workload.rw} cases under each value of the sweep would read the same data, "
+                    "written under one of them", where=loaded.source.where(("lab", "ceph", "config", name)),
+                    hint=f"sweep {name} with writes only, or give it one value per run: each run writes its "
+                    "targets under its own")
 
 
 def check_plan_files(loaded: LoadedPlan) -> None:
@@ -290,6 +304,7 @@ def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str,
     ``images``: the container images the operator lets pvc targets run (besides storbench's own)."""
     check_machine(loaded)
     check_pool_sizes(loaded, cases)
+    check_write_time_options(loaded, cases)
     check_rounds(loaded, cases)
     check_question(loaded, cases)
     check_plan_files(loaded)

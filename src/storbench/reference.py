@@ -35,6 +35,9 @@ from storbench.model.ceph_options import CEPH_OPTIONS
 from storbench.reference_tables import option_grammar, table
 from storbench.telemetry.prometheus import DEFAULT_QUERIES
 
+AT_WRITE = (" (applied as BlueStore writes: swept only with writes, as the lab writes each target once, under "
+            "its first case's options)")
+
 
 def plan_reference_markdown() -> str:
     out = [
@@ -203,7 +206,8 @@ def plan_reference_markdown() -> str:
         "",
         "| option | value | meaning |",
         "|---|---|---|",
-        *(f"| `{o.name}` | {option_grammar(o)} | {o.help} |" for o in CEPH_OPTIONS.values()),
+        *(f"| `{o.name}` | {option_grammar(o)} | {o.help}{AT_WRITE if o.at_write else ''} |"
+          for o in CEPH_OPTIONS.values()),
         "",
         "### `lab.hosts`",
         "",

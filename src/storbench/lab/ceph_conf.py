@@ -6,7 +6,20 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storbench.model import Case, CephfsTarget, CephLabPoint, LabPoint, RbdTarget, S3Target, cluster_of, rbd_pool_name
+from storbench.model import (
+    RW_DIRECTIONS,
+    Case,
+    CephfsTarget,
+    CephLabPoint,
+    Direction,
+    LabPoint,
+    RbdTarget,
+    S3Target,
+    cluster_of,
+    is_metadata,
+    rbd_pool_name,
+)
+from storbench.model.ceph_options import CEPH_OPTIONS
 
 GiB = 1024**3
 MIN_OSD_MEMORY_TARGET = 896 * 1024 * 1024
@@ -277,6 +290,25 @@ def unapplied_pool_size(cases: Sequence[Case]) -> tuple[Case, int] | None:
             kept = max(rbd, default=own_pools_size(on_cluster) or min(3, ceph.osds))
             if ceph.pool_size != kept:
                 return case, kept
+    return None
+
+
+def read_under_another_write_setting(cases: Sequence[Case]) -> tuple[Case, str] | None:
+    """A case that reads an rbd image or CephFS files of the lab, with the name of an option BlueStore applies as
+    it writes (`CephOption.at_write`: compression, checksums) that the cases on that target and cluster set to
+    several values, or None. The lab writes a target once, under its first case's options (`ceph_kind`), and the
+    values alternate on one cluster: the reads under each value would read the same blocks, written under one."""
+    by_target: dict[tuple[LabPoint, str], list[Case]] = {}
+    for case in cases:
+        if case.lab.ceph is not None and isinstance(case.target, RbdTarget | CephfsTarget):
+            by_target.setdefault((cluster_of(case.lab), case.target.name), []).append(case)
+    for on_target in by_target.values():
+        for name in sorted(name for name, option in CEPH_OPTIONS.items() if option.at_write):
+            values = {dict(c.lab.ceph.config).get(name) for c in on_target if c.lab.ceph is not None}
+            reader = next((c for c in on_target if Direction.READ in RW_DIRECTIONS[c.workload.rw]
+                           and not is_metadata(c.workload.rw)), None)
+            if len(values) > 1 and reader is not None:
+                return reader, name
     return None
 
 

@@ -31,6 +31,7 @@ class CephOption:
     maximum: float | None = None
     choices: tuple[str, ...] = ()
     section: str = "osd"  # who it is set for in the config database: "global" when the monitors read it too
+    at_write: bool = False  # BlueStore applies it as it writes a block: data written before keeps the old value's
 
 
 _OPTIONS = (
@@ -48,11 +49,11 @@ _OPTIONS = (
     CephOption("bluestore_throttle_deferred_bytes", "size", "deferred bytes in flight before throttling",
                minimum=0),
     CephOption("bluestore_csum_type", "choice", "checksum of each block",
-               choices=("none", "crc32c", "crc32c_16", "crc32c_8", "xxhash32", "xxhash64")),
+               choices=("none", "crc32c", "crc32c_16", "crc32c_8", "xxhash32", "xxhash64"), at_write=True),
     CephOption("bluestore_compression_mode", "choice", "when BlueStore compresses",
-               choices=("none", "passive", "aggressive", "force")),
+               choices=("none", "passive", "aggressive", "force"), at_write=True),
     CephOption("bluestore_compression_algorithm", "choice", "how BlueStore compresses",
-               choices=("snappy", "zlib", "zstd", "lz4")),
+               choices=("snappy", "zlib", "zstd", "lz4"), at_write=True),
     CephOption("osd_op_num_shards", "int", "op queue shards per OSD (the lab's default: 1)", 1, 64),
     CephOption("osd_op_num_threads_per_shard", "int", "worker threads per shard (the lab's default: 2)", 1, 32),
     CephOption("osd_op_queue", "choice", "the OSD's op scheduler", choices=("wpq", "mclock_scheduler")),
