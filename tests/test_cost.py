@@ -157,7 +157,7 @@ def test_the_report_draws_cpu_per_io_stacked_by_component_and_iops_per_core() ->
 
     points = summarize_points([*_osd_reps("r2", 2, [1.9, 2.0, 2.1]), *_osd_reps("r3", 3, [2.9, 3.0, 3.1])])
     stacked, per_core = cost_figures(points)
-    assert stacked.stacked and [s.name for s in stacked.series] == ["fio", "ceph-osd", "all (95 % CI)"]
+    assert stacked.stacked and [s.name for s in stacked.series] == ["fio", "ceph-osd", "all (95% CI)"]
     osd = stacked.series[1]
     assert osd.y == pytest.approx((200.0, 300.0)) and len(stacked.x_categories) == 2
     total = stacked.series[-1]

@@ -399,6 +399,21 @@ def test_rows_of_several_runs_say_their_run_under_the_table() -> None:
     assert "cpu-bound" in verdicts[0] and "cpu-bound" not in verdicts[1], verdicts
     assert any("at 2 points (worst run " in line for line in warning_lines(rows)), warning_lines(rows)
     assert not verdict_lines(summarize_points(seen, by_run=True)[:1])[0].startswith("run ")  # one run: no prefix
+    # the Markdown table's rows and `show --cost`'s say their run too (two rows had read alike)
+    from rich.console import Console
+
+    from storbench.report.cost import cost_table, cost_table_html
+    from storbench.report.show_export import points_markdown
+
+    rows_md = [line for line in points_markdown(rows, "t").splitlines() if line.startswith("| run ")]
+    assert [line.split(":")[0] for line in rows_md] == ["| run 1", "| run 2"], points_markdown(rows, "t")
+    costly = summarize_points([observation(run_id=run, repeat=r, iops=1000.0 * run, host_cpus=8, host_cpu_busy_pct=60.0,
+                                           process_cpu_cores=(("fio", 0.5 * run),))
+                               for run in (1, 2) for r in range(3)], by_run=True)
+    console = Console(record=True, width=300)
+    console.print(cost_table(costly, "t"))
+    text, html = console.export_text(), cost_table_html(costly)
+    assert "run 1: " in text and "run 2: " in text and "run 1: " in html and "run 2: " in html, text
 
 
 def test_the_report_says_when_its_rows_pool_runs_of_several_machines() -> None:

@@ -1522,8 +1522,11 @@ def test_a_run_repeated_until_ci_says_its_intervals_level_in_every_header_and_ca
     """A run repeated `until: ci` shows its intervals at 99 % (the level that covers 95 % after such a stop); the
     report's and the Markdown's headers and captions had called them 95 %, and only the terminal said otherwise."""
     from storbench.report.point_figures import block_size_figures
+    from storbench.report.saturation_figures import iops_vs_load_figures
     from storbench.report.show_export import points_markdown
     from storbench.report.summary_table import summary_table
+    from storbench.report.tables import results_table
+    from storbench.report.utilisation_figures import utilisation_figures
 
     seen = [observation(repeat=r, iops=500.0 + 9 * r, bs_bytes=bs) for r in range(4) for bs in (4096, 8192)]
     plain, at_99 = summarize_points(seen), summarize_points(seen, levels={1: 0.99})
@@ -1532,6 +1535,16 @@ def test_a_run_repeated_until_ci_says_its_intervals_level_in_every_header_and_ca
         points_markdown(at_99, "t")
     assert "IOPS ± 99% CI" in summary_table(at_99) and "IOPS ± 95% CI" in summary_table(plain)
     assert all("error bars: 99% confidence interval" in f.caption for f in block_size_figures(at_99))
+    # the terminal's header, and the report's IOPS-vs-load and utilisation captions, had kept saying 95 %
+    header = [str(c.header) for c in results_table(at_99, "t").columns]
+    assert "IOPS ± 99% CI" in header and "IOPS ± 95% CI" in [str(c.header) for c in results_table(plain, "t").columns]
+    busy = [observation(case_id=f"c{d}-{bs}", repeat=r, iops=500.0 + 9 * r, iodepth=d, host_cpu_busy_pct=40.0 + r,
+                        bs_bytes=bs)
+            for r in range(4) for d in (1, 4) for bs in (4096, 8192)]
+    load, used = (f(summarize_points(busy, levels={1: 0.99})) for f in (iops_vs_load_figures, utilisation_figures))
+    assert load and used
+    for figure in (*load, *used):
+        assert "99% CI" in figure.caption and "95 % CI" not in figure.caption, figure.caption
     assert at_99[0].metric("iops").ci_high - at_99[0].metric("iops").mean > \
         plain[0].metric("iops").ci_high - plain[0].metric("iops").mean  # wider: the level is the interval's own
 

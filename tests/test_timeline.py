@@ -699,3 +699,9 @@ def test_the_reports_timeline_is_a_repetition_that_succeeded() -> None:
     (figure,) = timeline_figures(reps, {"c": "t randwrite"})
     assert "repetition 2" in figure.title, figure.title
     assert timeline_figures(reps[:1], {"c": "t randwrite"}) == []
+    # two runs of the case: each figure names its run (their titles had read alike)
+    from dataclasses import replace
+
+    both = timeline_figures([*reps, *(replace(r, run_id=2, repetition_id=r.repetition_id + 2) for r in reps)],
+                            {"c": "t randwrite"})
+    assert [f.title.split(":")[0] for f in both] == ["run 1", "run 2"], [f.title for f in both]

@@ -13,7 +13,14 @@ from rich.table import Table
 from storbench.report.compare_tables import change_text
 from storbench.report.figure_values import below_mean
 from storbench.report.figures import FigureSpec, Series
-from storbench.report.labels import comparison_label, point_label, varying_comparison_lab, varying_lab_keys
+from storbench.report.labels import (
+    comparison_label,
+    interval_level,
+    point_label,
+    run_prefix,
+    varying_comparison_lab,
+    varying_lab_keys,
+)
 from storbench.report.tables import iops_with_ci, plain_cell
 from storbench.safe_text import safe_text
 from storbench.stats.compare_cells import PointComparison, cost_cells
@@ -68,7 +75,9 @@ def cost_table(points: Sequence[PointSummary], title: str) -> Table:
     shown = [(field, label) for field, label in PER_IO if any(p.metric(field) is not None for p in rows)]
     osd = any(p.metric("iops_per_osd_core") is not None for p in rows)
     cycles = cycle_columns(rows)
-    table = Table(title=plain_cell(f"{title} — CPU per I/O (µs of CPU per I/O, every direction together; ± 95% CI)",
+    level = interval_level(rows)
+    table = Table(title=plain_cell(f"{title} — CPU per I/O (µs of CPU per I/O, every direction together; ± {level} "
+                                   "CI)",
                                    "table.title"), title_justify="left", header_style="bold")
     table.add_column("point", justify="left", overflow="fold")
     table.add_column("IOPS", justify="right")
@@ -81,8 +90,8 @@ def cost_table(points: Sequence[PointSummary], title: str) -> Table:
     for _, header in cycles:
         table.add_column(header, justify="right")
     for p in rows:
-        cells = [point_label(p, direction=False, lab_keys=lab_keys), iops_with_ci(p.metric("ios_per_s")),
-                 *(us_with_ci(p.metric(field)) for field, _ in shown),
+        cells = [run_prefix(p, rows) + point_label(p, direction=False, lab_keys=lab_keys),
+                 iops_with_ci(p.metric("ios_per_s")), *(us_with_ci(p.metric(field)) for field, _ in shown),
                  us_with_ci(p.metric(f"{TOTAL_KEY}_cpu_us_per_io")), iops_with_ci(p.metric("iops_per_core_used"))]
         if osd:
             cells.append(iops_with_ci(p.metric("iops_per_osd_core")))
@@ -160,7 +169,8 @@ def cost_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         series.append(Series(name=component.label, x=tuple(labels), y=tuple(v.mean if v else 0.0 for v in values),
                              mode="bar", color=COMPONENT_COLOURS.get(component.key, "")))
     totals = [p.metric(f"{TOTAL_KEY}_cpu_us_per_io") for p in members]
-    series.append(Series(name="all (95 % CI)", x=tuple(labels), y=tuple(t.mean if t else 0.0 for t in totals),
+    level = interval_level(members)
+    series.append(Series(name=f"all ({level} CI)", x=tuple(labels), y=tuple(t.mean if t else 0.0 for t in totals),
                          error_y=tuple((t.half_width or 0.0) if t else 0.0 for t in totals),
                          error_y_minus=tuple(below_mean(p, f"{TOTAL_KEY}_cpu_us_per_io") for p in members),
                          mode="markers",
@@ -170,7 +180,7 @@ def cost_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         figure_id="cpu-cost", title="CPU per I/O by component", x_label="point", y_label="µs of CPU per I/O",
         series=tuple(series), x_categories=tuple(dict.fromkeys(labels)), section=COST_SECTION, stacked=True,
         caption="Each bar: the CPU each component used over the measured window per I/O of every direction "
-        "(µs), means over repetitions; the dot is their sum with its 95 % interval. Kernel: the host's irq and "
+        f"(µs), means over repetitions; the dot is their sum with its {level} interval. Kernel: the host's irq and "
         "softirq time; the host's other busy time (kernel threads, other processes) is left out "
         "(storbench docs methodology cpu-cost-per-io).")]
     per_core = [p for p in members if p.metric("iops_per_core_used") is not None]
@@ -190,7 +200,7 @@ def cost_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                                               for p in per_core)),
             section=COST_SECTION,
             caption="I/Os per second of every direction per core of CPU used (every component and the kernel), and "
-            "per core the OSDs used (Ceph's sizing figure); means over repetitions, 95 % CI."))
+            f"per core the OSDs used (Ceph's sizing figure); means over repetitions, {level} CI."))
     return figures
 
 
@@ -210,7 +220,8 @@ def cost_table_html(points: Sequence[PointSummary]) -> str:
             *(["IOPS/osd core"] if osd else []), *(header for _, header in cycles)]
     body = []
     for p in rows:
-        cells = [point_label(p, direction=False, lab_keys=lab_keys), iops_with_ci(p.metric("ios_per_s")),
+        cells = [run_prefix(p, rows) + point_label(p, direction=False, lab_keys=lab_keys),
+                 iops_with_ci(p.metric("ios_per_s")),
                  *(us_with_ci(p.metric(field)) for field, _ in shown),
                  us_with_ci(p.metric(f"{TOTAL_KEY}_cpu_us_per_io")), iops_with_ci(p.metric("iops_per_core_used")),
                  *([iops_with_ci(p.metric("iops_per_osd_core"))] if osd else []),
@@ -218,7 +229,8 @@ def cost_table_html(points: Sequence[PointSummary]) -> str:
         body.append("<tr>" + "".join(f"<td>{_escaped(c)}</td>" for c in cells) + "</tr>")
     notes = "".join(f"<p class='warn'>{_escaped(n)}</p>" if n.startswith("⚠") else f"<p>{_escaped(n)}</p>"
                     for n in cost_notes(points))
-    return ("<p>µs of CPU per I/O of every direction, by component, ± 95 % CI over repetitions.</p>"
+    return (f"<p>µs of CPU per I/O of every direction, by component, ± {interval_level(rows)} CI over "
+            "repetitions.</p>"
             "<table class='data'><thead><tr>" + "".join(f"<th>{_escaped(h)}</th>" for h in head)
             + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>" + notes)
 

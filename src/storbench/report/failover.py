@@ -374,15 +374,21 @@ def client_blackout_figure(point: PointFailover, label: str) -> FigureSpec | Non
 def timeline_figures(repetitions: Sequence[StoredRepetition], labels: Mapping[str, str],
                      points: Sequence[PointFailover] = ()) -> list[FigureSpec]:
     """One timeline per point with faults (its first repetition that did its fault and succeeded: a failed one's is
-    none of the figures beside it), and with several clients each client's blackout."""
+    none of the figures beside it), and with several clients each client's blackout. Over several runs each title
+    says its run (one case's figures of two runs had read alike)."""
+    several = len({r.run_id for r in repetitions if r.faults} | {p.run_id for p in points}) > 1
+
+    def label(case_id: str, run_id: int) -> str:
+        return (f"run {run_id}: " if several else "") + labels[case_id]
+
     figures: list[FigureSpec] = [figure for p in points if p.case_id in labels
-                                 and (figure := client_blackout_figure(p, labels[p.case_id])) is not None]
+                                 and (figure := client_blackout_figure(p, label(p.case_id, p.run_id))) is not None]
     seen: set[tuple[int, str]] = set()
     for r in repetitions:
         key = (r.run_id, r.case.case_id)
         if key in seen or not r.faults or r.case.case_id not in labels or r.status != Status.OK:
             continue
-        figure = timeline_figure(r, f"failover-run{r.run_id}-{r.case.case_id}", labels[r.case.case_id])
+        figure = timeline_figure(r, f"failover-run{r.run_id}-{r.case.case_id}", label(r.case.case_id, r.run_id))
         if figure is not None:
             seen.add(key)
             figures.append(figure)

@@ -17,7 +17,15 @@ from storbench.report.figures import (
     log2_ticks,
     spread_labels,
 )
-from storbench.report.labels import block_size, curve_lab_keys, curve_label, point_label, rate_unit, varying_lab_keys
+from storbench.report.labels import (
+    block_size,
+    curve_lab_keys,
+    curve_label,
+    interval_level,
+    point_label,
+    rate_unit,
+    varying_lab_keys,
+)
 from storbench.report.saturation_tables import knee_text
 from storbench.stats.bottleneck import Bottleneck
 from storbench.stats.curve import BLOCK_SIZE, LOAD_AXES, Axis, CurveKey, axis_value
@@ -58,6 +66,7 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
                 notes.append((label, knee_text(curve)))
         if not series:
             continue
+        curve_points = [c.point for curve in members for c in curve.points]
         if knees_x:
             series.append(Series(name="knee", x=tuple(knees_x), y=tuple(knees_y), text=tuple(knees_text),
                                  mode="markers", marker_size=16))
@@ -66,9 +75,10 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
             y_label=f"p99 latency ({unit})", series=tuple(series), y_log=True, section="Saturation", x_from_zero=True,
             caption=f"Each point is one {axis} setting; the knee (large marker) is the lowest {axis} beyond which "
             "more load adds no IOPS beyond noise while latency grows; at the first point, the curve was already "
-            "saturated at the lowest load. Horizontal error bars: 95 % CI of IOPS. A vertical line: the IOPS the "
+            f"saturated at the lowest load. Horizontal error bars: {interval_level(curve_points)} CI of IOPS. A "
+            "vertical line: the IOPS the "
             "target was declared to deliver (expect).", notes=tuple(notes),
-            x_marks=expected_marks([c.point for curve in members for c in curve.points], "iops")))
+            x_marks=expected_marks(curve_points, "iops")))
     return figures
 
 
@@ -107,7 +117,7 @@ def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
             x_label=axis, y_label=rate, series=tuple(series), x_log=True, x_tickvals=tickvals,
             x_ticktext=ticktext,
             section="Utilisation and bottlenecks", y_marks=marks, y_range=(0.0, 1.15 * top) if top > 0 else None,
-            caption="Mean IOPS with 95 % CI; the label at each point "
+            caption=f"Mean IOPS with {interval_level(points)} CI; the label at each point "
             + ("(on hover: several lines share each x) " if hover_only else "")
             + "is its verdict (cpu-, media-, net-, "
             "client-bound; depth = under-driven; capped = capped beyond this host; - = not saturated); a "
@@ -176,8 +186,9 @@ def capped_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
             x_ticktext=ticktext, y_marks=marks, y_range=(0.0, 1.2 * top) if top > 0 else None,
             section=BOTTLENECK_SECTION,
             notes=((Bottleneck.CAPPED.value, evidence),),
-            caption=f"Left axis: mean {what} over repetitions with its 95 % CI (\"capped\": the points the verdict "
-            f"covers); right axis: mean total latency with its 95 % CI. {what} that stays flat while latency grows "
+            caption=f"Left axis: mean {what} over repetitions with its {interval_level(line)} CI (\"capped\": the "
+            f"points the verdict covers); right axis: mean total latency with its {interval_level(line)} CI. {what} "
+            "that stays flat while latency grows "
             "with the load is Little's law at a fixed service rate: a limit outside this host (a provisioned limit, "
             "a throttle, the remote storage). A horizontal line: what the target was declared to deliver (expect). "
             "Rules: storbench docs methodology bottleneck-verdicts."))

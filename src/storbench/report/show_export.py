@@ -24,6 +24,7 @@ from storbench.report.labels import (
     options_text,
     point_label,
     rate_unit,
+    run_prefix,
     varying_lab_keys,
 )
 from storbench.report.steady import change_words, status_word
@@ -154,7 +155,8 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
         cv = iops.cv_pct if iops else None
         disk = p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct")
         cells = [
-            point_label(p, lab_keys=lab_keys, direction=False, options=True), p.direction_name or "-",
+            run_prefix(p, points) + point_label(p, lab_keys=lab_keys, direction=False, options=True),
+            p.direction_name or "-",
             f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
             _number(p.metric("bw_bytes_per_s"), ",.1f", 1048576), *((expected_cell(p),) if with_expected else ()),
             _lat(p.metric("lat_mean_ns")),

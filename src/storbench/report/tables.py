@@ -14,6 +14,7 @@ from storbench.report.labels import (
     block_size,
     direction_label,
     distinct_text,
+    interval_level,
     lab_text,
     options_text,
     point_label,
@@ -159,6 +160,7 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
     lab_keys = varying_lab_keys(points)
     extra = telemetry_columns(points)
     with_expected = any(p.expected is not None for p in points)
+    level = interval_level(points)  # a run repeated `until: ci` shows its intervals at its own level
     # which run a row is from, where a case shows up in several runs (kept apart) or a row pools runs
     runs_of_case: dict[str, set[tuple[int, ...]]] = {}
     for p in points:
@@ -187,7 +189,7 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
         *((("lab", "left", 1, lambda p: lab_text(p, lab_keys)),) if lab_keys else ()),
         ("dir", "left", 0, lambda p: direction_label(p.rw, p.direction_name) or "-"),
         ("n", "right", 0, lambda p: f"{p.repetitions_ok}/{p.repetitions_total}"),
-        (f"{rate_unit(p.rw for p in points)} ± 95% CI", "right", 0, lambda p: iops_with_ci(p.metric("iops"))),
+        (f"{rate_unit(p.rw for p in points)} ± {level} CI", "right", 0, lambda p: iops_with_ci(p.metric("iops"))),
         ("CV", "right", 3, iops_cv), ("MiB/s", "right", 2, lambda p: "-" if not moves_data(p.rw)  # no data moved
                                          else _mean(p.metric("bw_bytes_per_s"), ",.1f", 1048576)),
         *((("% exp", "right", 2, expected_cell),) if with_expected else ()),
@@ -201,8 +203,8 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
         ("verdict", "left", 0, lambda p: p.bottleneck.short), ("!", "left", 0, lambda p: "⚠" if p.warnings else ""),
     ]
     if points and all(is_volume_operation(p.rw) for p in points):  # Kubernetes operations: their times are the figure
-        specs = [("time ± 95% CI", "right", 0, lambda p: time_with_ci(p.metric("lat_mean_ns"))) if name == "lat mean"
-                 else (name, justify, priority, cell)
+        specs = [(f"time ± {level} CI", "right", 0, lambda p: time_with_ci(p.metric("lat_mean_ns")))
+                 if name == "lat mean" else (name, justify, priority, cell)
                  for name, justify, priority, cell in specs if name not in NOT_FOR_OPERATIONS]
     cells = _cells(specs, points)
     # a column that tells the rows apart (qd, jobs, clients, varies, lab with more than one value) is part of
@@ -269,7 +271,7 @@ def compact_specs(specs: Sequence[Spec], *, rate: str) -> list[Spec]:
     (``1,234,567 ± 9.8%``) and the warning mark in the verdict's cell (``cpu ⚠``) instead of a column of its own."""
     out: list[Spec] = []
     for name, justify, priority, cell in specs:
-        if name == f"{rate} ± 95% CI":
+        if name.startswith(f"{rate} ± "):
             out.append((name, justify, priority, lambda p: iops_with_relative_ci(p.metric("iops"))))
         elif name == "verdict":
             out.append((name, justify, priority,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from storbench.report.figure_values import below_mean, half_width, scaled_mean
 from storbench.report.figures import FigureSpec, Series, latency_unit, log2_ticks
-from storbench.report.labels import block_size, point_label, varying_lab_keys
+from storbench.report.labels import block_size, interval_level, point_label, varying_lab_keys
 from storbench.stats.point_summary import PointSummary
 from storbench.units import format_block_size
 
@@ -54,7 +54,8 @@ def utilisation_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
             x_categories=categories, x_log=axis != "bs", x_tickvals=tickvals, x_ticktext=ticktext,
             section="Utilisation and bottlenecks", y_range=(0.0, 105.0),
             caption="Solid: CPU busy (all CPUs of the host, or the busiest node); dashed: the busiest "
-            "block device's utilisation. Means over the measured window of each repetition, 95 % CI."))
+            f"block device's utilisation. Means over the measured window of each repetition, "
+            f"{interval_level(p for v in lines.values() for p in v)} CI."))
     return figures
 
 
