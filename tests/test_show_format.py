@@ -433,3 +433,28 @@ def test_the_report_says_when_its_rows_pool_runs_of_several_machines() -> None:
         "note: rows pool runs of 2 machines (vm, vm2): each machine's level is in the row's interval; `storbench "
         "show --run all` gives a row per run")
     assert _hosts_line(pooled, [run(1, "vm"), run(2, "vm")]) is None
+
+
+def test_a_case_run_with_faults_is_told_from_the_same_workload_without() -> None:
+    """A plan with faults gives its cases a timeline (their own case id); pooled with a plain run of the same workload
+    (report, `--baseline/--candidate` over all runs) the two rows read alike, a bar of one hid the other's and a
+    line joined both into one zigzag."""
+    from dataclasses import replace
+
+    from storbench.report.labels import point_label
+    from storbench.report.point_figures import block_size_figures
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    plain = [observation(case_id=f"p{bs}", run_id=1, repeat=r, iops=1000.0 + r, bs_bytes=bs)
+             for r in range(3) for bs in (4096, 8192)]
+    faulted = [replace(o, case=replace(o.case, case_id=f"f{o.case.workload.bs_bytes}",
+                                       workload=replace(o.case.workload, timeline_window_ms=100)))
+               for o in (observation(run_id=2, repeat=r, iops=400.0 + r, bs_bytes=bs)
+                         for r in range(3) for bs in (4096, 8192))]
+    points = summarize_points([*plain, *faulted])
+    labels = {point_label(p) for p in points}
+    assert labels == {"a randread 4k qd1 read", "a randread 8k qd1 read", "a randread 4k qd1 with faults read",
+                      "a randread 8k qd1 with faults read"}, labels
+    (figure, _) = block_size_figures(points)
+    assert sorted(s.y[0] // 100 for s in figure.series) == [4, 10], figure.series  # both, one bar each

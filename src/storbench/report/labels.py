@@ -64,6 +64,8 @@ def hidden_text(w: WorkloadPoint, field: str) -> str:
         return f"direct={int(value)}"
     if field == "fio_options":
         return options_text(w)
+    if field == "timeline_window_ms":  # set for the cases of a plan with faults (their timelines' window)
+        return "with faults"
     return f"{field}={value}"
 
 

@@ -18,7 +18,7 @@ NOT_JUDGED = BottleneckVerdict(Bottleneck.UNKNOWN, "not judged")
 # Workload fields no label shows by default: when they vary among what is displayed, labels add them
 # (`report.labels.hidden_text` says them).
 HIDDEN_FIELDS = ("ioengine", "direct", "size_bytes", "runtime_s", "ramp_s", "files", "file_size_bytes", "dirs",
-                 "fio_options")
+                 "fio_options", "timeline_window_ms")  # the last: a case run with faults (its own case id)
 
 
 def hidden_values(w: WorkloadPoint) -> tuple[tuple[str, object], ...]:
