@@ -111,6 +111,10 @@ def test_replay_is_the_rule_on_the_first_pairs() -> None:
     assert replay(a[:1], b[:1], plan) == ()
     with pytest.raises(ValueError):
         replay(a, b[:3], plan)
+    # a percentile whose rounds sit in one histogram bin a side: the run's rule decided nothing, as the replay must
+    p99_a, p99_b = [1_130_496.0] * 8, [1_146_880.0] * 8
+    assert decide(p99_a, p99_b, plan).decision == Decision.HIGHER  # the bare rule sees a zero-width interval
+    assert {look.decision for look in replay(p99_a, p99_b, plan, metric="lat_p99_ns")} == {Decision.UNDECIDED}
 
 
 def test_the_figure_draws_every_look_the_margin_and_the_verdict() -> None:

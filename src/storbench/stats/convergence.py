@@ -16,7 +16,7 @@ from storbench.stats.adaptive import paired_rounds
 from storbench.stats.compare_cells import PointComparison
 from storbench.stats.observations import Attempts, Observation
 from storbench.stats.selectors import Selector
-from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, decide
+from storbench.stats.sequential import Decision, SequentialPlan, SequentialVerdict, decide_metric
 
 
 @dataclass(frozen=True)
@@ -56,11 +56,12 @@ def _look(verdict: SequentialVerdict) -> Look:
 
 
 def replay(baseline: Sequence[float], candidate: Sequence[float], plan: SequentialPlan,
-           rounds: Sequence[int] | None = None, rounds_run: int | None = None) -> tuple[Look, ...]:
+           rounds: Sequence[int] | None = None, rounds_run: int | None = None, metric: str = "") -> tuple[Look, ...]:
     """The rule at the look after r rounds for r = ``plan.min_rounds`` .. ``rounds_run``, each from the pairs of
     rounds before r (``rounds``: the round of each pair, default 0, 1, ...; ``rounds_run``: default the number of
     pairs). Only the last look when fewer rounds than ``min_rounds`` ran (a run stopped early); nothing below two
-    pairs."""
+    pairs. Each look judges as the run did (`decide_metric`: a percentile without spread decides nothing; the
+    replay had said "decided after 3 rounds" of a run that went on to its max)."""
     n = len(baseline)
     if len(candidate) != n:
         raise ValueError("paired samples differ in length")
@@ -73,15 +74,16 @@ def replay(baseline: Sequence[float], candidate: Sequence[float], plan: Sequenti
     for r in looks_at:
         k = sum(1 for i in of_pair if i < r)
         if k >= 2 or r == total:
-            out.append(_look(decide(baseline[:k], candidate[:k], plan, r)))
+            out.append(_look(decide_metric(metric, baseline[:k], candidate[:k], plan, r)))
     return tuple(out)
 
 
 def convergence(observations: Sequence[Observation], baseline: Selector, candidate: Selector,
                 metrics: Sequence[str], plan: SequentialPlan, attempts: Attempts | None = None) -> list[Convergence]:
     """Every named metric at every matched point (as `decided_verdicts` sees them), replayed look by look."""
-    return [Convergence(p.comparison, p.metric, plan, replay(p.baseline, p.candidate, plan, p.rounds, p.rounds_run),
-                        decide(p.baseline, p.candidate, plan, p.rounds_run))
+    return [Convergence(p.comparison, p.metric, plan,
+                        replay(p.baseline, p.candidate, plan, p.rounds, p.rounds_run, metric=p.metric),
+                        decide_metric(p.metric, p.baseline, p.candidate, plan, p.rounds_run))
             for p in paired_rounds(observations, baseline, candidate, metrics, attempts)]
 
 

@@ -133,7 +133,7 @@ def paired_shift(baseline: Sequence[float], candidate: Sequence[float], confiden
         return None
     shifts = [c - b for b, c in zip(baseline, candidate, strict=True)]
     mean = sum(shifts) / n
-    sd = math.sqrt(sum((d - mean) ** 2 for d in shifts) / (n - 1))
+    sd = statistics.stdev(shifts)  # exact (rational sums): equal shifts give 0, not a rounding residue
     if sd == 0:
         return None
     half = t_quantile(confidence, n - 1) * sd / math.sqrt(n)
