@@ -1291,9 +1291,8 @@ def test_a_percentile_in_one_histogram_bin_a_side_has_no_interval() -> None:
     from storbench.stats.compare import compare_observations
     from storbench.stats.compare_cells import Verdict
     from storbench.stats.selectors import parse_selector
-    from synthetic import observation
-
     from storbench.stats.sequential import Decision, SequentialPlan, decide_metric
+    from synthetic import observation
 
     # at any count: the spread of equal log ratios summed by hand had come to 1.8e-18 at ten pairs, not 0, and
     # the paired comparison had said "+0.81 % [+0.81, +0.81] worse"
