@@ -407,3 +407,28 @@ def test_sides_over_runs_pair_on_the_runs_both_have() -> None:
     assert c.design == "paired by run" and cell is not None and cell.difference is not None, c.design
     assert cell.difference.method == "paired by run" and cell.verdict is Verdict.BETTER, cell
     assert 5.0 < cell.difference.change_pct < 7.0, cell.difference
+
+
+def test_a_cluster_setting_both_sides_name_alike_leaves_the_comparison_paired() -> None:
+    """`osds=3` on both sides names the one cluster both ran on: the comparison of pool_size on it had lost its
+    pairing, been called blocked ("one instance per side") and `until: decided` had been refused for it."""
+    from storbench.config import load_plan_text
+    from storbench.errors import UserError
+    from storbench.stats.selectors import blocked_settings
+
+    seen = [replace(o, case=replace(o.case, lab=replace(o.case.lab, ceph=replace(o.case.lab.ceph, osds=3))))
+            for o in _rounds(1, 1)]
+    plain = compare_observations(seen, parse_selector("pool_size=2"), parse_selector("pool_size=3"), {},
+                                 interleaved_runs=frozenset({1}))
+    named = compare_observations(seen, parse_selector("osds=3,pool_size=2"), parse_selector("osds=3,pool_size=3"), {},
+                                 interleaved_runs=frozenset({1}))
+    assert [c.design for c in named] == [c.design for c in plain] == ["paired", "paired"], [c.design for c in named]
+    assert blocked_settings(parse_selector("osds=3,pool_size=2"), parse_selector("osds=4,pool_size=2")) == ["osds"]
+    assert blocked_settings(parse_selector("osds=3"), parse_selector("pool_size=2")) == ["osds"]  # one side's only
+    text = ("name: p\ntargets:\n  img: {kind: rbd, pool: b, image: i, size: 64MiB}\nworkload: {rw: randwrite}\n"
+            "lab:\n  ceph: {osds: 3, pool_size: [2, 3]}\nrepeat: {until: decided, max: 6}\n"
+            "compare: {baseline: 'osds=3,pool_size=2', candidate: 'osds=3,pool_size=3'}\n")
+    load_plan_text(text, "p.yaml")  # refused before
+    with pytest.raises(UserError, match="names osds, which needs a cluster per value"):
+        load_plan_text(text.replace("candidate: 'osds=3", "candidate: 'osds=4").replace("osds: 3", "osds: [3, 4]"),
+                       "p.yaml")

@@ -238,14 +238,16 @@ def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
                 ("repeat", "until")), hint="add compare: {baseline: pool_size=2, candidate: pool_size=3}")
     if config.compare is None:
         return
+    selectors = {}
     for side in ("baseline", "candidate"):
-        text = getattr(config.compare, side)
         try:
-            selector = parse_selector(text)
+            selectors[side] = parse_selector(getattr(config.compare, side))
         except ValueError as exc:
             raise UserError(f"compare.{side}: {exc}", where=source.where(("compare", side)),
                             hint="KEY=VALUE[,KEY=VALUE], e.g. pool_size=2") from None
-        blocked = blocked_settings(selector)
+    apart = blocked_settings(*selectors.values())  # a setting both sides name alike ran on one cluster
+    for side, selector in selectors.items():
+        blocked = [k for k in blocked_settings(selector) if k in apart]
         bring_up = config.lab.ceph.bring_up if config.lab is not None and config.lab.ceph is not None else "once"
         if blocked and isinstance(repeat, RepeatConfig) and bring_up != "each_repetition":
             # side by side, each side is one cluster: the rule would go on until the two instances differ

@@ -74,9 +74,13 @@ class Question:
 
 
 def blocked_settings(*selectors: Selector) -> list[str]:
-    """The Ceph settings the selectors name that need a cluster per value (so their sides cannot alternate)."""
-    named = {k for selector in selectors for k, _ in selector.pairs}
-    return sorted(named & CLUSTER_SETTINGS)
+    """The Ceph settings the selectors name that need a cluster per value (so their sides cannot alternate), but
+    not one every selector names with the same value (``osds=3`` on both sides: both ran on one cluster, and a
+    comparison of another setting on it had lost its pairing and been called blocked)."""
+    named = {k for selector in selectors for k, _ in selector.pairs} & CLUSTER_SETTINGS
+    same = {k for k in named if len(selectors) > 1
+            and len({tuple(v for key, v in selector.pairs if key == k) for selector in selectors}) == 1}
+    return sorted(named - same)
 
 
 @dataclass(frozen=True)
