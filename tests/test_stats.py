@@ -1316,6 +1316,25 @@ def test_a_percentile_in_one_histogram_bin_a_side_has_no_interval() -> None:
         assert verdict.decision is Decision.UNDECIDED, (reps, verdict)
 
 
+def test_a_percentile_in_one_bin_on_one_side_has_no_interval_either() -> None:
+    """p99 in one fio bin on every baseline repetition, the candidate's one bin up (one repetition two): the
+    baseline's zero spread is the bins' resolution, not a measured none; Welch had said "+1.74 % [+0.94, +2.55]
+    worse" on a change a bin (1.45 %) could hold. IOPS without spread on one side keep their interval."""
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.compare_cells import Verdict
+    from storbench.stats.selectors import parse_selector
+    from synthetic import observation
+
+    p99 = {"a": [1_130_496] * 5, "b": [1_146_880] * 4 + [1_163_264]}
+    seen = [observation(case_id=f"c{side}", target=side, repeat=rep, iops=1000.0 + 5 * rep * (side == "b"),
+                        lat_p99_ns=p99[side][rep]) for side in ("a", "b") for rep in range(5)]
+    (found,) = compare_observations(seen, parse_selector("target=a"), parse_selector("target=b"), {})
+    cell, iops = found.cell("lat_p99_ns"), found.cell("iops")
+    assert cell is not None and cell.difference is not None and cell.difference.change_ci_low_pct is None, cell
+    assert cell.verdict is Verdict.UNDECIDED
+    assert iops is not None and iops.difference is not None and iops.difference.change_ci_low_pct is not None
+
+
 def test_a_point_pooled_over_runs_takes_each_runs_mean_as_one_sample() -> None:
     """`show --pool` and the report pool a point's runs: its interval is over the runs' means (the run is the thing
     that varies: its repetitions share its time and instance), not over every repetition as if independent."""

@@ -173,7 +173,7 @@ def compare_points(baseline: Sequence[PointSummary], candidate: Sequence[PointSu
             judged = b is not None and c is not None and (b.mean or (metric in FAILOVER_METRICS and c.mean))
             if judged and metric in FAILOVER_METRICS and not (_every_fault(base, b) and _every_fault(point, c)):
                 judged = False  # a figure some faults did not give (I/O never back, not recovered): not a sample
-            difference = (welch_difference(b, c, cell_level(metric, confidence, costs))
+            difference = (welch_difference(b, c, cell_level(metric, confidence, costs), quantised=metric.quantised)
                           if judged and b is not None and c is not None else None)
             if metric in (*DESCRIPTIVE_METRICS, *FAILOVER_METRICS) and difference is None:
                 continue  # where the time goes, what an I/O costs, what a fault did: only where both sides have it

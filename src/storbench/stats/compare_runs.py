@@ -43,7 +43,7 @@ def _cell(cell: CellComparison, comparison: PointComparison, a_rows: Sequence[Ob
         return replace(cell, baseline=base, candidate=cand, difference=None,
                        verdict=Verdict.UNDECIDED if comparison.comparable else Verdict.NOT_COMPARABLE)
     level = cell_level(cell.metric, confidence, costs)  # a cost cell's: shared along its line
-    difference: Difference = welch_difference(base, cand, level)
+    difference: Difference = welch_difference(base, cand, level, quantised=cell.metric.quantised)
     pairs = paired_values(a, b) if shared else None
     change = paired_change(*pairs, level) if pairs is not None else None
     if change is not None and not (change.log_sd == 0 and cell.metric.quantised):

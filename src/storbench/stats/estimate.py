@@ -144,7 +144,8 @@ def paired_shift(baseline: Sequence[float], candidate: Sequence[float], confiden
                       100 * (mean + half) / base, method=method, pairs=n)
 
 
-def welch_difference(baseline: Estimate, candidate: Estimate, confidence: float = CONFIDENCE) -> Difference:
+def welch_difference(baseline: Estimate, candidate: Estimate, confidence: float = CONFIDENCE, *,
+                     quantised: bool = False) -> Difference:
     """Welch's t interval for the difference of two means (unequal variances, Welch-Satterthwaite df).
 
     The percent change is the ratio of the means minus one, and its interval is the ratio's, built on the log
@@ -161,8 +162,10 @@ def welch_difference(baseline: Estimate, candidate: Estimate, confidence: float 
     vb = baseline.stddev**2 / baseline.n
     vc = candidate.stddev**2 / candidate.n
     se = math.sqrt(vb + vc)
-    if se == 0:  # every repetition of both sides the same value: a quantised figure (a percentile in one histogram
-        # bin a side), whose spread is below its resolution; a zero-width interval would call any step a change
+    if se == 0 or (quantised and not (baseline.stddev and candidate.stddev)):
+        # every repetition of both sides the same value, or (``quantised``: a percentile read from histogram bins)
+        # of one side: a spread below the bins' resolution is unknown, not none; a zero-width interval, or one as
+        # narrow as the other side's spread alone, would call a step of a bin (1.6 %) a change
         return Difference(diff, None, None, pct, None, None, method="none")
     df = (vb + vc) ** 2 / ((vb**2 / (baseline.n - 1)) + (vc**2 / (candidate.n - 1)))
     half = t_quantile(confidence, df) * se
