@@ -432,3 +432,29 @@ def test_a_cluster_setting_both_sides_name_alike_leaves_the_comparison_paired() 
     with pytest.raises(UserError, match="names osds, which needs a cluster per value"):
         load_plan_text(text.replace("candidate: 'osds=3", "candidate: 'osds=4").replace("osds: 3", "osds: [3, 4]"),
                        "p.yaml")
+
+
+def test_a_selectors_repetition_keys_choose_the_pairs_and_run_means_too() -> None:
+    """`--baseline repeat=1 --candidate repeat=5` (or fault=, status=) chose repetitions for the sides' summaries,
+    but the paired and per-run paths read every repetition of the case again: a zero-width "no change" over three
+    runs whose first repetitions were 30 % up, and a pairing over all rounds of what one round of each side said."""
+    rng = random.Random(4)
+    seen = []
+    for run in (1, 2, 3):
+        for i in range(5):
+            start = run * 1e4 + i * 100.0
+            seen.append(observation(case_id="a", run_id=run, repeat=i, iops=(1300.0 if i == 0 else 1000.0)
+                                    * rng.gauss(1, 0.005), started_at_s=start, finished_at_s=start + 50))
+    (first_vs_last,) = compare_observations(seen, parse_selector("repeat=1"), parse_selector("repeat=5"), {})
+    cell = first_vs_last.cell("iops")
+    assert cell is not None and cell.baseline is not None and cell.candidate is not None
+    assert cell.baseline.mean == pytest.approx(1300, rel=0.02) and cell.candidate.mean == pytest.approx(1000, rel=0.02)
+    assert cell.difference is not None and -26 < cell.difference.change_pct < -20, cell.difference
+    # one interleaved run, each side one round at +50 %: what those rounds said, not every round's change
+    paired = [o for o in _rounds(1, 3, factor=1.0)]
+    paired = [replace(o, measurement=replace(o.measurement, iops=o.measurement.iops * 1.5))
+              if o.rep_index == 0 and "size3" in o.case.case_id and o.measurement is not None else o for o in paired]
+    (_, qd16) = compare_observations(paired, parse_selector("pool_size=2,repeat=1"),
+                                     parse_selector("pool_size=3,repeat=1"), {}, interleaved_runs=frozenset({1}))
+    iops = qd16.cell("iops")
+    assert iops is not None and iops.difference is not None and iops.difference.change_pct > 35, iops.difference

@@ -99,8 +99,11 @@ def compare_observations(observations: Sequence[Observation], baseline: Selector
     # pairs only where the labs alternated round by round (A B B A): not between labs run one after the other
     unpaired = frozenset((c.baseline.case_id, c.candidate.case_id) for c in comparisons
                          if (c.baseline.case_id, c.candidate.case_id) in blocked and _bring_up(c, bring_ups) == "once")
+    # the repetitions each side's selector chose: what its summary holds, what pairs and run means are made of
+    chosen = (frozenset(id(o) for o in select(observations, baseline, tags)),
+              frozenset(id(o) for o in select(observations, candidate, tags)))
     compared = run_level(paired_differences(comparisons, observations, interleaved_runs, sequential_plans or {}, alpha,
-                                            attempts, unpaired), observations, 1 - alpha)
+                                            attempts, unpaired, chosen), observations, 1 - alpha, chosen)
     # each case's repetitions in each run, from the first start to the last end (another run of the same plan,
     # also selected, had stretched both sides' spans over each other)
     spans: dict[tuple[int, str], tuple[float, float]] = {}
@@ -152,14 +155,16 @@ def _bring_up(comparison: PointComparison, bring_ups: Mapping[int, str]) -> str:
 def paired_differences(comparisons: Sequence[PointComparison], observations: Sequence[Observation],
                        interleaved_runs: frozenset[int], sequential_plans: Mapping[int, SequentialPlan] | None = None,
                        alpha: float = 1 - CONFIDENCE, attempts: Attempts | None = None,
-                       unpaired: frozenset[tuple[str, str]] = frozenset()) -> list[PointComparison]:
+                       unpaired: frozenset[tuple[str, str]] = frozenset(),
+                       chosen: tuple[frozenset[int], frozenset[int]] | None = None) -> list[PointComparison]:
     """Comparisons whose two points ran in one interleaved run, repetition for repetition, get paired intervals:
     repetition i of the baseline and repetition i of the candidate ran next to each other (A B, B A, ...), so
     their ratio cancels slow drift; a round that failed on one side leaves its pair out (the run loop pairs the
     same rounds). Others keep Welch's interval. In a run that stopped when its answer was known
     (``sequential_plans``) the data were looked at round by round: the interval is the sequential rule's at the
     last look (its spent error rate, the look indexed by round as the run loop does), so a look-and-stop cannot
-    pass for a fixed-size 95 % result."""
+    pass for a fixed-size 95 % result. ``chosen``: the ids of the observations each side's selector chose (None:
+    all); a selector's repetition-level keys (``repeat=1``, ``fault=``) had been paired over every round."""
     sequential_plans = sequential_plans or {}
     by_run: dict[int, list[Observation]] = {}
     for o in observations:
@@ -171,8 +176,8 @@ def paired_differences(comparisons: Sequence[PointComparison], observations: Seq
         base, cand = comparison.baseline, comparison.candidate
         same_run = len(base.run_ids) == 1 and base.run_ids == cand.run_ids and base.run_ids[0] in rounds
         run_rounds = rounds[base.run_ids[0]] if same_run else {}
-        a = run_rounds.get((base.case_id, base.direction_name), {})
-        b = run_rounds.get((cand.case_id, cand.direction_name), {})
+        a, b = ({r: o for r, o in run_rounds.get((p.case_id, p.direction_name), {}).items()
+                 if chosen is None or id(o) in chosen[side]} for side, p in enumerate((base, cand)))
         if (base.case_id == cand.case_id or len(set(a) & set(b)) < 2  # rounds of one run both sides have
                 or (base.case_id, cand.case_id) in unpaired):  # labs run one after the other: never alternated
             out.append(comparison)

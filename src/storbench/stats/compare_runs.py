@@ -28,10 +28,12 @@ from storbench.stats.sequential import paired_change, paired_values
 from storbench.stats.summary import run_samples
 
 
-def _rows(point: PointSummary, observations: Sequence[Observation]) -> list[Observation]:
-    """The point's successful repetitions (all clients merged), in every run it spans."""
+def _rows(point: PointSummary, observations: Sequence[Observation], chosen: frozenset[int] | None = None
+          ) -> list[Observation]:
+    """The point's successful repetitions (all clients merged), in every run it spans; of those, the ones a
+    selector chose (``chosen``: their ids; None: all)."""
     return [o for o in observations if o.run_id in point.run_ids and o.case.case_id == point.case_id
-            and not o.client and o.ok and o.direction == point.direction]
+            and not o.client and o.ok and o.direction == point.direction and (chosen is None or id(o) in chosen)]
 
 
 def _cell(cell: CellComparison, comparison: PointComparison, a_rows: Sequence[Observation],
@@ -55,13 +57,15 @@ def _cell(cell: CellComparison, comparison: PointComparison, a_rows: Sequence[Ob
 
 
 def run_level(comparisons: Sequence[PointComparison], observations: Sequence[Observation],
-              confidence: float) -> list[PointComparison]:
+              confidence: float, chosen: tuple[frozenset[int], frozenset[int]] | None = None
+              ) -> list[PointComparison]:
     """The comparisons whose sides span several runs (with a successful repetition each) with their cells on run
     means (``_cell``), marked ``per_run``; others as they are. Each side's figures are then its run means' (n:
     runs); both sides in the same runs are paired run by run."""
     out = []
     for c in comparisons:
-        a_rows, b_rows = _rows(c.baseline, observations), _rows(c.candidate, observations)
+        a_rows, b_rows = (_rows(point, observations, None if chosen is None else chosen[side])
+                          for side, point in enumerate((c.baseline, c.candidate)))
         a, b = {o.run_id for o in a_rows}, {o.run_id for o in b_rows}
         if len(a) <= 1 and len(b) <= 1:
             out.append(c)
