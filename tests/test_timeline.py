@@ -705,3 +705,14 @@ def test_the_reports_timeline_is_a_repetition_that_succeeded() -> None:
     both = timeline_figures([*reps, *(replace(r, run_id=2, repetition_id=r.repetition_id + 2) for r in reps)],
                             {"c": "t randwrite"})
     assert [f.title.split(":")[0] for f in both] == ["run 1", "run 2"], [f.title for f in both]
+
+
+def test_where_in_its_window_the_fault_fell_does_not_turn_a_stalls_verdict() -> None:
+    """A 0.2 s stall at 1,000 IOPS, the fault 1, 50 or 99 ms into its 100 ms window: the part of that window before
+    the fault had counted as empty time before it (0.01 to 0.99 of a window), so the last fault's stall read
+    "within chance" ("never stopped for longer than chance allows") and the others' did not."""
+    log = synthetic(lambda t: 0 if 20.0 <= t < 20.2 else 1000, 60)
+    for offset_ms in (1, 50, 99):
+        found = failover([log], WINDOW, at(20) + offset_ms, at(0), at(60))
+        assert found.stalled and not found.by_chance, (offset_ms, found)
+        assert found.blackout_s == pytest.approx(0.2, abs=0.11), (offset_ms, found)

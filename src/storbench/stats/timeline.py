@@ -261,7 +261,11 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
         windows before the fault make likely; never on fewer than CHANCE_FROM_MS of them (no share to tell from)."""
         if found is None or found.open or fault_ms - start_ms < CHANCE_FROM_MS:
             return False
-        empty, before = empty_share(times, window_ms, start_ms, fault_ms)
+        # the windows closed before the fault: from its last row on, whole windows only (the part of a window the
+        # fault cut had counted as empty, 0 to 0.99 of one by where in it the fault fell, and turned one stall's
+        # verdict with the fault's phase)
+        last = max((t for t in times if start_ms < t <= fault_ms), default=start_ms)
+        empty, before = empty_share(times, window_ms, start_ms, last + (fault_ms - last) // window_ms * window_ms)
         return stall_chance(found, window_ms, empty, before, (end_ms - after_ms) / window_ms) >= STALL_ALPHA
 
     per_client, clients_by_chance = [], []
