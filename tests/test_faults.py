@@ -44,6 +44,10 @@ def test_each_refusal_is_one_line_with_the_fix() -> None:
     assert "restore_after must be after the fault" in line
     [line] = problems(FaultStep(10, "kill", "osd.1", 55))
     assert "restored at 65s, after the measured section ends (60s)" in line
+    # undone in the last second: what the undoing did cannot be read, and "no stall after it" would be claimed
+    [line] = problems(FaultStep(10, "kill", "osd.1", 49.3))
+    assert "restored at 59.3s, in the last second of the measured section (60s)" in line
+    assert problems(FaultStep(10, "kill", "osd.1", 49)) == []
     [line] = problems(FaultStep(10, "kill", "osd.1", 20), FaultStep(20, "out", "osd.1"))
     assert "faults on osd.1 overlap" in line
     assert problems(FaultStep(10, "kill", "osd.1", 5), FaultStep(20, "out", "osd.1")) == []  # one after the other

@@ -132,6 +132,10 @@ def fault_problems(steps: Sequence[FaultStep], measured_s: float, offers: Sequen
             elif (step.restore_at_s or 0) >= measured_s:
                 problems.append(f"{where}: restored at {step.restore_at_s:g}s, after the measured section ends "
                                 f"({measured_s:g}s); shorten restore_after or lengthen runtime")
+            elif (step.restore_at_s or 0) > measured_s - LAST_SECOND_S:  # as a fault's: its stall could not be seen
+                problems.append(f"{where}: restored at {step.restore_at_s:g}s, in the last second of the measured "
+                                f"section ({measured_s:g}s), too late to read what the undoing did (it would read "
+                                "as no stall); shorten restore_after or lengthen runtime")
     spans = sorted((s.target, s.at_s, s.restore_at_s or measured_s) for s in steps)
     for (target, start, end), (other, later, _) in itertools.pairwise(spans):
         if target == other and later < end:
