@@ -199,3 +199,31 @@ def test_a_writer_whose_writes_never_return_says_so_and_does_not_hang_the_run() 
         release.set()
     assert time.monotonic() - started < 5
     assert found.acknowledged == 0 and "had not returned" in found.error and "nothing read back" in found.error
+
+
+def test_a_check_abandoned_when_the_lab_did_not_settle_counts_as_not_checked(tmp_path: Path) -> None:
+    """A lab that did not settle after its faults (or lost a daemon): the repetition is saved, its writes never read
+    back. It had been saved with no write check at all, so the point read "0 of N lost (each read back)" over the
+    others with no "1 of 3 not checked"."""
+    from storbench.execute.checker import CheckingWriter
+    from storbench.execute.regions import FileRegion
+    from storbench.model import Case, PathTarget, Status, StoredRepetition, WorkloadPoint
+    from storbench.stats.write_checks import point_write_checks
+
+    data = tmp_path / "check.img"
+    data.write_bytes(bytes(64 * 4096))
+    checks = []
+    for _ in range(3):
+        with CheckingWriter(FileRegion(str(data), direct=False), blocks=64, block_bytes=4096, depth=2, iops=2000,
+                            writer=1) as writer:
+            time.sleep(0.1)
+        checks.append(writer.result() if len(checks) < 2 else writer.abandon("the lab did not settle after its "
+                                                                             "faults"))
+    assert checks[2].error == "not read back: the lab did not settle after its faults" and checks[2].acknowledged > 0
+    case = Case("c", PathTarget("t", path=str(tmp_path), size_bytes=1 << 20),
+                WorkloadPoint("randwrite", 4096, 1, 1, 1.0, 0.0, True, "libaio"))
+    reps = [StoredRepetition(repetition_id=i + 1, run_id=1, case=case, rep_index=i, status=Status.OK, started_at_s=0.0,
+                             finished_at_s=1.0, fio_version="fio-3.33", error="", clients=(), write_check=check)
+            for i, check in enumerate(checks)]
+    (point,) = point_write_checks(reps)
+    assert point.checked == 2 and point.unchecked == 1 and point.errors == (checks[2].error,), point

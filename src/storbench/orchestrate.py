@@ -367,7 +367,9 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 if watch is not None:
                     outcome = replace(outcome, logs=(*outcome.logs, watch.log()))
                 if checking is not None and (lost is not None or unsettled is not None):  # a broken lab: none read
-                    checking.abandon()
+                    outcome = replace(outcome, write_check=checking.abandon(
+                        "a daemon of the lab was lost" if lost is not None else "the lab did not settle after its "
+                        "faults"))
                 elif checking is not None:  # read back once the faults are undone and the lab is whole
                     outcome = replace(outcome, write_check=checking.result())
             except BaseException:

@@ -175,11 +175,16 @@ class CheckingWriter(Beside):
         bounded(self._release, RELEASE_S)
         return found
 
-    def abandon(self) -> None:
+    def abandon(self, why: str = "the repetition did not end") -> WriteCheck:
         """The repetition did not end (interrupted, or the lab's settling failed): nothing is read back, and what
-        the writer made is removed (unless its calls are stuck: the lab's teardown removes it then)."""
+        the writer made is removed (unless its calls are stuck: the lab's teardown removes it then). Returns the
+        check as stored: not read back, and ``why`` (a repetition saved with none had dropped out of the "k of n
+        not checked" count, and the point read "0 of N lost (each read back)")."""
         if not self._stuck:
             bounded(self._release, RELEASE_S)
+        record = self._record
+        return WriteCheck(self.blocks, self.block_bytes, record.writes if record is not None else 0,
+                          record.errors if record is not None else 0, error=f"not read back: {why}")
 
     def _release(self) -> None:
         self.region.close()
