@@ -477,6 +477,13 @@ def test_the_failover_verdict_counts_the_repetitions_a_stall_happened_in() -> No
     wide = failover_verdict(point([0.5, 3.0]), None, "x")
     assert "I/O stopped for 1.8 s [0.0, 17.6] after osd.1 was frozen;" in wide, wide
     assert "never stopped" in failover_verdict(point([0.0, 0.0, 0.0]), None, "x")
+    # a repetition whose fault made fio fail (I/O never back, the watchdog) has no figures: "every repetition" had
+    # counted only the ones that ended, with nothing said of it
+    back = point([1.0, 1.1], recovered=2, not_recovered=0, failed=1, failed_error="fio timed out after 95 s")
+    said_back = failover_verdict(back, None, "x")
+    assert "back to at least 90 % of the level before in every repetition that ended;" in said_back, said_back
+    assert "1 more repetition with the fault failed, left out of these figures (fio timed out after 95 s)" in said_back
+    assert "that ended" not in failover_verdict(point([1.0, 1.1], recovered=2, not_recovered=0), None, "x")
     # never back in 2 of 3: the blackout there is a lower bound, the first I/O is of the one that came back
     gone = point([20.0, 20.0, 3.0], first=[None, None, 3.0])
     assert "I/O stopped for 14.3 s [" in failover_verdict(gone, None, "x")

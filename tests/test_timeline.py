@@ -698,6 +698,10 @@ def test_the_reports_timeline_is_a_repetition_that_succeeded() -> None:
             for i, status in enumerate((Status.FAILED, Status.OK))]
     (figure,) = timeline_figures(reps, {"c": "t randwrite"})
     assert "repetition 2" in figure.title, figure.title
+    from storbench.stats.failover_points import point_failovers
+
+    (point,) = point_failovers(reps)  # the failed one: counted beside the figures, which are the other's
+    assert point.measured == 1 and point.failed == 1, point
     assert timeline_figures(reps[:1], {"c": "t randwrite"}) == []
     # two runs of the case: each figure names its run (their titles had read alike)
     from dataclasses import replace

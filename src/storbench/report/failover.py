@@ -12,6 +12,7 @@ from storbench.model import Status, StoredRepetition
 from storbench.report.figures import LATENCY_COLOR, THROUGHPUT_COLOR, FigureSpec, Mark, Series
 from storbench.report.labels import rate_unit
 from storbench.report.write_checks import none_lost_text, write_check_text
+from storbench.safe_text import safe_text
 from storbench.stats.estimate import Estimate
 from storbench.stats.failover_points import (
     PointFailover,
@@ -189,7 +190,8 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
                      f"{_in_some(point.degraded_pct, n)}")
         level = "it"
     if point.recovered == n:
-        parts.append(f"back to at least 90 % of {level} in every repetition")
+        parts.append(f"back to at least 90 % of {level} in every repetition"
+                     + (" that ended" if point.failed else ""))
     elif point.not_recovered:
         left = f", left at {_figure(point.left_pct, ' %', 0)}" if point.left_pct is not None else ""
         parts.append(f"shown below {level} to the end in {point.not_recovered} of {n}{left}")
@@ -202,6 +204,9 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
         parts.append(f"a PG not active+clean again within the watch in {point.cluster_never_clean} of {n}")
     if errors := point.undo_errors:
         parts.append(f"its undoing failed in {len(errors)} of {n}")
+    if point.failed:  # none of the figures: "every repetition" had counted only the ones that ended
+        parts.append(f"{point.failed} more {'repetition' if point.failed == 1 else 'repetitions'} with the fault "
+                     f"failed, left out of these figures ({safe_text(point.failed_error)[:160]})")
     if check is not None and check.checked:
         bad = check.total.bad
         said = (f"acknowledged writes lost or damaged: {bad:,} of the {check.blocks_read:,} blocks read back did "

@@ -210,6 +210,9 @@ class PointFailover:
     end_pct: Estimate | None = None  # the level at the end, over the repetitions the recovery test could read
     left_pct: Estimate | None = None  # the level at the end of the repetitions shown not back (what they were left at)
     dip_before_pct: Estimate | None = None  # the lowest of as many windows before the fault: the noise's own dip
+    # repetitions with the fault that failed (fio's error, the watchdog): none of the figures, said beside them
+    failed: int = 0
+    failed_error: str = ""  # the first one's error
 
     @property
     def measured(self) -> int:
@@ -280,9 +283,12 @@ def point_failovers(repetitions: Sequence[StoredRepetition]) -> list[PointFailov
     """One entry per (run, case) whose repetitions had faults, in the order first seen; failed repetitions are
     left out (a fault that made fio fail is in its error)."""
     groups: dict[tuple[int, str], list[RepetitionFailover]] = {}
+    failed: dict[tuple[int, str], list[StoredRepetition]] = {}
     for r in repetitions:
         if r.faults and r.status == Status.OK:
             groups.setdefault((r.run_id, r.case.case_id), []).append(repetition_failover(r))
+        elif r.faults:  # e.g. I/O that never came back, fio then ended by the watchdog
+            failed.setdefault((r.run_id, r.case.case_id), []).append(r)
     out = []
     for (run_id, case_id), found in groups.items():
         figures = [f.figures for f in found if f.figures is not None]
@@ -309,5 +315,7 @@ def point_failovers(repetitions: Sequence[StoredRepetition]) -> list[PointFailov
             degraded_objects_max=max((c.degraded_objects_max for c in clusters), default=None),
             longest_io_max_ns=max((f.longest_io_ns for f in figures if f.longest_io_ns is not None), default=None),
             end_pct=_estimate([f.end_pct for f in figures]),
-            left_pct=_estimate([f.end_pct for f in figures if f.recovery is Recovery.NOT_RECOVERED])))
+            left_pct=_estimate([f.end_pct for f in figures if f.recovery is Recovery.NOT_RECOVERED]),
+            failed=len(failed.get((run_id, case_id), [])),
+            failed_error=next((r.error or r.status.value for r in failed.get((run_id, case_id), [])), "")))
     return out
