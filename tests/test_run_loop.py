@@ -1217,3 +1217,26 @@ def test_keep_lab_keeps_the_last_lab_configuration_not_a_fresh_rounds_cluster(
     orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(_ok), Observer(), resume=False, keep_lab=True,
                          clock=lambda: now[0], budget_s=budget_s)
     assert [keep for _, keep in groups] == kept, groups
+
+
+def test_a_resume_may_add_a_target_with_its_own_precondition_but_not_lower_steady_max_rounds() -> None:
+    """A target added with a precondition of its own changed the run's conditions and the resume was refused (even
+    with --accept-changed-design), though no stored repetition ran under it. Lowering steady_state.max_rounds was
+    taken as allowed: the points' windows are judged within it, so a point found steady at round 8 read as not
+    steady when the rule said 4."""
+    from storbench.config import condition_changes, design_changes
+
+    text = ("name: p\ntargets:\n  t: {kind: path, path: /tmp/x, size: 1MiB, precondition: {for: 1s}}\n"
+            "workload: {rw: randread, runtime: 1s}\n")
+    added = text.replace("workload:", "  u: {kind: path, path: /tmp/y, size: 1MiB, precondition: {for: 2s}}\n"
+                         "workload:")
+    before, after = (orchestrate.plan_design(load_plan_text(t, "plan.yaml").config, None) for t in (text, added))
+    assert condition_changes(before, after) == ["precondition"]  # without knowing what was measured
+    assert condition_changes(before, after, unmeasured={"u"}) == []
+    changed = orchestrate.plan_design(load_plan_text(text.replace("for: 1s", "for: 3s"), "plan.yaml").config, None)
+    assert condition_changes(before, changed, unmeasured={"u"}) == ["precondition"]  # a measured target's own
+    steady = text + "steady_state: {metric: iops, window: 3, max_rounds: 12}\n"
+    twelve, four, twenty = (orchestrate.plan_design(load_plan_text(steady.replace("12", n), "plan.yaml").config, None)
+                            for n in ("12", "4", "20"))
+    assert design_changes(twelve, four) == ["steady_state.max_rounds 12 -> 4"]
+    assert design_changes(twelve, twenty) == []  # raised: the points not yet steady go on

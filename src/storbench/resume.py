@@ -62,7 +62,8 @@ def check_design_unchanged(loaded: LoadedPlan, store: Store, run_id: int, *, acc
     if not before.from_plan:
         return  # a stored plan no storbench read a design in: nothing to compare the rule with
     now = plan_design(loaded.config, None)
-    conditions = condition_changes(before, now)
+    measured = {r.case.target.name for r in store.repetitions([run_id])}
+    conditions = condition_changes(before, now, unmeasured=set(loaded.config.targets) - measured)
     if conditions:  # the repetitions left would measure something else, pooled with those stored as one point
         blocks, now_blocks = check_writes_blocks(before), check_writes_blocks(now)
         region = (f"; check_writes wrote over {blocks:,} blocks (its default follows the longest repetition): "

@@ -7,6 +7,7 @@ answer is then marked. Pure."""
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 from storbench.config.repeat import RepeatConfig, ci_stop_confidence
@@ -68,14 +69,20 @@ def run_conditions(config: PlanConfig) -> tuple[tuple[str, str], ...]:
     return tuple((name, json.dumps(value, sort_keys=True)) for name, value in sections.items())
 
 
-def condition_changes(before: RunDesign, after: RunDesign) -> list[str]:
+def condition_changes(before: RunDesign, after: RunDesign, unmeasured: Collection[str] = ()) -> list[str]:
     """The sections of ``run_conditions`` that differ (none when either was not recorded). A checking writer
     stored with no region (a run stored between `blocks` becoming optional and its region being recorded) is
-    taken to have had the region it has now."""
+    taken to have had the region it has now. ``unmeasured``: targets none of whose repetitions is stored, whose
+    preconditions a resume may add or change (a target added with a precondition of its own had been refused)."""
     if before.conditions is None or after.conditions is None:
         return []
     old = dict(before.conditions)
     new = dict(after.conditions)
+    if unmeasured:
+        for conditions in (old, new):
+            if (text := conditions.get("precondition")) is not None:
+                kept = {k: v for k, v in json.loads(text).items() if k not in unmeasured}
+                conditions["precondition"] = json.dumps(kept, sort_keys=True)
     if (stored := _check_writes(before)) is not None and stored.get("blocks") is None \
             and (now := _check_writes(after)) is not None:
         old["check_writes"] = json.dumps({**stored, "blocks": now.get("blocks")}, sort_keys=True)
@@ -122,6 +129,15 @@ def _steady_fields(design: RunDesign) -> dict[str, str] | None:
             "slope": _pct(steady.slope_fraction), "confirm": str(steady.confirm)}
 
 
+def _lowered_max_rounds(before: RunDesign, after: RunDesign) -> list[str]:
+    """`steady_state.max_rounds` lowered: the points' windows are judged within it, so a point found steady at a
+    later round would be judged again as not steady, on rounds already measured (raised, it is allowed)."""
+    old, new = before.steady, after.steady
+    if old is None or new is None or new.max_rounds >= old.max_rounds:
+        return []
+    return [f"steady_state.max_rounds {old.max_rounds} -> {new.max_rounds}"]
+
+
 def design_changes(before: RunDesign, after: RunDesign) -> list[str]:
     """What changed in the stopping rule (and the steady-state rule, which says when a point's rounds stop) from
     ``before`` to ``after``, one item a field ("margin 5% -> 10%", "steady_state.range 10% -> 40%"); empty when
@@ -130,7 +146,8 @@ def design_changes(before: RunDesign, after: RunDesign) -> list[str]:
     return [*_field_changes("", stopping_rule_fields(before), stopping_rule_fields(after),
                             f"repeat {_repeat_text(before)} -> {_repeat_text(after)}"),
             *_field_changes("steady_state.", *steady, f"steady_state {'none' if steady[0] is None else 'set'} -> "
-                            f"{'none' if steady[1] is None else 'set'}")]
+                            f"{'none' if steady[1] is None else 'set'}"),
+            *_lowered_max_rounds(before, after)]
 
 
 def _field_changes(prefix: str, old: dict[str, str] | None, new: dict[str, str] | None, whole: str) -> list[str]:
