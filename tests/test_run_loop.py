@@ -648,6 +648,26 @@ def test_a_resumed_steady_state_run_continues_only_the_points_not_yet_steady(tmp
     assert [(c.case.workload.bs_bytes, c.rep_index) for c in fake.calls] == [(8192, 4), (8192, 5)]
 
 
+def test_a_resumed_steady_state_run_leaves_a_failed_round_failed(tmp_path: Path, store: Store) -> None:
+    """A failed round 2 of a point not yet steady, rounds 3-4 run after it: the resume ran round 2 again first, and
+    its figure, measured after round 4, sat between rounds 1 and 3 in the window's range and slope. It stays failed,
+    as in a run that did not stop; the point goes on from round 5."""
+    def failing(call: FakeCall) -> Step:
+        if call.case.workload.bs_bytes == 8192 and call.rep_index == 1:
+            return Replay("", returncode=1, stderr="fio: error=Input/output error\n")
+        return Replay(_scaled(1.0)) if call.case.workload.bs_bytes == 4096 else Replay(
+            _scaled(1.3 if call.rep_index % 2 else 0.7))
+
+    first = load_plan_text(STEADY.format(data=tmp_path / "data", most=4, confirm=2), "steady.yaml")
+    cases = expand(first)
+    checked = check_everything(first, cases, CAPS.binary, create=True)
+    orchestrate.run_plan(first, cases, checked, store, FakeExecutor(failing), Observer(), resume=False)
+    more = load_plan_text(STEADY.format(data=tmp_path / "data", most=6, confirm=2), "steady.yaml")
+    fake = FakeExecutor(failing)
+    orchestrate.run_plan(more, cases, checked, store, fake, Observer(), resume=True)
+    assert [(c.case.workload.bs_bytes, c.rep_index) for c in fake.calls] == [(8192, 4), (8192, 5)], fake.calls
+
+
 SEARCH = """
 name: search
 targets:

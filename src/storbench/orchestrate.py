@@ -155,7 +155,9 @@ def run_plan(
         # failed on one side still was a look); run again now, it would not have run next to its pair, and the
         # rule would look again at a look it has made
         attempted = store.completed(run_id, failed_too=True)
-        done = attempted if isinstance(config.repeat, RepeatConfig) else store.completed(run_id)
+        # and steady_state's: its window reads rounds in order, which a round run again after later ones is not
+        done = (attempted if isinstance(config.repeat, RepeatConfig) or config.steady_state is not None
+                else store.completed(run_id))
         looked_at = max((index for _, index in attempted), default=-1)
     else:
         run_id = store.create_run(
