@@ -764,6 +764,45 @@ def test_a_resumed_search_finishes_the_point_it_had_begun_and_gives_the_same_ans
     assert len(said) == 1 and "at iodepth=24 within p99<=" in said[0], said
 
 
+def test_a_resumed_search_on_a_new_precondition_starts_its_begun_load_over_and_keeps_its_objective(
+        tmp_path: Path, store: Store) -> None:
+    """On a preconditioned target (or a lab) the resume writes the target again: the load the search had begun
+    pooled a repetition from before with one from after as one point. It starts over. A resume that changes the
+    search (its objective, range or steps) was accepted, and the loads left were chosen against another objective."""
+    from storbench.errors import UserError
+    from storbench.fio.merge import client_measurement
+    from storbench.fio.parse import parse_fio_json
+
+    merged = client_measurement(parse_fio_json(RANDRW_OUTPUT)).directions
+    limit_us = int(2.6 * max(d.lat.percentile_ns(99.0) or 0 for d in merged) / 1000)
+    text = SEARCH.format(data=tmp_path / "data", limit_us=limit_us).replace(
+        "size: 4MiB}", "size: 4MiB, precondition: {workload: randwrite 4k, for: 1s}}")
+    loaded = load_plan_text(text, "search.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+    calls: list[tuple[int, int]] = []
+
+    def interrupted(call: FakeCall) -> Step:
+        if call.case.workload.rw == "randrw" and len(calls) == 6:  # the precondition's, then (24, 1)
+            return Raise(KeyboardInterrupt())
+        calls.append((call.case.workload.iodepth, call.rep_index))
+        return Replay(_storage_at(call.case.workload.iodepth))
+
+    with pytest.raises(KeyboardInterrupt):
+        orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(interrupted), Observer(), resume=False)
+    other = load_plan_text(text.replace(f"p99<={limit_us}us", f"p99<={2 * limit_us}us"), "search.yaml")
+    with pytest.raises(UserError, match=r"changed what run 1's repetitions run under since it started \(search\)"):
+        orchestrate.run_plan(other, expand(other), checked, store, FakeExecutor(interrupted), Observer(), resume=True)
+    observer = Observer()
+    resumed = FakeExecutor(lambda call: Replay(_storage_at(call.case.workload.iodepth)))
+    orchestrate.run_plan(loaded, cases, checked, store, resumed, observer, resume=True)
+    after = [(c.case.workload.iodepth, c.rep_index) for c in resumed.calls if c.case.workload.rw == "randrw"]
+    assert after[:2] == [(24, 0), (24, 1)], after
+    restarted = [e for e in observer.events if "a search's load" in e]
+    assert len(restarted) == 1 and "its repetitions not all measured when interrupted; starts over (1 earlier" in \
+        restarted[0], observer.events
+
+
 def _preconditioned_steady(tmp_path: Path) -> tuple[LoadedPlan, list[Case], Checked]:
     """The steady-state plan (at most 8 rounds, 2 after the window) on a target preconditioned before its first
     measurement, loaded, expanded and checked."""

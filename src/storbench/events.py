@@ -168,11 +168,13 @@ class StoppingRuleChanged:
 
 @dataclass(frozen=True)
 class PointRestarted:
-    """A steady-state point interrupted before it settled starts over on a new lab or precondition."""
+    """A steady-state point interrupted before it settled, or a search's load before its repetitions were all
+    measured, starts over on a new lab or precondition."""
 
     case: Case
     steady_found: bool  # steady, its rounds after the window not all measured (else: not steady yet)
     dropped: int
+    searched: bool = False  # a search's load (``steady_found`` then unused)
 
 
 @dataclass(frozen=True)

@@ -92,11 +92,14 @@ def restart_unsettled_points(loaded: LoadedPlan, store: Store, run_id: int, obse
     """Resuming a steady-state run on a lab or a preconditioned target: the lab comes up anew and the target is
     written again, so a point that was not yet steady, or not yet through its rounds after the steady window,
     starts over; its earlier rounds are dropped (a window or figures mixing rounds from before and after would
-    judge two instances as one)."""
+    judge two instances as one). A search's load whose repetitions were not all measured likewise (a search's
+    points are on one cluster: its earlier and later repetitions had been pooled from two)."""
 
     rule = steady_rule(loaded.config)
     wanted = preconditions(loaded.config)
-    if rule is None or (loaded.config.lab is None and not wanted):
+    count = loaded.config.repeat if isinstance(loaded.config.repeat, int) else None
+    search = loaded.config.search is not None and count is not None
+    if (rule is None and not search) or (loaded.config.lab is None and not wanted):
         return
     by_case: dict[str, list[StoredRepetition]] = {}
     for r in store.repetitions([run_id]):
@@ -104,6 +107,11 @@ def restart_unsettled_points(loaded: LoadedPlan, store: Store, run_id: int, obse
     for case_id, reps in by_case.items():
         case = reps[0].case
         if loaded.config.lab is None and case.target.name not in wanted:
+            continue
+        if rule is None:  # a search: the load it had begun pools its repetitions on one lab, one precondition
+            if count is not None and len(reps) < count:
+                observer.event(PointRestarted(case, False, store.drop_case_repetitions(run_id, case_id),
+                                              searched=True))
             continue
         state = judge_repetitions(sorted(reps, key=lambda r: r.rep_index), rule)
         if not state.settled:

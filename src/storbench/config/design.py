@@ -65,6 +65,8 @@ def run_conditions(config: PlanConfig) -> tuple[tuple[str, str], ...]:
         "hosts": config.hosts.model_dump(mode="json") if config.hosts else None,
         "precondition": preconditions,
         "bring_up": config.lab.ceph.bring_up if config.lab is not None and config.lab.ceph is not None else "once",
+        # the search's objective and steps: the loads left are chosen, and the answer judged, against it
+        "search": config.search.model_dump(mode="json") if config.search is not None else None,
     }
     return tuple((name, json.dumps(value, sort_keys=True)) for name, value in sections.items())
 

@@ -168,7 +168,8 @@ def event_text(event: RunEvent) -> str:
             return (f"run {event.run_id}: stopping rule changed ({event.what}), accepted: its answer no longer holds "
                     "the sequential design's error rates, and says so")
         case PointRestarted():
-            where = ("steady by SNIA's rule but its rounds after the window not all measured" if event.steady_found
+            where = ("a search's load, its repetitions not all measured" if event.searched else
+                     "steady by SNIA's rule but its rounds after the window not all measured" if event.steady_found
                      else "not steady")
             return (f"{case_text(event.case)}: {where} when interrupted; starts over ({event.dropped} earlier rounds "
                     "dropped: the lab or the precondition is new)")
