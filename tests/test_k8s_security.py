@@ -631,6 +631,24 @@ def test_a_create_the_api_server_answers_429_or_5xx_is_asked_again(monkeypatch: 
     answers[:] = [504, 409]
     with pytest.raises(UserError, match="one of that name exists and is not storbench's"):
         executor._create("pod", "p5", created, creator, {"kind": "Pod"})
+    # resumed after a kill -9 mid-repetition: its config map (and pod) of that repetition are there, this run's; they
+    # are removed and made anew (the first create's 409 had stopped the resume until `k8s cleanup`)
+    labels["storbench/run"] = "r1"
+    deleted: list[str] = []
+
+    class Stale:
+        def read_namespaced_config_map(self, name: str, namespace: str) -> object:
+            if name in deleted:
+                raise ApiException(status=404, reason="Not Found")
+            return SimpleNamespace(metadata=SimpleNamespace(labels=labels))
+
+        def delete_namespaced_config_map(self, name: str, namespace: str) -> None:
+            deleted.append(name)
+
+    executor.core = Stale()
+    answers[:] = [409]
+    executor._create("configmap", "cm6", created, creator, {"kind": "ConfigMap"})
+    assert deleted == ["cm6"] and created[-1] == ("configmap", "cm6") and made[-1] == {"kind": "ConfigMap"}
 
 
 def test_a_statically_linked_fio_has_no_libraries_to_copy(tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ MIN_CONTINUED_S = 2.0  # a client's pod deleted with less of the measured sectio
 LIST_TIMEOUT_S = 10.0  # a poll of the run's pods: given up (and taken again) after this
 MAX_INCARNATIONS = 4  # at most this many pods a client per repetition (its first and those made again)
 NEVER_RAN_S = 5.0  # a pod made again still pending this long after the measured section: it never ran in it
+STALE_GONE_S = 60.0  # a pod or config map a dead session of the run left, deleted: how long it may take to go
 CREATE_ATTEMPTS = 3  # a create answered 429 or 5xx (a busy API server, a webhook's timeout) is asked this often
 LOST_S = 5.0  # a pod whose script printed its end and that the API shows running this long after: lost with its node
 
@@ -242,18 +243,34 @@ class KubernetesExecutor:
                 if (error.status == 429 or (error.status or 0) >= 500) and attempt + 1 < CREATE_ATTEMPTS:
                     time.sleep(2.0 ** attempt)
                     continue
-                if error.status == 409 and attempt > 0 and self._this_runs(kind, name):
-                    break  # the answer lost, the object stored: the create asked again meets its own
+                if error.status == 409 and self._this_runs(kind, name):
+                    if attempt > 0:
+                        break  # the answer lost, the object stored: the create asked again meets its own
+                    if self._removed(kind, name):  # left by this run's session that died mid-repetition (kill -9),
+                        continue  # now resumed: its old job or pod, removed, made anew
                 already = " (one of that name exists and is not storbench's to replace)" if error.status == 409 else ""
                 raise UserError(f"kubernetes: cannot create {kind} {self.namespace}/{name}: {error.reason}{already}",
                                 hint="check the RBAC rules (`storbench k8s rbac`), or run `storbench k8s cleanup`"
                                 ) from None
         created.append((kind, name))
 
+    def _removed(self, kind: str, name: str) -> bool:
+        """Delete the pod or config map ``name`` (this run's) and wait until it is gone, within STALE_GONE_S."""
+        self._delete([(kind, name)])
+        reader = self.core.read_namespaced_pod if kind == "pod" else self.core.read_namespaced_config_map  # type: ignore[attr-defined]
+        deadline = time.monotonic() + STALE_GONE_S
+        while time.monotonic() < deadline:
+            try:
+                reader(name, self.namespace)
+            except Exception:  # 404: gone
+                return True
+            time.sleep(0.5)
+        return False
+
     def _this_runs(self, kind: str, name: str) -> bool:
         """Whether the pod or config map ``name`` carries this run's label (it may be read: `k8s rbac`'s get)."""
-        reader = self.core.read_namespaced_pod if kind == "pod" else self.core.read_namespaced_config_map  # type: ignore[attr-defined]
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # unreadable: not known to be this run's
+            reader = self.core.read_namespaced_pod if kind == "pod" else self.core.read_namespaced_config_map  # type: ignore[attr-defined]
             return bool((reader(name, self.namespace).metadata.labels or {}).get(RUN_LABEL) == self.run_label)
         return False
 
