@@ -505,3 +505,46 @@ def test_keys_a_multi_object_delete_finds_gone_count_as_removed_and_its_codes_ar
             return 200, answer
 
     assert _delete_batch(Service(), "bench", ["k"]) == Removal(0, 1, "DeleteObjects answered an error")  # type: ignore[arg-type]
+
+
+def test_a_resumed_run_removes_the_objects_a_killed_session_of_it_left(tmp_path: Path) -> None:
+    """Each session of a run writes its S3 objects under a prefix of its own; one killed (kill -9) left its objects
+    in the operator's bucket, and the resume removed only its own. The run's stored prefixes are removed too, on
+    the same endpoint and bucket only, and only a prefix storbench makes (a merged store's could be anything)."""
+    from types import SimpleNamespace
+
+    from storbench.model import Case, RepetitionOutcome, S3Target, Status, WorkloadPoint
+    from storbench.sessions import remove_earlier_objects
+    from storbench.store import open_store
+    from storbench.targets.base import PreparedTarget
+    from storbench.targets.s3 import s3_binding
+
+    store = open_store(tmp_path / "r.db")
+    run_id = store.create_run(plan_name="p", plan_text="", plan_sha256="x", source="run", storbench_version="0",
+                              fio_version="fio-3.33", host="h", kernel="k", run_order="interleaved", seed=0, tags=(),
+                              started_at_s=0.0)
+    with fake_s3() as (endpoint, state):
+        case = Case("c", S3Target("s3", endpoint, "bench", "us-east-1"),
+                    WorkloadPoint("put", 4096, 1, 1, 1.0, 0.0, False, "http"))
+        for rep, prefix in enumerate(("storbench.aaaaaaaaaaaa.", "storbench.cccccccccccc.")):
+            store.save_repetition(run_id, case, rep, RepetitionOutcome(
+                status=Status.OK, started_at_s=0.0, finished_at_s=1.0, job_text="", command=(), fio_version="fio-3.33",
+                raw_output="", stderr_tail=""), (("kind", "s3"), ("endpoint", endpoint), ("bucket", "bench"),
+                                             ("object_prefix", prefix)))
+        earlier = store.object_prefixes(run_id)
+        assert earlier == {(endpoint, "bench", "storbench.aaaaaaaaaaaa."),
+                           (endpoint, "bench", "storbench.cccccccccccc.")}
+        for key in ("storbench.aaaaaaaaaaaa.0", "storbench.aaaaaaaaaaaa.1", "storbench.bbbbbbbbbbbb.0", "data/keep",
+                    "storbench.cccccccccccc.0"):
+            state.objects[("bench", key)] = b"x"
+        service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
+        now = PreparedTarget(spec=case.target,
+                             binding=s3_binding(service, "bench", "/opt/fio", "storbench.bbbbbbbbbbbb."),
+                             details=(("kind", "s3"), ("endpoint", endpoint), ("bucket", "bench"),
+                                      ("region", "us-east-1"), ("object_prefix", "storbench.bbbbbbbbbbbb.")))
+        events: list[object] = []
+        observer = SimpleNamespace(event=events.append)
+        remove_earlier_objects([now], {*earlier, (endpoint, "bench", "data/"), ("http://other:9000", "bench",
+                                                                                "storbench.bbbbbbbbbbbb.")}, observer)
+        assert sorted(key for _, key in state.objects) == ["data/keep", "storbench.bbbbbbbbbbbb.0"], state.objects
+        assert len(events) == 2, events  # one line for each earlier prefix that had objects

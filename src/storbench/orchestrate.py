@@ -63,6 +63,7 @@ from storbench.sessions import (
     group_by_lab,
     kubernetes_lab,
     lab_session,
+    remove_earlier_objects,
     remove_run_test_files,
 )
 from storbench.shell import interrupts_held
@@ -159,6 +160,7 @@ def run_plan(
         done = (attempted if isinstance(config.repeat, RepeatConfig) or config.steady_state is not None
                 else store.completed(run_id))
         looked_at = max((index for _, index in attempted), default=-1)
+        earlier = store.object_prefixes(run_id)  # S3 objects of a session of it that was killed
     else:
         run_id = store.create_run(
             plan_name=config.name, plan_text=loaded.source.text, plan_sha256=plan_sha256(loaded.source.text),
@@ -169,7 +171,7 @@ def run_plan(
         )
         if not store.leases.claim(run_id):  # a --resume of it from elsewhere is refused while this one runs it
             raise running_elsewhere(run_id)  # (one that took it in the moment since it was made)
-        done, looked_at = set(), -1
+        done, looked_at, earlier = set(), -1, set()
     bring_up = design.bring_up
     order = schedule(cases, repeat_bounds(config)[1], run_order(config), config.seed,
                      lambda case: lab_group_key(case.lab, bring_up))
@@ -206,6 +208,7 @@ def run_plan(
             with interrupts_held():  # fio's servers and pods stopped, the test files removed, whatever is pressed
                 executors.close()
                 remove_run_test_files(checked.targets.values(), observer, keep_files=config.keep_files)
+                remove_earlier_objects(checked.targets.values(), earlier, observer)
     return RunResult(run_id=run_id, ran=ran, skipped=len(order) - len(todo), failed=failed,
                      not_needed=len(todo) - ran)
 

@@ -37,7 +37,7 @@ from storbench.targets.local import (
 )
 from storbench.targets.nfs import remove_laid_out
 from storbench.targets.registry import LabEnvironment, by_target, prepare_target
-from storbench.targets.s3 import Removal, remove_objects, service_of
+from storbench.targets.s3 import Removal, is_run_object_prefix, remove_objects, service_of
 from storbench.telemetry.recorder import SYSTEM_CEPH_SOCKETS
 
 if TYPE_CHECKING:
@@ -251,6 +251,28 @@ def clear_left_files(prepared: PreparedTarget, case: Case) -> int:
             or dict(prepared.details).get("checked") == "on the fio servers"):
         return 0
     return empty_operation_dir(Path(directory), case.workload.rw)
+
+
+def remove_earlier_objects(targets: Iterable[PreparedTarget], earlier: Iterable[tuple[str, str, str]],
+                           observer: LabObserver) -> None:
+    """A resumed run's S3 objects that an earlier session of it wrote (each takes a prefix of its own; one killed
+    left its objects in the operator's bucket, with nothing to remove them): removed where this session's target has
+    the same endpoint and bucket, and only under a prefix storbench makes."""
+    for prepared in targets:
+        objects = service_of(prepared)
+        if objects is None:
+            continue
+        for endpoint, bucket, prefix in sorted(earlier):
+            if (endpoint, bucket) != (objects.service.endpoint, objects.bucket) or prefix == objects.prefix \
+                    or not is_run_object_prefix(prefix):
+                continue
+            try:
+                removal = remove_objects(objects.service, bucket, prefix)
+            except UserError as exc:
+                removal = Removal(0, 0, f"{exc.message} (objects {prefix}*)")
+            if removal.removed or removal.why:
+                observer.event(TestDataCleaned(prepared.spec.name, bucket, "objects", removal.removed,
+                                               removal.refused, removal.why))
 
 
 def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserver, *, keep_files: bool = False

@@ -347,6 +347,11 @@ def _delete_each(service: S3Service, bucket: str, keys: Sequence[str]) -> Remova
 _PREFIX_RE = re.compile(r"storbench\.[0-9a-f]{8,32}\.")
 
 
+def is_run_object_prefix(prefix: str) -> bool:
+    """Whether ``prefix`` is one `run_object_prefix` makes (and nothing else of the bucket's)."""
+    return _PREFIX_RE.fullmatch(prefix) is not None
+
+
 def run_object_prefix() -> str:
     """A fresh prefix for the objects of one run: storbench.<random token>."""
     return f"{OBJECT_PREFIX}{secrets.token_hex(6)}."
