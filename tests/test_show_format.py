@@ -458,3 +458,16 @@ def test_a_case_run_with_faults_is_told_from_the_same_workload_without() -> None
                       "a randread 8k qd1 with faults read"}, labels
     (figure, _) = block_size_figures(points)
     assert sorted(s.y[0] // 100 for s in figure.series) == [4, 10], figure.series  # both, one bar each
+
+
+def test_an_intervals_half_width_keeps_its_digits_and_never_turns_to_an_exponent() -> None:
+    """150,000 IOPS with a half-width of 0.38 printed "150,000 ± 0" (no interval seen); 50 ops/s with one of 99,
+    and a wide one of 508, printed "± 5.1e+02"."""
+    from storbench.report.tables import iops_with_ci
+    from storbench.stats.estimate import estimate
+
+    assert iops_with_ci(estimate([150_000.0, 150_000.1, 150_000.3])) == "150,000 ± 0.38"
+    assert iops_with_ci(estimate([50.0, 10.0, 90.0])) == "50 ± 99"
+    wide = iops_with_ci(estimate([50.0, 10.0, 400.0]))
+    assert "e+" not in wide and wide.startswith("153 ± "), wide
+

@@ -54,7 +54,8 @@ def iops_with_ci(estimate: Estimate | None) -> str:
     half = estimate.half_width
     if half is None:
         return _rate_text(estimate.mean)
-    return _rate_text(estimate.mean) + (f" ± {half:,.0f}" if abs(estimate.mean) >= 100 else f" ± {half:.2g}")
+    # the half-width as a rate in its own right: "150,000 ± 0" had hidden an interval, "50 ± 5.1e+02" read badly
+    return f"{_rate_text(estimate.mean)} ± {_rate_text(half) if abs(half) >= 100 else f'{half:.2g}'}"
 
 
 def time_with_ci(estimate: Estimate | None) -> str:

@@ -152,15 +152,8 @@ class Store:
             "SELECT DISTINCT case_id FROM repetitions WHERE run_id = ?", (run_id,))}
 
     def object_prefixes(self, run_id: int) -> set[tuple[str, str, str]]:
-        """(endpoint, bucket, object prefix) of the S3 objects a run's repetitions wrote (each session of it took a
-        prefix of its own)."""
-        found = set()
-        for row in self.conn.execute("SELECT DISTINCT target_json FROM repetitions WHERE run_id = ?", (run_id,)):
-            details = json.loads(row["target_json"])
-            if details.get("kind") == "s3" and all(isinstance(details.get(k), str)
-                                                   for k in ("endpoint", "bucket", "object_prefix")):
-                found.add((details["endpoint"], details["bucket"], details["object_prefix"]))
-        return found
+        """(endpoint, bucket, object prefix) of the S3 objects the run's repetitions wrote (a prefix a session)."""
+        return rows.object_prefixes(self.conn, run_id)
 
     def imported_files(self) -> dict[str, int]:
         """sha256 of each fio output file imported so far -> the run that holds it."""

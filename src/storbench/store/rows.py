@@ -1,5 +1,6 @@
 """Rows of the results database and the model's values they hold: runs, cases (their targets and workloads as
-versioned JSON), clients, measurements and telemetry. Pure conversions, but for the inserts into a connection."""
+versioned JSON), clients, measurements and telemetry. Pure conversions, but for the inserts into a connection (and
+the one read `object_prefixes`)."""
 
 from __future__ import annotations
 
@@ -257,3 +258,11 @@ def measurement_from_row(row: Row) -> DirectionMeasurement:
         runtime_ms=row["runtime_ms"], iops=row["iops"], bw_bytes_per_s=row["bw_bytes_per_s"],
         clat=_latency_from_row("clat", row), lat=_latency_from_row("lat", row),
     )
+
+
+def object_prefixes(conn: Connection, run_id: int) -> set[tuple[str, str, str]]:
+    """(endpoint, bucket, object prefix) of the S3 targets of a run's repetitions (their ``target_json``)."""
+    found = conn.execute("SELECT DISTINCT target_json FROM repetitions WHERE run_id = ?", (run_id,))
+    details = (json.loads(row["target_json"]) for row in found)
+    return {(d["endpoint"], d["bucket"], d["object_prefix"]) for d in details if d.get("kind") == "s3"
+            and all(isinstance(d.get(k), str) for k in ("endpoint", "bucket", "object_prefix"))}

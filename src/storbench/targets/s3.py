@@ -344,12 +344,7 @@ def _delete_each(service: S3Service, bucket: str, keys: Sequence[str]) -> Remova
     return Removal(removed, refused, why)
 
 
-_PREFIX_RE = re.compile(r"storbench\.[0-9a-f]{8,32}\.")
-
-
-def is_run_object_prefix(prefix: str) -> bool:
-    """Whether ``prefix`` is one `run_object_prefix` makes (and nothing else of the bucket's)."""
-    return _PREFIX_RE.fullmatch(prefix) is not None
+is_run_object_prefix = re.compile(r"storbench\.[0-9a-f]{8,32}\.").fullmatch  # one `run_object_prefix` makes
 
 
 def run_object_prefix() -> str:
@@ -363,7 +358,7 @@ def s3_binding(service: S3Service, bucket: str, fio_binary: str, prefix: str) ->
     url = urlsplit(service.endpoint)
     if not REGION_RE.fullmatch(service.region):
         raise UserError(f"region {service.region!r} is not a region name", hint="e.g. us-east-1")
-    if not _PREFIX_RE.fullmatch(prefix):
+    if not is_run_object_prefix(prefix):
         raise ValueError(f"{prefix!r} is not an object prefix of storbench's")
     options = (("http_mode", "s3"), ("https", "on" if url.scheme == "https" else "off"), ("http_host", service.host),
                ("http_s3_region", service.region), ("http_s3_keyid", f"${{{S3_KEY_ID_ENV}}}"),
