@@ -1590,3 +1590,23 @@ def test_an_interval_beyond_a_hundred_times_the_baseline_says_only_that() -> Non
     (c,) = compare_observations(wild, parse_selector("target=a"), parse_selector("target=b"), {})
     text, _ = change_text(c, "iops")
     assert re.fullmatch(r"[+-]\d+\.\d% \[[+-]\d+\.\d, >\+10,000\] ~", text), text
+
+
+def test_comparisons_and_saturation_tables_name_an_operations_rate_ops_per_s() -> None:
+    """The terminal said ops/s for files created and object requests; the Markdown comparison and the report's
+    comparison and saturation tables still said "IOPS" over the same figures."""
+    from types import SimpleNamespace
+
+    from storbench.report.compare_export import comparison_markdown
+    from storbench.report.html import _comparison_table
+    from storbench.stats.compare import compare_observations
+    from storbench.stats.selectors import parse_selector
+
+    seen = [observation(case_id=f"c{t}", target=f"t{t}", rw="create", direction="write", repeat=r,
+                        iops=500.0 + r + 9 * t) for t in (1, 2) for r in range(3)]
+    found = compare_observations(seen, parse_selector("target=t1"), parse_selector("target=t2"), {})
+    table = comparison_markdown(found, "target=t1", "target=t2")
+    assert "| point | ops/s baseline | ops/s candidate | ops/s |" in table and "IOPS" not in table, table
+    doc = SimpleNamespace(comparisons=found, baseline="target=t1", candidate="target=t2")
+    html = _comparison_table(doc)  # type: ignore[arg-type]
+    assert "<th>ops/s baseline</th>" in html and "IOPS" not in html.split("</thead>")[0], html[:400]

@@ -18,7 +18,7 @@ from storbench.report.compare_tables import (
     rule_answer_lines,
 )
 from storbench.report.export import export_row, markdown_cell
-from storbench.report.labels import comparison_label, varying_comparison_lab
+from storbench.report.labels import comparison_label, rate_unit, varying_comparison_lab
 from storbench.report.tables import iops_with_ci
 from storbench.safe_text import csv_cell, safe_text
 from storbench.stats.compare_cells import PointComparison, RuleAnswer, stopping_rule_lines
@@ -117,11 +117,12 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
                         notes: Sequence[str] = ()) -> str:
     # where the time goes, when some point's storage reported it on both sides
     layers = [m for m in (*LAYER_METRICS, *FAILOVER_METRICS) if any(c.cell(m.field) is not None for c in comparisons)]
+    rate = rate_unit(p.rw for c in comparisons for p in (c.baseline, c.candidate))  # ops/s for operations
     lines = [
         f"Baseline `{_code(baseline)}` vs candidate `{_code(candidate)}`: change of the candidate's mean, with its "
         f"interval ({interval_caption(comparisons)}). {VERDICT_LEGEND}",
         "",
-        "| point | IOPS baseline | IOPS candidate | IOPS | bandwidth | mean latency | p95 | p99 | "
+        f"| point | {rate} baseline | {rate} candidate | {rate} | bandwidth | mean latency | p95 | p99 | "
         + "".join(f"{m.label} | " for m in layers) + "bottleneck |",
         "|---|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(layers) + "---|",
     ]

@@ -33,6 +33,7 @@ from storbench.report.labels import (
     comparison_label,
     curve_lab_keys,
     curve_label,
+    rate_unit,
     varying_comparison_lab,
 )
 from storbench.report.plotly_render import plotly_json, template_json
@@ -113,7 +114,8 @@ def _evidence_title(c: PointComparison) -> str:
 
 
 def _comparison_table(doc: ReportDocument) -> str:
-    head = ("point", "IOPS baseline", "IOPS candidate", "IOPS", "bandwidth", "mean latency", "p95", "p99",
+    rate = rate_unit(p.rw for c in doc.comparisons for p in (c.baseline, c.candidate))  # ops/s for operations
+    head = ("point", f"{rate} baseline", f"{rate} candidate", rate, "bandwidth", "mean latency", "p95", "p99",
             "bottleneck")
     rows = []
     lab_keys = varying_comparison_lab(doc.comparisons)
@@ -138,19 +140,20 @@ def _comparison_table(doc: ReportDocument) -> str:
 
 
 def _saturation_table(doc: ReportDocument) -> str:
-    head = ["curve", "knee", "max IOPS"]
+    rate = rate_unit(c.point.rw for curve in doc.curves for c in curve.points)
+    head = ["curve", "knee", f"max {rate}"]
     if doc.objective:
-        head.append(f"max IOPS with {doc.objective.label} ≤ {format_latency_ns(doc.objective.limit_ns)}")
+        head.append(f"max {rate} with {doc.objective.label} ≤ {format_latency_ns(doc.objective.limit_ns)}")
     rows = []
     lab_keys = curve_lab_keys(doc.curves)
     for curve in doc.curves:
         peak = max(curve.points, key=lambda c: c.iops)
         cells = [curve_label(curve, lab_keys), knee_text(curve),
-                 f"{curve.axis}={peak.load}: {peak.iops:,.0f} IOPS, p99 {format_latency_ns(peak.lat_p99_ns)}"]
+                 f"{curve.axis}={peak.load}: {peak.iops:,.0f} {rate}, p99 {format_latency_ns(peak.lat_p99_ns)}"]
         if doc.objective:
             best = best_under_objective(curve, doc.objective)
             cells.append("none shown to meet it" if best is None
-                         else f"{curve.axis}={best.load}: {best.iops:,.0f} IOPS")
+                         else f"{curve.axis}={best.load}: {best.iops:,.0f} {rate}")
         rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
     return ("<table class='data saturation'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
             + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
