@@ -289,6 +289,8 @@ def test_export_number_keeps_integers_and_rounds_by_field() -> None:
     assert export_number("lat_mean_ns", 333123.6) == 333124 and export_number("total_ios", 2**62 + 1) == 2**62 + 1
     assert export_number("change_ci_low_pct", -9.345678) == -9.35
     assert export_number("started_at_s", 1764081234.123456) == 1764081234.123
+    assert export_number("start_skew_s", 0.0004) == 0.0004  # the clients' skew: 400 µs had become 0.0
+    assert export_number("start_skew_s_stddev", 0.000123456789) == 0.000123457
     assert export_number("disk_busiest_queue_depth", 12.3456789012) == 12.3457  # no unit: six significant digits
     assert export_number("cpu_usr_pct", 12.3456789012) == 12.35  # fio's CPU percentages as every other percentage
     assert math.isnan(export_number("iops", math.nan))  # type: ignore[arg-type]

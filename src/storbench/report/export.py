@@ -18,7 +18,8 @@ ESTIMATE_PARTS = ("_stddev", "_ci_low", "_ci_high")  # parts of an estimate in t
 def export_number(field: str, value: object) -> object:
     """``value`` of ``field`` rounded to what it means, for every export (JSON, CSV, Markdown of `export`, `show`
     and `compare`): latencies in ns and sizes in bytes to integers, percentages to 0.01, IOPS and every rate per
-    second to 0.1 (six significant digits below 1), seconds to the millisecond, other measurements to six
+    second to 0.1 (six significant digits below 1), seconds to the millisecond (the clients' start skew, often
+    below one, as other measurements), other measurements to six
     significant digits. Integers, text, None and non-finite floats stay as they are. Arithmetic's last-bit noise
     (12962.185574000001) never reaches a file."""
     if not isinstance(value, float) or not math.isfinite(value):
@@ -34,7 +35,7 @@ def export_number(field: str, value: object) -> object:
         return float(round(value)) if abs(value) >= 2**53 else round(value)
     if name.endswith(("iops", "_per_s")):  # rates: operations per second (ios_per_s); below 1 not seconds
         return round(value, 1) if abs(value) >= 1 else float(f"{value:.6g}")
-    if name.endswith("_s"):
+    if name.endswith("_s") and name != "start_skew_s":  # a skew of 400 µs had become 0.0
         return round(value, 3)
     return float(f"{value:.6g}")
 
