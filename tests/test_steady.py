@@ -339,3 +339,15 @@ def test_a_level_shown_to_move_a_little_gets_no_flat_advice() -> None:
     shown = Moving(**{f.name: getattr(state, f.name) for f in dataclasses.fields(state)})
     assert shown.rounds_to_show is None
     assert what_would_show(shown).startswith("its level is still rising")
+
+
+def test_a_latency_rules_window_mean_is_said_with_its_unit() -> None:
+    """`show`'s line under a steady point gave a latency rule's window mean bare ("window mean 1.235e+06", in ns):
+    in µs, named, as the steady figure does."""
+    from storbench.report.show_export import steady_detail
+    from storbench.stats.steady import SteadyRule, judge
+
+    rule = SteadyRule(metric="lat_mean_ns", window=3, max_rounds=6, confirm=2)
+    said = steady_detail(judge([(i, 1_235_000.0 + 1000 * (i % 2)) for i in range(5)], rule))
+    assert "window mean 1,235 mean latency (µs)" in said and "e+" not in said, said
+    assert "mean 1,236 mean latency (µs)" in said or "mean 1,235 mean latency (µs)" in said, said

@@ -27,7 +27,7 @@ from storbench.report.labels import (
     run_prefix,
     varying_lab_keys,
 )
-from storbench.report.steady import change_words, status_word
+from storbench.report.steady import METRIC_LABELS, change_words, status_word
 from storbench.report.tables import expected_cell, iops_with_ci, pct_of_expected, verdict_lines
 from storbench.report.warning_text import warning_lines
 from storbench.safe_text import csv_cell, safe_text
@@ -225,16 +225,18 @@ def steady_detail(state: SteadyState) -> str:
     w = state.window
     if w is None:
         return f"{len(state.rounds)} rounds"
+    name, scale = METRIC_LABELS.get(state.rule.metric, (state.rule.metric, 1.0))  # a latency in µs, not ns bare
     text = (f"rounds {w.rounds[0] + 1}-{w.rounds[-1] + 1}, {len(state.rounds)} measured: range "
             f"{100 * w.range_fraction:.1f} %, slope {100 * w.slope_excursion_fraction:.1f} %, "
-            f"window mean {w.mean:,.4g}")
+            f"window mean {w.mean * scale:,.4g} {name}")
     if state.status is not SteadyStatus.STEADY:
         return text
     if state.window_only:
         return f"{text}; figures from the window: rounds chosen for small spread, no interval"
     first, last = state.confirmation[0][0] + 1, state.confirmation[-1][0] + 1
     mean = sum(v for _, v in state.confirmation) / len(state.confirmation)
-    return f"{text}; figures from rounds {first}-{last} after it, mean {mean:,.4g}; {change_words(state)}"
+    return (f"{text}; figures from rounds {first}-{last} after it, mean {mean * scale:,.4g} {name}; "
+            f"{change_words(state)}")
 
 
 def show_text(points: Sequence[PointSummary], fmt: str, title: str, notes: Sequence[str] = ()) -> str:
