@@ -361,6 +361,14 @@ BAD_PLANS = [
     case("fresh-cluster-each-round-in-blocks", Bad(
         BASE + "order: sequential\nlab:\n  ceph: {osds: [3, 4], pool_size: 1, bring_up: each_repetition}\n", 8,
         "order", ("needs order: interleaved", "drop order"))),
+    # steady_state and search run each point's rounds back to back: side by side, their clusters ran in blocks, and
+    # `plan` had said "repetitions A B B A"
+    case("steady-state-clusters-side-by-side", Bad(
+        BASE + "steady_state: {window: 3}\nlab:\n  ceph: {osds: [1, 2], pool_size: 1, bring_up: side_by_side}\n", 10,
+        "lab.ceph.bring_up", ("steady_state runs each point's rounds back to back", "bring_up: once"))),
+    case("search-clusters-side-by-side", Bad(
+        BASE + "search: {range: [1, 64], slo: p99<=1ms}\nlab:\n  ceph: {osds: [1, 2], pool_size: 1, "
+        "bring_up: side_by_side}\n", 10, "lab.ceph.bring_up", ("search runs each point's rounds back to back",))),
     case("steady-state-fresh-cluster-each-round", Bad(
         BASE + "steady_state: {window: 3}\nlab:\n  ceph: {osds: [3, 4], bring_up: each_repetition}\n", 8,
         "steady_state", ("fresh one every round",))),

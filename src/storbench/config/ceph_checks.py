@@ -4,7 +4,7 @@ hosts and the faults on them, side-by-side clusters, pool sizes, rbd targets' co
 
 from __future__ import annotations
 
-from storbench.config.schema import PlanConfig
+from storbench.config.schema import PlanConfig, run_order
 from storbench.config.source import PlanSource
 from storbench.config.targets import RbdTargetConfig
 from storbench.errors import UserError
@@ -63,9 +63,15 @@ def check_ceph_lab(config: PlanConfig, source: PlanSource) -> None:
         if max(ceph.pool_size) > ceph.hosts:
             raise UserError(f"a pool of size {max(ceph.pool_size)} keeps its copies on as many hosts; hosts is "
                             f"{ceph.hosts}", where=where, hint="raise hosts or lower pool_size")
-    if ceph.bring_up in ("each_repetition", "side_by_side") and config.order != "interleaved":
+    if ceph.bring_up in ("each_repetition", "side_by_side") and run_order(config) != "interleaved":
         # each_repetition brings the clusters up in the order the rounds give: sequential, every cluster of one value
         # before any of the other's, yet said "A B B A, paired"
+        if config.steady_state is not None or config.search is not None:  # whatever the order: side by side too
+            what = "steady_state" if config.steady_state is not None else "search"
+            raise UserError(f"bring_up: {ceph.bring_up} alternates the clusters round by round, but {what} runs "
+                            "each point's rounds back to back: its clusters would run in blocks",
+                            where=source.where(("lab", "ceph", "bring_up")),
+                            hint="use bring_up: once (its design is then said as blocked)")
         raise UserError(f"bring_up: {ceph.bring_up} alternates the clusters round by round, which needs order: "
                         f"interleaved (order: {config.order} runs them in blocks)",
                         where=source.where(("order",)), hint="drop order (interleaved is the default)")

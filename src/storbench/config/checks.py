@@ -281,7 +281,7 @@ def _check_steady_state(config: PlanConfig, source: PlanSource) -> None:
     ceph = config.lab.ceph if config.lab is not None else None
     if ceph is not None and ceph.bring_up == "each_repetition":
         raise UserError("steady_state needs a point's rounds on one cluster; bring_up: each_repetition starts a "
-                        "fresh one every round", where=where, hint="use bring_up: once or side_by_side")
+                        "fresh one every round", where=where, hint="use bring_up: once")
 
 
 def _check_search(config: PlanConfig, source: PlanSource) -> None:
@@ -307,7 +307,7 @@ def _check_search(config: PlanConfig, source: PlanSource) -> None:
     ceph = config.lab.ceph if config.lab is not None else None
     if ceph is not None and ceph.bring_up == "each_repetition":
         raise UserError("search needs its points on one cluster; bring_up: each_repetition starts a fresh one "
-                        "every round", where=where, hint="use bring_up: once or side_by_side")
+                        "every round", where=where, hint="use bring_up: once")
 
 
 def _check_shared_directories(config: PlanConfig, source: PlanSource) -> None:
