@@ -123,6 +123,19 @@ def test_disk_rates_known_answer() -> None:
     assert series[("vda", "read_bytes_per_s")] == pytest.approx(2400 * 512 / 2)
     assert series[("vda", "await_ms")] == pytest.approx(2.0)  # 800 ms waited by 400 I/Os
     assert not any(entity == "sdb" for entity, _ in series)  # no I/O in the whole sampling: left out
+    # the kernel's millisecond fields are 32-bit: across their wrap the same figures, not -429,496,630 % busy
+    wrap = 2**32
+    a = DiskCounters("vda", reads=0, sectors_read=0, read_ms=wrap - 100, writes=0, sectors_written=0,
+                     write_ms=wrap - 50, io_ticks_ms=wrap - 400, queue_ms=wrap - 3000)
+    b = DiskCounters("vda", reads=300, sectors_read=2400, read_ms=500, writes=100, sectors_written=800, write_ms=150,
+                     io_ticks_ms=600, queue_ms=5000)
+    wrapped = {s.metric: s.values[0] for s in disk_series([snapshot(0.0, disks=(a,)), snapshot(2.0, disks=(b,))])}
+    assert wrapped["util_pct"] == pytest.approx(50.0) and wrapped["queue_depth"] == pytest.approx(4.0)
+    assert wrapped["await_ms"] == pytest.approx(2.0)
+    # a device made anew between two samples (its 64-bit counters back to small values): that interval gives none
+    again = DiskCounters("vda", reads=3, sectors_read=24, read_ms=5, writes=0, sectors_written=0, write_ms=0,
+                         io_ticks_ms=5, queue_ms=5)
+    assert disk_series([snapshot(0.0, disks=(b,)), snapshot(2.0, disks=(again,))]) == []
 
 
 def test_process_cores_sum_a_name_and_count_new_processes() -> None:

@@ -233,12 +233,26 @@ def _device_series(source: str, snapshots: Sequence[ProcSnapshot], names: Sequen
     return out
 
 
+MS_COUNTER_WRAP = 2**32  # the kernel prints diskstats' millisecond fields as 32-bit unsigned: they wrap (time in
+# queue at a depth of 256 within five hours)
+
+
+def _ms(before: int, after: int) -> int:
+    """A diskstats millisecond counter's increase across its wrap."""
+    return (after - before) % MS_COUNTER_WRAP
+
+
 def _disk_rates(a: DiskCounters, b: DiskCounters, elapsed: float) -> tuple[bool, dict[str, float]]:
+    """A device's rates over one interval; none where a 64-bit counter went back (the device made anew)."""
+    if min(b.reads - a.reads, b.writes - a.writes, b.sectors_read - a.sectors_read,
+           b.sectors_written - a.sectors_written) < 0:
+        return False, {}
     ios = (b.reads - a.reads) + (b.writes - a.writes)
-    wait_ms = (b.read_ms - a.read_ms) + (b.write_ms - a.write_ms)
-    return ios > 0 or b.io_ticks_ms > a.io_ticks_ms, {
-        "util_pct": min(100.0, (b.io_ticks_ms - a.io_ticks_ms) / (elapsed * 10.0)),
-        "queue_depth": (b.queue_ms - a.queue_ms) / (elapsed * 1000.0),
+    wait_ms = _ms(a.read_ms, b.read_ms) + _ms(a.write_ms, b.write_ms)
+    ticks_ms = _ms(a.io_ticks_ms, b.io_ticks_ms)
+    return ios > 0 or ticks_ms > 0, {
+        "util_pct": min(100.0, ticks_ms / (elapsed * 10.0)),
+        "queue_depth": _ms(a.queue_ms, b.queue_ms) / (elapsed * 1000.0),
         "iops": ios / elapsed,
         "read_bytes_per_s": (b.sectors_read - a.sectors_read) * SECTOR_BYTES / elapsed,
         "write_bytes_per_s": (b.sectors_written - a.sectors_written) * SECTOR_BYTES / elapsed,
