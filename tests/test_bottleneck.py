@@ -111,6 +111,18 @@ def test_a_busy_device_is_fios_limit_only_where_fio_saw_its_files_there_or_its_o
                (observation(**r) for r in rows)]
     assert summarize_points(fio_saw)[0].bottleneck.kind != Bottleneck.MEDIA
     assert summarize_points([observation(**r) for r in rows])[0].bottleneck.kind == Bottleneck.MEDIA
+    # a target on tmpfs: fio sees no device, and no device of this host is its (the rbd/NFS reading does not hold)
+    tmpfs = [replace(observation(**r), filesystem="tmpfs") for r in rows]
+    assert summarize_points(tmpfs)[0].bottleneck.kind != Bottleneck.MEDIA, summarize_points(tmpfs)[0].bottleneck
+    assert judge(replace(busy, in_memory=True)).kind == Bottleneck.NOT_SATURATED
+
+
+def test_osds_with_a_quota_and_a_cpuset_are_judged_against_both() -> None:
+    """Each OSD at a third of its 1-core quota, all three sharing one pinned CPU at 97 %: the cpuset is their limit
+    (it had been looked at only without a quota)."""
+    both = judge(replace(IDLE, process_cpu_cores=(("ceph-osd", 0.97),), osds=3, osd_quota_cores=1.0,
+                         osd_cpuset_cores=1.0))
+    assert both.kind == Bottleneck.CPU and "pinned to" in both.evidence, both
 
 
 def test_no_telemetry_is_unknown_not_a_guess() -> None:

@@ -38,6 +38,8 @@ from storbench.stats.estimate import Estimate
 from storbench.stats.trend import Trend, judge_change, plateau, round_pairs
 from storbench.units import format_bytes
 
+MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs"})  # a target on these measures memory
+
 HOST_CPU_BUSY_PCT = 80.0
 CPU_PRESSURE_PCT = 30.0
 CLIENT_CORES_PER_JOB = 0.9
@@ -106,6 +108,8 @@ class BottleneckInputs:
     # none: rbd, tmpfs, NFS)
     fio_disks: tuple[str, ...] = ()
     fio_disk_util_pct: float | None = None
+    in_memory: bool = False  # the target's directory on a memory filesystem (tmpfs): no device of this host is its
+
 
 
 @dataclass(frozen=True)
@@ -176,7 +180,9 @@ def findings_for(x: BottleneckInputs) -> list[Finding]:
                                  f"each OSD uses {per_osd:.2f} of its {x.osd_quota_cores:g}-core CPU quota "
                                  f"({100 * per_osd / x.osd_quota_cores:.0f} %): the OSDs are CPU-bound at their "
                                  "quota"))
-    elif x.osd_cpuset_cores and osd_cores is not None and osd_cores >= QUOTA_FRACTION * x.osd_cpuset_cores:
+    # both a quota and a cpuset: each is a limit of its own (the OSDs may be under their quotas and fill the CPUs
+    # they share)
+    if x.osd_cpuset_cores and osd_cores is not None and osd_cores >= QUOTA_FRACTION * x.osd_cpuset_cores:
         found.append(Finding(Bottleneck.CPU, osd_cores / (QUOTA_FRACTION * x.osd_cpuset_cores),
                              f"the OSDs use {osd_cores:.2f} of the {x.osd_cpuset_cores:g} CPUs they are pinned to "
                              f"({100 * osd_cores / x.osd_cpuset_cores:.0f} %): the OSDs are CPU-bound on their CPUs"))
@@ -185,7 +191,9 @@ def findings_for(x: BottleneckInputs) -> list[Finding]:
                              f"node {x.storage_node} CPU {x.node_cpu_busy_pct:.0f} % busy"))
     # a busy device is fio's limit if fio saw its files there, or saw its own devices busy too (a loop device's
     # file on it); fio's devices idle more than 10 % of the time: another load keeps that one busy (a backup)
-    fios = (not x.fio_disks or x.busiest_device in x.fio_disks
+    # (fio saw none: rbd and NFS, whose I/O may reach this host's devices; not a target on tmpfs, whose I/O reaches
+    # none, so another load's busy disk is not its limit)
+    fios = ((not x.fio_disks and not x.in_memory) or x.busiest_device in x.fio_disks
             or (x.fio_disk_util_pct is not None and x.fio_disk_util_pct >= DEVICE_UTIL_PCT))
     if x.device_util_pct is not None and x.device_util_pct >= DEVICE_UTIL_PCT and fios:
         queue = "" if x.device_queue_depth is None else f", average queue {x.device_queue_depth:.1f}"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from storbench.model import is_size_based, is_volume_operation
-from storbench.stats.bottleneck import configured_slots
+from storbench.stats.bottleneck import MEMORY_FILESYSTEMS, configured_slots
 from storbench.stats.estimate import Estimate, samples_for_half_width
 from storbench.stats.metric_values import METRIC_VALUES
 from storbench.stats.observations import Observation
@@ -64,7 +64,6 @@ def warning_title(code: str, rws: Sequence[str]) -> str:
 # a size-based phase (files or objects done once each) shorter than this: fio's runtime is whole milliseconds, so its
 # rate may be off by up to 1 ms / runtime (1 % at 100 ms, 12 % at 8 ms)
 SHORT_PHASE_MS = 100
-MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs"})  # a target on these measures memory
 
 # I/Os a repetition needs for each tail percentile to rest on about 10 I/Os beyond it: 10 / (1 - x)
 TAIL_IOS = (("p95", 200), ("p99", 1_000), ("p99.9", 10_000))

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from storbench.model import Direction, Expectation, is_metadata, is_object, is_volume_operation
-from storbench.stats.bottleneck import Bottleneck, BottleneckInputs, BottleneckVerdict, judge
+from storbench.stats.bottleneck import MEMORY_FILESYSTEMS, Bottleneck, BottleneckInputs, BottleneckVerdict, judge
 from storbench.stats.cost import COMPONENTS, KERNEL
 from storbench.stats.estimate import CONFIDENCE, Estimate, estimate
 from storbench.stats.metric_values import (
@@ -92,6 +92,7 @@ def bottleneck_inputs(ok: Sequence[Observation]) -> BottleneckInputs | None:
         node_cpu_busy_pct=mean("node_cpu_busy_pct"), node_disk_util_pct=mean("node_disk_util_pct"),
         fio_disks=tuple(sorted({name for o in one_per_repetition for name in o.fio.disks})),
         fio_disk_util_pct=mean("disk_util_pct"),
+        in_memory=any(o.filesystem in MEMORY_FILESYSTEMS for o in one_per_repetition),
         iops=_mean_of(iops_values), in_flight=_mean_of(in_flight_values), ceiling_iops=local("client_ceiling_iops"),
         iodepth=case.workload.iodepth, jobs=case.workload.numjobs * case.clients, ioengine=case.workload.ioengine,
         osd_quota_cores=case.lab.ceph.osd_cpus if case.lab.ceph is not None else None,
