@@ -389,3 +389,26 @@ def test_a_database_location_of_another_kind_is_one_line(given: str, said: str) 
     for step in (lambda: open_store(given), lambda: store_exists(given)):
         with pytest.raises(UserError, match=re.escape(said)):
             step()
+
+
+def test_a_telemetry_source_that_could_not_be_read_is_said_on_its_point(tmp_path: Path) -> None:
+    """A source that failed (Prometheus unreachable or without data, a Ceph socket) was stored with the repetition
+    and read by nothing: the verdict said "nothing saturated" as if that source had been seen. It is read back and
+    the point is warned of it."""
+    from storbench.stats.observations import observations
+    from storbench.stats.summary import summarize_points
+    from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
+
+    store = open_store(tmp_path / "r.db")
+    run_id = _run(store)
+    busy = TelemetrySeries("cpu", "host", "busy_pct", (0.0,), (3.0,), (20.0,))
+    for index in range(3):
+        problems = ("Prometheus: node_disk_util gave no series over the measured window",) if index else ()
+        store.save_repetition(run_id, _case(), index, _outcome(), (("kind", "path"),),
+                              RepetitionTelemetry(0.0, 3.0, (busy,), problems))
+    reps = store.repetitions([run_id])
+    assert [len(r.telemetry.problems) for r in reps if r.telemetry is not None] == [0, 1, 1]
+    (point,) = summarize_points(observations(reps))
+    (said,) = [w.message for w in point.warnings if w.code == "telemetry_unread"]
+    assert said.startswith("telemetry incomplete in 2 of 3 repetitions (Prometheus: node_disk_util gave no series")
+    store.close()

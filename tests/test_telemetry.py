@@ -341,6 +341,24 @@ def test_prometheus_values_lie_inside_the_measured_window() -> None:
     assert window_mean(series, 100.0, 105.0) == 100.0
 
 
+
+def test_a_long_runs_prometheus_queries_stay_within_its_point_limit_and_an_empty_answer_is_said(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 4 h soak at a 1 s step asked for 14,341 points a series, which Prometheus refuses (over 11,000): the step
+    is widened. A query answered with no series (a window holding fewer than two scrapes) had gone unsaid."""
+    from storbench.telemetry import sources
+    from storbench.telemetry.prometheus import MAX_POINTS, PrometheusQuery, query_window
+
+    soak = query_window(0.0, 14_400.0, 60.0, 1.0)
+    assert not isinstance(soak, str) and (soak.last_s - soak.first_s) / soak.step_s <= MAX_POINTS < 14_341
+    assert query_window(100.0, 130.0, 10.0, 1.0).step_s == 1.0  # type: ignore[union-attr]
+    monkeypatch.setattr(sources, "fetch_range", lambda *_, **__: json.dumps(
+        {"status": "success", "data": {"resultType": "matrix", "result": []}}))
+    series, problems = sources.fetch_prometheus_series("http://prometheus:9090", [PrometheusQuery("cpu_busy_pct",
+                                                                                               "up")], soak)
+    assert series == [] and problems == ["Prometheus: cpu_busy_pct gave no series over the measured window"]
+
+
 @pytest.mark.parametrize("data", [
     None, {"result": None}, {"result": ["x"]}, {"result": [{"metric": None, "values": []}]},
     {"result": [{"metric": {}, "values": [[1, None]]}]}, {"result": [{"metric": {}, "values": [[1, "x"]]}]},

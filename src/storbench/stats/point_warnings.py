@@ -229,6 +229,15 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
                 f"volume lab's {volume.iops:,} IOPS: its pacer did not start I/Os evenly on this machine (busy CPUs "
                 "delay its timers), so the percentiles are not all the volume's", "read IOPS and mean latency; "
                 "rerun with the machine otherwise idle, or a lower cap"))
+    # a source that could not be read (Prometheus unreachable or without data, a Ceph socket, a kubelet): the
+    # verdict read the others only, so "nothing saturated" may be a source unseen
+    unread = sorted({p for o in ok if o.telemetry is not None for p in o.telemetry.problems})
+    if unread:
+        times = len({o.repetition for o in ok if o.telemetry is not None and o.telemetry.problems})
+        warnings.append(StatWarning("telemetry_unread", f"telemetry incomplete in {times} of {succeeded} repetitions "
+                                    f"({unread[0][:160]}" + (f"; {len(unread) - 1} more" if len(unread) > 1 else "")
+                                    + "): the verdict did not see that source",
+                                    "read the bottleneck with care; make the source readable (telemetry settings)"))
     if memory := sorted({o.filesystem for o in observations} & MEMORY_FILESYSTEMS):
         warnings.append(StatWarning("in_memory", f"the target's directory is on {memory[0]} (memory): its figures "
                                     "are RAM's and this host's CPU's, not a storage device's",

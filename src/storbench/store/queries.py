@@ -361,10 +361,10 @@ class Store:
                                       sorted(repetition_ids), "repetition_id")}
 
     def _telemetry_by_repetition(self, repetition_ids: Sequence[int]) -> dict[int, RepetitionTelemetry]:
-        windows: dict[int, tuple[float, float]] = {}
+        windows: dict[int, tuple[float, float, tuple[str, ...]]] = {}
         samples: dict[tuple[int, str, str, str], list[tuple[float, float, float]]] = {}
         for row in self._where_in("SELECT * FROM telemetry", "repetition_id", repetition_ids, "repetition_id"):
-            windows[row["repetition_id"]] = (row["window_start_s"], row["window_end_s"])
+            windows[row[0]] = (row["window_start_s"], row["window_end_s"], tuple(json.loads(row["problems_json"])))
         for row in self._where_in("SELECT repetition_id, source, entity, metric, start_s, t_s, value FROM "
                                   "telemetry_samples", "repetition_id", repetition_ids, "rowid"):
             samples.setdefault((row[0], row[1], row[2], row[3]), []).append((row[4], row[5], row[6]))
@@ -373,8 +373,8 @@ class Store:
             series.setdefault(repetition_id, []).append(TelemetrySeries(
                 source, entity, metric, tuple(v[0] for v in values), tuple(v[1] for v in values),
                 tuple(v[2] for v in values)))
-        return {rid: RepetitionTelemetry(start, end, tuple(series.get(rid, ())))
-                for rid, (start, end) in windows.items()}
+        return {rid: RepetitionTelemetry(start, end, tuple(series.get(rid, ())), problems)
+                for rid, (start, end, problems) in windows.items()}
 
     def telemetry_problems(self, repetition_id: int) -> list[str]:
         row = self.conn.execute("SELECT problems_json FROM telemetry WHERE repetition_id = ?",

@@ -82,6 +82,7 @@ class TelemetryDigest:
     ceiling_iops: float | None
     ceph_counters: tuple[CounterDigest, ...] = ()
     cycles_per_s: tuple[tuple[str, float], ...] = ()  # perf's count: process name, or "host" (the machine)
+    problems: tuple[str, ...] = ()  # sources that could not be read (`RepetitionTelemetry.problems`)
 
     def counter(self, name: str) -> CounterDigest | None:
         return next((c for c in self.ceph_counters if c.name == name), None)
@@ -253,4 +254,5 @@ def digest(telemetry: RepetitionTelemetry) -> TelemetryDigest:
         ceiling_iops=ceiling.values[-1] if ceiling is not None and ceiling.values else None,
         ceph_counters=tuple(c for name in COUNTERS if (c := _counter(telemetry, name)) is not None),
         cycles_per_s=tuple(cycles),
+        problems=telemetry.problems,
     )

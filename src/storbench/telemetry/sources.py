@@ -156,10 +156,14 @@ def fetch_prometheus_series(base_url: str, queries: Sequence[PrometheusQuery],
     problems: list[str] = []
     for query in queries:
         try:
-            series.extend(parse_range_response(query.metric, fetch_range(base_url, query, window),
-                                               window.rate_s if query.rates else 0.0))
+            found = parse_range_response(query.metric, fetch_range(base_url, query, window),
+                                         window.rate_s if query.rates else 0.0)
         except (OSError, ValueError) as error:
             problems.append(str(error))
+            continue
+        if not found:  # an answer with no series (fewer than two scrapes in a short window): said, not silent
+            problems.append(f"Prometheus: {query.metric} gave no series over the measured window")
+        series.extend(found)
     return series, problems
 
 
