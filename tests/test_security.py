@@ -255,3 +255,20 @@ def test_the_allow_list_holds_none_of_the_options_known_to_touch_files_devices_o
     assert {"mem", "iomem"} <= set(ALLOWED_FIO_OPTIONS)  # allowed, but only without a file (test above)
     assert not dangerous & set(ALLOWED_FIO_OPTIONS)
     assert not set(MANAGED_FIO_OPTIONS) & set(ALLOWED_FIO_OPTIONS)
+
+
+def test_no_job_line_is_longer_than_fio_reads_as_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """fio reads a job file a line at a time into a buffer of 4,096 (older) or 8,192 characters: the rest of a longer
+    line is a line of its own. A path of 111 `dirs` made an 8,335-character `directory=` line whose tail, from the
+    path the plan wrote, read `exec_prerun=sh -c reboot ...`: a command fio would run as root. `plan` refuses it."""
+    from storbench.fio.jobfile import MAX_JOB_LINE, job_line
+
+    path = tmp_path / "  exec_prerun=sh -c reboot xxxxxxxxxxxxxxx"
+    evil = write_plan(tmp_path, f"name: evil\ntargets:\n  t: {{kind: path, path: \"{path}\", size: 1MiB}}\n"
+                      "workload: {rw: create, files: 10, numjobs: 111, dirs: 111}\n")
+    code, _, err = run_cli(capsys, "plan", str(evil))
+    assert code == 2 and "refusing fio option directory: its line would be" in err and "fewer dirs" in err, err
+    assert not any(p.name.startswith("  exec") for p in tmp_path.iterdir())  # nothing made
+    with pytest.raises(ValueError, match="more than fio reads as one line"):
+        job_line("directory", "/d" * MAX_JOB_LINE)
+    assert job_line("directory", "/d" * 100) == "directory=" + "/d" * 100

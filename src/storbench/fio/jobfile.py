@@ -57,9 +57,18 @@ def is_safe_job_value(value: str) -> bool:
     return _JOB_VALUE_RE.fullmatch(value) is not None and value == value.strip()
 
 
+# fio reads a job file a line at a time into a buffer of OPT_LEN_MAX (4,096 in older fio, 8,192 now): the rest of a
+# longer line is read as a line of its own, so a long `directory=` list (many `dirs` of a long path) could end in any
+# option a plan wrote into the path (exec_prerun=..., run as root). No line reaches the smaller buffer.
+MAX_JOB_LINE = 4000
+
+
 def job_line(key: str, value: str) -> str:
     if not _JOB_KEY_RE.fullmatch(key):
         raise ValueError(f"refusing fio option name {key!r}")
+    if len(key) + 1 + len(value) > MAX_JOB_LINE:
+        raise ValueError(f"refusing fio option {key}: its line would be {len(key) + 1 + len(value):,} characters, "
+                         f"more than fio reads as one line ({MAX_JOB_LINE:,} at most here)")
     if key == "filename_format" and _OWN_FILENAME_FORMAT_RE.fullmatch(value):
         return f"{key}={value}"
     if _OWN_ENV_VALUES.get(key) == value:
