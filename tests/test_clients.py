@@ -386,6 +386,10 @@ def test_raw_devices_on_servers_are_only_read(tmp_path: Path, capsys: pytest.Cap
     plan = write_plan(tmp_path, block + "hosts: {servers: [a]}\n")
     code, out, err = run_cli(capsys, "plan", str(plan))  # reads: the device is the servers' business
     assert code == 0 and "3 fio runs" in out, err
+    # a precondition writes the device too, on every server (all of it without size): it had been let through
+    filled = block.replace("destructive: true}", "destructive: true, precondition: {fill: 1x}}")
+    code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, filled + "hosts: {servers: [a]}\n")))
+    assert code == 2 and "would write to a raw device on fio servers (its precondition)" in err, err
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -149,8 +149,10 @@ def _check_remote_targets(config: PlanConfig, source: PlanSource) -> None:
             if target.path is None or not target.path.startswith("/"):
                 raise UserError(f"target '{name}' runs on fio servers: its path must be absolute", where=where,
                                 hint="give the directory as the servers see it, e.g. /mnt/cephfs/storbench")
-        elif isinstance(target, BlockTargetConfig) and writes:
-            raise UserError(f"target '{name}' would write to a raw device on fio servers", where=where,
+        elif isinstance(target, BlockTargetConfig) and (writes or target.precondition is not None):
+            # a precondition writes the device too (its fill job goes to every server, the whole device without size)
+            raise UserError(f"target '{name}' would write to a raw device on fio servers"
+                            + (" (its precondition)" if not writes else ""), where=where,
                             hint="storbench cannot see what is mounted on another machine; measure the device "
                             "with reads only, or run storbench on that machine")
 
