@@ -568,6 +568,20 @@ def test_a_plan_that_would_run_more_processes_than_the_machine_has_is_refused(
     fits = text.replace("numjobs: 4096", "numjobs: 4").replace("verify_async: 64", "verify_async: 2")
     code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, fits, "fits.yaml")))
     assert code == 0, out + err
+    # the Ceph lab's OSD threads count too: 16 OSDs of 64 shards x 32 threads had passed as fio's 2 tasks
+    osds = textwrap.dedent("""\
+        name: x
+        targets:
+          img: {kind: rbd, size: 64MiB}
+        workload: {rw: randread}
+        lab:
+          ceph: {osds: 16, osd_size: 1GiB, config: {osd_op_num_shards: 64, osd_op_num_threads_per_shard: 32}}
+        """)
+    code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, osds, "osds.yaml")))
+    assert code == 2 and "the Ceph lab's OSD threads, 33,840 a cluster" in " ".join(err.split()), err
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, osds.replace("64, osd_op", "2, osd_op"),
+                                                            "few.yaml")))
+    assert code == 0, out + err
 
 
 def test_the_k8s_labs_host_path_volumes_count_against_the_disk_they_are_made_on(

@@ -197,20 +197,42 @@ def fio_tasks(case: Case) -> int:
     return (case.workload.numjobs * (1 + asynchronous) + 1) * case.clients
 
 
+OSD_OWN_THREADS = 64  # an OSD's threads besides its op workers and messengers (about 60 in Ceph 16)
+
+
+def osd_threads(point: CephLabPoint) -> int:
+    """The threads a lab cluster's OSDs run: each its op workers (shards x threads per shard), its messenger's
+    and its own."""
+    options = dict(osd_options(point))
+    workers = int(options["osd_op_num_shards"]) * int(options["osd_op_num_threads_per_shard"])
+    return point.osds * (workers + int(options.get("ms_async_op_threads", "3")) + OSD_OWN_THREADS)
+
+
 def task_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:
     """fio's processes and threads where they run on this machine (locally, the hosts lab's servers, the k8s lab's
-    pods), for its largest case: a plan of 4,096 jobs with 64 verify threads each would exhaust the machine's pids."""
+    pods), for its largest case: a plan of 4,096 jobs with 64 verify threads each would exhaust the machine's pids;
+    and the Ceph lab's OSD threads beside them (16 OSDs of 64 shards x 32 threads: 32,768, this machine's pid_max),
+    every cluster's at once side by side."""
+    needs = []
     k8s_here = config.lab is not None and config.lab.k8s is not None
     local = [c for c in cases if config.hosts is None and (c.target.kind != "pvc" or k8s_here)]
-    if not local:
-        return []
-    case = max(local, key=fio_tasks)
-    w = case.workload
-    asynchronous = dict(w.fio_options).get("verify_async", "0")
-    return [Demand("processes and threads", (Need(
-        ("workload", "numjobs"), f"fio's {fio_tasks(case):,} (numjobs {w.numjobs} x (1 + verify_async "
-        f"{asynchronous}) + 1, x clients {case.clients})", fio_tasks(case), "lower numjobs, clients or verify_async"),),
-        counted=True)]
+    if local:
+        case = max(local, key=fio_tasks)
+        w = case.workload
+        asynchronous = dict(w.fio_options).get("verify_async", "0")
+        needs.append(Need(("workload", "numjobs"), f"fio's {fio_tasks(case):,} (numjobs {w.numjobs} x (1 + "
+                          f"verify_async {asynchronous}) + 1, x clients {case.clients})", fio_tasks(case),
+                          "lower numjobs, clients or verify_async"))
+    points = [c.lab.ceph for c in cases if c.lab.ceph is not None]
+    if points:
+        each = max(osd_threads(p) for p in points)
+        clusters = len({cluster_of(c.lab) for c in cases if c.lab.ceph is not None}) \
+            if config.lab is not None and config.lab.ceph is not None and config.lab.ceph.bring_up == "side_by_side" \
+            else 1
+        needs.append(Need(("lab", "ceph", "config"), f"the Ceph lab's OSD threads, {each:,} a cluster"
+                          + (f" x {clusters} side by side" if clusters > 1 else ""), each * clusters,
+                          "lower osds, osd_op_num_shards or osd_op_num_threads_per_shard"))
+    return [Demand("processes and threads", tuple(needs), counted=True)] if needs else []
 
 
 def k8s_volume_demands(config: PlanConfig, cases: Sequence[Case], host_path_class: str) -> list[Demand]:
