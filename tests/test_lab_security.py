@@ -522,3 +522,25 @@ def test_a_daemon_record_cut_short_by_a_full_disk_keeps_the_one_before(tmp_path:
         for process in sleepers:
             process.kill()
             process.wait()
+
+
+def test_the_k8s_labs_host_path_root_is_made_by_the_lab_not_left_to_whoever_comes_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`up` found /tmp/hostpath_pv missing and left it to the controller manager's first volume: a local user who
+    made it in between owned the parent of every volume. The lab makes it (root's, 0755) and records that it did; one
+    another user made is refused."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (the directory is root's)")
+    from storbench.errors import UserError
+    from storbench.lab import k8s_host
+
+    root = tmp_path / "hostpath_pv"
+    monkeypatch.setattr(k8s_host, "HOSTPATH_ROOT", str(root))
+    assert k8s_host.claim_hostpath_root() is None  # made now
+    found = root.lstat()
+    assert found.st_uid == 0 and (found.st_mode & 0o777) == 0o755
+    (root / "pvc-1").mkdir()
+    assert k8s_host.claim_hostpath_root() == ["pvc-1"]  # there before: its names, not made by the lab
+    os.chown(root, 65534, 65534)
+    with pytest.raises(UserError, match="is not root's own directory"):
+        k8s_host.claim_hostpath_root()

@@ -60,6 +60,7 @@ from storbench.lab.k8s_conf import (
     storage_class_manifest,
 )
 from storbench.lab.k8s_host import (
+    claim_hostpath_root,
     delete_network,
     detach_loop_devices,
     hostpath_root_names,
@@ -139,8 +140,7 @@ class K8sLab(LabRoot):
             f"StorageClass {info.storage_class}"
             f"{f' and {CSI_STORAGE_CLASS} (CSI: {CSI_DRIVER})' if info.csi else ''}; image {info.fio_image}"))
 
-    # -----------------------------------------------------------------------------------------------------------
-    # up
+    # ---- up ---------------------------------------------------------------------------------------------------
 
     @claims_lab
     @owns_names("k8s")
@@ -160,7 +160,7 @@ class K8sLab(LabRoot):
                               "docker-registry", "htpasswd", "busybox"),
                       hint="run sudo storbench setup --k8s")
         members = lab_nodes(nodes)
-        before = hostpath_root_names()  # refused here when it is not root's own
+        before = claim_hostpath_root()  # refused here when it is not root's own; made now when missing
         self.dir.ensure()
         self._hostpath_before.write_text(json.dumps({"made_root": before is None, "names": before or []}))
         for directory in ("pki", "log", "etcd", "images"):

@@ -207,6 +207,21 @@ def hostpath_root_names() -> list[str] | None:
     return sorted(os.listdir(HOSTPATH_ROOT))
 
 
+def claim_hostpath_root() -> list[str] | None:
+    """The names under HOSTPATH_ROOT before the lab (None: the lab makes it now, root's, 0755). Made at `up`, not
+    left to the controller manager's first volume: a local user who made it in between would own the parent of
+    every volume (and could swap one for a link before the kubelet mounts it)."""
+    before = hostpath_root_names()
+    if before is not None:
+        return before
+    try:
+        os.mkdir(HOSTPATH_ROOT, 0o755)
+    except FileExistsError:  # made meanwhile: whose it is decides
+        return hostpath_root_names() or []
+    os.chmod(HOSTPATH_ROOT, 0o755)  # whatever the umask
+    return None
+
+
 def remove_hostpath_volumes(names: list[str], *, made_root: bool) -> None:
     """Remove the lab's volumes ``names`` under HOSTPATH_ROOT (each a directory of root's, never through a link),
     and the directory itself when the lab made it and it is empty then."""
