@@ -600,3 +600,11 @@ def test_the_k8s_labs_host_path_volumes_count_against_the_disk_they_are_made_on(
     assert k8s_volume_demands(other.config, expand(other), "storbench-hostpath") == []
     code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, text)))
     assert code == 2 and "needs 32TiB of disk of the k8s lab's volumes: k8s lab volumes of 'v' 32TiB" in err, err
+    # the lab's CSI driver keeps its volumes under the lab directory, without quota: counted there (it had been
+    # let through whatever its size)
+    from storbench.demands import lab_disk_demands
+
+    csi = load_plan_text(text.replace("lab: {k8s: {}}", "lab: {k8s: {csi: true, block_volumes: 0}}").replace(
+        "pod_security: baseline", "pod_security: baseline, storage_class: storbench-csi"), "c")
+    (disk,) = lab_disk_demands(csi.config, expand(csi))
+    assert disk.total == 4 * (8 << 40) and "k8s lab CSI volumes of 'v' 32TiB" in disk.needs[0].text, disk

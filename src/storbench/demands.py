@@ -14,6 +14,7 @@ from storbench.config import (
     PlanConfig,
 )
 from storbench.lab.ceph_conf import osd_options
+from storbench.lab.k8s_conf import CSI_STORAGE_CLASS
 from storbench.model import (
     Case,
     CephLabPoint,
@@ -22,6 +23,7 @@ from storbench.model import (
     PvcTarget,
     cluster_of,
     is_metadata,
+    is_volume_operation,
     lab_group_key,
 )
 from storbench.schedule import grouped
@@ -287,6 +289,15 @@ def lab_disk_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:
         for name, size in exported.items():
             needs.append(Need(("targets", name, "size"), f"NFS lab files of '{name}' {format_bytes(size)}", size,
                               "lower the target's size, numjobs or clients"))
+        csi: dict[str, int] = {}  # the k8s lab's CSI driver keeps its volumes in the lab directory, without quota
+        for case in group:
+            if k8s is not None and k8s.csi and isinstance(case.target, PvcTarget) \
+                    and case.target.storage_class == CSI_STORAGE_CLASS:
+                held = (2 * (case.target.size_bytes or 0) * case.clients if is_volume_operation(case.workload.rw)
+                        else working_set_bytes(case))  # an operation: a volume and its snapshot, clone or restore
+                csi[case.target.name] = max(csi.get(case.target.name, 0), held)
+        needs += [Need(("targets", name, "size"), f"k8s lab CSI volumes of '{name}' {format_bytes(size)}", size,
+                       "lower the target's size, numjobs or clients") for name, size in csi.items() if size]
         if k8s is not None and k8s.block_volumes:
             needs.append(Need(("lab", "k8s", "block_size"), _times(k8s.block_volumes, "k8s block volumes",
                                                                     k8s.block_size),
