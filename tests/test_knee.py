@@ -416,6 +416,26 @@ def test_the_best_point_within_an_objective_is_one_shown_to_meet_it() -> None:
     assert best_under_objective(curve, parse_slo("p99<=2ms")) is None
 
 
+
+def test_a_mixed_workloads_best_point_within_an_objective_meets_it_in_every_direction() -> None:
+    """randrw: reads' p99 4 and 8 ms at iodepth 4 and 32, writes' 6 and 14 ms. The read curve's best within 10 ms
+    had been iodepth 32, whose writes fail it; the search judges a mixed point by its worst direction, and so does
+    the saturation table now."""
+    from storbench.model.objective import parse_slo
+    from storbench.stats.knee import best_under_objective
+
+    p99 = {("read", 4): 4e6, ("read", 32): 8e6, ("write", 4): 6e6, ("write", 32): 14e6}
+    found = [observation(case_id=f"qd{qd}", rw="randrw", rwmixread=70, direction=d, iodepth=qd, repeat=rep,
+                         iops=(1000.0 if d == "read" else 430.0) * qd ** 0.5 * (1 + 0.01 * rep),
+                         lat_p99_ns=p99[d, qd] * (1 + 0.01 * rep), lat_mean_ns=1e6 * qd ** 0.5)
+             for qd in (4, 32) for d in ("read", "write") for rep in range(3)]
+    found_curves = curves(summarize_points(found), "iodepth")
+    (reads,) = [c for c in found_curves if c.points[0].point.direction_name == "read"]
+    assert best_under_objective(reads, parse_slo("p99<=10ms")).load == 32  # type: ignore[union-attr]  # alone
+    best = best_under_objective(reads, parse_slo("p99<=10ms"), found_curves)
+    assert best is not None and best.load == 4, best
+
+
 def test_a_curve_pooled_over_runs_pairs_its_points_run_by_run() -> None:
     """The same sweep run three times, the runs 5 % apart (another instance, another hour): pooled, each run's mean
     is one sample, and two loads of the same runs pair run by run, so the runs' offset cancels and the knee found in

@@ -151,7 +151,7 @@ def _saturation_table(doc: ReportDocument) -> str:
         cells = [curve_label(curve, lab_keys), knee_text(curve),
                  f"{curve.axis}={peak.load}: {peak.iops:,.0f} {rate}, p99 {format_latency_ns(peak.lat_p99_ns)}"]
         if doc.objective:
-            best = best_under_objective(curve, doc.objective)
+            best = best_under_objective(curve, doc.objective, doc.curves)
             cells.append("none shown to meet it" if best is None
                          else f"{curve.axis}={best.load}: {best.iops:,.0f} {rate}")
         rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")

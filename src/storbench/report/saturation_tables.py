@@ -80,7 +80,7 @@ def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | 
         row = [curve_label(curve, lab_keys), str(len(curve.points)), knee_text(curve),
                _knee_text(peak, curve.axis)]
         if objective:
-            best = best_under_objective(curve, objective)
+            best = best_under_objective(curve, objective, curve_list)
             unshown = best is not None and verdict(best.point.metric(objective.field), objective) is \
                 Verdict.MEAN_MEETS
             row.append("none shown to meet it" if best is None else _knee_text(best, curve.axis) + (

@@ -168,9 +168,17 @@ def curves(points: Sequence[PointSummary], axis: str) -> list[Curve]:
     return out
 
 
-def best_under_objective(curve: Curve, objective: LatencyObjective) -> CurvePoint | None:
+def best_under_objective(curve: Curve, objective: LatencyObjective, curves: Sequence[Curve] = ()
+                         ) -> CurvePoint | None:
     """The highest-IOPS point that meets the objective: its latency figure's whole interval at most the limit, or
     without an interval its mean (`Verdict.MEAN_MEETS`: say so where it is shown), the search's rule
-    (`stats.slo`); a point whose interval straddles the limit does not."""
-    meeting = [c for c in curve.points if verdict(c.point.metric(objective.field), objective).met]
+    (`stats.slo`); a point whose interval straddles the limit does not. A mixed workload's point meets it only when
+    every direction of its case does (the other directions' curves among ``curves``), as the search judges: the
+    read curve had named a load whose writes failed it."""
+    sides: dict[tuple[str, tuple[int, ...]], list[PointSummary]] = {}
+    for one in (curve, *curves):
+        for c in one.points:
+            sides.setdefault((c.point.case_id, c.point.run_ids), []).append(c.point)
+    meeting = [c for c in curve.points if all(verdict(p.metric(objective.field), objective).met
+                                              for p in sides[c.point.case_id, c.point.run_ids])]
     return max(meeting, key=lambda c: c.iops, default=None)
