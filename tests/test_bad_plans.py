@@ -375,6 +375,13 @@ BAD_PLANS = [
     case("search-and-a-swept-iodepth", Bad(BASE.replace("bs: 4k\n", "bs: 4k\n  iodepth: [1, 4]\n")
                                            + "search: {range: [1, 64], slo: p99<=1ms}\n", 7, "workload.iodepth",
                                            ("search chooses the iodepth values itself",))),
+    # a load that never reaches the storage along the axis: the search had said "IOPS saturated" of it
+    case("search-along-iodepth-with-a-sync-engine", Bad(BASE.replace("bs: 4k\n", "bs: 4k\n  ioengine: psync\n")
+                                                       + "search: {range: [1, 64], slo: p99<=1ms}\n", 9, "search.axis",
+                                                       ("a sync engine keeps one I/O a job in flight",))),
+    case("search-with-a-rate-limit", Bad(BASE.replace("bs: 4k\n", "bs: 4k\n  fio: {rate_iops: 100}\n")
+                                        + "search: {range: [1, 64], slo: p99<=1ms}\n", 7, "workload.fio.rate_iops",
+                                        ("fio holds each job to it",))),
     case("search-range-reversed", Bad(BASE + "search: {range: [64, 1], slo: p99<=1ms}\n", 8, "search.range",
                                       ("low below high",))),
     case("search-bad-objective", Bad(BASE + "search: {range: [1, 64], slo: p98 under 1ms}\n", 8, "search.slo",

@@ -22,6 +22,8 @@ from storbench.errors import UserError, did_you_mean
 from storbench.execute.k8s_manifests import claim_base
 from storbench.fio.allowlist import (
     ENGINES_BY_TARGET_KIND,
+    RATE_OPTIONS,
+    SYNC_ENGINES,
     engine_option_refusal,
     engine_refusal,
 )
@@ -306,6 +308,17 @@ def _check_search(config: PlanConfig, source: PlanSource) -> None:
     if "order" in config.model_fields_set and config.order != "sequential":
         raise UserError(f"search runs each point's repetitions before choosing the next, not order: {config.order}",
                         where=source.where(("order",)), hint="drop order")
+    # a load that never reaches the storage along the axis: the search had said "IOPS saturated" of it
+    sync = sorted(set(config.workload.ioengine) & SYNC_ENGINES)
+    if search.axis == "iodepth" and sync:
+        raise UserError(f"search along iodepth with ioengine {sync[0]}: a sync engine keeps one I/O a job in flight "
+                        "whatever its iodepth, so the search would call flat what never changed",
+                        where=source.where(("search", "axis")), hint="search numjobs or clients, or use libaio or "
+                        "io_uring")
+    if limited := [name for name in RATE_OPTIONS if name in config.workload.fio]:
+        raise UserError(f"search with {limited[0]}: fio holds each job to it, so more {search.axis} adds no load "
+                        "the storage sees, and the search would call it saturated",
+                        where=source.where(("workload", "fio", limited[0])), hint="drop it to search the storage")
     ceph = config.lab.ceph if config.lab is not None else None
     if ceph is not None and ceph.bring_up == "each_repetition":
         raise UserError("search needs its points on one cluster; bring_up: each_repetition starts a fresh one "

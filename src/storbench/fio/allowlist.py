@@ -281,6 +281,10 @@ def is_allowed(name: str, text: str) -> bool:
 # ---- engines per target kind -------------------------------------------------------------------------------
 
 # Engines that do I/O to a local file or block device through the kernel.
+# engines that keep one I/O a job in flight whatever iodepth says
+SYNC_ENGINES = frozenset({"sync", "psync", "vsync", "pvsync", "pvsync2", "mmap"})
+# options that hold a job to a rate (or a pause between I/Os): more load along an axis reaches the storage no more
+RATE_OPTIONS = ("rate", "rate_iops", "rate_min", "rate_iops_min", "thinktime")
 LOCAL_ENGINES = ("libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2", "vsync", "posixaio", "mmap")
 ENGINES_BY_TARGET_KIND: dict[str, tuple[str, ...]] = {
     "path": LOCAL_ENGINES,

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from storbench.fio.allowlist import SYNC_ENGINES
 from storbench.stats.estimate import Estimate
 from storbench.stats.trend import Trend, judge_change, plateau, round_pairs
 from storbench.units import format_bytes
@@ -48,7 +49,6 @@ DEVICE_UTIL_PCT = 90.0
 LINK_UTIL_PCT = 90.0
 QUEUE_FULL_FRACTION = 0.8
 QUOTA_FRACTION = 0.8  # a daemon using this share of its CPU quota (on average, over 100 ms periods) is held by it
-SYNC_ENGINES = frozenset({"sync", "psync", "vsync", "pvsync", "pvsync2", "mmap"})
 
 
 class Bottleneck(StrEnum):

@@ -176,9 +176,10 @@ def best_under_objective(curve: Curve, objective: LatencyObjective, curves: Sequ
     every direction of its case does (the other directions' curves among ``curves``), as the search judges: the
     read curve had named a load whose writes failed it."""
     sides: dict[tuple[str, tuple[int, ...]], list[PointSummary]] = {}
-    for one in (curve, *curves):
+    for one in curves:
         for c in one.points:
             sides.setdefault((c.point.case_id, c.point.run_ids), []).append(c.point)
-    meeting = [c for c in curve.points if all(verdict(p.metric(objective.field), objective).met
-                                              for p in sides[c.point.case_id, c.point.run_ids])]
+    meeting = [c for c in curve.points if all(
+        verdict(p.metric(objective.field), objective).met
+        for p in (sides.get((c.point.case_id, c.point.run_ids), [c.point]) if curves else [c.point]))]
     return max(meeting, key=lambda c: c.iops, default=None)

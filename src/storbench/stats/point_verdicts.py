@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from storbench.fio.allowlist import RATE_OPTIONS, SYNC_ENGINES
 from storbench.stats.bottleneck import (
     NOT_SATURATED_UNTOLD,
-    SYNC_ENGINES,
     UNDER_DRIVEN_SYNC_UNTOLD,
     UNDER_DRIVEN_UNTOLD,
     Bottleneck,
@@ -74,9 +74,6 @@ def _remote_evidence(points: Sequence[PointSummary], members: Sequence[int]) -> 
         if both is not None:
             parts.append(f"{what} {both[0]:.0f} % to {both[1]:.0f} % busy")
     return "; ".join(parts)
-
-
-RATE_OPTIONS = ("rate", "rate_iops", "rate_min", "rate_iops_min", "thinktime")
 
 
 def _self_limited(point: PointSummary) -> bool:

@@ -6,6 +6,7 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
+from storbench.fio.allowlist import RATE_OPTIONS
 from storbench.model import Direction, Expectation, is_metadata, is_object, is_volume_operation
 from storbench.stats.bottleneck import MEMORY_FILESYSTEMS, Bottleneck, BottleneckInputs, BottleneckVerdict, judge
 from storbench.stats.cost import COMPONENTS, KERNEL
@@ -21,7 +22,7 @@ from storbench.stats.metric_values import (
 from storbench.stats.metrics import SUMMARY_METRICS
 from storbench.stats.observations import Observation, alternated_rounds
 from storbench.stats.point_summary import PointSummary, distinct_fields
-from storbench.stats.point_verdicts import RATE_OPTIONS, left_untold, with_sweep_verdicts, with_time_split
+from storbench.stats.point_verdicts import left_untold, with_sweep_verdicts, with_time_split
 from storbench.stats.point_warnings import point_warnings
 from storbench.units import parse_cpu_list
 
