@@ -1610,3 +1610,18 @@ def test_comparisons_and_saturation_tables_name_an_operations_rate_ops_per_s() -
     doc = SimpleNamespace(comparisons=found, baseline="target=t1", candidate="target=t2")
     html = _comparison_table(doc)  # type: ignore[arg-type]
     assert "<th>ops/s baseline</th>" in html and "IOPS" not in html.split("</thead>")[0], html[:400]
+
+
+def test_a_point_pooled_over_runs_takes_95_percent_whatever_one_runs_stopping_rule() -> None:
+    """Three runs pooled, one of them repeated `until: ci` (its own intervals at 97.5 %): the pooled interval is over
+    the runs' means, whose number no rule chose; `show` had taken 97.5 % where `compare` keeps 95 % on the same runs."""
+    from synthetic import observation
+
+    seen = [observation(run_id=run, repeat=rep, iops=level + rep) for run, level in ((1, 100.0), (2, 110.0),
+                                                                                     (3, 95.0)) for rep in range(3)]
+    (plain,) = summarize_points(seen)
+    (stopped,) = summarize_points(seen, levels={1: 0.975})
+    assert plain.metric("iops").confidence == stopped.metric("iops").confidence == 0.95  # type: ignore[union-attr]
+    assert plain.metric("iops").ci_low == stopped.metric("iops").ci_low  # type: ignore[union-attr]
+    (alone,) = summarize_points([o for o in seen if o.run_id == 1], levels={1: 0.975})
+    assert alone.metric("iops").confidence == 0.975  # type: ignore[union-attr]  # one run: its rule's level

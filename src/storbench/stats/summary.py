@@ -223,7 +223,9 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                 read = METRIC_VALUES[field]
                 run_means = run_samples(rows, read) if pooled else {}
                 values = list(run_means.values()) if pooled else [v for o in rows if (v := read(o)) is not None]
-                value = estimate(values, level, interval=not window_only)
+                # pooled: the sample is the runs, whose number no stopping rule chose (a run's `until: ci` level
+                # is its repetitions'): 95 %, as `compare` takes sides over several runs
+                value = estimate(values, CONFIDENCE if pooled else level, interval=not window_only)
                 if value is not None and pooled:  # n counts runs; keyed by run where every run alternated its
                     # cases (two points of the same such runs pair run by run); a run that measured its points one
                     # after another (sequential, a search) has the order in every pair alike: Welch over run means
