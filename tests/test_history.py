@@ -178,6 +178,16 @@ def test_runs_that_repeat_exactly_in_floating_point_make_no_step() -> None:
     # not a change shown (it had come out as +1.58 % (1.58, 1.58), p 0)
     binned = [level(i, [1_000_000.0] * 3) for i in range(2)] + [level(i, [1_015_808.0] * 3) for i in range(2, 4)]
     assert change_points(binned, quantised=True) == () and [c.at for c in change_points(binned)] == [2]
+    # one stray repetition in the next bin gives the runs a spread: still a step of one bin, not a change (it had
+    # been found at p 0.0004 with its own interval [-1.7, +4.6] % holding zero)
+    b = 1_000_000.0
+    stray = ([level(i, [b] * 3) for i in range(5)] + [level(5, [b, b, b * 65 / 64])]
+             + [level(i, [b * 65 / 64] * 3) for i in range(6, 11)])
+    assert change_points(stray, quantised=True) == ()
+    # and the newest run one bin up against a level with such a spread is within its resolution
+    spread = [level(i, [b] * 3) for i in range(5)] + [level(5, [b, b, b * 65 / 64]), level(6, [b * 65 / 64] * 3)]
+    check = last_run_check(spread, quantised=True)
+    assert check is not None and check.low <= check.mean <= check.high, check
 
 
 def test_a_percentile_step_of_many_bins_is_a_change_at_its_run_and_the_newest_run_is_judged() -> None:

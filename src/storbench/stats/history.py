@@ -186,10 +186,12 @@ def _best_split(levels: Sequence[RunLevel], start: int, end: int, quantised: boo
         df = count - 2
         variance = max(residual / df, floor)
         step = right_sum / right_n - left_sum / i
+        if quantised and within_a_bin(left_sum / i, right_sum / right_n):
+            continue  # a percentile's step within a bin is its resolution, whatever a stray repetition's spread
         if variance <= (1e-12 * scale) ** 2:  # runs that repeat exactly (a cap held to the I/O): any real step is
             # beyond their noise; what is left of rounding in the sums is none; a percentile's runs each in one bin:
             # a step to the next bin is its resolution, a step of more bins a change
-            if abs(step) <= 1e-9 * scale or (quantised and within_a_bin(left_sum / i, right_sum / right_n)):
+            if abs(step) <= 1e-9 * scale:
                 continue
             p = 0.0
         else:
@@ -286,6 +288,8 @@ def last_run_check(levels: Sequence[RunLevel], confidence: float = CONFIDENCE,
     typical = len(level) / sum(1 / len(run.values) for run in level)  # the level's runs' repetitions (harmonic)
     fewer = within * max(0.0, 1 / len(last.values) - 1 / typical)
     half = t_quantile(confidence, df) * math.sqrt(variance * (1 + 1 / len(level)) + fewer)
+    if quantised:  # a percentile is known to a bin: never narrower than one (a spread from one stray repetition)
+        half = max(half, BIN_RESOLUTION * abs(level_mean))
     return LastRunCheck(run_id=last.context.run_id, mean=last.mean, level_mean=level_mean, level_runs=len(level),
                         low=level_mean - half, high=level_mean + half,
                         change_pct=100.0 * (last.mean - level_mean) / level_mean if level_mean else None)
