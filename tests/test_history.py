@@ -4,6 +4,7 @@ run against its level; simulated error rates; and `run --label` / `storbench his
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import re
@@ -199,7 +200,9 @@ def test_a_percentile_step_of_many_bins_is_a_change_at_its_run_and_the_newest_ru
         (change,) = change_points(p99[:k], quantised=True)
         assert change.at == 6 and change.what_changed == ("label build: a1 -> b2",) and change.found_with == 8
         assert change.change_pct == pytest.approx(100.0)
-        assert change.change_ci_pct == pytest.approx((100 - 300 / 64, 100 + 300 / 64))  # known to a bin each side
+        # known to a bin each side: the ratio's bounds, on the log scale (the level before is no exact figure)
+        assert change.change_ci_pct == pytest.approx((100 * (2 * math.exp(-2 / 64) - 1),
+                                                      100 * (2 * math.exp(2 / 64) - 1)))
     first = last_run_check(p99[:7], quantised=True)
     assert first is not None and first.run_id == 6 and not first.low <= first.mean <= first.high
     assert first.low == pytest.approx(1_000_000 * (1 - 1 / 64))  # one bin either side of a level in one bin
@@ -492,3 +495,17 @@ def test_a_table_of_many_points_without_a_step_seldom_shows_a_change_point() -> 
         shared += any(h.changes for h in histories)
         each += any(h.changes for h in point_histories(found, contexts, ["iops"], alpha=ALPHA * 40))
     assert shared <= 1 and each >= 3, (shared, each)
+
+
+def test_a_steps_interval_is_the_ratios_and_never_below_minus_100_percent() -> None:
+    """A fall to 10 % of a level with a noisy stretch after it: the interval was the difference over the level before,
+    as if that level were exact, and reached -106.2 %."""
+    runs = ([level(i, v) for i, v in enumerate(([1000, 1000, 1001], [1000, 999, 1000], [1001, 1000, 1000]))]
+            + [level(i + 3, v) for i, v in enumerate(([100, 110, 90], [300, 310, 290], [50, 55, 45]))])
+    changes = change_points(runs)
+    assert changes, changes
+    for change in changes:
+        assert change.change_ci_pct is not None and change.change_ci_pct[0] > -100, change
+        low, high = change.change_ci_pct
+        assert low <= change.change_pct <= high, change  # type: ignore[operator]
+

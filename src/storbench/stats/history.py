@@ -246,15 +246,21 @@ def change_points(levels: Sequence[RunLevel], alpha: float = ALPHA, *, quantised
         variance, df = _noise_variance([*before, *after], [(0, len(before)), (len(before), len(before) + len(after))])
         before_mean = statistics.fmean(level.mean for level in before)
         after_mean = statistics.fmean(level.mean for level in after)
-        half = t_quantile(CONFIDENCE, df) * math.sqrt(variance * (1 / len(before) + 1 / len(after)))
-        if quantised:  # each level's percentile is known to a bin: the step to the two bins' widths
-            half = max(half, BIN_RESOLUTION * (abs(before_mean) + abs(after_mean)))
-        scale = 100.0 / before_mean if before_mean else None  # from a level of 0: no percent
+        quantile = t_quantile(CONFIDENCE, df)
+        if before_mean > 0 and after_mean > 0:  # the ratio's interval, on the log scale (the delta method, as
+            # `estimate.ratio_interval`): never below -100 % (the level before is an estimate too, not exact)
+            log_half = quantile * math.sqrt(variance * (1 / (len(before) * before_mean ** 2)
+                                                        + 1 / (len(after) * after_mean ** 2)))
+            if quantised:  # each level's percentile is known to a bin: the step to the two bins' widths
+                log_half = max(log_half, 2 * BIN_RESOLUTION)
+            ratio = after_mean / before_mean
+            interval = (100.0 * (ratio * math.exp(-log_half) - 1), 100.0 * (ratio * math.exp(log_half) - 1))
+        else:
+            interval = None  # from a level of 0 (or to a negative one): no percent
         changes.append(ChangePoint(
             at=split, run_id=levels[split].context.run_id, before_mean=before_mean, after_mean=after_mean,
-            change_pct=None if scale is None else (after_mean - before_mean) * scale,
-            change_ci_pct=None if scale is None else ((after_mean - before_mean - half) * scale,
-                                                      (after_mean - before_mean + half) * scale),
+            change_pct=100.0 * (after_mean - before_mean) / before_mean if before_mean else None,
+            change_ci_pct=interval,
             p_value=segments[split][0], what_changed=_what_changed(levels[split - 1].context, levels[split].context),
             found_with=segments[split][1]))
     return tuple(changes)
