@@ -168,6 +168,17 @@ def test_exclude_values_are_normalised_like_the_sweep(written: object) -> None:
     assert MIB not in {c.workload.bs_bytes for c in cases}
 
 
+@pytest.mark.parametrize("written", ["1.5", "true", "16k"])
+def test_an_exclude_value_that_is_no_whole_number_is_refused_with_the_axis_values(written: str) -> None:
+    """`{iodepth: 1.5}` and `{iodepth: true}` had dropped iodepth 1 (int() reads both as 1); "16k" had been "invalid
+    literal for int()" with no hint."""
+    with pytest.raises(UserError) as caught:
+        cases_of(SWEEP + f"exclude:\n  - {{iodepth: {written}}}\n")
+    assert "exclude 'iodepth': expected a whole number" in caught.value.message, caught.value.message
+    assert caught.value.hint == "values of iodepth in the plan: 1, 16", caught.value.hint
+    assert len(cases_of(SWEEP + "exclude:\n  - {iodepth: '16'}\n")) == 9  # a whole number as text is one
+
+
 def test_exclude_on_target_and_fio_axis() -> None:
     text = textwrap.dedent(
         """\

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -55,6 +56,25 @@ def _flag(value: FioScalar) -> bool:
     raise ValueError(f"expected true or false, got {value!r}")
 
 
+def _whole(value: FioScalar) -> int:
+    """A whole number as an exclude rule may write it (16, "16"); not 1.5, true or "16k", which int() had read as
+    1, 1 and an error without a hint."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value.strip()):
+        return int(value)
+    raise ValueError(f"expected a whole number, got {value!r}")
+
+
+def _number(value: FioScalar) -> float:
+    """A number as an exclude rule may write it; not true or false (float() had read true as 1.0)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {value!r}")
+    return float(value)
+
+
 @dataclass(frozen=True)
 class Axis:
     """One sweep axis: its values as the plan's schema typed them (sizes in bytes, durations in seconds, options
@@ -79,9 +99,9 @@ def _value_text(axis: Axis, value: object) -> str:
 
 # How each Ceph lab setting's value is read from an exclude rule (as `config.lab` types its sweep).
 _CEPH_SETTING_PARSE: dict[str, Callable[[FioScalar], object]] = {
-    "osds": int, "osd_size": parse_size_bytes, "objectstore": str, "pool_size": int, "cache_size": parse_size_bytes,
-    "osd_memory_target": parse_size_bytes, "osd_cpus": float, "db_device": str, "osds_per_device": int,
-    "osd_cpuset": str}
+    "osds": _whole, "osd_size": parse_size_bytes, "objectstore": str, "pool_size": _whole,
+    "cache_size": parse_size_bytes, "osd_memory_target": parse_size_bytes, "osd_cpus": _number, "db_device": str,
+    "osds_per_device": _whole, "osd_cpuset": str}
 
 
 class SweepPoint:
@@ -149,24 +169,24 @@ def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
     axes = [
         Axis("target", tuple(config.targets), str),
         Axis("rw", tuple(w.rw), str),
-        Axis("rwmixread", tuple(w.rwmixread), int),
+        Axis("rwmixread", tuple(w.rwmixread), _whole),
         Axis("bs", tuple(w.bs), parse_size_bytes),
-        Axis("iodepth", searched if config.search and config.search.axis == "iodepth" else tuple(w.iodepth), int),
-        Axis("numjobs", searched if config.search and config.search.axis == "numjobs" else tuple(w.numjobs), int),
+        Axis("iodepth", searched if config.search and config.search.axis == "iodepth" else tuple(w.iodepth), _whole),
+        Axis("numjobs", searched if config.search and config.search.axis == "numjobs" else tuple(w.numjobs), _whole),
         Axis("runtime", tuple(w.runtime), parse_duration_s),
         Axis("ramp", tuple(w.ramp), parse_duration_s),
         Axis("direct", tuple(w.direct), _flag),
         Axis("ioengine", tuple(w.ioengine), str),
-        Axis("files", tuple(w.files), int),
+        Axis("files", tuple(w.files), _whole),
         Axis("file_size", tuple(w.file_size), parse_size_bytes),
-        Axis("dirs", tuple(w.dirs), int),
-        Axis("objects", tuple(w.objects), int),
+        Axis("dirs", tuple(w.dirs), _whole),
+        Axis("objects", tuple(w.objects), _whole),
     ]
     for name, value in sorted(w.fio.items()):
         values = value if isinstance(value, list) else [value]
         axes.append(Axis(name, tuple(fio_value_text(v) for v in values)))
     axes.append(Axis("clients", searched if config.search and config.search.axis == "clients"
-                     else tuple(config.clients), int))
+                     else tuple(config.clients), _whole))
     hosts = config.lab.hosts if config.lab else None
     if hosts is not None and hosts.link is not None:
         axes.append(Axis("link", tuple(hosts.link), link_rate_bits))
@@ -208,7 +228,8 @@ def _exclude_rules(loaded: LoadedPlan, axes: Sequence[Axis]) -> list[dict[str, s
             try:
                 wanted = {axis_names[key].parse(v) for v in values}
             except ValueError as exc:
-                raise UserError(str(exc), where=where) from None
+                raise UserError(f"exclude '{key}': {exc}", where=where, hint=f"values of {key} in the plan: "
+                                + ", ".join(map(str, axis_names[key].values))) from None
             unknown = wanted - set(axis_names[key].values)
             if unknown:
                 axis = axis_names[key]
