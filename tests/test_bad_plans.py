@@ -366,6 +366,11 @@ BAD_PLANS = [
     case("steady-state-clusters-side-by-side", Bad(
         BASE + "steady_state: {window: 3}\nlab:\n  ceph: {osds: [1, 2], pool_size: 1, bring_up: side_by_side}\n", 10,
         "lab.ceph.bring_up", ("steady_state runs each point's rounds back to back", "bring_up: once"))),
+    # the lab has four slots side by side: osds_per_device and db_device need a cluster per value too (6 clusters
+    # had been counted as 1)
+    case("more-clusters-side-by-side-than-slots", Bad(
+        BASE + "lab:\n  ceph: {osds_per_device: [1, 2, 4], devices: 2, pool_size: 2, db_device: [none, fast], "
+        "bring_up: side_by_side}\n", 9, "lab.ceph.bring_up", ("side_by_side would run 6 Ceph clusters at once",))),
     case("search-clusters-side-by-side", Bad(
         BASE + "search: {range: [1, 64], slo: p99<=1ms}\nlab:\n  ceph: {osds: [1, 2], pool_size: 1, "
         "bring_up: side_by_side}\n", 10, "lab.ceph.bring_up", ("search runs each point's rounds back to back",))),

@@ -4,11 +4,14 @@ hosts and the faults on them, side-by-side clusters, pool sizes, rbd targets' co
 
 from __future__ import annotations
 
+import math
+
 from storbench.config.schema import PlanConfig, run_order
 from storbench.config.source import PlanSource
 from storbench.config.targets import RbdTargetConfig
 from storbench.errors import UserError
 from storbench.lab.ceph_conf import MIN_OSD_MEMORY_TARGET, SIDE_BY_SIDE_MAX
+from storbench.model import CLUSTER_SETTINGS
 from storbench.units import format_bytes
 
 
@@ -78,11 +81,15 @@ def check_ceph_lab(config: PlanConfig, source: PlanSource) -> None:
                             f"order: interleaved (order: {config.order} runs them in blocks)",
                             where=source.where(("order",)), hint="drop order (interleaved is the default)")
     if ceph.bring_up == "side_by_side":
-        clusters = len(ceph.osds) * len(ceph.osd_size) * len(ceph.objectstore)
+        # every setting that needs a cluster of its own (osds_per_device and db_device too: the lab has slots for
+        # SIDE_BY_SIDE_MAX, and a fifth cluster's ports and teardown are none of them)
+        clusters = math.prod(len(values) for name in sorted(CLUSTER_SETTINGS)
+                             if isinstance(values := getattr(ceph, name, None), list))
         where = source.where(("lab", "ceph", "bring_up"))
         if clusters > SIDE_BY_SIDE_MAX:
             raise UserError(f"side_by_side would run {clusters} Ceph clusters at once, at most {SIDE_BY_SIDE_MAX} fit",
-                            where=where, hint="sweep fewer osds/osd_size/objectstore values, or use each_repetition")
+                            where=where, hint="sweep fewer osds, osd_size, objectstore, db_device or osds_per_device "
+                            "values, or use each_repetition")
         if config.lab is not None and config.lab.hosts is not None:
             raise UserError("side_by_side clusters cannot be reached from the hosts lab (it holds one cluster's conf)",
                             where=where, hint="use bring_up: each_repetition with lab.hosts")
