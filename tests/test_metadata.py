@@ -558,3 +558,18 @@ def test_a_job_that_deletes_its_files_after_measuring_has_no_cpu_cost_or_layers(
     o = with_(o, case=with_(o.case, workload=with_(o.case.workload, ioengine=ioengine)))
     assert (observation_cost(o) is not None) == own_window
     assert (unseparated_storage(o) == DELETES_AFTER) != own_window
+
+
+def test_the_eta_counts_each_metadata_phase_and_a_deletes_uncapped_layout() -> None:
+    """100,000 files a job, runtime 10 s: every case had been estimated at 10.6 s. The metadata cycle runs three
+    phases, each capped by the runtime, and a delete's files are laid out by fio first, every repetition, with no
+    runtime to cap it (a stat's stay from its first repetition)."""
+    from storbench.schedule import ESTIMATE_OPS_PER_JOB_S, FIO_STARTUP_S, fio_seconds
+
+    text = PLAN.format(files=100_000).replace("rw: [create, stat, delete]", "rw: [create, stat, delete, metadata]")
+    seconds = {c.workload.rw: fio_seconds(c) for c in expand(load_plan_text(text, "plan.yaml"))}
+    runtime = 30.0
+    assert seconds["create"] == pytest.approx(runtime + FIO_STARTUP_S)
+    assert seconds["stat"] == pytest.approx(runtime + FIO_STARTUP_S)
+    assert seconds["metadata"] == pytest.approx(3 * runtime + FIO_STARTUP_S)
+    assert seconds["delete"] == pytest.approx(100_000 / ESTIMATE_OPS_PER_JOB_S + runtime + FIO_STARTUP_S)

@@ -248,8 +248,12 @@ def fio_seconds(case: Case) -> float:
         per_s = w.files / ESTIMATE_OPS_PER_JOB_S
         if has_fill_section(case):  # a fill no runtime caps (an NFS stat or delete's creates, a delete's PUTs)
             return per_s + min(w.runtime_s, per_s) + FIO_STARTUP_S + w.start_delay_s[1]
-        operations_s = per_s * (1 if w.rw == "create" else 3 if w.rw == "metadata" else 2)  # fio's layout, phases
-        return min(w.runtime_s, operations_s) + FIO_STARTUP_S + w.start_delay_s[1]
+        measured_s = min(w.runtime_s, per_s)  # each phase its own section, each capped by the runtime
+        # the metadata cycle's three phases one after another; a delete's files laid out by fio first, every
+        # repetition (the delete removed them), with no runtime to cap it (a stat's stay from its first repetition)
+        operations_s = (3 * measured_s if w.rw == "metadata" else per_s + measured_s if w.rw == "delete"
+                        else measured_s)
+        return operations_s + FIO_STARTUP_S + w.start_delay_s[1]
     put_s = w.files / ESTIMATE_OPS_PER_JOB_S if w.rw in ("get", "getput") and w.files is not None else 0.0
     return w.ramp_s + w.runtime_s + put_s + FIO_STARTUP_S + w.start_delay_s[1]  # a GET after its unmeasured PUT
 
