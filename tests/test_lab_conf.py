@@ -686,3 +686,22 @@ def test_a_clusters_own_pools_keep_the_one_size_its_cephfs_cases_ask() -> None:
     rbd = "\n  img: {kind: rbd, pool: b, image: i, size: 64MiB}"
     with_rbd = expand(load_plan_text(text.replace("TARGETS", fs + rbd).replace("SIZES", "2"), "p.yaml"))
     assert own_pools_size(with_rbd) is None  # the rbd pools' largest sets it
+
+
+def test_osds_per_device_has_no_phantom_osds_axis_and_pool_size_reads_its_osd_counts() -> None:
+    """With osds_per_device the OSD count is devices x it: the schema's unused osds ([3]) and osd_size had stayed
+    sweep axes (an exclude on osds: 4 "never occurs: 3"), pool_size 4 on 4 and 8 OSDs was refused against those
+    3 OSDs, and an exclude of the short combination, as the refusal's hint says, was refused all the same."""
+    from storbench.config import load_plan_text
+    from storbench.plan import expand
+
+    text = ("name: p\ntargets:\n  img: {kind: rbd, pool: b, image: i, size: 64MiB}\nworkload: {rw: randread}\n"
+            "lab:\n  ceph: {osds_per_device: [2, 4], devices: 2, device_size: 8GiB, pool_size: 4}\n")
+    assert [c.lab.ceph.osds for c in expand(load_plan_text(text, "p.yaml"))] == [4, 8]  # type: ignore[union-attr]
+    with pytest.raises(UserError, match="'osds' is not a sweep parameter of this plan"):
+        expand(load_plan_text(text + "exclude: [{osds: 4}]\n", "p.yaml"))
+    swept = ("name: p\ntargets:\n  img: {kind: rbd, pool: b, image: i, size: 64MiB}\nworkload: {rw: randread}\n"
+             "lab:\n  ceph: {osds: [1, 3], pool_size: [1, 3]}\n")
+    with pytest.raises(UserError, match="pool_size 3 needs at least 3 OSDs, the sweep has 1"):
+        load_plan_text(swept, "p.yaml")
+    assert len(expand(load_plan_text(swept + "exclude: [{osds: 1, pool_size: 3}]\n", "p.yaml"))) == 3

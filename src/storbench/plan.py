@@ -197,6 +197,8 @@ def sweep_axes(config: PlanConfig) -> tuple[Axis, ...]:
     if ceph is not None:
         for name in CEPH_SETTINGS:  # sweep axes that configure the Ceph lab rather than fio
             lab_values = getattr(ceph, name)
+            if ceph.osds_per_device is not None and name in ("osds", "osd_size"):
+                continue  # they follow from devices x osds_per_device: the schema's defaults were no sweep of theirs
             if lab_values is not None:
                 axes.append(Axis(name, tuple(lab_values), _CEPH_SETTING_PARSE[name]))
         for name, values in sorted(ceph.config.items()):  # OSD options

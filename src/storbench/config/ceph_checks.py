@@ -102,9 +102,11 @@ def check_ceph_lab(config: PlanConfig, source: PlanSource) -> None:
                         f"{format_bytes(MIN_OSD_MEMORY_TARGET)}, which it would run at instead",
                         where=source.where(("lab", "ceph", "osd_memory_target")),
                         hint=f"give {format_bytes(MIN_OSD_MEMORY_TARGET)} or more (a smaller cache: cache_size)")
-    for size in ceph.pool_size:
-        if size > min(ceph.osds):
-            raise UserError(f"pool_size {size} needs at least {size} OSDs, the sweep has {min(ceph.osds)}",
+    for size in ceph.pool_size:  # the OSD counts the cases have (with osds_per_device, devices x it), but for
+        # the combinations an exclude rule leaves out, as the hint says
+        short = [n for n in osds if size > n and not _excluded(config, osds=n, pool_size=size)]
+        if short:
+            raise UserError(f"pool_size {size} needs at least {size} OSDs, the sweep has {min(short)}",
                             where=source.where(("lab", "ceph", "pool_size")),
                             hint="raise osds, or exclude the combination")
     for name in rbd_targets:
@@ -113,3 +115,13 @@ def check_ceph_lab(config: PlanConfig, source: PlanSource) -> None:
         if target.conf is not None:
             raise UserError(f"target '{name}' names a conf, but the plan brings up its own Ceph lab",
                             where=source.where(("targets", name, "conf")), hint="drop conf: the lab's is used")
+
+
+def _excluded(config: PlanConfig, **point: int) -> bool:
+    """Whether an exclude rule of the plan names only keys of ``point`` and matches it (values compared as text)."""
+    for rule in config.exclude:
+        if set(rule) <= set(point) and all(str(point[key]) in {str(v) for v in (value if isinstance(value, list)
+                                                                                   else [value])}
+                                           for key, value in rule.items()):
+            return True
+    return False
