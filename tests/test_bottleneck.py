@@ -752,3 +752,17 @@ def test_clients_that_started_far_apart_are_warned_of() -> None:
     assert warning.message.startswith("clients started up to 8.0 s apart (repetition 3), 80% of the 10 s runtime")
     close = [{**r, "start_skew_s": 0.2} for r in rows]
     assert "start_skew" not in {w.code for w in summarize_points([observation(**r) for r in close])[0].warnings}
+
+
+def test_a_rise_on_any_load_curve_through_a_point_wins_over_another_curves_elsewhere() -> None:
+    """numjobs 1 iodepth 1 sits on an iodepth curve (iodepth 4 gave the same IOPS) and a numjobs curve (numjobs 2
+    gave +100 %): the iodepth curve had been read first and said "the limit is elsewhere", and the numjobs curve was
+    never read. More load is shown to raise IOPS there: that is what the point says."""
+    rows = [observation(**{**_BASE, "case_id": f"j{jobs}q{depth}", "numjobs": jobs, "iodepth": depth, "repeat": r,
+                           "direction": "read", "iops": iops * (1 + 0.003 * (r - 2)),
+                           "lat_mean_ns": lat * (1 + 0.003 * (r - 2)), "host_cpu_busy_pct": 20.0})
+            for jobs, depth, iops, lat in ((1, 1, 1000.0, 1e6), (1, 4, 1000.0, 1.3e6), (2, 1, 2000.0, 1e6))
+            for r in range(5)]
+    (first,) = [p for p in summarize_points(rows) if (p.case.workload.numjobs, p.case.workload.iodepth) == (1, 1)]
+    assert "more load raises IOPS: numjobs 2 gave +100 %" in first.bottleneck.evidence, first.bottleneck
+    assert "the limit is elsewhere" not in first.bottleneck.evidence, first.bottleneck

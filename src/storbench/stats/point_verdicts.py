@@ -118,7 +118,7 @@ def with_sweep_verdicts(points: Sequence[PointSummary]) -> list[PointSummary]:
             if expected is not None and not points[members[0]].case_totals:
                 declared = expected.bw_bytes_per_s if axis == BLOCK_SIZE else expected.iops
             judged = sweep_verdicts(steps, [out[i].bottleneck for i in members], what, declared,
-                                    _remote_evidence(points, members))
+                                    _remote_evidence(points, members), [points[i].bottleneck for i in members])
             for i, verdict in zip(members, judged, strict=True):
                 if verdict.kind == Bottleneck.CAPPED and axis != BLOCK_SIZE:
                     verdict = _cap_refuted(points, i, axis) or verdict
@@ -256,17 +256,32 @@ def sweep_reading(steps: Sequence[CurveStep], k: int) -> str | None:
             f"({what_would_tell(change, below.throughput, here.throughput)})")
 
 
-def under_driven_readings(steps: Sequence[CurveStep], verdicts: Sequence[BottleneckVerdict]) -> list[str | None]:
+def under_driven_readings(steps: Sequence[CurveStep], verdicts: Sequence[BottleneckVerdict],
+                          before: Sequence[BottleneckVerdict] | None = None) -> list[str | None]:
     """Each point on a load sweep whose verdict left open whether more load raises IOPS (under-driven, not
     saturated: "one point cannot show it") says what the sweep shows instead (``sweep_reading``): its evidence
-    with that in place of what one point cannot show. None: keep."""
+    with that in place of what one point cannot show. A point another curve through it read as "the limit is
+    elsewhere" (``before``: its verdicts before any curve read them) takes this curve's reading where that one is
+    not: a rise on any curve wins (more jobs shown to raise IOPS, where iodepth did not). None: keep."""
     out: list[str | None] = [None] * len(steps)
     for k, verdict in enumerate(verdicts):
         untold = left_untold(verdict)
-        reading = sweep_reading(steps, k) if untold is not None else None
-        if untold is not None and reading is not None:
+        first = before[k] if before is not None else verdict
+        first_untold = left_untold(first)
+        if untold is None and (first_untold is None or first.kind is not verdict.kind
+                               or ELSEWHERE not in verdict.evidence):
+            continue
+        reading = sweep_reading(steps, k)
+        if reading is None:
+            continue
+        if untold is not None:
             out[k] = verdict.evidence.replace(untold, reading)
+        elif ELSEWHERE not in reading and first_untold is not None:
+            out[k] = first.evidence.replace(first_untold, reading)
     return out
+
+
+ELSEWHERE = "the limit is elsewhere"  # how a sweep reads a point whose higher loads gave no more IOPS
 
 
 # Verdicts that name a resource of this host as the point's limit: a load sweep can show otherwise
@@ -292,7 +307,8 @@ def outraised(steps: Sequence[CurveStep], verdicts: Sequence[BottleneckVerdict])
 
 
 def sweep_verdicts(steps: Sequence[CurveStep], verdicts: Sequence[BottleneckVerdict], what: str,
-                   declared: float | None = None, remote: str = "") -> list[BottleneckVerdict]:
+                   declared: float | None = None, remote: str = "",
+                   before: Sequence[BottleneckVerdict] | None = None) -> list[BottleneckVerdict]:
     """The verdicts of one sweep's points (``steps`` in increasing load; ``verdicts`` what the points hold so far,
     ``what`` "IOPS" along a load curve, "MiB/s" along a block-size one): the curve's capped or client-stack verdict
     where `bottleneck.judge_curve` gives one (a point already capped by another of its curves keeps that), then,
@@ -303,7 +319,7 @@ def sweep_verdicts(steps: Sequence[CurveStep], verdicts: Sequence[BottleneckVerd
         if verdict is not None and out[i].kind not in (Bottleneck.CAPPED, Bottleneck.CLIENT_STACK):
             out[i] = verdict
     if what == "IOPS":
-        for i, evidence in enumerate(under_driven_readings(steps, out)):
+        for i, evidence in enumerate(under_driven_readings(steps, out, before)):
             if evidence is not None:
                 out[i] = replace(out[i], evidence=evidence)
         for i, changed in enumerate(outraised(steps, out)):
