@@ -386,7 +386,7 @@ BAD_PLANS = [
                                                        ("a sync engine keeps one I/O a job in flight",))),
     case("search-with-a-rate-limit", Bad(BASE.replace("bs: 4k\n", "bs: 4k\n  fio: {rate_iops: 100}\n")
                                         + "search: {range: [1, 64], slo: p99<=1ms}\n", 7, "workload.fio.rate_iops",
-                                        ("fio holds each job to it",))),
+                                        ("search along iodepth with rate_iops: fio holds each job to it",))),
     case("search-range-reversed", Bad(BASE + "search: {range: [64, 1], slo: p99<=1ms}\n", 8, "search.range",
                                       ("low below high",))),
     case("search-bad-objective", Bad(BASE + "search: {range: [1, 64], slo: p98 under 1ms}\n", 8, "search.slo",

@@ -315,10 +315,12 @@ def _check_search(config: PlanConfig, source: PlanSource) -> None:
                         "whatever its iodepth, so the search would call flat what never changed",
                         where=source.where(("search", "axis")), hint="search numjobs or clients, or use libaio or "
                         "io_uring")
-    if limited := [name for name in RATE_OPTIONS if name in config.workload.fio]:
-        raise UserError(f"search with {limited[0]}: fio holds each job to it, so more {search.axis} adds no load "
-                        "the storage sees, and the search would call it saturated",
-                        where=source.where(("workload", "fio", limited[0])), hint="drop it to search the storage")
+    # (a rate holds each job: along numjobs or clients the load still grows with the jobs)
+    if search.axis == "iodepth" and (limited := [name for name in RATE_OPTIONS if name in config.workload.fio]):
+        raise UserError(f"search along iodepth with {limited[0]}: fio holds each job to it, so a deeper queue adds "
+                        "no load the storage sees, and the search would call it saturated",
+                        where=source.where(("workload", "fio", limited[0])),
+                        hint="drop it, or search numjobs or clients (a rate per job grows with the jobs)")
     ceph = config.lab.ceph if config.lab is not None else None
     if ceph is not None and ceph.bring_up == "each_repetition":
         raise UserError("search needs its points on one cluster; bring_up: each_repetition starts a fresh one "
