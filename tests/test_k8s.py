@@ -352,6 +352,14 @@ def test_a_pod_whose_node_bound_volume_rules_out_every_node_is_said_so_not_waite
     assert ended.measured_end_s == 1_800_000_010.0
     assert measured_window(ended, case) == (1_800_000_000.0, 1_800_000_010.0)
     assert measured_window(replace(ended, measured_end_s=None), case) == (1_800_000_006.0, 1_800_000_016.0)
+    # every client's one pod ran through: fio's own end is the window's (it had been the planned end, 20 s before
+    # fio measured at all where it first laid its files out on a fresh claim)
+    late = [_fio_json(10_000, 10_000, end_ms) for end_ms in (1_800_000_030_000, 1_800_000_030_400)]
+    both = judge_pods(replace(case, clients=2), [
+        PodResult(f"p{i + 1}", f"n{i + 1}", "Succeeded", f"STORBENCH-FIO-JSON\n{text}\nSTORBENCH-EXIT 0\n",
+                  client=i + 1) for i, text in enumerate(late)], 2, job_text="x", started_at_s=0.0,
+        finished_at_s=1_800_000_036.0, timeout_s=60, measured_end_s=1_800_000_010.0)
+    assert both.status == Status.OK and both.measured_end_s == pytest.approx(1_800_000_030.4, abs=0.01), both.error
 
 
 def test_a_continued_job_runs_the_time_left_and_size_based_jobs_are_not_continued() -> None:
