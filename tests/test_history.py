@@ -358,6 +358,11 @@ def test_one_run_on_a_new_machine_keeps_the_machines_histories_apart() -> None:
     assert sorted(str(h.host) for h in histories) == ["A", "B", "None"]
     (regression,) = regression_lines(histories, 5.0)
     assert "on A — IOPS: run 18 -30.2% against the level of its 8 runs before" in regression
+    assert regression.endswith("falls in 95 % of the time"), regression
+    # judged at 1 - 0.05 / 3 (Bonferroni over three points), the line says so (it had said 95 %)
+    (shared,) = regression_lines(point_histories(found, contexts, ["iops"], last_confidence=1 - 0.05 / 3), 5.0,
+                                 1 - 0.05 / 3, 3)
+    assert shared.endswith("falls in 98.33 % of the time (95 % shared among the 3 points judged)"), shared
 
 
 def test_a_step_from_a_level_of_zero_has_no_percent_and_fails_the_gate() -> None:

@@ -38,10 +38,11 @@ def cmd_history(args: argparse.Namespace) -> int:
         # 5 % for every point and metric together: Bonferroni over the newest runs judged (the change points' 1 %
         # is shared among the histories already: a step found with the newest run fails the gate too)
         judged = sum(1 for h in histories if h.last is not None)
+        level = 1 - 0.05 / judged if judged > 1 else 0.95
         if judged > 1:
             histories = point_histories(selection.observations, contexts, metrics,
-                                        last_confidence=1 - 0.05 / judged, pool_hosts=args.pool_hosts)
-        regressions = regression_lines(histories, args.fail_on_regression)
+                                        last_confidence=level, pool_hosts=args.pool_hosts)
+        regressions = regression_lines(histories, args.fail_on_regression, level, judged)
         out = _console(stderr=True)
         for line in regressions:
             out.print(line, markup=False)

@@ -14,7 +14,7 @@ from storbench.model import LabPoint
 from storbench.report.events import case_text
 from storbench.report.figures import FigureSpec, Mark, Series
 from storbench.report.labels import distinct_texts, hidden_texts
-from storbench.stats.estimate import estimate
+from storbench.stats.estimate import CONFIDENCE, estimate
 from storbench.stats.history import MIN_HOST_RUNS, ChangePoint, PointHistory, RunContext, RunLevel, new_step
 from storbench.stats.metrics import SUMMARY_METRICS, Metric
 from storbench.units import format_bytes, format_latency_ns
@@ -157,10 +157,12 @@ def history_records(histories: Sequence[PointHistory]) -> list[dict[str, Any]]:
     return records
 
 
-def regression_lines(histories: Sequence[PointHistory], threshold_pct: float) -> list[str]:
+def regression_lines(histories: Sequence[PointHistory], threshold_pct: float, confidence: float = CONFIDENCE,
+                     judged: int = 1) -> list[str]:
     """The points whose newest run is worse than its level's prediction interval by at least ``threshold_pct``, and
     those whose newest run completes a change point that is worse by at least that much (the step's interval on the
-    worse side of zero)."""
+    worse side of zero). ``confidence``: the interval's level the histories were judged at, shared among ``judged``
+    points (Bonferroni), as the line says (it had said 95 % of an interval at 1 - 0.05 / N)."""
     lines = []
     apart = told_apart(histories)
     for history in histories:
@@ -174,7 +176,8 @@ def regression_lines(histories: Sequence[PointHistory], threshold_pct: float) ->
                 last.change_pct is None or sign * last.change_pct >= threshold_pct):
             lines.append(f"regression: {title}: run {last.run_id} {pct_text(last.change_pct)} "
                          f"against the level of its {last.level_runs} runs before, outside the interval one more run "
-                         "there falls in 95 % of the time")
+                         f"there falls in {100 * confidence:.4g} % of the time"
+                         + (f" (95 % shared among the {judged} points judged)" if judged > 1 else ""))
         step = new_step(history)
         if step is not None and _step_worse(step, sign, threshold_pct):
             lines.append(f"regression: {title}: a step at run {step.run_id}, {step_text(step)}, its "
