@@ -514,3 +514,23 @@ def test_a_steps_interval_is_the_ratios_and_never_below_minus_100_percent() -> N
         low, high = change.change_ci_pct
         assert low <= change.change_pct <= high, change  # type: ignore[operator]
 
+
+
+def test_a_runs_own_interval_in_history_is_at_its_rules_level_and_none_for_a_steady_window() -> None:
+    """History drew and exported every run's interval at a plain 95 %: a run stopped by `until: ci` shows its own at
+    97.5 % everywhere else (a plain 95 % covers less after such a stop), and a steady window's rounds, chosen for
+    their small spread, have none."""
+    from dataclasses import replace
+
+    from storbench.report.history import history_records
+    from storbench.stats.history import point_histories
+    from synthetic import observation
+
+    seen = [observation(run_id=run, repeat=i, iops=1000.0 + 10 * i + run) for run in (1, 2, 3) for i in range(4)]
+    seen = [replace(o, window_only=True) if o.run_id == 3 else o for o in seen]
+    contexts = {run: RunContext(run, float(run), (), (("fio", "fio-3.33"),)) for run in (1, 2, 3)}
+    records = {r["run"]: r for r in history_records(point_histories(seen, contexts, ["iops"],
+                                                                     levels_of_runs={1: 0.975}))}
+    width = {run: r["ci_high"] - r["ci_low"] for run, r in records.items() if r["ci_low"] is not None}
+    assert set(width) == {1, 2} and width[1] > width[2] * 1.2, width  # 97.5 % wider than 95 % on the same spread
+    assert records[3]["ci_low"] is None and records[3]["ci_high"] is None  # a steady window: no interval

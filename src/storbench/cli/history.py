@@ -25,7 +25,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     if not selection.observations:
         raise UserError(selection.no_match or "no results match", hint="loosen --where/--target")
     contexts = {run.run_id: run_context(run) for run in selection.runs}
-    histories = point_histories(selection.observations, contexts, metrics, pool_hosts=args.pool_hosts)
+    histories = point_histories(selection.observations, contexts, metrics, pool_hosts=args.pool_hosts,
+                                levels_of_runs=selection.interval_levels)
     if args.format == "json":
         _write_output(json.dumps(history_records(histories), indent=1) + "\n", args.output)
     elif args.format == "parquet":
@@ -40,8 +41,8 @@ def cmd_history(args: argparse.Namespace) -> int:
         judged = sum(1 for h in histories if h.last is not None)
         level = 1 - 0.05 / judged if judged > 1 else 0.95
         if judged > 1:
-            histories = point_histories(selection.observations, contexts, metrics,
-                                        last_confidence=level, pool_hosts=args.pool_hosts)
+            histories = point_histories(selection.observations, contexts, metrics, last_confidence=level,
+                                        pool_hosts=args.pool_hosts, levels_of_runs=selection.interval_levels)
         regressions = regression_lines(histories, args.fail_on_regression, level, judged)
         out = _console(stderr=True)
         for line in regressions:

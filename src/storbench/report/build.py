@@ -79,7 +79,8 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         *cdf_figures(points, merged_latency_histograms(repetitions)),
         *drift_figures([d for d in drifts if d.samples]),
         *timeline_figures(repetitions, labels, failovers),
-        *(history_figures(point_histories(observations, {r.run_id: run_context(r) for r in runs}, HISTORY_METRICS))
+        *(history_figures(point_histories(observations, {r.run_id: run_context(r) for r in runs}, HISTORY_METRICS,
+                                          levels_of_runs=interval_levels(runs)))
           if len(runs) >= MIN_RUNS_DRAWN else ()),
     ]
     point_of_case = {p.case_id: p for p in reversed(points)}  # the first point of each case

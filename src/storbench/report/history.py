@@ -14,7 +14,7 @@ from storbench.model import LabPoint
 from storbench.report.events import case_text
 from storbench.report.figures import FigureSpec, Mark, Series
 from storbench.report.labels import distinct_texts, hidden_texts
-from storbench.stats.estimate import CONFIDENCE, estimate
+from storbench.stats.estimate import CONFIDENCE, Estimate, estimate
 from storbench.stats.history import MIN_HOST_RUNS, ChangePoint, PointHistory, RunContext, RunLevel, new_step
 from storbench.stats.metrics import SUMMARY_METRICS, Metric
 from storbench.units import format_bytes, format_latency_ns
@@ -39,9 +39,14 @@ def value_text(metric: Metric, value: float) -> str:
     return number if metric.unit in ("IOPS", "") else f"{number} {metric.unit}"
 
 
+def _run_estimate(level: RunLevel) -> Estimate | None:
+    """The t interval of the run's own repetitions at the run's level (`stats.estimate`; `until: ci`'s own, not a
+    plain 95 % that covers less after such a stop), none for a steady window's rounds; None below two."""
+    return estimate(level.values, level.confidence, interval=not level.window_only)
+
+
 def _half_width(level: RunLevel) -> float | None:
-    """The t interval of the run's own repetitions (`stats.estimate`); None below two."""
-    found = estimate(level.values)
+    found = _run_estimate(level)
     return None if found is None else found.half_width
 
 
@@ -137,7 +142,7 @@ def history_records(histories: Sequence[PointHistory]) -> list[dict[str, Any]]:
     for history in histories:
         starts = {c.at: c for c in history.changes}
         for i, level in enumerate(history.runs):
-            found = estimate(level.values)  # its interval as every table's: a lower bound cut at zero
+            found = _run_estimate(level)  # its interval as every table's: a lower bound cut at zero
             change = starts.get(i)
             records.append({
                 "point": _point_name(history, apart[id(history)]),
@@ -230,7 +235,9 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
         x = tuple(float(i + 1) for i in range(len(history.runs)))
         run_ids = [level.context.run_id for level in history.runs]
         halves = [_half_width(level) for level in history.runs]
-        series = [Series("run mean (± its repetitions' 95 % CI)", x,
+        levels = sorted({level.confidence for level in history.runs if not level.window_only})
+        shown = "/".join(f"{100 * c:g} %" for c in levels) or "no"
+        series = [Series(f"run mean (± its repetitions' {shown} CI)", x,
                          tuple(level.mean * scale for level in history.runs),
                          error_y=tuple((h or 0.0) * scale for h in halves), mode="markers",
                          # the lower arm cut at zero, as every table's interval (no negative IOPS or latency)

@@ -62,6 +62,10 @@ class RunLevel:
 
     context: RunContext
     values: tuple[float, ...]
+    # the level its own interval is shown at (a run repeated `until: ci`: its rule's, which covers 95 % after such a
+    # stop), and whether its values are a steady window's rounds (chosen for their small spread: no interval)
+    confidence: float = 0.95
+    window_only: bool = False
 
     @property
     def mean(self) -> float:
@@ -309,12 +313,14 @@ def new_step(history: PointHistory) -> ChangePoint | None:
 
 def point_histories(observations: Sequence[Observation], contexts: Mapping[int, RunContext],
                     metrics: Sequence[str], alpha: float = ALPHA, last_confidence: float = CONFIDENCE,
-                    pool_hosts: bool = False) -> list[PointHistory]:
+                    pool_hosts: bool = False, levels_of_runs: Mapping[int, float] | None = None
+                    ) -> list[PointHistory]:
     """Every point's history for each metric, over the runs that measured it (in run order), with its change
     points and its last run judged. ``alpha`` is the table's: each history's change points are searched at
     ``alpha`` / the number of histories (Bonferroni), so that a table of 40 points and metrics without a step shows
     a change point about as seldom as one history does (at 1 % each, 89 % of such tables over 20 nights showed
-    one). A run's value is its successful repetitions' (all clients merged). Runs of
+    one). A run's value is its successful repetitions' (all clients merged); ``levels_of_runs``: the runs whose own
+    intervals are shown at another level than 95 % (`stats.run_questions.interval_levels`). Runs of
     different machines (merged stores) are different instances: a point measured by several machines, each with
     at least MIN_HOST_RUNS runs of it, is a history per machine; the runs of machines with fewer (CI runners named
     anew each night, a machine new to the point), or all with ``pool_hosts``, are one history, where a change of
@@ -354,7 +360,9 @@ def point_histories(observations: Sequence[Observation], contexts: Mapping[int, 
                                 if name != "lab")
                     base = contexts[run_id]
                     levels.append(RunLevel(RunContext(base.run_id, base.started_at_s, base.labels,
-                                                      (*base.recorded, *lab)), values))
+                                                      (*base.recorded, *lab)), values,
+                                           (levels_of_runs or {}).get(run_id, CONFIDENCE),
+                                           any(o.window_only for o in runs[run_id])))
             if levels:
                 series.append((key, metric, levels))
     histories = []
