@@ -269,6 +269,23 @@ def test_ceph_rates_latency_and_cache_hit_ratio() -> None:
     assert d.ceph_ops_per_s == pytest.approx(400.0)
 
 
+def test_each_daemons_counters_are_timed_when_its_dump_was_read() -> None:
+    """The sockets are read one after another, each within a 2 s timeout: with osd.0 frozen, osd.1's dumps came
+    2 s after the snapshot's time, and its rate over the first frozen interval (stamped 1 s, read 3 s) was 3x."""
+    from dataclasses import replace
+
+    snapshots = [
+        CephSnapshot(0.0, (replace(parse_perf_dump("osd.1", _dump(0, 0, 0.0, 0, 0)), t_s=0.0),)),
+        CephSnapshot(1.0, (replace(parse_perf_dump("osd.1", _dump(300, 300, 0.3, 0, 0)), t_s=3.0),)),
+        CephSnapshot(3.0, (replace(parse_perf_dump("osd.1", _dump(500, 500, 0.5, 0, 0)), t_s=5.0),)),
+    ]
+    ops = next(s for s in ceph_series(snapshots) if s.metric == "ops_per_s")
+    assert ops.values == pytest.approx((100.0, 100.0)) and ops.starts_s == (0.0, 3.0) and ops.times_s == (3.0, 5.0)
+    # dumps without their own time (older readings) keep the snapshot's
+    plain = [CephSnapshot(t, (parse_perf_dump("osd.1", _dump(n, n, 0.1, 0, 0)),)) for t, n in ((0.0, 0), (2.0, 200))]
+    assert next(s for s in ceph_series(plain) if s.metric == "ops_per_s").values == (100.0,)
+
+
 def test_a_daemon_started_again_leaves_out_the_interval_its_counters_went_back_in() -> None:
     """A `restart` fault sets a daemon's counters back to 0: that interval had a rate of minus all the ops it had
     ever done, and the window's op rate and latency came out wrong."""

@@ -39,6 +39,10 @@ class CephDaemonCounters:
     onode_misses: int | None
     # further latency counters by their series name (LATENCY_COUNTERS): the layers above and inside the OSD op
     latencies: tuple[tuple[str, LatencyCounter], ...] = ()
+    # when its dump was read (epoch s; None: the snapshot's time). The sockets are read one after another, each
+    # within a timeout: a frozen OSD's holds the ones after it 2 s, whose counters had been stamped with the
+    # snapshot's earlier time, their rates over too short an interval
+    t_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -146,7 +150,10 @@ def ceph_series(snapshots: Sequence[CephSnapshot]) -> list[TelemetrySeries]:
             a = earlier.get(b.daemon)
             if a is None:
                 continue
-            span = (before.t_s, after.t_s)
+            span = (a.t_s or before.t_s, b.t_s or after.t_s)  # each daemon's own reading times
+            elapsed = span[1] - span[0]
+            if elapsed <= 0:
+                continue
             ops = _delta(b.ops, a.ops)
             add(b.daemon, "ops_per_s", *span, None if ops is None else ops / elapsed)
             add(b.daemon, "op_latency_ns", *span, _mean_latency_ns(b.op_latency, a.op_latency))

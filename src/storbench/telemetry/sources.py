@@ -16,7 +16,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from storbench.netclient import request
@@ -133,7 +133,8 @@ def read_ceph_snapshot(sockets: Sequence[str], problems: list[str]) -> CephSnaps
     for path in sockets:
         name = daemon_name_from_socket(path)
         try:
-            daemons.append(parse_perf_dump(name, admin_socket_command(path, "perf dump")))
+            dump = admin_socket_command(path, "perf dump")
+            daemons.append(replace(parse_perf_dump(name, dump), t_s=time.time()))  # read now, not at t_s
         except (OSError, ValueError) as error:
             problems.append(f"{name}: {error}")
     return CephSnapshot(t_s=t_s, daemons=tuple(daemons))
