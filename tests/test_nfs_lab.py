@@ -444,7 +444,7 @@ lab:
   hosts: {count: 2}
 faults:
   - {at: 2s, do: cut, on: client.2, restore_after: 2s}
-  - {at: 4.5s, do: slow, on: client.1, to: 20Mbit, restore_after: 1s}
+  - {at: 4s, do: slow, on: client.1, to: 20Mbit, restore_after: 1s}
 """
 
 
