@@ -705,3 +705,9 @@ def test_osds_per_device_has_no_phantom_osds_axis_and_pool_size_reads_its_osd_co
     with pytest.raises(UserError, match="pool_size 3 needs at least 3 OSDs, the sweep has 1"):
         load_plan_text(swept, "p.yaml")
     assert len(expand(load_plan_text(swept + "exclude: [{osds: 1, pool_size: 3}]\n", "p.yaml"))) == 3
+    # with osds_per_device the rule names it, not osds: that combination left out is no refusal either
+    per_device = ("name: p\ntargets:\n  img: {kind: rbd, pool: b, image: i, size: 64MiB}\nworkload: {rw: randread}\n"
+                  "lab:\n  ceph: {osds_per_device: [1, 2], devices: 2, device_size: 8GiB, pool_size: [2, 3]}\n")
+    with pytest.raises(UserError, match="pool_size 3 needs at least 3 OSDs, the sweep has 2"):
+        load_plan_text(per_device, "p.yaml")
+    assert len(expand(load_plan_text(per_device + "exclude: [{osds_per_device: 1, pool_size: 3}]\n", "p.yaml"))) == 3

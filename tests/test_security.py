@@ -272,3 +272,26 @@ def test_no_job_line_is_longer_than_fio_reads_as_one(tmp_path: Path, capsys: pyt
     with pytest.raises(ValueError, match="more than fio reads as one line"):
         job_line("directory", "/d" * MAX_JOB_LINE)
     assert job_line("directory", "/d" * 100) == "directory=" + "/d" * 100
+
+
+def test_the_nfs_clean_up_splits_its_names_and_an_older_fio_is_held_to_its_own_buffer() -> None:
+    """16 clients of 64 jobs had put 1,024 names on one `filename=` line, which the line limit then refused in the
+    lab session's clean-up (a traceback after the results, the files left): a section per batch that fits. A fio
+    before 3.15 reads 4,096 characters a line: `plan` holds it to 4,000."""
+    from storbench.checks import check_job_texts
+    from storbench.fio.jobfile import MAX_JOB_LINE, render_nfs_removal_job
+    from storbench.targets.base import PreparedTarget
+
+    names = [f"storbench.c{c}.{j}.0" for c in range(1, 17) for j in range(64)]
+    text = render_nfs_removal_job("nfs://127.0.0.1/export", "/x/engine.so", names)
+    assert max(len(line) for line in text.splitlines()) <= MAX_JOB_LINE and text.count("[remove") >= 3
+    listed = [n for line in text.splitlines() if line.startswith("filename=") for n in line[9:].split(":")]
+    assert listed == names
+    loaded = load_plan_text("name: d\ntargets:\n  t: {kind: path, path: /tmp/x, size: 1MiB}\n"
+                            "workload: {rw: create, files: 10, numjobs: 64, dirs: 64}\n", "d.yaml")
+    cases = expand(loaded)
+    binding = JobBinding(options=(("directory", "/tmp/" + "p" * 40),))
+    targets = {"t": PreparedTarget(spec=cases[0].target, binding=binding, details=())}
+    check_job_texts(loaded, cases, targets, "fio-3.33")  # about 4,700 characters: fio 3.33 reads it whole
+    with pytest.raises(UserError, match=r"more than fio-3\.12 reads as one"):
+        check_job_texts(loaded, cases, targets, "fio-3.12")

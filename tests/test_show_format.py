@@ -470,6 +470,10 @@ def test_an_intervals_half_width_keeps_its_digits_and_never_turns_to_an_exponent
 
     assert iops_with_ci(estimate([150_000.0, 150_000.1, 150_000.3])) == "150,000 ± 0.38"
     assert iops_with_ci(estimate([50.0, 10.0, 90.0])) == "50 ± 99"
+    from storbench.stats.estimate import Estimate
+
+    edge = Estimate(n=3, mean=1100.0, stddev=40.0, ci_low=1000.3, ci_high=1199.7, confidence=0.95)
+    assert iops_with_ci(edge) == "1,100 ± 99.7", iops_with_ci(edge)  # a half-width of 99.7 had read "± 1e+02"
     wide = iops_with_ci(estimate([50.0, 10.0, 400.0]))
     assert "e+" not in wide and wide.startswith("153 ± "), wide
 

@@ -4,6 +4,7 @@ then every target through its kind. Never a half-run on a bad plan."""
 from __future__ import annotations
 
 import os
+import re
 import resource
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from storbench.demands import (
 )
 from storbench.errors import UserError, did_you_mean
 from storbench.execute.fio_binary import fio_capabilities
-from storbench.fio.jobfile import render_client_jobs, render_job
+from storbench.fio.jobfile import OLD_FIO_JOB_LINE, render_client_jobs, render_job
 from storbench.fio.options import REFUSED_ENGINES, FioCapabilities
 from storbench.lab.ceph_conf import read_under_another_write_setting, unapplied_pool_size
 from storbench.lab.k8s_conf import HOSTPATH_ROOT, STORAGE_CLASS
@@ -317,22 +318,31 @@ def check_everything(loaded: LoadedPlan, cases: Sequence[Case], fio_binary: str,
     targets = check_targets([*cases, *writes], create=create, remote=loaded.config.hosts is not None,
                             where=lambda name: loaded.source.where(("targets", name)), dry_run=dry_run, s3=s3,
                             images=images)
-    check_job_texts(loaded, cases, targets)
+    check_job_texts(loaded, cases, targets, caps.version)
     if fio_servers is not None:
         check_fio_servers(loaded, fio_servers)
     return Checked(capabilities=caps, targets=targets)
 
 
-def check_job_texts(loaded: LoadedPlan, cases: Sequence[Case], targets: Mapping[str, PreparedTarget]) -> None:
+def check_job_texts(loaded: LoadedPlan, cases: Sequence[Case], targets: Mapping[str, PreparedTarget],
+                    fio_version: str = "") -> None:
     """Every case's job file renders, for the targets already prepared (not a lab's, made with it): a value that
     cannot be written into one, or a line longer than fio reads as one (`fio.jobfile.MAX_JOB_LINE`: a long path in a
-    list of `dirs`), is refused by `plan`, before anything is made, not by `run` in a traceback."""
+    list of `dirs`; `OLD_FIO_JOB_LINE` for a fio before 3.15), is refused by `plan`, before anything is made, not by
+    `run` in a traceback."""
+    found = re.fullmatch(r"fio-(\d+)\.(\d+).*", fio_version)
+    old = found is not None and (int(found[1]), int(found[2])) < (3, 15)
     for case in cases:
         prepared = targets.get(case.target.name)
         if prepared is None:
             continue
         try:
-            render_client_jobs(case, prepared.binding, 0) if case.clients > 1 else render_job(case, prepared.binding, 0)
+            texts = (render_client_jobs(case, prepared.binding, 0) if case.clients > 1
+                     else [render_job(case, prepared.binding, 0)])
+            longest = max(len(line) for text in texts for line in text.split("\n"))
+            if old and longest > OLD_FIO_JOB_LINE:
+                raise ValueError(f"a job line of {longest:,} characters, more than {fio_version} reads as one "
+                                 f"({OLD_FIO_JOB_LINE:,} at most here)")
         except ValueError as exc:
             raise UserError(f"target '{case.target.name}': {exc}", where=loaded.source.where(
                 ("targets", case.target.name)), hint="a shorter path, or fewer dirs") from None

@@ -302,7 +302,10 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             prepared = session.for_case(item.case)
             clear_left_files(prepared, item.case)  # a create makes its files, none left by a repetition before
             executor = run.executors.for_target(item.case.target)
-            job_texts = executor.job_texts(item.case, prepared.binding, item.rep_index)
+            try:  # a lab's target (not rendered at `plan`): a value no job file can hold stops the run in one line
+                job_texts = executor.job_texts(item.case, prepared.binding, item.rep_index)
+            except ValueError as exc:
+                raise UserError(f"target '{name}': {exc}", hint="a shorter path, or fewer dirs") from None
             fio = FioSetup(version=caps.version, binary=prepared.binding.fio_binary, env=prepared.binding.env)
             steps = session.faults_for(item.case, run.faults)
             first = item.case.case_id not in laid_out

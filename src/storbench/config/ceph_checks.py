@@ -104,7 +104,10 @@ def check_ceph_lab(config: PlanConfig, source: PlanSource) -> None:
                         hint=f"give {format_bytes(MIN_OSD_MEMORY_TARGET)} or more (a smaller cache: cache_size)")
     for size in ceph.pool_size:  # the OSD counts the cases have (with osds_per_device, devices x it), but for
         # the combinations an exclude rule leaves out, as the hint says
-        short = [n for n in osds if size > n and not _excluded(config, osds=n, pool_size=size)]
+        # (keyed as the plan sweeps them: with osds_per_device, its rules name that, not osds)
+        counts = ([("osds_per_device", p, ceph.devices * p) for p in ceph.osds_per_device] if ceph.osds_per_device
+                  else [("osds", n, n) for n in ceph.osds])
+        short = [n for key, value, n in counts if size > n and not _excluded(config, **{key: value, "pool_size": size})]
         if short:
             raise UserError(f"pool_size {size} needs at least {size} OSDs, the sweep has {min(short)}",
                             where=source.where(("lab", "ceph", "pool_size")),

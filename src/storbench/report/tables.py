@@ -55,7 +55,7 @@ def iops_with_ci(estimate: Estimate | None) -> str:
     if half is None:
         return _rate_text(estimate.mean)
     # the half-width as a rate in its own right: "150,000 ± 0" had hidden an interval, "50 ± 5.1e+02" read badly
-    return f"{_rate_text(estimate.mean)} ± {_rate_text(half) if abs(half) >= 100 else f'{half:.2g}'}"
+    return f"{_rate_text(estimate.mean)} ± {_rate_text(half) if abs(half) >= 99.5 else f'{half:.2g}'}"
 
 
 def time_with_ci(estimate: Estimate | None) -> str:

@@ -259,8 +259,12 @@ def change_points(levels: Sequence[RunLevel], alpha: float = ALPHA, *, quantised
                 log_half = max(log_half, 2 * BIN_RESOLUTION)
             ratio = after_mean / before_mean
             interval = (100.0 * (ratio * math.exp(-log_half) - 1), 100.0 * (ratio * math.exp(log_half) - 1))
+        elif before_mean > 0:  # to a level of 0 (a blackout gone): the difference's interval, cut at -100 %
+            half = quantile * math.sqrt(variance * (1 / len(before) + 1 / len(after)))
+            step = 100.0 * (after_mean - before_mean) / before_mean
+            interval = (max(-100.0, step - 100.0 * half / before_mean), step + 100.0 * half / before_mean)
         else:
-            interval = None  # from a level of 0 (or to a negative one): no percent
+            interval = None  # from a level of 0: no percent
         changes.append(ChangePoint(
             at=split, run_id=levels[split].context.run_id, before_mean=before_mean, after_mean=after_mean,
             change_pct=100.0 * (after_mean - before_mean) / before_mean if before_mean else None,

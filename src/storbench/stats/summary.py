@@ -210,8 +210,8 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
         window_only = any(o.window_only for o in group)  # a steady window's rounds: chosen for their spread
         # the metadata cycle's directions are phases run one after another, each a rate over its own time: their
         # sum is the rate of no stretch of time (it had been weighed against an `expect:` as one)
-        totals = (_case_totals(ok, directions, level, window_only) if len(directions) > 1 and w.rw != "metadata"
-                  else ())
+        totals = (_case_totals(ok, directions, CONFIDENCE if len({o.run_id for o in ok}) > 1 else level, window_only)
+                  if len(directions) > 1 and w.rw != "metadata" else ())  # pooled: 95 %, as its directions
         for direction in directions:
             rows = [o for o in ok if o.direction == direction]
             # over several runs (with a successful repetition each), each run's mean is one sample (`run_samples`)
