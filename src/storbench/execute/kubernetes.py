@@ -256,14 +256,17 @@ class KubernetesExecutor:
 
     def _removed(self, kind: str, name: str) -> bool:
         """Delete the pod or config map ``name`` (this run's) and wait until it is gone, within STALE_GONE_S."""
+        from kubernetes.client.exceptions import ApiException  # lazy: 0.24 s, for pvc targets only
+
         self._delete([(kind, name)])
         reader = self.core.read_namespaced_pod if kind == "pod" else self.core.read_namespaced_config_map  # type: ignore[attr-defined]
         deadline = time.monotonic() + STALE_GONE_S
         while time.monotonic() < deadline:
             try:
                 reader(name, self.namespace)
-            except Exception:  # 404: gone
-                return True
+            except ApiException as error:
+                if error.status == 404:  # gone (a 403 or a server's trouble says nothing of it)
+                    return True
             time.sleep(0.5)
         return False
 
