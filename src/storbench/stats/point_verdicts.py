@@ -268,21 +268,23 @@ def under_driven_readings(steps: Sequence[CurveStep], verdicts: Sequence[Bottlen
         untold = left_untold(verdict)
         first = before[k] if before is not None else verdict
         first_untold = left_untold(first)
-        if untold is None and (first_untold is None or first.kind is not verdict.kind or RISES in verdict.evidence):
-            continue  # open no more, or already shown rising
+        if untold is None and (first_untold is None or first.kind is not verdict.kind
+                               or not (ELSEWHERE in verdict.evidence or UNTOLD_YET in verdict.evidence)):
+            continue  # read by no curve yet is above; one shown rising, or read otherwise (a refuted cap), stays
         reading = sweep_reading(steps, k)
         if reading is None:
             continue
         if untold is not None:
             out[k] = verdict.evidence.replace(untold, reading)
-        elif first_untold is not None and (reading.startswith(RISES) or (ELSEWHERE in verdict.evidence
-                                                                         and ELSEWHERE not in reading)):
+        elif first_untold is not None and ((ELSEWHERE in verdict.evidence and ELSEWHERE not in reading)
+                                           or (UNTOLD_YET in verdict.evidence and reading.startswith(RISES))):
             out[k] = first.evidence.replace(first_untold, reading)  # a rise shown, or a curve not read as elsewhere
     return out
 
 
 ELSEWHERE = "the limit is elsewhere"  # how a sweep reads a point whose higher loads gave no more IOPS
 RISES = "more load raises IOPS"  # how it reads one whose higher load is shown to give more
+UNTOLD_YET = "which cannot tell yet"  # and one whose next load's change is not yet told
 
 
 # Verdicts that name a resource of this host as the point's limit: a load sweep can show otherwise
