@@ -5,7 +5,7 @@ and what survives a repetition that raises."""
 from __future__ import annotations
 
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -636,16 +636,25 @@ def test_a_resumed_steady_state_run_continues_only_the_points_not_yet_steady(tmp
         return Replay(_scaled(1.0)) if call.case.workload.bs_bytes == 4096 else Replay(
             _scaled(1.3 if call.rep_index % 2 else 0.7))
 
+    stored, calls = _steady_then_resumed(tmp_path, store, step)
+    assert stored == 3 + 2 + 4  # 4k: steady after 3, then 2 more; 8k: 4 rounds, not steady
+    # the steady point stays as it was; the other continues from round 5 to the new max
+    assert [(c.case.workload.bs_bytes, c.rep_index) for c in calls] == [(8192, 4), (8192, 5)]
+
+
+def _steady_then_resumed(tmp_path: Path, store: Store, step: Callable[[FakeCall], Step]
+                         ) -> tuple[int, list[FakeCall]]:
+    """The steady-state plan run to 4 rounds at most, then resumed with 6: (the repetitions stored after the first,
+    the resumed run's fio calls)."""
     first = load_plan_text(STEADY.format(data=tmp_path / "data", most=4, confirm=2), "steady.yaml")
     cases = expand(first)
     checked = check_everything(first, cases, CAPS.binary, create=True)
     orchestrate.run_plan(first, cases, checked, store, FakeExecutor(step), Observer(), resume=False)
-    assert len(store.repetitions()) == 3 + 2 + 4  # 4k: steady after 3, then 2 more; 8k: 4 rounds, not steady
+    stored = len(store.repetitions())
     more = load_plan_text(STEADY.format(data=tmp_path / "data", most=6, confirm=2), "steady.yaml")
     fake = FakeExecutor(step)
     orchestrate.run_plan(more, cases, checked, store, fake, Observer(), resume=True)
-    # the steady point stays as it was; the other continues from round 5 to the new max
-    assert [(c.case.workload.bs_bytes, c.rep_index) for c in fake.calls] == [(8192, 4), (8192, 5)]
+    return stored, list(fake.calls)
 
 
 def test_a_resumed_steady_state_run_leaves_a_failed_round_failed(tmp_path: Path, store: Store) -> None:
@@ -658,14 +667,8 @@ def test_a_resumed_steady_state_run_leaves_a_failed_round_failed(tmp_path: Path,
         return Replay(_scaled(1.0)) if call.case.workload.bs_bytes == 4096 else Replay(
             _scaled(1.3 if call.rep_index % 2 else 0.7))
 
-    first = load_plan_text(STEADY.format(data=tmp_path / "data", most=4, confirm=2), "steady.yaml")
-    cases = expand(first)
-    checked = check_everything(first, cases, CAPS.binary, create=True)
-    orchestrate.run_plan(first, cases, checked, store, FakeExecutor(failing), Observer(), resume=False)
-    more = load_plan_text(STEADY.format(data=tmp_path / "data", most=6, confirm=2), "steady.yaml")
-    fake = FakeExecutor(failing)
-    orchestrate.run_plan(more, cases, checked, store, fake, Observer(), resume=True)
-    assert [(c.case.workload.bs_bytes, c.rep_index) for c in fake.calls] == [(8192, 4), (8192, 5)], fake.calls
+    _, calls = _steady_then_resumed(tmp_path, store, failing)
+    assert [(c.case.workload.bs_bytes, c.rep_index) for c in calls] == [(8192, 4), (8192, 5)], calls
 
 
 SEARCH = """

@@ -37,7 +37,7 @@ from storbench.targets.local import (
 )
 from storbench.targets.nfs import remove_laid_out
 from storbench.targets.registry import LabEnvironment, by_target, prepare_target
-from storbench.targets.s3 import Removal, is_run_object_prefix, remove_objects, service_of
+from storbench.targets.s3 import Removal, RunObjects, is_run_object_prefix, remove_objects, service_of
 from storbench.telemetry.recorder import SYSTEM_CEPH_SOCKETS
 
 if TYPE_CHECKING:
@@ -266,13 +266,19 @@ def remove_earlier_objects(targets: Iterable[PreparedTarget], earlier: Iterable[
             if (endpoint, bucket) != (objects.service.endpoint, objects.bucket) or prefix == objects.prefix \
                     or not is_run_object_prefix(prefix):
                 continue
-            try:
-                removal = remove_objects(objects.service, bucket, prefix)
-            except UserError as exc:
-                removal = Removal(0, 0, f"{exc.message} (objects {prefix}*)")
-            if removal.removed or removal.why:
-                observer.event(TestDataCleaned(prepared.spec.name, bucket, "objects", removal.removed,
-                                               removal.refused, removal.why))
+            _remove_prefix(prepared.spec.name, objects, prefix, observer)
+
+
+def _remove_prefix(name: str, objects: RunObjects, prefix: str, observer: LabObserver) -> None:
+    """The objects under ``prefix`` in the target's bucket removed, and said (one target's failure is said, and
+    leaves the others' clean-up and the run's own error as they are)."""
+    try:
+        removal = remove_objects(objects.service, objects.bucket, prefix)
+    except UserError as exc:
+        removal = Removal(0, 0, f"{exc.message} (objects {prefix}*)")
+    if removal.removed or removal.why:
+        observer.event(TestDataCleaned(name, objects.bucket, "objects", removal.removed, removal.refused,
+                                       removal.why))
 
 
 def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserver, *, keep_files: bool = False
@@ -285,13 +291,7 @@ def remove_run_test_files(targets: Iterable[PreparedTarget], observer: LabObserv
         directory = details.get("directory")
         objects = service_of(prepared)
         if objects is not None:
-            try:  # one target's failure leaves the others' clean-up, and the run's own error, as they are
-                removal = remove_objects(objects.service, objects.bucket, objects.prefix)
-            except UserError as exc:
-                removal = Removal(0, 0, f"{exc.message} (objects {objects.prefix}*)")
-            if removal.removed or removal.why:
-                observer.event(TestDataCleaned(prepared.spec.name, objects.bucket, "objects", removal.removed,
-                                               removal.refused, removal.why))
+            _remove_prefix(prepared.spec.name, objects, objects.prefix, observer)
             continue
         if keep_files:
             continue
