@@ -953,11 +953,11 @@ def test_a_plan_runs_with_exactly_the_identity_k8s_rbac_prints_through_kubectls_
         kubectl = binaries_dir().parent / f"kubectl-v{KUBERNETES_VERSION}" / "kubectl"
         assert kubectl.is_file(), f"{kubectl} is missing: run scripts/build-kubernetes.sh"
         plugin_path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
-        done = subprocess.run([str(kubectl), "storbench", "--kubeconfig", str(kubeconfig), "-n", "bench", "run",
-                               str(write_plan(tmp_path, RBAC_PLAN.replace("IMAGE", image))), "--db", str(db),
-                               "--image", image],
-                              cwd=tmp_path, env={**os.environ, "PATH": plugin_path}, capture_output=True, text=True,
-                              timeout=900)
+        plugin = [str(kubectl), "storbench", "--kubeconfig", str(kubeconfig), "-n", "bench", "run",
+                  str(write_plan(tmp_path, RBAC_PLAN.replace("IMAGE", image))), "--image", image]
+        plugin_env = {**os.environ, "PATH": plugin_path}
+        done = subprocess.run([*plugin, "--db", str(db)], cwd=tmp_path, env=plugin_env, capture_output=True,
+                              text=True, timeout=900)
         assert done.returncode == 0, done.stdout + done.stderr
         for node in info.lab_nodes:  # each node pulled it (only the pause image is imported at up)
             images = subprocess.run(["ctr", "-a", f"{node.dir(info.root)}/containerd/containerd.sock", "-n",
@@ -969,12 +969,42 @@ def test_a_plan_runs_with_exactly_the_identity_k8s_rbac_prints_through_kubectls_
         code, exported, _ = run_cli(capsys, "export", "--db", str(db), "--format", "json")
         (record,) = json.loads(exported)
         assert record["node_busiest"].startswith("storbench-node-"), record  # nodes/proxy: the kubelets read
+        _killed_then_resumed(admin, [*plugin, "--db", str(tmp_path / "killed.db")], tmp_path, plugin_env)
         left = admin.list_namespaced_pod("bench").items + admin.list_namespaced_persistent_volume_claim(  # type: ignore[attr-defined]
-            "bench").items
+            "bench").items + admin.list_namespaced_config_map(  # type: ignore[attr-defined]
+            "bench", label_selector="app.kubernetes.io/managed-by=storbench").items
         assert not left and admin.read_namespace("bench").status.phase == "Active"  # type: ignore[attr-defined]
     finally:
         lab.down()
     _nothing_left()
+
+
+def _killed_then_resumed(admin: Any, command: list[str], where: Path, env: dict[str, str]) -> None:
+    """A session killed while its pods run leaves its pods, config map and claims (no close ran); the resumed run
+    makes its pods again over them, and removes every object of the run at its end: the claims the dead session
+    made had been used and then left for good."""
+    import signal
+    import time
+
+    from helpers import stored_repetitions
+
+    session = subprocess.Popen(command, cwd=where, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.time() + 300
+    try:
+        while time.time() < deadline and not any(
+                pod.status.phase == "Running" for pod in admin.list_namespaced_pod(
+                    "bench", label_selector="app.kubernetes.io/managed-by=storbench").items):
+            assert session.poll() is None, "the run ended before its pods ran"
+            time.sleep(0.5)
+    finally:
+        os.killpg(session.pid, signal.SIGKILL)
+        session.wait()
+    assert admin.list_namespaced_persistent_volume_claim("bench").items, "the killed session left no claim"
+    done = subprocess.run([*command, "--resume"], cwd=where, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (repetition,) = stored_repetitions(Path(command[command.index("--db") + 1]))
+    assert repetition.status == Status.OK and len(repetition.clients) == 2, repetition.error
 
 
 DELETE_PLAN = """

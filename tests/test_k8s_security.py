@@ -344,16 +344,30 @@ def test_a_claim_of_another_run_is_refused_too(executor: Make) -> None:
         executor(core).ensure_claims(pvc_case(access_mode="ReadWriteMany"))
 
 
-def test_a_claim_made_for_this_run_is_used_but_only_created_ones_are_deleted(executor: Make) -> None:
-    core = FakeCore(namespaces={"bench": {}}, claims={"sb-fast-ssd-1": run_labels("run7")})
+def test_a_claim_an_earlier_attempt_of_this_run_made_is_used_and_deleted_with_the_new_ones(executor: Make) -> None:
+    """A session killed before its close left its claim; the resumed run used it and had left it for good."""
+    core = FakeCore(namespaces={"bench": {}}, claims={"sb-fast-ssd-1": run_labels("run7"),
+                                                      "sb-other-1": run_labels("run7")})
     pods = executor(core)
     pods.ensure_namespace()
     pods.ensure_claims(pvc_case())
     assert pods.claims == {"sb-fast-ssd-1", "sb-fast-ssd-2"}
     pods.close()
-    # the namespace existed before; sb-fast-ssd-1 was found, not made: only sb-fast-ssd-2 goes
-    assert core.deleted() == [("delete_claim", "sb-fast-ssd-2")]
-    assert set(core.namespaces) == {"bench"}
+    # the namespace existed before without this run's labels: it stays; a claim the run never used stays too
+    assert core.deleted() == [("delete_claim", "sb-fast-ssd-1"), ("delete_claim", "sb-fast-ssd-2")]
+    assert set(core.namespaces) == {"bench"} and set(core.claims) == {"sb-other-1"}
+
+
+def test_a_namespace_an_earlier_attempt_of_this_run_made_is_removed_and_anothers_is_not(executor: Make) -> None:
+    for labels, removed in ((run_labels("run7"), True), (run_labels("run6"), False),
+                            ({"app.kubernetes.io/managed-by": "storbench"}, False)):
+        core = FakeCore(namespaces={"fresh": dict(labels)})
+        pods = executor(core, "fresh")
+        pods.ensure_namespace()
+        pods.ensure_claims(pvc_case(clients=1))
+        pods.close()
+        assert (("delete_namespace", "fresh") in core.deleted()) is removed, labels
+        assert ("fresh" in core.namespaces) is not removed
 
 
 def test_a_namespace_storbench_made_is_removed_with_its_claims(executor: Make) -> None:
@@ -361,8 +375,7 @@ def test_a_namespace_storbench_made_is_removed_with_its_claims(executor: Make) -
     pods = executor(core, "fresh")
     pods.ensure_namespace()
     pods.ensure_claims(pvc_case(clients=1))
-    assert core.namespaces["fresh"] == {"app.kubernetes.io/managed-by": "storbench",
-                                        "pod-security.kubernetes.io/enforce": "restricted"}
+    assert core.namespaces["fresh"] == {**run_labels("run7"), "pod-security.kubernetes.io/enforce": "restricted"}
     pods.close()
     assert core.deleted() == [("delete_claim", "sb-fast-ssd-1"), ("delete_namespace", "fresh")]
     assert core.namespaces == {} and core.claims == {}

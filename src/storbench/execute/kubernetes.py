@@ -5,9 +5,10 @@ for a common start time, fio's JSON read back from the pods' logs, then pods and
 (one per client for ReadWriteOnce, one shared for ReadWriteMany) live for the run; the namespace too when
 storbench created it. Everything carries the label app.kubernetes.io/managed-by=storbench and storbench/run.
 
-storbench deletes only what it made: the pods, config maps, claims and namespace it created in this run. A claim
-that already exists is used only when it carries this run's labels (an earlier attempt of the same run); any other
-claim of the same name is refused, never written to or deleted.
+storbench deletes only what it made: the pods, config maps, claims and namespace it created in this run, an
+earlier attempt of the same run included (a session killed before it removed them). A claim that already exists is
+used, and deleted at the end, only when it carries this run's labels; any other claim of the same name is refused,
+never written to or deleted. A namespace that exists is removed only when it carries this run's labels.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from storbench.errors import UserError
 from storbench.execute.base import PLAIN_FIO, FioSetup, client_jobs, stored_job_text
 from storbench.execute.k8s_access import ClusterAccess, core_api
 from storbench.execute.k8s_manifests import (
-    MANAGED_BY,
     RUN_LABEL,
     RUNTIME_VARIABLE,
     NodeView,
@@ -36,6 +36,7 @@ from storbench.execute.k8s_manifests import (
     placement,
     pod_plans,
     pvc_of,
+    run_labels,
     with_image,
 )
 from storbench.execute.k8s_pods import RepetitionPods
@@ -74,15 +75,16 @@ class KubernetesExecutor:
         self.pod_security = pod_security  # the level a namespace storbench makes enforces
         self.run_label = run_label
         self.created_namespace = False
-        self.claims: set[str] = set()  # claims this run may use (created, or found with this run's labels)
-        self.created_claims: set[str] = set()  # claims created by this executor: deleted at close
+        self.claims: set[str] = set()  # this run's claims (created, or found with its labels): deleted at close
 
     def ensure_namespace(self) -> None:
         from kubernetes.client.exceptions import ApiException  # lazy: 0.24 s, for pvc targets only
 
         core = self.core
         try:
-            core.read_namespace(self.namespace)  # type: ignore[attr-defined]
+            found = core.read_namespace(self.namespace)  # type: ignore[attr-defined]
+            # made by an earlier attempt of this run (killed before it removed it): this run's to remove
+            self.created_namespace = made_for_run(found.metadata.labels, self.run_label)
             return
         except ApiException as error:
             if error.status != 404:
@@ -90,7 +92,7 @@ class KubernetesExecutor:
         try:
             core.create_namespace({"apiVersion": "v1", "kind": "Namespace",  # type: ignore[attr-defined]
                                    "metadata": {"name": self.namespace, "labels": {
-                                       **MANAGED_BY, POD_SECURITY_ENFORCE: self.pod_security}}})
+                                       **run_labels(self.run_label), POD_SECURITY_ENFORCE: self.pod_security}}})
         except ApiException as error:
             if error.status != 409:  # 409: made meanwhile by someone else, so not storbench's to delete
                 raise UserError(f"kubernetes: cannot create namespace {self.namespace}: {error.reason}",
@@ -121,12 +123,10 @@ class KubernetesExecutor:
                     raise UserError(f"kubernetes: cannot create claim {name}: {error.reason}",
                                     hint="check the StorageClass, and the rules `storbench k8s rbac` prints") from None
                 self._adopt_claim(name)
-            else:
-                self.created_claims.add(name)
             self.claims.add(name)
 
     def _adopt_claim(self, name: str) -> None:
-        """A claim of this name exists: use it only if storbench made it for this run."""
+        """A claim of this name exists: use it (and delete it at close) only if storbench made it for this run."""
         from kubernetes.client.exceptions import ApiException  # lazy: 0.24 s, for pvc targets only
 
         try:
@@ -389,14 +389,14 @@ class KubernetesExecutor:
                     self.core.delete_namespaced_config_map(name, self.namespace)  # type: ignore[attr-defined]
 
     def close(self) -> None:
-        """Delete the claims this executor created (and the namespace if it created it)."""
-        for name in sorted(self.created_claims):
+        """Delete this run's claims, made by this executor or found with the run's labels (and the namespace if it
+        made it, or found it with them)."""
+        for name in sorted(self.claims):
             with contextlib.suppress(Exception):
                 self.core.delete_namespaced_persistent_volume_claim(name, self.namespace)  # type: ignore[attr-defined]
         if self.created_namespace:
             with contextlib.suppress(Exception):
                 self.core.delete_namespace(self.namespace)  # type: ignore[attr-defined]
         self.claims.clear()
-        self.created_claims.clear()
         self.created_namespace = False
 
