@@ -243,15 +243,24 @@ def test_a_teardown_step_that_fails_does_not_leave_the_labs_after_it_up(
         raise UserError("s3: listing the bucket failed")
 
     monkeypatch.setattr(sessions, "remove_run_test_files", unreachable)
+    observer = _Observer()
     with pytest.raises(UserError, match="s3: listing the bucket failed"), \
-            sessions.lab_session(loaded, NO_LAB, cases, checked, _Observer(), keep=False):
+            sessions.lab_session(loaded, NO_LAB, cases, checked, observer, keep=False):
         pass
     assert calls[3:] == ["files", "down c", "down b failed", "down a"]
+    # the error raised is the first; the second is told, and the lab it left is not said to be torn down
+    assert observer.events[3:] == [
+        "b lab: not cleaned up: b lab: umount failed (storbench lab b down removes what is left)",
+        "a lab: torn down", "c lab: torn down"]
     calls.clear()
+    observer = _Observer()
     with pytest.raises(KeyboardInterrupt), \
-            sessions.lab_session(loaded, NO_LAB, cases, checked, _Observer(), keep=False):
-        raise KeyboardInterrupt  # the session's own error is the one told
+            sessions.lab_session(loaded, NO_LAB, cases, checked, observer, keep=False):
+        raise KeyboardInterrupt  # the session's own error is the one raised; the clean-up's are told
     assert calls[3:] == ["files", "down c", "down b failed", "down a"]
+    assert observer.events[3:5] == ["the run's test data: not cleaned up: s3: listing the bucket failed",
+                                    "b lab: not cleaned up: b lab: umount failed (storbench lab b down removes "
+                                    "what is left)"]
     try:  # a session that ends well inside a caller's own except block still raises its clean-up's error
         raise ValueError("the caller's")
     except ValueError:
@@ -273,6 +282,18 @@ def test_a_lab_for_the_whole_run_is_torn_down_after_it_also_when_it_fails() -> N
     with sessions.run_lab(None, "x", observer, keep=False) as nothing:
         assert nothing is None
     assert calls == ["up", "down"]
+
+    def stuck() -> None:
+        raise UserError("x lab: umount failed")
+
+    stuck_lab = RunLab(up=lambda: ("info", LabUp("x", seconds=0.0)), down=stuck)
+    observer = _Observer()
+    with pytest.raises(KeyboardInterrupt), sessions.run_lab(stuck_lab, "x", observer, keep=False):
+        raise KeyboardInterrupt  # the run's own error stays the one raised: the tear-down's is told
+    assert observer.events[1:] == ["x lab: not cleaned up: x lab: umount failed (storbench lab x down removes what "
+                                   "is left)"]
+    with pytest.raises(UserError, match="umount failed"), sessions.run_lab(stuck_lab, "x", _Observer(), keep=False):
+        pass
 
 
 def test_the_registry_brings_a_plans_labs_up_in_the_order_it_always_did(
@@ -430,3 +451,30 @@ def test_a_kept_hosts_lab_with_shaped_links_is_unshaped_for_a_plan_without_a_lin
         rw="randread", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=1.0, ramp_s=0.0, direct=False,
         ioengine="psync"))
     assert hosts.KIND.enter(case, {}) is None and calls == [(None, None)]  # a case of another plan: untouched
+
+
+def test_lab_ceph_down_goes_on_past_a_cluster_whose_down_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A killed side-by-side run left three clusters; the first one's `down` raises: the other two still go, and
+    the first error is raised after them (the down had stopped at it, the others' OSDs left up)."""
+    import shutil
+
+    from storbench.lab import ceph_kind
+
+    class Cluster:
+        def __init__(self, name: str, fails: bool) -> None:
+            self.root, self.fails = tmp_path / name, fails
+            self.root.mkdir()
+
+        def down(self) -> None:
+            if self.fails:
+                raise UserError(f"{self.root.name}: umount failed")
+            shutil.rmtree(self.root)
+
+    first, second, third = Cluster("ceph", True), Cluster("ceph-2", False), Cluster("ceph-3", True)
+    monkeypatch.setattr(ceph_kind.CephLab, "side_by_side", staticmethod(lambda root: [second, third]))
+    said: list[str] = []
+    with pytest.raises(UserError, match=r"^ceph: umount failed"):
+        ceph_kind._command_down(first, said.append)  # type: ignore[arg-type]
+    assert said == [f"ceph lab: down; {second.root} removed",
+                    f"ceph lab: {third.root} not down: ceph-3: umount failed"]
+    assert not second.root.exists()

@@ -53,6 +53,17 @@ class LabTornDown:
 
 
 @dataclass(frozen=True)
+class CleanUpFailed:
+    """A step of a clean-up that raised while the rest went on: ``what`` it was meant to remove (a lab, the run's
+    test data), the error in one line. Told when the error is not the one the run ends on (a session failing of
+    its own, or a second step's); `storbench lab KIND down` removes what a lab left."""
+
+    what: str
+    error: str
+    lab: str = ""  # the lab kind, when a lab's tear-down raised
+
+
+@dataclass(frozen=True)
 class LabHealed:
     """After a repetition with faults: the lab made whole again (every daemon running, the cluster healthy) in
     ``seconds``, before the next repetition."""
@@ -235,7 +246,7 @@ class SearchAnswered:
     measured: tuple[int, ...]
 
 
-RunEvent = (LabBringingUp | LabUp | LabTornDown | LabHealed | LabLeftAlone | OsdsRestarted | OsdCpusSet | LinksShaped
-            | TestDataCleaned | LaidOut | LayoutFailed | PreconditionRan | PlanVersionAdded | StoppingRuleChanged
-            | PointRestarted | SteadyProgress | BudgetReached | CiLook | SequentialLook | SearchStopped
-            | SearchAnswered)
+RunEvent = (LabBringingUp | LabUp | LabTornDown | CleanUpFailed | LabHealed | LabLeftAlone | OsdsRestarted | OsdCpusSet
+            | LinksShaped | TestDataCleaned | LaidOut | LayoutFailed | PreconditionRan | PlanVersionAdded
+            | StoppingRuleChanged | PointRestarted | SteadyProgress | BudgetReached | CiLook | SequentialLook
+            | SearchStopped | SearchAnswered)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 from storbench.checks import Checked
 from storbench.config import LoadedPlan
 from storbench.errors import UserError
-from storbench.events import LabTornDown, RunEvent, TestDataCleaned
+from storbench.events import CleanUpFailed, LabTornDown, RunEvent, TestDataCleaned
 from storbench.faults import FaultStep, find_offer
 from storbench.fio.options import FioCapabilities
 from storbench.lab.base import LabGroup, LabLost, RunLab, SessionLabs, StateWatch
@@ -188,9 +188,13 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
 
     labs = SessionLabs(LabEnvironment(fio_binary=checked.capabilities.binary, servers=tuple(servers)), prepare)
     failing = False
+    owners: list[str] = []  # the lab kind of each of labs.downs
     try:
         for kind in wanted:
-            kind.bring_up(group, labs)
+            try:
+                kind.bring_up(group, labs)
+            finally:
+                owners += [kind.name] * (len(labs.downs) - len(owners))
         if len(labs.sockets_by_cluster) == 1:
             sockets = next(iter(labs.sockets_by_cluster.values()))
         elif labs.sockets_by_cluster:
@@ -209,20 +213,24 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         # every step of the clean-up runs, whichever of them fails (an S3 listing on an unhealthy cluster, an
         # unmount): one error must not leave the labs after it up; the first is raised once all have run, unless
         # the session is ending on an error of its own, which is the one to tell
-        steps: list[Callable[[], None]] = []
-        steps.append(lambda: remove_run_test_files(
+        steps: list[tuple[str, Callable[[], None]]] = [("", lambda: remove_run_test_files(
             [t for name, t in prepared.targets.items() if name not in checked.targets], observer,
-            keep_files=loaded.config.keep_files))
+            keep_files=loaded.config.keep_files))]
         kept = keep(failing) if callable(keep) else keep  # asked now: whether a later group runs is known now
         if not kept:
-            steps += reversed(labs.downs)
+            steps += reversed(list(zip(owners, labs.downs, strict=True)))
         with interrupts_held():  # a Ctrl-C meanwhile waits for the last step: a lab half torn down stays up
-            errors = each_step(steps)
+            errors = [(owner, error) for owner, step in steps for error in each_step([step])]
+            # every error told but the one the session ends on (its own, else the first of these)
+            for owner, error in errors[0 if failing else 1:]:
+                observer.event(CleanUpFailed(f"{owner} lab" if owner else "the run's test data", _one_line(error),
+                                             owner))
             if not kept:
-                for name in sorted(kind.name for kind in wanted):
+                failed = {owner for owner, _ in errors}
+                for name in sorted(kind.name for kind in wanted if kind.name not in failed):
                     observer.event(LabTornDown(name))
             if errors and not failing:  # inside: a step's error goes on, not a press held meanwhile
-                raise errors[0]
+                raise errors[0][1]
 
 
 def claim_run_test_files(targets: Mapping[str, PreparedTarget], cases: Sequence[Case]) -> None:
@@ -317,15 +325,30 @@ def run_lab(lab: RunLab[T] | None, name: str, observer: LabObserver, *, keep: bo
     if lab is None:
         yield None
         return
+    failing = False
     try:
         info, said = lab.up()
         observer.event(said)
         yield info
+    except BaseException:
+        failing = True
+        raise
     finally:
         if not keep:
             with interrupts_held():  # a Ctrl-C meanwhile waits for the lab to be down
-                lab.down()
-                observer.event(LabTornDown(name))
+                try:
+                    lab.down()
+                except Exception as error:
+                    if not failing:
+                        raise
+                    # the run's own error is the one to end on: this one is told, not put in its place
+                    observer.event(CleanUpFailed(f"{name} lab", _one_line(error), name))
+                else:
+                    observer.event(LabTornDown(name))
+
+
+def _one_line(error: Exception) -> str:
+    return error.one_line() if isinstance(error, UserError) else f"{type(error).__name__}: {error}"
 
 
 @contextmanager

@@ -110,9 +110,8 @@ class CephLab(CephFaults):
         """Unmount, kill the daemons this lab recorded, remove the directory. Safe when nothing is up."""
         if not self.dir.exists():
             return
-        self._unmount(("cephfs",))
-        self.dir.kill()
-        every_step(partial(self._unmount, ("fastdb", "cephfs")), partial(devices.remove, self.root),
+        every_step(partial(self._unmount, ("cephfs",)), self.dir.kill,
+                   partial(self._unmount, ("fastdb", "cephfs")), partial(devices.remove, self.root),
                    partial(cpu_quota.remove_groups, self.root.name), partial(cpu_quota.remove_cpusets, self.root.name),
                    self.dir.remove)
 

@@ -121,10 +121,22 @@ def _command_up(lab: CephLab, args: argparse.Namespace, say: Say) -> None:
 
 
 def _command_down(lab: CephLab, say: Say) -> None:
+    """The lab and the clusters a side-by-side run left beside it, each whatever another's `down` raised: the first
+    error raised once all have gone, the others said."""
+    failed: list[tuple[CephLab, Exception]] = []
     for one in (lab, *(beside for beside in CephLab.side_by_side(lab.root) if beside.root.exists())):
-        one.down()  # and clusters a side-by-side run left behind
+        try:
+            one.down()
+        except Exception as error:
+            failed.append((one, error))
+            continue
         say(f"ceph lab: down; {one.root} removed" if not one.root.exists() else
             f"ceph lab: down, but {one.root} is still there (something in it is busy: see `findmnt -R {one.root}`)")
+    for one, failure in failed[1:]:
+        said = failure.one_line() if isinstance(failure, UserError) else f"{type(failure).__name__}: {failure}"
+        say(f"ceph lab: {one.root} not down: {said}")
+    if failed:
+        raise failed[0][1]
 
 
 def _lab_s3(ceph_lab: CephLab, info: CephLabInfo) -> S3Service:

@@ -266,9 +266,7 @@ class HostsLab(LabRoot):
     def down(self) -> None:
         """Kill every server, delete the namespaces (their veths go with them), the bridge, the firewall tables and
         the directory."""
-        if self.dir.exists():
-            self.dir.kill()
-        namespaces = _namespaces()
+        namespaces: list[str] = []
 
         def servers() -> None:
             kill_all([int(p) for ns in namespaces for p in run(["ip", "netns", "pids", ns], timeout_s=30).split()])
@@ -287,7 +285,8 @@ class HostsLab(LabRoot):
                 run(["nft", "-f", "-"], timeout_s=30, input_text=firewall_delete(tables))
 
         # the lab's servers by their addresses first: one whose namespace went (a teardown that raced) is in none
-        every_step(lambda: kill_all(pids_serving(serves_lab_host)), servers, delete_namespaces, bridge,
+        every_step(lambda: self.dir.kill() if self.dir.exists() else None, lambda: namespaces.extend(_namespaces()),
+                   lambda: kill_all(pids_serving(serves_lab_host)), servers, delete_namespaces, bridge,
                    _delete_lab_veths, firewall, self.dir.remove)
 
 

@@ -64,7 +64,9 @@ from storbench.lab.k8s_host import (
     delete_network,
     detach_loop_devices,
     hostpath_root_names,
+    kill_cluster,
     kill_containers,
+    kill_shims,
     loop_device,
     remove_hostpath_volumes,
     restore_host_state,
@@ -77,7 +79,7 @@ from storbench.lab.k8s_host import (
 from storbench.lab.k8s_images import pause_image
 from storbench.lab.k8s_registry import pull_everywhere, serve_fio_image
 from storbench.lab.lab_claim import claims_lab, frees_lab, frees_names, owns_names
-from storbench.lab.labdir import LabRoot, default_lab_dir, kill_daemons, port_open, require_tools
+from storbench.lab.labdir import LabRoot, default_lab_dir, every_step, kill_daemons, port_open, require_tools
 from storbench.lab.process import kill_all
 from storbench.shell import attempt, run
 from storbench.trusted_files import trusted_program
@@ -371,22 +373,17 @@ class K8sLab(LabRoot):
     def down(self) -> None:
         if not self.dir.exists():
             return
-        of_volumes = self._hostpath_volumes() if self.dir.daemons() else []
+        of_volumes: list[str] = []
         sockets = sorted(self.root.glob("nodes/*/containerd/containerd.sock"))
-        for address in sockets:
-            kill_containers(address)
         daemons = self.dir.daemons()
-        kill_daemons([d for d in daemons if d.name.startswith("kubelet")])
-        for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver"):
-            kill_daemons([d for d in daemons if d.name == name])
-        kill_daemons(daemons)  # containerd, etcd
-        for address in sockets:
-            kill_all(shims(str(address)))
-        unmount_all(self.root)
-        detach_loop_devices(self.root)
-        delete_network(self.root)
-        restore_host_state(self.root)
-        self._remove_hostpath_volumes(of_volumes)
+        # every step whatever another raises (a network left had kept the host's sysctls changed); the directory,
+        # which finds what is left, goes only when all went
+        every_step(lambda: of_volumes.extend(self._hostpath_volumes() if daemons else []),
+                   *(partial(kill_containers, address) for address in sockets), partial(kill_cluster, daemons),
+                   *(partial(kill_shims, address) for address in sockets),
+                   partial(unmount_all, self.root), partial(detach_loop_devices, self.root),
+                   partial(delete_network, self.root), partial(restore_host_state, self.root),
+                   lambda: self._remove_hostpath_volumes(of_volumes))
         self.dir.remove()
 
     def _remove_hostpath_volumes(self, of_volumes: list[str]) -> None:

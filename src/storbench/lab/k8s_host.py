@@ -20,7 +20,8 @@ from typing import Any
 from storbench.errors import UserError
 from storbench.execute.supervisor import process_dirs
 from storbench.lab.k8s_conf import BRIDGE, HOSTPATH_ROOT, POD_BRIDGE, lab_pod_namespaces, shim_of
-from storbench.lab.process import alive
+from storbench.lab.labdir import Daemon, kill_daemons
+from storbench.lab.process import alive, kill_all
 from storbench.shell import attempt, run
 
 # Sysctls the kubelet sets on start (protectKernelDefaults: false); `down` puts the old values back.
@@ -110,6 +111,20 @@ def kill_containers(address: Path) -> None:
             with contextlib.suppress(UserError):
                 run(["ctr", "-a", str(address), "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", task],
                     timeout_s=30)
+
+
+def kill_shims(address: Path) -> None:
+    """SIGKILL the shims of a node's containerd (`shims`)."""
+    kill_all(shims(str(address)))
+
+
+def kill_cluster(daemons: list[Daemon]) -> None:
+    """Stop a cluster's daemons in the order that leaves nothing restarting another: the kubelets, the control
+    plane, then the rest (containerd, etcd)."""
+    kill_daemons([d for d in daemons if d.name.startswith("kubelet")])
+    for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver"):
+        kill_daemons([d for d in daemons if d.name == name])
+    kill_daemons(daemons)
 
 
 def unmount_all(root: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from storbench.events import (
     BudgetReached,
     CiLook,
+    CleanUpFailed,
     LabBringingUp,
     LabHealed,
     LabLeftAlone,
@@ -128,6 +129,9 @@ def event_text(event: RunEvent) -> str:
             return _lab_up(event)
         case LabTornDown():
             return f"{event.lab} lab: torn down"
+        case CleanUpFailed():
+            again = f" (storbench lab {event.lab} down removes what is left)" if event.lab else ""
+            return f"{event.what}: not cleaned up: {event.error}{again}"
         case LabLeftAlone():
             return event.what
         case LabHealed():
