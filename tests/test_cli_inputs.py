@@ -168,3 +168,55 @@ def test_options_that_would_be_ignored_are_refused(tmp_path: Path, capsys: pytes
     code, out, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"), "--kubeconfig", "/k")
     assert code == 2 and "lab.k8s runs its pvc targets on the lab's own cluster" in err, out + err
     assert not (tmp_path / "r.db").exists()
+
+
+def test_an_output_file_that_is_a_database_is_not_written_over(imported: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`export --db r.db -o r.db` had turned the results database into a CSV file, exit 0."""
+    before = imported.read_bytes()
+    for command in (["export", "--format", "csv"], ["show"], ["report"], ["history"]):
+        line = _one_line(*run_cli(capsys, *command, "--db", str(imported), "-o", str(imported)))
+        assert f"{imported} is an SQLite database (a results database?): not writing over it" in line, line
+        assert "hint: pass -o a new file name" in line
+    assert imported.read_bytes() == before
+    assert run_cli(capsys, "show", "--db", str(imported))[0] == 0
+    written = tmp_path / "out.csv"
+    written.write_text("an earlier export\n")  # any other file is written over, as before
+    assert run_cli(capsys, "export", "--db", str(imported), "--format", "csv", "-o", str(written))[0] == 0
+    assert written.read_text().startswith("case_id,run_id,")
+
+
+def test_a_damaged_or_crafted_database_is_one_line(imported: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A page of the file overwritten gave "sqlite3.DatabaseError: database disk image is malformed" and a
+    traceback; text where storbench keeps a number or a list (a crafted file) gave a TypeError deep in the
+    statistics."""
+    import shutil
+    import sqlite3
+
+    with sqlite3.connect(imported) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+    pristine = imported.read_bytes()
+    damaged_said = 0
+    for index in range(1, len(pristine) // page):
+        copy = tmp_path / f"page{index}.db"
+        data = bytearray(pristine)
+        data[index * page + 8:index * page + 208] = b"\xa5" * 200
+        copy.write_bytes(bytes(data))
+        for command in (["show", "--run", "all"], ["export", "--format", "json"]):
+            code, out, err = run_cli(capsys, *command, "--db", str(copy))  # never a traceback
+            if code:
+                line = _one_line(code, out, err)
+                damaged_said += "is damaged: database disk image is malformed" in line and "hint: restore" in line
+    assert damaged_said, "no page's damage was said"
+    for table, column, value in (("runs", "tags_json", "5"), ("runs", "software_json", '"x"'),
+                                 ("runs", "merged_from_json", "[1]"), ("cases", "target_json", "null"),
+                                 ("measurements", "iops", "x")):
+        crafted = tmp_path / f"{column}.db"
+        shutil.copy(imported, crafted)
+        with sqlite3.connect(crafted) as conn:
+            conn.execute(f"UPDATE {table} SET {column} = ?", (value,))
+        conn.close()
+        line = _one_line(*run_cli(capsys, "show", "--run", "all", "--db", str(crafted)))
+        assert "no storbench wrote that" in line, (column, line)

@@ -501,6 +501,20 @@ def test_yaml_yes_or_no_is_no_number(written: str, tmp_path: Path, capsys: pytes
     assert code == 2 and "is not a whole number" in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_yaml_numbers_are_yaml_1_2s(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """YAML 1.1 read `016` as octal 14 and `1:30` as 90 (base 60): a sweep planned 14 and 26 for 016 and 032."""
+    from storbench.config import load_plan_text
+    from storbench.plan import expand
+
+    text = ("name: t\ntargets:\n  d: {kind: path, path: ./data, size: 1MiB}\n"
+            "workload: {rw: read, iodepth: [01, 08, 016, 032, 0o100, 0x80], runtime: 1s}\n")
+    cases = expand(load_plan_text(text, "plan.yaml"))
+    assert sorted(case.workload.iodepth for case in cases) == [1, 8, 16, 32, 64, 128]
+    plan = write_plan(tmp_path, text.replace("[01, 08, 016, 032, 0o100, 0x80]", "1:30"))
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    assert code == 2 and "workload.iodepth" in err and "1:30" in err and len(err.strip().splitlines()) == 1, err
+
+
 @pytest.mark.parametrize(("written", "said"), [
     ("  d: {kind: path, path: '', size: 1MiB}\nworkload: {rw: read}", "targets.d.path: it is empty: give a value"),
     ("  1: {kind: path, path: ./data, size: 1MiB}\nworkload: {rw: read}",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -129,6 +130,14 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(args.func(args))
     except UserError as exc:
         _console(stderr=True).print(f"storbench: error: {exc.one_line()}", markup=False, soft_wrap=True)
+        return 2
+    except sqlite3.DatabaseError as exc:
+        if type(exc) is not sqlite3.DatabaseError:  # SQLite's own word for a damaged file; any other is a fault
+            raise
+        from storbench.store.db import DAMAGED_HINT  # lazy: each command loads what it uses
+
+        line = UserError(f"the results database is damaged: {exc}", hint=DAMAGED_HINT).one_line()
+        _console(stderr=True).print(f"storbench: error: {line}", markup=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         _console(stderr=True).print("interrupted", markup=False)

@@ -91,11 +91,38 @@ def check_yaml_limits(text: str, source_name: str) -> None:
 
 class PlanLoader(yaml.SafeLoader):
     """YAML as plans are read: true and false are the only booleans (YAML 1.2), so `on:` (a fault's key), `no` or
-    `off` stay words instead of turning into booleans as YAML 1.1 would have them."""
+    `off` stay words instead of turning into booleans as YAML 1.1 would have them; and numbers are YAML 1.2's too:
+    decimal whatever its leading zeros (`iodepth: [08, 016]` is 8 and 16; YAML 1.1 read 016 as octal 14), octal
+    only as 0o17, hexadecimal as 0x1f, and no base 60 (YAML 1.1 read `1:30` as 90)."""
 
 
+_REPLACED = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
 PlanLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in _REPLACED]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 PlanLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
                                  list("tTfF"))
+PlanLoader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(
+    r"^(?:[-+]?[0-9][0-9_]*|[-+]?0o[0-7]+|[-+]?0x[0-9a-fA-F]+)$"), list("-+0123456789"))
+PlanLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(  # YAML 1.1's, but for base 60
+    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""", re.X), list("-+0123456789."))
+
+
+def _whole_number(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    """A YAML 1.2 integer: decimal (leading zeros too), 0o octal or 0x hexadecimal; underscores as YAML 1.1 let
+    them be."""
+    text = str(loader.construct_scalar(node)).replace("_", "")
+    digits = text.lstrip("+-")
+    try:
+        value = (int(digits[2:], 8) if digits.startswith("0o") else int(digits[2:], 16) if digits.startswith("0x")
+                 else int(digits, 10))
+    except ValueError:
+        raise yaml.constructor.ConstructorError(None, None, f"{text!r} is not a whole number",
+                                                node.start_mark) from None
+    return -value if text.startswith("-") else value
+
+
+PlanLoader.add_constructor("tag:yaml.org,2002:int", _whole_number)

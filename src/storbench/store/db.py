@@ -65,6 +65,9 @@ def _schema_version(conn: sqlite3.Connection, path: str) -> int | None:
     return version
 
 
+DAMAGED_HINT = "restore a copy, or save what SQLite can still read: sqlite3 DB .recover | sqlite3 RECOVERED.db"
+
+
 class _LimitedConnection(sqlite3.Connection):
     """A connection for reading: each statement must finish within READ_LIMIT_S (checked every few thousand
     SQLite instructions), so a crafted file is refused in one line naming it instead of hanging the command."""
@@ -83,7 +86,9 @@ class _LimitedConnection(sqlite3.Connection):
     def limited(self) -> Iterator[None]:
         try:
             yield
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:
+            if type(exc) is sqlite3.DatabaseError:  # SQLite's own word for a damaged file (a page that reads wrong)
+                raise UserError(f"{self.path} is damaged: {exc}", hint=DAMAGED_HINT) from None
             if str(exc) != "interrupted" or time.monotonic() <= self.deadline_s:
                 raise
             raise UserError(f"{self.path}: a query ran past {READ_LIMIT_S:g} s and was stopped; no storbench results "

@@ -190,7 +190,7 @@ class Store:
     def _run_info(self, row: Row) -> RunInfo:
         try:
             return rows.run_info(row)
-        except ValueError as exc:
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:  # a crafted row's shapes
             raise UserError(f"{self.path}: run {row['id']}: {exc}; no storbench wrote that",
                             hint=NOT_OURS_HINT) from None
 
@@ -293,8 +293,8 @@ class Store:
             check_mergeable((m for found in clients.values() for c in found for m in c.directions), self.path)
         except rows.NewerShape as exc:
             raise UserError(f"{self.path}: {exc}", hint=rows.NEWER_HINT) from None
-        except (ValueError, TypeError) as exc:
-            raise UserError(f"{exc}; no storbench wrote that", hint=NOT_OURS_HINT) from None
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            raise UserError(f"{self.path}: {exc}; no storbench wrote that", hint=NOT_OURS_HINT) from None
         telemetry = self._telemetry_by_repetition([row["id"] for row in found])
         logs, faults = self._faults_by_repetition([row["id"] for row in found])
         checks = self._write_checks({row["id"] for row in found})
@@ -406,11 +406,11 @@ class Store:
         for row in self._where_in("SELECT * FROM measurements", "client_id", client_ids, "id"):
             measurements.setdefault(row["client_id"], []).append(rows.measurement_from_row(row))
         for row in self._where_in("SELECT * FROM disk_utils", "client_id", client_ids, "id"):
-            disks.setdefault(row["client_id"], []).append(
-                DiskUtil(name=row["name"], read_ios=row["read_ios"], write_ios=row["write_ios"],
-                         util_pct=row["util_pct"]))
+            disks.setdefault(row["client_id"], []).append(DiskUtil(
+                name=row["name"], read_ios=row["read_ios"], write_ios=row["write_ios"], util_pct=row["util_pct"]))
         out: dict[int, list[ClientMeasurement]] = {}
         for row in client_rows:
+            rows.numbers(row, "jobs", "cpu_usr_pct", "cpu_sys_pct")
             out.setdefault(row["repetition_id"], []).append(
                 ClientMeasurement(client=row["name"], jobs=row["jobs"],
                                   job_errors=tuple(json.loads(row["job_errors_json"])),

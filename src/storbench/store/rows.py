@@ -252,7 +252,16 @@ def insert_client(conn: Connection, repetition_id: int, client: ClientMeasuremen
         )
 
 
+def numbers(row: Row, *names: str) -> None:
+    """ValueError unless each column of ``names`` holds a number (SQLite keeps whatever a crafted file put there:
+    text where a count was had failed deep in the statistics)."""
+    for name in names:
+        if not isinstance(row[name], int | float):
+            raise ValueError(f"{name} is {row[name]!r}, not a number")
+
+
 def measurement_from_row(row: Row) -> DirectionMeasurement:
+    numbers(row, "total_ios", "io_bytes", "runtime_ms", "iops", "bw_bytes_per_s")
     return DirectionMeasurement(
         direction=Direction(row["direction"]), total_ios=row["total_ios"], io_bytes=row["io_bytes"],
         runtime_ms=row["runtime_ms"], iops=row["iops"], bw_bytes_per_s=row["bw_bytes_per_s"],
