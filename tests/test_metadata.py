@@ -399,6 +399,19 @@ def test_metadata_operations_on_many_namespace_hosts_count_every_clients_files(
     assert "hosts lab: torn down" in out
 
 
+@pytest.mark.parametrize("option", ["bssplit: 512/50:4k/50", "io_size: 8m", "create_serialize: 1", "offset: 4k"])
+def test_fio_options_that_make_a_file_more_than_one_operation_are_refused(
+        option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """bssplit made several requests a file (creates/s up to 8x), io_size a second pass (a create opening a file
+    that exists), create_serialize the metadata cycle's up-front layout back."""
+    plan = write_plan(tmp_path, "name: m\ntargets:\n  d: {kind: path, path: ./d, size: 1MiB}\n"
+                                f"workload: {{rw: [create, metadata], files: 50, fio: {{{option}}}}}\n")
+    code, _, err = run_cli(capsys, "plan", str(plan))
+    name = option.split(":")[0]
+    assert code == 2 and f"workload.fio.{name}: not with rw: create: a metadata operation is one request a file" \
+        in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_metadata_operations_on_real_servers_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     plan = write_plan(tmp_path, CLIENTS_PLAN.format(data="/srv/bench").replace(
         "lab:\n  hosts: {count: 3}", "hosts: {servers: [a, b, c]}"))
@@ -408,7 +421,9 @@ def test_metadata_operations_on_real_servers_are_refused(tmp_path: Path, capsys:
 
 @pytest.mark.parametrize(("workload", "at_least_s"), [
     ("{rw: metadata, files: 100000, runtime: 120s}", 360),  # create, stat and delete, each up to the runtime
-    ("{rw: stat, files: 100000, runtime: 120s}", 240),  # its fill, then the measured stat
+    ("{rw: stat, files: 100000, runtime: 120s}", 740),  # its layout (100,000 creates), then the measured stat
+    # 1.6 million files of 4 KiB (6 GiB) at 200 creates a second: they had 5 minutes at 20 MiB/s
+    ("{rw: delete, files: 100000, numjobs: 16, file_size: 4k, runtime: 60s}", 8120),
     ("{rw: randread, runtime: 10s, fio: {startdelay: 90s}}", 100),
     ("{rw: randread, runtime: 10s, ramp: 5s, fio: {startdelay: 10-30s}}", 45),
 ])
@@ -423,6 +438,10 @@ def test_the_watchdog_gives_every_section_its_runtime(workload: str, at_least_s:
     [case] = expand(load_plan_text(text, "p.yaml"))
     limit = watchdog_seconds(case, 0.0)
     assert at_least_s <= limit <= at_least_s + 30, limit
+    if case.workload.rw == "delete":  # its layout alone, before the faults, has as long
+        from storbench.watchdog import layout_seconds
+
+        assert layout_seconds(case, 0.0) >= 8000
 
 
 

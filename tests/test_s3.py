@@ -149,6 +149,10 @@ def test_object_operations_and_s3_targets_only_go_together(tmp_path: Path, capsy
     ("  numjobs: 2", "  numjobs: 4\n  fio: {bssplit: 4k/50:64k/50}", "workload.fio.bssplit: not with rw: put"),
     ("  objects: 8\n  numjobs: 2", "  objects: 300000\n  numjobs: 4", "name up to 2,400,000 objects (bs values x "
      "objects x numjobs x clients), more than the 1,000,000 storbench removes after a run"),
+    # a search goes up to its range's end: 1,000 objects at 1,024 jobs (the plan's numjobs 1 had passed)
+    ("  objects: 8\n  numjobs: 2\n  iodepth: [1, 16]\n  runtime: 2s\n  rwmixread: 70",
+     "  objects: 1000\n  runtime: 2s\n  rwmixread: 70\nsearch: {slo: p99<=50ms, axis: numjobs, range: [1, 1024]}",
+     "name up to 2,048,000 objects (bs values x objects x numjobs x clients, the search at its range)"),
     ("http://127.0.0.1:9", "http://127.0.0.1:99999", "(a port from 1 to 65535)"),
     ("http://127.0.0.1:9", "http://127.0.0.1:09", "(a port from 1 to 65535)"),
     ("bucket: bench}", "bucket: bench, region: EU_WEST}", "'EU_WEST' is not a region name"),

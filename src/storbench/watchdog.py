@@ -17,6 +17,10 @@ WATCHDOG_LAYOUT_BYTES_PER_S = 20 * 1024 * 1024
 WATCHDOG_FILL_REQUESTS_PER_S = 10.0
 # ... and of all the jobs' requests together, on the one server they all reach
 WATCHDOG_FILL_TOTAL_REQUESTS_PER_S = 50.0
+# Slowest rate of the files fio lays out for a metadata case (stat, delete), all jobs' and clients' together: many
+# small files are made at a file system's create rate, not at a layout's bytes a second (1.6 million files of 4 KiB,
+# 6 GiB, had 5 minutes at 20 MiB/s; CephFS makes 1,000 to 3,000 a second)
+WATCHDOG_LAYOUT_FILES_PER_S = 200.0
 
 
 def fio_limit_s(case: Case) -> float:
@@ -50,12 +54,21 @@ def fill_limit_s(case: Case) -> float:
     return written / WATCHDOG_LAYOUT_BYTES_PER_S + requests_s
 
 
+def _layout_s(case: Case) -> float:
+    """The longest fio's own layout of a case may rightly take: its bytes at the slowest layout speed allowed, and
+    a metadata case's files (stat, delete: fio makes them before it measures) at the slowest create rate."""
+    w = case.workload
+    made = is_metadata(w.rw) and w.rw not in ("create", "metadata") and not has_fill_section(case)
+    files_s = (w.files or 0) * w.numjobs * case.clients / WATCHDOG_LAYOUT_FILES_PER_S if made else 0.0
+    return max(working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S, files_s)
+
+
 def watchdog_seconds(case: Case, grace_s: float) -> float:
-    return fio_limit_s(case) + working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + grace_s
+    return fio_limit_s(case) + _layout_s(case) + grace_s
 
 
 def layout_seconds(case: Case, grace_s: float) -> float:
-    """The watchdog of a case's layout alone (`Executor.lay_out`): its files at the slowest layout speed allowed
-    and fio's start-up (the layout job sets a plan's startdelay back: `layout.create_only_job`), or a fill
-    section's run (`fill_limit_s`)."""
-    return working_set_bytes(case) / WATCHDOG_LAYOUT_BYTES_PER_S + fill_limit_s(case) + FIO_STARTUP_S + grace_s
+    """The watchdog of a case's layout alone (`Executor.lay_out`): its files at the slowest layout speed and
+    create rate allowed (`_layout_s`) and fio's start-up (the layout job sets a plan's startdelay back:
+    `layout.create_only_job`), or a fill section's run (`fill_limit_s`)."""
+    return _layout_s(case) + fill_limit_s(case) + FIO_STARTUP_S + grace_s

@@ -56,11 +56,15 @@ def _check_objects(config: PlanConfig, source: PlanSource) -> None:
                         "done) and PUTs would write objects of other sizes than bs",
                         where=source.where(("workload", "fio", moved[0])),
                         hint="set the objects' size with bs and their number with workload.objects")
-    w = config.workload
-    count = len(w.bs) * max(w.objects) * max(w.numjobs) * max(config.clients)
+    w, search = config.workload, config.search
+    most = {"numjobs": max(w.numjobs), "clients": max(config.clients)}
+    if search is not None and search.axis in most:  # the search may go up to its range's end
+        most[search.axis] = max(most[search.axis], search.range[1])
+    count = len(w.bs) * max(w.objects) * most["numjobs"] * most["clients"]
     if count > MAX_RUN_OBJECTS:
         raise UserError(f"the run's object operations name up to {count:,} objects (bs values x objects x numjobs "
-                        f"x clients), more than the {MAX_RUN_OBJECTS:,} storbench removes after a run",
+                        f"x clients{', the search at its range' if search is not None and search.axis in most else ''})"
+                        f", more than the {MAX_RUN_OBJECTS:,} storbench removes after a run",
                         where=source.where(("workload", "objects")), hint="fewer objects or jobs")
 
 
@@ -82,6 +86,12 @@ def _local_and_own_options(config: PlanConfig, source: PlanSource, rw: str, own:
 
 METADATA_FIO_OPTIONS = frozenset({"nrfiles", "filesize", "openfiles", "fallocate", "create_on_open", "unlink",
                                   "file_service_type"})
+# pass-through options that break "one operation a file": several requests a file (block sizes in a range or a
+# split, offsets), a second pass over the files (io_size, io_limit, number_ios: a create then opens an existing
+# file), or the up-front layout back in the metadata cycle's create phase (create_serialize)
+METADATA_SHAPE_OPTIONS = frozenset({"bsrange", "bssplit", "ba", "blockalign", "bs_unaligned", "offset",
+                                    "offset_increment", "offset_align", "io_size", "io_limit", "number_ios",
+                                    "create_serialize"})
 
 
 def _check_volume_operations(config: PlanConfig, source: PlanSource) -> None:
@@ -121,6 +131,13 @@ def _check_metadata(config: PlanConfig, source: PlanSource) -> None:
     _local_and_own_options(config, source, ops[0], METADATA_FIO_OPTIONS, "metadata",
                            "use workload.files and workload.file_size, or run the metadata workloads in a plan "
                            "of their own")
+    shaped = sorted(METADATA_SHAPE_OPTIONS & set(config.workload.fio))
+    if shaped:
+        raise UserError(f"not with rw: {ops[0]}: a metadata operation is one request a file, and "
+                        f"workload.fio.{shaped[0]} would make several a file or a second pass over them (a create "
+                        "then opens a file that exists): the operations a second would count them",
+                        where=source.where(("workload", "fio", shaped[0])),
+                        hint="set the files with workload.files and file_size, or run block I/O in a plan of its own")
 
 
 def _check_trim(config: PlanConfig, source: PlanSource) -> None:
