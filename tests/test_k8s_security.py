@@ -484,6 +484,8 @@ def test_k8s_rbac_grants_what_storbench_calls_and_nothing_wider() -> None:
         assert call in granted, call
     (namespaces,) = [rule for rule in rules if rule["resources"] == ["namespaces"]]
     assert namespaces["resourceNames"] == ["bench"]
+    (accounts,) = [rule for rule in rules if rule["resources"] == ["serviceaccounts"]]
+    assert accounts["resourceNames"] == ["default"]  # no other account of the namespace is read
     assert all(m["metadata"].get("namespace") in (None, "bench") for m in manifests)  # type: ignore[attr-defined]
 
 

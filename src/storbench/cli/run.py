@@ -171,7 +171,7 @@ def check_writes_line(check: CheckWritesConfig, workload: WorkloadConfig) -> str
 
 def _fault_lines(loaded: LoadedPlan, cases: Sequence[Case]) -> list[str]:
     """What happens when in one repetition of a plan with `faults:` (its first case's ramp and runtime)."""
-    from storbench.config.faults import fault_steps
+    from storbench.config.faults import FAULT_TIMELINE_WINDOW_MS, fault_steps
     from storbench.faults import fault_timeline
     from storbench.lab.registry import plan_fault_offers
     from storbench.model import is_size_based
@@ -190,7 +190,8 @@ def _fault_lines(loaded: LoadedPlan, cases: Sequence[Case]) -> list[str]:
            f"file or object once: {'it ends' if sized == len(cases) else 'those end'} with the last, and a fault after "
            "it reads nothing)")
     events = fault_timeline(steps, w.ramp_s, w.runtime_s, plan_fault_offers(loaded), end)
-    lines += ["faults in every repetition (seconds from its start; fio's logs give the I/O second by second):",
+    lines += [f"faults in every repetition (seconds from its start; fio's logs give the I/O in "
+              f"{FAULT_TIMELINE_WINDOW_MS} ms windows):",
               *(f"  {event.at_s:7.1f}s  {event.text}" for event in events)]
     added: dict[str, list[str]] = {}  # what the labs add from a case's settings, and the cases' settings that do
     for case in cases:
@@ -345,10 +346,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                    "repetitions not yet stored as ok")
     p.add_argument("--accept-changed-design", action="store_true",
                    help="with --resume, continue although the plan changed its stopping rule (repeat: {min, max, "
-                   "until}, compare); the run's answer is then marked as not holding its error rates")
+                   "until}, compare, or steady_state); the run's answer is then marked as not holding its error "
+                   "rates")
     p.add_argument("--budget", type=_duration, default=None, metavar="DURATION",
-                   help="with repeat: {until: ...}, start no new round after this long (e.g. 20m); the answer so "
-                   "far is printed")
+                   help="with repeat: {until: ...} or steady_state, start no new round after this long (e.g. 20m); "
+                   "the answer so far is printed")
     p.add_argument("--max-runs", type=whole_above_zero, default=None, metavar="N",
                    help=f"refuse a plan of more fio runs than this (default {MAX_RUNS:,})")
     p.add_argument("--max-hours", type=above_zero, default=None, metavar="H",

@@ -22,7 +22,8 @@ NAMESPACED_RULES: tuple[dict[str, object], ...] = (
     {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list", "delete"]},
     {"apiGroups": [""], "resources": ["persistentvolumeclaims"],
      "verbs": ["create", "get", "list", "watch", "patch", "delete"]},
-    {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["get"]},
+    # the namespace's "default" account, whose making says a new namespace takes pods: no other account is read
+    {"apiGroups": [""], "resources": ["serviceaccounts"], "resourceNames": ["default"], "verbs": ["get"]},
     {"apiGroups": ["snapshot.storage.k8s.io"], "resources": ["volumesnapshots"],
      "verbs": ["create", "get", "list", "watch", "delete"]},
 )
