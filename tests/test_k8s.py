@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -1367,3 +1368,53 @@ def test_the_lab_removes_only_its_own_pods_network_namespaces() -> None:
     assert lab_pod_namespaces(found, None) == ["cni-ours-1", "cni-ours-2"]
     for node in lab_nodes(8):  # every node's pods are in the range the check reads
         assert ipaddress.ip_network(node.pod_subnet).subnet_of(ipaddress.ip_network(POD_RANGE))  # type: ignore[arg-type]
+
+
+def test_a_node_failure_that_stopped_half_way_is_restored_whole(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fail_node` raised after the API drop rule, before the link went down: the heal had read the link (up) and
+    left the node without its kubelet's way to the API server for the rest of the run. Now the node is marked
+    failed from the first step; its restore stops what the half failure left running, then starts it again, and
+    the mark goes only once the node is Ready."""
+    from storbench.errors import UserError
+    from storbench.lab import k8s
+    from storbench.lab.k8s_conf import LabNode
+
+    lab = k8s.K8sLab(tmp_path / "k8s")
+    node = LabNode(2)
+    Path(node.dir(str(lab.root))).mkdir(parents=True)
+    lab.root.chmod(0o700)
+    did: list[str] = []
+
+    def run(argv: list[str], **_: object) -> str:
+        did.append(" ".join(argv[-4:]))
+        if "link" in argv and "show" in argv:
+            return f"5: {node.host_veth}@if4: <BROADCAST,MULTICAST,UP,LOWER_UP> state UP"
+        if "down" in argv:
+            raise UserError("ip: cannot set the link down")
+        return ""
+
+    monkeypatch.setattr(k8s, "run", run)
+    monkeypatch.setattr(k8s, "attempt", lambda argv, **_: did.append(" ".join(argv[-4:])))
+    monkeypatch.setattr(k8s, "signal_containers", lambda *a, **k: 1)
+    monkeypatch.setattr(k8s, "LOG_DRAIN_S", 0.0)
+    monkeypatch.setattr(k8s.K8sLab, "_stop_node", lambda self, n: did.append(f"stop {n.name}"))
+    with pytest.raises(UserError, match="cannot set the link down"):
+        lab.fail_node(node)
+    assert lab.node_failed(node), "a half failure read as no failure"
+    ready = [False]
+    monkeypatch.setattr(k8s.K8sLab, "start_node", lambda self, n, binaries, csi: did.append(f"start {n.name}"))
+    monkeypatch.setattr(lab.api, "node_ready", lambda name: ready[0])
+
+    def wait(self: object, ready_now: Callable[[], bool], what: str, timeout_s: float) -> None:
+        if not ready_now():
+            raise UserError(f"{what}: not yet")
+
+    monkeypatch.setattr(k8s.K8sLab, "_wait", wait)
+    did.clear()
+    with pytest.raises(UserError, match="Ready: not yet"):
+        lab.restore_node(node)
+    assert did[0] == f"stop {node.name}" and f"start {node.name}" in did
+    assert lab.node_failed(node), "a restore that did not reach Ready read as done"
+    ready[0] = True
+    assert lab.restore_node(node) == f"{node.name} powered on and Ready" and not lab.node_failed(node)

@@ -49,7 +49,6 @@ from storbench.lab.k8s_conf import (
     csi_manifests,
     csi_node_command,
     daemon_commands,
-    hostpath_leftovers,
     inner_batch,
     kubeconfig,
     kubelet_config,
@@ -63,12 +62,11 @@ from storbench.lab.k8s_host import (
     claim_hostpath_root,
     delete_network,
     detach_loop_devices,
-    hostpath_root_names,
     kill_cluster,
     kill_containers,
     kill_shims,
     loop_device,
-    remove_hostpath_volumes,
+    remove_lab_hostpath_volumes,
     restore_host_state,
     save_host_state,
     shims,
@@ -308,18 +306,25 @@ class K8sLab(LabRoot):
         """The node loses power, as the API server sees it: first its kubelet can no longer reach the API server
         (it cannot report what follows); its containers get SIGTERM, so each fio stops its I/O at once and prints
         what it did up to now, which the API server still streams from the kubelet; then its containers,
-        kubelet, containerd and CSI node plugin are killed and its link is cut."""
-        enter = node.enter()
-        run([*enter, "iptables", "-w", "-I", "OUTPUT", *API_DROP], timeout_s=30)
-        socket_path = self._socket(node)
-        stopped = signal_containers(socket_path, "SIGTERM", wait_s=FIO_REPORT_S)
+        kubelet, containerd and CSI node plugin are killed and its link is cut. Marked failed before the first step:
+        a failure that stopped half way is restored as a whole one (`node_failed`)."""
+        self._powered_off(node).touch()
+        run([*node.enter(), "iptables", "-w", "-I", "OUTPUT", *API_DROP], timeout_s=30)
+        stopped = signal_containers(self._socket(node), "SIGTERM", wait_s=FIO_REPORT_S)
         time.sleep(LOG_DRAIN_S)  # the pods' last lines reach the API server's log streams
-        kill_containers(socket_path)
-        names = {f"kubelet-{node.index}", f"containerd-{node.index}", f"csi-node-{node.index}"}
-        kill_daemons([d for d in self.dir.daemons() if d.name in names])
-        kill_all(shims(str(socket_path)))
+        self._stop_node(node)
         run(["ip", "link", "set", node.host_veth, "down"], timeout_s=30)
         return f"{node.name} powered off ({stopped} container(s) stopped, kubelet and containerd killed, link cut)"
+
+    def _stop_node(self, node: LabNode) -> None:
+        """The node's containers, kubelet, containerd, CSI node plugin and shims killed (none running: nothing)."""
+        kill_containers(self._socket(node))
+        names = {f"kubelet-{node.index}", f"containerd-{node.index}", f"csi-node-{node.index}"}
+        kill_daemons([d for d in self.dir.daemons() if d.name in names])
+        kill_all(shims(str(self._socket(node))))
+
+    def _powered_off(self, node: LabNode) -> Path:
+        return Path(node.dir(str(self.root))) / "powered-off"  # the node's failure, from its first step to its end
 
     def heal(self, info: K8sLabInfo) -> list[str]:
         """Every failed node powered on again and Ready, then every out-of-service taint removed: what each said."""
@@ -328,11 +333,14 @@ class K8sLab(LabRoot):
 
     def restore_node(self, node: LabNode) -> str:
         """Power back: its link up, its containerd, kubelet (and CSI node plugin) started again; what the node held
-        (images, pod directories) is still there, as on a disk."""
+        (images, pod directories) is still there, as on a disk. What a failure that stopped half way left running
+        is stopped first; the node counts as failed until it is Ready."""
+        self._stop_node(node)
         run(["ip", "link", "set", node.host_veth, "up"], timeout_s=30)
         attempt([*node.enter(), "iptables", "-w", "-D", "OUTPUT", *API_DROP])
         self.start_node(node, str(binaries_dir()), csi=(info := self.info()) is not None and info.csi)
         self._wait(lambda: self.api.node_ready(node.name), f"node {node.name} Ready", 120)
+        self._powered_off(node).unlink(missing_ok=True)
         return f"{node.name} powered on and Ready"
 
     def taint_out_of_service(self, node: LabNode, *, on: bool) -> str:
@@ -345,7 +353,9 @@ class K8sLab(LabRoot):
         return any(t.get("key") == NODE_TAINT_OUT_OF_SERVICE for t in self.api.taints(node.name))
 
     def node_failed(self, node: LabNode) -> bool:
-        """Whether the node's link is down (failed and not restored)."""
+        """Whether the node failed and was not restored: marked so, or its link down."""
+        if self._powered_off(node).exists():
+            return True
         links = run(["ip", "-o", "link", "show", node.host_veth], timeout_s=30)
         return "state DOWN" in links or ",UP" not in links.split(">")[0]
 
@@ -383,25 +393,8 @@ class K8sLab(LabRoot):
                    *(partial(kill_shims, address) for address in sockets),
                    partial(unmount_all, self.root), partial(detach_loop_devices, self.root),
                    partial(delete_network, self.root), partial(restore_host_state, self.root),
-                   lambda: self._remove_hostpath_volumes(of_volumes))
+                   lambda: remove_lab_hostpath_volumes(self._hostpath_before, of_volumes))
         self.dir.remove()
-
-    def _remove_hostpath_volumes(self, of_volumes: list[str]) -> None:
-        """The volumes its provisioner made under HOSTPATH_ROOT, outside the lab's directory: those its API server
-        listed, and those that appeared there since `up` (a claim deleted while the controller was stopped)."""
-        try:
-            recorded = json.loads(self._hostpath_before.read_text())
-        except (OSError, ValueError):
-            recorded = None
-        try:
-            now = hostpath_root_names()
-        except UserError:  # not root's own now: nothing in it is touched
-            return
-        if now is None:
-            return
-        before = recorded["names"] if isinstance(recorded, dict) else now  # unknown: only what the API listed
-        remove_hostpath_volumes(hostpath_leftovers(before, now, of_volumes),
-                                made_root=isinstance(recorded, dict) and bool(recorded.get("made_root")))
 
 def _check_built(path: Path, build: str) -> None:
     if not path.exists():

@@ -19,7 +19,7 @@ from typing import Any
 
 from storbench.errors import UserError
 from storbench.execute.supervisor import process_dirs
-from storbench.lab.k8s_conf import BRIDGE, HOSTPATH_ROOT, POD_BRIDGE, lab_pod_namespaces, shim_of
+from storbench.lab.k8s_conf import BRIDGE, HOSTPATH_ROOT, POD_BRIDGE, hostpath_leftovers, lab_pod_namespaces, shim_of
 from storbench.lab.labdir import Daemon, kill_daemons
 from storbench.lab.process import alive, kill_all
 from storbench.shell import attempt, run
@@ -249,3 +249,22 @@ def remove_hostpath_volumes(names: list[str], *, made_root: bool) -> None:
     if made_root:
         with contextlib.suppress(OSError):  # not empty (someone else's), or gone
             os.rmdir(HOSTPATH_ROOT)
+
+
+def remove_lab_hostpath_volumes(record: Path, of_volumes: list[str]) -> None:
+    """The volumes the lab's provisioner made under HOSTPATH_ROOT, outside the lab's directory: those its API server
+    listed (``of_volumes``), and those that appeared there since `up` (``record``: what was there then; a claim
+    deleted while the controller was stopped)."""
+    try:
+        recorded = json.loads(record.read_text())
+    except (OSError, ValueError):
+        recorded = None
+    try:
+        now = hostpath_root_names()
+    except UserError:  # not root's own now: nothing in it is touched
+        return
+    if now is None:
+        return
+    before = recorded["names"] if isinstance(recorded, dict) else now  # unknown: only what the API listed
+    remove_hostpath_volumes(hostpath_leftovers(before, now, of_volumes),
+                            made_root=isinstance(recorded, dict) and bool(recorded.get("made_root")))
