@@ -6,6 +6,8 @@ without the CLI or the session naming them."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import types
 from collections.abc import Mapping
 from dataclasses import replace
@@ -478,3 +480,73 @@ def test_lab_ceph_down_goes_on_past_a_cluster_whose_down_fails(tmp_path: Path, m
     assert said == [f"ceph lab: down; {second.root} removed",
                     f"ceph lab: {third.root} not down: ceph-3: umount failed"]
     assert not second.root.exists()
+
+
+def test_a_ceph_lab_taken_again_thaws_an_osd_a_killed_run_left_frozen(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run killed while an OSD was frozen (SIGSTOP) and the next run within the heartbeat grace: the OSD still
+    counts as up, so the cluster was taken again frozen, and nothing thawed it before a faulted repetition did."""
+    import signal
+    import subprocess
+    import time
+
+    from storbench.lab.ceph import CephLab
+    from storbench.lab.labdir import Daemon, start_time
+
+    osd = subprocess.Popen(["sleep", "60"])
+    try:
+        os.kill(osd.pid, signal.SIGSTOP)
+        lab = CephLab(tmp_path / "ceph")
+        current = types.SimpleNamespace(spec="spec", address="127.0.0.1")
+        monkeypatch.setattr(CephLab, "info", lambda self: current)
+        monkeypatch.setattr(CephLab, "running", lambda self: True)
+        monkeypatch.setattr(type(lab.dir), "live", lambda self: [Daemon("osd.0", osd.pid, start_time(osd.pid))])
+        monkeypatch.setattr(CephLab, "connected", lambda self: contextlib.nullcontext())
+        monkeypatch.setattr(CephLab, "_wait_ready", lambda self, spec, timeout_s: None)
+        assert CephLab.up.__wrapped__(lab, "spec", "127.0.0.1") is current  # type: ignore[attr-defined]
+        for _ in range(100):
+            state = Path(f"/proc/{osd.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state != "T":
+                break
+            time.sleep(0.01)
+        assert state != "T", "the OSD is still stopped"
+    finally:
+        osd.kill()
+        osd.wait()
+
+
+def test_a_keep_question_that_fails_tears_the_labs_down(planned: tuple[LoadedPlan, list[Case], Checked],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--keep-lab` asks at the group's end whether a later group runs (it reads the store): an error there had
+    skipped the whole tear-down, the labs left up."""
+    loaded, cases, checked = planned
+    calls: list[str] = []
+    monkeypatch.setattr(sessions, "KINDS", {"a": _SessionKind("a", calls)})
+
+    def unreadable(failing: bool) -> bool:
+        raise UserError("results database r.db: disk I/O error")
+
+    observer = _Observer()
+    with pytest.raises(UserError, match="disk I/O error"), \
+            sessions.lab_session(loaded, NO_LAB, cases, checked, observer, keep=unreadable):
+        pass
+    assert calls == ["up a (nfs_url None)", "down a"] and observer.events[-1] == "a lab: torn down"
+
+
+def test_an_nfs_layout_that_fails_part_way_removes_the_files_it_may_have_made(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A layout on a `url:` export that timed out or failed part way raised before the target was prepared, so
+    the run's clean-up never knew its files: they stayed on the operator's export."""
+    from storbench.model import NfsTarget
+    from storbench.targets import nfs
+
+    removed: list[tuple[str, ...]] = []
+    monkeypatch.setattr(nfs, "nfs_fio_binary", lambda: "/usr/local/bin/fio-nfs")
+    monkeypatch.setattr(nfs.LocalExecutor, "run", lambda self, text, timeout_s: types.SimpleNamespace(
+        timed_out=True, returncode=None, output_text="", stderr_tail="nfs: write timed out"))
+    monkeypatch.setattr(nfs, "remove_laid_out", lambda prepared: removed.append(prepared.laid_out) or (1, ""))
+    spec = NfsTarget("export", url="nfs://server/export", size_bytes=1 << 20)
+    case = Case("c1", spec, WorkloadPoint("randread", 4096, 1, 2, 1.0, 0.0, False, "nfs"))
+    with pytest.raises(UserError, match="laying out 2 file"):
+        nfs.prepare_nfs_target(spec, "nfs://server/export", [case])
+    assert removed == [("storbench.0.0", "storbench.1.0")]

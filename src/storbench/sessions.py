@@ -216,21 +216,25 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
         steps: list[tuple[str, Callable[[], None]]] = [("", lambda: remove_run_test_files(
             [t for name, t in prepared.targets.items() if name not in checked.targets], observer,
             keep_files=loaded.config.keep_files))]
-        kept = keep(failing) if callable(keep) else keep  # asked now: whether a later group runs is known now
-        if not kept:
-            steps += reversed(list(zip(owners, labs.downs, strict=True)))
         with interrupts_held():  # a Ctrl-C meanwhile waits for the last step: a lab half torn down stays up
-            errors = [(owner, error) for owner, step in steps for error in each_step([step])]
-            # every error told but the one the session ends on (its own, else the first of these)
-            for owner, error in errors[0 if failing else 1:]:
-                observer.event(CleanUpFailed(f"{owner} lab" if owner else "the run's test data", _one_line(error),
-                                             owner))
+            kept, errors = False, []
+            try:  # asked now (held too): whether a later group runs is known now
+                kept = keep(failing) if callable(keep) else keep
+            except Exception as asking:  # the asking failed (the store unread): the labs go
+                errors.append(("whether to keep the labs", "", asking))
             if not kept:
-                failed = {owner for owner, _ in errors}
+                steps += reversed(list(zip(owners, labs.downs, strict=True)))
+            errors += [(f"{owner} lab" if owner else "the run's test data", owner, raised)
+                       for owner, step in steps for raised in each_step([step])]
+            # every error told but the one the session ends on (its own, else the first of these)
+            for what, owner, told in errors[0 if failing else 1:]:
+                observer.event(CleanUpFailed(what, _one_line(told), owner))
+            if not kept:
+                failed = {owner for _, owner, _ in errors}
                 for name in sorted(kind.name for kind in wanted if kind.name not in failed):
                     observer.event(LabTornDown(name))
             if errors and not failing:  # inside: a step's error goes on, not a press held meanwhile
-                raise errors[0][1]
+                raise errors[0][2]
 
 
 def claim_run_test_files(targets: Mapping[str, PreparedTarget], cases: Sequence[Case]) -> None:

@@ -8,8 +8,10 @@ directory. `up` with the same spec is a no-op.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import time
 import uuid
 from dataclasses import asdict
@@ -65,6 +67,9 @@ class CephLab(CephFaults):
         """Bring the cluster up with its daemons on ``address`` (reused when one like it is running)."""
         current = self.info()
         if current is not None and current.spec == spec and current.address == address and self.running():
+            for daemon in self.dir.live():  # a run killed in a freeze left an OSD stopped, which still counts as up
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(daemon.pid, signal.SIGCONT)
             try:
                 with self.connected():
                     self._wait_ready(spec, timeout_s=30)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ from storbench.fio.jobfile import JobBinding, client_binding, render_layout_job,
 from storbench.fio.options import parse_engines
 from storbench.fio.parse import json_after_messages, parse_fio_json
 from storbench.model import Case, NfsTarget, is_metadata
-from storbench.shell import run
+from storbench.shell import interrupts_held, run
 from storbench.targets.base import FILENAME_FORMAT, PreparedTarget
 from storbench.trusted_files import trusted_program
 
@@ -94,20 +95,26 @@ def prepare_nfs_target(spec: NfsTarget, url: str, cases: Sequence[Case], *, serv
         return PreparedTarget(spec=spec, binding=binding, details=details)
     numjobs = max((c.workload.numjobs for c in cases), default=1)
     size = spec.size_bytes or 1 << 28
-    if servers:
-        clients = max(c.clients for c in cases)
-        _lay_out_on_servers(spec, binding, size, numjobs, servers[:clients], client_fio, url)
-        names = tuple(name for c in range(1, clients + 1) for name in _laid_out_names(client_binding(binding, c),
-                                                                                      numjobs))
-        return PreparedTarget(spec=spec, binding=binding, details=details, laid_out=names)
-    assert binary is not None
-    layout = LocalExecutor(binary).run(render_layout_job(binding, size, numjobs, "nfs"), timeout_s=600)
-    if not _layout_ok(layout.timed_out, layout.returncode, layout.output_text):
-        tail = " ".join(layout.stderr_tail.split()[-20:])
-        raise UserError(f"target '{spec.name}': laying out {numjobs} file(s) on {url} failed: {tail}",
-                        hint="check that the export is writable over NFSv3")
-    return PreparedTarget(spec=spec, binding=binding, details=details,
-                          laid_out=_laid_out_names(binding, numjobs))
+    clients = max(c.clients for c in cases) if servers else 0
+    names = (tuple(name for c in range(1, clients + 1) for name in _laid_out_names(client_binding(binding, c),
+                                                                                   numjobs))
+             if servers else _laid_out_names(binding, numjobs))
+    prepared = PreparedTarget(spec=spec, binding=binding, details=details, laid_out=names)
+    try:
+        if servers:
+            _lay_out_on_servers(spec, binding, size, numjobs, servers[:clients], client_fio, url)
+            return prepared
+        assert binary is not None
+        layout = LocalExecutor(binary).run(render_layout_job(binding, size, numjobs, "nfs"), timeout_s=600)
+        if not _layout_ok(layout.timed_out, layout.returncode, layout.output_text):
+            tail = " ".join(layout.stderr_tail.split()[-20:])
+            raise UserError(f"target '{spec.name}': laying out {numjobs} file(s) on {url} failed: {tail}",
+                            hint="check that the export is writable over NFSv3")
+        return prepared
+    except BaseException:  # a layout that failed part way (or was interrupted) may have made some: removed by name
+        with interrupts_held(), contextlib.suppress(Exception):  # the layout's own error is the one to tell
+            remove_laid_out(prepared)
+        raise
 
 
 def remove_laid_out(prepared: PreparedTarget) -> tuple[int, str]:
