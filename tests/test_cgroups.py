@@ -124,3 +124,33 @@ def test_a_quota_our_own_cgroup_refuses_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"cannot give osd.0 a CPU quota of 1.5 cores") as caught:
         cpu_quota.limit("ceph", {"osd.0": 1}, 1.5, cgroup_root=tmp_path, proc_cgroup=V1_TEXT)
     assert "lower osd_cpus" in caught.value.hint
+
+
+def test_a_lab_group_or_loop_device_that_will_not_go_is_said_and_its_record_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cgroup still busy after its wait, or a loop device still attached, had been passed over in silence and the
+    record that finds it deleted with the lab directory: `lab ceph down` then said "removed"."""
+    import errno
+    import itertools
+    import json
+
+    from storbench.errors import UserError
+    from storbench.lab import cpu_quota, devices
+
+    def busy(path: object) -> None:
+        raise OSError(errno.EBUSY, "Device or resource busy")
+
+    monkeypatch.setattr(cpu_quota.os, "rmdir", busy)
+    with pytest.raises(UserError, match=r"storbench-lab-ceph-osd\.0 still have processes in them"):
+        cpu_quota._remove_dirs([tmp_path / "storbench-lab-ceph-osd.0"], timeout_s=0.05)
+    record = tmp_path / devices.STATE_FILE
+    record.write_text(json.dumps({"loops": ["/dev/loop97"]}))
+    clock = itertools.count(0, 5.0)
+    monkeypatch.setattr(devices.time, "time", lambda: next(clock))
+    monkeypatch.setattr(devices.time, "sleep", lambda s: None)
+    monkeypatch.setattr(devices, "run", lambda argv, **_: "")
+    monkeypatch.setattr(devices, "_backs_onto", lambda loop, root: loop == "/dev/loop97")
+    monkeypatch.setattr(devices, "_attached", lambda loop: True)
+    with pytest.raises(UserError, match=r"loop device\(s\) /dev/loop97 still attached"):
+        devices.remove(tmp_path)
+    assert record.exists()

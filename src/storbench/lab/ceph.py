@@ -115,10 +115,11 @@ class CephLab(CephFaults):
         """Unmount, kill the daemons this lab recorded, remove the directory. Safe when nothing is up."""
         if not self.dir.exists():
             return
+        # every step whatever another raised; the directory, whose records find what is left, goes only when all went
         every_step(partial(self._unmount, ("cephfs",)), self.dir.kill,
                    partial(self._unmount, ("fastdb", "cephfs")), partial(devices.remove, self.root),
-                   partial(cpu_quota.remove_groups, self.root.name), partial(cpu_quota.remove_cpusets, self.root.name),
-                   self.dir.remove)
+                   partial(cpu_quota.remove_groups, self.root.name), partial(cpu_quota.remove_cpusets, self.root.name))
+        self.dir.remove()
 
     def _unmount(self, names: tuple[str, ...]) -> None:
         """Lazily unmount the lab's mounts (its CephFS, its fast DB device's tmpfs), read from the kernel's mount

@@ -190,7 +190,8 @@ def _lab_groups(lab: str, parents: list[Path | None]) -> list[Path]:
 
 
 def _remove_dirs(directories: list[Path], timeout_s: float = 10.0) -> None:
-    """rmdir each cgroup, retrying while the kernel still counts an exiting process in it (EBUSY)."""
+    """rmdir each cgroup, retrying while the kernel still counts an exiting process in it (EBUSY); UserError naming
+    those still busy after ``timeout_s`` (something still runs in them)."""
     deadline = time.monotonic() + timeout_s
     left = directories
     while left:
@@ -203,8 +204,11 @@ def _remove_dirs(directories: list[Path], timeout_s: float = 10.0) -> None:
             except OSError as exc:
                 if exc.errno == errno.EBUSY:
                     busy.append(directory)
-        if not busy or time.monotonic() >= deadline:
+        if not busy:
             return
+        if time.monotonic() >= deadline:
+            raise UserError(f"cgroup(s) {', '.join(map(str, busy))} still have processes in them",
+                            hint=f"see which (cat {busy[0]}/cgroup.procs), stop them, then tear the lab down again")
         left = busy
         time.sleep(0.1)
 

@@ -89,6 +89,10 @@ def remove(root: Path) -> None:
     deadline = time.time() + 15
     while time.time() < deadline and any(_attached(loop) for loop in loops):
         time.sleep(0.2)
+    if still := [loop for loop in loops if _attached(loop)]:  # the record stays: the next `down` finds them
+        raise UserError(f"ceph lab: loop device(s) {', '.join(still)} still attached to the lab's device files",
+                        hint=f"see what holds them (losetup --list; fuser -v {' '.join(still)}), then storbench lab "
+                        "ceph down")
     record.unlink(missing_ok=True)
 
 
