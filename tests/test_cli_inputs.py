@@ -220,3 +220,48 @@ def test_a_damaged_or_crafted_database_is_one_line(imported: Path, tmp_path: Pat
         conn.close()
         line = _one_line(*run_cli(capsys, "show", "--run", "all", "--db", str(crafted)))
         assert "no storbench wrote that" in line, (column, line)
+
+
+def test_a_side_that_the_filters_left_empty_says_so(imported: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--where run=1` kept run 1 only, and `--candidate run=2` had read as matching nothing in the database."""
+    assert run_cli(capsys, "import", str(FIXTURES / "randread-plain.json"), "--db", str(imported))[0] == 0
+    line = _one_line(*run_cli(capsys, "compare", "--db", str(imported), "--baseline", "run=1", "--candidate",
+                              "run=2", "--where", "run=1"))
+    assert "--candidate 'run=2' matches no results in" in line and "among those --where run=1 kept" in line, line
+    assert "hint: loosen the filters" in line
+    line = _one_line(*run_cli(capsys, "compare", "--db", str(imported), "--baseline", "run=1", "--candidate",
+                              "run=3"))
+    assert "matches no results in" in line and "among those" not in line, line
+
+
+def test_history_of_runs_with_nothing_stored_yet_says_so(imported: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No filter given, and `history` had said "no results match (hint: loosen --where/--target)"."""
+    import sqlite3
+
+    with sqlite3.connect(imported) as conn:
+        conn.execute("PRAGMA foreign_keys=OFF")
+        for table in ("measurements", "clients", "repetitions"):
+            conn.execute(f"DELETE FROM {table}")
+    conn.close()
+    line = _one_line(*run_cli(capsys, "history", "--db", str(imported)))
+    assert "no repetition stored yet" in line and "--where" not in line, line
+
+
+@pytest.mark.parametrize(("option", "says"), [("--osds=-1", "--osds -1: should be greater than or equal to 1"),
+                                              ("--osds=500", "--osds 500: should be less than or equal to 16"),
+                                              ("--pool=rbd:0", "--pool size 0: should be greater than or equal to 1")])
+def test_lab_ceph_up_takes_what_a_plan_takes(option: str, says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--osds 500` and a pool of size 0 passed every check before the bring-up (a plan takes 1 to 16)."""
+    line = _one_line(*run_cli(capsys, "lab", "ceph", "up", option))
+    assert says in line and "hint: a plan's lab.ceph takes 1 to 16" in line, line
+
+
+@pytest.mark.parametrize(("db", "says"), [("mysql://x", "storbench keeps results in an SQLite file or a PostgreSQL"),
+                                          ("", "the results database's name is empty"),
+                                          (".", "is a directory, not a results database")])
+def test_plan_checks_the_db_as_run_would(db: str, says: str, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`plan --db mysql://x` passed, and the run of the same command line then refused it."""
+    plan = write_plan(tmp_path, PLAN.format(data=tmp_path / "data"))
+    line = _one_line(*run_cli(capsys, "plan", str(plan), "--db", db))
+    assert says in line, line

@@ -1625,3 +1625,15 @@ def test_a_point_pooled_over_runs_takes_95_percent_whatever_one_runs_stopping_ru
     assert plain.metric("iops").ci_low == stopped.metric("iops").ci_low  # type: ignore[union-attr]
     (alone,) = summarize_points([o for o in seen if o.run_id == 1], levels={1: 0.975})
     assert alone.metric("iops").confidence == 0.975  # type: ignore[union-attr]  # one run: its rule's level
+
+
+def test_a_suggested_selector_leaves_out_a_field_its_side_has_no_value_of() -> None:
+    """The suggestion had named `rwmixread=` for a side without a mix, which `--baseline` then refused ('is not
+    KEY=VALUE')."""
+    records = [*reps(IOPS_A, case_id="a", target="a"),
+               *reps(IOPS_B, case_id="b", target="b", rw="randrw", rwmixread=70)]
+    text = no_common_point(records, parse_selector("target=a"), parse_selector("target=b"), {})
+    suggested = text.split("(--baseline ")[1].rstrip(")").split(" --candidate ")
+    assert suggested == ["target=a,rw=randread", "target=b,rw=randrw,rwmixread=70"], text
+    for selector in suggested:
+        parse_selector(selector)  # each one a selector `compare` takes

@@ -113,7 +113,8 @@ def _read_plan(path: str) -> LoadedPlan:
         raise UserError(f"plan file {path} is not UTF-8 text (byte {exc.start})",
                         hint="save the plan as UTF-8 (iconv -t utf-8 FILE)") from None
     except OSError as exc:
-        raise UserError(f"cannot read plan file {path}: {exc}") from None
+        raise UserError(f"cannot read plan file {path}: {exc.strerror or exc}",
+                        hint="give the plan's YAML file, one you can read") from None
     return load_plan_text(text, path)
 
 

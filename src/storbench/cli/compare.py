@@ -8,6 +8,7 @@ figures from `report`. Here: arguments in, printing and exit codes out.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -53,7 +54,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.where and not selection.observations:
         raise UserError(f"--where {' '.join(args.where)} matches no results in {args.db}: {selection.no_match}",
                         hint="loosen --where; `storbench show --run all` lists what is stored")
-    check_sides(selection, baseline, candidate, args.db)
+    check_sides(selection, baseline, candidate, args.db, [f"--where {w}" for w in args.where])
     questions, attempts = selection.questions, selection.attempts
 
     def compared(alpha: float = 0.05) -> list[PointComparison]:  # each interval's error rate
@@ -127,8 +128,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_sides(selection: Selection, baseline: Selector, candidate: Selector, db: str) -> None:
-    """`--baseline` and `--candidate` (compare, report): known keys, each side some results, not the same ones."""
+def check_sides(selection: Selection, baseline: Selector, candidate: Selector, db: str,
+                where: Sequence[str] = ()) -> None:
+    """`--baseline` and `--candidate` (compare, report): known keys, each side some results, not the same ones.
+    ``where``: the filters that chose the results first (`--where`, `--target`), named when a side finds none."""
     from storbench.selection import check_selector_keys, repetition_keys
     from storbench.stats.selectors import select as select_side
 
@@ -137,8 +140,10 @@ def check_sides(selection: Selection, baseline: Selector, candidate: Selector, d
     for side, selector in (("baseline", baseline), ("candidate", candidate)):
         chosen = select_side(selection.observations, selector, selection.tags)
         if not chosen:
-            raise UserError(f"--{side} {selector.text!r} matches no results in {db}",
-                            hint="see `storbench show --run all` for what is stored")
+            among = f" among those {' '.join(where)} kept" if where else ""
+            raise UserError(f"--{side} {selector.text!r} matches no results in {db}{among}",
+                            hint=("loosen the filters, or " if where else "") +
+                            "see `storbench show --run all` for what is stored")
         sides.append(repetition_keys(chosen))
     if sides[0] == sides[1]:
         raise UserError(f"--baseline {baseline.text!r} and --candidate {candidate.text!r} select the same results",
@@ -184,7 +189,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.baseline:
         baseline = parse_selector_flag(args.baseline, "--baseline")
         candidate = parse_selector_flag(args.candidate, "--candidate")
-        check_sides(selection, baseline, candidate, args.db)
+        check_sides(selection, baseline, candidate, args.db, [*(f"--where {w}" for w in args.where),
+                                                           *(f"--target {t}" for t in args.target or ())])
         comparisons = compare_observations(selection.observations, baseline, candidate, selection.tags,
                                            selection.memory, interleaved_runs=selection.interleaved_runs,
                                            shuffled_runs=selection.shuffled_runs, attempts=selection.attempts,

@@ -12,6 +12,7 @@ from storbench.units import current_metric_name
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    from storbench.cli.results import require_results
     from storbench.report.history import METRICS, history_lines, history_records, regression_lines
     from storbench.selection import select, where_items
     from storbench.stats.history import point_histories, run_context
@@ -22,8 +23,7 @@ def cmd_history(args: argparse.Namespace) -> int:
             raise UserError(f"--metric {metric!r} is not a metric", hint=did_you_mean(metric, list(METRICS))
                             or "e.g. iops, bw_bytes_per_s, lat_mean_ns, lat_p99_ns")
     selection = select(args.db, args.run or "all", where_items(args.where, args.target), default_latest=False)
-    if not selection.observations:
-        raise UserError(selection.no_match or "no results match", hint="loosen --where/--target")
+    require_results(selection, args)
     contexts = {run.run_id: run_context(run) for run in selection.runs}
     histories = point_histories(selection.observations, contexts, metrics, pool_hosts=args.pool_hosts,
                                 levels_of_runs=selection.interval_levels)

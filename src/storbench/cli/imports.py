@@ -74,7 +74,8 @@ def cmd_import(args: argparse.Namespace) -> int:
                 files.append(FioFile(name, text, output))
             except (OSError, UserError) as exc:
                 refusal = exc if isinstance(exc, UserError) else UserError(
-                    f"cannot read it ({exc.strerror})", where=name)
+                    f"cannot read it ({exc.strerror})", where=name,
+                    hint="pass fio's JSON output files (fio --output-format=json+) or results databases")
                 if not refusal.where:
                     refusal = UserError(refusal.message, where=name, hint=refusal.hint)
                 if len(args.files) == 1:  # the one file given: its refusal is the one line

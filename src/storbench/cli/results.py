@@ -195,7 +195,7 @@ def cmd_saturation(args: argparse.Namespace) -> int:
     found = [c for axis in axes for c in curves(points, axis)]
     if not found:
         raise UserError("no curve: no points differ only in " + " or ".join(axes),
-                        hint="sweep iodepth (e.g. [1, 4, 16, 64]) or numjobs in the plan")
+                        hint=f"sweep {' or '.join(axes)} in the plan (e.g. {axes[0]}: [1, 4, 16, 64])")
     _console().print(saturation_table(found, objective))
     return 0
 

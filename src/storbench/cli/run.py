@@ -129,7 +129,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from storbench.lab.registry import check_faults
     from storbench.plan import expand
     from storbench.report.plan_tables import plan_table
+    from storbench.store.db import check_location
 
+    check_location(args.db)  # where run would store: refused here as run refuses it
     loaded = with_namespace(_read_plan(args.plan), args.namespace)
     cases = expand(loaded)
     check_faults(loaded, cases)
@@ -322,16 +324,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("plan", help="show the expanded cases, their count, data volume and ETA; no I/O")
+    p = sub.add_parser("plan", help="show the expanded cases, their count, data volume and ETA; no I/O",
+                       description="Show the expanded cases, their count, data volume and ETA; no I/O. It takes "
+                       "run's options, so that run's command line works here too, and checks them as run does, "
+                       "but opens no database, reads no key and connects nowhere.")
     p.add_argument("plan", help="plan file (YAML)")
-    db_option(p)  # accepted like every command's; plan reads and writes no database
+    db_option(p)
     fio_option(p)
-    s3_options(p)  # checked as run checks them, but plan reads no key and sends nothing
+    s3_options(p)
     cluster_options(p)
-    for action in p._actions:  # taken so that run's command line works here too; said so in the help
-        if action.dest in ("db", "s3_credentials_file", "s3_profile", "kubeconfig", "context"):
-            action.help = f"{action.help}; taken as run takes it: plan opens no database, reads no key and " \
-                          "connects nowhere"
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("run", help="run a plan with fio, storing each repetition as it finishes")

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from pydantic import ValidationError
+
 from storbench.checks import meminfo_bytes
 from storbench.config import CephLabConfig
 from storbench.demands import cluster_memory_needs
@@ -86,6 +88,17 @@ def _command_options() -> tuple[CliOption, ...]:
     )
 
 
+def _check_as_a_plan(osds: int, pool_sizes: list[int]) -> None:
+    """`--osds` and the pools' sizes within the bounds a plan's `lab.ceph` has (1 to 16)."""
+    try:
+        CephLabConfig.model_validate({"osds": osds, "pool_size": sorted(set(pool_sizes))})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        given = f"--osds {osds}" if error["loc"][0] == "osds" else f"--pool size {error['input']}"
+        raise UserError(f"{given}: {error['msg'].lower().removeprefix('input ')}",
+                        hint="a plan's lab.ceph takes 1 to 16 OSDs and pool sizes of 1 to 16") from None
+
+
 def _command_up(lab: CephLab, args: argparse.Namespace, say: Say) -> None:
 
     pools = []
@@ -94,6 +107,7 @@ def _command_up(lab: CephLab, args: argparse.Namespace, say: Say) -> None:
         if not name or not size.isdigit():
             raise UserError(f"--pool {item!r} is not NAME:SIZE", hint="e.g. --pool rbd2:2 --pool rbd3:3")
         pools.append((name, int(size)))
+    _check_as_a_plan(args.osds, [size for _, size in pools])
     try:
         point = CephLabPoint(
             osds=args.osds, osd_size_bytes=parse_size_bytes(args.osd_size), objectstore=args.objectstore,

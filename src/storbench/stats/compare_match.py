@@ -240,8 +240,9 @@ def no_common_point(observations: Sequence[Observation], baseline: Selector, can
     text = f"no point in common: the sides differ in {listed}; name {them} in the selectors to compare across {them}"
     if all(len(a) == 1 and len(b) == 1 for _, a, b in found):
 
-        def named(selector: Selector, side: int) -> str:
-            return ",".join([*(f"{k}={v}" for k, v in selector.pairs), *(f"{f}={v[side][0]}" for f, *v in found)])
+        def named(selector: Selector, side: int) -> str:  # a field a side has no value of is left out of it
+            return ",".join([*(f"{k}={v}" for k, v in selector.pairs),
+                             *(f"{f}={v[side][0]}" for f, *v in found if v[side][0] not in ("", None))])
 
         text += f" (--baseline {named(baseline, 0)} --candidate {named(candidate, 1)})"
     return text

@@ -168,19 +168,22 @@ def _open_read_only(path: str) -> Store:
 def store_exists(path: str | Path) -> bool:
     """Whether there is a results store at ``path`` to resume or add to: a file, or storbench's tables in a
     PostgreSQL database (asked; nothing made)."""
-    _check_location(str(path))
+    check_location(str(path))
     return postgres_store_exists(str(path)) if is_postgres_url(str(path)) else Path(path).exists()
 
 
-def _check_location(path: str) -> None:
+def check_location(path: str) -> None:
     """A store is an SQLite file or a PostgreSQL URL: an empty name, or a URL of another kind (mysql://, sqlite://),
-    is refused in one line (it had read as a file path: "mysql:/x does not exist")."""
+    is refused in one line (it had read as a file path: "mysql:/x does not exist"), and so is a directory. Touches
+    no database (`plan` checks its --db with it)."""
     if not path.strip():
         raise UserError("the results database's name is empty (--db '')", hint="pass --db PATH (an SQLite file) "
                         "or --db postgresql://HOST/DB")
     if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", path) and not is_postgres_url(path):
         raise UserError(f"--db {path.split('://')[0]}://...: storbench keeps results in an SQLite file or a "
                         "PostgreSQL database", hint="pass a file path, or postgresql://HOST/DB")
+    if not is_postgres_url(path) and Path(path).is_dir():
+        raise UserError(f"{path} is a directory, not a results database", hint=f"pass --db {Path(path) / 'results.db'}")
 
 
 def open_store(path: str | Path, *, read_only: bool = False) -> Store:
@@ -188,7 +191,7 @@ def open_store(path: str | Path, *, read_only: bool = False) -> Store:
     URL (`store.postgres`). SQLite: WAL mode, full sync: a finished repetition survives a crash of storbench, a
     kill -9 or a power cut after its commit."""
     path = str(path)
-    _check_location(path)
+    check_location(path)
     if is_postgres_url(path):
         return Store(*open_postgres(path, read_only=read_only))
     if read_only:
