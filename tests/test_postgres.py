@@ -117,6 +117,7 @@ def test_an_older_postgresql_store_is_read_only_when_older_and_migrated_when_wri
         conn.execute("ALTER TABLE runs DROP COLUMN software_json")
         conn.execute("ALTER TABLE measurements RENAME COLUMN bw_bytes_per_s TO bw_bytes")  # before migration 15
         conn.execute("ALTER TABLE repetition_write_checks DROP COLUMN read_back")  # before migration 16
+        conn.execute("DROP TABLE run_object_prefixes")  # before migration 17
         conn.execute("DELETE FROM schema_migrations")
         conn.execute("INSERT INTO schema_migrations VALUES (13, 'then')")
     code, _, err = run_cli(capsys, "show", "--db", postgres_db)

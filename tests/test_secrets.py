@@ -531,11 +531,13 @@ def test_a_resumed_run_removes_the_objects_a_killed_session_of_it_left(tmp_path:
                 status=Status.OK, started_at_s=0.0, finished_at_s=1.0, job_text="", command=(), fio_version="fio-3.33",
                 raw_output="", stderr_tail=""), (("kind", "s3"), ("endpoint", endpoint), ("bucket", "bench"),
                                              ("object_prefix", prefix)))
+        stored = {(endpoint, "bench", "storbench.aaaaaaaaaaaa."), (endpoint, "bench", "storbench.cccccccccccc.")}
+        # a session killed in its first fill stored no repetition: its prefix was recorded as it began
+        assert store.object_prefixes(run_id, adding={(endpoint, "bench", "storbench.dddddddddddd.")}) == stored
         earlier = store.object_prefixes(run_id)
-        assert earlier == {(endpoint, "bench", "storbench.aaaaaaaaaaaa."),
-                           (endpoint, "bench", "storbench.cccccccccccc.")}
+        assert earlier == {*stored, (endpoint, "bench", "storbench.dddddddddddd.")}
         for key in ("storbench.aaaaaaaaaaaa.0", "storbench.aaaaaaaaaaaa.1", "storbench.bbbbbbbbbbbb.0", "data/keep",
-                    "storbench.cccccccccccc.0"):
+                    "storbench.cccccccccccc.0", "storbench.dddddddddddd.0"):
             state.objects[("bench", key)] = b"x"
         service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
         now = PreparedTarget(spec=case.target,
@@ -547,4 +549,4 @@ def test_a_resumed_run_removes_the_objects_a_killed_session_of_it_left(tmp_path:
         remove_earlier_objects([now], {*earlier, (endpoint, "bench", "data/"), ("http://other:9000", "bench",
                                                                                 "storbench.bbbbbbbbbbbb.")}, observer)
         assert sorted(key for _, key in state.objects) == ["data/keep", "storbench.bbbbbbbbbbbb.0"], state.objects
-        assert len(events) == 2, events  # one line for each earlier prefix that had objects
+        assert len(events) == 3, events  # one line for each earlier prefix that had objects

@@ -65,6 +65,7 @@ from storbench.sessions import (
     lab_session,
     remove_earlier_objects,
     remove_run_test_files,
+    session_object_prefixes,
 )
 from storbench.shell import interrupts_held
 from storbench.store import Store
@@ -160,7 +161,6 @@ def run_plan(
         done = (attempted if isinstance(config.repeat, RepeatConfig) or config.steady_state is not None
                 else store.completed(run_id))
         looked_at = max((index for _, index in attempted), default=-1)
-        earlier = store.object_prefixes(run_id)  # S3 objects of a session of it that was killed
     else:
         run_id = store.create_run(
             plan_name=config.name, plan_text=loaded.source.text, plan_sha256=plan_sha256(loaded.source.text),
@@ -171,7 +171,9 @@ def run_plan(
         )
         if not store.leases.claim(run_id):  # a --resume of it from elsewhere is refused while this one runs it
             raise running_elsewhere(run_id)  # (one that took it in the moment since it was made)
-        done, looked_at, earlier = set(), -1, set()
+        done, looked_at = set(), -1
+    # S3 objects of an earlier session of the run that was killed; this session's prefixes recorded before any fill
+    earlier = store.object_prefixes(run_id, adding=session_object_prefixes(checked.targets.values()))
     bring_up = design.bring_up
     order = schedule(cases, repeat_bounds(config)[1], run_order(config), config.seed,
                      lambda case: lab_group_key(case.lab, bring_up))

@@ -265,6 +265,11 @@ def clear_left_files(prepared: PreparedTarget, case: Case) -> int:
     return empty_operation_dir(Path(directory), case.workload.rw)
 
 
+def session_object_prefixes(targets: Iterable[PreparedTarget]) -> set[tuple[str, str, str]]:
+    """(endpoint, bucket, object prefix) of the S3 targets this session prepared (each session a prefix of its own)."""
+    return {(o.service.endpoint, o.bucket, o.prefix) for t in targets if (o := service_of(t)) is not None}
+
+
 def remove_earlier_objects(targets: Iterable[PreparedTarget], earlier: Iterable[tuple[str, str, str]],
                            observer: LabObserver) -> None:
     """A resumed run's S3 objects that an earlier session of it wrote (each takes a prefix of its own; one killed

@@ -40,6 +40,7 @@ NOT_OURS_HINT = "import takes results databases a `storbench run` wrote, or fio 
 CHILD_TABLES: tuple[tuple[str, str, str], ...] = (
     ("plan_versions", "run_id", "runs"),
     ("preconditions", "run_id", "runs"),
+    ("run_object_prefixes", "run_id", "runs"),
     ("repetitions", "run_id", "runs"),
     ("clients", "repetition_id", "repetitions"),
     ("measurements", "client_id", "clients"),

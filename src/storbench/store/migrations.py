@@ -329,6 +329,17 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """
     ALTER TABLE repetition_write_checks ADD COLUMN read_back INTEGER;
     """,
+    # 17: the S3 object prefix of each session of a run, recorded before it writes an object: a session killed in
+    # its first fill left objects no repetition named, which its resume could not find to remove
+    """
+    CREATE TABLE run_object_prefixes (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        endpoint TEXT NOT NULL,
+        bucket TEXT NOT NULL,
+        object_prefix TEXT NOT NULL,
+        PRIMARY KEY (run_id, endpoint, bucket, object_prefix)
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 POSTGRES_FIRST_VERSION = 13  # a PostgreSQL store is made at this version or later, then migrated as SQLite's is

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 
@@ -107,8 +107,7 @@ class Store:
                 " design_json, labels_json, software_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (plan_name, plan_text, plan_sha256, source, storbench_version, fio_version, host, kernel,
                  run_order, seed, json.dumps(list(tags)), started_at_s, mem_total_bytes, cpu_count, plan_path,
-                 stored_design, json.dumps(dict(sorted(labels))), json.dumps(dict(sorted(software)))),
-            )
+                 stored_design, json.dumps(dict(sorted(labels))), json.dumps(dict(sorted(software)))))
             assert cursor.lastrowid is not None
             conn.execute("INSERT INTO plan_versions (run_id, version, plan_text, plan_sha256, added_at_s, design_json)"
                          " VALUES (?, 1, ?, ?, ?, ?)",
@@ -151,9 +150,13 @@ class Store:
         return {row["case_id"] for row in self.conn.execute(
             "SELECT DISTINCT case_id FROM repetitions WHERE run_id = ?", (run_id,))}
 
-    def object_prefixes(self, run_id: int) -> set[tuple[str, str, str]]:
-        """(endpoint, bucket, object prefix) of the S3 objects the run's repetitions wrote (a prefix a session)."""
-        return rows.object_prefixes(self.conn, run_id)
+    def object_prefixes(self, run_id: int, adding: Iterable[tuple[str, str, str]] = ()) -> set[tuple[str, str, str]]:
+        """(endpoint, bucket, object prefix) of the S3 objects the run's earlier sessions wrote (a prefix a session);
+        ``adding``, this session's, recorded before it writes any (a session killed in its first fill had none)."""
+        earlier = rows.object_prefixes(self.conn, run_id)
+        with self.transaction() as conn:
+            rows.record_object_prefixes(conn, run_id, adding)
+        return earlier
 
     def imported_files(self) -> dict[str, int]:
         """sha256 of each fio output file imported so far -> the run that holds it."""
@@ -218,8 +221,7 @@ class Store:
 
     # ---- repetitions -----------------------------------------------------------------------------
     def drop_case_repetitions(self, run_id: int, case_id: str) -> int:
-        """Remove every stored repetition of one case in one run (a steady-state point started over);
-        returns how many went."""
+        """Remove every stored repetition of one case in one run (a steady-state point started over): how many."""
         with self.transaction() as conn:
             cursor = conn.execute("DELETE FROM repetitions WHERE run_id = ? AND case_id = ?", (run_id, case_id))
             return int(cursor.rowcount)
@@ -228,11 +230,8 @@ class Store:
         """(case id, repetition index) pairs of the run that finished with status ok (``failed_too``: that ran,
         ok or not)."""
         where = "" if failed_too else " AND status = 'ok'"
-        return {
-            (row["case_id"], row["rep_index"])
-            for row in self.conn.execute(f"SELECT case_id, rep_index FROM repetitions WHERE run_id = ?{where}",
-                                         (run_id,))
-        }
+        return {(row["case_id"], row["rep_index"]) for row in self.conn.execute(
+            f"SELECT case_id, rep_index FROM repetitions WHERE run_id = ?{where}", (run_id,))}
 
     def save_repetition(self, run_id: int, case: Case, rep_index: int, outcome: RepetitionOutcome,
                         target_details: Sequence[tuple[str, str]],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any, Protocol, TypeAlias, TypeVar
 
@@ -270,8 +271,18 @@ def measurement_from_row(row: Row) -> DirectionMeasurement:
 
 
 def object_prefixes(conn: Connection, run_id: int) -> set[tuple[str, str, str]]:
-    """(endpoint, bucket, object prefix) of the S3 targets of a run's repetitions (their ``target_json``)."""
+    """(endpoint, bucket, object prefix) of a run's S3 objects: recorded as each session began
+    (`record_object_prefixes`), and those of its repetitions' targets (their ``target_json``: runs stored before)."""
     found = conn.execute("SELECT DISTINCT target_json FROM repetitions WHERE run_id = ?", (run_id,))
     details = (json.loads(row["target_json"]) for row in found)
+    recorded = conn.execute("SELECT endpoint, bucket, object_prefix FROM run_object_prefixes WHERE run_id = ?",
+                            (run_id,))
     return {(d["endpoint"], d["bucket"], d["object_prefix"]) for d in details if d.get("kind") == "s3"
-            and all(isinstance(d.get(k), str) for k in ("endpoint", "bucket", "object_prefix"))}
+            and all(isinstance(d.get(k), str) for k in ("endpoint", "bucket", "object_prefix"))} | {
+        (row["endpoint"], row["bucket"], row["object_prefix"]) for row in recorded
+        if all(isinstance(row[k], str) for k in ("endpoint", "bucket", "object_prefix"))}
+
+
+def record_object_prefixes(conn: Connection, run_id: int, prefixes: Iterable[tuple[str, str, str]]) -> None:
+    conn.executemany("INSERT INTO run_object_prefixes (run_id, endpoint, bucket, object_prefix) VALUES (?,?,?,?)"
+                     " ON CONFLICT DO NOTHING", [(run_id, *prefix) for prefix in sorted(set(prefixes))])
