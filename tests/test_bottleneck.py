@@ -754,6 +754,20 @@ def test_clients_that_started_far_apart_are_warned_of() -> None:
     assert "start_skew" not in {w.code for w in summarize_points([observation(**r) for r in close])[0].warnings}
 
 
+def test_the_metadata_cycles_later_phases_of_many_clients_are_warned_of() -> None:
+    """Only the create phase waits at the start barrier: each client's stat and delete begin when its own create
+    ends, and the merged rate (every operation over the longest client's phase) may count stretches in which not
+    all of them ran. The create phase, and one client, are not warned of."""
+    def points(clients: int) -> dict[str, set[str]]:
+        rows = [{**_BASE, "repeat": r, "rw": "metadata", "rwmixread": None, "clients": clients, "iops": 900.0,
+                 "direction": direction} for r in range(3) for direction in ("write", "read", "trim")]
+        return {p.direction: {w.code for w in p.warnings} for p in summarize_points([observation(**r) for r in rows])}
+
+    many = points(3)
+    assert "phases_apart" in many["read"] and "phases_apart" in many["trim"] and "phases_apart" not in many["write"]
+    assert all("phases_apart" not in codes for codes in points(1).values())
+
+
 def test_a_rise_on_any_load_curve_through_a_point_wins_over_another_curves_elsewhere() -> None:
     """numjobs 1 iodepth 1 sits on an iodepth curve (iodepth 4 gave the same IOPS) and a numjobs curve (numjobs 2
     gave +100 %): the iodepth curve had been read first and said "the limit is elsewhere", and the numjobs curve was

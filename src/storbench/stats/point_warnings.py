@@ -40,6 +40,7 @@ WARNING_TITLES = {
     "stragglers": "straggling clients",
     "missing_clients": "clients that returned no fio output",
     "start_skew": "clients that started apart",
+    "phases_apart": "the metadata cycle's stat and delete phases of many clients, not started together",
     "not_steady": "SNIA's steady-state rule never met",
     "steady_incomplete": "steady state not reached yet",
     "steady_window": "steady-state window: rounds of one instance chosen for small spread; no interval",
@@ -208,6 +209,13 @@ def point_warnings(observations: Sequence[Observation], ok: Sequence[Observation
             f"{skew / workload.runtime_s:.0%} of the {workload.runtime_s:g} s runtime: their summed IOPS count "
             "stretches in which not all of them ran", "a longer runtime; see why a client started late (its "
             "host's load, an image pull)"))
+    if workload.rw == "metadata" and case.clients > 1 and ok and ok[0].direction in ("read", "trim"):
+        # only the create phase waits at the barrier: each client's stat and delete start when its create ends
+        warnings.append(StatWarning(
+            "phases_apart", f"{case.clients} clients' {'stat' if ok[0].direction == 'read' else 'delete'} phases each "
+            "began when that client's create ended, not together: the rate over the longest client's phase may count "
+            "stretches in which not all of them ran", "measure it alone (rw: stat or rw: delete: every client starts "
+            "behind the barrier), or with clients: 1"))
     missing = [o for o in ok if not o.client and 0 < o.fio.reporting < case.clients]
     if missing:  # a pod whose log was lost with its node: the figures are the other clients' alone
         worst = min(missing, key=lambda o: o.fio.reporting)
