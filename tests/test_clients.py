@@ -719,9 +719,8 @@ def test_a_startdelay_on_many_clients_is_waited_after_the_barrier_not_swallowed_
     for text in sent[0]:
         assert "startdelay=" not in text, text
         assert start_barrier_line(int((1_000.0 + lead_s + 20.0) * 1e9)) in text.split("\n"), text
-    # fio's other spellings are read too (30sec had read as no delay, and the line was dropped with it)
-    assert replace_workload(case, fio_options=(("startdelay", "30sec"),)).workload.start_delay_s == (30.0, 30.0)
-    for delay in ("1s-5s", "10-30sec"):
+    # (fio 3.33 reads `30sec` as 30 us, its unit unknown to it: such a value is refused at plan, with the units)
+    for delay in ("1s-5s", "10-30s"):
         plan = write_plan(tmp_path, "name: d\ntargets:\n  t: {kind: path, path: ./d, size: 1MiB}\nworkload: {rw: "
                                     f"randread, runtime: 1s, fio: {{startdelay: {delay}}}}}\nclients: 2\n"
                                     "lab: {hosts: {count: 2}}\n")

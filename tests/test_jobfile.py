@@ -11,7 +11,7 @@ import pytest
 from storbench.config import load_plan_text
 from storbench.execute.k8s_manifests import pod_job_binding
 from storbench.fio.jobfile import JobBinding, escape_fio_path, render_job
-from storbench.model import CephfsTarget, NfsTarget, PvcTarget, RbdTarget
+from storbench.model import Case, CephfsTarget, NfsTarget, PvcTarget, RbdTarget, WorkloadPoint
 from storbench.plan import expand
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -111,7 +111,7 @@ def test_each_repetition_and_client_gets_its_own_reproducible_seed() -> None:
 
 
 def test_the_nfs_removal_job_deletes_only_storbench_files() -> None:
-    from storbench.fio.jobfile import render_nfs_removal_job
+    from storbench.fio.nfs_jobs import render_nfs_removal_job
 
     text = render_nfs_removal_job("nfs://10.213.7.2/export", "/cache/storbench-nfsmeta.so",
                                   ["storbench.0.0", "storbench.c2.1.0"])
@@ -120,6 +120,30 @@ def test_the_nfs_removal_job_deletes_only_storbench_files() -> None:
     for bad in (["../etc/passwd"], ["storbench.0.0:x"], ["data.db"], []):
         with pytest.raises(ValueError):
             render_nfs_removal_job("nfs://10.213.7.2/export", "/e.so", bad)
+
+
+def test_the_nfs_clear_job_deletes_every_name_a_metadata_case_could_have_made() -> None:
+    """The metadata cycle's delete phase cut by its runtime left files on the export: the next cycle's create
+    opened them (a create counted for a lookup), and they stayed after the run. The clear job names every file of
+    every client's jobs in the operation's own directory, and passes over those not there."""
+    from storbench.fio.nfs_jobs import render_nfs_clear_job
+    from storbench.model import NFS_METADATA_ENGINE
+
+    binding = JobBinding(options=(("nfs_url", "nfs://10.213.7.2/export"),
+                                  ("filename_format", "storbench.$jobnum.$filenum")),
+                         external_engine="/cache/storbench-nfsmeta.so")
+    case = Case("c1", NfsTarget("export", url="nfs://10.213.7.2/export", size_bytes=None),
+                WorkloadPoint("metadata", 4096, 1, 3, 5.0, 0.0, False, NFS_METADATA_ENGINE, files=60), clients=2)
+    text = render_nfs_clear_job(case, binding)
+    assert "nfsmeta_op=delete\n" in text and "continue_on_error=all\n" in text and "nrfiles=60\n" in text
+    assert "numjobs=3\n" in text and "ioengine=external:/cache/storbench-nfsmeta.so\n" in text
+    for client in (1, 2):  # each client's own names, in the cycle's directory
+        assert f"[clear{client}]\nnfsmeta_url=nfs://10.213.7.2/export\n" \
+            f"filename_format=/storbench-files/metadata/storbench.c{client}.$jobnum.$filenum\n" in text, text
+    one = render_nfs_clear_job(replace(case, clients=1, workload=replace(case.workload, rw="create")), binding)
+    assert "filename_format=/storbench-files/create/storbench.$jobnum.$filenum\n" in one and "[clear2]" not in one
+    with pytest.raises(ValueError):
+        render_nfs_clear_job(replace(case, workload=replace(case.workload, files=None)), binding)
 
 
 def test_a_create_only_job_is_the_same_job_with_its_set_up_alone() -> None:

@@ -240,10 +240,40 @@ def test_schema_numbers_are_bounded(extra: str, key: str, says: str) -> None:
 
 
 def test_fio_sizes_just_below_two_to_the_63_pass() -> None:
-    loaded = load_plan_text(BASE + "  fio: {io_size: 8191p, rate: '1.5k,7.99999p', bssplit: '4k/50:8191p/50'}\n",
+    loaded = load_plan_text(BASE + "  fio: {io_size: 8191p, rate: '1536,8191p', bssplit: '4k/50:8191p/50'}\n",
                             "p.yaml")
-    assert dict(loaded.config.workload.fio) == {"io_size": "8191p", "rate": "1.5k,7.99999p",
+    assert dict(loaded.config.workload.fio) == {"io_size": "8191p", "rate": "1536,8191p",
                                                 "bssplit": "4k/50:8191p/50"}  # taken as written, not clamped
+
+
+@pytest.mark.parametrize(("option", "says"), [
+    ("rate: 1.5m", "fio reads whole numbers"), ("offset: 50.5%", "fio reads whole numbers"),
+    ("thinktime: 100ns", "fio's time units are us, ms, s, m, h and d"),
+    ("startdelay: 30sec", "fio's time units are us, ms, s, m, h and d"), ("startdelay: 2min", "fio's time units"),
+    ("latency_target: 1.5ms", "fio reads whole numbers")])
+def test_fio_values_fio_would_read_otherwise_are_refused(option: str, says: str) -> None:
+    """`fio --debug=parse --parse-only` shows what fio 3.33 stores: rate=1.5m is 1 byte/s, offset=50.5% 50 bytes,
+    thinktime=100ns 100 us, startdelay=30sec 30 us and 2min 2 us; they had passed the grammar."""
+    with pytest.raises(UserError) as caught:
+        load_plan_text(BASE + f"  fio: {{{option}}}\n", "p.yaml")
+    assert says in caught.value.one_line(), caught.value.one_line()
+
+
+@pytest.mark.parametrize(("option", "says"), [
+    ("verify: crc32c", "workload.fio.verify with rw: read: a time-based job verifies what it wrote"),
+    ("number_ios: 1000", "fio runs a time-based job to its runtime whatever number_ios says"),
+    ("latency_target: 5ms", "fio searches the queue depth that meets it, then measures one latency_window"),
+    ("startdelay: 1s-5s", "startdelay 1s-5s draws each of numjobs 2 clones' start apart")])
+def test_fio_options_that_would_measure_another_thing_than_the_figures_say_are_refused(option: str,
+                                                                                       says: str) -> None:
+    """fio 3.33's own behaviour: verify reads counted as the job's reads, number_ios ignored on a time-based job,
+    latency_target ending the job after one window, each numjobs clone drawing its own startdelay."""
+    with pytest.raises(UserError) as caught:
+        load_plan_text(BASE + f"  numjobs: 2\n  fio: {{{option}}}\n", "p.yaml")
+    assert says in caught.value.one_line(), caught.value.one_line()
+    kept = {"latency_target: 5ms": "latency_target: 5ms, latency_run: 1", "verify: crc32c": "verify: 0"}
+    if option in kept:  # with latency_run: 1 the search runs the whole runtime; verify: 0 verifies nothing
+        load_plan_text(BASE + f"  fio: {{{kept[option]}}}\n", "p.yaml")
 
 
 def test_expected_iops_must_be_finite() -> None:
@@ -373,7 +403,7 @@ def test_inodes_of_metadata_and_file_workloads() -> None:
     ("{bsrange: 4k-1t}", ("workload", "fio", "bsrange"), 1024**4),
     ("{bsrange: '4k-8k,,512-128k'}", ("workload", "fio", "bsrange"), 128 * 1024),
     ("{bssplit: 1k/100}", ("workload", "bs"), 64 * 1024),  # smaller than bs: bs counts
-    ("{bsrange: 4k-100.3k}", ("workload", "fio", "bsrange"), 102708),  # 102,707.2 bytes, rounded up
+    ("{bsrange: 4k-100k}", ("workload", "fio", "bsrange"), 102400),
 ])
 def test_fio_buffers_count_the_largest_block_of_bssplit_and_bsrange(fio: str, key: tuple[str, ...],
                                                                      block_bytes: int) -> None:
@@ -560,7 +590,7 @@ def test_a_plan_that_would_run_more_processes_than_the_machine_has_is_refused(
         name: x
         targets:
           d: {{kind: path, path: {tmp_path}/data, size: 4MiB}}
-        workload: {{rw: randwrite, numjobs: 4096, fio: {{verify: crc32c, verify_async: 64}}}}
+        workload: {{rw: randwrite, numjobs: 4096, fio: {{verify: 0, verify_async: 64}}}}
         """)
     code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, text)))
     assert code == 2 and "needs 266,241 processes and threads: fio's 266,241 (numjobs 4096 x (1 + verify_async 64) " \

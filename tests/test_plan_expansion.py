@@ -121,14 +121,14 @@ def test_targets_and_fio_lists_are_sweep_axes_too() -> None:
           b: {kind: path, path: ./b, size: 1m}
         workload:
           rw: [read, write]
-          fio: {thinktime: [0, 5], verify: md5}
+          fio: {thinktime: [0, 5], refill_buffers: 1}
         """
     )
     cases = cases_of(text)
     assert len(cases) == 2 * 2 * 2
     assert {(c.target.name, c.workload.rw, dict(c.workload.fio_options)["thinktime"]) for c in cases} == set(
         itertools.product(["a", "b"], ["read", "write"], ["0", "5"]))
-    assert all(dict(c.workload.fio_options)["verify"] == "md5" for c in cases)
+    assert all(dict(c.workload.fio_options)["refill_buffers"] == "1" for c in cases)
 
 
 def test_workload_size_overrides_the_target_size() -> None:

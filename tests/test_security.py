@@ -40,9 +40,13 @@ HOSTILE_VALUES = ("mmapshared:/etc/passwd", "/dev/sda", "/etc/shadow", "1:/tmp/x
 BINDING = JobBinding(options=(("directory", "/tmp/x"), ("filename_format", FILENAME_FORMAT)))
 
 
+# an option that a plan may give only with another beside it (`config.fio_checks.check_fio_meanings`)
+COMPANIONS = {"latency_target": "\n    latency_run: 1"}
+
+
 def _job_texts(name: str, value: str, engine: str = "libaio") -> list[str] | None:
     """The job files a plan with ``name: value`` would run, or None when the plan is refused."""
-    text = PLAN.format(engine=engine, name=name, value=f"'{value}'")
+    text = PLAN.format(engine=engine, name=name, value=f"'{value}'" + COMPANIONS.get(name, ""))
     try:
         loaded = load_plan_text(text, "sec.yaml")
         return [render_job(case, BINDING, 0) for case in expand(loaded)]
@@ -278,8 +282,10 @@ def test_the_nfs_clean_up_splits_its_names_and_an_older_fio_is_held_to_its_own_b
     """16 clients of 64 jobs had put 1,024 names on one `filename=` line, which the line limit then refused in the
     lab session's clean-up (a traceback after the results, the files left): a section per batch that fits. A fio
     before 3.15 reads 4,096 characters a line: `plan` holds it to 4,000."""
+    from storbench.fio.nfs_jobs import render_nfs_removal_job
+
     from storbench.checks import check_job_texts
-    from storbench.fio.jobfile import MAX_JOB_LINE, render_nfs_removal_job
+    from storbench.fio.jobfile import MAX_JOB_LINE
     from storbench.targets.base import PreparedTarget
 
     names = [f"storbench.c{c}.{j}.0" for c in range(1, 17) for j in range(64)]

@@ -395,6 +395,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 outcome = replace(outcome, error=f"{outcome.error}; cluster health: {health}")
             run.store.save_repetition(run.run_id, item.case, item.rep_index, outcome,
                                       (*prepared.details, *item.case.lab.pairs()), telemetry)
+            clear_left_files(prepared, item.case, after=True)  # an NFS export's: none stays there after the run
             if lost is not None:
                 observer.repetition_finished(item, position, outcome)
                 raise UserError(f"{lost.said}: the run stops rather than measure a broken lab", hint=lost.hint)

@@ -35,7 +35,7 @@ from storbench.targets.local import (
     remove_test_files,
     test_file_names,
 )
-from storbench.targets.nfs import remove_laid_out
+from storbench.targets.nfs import clear_nfs_metadata_files, remove_laid_out
 from storbench.targets.registry import LabEnvironment, by_target, prepare_target
 from storbench.targets.s3 import Removal, RunObjects, is_run_object_prefix, remove_objects, service_of
 from storbench.telemetry.recorder import SYSTEM_CEPH_SOCKETS
@@ -254,13 +254,19 @@ def claim_run_test_files(targets: Mapping[str, PreparedTarget], cases: Sequence[
                             hint="remove it; storbench only writes test files it created itself")
 
 
-def clear_left_files(prepared: PreparedTarget, case: Case) -> int:
-    """Before a repetition of a create or of the metadata cycle on a directory of this machine: the files an earlier
-    repetition left in its operation's directory removed (`targets.local.empty_operation_dir`), so every create
-    makes its files. On fio servers and NFS exports they are not reached from here."""
-    directory = dict(prepared.details).get("directory")
-    if (case.workload.rw not in ("create", "metadata") or directory is None or prepared.laid_out
-            or dict(prepared.details).get("checked") == "on the fio servers"):
+def clear_left_files(prepared: PreparedTarget, case: Case, *, after: bool = False) -> int:
+    """Before a repetition of a create or of the metadata cycle (``after``: after a repetition of any metadata
+    operation on an NFS export, so that none stays there): the files an earlier repetition left in its operation's
+    directory removed (`targets.local.empty_operation_dir`; on an NFS export by name, `targets.nfs`), so every
+    create makes its files. On fio servers they are not reached from here."""
+    details = dict(prepared.details)
+    if not is_metadata(case.workload.rw) or (case.workload.rw not in ("create", "metadata") and not after):
+        return 0
+    if details.get("kind") == "nfs" and prepared.binding.external_engine is not None:
+        clear_nfs_metadata_files(prepared, case)
+        return 0
+    directory = details.get("directory")
+    if after or directory is None or prepared.laid_out or details.get("checked") == "on the fio servers":
         return 0
     return empty_operation_dir(Path(directory), case.workload.rw)
 

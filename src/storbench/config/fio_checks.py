@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from fractions import Fraction
 
+from storbench.config.schema import PlanConfig
 from storbench.config.source import PlanSource
 from storbench.config.values import FIO_OPTION_NAME_RE, MANAGED_FIO_OPTIONS, FioScalar
 from storbench.config.workload import fio_value_text
@@ -21,9 +22,10 @@ from storbench.fio.allowlist import (
     value_refusal,
 )
 from storbench.fio.jobfile import is_safe_job_value
-from storbench.units import MAX_SIZE_BYTES
+from storbench.model import is_size_based
+from storbench.units import MAX_SIZE_BYTES, duration_range_s
 
-__all__ = ["check_fio_options"]
+__all__ = ["check_fio_meanings", "check_fio_options"]
 
 
 def fio_option_refusal(name: str, where: str) -> UserError:
@@ -86,3 +88,48 @@ def fio_size_refusal(name: str, text: str) -> str | None:
             return (f"value {text!r} is not allowed for '{name}': {number}{unit} is larger than the largest size fio "
                     f"and storbench take ({MAX_SIZE_BYTES} bytes, 8EiB less one byte)")
     return None
+
+
+# what fio does with these on a time-based job (run to its runtime) that the figures would not say
+TIME_BASED_MEANINGS = {
+    "number_ios": "fio runs a time-based job to its runtime whatever number_ios says (the case's label would claim "
+                  "a count that never applied)",
+    "verify": "a time-based job verifies what it wrote each time it has written its size, then starts again, and "
+              "the verify reads are counted as the job's reads (a write case gets read figures; both rates over "
+              "their own phases add up to more than it did)",
+}
+
+
+def check_fio_meanings(config: PlanConfig, source: PlanSource) -> None:
+    """Allowed options whose values fio takes in another sense than the figures would tell: on a time-based job
+    (`TIME_BASED_MEANINGS`); `latency_target`, whose depth search ends the job early unless `latency_run=1`; a
+    `startdelay` range with numjobs clones (each clone draws its own delay, and their rates are added as if they
+    ran together)."""
+    fio, workload = config.workload.fio, config.workload
+
+    def values(name: str) -> list[str]:  # an option's values as its job lines write them (a list sweeps)
+        given = fio.get(name)
+        return [fio_value_text(v) for v in (given if isinstance(given, list) else [given]) if v is not None]
+
+    timed = [rw for rw in workload.rw if not is_size_based(rw)]
+    for name, reason in TIME_BASED_MEANINGS.items():
+        if timed and any(value not in ("0", "none") for value in values(name)):
+            raise UserError(f"workload.fio.{name} with rw: {timed[0]}: {reason}",
+                            where=source.where(("workload", "fio", name)),
+                            hint="drop it, or measure a size-based workload (a metadata or object operation) with it")
+    if "latency_target" in fio and values("latency_run") != ["1"]:
+        raise UserError("workload.fio.latency_target: fio searches the queue depth that meets it, then measures one "
+                        "latency_window and ends the job, long before its runtime (and at a depth the plan does not "
+                        "name)", where=source.where(("workload", "fio", "latency_target")),
+                        hint="add latency_run: 1 (fio keeps searching for the whole runtime), or sweep iodepth, or "
+                        "use search: with a latency objective")
+    for value in values("startdelay"):
+        try:
+            low, high = duration_range_s(value)
+        except ValueError:
+            continue
+        if low != high and max(workload.numjobs) > 1:
+            raise UserError(f"startdelay {value} draws each of numjobs {max(workload.numjobs)} clones' "
+                            "start apart, and their rates are added as if they ran together",
+                            where=source.where(("workload", "fio", "startdelay")),
+                            hint="give one startdelay (e.g. 10s), or numjobs: 1")

@@ -24,7 +24,7 @@ from storbench.config.checks import (
     _check_steady_state,
     _check_writes,
 )
-from storbench.config.fio_checks import check_fio_options
+from storbench.config.fio_checks import check_fio_meanings, check_fio_options
 from storbench.config.operation_checks import _check_metadata, _check_objects, _check_trim, _check_volume_operations
 from storbench.config.plan_yaml import PlanLoader, check_yaml_limits
 from storbench.config.schema import PlanConfig
@@ -323,6 +323,7 @@ def load_plan_text(text: str, source_name: str) -> LoadedPlan:
             raise UserError(f"target name {name!r} must be letters, digits, '_', '.' or '-'",
                             where=source.where(("targets", name)), hint="rename the target, e.g. 'my-disk'")
     check_fio_options(config.workload.fio, source)
+    check_fio_meanings(config, source)
     _check_engines(config, source)
     _check_lab(config, source)
     _check_adaptive(config, source)

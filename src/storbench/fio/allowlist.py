@@ -15,10 +15,13 @@ from dataclasses import dataclass
 
 # ---- value grammars (whole-value matches; no '$', quotes, newlines or section brackets can pass) -------------
 
+# Sizes, percentages and durations are whole numbers, durations in the units fio knows: fio reads the number with
+# strtoll and its unit from what follows, so `rate=1.5m` was 1 byte/s, `offset=50.5%` 50 bytes, `startdelay=30sec`
+# 30 us and `thinktime=100ns` 100 us (`fio --debug=parse --parse-only` shows what fio stores)
 _NUM = r"[0-9]{1,15}(?:\.[0-9]{1,9})?"
-_SIZE = r"[0-9]{1,15}(?:\.[0-9]{1,6})?(?:[kKmMgGtTpP](?:i?[bB])?|[bB])?"
-_PCT = r"(?:100|[0-9]{1,2})(?:\.[0-9]{1,6})?"
-_DUR = r"[0-9]{1,15}(?:\.[0-9]{1,6})?(?:ns|us|usec|ms|msec|s|sec|m|min|h|d)?"
+_SIZE = r"[0-9]{1,15}(?:[kKmMgGtTpP](?:i?[bB])?|[bB])?"
+_PCT = r"(?:100|[0-9]{1,2})"
+_DUR = r"[0-9]{1,15}(?:us|usec|ms|msec|s|m|h|d)?"
 _CPUS = r"[0-9]{1,4}(?:-[0-9]{1,4})?(?:,[0-9]{1,4}(?:-[0-9]{1,4})?){0,255}"
 _DIST_ONE = (r"(?:random|zipf:" + _NUM + r"|pareto:" + _NUM + r"|gauss:" + _NUM + r"|normal:" + _NUM
              + r"(?::" + _NUM + r")?|zoned(?:_abs)?:" + _PCT + r"/(?:" + _SIZE + r"|" + _PCT + r"%?)"
@@ -256,7 +259,13 @@ def value_refusal(name: str, text: str) -> str | None:
     option = ALLOWED_FIO_OPTIONS[name]
     if option.grammar.accepts(text):
         return None
-    return f"value {text!r} is not allowed for '{name}': expected {option.grammar.name}"
+    whole = (" (fio reads whole numbers: it takes the digits before a '.' and drops the rest, so write 1536k for "
+             "1.5m, 500us for 0.5ms)" if re.search(r"[0-9]\.[0-9]", text) and option.grammar.pattern != _NUM
+             and "." not in option.grammar.example else "")
+    units = (" (fio's time units are us, ms, s, m, h and d: it reads a number with another, as 30sec or 100ns, in "
+             "its base unit, 30sec as 30 us)"
+             if option.grammar in (DURATION, DURATION_RANGE) and re.search(r"[0-9](?:ns|sec|min)\b", text) else "")
+    return f"value {text!r} is not allowed for '{name}': expected {option.grammar.name}{whole}{units}"
 
 
 SIZED_GRAMMARS = (SIZE, SIZE_OR_PCT, RATE, BSSPLIT, BSRANGE, DISTRIBUTION)  # values that hold sizes

@@ -339,25 +339,6 @@ def render_layout_job(binding: JobBinding, size_bytes: int, numjobs: int, ioengi
     return "\n".join(lines) + "\n"
 
 
-def render_nfs_removal_job(url: str, engine: str, names: Sequence[str]) -> str:
-    """A job that deletes ``names`` (storbench's own test files, laid out by it) from the NFS export at ``url``
-    through storbench's NFS metadata engine: one unlink per file."""
-    if not names or not all(re.fullmatch(r"storbench\.[A-Za-z0-9.]+", n) for n in names):
-        raise ValueError("only storbench's own test file names are removed")
-    lines = ["; storbench: removing its test files", "[global]", job_line("ioengine", f"external:{engine}"),
-             job_line("nfsmeta_url", url), job_line("nfsmeta_op", "delete"), job_line("rw", METADATA_RW["delete"][1]),
-             job_line("bs", "4k"), job_line("filesize", "4k")]
-    batch: list[str] = []  # a section of names a line may hold (many clients' files had made one line too long)
-    for name in [*names, ""]:
-        if batch and (not name or len("filename=") + len(":".join([*batch, name])) > MAX_JOB_LINE):
-            lines += [f"[remove{len([x for x in lines if x.startswith('[remove')]) + 1}]",
-                      job_line("filename", ":".join(batch))]
-            batch = []
-        if name:
-            batch.append(name)
-    return "\n".join(lines) + "\n"
-
-
 def fio_command(fio_binary: str, job_path: str, output_path: str, extra: Sequence[str] = ()) -> tuple[str, ...]:
     """The argv that runs one job file and writes json+ to a private file (never parsed from stdout)."""
     return (fio_binary, "--output-format=json+", f"--output={output_path}", *extra, job_path)

@@ -10,7 +10,8 @@ from pathlib import Path
 from storbench.errors import UserError
 from storbench.execute.hosts import HostsExecutor
 from storbench.execute.local import LocalExecutor
-from storbench.fio.jobfile import JobBinding, client_binding, render_layout_job, render_nfs_removal_job
+from storbench.fio.jobfile import JobBinding, client_binding, render_layout_job
+from storbench.fio.nfs_jobs import render_nfs_clear_job, render_nfs_removal_job
 from storbench.fio.options import parse_engines
 from storbench.fio.parse import json_after_messages, parse_fio_json
 from storbench.model import Case, NfsTarget, is_metadata
@@ -18,6 +19,7 @@ from storbench.shell import interrupts_held, run
 from storbench.targets.base import FILENAME_FORMAT, PreparedTarget
 from storbench.trusted_files import trusted_program
 
+CLEAR_FILES_PER_S = 50.0  # the slowest a clearing job's unlinks are waited for (`clear_nfs_metadata_files`)
 # The fio build and its engine run as root: only from where nobody else could have put or changed them.
 UNTRUSTED_BUILD_HINT = ("build it as the user that runs storbench (sudo storbench setup --labs puts it in root's "
                         "cache), or set STORBENCH_FIO_NFS to a copy owned by root, mode 0755, in root's directories")
@@ -134,6 +136,17 @@ def remove_laid_out(prepared: PreparedTarget) -> tuple[int, str]:
     if removed < len(prepared.laid_out):
         return removed, " ".join((result.stderr_tail or "fio did not say why").split()[-12:])
     return removed, ""
+
+
+def clear_nfs_metadata_files(prepared: PreparedTarget, case: Case) -> None:
+    """The files a metadata operation of ``case`` may have left on the export (a phase its runtime cut, a
+    repetition killed) deleted by name through storbench's NFS engine (`fio.nfs_jobs.render_nfs_clear_job`): a
+    create over them would open them, and they would stay on the export. Given the time a fill of as many files
+    may take (`watchdog.fill_limit_s`'s rate for all jobs together)."""
+    w = case.workload
+    count = (w.files or 0) * w.numjobs * case.clients
+    binary = prepared.binding.fio_binary or nfs_fio_binary()
+    LocalExecutor(binary).run(render_nfs_clear_job(case, prepared.binding), timeout_s=60 + count / CLEAR_FILES_PER_S)
 
 
 def _lay_out_on_servers(spec: NfsTarget, binding: JobBinding, size: int, numjobs: int, servers: Sequence[str],
