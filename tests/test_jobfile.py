@@ -135,7 +135,7 @@ def test_the_nfs_clear_job_deletes_every_name_a_metadata_case_could_have_made() 
     case = Case("c1", NfsTarget("export", url="nfs://10.213.7.2/export", size_bytes=None),
                 WorkloadPoint("metadata", 4096, 1, 3, 5.0, 0.0, False, NFS_METADATA_ENGINE, files=60), clients=2)
     text = render_nfs_clear_job(case, binding)
-    assert "nfsmeta_op=delete\n" in text and "continue_on_error=all\n" in text and "nrfiles=60\n" in text
+    assert "nfsmeta_op=delete\n" in text and "nfsmeta_missing_ok=1\n" in text and "nrfiles=60\n" in text
     assert "numjobs=3\n" in text and "ioengine=external:/cache/storbench-nfsmeta.so\n" in text
     for client in (1, 2):  # each client's own names, in the cycle's directory
         assert f"[clear{client}]\nnfsmeta_url=nfs://10.213.7.2/export\n" \

@@ -11,15 +11,18 @@ import shutil
 import sqlite3
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from helpers import run_cli, stored_repetitions, write_plan
+from storbench.config import load_plan_text
 from storbench.errors import UserError
 from storbench.lab.nfs import NfsLab
 from storbench.lab.nfs_conf import ANONYMOUS_UID, NAMESPACE, nfs_url
 from storbench.lab.process import pids_with
+from storbench.plan import expand
 from storbench.shell import run
 
 
@@ -159,6 +162,23 @@ def test_metadata_operations_on_an_nfs_export_through_libnfs(lab_dir: Path, tmp_
     export = lab_dir / "nfs" / "export"
     assert export.is_dir() and list(export.iterdir()) == [], list(export.rglob("*"))[:5]
     assert "ganesha.nfsd" in out  # the server's CPU in the verdicts
+    # what a cut delete phase left (some of the files, the first not among them) goes by name, none made again
+    from storbench.lab.nfs import NfsLab
+    from storbench.targets.nfs import clear_nfs_metadata_files, prepare_nfs_target
+
+    info = NfsLab(lab_dir / "nfs").info()
+    assert info is not None
+    cycle = next(c for c in expand(load_plan_text(META_PLAN, "p.yaml"))
+                 if c.workload.rw == "metadata" and c.workload.numjobs == 3)
+    cycle = replace(cycle, target=replace(cycle.target, url=info.url))
+    left = export / "storbench-files" / "metadata"
+    left.mkdir(parents=True)
+    for name in ("storbench.0.7", "storbench.0.59", "storbench.1.3", "storbench.2.0", "someone-elses"):
+        (left / name).write_text("")
+    for path in (left.parent, left, *left.iterdir()):  # as the NFS clients made them
+        os.chown(path, ANONYMOUS_UID, ANONYMOUS_UID)
+    clear_nfs_metadata_files(prepare_nfs_target(cycle.target, info.url, [cycle]), cycle)
+    assert sorted(p.name for p in left.iterdir()) == ["someone-elses"]  # storbench's names only
 
 
 FAULT_PLAN = """

@@ -282,10 +282,9 @@ def test_the_nfs_clean_up_splits_its_names_and_an_older_fio_is_held_to_its_own_b
     """16 clients of 64 jobs had put 1,024 names on one `filename=` line, which the line limit then refused in the
     lab session's clean-up (a traceback after the results, the files left): a section per batch that fits. A fio
     before 3.15 reads 4,096 characters a line: `plan` holds it to 4,000."""
-    from storbench.fio.nfs_jobs import render_nfs_removal_job
-
     from storbench.checks import check_job_texts
     from storbench.fio.jobfile import MAX_JOB_LINE
+    from storbench.fio.nfs_jobs import render_nfs_removal_job
     from storbench.targets.base import PreparedTarget
 
     names = [f"storbench.c{c}.{j}.0" for c in range(1, 17) for j in range(64)]

@@ -41,7 +41,7 @@ def render_nfs_clear_job(case: Case, binding: JobBinding) -> str:
              job_line("ioengine", f"external:{binding.external_engine}"), job_line("nfsmeta_op", "delete"),
              job_line("rw", METADATA_RW["delete"][1]), job_line("bs", "4k"), job_line("filesize", "4k"),
              job_line("iodepth", "1"), job_line("numjobs", str(w.numjobs)), job_line("nrfiles", str(w.files)),
-             job_line("continue_on_error", "all")]
+             job_line("nfsmeta_missing_ok", "1")]
     for index in range(1, case.clients + 1):
         own = dict(metadata_binding(client_binding(binding, index) if case.clients > 1 else binding, w.rw).options)
         lines += [f"[clear{index}]", job_line("nfsmeta_url", own["nfsmeta_url"]),

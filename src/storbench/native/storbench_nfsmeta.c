@@ -31,6 +31,7 @@ struct nfsmeta_options {
 	void *pad;
 	char *nfs_url;
 	unsigned int op;
+	unsigned int missing_ok;
 };
 
 struct nfsmeta_data {
@@ -61,6 +62,16 @@ static struct fio_option options[] = {
 			{ .ival = "stat", .oval = OP_STAT, .help = "nfs_stat64 each file" },
 			{ .ival = "delete", .oval = OP_DELETE, .help = "nfs_unlink each file" },
 		},
+		.category = FIO_OPT_C_ENGINE,
+		.group = FIO_OPT_G_INVALID,
+	},
+	{
+		.name = "nfsmeta_missing_ok",
+		.lname = "nfsmeta_missing_ok",
+		.type = FIO_OPT_BOOL,
+		.off1 = offsetof(struct nfsmeta_options, missing_ok),
+		.help = "delete: a file that is not there is no error (storbench's clearing of what a job may have left)",
+		.def = "0",
 		.category = FIO_OPT_C_ENGINE,
 		.group = FIO_OPT_G_INVALID,
 	},
@@ -167,6 +178,10 @@ static int nfsmeta_open(struct thread_data *td, struct fio_file *f)
 		break;
 	default:
 		ret = nfs_unlink(data->nfs, f->file_name);
+		/* clearing: a file that is not there is cleared already, and so is one whose directory another job
+		 * removed once it was empty (ESTALE: its handle gone) */
+		if ((ret == -ENOENT || ret == -ESTALE) && o->missing_ok)
+			ret = 0;
 		break;
 	}
 	if (ret) {

@@ -146,7 +146,13 @@ def clear_nfs_metadata_files(prepared: PreparedTarget, case: Case) -> None:
     w = case.workload
     count = (w.files or 0) * w.numjobs * case.clients
     binary = prepared.binding.fio_binary or nfs_fio_binary()
-    LocalExecutor(binary).run(render_nfs_clear_job(case, prepared.binding), timeout_s=60 + count / CLEAR_FILES_PER_S)
+    done = LocalExecutor(binary).run(render_nfs_clear_job(case, prepared.binding),
+                                     timeout_s=60 + count / CLEAR_FILES_PER_S)
+    if done.timed_out or done.returncode != 0:
+        tail = " ".join((done.stderr_tail or "fio did not say why").split()[-16:])
+        raise UserError(f"target '{prepared.spec.name}': clearing what its metadata operations left on the export "
+                        f"failed: {tail}", hint="storbench setup --labs builds the NFS engine again (an engine built "
+                        "before it could clear is refused by fio)")
 
 
 def _lay_out_on_servers(spec: NfsTarget, binding: JobBinding, size: int, numjobs: int, servers: Sequence[str],
