@@ -242,8 +242,8 @@ MAX_LOG_CHARS = 16 << 20
 
 def timeline_lines(window_ms: int) -> list[str]:
     """The options that make fio log the I/O window by window, on the wall clock (`fio.logs`), for a repetition
-    with faults: an I/O error during a fault is counted (fio's ``total_err``), not the end of the job
-    (``continue_on_error=io``)."""
+    with faults: fio goes on past an I/O error during a fault (``continue_on_error=io``), its timeline whole; it
+    then reports that error as the job's, and the repetition is judged failed (`fio.outcome.client_fault`)."""
     return [job_line("write_iops_log", TIMELINE_LOG), job_line("write_lat_log", TIMELINE_LOG),
             job_line("log_avg_msec", str(window_ms)), job_line("log_max_value", "1"), job_line("log_unix_epoch", "1"),
             job_line("continue_on_error", "io")]
