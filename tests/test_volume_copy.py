@@ -1,49 +1,111 @@
-"""The volume lab's lying copy (`lose-writes`), without the lab: the copy is kept from the file served into the
-slot not served, and a copy that fails leaves nothing a later `serve_copy` could serve (it had served the copy of
-two repetitions before, or a partial file)."""
+"""The volume lab's lying copy (`lose-writes`), without FUSE: the pacer's snapshot holds the file as it was at its
+moment, whatever is written while it is copied (a `cp` of the live file had held the blocks it reached last as they
+were when it got there: the checking writer's, past fio's region, with the writes the lie should have lost); and the
+lab serves only a copy the pacer took for this keeping, never one that failed or an earlier one."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from storbench.errors import UserError
-from storbench.lab import volume
+from storbench.lab import pacer, volume
+from storbench.lab.pacer import SNAPSHOT_BLOCK, Snapshot
+
+BLOCKS = 8
 
 
-def _lab(tmp_path: Path, served: str | None) -> volume.VolumeLab:
+def _source(tmp_path: Path) -> tuple[int, list[bytes]]:
+    """A served file of BLOCKS blocks, block 3 all zeros (a hole in the copy), the others each its own bytes."""
+    blocks = [bytes(SNAPSHOT_BLOCK) if i == 3 else bytes([i + 1]) * SNAPSHOT_BLOCK for i in range(BLOCKS)]
+    path = tmp_path / "volume.img"
+    path.write_bytes(b"".join(blocks))
+    return os.open(path, os.O_RDWR), blocks
+
+
+def test_a_snapshot_holds_the_file_as_it_was_at_its_moment(tmp_path: Path) -> None:
+    source, before = _source(tmp_path)
+    try:
+        snapshot = Snapshot(source, str(tmp_path / "copy.img"), BLOCKS * SNAPSHOT_BLOCK)
+
+        def write(offset: int, data: bytes) -> None:  # as the pacer's write does: its blocks kept, then written
+            snapshot.before_write(offset, len(data))
+            os.pwrite(source, data, offset)
+
+        write(6 * SNAPSHOT_BLOCK + 100, b"late")  # a block the copy has not reached: a cp would have copied this
+        assert not snapshot.step(2)  # blocks 0 and 1 kept
+        write(0, b"after")  # a block kept already
+        write(5 * SNAPSHOT_BLOCK - 2, b"span")  # across blocks 4 and 5
+        write(3 * SNAPSHOT_BLOCK, b"into the hole")
+        assert snapshot.finish() == ""
+        assert (tmp_path / "copy.img").read_bytes() == b"".join(before)  # every block as it was at the moment
+        now = os.pread(source, BLOCKS * SNAPSHOT_BLOCK, 0)
+        assert now[:5] == b"after" and now[6 * SNAPSHOT_BLOCK + 100:6 * SNAPSHOT_BLOCK + 104] == b"late"
+    finally:
+        os.close(source)
+
+
+def test_a_snapshot_with_no_room_is_no_copy_and_the_writes_go_on(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    source, _ = _source(tmp_path)
+    try:
+        snapshot = Snapshot(source, str(tmp_path / "copy.img"), BLOCKS * SNAPSHOT_BLOCK)
+
+        def no_room(fd: int, data: bytes, offset: int) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(pacer.os, "pwrite", no_room)
+        snapshot.before_write(0, 4096)  # the volume's own write is not stopped by it
+        assert snapshot.finish() == "No space left on device"
+    finally:
+        os.close(source)
+
+
+def _lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str) -> volume.VolumeLab:
+    """A volume lab whose pacer answers a snapshot with ``answer``: "taken", "failed" or nothing ("")."""
     lab = volume.VolumeLab(tmp_path / "volume")
     lab.root.mkdir(parents=True)
-    lab.backing.write_bytes(b"now")
-    lab.rates.write_text(json.dumps({"backing": served}))
+    lab.rates.write_text(json.dumps({"iops": 100}))
+
+    def control(self: volume.VolumeLab, **changes: object) -> None:
+        lab.rates.write_text(json.dumps({**json.loads(lab.rates.read_text()), **changes}))
+        if "snapshot" in changes and answer:
+            copy = Path(str(changes["snapshot"]))
+            copy.write_bytes(b"kept")
+            Path(f"{copy}.{answer}").write_text(str(changes["snapshot_id"]) if answer == "taken" else "no room")
+
+    monkeypatch.setattr(volume.VolumeLab, "_control", control)
+    monkeypatch.setattr(volume, "SNAPSHOT_WAIT_S", 0.2)
     return lab
 
 
-def test_a_copy_is_kept_from_the_file_served_into_the_slot_not_served(tmp_path: Path) -> None:
-    lab = _lab(tmp_path, None)
+def test_the_lab_serves_the_copy_the_pacer_took_for_this_keeping_only(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    lab = _lab(tmp_path, monkeypatch, "taken")
+    with pytest.raises(UserError, match="no copy kept to serve"):
+        lab.serve_copy()
     lab.keep_copy()
-    assert lab.copies[0].read_bytes() == b"now"
-    lab.rates.write_text(json.dumps({"backing": str(lab.copies[0])}))  # served since the first lie
-    lab.copies[0].write_bytes(b"after the first lie")
-    lab.keep_copy()
-    assert lab.copies[1].read_bytes() == b"after the first lie" and lab.copies[0].read_bytes() == b"after the first lie"
+    lab.serve_copy()
+    assert json.loads(lab.rates.read_text())["backing"] == str(lab.copies[0])
+    lab.keep_copy()  # the next lie keeps its copy in the slot not served
+    assert json.loads(lab.rates.read_text())["snapshot"] == str(lab.copies[1])
+    # a copy taken for an earlier keeping (its id another) is not served
+    control = json.loads(lab.rates.read_text())
+    lab.rates.write_text(json.dumps({**control, "snapshot_id": "another"}))
+    with pytest.raises(UserError, match="no copy kept to serve"):
+        lab.serve_copy()
 
 
-def test_a_copy_that_fails_leaves_nothing_to_serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    lab = _lab(tmp_path, str(tmp_path / "volume" / "copy-1.img"))
-    lab.copies[0].write_bytes(b"served")
-    lab.copies[1].write_bytes(b"two repetitions old")
-
-    def no_room(command: list[str], timeout_s: float) -> str:
-        Path(command[-1]).write_bytes(b"par")  # what cp wrote before it ran out of room
-        raise UserError("cp: error writing: No space left on device")
-
-    monkeypatch.setattr(volume, "run", no_room)
-    with pytest.raises(UserError, match="No space left"):
+@pytest.mark.parametrize(("answer", "says"), [("failed", "the copy of its data was not kept: no room"),
+                                              ("", "the pacer did not take the copy of its data")])
+def test_a_copy_not_taken_is_said_and_leaves_nothing_to_serve(answer: str, says: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    lab = _lab(tmp_path, monkeypatch, answer)
+    with pytest.raises(UserError, match=says):
         lab.keep_copy()
-    assert not lab.copies[1].exists() and lab.copies[0].read_bytes() == b"served"
-    assert [p.name for p in lab.root.iterdir() if "partial" in p.name] == []
     with pytest.raises(UserError, match="no copy kept to serve"):
         lab.serve_copy()

@@ -25,7 +25,7 @@ import os
 import signal
 import stat
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 FILE_NAME = "volume"  # the one file in the mount: the loop device's backing file
@@ -97,6 +97,9 @@ class Control:
     bw_bytes_per_s: float | None = None
     frozen: bool = False
     backing: str | None = None
+    # take a copy of the file served, as it is at this moment, into this file (`Snapshot`); its id names the taking
+    snapshot: str | None = None
+    snapshot_id: str | None = None
 
 
 def read_control(text: str) -> Control:
@@ -107,9 +110,73 @@ def read_control(text: str) -> Control:
         value = raw.get(name)
         return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
-    backing = raw.get("backing")
-    return Control(rate("iops"), rate("bw_bytes_per_s"), raw.get("frozen") is True,
-                   backing if isinstance(backing, str) and backing else None)
+    def named(name: str) -> str | None:
+        value = raw.get(name)
+        return value if isinstance(value, str) and value else None
+
+    return Control(rate("iops"), rate("bw_bytes_per_s"), raw.get("frozen") is True, named("backing"),
+                   named("snapshot"), named("snapshot_id"))
+
+
+SNAPSHOT_BLOCK = 1 << 16  # what a snapshot keeps at a time
+_ZEROS = bytes(SNAPSHOT_BLOCK)
+
+
+class Snapshot:
+    """A copy of the file served as it was at one moment, taken beside the I/O: before a write lands on a block not
+    kept yet, that block's old bytes are kept first (`before_write`), and the rest is copied a few blocks at a time
+    (`step`). A copy made by reading the live file (`cp`) would hold whatever was written while it read, the
+    blocks it reached last (a checking writer's, past fio's region) the latest. Blocks of zeros stay holes."""
+
+    def __init__(self, source_fd: int, path: str, size: int) -> None:
+        self.source_fd, self.path, self.size = source_fd, path, size
+        self.kept = bytearray(-(-size // SNAPSHOT_BLOCK))
+        self.next = 0  # the first block `step` has not looked at
+        self.failed = ""
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        os.ftruncate(self.fd, size)
+
+    def _keep(self, block: int) -> None:
+        if self.kept[block] or self.failed:
+            return
+        try:
+            data = os.pread(self.source_fd, SNAPSHOT_BLOCK, block * SNAPSHOT_BLOCK)
+            if data != _ZEROS[:len(data)]:
+                os.pwrite(self.fd, data, block * SNAPSHOT_BLOCK)
+        except OSError as exc:  # no room for the copy: it is no copy, and the writes go on
+            self.failed = exc.strerror or str(exc)
+            return
+        self.kept[block] = 1
+
+    def before_write(self, offset: int, length: int) -> None:
+        for block in range(offset // SNAPSHOT_BLOCK, min(len(self.kept), (offset + max(length, 1) - 1)
+                                                         // SNAPSHOT_BLOCK + 1)):
+            self._keep(block)
+
+    def step(self, blocks: int = 64) -> bool:
+        """Keep the next ``blocks`` blocks; True when every block is kept (or the copy failed)."""
+        end = min(len(self.kept), self.next + blocks)
+        for block in range(self.next, end):
+            self._keep(block)
+        self.next = end
+        return self.next >= len(self.kept) or bool(self.failed)
+
+    def finish(self) -> str:
+        """Every block kept and the copy on disk; "" or why it is no copy."""
+        while not self.step(4096):
+            pass
+        if not self.failed:
+            try:
+                os.fsync(self.fd)
+            except OSError as exc:
+                self.failed = exc.strerror or str(exc)
+        self.close()
+        return self.failed
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def read_rates(text: str) -> tuple[float | None, float | None]:
@@ -122,6 +189,12 @@ def read_rates(text: str) -> tuple[float | None, float | None]:
 class _Open:
     fd: int  # the file served now
     path: str
+
+
+@dataclass
+class _Taking:
+    snapshot: Snapshot | None = None  # the snapshot being copied (None: none, or it was served)
+    snapshot_id: str | None = None  # the id of the last one asked for (taken or failed)
 
 
 def serve(backing: str, mount: str, rates: str) -> None:
@@ -172,6 +245,7 @@ def serve(backing: str, mount: str, rates: str) -> None:
 
     files = _Open(os.open(control.backing or backing, os.O_RDWR), control.backing or backing)
     size = os.fstat(files.fd).st_size
+    taking = _Taking()
     file_inode = pyfuse3.ROOT_INODE + 1
 
     class PacedVolume(pyfuse3.Operations):
@@ -217,6 +291,8 @@ def serve(backing: str, mount: str, rates: str) -> None:
 
         async def write(self, fh: int, off: int, buf: bytes) -> int:
             await paced(len(buf))
+            if taking.snapshot is not None:  # the blocks it lands on, as they were at the snapshot's moment
+                taking.snapshot.before_write(off, len(buf))
             return os.pwrite(files.fd, buf, off)
 
         async def fsync(self, fh: int, datasync: bool) -> None:
@@ -230,28 +306,60 @@ def serve(backing: str, mount: str, rates: str) -> None:
             data.f_namemax = 255
             return data
 
-    def apply(new: Control) -> None:
+    def apply(new: Control, nursery: trio.Nursery) -> None:
         nonlocal thawed
         if bucket.set_rates(new.iops, new.bw_bytes_per_s) or new.frozen:  # waiting I/Os take the new caps, or wait
             for scope in list(waiting):  # for the thaw
                 scope.cancel()
+        if new.snapshot and new.snapshot_id and new.snapshot_id != taking.snapshot_id:
+            take_snapshot(new.snapshot, new.snapshot_id, nursery)
         if new.backing and new.backing != files.path:
-            old = files.fd
-            files.fd, files.path = os.open(new.backing, os.O_RDWR), new.backing
-            os.close(old)
+            snapshot = taking.snapshot
+            if snapshot is not None and snapshot.path == new.backing:  # served from now: every block kept first
+                failed = snapshot.finish()
+                taking.snapshot = None
+                if failed:  # no whole copy to serve: the file served stays (the lab said so when it failed)
+                    Path(f"{new.backing}.failed").write_text(failed)
+                    new = replace(new, backing=None)
+            if new.backing:
+                old = files.fd
+                files.fd, files.path = os.open(new.backing, os.O_RDWR), new.backing
+                os.close(old)
         if new.frozen and thawed.is_set():
             thawed = trio.Event()
         elif not new.frozen:
             thawed.set()
 
+    def take_snapshot(path: str, snapshot_id: str, nursery: trio.Nursery) -> None:
+        """A snapshot of the file served from this moment (`Snapshot`), said taken in ``path``.taken (its id), or
+        failed in ``path``.failed; copied a few blocks at a time beside the I/O."""
+        if taking.snapshot is not None:  # an earlier one never served: dropped
+            taking.snapshot.close()
+        taking.snapshot, taking.snapshot_id = None, snapshot_id
+        try:
+            snapshot = Snapshot(files.fd, path, size)
+        except OSError as exc:
+            Path(f"{path}.failed").write_text(exc.strerror or str(exc))
+            return
+        taking.snapshot = snapshot
+        Path(f"{path}.taken").write_text(snapshot_id)
+
+        async def copier() -> None:
+            while taking.snapshot is snapshot and not snapshot.step():
+                await trio.sleep(0)
+            if taking.snapshot is snapshot and snapshot.failed:
+                Path(f"{path}.failed").write_text(snapshot.failed)
+
+        nursery.start_soon(copier)
+
     async def run() -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(pyfuse3.main, 1, 4096)
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-                apply(current())  # a change sent while SIGHUP was ignored
+                apply(current(), nursery)  # a change sent while SIGHUP was ignored
                 async for signum in signals:
                     if signum == signal.SIGHUP:
-                        apply(current())
+                        apply(current(), nursery)
                         continue
                     nursery.cancel_scope.cancel()
                     break

@@ -24,6 +24,7 @@ import os
 import signal
 import sys
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -62,6 +63,7 @@ DEFAULT_LAB_DIR = default_lab_dir()
 
 
 PACER_START_S = 20  # the pacer's mount appears within this
+SNAPSHOT_WAIT_S = 5.0  # the pacer says it took a copy within this (it reads its control file on SIGHUP)
 
 
 class VolumeLab(LabRoot):
@@ -217,25 +219,40 @@ class VolumeLab(LabRoot):
         return served, next(copy for copy in self.copies if copy != served)
 
     def keep_copy(self) -> None:
-        """Copy the volume's data as it is now, from the file served, into the slot not served (the copy a lying
-        volume will later serve): the slot's earlier copy removed first and the new one renamed in whole, so a copy
-        that fails (no room, too slow) leaves nothing a later `serve_copy` could serve."""
-        served, spare = self._slots()
-        partial = spare.with_suffix(".partial")
-        spare.unlink(missing_ok=True)
-        partial.unlink(missing_ok=True)
-        try:
-            run(["cp", "--sparse=always", str(served), str(partial)], timeout_s=300)
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
-        partial.rename(spare)
+        """Have the pacer take a copy of the file served, as it is at this moment, into the slot not served (the
+        copy a lying volume will later serve): a snapshot, each block kept before a write lands on it
+        (`lab.pacer.Snapshot`), so every write acknowledged after this moment is missing from it and every one
+        before is in it. Returns once the pacer says it took it; a copy that fails (no room) is said, and leaves
+        nothing a later `serve_copy` could serve."""
+        _, spare = self._slots()
+        for leftover in (spare, *self._markers(spare)):
+            leftover.unlink(missing_ok=True)
+        taking = uuid.uuid4().hex
+        self._control(snapshot=str(spare), snapshot_id=taking)
+        taken, failed = self._markers(spare)
+        deadline = time.monotonic() + SNAPSHOT_WAIT_S
+        while time.monotonic() < deadline:
+            if failed.exists():
+                raise UserError(f"volume lab: the copy of its data was not kept: {failed.read_text()[:200]}",
+                                hint=f"free space in {self.root.parent}")
+            if taken.exists() and taken.read_text() == taking:
+                return
+            time.sleep(0.01)
+        raise UserError(f"volume lab: the pacer did not take the copy of its data in {SNAPSHOT_WAIT_S:g} s",
+                        hint=f"see its log, {self.log}")
+
+    def _markers(self, copy: Path) -> tuple[Path, Path]:
+        """What the pacer writes beside a copy: that it took it (the taking's id), or why the copy failed."""
+        return copy.with_name(f"{copy.name}.taken"), copy.with_name(f"{copy.name}.failed")
 
     def serve_copy(self) -> None:
-        """Serve the copy kept earlier from now on: every write acknowledged since it was taken is gone, as on a
-        volume that lies — the test bed a durability check must catch."""
+        """Serve the copy kept earlier from now on (the pacer finishes it first): every write acknowledged since it
+        was taken is gone, as on a volume that lies — the test bed a durability check must catch."""
         _, kept = self._slots()
-        if not kept.exists():
+        taken, failed = self._markers(kept)
+        control = read_control(self.rates.read_text())
+        if (not kept.exists() or failed.exists() or not taken.exists() or control.snapshot != str(kept)
+                or taken.read_text() != control.snapshot_id):
             raise UserError("volume lab: no copy kept to serve", hint="keep a copy at the fault first")
         self._control(backing=str(kept))
 
