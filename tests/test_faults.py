@@ -522,7 +522,7 @@ def test_the_failover_verdict_counts_the_repetitions_a_stall_happened_in() -> No
     assert write_check_text(lost) == "145 lost, 44 stale (of 3,072 blocks)"
     # two repetitions could not be read back (the storage stopped taking writes): what was read is not all there was
     stuck = "its writes had not returned 60 s after the repetition ended: nothing read back"
-    reps = [SimpleNamespace(run_id=1, case=SimpleNamespace(case_id="c"), rep_index=i, write_check=check)
+    reps = [SimpleNamespace(run_id=1, case=SimpleNamespace(case_id="c"), rep_index=i, write_check=check, faults=())
             for i, check in enumerate((WriteCheck(1000, 4096, 0, 0, error=stuck),
                                        WriteCheck(1000, 4096, 0, 0, error=stuck),
                                        WriteCheck(1000, 4096, 450, 0, read_back=450)))]
@@ -536,9 +536,19 @@ def test_the_failover_verdict_counts_the_repetitions_a_stall_happened_in() -> No
     assert "1 repetition read back" in line and "; 2 not checked: its writes" in line, line
     # every checking write failed: "0 of 0 lost" had counted as a check, clean
     failed_all = [SimpleNamespace(run_id=1, case=SimpleNamespace(case_id="c"), rep_index=0,
-                                  write_check=WriteCheck(1000, 4096, 0, 800, read_back=0))]
+                                  write_check=WriteCheck(1000, 4096, 0, 800, read_back=0), faults=())]
     (none,) = point_write_checks(failed_all)  # type: ignore[arg-type]
     assert (none.checked, none.unchecked) == (0, 1) and write_check_text(none).startswith("not checked: no checking")
+    # a repetition whose fault (a lie's serving) was not done put no write at risk: its "0 lost" is no evidence
+    from storbench.model.fault_record import FaultRecord
+
+    undone = [SimpleNamespace(run_id=1, case=SimpleNamespace(case_id="c"), rep_index=i, write_check=WriteCheck(
+        1000, 4096, 400, 0, read_back=400), faults=(FaultRecord("lose-writes", "volume", False, 1.0),
+                                                    FaultRecord("lose-writes", "volume", True, 2.5, error=error)))
+        for i, error in enumerate(("", "volume lab: no copy kept to serve"))]
+    (half,) = point_write_checks(undone)  # type: ignore[arg-type]
+    assert (half.checked, half.unchecked, half.total.acknowledged) == (1, 1, 400), half
+    assert half.errors == ("its fault was not done, so no write was put at risk: volume lab: no copy kept to serve",)
     # two back (one of them after a degraded stretch), one not: each figure says which repetitions it is of
     mixed = point([4.9, 5.0, 4.9], degraded_pct=estimate([61.0]), end_pct=estimate([99.0, 101.0, 58.0]),
                   recovered=2, not_recovered=1, left_pct=estimate([58.0]))

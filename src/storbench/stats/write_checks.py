@@ -31,6 +31,7 @@ class PointWriteCheck:
 
 
 NONE_ACKNOWLEDGED = "no checking write was acknowledged (every one failed): nothing was read back against"
+FAULT_NOT_DONE = "its fault was not done, so no write was put at risk"
 
 
 def point_write_checks(repetitions: Sequence[StoredRepetition]) -> list[PointWriteCheck]:
@@ -41,9 +42,13 @@ def point_write_checks(repetitions: Sequence[StoredRepetition]) -> list[PointWri
             groups.setdefault((r.run_id, r.case.case_id), []).append(r)
     out = []
     for (run_id, case_id), found in groups.items():
-        checks = [r.write_check for r in found if r.write_check is not None]
-        # a repetition none of whose checking writes was acknowledged checked nothing: "0 of 0 lost" is no evidence
-        checks = [replace(c, error=NONE_ACKNOWLEDGED) if not c.error and c.acknowledged == 0 else c for c in checks]
+        # a repetition none of whose checking writes was acknowledged checked nothing: "0 of 0 lost" is no evidence;
+        # nor is one whose fault (or its undoing: a lie's serving) was not done, which put no write at risk
+        checks = [replace(r.write_check, error=NONE_ACKNOWLEDGED) if not r.write_check.error
+                  and r.write_check.acknowledged == 0 else
+                  replace(r.write_check, error=f"{FAULT_NOT_DONE}: {undone.error}") if not r.write_check.error
+                  and (undone := next((f for f in r.faults if f.error), None)) is not None else r.write_check
+                  for r in found if r.write_check is not None]
         read = [c for c in checks if not c.error]
         bad = next((r for r in found if r.write_check is not None and r.write_check.bad), None)
         first = checks[0]
