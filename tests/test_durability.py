@@ -227,3 +227,17 @@ def test_a_check_abandoned_when_the_lab_did_not_settle_counts_as_not_checked(tmp
             for i, check in enumerate(checks)]
     (point,) = point_write_checks(reps)
     assert point.checked == 2 and point.unchecked == 1 and point.errors == (checks[2].error,), point
+
+
+def test_a_writers_number_is_its_runs_sessions_and_places_so_a_resumed_session_never_reads_an_earlier_ones_block(
+        ) -> None:
+    """The writer had been the repetition's place in its session (1, 2, ...): a resumed session's first writer was
+    the killed session's first, and a block whose zeroing and new write were both lost read back as ok."""
+    from storbench.durability import Finding, Journal, block_content, classify, writer_id
+
+    killed, resumed = writer_id(7, "a1b2", 0), writer_id(7, "c3d4", 0)
+    assert killed != resumed and writer_id(7, "a1b2", 0) == killed and writer_id(7, "a1b2", 1) != killed
+    assert all(1 <= writer_id(run, "s", place) < 2**32 for run in range(50) for place in range(50))
+    earlier = block_content(killed, 3, 2, 4096)  # what the killed session's repetition left on block 3
+    assert classify(killed, 3, earlier, Journal(acknowledged=2)) == Finding.OK
+    assert classify(resumed, 3, earlier, Journal(acknowledged=2)) != Finding.OK  # never this writer's, ok

@@ -22,6 +22,7 @@ every block is read back and `classify` says what it holds against that:
 
 from __future__ import annotations
 
+import hashlib
 import struct
 import zlib
 from collections import Counter
@@ -34,6 +35,14 @@ MAGIC = b"SBv1"
 _STAMP = struct.Struct("<4sIQQI")  # magic, writer, block index, generation, sector number
 _CRC = struct.Struct("<I")
 STAMP_BYTES = _STAMP.size + _CRC.size
+
+
+def writer_id(*parts: object) -> int:
+    """A checking writer's number (1 to 2^32 - 1) from what names its repetition: the run, the session and the
+    repetition's place in it. A number that restarted at 1 in each session was the same in a resumed session, where
+    a block whose zeroing and new write were both lost then read as this repetition's, ok."""
+    digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:4], "little") % 0xFFFF_FFFF + 1
 
 
 class Finding(StrEnum):

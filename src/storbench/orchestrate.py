@@ -21,6 +21,7 @@ from storbench import __version__
 from storbench.checks import Checked, meminfo_bytes
 from storbench.config import LoadedPlan, RepeatConfig, plan_design, repeat_bounds, run_order
 from storbench.config.schema import PlanConfig
+from storbench.durability import writer_id
 from storbench.errors import UserError
 from storbench.events import LaidOut, LayoutFailed, PlanVersionAdded, PreconditionRan
 from storbench.execute.base import Executor, FioSetup, stored_job_text
@@ -342,7 +343,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             if recorder is not None:
                 recorder.start(executor.telemetry(item.case, config.telemetry.interval))
             case = item.case
-            checking = _checking_writer(config, prepared.check_place, writer=position + 1)
+            checking = _checking_writer(config, prepared.check_place, writer_id(run.run_id, run.session, position))
             watch = session.watch(case) if run.faults else None  # the lab's own state, through its settling
             try:
                 with watch or nullcontext():

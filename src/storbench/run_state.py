@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -110,6 +111,7 @@ class RunState:
     looks: dict[str, int] = field(default_factory=lambda: {"looked_at": -1, "stopped": 0})
     settled: set[str] = field(default_factory=set)  # steady_state: cases steady (or out of rounds) already
     cases: tuple[Case, ...] = ()  # every case of the plan (a search reads its group's stored points by them)
+    session: str = field(default_factory=lambda: secrets.token_hex(8))  # this session of the run, apart from others
 
     @property
     def faults(self) -> tuple[FaultStep, ...]:
