@@ -904,3 +904,17 @@ def test_a_checking_writer_must_stay_a_small_share_of_the_volumes_cap(volume: st
         return
     with pytest.raises(UserError, match=re.escape(says)):
         load_plan_text(text, "p.yaml")
+
+
+def test_a_read_back_short_of_its_acknowledged_writes_says_which_part_more_blocks_would_check() -> None:
+    """Blocks whose later write failed are left out of the read-back too, and no number of blocks checks them: the
+    line had sent every one of them to `check_writes` with more blocks."""
+    from storbench.model.fault_record import WriteCheck
+    from storbench.report.write_checks import none_lost_text
+
+    replaced = none_lost_text(WriteCheck(1000, 4096, 1_500, 0, read_back=1_000))
+    assert replaced.endswith("(500 of the 1,500 were followed by another write to their block and not checked: "
+                             "check_writes with more blocks, or fewer writes a second, reads back each)"), replaced
+    failing = none_lost_text(WriteCheck(1000, 4096, 1_500, 40, read_back=980))
+    assert "; 40 writes failed, and a block whose last write failed may hold that write, which no number of blocks " \
+        "changes)" in failing, failing

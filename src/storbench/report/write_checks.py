@@ -24,9 +24,11 @@ def none_lost_text(total: WriteCheck) -> str:
             "later one to its block is not checked)"
     if total.read_back >= n:
         return f"0 of {n:,} acknowledged writes lost (each read back)"
+    failed = (f"; {total.failed:,} writes failed, and a block whose last write failed may hold that write, which "
+              "no number of blocks changes" if total.failed else "")
     return (f"0 lost of the {total.read_back:,} acknowledged writes read back, each block's last "
             f"({n - total.read_back:,} of the {n:,} were followed by another write to their block and not checked: "
-            "check_writes with more blocks, or fewer writes a second, reads back each)")
+            f"check_writes with more blocks, or fewer writes a second, reads back each{failed})")
 
 
 def write_check_text(check: PointWriteCheck | None) -> str:
