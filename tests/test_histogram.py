@@ -105,3 +105,14 @@ def test_the_rank_a_percentile_must_reach_is_fios_own_in_long_double(counts: tup
     """fio compares each cumulative count with ``(long double) p / 100.0 * N``; in double arithmetic p99.9 had been a
     bin below fio's for 17 totals up to 2,000,000 (33,000 among them)."""
     assert LatencyHistogram((100, 200), counts).percentile_ns(percent) == fios_bin
+
+
+def test_a_percentile_in_fios_last_bin_is_shown_as_the_floor_it_is() -> None:
+    """fio's histogram ends at 17.11 s (bin 1855): a 40 s stall's I/O lands there, and p99.9 had read 17.1 s."""
+    from storbench.model import LatencyHistogram
+    from storbench.units import HISTOGRAM_LAST_BIN_NS, format_percentile_ns
+
+    stalled = LatencyHistogram.from_arrays([1_000_000, HISTOGRAM_LAST_BIN_NS], [999, 1])  # one I/O of 40 s
+    assert stalled.percentile_ns(99.95) == HISTOGRAM_LAST_BIN_NS
+    assert format_percentile_ns(stalled.percentile_ns(99.95)) == "≥17s"
+    assert format_percentile_ns(stalled.percentile_ns(50)) == "1ms" and format_percentile_ns(None) == "-"

@@ -26,7 +26,7 @@ from storbench.safe_text import safe_text
 from storbench.stats.bottleneck import BottleneckVerdict
 from storbench.stats.estimate import Estimate
 from storbench.stats.point_summary import PointSummary
-from storbench.units import format_latency_ns
+from storbench.units import format_latency_ns, format_percentile_ns
 
 
 def plain_cell(text: str, style: str = "") -> Text:
@@ -41,6 +41,11 @@ def _mean(estimate: Estimate | None, fmt: str = ",.0f", scale: float = 1.0) -> s
 
 def _lat(estimate: Estimate | None) -> str:
     return "-" if estimate is None else format_latency_ns(estimate.mean)
+
+
+def _pct(estimate: Estimate | None) -> str:
+    """A percentile's mean; in fio's last histogram bin a floor (`units.format_percentile_ns`)."""
+    return "-" if estimate is None else format_percentile_ns(estimate.mean)
 
 
 def _rate_text(value: float) -> str:
@@ -195,9 +200,9 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
                                          else _mean(p.metric("bw_bytes_per_s"), ",.1f", 1048576)),
         *((("% exp", "right", 2, expected_cell),) if with_expected else ()),
         ("lat mean", "right", 2, lambda p: _lat(p.metric("lat_mean_ns"))),
-        ("p95", "right", 3, lambda p: _lat(p.metric("lat_p95_ns"))),
-        ("p99", "right", 0, lambda p: _lat(p.metric("lat_p99_ns"))),
-        ("p99.9", "right", 3, lambda p: _lat(p.metric("lat_p999_ns"))),
+        ("p95", "right", 3, lambda p: _pct(p.metric("lat_p95_ns"))),
+        ("p99", "right", 0, lambda p: _pct(p.metric("lat_p99_ns"))),
+        ("p99.9", "right", 3, lambda p: _pct(p.metric("lat_p999_ns"))),
         ("cpu %", "right", 3, lambda p: _mean(p.metric("host_cpu_busy_pct"), ".0f")), ("disk %", "right", 3, disk),
         *((name, "right", TELEMETRY_PRIORITY.get(field, 4), lambda p, f=field, m=fmt: telemetry_cell(p.metric(f), m))
           for name, field, fmt in extra),
