@@ -829,7 +829,10 @@ def test_the_checking_writers_image_is_removed_only_when_storbench_made_it(lab_d
         assert refused.value.errno == errno.EEXIST and "storbench did not make it" in str(refused.value)
         theirs.discard()
         ours = RbdRegion(conf, "admin", "bench", "ours.check")
-        ours.prepare(1 << 20)  # made and marked
+        ours.prepare(1 << 20)  # made and marked, of small objects (a faulted OSD holds some of them)
+        info = json.loads(subprocess.run(["rbd", "-c", conf, "info", "--format", "json", "bench/ours.check"],
+                                         capture_output=True, text=True, check=True).stdout)
+        assert info["order"] == 16 and info["objects"] == 16, info
         again = RbdRegion(conf, "admin", "bench", "ours.check")
         again.prepare(1 << 20)  # as a killed run's leftover: removed and made again
         again.discard()

@@ -20,6 +20,8 @@ from typing import Protocol
 
 from storbench.ceph_client import CREATED_BY_KEY, RadosClient, checked
 
+CHECK_IMAGE_ORDER = 16  # the checking writer's RBD image: objects of 2^16 bytes
+
 
 class Region(Protocol):
     """The checking writer's blocks on some storage."""
@@ -151,7 +153,9 @@ class RbdRegion:
                 raise OSError(errno.EEXIST, f"image {self.pool}/{self.image} exists and storbench did not make it "
                               "(no storbench.created mark): left alone")
             client.rbd.rbd_remove(self._ioctx, name)
-        order = ctypes.c_int(0)
+        # objects of 64 KiB (order 16), not RBD's 4 MiB: the smallest region, 2,048 blocks of 4 KiB, had been 2
+        # objects, on 2 placement groups, which a faulted OSD could miss altogether; now 128 of them
+        order = ctypes.c_int(CHECK_IMAGE_ORDER)
         checked(client.rbd.rbd_create(self._ioctx, name, size_bytes, ctypes.byref(order)),
                 f"creating image {self.pool}/{self.image}")
         self._made = True
