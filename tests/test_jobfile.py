@@ -200,3 +200,21 @@ def test_a_failed_layout_says_why_in_a_few_words() -> None:
                                     "device\n") == ("fio exited 1: fio: pid=0, err=28/file:filesetup.c:240, "
                                                      "func=write, error=No space left on device")
     assert layout_failure(1, False, "") == "fio exited 1"
+
+
+def test_the_client_ceiling_is_measured_with_the_options_that_cost_this_client_cpu() -> None:
+    """The ceiling job dropped the case's pass-through options: refilled and compressed buffers, a block-size split
+    cost the client CPU that the null engine's ceiling then did not, so "client-bound" (at 80 % of it) fired too
+    rarely. Options of the storage path (a rate, a thinktime) stay out: the ceiling is of this client alone."""
+    import subprocess
+
+    from storbench.fio.jobfile import render_ceiling_job
+
+    text = ("name: c\ntargets:\n  t: {kind: path, path: /srv/c, size: 1MiB}\nworkload: {rw: randwrite, runtime: 1s,"
+            " fio: {refill_buffers: 1, buffer_compress_percentage: 50, bssplit: '4k/50:64k/50', thinktime: 10}}\n")
+    (case,) = expand(load_plan_text(text, "c.yaml"))
+    job = render_ceiling_job(case)
+    assert "\nrefill_buffers=1\n" in job and "\nbuffer_compress_percentage=50\n" in job
+    assert "\nbssplit=4k/50:64k/50\n" in job and "thinktime" not in job and "ioengine=null" in job
+    parsed = subprocess.run(["fio", "--parse-only", "-"], input=job, capture_output=True, text=True)
+    assert parsed.returncode == 0, parsed.stderr  # fio takes them on the null engine

@@ -359,7 +359,18 @@ def render_ceiling_job(case: Case) -> str:
         lines.append(job_line("rwmixread", str(w.rwmixread)))
     lines += [job_line("bs", format_block_size(w.bs_bytes)), job_line("iodepth", str(w.iodepth)),
               job_line("numjobs", str(w.numjobs))]
+    lines += [line for line in passthrough_lines(case) if line.partition("=")[0] in CEILING_OPTIONS]
     return "\n".join(lines) + "\n"
+
+
+# the case's pass-through options that cost this client CPU whatever engine runs them: its ceiling is measured with
+# them (buffers filled anew or compressed, block sizes mixed, I/Os batched, offsets drawn), or it is too high and
+# "client-bound" (at 80 % of it) too rarely said
+CEILING_OPTIONS = frozenset({
+    "refill_buffers", "scramble_buffers", "zero_buffers", "buffer_compress_percentage", "buffer_compress_chunk",
+    "buffer_pattern", "dedupe_percentage", "bssplit", "bsrange", "bs_unaligned", "iodepth_batch_submit",
+    "iodepth_batch", "iodepth_batch_complete_min", "iodepth_batch_complete_max", "iodepth_low",
+    "random_distribution", "norandommap", "random_generator", "percentage_random"})
 
 
 def client_image(image: str, index: int) -> str:
