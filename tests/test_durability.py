@@ -241,3 +241,33 @@ def test_a_writers_number_is_its_runs_sessions_and_places_so_a_resumed_session_n
     earlier = block_content(killed, 3, 2, 4096)  # what the killed session's repetition left on block 3
     assert classify(killed, 3, earlier, Journal(acknowledged=2)) == Finding.OK
     assert classify(resumed, 3, earlier, Journal(acknowledged=2)) != Finding.OK  # never this writer's, ok
+
+
+def test_a_block_the_storage_will_not_read_is_lost_and_the_others_are_read_on() -> None:
+    """An EIO on one block had ended the whole read-back: the repetition read "not checked", and a storage that
+    answered EIO for acknowledged blocks after it settled was no evidence either way. Only a storage that reads
+    nothing at all is not checked."""
+    import errno
+    import mmap
+
+    import pytest
+
+    from storbench.durability import Finding, Journal, block_content, verify
+    from storbench.execute.checker import read_blocks
+
+    class Region:
+        def __init__(self, failing: set[int]) -> None:
+            self.failing = failing
+
+        def read(self, buffer: mmap.mmap, offset: int) -> None:
+            index = offset // 4096
+            if index in self.failing:
+                raise OSError(errno.EIO, "Input/output error")
+            buffer[:] = block_content(9, index, 1, 4096) if index < 4 else bytes(4096)  # 4 and 5 never written
+
+    journals = {i: Journal(acknowledged=1) for i in range(4)}  # blocks 0-3 written, 4-5 never
+    found = verify(9, 4096, read_blocks(Region({1, 5}), 4096, 6), journals)  # type: ignore[arg-type]
+    assert found.count(Finding.LOST) == 1 and found.count(Finding.OK) == 5  # block 5 held nothing of ours
+    assert dict(found.first_bad)[Finding.LOST] == (4096,)
+    with pytest.raises(OSError, match="Input/output error"):
+        verify(9, 4096, read_blocks(Region(set(range(6))), 4096, 6), journals)  # type: ignore[arg-type]

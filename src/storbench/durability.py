@@ -100,8 +100,11 @@ def read_sector(data: bytes) -> tuple[int, int, int, int] | None:
     return writer, index, generation, sector
 
 
-def classify(writer: int, index: int, data: bytes, journal: Journal) -> Finding:
-    """What block ``index`` holds, read back as ``data``, against what the writer was told."""
+def classify(writer: int, index: int, data: bytes | None, journal: Journal) -> Finding:
+    """What block ``index`` holds, read back as ``data`` (None: the storage would not read it), against what the
+    writer was told: an acknowledged write the storage cannot give back is lost."""
+    if data is None:
+        return Finding.OK if journal.acknowledged is None else Finding.LOST
     if not any(data):
         return Finding.OK if journal.acknowledged is None else Finding.LOST
     newest = journal.acknowledged or 0
@@ -140,8 +143,8 @@ class Verification:
 FIRST_BAD = 5  # offsets kept per finding
 
 
-def verify(writer: int, block_bytes: int, blocks: Iterable[tuple[int, bytes]], journals: Mapping[int, Journal]
-           ) -> Verification:
+def verify(writer: int, block_bytes: int, blocks: Iterable[tuple[int, bytes | None]],
+           journals: Mapping[int, Journal]) -> Verification:
     """Every (block index, data read back) classified against its journal (a block not in ``journals`` was never
     written by us)."""
     counts: Counter[Finding] = Counter()

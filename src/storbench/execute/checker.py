@@ -90,13 +90,25 @@ def write_blocks(region: Region, *, writer: int, block_bytes: int, blocks: int, 
     return WriteRecord(journals, earlier[0] + counts["writes"], earlier[1] + counts["errors"])
 
 
-def read_blocks(region: Region, block_bytes: int, blocks: int) -> Iterator[tuple[int, bytes]]:
-    """Every block of the first ``blocks`` of the open ``region``, read back."""
+def read_blocks(region: Region, block_bytes: int, blocks: int) -> Iterator[tuple[int, bytes | None]]:
+    """Every block of the first ``blocks`` of the open ``region``, read back; None for a block the storage would
+    not read (EIO: an acknowledged write there is lost, and the others are read on). No block read at all is no
+    read-back: the first error is raised."""
     buffer = mmap.mmap(-1, block_bytes)
+    first: OSError | None = None
+    read = 0
     try:
         for index in range(blocks):
-            region.read(buffer, index * block_bytes)
+            try:
+                region.read(buffer, index * block_bytes)
+            except OSError as exc:
+                first = first or exc
+                yield index, None
+                continue
+            read += 1
             yield index, bytes(buffer)
+        if read == 0 and first is not None:
+            raise first
     finally:
         buffer.close()
 
