@@ -833,6 +833,9 @@ def test_the_checking_writers_image_is_removed_only_when_storbench_made_it(lab_d
         info = json.loads(subprocess.run(["rbd", "-c", conf, "info", "--format", "json", "bench/ours.check"],
                                          capture_output=True, text=True, check=True).stdout)
         assert info["order"] == 16 and info["objects"] == 16, info
+        cache = subprocess.run(["rbd", "-c", conf, "config", "image", "get", "bench/ours.check", "rbd_cache"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        assert cache == "false"  # the image's own setting: no pool's or cluster's turns its cache on
         again = RbdRegion(conf, "admin", "bench", "ours.check")
         again.prepare(1 << 20)  # as a killed run's leftover: removed and made again
         again.discard()

@@ -49,8 +49,10 @@ def test_a_snapshot_holds_the_file_as_it_was_at_its_moment(tmp_path: Path) -> No
         os.close(source)
 
 
-def test_a_snapshot_with_no_room_is_no_copy_and_the_writes_go_on(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_snapshot_with_no_room_is_no_copy_and_keeping_a_block_raises_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pacer calls `before_write` in the volume's write: a copy with no room fails, and the write is not
+    stopped by it (`before_write` raises nothing)."""
     source, _ = _source(tmp_path)
     try:
         snapshot = Snapshot(source, str(tmp_path / "copy.img"), BLOCKS * SNAPSHOT_BLOCK)
@@ -65,18 +67,23 @@ def test_a_snapshot_with_no_room_is_no_copy_and_the_writes_go_on(tmp_path: Path,
         os.close(source)
 
 
-def _lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str) -> volume.VolumeLab:
-    """A volume lab whose pacer answers a snapshot with ``answer``: "taken", "failed" or nothing ("")."""
+def _lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str, serves: str = "served") -> volume.VolumeLab:
+    """A volume lab whose pacer answers a snapshot with ``answer``: "taken", "failed" or nothing (""); and the
+    serving of a copy with ``serves``: "served", "failed" or nothing."""
     lab = volume.VolumeLab(tmp_path / "volume")
-    lab.root.mkdir(parents=True)
+    lab.root.mkdir(parents=True, mode=0o700)
     lab.rates.write_text(json.dumps({"iops": 100}))
 
-    def control(self: volume.VolumeLab, **changes: object) -> None:
-        lab.rates.write_text(json.dumps({**json.loads(lab.rates.read_text()), **changes}))
+    def control(self: volume.VolumeLab, **changes: object) -> None:  # as the pacer answers it
+        control = {**json.loads(lab.rates.read_text()), **changes}
+        lab.rates.write_text(json.dumps(control))
         if "snapshot" in changes and answer:
             copy = Path(str(changes["snapshot"]))
             copy.write_bytes(b"kept")
             Path(f"{copy}.{answer}").write_text(str(changes["snapshot_id"]) if answer == "taken" else "no room")
+        if "backing" in changes and serves:
+            Path(f"{changes['backing']}.{serves}").write_text(control["snapshot_id"] if serves == "served" else
+                                                               "No space left on device")
 
     monkeypatch.setattr(volume.VolumeLab, "_control", control)
     monkeypatch.setattr(volume, "SNAPSHOT_WAIT_S", 0.2)
@@ -97,6 +104,17 @@ def test_the_lab_serves_the_copy_the_pacer_took_for_this_keeping_only(tmp_path: 
     control = json.loads(lab.rates.read_text())
     lab.rates.write_text(json.dumps({**control, "snapshot_id": "another"}))
     with pytest.raises(UserError, match="no copy kept to serve"):
+        lab.serve_copy()
+
+
+@pytest.mark.parametrize(("serves", "says"), [("failed", "the copy of its data could not be served: No space left"),
+                                              ("", "the pacer did not serve the copy in time")])
+def test_a_copy_not_served_is_said(serves: str, says: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pacer finishes the copy when it is to be served; a copy that fails then (no room) is not served, and the
+    lie did not happen: said, so its repetition's "0 lost" is not counted as evidence (it had read as clean)."""
+    lab = _lab(tmp_path, monkeypatch, "taken", serves)
+    lab.keep_copy()
+    with pytest.raises(UserError, match=says):
         lab.serve_copy()
 
 

@@ -165,6 +165,10 @@ class RbdRegion:
         try:
             checked(client.rbd.rbd_metadata_set(made, CREATED_BY_KEY.encode(), b"1"),
                     f"marking image {self.pool}/{self.image} as storbench's")
+            # no cache for this image whatever the pool's or the cluster's settings say (an image's own config is
+            # the last word): its writes return from the OSDs, and its read-back reads them there
+            checked(client.rbd.rbd_metadata_set(made, b"conf_rbd_cache", b"false"),
+                    f"turning the cache of image {self.pool}/{self.image} off")
         finally:
             client.rbd.rbd_close(made)
 

@@ -24,8 +24,9 @@ import json
 import os
 import signal
 import stat
+import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 FILE_NAME = "volume"  # the one file in the mount: the loop device's backing file
@@ -315,16 +316,21 @@ def serve(backing: str, mount: str, rates: str) -> None:
             take_snapshot(new.snapshot, new.snapshot_id, nursery)
         if new.backing and new.backing != files.path:
             snapshot = taking.snapshot
+            failed = ""
             if snapshot is not None and snapshot.path == new.backing:  # served from now: every block kept first
                 failed = snapshot.finish()
                 taking.snapshot = None
-                if failed:  # no whole copy to serve: the file served stays (the lab said so when it failed)
-                    Path(f"{new.backing}.failed").write_text(failed)
-                    new = replace(new, backing=None)
-            if new.backing:
-                old = files.fd
-                files.fd, files.path = os.open(new.backing, os.O_RDWR), new.backing
-                os.close(old)
+            if not failed:
+                try:
+                    opened = os.open(new.backing, os.O_RDWR)
+                except OSError as exc:
+                    failed = exc.strerror or str(exc)
+                else:
+                    os.close(files.fd)
+                    files.fd, files.path = opened, new.backing
+            # the lab waits for one of these (`VolumeLab.serve_copy`); a copy that is no copy is not served: the file
+            # served stays, and the lab says so
+            mark(f"{new.backing}.failed" if failed else f"{new.backing}.served", failed or (new.snapshot_id or ""))
         if new.frozen and thawed.is_set():
             thawed = trio.Event()
         elif not new.frozen:
@@ -339,18 +345,26 @@ def serve(backing: str, mount: str, rates: str) -> None:
         try:
             snapshot = Snapshot(files.fd, path, size)
         except OSError as exc:
-            Path(f"{path}.failed").write_text(exc.strerror or str(exc))
+            mark(f"{path}.failed", exc.strerror or str(exc))
             return
         taking.snapshot = snapshot
-        Path(f"{path}.taken").write_text(snapshot_id)
+        mark(f"{path}.taken", snapshot_id)
 
         async def copier() -> None:
             while taking.snapshot is snapshot and not snapshot.step():
                 await trio.sleep(0)
             if taking.snapshot is snapshot and snapshot.failed:
-                Path(f"{path}.failed").write_text(snapshot.failed)
+                mark(f"{path}.failed", snapshot.failed)
 
         nursery.start_soon(copier)
+
+    def mark(path: str, text: str) -> None:
+        """A marker for the lab; one that cannot be written (a full disk) is said in the pacer's log, and the volume
+        goes on being served (the lab, waiting for it, says it did not come)."""
+        try:
+            Path(path).write_text(text)
+        except OSError as exc:
+            print(f"pacer: cannot write {path}: {exc.strerror or exc}", file=sys.stderr, flush=True)
 
     async def run() -> None:
         async with trio.open_nursery() as nursery:

@@ -64,6 +64,7 @@ DEFAULT_LAB_DIR = default_lab_dir()
 
 PACER_START_S = 20  # the pacer's mount appears within this
 SNAPSHOT_WAIT_S = 5.0  # the pacer says it took a copy within this (it reads its control file on SIGHUP)
+SNAPSHOT_BYTES_PER_S = 20 * 1024 * 1024  # ... and it finishes a copy to serve at least this fast
 
 
 class VolumeLab(LabRoot):
@@ -250,11 +251,23 @@ class VolumeLab(LabRoot):
         was taken is gone, as on a volume that lies — the test bed a durability check must catch."""
         _, kept = self._slots()
         taken, failed = self._markers(kept)
+        served = kept.with_name(f"{kept.name}.served")
         control = read_control(self.rates.read_text())
         if (not kept.exists() or failed.exists() or not taken.exists() or control.snapshot != str(kept)
                 or taken.read_text() != control.snapshot_id):
             raise UserError("volume lab: no copy kept to serve", hint="keep a copy at the fault first")
+        served.unlink(missing_ok=True)
         self._control(backing=str(kept))
+        info = self.info()  # the pacer finishes the copy (at the slowest copying speed allowed), then serves it
+        deadline = time.monotonic() + SNAPSHOT_WAIT_S + (info.spec.size_bytes if info else 0) / SNAPSHOT_BYTES_PER_S
+        while time.monotonic() < deadline:
+            if failed.exists():  # no whole copy: the volume still serves its data, and this lie did not happen
+                raise UserError(f"volume lab: the copy of its data could not be served: {failed.read_text()[:200]}",
+                                hint=f"free space in {self.root.parent}")
+            if served.exists() and served.read_text() == control.snapshot_id:
+                return
+            time.sleep(0.01)
+        raise UserError("volume lab: the pacer did not serve the copy in time", hint=f"see its log, {self.log}")
 
     @frees_lab
     def down(self) -> str:
