@@ -271,3 +271,12 @@ def test_a_block_the_storage_will_not_read_is_lost_and_the_others_are_read_on() 
     assert dict(found.first_bad)[Finding.LOST] == (4096,)
     with pytest.raises(OSError, match="Input/output error"):
         verify(9, 4096, read_blocks(Region(set(range(6))), 4096, 6), journals)  # type: ignore[arg-type]
+
+    class CutOff(Region):  # a client the cluster cut off partway: not the blocks' loss, no read-back
+        def read(self, buffer: mmap.mmap, offset: int) -> None:
+            if offset >= 2 * 4096:
+                raise OSError(errno.ESHUTDOWN, "Cannot send after transport endpoint shutdown")
+            super().read(buffer, offset)
+
+    with pytest.raises(OSError, match="transport endpoint"):
+        verify(9, 4096, read_blocks(CutOff(set()), 4096, 6), journals)  # type: ignore[arg-type]

@@ -80,6 +80,8 @@ def test_a_run_merged_while_it_went_on_is_brought_up_to_date_when_merged_again(
 
     _session(source, data, "[4k, 8k]", FakeExecutor(first), resume=False)
     assert [status for *_, status, _ in _state(source)].count("failed") == 1 and len(_state(source)) == 4
+    with sqlite3.connect(source) as conn:  # its session's S3 prefix, as a run with an s3 target records it
+        conn.execute("INSERT INTO run_object_prefixes VALUES (1, 'http://s3:9000', 'b', 'storbench.aaaaaaaaaaaa.')")
     store = open_store(central)
     try:
         assert [m.already_here for m in merge_database(store, str(source), lambda: 0.0)] == [False]
@@ -89,6 +91,8 @@ def test_a_run_merged_while_it_went_on_is_brought_up_to_date_when_merged_again(
     shutil.copy(source, older)
     # resumed with a point more (the plan's hash changes, a second plan version): the failed one is run again
     _session(source, data, "[4k, 8k, 16k]", FakeExecutor(lambda call: Replay(OUTPUT)), resume=True)
+    with sqlite3.connect(source) as conn:  # the resumed session's prefix beside the first's
+        conn.execute("INSERT INTO run_object_prefixes VALUES (1, 'http://s3:9000', 'b', 'storbench.bbbbbbbbbbbb.')")
     theirs = _state(source)
     assert len(theirs) == 9 and all(status == Status.OK.value for _, _, status, _ in theirs)
 
@@ -96,6 +100,9 @@ def test_a_run_merged_while_it_went_on_is_brought_up_to_date_when_merged_again(
     assert code == 0, err
     assert "0 runs merged" in out and "run 1, there as 1, brought up to date (6 repetitions added)" in out, out
     assert _state(central) == theirs  # every repetition, the failed one's later attempt in its place
+    with sqlite3.connect(central) as conn:  # both sessions' prefixes, the first once (it had broken the merge)
+        assert sorted(p for (p,) in conn.execute("SELECT object_prefix FROM run_object_prefixes")) == [
+            "storbench.aaaaaaaaaaaa.", "storbench.bbbbbbbbbbbb."]
     counts = _counts(central)
     assert counts == _counts(source)  # one run, both plan versions, each repetition's clients and measurements
     store = open_store(central, read_only=True)

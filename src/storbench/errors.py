@@ -38,3 +38,8 @@ def did_you_mean(word: str, choices: list[str] | tuple[str, ...] | set[str] | fr
     """A "did you mean 'x'?" hint for a misspelt ``word``, or "" when nothing is close."""
     close = closest(word, choices)
     return f"did you mean '{close}'?" if close else ""
+
+
+def described(error: BaseException) -> str:
+    """An error in one line: a UserError's own (`UserError.one_line`), else its type and text."""
+    return error.one_line() if isinstance(error, UserError) else f"{type(error).__name__}: {error}"

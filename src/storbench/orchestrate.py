@@ -23,7 +23,7 @@ from storbench.config import LoadedPlan, RepeatConfig, plan_design, repeat_bound
 from storbench.config.schema import PlanConfig
 from storbench.durability import writer_id
 from storbench.errors import UserError
-from storbench.events import LaidOut, LayoutFailed, PlanVersionAdded, PreconditionRan
+from storbench.events import CleanUpFailed, LaidOut, LayoutFailed, PlanVersionAdded, PreconditionRan
 from storbench.execute.base import Executor, FioSetup, stored_job_text
 from storbench.execute.checker import CheckingWriter
 from storbench.execute.k8s_access import DEFAULT_CLUSTER, ClusterAccess
@@ -71,6 +71,7 @@ from storbench.sessions import (
 from storbench.shell import interrupts_held
 from storbench.store import Store
 from storbench.targets.base import CheckPlace, PreparedTarget
+from storbench.targets.nfs import clear_after
 from storbench.telemetry.recorder import TelemetryRecorder
 from storbench.watchdog import WATCHDOG_LAYOUT_BYTES_PER_S, layout_seconds, watchdog_seconds
 from storbench.working_set import working_set_bytes
@@ -303,7 +304,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 same = [c for c in cases if c.target.name == name and session.for_case(c).details == details]
                 _precondition(run, wanted[name], same, session.for_case(item.case))
             prepared = session.for_case(item.case)
-            clear_left_files(prepared, item.case)  # a create makes its files, none left by a repetition before
+            clear_left_files(prepared, item.case, cleared=run.cleared)  # a create makes its files, none left before
             executor = run.executors.for_target(item.case.target)
             try:  # a lab's target (not rendered at `plan`): a value no job file can hold stops the run in one line
                 job_texts = executor.job_texts(item.case, prepared.binding, item.rep_index)
@@ -396,7 +397,6 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 outcome = replace(outcome, error=f"{outcome.error}; cluster health: {health}")
             run.store.save_repetition(run.run_id, item.case, item.rep_index, outcome,
                                       (*prepared.details, *item.case.lab.pairs()), telemetry)
-            clear_left_files(prepared, item.case, after=True)  # an NFS export's: none stays there after the run
             if lost is not None:
                 observer.repetition_finished(item, position, outcome)
                 raise UserError(f"{lost.said}: the run stops rather than measure a broken lab", hint=lost.hint)
@@ -406,6 +406,8 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
             if outcome.status != Status.OK:
                 failed += 1
             observer.repetition_finished(item, position, outcome)
+            if why := clear_after(prepared, item.case, outcome):  # what it left on an NFS export: none stays there
+                observer.event(CleanUpFailed(f"target {item.case.target.name}'s files", why))
             position += 1
             ran += 1
             run.settled_case(item.case, tell=True)

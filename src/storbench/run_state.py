@@ -112,6 +112,7 @@ class RunState:
     settled: set[str] = field(default_factory=set)  # steady_state: cases steady (or out of rounds) already
     cases: tuple[Case, ...] = ()  # every case of the plan (a search reads its group's stored points by them)
     session: str = field(default_factory=lambda: secrets.token_hex(8))  # this session of the run, apart from others
+    cleared: set[str] = field(default_factory=set)  # cases whose NFS metadata files this session cleared before
 
     @property
     def faults(self) -> tuple[FaultStep, ...]:

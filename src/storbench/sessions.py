@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from storbench.checks import Checked
 from storbench.config import LoadedPlan
-from storbench.errors import UserError
+from storbench.errors import UserError, described
 from storbench.events import CleanUpFailed, LabTornDown, RunEvent, TestDataCleaned
 from storbench.faults import FaultStep, find_offer
 from storbench.fio.options import FioCapabilities
@@ -228,7 +228,7 @@ def lab_session(loaded: LoadedPlan, lab: LabPoint, cases: Sequence[Case], checke
                        for owner, step in steps for raised in each_step([step])]
             # every error told but the one the session ends on (its own, else the first of these)
             for what, owner, told in errors[0 if failing else 1:]:
-                observer.event(CleanUpFailed(what, _one_line(told), owner))
+                observer.event(CleanUpFailed(what, described(told), owner))
             if not kept:
                 failed = {owner for _, owner, _ in errors}
                 for name in sorted(kind.name for kind in wanted if kind.name not in failed):
@@ -254,19 +254,22 @@ def claim_run_test_files(targets: Mapping[str, PreparedTarget], cases: Sequence[
                             hint="remove it; storbench only writes test files it created itself")
 
 
-def clear_left_files(prepared: PreparedTarget, case: Case, *, after: bool = False) -> int:
-    """Before a repetition of a create or of the metadata cycle (``after``: after a repetition of any metadata
-    operation on an NFS export, so that none stays there): the files an earlier repetition left in its operation's
-    directory removed (`targets.local.empty_operation_dir`; on an NFS export by name, `targets.nfs`), so every
-    create makes its files. On fio servers they are not reached from here."""
+def clear_left_files(prepared: PreparedTarget, case: Case, *, cleared: set[str]) -> int:
+    """Before a repetition of a create or of the metadata cycle: the files an earlier repetition left in its
+    operation's directory removed (`targets.local.empty_operation_dir`), so every create makes its files. On an NFS
+    export by name (`targets.nfs`), once a session for each case (``cleared``: those done; what a killed session left),
+    each repetition after clearing what it left itself (`targets.nfs.clear_after`). On fio servers they are not
+    reached from here."""
     details = dict(prepared.details)
-    if not is_metadata(case.workload.rw) or (case.workload.rw not in ("create", "metadata") and not after):
+    if case.workload.rw not in ("create", "metadata"):
         return 0
     if details.get("kind") == "nfs" and prepared.binding.external_engine is not None:
-        clear_nfs_metadata_files(prepared, case)
+        if case.case_id not in cleared:
+            clear_nfs_metadata_files(prepared, case)
+            cleared.add(case.case_id)
         return 0
     directory = details.get("directory")
-    if after or directory is None or prepared.laid_out or details.get("checked") == "on the fio servers":
+    if directory is None or prepared.laid_out or details.get("checked") == "on the fio servers":
         return 0
     return empty_operation_dir(Path(directory), case.workload.rw)
 
@@ -357,13 +360,9 @@ def run_lab(lab: RunLab[T] | None, name: str, observer: LabObserver, *, keep: bo
                     if not failing:
                         raise
                     # the run's own error is the one to end on: this one is told, not put in its place
-                    observer.event(CleanUpFailed(f"{name} lab", _one_line(error), name))
+                    observer.event(CleanUpFailed(f"{name} lab", described(error), name))
                 else:
                     observer.event(LabTornDown(name))
-
-
-def _one_line(error: Exception) -> str:
-    return error.one_line() if isinstance(error, UserError) else f"{type(error).__name__}: {error}"
 
 
 @contextmanager

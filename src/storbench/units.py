@@ -82,7 +82,8 @@ def _bounded_size(n_bytes: int, written: object) -> int:
     return n_bytes
 
 
-# fio's time units too (`startdelay: 30sec` passes the allow-list: read as no delay, it had been dropped)
+# storbench's own durations (a plan's runtime, ramp, ...), longer unit names and decimals too; a pass-through fio
+# option takes only what fio reads as written (`fio.allowlist`: fio 3.33 reads `30sec` as 30 us, `1.5s` as 1 s)
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|nsec|us|usec|ms|msec|s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
 _DURATION_FACTORS = {"ns": 1e-9, "nsec": 1e-9, "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0,
                      "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}

@@ -118,21 +118,13 @@ def _read_plan(path: str) -> LoadedPlan:
     return load_plan_text(text, path)
 
 
-def _is_database(path: str) -> bool:
-    """Whether ``path`` is a regular file that begins as every SQLite database does."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return False
-    with os.fdopen(fd, "rb") as handle:
-        return stat.S_ISREG(os.fstat(handle.fileno()).st_mode) and handle.read(16) == b"SQLite format 3\x00"
-
-
 def _write_output(text: str | bytes, output: str) -> None:
     """``text`` to the file ``output`` (created 0600), or to standard output for "-"; a binary file (Parquet) only
     to standard output when that is not a terminal."""
     if output and output != "-":
-        if _is_database(output):  # `-o results.db`, the --db of the same command, had been written over
+        from storbench.store.merge import is_sqlite_file  # lazy: the store only where an output file is written
+
+        if is_sqlite_file(output):  # `-o results.db`, the --db of the same command, had been written over
             raise UserError(f"{output} is an SQLite database (a results database?): not writing over it",
                             hint="pass -o a new file name")
         try:

@@ -12,6 +12,7 @@ fault) stays "in flight": its outcome is unknown, so old or new are both right a
 
 from __future__ import annotations
 
+import errno
 import mmap
 import random
 import threading
@@ -91,9 +92,9 @@ def write_blocks(region: Region, *, writer: int, block_bytes: int, blocks: int, 
 
 
 def read_blocks(region: Region, block_bytes: int, blocks: int) -> Iterator[tuple[int, bytes | None]]:
-    """Every block of the first ``blocks`` of the open ``region``, read back; None for a block the storage would
-    not read (EIO: an acknowledged write there is lost, and the others are read on). No block read at all is no
-    read-back: the first error is raised."""
+    """Every block of the first ``blocks`` of the open ``region``, read back; None for a block the storage says it
+    cannot read (EIO: an acknowledged write there is lost, and the others are read on). Any other error (a timeout,
+    a client cut off) is not the block's: raised, as is EIO on every block (no read-back at all)."""
     buffer = mmap.mmap(-1, block_bytes)
     first: OSError | None = None
     read = 0
@@ -102,6 +103,8 @@ def read_blocks(region: Region, block_bytes: int, blocks: int) -> Iterator[tuple
             try:
                 region.read(buffer, index * block_bytes)
             except OSError as exc:
+                if exc.errno != errno.EIO:
+                    raise
                 first = first or exc
                 yield index, None
                 continue

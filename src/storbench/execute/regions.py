@@ -98,7 +98,8 @@ class FileRegion:
             if not self.direct:  # the page cache's copy dropped: the storage answers
                 os.posix_fadvise(self._read_fd, 0, 0, os.POSIX_FADV_DONTNEED)
         buffer[:] = bytes(len(buffer))  # a short read (past the file's end) leaves zeros: never written
-        # a read that fails raises: the block is unread, not lost (the check then says it could not read back)
+        # a read that fails raises: EIO, the storage cannot give the block back (lost, if acknowledged); anything
+        # else (a timeout, a client cut off) leaves the read-back unfinished (`execute.checker.read_blocks`)
         os.preadv(self._read_fd, [buffer], self.offset_bytes + offset)
 
     def close(self) -> None:

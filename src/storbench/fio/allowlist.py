@@ -51,6 +51,8 @@ UINT = Grammar("a whole number", r"[0-9]{1,15}", "8")
 SIZE = Grammar("a size, e.g. 4k or 1MiB", _SIZE, "4k")
 SIZE_OR_PCT = Grammar("a size (e.g. 1g) or a percentage (e.g. 50%)", rf"(?:{_SIZE}|{_PCT}%)", "50%")
 PERCENT = Grammar("a percentage 0-100", _PCT, "30")
+# the one percentage fio reads as a decimal (its OPT_FLOAT_LIST): 99.9 is meant
+PERCENT_DECIMAL = Grammar("a percentage 0-100, e.g. 99.9", r"(?:100|[0-9]{1,2}(?:\.[0-9]{1,6})?)", "99.9")
 PERCENTS = Grammar("percentages 0-100 for read,write,trim", _per_direction(_PCT), "50")
 DURATION = Grammar("a duration, e.g. 100us, 5ms or 2s", _DUR, "10ms")
 DURATION_RANGE = Grammar("a duration or a range, e.g. 2s or 1s-5s", rf"{_DUR}(?:-{_DUR})?", "1s-3s")
@@ -155,7 +157,7 @@ ALLOWED_FIO_OPTIONS: dict[str, AllowedOption] = {
     "startdelay": AllowedOption(DURATION_RANGE, "delay before the job starts"),
     "latency_target": AllowedOption(DURATION, "find the depth that meets this latency"),
     "latency_window": AllowedOption(DURATION, "window of latency_target"),
-    "latency_percentile": AllowedOption(PERCENT, "percentile of latency_target"),
+    "latency_percentile": AllowedOption(PERCENT_DECIMAL, "percentile of latency_target"),
     "latency_run": AllowedOption(BOOL, "keep searching for latency_target"),
     "max_latency": AllowedOption(DURATION, "the job fails above this latency"),
     # buffer contents

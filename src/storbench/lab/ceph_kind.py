@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from storbench.checks import meminfo_bytes
 from storbench.config import CephLabConfig
 from storbench.demands import cluster_memory_needs
-from storbench.errors import UserError
+from storbench.errors import UserError, described
 from storbench.events import LabBringingUp, LabHealed, LabUp, OsdCpusSet, OsdsRestarted, RunEvent
 from storbench.faults import PAST_TENSE, FaultOffer, FaultStep, find_offer
 from storbench.lab.base import (
@@ -147,8 +147,7 @@ def _command_down(lab: CephLab, say: Say) -> None:
         say(f"ceph lab: down; {one.root} removed" if not one.root.exists() else
             f"ceph lab: down, but {one.root} is still there (something in it is busy: see `findmnt -R {one.root}`)")
     for one, failure in failed[1:]:
-        said = failure.one_line() if isinstance(failure, UserError) else f"{type(failure).__name__}: {failure}"
-        say(f"ceph lab: {one.root} not down: {said}")
+        say(f"ceph lab: {one.root} not down: {described(failure)}")
     if failed:
         raise failed[0][1]
 

@@ -219,6 +219,7 @@ def _update_run(src: Connection, store: Store, run: Row, run_id: int) -> int | N
     newer = [rep_id for key, (rep_id, started) in theirs.items() if key not in mine or mine[key][1] != started]
     dst.execute("DELETE FROM plan_versions WHERE run_id = ?", (run_id,))
     dst.execute("DELETE FROM preconditions WHERE run_id = ?", (run_id,))
+    dst.execute("DELETE FROM run_object_prefixes WHERE run_id = ?", (run_id,))  # the other copy's, all of them
     _copy_tree(src, store, run["id"], run_id,  # '1 = 0': PostgreSQL takes no integer for a condition
                f" AND id IN ({', '.join(map(str, newer))})" if newer else " AND 1 = 0")
     dst.execute("UPDATE runs SET plan_text = ?, plan_sha256 = ?, plan_path = ?, design_json = ?, finished_at_s = ?"

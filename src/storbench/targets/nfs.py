@@ -14,12 +14,12 @@ from storbench.fio.jobfile import JobBinding, client_binding, render_layout_job
 from storbench.fio.nfs_jobs import render_nfs_clear_job, render_nfs_removal_job
 from storbench.fio.options import parse_engines
 from storbench.fio.parse import json_after_messages, parse_fio_json
-from storbench.model import Case, NfsTarget, is_metadata
+from storbench.model import Case, Direction, NfsTarget, RepetitionOutcome, Status, is_metadata
 from storbench.shell import interrupts_held, run
 from storbench.targets.base import FILENAME_FORMAT, PreparedTarget
 from storbench.trusted_files import trusted_program
+from storbench.watchdog import WATCHDOG_FILL_TOTAL_REQUESTS_PER_S
 
-CLEAR_FILES_PER_S = 50.0  # the slowest a clearing job's unlinks are waited for (`clear_nfs_metadata_files`)
 # The fio build and its engine run as root: only from where nobody else could have put or changed them.
 UNTRUSTED_BUILD_HINT = ("build it as the user that runs storbench (sudo storbench setup --labs puts it in root's "
                         "cache), or set STORBENCH_FIO_NFS to a copy owned by root, mode 0755, in root's directories")
@@ -147,12 +147,33 @@ def clear_nfs_metadata_files(prepared: PreparedTarget, case: Case) -> None:
     count = (w.files or 0) * w.numjobs * case.clients
     binary = prepared.binding.fio_binary or nfs_fio_binary()
     done = LocalExecutor(binary).run(render_nfs_clear_job(case, prepared.binding),
-                                     timeout_s=60 + count / CLEAR_FILES_PER_S)
+                                     timeout_s=60 + count / WATCHDOG_FILL_TOTAL_REQUESTS_PER_S)
     if done.timed_out or done.returncode != 0:
         tail = " ".join((done.stderr_tail or "fio did not say why").split()[-16:])
         raise UserError(f"target '{prepared.spec.name}': clearing what its metadata operations left on the export "
                         f"failed: {tail}", hint="storbench setup --labs builds the NFS engine again (an engine built "
                         "before it could clear is refused by fio)")
+
+
+def clear_after(prepared: PreparedTarget, case: Case, outcome: RepetitionOutcome) -> str:
+    """After a repetition of a metadata operation on an NFS export that may have left files there: one that did not
+    end well, or whose deletes (`rw: delete`, the metadata cycle's delete phase) did not reach every file (its
+    runtime cut them); a create or stat that ended well removed its own (fio's `unlink`). Those files deleted by
+    name; "" or why they could not be (told, and the run goes on)."""
+    w = case.workload
+    if (not is_metadata(w.rw) or dict(prepared.details).get("kind") != "nfs"
+            or prepared.binding.external_engine is None):
+        return ""
+    deletes = Direction.TRIM if w.rw == "metadata" else Direction.WRITE
+    done = sum(d.total_ios for c in outcome.clients for d in c.directions if d.direction == deletes)
+    if outcome.status == Status.OK and (w.rw not in ("delete", "metadata")
+                                        or done >= (w.files or 0) * w.numjobs * case.clients):
+        return ""
+    try:
+        clear_nfs_metadata_files(prepared, case)
+    except UserError as exc:
+        return exc.one_line()
+    return ""
 
 
 def _lay_out_on_servers(spec: NfsTarget, binding: JobBinding, size: int, numjobs: int, servers: Sequence[str],
