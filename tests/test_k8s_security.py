@@ -677,3 +677,19 @@ def test_a_statically_linked_fio_has_no_libraries_to_copy(tmp_path: Path) -> Non
     assert any(path.endswith(".so.6") for path in shared_libraries(shutil.which("ls") or "/bin/ls"))
     with pytest.raises(UserError, match=r"ldd .*missing"):
         shared_libraries(str(tmp_path / "missing"))
+
+
+def test_a_runs_label_on_a_postgresql_store_is_the_same_from_any_directory(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The label's token hashed the store's real path, and a URL made into a path changed with the working directory:
+    a resume from another one did not know the claims its killed session made."""
+    from storbench.run_state import run_label
+
+    url = "postgresql://team@db.example/results"
+    labels = set()
+    for place in (tmp_path, tmp_path / "elsewhere"):
+        place.mkdir(exist_ok=True)
+        monkeypatch.chdir(place)
+        labels.add((run_label(3, "bastion", url), run_label(3, "bastion", "r.db")))
+    assert len({url_label for url_label, _ in labels}) == 1  # the URL's: one label
+    assert len({file_label for _, file_label in labels}) == 2  # a relative file is another file elsewhere

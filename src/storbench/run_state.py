@@ -49,7 +49,9 @@ class RunObserver(LabObserver, Protocol):
 def run_label(run_id: int, host: str, db_path: str) -> str:
     """The label of everything a run creates in a cluster: the run id alone repeats across results databases
     (two operators' "run 1"), so a token of this machine and database is added; a resumed run keeps it."""
-    token = hashlib.sha256(f"{host}:{os.path.realpath(db_path)}".encode()).hexdigest()[:8]
+    # a PostgreSQL store by its URL as given (a path made of it would change with the working directory)
+    where = db_path if "://" in db_path else os.path.realpath(db_path)
+    token = hashlib.sha256(f"{host}:{where}".encode()).hexdigest()[:8]
     return f"run{run_id}-{token}"
 
 

@@ -48,6 +48,8 @@ def _conninfo(url: str) -> dict[str, Any]:
         parts = conninfo_to_dict(url)
     except Exception as exc:  # psycopg's ProgrammingError: libpq's own words (the URL itself never echoed)
         said = re.sub(r"//[^/?#]*@", "//", str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+        # a quoted token of the URL (`invalid percent-encoded token: "pa%ss"`) may be its password: never shown
+        said = re.sub(r'"[^"]*"', '"..."', said)
         raise UserError(f"--db is not a PostgreSQL URL libpq reads: {said}",
                         hint="postgresql://USER@HOST:PORT/DB, or postgresql:///DB?host=/run/postgresql") from None
     if any(parts.get(name) for name in SECRET_PARTS):
