@@ -316,3 +316,22 @@ def test_a_server_that_is_not_there_is_one_line(capsys: pytest.CaptureFixture[st
     code, _, err = run_cli(capsys, "show", "--db", f"postgresql://storbench@/results?host={tmp_path}")
     assert code == 2 and re.match(r"storbench: error: cannot open postgresql://storbench@/results\?host=", err), err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_role_without_rights_on_a_table_still_knows_the_store_is_storbenchs(postgres_db: str,
+                                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """An upgrade run by the store's owner made a new table with no grants for the other operators' roles:
+    information_schema lists only tables a role holds a privilege on, so theirs read "run_object_prefixes is not a
+    plain table ... not a storbench results database". The catalog lists them all."""
+    import psycopg
+
+    open_store(postgres_db).close()
+    with psycopg.connect(postgres_db, autocommit=True) as conn:
+        conn.execute("CREATE ROLE reader LOGIN")
+        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader")
+        conn.execute("REVOKE ALL ON run_object_prefixes FROM reader")  # as a table made later, never granted
+    as_reader = postgres_db.replace("postgresql://storbench@", "postgresql://reader@", 1)
+    assert as_reader != postgres_db
+    code, out, err = run_cli(capsys, "show", "--db", as_reader)
+    assert "not a storbench results database" not in err and "not a plain table" not in err, err
+    assert code == 2 and "holds no runs yet" in err, out + err  # read as the storbench store it is

@@ -215,16 +215,21 @@ def _schema_version(conn: PgConnection) -> int | None:
     """The store's schema version (None: no storbench tables yet). A database that is not storbench's -- tables
     named as storbench's without its schema record, a schema record (another tool's `schema_migrations`) without
     every table of that version as a plain table, a view, trigger or rule on one of them -- is refused untouched."""
+    # from the catalog, which lists every table whatever this role may do with it (information_schema only those it
+    # holds a privilege on: a table another operator's storbench made at an upgrade had read as missing)
     found = {row[0]: row[1] for row in conn.execute(
-        "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = current_schema()")}
+        "SELECT c.relname, CASE c.relkind WHEN 'r' THEN 'BASE TABLE' WHEN 'v' THEN 'VIEW' ELSE 'OTHER' END FROM"
+        " pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND"
+        " c.relkind IN ('r', 'v', 'm', 'f', 'p')")}
     if "schema_migrations" not in found:
         if set(found) & storbench_tables(SCHEMA_VERSION):
             raise UserError(f"{conn.label} has tables named as storbench's but is not a storbench results database; "
                             "left untouched", hint=NOT_OURS_HINT)
         return None
     columns = [row[0] for row in conn.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name ="
-        " 'schema_migrations' ORDER BY ordinal_position")]
+        "SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON"
+        " n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relname = 'schema_migrations' AND"
+        " a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum")]
     version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone() \
         if columns == ["version", "applied_at"] else None
     if version is None or not isinstance(version[0], int):
