@@ -318,8 +318,8 @@ def test_a_server_that_is_not_there_is_one_line(capsys: pytest.CaptureFixture[st
     assert len(err.strip().splitlines()) == 1
 
 
-def test_a_role_without_rights_on_a_table_still_knows_the_store_is_storbenchs(postgres_db: str,
-                                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_role_without_rights_on_a_table_still_knows_the_store_is_storbenchs(
+        postgres_db: str, capsys: pytest.CaptureFixture[str]) -> None:
     """An upgrade run by the store's owner made a new table with no grants for the other operators' roles:
     information_schema lists only tables a role holds a privilege on, so theirs read "run_object_prefixes is not a
     plain table ... not a storbench results database". The catalog lists them all."""
@@ -335,3 +335,16 @@ def test_a_role_without_rights_on_a_table_still_knows_the_store_is_storbenchs(po
     code, out, err = run_cli(capsys, "show", "--db", as_reader)
     assert "not a storbench results database" not in err and "not a plain table" not in err, err
     assert code == 2 and "holds no runs yet" in err, out + err  # read as the storbench store it is
+
+
+def test_rows_that_point_nowhere_imported_into_postgresql_are_one_line(postgres_db: str, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Only SQLite's IntegrityError had been caught: into a PostgreSQL store, psycopg's ended the import in the
+    generic "results database" line, without "nothing imported"."""
+    source = tmp_path / "orphans.db"
+    fixture = Path(__file__).parent / "fixtures" / "randread-plain.json"
+    assert run_cli(capsys, "import", str(fixture), "--db", str(source))[0] == 0
+    with sqlite3.connect(source) as conn:  # repetitions whose case is gone (foreign keys off, as a hand edit)
+        conn.execute("DELETE FROM cases")
+    code, _, err = run_cli(capsys, "import", str(source), "--db", postgres_db)
+    assert code == 2 and "orphans.db: run 1's rows are not storbench's" in err and "nothing imported" in err, err

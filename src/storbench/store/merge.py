@@ -144,7 +144,9 @@ def _merge(store: Store, source: Store, source_name: str, clock: Callable[[], fl
                                             added=added or 0, updated=added is not None))
                     continue
                 run_id = _copy_run(src, store, run, source_name, clock())
-            except sqlite3.IntegrityError as exc:  # rows that point nowhere, or values no storbench writes
+            except Exception as exc:  # rows that point nowhere, or values no storbench writes (SQLite's or psycopg's)
+                if not any(kind.__name__ == "IntegrityError" for kind in type(exc).__mro__):
+                    raise
                 raise UserError(f"{source_name}: run {run['id']}'s rows are not storbench's ({exc}); nothing "
                                 "imported", hint=NOT_OURS_HINT) from None
             here[_run_key(run)] = run_id
@@ -233,11 +235,11 @@ def _copy_cases(src: Connection, store: Store, run_id: int) -> None:
     dst, columns = store.conn, store.columns("cases")
     for row in src.execute("SELECT * FROM cases WHERE id IN (SELECT case_id FROM repetitions WHERE run_id = ?)",
                            (run_id,)).fetchall():
+        # a run of a shared store may make the same case meanwhile: then it is there, and must be the same case
+        dst.execute(f"INSERT INTO cases ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+                    " ON CONFLICT (id) DO NOTHING", [row[c] for c in columns])
         mine = dst.execute("SELECT * FROM cases WHERE id = ?", (row["id"],)).fetchone()
-        if mine is None:
-            dst.execute(f"INSERT INTO cases ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                        [row[c] for c in columns])
-        elif not _same_case(mine, row, columns):
+        if not _same_case(mine, row, columns):
             raise UserError(f"case {row['id']} differs between the two databases (a case id names one case)",
                             hint=NOT_OURS_HINT)
 

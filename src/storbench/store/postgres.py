@@ -164,8 +164,8 @@ class _PgErrors:
                  trace: TracebackType | None) -> None:
         import psycopg  # lazy: psycopg is for a postgresql:// store only (0.1 s to import)
 
-        if exc is None or not isinstance(exc, psycopg.Error):
-            return
+        if exc is None or not isinstance(exc, psycopg.Error) or isinstance(exc, psycopg.IntegrityError):
+            return  # an integrity error as SQLite's is: its caller says what it means (an import's rows not ours)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if isinstance(exc, psycopg.errors.QueryCanceled):
             raise UserError(f"{self.label}: a query ran past {READ_LIMIT_S:g} s and was stopped; no storbench results "
