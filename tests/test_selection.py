@@ -3,6 +3,7 @@ records, which objective; how imported files become numbered repetitions."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,10 @@ def test_run_spec_resolves_to_run_ids_and_a_label() -> None:
     assert resolve_runs(RUNS, "", "r.db", default_latest=False) == ([1, 2, 5], "all runs")
     assert resolve_runs(RUNS, "all", "r.db", default_latest=True) == ([1, 2, 5], "all runs")
     assert resolve_runs(RUNS, "2,5", "r.db", default_latest=True) == ([2, 5], "run 2,5")
+    # a store several machines write (a team's PostgreSQL): the latest run may be a colleague's, and says whose
+    shared = [*RUNS, replace(_run(6), host="bastion-2", started_at_s=10.0)]
+    assert resolve_runs(shared, "", "r.db", default_latest=True) == (
+        [6], "run 6 (latest, made on bastion-2; --run all for every run)")
 
 
 def test_bad_run_specs_are_user_errors_with_a_hint() -> None:

@@ -191,8 +191,10 @@ def resolve_runs(runs: Sequence[RunInfo], run: str, db: str, *, default_latest: 
     if run == "all" or (not run and not default_latest):
         return [r.run_id for r in runs], "all runs"
     if not run:  # the run started last (a run merged from another database has a higher id, not a later start)
-        latest = max(runs, key=lambda r: (r.started_at_s, r.run_id)).run_id
-        return [latest], f"run {latest} (latest; --run all for every run)"
+        chosen = max(runs, key=lambda r: (r.started_at_s, r.run_id))
+        # on a store runs of several machines share (a team's PostgreSQL, merged files), whose run it is
+        made = f", made on {chosen.host}" if chosen.host and len({r.host for r in runs}) > 1 else ""
+        return [chosen.run_id], f"run {chosen.run_id} (latest{made}; --run all for every run)"
     try:
         wanted = [int(part) for part in run.split(",")]
     except ValueError:
