@@ -268,7 +268,8 @@ def test_a_store_whose_server_went_away_is_one_line(postgres_db: str) -> None:
 
     store = open_store(postgres_db)
     with psycopg.connect(postgres_db, autocommit=True) as admin:  # the server ends storbench's session
-        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'storbench'")
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                      " WHERE application_name LIKE 'storbench %'")
     with pytest.raises(UserError, match="everything committed before is intact") as caught:
         store.finish_run(1, 0.0)
     assert "--resume" in (caught.value.hint or "")
@@ -348,3 +349,24 @@ def test_rows_that_point_nowhere_imported_into_postgresql_are_one_line(postgres_
         conn.execute("DELETE FROM cases")
     code, _, err = run_cli(capsys, "import", str(source), "--db", postgres_db)
     assert code == 2 and "orphans.db: run 1's rows are not storbench's" in err and "nothing imported" in err, err
+
+
+def test_a_stores_session_names_its_machine_and_process_and_asks_for_keepalives(postgres_db: str) -> None:
+    """A session whose machine was gone held its run's lease until the server's own keepalive gave up (over two
+    hours on Linux's defaults), and the refusal could not say whose session it was: the session asks for keepalives
+    of about a minute (`tcp_keepalives_*`: over TCP; a local socket has none) and names its machine and pid."""
+    import os
+    import socket
+
+    import psycopg
+
+    from storbench.store.postgres import KEEPALIVE_OPTIONS
+
+    store = open_store(postgres_db)
+    try:
+        with psycopg.connect(postgres_db, autocommit=True) as admin:
+            names = [row[0] for row in admin.execute("SELECT application_name FROM pg_stat_activity")]
+        assert f"storbench {socket.gethostname()[:40]} pid {os.getpid()}" in names, names
+        assert "-c tcp_keepalives_idle=30" in KEEPALIVE_OPTIONS and "-c tcp_keepalives_count=3" in KEEPALIVE_OPTIONS
+    finally:
+        store.close()

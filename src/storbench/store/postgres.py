@@ -14,7 +14,9 @@ after READ_LIMIT_S.
 from __future__ import annotations
 
 import functools
+import os
 import re
+import socket
 import sqlite3
 from collections.abc import Iterator, Sequence
 from types import TracebackType
@@ -38,6 +40,7 @@ def is_postgres_url(text: str) -> bool:
     return text.startswith(POSTGRES_SCHEMES)
 
 
+KEEPALIVE_OPTIONS = "-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3"
 SECRET_PARTS = ("password", "sslpassword")  # what libpq would read from the URL that storbench refuses there
 
 
@@ -292,11 +295,14 @@ def open_postgres(url: str, *, read_only: bool = False, checked: bool = True) ->
                         hint="install psycopg into storbench's environment (pipx inject storbench "
                         "'psycopg[binary]>=3.1')") from None
     # the URL's own server options (a search_path) kept; reading adds its limits after them (the last one holds)
-    options = " ".join(filter(None, (str(parts.get("options") or ""), (
+    # and a session whose machine is gone (a lost power or network) ends within about a minute, its run's lease with it
+    # (the server's own keepalive waited over two hours, refusing every --resume meanwhile); the client's likewise
+    options = " ".join(filter(None, (str(parts.get("options") or ""), KEEPALIVE_OPTIONS, (
         f"-c statement_timeout={int(READ_LIMIT_S * 1000)} -c default_transaction_read_only=on" if read_only else ""))))
     try:
-        extra: dict[str, Any] = {"options": options} if options else {}
-        raw = psycopg.connect(url, autocommit=True, connect_timeout=10, application_name="storbench", **extra)
+        raw = psycopg.connect(url, autocommit=True, connect_timeout=10, options=options, keepalives=1,
+                              keepalives_idle=30, keepalives_interval=10, keepalives_count=3,
+                              application_name=f"storbench {socket.gethostname()[:40]} pid {os.getpid()}")
     except psycopg.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"cannot open {label}: {first}", hint="check the URL, that the server runs, and ~/.pgpass"
