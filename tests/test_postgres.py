@@ -249,6 +249,7 @@ def test_two_storbench_making_one_new_store_make_it_once(postgres_db: str) -> No
                                  "postgresql://team:hunter2@db.example/results?bogus=1",
                                  # libpq names the token it cannot decode: the password itself
                                  "postgresql://team:hunter2%zz@db.example/results",
+                                 'postgresql://team:p"hunter2%zz@db.example/results',  # a quote in it too
                                  "postgresql://team@db.example/results?password=hunter2%zz"])
 def test_a_password_in_the_url_is_refused_and_never_printed(url: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "show", "--db", url)
@@ -367,6 +368,11 @@ def test_a_stores_session_names_its_machine_and_process_and_asks_for_keepalives(
         with psycopg.connect(postgres_db, autocommit=True) as admin:
             names = [row[0] for row in admin.execute("SELECT application_name FROM pg_stat_activity")]
         assert f"storbench {socket.gethostname()[:40]} pid {os.getpid()}" in names, names
-        assert "-c tcp_keepalives_idle=30" in KEEPALIVE_OPTIONS and "-c tcp_keepalives_count=3" in KEEPALIVE_OPTIONS
+        # the session was given them (a local socket shows 0 as their value: their source says who set them)
+        sources = dict(store.conn.execute("SELECT name, source FROM pg_settings WHERE name IN ('tcp_keepalives_idle',"
+                                          " 'tcp_keepalives_count', 'tcp_user_timeout')").fetchall())
+        assert sources == {name: "client" for name in ("tcp_keepalives_idle", "tcp_keepalives_count",
+                                                       "tcp_user_timeout")}, sources
+        assert "-c tcp_keepalives_idle=30" in KEEPALIVE_OPTIONS
     finally:
         store.close()

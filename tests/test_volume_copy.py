@@ -81,7 +81,7 @@ def _lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str, serves: s
             copy = Path(str(changes["snapshot"]))
             copy.write_bytes(b"kept")
             Path(f"{copy}.{answer}").write_text(str(changes["snapshot_id"]) if answer == "taken" else "no room")
-        if "backing" in changes and serves:
+        if changes.get("backing") and serves:
             Path(f"{changes['backing']}.{serves}").write_text(control["snapshot_id"] if serves == "served" else
                                                                "No space left on device")
 
@@ -116,6 +116,8 @@ def test_a_copy_not_served_is_said(serves: str, says: str, tmp_path: Path, monke
     lab.keep_copy()
     with pytest.raises(UserError, match=says):
         lab.serve_copy()
+    # the control file names the file served before again: a later signal (the next fault's) had served the copy
+    assert json.loads(lab.rates.read_text())["backing"] is None
 
 
 @pytest.mark.parametrize(("answer", "says"), [("failed", "the copy of its data was not kept: no room"),

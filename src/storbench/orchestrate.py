@@ -407,6 +407,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 failed += 1
             observer.repetition_finished(item, position, outcome)
             if why := clear_after(prepared, item.case, outcome):  # what it left on an NFS export: none stays there
+                run.cleared.discard(item.case.case_id)  # cleared before its next repetition, which stops if it fails
                 observer.event(CleanUpFailed(f"target {item.case.target.name}'s files", why))
             position += 1
             ran += 1

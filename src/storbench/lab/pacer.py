@@ -24,7 +24,6 @@ import json
 import os
 import signal
 import stat
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,12 +129,18 @@ class Snapshot:
     blocks it reached last (a checking writer's, past fio's region) the latest. Blocks of zeros stay holes."""
 
     def __init__(self, source_fd: int, path: str, size: int) -> None:
-        self.source_fd, self.path, self.size = source_fd, path, size
+        self.path, self.size = path, size
         self.kept = bytearray(-(-size // SNAPSHOT_BLOCK))
         self.next = 0  # the first block `step` has not looked at
         self.failed = ""
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        os.ftruncate(self.fd, size)
+        try:
+            os.ftruncate(self.fd, size)
+            # its own handle on the file served: the pacer may switch (and close) its own before this copy is done
+            self.source_fd = os.dup(source_fd)
+        except OSError:
+            os.close(self.fd)
+            raise
 
     def _keep(self, block: int) -> None:
         if self.kept[block] or self.failed:
@@ -177,6 +182,7 @@ class Snapshot:
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)
+            os.close(self.source_fd)
             self.fd = -1
 
 
@@ -196,6 +202,7 @@ class _Open:
 class _Taking:
     snapshot: Snapshot | None = None  # the snapshot being copied (None: none, or it was served)
     snapshot_id: str | None = None  # the id of the last one asked for (taken or failed)
+    refused: str | None = None  # a copy that could not be served: not tried again
 
 
 def serve(backing: str, mount: str, rates: str) -> None:
@@ -314,23 +321,25 @@ def serve(backing: str, mount: str, rates: str) -> None:
                 scope.cancel()
         if new.snapshot and new.snapshot_id and new.snapshot_id != taking.snapshot_id:
             take_snapshot(new.snapshot, new.snapshot_id, nursery)
-        if new.backing and new.backing != files.path:
+        wanted = new.backing or backing  # no backing named: the volume's own file
+        if wanted != files.path and wanted != taking.refused:  # a copy once refused is never served
             snapshot = taking.snapshot
             failed = ""
-            if snapshot is not None and snapshot.path == new.backing:  # served from now: every block kept first
+            if snapshot is not None and snapshot.path == wanted:  # served from now: every block kept first
                 failed = snapshot.finish()
                 taking.snapshot = None
             if not failed:
                 try:
-                    opened = os.open(new.backing, os.O_RDWR)
+                    opened = os.open(wanted, os.O_RDWR)
                 except OSError as exc:
                     failed = exc.strerror or str(exc)
                 else:
                     os.close(files.fd)
-                    files.fd, files.path = opened, new.backing
-            # the lab waits for one of these (`VolumeLab.serve_copy`); a copy that is no copy is not served: the file
-            # served stays, and the lab says so
-            mark(f"{new.backing}.failed" if failed else f"{new.backing}.served", failed or (new.snapshot_id or ""))
+                    files.fd, files.path = opened, wanted
+            # the lab waits for one of these (`VolumeLab.serve_copy`); a copy that is no copy is not served, now or
+            # at a later signal: the file served stays, and the lab says so
+            taking.refused = wanted if failed else None
+            mark(f"{wanted}.failed" if failed else f"{wanted}.served", failed or (new.snapshot_id or ""))
         if new.frozen and thawed.is_set():
             thawed = trio.Event()
         elif not new.frozen:
@@ -363,8 +372,8 @@ def serve(backing: str, mount: str, rates: str) -> None:
         goes on being served (the lab, waiting for it, says it did not come)."""
         try:
             Path(path).write_text(text)
-        except OSError as exc:
-            print(f"pacer: cannot write {path}: {exc.strerror or exc}", file=sys.stderr, flush=True)
+        except OSError as exc:  # to its log (its standard error)
+            os.write(2, f"pacer: cannot write {path}: {exc.strerror or exc}\n".encode())
 
     async def run() -> None:
         async with trio.open_nursery() as nursery:

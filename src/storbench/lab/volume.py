@@ -220,11 +220,9 @@ class VolumeLab(LabRoot):
         return served, next(copy for copy in self.copies if copy != served)
 
     def keep_copy(self) -> None:
-        """Have the pacer take a copy of the file served, as it is at this moment, into the slot not served (the
-        copy a lying volume will later serve): a snapshot, each block kept before a write lands on it
-        (`lab.pacer.Snapshot`), so every write acknowledged after this moment is missing from it and every one
-        before is in it. Returns once the pacer says it took it; a copy that fails (no room) is said, and leaves
-        nothing a later `serve_copy` could serve."""
+        """Have the pacer snapshot the file served at this moment into the slot not served (`lab.pacer.Snapshot`:
+        every write acknowledged after it missing, every one before in it), once it says it took it; a copy that
+        fails (no room) is said, and leaves nothing a later `serve_copy` could serve."""
         _, spare = self._slots()
         for leftover in (spare, *self._markers(spare)):
             leftover.unlink(missing_ok=True)
@@ -249,7 +247,7 @@ class VolumeLab(LabRoot):
     def serve_copy(self) -> None:
         """Serve the copy kept earlier from now on (the pacer finishes it first): every write acknowledged since it
         was taken is gone, as on a volume that lies — the test bed a durability check must catch."""
-        _, kept = self._slots()
+        before, kept = self._slots()
         taken, failed = self._markers(kept)
         served = kept.with_name(f"{kept.name}.served")
         control = read_control(self.rates.read_text())
@@ -261,12 +259,17 @@ class VolumeLab(LabRoot):
         info = self.info()  # the pacer finishes the copy (at the slowest copying speed allowed), then serves it
         deadline = time.monotonic() + SNAPSHOT_WAIT_S + (info.spec.size_bytes if info else 0) / SNAPSHOT_BYTES_PER_S
         while time.monotonic() < deadline:
-            if failed.exists():  # no whole copy: the volume still serves its data, and this lie did not happen
-                raise UserError(f"volume lab: the copy of its data could not be served: {failed.read_text()[:200]}",
-                                hint=f"free space in {self.root.parent}")
             if served.exists() and served.read_text() == control.snapshot_id:
                 return
+            if failed.exists():
+                break
             time.sleep(0.01)
+        # no copy served: the control file names the file served before again (a later signal had served a copy
+        # that was no copy), and the lie did not happen
+        self._control(backing=None if before == self.backing else str(before))
+        if failed.exists():
+            raise UserError(f"volume lab: the copy of its data could not be served: {failed.read_text()[:200]}",
+                            hint=f"free space in {self.root.parent}")
         raise UserError("volume lab: the pacer did not serve the copy in time", hint=f"see its log, {self.log}")
 
     @frees_lab

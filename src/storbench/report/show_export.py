@@ -140,7 +140,7 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
     rate = rate_unit(p.rw for p in points)  # ops/s for files, objects and volume operations
     level = interval_level(points)
     lines = [
-        f"Results: {title}. Means over repetitions; {rate} with its {level} confidence interval "
+        f"Results: {markdown_cell(title)}. Means over repetitions; {rate} with its {level} confidence interval "
         f"(Student t); CV is the "
         f"run-to-run spread of {rate}" + ("; % exp is the share of what the target was declared to deliver "
                                           "(expect)." if with_expected else "."),

@@ -30,7 +30,7 @@ from storbench.model import Case
 from storbench.redact import redact_text
 from storbench.store.codec import compress_text, decompress_text
 from storbench.store.db import Store, open_store
-from storbench.store.rows import Connection, Row, case_from_row
+from storbench.store.rows import Connection, IntegrityRefused, Row, case_from_row
 
 # what an import's argument must be (the store's own hint names --db, which is the other database here)
 NOT_OURS_HINT = "import takes results databases a `storbench run` wrote, or fio output files"
@@ -144,9 +144,7 @@ def _merge(store: Store, source: Store, source_name: str, clock: Callable[[], fl
                                             added=added or 0, updated=added is not None))
                     continue
                 run_id = _copy_run(src, store, run, source_name, clock())
-            except Exception as exc:  # rows that point nowhere, or values no storbench writes (SQLite's or psycopg's)
-                if not any(kind.__name__ == "IntegrityError" for kind in type(exc).__mro__):
-                    raise
+            except (sqlite3.IntegrityError, IntegrityRefused) as exc:  # rows that point nowhere (either store)
                 raise UserError(f"{source_name}: run {run['id']}'s rows are not storbench's ({exc}); nothing "
                                 "imported", hint=NOT_OURS_HINT) from None
             here[_run_key(run)] = run_id

@@ -26,6 +26,7 @@ from storbench.errors import UserError
 from storbench.store.dialect import postgres_migration, postgres_schema, postgres_statement
 from storbench.store.migrations import MIGRATIONS, POSTGRES_FIRST_VERSION, SCHEMA_VERSION, migrate, statements
 from storbench.store.queries import WRITE_LOCK_KEY
+from storbench.store.rows import IntegrityRefused
 
 __all__ = ["POSTGRES_SCHEMES", "PgConnection", "is_postgres_url", "open_postgres", "schema_statements"]
 
@@ -40,7 +41,8 @@ def is_postgres_url(text: str) -> bool:
     return text.startswith(POSTGRES_SCHEMES)
 
 
-KEEPALIVE_OPTIONS = "-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3"
+KEEPALIVE_OPTIONS = ("-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3"
+                     " -c tcp_user_timeout=60000")  # and data sent but not acknowledged: given up after a minute too
 SECRET_PARTS = ("password", "sslpassword")  # what libpq would read from the URL that storbench refuses there
 
 
@@ -51,8 +53,9 @@ def _conninfo(url: str) -> dict[str, Any]:
         parts = conninfo_to_dict(url)
     except Exception as exc:  # psycopg's ProgrammingError: libpq's own words (the URL itself never echoed)
         said = re.sub(r"//[^/?#]*@", "//", str(exc).strip().splitlines()[0] if str(exc).strip() else "")
-        # a quoted token of the URL (`invalid percent-encoded token: "pa%ss"`) may be its password: never shown
-        said = re.sub(r'"[^"]*"', '"..."', said)
+        # a quoted token of the URL (`invalid percent-encoded token: "pa%ss"`) may be its password, quotes and all:
+        # nothing from the first quote on is shown
+        said = re.sub(r'".*', '"..."', said)
         raise UserError(f"--db is not a PostgreSQL URL libpq reads: {said}",
                         hint="postgresql://USER@HOST:PORT/DB, or postgresql:///DB?host=/run/postgresql") from None
     if any(parts.get(name) for name in SECRET_PARTS):
@@ -167,9 +170,11 @@ class _PgErrors:
                  trace: TracebackType | None) -> None:
         import psycopg  # lazy: psycopg is for a postgresql:// store only (0.1 s to import)
 
-        if exc is None or not isinstance(exc, psycopg.Error) or isinstance(exc, psycopg.IntegrityError):
-            return  # an integrity error as SQLite's is: its caller says what it means (an import's rows not ours)
+        if exc is None or not isinstance(exc, psycopg.Error):
+            return
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, psycopg.IntegrityError):  # an import tells what it means (`store.merge`): rows not ours
+            raise IntegrityRefused(f"results database {self.label}: {first}", hint=NOT_OURS_HINT) from None
         if isinstance(exc, psycopg.errors.QueryCanceled):
             raise UserError(f"{self.label}: a query ran past {READ_LIMIT_S:g} s and was stopped; no storbench results "
                             "database needs that long", hint=NOT_OURS_HINT) from None
@@ -297,12 +302,14 @@ def open_postgres(url: str, *, read_only: bool = False, checked: bool = True) ->
     # the URL's own server options (a search_path) kept; reading adds its limits after them (the last one holds)
     # and a session whose machine is gone (a lost power or network) ends within about a minute, its run's lease with it
     # (the server's own keepalive waited over two hours, refusing every --resume meanwhile); the client's likewise
-    options = " ".join(filter(None, (str(parts.get("options") or ""), KEEPALIVE_OPTIONS, (
+    # (PGOPTIONS, libpq's own, where the URL has none: given options replace it)
+    own = str(parts.get("options") or os.environ.get("PGOPTIONS") or "")
+    options = " ".join(filter(None, (own, KEEPALIVE_OPTIONS, (
         f"-c statement_timeout={int(READ_LIMIT_S * 1000)} -c default_transaction_read_only=on" if read_only else ""))))
     try:
         raw = psycopg.connect(url, autocommit=True, connect_timeout=10, options=options, keepalives=1,
                               keepalives_idle=30, keepalives_interval=10, keepalives_count=3,
-                              application_name=f"storbench {socket.gethostname()[:40]} pid {os.getpid()}")
+                              fallback_application_name=f"storbench {socket.gethostname()[:40]} pid {os.getpid()}")
     except psycopg.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"cannot open {label}: {first}", hint="check the URL, that the server runs, and ~/.pgpass"

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any, Protocol, TypeAlias, TypeVar
 
+from storbench.errors import UserError
 from storbench.model import (
     BlockTarget,
     Case,
@@ -55,6 +56,11 @@ class Connection(Protocol):
 
 
 Row: TypeAlias = Any  # sqlite3.Row or store.postgres.Row: read by column name or position
+
+
+class IntegrityRefused(UserError):
+    """A write the store refused for its rows' integrity (a row that points nowhere, a key twice): SQLite raises
+    its IntegrityError, the PostgreSQL store this (`store.postgres`); an import says what it means."""
 
 
 def run_info(row: Row) -> RunInfo:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from storbench.errors import UserError
+from storbench.errors import UserError, described
 from storbench.execute.hosts import HostsExecutor
 from storbench.execute.local import LocalExecutor
 from storbench.fio.jobfile import JobBinding, client_binding, render_layout_job
@@ -171,8 +171,8 @@ def clear_after(prepared: PreparedTarget, case: Case, outcome: RepetitionOutcome
         return ""
     try:
         clear_nfs_metadata_files(prepared, case)
-    except UserError as exc:
-        return exc.one_line()
+    except (UserError, OSError) as exc:  # OSError: its job file not written (a full disk)
+        return described(exc)
     return ""
 
 
