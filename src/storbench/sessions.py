@@ -35,7 +35,7 @@ from storbench.targets.local import (
     remove_test_files,
     test_file_names,
 )
-from storbench.targets.nfs import clear_nfs_metadata_files, remove_laid_out
+from storbench.targets.nfs import clear_nfs_metadata_files, clears_by_name, remove_laid_out
 from storbench.targets.registry import LabEnvironment, by_target, prepare_target
 from storbench.targets.s3 import Removal, RunObjects, is_run_object_prefix, remove_objects, service_of
 from storbench.telemetry.recorder import SYSTEM_CEPH_SOCKETS
@@ -263,7 +263,7 @@ def clear_left_files(prepared: PreparedTarget, case: Case, *, cleared: set[str])
     details = dict(prepared.details)
     if case.workload.rw not in ("create", "metadata"):
         return 0
-    if details.get("kind") == "nfs" and prepared.binding.external_engine is not None:
+    if clears_by_name(prepared):
         if case.case_id not in cleared:
             clear_nfs_metadata_files(prepared, case)
             cleared.add(case.case_id)

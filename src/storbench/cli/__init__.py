@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -131,8 +130,10 @@ def _main(argv: Sequence[str] | None) -> int:
     except UserError as exc:
         _console(stderr=True).print(f"storbench: error: {exc.one_line()}", markup=False, soft_wrap=True)
         return 2
-    except sqlite3.DatabaseError as exc:
-        if type(exc) is not sqlite3.DatabaseError:  # SQLite's own word for a damaged file; any other is a fault
+    except Exception as exc:
+        # SQLite's own word for a damaged file (any other error is a fault); loaded only by commands that read a store
+        sqlite3 = sys.modules.get("sqlite3")
+        if sqlite3 is None or type(exc) is not sqlite3.DatabaseError:
             raise
         from storbench.store.db import DAMAGED_HINT  # lazy: each command loads what it uses
 

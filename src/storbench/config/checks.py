@@ -5,7 +5,7 @@ against the lab, fio options against the allow-list and the engine). Pure: each 
 from __future__ import annotations
 
 from storbench.config.ceph_checks import check_ceph_lab
-from storbench.config.faults import CHECK_SHARE, READ_BACK_S, CheckWritesConfig
+from storbench.config.faults import CHECK_SHARE, READ_BACK_S, CheckWritesConfig, start_delays
 from storbench.config.repeat import RepeatConfig
 from storbench.config.schema import PlanConfig
 from storbench.config.source import PlanSource
@@ -31,7 +31,7 @@ from storbench.lab.k8s_conf import CSI_STORAGE_CLASS as LAB_CSI_STORAGE_CLASS
 from storbench.lab.k8s_conf import STORAGE_CLASS as LAB_STORAGE_CLASS
 from storbench.model import rw_writes
 from storbench.stats.selectors import blocked_settings, parse_selector
-from storbench.units import duration_range_s, format_bytes
+from storbench.units import format_bytes
 
 
 def _check_clients(config: PlanConfig, source: PlanSource) -> None:
@@ -104,12 +104,7 @@ def _check_one_start_delay(config: PlanConfig, source: PlanSource, most: int, cl
     """Several clients on fio servers or in pods start together (at the barrier, or at the pods' common moment), then
     wait one startdelay: a range (`10-30s`) would draw each client's start apart, and their sum would add measured
     sections that did not overlap."""
-    given = config.workload.fio.get("startdelay")
-    for value in given if isinstance(given, list) else [] if given is None else [given]:
-        try:
-            low, high = duration_range_s(value)
-        except ValueError:
-            continue
+    for value, low, high in start_delays(config.workload):
         if low != high:
             raise UserError(f"startdelay {value} draws each job's start, and {most} clients {clients} start "
                             "together", where=source.where(("workload", "fio", "startdelay")),

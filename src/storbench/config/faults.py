@@ -7,7 +7,7 @@ import math
 
 from pydantic import Field, field_validator, model_validator
 
-from storbench.config.values import Duration, Size, StrictModel
+from storbench.config.values import Duration, FioScalar, Size, StrictModel
 from storbench.config.workload import WorkloadConfig
 from storbench.faults import FaultStep
 from storbench.units import duration_range_s
@@ -52,17 +52,23 @@ READ_BACK_S = 600.0  # how long reading every block back may take
 CHECK_SHARE = 0.1  # the most of a volume's IOPS cap the checking writer may take (its writes are the cap's too)
 
 
-def most_start_delay_s(workload: WorkloadConfig) -> float:
-    """The longest wait fio's `startdelay` (passed through `workload.fio`, a sweep or a range `10-30s`) may put
-    before the jobs start; 0 without one (a value that does not read is the fio check's to refuse)."""
+def start_delays(workload: WorkloadConfig) -> list[tuple[FioScalar, float, float]]:
+    """fio's `startdelay` (passed through `workload.fio`, a sweep, each value a delay or a range `10-30s`): (the value
+    as written, its shortest, its longest wait in seconds); a value that does not read is the fio check's to
+    refuse."""
     given = workload.fio.get("startdelay")
-    most = 0.0
+    found: list[tuple[FioScalar, float, float]] = []
     for value in given if isinstance(given, list) else [] if given is None else [given]:
         try:
-            most = max(most, duration_range_s(value)[1])
+            found.append((value, *duration_range_s(value)))
         except ValueError:
             continue
-    return most
+    return found
+
+
+def most_start_delay_s(workload: WorkloadConfig) -> float:
+    """The longest wait `startdelay` may put before the jobs start; 0 without one."""
+    return max((high for _, _, high in start_delays(workload)), default=0.0)
 
 
 class CheckWritesConfig(StrictModel):

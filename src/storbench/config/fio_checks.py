@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from fractions import Fraction
 
+from storbench.config.faults import start_delays
 from storbench.config.schema import PlanConfig
 from storbench.config.source import PlanSource
 from storbench.config.values import FIO_OPTION_NAME_RE, MANAGED_FIO_OPTIONS, FioScalar
@@ -23,7 +24,7 @@ from storbench.fio.allowlist import (
 )
 from storbench.fio.jobfile import is_safe_job_value
 from storbench.model import is_size_based
-from storbench.units import MAX_SIZE_BYTES, duration_range_s
+from storbench.units import MAX_SIZE_BYTES
 
 __all__ = ["check_fio_meanings", "check_fio_options"]
 
@@ -123,13 +124,9 @@ def check_fio_meanings(config: PlanConfig, source: PlanSource) -> None:
                         "name)", where=source.where(("workload", "fio", "latency_target")),
                         hint="add latency_run: 1 (fio keeps searching for the whole runtime), or sweep iodepth, or "
                         "use search: with a latency objective")
-    for value in values("startdelay"):
-        try:
-            low, high = duration_range_s(value)
-        except ValueError:
-            continue
+    for value, low, high in start_delays(workload):
         if low != high and max(workload.numjobs) > 1:
-            raise UserError(f"startdelay {value} draws each of numjobs {max(workload.numjobs)} clones' "
+            raise UserError(f"startdelay {fio_value_text(value)} draws each of numjobs {max(workload.numjobs)} clones' "
                             "start apart, and their rates are added as if they ran together",
                             where=source.where(("workload", "fio", "startdelay")),
                             hint="give one startdelay (e.g. 10s), or numjobs: 1")

@@ -155,14 +155,19 @@ def clear_nfs_metadata_files(prepared: PreparedTarget, case: Case) -> None:
                         "before it could clear is refused by fio)")
 
 
+def clears_by_name(prepared: PreparedTarget) -> bool:
+    """Whether ``prepared`` is an NFS export with storbench's metadata engine: what its metadata operations leave is
+    cleared by name (`clear_nfs_metadata_files`)."""
+    return dict(prepared.details).get("kind") == "nfs" and prepared.binding.external_engine is not None
+
+
 def clear_after(prepared: PreparedTarget, case: Case, outcome: RepetitionOutcome) -> str:
     """After a repetition of a metadata operation on an NFS export that may have left files there: one that did not
     end well, or whose deletes (`rw: delete`, the metadata cycle's delete phase) did not reach every file (its
     runtime cut them); a create or stat that ended well removed its own (fio's `unlink`). Those files deleted by
     name; "" or why they could not be (told, and the run goes on)."""
     w = case.workload
-    if (not is_metadata(w.rw) or dict(prepared.details).get("kind") != "nfs"
-            or prepared.binding.external_engine is None):
+    if not is_metadata(w.rw) or not clears_by_name(prepared):
         return ""
     deletes = Direction.TRIM if w.rw == "metadata" else Direction.WRITE
     done = sum(d.total_ios for c in outcome.clients for d in c.directions if d.direction == deletes)
