@@ -66,7 +66,27 @@ def test_two_pvc_targets_never_share_claims(tmp_path: Path, capsys: pytest.Captu
     plan = write_plan(tmp_path, "name: twins\ntargets:\n  a_b: {kind: pvc, size: 1GiB}\n"
                       "  a-b: {kind: pvc, size: 1GiB, volume_mode: Block}\nworkload: {rw: randread, runtime: 1s}\n")
     code, _, err = run_cli(capsys, "plan", str(plan))
-    assert code == 2 and "targets 'a_b' and 'a-b' would share Kubernetes claims (sb-a-b-N)" in err, err
+    assert code == 2 and "targets 'a_b' and 'a-b' would share the Kubernetes claim sb-a-b-1 (target 'a-b' names " \
+        "its claims sb-a-b-N)" in err, err
+
+
+def test_claim_names_of_two_targets_never_meet_and_are_kubernetes_names(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Not only the bases: target fast's third ReadWriteOnce claim is sb-fast-3, the one claim of a
+    ReadWriteMany target fast-3 (seen only when 3 clients run); a name Kubernetes refuses (a '.' next to '-') is
+    refused by the plan, not by the API server once the labs are up."""
+    def plan_of(targets: str, clients: str = "3") -> Path:
+        return write_plan(tmp_path, f"name: twins\ntargets:\n{targets}clients: {clients}\n"
+                          "workload: {rw: randread, runtime: 1s}\n")
+
+    both = "  fast: {kind: pvc, size: 1GiB}\n  fast-3: {kind: pvc, size: 1GiB, access_mode: ReadWriteMany}\n"
+    code, _, err = run_cli(capsys, "plan", str(plan_of(both)))
+    assert code == 2 and "targets 'fast' and 'fast-3' would share the Kubernetes claim sb-fast-3" in err, err
+    code, _, err = run_cli(capsys, "plan", str(plan_of(both, clients="2")))
+    assert code == 0, err
+    for name in ("a.-b", "a..b", "a-.b"):
+        code, _, err = run_cli(capsys, "plan", str(plan_of(f"  {name}: {{kind: pvc, size: 1GiB}}\n", "1")))
+        assert code == 2 and f"target '{name}' gives Kubernetes claims the name 'sb-{name}-1'" in err, err
 
 
 def test_pods_spread_wait_for_a_common_start_and_take_no_plan_text_in_their_script() -> None:
@@ -703,6 +723,52 @@ def test_an_attach_that_ends_before_it_was_asked_for_is_a_clock_problem_not_a_na
     case = Case("c0ffee123456", pvc_case().target, WorkloadPoint("attach", 4096, 1, 1, 60.0, 0.0, True, "libaio"))
     done = VolumeOperations(Behind(claim_s=0.0), "bench", "run7", None, case, 0, timeout_s=60.0).run()
     assert done.status is Status.FAILED and "n1's clock is" in done.error and "behind" in done.error, done.error
+
+
+class _RoundingCluster(_SlowCluster):
+    """A driver that binds a claim at its own step (4 GiB for the plan's 1 GiB) and grows it 0.2 s after a patch:
+    to the size asked for, or (``node_expansion``) only to its controller's end, FileSystemResizePending, the
+    capacity unchanged until a pod mounts the claim."""
+
+    def __init__(self, node_expansion: bool = False) -> None:
+        super().__init__(claim_s=0.0)
+        self.node_expansion, self.capacity, self.asked_bytes, self.grown_at = node_expansion, "4Gi", 0, 0.0
+
+    def patch_namespaced_persistent_volume_claim(self, name: str, namespace: str, patch: dict[str, Any],
+                                                 **_: object) -> None:
+        import time
+
+        self.asked_bytes = int(patch["spec"]["resources"]["requests"]["storage"])
+        self.grown_at = time.time() + 0.2
+
+    def read_namespaced_persistent_volume_claim(self, name: str, namespace: str, **_: object) -> Any:
+        import time
+        from types import SimpleNamespace
+
+        grown = bool(self.grown_at) and time.time() >= self.grown_at
+        capacity = str(self.asked_bytes) if grown and not self.node_expansion else self.capacity
+        conditions = [SimpleNamespace(type="FileSystemResizePending")] if grown and self.node_expansion else None
+        return SimpleNamespace(status=SimpleNamespace(phase="Bound", capacity={"storage": capacity},
+                                                      conditions=conditions),
+                               metadata=SimpleNamespace(resource_version="1"))
+
+
+@pytest.mark.parametrize("node_expansion", [False, True])
+def test_an_expand_asks_for_twice_what_the_claim_has_and_waits_for_the_driver(node_expansion: bool) -> None:
+    """A driver that rounds the plan's 1 GiB up to 4 GiB: the expand had asked for twice the plan's size (2 GiB),
+    which the claim already had, and was stored as one read's time, done. It asks for twice the bound capacity
+    (8 GiB) and is done when the capacity reached it or, for a driver that grows the file system on a node, when
+    the controller's part is done (FileSystemResizePending; nothing mounts the claim)."""
+    from storbench.execute.volume_operations import VolumeOperations
+
+    case = Case("c0ffee123456", pvc_case().target, WorkloadPoint("expand", 4096, 1, 1, 5.0, 0.0, True, "libaio"))
+    cluster = _RoundingCluster(node_expansion)
+    done = VolumeOperations(cluster, "bench", "run7", None, case, 0, timeout_s=5.0).run()
+    assert done.status is Status.OK, done.error
+    assert cluster.asked_bytes == 8 << 30
+    (client,) = done.clients
+    (direction,) = client.directions
+    assert direction.lat.mean_ns >= 0.19e9, direction.lat.mean_ns
 
 
 def test_volume_operations_of_many_clients_start_their_timed_requests_together() -> None:

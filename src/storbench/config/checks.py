@@ -19,7 +19,7 @@ from storbench.config.targets import (
     S3TargetConfig,
 )
 from storbench.errors import UserError, did_you_mean
-from storbench.execute.k8s_manifests import claim_base
+from storbench.execute.k8s_manifests import DNS_SUBDOMAIN_RE, claim_base, target_claim_names
 from storbench.fio.allowlist import (
     ENGINES_BY_TARGET_KIND,
     RATE_OPTIONS,
@@ -34,6 +34,26 @@ from storbench.stats.selectors import blocked_settings, parse_selector
 from storbench.units import format_bytes
 
 
+def _check_claim_names(claimed: dict[str, str], name: str, target: PvcTargetConfig, clients: int,
+                       source: PlanSource) -> None:
+    """Every claim name the target takes (for up to ``clients`` clients) is a Kubernetes name and no other target's
+    (``sb-fast-1`` is target fast's first ReadWriteOnce claim and target fast-1's ReadWriteMany claim): a claim two
+    targets share would have the second measure the first's volume. ``claimed`` gathers the names target by
+    target."""
+    base = claim_base(name)
+    for claim in dict.fromkeys(target_claim_names(name, target.access_mode, clients)):
+        if not DNS_SUBDOMAIN_RE.match(claim):
+            raise UserError(f"target '{name}' gives Kubernetes claims the name {claim!r}, which Kubernetes refuses",
+                            where=source.where(("targets", name)),
+                            hint="rename the target: letters, digits and '-', with no '.' next to '-' or '.'")
+        other = claimed.setdefault(claim, name)
+        if other != name:  # one claim name for two targets: the second would use the first's volumes
+            raise UserError(f"targets '{other}' and '{name}' would share the Kubernetes claim {claim} (target "
+                            f"'{name}' names its claims {base}{'' if target.access_mode == 'ReadWriteMany' else '-N'}"
+                            "): Kubernetes names are lower case, with '-' for '_', at most 50 characters",
+                            where=source.where(("targets", name)), hint=f"rename target '{name}'")
+
+
 def _check_clients(config: PlanConfig, source: PlanSource) -> None:
     lab_hosts = config.lab.hosts if config.lab else None
     if lab_hosts is not None and config.hosts is not None:
@@ -46,12 +66,7 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
     claimed: dict[str, str] = {}
     for name, target in config.targets.items():
         if isinstance(target, PvcTargetConfig):
-            other = claimed.setdefault(claim_base(name), name)
-            if other != name:  # one claim name for two targets: the second would use the first's volumes
-                raise UserError(f"targets '{other}' and '{name}' would share Kubernetes claims ({claim_base(name)}"
-                                "-N): Kubernetes names are lower case, with '-' for '_', at most 50 characters",
-                                where=source.where(("targets", name)), hint=f"rename target '{name}'")
-        if isinstance(target, PvcTargetConfig):
+            _check_claim_names(claimed, name, target, max(most, 1), source)
             if config.hosts is not None or lab_hosts is not None:
                 raise UserError(f"target '{name}' runs in pods: it takes no hosts", where=source.where(("hosts",)),
                                 hint="clients of a pvc target are pods; drop hosts")

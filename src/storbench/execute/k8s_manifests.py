@@ -117,10 +117,20 @@ def claim_base(target_name: str) -> str:
 
 def claim_names(target: PvcTarget, clients: int) -> list[str]:
     """ReadWriteOnce: one claim per client; ReadWriteMany: one claim for all."""
-    base = claim_base(target.name)
-    if target.access_mode == "ReadWriteMany":
+    return target_claim_names(target.name, target.access_mode, clients)
+
+
+def target_claim_names(target_name: str, access_mode: str, clients: int) -> list[str]:
+    """The claims of a target named ``target_name`` for ``clients`` clients (`claim_names`), from the plan's own
+    values: the plan check compares two targets' names with it."""
+    base = claim_base(target_name)
+    if access_mode == "ReadWriteMany":
         return [base] * clients
     return [f"{base}-{index}" for index in range(1, clients + 1)]
+
+
+# Kubernetes' DNS subdomain (RFC 1123), the form a PersistentVolumeClaim's name takes
+DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def run_labels(run_label: str) -> dict[str, str]:

@@ -14,6 +14,7 @@ storbench makes, passed in an environment variable.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from storbench.execute.k8s_manifests import (
@@ -44,6 +45,7 @@ CHECK_SCRIPT = f"cat {CHECK_FILE}"
 FIRST_IO_COMMAND = ("/usr/bin/fio", "--name=first-io", f"--filename={DATA_DIR}/storbench-first-io", "--rw=write",
                     "--bs=4k", "--size=4k", "--fsync=1", "--output-format=json")
 EXPAND_FACTOR = 2  # expand: the claim asks for this many times its size
+RESIZE_PENDING = "FileSystemResizePending"  # a claim condition: its controller part done, a node grows its file system
 
 
 @dataclass(frozen=True)
@@ -140,8 +142,18 @@ def first_io_done_s(log: str) -> float | None:
     return stamp / 1000 if isinstance(stamp, int | float) and stamp > 0 else None
 
 
-def expanded_bytes(target: PvcTarget) -> int:
-    return (target.size_bytes or 0) * EXPAND_FACTOR
+def expanded_bytes(target: PvcTarget, bound_bytes: int) -> int:
+    """What an expand asks for: twice the claim's capacity once Bound (a driver rounds a 64 MiB request up to its
+    own step, 1 GiB on many clouds: twice the request would ask for less than it has), at least twice the plan's
+    size."""
+    return max(target.size_bytes or 0, bound_bytes) * EXPAND_FACTOR
+
+
+def expand_done(capacity_bytes: int, wanted_bytes: int, condition_types: Sequence[str]) -> bool:
+    """An expand is done when the claim's capacity reached what was asked, or when the driver's controller part is
+    done and the file system waits for a node to grow it (``FileSystemResizePending``: the capacity changes only
+    once a pod mounts the claim, and none does)."""
+    return capacity_bytes >= wanted_bytes or RESIZE_PENDING in condition_types
 
 
 def operation_text(case: Case, names: OperationNames, manifests: list[dict[str, object]]) -> str:

@@ -28,6 +28,7 @@ from storbench.execute.k8s_operations import (
     OperationNames,
     OperationResult,
     claim_from,
+    expand_done,
     expanded_bytes,
     first_io_done_s,
     operation_measurement,
@@ -177,13 +178,17 @@ class VolumeOperations:
     def _expand(self, client: int, names: OperationNames) -> OperationResult:
         self._create_claim(client, source_claim(self.target, names.source, self.run_label, self.default_class))
         self._wait_claim(names.source, _bound, "Bound", time.time())
-        wanted = expanded_bytes(self.target)
+        bound = self.core.read_namespaced_persistent_volume_claim(names.source, self.namespace,
+                                                                  _request_timeout=REQUEST_TIMEOUT_S)
+        wanted = expanded_bytes(self.target, _capacity_bytes(bound))
         patch = {"spec": {"resources": {"requests": {"storage": str(wanted)}}}}
         self._note(client, {"patch": names.source, "timed": True, **patch})
         self._start_together(client)
         requested = time.time()
-        self.core.patch_namespaced_persistent_volume_claim(names.source, self.namespace, patch)
-        done = self._wait_claim(names.source, lambda claim: _capacity_bytes(claim) >= wanted,
+        self.core.patch_namespaced_persistent_volume_claim(names.source, self.namespace, patch,
+                                                           _request_timeout=REQUEST_TIMEOUT_S)
+        done = self._wait_claim(names.source, lambda claim: expand_done(_capacity_bytes(claim), wanted,
+                                                                        _condition_types(claim)),
                                 f"its capacity at {wanted} bytes", requested)
         return OperationResult(client, "expand", requested, done)
 
@@ -390,6 +395,10 @@ def _capacity_bytes(claim: Any) -> int:
         return int(parse_quantity(capacity)) if capacity else 0  # type: ignore[no-untyped-call]
     except ValueError:
         return 0
+
+
+def _condition_types(claim: Any) -> list[str]:
+    return [str(getattr(condition, "type", "")) for condition in getattr(claim.status, "conditions", None) or ()]
 
 
 def _snapshot_ready(snapshot: Any) -> bool:
