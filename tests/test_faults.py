@@ -695,20 +695,27 @@ def test_lose_writes_counts_the_volumes_copies_on_the_lab_disk() -> None:
 
 
 @pytest.mark.parametrize(("lab", "fault", "says"), [
-    ("hosts: {count: 2}", "{at: 5s, do: cut, on: client.9, restore_after: 2s}",
-     "the plan's hosts lab has client.1 to client.2"),
-    ("hosts: {count: 2}", "{at: 5s, do: cut, on: client.0, restore_after: 2s}",
-     "the plan's hosts lab has client.1 to client.2"),
+    ("hosts: {count: 2}}\nclients: 2\n#", "{at: 5s, do: cut, on: client.9, restore_after: 2s}",
+     "every case of the plan's hosts lab has client.1 to client.2"),
+    ("hosts: {count: 2}}\nclients: 2\n#", "{at: 5s, do: cut, on: client.0, restore_after: 2s}",
+     "every case of the plan's hosts lab has client.1 to client.2"),
+    ("hosts: {count: 4}}\nclients: [2, 4]\n#", "{at: 5s, do: cut, on: client.3, restore_after: 2s}",
+     "every case of the plan's hosts lab has client.1 to client.2"),  # the 2-client cases do not run client.3
+    ("hosts: {count: 2}}\nclients: 2\n#", "{at: 5s, do: cut, on: client.02, restore_after: 2s}",
+     "write client.2, with no leading"),
     ("ceph: {osds: [3, 6]}", "{at: 5s, do: kill, on: osd.3, restore_after: 2s}",  # osd.3 only in the larger
      "faults\\[0\\] acts on osd.3, and the Ceph lab's smallest cluster has osd.0 to osd.2"),
     ("ceph: {osds_per_device: [1, 2], devices: 2, pool_size: 2}", "{at: 5s, do: kill, on: osd.3, restore_after: 2s}",
      "the Ceph lab's smallest cluster has osd.0 to osd.1"),
     ("ceph: {osds: 3}", "{at: 5s, do: kill, on: osd.3, restore_after: 2s}", "the Ceph lab has osd.0 to osd.2"),
+    ("ceph: {osds: 3}", "{at: 5s, do: kill, on: osd.00, restore_after: 2s}", "write osd.0, with no leading zero"),
 ])
 def test_a_fault_on_a_target_the_plans_lab_does_not_have_is_refused_by_plan(lab: str, fault: str,
                                                                               says: str) -> None:
     """`client\\.[0-9]{1,4}` took client.9 on a two-host lab: every repetition was stored "with faults" where none
-    happened, said only at run time."""
+    happened, said only at run time. client.3 of a 4-host lab was taken with `clients: [2, 4]`: the 2-client cases
+    stored a fault on a host they do not run, as a fault with no blackout. `client.02` got past the check that one
+    target's faults do not overlap (another name than client.2)."""
     from storbench.config import load_plan_text
     from storbench.errors import UserError
     from storbench.lab.registry import check_faults
@@ -719,8 +726,10 @@ def test_a_fault_on_a_target_the_plans_lab_does_not_have_is_refused_by_plan(lab:
     with pytest.raises(UserError, match=says):  # by the plan's own checks (the lab's settings) or the labs'
         loaded = load_plan_text(text, "p.yaml")
         check_faults(loaded, expand(loaded))
-    fine = load_plan_text(text.replace("client.9", "client.2").replace("client.0", "client.1")
-                          .replace("osd.3", "osd.1"), "p.yaml")
+    fine = load_plan_text(text.replace("client.02", "client.2").replace("client.9", "client.2")
+                          .replace("client.0", "client.1")
+                          .replace("client.3", "client.2").replace("osd.3", "osd.1").replace("osd.00", "osd.0"),
+                          "p.yaml")
     check_faults(fine, expand(fine))
 
 

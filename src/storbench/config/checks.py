@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from storbench.config.ceph_checks import check_ceph_lab
 from storbench.config.faults import CHECK_SHARE, READ_BACK_S, CheckWritesConfig, start_delays
+from storbench.config.pvc_checks import check_claim_names, check_pod_security
 from storbench.config.repeat import RepeatConfig
 from storbench.config.schema import PlanConfig
 from storbench.config.source import PlanSource
@@ -19,7 +20,6 @@ from storbench.config.targets import (
     S3TargetConfig,
 )
 from storbench.errors import UserError, did_you_mean
-from storbench.execute.k8s_manifests import DNS_SUBDOMAIN_RE, claim_base, target_claim_names
 from storbench.fio.allowlist import (
     ENGINES_BY_TARGET_KIND,
     RATE_OPTIONS,
@@ -27,31 +27,9 @@ from storbench.fio.allowlist import (
     engine_option_refusal,
     engine_refusal,
 )
-from storbench.lab.k8s_conf import CSI_STORAGE_CLASS as LAB_CSI_STORAGE_CLASS
-from storbench.lab.k8s_conf import STORAGE_CLASS as LAB_STORAGE_CLASS
 from storbench.model import rw_writes
 from storbench.stats.selectors import blocked_settings, parse_selector
 from storbench.units import format_bytes
-
-
-def _check_claim_names(claimed: dict[str, str], name: str, target: PvcTargetConfig, clients: int,
-                       source: PlanSource) -> None:
-    """Every claim name the target takes (for up to ``clients`` clients) is a Kubernetes name and no other target's
-    (``sb-fast-1`` is target fast's first ReadWriteOnce claim and target fast-1's ReadWriteMany claim): a claim two
-    targets share would have the second measure the first's volume. ``claimed`` gathers the names target by
-    target."""
-    base = claim_base(name)
-    for claim in dict.fromkeys(target_claim_names(name, target.access_mode, clients)):
-        if not DNS_SUBDOMAIN_RE.match(claim):
-            raise UserError(f"target '{name}' gives Kubernetes claims the name {claim!r}, which Kubernetes refuses",
-                            where=source.where(("targets", name)),
-                            hint="rename the target: letters, digits and '-', with no '.' next to '-' or '.'")
-        other = claimed.setdefault(claim, name)
-        if other != name:  # one claim name for two targets: the second would use the first's volumes
-            raise UserError(f"targets '{other}' and '{name}' would share the Kubernetes claim {claim} (target "
-                            f"'{name}' names its claims {base}{'' if target.access_mode == 'ReadWriteMany' else '-N'}"
-                            "): Kubernetes names are lower case, with '-' for '_', at most 50 characters",
-                            where=source.where(("targets", name)), hint=f"rename target '{name}'")
 
 
 def _check_clients(config: PlanConfig, source: PlanSource) -> None:
@@ -66,7 +44,7 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
     claimed: dict[str, str] = {}
     for name, target in config.targets.items():
         if isinstance(target, PvcTargetConfig):
-            _check_claim_names(claimed, name, target, max(most, 1), source)
+            check_claim_names(claimed, name, target, max(most, 1), source)
             if config.hosts is not None or lab_hosts is not None:
                 raise UserError(f"target '{name}' runs in pods: it takes no hosts", where=source.where(("hosts",)),
                                 hint="clients of a pvc target are pods; drop hosts")
@@ -74,7 +52,7 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
             if target.volume_mode == "Block" and writes and not target.destructive:
                 raise UserError(f"target '{name}' writes to a raw Block volume", where=source.where(
                     ("targets", name)), hint="set destructive: true if the volume's data may be destroyed")
-            _check_pod_security(config, source, name, target)
+            check_pod_security(config, source, name, target)
     pods = any(isinstance(target, PvcTargetConfig) for target in config.targets.values())
     if (config.hosts is not None or lab_hosts is not None or pods) and most >= 2:
         _check_one_start_delay(config, source, most, "in pods" if pods else "on fio servers")
@@ -124,30 +102,6 @@ def _check_one_start_delay(config: PlanConfig, source: PlanSource, most: int, cl
             raise UserError(f"startdelay {value} draws each job's start, and {most} clients {clients} start "
                             "together", where=source.where(("workload", "fio", "startdelay")),
                             hint="give one startdelay (e.g. 10s), or run one client")
-
-
-def _check_pod_security(config: PlanConfig, source: PlanSource, name: str, target: PvcTargetConfig) -> None:
-    """A restricted pod runs fio as an unprivileged user: the k8s lab's host-path class makes root-only directories
-    (Kubernetes' host-path provisioner applies no fsGroup); targets in one namespace storbench may create share one
-    Pod Security level (the namespace enforces it)."""
-    k8s = config.lab.k8s if config.lab else None
-    pods = any(rw not in ("provision", "expand") for rw in config.workload.rw)  # those two make no pod
-    if (k8s is not None and pods and target.pod_security == "restricted" and target.volume_mode == "Filesystem"
-            and target.storage_class in (None, LAB_STORAGE_CLASS)):
-        raise UserError(f"target '{name}' runs fio as an unprivileged user (pod_security: restricted), and the k8s "
-                        f"lab's {LAB_STORAGE_CLASS} class makes directories only root may write",
-                        where=source.where(("targets", name)),
-                        hint=f"set lab.k8s.csi: true and storage_class: {LAB_CSI_STORAGE_CLASS} (its volumes are "
-                        "writable by every user), or pod_security: baseline (fio as the image's root, no capabilities)")
-    for other_name, other in config.targets.items():
-        if other_name == name:
-            break
-        if (isinstance(other, PvcTargetConfig) and other.namespace == target.namespace
-                and other.pod_security != target.pod_security):
-            raise UserError(f"targets '{other_name}' and '{name}' share namespace {target.namespace} with pod_security "
-                            f"{other.pod_security} and {target.pod_security}", where=source.where(("targets", name)),
-                            hint="give one of them a namespace of its own, or the same pod_security (a namespace "
-                            "storbench makes enforces one level)")
 
 
 def _check_remote_targets(config: PlanConfig, source: PlanSource) -> None:

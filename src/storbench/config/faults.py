@@ -4,6 +4,7 @@ Pure: declares data; which lab offers what is the lab registry's (`checks.check_
 from __future__ import annotations
 
 import math
+import re
 
 from pydantic import Field, field_validator, model_validator
 
@@ -28,6 +29,16 @@ class FaultConfig(StrictModel):
                                            "section); none: it lasts to the end of the repetition.")
     to: str | int | None = Field(None, description="The level an action that takes one sets, e.g. `10Mbit` for "
                                  "`slow` (a link rate), `500` for `throttle` (IOPS).")
+
+    @field_validator("on")
+    @classmethod
+    def _one_spelling(cls, value: str) -> str:
+        """`client.01` is client.1 to the lab but another name to the check of faults on one target overlapping."""
+        numbered = re.search(r"\.0+([0-9])", value)
+        if numbered:
+            raise ValueError(f"write {value[:numbered.start()]}.{value[numbered.start() + 1:].lstrip('0') or '0'}, "
+                             "with no leading zero")
+        return value
 
     @field_validator("to", mode="before")
     @classmethod

@@ -377,7 +377,8 @@ class HostsKind(LabKindBase):
 
     def fault_targets(self, loaded: LoadedPlan) -> dict[str, range]:
         hosts = loaded.config.lab.hosts if loaded.config.lab else None
-        return {"client": range(1, hosts.count + 1)} if hosts is not None else {}
+        # a case runs its first `clients` hosts: a fault on another would be stored as one with no blackout
+        return {"client": range(1, min(hosts.count, *loaded.config.clients) + 1)} if hosts is not None else {}
 
     def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[HostsLabInfo] | None:
         lab_hosts = loaded.config.lab.hosts if loaded.config.lab else None

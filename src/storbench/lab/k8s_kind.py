@@ -82,7 +82,7 @@ class K8sKind(LabKindBase):
 
     def fault_targets(self, loaded: LoadedPlan) -> dict[str, range]:
         k8s = loaded.config.lab.k8s if loaded.config.lab else None
-        return {"node": range(1, k8s.nodes + 1), "client": range(1, max(loaded.config.clients) + 1)} if k8s else {}
+        return {"node": range(1, k8s.nodes + 1), "client": range(1, min(loaded.config.clients) + 1)} if k8s else {}
 
     def for_run(self, loaded: LoadedPlan, caps: FioCapabilities) -> RunLab[K8sLabInfo] | None:
         lab_config = loaded.config.lab.k8s if loaded.config.lab else None

@@ -83,8 +83,9 @@ def check_faults(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
         for kind, targets in numbered:
             have = targets.get(name) if find_offer(step, kind.faults) else None
             if have is not None and index.isdigit() and int(index) not in have:
-                problems.append(f"faults[{number}] ({step.action} {step.target} at {step.at_s:g}s): the plan's "
-                                f"{kind.name} lab has {name}.{have.start} to {name}.{have.stop - 1}; name one of them")
+                problems.append(f"faults[{number}] ({step.action} {step.target} at {step.at_s:g}s): every case of "
+                                f"the plan's {kind.name} lab has {name}.{have.start} to {name}.{have.stop - 1}; "
+                                "name one of them")
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         problem, _, hint = problems[0].partition("; ")
