@@ -485,8 +485,9 @@ def test_settling_after_faults_reconnects_and_reshapes_the_hosts_a_failed_restor
     lab is left alone (nothing said)."""
     from storbench.config import load_plan_text
     from storbench.events import LabHealed
-    from storbench.lab.hosts import KIND, HostsLab
+    from storbench.lab.hosts import HostsLab
     from storbench.lab.hosts_conf import lab_host
+    from storbench.lab.hosts_kind import KIND
     from storbench.plan import expand
 
     monkeypatch.setattr("storbench.lab.hosts.DEFAULT_LAB_DIR", tmp_path / "lab")
@@ -763,3 +764,32 @@ def test_a_link_change_cut_short_leaves_every_host_to_be_reshaped(tmp_path: Path
     assert shaped == [1] and state["link"] == [100_000_000, None] and state["shaped_apart"] == [1, 2, 3]
     monkeypatch.setattr(hosts, "run", lambda argv, **_: "")  # no link is down
     assert lab.unsettled() == ([], [1, 2, 3])  # settled back to the recorded rate before the next value
+
+
+def test_the_hosts_lab_refuses_a_machine_with_a_route_into_its_network(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A LAN or VPN on 10.214.x.x (or a wider 10/8): the lab's bridge would take those hosts' addresses over while it
+    is up, and the fio servers' job files could go to a machine there. Its own bridge's routes and the default
+    route are not clashes."""
+    from storbench.errors import UserError
+    from storbench.lab import hosts
+    from storbench.lab.hosts_conf import subnet_clashes
+
+    own = ("default via 192.0.2.1 dev eth0 \n10.214.0.0/16 dev sbhosts0 proto kernel scope link src 10.214.0.1 \n"
+           "local 10.214.0.1 dev sbhosts0 table local proto kernel scope host src 10.214.0.1 \n"
+           "blackhole 192.0.2.128/25 \n")
+    assert subnet_clashes(own) == []
+    assert subnet_clashes(own + "10.0.0.0/8 via 10.8.0.1 dev tun0 \n") == ["10.0.0.0/8 via 10.8.0.1 dev tun0"]
+    assert subnet_clashes("local 10.214.3.7 dev eth1 table local proto kernel\n") == ["local 10.214.3.7 dev eth1 table"]
+    asked: list[list[str]] = []
+
+    def answer(argv: list[str], **_: object) -> str:
+        asked.append(list(argv))
+        return "10.214.0.0/16 via 192.0.2.9 dev eth0 \n" if argv[:2] == ["ip", "-o"] else ""
+
+    monkeypatch.setattr(hosts, "run", answer)
+    monkeypatch.setattr(hosts, "require_tools", lambda *args, **kwargs: None)
+    monkeypatch.setattr(hosts.HostsLab, "down", lambda self: None)
+    with pytest.raises(UserError, match=r"its network 10.214.0.0/16 meets this machine's route 10.214.0.0/16 via"):
+        hosts.HostsLab(tmp_path / "lab").up(2, "/usr/bin/fio")
+    assert not [argv for argv in asked if "-batch" in argv or argv[0] == "nft"], asked  # nothing built

@@ -408,7 +408,7 @@ def test_a_kept_hosts_lab_with_shaped_links_is_unshaped_for_a_plan_without_a_lin
     must not run at 10Mbit unsaid; its run lifts the shaping when the lab comes up. A plan that does not use the
     hosts lab never touches it (another run may be shaping it)."""
     from storbench.fio.options import FioCapabilities
-    from storbench.lab import hosts
+    from storbench.lab import hosts_kind as hosts
 
     calls: list[tuple[object, object]] = []
     settled: list[bool] = []

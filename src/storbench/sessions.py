@@ -20,7 +20,7 @@ from storbench.lab.base import LabGroup, LabLost, RunLab, SessionLabs, StateWatc
 from storbench.lab.base import LabObserver as LabObserver
 from storbench.lab.ceph_conf import clusters_of as clusters_of
 from storbench.lab.ceph_conf import rbd_pools as rbd_pools
-from storbench.lab.hosts import KIND as HOSTS
+from storbench.lab.hosts_kind import KIND as HOSTS
 from storbench.lab.k8s_kind import KIND as K8S
 from storbench.lab.labdir import each_step
 from storbench.lab.registry import KINDS

@@ -98,6 +98,32 @@ def hosts_down(link_listing: str) -> list[int]:
     return [index for index, _, flags in _host_links(link_listing) if is_down(flags)]
 
 
+ROUTE_TYPES = ("unicast", "local", "broadcast", "multicast", "throw", "unreachable", "prohibit", "blackhole", "nat",
+               "anycast")
+
+
+def subnet_clashes(route_listing: str) -> list[str]:
+    """The routes of this machine (``ip -o -4 route show table all``) that meet the lab's network, other than the
+    lab's own bridge's and the default route: a LAN or VPN on 10.214.x.x (or a wider 10/8) whose hosts the lab's
+    bridge would take over while it is up, and to which the fio servers' job files (an S3 key in them) could go."""
+    lab = ipaddress.ip_network(SUBNET)
+    clashes = []
+    for line in route_listing.splitlines():
+        fields = line.split()
+        if fields and fields[0] in ROUTE_TYPES:
+            fields = fields[1:]
+        device = fields[fields.index("dev") + 1:][:1] if "dev" in fields else []
+        if not fields or fields[0] == "default" or device == [BRIDGE]:
+            continue
+        try:
+            network = ipaddress.ip_network(fields[0], strict=False)
+        except ValueError:
+            continue
+        if network.version == 4 and network.overlaps(lab):
+            clashes.append(" ".join(line.split()[:5]))
+    return clashes
+
+
 def network_batch(hosts: list[LabHost]) -> str:
     """`ip -batch` commands that build the bridge and every namespace's link (one ip process for all)."""
     lines = [f"link add {BRIDGE} type bridge", f"addr add {BRIDGE_ADDRESS}/{PREFIX_LENGTH} dev {BRIDGE}",

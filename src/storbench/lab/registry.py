@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
 from storbench.faults import FaultOffer, fault_problems, find_offer
-from storbench.lab import COMMAND_ORDER, ceph_kind, hosts, k8s_kind, nfs, volume
+from storbench.lab import COMMAND_ORDER, ceph_kind, hosts_kind, k8s_kind, nfs, volume
 from storbench.lab.base import LabKind
 from storbench.shell import run
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from storbench.config import LoadedPlan
     from storbench.model import Case
 
-KINDS: dict[str, LabKind] = {kind.name: kind for kind in (hosts.KIND, k8s_kind.KIND, volume.KIND, nfs.KIND,
+KINDS: dict[str, LabKind] = {kind.name: kind for kind in (hosts_kind.KIND, k8s_kind.KIND, volume.KIND, nfs.KIND,
                                                            ceph_kind.KIND)}
 
 
