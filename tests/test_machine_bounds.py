@@ -276,6 +276,16 @@ def test_fio_options_that_would_measure_another_thing_than_the_figures_say_are_r
         load_plan_text(BASE + f"  fio: {{{kept[option]}}}\n", "p.yaml")
 
 
+def test_a_drawn_startdelay_is_refused_under_a_search_along_numjobs() -> None:
+    """The search reaches numjobs 64 while `workload.numjobs` stays 1: the drawn startdelay got past the check."""
+    text = BASE.replace("  rw: read\n", "  rw: randread\n  fio: {startdelay: 1s-10s}\n") + \
+        'repeat: 2\nsearch: {axis: numjobs, range: [1, 64], slo: "p99<=10ms"}\n'
+    with pytest.raises(UserError) as caught:
+        load_plan_text(text, "p.yaml")
+    assert "startdelay 1s-10s draws each of numjobs 64 clones' start apart" in caught.value.one_line()
+    load_plan_text(text.replace("1s-10s", "5s"), "p.yaml")
+
+
 def test_expected_iops_must_be_finite() -> None:
     text = BASE.replace("size: 1MiB}", "size: 1MiB, expect: {iops: .inf}}")
     with pytest.raises(UserError) as caught:

@@ -767,6 +767,50 @@ def test_a_resumed_search_finishes_the_point_it_had_begun_and_gives_the_same_ans
     assert len(said) == 1 and "at iodepth=24 within p99<=" in said[0], said
 
 
+def test_a_resumed_search_leaves_a_failed_repetition_of_a_load_it_has_read_failed(tmp_path: Path,
+                                                                                   store: Store) -> None:
+    """Depth 6's second repetition fails; the search reads depth 6 from the one left and goes on. Interrupted later,
+    the resume ran that repetition again first (only OK repetitions counted as done), pooled it with the first one
+    measured before, and decided again from n=2 a path it had chosen at n=1: the answer could change. A resume
+    answers as the run that did not stop."""
+    from storbench.fio.merge import client_measurement
+    from storbench.fio.parse import parse_fio_json
+
+    merged = client_measurement(parse_fio_json(RANDRW_OUTPUT)).directions
+    limit_us = int(2.6 * max(d.lat.percentile_ns(99.0) or 0 for d in merged) / 1000)
+    loaded = load_plan_text(SEARCH.format(data=tmp_path / "data", limit_us=limit_us), "search.yaml")
+    cases = expand(loaded)
+    checked = check_everything(loaded, cases, CAPS.binary, create=True)
+
+    def storage(call: FakeCall) -> Step:
+        if (call.case.workload.iodepth, call.rep_index) == (6, 1):
+            return Replay("", returncode=1, stderr="fio: error=Input/output error\n")
+        return Replay(_storage_at(call.case.workload.iodepth))
+
+    whole = open_store(tmp_path / "whole.db")
+    observer = Observer()
+    orchestrate.run_plan(loaded, cases, checked, whole, FakeExecutor(storage), observer, resume=False)
+    whole.close()
+    answer = [e for e in observer.events if e.startswith("search t randrw 4k jobs=1")]
+    calls: list[tuple[int, int]] = []
+
+    def interrupted(call: FakeCall) -> Step:
+        if len(calls) == 5:
+            return Raise(KeyboardInterrupt())
+        calls.append((call.case.workload.iodepth, call.rep_index))
+        return storage(call)
+
+    with pytest.raises(KeyboardInterrupt):
+        orchestrate.run_plan(loaded, cases, checked, store, FakeExecutor(interrupted), Observer(), resume=False)
+    assert calls[2:4] == [(6, 0), (6, 1)], calls
+    observer = Observer()
+    resumed = FakeExecutor(storage)
+    orchestrate.run_plan(loaded, cases, checked, store, resumed, observer, resume=True)
+    after = [(c.case.workload.iodepth, c.rep_index) for c in resumed.calls]
+    assert (6, 1) not in after, after
+    assert [e for e in observer.events if e.startswith("search t randrw 4k jobs=1")] == answer and answer
+
+
 def test_a_resumed_search_on_a_new_precondition_starts_its_begun_load_over_and_keeps_its_objective(
         tmp_path: Path, store: Store) -> None:
     """On a preconditioned target (or a lab) the resume writes the target again: the load the search had begun
@@ -1075,6 +1119,33 @@ def test_a_resume_that_changes_what_repetitions_run_under_is_refused(tmp_path: P
                                             r"\(check_writes\)") as refused:
             check_design_unchanged(other, store, run_id, accept=True, observer=None)
         assert "a resume may only add points" in refused.value.hint and "keeps that region" not in refused.value.hint
+
+
+def test_a_resume_of_a_search_that_changes_its_repeat_is_refused(tmp_path: Path, store: Store) -> None:
+    """A search chose its loads from intervals over `repeat` repetitions each: `repeat: 2` -> `3` was taken (an
+    integer repeat is no stopping rule), adding a repetition to loads chosen at n=2, or, on a lab, dropping every
+    load measured. A run stored before the section was recorded resumes as it did."""
+    from dataclasses import replace
+
+    from storbench.errors import UserError
+    from storbench.resume import check_design_unchanged
+
+    plan = SEARCH.format(data=tmp_path / "data", limit_us=500)
+    first = load_plan_text(plan, "search.yaml")
+    design = orchestrate.plan_design(first.config, None)
+    run_id = store.create_run(plan_name="search", plan_text=plan, plan_sha256="0", source="run",
+                              storbench_version="0", fio_version="fio-3.33", host="h", kernel="k",
+                              run_order="sequential", seed=0, tags=[], started_at_s=1.0, design=design)
+    check_design_unchanged(first, store, run_id, accept=False, observer=None)
+    more = load_plan_text(plan.replace("repeat: 2", "repeat: 3"), "search.yaml")
+    with pytest.raises(UserError, match=r"run under since it started \(search_repeat\)"):
+        check_design_unchanged(more, store, run_id, accept=True, observer=None)
+    assert design.conditions is not None
+    older = replace(design, conditions=tuple((k, v) for k, v in design.conditions if k != "search_repeat"))
+    run_old = store.create_run(plan_name="search", plan_text=plan, plan_sha256="0", source="run",
+                               storbench_version="0", fio_version="fio-3.33", host="h", kernel="k",
+                               run_order="sequential", seed=0, tags=[], started_at_s=1.0, design=older)
+    check_design_unchanged(first, store, run_old, accept=False, observer=None)
 
 
 def test_a_resume_that_changes_the_ceph_labs_bring_up_is_refused() -> None:

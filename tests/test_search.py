@@ -313,3 +313,21 @@ def test_the_answer_is_seldom_a_point_whose_p99_is_above_the_limit() -> None:
     assert grid["false"] <= 0.06 and search["false"] <= 0.06, (grid, search)
     assert means["false"] >= 0.2, means
     assert grid["none"] == 0 and search["measured"] <= MOST_POINTS
+
+
+def test_a_plateau_whose_latency_stays_flat_is_not_called_saturated() -> None:
+    """More load that never reaches the storage (a sync engine, buffered libaio): IOPS and latency the same at every
+    load. The knee over the points says "latency flat" and the reason had said "IOPS saturated ... while the
+    objective held" beside it: two claims about one curve. It says what the knee says."""
+    def flat(load: int) -> SearchPoint:
+        noise = [1 + 0.001 * k for k in range(-1, 2)]
+        return SearchPoint(load, iops=est([50_000 * k for k in noise]), latency=est([40_000 * k for k in noise]),
+                           lat_mean=est([20_000 * k for k in noise]))
+
+    objective = parse_slo("p99<=1s")
+    measured: dict[int, SearchPoint] = {}
+    while values := next_values(GRID, measured, objective, 0.05):
+        measured.update({value: flat(value) for value in values})
+    answer = search_answer(GRID, measured, objective, 0.05)
+    assert answer.knee_kind in (KneeKind.LATENCY_FLAT, KneeKind.LATENCY_SHORT), answer.knee_kind
+    assert "saturated" not in answer.reason and "may not reach the storage" in answer.reason, answer.reason

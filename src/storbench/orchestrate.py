@@ -159,9 +159,10 @@ def run_plan(
         # failed on one side still was a look); run again now, it would not have run next to its pair, and the
         # rule would look again at a look it has made
         attempted = store.completed(run_id, failed_too=True)
-        # and steady_state's: its window reads rounds in order, which a round run again after later ones is not
+        # and steady_state's: its window reads rounds in order, which a round run again after later ones is not;
+        # and a search's: the load's repetitions left were read to choose the next load
         done = (attempted if isinstance(config.repeat, RepeatConfig) or config.steady_state is not None
-                else store.completed(run_id))
+                or config.search is not None else store.completed(run_id))
         looked_at = max((index for _, index in attempted), default=-1)
     else:
         run_id = store.create_run(

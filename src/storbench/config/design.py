@@ -67,6 +67,9 @@ def run_conditions(config: PlanConfig) -> tuple[tuple[str, str], ...]:
         "bring_up": config.lab.ceph.bring_up if config.lab is not None and config.lab.ceph is not None else "once",
         # the search's objective and steps: the loads left are chosen, and the answer judged, against it
         "search": config.search.model_dump(mode="json") if config.search is not None else None,
+        # and each load's repetitions, the intervals it reads (a section of its own: a run stored before it was
+        # recorded resumes as it did)
+        "search_repeat": config.repeat if config.search is not None and isinstance(config.repeat, int) else None,
     }
     return tuple((name, json.dumps(value, sort_keys=True)) for name, value in sections.items())
 

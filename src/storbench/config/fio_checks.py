@@ -124,9 +124,12 @@ def check_fio_meanings(config: PlanConfig, source: PlanSource) -> None:
                         "name)", where=source.where(("workload", "fio", "latency_target")),
                         hint="add latency_run: 1 (fio keeps searching for the whole runtime), or sweep iodepth, or "
                         "use search: with a latency objective")
+    numjobs = max(workload.numjobs)  # a search along numjobs may go up to its range's end
+    if config.search is not None and config.search.axis == "numjobs":
+        numjobs = max(numjobs, config.search.range[1])
     for value, low, high in start_delays(workload):
-        if low != high and max(workload.numjobs) > 1:
-            raise UserError(f"startdelay {fio_value_text(value)} draws each of numjobs {max(workload.numjobs)} clones' "
+        if low != high and numjobs > 1:
+            raise UserError(f"startdelay {fio_value_text(value)} draws each of numjobs {numjobs} clones' "
                             "start apart, and their rates are added as if they ran together",
                             where=source.where(("workload", "fio", "startdelay")),
                             hint="give one startdelay (e.g. 10s), or numjobs: 1")

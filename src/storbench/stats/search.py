@@ -207,6 +207,12 @@ def _reason(grid: Sequence[int], state: _State, bracket: tuple[int | None, int |
             return (f"{text}; IOPS shown within {tolerance * 100:g} % across the bracket (the 90 % interval of "
                     "their ratio)")
         return f"{text} (not narrowed yet)"
+    if state.stop == "saturated" and state.previous_step is not None and knee in (KneeKind.LATENCY_FLAT,
+                                                                                 KneeKind.LATENCY_SHORT):
+        return (f"IOPS stopped rising from {axis} {grid[state.previous_step]} to {grid[state.stop_at]} while latency "
+                f"did not grow as it does at a knee ({knee.value}): the added load may not reach the "
+                f"storage (a sync or buffered engine, a rate cap); loads above {grid[state.stop_at]} were not "
+                "measured")
     if state.stop == "saturated" and state.previous_step is not None:
         return (f"IOPS saturated: {axis} {grid[state.previous_step]} to {grid[state.stop_at]} is shown to add "
                 "none (the change within +-10 %, or a fall) while the objective held, so stepping stopped; loads "
