@@ -116,3 +116,20 @@ def test_a_percentile_in_fios_last_bin_is_shown_as_the_floor_it_is() -> None:
     assert stalled.percentile_ns(99.95) == HISTOGRAM_LAST_BIN_NS
     assert format_percentile_ns(stalled.percentile_ns(99.95)) == "≥17s"
     assert format_percentile_ns(stalled.percentile_ns(50)) == "1ms" and format_percentile_ns(None) == "-"
+
+
+def test_the_reports_and_shows_tables_give_a_percentile_in_the_last_bin_as_its_floor() -> None:
+    """The terminal said "≥17s" of a 40 s stall's p99.9; the report's summary table and `show --format markdown`
+    said 17.1s, as if measured."""
+    from synthetic import observation
+
+    from storbench.report.show_export import points_markdown
+    from storbench.report.summary_table import summary_table
+    from storbench.stats.summary import summarize_points
+    from storbench.units import HISTOGRAM_LAST_BIN_NS
+
+    found = [observation(repeat=r, lat_p999_ns=float(HISTOGRAM_LAST_BIN_NS), lat_p99_ns=2e6) for r in range(3)]
+    points = summarize_points(found)
+    for text in (summary_table(points), points_markdown(points, "t")):
+        assert "≥17s" in text and "17.1s" not in text, text
+        assert "2ms" in text  # a percentile below it as it is

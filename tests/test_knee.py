@@ -463,6 +463,17 @@ def test_the_best_point_under_an_objective_of_one_repetition_says_it_was_not_sho
     console = Console(record=True, width=400)
     console.print(saturation_table([curve], objective))
     assert "(by its mean: no interval, not shown)" in console.export_text()
+    assert "(by its mean: no interval, not shown)" in _report_saturation([curve], objective)  # the report's too
+
+
+def _report_saturation(curve_list: list[Curve], objective: object = None) -> str:
+    """The HTML report's saturation section, made from these curves alone."""
+    from storbench.report.html import ReportDocument, render_html
+
+    points = tuple(p.point for c in curve_list for p in c.points)
+    html = render_html(ReportDocument(title="t", runs=(), points=points, figures=(), curves=tuple(curve_list),
+                                      objective=objective), "")  # type: ignore[arg-type]
+    return html[html.index("<h2>Saturation</h2>"):]
 
 
 def test_a_curve_whose_points_ran_in_different_runs_says_its_intervals_leave_that_out() -> None:
@@ -476,9 +487,10 @@ def test_a_curve_whose_points_ran_in_different_runs_says_its_intervals_leave_tha
     (curve,) = curves(summarize_points(found), "iodepth")
     assert "its points ran in different runs; each interval leaves out what changed between them" in " ".join(
         table_text(curve).split())
+    assert "its points ran in different runs; each interval leaves out" in _report_saturation([curve])
     one_run = [replace(o, run_id=1) for o in found]
     (curve,) = curves(summarize_points(one_run), "iodepth")
-    assert "different runs" not in table_text(curve)
+    assert "different runs" not in table_text(curve) and "different runs" not in _report_saturation([curve])
 
 
 def test_latency_is_said_not_to_grow_only_where_shown_within_the_margin() -> None:

@@ -37,7 +37,7 @@ from storbench.report.labels import (
     varying_comparison_lab,
 )
 from storbench.report.plotly_render import plotly_json, template_json
-from storbench.report.saturation_tables import knee_text
+from storbench.report.saturation_tables import knee_text, runs_apart_text, unshown_text
 from storbench.report.summary_table import escaped as _e
 from storbench.report.summary_table import summary_table
 from storbench.report.tables import case_verdicts, iops_with_ci
@@ -153,10 +153,12 @@ def _saturation_table(doc: ReportDocument) -> str:
         if doc.objective:
             best = best_under_objective(curve, doc.objective, doc.curves)
             cells.append("none shown to meet it" if best is None
-                         else f"{curve.axis}={best.load}: {best.iops:,.0f} {rate}")
+                         else f"{curve.axis}={best.load}: {best.iops:,.0f} {rate}" + unshown_text(best, doc.objective))
         rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+    apart = runs_apart_text(doc.curves)
     return ("<table class='data saturation'><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
-            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+            + (f"<p>{_e(apart)}</p>" if apart else ""))
 
 
 def _provenance(doc: ReportDocument) -> str:

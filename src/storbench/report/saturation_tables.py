@@ -81,15 +81,27 @@ def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | 
                _knee_text(peak, curve.axis)]
         if objective:
             best = best_under_objective(curve, objective, curve_list)
-            unshown = best is not None and verdict(best.point.metric(objective.field), objective) is \
-                Verdict.MEAN_MEETS
-            row.append("none shown to meet it" if best is None else _knee_text(best, curve.axis) + (
-                " (by its mean: no interval, not shown)" if unshown else ""))
+            row.append("none shown to meet it" if best is None
+                       else _knee_text(best, curve.axis) + unshown_text(best, objective))
         table.add_row(*map(plain_cell, row))
-    apart = [curve_label(c, lab_keys) for c in curve_list if len({p.point.run_ids for p in c.points}) > 1]
-    if apart:  # each point's interval is its own runs' spread: what changed between the runs is in no interval
-        table.caption = plain_cell("⚠ " + "; ".join(apart) + ": its points ran in different runs; each interval "
-                                   "leaves out what changed between them, so read the knee and a flat or capped "
-                                   "curve as about these runs, not the storage alone")
+    if apart := runs_apart_text(curve_list):
+        table.caption = plain_cell(apart)
         table.caption_justify = "left"
     return table
+
+
+def unshown_text(best: CurvePoint, objective: LatencyObjective) -> str:
+    """What the best point under the objective adds when only its mean meets it (one repetition, a steady
+    window): no interval shows it."""
+    shown = verdict(best.point.metric(objective.field), objective) is not Verdict.MEAN_MEETS
+    return "" if shown else " (by its mean: no interval, not shown)"
+
+
+def runs_apart_text(curves: Sequence[Curve]) -> str:
+    """The saturation table's caption when a curve's points ran in different runs (each point's interval is its own
+    runs' spread: what changed between the runs is in no interval); empty when none did."""
+    lab_keys = curve_lab_keys(curves)
+    apart = [curve_label(c, lab_keys) for c in curves if len({p.point.run_ids for p in c.points}) > 1]
+    return ("⚠ " + "; ".join(apart) + ": its points ran in different runs; each interval leaves out what changed "
+            "between them, so read the knee and a flat or capped curve as about these runs, not the storage alone"
+            ) if apart else ""

@@ -37,7 +37,7 @@ from storbench.stats.observations import Observation
 from storbench.stats.point_summary import PointSummary
 from storbench.stats.steady import SteadyState, SteadyStatus
 from storbench.stats.summary import SUMMARY_FIELDS
-from storbench.units import format_bytes, format_latency_ns
+from storbench.units import format_bytes, format_latency_ns, format_percentile_ns
 
 POINT_FIELDS = (
     "case_id", "run_ids", "target", "target_kind", "rw", "rwmixread", "bs", "bs_bytes", "iodepth", "numjobs",
@@ -124,8 +124,9 @@ def points_csv(points: Sequence[PointSummary]) -> str:
     return buffer.getvalue()
 
 
-def _lat(value: Estimate | None) -> str:
-    return "-" if value is None else format_latency_ns(value.mean)
+def _lat(value: Estimate | None, percentile: bool = True) -> str:
+    """A latency cell; a percentile in fio's last histogram bin as the floor it is (`format_percentile_ns`)."""
+    return "-" if value is None else (format_percentile_ns if percentile else format_latency_ns)(value.mean)
 
 
 def _number(value: Estimate | None, fmt: str, scale: float = 1.0) -> str:
@@ -159,7 +160,7 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
             p.direction_name or "-",
             f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
             _number(p.metric("bw_bytes_per_s"), ",.1f", 1048576), *((expected_cell(p),) if with_expected else ()),
-            _lat(p.metric("lat_mean_ns")),
+            _lat(p.metric("lat_mean_ns"), percentile=False),
             _lat(p.metric("lat_p50_ns")), _lat(p.metric("lat_p95_ns")), _lat(p.metric("lat_p99_ns")),
             _lat(p.metric("lat_p999_ns")), _number(p.metric("host_cpu_busy_pct"), ".0f"), _number(disk, ".0f"),
             p.bottleneck.short, " ".join(w.code for w in p.warnings),

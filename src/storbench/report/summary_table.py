@@ -20,7 +20,7 @@ from storbench.report.tables import expected_cell, iops_with_ci, telemetry_cell,
 from storbench.report.warning_text import warning_tag
 from storbench.safe_text import safe_text
 from storbench.stats.point_summary import PointSummary
-from storbench.units import format_latency_ns
+from storbench.units import format_latency_ns, format_percentile_ns
 
 
 def escaped(value: object) -> str:
@@ -69,7 +69,8 @@ def summary_table(points: Sequence[PointSummary]) -> str:
             if not estimate:
                 return "-"
             stand_in = field != "lat_mean_ns" and "clat" in point.lat_percentiles_from.split(",")
-            return format_latency_ns(estimate.mean) + (CLAT_MARK if stand_in else "")
+            shown = format_latency_ns if field == "lat_mean_ns" else format_percentile_ns  # a floor in the last bin
+            return shown(estimate.mean) + (CLAT_MARK if stand_in else "")
 
         mix = p.case.workload.rwmixread
         cells = (p.target, p.rw + (f" {mix}%" if mix is not None else ""), block_size(p), p.iodepth,
