@@ -62,6 +62,14 @@ class SearchPoint:
     iops: Estimate
     latency: Estimate | None
     lat_mean: Estimate | None = None
+    failed: int = 0  # repetitions of the load that failed: at a high load often the overload itself
+
+
+def _judged(point: SearchPoint, objective: LatencyObjective) -> Verdict:
+    """The point's verdict against the objective; one whose repetitions did not all measure is at best uncertain
+    (the ones left are the survivors of what may be the overload: they cannot show it met)."""
+    found = verdict(point.latency, objective)
+    return Verdict.UNCERTAIN if point.failed and found.met else found
 
 
 def search_grid(low: int, high: int) -> tuple[int, ...]:
@@ -105,7 +113,7 @@ def _state(grid: Sequence[int], measured: Mapping[int, SearchPoint], objective: 
     if off_grid:
         raise ValueError(f"measured loads not on the grid: {off_grid}")
     points = {position[load]: measured[load] for load in sorted(measured)}
-    verdicts = {i: verdict(p.latency, objective) for i, p in points.items()}
+    verdicts = {i: _judged(p, objective) for i, p in points.items()}
     last = len(grid) - 1
     previous: int | None = None
     for step in [*range(0, last, STEP), last]:
@@ -187,8 +195,12 @@ class SearchAnswer:
     reason: str  # one line in words: why the search stopped
 
 
-def _missed(v: Verdict) -> str:
-    return "missed" if v is Verdict.FAILS else "uncertain (its interval straddles the limit: counted as missed)"
+def _missed(v: Verdict, point: SearchPoint) -> str:
+    if v is Verdict.FAILS:
+        return "missed"
+    if point.failed:
+        return f"uncertain ({point.failed} of its repetitions failed: counted as missed)"
+    return "uncertain (its interval straddles the limit: counted as missed)"
 
 
 def _reason(grid: Sequence[int], state: _State, bracket: tuple[int | None, int | None], knee: KneeKind,
@@ -198,9 +210,11 @@ def _reason(grid: Sequence[int], state: _State, bracket: tuple[int | None, int |
         return "nothing measured yet"
     if low is None:
         first = min(state.points)
-        return f"objective {_missed(state.verdicts[first])} at the lowest load ({axis} {grid[first]})"
+        missed = _missed(state.verdicts[first], state.points[first])
+        return f"objective {missed} at the lowest load ({axis} {grid[first]})"
     if high is not None:
-        text = f"objective met up to {axis} {grid[low]}, {_missed(state.verdicts[high])} at {grid[high]}"
+        missed = _missed(state.verdicts[high], state.points[high])
+        text = f"objective met up to {axis} {grid[low]}, {missed} at {grid[high]}"
         if high - low <= 1:
             return f"{text} (neighbours on the grid)"
         if _narrow(state, low, high, tolerance):
@@ -252,6 +266,7 @@ def search_point(load: int, found: Sequence[Observation], objective: LatencyObje
     latency figure and the mean latency of the worst direction (a mixed workload meets the objective only when
     reads and writes both do). None when no repetition measured."""
     ok = [o for o in found if o.ok and o.measurement is not None and not o.client]
+    failed = len({o.repetition for o in found if not o.client} - {o.repetition for o in ok})
     totals: dict[tuple[int, int], float] = {}
     by_direction: dict[str, list[Observation]] = {}
     for o in ok:
@@ -271,4 +286,4 @@ def search_point(load: int, found: Sequence[Observation], objective: LatencyObje
     latency = min(figures(objective.field), key=lambda e: (WORST_FIRST.index(verdict(e, objective)), -e.mean),
                   default=None)
     return SearchPoint(load=load, iops=iops, latency=latency,
-                       lat_mean=max(figures("lat_mean_ns"), key=lambda e: e.mean, default=None))
+                       lat_mean=max(figures("lat_mean_ns"), key=lambda e: e.mean, default=None), failed=failed)
