@@ -793,3 +793,36 @@ def test_the_hosts_lab_refuses_a_machine_with_a_route_into_its_network(tmp_path:
     with pytest.raises(UserError, match=r"its network 10.214.0.0/16 meets this machine's route 10.214.0.0/16 via"):
         hosts.HostsLab(tmp_path / "lab").up(2, "/usr/bin/fio")
     assert not [argv for argv in asked if "-batch" in argv or argv[0] == "nft"], asked  # nothing built
+
+
+def test_a_kept_hosts_lab_is_reused_only_with_every_server_answering_and_the_same_fio(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lab hosts up` (the system fio, no nfs engine) then a plan with an nfs target: `up` had reused the servers,
+    and every repetition failed for the engine; host 4 of 8 dead in a kept lab had failed every case of 4 clients
+    or more (only hosts 1 and 8 were asked)."""
+    import json
+
+    from storbench.lab import hosts
+
+    class Rebuilt(Exception):
+        pass
+
+    def rebuild(*args: object, **kwargs: object) -> None:
+        raise Rebuilt
+
+    lab = hosts.HostsLab(tmp_path / "lab")
+    lab.dir.ensure()
+    servers = [hosts.lab_host(i).server for i in (1, 2, 3)]
+    lab.state.write_text(json.dumps({"root": str(lab.root), "count": 3, "servers": servers, "fio": "/usr/bin/fio"}))
+    dead: set[str] = set()
+    monkeypatch.setattr(hosts, "_firewalled", lambda: True)
+    monkeypatch.setattr(hosts, "port_open", lambda address, port: address not in dead)
+    monkeypatch.setattr(hosts.HostsLab, "down", lambda self: None)
+    monkeypatch.setattr(hosts, "require_tools", rebuild)
+    assert lab.up(3, "/usr/bin/fio").servers == tuple(servers)  # the same fio, every server answering: reused
+    with pytest.raises(Rebuilt):
+        lab.up(3, "/root/.cache/storbench/fio-nfs/fio")
+    dead.add(hosts.lab_host(2).address)
+    assert not lab.running(3)
+    with pytest.raises(Rebuilt):
+        lab.up(3, "/usr/bin/fio")

@@ -112,7 +112,7 @@ class HostsLab(LabRoot):
         info = self.info()
         if info is None or (count is not None and info.count != count):
             return False
-        return _firewalled() and all(port_open(lab_host(i).address, FIO_SERVER_PORT) for i in (1, info.count))
+        return _firewalled() and all(port_open(lab_host(i).address, FIO_SERVER_PORT) for i in range(1, info.count + 1))
 
     def status(self) -> str:
         return status_line("hosts", self.root, self.info(), self.running, lambda info: (
@@ -122,10 +122,9 @@ class HostsLab(LabRoot):
     @claims_lab
     @owns_names("hosts")
     def up(self, count: int, fio_binary: str) -> HostsLabInfo:
-        if self.running(count):
-            info = self.info()
-            assert info is not None
-            return info
+        raw = self.dir.read_state()
+        if self.running(count) and raw is not None and raw.get("fio") == fio_binary:  # not another fio's servers
+            return HostsLabInfo(root=raw["root"], count=raw["count"], servers=tuple(raw["servers"]))
         self.down()
         require_tools("hosts", ("ip", "unshare", "nft"), hint="run sudo storbench setup --labs")
         if clashes := subnet_clashes(run(["ip", "-o", "-4", "route", "show", "table", "all"], timeout_s=30)):
@@ -153,7 +152,8 @@ class HostsLab(LabRoot):
             self.down()
             raise
         info = HostsLabInfo(root=str(self.root), count=count, servers=tuple(h.server for h in hosts))
-        self.state.write_text(json.dumps({"root": info.root, "count": count, "servers": list(info.servers)}))
+        self.state.write_text(json.dumps({"root": info.root, "count": count, "servers": list(info.servers),
+                                          "fio": fio_binary}))
         return info
 
     def set_link(self, rate_bits_per_s: int | None, delay_s: float | None) -> bool:
