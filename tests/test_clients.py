@@ -826,3 +826,37 @@ def test_a_kept_hosts_lab_is_reused_only_with_every_server_answering_and_the_sam
     assert not lab.running(3)
     with pytest.raises(Rebuilt):
         lab.up(3, "/usr/bin/fio")
+
+
+def test_the_page_cache_drop_before_launch_eats_into_the_barriers_lead_not_the_faults_timing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan's faults are timed from the moment `start_delay_s` is asked (the lead); `run_case` then drops every
+    client's page cache (seconds with 100 clients after buffered writes) and had set the barrier a lead after that:
+    the faults fired early by the drop's length, before the measured section began."""
+    from storbench.execute import hosts as hosts_executor
+    from storbench.execute.hosts import ClientsProcessResult, HostsExecutor
+
+    now = [1_000.0]
+    executor = HostsExecutor("/usr/bin/fio", ["10.214.0.11,8765", "10.214.0.12,8765"], lab_servers=True)
+    sent: list[list[str]] = []
+
+    def clients(texts, servers, timeout_s):  # type: ignore[no-untyped-def]
+        sent.append(list(texts))
+        return ClientsProcessResult(returncode=1, timed_out=False, stderr_tail="x", started_at_s=0.0,
+                                    finished_at_s=1.0, command=(), output_text="")
+
+    def dropped(text: str) -> bool:
+        now[0] += 0.15  # each client's drop
+        return True
+
+    monkeypatch.setattr(executor, "run_clients", clients)
+    monkeypatch.setattr(hosts_executor, "_cache_dropped", dropped)
+    monkeypatch.setattr("storbench.execute.hosts.time.time", lambda: now[0])
+    case = Case("abc123", PathTarget("t", path="/d", size_bytes=1 << 20),
+                WorkloadPoint("randread", 4096, 4, 1, 1.0, 0.0, True, "libaio", size_bytes=1 << 20), clients=2)
+    binding = JobBinding(options=(("directory", "/d"), ("filename_format", "storbench.$jobnum.$filenum")))
+    lead_s = executor.start_delay_s(case)  # asked at 1000.0, as the fault driver is entered
+    executor.run_case(case, render_client_jobs(case, binding), 0, 60.0)
+    assert now[0] == pytest.approx(1_000.3)
+    for text in sent[0]:
+        assert start_barrier_line(int((1_000.0 + lead_s) * 1e9)) in text.split("\n"), text

@@ -121,12 +121,11 @@ def test_a_percentile_in_fios_last_bin_is_shown_as_the_floor_it_is() -> None:
 def test_the_reports_and_shows_tables_give_a_percentile_in_the_last_bin_as_its_floor() -> None:
     """The terminal said "≥17s" of a 40 s stall's p99.9; the report's summary table and `show --format markdown`
     said 17.1s, as if measured."""
-    from synthetic import observation
-
     from storbench.report.show_export import points_markdown
     from storbench.report.summary_table import summary_table
     from storbench.stats.summary import summarize_points
     from storbench.units import HISTOGRAM_LAST_BIN_NS
+    from synthetic import observation
 
     found = [observation(repeat=r, lat_p999_ns=float(HISTOGRAM_LAST_BIN_NS), lat_p99_ns=2e6) for r in range(3)]
     points = summarize_points(found)

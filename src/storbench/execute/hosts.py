@@ -182,6 +182,8 @@ class HostsExecutor(StartsAtOnce):
         self.servers = tuple(servers)
         self.term_grace_s = term_grace_s
         self._reached_s: dict[int, float] = {}  # clients -> seconds from launch to the last server at the barrier
+        # (case, when, lead) of the last `start_delay_s`: the moment a plan's faults are timed from
+        self._timed_from: tuple[Case, float, float] | None = None
 
     def run_clients(self, job_texts: Sequence[str], servers: Sequence[str], timeout_s: float) -> ClientsProcessResult:
         if len(job_texts) != len(servers):
@@ -208,7 +210,11 @@ class HostsExecutor(StartsAtOnce):
         """With two clients or more the servers' I/O starts at the barrier, the lead `run_case` takes after it is
         called: a plan's faults are timed from there."""
         clients = len(self.servers[:case.clients])
-        return barrier_lead_s(clients, self._reached_s.get(clients)) if clients >= 2 else 0.0
+        if clients < 2:
+            return 0.0
+        lead_s = barrier_lead_s(clients, self._reached_s.get(clients))
+        self._timed_from = (case, time.time(), lead_s)  # `run_case` sets the barrier from this moment
+        return lead_s
 
     def lay_out(self, case: Case, job_texts: Sequence[str], timeout_s: float, fio: FioSetup = PLAIN_FIO) -> str:
         """Each client's layout job on its server: a layout can outlast the start barrier's lead, and one client
@@ -228,12 +234,16 @@ class HostsExecutor(StartsAtOnce):
         barrier (and are stored with it: what ran)."""
         chosen = list(self.servers[:case.clients])
         barrier_at_s: float | None = None
+        timed_from, self._timed_from = self._timed_from, None
         if len(chosen) >= 2:
+            asked_s = time.time()
             dropped = [self.lab_servers and _cache_dropped(text) for text in job_texts]
             lead_s = barrier_lead_s(len(chosen), self._reached_s.get(len(chosen)))
+            if timed_from is not None and timed_from[0] == case:  # the faults' moment: the drop eats into the lead
+                asked_s, lead_s = timed_from[1], timed_from[2]
             launch_s = time.time()
             # one startdelay (a range is refused with several clients), waited after the lead, as faults are timed
-            barrier_at_s = launch_s + lead_s + case.workload.start_delay_s[0]
+            barrier_at_s = max(asked_s + lead_s, launch_s + BARRIER_MIN_S) + case.workload.start_delay_s[0]
             job_texts = [with_start_barrier(without_start_delay(text), int(barrier_at_s * 1e9), cache_dropped=done)
                          for text, done in zip(job_texts, dropped, strict=True)]
             timeout_s += lead_s
