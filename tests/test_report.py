@@ -222,3 +222,31 @@ def test_no_two_series_of_a_figure_look_alike() -> None:
     figure = plotly_figure(FigureSpec(figure_id="many", title="many", x_label="x", y_label="y", series=series))
     looks = [(trace.line.color, trace.marker.symbol) for trace in figure.data]
     assert len(set(looks)) == 56, looks
+
+
+def test_two_targets_of_one_name_are_two_series_and_labels_tell_them_apart() -> None:
+    """Two imports both named "imported", one of /dev/a and one of /dev/b, each at 4k and 64k: the block-size bars
+    had been keyed by a label naming the target alone, so one device's bars overwrote the other's, and every
+    table row and line read alike."""
+    from dataclasses import replace
+
+    from storbench.model import ImportedTarget
+    from storbench.report.labels import point_label
+    from storbench.report.point_figures import block_size_figures
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    found = []
+    for device, iops in (("/dev/a", 1000.0), ("/dev/b", 3000.0)):
+        for bs in (4096, 65536):
+            for r in range(3):
+                o = observation(case_id=f"{device}-{bs}", target="imported", target_kind="imported", bs_bytes=bs,
+                                repeat=r, iops=iops * (1 + 0.001 * r))
+                found.append(replace(o, case=replace(o.case, target=ImportedTarget("imported", device))))
+    points = summarize_points(found)
+    labels = {point_label(p) for p in points}
+    assert len(labels) == 4 and any("location=/dev/a" in label for label in labels), labels
+    iops_figure = next(f for f in block_size_figures(points) if f.figure_id.startswith("iops-vs-bs"))
+    assert sorted(len(s.x) for s in iops_figure.series) == [2, 2], iops_figure.series
+    one_device = summarize_points([o for o in found if o.case.target == ImportedTarget("imported", "/dev/a")])
+    assert not any("location=" in point_label(p) for p in one_device)  # one definition: nothing added

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 
 from storbench.model import Case, Direction, Expectation, WorkloadPoint, is_metadata, is_object, is_volume_operation
 from storbench.stats.bottleneck import Bottleneck, BottleneckVerdict
@@ -42,6 +43,22 @@ def distinct_fields(workloads: Sequence[WorkloadPoint]) -> list[tuple[str, ...]]
     fields = {f for h in hidden for f in h}
     varying = {f for f in fields if len({h.get(f) for h in hidden}) > 1}
     return [tuple(f for f in h if f in varying) for h in hidden]
+
+
+def distinct_targets(targets: Sequence[object]) -> list[tuple[str, ...]]:
+    """For each point's target (``Case.target``), ``target.<field>`` for each field in which the targets of its name
+    differ (two imports both named "imported", one on /dev/a, one on /dev/b; a plan whose path changed between
+    runs): their points had read alike in every label and been drawn as one series."""
+    by_name: dict[str, set[object]] = {}
+    for target in targets:
+        by_name.setdefault(str(getattr(target, "name", "")), set()).add(target)
+    apart: dict[str, tuple[str, ...]] = {}
+    for name, kinds in by_name.items():
+        if len(kinds) > 1:
+            names = dict.fromkeys(f.name for t in kinds for f in dataclass_fields(t))  # type: ignore[arg-type]
+            apart[name] = tuple(f"target.{f}" for f in dict.fromkeys(("kind", *names))
+                                if len({getattr(t, f, None) for t in kinds}) > 1)
+    return [apart.get(str(getattr(target, "name", "")), ()) for target in targets]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from storbench.stats.metric_values import (
 )
 from storbench.stats.metrics import SUMMARY_METRICS
 from storbench.stats.observations import Observation, alternated_rounds
-from storbench.stats.point_summary import PointSummary, distinct_fields
+from storbench.stats.point_summary import PointSummary, distinct_fields, distinct_targets
 from storbench.stats.point_verdicts import left_untold, with_sweep_verdicts, with_time_split
 from storbench.stats.point_warnings import point_warnings
 from storbench.units import parse_cpu_list
@@ -260,5 +260,6 @@ def summarize_points(observations: Sequence[Observation], mem_total_bytes: Mappi
                 case_totals=totals,
             ))
     told_apart = distinct_fields([p.case.workload for p in out])
-    out = [replace(p, distinct=d) for p, d in zip(out, told_apart, strict=True)]
+    targets_apart = distinct_targets([p.case.target for p in out])
+    out = [replace(p, distinct=d + t) for p, d, t in zip(out, told_apart, targets_apart, strict=True)]
     return with_sweep_verdicts(out)
