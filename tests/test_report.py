@@ -250,3 +250,28 @@ def test_two_targets_of_one_name_are_two_series_and_labels_tell_them_apart() -> 
     assert sorted(len(s.x) for s in iops_figure.series) == [2, 2], iops_figure.series
     one_device = summarize_points([o for o in found if o.case.target == ImportedTarget("imported", "/dev/a")])
     assert not any("location=" in point_label(p) for p in one_device)  # one definition: nothing added
+
+
+def test_a_comparison_figure_leaves_out_a_pair_with_a_side_that_has_no_value() -> None:
+    """A baseline imported without percentiles has no p99: its bar had been drawn at 0 ms beside the candidate's;
+    the pair is left out of the p99 figure (and kept in the rate figure, which both sides have). Operations are
+    ops/s, not IOPS."""
+    from storbench.report.point_figures import comparison_figures
+    from storbench.stats.compare_cells import PointComparison
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    def side(p99: float | None, run_id: int, rw: str = "randread") -> object:
+        (point,) = summarize_points([observation(run_id=run_id, repeat=r, rw=rw, iops=1000.0 + r, lat_p99_ns=p99)
+                                     for r in range(3)])
+        return point
+
+    pair = PointComparison(key=(), baseline=side(None, 1), candidate=side(2e6, 2),  # type: ignore[arg-type]
+                           comparable=True, reason="", cells=())
+    figures = {f.figure_id: f for f in comparison_figures([pair], "run 1", "run 2")}
+    assert "compare-lat_p99_ns" not in figures and "compare-iops" in figures, list(figures)
+    assert all(0.0 not in s.y for s in figures["compare-iops"].series)
+    creates = PointComparison(key=(), baseline=side(2e6, 1, "create"), candidate=side(3e6, 2, "create"),  # type: ignore[arg-type]
+                              comparable=True, reason="", cells=())
+    (rate, _) = comparison_figures([creates], "run 1", "run 2")
+    assert rate.y_label == "ops/s" and rate.title.startswith("ops/s"), rate.title

@@ -13,6 +13,7 @@ from storbench.report.labels import (
     comparison_label,
     interval_level,
     point_label,
+    rate_unit,
     varying_comparison_lab,
     varying_lab_keys,
 )
@@ -137,21 +138,28 @@ def comparison_figures(comparisons: Sequence[PointComparison], baseline: str, ca
     figures = []
     lat_scale, lat_unit = latency_unit(scaled_mean(p, "lat_p99_ns")
                                        for c in comparisons for p in (c.baseline, c.candidate))
-    for field, title, unit, scale in (("iops", "IOPS", "IOPS", 1.0), ("lat_p99_ns", "p99 latency", lat_unit,
-                                                                       lat_scale)):
+    rate = rate_unit(p.rw for p in sides)
+    for field, title, unit, scale in (("iops", rate, rate, 1.0), ("lat_p99_ns", "p99 latency", lat_unit, lat_scale)):
+        # a pair with a side that has no value (an import without percentiles) is left out, not drawn as a 0 bar
+        kept = [(c, label) for c, label in zip(comparisons, labels, strict=True)
+                if scaled_mean(c.baseline, field, scale) is not None
+                and scaled_mean(c.candidate, field, scale) is not None]
+        if not kept:
+            continue
+        shown = tuple(label for _, label in kept)
         series = []
         for side, name in (("baseline", baseline), ("candidate", candidate)):
             ys, errs, below = [], [], []
-            for c in comparisons:
+            for c, _ in kept:
                 point = c.baseline if side == "baseline" else c.candidate
                 ys.append(scaled_mean(point, field, scale) or 0.0)
                 errs.append(half_width(point, field, scale))
                 below.append(below_mean(point, field, scale))
-            series.append(Series(name=f"{side}: {name}", x=labels, y=tuple(ys), error_y=tuple(errs),
+            series.append(Series(name=f"{side}: {name}", x=shown, y=tuple(ys), error_y=tuple(errs),
                                  error_y_minus=tuple(below), mode="bar"))
         figures.append(FigureSpec(
             figure_id=f"compare-{field}", title=f"{title}: {baseline} vs {candidate}", x_label="point",
-            y_label=unit, series=tuple(series), x_categories=labels, section="Comparison",
+            y_label=unit, series=tuple(series), x_categories=shown, section="Comparison",
             caption=f"Mean over repetitions with {interval_level(sides)} confidence intervals."))
     return figures
 
