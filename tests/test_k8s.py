@@ -1320,8 +1320,9 @@ def test_a_table_of_volume_operations_shows_their_times_not_block_io_columns() -
     console.print(results_table(points, "t"))
     header = console.export_text().splitlines()[2]
     assert "time ± 95% CI" in header and "ops/s" in header and "IOPS" not in header
-    for column in (" bs ", " qd ", " dir ", "MiB/s", "lat mean"):
+    for column in (" bs ", " qd ", " dir ", "MiB/s", "lat mean", "p95", "p99"):  # p99 of 2 values: none
         assert column not in header, column
+    assert "slowest" in header  # each repetition's slowest client, over the repetitions
     attach = next(p for p in points if p.rw == "attach")  # three equal times: no spread to warn of
     assert not [w for w in attach.warnings if w.code in ("high_cv", "wide_interval")], attach.warnings
     varied = summarize_points([observation(case_id="a", rw="attach", repeat=i, iops=1.0, lat_mean_ns=t * 1e9)
