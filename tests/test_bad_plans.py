@@ -384,6 +384,12 @@ BAD_PLANS = [
     case("search-along-iodepth-with-a-sync-engine", Bad(BASE.replace("bs: 4k\n", "bs: 4k\n  ioengine: psync\n")
                                                        + "search: {range: [1, 64], slo: p99<=1ms}\n", 9, "search.axis",
                                                        ("a sync engine keeps one I/O a job in flight",))),
+    case("search-along-iodepth-with-buffered-libaio", Bad(BASE.replace("bs: 4k\n", "bs: 4k\n  direct: false\n")
+                                                         + "search: {range: [1, 64], slo: p99<=1ms}\n", 9,
+                                                         "search.axis", ("Linux runs buffered libaio I/O one at",))),
+    case("search-along-iodepth-with-file-operations", Bad(BASE.replace("rw: randread", "rw: create")
+                                                          + "search: {range: [1, 64], slo: p99<=1ms}\n", 8,
+                                                          "search.axis", ("its operations take no iodepth",))),
     case("search-with-a-rate-limit", Bad(BASE.replace("bs: 4k\n", "bs: 4k\n  fio: {rate_iops: 100}\n")
                                         + "search: {range: [1, 64], slo: p99<=1ms}\n", 7, "workload.fio.rate_iops",
                                         ("search along iodepth with rate_iops: fio holds each job to it",))),

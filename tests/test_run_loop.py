@@ -675,7 +675,7 @@ SEARCH = """
 name: search
 targets:
   t: {{kind: path, path: {data}, size: 4MiB}}
-workload: {{rw: randrw, rwmixread: 70, bs: 4k, runtime: 1s, direct: false}}
+workload: {{rw: randrw, rwmixread: 70, bs: 4k, runtime: 1s, direct: true}}
 repeat: 2
 search: {{axis: iodepth, range: [1, 64], slo: "p99<={limit_us}us"}}
 telemetry: {{enabled: false}}

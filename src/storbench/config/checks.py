@@ -27,7 +27,7 @@ from storbench.fio.allowlist import (
     engine_option_refusal,
     engine_refusal,
 )
-from storbench.model import rw_writes
+from storbench.model import counts_operations, is_volume_operation, rw_writes
 from storbench.stats.selectors import blocked_settings, parse_selector
 from storbench.units import format_bytes
 
@@ -279,6 +279,16 @@ def _check_search(config: PlanConfig, source: PlanSource) -> None:
                         "whatever its iodepth, so the search would call flat what never changed",
                         where=source.where(("search", "axis")), hint="search numjobs or clients, or use libaio or "
                         "io_uring")
+    if search.axis == "iodepth" and "libaio" in config.workload.ioengine and False in config.workload.direct:
+        raise UserError("search along iodepth with libaio and direct: false: Linux runs buffered libaio I/O one at "
+                        "a time, whatever its iodepth, so the search would call flat what never changed",
+                        where=source.where(("search", "axis")), hint="set direct: true, or search numjobs or clients")
+    operations = [rw for rw in config.workload.rw if counts_operations(rw)]
+    if operations and (search.axis == "iodepth" or (search.axis == "numjobs" and any(
+            is_volume_operation(rw) for rw in operations))):
+        raise UserError(f"search along {search.axis} with rw: {operations[0]}: its operations take no {search.axis}, "
+                        "so every load would be one case", where=source.where(("search", "axis")),
+                        hint="search clients (or numjobs, for file and object operations)")
     # (a rate holds each job: along numjobs or clients the load still grows with the jobs)
     if search.axis == "iodepth" and (limited := [name for name in RATE_OPTIONS if name in config.workload.fio]):
         raise UserError(f"search along iodepth with {limited[0]}: fio holds each job to it, so a deeper queue adds "
