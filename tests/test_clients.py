@@ -781,6 +781,13 @@ def test_the_hosts_lab_refuses_a_machine_with_a_route_into_its_network(tmp_path:
     assert subnet_clashes(own) == []
     assert subnet_clashes(own + "10.0.0.0/8 via 10.8.0.1 dev tun0 \n") == ["10.0.0.0/8 via 10.8.0.1 dev tun0"]
     assert subnet_clashes("local 10.214.3.7 dev eth1 table local proto kernel\n") == ["local 10.214.3.7 dev eth1 table"]
+    # a VPN's halves of the default route, and guards that forward nothing wider than the lab's /16: left alone
+    assert subnet_clashes(own + "0.0.0.0/1 via 10.8.0.1 dev tun0 \n128.0.0.0/1 via 10.8.0.1 dev tun0 \n"
+                          "blackhole 10.0.0.0/8 proto static \nunreachable 10.0.0.0/9 \n"
+                          "prohibit 10.214.0.0/15 \n") == []
+    # one as narrow as the lab's or narrower shadows its addresses
+    assert subnet_clashes("blackhole 10.214.0.0/26 proto bird \n") == ["blackhole 10.214.0.0/26 proto bird"]
+    assert subnet_clashes("unreachable 10.214.0.0/16 \n") == ["unreachable 10.214.0.0/16"]
     asked: list[list[str]] = []
 
     def answer(argv: list[str], **_: object) -> str:
@@ -789,10 +796,12 @@ def test_the_hosts_lab_refuses_a_machine_with_a_route_into_its_network(tmp_path:
 
     monkeypatch.setattr(hosts, "run", answer)
     monkeypatch.setattr(hosts, "require_tools", lambda *args, **kwargs: None)
-    monkeypatch.setattr(hosts.HostsLab, "down", lambda self: None)
+    downs: list[object] = []
+    monkeypatch.setattr(hosts.HostsLab, "down", lambda self: downs.append(self))
     with pytest.raises(UserError, match=r"its network 10.214.0.0/16 meets this machine's route 10.214.0.0/16 via"):
         hosts.HostsLab(tmp_path / "lab").up(2, "/usr/bin/fio")
     assert not [argv for argv in asked if "-batch" in argv or argv[0] == "nft"], asked  # nothing built
+    assert not downs  # nor a kept lab taken down to be refused
 
 
 def test_a_kept_hosts_lab_is_reused_only_with_every_server_answering_and_the_same_fio(
@@ -810,22 +819,32 @@ def test_a_kept_hosts_lab_is_reused_only_with_every_server_answering_and_the_sam
     def rebuild(*args: object, **kwargs: object) -> None:
         raise Rebuilt
 
+    from storbench.execute.fio_binary import binary_digest
+
     lab = hosts.HostsLab(tmp_path / "lab")
     lab.dir.ensure()
     servers = [hosts.lab_host(i).server for i in (1, 2, 3)]
-    lab.state.write_text(json.dumps({"root": str(lab.root), "count": 3, "servers": servers, "fio": "/usr/bin/fio"}))
+    fio, other = tmp_path / "fio", tmp_path / "fio-nfs"
+    fio.write_bytes(b"fio-3.33")
+    other.write_bytes(b"fio-3.33 with nfs")
+    lab.state.write_text(json.dumps({"root": str(lab.root), "count": 3, "servers": servers,
+                                     "fio": {"path": str(fio), "sha256": binary_digest(str(fio))}}))
     dead: set[str] = set()
     monkeypatch.setattr(hosts, "_firewalled", lambda: True)
     monkeypatch.setattr(hosts, "port_open", lambda address, port: address not in dead)
     monkeypatch.setattr(hosts.HostsLab, "down", lambda self: None)
     monkeypatch.setattr(hosts, "require_tools", rebuild)
-    assert lab.up(3, "/usr/bin/fio").servers == tuple(servers)  # the same fio, every server answering: reused
+    assert lab.up(3, str(fio)).servers == tuple(servers)  # the same fio, every server answering: reused
     with pytest.raises(Rebuilt):
-        lab.up(3, "/root/.cache/storbench/fio-nfs/fio")
+        lab.up(3, str(other))
+    fio.write_bytes(b"fio-3.39")  # rebuilt in place: one path, another fio
+    with pytest.raises(Rebuilt):
+        lab.up(3, str(fio))
+    fio.write_bytes(b"fio-3.33")
     dead.add(hosts.lab_host(2).address)
     assert not lab.running(3)
     with pytest.raises(Rebuilt):
-        lab.up(3, "/usr/bin/fio")
+        lab.up(3, str(fio))
 
 
 def test_the_page_cache_drop_before_launch_eats_into_the_barriers_lead_not_the_faults_timing(
@@ -860,3 +879,43 @@ def test_the_page_cache_drop_before_launch_eats_into_the_barriers_lead_not_the_f
     assert now[0] == pytest.approx(1_000.3)
     for text in sent[0]:
         assert start_barrier_line(int((1_000.0 + lead_s) * 1e9)) in text.split("\n"), text
+
+
+def test_a_drop_longer_than_the_lead_is_learnt_so_the_next_barrier_keeps_the_faults_moment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first repetition cannot know how long the drop takes: its barrier moves past the lead. The time the
+    servers took to reach it is counted from the faults' moment (before the drop), so the next lead covers the
+    drop and the barrier is again that moment plus the lead. Counted from the launch, the lead never grew and
+    every repetition's faults fired before the measured section."""
+    from storbench.execute import hosts as hosts_executor
+    from storbench.execute.hosts import ClientsProcessResult, HostsExecutor
+
+    now = [1_000.0]
+    executor = HostsExecutor("/usr/bin/fio", ["10.214.0.11,8765", "10.214.0.12,8765"], lab_servers=True)
+    sent: list[list[str]] = []
+
+    def clients(texts, servers, timeout_s):  # type: ignore[no-untyped-def]
+        sent.append(list(texts))
+        arrived = now[0] + 0.3  # both servers at the barrier 0.3 s after the launch
+        lines = tuple((arrived, f"<{host}> job0 : Saving output of prerun in /tmp/x") for host in ("a", "b"))
+        return ClientsProcessResult(returncode=1, timed_out=False, stderr_tail="x", started_at_s=0.0,
+                                    finished_at_s=1.0, command=(), output_text="", stamped_lines=lines)
+
+    def dropped(text: str) -> bool:
+        now[0] += 2.0  # each client's drop: 4 s in all, longer than the first lead
+        return True
+
+    monkeypatch.setattr(executor, "run_clients", clients)
+    monkeypatch.setattr(hosts_executor, "_cache_dropped", dropped)
+    monkeypatch.setattr("storbench.execute.hosts.time.time", lambda: now[0])
+    case = Case("abc123", PathTarget("t", path="/d", size_bytes=1 << 20),
+                WorkloadPoint("randread", 4096, 4, 1, 1.0, 0.0, True, "libaio", size_bytes=1 << 20), clients=2)
+    binding = JobBinding(options=(("directory", "/d"), ("filename_format", "storbench.$jobnum.$filenum")))
+    for _ in range(2):
+        asked_s = now[0]
+        lead_s = executor.start_delay_s(case)
+        executor.run_case(case, render_client_jobs(case, binding), 0, 60.0)
+        now[0] += 10.0
+    assert lead_s >= 4.3  # the drop and the launch, learnt from the first repetition
+    for text in sent[1]:
+        assert start_barrier_line(int((asked_s + lead_s) * 1e9)) in text.split("\n"), text

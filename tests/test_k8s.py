@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -66,8 +67,8 @@ def test_two_pvc_targets_never_share_claims(tmp_path: Path, capsys: pytest.Captu
     plan = write_plan(tmp_path, "name: twins\ntargets:\n  a_b: {kind: pvc, size: 1GiB}\n"
                       "  a-b: {kind: pvc, size: 1GiB, volume_mode: Block}\nworkload: {rw: randread, runtime: 1s}\n")
     code, _, err = run_cli(capsys, "plan", str(plan))
-    assert code == 2 and "targets 'a_b' and 'a-b' would share the Kubernetes claim sb-a-b-1 (target 'a-b' names " \
-        "its claims sb-a-b-N)" in err, err
+    assert code == 2 and "targets 'a_b' and 'a-b' would share the Kubernetes claim sb-a-b-1 in namespace " \
+        "storbench (target 'a-b' names its claims sb-a-b-N)" in err, err
 
 
 def test_claim_names_of_two_targets_never_meet_and_are_kubernetes_names(
@@ -83,6 +84,9 @@ def test_claim_names_of_two_targets_never_meet_and_are_kubernetes_names(
     code, _, err = run_cli(capsys, "plan", str(plan_of(both)))
     assert code == 2 and "targets 'fast' and 'fast-3' would share the Kubernetes claim sb-fast-3" in err, err
     code, _, err = run_cli(capsys, "plan", str(plan_of(both, clients="2")))
+    assert code == 0, err
+    apart = both.replace("1GiB}", "1GiB, namespace: one}", 1).replace("Many}", "Many, namespace: two}")
+    code, _, err = run_cli(capsys, "plan", str(plan_of(apart)))  # one name in two namespaces: two claims
     assert code == 0, err
     for name in ("a.-b", "a..b", "a-.b"):
         code, _, err = run_cli(capsys, "plan", str(plan_of(f"  {name}: {{kind: pvc, size: 1GiB}}\n", "1")))
@@ -1302,6 +1306,29 @@ def test_a_pod_on_node_bound_storage_cannot_follow_its_failed_node_and_storbench
     assert "node-bound storage" in repetition.error and "watchdog" not in repetition.error
     assert repetition.finished_at_s - repetition.started_at_s < 90 + 60, "said before the watchdog"
     _nothing_left()
+
+
+def test_a_volume_operations_slowest_time_is_exact_not_a_histograms_last_bin() -> None:
+    """A 40 s attach is stored as a histogram of one exact value: the table, the report's summary and markdown give
+    40s, where fio's last-bin floor ("≥17s", for a latency fio could only bin) had been printed."""
+    from rich.console import Console
+
+    from storbench.report.show_export import points_markdown
+    from storbench.report.summary_table import summary_table
+    from storbench.report.tables import results_table
+    from storbench.stats.summary import summarize_points
+    from synthetic import observation
+
+    points = summarize_points([observation(case_id="a", rw="attach", target="csi", target_kind="pvc", repeat=index,
+                                           iops=1 / 40.0, lat_mean_ns=40e9, lat_p95_ns=40e9, lat_p99_ns=40e9,
+                                           lat_p999_ns=40e9, direction="write", clients=2) for index in range(3)])
+    console = Console(record=True, width=400)
+    console.print(results_table(points, "t"))
+    shown = {"table": console.export_text(), "summary": summary_table(points), "markdown": points_markdown(points, "t")}
+    for where, text in shown.items():
+        assert re.search(r"(?<![.\d])40(\.0)?s", text) and "≥" not in text, (where, text)
+    reads = summarize_points([observation(case_id="r", repeat=i, lat_p999_ns=40e9) for i in range(3)])
+    assert "≥17" in points_markdown(reads, "t")  # a read's p99.9 there is fio's last bin: a floor
 
 
 def test_a_table_of_volume_operations_shows_their_times_not_block_io_columns() -> None:

@@ -416,6 +416,24 @@ def test_the_best_point_within_an_objective_is_one_shown_to_meet_it() -> None:
     assert best_under_objective(curve, parse_slo("p99<=2ms")) is None
 
 
+def test_a_point_with_a_failed_repetition_is_not_the_best_within_an_objective() -> None:
+    """iodepth 16's third repetition failed (the overload itself, at a high load): the two left meet 10 ms, but the
+    search calls such a load uncertain, and so does the saturation table: its best point is iodepth 4."""
+    from storbench.model.objective import parse_slo
+    from storbench.stats.knee import best_under_objective
+
+    found = [observation(case_id=f"qd{qd}", iodepth=qd, repeat=rep, iops=iops * (1 + 0.01 * rep), lat_p99_ns=p99,
+                         lat_mean_ns=qd / iops * 1e9)
+             for qd, iops, p99s in ((4, 40_000, (3e6, 3.1e6, 2.9e6)), (16, 60_000, (3.2e6, 3.3e6, 3.1e6)))
+             for rep, p99 in enumerate(p99s)]
+    (curve,) = curves(summarize_points(found), "iodepth")
+    assert best_under_objective(curve, parse_slo("p99<=10ms")).load == 16  # type: ignore[union-attr]
+    failed = [*found[:5], observation(case_id="qd16", iodepth=16, repeat=2, direction="", status="failed",
+                                      error="timed out")]
+    (curve,) = curves(summarize_points(failed), "iodepth")
+    best = best_under_objective(curve, parse_slo("p99<=10ms"))
+    assert best is not None and best.load == 4, best
+
 
 def test_a_mixed_workloads_best_point_within_an_objective_meets_it_in_every_direction() -> None:
     """randrw: reads' p99 4 and 8 ms at iodepth 4 and 32, writes' 6 and 14 ms. The read curve's best within 10 ms

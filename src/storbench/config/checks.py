@@ -41,7 +41,7 @@ def _check_clients(config: PlanConfig, source: PlanSource) -> None:
     most = config.search.range[1] if config.search is not None and config.search.axis == "clients" \
         else max(config.clients)
     pods_only = all(isinstance(t, PvcTargetConfig) for t in config.targets.values())
-    claimed: dict[str, str] = {}
+    claimed: dict[tuple[str, str], str] = {}
     for name, target in config.targets.items():
         if isinstance(target, PvcTargetConfig):
             check_claim_names(claimed, name, target, max(most, 1), source)

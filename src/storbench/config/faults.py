@@ -34,10 +34,9 @@ class FaultConfig(StrictModel):
     @classmethod
     def _one_spelling(cls, value: str) -> str:
         """`client.01` is client.1 to the lab but another name to the check of faults on one target overlapping."""
-        numbered = re.search(r"\.0+([0-9])", value)
+        numbered = re.fullmatch(r"(.*)\.0+([0-9]+)", value)  # the number that ends the name
         if numbered:
-            raise ValueError(f"write {value[:numbered.start()]}.{value[numbered.start() + 1:].lstrip('0') or '0'}, "
-                             "with no leading zero")
+            raise ValueError(f"write {numbered.group(1)}.{int(numbered.group(2))}, with no leading zero")
         return value
 
     @field_validator("to", mode="before")

@@ -12,21 +12,22 @@ from storbench.lab.k8s_conf import CSI_STORAGE_CLASS as LAB_CSI_STORAGE_CLASS
 from storbench.lab.k8s_conf import STORAGE_CLASS as LAB_STORAGE_CLASS
 
 
-def check_claim_names(claimed: dict[str, str], name: str, target: PvcTargetConfig, clients: int,
+def check_claim_names(claimed: dict[tuple[str, str], str], name: str, target: PvcTargetConfig, clients: int,
                       source: PlanSource) -> None:
     """Every claim name the target takes (for up to ``clients`` clients) is a Kubernetes name and no other target's
     (``sb-fast-1`` is target fast's first ReadWriteOnce claim and target fast-1's ReadWriteMany claim): a claim two
-    targets share would have the second measure the first's volume. ``claimed`` gathers the names target by
-    target."""
+    targets share in one namespace would have the second measure the first's volume. ``claimed`` gathers the
+    (namespace, name) pairs target by target: in two namespaces one name is two claims."""
     base = claim_base(name)
     for claim in dict.fromkeys(target_claim_names(name, target.access_mode, clients)):
         if not DNS_SUBDOMAIN_RE.match(claim):
             raise UserError(f"target '{name}' gives Kubernetes claims the name {claim!r}, which Kubernetes refuses",
                             where=source.where(("targets", name)),
                             hint="rename the target: letters, digits and '-', with no '.' next to '-' or '.'")
-        other = claimed.setdefault(claim, name)
+        other = claimed.setdefault((target.namespace, claim), name)
         if other != name:  # one claim name for two targets: the second would use the first's volumes
-            raise UserError(f"targets '{other}' and '{name}' would share the Kubernetes claim {claim} (target "
+            raise UserError(f"targets '{other}' and '{name}' would share the Kubernetes claim {claim} in namespace "
+                            f"{target.namespace} (target "
                             f"'{name}' names its claims {base}{'' if target.access_mode == 'ReadWriteMany' else '-N'}"
                             "): Kubernetes names are lower case, with '-' for '_', at most 50 characters",
                             where=source.where(("targets", name)), hint=f"rename target '{name}'")

@@ -54,7 +54,8 @@ def _cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "storbench" / "fio-capabilities"
 
 
-def _digest(binary: str) -> str | None:
+def binary_digest(binary: str) -> str | None:
+    """The SHA-256 of a binary's content (None when it cannot be read): what identifies an fio, whatever its path."""
     try:
         with open(binary, "rb") as handle:
             return hashlib.file_digest(handle, "sha256").hexdigest()
@@ -81,7 +82,7 @@ def _strings(value: object) -> frozenset[str]:
 def fio_capabilities(binary: str, engines: tuple[str, ...] = ()) -> FioCapabilities:
     """Version, option names, engines, and each requested engine's own options: from the cache of this binary's
     content when it has them, else asked of the binary (and cached)."""
-    digest = _digest(binary)
+    digest = binary_digest(binary)
     path = _cache_dir() / f"{digest}.json" if digest else None
     cached = (_load(path) if path is not None else None) or {}
     per_engine = cached.get("engine_options")

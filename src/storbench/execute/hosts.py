@@ -181,7 +181,9 @@ class HostsExecutor(StartsAtOnce):
         self.lab_servers = lab_servers
         self.servers = tuple(servers)
         self.term_grace_s = term_grace_s
-        self._reached_s: dict[int, float] = {}  # clients -> seconds from launch to the last server at the barrier
+        # clients -> seconds from the moment the barrier is timed from (before the page-cache drop) to the last
+        # server there: the next lead covers the drop as well as the launch
+        self._reached_s: dict[int, float] = {}
         # (case, when, lead) of the last `start_delay_s`: the moment a plan's faults are timed from
         self._timed_from: tuple[Case, float, float] | None = None
 
@@ -252,7 +254,7 @@ class HostsExecutor(StartsAtOnce):
         if barrier_at_s is not None:
             arrivals = barrier_arrivals_s(result.stamped_lines)
             if len(arrivals) == len(chosen):
-                self._reached_s[len(chosen)] = max(arrivals.values()) - launch_s
+                self._reached_s[len(chosen)] = max(arrivals.values()) - asked_s
         judged = judge_clients_repetition(
             rw=case.workload.rw, servers=chosen, returncode=result.returncode, timed_out=result.timed_out,
             timeout_s=timeout_s, output_text=result.output_text, stderr_tail=result.stderr_tail,

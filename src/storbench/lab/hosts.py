@@ -17,9 +17,9 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from storbench.errors import UserError
+from storbench.execute.fio_binary import binary_digest
 from storbench.lab.base import status_line
 from storbench.lab.hosts_conf import (
     BRIDGE,
@@ -45,9 +45,6 @@ from storbench.lab.lab_claim import claims_lab, frees_lab, frees_names, owns_nam
 from storbench.lab.labdir import LabRoot, default_lab_dir, every_step, port_open, require_tools
 from storbench.lab.process import kill_all, pids_serving
 from storbench.shell import run
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_LAB_DIR = default_lab_dir()
 
@@ -123,14 +120,15 @@ class HostsLab(LabRoot):
     @owns_names("hosts")
     def up(self, count: int, fio_binary: str) -> HostsLabInfo:
         raw = self.dir.read_state()
-        if self.running(count) and raw is not None and raw.get("fio") == fio_binary:  # not another fio's servers
+        fio = {"path": fio_binary, "sha256": binary_digest(fio_binary)}  # a rebuilt fio at one path is another
+        if self.running(count) and raw is not None and raw.get("fio") == fio:  # not another fio's servers
             return HostsLabInfo(root=raw["root"], count=raw["count"], servers=tuple(raw["servers"]))
-        self.down()
         require_tools("hosts", ("ip", "unshare", "nft"), hint="run sudo storbench setup --labs")
         if clashes := subnet_clashes(run(["ip", "-o", "-4", "route", "show", "table", "all"], timeout_s=30)):
             raise UserError(f"hosts lab: its network {SUBNET} meets this machine's route {clashes[0]}: the lab would "
                             "take those addresses over", hint="run the hosts lab on a machine without routes into "
                             f"{SUBNET}, or give real fio servers (hosts.servers)")
+        self.down()  # after the check: a kept lab is not taken down to be refused
         hosts = [lab_host(i) for i in range(1, count + 1)]
         self.dir.ensure()
         try:
@@ -153,7 +151,7 @@ class HostsLab(LabRoot):
             raise
         info = HostsLabInfo(root=str(self.root), count=count, servers=tuple(h.server for h in hosts))
         self.state.write_text(json.dumps({"root": info.root, "count": count, "servers": list(info.servers),
-                                          "fio": fio_binary}))
+                                          "fio": fio}))
         return info
 
     def set_link(self, rate_bits_per_s: int | None, delay_s: float | None) -> bool:

@@ -100,16 +100,22 @@ def hosts_down(link_listing: str) -> list[int]:
 
 ROUTE_TYPES = ("unicast", "local", "broadcast", "multicast", "throw", "unreachable", "prohibit", "blackhole", "nat",
                "anycast")
+NON_FORWARDING = ("blackhole", "unreachable", "prohibit", "throw")
+MIN_CLASH_PREFIX = 8  # a route wider than this (a VPN's 0.0.0.0/1) loses to the lab's /16 and is left alone
 
 
 def subnet_clashes(route_listing: str) -> list[str]:
     """The routes of this machine (``ip -o -4 route show table all``) that meet the lab's network, other than the
     lab's own bridge's and the default route: a LAN or VPN on 10.214.x.x (or a wider 10/8) whose hosts the lab's
-    bridge would take over while it is up, and to which the fio servers' job files (an S3 key in them) could go."""
+    bridge would take over while it is up, and to which the fio servers' job files (an S3 key in them) could go.
+    Not clashes: a route wider than /8 (a VPN's ``0.0.0.0/1`` halves of the default route: the lab's /16 is more
+    specific and wins) and a route that forwards nothing (blackhole, unreachable, prohibit, throw: a Kubernetes
+    network's or an RFC 1918 guard's) unless it is /16 or narrower, where it would shadow the lab's own."""
     lab = ipaddress.ip_network(SUBNET)
     clashes = []
     for line in route_listing.splitlines():
         fields = line.split()
+        kind = fields[0] if fields and fields[0] in ROUTE_TYPES else "unicast"
         if fields and fields[0] in ROUTE_TYPES:
             fields = fields[1:]
         device = fields[fields.index("dev") + 1:][:1] if "dev" in fields else []
@@ -119,8 +125,11 @@ def subnet_clashes(route_listing: str) -> list[str]:
             network = ipaddress.ip_network(fields[0], strict=False)
         except ValueError:
             continue
-        if network.version == 4 and network.overlaps(lab):
-            clashes.append(" ".join(line.split()[:5]))
+        if network.version != 4 or not network.overlaps(lab) or network.prefixlen < MIN_CLASH_PREFIX:
+            continue
+        if kind in NON_FORWARDING and network.prefixlen < lab.prefixlen:
+            continue
+        clashes.append(" ".join(line.split()[:5]))
     return clashes
 
 

@@ -16,7 +16,7 @@ import io
 import json
 from collections.abc import Mapping, Sequence
 
-from storbench.model import LabPoint, PreconditionRecord, Status
+from storbench.model import LabPoint, PreconditionRecord, Status, is_volume_operation
 from storbench.report.export import export_row, markdown_cell
 from storbench.report.labels import (
     block_size,
@@ -124,6 +124,9 @@ def points_csv(points: Sequence[PointSummary]) -> str:
     return buffer.getvalue()
 
 
+PERCENTILE_FIELDS = ("lat_p50_ns", "lat_p95_ns", "lat_p99_ns", "lat_p999_ns")  # the markdown table's columns
+
+
 def _lat(value: Estimate | None, percentile: bool = True) -> str:
     """A latency cell; a percentile in fio's last histogram bin as the floor it is (`format_percentile_ns`)."""
     return "-" if value is None else (format_percentile_ns if percentile else format_latency_ns)(value.mean)
@@ -155,14 +158,15 @@ def points_markdown(points: Sequence[PointSummary], title: str, notes: Sequence[
         iops = p.metric("iops")
         cv = iops.cv_pct if iops else None
         disk = p.metric("disk_busiest_util_pct") or p.metric("disk_util_pct")
+        exact = is_volume_operation(p.rw)  # a volume operation's times are exact: no histogram, no last bin
         cells = [
             run_prefix(p, points) + point_label(p, lab_keys=lab_keys, direction=False, options=True),
             p.direction_name or "-",
             f"{p.repetitions_ok}/{p.repetitions_total}", iops_with_ci(iops), "-" if cv is None else f"{cv:.1f}%",
             _number(p.metric("bw_bytes_per_s"), ",.1f", 1048576), *((expected_cell(p),) if with_expected else ()),
             _lat(p.metric("lat_mean_ns"), percentile=False),
-            _lat(p.metric("lat_p50_ns")), _lat(p.metric("lat_p95_ns")), _lat(p.metric("lat_p99_ns")),
-            _lat(p.metric("lat_p999_ns")), _number(p.metric("host_cpu_busy_pct"), ".0f"), _number(disk, ".0f"),
+            *(_lat(p.metric(field), percentile=not exact) for field in PERCENTILE_FIELDS),
+            _number(p.metric("host_cpu_busy_pct"), ".0f"), _number(disk, ".0f"),
             p.bottleneck.short, " ".join(w.code for w in p.warnings),
         ]
         lines.append("| " + " | ".join(markdown_cell(c) for c in cells) + " |")

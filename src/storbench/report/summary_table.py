@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from storbench.model import moves_data
+from storbench.model import is_volume_operation, moves_data
 from storbench.report.labels import (
     block_size,
     direction_label,
@@ -69,7 +69,9 @@ def summary_table(points: Sequence[PointSummary]) -> str:
             if not estimate:
                 return "-"
             stand_in = field != "lat_mean_ns" and "clat" in point.lat_percentiles_from.split(",")
-            shown = format_latency_ns if field == "lat_mean_ns" else format_percentile_ns  # a floor in the last bin
+            # a floor in fio's last bin; a volume operation's times are exact (no histogram)
+            exact = field == "lat_mean_ns" or is_volume_operation(point.rw)
+            shown = format_latency_ns if exact else format_percentile_ns
             return shown(estimate.mean) + (CLAT_MARK if stand_in else "")
 
         mix = p.case.workload.rwmixread

@@ -174,12 +174,13 @@ def best_under_objective(curve: Curve, objective: LatencyObjective, curves: Sequ
     without an interval its mean (`Verdict.MEAN_MEETS`: say so where it is shown), the search's rule
     (`stats.slo`); a point whose interval straddles the limit does not. A mixed workload's point meets it only when
     every direction of its case does (the other directions' curves among ``curves``), as the search judges: the
-    read curve had named a load whose writes failed it."""
+    read curve had named a load whose writes failed it. A point with a failed repetition does not meet it either,
+    as the search judges (`stats.search._judged`): the repetitions left are the overload's survivors."""
     sides: dict[tuple[str, tuple[int, ...]], list[PointSummary]] = {}
     for one in curves:
         for c in one.points:
             sides.setdefault((c.point.case_id, c.point.run_ids), []).append(c.point)
     meeting = [c for c in curve.points if all(
-        verdict(p.metric(objective.field), objective).met
+        p.repetitions_ok == p.repetitions_total and verdict(p.metric(objective.field), objective).met
         for p in (sides.get((c.point.case_id, c.point.run_ids), [c.point]) if curves else [c.point]))]
     return max(meeting, key=lambda c: c.iops, default=None)
