@@ -628,9 +628,18 @@ def test_volume_operations_make_their_objects_from_constants_and_measure_one_tim
     assert OperationResult(1, "attach", 100.0, None, error="x").seconds is None
 
 
+def _operations(cluster: _SlowCluster, case: Case, rep_index: int, timeout_s: float) -> Any:
+    """Volume operations on a fake cluster, which also serves the storage API (classes, volume attachments)."""
+    from storbench.execute.volume_binding import VolumeBinding
+    from storbench.execute.volume_operations import VolumeOperations
+
+    return VolumeOperations(cluster, "bench", "run7", None, case, rep_index, timeout_s=timeout_s,
+                            binding=VolumeBinding(cluster, cluster, "bench", 20.0))
+
+
 class _SlowCluster:
     """Enough of the Kubernetes API for volume operations: claims bound once made, pods ended at once; a claim's
-    request takes ``claim_s`` to return. ``objects``: what exists now."""
+    request takes ``claim_s`` to return. ``objects``: what exists now. Its classes bind at once."""
 
     def __init__(self, claim_s: float) -> None:
         import threading
@@ -671,6 +680,11 @@ class _SlowCluster:
     def read_namespaced_pod_log(self, name: str, namespace: str) -> str:
         return '{"fio version": "fio-3.33", "timestamp_ms": 1800000000250}'
 
+    def read_storage_class(self, name: str, **_: object) -> Any:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(volume_binding_mode="Immediate")
+
     def list_namespaced_persistent_volume_claim(self, namespace: str, **_: object) -> Any:
         raise AssertionError("watched: the object read first was already there")
 
@@ -694,8 +708,6 @@ def test_volume_operations_interrupted_make_nothing_more_and_leave_nothing_behin
     import threading
     import time
 
-    from storbench.execute.volume_operations import VolumeOperations
-
     def interrupted(thread: threading.Thread, timeout: float | None = None) -> None:
         assert cluster.asked.wait(10)
         raise KeyboardInterrupt  # the user's Ctrl-C while the run waits for its clients, mid-request
@@ -703,7 +715,7 @@ def test_volume_operations_interrupted_make_nothing_more_and_leave_nothing_behin
     case = Case("c0ffee123456", pvc_case().target, WorkloadPoint("attach", 4096, 1, 1, 60.0, 0.0, True, "libaio"),
                 clients=2)
     cluster = _SlowCluster(claim_s=0.5)
-    operations = VolumeOperations(cluster, "bench", "run7", None, case, 0, timeout_s=60.0)
+    operations = _operations(cluster, case, 0, timeout_s=60.0)
     with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
         patched.setattr(threading.Thread, "join", interrupted)
         operations.run()
@@ -711,21 +723,19 @@ def test_volume_operations_interrupted_make_nothing_more_and_leave_nothing_behin
     assert cluster.objects == set() and cluster.ever and all(kind == "claim" for kind, _ in cluster.ever), cluster.ever
     assert not [t for t in threading.enumerate() if t.name.startswith("storbench-op-")]
     cluster.claim_s = 0.0  # uninterrupted: each client's claim and pod made, measured, then deleted
-    done = VolumeOperations(cluster, "bench", "run7", None, case, 1, timeout_s=60.0).run()
+    done = _operations(cluster, case, 1, timeout_s=60.0).run()
     assert done.status is Status.OK and cluster.objects == set(), done.error
 
 
 def test_an_attach_that_ends_before_it_was_asked_for_is_a_clock_problem_not_a_nanosecond() -> None:
     """The attach's end is fio's timestamp in the pod: the node's clock. Behind this machine's, the operation had
     read as 1 ns (1,000 ops/s) with no error."""
-    from storbench.execute.volume_operations import VolumeOperations
-
     class Behind(_SlowCluster):
         def read_namespaced_pod_log(self, name: str, namespace: str) -> str:
             return '{"fio version": "fio-3.33", "timestamp_ms": 1000000000000}'  # 2001
 
     case = Case("c0ffee123456", pvc_case().target, WorkloadPoint("attach", 4096, 1, 1, 60.0, 0.0, True, "libaio"))
-    done = VolumeOperations(Behind(claim_s=0.0), "bench", "run7", None, case, 0, timeout_s=60.0).run()
+    done = _operations(Behind(claim_s=0.0), case, 0, timeout_s=60.0).run()
     assert done.status is Status.FAILED and "n1's clock is" in done.error and "behind" in done.error, done.error
 
 
@@ -757,17 +767,114 @@ class _RoundingCluster(_SlowCluster):
                                metadata=SimpleNamespace(resource_version="1"))
 
 
+class _LateCluster(_SlowCluster):
+    """A class that binds on first consumer (WaitForFirstConsumer): a claim stays Pending until a pod that uses it
+    is made; a pod deleted is gone 0.2 s later and its volume detached 0.3 s after that. ``mode``: what reading the
+    class gives (an int: that status refused)."""
+
+    def __init__(self, mode: str | int = "WaitForFirstConsumer") -> None:
+        super().__init__(claim_s=0.0)
+        self.mode = mode
+        self.used: dict[str, float] = {}  # claim -> when a pod using it was made
+        self.deleted: dict[str, float] = {}  # pod -> when it was deleted
+        self.claim_of: dict[str, str] = {}  # pod -> its claim
+        self.timed_pod_at: dict[str, float] = {}  # a pod other than a binder -> when made
+
+    def read_storage_class(self, name: str, **_: object) -> Any:
+        from types import SimpleNamespace
+
+        from kubernetes.client.exceptions import ApiException
+
+        if isinstance(self.mode, int):
+            raise ApiException(status=self.mode, reason="Forbidden")
+        return SimpleNamespace(volume_binding_mode=self.mode)
+
+    def create_namespaced_pod(self, namespace: str, manifest: dict[str, Any], **_: object) -> None:
+        import time
+
+        name, claim = manifest["metadata"]["name"], manifest["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"]
+        self.claim_of[name] = claim
+        self.used.setdefault(claim, time.time())
+        if not name.endswith("-bind"):
+            self.timed_pod_at[name] = time.time()
+        super().create_namespaced_pod(namespace, manifest)
+
+    def delete_namespaced_pod(self, name: str, namespace: str, **_: object) -> None:
+        import time
+
+        self.deleted.setdefault(name, time.time())
+        super().delete_namespaced_pod(name, namespace)
+
+    def read_namespaced_persistent_volume_claim(self, name: str, namespace: str, **_: object) -> Any:
+        from types import SimpleNamespace
+
+        late = self.mode != "Immediate"
+        phase = "Bound" if (name in self.used and not isinstance(self.mode, int)) or not late else "Pending"
+        return SimpleNamespace(status=SimpleNamespace(phase=phase), spec=SimpleNamespace(volume_name=f"pv-{name}"),
+                               metadata=SimpleNamespace(resource_version="1"))
+
+    def read_namespaced_pod(self, name: str, namespace: str, **_: object) -> Any:
+        import time
+
+        from kubernetes.client.exceptions import ApiException
+
+        if name in self.deleted and time.time() > self.deleted[name] + 0.2:
+            raise ApiException(status=404, reason="Not Found")
+        return super().read_namespaced_pod(name, namespace)
+
+    def list_volume_attachment(self, **_: object) -> Any:
+        import time
+        from types import SimpleNamespace
+
+        held = [self.claim_of[pod] for pod, at in self.deleted.items() if time.time() < at + 0.5]
+        return SimpleNamespace(items=[SimpleNamespace(spec=SimpleNamespace(source=SimpleNamespace(
+            persistent_volume_name=f"pv-{claim}"))) for claim in held])
+
+
+@pytest.mark.parametrize("operation", ["provision", "attach", "clone"])
+def test_volume_operations_on_a_class_that_binds_on_first_consumer_make_the_pod_that_binds(operation: str) -> None:
+    """WaitForFirstConsumer (the default class of EKS, GKE and AKS): a claim is provisioned only for a pod. Every
+    operation had waited for its claim to be Bound before making a pod, to its deadline. Provision makes a pod at
+    once; attach binds its source with a pod that ends, and times its own pod only once that one is gone and the
+    volume detached (a whole attach, not a mount on a node still holding it); clone makes its check pod at once."""
+    import time
+
+    cluster = _LateCluster()
+    case = Case("c0ffee123456", pvc_case().target, WorkloadPoint(operation, 4096, 1, 1, 5.0, 0.0, True, "libaio"))
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr("storbench.execute.volume_operations.secrets.token_hex", lambda n: "token")
+        patched.setattr(cluster, "read_namespaced_pod_log", lambda name, namespace: (
+            json.dumps({"fio version": "fio-3.33", "timestamp_ms": int(time.time() * 1000) + 50})
+            if operation == "attach" else "token\n"))
+        began = time.time()
+        done = _operations(cluster, case, 0, timeout_s=5.0).run()
+    assert done.status is Status.OK, done.error
+    assert time.time() - began < 4, "no wait to the deadline"
+    binders = [name for _, name in cluster.ever if name.endswith("-bind")]
+    assert len(binders) == (0 if operation == "clone" else 1), cluster.ever  # clone: its seed and check pods bind
+    if operation == "attach":
+        (timed,) = [at for name, at in cluster.timed_pod_at.items()]
+        assert timed >= cluster.deleted[binders[0]] + 0.5, "timed only once the volume was detached"
+    assert cluster.objects == set()
+
+
+def test_a_class_that_cannot_be_read_is_taken_to_bind_at_once_and_its_timeout_says_why() -> None:
+    """Without `storageclasses get` (an identity from before) storbench cannot know: it behaves as before, and a
+    claim that never binds says what to grant."""
+    case = Case("c0ffee123456", pvc_case().target, WorkloadPoint("provision", 4096, 1, 1, 1.0, 0.0, True, "libaio"))
+    done = _operations(_LateCluster(mode=403), case, 0, timeout_s=1.0).run()
+    assert done.status is Status.TIMEOUT and "storageclasses get" in done.error, done.error
+
+
 @pytest.mark.parametrize("node_expansion", [False, True])
 def test_an_expand_asks_for_twice_what_the_claim_has_and_waits_for_the_driver(node_expansion: bool) -> None:
     """A driver that rounds the plan's 1 GiB up to 4 GiB: the expand had asked for twice the plan's size (2 GiB),
     which the claim already had, and was stored as one read's time, done. It asks for twice the bound capacity
     (8 GiB) and is done when the capacity reached it or, for a driver that grows the file system on a node, when
     the controller's part is done (FileSystemResizePending; nothing mounts the claim)."""
-    from storbench.execute.volume_operations import VolumeOperations
-
     case = Case("c0ffee123456", pvc_case().target, WorkloadPoint("expand", 4096, 1, 1, 5.0, 0.0, True, "libaio"))
     cluster = _RoundingCluster(node_expansion)
-    done = VolumeOperations(cluster, "bench", "run7", None, case, 0, timeout_s=5.0).run()
+    done = _operations(cluster, case, 0, timeout_s=5.0).run()
     assert done.status is Status.OK, done.error
     assert cluster.asked_bytes == 8 << 30
     (client,) = done.clients
@@ -784,7 +891,6 @@ def test_volume_operations_of_many_clients_start_their_timed_requests_together()
     import time
 
     from storbench.execute import volume_operations
-    from storbench.execute.volume_operations import VolumeOperations
 
     class Seeding(_SlowCluster):
         def __init__(self, fail_client: int | None = None) -> None:
@@ -813,13 +919,13 @@ def test_volume_operations_of_many_clients_start_their_timed_requests_together()
                 clients=4)
     with pytest.MonkeyPatch.context() as patched:
         patched.setattr(volume_operations.secrets, "token_hex", lambda n: "token")
-        operations = VolumeOperations(Seeding(), "bench", "run7", None, case, 0, timeout_s=60.0)
+        operations = _operations(Seeding(), case, 0, timeout_s=60.0)
         operations.custom = Snapshots()
         done = operations.run()
         assert done.status is Status.OK, done.error
         starts = [json.loads(line)["requested_s"] for line in done.raw_output.splitlines()]
         assert max(starts) - min(starts) < 0.1, starts  # they had been 0.2 s apart each
-        failing = VolumeOperations(Seeding(fail_client=2), "bench", "run7", None, case, 1, timeout_s=60.0)
+        failing = _operations(Seeding(fail_client=2), case, 1, timeout_s=60.0)
         failing.custom = Snapshots()
         began = time.time()
         failed = failing.run()
@@ -857,6 +963,9 @@ def test_the_csi_driver_runs_behind_kubernetes_own_sidecars_with_attach_required
     objects = {manifest["kind"]: manifest for _, manifest in csi_manifests()}
     assert objects["CSIDriver"]["spec"]["attachRequired"] is True  # type: ignore[index]
     assert objects["StorageClass"]["provisioner"] == CSI_DRIVER and objects["StorageClass"]["allowVolumeExpansion"]
+    modes = {m["metadata"]["name"]: m["volumeBindingMode"] for _, m in csi_manifests()  # type: ignore[index]
+             if m["kind"] == "StorageClass"}
+    assert modes == {"storbench-csi": "Immediate", "storbench-csi-wffc": "WaitForFirstConsumer"}  # as most clouds'
     assert objects["VolumeSnapshotClass"]["metadata"]["annotations"] == {  # type: ignore[index]
         "snapshot.storage.kubernetes.io/is-default-class": "true"}
 
@@ -1172,7 +1281,10 @@ CSI_OPS_PLAN = """
 name: k8s-csi-ops
 targets:
   csi: {kind: pvc, size: 64MiB, storage_class: storbench-csi}
+  late: {kind: pvc, size: 64MiB, storage_class: storbench-csi-wffc}
 workload: {rw: [provision, attach, snapshot, restore, clone, expand], runtime: 60s}
+exclude:
+  - {target: late, rw: [snapshot, expand]}
 clients: 2
 repeat: 2
 telemetry: {enabled: false}
@@ -1188,13 +1300,20 @@ def test_volume_operations_through_the_csi_sidecars_on_two_nodes_are_timed_and_r
     """Issue 33: each of the six operations, two clients at once, twice, through Kubernetes' own provisioner,
     attacher, snapshotter and resizer on a two-node lab: every one done (restored and cloned claims hold the token
     written on their source: a repetition whose check failed would be stored failed), each timed, attach slower than
-    provision (a pod started and its first I/O done, against a claim bound), nothing left behind."""
+    provision (a pod started and its first I/O done, against a claim bound), nothing left behind. On the class that
+    binds on first consumer (most clouds' default), provision, attach, restore and clone done too, through the pod
+    that binds the claim (they had each waited for a Bound claim to the deadline)."""
     from helpers import stored_repetitions
 
     code, out, err, db = _run_plan(tmp_path, capsys, monkeypatch, CSI_OPS_PLAN)
     assert code == 0, out + err
     repetitions = stored_repetitions(db)
-    assert len(repetitions) == 12 and all(r.status == Status.OK for r in repetitions), [r.error for r in repetitions]
+    assert len(repetitions) == 20 and all(r.status == Status.OK for r in repetitions), [r.error for r in repetitions]
+    late = [r for r in repetitions if r.case.target.name == "late"]
+    assert sorted({r.case.workload.rw for r in late}) == ["attach", "clone", "provision", "restore"]
+    assert all("-bind" in r.job_text for r in late if r.case.workload.rw in ("provision", "attach")), late
+    repetitions = [r for r in repetitions if r.case.target.name == "csi"]
+    assert not [r for r in repetitions if "-bind" in r.job_text]  # a class bound at once needs no binding pod
     seconds: dict[str, list[float]] = {}
     import sqlite3
     import zlib
@@ -1215,6 +1334,7 @@ def test_volume_operations_through_the_csi_sidecars_on_two_nodes_are_timed_and_r
     code, out, _ = run_cli(capsys, "export", "--db", str(db), "--format", "json")
     records = json.loads(out)
     assert {r["rw"] for r in records} == set(seconds) and all(r["lat_mean_ns"] > 0 for r in records)
+    assert {r["target"] for r in records} == {"csi", "late"}
     _nothing_left()
 
 

@@ -480,7 +480,8 @@ def test_k8s_rbac_grants_what_storbench_calls_and_nothing_wider() -> None:
     for call in [("pods", "create"), ("pods", "watch"), ("pods/log", "get"), ("configmaps", "create"),
                  ("configmaps", "list"), ("pods", "list"), ("persistentvolumeclaims", "list"),  # k8s cleanup's lists
                  ("persistentvolumeclaims", "patch"), ("volumesnapshots", "create"), ("nodes", "list"),
-                 ("nodes/proxy", "get"), ("namespaces", "get"), ("serviceaccounts", "get")]:
+                 ("nodes/proxy", "get"), ("namespaces", "get"), ("serviceaccounts", "get"),
+                 ("storageclasses", "get"), ("volumeattachments", "list")]:  # classes that bind on first consumer
         assert call in granted, call
     (namespaces,) = [rule for rule in rules if rule["resources"] == ["namespaces"]]
     assert namespaces["resourceNames"] == ["bench"]

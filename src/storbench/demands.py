@@ -14,7 +14,7 @@ from storbench.config import (
     PlanConfig,
 )
 from storbench.lab.ceph_conf import osd_options
-from storbench.lab.k8s_conf import CSI_STORAGE_CLASS
+from storbench.lab.k8s_conf import CSI_STORAGE_CLASSES
 from storbench.model import (
     Case,
     CephLabPoint,
@@ -292,7 +292,7 @@ def lab_disk_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:
         csi: dict[str, int] = {}  # the k8s lab's CSI driver keeps its volumes in the lab directory, without quota
         for case in group:
             if k8s is not None and k8s.csi and isinstance(case.target, PvcTarget) \
-                    and case.target.storage_class == CSI_STORAGE_CLASS:
+                    and case.target.storage_class in CSI_STORAGE_CLASSES:
                 held = (2 * (case.target.size_bytes or 0) * case.clients if is_volume_operation(case.workload.rw)
                         else working_set_bytes(case))  # an operation: a volume and its snapshot, clone or restore
                 csi[case.target.name] = max(csi.get(case.target.name, 0), held)

@@ -153,8 +153,9 @@ class K8sLabConfig(StrictModel):
                        "pods are spread over them, one per node while there are enough.")
     csi: bool = Field(False, description="Also storbench's CSI driver (scripts/build-csi.sh first) behind "
                       "Kubernetes' own CSI sidecars (provisioner, attacher, snapshotter, resizer, snapshot "
-                      "controller): StorageClass `storbench-csi`, attachable volumes (a VolumeAttachment per node, as "
-                      "a cloud disk), snapshots, clones and expansion, each volume reachable from every node.")
+                      "controller): StorageClass `storbench-csi` (and `storbench-csi-wffc`, bound on first consumer), "
+                      "attachable volumes (a VolumeAttachment per node, as a cloud disk), snapshots, clones and "
+                      "expansion, each volume reachable from every node.")
     out_of_service_after: Sweep[NeverOrDuration] = Field(
         ["never"], description="How long after a node fails (the `fail node.N` fault) storbench gives it "
         "Kubernetes' out-of-service taint, which deletes its pods and detaches their volumes at once; `never` leaves "

@@ -44,6 +44,8 @@ CHECK_SCRIPT = f"cat {CHECK_FILE}"
 # ended (its timestamp_ms, this machine's clock in the lab; the cluster's nodes' clocks elsewhere)
 FIRST_IO_COMMAND = ("/usr/bin/fio", "--name=first-io", f"--filename={DATA_DIR}/storbench-first-io", "--rw=write",
                     "--bs=4k", "--size=4k", "--fsync=1", "--output-format=json")
+# a pod that only uses its claim, so a class that binds on first consumer provisions it (`execute.volume_binding`)
+BIND_COMMAND = ("/bin/sh", "-c", "true")
 EXPAND_FACTOR = 2  # expand: the claim asks for this many times its size
 RESIZE_PENDING = "FileSystemResizePending"  # a claim condition: its controller part done, a node grows its file system
 

@@ -42,7 +42,8 @@ from storbench.execute.k8s_manifests import (
 from storbench.execute.k8s_pods import RepetitionPods
 from storbench.execute.kubelet_stats import KubeletSampler
 from storbench.execute.pod_results import PodResult, bound_elsewhere, cannot_start, judge_pods, layout_problem
-from storbench.execute.volume_operations import VolumeOperations
+from storbench.execute.volume_binding import VolumeBinding
+from storbench.execute.volume_operations import REQUEST_TIMEOUT_S, VolumeOperations
 from storbench.fio.jobfile import JobBinding, continued_job
 from storbench.model import Case, PvcTarget, RepetitionOutcome, is_volume_operation
 from storbench.shell import interrupts_held
@@ -69,6 +70,7 @@ class KubernetesExecutor:
         self.core = core_api(kubeconfig, context)
         self.cluster = ClusterAccess(kubeconfig, context)
         self._readings_api: object | None = None  # the kubelets' reader: no retries (`telemetry`)
+        self._binding: VolumeBinding | None = None  # volume operations' classes (`execute.volume_binding`)
         self.default_storage_class = default_storage_class
         self.default_image = default_image  # the lab's fio image, for targets that name none
         self.namespace = namespace
@@ -191,8 +193,13 @@ class KubernetesExecutor:
         case = with_image(case, self.default_image)
         self.ensure_namespace()
         if is_volume_operation(case.workload.rw):
+            if self._binding is None:  # one for the run: each class's binding mode read once
+                from kubernetes import client  # lazy: 0.24 s, for pvc targets only
+
+                self._binding = VolumeBinding(self.core, client.StorageV1Api(self.core.api_client),  # type: ignore[attr-defined]
+                                              self.namespace, REQUEST_TIMEOUT_S)
             return VolumeOperations(self.core, self.namespace, self.run_label, self.default_storage_class, case,
-                                    rep_index, case.workload.runtime_s).run()
+                                    rep_index, case.workload.runtime_s, self._binding).run()
         self.ensure_claims(case)
         target = pvc_of(case)
         plans = pod_plans(case, self.run_label, rep_index, self.placement(target, case.clients))

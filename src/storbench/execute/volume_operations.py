@@ -18,6 +18,7 @@ from typing import Any
 from storbench.errors import UserError
 from storbench.execute.k8s_manifests import pvc_of
 from storbench.execute.k8s_operations import (
+    BIND_COMMAND,
     CHECK_SCRIPT,
     FIRST_IO_COMMAND,
     SEED_SCRIPT,
@@ -37,6 +38,16 @@ from storbench.execute.k8s_operations import (
     snapshot_manifest,
     source_claim,
 )
+from storbench.execute.volume_binding import (
+    UNREAD_HINT,
+    VolumeBinding,
+    bound,
+    capacity_bytes,
+    condition_types,
+    phase,
+    snapshot_ready,
+    version,
+)
 from storbench.model import Case, RepetitionOutcome, Status
 from storbench.shell import interrupts_held
 
@@ -51,11 +62,14 @@ class VolumeOperations:
     """One repetition of a volume-operation case: ``run()`` gives its outcome."""
 
     def __init__(self, core: Any, namespace: str, run_label: str, default_class: str | None, case: Case,
-                 rep_index: int, timeout_s: float) -> None:
+                 rep_index: int, timeout_s: float, binding: VolumeBinding | None = None) -> None:
         from kubernetes import client  # lazy: 0.24 s, for pvc targets only
 
         self.core = core
         self.custom = client.CustomObjectsApi(core.api_client)
+        # the executor's, which knows the classes' binding modes from earlier repetitions
+        self.binding = binding or VolumeBinding(core, client.StorageV1Api(core.api_client), namespace,
+                                                REQUEST_TIMEOUT_S)
         self.namespace, self.run_label, self.default_class = namespace, run_label, default_class
         self.case, self.rep_index, self.timeout_s = case, rep_index, timeout_s
         self.target = pvc_of(case)
@@ -142,12 +156,13 @@ class VolumeOperations:
     def _provision(self, client: int, names: OperationNames) -> OperationResult:
         requested = self._create_claim(client, source_claim(self.target, names.made, self.run_label,
                                                             self.default_class), timed=True)
-        done = self._wait_claim(names.made, _bound, "Bound", requested)
+        if self._late(names.made):  # provisioned for a pod only: one asked for at once (its scheduling is timed too)
+            self._create_pod(client, self._binder(names.pod, names.made))
+        done = self._wait_claim(names.made, bound, "Bound", requested)
         return OperationResult(client, "provision", requested, done)
 
     def _attach(self, client: int, names: OperationNames) -> OperationResult:
-        self._create_claim(client, source_claim(self.target, names.source, self.run_label, self.default_class))
-        self._wait_claim(names.source, _bound, "Bound", time.time())
+        self._bound_source(client, names, detached=True)
         requested = self._create_pod(client, pod_on_claim(names.pod, names.source, self.target, self.run_label,
                                                           list(FIRST_IO_COMMAND)), timed=True)
         log, node = self._pod_output(names.pod, requested)
@@ -176,19 +191,18 @@ class VolumeOperations:
         return self._made_from(client, names, "PersistentVolumeClaim", names.source, token, "clone")
 
     def _expand(self, client: int, names: OperationNames) -> OperationResult:
-        self._create_claim(client, source_claim(self.target, names.source, self.run_label, self.default_class))
-        self._wait_claim(names.source, _bound, "Bound", time.time())
-        bound = self.core.read_namespaced_persistent_volume_claim(names.source, self.namespace,
+        self._bound_source(client, names)
+        made = self.core.read_namespaced_persistent_volume_claim(names.source, self.namespace,
                                                                   _request_timeout=REQUEST_TIMEOUT_S)
-        wanted = expanded_bytes(self.target, _capacity_bytes(bound))
+        wanted = expanded_bytes(self.target, capacity_bytes(made))
         patch = {"spec": {"resources": {"requests": {"storage": str(wanted)}}}}
         self._note(client, {"patch": names.source, "timed": True, **patch})
         self._start_together(client)
         requested = time.time()
         self.core.patch_namespaced_persistent_volume_claim(names.source, self.namespace, patch,
                                                            _request_timeout=REQUEST_TIMEOUT_S)
-        done = self._wait_claim(names.source, lambda claim: expand_done(_capacity_bytes(claim), wanted,
-                                                                        _condition_types(claim)),
+        done = self._wait_claim(names.source, lambda claim: expand_done(capacity_bytes(claim), wanted,
+                                                                        condition_types(claim)),
                                 f"its capacity at {wanted} bytes", requested)
         return OperationResult(client, "expand", requested, done)
 
@@ -197,7 +211,8 @@ class VolumeOperations:
         """A source claim with a token written on it (by a pod that then ends): what restore and clone check."""
         token = secrets.token_hex(16)
         self._create_claim(client, source_claim(self.target, names.source, self.run_label, self.default_class))
-        self._wait_claim(names.source, _bound, "Bound", time.time())
+        if not self._late(names.source):  # else the seed pod binds it
+            self._wait_claim(names.source, bound, "Bound", time.time())
         seed = pod_on_claim(f"{names.pod}-seed", names.source, self.target, self.run_label,
                             ["/bin/sh", "-c", SEED_SCRIPT], {TOKEN_VARIABLE: token})
         self._pod_output(f"{names.pod}-seed", self._create_pod(client, seed))
@@ -208,11 +223,36 @@ class VolumeOperations:
                    operation: str) -> OperationResult:
         manifest = claim_from(self.target, names.made, self.run_label, self.default_class, kind=kind, source=source)
         requested = self._create_claim(client, manifest, timed=True)
-        done = self._wait_claim(names.made, _bound, "Bound", requested)
         check = pod_on_claim(f"{names.pod}-check", names.made, self.target, self.run_label,
                              ["/bin/sh", "-c", CHECK_SCRIPT])
-        log, node = self._pod_output(f"{names.pod}-check", self._create_pod(client, check))
+        late = self._late(names.made)  # then the check pod, made at once, is what has it provisioned
+        checking = self._create_pod(client, check) if late else None
+        done = self._wait_claim(names.made, bound, "Bound", requested)
+        checking = checking or self._create_pod(client, check)
+        log, node = self._pod_output(f"{names.pod}-check", checking)
         return OperationResult(client, operation, requested, done, node=node, checked=log.strip() == token)
+
+    def _late(self, claim: str) -> bool:
+        return self.binding.binds_late(claim, self.target.storage_class or self.default_class)
+
+    def _binder(self, pod: str, claim: str) -> dict[str, object]:
+        return pod_on_claim(f"{pod}-bind", claim, self.target, self.run_label, list(BIND_COMMAND))
+
+    def _bound_source(self, client: int, names: OperationNames, *, detached: bool = False) -> None:
+        """The source claim made and Bound; on a class that binds on first consumer by a pod that ends and is gone
+        (and, for an attach, whose node no longer holds the volume: the attach timed next is a whole one)."""
+        self._create_claim(client, source_claim(self.target, names.source, self.run_label, self.default_class))
+        if self._late(names.source):
+            binder = self._binder(names.pod, names.source)
+            name = str(binder["metadata"]["name"])  # type: ignore[index]
+            self._pod_output(name, self._create_pod(client, binder))
+            self._delete("pod", name)
+            deadline = self._deadline(time.time())
+            if not (self.binding.wait_gone(name, deadline)
+                    and (not detached or self.binding.wait_detached(names.source, deadline))):
+                raise _Failed(f"pod {name}, which bound claim {names.source}, not gone with the volume detached "
+                              f"within {self.timeout_s:g}s (runtime)")
+        self._wait_claim(names.source, bound, "Bound", time.time())
 
     def _start_together(self, client: int) -> None:
         """Wait for every client's preparation (``together``); a client whose preparation failed breaks it."""
@@ -292,16 +332,16 @@ class VolumeOperations:
         current = read()
         if done(current):
             return time.time()
-        version = _version(current)
+        seen_version = version(current)
         while time.time() < deadline:
             stream = watch.Watch()  # type: ignore[no-untyped-call]
             try:
                 events = stream.stream(  # type: ignore[no-untyped-call]
-                    listing, *args, field_selector=f"metadata.name={name}", resource_version=version,
+                    listing, *args, field_selector=f"metadata.name={name}", resource_version=seen_version,
                     timeout_seconds=max(1, int(deadline - time.time()) + 1))
                 for event in events:
                     seen = event["object"]
-                    version = _version(seen) or version
+                    seen_version = version(seen) or seen_version
                     if event["type"] != "DELETED" and done(seen):
                         return time.time()
                     if time.time() > deadline:
@@ -310,15 +350,20 @@ class VolumeOperations:
                 current = read()
                 if done(current):
                     return time.time()
-                version = _version(current)
+                seen_version = version(current)
             finally:
                 stream.stop()  # type: ignore[no-untyped-call]
         raise _Failed(f"{name} not {what} within {self.timeout_s:g}s (runtime)", requested)
 
     def _wait_claim(self, name: str, done: Done, what: str, requested: float) -> float:
-        return self._watch(lambda: self.core.read_namespaced_persistent_volume_claim(name, self.namespace),
-                           self.core.list_namespaced_persistent_volume_claim, (self.namespace,), name, done, what,
-                           requested)
+        try:
+            return self._watch(lambda: self.core.read_namespaced_persistent_volume_claim(name, self.namespace),
+                               self.core.list_namespaced_persistent_volume_claim, (self.namespace,), name, done,
+                               what, requested)
+        except _Failed as failure:
+            if what == "Bound" and self.binding.unread:  # it may be waiting for a pod storbench did not make
+                raise _Failed(f"{failure}; {UNREAD_HINT}", failure.requested_s) from None
+            raise
 
     def _wait_snapshot(self, name: str, requested: float) -> float:
         def read() -> Any:
@@ -327,7 +372,7 @@ class VolumeOperations:
 
         return self._watch(read, self.custom.list_namespaced_custom_object,
                            (SNAPSHOT_GROUP, SNAPSHOT_VERSION, self.namespace, SNAPSHOT_PLURAL), name,
-                           _snapshot_ready, "ready to use", requested)
+                           snapshot_ready, "ready to use", requested)
 
     def _pod_output(self, name: str, requested: float) -> tuple[str, str]:
         """Wait for a pod to end; its log and node. A pod that fails, or does not end in time, fails the
@@ -336,11 +381,11 @@ class VolumeOperations:
             return self.core.read_namespaced_pod(name, self.namespace)
 
         self._watch(read, self.core.list_namespaced_pod, (self.namespace,), name,
-                    lambda pod: _phase(pod) in ("Succeeded", "Failed"), "ended", requested)
+                    lambda pod: phase(pod) in ("Succeeded", "Failed"), "ended", requested)
         pod = read()
         log = self.core.read_namespaced_pod_log(name, self.namespace)
-        if _phase(pod) != "Succeeded":
-            raise _Failed(f"pod {name} {_phase(pod)}: {str(log).strip()[-200:]}", requested)
+        if phase(pod) != "Succeeded":
+            raise _Failed(f"pod {name} {phase(pod)}: {str(log).strip()[-200:]}", requested)
         return str(log), pod.spec.node_name or ""
 
     # ---------------------------------------------------------------------------------------------------------
@@ -370,37 +415,3 @@ class _Failed(UserError):
 
     def __str__(self) -> str:
         return self.message
-
-
-def _version(obj: Any) -> str | None:
-    if isinstance(obj, dict):
-        version = obj.get("metadata", {}).get("resourceVersion")
-        return str(version) if version else None
-    return getattr(getattr(obj, "metadata", None), "resource_version", None)
-
-
-def _phase(obj: Any) -> str:
-    return getattr(getattr(obj, "status", None), "phase", None) or ""
-
-
-def _bound(claim: Any) -> bool:
-    return _phase(claim) == "Bound"
-
-
-def _capacity_bytes(claim: Any) -> int:
-    from kubernetes.utils import parse_quantity  # lazy: 0.24 s, for pvc targets only
-
-    capacity = (getattr(claim.status, "capacity", None) or {}).get("storage")
-    try:
-        return int(parse_quantity(capacity)) if capacity else 0  # type: ignore[no-untyped-call]
-    except ValueError:
-        return 0
-
-
-def _condition_types(claim: Any) -> list[str]:
-    return [str(getattr(condition, "type", "")) for condition in getattr(claim.status, "conditions", None) or ()]
-
-
-def _snapshot_ready(snapshot: Any) -> bool:
-    status = snapshot.get("status") if isinstance(snapshot, dict) else None
-    return bool(status and status.get("readyToUse"))

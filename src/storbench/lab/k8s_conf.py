@@ -40,6 +40,8 @@ CNI_BIN_DIR = "/usr/lib/cni"
 NODE_TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 CSI_DRIVER = "csi.storbench.local"
 CSI_STORAGE_CLASS = "storbench-csi"
+CSI_LATE_STORAGE_CLASS = "storbench-csi-wffc"  # the same driver, bound on first consumer (most clouds' default)
+CSI_STORAGE_CLASSES = (CSI_STORAGE_CLASS, CSI_LATE_STORAGE_CLASS)
 CSI_SNAPSHOT_CLASS = "storbench-csi-snapshots"
 CSI_SIDECARS = ("csi-provisioner", "csi-attacher", "csi-snapshotter", "csi-resizer", "snapshot-controller")
 CSI_BINARIES = ("storbench-csi", *CSI_SIDECARS)
@@ -363,18 +365,19 @@ def csi_node_command(root: str, csi: str, node: LabNode) -> list[str]:
 
 def csi_manifests() -> list[tuple[str, dict[str, object]]]:
     """(collection, object) of the CSI driver: its CSIDriver (attachRequired: Kubernetes' attach/detach
-    controller tracks which node holds each volume, as for a cloud disk), a StorageClass (bound at once, expandable)
-    and the default VolumeSnapshotClass."""
+    controller tracks which node holds each volume, as for a cloud disk), two StorageClasses (bound at once, and
+    bound on first consumer; expandable) and the default VolumeSnapshotClass."""
     labels = {"app.kubernetes.io/managed-by": "storbench-lab"}
     return [
         ("/apis/storage.k8s.io/v1/csidrivers", {
             "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": CSI_DRIVER, "labels": labels},
             "spec": {"attachRequired": True, "podInfoOnMount": False, "volumeLifecycleModes": ["Persistent"],
                      "fsGroupPolicy": "None"}}),
-        ("/apis/storage.k8s.io/v1/storageclasses", {
+        *(("/apis/storage.k8s.io/v1/storageclasses", {
             "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-            "metadata": {"name": CSI_STORAGE_CLASS, "labels": labels}, "provisioner": CSI_DRIVER,
-            "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate", "allowVolumeExpansion": True}),
+            "metadata": {"name": name, "labels": labels}, "provisioner": CSI_DRIVER,
+            "reclaimPolicy": "Delete", "volumeBindingMode": mode, "allowVolumeExpansion": True})
+          for name, mode in ((CSI_STORAGE_CLASS, "Immediate"), (CSI_LATE_STORAGE_CLASS, "WaitForFirstConsumer"))),
         ("/apis/snapshot.storage.k8s.io/v1/volumesnapshotclasses", {
             "apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
             "metadata": {"name": CSI_SNAPSHOT_CLASS, "labels": labels,
