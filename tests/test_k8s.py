@@ -634,19 +634,21 @@ def _operations(cluster: _SlowCluster, case: Case, rep_index: int, timeout_s: fl
     from storbench.execute.volume_operations import VolumeOperations
 
     return VolumeOperations(cluster, "bench", "run7", None, case, rep_index, timeout_s=timeout_s,
-                            binding=VolumeBinding(cluster, cluster, "bench", 20.0))
+                            binding=VolumeBinding(cluster, cluster, "bench", 20.0), custom=cluster)
 
 
 class _SlowCluster:
     """Enough of the Kubernetes API for volume operations: claims bound once made, pods ended at once; a claim's
-    request takes ``claim_s`` to return. ``objects``: what exists now. Its classes bind at once."""
+    request takes ``claim_s`` to return; an object deleted is listed ``gone_s`` longer (its finalizers). ``objects``:
+    what exists now (a create of one there is 409). Its classes bind at once."""
 
-    def __init__(self, claim_s: float) -> None:
+    def __init__(self, claim_s: float, gone_s: float = 0.0) -> None:
         import threading
 
-        self.claim_s, self.api_client = claim_s, None
+        self.claim_s, self.gone_s, self.api_client = claim_s, gone_s, None
         self.objects: set[tuple[str, str]] = set()
         self.ever: list[tuple[str, str]] = []  # everything made, in order
+        self.leaving: dict[tuple[str, str], float] = {}  # deleted -> when it is gone
         self.asked = threading.Event()  # a request to make a claim has come in
         self.lock = threading.Lock()
 
@@ -661,23 +663,42 @@ class _SlowCluster:
     def create_namespaced_pod(self, namespace: str, manifest: dict[str, Any], **_: object) -> None:
         self._add(("pod", manifest["metadata"]["name"]))
 
+    def create_namespaced_custom_object(self, *args: Any, **_: object) -> None:
+        self._add(("snapshot", args[-1]["metadata"]["name"]))
+
+    def get_namespaced_custom_object(self, *_: object, **__: object) -> dict[str, object]:
+        return {"status": {"readyToUse": True}, "metadata": {"resourceVersion": "1"}}
+
     def _add(self, made: tuple[str, str]) -> None:
+        from kubernetes.client.exceptions import ApiException
+
         with self.lock:
+            self._settle()
+            if made in self.objects:
+                raise ApiException(status=409, reason="AlreadyExists")
             self.objects.add(made)
             self.ever.append(made)
 
-    def read_namespaced_persistent_volume_claim(self, name: str, namespace: str) -> Any:
+    def _settle(self) -> None:
+        import time
+
+        for item, at in list(self.leaving.items()):
+            if time.time() >= at:
+                self.objects.discard(item)
+                del self.leaving[item]
+
+    def read_namespaced_persistent_volume_claim(self, name: str, namespace: str, **_: object) -> Any:
         from types import SimpleNamespace
 
         return SimpleNamespace(status=SimpleNamespace(phase="Bound"), metadata=SimpleNamespace(resource_version="1"))
 
-    def read_namespaced_pod(self, name: str, namespace: str) -> Any:
+    def read_namespaced_pod(self, name: str, namespace: str, **_: object) -> Any:
         from types import SimpleNamespace
 
         return SimpleNamespace(status=SimpleNamespace(phase="Succeeded"), spec=SimpleNamespace(node_name="n1"),
                                metadata=SimpleNamespace(resource_version="1"))
 
-    def read_namespaced_pod_log(self, name: str, namespace: str) -> str:
+    def read_namespaced_pod_log(self, name: str, namespace: str, **_: object) -> str:
         return '{"fio version": "fio-3.33", "timestamp_ms": 1800000000250}'
 
     def read_storage_class(self, name: str, **_: object) -> Any:
@@ -685,18 +706,48 @@ class _SlowCluster:
 
         return SimpleNamespace(volume_binding_mode="Immediate")
 
-    def list_namespaced_persistent_volume_claim(self, namespace: str, **_: object) -> Any:
-        raise AssertionError("watched: the object read first was already there")
+    def _listed(self, kind: str, label_selector: str | None) -> list[str]:
+        if label_selector is None:
+            raise AssertionError("watched: the object read first was already there")
+        assert label_selector == "storbench/run=run7", label_selector  # this run's objects only
+        with self.lock:
+            self._settle()
+            return sorted(name for k, name in self.objects if k == kind)
 
-    list_namespaced_pod = list_namespaced_persistent_volume_claim
+    def list_namespaced_persistent_volume_claim(self, namespace: str, label_selector: str | None = None,
+                                                **_: object) -> Any:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name=name))
+                                      for name in self._listed("claim", label_selector)])
+
+    def list_namespaced_pod(self, namespace: str, label_selector: str | None = None, **_: object) -> Any:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name=name))
+                                      for name in self._listed("pod", label_selector)])
+
+    def list_namespaced_custom_object(self, *_: object, label_selector: str | None = None, **__: object) -> Any:
+        return {"items": [{"metadata": {"name": name}} for name in self._listed("snapshot", label_selector)]}
+
+    def _remove(self, item: tuple[str, str]) -> None:
+        import time
+
+        with self.lock:
+            self._settle()
+            if item not in self.objects:
+                raise KeyError(item)  # what deleting a missing one gives (404)
+            self.leaving.setdefault(item, time.time() + self.gone_s)
+            self._settle()
 
     def delete_namespaced_pod(self, name: str, namespace: str, **_: object) -> None:
-        with self.lock:
-            self.objects.remove(("pod", name))  # a KeyError (404) is what deleting a missing one gives
+        self._remove(("pod", name))
 
-    def delete_namespaced_persistent_volume_claim(self, name: str, namespace: str) -> None:
-        with self.lock:
-            self.objects.remove(("claim", name))
+    def delete_namespaced_persistent_volume_claim(self, name: str, namespace: str, **_: object) -> None:
+        self._remove(("claim", name))
+
+    def delete_namespaced_custom_object(self, *args: Any, **_: object) -> None:
+        self._remove(("snapshot", str(args[-1])))
 
 
 def test_volume_operations_interrupted_make_nothing_more_and_leave_nothing_behind(
@@ -727,11 +778,29 @@ def test_volume_operations_interrupted_make_nothing_more_and_leave_nothing_behin
     assert done.status is Status.OK and cluster.objects == set(), done.error
 
 
+def test_a_repetition_of_volume_operations_clears_what_a_killed_session_left_and_waits_for_its_deletions() -> None:
+    """`run --resume` after kill -9 in a repetition: the killed session's claim and pod have this repetition's
+    names, and every create had met 409. They are deleted first (an earlier repetition's objects are not this
+    one's to touch); and what the repetition made is gone (finalizers done) before it returns, where the next case's
+    operations had overlapped the deletions."""
+    from storbench.execute.k8s_operations import OperationNames
+
+    case = Case("c0ffee123456", pvc_case().target, WorkloadPoint("attach", 4096, 1, 1, 60.0, 0.0, True, "libaio"),
+                clients=2)
+    cluster = _SlowCluster(claim_s=0.0, gone_s=0.3)
+    killed, earlier = OperationNames.of(case, "run7", 1, 1), OperationNames.of(case, "run7", 0, 1)
+    cluster.objects |= {("claim", killed.source), ("pod", killed.pod), ("claim", earlier.source)}
+    done = _operations(cluster, case, 1, timeout_s=10.0).run()
+    assert done.status is Status.OK, done.error
+    assert cluster.objects == {("claim", earlier.source)}, cluster.objects  # gone, not leaving
+    assert ("pod", killed.pod) in cluster.ever  # made anew under its name
+
+
 def test_an_attach_that_ends_before_it_was_asked_for_is_a_clock_problem_not_a_nanosecond() -> None:
     """The attach's end is fio's timestamp in the pod: the node's clock. Behind this machine's, the operation had
     read as 1 ns (1,000 ops/s) with no error."""
     class Behind(_SlowCluster):
-        def read_namespaced_pod_log(self, name: str, namespace: str) -> str:
+        def read_namespaced_pod_log(self, name: str, namespace: str, **_: object) -> str:
             return '{"fio version": "fio-3.33", "timestamp_ms": 1000000000000}'  # 2001
 
     case = Case("c0ffee123456", pvc_case().target, WorkloadPoint("attach", 4096, 1, 1, 60.0, 0.0, True, "libaio"))
@@ -843,7 +912,7 @@ def test_volume_operations_on_a_class_that_binds_on_first_consumer_make_the_pod_
     case = Case("c0ffee123456", pvc_case().target, WorkloadPoint(operation, 4096, 1, 1, 5.0, 0.0, True, "libaio"))
     with pytest.MonkeyPatch.context() as patched:
         patched.setattr("storbench.execute.volume_operations.secrets.token_hex", lambda n: "token")
-        patched.setattr(cluster, "read_namespaced_pod_log", lambda name, namespace: (
+        patched.setattr(cluster, "read_namespaced_pod_log", lambda name, namespace, **_: (
             json.dumps({"fio version": "fio-3.33", "timestamp_ms": int(time.time() * 1000) + 50})
             if operation == "attach" else "token\n"))
         began = time.time()
@@ -906,27 +975,19 @@ def test_volume_operations_of_many_clients_start_their_timed_requests_together()
                 time.sleep(0.2 * client)
             super().create_namespaced_pod(namespace, manifest)
 
-        def read_namespaced_pod_log(self, name: str, namespace: str) -> str:
+        def read_namespaced_pod_log(self, name: str, namespace: str, **_: object) -> str:
             return "token\n"
-
-    class Snapshots:
-        def create_namespaced_custom_object(self, *_: object, **__: object) -> None: ...
-        def get_namespaced_custom_object(self, *_: object, **__: object) -> dict[str, object]:
-            return {"status": {"readyToUse": True}}
-        def delete_namespaced_custom_object(self, *_: object, **__: object) -> None: ...
 
     case = Case("c0ffee123456", pvc_case().target, WorkloadPoint("clone", 4096, 1, 1, 60.0, 0.0, True, "libaio"),
                 clients=4)
     with pytest.MonkeyPatch.context() as patched:
         patched.setattr(volume_operations.secrets, "token_hex", lambda n: "token")
         operations = _operations(Seeding(), case, 0, timeout_s=60.0)
-        operations.custom = Snapshots()
         done = operations.run()
         assert done.status is Status.OK, done.error
         starts = [json.loads(line)["requested_s"] for line in done.raw_output.splitlines()]
         assert max(starts) - min(starts) < 0.1, starts  # they had been 0.2 s apart each
         failing = _operations(Seeding(fail_client=2), case, 1, timeout_s=60.0)
-        failing.custom = Snapshots()
         began = time.time()
         failed = failing.run()
     assert failed.status is Status.FAILED and "client 2: RuntimeError" in failed.error, failed.error

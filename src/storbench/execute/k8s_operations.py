@@ -61,8 +61,13 @@ class OperationNames:
 
     @staticmethod
     def of(case: Case, run_label: str, rep_index: int, client: int) -> OperationNames:
-        base = f"sb-{case.case_id}-{run_label}-r{rep_index}-c{client}"
+        base = f"{OperationNames.prefix(case, run_label, rep_index)}c{client}"
         return OperationNames(source=f"{base}-src", made=f"{base}-new", snapshot=f"{base}-snap", pod=f"{base}-pod")
+
+    @staticmethod
+    def prefix(case: Case, run_label: str, rep_index: int) -> str:
+        """What the names of every object of one repetition begin with."""
+        return f"sb-{case.case_id}-{run_label}-r{rep_index}-"
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from storbench.execute.volume_binding import (
     snapshot_ready,
     version,
 )
+from storbench.execute.volume_leftovers import Leftovers
 from storbench.model import Case, RepetitionOutcome, Status
 from storbench.shell import interrupts_held
 
@@ -62,17 +63,20 @@ class VolumeOperations:
     """One repetition of a volume-operation case: ``run()`` gives its outcome."""
 
     def __init__(self, core: Any, namespace: str, run_label: str, default_class: str | None, case: Case,
-                 rep_index: int, timeout_s: float, binding: VolumeBinding | None = None) -> None:
+                 rep_index: int, timeout_s: float, binding: VolumeBinding | None = None, custom: Any = None) -> None:
         from kubernetes import client  # lazy: 0.24 s, for pvc targets only
 
         self.core = core
-        self.custom = client.CustomObjectsApi(core.api_client)
+        self.custom = custom or client.CustomObjectsApi(core.api_client)
         # the executor's, which knows the classes' binding modes from earlier repetitions
         self.binding = binding or VolumeBinding(core, client.StorageV1Api(core.api_client), namespace,
                                                 REQUEST_TIMEOUT_S)
         self.namespace, self.run_label, self.default_class = namespace, run_label, default_class
         self.case, self.rep_index, self.timeout_s = case, rep_index, timeout_s
         self.target = pvc_of(case)
+        # this repetition's objects: a killed session's cleared before, this one's waited for after
+        self.leftovers = Leftovers(core, self.custom, namespace, run_label,
+                                   OperationNames.prefix(case, run_label, rep_index), REQUEST_TIMEOUT_S)
         self.made: list[tuple[str, str]] = []  # (kind, name) asked for, deleted after the repetition in reverse
         self.texts: dict[int, list[dict[str, object]]] = {}
         self.lock = threading.Condition()
@@ -87,6 +91,7 @@ class VolumeOperations:
 
     # ---------------------------------------------------------------------------------------------------------
     def run(self) -> RepetitionOutcome:
+        self.leftovers.removed(self.timeout_s)  # left by a session killed in this repetition: its names are ours
         started = time.time()
         results: dict[int, OperationResult] = {}
         threads = [threading.Thread(target=self._client, args=(client, results), name=f"storbench-op-{client}",
@@ -105,6 +110,7 @@ class VolumeOperations:
                 with self.lock:
                     self.lock.wait_for(lambda: self.asking == 0, STOP_WAIT_S)
                 self._delete_all()
+                self.leftovers.removed(STOP_WAIT_S)  # gone before the next case's operations begin
         finished = time.time()
         ordered = [results.get(client) or OperationResult(client, self.case.workload.rw, started, None,
                                                           error="did not finish")
@@ -338,7 +344,8 @@ class VolumeOperations:
             try:
                 events = stream.stream(  # type: ignore[no-untyped-call]
                     listing, *args, field_selector=f"metadata.name={name}", resource_version=seen_version,
-                    timeout_seconds=max(1, int(deadline - time.time()) + 1))
+                    timeout_seconds=(left := max(1, int(deadline - time.time()) + 1)),
+                    _request_timeout=left + REQUEST_TIMEOUT_S)  # a stream the server stopped answering: given up
                 for event in events:
                     seen = event["object"]
                     seen_version = version(seen) or seen_version
@@ -357,7 +364,8 @@ class VolumeOperations:
 
     def _wait_claim(self, name: str, done: Done, what: str, requested: float) -> float:
         try:
-            return self._watch(lambda: self.core.read_namespaced_persistent_volume_claim(name, self.namespace),
+            return self._watch(lambda: self.core.read_namespaced_persistent_volume_claim(
+                name, self.namespace, _request_timeout=REQUEST_TIMEOUT_S),
                                self.core.list_namespaced_persistent_volume_claim, (self.namespace,), name, done,
                                what, requested)
         except _Failed as failure:
@@ -368,7 +376,7 @@ class VolumeOperations:
     def _wait_snapshot(self, name: str, requested: float) -> float:
         def read() -> Any:
             return self.custom.get_namespaced_custom_object(SNAPSHOT_GROUP, SNAPSHOT_VERSION, self.namespace,
-                                                            SNAPSHOT_PLURAL, name)
+                                                            SNAPSHOT_PLURAL, name, _request_timeout=REQUEST_TIMEOUT_S)
 
         return self._watch(read, self.custom.list_namespaced_custom_object,
                            (SNAPSHOT_GROUP, SNAPSHOT_VERSION, self.namespace, SNAPSHOT_PLURAL), name,
@@ -378,26 +386,19 @@ class VolumeOperations:
         """Wait for a pod to end; its log and node. A pod that fails, or does not end in time, fails the
         operation."""
         def read() -> Any:
-            return self.core.read_namespaced_pod(name, self.namespace)
+            return self.core.read_namespaced_pod(name, self.namespace, _request_timeout=REQUEST_TIMEOUT_S)
 
         self._watch(read, self.core.list_namespaced_pod, (self.namespace,), name,
                     lambda pod: phase(pod) in ("Succeeded", "Failed"), "ended", requested)
         pod = read()
-        log = self.core.read_namespaced_pod_log(name, self.namespace)
+        log = self.core.read_namespaced_pod_log(name, self.namespace, _request_timeout=REQUEST_TIMEOUT_S)
         if phase(pod) != "Succeeded":
             raise _Failed(f"pod {name} {phase(pod)}: {str(log).strip()[-200:]}", requested)
         return str(log), pod.spec.node_name or ""
 
     # ---------------------------------------------------------------------------------------------------------
     def _delete(self, kind: str, name: str) -> None:
-        with contextlib.suppress(Exception):
-            if kind == "pod":
-                self.core.delete_namespaced_pod(name, self.namespace, grace_period_seconds=0)
-            elif kind == "claim":
-                self.core.delete_namespaced_persistent_volume_claim(name, self.namespace)
-            else:
-                self.custom.delete_namespaced_custom_object(SNAPSHOT_GROUP, SNAPSHOT_VERSION, self.namespace,
-                                                            SNAPSHOT_PLURAL, name)
+        self.leftovers.delete(kind, name)
 
     def _delete_all(self) -> None:
         """Everything the repetition made, newest first (pods, then snapshots, then claims)."""
