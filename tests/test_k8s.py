@@ -796,6 +796,50 @@ def test_a_repetition_of_volume_operations_clears_what_a_killed_session_left_and
     assert ("pod", killed.pod) in cluster.ever  # made anew under its name
 
 
+def test_the_image_runs_once_on_every_node_an_attach_may_be_timed_on_before_it_is() -> None:
+    """An attach is timed to its pod's first I/O: on a node that had never run the image, the first repetition's
+    time held the image's pull. A pod that runs `true` goes first on each usable node (by name, no claim), once a
+    run; a control plane's tainted node and a cordoned one are not used, as the scheduler would not."""
+    from types import SimpleNamespace
+
+    from storbench.execute.node_images import NodeImages
+
+    def node(name: str, unschedulable: bool = False, taints: tuple[tuple[str, str], ...] = ()) -> Any:
+        return SimpleNamespace(metadata=SimpleNamespace(name=name, labels={"disk": "nvme"}),
+                               spec=SimpleNamespace(unschedulable=unschedulable, taints=[
+                                   SimpleNamespace(key=k, effect=e) for k, e in taints]))
+
+    class Nodes:
+        def __init__(self) -> None:
+            self.made: dict[str, dict[str, Any]] = {}
+            self.deleted: list[str] = []
+
+        def list_node(self, **_: object) -> Any:
+            return SimpleNamespace(items=[node("n2"), node("n10"), node("cp", taints=(
+                ("node-role.kubernetes.io/control-plane", "NoSchedule"),)), node("n3", unschedulable=True)])
+
+        def create_namespaced_pod(self, namespace: str, manifest: dict[str, Any], **_: object) -> None:
+            self.made[manifest["metadata"]["name"]] = manifest
+
+        def read_namespaced_pod(self, name: str, namespace: str, **_: object) -> Any:
+            return SimpleNamespace(status=SimpleNamespace(phase="Succeeded"))
+
+        def delete_namespaced_pod(self, name: str, namespace: str, **_: object) -> None:
+            self.deleted.append(name)
+
+    core = Nodes()
+    images = NodeImages(core, "bench", "run7", 20.0)
+    target = pvc_case().target
+    assert images.warm(target, 10.0) == []
+    pods = list(core.made.values())
+    assert sorted(p["spec"]["nodeName"] for p in pods) == ["n10", "n2"]
+    assert all(p["spec"]["containers"][0]["image"] == target.container_image and "volumes" not in p["spec"]
+               and "nodeSelector" not in p["spec"] for p in pods), pods
+    assert sorted(core.deleted) == sorted(core.made)
+    images.warm(target, 10.0)
+    assert len(core.made) == 2  # once a run
+
+
 def test_an_attach_that_ends_before_it_was_asked_for_is_a_clock_problem_not_a_nanosecond() -> None:
     """The attach's end is fio's timestamp in the pod: the node's clock. Behind this machine's, the operation had
     read as 1 ns (1,000 ops/s) with no error."""

@@ -100,12 +100,17 @@ def placement(nodes: Sequence[NodeView], node_selector: Mapping[str, str], clien
     cordoned, no taint a fio pod does not tolerate — a control plane's) are at least as many as the clients, client
     N prefers the N-th of them in natural order of names, so that "client 1" is the same pod place in every
     repetition (a node failure's figures per client stay one client's); otherwise none (the scheduler spreads)."""
-    usable = sorted((node.name for node in nodes
-                     if all(node.labels.get(key) == value for key, value in node_selector.items())
-                     and not node.unschedulable
-                     and not any(effect in ("NoSchedule", "NoExecute") and not key.startswith(TRANSIENT_TAINT)
-                                 for key, effect in node.taints)), key=_natural)
+    usable = usable_nodes(nodes, node_selector)
     return tuple(usable[:clients]) if clients <= len(usable) else ()
+
+
+def usable_nodes(nodes: Sequence[NodeView], node_selector: Mapping[str, str]) -> list[str]:
+    """The nodes a pod of this node selector may run on, in natural order of names."""
+    return sorted((node.name for node in nodes
+                   if all(node.labels.get(key) == value for key, value in node_selector.items())
+                   and not node.unschedulable
+                   and not any(effect in ("NoSchedule", "NoExecute") and not key.startswith(TRANSIENT_TAINT)
+                               for key, effect in node.taints)), key=_natural)
 
 
 def claim_base(target_name: str) -> str:

@@ -122,15 +122,29 @@ def snapshot_manifest(name: str, claim: str, run_label: str) -> dict[str, object
 def pod_on_claim(name: str, claim: str, target: PvcTarget, run_label: str, command: list[str],
                  env: dict[str, str] | None = None) -> dict[str, object]:
     """A pod that runs ``command`` once on the mounted claim (Filesystem claims)."""
+    return _pod(name, target, run_label, command, env, claim=claim)
+
+
+def warm_pod(name: str, node: str, target: PvcTarget, run_label: str) -> dict[str, object]:
+    """A pod that only starts the target's image on ``node`` (no claim): an attach timed there pulls no image."""
+    return _pod(name, target, run_label, list(BIND_COMMAND), node=node)
+
+
+def _pod(name: str, target: PvcTarget, run_label: str, command: list[str], env: dict[str, str] | None = None, *,
+         claim: str | None = None, node: str | None = None) -> dict[str, object]:
     container: dict[str, object] = {
         "name": "op", "image": target.container_image, "imagePullPolicy": target.image_pull_policy or "IfNotPresent",
         "command": command, "env": [{"name": k, "value": v} for k, v in sorted((env or {}).items())],
-        "volumeMounts": [{"name": "data", "mountPath": DATA_DIR}], "securityContext": dict(CONTAINER_SECURITY)}
+        "securityContext": dict(CONTAINER_SECURITY)}
     spec: dict[str, object] = {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
                                "containers": [container], "automountServiceAccountToken": False,
-                               "enableServiceLinks": False, "securityContext": dict(POD_SECURITY[target.pod_security]),
-                               "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]}
-    if target.node_selector:
+                               "enableServiceLinks": False, "securityContext": dict(POD_SECURITY[target.pod_security])}
+    if claim is not None:
+        container["volumeMounts"] = [{"name": "data", "mountPath": DATA_DIR}]
+        spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+    if node is not None:
+        spec["nodeName"] = node  # that node, whatever the scheduler would choose
+    elif target.node_selector:
         spec["nodeSelector"] = dict(target.node_selector)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": run_labels(run_label)},
             "spec": spec}

@@ -41,6 +41,7 @@ from storbench.execute.k8s_manifests import (
 )
 from storbench.execute.k8s_pods import RepetitionPods
 from storbench.execute.kubelet_stats import KubeletSampler
+from storbench.execute.node_images import NodeImages
 from storbench.execute.pod_results import PodResult, bound_elsewhere, cannot_start, judge_pods, layout_problem
 from storbench.execute.volume_binding import VolumeBinding
 from storbench.execute.volume_operations import REQUEST_TIMEOUT_S, VolumeOperations
@@ -71,6 +72,7 @@ class KubernetesExecutor:
         self.cluster = ClusterAccess(kubeconfig, context)
         self._readings_api: object | None = None  # the kubelets' reader: no retries (`telemetry`)
         self._binding: VolumeBinding | None = None  # volume operations' classes (`execute.volume_binding`)
+        self._images = NodeImages(self.core, namespace, run_label, REQUEST_TIMEOUT_S)
         self.default_storage_class = default_storage_class
         self.default_image = default_image  # the lab's fio image, for targets that name none
         self.namespace = namespace
@@ -193,6 +195,8 @@ class KubernetesExecutor:
         case = with_image(case, self.default_image)
         self.ensure_namespace()
         if is_volume_operation(case.workload.rw):
+            if case.workload.rw == "attach":  # the image on every node first: an attach's time has no pull in it
+                self._images.warm(pvc_of(case), case.workload.runtime_s)
             if self._binding is None:  # one for the run: each class's binding mode read once
                 from kubernetes import client  # lazy: 0.24 s, for pvc targets only
 
