@@ -1737,3 +1737,45 @@ def test_a_node_failure_that_stopped_half_way_is_restored_whole(tmp_path: Path,
     assert lab.node_failed(node), "a restore that did not reach Ready read as done"
     ready[0] = True
     assert lab.restore_node(node) == f"{node.name} powered on and Ready" and not lab.node_failed(node)
+
+
+def test_the_out_of_service_taint_is_written_at_the_version_read_and_keeps_the_node_controllers_taints() -> None:
+    """The node controller adds its own taints (unreachable) to the node's list as the node fails, at the moment
+    storbench adds out-of-service: a list written over a newer one dropped the controller's. The write names the
+    version it read; a conflict is read again and written anew, the controller's taint kept."""
+    import io
+    import urllib.error
+    from pathlib import Path as _Path
+
+    from storbench.lab.k8s_api import AdminApi
+
+    unreachable = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
+    not_ready = {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}
+
+    class Api(AdminApi):
+        def __init__(self) -> None:
+            super().__init__(_Path("/nonexistent"))
+            self.node = {"metadata": {"resourceVersion": "1"}, "spec": {"taints": [unreachable]}}
+            self.patches: list[dict[str, Any]] = []
+
+        def request(self, path: str, method: str = "GET", body: object | None = None, **_: object) -> object:
+            if method == "GET":
+                return json.loads(json.dumps(self.node))
+            assert isinstance(body, dict)
+            self.patches.append(body)
+            if body["metadata"]["resourceVersion"] != self.node["metadata"]["resourceVersion"]:  # type: ignore[index]
+                raise urllib.error.HTTPError(path, 409, "Conflict", {}, io.BytesIO())  # type: ignore[arg-type]
+            self.node = {"metadata": {"resourceVersion": "3"}, "spec": {"taints": body["spec"]["taints"]}}
+            return {}
+
+        def _node_taints(self, node_name: str) -> tuple[list[dict[str, str]], str | None]:
+            found = super()._node_taints(node_name)
+            if len(self.patches) == 0:  # the controller writes between storbench's read and its write
+                self.node = {"metadata": {"resourceVersion": "2"}, "spec": {"taints": [unreachable, not_ready]}}
+            return found
+
+    api = Api()
+    api.out_of_service("storbench-node-1", on=True)
+    assert len(api.patches) == 2 and api.patches[1]["metadata"] == {"resourceVersion": "2"}
+    assert [t["key"] for t in api.node["spec"]["taints"]] == [  # type: ignore[index]
+        "node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready", "node.kubernetes.io/out-of-service"]

@@ -11,6 +11,9 @@ from pathlib import Path
 
 from storbench.lab.k8s_conf import APISERVER_PORT, CSI_DRIVER, NODE_ADDRESS, NODE_TAINT_OUT_OF_SERVICE
 
+CONFLICT = 409
+TAINT_ATTEMPTS = 5
+
 
 class AdminApi:
     def __init__(self, pki: Path) -> None:
@@ -67,15 +70,30 @@ class AdminApi:
         return any(d.get("name") == CSI_DRIVER for d in drivers)
 
     def taints(self, node_name: str) -> list[dict[str, str]]:
+        return self._node_taints(node_name)[0]
+
+    def _node_taints(self, node_name: str) -> tuple[list[dict[str, str]], str | None]:
+        """The node's taints and the version they were read at."""
         current = self.request(f"/api/v1/nodes/{node_name}")
         spec = current.get("spec", {}) if isinstance(current, dict) else {}
-        return list(spec.get("taints") or [])
+        version = current.get("metadata", {}).get("resourceVersion") if isinstance(current, dict) else None
+        return list(spec.get("taints") or []), version
 
     def out_of_service(self, node_name: str, *, on: bool) -> None:
         """Kubernetes' out-of-service taint on the node (`kubectl taint nodes NODE
-        node.kubernetes.io/out-of-service=nodeshutdown:NoExecute`), or off it."""
-        taints = [t for t in self.taints(node_name) if t.get("key") != NODE_TAINT_OUT_OF_SERVICE]
-        if on:
-            taints.append({"key": NODE_TAINT_OUT_OF_SERVICE, "value": "nodeshutdown", "effect": "NoExecute"})
-        self.request(f"/api/v1/nodes/{node_name}", "PATCH", {"spec": {"taints": taints}},
-                     content_type="application/merge-patch+json")
+        node.kubernetes.io/out-of-service=nodeshutdown:NoExecute`), or off it. The node's taint list is written at
+        the version it was read at: the node controller adds its own (unreachable, not-ready) to the same list as a
+        node fails, and a write over a newer list would drop one (a conflict is read again and written anew)."""
+        for attempt in range(TAINT_ATTEMPTS):
+            found, version = self._node_taints(node_name)
+            taints = [t for t in found if t.get("key") != NODE_TAINT_OUT_OF_SERVICE]
+            if on:
+                taints.append({"key": NODE_TAINT_OUT_OF_SERVICE, "value": "nodeshutdown", "effect": "NoExecute"})
+            try:
+                self.request(f"/api/v1/nodes/{node_name}", "PATCH",
+                             {"metadata": {"resourceVersion": version}, "spec": {"taints": taints}},
+                             content_type="application/merge-patch+json")
+                return
+            except urllib.error.HTTPError as error:
+                if error.code != CONFLICT or attempt + 1 == TAINT_ATTEMPTS:
+                    raise
