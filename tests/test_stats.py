@@ -1637,3 +1637,35 @@ def test_a_suggested_selector_leaves_out_a_field_its_side_has_no_value_of() -> N
     assert suggested == ["target=a,rw=randread", "target=b,rw=randrw,rwmixread=70"], text
     for selector in suggested:
         parse_selector(selector)  # each one a selector `compare` takes
+
+
+def test_a_comparison_of_volume_operations_gives_their_time_and_slowest_client_not_p95_and_bandwidth() -> None:
+    """Two StorageClasses' attach times, one per client: a repetition's p99 of two values is its slowest client's
+    time and its p95 no percentile, and an operation moves no data; the table says "time" and "slowest", as `show`
+    does, where it had "mean lat", "p95", "p99" and "bandwidth"."""
+    from rich.console import Console
+
+    from storbench.report.compare_tables import compare_table
+
+    found = [observation(case_id=t, target=t, target_kind="pvc", rw="attach", repeat=r, iops=1 / s, clients=2,
+                         lat_mean_ns=s * 1e9, lat_p95_ns=s * 1.1e9, lat_p99_ns=s * 1.1e9, direction="write")
+             for t, times in (("a", (5.0, 5.2, 4.9)), ("b", (7.0, 7.3, 6.8))) for r, s in enumerate(times)]
+    (c,) = compare_observations(found, parse_selector("target=a"), parse_selector("target=b"), {},
+                                interleaved_runs=frozenset({1}))
+    console = Console(width=300, record=True)
+    console.print(compare_table([c], "target=a", "target=b"))
+    from storbench.report.compare_export import comparison_markdown
+
+    from storbench.report.html import ReportDocument, render_html
+
+    markdown = comparison_markdown([c], "target=a", "target=b").splitlines()
+    html = render_html(ReportDocument(title="t", runs=(), points=(), figures=(), comparisons=(c,),
+                                      baseline="target=a", candidate="target=b"), "")
+    html_head = html[html.index("<table class='data compare'>"):].split("</thead>")[0]
+    for header in (next(line for line in console.export_text().splitlines() if "point" in line),
+                   next(line for line in markdown if line.startswith("| point")), html_head):
+        assert "time" in header and "slowest" in header, header
+        for gone in ("p95", "p99", "bandwidth", "mean lat"):
+            assert gone not in header, (gone, header)
+    head = next(i for i, line in enumerate(markdown) if line.startswith("| point"))
+    assert markdown[head + 2].count("|") == markdown[head].count("|") == markdown[head + 1].count("|"), markdown

@@ -13,6 +13,7 @@ from storbench.report.compare_tables import (
     bottleneck_change,
     bottleneck_evidence_lines,
     change_text,
+    compared_fields,
     design_lines,
     interval_caption,
     rule_answer_lines,
@@ -118,16 +119,17 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
     # where the time goes, when some point's storage reported it on both sides
     layers = [m for m in (*LAYER_METRICS, *FAILOVER_METRICS) if any(c.cell(m.field) is not None for c in comparisons)]
     rate = rate_unit(p.rw for c in comparisons for p in (c.baseline, c.candidate))  # ops/s for operations
+    measured = compared_fields(comparisons, rate)
     lines = [
         f"Baseline `{_code(baseline)}` vs candidate `{_code(candidate)}`: change of the candidate's mean, with its "
         f"interval ({interval_caption(comparisons)}). {VERDICT_LEGEND}",
         "",
-        f"| point | {rate} baseline | {rate} candidate | {rate} | bandwidth | mean latency | p95 | p99 | "
+        f"| point | {rate} baseline | {rate} candidate | " + "".join(f"{head} | " for _, head in measured)
         + "".join(f"{m.label} | " for m in layers) + "bottleneck |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(layers) + "---|",
+        "|---|---:|---:|" + "---:|" * (len(measured) + len(layers)) + "---|",
     ]
     lab_keys = varying_comparison_lab(comparisons)
-    fields = ("iops", "bw_bytes_per_s", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns", *(m.field for m in layers))
+    fields = (*(field for field, _ in measured), *(m.field for m in layers))
     for c in comparisons:
         label = comparison_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")
         cells = [change_text(c, f)[0] for f in fields]

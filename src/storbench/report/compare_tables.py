@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from rich.table import Table
 from rich.text import Text
 
+from storbench.model import is_volume_operation
 from storbench.report.labels import comparison_label, rate_unit, varying_comparison_lab
 from storbench.report.tables import fit_columns, iops_with_ci, plain_cell
 from storbench.report.warning_text import points_text
@@ -108,6 +109,20 @@ TERMINAL_FAILOVER_COLUMNS = (("blackout_s", "blackout", 0), ("client_blackout_s"
                              ("end_pct", "level at end", 2))
 
 
+def volume_operations_only(comparisons: Sequence[PointComparison]) -> bool:
+    """Kubernetes operations alone, one time per client: no data moved, and a repetition's p99 of a few values is
+    its slowest client's time (as `show` says it): their comparisons give "time" and "slowest"."""
+    return bool(comparisons) and all(is_volume_operation(c.baseline.rw) for c in comparisons)
+
+
+def compared_fields(comparisons: Sequence[PointComparison], rate: str) -> list[tuple[str, str]]:
+    """(field, header) of the changes a comparison's markdown and HTML tables give."""
+    if volume_operations_only(comparisons):
+        return [("iops", rate), ("lat_mean_ns", "time"), ("lat_p99_ns", "slowest")]
+    return [("iops", rate), ("bw_bytes_per_s", "bandwidth"), ("lat_mean_ns", "mean latency"), ("lat_p95_ns", "p95"),
+            ("lat_p99_ns", "p99")]
+
+
 def compare_table(comparisons: Sequence[PointComparison], baseline: str, candidate: str,
                   width: int | None = None) -> Table:
     """One row per matched point: both sides' IOPS and each metric's change with its interval. With ``width``
@@ -122,9 +137,14 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
     # what a fault did, where the points had faults: the blackout essential, the others before bandwidth goes
     faulted = [(field, header, priority) for field, header, priority in TERMINAL_FAILOVER_COLUMNS
                if any(c.cell(field) is not None for c in comparisons)]
-    fields = ("iops", "bw_bytes_per_s", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns", *(field for field, _, _ in faulted))
-    columns = (("point", 0), (f"{rate} base", 2), (f"{rate} cand", 2), (rate, 0), ("bandwidth", 3), ("mean lat", 2),
-               ("p95", 3), ("p99", 0), *((header, priority) for _, header, priority in faulted), ("bottleneck", 1))
+    measured = [("iops", rate, 0), ("bw_bytes_per_s", "bandwidth", 3), ("lat_mean_ns", "mean lat", 2),
+                ("lat_p95_ns", "p95", 3), ("lat_p99_ns", "p99", 0)]
+    if volume_operations_only(comparisons):
+        measured = [("iops", rate, 0), ("lat_mean_ns", "time", 0), ("lat_p99_ns", "slowest", 0)]
+    fields = (*(field for field, _, _ in measured), *(field for field, _, _ in faulted))
+    columns = (("point", 0), (f"{rate} base", 2), (f"{rate} cand", 2),
+               *((header, priority) for _, header, priority in measured),
+               *((header, priority) for _, header, priority in faulted), ("bottleneck", 1))
     changing = range(3, 3 + len(fields))  # the change columns: they wrap between words, never inside a number
     rows: list[list[tuple[str, Verdict | None]]] = []
     for c in comparisons:

@@ -21,6 +21,7 @@ from storbench.report.compare_tables import (
     VERDICT_LEGEND,
     bottleneck_change,
     change_text,
+    compared_fields,
     design_lines,
     interval_caption,
     rule_answer_lines,
@@ -115,13 +116,13 @@ def _evidence_title(c: PointComparison) -> str:
 
 def _comparison_table(doc: ReportDocument) -> str:
     rate = rate_unit(p.rw for c in doc.comparisons for p in (c.baseline, c.candidate))  # ops/s for operations
-    head = ("point", f"{rate} baseline", f"{rate} candidate", rate, "bandwidth", "mean latency", "p95", "p99",
-            "bottleneck")
+    measured = compared_fields(doc.comparisons, rate)  # volume operations: their time and slowest client
+    head = ("point", f"{rate} baseline", f"{rate} candidate", *(name for _, name in measured), "bottleneck")
     rows = []
     lab_keys = varying_comparison_lab(doc.comparisons)
     for c in doc.comparisons:
         cells = []
-        for field in ("iops", "bw_bytes_per_s", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns"):
+        for field, _ in measured:
             text, verdict = change_text(c, field)
             cells.append(f"<td class='verdict-{_e(verdict.name.lower())}'>{_e(text)}</td>")
         label = comparison_label(c, lab_keys) + ("" if c.comparable else f" (x: {c.reason})")
