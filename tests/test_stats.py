@@ -1655,7 +1655,6 @@ def test_a_comparison_of_volume_operations_gives_their_time_and_slowest_client_n
     console = Console(width=300, record=True)
     console.print(compare_table([c], "target=a", "target=b"))
     from storbench.report.compare_export import comparison_markdown
-
     from storbench.report.html import ReportDocument, render_html
 
     markdown = comparison_markdown([c], "target=a", "target=b").splitlines()
