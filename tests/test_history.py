@@ -534,3 +534,28 @@ def test_a_runs_own_interval_in_history_is_at_its_rules_level_and_none_for_a_ste
     width = {run: r["ci_high"] - r["ci_low"] for run, r in records.items() if r["ci_low"] is not None}
     assert set(width) == {1, 2} and width[1] > width[2] * 1.2, width  # 97.5 % wider than 95 % on the same spread
     assert records[3]["ci_low"] is None and records[3]["ci_high"] is None  # a steady window: no interval
+
+
+def test_two_targets_of_one_name_are_two_histories_told_apart() -> None:
+    """Two devices both named "disk" (two imports, or a plan whose device changed): their runs' values had been
+    pooled into one history and one run level, one device's IOPS with the other's, under one name."""
+    from dataclasses import replace
+
+    from storbench.report.history import history_lines, history_records
+    from storbench.stats.history import point_histories
+    from synthetic import observation
+
+    seen = []
+    for run in range(1, 4):
+        for device, iops in (("/dev/a", 1000.0), ("/dev/b", 5000.0)):
+            for i in range(3):
+                o = observation(run_id=run, case_id=f"{device}-{run}", repeat=i, target="disk", target_kind="block",
+                                iops=iops + i)
+                seen.append(replace(o, case=replace(o.case, target=replace(o.case.target, device=device))))
+    contexts = {run: RunContext(run, float(run), (), (("fio", "fio-3.33"),)) for run in range(1, 4)}
+    histories = point_histories(seen, contexts, ["iops"])
+    assert sorted(round(h.runs[0].mean) for h in histories) == [1001, 5001], [h.runs[0].mean for h in histories]
+    names = {record["point"] for record in history_records(histories)}
+    assert len(names) == 2 and any("device=/dev/b" in n for n in names), names
+    titles = [line for line in history_lines(histories) if line.endswith("IOPS")]
+    assert len(set(titles)) == 2, titles

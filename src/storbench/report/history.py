@@ -13,10 +13,11 @@ from typing import Any
 from storbench.model import LabPoint
 from storbench.report.events import case_text
 from storbench.report.figures import FigureSpec, Mark, Series
-from storbench.report.labels import distinct_texts, hidden_texts
+from storbench.report.labels import distinct_texts, hidden_texts, target_text
 from storbench.stats.estimate import CONFIDENCE, Estimate, estimate
 from storbench.stats.history import MIN_HOST_RUNS, ChangePoint, PointHistory, RunContext, RunLevel, new_step
 from storbench.stats.metrics import SUMMARY_METRICS, Metric
+from storbench.stats.point_summary import distinct_targets
 from storbench.units import format_bytes, format_latency_ns
 
 METRICS = {m.field: m for m in SUMMARY_METRICS}
@@ -51,10 +52,14 @@ def _half_width(level: RunLevel) -> float | None:
 
 
 def told_apart(histories: Sequence[PointHistory]) -> dict[int, str]:
-    """Each history (by id) -> the workload fields labels do not show that differ between them ("ioengine=io_uring"):
-    what tells two points' names apart where the case text alone is the same."""
+    """Each history (by id) -> the workload fields labels do not show that differ between them ("ioengine=io_uring")
+    and the fields of targets of one name that differ ("location=/dev/b"): what tells two points' names apart where
+    the case text alone is the same."""
     texts = distinct_texts([hidden_texts(h.case.workload) for h in histories])
-    return {id(h): "".join(f" {text}" for _, text in found) for h, found in zip(histories, texts, strict=True)}
+    targets = distinct_targets([h.case.target for h in histories])
+    return {id(h): "".join(f" {text}" for _, text in found)
+            + "".join(f" {target_text(h.case.target, field)}" for field in apart)
+            for h, found, apart in zip(histories, texts, targets, strict=True)}
 
 
 def _point_name(history: PointHistory, apart: str = "") -> str:
@@ -224,7 +229,7 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
     apart = told_apart(histories)
     numbers: dict[tuple[object, ...], int] = {}  # a number per point: its metrics' figures share it
     for history in (h for h in histories if len(h.runs) >= MIN_RUNS_DRAWN):
-        number = numbers.setdefault((history.case.target.name, history.case.target.kind, history.case.workload,
+        number = numbers.setdefault((history.case.target, history.case.workload,
                                      history.case.clients, history.direction, history.swept, history.host),
                                     len(numbers))
         metric = METRICS.get(history.metric, Metric(history.metric, history.metric, True, ""))

@@ -95,15 +95,15 @@ def distinct_texts(hidden: Sequence[tuple[tuple[str, str], ...]]) -> list[tuple[
 def distinct_text(p: PointSummary, *, options: bool = False, omit: Collection[str] = ()) -> list[str]:
     """The texts of the fields that tell ``p`` from the points summarised with it (``PointSummary.distinct``), the
     fio options left out when a label shows them anyway (``options``)."""
-    return [target_text(p, field) if field.startswith("target.") else hidden_text(p.case.workload, field)
+    return [target_text(p.case.target, field) if field.startswith("target.") else hidden_text(p.case.workload, field)
             for field in p.distinct if field not in omit and not (options and field == "fio_options")]
 
 
-def target_text(p: PointSummary, field: str) -> str:
-    """A field of the point's target that tells it from another target of its name (``target.location``) as
+def target_text(target: object, field: str) -> str:
+    """A field of a target that tells it from another target of its name (``target.location``) as
     "location=/dev/a"."""
     name = field.removeprefix("target.")
-    value = getattr(p.case.target, name, None)
+    value = getattr(target, name, None)
     return f"{name}={format_block_size(value) if name.endswith('_bytes') and isinstance(value, int) else value}"
 
 

@@ -129,8 +129,10 @@ class PointHistory:
 
 
 def history_key(case: Case, direction: str) -> tuple[object, ...]:
-    """A point across runs: everything of the case but its lab settings (and its id, which includes them)."""
-    return (case.target.name, case.target.kind, case.workload, case.clients, direction)
+    """A point across runs: everything of the case but its lab settings (and its id, which includes them). The
+    whole target: two of one name (two imports both "imported", of /dev/a and /dev/b; a path changed between runs)
+    are two histories, where their runs' values had been pooled as one."""
+    return (case.target, case.workload, case.clients, direction)
 
 
 def swept_lab_settings(observations: Sequence[Observation]) -> dict[tuple[object, ...], frozenset[str]]:
