@@ -919,3 +919,48 @@ def test_a_drop_longer_than_the_lead_is_learnt_so_the_next_barrier_keeps_the_fau
     assert lead_s >= 4.3  # the drop and the launch, learnt from the first repetition
     for text in sent[1]:
         assert start_barrier_line(int((asked_s + lead_s) * 1e9)) in text.split("\n"), text
+
+
+@pytest.mark.fio
+@pytest.mark.skipif(shutil.which("fio") is None or not Path("/proc/net/if_inet6").exists(), reason="needs fio, IPv6")
+def test_a_fio_server_on_an_ipv6_address_is_driven(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`[::1]:PORT` had gone to fio as "[::1],PORT", which fio resolves as a host name and fails ("failed to
+    resolve"); fio takes an IPv6 address as "ip6:::1,PORT"."""
+    import socket
+    import subprocess
+
+    with socket.socket(socket.AF_INET6) as probe:
+        probe.bind(("::1", 0))
+        port = probe.getsockname()[1]
+    data = tmp_path / "data"
+    data.mkdir()
+    server = subprocess.Popen([shutil.which("fio") or "fio", f"--server=ip6:::1,{port}"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        plan = write_plan(tmp_path, REMOTE_PLAN.format(directory=data).replace("clients: 2\n", "").replace(
+            "['10.214.0.10', '10.214.0.11:8765']", f"['[::1]:{port}']"))
+        db = tmp_path / "r.db"
+        code, out, err = run_cli(capsys, "run", str(plan), "--db", str(db), "--fio-server", f"[::1]:{port}")
+        assert code == 0, out + err
+    finally:
+        server.terminate()
+        server.wait(10)
+    from storbench.store import open_store
+
+    store = open_store(db)
+    repetitions = store.repetitions()
+    store.close()
+    assert repetitions and all(r.status.value == "ok" and len(r.clients) == 1 for r in repetitions), [
+        r.error for r in repetitions]
+
+
+def test_an_ipv6_server_goes_to_fio_as_ip6_and_reads_back_as_written() -> None:
+    from storbench.config.lab import server_address, server_text
+    from storbench.fio.outcome import fio_client_name
+
+    sent = server_address("[fe80:0::1]:9000")
+    assert sent == "ip6:fe80::1,9000" and server_text(sent) == "[fe80::1]:9000"
+    assert fio_client_name(sent) == "fe80::1:9000"
+    assert server_text(server_address("db1")) == "db1:8765" and fio_client_name("10.0.0.1,8765") == "10.0.0.1:8765"
+    with pytest.raises(ValueError, match="not an IPv6 address"):
+        server_address("[12345::]:80")

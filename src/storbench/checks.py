@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storbench.config import LoadedPlan, RbdTargetConfig, RepeatConfig
+from storbench.config.lab import server_text
 from storbench.demands import (
     MACHINE_SHARE,
     Demand,
@@ -290,10 +291,10 @@ def check_fio_servers(loaded: LoadedPlan, allowed: frozenset[str]) -> None:
         return
     missing = [server for server in loaded.config.hosts.servers if server.lower() not in allowed]
     if missing:
-        shown = ", ".join(server.replace(",", ":") for server in missing)
+        shown = ", ".join(server_text(server) for server in missing)
         raise UserError(f"{loaded.source.where(('hosts', 'servers'))}: fio server {shown} is not one the operator "
                         "named: fio's client trusts its servers (one can write files on this machine)",
-                        hint="if you trust them: " + " ".join(f"--fio-server {s.replace(',', ':')}" for s in missing)
+                        hint="if you trust them: " + " ".join(f"--fio-server {server_text(s)}" for s in missing)
                         + " (or $STORBENCH_FIO_SERVERS)")
 
 

@@ -3,6 +3,7 @@ paced volume), and `hosts`, the fio servers a plan drives as clients. Pure."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Annotated, Literal
 
@@ -172,11 +173,24 @@ class K8sLabConfig(StrictModel):
 
 def server_address(server: str) -> str:
     """A fio server as `fio --client` takes it, "host,port" (default port 8765), from host, host:port or
-    [v6]:port; ValueError otherwise. The plan's `hosts.servers` and the operator's `--fio-server` alike."""
+    [v6]:port; ValueError otherwise. The plan's `hosts.servers` and the operator's `--fio-server` alike. An IPv6
+    address goes as "ip6:ADDRESS,port": fio resolves "[::1]" as a host name, and fails."""
     match = re.fullmatch(r"^(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9][A-Za-z0-9.\-]{0,252})(?::([0-9]{1,5}))?$", server)
     if not match or (match.group(2) and not 0 < int(match.group(2)) < 65536):
         raise ValueError(f"server {server!r} must be host, host:port or [v6]:port")
-    return f"{match.group(1)},{match.group(2) or 8765}"
+    host = match.group(1)
+    if host.startswith("["):
+        try:
+            host = "ip6:" + str(ipaddress.IPv6Address(host[1:-1]))
+        except ValueError:
+            raise ValueError(f"server {server!r}: {host} is not an IPv6 address") from None
+    return f"{host},{match.group(2) or 8765}"
+
+
+def server_text(server: str) -> str:
+    """A server ("host,port" or "ip6:ADDRESS,port") as a plan or `--fio-server` writes it: host:port, [v6]:port."""
+    host, _, port = server.rpartition(",")
+    return f"[{host.removeprefix('ip6:')}]:{port}" if host.startswith("ip6:") else f"{host}:{port}"
 
 
 class HostsConfig(StrictModel):

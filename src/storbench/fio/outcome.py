@@ -152,6 +152,13 @@ def start_skew_s(stamped_lines: Sequence[tuple[float, str]], barrier_at_s: float
     return max(first.values()) - min(first.values()) if len(first) >= 2 else None
 
 
+def fio_client_name(server: str) -> str:
+    """How fio's client names a server's results ("hostname:port", `fio.parse`) for a server given as it takes it
+    ("host,port", or "ip6:ADDRESS,port" whose results it names "ADDRESS:port")."""
+    host, _, port = server.removeprefix("ip6:").rpartition(",")
+    return f"{host}:{port}"
+
+
 def judge_clients(output_text: str, rw: str, servers: Sequence[str], rwmixread: int | None = None
                   ) -> tuple[tuple[ClientMeasurement, ...], str]:
     """Client/server output of ``servers`` ("address,port"): one measurement per server that answered,
@@ -163,7 +170,7 @@ def judge_clients(output_text: str, rw: str, servers: Sequence[str], rwmixread: 
     except ValueError as exc:
         return (), f"fio output unreadable: {exc}"
     clients = tuple(client_measurements_by_host(output, size_based=is_size_based(rw)))
-    expected = [server.replace(",", ":") for server in servers]
+    expected = [fio_client_name(server) for server in servers]
     missing = [server for server in expected if server not in {c.client for c in clients}]
     if missing:
         return clients, f"{len(missing)} of {len(expected)} clients returned no result (first: {missing[0]})"
