@@ -16,8 +16,16 @@ import pytest
 
 from helpers import inside, run_cli, write_plan
 from storbench.errors import UserError
-from storbench.execute.hosts import BARRIER_MAX_S, BARRIER_MIN_S, barrier_lead_s, drop_page_cache, with_server_env
-from storbench.fio.barrier import CachedFiles, cached_files, start_barrier_line, with_start_barrier
+from storbench.execute.hosts import drop_page_cache, with_server_env
+from storbench.fio.barrier import (
+    BARRIER_MAX_S,
+    BARRIER_MIN_S,
+    CachedFiles,
+    barrier_lead_s,
+    cached_files,
+    start_barrier_line,
+    with_start_barrier,
+)
 from storbench.fio.jobfile import JobBinding, render_client_jobs, render_job
 from storbench.fio.merge import client_measurements_by_host, merge_clients
 from storbench.fio.outcome import judge_clients, start_skew_s
@@ -964,3 +972,15 @@ def test_an_ipv6_server_goes_to_fio_as_ip6_and_reads_back_as_written() -> None:
     assert server_text(server_address("db1")) == "db1:8765" and fio_client_name("10.0.0.1,8765") == "10.0.0.1:8765"
     with pytest.raises(ValueError, match="not an IPv6 address"):
         server_address("[12345::]:80")
+
+
+def test_the_eta_counts_the_start_barriers_lead_on_many_servers() -> None:
+    """100 servers wait about 9 s for their barrier every repetition: the plan's ETA had left it out."""
+    from storbench.schedule import fio_seconds, repetition_seconds
+
+    case = Case("abc123", PathTarget("t", path="/d", size_bytes=1 << 20),
+                WorkloadPoint("randread", 4096, 4, 1, 5.0, 0.0, True, "libaio", size_bytes=1 << 20), clients=100)
+    assert repetition_seconds(case) == pytest.approx(fio_seconds(case) + barrier_lead_s(100, None))
+    assert barrier_lead_s(100, None) > 8
+    one = replace(case, clients=1)
+    assert repetition_seconds(one) == fio_seconds(one)  # one client: no barrier

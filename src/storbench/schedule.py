@@ -15,6 +15,7 @@ from storbench.config import (
     PlanConfig,
 )
 from storbench.errors import UserError
+from storbench.fio.barrier import barrier_lead_s
 from storbench.fio.layout import has_fill_section
 from storbench.lab.ceph_conf import osd_options
 from storbench.model import (
@@ -232,10 +233,14 @@ ESTIMATE_VOLUME_OPERATION_S = 10.0  # a Kubernetes volume operation with what it
 
 
 def repetition_seconds(case: Case) -> float:
-    """A repetition's time for the ETA: its fio's, and a pod's start budget (a pvc target's pods start first)."""
+    """A repetition's time for the ETA: its fio's, and a pod's start budget (a pvc target's pods start first) or,
+    on fio servers, the start barrier's lead (its first allowance: 9 s for 100 servers)."""
     if is_volume_operation(case.workload.rw):  # no fio pods to start: the operation's own time
         return fio_seconds(case)
-    return fio_seconds(case) + float(getattr(case.target, "start_budget_s", 0.0))
+    budget = getattr(case.target, "start_budget_s", None)  # pods: they start at a common moment, no barrier
+    if budget is not None:
+        return fio_seconds(case) + float(budget)
+    return fio_seconds(case) + (barrier_lead_s(case.clients, None) if case.clients >= 2 else 0.0)
 
 
 def fio_seconds(case: Case) -> float:

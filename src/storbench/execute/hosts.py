@@ -41,7 +41,14 @@ from storbench.execute.base import (
 )
 from storbench.execute.jobdirs import job_dir
 from storbench.execute.supervisor import FioProcessResult, supervise
-from storbench.fio.barrier import CachedFiles, cached_files, with_start_barrier, without_start_delay
+from storbench.fio.barrier import (
+    BARRIER_MIN_S,
+    CachedFiles,
+    barrier_lead_s,
+    cached_files,
+    with_start_barrier,
+    without_start_delay,
+)
 from storbench.fio.jobfile import (
     MAX_LOG_CHARS,
     S3_KEY_ENV,
@@ -101,20 +108,6 @@ class _StdoutReader:
 
     def text(self) -> str:
         return b"".join(self.chunks).decode(errors="replace")
-
-
-BARRIER_FIRST_S = 1.0  # lead of the first repetition with some number of clients: this ...
-BARRIER_PER_CLIENT_S = 0.08  # ... plus this per client (140 namespace hosts on 2 cores took 8 to 10 s)
-BARRIER_MIN_S, BARRIER_MAX_S = 0.5, 60.0
-
-
-def barrier_lead_s(clients: int, last_reached_s: float | None) -> float:
-    """How far ahead of fio's launch the start barrier is set: a quarter more than the slowest server took
-    to reach it the last time (``last_reached_s``), plus a quarter second; a per-client allowance the first
-    time."""
-    lead = (BARRIER_FIRST_S + BARRIER_PER_CLIENT_S * clients if last_reached_s is None
-            else last_reached_s * 1.25 + 0.25)
-    return min(BARRIER_MAX_S, max(BARRIER_MIN_S, lead))
 
 
 SERVER_ENV_VALUES = (S3_KEY_ID_ENV, S3_KEY_ENV)  # what a server's fio needs from storbench's environment

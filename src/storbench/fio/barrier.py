@@ -124,3 +124,17 @@ def with_start_barrier(job_text: str, start_at_ns: int, *, cache_dropped: bool =
             barrier = [start_barrier_line(start_at_ns)] + ([job_line("invalidate", "0")] if cache_dropped else [])
             return "\n".join([*lines[:index + 1], *barrier, *lines[index + 1:]])
     raise ValueError("no measured job section")
+
+
+BARRIER_FIRST_S = 1.0  # lead of the first repetition with some number of clients: this ...
+BARRIER_PER_CLIENT_S = 0.08  # ... plus this per client (140 namespace hosts on 2 cores took 8 to 10 s)
+BARRIER_MIN_S, BARRIER_MAX_S = 0.5, 60.0
+
+
+def barrier_lead_s(clients: int, last_reached_s: float | None) -> float:
+    """How far ahead of fio's launch the start barrier is set: a quarter more than the slowest server took
+    to reach it the last time (``last_reached_s``), plus a quarter second; a per-client allowance the first
+    time."""
+    lead = (BARRIER_FIRST_S + BARRIER_PER_CLIENT_S * clients if last_reached_s is None
+            else last_reached_s * 1.25 + 0.25)
+    return min(BARRIER_MAX_S, max(BARRIER_MIN_S, lead))
