@@ -393,6 +393,9 @@ BAD_PLANS = [
     case("search-with-a-rate-limit", Bad(BASE.replace("bs: 4k\n", "bs: 4k\n  fio: {rate_iops: 100}\n")
                                         + "search: {range: [1, 64], slo: p99<=1ms}\n", 7, "workload.fio.rate_iops",
                                         ("search along iodepth with rate_iops: fio holds each job to it",))),
+    case("search-with-an-exclude-on-its-axis", Bad(BASE + "search: {range: [1, 64], slo: p99<=1ms}\n"
+                                                   "exclude:\n  - {iodepth: 48}\n", 10, "exclude[0]",
+                                                   ("names iodepth, which the search chooses itself",))),
     case("search-range-reversed", Bad(BASE + "search: {range: [64, 1], slo: p99<=1ms}\n", 8, "search.range",
                                       ("low below high",))),
     case("search-bad-objective", Bad(BASE + "search: {range: [1, 64], slo: p98 under 1ms}\n", 8, "search.slo",

@@ -263,6 +263,12 @@ def _check_search(config: PlanConfig, source: PlanSource) -> None:
         key = ("clients",) if search.axis == "clients" else ("workload", search.axis)
         raise UserError(f"search chooses the {search.axis} values itself; the plan also sweeps {search.axis}",
                         where=source.where(key), hint=f"give one {search.axis} (or none): search.range sets them")
+    for index, rule in enumerate(config.exclude):
+        if search.axis in rule:  # the search asks for grid values itself: one left out would stop it there
+            raise UserError(f"this exclude rule names {search.axis}, which the search chooses itself: it would "
+                            f"stop where it asked for {search.axis}={rule[search.axis]}",
+                            where=source.where(("exclude", index)),
+                            hint=f"narrow search.range instead, or drop {search.axis} from the rule")
     if config.steady_state is not None:
         raise UserError("search and steady_state do not go together yet", where=where,
                         hint="measure steady state at the points the search found, in a plan of their own")
