@@ -42,10 +42,11 @@ def _records(capsys: pytest.CaptureFixture[str], db: Path, runs: str) -> list[di
 
 @pytest.fixture(scope="module")
 def two_machines(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """a.db with one run of the plan, b.db with two (labelled builds), each made by real fio runs."""
+    """a.db with one run of the plan, b.db with two (labelled builds), each made by real fio runs; the plan's target
+    is the same directory on both "machines" (a target whose path differs is another point's history)."""
     work = tmp_path_factory.mktemp("machines")
     for db, repeat, builds in (("a.db", 2, ("a1",)), ("b.db", 1, ("b1", "b2"))):
-        plan = write_plan(work, PLAN.format(data=work / f"{db}.data", repeat=repeat), f"{db}.yaml")
+        plan = write_plan(work, PLAN.format(data=work / "data", repeat=repeat), f"{db}.yaml")
         labelled_runs(plan, work / db, builds)
     return work / "a.db", work / "b.db"
 
@@ -227,6 +228,7 @@ def test_rows_that_point_nowhere_or_that_a_newer_storbench_wrote_are_one_line(
     orphans = Path(shutil.copy(two_machines[1], tmp_path / "orphans.db"))
     with sqlite3.connect(orphans) as conn:  # repetitions whose case is gone (foreign keys off, as a hand edit)
         conn.execute("DELETE FROM cases")
+        conn.execute("UPDATE repetitions SET case_id = 'ffffffffffff'")  # a case a.db does not have either
     code, _, err = run_cli(capsys, "import", str(orphans), "--db", str(a))
     assert code == 2 and "orphans.db: run 1's rows are not storbench's" in err and "nothing imported" in err, err
     assert "Traceback" not in err and _tables(a) == before
