@@ -11,6 +11,7 @@ import subprocess
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -855,11 +856,10 @@ def test_a_kept_hosts_lab_is_reused_only_with_every_server_answering_and_the_sam
         lab.up(3, str(fio))
 
 
-def test_the_page_cache_drop_before_launch_eats_into_the_barriers_lead_not_the_faults_timing(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A plan's faults are timed from the moment `start_delay_s` is asked (the lead); `run_case` then drops every
-    client's page cache (seconds with 100 clients after buffered writes) and had set the barrier a lead after that:
-    the faults fired early by the drop's length, before the measured section began."""
+def _dropping(monkeypatch: pytest.MonkeyPatch, drop_s: float, arrives_after_s: float | None = None
+              ) -> tuple[Any, list[list[str]], list[float], Case, JobBinding]:
+    """A hosts executor of two lab servers on a clock of its own (``now``): each client's page-cache drop takes
+    ``drop_s``; the servers reach the barrier ``arrives_after_s`` after the launch (None: they say nothing)."""
     from storbench.execute import hosts as hosts_executor
     from storbench.execute.hosts import ClientsProcessResult, HostsExecutor
 
@@ -869,11 +869,13 @@ def test_the_page_cache_drop_before_launch_eats_into_the_barriers_lead_not_the_f
 
     def clients(texts, servers, timeout_s):  # type: ignore[no-untyped-def]
         sent.append(list(texts))
+        lines = () if arrives_after_s is None else tuple(
+            (now[0] + arrives_after_s, f"<{host}> job0 : Saving output of prerun in /tmp/x") for host in ("a", "b"))
         return ClientsProcessResult(returncode=1, timed_out=False, stderr_tail="x", started_at_s=0.0,
-                                    finished_at_s=1.0, command=(), output_text="")
+                                    finished_at_s=1.0, command=(), output_text="", stamped_lines=lines)
 
     def dropped(text: str) -> bool:
-        now[0] += 0.15  # each client's drop
+        now[0] += drop_s
         return True
 
     monkeypatch.setattr(executor, "run_clients", clients)
@@ -882,6 +884,15 @@ def test_the_page_cache_drop_before_launch_eats_into_the_barriers_lead_not_the_f
     case = Case("abc123", PathTarget("t", path="/d", size_bytes=1 << 20),
                 WorkloadPoint("randread", 4096, 4, 1, 1.0, 0.0, True, "libaio", size_bytes=1 << 20), clients=2)
     binding = JobBinding(options=(("directory", "/d"), ("filename_format", "storbench.$jobnum.$filenum")))
+    return executor, sent, now, case, binding
+
+
+def test_the_page_cache_drop_before_launch_eats_into_the_barriers_lead_not_the_faults_timing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan's faults are timed from the moment `start_delay_s` is asked (the lead); `run_case` then drops every
+    client's page cache (seconds with 100 clients after buffered writes) and had set the barrier a lead after that:
+    the faults fired early by the drop's length, before the measured section began."""
+    executor, sent, now, case, binding = _dropping(monkeypatch, 0.15)
     lead_s = executor.start_delay_s(case)  # asked at 1000.0, as the fault driver is entered
     executor.run_case(case, render_client_jobs(case, binding), 0, 60.0)
     assert now[0] == pytest.approx(1_000.3)
@@ -895,30 +906,7 @@ def test_a_drop_longer_than_the_lead_is_learnt_so_the_next_barrier_keeps_the_fau
     servers took to reach it is counted from the faults' moment (before the drop), so the next lead covers the
     drop and the barrier is again that moment plus the lead. Counted from the launch, the lead never grew and
     every repetition's faults fired before the measured section."""
-    from storbench.execute import hosts as hosts_executor
-    from storbench.execute.hosts import ClientsProcessResult, HostsExecutor
-
-    now = [1_000.0]
-    executor = HostsExecutor("/usr/bin/fio", ["10.214.0.11,8765", "10.214.0.12,8765"], lab_servers=True)
-    sent: list[list[str]] = []
-
-    def clients(texts, servers, timeout_s):  # type: ignore[no-untyped-def]
-        sent.append(list(texts))
-        arrived = now[0] + 0.3  # both servers at the barrier 0.3 s after the launch
-        lines = tuple((arrived, f"<{host}> job0 : Saving output of prerun in /tmp/x") for host in ("a", "b"))
-        return ClientsProcessResult(returncode=1, timed_out=False, stderr_tail="x", started_at_s=0.0,
-                                    finished_at_s=1.0, command=(), output_text="", stamped_lines=lines)
-
-    def dropped(text: str) -> bool:
-        now[0] += 2.0  # each client's drop: 4 s in all, longer than the first lead
-        return True
-
-    monkeypatch.setattr(executor, "run_clients", clients)
-    monkeypatch.setattr(hosts_executor, "_cache_dropped", dropped)
-    monkeypatch.setattr("storbench.execute.hosts.time.time", lambda: now[0])
-    case = Case("abc123", PathTarget("t", path="/d", size_bytes=1 << 20),
-                WorkloadPoint("randread", 4096, 4, 1, 1.0, 0.0, True, "libaio", size_bytes=1 << 20), clients=2)
-    binding = JobBinding(options=(("directory", "/d"), ("filename_format", "storbench.$jobnum.$filenum")))
+    executor, sent, now, case, binding = _dropping(monkeypatch, 2.0, arrives_after_s=0.3)  # 4 s of drops in all
     for _ in range(2):
         asked_s = now[0]
         lead_s = executor.start_delay_s(case)
