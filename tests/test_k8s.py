@@ -794,13 +794,23 @@ def test_a_repetition_of_volume_operations_clears_what_a_killed_session_left_and
     assert done.status is Status.OK, done.error
     assert cluster.objects == {("claim", earlier.source)}, cluster.objects  # gone, not leaving
     assert ("pod", killed.pod) in cluster.ever  # made anew under its name
+    stuck = _SlowCluster(claim_s=0.0, gone_s=600.0)  # a finalizer that holds it
+    stuck.objects.add(("claim", killed.source))
+    failed = _operations(stuck, case, 1, timeout_s=1.0).run()
+    assert failed.status is Status.FAILED and f"claim {killed.source}, left by an earlier session" in failed.error
+    assert not [made for made in stuck.ever if made != ("claim", killed.source)]  # nothing made to meet it
 
 
 def test_the_image_runs_once_on_every_node_an_attach_may_be_timed_on_before_it_is() -> None:
     """An attach is timed to its pod's first I/O: on a node that had never run the image, the first repetition's
     time held the image's pull. A pod that runs `true` goes first on each usable node (by name, no claim), once a
-    run; a control plane's tainted node and a cordoned one are not used, as the scheduler would not."""
+    run; a control plane's tainted node, a cordoned one and one the node controller marked unreachable are not
+    used. A node whose pod is refused or cannot pull its image is not waited for to the deadline, nor tried again
+    before the next repetition."""
+    import time
     from types import SimpleNamespace
+
+    from kubernetes.client.exceptions import ApiException
 
     from storbench.execute.node_images import NodeImages
 
@@ -815,14 +825,21 @@ def test_the_image_runs_once_on_every_node_an_attach_may_be_timed_on_before_it_i
             self.deleted: list[str] = []
 
         def list_node(self, **_: object) -> Any:
-            return SimpleNamespace(items=[node("n2"), node("n10"), node("cp", taints=(
-                ("node-role.kubernetes.io/control-plane", "NoSchedule"),)), node("n3", unschedulable=True)])
+            return SimpleNamespace(items=[node("n2"), node("n10"), node("n5"), node("cp", taints=(
+                ("node-role.kubernetes.io/control-plane", "NoSchedule"),)), node("n3", unschedulable=True),
+                node("n4", taints=(("node.kubernetes.io/unreachable", "NoExecute"),))])
 
         def create_namespaced_pod(self, namespace: str, manifest: dict[str, Any], **_: object) -> None:
+            if manifest["spec"]["nodeName"] == "n10":
+                raise ApiException(status=403, reason="Forbidden")
             self.made[manifest["metadata"]["name"]] = manifest
 
         def read_namespaced_pod(self, name: str, namespace: str, **_: object) -> Any:
-            return SimpleNamespace(status=SimpleNamespace(phase="Succeeded"))
+            pulling = self.made[name]["spec"]["nodeName"] == "n5"  # its registry unreachable from there
+            waiting = SimpleNamespace(reason="ImagePullBackOff") if pulling else None
+            return SimpleNamespace(status=SimpleNamespace(phase="Pending" if pulling else "Succeeded",
+                                                          container_statuses=[SimpleNamespace(state=SimpleNamespace(
+                                                              waiting=waiting))]))
 
         def delete_namespaced_pod(self, name: str, namespace: str, **_: object) -> None:
             self.deleted.append(name)
@@ -830,14 +847,15 @@ def test_the_image_runs_once_on_every_node_an_attach_may_be_timed_on_before_it_i
     core = Nodes()
     images = NodeImages(core, "bench", "run7", 20.0)
     target = pvc_case().target
-    assert images.warm(target, 10.0) == []
+    began = time.time()
+    assert images.warm(target, 30.0) == ["n5", "n10"]  # not warmed there; nothing waited for to the deadline
+    assert time.time() - began < 5
     pods = list(core.made.values())
-    assert sorted(p["spec"]["nodeName"] for p in pods) == ["n10", "n2"]
+    assert sorted(p["spec"]["nodeName"] for p in pods) == ["n2", "n5"]
     assert all(p["spec"]["containers"][0]["image"] == target.container_image and "volumes" not in p["spec"]
                and "nodeSelector" not in p["spec"] for p in pods), pods
     assert sorted(core.deleted) == sorted(core.made)
-    images.warm(target, 10.0)
-    assert len(core.made) == 2  # once a run
+    assert images.warm(target, 30.0) == [] and len(core.made) == 2  # once a run, each node tried once
 
 
 def test_an_attach_that_ends_before_it_was_asked_for_is_a_clock_problem_not_a_nanosecond() -> None:
@@ -1554,6 +1572,10 @@ def test_a_volume_operations_slowest_time_is_exact_not_a_histograms_last_bin() -
         assert re.search(r"(?<![.\d])40(\.0)?s", text) and "≥" not in text, (where, text)
     reads = summarize_points([observation(case_id="r", repeat=i, lat_p999_ns=40e9) for i in range(3)])
     assert "≥17" in points_markdown(reads, "t")  # a read's p99.9 there is fio's last bin: a floor
+    console = Console(record=True, width=400)
+    console.print(results_table([*points, *reads], "t"))  # one table of both: each row as its own
+    rows = {line.split("│")[2].strip(): line for line in console.export_text().splitlines() if line.count("│") > 3}
+    assert "≥" not in rows["attach"] and "40s" in rows["attach"] and "≥17" in rows["randread"], rows
 
 
 def test_a_table_of_volume_operations_shows_their_times_not_block_io_columns() -> None:
@@ -1779,3 +1801,43 @@ def test_the_out_of_service_taint_is_written_at_the_version_read_and_keeps_the_n
     assert len(api.patches) == 2 and api.patches[1]["metadata"] == {"resourceVersion": "2"}
     assert [t["key"] for t in api.node["spec"]["taints"]] == [  # type: ignore[index]
         "node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready", "node.kubernetes.io/out-of-service"]
+
+
+def test_a_class_binding_mode_is_read_once_and_the_default_class_is_the_newest_annotated_one() -> None:
+    """A target without a class takes the cluster's default: the one annotated so (the newest of several, as the API
+    server picks it). Each class is read once, before any timed request; one that cannot be read is taken to bind at
+    once and remembered as unread (its claims' timeouts say what to grant), the others not."""
+    from types import SimpleNamespace
+
+    from kubernetes.client.exceptions import ApiException
+
+    from storbench.execute.volume_binding import VolumeBinding
+
+    def cls(name: str, mode: str, made: str, default: bool) -> Any:
+        annotations = {"storageclass.kubernetes.io/is-default-class": "true"} if default else {}
+        return SimpleNamespace(metadata=SimpleNamespace(name=name, annotations=annotations, creation_timestamp=made),
+                               volume_binding_mode=mode)
+
+    class Storage:
+        def __init__(self) -> None:
+            self.reads: list[str] = []
+
+        def list_storage_class(self, **_: object) -> Any:
+            self.reads.append("list")
+            return SimpleNamespace(items=[cls("old", "Immediate", "2025-01-01", True),
+                                          cls("gp3", "WaitForFirstConsumer", "2026-01-01", True),
+                                          cls("other", "Immediate", "2027-01-01", False)])
+
+        def read_storage_class(self, name: str, **_: object) -> Any:
+            self.reads.append(name)
+            if name == "secret":
+                raise ApiException(status=403, reason="Forbidden")
+            return cls(name, "Immediate", "2026-01-01", False)
+
+    storage = Storage()
+    binding = VolumeBinding(None, storage, "bench", 20.0)
+    assert binding.binds_late(None) and binding.binds_late(None)  # the newest default: gp3
+    assert not binding.binds_late("fast") and not binding.binds_late("secret")
+    assert storage.reads == ["list", "fast", "secret"]  # once each
+    assert binding.unread_class("secret") and not binding.unread_class("fast") and not binding.unread_class(None)
+    assert not binding.binds_late("secret") and storage.reads.count("secret") == 1  # refused: remembered too

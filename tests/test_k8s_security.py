@@ -481,7 +481,8 @@ def test_k8s_rbac_grants_what_storbench_calls_and_nothing_wider() -> None:
                  ("configmaps", "list"), ("pods", "list"), ("persistentvolumeclaims", "list"),  # k8s cleanup's lists
                  ("persistentvolumeclaims", "patch"), ("volumesnapshots", "create"), ("nodes", "list"),
                  ("nodes/proxy", "get"), ("namespaces", "get"), ("serviceaccounts", "get"),
-                 ("storageclasses", "get"), ("volumeattachments", "list")]:  # classes that bind on first consumer
+                 # classes that bind on first consumer
+                 ("storageclasses", "get"), ("storageclasses", "list"), ("volumeattachments", "list")]:
         assert call in granted, call
     (namespaces,) = [rule for rule in rules if rule["resources"] == ["namespaces"]]
     assert namespaces["resourceNames"] == ["bench"]

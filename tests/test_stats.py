@@ -1666,5 +1666,11 @@ def test_a_comparison_of_volume_operations_gives_their_time_and_slowest_client_n
         assert "time" in header and "slowest" in header, header
         for gone in ("p95", "p99", "bandwidth", "mean lat"):
             assert gone not in header, (gone, header)
+    many = [replace(o, case=replace(o.case, clients=150)) for o in found]  # p99 of 150 values: not the slowest
+    (wide,) = compare_observations(many, parse_selector("target=a"), parse_selector("target=b"), {},
+                                   interleaved_runs=frozenset({1}))
+    wide_header = next(line for line in comparison_markdown([wide], "a", "b").splitlines()
+                       if line.startswith("| point"))
+    assert "slowest" not in wide_header and "p99" in wide_header, wide_header
     head = next(i for i, line in enumerate(markdown) if line.startswith("| point"))
     assert markdown[head + 2].count("|") == markdown[head].count("|") == markdown[head + 1].count("|"), markdown

@@ -5,9 +5,9 @@ In the namespace (a Role): fio pods made, read, watched, deleted and their logs 
 claims (created, read, watched, grown by `expand`, deleted); VolumeSnapshots for `snapshot` / `restore`; the
 `default` service account read while a new namespace gets it. Cluster-wide (a ClusterRole, each rule only what
 its name says): that one namespace read (by name), the nodes listed (client N's preferred node) and their
-kubelets' summaries read through the API server (`nodes/proxy` get: the per-node telemetry), a StorageClass read
-by name (`storageclasses` get: does it bind on first consumer) and the volume attachments listed (`volumeattachments`
-list: a volume detached before an attach is timed). Creating the
+kubelets' summaries read through the API server (`nodes/proxy` get: the per-node telemetry), the StorageClasses
+read (`storageclasses` get and list: does a target's class, or the default one, bind on first consumer) and the
+volume attachments listed (`volumeattachments` list: a volume detached before an attach is timed). Creating the
 namespace needs `namespaces` create, which this identity does not have: the namespace is made once by an
 administrator. Every name is a DNS label the caller checked.
 """
@@ -37,7 +37,7 @@ def cluster_rules(namespace: str) -> list[dict[str, object]]:
             {"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]},
             # volume operations on a class that binds on first consumer (`execute.volume_binding`): its mode read,
             # and the binding pod's volume seen detached before an attach is timed
-            {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses"], "verbs": ["get"]},
+            {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses"], "verbs": ["get", "list"]},
             {"apiGroups": ["storage.k8s.io"], "resources": ["volumeattachments"], "verbs": ["list"]}]
 
 

@@ -19,11 +19,14 @@ from typing import Any
 from storbench.errors import UserError
 
 LATE = "WaitForFirstConsumer"
-POLL_S = 0.25  # detach and deletion are polled: neither is an object one watch by name can follow
+POLL_S = 0.25  # a deletion is polled: a watch by name would need its version first
+DETACH_POLL_S = 1.0  # every volume attachment of the cluster is listed: not too often
 FORBIDDEN = (401, 403)
+PASSING = (429, 500, 502, 503, 504)  # an API server busy or between leaders: asked again until the deadline
+DEFAULT_CLASS = ("storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class")
 MISSING = 404
 UNREAD_HINT = ("its StorageClass could not be read: if it binds on first consumer (WaitForFirstConsumer), grant "
-               "storageclasses get and volumeattachments list (storbench k8s rbac prints them)")
+               "storageclasses get and list, and volumeattachments list (storbench k8s rbac prints them)")
 
 
 class VolumeBinding:
@@ -33,37 +36,44 @@ class VolumeBinding:
         self.core, self.storage, self.namespace = core, storage, namespace  # storage: a StorageV1Api
         self.request_timeout_s = request_timeout_s
         self.modes: dict[str | None, str] = {}  # class name (None: the cluster's default) -> its volumeBindingMode
-        self.unread: str | None = None  # a class that could not be read (forbidden)
+        self.unread: set[str | None] = set()  # classes that could not be read (forbidden): taken to bind at once
         self.lock = threading.Lock()
 
-    def binds_late(self, claim: str, class_name: str | None) -> bool:
-        """Whether the claim, of the class named (None: the cluster's default, which the API server filled in when
-        the claim was made, read from it), binds only once a pod that uses it is scheduled. Known once per class:
-        a timed request is not followed by reads after the first repetition."""
+    def binds_late(self, class_name: str | None) -> bool:
+        """Whether a claim of the class named (None: the cluster's default class, the one annotated so, the newest
+        of several, as the API server picks it) binds only once a pod that uses it is scheduled. Read once per
+        class, before any timed request: an operation asks it before its clock starts."""
         from kubernetes.client.exceptions import ApiException  # lazy: 0.24 s, for pvc targets only
 
         with self.lock:
             known = self.modes.get(class_name)
-        name = class_name
-        if known is None and name is None:
-            made = self.core.read_namespaced_persistent_volume_claim(claim, self.namespace,
-                                                                     _request_timeout=self.request_timeout_s)
-            name = getattr(getattr(made, "spec", None), "storage_class_name", None)
-            if not name:
-                return False  # no class (a static volume): bound when one matches, a pod or not
         if known is None:
             try:
-                known = str(self.storage.read_storage_class(name, _request_timeout=self.request_timeout_s)
-                            .volume_binding_mode or "Immediate")
+                known = self._mode(class_name)
             except ApiException as error:
                 if error.status not in FORBIDDEN:
                     raise
+                known = "Immediate"  # as before this was known; a claim that never binds says what to grant
                 with self.lock:
-                    self.unread = name
-                return False
+                    self.unread.add(class_name)
             with self.lock:
                 self.modes[class_name] = known
         return known == LATE
+
+    def unread_class(self, class_name: str | None) -> bool:
+        with self.lock:
+            return class_name in self.unread
+
+    def _mode(self, class_name: str | None) -> str:
+        if class_name is not None:
+            found = self.storage.read_storage_class(class_name, _request_timeout=self.request_timeout_s)
+            return str(found.volume_binding_mode or "Immediate")
+        defaults = [item for item in self.storage.list_storage_class(_request_timeout=self.request_timeout_s).items
+                    if any((item.metadata.annotations or {}).get(key) == "true" for key in DEFAULT_CLASS)]
+        if not defaults:
+            return "Immediate"  # no default class: a claim without one binds to a matching volume, a pod or not
+        newest = max(defaults, key=lambda item: (str(item.metadata.creation_timestamp or ""), item.metadata.name))
+        return str(newest.volume_binding_mode or "Immediate")
 
     def wait_gone(self, name: str, deadline_s: float) -> bool:
         """Wait until the pod ``name`` (asked to be deleted) is gone; False at the deadline."""
@@ -91,14 +101,16 @@ class VolumeBinding:
             try:
                 listed = self.storage.list_volume_attachment(_request_timeout=self.request_timeout_s)
             except ApiException as error:
-                if error.status in FORBIDDEN:
+                if error.status in FORBIDDEN:  # the hint in the message: a client's error is its message alone
                     raise UserError(f"claim {claim}'s volume may still be attached to the node of the pod that bound "
                                     "it, and volume attachments cannot be listed: an attach timed now could be a "
-                                    "mount alone", hint="grant volumeattachments list (storbench k8s rbac)") from None
-                raise
-            if not any(holds(item, volume) for item in listed.items or ()):
-                return True
-            time.sleep(POLL_S)
+                                    "mount alone; grant volumeattachments list (storbench k8s rbac)") from None
+                if error.status not in PASSING:
+                    raise
+            else:
+                if not any(holds(item, volume) for item in listed.items or ()):
+                    return True
+            time.sleep(DETACH_POLL_S)
         return False
 
 

@@ -18,6 +18,7 @@ from storbench.execute.k8s_operations import SNAPSHOT_GROUP, SNAPSHOT_PLURAL, SN
 
 ORDER = ("pod", "snapshot", "claim")  # deleted in this order: a claim is held while a pod uses it
 POLL_S = 0.25
+ASK_AGAIN_S = 5.0
 
 
 class Leftovers:
@@ -61,16 +62,23 @@ class Leftovers:
                                                             SNAPSHOT_PLURAL, name,
                                                             _request_timeout=self.request_timeout_s)
 
+    def delete_all(self, made: list[tuple[str, str]]) -> None:
+        """``made`` (kind, name), newest first, in deletion order (pods, then snapshots, then claims)."""
+        for kind, name in sorted(dict.fromkeys(reversed(made)), key=lambda item: ORDER.index(item[0])):
+            self.delete(kind, name)
+
     def removed(self, within_s: float) -> list[tuple[str, str]]:
-        """Delete the repetition's objects and wait until none is left, within ``within_s``; what is left then."""
+        """Delete the repetition's objects and wait until none is left, within ``within_s``; what is left then.
+        Each is asked again every ASK_AGAIN_S (a deletion refused by a busy server, or lost); a claim a pod holds
+        goes once the pod has."""
         deadline = time.time() + within_s
         left = self.found()
-        asked: set[tuple[str, str]] = set()
+        asked: dict[tuple[str, str], float] = {}
         while left and time.time() < deadline:
             for item in left:
-                if item not in asked:  # asked once: a claim held by a pod goes once the pod has
+                if time.time() - asked.get(item, -ASK_AGAIN_S) >= ASK_AGAIN_S:
                     self.delete(*item)
-                    asked.add(item)
+                    asked[item] = time.time()
             time.sleep(POLL_S)
             left = self.found()
         return left

@@ -91,8 +91,14 @@ class VolumeOperations:
 
     # ---------------------------------------------------------------------------------------------------------
     def run(self) -> RepetitionOutcome:
-        self.leftovers.removed(self.timeout_s)  # left by a session killed in this repetition: its names are ours
         started = time.time()
+        if stale := self.leftovers.removed(self.timeout_s):  # a killed session's, in this repetition: its names
+            return RepetitionOutcome(status=Status.FAILED, started_at_s=started, finished_at_s=time.time(),
+                                     job_text="", command=("kubernetes-api",), fio_version="", raw_output="",
+                                     stderr_tail="", error=f"{stale[0][0]} {stale[0][1]}, left by an earlier "
+                                     f"session in this repetition, not gone within {self.timeout_s:g}s: every "
+                                     "create would meet it (storbench k8s cleanup)")
+
         results: dict[int, OperationResult] = {}
         threads = [threading.Thread(target=self._client, args=(client, results), name=f"storbench-op-{client}",
                                     daemon=True) for client in range(1, self.case.clients + 1)]
@@ -109,7 +115,9 @@ class VolumeOperations:
                 self.together.abort()  # a client still waiting at the start waits no more
                 with self.lock:
                     self.lock.wait_for(lambda: self.asking == 0, STOP_WAIT_S)
-                self._delete_all()
+                with self.lock:
+                    made = list(self.made)
+                self.leftovers.delete_all(made)
                 self.leftovers.removed(STOP_WAIT_S)  # gone before the next case's operations begin
         finished = time.time()
         ordered = [results.get(client) or OperationResult(client, self.case.workload.rw, started, None,
@@ -148,8 +156,9 @@ class VolumeOperations:
             finally:
                 if client not in self.started:  # failed before its timed request: the others stop waiting for it
                     self.together.abort()
-        except _Failed as failure:
-            result = OperationResult(client, operation, failure.requested_s or requested, None, error=str(failure))
+        except UserError as failure:  # ours (`_Failed`), or a wait's that says what to grant
+            result = OperationResult(client, operation, getattr(failure, "requested_s", None) or requested, None,
+                                     error=str(failure))
         except Exception as error:  # an API error: this client's operation failed, the others go on
             reason = getattr(error, "reason", None) or str(error).splitlines()[0][:200]
             result = OperationResult(client, operation, requested, None, error=f"{type(error).__name__}: {reason}")
@@ -160,9 +169,10 @@ class VolumeOperations:
     # the operations: what each needs is made before its clock starts
 
     def _provision(self, client: int, names: OperationNames) -> OperationResult:
+        late = self._late()  # known before the clock starts (a pod asked for at once: its scheduling is timed too)
         requested = self._create_claim(client, source_claim(self.target, names.made, self.run_label,
                                                             self.default_class), timed=True)
-        if self._late(names.made):  # provisioned for a pod only: one asked for at once (its scheduling is timed too)
+        if late:
             self._create_pod(client, self._binder(names.pod, names.made))
         done = self._wait_claim(names.made, bound, "Bound", requested)
         return OperationResult(client, "provision", requested, done)
@@ -217,29 +227,29 @@ class VolumeOperations:
         """A source claim with a token written on it (by a pod that then ends): what restore and clone check."""
         token = secrets.token_hex(16)
         self._create_claim(client, source_claim(self.target, names.source, self.run_label, self.default_class))
-        if not self._late(names.source):  # else the seed pod binds it
+        if not self._late():  # else the seed pod binds it
             self._wait_claim(names.source, bound, "Bound", time.time())
         seed = pod_on_claim(f"{names.pod}-seed", names.source, self.target, self.run_label,
                             ["/bin/sh", "-c", SEED_SCRIPT], {TOKEN_VARIABLE: token})
         self._pod_output(f"{names.pod}-seed", self._create_pod(client, seed))
-        self._delete("pod", f"{names.pod}-seed")  # the source is free again (ReadWriteOnce)
+        self.leftovers.delete("pod", f"{names.pod}-seed")  # the source is free again (ReadWriteOnce)
         return token
 
     def _made_from(self, client: int, names: OperationNames, kind: str, source: str, token: str,
                    operation: str) -> OperationResult:
         manifest = claim_from(self.target, names.made, self.run_label, self.default_class, kind=kind, source=source)
+        late = self._late()  # then the check pod, made at once, is what has it provisioned
         requested = self._create_claim(client, manifest, timed=True)
         check = pod_on_claim(f"{names.pod}-check", names.made, self.target, self.run_label,
                              ["/bin/sh", "-c", CHECK_SCRIPT])
-        late = self._late(names.made)  # then the check pod, made at once, is what has it provisioned
         checking = self._create_pod(client, check) if late else None
         done = self._wait_claim(names.made, bound, "Bound", requested)
         checking = checking or self._create_pod(client, check)
         log, node = self._pod_output(f"{names.pod}-check", checking)
         return OperationResult(client, operation, requested, done, node=node, checked=log.strip() == token)
 
-    def _late(self, claim: str) -> bool:
-        return self.binding.binds_late(claim, self.target.storage_class or self.default_class)
+    def _late(self) -> bool:
+        return self.binding.binds_late(self.target.storage_class or self.default_class)
 
     def _binder(self, pod: str, claim: str) -> dict[str, object]:
         return pod_on_claim(f"{pod}-bind", claim, self.target, self.run_label, list(BIND_COMMAND))
@@ -248,11 +258,11 @@ class VolumeOperations:
         """The source claim made and Bound; on a class that binds on first consumer by a pod that ends and is gone
         (and, for an attach, whose node no longer holds the volume: the attach timed next is a whole one)."""
         self._create_claim(client, source_claim(self.target, names.source, self.run_label, self.default_class))
-        if self._late(names.source):
+        if self._late():
             binder = self._binder(names.pod, names.source)
             name = str(binder["metadata"]["name"])  # type: ignore[index]
             self._pod_output(name, self._create_pod(client, binder))
-            self._delete("pod", name)
+            self.leftovers.delete("pod", name)
             deadline = self._deadline(time.time())
             if not (self.binding.wait_gone(name, deadline)
                     and (not detached or self.binding.wait_detached(names.source, deadline))):
@@ -369,7 +379,7 @@ class VolumeOperations:
                                self.core.list_namespaced_persistent_volume_claim, (self.namespace,), name, done,
                                what, requested)
         except _Failed as failure:
-            if what == "Bound" and self.binding.unread:  # it may be waiting for a pod storbench did not make
+            if what == "Bound" and self.binding.unread_class(self.target.storage_class or self.default_class):
                 raise _Failed(f"{failure}; {UNREAD_HINT}", failure.requested_s) from None
             raise
 
@@ -395,18 +405,6 @@ class VolumeOperations:
         if phase(pod) != "Succeeded":
             raise _Failed(f"pod {name} {phase(pod)}: {str(log).strip()[-200:]}", requested)
         return str(log), pod.spec.node_name or ""
-
-    # ---------------------------------------------------------------------------------------------------------
-    def _delete(self, kind: str, name: str) -> None:
-        self.leftovers.delete(kind, name)
-
-    def _delete_all(self) -> None:
-        """Everything the repetition made, newest first (pods, then snapshots, then claims)."""
-        order = {"pod": 0, "snapshot": 1, "claim": 2}
-        with self.lock:
-            made = sorted(dict.fromkeys(reversed(self.made)), key=lambda item: order[item[0]])
-        for kind, name in made:
-            self._delete(kind, name)
 
 
 class _Failed(UserError):

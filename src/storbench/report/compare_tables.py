@@ -12,7 +12,7 @@ from rich.text import Text
 
 from storbench.model import is_volume_operation
 from storbench.report.labels import comparison_label, rate_unit, varying_comparison_lab
-from storbench.report.tables import fit_columns, iops_with_ci, plain_cell
+from storbench.report.tables import fit_columns, iops_with_ci, plain_cell, slowest_header
 from storbench.report.warning_text import points_text
 from storbench.safe_text import safe_text
 from storbench.stats.compare_cells import STOPPING_RULE_MARKS, PointComparison, Verdict
@@ -115,10 +115,14 @@ def volume_operations_only(comparisons: Sequence[PointComparison]) -> bool:
     return bool(comparisons) and all(is_volume_operation(c.baseline.rw) for c in comparisons)
 
 
+def _slowest(comparisons: Sequence[PointComparison]) -> str:
+    return slowest_header("lat_p99_ns", "p99", [p.clients for c in comparisons for p in (c.baseline, c.candidate)])
+
+
 def compared_fields(comparisons: Sequence[PointComparison], rate: str) -> list[tuple[str, str]]:
     """(field, header) of the changes a comparison's markdown and HTML tables give."""
     if volume_operations_only(comparisons):
-        return [("iops", rate), ("lat_mean_ns", "time"), ("lat_p99_ns", "slowest")]
+        return [("iops", rate), ("lat_mean_ns", "time"), ("lat_p99_ns", _slowest(comparisons))]
     return [("iops", rate), ("bw_bytes_per_s", "bandwidth"), ("lat_mean_ns", "mean latency"), ("lat_p95_ns", "p95"),
             ("lat_p99_ns", "p99")]
 
@@ -140,7 +144,7 @@ def compare_table(comparisons: Sequence[PointComparison], baseline: str, candida
     measured = [("iops", rate, 0), ("bw_bytes_per_s", "bandwidth", 3), ("lat_mean_ns", "mean lat", 2),
                 ("lat_p95_ns", "p95", 3), ("lat_p99_ns", "p99", 0)]
     if volume_operations_only(comparisons):
-        measured = [("iops", rate, 0), ("lat_mean_ns", "time", 0), ("lat_p99_ns", "slowest", 0)]
+        measured = [("iops", rate, 0), ("lat_mean_ns", "time", 0), ("lat_p99_ns", _slowest(comparisons), 0)]
     fields = (*(field for field, _, _ in measured), *(field for field, _, _ in faulted))
     columns = (("point", 0), (f"{rate} base", 2), (f"{rate} cand", 2),
                *((header, priority) for _, header, priority in measured),

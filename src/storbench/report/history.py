@@ -15,7 +15,15 @@ from storbench.report.events import case_text
 from storbench.report.figures import FigureSpec, Mark, Series
 from storbench.report.labels import distinct_texts, hidden_texts, target_text
 from storbench.stats.estimate import CONFIDENCE, Estimate, estimate
-from storbench.stats.history import MIN_HOST_RUNS, ChangePoint, PointHistory, RunContext, RunLevel, new_step
+from storbench.stats.history import (
+    MIN_HOST_RUNS,
+    ChangePoint,
+    PointHistory,
+    RunContext,
+    RunLevel,
+    history_key,
+    new_step,
+)
 from storbench.stats.metrics import SUMMARY_METRICS, Metric
 from storbench.stats.point_summary import distinct_targets
 from storbench.units import format_bytes, format_latency_ns
@@ -229,8 +237,7 @@ def history_figures(histories: Sequence[PointHistory]) -> list[FigureSpec]:
     apart = told_apart(histories)
     numbers: dict[tuple[object, ...], int] = {}  # a number per point: its metrics' figures share it
     for history in (h for h in histories if len(h.runs) >= MIN_RUNS_DRAWN):
-        number = numbers.setdefault((history.case.target, history.case.workload,
-                                     history.case.clients, history.direction, history.swept, history.host),
+        number = numbers.setdefault((history_key(history.case, history.direction), history.swept, history.host),
                                     len(numbers))
         metric = METRICS.get(history.metric, Metric(history.metric, history.metric, True, ""))
         scale = 1e-6 if metric.unit == "ns" else 1.0  # latencies in ms

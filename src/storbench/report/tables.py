@@ -43,9 +43,21 @@ def _lat(estimate: Estimate | None) -> str:
     return "-" if estimate is None else format_latency_ns(estimate.mean)
 
 
-def _pct(estimate: Estimate | None) -> str:
-    """A percentile's mean; in fio's last histogram bin a floor (`units.format_percentile_ns`)."""
-    return "-" if estimate is None else format_percentile_ns(estimate.mean)
+def _pct(estimate: Estimate | None, exact: bool = False) -> str:
+    """A percentile's mean; in fio's last histogram bin a floor (`units.format_percentile_ns`), unless the values
+    are ``exact`` (a volume operation's times: no histogram bins)."""
+    return "-" if estimate is None else (format_latency_ns if exact else format_percentile_ns)(estimate.mean)
+
+
+# A volume operation's repetition is one value per client: fio's nearest-rank p99 is the largest of up to 100
+# values, p99.9 of up to 1,000; beyond, they are not the slowest client's
+SLOWEST_CLIENTS = {"lat_p99_ns": 100, "lat_p999_ns": 1000}
+
+
+def slowest_header(field: str, percentile: str, clients: Sequence[int]) -> str:
+    """"slowest" where the percentile ``field`` of each repetition's clients is their largest value, else its own
+    name."""
+    return "slowest" if max(clients, default=0) <= SLOWEST_CLIENTS[field] else percentile
 
 
 def _rate_text(value: float) -> str:
@@ -200,9 +212,10 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
                                          else _mean(p.metric("bw_bytes_per_s"), ",.1f", 1048576)),
         *((("% exp", "right", 2, expected_cell),) if with_expected else ()),
         ("lat mean", "right", 2, lambda p: _lat(p.metric("lat_mean_ns"))),
-        ("p95", "right", 3, lambda p: _pct(p.metric("lat_p95_ns"))),
-        ("p99", "right", 0, lambda p: _pct(p.metric("lat_p99_ns"))),
-        ("p99.9", "right", 3, lambda p: _pct(p.metric("lat_p999_ns"))),
+        # a volume operation's times are exact in a table of mixed points too
+        ("p95", "right", 3, lambda p: _pct(p.metric("lat_p95_ns"), is_volume_operation(p.rw))),
+        ("p99", "right", 0, lambda p: _pct(p.metric("lat_p99_ns"), is_volume_operation(p.rw))),
+        ("p99.9", "right", 3, lambda p: _pct(p.metric("lat_p999_ns"), is_volume_operation(p.rw))),
         ("cpu %", "right", 3, lambda p: _mean(p.metric("host_cpu_busy_pct"), ".0f")), ("disk %", "right", 3, disk),
         *((name, "right", TELEMETRY_PRIORITY.get(field, 4), lambda p, f=field, m=fmt: telemetry_cell(p.metric(f), m))
           for name, field, fmt in extra),
@@ -213,7 +226,8 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
         # few values no percentile; the mean over the repetitions of each one's slowest client is what they tell,
         # an exact time (no histogram, no last bin's floor)
         specs = [(f"time ± {level} CI", "right", 0, lambda p: time_with_ci(p.metric("lat_mean_ns")))
-                 if name == "lat mean" else ("slowest", justify, 0, lambda p: _lat(p.metric("lat_p999_ns")))
+                 if name == "lat mean" else (slowest_header("lat_p999_ns", "p99.9", [p.clients for p in points]),
+                                             justify, 0, lambda p: _lat(p.metric("lat_p999_ns")))
                  if name == "p99.9"
                  else (name, justify, priority, cell)
                  for name, justify, priority, cell in specs if name not in NOT_FOR_OPERATIONS | {"p95", "p99"}]

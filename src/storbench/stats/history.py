@@ -17,6 +17,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from storbench.case_ids import target_identity
 from storbench.model import Case, RunInfo
 from storbench.stats.estimate import t_quantile
 from storbench.stats.metric_values import metric_value
@@ -130,9 +131,10 @@ class PointHistory:
 
 def history_key(case: Case, direction: str) -> tuple[object, ...]:
     """A point across runs: everything of the case but its lab settings (and its id, which includes them). The
-    whole target: two of one name (two imports both "imported", of /dev/a and /dev/b; a path changed between runs)
-    are two histories, where their runs' values had been pooled as one."""
-    return (case.target, case.workload, case.clients, direction)
+    target as a case's identity takes it (`case_ids.target_identity`: its name, kind, path or device, size, ...;
+    not a pod's security level or start budget): two of one name (two imports both "imported", of /dev/a and
+    /dev/b; a path changed between runs) are two histories, where their runs' values had been pooled as one."""
+    return (tuple(sorted(target_identity(case.target).items())), case.workload, case.clients, direction)
 
 
 def swept_lab_settings(observations: Sequence[Observation]) -> dict[tuple[object, ...], frozenset[str]]:
