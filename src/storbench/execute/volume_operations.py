@@ -63,17 +63,16 @@ class VolumeOperations:
     """One repetition of a volume-operation case: ``run()`` gives its outcome."""
 
     def __init__(self, core: Any, namespace: str, run_label: str, default_class: str | None, case: Case,
-                 rep_index: int, timeout_s: float, binding: VolumeBinding | None = None, custom: Any = None) -> None:
+                 rep_index: int, timeout_s: float, binding: VolumeBinding, custom: Any = None) -> None:
         from kubernetes import client  # lazy: 0.24 s, for pvc targets only
 
         self.core = core
         self.custom = custom or client.CustomObjectsApi(core.api_client)
-        # the executor's, which knows the classes' binding modes from earlier repetitions
-        self.binding = binding or VolumeBinding(core, client.StorageV1Api(core.api_client), namespace,
-                                                REQUEST_TIMEOUT_S)
+        self.binding = binding  # the executor's, which knows the classes' binding modes from earlier repetitions
         self.namespace, self.run_label, self.default_class = namespace, run_label, default_class
         self.case, self.rep_index, self.timeout_s = case, rep_index, timeout_s
         self.target = pvc_of(case)
+        self.storage_class = self.target.storage_class or default_class  # None: the cluster's default
         # this repetition's objects: a killed session's cleared before, this one's waited for after
         self.leftovers = Leftovers(core, self.custom, namespace, run_label,
                                    OperationNames.prefix(case, run_label, rep_index), REQUEST_TIMEOUT_S)
@@ -249,7 +248,7 @@ class VolumeOperations:
         return OperationResult(client, operation, requested, done, node=node, checked=log.strip() == token)
 
     def _late(self) -> bool:
-        return self.binding.binds_late(self.target.storage_class or self.default_class)
+        return self.binding.binds_late(self.storage_class)
 
     def _binder(self, pod: str, claim: str) -> dict[str, object]:
         return pod_on_claim(f"{pod}-bind", claim, self.target, self.run_label, list(BIND_COMMAND))
@@ -379,7 +378,7 @@ class VolumeOperations:
                                self.core.list_namespaced_persistent_volume_claim, (self.namespace,), name, done,
                                what, requested)
         except _Failed as failure:
-            if what == "Bound" and self.binding.unread_class(self.target.storage_class or self.default_class):
+            if what == "Bound" and self.binding.unread_class(self.storage_class):
                 raise _Failed(f"{failure}; {UNREAD_HINT}", failure.requested_s) from None
             raise
 

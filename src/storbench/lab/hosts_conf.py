@@ -115,9 +115,9 @@ def subnet_clashes(route_listing: str) -> list[str]:
     clashes = []
     for line in route_listing.splitlines():
         fields = line.split()
-        kind = fields[0] if fields and fields[0] in ROUTE_TYPES else "unicast"
+        kind = "unicast"
         if fields and fields[0] in ROUTE_TYPES:
-            fields = fields[1:]
+            kind, fields = fields[0], fields[1:]
         device = fields[fields.index("dev") + 1:][:1] if "dev" in fields else []
         if not fields or fields[0] == "default" or device == [BRIDGE]:
             continue
