@@ -275,3 +275,66 @@ def test_a_comparison_figure_leaves_out_a_pair_with_a_side_that_has_no_value() -
                               comparable=True, reason="", cells=())
     (rate, _) = comparison_figures([creates], "run 1", "run 2")
     assert rate.y_label == "ops/s" and rate.title.startswith("ops/s"), rate.title
+
+
+BEFORE_AFTER_PLAN = """
+name: before-after
+targets:
+  disk: {kind: path, path: ./data, size: 8MiB}
+workload: {rw: randread, bs: 4k, iodepth: [1, 4], runtime: 1s, direct: false}
+repeat: 1
+"""
+
+
+def test_a_before_after_report_by_run_draws_each_run_apart_and_pools_only_on_asking(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same plan run twice (before and after a change outside storbench): `report --baseline run=1 --candidate
+    run=2` had pooled both runs into one point in every figure outside the Comparison section (their cases share
+    ids), so each curve, bar and latency CDF drew before and after as one. Each run is its own point now, labelled
+    with its run, as `show` keeps them; `--pool` pools them and says so."""
+    import storbench.report.build
+
+    db = tmp_path / "r.db"
+    plan = write_plan(tmp_path, BEFORE_AFTER_PLAN)
+    with inside(tmp_path):
+        for _ in range(2):
+            assert run_cli(capsys, "run", str(plan), "--db", str(db))[0] == 0
+    built: list[ReportDocument] = []
+    real = storbench.report.build.build_report
+    monkeypatch.setattr(storbench.report.build, "build_report",
+                        lambda *args, **kwargs: built.append(real(*args, **kwargs)) or built[-1])
+    report = tmp_path / "r.html"
+    code, _, err = run_cli(capsys, "report", "--db", str(db), "--baseline", "run=1", "--candidate", "run=2",
+                           "-o", str(report))
+    assert code == 0, err
+    (doc,) = built
+    iops = {}  # (run, iodepth) -> that run's own IOPS, as `show` gives it
+    for run in (1, 2):
+        code, out, _ = run_cli(capsys, "show", "--db", str(db), "--run", str(run), "--format", "json")
+        iops.update({(run, p["iodepth"]): p["iops"] for p in json.loads(out)})
+    assert sorted((p.run_ids, p.iodepth) for p in doc.points) == [((1,), 1), ((1,), 4), ((2,), 1), ((2,), 4)]
+    figures = {f.figure_id: f for f in doc.figures}
+    load = figures["iops-vs-iodepth"]
+    assert sorted(s.name.split(":")[0] for s in load.series) == ["run 1", "run 2"]
+    for series in load.series:
+        run = int(series.name.split(":")[0].removeprefix("run "))
+        assert series.y == pytest.approx([iops[run, int(x)] for x in series.x], abs=0.06), series  # shown to 0.1
+    cdf = figures["cdf-disk-randread-read"]  # each run's own merged histogram: four lines, none pooled
+    assert sorted(s.name.split(":")[0] for s in cdf.series) == ["run 1"] * 2 + ["run 2"] * 2
+    assert len({s.x for s in cdf.series}) == 4
+    assert sorted(c.points[0].point.run_ids for c in doc.curves) == [(1,), (2,)]  # a saturation curve per run
+    utilisation = figures["utilisation-vs-iodepth"]  # each run's own telemetry, not the first run's for both
+    assert {s.name.split(":")[0] for s in utilisation.series} == {"run 1", "run 2"}
+    assert len(figures["process-cpu"].x_categories) == 4
+    text = report.read_text()
+    assert "<th>run</th><th>target</th>" in text and "pool the repetitions" not in text
+
+    built.clear()
+    code, _, err = run_cli(capsys, "report", "--db", str(db), "--baseline", "run=1", "--candidate", "run=2",
+                           "--pool", "-o", str(report))
+    assert code == 0, err
+    (doc,) = built
+    assert sorted((p.run_ids, p.iodepth) for p in doc.points) == [((1, 2), 1), ((1, 2), 4)]
+    assert not any("run 1" in s.name for f in doc.figures if not f.figure_id.startswith("compare")
+                   for s in f.series)
+    assert "rows of run 1,2 pool the repetitions of those runs" in report.read_text()

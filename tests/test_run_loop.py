@@ -1089,9 +1089,13 @@ def test_show_run_all_keeps_two_runs_of_one_plan_apart_unless_pooled(
     assert "pool the repetitions" not in out
     code, out, err = run_cli(capsys, "show", "--db", db, "--run", "all", "--pool")
     assert "note: rows of run 1,2 pool the repetitions of those runs" in " ".join(out.split()), out
-    report = tmp_path / "report.html"  # the report pools runs of one plan, and says so
+    report = tmp_path / "report.html"  # the report keeps them apart too, as `show` does: a run column
     assert run_cli(capsys, "report", "--db", db, "--run", "all", "-o", str(report))[0] == 0
-    assert "rows of run 1,2 pool the repetitions of those runs" in report.read_text()
+    text = report.read_text()
+    assert "<th>run</th><th>target</th>" in text and "pool the repetitions" not in text
+    assert run_cli(capsys, "report", "--db", db, "--run", "all", "--pool", "-o", str(report))[0] == 0
+    text = report.read_text()  # pooled on asking, and said so
+    assert "rows of run 1,2 pool the repetitions of those runs" in text and "<th>run</th>" not in text
     code, out, err = run_cli(capsys, "show", "--db", db)  # one run: no run column
     assert "run" not in next(line for line in out.splitlines() if " rw " in line), out
 

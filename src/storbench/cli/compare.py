@@ -208,7 +208,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                             baseline=args.baseline or "", candidate=args.candidate or "", objective=objective,
                             steady=selection.steady, preconditions=selection.preconditions,
                             notes=run_notes(selection, args.db),
-                            attempts=selection.attempts)
+                            attempts=selection.attempts, pool=args.pool)
     images = Path(args.images) if args.images else None
     if images is not None:  # before the report is written: a bad --images leaves nothing half done
         try:
@@ -263,4 +263,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--candidate", default=None, metavar="SELECTOR", help="add a comparison: candidate selector")
     p.add_argument("--slo", default=None, metavar="OBJECTIVE", help="latency objective for the saturation table")
     p.add_argument("--title", default=None, help="report title")
+    p.add_argument("--pool", action="store_true",
+                   help="with several runs of one plan, pool each case's repetitions over them into one point "
+                   "(default: a point per run, each labelled with its run)")
     p.set_defaults(func=cmd_report)

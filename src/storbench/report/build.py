@@ -45,14 +45,17 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
                  baseline: str = "", candidate: str = "", objective: LatencyObjective | None = None,
                  steady: Mapping[tuple[int, str], SteadyState] | None = None,
                  preconditions: Mapping[int, Sequence[PreconditionRecord]] | None = None,
-                 notes: Sequence[str] = (), attempts: Attempts | None = None) -> ReportDocument:
-    """``steady``: the judged rounds of each (run, case) measured until steady (selection.steady);
+                 notes: Sequence[str] = (), attempts: Attempts | None = None, pool: bool = False) -> ReportDocument:
+    """``pool``: each case's repetitions over several runs in one point (`report --pool`), else a point per run as
+    `show` gives (a before/after report by run had drawn both sides as one point in every figure);
+    ``steady``: the judged rounds of each (run, case) measured until steady (selection.steady);
     ``preconditions``: what each run wrote to its targets first (selection.preconditions); ``notes``: lines shown
     with the warnings (a run whose stopping rule changed on a resume); ``attempts``: the rounds each (run, case) was run
     in as stored (selection.attempts), which a stopping rule's replay counts its looks by."""
     memory = {r.run_id: r.mem_total_bytes for r in runs}
-    points = summarize_points(observations, memory, expectations=expectations(runs), levels=interval_levels(runs))
-    curve_list = [c for axis in LOAD_AXES for c in curves(points, axis)]
+    points = summarize_points(observations, memory, expectations=expectations(runs), levels=interval_levels(runs),
+                              by_run=not pool)
+    curve_list = [c for axis in LOAD_AXES for c in curves(points, axis, pool_runs=pool)]
     drifts = [d for run in runs for d in run_drifts(observations, run.run_id)]
     varying = varying_lab_keys(points)
     labels = {p.case_id: point_label(p, direction=False, lab_keys=varying) for p in reversed(points)}

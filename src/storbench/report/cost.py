@@ -18,6 +18,7 @@ from storbench.report.labels import (
     interval_level,
     point_label,
     run_prefix,
+    runs_apart,
     varying_comparison_lab,
     varying_lab_keys,
 )
@@ -108,7 +109,7 @@ def cost_notes(points: Sequence[PointSummary]) -> list[str]:
         notes.append("cost: each process name's CPU over fio's measured window divided by the I/Os per second of "
                      "every direction; kernel = the host's irq and softirq time; the host's other busy time (kernel "
                      "threads, other processes) is not counted (storbench docs methodology cpu-cost-per-io)")
-    polling = [point_label(p, direction=False) for p in rows if polls(p.case.workload.fio_options)]
+    polling = list(dict.fromkeys(point_label(p, direction=False) for p in rows if polls(p.case.workload.fio_options)))
     if polling:
         notes.append(f"⚠ fio polls at {', '.join(polling)} (hipri, sqthread_poll, userspace_reap or busy_poll): its "
                      "CPU includes waiting, not only work")
@@ -158,8 +159,8 @@ def cost_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     members = cost_points(points)
     if not members:
         return []
-    lab_keys = [k for k in varying_lab_keys(members) if k != "lab"]
-    labels = [point_label(p, lab_keys=lab_keys, direction=False, options=True) for p in members]
+    lab_keys, runs = [k for k in varying_lab_keys(members) if k != "lab"], runs_apart(members)
+    labels = [point_label(p, lab_keys=lab_keys, direction=False, options=True, runs=runs) for p in members]
     series = []
     for component in (*COMPONENTS, KERNEL):
         field = f"{component.key}_cpu_us_per_io"
@@ -187,8 +188,8 @@ def cost_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     if len(per_core) >= 2:
         figures.append(FigureSpec(
             figure_id="iops-per-core", title="IOPS per core used", x_label="point", y_label="IOPS per core",
-            series=tuple(Series(name=name, x=tuple(point_label(p, lab_keys=lab_keys, direction=False, options=True)
-                                                   for p in per_core),
+            series=tuple(Series(name=name, x=tuple(point_label(p, lab_keys=lab_keys, direction=False, options=True,
+                                                               runs=runs) for p in per_core),
                                 y=tuple(e.mean if (e := p.metric(field)) else 0.0 for p in per_core),
                                 error_y=tuple((e.half_width or 0.0) if (e := p.metric(field)) else 0.0
                                               for p in per_core),
@@ -196,8 +197,8 @@ def cost_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                          for name, field in (("every component", "iops_per_core_used"),
                                              ("ceph-osd", "iops_per_osd_core"))
                          if any(p.metric(field) is not None for p in per_core)),
-            x_categories=tuple(dict.fromkeys(point_label(p, lab_keys=lab_keys, direction=False, options=True)
-                                              for p in per_core)),
+            x_categories=tuple(dict.fromkeys(point_label(p, lab_keys=lab_keys, direction=False, options=True,
+                                                         runs=runs) for p in per_core)),
             section=COST_SECTION,
             caption="I/Os per second of every direction per core of CPU used (every component and the kernel), and "
             f"per core the OSDs used (Ceph's sizing figure); means over repetitions, {level} CI."))

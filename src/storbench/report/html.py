@@ -34,6 +34,7 @@ from storbench.report.labels import (
     comparison_label,
     curve_lab_keys,
     curve_label,
+    curves_runs_apart,
     rate_unit,
     varying_comparison_lab,
 )
@@ -146,10 +147,10 @@ def _saturation_table(doc: ReportDocument) -> str:
     if doc.objective:
         head.append(f"max {rate} with {doc.objective.label} ≤ {format_latency_ns(doc.objective.limit_ns)}")
     rows = []
-    lab_keys = curve_lab_keys(doc.curves)
+    lab_keys, runs = curve_lab_keys(doc.curves), curves_runs_apart(doc.curves)
     for curve in doc.curves:
         peak = max(curve.points, key=lambda c: c.iops)
-        cells = [curve_label(curve, lab_keys), knee_text(curve),
+        cells = [curve_label(curve, lab_keys, runs=runs), knee_text(curve),
                  f"{curve.axis}={peak.load}: {peak.iops:,.0f} {rate}, p99 {format_latency_ns(peak.lat_p99_ns)}"]
         if doc.objective:
             best = best_under_objective(curve, doc.objective, doc.curves)

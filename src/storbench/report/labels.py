@@ -115,10 +115,11 @@ def varying_case_texts(cases: Sequence[Case]) -> dict[str, str]:
 
 
 def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequence[str] = (),
-                direction: bool = True, options: bool = False) -> str:
+                direction: bool = True, options: bool = False, runs: bool = False) -> str:
     """``p`` in words, without the parts named in ``omit`` (see ``PARTS``); ``lab_keys`` are the lab settings
-    to show (``varying_lab_keys``)."""
-    parts = [p.target if "target" not in omit else ""]
+    to show (``varying_lab_keys``); ``runs``: led by its runs ("run 2: ...", where points of several runs are drawn
+    side by side, see ``runs_apart``)."""
+    parts = [f"run {','.join(map(str, p.run_ids))}:" if runs else "", p.target if "target" not in omit else ""]
     if "rw" not in omit:
         parts.append(p.rw)
     if p.case.workload.rwmixread is not None and "rwmixread" not in omit:
@@ -141,10 +142,16 @@ def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequen
     return " ".join(part for part in parts if part)
 
 
+def runs_apart(points: Sequence[PointSummary]) -> bool:
+    """Whether ``points`` are of several runs, or sets of runs (`show --run all`, a report over several runs that
+    does not pool them): each point's label then says its runs, or two points of one case would read alike."""
+    return len({q.run_ids for q in points}) > 1
+
+
 def run_prefix(p: PointSummary, points: Sequence[PointSummary]) -> str:
-    """'run 2: ' where ``points`` are rows of several runs (`show --run all`): two rows of one case had read alike
-    in the lines under the table; '' where they are one run's, or pooled."""
-    return f"run {','.join(map(str, p.run_ids))}: " if len({q.run_ids for q in points}) > 1 else ""
+    """'run 2: ' where ``points`` are rows of several runs (``runs_apart``); '' where they are one run's, or
+    pooled alike."""
+    return f"run {','.join(map(str, p.run_ids))}: " if runs_apart(points) else ""
 
 
 def varying_lab_keys(points: Sequence[PointSummary]) -> list[str]:
@@ -182,10 +189,19 @@ def comparison_label(comparison: PointComparison, lab_keys: frozenset[str] = fro
     return point_label(comparison.candidate, omit=omit, lab_keys=lab, direction=direction)
 
 
-def curve_label(curve: Curve, lab_keys: Sequence[str] = ()) -> str:
+def curve_label(curve: Curve, lab_keys: Sequence[str] = (), *, runs: bool = False) -> str:
     """What a saturation curve holds fixed: the point without its load axis (and the lab settings ``lab_keys``
-    that tell it from the other curves, see ``curve_lab_keys``)."""
-    return point_label(curve.points[0].point, omit=(curve.axis,), lab_keys=lab_keys)
+    that tell it from the other curves, see ``curve_lab_keys``); ``runs``: led by the runs its points ran in
+    (``curves_runs_apart``)."""
+    ran = sorted({run for c in curve.points for run in c.point.run_ids})
+    return (f"run {','.join(map(str, ran))}: " if runs else "") + point_label(
+        curve.points[0].point, omit=(curve.axis,), lab_keys=lab_keys)
+
+
+def curves_runs_apart(curves: Sequence[Curve]) -> bool:
+    """Whether ``curves`` ran in different runs (a report that keeps runs apart draws a curve per run): their
+    labels then say their runs."""
+    return len({frozenset(run for c in curve.points for run in c.point.run_ids) for curve in curves}) > 1
 
 
 def curve_lab_keys(curves: Sequence[Curve]) -> list[str]:

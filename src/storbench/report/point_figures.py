@@ -14,6 +14,7 @@ from storbench.report.labels import (
     interval_level,
     point_label,
     rate_unit,
+    runs_apart,
     varying_comparison_lab,
     varying_lab_keys,
 )
@@ -62,6 +63,7 @@ def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     """IOPS and MiB/s against block size, as grouped bars with 95 % CI error bars, per size group."""
     figures = []
     lab_keys = varying_lab_keys(points)  # points that differ only in a lab setting are separate series
+    runs = runs_apart(points)  # and points of different runs
     for group, group_label, members in _size_groups([p for p in points if p.metric("iops") is not None]):
         sizes = sorted({p.bs_bytes for p in members})
         categories = tuple(format_block_size(b) for b in sizes)
@@ -69,7 +71,8 @@ def block_size_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
                                           ("bw_bytes_per_s", "bandwidth", 1048576.0, "MiB/s")):
             series_points: dict[str, dict[str, PointSummary]] = {}
             for p in members:
-                series_points.setdefault(point_label(p, omit=("bs",), lab_keys=lab_keys), {})[block_size(p)] = p
+                series_points.setdefault(point_label(p, omit=("bs",), lab_keys=lab_keys, runs=runs), {})[
+                    block_size(p)] = p
             series = []
             for name, by_bs in series_points.items():
                 present = [c for c in categories if c in by_bs]
@@ -98,11 +101,11 @@ def latency_vs_iodepth_figures(points: Sequence[PointSummary]) -> list[FigureSpe
         if p.metric("lat_mean_ns") is not None:
             groups.setdefault((p.target, p.rw, p.direction_name), []).append(p)
     figures = []
-    lab_keys = varying_lab_keys(points)
+    lab_keys, runs = varying_lab_keys(points), runs_apart(points)
     for (target, rw, direction), members in groups.items():
         lines: dict[str, list[PointSummary]] = {}
         for p in members:
-            lines.setdefault(point_label(p, omit=("iodepth", "target"), lab_keys=lab_keys), []).append(p)
+            lines.setdefault(point_label(p, omit=("iodepth", "target"), lab_keys=lab_keys, runs=runs), []).append(p)
         lines = {k: v for k, v in lines.items() if len({p.iodepth for p in v}) >= 2}
         if not lines:
             continue
@@ -164,36 +167,43 @@ def comparison_figures(comparisons: Sequence[PointComparison], baseline: str, ca
     return figures
 
 
-def merged_latency_histograms(repetitions: Sequence[StoredRepetition]) -> dict[tuple[str, str], LatencyHistogram]:
-    """Per (case, direction): every ok repetition's and client's total-latency bins, added."""
-    parts: dict[tuple[str, str], list[LatencyHistogram]] = {}
+def merged_latency_histograms(repetitions: Sequence[StoredRepetition]
+                              ) -> dict[tuple[int, str, str], LatencyHistogram]:
+    """Per (run, case, direction): every ok repetition's and client's total-latency bins, added."""
+    parts: dict[tuple[int, str, str], list[LatencyHistogram]] = {}
     for rep in repetitions:
         if rep.status != Status.OK:
             continue
         for client in rep.clients:
             for m in client.directions:
                 if m.lat.histogram is not None:
-                    parts.setdefault((rep.case.case_id, m.direction.value), []).append(m.lat.histogram)
+                    parts.setdefault((rep.run_id, rep.case.case_id, m.direction.value), []).append(m.lat.histogram)
     return {key: LatencyHistogram.merge_all(value) for key, value in parts.items()}
 
 
+def _point_histogram(p: PointSummary, histograms: Mapping[tuple[int, str, str], LatencyHistogram]
+                     ) -> LatencyHistogram | None:
+    """The bins of ``p``'s runs (one run's, or the runs a pooled point holds), added; None when none has bins."""
+    found = [h for run in p.run_ids if (h := histograms.get((run, p.case_id, p.direction_name))) is not None]
+    return LatencyHistogram.merge_all(found) if found else None
+
+
 def cdf_figures(points: Sequence[PointSummary],
-                histograms: Mapping[tuple[str, str], LatencyHistogram]) -> list[FigureSpec]:
-    """Latency CDF per point from the merged histogram, one figure per target/pattern/direction."""
-    groups: dict[tuple[str, str, str], list[PointSummary]] = {}
+                histograms: Mapping[tuple[int, str, str], LatencyHistogram]) -> list[FigureSpec]:
+    """Latency CDF per point from the merged histogram of its runs, one figure per target/pattern/direction."""
+    groups: dict[tuple[str, str, str], list[tuple[PointSummary, LatencyHistogram]]] = {}
     for p in points:
-        if (p.case_id, p.direction_name) in histograms:
-            groups.setdefault((p.target, p.rw, p.direction_name), []).append(p)
+        if (histogram := _point_histogram(p, histograms)) is not None:
+            groups.setdefault((p.target, p.rw, p.direction_name), []).append((p, histogram))
     figures = []
-    lab_keys = varying_lab_keys(points)
+    lab_keys, runs = varying_lab_keys(points), runs_apart(points)
     for (target, rw, direction), members in groups.items():
         series = []
-        cdfs = {p.case_id: histograms[(p.case_id, p.direction_name)].cdf() for p in members}
+        cdfs = [(p, histogram.cdf()) for p, histogram in members]
         # the unit by where the bulk lies (p99), not by the slowest single I/O
-        scale, unit = latency_unit(next((float(v) for v, f in cdf if f >= 0.99), None) for cdf in cdfs.values())
-        for p in sorted(members, key=lambda m: (m.bs_bytes, m.iodepth, m.numjobs)):
-            cdf = cdfs[p.case_id]
-            series.append(Series(name=point_label(p, omit=("target",), lab_keys=lab_keys),
+        scale, unit = latency_unit(next((float(v) for v, f in cdf if f >= 0.99), None) for _, cdf in cdfs)
+        for p, cdf in sorted(cdfs, key=lambda m: (m[0].bs_bytes, m[0].iodepth, m[0].numjobs)):
+            series.append(Series(name=point_label(p, omit=("target",), lab_keys=lab_keys, runs=runs),
                                  x=tuple(v / scale for v, _ in cdf),
                                  y=tuple(100 * f for _, f in cdf), mode="lines"))
         figures.append(FigureSpec(

@@ -21,9 +21,11 @@ from storbench.report.labels import (
     block_size,
     curve_lab_keys,
     curve_label,
+    curves_runs_apart,
     interval_level,
     point_label,
     rate_unit,
+    runs_apart,
     varying_lab_keys,
 )
 from storbench.report.saturation_tables import knee_text
@@ -40,14 +42,14 @@ def curve_figures(curve_list: Sequence[Curve]) -> list[FigureSpec]:
     for curve in curve_list:
         by_axis.setdefault(curve.axis, []).append(curve)
     figures = []
-    lab_keys = curve_lab_keys(curve_list)
+    lab_keys, runs = curve_lab_keys(curve_list), curves_runs_apart(curve_list)
     for axis, members in by_axis.items():
         series = []
         knees_x, knees_y, knees_text = [], [], []
         notes = []
         scale, unit = latency_unit(c.lat_p99_ns for curve in members for c in curve.points)
         for curve in members:
-            label = curve_label(curve, lab_keys)
+            label = curve_label(curve, lab_keys, runs=runs)
             usable = [c for c in curve.points if c.lat_p99_ns is not None]
             if len({c.load for c in usable}) < 2:  # one load level: no curve to draw
                 continue
@@ -86,13 +88,13 @@ def iops_vs_load_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     """IOPS against iodepth, numjobs and clients, one line per everything else, each point labelled with its
     bottleneck verdict."""
     figures = []
-    lab_keys = [k for k in varying_lab_keys(points) if k != "lab"]
+    lab_keys, runs = [k for k in varying_lab_keys(points) if k != "lab"], runs_apart(points)
     for axis in LOAD_AXES:
         lines: dict[str, list[PointSummary]] = {}
         for p in points:
             if p.metric("iops") is None:
                 continue
-            lines.setdefault(point_label(p, omit=(axis,), lab_keys=lab_keys), []).append(p)
+            lines.setdefault(point_label(p, omit=(axis,), lab_keys=lab_keys, runs=runs), []).append(p)
         lines = {k: v for k, v in lines.items() if len({axis_value(p.case, axis) for p in v}) >= 2}
         if not lines:
             continue
@@ -152,7 +154,7 @@ def capped_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     latency against the load on two y axes, the target's declared limit as a line, the verdict's evidence beside
     it: flat throughput while latency rises with the load."""
     figures = []
-    lab_keys = varying_lab_keys(points)
+    lab_keys, runs = varying_lab_keys(points), runs_apart(points)
     for index, (axis, line, evidence) in enumerate(capped_curves(points)):
         by_bs = axis == "bs_bytes"
         field, what = ("bw_bytes_per_s", "MiB/s") if by_bs else ("iops", "IOPS")
@@ -177,7 +179,7 @@ def capped_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
         top = max([y + e for y, e in zip(throughput.y, throughput.error_y or (), strict=True)]
                   + [m.value for m in marks])  # headroom above the flat line for its labels
         tickvals, ticktext = ((), ()) if by_bs else log2_ticks([axis_value(p.case, axis) for p in line])
-        label = point_label(line[0], omit=("bs",) if by_bs else (axis,), lab_keys=lab_keys)
+        label = point_label(line[0], omit=("bs",) if by_bs else (axis,), lab_keys=lab_keys, runs=runs)
         figures.append(FigureSpec(
             figure_id=f"capped-{index + 1}-{axis_name.replace(' ', '-')}",
             title=f"Capped beyond this host: {label}\n{what} flat while mean latency rises with {axis_name}",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from storbench.model.objective import LatencyObjective
-from storbench.report.labels import curve_lab_keys, curve_label, rate_unit
+from storbench.report.labels import curve_lab_keys, curve_label, curves_runs_apart, rate_unit
 from storbench.report.tables import plain_cell
 from storbench.stats.knee import MIN_LATENCY_GROWTH, Curve, CurvePoint, Knee, KneeKind, best_under_objective
 from storbench.stats.slo import Verdict, verdict
@@ -74,10 +74,10 @@ def saturation_table(curve_list: Sequence[Curve], objective: LatencyObjective | 
     table.add_column(f"max {rate}")
     if objective:
         table.add_column(f"max {rate} with {objective.label} <= {format_latency_ns(objective.limit_ns)}")
-    lab_keys = curve_lab_keys(curve_list)
+    lab_keys, runs = curve_lab_keys(curve_list), curves_runs_apart(curve_list)
     for curve in curve_list:
         peak = max(curve.points, key=lambda c: c.iops)
-        row = [curve_label(curve, lab_keys), str(len(curve.points)), knee_text(curve),
+        row = [curve_label(curve, lab_keys, runs=runs), str(len(curve.points)), knee_text(curve),
                _knee_text(peak, curve.axis)]
         if objective:
             best = best_under_objective(curve, objective, curve_list)
@@ -100,8 +100,8 @@ def unshown_text(best: CurvePoint, objective: LatencyObjective) -> str:
 def runs_apart_text(curves: Sequence[Curve]) -> str:
     """The saturation table's caption when a curve's points ran in different runs (each point's interval is its own
     runs' spread: what changed between the runs is in no interval); empty when none did."""
-    lab_keys = curve_lab_keys(curves)
-    apart = [curve_label(c, lab_keys) for c in curves if len({p.point.run_ids for p in c.points}) > 1]
+    lab_keys, runs = curve_lab_keys(curves), curves_runs_apart(curves)
+    apart = [curve_label(c, lab_keys, runs=runs) for c in curves if len({p.point.run_ids for p in c.points}) > 1]
     return ("⚠ " + "; ".join(apart) + ": its points ran in different runs; each interval leaves out what changed "
             "between them, so read the knee and a flat or capped curve as about these runs, not the storage alone"
             ) if apart else ""

@@ -14,6 +14,7 @@ from storbench.report.labels import (
     lab_text,
     options_text,
     rate_unit,
+    runs_apart,
     varying_lab_keys,
 )
 from storbench.report.tables import expected_cell, iops_with_ci, telemetry_cell, telemetry_columns
@@ -53,7 +54,9 @@ def summary_table(points: Sequence[PointSummary]) -> str:
     varies = {id(p): " ".join(distinct_text(p, options=with_options)) for p in points}
     with_varies = any(varies.values())
     rate, level = rate_unit(p.rw for p in points), interval_level(points)
-    head = ("target", "rw", "bs", "iodepth", "jobs", *(("clients",) if with_clients else ()),
+    runs = runs_apart(points)  # rows of several runs (a report that keeps runs apart): a row's run, as `show` has
+    head = (*(("run",) if runs else ()), "target", "rw", "bs", "iodepth", "jobs",
+            *(("clients",) if with_clients else ()),
             *(("varies",) if with_varies else ()),
             *(("fio options",) if with_options else ()), *(("lab",) if lab_keys else ()), "dir", "n",
             f"{rate} ± {level} CI", "CV", "MiB/s", *(("% exp",) if with_expected else ()), "mean", "p50",
@@ -75,7 +78,8 @@ def summary_table(points: Sequence[PointSummary]) -> str:
             return shown(estimate.mean) + (CLAT_MARK if stand_in else "")
 
         mix = p.case.workload.rwmixread
-        cells = (p.target, p.rw + (f" {mix}%" if mix is not None else ""), block_size(p), p.iodepth,
+        cells = (*((",".join(map(str, p.run_ids)),) if runs else ()), p.target,
+                 p.rw + (f" {mix}%" if mix is not None else ""), block_size(p), p.iodepth,
                  p.numjobs, *((p.clients,) if with_clients else ()), *((varies[id(p)],) if with_varies else ()),
                  *((options_text(p.case.workload),) if with_options else ()),
                  *((lab_text(p, lab_keys),) if lab_keys else ()), direction_label(p.rw, p.direction_name),

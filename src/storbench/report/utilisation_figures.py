@@ -7,25 +7,25 @@ from collections.abc import Sequence
 
 from storbench.report.figure_values import below_mean, half_width, scaled_mean
 from storbench.report.figures import FigureSpec, Series, latency_unit, log2_ticks
-from storbench.report.labels import block_size, interval_level, point_label, varying_lab_keys
+from storbench.report.labels import block_size, interval_level, point_label, runs_apart, varying_lab_keys
 from storbench.stats.point_summary import PointSummary
 from storbench.units import format_block_size
 
 
 def utilisation_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     """Host CPU and the busiest device's utilisation against block size and against iodepth."""
-    cases: dict[str, PointSummary] = {}
-    for p in points:  # one per case: the directions of a case share their telemetry
-        cases.setdefault(p.case_id, p)
+    cases: dict[tuple[tuple[int, ...], str], PointSummary] = {}
+    for p in points:  # one per case (and run): the directions of a case share their telemetry
+        cases.setdefault((p.run_ids, p.case_id), p)
     measured = [p for p in cases.values() if p.metric("host_cpu_busy_pct") is not None]
     metrics = (("host_cpu_busy_pct", "host CPU", False), ("disk_busiest_util_pct", "busiest device", True),
                ("node_cpu_busy_pct", "busiest node CPU", False), ("node_disk_util_pct", "busiest node disk", True))
     figures = []
-    lab_keys = [k for k in varying_lab_keys(measured) if k != "lab"]
+    lab_keys, runs = [k for k in varying_lab_keys(measured) if k != "lab"], runs_apart(measured)
     for axis in ("bs", "iodepth"):
         lines: dict[str, list[PointSummary]] = {}
         for p in measured:
-            lines.setdefault(point_label(p, omit=(axis,), lab_keys=lab_keys, direction=False), []).append(p)
+            lines.setdefault(point_label(p, omit=(axis,), lab_keys=lab_keys, direction=False, runs=runs), []).append(p)
         lines = {k: v for k, v in lines.items() if len({p.bs_bytes if axis == "bs" else p.iodepth for p in v}) >= 2}
         if not lines:
             continue
@@ -61,9 +61,9 @@ def utilisation_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
 
 def process_cpu_figures(points: Sequence[PointSummary], limit: int = 6) -> list[FigureSpec]:
     """Per-process CPU (cores) at every point: which daemon eats the CPU."""
-    cases: dict[str, PointSummary] = {}
+    cases: dict[tuple[tuple[int, ...], str], PointSummary] = {}
     for p in points:
-        cases.setdefault(p.case_id, p)
+        cases.setdefault((p.run_ids, p.case_id), p)
     members = [p for p in cases.values() if p.process_cpu_cores]
     if not members:
         return []
@@ -75,9 +75,9 @@ def process_cpu_figures(points: Sequence[PointSummary], limit: int = 6) -> list[
     names = names[:limit]
     if not names:
         return []
-    lab_keys = [k for k in varying_lab_keys(members) if k != "lab"]
+    lab_keys, runs = [k for k in varying_lab_keys(members) if k != "lab"], runs_apart(members)
     # every point its own bar group (clients included)
-    labels = [point_label(p, lab_keys=lab_keys, direction=False, options=True) for p in members]
+    labels = [point_label(p, lab_keys=lab_keys, direction=False, options=True, runs=runs) for p in members]
     categories = tuple(dict.fromkeys(labels))
     series = tuple(Series(name=name, x=tuple(labels),
                           y=tuple(dict(p.process_cpu_cores).get(name, 0.0) for p in members), mode="bar")
@@ -96,8 +96,8 @@ def latency_layer_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     if not members:
         return []
     scale, unit = latency_unit([scaled_mean(p, "lat_mean_ns") for p in members])
-    lab_keys = [k for k in varying_lab_keys(members) if k != "lab"]
-    labels = [point_label(p, lab_keys=lab_keys, options=True) for p in members]
+    lab_keys, runs = [k for k in varying_lab_keys(members) if k != "lab"], runs_apart(members)
+    labels = [point_label(p, lab_keys=lab_keys, options=True, runs=runs) for p in members]
 
     def part(p: PointSummary) -> tuple[float, float, float]:
         """(in the storage's processing, its queue, outside it) in ``unit``; the queue only for the OSDs."""

@@ -138,14 +138,15 @@ def _load_axis(axis: str) -> LoadAxis:
     raise ValueError(f"not a load axis: {axis}")
 
 
-def curves(points: Sequence[PointSummary], axis: str) -> list[Curve]:
+def curves(points: Sequence[PointSummary], axis: str, *, pool_runs: bool = True) -> list[Curve]:
     """One curve per group of points that differ only in ``axis`` (at least 2 load levels): the same curve key
-    (`stats.curve`), runs pooled (a sweep measured over several runs is one curve)."""
+    (`stats.curve`), runs pooled (a sweep measured over several runs is one curve) unless not ``pool_runs``: then
+    a curve per run, for points summarised per run (two points of one case in one curve otherwise)."""
     load_axis = _load_axis(axis)
     groups: dict[CurveKey, list[PointSummary]] = {}
     for point in points:
         if point.metric("iops") is not None:
-            groups.setdefault(point.curve_key(load_axis, pool_runs=True), []).append(point)
+            groups.setdefault(point.curve_key(load_axis, pool_runs=pool_runs), []).append(point)
     out = []
     for members in groups.values():
         members = sorted(members, key=lambda p: axis_value(p.case, load_axis))
