@@ -430,11 +430,24 @@ def test_the_pod_script_passes_sigterm_to_fio_which_reports_and_logs_what_it_did
               .replace(BLOCK_DEVICE, str(tmp_path / "no-device")))
     assert "/tmp/" not in script.replace(str(tmp_path), "")  # nothing of the pod's paths left on this host
     env = {"PATH": os.environ["PATH"], "START_AT": "0"}
-    pod = subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+    # the image's shell (busybox) where this machine has it, with the applets the image links and fio on its PATH
+    shell = ["sh"]
+    if (busybox := shutil.which("busybox")) is not None:
+        from storbench.lab.k8s_images import BUSYBOX_APPLETS
+
+        shell, image_bin = [busybox, "sh"], tmp_path / "image-bin"
+        image_bin.mkdir()
+        for applet in BUSYBOX_APPLETS:
+            (image_bin / applet).symlink_to(busybox)
+        (image_bin / "fio").symlink_to(shutil.which("fio") or "fio")
+        env["PATH"] = str(image_bin)
+    pod = subprocess.Popen([*shell, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
     time.sleep(2)
     pod.send_signal(signal.SIGTERM)
     out, _ = pod.communicate(timeout=30)
     said = split_pod_log(out)
+    # the marker line gives the file's size: all of it read
+    assert said.json_bytes == (work / "fio.json").stat().st_size and said.whole, out[:200]
     runtime_ms = json.loads(said.json_text)["jobs"][0]["write"]["runtime"]
     assert 1000 <= runtime_ms <= 4000, runtime_ms  # ended by the SIGTERM, not after 8 s
     logs = dict(said.logs)
@@ -442,7 +455,7 @@ def test_the_pod_script_passes_sigterm_to_fio_which_reports_and_logs_what_it_did
                                                                                 .splitlines()) >= 8, logs.keys()
     (jobs / "job.fio").write_text(continued_job(job, RUNTIME_VARIABLE) or "")
     began = time.time()
-    again = subprocess.run(["sh", "-c", script], env={**env, "END_AT": str(int(began) + 3)}, capture_output=True,
+    again = subprocess.run([*shell, "-c", script], env={**env, "END_AT": str(int(began) + 3)}, capture_output=True,
                            text=True, timeout=30)
     said = split_pod_log(again.stdout)
     assert said.exit_status == 0 and 1.5 <= time.time() - began <= 6, again.stderr[-300:]
@@ -454,7 +467,8 @@ def test_the_pod_script_passes_sigterm_to_fio_which_reports_and_logs_what_it_did
     locked.mkdir(mode=0o755)
     for path in (tmp_path, jobs):
         path.chmod(0o755)
-    denied = subprocess.run(["setpriv", "--reuid=65532", "--regid=65532", "--clear-groups", "sh", "-c",
+    denied = subprocess.run([shutil.which("setpriv") or "setpriv", "--reuid=65532", "--regid=65532", "--clear-groups",
+                             *shell, "-c",
                              script.replace(f"d={work};", f"d={locked};")], env=env, capture_output=True,
                             text=True, timeout=30)
     said = split_pod_log(denied.stdout)

@@ -695,3 +695,54 @@ def test_a_runs_label_on_a_postgresql_store_is_the_same_from_any_directory(tmp_p
         labels.add((run_label(3, "bastion", url), run_label(3, "bastion", "r.db")))
     assert len({url_label for url_label, _ in labels}) == 1  # the URL's: one label
     assert len({file_label for _, file_label in labels}) == 2  # a relative file is another file elsewhere
+
+
+def test_a_log_that_holds_the_last_line_but_less_json_than_fio_wrote_is_read_again_and_said(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pod gives the size of fio's JSON on its marker line. A log read that holds the script's last line but
+    less of the JSON than that (a Kubernetes e2e run once failed 'fio output unreadable: Unterminated string' on a
+    block pod) is not whole: it is read again, and if it stays cut the error says the log came short, not fio."""
+    import threading
+
+    from storbench.execute import k8s_pods
+    from storbench.execute.k8s_manifests import EXIT_MARKER, split_pod_log
+    from storbench.execute.k8s_pods import RepetitionPods
+    from storbench.execute.pod_results import PodResult, judge_pods
+
+    fio_json = (FIXTURES / "randrw-numjobs2.jsonplus.json").read_text()
+    warning = "fio: cache invalidation of /dev/storbench failed: Permission denied\n"
+    written = warning + fio_json  # fio's file: its warnings, then the document
+    whole = f"STORBENCH-START 1\nSTORBENCH-FIO-JSON {len(written.encode())}\n{written}\n{EXIT_MARKER} 0\n"
+    middle = whole.index('"jobs"')
+    cut = whole[:middle] + f"\n{EXIT_MARKER} 0\n"  # bytes lost mid-stream, the last line there
+    said = split_pod_log(whole)
+    assert said.whole and not said.json_cut and said.json_bytes == len(written.encode())
+    said = split_pod_log(cut)
+    assert said.exit_status == 0 and said.json_cut and not said.whole
+    old = split_pod_log(whole.replace(f"STORBENCH-FIO-JSON {len(written.encode())}", "STORBENCH-FIO-JSON"))
+    assert old.whole and old.json_bytes is None  # a log of the script before the size: whole by its last line
+
+    class Follower:
+        def __init__(self) -> None:
+            self.text, self.ended, self.said_end = cut, threading.Event(), threading.Event()
+            self.ended.set()
+            self.said_end.set()
+
+    answers: list[str] = [cut, whole]
+
+    class Core:
+        def read_namespaced_pod_log(self, name: str, namespace: str, **_: object) -> str:
+            return answers.pop(0) if answers else cut
+
+    monkeypatch.setattr(k8s_pods.time, "sleep", lambda seconds: None)
+    pods = RepetitionPods.__new__(RepetitionPods)
+    pods.executor = SimpleNamespace(core=Core(), namespace="bench")  # type: ignore[assignment]
+    pods.followers = {"p": Follower()}  # type: ignore[dict-item]
+    assert pods.log_of("p", ended=True) == whole and answers == []
+    # cut every time: the repetition's error says where the text was lost
+    assert pods.log_of("p", ended=True) == cut
+    outcome = judge_pods(pvc_case(clients=1), [PodResult(pod="p", node="n1", phase="Succeeded", log=cut)], 1,
+                         job_text="", started_at_s=0.0, finished_at_s=1.0, timeout_s=10.0)
+    assert outcome.status == Status.FAILED
+    assert "fio output unreadable" in outcome.error and "its log came short" in outcome.error, outcome.error
+    assert f"of the {len(written.encode()):,} bytes fio wrote" in outcome.error

@@ -45,7 +45,8 @@ RUNTIME_VARIABLE = "STORBENCH_RUNTIME"  # a pod made again: its job's runtime, t
 # Waits for START_AT (epoch seconds), checks that fio's user can write its claim (opens the device read-write, or
 # makes a file in the directory: ACLs and read-only mounts count, not only mode bits), prints the moment fio
 # starts, runs fio in /tmp with its JSON to a file (fio may print warnings to stdout in block mode), then prints
-# the JSON after a marker line and each timeline log after a line naming it. A SIGTERM (the pod deleted) is passed
+# the JSON after a marker line that gives its size in bytes (a log read that came short is told from a whole one),
+# and each timeline log after a line naming it. A SIGTERM (the pod deleted) is passed
 # on to fio, which ends its jobs and writes its results and logs as at a normal end: a deleted pod still reports
 # what it did until then. A pod made again after a deletion has END_AT (epoch seconds): its job's runtime is the
 # time left until then, at least a second.
@@ -60,7 +61,7 @@ POD_SCRIPT = (
     "trap 'kill -TERM \"$fio\" 2>/dev/null' TERM; "
     f'fio --output-format=json+ --output=/tmp/fio.json {JOB_DIR}/job.fio & fio=$!; '
     'wait "$fio"; rc=$?; while kill -0 "$fio" 2>/dev/null; do wait "$fio"; rc=$?; done; '
-    f'echo "{JSON_MARKER}"; cat /tmp/fio.json; echo; '
+    f'echo "{JSON_MARKER} $(wc -c < /tmp/fio.json)"; cat /tmp/fio.json; echo; '
     f'for f in {TIMELINE_LOG}_iops.*.log {TIMELINE_LOG}_clat.*.log; do '
     f'[ -f "$f" ] && echo "{LOG_MARKER} $f" && cat "$f"; done; '
     f'echo "{EXIT_MARKER} $rc"; exit $rc'
@@ -258,6 +259,18 @@ class PodLog:
     exit_status: int | None
     logs: tuple[tuple[str, str], ...] = ()  # (file name, text), names as `fio.jobfile.timeline_logs` accepts
     unwritable: str = ""  # the claim's path or device fio's user could not write (fio not started)
+    json_bytes: int | None = None  # the size of fio's JSON file as the pod gave it (None: not given)
+    json_bytes_read: int = 0  # how much of it the log held
+
+    @property
+    def json_cut(self) -> bool:
+        """The log holds less of fio's JSON than the pod said it wrote: the log read came short, not fio."""
+        return self.json_bytes is not None and self.json_bytes_read < self.json_bytes
+
+    @property
+    def whole(self) -> bool:
+        """The log holds the script's last line and all of fio's JSON: nothing more to read."""
+        return self.exit_status is not None and not self.json_cut
 
 
 def split_pod_log(log: str) -> PodLog:
@@ -272,13 +285,17 @@ def split_pod_log(log: str) -> PodLog:
     json_lines: list[str] = []
     logs: dict[str, list[str]] = {}
     section: list[str] | None = None  # the lines of the section being read: fio's JSON, or a log
+    json_bytes: int | None = None
+    read = 0  # bytes of the JSON section read, warnings before the document included (the file holds them)
     for line in log.splitlines():
         if line.startswith(START_MARKER + " "):
             started = _number(line)
         elif line.startswith(UNWRITABLE_MARKER + " "):
             unwritable = line[len(UNWRITABLE_MARKER) + 1:].strip()
-        elif line == JSON_MARKER:
+        elif line == JSON_MARKER or line.startswith(JSON_MARKER + " "):
             section = json_lines
+            declared = line[len(JSON_MARKER):].strip()
+            json_bytes = int(declared) if declared.isdigit() else None
         elif line.startswith(LOG_MARKER + " "):
             name = line[len(LOG_MARKER) + 1:].strip()
             section = logs.setdefault(name, []) if timeline_logs([name]) else None
@@ -288,10 +305,13 @@ def split_pod_log(log: str) -> PodLog:
             exit_status = int(status) if status is not None and status == int(status) else None
         elif section is json_lines and (json_lines or line.startswith("{")):
             json_lines.append(line)  # from the document's first line: fio writes its warnings to the same file
+            read += len(line.encode()) + 1
+        elif section is json_lines:
+            read += len(line.encode()) + 1
         elif section is not None and section is not json_lines:
             section.append(line)
     return PodLog(started, "\n".join(json_lines), exit_status,
-                  tuple((name, "\n".join(lines) + "\n") for name, lines in logs.items()), unwritable)
+                  tuple((name, "\n".join(lines) + "\n") for name, lines in logs.items()), unwritable, json_bytes, read)
 
 
 def without_logs(log: str) -> str:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from storbench.execute.k8s_manifests import EXIT_MARKER, PodPlan, config_map_manifest, pod_manifest
+from storbench.execute.k8s_manifests import EXIT_MARKER, PodPlan, config_map_manifest, pod_manifest, split_pod_log
 from storbench.execute.pod_logs import FOLLOW_END_S, LogFollower
 
 LOG_READ_TIMEOUT_S = 10.0  # a pod's log read at the end of a repetition
@@ -60,21 +60,24 @@ class RepetitionPods:
         if follower is not None:
             whole = follower.ended.wait(FOLLOW_END_S if ended else 0)
             followed = follower.text
-            if whole and followed and follower.said_end.is_set():  # to the script's last line: nothing more
-                return followed
+            if whole and followed and follower.said_end.is_set() and split_pod_log(followed).whole:
+                return followed  # to the script's last line, fio's JSON all there: nothing more
         now = ""
         # a pod that ended: its log read again (up to LOG_READS times, waiting longer each time) until it holds the
-        # script's last line; a read that failed or came short under load had left the follower's cut text (fio's
-        # JSON cut mid-way), and three reads a second apart once came short too (the node's log written late)
+        # script's last line and as much of fio's JSON as the pod said it wrote; a read that failed or came short
+        # under load had left the follower's cut text (fio's JSON cut mid-way), and three reads a second apart once
+        # came short too (the node's log written late)
         reads = LOG_READS if ended and again else 1
         for attempt in range(reads):
             with contextlib.suppress(Exception):  # a deleted pod's is gone: 404; a failed node's does not answer
                 read = self.executor.core.read_namespaced_pod_log(
                     name, self.executor.namespace, _request_timeout=LOG_READ_TIMEOUT_S)
                 now = read if len(str(read)) > len(now) else now
-            if f"{EXIT_MARKER} " in now or attempt + 1 == reads:
+            if split_pod_log(now).whole or attempt + 1 == reads:
                 break
             time.sleep(1.0 + attempt)
+        if split_pod_log(now).whole and not split_pod_log(followed).whole:
+            return now
         return followed if len(followed) >= len(now) else now
 
     def stop_following(self) -> None:

@@ -65,7 +65,9 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
                 try:
                     output = parse_fio_json(said.json_text)
                 except ValueError as exc:
-                    problem = f"pod {result.pod}: fio output unreadable: {exc}"
+                    problem = f"pod {result.pod}: fio output unreadable: {exc}" + (
+                        f" (its log came short: {said.json_bytes_read:,} of the {said.json_bytes:,} bytes fio wrote; "
+                        "the Kubernetes API handed over a cut log)" if said.json_cut and said.json_bytes else "")
             if problem:
                 error = error or ("" if result.deleted else problem)
                 continue

@@ -31,7 +31,8 @@ int main(void) {
 }
 """
 FIO_ENTRYPOINT = ["/usr/bin/fio"]
-BUSYBOX_APPLETS = ("sh", "cat", "sleep", "date", "mkdir", "ls", "echo", "test", "[", "rm", "cp", "env", "true")
+BUSYBOX_APPLETS = ("sh", "cat", "sleep", "date", "mkdir", "ls", "echo", "test", "[", "rm", "cp", "env", "true",
+                   "wc")
 
 
 def shared_libraries(binary: str) -> list[str]:
