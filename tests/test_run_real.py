@@ -49,6 +49,60 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return work, work / "r.db"
 
 
+def test_show_fio_gives_each_repetitions_exact_job_file_which_fio_reads_as_it_is(
+        finished_run: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """The job text, command, fio output and stderr were stored with every repetition and no command showed them:
+    `show --fio` gives them, repetition by repetition, after '#' lines fio reads as comments."""
+    import shutil
+    import subprocess
+
+    from storbench.store import open_store
+
+    work, db = finished_run
+    code, out, err = run_cli(capsys, "show", "--db", str(db), "--fio", "job")
+    assert code == 0, err
+    assert out.count("# run 1, case ") == 6 and out.count("[global]") == 6
+    store = open_store(db, read_only=True)
+    stored = {(r.case.case_id, r.rep_index): r for r in store.repetitions([1])}
+    store.close()
+    (case_id, rep_index), rep = sorted(stored.items())[-1]
+    code, out, err = run_cli(capsys, "show", "--db", str(db), "--fio", "job", "--where", f"case_id={case_id}",
+                             "--where", f"repeat={rep_index + 1}")
+    assert code == 0, err
+    head, _, job = out.partition("\n")
+    assert head == f"# run 1, case {case_id}, repetition {rep_index + 1} (ok): scratch {rep.case.workload.rw} " \
+        f"{rep.case.workload.bs_bytes // 1024}k qd={rep.case.workload.iodepth} jobs={rep.case.workload.numjobs}"
+    assert job.rstrip("\n") == rep.job_text.rstrip("\n")  # the exact job file
+    single = work / "one.fio"
+    single.write_text(out)
+    parsed = subprocess.run([shutil.which("fio") or "fio", "--parse-only", str(single)], capture_output=True,
+                            text=True, timeout=30, cwd=work)
+    assert parsed.returncode == 0, parsed.stderr
+    code, out, _ = run_cli(capsys, "show", "--db", str(db), "--fio", "command", "--where", f"case_id={case_id}")
+    assert code == 0 and out.count("--output-format=json+") == 2, out
+    code, out, _ = run_cli(capsys, "show", "--db", str(db), "--fio", "output", "--where", f"case_id={case_id}")
+    assert code == 0 and out.count('"fio version"') == 2
+    code, _, err = run_cli(capsys, "show", "--db", str(db), "--fio", "job", "--format", "json")
+    assert code == 2 and "--format json is for the results table" in err and len(err.strip().splitlines()) == 1
+
+
+def test_fio_texts_escape_what_a_crafted_database_holds_and_say_what_is_not_stored() -> None:
+    from storbench.model import Status
+    from storbench.report.provenance import RepetitionTexts, fio_texts
+    from synthetic import observation
+
+    case = observation(case_id="c1", target="disk").case
+    item = RepetitionTexts(run_id=3, case=case, rep_index=0, status=Status.FAILED, error="fio exited 1\x1b]0;x\x07",
+                           job_text="", command=("fio", "a b.fio"), output="\x1b[2Jcleared\n", stderr="")
+    assert fio_texts([item], "job").splitlines() == [
+        "# run 3, case c1, repetition 1 (failed): disk randread 4k qd=1 jobs=1",
+        "# error: fio exited 1\\x1b]0;x\\x07",
+        "# no job file (an imported repetition keeps none) stored for this repetition"]
+    assert fio_texts([item], "command").splitlines()[-1] == "fio 'a b.fio'"
+    assert fio_texts([item], "output").splitlines()[-1] == "\\x1b[2Jcleared"
+    assert "\x1b" not in fio_texts([item], "output") + fio_texts([item], "stderr")
+
+
 def test_every_repetition_is_stored_once_and_ok(finished_run: tuple[Path, Path]) -> None:
     _work, db = finished_run
     rows = repetition_rows(db)
