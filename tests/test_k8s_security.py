@@ -721,6 +721,16 @@ def test_a_log_that_holds_the_last_line_but_less_json_than_fio_wrote_is_read_aga
     assert said.exit_status == 0 and said.json_cut and not said.whole
     old = split_pod_log(whole.replace(f"STORBENCH-FIO-JSON {len(written.encode())}", "STORBENCH-FIO-JSON"))
     assert old.whole and old.json_bytes is None  # a log of the script before the size: whole by its last line
+    # a name with a line separator in it: counted by its bytes, not judged cut
+    odd = written.replace('"jobname" : "', '"jobname" : "\u2028\x85', 1)
+    assert odd != written
+    said = split_pod_log(f"STORBENCH-FIO-JSON {len(odd.encode())}\n{odd}\n{EXIT_MARKER} 0\n")
+    assert said.whole, (said.json_bytes, said.json_bytes_read)
+    # whole lines lost: the document may still parse, short of some of its bins; cut all the same
+    lines = whole.split("\n")
+    bins = next(i for i, line in enumerate(lines) if line.strip().startswith('"bins"'))
+    dropped = "\n".join(lines[:bins + 1] + lines[bins + 3:])
+    assert split_pod_log(dropped).json_cut
 
     class Follower:
         def __init__(self) -> None:
@@ -741,6 +751,9 @@ def test_a_log_that_holds_the_last_line_but_less_json_than_fio_wrote_is_read_aga
     assert pods.log_of("p", ended=True) == whole and answers == []
     # cut every time: the repetition's error says where the text was lost
     assert pods.log_of("p", ended=True) == cut
+    outcome = judge_pods(pvc_case(clients=1), [PodResult(pod="p", node="n1", phase="Succeeded", log=dropped)], 1,
+                         job_text="", started_at_s=0.0, finished_at_s=1.0, timeout_s=10.0)
+    assert outcome.status == Status.FAILED and "its log came short" in outcome.error, outcome.error
     outcome = judge_pods(pvc_case(clients=1), [PodResult(pod="p", node="n1", phase="Succeeded", log=cut)], 1,
                          job_text="", started_at_s=0.0, finished_at_s=1.0, timeout_s=10.0)
     assert outcome.status == Status.FAILED

@@ -511,6 +511,35 @@ def test_a_curve_whose_points_ran_in_different_runs_says_its_intervals_leave_tha
     assert "different runs" not in table_text(curve) and "different runs" not in _report_saturation([curve])
 
 
+def test_a_report_keeps_a_sweep_spread_over_runs_one_curve_and_draws_a_case_of_several_runs_once_per_run() -> None:
+    """The report keeps runs apart (`report --pool` pools them) only where a case has points of several runs: a
+    sweep spread over runs (iodepth 1-8 in run 1, 16-64 in run 2) stays one curve and one line, with the caption
+    that its points ran in different runs; the same sweep run twice is a curve and a line per run, each named."""
+    from storbench.report.build import build_report
+
+    lat = {1: 0.1, 2: 0.1, 4: 0.1, 8: 0.2, 16: 0.4, 32: 0.8, 64: 1.6}
+    iops = {1: 10_000, 2: 20_000, 4: 40_000, 8: 40_000, 16: 40_000, 32: 40_000, 64: 40_000}
+    found = [observation(case_id=f"iodepth{load}", repeat=r, iops=value, lat_mean_ns=lat[load] * 1e6,
+                         lat_p99_ns=2 * lat[load] * 1e6, iodepth=load, run_id=1 if load <= 8 else 2)
+             for load in lat for r, value in enumerate(three(iops[load]))]
+    doc = build_report("t", [], [], found)
+    (curve,) = doc.curves
+    assert len(curve.points) == 7 and "ran in different runs" in _report_saturation(doc.curves)
+    (line,) = {f.figure_id: f for f in doc.figures}["iops-vs-iodepth"].series
+    assert not line.name.startswith("run") and len(line.x) == 7
+    twice = [observation(case_id=f"iodepth{load}", repeat=r, iops=value / run, lat_mean_ns=lat[load] * 1e6,
+                         lat_p99_ns=2 * lat[load] * 1e6, iodepth=load, run_id=run)
+             for run in (1, 2) for load in lat for r, value in enumerate(three(iops[load]))]
+    doc = build_report("t", [], [], twice)
+    assert sorted(c.points[0].point.run_ids for c in doc.curves) == [(1,), (2,)]
+    lines = {f.figure_id: f for f in doc.figures}["iops-vs-iodepth"].series
+    assert sorted(s.name.split(":")[0] for s in lines) == ["run 1", "run 2"]
+    assert {s.name.split(":")[0]: max(s.y) for s in lines} == pytest.approx({"run 1": 40_000, "run 2": 20_000},
+                                                                             rel=0.05)
+    (pooled,) = build_report("t", [], [], twice, pool=True).curves
+    assert pooled.points[0].point.run_ids == (1, 2)
+
+
 def test_latency_is_said_not_to_grow_only_where_shown_within_the_margin() -> None:
     """bench/curve_rule.py's second table: flat IOPS, mean latency grown +10 % (the margin) at the highest load,
     latency varying 5 %, 5 repetitions: "latency did not grow" in about 5 % of curves (the one-sided test); where it

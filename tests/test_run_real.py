@@ -49,24 +49,24 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return work, work / "r.db"
 
 
-def test_show_fio_gives_each_repetitions_exact_job_file_which_fio_reads_as_it_is(
+def test_show_raw_gives_each_repetitions_exact_job_file_which_fio_reads_as_it_is(
         finished_run: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     """The job text, command, fio output and stderr were stored with every repetition and no command showed them:
-    `show --fio` gives them, repetition by repetition, after '#' lines fio reads as comments."""
+    `show --raw` gives them, repetition by repetition, after '#' lines fio reads as comments."""
     import shutil
     import subprocess
 
     from storbench.store import open_store
 
     work, db = finished_run
-    code, out, err = run_cli(capsys, "show", "--db", str(db), "--fio", "job")
+    code, out, err = run_cli(capsys, "show", "--db", str(db), "--raw", "job")
     assert code == 0, err
     assert out.count("# run 1, case ") == 6 and out.count("[global]") == 6
     store = open_store(db, read_only=True)
     stored = {(r.case.case_id, r.rep_index): r for r in store.repetitions([1])}
     store.close()
     (case_id, rep_index), rep = sorted(stored.items())[-1]
-    code, out, err = run_cli(capsys, "show", "--db", str(db), "--fio", "job", "--where", f"case_id={case_id}",
+    code, out, err = run_cli(capsys, "show", "--db", str(db), "--raw", "job", "--where", f"case_id={case_id}",
                              "--where", f"repeat={rep_index + 1}")
     assert code == 0, err
     head, _, job = out.partition("\n")
@@ -78,11 +78,11 @@ def test_show_fio_gives_each_repetitions_exact_job_file_which_fio_reads_as_it_is
     parsed = subprocess.run([shutil.which("fio") or "fio", "--parse-only", str(single)], capture_output=True,
                             text=True, timeout=30, cwd=work)
     assert parsed.returncode == 0, parsed.stderr
-    code, out, _ = run_cli(capsys, "show", "--db", str(db), "--fio", "command", "--where", f"case_id={case_id}")
+    code, out, _ = run_cli(capsys, "show", "--db", str(db), "--raw", "command", "--where", f"case_id={case_id}")
     assert code == 0 and out.count("--output-format=json+") == 2, out
-    code, out, _ = run_cli(capsys, "show", "--db", str(db), "--fio", "output", "--where", f"case_id={case_id}")
+    code, out, _ = run_cli(capsys, "show", "--db", str(db), "--raw", "output", "--where", f"case_id={case_id}")
     assert code == 0 and out.count('"fio version"') == 2
-    code, _, err = run_cli(capsys, "show", "--db", str(db), "--fio", "job", "--format", "json")
+    code, _, err = run_cli(capsys, "show", "--db", str(db), "--raw", "job", "--format", "json")
     assert code == 2 and "--format json is for the results table" in err and len(err.strip().splitlines()) == 1
 
 

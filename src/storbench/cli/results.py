@@ -81,8 +81,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.cost and args.format != "table":
         raise UserError(f"--cost is a table of its own; --format {args.format} gives each point's summary without it",
                         hint="drop --format for the cost table (-o FILE writes it), or drop --cost")
-    if args.fio:
-        return _show_fio(args)
+    if args.raw:
+        return _show_raw(args)
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
     require_results(selection, args)
     title = f"{selection.label} — {args.db}"
@@ -116,8 +116,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show_fio(args: argparse.Namespace) -> int:
-    """`show --fio WHAT`: each chosen repetition's job file, command, fio output or standard error, as stored."""
+def _show_raw(args: argparse.Namespace) -> int:
+    """`show --raw WHAT`: each chosen repetition's job file, command, fio output or standard error, as stored."""
     from storbench.report.provenance import RepetitionTexts, fio_texts
     from storbench.selection import repetition_keys, select, where_items
     from storbench.store import open_store
@@ -125,8 +125,8 @@ def _show_fio(args: argparse.Namespace) -> int:
     if args.cost or args.format != "table" or args.pool or args.wide:
         given = "--cost" if args.cost else f"--format {args.format}" if args.format != "table" else (
             "--pool" if args.pool else "--wide")
-        raise UserError(f"--fio gives each repetition's {args.fio} as stored; {given} is for the results table",
-                        hint="drop one of them (--where and --run choose the repetitions --fio shows)")
+        raise UserError(f"--raw gives each repetition's {args.raw} as stored; {given} is for the results table",
+                        hint="drop one of them (--where and --run choose the repetitions --raw shows)")
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
     require_results(selection, args)
     chosen = repetition_keys(selection.observations)
@@ -140,7 +140,7 @@ def _show_fio(args: argparse.Namespace) -> int:
                                          tuple(command), output, stderr))
     finally:
         store.close()
-    _write_output(fio_texts(items, args.fio), args.output)
+    _write_output(fio_texts(items, args.raw), args.output)
     return 0
 
 
@@ -247,7 +247,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--cost", action="store_true",
                    help="what each I/O cost in CPU: µs per I/O by component (fio, the Ceph daemons, nfs-ganesha, "
                    "radosgw, the kernel) with intervals, and IOPS per core")
-    p.add_argument("--fio", choices=("job", "command", "output", "stderr"), default=None,
+    p.add_argument("--raw", choices=("job", "command", "output", "stderr"), default=None,
                    help="each chosen repetition's exact fio job file, command line, fio output or standard error as "
                    "stored, after '#' lines naming it (one repetition's job file runs with fio as it is; choose it "
                    "with --where case_id=ID --where repeat=N)")

@@ -286,7 +286,6 @@ def split_pod_log(log: str) -> PodLog:
     logs: dict[str, list[str]] = {}
     section: list[str] | None = None  # the lines of the section being read: fio's JSON, or a log
     json_bytes: int | None = None
-    read = 0  # bytes of the JSON section read, warnings before the document included (the file holds them)
     for line in log.splitlines():
         if line.startswith(START_MARKER + " "):
             started = _number(line)
@@ -295,7 +294,7 @@ def split_pod_log(log: str) -> PodLog:
         elif line == JSON_MARKER or line.startswith(JSON_MARKER + " "):
             section = json_lines
             declared = line[len(JSON_MARKER):].strip()
-            json_bytes = int(declared) if declared.isdigit() else None
+            json_bytes = int(declared) if declared.isascii() and declared.isdigit() else None
         elif line.startswith(LOG_MARKER + " "):
             name = line[len(LOG_MARKER) + 1:].strip()
             section = logs.setdefault(name, []) if timeline_logs([name]) else None
@@ -305,13 +304,26 @@ def split_pod_log(log: str) -> PodLog:
             exit_status = int(status) if status is not None and status == int(status) else None
         elif section is json_lines and (json_lines or line.startswith("{")):
             json_lines.append(line)  # from the document's first line: fio writes its warnings to the same file
-            read += len(line.encode()) + 1
-        elif section is json_lines:
-            read += len(line.encode()) + 1
         elif section is not None and section is not json_lines:
             section.append(line)
     return PodLog(started, "\n".join(json_lines), exit_status,
-                  tuple((name, "\n".join(lines) + "\n") for name, lines in logs.items()), unwritable, json_bytes, read)
+                  tuple((name, "\n".join(lines) + "\n") for name, lines in logs.items()), unwritable, json_bytes,
+                  _json_bytes_read(log))
+
+
+def _json_bytes_read(log: str) -> int:
+    """Bytes of the log's JSON section, from its marker line to the next marker (fio's warnings before the document
+    included: the file holds them), each line with its newline. Lines are cut at newlines only, as the pod printed
+    them (``splitlines`` also cuts at \\r, \\x85 or \\u2028, whose bytes a count by its lines would miss)."""
+    read, inside = 0, False
+    for line in log.split("\n"):
+        if line == JSON_MARKER or line.startswith(JSON_MARKER + " "):
+            read, inside = 0, True
+        elif inside and line.startswith((LOG_MARKER + " ", EXIT_MARKER + " ")):
+            break
+        elif inside:
+            read += len(line.encode()) + 1
+    return read
 
 
 def without_logs(log: str) -> str:

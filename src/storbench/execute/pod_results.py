@@ -61,13 +61,15 @@ def judge_pods(case: Case, results: Sequence[PodResult], expected: int, *, job_t
                 problem = unwritable_problem(result.pod, said.unwritable, pvc_of(case).pod_security)
             elif not said.json_text.strip():
                 problem = f"pod {result.pod} ({result.phase}) returned no fio output"
+            elif said.json_cut:  # lines lost whole may leave a document that parses, short of some of its bins
+                problem = (f"pod {result.pod}: fio output unreadable: its log came short ({said.json_bytes_read:,} "
+                           f"of the {said.json_bytes or 0:,} bytes fio wrote): the Kubernetes API handed over a cut "
+                           "log, read again until its reads ran out")
             else:
                 try:
                     output = parse_fio_json(said.json_text)
                 except ValueError as exc:
-                    problem = f"pod {result.pod}: fio output unreadable: {exc}" + (
-                        f" (its log came short: {said.json_bytes_read:,} of the {said.json_bytes:,} bytes fio wrote; "
-                        "the Kubernetes API handed over a cut log)" if said.json_cut and said.json_bytes else "")
+                    problem = f"pod {result.pod}: fio output unreadable: {exc}"
             if problem:
                 error = error or ("" if result.deleted else problem)
                 continue

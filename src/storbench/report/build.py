@@ -12,7 +12,7 @@ from storbench.report.drift_figures import drift_figures
 from storbench.report.failover import failover_line, failover_verdict, scorecard_rows, timeline_figures
 from storbench.report.history import HISTORY_METRICS, MIN_RUNS_DRAWN, history_figures
 from storbench.report.html import ReportDocument
-from storbench.report.labels import point_label, varying_lab_keys
+from storbench.report.labels import point_label, runs_apart, varying_lab_keys
 from storbench.report.point_figures import (
     block_size_figures,
     cdf_figures,
@@ -55,7 +55,8 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
     memory = {r.run_id: r.mem_total_bytes for r in runs}
     points = summarize_points(observations, memory, expectations=expectations(runs), levels=interval_levels(runs),
                               by_run=not pool)
-    curve_list = [c for axis in LOAD_AXES for c in curves(points, axis, pool_runs=pool)]
+    # a case measured in several runs: a curve per run; else a sweep spread over runs stays one curve
+    curve_list = [c for axis in LOAD_AXES for c in curves(points, axis, pool_runs=not runs_apart(points))]
     drifts = [d for run in runs for d in run_drifts(observations, run.run_id)]
     varying = varying_lab_keys(points)
     labels = {p.case_id: point_label(p, direction=False, lab_keys=varying) for p in reversed(points)}

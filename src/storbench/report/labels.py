@@ -142,16 +142,25 @@ def point_label(p: PointSummary, *, omit: Collection[str] = (), lab_keys: Sequen
     return " ".join(part for part in parts if part)
 
 
-def runs_apart(points: Sequence[PointSummary]) -> bool:
-    """Whether ``points`` are of several runs, or sets of runs (`show --run all`, a report over several runs that
-    does not pool them): each point's label then says its runs, or two points of one case would read alike."""
+def several_runs(points: Sequence[PointSummary]) -> bool:
+    """Whether ``points`` are rows of several runs, or sets of runs (`show --run all`): a table says each row's."""
     return len({q.run_ids for q in points}) > 1
 
 
+def runs_apart(points: Sequence[PointSummary]) -> bool:
+    """Whether a case of ``points`` is a point of each of several runs (a report over runs of one plan that does not
+    pool them): each point's label then says its runs, or two points of one case would read alike and be drawn as
+    one line. Cases of one run each (a sweep spread over runs) need none: their points stay one line."""
+    runs_of_case: dict[str, set[tuple[int, ...]]] = {}
+    for q in points:
+        runs_of_case.setdefault(q.case_id, set()).add(q.run_ids)
+    return any(len(runs) > 1 for runs in runs_of_case.values())
+
+
 def run_prefix(p: PointSummary, points: Sequence[PointSummary]) -> str:
-    """'run 2: ' where ``points`` are rows of several runs (``runs_apart``); '' where they are one run's, or
+    """'run 2: ' where ``points`` are rows of several runs (``several_runs``); '' where they are one run's, or
     pooled alike."""
-    return f"run {','.join(map(str, p.run_ids))}: " if runs_apart(points) else ""
+    return f"run {','.join(map(str, p.run_ids))}: " if several_runs(points) else ""
 
 
 def varying_lab_keys(points: Sequence[PointSummary]) -> list[str]:
@@ -199,9 +208,14 @@ def curve_label(curve: Curve, lab_keys: Sequence[str] = (), *, runs: bool = Fals
 
 
 def curves_runs_apart(curves: Sequence[Curve]) -> bool:
-    """Whether ``curves`` ran in different runs (a report that keeps runs apart draws a curve per run): their
-    labels then say their runs."""
-    return len({frozenset(run for c in curve.points for run in c.point.run_ids) for curve in curves}) > 1
+    """Whether a case lies on curves of different runs (a report that keeps the runs of one plan apart draws a
+    curve per run): their labels then say their runs."""
+    runs_of_case: dict[str, set[frozenset[int]]] = {}
+    for curve in curves:
+        ran = frozenset(run for c in curve.points for run in c.point.run_ids)
+        for c in curve.points:
+            runs_of_case.setdefault(c.point.case_id, set()).add(ran)
+    return any(len(runs) > 1 for runs in runs_of_case.values())
 
 
 def curve_lab_keys(curves: Sequence[Curve]) -> list[str]:

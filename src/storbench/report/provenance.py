@@ -1,4 +1,4 @@
-"""What ran and what fio said, repetition by repetition (`show --fio`): the exact job file, the command, fio's
+"""What ran and what fio said, repetition by repetition (`show --raw`): the exact job file, the command, fio's
 output and its standard error as stored. Pure."""
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ def _text(item: RepetitionTexts, what: str) -> str:
 
 
 def fio_texts(items: Sequence[RepetitionTexts], what: str) -> str:
-    """Each repetition's ``what`` ("job", "command", "output" or "stderr", as `show --fio` names them) after a
-    header of lines starting with '#', which fio reads as comments: one repetition's `--fio job` is a job file fio
+    """Each repetition's ``what`` ("job", "command", "output" or "stderr", as `show --raw` names them) after a
+    header of lines starting with '#', which fio reads as comments: one repetition's `--raw job` is a job file fio
     runs as it is. Control characters are shown escaped (a crafted database's text never drives the terminal); a
     text not stored says so."""
     blocks = []
     for item in items:
-        head = [f"# run {item.run_id}, case {item.case.case_id}, repetition {item.rep_index + 1} "
+        head = [f"# run {item.run_id}, case {safe_text(item.case.case_id)}, repetition {item.rep_index + 1} "
                 f"({item.status.value}): {safe_text(case_text(item.case))}"]
         if item.error:
             head.append(f"# error: {safe_text(item.error)}")

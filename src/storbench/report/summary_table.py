@@ -14,7 +14,7 @@ from storbench.report.labels import (
     lab_text,
     options_text,
     rate_unit,
-    runs_apart,
+    several_runs,
     varying_lab_keys,
 )
 from storbench.report.tables import expected_cell, iops_with_ci, telemetry_cell, telemetry_columns
@@ -54,7 +54,7 @@ def summary_table(points: Sequence[PointSummary]) -> str:
     varies = {id(p): " ".join(distinct_text(p, options=with_options)) for p in points}
     with_varies = any(varies.values())
     rate, level = rate_unit(p.rw for p in points), interval_level(points)
-    runs = runs_apart(points)  # rows of several runs (a report that keeps runs apart): a row's run, as `show` has
+    runs = several_runs(points)  # rows of several runs (a report that keeps runs apart): a row's run, as `show` has
     head = (*(("run",) if runs else ()), "target", "rw", "bs", "iodepth", "jobs",
             *(("clients",) if with_clients else ()),
             *(("varies",) if with_varies else ()),
