@@ -122,10 +122,10 @@ def _show_raw(args: argparse.Namespace) -> int:
     from storbench.selection import repetition_keys, select, where_items
     from storbench.store import open_store
 
-    if args.cost or args.format != "table" or args.pool or args.wide:
-        given = "--cost" if args.cost else f"--format {args.format}" if args.format != "table" else (
-            "--pool" if args.pool else "--wide")
-        raise UserError(f"--raw gives each repetition's {args.raw} as stored; {given} is for the results table",
+    given = [flag for flag, on in (("--cost", args.cost), (f"--format {args.format}", args.format != "table"),
+                                   ("--pool", args.pool), ("--wide", args.wide)) if on]
+    if given:
+        raise UserError(f"--raw gives each repetition's {args.raw} as stored; {given[0]} is for the results table",
                         hint="drop one of them (--where and --run choose the repetitions --raw shows)")
     selection = select(args.db, args.run, where_items(args.where, args.target), default_latest=True)
     require_results(selection, args)

@@ -291,7 +291,7 @@ def split_pod_log(log: str) -> PodLog:
             started = _number(line)
         elif line.startswith(UNWRITABLE_MARKER + " "):
             unwritable = line[len(UNWRITABLE_MARKER) + 1:].strip()
-        elif line == JSON_MARKER or line.startswith(JSON_MARKER + " "):
+        elif _json_marker(line):
             section = json_lines
             declared = line[len(JSON_MARKER):].strip()
             json_bytes = int(declared) if declared.isascii() and declared.isdigit() else None
@@ -311,13 +311,18 @@ def split_pod_log(log: str) -> PodLog:
                   _json_bytes_read(log))
 
 
+def _json_marker(line: str) -> bool:
+    """The line before fio's JSON: the marker, with the file's size after it (or alone: the script before it)."""
+    return line == JSON_MARKER or line.startswith(JSON_MARKER + " ")
+
+
 def _json_bytes_read(log: str) -> int:
     """Bytes of the log's JSON section, from its marker line to the next marker (fio's warnings before the document
     included: the file holds them), each line with its newline. Lines are cut at newlines only, as the pod printed
     them (``splitlines`` also cuts at \\r, \\x85 or \\u2028, whose bytes a count by its lines would miss)."""
     read, inside = 0, False
     for line in log.split("\n"):
-        if line == JSON_MARKER or line.startswith(JSON_MARKER + " "):
+        if _json_marker(line):
             read, inside = 0, True
         elif inside and line.startswith((LOG_MARKER + " ", EXIT_MARKER + " ")):
             break

@@ -56,13 +56,14 @@ class RepetitionPods:
         ``again``: read an ended pod's log again until it is whole (not for a deleted pod or one lost with its
         node: a read of theirs fails the same each time, 404 or the timeout)."""
         follower = self.followers.get(name)
-        followed = ""
+        followed, followed_whole = "", False
         if follower is not None:
             whole = follower.ended.wait(FOLLOW_END_S if ended else 0)
             followed = follower.text
-            if whole and followed and follower.said_end.is_set() and split_pod_log(followed).whole:
+            followed_whole = bool(followed) and split_pod_log(followed).whole
+            if whole and followed_whole:
                 return followed  # to the script's last line, fio's JSON all there: nothing more
-        now = ""
+        now, now_whole = "", False
         # a pod that ended: its log read again (up to LOG_READS times, waiting longer each time) until it holds the
         # script's last line and as much of fio's JSON as the pod said it wrote; a read that failed or came short
         # under load had left the follower's cut text (fio's JSON cut mid-way), and three reads a second apart once
@@ -73,10 +74,11 @@ class RepetitionPods:
                 read = self.executor.core.read_namespaced_pod_log(
                     name, self.executor.namespace, _request_timeout=LOG_READ_TIMEOUT_S)
                 now = read if len(str(read)) > len(now) else now
-            if split_pod_log(now).whole or attempt + 1 == reads:
+            now_whole = split_pod_log(now).whole
+            if now_whole or attempt + 1 == reads:
                 break
             time.sleep(1.0 + attempt)
-        if split_pod_log(now).whole and not split_pod_log(followed).whole:
+        if now_whole and not followed_whole:
             return now
         return followed if len(followed) >= len(now) else now
 

@@ -210,12 +210,7 @@ def curve_label(curve: Curve, lab_keys: Sequence[str] = (), *, runs: bool = Fals
 def curves_runs_apart(curves: Sequence[Curve]) -> bool:
     """Whether a case lies on curves of different runs (a report that keeps the runs of one plan apart draws a
     curve per run): their labels then say their runs."""
-    runs_of_case: dict[str, set[frozenset[int]]] = {}
-    for curve in curves:
-        ran = frozenset(run for c in curve.points for run in c.point.run_ids)
-        for c in curve.points:
-            runs_of_case.setdefault(c.point.case_id, set()).add(ran)
-    return any(len(runs) > 1 for runs in runs_of_case.values())
+    return runs_apart([c.point for curve in curves for c in curve.points])
 
 
 def curve_lab_keys(curves: Sequence[Curve]) -> list[str]:

@@ -11,6 +11,9 @@ from storbench.model import Case, Status
 from storbench.report.events import case_text
 from storbench.safe_text import safe_text
 
+NOT_STORED = {"job": "job file (an imported repetition keeps none)", "command": "command",
+              "output": "fio output", "stderr": "standard error"}  # what a text not stored is called
+
 
 @dataclass(frozen=True)
 class RepetitionTexts:
@@ -51,7 +54,3 @@ def fio_texts(items: Sequence[RepetitionTexts], what: str) -> str:
             body = f"# no {NOT_STORED[what]} stored for this repetition"
         blocks.append("\n".join(head) + "\n" + safe_text(body, multiline=True).rstrip("\n") + "\n")
     return "\n".join(blocks)
-
-
-NOT_STORED = {"job": "job file (an imported repetition keeps none)", "command": "command",
-              "output": "fio output", "stderr": "standard error"}

@@ -20,6 +20,7 @@ from storbench.report.labels import (
     point_label,
     rate_unit,
     run_prefix,
+    runs_apart,
     varying_lab_keys,
 )
 from storbench.safe_text import safe_text
@@ -180,10 +181,7 @@ def results_table(points: Sequence[PointSummary], title: str, width: int | None 
     with_expected = any(p.expected is not None for p in points)
     level = interval_level(points)  # a run repeated `until: ci` shows its intervals at its own level
     # which run a row is from, where a case shows up in several runs (kept apart) or a row pools runs
-    runs_of_case: dict[str, set[tuple[int, ...]]] = {}
-    for p in points:
-        runs_of_case.setdefault(p.case_id, set()).add(p.run_ids)
-    with_runs = any(len(p.run_ids) > 1 for p in points) or any(len(r) > 1 for r in runs_of_case.values())
+    with_runs = any(len(p.run_ids) > 1 for p in points) or runs_apart(points)
 
     def varies(p: PointSummary) -> str:  # hidden workload fields that differ between the rows
         return " ".join(distinct_text(p, options=with_options))
