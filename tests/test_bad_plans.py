@@ -334,6 +334,9 @@ BAD_PLANS = [
     case("a-fraction-written-as-a-plain-percent", Bad(
         BASE + "compare: {baseline: bs=4k, candidate: rw=randread, margin: 5}\n", 8, "compare.margin",
         ("5 is not less than 100%", "write 5% for 5 percent: a plain number is a fraction"))),
+    case("a-margin-with-a-fixed-repeat", Bad(
+        BASE + "compare: {baseline: bs=4k, candidate: rw=randread, margin: 5%}\n", 8, "compare.margin",
+        ("equivalence within a margin is what repeat: {until: decided} decides", "drop margin"))),
     case("a-duration-bound-said-as-a-duration", Bad(BASE + "timeout_grace: 2h\n", 8, "timeout_grace",
                                                     ("'2h' is not at most 1h", "give at most 1h"),
                                                     absent=("3600",))),

@@ -426,3 +426,39 @@ def test_a_run_stopped_before_its_first_look_shows_one_interval_not_two() -> Non
     assert plain is not None and cell.answer.change.high - cell.answer.change.low > plain.high - plain.low
     assert cell.difference is not None and cell.difference.change_ci_low_pct == pytest.approx(
         100 * cell.answer.change.low, rel=1e-6)
+
+
+def test_compare_and_the_report_take_the_comparison_the_plan_names_when_given_no_sides(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A plan's `compare:` with a fixed repeat was accepted and then read by nothing: `compare` refused without
+    --baseline and --candidate, and the report had no Comparison section. Now both take the latest run's question
+    (saying so), and refuse in one line where it names none."""
+    db = tmp_path / "r.db"
+    store_observations(db, _with_latency(_rounds(0.7, 8)),
+                       FIXED + "compare: {baseline: pool_size=2, candidate: pool_size=3}\n", plan_name="replica-fixed")
+    code, out, err = run_cli(capsys, "compare", "--db", str(db))
+    assert code == 0, err
+    words = " ".join(out.split())
+    assert words.startswith("the comparison run 1's plan asks (compare: baseline pool_size=2, candidate "
+                            "pool_size=3); --baseline and --candidate choose another"), words
+    row = next(line for line in out.splitlines() if "rbd randwrite 4k" in line)
+    assert row.split("│")[4].strip().endswith("▼"), row  # IOPS 30 % down
+    code, out, err = run_cli(capsys, "compare", "--db", str(db), "--format", "json")
+    assert code == 0 and "the comparison run 1's plan asks" in " ".join(err.split())
+    assert {row["metric"] for row in json.loads(out)} >= {"iops", "lat_p99_ns"}
+    code, out, err = run_cli(capsys, "compare", "--db", str(db), "--candidate", "pool_size=3")
+    assert (code, out) == (2, "") and err.strip() == ("storbench: error: --baseline and --candidate go together "
+                                                      "(hint: give both, or neither for the compare: of the latest "
+                                                      "run's plan)")
+    report = tmp_path / "r.html"
+    code, _, err = run_cli(capsys, "report", "--db", str(db), "-o", str(report))
+    assert code == 0, err
+    comparison = report.read_text().split("<h2>Comparison</h2>")[1].split("</section>")[0]
+    assert "pool_size=2" in comparison and "pool_size=3" in comparison and "▼</td>" in comparison
+    unasked = tmp_path / "u.db"  # the same results, by a plan that names no comparison
+    store_observations(unasked, _with_latency(_rounds(0.7, 8)), FIXED, plan_name="replica-fixed")
+    code, out, err = run_cli(capsys, "compare", "--db", str(unasked))
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "run 1's plan names no comparison (compare:), and no --baseline and --candidate are given" in err
+    code, _, err = run_cli(capsys, "report", "--db", str(unasked), "-o", str(report))
+    assert code == 0 and "<h2>Comparison</h2>" not in report.read_text()

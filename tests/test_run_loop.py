@@ -976,8 +976,8 @@ def test_a_resume_that_changes_the_stopping_rule_is_refused_unless_accepted_and_
 
     assert run_design_changes(versions(first, first.replace("runtime: 1s", "runtime: 2s"))) == []
     assert run_design_changes(versions(first, widened, first)) == ["changed, then changed back"]
-    assert run_design_changes(versions(first, first.replace("until: decided", "until: ci <= 5%"))) == [
-        "until decided -> ci <= 5%"]
+    to_ci = first.replace("until: decided", "until: ci <= 5%").replace(", margin: 5%", "")  # margin: decided's
+    assert run_design_changes(versions(first, to_ci)) == ["until decided -> ci <= 5%", "margin 5% -> none"]
     code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--resume", "--accept-changed-design")
     assert code == 0, err
     assert "stopping rule changed (max 10 -> 12, margin 5% -> 10%), accepted" in " ".join(out.split())
@@ -1158,7 +1158,8 @@ def test_a_resume_that_changes_the_ceph_labs_bring_up_is_refused() -> None:
     from storbench.config import condition_changes
 
     text = (Path(__file__).parent.parent / "examples" / "ceph-osd-count.yaml").read_text().replace(
-        "repeat: {min: 3, max: 8, until: decided}", "repeat: 4")  # a fixed count: either bring-up may run it
+        "repeat: {min: 3, max: 8, until: decided}", "repeat: 4").replace(", margin: 10%", "")  # a fixed count:
+    # either bring-up may run it (and no margin: equivalence is what until: decided decides)
     assert "bring_up: each_repetition" in text and "repeat: 4" in text
     before = orchestrate.plan_design(load_plan_text(text, "plan.yaml").config, None)
     after = orchestrate.plan_design(load_plan_text(text.replace("bring_up: each_repetition", "bring_up: once"),

@@ -354,3 +354,24 @@ def test_the_local_executor_lays_files_out_without_any_io(tmp_path: Path) -> Non
     jobs = json.loads(result.output_text[result.output_text.index("{"):])["jobs"]
     assert result.returncode == 0 and len(jobs) == 2
     assert [(job["read"]["io_bytes"], job["write"]["io_bytes"]) for job in jobs] == [(0, 0), (0, 0)]
+
+
+def test_a_run_whose_plan_names_a_comparison_ends_with_it(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The question a plan is run to answer (`compare:`, with a fixed repeat) is the run's last table, as `storbench
+    compare` prints it: each change with its interval, paired within the run."""
+    plan = write_plan(tmp_path, PLAN.split("exclude:")[0].replace("rw: [randread, randrw]", "rw: randread")
+                      .replace("numjobs: 2", "numjobs: 1")
+                      + "compare: {baseline: bs=4k, candidate: bs=64k}\n")
+    with inside(tmp_path):
+        code, out, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"))
+    assert code == 0, out + err
+    words = " ".join(out.split())
+    results, _, asked = words.partition("the comparison run 1's plan asks (compare: baseline bs=4k, candidate "
+                                        "bs=64k)")
+    assert "results of run 1" in results and asked, words
+    assert "baseline bs=4k vs candidate bs=64k" in asked and "IOPS base" in asked
+    assert "design: paired" in asked and asked.rstrip().endswith("stored in " + str(tmp_path / "r.db")), asked
+    row = next(line for line in out.splitlines() if line.startswith("│ scratch randread qd4 read"))
+    iops, bandwidth = (row.split("│")[i].strip() for i in (4, 5))
+    assert iops.endswith(("▼", "~")) and bandwidth.endswith(("▲", "~")), row  # 16x the bytes per I/O

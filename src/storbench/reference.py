@@ -326,7 +326,8 @@ def plan_reference_markdown() -> str:
         "### `compare`",
         "",
         CompareConfig.__doc__ or "",
-        "Both sides must run on one cluster (a pool-size sweep does; an OSD-count sweep does not).",
+        "With `until: decided`, both sides must run on one cluster (a pool-size sweep does; an OSD-count sweep does "
+        "not). With a fixed `repeat` they may not: `compare` then says what else is in the change.",
         "",
         *table(CompareConfig),
         "",

@@ -28,6 +28,8 @@ from storbench.safe_text import file_stems
 from storbench.units import count_of
 
 if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands that use them
+    from rich.console import Console
+
     from storbench.selection import Selection
     from storbench.stats.compare_cells import PointComparison
     from storbench.stats.selectors import Selector
@@ -35,26 +37,35 @@ if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands th
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
-    from storbench.report.compare_tables import (
-        bottleneck_evidence_lines,
-        compare_table,
-        design_lines,
-        rule_answer_lines,
-    )
     from storbench.report.cost import cost_lines
     from storbench.report.labels import comparison_label
     from storbench.selection import design_changed_line, parse_selector_flag, select
     from storbench.stats.compare import compare_observations
-    from storbench.stats.compare_cells import regressions, stopping_rule_lines, tested_cells, ungated_cells
-    from storbench.stats.compare_design import CONFOUNDED, design_note
+    from storbench.stats.compare_cells import regressions, tested_cells, ungated_cells
+    from storbench.stats.compare_design import CONFOUNDED
 
-    baseline = parse_selector_flag(args.baseline, "--baseline")
-    candidate = parse_selector_flag(args.candidate, "--candidate")
-    selection = select(args.db, "all", args.where, default_latest=False)
+    if bool(args.baseline) != bool(args.candidate):
+        raise UserError("--baseline and --candidate go together", hint="give both, or neither for the compare: "
+                        "of the latest run's plan")
+    if args.baseline:
+        baseline = parse_selector_flag(args.baseline, "--baseline")
+        candidate = parse_selector_flag(args.candidate, "--candidate")
+        selection = select(args.db, "all", args.where, default_latest=False)
+    else:  # the question the latest run's plan names, within that run
+        selection = select(args.db, "", args.where, default_latest=True)
+        asked = asked_sides(selection)
+        if asked is None:
+            raise UserError(f"run {selection.runs[0].run_id}'s plan names no comparison (compare:), and no "
+                            "--baseline and --candidate are given", hint="give both, e.g. --baseline bs=4k "
+                            "--candidate bs=64k, or add compare: {baseline: ..., candidate: ...} to the plan")
+        baseline, candidate = asked
+        _console(stderr=args.format != "table" and args.output in ("", "-")).print(
+            asked_line(selection, baseline, candidate), markup=False)
     if args.where and not selection.observations:
         raise UserError(f"--where {' '.join(args.where)} matches no results in {args.db}: {selection.no_match}",
                         hint="loosen --where; `storbench show --run all` lists what is stored")
-    check_sides(selection, baseline, candidate, args.db, [f"--where {w}" for w in args.where])
+    check_sides(selection, baseline, candidate, args.db, [f"--where {w}" for w in args.where],
+                named="--" if args.baseline else "compare.")
     questions, attempts = selection.questions, selection.attempts
 
     def compared(alpha: float = 0.05) -> list[PointComparison]:  # each interval's error rate
@@ -70,24 +81,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not comparisons:
         refuse_no_common_point(selection, baseline, candidate)
     ran_in = {run for c in comparisons for run in (*c.baseline.run_ids, *c.candidate.run_ids)}
-    designs = {selection.bring_ups.get(run, "once") for run in ran_in}
-    note = design_note(baseline, candidate, bring_up=designs.pop() if len(designs) == 1 else "once")
+    note = sides_note(selection, comparisons, baseline, candidate)
     if note and args.format in ("table", "markdown"):
         _console(stderr=args.format != "table" and args.output in ("", "-")).print(note, markup=False)
     changed = {run: what for run, what in selection.design_changed.items() if run in ran_in}
     changed_lines = [design_changed_line(run, what) for run, what in sorted(changed.items())]
     if args.format == "table":
         out = _console() if args.output in ("", "-") else file_console()
-        out.print(compare_table(comparisons, baseline.text, candidate.text,
-                                None if args.output not in ("", "-") else out.width))
-        for line in [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_lines(comparisons),
-                     *changed_lines, *cost_lines(comparisons)]:
-            out.print(line, markup=False)
-        evidence = bottleneck_evidence_lines(comparisons)
-        if evidence:
-            out.print("bottlenecks (rules: storbench docs methodology bottleneck-verdicts):", markup=False)
-            for line in evidence:
-                out.print(f"  {line}", markup=False)
+        print_comparison(out, comparisons, baseline, candidate, changed_lines,
+                         None if args.output not in ("", "-") else out.width)
         if args.output not in ("", "-"):
             _write_output(out.export_text(), args.output)
     elif args.format == "markdown":
@@ -128,10 +130,102 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def asked_sides(selection: Selection) -> tuple[Selector, Selector] | None:
+    """The sides of the comparison the chosen runs' plans name (`compare:`), when they all name the same one."""
+    from storbench.stats.run_questions import asked_comparison
+    from storbench.stats.selectors import parse_selector
+
+    asked = asked_comparison(selection.runs)
+    if asked is None:
+        return None
+    try:
+        return parse_selector(asked.baseline), parse_selector(asked.candidate)
+    except ValueError:  # stored by a storbench whose selectors said more: no longer a question this one can read
+        return None
+
+
+def asked_line(selection: Selection, baseline: Selector, candidate: Selector) -> str:
+    """Where the sides came from, said above the table."""
+    runs = ", ".join(str(r.run_id) for r in selection.runs)
+    return (f"the comparison run {runs}'s plan asks (compare: baseline {baseline.text}, candidate {candidate.text}); "
+            "--baseline and --candidate choose another")
+
+
+def print_comparison(out: Console, comparisons: Sequence[PointComparison], baseline: Selector, candidate: Selector,
+                     changed_lines: Sequence[str], width: int | None) -> None:
+    """The comparison as a table with the lines under it: the rule's answer, the design, the cost, the bottlenecks."""
+    from storbench.report.compare_tables import (
+        bottleneck_evidence_lines,
+        compare_table,
+        design_lines,
+        rule_answer_lines,
+    )
+    from storbench.report.cost import cost_lines
+    from storbench.stats.compare_cells import stopping_rule_lines
+
+    out.print(compare_table(comparisons, baseline.text, candidate.text, width))
+    for line in [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_lines(comparisons),
+                 *changed_lines, *cost_lines(comparisons)]:
+        out.print(line, markup=False)
+    evidence = bottleneck_evidence_lines(comparisons)
+    if evidence:
+        out.print("bottlenecks (rules: storbench docs methodology bottleneck-verdicts):", markup=False)
+        for line in evidence:
+            out.print(f"  {line}", markup=False)
+
+
+def sides_note(selection: Selection, comparisons: Sequence[PointComparison], baseline: Selector,
+               candidate: Selector) -> str:
+    """What the two sides' design leaves in the change ('' when nothing): the line above a comparison's table."""
+    from storbench.stats.compare_design import design_note
+
+    ran_in = {run for c in comparisons for run in (*c.baseline.run_ids, *c.candidate.run_ids)}
+    designs = {selection.bring_ups.get(run, "once") for run in ran_in}
+    return design_note(baseline, candidate, bring_up=designs.pop() if len(designs) == 1 else "once") or ""
+
+
+def compare_sides(selection: Selection, baseline: Selector, candidate: Selector) -> list[PointComparison]:
+    """The comparison at 95 % per interval, as `report` and a run's closing table give it."""
+    from storbench.stats.compare import compare_observations
+
+    return compare_observations(selection.observations, baseline, candidate, selection.tags, selection.memory,
+                                interleaved_runs=selection.interleaved_runs, shuffled_runs=selection.shuffled_runs,
+                                attempts=selection.attempts, sequential_plans=selection.sequential_plans,
+                                bring_ups=selection.bring_ups, questions=selection.questions,
+                                expectations=selection.expectations, levels=selection.interval_levels)
+
+
+def print_asked_comparison(db: str, run_id: int, out: Console) -> None:
+    """A run whose plan names `compare:` ends with it, as `storbench compare` prints it; one line instead when its
+    results cannot answer it (the run's own exit status is not changed by it)."""
+    from storbench.selection import select
+
+    selection = select(db, str(run_id), [], default_latest=True)
+    asked = asked_sides(selection)
+    if asked is None:
+        return
+    baseline, candidate = asked
+    try:
+        check_sides(selection, baseline, candidate, db, named="compare.")
+        comparisons = compare_sides(selection, baseline, candidate)
+    except UserError as exc:
+        out.print(f"compare: {exc.one_line()}", markup=False)
+        return
+    if not comparisons:
+        out.print(f"compare: run {run_id} has no point where baseline {baseline.text} and candidate "
+                  f"{candidate.text} both ran", markup=False)
+        return
+    for line in (asked_line(selection, baseline, candidate), sides_note(selection, comparisons, baseline, candidate)):
+        if line:
+            out.print(line, markup=False)
+    print_comparison(out, comparisons, baseline, candidate, [], out.width)
+
+
 def check_sides(selection: Selection, baseline: Selector, candidate: Selector, db: str,
-                where: Sequence[str] = ()) -> None:
+                where: Sequence[str] = (), *, named: str = "--") -> None:
     """`--baseline` and `--candidate` (compare, report): known keys, each side some results, not the same ones.
-    ``where``: the filters that chose the results first (`--where`, `--target`), named when a side finds none."""
+    ``where``: the filters that chose the results first (`--where`, `--target`), named when a side finds none;
+    ``named``: how the sides are named (`compare.` for a plan's)."""
     from storbench.selection import check_selector_keys, repetition_keys
     from storbench.stats.selectors import select as select_side
 
@@ -141,12 +235,13 @@ def check_sides(selection: Selection, baseline: Selector, candidate: Selector, d
         chosen = select_side(selection.observations, selector, selection.tags)
         if not chosen:
             among = f" among those {' '.join(where)} kept" if where else ""
-            raise UserError(f"--{side} {selector.text!r} matches no results in {db}{among}",
+            raise UserError(f"{named}{side} {selector.text!r} matches no results in {db}{among}",
                             hint=("loosen the filters, or " if where else "") +
                             "see `storbench show --run all` for what is stored")
         sides.append(repetition_keys(chosen))
     if sides[0] == sides[1]:
-        raise UserError(f"--baseline {baseline.text!r} and --candidate {candidate.text!r} select the same results",
+        raise UserError(f"{named}baseline {baseline.text!r} and {named}candidate {candidate.text!r} select the same "
+                        "results",
                         hint="a comparison of results with themselves says nothing; select two different sides")
 
 
@@ -174,7 +269,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         select,
         where_items,
     )
-    from storbench.stats.compare import compare_observations
 
     objective = parse_objective(args.slo)
     if bool(args.baseline) != bool(args.candidate):
@@ -185,27 +279,36 @@ def cmd_report(args: argparse.Namespace) -> int:
     run = "all" if args.baseline and not args.run else args.run
     selection = select(args.db, run, where_items(args.where, args.target), default_latest=True)
     require_results(selection, args)
-    comparisons = []
+    comparisons: list[PointComparison] = []
+    texts = (args.baseline or "", args.candidate or "")
+    sides = ""  # why the comparison the plan asks is not in the report
     if args.baseline:
         baseline = parse_selector_flag(args.baseline, "--baseline")
         candidate = parse_selector_flag(args.candidate, "--candidate")
         check_sides(selection, baseline, candidate, args.db, [*(f"--where {w}" for w in args.where),
                                                            *(f"--target {t}" for t in args.target or ())])
-        comparisons = compare_observations(selection.observations, baseline, candidate, selection.tags,
-                                           selection.memory, interleaved_runs=selection.interleaved_runs,
-                                           shuffled_runs=selection.shuffled_runs, attempts=selection.attempts,
-                                           sequential_plans=selection.sequential_plans,
-                                           bring_ups=selection.bring_ups, questions=selection.questions,
-                                           expectations=selection.expectations, levels=selection.interval_levels)
+        comparisons = compare_sides(selection, baseline, candidate)
         if not comparisons:
             refuse_no_common_point(selection, baseline, candidate)
+    elif (asked := asked_sides(selection)) is not None:  # the comparison the runs' plans ask, when it has points
+        baseline, candidate = asked
+        try:
+            check_sides(selection, baseline, candidate, args.db, named="compare.")
+            comparisons = compare_sides(selection, baseline, candidate)
+        except UserError as exc:
+            sides = f"the plan's compare: left out: {exc.one_line()}"
+        if comparisons:
+            texts = (baseline.text, candidate.text)
+        elif not sides:
+            sides = (f"the plan's compare: left out: no point where baseline {baseline.text} and candidate "
+                     f"{candidate.text} both ran")
     # the store was read once, by select; the figures drawn from repetitions (latency CDFs, timelines, convergence)
     # take those --where kept, as the summary does
     chosen = repetition_keys(selection.observations)
     repetitions = [r for r in selection.repetitions if (r.run_id, r.case.case_id, r.rep_index) in chosen]
     title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))
     document = build_report(title, selection.runs, repetitions, selection.observations, comparisons=comparisons,
-                            baseline=args.baseline or "", candidate=args.candidate or "", objective=objective,
+                            baseline=texts[0], candidate=texts[1], objective=objective,
                             steady=selection.steady, preconditions=selection.preconditions,
                             notes=run_notes(selection, args.db),
                             attempts=selection.attempts, pool=args.pool)
@@ -221,6 +324,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     out.print(f"report: {args.output} ({count_of(len(document.figures), 'figure')}, "
               f"{count_of(len(document.points), 'point')})",
               markup=False)
+    if sides:
+        out.print(sides, markup=False)
     if images is not None:
         try:
             # ids hold target names, which an import or a database may choose
@@ -238,9 +343,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("compare", help="baseline vs candidate per matching point: change with 95%% CI and a verdict")
     db_option(p)
-    p.add_argument("--baseline", required=True, metavar="SELECTOR",
-                   help="a run number, or KEY=VALUE[,KEY=VALUE]: run=3, target=a, tag=before, bs=4k ...")
-    p.add_argument("--candidate", required=True, metavar="SELECTOR", help="same syntax as --baseline")
+    p.add_argument("--baseline", default=None, metavar="SELECTOR",
+                   help="a run number, or KEY=VALUE[,KEY=VALUE]: run=3, target=a, tag=before, bs=4k ... (default, "
+                   "with no --candidate either: the compare: of the latest run's plan, within that run)")
+    p.add_argument("--candidate", default=None, metavar="SELECTOR", help="same syntax as --baseline")
     where_option(p, "only points whose FIELD equals VALUE (repeatable)")
     p.add_argument("--format", choices=("table", "markdown", "csv", "json"), default="table",
                    help="table (default), markdown, or one record per point and metric as csv or json")
@@ -259,7 +365,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     filters(p, "run number(s), e.g. 3 or 2,3, or 'all' (default: the latest run; all runs with --baseline)")
     p.add_argument("-o", "--output", default="report.html", help="HTML file to write (default report.html)")
     p.add_argument("--images", default=None, metavar="DIR", help="also write every figure as PNG and SVG into DIR")
-    p.add_argument("--baseline", default=None, metavar="SELECTOR", help="add a comparison: baseline selector")
+    p.add_argument("--baseline", default=None, metavar="SELECTOR", help="add a comparison: baseline selector "
+                   "(default: the compare: the chosen runs' plans name, if any)")
     p.add_argument("--candidate", default=None, metavar="SELECTOR", help="add a comparison: candidate selector")
     p.add_argument("--slo", default=None, metavar="OBJECTIVE", help="latency objective for the saturation table")
     p.add_argument("--title", default=None, help="report title")

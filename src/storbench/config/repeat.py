@@ -126,12 +126,14 @@ class SearchConfig(StrictModel):
 
 
 class CompareConfig(StrictModel):
-    """The comparison a plan is run to answer, for `repeat: {until: decided}`."""
+    """The comparison a plan is run to answer: the run ends with its table, and `storbench compare` and `report`
+    take it when given no sides; with `repeat: {until: decided}` the rounds stop once it is decided."""
 
     baseline: str = Field(description="Selector of the baseline side, as in `storbench compare`, e.g. pool_size=2.")
     candidate: str = Field(description="Selector of the candidate side, e.g. pool_size=3.")
     metrics: list[Annotated[Literal["iops", "bw_bytes_per_s", "lat_mean_ns", "lat_p95_ns", "lat_p99_ns"],
                             BeforeValidator(_metric_now)]] = Field(
-        ["iops"], description="Metrics that must be decided.")
+        ["iops"], description="Metrics that must be decided (repeat: {until: decided}).")
     margin: Annotated[float, BeforeValidator(_fraction), Field(gt=0, lt=1)] | None = Field(
-        None, description="Equivalence margin, e.g. 5%: a change inside ±margin is decided as equivalent.")
+        None, description="Equivalence margin of repeat: {until: decided}, e.g. 5%: a change inside ±margin is "
+        "decided as equivalent.")

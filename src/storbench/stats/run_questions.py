@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from storbench.config import CI_STOP_CONFIDENCE, design_changes, plan_design
 from storbench.model import Expectation, RunInfo
-from storbench.run_design import RunDesign
+from storbench.run_design import DesignQuestion, RunDesign
 from storbench.stats.selectors import parse_selector
 from storbench.stats.sequential import SequentialPlan
 from storbench.stats.steady import SteadyRule
@@ -126,3 +126,13 @@ def adaptive_questions(runs: Sequence[RunInfo]) -> list[AdaptiveQuestion]:
         found.append(AdaptiveQuestion(run.run_id, baseline, candidate, compare.metrics, plan,
                                       bring_up=run.design.bring_up))
     return found
+
+
+def asked_comparison(runs: Sequence[RunInfo]) -> DesignQuestion | None:
+    """The comparison the runs' plans name (`compare:`), when every one of them names it and names the same sides;
+    None otherwise (no run names one, or they differ, or some name none). `storbench compare` and `report` take it
+    when given no sides; a run ends with it. Pure."""
+
+    asked = {(r.design.compare.baseline, r.design.compare.candidate) if r.design.compare else None: r.design.compare
+             for r in runs}
+    return next(iter(asked.values())) if len(asked) == 1 else None
