@@ -370,6 +370,7 @@ def test_a_run_whose_plan_names_a_comparison_ends_with_it(tmp_path: Path,
     results, _, asked = words.partition("the comparison run 1's plan asks (compare: baseline bs=4k, candidate "
                                         "bs=64k)")
     assert "results of run 1" in results and asked, words
+    assert "compare: baseline bs=4k vs candidate bs=64k, the run's last table" in results  # said before it runs
     assert "baseline bs=4k vs candidate bs=64k" in asked and "IOPS base" in asked
     assert "design: paired" in asked and asked.rstrip().endswith("stored in " + str(tmp_path / "r.db")), asked
     row = next(line for line in out.splitlines() if line.startswith("│ scratch randread qd4 read"))

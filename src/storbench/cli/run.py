@@ -64,6 +64,10 @@ def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> lis
                   "storbench docs methodology paired-changes)" if least > repeat.min else "")
         lines.insert(1, f"repetitions: balanced rounds until {what}, at least {least}{raised}, at most {most} (the "
                      "time below is for the most)")
+    compare = loaded.config.compare
+    if compare is not None:  # the question the run is for: its last table
+        lines.append(f"compare: baseline {compare.baseline} vs candidate {compare.candidate}, the run's last table "
+                     "(and `storbench compare` with no sides)")
     from storbench.schedule import precondition_jobs, precondition_seconds, preconditions
     from storbench.stats.run_questions import steady_rule
 
