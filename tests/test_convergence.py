@@ -439,26 +439,38 @@ def test_compare_and_the_report_take_the_comparison_the_plan_names_when_given_no
     code, out, err = run_cli(capsys, "compare", "--db", str(db))
     assert code == 0, err
     words = " ".join(out.split())
-    assert words.startswith("the comparison run 1's plan asks (compare: baseline pool_size=2, candidate "
+    assert words.startswith("the comparison the plan of run 1 asks (compare: baseline pool_size=2, candidate "
                             "pool_size=3); --baseline and --candidate choose another"), words
     row = next(line for line in out.splitlines() if "rbd randwrite 4k" in line)
     assert row.split("│")[4].strip().endswith("▼"), row  # IOPS 30 % down
     code, out, err = run_cli(capsys, "compare", "--db", str(db), "--format", "json")
-    assert code == 0 and "the comparison run 1's plan asks" in " ".join(err.split())
+    assert code == 0 and "the comparison the plan of run 1 asks" in " ".join(err.split())
     assert {row["metric"] for row in json.loads(out)} >= {"iops", "lat_p99_ns"}
     code, out, err = run_cli(capsys, "compare", "--db", str(db), "--candidate", "pool_size=3")
     assert (code, out) == (2, "") and err.strip() == ("storbench: error: --baseline and --candidate go together "
                                                       "(hint: give both, or neither for the compare: of the latest "
                                                       "run's plan)")
     report = tmp_path / "r.html"
-    code, _, err = run_cli(capsys, "report", "--db", str(db), "-o", str(report))
-    assert code == 0, err
+    code, out, err = run_cli(capsys, "report", "--db", str(db), "-o", str(report))
+    assert code == 0 and "the comparison the plan of run 1 asks (compare: baseline pool_size=2" in out, out + err
     comparison = report.read_text().split("<h2>Comparison</h2>")[1].split("</section>")[0]
     assert "pool_size=2" in comparison and "pool_size=3" in comparison and "▼</td>" in comparison
+    code, out, err = run_cli(capsys, "report", "--db", str(db), "-o", str(report), "--where", "pool_size=3")
+    assert code == 0 and "<h2>Comparison</h2>" not in report.read_text(), err
+    assert ("no Comparison section: compare.baseline 'pool_size=2' matches no results in "
+            f"{db} among those --where pool_size=3 kept") in " ".join(out.split()), out
     unasked = tmp_path / "u.db"  # the same results, by a plan that names no comparison
     store_observations(unasked, _with_latency(_rounds(0.7, 8)), FIXED, plan_name="replica-fixed")
     code, out, err = run_cli(capsys, "compare", "--db", str(unasked))
     assert code == 2 and out == "" and err.count("\n") == 1, err
-    assert "run 1's plan names no comparison (compare:), and no --baseline and --candidate are given" in err
-    code, _, err = run_cli(capsys, "report", "--db", str(unasked), "-o", str(report))
-    assert code == 0 and "<h2>Comparison</h2>" not in report.read_text()
+    assert "the plan of run 1 names no comparison (compare:), and no --baseline and --candidate are given" in err
+    code, out, err = run_cli(capsys, "report", "--db", str(unasked), "-o", str(report))
+    assert code == 0 and "<h2>Comparison</h2>" not in report.read_text() and "Comparison" not in out, out + err
+    store_observations(unasked, _with_latency(_rounds(0.7, 8)),  # run 2 asks; pooled with run 1, which does not
+                       FIXED + "compare: {baseline: pool_size=2, candidate: pool_size=3}\n", plan_name="replica-fixed")
+    code, out, err = run_cli(capsys, "report", "--db", str(unasked), "-o", str(report), "--run", "all")
+    assert code == 0 and "<h2>Comparison</h2>" not in report.read_text(), err
+    assert ("no Comparison section: the plans of runs 1, 2 do not all name one comparison (compare:)"
+            in " ".join(out.split())), out
+    code, out, err = run_cli(capsys, "compare", "--db", str(unasked))  # the latest run's question, in that run
+    assert code == 0 and "the comparison the plan of run 2 asks" in " ".join(out.split()), out + err

@@ -976,8 +976,8 @@ def test_a_resume_that_changes_the_stopping_rule_is_refused_unless_accepted_and_
 
     assert run_design_changes(versions(first, first.replace("runtime: 1s", "runtime: 2s"))) == []
     assert run_design_changes(versions(first, widened, first)) == ["changed, then changed back"]
-    to_ci = first.replace("until: decided", "until: ci <= 5%").replace(", margin: 5%", "")  # margin: decided's
-    assert run_design_changes(versions(first, to_ci)) == ["until decided -> ci <= 5%", "margin 5% -> none"]
+    assert run_design_changes(versions(first, first.replace("until: decided", "until: ci <= 5%"))) == [
+        "until decided -> ci <= 5%"]
     code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--resume", "--accept-changed-design")
     assert code == 0, err
     assert "stopping rule changed (max 10 -> 12, margin 5% -> 10%), accepted" in " ".join(out.split())
@@ -1158,8 +1158,7 @@ def test_a_resume_that_changes_the_ceph_labs_bring_up_is_refused() -> None:
     from storbench.config import condition_changes
 
     text = (Path(__file__).parent.parent / "examples" / "ceph-osd-count.yaml").read_text().replace(
-        "repeat: {min: 3, max: 8, until: decided}", "repeat: 4").replace(", margin: 10%", "")  # a fixed count:
-    # either bring-up may run it (and no margin: equivalence is what until: decided decides)
+        "repeat: {min: 3, max: 8, until: decided}", "repeat: 4")  # a fixed count: either bring-up may run it
     assert "bring_up: each_repetition" in text and "repeat: 4" in text
     before = orchestrate.plan_design(load_plan_text(text, "plan.yaml").config, None)
     after = orchestrate.plan_design(load_plan_text(text.replace("bring_up: each_repetition", "bring_up: once"),
@@ -1378,3 +1377,18 @@ def test_a_resume_may_add_a_target_with_its_own_precondition_but_not_lower_stead
                             for n in ("12", "4", "20"))
     assert design_changes(twelve, four) == ["steady_state.max_rounds 12 -> 4"]
     assert design_changes(twelve, twenty) == []  # raised: the points not yet steady go on
+
+
+def test_a_ci_rule_is_not_changed_by_the_comparison_it_does_not_use() -> None:
+    """`until: ci` stops on each point's own interval: the plan's `compare` (its sides, metrics and margin) is no
+    part of that rule, so a resume that drops the margin `plan` refuses beside it is not a changed design; the
+    same edit to `until: decided` is."""
+    from storbench.stats.run_questions import run_design_changes
+    from storbench.store.migrations import design_of_text
+
+    decided = ADAPTIVE.format(data="/tmp/data", margin=", margin: 5%")
+    ci = decided.replace("until: decided", "until: ci <= 5%")
+    for before, after, changes in ((ci, ci.replace(", margin: 5%", "").replace("bs=8k", "bs=16k"), []),
+                                   (decided, decided.replace(", margin: 5%", ""), ["margin 5% -> none"]),
+                                   (decided, ci, ["until decided -> ci <= 5%"])):
+        assert run_design_changes([(1, design_of_text(before)), (2, design_of_text(after))]) == changes

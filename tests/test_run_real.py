@@ -367,8 +367,9 @@ def test_a_run_whose_plan_names_a_comparison_ends_with_it(tmp_path: Path,
         code, out, err = run_cli(capsys, "run", str(plan), "--db", str(tmp_path / "r.db"))
     assert code == 0, out + err
     words = " ".join(out.split())
-    results, _, asked = words.partition("the comparison run 1's plan asks (compare: baseline bs=4k, candidate "
-                                        "bs=64k)")
+    results, _, asked = words.partition("the comparison the plan of run 1 asks (compare: baseline bs=4k, "
+                                        "candidate bs=64k); `storbench compare --baseline SEL --candidate SEL` "
+                                        "compares others")
     assert "results of run 1" in results and asked, words
     assert "compare: baseline bs=4k vs candidate bs=64k, the run's last table" in results  # said before it runs
     assert "baseline bs=4k vs candidate bs=64k" in asked and "IOPS base" in asked

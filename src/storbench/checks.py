@@ -199,6 +199,14 @@ def check_question(loaded: LoadedPlan, cases: Sequence[Case]) -> None:
     config = loaded.config
     if config.compare is None:
         return
+    repeat = config.repeat
+    if config.compare.margin is not None and not (isinstance(repeat, RepeatConfig) and repeat.until == "decided"):
+        # a fixed count of repetitions decides nothing by a margin: compare shows each change's interval. Checked
+        # here, not as the plan loads: a stored plan that has one still gives its run's design
+        raise UserError("equivalence within a margin is what repeat: {until: decided} decides, and this plan "
+                        "repeats otherwise", where=loaded.source.where(("compare", "margin")),
+                        hint="drop margin (compare then shows each change with its interval), or give repeat: "
+                        "{min: 3, max: 10, until: decided}")
     # lazy: only plans with a question load the statistics' selectors
     from storbench.stats.selectors import parse_selector, plan_side_refusal
 

@@ -327,7 +327,7 @@ def plan_reference_markdown() -> str:
         "",
         CompareConfig.__doc__ or "",
         "With `until: decided`, both sides must run on one cluster (a pool-size sweep does; an OSD-count sweep does "
-        "not). With a fixed `repeat` they may not: `compare` then says what else is in the change.",
+        "not). With a fixed `repeat` they need not: `compare` then says what else is in the change.",
         "",
         *table(CompareConfig),
         "",

@@ -54,18 +54,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:  # the question the latest run's plan names, within that run
         selection = select(args.db, "", args.where, default_latest=True)
         asked = asked_sides(selection)
-        if asked is None:
-            raise UserError(f"run {selection.runs[0].run_id}'s plan names no comparison (compare:), and no "
-                            "--baseline and --candidate are given", hint="give both, e.g. --baseline bs=4k "
-                            "--candidate bs=64k, or add compare: {baseline: ..., candidate: ...} to the plan")
+        if isinstance(asked, str):
+            raise UserError(f"{asked}, and no --baseline and --candidate are given", hint="give both, e.g. "
+                            "--baseline bs=4k --candidate bs=64k, or add compare: {baseline: ..., candidate: ...} "
+                            "to the plan")
         baseline, candidate = asked
-        _console(stderr=args.format != "table" and args.output in ("", "-")).print(
-            asked_line(selection, baseline, candidate), markup=False)
     if args.where and not selection.observations:
         raise UserError(f"--where {' '.join(args.where)} matches no results in {args.db}: {selection.no_match}",
                         hint="loosen --where; `storbench show --run all` lists what is stored")
     check_sides(selection, baseline, candidate, args.db, [f"--where {w}" for w in args.where],
                 named="--" if args.baseline else "compare.")
+    if not args.baseline:
+        _console(stderr=args.format != "table" and args.output in ("", "-")).print(
+            asked_line(selection, baseline, candidate, "--baseline and --candidate choose another"), markup=False)
     questions, attempts = selection.questions, selection.attempts
 
     def compared(alpha: float = 0.05) -> list[PointComparison]:  # each interval's error rate
@@ -130,25 +131,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def asked_sides(selection: Selection) -> tuple[Selector, Selector] | None:
-    """The sides of the comparison the chosen runs' plans name (`compare:`), when they all name the same one."""
+def asked_sides(selection: Selection) -> tuple[Selector, Selector] | str:
+    """The sides of the comparison the chosen runs' plans name (`compare:`), when they all name the same one; else
+    why there are none."""
     from storbench.stats.run_questions import asked_comparison
     from storbench.stats.selectors import parse_selector
 
+    several = len(selection.runs) > 1
+    whose = f"the plan{'s' if several else ''} of run{'s' if several else ''} {_run_ids(selection)}"
     asked = asked_comparison(selection.runs)
     if asked is None:
-        return None
+        said = ("do not all name one" if any(r.design.compare for r in selection.runs) else
+                "name no" if several else "names no")
+        return f"{whose} {said} comparison (compare:)"
     try:
         return parse_selector(asked.baseline), parse_selector(asked.candidate)
-    except ValueError:  # stored by a storbench whose selectors said more: no longer a question this one can read
-        return None
+    except ValueError as exc:  # stored by a storbench whose selectors said more
+        return f"{whose} name{'' if several else 's'} a comparison this storbench cannot read ({exc})"
 
 
-def asked_line(selection: Selection, baseline: Selector, candidate: Selector) -> str:
-    """Where the sides came from, said above the table."""
-    runs = ", ".join(str(r.run_id) for r in selection.runs)
-    return (f"the comparison run {runs}'s plan asks (compare: baseline {baseline.text}, candidate {candidate.text}); "
-            "--baseline and --candidate choose another")
+def _run_ids(selection: Selection) -> str:
+    return ", ".join(str(r.run_id) for r in selection.runs)
+
+
+def asked_line(selection: Selection, baseline: Selector, candidate: Selector, other: str) -> str:
+    """Where the sides came from, said with the table; ``other``: how to compare something else."""
+    return (f"the comparison the plan of run {_run_ids(selection)} asks (compare: baseline {baseline.text}, candidate "
+            f"{candidate.text}); {other}")
 
 
 def print_comparison(out: Console, comparisons: Sequence[PointComparison], baseline: Selector, candidate: Selector,
@@ -198,14 +207,17 @@ def compare_sides(selection: Selection, baseline: Selector, candidate: Selector)
 def print_asked_comparison(db: str, run_id: int, out: Console) -> None:
     """A run whose plan names `compare:` ends with it, as `storbench compare` prints it; one line instead when its
     results cannot answer it (the run's own exit status is not changed by it)."""
-    from storbench.selection import select
+    from storbench.selection import design_changed_line, select
 
-    selection = select(db, str(run_id), [], default_latest=True)
-    asked = asked_sides(selection)
-    if asked is None:
-        return
-    baseline, candidate = asked
     try:
+        selection = select(db, str(run_id), [], default_latest=True)
+        if not selection.observations:  # every repetition failed: the closing table said so
+            return
+        asked = asked_sides(selection)
+        if isinstance(asked, str):
+            out.print(f"compare: {asked}", markup=False)
+            return
+        baseline, candidate = asked
         check_sides(selection, baseline, candidate, db, named="compare.")
         comparisons = compare_sides(selection, baseline, candidate)
     except UserError as exc:
@@ -215,10 +227,13 @@ def print_asked_comparison(db: str, run_id: int, out: Console) -> None:
         out.print(f"compare: run {run_id} has no point where baseline {baseline.text} and candidate "
                   f"{candidate.text} both ran", markup=False)
         return
-    for line in (asked_line(selection, baseline, candidate), sides_note(selection, comparisons, baseline, candidate)):
+    for line in (asked_line(selection, baseline, candidate, "`storbench compare --baseline SEL --candidate SEL` "
+                            "compares others"), sides_note(selection, comparisons, baseline, candidate)):
         if line:
             out.print(line, markup=False)
-    print_comparison(out, comparisons, baseline, candidate, [], out.width)
+    changed = selection.design_changed.get(run_id)
+    print_comparison(out, comparisons, baseline, candidate, [design_changed_line(run_id, changed)] if changed else [],
+                     out.width)
 
 
 def check_sides(selection: Selection, baseline: Selector, candidate: Selector, db: str,
@@ -281,27 +296,29 @@ def cmd_report(args: argparse.Namespace) -> int:
     require_results(selection, args)
     comparisons: list[PointComparison] = []
     texts = (args.baseline or "", args.candidate or "")
-    sides = ""  # why the comparison the plan asks is not in the report
+    said = ""  # where the comparison came from when the plan asked it, or why it is not in the report
+    filtered = [*(f"--where {w}" for w in args.where), *(f"--target {t}" for t in args.target or ())]
     if args.baseline:
         baseline = parse_selector_flag(args.baseline, "--baseline")
         candidate = parse_selector_flag(args.candidate, "--candidate")
-        check_sides(selection, baseline, candidate, args.db, [*(f"--where {w}" for w in args.where),
-                                                           *(f"--target {t}" for t in args.target or ())])
+        check_sides(selection, baseline, candidate, args.db, filtered)
         comparisons = compare_sides(selection, baseline, candidate)
         if not comparisons:
             refuse_no_common_point(selection, baseline, candidate)
-    elif (asked := asked_sides(selection)) is not None:  # the comparison the runs' plans ask, when it has points
-        baseline, candidate = asked
+    elif any(r.design.compare for r in selection.runs):  # the comparison the runs' plans ask, when it has points
+        asked = asked_sides(selection)
         try:
-            check_sides(selection, baseline, candidate, args.db, named="compare.")
+            if isinstance(asked, str):
+                raise UserError(asked)
+            baseline, candidate = asked
+            check_sides(selection, baseline, candidate, args.db, filtered, named="compare.")
             comparisons = compare_sides(selection, baseline, candidate)
-        except UserError as exc:
-            sides = f"the plan's compare: left out: {exc.one_line()}"
-        if comparisons:
+            if not comparisons:
+                raise UserError(f"no point where baseline {baseline.text} and candidate {candidate.text} both ran")
             texts = (baseline.text, candidate.text)
-        elif not sides:
-            sides = (f"the plan's compare: left out: no point where baseline {baseline.text} and candidate "
-                     f"{candidate.text} both ran")
+            said = asked_line(selection, baseline, candidate, "--baseline and --candidate choose another")
+        except UserError as exc:
+            said = f"no Comparison section: {exc.one_line()}"
     # the store was read once, by select; the figures drawn from repetitions (latency CDFs, timelines, convergence)
     # take those --where kept, as the summary does
     chosen = repetition_keys(selection.observations)
@@ -324,8 +341,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     out.print(f"report: {args.output} ({count_of(len(document.figures), 'figure')}, "
               f"{count_of(len(document.points), 'point')})",
               markup=False)
-    if sides:
-        out.print(sides, markup=False)
+    if said:
+        out.print(said, markup=False)
     if images is not None:
         try:
             # ids hold target names, which an import or a database may choose

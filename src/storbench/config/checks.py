@@ -206,12 +206,6 @@ def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
                 ("repeat", "until")), hint="add compare: {baseline: pool_size=2, candidate: pool_size=3}")
     if config.compare is None:
         return
-    if config.compare.margin is not None and not (isinstance(repeat, RepeatConfig) and repeat.until == "decided"):
-        # a fixed count of repetitions decides nothing by a margin: compare shows each change's interval
-        raise UserError("equivalence within a margin is what repeat: {until: decided} decides, and this plan "
-                        "repeats otherwise", where=source.where(("compare", "margin")),
-                        hint="drop margin (compare then shows each change with its interval), or give repeat: "
-                        "{min: 3, max: 10, until: decided}")
     selectors = {}
     for side in ("baseline", "candidate"):
         try:

@@ -118,6 +118,8 @@ def stopping_rule_fields(design: RunDesign) -> dict[str, str] | None:
         return None
     rule = {"min": str(stopping.min_rounds), "max": str(stopping.max_rounds), "until": stopping.until}
     compare = design.compare
+    if stopping.until != "decided":  # `until: ci`: the comparison is no part of the rule
+        return rule
     rule |= {"baseline": compare.baseline if compare else "none", "candidate": compare.candidate if compare else "none",
              "metrics": ", ".join(compare.metrics) if compare else "none",
              "margin": _pct(compare.margin if compare else None)}
@@ -161,7 +163,8 @@ def _field_changes(prefix: str, old: dict[str, str] | None, new: dict[str, str] 
         return []
     if old is None or new is None:
         return [whole]
-    return [f"{prefix}{key} {old[key]} -> {new[key]}" for key in old if old[key] != new[key]]
+    # a field only one rule has (`until: decided`'s comparison) is said by the field that chose the rule
+    return [f"{prefix}{key} {old[key]} -> {new[key]}" for key in old if key in new and old[key] != new[key]]
 
 
 def _repeat_text(design: RunDesign) -> str:
