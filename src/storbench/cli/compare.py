@@ -40,7 +40,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from storbench.report.cost import cost_lines
     from storbench.report.labels import comparison_label
     from storbench.selection import design_changed_line, parse_selector_flag, select
-    from storbench.stats.compare import compare_observations
     from storbench.stats.compare_cells import regressions, tested_cells, ungated_cells
     from storbench.stats.compare_design import CONFOUNDED
 
@@ -67,18 +66,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not args.baseline:
         _console(stderr=args.format != "table" and args.output in ("", "-")).print(
             asked_line(selection, baseline, candidate, "--baseline and --candidate choose another"), markup=False)
-    questions, attempts = selection.questions, selection.attempts
-
-    def compared(alpha: float = 0.05) -> list[PointComparison]:  # each interval's error rate
-        return compare_observations(selection.observations, baseline, candidate, selection.tags, selection.memory,
-                                    attempts=attempts,
-                                    force=args.force, interleaved_runs=selection.interleaved_runs,
-                                    shuffled_runs=selection.shuffled_runs,
-                                    sequential_plans=selection.sequential_plans, bring_ups=selection.bring_ups,
-                                    alpha=alpha, questions=questions, expectations=selection.expectations,
-                                    levels=selection.interval_levels)
-
-    comparisons = compared()
+    comparisons = compare_sides(selection, baseline, candidate, force=args.force)
     if not comparisons:
         refuse_no_common_point(selection, baseline, candidate)
     ran_in = {run for c in comparisons for run in (*c.baseline.run_ids, *c.candidate.run_ids)}
@@ -103,7 +91,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.fail_on_regression is not None:
         # the gate's error rate is 5 % for the whole table, not per cell: Bonferroni over the cells it tests
         cells = tested_cells(comparisons)
-        family = comparisons if cells <= 1 else compared(0.05 / cells)
+        family = comparisons if cells <= 1 else compare_sides(selection, baseline, candidate, force=args.force,
+                                                              alpha=0.05 / cells)
         found = regressions(family, args.fail_on_regression)
         shared = f"the 5 % error rate shared over {cells} cells (Bonferroni)" if cells > 1 else "at 5 %"
         confounded = sorted({c.design for c in comparisons if c.design in CONFOUNDED})
@@ -138,7 +127,7 @@ def asked_sides(selection: Selection) -> tuple[Selector, Selector] | str:
     from storbench.stats.selectors import parse_selector
 
     several = len(selection.runs) > 1
-    whose = f"the plan{'s' if several else ''} of run{'s' if several else ''} {_run_ids(selection)}"
+    whose = _whose(selection)
     asked = asked_comparison(selection.runs)
     if asked is None:
         said = ("do not all name one" if any(r.design.compare for r in selection.runs) else
@@ -150,13 +139,16 @@ def asked_sides(selection: Selection) -> tuple[Selector, Selector] | str:
         return f"{whose} name{'' if several else 's'} a comparison this storbench cannot read ({exc})"
 
 
-def _run_ids(selection: Selection) -> str:
-    return ", ".join(str(r.run_id) for r in selection.runs)
+def _whose(selection: Selection) -> str:
+    """'the plan of run 3', 'the plans of runs 2, 3'."""
+    s = "s" if len(selection.runs) > 1 else ""
+    return f"the plan{s} of run{s} {', '.join(str(r.run_id) for r in selection.runs)}"
 
 
 def asked_line(selection: Selection, baseline: Selector, candidate: Selector, other: str) -> str:
     """Where the sides came from, said with the table; ``other``: how to compare something else."""
-    return (f"the comparison the plan of run {_run_ids(selection)} asks (compare: baseline {baseline.text}, candidate "
+    ask = "ask" if len(selection.runs) > 1 else "asks"
+    return (f"the comparison {_whose(selection)} {ask} (compare: baseline {baseline.text}, candidate "
             f"{candidate.text}); {other}")
 
 
@@ -193,11 +185,14 @@ def sides_note(selection: Selection, comparisons: Sequence[PointComparison], bas
     return design_note(baseline, candidate, bring_up=designs.pop() if len(designs) == 1 else "once") or ""
 
 
-def compare_sides(selection: Selection, baseline: Selector, candidate: Selector) -> list[PointComparison]:
-    """The comparison at 95 % per interval, as `report` and a run's closing table give it."""
+def compare_sides(selection: Selection, baseline: Selector, candidate: Selector, *, force: bool = False,
+                  alpha: float = 0.05) -> list[PointComparison]:
+    """The comparison of the chosen results, each interval at error rate ``alpha``; ``force``: also where fio's
+    version, the workload or the target kind differ."""
     from storbench.stats.compare import compare_observations
 
     return compare_observations(selection.observations, baseline, candidate, selection.tags, selection.memory,
+                                force=force, alpha=alpha,
                                 interleaved_runs=selection.interleaved_runs, shuffled_runs=selection.shuffled_runs,
                                 attempts=selection.attempts, sequential_plans=selection.sequential_plans,
                                 bring_ups=selection.bring_ups, questions=selection.questions,
