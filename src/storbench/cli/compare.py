@@ -199,15 +199,15 @@ def compare_sides(selection: Selection, baseline: Selector, candidate: Selector,
                                 expectations=selection.expectations, levels=selection.interval_levels)
 
 
-def print_asked_comparison(db: str, run_id: int, out: Console) -> None:
-    """A run whose plan names `compare:` ends with it, as `storbench compare` prints it; one line instead when its
-    results cannot answer it (the run's own exit status is not changed by it)."""
-    from storbench.selection import design_changed_line, select
+def print_asked_comparison(selection: Selection, db: str, run_id: int, out: Console) -> None:
+    """A run whose plan names `compare:` ends with it, as `storbench compare` prints it, from the ``selection`` its
+    closing table read; one line instead when its results cannot answer it (the run's own exit status is not
+    changed by it)."""
+    from storbench.selection import design_changed_line
 
+    if not selection.observations:  # every repetition failed: the closing table said so
+        return
     try:
-        selection = select(db, str(run_id), [], default_latest=True)
-        if not selection.observations:  # every repetition failed: the closing table said so
-            return
         asked = asked_sides(selection)
         if isinstance(asked, str):
             out.print(f"compare: {asked}", markup=False)

@@ -27,13 +27,15 @@ if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands th
     from storbench.stats.point_summary import PointSummary
 
 
-def _print_results(db: str, run_ids: list[int], title: str) -> None:
-    """A run's closing table: what `show` prints for that run, from one place."""
+def _print_results(db: str, run_ids: list[int], title: str) -> Selection:
+    """A run's closing table: what `show` prints for that run, from one place; the runs as read (the closing
+    comparison reads them too)."""
     from storbench.selection import select
 
     selection = select(db, ",".join(str(r) for r in run_ids), [], default_latest=True)
     if selection.observations:
         _show_table(selection, title, db)
+    return selection
 
 
 def _print_points(points: Sequence[PointSummary], title: str, out: Console | None = None, *,

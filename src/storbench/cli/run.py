@@ -319,11 +319,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         finally:
             observer.close()
             store.close()  # and the run's lease with it (`store.run_lease`), however the run ended
-    _print_results(args.db, [result.run_id], title=f"results of run {result.run_id} ({args.db})")
+    selection = _print_results(args.db, [result.run_id], title=f"results of run {result.run_id} ({args.db})")
     if loaded.config.compare is not None:  # the question the plan was run to answer
         from storbench.cli.compare import print_asked_comparison
 
-        print_asked_comparison(args.db, result.run_id, out)
+        print_asked_comparison(selection, args.db, result.run_id, out)
     not_needed = f", {result.not_needed} not needed (answer known)" if result.not_needed else ""
     out.print(f"{count_of(result.ran, 'repetition')} run, {result.skipped} already stored, {result.failed} failed"
               f"{not_needed}; "

@@ -202,7 +202,7 @@ def curve_label(curve: Curve, lab_keys: Sequence[str] = (), *, runs: bool = Fals
     """What a saturation curve holds fixed: the point without its load axis (and the lab settings ``lab_keys``
     that tell it from the other curves, see ``curve_lab_keys``); ``runs``: led by the runs its points ran in
     (``curves_runs_apart``)."""
-    ran = sorted({run for c in curve.points for run in c.point.run_ids})
+    ran = sorted({run for c in curve.points for run in c.point.run_ids}) if runs else []
     return (f"run {','.join(map(str, ran))}: " if runs else "") + point_label(
         curve.points[0].point, omit=(curve.axis,), lab_keys=lab_keys)
 

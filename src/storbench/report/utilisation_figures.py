@@ -12,12 +12,17 @@ from storbench.stats.point_summary import PointSummary
 from storbench.units import format_block_size
 
 
+def _one_per_case(points: Sequence[PointSummary]) -> list[PointSummary]:
+    """A point per case and run: the directions of a case share their telemetry."""
+    cases: dict[tuple[tuple[int, ...], str], PointSummary] = {}
+    for p in points:
+        cases.setdefault((p.run_ids, p.case_id), p)
+    return list(cases.values())
+
+
 def utilisation_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
     """Host CPU and the busiest device's utilisation against block size and against iodepth."""
-    cases: dict[tuple[tuple[int, ...], str], PointSummary] = {}
-    for p in points:  # one per case (and run): the directions of a case share their telemetry
-        cases.setdefault((p.run_ids, p.case_id), p)
-    measured = [p for p in cases.values() if p.metric("host_cpu_busy_pct") is not None]
+    measured = [p for p in _one_per_case(points) if p.metric("host_cpu_busy_pct") is not None]
     metrics = (("host_cpu_busy_pct", "host CPU", False), ("disk_busiest_util_pct", "busiest device", True),
                ("node_cpu_busy_pct", "busiest node CPU", False), ("node_disk_util_pct", "busiest node disk", True))
     figures = []
@@ -61,10 +66,7 @@ def utilisation_figures(points: Sequence[PointSummary]) -> list[FigureSpec]:
 
 def process_cpu_figures(points: Sequence[PointSummary], limit: int = 6) -> list[FigureSpec]:
     """Per-process CPU (cores) at every point: which daemon eats the CPU."""
-    cases: dict[tuple[tuple[int, ...], str], PointSummary] = {}
-    for p in points:
-        cases.setdefault((p.run_ids, p.case_id), p)
-    members = [p for p in cases.values() if p.process_cpu_cores]
+    members = [p for p in _one_per_case(points) if p.process_cpu_cores]
     if not members:
         return []
     totals: dict[str, float] = {}
