@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A 7-point iodepth grid three ways, side by side: `storbench run`, plain fio (the same job files by hand, one
 after another) and fio-plot's bench-fio (when given). Arms alternate round by round (A B C, C B A, ...) so drift
-hits all of them. Prints each arm's wall time, storbench's own start-up (its wall time outside fio) and its
-per-run overhead against plain fio; asserts nothing about time.
+hits all of them. Prints each arm's wall time, storbench's time outside fio (its start-up to the first fio, the gaps
+between repetitions, the end after the last) and its per-run overhead against plain fio; asserts nothing about time.
 
     .venv/bin/python bench/overhead_grid.py [--rounds 3] [--runtime 1] [--bench-fio /path/to/bench-fio]
 
@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 DEPTHS = (1, 2, 4, 8, 16, 32, 64)
@@ -47,17 +48,37 @@ def compile_storbench() -> None:
     compileall.compile_dir(Path(storbench.__file__).parent, quiet=1)
 
 
-def storbench_arm(plan: Path, db: Path) -> tuple[float, float]:
-    """(wall time, seconds inside fio's repetitions) of one `storbench run` of the grid."""
+@dataclass(frozen=True)
+class StorbenchTimes:
+    """One `storbench run` of the grid: its wall time, the seconds inside fio's repetitions, and where the rest went
+    (before the first fio starts, between repetitions, after the last one ends)."""
+
+    wall_s: float
+    in_fio_s: float
+    before_first_s: float
+    after_last_s: float
+
+    @property
+    def between_s(self) -> float:
+        return self.wall_s - self.in_fio_s - self.before_first_s - self.after_last_s
+
+
+def storbench_arm(plan: Path, db: Path) -> StorbenchTimes:
+    """Times one `storbench run` of the grid; a repetition's start and end are fio's own process (storbench stamps
+    them just before it starts fio and as soon as fio has ended)."""
     db.unlink(missing_ok=True)
+    started_wall = time.time()
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "storbench", "run", str(plan), "--db", str(db)], check=True,
                    stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - started
+    ended_wall = started_wall + wall
     conn = sqlite3.connect(db)
-    inside = conn.execute("SELECT SUM(finished_at_s - started_at_s) FROM repetitions").fetchone()[0]
+    inside, first, last = conn.execute("SELECT SUM(finished_at_s - started_at_s), MIN(started_at_s), "
+                                       "MAX(finished_at_s) FROM repetitions").fetchone()
     conn.close()
-    return wall, float(inside)
+    return StorbenchTimes(wall_s=wall, in_fio_s=float(inside), before_first_s=float(first) - started_wall,
+                          after_last_s=ended_wall - float(last))
 
 
 def fio_arm(jobs: list[Path], work: Path) -> float:
@@ -100,12 +121,12 @@ def main() -> int:
         (work / "bench-fio-data").mkdir()
         arms = ["storbench", "fio"] + (["bench-fio"] if args.bench_fio else [])
         walls: dict[str, list[float]] = {arm: [] for arm in arms}
-        inside: list[float] = []
+        runs: list[StorbenchTimes] = []
         for round_index in range(args.rounds):
             for arm in arms if round_index % 2 == 0 else reversed(arms):
                 if arm == "storbench":
-                    wall, in_fio = storbench_arm(plan, db)
-                    inside.append(in_fio)
+                    runs.append(storbench_arm(plan, db))
+                    wall = runs[-1].wall_s
                 elif arm == "fio":
                     wall = fio_arm(jobs, work)
                 else:
@@ -114,8 +135,11 @@ def main() -> int:
                 walls[arm].append(wall)
             print(f"round {round_index + 1}: " + " | ".join(f"{arm} {walls[arm][-1]:.2f}s" for arm in arms))
         median = {arm: statistics.median(values) for arm, values in walls.items()}
-        fio_s, sb_s, in_fio = median["fio"], median["storbench"], statistics.median(inside)
-        start_up = sb_s - in_fio
+        fio_s, sb_s = median["fio"], median["storbench"]
+        in_fio = statistics.median(run.in_fio_s for run in runs)
+        outside = sb_s - in_fio
+        before, between, after = (statistics.median(getattr(run, name) for run in runs)
+                                  for name in ("before_first_s", "between_s", "after_last_s"))
         print()
         print(f"grid: randread 4k, iodepth {', '.join(map(str, DEPTHS))}, runtime {args.runtime}s each, "
               f"{args.rounds} rounds (medians)")
@@ -126,7 +150,10 @@ def main() -> int:
         print(f"storbench run:               {sb_s:6.2f}s  ({sb_s / fio_s - 1:+.1%} against plain fio)")
         print(f"  of which inside fio's runs {in_fio:6.2f}s  ({in_fio / fio_s - 1:+.1%} against plain fio: the "
               "per-run overhead; goal within 3 %)")
-        print(f"  and its own start-up        {start_up:6.2f}s  (start, checks, layout, the closing table)")
+        print(f"  and outside fio             {outside:6.2f}s, of which (medians of each part):")
+        print(f"    start-up, to the first fio {before:6.2f}s  (Python, imports, checks; goal at most 0.5 s)")
+        print(f"    between repetitions        {between:6.2f}s  ({len(DEPTHS) - 1} gaps: store, progress, next job)")
+        print(f"    after the last fio         {after:6.2f}s  (the closing table, the test file removed)")
     return 0
 
 
