@@ -495,8 +495,11 @@ def test_keys_a_multi_object_delete_finds_gone_count_as_removed_and_its_codes_ar
 
     with fake_s3() as (endpoint, state):
         state.objects[("bench", "storbench.abc.1")] = b""
+        state.objects[("bench", "storbench.abc.<a&b>")] = b""  # XML's own characters in a key, escaped in the body
         service = S3Service(endpoint, "us-east-1", S3Credentials(KEY_ID, SECRET))
-        assert _delete_batch(service, "bench", ["storbench.abc.1", "storbench.abc.gone"]) == Removal(2)  # NoSuchKey
+        assert _delete_batch(service, "bench", ["storbench.abc.1", "storbench.abc.gone", "storbench.abc.<a&b>"]
+                             ) == Removal(3)  # NoSuchKey
+        assert not state.objects
     answer = (b'<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Error><Key>k</Key><Code>[link=http:/'
               b'/x.test]click here[/link]</Code></Error></DeleteResult>')  # a code that is no code: not shown
 

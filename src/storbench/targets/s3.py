@@ -5,8 +5,8 @@ run; the keys go to fio through its environment and never into a job text, a res
 from __future__ import annotations
 
 import base64
-import configparser
 import hashlib
+import html
 import os
 import re
 import secrets
@@ -15,8 +15,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
-from xml.etree import ElementTree
-from xml.sax.saxutils import escape as xml_escape
 
 from storbench.config.operation_checks import MAX_RUN_OBJECTS
 from storbench.config.targets import REGION_RE
@@ -24,7 +22,6 @@ from storbench.errors import UserError
 from storbench.fio.jobfile import S3_KEY_ENV, S3_KEY_ID_ENV, JobBinding
 from storbench.fio.options import parse_engines
 from storbench.model import Case, S3Target
-from storbench.netclient import request
 from storbench.s3sign import EMPTY_SHA256, S3Credentials, canonical_query, signed_headers
 from storbench.shell import run
 from storbench.targets.base import PreparedTarget
@@ -130,6 +127,7 @@ class S3Service:
         if body:
             sent["content-md5"] = base64.b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode()
         url = self.endpoint.rstrip("/") + path + (f"?{canonical_query(query)}" if query else "")
+        from storbench.netclient import request  # lazy: http.client and ssl load for a request only
         try:
             answer = request(url, method, sent, timeout_s=timeout_s, allowed=self.allowed, body=body)
         except OSError as exc:
@@ -165,6 +163,7 @@ def load_credentials(access: S3Access, environ: Mapping[str, str] | None = None)
     ``[default]`` or the given profile), else from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY."""
     environ = os.environ if environ is None else environ
     if access.credentials_file is not None:
+        import configparser  # lazy: only a credentials file needs it, not every run
         parser = configparser.ConfigParser(interpolation=None)
         try:
             parser.read_string(_read_credentials_file(access.credentials_file))
@@ -229,6 +228,7 @@ def object_pages(service: S3Service, bucket: str, prefix: str, max_keys: int = M
     """The keys under ``prefix``, a listing page at a time. A listing that does not end is stopped with a
     UserError: more than MAX_LIST_PAGES pages, more than ``max_keys`` keys in all or MAX_KEYS_PER_PAGE on a page, or
     a continuation token that is missing or comes back again; so is a body that is not S3's XML."""
+    from xml.etree import ElementTree  # lazy: only S3's answers are XML, not every run's
     total = 0
     token: str | None = None
     seen: set[str] = set()
@@ -308,8 +308,8 @@ _CODE_RE = re.compile(r"[A-Za-z]{1,64}")  # an S3 error code (AccessDenied): wha
 def _delete_batch(service: S3Service, bucket: str, keys: Sequence[str]) -> Removal | Unsupported | None:
     """``keys`` in one DeleteObjects request (quiet: only the keys it could not delete come back); Unsupported when
     the service has no such request, None when this one did not delete them (refused whole, busy, no answer)."""
-    body = (f'<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="{S3_XMLNS}">'
-            "<Quiet>true</Quiet>" + "".join(f"<Object><Key>{xml_escape(key)}</Key></Object>" for key in keys)
+    body = (f'<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="{S3_XMLNS}"><Quiet>true</Quiet>'
+            + "".join(f"<Object><Key>{html.escape(key, quote=False)}</Key></Object>" for key in keys)
             + "</Delete>").encode()
     try:
         status, answer = service.request("POST", bucket, query={"delete": ""}, body=body, timeout_s=BATCH_TIMEOUT_S)
@@ -319,6 +319,7 @@ def _delete_batch(service: S3Service, bucket: str, keys: Sequence[str]) -> Remov
         return Unsupported()
     if status != 200:
         return None
+    from xml.etree import ElementTree  # lazy: only S3's answers are XML, not every run's
     try:
         root = ElementTree.fromstring(answer.lstrip())
     except ElementTree.ParseError:

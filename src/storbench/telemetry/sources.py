@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from storbench.netclient import request
 from storbench.shell import read_text
 from storbench.telemetry.ceph_counters import (
     COUNTED_DAEMONS,
@@ -143,6 +142,8 @@ def read_ceph_snapshot(sockets: Sequence[str], problems: list[str]) -> CephSnaps
 def fetch_range(base_url: str, query: PrometheusQuery, window: QueryWindow, timeout_s: float = 10.0) -> str:
     """GET /api/v1/query_range (no redirect followed, the answer capped). Raises OSError when the server cannot
     be reached or is refused."""
+    from storbench.netclient import request  # lazy: http.client and ssl load for a request only
+
     url = base_url.rstrip("/") + "/api/v1/query_range?" + urllib.parse.urlencode(range_parameters(query, window))
     try:  # Prometheus answers bad queries with 400 and a JSON error: that body is read like any other
         return request(url, timeout_s=timeout_s).body.decode(errors="replace")
