@@ -455,6 +455,12 @@ def test_compare_and_the_report_take_the_comparison_the_plan_names_when_given_no
     assert code == 0 and "the comparison the plan of run 1 asks (compare: baseline pool_size=2" in out, out + err
     comparison = report.read_text().split("<h2>Comparison</h2>")[1].split("</section>")[0]
     assert "pool_size=2" in comparison and "pool_size=3" in comparison and "▼</td>" in comparison
+    assert ("<code>pool_size=3</code>, the comparison the plan of run 1 asks (its <code>compare:</code>): change"
+            in comparison), comparison[:400]
+    code, out, err = run_cli(capsys, "report", "--db", str(db), "-o", str(report), "--baseline", "pool_size=2",
+                             "--candidate", "pool_size=3")  # sides the command line names: not the plan's
+    comparison = report.read_text().split("<h2>Comparison</h2>")[1].split("</section>")[0]
+    assert code == 0 and "<code>pool_size=3</code>: change" in comparison and "asks (its" not in comparison, err
     code, out, err = run_cli(capsys, "report", "--db", str(db), "-o", str(report), "--where", "pool_size=3")
     assert code == 0 and "<h2>Comparison</h2>" not in report.read_text(), err
     assert ("no Comparison section: compare.baseline 'pool_size=2' matches no results in "

@@ -292,6 +292,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     comparisons: list[PointComparison] = []
     texts = (args.baseline or "", args.candidate or "")
     said = ""  # where the comparison came from when the plan asked it, or why it is not in the report
+    asked_by = ""  # whose compare: the sides are, for the report's Comparison section
     filtered = [*(f"--where {w}" for w in args.where), *(f"--target {t}" for t in args.target or ())]
     if args.baseline:
         baseline = parse_selector_flag(args.baseline, "--baseline")
@@ -312,6 +313,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                 raise UserError(f"no point where baseline {baseline.text} and candidate {candidate.text} both ran")
             texts = (baseline.text, candidate.text)
             said = asked_line(selection, baseline, candidate, "--baseline and --candidate choose another")
+            asked_by = _whose(selection)
         except UserError as exc:
             said = f"no Comparison section: {exc.one_line()}"
     # the store was read once, by select; the figures drawn from repetitions (latency CDFs, timelines, convergence)
@@ -320,7 +322,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     repetitions = [r for r in selection.repetitions if (r.run_id, r.case.case_id, r.rep_index) in chosen]
     title = args.title or "storbench report: " + ", ".join(sorted({r.plan_name for r in selection.runs}))
     document = build_report(title, selection.runs, repetitions, selection.observations, comparisons=comparisons,
-                            baseline=texts[0], candidate=texts[1], objective=objective,
+                            baseline=texts[0], candidate=texts[1], asked_by=asked_by, objective=objective,
                             steady=selection.steady, preconditions=selection.preconditions,
                             notes=run_notes(selection, args.db),
                             attempts=selection.attempts, pool=args.pool)

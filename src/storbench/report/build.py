@@ -42,12 +42,13 @@ from storbench.stats.write_checks import point_write_checks
 
 def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition],
                  observations: Sequence[Observation], *, comparisons: Sequence[PointComparison] = (),
-                 baseline: str = "", candidate: str = "", objective: LatencyObjective | None = None,
-                 steady: Mapping[tuple[int, str], SteadyState] | None = None,
+                 baseline: str = "", candidate: str = "", asked_by: str = "",
+                 objective: LatencyObjective | None = None, steady: Mapping[tuple[int, str], SteadyState] | None = None,
                  preconditions: Mapping[int, Sequence[PreconditionRecord]] | None = None,
                  notes: Sequence[str] = (), attempts: Attempts | None = None, pool: bool = False) -> ReportDocument:
     """``pool``: each case's repetitions over several runs in one point (`report --pool`), else a point per run as
-    `show` gives (a before/after report by run had drawn both sides as one point in every figure);
+    `show` gives (a before/after report by run had drawn both sides as one point in every figure); ``asked_by``:
+    whose `compare:` the sides are, when a plan named them ("the plan of run 3"), said with the comparison;
     ``steady``: the judged rounds of each (run, case) measured until steady (selection.steady);
     ``preconditions``: what each run wrote to its targets first (selection.preconditions); ``notes``: lines shown
     with the warnings (a run whose stopping rule changed on a resume); ``attempts``: the rounds each (run, case) was run
@@ -98,7 +99,7 @@ def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[Stor
         warnings=(*warning_lines(points), *filter(None, [pooled_runs_line(points), _hosts_line(points, runs)]),
                   *interval_level_lines(interval_levels(runs)), *notes),
         comparisons=tuple(comparisons), baseline=baseline,
-        candidate=candidate, curves=tuple(curve_list), objective=objective,
+        candidate=candidate, asked_by=asked_by, curves=tuple(curve_list), objective=objective,
         job_texts=tuple((case_id, label, text) for case_id, (label, text) in job_texts.items()),
         preconditions=tuple((run_id, precondition_text(record), record.job_text)
                             for run_id, records in sorted((preconditions or {}).items()) for record in records),

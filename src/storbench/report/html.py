@@ -60,6 +60,7 @@ class ReportDocument:
     comparisons: tuple[PointComparison, ...] = ()
     baseline: str = ""
     candidate: str = ""
+    asked_by: str = ""  # whose `compare:` the sides are ("the plan of run 3"); "" when the command line named them
     curves: tuple[Curve, ...] = ()
     objective: LatencyObjective | None = None
     job_texts: tuple[tuple[str, str, str], ...] = ()  # (case id, label, job file) per case
@@ -130,8 +131,9 @@ def _comparison_table(doc: ReportDocument) -> str:
         rows.append(f"<tr><td>{_e(label)}</td><td>{_e(iops_with_ci(c.baseline.metric('iops')))}</td>"
                     f"<td>{_e(iops_with_ci(c.candidate.metric('iops')))}</td>" + "".join(cells)
                     + f"<td title='{_e(_evidence_title(c))}'>{_e(bottleneck_change(c))}</td></tr>")
-    return (f"<p>Baseline <code>{_e(doc.baseline)}</code> vs candidate <code>{_e(doc.candidate)}</code>: change of the "
-            f"candidate's mean with its interval ({_e(interval_caption(doc.comparisons))}). "
+    asked = f", the comparison {_e(doc.asked_by)} asks (its <code>compare:</code>)" if doc.asked_by else ""
+    return (f"<p>Baseline <code>{_e(doc.baseline)}</code> vs candidate <code>{_e(doc.candidate)}</code>{asked}: change "
+            f"of the candidate's mean with its interval ({_e(interval_caption(doc.comparisons))}). "
             f"{_e(VERDICT_LEGEND)}</p><table class='data compare'><thead><tr>"
             + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows)
             + "</tbody></table>" + "".join(f"<p>{_e(line)}</p>" for line in [
