@@ -129,7 +129,8 @@ def test_until_ci_looks_from_the_rules_minimum_on(repeat: str, least: int) -> No
 def test_two_points_of_a_run_repeated_until_ci_are_compared_at_its_level() -> None:
     """Pairs whose change is shown at a plain 95 % but not at the run's 97.5 %: a run repeated until its intervals
     were narrow compares its points at that level (a plain 95 % after such a stop calls no change different in up
-    to 6.3 %), says so in the caption, and shows the points at it; a run without the rule keeps 95 %."""
+    to 6.3 %), says so in the caption, and shows the points at it; a run without the rule keeps 95 %, which its
+    caption says."""
     from storbench.report.compare_export import comparison_markdown
     from storbench.stats.compare import compare_observations
     from storbench.stats.compare_cells import Verdict
@@ -154,6 +155,8 @@ def test_two_points_of_a_run_repeated_until_ci_are_compared_at_its_level() -> No
     assert ruled_verdict is Verdict.UNDECIDED and ruled_low < 0
     assert "until: ci" in ruled_text and "until: ci" not in plain_text
     assert "97.5 %" in ruled_text
+    # the caption says the plain intervals' level, and no 95 % where every interval is at the run's level
+    assert "intervals paired (95 %): per-pair ratios" in plain_text and "(95 %)" not in ruled_text
 
 
 def test_a_comparison_after_a_ci_stop_keeps_its_error_rate_at_the_runs_level() -> None:

@@ -17,6 +17,7 @@ from storbench.report.warning_text import points_text
 from storbench.safe_text import safe_text
 from storbench.stats.compare_cells import STOPPING_RULE_MARKS, PointComparison, Verdict
 from storbench.stats.compare_design import CONFOUNDED, DESIGN_CAVEATS, DESIGNS
+from storbench.stats.estimate import CONFIDENCE
 
 VERDICT_STYLE = {Verdict.BETTER: "green", Verdict.WORSE: "red", Verdict.UNDECIDED: "dim",
                  Verdict.NOT_COMPARABLE: "yellow"}
@@ -201,17 +202,20 @@ def rule_answer_lines(comparisons: Sequence[PointComparison]) -> list[str]:
 
 
 def interval_caption(comparisons: Sequence[PointComparison]) -> str:
-    """Which intervals the changes carry: paired (alternating repetitions of one run) or Welch's."""
+    """Which intervals the changes carry: paired (alternating repetitions of one run) or Welch's, and at which
+    level (a stopping rule's cells at the rule's)."""
     methods = {cell.difference.method for c in comparisons for cell in c.cells if cell.difference is not None}
+    # the plain intervals' level, unless every point's run stopped `until: ci` (its level is said below)
+    plain = f" ({100 * CONFIDENCE:g} %)" if any(c.ci_level is None for c in comparisons) else ""
     names = {
         "sequential": "sequential: per-pair ratios at the error rate the stopping rule spent on its last look (the "
                       "run looked after every round under `until: decided`; a plain 95 % interval would overstate "
                       "it)",
-        "paired": "paired: per-pair ratios of repetitions that alternated in one run (drift cancels)",
-        "welch": "Welch: independent repetitions",
-        "paired by run": "paired by run: each run's two means one pair (sides that span several runs: the run is "
-                         "the sample)",
-        "welch over runs": "Welch over runs: each run's mean one sample (sides that span several runs)",
+        "paired": f"paired{plain}: per-pair ratios of repetitions that alternated in one run (drift cancels)",
+        "welch": f"Welch{plain}: independent repetitions",
+        "paired by run": f"paired by run{plain}: each run's two means one pair (sides that span several runs: the "
+                         "run is the sample)",
+        "welch over runs": f"Welch over runs{plain}: each run's mean one sample (sides that span several runs)",
         "none": "none where a side has none (n < 2, or a steady-state window: rounds chosen for their small "
                 "spread), or where no repetition differs from another (a percentile in one histogram bin a side: "
                 "below its resolution)",
