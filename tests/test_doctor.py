@@ -23,6 +23,23 @@ def test_each_missing_piece_comes_with_the_command_that_installs_it() -> None:
     assert all(r.install for r in REQUIREMENTS) and len({r.what for r in REQUIREMENTS}) == len(REQUIREMENTS)
 
 
+def test_doctor_says_whether_the_cpu_offers_the_counters_cycles_need(tmp_path: Path) -> None:
+    """perf alone does not count cycles: a VM without a virtual PMU has perf and no CPU counters (`plan` refuses
+    telemetry.cycles there), so doctor looks for the kernel's CPU performance-monitoring unit too."""
+    from storbench.doctor import _pmu
+
+    for unit in ("breakpoint", "software", "tracepoint"):
+        (tmp_path / unit).mkdir()
+    missing = _pmu("", str(tmp_path))
+    assert missing == Found(False, f"under {tmp_path} only breakpoint, software, tracepoint")
+    pmu = next(r for r in REQUIREMENTS if r.probe == "pmu")
+    line = next(x for x in doctor_lines({pmu: missing}) if x.startswith("missing  CPU performance counters"))
+    assert line.startswith(f"missing  CPU performance counters (under {tmp_path} only breakpoint, software, "
+                           "tracepoint): telemetry.cycles (CPU cycles per I/O); install: a machine whose CPU"), line
+    (tmp_path / "cpu_core").mkdir()  # a hybrid CPU's
+    assert _pmu("", str(tmp_path)) == Found(True, f"cpu_core under {tmp_path}")
+
+
 @pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
 def test_doctor_probes_this_machine_and_fails_only_without_fio(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                monkeypatch: pytest.MonkeyPatch) -> None:

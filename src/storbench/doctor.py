@@ -1,6 +1,6 @@
 """`storbench doctor`'s probes (shell): for each piece `storbench.requirements` lists, whether this machine has it
-and what it says of itself. Reads PATH, files, fio's own answers, Python's modules and the kernel's cgroups;
-installs nothing."""
+and what it says of itself. Reads PATH, files, fio's own answers, Python's modules, the kernel's cgroups and its
+performance-monitoring units; installs nothing."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from storbench.lab.k8s import binaries_dir, csi_dir
 from storbench.requirements import REQUIREMENTS, Found, Requirement
 from storbench.shell import run
 from storbench.targets.s3 import http_fio_binary
+from storbench.telemetry.perf import CPU_PMUS, PMU_DIRECTORY
 
 
 def _program(name: str) -> Found:
@@ -47,8 +48,21 @@ def _root(_: str) -> Found:
     return Found(os.geteuid() == 0)
 
 
+def _pmu(_: str, directory: str = PMU_DIRECTORY) -> Found:
+    """A CPU performance-monitoring unit the kernel offers (``cpu``, or a hybrid CPU's ``cpu_core``), as perf counts
+    cycles with; missing: which units there are instead (a VM without a virtual PMU has only software ones)."""
+    try:
+        units = sorted(os.listdir(directory))
+    except OSError:
+        units = []
+    found = [unit for unit in CPU_PMUS if unit in units]
+    if found:
+        return Found(True, f"{', '.join(found)} under {directory}")
+    return Found(False, f"under {directory} only {', '.join(units) or 'nothing'}")
+
+
 PROBES: dict[str, Callable[[str], Found]] = {"program": _program, "file": _file, "module": _module,
-                                             "cgroup": _cgroup, "root": _root}
+                                             "cgroup": _cgroup, "root": _root, "pmu": _pmu}
 
 
 def examine(fio: str | None) -> dict[Requirement, Found]:

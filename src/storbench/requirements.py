@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 # how a piece is found: a program on PATH, a file, a fio engine of the fio a run uses, a Python module, a cgroup
-# controller of this kernel, running as root
-Probe = Literal["program", "file", "engine", "module", "cgroup", "root"]
+# controller of this kernel, running as root, the CPU's performance counters as the kernel offers them
+Probe = Literal["program", "file", "engine", "module", "cgroup", "root", "pmu"]
 
 APT = "apt-get install -y"
 
@@ -42,8 +42,10 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     Requirement("ceph-mds and ceph-fuse", "program", "ceph-fuse", "the Ceph lab's CephFS (lab.ceph.cephfs)",
                 f"{APT} ceph-mds ceph-fuse"),
     Requirement("radosgw", "program", "radosgw", "the Ceph lab's S3 (lab.ceph.rgw)", f"{APT} radosgw"),
-    Requirement("perf", "program", "perf", "telemetry.cycles (CPU cycles per I/O; a CPU with performance counters)",
-                f"{APT} linux-perf"),
+    Requirement("perf", "program", "perf", "telemetry.cycles (CPU cycles per I/O)", f"{APT} linux-perf"),
+    Requirement("CPU performance counters", "pmu", "", "telemetry.cycles (CPU cycles per I/O)",
+                "a machine whose CPU offers them to this kernel (a VM needs a virtual PMU: KVM's `-cpu host`, or an "
+                "instance type that has one); CPU time per I/O is measured without them"),
     Requirement("the cgroup cpu controller", "cgroup", "cpu", "lab.ceph.osd_cpus (a CPU quota per OSD)",
                 "a kernel with the cgroup cpu controller (v1 or v2) mounted under /sys/fs/cgroup"),
     Requirement("nfs-ganesha", "program", "ganesha.nfsd", "the NFS lab",
