@@ -131,9 +131,12 @@ def test_two_points_of_a_run_repeated_until_ci_are_compared_at_its_level() -> No
     were narrow compares its points at that level (a plain 95 % after such a stop calls no change different in up
     to 6.3 %), says so in the caption, and shows the points at it; a run without the rule keeps 95 %, which its
     caption says."""
+    from dataclasses import replace
+
     from storbench.report.compare_export import comparison_markdown
+    from storbench.report.compare_tables import interval_caption
     from storbench.stats.compare import compare_observations
-    from storbench.stats.compare_cells import Verdict
+    from storbench.stats.compare_cells import PointComparison, Verdict
     from storbench.stats.selectors import parse_selector
 
     logs = [0.03, 0.07, 0.02, 0.05]  # t = 3.83 on 3 df: between 3.18 (95 %) and 4.18 (97.5 %)
@@ -141,22 +144,27 @@ def test_two_points_of_a_run_repeated_until_ci_are_compared_at_its_level() -> No
     observations = [observation(case_id=t, target=t, repeat=r, iops=x * (math.exp(lr) if t == "b" else 1.0))
                     for r, (x, lr) in enumerate(zip(base_iops, logs, strict=True)) for t in "ab"]
 
-    def compared(levels: dict[int, float] | None) -> tuple[Verdict, float, str]:
+    def compared(levels: dict[int, float] | None) -> tuple[Verdict, float, str, PointComparison]:
         (c,) = compare_observations(observations, parse_selector("target=a"), parse_selector("target=b"), {},
                                     interleaved_runs=frozenset({1}), levels=levels)
         cell = c.cell("iops")
         assert cell is not None and cell.difference is not None and cell.difference.method == "paired"
         assert cell.baseline is not None and cell.baseline.confidence == (levels or {}).get(1, CONFIDENCE)
-        return cell.verdict, cell.difference.change_ci_low_pct or 0.0, comparison_markdown([c], "a", "b")
+        return cell.verdict, cell.difference.change_ci_low_pct or 0.0, comparison_markdown([c], "a", "b"), c
 
-    plain_verdict, plain_low, plain_text = compared(None)
-    ruled_verdict, ruled_low, ruled_text = compared({1: CI_STOP_CONFIDENCE})
+    plain_verdict, plain_low, plain_text, plain = compared(None)
+    ruled_verdict, ruled_low, ruled_text, ruled = compared({1: CI_STOP_CONFIDENCE})
     assert plain_verdict is Verdict.BETTER and plain_low > 0
     assert ruled_verdict is Verdict.UNDECIDED and ruled_low < 0
     assert "until: ci" in ruled_text and "until: ci" not in plain_text
     assert "97.5 %" in ruled_text
     # the caption says the plain intervals' level, and no 95 % where every interval is at the run's level
     assert "intervals paired (95 %): per-pair ratios" in plain_text and "(95 %)" not in ruled_text
+    # beside another run's plain Welch intervals, the ruled paired ones keep their own level (not "95 %")
+    welch = replace(plain, cells=tuple(replace(cell, difference=replace(cell.difference, method="welch"))
+                                       for cell in plain.cells if cell.difference is not None))
+    mixed = interval_caption([ruled, welch])
+    assert "paired: per-pair" in mixed and "Welch (95 %): independent" in mixed and "at 97.5 % where" in mixed, mixed
 
 
 def test_a_comparison_after_a_ci_stop_keeps_its_error_rate_at_the_runs_level() -> None:

@@ -461,7 +461,14 @@ def test_compare_and_the_report_take_the_comparison_the_plan_names_when_given_no
                              "--candidate", "pool_size=3")  # sides the command line names: not the plan's
     comparison = report.read_text().split("<h2>Comparison</h2>")[1].split("</section>")[0]
     assert code == 0 and "<code>pool_size=3</code>: change" in comparison and "asks (its" not in comparison, err
-    code, out, err = run_cli(capsys, "report", "--db", str(db), "-o", str(report), "--where", "pool_size=3")
+    store_observations(db, _with_latency(_rounds(0.7, 8)),  # run 2 of the same plan: both runs ask it
+                       FIXED + "compare: {baseline: pool_size=2, candidate: pool_size=3}\n", plan_name="replica-fixed")
+    code, out, err = run_cli(capsys, "report", "--db", str(db), "-o", str(report), "--run", "all")
+    comparison = report.read_text().split("<h2>Comparison</h2>")[1].split("</section>")[0]
+    assert code == 0 and ", the comparison the plans of runs 1, 2 ask (their <code>compare:</code>): change" in \
+        comparison, comparison[:400]
+    code, out, err = run_cli(capsys, "report", "--db", str(db), "-o", str(report), "--where", "pool_size=3",
+                             "--run", "1")
     assert code == 0 and "<h2>Comparison</h2>" not in report.read_text(), err
     assert ("no Comparison section: compare.baseline 'pool_size=2' matches no results in "
             f"{db} among those --where pool_size=3 kept") in " ".join(out.split()), out

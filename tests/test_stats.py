@@ -1607,7 +1607,7 @@ def test_comparisons_and_saturation_tables_name_an_operations_rate_ops_per_s() -
     found = compare_observations(seen, parse_selector("target=t1"), parse_selector("target=t2"), {})
     table = comparison_markdown(found, "target=t1", "target=t2")
     assert "| point | ops/s baseline | ops/s candidate | ops/s |" in table and "IOPS" not in table, table
-    doc = SimpleNamespace(comparisons=found, baseline="target=t1", candidate="target=t2", asked_by="")
+    doc = SimpleNamespace(comparisons=found, baseline="target=t1", candidate="target=t2", asked_by=())
     html = _comparison_table(doc)  # type: ignore[arg-type]
     assert "<th>ops/s baseline</th>" in html and "IOPS" not in html.split("</thead>")[0], html[:400]
 

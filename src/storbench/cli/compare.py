@@ -292,7 +292,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     comparisons: list[PointComparison] = []
     texts = (args.baseline or "", args.candidate or "")
     said = ""  # where the comparison came from when the plan asked it, or why it is not in the report
-    asked_by = ""  # whose compare: the sides are, for the report's Comparison section
+    asked_by: tuple[int, ...] = ()  # the runs whose plans' compare: the sides are, for the Comparison section
     filtered = [*(f"--where {w}" for w in args.where), *(f"--target {t}" for t in args.target or ())]
     if args.baseline:
         baseline = parse_selector_flag(args.baseline, "--baseline")
@@ -313,7 +313,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                 raise UserError(f"no point where baseline {baseline.text} and candidate {candidate.text} both ran")
             texts = (baseline.text, candidate.text)
             said = asked_line(selection, baseline, candidate, "--baseline and --candidate choose another")
-            asked_by = _whose(selection)
+            asked_by = tuple(r.run_id for r in selection.runs)
         except UserError as exc:
             said = f"no Comparison section: {exc.one_line()}"
     # the store was read once, by select; the figures drawn from repetitions (latency CDFs, timelines, convergence)

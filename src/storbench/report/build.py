@@ -42,13 +42,13 @@ from storbench.stats.write_checks import point_write_checks
 
 def build_report(title: str, runs: Sequence[RunInfo], repetitions: Sequence[StoredRepetition],
                  observations: Sequence[Observation], *, comparisons: Sequence[PointComparison] = (),
-                 baseline: str = "", candidate: str = "", asked_by: str = "",
+                 baseline: str = "", candidate: str = "", asked_by: tuple[int, ...] = (),
                  objective: LatencyObjective | None = None, steady: Mapping[tuple[int, str], SteadyState] | None = None,
                  preconditions: Mapping[int, Sequence[PreconditionRecord]] | None = None,
                  notes: Sequence[str] = (), attempts: Attempts | None = None, pool: bool = False) -> ReportDocument:
     """``pool``: each case's repetitions over several runs in one point (`report --pool`), else a point per run as
     `show` gives (a before/after report by run had drawn both sides as one point in every figure); ``asked_by``:
-    whose `compare:` the sides are, when a plan named them ("the plan of run 3"), said with the comparison;
+    the runs whose plans' `compare:` the sides are, when plans named them, said with the comparison;
     ``steady``: the judged rounds of each (run, case) measured until steady (selection.steady);
     ``preconditions``: what each run wrote to its targets first (selection.preconditions); ``notes``: lines shown
     with the warnings (a run whose stopping rule changed on a resume); ``attempts``: the rounds each (run, case) was run

@@ -205,17 +205,20 @@ def interval_caption(comparisons: Sequence[PointComparison]) -> str:
     """Which intervals the changes carry: paired (alternating repetitions of one run) or Welch's, and at which
     level (a stopping rule's cells at the rule's)."""
     methods = {cell.difference.method for c in comparisons for cell in c.cells if cell.difference is not None}
-    # the plain intervals' level, unless every point's run stopped `until: ci` (its level is said below)
-    plain = f" ({100 * CONFIDENCE:g} %)" if any(c.ci_level is None for c in comparisons) else ""
+    # a method's level where some of its intervals are plain ones; those of runs stopped `until: ci` are said below
+    at = {cell.difference.method: f" ({100 * CONFIDENCE:g} %)" for c in comparisons if c.ci_level is None
+          for cell in c.cells if cell.difference is not None}
     names = {
         "sequential": "sequential: per-pair ratios at the error rate the stopping rule spent on its last look (the "
                       "run looked after every round under `until: decided`; a plain 95 % interval would overstate "
                       "it)",
-        "paired": f"paired{plain}: per-pair ratios of repetitions that alternated in one run (drift cancels)",
-        "welch": f"Welch{plain}: independent repetitions",
-        "paired by run": f"paired by run{plain}: each run's two means one pair (sides that span several runs: the "
-                         "run is the sample)",
-        "welch over runs": f"Welch over runs{plain}: each run's mean one sample (sides that span several runs)",
+        "paired": f"paired{at.get('paired', '')}: per-pair ratios of repetitions that alternated in one run (drift "
+                  "cancels)",
+        "welch": f"Welch{at.get('welch', '')}: independent repetitions",
+        "paired by run": f"paired by run{at.get('paired by run', '')}: each run's two means one pair (sides that span "
+                         "several runs: the run is the sample)",
+        "welch over runs": f"Welch over runs{at.get('welch over runs', '')}: each run's mean one sample (sides that "
+                           "span several runs)",
         "none": "none where a side has none (n < 2, or a steady-state window: rounds chosen for their small "
                 "spread), or where no repetition differs from another (a percentile in one histogram bin a side: "
                 "below its resolution)",

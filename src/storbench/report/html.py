@@ -60,7 +60,7 @@ class ReportDocument:
     comparisons: tuple[PointComparison, ...] = ()
     baseline: str = ""
     candidate: str = ""
-    asked_by: str = ""  # whose `compare:` the sides are ("the plan of run 3"); "" when the command line named them
+    asked_by: tuple[int, ...] = ()  # runs whose plans' `compare:` the sides are; (): the command line's
     curves: tuple[Curve, ...] = ()
     objective: LatencyObjective | None = None
     job_texts: tuple[tuple[str, str, str], ...] = ()  # (case id, label, job file) per case
@@ -131,7 +131,9 @@ def _comparison_table(doc: ReportDocument) -> str:
         rows.append(f"<tr><td>{_e(label)}</td><td>{_e(iops_with_ci(c.baseline.metric('iops')))}</td>"
                     f"<td>{_e(iops_with_ci(c.candidate.metric('iops')))}</td>" + "".join(cells)
                     + f"<td title='{_e(_evidence_title(c))}'>{_e(bottleneck_change(c))}</td></tr>")
-    asked = f", the comparison {_e(doc.asked_by)} asks (its <code>compare:</code>)" if doc.asked_by else ""
+    s = "s" if len(doc.asked_by) > 1 else ""
+    asked = (f", the comparison the plan{s} of run{s} {', '.join(map(str, doc.asked_by))} "
+             f"{'ask (their' if s else 'asks (its'} <code>compare:</code>)" if doc.asked_by else "")
     return (f"<p>Baseline <code>{_e(doc.baseline)}</code> vs candidate <code>{_e(doc.candidate)}</code>{asked}: change "
             f"of the candidate's mean with its interval ({_e(interval_caption(doc.comparisons))}). "
             f"{_e(VERDICT_LEGEND)}</p><table class='data compare'><thead><tr>"

@@ -127,7 +127,7 @@ class S3Service:
         if body:
             sent["content-md5"] = base64.b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode()
         url = self.endpoint.rstrip("/") + path + (f"?{canonical_query(query)}" if query else "")
-        from storbench.netclient import request  # lazy: http.client and ssl load for a request only
+        from storbench.netclient import request  # lazy: only a request needs the HTTP client
         try:
             answer = request(url, method, sent, timeout_s=timeout_s, allowed=self.allowed, body=body)
         except OSError as exc:

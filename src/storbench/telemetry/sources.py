@@ -142,7 +142,7 @@ def read_ceph_snapshot(sockets: Sequence[str], problems: list[str]) -> CephSnaps
 def fetch_range(base_url: str, query: PrometheusQuery, window: QueryWindow, timeout_s: float = 10.0) -> str:
     """GET /api/v1/query_range (no redirect followed, the answer capped). Raises OSError when the server cannot
     be reached or is refused."""
-    from storbench.netclient import request  # lazy: http.client and ssl load for a request only
+    from storbench.netclient import request  # lazy: only a request needs the HTTP client
 
     url = base_url.rstrip("/") + "/api/v1/query_range?" + urllib.parse.urlencode(range_parameters(query, window))
     try:  # Prometheus answers bad queries with 400 and a JSON error: that body is read like any other
