@@ -141,8 +141,9 @@ def asked_sides(selection: Selection) -> tuple[Selector, Selector] | str:
 
 def _whose(selection: Selection) -> str:
     """'the plan of run 3', 'the plans of runs 2, 3'."""
-    s = "s" if len(selection.runs) > 1 else ""
-    return f"the plan{s} of run{s} {', '.join(str(r.run_id) for r in selection.runs)}"
+    from storbench.report.labels import plans_of
+
+    return plans_of([r.run_id for r in selection.runs])
 
 
 def asked_line(selection: Selection, baseline: Selector, candidate: Selector, other: str) -> str:

@@ -35,6 +35,7 @@ from storbench.report.labels import (
     curve_lab_keys,
     curve_label,
     curves_runs_apart,
+    plans_of,
     rate_unit,
     varying_comparison_lab,
 )
@@ -131,9 +132,9 @@ def _comparison_table(doc: ReportDocument) -> str:
         rows.append(f"<tr><td>{_e(label)}</td><td>{_e(iops_with_ci(c.baseline.metric('iops')))}</td>"
                     f"<td>{_e(iops_with_ci(c.candidate.metric('iops')))}</td>" + "".join(cells)
                     + f"<td title='{_e(_evidence_title(c))}'>{_e(bottleneck_change(c))}</td></tr>")
-    s = "s" if len(doc.asked_by) > 1 else ""
-    asked = (f", the comparison the plan{s} of run{s} {', '.join(map(str, doc.asked_by))} "
-             f"{'ask (their' if s else 'asks (its'} <code>compare:</code>)" if doc.asked_by else "")
+    several = len(doc.asked_by) > 1
+    asked = (f", the comparison {plans_of(doc.asked_by)} {'ask (their' if several else 'asks (its'} "
+             "<code>compare:</code>)" if doc.asked_by else "")
     return (f"<p>Baseline <code>{_e(doc.baseline)}</code> vs candidate <code>{_e(doc.candidate)}</code>{asked}: change "
             f"of the candidate's mean with its interval ({_e(interval_caption(doc.comparisons))}). "
             f"{_e(VERDICT_LEGEND)}</p><table class='data compare'><thead><tr>"

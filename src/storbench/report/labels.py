@@ -216,3 +216,9 @@ def curves_runs_apart(curves: Sequence[Curve]) -> bool:
 def curve_lab_keys(curves: Sequence[Curve]) -> list[str]:
     """The lab settings that differ between curves (a pool-size sweep gives a curve per pool size)."""
     return varying_lab_keys([curve.points[0].point for curve in curves])
+
+
+def plans_of(run_ids: Sequence[int]) -> str:
+    """'the plan of run 3', 'the plans of runs 2, 3': whose plans a line speaks of."""
+    s = "s" if len(run_ids) > 1 else ""
+    return f"the plan{s} of run{s} {', '.join(str(r) for r in run_ids)}"
