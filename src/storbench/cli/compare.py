@@ -126,30 +126,27 @@ def asked_sides(selection: Selection) -> tuple[Selector, Selector] | str:
     from storbench.stats.run_questions import asked_comparison
     from storbench.stats.selectors import parse_selector
 
-    several = len(selection.runs) > 1
-    whose = _whose(selection)
     asked = asked_comparison(selection.runs)
     if asked is None:
-        said = ("do not all name one" if any(r.design.compare for r in selection.runs) else
-                "name no" if several else "names no")
-        return f"{whose} {said} comparison (compare:)"
+        if any(r.design.compare for r in selection.runs):
+            return f"{_whose(selection)} do not all name one comparison (compare:)"
+        return f"{_whose(selection, 'name')} no comparison (compare:)"
     try:
         return parse_selector(asked.baseline), parse_selector(asked.candidate)
     except ValueError as exc:  # stored by a storbench whose selectors said more
-        return f"{whose} name{'' if several else 's'} a comparison this storbench cannot read ({exc})"
+        return f"{_whose(selection, 'name')} a comparison this storbench cannot read ({exc})"
 
 
-def _whose(selection: Selection) -> str:
-    """'the plan of run 3', 'the plans of runs 2, 3'."""
+def _whose(selection: Selection, verb: str = "") -> str:
+    """'the plan of run 3', 'the plans of runs 2, 3' (and ``verb`` agreeing with it)."""
     from storbench.report.labels import plans_of
 
-    return plans_of([r.run_id for r in selection.runs])
+    return plans_of([r.run_id for r in selection.runs], verb)
 
 
 def asked_line(selection: Selection, baseline: Selector, candidate: Selector, other: str) -> str:
     """Where the sides came from, said with the table; ``other``: how to compare something else."""
-    ask = "ask" if len(selection.runs) > 1 else "asks"
-    return (f"the comparison {_whose(selection)} {ask} (compare: baseline {baseline.text}, candidate "
+    return (f"the comparison {_whose(selection, 'ask')} (compare: baseline {baseline.text}, candidate "
             f"{candidate.text}); {other}")
 
 

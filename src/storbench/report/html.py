@@ -132,8 +132,7 @@ def _comparison_table(doc: ReportDocument) -> str:
         rows.append(f"<tr><td>{_e(label)}</td><td>{_e(iops_with_ci(c.baseline.metric('iops')))}</td>"
                     f"<td>{_e(iops_with_ci(c.candidate.metric('iops')))}</td>" + "".join(cells)
                     + f"<td title='{_e(_evidence_title(c))}'>{_e(bottleneck_change(c))}</td></tr>")
-    several = len(doc.asked_by) > 1
-    asked = (f", the comparison {plans_of(doc.asked_by)} {'ask (their' if several else 'asks (its'} "
+    asked = (f", the comparison {plans_of(doc.asked_by, 'ask')} ({'their' if len(doc.asked_by) > 1 else 'its'} "
              "<code>compare:</code>)" if doc.asked_by else "")
     return (f"<p>Baseline <code>{_e(doc.baseline)}</code> vs candidate <code>{_e(doc.candidate)}</code>{asked}: change "
             f"of the candidate's mean with its interval ({_e(interval_caption(doc.comparisons))}). "

@@ -218,7 +218,10 @@ def curve_lab_keys(curves: Sequence[Curve]) -> list[str]:
     return varying_lab_keys([curve.points[0].point for curve in curves])
 
 
-def plans_of(run_ids: Sequence[int]) -> str:
-    """'the plan of run 3', 'the plans of runs 2, 3': whose plans a line speaks of."""
-    s = "s" if len(run_ids) > 1 else ""
-    return f"the plan{s} of run{s} {', '.join(str(r) for r in run_ids)}"
+def plans_of(run_ids: Sequence[int], verb: str = "") -> str:
+    """'the plan of run 3', 'the plans of runs 2, 3': whose plans a line speaks of; with ``verb`` (in its plural
+    form, "ask") that verb agreeing: 'the plan of run 3 asks', 'the plans of runs 2, 3 ask'."""
+    several = len(run_ids) > 1
+    s = "s" if several else ""
+    said = f" {verb}{'' if several else 's'}" if verb else ""
+    return f"the plan{s} of run{s} {', '.join(str(r) for r in run_ids)}{said}"

@@ -132,7 +132,6 @@ def asked_comparison(runs: Sequence[RunInfo]) -> DesignQuestion | None:
     """The comparison the runs' plans name (`compare:`), when every one of them names it and names the same sides;
     None otherwise (no run names one, or they differ, or some name none). `storbench compare` and `report` take it
     when given no sides; a run ends with it. Pure."""
-
     asked = {(r.design.compare.baseline, r.design.compare.candidate) if r.design.compare else None: r.design.compare
              for r in runs}
     return next(iter(asked.values())) if len(asked) == 1 else None
