@@ -288,7 +288,14 @@ BAD_PLANS = [
                                                     "workload.fio.verify_async", ("a whole number 0-64",))),
     # ---- repetitions that stop when decided ---------------------------------------------------------
     case("until-decided-without-compare", Bad(BASE + "repeat: {min: 3, max: 10, until: decided}\n", 8,
-                                              "repeat.until", ("needs the comparison to decide", "compare:"))),
+                                              "repeat.until", ("needs the comparison to decide",
+                                                               "sweep the setting to compare"))),
+    case("until-decided-hints-the-sides-the-plan-sweeps", Bad(
+        BASE + "  ioengine: [psync, libaio]\n  iodepth: [1, 8]\nrepeat: {min: 3, max: 10, until: decided}\n", 10,
+        "repeat.until", ("add compare: {baseline: ioengine=psync, candidate: ioengine=libaio}",))),
+    case("until-decided-hints-a-swept-block-size", Bad(
+        BASE.replace("bs: 4k", "bs: [4k, 64k]") + "repeat: {min: 3, max: 10, until: decided}\n", 8,
+        "repeat.until", ("add compare: {baseline: bs=4k, candidate: bs=64k}",))),
     case("until-bad-text", Bad(BASE + "repeat: {min: 3, max: 10, until: soon}\n", 8, "repeat.until",
                                ("must be 'decided' or like 'ci <= 5%'",))),
     case("repeat-max-below-min", Bad(BASE + "repeat: {min: 5, max: 3, until: 'ci <= 5%'}\n", 8, "repeat.max",
@@ -582,6 +589,8 @@ def test_bad_plan(bad: Bad, tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert line.startswith(where), f"expected the error to start with {where!r}, got {line!r}"
     for text in bad.says:
         assert text in line
+    if bad.key is not None and "." in bad.key:  # a dotted key is said once, before the message
+        assert not line.removeprefix(where).startswith(bad.key), line
     after_path = line.removeprefix(f"storbench: error: {path}")
     for text in bad.absent:
         assert text not in after_path

@@ -28,8 +28,9 @@ from storbench.fio.allowlist import (
     engine_refusal,
 )
 from storbench.model import counts_operations, is_volume_operation, rw_writes
+from storbench.model.lab_point import CEPH_SETTINGS
 from storbench.stats.selectors import blocked_settings, parse_selector
-from storbench.units import format_bytes
+from storbench.units import format_block_size, format_bytes
 
 
 def _check_clients(config: PlanConfig, source: PlanSource) -> None:
@@ -191,19 +192,40 @@ FILE_KINDS = frozenset({"path", "cephfs", "nfs"})  # targets whose test files fi
 SHARE_OFFSETS = ("offset", "offset_increment")
 
 
+def _compare_hint(config: PlanConfig) -> str:
+    """A `compare:` to add, between the first two values of a setting the plan sweeps (a Ceph lab setting, the
+    target, then the workload's), in the words a selector takes; the Ceph pool sizes where nothing is swept."""
+    ceph = config.lab.ceph if config.lab is not None else None
+    swept: list[tuple[str, list[object]]] = [
+        (name, list(getattr(ceph, name) or ())) for name in CEPH_SETTINGS if ceph is not None]
+    swept.append(("target", list(config.targets)))
+    swept += [(name, list(getattr(config.workload, name))) for name in _HINTED_WORKLOAD]
+    swept.append(("clients", list(config.clients)))
+    for name, values in swept:
+        if len(values) >= 2:
+            first, second = (format_block_size(v) if name == "bs" and isinstance(v, int) else str(v).lower()
+                             if isinstance(v, bool) else str(v) for v in values[:2])
+            return f"add compare: {{baseline: {name}={first}, candidate: {name}={second}}}"
+    return "sweep the setting to compare (e.g. lab.ceph.pool_size: [2, 3]) and add compare: {baseline: " \
+           "pool_size=2, candidate: pool_size=3}"
+
+
+_HINTED_WORKLOAD = ("ioengine", "rw", "rwmixread", "bs", "iodepth", "numjobs", "direct")
+
+
 def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
     """`repeat: {until: decided}` needs a `compare` whose sides run on one cluster, alternating."""
     repeat = config.repeat
     if isinstance(repeat, RepeatConfig):
         if repeat.max < repeat.min:
-            raise UserError(f"repeat.max {repeat.max} is below repeat.min {repeat.min}",
+            raise UserError(f"{repeat.max} is below repeat.min {repeat.min}",
                             where=source.where(("repeat", "max")), hint="raise max")
         if config.order != "interleaved":
             raise UserError("repeat: {until: ...} runs balanced rounds, which needs order: interleaved",
                             where=source.where(("order",)), hint="drop order (interleaved is the default)")
         if repeat.until == "decided" and config.compare is None:
-            raise UserError("repeat.until: decided needs the comparison to decide", where=source.where(
-                ("repeat", "until")), hint="add compare: {baseline: pool_size=2, candidate: pool_size=3}")
+            raise UserError("decided needs the comparison to decide", where=source.where(
+                ("repeat", "until")), hint=_compare_hint(config))
     if config.compare is None:
         return
     selectors = {}
@@ -211,7 +233,7 @@ def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
         try:
             selectors[side] = parse_selector(getattr(config.compare, side))
         except ValueError as exc:
-            raise UserError(f"compare.{side}: {exc}", where=source.where(("compare", side)),
+            raise UserError(str(exc), where=source.where(("compare", side)),
                             hint="KEY=VALUE[,KEY=VALUE], e.g. pool_size=2") from None
     apart = blocked_settings(*selectors.values())  # a setting both sides name alike ran on one cluster
     for side, selector in selectors.items():
@@ -221,7 +243,7 @@ def _check_adaptive(config: PlanConfig, source: PlanSource) -> None:
             # side by side, each side is one cluster: the rule would go on until the two instances differ
             why = ("brought up once, its sides cannot alternate round by round" if bring_up == "once" else
                    "side by side, each side is one cluster, and the rule would decide between those two instances")
-            raise UserError(f"compare.{side} names {', '.join(blocked)}, which needs a cluster per value: {why}",
+            raise UserError(f"it names {', '.join(blocked)}, which needs a cluster per value: {why}",
                             where=source.where(("compare", side)),
                             hint="set lab.ceph.bring_up: each_repetition (a fresh cluster per value and round, A B "
                                  "B A), or use a fixed repeat")
@@ -240,7 +262,7 @@ def _check_steady_state(config: PlanConfig, source: PlanSource) -> None:
         raise UserError(f"steady_state runs each point's rounds back to back, not order: {config.order}",
                         where=source.where(("order",)), hint="drop order")
     if steady.confirm == 1:
-        raise UserError("steady_state.confirm 1 gives no interval (one round has no spread)",
+        raise UserError("1 gives no interval (one round has no spread)",
                         where=source.where(("steady_state", "confirm")),
                         hint="confirm: 5 (or at least 2), or 0 for the window's mean without an interval")
     if steady.window > steady.max_rounds:
