@@ -446,6 +446,13 @@ def test_compare_and_the_report_take_the_comparison_the_plan_names_when_given_no
     code, out, err = run_cli(capsys, "compare", "--db", str(db), "--format", "json")
     assert code == 0 and "the comparison the plan of run 1 asks" in " ".join(err.split())
     assert {row["metric"] for row in json.loads(out)} >= {"iops", "lat_p99_ns"}
+    for form in ("markdown", "table"):  # a file written holds where its sides came from, without the CLI's advice
+        written = tmp_path / f"c.{form}"
+        code, out, err = run_cli(capsys, "compare", "--db", str(db), "--format", form, "-o", str(written))
+        text = " ".join(written.read_text().split())
+        assert code == 0 and (out, err) == ("", ""), out + err
+        assert text.startswith("the comparison the plan of run 1 asks (compare: baseline pool_size=2, candidate "
+                               "pool_size=3)") and "choose another" not in text, text[:300]
     code, out, err = run_cli(capsys, "compare", "--db", str(db), "--candidate", "pool_size=3")
     assert (code, out) == (2, "") and err.strip() == ("storbench: error: --baseline and --candidate go together "
                                                       "(hint: give both, or neither for the compare: of the latest "

@@ -63,31 +63,35 @@ def cmd_compare(args: argparse.Namespace) -> int:
                         hint="loosen --where; `storbench show --run all` lists what is stored")
     check_sides(selection, baseline, candidate, args.db, [f"--where {w}" for w in args.where],
                 named="--" if args.baseline else "compare.")
-    if not args.baseline:
-        _console(stderr=args.format != "table" and args.output in ("", "-")).print(
-            asked_line(selection, baseline, candidate, "--baseline and --candidate choose another"), markup=False)
     comparisons = compare_sides(selection, baseline, candidate, force=args.force)
     if not comparisons:
         refuse_no_common_point(selection, baseline, candidate)
-    ran_in = {run for c in comparisons for run in (*c.baseline.run_ids, *c.candidate.run_ids)}
-    note = sides_note(selection, comparisons, baseline, candidate)
-    if note and args.format in ("table", "markdown"):
-        _console(stderr=args.format != "table" and args.output in ("", "-")).print(note, markup=False)
+    ran_in = _ran_in(comparisons)
+    # where the sides came from and what their design leaves in the change: with the table, in its file too
+    advice = "--baseline and --candidate choose another" if args.output in ("", "-") and args.format != "markdown" \
+        else ""  # a file, or a document, says what was compared, not how to ask the command for more
+    asked = "" if args.baseline else asked_line(selection, baseline, candidate, advice)
+    note = sides_note(selection, ran_in, baseline, candidate)
     changed = {run: what for run, what in selection.design_changed.items() if run in ran_in}
     changed_lines = [design_changed_line(run, what) for run, what in sorted(changed.items())]
     if args.format == "table":
         out = _console() if args.output in ("", "-") else file_console()
+        for line in (asked, note):
+            if line:
+                out.print(line, markup=False)
         print_comparison(out, comparisons, baseline, candidate, changed_lines,
                          None if args.output not in ("", "-") else out.width)
         if args.output not in ("", "-"):
             _write_output(out.export_text(), args.output)
     elif args.format == "markdown":
         _write_output(comparison_markdown(comparisons, baseline.text, candidate.text,
-                                          [*changed_lines, *cost_lines(comparisons)]), args.output)
-    elif args.format == "csv":
-        _write_output(comparison_csv(comparisons, changed), args.output)
-    else:
-        _write_output(comparison_json(comparisons, changed), args.output)
+                                          [*changed_lines, *cost_lines(comparisons)],
+                                          [line for line in (asked, note) if line]), args.output)
+    else:  # a document for programs; where the sides came from goes to the terminal beside it
+        if asked:
+            _console(stderr=args.output in ("", "-")).print(asked, markup=False)
+        _write_output((comparison_csv if args.format == "csv" else comparison_json)(comparisons, changed),
+                      args.output)
     if args.fail_on_regression is not None:
         # the gate's error rate is 5 % for the whole table, not per cell: Bonferroni over the cells it tests
         cells = tested_cells(comparisons)
@@ -145,9 +149,9 @@ def _whose(selection: Selection, verb: str = "") -> str:
 
 
 def asked_line(selection: Selection, baseline: Selector, candidate: Selector, other: str) -> str:
-    """Where the sides came from, said with the table; ``other``: how to compare something else."""
+    """Where the sides came from, said with the table; ``other``: how to compare something else ('' in a file)."""
     return (f"the comparison {_whose(selection, 'ask')} (compare: baseline {baseline.text}, candidate "
-            f"{candidate.text}); {other}")
+            f"{candidate.text})" + (f"; {other}" if other else ""))
 
 
 def print_comparison(out: Console, comparisons: Sequence[PointComparison], baseline: Selector, candidate: Selector,
@@ -173,12 +177,16 @@ def print_comparison(out: Console, comparisons: Sequence[PointComparison], basel
             out.print(f"  {line}", markup=False)
 
 
-def sides_note(selection: Selection, comparisons: Sequence[PointComparison], baseline: Selector,
-               candidate: Selector) -> str:
-    """What the two sides' design leaves in the change ('' when nothing): the line above a comparison's table."""
+def _ran_in(comparisons: Sequence[PointComparison]) -> set[int]:
+    """The runs whose results the comparisons compare."""
+    return {run for c in comparisons for run in (*c.baseline.run_ids, *c.candidate.run_ids)}
+
+
+def sides_note(selection: Selection, ran_in: set[int], baseline: Selector, candidate: Selector) -> str:
+    """What the two sides' design leaves in the change ('' when nothing): the line above a comparison's table;
+    ``ran_in``: the runs compared."""
     from storbench.stats.compare_design import design_note
 
-    ran_in = {run for c in comparisons for run in (*c.baseline.run_ids, *c.candidate.run_ids)}
     designs = {selection.bring_ups.get(run, "once") for run in ran_in}
     return design_note(baseline, candidate, bring_up=designs.pop() if len(designs) == 1 else "once") or ""
 
@@ -221,7 +229,7 @@ def print_asked_comparison(selection: Selection, db: str, run_id: int, out: Cons
                   f"{candidate.text} both ran", markup=False)
         return
     for line in (asked_line(selection, baseline, candidate, "`storbench compare --baseline SEL --candidate SEL` "
-                            "compares others"), sides_note(selection, comparisons, baseline, candidate)):
+                            "compares others"), sides_note(selection, _ran_in(comparisons), baseline, candidate)):
         if line:
             out.print(line, markup=False)
     changed = selection.design_changed.get(run_id)

@@ -115,12 +115,15 @@ def comparison_csv(comparisons: Sequence[PointComparison], changed_runs: Collect
 
 
 def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, candidate: str,
-                        notes: Sequence[str] = ()) -> str:
+                        notes: Sequence[str] = (), preamble: Sequence[str] = ()) -> str:
+    """The comparison as a Markdown table; ``preamble``: lines said before it (where the sides came from, what
+    their design leaves in the change), ``notes`` after it."""
     # where the time goes, when some point's storage reported it on both sides
     layers = [m for m in (*LAYER_METRICS, *FAILOVER_METRICS) if any(c.cell(m.field) is not None for c in comparisons)]
     rate = rate_unit(p.rw for c in comparisons for p in (c.baseline, c.candidate))  # ops/s for operations
     measured = compared_fields(comparisons, rate)
     lines = [
+        *(f"{markdown_cell(line)}\n" for line in preamble),
         f"Baseline `{_code(baseline)}` vs candidate `{_code(candidate)}`: change of the candidate's mean, with its "
         f"interval ({interval_caption(comparisons)}). {VERDICT_LEGEND}",
         "",
