@@ -512,9 +512,12 @@ def test_settling_after_faults_reconnects_and_reshapes_the_hosts_a_failed_restor
         assert isinstance(healed, LabHealed) and healed.lab == "hosts" and lab.running(2)
         lab.shape_host(1, 8_000_000, None)
         assert lab.unsettled() == ([], [1]) and "8Mbit" in lab.shaping(1)
+        # telemetry's rates: client.1's own while a fault shaped it apart, the lab's for the others
+        assert lab.link_rates() == {lab_host(1).host_veth: 8_000_000, lab_host(2).host_veth: 100_000_000}
         assert isinstance(KIND.settle(case, {}), LabHealed)
         assert lab.shaping(1).split(" root ")[1] == lab.shaping(2).split(" root ")[1]  # but for the qdisc's handle
         assert "100Mbit" in lab.shaping(1)
+        assert set(lab.link_rates().values()) == {100_000_000}
         lab.shape_host(2, 100_000_000, None)  # a restore that worked: shaped as the others, nothing to settle
         assert lab.unsettled() == ([], []) and KIND.settle(case, {}) is None
         assert lab_host(2).host_veth in lab.link_rates()

@@ -457,7 +457,7 @@ targets:
 workload: {rw: randread, bs: 4k, iodepth: 2, runtime: 6s, ramp: 1s}
 clients: 2
 repeat: 1
-telemetry: {enabled: false}
+telemetry: {interval: 0.5s}
 timeout_grace: 30s
 lab:
   nfs: {}
@@ -489,6 +489,13 @@ def test_one_clients_link_cut_for_two_seconds_stalls_that_client_only(
         # a second fault, after: client.1's link shaped to 20 Mbit/s for a second (a level, `to:`), then unshaped
         assert (slow.said, unslowed.said) == ("hosts lab: client.1's link shaped to 20Mbit",
                                               "hosts lab: client.1's link unshaped again"), repetition.faults
+        # the lab's links unshaped, client.1's veth has a rate only while slowed: its utilisation is against
+        # 20 Mbit/s then (the export's reads fill it), and it has none before or after
+        assert repetition.telemetry is not None
+        (util,) = repetition.telemetry.find("net", "util_pct", lab_host(1).host_veth)
+        assert all(slow.at_s - 0.1 <= t0 and t1 <= unslowed.at_s + 0.5 for t0, t1 in
+                   zip(util.starts_s, util.times_s, strict=True))
+        assert util.values and max(util.values) > 30, util
         (point,) = point_failovers([repetition])
         blackouts = {client: seconds.mean for client, seconds in point.client_blackouts_s}
         assert len(blackouts) == 2, blackouts

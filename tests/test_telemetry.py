@@ -24,6 +24,7 @@ from storbench.telemetry.digest import digest
 from storbench.telemetry.proc import (
     CpuTimes,
     DiskCounters,
+    LinkRates,
     NetCounters,
     ProcessTicks,
     ProcSnapshot,
@@ -152,12 +153,41 @@ def test_network_utilisation_against_link_rate() -> None:
     lo_a, lo_b = NetCounters("lo", 0, 0, 0, 0), NetCounters("lo", 10**9, 1, 10**9, 1)
     series = {(s.entity, s.metric): s.values[0]
               for s in net_series([snapshot(0.0, nets=(a, lo_a)), snapshot(1.0, nets=(b, lo_b))],
-                                  {"eth0": 1_000_000_000})}
+                                  LinkRates({"eth0": 1_000_000_000}))}
     assert series[("eth0", "util_pct")] == pytest.approx(50.0)  # 500 Mb/s received on a 1 Gb/s link
     assert series[("eth0", "tx_bytes_per_s")] == pytest.approx(1e6)
     assert not any(entity == "lo" for entity, _ in series)
-    no_speed = net_series([snapshot(0.0, nets=(a,)), snapshot(1.0, nets=(b,))], {})
+    no_speed = net_series([snapshot(0.0, nets=(a,)), snapshot(1.0, nets=(b,))], LinkRates({}))
     assert "util_pct" not in {s.metric for s in no_speed}
+
+
+def test_a_link_slowed_midway_is_measured_against_its_rate_then() -> None:
+    """A fault that shapes a link for part of a repetition: each interval's utilisation is against the rate in
+    effect then (time-weighted where the change falls inside it), not the rate from before the repetition."""
+    received = (0, 62_500_000, 72_500_000, 135_000_000, 190_000_000)  # 500, 80, 500, 440 Mbit/s over 1 s each
+    nets = [snapshot(float(t), nets=(NetCounters("eth0", rx, 0, 0, 0),)) for t, rx in enumerate(received)]
+    links = LinkRates({"eth0": 1_000_000_000}, ((0.0, {}), (1.0, {"eth0": 100_000_000}), (2.0, {}),
+                                                (3.5, {"eth0": 100_000_000})))
+    (util,) = [s for s in net_series(nets, links) if s.metric == "util_pct"]
+    # 1 Gbit/s, then 100 Mbit/s (a flat 1 Gbit/s had said 8 %), then 1 Gbit/s, then half of each: 550 Mbit/s
+    assert util.values == pytest.approx((50.0, 80.0, 50.0, 80.0))
+    assert links.at("eth0", 0.5) == 1_000_000_000 and links.at("eth0", 1.0) == 100_000_000
+    assert links.at("veth9", 1.5) is None
+
+
+def test_a_veth_known_only_while_a_fault_shaped_it_has_no_mean_utilisation() -> None:
+    """An unshaped lab's veth has no rate; a `slow` fault gives it one for a second: that second has a
+    utilisation, and the repetition's mean has none (it would read as busy as the link was while slowed)."""
+    received = (0, 1_000_000, 2_000_000, 3_000_000)
+    nets = [snapshot(100.0 + t, nets=(NetCounters("sbh1", rx, 0, 0, 0),)) for t, rx in enumerate(received)]
+    links = LinkRates({}, ((0.0, {}), (101.0, {"sbh1": 8_000_000}), (102.0, {})))
+    telemetry = repetition_telemetry((100.0, 103.0), nets, [], [], None, 100, links, [])
+    (util,) = telemetry.find("net", "util_pct")
+    assert util.starts_s == (101.0,) and util.values == pytest.approx((100.0,))
+    (interface,) = digest(telemetry).interfaces
+    assert interface.name == "sbh1" and interface.util_pct is None and interface.rx_bytes_per_s == pytest.approx(1e6)
+    shaped = repetition_telemetry((100.0, 103.0), nets, [], [], None, 100, LinkRates({"sbh1": 80_000_000}), [])
+    assert digest(shaped).interfaces[0].util_pct == pytest.approx(10.0)  # known throughout: its mean
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -433,7 +463,7 @@ def _sample(action_s: float, command: list[str] | None, tmp_path: Path) -> Repet
     import os
 
     return repetition_telemetry((started + 0.5, ended), readings.proc, readings.ceph, [], None,
-                                os.sysconf("SC_CLK_TCK"), {}, readings.problems)
+                                os.sysconf("SC_CLK_TCK"), LinkRates({}), readings.problems)
 
 
 @pytest.mark.fio

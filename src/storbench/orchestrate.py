@@ -257,8 +257,12 @@ def _checking_writer(config: PlanConfig, place: CheckPlace | None, writer: int) 
                           block_bytes=check.bs, depth=check.depth, iops=check.iops, writer=writer)
 
 
-def _fault(session: LabContext, case: Case, step: FaultStep, restore: bool) -> str:
-    return session.fault(step, case, restore=restore)
+def _fault(session: LabContext, case: Case, recorder: TelemetryRecorder | None, step: FaultStep, restore: bool) -> str:
+    try:
+        return session.fault(step, case, restore=restore)
+    finally:  # telemetry told of a link a fault shaped: its utilisation against the rate then
+        if recorder is not None:
+            recorder.links_shaped(session.link_rates(case), time.time())
 
 
 def _keeps(run: RunState, bring_up: str, groups: Sequence[tuple[LabPoint, Sequence[ScheduledRepetition]]],
@@ -338,7 +342,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                 if sockets not in recorders:
                     recorders[sockets] = TelemetryRecorder(config.telemetry, sockets)
                 recorder = recorders[sockets]
-                recorder.link_overrides = session.link_rates(item.case)  # shaped veths have no speed of their own
+                recorder.links_shaped(session.link_rates(item.case))  # shaped veths have no speed of their own
             if recorder is not None and config.telemetry.client_ceiling and item.case.case_id not in ceilings:
                 ceilings[item.case.case_id] = measure_client_ceiling(run.executors.local, item.case, caps)
             timeout_s = watchdog_seconds(item.case, config.timeout_grace)
@@ -355,7 +359,7 @@ def _run_group(run: RunState, lab: LabPoint, items: Sequence[ScheduledRepetition
                           FaultDriver(steps,
                                       executor.start_delay_s(case) + case.workload.start_delay_s[0]
                                       + case.workload.ramp_s,
-                                      partial(_fault, session, case)) as faults):
+                                      partial(_fault, session, case, recorder)) as faults):
                         outcome = redact_outcome(executor.run_case(case, job_texts, item.rep_index, timeout_s, fio),
                                                  env_secrets(fio.env))
                     outcome = replace(outcome, faults=tuple(faults.records))

@@ -172,6 +172,7 @@ class HostsLab(LabRoot):
             _shape(index, rate_bits_per_s, delay_s)
         raw["link"] = wanted
         raw.pop("shaped_apart", None)
+        raw.pop("host_rates", None)  # every host at the lab's rate
         self.state.write_text(json.dumps(raw))
         return True
 
@@ -195,9 +196,12 @@ class HostsLab(LabRoot):
         self.state.write_text(json.dumps(raw))
         _shape(index, rate_bits_per_s, delay_s)
         apart = set(raw["shaped_apart"]) - {index}
+        rates = {key: rate for key, rate in raw.get("host_rates", {}).items() if key != str(index)}
         if [rate_bits_per_s, delay_s] != raw.get("link", [None, None]):
             apart.add(index)
+            rates[str(index)] = rate_bits_per_s  # its own rate (None: none), for telemetry (`link_rates`)
         raw["shaped_apart"] = sorted(apart)
+        raw["host_rates"] = rates
         self.state.write_text(json.dumps(raw))
 
     def unsettled(self) -> tuple[list[int], list[int]]:
@@ -227,16 +231,18 @@ class HostsLab(LabRoot):
         run(["ip", "link", "set", lab_host(index).host_veth, "up" if up else "down"], timeout_s=30)
 
     def link_rates(self) -> dict[str, int]:
-        """The host-side interface of each host and the rate it is shaped to (for link utilisation: a veth has
-        no speed of its own)."""
+        """The host-side interface of each host and the rate it is shaped to now, its own where a fault shaped it
+        apart (for link utilisation: a veth has no speed of its own); hosts not shaped are left out."""
         info = self.info()
         if info is None:
             return {}
         try:
-            rate = json.loads(self.state.read_text()).get("link", [None])[0]
+            raw = json.loads(self.state.read_text())
         except (OSError, ValueError):
             return {}
-        return {} if rate is None else {lab_host(i).host_veth: int(rate) for i in range(1, info.count + 1)}
+        rates = {str(i): raw.get("link", [None])[0] for i in range(1, info.count + 1)}
+        rates.update(raw.get("host_rates", {}))  # a host shaped apart (a `slow` fault): its own rate
+        return {lab_host(int(i)).host_veth: int(rate) for i, rate in rates.items() if rate is not None}
 
     def shaping(self, index: int) -> str:
         """What `tc` says is on host ``index``'s host-side link (to read the shaping back)."""

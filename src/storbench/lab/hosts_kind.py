@@ -121,9 +121,8 @@ class HostsKind(LabKindBase):
         return None
 
     def link_rates(self, case: Case) -> dict[str, int]:
-        if case.lab.link_bits_per_s is None:
-            return {}
-        return HostsLab().link_rates()
+        lab = HostsLab()  # this run's lab: shaped by its plan's lab.hosts.link, or one host by a `slow` fault
+        return lab.link_rates() if holds_lab(lab.root) else {}
 
     def settle(self, case: Case, running: Mapping[LabPoint, object]) -> RunEvent | None:
         """After a repetition with faults: every client host's link up and at the lab's shaping, should a restore

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from storbench.model import Case, RepetitionOutcome
 from storbench.telemetry.ceph_counters import CephSnapshot, ceph_series
-from storbench.telemetry.proc import ProcSnapshot, series_from_snapshots
+from storbench.telemetry.proc import LinkRates, ProcSnapshot, series_from_snapshots
 from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries
 
 
@@ -35,7 +35,7 @@ def ceiling_series(ceiling_iops: float | None, window: tuple[float, float]) -> l
 
 def repetition_telemetry(window: tuple[float, float], proc: Sequence[ProcSnapshot], ceph: Sequence[CephSnapshot],
                          remote: Sequence[TelemetrySeries], ceiling_iops: float | None, clock_ticks_per_s: int,
-                         link_bits_per_s: Mapping[str, int], problems: Sequence[str]) -> RepetitionTelemetry:
-    series = [*series_from_snapshots(proc, clock_ticks_per_s, link_bits_per_s), *ceph_series(ceph), *remote,
+                         links: LinkRates, problems: Sequence[str]) -> RepetitionTelemetry:
+    series = [*series_from_snapshots(proc, clock_ticks_per_s, links), *ceph_series(ceph), *remote,
               *ceiling_series(ceiling_iops, window)]
     return RepetitionTelemetry(window[0], window[1], tuple(series), tuple(dict.fromkeys(problems)))

@@ -196,10 +196,13 @@ def digest(telemetry: RepetitionTelemetry) -> TelemetryDigest:
     for rx in telemetry.find("net", "rx_bytes_per_s"):
         name = rx.entity
         link_util = _one(telemetry, "net", "util_pct", name)
+        # a mean over the whole window or none: a veth whose rate is known only while a fault shaped it would read
+        # as busy as it was then
+        whole = link_util is not None and len(in_window(link_util, start, end)) == len(in_window(rx, start, end))
         interfaces.append(InterfaceDigest(
             name=name, rx_bytes_per_s=_mean(telemetry, rx) or 0.0,
             tx_bytes_per_s=_mean(telemetry, _one(telemetry, "net", "tx_bytes_per_s", name)) or 0.0,
-            util_pct=_mean(telemetry, link_util)))
+            util_pct=_mean(telemetry, link_util) if whole else None))
     interfaces.sort(key=lambda i: (-(i.util_pct or 0.0), -(i.rx_bytes_per_s + i.tx_bytes_per_s), i.name))
 
     ceph_ops = ceph_ops_per_s = ceph_latency_weighted = 0.0

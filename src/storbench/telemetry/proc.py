@@ -210,10 +210,10 @@ def process_series(snapshots: Sequence[ProcSnapshot], clock_ticks_per_s: int) ->
 
 def _device_series(source: str, snapshots: Sequence[ProcSnapshot], names: Sequence[str],
                    counters: Callable[[ProcSnapshot], Sequence[C]], metrics: tuple[str, ...],
-                   rates: Callable[[C, C, float], tuple[bool, dict[str, float]]]) -> list[TelemetrySeries]:
+                   rates: Callable[[C, C, float, float], tuple[bool, dict[str, float]]]) -> list[TelemetrySeries]:
     """Per device of ``names``: each of ``metrics`` over every interval whose two readings both list the device,
-    as ``rates`` gives them from its counters before and after and the seconds between (with whether it was
-    active). Devices active in no interval are left out."""
+    as ``rates`` gives them from its counters before and after and the interval's start and end (with whether it
+    was active). Devices active in no interval are left out."""
     out: list[TelemetrySeries] = []
     for name in names:
         samples: dict[str, list[tuple[float, float, float]]] = {m: [] for m in metrics}
@@ -224,7 +224,7 @@ def _device_series(source: str, snapshots: Sequence[ProcSnapshot], names: Sequen
             elapsed = after.t_s - before.t_s
             if a is None or b is None or elapsed <= 0:
                 continue
-            busy, values = rates(a, b, elapsed)
+            busy, values = rates(a, b, before.t_s, after.t_s)
             active = active or busy
             for metric, value in values.items():
                 samples[metric].append((before.t_s, after.t_s, value))
@@ -242,8 +242,9 @@ def _ms(before: int, after: int) -> int:
     return (after - before) % MS_COUNTER_WRAP
 
 
-def _disk_rates(a: DiskCounters, b: DiskCounters, elapsed: float) -> tuple[bool, dict[str, float]]:
+def _disk_rates(a: DiskCounters, b: DiskCounters, begin_s: float, end_s: float) -> tuple[bool, dict[str, float]]:
     """A device's rates over one interval; none where a 64-bit counter went back (the device made anew)."""
+    elapsed = end_s - begin_s
     if min(b.reads - a.reads, b.writes - a.writes, b.sectors_read - a.sectors_read,
            b.sectors_written - a.sectors_written) < 0:
         return False, {}
@@ -268,16 +269,48 @@ def disk_series(snapshots: Sequence[ProcSnapshot]) -> list[TelemetrySeries]:
         "util_pct", "queue_depth", "iops", "read_bytes_per_s", "write_bytes_per_s", "await_ms"), _disk_rates)
 
 
-def net_series(snapshots: Sequence[ProcSnapshot], link_bits_per_s: Mapping[str, int]) -> list[TelemetrySeries]:
-    """Per interface: bytes and packets per second, and utilisation % of the link rate where it is known
-    (the busier direction, as links are full duplex). Idle interfaces and loopback are left out."""
+@dataclass(frozen=True)
+class LinkRates:
+    """The links' rates in bits/s over a repetition: their own ``speeds`` (what the kernel says of a NIC), and the
+    rates a lab shaped interfaces to (a veth has no speed of its own), each from its moment (epoch seconds, in time
+    order; the first from before the repetition): a fault that slows one client's link changes them midway."""
 
-    def rates(a: NetCounters, b: NetCounters, elapsed: float) -> tuple[bool, dict[str, float]]:
+    speeds: Mapping[str, int]
+    shaped: tuple[tuple[float, Mapping[str, int]], ...] = ()
+
+    def at(self, name: str, t_s: float) -> int | None:
+        """``name``'s rate at ``t_s``: as shaped then, else its own speed; None when neither is known."""
+        shaped: Mapping[str, int] = {}
+        for from_s, rates in self.shaped:
+            if from_s > t_s:
+                break
+            shaped = rates
+        return shaped.get(name, self.speeds.get(name))
+
+    def mean_bits_per_s(self, name: str, begin_s: float, end_s: float) -> float | None:
+        """``name``'s mean rate over [begin, end] (a change midway weighs by its time); None when it is not known
+        for all of it (a veth shaped for part of it only)."""
+        moments = [begin_s, *(t for t, _ in self.shaped if begin_s < t < end_s), end_s]
+        total = 0.0
+        for start, stop in itertools.pairwise(moments):
+            rate = self.at(name, start)
+            if not rate:
+                return None
+            total += rate * (stop - start)
+        return total / (end_s - begin_s) if end_s > begin_s else self.at(name, begin_s)
+
+
+def net_series(snapshots: Sequence[ProcSnapshot], links: LinkRates) -> list[TelemetrySeries]:
+    """Per interface: bytes and packets per second, and utilisation % of the link rate where it is known over the
+    whole interval (the busier direction, as links are full duplex). Idle interfaces and loopback are left out."""
+
+    def rates(a: NetCounters, b: NetCounters, begin_s: float, end_s: float) -> tuple[bool, dict[str, float]]:
+        elapsed = end_s - begin_s
         rx, tx = (b.rx_bytes - a.rx_bytes) / elapsed, (b.tx_bytes - a.tx_bytes) / elapsed
         values = {"rx_bytes_per_s": rx, "tx_bytes_per_s": tx,
                   "rx_packets_per_s": (b.rx_packets - a.rx_packets) / elapsed,
                   "tx_packets_per_s": (b.tx_packets - a.tx_packets) / elapsed}
-        speed = link_bits_per_s.get(a.name)
+        speed = links.mean_bits_per_s(a.name, begin_s, end_s)
         if speed:
             values["util_pct"] = 100.0 * max(rx, tx) * 8 / speed
         return rx > 0 or tx > 0, values
@@ -300,7 +333,7 @@ def memory_series(snapshots: Sequence[ProcSnapshot]) -> list[TelemetrySeries]:
 
 
 def series_from_snapshots(snapshots: Sequence[ProcSnapshot], clock_ticks_per_s: int,
-                          link_bits_per_s: Mapping[str, int]) -> list[TelemetrySeries]:
+                          links: LinkRates) -> list[TelemetrySeries]:
     ordered = sorted(snapshots, key=lambda s: s.t_s)
     return [*cpu_series(ordered), *process_series(ordered, clock_ticks_per_s), *disk_series(ordered),
-            *net_series(ordered, link_bits_per_s), *memory_series(ordered)]
+            *net_series(ordered, links), *memory_series(ordered)]

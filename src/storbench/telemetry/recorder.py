@@ -10,6 +10,7 @@ from storbench.config import TelemetryConfig
 from storbench.model import Case, RepetitionOutcome
 from storbench.telemetry.collect import measured_window, repetition_telemetry
 from storbench.telemetry.cycles import CycleCounter
+from storbench.telemetry.proc import LinkRates
 from storbench.telemetry.prometheus import queries_for, query_window
 from storbench.telemetry.series import RepetitionTelemetry, TelemetrySeries, TelemetrySource
 from storbench.telemetry.sources import (
@@ -33,12 +34,21 @@ class TelemetryRecorder:
         self.ceph_sockets = sorted({os.path.realpath(p) for p in ceph_admin_sockets(patterns)})
         self.clock_ticks = clock_ticks_per_s()
         self.links = link_speeds_bits_per_s()
-        self.link_overrides: dict[str, int] = {}  # interfaces whose rate the lab set (a shaped veth)
+        # interfaces whose rate a lab set (a shaped veth), from each moment on: before the repetition, at a fault
+        self.shaped: list[tuple[float, dict[str, int]]] = []
         self.queries = (queries_for(config.prometheus.queries, config.prometheus.builtin_queries)
                         if config.prometheus else [])
         self._sampler: Sampler | None = None
         self._beside: TelemetrySource | None = None
         self._cycles = CycleCounter(config.processes) if config.cycles else None
+
+    def links_shaped(self, rates: dict[str, int], at_s: float | None = None) -> None:
+        """The rates a lab has shaped interfaces to, from ``at_s`` (epoch seconds: a fault that changed them during
+        the repetition; None: before it, from its start) until the next change."""
+        if at_s is None:
+            self.shaped = [(0.0, rates)]
+        elif not self.shaped or self.shaped[-1][1] != rates:
+            self.shaped.append((at_s, rates))
 
     def start(self, beside: TelemetrySource | None = None) -> None:
         """Start this host's sampler and ``beside`` (the executor's remote machines, `Executor.telemetry`)."""
@@ -87,4 +97,4 @@ class TelemetryRecorder:
                 remote.extend(queried)
                 problems.extend(failed)
         return repetition_telemetry(window, readings.proc, readings.ceph, remote, ceiling_iops, self.clock_ticks,
-                                    {**self.links, **self.link_overrides}, problems)
+                                    LinkRates(self.links, tuple(self.shaped)), problems)
