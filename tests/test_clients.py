@@ -525,6 +525,43 @@ def test_settling_after_faults_reconnects_and_reshapes_the_hosts_a_failed_restor
         lab.down()
 
 
+@pytest.mark.fio
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("fio") is None,
+                    reason="needs root, iproute2 and fio (network namespaces)")
+def test_a_killed_clients_job_does_not_run_on_beside_the_next_repetition(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fio server hands a job's processes to init when its client goes: a client the watchdog killed had left its
+    job writing on the hosts lab's server, beside the next repetition's. The executor ends them; the server stays
+    and answers. Runs wire it for the lab's own servers only (a plan's servers offer no way)."""
+    from storbench.execute.hosts import HostsExecutor
+    from storbench.execute.local import LocalExecutor
+    from storbench.lab.hosts import HostsLab
+    from storbench.lab.hosts_conf import lab_host
+    from storbench.run_state import Executors
+    from storbench.shell import run
+
+    monkeypatch.setattr("storbench.lab.hosts.DEFAULT_LAB_DIR", tmp_path / "lab")
+    lab = HostsLab()
+    data = tmp_path / "w.dat"
+    try:
+        info = lab.up(1, "fio")
+        job = f"[w]\nfilename={data}\nrw=write\nbs=64k\nsize=64m\nrate=1m\nioengine=psync\n"
+        executor = HostsExecutor("fio", info.servers, lab_servers=True, end_left_jobs=lab.end_jobs)
+        assert executor.run_clients([job], list(info.servers), timeout_s=2).timed_out
+        left = [int(pid) for pid in run(["ip", "netns", "pids", lab_host(1).namespace], timeout_s=30).split()]
+        assert left == [daemon.pid for daemon in lab.dir.live()], left  # the server alone
+        written = data.stat().st_size
+        time.sleep(1.5)
+        assert data.stat().st_size == written, "the killed client's job writes on"
+        assert lab.running(1)
+        wired = Executors(LocalExecutor("fio"), list(info.servers), "fio", "run1", None, lab_servers=True).hosts
+        assert wired is not None and wired.end_left_jobs is not None
+        own = Executors(LocalExecutor("fio"), ["10.9.9.9"], "fio", "run1", None, lab_servers=True).hosts
+        assert own is not None and own.end_left_jobs is None
+    finally:
+        lab.down()
+
+
 HOSTS_SETTLE_PLAN = """
 name: settle
 targets:

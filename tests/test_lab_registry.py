@@ -412,6 +412,7 @@ def test_a_kept_hosts_lab_with_shaped_links_is_unshaped_for_a_plan_without_a_lin
 
     calls: list[tuple[object, object]] = []
     settled: list[bool] = []
+    ended: list[bool] = []
 
     class FakeLab:
         shaped = True
@@ -428,6 +429,10 @@ def test_a_kept_hosts_lab_with_shaped_links_is_unshaped_for_a_plan_without_a_lin
             settled.append(True)
             return False
 
+        def end_jobs(self) -> list[int]:  # and without the jobs a run killed as it stopped left on its servers
+            ended.append(True)
+            return []
+
         def set_link(self, rate: object, delay: object) -> bool:
             calls.append((rate, delay))
             FakeLab.shaped = rate is not None
@@ -443,7 +448,7 @@ def test_a_kept_hosts_lab_with_shaped_links_is_unshaped_for_a_plan_without_a_lin
     run_lab.up()
     run_lab.up()
     assert calls == [(None, None)]  # lifted once; then nothing to lift
-    assert settled == [True, True]
+    assert settled == ended == [True, True]
     shaped = hosts.KIND.for_run(load_plan_text(text + "lab: {hosts: {count: 2, link: 1Gbit}}\n", "p.yaml"), caps)
     FakeLab.shaped = True
     assert shaped is not None

@@ -22,6 +22,7 @@ from storbench.execute.hosts import HostsExecutor
 from storbench.execute.k8s_access import DEFAULT_CLUSTER, ClusterAccess
 from storbench.execute.kubernetes import KubernetesExecutor
 from storbench.faults import FaultStep
+from storbench.lab.hosts import HostsLab
 from storbench.lab.hosts_conf import is_lab_server
 from storbench.model import Case, PvcTarget, RepetitionOutcome, ScheduledRepetition, TargetSpec
 from storbench.sessions import LabObserver
@@ -65,7 +66,9 @@ class Executors:
                  cluster: ClusterAccess = DEFAULT_CLUSTER) -> None:
         """``lab_servers``: the servers are storbench's hosts lab on this machine (not a plan's `hosts`)."""
         self.local = local
-        self.hosts = (HostsExecutor(fio_binary, servers, lab_servers=lab_servers and all(map(is_lab_server, servers)))
+        in_lab = lab_servers and all(map(is_lab_server, servers))
+        self.hosts = (HostsExecutor(fio_binary, servers, lab_servers=in_lab,
+                                    end_left_jobs=(lambda: HostsLab().end_jobs()) if in_lab else None)
                       if servers else None)
         self.run_label = label
         self.k8s_lab = k8s_lab

@@ -25,7 +25,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO
@@ -168,8 +168,12 @@ class HostsExecutor(StartsAtOnce):
     name = "hosts"
 
     def __init__(self, fio_binary: str, servers: Sequence[str], *, term_grace_s: float = 3.0,
-                 lab_servers: bool = False) -> None:
+                 lab_servers: bool = False, end_left_jobs: Callable[[], object] | None = None) -> None:
+        """``end_left_jobs``: ends what a client killed (the watchdog, a Ctrl-C) left running on the servers: a
+        server's job outlives its client and would run beside the next repetition's (the hosts lab's `end_jobs`;
+        a plan's own servers offer no way)."""
         self.fio_binary = fio_binary
+        self.end_left_jobs = end_left_jobs
         # the servers are the hosts lab's, on this machine: they see its files, and keys sent to them stay here
         self.lab_servers = lab_servers
         self.servers = tuple(servers)
@@ -191,8 +195,15 @@ class HostsExecutor(StartsAtOnce):
                 job_path.write_text(job_text)
                 pairs.append((server, str(job_path)))
             reader = _StdoutReader()
-            ended = supervise(clients_command(self.fio_binary, pairs), cwd=work, timeout_s=timeout_s,
-                              term_grace_s=self.term_grace_s, stdout_reader=reader)
+            try:
+                ended = supervise(clients_command(self.fio_binary, pairs), cwd=work, timeout_s=timeout_s,
+                                  term_grace_s=self.term_grace_s, stdout_reader=reader)
+            except BaseException:  # killed as storbench stops: its jobs would run on in a lab kept up
+                if self.end_left_jobs is not None:
+                    self.end_left_jobs()
+                raise
+            if self.end_left_jobs is not None and (ended.timed_out or (ended.returncode or 0) < 0):  # killed: theirs go
+                self.end_left_jobs()
             logs = tuple((name, (work / name).read_text(errors="replace")[:MAX_LOG_CHARS])  # each server's, by name
                          for name in timeline_logs([entry.name for entry in work.iterdir()]))
             return ClientsProcessResult(**asdict(ended), output_text=reader.text(), stamped_lines=tuple(reader.lines),

@@ -244,6 +244,18 @@ class HostsLab(LabRoot):
         rates.update(raw.get("host_rates", {}))  # a host shaped apart (a `slow` fault): its own rate
         return {lab_host(int(i)).host_veth: int(rate) for i, rate in rates.items() if rate is not None}
 
+    def end_jobs(self) -> list[int]:
+        """Kill what runs in the lab's namespaces besides its servers: the jobs of a client that was killed (a fio
+        server hands a job's processes to init when its client goes, and they run on to their end, beside the next
+        repetition's). Only between repetitions: a job running now is one of them. The pids killed."""
+        if self.info() is None:
+            return []
+        servers = {daemon.pid for daemon in self.dir.live()}
+        left = [pid for ns in _namespaces() for pid in map(int, run(["ip", "netns", "pids", ns], timeout_s=30).split())
+                if pid not in servers]
+        kill_all(left)
+        return left
+
     def shaping(self, index: int) -> str:
         """What `tc` says is on host ``index``'s host-side link (to read the shaping back)."""
         return run(["tc", "qdisc", "show", "dev", lab_host(index).host_veth], timeout_s=30)

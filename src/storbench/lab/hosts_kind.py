@@ -107,6 +107,7 @@ class HostsKind(LabKindBase):
         def up() -> HostsLabInfo:
             info = lab.up(lab_hosts.count, servers_fio(loaded, caps))
             lab.settle()  # a kept lab left with a host cut or slowed (a run killed during its fault): whole again
+            lab.end_jobs()  # and without the jobs of a client killed as its run stopped
             if lab_hosts.link is None and lab_hosts.link_delay is None and lab.link_shaped():  # a kept lab shaped
                 lab.set_link(None, None)
             return info
