@@ -21,6 +21,7 @@ repetition before, they held the last clients' first I/O up to a quarter second)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -200,7 +201,8 @@ class HostsExecutor(StartsAtOnce):
                                   term_grace_s=self.term_grace_s, stdout_reader=reader)
             except BaseException:  # killed as storbench stops: its jobs would run on in a lab kept up
                 if self.end_left_jobs is not None:
-                    self.end_left_jobs()
+                    with contextlib.suppress(Exception):  # what stops the run is said, not a failed clean-up
+                        self.end_left_jobs()
                 raise
             if self.end_left_jobs is not None and (ended.timed_out or (ended.returncode or 0) < 0):  # killed: theirs go
                 self.end_left_jobs()
