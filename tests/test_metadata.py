@@ -592,3 +592,28 @@ def test_the_eta_counts_each_metadata_phase_and_a_deletes_uncapped_layout() -> N
     assert seconds["stat"] == pytest.approx(runtime + FIO_STARTUP_S)
     assert seconds["metadata"] == pytest.approx(3 * runtime + FIO_STARTUP_S)
     assert seconds["delete"] == pytest.approx(100_000 / ESTIMATE_OPS_PER_JOB_S + runtime + FIO_STARTUP_S)
+
+
+
+def test_the_eta_counts_the_clear_after_nfs_deletes_their_runtime_cut() -> None:
+    """On an NFS export, deletes cut by their runtime leave files, cleared by name after every repetition: the
+    ETA counts that clear (200 s for 100,000 files a job) where the runtime cuts them, and nowhere else."""
+    from storbench.schedule import (
+        ESTIMATE_OPS_PER_JOB_S,
+        FIO_STARTUP_S,
+        clear_seconds,
+        fio_seconds,
+        repetition_seconds,
+    )
+
+    nfs = PLAN.replace("rw: [create, stat, delete]", "rw: [create, stat, delete, metadata]").replace(
+        "scratch: {{kind: path, path: ./data, size: 1MiB}}", "scratch: {{kind: nfs, url: 'nfs://10.0.0.1/export', "
+        "size: 1MiB}}")
+    cut = {c.workload.rw: c for c in expand(load_plan_text(nfs.format(files=100_000), "plan.yaml"))}
+    clear = 100_000 / ESTIMATE_OPS_PER_JOB_S + FIO_STARTUP_S
+    assert {rw: clear_seconds(c) for rw, c in cut.items()} == {"create": 0.0, "stat": 0.0, "delete": clear,
+                                                               "metadata": clear}
+    assert repetition_seconds(cut["delete"]) == pytest.approx(fio_seconds(cut["delete"]) + clear)
+    whole = expand(load_plan_text(nfs.format(files=1_000), "plan.yaml"))  # 2 s of deletes inside 30 s: none left
+    local = expand(load_plan_text(PLAN.format(files=100_000), "plan.yaml"))  # a directory's files: fio's unlink
+    assert {clear_seconds(c) for c in (*whole, *local)} == {0.0}

@@ -19,6 +19,7 @@ from storbench.fio.barrier import barrier_lead_s
 from storbench.fio.layout import has_fill_section
 from storbench.lab.ceph_conf import osd_options
 from storbench.model import (
+    NFS_METADATA_ENGINE,
     SIDE_BY_SIDE_SETTINGS,
     Case,
     Precondition,
@@ -234,13 +235,26 @@ ESTIMATE_VOLUME_OPERATION_S = 10.0  # a Kubernetes volume operation with what it
 
 def repetition_seconds(case: Case) -> float:
     """A repetition's time for the ETA: its fio's, and a pod's start budget (a pvc target's pods start first) or,
-    on fio servers, the start barrier's lead (its first allowance: 9 s for 100 servers)."""
+    on fio servers, the start barrier's lead (its first allowance: 9 s for 100 servers); and an NFS export's clear after
+    deletes its runtime cut (`clear_seconds`)."""
     if is_volume_operation(case.workload.rw):  # no fio pods to start: the operation's own time
         return fio_seconds(case)
     budget = getattr(case.target, "start_budget_s", None)  # pods: they start at a common moment, no barrier
     if budget is not None:
         return fio_seconds(case) + float(budget)
-    return fio_seconds(case) + (barrier_lead_s(case.clients, None) if case.clients >= 2 else 0.0)
+    return (fio_seconds(case) + (barrier_lead_s(case.clients, None) if case.clients >= 2 else 0.0)
+            + clear_seconds(case))
+
+
+def clear_seconds(case: Case) -> float:
+    """Deletes on an NFS export through storbench's engine (`rw: delete`, the metadata cycle) whose runtime cuts
+    them leave files, deleted by name after every repetition (`targets.nfs.clear_after`): a job over every name,
+    at the conservative rate (for the ETA only)."""
+    w = case.workload
+    if w.ioengine != NFS_METADATA_ENGINE or w.rw not in ("delete", "metadata") or w.files is None:
+        return 0.0
+    per_s = w.files / ESTIMATE_OPS_PER_JOB_S
+    return per_s + FIO_STARTUP_S if w.runtime_s < per_s else 0.0
 
 
 def fio_seconds(case: Case) -> float:
